@@ -1,0 +1,120 @@
+// Command tpscope predicts, runs and explains the performance of large
+// Mixture-of-Experts LLM inference on multi-GPU boxes.
+//
+// Usage: tpscope <verb> [flags]. Each verb lives in its own file
+// (verb_*.go) and registers itself in the verb list; main only dispatches.
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"strings"
+
+	"github.com/spf13/pflag"
+)
+
+// Verb is one CLI verb. Run receives the arguments after the verb name.
+type Verb struct {
+	Name    string // e.g. "predict", or "model show" for a two-word verb
+	Short   string // one line for the verb list
+	Long    string // paragraph(s) for --help
+	Example string // at least one runnable example for --help
+	// Flags builds the verb's flag set, bound to an options value that Run
+	// reads. It is called once per invocation.
+	Flags func(fs *pflag.FlagSet) func(args []string, stdout, stderr io.Writer) error
+}
+
+var verbs []*Verb
+
+// register adds a verb to the list; called from init in each verb file.
+func register(v *Verb) { verbs = append(verbs, v) }
+
+// errUsage marks an error whose message is a usage error (exit code 2).
+var errUsage = errors.New("usage")
+
+func main() {
+	os.Exit(dispatch(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// dispatch finds the verb (one or two words), parses its flags and runs it.
+// It returns the process exit code: 0 ok, 1 failure, 2 usage error.
+func dispatch(args []string, stdout, stderr io.Writer) int {
+	sort.Slice(verbs, func(i, j int) bool { return verbs[i].Name < verbs[j].Name })
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+		printVerbs(stdout)
+		if len(args) == 0 {
+			return 2
+		}
+		return 0
+	}
+	v, rest := findVerb(args)
+	if v == nil {
+		fmt.Fprintf(stderr, "tpscope: unknown verb %q; run 'tpscope help' for the list\n", strings.Join(args[:min(2, len(args))], " "))
+		return 2
+	}
+	fs := pflag.NewFlagSet("tpscope "+v.Name, pflag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	run := v.Flags(fs)
+	fs.Usage = func() {}
+	if err := fs.Parse(rest); err != nil {
+		if errors.Is(err, pflag.ErrHelp) {
+			printHelp(stdout, v, fs)
+			return 0
+		}
+		fmt.Fprintf(stderr, "tpscope %s: %v (see 'tpscope %s --help')\n", v.Name, err, v.Name)
+		return 2
+	}
+	if err := run(fs.Args(), stdout, stderr); err != nil {
+		fmt.Fprintf(stderr, "tpscope %s: %v\n", v.Name, err)
+		if errors.Is(err, errUsage) {
+			return 2
+		}
+		return 1
+	}
+	return 0
+}
+
+// findVerb matches the longest registered verb name against the first one
+// or two arguments.
+func findVerb(args []string) (*Verb, []string) {
+	if len(args) >= 2 {
+		two := args[0] + " " + args[1]
+		for _, v := range verbs {
+			if v.Name == two {
+				return v, args[2:]
+			}
+		}
+	}
+	for _, v := range verbs {
+		if v.Name == args[0] {
+			return v, args[1:]
+		}
+	}
+	return nil, nil
+}
+
+func printVerbs(w io.Writer) {
+	fmt.Fprintln(w, "tpscope — predict, run and explain MoE LLM inference on multi-GPU boxes")
+	fmt.Fprintln(w, "\nUsage: tpscope <verb> [flags]\n\nVerbs:")
+	for _, v := range verbs {
+		fmt.Fprintf(w, "  %-18s %s\n", v.Name, v.Short)
+	}
+	fmt.Fprintln(w, "\nRun 'tpscope <verb> --help' for the verb's flags and an example.")
+}
+
+func printHelp(w io.Writer, v *Verb, fs *pflag.FlagSet) {
+	fmt.Fprintf(w, "Usage: tpscope %s [flags]\n\n%s\n", v.Name, v.Short)
+	if v.Long != "" {
+		fmt.Fprintf(w, "\n%s\n", strings.TrimSpace(v.Long))
+	}
+	fmt.Fprintf(w, "\nFlags:\n%s", fs.FlagUsages())
+	fmt.Fprintf(w, "\nExample:\n  %s\n", strings.ReplaceAll(strings.TrimSpace(v.Example), "\n", "\n  "))
+}
+
+// usageErrorf returns an error that dispatch reports with exit code 2.
+func usageErrorf(format string, a ...any) error {
+	return fmt.Errorf("%w: %s", errUsage, fmt.Sprintf(format, a...))
+}
