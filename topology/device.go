@@ -1,0 +1,198 @@
+package topology
+
+import (
+	"fmt"
+	"math"
+	"sort"
+)
+
+// Device is the spec of one accelerator model: what the compute roofline
+// and the launch-overhead model in sim need. Every preset number cites
+// ../shared/reference/hardware.md, a vendor datasheet, or says it is an
+// assumption (see presets.go).
+//
+// Units: clocks in MHz, memory in bytes, bandwidth in GB/s (1e9 B/s),
+// throughput in TFLOPS (1e12 FLOP/s, dense, multiply-add = 2 FLOP), times in
+// microseconds.
+type Device struct {
+	// Name is the marketing name, as nvidia-smi prints it, e.g.
+	// "NVIDIA RTX PRO 6000 Blackwell Server Edition".
+	Name string `json:"name"`
+	// Arch is the architecture family: "blackwell", "hopper", ...
+	Arch string `json:"arch"`
+	// ComputeCapability is "major.minor", e.g. "12.0" (sm_120), "9.0".
+	ComputeCapability string `json:"compute_capability"`
+	SMs               int    `json:"sms"`
+
+	// BoostClockMHz is the maximum SM clock; the datasheet peaks in
+	// PeakTFLOPS are quoted at this clock.
+	BoostClockMHz float64 `json:"boost_clock_mhz"`
+	// SMClockMHz is the sustained SM clock under tensor load that the
+	// model runs at (an explicit preset parameter: hardware.md says the RTX
+	// PRO 6000 Server Ed. sustains 1.4-1.9 GHz, not its 2,430 MHz boost).
+	// TFLOPS scales the boost peaks by SMClockMHz/BoostClockMHz.
+	SMClockMHz float64 `json:"sm_clock_mhz"`
+
+	MemBytes int64 `json:"mem_bytes"`
+	// MemBWGBps is the memory bandwidth at the memory clock sustained under
+	// load (for the RTX PRO 6000 Server Ed. lower than the family figure).
+	MemBWGBps float64 `json:"mem_bw_gbps"`
+	// MemEfficiency is the prior fraction of MemBWGBps a streaming kernel
+	// achieves (0..1].
+	MemEfficiency float64 `json:"mem_efficiency"`
+	L2Bytes       int64   `json:"l2_bytes"`
+
+	// PeakTFLOPS is the dense tensor-core (fp32: CUDA-core) peak at
+	// BoostClockMHz keyed by compute dtype: "fp4", "fp8", "bf16", "fp16",
+	// "fp32". A missing key means the chip cannot run that dtype natively
+	// (no "fp4" on Hopper).
+	PeakTFLOPS map[string]float64 `json:"peak_tflops"`
+
+	// LaunchEagerUs is the host-side cost to launch one kernel outside a
+	// CUDA graph (framework + driver); it bounds the op rate of an eager
+	// stream. LaunchGraphUs is the per-kernel cost inside a CUDA graph
+	// replay. MinKernelUs is the shortest a kernel takes on the device
+	// (launch ramp, tail), whatever its work.
+	LaunchEagerUs float64 `json:"launch_eager_us"`
+	LaunchGraphUs float64 `json:"launch_graph_us"`
+	MinKernelUs   float64 `json:"min_kernel_us"`
+
+	// Efficiency holds named priors: the achieved fraction of the compute
+	// peak for a kernel family, keyed "<opkind>" or "<opkind>/<dtype>" with
+	// the strings of model.OpKind ("gemm", "moe_gemm", "attention", "norm",
+	// "elementwise", "router", "embedding") and of model.Dtype ("bf16",
+	// "fp8", "fp8-block128", "nvfp4", "int4-g32"). The key "default" is
+	// the fallback. Look up with EfficiencyFor. topology does not import
+	// model; the keys are plain strings on purpose.
+	Efficiency map[string]float64 `json:"efficiency,omitempty"`
+
+	// Sources says where the numbers come from, keyed by JSON field name
+	// ("sms", "mem_bw_gbps", "peak_tflops.fp8", ...). Values cite
+	// hardware.md or a datasheet, or start with "assumption:".
+	Sources map[string]string `json:"sources,omitempty"`
+}
+
+// ComputeKey maps a dtype string (model.Dtype or a compute dtype) to the
+// PeakTFLOPS key the tensor cores run it as: "nvfp4" runs as "fp4",
+// "fp8-block128" as "fp8", "int4-g32" (W4A16) as "bf16" after
+// dequantization. Unknown strings are returned unchanged.
+func ComputeKey(dtype string) string {
+	switch dtype {
+	case "nvfp4", "fp4", "mxfp4":
+		return "fp4"
+	case "fp8", "fp8-block128", "e4m3", "e5m2":
+		return "fp8"
+	case "int4-g32", "bf16":
+		return "bf16"
+	}
+	return dtype
+}
+
+// TFLOPS is the dense peak for dtype at the sustained clock SMClockMHz:
+// PeakTFLOPS[ComputeKey(dtype)] * SMClockMHz / BoostClockMHz. ok is false
+// when the device has no native support for the dtype.
+func (d *Device) TFLOPS(dtype string) (tflops float64, ok bool) {
+	p, ok := d.PeakTFLOPS[ComputeKey(dtype)]
+	if !ok {
+		return 0, false
+	}
+	if d.BoostClockMHz > 0 && d.SMClockMHz > 0 {
+		p *= d.SMClockMHz / d.BoostClockMHz
+	}
+	return p, true
+}
+
+// EfficiencyFor returns the efficiency prior for a kernel family and
+// dtype: Efficiency["<opkind>/<dtype>"], else Efficiency["<opkind>"], else
+// Efficiency["default"], else 1.
+func (d *Device) EfficiencyFor(opKind, dtype string) float64 {
+	if dtype != "" {
+		if e, ok := d.Efficiency[opKind+"/"+dtype]; ok {
+			return e
+		}
+	}
+	if e, ok := d.Efficiency[opKind]; ok {
+		return e
+	}
+	if e, ok := d.Efficiency["default"]; ok {
+		return e
+	}
+	return 1
+}
+
+// SustainedMemBWGBps is MemBWGBps * MemEfficiency (MemEfficiency 0 counts
+// as 1).
+func (d *Device) SustainedMemBWGBps() float64 {
+	if d.MemEfficiency <= 0 {
+		return d.MemBWGBps
+	}
+	return d.MemBWGBps * d.MemEfficiency
+}
+
+// Validate checks the spec; errors name the device and the field.
+func (d *Device) Validate() error {
+	where := fmt.Sprintf("device %q", d.Name)
+	if d.Name == "" {
+		return fmt.Errorf("device: empty name")
+	}
+	pos := []struct {
+		field string
+		v     float64
+	}{
+		{"sms", float64(d.SMs)},
+		{"sm_clock_mhz", d.SMClockMHz},
+		{"mem_bytes", float64(d.MemBytes)},
+		{"mem_bw_gbps", d.MemBWGBps},
+	}
+	for _, p := range pos {
+		if !(p.v > 0) || math.IsInf(p.v, 0) {
+			return fmt.Errorf("%s: %s must be > 0, got %v", where, p.field, p.v)
+		}
+	}
+	nonneg := []struct {
+		field string
+		v     float64
+	}{
+		{"boost_clock_mhz", d.BoostClockMHz},
+		{"l2_bytes", float64(d.L2Bytes)},
+		{"launch_eager_us", d.LaunchEagerUs},
+		{"launch_graph_us", d.LaunchGraphUs},
+		{"min_kernel_us", d.MinKernelUs},
+	}
+	for _, p := range nonneg {
+		if !(p.v >= 0) || math.IsInf(p.v, 0) {
+			return fmt.Errorf("%s: %s must be >= 0, got %v", where, p.field, p.v)
+		}
+	}
+	if !(d.MemEfficiency >= 0 && d.MemEfficiency <= 1) {
+		return fmt.Errorf("%s: mem_efficiency must be in [0,1], got %v", where, d.MemEfficiency)
+	}
+	if len(d.PeakTFLOPS) == 0 {
+		return fmt.Errorf("%s: peak_tflops is empty (want at least one of fp4, fp8, bf16, fp16, fp32)", where)
+	}
+	for _, k := range sortedKeys(d.PeakTFLOPS) {
+		switch k {
+		case "fp4", "fp8", "bf16", "fp16", "fp32", "tf32", "int8":
+		default:
+			return fmt.Errorf("%s: peak_tflops: unknown dtype %q (want fp4, fp8, bf16, fp16, fp32, tf32, int8)", where, k)
+		}
+		if v := d.PeakTFLOPS[k]; !(v > 0) || math.IsInf(v, 0) {
+			return fmt.Errorf("%s: peak_tflops.%s must be > 0, got %v", where, k, v)
+		}
+	}
+	for _, k := range sortedKeys(d.Efficiency) {
+		if v := d.Efficiency[k]; !(v > 0 && v <= 1) {
+			return fmt.Errorf("%s: efficiency.%s must be in (0,1], got %v", where, k, v)
+		}
+	}
+	return nil
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
