@@ -1,0 +1,25 @@
+package exec
+
+import "go.opentelemetry.io/otel/attribute"
+
+// Attributes the runner writes besides those of traces/schema.go.
+const (
+	// AttrGraphs on the step span: whether the measured steps were
+	// replayed CUDA graphs (true) or eager launches (false). Written only
+	// when graphs were requested (WithGraphs).
+	AttrGraphs attribute.Key = "tpscope.graphs" // bool
+	// AttrScheduleScale on step and op spans: the factor by which the run
+	// schedule was shrunk from the real model's (WithScheduleScale). Unlike
+	// traces.AttrScale, the measured time is NOT multiplied by it; the
+	// prediction is made for the same shrunk schedule.
+	AttrScheduleScale attribute.Key = "tpscope.schedule.scale" // float64
+	// AttrReplayUs on a rank span: host time of launching the replayed
+	// graph of the step, microseconds (graph mode only).
+	AttrReplayUs attribute.Key = "tpscope.graph.replay_us" // float64
+	// AttrStepUs on step and rank spans: the measured step time in
+	// microseconds (rank span: BeginStep to the end of EndStep on that rank).
+	AttrStepUs attribute.Key = "tpscope.step_us" // float64
+	// AttrWarmup on the step span: number of warm-up steps before the
+	// measured ones.
+	AttrWarmup attribute.Key = "tpscope.warmup" // int64
+)

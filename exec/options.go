@@ -1,0 +1,135 @@
+package exec
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"time"
+
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
+)
+
+// Option configures Run.
+type Option func(*config)
+
+// config is Run's validated configuration; see Run for the defaults.
+type config struct {
+	tp             trace.TracerProvider
+	steps          int
+	warmup         int
+	predictedUs    map[string]float64
+	topology       string
+	optimizations  []string
+	stepAttrs      []attribute.KeyValue
+	localRanks     []int
+	graphs         bool
+	cleanupTimeout time.Duration
+	scheduleScale  float64
+	progress       func(done, total int)
+}
+
+// Defaults of Run's options.
+const (
+	DefaultSteps          = 10
+	DefaultWarmup         = 2
+	DefaultCleanupTimeout = 30 * time.Second
+)
+
+func newConfig(opts []Option) (*config, error) {
+	c := &config{
+		steps:          DefaultSteps,
+		warmup:         DefaultWarmup,
+		cleanupTimeout: DefaultCleanupTimeout,
+		scheduleScale:  1,
+	}
+	for _, o := range opts {
+		o(c)
+	}
+	if c.tp == nil {
+		c.tp = otel.GetTracerProvider()
+	}
+	var errs []error
+	if c.steps < 1 {
+		errs = append(errs, fmt.Errorf("steps = %d: want at least 1", c.steps))
+	}
+	if c.warmup < 0 {
+		errs = append(errs, fmt.Errorf("warmup = %d: want 0 or more", c.warmup))
+	}
+	if c.cleanupTimeout <= 0 {
+		errs = append(errs, fmt.Errorf("cleanup timeout = %v: want > 0", c.cleanupTimeout))
+	}
+	if !(c.scheduleScale >= 1) || math.IsInf(c.scheduleScale, 0) {
+		errs = append(errs, fmt.Errorf("schedule scale = %v: want a finite factor >= 1", c.scheduleScale))
+	}
+	if len(errs) > 0 {
+		return nil, fmt.Errorf("exec options: %w", errors.Join(errs...))
+	}
+	return c, nil
+}
+
+// WithTracerProvider sets where spans go. Default: otel.GetTracerProvider().
+// If tp has a method ForceFlush(context.Context) error (the SDK's
+// *trace.TracerProvider does), Run calls it after every measured step and
+// ends the run with its error, so an exporter failure stops the run.
+func WithTracerProvider(tp trace.TracerProvider) Option {
+	return func(c *config) { c.tp = tp }
+}
+
+// WithSteps sets the number of measured steps (default DefaultSteps, >= 1).
+func WithSteps(n int) Option { return func(c *config) { c.steps = n } }
+
+// WithWarmup sets the number of unmeasured warm-up steps run first (default
+// DefaultWarmup, >= 0). Warm-up steps emit no spans.
+func WithWarmup(n int) Option { return func(c *config) { c.warmup = n } }
+
+// WithPredictedUs gives sim's predicted duration per op ID in microseconds;
+// each op span of a listed ID gets traces.AttrPredictedUs. The map is read,
+// never written, and must not change during Run. Default: none.
+func WithPredictedUs(byOpID map[string]float64) Option {
+	return func(c *config) { c.predictedUs = byOpID }
+}
+
+// WithTopology names the topology (preset or file) the run is predicted on;
+// it goes on the step span as traces.AttrTopology. Default: "".
+func WithTopology(name string) Option { return func(c *config) { c.topology = name } }
+
+// WithOptimizations names the optimizations applied to this run; they go
+// on the step span, sorted, as traces.AttrOptions. Default: none.
+func WithOptimizations(names ...string) Option {
+	return func(c *config) { c.optimizations = append([]string(nil), names...) }
+}
+
+// WithStepAttributes adds attributes to every step span. Default: none.
+func WithStepAttributes(kv ...attribute.KeyValue) Option {
+	return func(c *config) { c.stepAttrs = append(c.stepAttrs, kv...) }
+}
+
+// WithLocalRanks restricts the run to these ranks of the schedule (one
+// process of a multi-process launch). Default: every rank of the schedule.
+func WithLocalRanks(ranks ...int) Option {
+	return func(c *config) { c.localRanks = append([]int(nil), ranks...) }
+}
+
+// WithGraphs asks for CUDA-graph mode: capture one step after warm-up and
+// replay it for the measured steps (see GraphCapturer). Backends without
+// the capability run eagerly and the step span says so. Default: false.
+func WithGraphs(on bool) Option { return func(c *config) { c.graphs = on } }
+
+// WithCleanupTimeout bounds the wait for ranks to drain and close after a
+// cancellation or failure. Default DefaultCleanupTimeout.
+func WithCleanupTimeout(d time.Duration) Option {
+	return func(c *config) { c.cleanupTimeout = d }
+}
+
+// WithScheduleScale records that the schedule being run was shrunk by this
+// factor from the real model (see exec/cpu.ScaleSchedule); it goes on every
+// step and op span as AttrScheduleScale. The measured times are not
+// multiplied by it: the prediction must be made for the same scaled
+// schedule. Default 1 (not written).
+func WithScheduleScale(f float64) Option { return func(c *config) { c.scheduleScale = f } }
+
+// WithProgress calls fn(done, total) on Run's goroutine after each step
+// (warm-up included) for a progress bar. Default: none.
+func WithProgress(fn func(done, total int)) Option { return func(c *config) { c.progress = fn } }
