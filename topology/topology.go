@@ -19,6 +19,10 @@ type Topology struct {
 	Nodes   []Node   `json:"nodes"`
 	Links   []Link   `json:"links"`
 
+	// P2PUnsupported lists GPU ID pairs between which the driver refuses
+	// P2P (discovery: NVML P2P status not OK), whatever NCCL_P2P_LEVEL says.
+	P2PUnsupported [][2]string `json:"p2p_unsupported,omitempty"`
+
 	// Calibration, when present, holds fitted collective parameters that
 	// replace NCCL's constants in sim's collective model.
 	Calibration *Calibration `json:"calibration,omitempty"`

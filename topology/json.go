@@ -1,0 +1,101 @@
+package topology
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+)
+
+// Parse decodes a topology from JSON and validates it. Unknown fields are
+// errors (a typo in a hand-written file must not pass silently). name is
+// used in error messages (a file path).
+func Parse(data []byte, name string) (*Topology, error) {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	var t Topology
+	if err := dec.Decode(&t); err != nil {
+		return nil, fmt.Errorf("%s: %w", name, jsonErr(data, err))
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, fmt.Errorf("%s: trailing data after the topology object", name)
+	}
+	if err := t.Validate(); err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	return &t, nil
+}
+
+// jsonErr adds a line number to syntax and type errors.
+func jsonErr(data []byte, err error) error {
+	var off int64 = -1
+	switch e := err.(type) {
+	case *json.SyntaxError:
+		off = e.Offset
+	case *json.UnmarshalTypeError:
+		off = e.Offset
+		if e.Field != "" {
+			return fmt.Errorf("line %d: field %q: expected %s, got JSON %s", lineOf(data, off), e.Field, e.Type, e.Value)
+		}
+	}
+	if off >= 0 {
+		return fmt.Errorf("line %d: %w", lineOf(data, off), err)
+	}
+	return err
+}
+
+func lineOf(data []byte, off int64) int {
+	if off > int64(len(data)) {
+		off = int64(len(data))
+	}
+	return 1 + bytes.Count(data[:off], []byte{'\n'})
+}
+
+// Load reads and validates a topology JSON file.
+func Load(path string) (*Topology, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("load topology: %w", err)
+	}
+	return Parse(data, path)
+}
+
+// Marshal encodes the topology as indented JSON.
+func (t *Topology) Marshal() ([]byte, error) {
+	b, err := json.MarshalIndent(t, "", "  ")
+	if err != nil {
+		return nil, err
+	}
+	return append(b, '\n'), nil
+}
+
+// Save writes the topology as indented JSON to path.
+func (t *Topology) Save(path string) error {
+	b, err := t.Marshal()
+	if err != nil {
+		return fmt.Errorf("save topology %s: %w", path, err)
+	}
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		return fmt.Errorf("save topology: %w", err)
+	}
+	return nil
+}
+
+// Clone returns a deep copy (validated again, so its path table is its own).
+func (t *Topology) Clone() *Topology {
+	b, err := json.Marshal(t)
+	if err != nil {
+		panic(fmt.Sprintf("topology: clone: %v", err)) // a validated topology always marshals
+	}
+	var c Topology
+	if err := json.Unmarshal(b, &c); err != nil {
+		panic(fmt.Sprintf("topology: clone: %v", err))
+	}
+	if t.paths != nil {
+		if err := c.Validate(); err != nil {
+			panic(fmt.Sprintf("topology: clone: %v", err))
+		}
+	}
+	return &c
+}

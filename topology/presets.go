@@ -1,0 +1,452 @@
+package topology
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"sort"
+	"strings"
+)
+
+// Sources cited by the presets.
+const (
+	srcHW   = "hardware.md (../shared/reference/hardware.md)"
+	srcNCCL = "nccl-model.md (NCCL src/graph/tuning.cc, topo.h)"
+)
+
+// RTXPro6000Server is the RTX PRO 6000 Blackwell Server Edition.
+func RTXPro6000Server() Device {
+	const boost = 2430.0
+	return Device{
+		Name:              "NVIDIA RTX PRO 6000 Blackwell Server Edition",
+		Arch:              "blackwell",
+		ComputeCapability: "12.0",
+		SMs:               188,
+		BoostClockMHz:     boost,
+		SMClockMHz:        1650,
+		MemBytes:          97887 << 20,
+		MemBWGBps:         1597,
+		MemEfficiency:     0.80,
+		L2Bytes:           128 << 20,
+		PeakTFLOPS: map[string]float64{
+			"fp4":  1870,
+			"fp8":  940,
+			"bf16": 468,
+			"fp16": 468,
+			"fp32": 188 * 128 * 2 * boost / 1e6, // 116.9
+		},
+		LaunchEagerUs: 6,
+		LaunchGraphUs: 1,
+		MinKernelUs:   2,
+		Efficiency: map[string]float64{
+			"default":        0.5,
+			"gemm":           0.70,
+			"gemm/bf16":      0.70,
+			"gemm/fp8":       0.60,
+			"gemm/nvfp4":     0.35,
+			"moe_gemm":       0.45,
+			"moe_gemm/fp8":   0.40,
+			"moe_gemm/nvfp4": 0.25,
+			"attention":      0.35,
+			"norm":           0.5,
+			"elementwise":    0.5,
+			"router":         0.5,
+			"embedding":      0.5,
+		},
+		Sources: map[string]string{
+			"compute_capability": srcHW + ": GB202, 12.0 (sm_120)",
+			"sms":                srcHW + ": 188 SMs",
+			"boost_clock_mhz":    srcHW + ": 2,430 MHz max SM clock (server node report)",
+			"sm_clock_mhz":       "assumption: 1,650 MHz, middle of hardware.md's 1.4-1.9 GHz sustained under tensor load; calibrate",
+			"mem_bytes":          srcHW + ": nvidia-smi 97,887 MiB",
+			"mem_bw_gbps":        srcHW + ": Server Ed. memory clock under load about 12,481 MHz, derived about 1,597 GB/s (family figure 1,792)",
+			"mem_efficiency":     "assumption: 0.80 of the bandwidth reached by streaming kernels; calibrate",
+			"l2_bytes":           srcHW + ": 128 MB",
+			"peak_tflops.fp4":    srcHW + ": dense FP4 1.87 PF at 2,430 MHz",
+			"peak_tflops.fp8":    srcHW + ": dense FP8 0.94 PF at 2,430 MHz",
+			"peak_tflops.bf16":   srcHW + ": dense BF16 468 TF at 2,430 MHz",
+			"peak_tflops.fp16":   "assumption: FP16 with FP32 accumulate at the BF16 rate (professional parts are not halved)",
+			"peak_tflops.fp32":   "derived: 188 SMs x 128 FP32 lanes x 2 FLOP x 2,430 MHz = 116.9 TF",
+			"launch_eager_us":    "assumption: 6 us per kernel of framework dispatch + cudaLaunchKernel in eager mode; calibrate from traces",
+			"launch_graph_us":    "assumption: 1 us per kernel node in a CUDA graph replay",
+			"min_kernel_us":      "assumption: 2 us shortest kernel (ramp + tail)",
+			"efficiency":         "assumption: priors per kernel family; " + srcHW + " notes SM120 has no WGMMA/TMEM, no FlashMLA, small-batch FP4 MoE kernels far from roofline; calibrate",
+		},
+	}
+}
+
+// H200SXM is the H200 SXM (HGX baseboard).
+func H200SXM() Device {
+	return Device{
+		Name:              "NVIDIA H200",
+		Arch:              "hopper",
+		ComputeCapability: "9.0",
+		SMs:               132,
+		BoostClockMHz:     1980,
+		SMClockMHz:        1830,
+		MemBytes:          141e9,
+		MemBWGBps:         4800,
+		MemEfficiency:     0.80,
+		L2Bytes:           60 << 20,
+		PeakTFLOPS: map[string]float64{
+			"fp8":  1979,
+			"bf16": 989,
+			"fp16": 989,
+			"fp32": 67,
+		},
+		LaunchEagerUs: 6,
+		LaunchGraphUs: 1,
+		MinKernelUs:   2,
+		Efficiency: map[string]float64{
+			"default":      0.5,
+			"gemm":         0.75,
+			"gemm/fp8":     0.70,
+			"moe_gemm":     0.55,
+			"moe_gemm/fp8": 0.50,
+			"attention":    0.55,
+			"norm":         0.5,
+			"elementwise":  0.5,
+			"router":       0.5,
+			"embedding":    0.5,
+		},
+		Sources: map[string]string{
+			"compute_capability": srcHW + ": GH100 Hopper, 9.0",
+			"sms":                srcHW + ": 132 SMs",
+			"boost_clock_mhz":    srcHW + ": 1,980 MHz",
+			"sm_clock_mhz":       "assumption: 1,830 MHz sustained under tensor load at 700 W; calibrate",
+			"mem_bytes":          srcHW + ": 141 GB HBM3e",
+			"mem_bw_gbps":        srcHW + ": 4.8 TB/s",
+			"mem_efficiency":     "assumption: 0.80; calibrate",
+			"l2_bytes":           srcHW + ": 60 MB",
+			"peak_tflops.fp8":    srcHW + ": dense FP8 1,979 TF; no FP4",
+			"peak_tflops.bf16":   srcHW + ": dense BF16 989 TF",
+			"peak_tflops.fp16":   "NVIDIA H200 datasheet: FP16 tensor 1,979 TF sparse = 989 dense",
+			"peak_tflops.fp32":   "NVIDIA H200 datasheet: FP32 67 TF",
+			"launch_eager_us":    "assumption: 6 us per kernel in eager mode",
+			"launch_graph_us":    "assumption: 1 us per kernel in a CUDA graph replay",
+			"min_kernel_us":      "assumption: 2 us",
+			"efficiency":         "assumption: priors per kernel family (FlashMLA/DeepGEMM exist on Hopper); calibrate",
+		},
+	}
+}
+
+// Link parameters shared by the presets (per direction).
+const (
+	// hardware.md: measured GPU P2P write, same socket, direct attach,
+	// Gen5 x16: 53-56.6 GB/s; latency 0.36-0.45 us (two PCIe hops).
+	gen5X16GBps = 54.0
+	pcieHopUs   = 0.2
+	// derived: half of gen5X16GBps (Gen4 runs at half the transfer rate,
+	// same encoding). Assumption that Gen4 reaches the same fraction of raw.
+	gen4X16GBps = gen5X16GBps / 2
+	// hardware.md: GPU behind a PCIe switch about 54 GB/s, latency
+	// 0.44-1.36 us; 0.25 us per hop (assumption within that range).
+	switchHopUs = 0.25
+	// hardware.md: measured GPU P2P across sockets (AMD xGMI) 39-51 GB/s;
+	// the middle, 45, as the socket link's per-direction capacity
+	// (assumption: one flow; the aggregate of all xGMI links may be higher).
+	xgmiGBps = 45.0
+	// assumption: one SMP hop adds 0.3 us.
+	smpHopUs = 0.3
+	// assumption: the on-die fabric between a root complex and its CPU
+	// never binds; 0.05 us.
+	internalGBps = 1000.0
+	internalUs   = 0.05
+	// hardware.md: NVLink 4, 18 links, 450 GB/s per direction.
+	nvlink4GBps = 450.0
+	// assumption: NCCL's SM90 per-NVLink bandwidth 20.6 GB/s (NCCL
+	// src/graph/topo.h SM90_NVLINK_BW) x 18 links.
+	nvlink4NCCLGBps = 18 * 20.6
+	nvlinkHopUs     = 0.35 // assumption
+	// hardware.md: GPU-GPU copy with P2P disabled (bounce through host
+	// memory): latency about 14 us.
+	shmLatUs = 14.0
+	// assumption: a host-memory bounce moves data over PCIe twice with a
+	// copy in between: about half the direct P2P bandwidth.
+	shmGBps = gen5X16GBps / 2
+)
+
+// CPU choices for the socket interconnect (hardware.md: NCCL's model of
+// the inter-socket link).
+var cpus = map[string]struct {
+	host     Host
+	linkType LinkType
+	linkGBps float64
+}{
+	"amd": {Host{CPU: "AMD EPYC 9005 (Turin), assumed", Vendor: "amd", InterSocketNCCLGBps: 16}, LinkXGMI, xgmiGBps},
+	"intel-spr": {Host{CPU: "Intel Xeon Sapphire Rapids, assumed", Vendor: "intel", InterSocketNCCLGBps: 22}, LinkUPI,
+		60}, // assumption: UPI 2.0 aggregate for one GPU flow, not measured
+	"intel-emr": {Host{CPU: "Intel Xeon Emerald Rapids, assumed", Vendor: "intel", InterSocketNCCLGBps: 40}, LinkUPI, 60},
+}
+
+// PresetOptions varies a preset.
+type PresetOptions struct {
+	// PCIeGen of the GPU links: 5 (default) or 4.
+	PCIeGen int
+	// CPU is "amd" (default), "intel-spr" or "intel-emr".
+	CPU string
+}
+
+type presetFunc func(o PresetOptions) *Topology
+
+var presets = map[string]presetFunc{
+	"rtxpro6000-2s":     rtxPro2S,
+	"rtxpro6000-switch": rtxProSwitch,
+	"h200-nvswitch":     h200NVSwitch,
+}
+
+// DefaultPreset is the box of the seed scenario.
+const DefaultPreset = "rtxpro6000-2s"
+
+// PresetNames lists the base preset names, sorted.
+func PresetNames() []string { return sortedKeys(presets) }
+
+// Preset builds a named preset. A base name may carry suffixes:
+// "-gen4" (PCIe Gen4 GPU links) and "-intel-spr" / "-intel-emr" (CPU of
+// the socket interconnect), e.g. "rtxpro6000-2s-gen4-intel-emr".
+func Preset(name string) (*Topology, error) {
+	base, opt := name, PresetOptions{}
+	for {
+		switch {
+		case strings.HasSuffix(base, "-gen4"):
+			base, opt.PCIeGen = strings.TrimSuffix(base, "-gen4"), 4
+			continue
+		case strings.HasSuffix(base, "-gen5"):
+			base, opt.PCIeGen = strings.TrimSuffix(base, "-gen5"), 5
+			continue
+		case strings.HasSuffix(base, "-intel-spr"):
+			base, opt.CPU = strings.TrimSuffix(base, "-intel-spr"), "intel-spr"
+			continue
+		case strings.HasSuffix(base, "-intel-emr"):
+			base, opt.CPU = strings.TrimSuffix(base, "-intel-emr"), "intel-emr"
+			continue
+		}
+		break
+	}
+	f, ok := presets[base]
+	if !ok {
+		return nil, fmt.Errorf("unknown preset %q (want one of %s, optionally with -gen4, -intel-spr, -intel-emr)", name, strings.Join(PresetNames(), ", "))
+	}
+	t := f(opt)
+	t.Name = name
+	if err := t.Validate(); err != nil {
+		return nil, fmt.Errorf("preset %s: %w", name, err) // a bug in the preset
+	}
+	return t, nil
+}
+
+// Resolve returns the preset called nameOrFile, or else the topology in
+// the file nameOrFile, reduced to its first gpus GPUs when gpus > 0.
+// An empty name is DefaultPreset.
+func Resolve(nameOrFile string, gpus int) (*Topology, error) {
+	if nameOrFile == "" {
+		nameOrFile = DefaultPreset
+	}
+	t, err := Preset(nameOrFile)
+	if err != nil {
+		if _, serr := os.Stat(nameOrFile); serr != nil {
+			if errors.Is(serr, fs.ErrNotExist) {
+				return nil, fmt.Errorf("topology %q: not a preset (%s) and no such file", nameOrFile, strings.Join(PresetNames(), ", "))
+			}
+			return nil, fmt.Errorf("topology %q: %w", nameOrFile, serr)
+		}
+		if t, err = Load(nameOrFile); err != nil {
+			return nil, err
+		}
+	}
+	if gpus > 0 && gpus != len(t.GPUs) {
+		return t.Subset(gpus)
+	}
+	return t, nil
+}
+
+// Subset returns a copy with only the first n GPUs and the links among
+// the remaining elements. Calibration is kept (sim scales it by rank
+// count).
+func (t *Topology) Subset(n int) (*Topology, error) {
+	if n < 1 || n > len(t.GPUs) {
+		return nil, fmt.Errorf("topology %q: --gpus %d: the box has %d GPUs", t.Name, n, len(t.GPUs))
+	}
+	c := t.Clone()
+	drop := map[string]bool{}
+	for _, g := range c.GPUs[n:] {
+		drop[g.ID] = true
+	}
+	c.GPUs = c.GPUs[:n]
+	links := c.Links[:0]
+	for _, l := range c.Links {
+		if !drop[l.A] && !drop[l.B] {
+			links = append(links, l)
+		}
+	}
+	c.Links = links
+	pairs := c.P2PUnsupported[:0]
+	for _, p := range c.P2PUnsupported {
+		if !drop[p[0]] && !drop[p[1]] {
+			pairs = append(pairs, p)
+		}
+	}
+	c.P2PUnsupported = pairs
+	c.Name = fmt.Sprintf("%s/%dgpu", t.Name, n)
+	c.Description = fmt.Sprintf("first %d GPUs of %s", n, t.Name)
+	if err := c.Validate(); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+func gpuLink(a, b string, gen int, hopUs float64) Link {
+	l := Link{A: a, B: b, Type: LinkPCIe, Gen: 5, Width: 16, BWGBps: gen5X16GBps, LatUs: hopUs,
+		Source: srcHW + ": Gen5 x16 measured P2P 53-56.6 GB/s, 0.36-0.45 us"}
+	if gen == 4 {
+		l.Gen, l.BWGBps, l.Source = 4, gen4X16GBps, "derived: half of Gen5's 54 GB/s (assumption: same efficiency)"
+	}
+	return l
+}
+
+func hostFor(o PresetOptions, sockets int) (Host, LinkType, float64) {
+	c, ok := cpus[o.CPU]
+	if !ok {
+		c = cpus["amd"]
+	}
+	h := c.host
+	h.Sockets = sockets
+	h.SHMLatUs = shmLatUs
+	h.SHMBWGBps = shmGBps
+	h.Sources = map[string]string{
+		"cpu":                    "assumption: the seed scenario's box does not name its CPU; AMD is the case hardware.md warns about (NCCL models xGMI at 16 GB/s)",
+		"inter_socket_nccl_gbps": srcHW + ": NCCL's model of the inter-socket link, AMD 16, Intel SPR 22, EMR 40 GB/s",
+		"shm_lat_us":             srcHW + ": GPU-GPU copy with P2P disabled, about 14 us bounce latency (charged per ring step through host memory)",
+		"shm_bw_gbps":            "assumption: half the direct Gen5 P2P bandwidth (data crosses PCIe twice through host memory)",
+	}
+	return h, c.linkType, c.linkGBps
+}
+
+// rtxPro2S: dual socket, 4 + 4 GPUs direct-attached to CPU root ports. Per
+// socket two root complexes with two GPUs each (assumption; it gives the
+// PHB/NODE mix hardware.md lists inside a socket), SYS across sockets.
+func rtxPro2S(o PresetOptions) *Topology {
+	h, sockType, sockGBps := hostFor(o, 2)
+	t := &Topology{
+		Description: "8x RTX PRO 6000 Blackwell Server Ed., dual socket, 4+4 GPUs direct-attached to CPU root ports, PCIe only",
+		Sources:     []string{srcHW, srcNCCL},
+		Host:        h,
+		Devices:     []Device{RTXPro6000Server()},
+	}
+	dev := t.Devices[0].Name
+	for s := 0; s < 2; s++ {
+		cpu := fmt.Sprintf("cpu%d", s)
+		t.Nodes = append(t.Nodes, Node{ID: cpu, Kind: NodeCPU, Socket: s, Name: h.CPU})
+		for r := 0; r < 2; r++ {
+			hb := fmt.Sprintf("hb%d", 2*s+r)
+			t.Nodes = append(t.Nodes, Node{ID: hb, Kind: NodeHostBridge, Socket: s})
+			t.Links = append(t.Links, Link{A: hb, B: cpu, Type: LinkInternal, BWGBps: internalGBps, LatUs: internalUs,
+				Source: "assumption: on-die fabric does not bind"})
+			for k := 0; k < 2; k++ {
+				g := 4*s + 2*r + k
+				id := fmt.Sprintf("gpu%d", g)
+				t.GPUs = append(t.GPUs, GPU{ID: id, Device: dev, NUMANode: s, Socket: s, PCIeGen: o.gen(), PCIeWidth: 16})
+				t.Links = append(t.Links, gpuLink(id, hb, o.PCIeGen, pcieHopUs))
+			}
+		}
+	}
+	t.Links = append(t.Links, Link{A: "cpu0", B: "cpu1", Type: sockType, BWGBps: sockGBps, LatUs: smpHopUs,
+		Source: srcHW + ": measured GPU P2P across sockets (AMD xGMI) 39-51 GB/s; NCCL models it per Host.InterSocketNCCLGBps"})
+	sortGPUs(t)
+	return t
+}
+
+// rtxProSwitch: one CPU, 4 PCIe switches, 2 GPUs per switch, one shared
+// Gen5 x16 uplink per switch into one root complex (PIX inside a switch,
+// PHB across, as hardware.md lists).
+func rtxProSwitch(o PresetOptions) *Topology {
+	h, _, _ := hostFor(o, 1)
+	t := &Topology{
+		Description: "8x RTX PRO 6000 Blackwell Server Ed., one CPU, 4 PCIe Gen5 switches with 2 GPUs each, one x16 uplink per switch",
+		Sources:     []string{srcHW, srcNCCL},
+		Host:        h,
+		Devices:     []Device{RTXPro6000Server()},
+		Nodes: []Node{{ID: "cpu0", Kind: NodeCPU, Socket: 0, Name: h.CPU},
+			{ID: "hb0", Kind: NodeHostBridge, Socket: 0}},
+		Links: []Link{{A: "hb0", B: "cpu0", Type: LinkInternal, BWGBps: internalGBps, LatUs: internalUs,
+			Source: "assumption: on-die fabric does not bind"}},
+	}
+	dev := t.Devices[0].Name
+	for s := 0; s < 4; s++ {
+		sw := fmt.Sprintf("sw%d", s)
+		t.Nodes = append(t.Nodes, Node{ID: sw, Kind: NodePCIeSwitch, Socket: 0, Name: "PCIe Gen5 switch (assumption: Broadcom PEX89000 class)"})
+		up := gpuLink(sw, "hb0", o.gen(), switchHopUs) // the uplink runs at the GPUs' generation
+		up.Source = "shared x16 uplink; " + up.Source
+		t.Links = append(t.Links, up)
+		for k := 0; k < 2; k++ {
+			g := 2*s + k
+			id := fmt.Sprintf("gpu%d", g)
+			t.GPUs = append(t.GPUs, GPU{ID: id, Device: dev, NUMANode: 0, Socket: 0, PCIeGen: o.gen(), PCIeWidth: 16})
+			t.Links = append(t.Links, gpuLink(id, sw, o.PCIeGen, switchHopUs))
+		}
+	}
+	sortGPUs(t)
+	return t
+}
+
+// h200NVSwitch: 8x H200 SXM on an HGX baseboard, all-to-all NVLink 4 via
+// NVSwitch (one vertex for the four NVSwitch chips), PCIe Gen5 to two
+// Intel sockets through one switch per GPU pair (assumption: typical HGX
+// host layout; it only matters for host-memory paths).
+func h200NVSwitch(o PresetOptions) *Topology {
+	if o.CPU == "" {
+		o.CPU = "intel-spr"
+	}
+	h, sockType, sockGBps := hostFor(o, 2)
+	h.Sources["cpu"] = "assumption: HGX H200 hosts are commonly dual Intel Xeon"
+	t := &Topology{
+		Description: "8x H200 SXM, NVLink 4 all-to-all through NVSwitch (HGX), dual socket host",
+		Sources:     []string{srcHW, srcNCCL},
+		Host:        h,
+		Devices:     []Device{H200SXM()},
+		Nodes:       []Node{{ID: "nvswitch", Kind: NodeNVSwitch, Socket: -1, Name: "4x NVSwitch (third generation)"}},
+	}
+	dev := t.Devices[0].Name
+	for s := 0; s < 2; s++ {
+		cpu := fmt.Sprintf("cpu%d", s)
+		hb := fmt.Sprintf("hb%d", s)
+		t.Nodes = append(t.Nodes, Node{ID: cpu, Kind: NodeCPU, Socket: s, Name: h.CPU}, Node{ID: hb, Kind: NodeHostBridge, Socket: s})
+		t.Links = append(t.Links, Link{A: hb, B: cpu, Type: LinkInternal, BWGBps: internalGBps, LatUs: internalUs,
+			Source: "assumption: on-die fabric does not bind"})
+		for w := 0; w < 2; w++ {
+			sw := fmt.Sprintf("sw%d", 2*s+w)
+			t.Nodes = append(t.Nodes, Node{ID: sw, Kind: NodePCIeSwitch, Socket: s})
+			t.Links = append(t.Links, gpuLink(sw, hb, 5, switchHopUs))
+			for k := 0; k < 2; k++ {
+				g := 4*s + 2*w + k
+				id := fmt.Sprintf("gpu%d", g)
+				t.GPUs = append(t.GPUs, GPU{ID: id, Device: dev, NUMANode: s, Socket: s, PCIeGen: 5, PCIeWidth: 16})
+				t.Links = append(t.Links, gpuLink(id, sw, 5, switchHopUs),
+					Link{A: id, B: "nvswitch", Type: LinkNVLink, Count: 18, BWGBps: nvlink4GBps, NCCLBWGBps: nvlink4NCCLGBps, LatUs: nvlinkHopUs,
+						Source: srcHW + ": NVLink 4, 18 links, 450 GB/s per direction; NCCL bw assumption 18 x 20.6 (SM90_NVLINK_BW)"})
+			}
+		}
+	}
+	t.Links = append(t.Links, Link{A: "cpu0", B: "cpu1", Type: sockType, BWGBps: sockGBps, LatUs: smpHopUs,
+		Source: "assumption: socket link capacity for one flow; NCCL models it per Host.InterSocketNCCLGBps"})
+	sortGPUs(t)
+	return t
+}
+
+func (o PresetOptions) gen() int {
+	if o.PCIeGen == 4 {
+		return 4
+	}
+	return 5
+}
+
+func sortGPUs(t *Topology) {
+	sort.SliceStable(t.GPUs, func(i, j int) bool { return gpuNum(t.GPUs[i].ID) < gpuNum(t.GPUs[j].ID) })
+}
+
+func gpuNum(id string) int {
+	var n int
+	fmt.Sscanf(strings.TrimPrefix(id, "gpu"), "%d", &n)
+	return n
+}

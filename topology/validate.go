@@ -1,0 +1,166 @@
+package topology
+
+import (
+	"errors"
+	"fmt"
+	"math"
+)
+
+// maxVertices bounds the graph so a hostile file cannot make path building
+// (O(GPUs x vertices^2)) slow; real boxes have tens of vertices.
+const maxVertices = 1024
+
+// Validate checks the topology and builds its path table. Errors name the
+// element (device, gpu, node or link) and the field, e.g.
+// `link 3 (gpu0-sw9): unknown endpoint "sw9"`. Path queries need a
+// validated topology; Load, Resolve and the presets call Validate.
+func (t *Topology) Validate() error {
+	if err := t.validate(); err != nil {
+		if t.Name != "" {
+			return fmt.Errorf("topology %q: %w", t.Name, err)
+		}
+		return fmt.Errorf("topology: %w", err)
+	}
+	return t.buildPaths()
+}
+
+func (t *Topology) validate() error {
+	if len(t.GPUs) == 0 {
+		return errors.New("gpus: no GPU")
+	}
+	if len(t.GPUs)+len(t.Nodes) > maxVertices {
+		return fmt.Errorf("%d gpus + %d nodes: more than %d vertices", len(t.GPUs), len(t.Nodes), maxVertices)
+	}
+	devs := map[string]bool{}
+	for i := range t.Devices {
+		d := &t.Devices[i]
+		if err := d.Validate(); err != nil {
+			return fmt.Errorf("devices[%d]: %w", i, err)
+		}
+		if devs[d.Name] {
+			return fmt.Errorf("devices[%d]: duplicate device name %q", i, d.Name)
+		}
+		devs[d.Name] = true
+	}
+	ids := map[string]string{}
+	for i, g := range t.GPUs {
+		if g.ID == "" {
+			return fmt.Errorf("gpus[%d]: empty id", i)
+		}
+		if prev, dup := ids[g.ID]; dup {
+			return fmt.Errorf("gpu %q: id already used by %s", g.ID, prev)
+		}
+		ids[g.ID] = "a gpu"
+		if !devs[g.Device] {
+			return fmt.Errorf("gpu %q: device %q is not in devices", g.ID, g.Device)
+		}
+		if g.PCIeGen < 0 || g.PCIeGen > 7 || g.PCIeWidth < 0 || g.PCIeWidth > 32 {
+			return fmt.Errorf("gpu %q: pcie gen %d width %d out of range", g.ID, g.PCIeGen, g.PCIeWidth)
+		}
+	}
+	for i, nd := range t.Nodes {
+		if nd.ID == "" {
+			return fmt.Errorf("nodes[%d]: empty id", i)
+		}
+		if prev, dup := ids[nd.ID]; dup {
+			return fmt.Errorf("node %q: id already used by %s", nd.ID, prev)
+		}
+		ids[nd.ID] = "a node"
+		switch nd.Kind {
+		case NodeCPU, NodeHostBridge, NodePCIeSwitch, NodeNVSwitch, NodeNIC:
+		default:
+			return fmt.Errorf("node %q: unknown kind %q (want cpu, host_bridge, pcie_switch, nvswitch, nic)", nd.ID, nd.Kind)
+		}
+	}
+	for i, l := range t.Links {
+		where := fmt.Sprintf("link %d (%s-%s)", i, l.A, l.B)
+		if _, ok := ids[l.A]; !ok {
+			return fmt.Errorf("%s: unknown endpoint %q", where, l.A)
+		}
+		if _, ok := ids[l.B]; !ok {
+			return fmt.Errorf("%s: unknown endpoint %q", where, l.B)
+		}
+		if l.A == l.B {
+			return fmt.Errorf("%s: link joins %q to itself", where, l.A)
+		}
+		switch l.Type {
+		case LinkPCIe:
+			if l.Gen < 1 || l.Gen > 7 {
+				return fmt.Errorf("%s: pcie gen %d (want 1-7)", where, l.Gen)
+			}
+			switch l.Width {
+			case 1, 2, 4, 8, 16, 32:
+			default:
+				return fmt.Errorf("%s: pcie width %d (want 1, 2, 4, 8, 16 or 32)", where, l.Width)
+			}
+		case LinkNVLink:
+			if l.Count < 0 || l.Count > 64 {
+				return fmt.Errorf("%s: nvlink count %d (want 0-64)", where, l.Count)
+			}
+		case LinkUPI, LinkXGMI, LinkInternal, LinkNet:
+		default:
+			return fmt.Errorf("%s: unknown link type %q (want pcie, nvlink, upi, xgmi, internal, net)", where, l.Type)
+		}
+		if !(l.BWGBps > 0) || math.IsInf(l.BWGBps, 0) {
+			return fmt.Errorf("%s: bw_gbps must be > 0, got %v", where, l.BWGBps)
+		}
+		if !(l.NCCLBWGBps >= 0) || math.IsInf(l.NCCLBWGBps, 0) {
+			return fmt.Errorf("%s: nccl_bw_gbps must be >= 0, got %v", where, l.NCCLBWGBps)
+		}
+		if !(l.LatUs >= 0) || math.IsInf(l.LatUs, 0) {
+			return fmt.Errorf("%s: lat_us must be >= 0, got %v", where, l.LatUs)
+		}
+	}
+	h := t.Host
+	switch h.Vendor {
+	case "", "amd", "intel", "arm", "nvidia":
+	default:
+		return fmt.Errorf("host: unknown vendor %q (want amd, intel, arm, nvidia)", h.Vendor)
+	}
+	for _, f := range []struct {
+		name string
+		v    float64
+	}{{"sockets", float64(h.Sockets)}, {"inter_socket_nccl_gbps", h.InterSocketNCCLGBps},
+		{"shm_lat_us", h.SHMLatUs}, {"shm_bw_gbps", h.SHMBWGBps}, {"launch_queue_depth", float64(h.LaunchQueueDepth)}} {
+		if !(f.v >= 0) || math.IsInf(f.v, 0) {
+			return fmt.Errorf("host: %s must be >= 0, got %v", f.name, f.v)
+		}
+	}
+	for k, p := range t.P2PUnsupported {
+		for _, id := range p {
+			if ids[id] != "a gpu" {
+				return fmt.Errorf("p2p_unsupported[%d]: %q is not a gpu", k, id)
+			}
+		}
+	}
+	if c := t.Calibration; c != nil {
+		for k, p := range c.Collectives {
+			where := fmt.Sprintf("calibration.collectives[%d] (%s %s/%s)", k, p.Op, p.Algo, p.Proto)
+			switch p.Op {
+			case "", "allreduce", "allgather", "reducescatter", "alltoall":
+			default:
+				return fmt.Errorf("%s: unknown op %q", where, p.Op)
+			}
+			switch p.Algo {
+			case "Ring", "Tree":
+			default:
+				return fmt.Errorf("%s: unknown algo %q (want Ring, Tree)", where, p.Algo)
+			}
+			switch p.Proto {
+			case "LL", "LL128", "Simple":
+			default:
+				return fmt.Errorf("%s: unknown proto %q (want LL, LL128, Simple)", where, p.Proto)
+			}
+			if p.Ranks < 1 {
+				return fmt.Errorf("%s: ranks must be >= 1, got %d", where, p.Ranks)
+			}
+			if !(p.BusBWGBps > 0) || math.IsInf(p.BusBWGBps, 0) {
+				return fmt.Errorf("%s: bus_bw_gbps must be > 0, got %v", where, p.BusBWGBps)
+			}
+			if !(p.BaseLatUs >= 0) || !(p.HwLatUs >= 0) || math.IsInf(p.BaseLatUs+p.HwLatUs, 0) {
+				return fmt.Errorf("%s: base_lat_us and hw_lat_us must be >= 0", where)
+			}
+		}
+	}
+	return nil
+}
