@@ -84,7 +84,8 @@ func (o *Op) IsCollective() bool { return o.Kind == KindCollective }
 type Schedule struct {
 	Model    string // architecture name (preset or config path)
 	Plan     Plan
-	Workload Workload
+	Workload Workload // normalized; KVDtype resolved against the checkpoint
+	Options  BuildOptions
 	// Ranks[r] is rank r's op list in issue order.
 	Ranks [][]Op
 }

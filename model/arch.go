@@ -1,0 +1,141 @@
+package model
+
+// Arch is an MLA + MoE decoder architecture of the DeepSeek-V3 family
+// (DeepSeek-V3/R1, Kimi-K2/K2.5) or GLM-5 (MLA + DSA indexer + MoE), with
+// the quantization of its checkpoint. Field names follow the Hugging Face
+// config.json keys they come from.
+//
+// An Arch is produced by Load, Parse or Preset and is read-only afterwards;
+// Build and the memory functions never modify it.
+type Arch struct {
+	Name      string // preset name, or the path it was loaded from
+	ModelType string // config model_type: deepseek_v3, kimi_k2, kimi_k25, glm_moe_dsa, deepseek_v32
+	Source    string // where the numbers come from (HF repo or file path)
+
+	Hidden          int // hidden_size
+	Layers          int // num_hidden_layers (main model, without MTP layers)
+	DenseLayers     int // first_k_dense_replace: layers 0..DenseLayers-1 use a dense MLP
+	Heads           int // num_attention_heads
+	QLoraRank       int // q_lora_rank
+	KVLoraRank      int // kv_lora_rank (the latent cached per token)
+	QKNopeHeadDim   int // qk_nope_head_dim
+	QKRopeHeadDim   int // qk_rope_head_dim (also cached per token, shared by all heads)
+	VHeadDim        int // v_head_dim
+	Intermediate    int // intermediate_size of the dense MLP layers
+	MoEIntermediate int // moe_intermediate_size of one expert
+	RoutedExperts   int // n_routed_experts
+	SharedExperts   int // n_shared_experts
+	TopK            int // num_experts_per_tok
+	Vocab           int // vocab_size
+	TieEmbeddings   bool
+	MTPLayers       int // num_nextn_predict_layers
+
+	// DSA lightning indexer (glm_moe_dsa, deepseek_v32); all zero when absent.
+	IndexHeads   int // index_n_heads
+	IndexHeadDim int // index_head_dim
+	IndexTopK    int // index_topk: tokens each query attends to
+
+	Quant Quant
+}
+
+// Component is a group of weights that a checkpoint quantizes (or leaves in
+// 16 bits) as a whole.
+type Component string
+
+// The components, in the fixed order used by reports (Components).
+const (
+	CompEmbedding     Component = "embedding"      // embed_tokens (vocab-parallel)
+	CompAttention     Component = "attention"      // MLA projections q_a/kv_a (fused), q_b, kv_b, o_proj
+	CompIndexer       Component = "indexer"        // DSA indexer wq_b, wk, weights_proj (GLM-5)
+	CompDenseMLP      Component = "dense_mlp"      // MLP of the first_k_dense_replace layers
+	CompRouter        Component = "router"         // MoE gate (hidden -> experts); vLLM never quantizes it
+	CompSharedExperts Component = "shared_experts" // shared experts of MoE layers
+	CompRoutedExperts Component = "routed_experts" // routed experts of MoE layers
+	CompNorms         Component = "norms"          // RMSNorm weights, always 16-bit
+	CompLMHead        Component = "lm_head"        // output projection (vocab-sharded)
+	CompMTP           Component = "mtp"            // the MTP (next-n predict) layers, all of their weights
+)
+
+// Components lists every component in report order.
+var Components = []Component{CompEmbedding, CompAttention, CompIndexer, CompDenseMLP, CompRouter,
+	CompSharedExperts, CompRoutedExperts, CompNorms, CompLMHead, CompMTP}
+
+// Quant is a checkpoint's quantization, resolved per component from its
+// quantization_config / hf_quant_config.json and their ignore (exclude)
+// lists.
+type Quant struct {
+	Method string // "" (unquantized), "fp8", "compressed-tensors", "modelopt"
+	Base   Dtype  // the unquantized dtype of the checkpoint (bf16 unless dtype says otherwise)
+
+	Embedding, Attention, Indexer, DenseMLP, Router, SharedExperts, RoutedExperts, LMHead Dtype
+	// MTP is the dtype of the MTP layer's quantizable linears (its experts
+	// and attention follow the main layers' dtypes unless the whole MTP
+	// layer is excluded, in which case all of it is Base).
+	MTP Dtype
+	// MTPExcluded reports the whole MTP layer stays in Base.
+	MTPExcluded bool
+	// KV is the checkpoint's KV-cache dtype (kv_cache_quant_algo /
+	// kv_cache_scheme), Base when it asks for none.
+	KV Dtype
+}
+
+// Dtype returns the weight dtype of component c.
+func (q *Quant) Dtype(c Component) Dtype {
+	switch c {
+	case CompEmbedding:
+		return q.Embedding
+	case CompAttention:
+		return q.Attention
+	case CompIndexer:
+		return q.Indexer
+	case CompDenseMLP:
+		return q.DenseMLP
+	case CompRouter:
+		return q.Router
+	case CompSharedExperts:
+		return q.SharedExperts
+	case CompRoutedExperts:
+		return q.RoutedExperts
+	case CompLMHead:
+		return q.LMHead
+	case CompMTP:
+		return q.MTP
+	}
+	return q.Base
+}
+
+// mtpDtype is the dtype of a main-layer component when it appears inside
+// the MTP layer.
+func (q *Quant) mtpDtype(c Component) Dtype {
+	if q.MTPExcluded {
+		return q.Base
+	}
+	return q.Dtype(c)
+}
+
+// HasIndexer reports whether the architecture has a DSA lightning indexer.
+func (a *Arch) HasIndexer() bool { return a.IndexHeads > 0 }
+
+// MoELayers is the number of main-model layers with an MoE block.
+func (a *Arch) MoELayers() int { return a.Layers - a.DenseLayers }
+
+// KVLatentDim is the number of values cached per token per layer by MLA:
+// kv_lora_rank + qk_rope_head_dim (576 for DeepSeek-V3, Kimi-K2.5, GLM-5).
+func (a *Arch) KVLatentDim() int { return a.KVLoraRank + a.QKRopeHeadDim }
+
+// QKHeadDim is qk_nope_head_dim + qk_rope_head_dim.
+func (a *Arch) QKHeadDim() int { return a.QKNopeHeadDim + a.QKRopeHeadDim }
+
+// IndexerCacheBytesPerTokenLayer is the DSA indexer's key cache per token
+// per layer: index_head_dim FP8 values plus one FP32 scale per 128 values
+// (vLLM's DeepSeek-V3.2 indexer cache layout; serving-facts.md: "about
+// 132 B per token per layer" for GLM-5's 128-dim indexer). It does not
+// depend on the KV dtype of the MLA cache.
+func (a *Arch) IndexerCacheBytesPerTokenLayer() int {
+	if !a.HasIndexer() {
+		return 0
+	}
+	return a.IndexHeadDim + 4*ceilDiv(a.IndexHeadDim, 128)
+}
+
+func ceilDiv(a, b int) int { return (a + b - 1) / b }

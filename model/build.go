@@ -1,0 +1,645 @@
+package model
+
+import (
+	"fmt"
+	"math"
+	"strconv"
+)
+
+// BuildOptions are the switches of Build that are not part of the plan or
+// the workload. The zero value is the default serving behaviour.
+type BuildOptions struct {
+	// DenseDSA runs a DSA model (GLM-5) as dense MLA: attention over the
+	// whole context and no indexer ops, as engines on SM120 have run GLM-5
+	// for lack of a sparse MLA kernel (serving-facts.md). Default false:
+	// the indexer scores every cached token and attention reads
+	// min(context, index_topk) tokens.
+	DenseDSA bool
+	// DispatchDtype is the payload dtype of the MoE all-to-all dispatch
+	// under DP attention + EP; "" means bf16 (vLLM's default; DeepEP's
+	// low-latency mode can dispatch FP8). Combine always moves bf16.
+	DispatchDtype Dtype
+}
+
+// groupKind says which group of ranks a collective spans.
+type groupKind uint8
+
+const (
+	gNone  groupKind = iota
+	gTP              // the rank's tensor-parallel (attention) group
+	gDCP             // the rank's decode-context-parallel subgroup of its TP group
+	gWorld           // all TP x DP ranks (MoE all-to-all under DP + EP)
+)
+
+// Build lays one step of workload w on architecture a under plan p and
+// returns every rank's ops (see BuildWith for the options).
+func Build(a *Arch, p Plan, w Workload) (*Schedule, error) {
+	return BuildWith(a, p, w, BuildOptions{})
+}
+
+// BuildWith is Build with options. The op list per rank follows vLLM's
+// DeepSeek-V2/V3 model (model_executor/models/deepseek_v2.py) as
+// ../shared/reference/serving-facts.md describes it:
+//
+// Decode, per layer: attn.input_norm, attn.fused_qkv_a_proj (replicated),
+// attn.q_a_norm, attn.kv_a_norm, attn.q_b_proj (column-parallel, heads/TP),
+// [DSA: attn.indexer_wq_b, indexer_wk, indexer_k_norm, indexer_weights_proj,
+// indexer_rope, indexer_cache_write, indexer_score, indexer_topk — all
+// replicated], attn.w_uk (absorbed, batched over local heads), attn.rope,
+// attn.kv_cache_write, [DCP: attn.dcp_q_allgather], attn.mla_decode,
+// [DCP: attn.dcp_lse_allgather, attn.dcp_out_reducescatter], attn.w_uv,
+// attn.o_proj (row-parallel), attn.allreduce; then for MoE layers
+// moe.post_attn_norm, moe.gate (router GEMM), moe.topk, [DP>1:
+// moe.dispatch], moe.experts_gate_up, moe.experts_act, moe.experts_down,
+// [DP>1: moe.combine], moe.shared_gate_up, moe.shared_act, moe.shared_down,
+// moe.allreduce; for dense layers mlp.post_attn_norm, mlp.gate_up, mlp.act,
+// mlp.down, mlp.allreduce. Around them embed.lookup, embed.allreduce,
+// head.final_norm, head.lm_head, head.logits_allgather, and with
+// speculative tokens on a model with an MTP layer the draft passes
+// mtp.s{i}.* (embedding, enorm/hnorm, eh_proj, a full decoder layer,
+// shared-head norm, lm_head). Collectives are omitted when their group
+// has one rank.
+//
+// Prefill (M = batch x context tokens) uses the non-absorbed MLA form:
+// attn.kv_b_proj expands K and V, attn.mla_prefill runs causal attention.
+//
+// Token counts: decode T = ceil(batch/DP) x (1 + SpecTokens) per attention
+// group (the slowest DP group, which vLLM pads the others to); prefill
+// T = ceil(batch/DP) x context. Logits are computed for every decode token
+// (all speculative positions are verified) and for one token per prompt in
+// prefill.
+//
+// Expert parallelism: without EP every rank holds all experts with 1/TP of
+// each expert's intermediate dim. With EP and DP = 1 each rank holds
+// E/TP whole experts and runs all T tokens through them; one all-reduce
+// still combines the layer (no all-to-all). With DP > 1 (my reading of
+// vLLM's DP-attention + EP path, documented here since the engine has
+// several all2all backends): each rank dispatches ceil(T/TP) of its
+// group's tokens (sequence-split inside the TP group) by all-to-all over
+// all TP x DP ranks to E/(TP x DP) whole experts per rank, combine returns
+// them, shared experts stay TP-sharded on the group's T tokens, and a
+// TP-group all-reduce (only when TP > 1) restores replicated hidden
+// states. Dispatch bytes per rank = tokens x expected distinct destination
+// ranks per token x hidden x 2 (bf16).
+//
+// The expected number of distinct experts a rank's grouped GEMM touches is
+// E_local x (1 - (1 - k/E)^T) under uniform routing (each token picks k of
+// E experts, so an expert is missed by one token with probability 1-k/E);
+// weight bytes are touched experts x one expert's shard.
+//
+// DCP = k (decode only): the latent cache is split by tokens over k
+// consecutive ranks of the TP group; the query heads of the k ranks are
+// all-gathered first (each rank then attends hl x k heads over context/k
+// tokens), and the partial outputs are merged by log-sum-exp: an
+// all-gather of the LSEs and a reduce-scatter of the outputs (vLLM's
+// cp_lse_ag_out_rs).
+func BuildWith(a *Arch, p Plan, w Workload, o BuildOptions) (*Schedule, error) {
+	if a == nil {
+		return nil, fmt.Errorf("build: nil architecture")
+	}
+	if err := p.Validate(a); err != nil {
+		return nil, err
+	}
+	if err := w.Validate(); err != nil {
+		return nil, err
+	}
+	p, w = p.Normalized(), w.Normalized()
+	w.KVDtype = w.KVDtypeFor(a)
+	if o.DispatchDtype == "" {
+		o.DispatchDtype = BF16
+	}
+	if !o.DispatchDtype.Valid() {
+		return nil, &PlanError{What: "options", Field: "dispatch_dtype", Value: strconv.Quote(string(o.DispatchDtype)), Want: "a known dtype"}
+	}
+	if p.DCP > 1 && w.Phase != Decode {
+		return nil, &PlanError{What: "plan", Field: "dcp", Value: strconv.Itoa(p.DCP), Want: "1 in prefill (decode context parallelism is modelled for decode only)"}
+	}
+	sparse := a.HasIndexer() && !o.DenseDSA
+	if p.DCP > 1 && sparse {
+		return nil, &PlanError{What: "plan", Field: "dcp", Value: strconv.Itoa(p.DCP), Want: "1 with DSA sparse attention (use the dense-DSA option to model DCP on GLM-5)"}
+	}
+
+	b := &builder{a: a, p: p, w: w, o: o, sparse: sparse, kvBytes: w.KVDtype.BytesPerValue()}
+	b.bg = ceilDiv(w.Batch, p.DP)
+	if w.Phase == Decode {
+		b.tokens = int64(b.bg) * int64(1+w.SpecTokens)
+		b.outTokens = b.tokens
+	} else {
+		b.tokens = int64(b.bg) * int64(w.Context)
+		b.outTokens = int64(b.bg)
+	}
+	b.tmpl = make([]Op, 0, b.estimateOps())
+	b.kinds = make([]groupKind, 0, cap(b.tmpl))
+	b.buildStep()
+
+	world := p.World()
+	groups := b.groups(world)
+	s := &Schedule{Model: a.Name, Plan: p, Workload: w, Options: o, Ranks: make([][]Op, world)}
+	all := make([]Op, world*len(b.tmpl))
+	for r := 0; r < world; r++ {
+		ops := all[r*len(b.tmpl) : (r+1)*len(b.tmpl) : (r+1)*len(b.tmpl)]
+		copy(ops, b.tmpl)
+		for i := range ops {
+			ops[i].Rank = r
+			if k := b.kinds[i]; k != gNone {
+				ops[i].Group = groups[k][r]
+			}
+		}
+		s.Ranks[r] = ops
+	}
+	return s, nil
+}
+
+type builder struct {
+	a       *Arch
+	p       Plan
+	w       Workload
+	o       BuildOptions
+	sparse  bool
+	kvBytes float64
+
+	bg        int   // sequences per attention (DP) group
+	tokens    int64 // T: tokens through the main model per attention group
+	outTokens int64 // tokens whose logits are computed
+
+	tmpl  []Op // rank-independent op list
+	kinds []groupKind
+}
+
+func (b *builder) estimateOps() int {
+	perLayer := 30
+	n := 10 + b.a.Layers*perLayer
+	if b.mtpSteps() > 0 {
+		n += b.mtpSteps() * (perLayer + 12)
+	}
+	return n
+}
+
+func (b *builder) mtpSteps() int {
+	if b.a.MTPLayers == 0 {
+		return 0
+	}
+	return b.w.SpecTokens
+}
+
+// groups returns, per group kind, each rank's sorted member list. Members
+// of one group share one slice; callers must not modify Op.Group.
+func (b *builder) groups(world int) [4][][]int {
+	var g [4][][]int
+	tp, dcp := b.p.TP, b.p.DCP
+	mk := func(size int) [][]int {
+		per := make([][]int, world)
+		for start := 0; start < world; start += size {
+			m := make([]int, size)
+			for i := range m {
+				m[i] = start + i
+			}
+			for i := range m {
+				per[start+i] = m
+			}
+		}
+		return per
+	}
+	g[gTP] = mk(tp)
+	g[gDCP] = mk(dcp)
+	g[gWorld] = mk(world)
+	return g
+}
+
+// add appends an op and returns it for filling; the pointer is valid until
+// the next add.
+func (b *builder) add(id string, layer int, block, name string, kind OpKind, gk groupKind) *Op {
+	b.tmpl = append(b.tmpl, Op{ID: id, Kind: kind, Layer: layer, Block: block, Name: name})
+	b.kinds = append(b.kinds, gk)
+	return &b.tmpl[len(b.tmpl)-1]
+}
+
+// site names where ops go: main layer l ("L07." prefix, Block = the
+// sub-block) or an MTP draft pass ("mtp.s0." prefix, Block = "mtp").
+type site struct {
+	prefix string
+	layer  int
+	mtp    bool
+	tokens int64 // tokens through this layer
+	seqs   int64 // sequences whose cache attention reads
+	dtype  func(Component) Dtype
+}
+
+func (b *builder) op(s *site, block, name string, kind OpKind, gk groupKind) *Op {
+	blk := block
+	if s.mtp {
+		blk = "mtp"
+	}
+	return b.add(s.prefix+block+"."+name, s.layer, blk, name, kind, gk)
+}
+
+const actBytes = 2 // activations move in bf16 between kernels
+
+func (b *builder) buildStep() {
+	a := b.a
+	main := func(c Component) Dtype { return a.Quant.Dtype(c) }
+	b.embed("", -1, false, b.tokens, main)
+	for l := 0; l < a.Layers; l++ {
+		s := &site{prefix: layerPrefix(l), layer: l, tokens: b.tokens, seqs: int64(b.bg), dtype: main}
+		b.layer(s, l < a.DenseLayers)
+	}
+	b.head("", -1, false, b.tokens, b.outTokens, main)
+
+	// MTP draft passes (vLLM v1 spec_decode/eagle.py proposer): the first
+	// pass runs over every token the target model just processed, the
+	// following SpecTokens-1 passes over one token per sequence.
+	mtpD := func(c Component) Dtype { return a.Quant.mtpDtype(c) }
+	for i := 0; i < b.mtpSteps(); i++ {
+		t := int64(b.bg)
+		if i == 0 {
+			t = b.tokens
+		}
+		pre := "mtp.s" + strconv.Itoa(i) + "."
+		ml := a.Layers + i%a.MTPLayers
+		b.embed(pre, ml, true, t, mtpD)
+		s := &site{prefix: pre, layer: ml, mtp: true, tokens: t, seqs: int64(b.bg), dtype: mtpD}
+		b.norm(b.op(s, "mtp", "enorm", KindNorm, gNone), t, a.Hidden, false)
+		b.norm(b.op(s, "mtp", "hnorm", KindNorm, gNone), t, a.Hidden, false)
+		// eh_proj: concat(embedding, hidden) 2H -> H, replicated nn.Linear.
+		b.gemm(b.op(s, "mtp", "eh_proj", KindGEMM, gNone), t, int64(a.Hidden), 2*int64(a.Hidden), 1, a.Quant.Base)
+		b.layer(s, false)
+		b.head(pre, ml, true, t, int64(b.bg), mtpD)
+	}
+}
+
+func layerPrefix(l int) string {
+	if l < 10 {
+		return "L0" + strconv.Itoa(l) + "."
+	}
+	return "L" + strconv.Itoa(l) + "."
+}
+
+// embed: vocab-parallel lookup (each rank holds V/TP rows, zeros the rest)
+// and the all-reduce that assembles the embeddings.
+func (b *builder) embed(pre string, layer int, mtp bool, t int64, dt func(Component) Dtype) {
+	s := &site{prefix: pre, layer: layer, mtp: mtp, tokens: t, dtype: dt}
+	h := int64(b.a.Hidden)
+	op := b.op(s, "embed", "lookup", KindEmbedding, gNone)
+	op.M, op.N = t, h
+	op.WeightDtype, op.ActDtype = dt(CompEmbedding), BF16
+	op.WeightBytes = float64(t*h) * dt(CompEmbedding).BytesPerValue() / float64(b.p.TP)
+	op.BytesRead = op.WeightBytes + float64(t*8)
+	op.BytesWritten = float64(t * h * actBytes)
+	b.allreduce(s, "embed", "allreduce", gTP, t*h*actBytes)
+}
+
+// head: final norm, vocab-sharded lm_head over the tokens that need
+// logits, and the gather of the logits shards.
+func (b *builder) head(pre string, layer int, mtp bool, t, out int64, dt func(Component) Dtype) {
+	s := &site{prefix: pre, layer: layer, mtp: mtp, tokens: t, dtype: dt}
+	a := b.a
+	name := "final_norm"
+	if mtp {
+		name = "shared_head_norm"
+	}
+	b.norm(b.op(s, "head", name, KindNorm, gNone), t, a.Hidden, false)
+	vloc := int64(ceilDiv(a.Vocab, b.p.TP))
+	b.gemm(b.op(s, "head", "lm_head", KindGEMM, gNone), out, vloc, int64(a.Hidden), 1, dt(CompLMHead))
+	if b.p.TP > 1 {
+		op := b.op(s, "head", "logits_allgather", KindCollective, gTP)
+		op.Collective = AllGather
+		op.CommBytes = out * vloc * int64(b.p.TP) * actBytes
+		op.BytesRead = float64(out * vloc * actBytes)
+		op.BytesWritten = float64(op.CommBytes)
+	}
+}
+
+func (b *builder) allreduce(s *site, block, name string, gk groupKind, bytes int64) {
+	size := b.p.TP
+	if gk == gWorld {
+		size = b.p.World()
+	}
+	if size <= 1 {
+		return
+	}
+	op := b.op(s, block, name, KindCollective, gk)
+	op.Collective = AllReduce
+	op.CommBytes = bytes
+	op.ActDtype = BF16
+	op.BytesRead = float64(bytes)
+	op.BytesWritten = float64(bytes)
+}
+
+// gemm fills a (batched) GEMM C[M,N] = A[M,K] x W[K,N] with weights of
+// dtype wd streamed once per problem.
+func (b *builder) gemm(op *Op, m, n, k int64, batch float64, wd Dtype) {
+	op.M, op.N, op.K, op.Batch = m, n, k, batch
+	op.WeightDtype = wd
+	op.ActDtype = wd.ComputeDtype()
+	fm, fn, fk := float64(m), float64(n), float64(k)
+	op.FLOPs = 2 * fm * fn * fk * batch
+	op.WeightBytes = fk * fn * batch * wd.BytesPerValue()
+	op.BytesRead = op.WeightBytes + fm*fk*batch*actBytes
+	op.BytesWritten = fm * fn * batch * actBytes
+}
+
+// norm fills an RMSNorm over rows x dim; fusedAdd adds the residual
+// (vLLM's fused_add_rms_norm reads and writes both streams).
+func (b *builder) norm(op *Op, rows int64, dim int, fusedAdd bool) {
+	n := float64(rows) * float64(dim)
+	op.M, op.N = rows, int64(dim)
+	op.ActDtype = BF16
+	op.FLOPs = 4 * n
+	streams := 1.0
+	if fusedAdd {
+		streams = 2
+	}
+	op.BytesRead = streams*n*actBytes + float64(dim)*actBytes
+	op.BytesWritten = streams * n * actBytes
+	op.WeightBytes = float64(dim) * actBytes
+	op.WeightDtype = BF16
+}
+
+// elementwise fills a memory-bound op reading and writing the given bytes.
+func elementwise(op *Op, flops, read, written float64) {
+	op.ActDtype = BF16
+	op.FLOPs, op.BytesRead, op.BytesWritten = flops, read, written
+}
+
+// layer appends one decoder layer (attention + MoE or dense MLP).
+func (b *builder) layer(s *site, dense bool) {
+	b.attention(s)
+	if dense {
+		b.denseMLP(s)
+	} else {
+		b.moe(s)
+	}
+}
+
+func (b *builder) attention(s *site) {
+	a, p := b.a, b.p
+	t := s.tokens
+	h := int64(a.Hidden)
+	hl := int64(a.Heads / p.TP)
+	ql, kvl := int64(a.QLoraRank), int64(a.KVLoraRank)
+	rope, nope, v := int64(a.QKRopeHeadDim), int64(a.QKNopeHeadDim), int64(a.VHeadDim)
+	lat := kvl + rope
+	attnDt := s.dtype(CompAttention)
+	ctx := int64(b.w.Context)
+
+	b.norm(b.op(s, "attn", "input_norm", KindNorm, gNone), t, a.Hidden, true)
+	b.gemm(b.op(s, "attn", "fused_qkv_a_proj", KindGEMM, gNone), t, ql+lat, h, 1, attnDt)
+	b.norm(b.op(s, "attn", "q_a_norm", KindNorm, gNone), t, a.QLoraRank, false)
+	b.norm(b.op(s, "attn", "kv_a_norm", KindNorm, gNone), t, a.KVLoraRank, false)
+	b.gemm(b.op(s, "attn", "q_b_proj", KindGEMM, gNone), t, hl*(nope+rope), ql, 1, attnDt)
+
+	// Tokens each query attends to (per sequence, decode) under DSA.
+	attended := ctx
+	if b.sparse {
+		b.indexer(s)
+		attended = min(ctx, int64(a.IndexTopK))
+	}
+
+	if b.w.Phase == Prefill {
+		b.gemm(b.op(s, "attn", "kv_b_proj", KindGEMM, gNone), t, hl*(nope+v), kvl, 1, attnDt)
+		b.rope(s, t, hl)
+		b.kvWrite(s, t, lat)
+		op := b.op(s, "attn", "mla_prefill", KindAttention, gNone)
+		// Causal attention per prompt of length ctx: query position i sees
+		// min(i, attended) keys; pairs = sum over i of that.
+		pairs := causalPairs(ctx, attended)
+		qk := nope + rope
+		op.M, op.N, op.K, op.Batch = t, ctx, qk, float64(hl)
+		op.ActDtype, op.KVDtype = BF16, b.w.KVDtype
+		op.FLOPs = float64(s.seqs) * float64(hl) * pairs * 2 * float64(qk+v)
+		op.BytesRead = float64(t*hl*(qk+qk+v)) * actBytes
+		op.BytesWritten = float64(t*hl*v) * actBytes
+		b.gemm(b.op(s, "attn", "o_proj", KindGEMM, gNone), t, h, hl*v, 1, attnDt)
+		b.allreduce(s, "attn", "allreduce", gTP, t*h*actBytes)
+		return
+	}
+
+	// Absorbed decode. W_UK and W_UV are kv_b_proj split per head and kept
+	// in bf16 by vLLM (MLACommonImpl dequantizes kv_b_proj for them).
+	b.gemm(b.op(s, "attn", "w_uk", KindGEMM, gNone), t, kvl, nope, float64(hl), a.Quant.Base)
+	b.rope(s, t, hl)
+	b.kvWrite(s, t, lat)
+	dcp := int64(p.DCP)
+	heads := hl * dcp // heads each rank attends for after the DCP gather
+	if dcp > 1 {
+		op := b.op(s, "attn", "dcp_q_allgather", KindCollective, gDCP)
+		op.Collective = AllGather
+		op.CommBytes = t * heads * lat * actBytes
+		op.BytesRead = float64(t*hl*lat) * actBytes
+		op.BytesWritten = float64(op.CommBytes)
+	}
+	cached := (attended + dcp - 1) / dcp // tokens of each sequence's cache on this rank
+	op := b.op(s, "attn", "mla_decode", KindAttention, gNone)
+	op.M, op.N, op.K, op.Batch = t, cached, lat, float64(heads)
+	op.ActDtype, op.KVDtype = BF16, b.w.KVDtype
+	// Scores over kv_lora + rope values and output in latent space
+	// (kv_lora), per head and cached token.
+	op.FLOPs = float64(t) * float64(heads) * float64(cached) * 2 * float64(lat+kvl)
+	// All heads (and all speculative positions of a sequence) share the
+	// latent cache: it is read once per sequence.
+	op.KVBytes = float64(s.seqs) * float64(cached) * float64(lat) * b.kvBytes
+	op.BytesRead = op.KVBytes + float64(t*heads*lat)*actBytes
+	op.BytesWritten = float64(t*heads*kvl) * actBytes
+	if dcp > 1 {
+		op := b.op(s, "attn", "dcp_lse_allgather", KindCollective, gDCP)
+		op.Collective = AllGather
+		op.CommBytes = dcp * t * heads * 4 // fp32 LSE per head and token, gathered from dcp ranks
+		op.BytesRead = float64(t * heads * 4)
+		op.BytesWritten = float64(op.CommBytes)
+		op = b.op(s, "attn", "dcp_out_reducescatter", KindCollective, gDCP)
+		op.Collective = ReduceScatter
+		op.CommBytes = t * heads * kvl * actBytes // input buffer; each rank keeps its hl heads
+		op.BytesRead = float64(op.CommBytes)
+		op.BytesWritten = float64(t*hl*kvl) * actBytes
+	}
+	b.gemm(b.op(s, "attn", "w_uv", KindGEMM, gNone), t, v, kvl, float64(hl), a.Quant.Base)
+	b.gemm(b.op(s, "attn", "o_proj", KindGEMM, gNone), t, h, hl*v, 1, attnDt)
+	b.allreduce(s, "attn", "allreduce", gTP, t*h*actBytes)
+}
+
+// causalPairs is sum_{i=1..n} min(i, cap): query-key pairs of causal
+// attention over n tokens when each query sees at most cap keys.
+func causalPairs(n, cap int64) float64 {
+	if cap >= n {
+		return float64(n) * float64(n+1) / 2
+	}
+	return float64(cap)*float64(cap+1)/2 + float64(n-cap)*float64(cap)
+}
+
+func (b *builder) rope(s *site, t, hl int64) {
+	r := int64(b.a.QKRopeHeadDim)
+	n := float64(t * (hl + 1) * r) // q_pe of local heads + the shared k_pe
+	elementwise(b.op(s, "attn", "rope", KindElementwise, gNone), 6*n, n*actBytes, n*actBytes)
+}
+
+func (b *builder) kvWrite(s *site, t, lat int64) {
+	// Under DCP each token's latent is stored by one rank of the DCP group.
+	share := float64(t) / float64(b.p.DCP)
+	op := b.op(s, "attn", "kv_cache_write", KindElementwise, gNone)
+	elementwise(op, 0, share*float64(lat)*actBytes, share*float64(lat)*b.kvBytes)
+	op.KVDtype = b.w.KVDtype
+}
+
+// indexer appends GLM-5's DSA lightning indexer (DeepSeek-V3.2's design):
+// wq_b q_lora -> index_heads x index_head_dim, wk hidden -> index_head_dim,
+// k LayerNorm, weights_proj hidden -> index_heads, RoPE, the FP8 key-cache
+// write, scoring of every cached token by every index head, and the top-k
+// selection. vLLM builds these as ReplicatedLinear: no TP sharding, no
+// communication.
+func (b *builder) indexer(s *site) {
+	a := b.a
+	t := s.tokens
+	h, ql := int64(a.Hidden), int64(a.QLoraRank)
+	ih, id := int64(a.IndexHeads), int64(a.IndexHeadDim)
+	dt := s.dtype(CompIndexer)
+	b.gemm(b.op(s, "attn", "indexer_wq_b", KindGEMM, gNone), t, ih*id, ql, 1, dt)
+	b.gemm(b.op(s, "attn", "indexer_wk", KindGEMM, gNone), t, id, h, 1, dt)
+	b.norm(b.op(s, "attn", "indexer_k_norm", KindNorm, gNone), t, a.IndexHeadDim, false)
+	b.gemm(b.op(s, "attn", "indexer_weights_proj", KindGEMM, gNone), t, ih, h, 1, a.Quant.Base)
+	n := float64(t * (ih + 1) * int64(a.QKRopeHeadDim))
+	elementwise(b.op(s, "attn", "indexer_rope", KindElementwise, gNone), 6*n, n*actBytes, n*actBytes)
+	cb := float64(a.IndexerCacheBytesPerTokenLayer())
+	op := b.op(s, "attn", "indexer_cache_write", KindElementwise, gNone)
+	elementwise(op, float64(t*id)*2, float64(t*id)*actBytes, float64(t)*cb)
+	op.KVDtype = FP8
+
+	ctx := int64(b.w.Context)
+	op = b.op(s, "attn", "indexer_score", KindAttention, gNone)
+	op.ActDtype, op.KVDtype = FP8, FP8
+	var pairs float64 // (query, key) pairs scored
+	if b.w.Phase == Prefill {
+		pairs = float64(s.seqs) * causalPairs(ctx, ctx)
+	} else {
+		pairs = float64(t) * float64(ctx)
+	}
+	op.M, op.N, op.K, op.Batch = t, ctx, id, float64(ih)
+	// Per pair: ih dot products of id values, ReLU, weighted sum over heads.
+	op.FLOPs = pairs * float64(ih) * (2*float64(id) + 2)
+	op.KVBytes = float64(s.seqs) * float64(ctx) * cb
+	op.BytesRead = op.KVBytes + float64(t*ih*id) // FP8 queries
+	op.BytesWritten = pairs * 4 // fp32 index scores
+	op = b.op(s, "attn", "indexer_topk", KindRouter, gNone)
+	op.M, op.N, op.K = t, ctx, int64(a.IndexTopK)
+	op.ActDtype = FP32
+	op.FLOPs = pairs
+	op.BytesRead = pairs * 4
+	op.BytesWritten = float64(t*min(ctx, int64(a.IndexTopK))) * 4
+}
+
+func (b *builder) denseMLP(s *site) {
+	a, p := b.a, b.p
+	t, h := s.tokens, int64(a.Hidden)
+	il := int64(a.Intermediate / p.TP)
+	dt := s.dtype(CompDenseMLP)
+	b.norm(b.op(s, "mlp", "post_attn_norm", KindNorm, gNone), t, a.Hidden, true)
+	b.gemm(b.op(s, "mlp", "gate_up", KindGEMM, gNone), t, 2*il, h, 1, dt)
+	siluMul(b.op(s, "mlp", "act", KindElementwise, gNone), float64(t), il)
+	b.gemm(b.op(s, "mlp", "down", KindGEMM, gNone), t, h, il, 1, dt)
+	b.allreduce(s, "mlp", "allreduce", gTP, t*h*actBytes)
+}
+
+func siluMul(op *Op, rows float64, inter int64) {
+	n := rows * float64(inter)
+	elementwise(op, 5*n, 2*n*actBytes, n*actBytes)
+	op.N = inter
+	op.M = int64(math.Ceil(rows))
+}
+
+func (b *builder) moe(s *site) {
+	a, p := b.a, b.p
+	t, h := s.tokens, int64(a.Hidden)
+	e, k := int64(a.RoutedExperts), int64(a.TopK)
+
+	b.norm(b.op(s, "moe", "post_attn_norm", KindNorm, gNone), t, a.Hidden, true)
+	b.gemm(b.op(s, "moe", "gate", KindGEMM, gNone), t, e, h, 1, s.dtype(CompRouter))
+	op := b.op(s, "moe", "topk", KindRouter, gNone)
+	op.M, op.N, op.K = t, e, k
+	op.ActDtype = FP32
+	op.FLOPs = float64(t * e * 4) // sigmoid, bias, grouped top-k compare
+	op.BytesRead = float64(t*e) * 4
+	op.BytesWritten = float64(t*k) * 8 // expert ids + weights
+
+	// Which tokens reach this rank's experts, how many experts it holds,
+	// and the slice of each expert's intermediate dim it computes.
+	var (
+		eLocal   = e
+		inter    = int64(a.MoEIntermediate / p.TP)
+		routeTok = t // tokens routed over this rank's expert pool
+		dispTok  int64
+	)
+	if p.EP {
+		eLocal = e / int64(p.World())
+		inter = int64(a.MoEIntermediate)
+	}
+	dp := p.DP > 1
+	if dp {
+		dispTok = (t + int64(p.TP) - 1) / int64(p.TP)
+		routeTok = dispTok * int64(p.World())
+		dd := b.o.DispatchDtype.BytesPerValue()
+		dr := distinctRanks(e, k, eLocal, int64(p.World()))
+		op := b.op(s, "moe", "dispatch", KindCollective, gWorld)
+		op.Collective = AllToAll
+		op.ActDtype = b.o.DispatchDtype
+		op.CommBytes = int64(math.Round(float64(dispTok) * dr * float64(h) * dd))
+		op.BytesRead, op.BytesWritten = float64(op.CommBytes), float64(op.CommBytes)
+	}
+
+	// Expected token-expert assignments on this rank and distinct experts
+	// touched, under uniform routing.
+	assign := float64(routeTok) * float64(k) * float64(eLocal) / float64(e)
+	touched := float64(eLocal) * (1 - math.Pow(1-float64(k)/float64(e), float64(routeTok)))
+	dt := s.dtype(CompRoutedExperts)
+	b.groupedGEMM(b.op(s, "moe", "experts_gate_up", KindMoEGEMM, gNone), assign, touched, 2*inter, h, dt)
+	siluMul(b.op(s, "moe", "experts_act", KindElementwise, gNone), assign, inter)
+	b.groupedGEMM(b.op(s, "moe", "experts_down", KindMoEGEMM, gNone), assign, touched, h, inter, dt)
+
+	if dp {
+		op := b.op(s, "moe", "combine", KindCollective, gWorld)
+		op.Collective = AllToAll
+		op.ActDtype = BF16
+		dr := distinctRanks(e, k, eLocal, int64(p.World()))
+		op.CommBytes = int64(math.Round(float64(dispTok) * dr * float64(h) * actBytes))
+		op.BytesRead, op.BytesWritten = float64(op.CommBytes), float64(op.CommBytes)
+	}
+
+	if a.SharedExperts > 0 {
+		sl := int64(a.SharedExperts * a.MoEIntermediate / p.TP)
+		sd := s.dtype(CompSharedExperts)
+		b.gemm(b.op(s, "moe", "shared_gate_up", KindGEMM, gNone), t, 2*sl, h, 1, sd)
+		siluMul(b.op(s, "moe", "shared_act", KindElementwise, gNone), float64(t), sl)
+		b.gemm(b.op(s, "moe", "shared_down", KindGEMM, gNone), t, h, sl, 1, sd)
+	}
+	b.allreduce(s, "moe", "allreduce", gTP, t*h*actBytes)
+}
+
+// groupedGEMM fills a grouped MoE GEMM: assign token-expert rows spread
+// over touched experts, each expert's [K, N] shard streamed once.
+func (b *builder) groupedGEMM(op *Op, assign, touched float64, n, k int64, wd Dtype) {
+	op.N, op.K, op.Batch = n, k, touched
+	if touched > 0 {
+		op.M = int64(math.Ceil(assign / touched))
+	}
+	op.WeightDtype = wd
+	op.ActDtype = wd.ComputeDtype()
+	fn, fk := float64(n), float64(k)
+	op.FLOPs = 2 * assign * fn * fk
+	op.WeightBytes = touched * fn * fk * wd.BytesPerValue()
+	op.BytesRead = op.WeightBytes + assign*fk*actBytes
+	op.BytesWritten = assign * fn * actBytes
+}
+
+// distinctRanks is the expected number of distinct ranks a token's k
+// experts live on, when each of ranks holds eLocal of e experts and the k
+// experts are a uniform draw without replacement:
+// ranks x (1 - C(e-eLocal, k) / C(e, k)).
+func distinctRanks(e, k, eLocal, ranks int64) float64 {
+	miss := 1.0
+	for i := int64(0); i < k; i++ {
+		if e-eLocal-i <= 0 {
+			miss = 0
+			break
+		}
+		miss *= float64(e-eLocal-i) / float64(e-i)
+	}
+	return float64(ranks) * (1 - miss)
+}

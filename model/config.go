@@ -1,0 +1,334 @@
+package model
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"math"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// Supported config model_type values. kimi_k25 is a multimodal wrapper whose
+// text model (text_config) is one of the others.
+var supportedModelTypes = []string{"deepseek_v3", "kimi_k2", "kimi_k25", "glm_moe_dsa", "deepseek_v32"}
+
+// Upper bounds on config integers: far above any real model, low enough
+// that derived sizes cannot overflow int64 and a hostile file cannot make
+// Build allocate without bound.
+const (
+	maxDim    = 1 << 20 // hidden sizes, ranks, head dims
+	maxLayers = 1024
+	maxHeads  = 1 << 12
+	maxVocab  = 1 << 24
+	maxExpert = 1 << 14
+)
+
+// Load reads an architecture from path: a directory holding config.json
+// (and optionally hf_quant_config.json), or a single config.json-style file.
+// When path is a file named *config.json and a sibling hf_quant_config.json
+// exists, it is read too. Errors are *ConfigError naming the file and field.
+func Load(path string) (*Arch, error) {
+	st, err := os.Stat(path)
+	if err != nil {
+		return nil, &ConfigError{File: path, Want: "a directory with config.json or a config file", Err: err}
+	}
+	cfgPath, quantPath := path, ""
+	if st.IsDir() {
+		cfgPath = filepath.Join(path, "config.json")
+		quantPath = filepath.Join(path, "hf_quant_config.json")
+	} else if filepath.Base(path) == "config.json" {
+		quantPath = filepath.Join(filepath.Dir(path), "hf_quant_config.json")
+	}
+	cfg, err := os.ReadFile(cfgPath)
+	if err != nil {
+		return nil, &ConfigError{File: cfgPath, Want: "a readable config.json", Err: err}
+	}
+	var quant []byte
+	if quantPath != "" {
+		quant, err = os.ReadFile(quantPath)
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return nil, &ConfigError{File: quantPath, Want: "a readable hf_quant_config.json", Err: err}
+		}
+	}
+	a, err := Parse(cfgPath, cfg, quantPath, quant)
+	if err != nil {
+		return nil, err
+	}
+	a.Name = path
+	a.Source = path
+	return a, nil
+}
+
+// Parse builds an Arch from the bytes of a config.json (named cfgName in
+// errors) and optionally of an hf_quant_config.json (quant may be nil).
+// hf_quant_config.json, when given, decides the weight quantization and the
+// KV dtype, as vLLM's ModelOpt loader does.
+func Parse(cfgName string, cfg []byte, quantName string, quant []byte) (*Arch, error) {
+	cfgFile := filepath.Base(cfgName)
+	root, err := decodeObject(cfgFile, cfg)
+	if err != nil {
+		return nil, err
+	}
+	p := &parser{file: cfgFile}
+	mt := p.str(root, "", "model_type", true)
+	if p.err != nil {
+		return nil, p.err
+	}
+	if !contains(supportedModelTypes, mt) {
+		return nil, &ConfigError{File: cfgFile, Field: "model_type", Got: strconv.Quote(mt),
+			Want: "one of " + strings.Join(supportedModelTypes, ", ")}
+	}
+	text, prefix := root, ""
+	if tc, ok := root["text_config"]; ok && tc != nil {
+		m, ok := tc.(map[string]any)
+		if !ok {
+			return nil, &ConfigError{File: cfgFile, Field: "text_config", Got: describe(tc), Want: "an object"}
+		}
+		text, prefix = m, "text_config."
+	} else if mt == "kimi_k25" {
+		return nil, &ConfigError{File: cfgFile, Field: "text_config", Got: "missing", Want: "an object (kimi_k25 keeps its text model there)"}
+	}
+	if prefix != "" {
+		if tmt := p.str(text, prefix, "model_type", false); tmt != "" && !contains(supportedModelTypes, tmt) {
+			return nil, &ConfigError{File: cfgFile, Field: prefix + "model_type", Got: strconv.Quote(tmt),
+				Want: "one of " + strings.Join(supportedModelTypes, ", ")}
+		}
+	}
+	a := &Arch{ModelType: mt, Name: cfgName, Source: cfgName}
+	a.Hidden = p.posInt(text, prefix, "hidden_size", maxDim)
+	a.Layers = p.posInt(text, prefix, "num_hidden_layers", maxLayers)
+	a.Heads = p.posInt(text, prefix, "num_attention_heads", maxHeads)
+	a.QLoraRank = p.posInt(text, prefix, "q_lora_rank", maxDim)
+	a.KVLoraRank = p.posInt(text, prefix, "kv_lora_rank", maxDim)
+	a.QKNopeHeadDim = p.posInt(text, prefix, "qk_nope_head_dim", maxDim)
+	a.QKRopeHeadDim = p.posInt(text, prefix, "qk_rope_head_dim", maxDim)
+	a.VHeadDim = p.posInt(text, prefix, "v_head_dim", maxDim)
+	a.Intermediate = p.posInt(text, prefix, "intermediate_size", maxDim)
+	a.MoEIntermediate = p.posInt(text, prefix, "moe_intermediate_size", maxDim)
+	a.RoutedExperts = p.posInt(text, prefix, "n_routed_experts", maxExpert)
+	a.TopK = p.posInt(text, prefix, "num_experts_per_tok", maxExpert)
+	a.Vocab = p.posInt(text, prefix, "vocab_size", maxVocab)
+	// Defaults of optional fields are those of transformers' DeepseekV3Config
+	// (first_k_dense_replace 3, n_shared_experts 1, moe_layer_freq 1);
+	// num_nextn_predict_layers is absent from that class and defaults to 0.
+	a.DenseLayers = p.optInt(text, prefix, "first_k_dense_replace", 3, maxLayers)
+	a.SharedExperts = p.optInt(text, prefix, "n_shared_experts", 1, 64)
+	a.MTPLayers = p.optInt(text, prefix, "num_nextn_predict_layers", 0, 16)
+	if f := p.optInt(text, prefix, "moe_layer_freq", 1, maxLayers); p.err == nil && f != 1 {
+		p.fail(prefix+"moe_layer_freq", strconv.Itoa(f), "1 (every layer after first_k_dense_replace is MoE)")
+	}
+	a.TieEmbeddings = p.optBool(root, "", "tie_word_embeddings") || p.optBool(text, prefix, "tie_word_embeddings")
+	if mt == "glm_moe_dsa" || mt == "deepseek_v32" {
+		a.IndexHeads = p.posInt(text, prefix, "index_n_heads", maxHeads)
+		a.IndexHeadDim = p.posInt(text, prefix, "index_head_dim", maxDim)
+		a.IndexTopK = p.posInt(text, prefix, "index_topk", 1<<30)
+	}
+	if p.err != nil {
+		return nil, p.err
+	}
+	if a.TopK > a.RoutedExperts {
+		return nil, &ConfigError{File: cfgFile, Field: prefix + "num_experts_per_tok", Got: strconv.Itoa(a.TopK),
+			Want: fmt.Sprintf("at most n_routed_experts (%d)", a.RoutedExperts)}
+	}
+	if a.DenseLayers > a.Layers {
+		return nil, &ConfigError{File: cfgFile, Field: prefix + "first_k_dense_replace", Got: strconv.Itoa(a.DenseLayers),
+			Want: fmt.Sprintf("at most num_hidden_layers (%d)", a.Layers)}
+	}
+
+	base := BF16
+	for _, k := range []string{"dtype", "torch_dtype"} {
+		if s := p.str(text, prefix, k, false); s != "" {
+			switch s {
+			case "bfloat16":
+				base = BF16
+			case "float16":
+				base = FP16
+			case "float32":
+				base = FP32
+			default:
+				return nil, &ConfigError{File: cfgFile, Field: prefix + k, Got: strconv.Quote(s), Want: "bfloat16, float16 or float32"}
+			}
+			break
+		}
+	}
+	if p.err != nil {
+		return nil, p.err
+	}
+
+	// quantization_config may sit at the top (nvidia/Kimi-K2.5-NVFP4) or in
+	// text_config (moonshotai/Kimi-K2.5); the top-level one wins.
+	qc, qfield := root["quantization_config"], "quantization_config"
+	if qc == nil && prefix != "" {
+		qc, qfield = text["quantization_config"], prefix+"quantization_config"
+	}
+	spec, err := parseQuantConfig(cfgFile, qfield, qc)
+	if err != nil {
+		return nil, err
+	}
+	if len(quant) > 0 {
+		qfile := filepath.Base(quantName)
+		if qfile == "" || qfile == "." {
+			qfile = "hf_quant_config.json"
+		}
+		qspec, err := parseHFQuantConfig(qfile, quant)
+		if err != nil {
+			return nil, err
+		}
+		spec = qspec
+	}
+	a.Quant = spec.resolve(a, base)
+	return a, nil
+}
+
+// decodeObject decodes a JSON object with numbers kept exact.
+func decodeObject(file string, data []byte) (map[string]any, error) {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return nil, &ConfigError{File: file, Want: "a JSON object", Err: err}
+	}
+	if dec.More() {
+		return nil, &ConfigError{File: file, Got: "trailing data after the JSON object", Want: "one JSON object"}
+	}
+	m, ok := v.(map[string]any)
+	if !ok {
+		return nil, &ConfigError{File: file, Got: describe(v), Want: "a JSON object"}
+	}
+	return m, nil
+}
+
+// parser reads typed fields of a decoded JSON object and keeps the first
+// error.
+type parser struct {
+	file string
+	err  error
+}
+
+func (p *parser) fail(field, got, want string) {
+	if p.err == nil {
+		p.err = &ConfigError{File: p.file, Field: field, Got: got, Want: want}
+	}
+}
+
+func (p *parser) posInt(m map[string]any, prefix, key string, max int) int {
+	want := fmt.Sprintf("a positive integer (at most %d)", max)
+	v, ok := m[key]
+	if !ok || v == nil {
+		p.fail(prefix+key, "missing", want)
+		return 0
+	}
+	n, ok := asInt(v)
+	if !ok || n < 1 || n > int64(max) {
+		p.fail(prefix+key, describe(v), want)
+		return 0
+	}
+	return int(n)
+}
+
+func (p *parser) optInt(m map[string]any, prefix, key string, def, max int) int {
+	v, ok := m[key]
+	if !ok || v == nil {
+		return def
+	}
+	n, ok := asInt(v)
+	if !ok || n < 0 || n > int64(max) {
+		p.fail(prefix+key, describe(v), fmt.Sprintf("an integer from 0 to %d", max))
+		return 0
+	}
+	return int(n)
+}
+
+func (p *parser) optBool(m map[string]any, prefix, key string) bool {
+	v, ok := m[key]
+	if !ok || v == nil {
+		return false
+	}
+	b, ok := v.(bool)
+	if !ok {
+		p.fail(prefix+key, describe(v), "true or false")
+	}
+	return b
+}
+
+func (p *parser) str(m map[string]any, prefix, key string, required bool) string {
+	v, ok := m[key]
+	if !ok || v == nil {
+		if required {
+			p.fail(prefix+key, "missing", "a string")
+		}
+		return ""
+	}
+	s, ok := v.(string)
+	if !ok {
+		p.fail(prefix+key, describe(v), "a string")
+	}
+	return s
+}
+
+// asInt accepts a JSON number with an integral value (7168 or 7168.0).
+func asInt(v any) (int64, bool) {
+	num, ok := v.(json.Number)
+	if !ok {
+		return 0, false
+	}
+	if n, err := num.Int64(); err == nil {
+		return n, true
+	}
+	f, err := num.Float64()
+	if err != nil || f != math.Trunc(f) || math.Abs(f) > 1<<53 {
+		return 0, false
+	}
+	return int64(f), true
+}
+
+// describe renders a JSON value for an error message, shortened.
+func describe(v any) string {
+	switch x := v.(type) {
+	case nil:
+		return "null"
+	case json.Number:
+		return "got " + shorten(x.String())
+	case string:
+		return "got string " + strconv.Quote(shorten(x))
+	case bool:
+		return "got " + strconv.FormatBool(x)
+	case []any:
+		return "got an array"
+	case map[string]any:
+		return "got an object"
+	}
+	return fmt.Sprintf("got %T", v)
+}
+
+func shorten(s string) string {
+	if len(s) > 40 {
+		return s[:40] + "..."
+	}
+	return s
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// sortedKeys returns m's keys in order, so no result depends on map order.
+func sortedKeys(m map[string]any) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}

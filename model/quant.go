@@ -1,0 +1,334 @@
+package model
+
+import (
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+)
+
+// quantSpec is a checkpoint's quantization before it is resolved per
+// component: one quantized weight dtype for the Linear layers, the patterns
+// of modules left unquantized, and the KV-cache dtype.
+type quantSpec struct {
+	method  string
+	weights Dtype // "" when unquantized
+	kv      Dtype // "" when the checkpoint asks for no KV quantization
+	ignore  []*regexp.Regexp
+}
+
+// parseQuantConfig reads config.json's quantization_config (field names
+// the JSON path for errors). Supported: quant_method "fp8" (DeepSeek
+// block-128 or per-tensor), "compressed-tensors" (pack-quantized INT4
+// group 32, FP8, NVFP4) and "modelopt" (NVFP4, FP8).
+func parseQuantConfig(file, field string, v any) (quantSpec, error) {
+	if v == nil {
+		return quantSpec{}, nil
+	}
+	m, ok := v.(map[string]any)
+	if !ok {
+		return quantSpec{}, &ConfigError{File: file, Field: field, Got: describe(v), Want: "an object"}
+	}
+	p := &parser{file: file}
+	pre := field + "."
+	method := p.str(m, pre, "quant_method", true)
+	if p.err != nil {
+		return quantSpec{}, p.err
+	}
+	spec := quantSpec{method: method}
+	var ignoreKey string
+	switch method {
+	case "fp8":
+		spec.weights = FP8
+		if bs, ok := m["weight_block_size"]; ok && bs != nil {
+			arr, ok := bs.([]any)
+			if !ok || len(arr) != 2 {
+				return quantSpec{}, &ConfigError{File: file, Field: pre + "weight_block_size", Got: describe(bs), Want: "[128, 128]"}
+			}
+			b0, ok0 := asInt(arr[0])
+			b1, ok1 := asInt(arr[1])
+			if !ok0 || !ok1 || b0 != 128 || b1 != 128 {
+				return quantSpec{}, &ConfigError{File: file, Field: pre + "weight_block_size",
+					Got: fmt.Sprintf("got [%v, %v]", arr[0], arr[1]), Want: "[128, 128] (the only FP8 block size modelled)"}
+			}
+			spec.weights = FP8Block128
+		}
+		if f := p.str(m, pre, "fmt", false); f != "" && f != "e4m3" {
+			return quantSpec{}, &ConfigError{File: file, Field: pre + "fmt", Got: strconv.Quote(f), Want: `"e4m3"`}
+		}
+		ignoreKey = "modules_to_not_convert"
+		if _, ok := m[ignoreKey]; !ok {
+			ignoreKey = "ignored_layers"
+		}
+	case "compressed-tensors":
+		w, err := parseConfigGroups(file, pre+"config_groups", m["config_groups"])
+		if err != nil {
+			return quantSpec{}, err
+		}
+		spec.weights = w
+		ignoreKey = "ignore"
+	case "modelopt":
+		algo := p.str(m, pre, "quant_algo", false)
+		switch algo {
+		case "NVFP4":
+			spec.weights = NVFP4
+		case "FP8":
+			spec.weights = FP8
+		case "":
+			w, err := parseConfigGroups(file, pre+"config_groups", m["config_groups"])
+			if err != nil {
+				return quantSpec{}, err
+			}
+			spec.weights = w
+		default:
+			return quantSpec{}, &ConfigError{File: file, Field: pre + "quant_algo", Got: strconv.Quote(algo), Want: `"NVFP4" or "FP8"`}
+		}
+		ignoreKey = "ignore"
+		if _, ok := m[ignoreKey]; !ok {
+			ignoreKey = "exclude_modules"
+		}
+		if kv := p.str(m, pre, "kv_cache_quant_algo", false); kv != "" {
+			d, err := kvAlgo(file, pre+"kv_cache_quant_algo", kv)
+			if err != nil {
+				return quantSpec{}, err
+			}
+			spec.kv = d
+		}
+	default:
+		return quantSpec{}, &ConfigError{File: file, Field: pre + "quant_method", Got: strconv.Quote(method),
+			Want: `one of "fp8", "compressed-tensors", "modelopt"`}
+	}
+	if p.err != nil {
+		return quantSpec{}, p.err
+	}
+	if kvs, ok := m["kv_cache_scheme"]; ok && kvs != nil {
+		d, err := kvScheme(file, pre+"kv_cache_scheme", kvs)
+		if err != nil {
+			return quantSpec{}, err
+		}
+		spec.kv = d
+	}
+	ig, err := parsePatterns(file, pre+ignoreKey, m[ignoreKey])
+	if err != nil {
+		return quantSpec{}, err
+	}
+	spec.ignore = ig
+	return spec, nil
+}
+
+// parseConfigGroups reads compressed-tensors config_groups: the first group
+// (by name) that targets Linear decides the weight dtype.
+func parseConfigGroups(file, field string, v any) (Dtype, error) {
+	m, ok := v.(map[string]any)
+	if !ok || len(m) == 0 {
+		return "", &ConfigError{File: file, Field: field, Got: describeMissing(v), Want: "an object of quantization groups"}
+	}
+	for _, name := range sortedKeys(m) {
+		g, ok := m[name].(map[string]any)
+		if !ok {
+			return "", &ConfigError{File: file, Field: field + "." + name, Got: describe(m[name]), Want: "an object"}
+		}
+		w, ok := g["weights"].(map[string]any)
+		if !ok {
+			return "", &ConfigError{File: file, Field: field + "." + name + ".weights", Got: describeMissing(g["weights"]), Want: "an object"}
+		}
+		bits, _ := asInt(w["num_bits"])
+		typ, _ := w["type"].(string)
+		gs, _ := asInt(w["group_size"])
+		wf := field + "." + name + ".weights"
+		switch {
+		case typ == "int" && bits == 4 && gs == 32:
+			return INT4G32, nil
+		case typ == "float" && bits == 4 && gs == 16:
+			return NVFP4, nil
+		case typ == "float" && bits == 8:
+			return FP8, nil
+		}
+		return "", &ConfigError{File: file, Field: wf, Got: fmt.Sprintf("type %q num_bits %d group_size %d", typ, bits, gs),
+			Want: "int 4-bit group 32, float 4-bit group 16 or float 8-bit"}
+	}
+	return "", nil
+}
+
+func describeMissing(v any) string {
+	if v == nil {
+		return "missing"
+	}
+	return describe(v)
+}
+
+// kvScheme reads compressed-tensors/ModelOpt kv_cache_scheme
+// ({"num_bits": 8, "type": "float"} is FP8 e4m3).
+func kvScheme(file, field string, v any) (Dtype, error) {
+	m, ok := v.(map[string]any)
+	if !ok {
+		return "", &ConfigError{File: file, Field: field, Got: describe(v), Want: "an object or null"}
+	}
+	bits, _ := asInt(m["num_bits"])
+	typ, _ := m["type"].(string)
+	if bits == 8 && typ == "float" {
+		return FP8, nil
+	}
+	return "", &ConfigError{File: file, Field: field, Got: fmt.Sprintf("type %q num_bits %d", typ, bits), Want: `{"num_bits": 8, "type": "float"} (FP8) or null`}
+}
+
+func kvAlgo(file, field, s string) (Dtype, error) {
+	switch strings.ToUpper(s) {
+	case "FP8":
+		return FP8, nil
+	}
+	return "", &ConfigError{File: file, Field: field, Got: strconv.Quote(s), Want: `"FP8" or null`}
+}
+
+// parseHFQuantConfig reads a ModelOpt hf_quant_config.json:
+// {"quantization": {"quant_algo", "kv_cache_quant_algo", "group_size", "exclude_modules"}}.
+func parseHFQuantConfig(file string, data []byte) (quantSpec, error) {
+	root, err := decodeObject(file, data)
+	if err != nil {
+		return quantSpec{}, err
+	}
+	q, ok := root["quantization"].(map[string]any)
+	if !ok {
+		return quantSpec{}, &ConfigError{File: file, Field: "quantization", Got: describeMissing(root["quantization"]), Want: "an object"}
+	}
+	p := &parser{file: file}
+	spec := quantSpec{method: "modelopt"}
+	algo := p.str(q, "quantization.", "quant_algo", true)
+	if p.err != nil {
+		return quantSpec{}, p.err
+	}
+	switch algo {
+	case "NVFP4":
+		spec.weights = NVFP4
+		if gs, ok := q["group_size"]; ok && gs != nil {
+			if n, ok := asInt(gs); !ok || n != 16 {
+				return quantSpec{}, &ConfigError{File: file, Field: "quantization.group_size", Got: describe(gs), Want: "16 for NVFP4"}
+			}
+		}
+	case "FP8":
+		spec.weights = FP8
+	default:
+		return quantSpec{}, &ConfigError{File: file, Field: "quantization.quant_algo", Got: strconv.Quote(algo), Want: `"NVFP4" or "FP8"`}
+	}
+	if kv := p.str(q, "quantization.", "kv_cache_quant_algo", false); kv != "" {
+		d, err := kvAlgo(file, "quantization.kv_cache_quant_algo", kv)
+		if err != nil {
+			return quantSpec{}, err
+		}
+		spec.kv = d
+	}
+	if p.err != nil {
+		return quantSpec{}, p.err
+	}
+	spec.ignore, err = parsePatterns(file, "quantization.exclude_modules", q["exclude_modules"])
+	return spec, err
+}
+
+// parsePatterns compiles an ignore/exclude list. Entries are module names
+// ("lm_head"), fnmatch globs ("model.layers.*.self_attn*", ModelOpt) or
+// Python regexps prefixed "re:" (compressed-tensors, matched from the start
+// of the name as re.match does).
+func parsePatterns(file, field string, v any) ([]*regexp.Regexp, error) {
+	if v == nil {
+		return nil, nil
+	}
+	arr, ok := v.([]any)
+	if !ok {
+		return nil, &ConfigError{File: file, Field: field, Got: describe(v), Want: "an array of module names or patterns"}
+	}
+	out := make([]*regexp.Regexp, 0, len(arr))
+	for i, e := range arr {
+		s, ok := e.(string)
+		if !ok {
+			return nil, &ConfigError{File: file, Field: fmt.Sprintf("%s[%d]", field, i), Got: describe(e), Want: "a string"}
+		}
+		var expr string
+		switch {
+		case strings.HasPrefix(s, "re:"):
+			expr = "^(?:" + s[3:] + ")"
+		default:
+			// Glob (or plain name): * and ? as in fnmatch, anchored at both
+			// ends; a plain name also matches as a dotted suffix, so
+			// "lm_head" covers "language_model.lm_head".
+			var b strings.Builder
+			b.WriteString("^(?:.*\\.)?")
+			for _, r := range s {
+				switch r {
+				case '*':
+					b.WriteString(".*")
+				case '?':
+					b.WriteString(".")
+				default:
+					b.WriteString(regexp.QuoteMeta(string(r)))
+				}
+			}
+			b.WriteString("$")
+			expr = b.String()
+		}
+		re, err := regexp.Compile(expr)
+		if err != nil {
+			return nil, &ConfigError{File: file, Field: fmt.Sprintf("%s[%d]", field, i), Got: strconv.Quote(shorten(s)), Want: "a valid pattern", Err: err}
+		}
+		out = append(out, re)
+	}
+	return out, nil
+}
+
+// excluded reports whether any of the module names (tried with and without
+// the multimodal "language_model." prefix) matches the ignore list.
+func (s *quantSpec) excluded(names ...string) bool {
+	for _, n := range names {
+		for _, full := range [2]string{n, "language_model." + n} {
+			for _, re := range s.ignore {
+				if re.MatchString(full) {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}
+
+// resolve decides each component's dtype by testing representative HF
+// module names of the first MoE layer (attention, experts), layer 0 (dense
+// MLP) and the MTP layer (index num_hidden_layers) against the ignore list.
+// A component counts as unquantized if any of its modules is excluded
+// (the larger, conservative footprint).
+//
+// Never quantized, whatever the list says, because vLLM does not: the
+// embedding (not a Linear layer), the MoE router gate (ReplicatedLinear
+// built without a quant config in vLLM's deepseek_v2.py) and the norms.
+// DeepSeek FP8 checkpoints keep lm_head in BF16 (no weight_scale_inv for it).
+func (s *quantSpec) resolve(a *Arch, base Dtype) Quant {
+	q := Quant{Method: s.method, Base: base, KV: base}
+	if s.kv != "" {
+		q.KV = s.kv
+	}
+	q.Embedding, q.Router = base, base
+	set := func(d *Dtype, names ...string) {
+		if s.weights == "" || s.excluded(names...) {
+			*d = base
+		} else {
+			*d = s.weights
+		}
+	}
+	L := a.DenseLayers
+	if L >= a.Layers {
+		L = 0
+	}
+	ly := func(l int, m string) string { return fmt.Sprintf("model.layers.%d.%s", l, m) }
+	set(&q.Attention, ly(L, "self_attn.q_a_proj"), ly(L, "self_attn.q_b_proj"), ly(L, "self_attn.kv_a_proj_with_mqa"),
+		ly(L, "self_attn.kv_b_proj"), ly(L, "self_attn.o_proj"))
+	set(&q.Indexer, ly(L, "self_attn.indexer.wq_b"), ly(L, "self_attn.indexer.wk"))
+	set(&q.SharedExperts, ly(L, "mlp.shared_experts.gate_proj"), ly(L, "mlp.shared_experts.down_proj"))
+	set(&q.RoutedExperts, ly(L, "mlp.experts.0.gate_proj"), ly(L, "mlp.experts.0.down_proj"))
+	set(&q.DenseMLP, ly(0, "mlp.gate_proj"), ly(0, "mlp.down_proj"))
+	if s.method == "fp8" {
+		q.LMHead = base
+	} else {
+		set(&q.LMHead, "lm_head")
+	}
+	set(&q.MTP, ly(a.Layers, "mlp.experts.0.gate_proj"))
+	q.MTPExcluded = q.MTP == base
+	return q
+}
