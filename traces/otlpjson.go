@@ -1,0 +1,742 @@
+package traces
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"strconv"
+	"sync"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+)
+
+// OTLP JSON: the JSON encoding of an OTLP ExportTraceServiceRequest
+// (opentelemetry-proto, "JSON Protobuf Encoding": hex trace/span IDs,
+// 64-bit integers as decimal strings, enums as integers). The file exporter
+// writes one request per line (JSON Lines), as the OpenTelemetry
+// Collector's file exporter does; the reader accepts that, a single
+// document, and Jaeger API v3's {"result": request} wrapper.
+
+type otlpRequest struct {
+	ResourceSpans []otlpResourceSpans `json:"resourceSpans"`
+}
+
+type otlpResourceSpans struct {
+	Resource   otlpResource     `json:"resource"`
+	ScopeSpans []otlpScopeSpans `json:"scopeSpans"`
+	SchemaURL  string           `json:"schemaUrl,omitempty"`
+}
+
+type otlpResource struct {
+	Attributes []otlpKV `json:"attributes"`
+}
+
+type otlpScopeSpans struct {
+	Scope     otlpScope  `json:"scope"`
+	Spans     []otlpSpan `json:"spans"`
+	SchemaURL string     `json:"schemaUrl,omitempty"`
+}
+
+type otlpScope struct {
+	Name    string `json:"name,omitempty"`
+	Version string `json:"version,omitempty"`
+}
+
+type otlpSpan struct {
+	TraceID           string      `json:"traceId"`
+	SpanID            string      `json:"spanId"`
+	ParentSpanID      string      `json:"parentSpanId,omitempty"`
+	Name              string      `json:"name"`
+	Kind              otlpEnum    `json:"kind,omitempty"`
+	StartTimeUnixNano otlpInt     `json:"startTimeUnixNano"`
+	EndTimeUnixNano   otlpInt     `json:"endTimeUnixNano"`
+	Attributes        []otlpKV    `json:"attributes,omitempty"`
+	Events            []otlpEvent `json:"events,omitempty"`
+	Status            otlpStatus  `json:"status"`
+}
+
+type otlpEvent struct {
+	TimeUnixNano otlpInt  `json:"timeUnixNano"`
+	Name         string   `json:"name"`
+	Attributes   []otlpKV `json:"attributes,omitempty"`
+}
+
+type otlpStatus struct {
+	Message string   `json:"message,omitempty"`
+	Code    otlpEnum `json:"code,omitempty"`
+}
+
+type otlpKV struct {
+	Key   string       `json:"key"`
+	Value otlpAnyValue `json:"value"`
+}
+
+type otlpAnyValue struct {
+	StringValue *string         `json:"stringValue,omitempty"`
+	BoolValue   *bool           `json:"boolValue,omitempty"`
+	IntValue    *otlpInt        `json:"intValue,omitempty"`
+	DoubleValue *otlpFloat      `json:"doubleValue,omitempty"`
+	ArrayValue  *otlpArrayValue `json:"arrayValue,omitempty"`
+	KvlistValue json.RawMessage `json:"kvlistValue,omitempty"`
+	BytesValue  *string         `json:"bytesValue,omitempty"`
+}
+
+type otlpArrayValue struct {
+	Values []otlpAnyValue `json:"values"`
+}
+
+// otlpInt is an int64 written as a decimal string (proto3 JSON) and read
+// from a string or a number.
+type otlpInt int64
+
+func (i otlpInt) MarshalJSON() ([]byte, error) {
+	return []byte(`"` + strconv.FormatInt(int64(i), 10) + `"`), nil
+}
+
+func (i *otlpInt) UnmarshalJSON(b []byte) error {
+	s := string(bytes.Trim(b, `"`))
+	if s == "null" || s == "" {
+		*i = 0
+		return nil
+	}
+	v, err := strconv.ParseInt(s, 10, 64)
+	if err != nil {
+		u, uerr := strconv.ParseUint(s, 10, 64) // fixed64 times
+		if uerr != nil {
+			return fmt.Errorf("want an integer, got %s", b)
+		}
+		v = int64(u)
+	}
+	*i = otlpInt(v)
+	return nil
+}
+
+// otlpFloat is a double; proto3 JSON writes NaN and infinities as strings.
+type otlpFloat float64
+
+func (f otlpFloat) MarshalJSON() ([]byte, error) {
+	v := float64(f)
+	switch {
+	case math.IsNaN(v):
+		return []byte(`"NaN"`), nil
+	case math.IsInf(v, 1):
+		return []byte(`"Infinity"`), nil
+	case math.IsInf(v, -1):
+		return []byte(`"-Infinity"`), nil
+	}
+	return strconv.AppendFloat(nil, v, 'g', -1, 64), nil
+}
+
+func (f *otlpFloat) UnmarshalJSON(b []byte) error {
+	s := string(bytes.Trim(b, `"`))
+	switch s {
+	case "NaN":
+		*f = otlpFloat(math.NaN())
+		return nil
+	case "Infinity":
+		*f = otlpFloat(math.Inf(1))
+		return nil
+	case "-Infinity":
+		*f = otlpFloat(math.Inf(-1))
+		return nil
+	}
+	v, err := strconv.ParseFloat(s, 64)
+	if err != nil {
+		return fmt.Errorf("want a number, got %s", b)
+	}
+	*f = otlpFloat(v)
+	return nil
+}
+
+// otlpEnum is an enum as an integer, also read from its proto name
+// ("SPAN_KIND_SERVER", "STATUS_CODE_ERROR").
+type otlpEnum int
+
+var enumNames = map[string]otlpEnum{
+	"SPAN_KIND_UNSPECIFIED": 0, "SPAN_KIND_INTERNAL": 1, "SPAN_KIND_SERVER": 2, "SPAN_KIND_CLIENT": 3,
+	"SPAN_KIND_PRODUCER": 4, "SPAN_KIND_CONSUMER": 5,
+	"STATUS_CODE_UNSET": 0, "STATUS_CODE_OK": 1, "STATUS_CODE_ERROR": 2,
+}
+
+func (e *otlpEnum) UnmarshalJSON(b []byte) error {
+	if len(b) > 0 && b[0] == '"' {
+		v, ok := enumNames[string(bytes.Trim(b, `"`))]
+		if !ok {
+			return fmt.Errorf("unknown enum value %s", b)
+		}
+		*e = v
+		return nil
+	}
+	v, err := strconv.Atoi(string(b))
+	if err != nil {
+		return fmt.Errorf("want an enum, got %s", b)
+	}
+	*e = otlpEnum(v)
+	return nil
+}
+
+var spanKindNames = []string{"", "internal", "server", "client", "producer", "consumer"}
+
+// ---- writing ----
+
+func otlpValue(v attribute.Value) otlpAnyValue {
+	switch v.Type() {
+	case attribute.BOOL:
+		b := v.AsBool()
+		return otlpAnyValue{BoolValue: &b}
+	case attribute.INT64:
+		i := otlpInt(v.AsInt64())
+		return otlpAnyValue{IntValue: &i}
+	case attribute.FLOAT64:
+		f := otlpFloat(v.AsFloat64())
+		return otlpAnyValue{DoubleValue: &f}
+	case attribute.STRING:
+		s := v.AsString()
+		return otlpAnyValue{StringValue: &s}
+	case attribute.BOOLSLICE:
+		var a otlpArrayValue
+		for _, x := range v.AsBoolSlice() {
+			a.Values = append(a.Values, otlpValue(attribute.BoolValue(x)))
+		}
+		return otlpAnyValue{ArrayValue: &a}
+	case attribute.INT64SLICE:
+		var a otlpArrayValue
+		for _, x := range v.AsInt64Slice() {
+			a.Values = append(a.Values, otlpValue(attribute.Int64Value(x)))
+		}
+		return otlpAnyValue{ArrayValue: &a}
+	case attribute.FLOAT64SLICE:
+		var a otlpArrayValue
+		for _, x := range v.AsFloat64Slice() {
+			a.Values = append(a.Values, otlpValue(attribute.Float64Value(x)))
+		}
+		return otlpAnyValue{ArrayValue: &a}
+	case attribute.STRINGSLICE:
+		var a otlpArrayValue
+		for _, x := range v.AsStringSlice() {
+			a.Values = append(a.Values, otlpValue(attribute.StringValue(x)))
+		}
+		return otlpAnyValue{ArrayValue: &a}
+	}
+	s := v.Emit()
+	return otlpAnyValue{StringValue: &s}
+}
+
+func otlpKVs(kvs []attribute.KeyValue) []otlpKV {
+	out := make([]otlpKV, 0, len(kvs))
+	for _, kv := range kvs {
+		out = append(out, otlpKV{Key: string(kv.Key), Value: otlpValue(kv.Value)})
+	}
+	return out
+}
+
+// otlpFromSDK groups SDK spans by resource and scope into one request.
+func otlpFromSDK(spans []sdktrace.ReadOnlySpan) otlpRequest {
+	var req otlpRequest
+	rsIndex := map[string]int{}
+	ssIndex := map[[2]string]int{}
+	for _, s := range spans {
+		rkey := ""
+		var rattrs []attribute.KeyValue
+		schema := ""
+		if r := s.Resource(); r != nil {
+			rkey = r.Encoded(attribute.DefaultEncoder()) + "|" + r.SchemaURL()
+			rattrs = r.Attributes()
+			schema = r.SchemaURL()
+		}
+		ri, ok := rsIndex[rkey]
+		if !ok {
+			ri = len(req.ResourceSpans)
+			rsIndex[rkey] = ri
+			req.ResourceSpans = append(req.ResourceSpans, otlpResourceSpans{
+				Resource: otlpResource{Attributes: otlpKVs(rattrs)}, SchemaURL: schema})
+		}
+		sc := s.InstrumentationScope()
+		skey := [2]string{rkey, sc.Name + "\x00" + sc.Version + "\x00" + sc.SchemaURL}
+		rs := &req.ResourceSpans[ri]
+		si, ok := ssIndex[skey]
+		if !ok {
+			si = len(rs.ScopeSpans)
+			ssIndex[skey] = si
+			rs.ScopeSpans = append(rs.ScopeSpans, otlpScopeSpans{
+				Scope: otlpScope{Name: sc.Name, Version: sc.Version}, SchemaURL: sc.SchemaURL})
+		}
+		os := otlpSpan{
+			TraceID:           s.SpanContext().TraceID().String(),
+			SpanID:            s.SpanContext().SpanID().String(),
+			Name:              s.Name(),
+			Kind:              otlpEnum(s.SpanKind()),
+			StartTimeUnixNano: otlpInt(s.StartTime().UnixNano()),
+			EndTimeUnixNano:   otlpInt(s.EndTime().UnixNano()),
+			Attributes:        otlpKVs(s.Attributes()),
+		}
+		if p := s.Parent(); p.SpanID().IsValid() {
+			os.ParentSpanID = p.SpanID().String()
+		}
+		for _, e := range s.Events() {
+			os.Events = append(os.Events, otlpEvent{TimeUnixNano: otlpInt(e.Time.UnixNano()), Name: e.Name, Attributes: otlpKVs(e.Attributes)})
+		}
+		switch st := s.Status(); st.Code {
+		case codes.Ok:
+			os.Status = otlpStatus{Code: 1, Message: st.Description}
+		case codes.Error:
+			os.Status = otlpStatus{Code: 2, Message: st.Description}
+		}
+		rs.ScopeSpans[si].Spans = append(rs.ScopeSpans[si].Spans, os)
+	}
+	return req
+}
+
+// FileExporter is an sdktrace.SpanExporter that appends each batch as one
+// OTLP-JSON ExportTraceServiceRequest line to a file. Safe for concurrent use.
+type FileExporter struct {
+	mu    sync.Mutex
+	path  string
+	f     *os.File
+	w     *bufio.Writer
+	spans int
+	err   error
+}
+
+var _ sdktrace.SpanExporter = (*FileExporter)(nil)
+
+// NewFileExporter creates (truncates) path and returns an exporter writing to it.
+func NewFileExporter(path string) (*FileExporter, error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, fmt.Errorf("trace file: %w", err)
+	}
+	return &FileExporter{path: path, f: f, w: bufio.NewWriterSize(f, 1<<16)}, nil
+}
+
+// Path is the file written.
+func (e *FileExporter) Path() string { return e.path }
+
+// Spans is the number of spans written so far.
+func (e *FileExporter) Spans() int {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.spans
+}
+
+// ExportSpans writes spans as one line and flushes it to the OS, so a
+// crash after ExportSpans returns loses nothing that was exported.
+func (e *FileExporter) ExportSpans(_ context.Context, spans []sdktrace.ReadOnlySpan) error {
+	if len(spans) == 0 {
+		return nil
+	}
+	b, err := json.Marshal(otlpFromSDK(spans))
+	if err != nil {
+		return fmt.Errorf("encode spans for %s: %w", e.path, err)
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.f == nil {
+		return fmt.Errorf("trace file %s: exporter is shut down", e.path)
+	}
+	b = append(b, '\n')
+	if _, err := e.w.Write(b); err != nil {
+		return fmt.Errorf("write %s: %w", e.path, err)
+	}
+	if err := e.w.Flush(); err != nil {
+		return fmt.Errorf("write %s: %w", e.path, err)
+	}
+	e.spans += len(spans)
+	return nil
+}
+
+// Shutdown flushes and closes the file. Later calls return nil.
+func (e *FileExporter) Shutdown(context.Context) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.f == nil {
+		return nil
+	}
+	err := e.w.Flush()
+	if cerr := e.f.Close(); err == nil {
+		err = cerr
+	}
+	e.f = nil
+	if err != nil {
+		return fmt.Errorf("close %s: %w", e.path, err)
+	}
+	return nil
+}
+
+// ---- reading ----
+
+// decodeID decodes a hex ID (OTLP JSON) or, failing that, base64 (protojson
+// of bytes) into dst; it reports false for a missing or malformed ID.
+func decodeID(s string, dst []byte) bool {
+	if len(s) == 2*len(dst) {
+		if _, err := hex.Decode(dst, []byte(s)); err == nil {
+			return true
+		}
+	}
+	if b, err := base64.StdEncoding.DecodeString(s); err == nil && len(b) == len(dst) {
+		copy(dst, b)
+		return true
+	}
+	return false
+}
+
+// otlpReader converts OTLP JSON into normalized spans.
+type otlpReader struct {
+	res     *Result
+	in      interner
+	where   func() string // current position for skip reports
+	scratch []byte
+}
+
+func (o *otlpReader) value(v *otlpAnyValue) (Value, bool) {
+	switch {
+	case v.StringValue != nil:
+		return StringValue(o.in.s(*v.StringValue)), true
+	case v.IntValue != nil:
+		return IntValue(int64(*v.IntValue)), true
+	case v.DoubleValue != nil:
+		return FloatValue(float64(*v.DoubleValue)), true
+	case v.BoolValue != nil:
+		return BoolValue(*v.BoolValue), true
+	case v.ArrayValue != nil:
+		o.scratch = appendArrayJSON(o.scratch[:0], v.ArrayValue)
+		return ArrayValue(o.in.b(o.scratch)), true
+	case v.BytesValue != nil:
+		return StringValue(*v.BytesValue), true
+	case v.KvlistValue != nil:
+		return StringValue(canonicalJSON(v.KvlistValue)), true
+	}
+	return Value{}, false
+}
+
+// appendArrayJSON writes an OTLP array as plain JSON: ["a",1,2.5,true].
+func appendArrayJSON(b []byte, a *otlpArrayValue) []byte {
+	b = append(b, '[')
+	for i := range a.Values {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		v := &a.Values[i]
+		switch {
+		case v.StringValue != nil:
+			b = strconv.AppendQuote(b, *v.StringValue)
+		case v.IntValue != nil:
+			b = strconv.AppendInt(b, int64(*v.IntValue), 10)
+		case v.DoubleValue != nil:
+			f := float64(*v.DoubleValue)
+			if math.IsNaN(f) || math.IsInf(f, 0) {
+				b = strconv.AppendQuote(b, strconv.FormatFloat(f, 'g', -1, 64))
+			} else {
+				b = strconv.AppendFloat(b, f, 'g', -1, 64)
+			}
+		case v.BoolValue != nil:
+			b = strconv.AppendBool(b, *v.BoolValue)
+		case v.ArrayValue != nil:
+			b = appendArrayJSON(b, v.ArrayValue)
+		default:
+			b = append(b, "null"...)
+		}
+	}
+	return append(b, ']')
+}
+
+func (o *otlpReader) attrs(kvs []otlpKV) []Attr {
+	if len(kvs) == 0 {
+		return nil
+	}
+	out := make([]Attr, 0, len(kvs))
+	for i := range kvs {
+		v, ok := o.value(&kvs[i].Value)
+		if !ok {
+			continue // an empty AnyValue carries nothing
+		}
+		out = append(out, Attr{Key: o.in.s(kvs[i].Key), Value: v})
+	}
+	return out
+}
+
+func (o *otlpReader) resource(r *otlpResource) (*Resource, string) {
+	res := &Resource{Attrs: o.attrs(r.Attributes)}
+	sortAttrs(res.Attrs)
+	svc := ""
+	if v, ok := res.Attr(string(ResServiceName)); ok {
+		svc = o.in.s(v.String())
+	}
+	return res, svc
+}
+
+func (o *otlpReader) span(s *otlpSpan, res *Resource, svc, scope string) {
+	sp := newSpan()
+	if !decodeID(s.TraceID, sp.TraceID[:]) || !sp.TraceID.IsValid() {
+		o.res.skip(o.where(), fmt.Sprintf("span %q: traceId %q is not 32 hex digits", s.Name, s.TraceID))
+		return
+	}
+	if !decodeID(s.SpanID, sp.SpanID[:]) || !sp.SpanID.IsValid() {
+		o.res.skip(o.where(), fmt.Sprintf("span %q in trace %s: spanId %q is not 16 hex digits", s.Name, s.TraceID, s.SpanID))
+		return
+	}
+	if s.ParentSpanID != "" && !decodeID(s.ParentSpanID, sp.ParentID[:]) {
+		o.res.skip(o.where(), fmt.Sprintf("span %s: parentSpanId %q is not 16 hex digits", s.SpanID, s.ParentSpanID))
+		return
+	}
+	if s.EndTimeUnixNano < s.StartTimeUnixNano {
+		o.res.skip(o.where(), fmt.Sprintf("span %s: ends (%d) before it starts (%d)", s.SpanID, s.EndTimeUnixNano, s.StartTimeUnixNano))
+		return
+	}
+	sp.Name = o.in.s(s.Name)
+	sp.Start = int64(s.StartTimeUnixNano)
+	sp.Duration = time.Duration(int64(s.EndTimeUnixNano) - int64(s.StartTimeUnixNano))
+	sp.Service, sp.Resource, sp.Scope = svc, res, scope
+	if k := int(s.Kind); k > 0 && k < len(spanKindNames) {
+		sp.SpanKind = spanKindNames[k]
+	}
+	switch s.Status.Code {
+	case 1:
+		sp.Status = "ok"
+	case 2:
+		sp.Status = "error"
+	}
+	sp.StatusMessage = s.Status.Message
+	sp.Attrs = o.attrs(s.Attributes)
+	o.res.add(sp)
+}
+
+// readOTLPStream reads OTLP JSON from r: JSON Lines of requests, one
+// request, or a Jaeger v3 {"result": request} (wrapped=true). It streams
+// span by span: memory holds the span list, not the document.
+func readOTLPStream(r io.Reader, res *Result, src string) error {
+	cr := &countingReader{r: r}
+	dec := json.NewDecoder(cr)
+	o := &otlpReader{res: res}
+	o.where = func() string { return fmt.Sprintf("%s:byte %d", src, dec.InputOffset()) }
+	docs := 0
+	for {
+		tok, err := dec.Token()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return truncated(res, src, dec.InputOffset(), err, docs)
+		}
+		if d, ok := tok.(json.Delim); !ok || d != '{' {
+			return fmt.Errorf("%s: byte %d: want a JSON object (OTLP ExportTraceServiceRequest), got %v", src, dec.InputOffset(), tok)
+		}
+		if err := o.request(dec); err != nil {
+			return truncated(res, src, dec.InputOffset(), err, docs)
+		}
+		docs++
+	}
+	if docs == 0 {
+		return fmt.Errorf("%s: empty: want OTLP JSON (resourceSpans)", src)
+	}
+	return nil
+}
+
+// truncated turns a mid-stream error into a skip entry when something was
+// read, so a truncated file still yields its complete spans.
+func truncated(res *Result, src string, off int64, err error, docs int) error {
+	if len(res.Spans) == 0 && docs == 0 {
+		return fmt.Errorf("%s: byte %d: %w", src, off, err)
+	}
+	if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) {
+		res.skip(fmt.Sprintf("%s:byte %d", src, off), "file ends mid-document (truncated); the rest is lost")
+	} else {
+		res.skip(fmt.Sprintf("%s:byte %d", src, off), "stopped reading: "+err.Error())
+	}
+	return nil
+}
+
+// request reads the members of an ExportTraceServiceRequest whose '{' was
+// consumed; "result" (Jaeger v3) is descended into.
+func (o *otlpReader) request(dec *json.Decoder) error {
+	return walkObject(dec, func(key string) error {
+		switch key {
+		case "resourceSpans":
+			return walkArray(dec, func() error { return o.resourceSpans(dec) })
+		case "result":
+			return expectObject(dec, func() error { return o.request(dec) })
+		}
+		return skipValue(dec)
+	})
+}
+
+func (o *otlpReader) resourceSpans(dec *json.Decoder) error {
+	var res *Resource
+	svc := ""
+	start := len(o.res.Spans)
+	err := expectObject(dec, func() error {
+		return walkObject(dec, func(key string) error {
+			switch key {
+			case "resource":
+				var r otlpResource
+				if err := dec.Decode(&r); err != nil {
+					return err
+				}
+				res, svc = o.resource(&r)
+				return nil
+			case "scopeSpans", "instrumentationLibrarySpans":
+				return walkArray(dec, func() error { return o.scopeSpans(dec, res, svc) })
+			}
+			return skipValue(dec)
+		})
+	})
+	if res != nil { // resource after scopeSpans: attach now
+		for i := start; i < len(o.res.Spans); i++ {
+			if o.res.Spans[i].Resource == nil {
+				o.res.Spans[i].Resource, o.res.Spans[i].Service = res, svc
+			}
+		}
+	}
+	return err
+}
+
+func (o *otlpReader) scopeSpans(dec *json.Decoder, res *Resource, svc string) error {
+	scope := ""
+	var pendingStart = len(o.res.Spans)
+	err := expectObject(dec, func() error {
+		return walkObject(dec, func(key string) error {
+			switch key {
+			case "scope", "instrumentationLibrary":
+				var sc otlpScope
+				if err := dec.Decode(&sc); err != nil {
+					return err
+				}
+				scope = o.in.s(sc.Name)
+				return nil
+			case "spans":
+				return walkArray(dec, func() error {
+					var s otlpSpan
+					if err := dec.Decode(&s); err != nil {
+						var ute *json.UnmarshalTypeError
+						if errors.As(err, &ute) {
+							o.res.skip(o.where(), "span: "+err.Error())
+							return nil
+						}
+						return err
+					}
+					o.span(&s, res, svc, scope)
+					return nil
+				})
+			}
+			return skipValue(dec)
+		})
+	})
+	for i := pendingStart; i < len(o.res.Spans); i++ { // scope after spans
+		if o.res.Spans[i].Scope == "" {
+			o.res.Spans[i].Scope = scope
+		}
+	}
+	return err
+}
+
+// ---- token-stream helpers ----
+
+// walkObject calls fn for each key of an object whose '{' was consumed;
+// fn must consume the value. It consumes the closing '}'.
+func walkObject(dec *json.Decoder, fn func(key string) error) error {
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return err
+		}
+		key, ok := tok.(string)
+		if !ok {
+			return fmt.Errorf("want an object key, got %v", tok)
+		}
+		if err := fn(key); err != nil {
+			return err
+		}
+	}
+	_, err := dec.Token() // '}'
+	return err
+}
+
+// walkArray expects an array and calls fn for each element (fn consumes
+// it). A null counts as an empty array.
+func walkArray(dec *json.Decoder, fn func() error) error {
+	tok, err := dec.Token()
+	if err != nil {
+		return err
+	}
+	if tok == nil {
+		return nil
+	}
+	if d, ok := tok.(json.Delim); !ok || d != '[' {
+		return fmt.Errorf("want an array, got %v", tok)
+	}
+	for dec.More() {
+		if err := fn(); err != nil {
+			return err
+		}
+	}
+	_, err = dec.Token() // ']'
+	return err
+}
+
+// expectObject consumes '{' then calls fn (which walks the members).
+func expectObject(dec *json.Decoder, fn func() error) error {
+	tok, err := dec.Token()
+	if err != nil {
+		return err
+	}
+	if tok == nil {
+		return nil
+	}
+	if d, ok := tok.(json.Delim); !ok || d != '{' {
+		return fmt.Errorf("want an object, got %v", tok)
+	}
+	return fn()
+}
+
+// skipValue consumes one value of any size without keeping it.
+func skipValue(dec *json.Decoder) error {
+	depth := 0
+	for {
+		tok, err := dec.Token()
+		if err != nil {
+			return err
+		}
+		if d, ok := tok.(json.Delim); ok {
+			switch d {
+			case '{', '[':
+				depth++
+			default:
+				depth--
+			}
+		}
+		if depth == 0 {
+			return nil
+		}
+	}
+}
+
+type countingReader struct {
+	r io.Reader
+	n int64
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n += int64(n)
+	return n, err
+}
+
+func sortAttrs(a []Attr) {
+	// insertion sort: attribute lists are short and often already sorted
+	for i := 1; i < len(a); i++ {
+		for j := i; j > 0 && a[j].Key < a[j-1].Key; j-- {
+			a[j], a[j-1] = a[j-1], a[j]
+		}
+	}
+}

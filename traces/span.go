@@ -1,0 +1,446 @@
+package traces
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"math"
+	"regexp"
+	"sort"
+	"strconv"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
+)
+
+// Span is one span in the normalized form every reader produces, whatever
+// the source (OTLP JSON, Jaeger API v1/v3, Kineto/Chrome trace).
+//
+// Times: Start is Unix time in nanoseconds; Duration is in nanoseconds
+// (time.Duration). Jaeger API v1 has microsecond resolution, so spans read
+// through it have times rounded down to whole microseconds.
+//
+// The typed fields after Attrs are copies of the tpscope schema attributes
+// (schema.go) for aligners; Attrs keeps every attribute as the source had it.
+type Span struct {
+	TraceID  trace.TraceID
+	SpanID   trace.SpanID
+	ParentID trace.SpanID // zero for a root span
+	Name     string
+	Start    int64         // Unix time, ns
+	Duration time.Duration // ns
+
+	Service       string    // service.name of the span's resource/process
+	Resource      *Resource // shared by all spans of one resource/process; nil when the source has none
+	Scope         string    // instrumentation scope name ("" when none)
+	SpanKind      string    // OTel span kind in lower case: internal, server, client, producer, consumer ("" = unspecified)
+	Status        string    // "", "ok" or "error"
+	StatusMessage string
+
+	Attrs []Attr // sorted by key
+
+	// Typed copies of schema attributes. Absent values: OpID/OpKind "",
+	// Layer/Rank/Step -1, PredictedUs/DeviceUs 0.
+	OpID        string
+	OpKind      string // model.OpKind value ("gemm", "collective", ...)
+	Layer       int
+	Rank        int
+	Step        int     // step index: the root's AttrStep for tpscope traces, ProfilerStep#N for Kineto
+	PredictedUs float64 // AttrPredictedUs
+	DeviceUs    float64 // AttrDeviceUs
+
+	// Seq is the span's position among the op spans (children of a rank span,
+	// or GPU kernels for Kineto) of its trace and rank, by start time, from 0.
+	// KindSeq is its position among those with the same OpKind. Both are -1
+	// for step and rank spans and spans outside the schema. An aligner
+	// without op IDs (Kineto) matches the n-th kernel of a kind with the
+	// n-th predicted op of that kind.
+	Seq     int
+	KindSeq int
+
+	kernel bool // a GPU kernel from a Kineto trace: an op span without op ID
+}
+
+// newSpan returns a Span with the "absent" markers set.
+func newSpan() Span { return Span{Layer: -1, Rank: -1, Step: -1, Seq: -1, KindSeq: -1} }
+
+// StartTime is Start as a time.Time (UTC).
+func (s *Span) StartTime() time.Time { return time.Unix(0, s.Start).UTC() }
+
+// End is Start+Duration in Unix nanoseconds.
+func (s *Span) End() int64 { return s.Start + int64(s.Duration) }
+
+// IsRoot reports whether the span has no parent.
+func (s *Span) IsRoot() bool { return !s.ParentID.IsValid() }
+
+// Attr returns the value of the attribute named key.
+func (s *Span) Attr(key string) (Value, bool) { return findAttr(s.Attrs, key) }
+
+// Resource is a set of resource attributes (OTLP resource, Jaeger process).
+type Resource struct {
+	Attrs []Attr // sorted by key
+}
+
+// Attr returns the value of the resource attribute named key.
+func (r *Resource) Attr(key string) (Value, bool) {
+	if r == nil {
+		return Value{}, false
+	}
+	return findAttr(r.Attrs, key)
+}
+
+func findAttr(attrs []Attr, key string) (Value, bool) {
+	i := sort.Search(len(attrs), func(i int) bool { return attrs[i].Key >= key })
+	if i < len(attrs) && attrs[i].Key == key {
+		return attrs[i].Value, true
+	}
+	return Value{}, false
+}
+
+// Attr is one attribute.
+type Attr struct {
+	Key   string
+	Value Value
+}
+
+func (a Attr) String() string { return a.Key + "=" + a.Value.String() }
+
+// ValueType is the type of a Value.
+type ValueType uint8
+
+const (
+	TypeEmpty  ValueType = iota
+	TypeString           // UTF-8 string
+	TypeInt              // int64
+	TypeFloat            // float64
+	TypeBool             // bool
+	TypeArray            // an array, kept as its canonical JSON text (see ArrayValue)
+)
+
+var typeNames = [...]string{"empty", "string", "int64", "float64", "bool", "array"}
+
+func (t ValueType) String() string {
+	if int(t) < len(typeNames) {
+		return typeNames[t]
+	}
+	return "type(" + strconv.Itoa(int(t)) + ")"
+}
+
+// Value is a typed attribute value, 24 bytes (no boxing).
+type Value struct {
+	str string
+	num uint64
+	typ ValueType
+}
+
+// StringValue, IntValue, FloatValue, BoolValue and ArrayValue make Values.
+func StringValue(s string) Value { return Value{str: s, typ: TypeString} }
+func IntValue(i int64) Value     { return Value{num: uint64(i), typ: TypeInt} }
+func FloatValue(f float64) Value { return Value{num: math.Float64bits(f), typ: TypeFloat} }
+func BoolValue(b bool) Value {
+	v := Value{typ: TypeBool}
+	if b {
+		v.num = 1
+	}
+	return v
+}
+
+// ArrayValue keeps an array as JSON text: a list of plain JSON values
+// (strings, numbers, bools), e.g. `["a","b"]`.
+func ArrayValue(jsonText string) Value { return Value{str: jsonText, typ: TypeArray} }
+
+func (v Value) Type() ValueType  { return v.typ }
+func (v Value) AsString() string { return v.str }
+func (v Value) AsInt() int64     { return int64(v.num) }
+func (v Value) AsFloat() float64 { return math.Float64frombits(v.num) }
+func (v Value) AsBool() bool     { return v.num != 0 }
+
+// Number returns the value as float64 for int and float values.
+func (v Value) Number() (float64, bool) {
+	switch v.typ {
+	case TypeInt:
+		return float64(v.AsInt()), true
+	case TypeFloat:
+		return v.AsFloat(), true
+	}
+	return 0, false
+}
+
+// String formats the value; strings are not quoted.
+func (v Value) String() string {
+	switch v.typ {
+	case TypeString, TypeArray:
+		return v.str
+	case TypeInt:
+		return strconv.FormatInt(v.AsInt(), 10)
+	case TypeFloat:
+		return strconv.FormatFloat(v.AsFloat(), 'g', -1, 64)
+	case TypeBool:
+		return strconv.FormatBool(v.AsBool())
+	}
+	return ""
+}
+
+// Equal reports whether two values have the same type and value; floats
+// compare by bits except that all NaNs are equal.
+func (v Value) Equal(w Value) bool {
+	if v.typ != w.typ {
+		return false
+	}
+	if v.typ == TypeFloat && math.IsNaN(v.AsFloat()) && math.IsNaN(w.AsFloat()) {
+		return true
+	}
+	return v.str == w.str && v.num == w.num
+}
+
+// Skip records something a reader left out and why.
+type Skip struct {
+	Where  string // file/byte offset, trace or span ID, or event index
+	Reason string
+}
+
+func (s Skip) String() string { return s.Where + ": " + s.Reason }
+
+// Result is what a reader returns: the spans, sorted by (TraceID, Start,
+// SpanID), and the report of what was skipped.
+type Result struct {
+	Source string // what was read (path or URL)
+	Format string // FormatOTLPJSON, FormatJaegerV1, ...
+	Spans  []Span
+
+	// Skipped lists the first MaxSkipDetails items skipped, in reading
+	// order; SkippedTotal counts them all.
+	Skipped      []Skip
+	SkippedTotal int
+
+	// Scenarios lists the distinct step-root scenarios (model, topology,
+	// plan, workload, options) and the traces of each, in order of first
+	// appearance. More than one means the source mixes scenarios: compare
+	// them separately.
+	Scenarios []Scenario
+}
+
+// MaxSkipDetails bounds Result.Skipped so that a file of a million bad
+// spans does not make a million-entry report.
+const MaxSkipDetails = 1000
+
+// Scenario is the scenario recorded on step root spans.
+type Scenario struct {
+	Model, Topology, Plan, Workload, Options string
+	Traces                                   []trace.TraceID
+}
+
+// Key is the scenario as one comparable string.
+func (s *Scenario) Key() string {
+	return s.Model + "|" + s.Topology + "|" + s.Plan + "|" + s.Workload + "|" + s.Options
+}
+
+func (s *Scenario) String() string {
+	return fmt.Sprintf("model=%s topology=%s plan=%s workload=%q options=%q (%d traces)",
+		s.Model, s.Topology, s.Plan, s.Workload, s.Options, len(s.Traces))
+}
+
+func (r *Result) add(s Span) { r.Spans = append(r.Spans, s) }
+
+func (r *Result) skip(where, reason string) {
+	r.SkippedTotal++
+	if len(r.Skipped) < MaxSkipDetails {
+		r.Skipped = append(r.Skipped, Skip{Where: where, Reason: reason})
+	}
+}
+
+// Formats a reader may report in Result.Format.
+const (
+	FormatOTLPJSON = "otlp-json"
+	FormatJaegerV1 = "jaeger-v1" // {"data":[trace...]} from the query API v1 or the UI's download
+	FormatJaegerV3 = "jaeger-v3" // {"result":{"resourceSpans":...}} from the query API v3
+	FormatKineto   = "kineto"    // Chrome trace JSON from the PyTorch profiler
+)
+
+// opIDPattern is the op ID grammar of DESIGN.md: L{layer:02}.{block}.{name},
+// or embed.*, head.*, mtp.* (model/schedule.go Op.ID).
+var opIDPattern = regexp.MustCompile(`^(L[0-9]{2,}\.[a-z0-9_]+\.[A-Za-z0-9_.\-]+|(embed|head|mtp)\.[A-Za-z0-9_.\-]+)$`)
+
+// ValidOpID reports whether id has the op ID form of DESIGN.md.
+func ValidOpID(id string) bool { return opIDPattern.MatchString(id) }
+
+// interner shares equal strings (op IDs, keys, kernel names repeat a
+// million times in a large trace) so the span list holds one copy.
+type interner struct{ m map[string]string }
+
+func (in *interner) s(b string) string {
+	if in.m == nil {
+		in.m = make(map[string]string)
+	}
+	if v, ok := in.m[b]; ok {
+		return v
+	}
+	if len(in.m) > 1<<20 { // unbounded distinct values: stop sharing
+		return b
+	}
+	in.m[b] = b
+	return b
+}
+
+// bytes interns a []byte without allocating when already present.
+func (in *interner) b(b []byte) string {
+	if in.m == nil {
+		in.m = make(map[string]string)
+	}
+	if v, ok := in.m[string(b)]; ok {
+		return v
+	}
+	return in.s(string(b))
+}
+
+// finish validates and normalizes spans added by a reader: fills typed
+// fields, Step/Seq/KindSeq, sorts spans, lists scenarios.
+func (r *Result) finish() {
+	// Typed fields.
+	for i := range r.Spans {
+		s := &r.Spans[i]
+		sort.SliceStable(s.Attrs, func(a, b int) bool { return s.Attrs[a].Key < s.Attrs[b].Key })
+		fillTyped(s)
+	}
+	sort.Slice(r.Spans, func(i, j int) bool {
+		a, b := &r.Spans[i], &r.Spans[j]
+		if c := bytes.Compare(a.TraceID[:], b.TraceID[:]); c != 0 {
+			return c < 0
+		}
+		if a.Start != b.Start {
+			return a.Start < b.Start
+		}
+		return bytes.Compare(a.SpanID[:], b.SpanID[:]) < 0
+	})
+	// Per trace: root step attributes, scenario, rank spans, op order.
+	for lo := 0; lo < len(r.Spans); {
+		hi := lo
+		for hi < len(r.Spans) && r.Spans[hi].TraceID == r.Spans[lo].TraceID {
+			hi++
+		}
+		r.finishTrace(r.Spans[lo:hi])
+		lo = hi
+	}
+}
+
+func fillTyped(s *Span) {
+	for _, a := range s.Attrs {
+		switch a.Key {
+		case string(AttrOpID):
+			if a.Value.typ == TypeString {
+				s.OpID = a.Value.str
+			}
+		case string(AttrOpKind):
+			if a.Value.typ == TypeString {
+				s.OpKind = a.Value.str
+			}
+		case string(AttrLayer):
+			if a.Value.typ == TypeInt {
+				s.Layer = int(a.Value.AsInt())
+			}
+		case string(AttrRank):
+			if a.Value.typ == TypeInt {
+				s.Rank = int(a.Value.AsInt())
+			}
+		case string(AttrStep):
+			if a.Value.typ == TypeInt {
+				s.Step = int(a.Value.AsInt())
+			}
+		case string(AttrPredictedUs):
+			if f, ok := a.Value.Number(); ok {
+				s.PredictedUs = f
+			}
+		case string(AttrDeviceUs):
+			if f, ok := a.Value.Number(); ok {
+				s.DeviceUs = f
+			}
+		}
+	}
+	if s.Rank < 0 {
+		if r, ok := ParseRankSpanName(s.Name); ok {
+			s.Rank = r
+		}
+	}
+}
+
+// finishTrace works on the spans of one trace, sorted by start time.
+func (r *Result) finishTrace(spans []Span) {
+	step := -1
+	var root *Span
+	for i := range spans {
+		if spans[i].Name == SpanStep && spans[i].IsRoot() {
+			root = &spans[i]
+			step = root.Step
+			break
+		}
+	}
+	if root != nil {
+		sc := Scenario{}
+		for _, f := range []struct {
+			k attribute.Key
+			p *string
+		}{{AttrModel, &sc.Model}, {AttrTopology, &sc.Topology}, {AttrPlan, &sc.Plan}, {AttrWorkload, &sc.Workload}, {AttrOptions, &sc.Options}} {
+			if v, ok := root.Attr(string(f.k)); ok {
+				*f.p = v.String()
+			}
+		}
+		found := false
+		for i := range r.Scenarios {
+			if r.Scenarios[i].Key() == sc.Key() {
+				r.Scenarios[i].Traces = append(r.Scenarios[i].Traces, root.TraceID)
+				found = true
+				break
+			}
+		}
+		if !found {
+			sc.Traces = []trace.TraceID{root.TraceID}
+			r.Scenarios = append(r.Scenarios, sc)
+		}
+	}
+	// rank span IDs -> rank
+	rankOf := map[trace.SpanID]int{}
+	for i := range spans {
+		s := &spans[i]
+		if rk, ok := ParseRankSpanName(s.Name); ok {
+			rankOf[s.SpanID] = rk
+		}
+	}
+	type key struct {
+		rank int
+		kind string
+	}
+	seq := map[int]int{}
+	kseq := map[key]int{}
+	for i := range spans {
+		s := &spans[i]
+		if s.Step < 0 {
+			s.Step = step
+		}
+		isOp := s.kernel
+		if !isOp {
+			_, underRank := rankOf[s.ParentID]
+			isOp = underRank || s.OpID != ""
+			if rk, ok := rankOf[s.ParentID]; ok && s.Rank < 0 {
+				s.Rank = rk
+			}
+		}
+		if !isOp {
+			continue
+		}
+		s.Seq = seq[s.Rank]
+		seq[s.Rank]++
+		k := key{s.Rank, s.OpKind}
+		s.KindSeq = kseq[k]
+		kseq[k]++
+	}
+}
+
+// canonicalJSON re-encodes a JSON value compactly (for ArrayValue).
+func canonicalJSON(raw []byte) string {
+	var buf bytes.Buffer
+	if err := json.Compact(&buf, raw); err != nil {
+		return string(raw)
+	}
+	return buf.String()
+}
