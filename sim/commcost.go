@@ -1,0 +1,63 @@
+package sim
+
+import "github.com/tpscope/tpscope/model"
+
+// CollectiveCoster prices collective calls on one box under one set of
+// NCCL options; *CollectiveModel (collective.go) is the implementation.
+// Predict calls it once per distinct (op, group, bytes) of a step, from
+// one goroutine, with a group of distinct GPUs of the topology; it must be
+// deterministic and must not retain group.
+type CollectiveCoster interface {
+	Cost(op model.Collective, group []int, bytes int64) CollectiveCost
+}
+
+// CustomAllReducer is the optional capability of a collective model to
+// price a custom all-reduce over P2P (one-shot or two-shot); ok is false
+// when P2P is not available between every pair. Without the capability
+// every all-reduce is priced as NCCL.
+type CustomAllReducer interface {
+	CustomAllReduce(group []int, bytes int64, twoShot bool) (c CollectiveCost, ok bool)
+}
+
+// collMemo caches collective costs within a Predictor: a decode step
+// repeats the same (op, group, bytes) over 100+ layers, and a pricing call
+// costs far more than a lookup. Linear search: a step has a handful of
+// distinct keys.
+type collMemo struct {
+	keys []collKey
+	vals []CollectiveCost
+}
+
+type collKey struct {
+	op    model.Collective
+	bytes int64
+	group []int // owned copy
+}
+
+func (m *collMemo) get(op model.Collective, group []int, bytes int64) (CollectiveCost, bool) {
+	for i := range m.keys {
+		k := &m.keys[i]
+		if k.bytes != bytes || k.op != op || len(k.group) != len(group) {
+			continue
+		}
+		same := true
+		for j, g := range group {
+			if k.group[j] != g {
+				same = false
+				break
+			}
+		}
+		if same {
+			return m.vals[i], true
+		}
+	}
+	return CollectiveCost{}, false
+}
+
+func (m *collMemo) put(op model.Collective, group []int, bytes int64, c CollectiveCost) {
+	if len(m.keys) >= 256 { // bound memory for sweeps over many sizes
+		m.keys, m.vals = m.keys[:0], m.vals[:0]
+	}
+	m.keys = append(m.keys, collKey{op: op, bytes: bytes, group: append([]int(nil), group...)})
+	m.vals = append(m.vals, c)
+}

@@ -1,0 +1,355 @@
+package sim
+
+import (
+	"math"
+
+	"github.com/tpscope/tpscope/model"
+	"github.com/tpscope/tpscope/topology"
+)
+
+// Bound says which resource set an op's duration.
+type Bound uint8
+
+const (
+	// BoundNone marks an op that costs nothing (fused into another op).
+	BoundNone Bound = iota
+	// BoundCompute: FLOPs / (peak x efficiency x fill) was the largest term.
+	BoundCompute
+	// BoundMemory: bytes / (achieved device-memory bandwidth) was the largest term.
+	BoundMemory
+	// BoundLatency: a fixed time (minimum kernel time, collective latency) dominated.
+	BoundLatency
+	// BoundLink: the bandwidth term of a collective (bytes over the links) dominated.
+	BoundLink
+)
+
+var boundNames = [...]string{"none", "compute", "memory", "latency", "link"}
+
+func (b Bound) String() string {
+	if int(b) < len(boundNames) {
+		return boundNames[b]
+	}
+	return "unknown"
+}
+
+// MarshalText writes the bound's name (JSON uses it).
+func (b Bound) MarshalText() ([]byte, error) { return []byte(b.String()), nil }
+
+// Kernel-shape assumptions of the fill model. They are the shapes common
+// GPU libraries use, not measurements; calibration absorbs the rest into
+// the efficiencies.
+const (
+	// gemmTileM, gemmTileN: output tile of one CTA of a tensor-core GEMM
+	// (assumption: CUTLASS / cuBLAS default 128x128 CTA tile).
+	gemmTileM = 128
+	gemmTileN = 128
+	// gemmSplitKMinK: split-K never cuts K below this many values per
+	// split (assumption: 4 k-tiles of 128). Decode-size GEMM heuristics
+	// (cuBLAS, CUTLASS, Marlin) split K until the SMs are filled.
+	gemmSplitKMinK = 512
+	// mlaHeadBlock: heads one CTA of vLLM's Triton MLA decode kernel
+	// handles (vLLM ops/triton_decode_attention.py: BLOCK_H = 16; grid =
+	// (batch, cdiv(heads, min(BLOCK_H, kv_group_num)), NUM_KV_SPLITS)).
+	mlaHeadBlock = 16
+	// tritonMLAKVSplits: NUM_KV_SPLITS of vLLM's TRITON_MLA backend
+	// (vLLM v1/attention/backends/mla/triton_mla.py: num_kv_splits = 4, a
+	// fixed value, not a heuristic of the context length).
+	tritonMLAKVSplits = 4
+	// dequantOpsPerKVValue: CUDA-core operations to turn one FP8 KV value
+	// into BF16 on load (convert + multiply by the scale). Assumption from
+	// the kernel's arithmetic, not measured.
+	dequantOpsPerKVValue = 2
+)
+
+// Per-SM memory-parallelism model (Little's law: achieved bandwidth =
+// bytes in flight / latency). A kernel with few CTAs keeps few SMs
+// issuing loads and cannot reach the device's bandwidth, whatever its
+// size. Both numbers are assumptions, stated as such:
+const (
+	// perSMInflightBytes: bytes one SM keeps in flight in a streaming
+	// kernel (assumption: 256 threads x 8 outstanding 16-byte loads =
+	// 32 KiB).
+	perSMInflightBytes = 32 << 10
+	// dramLatencyUs: loaded device-memory latency (assumption: 0.6 us,
+	// the order of published GDDR6X/HBM3 microbenchmarks, 500-800 ns).
+	dramLatencyUs = 0.6
+)
+
+// perSMMemGBps is the bandwidth one busy SM can pull: 32 KiB / 0.6 us
+// = 54.6 GB/s.
+const perSMMemGBps = perSMInflightBytes / (dramLatencyUs * 1e3)
+
+// AttentionBackend names the MLA decode kernel whose grid decides how many
+// SMs attention fills.
+type AttentionBackend string
+
+const (
+	// AttnAuto picks by compute capability: TRITON_MLA on SM 12.x (the
+	// only MLA backend there, serving-facts.md), FlashMLA elsewhere.
+	AttnAuto AttentionBackend = ""
+	// AttnTritonMLA: fixed 4 KV splits per (sequence, head block).
+	AttnTritonMLA AttentionBackend = "triton_mla"
+	// AttnFlashMLA: splits the KV sequence until every SM has work
+	// (FlashMLA's num_sm_parts scheduling).
+	AttnFlashMLA AttentionBackend = "flashmla"
+)
+
+// kindIndex maps an OpKind to a dense index for the precomputed tables.
+func kindIndex(k model.OpKind) int {
+	switch k {
+	case model.KindGEMM:
+		return 0
+	case model.KindMoEGEMM:
+		return 1
+	case model.KindAttention:
+		return 2
+	case model.KindNorm:
+		return 3
+	case model.KindElementwise:
+		return 4
+	case model.KindRouter:
+		return 5
+	case model.KindEmbedding:
+		return 6
+	case model.KindCollective:
+		return 7
+	}
+	return 8
+}
+
+const numKinds = 9
+
+var kindNames = [numKinds]model.OpKind{model.KindGEMM, model.KindMoEGEMM, model.KindAttention,
+	model.KindNorm, model.KindElementwise, model.KindRouter, model.KindEmbedding, model.KindCollective, "other"}
+
+// dtypeIndex maps a Dtype to a dense index for the precomputed tables.
+func dtypeIndex(d model.Dtype) int {
+	switch d {
+	case "":
+		return 0
+	case model.BF16:
+		return 1
+	case model.FP16:
+		return 2
+	case model.FP8:
+		return 3
+	case model.FP8Block128:
+		return 4
+	case model.NVFP4:
+		return 5
+	case model.INT4G32:
+		return 6
+	case model.FP32:
+		return 7
+	}
+	return 8
+}
+
+const numDtypes = 9
+
+var dtypeNames = [numDtypes]model.Dtype{"", model.BF16, model.FP16, model.FP8, model.FP8Block128,
+	model.NVFP4, model.INT4G32, model.FP32, "other"}
+
+// computeParams are the cost parameters of one (kernel family, dtype)
+// cell, looked up once per Predictor so the hot loop does no map access.
+type computeParams struct {
+	computeDtype model.Dtype // the dtype the tensor cores run (after fallback)
+	peakTFLOPS   float64     // dense peak at the sustained clock for computeDtype
+	efficiency   float64     // achieved fraction of peakTFLOPS (named prior)
+	memGBps      float64     // device memory bandwidth x memory efficiency
+	memEff       float64     // the memory efficiency used
+}
+
+// computeModel holds the per-(kind, dtype) parameters of a device.
+type computeModel struct {
+	dev         *topology.Device
+	sms         float64
+	minKernelUs float64
+	fp32TFLOPS  float64 // CUDA-core peak for dequantization work (0: not modeled)
+	attn        AttentionBackend
+	cells       [numKinds][numDtypes]computeParams
+}
+
+// newComputeModel precomputes every (kind, dtype) cell for dev.
+//
+// Compute dtype: an op runs at the peak of its weight dtype's
+// ComputeDtype (NVFP4 -> fp4, FP8 -> fp8, INT4 W4A16 -> bf16). Ops without
+// weights (attention, norms) run at the bf16 peak. When the chip lacks the
+// dtype (no FP4 on Hopper, no FP8 before Ada) the bf16 peak is used: the
+// serving engine then runs a weight-only kernel that dequantizes to 16
+// bits (vLLM's Marlin FP4/FP8 path), so the tensor cores run bf16.
+//
+// Efficiency: Device.EfficiencyFor(kind, dtype) — the named prior of the
+// preset or a calibrated value. Memory efficiency: Efficiency
+// ["mem/<kind>/<dtype>"], else ["mem/<kind>"], else Device.MemEfficiency
+// (documented extension of the topology key space: a kernel family such as
+// small-batch FP4 MoE on SM120 may stream weights below the device's
+// STREAM figure).
+func newComputeModel(dev *topology.Device, attn AttentionBackend) *computeModel {
+	cm := &computeModel{dev: dev, sms: float64(dev.SMs), minKernelUs: dev.MinKernelUs, attn: attn}
+	if cm.sms < 1 {
+		cm.sms = 1
+	}
+	if attn == AttnAuto {
+		if len(dev.ComputeCapability) >= 2 && dev.ComputeCapability[:2] == "12" {
+			cm.attn = AttnTritonMLA
+		} else {
+			cm.attn = AttnFlashMLA
+		}
+	}
+	if v, ok := dev.TFLOPS("fp32"); ok {
+		cm.fp32TFLOPS = v
+	}
+	bf16, ok := dev.TFLOPS("bf16")
+	if !ok {
+		bf16, _ = dev.TFLOPS("fp16")
+	}
+	baseMemEff := dev.MemEfficiency
+	if baseMemEff <= 0 {
+		baseMemEff = 1
+	}
+	for ki := 0; ki < numKinds; ki++ {
+		for di := 0; di < numDtypes; di++ {
+			kind, dt := string(kindNames[ki]), dtypeNames[di]
+			cd := dt.ComputeDtype()
+			if dt == "" || dt == "other" {
+				cd = model.BF16
+			}
+			peak, ok := dev.TFLOPS(string(cd))
+			if !ok || peak <= 0 {
+				cd, peak = model.BF16, bf16
+			}
+			eff := dev.EfficiencyFor(kind, string(dt))
+			memEff := baseMemEff
+			if v, ok := dev.Efficiency["mem/"+kind+"/"+string(dt)]; ok && dt != "" {
+				memEff = v
+			} else if v, ok := dev.Efficiency["mem/"+kind]; ok {
+				memEff = v
+			}
+			cm.cells[ki][di] = computeParams{computeDtype: cd, peakTFLOPS: peak, efficiency: eff,
+				memGBps: dev.MemBWGBps * memEff, memEff: memEff}
+		}
+	}
+	return cm
+}
+
+// OpCost is the predicted device time of one op and every parameter that
+// produced it, so a number can be traced back to its inputs.
+type OpCost struct {
+	Us    float64 // device time of the op (without host launch), us
+	Bound Bound
+
+	// Roofline terms (compute ops).
+	ComputeUs    float64 // FLOPs / (PeakTFLOPS x Efficiency x Fill)
+	MemoryUs     float64 // bytes / MemGBps_achieved
+	DequantUs    float64 // FP8 KV dequantization on CUDA cores (attention), part of ComputeUs
+	ComputeDtype string  // the peak used: "fp4", "fp8", "bf16"
+	PeakTFLOPS   float64 // dense peak at the sustained clock
+	Efficiency   float64 // achieved fraction of the peak (prior or calibrated)
+	CTAs         float64 // estimated thread blocks of the kernel
+	Fill         float64 // wave efficiency: CTAs / (waves x SMs)
+	MemGBps      float64 // achieved bandwidth: min(BW x mem eff, active SMs x per-SM)
+	MinKernelUs  float64 // floor applied
+
+	// Collectives.
+	Algo      string  // NCCL algorithm or custom all-reduce variant
+	Proto     string  // NCCL protocol
+	LatencyUs float64 // fixed part of the collective time
+	LinkUs    float64 // bandwidth part of the collective time
+	Fused     bool    // op folded into its neighbour (all-reduce + RMSNorm fusion)
+}
+
+// cost predicts the device time of a non-collective op.
+//
+//	t = max(MinKernelUs, ComputeUs, MemoryUs)
+//	ComputeUs = FLOPs / (peak x eff x fill)  [+ dequant ops / (fp32 peak x eff)]
+//	MemoryUs  = (BytesRead + BytesWritten) / min(BW x memEff, min(CTAs, SMs) x perSMMemGBps)
+//
+func (cm *computeModel) cost(op *model.Op) OpCost {
+	wd := op.WeightDtype
+	if op.Kind == model.KindAttention {
+		// Attention has no weights; its efficiency is keyed by the KV
+		// dtype (an FP8 cache is dequantized on load).
+		wd = op.KVDtype
+	}
+	p := &cm.cells[kindIndex(op.Kind)][dtypeIndex(wd)]
+	if op.WeightDtype == "" && op.Kind != model.KindAttention {
+		p = &cm.cells[kindIndex(op.Kind)][0]
+	}
+	c := OpCost{ComputeDtype: topology.ComputeKey(string(p.computeDtype)), PeakTFLOPS: p.peakTFLOPS,
+		Efficiency: p.efficiency, MinKernelUs: cm.minKernelUs}
+	if op.Kind == model.KindAttention {
+		c.ComputeDtype = "bf16" // TRITON_MLA / FlashMLA compute in 16 bits
+		p16 := &cm.cells[kindIndex(op.Kind)][1]
+		c.PeakTFLOPS = p16.peakTFLOPS
+	}
+	ctas := cm.ctas(op)
+	c.CTAs = ctas
+	waves := math.Ceil(ctas / cm.sms)
+	c.Fill = ctas / (waves * cm.sms)
+	if op.FLOPs > 0 && c.PeakTFLOPS > 0 && c.Efficiency > 0 {
+		c.ComputeUs = op.FLOPs / (c.PeakTFLOPS * 1e6 * c.Efficiency * c.Fill)
+	}
+	if op.Kind == model.KindAttention && (op.KVDtype == model.FP8 || op.KVDtype == model.FP8Block128) && cm.fp32TFLOPS > 0 && op.KVBytes > 0 {
+		vals := op.KVBytes / op.KVDtype.BytesPerValue()
+		c.DequantUs = vals * dequantOpsPerKVValue / (cm.fp32TFLOPS * 1e6 * c.Efficiency * c.Fill)
+		c.ComputeUs += c.DequantUs
+	}
+	active := math.Min(ctas, cm.sms)
+	c.MemGBps = math.Min(p.memGBps, active*perSMMemGBps)
+	if b := op.BytesRead + op.BytesWritten; b > 0 && c.MemGBps > 0 {
+		c.MemoryUs = b / (c.MemGBps * 1e3)
+	}
+	c.Us, c.Bound = c.MinKernelUs, BoundLatency
+	if c.ComputeUs > c.Us {
+		c.Us, c.Bound = c.ComputeUs, BoundCompute
+	}
+	if c.MemoryUs > c.Us {
+		c.Us, c.Bound = c.MemoryUs, BoundMemory
+	}
+	return c
+}
+
+// ctas estimates the thread blocks a kernel launches (documented shapes
+// above): GEMMs tile the output 128x128 and split K until the SMs are
+// filled; Triton MLA decode launches tokens x cdiv(heads, 16) x 4;
+// FlashMLA fills every SM; row kernels (norm, router, elementwise,
+// embedding) launch one CTA per token row.
+func (cm *computeModel) ctas(op *model.Op) float64 {
+	m, n, k := float64(op.M), float64(op.N), float64(op.K)
+	batch := op.Batch
+	if batch <= 0 {
+		batch = 1
+	}
+	switch op.Kind {
+	case model.KindGEMM, model.KindMoEGEMM:
+		if m < 1 {
+			m = 1
+		}
+		if n < 1 {
+			n = 1
+		}
+		tiles := math.Ceil(m/gemmTileM) * math.Ceil(n/gemmTileN) * batch
+		if tiles < cm.sms && k > gemmSplitKMinK {
+			split := math.Min(math.Ceil(cm.sms/tiles), math.Ceil(k/gemmSplitKMinK))
+			tiles *= split
+		}
+		return math.Max(1, tiles)
+	case model.KindAttention:
+		if cm.attn == AttnFlashMLA {
+			return cm.sms
+		}
+		// model.Build: attention M = query tokens (vLLM's decode grid
+		// runs one program per token), Batch = local heads.
+		heads := batch
+		if m < 1 {
+			m = 1
+		}
+		return m * math.Ceil(heads/mlaHeadBlock) * tritonMLAKVSplits
+	default:
+		if m < 1 {
+			m = 1
+		}
+		return m
+	}
+}

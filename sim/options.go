@@ -1,0 +1,170 @@
+package sim
+
+import (
+	"fmt"
+	"strings"
+)
+
+// CustomAR selects the all-reduce implementation for TP all-reduces.
+type CustomAR string
+
+const (
+	// CustomARAuto follows vLLM: its custom all-reduce runs only on 2 GPUs
+	// or on NVLink-fully-connected GPUs, for messages up to 8 MB, one-shot
+	// below 256 KB and two-shot above (serving-facts.md "Custom
+	// all-reduce"); otherwise NCCL.
+	CustomARAuto CustomAR = ""
+	// CustomAROff: NCCL carries every all-reduce.
+	CustomAROff CustomAR = "off"
+	// CustomAROneShot: a one-shot P2P all-reduce (every rank reads every
+	// peer's buffer and reduces locally) for messages up to 8 MB, on any
+	// box where P2P is allowed between all members (the out-of-tree PCIe
+	// optimization of serving-facts.md).
+	CustomAROneShot CustomAR = "oneshot"
+	// CustomARTwoShot: reduce-scatter + all-gather over P2P, up to 8 MB.
+	CustomARTwoShot CustomAR = "twoshot"
+)
+
+// Custom all-reduce limits (vLLM distributed/device_communicators/
+// custom_all_reduce.py, as summarized in serving-facts.md).
+const (
+	customARMaxBytes     = 8 << 20   // max_size: 8 MB
+	customAROneShotBytes = 256 << 10 // one-shot below 256 KB on 8 GPUs
+)
+
+// ParseCustomAR accepts auto, off, oneshot, twoshot.
+func ParseCustomAR(s string) (CustomAR, error) {
+	switch strings.ToLower(s) {
+	case "", "auto":
+		return CustomARAuto, nil
+	case "off", "none", "nccl":
+		return CustomAROff, nil
+	case "oneshot", "one-shot", "1shot":
+		return CustomAROneShot, nil
+	case "twoshot", "two-shot", "2shot":
+		return CustomARTwoShot, nil
+	}
+	return "", fmt.Errorf("unknown custom all-reduce %q: want auto, off, oneshot or twoshot", s)
+}
+
+// Options are the run-time choices a prediction depends on besides the
+// schedule (model, plan, workload) and the topology. Every optimization
+// of the catalog that is not a change of plan, workload or box is a field
+// here. The zero value is the stock configuration: eager execution, NCCL
+// with its defaults (NCCL_P2P_LEVEL=PXB, NCCL picks algorithm and
+// protocol), vLLM's custom all-reduce rule, no fusion, no overlap, no MTP
+// acceptance.
+type Options struct {
+	// NCCL environment, with NCCL's spelling: NCCLProto as NCCL_PROTO
+	// ("LL", "LL128", "Simple", "^LL128", comma lists; "" default),
+	// NCCLAlgo as NCCL_ALGO ("Ring", "Tree"; "" default), P2PLevel as
+	// NCCL_P2P_LEVEL ("LOC", "NVL", "PIX", "PXB", "PHB", "SYS"; "" =
+	// PXB), P2PDisable as NCCL_P2P_DISABLE=1.
+	NCCLProto  string `json:"nccl_proto,omitempty"`
+	NCCLAlgo   string `json:"nccl_algo,omitempty"`
+	P2PLevel   string `json:"p2p_level,omitempty"`
+	P2PDisable bool   `json:"p2p_disable,omitempty"`
+
+	// CUDAGraphs replays the decode step as a captured CUDA graph: one host
+	// launch per step instead of one per kernel, Device.LaunchGraphUs of
+	// device time per kernel, and the batch padded up to the next captured
+	// size (GraphSizes; nil = vLLM's default list, see CaptureSizes).
+	CUDAGraphs bool  `json:"cuda_graphs,omitempty"`
+	GraphSizes []int `json:"graph_sizes,omitempty"`
+
+	// CustomAR picks the TP all-reduce implementation.
+	CustomAR CustomAR `json:"custom_ar,omitempty"`
+	// ARNormFusion fuses every all-reduce with the RMSNorm (and residual
+	// add) that follows it: the norm kernel disappears (no launch, no
+	// device time) and its memory traffic rides on the all-reduce.
+	ARNormFusion bool `json:"ar_norm_fusion,omitempty"`
+	// Overlap puts collectives on a separate communication stream so they
+	// overlap with compute the schedule marks independent (Op.Deps).
+	// Without it every op of a rank runs on one stream, as vLLM does.
+	Overlap bool `json:"overlap,omitempty"`
+
+	// MTPAcceptRate is the probability that one MTP speculative token is
+	// accepted (0..1). With k = Workload.SpecTokens a step yields
+	// 1 + a + a^2 + ... + a^k tokens per sequence (a draft token counts
+	// only if every earlier one was accepted).
+	MTPAcceptRate float64 `json:"mtp_accept_rate,omitempty"`
+
+	// AttentionBackend picks the MLA decode kernel's grid; "" chooses by
+	// compute capability (TRITON_MLA on SM 12.x, FlashMLA elsewhere).
+	AttentionBackend AttentionBackend `json:"attention_backend,omitempty"`
+}
+
+// Validate checks the options; errors name the field.
+func (o *Options) Validate() error {
+	if !(o.MTPAcceptRate >= 0 && o.MTPAcceptRate <= 1) {
+		return fmt.Errorf("options: mtp_accept_rate must be in [0,1], got %v", o.MTPAcceptRate)
+	}
+	switch o.CustomAR {
+	case CustomARAuto, CustomAROff, CustomAROneShot, CustomARTwoShot:
+	default:
+		return fmt.Errorf("options: custom_ar %q: want auto, off, oneshot or twoshot", o.CustomAR)
+	}
+	switch o.AttentionBackend {
+	case AttnAuto, AttnTritonMLA, AttnFlashMLA:
+	default:
+		return fmt.Errorf("options: attention_backend %q: want triton_mla or flashmla", o.AttentionBackend)
+	}
+	for i, s := range o.GraphSizes {
+		if s <= 0 || (i > 0 && s <= o.GraphSizes[i-1]) {
+			return fmt.Errorf("options: graph_sizes must be positive and increasing, got %v", o.GraphSizes)
+		}
+	}
+	return nil
+}
+
+// CaptureSizes returns the CUDA-graph capture sizes in tokens: GraphSizes,
+// or vLLM's default 1, 2, 4, 8..248 step 8, 256..512 step 16
+// (serving-facts.md "CUDA graphs").
+func (o *Options) CaptureSizes() []int {
+	if len(o.GraphSizes) > 0 {
+		return o.GraphSizes
+	}
+	return defaultCaptureSizes
+}
+
+var defaultCaptureSizes = func() []int {
+	s := []int{1, 2, 4}
+	for b := 8; b <= 248; b += 8 {
+		s = append(s, b)
+	}
+	for b := 256; b <= 512; b += 16 {
+		s = append(s, b)
+	}
+	return s
+}()
+
+// GraphTokens is the token count a CUDA-graph step runs for tokens real
+// tokens: the smallest capture size >= tokens, or tokens itself when graphs
+// are off or tokens exceeds the largest size (vLLM then runs eagerly).
+func (o *Options) GraphTokens(tokens int) (padded int, graphed bool) {
+	if !o.CUDAGraphs {
+		return tokens, false
+	}
+	for _, s := range o.CaptureSizes() {
+		if s >= tokens {
+			return s, true
+		}
+	}
+	return tokens, false
+}
+
+// TokensPerStep is the expected tokens one sequence gains per decode step
+// with k speculative tokens: 1 + a + ... + a^k (a = MTPAcceptRate).
+func (o *Options) TokensPerStep(k int) float64 {
+	t, p := 1.0, 1.0
+	for i := 0; i < k; i++ {
+		p *= o.MTPAcceptRate
+		t += p
+	}
+	return t
+}
+
+// NCCL returns the NCCL environment part of the options.
+func (o *Options) NCCL() NCCLOptions {
+	return NCCLOptions{Proto: o.NCCLProto, Algo: o.NCCLAlgo, P2PLevel: o.P2PLevel, P2PDisable: o.P2PDisable}
+}

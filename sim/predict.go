@@ -1,0 +1,452 @@
+package sim
+
+import (
+	"errors"
+	"fmt"
+	"math"
+
+	"github.com/tpscope/tpscope/model"
+	"github.com/tpscope/tpscope/topology"
+)
+
+// Predictor predicts steps of schedules on one box under one set of
+// Options. Build it once (New) and call Predict many times: the per-(kind,
+// dtype) cost table, the collective model and the engine's arrays are
+// reused, so a repeated prediction allocates only its result. A Predictor
+// is not safe for concurrent use; sweeps on several cores use one per
+// goroutine.
+type Predictor struct {
+	topo *topology.Topology
+	dev  *topology.Device
+	opts Options
+	cm   *computeModel
+	coll CollectiveCoster
+	memo collMemo
+	eng  engine
+
+	costs    []OpCost // per simulated op
+	overhead []float64
+	fusedBy  []int32
+	p2pLevel topology.P2PLevel
+}
+
+// New returns a Predictor for the box under opts, with NCCL's collective
+// model (NewCollectiveModel) for the options' NCCL settings.
+func New(topo *topology.Topology, opts Options) (*Predictor, error) {
+	if topo == nil {
+		return nil, errors.New("sim: nil topology")
+	}
+	coll, err := NewCollectiveModel(topo, opts.NCCL())
+	if err != nil {
+		return nil, fmt.Errorf("sim: %w", err)
+	}
+	return NewWithCollectives(topo, opts, coll)
+}
+
+// NewWithCollectives is New with an explicit collective cost model (a
+// calibrated one, or a test double).
+func NewWithCollectives(topo *topology.Topology, opts Options, coll CollectiveCoster) (*Predictor, error) {
+	if topo == nil || topo.NumGPUs() == 0 {
+		return nil, errors.New("sim: topology has no GPUs")
+	}
+	if coll == nil {
+		return nil, errors.New("sim: nil collective cost model")
+	}
+	if err := opts.Validate(); err != nil {
+		return nil, err
+	}
+	dev := topo.DeviceOf(0)
+	if dev == nil {
+		return nil, fmt.Errorf("sim: topology %s: GPU 0 has no device spec", topo.Name)
+	}
+	for i := 1; i < topo.NumGPUs(); i++ {
+		if d := topo.DeviceOf(i); d == nil || d.Name != dev.Name {
+			return nil, fmt.Errorf("sim: topology %s: GPU %d is not a %s (mixed devices are not modeled)", topo.Name, i, dev.Name)
+		}
+	}
+	lvl, err := topology.ParseP2PLevel(opts.P2PLevel)
+	if err != nil {
+		return nil, fmt.Errorf("sim: options: %w", err)
+	}
+	return &Predictor{topo: topo, dev: dev, opts: opts, coll: coll, p2pLevel: lvl,
+		cm: newComputeModel(dev, opts.AttentionBackend)}, nil
+}
+
+// Options returns the options the Predictor was built with.
+func (p *Predictor) Options() Options { return p.opts }
+
+// Topology returns the box the Predictor was built for.
+func (p *Predictor) Topology() *topology.Topology { return p.topo }
+
+// OpResult is one simulated op: when it ran, for how long, why, and the
+// inputs of its cost.
+type OpResult struct {
+	ID    string       `json:"id"`
+	Kind  model.OpKind `json:"kind"`
+	Block string       `json:"block"`
+	Layer int          `json:"layer"`
+	Rank  int          `json:"rank"`
+
+	StartUs float64 `json:"start_us"`
+	// Us is the op's device time: Cost.Us plus OverheadUs.
+	Us         float64 `json:"us"`
+	OverheadUs float64 `json:"overhead_us,omitempty"` // per-kernel CUDA-graph overhead
+	LaunchUs   float64 `json:"launch_us,omitempty"`   // host launch cost charged (eager)
+	// WaitedOn is what released the op: "launch" (the host), "dep",
+	// "stream", "peer" (a collective's last member) or "start".
+	WaitedOn string `json:"waited_on"`
+	Bound    Bound  `json:"bound"`
+
+	FLOPs     float64 `json:"flops"`
+	Bytes     float64 `json:"bytes"`
+	CommBytes int64   `json:"comm_bytes"`
+	Cost      OpCost  `json:"cost"`
+}
+
+// Share is time attributed to a group of ops (a kind, a block, an op name).
+type Share struct {
+	Name  string  `json:"name"`
+	Us    float64 `json:"us"`
+	Share float64 `json:"share"` // Us / StepUs
+	Count int     `json:"count"`
+}
+
+// Prediction is the predicted step.
+type Prediction struct {
+	Model    string         `json:"model"`
+	Topology string         `json:"topology"`
+	Plan     model.Plan     `json:"plan"`
+	Workload model.Workload `json:"workload"`
+	Options  Options        `json:"options"`
+
+	// StepUs is the time of one step: the latest op end over all ranks.
+	StepUs float64 `json:"step_us"`
+	// Sequences is the number of requests the step serves (Workload.Batch
+	// before CUDA-graph padding); TokensPerStep the expected tokens each
+	// gains (1 + accepted MTP tokens).
+	Sequences     int     `json:"sequences"`
+	TokensPerStep float64 `json:"tokens_per_step"`
+	// TokensPerSPerRequest = TokensPerStep / step; TokensPerS is the
+	// aggregate over all sequences of the step.
+	TokensPerSPerRequest float64 `json:"tokens_per_s_per_request"`
+	TokensPerS           float64 `json:"tokens_per_s"`
+
+	// CommUs is the device time of collectives on the representative
+	// rank (rank 0), CommShare = CommUs / StepUs. IdleUs is time rank 0's
+	// device waited (for the host, or for peers).
+	CommUs    float64 `json:"comm_us"`
+	CommShare float64 `json:"comm_share"`
+	IdleUs    float64 `json:"idle_us"`
+	// HostUs is rank 0's host launch time (eager mode); when it is close to
+	// StepUs the host is the bottleneck.
+	HostUs float64 `json:"host_us"`
+	// Graphed is true when the step ran as a CUDA graph; Kernels counts
+	// rank 0's kernels (ops not fused away).
+	Graphed bool `json:"graphed"`
+	Kernels int  `json:"kernels"`
+
+	ByKind  []Share `json:"by_kind"`  // per op kind, plus "idle"
+	ByBlock []Share `json:"by_block"` // attn, moe, mlp, embed, head, mtp
+	ByName  []Share `json:"by_name"`  // per block.name over all layers, largest first
+
+	// Symmetric is true when every rank had the same op list and only
+	// rank 0 was simulated; Ops then holds rank 0's ops and stands for
+	// every rank. Otherwise Ops holds every rank's ops, rank by rank.
+	Symmetric bool       `json:"symmetric"`
+	Ops       []OpResult `json:"ops"`
+	// TopOps are indices into Ops of the longest ops, longest first.
+	TopOps []int `json:"top_ops"`
+	// CriticalPath lists indices into Ops from the first op to the one
+	// that ends the step, each released by the previous one.
+	CriticalPath []int `json:"critical_path"`
+
+	// Memory is the per-GPU memory fit (filled by PredictScenario; nil
+	// when only a schedule was predicted).
+	Memory *MemoryFit `json:"memory,omitempty"`
+}
+
+// MemoryFit is the per-GPU memory budget of a plan and workload.
+type MemoryFit struct {
+	DeviceBytes     int64   `json:"device_bytes"`     // GPU memory
+	UsableBytes     int64   `json:"usable_bytes"`     // x the engine's utilization fraction
+	WeightBytes     int64   `json:"weight_bytes"`     // weights per GPU
+	KVBytes         int64   `json:"kv_bytes"`         // KV cache the workload needs per GPU
+	ActivationBytes int64   `json:"activation_bytes"` // workspace estimate
+	KVBytesPerToken float64 `json:"kv_bytes_per_token"`
+	// KVCapacityTokens is how many tokens of KV fit after weights and
+	// workspace.
+	KVCapacityTokens int64 `json:"kv_capacity_tokens"`
+	Fits             bool  `json:"fits"`
+	// ShortfallGB is how much is missing (GB, 1e9 B) when it does not fit.
+	ShortfallGB float64 `json:"shortfall_gb"`
+}
+
+// Predict simulates one step of s. The schedule's ranks map to GPUs 0..n-1
+// of the topology.
+func (p *Predictor) Predict(s *model.Schedule) (*Prediction, error) {
+	if err := p.simulate(s); err != nil {
+		return nil, err
+	}
+	return p.assemble(s), nil
+}
+
+// StepUs is Predict without the per-op result: the step time only, for
+// sweeps. It allocates nothing once the Predictor has warmed up.
+func (p *Predictor) StepUs(s *model.Schedule) (float64, error) {
+	if err := p.simulate(s); err != nil {
+		return 0, err
+	}
+	step := 0.0
+	for _, e := range p.eng.end[:len(p.eng.ops)] {
+		step = math.Max(step, e)
+	}
+	return step, nil
+}
+
+// symmetric reports whether every rank's op list has the same costs and
+// dependencies as rank 0's (only Rank and ID may differ), with the same
+// collective groups, so that one rank's timeline stands for all.
+func symmetric(s *model.Schedule) bool {
+	r0 := s.Ranks[0]
+	for r := 1; r < len(s.Ranks); r++ {
+		rr := s.Ranks[r]
+		if len(rr) != len(r0) {
+			return false
+		}
+		for i := range r0 {
+			if !sameCost(&r0[i], &rr[i]) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+func sameCost(a, b *model.Op) bool {
+	if a.FLOPs != b.FLOPs || a.BytesRead != b.BytesRead || a.BytesWritten != b.BytesWritten ||
+		a.CommBytes != b.CommBytes || a.M != b.M || a.N != b.N || a.K != b.K || a.Batch != b.Batch ||
+		a.KVBytes != b.KVBytes || len(a.Deps) != len(b.Deps) || len(a.Group) != len(b.Group) {
+		return false
+	}
+	if a.Kind != b.Kind || a.WeightDtype != b.WeightDtype || a.KVDtype != b.KVDtype || a.Collective != b.Collective {
+		return false
+	}
+	for i, d := range a.Deps {
+		if b.Deps[i] != d {
+			return false
+		}
+	}
+	if len(a.Group) > 0 && &a.Group[0] != &b.Group[0] {
+		for i, g := range a.Group {
+			if b.Group[i] != g {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// simulate prices every op and runs the engine; results stay in p.
+func (p *Predictor) simulate(s *model.Schedule) error {
+	if s == nil || len(s.Ranks) == 0 {
+		return errors.New("sim: empty schedule")
+	}
+	if len(s.Ranks) > p.topo.NumGPUs() {
+		return fmt.Errorf("sim: schedule has %d ranks but topology %s has %d GPUs", len(s.Ranks), p.topo.Name, p.topo.NumGPUs())
+	}
+	sym := symmetric(s)
+	nSim := 1
+	total := len(s.Ranks[0])
+	if !sym {
+		nSim = len(s.Ranks)
+		total = s.NumOps()
+	}
+	e := &p.eng
+	e.reset(nSim, total)
+	p.costs = growCost(p.costs, total)
+	p.overhead = grow(p.overhead, total)
+	p.fusedBy = growI(p.fusedBy, total)
+
+	tokens := s.Workload.Batch * (1 + s.Workload.SpecTokens)
+	graphed := false
+	if p.opts.CUDAGraphs {
+		_, graphed = p.opts.GraphTokens(tokens)
+	}
+	e.queueDepth = p.topo.Host.LaunchQueueDepth
+	e.stepLaunchUs = 0
+	launchUs, overUs := p.dev.LaunchEagerUs, 0.0
+	if graphed {
+		// One cudaGraphLaunch per step, priced as one eager launch
+		// (assumption); each kernel node costs LaunchGraphUs on the device.
+		e.stepLaunchUs, launchUs, overUs = p.dev.LaunchEagerUs, 0, p.dev.LaunchGraphUs
+	}
+	g := 0
+	for r := 0; r < nSim; r++ {
+		ops := s.Ranks[r]
+		for i := range ops {
+			op := &ops[i]
+			p.fusedBy[g+i] = -1
+			var c OpCost
+			if op.IsCollective() {
+				var err error
+				c, err = p.collectiveCost(op)
+				if err != nil {
+					return fmt.Errorf("sim: op %s on rank %d: %w", op.ID, r, err)
+				}
+			} else {
+				c = p.cm.cost(op)
+			}
+			p.costs[g+i] = c
+			p.overhead[g+i] = overUs
+			eop := engineOp{durUs: c.Us + overUs, launchUs: launchUs, depLo: -1, coll: op.IsCollective()}
+			if op.IsCollective() && p.opts.Overlap {
+				eop.stream = 1
+			}
+			if op.Deps != nil {
+				eop.depLo = int32(len(e.deps))
+				for _, d := range op.Deps {
+					if d < 0 || d >= i {
+						return fmt.Errorf("sim: op %s on rank %d: dependency %d is not an earlier op of the rank (index %d)", op.ID, r, d, i)
+					}
+					e.deps = append(e.deps, int32(d))
+				}
+				eop.depHi = int32(len(e.deps))
+			}
+			e.ops = append(e.ops, eop)
+		}
+		if p.opts.ARNormFusion {
+			p.fuseNorms(ops, g)
+		}
+		g += len(ops)
+		e.rankOff = append(e.rankOff, int32(g))
+	}
+	if sym {
+		e.runSymmetric()
+		return nil
+	}
+	return e.runRanks(s)
+}
+
+// fuseNorms folds every RMSNorm that directly follows an all-reduce into
+// it: the norm costs no launch and no kernel; its memory traffic is added
+// to the all-reduce at the device's streaming bandwidth.
+func (p *Predictor) fuseNorms(ops []model.Op, off int) {
+	for i := 1; i < len(ops); i++ {
+		if ops[i].Kind != model.KindNorm || !ops[i-1].IsCollective() || ops[i-1].Collective != model.AllReduce {
+			continue
+		}
+		if ops[i].Deps != nil && (len(ops[i].Deps) != 1 || ops[i].Deps[0] != i-1) {
+			continue
+		}
+		n, ar := off+i, off+i-1
+		extra := p.costs[n].MemoryUs
+		p.costs[ar].Us += extra
+		p.costs[ar].LinkUs += extra
+		p.eng.ops[ar].durUs += extra
+		p.costs[n] = OpCost{Fused: true, Bound: BoundNone, MemoryUs: p.costs[n].MemoryUs}
+		p.eng.ops[n].durUs, p.eng.ops[n].launchUs = 0, 0
+		p.overhead[n] = 0
+		p.fusedBy[n] = int32(ar)
+	}
+}
+
+func growCost(s []OpCost, n int) []OpCost {
+	if cap(s) < n {
+		return make([]OpCost, n)
+	}
+	return s[:n]
+}
+
+// collectiveCost prices a collective op with the configured all-reduce
+// implementation, memoized per (op, group, bytes).
+func (p *Predictor) collectiveCost(op *model.Op) (OpCost, error) {
+	if len(op.Group) == 0 {
+		return OpCost{}, errors.New("collective has an empty group")
+	}
+	for _, m := range op.Group {
+		if m < 0 || m >= p.topo.NumGPUs() {
+			return OpCost{}, fmt.Errorf("group member %d is not a GPU of topology %s (%d GPUs)", m, p.topo.Name, p.topo.NumGPUs())
+		}
+	}
+	for i, a := range op.Group {
+		for _, b := range op.Group[:i] {
+			if a == b {
+				return OpCost{}, fmt.Errorf("group %v names rank %d twice", op.Group, a)
+			}
+		}
+	}
+	if len(op.Group) == 1 {
+		return OpCost{Us: 0, Bound: BoundNone, Algo: "none"}, nil
+	}
+	cc, ok := p.memo.get(op.Collective, op.Group, op.CommBytes)
+	if !ok {
+		var err error
+		cc, err = p.priceCollective(op)
+		if err != nil {
+			return OpCost{}, err
+		}
+		p.memo.put(op.Collective, op.Group, op.CommBytes, cc)
+	}
+	c := OpCost{Us: cc.TimeUs, Algo: cc.Algo, Proto: cc.Proto, LatencyUs: cc.LatencyUs, LinkUs: cc.LinkUs, Bound: BoundLatency}
+	if cc.LinkUs > cc.LatencyUs {
+		c.Bound = BoundLink
+	}
+	return c, nil
+}
+
+// priceCollective picks the implementation (custom all-reduce or NCCL).
+func (p *Predictor) priceCollective(op *model.Op) (CollectiveCost, error) {
+	if op.Collective == model.AllReduce && op.CommBytes <= customARMaxBytes {
+		variant := ""
+		switch p.opts.CustomAR {
+		case CustomAROneShot, CustomARTwoShot:
+			if p.p2pAll(op.Group) {
+				variant = string(p.opts.CustomAR)
+			}
+		case CustomARAuto:
+			if len(op.Group) == 2 && p.p2pAll(op.Group) || p.nvlinkAll(op.Group) {
+				variant = string(CustomARTwoShot)
+				if op.CommBytes < customAROneShotBytes {
+					variant = string(CustomAROneShot)
+				}
+			}
+		}
+		if variant != "" {
+			if car, ok := p.coll.(CustomAllReducer); ok {
+				if c, ok := car.CustomAllReduce(op.Group, op.CommBytes, variant == string(CustomARTwoShot)); ok {
+					return c, nil
+				}
+			}
+		}
+	}
+	return p.coll.Cost(op.Collective, op.Group, op.CommBytes), nil
+}
+
+// p2pAll reports whether every pair of the group may use P2P (custom
+// all-reduce needs direct peer access; NCCL_P2P_LEVEL does not restrict it,
+// but P2PDisable does).
+func (p *Predictor) p2pAll(group []int) bool {
+	if p.opts.P2PDisable {
+		return false
+	}
+	for _, a := range group {
+		for _, b := range group {
+			if a != b && !p.topo.P2PAllowed(a, b, topology.P2PSYS) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// nvlinkAll reports whether every pair of the group is joined by NVLink.
+func (p *Predictor) nvlinkAll(group []int) bool {
+	for _, a := range group {
+		for _, b := range group {
+			if a != b && p.topo.Path(a, b).Level != topology.LevelNV {
+				return false
+			}
+		}
+	}
+	return true
+}
