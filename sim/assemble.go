@@ -14,7 +14,8 @@ func (p *Predictor) assemble(s *model.Schedule) *Prediction {
 	e := &p.eng
 	n := len(e.ops)
 	pr := &Prediction{Model: s.Model, Topology: p.topo.Name, Plan: s.Plan, Workload: s.Workload,
-		Options: p.opts, Sequences: s.Workload.Batch, Symmetric: len(e.rankOff) == 2}
+		Options: p.opts, Symmetric: len(e.rankOff) == 2}
+	pr.Sequences = s.Workload.Batch
 	pr.TokensPerStep = p.opts.TokensPerStep(s.Workload.SpecTokens)
 	tokens := s.Workload.Batch * (1 + s.Workload.SpecTokens)
 	if p.opts.CUDAGraphs {

@@ -264,7 +264,6 @@ type OpCost struct {
 //	t = max(MinKernelUs, ComputeUs, MemoryUs)
 //	ComputeUs = FLOPs / (peak x eff x fill)  [+ dequant ops / (fp32 peak x eff)]
 //	MemoryUs  = (BytesRead + BytesWritten) / min(BW x memEff, min(CTAs, SMs) x perSMMemGBps)
-//
 func (cm *computeModel) cost(op *model.Op) OpCost {
 	wd := op.WeightDtype
 	if op.Kind == model.KindAttention {

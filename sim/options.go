@@ -89,6 +89,11 @@ type Options struct {
 	// only if every earlier one was accepted).
 	MTPAcceptRate float64 `json:"mtp_accept_rate,omitempty"`
 
+	// GPUMemUtilization is vLLM's gpu_memory_utilization, the fraction of
+	// device memory the engine may use for weights, workspace and KV cache
+	// (0 = vLLM's default 0.9).
+	GPUMemUtilization float64 `json:"gpu_mem_utilization,omitempty"`
+
 	// AttentionBackend picks the MLA decode kernel's grid; "" chooses by
 	// compute capability (TRITON_MLA on SM 12.x, FlashMLA elsewhere).
 	AttentionBackend AttentionBackend `json:"attention_backend,omitempty"`
@@ -98,6 +103,9 @@ type Options struct {
 func (o *Options) Validate() error {
 	if !(o.MTPAcceptRate >= 0 && o.MTPAcceptRate <= 1) {
 		return fmt.Errorf("options: mtp_accept_rate must be in [0,1], got %v", o.MTPAcceptRate)
+	}
+	if !(o.GPUMemUtilization >= 0 && o.GPUMemUtilization <= 1) {
+		return fmt.Errorf("options: gpu_mem_utilization must be in (0,1], got %v", o.GPUMemUtilization)
 	}
 	switch o.CustomAR {
 	case CustomARAuto, CustomAROff, CustomAROneShot, CustomARTwoShot:

@@ -119,31 +119,25 @@ type Prediction struct {
 	Workload model.Workload `json:"workload"`
 	Options  Options        `json:"options"`
 
-	// StepUs is the time of one step: the latest op end over all ranks.
-	StepUs float64 `json:"step_us"`
-	// Sequences is the number of requests the step serves (Workload.Batch
+	// Summary: StepUs is the time of one step (the latest op end over
+	// all ranks); Sequences the requests the step serves (Workload.Batch
 	// before CUDA-graph padding); TokensPerStep the expected tokens each
-	// gains (1 + accepted MTP tokens).
-	Sequences     int     `json:"sequences"`
-	TokensPerStep float64 `json:"tokens_per_step"`
-	// TokensPerSPerRequest = TokensPerStep / step; TokensPerS is the
-	// aggregate over all sequences of the step.
-	TokensPerSPerRequest float64 `json:"tokens_per_s_per_request"`
-	TokensPerS           float64 `json:"tokens_per_s"`
+	// gains (1 + accepted MTP tokens); TokensPerSPerRequest =
+	// TokensPerStep / step; TokensPerS the aggregate over all sequences;
+	// CommShare = CommUs / StepUs; Graphed whether the step ran as a CUDA
+	// graph; Memory the per-GPU memory fit (PredictScenario only).
+	Summary
 
 	// CommUs is the device time of collectives on the representative
-	// rank (rank 0), CommShare = CommUs / StepUs. IdleUs is time rank 0's
-	// device waited (for the host, or for peers).
-	CommUs    float64 `json:"comm_us"`
-	CommShare float64 `json:"comm_share"`
-	IdleUs    float64 `json:"idle_us"`
+	// rank (rank 0). IdleUs is time rank 0's device waited (for the host,
+	// or for peers).
+	CommUs float64 `json:"comm_us"`
+	IdleUs float64 `json:"idle_us"`
 	// HostUs is rank 0's host launch time (eager mode); when it is close to
 	// StepUs the host is the bottleneck.
 	HostUs float64 `json:"host_us"`
-	// Graphed is true when the step ran as a CUDA graph; Kernels counts
-	// rank 0's kernels (ops not fused away).
-	Graphed bool `json:"graphed"`
-	Kernels int  `json:"kernels"`
+	// Kernels counts rank 0's kernels (ops not fused away).
+	Kernels int `json:"kernels"`
 
 	ByKind  []Share `json:"by_kind"`  // per op kind, plus "idle"
 	ByBlock []Share `json:"by_block"` // attn, moe, mlp, embed, head, mtp
@@ -159,23 +153,21 @@ type Prediction struct {
 	// CriticalPath lists indices into Ops from the first op to the one
 	// that ends the step, each released by the previous one.
 	CriticalPath []int `json:"critical_path"`
-
-	// Memory is the per-GPU memory fit (filled by PredictScenario; nil
-	// when only a schedule was predicted).
-	Memory *MemoryFit `json:"memory,omitempty"`
 }
 
 // MemoryFit is the per-GPU memory budget of a plan and workload.
 type MemoryFit struct {
 	DeviceBytes     int64   `json:"device_bytes"`     // GPU memory
-	UsableBytes     int64   `json:"usable_bytes"`     // x the engine's utilization fraction
+	UsableBytes     int64   `json:"usable_bytes"`     // x gpu_memory_utilization
 	WeightBytes     int64   `json:"weight_bytes"`     // weights per GPU
 	KVBytes         int64   `json:"kv_bytes"`         // KV cache the workload needs per GPU
 	ActivationBytes int64   `json:"activation_bytes"` // workspace estimate
 	KVBytesPerToken float64 `json:"kv_bytes_per_token"`
 	// KVCapacityTokens is how many tokens of KV fit after weights and
-	// workspace.
+	// workspace; KVTokensNeeded how many the workload holds (sequences per
+	// attention group x (context + new tokens)).
 	KVCapacityTokens int64 `json:"kv_capacity_tokens"`
+	KVTokensNeeded   int64 `json:"kv_tokens_needed"`
 	Fits             bool  `json:"fits"`
 	// ShortfallGB is how much is missing (GB, 1e9 B) when it does not fit.
 	ShortfallGB float64 `json:"shortfall_gb"`
