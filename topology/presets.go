@@ -163,7 +163,8 @@ const (
 	// memory): latency about 14 us.
 	shmLatUs = 14.0
 	// assumption: a host-memory bounce moves data over PCIe twice with a
-	// copy in between: about half the direct P2P bandwidth.
+	// copy in between: about half the direct P2P bandwidth (of the GPUs'
+	// PCIe generation).
 	shmGBps = gen5X16GBps / 2
 )
 
@@ -314,6 +315,9 @@ func hostFor(o PresetOptions, sockets int) (Host, LinkType, float64) {
 	h.Sockets = sockets
 	h.SHMLatUs = shmLatUs
 	h.SHMBWGBps = shmGBps
+	if o.gen() == 4 {
+		h.SHMBWGBps = gen4X16GBps / 2
+	}
 	h.Sources = map[string]string{
 		"cpu":                    "assumption: the seed scenario's box does not name its CPU; AMD is the case hardware.md warns about (NCCL models xGMI at 16 GB/s)",
 		"inter_socket_nccl_gbps": srcHW + ": NCCL's model of the inter-socket link, AMD 16, Intel SPR 22, EMR 40 GB/s",

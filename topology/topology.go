@@ -151,10 +151,15 @@ type Calibration struct {
 // factor. BusBWGBps was measured on a group of Ranks GPUs; sim scales it to
 // other groups by the ratio of their modeled bandwidths.
 type CollectiveParams struct {
-	Op        string  `json:"op,omitempty"` // "allreduce", ...; "" = every op
-	Algo      string  `json:"algo"`         // "Ring", "Tree"
-	Proto     string  `json:"proto"`        // "LL", "LL128", "Simple"
-	Ranks     int     `json:"ranks"`
+	Op    string `json:"op,omitempty"` // "allreduce", ...; "" = every op
+	Algo  string `json:"algo"`         // "Ring", "Tree"
+	Proto string `json:"proto"`        // "LL", "LL128", "Simple"
+	Ranks int    `json:"ranks"`
+	// P2PLevel is the P2P setting the measurement ran under: the
+	// NCCL_P2P_LEVEL name ("PXB" is NCCL's default) or "disabled"
+	// (NCCL_P2P_DISABLE=1); sim applies the entry only under the same
+	// setting. "" applies it under any setting.
+	P2PLevel  string  `json:"p2p_level,omitempty"`
 	BaseLatUs float64 `json:"base_lat_us"`
 	HwLatUs   float64 `json:"hw_lat_us"`
 	BusBWGBps float64 `json:"bus_bw_gbps"`

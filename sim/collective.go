@@ -1,0 +1,745 @@
+package sim
+
+// Collective cost model: NCCL's own tuning model (src/graph/tuning.cc, see
+// ../shared/reference/nccl-model.md) replayed on a topology, plus a
+// prediction of the time the box actually takes.
+//
+// Per (algorithm, protocol), NCCL predicts
+//
+//	time_us = latency_us + bytes / (1000 * algBw_GBps)
+//	latency = baseLat[algo][proto] + steps * hwLat[pathType][algo][proto]
+//	busBw   = nChannels * bwIntra   (the ring's bottleneck, links shared)
+//	algBw   = busBw * protocolFactor * busToAlg(op, n)
+//
+// and runs the pair with the least predicted time among the enabled ones.
+// tpscope replays that choice with NCCL's link model (Link.NCCLBWGBps,
+// Host.InterSocketNCCLGBps: what NCCL believes), then predicts the time of
+// the chosen pair with the links' achieved bandwidths, the host-memory
+// (SHM) hops where P2P is not allowed, and calibrated constants when the
+// topology carries them. Both times are reported.
+//
+// Units: bytes, microseconds, GB/s (1e9 B/s).
+
+import (
+	"fmt"
+	"math"
+	"strings"
+	"sync"
+
+	"github.com/tpscope/tpscope/model"
+	"github.com/tpscope/tpscope/topology"
+)
+
+// Algorithm and protocol indices.
+const (
+	algoRing = iota
+	algoTree
+	numAlgos
+)
+
+const (
+	protoLL = iota
+	protoLL128
+	protoSimple
+	numProtos
+)
+
+var (
+	algoNames  = [numAlgos]string{"Ring", "Tree"}
+	protoNames = [numProtos]string{"LL", "LL128", "Simple"}
+)
+
+// NCCL constants (nccl-model.md, from NCCL src/graph/tuning.cc 2.23-2.30).
+var (
+	// baseLat[algo][proto], us.
+	ncclBaseLatUs = [numAlgos][numProtos]float64{
+		{6.6, 14.0, 8.4}, // Ring
+		{6.8, 14.0, 8.4}, // Tree
+	}
+	// hwLat[path][algo][proto], us. path 0 NVLink, 1 PCI.
+	ncclHwLatUs = [2][numAlgos][numProtos]float64{
+		{{0.6, 1.9, 3.4}, {0.6, 1.25, 4.0}}, // NVLink: Ring, Tree
+		{{1.0, 2.5, 5.7}, {1.0, 1.9, 4.0}},  // PCI: Ring, Tree
+	}
+)
+
+const (
+	pathNVLink = 0
+	pathPCI    = 1
+)
+
+// Per-architecture bandwidth caps (nccl-model.md unless marked).
+type archCaps struct {
+	llMaxBwGBps          float64 // single node
+	perChMaxTreeBwGBps   float64
+	perChMaxRingLL128Bws float64
+}
+
+func capsFor(arch string) archCaps {
+	switch strings.ToLower(arch) {
+	case "blackwell":
+		// nccl-model.md: llMaxBw 282, perChMaxTreeBw 70. perChMaxRingLL128Bw
+		// 40: assumption (NCCL tuning.cc table, not in nccl-model.md).
+		return archCaps{282, 70, 40}
+	default:
+		// nccl-model.md: Hopper llMaxBw 141, perChMaxTreeBw 38.7;
+		// perChMaxRingLL128Bw 36.7: assumption (NCCL tuning.cc table).
+		// Other architectures use Hopper's numbers (assumption).
+		return archCaps{141, 38.7, 36.7}
+	}
+}
+
+// Channel counts (assumption: what NCCL's search typically settles on; only
+// the LL128 and Tree per-channel caps depend on them).
+const (
+	pcieChannels   = 2
+	nvlinkChannels = 16
+)
+
+// Tree and LL128 protocol factors (nccl-model.md).
+const (
+	treeBwFactor    = 0.92
+	treeLLFactor    = 1 / 3.8
+	treeLL128Factor = 7.0 / 9.0
+	ringLL128Factor = 0.92
+	ringLLFactor    = 0.5
+)
+
+// p2pLLThresholdBytes: NCCL uses LL for a send/recv of at most this many
+// bytes per peer (NCCL_P2P_LL_THRESHOLD default 16384).
+const p2pLLThresholdBytes = 16384
+
+// Custom all-reduce (vLLM-style, over CUDA IPC P2P) constants.
+const (
+	// customARBaseUs: kernel start + flag setup of a custom all-reduce
+	// (assumption: one kernel of a CUDA graph, about 3 us; calibrate).
+	customARBaseUs = 3.0
+	// p2pReadEfficiency: a custom all-reduce reads peers' buffers; PCIe
+	// P2P reads reach less than posted writes (assumption: 0.8). NVLink
+	// reads run at full speed.
+	p2pReadEfficiency = 0.8
+)
+
+// NCCLOptions are the NCCL environment knobs the model honours. The zero
+// value is NCCL's defaults.
+type NCCLOptions struct {
+	// Proto is NCCL_PROTO: "" (default), a comma list ("LL,Simple"), or a
+	// "^" exclusion list ("^LL128").
+	Proto string
+	// Algo is NCCL_ALGO: "", "Ring", "Tree", "Ring,Tree", "^Tree". NCCL
+	// names tpscope does not model (NVLS, NVLSTree, CollNetDirect,
+	// CollNetChain, PAT) are accepted and ignored.
+	Algo string
+	// P2PLevel is NCCL_P2P_LEVEL (LOC, NVL, NVB, PIX, PXB, PXN, PHB, SYS;
+	// "" = PXB). Ring hops farther than the level go through host memory.
+	P2PLevel string
+	// P2PDisable is NCCL_P2P_DISABLE=1: every hop through host memory.
+	P2PDisable bool
+	// IgnoreCalibration uses NCCL's constants even when the topology
+	// carries calibrated ones.
+	IgnoreCalibration bool
+}
+
+// CollectiveCost is the predicted cost of one collective call.
+type CollectiveCost struct {
+	// TimeUs is the predicted time = LatencyUs + LinkUs.
+	TimeUs    float64
+	LatencyUs float64 // fixed part
+	LinkUs    float64 // bandwidth part: bytes / (1000 * AlgBWGBps_effective)
+	// Algo is "Ring", "Tree", "P2P" (all-to-all as grouped send/recv),
+	// "OneShot", "TwoShot" (custom all-reduce) or "" for a no-op.
+	Algo  string
+	Proto string
+	// AlgBWGBps = bytes / TimeUs and BusBWGBps = AlgBW x the nccl-tests
+	// factor (all-reduce 2(n-1)/n, others (n-1)/n), both in GB/s.
+	AlgBWGBps float64
+	BusBWGBps float64
+	// NCCLTimeUs is NCCL's own estimate for the chosen pair (NCCL constants,
+	// NCCL's link model); the pair is the one with the least NCCLTimeUs.
+	NCCLTimeUs float64
+	// NCCLLatencyUs is the latency term of NCCLTimeUs (baseLat + steps x
+	// hwLat with NCCL's constants).
+	NCCLLatencyUs float64
+	Channels      int
+	// SHMHops is how many of the ring's hops go through host memory.
+	SHMHops    int
+	Calibrated bool
+	// Bottleneck names the binding directed link of the bandwidth term.
+	Bottleneck string
+}
+
+// groupInfo is everything about a GPU group that does not depend on the
+// message size, computed once per group.
+type groupInfo struct {
+	mask     uint64
+	n        int
+	pathType int // pathNVLink or pathPCI (NCCL's intra-node hwLat row)
+	channels int
+	shmHops  int
+	shmFrac  float64 // fraction of ring hops through host memory
+	// Ring (and chain for Tree) bottleneck bus bandwidth, GB/s.
+	ringBw, ringNCCLBw float64
+	treeBw, treeNCCLBw float64
+	ringNeck           string
+	// all-to-all: us per byte sent to each peer, on the busiest link.
+	a2aPerByte  float64
+	a2aNeckName string
+	// custom all-reduce: all pairs allowed for P2P by the driver.
+	customOK        bool
+	customUsPerByte float64 // busiest link, us per byte per pair
+	customNeck      string
+	maxPairLatUs    float64
+	enabled         [numAlgos][numProtos]bool // NCCL's enabled set for this group
+
+	// Per (op, algo, proto), precomputed so Cost is a few multiply-adds:
+	// NCCL's latency and us per byte, tpscope's latency and us per byte.
+	ncclLat, ncclUsPerByte [3][numAlgos][numProtos]float64
+	lat, usPerByte         [3][numAlgos][numProtos]float64
+	calibrated             [3][numAlgos][numProtos]bool
+}
+
+// CollectiveModel predicts collective costs on one topology under one set
+// of NCCL options. Build it once with NewCollectiveModel; Cost is then a
+// few arithmetic operations plus a cached per-group lookup. It is safe for
+// concurrent use.
+type CollectiveModel struct {
+	topo       *topology.Topology
+	opts       NCCLOptions
+	level      topology.P2PLevel
+	caps       archCaps
+	protoOn    [numProtos]int8 // 1 on, 0 off, -1 default (LL128: NVLink only)
+	algoOn     [numAlgos]bool
+	calib      [4][numAlgos][numProtos]*topology.CollectiveParams
+	calibLevel string
+
+	mu     sync.RWMutex
+	groups map[uint64]*groupInfo
+}
+
+// NewCollectiveModel validates the options and prepares the model. The
+// topology must be validated (Load, Resolve, Preset).
+func NewCollectiveModel(t *topology.Topology, o NCCLOptions) (*CollectiveModel, error) {
+	if t == nil || t.NumGPUs() == 0 {
+		return nil, fmt.Errorf("collective model: empty topology")
+	}
+	if t.NumGPUs() > 64 {
+		return nil, fmt.Errorf("collective model: %d GPUs; at most 64 per box are modeled", t.NumGPUs())
+	}
+	m := &CollectiveModel{topo: t, opts: o, groups: map[uint64]*groupInfo{}}
+	var err error
+	if m.level, err = topology.ParseP2PLevel(o.P2PLevel); err != nil {
+		return nil, err
+	}
+	if m.protoOn, err = parseProto(o.Proto); err != nil {
+		return nil, err
+	}
+	if m.algoOn, err = parseAlgo(o.Algo); err != nil {
+		return nil, err
+	}
+	dev := t.DeviceOf(0)
+	m.caps = capsFor(dev.Arch)
+	m.calibLevel = P2PCondition(o)
+	if c := t.Calibration; c != nil && !o.IgnoreCalibration {
+		for k := range c.Collectives {
+			p := &c.Collectives[k]
+			if p.P2PLevel != "" && p.P2PLevel != m.calibLevel {
+				continue
+			}
+			a, pr := indexOf(algoNames[:], p.Algo), indexOf(protoNames[:], p.Proto)
+			if a < 0 || pr < 0 {
+				continue
+			}
+			for oi, op := range collOps {
+				if p.Op == "" && m.calib[oi][a][pr] == nil || p.Op == string(op) {
+					m.calib[oi][a][pr] = p
+				}
+			}
+		}
+	}
+	return m, nil
+}
+
+// P2PCondition names the P2P setting a measurement ran under, as stored in
+// CollectiveParams.P2PLevel: "disabled" or the NCCL_P2P_LEVEL name ("PXB"
+// by default).
+func P2PCondition(o NCCLOptions) string {
+	if o.P2PDisable {
+		return "disabled"
+	}
+	l, err := topology.ParseP2PLevel(o.P2PLevel)
+	if err != nil {
+		return strings.ToUpper(o.P2PLevel)
+	}
+	return l.String()
+}
+
+var collOps = [4]model.Collective{model.AllReduce, model.AllGather, model.ReduceScatter, model.AllToAll}
+
+func opIndex(op model.Collective) int {
+	for i, o := range collOps {
+		if o == op {
+			return i
+		}
+	}
+	return -1
+}
+
+func indexOf(names []string, s string) int {
+	for i, n := range names {
+		if strings.EqualFold(n, s) {
+			return i
+		}
+	}
+	return -1
+}
+
+// parseProto parses NCCL_PROTO into per-protocol on (1), off (0) or
+// default (-1: LL and Simple on, LL128 on NVLink only).
+func parseProto(s string) ([numProtos]int8, error) {
+	on := [numProtos]int8{-1, -1, -1}
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return on, nil
+	}
+	exclude := strings.HasPrefix(s, "^")
+	s = strings.TrimPrefix(s, "^")
+	if !exclude {
+		on = [numProtos]int8{0, 0, 0}
+	}
+	for _, f := range strings.Split(s, ",") {
+		f = strings.TrimSpace(f)
+		i := indexOf(protoNames[:], f)
+		if i < 0 {
+			return on, fmt.Errorf("NCCL_PROTO %q: unknown protocol %q (want LL, LL128, Simple, optionally ^ to exclude)", s, f)
+		}
+		if exclude {
+			on[i] = 0
+		} else {
+			on[i] = 1
+		}
+	}
+	if !exclude && on == [numProtos]int8{} {
+		return on, fmt.Errorf("NCCL_PROTO %q enables no protocol", s)
+	}
+	if on == [numProtos]int8{} {
+		return on, fmt.Errorf("NCCL_PROTO %q excludes every protocol", "^"+s)
+	}
+	return on, nil
+}
+
+func parseAlgo(s string) ([numAlgos]bool, error) {
+	on := [numAlgos]bool{true, true}
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return on, nil
+	}
+	exclude := strings.HasPrefix(s, "^")
+	s = strings.TrimPrefix(s, "^")
+	if !exclude {
+		on = [numAlgos]bool{}
+	}
+	for _, f := range strings.Split(s, ",") {
+		f = strings.TrimSpace(f)
+		if i := indexOf(algoNames[:], f); i >= 0 {
+			on[i] = !exclude
+			continue
+		}
+		switch strings.ToLower(f) {
+		case "nvls", "nvlstree", "collnet", "collnetdirect", "collnetchain", "pat":
+			continue // valid NCCL names, not modeled
+		}
+		return on, fmt.Errorf("NCCL_ALGO %q: unknown algorithm %q (want Ring, Tree, optionally ^ to exclude)", s, f)
+	}
+	if on == [numAlgos]bool{} {
+		return on, fmt.Errorf("NCCL_ALGO %q enables neither Ring nor Tree", s)
+	}
+	return on, nil
+}
+
+// ValidateGroup checks that group names distinct GPUs of the topology.
+func (m *CollectiveModel) ValidateGroup(group []int) error {
+	var seen uint64
+	for _, r := range group {
+		if r < 0 || r >= m.topo.NumGPUs() {
+			return fmt.Errorf("collective group %v: rank %d is not a GPU of topology %q (it has %d)", group, r, m.topo.Name, m.topo.NumGPUs())
+		}
+		if seen&(1<<uint(r)) != 0 {
+			return fmt.Errorf("collective group %v: rank %d twice", group, r)
+		}
+		seen |= 1 << uint(r)
+	}
+	return nil
+}
+
+// Cost predicts one collective over group (ranks = GPU indices in ring
+// order; nil means every GPU of the topology) moving bytes, in the
+// nccl-tests convention for "size": all-reduce the buffer, all-gather the
+// gathered output, reduce-scatter the input, all-to-all one rank's send
+// buffer. It panics if group names a GPU outside the topology or a GPU
+// twice (a programmer error: check with ValidateGroup).
+func (m *CollectiveModel) Cost(op model.Collective, group []int, bytes int64) CollectiveCost {
+	g := m.group(group)
+	if g.n <= 1 || bytes <= 0 {
+		return CollectiveCost{Channels: g.channels}
+	}
+	oi := opIndex(op)
+	if oi < 0 {
+		panic(fmt.Sprintf("sim: collective %q is not a known model.Collective", op))
+	}
+	if op == model.AllToAll {
+		return m.allToAll(g, bytes)
+	}
+	b := float64(bytes)
+	best, bestA, bestP := math.Inf(1), -1, -1
+	for a := 0; a < numAlgos; a++ {
+		for p := 0; p < numProtos; p++ {
+			if !g.enabled[a][p] || (a == algoTree && op != model.AllReduce) {
+				continue
+			}
+			if t := g.ncclLat[oi][a][p] + b*g.ncclUsPerByte[oi][a][p]; t < best {
+				best, bestA, bestP = t, a, p
+			}
+		}
+	}
+	if bestA < 0 { // NCCL_ALGO=Tree for a non-all-reduce: NCCL falls back to Ring
+		for p := 0; p < numProtos; p++ {
+			if g.enabled[algoTree][p] || g.enabled[algoRing][p] {
+				if t := g.ncclLat[oi][algoRing][p] + b*g.ncclUsPerByte[oi][algoRing][p]; t < best {
+					best, bestA, bestP = t, algoRing, p
+				}
+			}
+		}
+	}
+	c := g.result(oi, op, bestA, bestP, b)
+	c.NCCLTimeUs = best
+	return c
+}
+
+// CostWith predicts the time of one given (algo, proto) pair, bypassing
+// NCCL's choice (what NCCL_ALGO=algo NCCL_PROTO=proto forces). ok is false
+// when the pair does not exist for op.
+func (m *CollectiveModel) CostWith(op model.Collective, group []int, bytes int64, algo, proto string) (c CollectiveCost, ok bool) {
+	a, p, oi := indexOf(algoNames[:], algo), indexOf(protoNames[:], proto), opIndex(op)
+	if a < 0 || p < 0 || oi < 0 || op == model.AllToAll || (a == algoTree && op != model.AllReduce) {
+		return CollectiveCost{}, false
+	}
+	g := m.group(group)
+	if g.n <= 1 || bytes <= 0 {
+		return CollectiveCost{Channels: g.channels}, true
+	}
+	c = g.result(oi, op, a, p, float64(bytes))
+	c.NCCLTimeUs = g.ncclLat[oi][a][p] + float64(bytes)*g.ncclUsPerByte[oi][a][p]
+	return c, true
+}
+
+// steps is the number of sequential ring steps of op on n ranks.
+func steps(op model.Collective, a, n int) float64 {
+	if op == model.AllReduce {
+		return float64(2 * (n - 1)) // ring; tree intra-node: 2(n-1) hops too (nccl-model.md)
+	}
+	return float64(n - 1)
+}
+
+// busToAlg converts bus bandwidth to algorithm bandwidth (NCCL tuning.cc:
+// ring ratio nRanks/nSteps; tree all-reduce 0.5).
+func busToAlg(op model.Collective, a, n int) float64 {
+	if a == algoTree {
+		return 0.5
+	}
+	if op == model.AllReduce {
+		return float64(n) / float64(2*(n-1))
+	}
+	return float64(n) / float64(n-1)
+}
+
+// busFactor is the nccl-tests busbw/algbw factor.
+func busFactor(op model.Collective, n int) float64 {
+	if op == model.AllReduce {
+		return 2 * float64(n-1) / float64(n)
+	}
+	return float64(n-1) / float64(n)
+}
+
+// protoBusBw applies NCCL's protocol factors and caps to a bus bandwidth.
+func (m *CollectiveModel) protoBusBw(g *groupInfo, a, p int, bus float64) float64 {
+	ch := float64(g.channels)
+	if a == algoRing {
+		switch p {
+		case protoLL:
+			return math.Min(m.caps.llMaxBwGBps, bus*ringLLFactor)
+		case protoLL128:
+			return math.Min(bus*ringLL128Factor, ch*m.caps.perChMaxRingLL128Bws)
+		}
+		return bus
+	}
+	bus = math.Min(bus*treeBwFactor, ch*m.caps.perChMaxTreeBwGBps)
+	switch p {
+	case protoLL:
+		return math.Min(bus*treeLLFactor, m.caps.llMaxBwGBps)
+	case protoLL128:
+		return bus * treeLL128Factor
+	}
+	return bus
+}
+
+// precompute fills the per-(op, algo, proto) tables of g.
+//
+// NCCL's view: NCCL constants and NCCL's link model, no SHM latency (NCCL
+// rates host-memory paths as PCI). tpscope's prediction: calibrated
+// constants when present, else NCCL's constants plus the SHM latency of
+// host-memory hops weighted by their share of the ring; achieved link
+// bandwidths with sharing.
+func (m *CollectiveModel) precompute(g *groupInfo) {
+	for oi, op := range collOps[:3] {
+		for a := 0; a < numAlgos; a++ {
+			for p := 0; p < numProtos; p++ {
+				st := steps(op, a, g.n)
+				ratio := busToAlg(op, a, g.n)
+				bus, nbus := g.ringBw, g.ringNCCLBw
+				if a == algoTree {
+					bus, nbus = g.treeBw, g.treeNCCLBw
+				}
+				g.ncclLat[oi][a][p] = ncclBaseLatUs[a][p] + st*ncclHwLatUs[g.pathType][a][p]
+				g.ncclUsPerByte[oi][a][p] = 1 / (1000 * m.protoBusBw(g, a, p, nbus) * ratio)
+				if cp := m.calib[oi][a][p]; cp != nil {
+					cbus := cp.BusBWGBps
+					if ref := m.refBw(g, cp.Ranks, a); ref > 0 {
+						cbus *= bus / ref
+					}
+					g.lat[oi][a][p] = cp.BaseLatUs + st*cp.HwLatUs
+					g.usPerByte[oi][a][p] = 1 / (1000 * cbus * ratio)
+					g.calibrated[oi][a][p] = true
+					continue
+				}
+				g.lat[oi][a][p] = ncclBaseLatUs[a][p] + st*(ncclHwLatUs[g.pathType][a][p]+g.shmFrac*m.topo.Host.SHMLatUs)
+				g.usPerByte[oi][a][p] = 1 / (1000 * m.protoBusBw(g, a, p, bus) * ratio)
+			}
+		}
+	}
+}
+
+// result is the cost of (a, p) for b bytes from the tables.
+func (g *groupInfo) result(oi int, op model.Collective, a, p int, b float64) CollectiveCost {
+	c := CollectiveCost{Algo: algoNames[a], Proto: protoNames[p], Channels: g.channels, SHMHops: g.shmHops,
+		Bottleneck: g.ringNeck, Calibrated: g.calibrated[oi][a][p], NCCLLatencyUs: g.ncclLat[oi][a][p]}
+	c.LatencyUs = g.lat[oi][a][p]
+	c.LinkUs = b * g.usPerByte[oi][a][p]
+	c.TimeUs = c.LatencyUs + c.LinkUs
+	c.AlgBWGBps = b / (1000 * c.TimeUs)
+	c.BusBWGBps = c.AlgBWGBps * busFactor(op, g.n)
+	return c
+}
+
+// refBw is the modeled (uncalibrated) bus bandwidth of the first ranks
+// GPUs, the group a calibration was measured on; 0 if unknown.
+func (m *CollectiveModel) refBw(own *groupInfo, ranks, a int) float64 {
+	if ranks < 2 || ranks > m.topo.NumGPUs() {
+		return 0
+	}
+	g := own
+	if mask := uint64(1)<<uint(ranks) - 1; mask != own.mask {
+		g = m.groupMask(mask, nil)
+	}
+	if a == algoTree {
+		return g.treeBw
+	}
+	return g.ringBw
+}
+
+// allToAll models NCCL's all-to-all as grouped send/recv: every rank sends
+// bytes/n to every peer at once; the busiest link sets the bandwidth term.
+// Latency: baseLat + (n-1) hwLat of the protocol NCCL's p2p path picks (LL
+// up to NCCL_P2P_LL_THRESHOLD per peer, else Simple) — assumption: peers
+// are served in n-1 rounds whose latencies add up.
+func (m *CollectiveModel) allToAll(g *groupInfo, bytes int64) CollectiveCost {
+	b := float64(bytes)
+	perPeer := b / float64(g.n)
+	p := protoSimple
+	if perPeer <= p2pLLThresholdBytes {
+		p = protoLL
+	}
+	st := float64(g.n - 1)
+	lat := ncclBaseLatUs[algoRing][p] + st*(ncclHwLatUs[g.pathType][algoRing][p]+g.shmFrac*m.topo.Host.SHMLatUs)
+	eff := 1.0
+	if p == protoLL {
+		eff = ringLLFactor
+	}
+	link := perPeer * g.a2aPerByte / eff
+	c := CollectiveCost{Algo: "P2P", Proto: protoNames[p], Channels: g.channels, SHMHops: g.shmHops,
+		LatencyUs: lat, LinkUs: link, TimeUs: lat + link, Bottleneck: g.a2aNeckName}
+	c.NCCLTimeUs = c.TimeUs
+	c.AlgBWGBps = b / (1000 * c.TimeUs)
+	c.BusBWGBps = c.AlgBWGBps * busFactor(model.AllToAll, g.n)
+	return c
+}
+
+// CustomAllReduce is a custom all-reduce over CUDA IPC P2P (vLLM style),
+// available when the driver allows P2P between every pair of the group
+// (Topology.P2PUnsupported; NCCL_P2P_LEVEL does not apply). Whether to use
+// it is the caller's decision: vLLM disables its custom all-reduce on more
+// than two PCIe-only GPUs, and a one-shot PCIe all-reduce is an out-of-tree
+// optimization.
+//
+//	one-shot: each rank reads the whole buffer from every peer and reduces.
+//	  time = base + 2 barriers x max pair latency + bytes x busiest-link load
+//	two-shot: reduce-scatter then all-gather, each reading bytes/n per peer.
+//	  time = base + 3 barriers x max pair latency + 2 x (bytes/n) x busiest-link load
+//
+// ok is false when P2P is not available on some pair (NCCL_P2P_DISABLE or
+// the driver).
+func (m *CollectiveModel) CustomAllReduce(group []int, bytes int64, twoShot bool) (c CollectiveCost, ok bool) {
+	g := m.group(group)
+	if !g.customOK || m.opts.P2PDisable {
+		return CollectiveCost{}, false
+	}
+	if g.n <= 1 || bytes <= 0 {
+		return CollectiveCost{Algo: "OneShot"}, true
+	}
+	b := float64(bytes)
+	c = CollectiveCost{Algo: "OneShot", Proto: "P2P", Bottleneck: g.customNeck}
+	barriers, perPair := 2.0, b
+	if twoShot {
+		c.Algo, barriers, perPair = "TwoShot", 3, 2*b/float64(g.n)
+	}
+	c.LatencyUs = customARBaseUs + barriers*g.maxPairLatUs
+	c.LinkUs = perPair * g.customUsPerByte
+	c.TimeUs = c.LatencyUs + c.LinkUs
+	c.NCCLTimeUs = math.NaN()
+	c.AlgBWGBps = b / (1000 * c.TimeUs)
+	c.BusBWGBps = c.AlgBWGBps * busFactor(model.AllReduce, g.n)
+	return c, true
+}
+
+func (m *CollectiveModel) group(group []int) *groupInfo {
+	var mask uint64
+	if len(group) == 0 {
+		mask = uint64(1)<<uint(m.topo.NumGPUs()) - 1
+		if m.topo.NumGPUs() == 64 {
+			mask = ^uint64(0)
+		}
+	} else {
+		for _, r := range group {
+			if r < 0 || r >= m.topo.NumGPUs() {
+				panic(fmt.Sprintf("sim: collective group %v: rank %d outside topology %q (%d GPUs)", group, r, m.topo.Name, m.topo.NumGPUs()))
+			}
+			mask |= 1 << uint(r)
+		}
+		if len(group) != popcount(mask) {
+			panic(fmt.Sprintf("sim: collective group %v names a rank twice", group))
+		}
+	}
+	return m.groupMask(mask, group)
+}
+
+func popcount(x uint64) int {
+	n := 0
+	for ; x != 0; x &= x - 1 {
+		n++
+	}
+	return n
+}
+
+// groupMask returns the cached info of the group; the ring order is the
+// ascending GPU index order (NCCL's search on the presets finds the same
+// bottleneck with it).
+func (m *CollectiveModel) groupMask(mask uint64, _ []int) *groupInfo {
+	m.mu.RLock()
+	g := m.groups[mask]
+	m.mu.RUnlock()
+	if g != nil {
+		return g
+	}
+	var ranks []int
+	for r := 0; r < 64; r++ {
+		if mask&(1<<uint(r)) != 0 {
+			ranks = append(ranks, r)
+		}
+	}
+	g = m.buildGroup(mask, ranks)
+	m.mu.Lock()
+	m.groups[mask] = g
+	m.mu.Unlock()
+	return g
+}
+
+func (m *CollectiveModel) p2p(i, j int) bool {
+	return !m.opts.P2PDisable && m.topo.P2PAllowed(i, j, m.level)
+}
+
+func (m *CollectiveModel) buildGroup(mask uint64, ranks []int) *groupInfo {
+	t := m.topo
+	n := len(ranks)
+	g := &groupInfo{mask: mask, n: n, pathType: pathNVLink, channels: nvlinkChannels}
+	if n <= 1 {
+		return g
+	}
+	// Ring flows r[k] -> r[k+1]; the chain (tree) both ways between
+	// neighbours.
+	var ring, chain []topology.Flow
+	for k := 0; k < n; k++ {
+		i, j := ranks[k], ranks[(k+1)%n]
+		via := !m.p2p(i, j)
+		if via {
+			g.shmHops++
+		}
+		if t.Path(i, j).Level != topology.LevelNV || via {
+			g.pathType, g.channels = pathPCI, pcieChannels
+		}
+		ring = append(ring, topology.Flow{From: i, To: j, ViaHost: via})
+		if k < n-1 {
+			chain = append(chain, topology.Flow{From: i, To: j, ViaHost: via}, topology.Flow{From: j, To: i, ViaHost: !m.p2p(j, i)})
+		}
+	}
+	g.shmFrac = float64(g.shmHops) / float64(len(ring))
+	rs := t.Share(ring, false)
+	g.ringBw, g.ringNeck = rs.PerFlowGBps, rs.Bottleneck
+	g.ringNCCLBw = t.Share(ring, true).PerFlowGBps
+	g.treeBw = t.Share(chain, false).PerFlowGBps
+	g.treeNCCLBw = t.Share(chain, true).PerFlowGBps
+
+	// All pairs: all-to-all (NCCL transport per pair) and custom AR (P2P).
+	var a2a, pairs []topology.Flow
+	g.customOK = true
+	for _, i := range ranks {
+		for _, j := range ranks {
+			if i == j {
+				continue
+			}
+			a2a = append(a2a, topology.Flow{From: i, To: j, ViaHost: !m.p2p(i, j)})
+			pairs = append(pairs, topology.Flow{From: i, To: j})
+			if !t.P2PAllowed(i, j, topology.P2PSYS) {
+				g.customOK = false
+			}
+			g.maxPairLatUs = math.Max(g.maxPairLatUs, t.Path(i, j).LatUs)
+		}
+	}
+	ll := t.MaxLinkTimeUs(a2a, 1, false)
+	g.a2aPerByte, g.a2aNeckName = ll.Us, ll.Link
+	if shm := t.Host.SHMBWGBps; shm > 0 && g.shmHops > 0 {
+		// One rank's SHM sends share its host-memory bounce.
+		g.a2aPerByte = math.Max(g.a2aPerByte, float64(n-1)/(1000*shm))
+	}
+	cl := t.MaxLinkTimeUs(pairs, 1, false)
+	g.customUsPerByte, g.customNeck = cl.Us, cl.Link
+	if g.pathType == pathPCI {
+		g.customUsPerByte /= p2pReadEfficiency
+	}
+
+	for a := 0; a < numAlgos; a++ {
+		for p := 0; p < numProtos; p++ {
+			on := m.algoOn[a] && m.protoOn[p] != 0
+			if m.protoOn[p] < 0 && p == protoLL128 && g.pathType != pathNVLink {
+				on = false // nccl-model.md: LL128 by default only on NVLink
+			}
+			g.enabled[a][p] = on
+		}
+	}
+	m.precompute(g)
+	return g
+}
+
+// Options returns the options the model was built with.
+func (m *CollectiveModel) Options() NCCLOptions { return m.opts }
+
+// Topology returns the model's topology.
+func (m *CollectiveModel) Topology() *topology.Topology { return m.topo }

@@ -1,0 +1,379 @@
+package sim
+
+import (
+	"fmt"
+	"math"
+	"testing"
+
+	"github.com/tpscope/tpscope/model"
+	"github.com/tpscope/tpscope/topology"
+)
+
+func mustTopo(t testing.TB, name string, gpus int) *topology.Topology {
+	t.Helper()
+	tp, err := topology.Resolve(name, gpus)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tp
+}
+
+func mustModel(t testing.TB, name string, gpus int, o NCCLOptions) *CollectiveModel {
+	t.Helper()
+	m, err := NewCollectiveModel(mustTopo(t, name, gpus), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+func near(got, want, tol float64) bool { return math.Abs(got-want) <= tol }
+
+// TestNCCLLatencyByHand checks the latency term against nccl-model.md's
+// worked examples: baseLat[Ring][proto] + 2(n-1) hwLat[link][Ring][proto].
+// With NCCL_P2P_LEVEL=SYS every hop is P2P, so tpscope's own latency
+// (before calibration) equals NCCL's.
+func TestNCCLLatencyByHand(t *testing.T) {
+	cases := []struct {
+		name  string
+		topo  string
+		gpus  int
+		proto string
+		want  float64
+	}{
+		// 6.6 + 14 x 1.0 = 20.6 (nccl-model.md worked example)
+		{"pcie/8gpu/LL", "rtxpro6000-2s", 8, "LL", 20.6},
+		// 6.6 + 6 x 1.0 = 12.6
+		{"pcie/4gpu/LL", "rtxpro6000-2s", 4, "LL", 12.6},
+		// 6.6 + 2 x 1.0 = 8.6
+		{"pcie/2gpu/LL", "rtxpro6000-2s", 2, "LL", 8.6},
+		// 8.4 + 14 x 5.7 = 88.2
+		{"pcie/8gpu/Simple", "rtxpro6000-2s", 8, "Simple", 88.2},
+		// 6.6 + 14 x 0.6 = 15.0
+		{"nvlink/8gpu/LL", "h200-nvswitch", 8, "LL", 15.0},
+		// 14.0 + 14 x 1.9 = 40.6
+		{"nvlink/8gpu/LL128", "h200-nvswitch", 8, "LL128", 40.6},
+		// switch box: same PCI constants, 6.6 + 14 = 20.6
+		{"switch/8gpu/LL", "rtxpro6000-switch", 8, "LL", 20.6},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			m := mustModel(t, c.topo, c.gpus, NCCLOptions{Proto: c.proto, Algo: "Ring", P2PLevel: "SYS"})
+			got := m.Cost(model.AllReduce, nil, 1024)
+			if got.Proto != c.proto || got.Algo != "Ring" {
+				t.Fatalf("chose %s/%s, want Ring/%s", got.Algo, got.Proto, c.proto)
+			}
+			if !near(got.LatencyUs, c.want, 1e-9) || !near(got.NCCLLatencyUs, c.want, 1e-9) {
+				t.Errorf("latency %.4f us (NCCL %.4f), want %.1f", got.LatencyUs, got.NCCLLatencyUs, c.want)
+			}
+		})
+	}
+}
+
+// TestBusAlgRatio: nccl-tests busbw = algbw x 2(n-1)/n for all-reduce
+// (1.75 at 8 ranks), (n-1)/n for the others (0.875 at 8).
+func TestBusAlgRatio(t *testing.T) {
+	m := mustModel(t, "rtxpro6000-2s", 8, NCCLOptions{})
+	for _, c := range []struct {
+		op   model.Collective
+		want float64
+	}{{model.AllReduce, 1.75}, {model.AllGather, 0.875}, {model.ReduceScatter, 0.875}, {model.AllToAll, 0.875}} {
+		t.Run(string(c.op), func(t *testing.T) {
+			got := m.Cost(c.op, nil, 64<<20)
+			if r := got.BusBWGBps / got.AlgBWGBps; !near(r, c.want, 1e-12) {
+				t.Errorf("busbw/algbw = %v, want %v", r, c.want)
+			}
+			if !near(got.AlgBWGBps, float64(64<<20)/(1000*got.TimeUs), 1e-9) {
+				t.Errorf("algbw %v != bytes/time", got.AlgBWGBps)
+			}
+		})
+	}
+}
+
+// TestBandwidthByHand derives the bandwidth term from the preset's link
+// figures. rtxpro6000-2s at NCCL_P2P_LEVEL=SYS: the ring 0..7 crosses the
+// socket link once each way, so the bottleneck is xGMI at 45 GB/s
+// (hardware.md 39-51, middle) against 54 on the GPU links. Ring Simple:
+// busBw 45, algBw = 45 x 8/14; LL: busBw min(282, 45 x 0.5) = 22.5.
+// NCCL's own view: 16 GB/s across sockets (hardware.md, AMD).
+func TestBandwidthByHand(t *testing.T) {
+	const bytes = 512 << 20
+	cases := []struct {
+		name, topo, proto, algo string
+		op                      model.Collective
+		wantLatUs, wantAlgGBps  float64
+		wantNCCLAlgGBps         float64
+	}{
+		{"2s/ring/simple", "rtxpro6000-2s", "Simple", "Ring", model.AllReduce, 88.2, 45 * 8.0 / 14, 16 * 8.0 / 14},
+		{"2s/ring/LL", "rtxpro6000-2s", "LL", "Ring", model.AllReduce, 20.6, 22.5 * 8.0 / 14, 8 * 8.0 / 14},
+		// switch box: uplinks carry one ring flow each way: 54 (real), 48 (NCCL).
+		{"switch/ring/simple", "rtxpro6000-switch", "Simple", "Ring", model.AllReduce, 88.2, 54 * 8.0 / 14, 48 * 8.0 / 14},
+		// all-gather: steps n-1 = 7, algBw = busBw x 8/7.
+		{"2s/allgather/simple", "rtxpro6000-2s", "Simple", "Ring", model.AllGather, 8.4 + 7*5.7, 45 * 8.0 / 7, 16 * 8.0 / 7},
+		// Tree (chain 0..7, reduce up and broadcast down at once): an
+		// interior GPU sends to both neighbours over its one PCIe link, so
+		// each GPU link carries 2 flows out: min(54/2, 45) = 27 real, min(48/2,
+		// 16) = 16 NCCL; busBw min(bw x 0.92, 2 ch x 70); algBw x 0.5.
+		{"2s/tree/simple", "rtxpro6000-2s", "Simple", "Tree", model.AllReduce, 8.4 + 14*4.0, 27 * 0.92 * 0.5, 16 * 0.92 * 0.5},
+		// H200: NVLink 450 (hardware.md) real; NCCL 18 x 20.6 = 370.8. Simple ring.
+		{"h200/ring/simple", "h200-nvswitch", "Simple", "Ring", model.AllReduce, 8.4 + 14*3.4, 450 * 8.0 / 14, 370.8 * 8.0 / 14},
+		// LL128: min(0.92 x bus, 16 ch x 36.7) = 0.92 x bus.
+		{"h200/ring/LL128", "h200-nvswitch", "LL128", "Ring", model.AllReduce, 14 + 14*1.9, 0.92 * 450 * 8.0 / 14, 0.92 * 370.8 * 8.0 / 14},
+		// LL: min(llMaxBw 141 (Hopper), 0.5 x bus).
+		{"h200/ring/LL", "h200-nvswitch", "LL", "Ring", model.AllReduce, 20.6 - 14*0.4, 141 * 8.0 / 14, 141 * 8.0 / 14},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			m := mustModel(t, c.topo, 8, NCCLOptions{P2PLevel: "SYS"})
+			got, ok := m.CostWith(c.op, nil, bytes, c.algo, c.proto)
+			if !ok {
+				t.Fatal("pair not available")
+			}
+			want := c.wantLatUs + bytes/(1000*c.wantAlgGBps)
+			if !near(got.TimeUs, want, 1e-6*want) {
+				t.Errorf("time %.3f us, want %.3f (lat %.2f + %d B / %.3f GB/s)", got.TimeUs, want, c.wantLatUs, bytes, c.wantAlgGBps)
+			}
+			wantN := c.wantLatUs + bytes/(1000*c.wantNCCLAlgGBps)
+			if !near(got.NCCLTimeUs, wantN, 1e-6*wantN) {
+				t.Errorf("NCCL time %.3f us, want %.3f", got.NCCLTimeUs, wantN)
+			}
+		})
+	}
+}
+
+// TestNCCLChoice replays NCCL's min-time choice. rtxpro6000-2s, NCCL's
+// view at level SYS: LL = 20.6 + b/(1000 x 8 x 8/14), Simple = 88.2 +
+// b/(1000 x 16 x 8/14); they cross at b = 67.6 / (1/4571.4 - 1/9142.9) us
+// = 618 kB: LL below, Simple above. LL128 is off on PCIe unless asked for.
+func TestNCCLChoice(t *testing.T) {
+	cases := []struct {
+		name      string
+		topo      string
+		o         NCCLOptions
+		op        model.Collective
+		bytes     int64
+		wantAlgo  string
+		wantProto string
+	}{
+		{"2s/small/LL", "rtxpro6000-2s", NCCLOptions{P2PLevel: "SYS"}, model.AllReduce, 512 << 10, "Ring", "LL"},
+		{"2s/large/Simple", "rtxpro6000-2s", NCCLOptions{P2PLevel: "SYS"}, model.AllReduce, 1 << 20, "Ring", "Simple"},
+		{"2s/proto=LL/large", "rtxpro6000-2s", NCCLOptions{Proto: "LL"}, model.AllReduce, 256 << 20, "Ring", "LL"},
+		// Without LL, NCCL's table favours Tree for tiny messages: Tree
+		// Simple 8.4 + 14 x 4.0 = 64.4 us < Ring Simple 88.2 us.
+		{"2s/proto=^LL/small", "rtxpro6000-2s", NCCLOptions{Proto: "^LL"}, model.AllReduce, 1024, "Tree", "Simple"},
+		{"2s/proto=^LL/algo=Ring/small", "rtxpro6000-2s", NCCLOptions{Proto: "^LL", Algo: "Ring"}, model.AllReduce, 1024, "Ring", "Simple"},
+		// Explicit LL128 is honoured off NVLink: Tree 14 + 14 x 1.9 = 40.6 <
+		// Ring 14 + 14 x 2.5 = 49.0.
+		{"2s/proto=LL128 forced on PCIe", "rtxpro6000-2s", NCCLOptions{Proto: "LL128"}, model.AllReduce, 1024, "Tree", "LL128"},
+		{"2s/algo=Tree", "rtxpro6000-2s", NCCLOptions{Algo: "Tree"}, model.AllReduce, 1024, "Tree", "LL"},
+		{"2s/algo=Tree/allgather falls back to Ring", "rtxpro6000-2s", NCCLOptions{Algo: "Tree"}, model.AllGather, 1024, "Ring", "LL"},
+		// H200: LL128 allowed on NVLink; at 4 MiB NCCL's view: LL 15.0 +
+		// b/(1000 x 141 x 8/14) = 67.0 us, LL128 40.6 + b/(1000 x 341.1 x
+		// 8/14) = 62.1 us, Simple 56.0 + b/(1000 x 370.8 x 8/14) = 75.8 us.
+		{"h200/4MiB/LL128", "h200-nvswitch", NCCLOptions{}, model.AllReduce, 4 << 20, "Ring", "LL128"},
+		{"h200/small/LL", "h200-nvswitch", NCCLOptions{}, model.AllReduce, 4096, "Ring", "LL"},
+		{"h200/proto=^LL128/4MiB", "h200-nvswitch", NCCLOptions{Proto: "^LL128"}, model.AllReduce, 4 << 20, "Ring", "LL"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			m := mustModel(t, c.topo, 8, c.o)
+			got := m.Cost(c.op, nil, c.bytes)
+			if got.Algo != c.wantAlgo || got.Proto != c.wantProto {
+				t.Errorf("chose %s/%s, want %s/%s", got.Algo, got.Proto, c.wantAlgo, c.wantProto)
+			}
+		})
+	}
+}
+
+// TestSHMLatency: hops beyond NCCL_P2P_LEVEL go through host memory and
+// add Host.SHMLatUs (hardware.md: about 14 us) per step, weighted by the
+// fraction of ring hops that bounce. 2s at the default PXB: all 8 hops
+// bounce: 6.6 + 14 x (1.0 + 14) = 216.6 us. Switch box: 4 of 8 hops
+// (across switches) bounce: 6.6 + 14 x (1.0 + 0.5 x 14) = 118.6 us.
+// P2P disabled on the switch box: all 8 bounce: 216.6 us.
+func TestSHMLatency(t *testing.T) {
+	cases := []struct {
+		name    string
+		topo    string
+		o       NCCLOptions
+		wantLat float64
+		wantSHM int
+	}{
+		{"2s/default", "rtxpro6000-2s", NCCLOptions{Proto: "LL"}, 216.6, 8},
+		{"2s/SYS", "rtxpro6000-2s", NCCLOptions{Proto: "LL", P2PLevel: "SYS"}, 20.6, 0},
+		{"2s/PHB", "rtxpro6000-2s", NCCLOptions{Proto: "LL", P2PLevel: "PHB"}, 6.6 + 14*(1+14*2.0/8), 2},
+		{"switch/default", "rtxpro6000-switch", NCCLOptions{Proto: "LL"}, 118.6, 4},
+		{"switch/p2p-disabled", "rtxpro6000-switch", NCCLOptions{Proto: "LL", P2PDisable: true}, 216.6, 8},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			got := mustModel(t, c.topo, 8, c.o).Cost(model.AllReduce, nil, 1024)
+			if !near(got.LatencyUs, c.wantLat, 1e-9) || got.SHMHops != c.wantSHM {
+				t.Errorf("latency %.3f us with %d SHM hops, want %.3f with %d", got.LatencyUs, got.SHMHops, c.wantLat, c.wantSHM)
+			}
+		})
+	}
+}
+
+// TestDirection: changing the box changes the prediction the right way.
+func TestDirection(t *testing.T) {
+	type setup struct {
+		topo string
+		o    NCCLOptions
+	}
+	cases := []struct {
+		name           string
+		faster, slower setup
+		bytes          int64
+	}{
+		// PIX pairs inside a switch keep P2P at the default level; the
+		// dual-socket box bounces every hop through host memory.
+		{"switch beats 2s at default level, 16 KiB", setup{"rtxpro6000-switch", NCCLOptions{}}, setup{"rtxpro6000-2s", NCCLOptions{}}, 16 << 10},
+		// At SYS both are all-P2P; the switch uplink (54) beats xGMI (45).
+		{"switch beats 2s at SYS, 256 MiB", setup{"rtxpro6000-switch", NCCLOptions{P2PLevel: "SYS"}}, setup{"rtxpro6000-2s", NCCLOptions{P2PLevel: "SYS"}}, 256 << 20},
+		{"SYS beats default on 2s, 16 KiB", setup{"rtxpro6000-2s", NCCLOptions{P2PLevel: "SYS"}}, setup{"rtxpro6000-2s", NCCLOptions{}}, 16 << 10},
+		{"SYS beats default on 2s, 64 MiB", setup{"rtxpro6000-2s", NCCLOptions{P2PLevel: "SYS"}}, setup{"rtxpro6000-2s", NCCLOptions{}}, 64 << 20},
+		{"Gen5 beats Gen4 (switch, SYS), 64 MiB", setup{"rtxpro6000-switch", NCCLOptions{P2PLevel: "SYS"}}, setup{"rtxpro6000-switch-gen4", NCCLOptions{P2PLevel: "SYS"}}, 64 << 20},
+		{"Gen5 beats Gen4 (2s, default), 64 MiB", setup{"rtxpro6000-2s", NCCLOptions{}}, setup{"rtxpro6000-2s-gen4", NCCLOptions{}}, 64 << 20},
+		{"P2P beats P2P disabled (switch)", setup{"rtxpro6000-switch", NCCLOptions{}}, setup{"rtxpro6000-switch", NCCLOptions{P2PDisable: true}}, 1 << 20},
+		{"NVSwitch beats PCIe", setup{"h200-nvswitch", NCCLOptions{}}, setup{"rtxpro6000-2s", NCCLOptions{P2PLevel: "SYS"}}, 1 << 20},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			f := mustModel(t, c.faster.topo, 8, c.faster.o).Cost(model.AllReduce, nil, c.bytes)
+			s := mustModel(t, c.slower.topo, 8, c.slower.o).Cost(model.AllReduce, nil, c.bytes)
+			if !(f.TimeUs < s.TimeUs) {
+				t.Errorf("%s: %.2f us (%s/%s) is not below %s: %.2f us (%s/%s)", c.faster.topo, f.TimeUs, f.Algo, f.Proto, c.slower.topo, s.TimeUs, s.Algo, s.Proto)
+			}
+		})
+	}
+}
+
+// TestAllToAllByHand: H200, 8 ranks, 64 MiB send buffer. Every rank sends
+// 8 MiB to each of 7 peers at once; each GPU's NVLink to the NVSwitch
+// carries 7 flows out: 7 x 8 MiB / 450 GB/s. Latency: Simple, 8.4 + 7 x 3.4.
+func TestAllToAllByHand(t *testing.T) {
+	m := mustModel(t, "h200-nvswitch", 8, NCCLOptions{})
+	const b = 64 << 20
+	got := m.Cost(model.AllToAll, nil, b)
+	want := 8.4 + 7*3.4 + 7*float64(b/8)/(1000*450)
+	if got.Proto != "Simple" || !near(got.TimeUs, want, 1e-6*want) {
+		t.Errorf("all-to-all %s %.3f us, want Simple %.3f", got.Proto, got.TimeUs, want)
+	}
+	// 2s at SYS: the socket link carries 4 x 4 = 16 flows of b/8 per
+	// direction at 45 GB/s; the GPU links 7 flows at 54: xGMI binds.
+	m2 := mustModel(t, "rtxpro6000-2s", 8, NCCLOptions{P2PLevel: "SYS"})
+	got = m2.Cost(model.AllToAll, nil, b)
+	want = 8.4 + 7*5.7 + 16*float64(b/8)/(1000*45)
+	if !near(got.TimeUs, want, 1e-6*want) {
+		t.Errorf("2s all-to-all %.3f us, want %.3f (bottleneck %s)", got.TimeUs, want, got.Bottleneck)
+	}
+}
+
+// TestCustomAllReduceByHand: 2s box, 8 GPUs. Farthest pair (across
+// sockets): 0.2 + 0.05 + 0.3 + 0.05 + 0.2 = 0.8 us. One-shot: 3 + 2 x 0.8
+// = 4.6 us latency; every rank reads the buffer from 7 peers, the socket
+// link carries 16 flows per direction at 45 GB/s, PCIe read efficiency 0.8.
+// Two-shot: 3 + 3 x 0.8 = 5.4 us; 2 x b/8 per pair.
+func TestCustomAllReduceByHand(t *testing.T) {
+	m := mustModel(t, "rtxpro6000-2s", 8, NCCLOptions{})
+	const b = 1 << 20
+	one, ok := m.CustomAllReduce(nil, b, false)
+	if !ok {
+		t.Fatal("one-shot not available on 2s")
+	}
+	want := 4.6 + 16*float64(b)/(1000*45)/0.8
+	if !near(one.TimeUs, want, 1e-6*want) {
+		t.Errorf("one-shot %.3f us, want %.3f", one.TimeUs, want)
+	}
+	two, _ := m.CustomAllReduce(nil, b, true)
+	want = 5.4 + 16*2*float64(b)/8/(1000*45)/0.8
+	if !near(two.TimeUs, want, 1e-6*want) {
+		t.Errorf("two-shot %.3f us, want %.3f", two.TimeUs, want)
+	}
+	// Small messages: one-shot beats NCCL at the default level (216.6 us latency).
+	small, _ := m.CustomAllReduce(nil, 16<<10, false)
+	if nc := m.Cost(model.AllReduce, nil, 16<<10); !(small.TimeUs < nc.TimeUs) {
+		t.Errorf("one-shot 16 KiB %.2f us not below NCCL %.2f us", small.TimeUs, nc.TimeUs)
+	}
+	if _, ok := mustModel(t, "rtxpro6000-2s", 8, NCCLOptions{P2PDisable: true}).CustomAllReduce(nil, b, false); ok {
+		t.Error("custom all-reduce available with P2P disabled")
+	}
+}
+
+// TestCalibrationOverride: calibrated constants in the topology replace
+// NCCL's for their (op, algo, proto, p2p level), scaled to other groups by
+// the modeled bandwidth ratio.
+func TestCalibrationOverride(t *testing.T) {
+	tp := mustTopo(t, "rtxpro6000-2s", 0).Clone()
+	tp.Calibration = &topology.Calibration{Source: "test", Collectives: []topology.CollectiveParams{
+		{Op: "allreduce", Algo: "Ring", Proto: "LL", Ranks: 8, P2PLevel: "SYS", BaseLatUs: 10, HwLatUs: 2, BusBWGBps: 10},
+	}}
+	if err := tp.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	m, err := NewCollectiveModel(tp, NCCLOptions{Proto: "LL", P2PLevel: "SYS"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const b = 1 << 20
+	got := m.Cost(model.AllReduce, nil, b)
+	// 10 + 14 x 2 = 38 us; algBw = 10 x 8/14.
+	want := 38 + b/(1000*10*8.0/14)
+	if !got.Calibrated || !near(got.TimeUs, want, 1e-6*want) {
+		t.Errorf("calibrated %v time %.3f, want %.3f", got.Calibrated, got.TimeUs, want)
+	}
+	// 4 GPUs of socket 0: no socket link in the ring, modeled bw 54 vs 45
+	// for the 8-GPU reference: busBw 10 x 54/45 = 12; 10 + 6 x 2 = 22 us.
+	got = m.Cost(model.AllReduce, []int{0, 1, 2, 3}, b)
+	want = 22 + b/(1000*12*4.0/6)
+	if !near(got.TimeUs, want, 1e-6*want) {
+		t.Errorf("4-rank calibrated time %.3f, want %.3f", got.TimeUs, want)
+	}
+	// Another P2P level: the entry does not apply.
+	m2, _ := NewCollectiveModel(tp, NCCLOptions{Proto: "LL"})
+	if m2.Cost(model.AllReduce, nil, b).Calibrated {
+		t.Error("calibration measured at SYS applied at PXB")
+	}
+}
+
+func TestOptionErrors(t *testing.T) {
+	tp := mustTopo(t, "rtxpro6000-2s", 0)
+	for _, o := range []NCCLOptions{{Proto: "LL129"}, {Proto: "^LL,LL128,Simple"}, {Algo: "Ringg"}, {Algo: "^Ring,Tree"}, {P2PLevel: "FOO"}} {
+		t.Run(fmt.Sprintf("%+v", o), func(t *testing.T) {
+			if _, err := NewCollectiveModel(tp, o); err == nil {
+				t.Errorf("no error for %+v", o)
+			}
+		})
+	}
+	m, _ := NewCollectiveModel(tp, NCCLOptions{})
+	if err := m.ValidateGroup([]int{0, 9}); err == nil {
+		t.Error("group with rank 9 on 8 GPUs accepted")
+	}
+	if err := m.ValidateGroup([]int{1, 1}); err == nil {
+		t.Error("group with a repeated rank accepted")
+	}
+	if c := m.Cost(model.AllReduce, []int{3}, 1<<20); c.TimeUs != 0 {
+		t.Errorf("single-rank all-reduce costs %v us", c.TimeUs)
+	}
+}
+
+func BenchmarkCollectiveCost(b *testing.B) {
+	for _, c := range []struct {
+		topo string
+		op   model.Collective
+	}{{"rtxpro6000-2s", model.AllReduce}, {"h200-nvswitch", model.AllReduce}, {"rtxpro6000-2s", model.AllToAll}} {
+		b.Run(fmt.Sprintf("topo=%s/op=%s/ranks=8", c.topo, c.op), func(b *testing.B) {
+			m := mustModel(b, c.topo, 8, NCCLOptions{})
+			group := []int{0, 1, 2, 3, 4, 5, 6, 7}
+			m.Cost(c.op, group, 1)
+			b.ReportAllocs()
+			b.ResetTimer()
+			var sink float64
+			for i := 0; i < b.N; i++ {
+				sink += m.Cost(c.op, group, int64(1024+i&0xffff)).TimeUs
+			}
+			_ = sink
+		})
+	}
+}
