@@ -1,0 +1,151 @@
+package main
+
+import (
+	"github.com/spf13/pflag"
+	"github.com/tpscope/tpscope/model"
+	"github.com/tpscope/tpscope/sim"
+	"github.com/tpscope/tpscope/topology"
+)
+
+// simFlags are the box and run-time option flags shared by predict, advise
+// and plan: which topology, and every sim.Options field.
+type simFlags struct {
+	topo       string
+	gpus       int
+	proto      string
+	algo       string
+	p2pLevel   string
+	p2pDisable bool
+	graphs     bool
+	customAR   string
+	fusion     bool
+	overlap    bool
+	mtpAccept  float64
+	memUtil    float64
+	attn       string
+}
+
+// addSimFlags registers the flags on fs.
+func addSimFlags(fs *pflag.FlagSet) *simFlags {
+	f := &simFlags{}
+	fs.StringVar(&f.topo, "topo", topology.DefaultPreset, "topology preset ("+joinNames(topology.PresetNames())+") or JSON file")
+	fs.IntVar(&f.gpus, "gpus", 0, "use only the first N GPUs of the topology (0 = all)")
+	fs.StringVar(&f.proto, "nccl-proto", "", "NCCL_PROTO: LL, LL128, Simple, a comma list or ^exclusions (default: NCCL's choice)")
+	fs.StringVar(&f.algo, "nccl-algo", "", "NCCL_ALGO: Ring, Tree (default: NCCL's choice)")
+	fs.StringVar(&f.p2pLevel, "p2p-level", "", "NCCL_P2P_LEVEL: LOC, NVL, PIX, PXB, PHB, SYS (default PXB)")
+	fs.BoolVar(&f.p2pDisable, "p2p-disable", false, "NCCL_P2P_DISABLE=1: every GPU-GPU hop through host memory")
+	fs.BoolVar(&f.graphs, "cuda-graphs", false, "replay decode as CUDA graphs (batch padded to vLLM's capture sizes)")
+	fs.StringVar(&f.customAR, "custom-ar", "auto", "TP all-reduce: auto (vLLM rule), off (NCCL), oneshot, twoshot")
+	fs.BoolVar(&f.fusion, "ar-norm-fusion", false, "fuse each all-reduce with the RMSNorm after it")
+	fs.BoolVar(&f.overlap, "overlap", false, "run collectives on a separate stream, overlapping independent compute")
+	fs.Float64Var(&f.mtpAccept, "mtp-accept", 0, "MTP acceptance rate per speculative token (0..1)")
+	fs.Float64Var(&f.memUtil, "gpu-mem-util", 0, "vLLM gpu_memory_utilization (0 = 0.9)")
+	fs.StringVar(&f.attn, "attention-backend", "", "MLA decode kernel: triton_mla or flashmla (default: by compute capability)")
+	return f
+}
+
+// resolve returns the topology and options the flags name; errors are
+// usage errors.
+func (f *simFlags) resolve() (*topology.Topology, sim.Options, error) {
+	var o sim.Options
+	t, err := topology.Resolve(f.topo, f.gpus)
+	if err != nil {
+		return nil, o, usageErrorf("--topo %s: %v", f.topo, err)
+	}
+	ar, err := sim.ParseCustomAR(f.customAR)
+	if err != nil {
+		return nil, o, usageErrorf("--custom-ar: %v", err)
+	}
+	if _, err := topology.ParseP2PLevel(f.p2pLevel); err != nil {
+		return nil, o, usageErrorf("--p2p-level: %v", err)
+	}
+	o = sim.Options{NCCLProto: f.proto, NCCLAlgo: f.algo, P2PLevel: f.p2pLevel, P2PDisable: f.p2pDisable,
+		CUDAGraphs: f.graphs, CustomAR: ar, ARNormFusion: f.fusion, Overlap: f.overlap,
+		MTPAcceptRate: f.mtpAccept, GPUMemUtilization: f.memUtil, AttentionBackend: sim.AttentionBackend(f.attn)}
+	if err := o.Validate(); err != nil {
+		return nil, o, usageErrorf("%v", err)
+	}
+	return t, o, nil
+}
+
+func joinNames(s []string) string {
+	out := ""
+	for i, n := range s {
+		if i > 0 {
+			out += ", "
+		}
+		out += n
+	}
+	return out
+}
+
+// predictScenarioFlags are the model/plan/workload flags of predict. They
+// stand in until the shared scenario flags of the model verbs are used.
+type predictScenarioFlags struct {
+	model    string
+	tp, dp   int
+	dcp      int
+	ep       bool
+	batch    int
+	context  int
+	spec     int
+	kvDtype  string
+	phase    string
+	denseDSA bool
+}
+
+func addScenarioFlags(fs *pflag.FlagSet) *predictScenarioFlags {
+	f := &predictScenarioFlags{}
+	fs.StringVar(&f.model, "model", "kimi-k2.5-nvfp4", "model preset ("+joinNames(model.PresetNames())+") or a config.json / directory")
+	fs.IntVar(&f.tp, "tp", 8, "tensor-parallel degree")
+	fs.IntVar(&f.dp, "dp", 1, "data-parallel attention degree (needs --ep)")
+	fs.IntVar(&f.dcp, "dcp", 1, "decode context parallelism (divides --tp)")
+	fs.BoolVar(&f.ep, "ep", false, "expert parallelism: whole experts per rank")
+	fs.IntVar(&f.batch, "batch", 1, "concurrent sequences")
+	fs.IntVar(&f.context, "context", 4096, "tokens already in each sequence's KV cache")
+	fs.IntVar(&f.spec, "spec-tokens", 0, "MTP speculative tokens per sequence and step")
+	fs.StringVar(&f.kvDtype, "kv-dtype", "", "KV-cache dtype: bf16, fp8 (default: the checkpoint's)")
+	fs.StringVar(&f.phase, "phase", "decode", "decode or prefill")
+	fs.BoolVar(&f.denseDSA, "dense-dsa", false, "run a DSA model (GLM-5) as dense MLA, without the indexer")
+	return f
+}
+
+// scenario resolves the flags; bad values are usage errors.
+func (f *predictScenarioFlags) scenario() (sim.Scenario, error) {
+	var sc sim.Scenario
+	a, err := model.Resolve(f.model)
+	if err != nil {
+		return sc, usageErrorf("--model %s: %v", f.model, err)
+	}
+	if f.batch < 1 {
+		return sc, usageErrorf("--batch %d: want at least 1", f.batch)
+	}
+	if f.context < 0 {
+		return sc, usageErrorf("--context %d: want 0 or more tokens", f.context)
+	}
+	if f.spec < 0 {
+		return sc, usageErrorf("--spec-tokens %d: want 0 or more", f.spec)
+	}
+	var kv model.Dtype
+	if f.kvDtype != "" {
+		if kv, err = model.ParseDtype(f.kvDtype); err != nil {
+			return sc, usageErrorf("--kv-dtype: %v", err)
+		}
+	}
+	var ph model.Phase
+	switch f.phase {
+	case "decode":
+		ph = model.Decode
+	case "prefill":
+		ph = model.Prefill
+	default:
+		return sc, usageErrorf("--phase %q: want decode or prefill", f.phase)
+	}
+	plan := model.Plan{TP: f.tp, DP: f.dp, DCP: f.dcp, EP: f.ep}
+	if err := plan.Validate(a); err != nil {
+		return sc, usageErrorf("%v", err)
+	}
+	return sim.Scenario{Arch: a, Plan: plan,
+		Workload: model.Workload{Phase: ph, Batch: f.batch, Context: f.context, SpecTokens: f.spec, KVDtype: kv},
+		Build:    model.BuildOptions{DenseDSA: f.denseDSA}}, nil
+}
