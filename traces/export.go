@@ -33,7 +33,12 @@ type exportConfig struct {
 	exportTimeout time.Duration
 	retryDown     time.Duration
 	sync          bool
+	copyPath      string
 }
+
+// WithCopyFile also writes every span to an OTLP JSON file at path (its
+// own batch queue), e.g. to keep a local copy of what went to Jaeger.
+func WithCopyFile(path string) Option { return func(c *exportConfig) { c.copyPath = path } }
 
 // WithResource adds resource attributes (ResGPUModel, ResGPUDriver,
 // ResNCCLVersion, ...) to service.name=tpscope and host.name.
@@ -139,11 +144,22 @@ func Setup(ctx context.Context, dest string, opts ...Option) (*Exporter, error) 
 			sdktrace.WithBlocking(),
 		)
 	}
-	tp := sdktrace.NewTracerProvider(
+	popts := []sdktrace.TracerProviderOption{
 		sdktrace.WithResource(res),
 		sdktrace.WithSampler(sdktrace.AlwaysSample()),
 		sdktrace.WithSpanProcessor(sp),
-	)
+	}
+	if c.copyPath != "" {
+		fe, err := NewFileExporter(c.copyPath)
+		if err != nil {
+			_ = exp.Shutdown(ctx)
+			return nil, err
+		}
+		popts = append(popts, sdktrace.WithSpanProcessor(sdktrace.NewBatchSpanProcessor(fe,
+			sdktrace.WithBatchTimeout(c.batchTimeout), sdktrace.WithMaxExportBatchSize(c.maxBatch),
+			sdktrace.WithMaxQueueSize(c.queueSize), sdktrace.WithBlocking())))
+	}
+	tp := sdktrace.NewTracerProvider(popts...)
 	return &Exporter{dest: dest, provider: tp, counted: counted}, nil
 }
 

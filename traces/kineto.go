@@ -400,7 +400,9 @@ type kernelRule struct {
 // generic words they contain: "allreduce_fusion" (all-reduce + RMSNorm) is a
 // collective, not a norm; "grouped_topk" is the router, not a grouped GEMM;
 // "flash_fwd_splitkv_combine" and triton "_fwd_grouped_kernel_stage1" are
-// attention; "reshape_and_cache" is the KV-cache write (elementwise).
+// attention; "flashinfer::norm::RMSNormKernel" is a norm (norms come before
+// attention, and "flash" alone names a library, not attention);
+// "rotary_embedding" is elementwise, not the embedding; "reshape_and_cache" is the KV-cache write (elementwise).
 // Names from NCCL (ncclDevKernel_<Coll>_<RedOp>_<type>_<algo>_<proto>),
 // vLLM custom all-reduce (csrc/custom_all_reduce.cuh cross_device_reduce_*),
 // FlashInfer/TRT-LLM all-reduce fusion, DeepEP, vLLM/SGLang fused_moe,
@@ -412,11 +414,12 @@ var kernelRules = []kernelRule{
 	{"deepep", model.KindCollective, []string{"deep_ep", "deepep"}},
 	{"router", model.KindRouter, []string{"topk", "top_k", "router", "gating", "moe_align", "align_block_size", "count_and_sort_expert"}},
 	{"kv_cache_write", model.KindElementwise, []string{"reshape_and_cache", "concat_and_cache", "set_mla_kv", "store_kvcache"}},
-	{"attention", model.KindAttention, []string{"flash", "mla", "attn", "attention", "fmha", "_fwd_kernel_stage", "_fwd_grouped_kernel_stage", "paged_", "decode_kernel", "mha_", "xqa"}},
-	{"moe_sum", model.KindElementwise, []string{"moe_sum"}},
-	{"moe_gemm", model.KindMoEGEMM, []string{"fused_moe", "moe", "grouped", "m_grouped", "expert"}},
 	{"norm", model.KindNorm, []string{"rms_norm", "rmsnorm", "layernorm", "layer_norm", "norm_kernel"}},
+	{"attention", model.KindAttention, []string{"flash_fwd", "flash_attn", "flash::", "flashmla", "flash_mla", "mla", "attn", "attention", "fmha", "_fwd_kernel_stage", "_fwd_grouped_kernel_stage", "paged", "decode_kernel", "mha_", "xqa"}},
+	{"moe_sum", model.KindElementwise, []string{"moe_sum"}},
+	{"moe_gemm", model.KindMoEGEMM, []string{"fused_moe", "moe", "grouped", "m_grouped", "groupproblemshape", "group_gemm", "expert"}},
 	{"gemm", model.KindGEMM, []string{"gemm", "gemv", "cutlass", "cublas", "xmma", "nvjet", "matmul", "splitkreduce", "s16816", "wgmma", "deep_gemm"}},
+	{"rope", model.KindElementwise, []string{"rotary", "rope"}},
 	{"embedding", model.KindEmbedding, []string{"embedding", "embed"}},
 	{"elementwise", model.KindElementwise, []string{"elementwise", "act_and_mul", "silu", "gelu", "rotary", "rope", "softmax", "reduce_kernel", "copy", "fill", "cat", "index", "argmax", "sampl"}},
 }

@@ -297,12 +297,21 @@ func (in *interner) b(b []byte) string {
 // finish validates and normalizes spans added by a reader: fills typed
 // fields, Step/Seq/KindSeq, sorts spans, lists scenarios.
 func (r *Result) finish() {
-	// Typed fields.
+	// Typed fields; spans with a malformed op ID cannot be aligned.
+	j := 0
 	for i := range r.Spans {
 		s := &r.Spans[i]
-		sort.SliceStable(s.Attrs, func(a, b int) bool { return s.Attrs[a].Key < s.Attrs[b].Key })
+		sortAttrs(s.Attrs)
 		fillTyped(s)
+		if s.OpID != "" && !ValidOpID(s.OpID) {
+			r.skip("span "+s.SpanID.String(), fmt.Sprintf("op ID %q is not L{layer:02}.{block}.{name}, embed.*, head.* or mtp.*", truncName(s.OpID)))
+			continue
+		}
+		r.Spans[j] = *s
+		j++
 	}
+	clear(r.Spans[j:])
+	r.Spans = r.Spans[:j]
 	sort.Slice(r.Spans, func(i, j int) bool {
 		a, b := &r.Spans[i], &r.Spans[j]
 		if c := bytes.Compare(a.TraceID[:], b.TraceID[:]); c != 0 {

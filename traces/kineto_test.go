@@ -1,0 +1,207 @@
+package traces
+
+import (
+	"bytes"
+	"compress/gzip"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tpscope/tpscope/model"
+)
+
+func TestClassifyKernel(t *testing.T) {
+	// Expected kinds assigned by hand from what each kernel computes.
+	tests := []struct {
+		name string
+		kind model.OpKind
+		coll model.Collective
+	}{
+		{"ncclDevKernel_AllReduce_Sum_bf16_RING_LL(ncclDevKernelArgsStorage<4096ul>)", model.KindCollective, model.AllReduce},
+		{"ncclDevKernel_AllGather_RING_LL(ncclDevKernelArgsStorage<4096ul>)", model.KindCollective, model.AllGather},
+		{"ncclDevKernel_ReduceScatter_Sum_bf16_RING_SIMPLE", model.KindCollective, model.ReduceScatter},
+		{"ncclDevKernel_SendRecv(ncclDevKernelArgsStorage<4096ul>)", model.KindCollective, model.AllToAll},
+		{"ncclKernel_AllReduce_RING_LL_Sum_half(ncclWorkElem)", model.KindCollective, model.AllReduce},
+		{"void vllm::cross_device_reduce_1stage<__nv_bfloat16, 8>(vllm::RankData*, vllm::RankSignals, vllm::Signal*, __nv_bfloat16*, int, int)", model.KindCollective, model.AllReduce},
+		{"void vllm::cross_device_reduce_2stage<__nv_bfloat16, 8>(...)", model.KindCollective, model.AllReduce},
+		{"void flashinfer::trtllm_allreduce_fusion::allreduce_fusion_kernel_oneshot_lamport<__nv_bfloat16, 8>", model.KindCollective, model.AllReduce},
+		{"void deep_ep::intranode::dispatch<8, 768, 8192>(...)", model.KindCollective, model.AllToAll},
+		{"void vllm::moe::grouped_topk_kernel<float>(float*, ...)", model.KindRouter, ""},
+		{"void vllm::moe::topkGatingSoftmax<8, 256, 4, 16>(...)", model.KindRouter, ""},
+		{"void vllm::moe::moe_align_block_size_kernel<int>(...)", model.KindRouter, ""},
+		{"void vllm::concat_and_cache_mla_kernel<__nv_bfloat16, __nv_bfloat16, (vllm::Fp8KVCacheDataType)0>", model.KindElementwise, ""},
+		{"void vllm::reshape_and_cache_flash_kernel<...>", model.KindElementwise, ""},
+		{"void flash::flash_fwd_splitkv_mla_kernel<Flash_fwd_kernel_traits_mla<576, 64, 64, 8, cutlass::bfloat16_t, 512>, true>", model.KindAttention, ""},
+		{"void flash::flash_fwd_splitkv_mla_combine_kernel<cutlass::bfloat16_t, float, 512, 64>", model.KindAttention, ""},
+		{"_fwd_grouped_kernel_stage1", model.KindAttention, ""},
+		{"triton_mla_decode_kernel", model.KindAttention, ""},
+		{"void flashinfer::BatchDecodeWithPagedKVCacheKernel<...>", model.KindAttention, ""},
+		{"fused_moe_kernel", model.KindMoEGEMM, ""},
+		{"void cutlass::device_kernel<cutlass::gemm::kernel::GemmUniversal<cutlass::gemm::GroupProblemShape<...>>>", model.KindMoEGEMM, ""},
+		{"void vllm::moe::moe_sum_kernel<c10::BFloat16, 8>", model.KindElementwise, ""},
+		{"void vllm::rms_norm_kernel<c10::BFloat16, 8, 4>(...)", model.KindNorm, ""},
+		{"void vllm::fused_add_rms_norm_kernel<c10::BFloat16, 8>(...)", model.KindNorm, ""},
+		{"void flashinfer::norm::RMSNormKernel<8u, __nv_bfloat16>(...)", model.KindNorm, ""},
+		{"void at::native::(anonymous namespace)::vectorized_layer_norm_kernel<float, float>", model.KindNorm, ""},
+		{"nvjet_tst_64x8_64x16_4x1_v_bz_TNT", model.KindGEMM, ""},
+		{"sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize64x64x64_warpgroupsize1x1x1_execute_segment_k_off_kernel__5x_cublas", model.KindGEMM, ""},
+		{"cutlass::Kernel2<cutlass_80_wmma_tensorop_bf16_s161616gemm_bf16_16x16_128x2_tn_align8>", model.KindGEMM, ""},
+		{"void cublasLt::splitKreduce_kernel<32, 16, int, float, __nv_bfloat16>", model.KindGEMM, ""},
+		{"void deep_gemm::fp8_gemm_kernel<128, 128>", model.KindGEMM, ""},
+		{"void vllm::act_and_mul_kernel<c10::BFloat16, &(vllm::silu_kernel<c10::BFloat16>), true>", model.KindElementwise, ""},
+		{"void vllm::rotary_embedding_kernel<c10::BFloat16, true>", model.KindElementwise, ""},
+		{"void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<float>>", model.KindElementwise, ""},
+		{"some_unknown_kernel_xyz", model.KindElementwise, ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name[:min(len(tc.name), 48)], func(t *testing.T) {
+			kind, coll, rule := ClassifyKernel(tc.name)
+			if kind != tc.kind || coll != tc.coll {
+				t.Errorf("ClassifyKernel(%q) = %s/%q (rule %s), want %s/%q", tc.name, kind, coll, rule, tc.kind, tc.coll)
+			}
+		})
+	}
+}
+
+// TestKinetoFixture reads the hand-written two-step trace of one rank
+// (testdata/kineto_two_steps.json: rank 3 of 8, step 1 eager launches,
+// step 2 one cudaGraphLaunch whose kernels run after the CPU-side step
+// annotation ends, a warm-up kernel before step 1, one memcpy).
+func TestKinetoFixture(t *testing.T) {
+	plain, err := os.ReadFile("testdata/kineto_two_steps.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var gz bytes.Buffer
+	zw := gzip.NewWriter(&gz)
+	zw.Write(plain)
+	zw.Close()
+	gzPath := filepath.Join(t.TempDir(), "rank3.pt.trace.json.gz")
+	if err := os.WriteFile(gzPath, gz.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// Kinds in kernel order, by hand from the kernel names in the fixture.
+	want := map[int][]model.OpKind{
+		1: {model.KindNorm, model.KindGEMM, model.KindAttention, model.KindGEMM, model.KindCollective, model.KindNorm,
+			model.KindRouter, model.KindMoEGEMM, model.KindElementwise, model.KindElementwise, model.KindCollective},
+		2: {model.KindNorm, model.KindGEMM, model.KindAttention, model.KindGEMM, model.KindCollective, model.KindNorm,
+			model.KindRouter, model.KindMoEGEMM, model.KindElementwise, model.KindMoEGEMM, model.KindCollective},
+	}
+	for _, src := range []string{"testdata/kineto_two_steps.json", gzPath} {
+		t.Run(filepath.Base(src), func(t *testing.T) {
+			res, err := ReadAll(context.Background(), src)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Format != FormatKineto {
+				t.Errorf("format %q, want %q", res.Format, FormatKineto)
+			}
+			got := map[int][]model.OpKind{}
+			for _, s := range res.Spans {
+				if s.Rank != 3 {
+					t.Errorf("span %s: rank %d, want 3 (distributedInfo.rank)", s.Name, s.Rank)
+				}
+				got[s.Step] = append(got[s.Step], model.OpKind(s.OpKind))
+				g, _ := s.Attr(AttrGraph)
+				if wantGraph := s.Step == 2; g.AsBool() != wantGraph {
+					t.Errorf("step %d %s: graph=%v, want %v", s.Step, s.Name, g.AsBool(), wantGraph)
+				}
+				if s.TraceID != kinetoTraceID(s.Step) {
+					t.Errorf("step %d: trace ID %s, want the step's derived ID", s.Step, s.TraceID)
+				}
+			}
+			for step, kinds := range want {
+				if strings.Join(kindStrings(got[step]), ",") != strings.Join(kindStrings(kinds), ",") {
+					t.Errorf("step %d kinds\n got %v\nwant %v", step, got[step], kinds)
+				}
+			}
+			if len(got) != 2 {
+				t.Errorf("steps %v, want 1 and 2 only (warm-up kernel left out)", keys(got))
+			}
+			// First kernel of step 1: baseTimeNanoseconds + ts 1012.000 µs, dur 4.128 µs.
+			first := res.Spans[0]
+			for _, s := range res.Spans {
+				if s.Step == 1 && s.Seq == 0 {
+					first = s
+				}
+			}
+			if wantStart := int64(1764633600000000000 + 1012000); first.Start != wantStart || first.Duration != 4128*time.Nanosecond {
+				t.Errorf("first kernel start %d dur %v, want %d and 4.128µs", first.Start, first.Duration, wantStart)
+			}
+			// Step 2 has two fused_moe_kernel launches: KindSeq 0 and 1.
+			var moeSeq []int
+			for _, s := range res.Spans {
+				if s.Step == 2 && s.OpKind == string(model.KindMoEGEMM) {
+					moeSeq = append(moeSeq, s.KindSeq)
+				}
+			}
+			if len(moeSeq) != 2 || moeSeq[0] != 0 || moeSeq[1] != 1 {
+				t.Errorf("step 2 moe_gemm KindSeq %v, want [0 1]", moeSeq)
+			}
+			reasons := skipText(res)
+			for _, w := range []string{"1 kernels run outside every ProfilerStep", "1 gpu_memcpy events"} {
+				if !strings.Contains(reasons, w) {
+					t.Errorf("skip report lacks %q:\n%s", w, reasons)
+				}
+			}
+		})
+	}
+}
+
+func kindStrings(k []model.OpKind) []string {
+	s := make([]string, len(k))
+	for i := range k {
+		s[i] = string(k[i])
+	}
+	return s
+}
+
+func keys(m map[int][]model.OpKind) []int {
+	var k []int
+	for x := range m {
+		k = append(k, x)
+	}
+	return k
+}
+
+func skipText(r *Result) string {
+	var b strings.Builder
+	for _, s := range r.Skipped {
+		b.WriteString(s.String())
+		b.WriteByte('\n')
+	}
+	return b.String()
+}
+
+func TestParseUsToNs(t *testing.T) {
+	tests := []struct {
+		in   string
+		want int64
+		ok   bool
+	}{
+		{"1012", 1012000, true},
+		{"1012.5", 1012500, true},
+		{"4.128", 4128, true},
+		{"0.0005", 0, true}, // below 1 ns: dropped
+		{"1764633600000000.123", 1764633600000000123, true},
+		{"-2.5", -2500, true},
+		{"1e3", 1000000, true},
+		{"abc", 0, false},
+		{"1.2x", 0, false},
+		{"", 0, false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.in, func(t *testing.T) {
+			got, ok := parseUsToNs(jsonNumber(tc.in))
+			if got != tc.want || ok != tc.ok {
+				t.Errorf("parseUsToNs(%q) = %d,%v want %d,%v", tc.in, got, ok, tc.want, tc.ok)
+			}
+		})
+	}
+}
+
+func jsonNumber(s string) json.Number { return json.Number(s) }
