@@ -517,7 +517,7 @@ func (b *builder) indexer(s *site) {
 	op.FLOPs = pairs * float64(ih) * (2*float64(id) + 2)
 	op.KVBytes = float64(s.seqs) * float64(ctx) * cb
 	op.BytesRead = op.KVBytes + float64(t*ih*id) // FP8 queries
-	op.BytesWritten = pairs * 4 // fp32 index scores
+	op.BytesWritten = pairs * 4                  // fp32 index scores
 	op = b.op(s, "attn", "indexer_topk", KindRouter, gNone)
 	op.M, op.N, op.K = t, ctx, int64(a.IndexTopK)
 	op.ActDtype = FP32

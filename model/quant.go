@@ -319,7 +319,10 @@ func (s *quantSpec) resolve(a *Arch, base Dtype) Quant {
 	ly := func(l int, m string) string { return fmt.Sprintf("model.layers.%d.%s", l, m) }
 	set(&q.Attention, ly(L, "self_attn.q_a_proj"), ly(L, "self_attn.q_b_proj"), ly(L, "self_attn.kv_a_proj_with_mqa"),
 		ly(L, "self_attn.kv_b_proj"), ly(L, "self_attn.o_proj"))
-	set(&q.Indexer, ly(L, "self_attn.indexer.wq_b"), ly(L, "self_attn.indexer.wk"))
+	q.Indexer = base
+	if a.HasIndexer() {
+		set(&q.Indexer, ly(L, "self_attn.indexer.wq_b"), ly(L, "self_attn.indexer.wk"))
+	}
 	set(&q.SharedExperts, ly(L, "mlp.shared_experts.gate_proj"), ly(L, "mlp.shared_experts.down_proj"))
 	set(&q.RoutedExperts, ly(L, "mlp.experts.0.gate_proj"), ly(L, "mlp.experts.0.down_proj"))
 	set(&q.DenseMLP, ly(0, "mlp.gate_proj"), ly(0, "mlp.down_proj"))
@@ -329,6 +332,6 @@ func (s *quantSpec) resolve(a *Arch, base Dtype) Quant {
 		set(&q.LMHead, "lm_head")
 	}
 	set(&q.MTP, ly(a.Layers, "mlp.experts.0.gate_proj"))
-	q.MTPExcluded = q.MTP == base
+	q.MTPExcluded = s.weights != "" && q.MTP == base
 	return q
 }

@@ -110,7 +110,9 @@ func (w Workload) Normalized() Workload {
 // feature; in prefill they only add the MTP draft pass), a known KV dtype.
 func (w Workload) Validate() error {
 	w = w.Normalized()
-	werr := func(field, v, want string) error { return &PlanError{What: "workload", Field: field, Value: v, Want: want} }
+	werr := func(field, v, want string) error {
+		return &PlanError{What: "workload", Field: field, Value: v, Want: want}
+	}
 	if w.Phase != Decode && w.Phase != Prefill {
 		return werr("phase", strconv.Quote(string(w.Phase)), `"decode" or "prefill"`)
 	}

@@ -1,0 +1,374 @@
+package model
+
+import (
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestParseReferenceConfigs parses the real Hugging Face files and checks
+// dims and per-component quantization against what the files say (the
+// expected values were read off the JSON by hand; see SOURCES.md there).
+func TestParseReferenceConfigs(t *testing.T) {
+	type want struct {
+		modelType                                        string
+		layers, dense, heads, hidden, experts, vocab, mtp int
+		qlora, nope, v                                   int
+		indexHeads, indexDim, indexTopK                  int
+		attn, shared, dense_, routed, lmHead, indexer    Dtype
+		mtpExcluded                                      bool
+		kv                                               Dtype
+	}
+	cases := []struct {
+		name       string
+		cfg, quant string
+		want       want
+	}{
+		{
+			// text_config dims; text_config.quantization_config INT4 g32 with
+			// ignore lm_head, self_attn, shared_experts, dense mlp; kv null.
+			name: "kimi-k2.5-int4", cfg: "moonshotai--Kimi-K2.5_config.json",
+			want: want{modelType: "kimi_k25", layers: 61, dense: 1, heads: 64, hidden: 7168, experts: 384, vocab: 163840,
+				qlora: 1536, nope: 128, v: 128,
+				attn: BF16, shared: BF16, dense_: BF16, routed: INT4G32, lmHead: BF16, indexer: BF16, kv: BF16},
+		},
+		{
+			// top-level ModelOpt NVFP4; ignore only lm_head and self_attn, so
+			// shared experts and the dense layer are NVFP4; kv_cache_scheme fp8.
+			name: "kimi-k2.5-nvfp4", cfg: "nvidia--Kimi-K2.5-NVFP4_config.json",
+			want: want{modelType: "kimi_k25", layers: 61, dense: 1, heads: 64, hidden: 7168, experts: 384, vocab: 163840,
+				qlora: 1536, nope: 128, v: 128,
+				attn: BF16, shared: NVFP4, dense_: NVFP4, routed: NVFP4, lmHead: BF16, indexer: BF16, kv: FP8},
+		},
+		{
+			// hf_quant_config.json decides: excludes layers.0* (dense layer),
+			// every shared_experts and self_attn, lm_head; kv FP8.
+			name: "kimi-k2.6-nvfp4+hf_quant", cfg: "nvidia--Kimi-K2.6-NVFP4_config.json", quant: "nvidia--Kimi-K2.6-NVFP4_hf_quant_config.json",
+			want: want{modelType: "kimi_k25", layers: 61, dense: 1, heads: 64, hidden: 7168, experts: 384, vocab: 163840,
+				qlora: 1536, nope: 128, v: 128,
+				attn: BF16, shared: BF16, dense_: BF16, routed: NVFP4, lmHead: BF16, indexer: BF16, kv: FP8},
+		},
+		{
+			// fp8 e4m3 weight_block_size [128,128]; lm_head stays bf16 in
+			// DeepSeek's checkpoint; no kv quantization; one MTP layer.
+			name: "deepseek-v3", cfg: "deepseek-ai--DeepSeek-V3_config.json",
+			want: want{modelType: "deepseek_v3", layers: 61, dense: 3, heads: 128, hidden: 7168, experts: 256, vocab: 129280, mtp: 1,
+				qlora: 1536, nope: 128, v: 128,
+				attn: FP8Block128, shared: FP8Block128, dense_: FP8Block128, routed: FP8Block128, lmHead: BF16, indexer: BF16, kv: BF16},
+		},
+		{
+			name: "kimi-k2-instruct", cfg: "moonshotai--Kimi-K2-Instruct_config.json",
+			want: want{modelType: "kimi_k2", layers: 61, dense: 1, heads: 64, hidden: 7168, experts: 384, vocab: 163840,
+				qlora: 1536, nope: 128, v: 128,
+				attn: FP8Block128, shared: FP8Block128, dense_: FP8Block128, routed: FP8Block128, lmHead: BF16, indexer: BF16, kv: BF16},
+		},
+		{
+			// hf_quant: NVFP4, kv_cache_quant_algo null, excludes self_attn*,
+			// gates, norms, layer 61 (MTP), lm_head, embed_tokens.
+			name: "deepseek-v3-0324-nvfp4", cfg: "nvidia--DeepSeek-V3-0324-NVFP4_config.json", quant: "nvidia--DeepSeek-V3-0324-NVFP4_hf_quant_config.json",
+			want: want{modelType: "deepseek_v3", layers: 61, dense: 3, heads: 128, hidden: 7168, experts: 256, vocab: 129280, mtp: 1,
+				qlora: 1536, nope: 128, v: 128,
+				attn: BF16, shared: NVFP4, dense_: NVFP4, routed: NVFP4, lmHead: BF16, indexer: BF16, mtpExcluded: true, kv: BF16},
+		},
+		{
+			name: "glm-5-bf16", cfg: "zai-org--GLM-5_config.json",
+			want: want{modelType: "glm_moe_dsa", layers: 78, dense: 3, heads: 64, hidden: 6144, experts: 256, vocab: 154880, mtp: 1,
+				qlora: 2048, nope: 192, v: 256, indexHeads: 32, indexDim: 128, indexTopK: 2048,
+				attn: BF16, shared: BF16, dense_: BF16, routed: BF16, lmHead: BF16, indexer: BF16, kv: BF16},
+		},
+		{
+			// hf_quant: NVFP4, kv FP8, excludes attention projections, indexer*,
+			// layer 78 (MTP), lm_head.
+			name: "glm-5-nvfp4", cfg: "zai-org--GLM-5_config.json", quant: "nvidia--GLM-5-NVFP4_hf_quant_config.json",
+			want: want{modelType: "glm_moe_dsa", layers: 78, dense: 3, heads: 64, hidden: 6144, experts: 256, vocab: 154880, mtp: 1,
+				qlora: 2048, nope: 192, v: 256, indexHeads: 32, indexDim: 128, indexTopK: 2048,
+				attn: BF16, shared: NVFP4, dense_: NVFP4, routed: NVFP4, lmHead: BF16, indexer: BF16, mtpExcluded: true, kv: FP8},
+		},
+		{
+			// fp8 block-128 with modules_to_not_convert listing norms, gates,
+			// indexers_proj, eh_proj, embed, lm_head: the indexer's wq_b/wk and
+			// the MTP layer's experts are FP8.
+			name: "glm-5-fp8", cfg: "zai-org--GLM-5-FP8_config.json",
+			want: want{modelType: "glm_moe_dsa", layers: 78, dense: 3, heads: 64, hidden: 6144, experts: 256, vocab: 154880, mtp: 1,
+				qlora: 2048, nope: 192, v: 256, indexHeads: 32, indexDim: 128, indexTopK: 2048,
+				attn: FP8Block128, shared: FP8Block128, dense_: FP8Block128, routed: FP8Block128, lmHead: BF16, indexer: FP8Block128, kv: BF16},
+		},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			cfg, err := os.ReadFile(refFile(t, c.cfg))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var quant []byte
+			if c.quant != "" {
+				if quant, err = os.ReadFile(refFile(t, c.quant)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			a, err := Parse(c.cfg, cfg, c.quant, quant)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := want{modelType: a.ModelType, layers: a.Layers, dense: a.DenseLayers, heads: a.Heads, hidden: a.Hidden,
+				experts: a.RoutedExperts, vocab: a.Vocab, mtp: a.MTPLayers, qlora: a.QLoraRank, nope: a.QKNopeHeadDim, v: a.VHeadDim,
+				indexHeads: a.IndexHeads, indexDim: a.IndexHeadDim, indexTopK: a.IndexTopK,
+				attn: a.Quant.Attention, shared: a.Quant.SharedExperts, dense_: a.Quant.DenseMLP, routed: a.Quant.RoutedExperts,
+				lmHead: a.Quant.LMHead, indexer: a.Quant.Indexer, mtpExcluded: a.Quant.MTPExcluded, kv: a.Quant.KV}
+			if got != c.want {
+				t.Errorf("got  %+v\nwant %+v", got, c.want)
+			}
+			// Shared by all: top-8 routing, 1 shared expert, 512 + 64 latent,
+			// moe_intermediate 2048; embedding and router never quantized.
+			if a.TopK != 8 || a.SharedExperts != 1 || a.KVLoraRank != 512 || a.QKRopeHeadDim != 64 || a.MoEIntermediate != 2048 {
+				t.Errorf("common dims: topk %d shared %d kv_lora %d rope %d moe_inter %d", a.TopK, a.SharedExperts, a.KVLoraRank, a.QKRopeHeadDim, a.MoEIntermediate)
+			}
+			if a.Quant.Embedding != BF16 || a.Quant.Router != BF16 {
+				t.Errorf("embedding %s router %s, want bf16", a.Quant.Embedding, a.Quant.Router)
+			}
+		})
+	}
+}
+
+// TestLoadDirAndFile: Load accepts a directory (config.json plus an
+// optional hf_quant_config.json) or a single file.
+func TestLoadDirAndFile(t *testing.T) {
+	cfg, err := os.ReadFile(refFile(t, "zai-org--GLM-5_config.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	quant, err := os.ReadFile(refFile(t, "nvidia--GLM-5-NVFP4_hf_quant_config.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	write := func(name string, b []byte) {
+		if err := os.WriteFile(filepath.Join(dir, name), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("config.json", cfg)
+	write("hf_quant_config.json", quant)
+	write("other.json", cfg)
+	cases := []struct {
+		name, path string
+		routed     Dtype // NVFP4 when hf_quant_config.json was picked up
+	}{
+		{"dir", dir, NVFP4},
+		{"config.json picks up its sibling", filepath.Join(dir, "config.json"), NVFP4},
+		{"other file alone", filepath.Join(dir, "other.json"), BF16},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			a, err := Load(c.path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if a.Quant.RoutedExperts != c.routed || a.Layers != 78 {
+				t.Errorf("routed %s layers %d, want %s 78", a.Quant.RoutedExperts, a.Layers, c.routed)
+			}
+		})
+	}
+	t.Run("missing", func(t *testing.T) {
+		_, err := Load(filepath.Join(dir, "nope"))
+		var ce *ConfigError
+		if !errors.As(err, &ce) {
+			t.Fatalf("err %v, want *ConfigError", err)
+		}
+	})
+}
+
+// tinyConfig is a valid deepseek_v3 config as a map for mutation.
+func tinyConfig() map[string]any {
+	return map[string]any{
+		"model_type": "deepseek_v3", "hidden_size": 256, "num_hidden_layers": 4, "first_k_dense_replace": 1,
+		"num_attention_heads": 8, "q_lora_rank": 128, "kv_lora_rank": 64, "qk_nope_head_dim": 32, "qk_rope_head_dim": 16,
+		"v_head_dim": 32, "intermediate_size": 512, "moe_intermediate_size": 128, "n_routed_experts": 16,
+		"n_shared_experts": 1, "num_experts_per_tok": 4, "vocab_size": 1024,
+	}
+}
+
+func mustJSON(t testing.TB, v any) []byte {
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// TestParseErrors: each malformed or unsupported config gets a one-line
+// *ConfigError naming the file, the field and the expectation.
+func TestParseErrors(t *testing.T) {
+	cases := []struct {
+		name   string
+		mutate func(m map[string]any)
+		raw    string // used instead of the mutated map when set
+		quant  string
+		file   string
+		field  string
+		msg    string // substring of Error()
+	}{
+		{name: "missing heads", mutate: func(m map[string]any) { delete(m, "num_attention_heads") },
+			file: "config.json", field: "num_attention_heads",
+			msg: `config.json: field "num_attention_heads": missing, want a positive integer`},
+		{name: "negative hidden", mutate: func(m map[string]any) { m["hidden_size"] = -3 },
+			file: "config.json", field: "hidden_size", msg: "got -3, want a positive integer"},
+		{name: "string layers", mutate: func(m map[string]any) { m["num_hidden_layers"] = "61" },
+			file: "config.json", field: "num_hidden_layers", msg: `got string "61"`},
+		{name: "fractional", mutate: func(m map[string]any) { m["kv_lora_rank"] = 64.5 },
+			file: "config.json", field: "kv_lora_rank", msg: "got 64.5"},
+		{name: "unknown model_type", mutate: func(m map[string]any) { m["model_type"] = "llama" },
+			file: "config.json", field: "model_type", msg: `"llama", want one of deepseek_v3`},
+		{name: "missing model_type", mutate: func(m map[string]any) { delete(m, "model_type") },
+			file: "config.json", field: "model_type", msg: "missing, want a string"},
+		{name: "kimi_k25 without text_config", mutate: func(m map[string]any) { m["model_type"] = "kimi_k25" },
+			file: "config.json", field: "text_config", msg: "missing"},
+		{name: "kimi_k25 text_config missing field", mutate: func(m map[string]any) {
+			inner := tinyConfig()
+			delete(inner, "vocab_size")
+			for k := range m {
+				delete(m, k)
+			}
+			m["model_type"] = "kimi_k25"
+			m["text_config"] = inner
+		}, file: "config.json", field: "text_config.vocab_size", msg: "missing"},
+		{name: "glm without indexer", mutate: func(m map[string]any) { m["model_type"] = "glm_moe_dsa" },
+			file: "config.json", field: "index_n_heads", msg: "missing"},
+		{name: "topk above experts", mutate: func(m map[string]any) { m["num_experts_per_tok"] = 17 },
+			file: "config.json", field: "num_experts_per_tok", msg: "at most n_routed_experts (16)"},
+		{name: "moe_layer_freq 2", mutate: func(m map[string]any) { m["moe_layer_freq"] = 2 },
+			file: "config.json", field: "moe_layer_freq", msg: "want 1"},
+		{name: "unknown quant method", mutate: func(m map[string]any) { m["quantization_config"] = map[string]any{"quant_method": "gptq"} },
+			file: "config.json", field: "quantization_config.quant_method", msg: `"gptq"`},
+		{name: "fp8 block 64", mutate: func(m map[string]any) {
+			m["quantization_config"] = map[string]any{"quant_method": "fp8", "weight_block_size": []int{64, 64}}
+		}, file: "config.json", field: "quantization_config.weight_block_size", msg: "want [128, 128]"},
+		{name: "bad ignore regexp", mutate: func(m map[string]any) {
+			m["quantization_config"] = map[string]any{"quant_method": "modelopt", "quant_algo": "NVFP4", "ignore": []string{"re:(unclosed"}}
+		}, file: "config.json", field: "quantization_config.ignore[0]", msg: "want a valid pattern"},
+		{name: "int8 groups unsupported", mutate: func(m map[string]any) {
+			m["quantization_config"] = map[string]any{"quant_method": "compressed-tensors",
+				"config_groups": map[string]any{"g": map[string]any{"weights": map[string]any{"num_bits": 8, "type": "int"}}}}
+		}, file: "config.json", field: "quantization_config.config_groups.g.weights", msg: `type "int" num_bits 8`},
+		{name: "not json", raw: "{\"model_type\": ", file: "config.json", msg: "want a JSON object"},
+		{name: "array", raw: "[1,2]", file: "config.json", msg: "got an array, want a JSON object"},
+		{name: "hf_quant unknown algo", quant: `{"quantization": {"quant_algo": "INT8"}}`,
+			file: "hf_quant_config.json", field: "quantization.quant_algo", msg: `"INT8", want "NVFP4" or "FP8"`},
+		{name: "hf_quant without quantization", quant: `{"producer": {}}`,
+			file: "hf_quant_config.json", field: "quantization", msg: "missing, want an object"},
+		{name: "hf_quant nvfp4 group 32", quant: `{"quantization": {"quant_algo": "NVFP4", "group_size": 32}}`,
+			file: "hf_quant_config.json", field: "quantization.group_size", msg: "want 16 for NVFP4"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			m := tinyConfig()
+			if c.mutate != nil {
+				c.mutate(m)
+			}
+			data := mustJSON(t, m)
+			if c.raw != "" {
+				data = []byte(c.raw)
+			}
+			var quant []byte
+			if c.quant != "" {
+				quant = []byte(c.quant)
+			}
+			_, err := Parse("dir/config.json", data, "dir/hf_quant_config.json", quant)
+			var ce *ConfigError
+			if !errors.As(err, &ce) {
+				t.Fatalf("err = %v, want *ConfigError", err)
+			}
+			if ce.File != c.file || ce.Field != c.field {
+				t.Errorf("file %q field %q, want %q %q", ce.File, ce.Field, c.file, c.field)
+			}
+			if !strings.Contains(err.Error(), c.msg) {
+				t.Errorf("message %q lacks %q", err.Error(), c.msg)
+			}
+			if strings.Contains(err.Error(), "\n") {
+				t.Errorf("message is not one line: %q", err.Error())
+			}
+		})
+	}
+}
+
+// TestIgnorePatterns checks the three pattern forms against module names.
+func TestIgnorePatterns(t *testing.T) {
+	cases := []struct {
+		pattern, name string
+		match         bool
+	}{
+		{"lm_head", "lm_head", true},
+		{"lm_head", "language_model.lm_head", true}, // dotted suffix
+		{"lm_head", "model.lm_head_extra", false},
+		{"model.layers.*.self_attn*", "model.layers.7.self_attn.o_proj", true},
+		{"model.layers.1*", "model.layers.12.mlp.gate_proj", true}, // fnmatch: * crosses dots
+		{"model.layers.0*", "model.layers.1.mlp.gate_proj", false},
+		{`re:.*mlp\.(gate|up|gate_up|down)_proj.*`, "model.layers.0.mlp.gate_proj", true},
+		{`re:.*mlp\.(gate|up|gate_up|down)_proj.*`, "model.layers.1.mlp.experts.3.gate_proj", false},
+		{`re:.*shared_experts.*`, "model.layers.1.mlp.shared_experts.down_proj", true},
+		{"model.layers.3.mlp.gate", "model.layers.3.mlp.gate_proj", false},
+	}
+	for _, c := range cases {
+		t.Run(c.pattern+"~"+c.name, func(t *testing.T) {
+			res, err := parsePatterns("f", "ignore", []any{c.pattern})
+			if err != nil {
+				t.Fatal(err)
+			}
+			s := quantSpec{ignore: res}
+			if got := s.excluded(c.name); got != c.match {
+				t.Errorf("match = %v, want %v", got, c.match)
+			}
+		})
+	}
+}
+
+// FuzzParse: no input makes the parser panic; every failure is a
+// *ConfigError; every success has positive dims and consistent counts.
+// Seeds: the built-in presets, the tiny config, a few broken files, and the
+// reference configs when present (testdata/fuzz/FuzzParse holds more).
+func FuzzParse(f *testing.F) {
+	entries, _ := presetFS.ReadDir("presets")
+	for _, e := range entries {
+		b, _ := presetFS.ReadFile("presets/" + e.Name())
+		f.Add(b, []byte(nil))
+	}
+	tiny, _ := json.Marshal(tinyConfig())
+	f.Add(tiny, []byte(`{"quantization": {"quant_algo": "NVFP4", "kv_cache_quant_algo": "FP8", "exclude_modules": ["lm_head", "re:["]}}`))
+	f.Add([]byte(`{"model_type":"kimi_k25","text_config":{"model_type":"kimi_k2"}}`), []byte(nil))
+	f.Add([]byte(`{"model_type":"glm_moe_dsa","hidden_size":1e400}`), []byte(`[]`))
+	if ents, err := os.ReadDir(refDir); err == nil {
+		for _, e := range ents {
+			if strings.HasSuffix(e.Name(), "_config.json") && !strings.Contains(e.Name(), "hf_quant") {
+				b, _ := os.ReadFile(filepath.Join(refDir, e.Name()))
+				f.Add(b, []byte(nil))
+			}
+		}
+	}
+	f.Fuzz(func(t *testing.T, cfg, quant []byte) {
+		a, err := Parse("config.json", cfg, "hf_quant_config.json", quant)
+		if err != nil {
+			var ce *ConfigError
+			if !errors.As(err, &ce) {
+				t.Fatalf("error %v is not a *ConfigError", err)
+			}
+			if ce.File == "" || strings.Contains(err.Error(), "\n") {
+				t.Fatalf("bad error message %q", err.Error())
+			}
+			return
+		}
+		if a.Hidden < 1 || a.Layers < 1 || a.Heads < 1 || a.TopK > a.RoutedExperts || a.DenseLayers > a.Layers {
+			t.Fatalf("accepted inconsistent arch %+v", a)
+		}
+		for _, c := range Components {
+			if !a.Quant.Dtype(c).Valid() {
+				t.Fatalf("component %s has invalid dtype %q", c, a.Quant.Dtype(c))
+			}
+		}
+		if p := a.Params(); !(p.Total > 0 && p.Active > 0 && p.Active <= p.Total) {
+			t.Fatalf("params %+v", p)
+		}
+	})
+}

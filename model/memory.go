@@ -1,0 +1,282 @@
+package model
+
+import "math"
+
+// Params are parameter counts of an architecture (numbers of values, not
+// bytes).
+type Params struct {
+	// Total counts the main model: embedding, every decoder layer, final
+	// norm, lm_head (once if tied). It excludes MTP layers, as DeepSeek
+	// quotes "671B" for V3's main model.
+	Total float64
+	// Active counts the parameters one token uses: everything in Total
+	// except the routed experts it is not routed to (top_k of
+	// n_routed_experts per MoE layer), embedding and lm_head included.
+	Active float64
+	// MTP counts the MTP layers: a full MoE decoder layer, eh_proj
+	// (2 x hidden -> hidden), enorm, hnorm, the shared-head norm, and the
+	// layer's own embedding and head copies as the checkpoints store them
+	// (DeepSeek-V3's 14B MTP module).
+	MTP float64
+	// ByComponent is Total (plus MTP under CompMTP) split by component, in
+	// Components order.
+	ByComponent []ComponentParams
+}
+
+// ComponentParams is the parameter count of one component.
+type ComponentParams struct {
+	Component Component
+	Params    float64
+}
+
+// layerParams are the parameter counts of one decoder layer's parts.
+type layerParams struct {
+	attnReplicated float64 // fused q_a + kv_a (replicated under TP)
+	attnSharded    float64 // q_b, kv_b, o_proj (split over TP)
+	kvB            float64 // kv_b_proj alone (part of attnSharded)
+	indexer        float64 // DSA indexer linears (replicated)
+	norms          float64 // input, post-attn, q_a, kv_a norms (+ indexer k_norm weight and bias)
+	router         float64 // gate weight + e_score_correction_bias
+	shared         float64 // all shared experts
+	routedOne      float64 // one routed expert (gate, up, down)
+	dense          float64 // dense MLP
+}
+
+func (a *Arch) layerParams() layerParams {
+	h, ql, kvl := float64(a.Hidden), float64(a.QLoraRank), float64(a.KVLoraRank)
+	rope, nope, v, nh := float64(a.QKRopeHeadDim), float64(a.QKNopeHeadDim), float64(a.VHeadDim), float64(a.Heads)
+	ih, id := float64(a.IndexHeads), float64(a.IndexHeadDim)
+	mi := float64(a.MoEIntermediate)
+	var lp layerParams
+	lp.attnReplicated = h * (ql + kvl + rope)
+	lp.kvB = kvl * nh * (nope + v)
+	lp.attnSharded = ql*nh*(nope+rope) + lp.kvB + nh*v*h
+	lp.indexer = ql*ih*id + h*id + h*ih
+	lp.norms = 2*h + ql + kvl
+	if a.HasIndexer() {
+		lp.norms += 2 * id // LayerNorm weight and bias
+	}
+	e := float64(a.RoutedExperts)
+	lp.router = e*h + e
+	lp.shared = float64(a.SharedExperts) * 3 * h * mi
+	lp.routedOne = 3 * h * mi
+	lp.dense = 3 * h * float64(a.Intermediate)
+	return lp
+}
+
+// Params counts the architecture's parameters from its dims.
+func (a *Arch) Params() Params {
+	lp := a.layerParams()
+	h, vocab := float64(a.Hidden), float64(a.Vocab)
+	nMoE, nDense := float64(a.MoELayers()), float64(a.DenseLayers)
+	nl := float64(a.Layers)
+	emb := vocab * h
+	head := vocab * h
+	if a.TieEmbeddings {
+		head = 0
+	}
+	e, k := float64(a.RoutedExperts), float64(a.TopK)
+	by := map[Component]float64{
+		CompEmbedding:     emb,
+		CompAttention:     nl * (lp.attnReplicated + lp.attnSharded),
+		CompIndexer:       nl * lp.indexer,
+		CompDenseMLP:      nDense * lp.dense,
+		CompRouter:        nMoE * lp.router,
+		CompSharedExperts: nMoE * lp.shared,
+		CompRoutedExperts: nMoE * e * lp.routedOne,
+		CompNorms:         nl*lp.norms + h,
+		CompLMHead:        head,
+	}
+	var p Params
+	for _, c := range Components {
+		p.Total += by[c]
+	}
+	p.Active = p.Total - by[CompRoutedExperts] + nMoE*k*lp.routedOne
+	mtpLayer := lp.attnReplicated + lp.attnSharded + lp.indexer + lp.norms + lp.router + lp.shared + e*lp.routedOne
+	p.MTP = float64(a.MTPLayers) * (mtpLayer + 2*h*h + 3*h + emb + vocab*h)
+	by[CompMTP] = p.MTP
+	for _, c := range Components {
+		p.ByComponent = append(p.ByComponent, ComponentParams{c, by[c]})
+	}
+	return p
+}
+
+// ComponentMemory is one component's weights on one GPU under a plan.
+type ComponentMemory struct {
+	Component   Component
+	Dtype       Dtype   // storage dtype ("mixed" components report their main dtype)
+	Placement   string  // "replicated", "tp", "ep", "vocab" (vocab-parallel), "mixed"
+	BytesPerGPU float64 // bytes on each GPU (the largest when ranks differ)
+}
+
+// WeightMemory returns the weight bytes per GPU by component (in
+// Components order) under plan p. withMTP adds the MTP layers (vLLM loads
+// them only when MTP speculative decoding is on). What is replicated and
+// what is split follows vLLM (serving-facts.md): fused q_a/kv_a, the DSA
+// indexer, the router and the norms are replicated; q_b, kv_b, o_proj,
+// dense and shared-expert MLPs are split over TP; routed experts are split
+// over TP (each rank 1/TP of every expert) or, under EP, E/(TP x DP) whole
+// experts per rank; embedding and lm_head are vocab-parallel over TP
+// (rows padded to a multiple of TP). When kv_b_proj is quantized vLLM
+// keeps a dequantized BF16 copy of it for the absorbed W_UK/W_UV, counted
+// under attention.
+func WeightMemory(a *Arch, p Plan, withMTP bool) []ComponentMemory {
+	p = p.Normalized()
+	lp := a.layerParams()
+	q := &a.Quant
+	tp := float64(p.TP)
+	nl, nMoE, nDense := float64(a.Layers), float64(a.MoELayers()), float64(a.DenseLayers)
+	h := float64(a.Hidden)
+	vocabRows := float64(ceilDiv(a.Vocab, p.TP))
+	base := q.Base.BytesPerValue()
+
+	routedPerRank := func(layers float64, d Dtype) float64 {
+		if p.EP {
+			return layers * float64(a.RoutedExperts/p.World()) * lp.routedOne * d.BytesPerValue()
+		}
+		return layers * float64(a.RoutedExperts) * lp.routedOne / tp * d.BytesPerValue()
+	}
+	attnLayer := func(d Dtype) float64 {
+		b := (lp.attnReplicated + lp.attnSharded/tp) * d.BytesPerValue()
+		if d != q.Base {
+			b += lp.kvB / tp * base
+		}
+		return b
+	}
+	routedPlace := "tp"
+	if p.EP {
+		routedPlace = "ep"
+	}
+	out := []ComponentMemory{
+		{CompEmbedding, q.Embedding, "vocab", vocabRows * h * q.Embedding.BytesPerValue()},
+		{CompAttention, q.Attention, "mixed", nl * attnLayer(q.Attention)},
+		{CompIndexer, q.Indexer, "replicated", nl * lp.indexer * q.Indexer.BytesPerValue()},
+		{CompDenseMLP, q.DenseMLP, "tp", nDense * lp.dense / tp * q.DenseMLP.BytesPerValue()},
+		{CompRouter, q.Router, "replicated", nMoE * lp.router * q.Router.BytesPerValue()},
+		{CompSharedExperts, q.SharedExperts, "tp", nMoE * lp.shared / tp * q.SharedExperts.BytesPerValue()},
+		{CompRoutedExperts, q.RoutedExperts, routedPlace, routedPerRank(nMoE, q.RoutedExperts)},
+		{CompNorms, q.Base, "replicated", (nl*lp.norms + h) * base},
+		{CompLMHead, q.LMHead, "vocab", 0},
+		{CompMTP, q.Base, "mixed", 0},
+	}
+	if !a.TieEmbeddings {
+		out[8].BytesPerGPU = vocabRows * h * q.LMHead.BytesPerValue()
+	}
+	if !a.HasIndexer() {
+		out[2].BytesPerGPU = 0
+	}
+	if withMTP && a.MTPLayers > 0 {
+		m := float64(a.MTPLayers)
+		d := q.mtpDtype
+		perLayer := attnLayer(d(CompAttention)) +
+			lp.norms*base + lp.router*base +
+			lp.shared/tp*d(CompSharedExperts).BytesPerValue() +
+			routedPerRank(1, d(CompRoutedExperts)) +
+			(2*h*h+3*h)*base + // eh_proj (replicated) and its norms
+			2*vocabRows*h*base // own embedding and shared head
+		if a.HasIndexer() {
+			perLayer += lp.indexer * d(CompIndexer).BytesPerValue()
+		}
+		out[9].BytesPerGPU = m * perLayer
+		out[9].Dtype = d(CompRoutedExperts)
+	}
+	return out
+}
+
+// TotalBytes sums a component list.
+func TotalBytes(cs []ComponentMemory) float64 {
+	t := 0.0
+	for _, c := range cs {
+		t += c.BytesPerGPU
+	}
+	return t
+}
+
+// KVBytesPerToken is the KV cache one token of context costs on one GPU,
+// all layers: (kv_lora_rank + qk_rope_head_dim) values per layer in dtype
+// kv, plus the DSA indexer key cache (IndexerCacheBytesPerTokenLayer) when
+// the model has one and it is used (dsa), plus the MTP layers' caches when
+// withMTP. The MLA latent is replicated on every TP rank (not split), so TP
+// does not change it; DCP = k splits the cache by tokens over k ranks and
+// divides it by k. DeepSeek-V3 / Kimi-K2.5: 61 x 576 x 2 = 70,272 B in
+// bf16; GLM-5: 78 x 576 x 2 = 89,856 B plus 78 x 132 for the indexer.
+func KVBytesPerToken(a *Arch, p Plan, kv Dtype, withMTP, dsa bool) float64 {
+	p = p.Normalized()
+	layers := a.Layers
+	if withMTP {
+		layers += a.MTPLayers
+	}
+	per := float64(a.KVLatentDim()) * kv.BytesPerValue()
+	if dsa {
+		per += float64(a.IndexerCacheBytesPerTokenLayer())
+	}
+	return float64(layers) * per / float64(p.DCP)
+}
+
+// DefaultMaxBatchedTokens is the token budget of one engine step the
+// activation estimate assumes: vLLM V1's default max_num_batched_tokens for
+// the OpenAI server on large GPUs (8192). An assumption, not a measurement.
+const DefaultMaxBatchedTokens = 8192
+
+// ActivationBytes estimates the peak activation workspace on one GPU for a
+// step of tokens tokens (use DefaultMaxBatchedTokens for vLLM's profiling
+// run). Assumption, documented because it is one: the peak is the live
+// tensors of the widest layer in bf16 — hidden state, residual and norm
+// output (3 x hidden), the prefill query/key/value of the local heads, the
+// larger of the dense or shared MLP's gate_up output, and the routed
+// experts' permuted inputs and gate_up outputs (top_k copies of each
+// token) — plus fp32 logits for up to 1024 sampled tokens. CUDA graphs,
+// NCCL buffers and the CUDA context are not included.
+func ActivationBytes(a *Arch, p Plan, tokens int) float64 {
+	p = p.Normalized()
+	hl := float64(a.Heads / p.TP)
+	h := float64(a.Hidden)
+	mlp := math.Max(float64(a.Intermediate/p.TP), float64(a.SharedExperts*a.MoEIntermediate/p.TP))
+	expInter := float64(a.MoEIntermediate / p.TP)
+	if p.EP {
+		expInter = float64(a.MoEIntermediate)
+	}
+	perToken := 3*h + hl*float64(2*a.QKHeadDim()+a.VHeadDim) + 2*mlp + float64(a.TopK)*(h+2*expInter)
+	logits := float64(min(tokens, 1024)) * float64(ceilDiv(a.Vocab, p.TP)*p.TP) * 4
+	return float64(tokens)*perToken*actBytes + logits
+}
+
+// DefaultGPUMemUtilization is vLLM's default gpu_memory_utilization.
+const DefaultGPUMemUtilization = 0.9
+
+// Capacity is the KV cache that fits on one GPU.
+type Capacity struct {
+	GPUMemBytes       float64 // total device memory
+	Utilization       float64 // fraction vLLM may use
+	WeightBytes       float64 // weights on this GPU
+	ActivationBytes   float64 // activation workspace estimate
+	KVBytes           float64 // left for the KV cache (0 if weights do not fit)
+	KVBytesPerToken   float64 // per GPU, all layers
+	KVCapacityTokens  int64   // tokens of context the attention group can cache
+	WeightsDoNotFitBy float64 // bytes missing when weights+activations exceed the budget, else 0
+}
+
+// KVCapacity computes how many tokens of KV cache fit on each GPU of plan p
+// for workload w (its KV dtype and speculative tokens decide the per-token
+// cost and whether MTP weights are loaded): utilization x memory - weights
+// - activations, divided by the per-token bytes. util <= 0 means
+// DefaultGPUMemUtilization. The DSA indexer cache is counted unless
+// o.DenseDSA.
+func KVCapacity(a *Arch, p Plan, w Workload, o BuildOptions, gpuMemBytes, util float64) Capacity {
+	if util <= 0 {
+		util = DefaultGPUMemUtilization
+	}
+	withMTP := w.SpecTokens > 0 && a.MTPLayers > 0
+	c := Capacity{GPUMemBytes: gpuMemBytes, Utilization: util}
+	c.WeightBytes = TotalBytes(WeightMemory(a, p, withMTP))
+	c.ActivationBytes = ActivationBytes(a, p, DefaultMaxBatchedTokens)
+	c.KVBytesPerToken = KVBytesPerToken(a, p, w.KVDtypeFor(a), withMTP, a.HasIndexer() && !o.DenseDSA)
+	left := util*gpuMemBytes - c.WeightBytes - c.ActivationBytes
+	if left <= 0 {
+		c.WeightsDoNotFitBy = -left
+		return c
+	}
+	c.KVBytes = left
+	c.KVCapacityTokens = int64(left / c.KVBytesPerToken)
+	return c
+}

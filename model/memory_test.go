@@ -1,0 +1,208 @@
+package model
+
+import (
+	"math"
+	"testing"
+)
+
+// TestParams checks parameter counts against sums written out by hand from
+// each config's dims (per layer: fused q_a+kv_a = hidden x (q_lora +
+// kv_lora + rope); q_b = q_lora x heads x (nope + rope); kv_b = kv_lora x
+// heads x (nope + v); o_proj = heads x v x hidden; norms 2 x hidden +
+// q_lora + kv_lora; router = experts x hidden + experts (bias); one expert
+// or shared expert = 3 x hidden x moe_inter; dense MLP = 3 x hidden x
+// intermediate; embedding and lm_head = vocab x hidden; final norm hidden)
+// and against the published headline figures.
+func TestParams(t *testing.T) {
+	cases := []struct {
+		preset              string
+		total, active       float64 // hand sums
+		headline            float64 // published total
+		headlineTol         float64
+		activeHeadline      float64
+		activeTol, mtpTotal float64
+	}{
+		{
+			// Kimi-K2.5: attention 15,138,816 + 18,874,368 + 8,388,608 +
+			// 58,720,256 = 101,122,048; norms 16,384; 1 dense layer
+			// 396,361,728; 60 MoE layers of router 2,752,896 + shared
+			// 44,040,192 + 384 x 44,040,192; embed + head 2 x 1,174,405,120.
+			// Headline: model card "1T total, 32B activated"; issue: ~1.03T
+			// and 32-33B.
+			preset:         "kimi-k2.5-nvfp4",
+			total:          61*(101122048+16384) + 396361728 + 60*(2752896+44040192+384*44040192) + 2*1174405120 + 7168,
+			active:         61*(101122048+16384) + 396361728 + 60*(2752896+44040192+8*44040192) + 2*1174405120 + 7168,
+			headline:       1.03e12,
+			headlineTol:    0.01,
+			activeHeadline: 32.5e9, activeTol: 0.02,
+		},
+		{
+			// DeepSeek-V3: attention 15,138,816 + 37,748,736 + 16,777,216 +
+			// 117,440,512 = 187,105,280; 3 dense layers; 58 MoE layers of
+			// router 1,835,264 + shared 44,040,192 + 256 x 44,040,192; embed +
+			// head 2 x 926,679,040. Headline: "671B total, 37B activated"
+			// (DeepSeek-V3 README), MTP module 14B.
+			preset:         "deepseek-v3",
+			total:          61*(187105280+16384) + 3*396361728 + 58*(1835264+44040192+256*44040192) + 2*926679040 + 7168,
+			active:         61*(187105280+16384) + 3*396361728 + 58*(1835264+44040192+8*44040192) + 2*926679040 + 7168,
+			headline:       671e9,
+			headlineTol:    0.002,
+			activeHeadline: 37e9, activeTol: 0.03,
+			// MTP: one MoE layer (187,105,280 + 16,384 + 1,835,264 + 44,040,192
+			// + 256 x 44,040,192) + eh_proj 2 x 7168^2 + 3 norms x 7168 + its
+			// own embed and head 2 x 926,679,040 (~13.5B; README "14B").
+			mtpTotal: 187105280 + 16384 + 1835264 + 44040192 + 256*44040192 + 2*7168*7168 + 3*7168 + 2*926679040,
+		},
+		{
+			// GLM-5: attention 6144 x 2624 + 2048 x 64 x 256 + 512 x 64 x 448 +
+			// 64 x 256 x 6144 = 16,121,856 + 33,554,432 + 14,680,064 +
+			// 100,663,296; indexer 2048 x 32 x 128 + 6144 x 128 + 6144 x 32 =
+			// 9,371,648; norms 2 x 6144 + 2048 + 512 + 2 x 128 = 15,104; 3
+			// dense layers of 3 x 6144 x 12288; 75 MoE layers of router
+			// 256 x 6144 + 256, shared 37,748,736, 256 experts of 37,748,736;
+			// embed + head 2 x 154,880 x 6144. Headline: ~744B (issue).
+			preset: "glm-5",
+			total: 78*(16121856+33554432+14680064+100663296+9371648+15104) + 3*226492416 +
+				75*(1573120+37748736+256*37748736) + 2*951582720 + 6144,
+			active: 78*(16121856+33554432+14680064+100663296+9371648+15104) + 3*226492416 +
+				75*(1573120+37748736+8*37748736) + 2*951582720 + 6144,
+			headline:    744e9,
+			headlineTol: 0.002,
+		},
+	}
+	for _, c := range cases {
+		t.Run(c.preset, func(t *testing.T) {
+			p := mustPreset(t, c.preset).Params()
+			if !near(p.Total, c.total, 1e-12) {
+				t.Errorf("total %.0f, want %.0f", p.Total, c.total)
+			}
+			if !near(p.Active, c.active, 1e-12) {
+				t.Errorf("active %.0f, want %.0f", p.Active, c.active)
+			}
+			if !near(p.Total, c.headline, c.headlineTol) {
+				t.Errorf("total %.4g not within %.1f%% of headline %.4g", p.Total, 100*c.headlineTol, c.headline)
+			}
+			if c.activeHeadline > 0 && !near(p.Active, c.activeHeadline, c.activeTol) {
+				t.Errorf("active %.4g not within %.0f%% of headline %.4g", p.Active, 100*c.activeTol, c.activeHeadline)
+			}
+			if c.mtpTotal > 0 && !near(p.MTP, c.mtpTotal, 1e-12) {
+				t.Errorf("mtp %.0f, want %.0f", p.MTP, c.mtpTotal)
+			}
+			sum := 0.0
+			for _, bc := range p.ByComponent {
+				if bc.Component != CompMTP {
+					sum += bc.Params
+				}
+			}
+			if !near(sum, p.Total, 1e-12) {
+				t.Errorf("components sum %.0f != total %.0f", sum, p.Total)
+			}
+		})
+	}
+}
+
+// TestKVBytesPerToken: (kv_lora 512 + rope 64) = 576 values per layer.
+// Kimi/DeepSeek 61 layers: 576 x 61 x 2 = 70,272 B bf16, x 1 = 35,136 fp8
+// (serving-facts.md gives the same). GLM-5 78 layers: 89,856 / 44,928, plus
+// the DSA indexer cache 78 x (128 + 4) = 10,296 B when DSA runs sparse.
+// Replicated under TP (unchanged by TP), divided by k under DCP = k.
+func TestKVBytesPerToken(t *testing.T) {
+	cases := []struct {
+		name    string
+		preset  string
+		plan    Plan
+		kv      Dtype
+		mtp     bool
+		dsa     bool
+		want    float64
+		comment string
+	}{
+		{"kimi bf16 tp1", "kimi-k2.5-nvfp4", Plan{}, BF16, false, false, 70272, ""},
+		{"kimi bf16 tp8", "kimi-k2.5-nvfp4", Plan{TP: 8}, BF16, false, false, 70272, "replicated"},
+		{"kimi fp8 tp8", "kimi-k2.5-nvfp4", Plan{TP: 8}, FP8, false, false, 35136, ""},
+		{"kimi bf16 tp8 dcp8", "kimi-k2.5-nvfp4", Plan{TP: 8, DCP: 8}, BF16, false, false, 70272.0 / 8, ""},
+		{"kimi fp8 tp8 dcp2", "kimi-k2.5-nvfp4", Plan{TP: 8, DCP: 2}, FP8, false, false, 35136.0 / 2, ""},
+		{"deepseek bf16 +mtp", "deepseek-v3", Plan{TP: 8}, BF16, true, false, 62 * 576 * 2, "61 + 1 MTP layer"},
+		{"glm-5 bf16 dense", "glm-5", Plan{TP: 8}, BF16, false, false, 89856, ""},
+		{"glm-5 fp8 dense", "glm-5", Plan{TP: 8}, FP8, false, false, 44928, ""},
+		{"glm-5 bf16 dsa", "glm-5", Plan{TP: 8}, BF16, false, true, 89856 + 78*132, ""},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			got := KVBytesPerToken(mustPreset(t, c.preset), c.plan, c.kv, c.mtp, c.dsa)
+			if !near(got, c.want, 1e-12) {
+				t.Errorf("got %.2f B/token, want %.2f", got, c.want)
+			}
+		})
+	}
+}
+
+// TestWeightMemory checks per-GPU bytes of components against hand sums for
+// Kimi-K2.5-NVFP4 at TP 8 (NVFP4 = 0.5 + 1/16 B per value):
+//   - routed experts: 60 layers x 384 x 44,040,192 / 8 x 0.5625
+//   - the same under EP (48 whole experts per rank): identical total
+//   - attention (BF16): 61 x (15,138,816 + 85,983,232 / 8) x 2
+//   - embedding and lm_head: 163,840 / 8 x 7168 x 2 each
+func TestWeightMemory(t *testing.T) {
+	a := mustPreset(t, "kimi-k2.5-nvfp4")
+	routed := 60 * 384 * 44040192.0 / 8 * 0.5625
+	attn := 61 * (15138816 + 85983232.0/8) * 2
+	emb := 163840.0 / 8 * 7168 * 2
+	cases := []struct {
+		name string
+		plan Plan
+		want map[Component]float64
+	}{
+		{"tp8", Plan{TP: 8}, map[Component]float64{CompRoutedExperts: routed, CompAttention: attn, CompEmbedding: emb, CompLMHead: emb, CompIndexer: 0, CompMTP: 0}},
+		{"tp8-ep", Plan{TP: 8, EP: true}, map[Component]float64{CompRoutedExperts: 60 * 48 * 44040192.0 * 0.5625, CompAttention: attn}},
+		{"tp1-dp8-ep", Plan{TP: 1, DP: 8, EP: true}, map[Component]float64{CompRoutedExperts: routed, CompAttention: 61 * 101122048.0 * 2, CompEmbedding: 163840 * 7168 * 2.0}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			for _, cm := range WeightMemory(a, c.plan, false) {
+				if want, ok := c.want[cm.Component]; ok && !near(cm.BytesPerGPU, want, 1e-12) {
+					t.Errorf("%s: %.0f B, want %.0f", cm.Component, cm.BytesPerGPU, want)
+				}
+			}
+		})
+	}
+	// Under EP with E divisible by the ranks, whole experts per rank hold
+	// exactly the bytes of 1/TP of every expert.
+	if !near(routed, 60*48*44040192.0*0.5625, 1e-12) {
+		t.Fatal("hand arithmetic inconsistent")
+	}
+}
+
+// TestKVCapacity: tokens = floor((util x mem - weights - activations) /
+// KV bytes per token), DCP = 8 gives 8x the tokens (weights unchanged),
+// FP8 KV gives 2x, and a plan whose weights do not fit reports it.
+func TestKVCapacity(t *testing.T) {
+	a := mustPreset(t, "kimi-k2.5-nvfp4")
+	mem := 97887.0 * (1 << 20) // RTX PRO 6000 Blackwell, nvidia-smi 97,887 MiB (hardware.md)
+	bf := KVCapacity(a, Plan{TP: 8}, Workload{KVDtype: BF16}, BuildOptions{}, mem, 0)
+	left := 0.9*mem - bf.WeightBytes - bf.ActivationBytes
+	if want := int64(left / 70272); bf.KVCapacityTokens != want {
+		t.Errorf("bf16 tokens %d, want %d", bf.KVCapacityTokens, want)
+	}
+	fp8 := KVCapacity(a, Plan{TP: 8}, Workload{KVDtype: FP8}, BuildOptions{}, mem, 0)
+	dcp := KVCapacity(a, Plan{TP: 8, DCP: 8}, Workload{KVDtype: BF16}, BuildOptions{}, mem, 0)
+	cases := []struct {
+		name  string
+		got   int64
+		ratio float64
+	}{{"fp8 doubles", fp8.KVCapacityTokens, 2}, {"dcp8 x8", dcp.KVCapacityTokens, 8}}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			// floor() loses at most one token of the multiplied figure.
+			if math.Abs(float64(c.got)-c.ratio*float64(bf.KVCapacityTokens)) > c.ratio {
+				t.Errorf("tokens %d, want %.0f x %d", c.got, c.ratio, bf.KVCapacityTokens)
+			}
+		})
+	}
+	t.Run("does not fit", func(t *testing.T) {
+		c := KVCapacity(a, Plan{TP: 1}, Workload{}, BuildOptions{}, mem, 0.9)
+		if c.KVCapacityTokens != 0 || c.WeightsDoNotFitBy <= 0 {
+			t.Errorf("capacity %+v: a 1T-parameter model cannot fit one 96 GB GPU", c)
+		}
+	})
+}

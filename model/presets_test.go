@@ -1,0 +1,93 @@
+package model
+
+import (
+	"os"
+	"testing"
+)
+
+// TestPresetsMatchReferenceConfigs: every preset written for the project
+// must resolve to the same architecture and quantization as the real
+// Hugging Face files it cites (read from ../shared/reference/configs).
+func TestPresetsMatchReferenceConfigs(t *testing.T) {
+	cases := []struct {
+		preset, cfg, quant string
+	}{
+		{"kimi-k2.5-nvfp4", "nvidia--Kimi-K2.5-NVFP4_config.json", ""},
+		{"kimi-k2.5", "moonshotai--Kimi-K2.5_config.json", ""},
+		{"deepseek-v3", "deepseek-ai--DeepSeek-V3_config.json", ""},
+		{"glm-5", "zai-org--GLM-5_config.json", ""},
+		{"glm-5-nvfp4", "zai-org--GLM-5_config.json", "nvidia--GLM-5-NVFP4_hf_quant_config.json"},
+	}
+	for _, c := range cases {
+		t.Run(c.preset, func(t *testing.T) {
+			cfg, err := os.ReadFile(refFile(t, c.cfg))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var quant []byte
+			if c.quant != "" {
+				if quant, err = os.ReadFile(refFile(t, c.quant)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			ref, err := Parse(c.cfg, cfg, c.quant, quant)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := mustPreset(t, c.preset)
+			// Names and provenance differ by design; the model type of
+			// kimi-k2.5 presets is the wrapper's, as in the file.
+			ref.Name, ref.Source = got.Name, got.Source
+			if *ref != *got {
+				t.Errorf("preset differs from %s:\n got %+v\nwant %+v", c.cfg, *got, *ref)
+			}
+		})
+	}
+}
+
+// TestPresetList: the presets the issues ask for exist, the default among
+// them, and every preset builds a TP-1 decode step.
+func TestPresetList(t *testing.T) {
+	want := []string{"deepseek-v3", "glm-5", "glm-5-nvfp4", "kimi-k2.5", "kimi-k2.5-nvfp4", "tiny-mla-moe"}
+	got := PresetNames()
+	if len(got) != len(want) {
+		t.Fatalf("presets %v, want %v", got, want)
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Errorf("preset %d = %q, want %q", i, got[i], want[i])
+		}
+	}
+	if _, err := Preset(DefaultPreset); err != nil {
+		t.Errorf("default preset: %v", err)
+	}
+	for _, name := range got {
+		t.Run(name, func(t *testing.T) {
+			a := mustPreset(t, name)
+			if a.Source == "" || a.Source == a.Name {
+				t.Errorf("preset %s cites no source", name)
+			}
+			if _, err := Build(a, Plan{}, Workload{Batch: 1, Context: 16}); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	if _, err := Preset("nope"); err == nil {
+		t.Error("unknown preset accepted")
+	}
+}
+
+// TestTinyPreset pins the tiny model's dims (issue 6 item 5: a few layers,
+// MLA + MoE with DeepSeek-V3's structure) so exec's CPU tests stay small.
+func TestTinyPreset(t *testing.T) {
+	a := mustPreset(t, "tiny-mla-moe")
+	got := [...]int{a.Layers, a.DenseLayers, a.Hidden, a.Heads, a.QLoraRank, a.KVLoraRank, a.QKRopeHeadDim, a.QKNopeHeadDim,
+		a.VHeadDim, a.RoutedExperts, a.TopK, a.MoEIntermediate, a.SharedExperts, a.Vocab, a.MTPLayers}
+	want := [...]int{4, 1, 256, 8, 128, 64, 16, 32, 32, 16, 4, 128, 1, 1024, 1}
+	if got != want {
+		t.Errorf("dims %v, want %v", got, want)
+	}
+	if a.Quant.RoutedExperts != BF16 || a.Quant.KV != BF16 {
+		t.Errorf("quant %+v, want all bf16", a.Quant)
+	}
+}
