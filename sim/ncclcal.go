@@ -1,0 +1,215 @@
+package sim
+
+// Calibration of the collective model from measured times (an nccl-tests
+// log, the executor's own collectives).
+//
+// Every sample is assigned to the (algorithm, protocol) NCCL would run at
+// its size (the replay of NCCL's choice under the measurement's NCCL
+// options, or the pair the options force), then each pair's three
+// parameters are fitted by minimizing, over x = (ln baseLat, ln hwLat,
+// ln busBw),
+//
+//	mean_i (ln t_model(x, bytes_i) - ln t_i)^2 + w * |x - x_prior|^2
+//
+// with Nelder-Mead (gonum/optimize). Log space makes every size count by
+// its relative error; the prior (NCCL's constants, the modeled bus
+// bandwidth) keeps parameters the data cannot separate where NCCL puts
+// them: one rank count cannot tell baseLat from steps x hwLat, and a
+// protocol run only on small messages says little about its bandwidth.
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"sort"
+
+	"gonum.org/v1/gonum/optimize"
+
+	"github.com/tpscope/tpscope/model"
+	"github.com/tpscope/tpscope/topology"
+)
+
+// CalSample is one measured collective time.
+type CalSample struct {
+	Bytes  int64
+	TimeUs float64
+}
+
+// CalibrateOptions describe the measurement. The zero value means: an
+// all-reduce over every GPU of the topology under NCCL's defaults.
+type CalibrateOptions struct {
+	Op model.Collective // "" = all-reduce
+	// Ranks: the measured group is the first Ranks GPUs (0 = all).
+	Ranks int
+	// NCCL holds the environment of the measurement: Proto/Algo restrict
+	// which pair a sample is assigned to; P2PLevel/P2PDisable are recorded
+	// in the fitted entries (sim applies them only under the same setting).
+	NCCL NCCLOptions
+	// PriorWeight is w above (0 = DefaultPriorWeight).
+	PriorWeight float64
+	// Source and Created are stored as the calibration's provenance.
+	Source, Created string
+}
+
+// DefaultPriorWeight weighs the prior against the mean squared log error
+// of the data: moving a parameter by a factor e costs as much as a mean
+// log error of sqrt(0.001) = 3 % (assumption; enough to pin directions the
+// data leave free, such as baseLat versus hwLat, while biasing those they
+// determine by well under 1 %).
+const DefaultPriorWeight = 0.001
+
+// CalibrationFit is the result of Calibrate.
+type CalibrationFit struct {
+	// Params holds one entry per (algo, proto) that received samples.
+	Params []topology.CollectiveParams
+	// Topology is a copy of the input with the entries merged into its
+	// Calibration (entries for other ops, pairs or P2P settings are kept).
+	Topology *topology.Topology
+	// RMSRelErr is the RMS relative error of the calibrated model over all
+	// samples; PriorRMSRelErr that of the uncalibrated one.
+	RMSRelErr, PriorRMSRelErr float64
+	Samples                   int
+}
+
+// Calibrate fits per-protocol latency and bandwidth to samples.
+func Calibrate(t *topology.Topology, samples []CalSample, o CalibrateOptions) (*CalibrationFit, error) {
+	if o.Op == "" {
+		o.Op = model.AllReduce
+	}
+	oi := opIndex(o.Op)
+	if oi < 0 || o.Op == model.AllToAll {
+		return nil, fmt.Errorf("calibrate: collective %q: only allreduce, allgather and reducescatter can be calibrated", o.Op)
+	}
+	if o.Ranks == 0 {
+		o.Ranks = t.NumGPUs()
+	}
+	if o.Ranks < 2 || o.Ranks > t.NumGPUs() {
+		return nil, fmt.Errorf("calibrate: the measurement has %d ranks; topology %q has %d GPUs (pass a topology with at least as many)", o.Ranks, t.Name, t.NumGPUs())
+	}
+	if o.PriorWeight <= 0 {
+		o.PriorWeight = DefaultPriorWeight
+	}
+	prior := o.NCCL
+	prior.IgnoreCalibration = true
+	m, err := NewCollectiveModel(t, prior)
+	if err != nil {
+		return nil, fmt.Errorf("calibrate: %w", err)
+	}
+	group := make([]int, o.Ranks)
+	for i := range group {
+		group[i] = i
+	}
+	g := m.group(group)
+
+	type key struct{ a, p int }
+	byPair := map[key][]CalSample{}
+	var priorSq float64
+	n := 0
+	for _, s := range samples {
+		if s.Bytes <= 0 || !(s.TimeUs > 0) || math.IsInf(s.TimeUs, 0) {
+			continue
+		}
+		c := m.Cost(o.Op, group, s.Bytes)
+		k := key{indexOf(algoNames[:], c.Algo), indexOf(protoNames[:], c.Proto)}
+		byPair[k] = append(byPair[k], s)
+		r := c.TimeUs/s.TimeUs - 1
+		priorSq += r * r
+		n++
+	}
+	if n == 0 {
+		return nil, errors.New("calibrate: no sample with bytes > 0 and time > 0")
+	}
+	keys := make([]key, 0, len(byPair))
+	for k := range byPair {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool { return keys[i].a*numProtos+keys[i].p < keys[j].a*numProtos+keys[j].p })
+
+	fit := &CalibrationFit{Samples: n, PriorRMSRelErr: math.Sqrt(priorSq / float64(n))}
+	var sq float64
+	for _, k := range keys {
+		ss := byPair[k]
+		st := steps(o.Op, k.a, g.n)
+		ratio := busToAlg(o.Op, k.a, g.n)
+		bus0 := g.ringBw
+		if k.a == algoTree {
+			bus0 = g.treeBw
+		}
+		x0 := []float64{
+			math.Log(ncclBaseLatUs[k.a][k.p]),
+			math.Log(ncclHwLatUs[g.pathType][k.a][k.p] + g.shmFrac*t.Host.SHMLatUs),
+			math.Log(m.protoBusBw(g, k.a, k.p, bus0)),
+		}
+		predict := func(x []float64, b float64) float64 {
+			return math.Exp(x[0]) + st*math.Exp(x[1]) + b/(1000*math.Exp(x[2])*ratio)
+		}
+		obj := func(x []float64) float64 {
+			var f float64
+			for _, s := range ss {
+				d := math.Log(predict(x, float64(s.Bytes))) - math.Log(s.TimeUs)
+				f += d * d
+			}
+			f /= float64(len(ss))
+			for i := range x {
+				d := x[i] - x0[i]
+				f += o.PriorWeight * d * d
+			}
+			return f
+		}
+		res, err := optimize.Minimize(optimize.Problem{Func: obj}, append([]float64(nil), x0...),
+			&optimize.Settings{FuncEvaluations: 20000, Converger: &optimize.FunctionConverge{Absolute: 1e-12, Relative: 1e-12, Iterations: 200}},
+			&optimize.NelderMead{})
+		if err != nil && res == nil {
+			return nil, fmt.Errorf("calibrate %s/%s: %w", algoNames[k.a], protoNames[k.p], err)
+		}
+		x := res.X
+		var psq float64
+		for _, s := range ss {
+			r := predict(x, float64(s.Bytes))/s.TimeUs - 1
+			psq += r * r
+		}
+		sq += psq
+		fit.Params = append(fit.Params, topology.CollectiveParams{
+			Op: string(o.Op), Algo: algoNames[k.a], Proto: protoNames[k.p], Ranks: o.Ranks,
+			P2PLevel:  P2PCondition(o.NCCL),
+			BaseLatUs: round4(math.Exp(x[0])), HwLatUs: round4(math.Exp(x[1])), BusBWGBps: round4(math.Exp(x[2])),
+			Samples: len(ss), RMSRelErr: round4(math.Sqrt(psq / float64(len(ss)))),
+		})
+	}
+	fit.RMSRelErr = math.Sqrt(sq / float64(n))
+
+	out := t.Clone()
+	cal := &topology.Calibration{Source: o.Source, Created: o.Created}
+	if out.Calibration != nil {
+		for _, old := range out.Calibration.Collectives {
+			replaced := false
+			for _, p := range fit.Params {
+				if old.Op == p.Op && old.Algo == p.Algo && old.Proto == p.Proto && old.P2PLevel == p.P2PLevel {
+					replaced = true
+				}
+			}
+			if !replaced {
+				cal.Collectives = append(cal.Collectives, old)
+			}
+		}
+		if out.Calibration.Source != "" && o.Source != "" {
+			cal.Source = out.Calibration.Source + "; " + o.Source
+		}
+	}
+	cal.Collectives = append(cal.Collectives, fit.Params...)
+	out.Calibration = cal
+	if err := out.Validate(); err != nil {
+		return nil, fmt.Errorf("calibrate: fitted topology: %w", err)
+	}
+	fit.Topology = out
+	return fit, nil
+}
+
+// round4 keeps 4 significant digits so saved files stay readable.
+func round4(v float64) float64 {
+	if v == 0 || math.IsNaN(v) || math.IsInf(v, 0) {
+		return v
+	}
+	e := math.Pow(10, 3-math.Floor(math.Log10(math.Abs(v))))
+	return math.Round(v*e) / e
+}

@@ -1,0 +1,224 @@
+// Package nccltests parses the text output of NVIDIA's nccl-tests
+// (all_reduce_perf, all_gather_perf, reduce_scatter_perf, alltoall_perf and
+// friends): the header (threads, GPUs, ranks and their devices) and the
+// result rows with out-of-place and in-place time (us), algorithm bandwidth
+// and bus bandwidth (GB/s).
+//
+// A result row is
+//
+//	size(B) count type [redop [root]] | time algbw busbw #wrong | time algbw busbw #wrong
+//
+// (out-of-place then in-place). Lines starting with '#' are comments or
+// header; any other line that is not a result row (NCCL INFO output, a
+// hostname, a blank line) is skipped and counted.
+package nccltests
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+)
+
+// Row is one message size of a run.
+type Row struct {
+	Line  int   // 1-based line number in the input
+	Bytes int64 // the "size" column (nccl-tests convention per collective)
+	Count int64
+	Type  string // "float", "half", "bfloat16", ...
+	RedOp string // "sum", "none", ... ("" when the column is absent)
+	Root  int    // -1 when the column is absent or -1
+	// Out-of-place and in-place results; a time of 0 means the run did not
+	// report it.
+	OutTimeUs, OutAlgBWGBps, OutBusBWGBps float64
+	InTimeUs, InAlgBWGBps, InBusBWGBps    float64
+}
+
+// Log is a parsed nccl-tests output.
+type Log struct {
+	Name string
+	// Op is the collective as model.Collective names it ("allreduce",
+	// "allgather", "reducescatter", "alltoall", or "broadcast", "reduce",
+	// "sendrecv", "gather", "scatter", "hypercube"); "" if neither the
+	// text nor the file name says.
+	Op string
+	// Ranks is the number of ranks: the "# Rank N ..." device lines when
+	// present, else nThread x nGpus from the header (one process).
+	Ranks   int
+	Devices []string // device names from the rank lines, in rank order
+	Rows    []Row
+	// Skipped counts non-comment lines that were not result rows;
+	// FirstSkipped is the first one's line number (0 none).
+	Skipped      int
+	FirstSkipped int
+}
+
+// ParseError is a parse failure with its place in the input.
+type ParseError struct {
+	Name string
+	Line int
+	Err  error
+}
+
+func (e *ParseError) Error() string { return fmt.Sprintf("%s:%d: %v", e.Name, e.Line, e.Err) }
+func (e *ParseError) Unwrap() error { return e.Err }
+
+// ErrNoData is wrapped by the error returned when the input has no result
+// row.
+var ErrNoData = errors.New("no nccl-tests result rows")
+
+var (
+	reHeader   = regexp.MustCompile(`nThread\s+(\d+)\s+nGpus\s+(\d+)`)
+	reRank     = regexp.MustCompile(`^#\s*Rank\s+(\d+)\b.*?device\s+\d+\s+\[[^\]]*\]\s*(.*)$`)
+	reTest     = regexp.MustCompile(`(all_reduce|all_gather|reduce_scatter|alltoall|broadcast|reduce|sendrecv|gather|scatter|hypercube)_perf`)
+	opByBinary = map[string]string{
+		"all_reduce": "allreduce", "all_gather": "allgather", "reduce_scatter": "reducescatter",
+		"alltoall": "alltoall", "broadcast": "broadcast", "reduce": "reduce", "sendrecv": "sendrecv",
+		"gather": "gather", "scatter": "scatter", "hypercube": "hypercube",
+	}
+)
+
+// maxLine bounds one line (nccl-tests lines are short; NCCL INFO lines
+// can be long).
+const maxLine = 1 << 20
+
+// ParseFile parses the nccl-tests output in path.
+func ParseFile(path string) (*Log, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("nccl-tests log: %w", err)
+	}
+	defer f.Close()
+	return Parse(f, path)
+}
+
+// Parse reads nccl-tests output; name labels errors and guesses the
+// collective when the text does not name it (e.g. "all_reduce_perf.txt").
+func Parse(r io.Reader, name string) (*Log, error) {
+	lg := &Log{Name: name}
+	if m := reTest.FindStringSubmatch(filepath.Base(name)); m != nil {
+		lg.Op = opByBinary[m[1]]
+	}
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64*1024), maxLine)
+	var threads, gpus int
+	ranks := map[int]string{}
+	line := 0
+	for sc.Scan() {
+		line++
+		text := strings.TrimSpace(sc.Text())
+		if text == "" {
+			continue
+		}
+		if strings.HasPrefix(text, "#") {
+			if m := reHeader.FindStringSubmatch(text); m != nil {
+				threads, _ = strconv.Atoi(m[1])
+				gpus, _ = strconv.Atoi(m[2])
+			}
+			if m := reRank.FindStringSubmatch(text); m != nil {
+				if k, err := strconv.Atoi(m[1]); err == nil && k >= 0 && k < 1<<16 {
+					ranks[k] = strings.TrimSpace(m[2])
+				}
+			}
+			if m := reTest.FindStringSubmatch(text); m != nil {
+				lg.Op = opByBinary[m[1]]
+			}
+			continue
+		}
+		row, ok := parseRow(strings.Fields(text))
+		if !ok {
+			lg.Skipped++
+			if lg.FirstSkipped == 0 {
+				lg.FirstSkipped = line
+			}
+			continue
+		}
+		row.Line = line
+		lg.Rows = append(lg.Rows, row)
+	}
+	if err := sc.Err(); err != nil {
+		return nil, &ParseError{name, line + 1, err}
+	}
+	if len(lg.Rows) == 0 {
+		return nil, &ParseError{name, max(line, 1), fmt.Errorf("%w (want lines like \"  1048576  262144  float  sum  -1  52.1  20.13  35.23  0  51.9  20.20  35.35  0\"; %d other lines skipped)", ErrNoData, lg.Skipped)}
+	}
+	if len(ranks) > 0 {
+		lg.Ranks = len(ranks)
+		for k := 0; k < 1<<16 && len(lg.Devices) < len(ranks); k++ {
+			if d, ok := ranks[k]; ok {
+				lg.Devices = append(lg.Devices, d)
+			}
+		}
+	} else if threads > 0 && gpus > 0 {
+		lg.Ranks = threads * gpus
+	}
+	return lg, nil
+}
+
+// parseRow parses the fields of a result row: two integers, a type, up to
+// two optional columns (redop, root), then eight result columns.
+func parseRow(f []string) (Row, bool) {
+	var r Row
+	if len(f) < 11 || len(f) > 13 {
+		return r, false
+	}
+	var err error
+	if r.Bytes, err = strconv.ParseInt(f[0], 10, 64); err != nil || r.Bytes < 0 {
+		return r, false
+	}
+	if r.Count, err = strconv.ParseInt(f[1], 10, 64); err != nil || r.Count < 0 {
+		return r, false
+	}
+	r.Type, r.Root = f[2], -1
+	extra := f[3 : len(f)-8]
+	if len(extra) >= 1 {
+		r.RedOp = extra[0]
+	}
+	if len(extra) == 2 {
+		if r.Root, err = strconv.Atoi(extra[1]); err != nil {
+			return r, false
+		}
+	}
+	res := f[len(f)-8:]
+	vals := make([]float64, 8)
+	for i, s := range res {
+		if i == 3 || i == 7 { // #wrong: an integer or N/A
+			if s != "N/A" {
+				if _, err := strconv.ParseInt(s, 10, 64); err != nil {
+					return r, false
+				}
+			}
+			continue
+		}
+		v, err := strconv.ParseFloat(s, 64)
+		if err != nil || v < 0 || math.IsNaN(v) || math.IsInf(v, 0) {
+			return r, false
+		}
+		vals[i] = v
+	}
+	r.OutTimeUs, r.OutAlgBWGBps, r.OutBusBWGBps = vals[0], vals[1], vals[2]
+	r.InTimeUs, r.InAlgBWGBps, r.InBusBWGBps = vals[4], vals[5], vals[6]
+	if r.OutTimeUs <= 0 && r.InTimeUs <= 0 {
+		return r, false
+	}
+	return r, true
+}
+
+// Times returns the measured times of a row: out-of-place and in-place,
+// those that are > 0.
+func (r *Row) Times() []float64 {
+	var t []float64
+	if r.OutTimeUs > 0 {
+		t = append(t, r.OutTimeUs)
+	}
+	if r.InTimeUs > 0 {
+		t = append(t, r.InTimeUs)
+	}
+	return t
+}
