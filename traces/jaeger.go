@@ -196,7 +196,7 @@ func decodeJaegerID(s string, dst []byte) bool {
 // readJaegerV1Stream reads {"data":[trace...]} (several documents allowed)
 // span by span.
 func readJaegerV1Stream(r io.Reader, res *Result, src string) error {
-	dec := json.NewDecoder(r)
+	dec := json.NewDecoder(errTagReader{r})
 	dec.UseNumber()
 	o := &otlpReader{res: res}
 	o.where = func() string { return fmt.Sprintf("%s:byte %d", src, dec.InputOffset()) }
@@ -256,7 +256,11 @@ func (o *otlpReader) jaegerTrace(dec *json.Decoder) error {
 				return walkArray(dec, func() error {
 					var js jaegerSpan
 					if err := dec.Decode(&js); err != nil {
-						return err
+						if fatalDecodeError(err) {
+							return err
+						}
+						o.res.skip(o.where(), "span: "+err.Error())
+						return nil
 					}
 					var sp Span
 					if o.jaegerSpan(&js, &sp) {

@@ -120,7 +120,7 @@ func parseStepName(name string) (int, bool) {
 
 // readKinetoStream reads a Chrome/Kineto trace event by event.
 func readKinetoStream(r io.Reader, res *Result, src string) error {
-	dec := json.NewDecoder(r)
+	dec := json.NewDecoder(errTagReader{r})
 	dec.UseNumber()
 	o := &otlpReader{res: res}
 	o.where = func() string { return fmt.Sprintf("%s:byte %d", src, dec.InputOffset()) }
@@ -143,11 +143,11 @@ func readKinetoStream(r io.Reader, res *Result, src string) error {
 		events++
 		var ev kinetoEvent
 		if err := dec.Decode(&ev); err != nil {
-			if _, ok := err.(*json.UnmarshalTypeError); ok {
-				res.skip(o.where(), fmt.Sprintf("event %d: %v", events-1, err))
-				return nil
+			if fatalDecodeError(err) {
+				return err
 			}
-			return err
+			res.skip(o.where(), fmt.Sprintf("event %d: %v", events-1, err))
+			return nil
 		}
 		if ev.Ph != "X" {
 			return nil // metadata, flow, counter and instant events

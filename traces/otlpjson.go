@@ -516,8 +516,7 @@ func (o *otlpReader) span(s *otlpSpan, res *Resource, svc, scope string) {
 // request, or a Jaeger v3 {"result": request} (wrapped=true). It streams
 // span by span: memory holds the span list, not the document.
 func readOTLPStream(r io.Reader, res *Result, src string) error {
-	cr := &countingReader{r: r}
-	dec := json.NewDecoder(cr)
+	dec := json.NewDecoder(errTagReader{r})
 	o := &otlpReader{res: res}
 	o.where = func() string { return fmt.Sprintf("%s:byte %d", src, dec.InputOffset()) }
 	docs := 0
@@ -618,12 +617,11 @@ func (o *otlpReader) scopeSpans(dec *json.Decoder, res *Resource, svc string) er
 				return walkArray(dec, func() error {
 					var s otlpSpan
 					if err := dec.Decode(&s); err != nil {
-						var ute *json.UnmarshalTypeError
-						if errors.As(err, &ute) {
-							o.res.skip(o.where(), "span: "+err.Error())
-							return nil
+						if fatalDecodeError(err) {
+							return err
 						}
-						return err
+						o.res.skip(o.where(), "span: "+err.Error())
+						return nil
 					}
 					o.span(&s, res, svc, scope)
 					return nil
@@ -641,6 +639,33 @@ func (o *otlpReader) scopeSpans(dec *json.Decoder, res *Resource, svc string) er
 }
 
 // ---- token-stream helpers ----
+
+// fatalDecodeError tells a broken stream (syntax error, early EOF, read
+// error), after which nothing more can be read, from a value of the wrong
+// type or form, which json.Decoder has consumed whole: the reader skips
+// that element and goes on.
+func fatalDecodeError(err error) bool {
+	var se *json.SyntaxError
+	var re *readError
+	return errors.As(err, &se) || errors.As(err, &re) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF)
+}
+
+// readError marks an error of the underlying reader (I/O, gzip, ctx).
+type readError struct{ err error }
+
+func (e *readError) Error() string { return e.err.Error() }
+func (e *readError) Unwrap() error { return e.err }
+
+// errTagReader wraps the reader's errors, except io.EOF, in readError.
+type errTagReader struct{ r io.Reader }
+
+func (t errTagReader) Read(p []byte) (int, error) {
+	n, err := t.r.Read(p)
+	if err != nil && err != io.EOF {
+		err = &readError{err}
+	}
+	return n, err
+}
 
 // walkObject calls fn for each key of an object whose '{' was consumed;
 // fn must consume the value. It consumes the closing '}'.
@@ -719,17 +744,6 @@ func skipValue(dec *json.Decoder) error {
 			return nil
 		}
 	}
-}
-
-type countingReader struct {
-	r io.Reader
-	n int64
-}
-
-func (c *countingReader) Read(p []byte) (int, error) {
-	n, err := c.r.Read(p)
-	c.n += int64(n)
-	return n, err
 }
 
 func sortAttrs(a []Attr) {
