@@ -154,6 +154,7 @@ var dtypeNames = [numDtypes]model.Dtype{"", model.BF16, model.FP16, model.FP8, m
 // cell, looked up once per Predictor so the hot loop does no map access.
 type computeParams struct {
 	computeDtype model.Dtype // the dtype the tensor cores run (after fallback)
+	computeKey   string      // its PeakTFLOPS key ("fp4", "fp8", "bf16")
 	peakTFLOPS   float64     // dense peak at the sustained clock for computeDtype
 	efficiency   float64     // achieved fraction of peakTFLOPS (named prior)
 	memGBps      float64     // device memory bandwidth x memory efficiency
@@ -226,7 +227,7 @@ func newComputeModel(dev *topology.Device, attn AttentionBackend) *computeModel 
 			} else if v, ok := dev.Efficiency["mem/"+kind]; ok {
 				memEff = v
 			}
-			cm.cells[ki][di] = computeParams{computeDtype: cd, peakTFLOPS: peak, efficiency: eff,
+			cm.cells[ki][di] = computeParams{computeDtype: cd, computeKey: topology.ComputeKey(string(cd)), peakTFLOPS: peak, efficiency: eff,
 				memGBps: dev.MemBWGBps * memEff, memEff: memEff}
 		}
 	}
@@ -275,7 +276,7 @@ func (cm *computeModel) cost(op *model.Op) OpCost {
 	if op.WeightDtype == "" && op.Kind != model.KindAttention {
 		p = &cm.cells[kindIndex(op.Kind)][0]
 	}
-	c := OpCost{ComputeDtype: topology.ComputeKey(string(p.computeDtype)), PeakTFLOPS: p.peakTFLOPS,
+	c := OpCost{ComputeDtype: p.computeKey, PeakTFLOPS: p.peakTFLOPS,
 		Efficiency: p.efficiency, MinKernelUs: cm.minKernelUs}
 	if op.Kind == model.KindAttention {
 		c.ComputeDtype = "bf16" // TRITON_MLA / FlashMLA compute in 16 bits

@@ -1,0 +1,151 @@
+package sim
+
+import (
+	"math"
+	"testing"
+
+	"github.com/tpscope/tpscope/model"
+	"github.com/tpscope/tpscope/topology"
+)
+
+func relNear(got, want, rel float64) bool { return math.Abs(got-want) <= rel*math.Abs(want) }
+
+// Expected values are worked out by hand from the preset's datasheet
+// figures (topology.RTXPro6000Server: hardware.md) and the fill model's
+// documented shapes:
+//
+//	bf16 peak at the sustained clock = 468 TF x 1650/2430 = 317.78 TF
+//	fp4 peak = 1870 x 1650/2430 = 1269.75 TF; fp32 = 116.93 x 1650/2430 = 79.39 TF
+//	streaming bandwidth = 1597 GB/s x 0.80 = 1277.6 GB/s
+//	one SM in flight: 32 KiB / 0.6 us = 54.61 GB/s
+//
+// H200 (topology.H200SXM): bf16 989 x 1830/1980 = 914.08 TF, no fp4.
+func TestComputeCost(t *testing.T) {
+	rtx, h200 := topology.RTXPro6000Server(), topology.H200SXM()
+	cases := []struct {
+		name       string
+		dev        topology.Device
+		op         model.Op
+		wantUs     float64
+		wantBound  Bound
+		wantCTAs   float64
+		wantGBps   float64 // 0: not checked
+		wantPeak   float64
+		wantDtype  string
+		wantDequan float64
+	}{
+		{
+			// Decode o_proj-like GEMV: 1 x 1024 x 7168 bf16 weights,
+			// 14,680,064 B. Tiles 56 (< 188 SMs), split-K min(ceil(188/56)=4,
+			// ceil(1024/512)=2) = 2 -> 112 CTAs, 112 x 54.61 GB/s > 1277.6,
+			// so 1277.6 GB/s: 14,680,064 / 1277.6e3 = 11.490 us (compute
+			// 0.11 us).
+			name: "decode gemv memory bound", dev: rtx,
+			op:     model.Op{Kind: model.KindGEMM, M: 1, N: 7168, K: 1024, Batch: 1, WeightDtype: model.BF16, FLOPs: 2 * 7168 * 1024, BytesRead: 7168 * 1024 * 2},
+			wantUs: 11.4904, wantBound: BoundMemory, wantCTAs: 112, wantGBps: 1277.6, wantPeak: 317.78, wantDtype: "bf16",
+		},
+		{
+			// 4096^3 bf16 GEMM: 1024 tiles -> 6 waves of 188, fill
+			// 1024/1128 = 0.9078; 2 x 4096^3 = 1.3744e11 FLOP /
+			// (317.78e6 x 0.70 x 0.9078) = 680.6 us; memory 3 x 4096^2 x 2 B
+			// / 1277.6e3 = 78.8 us.
+			name: "large gemm compute bound", dev: rtx,
+			op:     model.Op{Kind: model.KindGEMM, M: 4096, N: 4096, K: 4096, Batch: 1, WeightDtype: model.BF16, FLOPs: 2 * 4096 * 4096 * 4096, BytesRead: 2 * 4096 * 4096 * 2, BytesWritten: 4096 * 4096 * 2},
+			wantUs: 680.6, wantBound: BoundCompute, wantCTAs: 1024, wantPeak: 317.78, wantDtype: "bf16",
+		},
+		{
+			// Same GEMM in NVFP4 on SM120 runs at the fp4 peak with the
+			// gemm/nvfp4 prior 0.35: 1.3744e11 / (1269.75e6 x 0.35 x
+			// 0.9078) = 340.7 us.
+			name: "nvfp4 gemm on fp4 tensor cores", dev: rtx,
+			op:     model.Op{Kind: model.KindGEMM, M: 4096, N: 4096, K: 4096, Batch: 1, WeightDtype: model.NVFP4, FLOPs: 2 * 4096 * 4096 * 4096, BytesRead: 1},
+			wantUs: 340.7, wantBound: BoundCompute, wantCTAs: 1024, wantPeak: 1269.75, wantDtype: "fp4",
+		},
+		{
+			// H200 has no FP4: falls back to the bf16 peak 914.08 TF, gemm
+			// prior 0.75 (no gemm/nvfp4 key); 132 SMs -> 8 waves, fill
+			// 1024/1056 = 0.9697: 1.3744e11 / (914.08e6 x 0.75 x 0.9697) =
+			// 206.7 us.
+			name: "nvfp4 on hopper falls back to bf16", dev: h200,
+			op:     model.Op{Kind: model.KindGEMM, M: 4096, N: 4096, K: 4096, Batch: 1, WeightDtype: model.NVFP4, FLOPs: 2 * 4096 * 4096 * 4096, BytesRead: 1},
+			wantUs: 206.7, wantBound: BoundCompute, wantCTAs: 1024, wantPeak: 914.08, wantDtype: "bf16",
+		},
+		{
+			// A 7168-wide RMSNorm of one token: 28 KB, far below the 2 us
+			// minimum kernel time.
+			name: "tiny norm latency bound", dev: rtx,
+			op:     model.Op{Kind: model.KindNorm, M: 1, N: 7168, FLOPs: 4 * 7168, BytesRead: 2 * 7168 * 2, BytesWritten: 7168 * 2},
+			wantUs: 2, wantBound: BoundLatency, wantCTAs: 1, wantPeak: 317.78, wantDtype: "bf16",
+		},
+		{
+			// Triton MLA decode, 1 token, 8 local heads, 4096 cached tokens
+			// of 576 bf16 values (4,718,592 B): grid 1 x cdiv(8,16) x 4 = 4
+			// CTAs, 4 x 54.61 = 218.45 GB/s -> 21.6 us of memory; FLOPs
+			// 8 x 4096 x 2 x 1088 = 71.3 M at 317.78e6 x 0.35 x 4/188 =
+			// 30.13 us: compute bound with so few CTAs.
+			name: "triton mla decode batch 1", dev: rtx,
+			op: model.Op{Kind: model.KindAttention, M: 1, N: 4096, K: 576, Batch: 8, ActDtype: model.BF16, KVDtype: model.BF16,
+				FLOPs: 8 * 4096 * 2 * 1088, BytesRead: 4096 * 576 * 2, KVBytes: 4096 * 576 * 2},
+			wantUs: 30.13, wantBound: BoundCompute, wantCTAs: 4, wantGBps: 218.45, wantPeak: 317.78, wantDtype: "bf16",
+		},
+		{
+			// Same with an FP8 cache: 2,359,296 values x 2 ops / (79.39e6 x
+			// 0.35 x 4/188) = 7.98 us of dequantization on top of 30.13.
+			name: "triton mla decode fp8 kv dequant", dev: rtx,
+			op: model.Op{Kind: model.KindAttention, M: 1, N: 4096, K: 576, Batch: 8, ActDtype: model.BF16, KVDtype: model.FP8,
+				FLOPs: 8 * 4096 * 2 * 1088, BytesRead: 4096 * 576, KVBytes: 4096 * 576},
+			wantUs: 38.11, wantBound: BoundCompute, wantCTAs: 4, wantGBps: 218.45, wantPeak: 317.78, wantDtype: "bf16", wantDequan: 7.98,
+		},
+		{
+			// FlashMLA on Hopper fills all 132 SMs.
+			name: "flashmla fills the gpu", dev: h200,
+			op: model.Op{Kind: model.KindAttention, M: 1, N: 4096, K: 576, Batch: 8, ActDtype: model.BF16, KVDtype: model.BF16,
+				FLOPs: 8 * 4096 * 2 * 1088, BytesRead: 4096 * 576 * 2, KVBytes: 4096 * 576 * 2},
+			// memory 4,718,592 / (4800 x 0.8 = 3840 GB/s) = 1.229 us;
+			// compute 71.3e6 / (914.08e6 x 0.55 x 1) = 0.142 us; floor 2 us.
+			wantUs: 2, wantBound: BoundLatency, wantCTAs: 132, wantGBps: 3840, wantPeak: 914.08, wantDtype: "bf16",
+		},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			cm := newComputeModel(&tc.dev, AttnAuto)
+			c := cm.cost(&tc.op)
+			if !relNear(c.Us, tc.wantUs, 2e-3) {
+				t.Errorf("Us = %.4f, want %.4f (cost %+v)", c.Us, tc.wantUs, c)
+			}
+			if c.Bound != tc.wantBound {
+				t.Errorf("bound %s, want %s", c.Bound, tc.wantBound)
+			}
+			if c.CTAs != tc.wantCTAs {
+				t.Errorf("CTAs %v, want %v", c.CTAs, tc.wantCTAs)
+			}
+			if tc.wantGBps > 0 && !relNear(c.MemGBps, tc.wantGBps, 1e-3) {
+				t.Errorf("MemGBps %.2f, want %.2f", c.MemGBps, tc.wantGBps)
+			}
+			if !relNear(c.PeakTFLOPS, tc.wantPeak, 1e-3) || c.ComputeDtype != tc.wantDtype {
+				t.Errorf("peak %s %.2f, want %s %.2f", c.ComputeDtype, c.PeakTFLOPS, tc.wantDtype, tc.wantPeak)
+			}
+			if !relNear(c.DequantUs, tc.wantDequan, 2e-3) {
+				t.Errorf("DequantUs %.3f, want %.3f", c.DequantUs, tc.wantDequan)
+			}
+		})
+	}
+}
+
+// A calibrated memory efficiency for a kernel family ("mem/<kind>/<dtype>")
+// replaces the device-wide prior for that family only.
+func TestComputeMemEfficiencyOverride(t *testing.T) {
+	dev := topology.RTXPro6000Server()
+	dev.Efficiency["mem/moe_gemm/nvfp4"] = 0.4
+	cm := newComputeModel(&dev, AttnAuto)
+	op := model.Op{Kind: model.KindMoEGEMM, M: 1, N: 512, K: 7168, Batch: 8, WeightDtype: model.NVFP4, FLOPs: 1, BytesRead: 1e7}
+	// 1e7 B / (1597 x 0.4 = 638.8 GB/s) = 15.654 us.
+	if c := cm.cost(&op); !relNear(c.Us, 15.654, 1e-3) {
+		t.Errorf("moe nvfp4 Us %.3f, want 15.654", c.Us)
+	}
+	op.WeightDtype = model.BF16
+	// Other dtypes keep 0.80: 1e7 / 1277.6e3 = 7.827 us.
+	if c := cm.cost(&op); !relNear(c.Us, 7.827, 1e-3) {
+		t.Errorf("moe bf16 Us %.3f, want 7.827", c.Us)
+	}
+}

@@ -1,0 +1,62 @@
+package sim
+
+import (
+	"testing"
+
+	"github.com/tpscope/tpscope/model"
+	"github.com/tpscope/tpscope/topology"
+)
+
+// benchPredict measures one decode-step prediction of a built schedule
+// (the schedule is built once, outside the timer).
+func benchPredict(b *testing.B, name string, tp, batch int, full bool) {
+	a, err := model.Preset(name)
+	if err != nil {
+		b.Fatal(err)
+	}
+	s, err := model.Build(a, model.Plan{TP: tp}, model.Workload{Phase: model.Decode, Batch: batch, Context: 4096})
+	if err != nil {
+		b.Fatal(err)
+	}
+	topo, err := topology.Preset("rtxpro6000-2s")
+	if err != nil {
+		b.Fatal(err)
+	}
+	p, err := New(topo, Options{CUDAGraphs: true, NCCLProto: "LL", P2PLevel: "SYS"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if full {
+			if _, err := p.Predict(s); err != nil {
+				b.Fatal(err)
+			}
+		} else if _, err := p.StepUs(s); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(s.NumOps()), "ops")
+}
+
+func BenchmarkPredict(b *testing.B) {
+	for _, c := range []struct {
+		model     string
+		tp, batch int
+	}{{"kimi-k2.5-nvfp4", 8, 1}, {"kimi-k2.5-nvfp4", 8, 64}, {"glm-5-nvfp4", 8, 1}} {
+		b.Run("model="+c.model+"/tp="+itoa(c.tp)+"/batch="+itoa(c.batch)+"/detail=full", func(b *testing.B) { benchPredict(b, c.model, c.tp, c.batch, true) })
+		b.Run("model="+c.model+"/tp="+itoa(c.tp)+"/batch="+itoa(c.batch)+"/detail=step", func(b *testing.B) { benchPredict(b, c.model, c.tp, c.batch, false) })
+	}
+}
+
+func itoa(i int) string {
+	if i == 0 {
+		return "0"
+	}
+	s := ""
+	for ; i > 0; i /= 10 {
+		s = string(rune('0'+i%10)) + s
+	}
+	return s
+}

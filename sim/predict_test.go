@@ -1,0 +1,241 @@
+package sim
+
+import (
+	"math"
+	"strings"
+	"testing"
+	"unsafe"
+
+	"github.com/tpscope/tpscope/model"
+	"github.com/tpscope/tpscope/topology"
+)
+
+// fixedColl prices every collective at a fixed time (a test double).
+type fixedColl struct{ us float64 }
+
+func (f fixedColl) Cost(op model.Collective, group []int, bytes int64) CollectiveCost {
+	return CollectiveCost{TimeUs: f.us, LatencyUs: f.us, Algo: "Ring", Proto: "LL"}
+}
+
+func presetTopo(t testing.TB, name string) *topology.Topology {
+	t.Helper()
+	topo, err := topology.Preset(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return topo
+}
+
+// tinySchedule is two ranks of: norm (2 us floor), all-reduce, norm.
+func tinySchedule(ranks int) *model.Schedule {
+	group := make([]int, ranks)
+	for i := range group {
+		group[i] = i
+	}
+	s := &model.Schedule{Workload: model.Workload{Phase: model.Decode, Batch: 1}}
+	for r := 0; r < ranks; r++ {
+		s.Ranks = append(s.Ranks, []model.Op{
+			{ID: "L00.attn.input_norm", Kind: model.KindNorm, Block: "attn", Name: "input_norm", M: 1, BytesRead: 100, Rank: r},
+			{ID: "L00.attn.allreduce", Kind: model.KindCollective, Block: "attn", Name: "allreduce", Collective: model.AllReduce, CommBytes: 14336, Group: group, Rank: r},
+			{ID: "L00.moe.post_attn_norm", Kind: model.KindNorm, Block: "moe", Name: "post_attn_norm", M: 1, BytesRead: 100, Rank: r},
+		})
+	}
+	return s
+}
+
+// Step times below follow from the RTX PRO 6000 preset: MinKernelUs 2,
+// LaunchEagerUs 6, LaunchGraphUs 1 (topology/presets.go), and a 20 us
+// all-reduce.
+func TestPredictOptions(t *testing.T) {
+	topo := presetTopo(t, "rtxpro6000-2s")
+	cases := []struct {
+		name     string
+		opts     Options
+		wantStep float64
+		kernels  int
+	}{
+		// Eager: launches end at 6, 12, 18; norm 6-8, all-reduce 12-32
+		// (launch-bound), norm 32-34.
+		{"eager", Options{}, 34, 3},
+		// Graph: one 6 us graph launch, then 3 kernels each +1 us:
+		// 6 + (2+1) + (20+1) + (2+1) = 33.
+		{"graph", Options{CUDAGraphs: true}, 33, 3},
+		// Fusion removes the second norm (its 100 B ride on the all-reduce
+		// at 1597 x 0.8 = 1277.6 GB/s: +0.0000783 us): launches end at 6,
+		// 12; norm 6-8, all-reduce 12-32.0000783.
+		{"eager fused", Options{ARNormFusion: true}, 32 + 100/1277.6e3, 2},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			p, err := NewWithCollectives(topo, tc.opts, fixedColl{20})
+			if err != nil {
+				t.Fatal(err)
+			}
+			pr, err := p.Predict(tinySchedule(8))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if math.Abs(pr.StepUs-tc.wantStep) > 1e-6 {
+				t.Errorf("step %.6f us, want %.6f", pr.StepUs, tc.wantStep)
+			}
+			if pr.Kernels != tc.kernels {
+				t.Errorf("kernels %d, want %d", pr.Kernels, tc.kernels)
+			}
+			if !pr.Symmetric || len(pr.Ops) != 3 {
+				t.Errorf("symmetric %v with %d op rows, want true with 3", pr.Symmetric, len(pr.Ops))
+			}
+			if n := len(pr.CriticalPath); n == 0 || pr.CriticalPath[0] != 0 {
+				t.Errorf("critical path %v does not start at the first op", pr.CriticalPath)
+			} else if last := pr.Ops[pr.CriticalPath[n-1]]; math.Abs(last.StartUs+last.Us-pr.StepUs) > 1e-9 {
+				t.Errorf("critical path %v ends at %.3f us, step %.3f us", pr.CriticalPath, last.StartUs+last.Us, pr.StepUs)
+			}
+			// 1 token per step: tokens/s = 1e6 / step.
+			if !relNear(pr.TokensPerS, 1e6/tc.wantStep, 1e-9) {
+				t.Errorf("tokens/s %.3f, want %.3f", pr.TokensPerS, 1e6/tc.wantStep)
+			}
+			if !relNear(pr.CommShare, pr.CommUs/pr.StepUs, 1e-12) || pr.CommUs < 20 {
+				t.Errorf("comm %.3f us share %.3f", pr.CommUs, pr.CommShare)
+			}
+		})
+	}
+}
+
+// The representative-rank shortcut must give exactly what simulating every
+// rank gives.
+func TestSymmetricEqualsAllRanks(t *testing.T) {
+	topo := presetTopo(t, "rtxpro6000-2s")
+	a, err := model.Preset("kimi-k2.5-nvfp4")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := model.Build(a, model.Plan{TP: 8}, model.Workload{Phase: model.Decode, Batch: 4, Context: 2048})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, opts := range []Options{{}, {CUDAGraphs: true, NCCLProto: "LL", P2PLevel: "SYS"}} {
+		p, err := New(topo, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sym, err := p.Predict(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !sym.Symmetric {
+			t.Fatal("a TP-only build is not recognized as symmetric")
+		}
+		// Simulate every rank (collectives synchronizing their groups).
+		if err := p.simulateRanks(s); err != nil {
+			t.Fatal(err)
+		}
+		all := p.eng.end
+		step := 0.0
+		for _, e := range all[:len(p.eng.ops)] {
+			step = math.Max(step, e)
+		}
+		if math.Abs(step-sym.StepUs) > 1e-6*sym.StepUs {
+			t.Errorf("%+v: all ranks %.3f us, representative %.3f us", opts, step, sym.StepUs)
+		}
+	}
+}
+
+func TestPredictErrors(t *testing.T) {
+	topo := presetTopo(t, "rtxpro6000-2s")
+	p, err := NewWithCollectives(topo, Options{}, fixedColl{1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	bad := tinySchedule(2)
+	bad.Ranks[1][1].Group = []int{1, 1}
+	tooMany := tinySchedule(9)
+	badDep := tinySchedule(1)
+	badDep.Ranks[0][0].Deps = []int{0}
+	cases := []struct {
+		name string
+		s    *model.Schedule
+		want string
+	}{
+		{"empty", &model.Schedule{}, "empty schedule"},
+		{"more ranks than gpus", tooMany, "9 ranks but topology rtxpro6000-2s has 8 GPUs"},
+		{"duplicate group member", bad, "names rank 1 twice"},
+		{"dependency not earlier", badDep, "dependency 0 is not an earlier op"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := p.Predict(tc.s)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("err %v, want it to contain %q", err, tc.want)
+			}
+		})
+	}
+	if _, err := NewWithCollectives(topo, Options{MTPAcceptRate: 1.5}, fixedColl{1}); err == nil || !strings.Contains(err.Error(), "mtp_accept_rate") {
+		t.Errorf("accept rate 1.5: err %v", err)
+	}
+	if _, err := New(topo, Options{P2PLevel: "FOO"}); err == nil || !strings.Contains(err.Error(), "NCCL_P2P_LEVEL") {
+		t.Errorf("bad P2P level: err %v", err)
+	}
+}
+
+// Expected tokens per step with k draft tokens and acceptance a is
+// 1 + a + ... + a^k: k=1, a=0.7 -> 1.7; k=3, a=0.5 -> 1.875.
+func TestTokensPerStep(t *testing.T) {
+	for _, c := range []struct {
+		k    int
+		a    float64
+		want float64
+	}{{0, 0.9, 1}, {1, 0.7, 1.7}, {3, 0.5, 1.875}, {2, 1, 3}} {
+		o := Options{MTPAcceptRate: c.a}
+		if got := o.TokensPerStep(c.k); math.Abs(got-c.want) > 1e-12 {
+			t.Errorf("k=%d a=%v: %v, want %v", c.k, c.a, got, c.want)
+		}
+	}
+}
+
+// vLLM's capture sizes (serving-facts.md): 1, 2, 4, 8..248 step 8,
+// 256..512 step 16; beyond 512 the step runs eagerly.
+func TestGraphTokens(t *testing.T) {
+	o := Options{CUDAGraphs: true}
+	for _, c := range []struct {
+		in, want int
+		graphed  bool
+	}{{1, 1, true}, {3, 4, true}, {5, 8, true}, {9, 16, true}, {249, 256, true}, {257, 272, true}, {512, 512, true}, {513, 513, false}} {
+		got, g := o.GraphTokens(c.in)
+		if got != c.want || g != c.graphed {
+			t.Errorf("GraphTokens(%d) = %d, %v; want %d, %v", c.in, got, g, c.want, c.graphed)
+		}
+	}
+}
+
+// Every cost field sameCost's fast path relies on must lie in the raw
+// compared region [rawFrom, rawTo).
+func TestRawCostLayout(t *testing.T) {
+	var o model.Op
+	fields := map[string]uintptr{
+		"M": unsafe.Offsetof(o.M), "N": unsafe.Offsetof(o.N), "K": unsafe.Offsetof(o.K), "Batch": unsafe.Offsetof(o.Batch),
+		"WeightDtype": unsafe.Offsetof(o.WeightDtype), "KVDtype": unsafe.Offsetof(o.KVDtype), "FLOPs": unsafe.Offsetof(o.FLOPs),
+		"BytesRead": unsafe.Offsetof(o.BytesRead), "BytesWritten": unsafe.Offsetof(o.BytesWritten), "KVBytes": unsafe.Offsetof(o.KVBytes),
+		"Collective": unsafe.Offsetof(o.Collective), "CommBytes": unsafe.Offsetof(o.CommBytes),
+	}
+	for name, off := range fields {
+		if off < rawFrom || off >= rawTo {
+			t.Errorf("model.Op.%s at offset %d is outside the compared region [%d, %d)", name, off, rawFrom, rawTo)
+		}
+	}
+	a := model.Op{Kind: model.KindGEMM, M: 1, N: 2, K: 3, FLOPs: 4}
+	for _, mut := range []func(*model.Op){
+		func(o *model.Op) { o.N = 3 }, func(o *model.Op) { o.Batch = 2 }, func(o *model.Op) { o.WeightDtype = model.FP8 },
+		func(o *model.Op) { o.KVBytes = 1 }, func(o *model.Op) { o.Kind = model.KindNorm }, func(o *model.Op) { o.Deps = []int{0} },
+		func(o *model.Op) { o.CommBytes = 1 },
+	} {
+		b := a
+		mut(&b)
+		if sameCost(&a, &b) {
+			t.Errorf("sameCost misses a change: %+v vs %+v", a, b)
+		}
+	}
+	b := a
+	b.ID, b.Rank = "other", 3
+	if !sameCost(&a, &b) {
+		t.Error("sameCost: ID and Rank must not matter")
+	}
+}
