@@ -14,13 +14,13 @@ import (
 // expected values were read off the JSON by hand; see SOURCES.md there).
 func TestParseReferenceConfigs(t *testing.T) {
 	type want struct {
-		modelType                                        string
+		modelType                                         string
 		layers, dense, heads, hidden, experts, vocab, mtp int
-		qlora, nope, v                                   int
-		indexHeads, indexDim, indexTopK                  int
-		attn, shared, dense_, routed, lmHead, indexer    Dtype
-		mtpExcluded                                      bool
-		kv                                               Dtype
+		qlora, nope, v                                    int
+		indexHeads, indexDim, indexTopK                   int
+		attn, shared, dense_, routed, lmHead, indexer     Dtype
+		mtpExcluded                                       bool
+		kv                                                Dtype
 	}
 	cases := []struct {
 		name       string

@@ -1,0 +1,210 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"text/tabwriter"
+
+	"github.com/spf13/pflag"
+	"github.com/tpscope/tpscope/model"
+)
+
+// rtxPro6000MemBytes is the RTX PRO 6000 Blackwell's memory as nvidia-smi
+// reports it, 97,887 MiB (hardware.md) — the default GPU of the capacity
+// figures. model itself knows no hardware; this is only a size.
+const rtxPro6000MemBytes = 97887 << 20
+
+// memFlags are the GPU memory flags of the capacity figures.
+type memFlags struct {
+	gb   float64
+	util float64
+}
+
+func addMemFlags(fs *pflag.FlagSet) *memFlags {
+	m := &memFlags{}
+	fs.Float64Var(&m.gb, "gpu-mem-gb", 0, "GPU memory in GB (1e9 B) for the KV capacity (default: RTX PRO 6000, 97,887 MiB)")
+	fs.Float64Var(&m.util, "gpu-mem-util", model.DefaultGPUMemUtilization, "fraction of GPU memory the engine may use (vLLM gpu_memory_utilization)")
+	return m
+}
+
+func (m *memFlags) bytes() (float64, float64, error) {
+	if m.util <= 0 || m.util > 1 {
+		return 0, 0, usageErrorf("--gpu-mem-util %g: want a fraction in (0, 1]", m.util)
+	}
+	if m.gb < 0 {
+		return 0, 0, usageErrorf("--gpu-mem-gb %g: want a positive size", m.gb)
+	}
+	if m.gb == 0 {
+		return rtxPro6000MemBytes, m.util, nil
+	}
+	return m.gb * 1e9, m.util, nil
+}
+
+func init() {
+	register(&Verb{
+		Name:  "model show",
+		Short: "summarize a model: dims, quantization, parameters, weights and KV per GPU, KV capacity",
+		Long: `Shows a built-in model (or a config file or directory) under a parallel plan:
+parameter counts (total and active per token), which components are quantized
+to which dtype, weight bytes per GPU by component (replicated vs sharded),
+KV-cache bytes per token per GPU for bf16 and fp8, the activation workspace
+estimate, and how many tokens of KV cache fit per GPU at the given memory size
+and utilization.`,
+		Example: "tpscope model show kimi-k2.5-nvfp4 --tp 8 --output json\ntpscope model show glm-5-nvfp4 --tp 8 --dcp 8 --dense-dsa --gpu-mem-gb 96",
+		Flags: func(fs *pflag.FlagSet) func([]string, io.Writer, io.Writer) error {
+			sc := addModelScenarioFlags(fs)
+			mem := addMemFlags(fs)
+			out := fs.String("output", "table", "output format: table or json")
+			return func(args []string, stdout, _ io.Writer) error {
+				if len(args) > 1 {
+					return usageErrorf("model show takes at most one model name, got %q", args)
+				}
+				if len(args) == 1 {
+					sc.model = args[0]
+				}
+				return showModel(sc, mem, *out, stdout)
+			}
+		},
+	})
+	register(&Verb{
+		Name:  "model load",
+		Short: "parse a user's config.json (+ hf_quant_config.json) and show its summary",
+		Long: `Loads DIR_OR_FILE: a model directory holding config.json and optionally
+hf_quant_config.json, or a single config file. Prints the same summary as
+'model show'. Errors name the file, the field and what was expected.`,
+		Example: "tpscope model load ./Kimi-K2.5-NVFP4 --tp 8\ntpscope model load ./GLM-5/config.json --output json",
+		Flags: func(fs *pflag.FlagSet) func([]string, io.Writer, io.Writer) error {
+			sc := addModelScenarioFlags(fs)
+			mem := addMemFlags(fs)
+			out := fs.String("output", "table", "output format: table or json")
+			return func(args []string, stdout, _ io.Writer) error {
+				if len(args) != 1 {
+					return usageErrorf("model load takes one DIR_OR_FILE argument, got %d", len(args))
+				}
+				a, err := model.Load(args[0])
+				if err != nil {
+					return err
+				}
+				sc.arch = a
+				return showModel(sc, mem, *out, stdout)
+			}
+		},
+	})
+	register(&Verb{
+		Name:    "model list",
+		Short:   "list the built-in models",
+		Example: "tpscope model list --output json",
+		Flags: func(fs *pflag.FlagSet) func([]string, io.Writer, io.Writer) error {
+			out := fs.String("output", "table", "output format: table or json")
+			return func(args []string, stdout, _ io.Writer) error {
+				if len(args) > 0 {
+					return usageErrorf("model list takes no arguments, got %q", args)
+				}
+				if err := checkOutput(*out, "table", "json"); err != nil {
+					return err
+				}
+				return listModels(*out, stdout)
+			}
+		},
+	})
+}
+
+func showModel(sc *scenarioFlags, mem *memFlags, out string, w io.Writer) error {
+	if err := checkOutput(out, "table", "json"); err != nil {
+		return err
+	}
+	memBytes, util, err := mem.bytes()
+	if err != nil {
+		return err
+	}
+	a, p, wl, err := sc.resolve()
+	if err != nil {
+		return err
+	}
+	s := model.Summarize(a, p, wl, sc.buildOptions(), memBytes, util)
+	if out == "json" {
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		return enc.Encode(s)
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintf(tw, "model\t%s (%s)\n", s.Model, s.ModelType)
+	fmt.Fprintf(tw, "source\t%s\n", s.Source)
+	fmt.Fprintf(tw, "plan\t%s on %d GPUs\n", s.Plan, s.GPUs)
+	d := s.Dims
+	fmt.Fprintf(tw, "dims\t%d layers (%d dense), hidden %d, %d heads, q_lora %d, kv_lora %d + rope %d, nope %d, v %d\n",
+		d.Layers, d.DenseLayers, d.Hidden, d.Heads, d.QLoraRank, d.KVLoraRank, d.QKRopeHeadDim, d.QKNopeHeadDim, d.VHeadDim)
+	fmt.Fprintf(tw, "moe\t%d routed experts top-%d + %d shared, expert dim %d, dense dim %d, vocab %d, MTP layers %d\n",
+		d.RoutedExperts, d.TopK, d.SharedExperts, d.MoEIntermediate, d.Intermediate, d.Vocab, d.MTPLayers)
+	if d.IndexHeads > 0 {
+		fmt.Fprintf(tw, "dsa indexer\t%d heads x %d, top-%d tokens\n", d.IndexHeads, d.IndexHeadDim, d.IndexTopK)
+	}
+	fmt.Fprintf(tw, "params\t%s total, %s active per token, %s MTP\n", fmtCount(s.ParamsTotal), fmtCount(s.ParamsActive), fmtCount(s.ParamsMTP))
+	fmt.Fprintf(tw, "quantization\t%s, KV cache %s\n", s.Quant["method"], s.Quant["kv_cache"])
+	fmt.Fprintln(tw, "\ncomponent\tdtype\tplacement\tbytes/GPU")
+	for _, c := range s.WeightComponents {
+		if c.Bytes == 0 {
+			continue
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", c.Component, c.Dtype, c.Placement, fmtBytes(c.Bytes))
+	}
+	fmt.Fprintf(tw, "weights\t\t\t%s\n", fmtBytes(s.WeightBytesPerGPU))
+	fmt.Fprintf(tw, "\nGPU memory\t%s x %.2f utilization\n", fmtBytes(s.GPUMemBytes), s.GPUMemUtil)
+	fmt.Fprintf(tw, "activations (estimate)\t%s\n", fmtBytes(s.ActivationBytes))
+	if s.WeightsShortBytes > 0 {
+		fmt.Fprintf(tw, "KV cache\tnone: weights + activations exceed the budget by %s\n", fmtBytes(s.WeightsShortBytes))
+	} else {
+		fmt.Fprintf(tw, "KV cache per GPU\t%s\n", fmtBytes(s.KVCacheBytes))
+	}
+	fmt.Fprintln(tw, "\nKV dtype\tbytes/token/GPU\tcapacity tokens")
+	for _, kd := range model.KVDtypes {
+		mark := ""
+		if string(kd) == s.KVDtype {
+			mark = " (selected)"
+		}
+		fmt.Fprintf(tw, "%s%s\t%.0f\t%d\n", kd, mark, s.KVBytesPerToken[string(kd)], s.KVCapacityByDtype[string(kd)])
+	}
+	return tw.Flush()
+}
+
+func listModels(out string, w io.Writer) error {
+	type row struct {
+		Name          string  `json:"name"`
+		ModelType     string  `json:"model_type"`
+		Layers        int     `json:"num_hidden_layers"`
+		Experts       int     `json:"n_routed_experts"`
+		ParamsTotal   float64 `json:"params_total"`
+		ParamsActive  float64 `json:"params_active"`
+		RoutedExperts string  `json:"routed_experts_dtype"`
+		KVCache       string  `json:"kv_cache_dtype"`
+		Source        string  `json:"source"`
+		Default       bool    `json:"default,omitempty"`
+	}
+	var rows []row
+	for _, n := range model.PresetNames() {
+		a, err := model.Preset(n)
+		if err != nil {
+			return err
+		}
+		p := a.Params()
+		rows = append(rows, row{n, a.ModelType, a.Layers, a.RoutedExperts, p.Total, p.Active,
+			string(a.Quant.RoutedExperts), string(a.Quant.KV), a.Source, n == model.DefaultPreset})
+	}
+	if out == "json" {
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		return enc.Encode(rows)
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "name\tmodel_type\tlayers\texperts\tparams\tactive\texperts dtype\tKV")
+	for _, r := range rows {
+		name := r.Name
+		if r.Default {
+			name += " (default)"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%s\t%s\t%s\t%s\n", name, r.ModelType, r.Layers, r.Experts,
+			fmtCount(r.ParamsTotal), fmtCount(r.ParamsActive), r.RoutedExperts, r.KVCache)
+	}
+	return tw.Flush()
+}

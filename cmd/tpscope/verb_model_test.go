@@ -1,0 +1,168 @@
+package main
+
+import (
+	"bytes"
+	"encoding/csv"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func runModelVerb(t *testing.T, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code = dispatch(args, &out, &errb)
+	return code, out.String(), errb.String()
+}
+
+// TestModelShowJSON checks the JSON contract of `model show` against
+// figures derived by hand (see model/memory_test.go for the derivations):
+// Kimi-K2.5 1,026,408,232,448 parameters, 32,861,500,928 active; MLA KV
+// 576 x 61 x 2 = 70,272 B/token/GPU in bf16, 35,136 in fp8, divided by 8
+// under DCP 8.
+func TestModelShowJSON(t *testing.T) {
+	cases := []struct {
+		name           string
+		args           []string
+		bf16, fp8      float64
+		total, active  float64
+		kvDtype        string
+		capacityPosite bool
+	}{
+		{"default tp8", []string{"model", "show", "--output", "json"}, 70272, 35136, 1026408232448, 32861500928, "fp8", true},
+		{"positional dcp8 bf16", []string{"model", "show", "kimi-k2.5-nvfp4", "--dcp", "8", "--kv-dtype", "bf16", "--output", "json"}, 70272.0 / 8, 35136.0 / 8, 1026408232448, 32861500928, "bf16", true},
+		{"tp1 does not fit", []string{"model", "show", "--model", "kimi-k2.5", "--tp", "1", "--output", "json"}, 70272, 35136, 1026408232448, 32861500928, "bf16", false},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			code, out, errs := runModelVerb(t, c.args...)
+			if code != 0 {
+				t.Fatalf("exit %d: %s", code, errs)
+			}
+			var s struct {
+				ParamsTotal      float64            `json:"params_total"`
+				ParamsActive     float64            `json:"params_active"`
+				KV               map[string]float64 `json:"kv_bytes_per_token"`
+				WeightBytes      float64            `json:"weight_bytes_per_gpu"`
+				KVCapacityTokens int64              `json:"kv_capacity_tokens"`
+				KVDtype          string             `json:"kv_dtype"`
+			}
+			if err := json.Unmarshal([]byte(out), &s); err != nil {
+				t.Fatal(err)
+			}
+			if s.KV["bf16"] != c.bf16 || s.KV["fp8"] != c.fp8 || s.KVDtype != c.kvDtype {
+				t.Errorf("kv %v (%s), want bf16 %g fp8 %g (%s)", s.KV, s.KVDtype, c.bf16, c.fp8, c.kvDtype)
+			}
+			if s.ParamsTotal != c.total || s.ParamsActive != c.active {
+				t.Errorf("params %g / %g", s.ParamsTotal, s.ParamsActive)
+			}
+			if s.WeightBytes <= 0 || (s.KVCapacityTokens > 0) != c.capacityPosite {
+				t.Errorf("weights %g capacity %d", s.WeightBytes, s.KVCapacityTokens)
+			}
+		})
+	}
+}
+
+// TestScheduleOutputs: json has an ops array with the contract fields, and
+// Kimi-K2.5 at TP 8, batch 4 has 123 all-reduces of 4 x 14,336 B on rank 0
+// (serving-facts.md); csv has the same number of rows.
+func TestScheduleOutputs(t *testing.T) {
+	code, out, errs := runModelVerb(t, "schedule", "--batch", "4", "--context", "1024", "--output", "json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	var doc struct {
+		Ranks int              `json:"ranks"`
+		Ops   []map[string]any `json:"ops"`
+	}
+	if err := json.Unmarshal([]byte(out), &doc); err != nil {
+		t.Fatal(err)
+	}
+	ar := 0
+	for _, op := range doc.Ops {
+		for _, k := range []string{"id", "kind", "flops", "bytes", "comm_bytes", "rank"} {
+			if _, ok := op[k]; !ok {
+				t.Fatalf("op %v lacks %q", op, k)
+			}
+		}
+		if op["collective"] == "allreduce" && op["comm_bytes"].(float64) == 4*14336 {
+			ar++
+		}
+	}
+	if doc.Ranks != 8 || ar != 123 {
+		t.Errorf("ranks %d, all-reduces %d, want 8 and 123", doc.Ranks, ar)
+	}
+	code, out, _ = runModelVerb(t, "schedule", "--batch", "4", "--context", "1024", "--output", "csv")
+	rows, err := csv.NewReader(strings.NewReader(out)).ReadAll()
+	if code != 0 || err != nil || len(rows) != len(doc.Ops)+1 {
+		t.Errorf("csv: exit %d err %v rows %d, want %d", code, err, len(rows), len(doc.Ops)+1)
+	}
+	code, out, _ = runModelVerb(t, "schedule", "--model", "tiny-mla-moe", "--tp", "4", "--rank", "-1")
+	if code != 0 || !strings.Contains(out, "L03.moe.allreduce") || !strings.Contains(out, "total") {
+		t.Errorf("table: exit %d\n%s", code, out)
+	}
+}
+
+// TestModelVerbErrors: bad flags are usage errors (exit 2); a malformed
+// config is an error naming the file and field (exit 1).
+func TestModelVerbErrors(t *testing.T) {
+	dir := t.TempDir()
+	bad := filepath.Join(dir, "config.json")
+	if err := os.WriteFile(bad, []byte(`{"model_type": "deepseek_v3", "hidden_size": 7168}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		name string
+		args []string
+		code int
+		msg  string
+	}{
+		{"tp not dividing heads", []string{"schedule", "--tp", "3"}, 2, `field "tp" = 3: want a divisor of num_attention_heads (64)`},
+		{"unknown model", []string{"model", "show", "--model", "llama-7b"}, 2, `unknown model "llama-7b"`},
+		{"bad output", []string{"model", "show", "--output", "xml"}, 2, `--output "xml"`},
+		{"bad kv dtype", []string{"schedule", "--kv-dtype", "int3"}, 2, "unknown dtype"},
+		{"dp without ep", []string{"schedule", "--tp", "1", "--dp", "8"}, 2, "needs expert parallelism"},
+		{"experts vs ep ranks", []string{"schedule", "--model", "deepseek-v3", "--tp", "1", "--dp", "3", "--ep"}, 2, "n_routed_experts (256) divisible"},
+		{"malformed config", []string{"model", "load", dir}, 1, `config.json: field "num_hidden_layers": missing, want a positive integer`},
+		{"load needs an argument", []string{"model", "load"}, 2, "one DIR_OR_FILE"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			code, _, errs := runModelVerb(t, c.args...)
+			if code != c.code || !strings.Contains(errs, c.msg) {
+				t.Errorf("exit %d stderr %q, want %d containing %q", code, errs, c.code, c.msg)
+			}
+		})
+	}
+}
+
+// TestModelLoadReference loads a real config directory layout: GLM-5's
+// config.json with NVIDIA's hf_quant_config.json beside it.
+func TestModelLoadReference(t *testing.T) {
+	ref := "../../../shared/reference/configs"
+	cfg, err1 := os.ReadFile(filepath.Join(ref, "zai-org--GLM-5_config.json"))
+	quant, err2 := os.ReadFile(filepath.Join(ref, "nvidia--GLM-5-NVFP4_hf_quant_config.json"))
+	if err1 != nil || err2 != nil {
+		t.Skip("reference configs not available")
+	}
+	dir := t.TempDir()
+	_ = os.WriteFile(filepath.Join(dir, "config.json"), cfg, 0o644)
+	_ = os.WriteFile(filepath.Join(dir, "hf_quant_config.json"), quant, 0o644)
+	code, out, errs := runModelVerb(t, "model", "load", dir, "--output", "json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	var s struct {
+		KV    map[string]float64 `json:"kv_bytes_per_token"`
+		Quant map[string]string  `json:"quant"`
+	}
+	if err := json.Unmarshal([]byte(out), &s); err != nil {
+		t.Fatal(err)
+	}
+	// 78 x (576 x 2 + 132 indexer) = 100,152 B in bf16; 78 x (576 + 132) = 55,224 in fp8.
+	if s.KV["bf16"] != 100152 || s.KV["fp8"] != 55224 || s.Quant["routed_experts"] != "nvfp4" || s.Quant["kv_cache"] != "fp8" {
+		t.Errorf("kv %v quant %v", s.KV, s.Quant)
+	}
+}

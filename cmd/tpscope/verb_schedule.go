@@ -1,0 +1,169 @@
+package main
+
+import (
+	"encoding/csv"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strconv"
+	"text/tabwriter"
+
+	"github.com/spf13/pflag"
+	"github.com/tpscope/tpscope/model"
+)
+
+// scheduleOpJSON is one op in `tpscope schedule --output json`; field
+// names are the CLI's contract (id, kind, flops, bytes, comm_bytes, rank at
+// least).
+type scheduleOpJSON struct {
+	ID           string  `json:"id"`
+	Rank         int     `json:"rank"`
+	Kind         string  `json:"kind"`
+	Layer        int     `json:"layer"`
+	Block        string  `json:"block"`
+	Name         string  `json:"name"`
+	M            int64   `json:"m,omitempty"`
+	N            int64   `json:"n,omitempty"`
+	K            int64   `json:"k,omitempty"`
+	Batch        float64 `json:"batch,omitempty"`
+	WeightDtype  string  `json:"weight_dtype,omitempty"`
+	ActDtype     string  `json:"act_dtype,omitempty"`
+	KVDtype      string  `json:"kv_dtype,omitempty"`
+	FLOPs        float64 `json:"flops"`
+	Bytes        float64 `json:"bytes"`
+	BytesRead    float64 `json:"bytes_read"`
+	BytesWritten float64 `json:"bytes_written"`
+	WeightBytes  float64 `json:"weight_bytes"`
+	KVBytes      float64 `json:"kv_bytes"`
+	Collective   string  `json:"collective,omitempty"`
+	CommBytes    int64   `json:"comm_bytes"`
+	Group        []int   `json:"group,omitempty"`
+}
+
+type scheduleJSON struct {
+	Model    string           `json:"model"`
+	Plan     string           `json:"plan"`
+	Workload string           `json:"workload"`
+	Ranks    int              `json:"ranks"`
+	Ops      []scheduleOpJSON `json:"ops"`
+}
+
+func init() {
+	register(&Verb{
+		Name:  "schedule",
+		Short: "print the per-rank op list of one decode or prefill step",
+		Long: `Builds the Schedule of one step — every kernel and collective on every rank,
+with GEMM shapes and dtypes, FLOPs, bytes read and written (weights and KV
+cache separately) and collective sizes and groups — as vLLM lays the model
+out under the plan. Op IDs (L07.attn.o_proj, L07.moe.allreduce, embed.*,
+head.*, mtp.*) are the ones predictions and traces are joined on.
+By default only rank 0 is printed; --rank -1 prints every rank.`,
+		Example: "tpscope schedule --model kimi-k2.5-nvfp4 --tp 8 --batch 4 --context 8192\n" +
+			"tpscope schedule --model glm-5 --tp 8 --output json --rank -1",
+		Flags: func(fs *pflag.FlagSet) func([]string, io.Writer, io.Writer) error {
+			sc := addModelScenarioFlags(fs)
+			out := fs.String("output", "table", "output format: table, json or csv")
+			rank := fs.Int("rank", 0, "rank to print; -1 for all ranks")
+			return func(args []string, stdout, _ io.Writer) error {
+				if len(args) > 0 {
+					return usageErrorf("schedule takes no arguments, got %q (use --model)", args)
+				}
+				if err := checkOutput(*out, "table", "json", "csv"); err != nil {
+					return err
+				}
+				a, p, w, err := sc.resolve()
+				if err != nil {
+					return err
+				}
+				s, err := model.BuildWith(a, p, w, sc.buildOptions())
+				if err != nil {
+					return usageErrorf("%v", err)
+				}
+				if *rank < -1 || *rank >= len(s.Ranks) {
+					return usageErrorf("--rank %d: want -1 or 0..%d", *rank, len(s.Ranks)-1)
+				}
+				return printSchedule(s, *rank, *out, stdout)
+			}
+		},
+	})
+}
+
+func opsOf(s *model.Schedule, rank int) []*model.Op {
+	var ops []*model.Op
+	for r := range s.Ranks {
+		if rank >= 0 && r != rank {
+			continue
+		}
+		for i := range s.Ranks[r] {
+			ops = append(ops, &s.Ranks[r][i])
+		}
+	}
+	return ops
+}
+
+func printSchedule(s *model.Schedule, rank int, out string, w io.Writer) error {
+	ops := opsOf(s, rank)
+	switch out {
+	case "json":
+		doc := scheduleJSON{Model: s.Model, Plan: s.Plan.String(), Workload: s.Workload.String(), Ranks: len(s.Ranks),
+			Ops: make([]scheduleOpJSON, 0, len(ops))}
+		for _, op := range ops {
+			doc.Ops = append(doc.Ops, scheduleOpJSON{op.ID, op.Rank, string(op.Kind), op.Layer, op.Block, op.Name,
+				op.M, op.N, op.K, op.Batch, string(op.WeightDtype), string(op.ActDtype), string(op.KVDtype),
+				op.FLOPs, op.Bytes(), op.BytesRead, op.BytesWritten, op.WeightBytes, op.KVBytes,
+				string(op.Collective), op.CommBytes, op.Group})
+		}
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", " ")
+		return enc.Encode(doc)
+	case "csv":
+		cw := csv.NewWriter(w)
+		_ = cw.Write([]string{"rank", "id", "kind", "layer", "block", "name", "m", "n", "k", "batch", "weight_dtype",
+			"act_dtype", "kv_dtype", "flops", "bytes", "bytes_read", "bytes_written", "weight_bytes", "kv_bytes",
+			"collective", "comm_bytes", "group"})
+		g := func(f float64) string { return strconv.FormatFloat(f, 'g', -1, 64) }
+		for _, op := range ops {
+			grp := ""
+			for i, r := range op.Group {
+				if i > 0 {
+					grp += " "
+				}
+				grp += strconv.Itoa(r)
+			}
+			_ = cw.Write([]string{strconv.Itoa(op.Rank), op.ID, string(op.Kind), strconv.Itoa(op.Layer), op.Block, op.Name,
+				strconv.FormatInt(op.M, 10), strconv.FormatInt(op.N, 10), strconv.FormatInt(op.K, 10), g(op.Batch),
+				string(op.WeightDtype), string(op.ActDtype), string(op.KVDtype), g(op.FLOPs), g(op.Bytes()),
+				g(op.BytesRead), g(op.BytesWritten), g(op.WeightBytes), g(op.KVBytes), string(op.Collective),
+				strconv.FormatInt(op.CommBytes, 10), grp})
+		}
+		cw.Flush()
+		return cw.Error()
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintf(tw, "# %s  %s  %s  (%d ranks)\n", s.Model, s.Plan.String(), s.Workload.String(), len(s.Ranks))
+	fmt.Fprintln(tw, "rank\tid\tkind\tshape\tdtype\tflops\tbytes\tweights\tkv\tcomm")
+	for _, op := range ops {
+		shape, dt, comm := "", string(op.WeightDtype), ""
+		if op.M > 0 || op.N > 0 {
+			shape = fmt.Sprintf("%dx%d", op.M, op.N)
+			if op.K > 0 {
+				shape += fmt.Sprintf("x%d", op.K)
+			}
+			if op.Batch > 1 {
+				shape += fmt.Sprintf(" x%.4g", op.Batch)
+			}
+		}
+		if op.Kind == model.KindAttention {
+			dt = "kv " + string(op.KVDtype)
+		}
+		if op.IsCollective() {
+			comm = fmt.Sprintf("%s %d B over %d", op.Collective, op.CommBytes, len(op.Group))
+		}
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", op.Rank, op.ID, op.Kind, shape, dt,
+			fmtCount(op.FLOPs), fmtBytes(op.Bytes()), fmtBytes(op.WeightBytes), fmtBytes(op.KVBytes), comm)
+	}
+	t := s.Totals(rank)
+	fmt.Fprintf(tw, "total\t%d ops\t\t\t\t%s\t%s\t%s\t%s\t%d collectives, %s\n", t.Ops, fmtCount(t.FLOPs), fmtBytes(t.Bytes),
+		fmtBytes(t.WeightBytes), fmtBytes(t.KVBytes), t.Collectives, fmtBytes(float64(t.CommBytes)))
+	return tw.Flush()
+}

@@ -1,0 +1,160 @@
+package model
+
+// Summary is what `tpscope model show` reports: the architecture, its
+// quantization, parameter counts and the memory picture of one GPU under a
+// plan. JSON field names are part of the CLI's contract.
+type Summary struct {
+	Model     string `json:"model"`
+	Source    string `json:"source"`
+	ModelType string `json:"model_type"`
+	Plan      string `json:"plan"`
+	GPUs      int    `json:"gpus"`
+
+	Dims  SummaryDims       `json:"dims"`
+	Quant map[string]string `json:"quant"` // component -> dtype, plus "kv_cache" and "method"
+
+	ParamsTotal  float64 `json:"params_total"`
+	ParamsActive float64 `json:"params_active"`
+	ParamsMTP    float64 `json:"params_mtp"`
+
+	WeightBytesPerGPU float64         `json:"weight_bytes_per_gpu"`
+	WeightComponents  []SummaryWeight `json:"weight_bytes_per_gpu_by_component"`
+	// KVBytesPerToken is per GPU and per KV dtype (bf16, fp8), all layers,
+	// DSA indexer cache included when used, divided by DCP.
+	KVBytesPerToken map[string]float64 `json:"kv_bytes_per_token"`
+	KVDtype         string             `json:"kv_dtype"` // the dtype the capacity below is for
+	ActivationBytes float64            `json:"activation_bytes"`
+	GPUMemBytes     float64            `json:"gpu_mem_bytes"`
+	GPUMemUtil      float64            `json:"gpu_mem_utilization"`
+	KVCacheBytes    float64            `json:"kv_cache_bytes_per_gpu"`
+	// KVCapacityTokens is for KVDtype; KVCapacityByDtype for each dtype.
+	KVCapacityTokens  int64            `json:"kv_capacity_tokens"`
+	KVCapacityByDtype map[string]int64 `json:"kv_capacity_tokens_by_dtype"`
+	WeightsShortBytes float64          `json:"weights_do_not_fit_by_bytes,omitempty"`
+}
+
+// SummaryDims are the config dims a reader checks first.
+type SummaryDims struct {
+	Hidden          int `json:"hidden_size"`
+	Layers          int `json:"num_hidden_layers"`
+	DenseLayers     int `json:"first_k_dense_replace"`
+	Heads           int `json:"num_attention_heads"`
+	QLoraRank       int `json:"q_lora_rank"`
+	KVLoraRank      int `json:"kv_lora_rank"`
+	QKNopeHeadDim   int `json:"qk_nope_head_dim"`
+	QKRopeHeadDim   int `json:"qk_rope_head_dim"`
+	VHeadDim        int `json:"v_head_dim"`
+	Intermediate    int `json:"intermediate_size"`
+	MoEIntermediate int `json:"moe_intermediate_size"`
+	RoutedExperts   int `json:"n_routed_experts"`
+	SharedExperts   int `json:"n_shared_experts"`
+	TopK            int `json:"num_experts_per_tok"`
+	Vocab           int `json:"vocab_size"`
+	MTPLayers       int `json:"num_nextn_predict_layers"`
+	IndexHeads      int `json:"index_n_heads,omitempty"`
+	IndexHeadDim    int `json:"index_head_dim,omitempty"`
+	IndexTopK       int `json:"index_topk,omitempty"`
+}
+
+// SummaryWeight is one component's bytes on one GPU.
+type SummaryWeight struct {
+	Component string  `json:"component"`
+	Dtype     string  `json:"dtype"`
+	Placement string  `json:"placement"`
+	Bytes     float64 `json:"bytes"`
+}
+
+// KVDtypes are the KV-cache dtypes reports compare.
+var KVDtypes = []Dtype{BF16, FP8}
+
+// Summarize computes the Summary of a under plan p for workload w (its KV
+// dtype and speculative tokens matter) on GPUs of gpuMemBytes at
+// utilization util (<= 0: DefaultGPUMemUtilization). The plan must be
+// valid for a (Plan.Validate).
+func Summarize(a *Arch, p Plan, w Workload, o BuildOptions, gpuMemBytes, util float64) Summary {
+	p = p.Normalized()
+	if util <= 0 {
+		util = DefaultGPUMemUtilization
+	}
+	params := a.Params()
+	withMTP := w.SpecTokens > 0 && a.MTPLayers > 0
+	dsa := a.HasIndexer() && !o.DenseDSA
+	s := Summary{
+		Model: a.Name, Source: a.Source, ModelType: a.ModelType, Plan: p.String(), GPUs: p.World(),
+		Dims: SummaryDims{a.Hidden, a.Layers, a.DenseLayers, a.Heads, a.QLoraRank, a.KVLoraRank, a.QKNopeHeadDim,
+			a.QKRopeHeadDim, a.VHeadDim, a.Intermediate, a.MoEIntermediate, a.RoutedExperts, a.SharedExperts, a.TopK,
+			a.Vocab, a.MTPLayers, a.IndexHeads, a.IndexHeadDim, a.IndexTopK},
+		Quant:        map[string]string{"method": a.Quant.Method, "kv_cache": string(a.Quant.KV)},
+		ParamsTotal:  params.Total,
+		ParamsActive: params.Active,
+		ParamsMTP:    params.MTP,
+		GPUMemBytes:  gpuMemBytes,
+		GPUMemUtil:   util,
+	}
+	if s.Quant["method"] == "" {
+		s.Quant["method"] = "none"
+	}
+	for _, c := range Components {
+		if c == CompNorms || (c == CompIndexer && !a.HasIndexer()) || (c == CompMTP && a.MTPLayers == 0) {
+			continue
+		}
+		s.Quant[string(c)] = string(a.Quant.Dtype(c))
+	}
+	if a.Quant.MTPExcluded {
+		s.Quant[string(CompMTP)] = string(a.Quant.Base)
+	}
+	wm := WeightMemory(a, p, withMTP)
+	for _, c := range wm {
+		s.WeightComponents = append(s.WeightComponents, SummaryWeight{string(c.Component), string(c.Dtype), c.Placement, c.BytesPerGPU})
+	}
+	s.WeightBytesPerGPU = TotalBytes(wm)
+	s.KVBytesPerToken = map[string]float64{}
+	s.KVCapacityByDtype = map[string]int64{}
+	for _, d := range KVDtypes {
+		s.KVBytesPerToken[string(d)] = KVBytesPerToken(a, p, d, withMTP, dsa)
+		wd := w
+		wd.KVDtype = d
+		s.KVCapacityByDtype[string(d)] = KVCapacity(a, p, wd, o, gpuMemBytes, util).KVCapacityTokens
+	}
+	c := KVCapacity(a, p, w, o, gpuMemBytes, util)
+	s.KVDtype = string(w.KVDtypeFor(a))
+	s.ActivationBytes = c.ActivationBytes
+	s.KVCacheBytes = c.KVBytes
+	s.KVCapacityTokens = c.KVCapacityTokens
+	s.WeightsShortBytes = c.WeightsDoNotFitBy
+	return s
+}
+
+// Totals sums one rank's ops (rank < 0: all ranks).
+type Totals struct {
+	Ops         int
+	FLOPs       float64
+	Bytes       float64
+	WeightBytes float64
+	KVBytes     float64
+	Collectives int
+	CommBytes   int64
+}
+
+// Totals sums the ops of rank r, or of every rank when r < 0.
+func (s *Schedule) Totals(r int) Totals {
+	var t Totals
+	for i, ops := range s.Ranks {
+		if r >= 0 && i != r {
+			continue
+		}
+		for j := range ops {
+			op := &ops[j]
+			t.Ops++
+			t.FLOPs += op.FLOPs
+			t.Bytes += op.Bytes()
+			t.WeightBytes += op.WeightBytes
+			t.KVBytes += op.KVBytes
+			if op.IsCollective() {
+				t.Collectives++
+				t.CommBytes += op.CommBytes
+			}
+		}
+	}
+	return t
+}
