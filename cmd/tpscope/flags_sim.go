@@ -2,7 +2,6 @@ package main
 
 import (
 	"github.com/spf13/pflag"
-	"github.com/tpscope/tpscope/model"
 	"github.com/tpscope/tpscope/sim"
 	"github.com/tpscope/tpscope/topology"
 )
@@ -79,73 +78,11 @@ func joinNames(s []string) string {
 	return out
 }
 
-// predictScenarioFlags are the model/plan/workload flags of predict. They
-// stand in until the shared scenario flags of the model verbs are used.
-type predictScenarioFlags struct {
-	model    string
-	tp, dp   int
-	dcp      int
-	ep       bool
-	batch    int
-	context  int
-	spec     int
-	kvDtype  string
-	phase    string
-	denseDSA bool
-}
-
-func addScenarioFlags(fs *pflag.FlagSet) *predictScenarioFlags {
-	f := &predictScenarioFlags{}
-	fs.StringVar(&f.model, "model", "kimi-k2.5-nvfp4", "model preset ("+joinNames(model.PresetNames())+") or a config.json / directory")
-	fs.IntVar(&f.tp, "tp", 8, "tensor-parallel degree")
-	fs.IntVar(&f.dp, "dp", 1, "data-parallel attention degree (needs --ep)")
-	fs.IntVar(&f.dcp, "dcp", 1, "decode context parallelism (divides --tp)")
-	fs.BoolVar(&f.ep, "ep", false, "expert parallelism: whole experts per rank")
-	fs.IntVar(&f.batch, "batch", 1, "concurrent sequences")
-	fs.IntVar(&f.context, "context", 4096, "tokens already in each sequence's KV cache")
-	fs.IntVar(&f.spec, "spec-tokens", 0, "MTP speculative tokens per sequence and step")
-	fs.StringVar(&f.kvDtype, "kv-dtype", "", "KV-cache dtype: bf16, fp8 (default: the checkpoint's)")
-	fs.StringVar(&f.phase, "phase", "decode", "decode or prefill")
-	fs.BoolVar(&f.denseDSA, "dense-dsa", false, "run a DSA model (GLM-5) as dense MLA, without the indexer")
-	return f
-}
-
-// scenario resolves the flags; bad values are usage errors.
-func (f *predictScenarioFlags) scenario() (sim.Scenario, error) {
-	var sc sim.Scenario
-	a, err := model.Resolve(f.model)
+// simScenario resolves the shared model scenario flags into a sim.Scenario.
+func simScenario(f *scenarioFlags) (sim.Scenario, error) {
+	a, p, w, err := f.resolve()
 	if err != nil {
-		return sc, usageErrorf("--model %s: %v", f.model, err)
+		return sim.Scenario{}, err
 	}
-	if f.batch < 1 {
-		return sc, usageErrorf("--batch %d: want at least 1", f.batch)
-	}
-	if f.context < 0 {
-		return sc, usageErrorf("--context %d: want 0 or more tokens", f.context)
-	}
-	if f.spec < 0 {
-		return sc, usageErrorf("--spec-tokens %d: want 0 or more", f.spec)
-	}
-	var kv model.Dtype
-	if f.kvDtype != "" {
-		if kv, err = model.ParseDtype(f.kvDtype); err != nil {
-			return sc, usageErrorf("--kv-dtype: %v", err)
-		}
-	}
-	var ph model.Phase
-	switch f.phase {
-	case "decode":
-		ph = model.Decode
-	case "prefill":
-		ph = model.Prefill
-	default:
-		return sc, usageErrorf("--phase %q: want decode or prefill", f.phase)
-	}
-	plan := model.Plan{TP: f.tp, DP: f.dp, DCP: f.dcp, EP: f.ep}
-	if err := plan.Validate(a); err != nil {
-		return sc, usageErrorf("%v", err)
-	}
-	return sim.Scenario{Arch: a, Plan: plan,
-		Workload: model.Workload{Phase: ph, Batch: f.batch, Context: f.context, SpecTokens: f.spec, KVDtype: kv},
-		Build:    model.BuildOptions{DenseDSA: f.denseDSA}}, nil
+	return sim.Scenario{Arch: a, Plan: p, Workload: w, Build: f.buildOptions()}, nil
 }

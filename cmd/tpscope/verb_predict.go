@@ -32,7 +32,7 @@ A scenario whose weights and KV cache do not fit in GPU memory is an error
 that names the shortfall in GB.`,
 		Example: `tpscope predict --model kimi-k2.5-nvfp4 --tp 8 --batch 1 --context 4096 --kv-dtype bf16 --cuda-graphs --nccl-proto LL --p2p-level SYS`,
 		Flags: func(fs *pflag.FlagSet) func(args []string, stdout, stderr io.Writer) error {
-			sc := addScenarioFlags(fs)
+			sc := addModelScenarioFlags(fs)
 			sf := addSimFlags(fs)
 			output := fs.String("output", "table", "output format: table or json")
 			plotFile := fs.String("plot", "", "write a breakdown chart to FILE.png or FILE.svg")
@@ -44,7 +44,7 @@ that names the shortfall in GB.`,
 				if *output != "table" && *output != "json" {
 					return usageErrorf("--output %q: want table or json", *output)
 				}
-				scen, err := sc.scenario()
+				scen, err := simScenario(sc)
 				if err != nil {
 					return err
 				}

@@ -17,8 +17,8 @@ func TestPredictBadFlags(t *testing.T) {
 		want string
 	}{
 		{"tp does not divide heads", []string{"predict", "--tp", "3"}, 2, "tp"},
-		{"batch 0", []string{"predict", "--batch", "0"}, 2, "--batch 0"},
-		{"unknown model", []string{"predict", "--model", "nope"}, 2, "--model nope"},
+		{"batch 0", []string{"predict", "--batch", "0"}, 2, `"batch" = 0`},
+		{"unknown model", []string{"predict", "--model", "nope"}, 2, `unknown model "nope"`},
 		{"unknown topology", []string{"predict", "--topo", "nope"}, 2, "--topo nope"},
 		{"bad p2p level", []string{"predict", "--p2p-level", "FOO"}, 2, "--p2p-level"},
 		{"bad custom ar", []string{"predict", "--custom-ar", "threeshot"}, 2, "--custom-ar"},
