@@ -204,7 +204,7 @@ func (t *Topology) buildPaths() error {
 		default:
 			p.Level = LevelPIX
 		}
-		if cpus > 0 && intel {
+		if (cpus > 0 || hbs > 0) && intel {
 			// NCCL src/graph/paths.cc: P2P through an Intel root complex
 			// consumes bandwidth x 6/5 (INTEL_P2P_OVERHEAD); nccl-model.md.
 			p.NCCLBWGBps *= 5.0 / 6.0

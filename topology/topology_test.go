@@ -1,0 +1,439 @@
+package topology
+
+import (
+	"encoding/json"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func mustPreset(t testing.TB, name string) *Topology {
+	t.Helper()
+	tp, err := Preset(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tp
+}
+
+// TestPresetPaths checks levels, bottlenecks and latencies derived by hand
+// from each preset's layout and its cited link figures.
+func TestPresetPaths(t *testing.T) {
+	cases := []struct {
+		preset     string
+		i, j       int
+		level      string
+		bw, ncclBW float64
+		latUs      float64
+	}{
+		// 2s: gpu0,gpu1 on hb0 (PHB): two Gen5 hops, 54 GB/s (hardware.md
+		// 53-56.6), NCCL 48; 0.2 + 0.2 us (hardware.md 0.36-0.45).
+		{"rtxpro6000-2s", 0, 1, "PHB", 54, 48, 0.4},
+		// gpu0 -> gpu2: hb0 -> cpu0 -> hb1: NODE; + 2 x 0.05 on-die.
+		{"rtxpro6000-2s", 0, 2, "NODE", 54, 48, 0.5},
+		// gpu0 -> gpu4: across xGMI: SYS, 45 GB/s (hardware.md 39-51),
+		// NCCL 16 (AMD); + 0.3 SMP hop.
+		{"rtxpro6000-2s", 0, 4, "SYS", 45, 16, 0.8},
+		// Intel EMR variant: NCCL 40 x 5/6 (Intel root-complex overhead).
+		{"rtxpro6000-2s-intel-emr", 0, 4, "SYS", 54, 40 * 5.0 / 6, 0.8},
+		{"rtxpro6000-2s-intel-emr", 0, 1, "PHB", 54, 48 * 5.0 / 6, 0.4},
+		// Gen4: 27 (half of 54), NCCL 24 (hardware.md).
+		{"rtxpro6000-2s-gen4", 0, 1, "PHB", 27, 24, 0.4},
+		// switch: PIX inside a switch (0.25 x 2), PHB across (4 hops + 0).
+		{"rtxpro6000-switch", 0, 1, "PIX", 54, 48, 0.5},
+		{"rtxpro6000-switch", 0, 2, "PHB", 54, 48, 1.0},
+		// H200: NVLink through NVSwitch, NV18, 450 (hardware.md), NCCL 18 x 20.6.
+		{"h200-nvswitch", 0, 7, "NV18", 450, 370.8, 0.7},
+	}
+	for _, c := range cases {
+		t.Run(c.preset+"/"+c.level, func(t *testing.T) {
+			p := mustPreset(t, c.preset).Path(c.i, c.j)
+			if p.LevelString() != c.level || math.Abs(p.BWGBps-c.bw) > 1e-9 || math.Abs(p.NCCLBWGBps-c.ncclBW) > 1e-9 || math.Abs(p.LatUs-c.latUs) > 1e-9 {
+				t.Errorf("gpu%d-gpu%d: %s %.3f GB/s (NCCL %.3f) %.3f us; want %s %.3f (%.3f) %.3f",
+					c.i, c.j, p.LevelString(), p.BWGBps, p.NCCLBWGBps, p.LatUs, c.level, c.bw, c.ncclBW, c.latUs)
+			}
+		})
+	}
+}
+
+// TestP2PAllowed: NCCL_P2P_LEVEL compares NCCL's path type (NODE counts as
+// PHB) with the level; the default PXB allows only PIX/PXB/NV pairs.
+func TestP2PAllowed(t *testing.T) {
+	cases := []struct {
+		preset string
+		i, j   int
+		level  string
+		want   bool
+	}{
+		{"rtxpro6000-2s", 0, 1, "", false},
+		{"rtxpro6000-2s", 0, 1, "PHB", true},
+		{"rtxpro6000-2s", 0, 2, "PHB", true}, // NODE is PHB for NCCL
+		{"rtxpro6000-2s", 0, 4, "PHB", false},
+		{"rtxpro6000-2s", 0, 4, "SYS", true},
+		{"rtxpro6000-switch", 0, 1, "", true},
+		{"rtxpro6000-switch", 0, 1, "LOC", false},
+		{"rtxpro6000-switch", 0, 2, "PXB", false},
+		{"h200-nvswitch", 0, 5, "NVL", true},
+		{"h200-nvswitch", 0, 5, "LOC", false},
+	}
+	for _, c := range cases {
+		t.Run(c.preset+"/"+c.level, func(t *testing.T) {
+			lv, err := ParseP2PLevel(c.level)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := mustPreset(t, c.preset).P2PAllowed(c.i, c.j, lv); got != c.want {
+				t.Errorf("P2PAllowed(%d,%d,%s) = %v, want %v", c.i, c.j, lv, got, c.want)
+			}
+		})
+	}
+	if _, err := ParseP2PLevel("BOGUS"); err == nil {
+		t.Error("ParseP2PLevel(BOGUS): no error")
+	}
+}
+
+// TestShare: flows sharing a directed link split it.
+func TestShare(t *testing.T) {
+	sw := mustPreset(t, "rtxpro6000-switch")
+	cases := []struct {
+		name  string
+		tp    *Topology
+		flows []Flow
+		want  float64
+		share int
+	}{
+		// gpu0->gpu2 and gpu1->gpu3 both climb sw0's uplink: 54/2.
+		{"switch uplink shared", sw, []Flow{{0, 2, false}, {1, 3, false}}, 27, 2},
+		// A ring 0..7 on the switch box: one flow per uplink direction: 54.
+		{"switch ring", sw, ring(8), 54, 1},
+		// Inside one switch no uplink is used: 54 on the GPU links.
+		{"switch PIX pair", sw, []Flow{{0, 1, false}, {1, 0, false}}, 54, 1},
+		// 2s ring: xGMI one flow per direction: 45.
+		{"2s ring", mustPreset(t, "rtxpro6000-2s"), ring(8), 45, 1},
+		// Through host memory: capped by Host.SHMBWGBps = 27.
+		{"2s via host", mustPreset(t, "rtxpro6000-2s"), []Flow{{0, 1, true}}, 27, 1},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			s := c.tp.Share(c.flows, false)
+			if math.Abs(s.PerFlowGBps-c.want) > 1e-9 || s.Flows != c.share {
+				t.Errorf("per-flow %.3f GB/s over %d flows at %s; want %.3f, %d", s.PerFlowGBps, s.Flows, s.Bottleneck, c.want, c.share)
+			}
+		})
+	}
+}
+
+func ring(n int) []Flow {
+	var f []Flow
+	for i := 0; i < n; i++ {
+		f = append(f, Flow{From: i, To: (i + 1) % n})
+	}
+	return f
+}
+
+func TestDevice(t *testing.T) {
+	d := RTXPro6000Server()
+	// FP8 at the sustained clock: 940 x 1650 / 2430 (hardware.md peak,
+	// assumed sustained clock).
+	if got, ok := d.TFLOPS("fp8-block128"); !ok || math.Abs(got-940*1650.0/2430) > 1e-9 {
+		t.Errorf("TFLOPS(fp8-block128) = %v, %v", got, ok)
+	}
+	if got, _ := d.TFLOPS("nvfp4"); math.Abs(got-1870*1650.0/2430) > 1e-9 {
+		t.Errorf("TFLOPS(nvfp4) = %v", got)
+	}
+	h := H200SXM()
+	if _, ok := h.TFLOPS("nvfp4"); ok {
+		t.Error("H200 reports FP4 support")
+	}
+	if e := d.EfficiencyFor("moe_gemm", "nvfp4"); e != 0.25 {
+		t.Errorf("EfficiencyFor(moe_gemm, nvfp4) = %v, want the specific key's 0.25", e)
+	}
+	if e := d.EfficiencyFor("moe_gemm", "int4-g32"); e != 0.45 {
+		t.Errorf("EfficiencyFor(moe_gemm, int4-g32) = %v, want the kind's 0.45", e)
+	}
+	if e := d.EfficiencyFor("unknown", ""); e != 0.5 {
+		t.Errorf("EfficiencyFor(unknown) = %v, want default 0.5", e)
+	}
+	// Every number has a source.
+	for _, dev := range []Device{d, h} {
+		for _, k := range []string{"sms", "sm_clock_mhz", "mem_bw_gbps", "mem_bytes", "l2_bytes", "launch_eager_us", "launch_graph_us", "min_kernel_us", "efficiency", "mem_efficiency"} {
+			if dev.Sources[k] == "" {
+				t.Errorf("%s: no source for %s", dev.Name, k)
+			}
+		}
+		for k := range dev.PeakTFLOPS {
+			if dev.Sources["peak_tflops."+k] == "" {
+				t.Errorf("%s: no source for peak_tflops.%s", dev.Name, k)
+			}
+		}
+	}
+}
+
+func TestResolveAndSubset(t *testing.T) {
+	cases := []struct {
+		name   string
+		gpus   int
+		want   int
+		levels string // level of gpu0-gpu(last)
+	}{
+		{"", 0, 8, "SYS"},
+		{"rtxpro6000-2s", 4, 4, "NODE"},
+		{"rtxpro6000-2s", 2, 2, "PHB"},
+		{"rtxpro6000-2s", 1, 1, "X"},
+		{"h200-nvswitch", 2, 2, "NV18"},
+		{"rtxpro6000-switch", 4, 4, "PHB"},
+	}
+	for _, c := range cases {
+		t.Run(c.name+"/"+c.levels, func(t *testing.T) {
+			tp, err := Resolve(c.name, c.gpus)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tp.NumGPUs() != c.want || tp.Path(0, c.want-1).LevelString() != c.levels {
+				t.Errorf("%d GPUs, level %s; want %d, %s", tp.NumGPUs(), tp.Path(0, c.want-1).LevelString(), c.want, c.levels)
+			}
+		})
+	}
+	if _, err := Resolve("rtxpro6000-2s", 9); err == nil || !strings.Contains(err.Error(), "8 GPUs") {
+		t.Errorf("--gpus 9 on 8: %v", err)
+	}
+	if _, err := Resolve("no-such-box", 0); err == nil || !strings.Contains(err.Error(), "not a preset") {
+		t.Errorf("unknown name: %v", err)
+	}
+}
+
+func TestJSONRoundTrip(t *testing.T) {
+	for _, name := range PresetNames() {
+		t.Run(name, func(t *testing.T) {
+			tp := mustPreset(t, name)
+			path := filepath.Join(t.TempDir(), "box.json")
+			if err := tp.Save(path); err != nil {
+				t.Fatal(err)
+			}
+			back, err := Load(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			a, _ := tp.Marshal()
+			b, _ := back.Marshal()
+			if string(a) != string(b) {
+				t.Error("save/load changed the topology")
+			}
+			if a, b := back.Path(0, 7), tp.Path(0, 7); a.BWGBps != b.BWGBps || a.LatUs != b.LatUs || a.Level != b.Level {
+				t.Error("paths differ after reload")
+			}
+		})
+	}
+}
+
+// TestValidationErrors: a bad file gets an error naming the element.
+func TestValidationErrors(t *testing.T) {
+	base, _ := mustPreset(t, "rtxpro6000-switch").Marshal()
+	cases := []struct {
+		name   string
+		edit   func(m map[string]any)
+		wantIn []string
+	}{
+		{"unknown link type", func(m map[string]any) { link(m, 0)["type"] = "infiniband" }, []string{"link 0 (hb0-cpu0)", `unknown link type "infiniband"`}},
+		{"negative bandwidth", func(m map[string]any) { link(m, 3)["bw_gbps"] = -5.0 }, []string{"link 3", "bw_gbps must be > 0"}},
+		{"gpu without a path", func(m map[string]any) {
+			ls := m["links"].([]any)
+			var keep []any
+			for _, l := range ls {
+				if l.(map[string]any)["a"] != "gpu5" {
+					keep = append(keep, l)
+				}
+			}
+			m["links"] = keep
+		}, []string{`gpu "gpu0": no path to gpu "gpu5"`}},
+		{"unknown endpoint", func(m map[string]any) { link(m, 2)["b"] = "sw9" }, []string{"link 2", `unknown endpoint "sw9"`}},
+		{"unknown device", func(m map[string]any) { m["gpus"].([]any)[3].(map[string]any)["device"] = "B200" }, []string{`gpu "gpu3"`, `device "B200"`}},
+		{"unknown node kind", func(m map[string]any) { m["nodes"].([]any)[1].(map[string]any)["kind"] = "router" }, []string{`node "hb0"`, `unknown kind "router"`}},
+		{"bad pcie width", func(m map[string]any) { link(m, 1)["width"] = 3.0 }, []string{"link 1", "pcie width 3"}},
+		{"negative peak", func(m map[string]any) {
+			m["devices"].([]any)[0].(map[string]any)["peak_tflops"].(map[string]any)["fp8"] = -1.0
+		}, []string{"peak_tflops.fp8 must be > 0"}},
+		{"unknown field", func(m map[string]any) { m["gpus"].([]any)[0].(map[string]any)["nvlink"] = 1.0 }, []string{`unknown field "nvlink"`}},
+		{"no gpus", func(m map[string]any) { m["gpus"] = []any{} }, []string{"no GPU"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			var m map[string]any
+			if err := json.Unmarshal(base, &m); err != nil {
+				t.Fatal(err)
+			}
+			c.edit(m)
+			data, _ := json.Marshal(m)
+			_, err := Parse(data, "box.json")
+			if err == nil {
+				t.Fatal("no error")
+			}
+			msg := err.Error()
+			if !strings.HasPrefix(msg, "box.json: ") || strings.Contains(msg, "\n") {
+				t.Errorf("error %q: want one line starting with the file name", msg)
+			}
+			for _, w := range c.wantIn {
+				if !strings.Contains(msg, w) {
+					t.Errorf("error %q does not contain %q", msg, w)
+				}
+			}
+		})
+	}
+	if _, err := Parse([]byte("{\n \"name\": 3\n}"), "x.json"); err == nil || !strings.Contains(err.Error(), "line 2") {
+		t.Errorf("type error without line: %v", err)
+	}
+}
+
+func link(m map[string]any, i int) map[string]any { return m["links"].([]any)[i].(map[string]any) }
+
+func FuzzParse(f *testing.F) {
+	for _, name := range PresetNames() {
+		b, _ := mustPreset(f, name).Marshal()
+		f.Add(b)
+	}
+	f.Add([]byte(`{"gpus":[{"id":"g","device":"d"}],"devices":[{"name":"d","sms":1,"sm_clock_mhz":1,"mem_bytes":1,"mem_bw_gbps":1,"peak_tflops":{"fp32":1}}]}`))
+	f.Add([]byte(`{"gpus":[{"id":"a","device":"d"},{"id":"b","device":"d"}],"links":[{"a":"a","b":"b","type":"nvlink","bw_gbps":1e308,"lat_us":1e308}],"devices":[{"name":"d","sms":1,"sm_clock_mhz":1,"mem_bytes":1,"mem_bw_gbps":1,"peak_tflops":{"fp32":1}}]}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		tp, err := Parse(data, "fuzz.json")
+		if err != nil {
+			if !strings.HasPrefix(err.Error(), "fuzz.json: ") {
+				t.Fatalf("error without file name: %v", err)
+			}
+			return
+		}
+		n := tp.NumGPUs()
+		lv, _ := ParseP2PLevel("SYS")
+		m := tp.Matrices(lv, false)
+		for i := 0; i < n; i++ {
+			for j := 0; j < n; j++ {
+				p := tp.Path(i, j)
+				if i != j && !(p.BWGBps > 0) {
+					t.Fatalf("path %d-%d bandwidth %v", i, j, p.BWGBps)
+				}
+			}
+		}
+		if len(m.Level) != n {
+			t.Fatal("matrix size")
+		}
+		if _, err := tp.Marshal(); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
+// TestFromProbe builds topologies from hand-written NVML probes.
+func TestFromProbe(t *testing.T) {
+	// An HGX-like box: 4 GPUs, pairs under one switch (SINGLE), switches
+	// under one host bridge per socket... here two sockets (SYSTEM), all
+	// GPUs on 18 NVLinks to NVSwitches (remote bus IDs not GPUs).
+	anc := [][]int{
+		{0, 10, 50, 50},
+		{10, 0, 50, 50},
+		{50, 50, 0, 10},
+		{50, 50, 10, 0},
+	}
+	var gpus []ProbeGPU
+	for i := 0; i < 4; i++ {
+		gpus = append(gpus, ProbeGPU{Name: "NVIDIA H200", BusID: []string{"00000000:18:00.0", "00000000:2A:00.0", "00000000:9A:00.0", "00000000:AB:00.0"}[i],
+			ComputeCapability: "9.0", MaxSMClockMHz: 1980, MemBytes: 150754820096, NUMANode: i / 2, PCIeGen: 5, PCIeWidth: 16,
+			NVLinks: map[string]int{"00000000:05:00.0": 5, "00000000:06:00.0": 4, "00000000:07:00.0": 4, "00000000:08:00.0": 5}})
+	}
+	p2p := [][]bool{{true, true, true, true}, {true, true, true, true}, {true, true, true, false}, {true, true, false, true}}
+	tp, err := FromProbe(&Probe{Hostname: "h", CPUVendor: "intel", GPUs: gpus, Ancestor: anc, P2PRead: p2p})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		i, j  int
+		level string
+	}{{0, 1, "NV18"}, {0, 3, "NV18"}} {
+		if got := tp.Path(c.i, c.j).LevelString(); got != c.level {
+			t.Errorf("gpu%d-gpu%d: %s, want %s", c.i, c.j, got, c.level)
+		}
+	}
+	// Through PCIe only (no NVLink): PIX inside a switch, SYS across.
+	for i := range gpus {
+		gpus[i].NVLinks = nil
+	}
+	tp, err = FromProbe(&Probe{Hostname: "h", CPUVendor: "amd", GPUs: gpus, Ancestor: anc, P2PRead: p2p})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		i, j  int
+		level string
+	}{{0, 1, "PIX"}, {0, 2, "SYS"}, {2, 3, "PIX"}} {
+		if got := tp.Path(c.i, c.j).LevelString(); got != c.level {
+			t.Errorf("pcie: gpu%d-gpu%d: %s, want %s", c.i, c.j, got, c.level)
+		}
+	}
+	lv, _ := ParseP2PLevel("SYS")
+	if tp.P2PAllowed(2, 3, lv) {
+		t.Error("P2P allowed on a pair NVML reports as unsupported")
+	}
+	if tp.Devices[0].MemBytes != 150754820096 || tp.Devices[0].SMs != 132 {
+		t.Errorf("device: %+v", tp.Devices[0])
+	}
+	// NODE and PHB and PXB levels.
+	anc2 := [][]int{
+		{0, 20, 30, 40},
+		{20, 0, 30, 40},
+		{30, 30, 0, 40},
+		{40, 40, 40, 0},
+	}
+	tp, err = FromProbe(&Probe{GPUs: gpus, Ancestor: anc2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		i, j  int
+		level string
+	}{{0, 1, "PXB"}, {0, 2, "PHB"}, {0, 3, "NODE"}} {
+		if got := tp.Path(c.i, c.j).LevelString(); got != c.level {
+			t.Errorf("tree: gpu%d-gpu%d: %s, want %s", c.i, c.j, got, c.level)
+		}
+	}
+	if _, err := FromProbe(&Probe{}); err == nil {
+		t.Error("empty probe: no error")
+	}
+}
+
+// TestDiscoveredFixture checks a `tpscope topo discover` output recorded on
+// an 8x H200 HGX machine, when present: it loads, has 8 H200 GPUs, every
+// pair is NVLink-connected (NV#) and each GPU's PCIe link is Gen5 x16.
+func TestDiscoveredFixture(t *testing.T) {
+	const path = "testdata/discover-h200.json"
+	if _, err := os.Stat(path); err != nil {
+		t.Skip("no fixture recorded at " + path)
+	}
+	tp, err := Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tp.NumGPUs() != 8 {
+		t.Fatalf("%d GPUs, want 8", tp.NumGPUs())
+	}
+	seen := map[string]bool{}
+	for i, g := range tp.GPUs {
+		if !strings.Contains(tp.DeviceOf(i).Name, "H200") {
+			t.Errorf("gpu %d: device %q", i, tp.DeviceOf(i).Name)
+		}
+		if g.BusID == "" || seen[g.BusID] {
+			t.Errorf("gpu %d: bus id %q empty or repeated", i, g.BusID)
+		}
+		seen[g.BusID] = true
+		if g.PCIeGen != 5 || g.PCIeWidth != 16 {
+			t.Errorf("gpu %d: PCIe Gen%d x%d, want Gen5 x16", i, g.PCIeGen, g.PCIeWidth)
+		}
+		for j := range tp.GPUs {
+			if p := tp.Path(i, j); i != j && p.Level != LevelNV {
+				t.Errorf("gpu%d-gpu%d: level %s, want NV#", i, j, p.LevelString())
+			}
+		}
+	}
+	if mem := tp.DeviceOf(0).MemBytes; mem < 140e9 || mem > 160e9 {
+		t.Errorf("memory %d bytes, want about 141-150 GB", mem)
+	}
+}
