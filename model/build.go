@@ -63,6 +63,12 @@ func Build(a *Arch, p Plan, w Workload) (*Schedule, error) {
 // Prefill (M = batch x context tokens) uses the non-absorbed MLA form:
 // attn.kv_b_proj expands K and V, attn.mla_prefill runs causal attention.
 //
+// Op.Layer is the decoder layer index, -1 for the main embed.* and head.*
+// ops; every mtp.* op (its embedding and head included) carries the MTP
+// layer's index as the checkpoint numbers it (num_hidden_layers + i, e.g.
+// 61 for DeepSeek-V3). Op.Group slices are shared by the members of a
+// group and must not be modified.
+//
 // Token counts: decode T = ceil(batch/DP) x (1 + SpecTokens) per attention
 // group (the slowest DP group, which vLLM pads the others to); prefill
 // T = ceil(batch/DP) x context. Logits are computed for every decode token
@@ -222,7 +228,11 @@ type site struct {
 	mtp    bool
 	tokens int64 // tokens through this layer
 	seqs   int64 // sequences whose cache attention reads
-	dtype  func(Component) Dtype
+	// prefill: attention in the non-absorbed causal form over the prompt
+	// (the prefill step and the MTP pass that follows it over the same
+	// tokens); otherwise absorbed decode attention over the cache.
+	prefill bool
+	dtype   func(Component) Dtype
 }
 
 func (b *builder) op(s *site, block, name string, kind OpKind, gk groupKind) *Op {
@@ -240,7 +250,7 @@ func (b *builder) buildStep() {
 	main := func(c Component) Dtype { return a.Quant.Dtype(c) }
 	b.embed("", -1, false, b.tokens, main)
 	for l := 0; l < a.Layers; l++ {
-		s := &site{prefix: layerPrefix(l), layer: l, tokens: b.tokens, seqs: int64(b.bg), dtype: main}
+		s := &site{prefix: layerPrefix(l), layer: l, tokens: b.tokens, seqs: int64(b.bg), dtype: main, prefill: b.w.Phase == Prefill}
 		b.layer(s, l < a.DenseLayers)
 	}
 	b.head("", -1, false, b.tokens, b.outTokens, main)
@@ -257,7 +267,8 @@ func (b *builder) buildStep() {
 		pre := "mtp.s" + strconv.Itoa(i) + "."
 		ml := a.Layers + i%a.MTPLayers
 		b.embed(pre, ml, true, t, mtpD)
-		s := &site{prefix: pre, layer: ml, mtp: true, tokens: t, seqs: int64(b.bg), dtype: mtpD}
+		s := &site{prefix: pre, layer: ml, mtp: true, tokens: t, seqs: int64(b.bg), dtype: mtpD,
+			prefill: b.w.Phase == Prefill && i == 0}
 		b.norm(b.op(s, "mtp", "enorm", KindNorm, gNone), t, a.Hidden, false)
 		b.norm(b.op(s, "mtp", "hnorm", KindNorm, gNone), t, a.Hidden, false)
 		// eh_proj: concat(embedding, hidden) 2H -> H, replicated nn.Linear.
@@ -395,7 +406,7 @@ func (b *builder) attention(s *site) {
 		attended = min(ctx, int64(a.IndexTopK))
 	}
 
-	if b.w.Phase == Prefill {
+	if s.prefill {
 		b.gemm(b.op(s, "attn", "kv_b_proj", KindGEMM, gNone), t, hl*(nope+v), kvl, 1, attnDt)
 		b.rope(s, t, hl)
 		b.kvWrite(s, t, lat)
@@ -469,7 +480,9 @@ func causalPairs(n, cap int64) float64 {
 func (b *builder) rope(s *site, t, hl int64) {
 	r := int64(b.a.QKRopeHeadDim)
 	n := float64(t * (hl + 1) * r) // q_pe of local heads + the shared k_pe
-	elementwise(b.op(s, "attn", "rope", KindElementwise, gNone), 6*n, n*actBytes, n*actBytes)
+	op := b.op(s, "attn", "rope", KindElementwise, gNone)
+	elementwise(op, 6*n, n*actBytes, n*actBytes)
+	op.M, op.N = t, (hl+1)*r
 }
 
 func (b *builder) kvWrite(s *site, t, lat int64) {
@@ -477,6 +490,7 @@ func (b *builder) kvWrite(s *site, t, lat int64) {
 	share := float64(t) / float64(b.p.DCP)
 	op := b.op(s, "attn", "kv_cache_write", KindElementwise, gNone)
 	elementwise(op, 0, share*float64(lat)*actBytes, share*float64(lat)*b.kvBytes)
+	op.M, op.N = int64(math.Ceil(share)), lat
 	op.KVDtype = b.w.KVDtype
 }
 
@@ -507,7 +521,7 @@ func (b *builder) indexer(s *site) {
 	op = b.op(s, "attn", "indexer_score", KindAttention, gNone)
 	op.ActDtype, op.KVDtype = FP8, FP8
 	var pairs float64 // (query, key) pairs scored
-	if b.w.Phase == Prefill {
+	if s.prefill {
 		pairs = float64(s.seqs) * causalPairs(ctx, ctx)
 	} else {
 		pairs = float64(t) * float64(ctx)

@@ -463,6 +463,20 @@ func TestPrefill(t *testing.T) {
 	}
 }
 
+// TestPrefillMTP: after a prefill the MTP layer's first pass runs over the
+// same prompt tokens in the prefill form; later passes draft one token per
+// prompt in the decode form (absorbed attention over the cache).
+func TestPrefillMTP(t *testing.T) {
+	s := mustBuild(t, mustPreset(t, "deepseek-v3"), Plan{TP: 8}, Workload{Phase: Prefill, Batch: 2, Context: 512, SpecTokens: 2}, BuildOptions{})
+	if op := find(t, s, 0, "mtp.s0.attn.mla_prefill"); op.M != 1024 {
+		t.Errorf("mtp pass 0 M %d, want 1024", op.M)
+	}
+	// 2 prompts x 512 cached tokens x 576 x 2 B (bf16, DeepSeek's default).
+	if op := find(t, s, 0, "mtp.s1.attn.mla_decode"); op.M != 2 || !near(op.KVBytes, 2*512*576*2, 1e-12) {
+		t.Errorf("mtp pass 1 M %d kv %g", op.M, op.KVBytes)
+	}
+}
+
 // TestPlanErrors: invalid plans and workloads are *PlanError naming the
 // field and what was expected.
 func TestPlanErrors(t *testing.T) {
