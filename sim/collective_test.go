@@ -9,7 +9,7 @@ import (
 	"github.com/tpscope/tpscope/topology"
 )
 
-func mustTopo(t testing.TB, name string, gpus int) *topology.Topology {
+func collTopo(t testing.TB, name string, gpus int) *topology.Topology {
 	t.Helper()
 	tp, err := topology.Resolve(name, gpus)
 	if err != nil {
@@ -18,16 +18,16 @@ func mustTopo(t testing.TB, name string, gpus int) *topology.Topology {
 	return tp
 }
 
-func mustModel(t testing.TB, name string, gpus int, o NCCLOptions) *CollectiveModel {
+func collModel(t testing.TB, name string, gpus int, o NCCLOptions) *CollectiveModel {
 	t.Helper()
-	m, err := NewCollectiveModel(mustTopo(t, name, gpus), o)
+	m, err := NewCollectiveModel(collTopo(t, name, gpus), o)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return m
 }
 
-func near(got, want, tol float64) bool { return math.Abs(got-want) <= tol }
+func collNear(got, want, tol float64) bool { return math.Abs(got-want) <= tol }
 
 // TestNCCLLatencyByHand checks the latency term against nccl-model.md's
 // worked examples: baseLat[Ring][proto] + 2(n-1) hwLat[link][Ring][proto].
@@ -58,12 +58,12 @@ func TestNCCLLatencyByHand(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			m := mustModel(t, c.topo, c.gpus, NCCLOptions{Proto: c.proto, Algo: "Ring", P2PLevel: "SYS"})
+			m := collModel(t, c.topo, c.gpus, NCCLOptions{Proto: c.proto, Algo: "Ring", P2PLevel: "SYS"})
 			got := m.Cost(model.AllReduce, nil, 1024)
 			if got.Proto != c.proto || got.Algo != "Ring" {
 				t.Fatalf("chose %s/%s, want Ring/%s", got.Algo, got.Proto, c.proto)
 			}
-			if !near(got.LatencyUs, c.want, 1e-9) || !near(got.NCCLLatencyUs, c.want, 1e-9) {
+			if !collNear(got.LatencyUs, c.want, 1e-9) || !collNear(got.NCCLLatencyUs, c.want, 1e-9) {
 				t.Errorf("latency %.4f us (NCCL %.4f), want %.1f", got.LatencyUs, got.NCCLLatencyUs, c.want)
 			}
 		})
@@ -73,17 +73,17 @@ func TestNCCLLatencyByHand(t *testing.T) {
 // TestBusAlgRatio: nccl-tests busbw = algbw x 2(n-1)/n for all-reduce
 // (1.75 at 8 ranks), (n-1)/n for the others (0.875 at 8).
 func TestBusAlgRatio(t *testing.T) {
-	m := mustModel(t, "rtxpro6000-2s", 8, NCCLOptions{})
+	m := collModel(t, "rtxpro6000-2s", 8, NCCLOptions{})
 	for _, c := range []struct {
 		op   model.Collective
 		want float64
 	}{{model.AllReduce, 1.75}, {model.AllGather, 0.875}, {model.ReduceScatter, 0.875}, {model.AllToAll, 0.875}} {
 		t.Run(string(c.op), func(t *testing.T) {
 			got := m.Cost(c.op, nil, 64<<20)
-			if r := got.BusBWGBps / got.AlgBWGBps; !near(r, c.want, 1e-12) {
+			if r := got.BusBWGBps / got.AlgBWGBps; !collNear(r, c.want, 1e-12) {
 				t.Errorf("busbw/algbw = %v, want %v", r, c.want)
 			}
-			if !near(got.AlgBWGBps, float64(64<<20)/(1000*got.TimeUs), 1e-9) {
+			if !collNear(got.AlgBWGBps, float64(64<<20)/(1000*got.TimeUs), 1e-9) {
 				t.Errorf("algbw %v != bytes/time", got.AlgBWGBps)
 			}
 		})
@@ -124,17 +124,17 @@ func TestBandwidthByHand(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			m := mustModel(t, c.topo, 8, NCCLOptions{P2PLevel: "SYS"})
+			m := collModel(t, c.topo, 8, NCCLOptions{P2PLevel: "SYS"})
 			got, ok := m.CostWith(c.op, nil, bytes, c.algo, c.proto)
 			if !ok {
 				t.Fatal("pair not available")
 			}
 			want := c.wantLatUs + bytes/(1000*c.wantAlgGBps)
-			if !near(got.TimeUs, want, 1e-6*want) {
+			if !collNear(got.TimeUs, want, 1e-6*want) {
 				t.Errorf("time %.3f us, want %.3f (lat %.2f + %d B / %.3f GB/s)", got.TimeUs, want, c.wantLatUs, bytes, c.wantAlgGBps)
 			}
 			wantN := c.wantLatUs + bytes/(1000*c.wantNCCLAlgGBps)
-			if !near(got.NCCLTimeUs, wantN, 1e-6*wantN) {
+			if !collNear(got.NCCLTimeUs, wantN, 1e-6*wantN) {
 				t.Errorf("NCCL time %.3f us, want %.3f", got.NCCLTimeUs, wantN)
 			}
 		})
@@ -176,7 +176,7 @@ func TestNCCLChoice(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			m := mustModel(t, c.topo, 8, c.o)
+			m := collModel(t, c.topo, 8, c.o)
 			got := m.Cost(c.op, nil, c.bytes)
 			if got.Algo != c.wantAlgo || got.Proto != c.wantProto {
 				t.Errorf("chose %s/%s, want %s/%s", got.Algo, got.Proto, c.wantAlgo, c.wantProto)
@@ -207,8 +207,8 @@ func TestSHMLatency(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			got := mustModel(t, c.topo, 8, c.o).Cost(model.AllReduce, nil, 1024)
-			if !near(got.LatencyUs, c.wantLat, 1e-9) || got.SHMHops != c.wantSHM {
+			got := collModel(t, c.topo, 8, c.o).Cost(model.AllReduce, nil, 1024)
+			if !collNear(got.LatencyUs, c.wantLat, 1e-9) || got.SHMHops != c.wantSHM {
 				t.Errorf("latency %.3f us with %d SHM hops, want %.3f with %d", got.LatencyUs, got.SHMHops, c.wantLat, c.wantSHM)
 			}
 		})
@@ -240,8 +240,8 @@ func TestDirection(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			f := mustModel(t, c.faster.topo, 8, c.faster.o).Cost(model.AllReduce, nil, c.bytes)
-			s := mustModel(t, c.slower.topo, 8, c.slower.o).Cost(model.AllReduce, nil, c.bytes)
+			f := collModel(t, c.faster.topo, 8, c.faster.o).Cost(model.AllReduce, nil, c.bytes)
+			s := collModel(t, c.slower.topo, 8, c.slower.o).Cost(model.AllReduce, nil, c.bytes)
 			if !(f.TimeUs < s.TimeUs) {
 				t.Errorf("%s: %.2f us (%s/%s) is not below %s: %.2f us (%s/%s)", c.faster.topo, f.TimeUs, f.Algo, f.Proto, c.slower.topo, s.TimeUs, s.Algo, s.Proto)
 			}
@@ -253,19 +253,19 @@ func TestDirection(t *testing.T) {
 // 8 MiB to each of 7 peers at once; each GPU's NVLink to the NVSwitch
 // carries 7 flows out: 7 x 8 MiB / 450 GB/s. Latency: Simple, 8.4 + 7 x 3.4.
 func TestAllToAllByHand(t *testing.T) {
-	m := mustModel(t, "h200-nvswitch", 8, NCCLOptions{})
+	m := collModel(t, "h200-nvswitch", 8, NCCLOptions{})
 	const b = 64 << 20
 	got := m.Cost(model.AllToAll, nil, b)
 	want := 8.4 + 7*3.4 + 7*float64(b/8)/(1000*450)
-	if got.Proto != "Simple" || !near(got.TimeUs, want, 1e-6*want) {
+	if got.Proto != "Simple" || !collNear(got.TimeUs, want, 1e-6*want) {
 		t.Errorf("all-to-all %s %.3f us, want Simple %.3f", got.Proto, got.TimeUs, want)
 	}
 	// 2s at SYS: the socket link carries 4 x 4 = 16 flows of b/8 per
 	// direction at 45 GB/s; the GPU links 7 flows at 54: xGMI binds.
-	m2 := mustModel(t, "rtxpro6000-2s", 8, NCCLOptions{P2PLevel: "SYS"})
+	m2 := collModel(t, "rtxpro6000-2s", 8, NCCLOptions{P2PLevel: "SYS"})
 	got = m2.Cost(model.AllToAll, nil, b)
 	want = 8.4 + 7*5.7 + 16*float64(b/8)/(1000*45)
-	if !near(got.TimeUs, want, 1e-6*want) {
+	if !collNear(got.TimeUs, want, 1e-6*want) {
 		t.Errorf("2s all-to-all %.3f us, want %.3f (bottleneck %s)", got.TimeUs, want, got.Bottleneck)
 	}
 }
@@ -276,19 +276,19 @@ func TestAllToAllByHand(t *testing.T) {
 // link carries 16 flows per direction at 45 GB/s, PCIe read efficiency 0.8.
 // Two-shot: 3 + 3 x 0.8 = 5.4 us; 2 x b/8 per pair.
 func TestCustomAllReduceByHand(t *testing.T) {
-	m := mustModel(t, "rtxpro6000-2s", 8, NCCLOptions{})
+	m := collModel(t, "rtxpro6000-2s", 8, NCCLOptions{})
 	const b = 1 << 20
 	one, ok := m.CustomAllReduce(nil, b, false)
 	if !ok {
 		t.Fatal("one-shot not available on 2s")
 	}
 	want := 4.6 + 16*float64(b)/(1000*45)/0.8
-	if !near(one.TimeUs, want, 1e-6*want) {
+	if !collNear(one.TimeUs, want, 1e-6*want) {
 		t.Errorf("one-shot %.3f us, want %.3f", one.TimeUs, want)
 	}
 	two, _ := m.CustomAllReduce(nil, b, true)
 	want = 5.4 + 16*2*float64(b)/8/(1000*45)/0.8
-	if !near(two.TimeUs, want, 1e-6*want) {
+	if !collNear(two.TimeUs, want, 1e-6*want) {
 		t.Errorf("two-shot %.3f us, want %.3f", two.TimeUs, want)
 	}
 	// Small messages: one-shot beats NCCL at the default level (216.6 us latency).
@@ -296,7 +296,7 @@ func TestCustomAllReduceByHand(t *testing.T) {
 	if nc := m.Cost(model.AllReduce, nil, 16<<10); !(small.TimeUs < nc.TimeUs) {
 		t.Errorf("one-shot 16 KiB %.2f us not below NCCL %.2f us", small.TimeUs, nc.TimeUs)
 	}
-	if _, ok := mustModel(t, "rtxpro6000-2s", 8, NCCLOptions{P2PDisable: true}).CustomAllReduce(nil, b, false); ok {
+	if _, ok := collModel(t, "rtxpro6000-2s", 8, NCCLOptions{P2PDisable: true}).CustomAllReduce(nil, b, false); ok {
 		t.Error("custom all-reduce available with P2P disabled")
 	}
 }
@@ -305,7 +305,7 @@ func TestCustomAllReduceByHand(t *testing.T) {
 // NCCL's for their (op, algo, proto, p2p level), scaled to other groups by
 // the modeled bandwidth ratio.
 func TestCalibrationOverride(t *testing.T) {
-	tp := mustTopo(t, "rtxpro6000-2s", 0).Clone()
+	tp := collTopo(t, "rtxpro6000-2s", 0).Clone()
 	tp.Calibration = &topology.Calibration{Source: "test", Collectives: []topology.CollectiveParams{
 		{Op: "allreduce", Algo: "Ring", Proto: "LL", Ranks: 8, P2PLevel: "SYS", BaseLatUs: 10, HwLatUs: 2, BusBWGBps: 10},
 	}}
@@ -320,14 +320,14 @@ func TestCalibrationOverride(t *testing.T) {
 	got := m.Cost(model.AllReduce, nil, b)
 	// 10 + 14 x 2 = 38 us; algBw = 10 x 8/14.
 	want := 38 + b/(1000*10*8.0/14)
-	if !got.Calibrated || !near(got.TimeUs, want, 1e-6*want) {
+	if !got.Calibrated || !collNear(got.TimeUs, want, 1e-6*want) {
 		t.Errorf("calibrated %v time %.3f, want %.3f", got.Calibrated, got.TimeUs, want)
 	}
 	// 4 GPUs of socket 0: no socket link in the ring, modeled bw 54 vs 45
 	// for the 8-GPU reference: busBw 10 x 54/45 = 12; 10 + 6 x 2 = 22 us.
 	got = m.Cost(model.AllReduce, []int{0, 1, 2, 3}, b)
 	want = 22 + b/(1000*12*4.0/6)
-	if !near(got.TimeUs, want, 1e-6*want) {
+	if !collNear(got.TimeUs, want, 1e-6*want) {
 		t.Errorf("4-rank calibrated time %.3f, want %.3f", got.TimeUs, want)
 	}
 	// Another P2P level: the entry does not apply.
@@ -338,7 +338,7 @@ func TestCalibrationOverride(t *testing.T) {
 }
 
 func TestOptionErrors(t *testing.T) {
-	tp := mustTopo(t, "rtxpro6000-2s", 0)
+	tp := collTopo(t, "rtxpro6000-2s", 0)
 	for _, o := range []NCCLOptions{{Proto: "LL129"}, {Proto: "^LL,LL128,Simple"}, {Algo: "Ringg"}, {Algo: "^Ring,Tree"}, {P2PLevel: "FOO"}} {
 		t.Run(fmt.Sprintf("%+v", o), func(t *testing.T) {
 			if _, err := NewCollectiveModel(tp, o); err == nil {
@@ -364,7 +364,7 @@ func BenchmarkCollectiveCost(b *testing.B) {
 		op   model.Collective
 	}{{"rtxpro6000-2s", model.AllReduce}, {"h200-nvswitch", model.AllReduce}, {"rtxpro6000-2s", model.AllToAll}} {
 		b.Run(fmt.Sprintf("topo=%s/op=%s/ranks=8", c.topo, c.op), func(b *testing.B) {
-			m := mustModel(b, c.topo, 8, NCCLOptions{})
+			m := collModel(b, c.topo, 8, NCCLOptions{})
 			group := []int{0, 1, 2, 3, 4, 5, 6, 7}
 			m.Cost(c.op, group, 1)
 			b.ReportAllocs()

@@ -20,7 +20,7 @@ func TestCalibrateHoldOut(t *testing.T) {
 	if lg.Ranks != 8 || lg.Op != "allreduce" {
 		t.Fatalf("log: %d ranks, op %q; want 8, allreduce", lg.Ranks, lg.Op)
 	}
-	tp := mustTopo(t, "rtxpro6000-2s", 0)
+	tp := collTopo(t, "rtxpro6000-2s", 0)
 	var fitOn []CalSample
 	for i, r := range lg.Rows {
 		if i%2 == 0 {
@@ -69,7 +69,7 @@ func TestCalibrateHoldOut(t *testing.T) {
 // come back. baseLat and hwLat are not separately identifiable from one
 // rank count, so the test checks their sum at 8 ranks and the bandwidth.
 func TestCalibrateRecoversConstants(t *testing.T) {
-	tp := mustTopo(t, "rtxpro6000-2s", 0)
+	tp := collTopo(t, "rtxpro6000-2s", 0)
 	var ss []CalSample
 	for b := int64(1024); b <= 64<<20; b *= 2 {
 		ss = append(ss, CalSample{Bytes: b, TimeUs: 38 + float64(b)/(1000*12*8.0/14)})
@@ -94,7 +94,7 @@ func TestCalibrateRecoversConstants(t *testing.T) {
 }
 
 func TestCalibrateErrors(t *testing.T) {
-	tp := mustTopo(t, "rtxpro6000-2s", 4)
+	tp := collTopo(t, "rtxpro6000-2s", 4)
 	cases := []struct {
 		name string
 		ss   []CalSample
@@ -128,7 +128,7 @@ func TestCalibrateHoldOutDetail(t *testing.T) {
 			}
 		}
 	}
-	fit, err := Calibrate(mustTopo(t, "rtxpro6000-2s", 0), fitOn, CalibrateOptions{})
+	fit, err := Calibrate(collTopo(t, "rtxpro6000-2s", 0), fitOn, CalibrateOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
