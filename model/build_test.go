@@ -47,22 +47,27 @@ func countCollectives(ops []Op, c Collective) (n int, bytes map[int64]int) {
 // GLM-5, each of T x hidden x 2 B = B x 14,336 (Kimi, DeepSeek) or
 // B x 12,288 (GLM-5) at T = B.
 func TestAllReduceCount(t *testing.T) {
+	// EP with DP = 1 keeps the same all-reduces (serving-facts.md: no
+	// all-to-all, one all-reduce combines the experts).
 	cases := []struct {
 		preset     string
+		ep         bool
 		batch      int
 		n          int
 		bytesPerTk int64
 	}{
-		{"kimi-k2.5-nvfp4", 1, 123, 14336},
-		{"kimi-k2.5-nvfp4", 64, 123, 14336},
-		{"kimi-k2.5", 7, 123, 14336},
-		{"deepseek-v3", 16, 123, 14336},
-		{"glm-5", 1, 157, 12288},
-		{"glm-5-nvfp4", 32, 157, 12288},
+		{"kimi-k2.5-nvfp4", false, 1, 123, 14336},
+		{"kimi-k2.5-nvfp4", false, 64, 123, 14336},
+		{"kimi-k2.5-nvfp4", true, 8, 123, 14336},
+		{"kimi-k2.5", false, 7, 123, 14336},
+		{"deepseek-v3", false, 16, 123, 14336},
+		{"glm-5", false, 1, 157, 12288},
+		{"glm-5-nvfp4", false, 32, 157, 12288},
+		{"glm-5-nvfp4", true, 2, 157, 12288},
 	}
 	for _, c := range cases {
-		t.Run(fmt.Sprintf("%s/batch=%d", c.preset, c.batch), func(t *testing.T) {
-			s := mustBuild(t, mustPreset(t, c.preset), Plan{TP: 8}, Workload{Batch: c.batch, Context: 4096}, BuildOptions{})
+		t.Run(fmt.Sprintf("%s/ep=%v/batch=%d", c.preset, c.ep, c.batch), func(t *testing.T) {
+			s := mustBuild(t, mustPreset(t, c.preset), Plan{TP: 8, EP: c.ep}, Workload{Batch: c.batch, Context: 4096}, BuildOptions{})
 			if len(s.Ranks) != 8 {
 				t.Fatalf("%d ranks, want 8", len(s.Ranks))
 			}

@@ -7,4 +7,24 @@
 //
 // Units: bytes, FLOPs (a multiply-add counts 2), parameter counts. model knows
 // nothing about time or hardware speed.
+//
+// Pieces:
+//
+//   - Architectures: Load (a directory with config.json and optional
+//     hf_quant_config.json, or one file), Parse (bytes), Preset / Resolve /
+//     PresetNames (hand-written presets in presets/*.json, embedded). Errors
+//     are *ConfigError naming file, field and expectation.
+//   - Quantization as data: Quant gives each Component (attention, indexer,
+//     dense MLP, router, shared and routed experts, lm_head, embedding, MTP)
+//     its dtype, decided by the checkpoint's ignore / exclude lists, and the
+//     KV-cache dtype from kv_cache_quant_algo / kv_cache_scheme.
+//   - Plans and workloads: Plan.Validate, Workload.Validate (*PlanError).
+//   - The Schedule: Build / BuildWith (see BuildWith for the op list, the
+//     token counts, EP, DP-attention + EP and DCP semantics).
+//   - Memory: Arch.Params, WeightMemory, KVBytesPerToken, ActivationBytes,
+//     KVCapacity, and Summarize for the CLI's `model show`.
+//
+// Complexity: Build is O(layers x ranks) ops; the op list of one rank is
+// built once and copied to the others (every rank of a plan runs the same
+// shapes under uniform routing).
 package model

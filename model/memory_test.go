@@ -173,6 +173,21 @@ func TestWeightMemory(t *testing.T) {
 	}
 }
 
+// TestWeightMemoryDequantCopy: DeepSeek-V3's FP8 attention at TP 8 holds
+// 61 x (15,138,816 replicated + (37,748,736 + 16,777,216 + 117,440,512)/8
+// sharded) FP8-block values (1 + 4/128^2 B each), plus the BF16 copy of
+// kv_b_proj (16,777,216 / 8 values x 2 B per layer) vLLM makes for the
+// absorbed W_UK/W_UV.
+func TestWeightMemoryDequantCopy(t *testing.T) {
+	a := mustPreset(t, "deepseek-v3")
+	want := 61 * ((15138816+171966464.0/8)*(1+4.0/16384) + 16777216.0/8*2)
+	for _, c := range WeightMemory(a, Plan{TP: 8}, false) {
+		if c.Component == CompAttention && !near(c.BytesPerGPU, want, 1e-12) {
+			t.Errorf("attention %.0f B, want %.0f", c.BytesPerGPU, want)
+		}
+	}
+}
+
 // TestKVCapacity: tokens = floor((util x mem - weights - activations) /
 // KV bytes per token), DCP = 8 gives 8x the tokens (weights unchanged),
 // FP8 KV gives 2x, and a plan whose weights do not fit reports it.
