@@ -22,6 +22,9 @@ type Predictor struct {
 	cm   *computeModel
 	coll CollectiveCoster
 	memo collMemo
+	// cmemo holds pointers into the schedule being predicted; cleared
+	// after each prediction so no schedule is retained.
+	cmemo costMemo
 	eng  engine
 
 	costs    []OpCost // per simulated op
@@ -176,7 +179,11 @@ type MemoryFit struct {
 // Predict simulates one step of s. The schedule's ranks map to GPUs 0..n-1
 // of the topology.
 func (p *Predictor) Predict(s *model.Schedule) (*Prediction, error) {
-	if err := p.simulate(s); err != nil {
+	return p.predict(s, symCheck)
+}
+
+func (p *Predictor) predict(s *model.Schedule, mode int) (*Prediction, error) {
+	if err := p.run(s, mode); err != nil {
 		return nil, err
 	}
 	return p.assemble(s), nil
@@ -185,7 +192,11 @@ func (p *Predictor) Predict(s *model.Schedule) (*Prediction, error) {
 // StepUs is Predict without the per-op result: the step time only, for
 // sweeps. It allocates nothing once the Predictor has warmed up.
 func (p *Predictor) StepUs(s *model.Schedule) (float64, error) {
-	if err := p.simulate(s); err != nil {
+	return p.stepUs(s, symCheck)
+}
+
+func (p *Predictor) stepUs(s *model.Schedule, mode int) (float64, error) {
+	if err := p.run(s, mode); err != nil {
 		return 0, err
 	}
 	step := 0.0
@@ -251,25 +262,75 @@ func sameSlices(a, b *model.Op) bool {
 	return true
 }
 
+// How run decides whether one rank can stand for all.
+const (
+	symCheck = iota // compare every rank's ops with rank 0's (any schedule)
+	symBuilt        // the schedule comes from model.BuildWith: compare collective groups only
+	symNever        // simulate every rank (tests)
+)
+
 // simulate prices every op and runs the engine; results stay in p.
 func (p *Predictor) simulate(s *model.Schedule) error {
-	return p.run(s, false)
+	return p.run(s, symCheck)
 }
 
 // simulateRanks is simulate without the representative-rank shortcut
 // (tests compare the two).
 func (p *Predictor) simulateRanks(s *model.Schedule) error {
-	return p.run(s, true)
+	return p.run(s, symNever)
 }
 
-func (p *Predictor) run(s *model.Schedule, allRanks bool) error {
+// builtSymmetric is symmetric for a schedule made by model.BuildWith,
+// whose ranks are copies of one op template that differ only in Rank and
+// in the Group of collectives (model/build.go: every rank's ops are copied
+// from the template, then Rank and Group are set). Comparing the groups
+// of rank 0's collectives is then enough; TestBuiltSymmetricMatchesCheck
+// guards the assumption over plans.
+func builtSymmetric(s *model.Schedule) bool {
+	r0 := s.Ranks[0]
+	for r := 1; r < len(s.Ranks); r++ {
+		if len(s.Ranks[r]) != len(r0) {
+			return false
+		}
+	}
+	for i := range r0 {
+		if r0[i].Kind != model.KindCollective {
+			continue
+		}
+		g0 := r0[i].Group
+		for r := 1; r < len(s.Ranks); r++ {
+			g := s.Ranks[r][i].Group
+			if len(g) != len(g0) {
+				return false
+			}
+			if len(g) > 0 && &g[0] == &g0[0] {
+				continue
+			}
+			for k := range g {
+				if g[k] != g0[k] {
+					return false
+				}
+			}
+		}
+	}
+	return true
+}
+
+func (p *Predictor) run(s *model.Schedule, mode int) error {
 	if s == nil || len(s.Ranks) == 0 {
 		return errors.New("sim: empty schedule")
 	}
 	if len(s.Ranks) > p.topo.NumGPUs() {
 		return fmt.Errorf("sim: schedule has %d ranks but topology %s has %d GPUs", len(s.Ranks), p.topo.Name, p.topo.NumGPUs())
 	}
-	sym := !allRanks && symmetric(s)
+	defer p.cmemo.clear()
+	var sym bool
+	switch mode {
+	case symCheck:
+		sym = symmetric(s)
+	case symBuilt:
+		sym = builtSymmetric(s)
+	}
 	nSim := 1
 	total := len(s.Ranks[0])
 	if !sym {
@@ -309,7 +370,12 @@ func (p *Predictor) run(s *model.Schedule, allRanks bool) error {
 					return fmt.Errorf("sim: op %s on rank %d: %w", op.ID, r, err)
 				}
 			} else {
-				c = p.cm.cost(op)
+				var h uint64
+				var ok bool
+				if c, h, ok = p.cmemo.get(op); !ok {
+					c = p.cm.cost(op)
+					p.cmemo.put(h, op, c)
+				}
 			}
 			p.costs[g+i] = c
 			p.overhead[g+i] = overUs

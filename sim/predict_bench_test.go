@@ -60,3 +60,35 @@ func itoa(i int) string {
 	}
 	return s
 }
+
+// BenchmarkPredictEvaluate is the sweep path: build the schedule (model.BuildWith)
+// and predict its step without per-op rows.
+func BenchmarkPredictEvaluate(b *testing.B) {
+	for _, c := range []struct {
+		model     string
+		tp, batch int
+	}{{"kimi-k2.5-nvfp4", 8, 1}, {"glm-5-nvfp4", 8, 1}} {
+		b.Run("model="+c.model+"/tp="+itoa(c.tp)+"/batch="+itoa(c.batch), func(b *testing.B) {
+			a, err := model.Preset(c.model)
+			if err != nil {
+				b.Fatal(err)
+			}
+			topo, err := topology.Preset("rtxpro6000-2s")
+			if err != nil {
+				b.Fatal(err)
+			}
+			p, err := New(topo, Options{CUDAGraphs: true, NCCLProto: "LL", P2PLevel: "SYS"})
+			if err != nil {
+				b.Fatal(err)
+			}
+			sc := Scenario{Arch: a, Plan: model.Plan{TP: c.tp}, Workload: model.Workload{Phase: model.Decode, Batch: c.batch, Context: 4096}}
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				if _, err := p.Evaluate(sc); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

@@ -239,3 +239,32 @@ func TestRawCostLayout(t *testing.T) {
 		t.Error("sameCost: ID and Rank must not matter")
 	}
 }
+
+// builtSymmetric (used for schedules PredictScenario builds itself) must
+// agree with the full check on every kind of plan model.Build makes.
+func TestBuiltSymmetricMatchesCheck(t *testing.T) {
+	for _, c := range []struct {
+		model string
+		plan  model.Plan
+		w     model.Workload
+	}{
+		{"kimi-k2.5-nvfp4", model.Plan{TP: 8}, model.Workload{Batch: 3, Context: 1000}},
+		{"kimi-k2.5-nvfp4", model.Plan{TP: 8, EP: true}, model.Workload{Batch: 8, Context: 1000, SpecTokens: 1}},
+		{"kimi-k2.5-nvfp4", model.Plan{TP: 2, DP: 4, EP: true}, model.Workload{Batch: 8, Context: 1000}},
+		{"kimi-k2.5-nvfp4", model.Plan{TP: 8, DCP: 4}, model.Workload{Batch: 2, Context: 8000}},
+		{"glm-5-nvfp4", model.Plan{TP: 4}, model.Workload{Batch: 1, Context: 4096}},
+	} {
+		a, err := model.Preset(c.model)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.w.Phase = model.Decode
+		s, err := model.Build(a, c.plan, c.w)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, want := builtSymmetric(s), symmetric(s); got != want {
+			t.Errorf("%s %s: builtSymmetric %v, full check %v", c.model, c.plan, got, want)
+		}
+	}
+}

@@ -80,7 +80,7 @@ func (p *Predictor) PredictScenario(sc Scenario) (*Prediction, error) {
 	if err != nil {
 		return nil, err
 	}
-	pr, err := p.Predict(s)
+	pr, err := p.predict(s, symBuilt)
 	if err != nil {
 		return nil, err
 	}
@@ -96,7 +96,7 @@ func (p *Predictor) Evaluate(sc Scenario) (Summary, error) {
 	if err != nil {
 		return Summary{}, err
 	}
-	step, err := p.StepUs(s)
+	step, err := p.stepUs(s, symBuilt)
 	if err != nil {
 		return Summary{}, err
 	}
