@@ -13,10 +13,11 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/tpscope/tpscope/model"
+	"github.com/tpscope/tpscope/traces"
 )
 
-// tracerName is the instrumentation scope of the runner's spans.
-const tracerName = "github.com/tpscope/tpscope/exec"
+// tracerName is the instrumentation scope of the runner's spans (the project's one scope).
+const tracerName = traces.ScopeName
 
 // Run executes sched on backend: one goroutine per local rank, every rank's
 // ops in list order (which honours Deps; collectives are entered by every

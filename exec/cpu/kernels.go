@@ -1,0 +1,230 @@
+package cpu
+
+import (
+	"math"
+
+	"gonum.org/v1/gonum/blas"
+	"gonum.org/v1/gonum/blas/blas32"
+)
+
+// The kernels below work on float32 row-major matrices. Shapes are in
+// elements; every kernel states its FLOP count, which matches the count
+// model.Build puts on the op it serves.
+
+// gemm computes C[m,n] = A[m,k] x B[k,n] (row-major, leading dimensions
+// equal to the column counts). 2*m*n*k FLOPs.
+func gemm(m, n, k int, a, b, c []float32) {
+	blas32.Gemm(blas.NoTrans, blas.NoTrans, 1,
+		blas32.General{Rows: m, Cols: k, Stride: k, Data: a},
+		blas32.General{Rows: k, Cols: n, Stride: n, Data: b},
+		0, blas32.General{Rows: m, Cols: n, Stride: n, Data: c})
+}
+
+// gemmNT computes C[m,n] = A[m,k] x B[n,k]^T. 2*m*n*k FLOPs.
+func gemmNT(m, n, k int, a, b, c []float32) {
+	blas32.Gemm(blas.NoTrans, blas.Trans, 1,
+		blas32.General{Rows: m, Cols: k, Stride: k, Data: a},
+		blas32.General{Rows: n, Cols: k, Stride: k, Data: b},
+		0, blas32.General{Rows: m, Cols: n, Stride: n, Data: c})
+}
+
+// rmsNorm normalises each of the rows of x[rows, dim] in place:
+// x = x / sqrt(mean(x^2) + eps) * w (the RMSNorm of DeepSeek-V3,
+// eps = 1e-6). About 4*rows*dim FLOPs.
+func rmsNorm(x, w []float32, rows, dim int) {
+	const eps = 1e-6
+	for r := range rows {
+		row := x[r*dim : (r+1)*dim]
+		var ss float32
+		for _, v := range row {
+			ss += v * v
+		}
+		inv := float32(1 / math.Sqrt(float64(ss/float32(dim))+eps))
+		for j := range row {
+			row[j] = row[j] * inv * w[j]
+		}
+	}
+}
+
+// siluMul computes out[r, j] = silu(in[r, j]) * in[r, n+j] for in[rows, 2n]
+// (SwiGLU's act-and-mul; silu(x) = x / (1 + e^-x)).
+func siluMul(in, out []float32, rows, n int) {
+	for r := range rows {
+		g := in[r*2*n : r*2*n+n]
+		u := in[r*2*n+n : (r+1)*2*n]
+		o := out[r*n : (r+1)*n]
+		for j := range o {
+			x := g[j]
+			o[j] = x / (1 + float32(math.Exp(float64(-x)))) * u[j]
+		}
+	}
+}
+
+// rope rotates consecutive pairs of x by the angles whose cosines and sines
+// are cos[i], sin[i] (pair i): 6 FLOPs per pair.
+func rope(x, cos, sin []float32) {
+	for i := range cos {
+		a, b := x[2*i], x[2*i+1]
+		x[2*i] = a*cos[i] - b*sin[i]
+		x[2*i+1] = a*sin[i] + b*cos[i]
+	}
+}
+
+// softmaxRows replaces each row of x[rows, n] by softmax(scale * row).
+func softmaxRows(x []float32, rows, n int, scale float32) {
+	for r := range rows {
+		row := x[r*n : (r+1)*n]
+		mx := float32(math.Inf(-1))
+		for _, v := range row {
+			mx = max(mx, v*scale)
+		}
+		var sum float32
+		for j, v := range row {
+			e := float32(math.Exp(float64(v*scale - mx)))
+			row[j] = e
+			sum += e
+		}
+		inv := 1 / sum
+		for j := range row {
+			row[j] *= inv
+		}
+	}
+}
+
+// mlaDecode is absorbed multi-head latent attention for decode (DeepSeek-V2
+// paper sec. 2.1.3 with W_UK absorbed into the query; FlashMLA's form).
+// For one sequence with its latent cache c[ctx, lat] (lat = kvLora + rope:
+// the compressed KV c_KV followed by the shared RoPE key k_R) and rows
+// query rows q[rows, lat] (one per query token and head, already
+// multiplied by W_UK and rotated):
+//
+//	scores = q x c^T * scale           [rows, ctx]   2*rows*ctx*lat FLOPs
+//	p      = softmax(scores) per row
+//	out    = p x c[:, :kvLora]         [rows, kvLora] 2*rows*ctx*kvLora FLOPs
+//
+// scores is scratch of rows*ctx values. Values live in the kvLora space;
+// W_UV (a separate op) maps them back to v_head_dim.
+func mlaDecode(q, c, out, scores []float32, rows, ctx, lat, kvLora int, scale float32) {
+	blas32.Gemm(blas.NoTrans, blas.Trans, 1,
+		blas32.General{Rows: rows, Cols: lat, Stride: lat, Data: q},
+		blas32.General{Rows: ctx, Cols: lat, Stride: lat, Data: c},
+		0, blas32.General{Rows: rows, Cols: ctx, Stride: ctx, Data: scores})
+	softmaxRows(scores, rows, ctx, scale)
+	blas32.Gemm(blas.NoTrans, blas.NoTrans, 1,
+		blas32.General{Rows: rows, Cols: ctx, Stride: ctx, Data: scores},
+		blas32.General{Rows: ctx, Cols: kvLora, Stride: lat, Data: c},
+		0, blas32.General{Rows: rows, Cols: kvLora, Stride: kvLora, Data: out})
+}
+
+// causalAttention is one head of causal attention over n tokens:
+// q, k [n, dk], v [n, dv] -> out [n, dv], with scores scratch [n, n].
+// Query i attends keys 0..i. The GEMMs run the full n x n square (as a
+// dense kernel without causal tiling would); masked entries get weight 0.
+func causalAttention(q, k, v, out, scores []float32, n, dk, dv int, scale float32) {
+	blas32.Gemm(blas.NoTrans, blas.Trans, 1,
+		blas32.General{Rows: n, Cols: dk, Stride: dk, Data: q},
+		blas32.General{Rows: n, Cols: dk, Stride: dk, Data: k},
+		0, blas32.General{Rows: n, Cols: n, Stride: n, Data: scores})
+	for i := range n {
+		row := scores[i*n : (i+1)*n]
+		softmaxRows(row[:i+1], 1, i+1, scale)
+		clear(row[i+1:])
+	}
+	blas32.Gemm(blas.NoTrans, blas.NoTrans, 1,
+		blas32.General{Rows: n, Cols: n, Stride: n, Data: scores},
+		blas32.General{Rows: n, Cols: dv, Stride: dv, Data: v},
+		0, blas32.General{Rows: n, Cols: dv, Stride: dv, Data: out})
+}
+
+// topK writes, for each row of logits[rows, n], the indices of its k
+// largest values (ties: lower index first) into idx[rows, k], in
+// descending order of value, and their softmax-normalised values into
+// weight[rows, k]. O(rows * n * k) comparisons.
+func topK(logits []float32, rows, n, k int, idx []int32, weight []float32) {
+	for r := range rows {
+		row := logits[r*n : (r+1)*n]
+		ids := idx[r*k : (r+1)*k]
+		ws := weight[r*k : (r+1)*k]
+		cnt := 0
+		for j, v := range row {
+			// insertion into the descending top list (the last entry
+			// drops out when the list is full)
+			if cnt == k && v <= ws[k-1] {
+				continue
+			}
+			pos := min(cnt, k-1)
+			for pos > 0 && ws[pos-1] < v {
+				ws[pos], ids[pos] = ws[pos-1], ids[pos-1]
+				pos--
+			}
+			ws[pos], ids[pos] = v, int32(j)
+			if cnt < k {
+				cnt++
+			}
+		}
+		// softmax over the selected logits
+		mx := ws[0]
+		var sum float32
+		for j := range ws {
+			ws[j] = float32(math.Exp(float64(ws[j] - mx)))
+			sum += ws[j]
+		}
+		for j := range ws {
+			ws[j] /= sum
+		}
+	}
+}
+
+// groupedGEMM runs the grouped expert GEMM of a MoE layer: for every expert
+// e with assignments (token, slot) routed to it, Y[rows of e] = X[tokens of
+// e] x W[e] where W[e] is [k, n]. route[t*topk+j] is the expert of token t's
+// j-th choice; owner maps an expert to its local index (-1: not on this
+// rank). X is [tokens, k] (gather by token) when gather is true, or
+// [assignments, k] in assignment order otherwise; Y is [assignments, n] in
+// the same assignment order (expert-major). order and xg are scratch:
+// order gets the assignment list sorted by expert, xg [assignments, k] the
+// gathered rows. It returns the number of assignments processed and the
+// number of distinct local experts touched. 2*assignments*n*k FLOPs.
+func groupedGEMM(route []int32, tokens, topk int, owner []int32, x []float32, gather bool, w []float32, k, n int, y, xg []float32, order []int32, counts []int32) (assign, touched int) {
+	// counting sort of assignments by local expert
+	clear(counts)
+	for _, e := range route[:tokens*topk] {
+		if le := owner[e]; le >= 0 {
+			counts[le]++
+		}
+	}
+	off := int32(0)
+	for le, c := range counts {
+		counts[le] = off
+		off += c
+	}
+	assign = int(off)
+	for a, e := range route[:tokens*topk] {
+		if le := owner[e]; le >= 0 {
+			order[counts[le]] = int32(a)
+			counts[le]++
+		}
+	}
+	// counts[le] is now the end of expert le's range.
+	start := int32(0)
+	for le := range counts {
+		end := counts[le]
+		rows := int(end - start)
+		if rows == 0 {
+			continue
+		}
+		touched++
+		xs := xg[int(start)*k : int(end)*k]
+		if gather {
+			for i, a := range order[start:end] {
+				t := int(a) / topk
+				copy(xs[i*k:(i+1)*k], x[t*k:(t+1)*k])
+			}
+		} else {
+			copy(xs, x[int(start)*k:int(end)*k])
+		}
+		gemm(rows, n, k, xs, w[le*k*n:(le+1)*k*n], y[int(start)*n:int(end)*n])
+		start = end
+	}
+	return assign, touched
+}
