@@ -25,7 +25,7 @@ type Predictor struct {
 	// cmemo holds pointers into the schedule being predicted; cleared
 	// after each prediction so no schedule is retained.
 	cmemo costMemo
-	eng  engine
+	eng   engine
 
 	costs    []OpCost // per simulated op
 	overhead []float64
