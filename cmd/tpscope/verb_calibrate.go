@@ -1,0 +1,190 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/tpscope/tpscope/model"
+	"github.com/tpscope/tpscope/sim"
+	"github.com/tpscope/tpscope/sim/nccltests"
+	"github.com/tpscope/tpscope/topology"
+)
+
+// calibrateCommon holds the flags every calibrate mode shares.
+type calibrateCommon struct {
+	topo   string
+	gpus   int
+	out    string // -o: the calibrated topology JSON
+	output string // table or json report on stdout
+}
+
+// calibrateMode is one source of measurements for 'tpscope calibrate'. A
+// mode is selected by giving its string flag (--nccl-tests FILE, --trace
+// SRC, --backend cpu). Modes live in their own files and register in init
+// with registerCalibrateMode; exactly one must be selected per run.
+type calibrateMode struct {
+	Flag  string // the selecting flag's name, e.g. "nccl-tests"
+	Arg   string // its value's placeholder, e.g. "FILE"
+	Usage string
+	// Bind registers the mode's own extra flags on fs and returns the run
+	// function, called with the selecting flag's value.
+	Bind func(fs *pflag.FlagSet) func(value string, c *calibrateCommon, stdout, stderr io.Writer) error
+}
+
+var calibrateModes []calibrateMode
+
+func registerCalibrateMode(m calibrateMode) { calibrateModes = append(calibrateModes, m) }
+
+func init() {
+	registerCalibrateMode(calibrateMode{Flag: "nccl-tests", Arg: "FILE",
+		Usage: "fit collective latency/bandwidth per protocol to an nccl-tests log (all_reduce_perf, all_gather_perf, reduce_scatter_perf)",
+		Bind:  bindNCCLTestsMode})
+	register(&Verb{
+		Name:  "calibrate",
+		Short: "fit cost parameters to measurements and write a calibrated topology",
+		Long: `Fits cost parameters of a topology to measurements and writes the calibrated topology
+(JSON with a "calibration" section saying where the numbers came from); pass it anywhere a
+preset name is accepted. Choose the source of measurements with exactly one mode flag.
+
+--nccl-tests FILE: the text output of nccl-tests. Every size is assigned to the algorithm and
+protocol NCCL would pick (or the one --proto/--algo force, as the run's NCCL_PROTO/NCCL_ALGO
+did), then per pair the base latency, per-step latency and bus bandwidth are fitted in log
+space with NCCL's constants as the prior. Give --p2p-level/--p2p-disable as the run had them:
+the parameters apply only under that setting.`,
+		Example: "tpscope calibrate --nccl-tests all_reduce_perf.txt --topo rtxpro6000-2s -o box.json\ntpscope calibrate --nccl-tests ar_ll.txt --proto LL --p2p-level SYS -o box.json",
+		Flags: func(fs *pflag.FlagSet) func([]string, io.Writer, io.Writer) error {
+			c := &calibrateCommon{}
+			fs.StringVar(&c.topo, "topo", topology.DefaultPreset, "topology to calibrate: preset ("+joinNames(topology.PresetNames())+") or JSON file")
+			fs.IntVar(&c.gpus, "gpus", 0, "use only the first N GPUs of the topology (0 = all)")
+			fs.StringVarP(&c.out, "out", "o", "", "write the calibrated topology JSON here (required)")
+			fs.StringVar(&c.output, "output", "table", "report format on stdout: table or json")
+			sort.SliceStable(calibrateModes, func(i, j int) bool { return calibrateModes[i].Flag < calibrateModes[j].Flag })
+			sel := make([]*string, len(calibrateModes))
+			runs := make([]func(string, *calibrateCommon, io.Writer, io.Writer) error, len(calibrateModes))
+			for i, m := range calibrateModes {
+				sel[i] = fs.String(m.Flag, "", m.Arg+": "+m.Usage)
+				runs[i] = m.Bind(fs)
+			}
+			return func(args []string, stdout, stderr io.Writer) error {
+				if len(args) > 0 {
+					return usageErrorf("calibrate takes no arguments, got %q", args)
+				}
+				if err := checkOutput(c.output, "table", "json"); err != nil {
+					return err
+				}
+				chosen := -1
+				for i := range sel {
+					if *sel[i] == "" {
+						continue
+					}
+					if chosen >= 0 {
+						return usageErrorf("--%s and --%s: choose one source of measurements", calibrateModes[chosen].Flag, calibrateModes[i].Flag)
+					}
+					chosen = i
+				}
+				if chosen < 0 {
+					var opts []string
+					for _, m := range calibrateModes {
+						opts = append(opts, "--"+m.Flag+" "+m.Arg)
+					}
+					return usageErrorf("no measurements: pass one of %s", strings.Join(opts, ", "))
+				}
+				if c.out == "" {
+					return usageErrorf("-o FILE is required: where to write the calibrated topology")
+				}
+				return runs[chosen](*sel[chosen], c, stdout, stderr)
+			}
+		},
+	})
+}
+
+// bindNCCLTestsMode is the --nccl-tests mode.
+func bindNCCLTestsMode(fs *pflag.FlagSet) func(string, *calibrateCommon, io.Writer, io.Writer) error {
+	proto := fs.String("proto", "", "NCCL_PROTO of the run (default: NCCL's choice per size)")
+	algo := fs.String("algo", "", "NCCL_ALGO of the run (default: NCCL's choice per size)")
+	level := fs.String("p2p-level", "", "NCCL_P2P_LEVEL of the run (default PXB)")
+	disable := fs.Bool("p2p-disable", false, "the run had NCCL_P2P_DISABLE=1")
+	op := fs.String("op", "", "collective of the log when neither its text nor its file name says (allreduce, allgather, reducescatter)")
+	return func(file string, c *calibrateCommon, stdout, stderr io.Writer) error {
+		lg, err := nccltests.ParseFile(file)
+		if err != nil {
+			return err
+		}
+		opName := lg.Op
+		if *op != "" {
+			opName = *op
+		}
+		if opName == "" {
+			return usageErrorf("%s: the log does not say which collective it measured; pass --op", file)
+		}
+		coll, err := sim.ParseCollective(opName)
+		if err != nil {
+			return fmt.Errorf("%s: %v", file, err)
+		}
+		t, err := topology.Resolve(c.topo, c.gpus)
+		if err != nil {
+			return usageErrorf("--topo: %v", err)
+		}
+		ranks := lg.Ranks
+		if ranks == 0 {
+			ranks = t.NumGPUs()
+			fmt.Fprintf(stderr, "%s: rank count not in the log; assuming %d (all GPUs of %s)\n", file, ranks, t.Name)
+		}
+		if lg.Skipped > 0 {
+			fmt.Fprintf(stderr, "%s: skipped %d lines that are not results (first at line %d)\n", file, lg.Skipped, lg.FirstSkipped)
+		}
+		var samples []sim.CalSample
+		for _, r := range lg.Rows {
+			for _, tm := range r.Times() {
+				samples = append(samples, sim.CalSample{Bytes: r.Bytes, TimeUs: tm})
+			}
+		}
+		fit, err := sim.Calibrate(t, samples, sim.CalibrateOptions{
+			Op: coll, Ranks: ranks,
+			NCCL:    sim.NCCLOptions{Proto: *proto, Algo: *algo, P2PLevel: *level, P2PDisable: *disable},
+			Source:  fmt.Sprintf("nccl-tests %s, %d ranks, %d sizes", file, ranks, len(lg.Rows)),
+			Created: time.Now().UTC().Format(time.RFC3339),
+		})
+		if err != nil {
+			return fmt.Errorf("%s: %w", file, err)
+		}
+		if err := fit.Topology.Save(c.out); err != nil {
+			return err
+		}
+		return reportFit(stdout, c.output, c.out, coll, fit)
+	}
+}
+
+func reportFit(w io.Writer, format, out string, coll model.Collective, fit *sim.CalibrationFit) error {
+	if format == "json" {
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		return enc.Encode(struct {
+			Out            string                      `json:"out"`
+			Op             string                      `json:"op"`
+			Samples        int                         `json:"samples"`
+			RMSRelErr      float64                     `json:"rms_rel_err"`
+			PriorRMSRelErr float64                     `json:"prior_rms_rel_err"`
+			Params         []topology.CollectiveParams `json:"params"`
+		}{out, string(coll), fit.Samples, fit.RMSRelErr, fit.PriorRMSRelErr, fit.Params})
+	}
+	fmt.Fprintf(w, "# %s: %d samples; RMS relative error %.1f %% calibrated, %.1f %% with NCCL's constants\n",
+		coll, fit.Samples, 100*fit.RMSRelErr, 100*fit.PriorRMSRelErr)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "algo\tproto\tp2p\tranks\tbase_lat(us)\thw_lat(us)\tbusbw(GB/s)\tsamples\trms_err\t")
+	for _, p := range fit.Params {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%.3f\t%.3f\t%.2f\t%d\t%.1f%%\t\n", p.Algo, p.Proto, p.P2PLevel, p.Ranks, p.BaseLatUs, p.HwLatUs, p.BusBWGBps, p.Samples, 100*p.RMSRelErr)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "wrote %s\n", out)
+	return nil
+}

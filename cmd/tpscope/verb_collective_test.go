@@ -1,0 +1,47 @@
+package main
+
+import (
+	"encoding/json"
+	"math"
+	"strings"
+	"testing"
+)
+
+func TestCollectiveVerb(t *testing.T) {
+	code, out, errs := runCLI(t, "collective", "--topo", "rtxpro6000-2s", "--op", "allreduce", "--ranks", "8", "--sizes", "512:2K", "--proto", "LL", "--p2p-level", "SYS", "--output", "json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	var res struct {
+		Rows []map[string]any `json:"rows"`
+	}
+	if err := json.Unmarshal([]byte(out), &res); err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Rows) != 3 {
+		t.Fatalf("%d rows, want 3 (512, 1K, 2K)", len(res.Rows))
+	}
+	for _, k := range []string{"bytes", "time_us", "algo", "proto", "algbw_gbps", "busbw_gbps"} {
+		if _, ok := res.Rows[0][k]; !ok {
+			t.Errorf("row lacks %q: %v", k, res.Rows[0])
+		}
+	}
+	// Ring LL at SYS: 20.6 us + 512 B / (1000 x 22.5 x 8/14 GB/s)
+	// (nccl-model.md latency; xGMI 45 GB/s x 0.5 for LL).
+	want := 20.6 + 512/(1000*22.5*8.0/14)
+	if got := res.Rows[0]["time_us"].(float64); math.Abs(got-want) > 1e-9 || res.Rows[0]["proto"] != "LL" {
+		t.Errorf("512 B: %v us %v, want %.4f LL", got, res.Rows[0]["proto"], want)
+	}
+	code, out, _ = runCLI(t, "collective", "--sizes", "1M")
+	if code != 0 || !strings.Contains(out, "busbw(GB/s)") || !strings.Contains(out, "1048576") {
+		t.Errorf("table: exit %d\n%s", code, out)
+	}
+	for _, bad := range [][]string{{"--op", "bcast"}, {"--sizes", "x"}, {"--ranks", "9"}, {"--proto", "LL7"}, {"--output", "xml"}, {"--custom-ar", "threeshot"}} {
+		if code, _, _ := runCLI(t, append([]string{"collective"}, bad...)...); code != 2 {
+			t.Errorf("%v: exit %d, want 2", bad, code)
+		}
+	}
+	if code, out, _ := runCLI(t, "collective", "--p2p-level", "SYS", "--custom-ar", "oneshot", "--sizes", "8K"); code != 0 || !strings.Contains(out, "OneShot") {
+		t.Errorf("one-shot: exit %d\n%s", code, out)
+	}
+}
