@@ -136,7 +136,14 @@ func BuildWith(a *Arch, p Plan, w Workload, o BuildOptions) (*Schedule, error) {
 	}
 	b.tmpl = make([]Op, 0, b.estimateOps())
 	b.kinds = make([]groupKind, 0, cap(b.tmpl))
+	b.idBuf = make([]byte, 0, 32*cap(b.tmpl))
+	b.idEnd = make([]int, 0, cap(b.tmpl))
 	b.buildStep()
+	ids, start := string(b.idBuf), 0
+	for i, end := range b.idEnd {
+		b.tmpl[i].ID = ids[start:end]
+		start = end
+	}
 
 	world := p.World()
 	groups := b.groups(world)
@@ -170,6 +177,10 @@ type builder struct {
 
 	tmpl  []Op // rank-independent op list
 	kinds []groupKind
+	// IDs are written into one buffer and sliced from one string at the
+	// end (one allocation instead of one per op).
+	idBuf []byte
+	idEnd []int
 }
 
 func (b *builder) estimateOps() int {
@@ -214,8 +225,13 @@ func (b *builder) groups(world int) [4][][]int {
 
 // add appends an op and returns it for filling; the pointer is valid until
 // the next add.
-func (b *builder) add(id string, layer int, block, name string, kind OpKind, gk groupKind) *Op {
-	b.tmpl = append(b.tmpl, Op{ID: id, Kind: kind, Layer: layer, Block: block, Name: name})
+func (b *builder) add(prefix, idBlock string, layer int, block, name string, kind OpKind, gk groupKind) *Op {
+	b.idBuf = append(b.idBuf, prefix...)
+	b.idBuf = append(b.idBuf, idBlock...)
+	b.idBuf = append(b.idBuf, '.')
+	b.idBuf = append(b.idBuf, name...)
+	b.idEnd = append(b.idEnd, len(b.idBuf))
+	b.tmpl = append(b.tmpl, Op{Kind: kind, Layer: layer, Block: block, Name: name})
 	b.kinds = append(b.kinds, gk)
 	return &b.tmpl[len(b.tmpl)-1]
 }
@@ -240,7 +256,7 @@ func (b *builder) op(s *site, block, name string, kind OpKind, gk groupKind) *Op
 	if s.mtp {
 		blk = "mtp"
 	}
-	return b.add(s.prefix+block+"."+name, s.layer, blk, name, kind, gk)
+	return b.add(s.prefix, block, s.layer, blk, name, kind, gk)
 }
 
 const actBytes = 2 // activations move in bf16 between kernels
