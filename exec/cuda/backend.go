@@ -1,0 +1,813 @@
+package cuda
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"os"
+	"runtime"
+	"sort"
+	"strings"
+	"time"
+	"unsafe"
+
+	"go.opentelemetry.io/otel/attribute"
+
+	"github.com/tpscope/tpscope/exec"
+	"github.com/tpscope/tpscope/exec/cuda/internal/cu"
+	"github.com/tpscope/tpscope/exec/cuda/internal/cublas"
+	"github.com/tpscope/tpscope/exec/cuda/internal/nccl"
+	"github.com/tpscope/tpscope/exec/cuda/internal/nvrtc"
+	"github.com/tpscope/tpscope/model"
+	"github.com/tpscope/tpscope/traces"
+)
+
+func init() { exec.RegisterBackend("cuda", New) }
+
+// Attributes this backend adds to op spans besides traces' schema.
+const (
+	// AttrExpertsTouched on moe_gemm spans: experts the seeded router
+	// touched on this rank (the GEMM's batch).
+	AttrExpertsTouched attribute.Key = "tpscope.cuda.experts_touched" // int64
+	// AttrWeightsRotated on op spans whose streamed bytes share a rotating
+	// pool because the rank's weights did not fit the device.
+	AttrWeightsRotated attribute.Key = "tpscope.cuda.weights_rotated" // bool
+)
+
+// Defaults.
+const (
+	// DefaultWatchdog is how long EndStep waits for a step with NCCL work
+	// before it aborts the communicators.
+	DefaultWatchdog = 5 * time.Minute
+	// memMarginBytes stays free on the device for cuBLAS, NCCL and the
+	// driver (an assumption, generous for NCCL's buffers at 8 ranks).
+	memMarginBytes = 3 << 30
+	// arenaAlign aligns every op's streamed region (cuBLASLt wants 16 B;
+	// 256 B matches cudaMalloc's alignment).
+	arenaAlign = 256
+)
+
+// Backend is the CUDA executor: cuBLAS/cuBLASLt GEMMs, NVRTC-compiled
+// kernels for MLA decode attention, RMSNorm, router top-k, embedding and
+// elementwise ops, NCCL collectives, timed with CUDA events.
+type Backend struct {
+	cfg      exec.BackendConfig
+	watchdog time.Duration
+}
+
+// New loads the CUDA driver, cuBLAS(Lt) and NVRTC (NCCL is loaded when a
+// run needs collectives) and returns the backend. A missing library is one
+// line: "libcublas.so.13 not found; set TPSCOPE_CUDA_LIBS".
+func New(cfg exec.BackendConfig) (exec.Backend, error) {
+	if err := LoadLibraries(false); err != nil {
+		return nil, err
+	}
+	return &Backend{cfg: cfg, watchdog: DefaultWatchdog}, nil
+}
+
+// LoadLibraries opens the libraries the backend needs (NCCL too when
+// withNCCL). The error of the first missing one is returned as is.
+func LoadLibraries(withNCCL bool) error {
+	if err := cu.Load(); err != nil {
+		return err
+	}
+	if err := cublas.Load(); err != nil {
+		return err
+	}
+	if err := nvrtc.Load(); err != nil {
+		return err
+	}
+	if withNCCL {
+		return nccl.Load()
+	}
+	return nil
+}
+
+// Name implements exec.Backend.
+func (b *Backend) Name() string { return "cuda" }
+
+// Session is one Run on the CUDA backend.
+type Session struct {
+	b       *Backend
+	sched   *model.Schedule
+	cfg     exec.SessionConfig
+	local   []int
+	devs    []int
+	world   int
+	shard   bool
+	useNCCL bool
+	id      nccl.UniqueID
+	caps    devCaps
+	cubin   []byte
+	info    cu.DeviceInfo
+	driver  int
+	ncclV   string
+}
+
+// Open implements exec.Backend.
+func (b *Backend) Open(ctx context.Context, sched *model.Schedule, cfg exec.SessionConfig) (exec.Session, error) {
+	if sched == nil || len(sched.Ranks) == 0 {
+		return nil, fmt.Errorf("cuda: empty schedule")
+	}
+	applyEnv(b.cfg.Env)
+	s := &Session{b: b, sched: sched, cfg: cfg, world: len(sched.Ranks)}
+	s.local = append([]int(nil), cfg.LocalRanks...)
+	if len(s.local) == 0 {
+		for r := range sched.Ranks {
+			s.local = append(s.local, r)
+		}
+	}
+	le, launched, err := LaunchEnvFrom(os.Getenv)
+	if err != nil {
+		return nil, fmt.Errorf("cuda: launch environment: %w", err)
+	}
+	if launched && le.World != s.world {
+		return nil, fmt.Errorf("cuda: %s world size %d but the schedule has %d ranks", le.Source, le.World, s.world)
+	}
+	s.shard = !launched && len(s.local) < s.world
+	n, err := cu.DeviceCount()
+	if err != nil {
+		return nil, fmt.Errorf("cuda: %w", err)
+	}
+	if n == 0 {
+		return nil, fmt.Errorf("cuda: no CUDA device visible")
+	}
+	switch {
+	case len(b.cfg.Devices) > 0:
+		if len(b.cfg.Devices) != len(s.local) {
+			return nil, fmt.Errorf("cuda: %d devices given for %d local ranks", len(b.cfg.Devices), len(s.local))
+		}
+		s.devs = append([]int(nil), b.cfg.Devices...)
+	case launched && len(s.local) == 1:
+		s.devs = []int{le.LocalRank}
+	default:
+		for i := range s.local {
+			s.devs = append(s.devs, i)
+		}
+	}
+	for _, d := range s.devs {
+		if d < 0 || d >= n {
+			return nil, fmt.Errorf("cuda: device %d does not exist (%d visible); a one-GPU run of a TP>1 schedule takes one rank: --local-ranks 0", d, n)
+		}
+	}
+	if s.info, err = cu.Info(s.devs[0]); err != nil {
+		return nil, fmt.Errorf("cuda: %w", err)
+	}
+	s.caps = devCaps{ccMajor: s.info.CCMajor, ccMinor: s.info.CCMinor, sms: s.info.SMs}
+	s.driver, _ = cu.DriverVersion()
+	if s.cubin, err = compileKernels(s.caps.ccMajor, s.caps.ccMinor); err != nil {
+		return nil, fmt.Errorf("cuda: %w", err)
+	}
+	// Collectives run when every member is present: all ranks in this
+	// process, or all processes of a launch.
+	if !s.shard && s.world > 1 {
+		for _, r := range s.local {
+			for i := range sched.Ranks[r] {
+				if sched.Ranks[r][i].IsCollective() && len(sched.Ranks[r][i].Group) > 1 {
+					s.useNCCL = true
+				}
+			}
+		}
+	}
+	if nccl.Load() == nil {
+		s.ncclV, _ = nccl.Version()
+	}
+	if s.useNCCL {
+		if err := nccl.Load(); err != nil {
+			return nil, err
+		}
+		if s.id, err = s.uniqueID(ctx, le, launched); err != nil {
+			return nil, fmt.Errorf("cuda: %w", err)
+		}
+	}
+	return s, nil
+}
+
+// applyEnv sets NCCL_* settings (sorted keys) before any communicator
+// exists, so NCCL reads them at init.
+func applyEnv(env map[string]string) {
+	keys := make([]string, 0, len(env))
+	for k := range env {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		if strings.HasPrefix(k, "NCCL_") {
+			os.Setenv(k, env[k])
+		}
+	}
+}
+
+func (s *Session) uniqueID(ctx context.Context, le LaunchEnv, launched bool) (nccl.UniqueID, error) {
+	if !launched {
+		return nccl.NewUniqueID()
+	}
+	addr := fmt.Sprintf("%s:%d", le.MasterAddr, le.RendezvousPort)
+	if le.Rank == 0 {
+		id, err := nccl.NewUniqueID()
+		if err != nil {
+			return id, err
+		}
+		_, done, err := serveID(ctx, fmt.Sprintf(":%d", le.RendezvousPort), id.Internal[:], le.World-1)
+		if err != nil {
+			return id, err
+		}
+		go func() { <-done }() // peers fetch while ranks initialise
+		return id, nil
+	}
+	b, err := fetchID(ctx, addr, len(nccl.UniqueID{}.Internal))
+	var id nccl.UniqueID
+	if err == nil {
+		copy(id.Internal[:], b)
+	}
+	return id, err
+}
+
+// LockOSThread implements exec.ThreadLocker: a CUDA context is current per
+// OS thread.
+func (s *Session) LockOSThread() bool { return true }
+
+// Resource returns the resource attributes of this run's devices (GPU
+// model and count, CUDA driver API version, NCCL version).
+func (s *Session) Resource() []attribute.KeyValue {
+	kv := []attribute.KeyValue{
+		traces.ResGPUModel.String(s.info.Name),
+		traces.ResGPUCount.Int(len(s.devs)),
+		traces.ResCUDAVersion.String(fmt.Sprintf("%d.%d", s.driver/1000, s.driver%1000/10)),
+	}
+	if s.ncclV != "" {
+		kv = append(kv, traces.ResNCCLVersion.String(s.ncclV))
+	}
+	return kv
+}
+
+// Close implements exec.Session.
+func (s *Session) Close() error { return nil }
+
+// kargs is a prepared kernel launch: argument values and the pointer array
+// cuLaunchKernel reads, allocated once at OpenRank.
+type kargs struct {
+	fn          cu.Function
+	grid, block [3]uint32
+	smem        uint32
+	vals        []uint64
+	ptrs        []unsafe.Pointer
+}
+
+func (r *Rank) launchArgs(fn cu.Function, grid, block [3]uint32, smem uint32, vals ...uint64) *kargs {
+	k := &kargs{fn: fn, grid: grid, block: block, smem: smem, vals: vals, ptrs: make([]unsafe.Pointer, len(vals))}
+	for i := range k.vals {
+		k.ptrs[i] = unsafe.Pointer(&k.vals[i])
+	}
+	r.pin.Pin(&k.vals[0])
+	r.pin.Pin(&k.ptrs[0])
+	return k
+}
+
+func (k *kargs) launch(s cu.Stream) error {
+	return cu.Launch(k.fn, k.grid, k.block, k.smem, s, unsafe.Pointer(&k.ptrs[0]))
+}
+
+func i32(v int) uint64       { return uint64(uint32(int32(v))) }
+func f32(v float32) uint64   { return uint64(math.Float32bits(v)) }
+func ptr(p cu.DevPtr) uint64 { return uint64(p) }
+
+// Rank is one local rank on one GPU.
+type Rank struct {
+	s       *Session
+	rank    int
+	dev     int
+	ctx     cu.Context
+	stream  cu.Stream
+	blas    *cublas.Handle
+	mod     cu.Module
+	fns     map[string]cu.Function
+	plans   []opPlan
+	ops     []model.Op
+	offs    []uint64
+	rotated bool
+	pin     runtime.Pinner
+
+	arena, xbuf, ybuf, aux, comm0, comm1 cu.DevPtr
+	launches                             [][]*kargs
+	attrs                                [][]attribute.KeyValue
+
+	anchor     cu.Event
+	anchorHost time.Time
+	start, end []cu.Event
+	ran        []bool
+	capturing  bool
+	graph      cu.Graph
+	gexec      cu.GraphExec
+	comm       nccl.Comm
+}
+
+// OpenRank implements exec.Session.
+func (s *Session) OpenRank(ctx context.Context, rank int) (exec.Rank, error) {
+	li := -1
+	for i, r := range s.local {
+		if r == rank {
+			li = i
+		}
+	}
+	if li < 0 || rank >= len(s.sched.Ranks) {
+		return nil, fmt.Errorf("cuda: rank %d is not local", rank)
+	}
+	r := &Rank{s: s, rank: rank, dev: s.devs[li], ops: s.sched.Ranks[rank]}
+	if err := r.open(ctx); err != nil {
+		r.Close()
+		return nil, fmt.Errorf("cuda rank %d (device %d): %w", rank, r.dev, err)
+	}
+	return r, nil
+}
+
+func (r *Rank) open(ctx context.Context) error {
+	var err error
+	if r.ctx, err = cu.PrimaryContext(r.dev); err != nil {
+		return err
+	}
+	if err = cu.SetCurrent(r.ctx); err != nil {
+		return err
+	}
+	pl := &planner{sched: r.s.sched, dev: r.s.caps, seed: r.s.b.cfg.Seed, shard: r.s.shard, world: r.s.world}
+	if r.plans, err = pl.planRank(r.rank); err != nil {
+		return err
+	}
+	if r.mod, err = cu.LoadModule(r.s.cubin); err != nil {
+		return err
+	}
+	r.fns = map[string]cu.Function{}
+	names := []string{"fill_words", "rmsnorm", "ew_silu_mul", "topk_router", "embed_gather", "mla_combine"}
+	for _, kv := range []string{"bf16", "fp8"} {
+		for _, h := range []int{1, 2, 4, 8, 16} {
+			names = append(names, fmt.Sprintf("mla_decode_%s_h%d", kv, h))
+		}
+	}
+	for _, n := range names {
+		f, err := cu.GetFunction(r.mod, n)
+		if err != nil {
+			return err
+		}
+		if strings.HasPrefix(n, "mla_decode") {
+			if err := cu.SetMaxDynamicSmem(f, mlaSmem(16, latentDim)); err != nil {
+				return err
+			}
+		}
+		r.fns[n] = f
+	}
+	if r.stream, err = cu.NewStream(); err != nil {
+		return err
+	}
+	if r.blas, err = cublas.New(r.stream); err != nil {
+		return err
+	}
+	if err := r.allocate(); err != nil {
+		return err
+	}
+	if err := r.prepare(); err != nil {
+		return err
+	}
+	if r.s.useNCCL {
+		if err := r.initComm(ctx); err != nil {
+			return err
+		}
+	}
+	return cu.StreamSync(r.stream)
+}
+
+// mlaSmem is the dynamic shared memory of mla_decode_*: the HG queries in
+// fp32, one tile of the cache in bf16, the tile's scores and three per-head
+// scalars (kernels.cu).
+func mlaSmem(hg, dqk int) int { return hg*dqk*4 + mlaTile*dqk*2 + hg*mlaTile*4 + 3*hg*4 }
+
+func align(x uint64) uint64 { return (x + arenaAlign - 1) / arenaAlign * arenaAlign }
+
+// allocate lays out the streamed arena (each op its own region; a rotating
+// pool when the rank's weights and caches exceed the free memory) and the
+// activation, auxiliary and communication scratch, then fills everything
+// with seeded random values (never zeros: they can time faster).
+func (r *Rank) allocate() error {
+	var total, in, out, aux, comm uint64
+	for i := range r.plans {
+		p := &r.plans[i]
+		total += align(p.streamBytes)
+		in, out, aux = max(in, p.inBytes), max(out, p.outBytes), max(aux, p.auxBytes)
+		if p.kind == pkCollective {
+			comm = max(comm, p.commBytes)
+		}
+	}
+	in, out, aux = align(max(in, 256)), align(max(out, 256)), align(max(aux, 256))
+	free, _, err := cu.MemInfo()
+	if err != nil {
+		return err
+	}
+	scratch := in + out + aux + 2*align(comm) + cublas.WorkspaceBytes
+	budget := uint64(0)
+	if free > scratch+memMarginBytes {
+		budget = free - scratch - memMarginBytes
+	}
+	pool := total
+	if total > budget {
+		pool = budget / arenaAlign * arenaAlign
+		r.rotated = true
+	}
+	var maxRegion uint64
+	for i := range r.plans {
+		maxRegion = max(maxRegion, align(r.plans[i].streamBytes))
+	}
+	if pool < maxRegion {
+		return fmt.Errorf("device %d: %d B free, but one op needs %d B of weights or cache and the scratch %d B", r.dev, free, maxRegion, scratch)
+	}
+	r.offs = make([]uint64, len(r.plans))
+	var off uint64
+	for i := range r.plans {
+		n := align(r.plans[i].streamBytes)
+		if off+n > pool {
+			off = 0 // rotate: the pool is far larger than L2, so reads still stream from HBM
+		}
+		r.offs[i] = off
+		off += n
+	}
+	if r.arena, err = cu.Alloc(pool); err != nil {
+		return err
+	}
+	if r.xbuf, err = cu.Alloc(in); err != nil {
+		return err
+	}
+	if r.ybuf, err = cu.Alloc(out); err != nil {
+		return err
+	}
+	if r.aux, err = cu.Alloc(aux); err != nil {
+		return err
+	}
+	if comm > 0 {
+		if r.comm0, err = cu.Alloc(align(comm)); err != nil {
+			return err
+		}
+		if r.comm1, err = cu.Alloc(align(comm)); err != nil {
+			return err
+		}
+	}
+	seed := uint32(r.s.b.cfg.Seed) ^ uint32(r.rank)*0x9e3779b9
+	for _, b := range []struct {
+		p cu.DevPtr
+		n uint64
+	}{{r.arena, pool}, {r.xbuf, in}, {r.ybuf, out}, {r.aux, aux}, {r.comm0, align(comm)}, {r.comm1, align(comm)}} {
+		if b.p == 0 {
+			continue
+		}
+		seed++
+		if err := r.fill(b.p, b.n, seed); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// fill writes random bytes that read as bf16 of magnitude below 1 and as
+// e4m3 below 2 (fill_words mode 1), so any buffer is valid input for any op.
+func (r *Rank) fill(p cu.DevPtr, n uint64, seed uint32) error {
+	words := n / 4
+	vals := []uint64{ptr(p), words, uint64(seed), i32(1), f32(1)}
+	ptrs := make([]unsafe.Pointer, len(vals))
+	for i := range vals {
+		ptrs[i] = unsafe.Pointer(&vals[i])
+	}
+	grid := uint32(min(uint64(r.s.caps.sms)*16, max(1, (words+255)/256)))
+	err := cu.Launch(r.fns["fill_words"], [3]uint32{grid, 1, 1}, [3]uint32{256, 1, 1}, 0, r.stream, unsafe.Pointer(&ptrs[0]))
+	if err == nil {
+		err = cu.StreamSync(r.stream)
+	}
+	runtime.KeepAlive(vals)
+	return err
+}
+
+// prepare builds every op's launch arguments, cuBLASLt plans, events and
+// span attributes, so Exec allocates nothing.
+func (r *Rank) prepare() error {
+	n := len(r.plans)
+	r.launches = make([][]*kargs, n)
+	r.attrs = make([][]attribute.KeyValue, n)
+	r.start, r.end, r.ran = make([]cu.Event, n), make([]cu.Event, n), make([]bool, n)
+	var err error
+	if r.anchor, err = cu.NewEvent(); err != nil {
+		return err
+	}
+	sms := uint32(max(1, r.s.caps.sms))
+	for i := range r.plans {
+		p := &r.plans[i]
+		w := r.arena + cu.DevPtr(r.offs[i])
+		var a []attribute.KeyValue
+		a = append(a, traces.AttrKernel.String(p.kernel))
+		if p.subst != "" {
+			a = append(a, traces.AttrSubstituted.Bool(true), traces.AttrSubstitution.String(p.subst))
+		}
+		if p.skip != "" {
+			a = append(a, traces.AttrSkipped.Bool(true), traces.AttrSkipReason.String(p.skip))
+		}
+		if p.expertsTouched > 0 {
+			a = append(a, AttrExpertsTouched.Int(p.expertsTouched))
+		}
+		if r.rotated && p.streamBytes > 0 {
+			a = append(a, AttrWeightsRotated.Bool(true))
+		}
+		r.attrs[i] = a
+		if p.kind == pkSkip {
+			continue
+		}
+		if r.start[i], err = cu.NewEvent(); err != nil {
+			return err
+		}
+		if r.end[i], err = cu.NewEvent(); err != nil {
+			return err
+		}
+		switch p.kind {
+		case pkGemmFP8:
+			if err := r.blas.PrepareFP8(p.m, p.n, p.k, p.batch); err != nil {
+				return fmt.Errorf("op %s: %w", r.ops[i].ID, err)
+			}
+		case pkAttention:
+			groups := uint32((p.heads + p.hg - 1) / p.hg)
+			kv := "bf16"
+			if p.fp8KV {
+				kv = "fp8"
+			}
+			th := uint64(p.tokens * p.heads)
+			part := r.aux
+			lse := r.aux + cu.DevPtr(uint64(p.splits)*th*uint64(p.dlat)*4)
+			// Softmax scale 1/sqrt(qk_nope + qk_rope) = 1/sqrt(192) for the
+			// DeepSeek-V3 family; it changes values, not time.
+			scale := float32(1 / math.Sqrt(192))
+			r.launches[i] = []*kargs{
+				r.launchArgs(r.fns[fmt.Sprintf("mla_decode_%s_h%d", kv, p.hg)],
+					[3]uint32{uint32(p.splits), groups, uint32(p.tokens)}, [3]uint32{mlaThreads, 1, 1}, uint32(mlaSmem(p.hg, p.dqk)),
+					ptr(r.xbuf), ptr(w), ptr(part), ptr(lse), i32(p.tokens), i32(p.heads), i32(p.ctx), i32(p.tokPerSeq), i32(p.chunk), f32(scale), i32(p.dqk), i32(p.dlat)),
+				r.launchArgs(r.fns["mla_combine"], [3]uint32{uint32(th), 1, 1}, [3]uint32{128, 1, 1}, 0,
+					ptr(part), ptr(lse), ptr(r.ybuf), i32(int(th)), i32(p.splits), i32(p.dlat)),
+			}
+		case pkNorm:
+			res := uint64(0)
+			if p.fusedAdd {
+				res = ptr(r.aux)
+			}
+			r.launches[i] = []*kargs{r.launchArgs(r.fns["rmsnorm"], [3]uint32{uint32(p.rows), 1, 1}, [3]uint32{256, 1, 1}, 0,
+				ptr(r.xbuf), res, ptr(w), ptr(r.ybuf), i32(p.cols), f32(1e-6))}
+		case pkElementwise:
+			g := uint32(min(uint64(sms)*8, max(1, (p.nout+255)/256)))
+			r.launches[i] = []*kargs{r.launchArgs(r.fns["ew_silu_mul"], [3]uint32{g, 1, 1}, [3]uint32{256, 1, 1}, 0,
+				ptr(r.xbuf), p.nin, ptr(r.ybuf), p.nout)}
+		case pkRouter:
+			g := uint32((p.rows*32 + 255) / 256)
+			r.launches[i] = []*kargs{r.launchArgs(r.fns["topk_router"], [3]uint32{g, 1, 1}, [3]uint32{256, 1, 1}, 0,
+				ptr(r.xbuf), i32(p.rows), i32(p.cols), i32(p.topk), ptr(r.aux), ptr(r.aux+cu.DevPtr(p.rows*p.topk*4)))}
+		case pkEmbed:
+			r.launches[i] = []*kargs{r.launchArgs(r.fns["embed_gather"], [3]uint32{uint32(p.rows), 1, 1}, [3]uint32{256, 1, 1}, 0,
+				ptr(w), uint64(p.embedRows), i32(p.cols), ptr(r.ybuf), i32(p.embedRead), uint64(uint32(r.s.b.cfg.Seed)))}
+		}
+	}
+	return nil
+}
+
+func (r *Rank) initComm(ctx context.Context) error {
+	type res struct {
+		c   nccl.Comm
+		err error
+	}
+	ch := make(chan res, 1)
+	go func() {
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		if err := cu.SetCurrent(r.ctx); err != nil {
+			ch <- res{err: err}
+			return
+		}
+		c, err := nccl.InitRank(r.s.id, r.s.world, r.rank)
+		ch <- res{c, err}
+	}()
+	select {
+	case x := <-ch:
+		r.comm = x.c
+		return x.err
+	case <-ctx.Done():
+		// ncclCommInitRank cannot be interrupted; abandon it.
+		go func() {
+			if x := <-ch; x.err == nil {
+				_ = nccl.Abort(x.c)
+			}
+		}()
+		return fmt.Errorf("ncclCommInitRank: %w", ctx.Err())
+	case <-time.After(r.s.b.watchdog):
+		return fmt.Errorf("ncclCommInitRank: peers did not join within %v", r.s.b.watchdog)
+	}
+}
+
+// BeginStep implements exec.Rank: records the anchor event against which
+// op events are mapped to the wall clock. The stream is idle here (the
+// previous EndStep drained it), so the anchor fires right away.
+func (r *Rank) BeginStep(ctx context.Context, step int) error {
+	clear(r.ran)
+	r.anchorHost = time.Now()
+	return cu.Record(r.anchor, r.stream, false)
+}
+
+// Exec implements exec.Rank: enqueues op i between its two events.
+func (r *Rank) Exec(ctx context.Context, i int) error {
+	p := &r.plans[i]
+	if p.kind == pkSkip {
+		return nil
+	}
+	if err := cu.Record(r.start[i], r.stream, r.capturing); err != nil {
+		return err
+	}
+	var err error
+	w := r.arena + cu.DevPtr(r.offs[i])
+	switch p.kind {
+	case pkGemmBF16:
+		err = r.blas.GemmBF16(p.m, p.n, p.k, p.batch, r.xbuf, w, r.ybuf,
+			int64(p.m*p.k), int64(p.n*p.k), int64(p.m*p.n))
+	case pkGemmFP8:
+		err = r.blas.GemmFP8(p.m, p.n, p.k, p.batch, r.xbuf, w, r.ybuf)
+	case pkCollective:
+		err = r.collective(p)
+	default:
+		for _, k := range r.launches[i] {
+			if err = k.launch(r.stream); err != nil {
+				break
+			}
+		}
+	}
+	if err != nil {
+		return err
+	}
+	r.ran[i] = true
+	return cu.Record(r.end[i], r.stream, r.capturing)
+}
+
+func (r *Rank) collective(p *opPlan) error {
+	n := uint64(max(1, p.nranks))
+	switch p.coll {
+	case model.AllReduce:
+		return nccl.AllReduce(r.comm0, p.commBytes/2, r.comm, r.stream)
+	case model.AllGather:
+		return nccl.AllGather(r.comm0, r.comm1, p.commBytes/2/n, r.comm, r.stream)
+	case model.ReduceScatter:
+		return nccl.ReduceScatter(r.comm0, r.comm1, p.commBytes/2/n, r.comm, r.stream)
+	case model.AllToAll:
+		return nccl.AllToAll(r.comm0, r.comm1, p.commBytes/n, int(n), r.comm, r.stream)
+	}
+	return fmt.Errorf("collective %q not supported", p.coll)
+}
+
+// EndStep implements exec.Rank. Without NCCL it synchronises the stream.
+// With NCCL it polls, and aborts the communicator when ctx is done, NCCL
+// reports an asynchronous error, or the watchdog timeout passes, so one
+// failed rank cannot hang the others.
+func (r *Rank) EndStep(ctx context.Context) error {
+	if r.comm == 0 {
+		return cu.StreamSync(r.stream)
+	}
+	deadline := time.Now().Add(r.s.b.watchdog)
+	sleep := 5 * time.Microsecond
+	for {
+		done, err := cu.StreamDone(r.stream)
+		if err != nil {
+			return err
+		}
+		if done {
+			return nil
+		}
+		if err := nccl.AsyncError(r.comm); err != nil {
+			r.abort()
+			return err
+		}
+		if ctx.Err() != nil {
+			r.abort()
+			return fmt.Errorf("cuda rank %d: step aborted: %w", r.rank, ctx.Err())
+		}
+		if time.Now().After(deadline) {
+			r.abort()
+			return fmt.Errorf("cuda rank %d: step did not finish within %v (watchdog): NCCL communicator aborted", r.rank, r.s.b.watchdog)
+		}
+		time.Sleep(sleep)
+		sleep = min(2*sleep, time.Millisecond)
+	}
+}
+
+func (r *Rank) abort() {
+	if r.comm != 0 {
+		_ = nccl.Abort(r.comm)
+		r.comm = 0
+	}
+}
+
+// DeviceTimes implements exec.DeviceTimer.
+func (r *Rank) DeviceTimes(dst []exec.OpTime) error {
+	for i := range dst {
+		if i >= len(r.ran) || !r.ran[i] {
+			dst[i] = exec.OpTime{}
+			continue
+		}
+		a, err := cu.Elapsed(r.anchor, r.start[i])
+		if err != nil {
+			return err
+		}
+		b, err := cu.Elapsed(r.anchor, r.end[i])
+		if err != nil {
+			return err
+		}
+		dst[i] = exec.OpTime{
+			Start: r.anchorHost.Add(time.Duration(float64(a) * 1e6)),
+			End:   r.anchorHost.Add(time.Duration(float64(b) * 1e6)),
+		}
+	}
+	return nil
+}
+
+// BeginCapture implements exec.GraphCapturer.
+func (r *Rank) BeginCapture(ctx context.Context) error {
+	if err := cu.BeginCapture(r.stream); err != nil {
+		return err
+	}
+	r.capturing = true
+	return nil
+}
+
+// EndCapture implements exec.GraphCapturer.
+func (r *Rank) EndCapture(ctx context.Context) error {
+	r.capturing = false
+	g, e, err := cu.EndCapture(r.stream)
+	if err != nil {
+		return err
+	}
+	r.graph, r.gexec = g, e
+	return nil
+}
+
+// Replay implements exec.GraphCapturer.
+func (r *Rank) Replay(ctx context.Context) error {
+	if r.gexec == 0 {
+		return fmt.Errorf("cuda rank %d: replay before capture", r.rank)
+	}
+	for i := range r.plans {
+		r.ran[i] = r.plans[i].kind != pkSkip
+	}
+	return cu.LaunchGraph(r.gexec, r.stream)
+}
+
+// OpAttributes implements exec.OpAnnotator.
+func (r *Rank) OpAttributes(i int) []attribute.KeyValue {
+	if i < 0 || i >= len(r.attrs) {
+		return nil
+	}
+	return r.attrs[i]
+}
+
+// Close implements exec.Rank.
+func (r *Rank) Close() error {
+	if r.ctx == 0 {
+		return nil
+	}
+	var errs []error
+	keep := func(err error) {
+		if err != nil {
+			errs = append(errs, err)
+		}
+	}
+	keep(cu.SetCurrent(r.ctx))
+	if r.stream != 0 && r.comm != 0 {
+		// Let in-flight work finish before freeing its buffers.
+		_ = cu.StreamSync(r.stream)
+	}
+	if r.comm != 0 {
+		keep(nccl.Destroy(r.comm))
+		r.comm = 0
+	}
+	if r.stream != 0 {
+		_ = cu.StreamSync(r.stream)
+	}
+	keep(cu.DestroyGraph(r.graph, r.gexec))
+	for _, e := range append(append([]cu.Event{r.anchor}, r.start...), r.end...) {
+		if e != 0 {
+			keep(cu.DestroyEvent(e))
+		}
+	}
+	if r.blas != nil {
+		keep(r.blas.Close())
+	}
+	for _, p := range []cu.DevPtr{r.arena, r.xbuf, r.ybuf, r.aux, r.comm0, r.comm1} {
+		keep(cu.Free(p))
+	}
+	if r.mod != 0 {
+		keep(cu.UnloadModule(r.mod))
+	}
+	if r.stream != 0 {
+		keep(cu.DestroyStream(r.stream))
+	}
+	r.pin.Unpin()
+	keep(cu.ReleasePrimaryContext(r.dev))
+	r.ctx = 0
+	if len(errs) > 0 {
+		return fmt.Errorf("cuda rank %d close: %v", r.rank, errs)
+	}
+	return nil
+}

@@ -1,0 +1,803 @@
+// Command cudacheck validates tpscope's CUDA backend on a GPU machine:
+//
+//	cudacheck info                       driver, CUDA, cuBLAS, NCCL, NVRTC versions and the device
+//	cudacheck kernels                    kernel arithmetic against float64 references on random inputs
+//	cudacheck gemm [-json F] SHAPE...    cuBLAS/cuBLASLt GEMM device times (median of events per call)
+//	cudacheck mla [-json F]              MLA decode attention time and achieved bandwidth
+//	cudacheck run -model M -tp N ...     exec.Run of a model.Build schedule with spans to a file
+//
+// SHAPE is MxNxK[xBATCH]:DTYPE with DTYPE bf16 or fp8, the nn.Linear
+// convention Y[M,N] = X[M,K]·W[N,K]^T. GEMM timing: weights rotate through
+// copies totalling at least 4x the L2 size so every call streams from
+// device memory; a spin kernel keeps the GPU busy while the host enqueues
+// all timed calls, so the events bracket device time only.
+// scripts/gpu-gemm-torch.py times the same shapes the same way in PyTorch.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"os"
+	"runtime"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+	"unsafe"
+
+	"github.com/tpscope/tpscope/exec"
+	"github.com/tpscope/tpscope/exec/cuda"
+	"github.com/tpscope/tpscope/exec/cuda/internal/cu"
+	"github.com/tpscope/tpscope/exec/cuda/internal/cublas"
+	"github.com/tpscope/tpscope/exec/cuda/internal/nccl"
+	"github.com/tpscope/tpscope/exec/cuda/internal/nvrtc"
+	"github.com/tpscope/tpscope/model"
+	"github.com/tpscope/tpscope/traces"
+)
+
+func main() {
+	runtime.LockOSThread()
+	if len(os.Args) < 2 {
+		fmt.Fprintln(os.Stderr, "usage: cudacheck info|kernels|gemm|mla|run ...")
+		os.Exit(2)
+	}
+	var err error
+	switch os.Args[1] {
+	case "info":
+		err = info()
+	case "kernels":
+		err = kernels()
+	case "gemm":
+		err = gemm(os.Args[2:])
+	case "mla":
+		err = mlaBench(os.Args[2:])
+	case "run":
+		err = runModel(os.Args[2:])
+	default:
+		err = fmt.Errorf("unknown mode %q", os.Args[1])
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "cudacheck:", err)
+		os.Exit(1)
+	}
+}
+
+type env struct {
+	info   cu.DeviceInfo
+	stream cu.Stream
+	mod    cu.Module
+	blas   *cublas.Handle
+}
+
+func setup() (*env, error) {
+	if err := cuda.LoadLibraries(false); err != nil {
+		return nil, err
+	}
+	e := &env{}
+	var err error
+	if e.info, err = cu.Info(0); err != nil {
+		return nil, err
+	}
+	c, err := cu.PrimaryContext(0)
+	if err != nil {
+		return nil, err
+	}
+	if err := cu.SetCurrent(c); err != nil {
+		return nil, err
+	}
+	if e.stream, err = cu.NewStream(); err != nil {
+		return nil, err
+	}
+	arch := fmt.Sprintf("-arch=sm_%d%d", e.info.CCMajor, e.info.CCMinor)
+	t0 := time.Now()
+	cubin, log, err := nvrtc.Compile(cuda.KernelSource(), "kernels.cu", []string{arch, "-std=c++17", "--use_fast_math"})
+	if err != nil {
+		return nil, err
+	}
+	fmt.Printf("nvrtc %s compiled kernels for %s in %v (%d B cubin)%s\n", nvrtc.Version(), arch[6:], time.Since(t0).Round(time.Millisecond), len(cubin), strings.TrimSpace("\n"+log))
+	if e.mod, err = cu.LoadModule(cubin); err != nil {
+		return nil, err
+	}
+	if e.blas, err = cublas.New(e.stream); err != nil {
+		return nil, err
+	}
+	return e, nil
+}
+
+func (e *env) fn(name string) cu.Function {
+	f, err := cu.GetFunction(e.mod, name)
+	if err != nil {
+		panic(err)
+	}
+	return f
+}
+
+// launch launches a kernel with arguments given as uint64 slots (ints and
+// floats in the low bytes, little-endian).
+func (e *env) launch(name string, grid, block [3]uint32, smem uint32, vals ...uint64) error {
+	ptrs := make([]unsafe.Pointer, len(vals))
+	for i := range vals {
+		ptrs[i] = unsafe.Pointer(&vals[i])
+	}
+	err := cu.Launch(e.fn(name), grid, block, smem, e.stream, unsafe.Pointer(&ptrs[0]))
+	runtime.KeepAlive(vals)
+	return err
+}
+
+func i32(v int) uint64     { return uint64(uint32(int32(v))) }
+func f32(v float32) uint64 { return uint64(math.Float32bits(v)) }
+
+func info() error {
+	e, err := setup()
+	if err != nil {
+		return err
+	}
+	v, _ := cu.DriverVersion()
+	fmt.Printf("device 0: %s sm_%d%d, %d SMs, L2 %d B, %d B memory, %d B smem/block opt-in\n",
+		e.info.Name, e.info.CCMajor, e.info.CCMinor, e.info.SMs, e.info.L2Bytes, e.info.TotalBytes, e.info.SmemOptinB)
+	fmt.Printf("CUDA driver API %d.%d, cuBLAS %d, cuBLASLt %d, NVRTC %s\n", v/1000, v%1000/10, e.blas.Version(), cublas.LtVersion(), nvrtc.Version())
+	if err := nccl.Load(); err != nil {
+		fmt.Println("NCCL:", err)
+	} else {
+		nv, _ := nccl.Version()
+		fmt.Println("NCCL", nv)
+	}
+	n, _ := cu.DeviceCount()
+	fmt.Println("devices:", n)
+	return nil
+}
+
+// ---- host-side bf16/e4m3 helpers and references ----
+
+func bf(u uint16) float64 { return float64(math.Float32frombits(uint32(u) << 16)) }
+func e4m3(b byte) float64 {
+	s, ex, m := b>>7, (b>>3)&15, b&7
+	var v float64
+	if ex == 0 {
+		v = float64(m) / 8 * math.Pow(2, -6)
+	} else {
+		v = (1 + float64(m)/8) * math.Pow(2, float64(ex)-7)
+	}
+	if s == 1 {
+		v = -v
+	}
+	return v
+}
+func tobf(f float64) uint16 {
+	u := math.Float32bits(float32(f))
+	u += 0x7fff + (u>>16)&1
+	return uint16(u >> 16)
+}
+
+func randBF(r *rand.Rand, n int) []uint16 {
+	x := make([]uint16, n)
+	for i := range x {
+		x[i] = tobf(r.Float64()*2 - 1)
+	}
+	return x
+}
+
+func upload(p []uint16) (cu.DevPtr, error) {
+	d, err := cu.Alloc(uint64(len(p) * 2))
+	if err != nil {
+		return 0, err
+	}
+	return d, cu.HtoD(d, unsafe.Slice((*byte)(unsafe.Pointer(&p[0])), len(p)*2))
+}
+
+func downloadBF(d cu.DevPtr, n int) ([]uint16, error) {
+	b := make([]uint16, n)
+	err := cu.DtoH(unsafe.Slice((*byte)(unsafe.Pointer(&b[0])), n*2), d)
+	return b, err
+}
+
+func relErr(got, want []float64) float64 {
+	var num, den float64
+	for i := range got {
+		if math.IsNaN(got[i]) {
+			return math.Inf(1)
+		}
+		num += (got[i] - want[i]) * (got[i] - want[i])
+		den += want[i] * want[i]
+	}
+	return math.Sqrt(num / den)
+}
+
+func kernels() error {
+	e, err := setup()
+	if err != nil {
+		return err
+	}
+	fails := 0
+	report := func(name string, re, tol float64) {
+		st := "PASS"
+		if !(re <= tol) {
+			st = "FAIL"
+			fails++
+		}
+		fmt.Printf("%-44s rel err %.2e (tol %.0e) %s\n", name, re, tol, st)
+	}
+	r := rand.New(rand.NewPCG(1, 2))
+	// MLA decode: several head groups, partial groups, splits, fp8 and bf16 caches.
+	for _, c := range []struct {
+		T, H, tps, ctx, chunk, hg int
+		fp8                       bool
+	}{
+		{4, 8, 2, 1000, 352, 8, false},
+		{4, 8, 2, 1000, 352, 8, true},
+		{3, 20, 1, 777, 256, 16, false},
+		{2, 3, 1, 50, 64, 4, false},
+		{32, 16, 1, 300, 320, 16, true},
+	} {
+		re, err := checkMLA(e, r, c.T, c.H, c.tps, c.ctx, c.chunk, c.hg, c.fp8)
+		if err != nil {
+			return err
+		}
+		report(fmt.Sprintf("mla_decode T=%d H=%d ctx=%d hg=%d fp8=%v", c.T, c.H, c.ctx, c.hg, c.fp8), re, 1e-2)
+	}
+	// RMSNorm.
+	{
+		rows, cols := 3, 7168
+		x, w := randBF(r, rows*cols), randBF(r, cols)
+		dx, _ := upload(x)
+		dw, _ := upload(w)
+		dy, _ := cu.Alloc(uint64(rows * cols * 2))
+		cu.Memset8(dy, 0xff, uint64(rows*cols*2))
+		if err := e.launch("rmsnorm", [3]uint32{uint32(rows), 1, 1}, [3]uint32{256, 1, 1}, 0, uint64(dx), uint64(0), uint64(dw), uint64(dy), i32(cols), f32(1e-6)); err != nil {
+			return err
+		}
+		cu.StreamSync(e.stream)
+		y, _ := downloadBF(dy, rows*cols)
+		var got, want []float64
+		for i := 0; i < rows; i++ {
+			var ss float64
+			for c := 0; c < cols; c++ {
+				ss += bf(x[i*cols+c]) * bf(x[i*cols+c])
+			}
+			inv := 1 / math.Sqrt(ss/float64(cols)+1e-6)
+			for c := 0; c < cols; c++ {
+				want = append(want, bf(x[i*cols+c])*inv*bf(w[c]))
+				got = append(got, bf(y[i*cols+c]))
+			}
+		}
+		report("rmsnorm 3x7168", relErr(got, want), 1e-2)
+	}
+	// Router top-k: compare the selected scores (ties make ids ambiguous).
+	{
+		T, E, k := 5, 384, 8
+		x := randBF(r, T*E)
+		dx, _ := upload(x)
+		aux, _ := cu.Alloc(uint64(T * k * 8))
+		if err := e.launch("topk_router", [3]uint32{uint32((T*32 + 255) / 256), 1, 1}, [3]uint32{256, 1, 1}, 0, uint64(dx), i32(T), i32(E), i32(k), uint64(aux), uint64(aux)+uint64(T*k*4)); err != nil {
+			return err
+		}
+		cu.StreamSync(e.stream)
+		buf := make([]byte, T*k*8)
+		cu.DtoH(buf, aux)
+		var got, want []float64
+		bad := 0
+		for t := 0; t < T; t++ {
+			row := make([]float64, E)
+			for i := range row {
+				row[i] = bf(x[t*E+i])
+			}
+			sort.Sort(sort.Reverse(sort.Float64Slice(row)))
+			for j := 0; j < k; j++ {
+				id := int(int32(uint32(buf[(t*k+j)*4]) | uint32(buf[(t*k+j)*4+1])<<8 | uint32(buf[(t*k+j)*4+2])<<16 | uint32(buf[(t*k+j)*4+3])<<24))
+				if id < 0 || id >= E || bf(x[t*E+id]) != row[j] {
+					bad++
+				}
+				w := math.Float32frombits(uint32(buf[T*k*4+(t*k+j)*4]) | uint32(buf[T*k*4+(t*k+j)*4+1])<<8 | uint32(buf[T*k*4+(t*k+j)*4+2])<<16 | uint32(buf[T*k*4+(t*k+j)*4+3])<<24)
+				got = append(got, float64(w))
+				want = append(want, row[j])
+			}
+		}
+		re := relErr(got, want)
+		if bad > 0 {
+			re = math.Inf(1)
+		}
+		report(fmt.Sprintf("topk_router T=%d E=%d k=%d (%d bad ids)", T, E, k, bad), re, 1e-6)
+	}
+	// SiLU-and-mul.
+	{
+		n := 4096
+		x := randBF(r, 2*n)
+		dx, _ := upload(x)
+		dy, _ := cu.Alloc(uint64(n * 2))
+		if err := e.launch("ew_silu_mul", [3]uint32{16, 1, 1}, [3]uint32{256, 1, 1}, 0, uint64(dx), uint64(2*n), uint64(dy), uint64(n)); err != nil {
+			return err
+		}
+		cu.StreamSync(e.stream)
+		y, _ := downloadBF(dy, n)
+		var got, want []float64
+		for i := 0; i < n; i++ {
+			a := bf(x[i])
+			want = append(want, a/(1+math.Exp(-a))*bf(x[i+n]))
+			got = append(got, bf(y[i]))
+		}
+		report("ew_silu_mul n=4096", relErr(got, want), 1e-2)
+	}
+	// BF16 and FP8 GEMMs against float64.
+	for _, c := range []struct {
+		m, n, k, batch int
+		fp8            bool
+	}{{7, 96, 160, 1, false}, {5, 64, 128, 3, false}, {16, 96, 160, 1, true}, {3, 48, 64, 2, true}} {
+		re, err := checkGEMM(e, r, c.m, c.n, c.k, c.batch, c.fp8)
+		if err != nil {
+			return err
+		}
+		report(fmt.Sprintf("gemm M=%d N=%d K=%d batch=%d fp8=%v", c.m, c.n, c.k, c.batch, c.fp8), re, 1e-2)
+	}
+	if fails > 0 {
+		return fmt.Errorf("%d kernel checks failed", fails)
+	}
+	fmt.Println("all kernel checks passed")
+	return nil
+}
+
+func checkGEMM(e *env, r *rand.Rand, m, n, k, batch int, fp8 bool) (float64, error) {
+	var x, w []float64
+	var dx, dw cu.DevPtr
+	var err error
+	if fp8 {
+		xb, wb := make([]byte, batch*m*k), make([]byte, batch*n*k)
+		for i := range xb {
+			xb[i] = byte(r.IntN(256)) & 0xBF
+			x = append(x, e4m3(xb[i]))
+		}
+		for i := range wb {
+			wb[i] = byte(r.IntN(256)) & 0xBF
+			w = append(w, e4m3(wb[i]))
+		}
+		dx, _ = cu.Alloc(uint64(len(xb)))
+		dw, _ = cu.Alloc(uint64(len(wb)))
+		cu.HtoD(dx, xb)
+		cu.HtoD(dw, wb)
+	} else {
+		xs, ws := randBF(r, batch*m*k), randBF(r, batch*n*k)
+		for _, v := range xs {
+			x = append(x, bf(v))
+		}
+		for _, v := range ws {
+			w = append(w, bf(v))
+		}
+		dx, _ = upload(xs)
+		dw, _ = upload(ws)
+	}
+	dy, _ := cu.Alloc(uint64(batch * m * n * 2))
+	cu.Memset8(dy, 0xff, uint64(batch*m*n*2))
+	if fp8 {
+		err = e.blas.GemmFP8(m, n, k, batch, dx, dw, dy)
+	} else {
+		err = e.blas.GemmBF16(m, n, k, batch, dx, dw, dy, int64(m*k), int64(n*k), int64(m*n))
+	}
+	if err != nil {
+		return 0, err
+	}
+	if err := cu.StreamSync(e.stream); err != nil {
+		return 0, err
+	}
+	y, _ := downloadBF(dy, batch*m*n)
+	var got, want []float64
+	for b := 0; b < batch; b++ {
+		for i := 0; i < m; i++ {
+			for j := 0; j < n; j++ {
+				var s float64
+				for kk := 0; kk < k; kk++ {
+					s += x[b*m*k+i*k+kk] * w[b*n*k+j*k+kk]
+				}
+				want = append(want, s)
+				got = append(got, bf(y[b*m*n+i*n+j]))
+			}
+		}
+	}
+	for _, p := range []cu.DevPtr{dx, dw, dy} {
+		cu.Free(p)
+	}
+	return relErr(got, want), nil
+}
+
+func mlaSmem(hg, dqk int) int { return hg*dqk*4 + 32*dqk*2 + hg*32*4 + 3*hg*4 }
+
+func checkMLA(e *env, r *rand.Rand, T, H, tps, ctx, chunk, hg int, fp8 bool) (float64, error) {
+	B := T / tps
+	q := randBF(r, T*H*576)
+	kvN := B * ctx * 576
+	kvF := make([]float64, kvN)
+	var dkv cu.DevPtr
+	if fp8 {
+		b := make([]byte, kvN)
+		for i := range b {
+			b[i] = byte(r.IntN(256)) & 0xBF
+			kvF[i] = e4m3(b[i])
+		}
+		dkv, _ = cu.Alloc(uint64(kvN))
+		cu.HtoD(dkv, b)
+	} else {
+		b := randBF(r, kvN)
+		for i := range b {
+			kvF[i] = bf(b[i])
+		}
+		dkv, _ = upload(b)
+	}
+	dq, _ := upload(q)
+	S := (ctx + chunk - 1) / chunk
+	part, _ := cu.Alloc(uint64(S * T * H * 512 * 4))
+	lse, _ := cu.Alloc(uint64(S * T * H * 4))
+	out, _ := cu.Alloc(uint64(T * H * 512 * 2))
+	cu.Memset8(out, 0xff, uint64(T*H*512*2)) // poison: NaN bf16
+	kvs := "bf16"
+	if fp8 {
+		kvs = "fp8"
+	}
+	name := fmt.Sprintf("mla_decode_%s_h%d", kvs, hg)
+	if err := cu.SetMaxDynamicSmem(e.fn(name), mlaSmem(16, 576)); err != nil {
+		return 0, err
+	}
+	scale := float32(1 / math.Sqrt(192))
+	groups := (H + hg - 1) / hg
+	if err := e.launch(name, [3]uint32{uint32(S), uint32(groups), uint32(T)}, [3]uint32{256, 1, 1}, uint32(mlaSmem(hg, 576)),
+		uint64(dq), uint64(dkv), uint64(part), uint64(lse), i32(T), i32(H), i32(ctx), i32(tps), i32(chunk), f32(scale), i32(576), i32(512)); err != nil {
+		return 0, err
+	}
+	if err := e.launch("mla_combine", [3]uint32{uint32(T * H), 1, 1}, [3]uint32{128, 1, 1}, 0, uint64(part), uint64(lse), uint64(out), i32(T*H), i32(S), i32(512)); err != nil {
+		return 0, err
+	}
+	if err := cu.StreamSync(e.stream); err != nil {
+		return 0, err
+	}
+	o, _ := downloadBF(out, T*H*512)
+	var got, want []float64
+	for t := 0; t < T; t++ {
+		seq := t / tps
+		for h := 0; h < H; h++ {
+			sc := make([]float64, ctx)
+			mx := math.Inf(-1)
+			for j := 0; j < ctx; j++ {
+				var s float64
+				for d := 0; d < 576; d++ {
+					s += bf(q[(t*H+h)*576+d]) * float64(scale) * kvF[(seq*ctx+j)*576+d]
+				}
+				sc[j] = s
+				mx = math.Max(mx, s)
+			}
+			var l float64
+			for j := range sc {
+				sc[j] = math.Exp(sc[j] - mx)
+				l += sc[j]
+			}
+			for c := 0; c < 512; c++ {
+				var v float64
+				for j := 0; j < ctx; j++ {
+					v += sc[j] * kvF[(seq*ctx+j)*576+c]
+				}
+				want = append(want, v/l)
+				got = append(got, bf(o[(t*H+h)*512+c]))
+			}
+		}
+	}
+	for _, p := range []cu.DevPtr{dq, dkv, part, lse, out} {
+		cu.Free(p)
+	}
+	return relErr(got, want), nil
+}
+
+// ---- timing ----
+
+type gemmResult struct {
+	Shape    string  `json:"shape"`
+	M        int     `json:"m"`
+	N        int     `json:"n"`
+	K        int     `json:"k"`
+	Batch    int     `json:"batch"`
+	Dtype    string  `json:"dtype"`
+	MedianUs float64 `json:"median_us"`
+	P10Us    float64 `json:"p10_us"`
+	P90Us    float64 `json:"p90_us"`
+	Copies   int     `json:"copies"`
+	TFLOPS   float64 `json:"tflops"`
+	GBps     float64 `json:"gbps"`
+}
+
+func parseShape(s string) (m, n, k, b int, dt string, err error) {
+	sh, dt, ok := strings.Cut(s, ":")
+	if !ok || (dt != "bf16" && dt != "fp8") {
+		return 0, 0, 0, 0, "", fmt.Errorf("shape %q: want MxNxK[xB]:bf16|fp8", s)
+	}
+	parts := strings.Split(sh, "x")
+	if len(parts) < 3 || len(parts) > 4 {
+		return 0, 0, 0, 0, "", fmt.Errorf("shape %q: want MxNxK[xB]", s)
+	}
+	v := make([]int, 4)
+	v[3] = 1
+	for i, p := range parts {
+		if v[i], err = strconv.Atoi(p); err != nil || v[i] <= 0 {
+			return 0, 0, 0, 0, "", fmt.Errorf("shape %q: %q is not a positive integer", s, p)
+		}
+	}
+	return v[0], v[1], v[2], v[3], dt, nil
+}
+
+func median(x []float64) (p10, p50, p90 float64) {
+	sort.Float64s(x)
+	q := func(f float64) float64 { return x[int(math.Round(f*float64(len(x)-1)))] }
+	return q(0.1), q(0.5), q(0.9)
+}
+
+// timeCalls times iters calls of call(i) with an event pair each, after a
+// spin kernel that lets the host enqueue everything ahead of the device.
+func (e *env) timeCalls(iters int, call func(i int) error) ([]float64, error) {
+	ev := make([]cu.Event, 2*iters)
+	for i := range ev {
+		ev[i], _ = cu.NewEvent()
+	}
+	defer func() {
+		for _, x := range ev {
+			cu.DestroyEvent(x)
+		}
+	}()
+	// ~2 GHz SM clock: 30 ms of spin is more than the host needs to enqueue.
+	if err := e.launch("spin", [3]uint32{1, 1, 1}, [3]uint32{1, 1, 1}, 0, uint64(60_000_000)); err != nil {
+		return nil, err
+	}
+	for i := 0; i < iters; i++ {
+		cu.Record(ev[2*i], e.stream, false)
+		if err := call(i); err != nil {
+			return nil, err
+		}
+		cu.Record(ev[2*i+1], e.stream, false)
+	}
+	if err := cu.StreamSync(e.stream); err != nil {
+		return nil, err
+	}
+	out := make([]float64, iters)
+	for i := range out {
+		ms, err := cu.Elapsed(ev[2*i], ev[2*i+1])
+		if err != nil {
+			return nil, err
+		}
+		out[i] = float64(ms) * 1000
+	}
+	return out, nil
+}
+
+func fillRandom(e *env, p cu.DevPtr, n uint64, seed uint32) error {
+	words := n / 4
+	g := uint32(min(uint64(e.info.SMs)*16, max(1, (words+255)/256)))
+	return e.launch("fill_words", [3]uint32{g, 1, 1}, [3]uint32{256, 1, 1}, 0, uint64(p), words, uint64(seed), i32(1), f32(1))
+}
+
+func gemm(args []string) error {
+	fs := flag.NewFlagSet("gemm", flag.ContinueOnError)
+	jsonPath := fs.String("json", "", "write results as JSON lines")
+	iters := fs.Int("iters", 100, "timed calls per shape")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	e, err := setup()
+	if err != nil {
+		return err
+	}
+	var out *os.File
+	if *jsonPath != "" {
+		if out, err = os.Create(*jsonPath); err != nil {
+			return err
+		}
+		defer out.Close()
+	}
+	fmt.Printf("%-28s %10s %10s %10s %7s %9s %8s\n", "shape", "median_us", "p10_us", "p90_us", "copies", "TFLOP/s", "GB/s")
+	for _, s := range fs.Args() {
+		m, n, k, b, dt, err := parseShape(s)
+		if err != nil {
+			return err
+		}
+		ab := uint64(2)
+		if dt == "fp8" {
+			ab = 1
+		}
+		wBytes := uint64(b*n*k) * ab
+		copies := int(max(1, (4*uint64(e.info.L2Bytes)+wBytes-1)/wBytes))
+		copies = min(copies, max(1, int((16<<30)/wBytes)))
+		w, err := cu.Alloc(wBytes * uint64(copies))
+		if err != nil {
+			return err
+		}
+		x, _ := cu.Alloc(uint64(b*m*k) * ab)
+		y, _ := cu.Alloc(uint64(b*m*n) * 2)
+		fillRandom(e, w, wBytes*uint64(copies), 1)
+		fillRandom(e, x, uint64(b*m*k)*ab, 2)
+		call := func(i int) error {
+			wi := w + cu.DevPtr(uint64(i%copies)*wBytes)
+			if dt == "fp8" {
+				return e.blas.GemmFP8(m, n, k, b, x, wi, y)
+			}
+			return e.blas.GemmBF16(m, n, k, b, x, wi, y, int64(m*k), int64(n*k), int64(m*n))
+		}
+		if _, err := e.timeCalls(10, call); err != nil { // warm-up, heuristics, lazy loading
+			return fmt.Errorf("%s: %w", s, err)
+		}
+		ts, err := e.timeCalls(*iters, call)
+		if err != nil {
+			return fmt.Errorf("%s: %w", s, err)
+		}
+		p10, p50, p90 := median(ts)
+		flops := 2 * float64(m) * float64(n) * float64(k) * float64(b)
+		bytes := float64(wBytes) + float64(uint64(b*m*k)*ab) + float64(b*m*n*2)
+		r := gemmResult{Shape: s, M: m, N: n, K: k, Batch: b, Dtype: dt, MedianUs: p50, P10Us: p10, P90Us: p90, Copies: copies,
+			TFLOPS: flops / p50 / 1e6, GBps: bytes / p50 / 1e3}
+		fmt.Printf("%-28s %10.2f %10.2f %10.2f %7d %9.1f %8.0f\n", s, p50, p10, p90, copies, r.TFLOPS, r.GBps)
+		if out != nil {
+			json.NewEncoder(out).Encode(r)
+		}
+		cu.Free(w)
+		cu.Free(x)
+		cu.Free(y)
+	}
+	return nil
+}
+
+func mlaBench(args []string) error {
+	fs := flag.NewFlagSet("mla", flag.ContinueOnError)
+	jsonPath := fs.String("json", "", "write results as JSON lines")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	e, err := setup()
+	if err != nil {
+		return err
+	}
+	var out *os.File
+	if *jsonPath != "" {
+		if out, err = os.Create(*jsonPath); err != nil {
+			return err
+		}
+		defer out.Close()
+	}
+	fmt.Printf("%-40s %10s %8s %9s\n", "mla_decode", "median_us", "GB/s", "TFLOP/s")
+	for _, c := range []struct {
+		B, H, ctx int
+		fp8       bool
+	}{{32, 8, 4096, false}, {32, 16, 4096, false}, {32, 8, 4096, true}, {64, 16, 8192, false}, {1, 16, 32768, false}, {128, 8, 2048, false}} {
+		T := c.B
+		hg := 16
+		for _, g := range []int{1, 2, 4, 8} {
+			if c.H <= g {
+				hg = g
+				break
+			}
+		}
+		groups := (c.H + hg - 1) / hg
+		splits := max(1, min(2*e.info.SMs/(T*groups), c.ctx/256))
+		chunk := ((c.ctx+splits-1)/splits + 31) / 32 * 32
+		splits = (c.ctx + chunk - 1) / chunk
+		kvb := uint64(2)
+		kvs := "bf16"
+		if c.fp8 {
+			kvb, kvs = 1, "fp8"
+		}
+		kvBytes := uint64(c.B*c.ctx*576) * kvb
+		copies := int(max(1, (4*uint64(e.info.L2Bytes)+kvBytes-1)/kvBytes))
+		kv, err := cu.Alloc(kvBytes * uint64(copies))
+		if err != nil {
+			return err
+		}
+		fillRandom(e, kv, kvBytes*uint64(copies), 3)
+		q, _ := cu.Alloc(uint64(T * c.H * 576 * 2))
+		fillRandom(e, q, uint64(T*c.H*576*2), 4)
+		part, _ := cu.Alloc(uint64(splits*T*c.H) * (512*4 + 4))
+		lse := part + cu.DevPtr(uint64(splits*T*c.H)*512*4)
+		o, _ := cu.Alloc(uint64(T * c.H * 512 * 2))
+		name := fmt.Sprintf("mla_decode_%s_h%d", kvs, hg)
+		cu.SetMaxDynamicSmem(e.fn(name), mlaSmem(16, 576))
+		call := func(i int) error {
+			kvi := kv + cu.DevPtr(uint64(i%copies)*kvBytes)
+			if err := e.launch(name, [3]uint32{uint32(splits), uint32(groups), uint32(T)}, [3]uint32{256, 1, 1}, uint32(mlaSmem(hg, 576)),
+				uint64(q), uint64(kvi), uint64(part), uint64(lse), i32(T), i32(c.H), i32(c.ctx), i32(1), i32(chunk), f32(0.07), i32(576), i32(512)); err != nil {
+				return err
+			}
+			return e.launch("mla_combine", [3]uint32{uint32(T * c.H), 1, 1}, [3]uint32{128, 1, 1}, 0, uint64(part), uint64(lse), uint64(o), i32(T*c.H), i32(splits), i32(512))
+		}
+		if _, err := e.timeCalls(5, call); err != nil {
+			return err
+		}
+		ts, err := e.timeCalls(50, call)
+		if err != nil {
+			return err
+		}
+		_, p50, _ := median(ts)
+		flops := float64(T*c.H*c.ctx) * 2 * (576 + 512)
+		label := fmt.Sprintf("B=%d H=%d ctx=%d kv=%s splits=%d", c.B, c.H, c.ctx, kvs, splits)
+		fmt.Printf("%-40s %10.1f %8.0f %9.1f\n", label, p50, float64(kvBytes)/p50/1e3, flops/p50/1e6)
+		if out != nil {
+			json.NewEncoder(out).Encode(map[string]any{"case": label, "median_us": p50, "kv_bytes": kvBytes, "gbps": float64(kvBytes) / p50 / 1e3, "tflops": flops / p50 / 1e6})
+		}
+		for _, p := range []cu.DevPtr{kv, q, part, o} {
+			cu.Free(p)
+		}
+	}
+	return nil
+}
+
+// ---- whole-schedule runs through exec.Run ----
+
+func runModel(args []string) error {
+	fs := flag.NewFlagSet("run", flag.ContinueOnError)
+	name := fs.String("model", "tiny-mla-moe", "preset or config path")
+	tp := fs.Int("tp", 1, "tensor-parallel degree of the schedule")
+	local := fs.String("local-ranks", "", "comma-separated ranks to run here (default all)")
+	batch := fs.Int("batch", 32, "decode batch")
+	ctxLen := fs.Int("context", 4096, "cached tokens per sequence")
+	kv := fs.String("kv", "", "KV-cache dtype (default the checkpoint's)")
+	steps := fs.Int("steps", 20, "measured steps")
+	warmup := fs.Int("warmup", 3, "warm-up steps")
+	graphs := fs.Bool("graphs", false, "CUDA-graph mode")
+	traceDest := fs.String("trace", "none", "trace destination (file:PATH, none)")
+	jsonPath := fs.String("json", "", "write the summary as JSON")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	a, err := model.Resolve(*name)
+	if err != nil {
+		return err
+	}
+	w := model.Workload{Phase: model.Decode, Batch: *batch, Context: *ctxLen}
+	if *kv != "" {
+		if w.KVDtype, err = model.ParseDtype(*kv); err != nil {
+			return err
+		}
+	}
+	sched, err := model.Build(a, model.Plan{TP: *tp}, w)
+	if err != nil {
+		return err
+	}
+	ctx := context.Background()
+	exp, err := traces.Setup(ctx, *traceDest)
+	if err != nil {
+		return err
+	}
+	defer exp.Shutdown(ctx)
+	b, err := exec.NewBackend("cuda", exec.BackendConfig{Seed: 1})
+	if err != nil {
+		return err
+	}
+	opts := []exec.Option{exec.WithTracerProvider(exp.TracerProvider()), exec.WithSteps(*steps), exec.WithWarmup(*warmup), exec.WithGraphs(*graphs)}
+	if *local != "" {
+		var lr []int
+		for _, f := range strings.Split(*local, ",") {
+			v, err := strconv.Atoi(f)
+			if err != nil {
+				return fmt.Errorf("--local-ranks %q: %w", *local, err)
+			}
+			lr = append(lr, v)
+		}
+		opts = append(opts, exec.WithLocalRanks(lr...))
+	}
+	t0 := time.Now()
+	res, err := exec.Run(ctx, sched, b, opts...)
+	if err != nil {
+		return err
+	}
+	if err := exp.Shutdown(ctx); err != nil {
+		return err
+	}
+	s := res.Summary
+	fmt.Printf("%s tp=%d local=%v batch=%d ctx=%d graphs=%v(used %v) trace=%s: step median %.1f us (p10 %.1f, p90 %.1f, min %.1f), %.0f tok/s, %d ops/rank, wall %v\n",
+		*name, *tp, res.LocalRanks, *batch, *ctxLen, *graphs, res.Graphs, *traceDest, s.StepMedianUs, s.StepP10Us, s.StepP90Us, s.StepMinUs, s.TokensPerS, len(sched.Ranks[res.LocalRanks[0]]), time.Since(t0).Round(time.Millisecond))
+	for _, k := range s.ByKind {
+		fmt.Printf("  %-12s %4d ops %10.1f us %5.1f%%\n", k.Kind, k.Ops, k.Us, 100*k.Share)
+	}
+	if *jsonPath != "" {
+		f, err := os.Create(*jsonPath)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		return json.NewEncoder(f).Encode(map[string]any{"model": *name, "tp": *tp, "local": res.LocalRanks, "batch": *batch, "context": *ctxLen,
+			"graphs_requested": *graphs, "graphs": res.Graphs, "trace": *traceDest, "summary": s, "step_us": res.StepUs})
+	}
+	return nil
+}

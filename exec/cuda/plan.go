@@ -1,0 +1,485 @@
+package cuda
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"strings"
+
+	"github.com/tpscope/tpscope/model"
+)
+
+// planKind is how the backend runs one op.
+type planKind uint8
+
+const (
+	pkSkip planKind = iota
+	pkGemmBF16
+	pkGemmFP8
+	pkAttention
+	pkNorm
+	pkElementwise
+	pkRouter
+	pkEmbed
+	pkCollective
+)
+
+func (k planKind) String() string {
+	return [...]string{"skip", "gemm_bf16", "gemm_fp8", "attention", "norm", "elementwise", "router", "embed", "collective"}[k]
+}
+
+// MLA latent geometry of the DeepSeek-V3 family (kv_lora_rank 512 +
+// qk_rope_head_dim 64; serving-facts.md "576 values per cached token").
+const (
+	latentDim = 576
+	latentOut = 512
+	// mlaHeadFLOPs is the work per (query token, head, cached token):
+	// 2 x 576 for the score and 2 x 512 for the output (model/build.go's
+	// mla_decode FLOPs formula).
+	mlaHeadFLOPs = 2 * (latentDim + latentOut)
+	// Kernel tile geometry of kernels.cu's mla_decode_*.
+	mlaTile    = 32
+	mlaThreads = 256
+)
+
+// devCaps is what planning needs to know about the device.
+type devCaps struct {
+	ccMajor, ccMinor int
+	sms              int
+}
+
+// fp8 reports FP8 tensor-core GEMMs through cuBLASLt (sm_89 and later).
+func (d devCaps) fp8() bool { return d.ccMajor > 8 || (d.ccMajor == 8 && d.ccMinor >= 9) }
+
+// opPlan is one op turned into concrete kernel parameters.
+type opPlan struct {
+	kind planKind
+
+	// GEMM (per problem): Y[m,n] = X[m,k] · W[n,k]^T, batch problems.
+	m, n, k, batch int
+
+	// streamBytes: bytes of this op's private weights or KV cache in the
+	// streamed arena (one region per op, so every layer reads its own).
+	streamBytes uint64
+	inBytes     uint64 // activation input scratch
+	outBytes    uint64 // activation output scratch
+	auxBytes    uint64 // attention split partials, router ids/scores
+
+	// attention
+	tokens, heads, ctx, tokPerSeq, seqs int
+	hg, splits, chunk                   int
+	dqk, dlat                           int // latent width scored, and kept for the output
+	fp8KV                               bool
+
+	// norm / elementwise / router / embed
+	rows, cols int
+	fusedAdd   bool
+	nin, nout  uint64
+	topk       int
+	embedRows  int // table rows
+	embedRead  int // rows gathered (the rest are zeroed)
+
+	// MoE routing draw
+	expertsTouched  int
+	expertsExpected float64
+
+	// collective
+	coll      model.Collective
+	commBytes uint64
+	nranks    int
+
+	kernel string // kernel or library call run
+	subst  string // substitution made, "" if none
+	skip   string // reason the op is not run, "" if it runs
+}
+
+func ceilTo(x, m int) int { return (x + m - 1) / m * m }
+
+// dtypeBytes is the activation storage bytes of the run dtype.
+func (p *opPlan) actBytes() int {
+	if p.kind == pkGemmFP8 {
+		return 1
+	}
+	return 2
+}
+
+// planner turns a rank's ops into plans; it is pure (no device calls) so
+// tests check it on any machine.
+type planner struct {
+	sched *model.Schedule
+	dev   devCaps
+	seed  int64
+	// shard: this process runs a subset of the schedule's ranks with no
+	// peers (one rank's shard on one GPU); collectives are skipped.
+	shard bool
+	world int
+}
+
+// planRank plans every op of rank r.
+func (pl *planner) planRank(r int) ([]opPlan, error) {
+	ops := pl.sched.Ranks[r]
+	out := make([]opPlan, len(ops))
+	for i := range ops {
+		p, err := pl.planOp(ops, i)
+		if err != nil {
+			return nil, fmt.Errorf("rank %d op %s: %w", r, ops[i].ID, err)
+		}
+		out[i] = p
+	}
+	return out, nil
+}
+
+func pos(name string, v int64) error {
+	if v <= 0 {
+		return fmt.Errorf("%s = %d: want > 0", name, v)
+	}
+	return nil
+}
+
+func (pl *planner) planOp(ops []model.Op, i int) (opPlan, error) {
+	op := &ops[i]
+	switch op.Kind {
+	case model.KindGEMM:
+		return pl.planGEMM(op, max(1, int(math.Round(op.Batch))), "")
+	case model.KindMoEGEMM:
+		return pl.planMoE(ops, i)
+	case model.KindAttention:
+		return pl.planAttention(op)
+	case model.KindNorm:
+		if err := pos("M", op.M); err != nil {
+			return opPlan{}, err
+		}
+		if err := pos("N", op.N); err != nil {
+			return opPlan{}, err
+		}
+		p := opPlan{kind: pkNorm, rows: int(op.M), cols: int(op.N), kernel: "rmsnorm"}
+		n := uint64(op.M * op.N * 2)
+		p.inBytes, p.outBytes, p.streamBytes = n, n, uint64(op.N*2)
+		if op.BytesWritten > float64(n)*1.5 {
+			// fused_add_rms_norm (model/build.go: two streams read and
+			// written): the residual lives in the aux scratch.
+			p.fusedAdd, p.auxBytes, p.kernel = true, n, "rmsnorm(fused residual add)"
+		}
+		return p, nil
+	case model.KindElementwise:
+		return pl.planElementwise(op, op.BytesRead, op.BytesWritten, "")
+	case model.KindRouter:
+		return pl.planRouter(op)
+	case model.KindEmbedding:
+		if err := pos("M", op.M); err != nil {
+			return opPlan{}, err
+		}
+		if err := pos("N", op.N); err != nil {
+			return opPlan{}, err
+		}
+		p := opPlan{kind: pkEmbed, rows: int(op.M), cols: int(op.N), kernel: "embed_gather"}
+		p.embedRead = min(p.rows, int(math.Round(op.WeightBytes/float64(op.N*2))))
+		p.embedRows = max(4096, p.rows)
+		p.streamBytes = uint64(p.embedRows * p.cols * 2)
+		p.outBytes = uint64(p.rows * p.cols * 2)
+		return p, nil
+	case model.KindCollective:
+		return pl.planCollective(op)
+	}
+	return opPlan{}, fmt.Errorf("op kind %q: the cuda backend runs gemm, moe_gemm, attention, norm, elementwise, router, embedding, collective", op.Kind)
+}
+
+// planGEMM plans a dense (batched) GEMM. BF16 weights run through
+// cublasGemmEx; FP8 through cuBLASLt on sm_89+; dtypes the device has no
+// kernel for (NVFP4 before sm_100, INT4 W4A16 anywhere) run as an FP8 GEMM
+// whose N is shrunk so the weight bytes streamed stay the same.
+func (pl *planner) planGEMM(op *model.Op, batch int, subst string) (opPlan, error) {
+	for _, f := range []struct {
+		n string
+		v int64
+	}{{"M", op.M}, {"N", op.N}, {"K", op.K}} {
+		if err := pos(f.n, f.v); err != nil {
+			return opPlan{}, err
+		}
+	}
+	p := opPlan{m: int(op.M), n: int(op.N), k: int(op.K), batch: batch, subst: subst}
+	wd := op.WeightDtype
+	if wd == "" {
+		wd = model.BF16
+	}
+	var notes []string
+	if subst != "" {
+		notes = append(notes, subst)
+	}
+	switch wd {
+	case model.BF16:
+		p.kind = pkGemmBF16
+	case model.FP16, model.FP32:
+		p.kind = pkGemmBF16
+		if wd == model.FP32 {
+			// Same bytes: a bf16 GEMM with twice the N.
+			p.n *= 2
+			notes = append(notes, fmt.Sprintf("fp32 weights run as bf16 gemm N=%d (same weight bytes)", p.n))
+		} else {
+			notes = append(notes, "fp16 run as bf16 (same bytes)")
+		}
+	case model.FP8, model.FP8Block128, model.NVFP4, model.INT4G32:
+		if !pl.dev.fp8() {
+			// Pre-Ada: a bf16 GEMM streaming the same weight bytes.
+			p.kind = pkGemmBF16
+			p.n = max(8, ceilTo(int(math.Round(float64(op.N)*wd.BytesPerValue()/2)), 8))
+			notes = append(notes, fmt.Sprintf("%s run as bf16 gemm N=%d with the same weight bytes (no fp8 on sm_%d%d)", wd, p.n, pl.dev.ccMajor, pl.dev.ccMinor))
+			break
+		}
+		p.kind = pkGemmFP8
+		switch wd {
+		case model.FP8Block128:
+			notes = append(notes, "fp8-block128 run with a per-tensor scale (block scales, 0.02% of the bytes, not applied)")
+		case model.NVFP4, model.INT4G32:
+			p.n = int(math.Round(float64(op.N) * wd.BytesPerValue()))
+			notes = append(notes, fmt.Sprintf("%s run as fp8 e4m3 gemm N=%d (was %d) with the same weight bytes (no %s kernel on sm_%d%d)",
+				wd, ceilTo(max(p.n, 16), 16), op.N, wd, pl.dev.ccMajor, pl.dev.ccMinor))
+		}
+		if n16, k16 := ceilTo(max(p.n, 16), 16), ceilTo(p.k, 16); n16 != p.n || k16 != p.k {
+			if wd != model.NVFP4 && wd != model.INT4G32 {
+				notes = append(notes, fmt.Sprintf("fp8 gemm padded to N=%d K=%d (cuBLASLt needs multiples of 16)", n16, k16))
+			}
+			p.n, p.k = n16, k16
+		}
+	default:
+		return opPlan{}, fmt.Errorf("weight dtype %q: not supported by the cuda backend", wd)
+	}
+	ab := uint64(p.actBytes())
+	p.streamBytes = uint64(p.batch) * uint64(p.n) * uint64(p.k) * ab
+	p.inBytes = uint64(p.batch) * uint64(p.m) * uint64(p.k) * ab
+	p.outBytes = uint64(p.batch) * uint64(p.m) * uint64(p.n) * 2
+	if p.kind == pkGemmFP8 {
+		p.kernel = "cublasLtMatmul(e4m3)"
+	} else if p.batch > 1 {
+		p.kernel = "cublasGemmStridedBatchedEx(bf16)"
+	} else {
+		p.kernel = "cublasGemmEx(bf16)"
+	}
+	p.subst = strings.Join(notes, "; ")
+	return p, nil
+}
+
+// planMoE plans a grouped expert GEMM as one batched GEMM over the experts
+// a seeded router touches on this rank, each with op.M rows (the mean
+// rows per touched expert). The draw: each of the layer's T tokens picks
+// k distinct experts uniformly out of E (the router op of the same layer
+// gives T, E, k); experts of this rank are the first eLocal = E x
+// (touched-expected ratio) ones. Without a router op the expected count
+// op.Batch is used, rounded.
+func (pl *planner) planMoE(ops []model.Op, i int) (opPlan, error) {
+	op := &ops[i]
+	exp := op.Batch
+	touched := max(1, int(math.Round(exp)))
+	var note string
+	for j := i - 1; j >= 0; j-- {
+		r := &ops[j]
+		if r.Layer != op.Layer {
+			break
+		}
+		if r.Kind == model.KindRouter && r.Block == op.Block && r.N > 0 && r.K > 0 && r.K <= r.N && r.M > 0 {
+			e, k, t := int(r.N), int(r.K), int(r.M)
+			// eLocal from the expectation formula inverted is fragile; under
+			// TP every rank holds all experts, under EP a 1/world share:
+			// choose the one whose expectation matches op.Batch best.
+			best, bestD := e, math.Inf(1)
+			for _, el := range []int{e, e / max(1, pl.world)} {
+				if el < 1 {
+					continue
+				}
+				want := float64(el) * (1 - math.Pow(1-float64(k)/float64(e), float64(t)))
+				if d := math.Abs(want - exp); d < bestD {
+					best, bestD = el, d
+				}
+			}
+			touched = drawTouched(pl.seed, op.Layer, t, e, k, best)
+			note = fmt.Sprintf("seeded router: %d tokens x top-%d of %d experts touched %d of this rank's %d (expected %.1f)", t, k, e, touched, best, exp)
+			break
+		}
+	}
+	p, err := pl.planGEMM(op, touched, "")
+	if err != nil {
+		return p, err
+	}
+	p.expertsTouched, p.expertsExpected = touched, exp
+	if note != "" {
+		if p.subst != "" {
+			p.subst = note + "; " + p.subst
+		} else {
+			p.kernel += " [" + note + "]"
+		}
+	}
+	return p, nil
+}
+
+// drawTouched draws, with a seed fixed per layer, t tokens' top-k expert
+// sets (k distinct of e, uniform) and counts the distinct experts among the
+// first eLocal.
+func drawTouched(seed int64, layer, t, e, k, eLocal int) int {
+	r := rand.New(rand.NewPCG(uint64(seed), uint64(layer)+0x9e3779b97f4a7c15))
+	hit := make([]bool, e)
+	perm := make([]int, e)
+	for i := range perm {
+		perm[i] = i
+	}
+	for range t {
+		// partial Fisher-Yates: k distinct experts
+		for j := 0; j < k; j++ {
+			x := j + r.IntN(e-j)
+			perm[j], perm[x] = perm[x], perm[j]
+			hit[perm[j]] = true
+		}
+	}
+	n := 0
+	for i := 0; i < eLocal && i < e; i++ {
+		if hit[i] {
+			n++
+		}
+	}
+	return max(1, n)
+}
+
+func (pl *planner) planAttention(op *model.Op) (opPlan, error) {
+	w := pl.sched.Workload
+	p := opPlan{kind: pkAttention}
+	if err := pos("M (tokens)", op.M); err != nil {
+		return p, err
+	}
+	kvd := op.KVDtype
+	if kvd == "" {
+		kvd = w.KVDtype
+	}
+	p.fp8KV = kvd == model.FP8 || kvd == model.FP8Block128
+	kvb := 2.0
+	if p.fp8KV {
+		kvb = 1
+	}
+	p.tokens = int(op.M)
+	seqs := max(1, w.Batch)
+	var notes []string
+	switch {
+	case op.Name == "mla_decode" && op.K > 0 && op.K%8 == 0 && op.K <= latentDim && w.Phase != model.Prefill:
+		// MLA decode (model/build.go): M tokens, N cached tokens per
+		// sequence, K latent width (kv_lora + rope), Batch heads; the
+		// output is kv_lora wide: BytesWritten = M x heads x kv_lora x 2.
+		if err := pos("N (cached tokens)", op.N); err != nil {
+			return p, err
+		}
+		p.ctx = int(op.N)
+		p.heads = max(1, int(math.Round(op.Batch)))
+		p.dqk = int(op.K)
+		p.dlat = int(math.Round(op.BytesWritten / (2 * float64(op.M) * float64(p.heads))))
+		if p.dlat <= 0 || p.dlat > p.dqk || p.dlat > latentOut || p.dlat%2 != 0 {
+			return p, fmt.Errorf("mla_decode output width %d (from BytesWritten %g): want an even width <= K=%d and <= %d", p.dlat, op.BytesWritten, op.K, latentOut)
+		}
+		if op.KVBytes > 0 {
+			seqs = max(1, int(math.Round(op.KVBytes/(float64(op.N)*float64(op.K)*kvb))))
+		}
+	default:
+		// Prefill attention or another scorer (DSA indexer): run the MLA
+		// decode kernel over a latent cache with the op's KV bytes (or, for
+		// prefill, the mean causal length) and heads matching its FLOPs.
+		ctx := int(op.N)
+		if w.Phase == model.Prefill {
+			ctx = max(1, ctx/2)
+		}
+		if op.KVBytes > 0 {
+			ctx = max(1, int(math.Round(op.KVBytes/(float64(seqs)*latentDim*kvb))))
+		}
+		if ctx <= 0 {
+			return p, fmt.Errorf("N = %d and KVBytes = %g: cannot size the attention", op.N, op.KVBytes)
+		}
+		p.ctx = ctx
+		p.dqk, p.dlat = latentDim, latentOut
+		p.heads = max(1, min(128, int(math.Round(op.FLOPs/(float64(op.M)*float64(ctx)*mlaHeadFLOPs)))))
+		notes = append(notes, fmt.Sprintf("%s run as MLA decode kernel: %d heads over %d cached 576-wide tokens per sequence (same KV bytes, similar FLOPs)", op.Name, p.heads, p.ctx))
+	}
+	if p.tokens%seqs != 0 {
+		seqs = 1
+	}
+	p.seqs = seqs
+	p.tokPerSeq = p.tokens / seqs
+	p.hg = 16
+	for _, g := range []int{1, 2, 4, 8} {
+		if p.heads <= g {
+			p.hg = g
+			break
+		}
+	}
+	groups := (p.heads + p.hg - 1) / p.hg
+	// Splits over the context so the grid fills the device twice over
+	// (two 76 KB blocks fit one SM), with at least 8 tiles per split.
+	want := max(1, 2*max(1, pl.dev.sms)/max(1, p.tokens*groups))
+	maxSplits := max(1, p.ctx/(8*mlaTile))
+	p.splits = min(want, maxSplits)
+	p.chunk = ceilTo((p.ctx+p.splits-1)/p.splits, mlaTile)
+	p.splits = (p.ctx + p.chunk - 1) / p.chunk
+	p.streamBytes = uint64(float64(p.seqs) * float64(p.ctx) * float64(p.dqk) * kvb)
+	p.inBytes = uint64(p.tokens * p.heads * p.dqk * 2)
+	p.outBytes = uint64(p.tokens * p.heads * p.dlat * 2)
+	th := uint64(p.tokens * p.heads)
+	p.auxBytes = uint64(p.splits)*th*uint64(p.dlat)*4 + uint64(p.splits)*th*4
+	kv := "bf16"
+	if p.fp8KV {
+		kv = "fp8"
+	}
+	p.kernel = fmt.Sprintf("mla_decode_%s_h%d x%d splits + mla_combine", kv, p.hg, p.splits)
+	p.subst = strings.Join(notes, "; ")
+	return p, nil
+}
+
+func (pl *planner) planElementwise(op *model.Op, read, written float64, subst string) (opPlan, error) {
+	p := opPlan{kind: pkElementwise, kernel: "ew_silu_mul", subst: subst}
+	p.nin = uint64(math.Round(read / 2))
+	p.nout = uint64(math.Round(written / 2))
+	if p.nin == 0 && p.nout == 0 {
+		p.kind = pkSkip
+		p.skip = "op moves no bytes"
+		return p, nil
+	}
+	if p.nout == 0 {
+		p.nout = 1
+	}
+	p.inBytes, p.outBytes = p.nin*2, p.nout*2
+	return p, nil
+}
+
+func (pl *planner) planRouter(op *model.Op) (opPlan, error) {
+	if op.M > 0 && op.N > 0 && op.N <= 512 && op.K >= 1 && op.K <= op.N {
+		p := opPlan{kind: pkRouter, rows: int(op.M), cols: int(op.N), topk: int(op.K), kernel: "topk_router"}
+		p.inBytes = uint64(p.rows * p.cols * 2)
+		p.auxBytes = uint64(p.rows * p.topk * 8)
+		return p, nil
+	}
+	// Large selections (DSA top-2048 of the context) have no kernel here:
+	// stream the op's bytes instead.
+	return pl.planElementwise(op, op.BytesRead, op.BytesWritten,
+		fmt.Sprintf("top-%d of %d run as an elementwise pass over the same bytes", op.K, op.N))
+}
+
+func (pl *planner) planCollective(op *model.Op) (opPlan, error) {
+	p := opPlan{kind: pkCollective, coll: op.Collective, commBytes: uint64(max(0, op.CommBytes)), nranks: len(op.Group)}
+	p.kernel = "nccl " + string(op.Collective)
+	switch op.Collective {
+	case model.AllReduce, model.AllGather, model.ReduceScatter, model.AllToAll:
+	default:
+		return p, fmt.Errorf("collective %q: want allreduce, allgather, reducescatter or alltoall", op.Collective)
+	}
+	if pl.shard {
+		p.kind = pkSkip
+		p.skip = fmt.Sprintf("one-rank shard run: %s of %d B over %d ranks has no peers here", op.Collective, op.CommBytes, len(op.Group))
+		return p, nil
+	}
+	if len(op.Group) <= 1 {
+		p.kind = pkSkip
+		p.skip = "collective over a single rank"
+		return p, nil
+	}
+	if len(op.Group) != pl.world {
+		// Sub-group collectives (DCP groups) would need their own
+		// communicators; not built yet.
+		p.kind = pkSkip
+		p.skip = fmt.Sprintf("collective over %d of %d ranks: sub-group communicators not implemented", len(op.Group), pl.world)
+		return p, nil
+	}
+	return p, nil
+}
