@@ -15,13 +15,13 @@ date -u
 { nvidia-smi; nvidia-smi topo -m; nvidia-smi -q | head -80; } > "$OUT/nvidia-smi.txt" 2>&1
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,power.draw,temperature.gpu --format=csv
 $B/cudacheck info
-$B/cudacheck kernels || echo "KERNEL CHECKS FAILED"
+timeout 120 $B/cudacheck kernels || echo "KERNEL CHECKS FAILED"
 
 SHAPES=${SHAPES:-"32x2112x7168:bf16 32x1536x1536:bf16 32x512x128x8:bf16 32x128x512x8:bf16 32x7168x1024:bf16 32x384x7168:bf16 32x512x7168:bf16 32x7168x256:bf16 32x20480x7168:bf16 32x208x256:bf16 32x256x256:bf16 4096x7168x2048:bf16 8192x8192x8192:bf16 2x288x7168x188:fp8 2x4032x256x188:fp8 32x2112x7168:fp8 4096x7168x2048:fp8 8192x8192x8192:fp8"}
 echo "== GEMM: cudacheck (purego cuBLAS/cuBLASLt)"
-$B/cudacheck gemm -json "$OUT/gemm-go.jsonl" $SHAPES
+timeout 150 $B/cudacheck gemm -json "$OUT/gemm-go.jsonl" $SHAPES
 echo "== GEMM: PyTorch"
-python3 scripts/gpu-gemm-torch.py --json "$OUT/gemm-torch.jsonl" $SHAPES
+timeout 150 python3 scripts/gpu-gemm-torch.py --json "$OUT/gemm-torch.jsonl" $SHAPES
 python3 - "$OUT/gemm-go.jsonl" "$OUT/gemm-torch.jsonl" <<'PY'
 import json, sys
 go = {r["shape"]: r for r in map(json.loads, open(sys.argv[1]))}
@@ -35,14 +35,14 @@ for s, g in go.items():
         print(f"{s:28s} {g['median_us']:9.2f} {'-':>9s}")
 PY
 echo "== MLA decode kernel"
-$B/cudacheck mla
+timeout 60 $B/cudacheck mla -json "$T/mla.jsonl"
 
 run() { # name tp local graphs trace steps extra...
   local name=$1 tp=$2 local=$3 graphs=$4 trace=$5 steps=$6; shift 6
-  $B/cudacheck run -model "$name" -tp "$tp" -local-ranks "$local" -graphs="$graphs" -trace "$trace" -steps "$steps" -warmup 3 -json "$T/run.json" "$@" && cat "$T/run.json" >> "$OUT/runs.jsonl"
+  timeout 120 $B/cudacheck run -model "$name" -tp "$tp" -local-ranks "$local" -graphs="$graphs" -trace "$trace" -steps "$steps" -warmup 3 -json "$T/run.json" "$@" && cat "$T/run.json" >> "$OUT/runs.jsonl"
 }
 echo "== whole steps: tracing overhead (alternating untraced / traced)"
-for rep in 1 2; do
+for rep in $(seq 1 ${REPS:-2}); do
   for g in false true; do
     run tiny-mla-moe 1 0 $g none 50
     run tiny-mla-moe 1 0 $g "file:$T/ovh.jsonl" 50
@@ -57,7 +57,7 @@ run tiny-mla-moe 1 0 true "file:$T/traces/h200-tiny-mla-moe-tp1-graph.otlp.jsonl
 run kimi-k2.5 8 0 false "file:$T/traces/h200-kimi-k2.5-tp8-rank0-eager.otlp.jsonl" 3
 run kimi-k2.5 8 0 true "file:$T/traces/h200-kimi-k2.5-tp8-rank0-graph.otlp.jsonl" 3
 if [ -x $B/tpscope ]; then
-  $B/tpscope topo discover -o "$OUT/discover-h200.json" || echo "topo discover failed"
+  timeout 60 $B/tpscope topo discover -o "$OUT/discover-h200.json" || echo "topo discover failed"
   if $B/tpscope run --help >/dev/null 2>&1; then
     echo "== tpscope run"
     $B/tpscope run --backend cuda --model tiny-mla-moe --tp 1 --steps 5 --trace "file:$T/traces/h200-cli-tiny-eager.otlp.jsonl" || echo "tpscope run failed"
