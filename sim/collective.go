@@ -125,19 +125,19 @@ const (
 type NCCLOptions struct {
 	// Proto is NCCL_PROTO: "" (default), a comma list ("LL,Simple"), or a
 	// "^" exclusion list ("^LL128").
-	Proto string
+	Proto string `json:"proto,omitempty"`
 	// Algo is NCCL_ALGO: "", "Ring", "Tree", "Ring,Tree", "^Tree". NCCL
 	// names tpscope does not model (NVLS, NVLSTree, CollNetDirect,
 	// CollNetChain, PAT) are accepted and ignored.
-	Algo string
+	Algo string `json:"algo,omitempty"`
 	// P2PLevel is NCCL_P2P_LEVEL (LOC, NVL, NVB, PIX, PXB, PXN, PHB, SYS;
 	// "" = PXB). Ring hops farther than the level go through host memory.
-	P2PLevel string
+	P2PLevel string `json:"p2p_level,omitempty"`
 	// P2PDisable is NCCL_P2P_DISABLE=1: every hop through host memory.
-	P2PDisable bool
+	P2PDisable bool `json:"p2p_disable,omitempty"`
 	// IgnoreCalibration uses NCCL's constants even when the topology
 	// carries calibrated ones.
-	IgnoreCalibration bool
+	IgnoreCalibration bool `json:"ignore_calibration,omitempty"`
 }
 
 // CollectiveCost is the predicted cost of one collective call.
@@ -555,8 +555,8 @@ func (m *CollectiveModel) allToAll(g *groupInfo, bytes int64) CollectiveCost {
 	b := float64(bytes)
 	perPeer := b / float64(g.n)
 	p := protoSimple
-	if perPeer <= p2pLLThresholdBytes {
-		p = protoLL
+	if perPeer <= p2pLLThresholdBytes && m.protoOn[protoLL] != 0 {
+		p = protoLL // NCCL_PROTO without LL keeps send/recv on Simple
 	}
 	st := float64(g.n - 1)
 	lat := ncclBaseLatUs[algoRing][p] + st*(ncclHwLatUs[g.pathType][algoRing][p]+g.shmFrac*m.topo.Host.SHMLatUs)
