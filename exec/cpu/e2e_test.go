@@ -2,6 +2,7 @@ package cpu_test
 
 import (
 	"context"
+	"math"
 	"testing"
 
 	"go.uber.org/goleak"
@@ -56,5 +57,44 @@ func TestTinyTP4(t *testing.T) {
 	t.Logf("step median %.0f us p10 %.0f p90 %.0f tokens/s %.0f", res.Summary.StepMedianUs, res.Summary.StepP10Us, res.Summary.StepP90Us, res.Summary.TokensPerS)
 	for _, k := range res.Summary.ByKind {
 		t.Logf("  %-12s %3d ops %8.1f us %5.1f%%", k.Kind, k.Ops, k.Us, 100*k.Share)
+	}
+}
+
+// TestScaleArch: kimi-k2.5 scaled by 8 keeps its structure (layers, heads,
+// experts, top-k, so the same op IDs) and divides widths: hidden 7168/8 =
+// 896 (a multiple of 16), kv_lora 512/8 = 64, rope head dim 64/8 = 8.
+func TestScaleArch(t *testing.T) {
+	a, err := model.Preset("kimi-k2.5")
+	if err != nil {
+		t.Skip(err)
+	}
+	sa, err := cpu.ScaleArch(a, 8)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sa.Hidden != 896 || sa.KVLoraRank != 64 || sa.QKRopeHeadDim != 8 || sa.Layers != a.Layers || sa.Heads != a.Heads || sa.RoutedExperts != a.RoutedExperts || sa.TopK != a.TopK {
+		t.Errorf("scaled %+v", sa)
+	}
+	w := model.Workload{Phase: model.Decode, Batch: 4, Context: 256}
+	full, err := model.Build(a, model.Plan{TP: 8}, w)
+	if err != nil {
+		t.Fatal(err)
+	}
+	small, err := model.Build(sa, model.Plan{TP: 8}, w)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if full.NumOps() != small.NumOps() {
+		t.Fatalf("ops %d vs %d", full.NumOps(), small.NumOps())
+	}
+	for i := range full.Ranks[0] {
+		if full.Ranks[0][i].ID != small.Ranks[0][i].ID {
+			t.Fatalf("op %d: %s vs %s", i, full.Ranks[0][i].ID, small.Ranks[0][i].ID)
+		}
+	}
+	for _, bad := range []float64{0.5, 0, math.Inf(1), math.NaN()} {
+		if _, err := cpu.ScaleArch(a, bad); err == nil {
+			t.Errorf("scale %v accepted", bad)
+		}
 	}
 }

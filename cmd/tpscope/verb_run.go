@@ -1,0 +1,263 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"text/tabwriter"
+
+	"github.com/schollz/progressbar/v3"
+	"github.com/spf13/pflag"
+
+	"github.com/tpscope/tpscope/exec"
+	"github.com/tpscope/tpscope/exec/cpu"
+	"github.com/tpscope/tpscope/model"
+	"github.com/tpscope/tpscope/sim"
+	"github.com/tpscope/tpscope/traces"
+)
+
+func init() {
+	register(&Verb{
+		Name:  "run",
+		Short: "run a scenario's schedule on a backend (cpu or cuda), time every op, export the trace",
+		Long: `Builds the schedule of the scenario (the same one predict uses), runs it on the
+chosen backend with one goroutine per rank — warm-up steps first, then the
+measured steps — and exports one OpenTelemetry trace per measured step: a
+root span "step", a span per rank, a span per op named by its op ID with the
+measured time, the host launch time and, when a topology is given, sim's
+predicted time.
+
+--backend cpu runs real arithmetic at the schedule's shapes on this machine
+(gonum BLAS, absorbed MLA over a real latent cache, routed expert GEMMs,
+shared-memory ring collectives checked against a serial sum). --scale F
+shrinks the model's widths by F first (cpu.ScaleArch) for models too big for
+the machine; the prediction is then made for the same scaled model.
+--backend cuda runs on the local GPUs when the CUDA backend is built in.
+
+--trace takes the destinations of the traces package: file:PATH (OTLP JSON
+lines), otlp://HOST:4317, otlphttp://HOST:4318, none; empty uses the
+OTEL_EXPORTER_OTLP_* variables. --compare (needs --topo: a preset, or for
+the CPU backend the JSON written by 'tpscope calibrate --backend cpu')
+prints measured against predicted time per op kind and for the step.
+Ctrl-C stops after the current op and still writes the finished spans.`,
+		Example: `tpscope run --backend cpu --model tiny-mla-moe --tp 4 --batch 8 --context 512 --steps 20 --trace file:run.otlp.jsonl --topo cpu.json --compare`,
+		Flags: func(fs *pflag.FlagSet) func(args []string, stdout, stderr io.Writer) error {
+			sc := addModelScenarioFlags(fs)
+			sf := addSimFlags(fs)
+			backend := fs.String("backend", "cpu", "where to run: cpu or cuda")
+			steps := fs.Int("steps", exec.DefaultSteps, "measured steps")
+			warmup := fs.Int("warmup", exec.DefaultWarmup, "warm-up steps before the measured ones (no spans)")
+			trace := fs.String("trace", "", "span destination: file:PATH, otlp://HOST:PORT, otlphttp://HOST:PORT, none (empty: OTEL_EXPORTER_OTLP_* variables)")
+			seed := fs.Int64("seed", 1, "seed of weights, inputs and MoE routing")
+			scale := fs.Float64("scale", 1, "divide the model's widths by this factor before building the schedule (cpu backend; >= 1)")
+			compare := fs.Bool("compare", false, "print measured vs predicted time per op kind (needs --topo)")
+			output := fs.String("output", "table", "output format: table or json")
+			return func(args []string, stdout, stderr io.Writer) error {
+				if len(args) > 0 {
+					return usageErrorf("unexpected arguments %q", args)
+				}
+				if err := checkOutput(*output, "table", "json"); err != nil {
+					return err
+				}
+				if *steps < 1 || *warmup < 0 {
+					return usageErrorf("--steps %d --warmup %d: want steps >= 1 and warmup >= 0", *steps, *warmup)
+				}
+				if !(*scale >= 1) || math.IsInf(*scale, 0) {
+					return usageErrorf("--scale %v: want a finite factor >= 1", *scale)
+				}
+				if *scale != 1 && *backend != "cpu" {
+					return usageErrorf("--scale is for the cpu backend (got --backend %s)", *backend)
+				}
+				withTopo := fs.Changed("topo")
+				if *compare && !withTopo {
+					return usageErrorf("--compare needs --topo (a preset, or the JSON of 'tpscope calibrate --backend cpu' for the cpu backend)")
+				}
+				a, plan, wl, err := sc.resolve()
+				if err != nil {
+					return err
+				}
+				topo, simOpts, err := sf.resolve()
+				if err != nil {
+					return err
+				}
+				if *scale != 1 {
+					if a, err = cpu.ScaleArch(a, *scale); err != nil {
+						return usageErrorf("--scale: %v", err)
+					}
+				}
+				sched, err := model.BuildWith(a, plan, wl, sc.buildOptions())
+				if err != nil {
+					var pe *model.PlanError
+					if errors.As(err, &pe) {
+						return usageErrorf("%v", err)
+					}
+					return err
+				}
+
+				var pred *sim.Prediction
+				var predUs map[string]float64
+				if withTopo {
+					p, err := sim.New(topo, simOpts)
+					if err != nil {
+						return err
+					}
+					if pred, err = p.Predict(sched); err != nil {
+						return fmt.Errorf("predict on %s: %w", topo.Name, err)
+					}
+					predUs = predictedByOpID(pred)
+				}
+
+				b, err := exec.NewBackend(*backend, exec.BackendConfig{Seed: *seed, Env: ncclEnv(simOpts)})
+				if err != nil {
+					return err
+				}
+
+				ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+				defer stop()
+				exp, err := traces.Setup(ctx, *trace)
+				if err != nil {
+					return fmt.Errorf("--trace %s: %w", *trace, err)
+				}
+				opts := []exec.Option{
+					exec.WithTracerProvider(exp.TracerProvider()),
+					exec.WithSteps(*steps), exec.WithWarmup(*warmup),
+					exec.WithGraphs(simOpts.CUDAGraphs),
+					exec.WithScheduleScale(*scale),
+					exec.WithOptimizations(traces.OptionsNames(simOpts)...),
+				}
+				if withTopo {
+					opts = append(opts, exec.WithTopology(sf.topo), exec.WithPredictedUs(predUs))
+				}
+				var bar *progressbar.ProgressBar
+				if isTerminal(stderr) {
+					bar = progressbar.NewOptions(*warmup+*steps, progressbar.OptionSetWriter(stderr),
+						progressbar.OptionSetDescription("run "+*backend), progressbar.OptionClearOnFinish())
+					opts = append(opts, exec.WithProgress(func(done, total int) { _ = bar.Set(done) }))
+				}
+
+				res, runErr := exec.Run(ctx, sched, b, opts...)
+				if bar != nil {
+					_ = bar.Finish()
+				}
+				shutErr := exp.Shutdown(context.Background())
+				stats := exp.Stats()
+				if runErr != nil {
+					if res != nil && res.Steps > 0 {
+						fmt.Fprintf(stderr, "tpscope run: %d of %d measured steps finished before the error; %s\n", res.Steps, *steps, stats)
+					}
+					return runErr
+				}
+				if shutErr != nil {
+					return fmt.Errorf("flush trace: %w", shutErr)
+				}
+				var cmp *exec.Comparison
+				if *compare {
+					c := res.Compare(sched, predUs, pred.StepUs)
+					cmp = &c
+				}
+				if *output == "json" {
+					enc := json.NewEncoder(stdout)
+					enc.SetIndent("", " ")
+					return enc.Encode(struct {
+						Summary    exec.Summary
+						Result     *exec.Result
+						Comparison *exec.Comparison `json:",omitempty"`
+						Trace      string
+					}{res.Summary, res, cmp, stats.String()})
+				}
+				writeRunSummary(stdout, res, sched, cmp)
+				fmt.Fprintf(stdout, "trace: %s\n", stats)
+				return nil
+			}
+		},
+	})
+}
+
+// isTerminal reports whether w is a character device (progress bars only
+// go to a terminal, not to logs).
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}
+
+// predictedByOpID maps op ID to predicted device time on the first rank
+// the prediction holds (every rank of a symmetric schedule).
+func predictedByOpID(pr *sim.Prediction) map[string]float64 {
+	m := make(map[string]float64, len(pr.Ops))
+	rank := -1
+	for _, op := range pr.Ops {
+		if rank < 0 {
+			rank = op.Rank
+		}
+		if op.Rank == rank {
+			m[op.ID] = op.Us
+		}
+	}
+	return m
+}
+
+// ncclEnv is the environment the NCCL options ask for (applied by the CUDA
+// backend before NCCL starts; ignored by the CPU backend).
+func ncclEnv(o sim.Options) map[string]string {
+	env := map[string]string{}
+	if o.NCCLProto != "" {
+		env["NCCL_PROTO"] = o.NCCLProto
+	}
+	if o.NCCLAlgo != "" {
+		env["NCCL_ALGO"] = o.NCCLAlgo
+	}
+	if o.P2PLevel != "" {
+		env["NCCL_P2P_LEVEL"] = o.P2PLevel
+	}
+	if o.P2PDisable {
+		env["NCCL_P2P_DISABLE"] = "1"
+	}
+	return env
+}
+
+func writeRunSummary(w io.Writer, res *exec.Result, s *model.Schedule, cmp *exec.Comparison) {
+	sm := res.Summary
+	mode := res.Timing
+	if res.Graphs {
+		mode += ", cuda graphs"
+	}
+	fmt.Fprintf(w, "%s %s %s on %s: %d ranks, %d measured steps after %d warm-up (%s)\n",
+		s.Model, exec.PlanString(s.Plan), exec.WorkloadString(s.Workload), res.Backend, len(res.LocalRanks), res.Steps, res.Warmup, mode)
+	fmt.Fprintf(w, "step time  median %.1f us   p10 %.1f us   p90 %.1f us   (min %.1f, max %.1f)\n",
+		sm.StepMedianUs, sm.StepP10Us, sm.StepP90Us, sm.StepMinUs, sm.StepMaxUs)
+	fmt.Fprintf(w, "throughput %.0f tokens/s (%.0f tokens per step)\n", sm.TokensPerS, sm.TokensPerStep)
+	if cmp != nil {
+		fmt.Fprintf(w, "predicted  %.1f us per step (%+.1f %% vs measured median)\n", cmp.PredictedStepUs, 100*cmp.StepErr)
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	if cmp == nil {
+		fmt.Fprintln(tw, "kind\tops/rank\tus/step\tshare\t")
+		for _, k := range sm.ByKind {
+			fmt.Fprintf(tw, "%s\t%d\t%.1f\t%.1f %%\t\n", k.Kind, k.Ops, k.Us, 100*k.Share)
+		}
+	} else {
+		ops := map[model.OpKind]int{}
+		for _, k := range sm.ByKind {
+			ops[k.Kind] = k.Ops
+		}
+		fmt.Fprintln(tw, "kind\tops/rank\tmeasured us\tpredicted us\terror\t")
+		for _, k := range cmp.ByKind {
+			fmt.Fprintf(tw, "%s\t%d\t%.1f\t%.1f\t%+.1f %%\t\n", k.Kind, ops[k.Kind], k.MeasuredUs, k.PredictedUs, 100*k.Err)
+		}
+	}
+	tw.Flush()
+	if cmp != nil && len(cmp.Unpredicted) > 0 {
+		fmt.Fprintf(w, "no prediction for %d op IDs: %s\n", len(cmp.Unpredicted), strings.Join(cmp.Unpredicted[:min(5, len(cmp.Unpredicted))], ", "))
+	}
+}

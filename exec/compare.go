@@ -1,0 +1,77 @@
+package exec
+
+import (
+	"math"
+	"sort"
+
+	"github.com/tpscope/tpscope/model"
+)
+
+// Comparison sets a Result beside a prediction of the same schedule.
+// Errors are relative: (predicted - measured) / measured, so -0.2 means the
+// prediction was 20 % too fast.
+type Comparison struct {
+	MeasuredStepUs  float64 // median measured step
+	PredictedStepUs float64
+	StepErr         float64
+	ByKind          []KindComparison // largest measured first
+	// Unpredicted lists op IDs of the local ranks with no predicted time
+	// (sorted, each once).
+	Unpredicted []string
+}
+
+// KindComparison is one op kind's time per step (mean over local ranks of
+// the per-rank sums; measured: per-op medians over steps, as Summary.ByKind).
+type KindComparison struct {
+	Kind        model.OpKind
+	MeasuredUs  float64
+	PredictedUs float64
+	Err         float64 // NaN when nothing was measured
+}
+
+// Compare compares res (of schedule s) with predicted times per op ID in
+// microseconds and a predicted step time.
+func (res *Result) Compare(s *model.Schedule, predictedUs map[string]float64, predictedStepUs float64) Comparison {
+	c := Comparison{MeasuredStepUs: res.Summary.StepMedianUs, PredictedStepUs: predictedStepUs, StepErr: relErr(predictedStepUs, res.Summary.StepMedianUs)}
+	pred := map[model.OpKind]float64{}
+	missing := map[string]bool{}
+	for _, rank := range res.LocalRanks {
+		for _, op := range s.Ranks[rank] {
+			us, ok := predictedUs[op.ID]
+			if !ok {
+				missing[op.ID] = true
+				continue
+			}
+			pred[op.Kind] += us
+		}
+	}
+	nr := float64(max(len(res.LocalRanks), 1))
+	seen := map[model.OpKind]bool{}
+	for _, k := range res.Summary.ByKind {
+		seen[k.Kind] = true
+		c.ByKind = append(c.ByKind, KindComparison{Kind: k.Kind, MeasuredUs: k.Us, PredictedUs: pred[k.Kind] / nr, Err: relErr(pred[k.Kind]/nr, k.Us)})
+	}
+	for k, us := range pred {
+		if !seen[k] {
+			c.ByKind = append(c.ByKind, KindComparison{Kind: k, PredictedUs: us / nr, Err: math.NaN()})
+		}
+	}
+	sort.SliceStable(c.ByKind, func(i, j int) bool {
+		if c.ByKind[i].MeasuredUs != c.ByKind[j].MeasuredUs {
+			return c.ByKind[i].MeasuredUs > c.ByKind[j].MeasuredUs
+		}
+		return c.ByKind[i].Kind < c.ByKind[j].Kind
+	})
+	for id := range missing {
+		c.Unpredicted = append(c.Unpredicted, id)
+	}
+	sort.Strings(c.Unpredicted)
+	return c
+}
+
+func relErr(pred, meas float64) float64 {
+	if meas == 0 {
+		return math.NaN()
+	}
+	return (pred - meas) / meas
+}
