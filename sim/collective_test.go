@@ -377,3 +377,36 @@ func BenchmarkCollectiveCost(b *testing.B) {
 		})
 	}
 }
+
+// TestConcurrentCost: the model is shared by goroutines of a sweep; the
+// per-group cache must be safe (run with -race). Every goroutine asks for
+// groups the others are building and must get the same answer as a fresh
+// model.
+func TestConcurrentCost(t *testing.T) {
+	m := collModel(t, "rtxpro6000-2s", 8, NCCLOptions{})
+	fresh := collModel(t, "rtxpro6000-2s", 8, NCCLOptions{})
+	groups := [][]int{{0, 1}, {0, 1, 2, 3}, {4, 5, 6, 7}, nil}
+	done := make(chan error, 8)
+	for w := 0; w < 8; w++ {
+		go func(w int) {
+			for i := 0; i < 200; i++ {
+				g := groups[(w+i)%len(groups)]
+				if m.Cost(model.AllReduce, g, 1<<20).TimeUs <= 0 {
+					done <- fmt.Errorf("worker %d: non-positive time", w)
+					return
+				}
+			}
+			done <- nil
+		}(w)
+	}
+	for w := 0; w < 8; w++ {
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, g := range groups {
+		if a, b := m.Cost(model.AllReduce, g, 1<<20), fresh.Cost(model.AllReduce, g, 1<<20); a != b {
+			t.Errorf("group %v: %+v != %+v", g, a, b)
+		}
+	}
+}
