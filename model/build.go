@@ -19,7 +19,19 @@ type BuildOptions struct {
 	// under DP attention + EP; "" means bf16 (vLLM's default; DeepEP's
 	// low-latency mode can dispatch FP8). Combine always moves bf16.
 	DispatchDtype Dtype
+	// MoEDispatch is how tokens reach the experts under DP attention + EP:
+	// DispatchAllToAll ("" = default; DeepEP-style all-to-all dispatch and
+	// combine, as serving-facts.md describes) or DispatchAllGather (vLLM's
+	// allgather_reducescatter all2all backend: all-gather of every rank's
+	// tokens, reduce-scatter of the outputs).
+	MoEDispatch string
 }
+
+// MoE dispatch implementations under DP attention + EP (BuildOptions.MoEDispatch).
+const (
+	DispatchAllToAll  = "alltoall"
+	DispatchAllGather = "allgather_reducescatter"
+)
 
 // groupKind says which group of ranks a collective spans.
 type groupKind uint8
@@ -78,15 +90,20 @@ func Build(a *Arch, p Plan, w Workload) (*Schedule, error) {
 // Expert parallelism: without EP every rank holds all experts with 1/TP of
 // each expert's intermediate dim. With EP and DP = 1 each rank holds
 // E/TP whole experts and runs all T tokens through them; one all-reduce
-// still combines the layer (no all-to-all). With DP > 1 (my reading of
-// vLLM's DP-attention + EP path, documented here since the engine has
-// several all2all backends): each rank dispatches ceil(T/TP) of its
-// group's tokens (sequence-split inside the TP group) by all-to-all over
-// all TP x DP ranks to E/(TP x DP) whole experts per rank, combine returns
-// them, shared experts stay TP-sharded on the group's T tokens, and a
-// TP-group all-reduce (only when TP > 1) restores replicated hidden
-// states. Dispatch bytes per rank = tokens x expected distinct destination
-// ranks per token x hidden x 2 (bf16).
+// still combines the layer (no all-to-all). With DP > 1 (tpscope's
+// reading of vLLM's DP-attention + EP path): attention runs per DP group
+// of TP ranks (all-reduce #1 inside the group when TP > 1); the routed
+// experts are spread as E/(TP x DP) whole experts over all ranks; each
+// rank dispatches its tokens to the experts' ranks and gets the outputs
+// back (moe.dispatch / moe.combine over all ranks, see
+// BuildOptions.MoEDispatch); the shared experts are replicated and run on
+// the rank's own tokens; no MoE all-reduce. When TP > 1 as well, vLLM's
+// sequence-parallel MoE (ParallelConfig.use_sequence_parallel_moe) gives
+// each TP rank ceil(T/TP) of its group's tokens for router, dispatch and
+// shared experts, and moe.allgather over the TP group (T x hidden x 2 B)
+// restores the full token set. All-to-all bytes per rank = tokens x
+// expected distinct destination ranks per token x hidden x 2 (bf16; see
+// distinctRanks).
 //
 // The expected number of distinct experts a rank's grouped GEMM touches is
 // E_local x (1 - (1 - k/E)^T) under uniform routing (each token picks k of
@@ -116,6 +133,12 @@ func BuildWith(a *Arch, p Plan, w Workload, o BuildOptions) (*Schedule, error) {
 	}
 	if !o.DispatchDtype.Valid() {
 		return nil, &PlanError{What: "options", Field: "dispatch_dtype", Value: strconv.Quote(string(o.DispatchDtype)), Want: "a known dtype"}
+	}
+	switch o.MoEDispatch {
+	case "", DispatchAllToAll, DispatchAllGather:
+	default:
+		return nil, &PlanError{What: "options", Field: "moe_dispatch", Value: strconv.Quote(o.MoEDispatch),
+			Want: strconv.Quote(DispatchAllToAll) + " or " + strconv.Quote(DispatchAllGather)}
 	}
 	if p.DCP > 1 && w.Phase != Decode {
 		return nil, &PlanError{What: "plan", Field: "dcp", Value: strconv.Itoa(p.DCP), Want: "1 in prefill (decode context parallelism is modelled for decode only)"}
@@ -579,15 +602,25 @@ func (b *builder) moe(s *site) {
 	a, p := b.a, b.p
 	t, h := s.tokens, int64(a.Hidden)
 	e, k := int64(a.RoutedExperts), int64(a.TopK)
+	dp := p.DP > 1
+	// vLLM's use_sequence_parallel_moe (EP, TP > 1, DP > 1): the MoE runs
+	// on each TP rank's ceil(T/TP) slice of the tokens, with replicated
+	// router and shared experts, and an all-gather over the TP group
+	// restores the full token set afterwards.
+	sp := dp && p.TP > 1
+	tm := t // tokens this rank's router and shared experts see
+	if sp {
+		tm = (t + int64(p.TP) - 1) / int64(p.TP)
+	}
 
 	b.norm(b.op(s, "moe", "post_attn_norm", KindNorm, gNone), t, a.Hidden, true)
-	b.gemm(b.op(s, "moe", "gate", KindGEMM, gNone), t, e, h, 1, s.dtype(CompRouter))
+	b.gemm(b.op(s, "moe", "gate", KindGEMM, gNone), tm, e, h, 1, s.dtype(CompRouter))
 	op := b.op(s, "moe", "topk", KindRouter, gNone)
-	op.M, op.N, op.K = t, e, k
+	op.M, op.N, op.K = tm, e, k
 	op.ActDtype = FP32
-	op.FLOPs = float64(t * e * 4) // sigmoid, bias, grouped top-k compare
-	op.BytesRead = float64(t*e) * 4
-	op.BytesWritten = float64(t*k) * 8 // expert ids + weights
+	op.FLOPs = float64(tm * e * 4) // sigmoid, bias, grouped top-k compare
+	op.BytesRead = float64(tm*e) * 4
+	op.BytesWritten = float64(tm*k) * 8 // expert ids + weights
 
 	// Which tokens reach this rank's experts, how many experts it holds,
 	// and the slice of each expert's intermediate dim it computes.
@@ -595,51 +628,77 @@ func (b *builder) moe(s *site) {
 		eLocal   = e
 		inter    = int64(a.MoEIntermediate / p.TP)
 		routeTok = t // tokens routed over this rank's expert pool
-		dispTok  int64
 	)
 	if p.EP {
 		eLocal = e / int64(p.World())
 		inter = int64(a.MoEIntermediate)
 	}
-	dp := p.DP > 1
+	var dispatchBytes, combineBytes int64
 	if dp {
-		dispTok = (t + int64(p.TP) - 1) / int64(p.TP)
-		routeTok = dispTok * int64(p.World())
+		routeTok = tm * int64(p.World())
 		dd := b.o.DispatchDtype.BytesPerValue()
-		dr := distinctRanks(e, k, eLocal, int64(p.World()))
+		var c1, c2 Collective
+		if b.o.MoEDispatch == DispatchAllGather {
+			// Every rank gathers every rank's tokens (sizes as nccl-tests
+			// counts them: the gathered buffer) and reduce-scatters the
+			// expert outputs back.
+			c1, c2 = AllGather, ReduceScatter
+			dispatchBytes = int64(math.Round(float64(routeTok) * float64(h) * dd))
+			combineBytes = routeTok * h * actBytes
+		} else {
+			c1, c2 = AllToAll, AllToAll
+			dr := distinctRanks(e, k, eLocal, int64(p.World()))
+			dispatchBytes = int64(math.Round(float64(tm) * dr * float64(h) * dd))
+			combineBytes = int64(math.Round(float64(tm) * dr * float64(h) * actBytes))
+		}
 		op := b.op(s, "moe", "dispatch", KindCollective, gWorld)
-		op.Collective = AllToAll
-		op.ActDtype = b.o.DispatchDtype
-		op.CommBytes = int64(math.Round(float64(dispTok) * dr * float64(h) * dd))
-		op.BytesRead, op.BytesWritten = float64(op.CommBytes), float64(op.CommBytes)
+		op.Collective, op.ActDtype, op.CommBytes = c1, b.o.DispatchDtype, dispatchBytes
+		op.BytesRead, op.BytesWritten = float64(dispatchBytes), float64(dispatchBytes)
+		b.experts(s, routeTok, eLocal, inter)
+		op = b.op(s, "moe", "combine", KindCollective, gWorld)
+		op.Collective, op.ActDtype, op.CommBytes = c2, BF16, combineBytes
+		op.BytesRead, op.BytesWritten = float64(combineBytes), float64(combineBytes)
+	} else {
+		b.experts(s, routeTok, eLocal, inter)
 	}
 
-	// Expected token-expert assignments on this rank and distinct experts
-	// touched, under uniform routing.
+	if a.SharedExperts > 0 {
+		sl := int64(a.SharedExperts * a.MoEIntermediate)
+		if !dp {
+			sl /= int64(p.TP) // TP-sharded; replicated under DP attention
+		}
+		sd := s.dtype(CompSharedExperts)
+		b.gemm(b.op(s, "moe", "shared_gate_up", KindGEMM, gNone), tm, 2*sl, h, 1, sd)
+		siluMul(b.op(s, "moe", "shared_act", KindElementwise, gNone), float64(tm), sl)
+		b.gemm(b.op(s, "moe", "shared_down", KindGEMM, gNone), tm, h, sl, 1, sd)
+	}
+	switch {
+	case sp:
+		op := b.op(s, "moe", "allgather", KindCollective, gTP)
+		op.Collective = AllGather
+		op.ActDtype = BF16
+		op.CommBytes = t * h * actBytes
+		op.BytesRead = float64(tm * h * actBytes)
+		op.BytesWritten = float64(op.CommBytes)
+	case !dp:
+		b.allreduce(s, "moe", "allreduce", gTP, t*h*actBytes)
+	}
+}
+
+// experts appends the routed experts' grouped GEMMs: routeTok tokens pick
+// top_k of E experts uniformly; this rank holds eLocal experts (inter of
+// each one's intermediate dim). Expected token-expert assignments:
+// routeTok x k x eLocal / E; expected distinct experts touched:
+// eLocal x (1 - (1 - k/E)^routeTok).
+func (b *builder) experts(s *site, routeTok, eLocal, inter int64) {
+	a := b.a
+	h, e, k := int64(a.Hidden), int64(a.RoutedExperts), int64(a.TopK)
 	assign := float64(routeTok) * float64(k) * float64(eLocal) / float64(e)
 	touched := float64(eLocal) * (1 - math.Pow(1-float64(k)/float64(e), float64(routeTok)))
 	dt := s.dtype(CompRoutedExperts)
 	b.groupedGEMM(b.op(s, "moe", "experts_gate_up", KindMoEGEMM, gNone), assign, touched, 2*inter, h, dt)
 	siluMul(b.op(s, "moe", "experts_act", KindElementwise, gNone), assign, inter)
 	b.groupedGEMM(b.op(s, "moe", "experts_down", KindMoEGEMM, gNone), assign, touched, h, inter, dt)
-
-	if dp {
-		op := b.op(s, "moe", "combine", KindCollective, gWorld)
-		op.Collective = AllToAll
-		op.ActDtype = BF16
-		dr := distinctRanks(e, k, eLocal, int64(p.World()))
-		op.CommBytes = int64(math.Round(float64(dispTok) * dr * float64(h) * actBytes))
-		op.BytesRead, op.BytesWritten = float64(op.CommBytes), float64(op.CommBytes)
-	}
-
-	if a.SharedExperts > 0 {
-		sl := int64(a.SharedExperts * a.MoEIntermediate / p.TP)
-		sd := s.dtype(CompSharedExperts)
-		b.gemm(b.op(s, "moe", "shared_gate_up", KindGEMM, gNone), t, 2*sl, h, 1, sd)
-		siluMul(b.op(s, "moe", "shared_act", KindElementwise, gNone), float64(t), sl)
-		b.gemm(b.op(s, "moe", "shared_down", KindGEMM, gNone), t, h, sl, 1, sd)
-	}
-	b.allreduce(s, "moe", "allreduce", gTP, t*h*actBytes)
 }
 
 // groupedGEMM fills a grouped MoE GEMM: assign token-expert rows spread

@@ -318,13 +318,40 @@ func TestDPAttentionEP(t *testing.T) {
 		t.Errorf("o_proj M %d K %d, want 1 8192", o.M, o.K)
 	}
 
-	t.Run("tp2 x dp4 keeps a TP all-reduce", func(t *testing.T) {
+	// TP 2 x DP 4, batch 8: 2 sequences per DP group, so T = 2 per group
+	// and each TP rank routes ceil(2/2) = 1 token (sequence-parallel MoE);
+	// attention all-reduce and the MoE all-gather span the TP pair
+	// (2 x 14,336 B); shared experts are whole (2 x 2048 gate_up).
+	t.Run("tp2 x dp4 sequence-parallel moe", func(t *testing.T) {
 		s := mustBuild(t, a, Plan{TP: 2, DP: 4, EP: true}, Workload{Batch: 8, Context: 1000}, BuildOptions{})
 		op := find(t, s, 5, "L01.attn.allreduce")
 		if fmt.Sprint(op.Group) != "[4 5]" || op.CommBytes != 2*14336 {
 			t.Errorf("group %v bytes %d, want [4 5] %d", op.Group, op.CommBytes, 2*14336)
 		}
-		find(t, s, 5, "L01.moe.allreduce")
+		ag := find(t, s, 5, "L01.moe.allgather")
+		if ag.Collective != AllGather || fmt.Sprint(ag.Group) != "[4 5]" || ag.CommBytes != 2*14336 {
+			t.Errorf("moe all-gather %s %v %d", ag.Collective, ag.Group, ag.CommBytes)
+		}
+		if g := find(t, s, 5, "L01.moe.gate"); g.M != 1 {
+			t.Errorf("router M %d, want 1", g.M)
+		}
+		if sh := find(t, s, 5, "L01.moe.shared_gate_up"); sh.M != 1 || sh.N != 4096 {
+			t.Errorf("shared gate_up M %d N %d, want 1 4096", sh.M, sh.N)
+		}
+		if n, _ := countCollectives(s.Ranks[5], AllReduce); n != 61+1+1 {
+			t.Errorf("%d all-reduces, want 63 (attention x 61, the dense layer MLP, embedding)", n)
+		}
+	})
+	// vLLM's allgather_reducescatter backend: every rank gathers all 8
+	// ranks' tokens (8 x 1 token x 14,336 B = 114,688 B) and
+	// reduce-scatters the same size back.
+	t.Run("allgather dispatch", func(t *testing.T) {
+		s := mustBuild(t, a, Plan{TP: 1, DP: 8, EP: true}, Workload{Batch: 8, Context: 1000}, BuildOptions{MoEDispatch: DispatchAllGather})
+		d := find(t, s, 2, "L01.moe.dispatch")
+		c := find(t, s, 2, "L01.moe.combine")
+		if d.Collective != AllGather || d.CommBytes != 114688 || c.Collective != ReduceScatter || c.CommBytes != 114688 {
+			t.Errorf("dispatch %s %d combine %s %d", d.Collective, d.CommBytes, c.Collective, c.CommBytes)
+		}
 	})
 }
 

@@ -119,7 +119,9 @@ type ComponentMemory struct {
 // experts per rank; embedding and lm_head are vocab-parallel over TP
 // (rows padded to a multiple of TP). When kv_b_proj is quantized vLLM
 // keeps a dequantized BF16 copy of it for the absorbed W_UK/W_UV, counted
-// under attention.
+// under attention. Under DP attention (DP > 1) attention, indexer, dense
+// MLP, embedding and lm_head are split over the TP ranks of a DP group and
+// replicated across groups, and the shared experts are replicated.
 func WeightMemory(a *Arch, p Plan, withMTP bool) []ComponentMemory {
 	p = p.Normalized()
 	lp := a.layerParams()
@@ -147,13 +149,19 @@ func WeightMemory(a *Arch, p Plan, withMTP bool) []ComponentMemory {
 	if p.EP {
 		routedPlace = "ep"
 	}
+	// Shared experts are TP-sharded, except under DP attention where vLLM
+	// replicates them (each rank runs them on its own tokens).
+	sharedDiv, sharedPlace := tp, "tp"
+	if p.DP > 1 {
+		sharedDiv, sharedPlace = 1, "replicated"
+	}
 	out := []ComponentMemory{
 		{CompEmbedding, q.Embedding, "vocab", vocabRows * h * q.Embedding.BytesPerValue()},
 		{CompAttention, q.Attention, "mixed", nl * attnLayer(q.Attention)},
 		{CompIndexer, q.Indexer, "replicated", nl * lp.indexer * q.Indexer.BytesPerValue()},
 		{CompDenseMLP, q.DenseMLP, "tp", nDense * lp.dense / tp * q.DenseMLP.BytesPerValue()},
 		{CompRouter, q.Router, "replicated", nMoE * lp.router * q.Router.BytesPerValue()},
-		{CompSharedExperts, q.SharedExperts, "tp", nMoE * lp.shared / tp * q.SharedExperts.BytesPerValue()},
+		{CompSharedExperts, q.SharedExperts, sharedPlace, nMoE * lp.shared / sharedDiv * q.SharedExperts.BytesPerValue()},
 		{CompRoutedExperts, q.RoutedExperts, routedPlace, routedPerRank(nMoE, q.RoutedExperts)},
 		{CompNorms, q.Base, "replicated", (nl*lp.norms + h) * base},
 		{CompLMHead, q.LMHead, "vocab", 0},
@@ -170,7 +178,7 @@ func WeightMemory(a *Arch, p Plan, withMTP bool) []ComponentMemory {
 		d := q.mtpDtype
 		perLayer := attnLayer(d(CompAttention)) +
 			lp.norms*base + lp.router*base +
-			lp.shared/tp*d(CompSharedExperts).BytesPerValue() +
+			lp.shared/sharedDiv*d(CompSharedExperts).BytesPerValue() +
 			routedPerRank(1, d(CompRoutedExperts)) +
 			(2*h*h+3*h)*base + // eh_proj (replicated) and its norms
 			2*vocabRows*h*base // own embedding and shared head

@@ -156,6 +156,9 @@ func TestWeightMemory(t *testing.T) {
 		{"tp8", Plan{TP: 8}, map[Component]float64{CompRoutedExperts: routed, CompAttention: attn, CompEmbedding: emb, CompLMHead: emb, CompIndexer: 0, CompMTP: 0}},
 		{"tp8-ep", Plan{TP: 8, EP: true}, map[Component]float64{CompRoutedExperts: 60 * 48 * 44040192.0 * 0.5625, CompAttention: attn}},
 		{"tp1-dp8-ep", Plan{TP: 1, DP: 8, EP: true}, map[Component]float64{CompRoutedExperts: routed, CompAttention: 61 * 101122048.0 * 2, CompEmbedding: 163840 * 7168 * 2.0}},
+		// DP attention replicates the shared experts: 60 x 44,040,192 x 0.5625.
+		{"tp2-dp4-ep", Plan{TP: 2, DP: 4, EP: true}, map[Component]float64{CompRoutedExperts: routed, CompSharedExperts: 60 * 44040192 * 0.5625,
+			CompAttention: 61 * (15138816 + 85983232.0/2) * 2}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -78,7 +78,7 @@ func (p Plan) Validate(a *Arch) error {
 	if a.DenseLayers > 0 && a.Intermediate%p.TP != 0 {
 		return perr("tp", p.TP, fmt.Sprintf("a divisor of intermediate_size (%d)", a.Intermediate))
 	}
-	if a.SharedExperts > 0 && (a.SharedExperts*a.MoEIntermediate)%p.TP != 0 {
+	if a.SharedExperts > 0 && p.DP == 1 && (a.SharedExperts*a.MoEIntermediate)%p.TP != 0 {
 		return perr("tp", p.TP, fmt.Sprintf("a divisor of the shared experts' intermediate size (%d)", a.SharedExperts*a.MoEIntermediate))
 	}
 	if !p.EP && a.MoEIntermediate%p.TP != 0 {

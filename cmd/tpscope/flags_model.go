@@ -23,6 +23,7 @@ type scenarioFlags struct {
 	mtp      int
 	kvDtype  string
 	denseDSA bool
+	dispatch string
 
 	// arch, when set, is used instead of resolving --model (model load).
 	arch *model.Arch
@@ -45,6 +46,7 @@ func addModelScenarioFlags(fs *pflag.FlagSet) *scenarioFlags {
 	fs.IntVar(&f.mtp, "spec-tokens", 0, "alias of --mtp")
 	fs.StringVar(&f.kvDtype, "kv-dtype", "", "KV-cache dtype: bf16 or fp8 (default: the checkpoint's kv_cache_quant_algo / kv_cache_scheme)")
 	fs.BoolVar(&f.denseDSA, "dense-dsa", false, "run a DSA model (GLM-5) as dense MLA without the indexer, as SM120 engines do")
+	fs.StringVar(&f.dispatch, "moe-dispatch", model.DispatchAllToAll, "MoE dispatch under --dp > 1: alltoall or allgather_reducescatter (vLLM's all2all backend)")
 	return f
 }
 
@@ -74,12 +76,15 @@ func (f *scenarioFlags) resolve() (*model.Arch, model.Plan, model.Workload, erro
 	if err := w.Validate(); err != nil {
 		return nil, model.Plan{}, model.Workload{}, usageErrorf("%v", err)
 	}
+	if f.dispatch != model.DispatchAllToAll && f.dispatch != model.DispatchAllGather {
+		return nil, model.Plan{}, model.Workload{}, usageErrorf("--moe-dispatch %q: want %s or %s", f.dispatch, model.DispatchAllToAll, model.DispatchAllGather)
+	}
 	return a, p, w, nil
 }
 
 // buildOptions are the model.BuildOptions the flags ask for.
 func (f *scenarioFlags) buildOptions() model.BuildOptions {
-	return model.BuildOptions{DenseDSA: f.denseDSA}
+	return model.BuildOptions{DenseDSA: f.denseDSA, MoEDispatch: f.dispatch}
 }
 
 // resolveModel finds a preset or loads a config; a name that is neither
