@@ -370,5 +370,14 @@ func FuzzParse(f *testing.F) {
 		if p := a.Params(); !(p.Total > 0 && p.Active > 0 && p.Active <= p.Total) {
 			t.Fatalf("params %+v", p)
 		}
+		// Whatever parses must build and summarize without panicking
+		// (small models only, to keep fuzzing fast).
+		if a.Layers <= 64 && a.Hidden <= 8192 {
+			w := Workload{Batch: 2, Context: 3, SpecTokens: 1}
+			if _, err := Build(a, Plan{}, w); err != nil {
+				t.Fatalf("TP-1 build of an accepted config failed: %v", err)
+			}
+			_ = Summarize(a, Plan{}, w, BuildOptions{}, 96e9, 0)
+		}
 	})
 }
