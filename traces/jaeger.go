@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -136,7 +137,7 @@ func (o *otlpReader) jaegerSpan(js *jaegerSpan, sp *Span) bool {
 	}
 	startUs, err1 := js.StartTime.Int64()
 	durUs, err2 := js.Duration.Int64()
-	if err1 != nil || err2 != nil || durUs < 0 {
+	if err1 != nil || err2 != nil || durUs < 0 || durUs > math.MaxInt64/1000 || startUs > math.MaxInt64/1000 || startUs < 0 {
 		o.res.skip(o.where(), fmt.Sprintf("span %s: startTime %q/duration %q are not whole microseconds", js.SpanID, js.StartTime, js.Duration))
 		return false
 	}
@@ -172,6 +173,14 @@ func (o *otlpReader) jaegerSpan(js *jaegerSpan, sp *Span) bool {
 		case jaegerTagStatusDesc:
 			sp.StatusMessage = v.String()
 			continue
+		}
+		if t.Key == string(AttrOptions) && v.typ == TypeString && strings.HasPrefix(v.str, "[") {
+			// Jaeger v1 writes array attributes as JSON text; the schema
+			// says this one is a []string: restore the array so both APIs agree.
+			var names []string
+			if json.Unmarshal([]byte(v.str), &names) == nil {
+				v = ArrayValue(canonicalJSON([]byte(v.str)))
+			}
 		}
 		sp.Attrs = append(sp.Attrs, Attr{Key: o.in.s(t.Key), Value: v})
 	}

@@ -52,7 +52,7 @@ func emitStep(t *testing.T, tr trace.Tracer, base time.Time, ranks int) (root tr
 	ctx, step := tr.Start(context.Background(), traces.SpanStep, trace.WithTimestamp(base), trace.WithAttributes(
 		traces.AttrModel.String("deepseek-v3"), traces.AttrTopology.String("rtxpro6000-2s"),
 		traces.AttrPlan.String("tp=2"), traces.AttrWorkload.String("decode batch=1 ctx=4096"),
-		traces.AttrOptions.String("cuda-graphs,fp8-kv"), traces.AttrStep.Int(7), traces.AttrRanks.Int(ranks),
+		traces.AttrOptions.StringSlice([]string{"cuda-graphs", "fp8-kv"}), traces.AttrStep.Int(7), traces.AttrRanks.Int(ranks),
 		traces.AttrBackend.String("cpu")))
 	end := base
 	for r := 0; r < ranks; r++ {
@@ -112,7 +112,7 @@ func checkAgainstEmitted(t *testing.T, got []traces.Span, rootSC trace.SpanConte
 	if !ok || root.SpanID != rootSC.SpanID() || !root.IsRoot() {
 		t.Fatalf("no root step span with ID %s", rootSC.SpanID())
 	}
-	for k, want := range map[attribute.Key]string{traces.AttrModel: "deepseek-v3", traces.AttrPlan: "tp=2", traces.AttrOptions: "cuda-graphs,fp8-kv"} {
+	for k, want := range map[attribute.Key]string{traces.AttrModel: "deepseek-v3", traces.AttrPlan: "tp=2", traces.AttrOptions: `["cuda-graphs","fp8-kv"]`} {
 		if v, _ := root.Attr(string(k)); v.String() != want {
 			t.Errorf("step %s = %q, want %q", k, v.String(), want)
 		}

@@ -112,7 +112,7 @@ const (
 	AttrTopology attribute.Key = "tpscope.topology" // string: topology preset name or file
 	AttrPlan     attribute.Key = "tpscope.plan"     // string: parallel plan, e.g. "tp=8" (model.Plan's String form)
 	AttrWorkload attribute.Key = "tpscope.workload" // string: workload, e.g. "decode batch=32 ctx=4096"
-	AttrOptions  attribute.Key = "tpscope.options"  // string: names of the optimizations applied, sorted, comma-separated ("" = none); a string, not an array, so it survives Jaeger API v1 unchanged
+	AttrOptions  attribute.Key = "tpscope.options"  // []string: names of the optimizations applied, sorted (readers also accept one comma-separated string); Jaeger API v1 turns the array into JSON text, which the v1 reader turns back into an array
 	AttrStep     attribute.Key = "tpscope.step"     // int64: step index within the run (0-based)
 	AttrRanks    attribute.Key = "tpscope.ranks"    // int64: number of ranks
 	AttrBackend  attribute.Key = "tpscope.backend"  // string: exec backend (cuda, cpu)

@@ -1,0 +1,78 @@
+package traces
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"testing"
+)
+
+// fuzzRead reads data as the given format ("" = sniff) and checks the
+// reader's promises: no panic, and every span it returns is usable.
+func fuzzRead(t *testing.T, data []byte, format string) {
+	res := &Result{Source: "fuzz"}
+	_, err := readBody(context.Background(), bytes.NewReader(data), "fuzz", format, res)
+	if err != nil {
+		return
+	}
+	res.finish()
+	if res.SkippedTotal < len(res.Skipped) || len(res.Skipped) > MaxSkipDetails {
+		t.Fatalf("skip counts %d total, %d listed", res.SkippedTotal, len(res.Skipped))
+	}
+	for i := range res.Spans {
+		s := &res.Spans[i]
+		if !s.TraceID.IsValid() || !s.SpanID.IsValid() {
+			t.Fatalf("span %d %q has an invalid ID %s/%s", i, s.Name, s.TraceID, s.SpanID)
+		}
+		if s.Duration < 0 {
+			t.Fatalf("span %d %q: negative duration %d", i, s.Name, s.Duration)
+		}
+		if s.OpID != "" && !ValidOpID(s.OpID) {
+			t.Fatalf("span %d: malformed op ID %q kept", i, s.OpID)
+		}
+		for j := 1; j < len(s.Attrs); j++ {
+			if s.Attrs[j-1].Key > s.Attrs[j].Key {
+				t.Fatalf("span %d: attributes not sorted: %v", i, s.Attrs)
+			}
+		}
+	}
+}
+
+func addFile(f *testing.F, path string) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(b)
+}
+
+func FuzzReadOTLPJSON(f *testing.F) {
+	f.Add([]byte(otlpLine(tidA, "m", otlpSpanJSON(tidA, "0000000000000002", "L00.attn.o_proj", "L00.attn.o_proj"))))
+	f.Add([]byte(`{"result":{"resourceSpans":[{"scopeSpans":[{"spans":[{"traceId":"AQIDBAUGBwgJCgsMDQ4PEA==","spanId":"AQIDBAUGBwg=","name":"x","kind":"SPAN_KIND_SERVER","status":{"code":"STATUS_CODE_ERROR"},"attributes":[{"key":"a","value":{"arrayValue":{"values":[{"intValue":"1"},{"doubleValue":"NaN"}]}}}]}]}],"resource":{"attributes":[]}}]}}`))
+	f.Add([]byte(`{"resourceSpans":null}`))
+	f.Fuzz(func(t *testing.T, data []byte) { fuzzRead(t, data, FormatOTLPJSON) })
+}
+
+func FuzzReadJaegerV1(f *testing.F) {
+	addFile(f, "testdata/jaeger_ui_download.json")
+	f.Add([]byte(`{"data":[{"spans":[{"traceID":"1","spanID":"2","startTime":1,"duration":-1,"tags":[{"key":"k","type":"float64","value":"NaN"}]}]}],"errors":[{"code":1,"msg":"m"}]}`))
+	f.Fuzz(func(t *testing.T, data []byte) { fuzzRead(t, data, FormatJaegerV1) })
+}
+
+func FuzzReadKineto(f *testing.F) {
+	addFile(f, "testdata/kineto_two_steps.json")
+	f.Add([]byte(`[{"ph":"X","cat":"kernel","name":"ncclDevKernel_AllReduce_Sum_bf16_RING_LL","ts":1.5,"dur":2,"pid":0,"tid":7,"args":{"correlation":1}}]`))
+	f.Add([]byte(`{"distributedInfo":{"rank":-3},"baseTimeNanoseconds":9223372036854775807,"traceEvents":[{"ph":"X","cat":"gpu_user_annotation","name":"ProfilerStep#0","ts":0,"dur":1e9},{"ph":"X","cat":"kernel","name":"k","ts":"1","dur":1}]}`))
+	f.Fuzz(func(t *testing.T, data []byte) { fuzzRead(t, data, FormatKineto) })
+}
+
+// FuzzOpenSniff feeds any bytes through format sniffing (gzip included)
+// and every reader. Seeds are small: the per-format fuzzers above take the
+// large fixtures.
+func FuzzOpenSniff(f *testing.F) {
+	addFile(f, "testdata/jaeger_ui_download.json")
+	f.Add([]byte(`{"schemaVersion":1,"traceEvents":[{"ph":"X","cat":"kernel","name":"fused_moe_kernel","ts":1,"dur":2}]}`))
+	f.Add([]byte(otlpLine(tidA, "m")))
+	f.Add([]byte{0x1f, 0x8b, 0x08, 0x00})
+	f.Fuzz(func(t *testing.T, data []byte) { fuzzRead(t, data, "") })
+}
