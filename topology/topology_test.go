@@ -442,3 +442,12 @@ func TestDiscoveredFixture(t *testing.T) {
 		t.Errorf("memory %d bytes, want about 141-150 GB", mem)
 	}
 }
+
+func TestDOT(t *testing.T) {
+	d := mustPreset(t, "rtxpro6000-switch").DOT()
+	for _, want := range []string{`graph "rtxpro6000-switch" {`, `"gpu0" -- "sw0" [label="Gen5 x16 54 GB/s"];`, `"sw0" [label="sw0\\npcie_switch"];`} {
+		if !strings.Contains(d, want) {
+			t.Errorf("DOT lacks %s:\n%s", want, d)
+		}
+	}
+}

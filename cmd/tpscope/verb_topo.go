@@ -28,10 +28,10 @@ Presets: ` + joinNames(topology.PresetNames()) + `; suffixes -gen4 (PCIe Gen4 GP
 			gpus := fs.Int("gpus", 0, "use only the first N GPUs (0 = all)")
 			level := fs.String("p2p-level", "", "NCCL_P2P_LEVEL: LOC, NVL, PIX, PXB, PHB, SYS (default PXB)")
 			disable := fs.Bool("p2p-disable", false, "NCCL_P2P_DISABLE=1")
-			out := fs.String("output", "table", "output format: table or json")
+			out := fs.String("output", "table", "output format: table, json, or dot (the link graph for Graphviz)")
 			save := fs.String("save", "", "also write the topology (after --gpus) as JSON to this file")
 			return func(args []string, stdout, _ io.Writer) error {
-				if err := checkOutput(*out, "table", "json"); err != nil {
+				if err := checkOutput(*out, "table", "json", "dot"); err != nil {
 					return err
 				}
 				if len(args) > 1 {
@@ -53,6 +53,10 @@ Presets: ` + joinNames(topology.PresetNames()) + `; suffixes -gen4 (PCIe Gen4 GP
 					if err := t.Save(*save); err != nil {
 						return err
 					}
+				}
+				if *out == "dot" {
+					_, err := io.WriteString(stdout, t.DOT())
+					return err
 				}
 				m := t.Matrices(lv, *disable)
 				if *out == "json" {
