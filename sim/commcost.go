@@ -19,13 +19,13 @@ type CustomAllReducer interface {
 	CustomAllReduce(group []int, bytes int64, twoShot bool) (c CollectiveCost, ok bool)
 }
 
-// collMemo caches collective costs within a Predictor: a decode step
+// collMemo caches collective op costs within a Predictor: a decode step
 // repeats the same (op, group, bytes) over 100+ layers, and a pricing call
 // costs far more than a lookup. Linear search: a step has a handful of
 // distinct keys.
 type collMemo struct {
 	keys []collKey
-	vals []CollectiveCost
+	vals []OpCost
 }
 
 type collKey struct {
@@ -34,10 +34,10 @@ type collKey struct {
 	group []int // owned copy
 }
 
-func (m *collMemo) get(op model.Collective, group []int, bytes int64) (CollectiveCost, bool) {
+func (m *collMemo) get(op model.Collective, group []int, bytes int64) (OpCost, bool) {
 	for i := range m.keys {
 		k := &m.keys[i]
-		if k.bytes != bytes || k.op != op || len(k.group) != len(group) {
+		if k.bytes != bytes || len(k.group) != len(group) || k.op != op {
 			continue
 		}
 		same := true
@@ -51,10 +51,10 @@ func (m *collMemo) get(op model.Collective, group []int, bytes int64) (Collectiv
 			return m.vals[i], true
 		}
 	}
-	return CollectiveCost{}, false
+	return OpCost{}, false
 }
 
-func (m *collMemo) put(op model.Collective, group []int, bytes int64, c CollectiveCost) {
+func (m *collMemo) put(op model.Collective, group []int, bytes int64, c OpCost) {
 	if len(m.keys) >= 256 { // bound memory for sweeps over many sizes
 		m.keys, m.vals = m.keys[:0], m.vals[:0]
 	}

@@ -15,25 +15,39 @@ type costMemo struct {
 	cost [costMemoSize]OpCost
 }
 
-const costMemoSize = 256 // power of two
+const (
+	costMemoBits = 9
+	costMemoSize = 1 << costMemoBits
+)
 
 func (m *costMemo) clear() { clear(m.op[:]) }
 
 func costHash(op *model.Op) uint64 {
-	h := math.Float64bits(op.FLOPs)*0x9E3779B97F4A7C15 ^ math.Float64bits(op.BytesRead)*0xC2B2AE3D27D4EB4F ^
-		uint64(op.N)*0x165667B19E3779F9 ^ uint64(op.M)<<17 ^ uint64(len(op.Kind))<<7 ^ uint64(len(op.WeightDtype))
-	return (h ^ h>>29) & (costMemoSize - 1)
+	x := math.Float64bits(op.FLOPs)
+	x = (x ^ x>>31) * 0xBF58476D1CE4E5B9
+	x ^= math.Float64bits(op.BytesRead) + 0x9E3779B97F4A7C15
+	x = (x ^ x>>27) * 0x94D049BB133111EB
+	x ^= uint64(op.M)<<32 ^ uint64(op.N) ^ uint64(op.K)<<48 ^ uint64(len(op.Kind))<<20 ^ uint64(len(op.WeightDtype))<<24
+	x = (x ^ x>>31) * 0x9E3779B97F4A7C15
+	return x >> (64 - costMemoBits)
 }
 
-// get returns the memoized cost of an op with op's cost fields.
-func (m *costMemo) get(op *model.Op) (OpCost, uint64, bool) {
+// get returns the memoized cost of an op with op's cost fields. Two-way
+// set associative: slots h and h^1.
+func (m *costMemo) get(op *model.Op) (*OpCost, uint64) {
 	h := costHash(op)
 	if o := m.op[h]; o != nil && sameCost(o, op) {
-		return m.cost[h], h, true
+		return &m.cost[h], h
 	}
-	return OpCost{}, h, false
+	if o := m.op[h^1]; o != nil && sameCost(o, op) {
+		return &m.cost[h^1], h
+	}
+	return nil, h
 }
 
 func (m *costMemo) put(h uint64, op *model.Op, c OpCost) {
+	if m.op[h] != nil {
+		h ^= 1
+	}
 	m.op[h], m.cost[h] = op, c
 }

@@ -370,9 +370,9 @@ func (p *Predictor) run(s *model.Schedule, mode int) error {
 					return fmt.Errorf("sim: op %s on rank %d: %w", op.ID, r, err)
 				}
 			} else {
-				var h uint64
-				var ok bool
-				if c, h, ok = p.cmemo.get(op); !ok {
+				if cp, h := p.cmemo.get(op); cp != nil {
+					c = *cp
+				} else {
 					c = p.cm.cost(op)
 					p.cmemo.put(h, op, c)
 				}
@@ -446,6 +446,9 @@ func growCost(s []OpCost, n int) []OpCost {
 // collectiveCost prices a collective op with the configured all-reduce
 // implementation, memoized per (op, group, bytes).
 func (p *Predictor) collectiveCost(op *model.Op) (OpCost, error) {
+	if c, ok := p.memo.get(op.Collective, op.Group, op.CommBytes); ok {
+		return c, nil
+	}
 	if len(op.Group) == 0 {
 		return OpCost{}, errors.New("collective has an empty group")
 	}
@@ -461,22 +464,18 @@ func (p *Predictor) collectiveCost(op *model.Op) (OpCost, error) {
 			}
 		}
 	}
-	if len(op.Group) == 1 {
-		return OpCost{Us: 0, Bound: BoundNone, Algo: "none"}, nil
-	}
-	cc, ok := p.memo.get(op.Collective, op.Group, op.CommBytes)
-	if !ok {
-		var err error
-		cc, err = p.priceCollective(op)
+	c := OpCost{Bound: BoundNone, Algo: "none"}
+	if len(op.Group) > 1 {
+		cc, err := p.priceCollective(op)
 		if err != nil {
 			return OpCost{}, err
 		}
-		p.memo.put(op.Collective, op.Group, op.CommBytes, cc)
+		c = OpCost{Us: cc.TimeUs, Algo: cc.Algo, Proto: cc.Proto, LatencyUs: cc.LatencyUs, LinkUs: cc.LinkUs, Bound: BoundLatency}
+		if cc.LinkUs > cc.LatencyUs {
+			c.Bound = BoundLink
+		}
 	}
-	c := OpCost{Us: cc.TimeUs, Algo: cc.Algo, Proto: cc.Proto, LatencyUs: cc.LatencyUs, LinkUs: cc.LinkUs, Bound: BoundLatency}
-	if cc.LinkUs > cc.LatencyUs {
-		c.Bound = BoundLink
-	}
+	p.memo.put(op.Collective, op.Group, op.CommBytes, c)
 	return c, nil
 }
 

@@ -8,8 +8,13 @@ import (
 )
 
 // benchPredict measures one decode-step prediction of a built schedule
-// (the schedule is built once, outside the timer).
-func benchPredict(b *testing.B, name string, tp, batch int, full bool) {
+// (the schedule is built once, outside the timer). detail=step is the
+// sweep path (StepUs, no per-op rows), detail=ops the full Prediction;
+// symmetry=built is the path PredictScenario/Evaluate take for schedules
+// from model.BuildWith (collective groups compared), symmetry=checked the
+// path Predict takes for any schedule (every rank's ops compared with
+// rank 0's).
+func benchPredict(b *testing.B, name string, tp, batch int, full, check bool) {
 	a, err := model.Preset(name)
 	if err != nil {
 		b.Fatal(err)
@@ -29,11 +34,15 @@ func benchPredict(b *testing.B, name string, tp, batch int, full bool) {
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
+		mode := symBuilt
+		if check {
+			mode = symCheck
+		}
 		if full {
-			if _, err := p.Predict(s); err != nil {
+			if _, err := p.predict(s, mode); err != nil {
 				b.Fatal(err)
 			}
-		} else if _, err := p.StepUs(s); err != nil {
+		} else if _, err := p.stepUs(s, mode); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -45,8 +54,14 @@ func BenchmarkPredict(b *testing.B) {
 		model     string
 		tp, batch int
 	}{{"kimi-k2.5-nvfp4", 8, 1}, {"kimi-k2.5-nvfp4", 8, 64}, {"glm-5-nvfp4", 8, 1}} {
-		b.Run("model="+c.model+"/tp="+itoa(c.tp)+"/batch="+itoa(c.batch)+"/detail=full", func(b *testing.B) { benchPredict(b, c.model, c.tp, c.batch, true) })
-		b.Run("model="+c.model+"/tp="+itoa(c.tp)+"/batch="+itoa(c.batch)+"/detail=step", func(b *testing.B) { benchPredict(b, c.model, c.tp, c.batch, false) })
+		for _, full := range []bool{false, true} {
+			for _, check := range []bool{false, true} {
+				name := "model=" + c.model + "/tp=" + itoa(c.tp) + "/batch=" + itoa(c.batch)
+				name += map[bool]string{false: "/detail=step", true: "/detail=ops"}[full]
+				name += map[bool]string{false: "/symmetry=built", true: "/symmetry=checked"}[check]
+				b.Run(name, func(b *testing.B) { benchPredict(b, c.model, c.tp, c.batch, full, check) })
+			}
+		}
 	}
 }
 
