@@ -1,0 +1,435 @@
+package sim
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"sort"
+
+	"github.com/tpscope/tpscope/model"
+)
+
+// Advise: rank the catalog's optimizations for one Config.
+//
+// For the Config itself (the baseline: what the user runs), for Stock(c)
+// (eager, default NCCL) and for every entry, advise predicts the step with
+// per-op detail (Predictor.PredictScenario) and diffs each prediction
+// against the baseline's: step time, tokens/s, device time by category
+// (compute, communication, host launch, graph overhead), kernels,
+// collectives and their bytes, bytes streamed from device memory (weights,
+// KV cache) and KV capacity. An entry that the baseline already has is
+// measured by removing it (the row then says what it is worth). Entries
+// are ranked by speedup.
+//
+// Where an optimization starts to pay: advise sweeps batch x context with
+// the fast Evaluator for every entry marked Sweep and reports, per cell,
+// the change of aggregate tokens/s; PaysFrom is the cell with the fewest
+// KV tokens (batch x context, ties by smaller batch) at which the gain
+// reaches AdviseInput.Threshold while both configurations fit in memory,
+// and FitsFrom the first cell only the optimization makes fit.
+
+// Footprint is what one prediction moved and spent on rank 0 during one
+// step: the basis of "what an optimization changes".
+type Footprint struct {
+	StepUs     float64 `json:"step_us"`
+	ComputeUs  float64 `json:"compute_us"`  // device time of non-collective ops (incl. graph overhead)
+	CommUs     float64 `json:"comm_us"`     // device time of collectives
+	LaunchUs   float64 `json:"launch_us"`   // host launch time (eager: per kernel; graphs: one launch)
+	OverheadUs float64 `json:"overhead_us"` // per-kernel graph replay overhead on the device
+	IdleUs     float64 `json:"idle_us"`     // device waiting (host, peers)
+
+	Kernels        int     `json:"kernels"`         // kernels (fused ops excluded)
+	HostLaunches   int     `json:"host_launches"`   // launches the host issues (1 under a graph)
+	Collectives    int     `json:"collectives"`     // collective calls
+	CommBytes      int64   `json:"comm_bytes"`      // sum of collective message sizes
+	AllToAllBytes  int64   `json:"alltoall_bytes"`  // part of CommBytes in all-to-all
+	MemBytes       float64 `json:"mem_bytes"`       // bytes read + written in device memory
+	WeightBytes    float64 `json:"weight_bytes"`    // weights streamed
+	KVBytes        float64 `json:"kv_bytes"`        // KV cache read by attention
+	FLOPs          float64 `json:"flops"`           // floating-point work
+	TokensPerStep  float64 `json:"tokens_per_step"` // per sequence
+	KVBytesPerTok  float64 `json:"kv_bytes_per_token"`
+	KVCapacityToks int64   `json:"kv_capacity_tokens"`
+	Fits           bool    `json:"fits"`
+	ShortfallGB    float64 `json:"shortfall_gb,omitempty"`
+}
+
+// FootprintOf summarizes a prediction (rank 0's ops).
+func FootprintOf(pr *Prediction) Footprint {
+	f := Footprint{StepUs: pr.StepUs, CommUs: pr.CommUs, IdleUs: pr.IdleUs, LaunchUs: pr.HostUs,
+		Kernels: pr.Kernels, TokensPerStep: pr.TokensPerStep}
+	for i := range pr.Ops {
+		op := &pr.Ops[i]
+		if op.Rank != 0 {
+			continue
+		}
+		f.OverheadUs += op.OverheadUs
+		f.MemBytes += op.Bytes
+		f.FLOPs += op.FLOPs
+		if op.Kind == model.KindCollective {
+			f.Collectives++
+			f.CommBytes += op.CommBytes
+			continue
+		}
+		f.ComputeUs += op.Us
+	}
+	f.HostLaunches = f.Kernels
+	if pr.Graphed {
+		f.HostLaunches = 1
+	}
+	if m := pr.Memory; m != nil {
+		f.KVBytesPerTok, f.KVCapacityToks, f.Fits, f.ShortfallGB = m.KVBytesPerToken, m.KVCapacityTokens, m.Fits, m.ShortfallGB
+	}
+	return f
+}
+
+// footprintDetail adds what OpResult does not carry (weight and KV bytes,
+// all-to-all bytes) from the schedule's ops.
+func footprintDetail(f *Footprint, s *model.Schedule) {
+	for i := range s.Ranks[0] {
+		op := &s.Ranks[0][i]
+		f.WeightBytes += op.WeightBytes
+		f.KVBytes += op.KVBytes
+		if op.Collective == model.AllToAll {
+			f.AllToAllBytes += op.CommBytes
+		}
+	}
+}
+
+// Delta is b - a for every field that has a meaning as a difference.
+type Delta struct {
+	StepUs        float64 `json:"step_us"`
+	ComputeUs     float64 `json:"compute_us"`
+	CommUs        float64 `json:"comm_us"`
+	LaunchUs      float64 `json:"launch_us"`
+	OverheadUs    float64 `json:"overhead_us"`
+	Kernels       int     `json:"kernels"`
+	HostLaunches  int     `json:"host_launches"`
+	Collectives   int     `json:"collectives"`
+	CommBytes     int64   `json:"comm_bytes"`
+	AllToAllBytes int64   `json:"alltoall_bytes"`
+	MemBytes      float64 `json:"mem_bytes"`
+	WeightBytes   float64 `json:"weight_bytes"`
+	KVBytes       float64 `json:"kv_bytes"`
+	// KVCapacityRatio is b's KV capacity over a's (tokens).
+	KVCapacityRatio float64 `json:"kv_capacity_ratio"`
+}
+
+// Diff returns b - a.
+func Diff(a, b Footprint) Delta {
+	d := Delta{StepUs: b.StepUs - a.StepUs, ComputeUs: b.ComputeUs - a.ComputeUs, CommUs: b.CommUs - a.CommUs,
+		LaunchUs: b.LaunchUs - a.LaunchUs, OverheadUs: b.OverheadUs - a.OverheadUs, Kernels: b.Kernels - a.Kernels,
+		HostLaunches: b.HostLaunches - a.HostLaunches, Collectives: b.Collectives - a.Collectives,
+		CommBytes: b.CommBytes - a.CommBytes, AllToAllBytes: b.AllToAllBytes - a.AllToAllBytes,
+		MemBytes: b.MemBytes - a.MemBytes, WeightBytes: b.WeightBytes - a.WeightBytes, KVBytes: b.KVBytes - a.KVBytes}
+	if a.KVCapacityToks > 0 {
+		d.KVCapacityRatio = float64(b.KVCapacityToks) / float64(a.KVCapacityToks)
+	}
+	return d
+}
+
+// AdviseInput is what Advise needs. Zero fields take the documented
+// defaults.
+type AdviseInput struct {
+	// Base is the configuration the user runs (the baseline).
+	Base Config
+	// Entries to rank; nil = Catalog(CatalogOptions{}).
+	Entries []Entry
+	// Batches and Contexts span the sweep grid; nil = DefaultAdviseBatches
+	// and DefaultAdviseContexts. NoSweep skips the sweep.
+	Batches  []int
+	Contexts []int
+	NoSweep  bool
+	// Threshold is the relative change of tokens/s at which an
+	// optimization "pays" (default 0.05).
+	Threshold float64
+	// Progress, when set, is called after each sweep cell with the cells
+	// done and the total.
+	Progress func(done, total int)
+}
+
+// Default sweep grid of advise: batch sizes of vLLM's capture list and
+// beyond, contexts from 1K to 128K tokens.
+var (
+	DefaultAdviseBatches  = []int{1, 2, 4, 8, 16, 32, 64, 128, 256, 512}
+	DefaultAdviseContexts = []int{1024, 4096, 16384, 32768, 65536, 131072}
+)
+
+// Variant is one predicted configuration of the advice.
+type Variant struct {
+	Name       string    `json:"name"`
+	StepUs     float64   `json:"step_us"`
+	TokensPerS float64   `json:"tokens_per_s"`
+	PerRequest float64   `json:"tokens_per_s_per_request"`
+	CommShare  float64   `json:"comm_share"`
+	Footprint  Footprint `json:"footprint"`
+	Options    Options   `json:"options"`
+	Plan       string    `json:"plan"`
+	Workload   string    `json:"workload"`
+	Topology   string    `json:"topology"`
+}
+
+// AdviceRow is one catalog entry's verdict.
+type AdviceRow struct {
+	Entry         string        `json:"entry"`
+	Title         string        `json:"title"`
+	Kind          string        `json:"kind"`
+	Applicability Applicability `json:"applicability"`
+	How           How           `json:"how"`
+	// InBaseline: the baseline already has it; With is the baseline and
+	// Without the baseline with the entry reverted.
+	InBaseline bool `json:"in_baseline"`
+	// Error is set when the entry cannot be applied to the Config (then
+	// no numbers).
+	Error string `json:"error,omitempty"`
+	// With and Without are the two configurations compared.
+	With    *Variant `json:"with,omitempty"`
+	Without *Variant `json:"without,omitempty"`
+	// Speedup is Without.StepUs-per-token over With's: tokens/s of With
+	// over tokens/s of Without (MTP's extra tokens counted).
+	Speedup float64 `json:"speedup"`
+	// Change is With - Without.
+	Change Delta `json:"change"`
+	// Sweep over batch x context (nil when not swept).
+	Sweep *EntrySweep `json:"sweep,omitempty"`
+}
+
+// SweepCell is one (batch, context) of an entry's sweep.
+type SweepCell struct {
+	Batch   int `json:"batch"`
+	Context int `json:"context"`
+	// Tokens/s aggregate with and without the optimization (0 when the
+	// configuration could not be evaluated).
+	With    float64 `json:"with_tokens_per_s"`
+	Without float64 `json:"without_tokens_per_s"`
+	// Gain is With/Without - 1 when both fit.
+	Gain        float64 `json:"gain"`
+	WithFits    bool    `json:"with_fits"`
+	WithoutFits bool    `json:"without_fits"`
+}
+
+// EntrySweep is where an optimization pays.
+type EntrySweep struct {
+	Cells []SweepCell `json:"cells"`
+	// PaysFrom is the first cell (fewest KV tokens, then smallest batch)
+	// where both fit and Gain >= Threshold; nil if none.
+	PaysFrom *SweepCell `json:"pays_from,omitempty"`
+	// HurtsFrom is the first cell where both fit and Gain <= -Threshold.
+	HurtsFrom *SweepCell `json:"hurts_from,omitempty"`
+	// FitsFrom is the first cell that fits only with the optimization.
+	FitsFrom *SweepCell `json:"fits_from,omitempty"`
+	// MaxGain is the largest Gain over cells where both fit.
+	MaxGain *SweepCell `json:"max_gain,omitempty"`
+	// MinContextByBatch: for each batch, the smallest swept context at
+	// which Gain >= Threshold (both fitting); 0 when none.
+	MinContextByBatch map[int]int `json:"min_context_by_batch,omitempty"`
+}
+
+// Advice is the result of Advise.
+type Advice struct {
+	Model     string   `json:"model"`
+	Topology  string   `json:"topology"`
+	Plan      string   `json:"plan"`
+	Workload  string   `json:"workload"`
+	Threshold float64  `json:"threshold"`
+	Baseline  *Variant `json:"baseline"`
+	Stock     *Variant `json:"stock"`
+	// StockSpeedup is the baseline's tokens/s over stock's: what the
+	// earlier optimizations are worth for this model on this box.
+	StockSpeedup float64 `json:"stock_speedup"`
+	StockChange  Delta   `json:"stock_change"` // baseline - stock
+	// Rows, best speedup first (rows with errors last).
+	Rows     []AdviceRow `json:"rows"`
+	Batches  []int       `json:"batches,omitempty"`
+	Contexts []int       `json:"contexts,omitempty"`
+}
+
+// predictVariant predicts c with per-op detail.
+func predictVariant(ev *Evaluator, name string, c Config) (*Variant, error) {
+	p, err := ev.Predictor(c.Topo, c.Options)
+	if err != nil {
+		return nil, err
+	}
+	pr, err := p.PredictScenario(c.Scenario)
+	if err != nil {
+		return nil, err
+	}
+	f := FootprintOf(pr)
+	s, _, err := p.schedule(c.Scenario)
+	if err == nil {
+		footprintDetail(&f, s)
+	}
+	return &Variant{Name: name, StepUs: pr.StepUs, TokensPerS: pr.TokensPerS, PerRequest: pr.TokensPerSPerRequest,
+		CommShare: pr.CommShare, Footprint: f, Options: c.Options, Plan: c.Plan.Normalized().String(),
+		Workload: c.Workload.Normalized().String(), Topology: c.Topo.Name}, nil
+}
+
+// Advise predicts the baseline, stock and every entry, and sweeps.
+func Advise(in AdviseInput) (*Advice, error) {
+	b := in.Base
+	if b.Arch == nil || b.Topo == nil {
+		return nil, errors.New("advise: the baseline needs an architecture and a topology")
+	}
+	if b.Workload.KVDtype == "" {
+		b.Workload.KVDtype = b.Workload.KVDtypeFor(b.Arch)
+	}
+	if in.Entries == nil {
+		in.Entries = Catalog(CatalogOptions{})
+	}
+	if in.Threshold <= 0 {
+		in.Threshold = 0.05
+	}
+	if in.Batches == nil {
+		in.Batches = DefaultAdviseBatches
+	}
+	if in.Contexts == nil {
+		in.Contexts = DefaultAdviseContexts
+	}
+	var ev Evaluator
+	base, err := predictVariant(&ev, "baseline", b)
+	if err != nil {
+		return nil, fmt.Errorf("advise: baseline: %w", err)
+	}
+	stock, err := predictVariant(&ev, "stock", Stock(b))
+	if err != nil {
+		return nil, fmt.Errorf("advise: stock: %w", err)
+	}
+	adv := &Advice{Model: b.Arch.Name, Topology: b.Topo.Name, Plan: b.Plan.Normalized().String(),
+		Workload: b.Workload.Normalized().String(), Threshold: in.Threshold, Baseline: base, Stock: stock,
+		StockSpeedup: ratio(base.TokensPerS, stock.TokensPerS), StockChange: Diff(stock.Footprint, base.Footprint)}
+
+	type pair struct{ with, without Config }
+	pairs := make([]*pair, len(in.Entries))
+	for i, e := range in.Entries {
+		row := AdviceRow{Entry: e.Name, Title: e.Title, Kind: e.Kind, Applicability: e.Check(b), How: e.HowTo(b)}
+		var pc pair
+		if e.Enabled(b) {
+			row.InBaseline = true
+			pc.with = b
+			pc.without, err = e.Revert(b)
+		} else {
+			pc.without = b
+			pc.with, err = e.Apply(b)
+		}
+		if err == nil {
+			row.With, err = predictVariant(&ev, e.Name, pc.with)
+		}
+		if err == nil {
+			row.Without = base
+			if row.InBaseline {
+				row.With = base
+				row.Without, err = predictVariant(&ev, "without "+e.Name, pc.without)
+			}
+		}
+		if err != nil {
+			row.Error = err.Error()
+			row.With, row.Without = nil, nil
+		} else {
+			row.Speedup = ratio(row.With.TokensPerS, row.Without.TokensPerS)
+			row.Change = Diff(row.Without.Footprint, row.With.Footprint)
+			if e.Sweep && !in.NoSweep {
+				pairs[i] = &pc
+			}
+		}
+		adv.Rows = append(adv.Rows, row)
+	}
+
+	if !in.NoSweep {
+		adv.Batches, adv.Contexts = in.Batches, in.Contexts
+		total := 0
+		for _, pc := range pairs {
+			if pc != nil {
+				total += len(in.Batches) * len(in.Contexts)
+			}
+		}
+		done := 0
+		for i, pc := range pairs {
+			if pc == nil {
+				continue
+			}
+			sw := &EntrySweep{MinContextByBatch: map[int]int{}}
+			for _, bt := range in.Batches {
+				for _, cx := range in.Contexts {
+					cell := SweepCell{Batch: bt, Context: cx}
+					w, wo := pc.with, pc.without
+					w.Workload.Batch, w.Workload.Context = bt, cx
+					wo.Workload.Batch, wo.Workload.Context = bt, cx
+					if sw1, err := ev.Evaluate(w); err == nil {
+						cell.With, cell.WithFits = sw1.TokensPerS, sw1.Memory != nil && sw1.Memory.Fits
+					}
+					if sw0, err := ev.Evaluate(wo); err == nil {
+						cell.Without, cell.WithoutFits = sw0.TokensPerS, sw0.Memory != nil && sw0.Memory.Fits
+					}
+					if cell.WithFits && cell.WithoutFits && cell.Without > 0 {
+						cell.Gain = cell.With/cell.Without - 1
+					}
+					sw.Cells = append(sw.Cells, cell)
+					done++
+					if in.Progress != nil {
+						in.Progress(done, total)
+					}
+				}
+			}
+			summarizeSweep(sw, in.Threshold)
+			adv.Rows[i].Sweep = sw
+		}
+	}
+	sort.SliceStable(adv.Rows, func(i, j int) bool {
+		a, b := &adv.Rows[i], &adv.Rows[j]
+		if (a.Error == "") != (b.Error == "") {
+			return a.Error == ""
+		}
+		return a.Speedup > b.Speedup
+	})
+	return adv, nil
+}
+
+// summarizeSweep finds where the optimization pays.
+func summarizeSweep(sw *EntrySweep, th float64) {
+	idx := make([]int, len(sw.Cells))
+	for i := range idx {
+		idx[i] = i
+	}
+	// Order by KV tokens held (batch x context), then batch.
+	sort.SliceStable(idx, func(i, j int) bool {
+		a, b := &sw.Cells[idx[i]], &sw.Cells[idx[j]]
+		ka, kb := int64(a.Batch)*int64(a.Context), int64(b.Batch)*int64(b.Context)
+		if ka != kb {
+			return ka < kb
+		}
+		return a.Batch < b.Batch
+	})
+	for _, k := range idx {
+		c := &sw.Cells[k]
+		both := c.WithFits && c.WithoutFits
+		if both && c.Gain >= th && sw.PaysFrom == nil {
+			sw.PaysFrom = c
+		}
+		if both && c.Gain <= -th && sw.HurtsFrom == nil {
+			sw.HurtsFrom = c
+		}
+		if c.WithFits && !c.WithoutFits && sw.FitsFrom == nil {
+			sw.FitsFrom = c
+		}
+		if both && (sw.MaxGain == nil || c.Gain > sw.MaxGain.Gain) {
+			sw.MaxGain = c
+		}
+	}
+	for k := range sw.Cells {
+		c := &sw.Cells[k]
+		if c.WithFits && c.WithoutFits && c.Gain >= th {
+			if m, ok := sw.MinContextByBatch[c.Batch]; !ok || m == 0 || c.Context < m {
+				sw.MinContextByBatch[c.Batch] = c.Context
+			}
+		} else if _, ok := sw.MinContextByBatch[c.Batch]; !ok {
+			sw.MinContextByBatch[c.Batch] = 0
+		}
+	}
+}
+
+func ratio(a, b float64) float64 {
+	if b <= 0 || math.IsNaN(a) || math.IsNaN(b) {
+		return 0
+	}
+	return a / b
+}

@@ -1,0 +1,501 @@
+package sim
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/tpscope/tpscope/model"
+	"github.com/tpscope/tpscope/topology"
+)
+
+// The optimization catalog (DESIGN.md "Optimizations are data").
+//
+// An Entry is a named transformation of a Config (plan, workload, sim
+// Options, topology): Apply turns the optimization on, Revert turns it off,
+// Enabled says whether a Config already has it. What an entry changes is
+// not written down here: advise measures it by predicting both Configs and
+// diffing the predictions (bytes, collectives, launches; see Footprint).
+// Each entry also says whether it applies on the Config's box, and why
+// (Check), and how the executor or the serving engine would run it (How).
+//
+// The facts behind the applicability rules are cited in each entry: the
+// serving stack from ../shared/reference/serving-facts.md, NCCL from
+// nccl-model.md, the devices from hardware.md. Rules marked "assumption"
+// are readings that were not checked against a source.
+
+// Status is whether an optimization can run on a Config's box.
+type Status string
+
+const (
+	// Applies: runs with stock software on this box.
+	Applies Status = "applies"
+	// Conditional: runs only given a named condition (a newer engine
+	// build, an out-of-tree kernel, another box).
+	Conditional Status = "conditional"
+	// NotApplicable: cannot run here (the reason says why).
+	NotApplicable Status = "no"
+)
+
+// Applicability is an entry's verdict for one Config, with its reason.
+type Applicability struct {
+	Status Status `json:"status"`
+	Reason string `json:"reason"`
+}
+
+// How says how to run an optimization: environment variables, serving
+// engine (vLLM) arguments, and what tpscope's executor does.
+type How struct {
+	Env    []string `json:"env,omitempty"`
+	Engine []string `json:"engine,omitempty"`
+	Exec   string   `json:"exec,omitempty"`
+}
+
+// Entry is one optimization of the catalog.
+type Entry struct {
+	Name  string `json:"name"`
+	Title string `json:"title"`
+	// Kind groups entries: "runtime" (launch), "nccl", "collective"
+	// (all-reduce kernels), "kv", "parallelism", "speculative", "box".
+	Kind string `json:"kind"`
+
+	Enabled func(c Config) bool            `json:"-"`
+	Apply   func(c Config) (Config, error) `json:"-"`
+	Revert  func(c Config) (Config, error) `json:"-"`
+	Check   func(c Config) Applicability   `json:"-"`
+	HowTo   func(c Config) How             `json:"-"`
+	// Sweep: advise sweeps batch x context for this entry.
+	Sweep bool `json:"-"`
+}
+
+// CatalogOptions parameterize the entries that need an input.
+type CatalogOptions struct {
+	// MTPTokens is the number of speculative tokens of the MTP entry
+	// (default 1: DeepSeek-V3 and GLM-5 ship one MTP layer,
+	// serving-facts.md).
+	MTPTokens int
+	// MTPAcceptRate is the acceptance probability of one MTP token
+	// (default DefaultMTPAcceptRate).
+	MTPAcceptRate float64
+	// Topologies are the preset boxes the "box" entries move to (default
+	// rtxpro6000-switch and h200-nvswitch).
+	Topologies []string
+}
+
+// DefaultMTPAcceptRate is the MTP entry's default acceptance rate: 0.85,
+// the low end of the 85-90 % acceptance of the second token that the
+// DeepSeek-V3 Technical Report (arXiv:2412.19437, section 5.4.3) gives for
+// its MTP module. Acceptance depends on the model and the traffic; it is
+// an input (serving-facts.md), so advise and plan take it as a flag.
+const DefaultMTPAcceptRate = 0.85
+
+// DefaultCatalogTopologies are the boxes the "box" entries move to.
+var DefaultCatalogTopologies = []string{"rtxpro6000-switch", "h200-nvswitch"}
+
+// Stock returns c as a user would first run it: eager execution, NCCL
+// with its defaults (no NCCL_PROTO, NCCL_P2P_LEVEL=PXB, P2P on), vLLM's
+// custom all-reduce rule, no fusion, no overlap. Plan, workload, box,
+// memory utilization and attention backend are kept.
+func Stock(c Config) Config {
+	o := Options{MTPAcceptRate: c.Options.MTPAcceptRate, GPUMemUtilization: c.Options.GPUMemUtilization,
+		AttentionBackend: c.Options.AttentionBackend}
+	c.Options = o
+	return c
+}
+
+// Catalog returns the optimization entries, in a fixed order.
+func Catalog(o CatalogOptions) []Entry {
+	if o.MTPTokens <= 0 {
+		o.MTPTokens = 1
+	}
+	if o.MTPAcceptRate <= 0 {
+		o.MTPAcceptRate = DefaultMTPAcceptRate
+	}
+	if o.Topologies == nil {
+		o.Topologies = DefaultCatalogTopologies
+	}
+	opt := func(set func(*Options)) func(Config) (Config, error) {
+		return func(c Config) (Config, error) {
+			set(&c.Options)
+			return c, nil
+		}
+	}
+	entries := []Entry{
+		{
+			Name: "cuda-graphs", Title: "CUDA graphs for decode", Kind: "runtime",
+			Enabled: func(c Config) bool { return c.Options.CUDAGraphs },
+			Apply:   opt(func(o *Options) { o.CUDAGraphs = true }),
+			Revert:  opt(func(o *Options) { o.CUDAGraphs = false }),
+			Check: func(c Config) Applicability {
+				return Applicability{Applies, "vLLM captures decode graphs for batches up to 512 tokens by default (serving-facts.md); larger batches run eagerly"}
+			},
+			HowTo: func(Config) How {
+				return How{Engine: []string{"no --enforce-eager (graphs are vLLM's default)"}, Exec: "exec.WithGraphs(true): capture one step, replay it"}
+			},
+			Sweep: true,
+		},
+		{
+			Name: "nccl-proto-ll", Title: "NCCL_PROTO=LL", Kind: "nccl",
+			Enabled: func(c Config) bool { return strings.EqualFold(c.Options.NCCLProto, "LL") },
+			Apply:   opt(func(o *Options) { o.NCCLProto = "LL" }),
+			Revert:  opt(func(o *Options) { o.NCCLProto = "" }),
+			Check: func(c Config) Applicability {
+				return Applicability{Applies, "environment only; LL has the lowest latency and half the wire efficiency (nccl-model.md)"}
+			},
+			HowTo: func(Config) How { return How{Env: []string{"NCCL_PROTO=LL"}} },
+			Sweep: true,
+		},
+		{
+			Name: "nccl-p2p-sys", Title: "NCCL_P2P_LEVEL=SYS", Kind: "nccl",
+			Enabled: func(c Config) bool { return strings.EqualFold(c.Options.P2PLevel, "SYS") && !c.Options.P2PDisable },
+			Apply:   opt(func(o *Options) { o.P2PLevel, o.P2PDisable = "SYS", false }),
+			Revert:  opt(func(o *Options) { o.P2PLevel = "" }),
+			Check:   checkP2PSys,
+			HowTo:   func(Config) How { return How{Env: []string{"NCCL_P2P_LEVEL=SYS"}} },
+			Sweep:   true,
+		},
+		{
+			Name: "nccl-p2p-disable", Title: "NCCL_P2P_DISABLE=1 (reference: every hop through host memory)", Kind: "nccl",
+			Enabled: func(c Config) bool { return c.Options.P2PDisable },
+			Apply:   opt(func(o *Options) { o.P2PDisable = true }),
+			Revert:  opt(func(o *Options) { o.P2PDisable = false }),
+			Check: func(c Config) Applicability {
+				return Applicability{Applies, "a setting to avoid: shows what P2P is worth (hardware.md: a host bounce costs about 14 us)"}
+			},
+			HowTo: func(Config) How { return How{Env: []string{"NCCL_P2P_DISABLE=1"}} },
+		},
+		{
+			Name: "fp8-kv", Title: "FP8 KV cache", Kind: "kv",
+			Enabled: func(c Config) bool { return c.Workload.KVDtypeFor(c.Arch) == model.FP8 },
+			Apply: func(c Config) (Config, error) {
+				c.Workload.KVDtype = model.FP8
+				return c, nil
+			},
+			Revert: func(c Config) (Config, error) {
+				c.Workload.KVDtype = model.BF16
+				return c, nil
+			},
+			Check: checkFP8KV,
+			HowTo: func(Config) How {
+				return How{Engine: []string{"--kv-cache-dtype fp8"}, Exec: "KV cache dtype fp8 (model.Workload.KVDtype)"}
+			},
+			Sweep: true,
+		},
+		{
+			Name: "expert-parallel", Title: "EP instead of TP for the experts", Kind: "parallelism",
+			Enabled: func(c Config) bool { return c.Plan.EP && c.Plan.Normalized().DP == 1 },
+			Apply: func(c Config) (Config, error) {
+				c.Plan.EP = true
+				return c, c.Plan.Validate(c.Arch)
+			},
+			Revert: func(c Config) (Config, error) {
+				c.Plan.EP = false
+				return c, c.Plan.Validate(c.Arch)
+			},
+			Check: func(c Config) Applicability {
+				p := c.Plan
+				p.EP = true
+				if err := p.Validate(c.Arch); err != nil {
+					return Applicability{NotApplicable, err.Error()}
+				}
+				return Applicability{Applies, fmt.Sprintf("each rank holds %d whole experts; still one all-reduce per MoE layer, no all-to-all (serving-facts.md)", c.Arch.RoutedExperts/p.World())}
+			},
+			HowTo: func(Config) How { return How{Engine: []string{"--enable-expert-parallel"}} },
+			Sweep: true,
+		},
+		dpEntry("dp-attn-ep", "DP attention + EP (TP 1)", 1),
+		dpEntry("dp-attn-ep-tp2", "DP attention + EP (TP 2 per DP group)", 2),
+		{
+			Name: "oneshot-ar", Title: "one-shot P2P all-reduce", Kind: "collective",
+			Enabled: func(c Config) bool { return c.Options.CustomAR == CustomAROneShot },
+			Apply:   opt(func(o *Options) { o.CustomAR = CustomAROneShot }),
+			Revert:  opt(func(o *Options) { o.CustomAR = CustomARAuto }),
+			Check:   checkOneShot,
+			HowTo: func(c Config) How {
+				if allNVLink(c.Topo) {
+					return How{Engine: []string{"default (vLLM custom all-reduce)"}}
+				}
+				return How{Exec: "custom one-shot all-reduce kernel over CUDA IPC P2P buffers (out of tree on PCIe)"}
+			},
+			Sweep: true,
+		},
+		{
+			Name: "ar-norm-fusion", Title: "all-reduce + RMSNorm fusion", Kind: "collective",
+			Enabled: func(c Config) bool { return c.Options.ARNormFusion },
+			Apply:   opt(func(o *Options) { o.ARNormFusion = true }),
+			Revert:  opt(func(o *Options) { o.ARNormFusion = false }),
+			Check:   checkARNorm,
+			HowTo: func(c Config) How {
+				return How{Exec: "all-reduce kernel that adds the residual and applies RMSNorm on the reduced buffer"}
+			},
+			Sweep: true,
+		},
+		{
+			Name: "mtp", Title: fmt.Sprintf("MTP speculative decoding (%d token, acceptance %.2f)", o.MTPTokens, o.MTPAcceptRate), Kind: "speculative",
+			Enabled: func(c Config) bool { return c.Workload.SpecTokens > 0 },
+			Apply: func(c Config) (Config, error) {
+				if c.Arch.MTPLayers == 0 {
+					return c, fmt.Errorf("%s has no MTP layer (num_nextn_predict_layers = 0)", c.Arch.Name)
+				}
+				c.Workload.SpecTokens = o.MTPTokens
+				c.Options.MTPAcceptRate = o.MTPAcceptRate
+				return c, nil
+			},
+			Revert: func(c Config) (Config, error) {
+				c.Workload.SpecTokens = 0
+				return c, nil
+			},
+			Check: func(c Config) Applicability {
+				if c.Arch.MTPLayers == 0 {
+					return Applicability{NotApplicable, fmt.Sprintf("%s has no MTP layer: config num_nextn_predict_layers = 0 (a separate draft model would be needed)", c.Arch.Name)}
+				}
+				return Applicability{Applies, fmt.Sprintf("%d MTP layer(s) in the checkpoint; acceptance %.2f is an input (DeepSeek-V3 report: 85-90 %%)", c.Arch.MTPLayers, o.MTPAcceptRate)}
+			},
+			HowTo: func(Config) How {
+				return How{Engine: []string{fmt.Sprintf(`--speculative-config '{"method":"deepseek_mtp","num_speculative_tokens":%d}'`, o.MTPTokens)}}
+			},
+			Sweep: true,
+		},
+	}
+	for _, name := range o.Topologies {
+		entries = append(entries, topoEntry(name))
+	}
+	return entries
+}
+
+// dpEntry is data-parallel attention with expert parallelism over the same
+// GPUs: DP groups of tp ranks each serve their own sequences, experts
+// spread over all ranks, tokens move by all-to-all.
+func dpEntry(name, title string, tp int) Entry {
+	to := func(c Config) model.Plan {
+		w := c.Plan.World()
+		return model.Plan{TP: tp, DP: w / tp, EP: true}
+	}
+	return Entry{
+		Name: name, Title: title, Kind: "parallelism",
+		Enabled: func(c Config) bool {
+			p := c.Plan.Normalized()
+			return p.DP > 1 && p.TP == tp
+		},
+		Apply: func(c Config) (Config, error) {
+			if c.Plan.World()%tp != 0 || c.Plan.World()/tp < 2 {
+				return c, fmt.Errorf("plan %s: %d GPUs do not form DP groups of TP %d", c.Plan.Normalized(), c.Plan.World(), tp)
+			}
+			c.Plan = to(c)
+			return c, c.Plan.Validate(c.Arch)
+		},
+		Revert: func(c Config) (Config, error) {
+			c.Plan = model.Plan{TP: c.Plan.World()}
+			return c, c.Plan.Validate(c.Arch)
+		},
+		Check: func(c Config) Applicability {
+			if c.Plan.World()%tp != 0 || c.Plan.World()/tp < 2 {
+				return Applicability{NotApplicable, fmt.Sprintf("%d GPUs do not form two or more DP groups of TP %d", c.Plan.World(), tp)}
+			}
+			p := to(c)
+			if err := p.Validate(c.Arch); err != nil {
+				return Applicability{NotApplicable, err.Error()}
+			}
+			r := "needs EP (serving-facts.md: all-to-all dispatch/combine only with DP > 1 plus EP)"
+			if c.Workload.Batch < p.DP {
+				r += fmt.Sprintf("; at batch %d only %d of %d DP groups have a sequence, the others run padding", c.Workload.Batch, c.Workload.Batch, p.DP)
+			}
+			return Applicability{Applies, r}
+		},
+		HowTo: func(c Config) How {
+			p := to(c)
+			return How{Engine: []string{fmt.Sprintf("--tensor-parallel-size %d --data-parallel-size %d --enable-expert-parallel", p.TP, p.DP)}}
+		},
+		Sweep: true,
+	}
+}
+
+// topoEntry moves the Config to another preset box with as many GPUs.
+func topoEntry(name string) Entry {
+	return Entry{
+		Name: "box-" + name, Title: "move to " + name, Kind: "box",
+		Enabled: func(c Config) bool { return c.Topo != nil && baseTopoName(c.Topo.Name) == name },
+		Apply: func(c Config) (Config, error) {
+			t, err := topology.Preset(name)
+			if err != nil {
+				return c, err
+			}
+			if c.Topo != nil && c.Topo.NumGPUs() < t.NumGPUs() {
+				if t, err = t.Subset(c.Topo.NumGPUs()); err != nil {
+					return c, err
+				}
+			}
+			c.Topo = t
+			return c, nil
+		},
+		Revert: func(c Config) (Config, error) {
+			return c, fmt.Errorf("box entries are never part of a baseline")
+		},
+		Check: func(c Config) Applicability {
+			t, err := topology.Preset(name)
+			if err != nil {
+				return Applicability{NotApplicable, err.Error()}
+			}
+			if c.Plan.World() > t.NumGPUs() {
+				return Applicability{NotApplicable, fmt.Sprintf("%s has %d GPUs; the plan needs %d", name, t.NumGPUs(), c.Plan.World())}
+			}
+			d := t.DeviceOf(0)
+			r := fmt.Sprintf("another box: %s, %d x %s (%s)", name, t.NumGPUs(), d.Name, t.Description)
+			if _, ok := d.TFLOPS("fp4"); !ok && usesDtype(c.Arch, model.NVFP4) {
+				r += "; no FP4 tensor cores there: NVFP4 weights run as a weight-only 16-bit kernel (sim: bf16 peak)"
+			}
+			return Applicability{Conditional, r}
+		},
+		HowTo: func(Config) How { return How{Exec: "--topo " + name} },
+		Sweep: true,
+	}
+}
+
+func baseTopoName(n string) string {
+	if i := strings.IndexByte(n, '/'); i >= 0 {
+		return n[:i]
+	}
+	return n
+}
+
+func usesDtype(a *model.Arch, d model.Dtype) bool {
+	for _, c := range model.Components {
+		if a.Quant.Dtype(c) == d {
+			return true
+		}
+	}
+	return false
+}
+
+// ccMajor returns the major compute capability of the box's GPUs (0 when
+// unknown).
+func ccMajor(t *topology.Topology) int {
+	if t == nil || t.NumGPUs() == 0 || t.DeviceOf(0) == nil {
+		return 0
+	}
+	cc := t.DeviceOf(0).ComputeCapability
+	n := 0
+	for _, r := range cc {
+		if r < '0' || r > '9' {
+			break
+		}
+		n = 10*n + int(r-'0')
+	}
+	return n
+}
+
+func ccString(t *topology.Topology) string {
+	if t == nil || t.NumGPUs() == 0 || t.DeviceOf(0) == nil {
+		return "?"
+	}
+	return t.DeviceOf(0).ComputeCapability
+}
+
+func allNVLink(t *topology.Topology) bool {
+	if t == nil {
+		return false
+	}
+	n := t.NumGPUs()
+	for a := 0; a < n; a++ {
+		for b := 0; b < n; b++ {
+			if a != b && t.Path(a, b).Level != topology.LevelNV {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// checkFP8KV: FP8 KV needs an MLA decode backend that reads an FP8 cache
+// (serving-facts.md "Attention backends and FP8 KV"): FlashMLA on SM90 and
+// SM100; on SM120 only TRITON_MLA, which refused FP8 KV until its
+// dequantize-on-load support was merged in 2026; FP8 needs SM89+.
+func checkFP8KV(c Config) Applicability {
+	cc := ccString(c.Topo)
+	var major, minor int
+	fmt.Sscanf(cc, "%d.%d", &major, &minor)
+	switch {
+	case major == 0:
+		return Applicability{Conditional, "unknown compute capability: FP8 KV needs SM89+ and an MLA backend that reads FP8"}
+	case major < 8 || (major == 8 && minor < 9):
+		return Applicability{NotApplicable, fmt.Sprintf("SM%s: FP8 needs SM89 or newer", cc)}
+	case major == 12:
+		return Applicability{Conditional, "SM120: only TRITON_MLA runs MLA here; it raised NotImplementedError for FP8 KV until dequantize-on-load support was merged (2026): needs a vLLM build with it"}
+	case major == 9 || major == 10:
+		return Applicability{Applies, fmt.Sprintf("SM%s: FlashMLA reads an FP8 KV cache", cc)}
+	}
+	return Applicability{Conditional, fmt.Sprintf("SM%s: needs an MLA backend that reads FP8 KV (TRITON_MLA with dequantize-on-load)", cc)}
+}
+
+// checkP2PSys counts the GPU pairs that NCCL_P2P_LEVEL=SYS moves from SHM
+// to P2P (nccl-model.md: the default PXB stops at a host bridge).
+func checkP2PSys(c Config) Applicability {
+	t := c.Topo
+	if t == nil {
+		return Applicability{Conditional, "no topology"}
+	}
+	n := t.NumGPUs()
+	moved, refused := 0, 0
+	for a := 0; a < n; a++ {
+		for b := a + 1; b < n; b++ {
+			pxb := t.P2PAllowed(a, b, topology.P2PPXB)
+			sys := t.P2PAllowed(a, b, topology.P2PSYS)
+			if sys && !pxb {
+				moved++
+			}
+			if !sys {
+				refused++
+			}
+		}
+	}
+	switch {
+	case moved == 0 && refused == 0:
+		return Applicability{Applies, "no effect on this box: every GPU pair already uses P2P at the default level"}
+	case moved == 0:
+		return Applicability{NotApplicable, fmt.Sprintf("%d GPU pairs cannot use P2P at all (driver refuses)", refused)}
+	}
+	r := fmt.Sprintf("%d of %d GPU pairs move from host-memory SHM to P2P across host bridges/sockets; needs ACS off and P2P allowed by BIOS/driver (hardware.md)", moved, n*(n-1)/2)
+	return Applicability{Applies, r}
+}
+
+// checkOneShot: vLLM's custom all-reduce (one-shot below 256 KB) runs only
+// on 2 GPUs or NVLink-connected GPUs; on more than two PCIe-only GPUs it is
+// disabled, and symmetric-memory all-reduce exists only on SM 9.0/10.x
+// (serving-facts.md "Custom all-reduce").
+func checkOneShot(c Config) Applicability {
+	t := c.Topo
+	if t == nil {
+		return Applicability{Conditional, "no topology"}
+	}
+	if c.Options.P2PDisable {
+		return Applicability{NotApplicable, "needs P2P between every pair of GPUs (NCCL_P2P_DISABLE=1 is set)"}
+	}
+	n := c.Plan.Normalized().TP
+	for a := 0; a < n && a < t.NumGPUs(); a++ {
+		for b := 0; b < n && b < t.NumGPUs(); b++ {
+			if a != b && !t.P2PAllowed(a, b, topology.P2PSYS) {
+				return Applicability{NotApplicable, fmt.Sprintf("GPUs %d and %d cannot use P2P: a one-shot all-reduce reads peers' buffers directly", a, b)}
+			}
+		}
+	}
+	if allNVLink(t) || n <= 2 {
+		return Applicability{Applies, "vLLM's custom all-reduce already runs one-shot below 256 KB here (serving-facts.md)"}
+	}
+	sym := "symmetric-memory all-reduce needs SM 9.0/10.x"
+	if m := ccMajor(t); m == 9 || m == 10 {
+		sym = "symmetric-memory all-reduce (SM 9.0/10.x) is an option here"
+	}
+	return Applicability{Conditional, fmt.Sprintf("vLLM disables its custom all-reduce on more than two PCIe-only GPUs; needs an out-of-tree one-shot PCIe kernel (%s; this box is SM%s)", sym, ccString(t))}
+}
+
+// checkARNorm: the fused all-reduce + RMSNorm kernel must own the
+// all-reduce. Assumption (vLLM 2025, not in the reference notes): vLLM's
+// fusion pass uses FlashInfer's all-reduce kernels, built for SM90/SM100
+// GPUs joined by NVLink; where NCCL carries the all-reduce (PCIe, more
+// than two GPUs) it needs a custom kernel.
+func checkARNorm(c Config) Applicability {
+	m := ccMajor(c.Topo)
+	if allNVLink(c.Topo) && (m == 9 || m == 10) {
+		return Applicability{Applies, fmt.Sprintf("SM%s with NVLink: vLLM's all-reduce fusion pass (FlashInfer kernels; assumption: available since 2025)", ccString(c.Topo))}
+	}
+	return Applicability{Conditional, fmt.Sprintf("NCCL carries the all-reduce on this box (SM%s, PCIe): fusing the residual add + RMSNorm needs a custom all-reduce kernel (assumption: vLLM's fusion pass targets SM90/SM100 with NVLink)", ccString(c.Topo))}
+}
