@@ -1,3 +1,28 @@
-// Package sim predicts the time of a Schedule on a topology: compute
-// roofline per op, NCCL collective costs, and a discrete-event engine.
+// Package sim predicts the time of a model.Schedule on a topology.Topology.
+//
+// Three models, one per file group, all in float64 microseconds:
+//
+//   - Compute (compute.go): a roofline per op. t = max(MinKernelUs,
+//     FLOPs / (peak x efficiency x fill), bytes / achieved bandwidth). The
+//     peak is the device's dense peak for the op's compute dtype at the
+//     sustained clock (bf16 when the chip lacks the dtype); efficiency is
+//     the named prior of the preset per kernel family and dtype
+//     (Device.Efficiency, replaced by calibrated values); fill is the wave
+//     efficiency of the estimated CTA grid; achieved bandwidth is the
+//     device's streaming bandwidth, or less when too few CTAs keep memory
+//     requests in flight (Little's law, per-SM bytes in flight / DRAM
+//     latency).
+//   - Collectives (collective.go): NCCL's own tuning model per algorithm x
+//     protocol on the box's links, plus custom one-shot/two-shot
+//     all-reduce.
+//   - The discrete-event engine (engine.go): ranks x streams, a host
+//     launch queue per rank (eager) or one graph launch per step (CUDA
+//     graphs), dependencies, and collectives that start when their whole
+//     group is ready. Identical ranks are simulated once.
+//
+// Predictor (predict.go) ties them together: New(topology, Options) once,
+// then Predict(schedule) or PredictScenario / Evaluate(Scenario) many
+// times. Every op result carries its bound and the parameters that
+// produced it. sim has no goroutines, files or clocks; results are
+// deterministic.
 package sim
