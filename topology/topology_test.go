@@ -451,3 +451,29 @@ func TestDOT(t *testing.T) {
 		}
 	}
 }
+
+// TestRecordedProbe: FromProbe on the NVML readings recorded with the
+// fixture rebuilds the fixture's GPUs and links.
+func TestRecordedProbe(t *testing.T) {
+	data, err := os.ReadFile("testdata/probe-h200.json")
+	if err != nil {
+		t.Skip("no recorded probe")
+	}
+	var p Probe
+	if err := json.Unmarshal(data, &p); err != nil {
+		t.Fatal(err)
+	}
+	got, err := FromProbe(&p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := Load("testdata/discover-h200.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, _ := json.Marshal(got.GPUs)
+	w, _ := json.Marshal(want.GPUs)
+	if string(g) != string(w) || len(got.Links) != len(want.Links) {
+		t.Errorf("rebuilt GPUs/links differ:\n got %s\nwant %s", g, w)
+	}
+}

@@ -114,10 +114,15 @@ func probeGPU(d nvml.Device) topology.ProbeGPU {
 	if m, ret := d.GetMemoryInfo(); ret == nvml.SUCCESS {
 		g.MemBytes = int64(m.Total)
 	}
-	if v, ret := d.GetNumaNodeId(); ret == nvml.SUCCESS {
+	if v, ret := d.GetNumaNodeId(); ret == nvml.SUCCESS && v >= 0 {
 		g.NUMANode = v
+	} else if words, ret := d.GetMemoryAffinity(64, nvml.AFFINITY_SCOPE_NODE); ret == nvml.SUCCESS {
+		// nvmlDeviceGetNumaNodeId is the GPU's own NUMA node (coherent
+		// GPU memory); for a PCIe GPU the nearest host memory node is
+		// the memory affinity, as nvidia-smi topo -m prints it.
+		g.NUMANode = firstBit(words)
 	}
-	if words, ret := d.GetCpuAffinity(64); ret == nvml.SUCCESS {
+	if words, ret := d.GetCpuAffinity(1024); ret == nvml.SUCCESS {
 		g.CPUAffinity = cpuList(words)
 	}
 	g.PCIeGen, _ = d.GetMaxPcieLinkGeneration()
@@ -139,6 +144,19 @@ func probeGPU(d nvml.Device) topology.ProbeGPU {
 		g.NVLinks[cString(rp.BusId[:])]++
 	}
 	return g
+}
+
+// firstBit is the index of the lowest set bit of a bitmask of 64-bit
+// words, -1 if none.
+func firstBit(words []uint) int {
+	for w, x := range words {
+		for b := 0; b < 64; b++ {
+			if x&(1<<uint(b)) != 0 {
+				return 64*w + b
+			}
+		}
+	}
+	return -1
 }
 
 func cString(b []int8) string {

@@ -41,3 +41,14 @@ func TestCPUList(t *testing.T) {
 		}
 	}
 }
+
+func TestFirstBit(t *testing.T) {
+	for _, c := range []struct {
+		words []uint
+		want  int
+	}{{[]uint{0, 0}, -1}, {[]uint{1}, 0}, {[]uint{0, 4}, 66}} {
+		if got := firstBit(c.words); got != c.want {
+			t.Errorf("firstBit(%v) = %d, want %d", c.words, got, c.want)
+		}
+	}
+}
