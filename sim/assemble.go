@@ -43,7 +43,7 @@ func (p *Predictor) assemble(s *model.Schedule) *Prediction {
 			res := &pr.Ops[g]
 			*res = OpResult{ID: op.ID, Kind: op.Kind, Block: op.Block, Layer: op.Layer, Rank: r,
 				StartUs: e.start[g], Us: e.ops[g].durUs, OverheadUs: p.overhead[g], LaunchUs: e.ops[g].launchUs,
-				WaitedOn: waitNames[e.why[g]], Bound: c.Bound, FLOPs: op.FLOPs, Bytes: op.BytesRead + op.BytesWritten,
+				WaitedOn: Wait(e.why[g]), Bound: c.Bound, FLOPs: op.FLOPs, Bytes: op.BytesRead + op.BytesWritten,
 				CommBytes: op.CommBytes, Cost: *c}
 			if g < rank0 {
 				k := kindIndex(op.Kind)
@@ -117,6 +117,11 @@ type nameAgg struct {
 
 func (a *nameAgg) add(block, name string, us float64) {
 	n := len(a.block)
+	if j := a.hint - 1; j >= 0 && j < n && a.name[j] == name && a.block[j] == block {
+		a.us[j] += us
+		a.count[j]++
+		return
+	}
 	for k := 0; k < n; k++ {
 		j := a.hint + k
 		if j >= n {

@@ -39,6 +39,21 @@ const (
 
 var waitNames = [...]string{"start", "launch", "dep", "stream", "peer"}
 
+// Wait is what released an op: "start" (time 0), "launch" (its host
+// launch finished last), "dep" (a dependency), "stream" (the previous op
+// of its stream) or "peer" (the last member of its collective's group).
+type Wait uint8
+
+func (w Wait) String() string {
+	if int(w) < len(waitNames) {
+		return waitNames[w]
+	}
+	return "unknown"
+}
+
+// MarshalText writes the name (JSON uses it).
+func (w Wait) MarshalText() ([]byte, error) { return []byte(w.String()), nil }
+
 // engineOp is one op prepared for the engine: costs resolved, deps flattened.
 type engineOp struct {
 	durUs    float64 // device time, incl. per-kernel graph overhead

@@ -97,8 +97,8 @@ type OpResult struct {
 	LaunchUs   float64 `json:"launch_us,omitempty"`   // host launch cost charged (eager)
 	// WaitedOn is what released the op: "launch" (the host), "dep",
 	// "stream", "peer" (a collective's last member) or "start".
-	WaitedOn string `json:"waited_on"`
-	Bound    Bound  `json:"bound"`
+	WaitedOn Wait  `json:"waited_on"`
+	Bound    Bound `json:"bound"`
 
 	FLOPs     float64 `json:"flops"`
 	Bytes     float64 `json:"bytes"`
