@@ -62,31 +62,79 @@ extern "C" __global__ void fill_words(u32* p, u64 nwords, u32 seed, int mode, fl
 
 // rmsnorm: y = x / sqrt(mean(x^2) + eps) * w, one block per row. With a
 // residual (res != 0), vLLM's fused_add_rms_norm: r = x + res is stored
-// back to res and normalised.
+// back to res and normalised. Rows of up to 4 x 8 x blockDim values whose
+// width is a multiple of 8 are read once, 16 bytes at a time, and kept in
+// registers; others take a scalar two-pass path.
+__device__ __forceinline__ void unpack8(v4 a, float* f) {
+  f[0] = bf2f(a.x); f[1] = bf2f(a.x >> 16); f[2] = bf2f(a.y); f[3] = bf2f(a.y >> 16);
+  f[4] = bf2f(a.z); f[5] = bf2f(a.z >> 16); f[6] = bf2f(a.w); f[7] = bf2f(a.w >> 16);
+}
+__device__ __forceinline__ v4 pack8(const float* f) {
+  v4 a;
+  a.x = (u32)f2bf(f[0]) | ((u32)f2bf(f[1]) << 16); a.y = (u32)f2bf(f[2]) | ((u32)f2bf(f[3]) << 16);
+  a.z = (u32)f2bf(f[4]) | ((u32)f2bf(f[5]) << 16); a.w = (u32)f2bf(f[6]) | ((u32)f2bf(f[7]) << 16);
+  return a;
+}
 extern "C" __global__ void rmsnorm(const bf16_t* x, bf16_t* res, const bf16_t* w, bf16_t* y, int cols, float eps) {
   __shared__ float red[32];
   const bf16_t* xr = x + (u64)blockIdx.x * cols;
   bf16_t* rr = res ? res + (u64)blockIdx.x * cols : 0;
   bf16_t* yr = y + (u64)blockIdx.x * cols;
+  const int nch = cols >> 3;
+  const bool vec = (cols & 7) == 0 && nch <= 4 * (int)blockDim.x;
+  float v[4][8];
   float ss = 0.f;
-  for (int c = threadIdx.x; c < cols; c += blockDim.x) {
-    float v = bf2f(xr[c]);
-    if (rr) { v += bf2f(rr[c]); rr[c] = f2bf(v); }
-    ss += v * v;
+  if (vec) {
+#pragma unroll
+    for (int c = 0; c < 4; c++) {
+      int i = threadIdx.x + c * blockDim.x;
+      if (i < nch) {
+        unpack8(((const v4*)xr)[i], v[c]);
+        if (rr) {
+          float r[8];
+          unpack8(((const v4*)rr)[i], r);
+#pragma unroll
+          for (int j = 0; j < 8; j++) v[c][j] += r[j];
+          ((v4*)rr)[i] = pack8(v[c]);
+        }
+#pragma unroll
+        for (int j = 0; j < 8; j++) ss += v[c][j] * v[c][j];
+      }
+    }
+  } else {
+    for (int c = threadIdx.x; c < cols; c += blockDim.x) {
+      float t = bf2f(xr[c]);
+      if (rr) { t += bf2f(rr[c]); rr[c] = f2bf(t); }
+      ss += t * t;
+    }
   }
   for (int o = 16; o > 0; o >>= 1) ss += __shfl_xor_sync(0xffffffffu, ss, o);
   if ((threadIdx.x & 31) == 0) red[threadIdx.x >> 5] = ss;
   __syncthreads();
   if (threadIdx.x < 32) {
-    float v = threadIdx.x < (blockDim.x >> 5) ? red[threadIdx.x] : 0.f;
-    for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
-    if (threadIdx.x == 0) red[0] = v;
+    float t = threadIdx.x < (blockDim.x >> 5) ? red[threadIdx.x] : 0.f;
+    for (int o = 16; o > 0; o >>= 1) t += __shfl_xor_sync(0xffffffffu, t, o);
+    if (threadIdx.x == 0) red[0] = t;
   }
   __syncthreads();
-  float inv = __frsqrt_rn(red[0] / (float)cols + eps);
-  for (int c = threadIdx.x; c < cols; c += blockDim.x) {
-    float v = rr ? bf2f(rr[c]) : bf2f(xr[c]);
-    yr[c] = f2bf(v * inv * bf2f(w[c]));
+  const float inv = __frsqrt_rn(red[0] / (float)cols + eps);
+  if (vec) {
+#pragma unroll
+    for (int c = 0; c < 4; c++) {
+      int i = threadIdx.x + c * blockDim.x;
+      if (i < nch) {
+        float g[8];
+        unpack8(((const v4*)w)[i], g);
+#pragma unroll
+        for (int j = 0; j < 8; j++) g[j] *= v[c][j] * inv;
+        ((v4*)yr)[i] = pack8(g);
+      }
+    }
+  } else {
+    for (int c = threadIdx.x; c < cols; c += blockDim.x) {
+      float t = rr ? bf2f(rr[c]) : bf2f(xr[c]);
+      yr[c] = f2bf(t * inv * bf2f(w[c]));
+    }
   }
 }
 

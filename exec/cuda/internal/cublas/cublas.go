@@ -15,6 +15,8 @@ import (
 	"sync"
 	"unsafe"
 
+	"github.com/ebitengine/purego"
+
 	"github.com/tpscope/tpscope/exec/cuda/internal/cu"
 	"github.com/tpscope/tpscope/exec/cuda/internal/dl"
 )
@@ -92,6 +94,9 @@ var (
 	ltGetVersion        func() uint64
 )
 
+// Hot-path calls through purego.SyscallN (see package cu).
+var symGemmEx, symGemmStridedBatchedEx, symLtMatmul uintptr
+
 // Load opens cuBLASLt then cuBLAS (cuBLAS depends on cuBLASLt; loading it
 // first with RTLD_GLOBAL lets the dependency resolve from wheel folders).
 func Load() error {
@@ -114,6 +119,8 @@ func Load() error {
 		b.Bind(&cublasGetVersion, "cublasGetVersion_v2")
 		b.Bind(&cublasGemmEx, "cublasGemmEx")
 		b.Bind(&cublasGemmStridedBatchedEx, "cublasGemmStridedBatchedEx")
+		symGemmEx = b.Sym("cublasGemmEx")
+		symGemmStridedBatchedEx = b.Sym("cublasGemmStridedBatchedEx")
 		if b.Err != nil {
 			loadErr = b.Err
 			return
@@ -133,6 +140,7 @@ func Load() error {
 		bl.Bind(&ltAlgoGetHeuristic, "cublasLtMatmulAlgoGetHeuristic")
 		bl.Bind(&ltMatmul, "cublasLtMatmul")
 		bl.Bind(&ltGetVersion, "cublasLtGetVersion")
+		symLtMatmul = bl.Sym("cublasLtMatmul")
 		loadErr = bl.Err
 	})
 	return loadErr
@@ -212,14 +220,21 @@ func (h *Handle) Close() error {
 // element strides strideX, strideW, strideY (bf16 in, bf16 out, FP32
 // accumulate). batch 1 calls cublasGemmEx, more cublasGemmStridedBatchedEx.
 func (h *Handle) GemmBF16(m, n, k, batch int, x, w, y cu.DevPtr, strideX, strideW, strideY int64) error {
+	// int arguments are 32-bit in C: pass them zero-extended (the callee
+	// reads the low half of the register or stack slot).
+	i := func(v int) uintptr { return uintptr(uint32(int32(v))) }
+	alpha, beta := uintptr(unsafe.Pointer(&h.alpha)), uintptr(unsafe.Pointer(&h.beta))
+	compute, algo := i(Compute32F), i(gemmDefault)
 	if batch <= 1 {
-		return check("cublasGemmEx", cublasGemmEx(h.h, opT, opN, int32(n), int32(m), int32(k),
-			unsafe.Pointer(&h.alpha), w, R16BF, int32(k), x, R16BF, int32(k),
-			unsafe.Pointer(&h.beta), y, R16BF, int32(n), Compute32F, gemmDefault))
+		r, _, _ := purego.SyscallN(symGemmEx, h.h, opT, opN, i(n), i(m), i(k),
+			alpha, uintptr(w), R16BF, i(k), uintptr(x), R16BF, i(k),
+			beta, uintptr(y), R16BF, i(n), compute, algo)
+		return check("cublasGemmEx", Status(int32(r)))
 	}
-	return check("cublasGemmStridedBatchedEx", cublasGemmStridedBatchedEx(h.h, opT, opN, int32(n), int32(m), int32(k),
-		unsafe.Pointer(&h.alpha), w, R16BF, int32(k), strideW, x, R16BF, int32(k), strideX,
-		unsafe.Pointer(&h.beta), y, R16BF, int32(n), strideY, int32(batch), Compute32F, gemmDefault))
+	r, _, _ := purego.SyscallN(symGemmStridedBatchedEx, h.h, opT, opN, i(n), i(m), i(k),
+		alpha, uintptr(w), R16BF, i(k), uintptr(strideW), uintptr(x), R16BF, i(k), uintptr(strideX),
+		beta, uintptr(y), R16BF, i(n), uintptr(strideY), i(batch), compute, algo)
+	return check("cublasGemmStridedBatchedEx", Status(int32(r)))
 }
 
 // cuBLASLt attribute numbers (cublasLt.h).
@@ -346,8 +361,10 @@ func (h *Handle) GemmFP8(m, n, k, batch int, x, w, y cu.DevPtr) error {
 	if err != nil {
 		return err
 	}
-	return check("cublasLtMatmul", ltMatmul(h.lt, p.desc, unsafe.Pointer(&h.alpha), w, p.a, x, p.b,
-		unsafe.Pointer(&h.beta), y, p.c, y, p.c, unsafe.Pointer(&p.heur[0]), h.ws, WorkspaceBytes, h.stream))
+	r, _, _ := purego.SyscallN(symLtMatmul, h.lt, p.desc, uintptr(unsafe.Pointer(&h.alpha)), uintptr(w), p.a, uintptr(x), p.b,
+		uintptr(unsafe.Pointer(&h.beta)), uintptr(y), p.c, uintptr(y), p.c, uintptr(unsafe.Pointer(&p.heur[0])),
+		uintptr(h.ws), WorkspaceBytes, uintptr(h.stream))
+	return check("cublasLtMatmul", Status(int32(r)))
 }
 
 // LtVersion returns cuBLASLt's version number.
