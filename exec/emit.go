@@ -89,10 +89,18 @@ func (r *runner) emitStep(step int, interrupted error) {
 			kv = append(kv, rs.stepAnn.StepAttributes(step)...)
 		}
 		rspan.SetAttributes(kv...)
+		recording := rspan.IsRecording()
 		for i := range n {
-			_, sp := r.tracer.Start(rctx, rs.ops[i].ID, at(rs.start[i]))
 			devUs := float64(rs.end[i]-rs.start[i]) / 1e3
 			launchUs := float64(rs.launchEnd[i]-rs.launchStart[i]) / 1e3
+			if rec != nil {
+				rec.opUs[rs.k][i] = devUs
+				rec.launchUs[rs.k][i] = launchUs
+			}
+			if !recording {
+				continue // a no-op provider: skip the attribute work
+			}
+			_, sp := r.tracer.Start(rctx, rs.ops[i].ID, at(rs.start[i]))
 			kv = append(kv[:0], rs.static[i]...)
 			kv = append(kv,
 				traces.AttrDeviceUs.Float64(devUs),
@@ -108,10 +116,6 @@ func (r *runner) emitStep(step int, interrupted error) {
 				sp.SetStatus(codes.Error, "op failed")
 			}
 			sp.End(trace.WithTimestamp(r.anchor.Add(time.Duration(rs.end[i]))))
-			if rec != nil {
-				rec.opUs[rs.k][i] = devUs
-				rec.launchUs[rs.k][i] = launchUs
-			}
 		}
 		r.scratch = kv[:0]
 		rspan.End(trace.WithTimestamp(r.anchor.Add(time.Duration(rEnd))))

@@ -11,22 +11,42 @@ import (
 // elements; every kernel states its FLOP count, which matches the count
 // model.Build puts on the op it serves.
 
-// gemm computes C[m,n] = A[m,k] x B[k,n] (row-major, leading dimensions
-// equal to the column counts). 2*m*n*k FLOPs.
-func gemm(m, n, k int, a, b, c []float32) {
-	blas32.Gemm(blas.NoTrans, blas.NoTrans, 1,
-		blas32.General{Rows: m, Cols: k, Stride: k, Data: a},
-		blas32.General{Rows: k, Cols: n, Stride: n, Data: b},
-		0, blas32.General{Rows: m, Cols: n, Stride: n, Data: c})
+// gonum's Sgemm spreads a product over goroutines when it has at least 4
+// output blocks of 64x64 (gonum/blas/gonum: blockSize 64, minParBlock 4).
+// A rank is one goroutine standing for one device, so nested goroutines
+// would take cores from the other ranks and allocate per call: sgemm cuts
+// the output into tiles of at most 64 x 192 (1 x 3 blocks), which gonum
+// runs serially.
+const tileRows, tileCols = 64, 192
+
+// sgemm computes C[m,n] = op(A) x op(B) with row-major leading dimensions
+// lda, ldb, ldc; transB means B is stored [n, k]. A is never transposed.
+// 2*m*n*k FLOPs.
+func sgemm(transB bool, m, n, k int, a []float32, lda int, b []float32, ldb int, c []float32, ldc int) {
+	impl := blas32.Implementation()
+	tB := blas.NoTrans
+	if transB {
+		tB = blas.Trans
+	}
+	for i0 := 0; i0 < m; i0 += tileRows {
+		mi := min(tileRows, m-i0)
+		for j0 := 0; j0 < n; j0 += tileCols {
+			nj := min(tileCols, n-j0)
+			bv := b[j0:]
+			if transB {
+				bv = b[j0*ldb:]
+			}
+			impl.Sgemm(blas.NoTrans, tB, mi, nj, k, 1, a[i0*lda:], lda, bv, ldb, 0, c[i0*ldc+j0:], ldc)
+		}
+	}
 }
 
+// gemm computes C[m,n] = A[m,k] x B[k,n] (row-major, leading dimensions
+// equal to the column counts). 2*m*n*k FLOPs.
+func gemm(m, n, k int, a, b, c []float32) { sgemm(false, m, n, k, a, k, b, n, c, n) }
+
 // gemmNT computes C[m,n] = A[m,k] x B[n,k]^T. 2*m*n*k FLOPs.
-func gemmNT(m, n, k int, a, b, c []float32) {
-	blas32.Gemm(blas.NoTrans, blas.Trans, 1,
-		blas32.General{Rows: m, Cols: k, Stride: k, Data: a},
-		blas32.General{Rows: n, Cols: k, Stride: k, Data: b},
-		0, blas32.General{Rows: m, Cols: n, Stride: n, Data: c})
-}
+func gemmNT(m, n, k int, a, b, c []float32) { sgemm(true, m, n, k, a, k, b, k, c, n) }
 
 // rmsNorm normalises each of the rows of x[rows, dim] in place:
 // x = x / sqrt(mean(x^2) + eps) * w (the RMSNorm of DeepSeek-V3,
@@ -105,15 +125,9 @@ func softmaxRows(x []float32, rows, n int, scale float32) {
 // scores is scratch of rows*ctx values. Values live in the kvLora space;
 // W_UV (a separate op) maps them back to v_head_dim.
 func mlaDecode(q, c, out, scores []float32, rows, ctx, lat, kvLora int, scale float32) {
-	blas32.Gemm(blas.NoTrans, blas.Trans, 1,
-		blas32.General{Rows: rows, Cols: lat, Stride: lat, Data: q},
-		blas32.General{Rows: ctx, Cols: lat, Stride: lat, Data: c},
-		0, blas32.General{Rows: rows, Cols: ctx, Stride: ctx, Data: scores})
+	sgemm(true, rows, ctx, lat, q, lat, c, lat, scores, ctx)
 	softmaxRows(scores, rows, ctx, scale)
-	blas32.Gemm(blas.NoTrans, blas.NoTrans, 1,
-		blas32.General{Rows: rows, Cols: ctx, Stride: ctx, Data: scores},
-		blas32.General{Rows: ctx, Cols: kvLora, Stride: lat, Data: c},
-		0, blas32.General{Rows: rows, Cols: kvLora, Stride: kvLora, Data: out})
+	sgemm(false, rows, kvLora, ctx, scores, ctx, c, lat, out, kvLora)
 }
 
 // causalAttention is one head of causal attention over n tokens:
@@ -121,19 +135,13 @@ func mlaDecode(q, c, out, scores []float32, rows, ctx, lat, kvLora int, scale fl
 // Query i attends keys 0..i. The GEMMs run the full n x n square (as a
 // dense kernel without causal tiling would); masked entries get weight 0.
 func causalAttention(q, k, v, out, scores []float32, n, dk, dv int, scale float32) {
-	blas32.Gemm(blas.NoTrans, blas.Trans, 1,
-		blas32.General{Rows: n, Cols: dk, Stride: dk, Data: q},
-		blas32.General{Rows: n, Cols: dk, Stride: dk, Data: k},
-		0, blas32.General{Rows: n, Cols: n, Stride: n, Data: scores})
+	sgemm(true, n, n, dk, q, dk, k, dk, scores, n)
 	for i := range n {
 		row := scores[i*n : (i+1)*n]
 		softmaxRows(row[:i+1], 1, i+1, scale)
 		clear(row[i+1:])
 	}
-	blas32.Gemm(blas.NoTrans, blas.NoTrans, 1,
-		blas32.General{Rows: n, Cols: n, Stride: n, Data: scores},
-		blas32.General{Rows: n, Cols: dv, Stride: dv, Data: v},
-		0, blas32.General{Rows: n, Cols: dv, Stride: dv, Data: out})
+	sgemm(false, n, dv, n, scores, n, v, dv, out, dv)
 }
 
 // topK writes, for each row of logits[rows, n], the indices of its k

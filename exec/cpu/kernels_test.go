@@ -329,3 +329,37 @@ func TestCollectiveCancel(t *testing.T) {
 		t.Errorf("err = %v", err)
 	}
 }
+
+// TestSgemmTiles: the serial tiling (64 x 192 output tiles) gives the plain
+// triple-loop product for shapes that cross tile edges, B stored either way.
+func TestSgemmTiles(t *testing.T) {
+	for _, tc := range []struct{ m, n, k int }{{1, 1, 1}, {70, 200, 5}, {64, 192, 3}, {130, 390, 7}} {
+		for _, transB := range []bool{false, true} {
+			t.Run(fmt.Sprintf("m=%d/n=%d/k=%d/transB=%v", tc.m, tc.n, tc.k, transB), func(t *testing.T) {
+				rng := rand.New(rand.NewPCG(9, 9))
+				a, b := randSlice(rng, tc.m*tc.k), randSlice(rng, tc.k*tc.n)
+				c := make([]float32, tc.m*tc.n)
+				ldb := tc.n
+				if transB {
+					ldb = tc.k
+				}
+				sgemm(transB, tc.m, tc.n, tc.k, a, tc.k, b, ldb, c, tc.n)
+				want := make([]float32, tc.m*tc.n)
+				for i := range tc.m {
+					for j := range tc.n {
+						acc := 0.0
+						for d := range tc.k {
+							bv := b[d*tc.n+j]
+							if transB {
+								bv = b[j*tc.k+d]
+							}
+							acc += float64(a[i*tc.k+d]) * float64(bv)
+						}
+						want[i*tc.n+j] = float32(acc)
+					}
+				}
+				near(t, "C", c, want, 1e-5)
+			})
+		}
+	}
+}

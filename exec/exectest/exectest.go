@@ -354,3 +354,19 @@ func Schedule(ranks, layers int) *model.Schedule {
 	}
 	return s
 }
+
+// NoOp returns a backend whose ops do nothing and take no time: what is
+// left of a Run over it is the runner's own cost (timing, barrier, spans).
+func NoOp() exec.Backend { return noop{} }
+
+type noop struct{}
+
+func (noop) Name() string { return "noop" }
+func (noop) Open(ctx context.Context, s *model.Schedule, cfg exec.SessionConfig) (exec.Session, error) {
+	return noop{}, nil
+}
+func (noop) OpenRank(ctx context.Context, rank int) (exec.Rank, error) { return noop{}, nil }
+func (noop) Close() error                                              { return nil }
+func (noop) BeginStep(ctx context.Context, step int) error             { return nil }
+func (noop) Exec(ctx context.Context, i int) error                     { return nil }
+func (noop) EndStep(ctx context.Context) error                         { return nil }

@@ -1,0 +1,65 @@
+package exec_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	"go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	"go.opentelemetry.io/otel/trace/noop"
+
+	"github.com/tpscope/tpscope/exec"
+	"github.com/tpscope/tpscope/exec/exectest"
+)
+
+// discard is a span exporter that drops every batch.
+type discard struct{}
+
+func (discard) ExportSpans(context.Context, []trace.ReadOnlySpan) error { return nil }
+func (discard) Shutdown(context.Context) error                          { return nil }
+
+var _ = tracetest.NewSpanRecorder // keep the tracetest dependency explicit for readers
+
+// BenchmarkRunnerOverhead measures the runner's cost per op — host timing
+// around Exec, the step barrier and span creation with all attributes —
+// over a backend whose ops do nothing. b.N is the number of measured steps;
+// the custom metric ns/op-overhead divides the elapsed time by the ops run
+// (ranks x ops per rank x steps). Target: under 2000 ns (issue 6).
+func BenchmarkRunnerOverhead(b *testing.B) {
+	for _, tracer := range []string{"noop", "sdk-batch"} {
+		for _, ranks := range []int{1, 4} {
+			b.Run(fmt.Sprintf("tracer=%s/ranks=%d", tracer, ranks), func(b *testing.B) {
+				s := exectest.Schedule(ranks, 20) // 100 ops per rank
+				opsPerStep := float64(s.NumOps())
+				var tp interface {
+					ForceFlush(context.Context) error
+				}
+				opts := []exec.Option{exec.WithWarmup(0)}
+				switch tracer {
+				case "noop":
+					opts = append(opts, exec.WithTracerProvider(noop.NewTracerProvider()))
+				default:
+					p := trace.NewTracerProvider(trace.WithBatcher(discard{}, trace.WithBlocking()))
+					defer p.Shutdown(context.Background())
+					tp = p
+					opts = append(opts, exec.WithTracerProvider(p))
+				}
+				_ = tp
+				pred := map[string]float64{}
+				for _, op := range s.Ranks[0] {
+					pred[op.ID] = 1
+				}
+				opts = append(opts, exec.WithPredictedUs(pred))
+				b.ReportAllocs()
+				b.ResetTimer()
+				res, err := exec.Run(context.Background(), s, exectest.NoOp(), append(opts, exec.WithSteps(b.N))...)
+				b.StopTimer()
+				if err != nil || res.Steps != b.N {
+					b.Fatalf("steps %d err %v", res.Steps, err)
+				}
+				b.ReportMetric(float64(b.Elapsed().Nanoseconds())/(opsPerStep*float64(b.N)), "ns/op-overhead")
+			})
+		}
+	}
+}
