@@ -15,31 +15,29 @@ import (
 // (model.Build lays identical layers), and a rank's ops run in issue order,
 // so once the engine has left its start-up transient (the host launch
 // queue filling, the first graph launch) each further MoE layer adds the
-// same time. The evaluator therefore simulates two short copies of the
-// architecture, with m1 and m2 MoE layers (the dense layers, embedding,
-// head and MTP passes unchanged), and extrapolates linearly:
+// same time. The evaluator therefore simulates a short copy of the
+// architecture with m = fastLayers MoE layers (dense layers, embedding,
+// head and MTP passes unchanged), reads the time the last MoE layer added
+// (the end of its last op minus the end of the previous layer's last op)
+// and extrapolates:
 //
-//	step(n) = step(m1) + (n - m1) x (step(m2) - step(m1)) / (m2 - m1)
+//	step(n) = step(m) + (n - m) x layerUs
 //
 // with n the real number of MoE layers. The full engine on the full
 // schedule is the reference; TestFastEvalAgreesWithEngine checks the two
-// agree within 0.5 % over eager and graph runs, TP/EP/DP/DCP plans and
-// small and large batches. Architectures with at most m2 MoE layers are
-// simulated whole. The memory fit is always computed for the full
-// architecture.
+// agree within 0.5 % over eager and graph runs, TP/EP/DP/DCP plans, MTP,
+// overlap and small and large batches. Architectures with at most m MoE
+// layers are simulated whole. The memory fit is always computed for the
+// full architecture.
 //
-// Cost: one build of the m2-layer copy, from which rank 0's op list is
-// kept (every rank of a model.Build schedule is a copy of one template,
-// checked once with the engine's own symmetry test, so rank 0 stands for
-// all, as in Predictor.simulate), and the m1 view is that list without
-// its last MoE layer. Two engine runs of about (m2 + dense) layers replace
-// one of 61-78 layers on 8 ranks. The views are cached per (architecture,
-// plan, workload, padded batch), so one build serves every topology and
-// option set of a sweep.
-const (
-	fastLayersLo = 2 // m1: MoE layers of the shorter view (the launch-queue transient ends within it)
-	fastLayersHi = 3 // m2: MoE layers of the short copy that is built
-)
+// Cost: one build of the short copy, of which only rank 0's op list is
+// kept when every rank is a copy of one template (checked once with the
+// engine's own symmetry test; rank 0 then stands for all, as in
+// Predictor.simulate), and one engine run of about (m + dense) layers
+// instead of 61-78 layers. The short schedule is cached per
+// (architecture, plan, workload, padded batch), so one build serves every
+// topology and option set of a sweep.
+const fastLayers = 2
 
 // Config is one point of the space advise and plan explore: what runs
 // (the Scenario: architecture, plan, workload, build options), how
@@ -70,8 +68,8 @@ type evalPredictor struct {
 }
 
 type reducedArch struct {
-	full *model.Arch
-	hi   *model.Arch // DenseLayers + fastLayersHi layers
+	full  *model.Arch
+	short *model.Arch // DenseLayers + fastLayers layers
 }
 
 type schedKey struct {
@@ -82,12 +80,12 @@ type schedKey struct {
 	padded int
 }
 
-// schedViews are one-rank schedules standing for every rank: hi (the
-// built short copy) and lo (hi without its last MoE layer; nil when hi is
-// the whole architecture). world is the plan's rank count.
+// schedViews is the short schedule (one rank standing for all when
+// symmetric) and the rank-0 indices of the last ops of its last two main
+// layers (-1 when the schedule is the whole architecture).
 type schedViews struct {
-	hi, lo *model.Schedule
-	world  int
+	s            *model.Schedule
+	prevEnd, end int
 }
 
 // maxCachedSchedules bounds the view cache; a sweep that exceeds it starts
@@ -114,20 +112,20 @@ func (e *Evaluator) Predictor(topo *topology.Topology, opts Options) (*Predictor
 // Options later is never ignored by the cache).
 func optionsEqual(a, b *Options) bool { return reflect.DeepEqual(a, b) }
 
-// shortArch returns the copy of a with fastLayersHi MoE layers, or nil when
+// shortArch returns the copy of a with fastLayers MoE layers, or nil when
 // a is too short to gain from extrapolation.
 func (e *Evaluator) shortArch(a *model.Arch) *model.Arch {
-	if e.Full || a.MoELayers() <= fastLayersHi {
+	if e.Full || a.MoELayers() <= fastLayers {
 		return nil
 	}
 	for i := range e.reduced {
 		if e.reduced[i].full == a {
-			return e.reduced[i].hi
+			return e.reduced[i].short
 		}
 	}
 	c := *a
-	c.Layers = a.DenseLayers + fastLayersHi
-	e.reduced = append(e.reduced, reducedArch{full: a, hi: &c})
+	c.Layers = a.DenseLayers + fastLayers
+	e.reduced = append(e.reduced, reducedArch{full: a, short: &c})
 	return &c
 }
 
@@ -164,27 +162,17 @@ func (e *Evaluator) viewsFor(p *Predictor, sc Scenario, short *model.Arch) (*sch
 	if got != padded {
 		return nil, 0, fmt.Errorf("sim: evaluator padding %d disagrees with the predictor's %d", padded, got)
 	}
-	v := &schedViews{world: len(s.Ranks)}
-	if !symmetric(s) {
-		// Not one template for all ranks: keep the whole schedule.
-		v.hi = s
-	} else {
+	v := &schedViews{s: s, prevEnd: -1, end: -1}
+	if symmetric(s) {
 		r0 := append([]model.Op(nil), s.Ranks[0]...)
-		v.hi = &model.Schedule{Model: s.Model, Plan: s.Plan, Workload: s.Workload, Options: s.Options, Ranks: [][]model.Op{r0}}
-		if short != nil {
-			v.lo = dropLayer(v.hi, short.Layers-1)
-		}
+		v.s = &model.Schedule{Model: s.Model, Plan: s.Plan, Workload: s.Workload, Options: s.Options, Ranks: [][]model.Op{r0}}
 	}
-	if short != nil && v.lo == nil {
-		// Fall back: build the m1 copy too.
-		c := *short
-		c.Layers--
-		bsc.Arch = &c
-		s, _, err := p.schedule(bsc)
-		if err != nil {
-			return nil, 0, err
+	if short != nil {
+		v.prevEnd = lastOpOfLayer(v.s.Ranks[0], short.Layers-2)
+		v.end = lastOpOfLayer(v.s.Ranks[0], short.Layers-1)
+		if v.prevEnd < 0 || v.end <= v.prevEnd {
+			return nil, 0, fmt.Errorf("sim: evaluator: layers %d and %d of %s not found in order", short.Layers-2, short.Layers-1, sc.Arch.Name)
 		}
-		v.lo = s
 	}
 	if e.views == nil || len(e.views) >= maxCachedSchedules {
 		e.views = make(map[schedKey]*schedViews)
@@ -193,33 +181,16 @@ func (e *Evaluator) viewsFor(p *Predictor, sc Scenario, short *model.Arch) (*sch
 	return v, padded, nil
 }
 
-// dropLayer returns a one-rank schedule without the ops of main layer l,
-// or nil when that is not a contiguous run of in-order ops (explicit
-// dependencies would then point at the wrong ops).
-func dropLayer(s *model.Schedule, l int) *model.Schedule {
-	ops := s.Ranks[0]
-	lo, hi := -1, -1
+// lastOpOfLayer is the index of the last op of main layer l in ops (-1
+// none).
+func lastOpOfLayer(ops []model.Op, l int) int {
+	last := -1
 	for i := range ops {
-		if ops[i].Deps != nil {
-			return nil
-		}
 		if ops[i].Layer == l && ops[i].Block != "mtp" {
-			if lo < 0 {
-				lo = i
-			} else if hi != i {
-				return nil
-			}
-			hi = i + 1
+			last = i
 		}
 	}
-	if lo < 0 {
-		return nil
-	}
-	out := make([]model.Op, 0, len(ops)-(hi-lo))
-	out = append(append(out, ops[:lo]...), ops[hi:]...)
-	c := *s
-	c.Ranks = [][]model.Op{out}
-	return &c
+	return last
 }
 
 // Evaluate predicts the step of c: StepUs, tokens per second (per request
@@ -252,17 +223,14 @@ func (e *Evaluator) Evaluate(c Config) (Summary, error) {
 	if err != nil {
 		return Summary{}, err
 	}
-	step, err := p.StepUs(v.hi)
+	step, err := p.StepUs(v.s)
 	if err != nil {
 		return Summary{}, err
 	}
 	if short != nil {
-		s1, err := p.StepUs(v.lo)
-		if err != nil {
-			return Summary{}, err
-		}
-		n := float64(c.Arch.MoELayers())
-		step = s1 + (n-fastLayersLo)*(step-s1)/(fastLayersHi-fastLayersLo)
+		// Rank 0's ops come first in the engine's arrays.
+		layerUs := p.eng.end[v.end] - p.eng.end[v.prevEnd]
+		step += float64(c.Arch.MoELayers()-fastLayers) * layerUs
 	}
 	sum := Summary{StepUs: step}
 	// Graphed as the engine decides it (Predictor.simulate): on the

@@ -42,6 +42,10 @@ func TestFastEvalAgreesWithEngine(t *testing.T) {
 	box := mustTopo(t, "rtxpro6000-2s")
 	h200 := mustTopo(t, "h200-nvswitch")
 	eager := Options{}
+	// A host that may run only 16 launches ahead (a calibrated box may set
+	// it; the presets leave it unlimited).
+	shallow := box.Clone()
+	shallow.Host.LaunchQueueDepth = 16
 	cases := []struct {
 		name string
 		arch *model.Arch
@@ -52,6 +56,8 @@ func TestFastEvalAgreesWithEngine(t *testing.T) {
 	}{
 		{"kimi/seed", kimi, box, seedOptions, model.Plan{TP: 8}, model.Workload{Batch: 1, Context: 4096, KVDtype: model.BF16}},
 		{"kimi/eager-stock", kimi, box, eager, model.Plan{TP: 8}, model.Workload{Batch: 1, Context: 4096, KVDtype: model.BF16}},
+		{"kimi/eager-queue16", kimi, shallow, eager, model.Plan{TP: 8}, model.Workload{Batch: 1, Context: 4096, KVDtype: model.BF16}},
+		{"kimi/eager-queue16-b128", kimi, shallow, Options{NCCLProto: "LL", P2PLevel: "SYS"}, model.Plan{TP: 8}, model.Workload{Batch: 128, Context: 16384, KVDtype: model.FP8}},
 		{"kimi/eager-b64", kimi, box, eager, model.Plan{TP: 8}, model.Workload{Batch: 64, Context: 2048, KVDtype: model.FP8}},
 		{"kimi/graphs-b37-padded", kimi, box, seedOptions, model.Plan{TP: 8}, model.Workload{Batch: 37, Context: 8192, KVDtype: model.FP8}},
 		{"kimi/graphs-b600-eager-fallback", kimi, box, seedOptions, model.Plan{TP: 8}, model.Workload{Batch: 600, Context: 256, KVDtype: model.FP8}},

@@ -1,0 +1,194 @@
+package sim
+
+import (
+	"math"
+	"testing"
+)
+
+func rowByEntry(t *testing.T, adv *Advice, name string) *AdviceRow {
+	t.Helper()
+	for i := range adv.Rows {
+		if adv.Rows[i].Entry == name {
+			return &adv.Rows[i]
+		}
+	}
+	t.Fatalf("no advice row %q", name)
+	return nil
+}
+
+// TestAdviseSeed runs advise on the seed scenario (seed-scenario.md:
+// Kimi-K2.5-NVFP4, rtxpro6000-2s, TP 8, batch 1, context 4096, CUDA graphs
+// + NCCL_PROTO=LL + NCCL_P2P_LEVEL=SYS, bf16 KV) and checks the changes
+// each entry makes against counts derived from the architecture and
+// serving-facts.md.
+func TestAdviseSeed(t *testing.T) {
+	adv, err := Advise(AdviseInput{Base: seedConfig(t), Batches: []int{1, 2, 32, 256}, Contexts: []int{4096, 131072}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Kimi-K2.5: 61 layers, 2 all-reduces per layer + 1 for the
+	// embedding = 123 all-reduces, + 1 logits all-gather (serving-facts.md).
+	if got := adv.Baseline.Footprint.Collectives; got != 124 {
+		t.Errorf("baseline collectives %d, want 2 x 61 + 1 all-reduces + 1 all-gather = 124", got)
+	}
+	if adv.StockSpeedup <= 1 {
+		t.Errorf("graphs + LL + SYS over stock: speedup %.2f, want > 1 (the seed saw 20 -> 57 tok/s on GLM-5)", adv.StockSpeedup)
+	}
+
+	t.Run("fp8-kv", func(t *testing.T) {
+		r := rowByEntry(t, adv, "fp8-kv")
+		if r.Error != "" {
+			t.Fatal(r.Error)
+		}
+		// Acceptance (issue 4): at batch 1, context 4096 the step changes
+		// by less than 10 %.
+		if d := math.Abs(r.Change.StepUs) / r.Without.StepUs; d >= 0.10 {
+			t.Errorf("step changes by %.1f %%, want < 10 %%", 100*d)
+		}
+		// KV capacity doubles: 70,272 B/token bf16 vs 35,136 fp8
+		// (serving-facts.md), same memory left for the cache.
+		if math.Abs(r.Change.KVCapacityRatio-70272.0/35136.0) > 0.001 {
+			t.Errorf("KV capacity ratio %.4f, want 2", r.Change.KVCapacityRatio)
+		}
+		// Attention reads one byte less per cached value: 61 layers x
+		// (4096 context tokens) x 576 latent values x 1 B.
+		if want := -61.0 * 4096 * 576; math.Abs(r.Change.KVBytes-want) > 1e-6*math.Abs(want) {
+			t.Errorf("KV bytes read change %.0f, want %.0f", r.Change.KVBytes, want)
+		}
+		if r.Change.Collectives != 0 || r.Change.CommBytes != 0 {
+			t.Errorf("FP8 KV changed collectives: %+d calls, %+d bytes", r.Change.Collectives, r.Change.CommBytes)
+		}
+		// At large batch x long context it helps: either a measurable speedup
+		// where both fit, or a configuration only FP8 holds. Batch 2 x
+		// 131,072 tokens needs 262,146 x 70,272 B = 18.4 GB of bf16 cache, more
+		// than the ~14.6 GB left after 75.6 GB of weights and 2.2 GB of
+		// workspace in 92.4 GB usable; in fp8 it needs 9.2 GB.
+		sw := r.Sweep
+		if sw == nil {
+			t.Fatal("no sweep")
+		}
+		if sw.FitsFrom == nil || sw.FitsFrom.Batch != 2 || sw.FitsFrom.Context != 131072 {
+			t.Errorf("fits-only-with-fp8 from %+v, want batch 2 x context 131072", sw.FitsFrom)
+		}
+	})
+
+	t.Run("ar-norm-fusion", func(t *testing.T) {
+		r := rowByEntry(t, adv, "ar-norm-fusion")
+		// Every all-reduce is followed by an RMSNorm (post-attention norm,
+		// next layer's input norm, the final norm): 123 kernels fewer.
+		if r.Change.Kernels != -123 {
+			t.Errorf("kernels change %d, want -123", r.Change.Kernels)
+		}
+		if r.Change.Collectives != 0 {
+			t.Errorf("collectives change %d, want 0", r.Change.Collectives)
+		}
+		if r.Speedup <= 1 {
+			t.Errorf("speedup %.3f, want > 1", r.Speedup)
+		}
+	})
+
+	t.Run("oneshot-ar", func(t *testing.T) {
+		r := rowByEntry(t, adv, "oneshot-ar")
+		if r.Change.Collectives != 0 || r.Change.CommBytes != 0 {
+			t.Errorf("one-shot changed the collectives themselves: %+d calls, %+d B", r.Change.Collectives, r.Change.CommBytes)
+		}
+		if r.Change.CommUs >= 0 {
+			t.Errorf("communication time change %.1f us, want < 0", r.Change.CommUs)
+		}
+	})
+
+	t.Run("expert-parallel", func(t *testing.T) {
+		r := rowByEntry(t, adv, "expert-parallel")
+		// EP with DP 1: still one all-reduce per MoE layer, no all-to-all.
+		if r.Change.Collectives != 0 || r.With.Footprint.AllToAllBytes != 0 {
+			t.Errorf("EP (DP 1) collectives change %d, all-to-all bytes %d; want 0 and 0", r.Change.Collectives, r.With.Footprint.AllToAllBytes)
+		}
+	})
+
+	t.Run("dp-attn-ep-tp2", func(t *testing.T) {
+		r := rowByEntry(t, adv, "dp-attn-ep-tp2")
+		if r.Error != "" {
+			t.Fatal(r.Error)
+		}
+		// DP > 1 + EP adds a dispatch and a combine all-to-all per MoE
+		// layer (60 MoE layers).
+		if r.With.Footprint.AllToAllBytes <= 0 {
+			t.Error("no all-to-all bytes under DP attention")
+		}
+		if r.Change.Collectives != 2*60 {
+			t.Errorf("collectives change %d, want +120 (dispatch + combine x 60 MoE layers)", r.Change.Collectives)
+		}
+	})
+
+	t.Run("cuda-graphs", func(t *testing.T) {
+		r := rowByEntry(t, adv, "cuda-graphs")
+		if !r.InBaseline {
+			t.Fatal("graphs are in the seed baseline")
+		}
+		// One graph launch instead of one launch per kernel.
+		if r.With.Footprint.HostLaunches != 1 || r.Without.Footprint.HostLaunches != r.Without.Footprint.Kernels {
+			t.Errorf("host launches with %d / without %d (kernels %d)", r.With.Footprint.HostLaunches, r.Without.Footprint.HostLaunches, r.Without.Footprint.Kernels)
+		}
+	})
+
+	t.Run("mtp", func(t *testing.T) {
+		r := rowByEntry(t, adv, "mtp")
+		if r.Applicability.Status != NotApplicable || r.Error == "" {
+			t.Errorf("Kimi-K2.5 has no MTP layer: status %s, error %q", r.Applicability.Status, r.Error)
+		}
+	})
+
+	t.Run("nccl-p2p-disable", func(t *testing.T) {
+		r := rowByEntry(t, adv, "nccl-p2p-disable")
+		if r.Speedup >= 1 {
+			t.Errorf("P2P disabled: speedup %.2f, want < 1", r.Speedup)
+		}
+	})
+
+	t.Run("ranking", func(t *testing.T) {
+		for i := 1; i < len(adv.Rows); i++ {
+			a, b := adv.Rows[i-1], adv.Rows[i]
+			if a.Error == "" && b.Error == "" && a.Speedup < b.Speedup {
+				t.Errorf("row %d (%s %.3f) ranked above %s %.3f", i-1, a.Entry, a.Speedup, b.Entry, b.Speedup)
+			}
+		}
+	})
+}
+
+// TestSummarizeSweep checks the "where it pays" rules on hand-made cells.
+func TestSummarizeSweep(t *testing.T) {
+	cells := []SweepCell{
+		{Batch: 1, Context: 1024, With: 100, Without: 100, WithFits: true, WithoutFits: true},
+		{Batch: 1, Context: 65536, With: 110, Without: 100, WithFits: true, WithoutFits: true},
+		{Batch: 64, Context: 1024, With: 106, Without: 100, WithFits: true, WithoutFits: true},
+		{Batch: 64, Context: 65536, With: 50, Without: 0, WithFits: true, WithoutFits: false},
+		{Batch: 8, Context: 1024, With: 90, Without: 100, WithFits: true, WithoutFits: true},
+	}
+	for i := range cells {
+		if cells[i].WithFits && cells[i].WithoutFits {
+			cells[i].Gain = cells[i].With/cells[i].Without - 1
+		}
+	}
+	sw := &EntrySweep{Cells: cells, MinContextByBatch: map[int]int{}}
+	summarizeSweep(sw, 0.05)
+	// KV tokens: 1x65536 = 65,536 < 64x1024 = 65,536? equal: the smaller
+	// batch wins the tie.
+	if sw.PaysFrom == nil || sw.PaysFrom.Batch != 1 || sw.PaysFrom.Context != 65536 {
+		t.Errorf("pays from %+v, want batch 1 x 65536", sw.PaysFrom)
+	}
+	if sw.HurtsFrom == nil || sw.HurtsFrom.Batch != 8 {
+		t.Errorf("hurts from %+v, want batch 8 x 1024", sw.HurtsFrom)
+	}
+	if sw.FitsFrom == nil || sw.FitsFrom.Batch != 64 || sw.FitsFrom.Context != 65536 {
+		t.Errorf("fits from %+v, want batch 64 x 65536", sw.FitsFrom)
+	}
+	if sw.MaxGain == nil || math.Abs(sw.MaxGain.Gain-0.10) > 1e-12 {
+		t.Errorf("max gain %+v, want 0.10", sw.MaxGain)
+	}
+	want := map[int]int{1: 65536, 64: 1024, 8: 0}
+	for b, c := range want {
+		if sw.MinContextByBatch[b] != c {
+			t.Errorf("min context at batch %d: %d, want %d", b, sw.MinContextByBatch[b], c)
+		}
+	}
+}

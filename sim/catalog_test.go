@@ -1,0 +1,155 @@
+package sim
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/tpscope/tpscope/model"
+)
+
+func entryByName(t *testing.T, name string) Entry {
+	t.Helper()
+	for _, e := range Catalog(CatalogOptions{}) {
+		if e.Name == name {
+			return e
+		}
+	}
+	t.Fatalf("no catalog entry %q", name)
+	return Entry{}
+}
+
+func seedConfig(t testing.TB) Config {
+	return Config{Scenario: Scenario{Arch: mustPreset(t, "kimi-k2.5-nvfp4"), Plan: model.Plan{TP: 8},
+		Workload: model.Workload{Batch: 1, Context: 4096, KVDtype: model.BF16}},
+		Options: seedOptions, Topo: mustTopo(t, "rtxpro6000-2s")}
+}
+
+// TestCatalogApplicability checks each rule against the fact it encodes
+// (serving-facts.md, hardware.md): SM120 vs SM90, PCIe vs NVLink, more
+// than two GPUs, MTP layers in the config.
+func TestCatalogApplicability(t *testing.T) {
+	seed := seedConfig(t)
+	h200 := seed
+	h200.Topo = mustTopo(t, "h200-nvswitch")
+	two := seed
+	two.Plan = model.Plan{TP: 2}
+	var err error
+	if two.Topo, err = seed.Topo.Subset(2); err != nil {
+		t.Fatal(err)
+	}
+	noP2P := seed
+	noP2P.Options.P2PDisable = true
+	ds := seed
+	ds.Arch = mustPreset(t, "deepseek-v3")
+	cases := []struct {
+		entry string
+		c     Config
+		want  Status
+	}{
+		// TRITON_MLA is the only MLA backend on SM120 and needs the 2026
+		// dequantize-on-load support; FlashMLA reads FP8 on SM90.
+		{"fp8-kv", seed, Conditional},
+		{"fp8-kv", h200, Applies},
+		// vLLM's custom all-reduce: off on > 2 PCIe GPUs, on with 2 GPUs
+		// or NVLink; a one-shot all-reduce needs P2P.
+		{"oneshot-ar", seed, Conditional},
+		{"oneshot-ar", two, Applies},
+		{"oneshot-ar", h200, Applies},
+		{"oneshot-ar", noP2P, NotApplicable},
+		{"ar-norm-fusion", seed, Conditional},
+		{"ar-norm-fusion", h200, Applies},
+		// Kimi-K2.5: num_nextn_predict_layers 0; DeepSeek-V3: 1.
+		{"mtp", seed, NotApplicable},
+		{"mtp", ds, Applies},
+		// 384 experts over 8 ranks: 48 each.
+		{"expert-parallel", seed, Applies},
+		{"dp-attn-ep", seed, Applies},
+		{"dp-attn-ep", two, Applies},
+		{"dp-attn-ep-tp2", two, NotApplicable}, // 2 GPUs make one DP group of TP 2
+		{"nccl-p2p-sys", seed, Applies},
+		{"box-h200-nvswitch", seed, Conditional},
+		{"cuda-graphs", seed, Applies},
+	}
+	for _, c := range cases {
+		t.Run(c.entry+"/"+c.c.Topo.Name+"/"+c.c.Arch.Name+"/"+c.c.Plan.String(), func(t *testing.T) {
+			got := entryByName(t, c.entry).Check(c.c)
+			if got.Status != c.want {
+				t.Errorf("status %s (%s), want %s", got.Status, got.Reason, c.want)
+			}
+			if got.Reason == "" {
+				t.Error("no reason given")
+			}
+		})
+	}
+}
+
+// TestMTPRuleMatchesConfig reads the real Kimi-K2.5-NVFP4 config: the
+// catalog must say "no MTP" exactly because num_nextn_predict_layers is 0.
+func TestMTPRuleMatchesConfig(t *testing.T) {
+	path := filepath.Join("..", "..", "shared", "reference", "configs", "nvidia--Kimi-K2.5-NVFP4_config.json")
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Skipf("reference configs not available: %v", err)
+	}
+	var cfg struct {
+		TextConfig struct {
+			MTP *int `json:"num_nextn_predict_layers"`
+		} `json:"text_config"`
+	}
+	if err := json.Unmarshal(data, &cfg); err != nil {
+		t.Fatal(err)
+	}
+	if cfg.TextConfig.MTP == nil {
+		t.Fatal("config has no text_config.num_nextn_predict_layers")
+	}
+	got := entryByName(t, "mtp").Check(seedConfig(t))
+	if want := *cfg.TextConfig.MTP == 0; (got.Status == NotApplicable) != want {
+		t.Errorf("num_nextn_predict_layers = %d but mtp status %s", *cfg.TextConfig.MTP, got.Status)
+	}
+}
+
+// TestCatalogApplyRevert: every entry turns itself on and off.
+func TestCatalogApplyRevert(t *testing.T) {
+	base := seedConfig(t)
+	base.Options = Options{} // stock: nothing enabled
+	base.Arch = mustPreset(t, "deepseek-v3")
+	for _, e := range Catalog(CatalogOptions{}) {
+		t.Run(e.Name, func(t *testing.T) {
+			if e.Enabled(base) {
+				t.Fatal("enabled on the stock configuration")
+			}
+			on, err := e.Apply(base)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !e.Enabled(on) {
+				t.Fatal("not enabled after Apply")
+			}
+			if e.Kind == "box" {
+				return
+			}
+			off, err := e.Revert(on)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if e.Enabled(off) {
+				t.Fatal("still enabled after Revert")
+			}
+		})
+	}
+}
+
+func TestStock(t *testing.T) {
+	c := seedConfig(t)
+	c.Options.ARNormFusion, c.Options.CustomAR, c.Options.GPUMemUtilization = true, CustomAROneShot, 0.8
+	s := Stock(c)
+	want := Options{GPUMemUtilization: 0.8}
+	if !optionsEqual(&s.Options, &want) {
+		t.Errorf("stock options %+v, want %+v", s.Options, want)
+	}
+	if s.Plan != c.Plan || s.Workload != c.Workload || s.Topo != c.Topo {
+		t.Error("stock changed plan, workload or box")
+	}
+}
