@@ -166,6 +166,8 @@ const (
 	// copy in between: about half the direct P2P bandwidth (of the GPUs'
 	// PCIe generation).
 	shmGBps = gen5X16GBps / 2
+	// assumption: launches the host may queue ahead of the device.
+	launchQueueDepth = 1024
 )
 
 // CPU choices for the socket interconnect (hardware.md: NCCL's model of
@@ -315,6 +317,7 @@ func hostFor(o PresetOptions, sockets int) (Host, LinkType, float64) {
 	h.Sockets = sockets
 	h.SHMLatUs = shmLatUs
 	h.SHMBWGBps = shmGBps
+	h.LaunchQueueDepth = launchQueueDepth
 	if o.gen() == 4 {
 		h.SHMBWGBps = gen4X16GBps / 2
 	}
@@ -323,6 +326,7 @@ func hostFor(o PresetOptions, sockets int) (Host, LinkType, float64) {
 		"inter_socket_nccl_gbps": srcHW + ": NCCL's model of the inter-socket link, AMD 16, Intel SPR 22, EMR 40 GB/s",
 		"shm_lat_us":             srcHW + ": GPU-GPU copy with P2P disabled, about 14 us bounce latency (charged per ring step through host memory)",
 		"shm_bw_gbps":            "assumption: half the direct Gen5 P2P bandwidth (data crosses PCIe twice through host memory)",
+		"launch_queue_depth":     "assumption: CUDA's pending-launch queue holds about 1024 kernel launches per stream before the host blocks",
 	}
 	return h, c.linkType, c.linkGBps
 }
