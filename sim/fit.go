@@ -1,0 +1,325 @@
+package sim
+
+// Calibration of the compute cost model from measured op times (the
+// executor's traces, a profiler trace aligned to a schedule).
+//
+// The compute model prices an op as (compute.go, OpCost)
+//
+//	t = overhead + max(MinKernelUs, ComputeUs, MemoryUs)
+//	ComputeUs = FLOPs / (peak x eff x fill),  MemoryUs = bytes / (BW x memEff)
+//
+// so a kernel family's efficiency enters as a factor on one term. FitCompute
+// fits, per family (model.OpKind + dtype, the key of Device.Efficiency),
+// two scale factors a (compute) and b (memory) that multiply the prior
+// terms, by minimizing over x = (ln a, ln b)
+//
+//	mean_i (ln t_i(x) - ln measured_i)^2 + w * |x|^2
+//
+// with Nelder-Mead (gonum/optimize). The fitted efficiencies are eff/a and
+// memEff/b. Log space weighs every op by its relative error; the small
+// prior weight w keeps a factor the data cannot see (a family whose ops are
+// all memory-bound says nothing about its compute efficiency) at 1, and
+// such a factor is reported as not determined and left at the prior.
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"sort"
+
+	"gonum.org/v1/gonum/optimize"
+
+	"github.com/tpscope/tpscope/model"
+	"github.com/tpscope/tpscope/topology"
+)
+
+// CostFamily is the kernel family an op's compute cost is keyed on, with
+// the prior parameters the Predictor used for it.
+type CostFamily struct {
+	// Key is the Device.Efficiency key: "<opkind>/<dtype>" ("gemm/nvfp4",
+	// "attention/bf16") or "<opkind>" for ops without a dtype ("norm").
+	Key  string
+	Kind model.OpKind
+	// Efficiency is the compute efficiency used; MemEfficiency the memory
+	// efficiency; MemGBps the device-limited achieved bandwidth
+	// (MemBWGBps x MemEfficiency) before the per-SM limit.
+	Efficiency    float64
+	MemEfficiency float64
+	MemGBps       float64
+}
+
+// CostFamily returns op's kernel family under the Predictor's device, the
+// same (kind, dtype) cell compute.go's cost reads: attention is keyed by
+// its KV dtype, other ops by their weight dtype, ops without weights by
+// kind alone. Collectives have no compute family (Key "").
+func (p *Predictor) CostFamily(op *model.Op) CostFamily {
+	if op.Kind == model.KindCollective {
+		return CostFamily{Kind: op.Kind}
+	}
+	dt := op.WeightDtype
+	if op.Kind == model.KindAttention {
+		dt = op.KVDtype
+	}
+	cell := &p.cm.cells[kindIndex(op.Kind)][dtypeIndex(dt)]
+	if op.WeightDtype == "" && op.Kind != model.KindAttention {
+		cell = &p.cm.cells[kindIndex(op.Kind)][0]
+		dt = ""
+	}
+	key := string(op.Kind)
+	if dt != "" {
+		key += "/" + string(dt)
+	}
+	return CostFamily{Key: key, Kind: op.Kind, Efficiency: cell.efficiency, MemEfficiency: cell.memEff, MemGBps: cell.memGBps}
+}
+
+// ComputeSample is one measured non-collective op with the prior cost the
+// Predictor gave it.
+type ComputeSample struct {
+	Family     CostFamily
+	Cost       OpCost  // prior cost terms (OpResult.Cost)
+	OverheadUs float64 // OpResult.OverheadUs (CUDA-graph per-kernel time), not fitted
+	MeasuredUs float64 // measured device time, us
+}
+
+// FamilyFit is the fit of one kernel family.
+type FamilyFit struct {
+	Family string `json:"family"`
+	// Samples used; ComputeBound and MemoryBound count those whose
+	// compute or memory term sets the fitted time (a factor is determined
+	// only when at least MinBoundSamples samples are bound by its term).
+	Samples      int `json:"samples"`
+	ComputeBound int `json:"compute_bound"`
+	MemoryBound  int `json:"memory_bound"`
+	// ComputeScale (a) and MemoryScale (b) multiply the prior terms; 1 when
+	// not determined.
+	ComputeScale float64 `json:"compute_scale"`
+	MemoryScale  float64 `json:"memory_scale"`
+	// Prior and fitted efficiencies (fitted = prior / scale, at most 1).
+	PriorEfficiency    float64 `json:"prior_efficiency"`
+	Efficiency         float64 `json:"efficiency"`
+	PriorMemEfficiency float64 `json:"prior_mem_efficiency"`
+	MemEfficiency      float64 `json:"mem_efficiency"`
+	ComputeDetermined  bool    `json:"compute_determined"`
+	MemoryDetermined   bool    `json:"memory_determined"`
+	// RMS relative error of the prior and the fitted model over the samples.
+	PriorRMSRelErr float64 `json:"prior_rms_rel_err"`
+	RMSRelErr      float64 `json:"rms_rel_err"`
+	// Clamped is true when an efficiency came out above 1 and was capped.
+	Clamped bool `json:"clamped,omitempty"`
+}
+
+// FitOptions tune FitCompute. The zero value is the documented default.
+type FitOptions struct {
+	// PriorWeight is w above (0 = DefaultFitPriorWeight).
+	PriorWeight float64
+	// MinBoundSamples is how many samples a term must bind before its
+	// factor counts as determined (0 = 3).
+	MinBoundSamples int
+}
+
+// DefaultFitPriorWeight: moving a factor by e costs as much as a mean log
+// error of 1 % (assumption: negligible against any real misfit, enough to
+// pin a factor no sample constrains).
+const DefaultFitPriorWeight = 1e-4
+
+// FitCompute fits a compute and a memory scale per family. Samples with a
+// non-positive or non-finite measured time are ignored; families come back
+// sorted by key.
+func FitCompute(samples []ComputeSample, o FitOptions) ([]FamilyFit, error) {
+	if o.PriorWeight <= 0 {
+		o.PriorWeight = DefaultFitPriorWeight
+	}
+	if o.MinBoundSamples <= 0 {
+		o.MinBoundSamples = 3
+	}
+	by := map[string][]ComputeSample{}
+	for _, s := range samples {
+		if s.Family.Key == "" || !(s.MeasuredUs > 0) || math.IsInf(s.MeasuredUs, 0) || s.Cost.Fused {
+			continue
+		}
+		by[s.Family.Key] = append(by[s.Family.Key], s)
+	}
+	if len(by) == 0 {
+		return nil, errors.New("fit compute: no sample with a compute family and a measured time > 0")
+	}
+	keys := make([]string, 0, len(by))
+	for k := range by {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	out := make([]FamilyFit, 0, len(keys))
+	for _, k := range keys {
+		f, err := fitFamily(k, by[k], o)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, f)
+	}
+	return out, nil
+}
+
+// memScaled reports whether the sample's memory term is limited by the
+// device bandwidth (so memEff scales it) rather than by the SMs the kernel
+// keeps busy (compute.go's per-SM limit), which memEff does not change.
+func memScaled(s *ComputeSample) bool {
+	return s.Cost.MemGBps >= s.Family.MemGBps*(1-1e-9)
+}
+
+// modelUs is the fitted model's time for s with factors a, b; which says
+// which term set it (0 floor, 1 compute, 2 memory).
+func modelUs(s *ComputeSample, a, b float64) (float64, int) {
+	t, which := s.Cost.MinKernelUs, 0
+	if c := a * s.Cost.ComputeUs; c > t {
+		t, which = c, 1
+	}
+	m := s.Cost.MemoryUs
+	if memScaled(s) {
+		m *= b
+	}
+	if m > t {
+		t, which = m, 2
+	}
+	return s.OverheadUs + t, which
+}
+
+func fitFamily(key string, ss []ComputeSample, o FitOptions) (FamilyFit, error) {
+	fam := ss[0].Family
+	f := FamilyFit{Family: key, Samples: len(ss), PriorEfficiency: fam.Efficiency, PriorMemEfficiency: fam.MemEfficiency}
+	logMeas := make([]float64, len(ss))
+	for i := range ss {
+		logMeas[i] = math.Log(ss[i].MeasuredUs)
+	}
+	obj := func(x []float64) float64 {
+		a, b := math.Exp(x[0]), math.Exp(x[1])
+		var sum float64
+		for i := range ss {
+			t, _ := modelUs(&ss[i], a, b)
+			if t <= 0 {
+				t = 1e-9
+			}
+			d := math.Log(t) - logMeas[i]
+			sum += d * d
+		}
+		return sum/float64(len(ss)) + o.PriorWeight*(x[0]*x[0]+x[1]*x[1])
+	}
+	// Start from the median ratio on each term's own samples, so that
+	// Nelder-Mead starts near the answer even when the misfit is large.
+	x0 := []float64{0, 0}
+	var rc, rm []float64
+	for i := range ss {
+		_, which := modelUs(&ss[i], 1, 1)
+		t, _ := modelUs(&ss[i], 1, 1)
+		switch which {
+		case 1:
+			rc = append(rc, logMeas[i]-math.Log(t))
+		case 2:
+			rm = append(rm, logMeas[i]-math.Log(t))
+		}
+	}
+	if len(rc) > 0 {
+		x0[0] = medianOf(rc)
+	}
+	if len(rm) > 0 {
+		x0[1] = medianOf(rm)
+	}
+	res, err := optimize.Minimize(optimize.Problem{Func: obj}, x0,
+		&optimize.Settings{FuncEvaluations: 4000, Converger: &optimize.FunctionConverge{Absolute: 1e-12, Relative: 1e-12, Iterations: 100}},
+		&optimize.NelderMead{})
+	if err != nil && res == nil {
+		return f, fmt.Errorf("fit compute %s: %w", key, err)
+	}
+	a, b := math.Exp(res.X[0]), math.Exp(res.X[1])
+	for i := range ss {
+		if _, which := modelUs(&ss[i], a, b); which == 1 {
+			f.ComputeBound++
+		} else if which == 2 {
+			f.MemoryBound++
+		}
+	}
+	f.ComputeDetermined = f.ComputeBound >= o.MinBoundSamples
+	f.MemoryDetermined = f.MemoryBound >= o.MinBoundSamples
+	if !f.ComputeDetermined {
+		a = 1
+	}
+	if !f.MemoryDetermined {
+		b = 1
+	}
+	f.ComputeScale, f.MemoryScale = a, b
+	f.Efficiency, f.MemEfficiency = fam.Efficiency/a, fam.MemEfficiency/b
+	if f.Efficiency > 1 {
+		f.Efficiency, f.Clamped = 1, true
+	}
+	if f.MemEfficiency > 1 {
+		f.MemEfficiency, f.Clamped = 1, true
+	}
+	var pe, fe float64
+	for i := range ss {
+		t0, _ := modelUs(&ss[i], 1, 1)
+		t1, _ := modelUs(&ss[i], a, b)
+		r0, r1 := t0/ss[i].MeasuredUs-1, t1/ss[i].MeasuredUs-1
+		pe += r0 * r0
+		fe += r1 * r1
+	}
+	f.PriorRMSRelErr = math.Sqrt(pe / float64(len(ss)))
+	f.RMSRelErr = math.Sqrt(fe / float64(len(ss)))
+	return f, nil
+}
+
+func medianOf(v []float64) float64 {
+	c := append([]float64(nil), v...)
+	sort.Float64s(c)
+	n := len(c)
+	if n%2 == 1 {
+		return c[n/2]
+	}
+	return (c[n/2-1] + c[n/2]) / 2
+}
+
+// DeviceFit holds fitted device-wide parameters; 0 means "not fitted,
+// keep the prior".
+type DeviceFit struct {
+	LaunchEagerUs float64 `json:"launch_eager_us,omitempty"`
+	LaunchGraphUs float64 `json:"launch_graph_us,omitempty"`
+	MinKernelUs   float64 `json:"min_kernel_us,omitempty"`
+}
+
+// ApplyComputeFit returns a copy of t whose devices carry the fitted
+// efficiencies (Efficiency[family], Efficiency["mem/"+family]) of the
+// determined factors and the fitted device parameters, each with a
+// Sources entry saying where it came from (provenance, e.g. "trace
+// run.json, 2026-12-02, 4096 samples").
+func ApplyComputeFit(t *topology.Topology, fits []FamilyFit, dev DeviceFit, provenance string) (*topology.Topology, error) {
+	out := t.Clone()
+	for di := range out.Devices {
+		d := &out.Devices[di]
+		if d.Efficiency == nil {
+			d.Efficiency = map[string]float64{}
+		}
+		if d.Sources == nil {
+			d.Sources = map[string]string{}
+		}
+		for _, f := range fits {
+			if f.ComputeDetermined {
+				d.Efficiency[f.Family] = round4(f.Efficiency)
+				d.Sources["efficiency."+f.Family] = fmt.Sprintf("calibrated: %s; %d samples, %d compute-bound, prior %.4g", provenance, f.Samples, f.ComputeBound, f.PriorEfficiency)
+			}
+			if f.MemoryDetermined {
+				d.Efficiency["mem/"+f.Family] = round4(f.MemEfficiency)
+				d.Sources["efficiency.mem/"+f.Family] = fmt.Sprintf("calibrated: %s; %d samples, %d memory-bound, prior %.4g", provenance, f.Samples, f.MemoryBound, f.PriorMemEfficiency)
+			}
+		}
+		set := func(field string, v float64, dst *float64) {
+			if v > 0 {
+				*dst = round4(v)
+				d.Sources[field] = "calibrated: " + provenance
+			}
+		}
+		set("launch_eager_us", dev.LaunchEagerUs, &d.LaunchEagerUs)
+		set("launch_graph_us", dev.LaunchGraphUs, &d.LaunchGraphUs)
+		set("min_kernel_us", dev.MinKernelUs, &d.MinKernelUs)
+	}
+	if err := out.Validate(); err != nil {
+		return nil, fmt.Errorf("apply compute fit: %w", err)
+	}
+	return out, nil
+}
