@@ -3,6 +3,7 @@ package sim
 import (
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/tpscope/tpscope/model"
 )
@@ -129,3 +130,6 @@ func (p *Predictor) fixTokens(sum *Summary, sc Scenario, padded int) {
 		sum.TokensPerS = sum.TokensPerSPerRequest * float64(sum.Sequences)
 	}
 }
+
+// Step is StepUs as a time.Duration (for API edges).
+func (s *Summary) Step() time.Duration { return time.Duration(s.StepUs * float64(time.Microsecond)) }
