@@ -11,7 +11,7 @@ build:
 
 # The main job on the built-in default scenario.
 run: build
-	./$(BIN) model show
+	./$(BIN) advise
 
 test:
 	$(GO) test -count=1 -timeout 15m ./...

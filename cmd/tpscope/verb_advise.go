@@ -1,0 +1,439 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/schollz/progressbar/v3"
+	"github.com/spf13/pflag"
+	"github.com/tpscope/tpscope/sim"
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/vg"
+)
+
+func init() {
+	register(&Verb{
+		Name:  "advise",
+		Short: "rank optimizations (NCCL, graphs, FP8 KV, EP, DP attention, one-shot AR, fusion, MTP, another box) by predicted gain",
+		Long: `Predicts the baseline (the configuration given by the flags: what runs
+today), the stock configuration (eager, default NCCL) and, for every entry
+of the optimization catalog, the same configuration with the entry turned
+on (or, when the baseline already has it, turned off, to show what it is
+worth). Each row gives the predicted step time, the speedup in tokens/s,
+what changed (compute, communication and launch time, kernels, collectives,
+bytes moved, KV capacity: computed by diffing the two predictions), whether
+the entry applies on this box and why, and how to run it.
+
+A sweep over batch x context says where each optimization starts to pay:
+the first (batch, context), by KV tokens held, at which tokens/s change by
+--threshold or more, and the first one only the optimization makes fit.
+
+With no flags it runs the seed scenario: Kimi-K2.5-NVFP4 on rtxpro6000-2s,
+TP 8, batch 1, context 4096, bf16 KV, CUDA graphs + NCCL_PROTO=LL +
+NCCL_P2P_LEVEL=SYS. The MTP entry's acceptance rate is --mtp-accept
+(default 0.85: low end of the DeepSeek-V3 report's 85-90 %).`,
+		Example: `tpscope advise --model kimi-k2.5-nvfp4 --topo rtxpro6000-2s --tp 8 --batch 1 --context 4096 --output table --plot advise.png`,
+		Flags: func(fs *pflag.FlagSet) func(args []string, stdout, stderr io.Writer) error {
+			sc := addModelScenarioFlags(fs)
+			sf := addSimFlags(fs)
+			// The seed's baseline: what the user runs today (seed-scenario.md).
+			setFlagDefault(fs, "kv-dtype", "bf16")
+			setFlagDefault(fs, "cuda-graphs", "true")
+			setFlagDefault(fs, "nccl-proto", "LL")
+			setFlagDefault(fs, "p2p-level", "SYS")
+			setFlagDefault(fs, "mtp-accept", strconv.FormatFloat(sim.DefaultMTPAcceptRate, 'f', -1, 64))
+			output := fs.String("output", "table", "output format: table, json or markdown")
+			plotFile := fs.String("plot", "", "write a bar chart of the speedups to FILE.png or FILE.svg")
+			threshold := fs.Float64("threshold", 0.05, "relative change of tokens/s at which an optimization pays")
+			batches := fs.String("batches", joinInts(sim.DefaultAdviseBatches), "batch sizes of the sweep (comma list)")
+			contexts := fs.String("contexts", joinInts(sim.DefaultAdviseContexts), "context lengths of the sweep (comma list)")
+			noSweep := fs.Bool("no-sweep", false, "skip the batch x context sweep")
+			mtpTokens := fs.Int("mtp-tokens", 1, "speculative tokens of the MTP entry")
+			boxes := fs.String("compare-topos", strings.Join(sim.DefaultCatalogTopologies, ","), "preset boxes the 'move to' entries try (comma list)")
+			only := fs.String("entries", "", "only these catalog entries (comma list; default all)")
+			return func(args []string, stdout, stderr io.Writer) error {
+				if len(args) > 0 {
+					return usageErrorf("unexpected arguments %q", args)
+				}
+				if err := checkOutput(*output, "table", "json", "markdown"); err != nil {
+					return err
+				}
+				if *threshold <= 0 || *threshold >= 1 {
+					return usageErrorf("--threshold %v: want a fraction in (0,1)", *threshold)
+				}
+				if *mtpTokens < 1 || *mtpTokens > 16 {
+					return usageErrorf("--mtp-tokens %d: want 1 to 16", *mtpTokens)
+				}
+				bs, err := parseInts("--batches", *batches)
+				if err != nil {
+					return err
+				}
+				cs, err := parseInts("--contexts", *contexts)
+				if err != nil {
+					return err
+				}
+				a, plan, w, err := sc.resolve()
+				if err != nil {
+					return err
+				}
+				topo, opts, err := sf.resolve()
+				if err != nil {
+					return err
+				}
+				if plan.World() > topo.NumGPUs() {
+					return usageErrorf("plan %s needs %d GPUs; topology %s has %d", plan.Normalized(), plan.World(), topo.Name, topo.NumGPUs())
+				}
+				cat := sim.Catalog(sim.CatalogOptions{MTPTokens: *mtpTokens, MTPAcceptRate: opts.MTPAcceptRate, Topologies: splitList(*boxes)})
+				if *only != "" {
+					if cat, err = filterEntries(cat, splitList(*only)); err != nil {
+						return err
+					}
+				}
+				in := sim.AdviseInput{Base: sim.Config{Scenario: sim.Scenario{Arch: a, Plan: plan, Workload: w, Build: sc.buildOptions()}, Options: opts, Topo: topo},
+					Entries: cat, Batches: bs, Contexts: cs, NoSweep: *noSweep, Threshold: *threshold}
+				bar := newLazyBar(stderr, "advise sweep")
+				in.Progress = bar.update
+				adv, err := sim.Advise(in)
+				bar.finish()
+				if err != nil {
+					return err
+				}
+				if m := adv.Baseline.Footprint; !m.Fits {
+					fmt.Fprintf(stderr, "warning: the baseline does not fit in GPU memory: short by %.1f GB per GPU\n", m.ShortfallGB)
+				}
+				if *plotFile != "" {
+					if err := writeAdvisePlot(*plotFile, adv); err != nil {
+						return err
+					}
+				}
+				switch *output {
+				case "json":
+					enc := json.NewEncoder(stdout)
+					enc.SetIndent("", " ")
+					return enc.Encode(adv)
+				case "markdown":
+					return writeAdviceMarkdown(stdout, adv)
+				}
+				return writeAdviceTable(stdout, adv)
+			}
+		},
+	})
+}
+
+// setFlagDefault changes a registered flag's default (value and help).
+func setFlagDefault(fs *pflag.FlagSet, name, v string) {
+	f := fs.Lookup(name)
+	if f == nil {
+		panic("setFlagDefault: no flag " + name) // programmer error
+	}
+	if err := f.Value.Set(v); err != nil {
+		panic(fmt.Sprintf("setFlagDefault %s=%s: %v", name, v, err))
+	}
+	f.DefValue = v
+}
+
+func joinInts(v []int) string {
+	s := make([]string, len(v))
+	for i, x := range v {
+		s[i] = strconv.Itoa(x)
+	}
+	return strings.Join(s, ",")
+}
+
+func splitList(s string) []string {
+	var out []string
+	for _, p := range strings.Split(s, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// parseInts parses a comma list of positive integers (K/M suffixes for
+// thousands: 4K = 4096, as context lengths are written).
+func parseInts(flag, s string) ([]int, error) {
+	var out []int
+	for _, p := range splitList(s) {
+		mult := 1
+		switch {
+		case strings.HasSuffix(p, "K") || strings.HasSuffix(p, "k"):
+			mult, p = 1024, p[:len(p)-1]
+		case strings.HasSuffix(p, "M") || strings.HasSuffix(p, "m"):
+			mult, p = 1024*1024, p[:len(p)-1]
+		}
+		n, err := strconv.Atoi(p)
+		if err != nil || n < 1 {
+			return nil, usageErrorf("%s: %q is not a positive integer", flag, p)
+		}
+		out = append(out, n*mult)
+	}
+	if len(out) == 0 {
+		return nil, usageErrorf("%s: empty list", flag)
+	}
+	return out, nil
+}
+
+func filterEntries(cat []sim.Entry, names []string) ([]sim.Entry, error) {
+	var out []sim.Entry
+	for _, n := range names {
+		found := false
+		for _, e := range cat {
+			if e.Name == n {
+				out, found = append(out, e), true
+			}
+		}
+		if !found {
+			var all []string
+			for _, e := range cat {
+				all = append(all, e.Name)
+			}
+			return nil, usageErrorf("--entries: unknown entry %q (want one of %s)", n, strings.Join(all, ", "))
+		}
+	}
+	return out, nil
+}
+
+// lazyBar shows a progress bar on stderr only once the work has run for a
+// second (short sweeps print nothing).
+type lazyBar struct {
+	w     io.Writer
+	desc  string
+	start time.Time
+	bar   *progressbar.ProgressBar
+}
+
+func newLazyBar(w io.Writer, desc string) *lazyBar {
+	return &lazyBar{w: w, desc: desc, start: time.Now()}
+}
+
+func (l *lazyBar) update(done, total int) {
+	if l.bar == nil {
+		if time.Since(l.start) < time.Second || done >= total {
+			return
+		}
+		l.bar = progressbar.NewOptions(total, progressbar.OptionSetWriter(l.w), progressbar.OptionSetDescription(l.desc),
+			progressbar.OptionShowCount(), progressbar.OptionThrottle(100*time.Millisecond), progressbar.OptionClearOnFinish())
+	}
+	_ = l.bar.Set(done)
+}
+
+func (l *lazyBar) finish() {
+	if l.bar != nil {
+		_ = l.bar.Finish()
+	}
+}
+
+// adviceCells are the table cells of one row, shared by table and markdown.
+func adviceCells(r *sim.AdviceRow) []string {
+	state := "added"
+	if r.InBaseline {
+		state = "in baseline"
+	}
+	if r.Error != "" {
+		return []string{r.Entry, string(r.Applicability.Status), state, "-", "-", "-", "-", "-", "-", "-", "-", "-", "-", "-"}
+	}
+	c := r.Change
+	fit := ""
+	if !r.With.Footprint.Fits {
+		fit = fmt.Sprintf(" (no fit: -%.1f GB)", r.With.Footprint.ShortfallGB)
+	}
+	kvcap := "-"
+	if c.KVCapacityRatio > 0 && c.KVCapacityRatio != 1 {
+		kvcap = fmt.Sprintf("x%.2f", c.KVCapacityRatio)
+	}
+	return []string{r.Entry, string(r.Applicability.Status), state,
+		fmt.Sprintf("%.2f", r.With.StepUs/1e3) + fit,
+		fmt.Sprintf("x%.3f", r.Speedup),
+		fmt.Sprintf("%.1f", r.With.TokensPerS),
+		fmt.Sprintf("%+.0f", c.ComputeUs), fmt.Sprintf("%+.0f", c.CommUs), fmt.Sprintf("%+.0f", c.LaunchUs),
+		fmt.Sprintf("%+d", c.Kernels), fmt.Sprintf("%+d", c.Collectives),
+		fmt.Sprintf("%+.2f", float64(c.CommBytes)/1e6), fmt.Sprintf("%+.1f", c.MemBytes/1e6), kvcap}
+}
+
+var adviceHeader = []string{"entry", "applies", "state", "step ms", "speedup", "tok/s", "d.compute us", "d.comm us", "d.launch us", "d.kernels", "d.collectives", "d.comm MB", "d.mem MB", "KV cap"}
+
+func writeAdviceHead(w io.Writer, adv *sim.Advice) {
+	b, s := adv.Baseline, adv.Stock
+	fmt.Fprintf(w, "advise: %s on %s, %s, %s\n", adv.Model, adv.Topology, adv.Plan, adv.Workload)
+	fmt.Fprintf(w, "baseline (%s): step %.2f ms, %.1f tok/s per request, %.1f tok/s, communication %.0f %% of the step, KV capacity %d tokens\n",
+		optionsString(b.Options), b.StepUs/1e3, b.PerRequest, b.TokensPerS, 100*b.CommShare, b.Footprint.KVCapacityToks)
+	fmt.Fprintf(w, "stock (%s): step %.2f ms, %.1f tok/s, communication %.0f %%; the baseline's settings are worth x%.2f here (compute %+.0f us, comm %+.0f us, launch %+.0f us)\n",
+		optionsString(s.Options), s.StepUs/1e3, s.TokensPerS, 100*s.CommShare, adv.StockSpeedup,
+		adv.StockChange.ComputeUs, adv.StockChange.CommUs, adv.StockChange.LaunchUs)
+	fmt.Fprintf(w, "rows: 'added' = the entry on top of the baseline; 'in baseline' = the baseline vs the baseline without it. d.* = with - without (rank 0, one step).\n")
+}
+
+func writeAdviceTable(w io.Writer, adv *sim.Advice) error {
+	writeAdviceHead(w, adv)
+	fmt.Fprintln(w)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, strings.Join(adviceHeader, "\t"))
+	for i := range adv.Rows {
+		fmt.Fprintln(tw, strings.Join(adviceCells(&adv.Rows[i]), "\t"))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintln(w, "\nwhy, and how to run it")
+	for i := range adv.Rows {
+		r := &adv.Rows[i]
+		fmt.Fprintf(w, "  %-22s %s: %s\n", r.Entry, r.Applicability.Status, r.Applicability.Reason)
+		if h := howString(r.How); h != "" {
+			fmt.Fprintf(w, "  %-22s how: %s\n", "", h)
+		}
+		if r.Error != "" {
+			fmt.Fprintf(w, "  %-22s not predicted: %s\n", "", r.Error)
+		}
+	}
+	if len(adv.Batches) > 0 {
+		fmt.Fprintf(w, "\nwhere it pays (sweep: batch %s x context %s; threshold %.0f %% of tokens/s)\n", joinInts(adv.Batches), joinInts(adv.Contexts), 100*adv.Threshold)
+		for i := range adv.Rows {
+			if s := paysString(&adv.Rows[i]); s != "" {
+				fmt.Fprintf(w, "  %-22s %s\n", adv.Rows[i].Entry, s)
+			}
+		}
+	}
+	return nil
+}
+
+func writeAdviceMarkdown(w io.Writer, adv *sim.Advice) error {
+	fmt.Fprintln(w, "## tpscope advise")
+	fmt.Fprintln(w)
+	writeAdviceHead(w, adv)
+	fmt.Fprintln(w)
+	fmt.Fprintf(w, "| %s | reason |\n", strings.Join(adviceHeader, " | "))
+	fmt.Fprintf(w, "|%s---|\n", strings.Repeat("---|", len(adviceHeader)))
+	for i := range adv.Rows {
+		r := &adv.Rows[i]
+		reason := r.Applicability.Reason
+		if r.Error != "" {
+			reason += "; " + r.Error
+		}
+		fmt.Fprintf(w, "| %s | %s |\n", strings.Join(adviceCells(r), " | "), strings.ReplaceAll(reason, "|", "/"))
+	}
+	if len(adv.Batches) > 0 {
+		fmt.Fprintf(w, "\n### Where it pays (threshold %.0f %%)\n\n", 100*adv.Threshold)
+		for i := range adv.Rows {
+			if s := paysString(&adv.Rows[i]); s != "" {
+				fmt.Fprintf(w, "- **%s**: %s\n", adv.Rows[i].Entry, s)
+			}
+		}
+	}
+	return nil
+}
+
+func howString(h sim.How) string {
+	var parts []string
+	if len(h.Env) > 0 {
+		parts = append(parts, "env "+strings.Join(h.Env, " "))
+	}
+	if len(h.Engine) > 0 {
+		parts = append(parts, "vLLM "+strings.Join(h.Engine, " "))
+	}
+	if h.Exec != "" {
+		parts = append(parts, "tpscope "+h.Exec)
+	}
+	return strings.Join(parts, "; ")
+}
+
+func cellString(c *sim.SweepCell) string {
+	return fmt.Sprintf("batch %d x context %d", c.Batch, c.Context)
+}
+
+// paysString summarizes an entry's sweep in one line.
+func paysString(r *sim.AdviceRow) string {
+	sw := r.Sweep
+	if sw == nil {
+		return ""
+	}
+	var parts []string
+	if sw.PaysFrom != nil {
+		parts = append(parts, fmt.Sprintf("pays from %s (%+.1f %%)", cellString(sw.PaysFrom), 100*sw.PaysFrom.Gain))
+	} else {
+		parts = append(parts, "never gains the threshold where both fit")
+	}
+	if sw.HurtsFrom != nil {
+		parts = append(parts, fmt.Sprintf("costs from %s (%+.1f %%)", cellString(sw.HurtsFrom), 100*sw.HurtsFrom.Gain))
+	}
+	if sw.MaxGain != nil {
+		parts = append(parts, fmt.Sprintf("best %+.1f %% at %s", 100*sw.MaxGain.Gain, cellString(sw.MaxGain)))
+	}
+	if sw.FitsFrom != nil {
+		parts = append(parts, fmt.Sprintf("only fits with it from %s", cellString(sw.FitsFrom)))
+	}
+	if len(sw.MinContextByBatch) > 0 {
+		var bs []int
+		for b := range sw.MinContextByBatch {
+			bs = append(bs, b)
+		}
+		sort.Ints(bs)
+		var m []string
+		for _, b := range bs {
+			if c := sw.MinContextByBatch[b]; c > 0 {
+				m = append(m, fmt.Sprintf("b%d:%d", b, c))
+			}
+		}
+		if len(m) > 0 {
+			parts = append(parts, "smallest paying context per batch "+strings.Join(m, " "))
+		}
+	}
+	return strings.Join(parts, "; ")
+}
+
+// writeAdvisePlot draws the speedup of every predicted entry as horizontal
+// bars (1 = no change), best first at the top.
+func writeAdvisePlot(path string, adv *sim.Advice) error {
+	ext := strings.ToLower(filepath.Ext(path))
+	if ext != ".png" && ext != ".svg" {
+		return usageErrorf("--plot %s: want a .png or .svg file", path)
+	}
+	var rows []*sim.AdviceRow
+	for i := range adv.Rows {
+		if adv.Rows[i].Error == "" {
+			rows = append(rows, &adv.Rows[i])
+		}
+	}
+	if len(rows) == 0 {
+		return fmt.Errorf("plot %s: no entry was predicted", path)
+	}
+	vals := make(plotter.Values, len(rows))
+	labels := make([]string, len(rows))
+	for i, r := range rows {
+		j := len(rows) - 1 - i // plotter draws bottom-up
+		vals[j] = r.Speedup
+		state := ""
+		if r.InBaseline {
+			state = " (in baseline)"
+		}
+		labels[j] = fmt.Sprintf("%s%s x%.2f", r.Entry, state, r.Speedup)
+	}
+	p := plot.New()
+	p.Title.Text = fmt.Sprintf("%s %s on %s, %s: speedup in tokens/s", adv.Model, adv.Plan, adv.Topology, adv.Workload)
+	p.X.Label.Text = "speedup (with / without the optimization); 1 = no change"
+	bars, err := plotter.NewBarChart(vals, vg.Points(10))
+	if err != nil {
+		return fmt.Errorf("plot: %w", err)
+	}
+	bars.Horizontal = true
+	p.Add(bars)
+	one, err := plotter.NewLine(plotter.XYs{{X: 1, Y: -0.5}, {X: 1, Y: float64(len(rows)) - 0.5}})
+	if err == nil {
+		one.Dashes = []vg.Length{vg.Points(3), vg.Points(3)}
+		p.Add(one)
+	}
+	p.NominalY(labels...)
+	h := vg.Points(float64(16*len(rows) + 90))
+	if err := p.Save(9*vg.Inch, h, path); err != nil {
+		return fmt.Errorf("plot %s: %w", path, err)
+	}
+	return nil
+}
