@@ -1,0 +1,130 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// With no flags advise runs the seed scenario (seed-scenario.md) and
+// names its baseline: CUDA graphs + NCCL_PROTO=LL + NCCL_P2P_LEVEL=SYS,
+// bf16 KV, Kimi-K2.5-NVFP4 on rtxpro6000-2s at TP 8, batch 1, context 4096.
+func TestAdviseDefaultIsSeed(t *testing.T) {
+	var out, errb bytes.Buffer
+	if code := dispatch([]string{"advise", "--batches", "1,32", "--contexts", "4096,131072"}, &out, &errb); code != 0 {
+		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+	s := out.String()
+	for _, want := range []string{
+		"advise: kimi-k2.5-nvfp4 on rtxpro6000-2s, tp8, decode b1 ctx4096 kv=bf16",
+		"baseline (cuda-graphs NCCL_PROTO=LL NCCL_P2P_LEVEL=SYS",
+		"stock (eager",
+		"fp8-kv", "oneshot-ar", "ar-norm-fusion", "expert-parallel", "dp-attn-ep", "mtp", "box-h200-nvswitch",
+		"nccl-proto-ll", "nccl-p2p-sys", "nccl-p2p-disable", "cuda-graphs",
+		"where it pays",
+	} {
+		if !strings.Contains(s, want) {
+			t.Errorf("output lacks %q", want)
+		}
+	}
+}
+
+func TestAdviseJSONAndPlot(t *testing.T) {
+	dir := t.TempDir()
+	for _, format := range []string{"json", "markdown"} {
+		t.Run(format, func(t *testing.T) {
+			plot := filepath.Join(dir, "advise-"+format+".svg")
+			var out, errb bytes.Buffer
+			args := []string{"advise", "--no-sweep", "--output", format, "--plot", plot, "--entries", "fp8-kv,oneshot-ar,mtp"}
+			if code := dispatch(args, &out, &errb); code != 0 {
+				t.Fatalf("exit %d: %s", code, errb.String())
+			}
+			if st, err := os.Stat(plot); err != nil || st.Size() == 0 {
+				t.Errorf("plot not written: %v", err)
+			}
+			if format == "markdown" {
+				if !strings.Contains(out.String(), "| fp8-kv |") {
+					t.Errorf("markdown lacks the fp8-kv row:\n%s", out.String())
+				}
+				return
+			}
+			var adv struct {
+				Baseline struct {
+					StepUs float64 `json:"step_us"`
+				} `json:"baseline"`
+				Rows []struct {
+					Entry   string  `json:"entry"`
+					Speedup float64 `json:"speedup"`
+					Error   string  `json:"error"`
+					Change  struct {
+						KVCapacityRatio float64 `json:"kv_capacity_ratio"`
+					} `json:"change"`
+				} `json:"rows"`
+			}
+			if err := json.Unmarshal(out.Bytes(), &adv); err != nil {
+				t.Fatal(err)
+			}
+			if len(adv.Rows) != 3 || adv.Baseline.StepUs <= 0 {
+				t.Fatalf("rows %d, baseline step %v", len(adv.Rows), adv.Baseline.StepUs)
+			}
+			for _, r := range adv.Rows {
+				switch r.Entry {
+				case "fp8-kv":
+					// 70,272 / 35,136 B per token (serving-facts.md).
+					if r.Change.KVCapacityRatio < 1.999 || r.Change.KVCapacityRatio > 2.001 {
+						t.Errorf("fp8-kv capacity ratio %v, want 2", r.Change.KVCapacityRatio)
+					}
+				case "mtp":
+					if r.Error == "" {
+						t.Error("mtp on Kimi-K2.5 (no MTP layer) predicted without error")
+					}
+				}
+			}
+		})
+	}
+}
+
+func TestAdviseBadFlags(t *testing.T) {
+	cases := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"tp does not divide heads", []string{"advise", "--tp", "3"}, "tp"},
+		{"batch 0", []string{"advise", "--batch", "0"}, "batch"},
+		{"threshold", []string{"advise", "--threshold", "2"}, "--threshold"},
+		{"batches", []string{"advise", "--batches", "1,x"}, "--batches"},
+		{"entries", []string{"advise", "--entries", "warp-drive"}, `unknown entry "warp-drive"`},
+		{"output", []string{"advise", "--output", "xml"}, "--output"},
+		{"plot", []string{"advise", "--no-sweep", "--plot", "a.gif"}, "--plot"},
+		{"too many gpus", []string{"advise", "--gpus", "4"}, "needs 8 GPUs"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			var out, errb bytes.Buffer
+			if code := dispatch(tc.args, &out, &errb); code != 2 || !strings.Contains(errb.String(), tc.want) {
+				t.Fatalf("exit %d (want 2), stderr %q (want %q)", code, errb.String(), tc.want)
+			}
+		})
+	}
+}
+
+func FuzzParseInts(f *testing.F) {
+	for _, s := range []string{"1,2,4", "4K,128k", "", ",", "-1", "1M", "99999999999999999999", "K"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		v, err := parseInts("--x", s)
+		if err != nil {
+			return
+		}
+		for _, n := range v {
+			if n < 1 {
+				t.Fatalf("parseInts(%q) returned %d", s, n)
+			}
+		}
+	})
+}
