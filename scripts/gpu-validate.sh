@@ -50,6 +50,13 @@ for rep in $(seq 1 ${REPS:-2}); do
     run kimi-k2.5 8 0 $g "file:$T/ovh.jsonl" 20
   done
 done
+echo "== other workloads (graphs, untraced)"
+run kimi-k2.5 8 0 true none 20 -batch 1
+run kimi-k2.5 8 0 false none 20 -batch 1
+run kimi-k2.5 8 0 true none 20 -batch 128
+run kimi-k2.5 8 0 true none 20 -kv fp8
+run deepseek-v3 8 0 true none 20
+run kimi-k2.5-nvfp4 8 0 true none 20
 echo "== fixture traces"
 mkdir -p "$T/traces"
 run tiny-mla-moe 1 0 false "file:$T/traces/h200-tiny-mla-moe-tp1-eager.otlp.jsonl" 5
@@ -60,7 +67,8 @@ if [ -x $B/tpscope ]; then
   timeout 60 $B/tpscope topo discover -o "$OUT/discover-h200.json" || echo "topo discover failed"
   if $B/tpscope run --help >/dev/null 2>&1; then
     echo "== tpscope run"
-    $B/tpscope run --backend cuda --model tiny-mla-moe --tp 1 --steps 5 --trace "file:$T/traces/h200-cli-tiny-eager.otlp.jsonl" || echo "tpscope run failed"
+    timeout 120 $B/tpscope run --backend cuda --model tiny-mla-moe --tp 1 --steps 20 --trace none || echo "tpscope run failed"
+    timeout 120 $B/tpscope run --backend cuda --model tiny-mla-moe --tp 1 --steps 20 --cuda-graphs --trace none --topo h200-1 --compare || echo "tpscope run --compare failed"
   fi
 fi
 (cd "$T/traces" && for f in *.jsonl; do gzip -9 "$f"; done; tar cf "$OUT/traces.tar" *.gz)
