@@ -146,6 +146,32 @@ type AdviseInput struct {
 	// Progress, when set, is called after each sweep cell with the cells
 	// done and the total.
 	Progress func(done, total int)
+	// Transfer lists other architectures on which to predict the
+	// baseline's options against Stock (same box, plan and workload): do
+	// the earlier optimizations carry over from one model to the next?
+	Transfer []*model.Arch
+}
+
+// TransferRow is the baseline's options against stock on one model. The
+// communication time splits into what the box and its settings charge per
+// collective (CommUsPerCall, the hardware's part) and how many
+// collectives the model issues per step (Collectives, the model's part).
+type TransferRow struct {
+	Model         string  `json:"model"`
+	Error         string  `json:"error,omitempty"`
+	StepUs        float64 `json:"step_us"`
+	StockStepUs   float64 `json:"stock_step_us"`
+	TokensPerS    float64 `json:"tokens_per_s"`
+	StockTokensPS float64 `json:"stock_tokens_per_s"`
+	Speedup       float64 `json:"speedup"`
+	CommShare     float64 `json:"comm_share"`
+	StockComm     float64 `json:"stock_comm_share"`
+	Collectives   int     `json:"collectives"`
+	CommUsPerCall float64 `json:"comm_us_per_call"`
+	StockPerCall  float64 `json:"stock_comm_us_per_call"`
+	ComputeUs     float64 `json:"compute_us"`
+	Fits          bool    `json:"fits"`
+	ShortfallGB   float64 `json:"shortfall_gb,omitempty"`
 }
 
 // Default sweep grid of advise: batch sizes of vLLM's capture list and
@@ -239,9 +265,11 @@ type Advice struct {
 	StockSpeedup float64 `json:"stock_speedup"`
 	StockChange  Delta   `json:"stock_change"` // baseline - stock
 	// Rows, best speedup first (rows with errors last).
-	Rows     []AdviceRow `json:"rows"`
-	Batches  []int       `json:"batches,omitempty"`
-	Contexts []int       `json:"contexts,omitempty"`
+	Rows []AdviceRow `json:"rows"`
+	// Transfer: the baseline model first, then AdviseInput.Transfer.
+	Transfer []TransferRow `json:"transfer,omitempty"`
+	Batches  []int         `json:"batches,omitempty"`
+	Contexts []int         `json:"contexts,omitempty"`
 }
 
 // predictVariant predicts c with per-op detail.
@@ -297,6 +325,27 @@ func Advise(in AdviseInput) (*Advice, error) {
 	adv := &Advice{Model: b.Arch.Name, Topology: b.Topo.Name, Plan: b.Plan.Normalized().String(),
 		Workload: b.Workload.Normalized().String(), Threshold: in.Threshold, Baseline: base, Stock: stock,
 		StockSpeedup: ratio(base.TokensPerS, stock.TokensPerS), StockChange: Diff(stock.Footprint, base.Footprint)}
+
+	adv.Transfer = append(adv.Transfer, transferRow(b.Arch.Name, base, stock))
+	for _, a := range in.Transfer {
+		c := b
+		c.Arch = a
+		c.Workload.KVDtype = b.Workload.KVDtype
+		if err := c.Plan.Validate(a); err != nil {
+			adv.Transfer = append(adv.Transfer, TransferRow{Model: a.Name, Error: err.Error()})
+			continue
+		}
+		vb, err := predictVariant(&ev, "baseline", c)
+		var vs *Variant
+		if err == nil {
+			vs, err = predictVariant(&ev, "stock", Stock(c))
+		}
+		if err != nil {
+			adv.Transfer = append(adv.Transfer, TransferRow{Model: a.Name, Error: err.Error()})
+			continue
+		}
+		adv.Transfer = append(adv.Transfer, transferRow(a.Name, vb, vs))
+	}
 
 	type pair struct{ with, without Config }
 	pairs := make([]*pair, len(in.Entries))
@@ -382,6 +431,19 @@ func Advise(in AdviseInput) (*Advice, error) {
 		return a.Speedup > b.Speedup
 	})
 	return adv, nil
+}
+
+func transferRow(name string, b, s *Variant) TransferRow {
+	r := TransferRow{Model: name, StepUs: b.StepUs, StockStepUs: s.StepUs, TokensPerS: b.TokensPerS, StockTokensPS: s.TokensPerS,
+		Speedup: ratio(b.TokensPerS, s.TokensPerS), CommShare: b.CommShare, StockComm: s.CommShare,
+		Collectives: b.Footprint.Collectives, ComputeUs: b.Footprint.ComputeUs, Fits: b.Footprint.Fits, ShortfallGB: b.Footprint.ShortfallGB}
+	if n := b.Footprint.Collectives; n > 0 {
+		r.CommUsPerCall = b.Footprint.CommUs / float64(n)
+	}
+	if n := s.Footprint.Collectives; n > 0 {
+		r.StockPerCall = s.Footprint.CommUs / float64(n)
+	}
+	return r
 }
 
 // summarizeSweep finds where the optimization pays.

@@ -3,6 +3,8 @@ package sim
 import (
 	"math"
 	"testing"
+
+	"github.com/tpscope/tpscope/model"
 )
 
 func rowByEntry(t *testing.T, adv *Advice, name string) *AdviceRow {
@@ -22,7 +24,9 @@ func rowByEntry(t *testing.T, adv *Advice, name string) *AdviceRow {
 // each entry makes against counts derived from the architecture and
 // serving-facts.md.
 func TestAdviseSeed(t *testing.T) {
-	adv, err := Advise(AdviseInput{Base: seedConfig(t), Batches: []int{1, 2, 32, 256}, Contexts: []int{4096, 131072}})
+	glm := mustPreset(t, "glm-5-nvfp4")
+	adv, err := Advise(AdviseInput{Base: seedConfig(t), Batches: []int{1, 2, 32, 256}, Contexts: []int{4096, 131072},
+		Transfer: []*model.Arch{glm}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -34,6 +38,21 @@ func TestAdviseSeed(t *testing.T) {
 	if adv.StockSpeedup <= 1 {
 		t.Errorf("graphs + LL + SYS over stock: speedup %.2f, want > 1 (the seed saw 20 -> 57 tok/s on GLM-5)", adv.StockSpeedup)
 	}
+
+	t.Run("transfer", func(t *testing.T) {
+		if len(adv.Transfer) != 2 || adv.Transfer[1].Model != "glm-5-nvfp4" || adv.Transfer[1].Error != "" {
+			t.Fatalf("transfer rows %+v", adv.Transfer)
+		}
+		g := adv.Transfer[1]
+		// GLM-5: 78 layers, 2 x 78 + 1 = 157 all-reduces + 1 logits
+		// all-gather (serving-facts.md).
+		if g.Collectives != 158 {
+			t.Errorf("GLM-5 collectives %d, want 158", g.Collectives)
+		}
+		if g.Speedup <= 1 || adv.Transfer[0].Speedup != adv.StockSpeedup {
+			t.Errorf("speedups: GLM-5 %.2f, Kimi %.2f (stock speedup %.2f)", g.Speedup, adv.Transfer[0].Speedup, adv.StockSpeedup)
+		}
+	})
 
 	t.Run("fp8-kv", func(t *testing.T) {
 		r := rowByEntry(t, adv, "fp8-kv")

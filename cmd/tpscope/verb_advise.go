@@ -13,6 +13,7 @@ import (
 
 	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/pflag"
+	"github.com/tpscope/tpscope/model"
 	"github.com/tpscope/tpscope/sim"
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
@@ -59,6 +60,7 @@ NCCL_P2P_LEVEL=SYS. The MTP entry's acceptance rate is --mtp-accept
 			mtpTokens := fs.Int("mtp-tokens", 1, "speculative tokens of the MTP entry")
 			boxes := fs.String("compare-topos", strings.Join(sim.DefaultCatalogTopologies, ","), "preset boxes the 'move to' entries try (comma list)")
 			only := fs.String("entries", "", "only these catalog entries (comma list; default all)")
+			transfer := fs.String("transfer", "glm-5-nvfp4", "other models on which to compare the baseline's settings with stock (comma list; '' for none)")
 			return func(args []string, stdout, stderr io.Writer) error {
 				if len(args) > 0 {
 					return usageErrorf("unexpected arguments %q", args)
@@ -97,7 +99,18 @@ NCCL_P2P_LEVEL=SYS. The MTP entry's acceptance rate is --mtp-accept
 						return err
 					}
 				}
-				in := sim.AdviseInput{Base: sim.Config{Scenario: sim.Scenario{Arch: a, Plan: plan, Workload: w, Build: sc.buildOptions()}, Options: opts, Topo: topo},
+				var others []*model.Arch
+				for _, name := range splitList(*transfer) {
+					if name == a.Name {
+						continue
+					}
+					o, err := resolveModel(name)
+					if err != nil {
+						return err
+					}
+					others = append(others, o)
+				}
+				in := sim.AdviseInput{Transfer: others, Base: sim.Config{Scenario: sim.Scenario{Arch: a, Plan: plan, Workload: w, Build: sc.buildOptions()}, Options: opts, Topo: topo},
 					Entries: cat, Batches: bs, Contexts: cs, NoSweep: *noSweep, Threshold: *threshold}
 				bar := newLazyBar(stderr, "advise sweep")
 				in.Progress = bar.update
@@ -302,7 +315,47 @@ func writeAdviceTable(w io.Writer, adv *sim.Advice) error {
 			}
 		}
 	}
-	return nil
+	return writeTransfer(w, adv, false)
+}
+
+// writeTransfer renders question 1 of the seed: do the baseline's settings
+// carry over to other models on this box, and which part of the
+// communication is the box's (time per collective) and which the
+// model's (collectives per step).
+func writeTransfer(w io.Writer, adv *sim.Advice, md bool) error {
+	if len(adv.Transfer) < 2 {
+		return nil
+	}
+	header := []string{"model", "baseline tok/s", "stock tok/s", "speedup", "comm share", "stock comm share", "collectives/step", "us/collective", "stock us/collective", "compute us", "fits"}
+	var rows [][]string
+	for _, r := range adv.Transfer {
+		if r.Error != "" {
+			rows = append(rows, []string{r.Model, "-", "-", "-", "-", "-", "-", "-", "-", "-", r.Error})
+			continue
+		}
+		fit := "yes"
+		if !r.Fits {
+			fit = fmt.Sprintf("no: -%.1f GB", r.ShortfallGB)
+		}
+		rows = append(rows, []string{r.Model, fmt.Sprintf("%.1f", r.TokensPerS), fmt.Sprintf("%.1f", r.StockTokensPS), fmt.Sprintf("x%.2f", r.Speedup),
+			fmt.Sprintf("%.0f %%", 100*r.CommShare), fmt.Sprintf("%.0f %%", 100*r.StockComm), strconv.Itoa(r.Collectives),
+			fmt.Sprintf("%.1f", r.CommUsPerCall), fmt.Sprintf("%.1f", r.StockPerCall), fmt.Sprintf("%.0f", r.ComputeUs), fit})
+	}
+	title := "do the baseline's settings transfer? (same box, plan and workload; us/collective is the box's part, collectives/step the model's)"
+	if md {
+		fmt.Fprintf(w, "\n### Transfer\n\n%s\n\n| %s |\n|%s\n", title, strings.Join(header, " | "), strings.Repeat("---|", len(header)))
+		for _, r := range rows {
+			fmt.Fprintf(w, "| %s |\n", strings.Join(r, " | "))
+		}
+		return nil
+	}
+	fmt.Fprintf(w, "\n%s\n", title)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, strings.Join(header, "\t"))
+	for _, r := range rows {
+		fmt.Fprintln(tw, strings.Join(r, "\t"))
+	}
+	return tw.Flush()
 }
 
 func writeAdviceMarkdown(w io.Writer, adv *sim.Advice) error {
@@ -328,7 +381,7 @@ func writeAdviceMarkdown(w io.Writer, adv *sim.Advice) error {
 			}
 		}
 	}
-	return nil
+	return writeTransfer(w, adv, true)
 }
 
 func howString(h sim.How) string {
