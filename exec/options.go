@@ -130,6 +130,7 @@ func WithCleanupTimeout(d time.Duration) Option {
 // schedule. Default 1 (not written).
 func WithScheduleScale(f float64) Option { return func(c *config) { c.scheduleScale = f } }
 
-// WithProgress calls fn(done, total) on Run's goroutine after each step
-// (warm-up included) for a progress bar. Default: none.
+// WithProgress calls fn(done, total) after each step (warm-up included),
+// for a progress bar. It runs between steps while every rank waits, on one
+// of the rank goroutines, so it must return quickly. Default: none.
 func WithProgress(fn func(done, total int)) Option { return func(c *config) { c.progress = fn } }

@@ -45,7 +45,6 @@ import (
 	"context"
 	"fmt"
 	"math"
-	"slices"
 
 	"github.com/tpscope/tpscope/exec"
 	"github.com/tpscope/tpscope/model"
@@ -115,12 +114,12 @@ func (b *Backend) Open(ctx context.Context, s *model.Schedule, cfg exec.SessionC
 				if op.CommBytes < 0 {
 					return nil, fmt.Errorf("cpu backend: op %s: comm bytes %d < 0", op.ID, op.CommBytes)
 				}
-				if f.colls[op.ID] == nil {
+				if key := collKey(op); f.colls[key] == nil {
 					all := true
 					for _, m := range op.Group {
 						all = all && local[m]
 					}
-					f.colls[op.ID] = newCollective(op, all)
+					f.colls[key] = newCollective(op, all)
 				}
 			default:
 				return nil, fmt.Errorf("cpu backend: op %s: kind %q not supported", op.ID, op.Kind)
@@ -168,13 +167,6 @@ func (ss *session) OpenRank(ctx context.Context, rank int) (exec.Rank, error) {
 // Close implements exec.Session. Buffers are garbage-collected memory.
 func (ss *session) Close() error { return nil }
 
-// Collectives lists the collective op IDs of the session's fabric, sorted
-// (for tests).
-func (ss *session) collectiveIDs() []string {
-	ids := make([]string, 0, len(ss.fabric.colls))
-	for id := range ss.fabric.colls {
-		ids = append(ids, id)
-	}
-	slices.Sort(ids)
-	return ids
-}
+// collKey names one collective instance: its op ID and group (with DP > 1
+// or DCP the same op ID runs in several disjoint groups).
+func collKey(op *model.Op) string { return fmt.Sprint(op.ID, op.Group) }

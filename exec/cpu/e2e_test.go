@@ -2,6 +2,7 @@ package cpu_test
 
 import (
 	"context"
+	"errors"
 	"math"
 	"testing"
 
@@ -96,5 +97,94 @@ func TestScaleArch(t *testing.T) {
 		if _, err := cpu.ScaleArch(a, bad); err == nil {
 			t.Errorf("scale %v accepted", bad)
 		}
+	}
+}
+
+// TestTinyCancel: Ctrl-C in the middle of a CPU run (ranks possibly
+// waiting inside a ring all-reduce) ends it with context.Canceled and no
+// goroutine left.
+func TestTinyCancel(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	s := tinySchedule(t, model.Plan{TP: 4}, model.Workload{Phase: model.Decode, Batch: 8, Context: 512})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	steps := 0
+	res, err := exec.Run(ctx, s, cpu.New(), exec.WithSteps(1000), exec.WithWarmup(0), exec.WithProgress(func(done, total int) {
+		if steps++; steps == 2 {
+			go cancel() // from outside the runner, as a signal handler would
+		}
+	}))
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("err = %v, want context.Canceled", err)
+	}
+	if res == nil || res.Steps < 2 || res.Steps >= 1000 {
+		t.Errorf("completed steps %v", res)
+	}
+}
+
+// TestTinySpanAttributes checks op span attributes on the real schedule
+// against model.Build's numbers for tiny-mla-moe at TP 4, batch 8: the
+// attention all-reduce moves 8 tokens x 256 hidden x 2 bytes = 4096 bytes.
+func TestTinySpanAttributes(t *testing.T) {
+	s := tinySchedule(t, model.Plan{TP: 4}, model.Workload{Phase: model.Decode, Batch: 8, Context: 512})
+	tp, rec := exectest.NewRecorder()
+	defer tp.Shutdown(context.Background())
+	if _, err := exec.Run(context.Background(), s, cpu.New(), exec.WithTracerProvider(tp), exec.WithSteps(1), exec.WithWarmup(0)); err != nil {
+		t.Fatal(err)
+	}
+	found := 0
+	for _, sp := range rec.Ended() {
+		if sp.Name() != "L01.attn.allreduce" {
+			continue
+		}
+		found++
+		for _, kv := range sp.Attributes() {
+			switch kv.Key {
+			case traces.AttrCommBytes:
+				if kv.Value.AsInt64() != 4096 {
+					t.Errorf("comm.bytes %d, want 4096", kv.Value.AsInt64())
+				}
+			case traces.AttrTiming:
+				if kv.Value.AsString() != traces.TimingHostClock {
+					t.Errorf("timing %q", kv.Value.AsString())
+				}
+			}
+		}
+	}
+	if found != 4 {
+		t.Errorf("%d L01.attn.allreduce spans, want one per rank (4)", found)
+	}
+}
+
+// TestTinyPlans runs one step of tiny-mla-moe under every plan shape the
+// builder has (TP, EP, DP attention with all-to-all, DCP with all-gather
+// and reduce-scatter, prefill, MTP) with collective checks on: every op of
+// every rank must run and every collective must match its serial result.
+func TestTinyPlans(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		p    model.Plan
+		w    model.Workload
+	}{
+		{"plan=tp2-ep", model.Plan{TP: 2, EP: true}, model.Workload{Phase: model.Decode, Batch: 4, Context: 128}},
+		{"plan=tp2-dp2-ep", model.Plan{TP: 2, DP: 2, EP: true}, model.Workload{Phase: model.Decode, Batch: 8, Context: 128}},
+		{"plan=tp4-dcp2", model.Plan{TP: 4, DCP: 2}, model.Workload{Phase: model.Decode, Batch: 4, Context: 128}},
+		{"plan=tp2/prefill", model.Plan{TP: 2}, model.Workload{Phase: model.Prefill, Batch: 2, Context: 32}},
+		{"plan=tp2/mtp1", model.Plan{TP: 2}, model.Workload{Phase: model.Decode, Batch: 4, Context: 64, SpecTokens: 1}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := tinySchedule(t, tc.p, tc.w)
+			res, err := exec.Run(context.Background(), s, cpu.New(), exec.WithSteps(1), exec.WithWarmup(1))
+			if err != nil {
+				t.Fatal(err)
+			}
+			n := 0
+			for k := range res.OpUs[0] {
+				n += len(res.OpUs[0][k])
+			}
+			if n != s.NumOps() {
+				t.Errorf("timed %d ops, schedule has %d", n, s.NumOps())
+			}
+		})
 	}
 }

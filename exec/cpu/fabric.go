@@ -10,7 +10,7 @@ import (
 )
 
 // fabric is the shared-memory "interconnect" of a Session: one collective
-// object per collective op ID, holding every member's send and receive
+// object per collective op ID and group, holding every member's send and receive
 // buffers. Buffers are float32 and carry the op's CommBytes (4 bytes per
 // element): the bytes moved are the schedule's, the element count is half
 // that of a bf16 payload.
@@ -26,7 +26,7 @@ import (
 // The ring mirrors NCCL's ring algorithm step for step (a step waits for the
 // left neighbour's previous step), so sim's ring model applies to it.
 type fabric struct {
-	colls map[string]*collective // by op ID; the map is read-only after Open
+	colls map[string]*collective // by collKey; the map is read-only after Open
 }
 
 type collective struct {

@@ -193,7 +193,7 @@ func (r *rank) weights(n, fanIn int) []float32 {
 
 func (r *rank) annotation(op *model.Op) []attribute.KeyValue {
 	if op.IsCollective() {
-		c := r.ss.fabric.colls[op.ID]
+		c := r.ss.fabric.colls[collKey(op)]
 		if !c.local {
 			return []attribute.KeyValue{traces.AttrSkipped.Bool(true),
 				traces.AttrSkipReason.String("group has ranks this process does not run (one-rank shard run)")}
@@ -307,7 +307,7 @@ func (r *rank) bind(op *model.Op, rt *routing, latent, indexer map[int][]float32
 		return r.bindElementwise(op, latent, indexer)
 
 	case model.KindCollective:
-		c := r.ss.fabric.colls[op.ID]
+		c := r.ss.fabric.colls[collKey(op)]
 		if !c.local {
 			return func(context.Context) error { return nil }, nil
 		}

@@ -103,7 +103,8 @@ func (b *Backend) Open(ctx context.Context, s *model.Schedule, cfg exec.SessionC
 	for _, r := range cfg.LocalRanks {
 		for i := range s.Ranks[r] {
 			op := &s.Ranks[r][i]
-			if !op.IsCollective() || sess.rv[op.ID] != nil {
+			key := fmt.Sprint(op.ID, op.Group)
+			if !op.IsCollective() || sess.rv[key] != nil {
 				continue
 			}
 			n := 0
@@ -112,7 +113,7 @@ func (b *Backend) Open(ctx context.Context, s *model.Schedule, cfg exec.SessionC
 					n++
 				}
 			}
-			sess.rv[op.ID] = &rendezvous{n: n, ch: make(chan struct{})}
+			sess.rv[key] = &rendezvous{n: n, ch: make(chan struct{})}
 		}
 	}
 	if b.lock {
@@ -124,7 +125,7 @@ func (b *Backend) Open(ctx context.Context, s *model.Schedule, cfg exec.SessionC
 type session struct {
 	b  *Backend
 	s  *model.Schedule
-	rv map[string]*rendezvous // by collective op ID; read-only after Open
+	rv map[string]*rendezvous // by collective op ID and group; read-only after Open
 }
 
 type lockingSession struct{ *session }
@@ -227,7 +228,7 @@ func (r *rankImpl) run(ctx context.Context, i int, op *model.Op) error {
 		}
 	}
 	if op.IsCollective() {
-		if err := r.sess.rv[op.ID].arrive(ctx, b.release); err != nil {
+		if err := r.sess.rv[fmt.Sprint(op.ID, op.Group)].arrive(ctx, b.release); err != nil {
 			return err
 		}
 	}
