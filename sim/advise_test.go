@@ -211,3 +211,38 @@ func TestSummarizeSweep(t *testing.T) {
 		}
 	}
 }
+
+// TestAdviseMTP: GLM-5 ships one MTP layer. With one speculative token and
+// acceptance a a step yields 1 + a tokens per sequence; the draft pass
+// adds its embedding all-reduce, one decoder layer's two all-reduces and
+// the logits all-gather of its shared head: 4 collectives.
+func TestAdviseMTP(t *testing.T) {
+	c := seedConfig(t)
+	c.Arch = mustPreset(t, "glm-5-nvfp4")
+	const accept = 0.7
+	var mtp []Entry
+	for _, e := range Catalog(CatalogOptions{MTPAcceptRate: accept}) {
+		if e.Name == "mtp" {
+			mtp = append(mtp, e)
+		}
+	}
+	adv, err := Advise(AdviseInput{Base: c, Entries: mtp, NoSweep: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := rowByEntry(t, adv, "mtp")
+	if r.Error != "" || r.Applicability.Status != Applies {
+		t.Fatalf("mtp on GLM-5: %s %s %s", r.Applicability.Status, r.Applicability.Reason, r.Error)
+	}
+	if got := r.With.Footprint.TokensPerStep; math.Abs(got-(1+accept)) > 1e-12 {
+		t.Errorf("tokens per step %.3f, want 1 + %.2f", got, accept)
+	}
+	if r.Change.Collectives != 4 {
+		t.Errorf("collectives change %d, want +4", r.Change.Collectives)
+	}
+	// Speedup is per token: tokens/s with over without.
+	want := (1 + accept) / r.With.StepUs * r.Without.StepUs
+	if math.Abs(r.Speedup-want) > 1e-9*want {
+		t.Errorf("speedup %.4f, want %.4f from the step times", r.Speedup, want)
+	}
+}
