@@ -17,6 +17,7 @@ import (
 	"github.com/tpscope/tpscope/exec/cuda/internal/cu"
 	"github.com/tpscope/tpscope/exec/cuda/internal/cublas"
 	"github.com/tpscope/tpscope/exec/cuda/internal/nccl"
+	"github.com/tpscope/tpscope/exec/cuda/internal/nvml"
 	"github.com/tpscope/tpscope/exec/cuda/internal/nvrtc"
 	"github.com/tpscope/tpscope/model"
 	"github.com/tpscope/tpscope/traces"
@@ -102,6 +103,8 @@ type Session struct {
 	info    cu.DeviceInfo
 	driver  int
 	ncclV   string
+	// driverName is the NVIDIA driver version from NVML ("" without it).
+	driverName string
 }
 
 // Open implements exec.Backend.
@@ -155,6 +158,9 @@ func (b *Backend) Open(ctx context.Context, sched *model.Schedule, cfg exec.Sess
 	}
 	s.caps = devCaps{ccMajor: s.info.CCMajor, ccMinor: s.info.CCMinor, sms: s.info.SMs}
 	s.driver, _ = cu.DriverVersion()
+	if nvml.Load() == nil {
+		s.driverName = nvml.DriverVersion()
+	}
 	if s.cubin, err = compileKernels(s.caps.ccMajor, s.caps.ccMinor); err != nil {
 		return nil, fmt.Errorf("cuda: %w", err)
 	}
@@ -228,17 +234,43 @@ func (s *Session) uniqueID(ctx context.Context, le LaunchEnv, launched bool) (nc
 func (s *Session) LockOSThread() bool { return true }
 
 // Resource returns the resource attributes of this run's devices (GPU
-// model and count, CUDA driver API version, NCCL version).
+// model and count, NVIDIA driver, CUDA driver API version, NCCL version).
 func (s *Session) Resource() []attribute.KeyValue {
 	kv := []attribute.KeyValue{
 		traces.ResGPUModel.String(s.info.Name),
 		traces.ResGPUCount.Int(len(s.devs)),
 		traces.ResCUDAVersion.String(fmt.Sprintf("%d.%d", s.driver/1000, s.driver%1000/10)),
 	}
+	if s.driverName != "" {
+		kv = append(kv, traces.ResGPUDriver.String(s.driverName))
+	}
 	if s.ncclV != "" {
 		kv = append(kv, traces.ResNCCLVersion.String(s.ncclV))
 	}
 	return kv
+}
+
+// ResourceAttributes describes devices (CUDA ordinals) for the trace
+// resource before a Session exists (the CLI sets up its exporter first):
+// GPU model and count, NVIDIA driver (NVML), CUDA driver API and NCCL
+// versions, each left out when its library is missing.
+func ResourceAttributes(ordinals ...int) []attribute.KeyValue {
+	if cu.Load() != nil || len(ordinals) == 0 {
+		return nil
+	}
+	s := &Session{devs: ordinals}
+	var err error
+	if s.info, err = cu.Info(ordinals[0]); err != nil {
+		return nil
+	}
+	s.driver, _ = cu.DriverVersion()
+	if nvml.Load() == nil {
+		s.driverName = nvml.DriverVersion()
+	}
+	if nccl.Load() == nil {
+		s.ncclV, _ = nccl.Version()
+	}
+	return s.Resource()
 }
 
 // Close implements exec.Session.
@@ -300,6 +332,10 @@ type Rank struct {
 	graph      cu.Graph
 	gexec      cu.GraphExec
 	comm       nccl.Comm
+	tcNote     string // why the tensor-core MLA kernel is not used, if it is not
+	nvdev      nvml.Device
+	hasNVML    bool
+	stepKV     []attribute.KeyValue
 }
 
 // OpenRank implements exec.Session.
@@ -329,15 +365,11 @@ func (r *Rank) open(ctx context.Context) error {
 	if err = cu.SetCurrent(r.ctx); err != nil {
 		return err
 	}
-	pl := &planner{sched: r.s.sched, dev: r.s.caps, seed: r.s.b.cfg.Seed, shard: r.s.shard, world: r.s.world}
-	if r.plans, err = pl.planRank(r.rank); err != nil {
-		return err
-	}
 	if r.mod, err = cu.LoadModule(r.s.cubin); err != nil {
 		return err
 	}
 	r.fns = map[string]cu.Function{}
-	names := []string{"fill_words", "rmsnorm", "ew_silu_mul", "topk_router", "embed_gather", "mla_combine"}
+	names := []string{"fill_words", "rmsnorm", "ew_silu_mul", "topk_router", "embed_gather", "mla_combine", "mla_decode_tc_bf16", "mla_decode_tc_fp8"}
 	for _, kv := range []string{"bf16", "fp8"} {
 		for _, h := range []int{1, 2, 4, 8, 16} {
 			names = append(names, fmt.Sprintf("mla_decode_%s_h%d", kv, h))
@@ -349,13 +381,23 @@ func (r *Rank) open(ctx context.Context) error {
 			return err
 		}
 		if strings.HasPrefix(n, "mla_decode") {
-			if err := cu.SetMaxDynamicSmem(f, mlaSmem(16, latentDim)); err != nil {
+			if err := cu.SetMaxDynamicSmem(f, max(mlaSmem(16, latentDim), mlaSmemTC(latentDim))); err != nil {
 				return err
 			}
 		}
 		r.fns[n] = f
 	}
 	if r.stream, err = cu.NewStream(); err != nil {
+		return err
+	}
+	pl := &planner{sched: r.s.sched, dev: r.s.caps, seed: r.s.b.cfg.Seed, shard: r.s.shard, world: r.s.world}
+	if pl.dev.ccMajor >= 8 {
+		if err := r.checkTC(); err != nil {
+			pl.noTC = true
+			r.tcNote = err.Error()
+		}
+	}
+	if r.plans, err = pl.planRank(r.rank); err != nil {
 		return err
 	}
 	if r.blas, err = cublas.New(r.stream); err != nil {
@@ -372,6 +414,14 @@ func (r *Rank) open(ctx context.Context) error {
 			return err
 		}
 	}
+	// NVML is optional: without it the step spans carry no samples.
+	if nvml.Load() == nil {
+		if bus, err := cu.PCIBusID(r.dev); err == nil {
+			if d, err := nvml.ByPCIBusID(bus); err == nil {
+				r.nvdev, r.hasNVML = d, true
+			}
+		}
+	}
 	return cu.StreamSync(r.stream)
 }
 
@@ -379,6 +429,73 @@ func (r *Rank) open(ctx context.Context) error {
 // fp32, one tile of the cache in bf16, the tile's scores and three per-head
 // scalars (kernels.cu).
 func mlaSmem(hg, dqk int) int { return hg*dqk*4 + mlaTile*dqk*2 + hg*mlaTile*4 + 3*hg*4 }
+
+// mlaSmemTC is mla_decode_tc_*'s: Q (16 rows) and one tile, rows padded by
+// 8 values, two halves of the scores in fp32, the probabilities in bf16
+// (rows of 40) and three per-head scalars.
+func mlaSmemTC(dqk int) int {
+	return 16*(dqk+8)*2 + mlaTile*(dqk+8)*2 + 2*16*mlaTile*4 + 16*(mlaTile+8)*2 + 3*16*4
+}
+
+// checkTC runs the tensor-core MLA kernel and the CUDA-core one on the same
+// random problem (2 tokens, 16 heads, 100 cached tokens, 576 wide) and
+// returns an error unless their outputs agree to 3e-2 relative (both are
+// bf16 arithmetic, about 2e-3 from a float64 reference).
+func (r *Rank) checkTC() error {
+	const T, H, ctx, dqk, dlat = 2, 16, 100, latentDim, latentOut
+	qB, kvB := uint64(T*H*dqk*2), uint64(T*ctx*dqk*2)
+	partB, lseB, outB := uint64(T*H*dlat*4), uint64(T*H*4), uint64(T*H*dlat*2)
+	buf, err := cu.Alloc(qB + kvB + partB + lseB + 2*outB)
+	if err != nil {
+		return err
+	}
+	defer cu.Free(buf)
+	q, kv := buf, buf+cu.DevPtr(qB)
+	part := kv + cu.DevPtr(kvB)
+	lse := part + cu.DevPtr(partB)
+	out := [2]cu.DevPtr{lse + cu.DevPtr(lseB), lse + cu.DevPtr(lseB+outB)}
+	if err := r.fill(buf, qB+kvB, 12345); err != nil {
+		return err
+	}
+	scale := float32(0.07)
+	for i, name := range []string{"mla_decode_tc_bf16", "mla_decode_bf16_h16"} {
+		smem := mlaSmemTC(dqk)
+		if i == 1 {
+			smem = mlaSmem(16, dqk)
+		}
+		k1 := r.launchArgs(r.fns[name], [3]uint32{1, 1, T}, [3]uint32{mlaThreads, 1, 1}, uint32(smem),
+			ptr(q), ptr(kv), ptr(part), ptr(lse), i32(T), i32(H), i32(ctx), i32(1), i32(ctx), f32(scale), i32(dqk), i32(dlat))
+		k2 := r.launchArgs(r.fns["mla_combine"], [3]uint32{T * H, 1, 1}, [3]uint32{128, 1, 1}, 0,
+			ptr(part), ptr(lse), ptr(out[i]), i32(T*H), i32(1), i32(dlat))
+		if err := k1.launch(r.stream); err != nil {
+			return err
+		}
+		if err := k2.launch(r.stream); err != nil {
+			return err
+		}
+	}
+	if err := cu.StreamSync(r.stream); err != nil {
+		return err
+	}
+	a, b := make([]byte, outB), make([]byte, outB)
+	if err := cu.DtoH(a, out[0]); err != nil {
+		return err
+	}
+	if err := cu.DtoH(b, out[1]); err != nil {
+		return err
+	}
+	var num, den float64
+	for i := 0; i+1 < len(a); i += 2 {
+		x := float64(math.Float32frombits(uint32(a[i])<<16 | uint32(a[i+1])<<24))
+		y := float64(math.Float32frombits(uint32(b[i])<<16 | uint32(b[i+1])<<24))
+		num += (x - y) * (x - y)
+		den += y * y
+	}
+	if rel := math.Sqrt(num / den); !(rel < 3e-2) {
+		return fmt.Errorf("tensor-core MLA kernel disagrees with the CUDA-core one (relative difference %.3g): using the CUDA-core kernel", rel)
+	}
+	return nil
+}
 
 func align(x uint64) uint64 { return (x + arenaAlign - 1) / arenaAlign * arenaAlign }
 
@@ -499,6 +616,9 @@ func (r *Rank) prepare() error {
 		w := r.arena + cu.DevPtr(r.offs[i])
 		var a []attribute.KeyValue
 		a = append(a, traces.AttrKernel.String(p.kernel))
+		if p.kind == pkAttention && r.tcNote != "" {
+			p.subst = strings.TrimPrefix(p.subst+"; "+r.tcNote, "; ")
+		}
 		if p.subst != "" {
 			a = append(a, traces.AttrSubstituted.Bool(true), traces.AttrSubstitution.String(p.subst))
 		}
@@ -538,9 +658,13 @@ func (r *Rank) prepare() error {
 			// Softmax scale 1/sqrt(qk_nope + qk_rope) = 1/sqrt(192) for the
 			// DeepSeek-V3 family; it changes values, not time.
 			scale := float32(1 / math.Sqrt(192))
+			name, smem := fmt.Sprintf("mla_decode_%s_h%d", kv, p.hg), mlaSmem(p.hg, p.dqk)
+			if p.tc {
+				name, smem = "mla_decode_tc_"+kv, mlaSmemTC(p.dqk)
+			}
 			r.launches[i] = []*kargs{
-				r.launchArgs(r.fns[fmt.Sprintf("mla_decode_%s_h%d", kv, p.hg)],
-					[3]uint32{uint32(p.splits), groups, uint32(p.tokens)}, [3]uint32{mlaThreads, 1, 1}, uint32(mlaSmem(p.hg, p.dqk)),
+				r.launchArgs(r.fns[name],
+					[3]uint32{uint32(p.splits), groups, uint32(p.tokens)}, [3]uint32{mlaThreads, 1, 1}, uint32(smem),
 					ptr(r.xbuf), ptr(w), ptr(part), ptr(lse), i32(p.tokens), i32(p.heads), i32(p.ctx), i32(p.tokPerSeq), i32(p.chunk), f32(scale), i32(p.dqk), i32(p.dlat)),
 				r.launchArgs(r.fns["mla_combine"], [3]uint32{uint32(th), 1, 1}, [3]uint32{128, 1, 1}, 0,
 					ptr(part), ptr(lse), ptr(r.ybuf), i32(int(th)), i32(p.splits), i32(p.dlat)),
@@ -760,6 +884,28 @@ func (r *Rank) OpAttributes(i int) []attribute.KeyValue {
 		return nil
 	}
 	return r.attrs[i]
+}
+
+// Attributes of the NVML samples on rank spans (StepAttributes), read right
+// after the step finished on the device.
+const (
+	AttrSMClockMHz  attribute.Key = "tpscope.gpu.sm_clock_mhz"  // float64
+	AttrMemClockMHz attribute.Key = "tpscope.gpu.mem_clock_mhz" // float64
+	AttrPowerW      attribute.Key = "tpscope.gpu.power_w"       // float64
+	AttrTempC       attribute.Key = "tpscope.gpu.temp_c"        // float64
+)
+
+// StepAttributes implements exec.StepAnnotator with one NVML sample (SM and
+// memory clock, power, temperature) taken after the step; none without NVML.
+func (r *Rank) StepAttributes(step int) []attribute.KeyValue {
+	if !r.hasNVML {
+		return nil
+	}
+	s := r.nvdev.Read()
+	r.stepKV = append(r.stepKV[:0],
+		AttrSMClockMHz.Float64(s.SMClockMHz), AttrMemClockMHz.Float64(s.MemClockMHz),
+		AttrPowerW.Float64(s.PowerW), AttrTempC.Float64(s.TempC))
+	return r.stepKV
 }
 
 // Close implements exec.Rank.

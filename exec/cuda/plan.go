@@ -70,6 +70,7 @@ type opPlan struct {
 	hg, splits, chunk                   int
 	dqk, dlat                           int // latent width scored, and kept for the output
 	fp8KV                               bool
+	tc                                  bool // tensor-core kernel mla_decode_tc_*
 
 	// norm / elementwise / router / embed
 	rows, cols int
@@ -109,6 +110,9 @@ type planner struct {
 	sched *model.Schedule
 	dev   devCaps
 	seed  int64
+	// noTC disables the tensor-core MLA kernel (device older than sm_80,
+	// or its start-up self-check disagreed with the CUDA-core kernel).
+	noTC bool
 	// shard: this process runs a subset of the schedule's ranks with no
 	// peers (one rank's shard on one GPU); collectives are skipped.
 	shard bool
@@ -399,10 +403,13 @@ func (pl *planner) planAttention(op *model.Op) (opPlan, error) {
 	p.seqs = seqs
 	p.tokPerSeq = p.tokens / seqs
 	p.hg = 16
-	for _, g := range []int{1, 2, 4, 8} {
-		if p.heads <= g {
-			p.hg = g
-			break
+	p.tc = !pl.noTC && pl.dev.ccMajor >= 8 && p.dqk%16 == 0 && p.dlat%8 == 0
+	if !p.tc {
+		for _, g := range []int{1, 2, 4, 8} {
+			if p.heads <= g {
+				p.hg = g
+				break
+			}
 		}
 	}
 	groups := (p.heads + p.hg - 1) / p.hg
@@ -422,7 +429,11 @@ func (pl *planner) planAttention(op *model.Op) (opPlan, error) {
 	if p.fp8KV {
 		kv = "fp8"
 	}
-	p.kernel = fmt.Sprintf("mla_decode_%s_h%d x%d splits + mla_combine", kv, p.hg, p.splits)
+	if p.tc {
+		p.kernel = fmt.Sprintf("mla_decode_tc_%s x%d splits + mla_combine", kv, p.splits)
+	} else {
+		p.kernel = fmt.Sprintf("mla_decode_%s_h%d x%d splits + mla_combine", kv, p.hg, p.splits)
+	}
 	p.subst = strings.Join(notes, "; ")
 	return p, nil
 }

@@ -84,9 +84,10 @@ func TestPlanKimiShard(t *testing.T) {
 	})
 	t.Run("mla_decode", func(t *testing.T) {
 		op, p := planByID(t, s, plans, "L01.attn.mla_decode")
-		// 8 heads -> one group of 8; 32 tokens x 1 group = 32 blocks per
-		// split; 2 x 132 SMs / 32 = 8 splits of 512 tokens (16 tiles).
-		if p.kind != pkAttention || p.heads != 8 || p.hg != 8 || p.seqs != 32 || p.tokPerSeq != 1 ||
+		// 8 heads -> one tensor-core group of 16 rows; 32 tokens x 1 group
+		// = 32 blocks per split; 2 x 132 SMs / 32 = 8 splits of 512 tokens
+		// (16 tiles).
+		if p.kind != pkAttention || p.heads != 8 || p.hg != 16 || !p.tc || p.seqs != 32 || p.tokPerSeq != 1 ||
 			p.ctx != 4096 || p.dqk != 576 || p.dlat != 512 || p.splits != 8 || p.chunk != 512 || p.fp8KV {
 			t.Fatalf("plan %+v", *p)
 		}
@@ -128,11 +129,34 @@ func TestPlanTinyAttentionWidth(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, p := planByID(t, s, plans, "L01.attn.mla_decode")
-	if p.dqk != 80 || p.dlat != 64 || p.heads != 8 || p.hg != 8 || p.subst != "" {
+	if p.dqk != 80 || p.dlat != 64 || p.heads != 8 || p.hg != 16 || !p.tc || p.subst != "" {
 		t.Fatalf("plan %+v", *p)
 	}
 	if want := uint64(32 * 4096 * 80 * 2); p.streamBytes != want {
 		t.Fatalf("KV bytes %d, want %d", p.streamBytes, want)
+	}
+}
+
+// Without tensor cores (or with noTC) the CUDA-core kernel takes the
+// smallest head group that holds the heads: 8 heads -> h8.
+func TestPlanAttentionCUDACores(t *testing.T) {
+	s := buildSched(t, "kimi-k2.5", 8, 32, 4096)
+	for _, c := range []struct {
+		name string
+		dev  devCaps
+		noTC bool
+	}{{"sm_75", devCaps{7, 5, 40}, false}, {"noTC", h200, true}} {
+		t.Run(c.name, func(t *testing.T) {
+			pl := &planner{sched: s, dev: c.dev, seed: 1, shard: true, world: 8, noTC: c.noTC}
+			plans, err := pl.planRank(0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, p := planByID(t, s, plans, "L01.attn.mla_decode")
+			if p.tc || p.hg != 8 || !strings.HasPrefix(p.kernel, "mla_decode_bf16_h8") {
+				t.Fatalf("plan %+v", *p)
+			}
+		})
 	}
 }
 

@@ -366,6 +366,171 @@ MLA_KERNEL(4, true, mla_decode_fp8_h4)
 MLA_KERNEL(8, true, mla_decode_fp8_h8)
 MLA_KERNEL(16, true, mla_decode_fp8_h16)
 
+// ---- MLA decode attention on tensor cores (sm_80+) ----
+//
+// Same work split and online softmax as mla_decode_*, with the two
+// products on mma.sync m16n8k16 (bf16 in, fp32 accumulate): the 16 rows of
+// the MMA are the block's (up to) 16 heads. Per 32-token tile:
+//   S[16 x 32] = Q[16 x dqk] . K^T   warp w: tokens 8(w&3).., half (w>>2) of the dqk/16 k-steps
+//   P = softmax(S) (bf16)             warp w: heads 2w, 2w+1; lane = token
+//   O[16 x dlat] += P[16 x 32] . V    warp w: n-tiles w, w+8, ... (8 columns each)
+// Q and the cache tile sit in shared memory with rows padded by 8 values,
+// so the fragment loads of one warp hit 32 distinct banks.
+// Fragment layout (PTX ISA, mma.m16n8k16 .bf16; g = lane/4, t = lane%4):
+//   A: a0 (g, 2t..2t+1) a1 (g+8, 2t..) a2 (g, 8+2t..) a3 (g+8, 8+2t..)
+//   B: b0 (k 2t..2t+1, n g) b1 (k 8+2t.., n g);  C: c0,c1 (g, 2t..) c2,c3 (g+8, 2t..)
+#ifndef TPSCOPE_EMU
+__device__ __forceinline__ void mma16816(float* c, u32 a0, u32 a1, u32 a2, u32 a3, u32 b0, u32 b1) {
+  asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+               : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+               : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+}
+#endif
+
+#define TCH 16          // heads per block (MMA rows)
+#define PST (TILE + 8)  // row stride of P in shared memory (bf16)
+
+template <bool FP8KV>
+__device__ __forceinline__ void mla_tc_impl(const bf16_t* __restrict__ q, const void* __restrict__ kv,
+                                            float* __restrict__ opart, float* __restrict__ lse,
+                                            int T, int H, int ctx, int tokPerSeq, int chunk, float scale,
+                                            int dqk, int dlat) {
+  extern __shared__ float smem[];
+  const int ks = dqk + 8;                               // padded row stride of Q and the tile (bf16)
+  bf16_t* qsm = (bf16_t*)smem;                          // [16][ks]
+  bf16_t* kvs = qsm + TCH * ks;                         // [TILE][ks]
+  float* spart = (float*)(kvs + TILE * ks);             // [2][16][TILE] partial scores
+  bf16_t* psm = (bf16_t*)(spart + 2 * TCH * TILE);      // [16][PST] probabilities
+  float* alpha_s = (float*)(psm + TCH * PST);           // [16]
+  float* m_s = alpha_s + TCH;                           // [16]
+  float* l_s = m_s + TCH;                               // [16]
+  const int split = blockIdx.x, t = blockIdx.z;
+  const int h0 = blockIdx.y * TCH;
+  const int nh = imin(TCH, H - h0);
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+  const int g = lane >> 2, tg = lane & 3;
+  const u64 seq = (u64)(t / tokPerSeq);
+  const int cpr = dqk >> 3, chunks = TILE * cpr;
+  for (int i = tid; i < TCH * dqk; i += NT) {
+    int h = i / dqk, d = i - h * dqk;
+    qsm[h * ks + d] = h < nh ? q[((u64)t * H + h0 + h) * dqk + d] : (bf16_t)0;
+  }
+  if (tid < TCH) { m_s[tid] = NEG_BIG; l_s[tid] = 0.f; }
+  const int start = split * chunk;
+  const int end = imin(ctx, start + chunk);
+  const int nks = dqk >> 4, khalf = (nks + 1) >> 1;
+  const int sn = warp & 3, kh = warp >> 2;
+  const int ks0 = kh * khalf, ks1 = imin(nks, ks0 + khalf);
+  const int ntiles = dlat >> 3;
+  float acc[8][4];
+#pragma unroll
+  for (int i = 0; i < 8; i++) { acc[i][0] = acc[i][1] = acc[i][2] = acc[i][3] = 0.f; }
+  v4 pre[PER_T];
+  if (start < end) load_tile<FP8KV>(kv, seq * ctx + start, imin(TILE, end - start), dqk, tid, pre);
+  for (int base = start; base < end; base += TILE) {
+    const int n = imin(TILE, end - base);
+    __syncthreads();
+#pragma unroll
+    for (int r = 0; r < PER_T; r++) {
+      int i = tid + r * NT;
+      if (i < chunks) { int row = i / cpr; ((v4*)(kvs + row * ks))[i - row * cpr] = pre[r]; }
+    }
+    __syncthreads();
+    if (base + TILE < end) load_tile<FP8KV>(kv, seq * ctx + base + TILE, imin(TILE, end - base - TILE), dqk, tid, pre);
+    {  // scores
+      float c[4] = {0.f, 0.f, 0.f, 0.f};
+      const bf16_t* qa = qsm + g * ks + 2 * tg;
+      const bf16_t* kb = kvs + (sn * 8 + g) * ks + 2 * tg;
+      for (int kk = ks0; kk < ks1; kk++) {
+        const int o = kk * 16;
+        mma16816(c, *(const u32*)(qa + o), *(const u32*)(qa + 8 * ks + o), *(const u32*)(qa + o + 8),
+                 *(const u32*)(qa + 8 * ks + o + 8), *(const u32*)(kb + o), *(const u32*)(kb + o + 8));
+      }
+      float* sp = spart + kh * TCH * TILE;
+      sp[g * TILE + sn * 8 + 2 * tg] = c[0];
+      sp[g * TILE + sn * 8 + 2 * tg + 1] = c[1];
+      sp[(g + 8) * TILE + sn * 8 + 2 * tg] = c[2];
+      sp[(g + 8) * TILE + sn * 8 + 2 * tg + 1] = c[3];
+    }
+    __syncthreads();
+#pragma unroll
+    for (int hh = 0; hh < 2; hh++) {  // online softmax, lane = token
+      const int h = 2 * warp + hh;
+      float sc = (lane < n && h < nh) ? (spart[h * TILE + lane] + spart[TCH * TILE + h * TILE + lane]) * scale : NEG_BIG;
+      float mx = sc;
+      for (int o = 16; o > 0; o >>= 1) mx = fmx(mx, __shfl_xor_sync(0xffffffffu, mx, o));
+      const float mo = m_s[h];
+      const float mn = fmx(mo, mx);
+      float p = sc > -1.0e38f ? __expf(sc - mn) : 0.f;
+      psm[h * PST + lane] = f2bf(p);
+      float sum = p;
+      for (int o = 16; o > 0; o >>= 1) sum += __shfl_xor_sync(0xffffffffu, sum, o);
+      if (lane == 0) {
+        float a = mo > -1.0e38f ? __expf(mo - mn) : 0.f;
+        alpha_s[h] = a;
+        m_s[h] = mn;
+        l_s[h] = l_s[h] * a + sum;
+      }
+    }
+    __syncthreads();
+    {  // O += P . V
+      const float a_lo = alpha_s[g], a_hi = alpha_s[g + 8];
+#pragma unroll
+      for (int i = 0; i < 8; i++) { acc[i][0] *= a_lo; acc[i][1] *= a_lo; acc[i][2] *= a_hi; acc[i][3] *= a_hi; }
+#pragma unroll
+      for (int kk = 0; kk < TILE / 16; kk++) {
+        const bf16_t* pa = psm + g * PST + kk * 16 + 2 * tg;
+        const u32 a0 = *(const u32*)pa, a1 = *(const u32*)(pa + 8 * PST);
+        const u32 a2 = *(const u32*)(pa + 8), a3 = *(const u32*)(pa + 8 * PST + 8);
+        const bf16_t* vb = kvs + (kk * 16 + 2 * tg) * ks + g;
+#pragma unroll
+        for (int i = 0; i < 8; i++) {
+          const int nt = warp + 8 * i;
+          if (nt < ntiles) {
+            const bf16_t* v = vb + nt * 8;
+            u32 b0 = (u32)v[0] | ((u32)v[ks] << 16);
+            u32 b1 = (u32)v[8 * ks] | ((u32)v[9 * ks] << 16);
+            mma16816(acc[i], a0, a1, a2, a3, b0, b1);
+          }
+        }
+      }
+    }
+  }
+  __syncthreads();
+  const float l_lo = l_s[g], l_hi = l_s[g + 8];
+  const float inv_lo = l_lo > 0.f ? 1.f / l_lo : 0.f, inv_hi = l_hi > 0.f ? 1.f / l_hi : 0.f;
+#pragma unroll
+  for (int i = 0; i < 8; i++) {
+    const int nt = warp + 8 * i;
+    if (nt < ntiles) {
+      const int col = nt * 8 + 2 * tg;
+      if (g < nh) {
+        u64 row = ((u64)split * T + t) * H + h0 + g;
+        opart[row * dlat + col] = acc[i][0] * inv_lo;
+        opart[row * dlat + col + 1] = acc[i][1] * inv_lo;
+      }
+      if (g + 8 < nh) {
+        u64 row = ((u64)split * T + t) * H + h0 + g + 8;
+        opart[row * dlat + col] = acc[i][2] * inv_hi;
+        opart[row * dlat + col + 1] = acc[i][3] * inv_hi;
+      }
+    }
+  }
+  if (tid < nh) {
+    float l = l_s[tid];
+    lse[((u64)split * T + t) * H + h0 + tid] = l > 0.f ? m_s[tid] + __logf(l) : NEG_BIG;
+  }
+}
+
+extern "C" __global__ void __launch_bounds__(NT) mla_decode_tc_bf16(const bf16_t* q, const void* kv, float* opart, float* lse, int T, int H, int ctx,
+                                                                    int tokPerSeq, int chunk, float scale, int dqk, int dlat) {
+  mla_tc_impl<false>(q, kv, opart, lse, T, H, ctx, tokPerSeq, chunk, scale, dqk, dlat);
+}
+extern "C" __global__ void __launch_bounds__(NT) mla_decode_tc_fp8(const bf16_t* q, const void* kv, float* opart, float* lse, int T, int H, int ctx,
+                                                                   int tokPerSeq, int chunk, float scale, int dqk, int dlat) {
+  mla_tc_impl<true>(q, kv, opart, lse, T, H, ctx, tokPerSeq, chunk, scale, dqk, dlat);
+}
+
 // mla_combine merges S split partials of each (token, head) by log-sum-exp.
 extern "C" __global__ void mla_combine(const float* opart, const float* lse, bf16_t* out, int TH, int S, int dlat) {
   const int th = blockIdx.x;

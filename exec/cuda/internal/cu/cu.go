@@ -74,6 +74,7 @@ var (
 	cuDeviceGetName             func(name *byte, n int32, d int32) Result
 	cuDeviceGetAttribute        func(v *int32, attr int32, d int32) Result
 	cuDeviceTotalMem            func(b *uint64, d int32) Result
+	cuDeviceGetPCIBusId         func(buf *byte, n int32, d int32) Result
 	cuDevicePrimaryCtxRetain    func(c *Context, d int32) Result
 	cuDevicePrimaryCtxRelease   func(d int32) Result
 	cuCtxSetCurrent             func(c Context) Result
@@ -126,6 +127,7 @@ func Load() error {
 		b.Bind(&cuDeviceGetName, "cuDeviceGetName")
 		b.Bind(&cuDeviceGetAttribute, "cuDeviceGetAttribute")
 		b.Bind(&cuDeviceTotalMem, "cuDeviceTotalMem_v2")
+		b.Bind(&cuDeviceGetPCIBusId, "cuDeviceGetPCIBusId")
 		b.Bind(&cuDevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain")
 		b.Bind(&cuDevicePrimaryCtxRelease, "cuDevicePrimaryCtxRelease_v2")
 		b.Bind(&cuCtxSetCurrent, "cuCtxSetCurrent")
@@ -259,6 +261,19 @@ func Info(ordinal int) (DeviceInfo, error) {
 		SMs: attr(AttrMultiprocessorCount), L2Bytes: int64(attr(AttrL2CacheSize)),
 		TotalBytes: tot, SmemOptinB: attr(AttrMaxSharedPerBlockOptin),
 	}, nil
+}
+
+// PCIBusID returns device ordinal's PCI bus id ("0000:18:00.0").
+func PCIBusID(ordinal int) (string, error) {
+	var d int32
+	if err := check("cuDeviceGet", cuDeviceGet(&d, int32(ordinal))); err != nil {
+		return "", err
+	}
+	var buf [64]byte
+	if err := check("cuDeviceGetPCIBusId", cuDeviceGetPCIBusId(&buf[0], int32(len(buf)), d)); err != nil {
+		return "", err
+	}
+	return cstr(&buf[0]), nil
 }
 
 // PrimaryContext retains device ordinal's primary context (the one the

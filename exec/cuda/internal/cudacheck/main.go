@@ -232,12 +232,20 @@ func kernels() error {
 		{3, 20, 1, 777, 256, 16, false},
 		{2, 3, 1, 50, 64, 4, false},
 		{32, 16, 1, 300, 320, 16, true},
+		{4, 8, 2, 1000, 352, 0, false},
+		{4, 8, 2, 1000, 352, 0, true},
+		{3, 20, 1, 777, 256, 0, false},
+		{2, 3, 1, 50, 64, 0, false},
 	} {
 		re, err := checkMLA(e, r, c.T, c.H, c.tps, c.ctx, c.chunk, c.hg, c.fp8)
 		if err != nil {
 			return err
 		}
-		report(fmt.Sprintf("mla_decode T=%d H=%d ctx=%d hg=%d fp8=%v", c.T, c.H, c.ctx, c.hg, c.fp8), re, 1e-2)
+		kind := fmt.Sprintf("hg=%d", c.hg)
+		if c.hg == 0 {
+			kind = "tensor-core"
+		}
+		report(fmt.Sprintf("mla_decode T=%d H=%d ctx=%d %s fp8=%v", c.T, c.H, c.ctx, kind, c.fp8), re, 1e-2)
 	}
 	// RMSNorm.
 	{
@@ -402,6 +410,9 @@ func checkGEMM(e *env, r *rand.Rand, m, n, k, batch int, fp8 bool) (float64, err
 }
 
 func mlaSmem(hg, dqk int) int { return hg*dqk*4 + 32*dqk*2 + hg*32*4 + 3*hg*4 }
+func mlaSmemTC(dqk int) int {
+	return 16*(dqk+8)*2 + 32*(dqk+8)*2 + 2*16*32*4 + 16*40*2 + 3*16*4
+}
 
 func checkMLA(e *env, r *rand.Rand, T, H, tps, ctx, chunk, hg int, fp8 bool) (float64, error) {
 	B := T / tps
@@ -434,13 +445,16 @@ func checkMLA(e *env, r *rand.Rand, T, H, tps, ctx, chunk, hg int, fp8 bool) (fl
 	if fp8 {
 		kvs = "fp8"
 	}
-	name := fmt.Sprintf("mla_decode_%s_h%d", kvs, hg)
-	if err := cu.SetMaxDynamicSmem(e.fn(name), mlaSmem(16, 576)); err != nil {
+	name, smem := fmt.Sprintf("mla_decode_%s_h%d", kvs, hg), mlaSmem(hg, 576)
+	if hg == 0 { // tensor-core kernel
+		name, smem, hg = "mla_decode_tc_"+kvs, mlaSmemTC(576), 16
+	}
+	if err := cu.SetMaxDynamicSmem(e.fn(name), 100000); err != nil {
 		return 0, err
 	}
 	scale := float32(1 / math.Sqrt(192))
 	groups := (H + hg - 1) / hg
-	if err := e.launch(name, [3]uint32{uint32(S), uint32(groups), uint32(T)}, [3]uint32{256, 1, 1}, uint32(mlaSmem(hg, 576)),
+	if err := e.launch(name, [3]uint32{uint32(S), uint32(groups), uint32(T)}, [3]uint32{256, 1, 1}, uint32(smem),
 		uint64(dq), uint64(dkv), uint64(part), uint64(lse), i32(T), i32(H), i32(ctx), i32(tps), i32(chunk), f32(scale), i32(576), i32(512)); err != nil {
 		return 0, err
 	}
@@ -657,15 +671,22 @@ func mlaBench(args []string) error {
 		}
 		defer out.Close()
 	}
-	fmt.Printf("%-40s %10s %8s %9s\n", "mla_decode", "median_us", "GB/s", "TFLOP/s")
-	for _, c := range []struct {
+	fmt.Printf("%-48s %10s %8s %9s\n", "mla_decode", "median_us", "GB/s", "TFLOP/s")
+	type mcase struct {
 		B, H, ctx int
-		fp8       bool
-	}{{32, 8, 4096, false}, {32, 16, 4096, false}, {32, 8, 4096, true}, {64, 16, 8192, false}, {1, 16, 32768, false}, {128, 8, 2048, false}} {
+		fp8, tc   bool
+	}
+	var cases []mcase
+	for _, tc := range []bool{false, true} {
+		for _, c := range []mcase{{32, 8, 4096, false, tc}, {32, 16, 4096, false, tc}, {32, 8, 4096, true, tc}, {64, 16, 8192, false, tc}, {1, 16, 32768, false, tc}, {128, 8, 2048, false, tc}, {32, 128, 4096, false, tc}} {
+			cases = append(cases, c)
+		}
+	}
+	for _, c := range cases {
 		T := c.B
 		hg := 16
 		for _, g := range []int{1, 2, 4, 8} {
-			if c.H <= g {
+			if c.H <= g && !c.tc {
 				hg = g
 				break
 			}
@@ -691,11 +712,14 @@ func mlaBench(args []string) error {
 		part, _ := cu.Alloc(uint64(splits*T*c.H) * (512*4 + 4))
 		lse := part + cu.DevPtr(uint64(splits*T*c.H)*512*4)
 		o, _ := cu.Alloc(uint64(T * c.H * 512 * 2))
-		name := fmt.Sprintf("mla_decode_%s_h%d", kvs, hg)
-		cu.SetMaxDynamicSmem(e.fn(name), mlaSmem(16, 576))
+		name, smem := fmt.Sprintf("mla_decode_%s_h%d", kvs, hg), mlaSmem(hg, 576)
+		if c.tc {
+			name, smem = "mla_decode_tc_"+kvs, mlaSmemTC(576)
+		}
+		cu.SetMaxDynamicSmem(e.fn(name), 100000)
 		call := func(i int) error {
 			kvi := kv + cu.DevPtr(uint64(i%copies)*kvBytes)
-			if err := e.launch(name, [3]uint32{uint32(splits), uint32(groups), uint32(T)}, [3]uint32{256, 1, 1}, uint32(mlaSmem(hg, 576)),
+			if err := e.launch(name, [3]uint32{uint32(splits), uint32(groups), uint32(T)}, [3]uint32{256, 1, 1}, uint32(smem),
 				uint64(q), uint64(kvi), uint64(part), uint64(lse), i32(T), i32(c.H), i32(c.ctx), i32(1), i32(chunk), f32(0.07), i32(576), i32(512)); err != nil {
 				return err
 			}
@@ -710,8 +734,8 @@ func mlaBench(args []string) error {
 		}
 		_, p50, _ := median(ts)
 		flops := float64(T*c.H*c.ctx) * 2 * (576 + 512)
-		label := fmt.Sprintf("B=%d H=%d ctx=%d kv=%s splits=%d", c.B, c.H, c.ctx, kvs, splits)
-		fmt.Printf("%-40s %10.1f %8.0f %9.1f\n", label, p50, float64(kvBytes)/p50/1e3, flops/p50/1e6)
+		label := fmt.Sprintf("B=%d H=%d ctx=%d kv=%s splits=%d tc=%v", c.B, c.H, c.ctx, kvs, splits, c.tc)
+		fmt.Printf("%-48s %10.1f %8.0f %9.1f\n", label, p50, float64(kvBytes)/p50/1e3, flops/p50/1e6)
 		if out != nil {
 			json.NewEncoder(out).Encode(map[string]any{"case": label, "median_us": p50, "kv_bytes": kvBytes, "gbps": float64(kvBytes) / p50 / 1e3, "tflops": flops / p50 / 1e6})
 		}
@@ -755,7 +779,7 @@ func runModel(args []string) error {
 		return err
 	}
 	ctx := context.Background()
-	exp, err := traces.Setup(ctx, *traceDest)
+	exp, err := traces.Setup(ctx, *traceDest, traces.WithResource(cuda.ResourceAttributes(0)...))
 	if err != nil {
 		return err
 	}
