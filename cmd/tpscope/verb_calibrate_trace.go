@@ -1,0 +1,86 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/spf13/pflag"
+	"github.com/tpscope/tpscope/topology"
+	"github.com/tpscope/tpscope/traces"
+)
+
+func init() {
+	registerCalibrateMode(calibrateMode{Flag: "trace", Arg: "SRC",
+		Usage: "fit compute efficiencies per kernel family, the host launch cost and collective latency/bandwidth to measured spans (OTLP file, Jaeger, Kineto with --model/--plan/--workload); fit on even steps, error shown on odd steps",
+		Bind:  bindTraceCalibrateMode})
+}
+
+// bindTraceCalibrateMode is the --trace mode of calibrate.
+func bindTraceCalibrateMode(fs *pflag.FlagSet) func(string, *calibrateCommon, io.Writer, io.Writer) error {
+	sf := addTraceScenarioFlags(fs)
+	return func(src string, c *calibrateCommon, stdout, stderr io.Writer) error {
+		results, err := readTraces(strings.Split(src, ","), stderr)
+		if err != nil {
+			return err
+		}
+		o := traces.CalibrateTraceOptions{Override: sf.spec(fs, c.topo), Source: src}
+		if fs.Changed("topo") || fs.Changed("gpus") {
+			t, err := topology.Resolve(c.topo, c.gpus)
+			if err != nil {
+				return usageErrorf("--topo: %v", err)
+			}
+			o.Topology = t
+		}
+		tc, err := traces.CalibrateTrace(results, o)
+		if err != nil {
+			return err
+		}
+		if err := tc.Topology.Save(c.out); err != nil {
+			return err
+		}
+		if c.output == "json" {
+			enc := json.NewEncoder(stdout)
+			enc.SetIndent("", "  ")
+			return enc.Encode(struct {
+				Out string `json:"out"`
+				*traces.TraceCalibration
+			}{c.out, tc})
+		}
+		return writeTraceCalibration(stdout, c.out, tc)
+	}
+}
+
+func writeTraceCalibration(w io.Writer, out string, tc *traces.TraceCalibration) error {
+	fmt.Fprintf(w, "# %s\n# fit on %d even steps: %d compute samples, %d collective samples\n", tc.Spec, tc.FitSteps, tc.ComputeSamples, tc.CollSamples)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "family\tsamples\tcompute-bound\tefficiency\tprior\tmemory-bound\tmem eff\tprior\tfit rms err\tprior rms err\t")
+	val := func(ok bool, v float64) string {
+		if !ok {
+			return "(prior)"
+		}
+		return fmt.Sprintf("%.4g", v)
+	}
+	for _, f := range tc.Families {
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%.4g\t%d\t%s\t%.4g\t%.1f %%\t%.1f %%\t\n", f.Family, f.Samples, f.ComputeBound, val(f.ComputeDetermined, f.Efficiency), f.PriorEfficiency,
+			f.MemoryBound, val(f.MemoryDetermined, f.MemEfficiency), f.PriorMemEfficiency, 100*f.RMSRelErr, 100*f.PriorRMSRelErr)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if tc.Device.LaunchEagerUs > 0 {
+		fmt.Fprintf(w, "launch_eager_us %.3g\n", tc.Device.LaunchEagerUs)
+	}
+	for _, p := range tc.Coll {
+		fmt.Fprintf(w, "%s %s/%s %d ranks: base_lat %.3g us, hw_lat %.3g us, busbw %.3g GB/s (%d samples, rms err %.1f %%)\n", p.Op, p.Algo, p.Proto, p.Ranks, p.BaseLatUs, p.HwLatUs, p.BusBWGBps, p.Samples, 100*p.RMSRelErr)
+	}
+	for _, n := range tc.Notes {
+		fmt.Fprintf(w, "note: %s\n", n)
+	}
+	fmt.Fprintf(w, "held-out odd steps (%d): op RMS error %.1f %% -> %.1f %%, mean |error| %.1f %% -> %.1f %%, step error %+.1f %% -> %+.1f %%\n",
+		tc.After.Steps, tc.Before.OpRMSErrPct, tc.After.OpRMSErrPct, tc.Before.OpMeanAbsErrPct, tc.After.OpMeanAbsErrPct, tc.Before.StepErrPct, tc.After.StepErrPct)
+	fmt.Fprintf(w, "wrote %s\n", out)
+	return nil
+}

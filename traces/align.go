@@ -1,0 +1,503 @@
+package traces
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/tpscope/tpscope/model"
+	"github.com/tpscope/tpscope/sim"
+)
+
+// Alignment of measured spans to predicted ops.
+//
+// By op ID (AlignByOpID): spans written by the executor (OTLP file,
+// Jaeger) carry AttrOpID; each op span is a sample of the predicted op of
+// that ID (on its rank when the prediction is not symmetric).
+//
+// By kind and order (AlignByKindOrder): kernels of a profiler trace have no
+// op ID, only the kind ClassifyKernel gave them. Per step, rank and kind,
+// the k-th kernel is matched with the k-th predicted op of that kind when
+// the counts agree; when the trace has a multiple of the number of layers
+// that run that kind (the engine splits or fuses kernels differently from
+// the schedule), consecutive kernels are summed per layer and compared with
+// that layer's ops of the kind; otherwise the kind is compared as one total
+// per step. NCCL kernels are collectives and match the schedule's
+// collectives in order.
+
+// Alignment modes.
+const (
+	AlignByOpID      = "op-id"
+	AlignByKindOrder = "kind-order"
+)
+
+// Unit is what one measured sample stands for: one predicted op, or a
+// group of them (a layer's ops of one kind, a step's ops of one kind) when
+// the trace does not resolve single ops.
+type Unit struct {
+	// Key is the op ID, "L07:attention" (a layer's ops of a kind; "embed",
+	// "head" or "mtp" for ops outside the decoder layers) or
+	// "step:attention" (every op of the kind in the step).
+	Key   string       `json:"key"`
+	Kind  model.OpKind `json:"kind"`
+	Layer int          `json:"layer"`
+	// Rank is -1 when the prediction is symmetric: rank 0's ops stand for
+	// every rank.
+	Rank int `json:"rank"`
+	// Ops are indices into Prediction.Ops; PredictedUs the sum of their Us.
+	Ops         []int   `json:"-"`
+	PredictedUs float64 `json:"predicted_us"`
+}
+
+// Sample is one measurement of a unit: a span (or a sum of kernels) of one
+// step on one rank.
+type Sample struct {
+	Unit int32
+	Step int32
+	Rank int32
+	Us   float64
+}
+
+// StepTime is the measured extent of one step on one rank: from the start
+// of its first op span to the end of its last, us.
+type StepTime struct {
+	Step int
+	Rank int
+	Us   float64
+}
+
+// Issue counts spans or ops of one kind of problem, with a few examples.
+type Issue struct {
+	Reason   string   `json:"reason"`
+	Count    int      `json:"count"`
+	Examples []string `json:"examples,omitempty"`
+}
+
+// maxIssueExamples bounds Issue.Examples.
+const maxIssueExamples = 5
+
+// Issue reasons the aligner reports.
+const (
+	IssueNoOpID        = "op span without an op ID (tpscope.op.id)"
+	IssueUnknownOpID   = "op ID not in the prediction"
+	IssueMissing       = "predicted op never measured"
+	IssueSkippedSpan   = "span marked skipped by the backend (tpscope.skipped)"
+	IssueBadDuration   = "span with a zero or negative duration or no start time"
+	IssueKindNotInPlan = "kernels of a kind the prediction has no op of"
+	IssueCountMismatch = "step whose kernel count of a kind differs from the other steps'"
+	IssueKindGrouped   = "kind whose kernel count does not match the predicted ops one to one"
+)
+
+type issues struct {
+	list []Issue
+	idx  map[string]int
+}
+
+func (is *issues) add(reason string, n int, example string) {
+	if is.idx == nil {
+		is.idx = map[string]int{}
+	}
+	i, ok := is.idx[reason]
+	if !ok {
+		i = len(is.list)
+		is.idx[reason] = i
+		is.list = append(is.list, Issue{Reason: reason})
+	}
+	is.list[i].Count += n
+	if example != "" && len(is.list[i].Examples) < maxIssueExamples {
+		is.list[i].Examples = append(is.list[i].Examples, example)
+	}
+}
+
+// Alignment is the result of Align.
+type Alignment struct {
+	Mode    string     `json:"mode"`
+	Units   []Unit     `json:"units"`
+	Samples []Sample   `json:"-"`
+	Steps   []StepTime `json:"-"`
+	// Spans counts the op spans (or kernels) seen; Matched those that
+	// became (part of) a sample.
+	Spans   int     `json:"spans"`
+	Matched int     `json:"matched"`
+	Issues  []Issue `json:"issues,omitempty"`
+}
+
+// Align matches the op spans of traces (each element the spans of one
+// trace, as Result.Spans holds them: sorted by start) with pr's ops. Mode
+// "" picks AlignByOpID when any span has an op ID, else AlignByKindOrder.
+// Problems are counted in Alignment.Issues, never errors.
+func Align(traces [][]Span, pr *sim.Prediction, mode string) *Alignment {
+	if mode == "" {
+		mode = AlignByKindOrder
+	find:
+		for _, tr := range traces {
+			for i := range tr {
+				if tr[i].OpID != "" {
+					mode = AlignByOpID
+					break find
+				}
+			}
+		}
+	}
+	a := &Alignment{Mode: mode}
+	var is issues
+	if mode == AlignByOpID {
+		a.alignByID(traces, pr, &is)
+	} else {
+		a.alignByKind(traces, pr, &is)
+	}
+	a.Issues = is.list
+	return a
+}
+
+// spanUs is the measured device time of s in us: AttrDeviceUs when
+// present (exact), else the span's duration.
+func spanUs(s *Span) float64 {
+	if s.DeviceUs > 0 {
+		return s.DeviceUs
+	}
+	return float64(s.Duration) / 1e3
+}
+
+func isOpSpan(s *Span) bool { return s.Seq >= 0 || s.OpID != "" }
+
+func skippedSpan(s *Span) bool {
+	v, ok := s.Attr(string(AttrSkipped))
+	return ok && v.Type() == TypeBool && v.AsBool()
+}
+
+// extents tracks per-rank first start and last end of one trace's op spans.
+type extents struct {
+	lo, hi []int64
+	step   []int
+}
+
+func (e *extents) reset() {
+	for i := range e.lo {
+		e.lo[i], e.hi[i], e.step[i] = 0, 0, -1
+	}
+}
+
+func (e *extents) add(s *Span) {
+	r := s.Rank
+	if r < 0 {
+		r = 0
+	}
+	if r > 1<<16 {
+		return
+	}
+	for r >= len(e.lo) {
+		e.lo, e.hi, e.step = append(e.lo, 0), append(e.hi, 0), append(e.step, -1)
+	}
+	if e.hi[r] == 0 || s.Start < e.lo[r] {
+		e.lo[r] = s.Start
+	}
+	if end := s.End(); end > e.hi[r] {
+		e.hi[r] = end
+	}
+	e.step[r] = s.Step
+}
+
+func (e *extents) flush(out []StepTime) []StepTime {
+	for r := range e.lo {
+		if e.hi[r] > e.lo[r] {
+			out = append(out, StepTime{Step: e.step[r], Rank: r, Us: float64(e.hi[r]-e.lo[r]) / 1e3})
+		}
+	}
+	e.reset()
+	return out
+}
+
+func (a *Alignment) alignByID(traces [][]Span, pr *sim.Prediction, is *issues) {
+	// One unit per predicted op; index by ID (symmetric) or by rank and ID.
+	a.Units = make([]Unit, len(pr.Ops))
+	var byID map[string]int32
+	var byRank []map[string]int32
+	if pr.Symmetric {
+		byID = make(map[string]int32, len(pr.Ops))
+	}
+	for i := range pr.Ops {
+		op := &pr.Ops[i]
+		u := Unit{Key: op.ID, Kind: op.Kind, Layer: op.Layer, Rank: op.Rank, Ops: []int{i}, PredictedUs: op.Us}
+		if pr.Symmetric {
+			u.Rank = -1
+			byID[op.ID] = int32(i)
+		} else {
+			for op.Rank >= len(byRank) {
+				byRank = append(byRank, map[string]int32{})
+			}
+			byRank[op.Rank][op.ID] = int32(i)
+		}
+		a.Units[i] = u
+	}
+	seen := make([]bool, len(a.Units))
+	var ext extents
+	for _, tr := range traces {
+		for i := range tr {
+			s := &tr[i]
+			if !isOpSpan(s) {
+				continue
+			}
+			a.Spans++
+			if s.OpID == "" {
+				is.add(IssueNoOpID, 1, s.Name)
+				continue
+			}
+			var u int32 = -1
+			if pr.Symmetric {
+				if v, ok := byID[s.OpID]; ok {
+					u = v
+				}
+			} else if s.Rank >= 0 && s.Rank < len(byRank) {
+				if v, ok := byRank[s.Rank][s.OpID]; ok {
+					u = v
+				}
+			}
+			if u < 0 {
+				is.add(IssueUnknownOpID, 1, fmt.Sprintf("%s (rank %d)", s.OpID, s.Rank))
+				continue
+			}
+			if skippedSpan(s) {
+				is.add(IssueSkippedSpan, 1, s.OpID)
+				seen[u] = true
+				continue
+			}
+			us := spanUs(s)
+			if !(us > 0) || s.Start <= 0 {
+				is.add(IssueBadDuration, 1, s.OpID)
+				continue
+			}
+			seen[u] = true
+			ext.add(s)
+			a.Samples = append(a.Samples, Sample{Unit: u, Step: int32(s.Step), Rank: int32(max(s.Rank, 0)), Us: us})
+			a.Matched++
+		}
+		a.Steps = ext.flush(a.Steps)
+	}
+	for i := range a.Units {
+		if !seen[i] && !pr.Ops[i].Cost.Fused {
+			is.add(IssueMissing, 1, a.Units[i].Key)
+		}
+	}
+}
+
+// opLabel is the part of an op ID before the first dot: "L07", "embed".
+func opLabel(id string) string {
+	if i := strings.IndexByte(id, '.'); i > 0 {
+		return id[:i]
+	}
+	return id
+}
+
+// kindPlan says how one (rank, kind)'s kernels map to units.
+type kindPlan struct {
+	count int     // kernels per step the plan expects
+	units []int32 // units in order
+	per   int     // kernels summed per unit
+}
+
+func (a *Alignment) alignByKind(traces [][]Span, pr *sim.Prediction, is *issues) {
+	type rk struct {
+		rank int // -1 symmetric
+		kind string
+	}
+	// Predicted ops per (rank, kind), in issue order, without fused ops.
+	pred := map[rk][]int{}
+	for i := range pr.Ops {
+		op := &pr.Ops[i]
+		if op.Cost.Fused {
+			continue
+		}
+		r := op.Rank
+		if pr.Symmetric {
+			r = -1
+		}
+		k := rk{r, string(op.Kind)}
+		pred[k] = append(pred[k], i)
+	}
+	keyOf := func(s *Span) rk {
+		if pr.Symmetric {
+			return rk{-1, s.OpKind}
+		}
+		return rk{s.Rank, s.OpKind}
+	}
+	// Pass 1: kernel counts per (trace, rank, kind) -> most common count.
+	type tk struct {
+		rank int
+		kind string
+	}
+	hist := map[rk]map[int]int{}
+	counts := map[tk]int{}
+	for _, tr := range traces {
+		clear(counts)
+		for i := range tr {
+			if s := &tr[i]; isOpSpan(s) {
+				counts[tk{s.Rank, s.OpKind}]++
+			}
+		}
+		for k, n := range counts {
+			key := rk{k.rank, k.kind}
+			if pr.Symmetric {
+				key.rank = -1
+			}
+			if hist[key] == nil {
+				hist[key] = map[int]int{}
+			}
+			hist[key][n]++
+		}
+	}
+	keys := make([]rk, 0, len(hist))
+	for k := range hist {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		if keys[i].rank != keys[j].rank {
+			return keys[i].rank < keys[j].rank
+		}
+		return keys[i].kind < keys[j].kind
+	})
+	plans := map[rk]*kindPlan{}
+	for _, k := range keys {
+		ops := pred[k]
+		if len(ops) == 0 {
+			continue // reported per kernel below
+		}
+		mode, best := 0, -1
+		for n, c := range hist[k] {
+			if c > best || (c == best && n < mode) {
+				mode, best = n, c
+			}
+		}
+		p := &kindPlan{count: mode}
+		newUnit := func(key string, layer int, idx []int) {
+			u := Unit{Key: key, Kind: model.OpKind(k.kind), Layer: layer, Rank: k.rank, Ops: idx}
+			for _, i := range idx {
+				u.PredictedUs += pr.Ops[i].Us
+			}
+			p.units = append(p.units, int32(len(a.Units)))
+			a.Units = append(a.Units, u)
+		}
+		// Layer groups: consecutive ops with the same ID prefix.
+		var groups [][]int
+		for _, i := range ops {
+			if n := len(groups); n > 0 && opLabel(pr.Ops[groups[n-1][0]].ID) == opLabel(pr.Ops[i].ID) {
+				groups[n-1] = append(groups[n-1], i)
+			} else {
+				groups = append(groups, []int{i})
+			}
+		}
+		switch {
+		case mode == len(ops):
+			p.per = 1
+			for _, i := range ops {
+				newUnit(pr.Ops[i].ID, pr.Ops[i].Layer, []int{i})
+			}
+		case mode > 0 && mode%len(groups) == 0:
+			p.per = mode / len(groups)
+			for _, g := range groups {
+				newUnit(opLabel(pr.Ops[g[0]].ID)+":"+k.kind, pr.Ops[g[0]].Layer, g)
+			}
+			is.add(IssueKindGrouped, 1, fmt.Sprintf("%s: %d kernels per step vs %d predicted ops; compared per layer (%d kernels each)", k.kind, mode, len(ops), p.per))
+		default:
+			p.per = mode
+			newUnit("step:"+k.kind, -1, ops)
+			is.add(IssueKindGrouped, 1, fmt.Sprintf("%s: %d kernels per step vs %d predicted ops; compared as a step total", k.kind, mode, len(ops)))
+		}
+		plans[k] = p
+	}
+	for i := range pr.Ops {
+		op := &pr.Ops[i]
+		r := op.Rank
+		if pr.Symmetric {
+			r = -1
+		}
+		if !op.Cost.Fused && plans[rk{r, string(op.Kind)}] == nil {
+			is.add(IssueMissing, 1, op.ID)
+		}
+	}
+	// Pass 2: samples.
+	byKind := map[tk][]*Span{}
+	var ext extents
+	seen := make([]bool, len(a.Units))
+	for _, tr := range traces {
+		for k := range byKind {
+			byKind[k] = byKind[k][:0]
+		}
+		for i := range tr {
+			s := &tr[i]
+			if !isOpSpan(s) {
+				continue
+			}
+			a.Spans++
+			if s.Duration < 0 || s.Start <= 0 {
+				is.add(IssueBadDuration, 1, s.Name)
+				continue
+			}
+			ext.add(s)
+			k := tk{s.Rank, s.OpKind}
+			byKind[k] = append(byKind[k], s)
+		}
+		bk := make([]tk, 0, len(byKind))
+		for k, v := range byKind {
+			if len(v) > 0 {
+				bk = append(bk, k)
+			}
+		}
+		sort.Slice(bk, func(i, j int) bool {
+			if bk[i].rank != bk[j].rank {
+				return bk[i].rank < bk[j].rank
+			}
+			return bk[i].kind < bk[j].kind
+		})
+		for _, k := range bk {
+			spans := byKind[k]
+			s0 := spans[0]
+			p := plans[keyOf(s0)]
+			if p == nil {
+				is.add(IssueKindNotInPlan, len(spans), fmt.Sprintf("%s: %s", s0.OpKind, truncName(kernelName(s0))))
+				continue
+			}
+			if len(spans) != p.count {
+				is.add(IssueCountMismatch, 1, fmt.Sprintf("step %d rank %d %s: %d kernels, other steps %d", s0.Step, s0.Rank, s0.OpKind, len(spans), p.count))
+				continue
+			}
+			for ui, u := range p.units {
+				var us float64
+				for _, s := range spans[ui*p.per : (ui+1)*p.per] {
+					us += spanUs(s)
+				}
+				seen[u] = true
+				a.Samples = append(a.Samples, Sample{Unit: u, Step: int32(s0.Step), Rank: int32(max(s0.Rank, 0)), Us: us})
+			}
+			a.Matched += len(spans)
+		}
+		a.Steps = ext.flush(a.Steps)
+	}
+	for i := range a.Units {
+		if !seen[i] {
+			is.add(IssueMissing, 1, a.Units[i].Key)
+		}
+	}
+}
+
+func kernelName(s *Span) string {
+	if v, ok := s.Attr(string(AttrKernel)); ok {
+		return v.String()
+	}
+	return s.Name
+}
+
+// SplitTraces cuts a span list sorted by trace (as Result.Spans is) into
+// the spans of each trace, without copying.
+func SplitTraces(spans []Span) [][]Span {
+	var out [][]Span
+	for lo := 0; lo < len(spans); {
+		hi := lo + 1
+		for hi < len(spans) && spans[hi].TraceID == spans[lo].TraceID {
+			hi++
+		}
+		out = append(out, spans[lo:hi])
+		lo = hi
+	}
+	return out
+}

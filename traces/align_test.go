@@ -1,0 +1,281 @@
+package traces_test
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tpscope/tpscope/model"
+	"github.com/tpscope/tpscope/traces"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/trace"
+)
+
+// tinySpec is the small test model on 8 GPUs: 88 kernels per rank and
+// step, every compute op at the 2 us minimum kernel time.
+var tinySpec = traces.ScenarioSpec{Model: "tiny-mla-moe", Topology: "rtxpro6000-2s", Plan: "tp8", Workload: "decode b8 ctx512", OptionsSet: true}
+
+// kinetoKernelName is a real kernel name of each kind (vLLM on SM120,
+// cuBLASLt nvjet, NCCL), as ClassifyKernel knows them.
+var kinetoKernelName = map[model.OpKind]string{
+	model.KindGEMM:        "nvjet_tst_64x8_64x16_4x1_v_bz_TNT",
+	model.KindMoEGEMM:     "fused_moe_kernel",
+	model.KindNorm:        "void vllm::rms_norm_kernel<c10::BFloat16, 8, 4>(c10::BFloat16*, c10::BFloat16 const*, long, c10::BFloat16 const*, float, int, int)",
+	model.KindElementwise: "void vllm::act_and_mul_kernel<c10::BFloat16>(c10::BFloat16*, c10::BFloat16 const*, int)",
+	model.KindRouter:      "void vllm::moe::topkGatingSoftmax<8, 16, 4, 16>(float const*, bool const*, float*, int, int*, int*, int, int, int)",
+	model.KindEmbedding:   "void vllm::vocab_embedding_kernel<c10::BFloat16>(long const*, c10::BFloat16*)",
+}
+
+// TestAlignKinetoByKindOrder writes a profiler trace of rank 0 for three
+// decode steps of tiny-mla-moe TP 8 in which
+//
+//   - every GEMM kernel takes 1.1 x its predicted time (error 1/1.1 - 1 =
+//     -9.09 %), every other kernel its predicted time;
+//   - attention runs as two kernels per op (Triton MLA stage 1 + stage 2,
+//     half the time each), so 8 attention kernels face 4 predicted ops:
+//     compared per layer, the pair's sum against the layer's op (error 0);
+//   - collectives are NCCL kernels, matched to the schedule's in order;
+//   - step 2 lacks its last norm kernel: that step's norms are left out and
+//     reported.
+func TestAlignKinetoByKindOrder(t *testing.T) {
+	rs, err := tinySpec.Resolve()
+	if err != nil {
+		t.Fatal(err)
+	}
+	pr, sched, _, err := rs.Predict(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ev []string
+	ts := 1000.0 // us
+	const steps = 3
+	for step := 0; step < steps; step++ {
+		start := ts
+		lastNorm := -1
+		for i := range pr.Ops {
+			if pr.Ops[i].Kind == model.KindNorm {
+				lastNorm = i
+			}
+		}
+		for i := range pr.Ops {
+			op := &pr.Ops[i]
+			if step == 2 && i == lastNorm {
+				continue
+			}
+			kernel := func(name string, us float64) {
+				ev = append(ev, fmt.Sprintf(`{"ph":"X","cat":"kernel","name":%q,"pid":0,"tid":7,"ts":%.3f,"dur":%.3f,"args":{"device":0,"stream":7}}`, name, ts, us))
+				ts += us + 0.5
+			}
+			switch op.Kind {
+			case model.KindGEMM:
+				kernel(kinetoKernelName[op.Kind], op.Us*1.1)
+			case model.KindAttention:
+				kernel("_fwd_grouped_kernel_stage1", op.Us/2)
+				kernel("_fwd_kernel_stage2", op.Us/2)
+			case model.KindCollective:
+				name := "ncclDevKernel_AllReduce_Sum_bf16_RING_LL(ncclDevKernelArgsStorage<4096ul>)"
+				if sched.Ranks[0][i].Collective == model.AllGather {
+					name = "ncclDevKernel_AllGather_RING_LL(ncclDevKernelArgsStorage<4096ul>)"
+				}
+				kernel(name, op.Us)
+			default:
+				kernel(kinetoKernelName[op.Kind], op.Us)
+			}
+		}
+		ev = append(ev, fmt.Sprintf(`{"ph":"X","cat":"gpu_user_annotation","name":"ProfilerStep#%d","pid":0,"tid":7,"ts":%.3f,"dur":%.3f}`, step, start-0.1, ts-start+0.2))
+		ts += 100
+	}
+	doc := `{"schemaVersion":1,"distributedInfo":{"backend":"nccl","rank":0,"world_size":8},"traceEvents":[` + strings.Join(ev, ",\n") + "]}"
+	path := filepath.Join(t.TempDir(), "rank0.pt.trace.json")
+	if err := os.WriteFile(path, []byte(doc), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	res := readSource(t, path)
+	rep, err := traces.Compare([]*traces.Result{res}, traces.CompareOptions{Override: tinySpec})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sr := &rep.Scenarios[0]
+	if sr.Mode != traces.AlignByKindOrder || sr.Steps != steps {
+		t.Fatalf("mode %s, %d steps; want %s, %d", sr.Mode, sr.Steps, traces.AlignByKindOrder, steps)
+	}
+	rows := map[string]traces.OpRow{}
+	for _, r := range sr.Ops {
+		rows[r.Key] = r
+	}
+	tests := []struct {
+		key     string
+		wantErr float64 // %
+		wantN   int
+	}{
+		{"L00.attn.fused_qkv_a_proj", (1/1.1 - 1) * 100, steps},
+		{"head.lm_head", (1/1.1 - 1) * 100, steps},
+		{"L00:attention", 0, steps},
+		{"L03:attention", 0, steps},
+		{"L00.attn.allreduce", 0, steps},
+		{"embed.allreduce", 0, steps},
+		{"head.logits_allgather", 0, steps},
+		{"L01.moe.experts_gate_up", 0, steps},
+		{"L00.attn.input_norm", 0, steps - 1}, // step 2 left out
+	}
+	for _, tc := range tests {
+		t.Run(tc.key, func(t *testing.T) {
+			r, ok := rows[tc.key]
+			if !ok {
+				t.Fatalf("no row %s; rows: %d", tc.key, len(rows))
+			}
+			if math.Abs(r.ErrPct-tc.wantErr) > 0.1 || r.N != tc.wantN {
+				t.Errorf("error %.3f %% over %d samples, want %.3f %% over %d", r.ErrPct, r.N, tc.wantErr, tc.wantN)
+			}
+		})
+	}
+	wantIssues := map[string]int{traces.IssueKindGrouped: 1, traces.IssueCountMismatch: 1}
+	for _, is := range sr.Issues {
+		if want, ok := wantIssues[is.Reason]; !ok || is.Count != want {
+			t.Errorf("issue %q x %d (%v), want one of %v", is.Reason, is.Count, is.Examples, wantIssues)
+		}
+		delete(wantIssues, is.Reason)
+	}
+	if len(wantIssues) > 0 {
+		t.Errorf("issues not reported: %v", wantIssues)
+	}
+}
+
+// writeSpans writes steps of tiny-mla-moe's rank-0..7 op spans with the
+// spec's step attributes, each op at its predicted time, plus extra spans
+// per rank from extra; returns the file.
+func writeSpans(t *testing.T, path string, specs []traces.ScenarioSpec, extra func(tr trace.Tracer, rctx context.Context, at time.Time)) string {
+	t.Helper()
+	exp, err := traces.NewFileExporter(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))
+	tr := tp.Tracer(traces.ScopeName)
+	at := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
+	for step, spec := range specs {
+		rs, err := spec.Resolve()
+		if err != nil {
+			t.Fatal(err)
+		}
+		pr, sched, _, err := rs.Predict(nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, root := tr.Start(context.Background(), traces.SpanStep, trace.WithTimestamp(at), trace.WithAttributes(
+			traces.AttrModel.String(spec.Model), traces.AttrTopology.String(spec.Topology), traces.AttrPlan.String(spec.Plan),
+			traces.AttrWorkload.String(spec.Workload), traces.AttrOptions.String(spec.Options), traces.AttrStep.Int(step)))
+		end := at
+		for r := range sched.Ranks {
+			rctx, rsp := tr.Start(ctx, traces.RankSpanName(r), trace.WithTimestamp(at))
+			cur := at
+			for i := range sched.Ranks[r] {
+				op := &sched.Ranks[r][i]
+				_, sp := tr.Start(rctx, op.ID, trace.WithTimestamp(cur), trace.WithAttributes(traces.OpAttributes(op)...))
+				cur = cur.Add(time.Duration(pr.Ops[i].Us * 1e3))
+				sp.End(trace.WithTimestamp(cur))
+			}
+			if extra != nil {
+				extra(tr, rctx, cur)
+			}
+			rsp.End(trace.WithTimestamp(cur))
+			end = cur
+		}
+		root.End(trace.WithTimestamp(end))
+		at = end.Add(time.Millisecond)
+	}
+	if err := tp.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// TestCompareBadTraces: damaged or odd traces give a report of what was
+// left out and why, never a crash.
+func TestCompareBadTraces(t *testing.T) {
+	dir := t.TempDir()
+	other := tinySpec
+	other.Workload = "decode b16 ctx512"
+
+	t.Run("spans without ID and unknown IDs", func(t *testing.T) {
+		path := writeSpans(t, filepath.Join(dir, "odd.json"), []traces.ScenarioSpec{tinySpec, tinySpec}, func(tr trace.Tracer, rctx context.Context, at time.Time) {
+			_, a := tr.Start(rctx, "mystery_kernel", trace.WithTimestamp(at))
+			a.End(trace.WithTimestamp(at.Add(time.Microsecond)))
+			_, b := tr.Start(rctx, "L99.attn.o_proj", trace.WithTimestamp(at), trace.WithAttributes(traces.AttrOpID.String("L99.attn.o_proj")))
+			b.End(trace.WithTimestamp(at.Add(time.Microsecond)))
+		})
+		rep, err := traces.Compare([]*traces.Result{readSource(t, path)}, traces.CompareOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		// 2 steps x 8 ranks of each odd span.
+		want := map[string]int{traces.IssueNoOpID: 16, traces.IssueUnknownOpID: 16}
+		got := map[string]int{}
+		for _, is := range rep.Scenarios[0].Issues {
+			got[is.Reason] = is.Count
+		}
+		for k, v := range want {
+			if got[k] != v {
+				t.Errorf("%s: %d, want %d (all issues %v)", k, got[k], v, rep.Scenarios[0].Issues)
+			}
+		}
+		if rep.Scenarios[0].Matched != 2*8*88 {
+			t.Errorf("matched %d, want %d", rep.Scenarios[0].Matched, 2*8*88)
+		}
+	})
+
+	t.Run("truncated file", func(t *testing.T) {
+		full := writeSpans(t, filepath.Join(dir, "full.json"), []traces.ScenarioSpec{tinySpec, tinySpec, tinySpec}, nil)
+		b, err := os.ReadFile(full)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cut := filepath.Join(dir, "cut.json")
+		if err := os.WriteFile(cut, b[:len(b)*2/3], 0o644); err != nil {
+			t.Fatal(err)
+		}
+		res := readSource(t, cut)
+		rep, err := traces.Compare([]*traces.Result{res}, traces.CompareOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rep.Sources[0].SkippedTotal == 0 || len(rep.Sources[0].Skipped) == 0 {
+			t.Errorf("truncation not reported: %+v", rep.Sources[0])
+		}
+		if len(rep.Scenarios) != 1 || rep.Scenarios[0].Matched == 0 {
+			t.Fatalf("nothing compared from the intact part")
+		}
+	})
+
+	t.Run("mixed scenarios", func(t *testing.T) {
+		path := writeSpans(t, filepath.Join(dir, "mixed.json"), []traces.ScenarioSpec{tinySpec, other, tinySpec}, nil)
+		res := readSource(t, path)
+		rep, err := traces.Compare([]*traces.Result{res}, traces.CompareOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(rep.Scenarios) != 2 || rep.Scenarios[0].Steps != 2 || rep.Scenarios[1].Steps != 1 {
+			t.Fatalf("want 2 scenarios of 2 and 1 steps, got %d", len(rep.Scenarios))
+		}
+		_, err = traces.CalibrateTrace([]*traces.Result{res}, traces.CalibrateTraceOptions{})
+		if err == nil || !strings.Contains(err.Error(), "2 scenarios") {
+			t.Errorf("calibrate on mixed scenarios: error %v, want one naming the 2 scenarios", err)
+		}
+	})
+
+	t.Run("scenario that cannot be resolved", func(t *testing.T) {
+		bad := tinySpec
+		bad.Model = "no-such-model"
+		path := writeSpans(t, filepath.Join(dir, "badmodel.json"), []traces.ScenarioSpec{tinySpec}, nil)
+		res := readSource(t, path)
+		_, err := traces.Compare([]*traces.Result{res}, traces.CompareOptions{Override: traces.ScenarioSpec{Model: bad.Model}})
+		if err == nil || !strings.Contains(err.Error(), "no-such-model") {
+			t.Errorf("error %v, want one naming the model", err)
+		}
+	})
+}

@@ -1,0 +1,290 @@
+package traces
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/tpscope/tpscope/model"
+	"github.com/tpscope/tpscope/sim"
+	"github.com/tpscope/tpscope/topology"
+)
+
+// Calibration of a topology from measured spans: traces extracts samples
+// (measured op times with the prior cost the prediction gave each op) and
+// sim fits them (sim.FitCompute for compute efficiencies per kernel family,
+// sim.Calibrate for collective latency and bandwidth). Fitting uses the
+// even steps only; the odd steps are held out and the prediction error on
+// them is reported before and after.
+
+// CalibrateTraceOptions configure CalibrateTrace. The zero value
+// calibrates the scenario recorded in the traces, starting from its
+// topology.
+type CalibrateTraceOptions struct {
+	Override ScenarioSpec
+	// Topology to start from (nil: the scenario's).
+	Topology *topology.Topology
+	// Source names the traces in the provenance; Created is the date
+	// (RFC 3339; "" = now, UTC).
+	Source, Created string
+	Fit             sim.FitOptions
+}
+
+// HoldOut is the prediction error on the held-out (odd) steps.
+type HoldOut struct {
+	Steps int `json:"steps"`
+	Units int `json:"units"`
+	// OpRMSErrPct: RMS over units of (predicted - median measured) / median;
+	// OpMeanAbsErrPct: the mean of |that|; StepErrPct: the step's error.
+	OpRMSErrPct     float64 `json:"op_rms_err_pct"`
+	OpMeanAbsErrPct float64 `json:"op_mean_abs_err_pct"`
+	StepErrPct      float64 `json:"step_err_pct"`
+}
+
+// TraceCalibration is the result of CalibrateTrace.
+type TraceCalibration struct {
+	Spec     ScenarioSpec                `json:"scenario"`
+	Families []sim.FamilyFit             `json:"families"`
+	Device   sim.DeviceFit               `json:"device"`
+	Coll     []topology.CollectiveParams `json:"collectives,omitempty"`
+	// ComputeSamples and CollSamples count the fit samples (even steps).
+	ComputeSamples int     `json:"compute_samples"`
+	CollSamples    int     `json:"collective_samples"`
+	FitSteps       int     `json:"fit_steps"`
+	Before         HoldOut `json:"before"`
+	After          HoldOut `json:"after"`
+	// Notes say what could not be fitted and why.
+	Notes    []string           `json:"notes,omitempty"`
+	Topology *topology.Topology `json:"-"`
+}
+
+func even(step int) bool { return step >= 0 && step%2 == 0 }
+func odd(step int) bool  { return step >= 0 && step%2 == 1 }
+
+// CalibrateTrace fits the box's cost parameters to the spans of results.
+// The spans must hold one scenario (after o.Override) and at least two
+// steps (one to fit, one to hold out).
+func CalibrateTrace(results []*Result, o CalibrateTraceOptions) (*TraceCalibration, error) {
+	var is issues
+	copts := CompareOptions{Override: o.Override}
+	groups := groupTraces(results, &copts, &is)
+	switch {
+	case len(groups) == 0:
+		msg := "calibrate: no span belongs to a scenario"
+		if len(is.list) > 0 {
+			msg += ": " + is.list[0].Reason
+		}
+		return nil, errors.New(msg)
+	case len(groups) > 1:
+		var names []string
+		for _, g := range groups {
+			names = append(names, g.spec.String())
+		}
+		return nil, fmt.Errorf("calibrate: the traces hold %d scenarios (%s); calibrate one at a time (pass a source with one scenario, or flags that make them one)", len(groups), strings.Join(names, "; "))
+	}
+	g := groups[0]
+	rs, err := g.spec.Resolve()
+	if err != nil {
+		return nil, fmt.Errorf("calibrate: %w", err)
+	}
+	base := o.Topology
+	if base == nil {
+		base = rs.Topology
+	}
+	pr, sched, predictor, err := rs.Predict(base)
+	if err != nil {
+		return nil, fmt.Errorf("calibrate: predict: %w", err)
+	}
+	al := Align(g.traces, pr, "")
+	tc := &TraceCalibration{Spec: rs.Spec}
+	fitSteps := map[int32]bool{}
+	hasOdd := false
+	for _, s := range al.Samples {
+		if even(int(s.Step)) {
+			fitSteps[s.Step] = true
+		} else if odd(int(s.Step)) {
+			hasOdd = true
+		}
+	}
+	tc.FitSteps = len(fitSteps)
+	if tc.FitSteps == 0 || !hasOdd {
+		return nil, fmt.Errorf("calibrate: need measured ops on at least one even and one odd step (fit on even, evaluate on odd); got %d aligned samples", len(al.Samples))
+	}
+
+	// Schedule op of each prediction op.
+	opAt := scheduleIndex(pr, sched)
+	type collKey struct {
+		op    model.Collective
+		ranks int
+	}
+	var comp []sim.ComputeSample
+	coll := map[collKey][]sim.CalSample{}
+	grouped, badGroup := 0, 0
+	for _, s := range al.Samples {
+		if !even(int(s.Step)) {
+			continue
+		}
+		u := &al.Units[s.Unit]
+		if len(u.Ops) != 1 {
+			grouped++
+			continue
+		}
+		res := &pr.Ops[u.Ops[0]]
+		op := opAt(u.Ops[0])
+		if op.IsCollective() {
+			n := len(op.Group)
+			if !firstRanks(op.Group) || (op.Collective != model.AllReduce && op.Collective != model.AllGather && op.Collective != model.ReduceScatter) {
+				badGroup++
+				continue
+			}
+			coll[collKey{op.Collective, n}] = append(coll[collKey{op.Collective, n}], sim.CalSample{Bytes: op.CommBytes, TimeUs: s.Us})
+			tc.CollSamples++
+			continue
+		}
+		comp = append(comp, sim.ComputeSample{Family: predictor.CostFamily(op), Cost: res.Cost, OverheadUs: res.OverheadUs, MeasuredUs: s.Us})
+	}
+	tc.ComputeSamples = len(comp)
+	if grouped > 0 {
+		tc.Notes = append(tc.Notes, fmt.Sprintf("%d samples stand for several ops (kernels matched per layer or per step) and were not used to fit", grouped))
+	}
+	if badGroup > 0 {
+		tc.Notes = append(tc.Notes, fmt.Sprintf("%d collective samples are all-to-all or run on a group other than ranks 0..n-1 and were not used to fit", badGroup))
+	}
+	created := o.Created
+	if created == "" {
+		created = time.Now().UTC().Format(time.RFC3339)
+	}
+	source := o.Source
+	if source == "" {
+		var srcs []string
+		for _, r := range results {
+			srcs = append(srcs, r.Source)
+		}
+		source = strings.Join(srcs, ", ")
+	}
+	prov := fmt.Sprintf("trace %s (%s), %s; fit on %d even steps", source, rs.Spec, created, tc.FitSteps)
+
+	if len(comp) > 0 {
+		if tc.Families, err = sim.FitCompute(comp, o.Fit); err != nil {
+			return nil, fmt.Errorf("calibrate: %w", err)
+		}
+	} else {
+		tc.Notes = append(tc.Notes, "no compute op measured: efficiencies keep their priors")
+	}
+	tc.Device = fitDevice(g.traces, rs.Options, &tc.Notes)
+	out, err := sim.ApplyComputeFit(base, tc.Families, tc.Device, prov)
+	if err != nil {
+		return nil, fmt.Errorf("calibrate: %w", err)
+	}
+	ckeys := make([]collKey, 0, len(coll))
+	for k := range coll {
+		ckeys = append(ckeys, k)
+	}
+	sort.Slice(ckeys, func(i, j int) bool {
+		if ckeys[i].op != ckeys[j].op {
+			return ckeys[i].op < ckeys[j].op
+		}
+		return ckeys[i].ranks < ckeys[j].ranks
+	})
+	for _, k := range ckeys {
+		fit, err := sim.Calibrate(out, coll[k], sim.CalibrateOptions{Op: k.op, Ranks: k.ranks, NCCL: rs.Options.NCCL(), Source: prov, Created: created})
+		if err != nil {
+			tc.Notes = append(tc.Notes, fmt.Sprintf("%s over %d ranks: %v", k.op, k.ranks, err))
+			continue
+		}
+		out = fit.Topology
+		tc.Coll = append(tc.Coll, fit.Params...)
+	}
+	out.Sources = append(out.Sources, "calibrated: "+prov)
+	tc.Topology = out
+
+	// Held-out error before and after.
+	before := buildReport(rs, pr, sched, al, g, &CompareOptions{Steps: odd})
+	tc.Before = holdOut(before)
+	pr2, sched2, _, err := rs.Predict(out)
+	if err != nil {
+		return nil, fmt.Errorf("calibrate: predict with the calibrated topology: %w", err)
+	}
+	al2 := Align(g.traces, pr2, al.Mode)
+	tc.After = holdOut(buildReport(rs, pr2, sched2, al2, g, &CompareOptions{Steps: odd}))
+	return tc, nil
+}
+
+// scheduleIndex maps an index into pr.Ops to its schedule op: rank 0's
+// list when the prediction is symmetric, else the ranks concatenated.
+func scheduleIndex(pr *sim.Prediction, s *model.Schedule) func(i int) *model.Op {
+	if pr.Symmetric {
+		return func(i int) *model.Op { return &s.Ranks[0][i] }
+	}
+	off := make([]int, len(s.Ranks)+1)
+	for r := range s.Ranks {
+		off[r+1] = off[r] + len(s.Ranks[r])
+	}
+	return func(i int) *model.Op {
+		r := sort.SearchInts(off, i+1) - 1
+		return &s.Ranks[r][i-off[r]]
+	}
+}
+
+func firstRanks(g []int) bool {
+	for i, r := range g {
+		if r != i {
+			return false
+		}
+	}
+	return len(g) >= 2
+}
+
+// fitDevice estimates the host launch cost per kernel from the op spans'
+// AttrHostLaunchUs on even steps (median; eager runs only: under CUDA
+// graphs the host launches the graph, not the kernels).
+func fitDevice(traces [][]Span, o sim.Options, notes *[]string) sim.DeviceFit {
+	var d sim.DeviceFit
+	if o.CUDAGraphs {
+		*notes = append(*notes, "CUDA-graph run: host launch cost per kernel not fitted")
+		return d
+	}
+	var v []float64
+	for _, tr := range traces {
+		for i := range tr {
+			s := &tr[i]
+			if s.OpID == "" || !even(s.Step) {
+				continue
+			}
+			if x, ok := s.Attr(string(AttrHostLaunchUs)); ok {
+				if f, ok := x.Number(); ok && f > 0 && !math.IsInf(f, 0) {
+					v = append(v, f)
+				}
+			}
+		}
+	}
+	if len(v) < 10 {
+		*notes = append(*notes, fmt.Sprintf("%d spans carry %s (need 10): launch_eager_us keeps its prior", len(v), AttrHostLaunchUs))
+		return d
+	}
+	sort.Float64s(v)
+	d.LaunchEagerUs = quantile(v, 0.5)
+	return d
+}
+
+func holdOut(sr *ScenarioReport) HoldOut {
+	h := HoldOut{Steps: sr.Steps, StepErrPct: sr.Step.ErrPct}
+	var sq, ab float64
+	for _, o := range sr.Ops {
+		if o.MedianUs <= 0 {
+			continue
+		}
+		e := o.ErrPct
+		sq += e * e
+		ab += math.Abs(e)
+		h.Units++
+	}
+	if h.Units > 0 {
+		h.OpRMSErrPct = math.Sqrt(sq / float64(h.Units))
+		h.OpMeanAbsErrPct = ab / float64(h.Units)
+	}
+	return h
+}

@@ -1,0 +1,366 @@
+package traces_test
+
+import (
+	"bytes"
+	"context"
+	"math"
+	"math/rand/v2"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tpscope/tpscope/model"
+	"github.com/tpscope/tpscope/sim"
+	"github.com/tpscope/tpscope/traces"
+	"go.opentelemetry.io/otel/attribute"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/trace"
+)
+
+// The synthetic end-to-end case: a prediction of a known scenario, and a
+// "measurement" made by perturbing the cost model in two known ways:
+//
+//   - every dense GEMM (kind gemm) runs at 0.6 x its prior compute
+//     efficiency: true time = overhead + max(min kernel, ComputeUs / 0.6,
+//     MemoryUs) from the op's prior cost terms;
+//   - every all-reduce takes 15 us longer than predicted;
+//
+// everything else takes its predicted time. Each op's time is multiplied
+// by log-normal noise (sigma 2 %, seeded), the host launch of every op takes
+// 5 us (the preset's prior is 6 us), and ops run back to back on each rank.
+const (
+	gemmEffFactor = 0.6
+	arExtraUs     = 15.0
+	noiseSigma    = 0.02
+	hostLaunchUs  = 5.0
+)
+
+// synthScenario: Kimi-K2.5 NVFP4 on the seed box, TP 8, one 2048-token
+// prefill: its dense GEMMs are compute-bound (bf16 and nvfp4 families),
+// MoE GEMMs and norms memory-bound, all-reduces link-bound.
+var synthScenario = traces.ScenarioSpec{Model: "kimi-k2.5-nvfp4", Topology: "rtxpro6000-2s", Plan: "tp8", Workload: "prefill b1 ctx2048", OptionsSet: true}
+
+// trueUs is the perturbed (noise-free) time of op i of the prediction.
+func trueUs(op *sim.OpResult, sop *model.Op) float64 {
+	switch {
+	case op.Kind == model.KindGEMM && !op.Cost.Fused:
+		c := op.Cost
+		return op.OverheadUs + math.Max(c.MinKernelUs, math.Max(c.ComputeUs/gemmEffFactor, c.MemoryUs))
+	case op.Kind == model.KindCollective && sop.Collective == model.AllReduce:
+		return op.Us + arExtraUs
+	}
+	return op.Us
+}
+
+type synth struct {
+	pr    *sim.Prediction
+	sched *model.Schedule
+	truth []float64 // per pr.Ops index
+}
+
+func newSynth(t testing.TB, spec traces.ScenarioSpec) *synth {
+	t.Helper()
+	rs, err := spec.Resolve()
+	if err != nil {
+		t.Fatal(err)
+	}
+	pr, sched, _, err := rs.Predict(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !pr.Symmetric {
+		t.Fatal("synthetic scenario expected to be symmetric")
+	}
+	s := &synth{pr: pr, sched: sched, truth: make([]float64, len(pr.Ops))}
+	for i := range pr.Ops {
+		s.truth[i] = trueUs(&pr.Ops[i], &sched.Ranks[0][i])
+	}
+	return s
+}
+
+// write exports steps x ranks of measured spans through traces'
+// OTLP-JSON file exporter and returns the file.
+func (s *synth) write(t testing.TB, dir, name string, spec traces.ScenarioSpec, steps int, seed uint64) string {
+	t.Helper()
+	path := filepath.Join(dir, name)
+	exp, err := traces.NewFileExporter(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp, sdktrace.WithMaxQueueSize(1<<16),
+		sdktrace.WithMaxExportBatchSize(4096), sdktrace.WithBlocking(), sdktrace.WithBatchTimeout(time.Hour)))
+	tr := tp.Tracer(traces.ScopeName)
+	rng := rand.New(rand.NewPCG(seed, 7))
+	at := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
+	ranks := len(s.sched.Ranks)
+	for step := 0; step < steps; step++ {
+		ctx, root := tr.Start(context.Background(), traces.SpanStep, trace.WithTimestamp(at), trace.WithAttributes(
+			traces.AttrModel.String(spec.Model), traces.AttrTopology.String(spec.Topology), traces.AttrPlan.String(spec.Plan),
+			traces.AttrWorkload.String(spec.Workload), traces.AttrOptions.String(spec.Options),
+			traces.AttrStep.Int(step), traces.AttrRanks.Int(ranks)))
+		stepEnd := at
+		for r := 0; r < ranks; r++ {
+			rctx, rs := tr.Start(ctx, traces.RankSpanName(r), trace.WithTimestamp(at), trace.WithAttributes(traces.AttrRank.Int(r)))
+			cur := at
+			for i := range s.sched.Ranks[r] {
+				op := &s.sched.Ranks[r][i]
+				if s.pr.Ops[i].Cost.Fused {
+					continue
+				}
+				us := s.truth[i] * math.Exp(noiseSigma*rng.NormFloat64())
+				attrs := append(traces.OpAttributes(op), traces.AttrDeviceUs.Float64(us),
+					traces.AttrHostLaunchUs.Float64(hostLaunchUs*math.Exp(noiseSigma*rng.NormFloat64())))
+				_, sp := tr.Start(rctx, op.ID, trace.WithTimestamp(cur), trace.WithAttributes(attrs...))
+				cur = cur.Add(time.Duration(us * 1e3))
+				sp.End(trace.WithTimestamp(cur))
+			}
+			rs.End(trace.WithTimestamp(cur))
+			if cur.After(stepEnd) {
+				stepEnd = cur
+			}
+		}
+		root.End(trace.WithTimestamp(stepEnd))
+		at = stepEnd.Add(time.Millisecond)
+	}
+	if err := tp.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func readSource(t testing.TB, src string) *traces.Result {
+	t.Helper()
+	res, err := traces.ReadAll(context.Background(), src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
+}
+
+func TestCompareSyntheticPerturbation(t *testing.T) {
+	s := newSynth(t, synthScenario)
+	dir := t.TempDir()
+	const steps = 6
+	path := s.write(t, dir, "run.json", synthScenario, steps, 1)
+	res := readSource(t, path)
+	rep, err := traces.Compare([]*traces.Result{res}, traces.CompareOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Scenarios) != 1 {
+		t.Fatalf("scenarios: got %d, want 1", len(rep.Scenarios))
+	}
+	sr := &rep.Scenarios[0]
+	if sr.Mode != traces.AlignByOpID || sr.Steps != steps || sr.Ranks != 8 || sr.Matched != sr.Spans {
+		t.Fatalf("alignment: mode %s, %d steps, %d ranks, %d of %d spans matched; issues %v", sr.Mode, sr.Steps, sr.Ranks, sr.Matched, sr.Spans, sr.Issues)
+	}
+	if len(sr.Issues) != 0 {
+		t.Errorf("issues on a clean trace: %v", sr.Issues)
+	}
+	// Per op: error = predicted / measured - 1 with measured the
+	// perturbed time. Compute-bound GEMMs: ComputeUs / (ComputeUs / 0.6)
+	// - 1 = -40 %; all-reduces: -15 / (pred + 15); others 0. The median of
+	// 48 samples with 2 % noise is within 1 % of the truth (3 sigma /
+	// sqrt(48) x 1.25 = 1.1 %); tolerance 1.5 points.
+	const tolPts = 1.5
+	idx := map[string]int{}
+	for i := range s.pr.Ops {
+		idx[s.pr.Ops[i].ID] = i
+	}
+	var gemmCompute, ar, other int
+	for _, row := range sr.Ops {
+		i := idx[row.Key]
+		op := &s.pr.Ops[i]
+		want := 0.0
+		switch {
+		case op.Kind == model.KindGEMM && op.Bound == sim.BoundCompute:
+			want = (gemmEffFactor - 1) * 100
+			gemmCompute++
+		case op.Kind == model.KindCollective && s.sched.Ranks[0][i].Collective == model.AllReduce:
+			want = -arExtraUs / (op.Us + arExtraUs) * 100
+			ar++
+		case op.Kind != model.KindGEMM:
+			other++
+		default:
+			want = (op.Us/s.truth[i] - 1) * 100
+		}
+		if math.Abs(row.ErrPct-want) > tolPts {
+			t.Errorf("%s (%s, %s): error %.2f %%, want %.2f %% ± %.1f", row.Key, row.Kind, row.Bound, row.ErrPct, want, tolPts)
+		}
+		if row.N != steps*8 {
+			t.Errorf("%s: %d samples, want %d", row.Key, row.N, steps*8)
+		}
+	}
+	if gemmCompute < 100 || ar < 100 || other < 100 {
+		t.Fatalf("rows: %d compute-bound gemm, %d all-reduce, %d other: the scenario no longer exercises the perturbation", gemmCompute, ar, other)
+	}
+	// Largest absolute error first.
+	for i := 1; i < len(sr.Ops); i++ {
+		if sr.Ops[i].AbsErrUs > sr.Ops[i-1].AbsErrUs {
+			t.Fatalf("ops not sorted by absolute error at %d", i)
+		}
+	}
+	// Step: measured = sum of the perturbed times (ops back to back), the
+	// noise of ~1300 ops averaging out well below 0.5 %.
+	sum := 0.0
+	for i := range s.truth {
+		if !s.pr.Ops[i].Cost.Fused {
+			sum += s.truth[i]
+		}
+	}
+	if math.Abs(sr.Step.MedianUs/sum-1) > 0.005 {
+		t.Errorf("measured step %.1f us, want %.1f us (sum of perturbed op times) ± 0.5 %%", sr.Step.MedianUs, sum)
+	}
+	if want := (s.pr.StepUs - sum) / sum * 100; math.Abs(sr.Step.ErrPct-want) > 0.5 {
+		t.Errorf("step error %.2f %%, want %.2f %%", sr.Step.ErrPct, want)
+	}
+	// Per kind: gemm's measured sum is the sum of the perturbed GEMM times.
+	for _, k := range sr.Kinds {
+		want := 0.0
+		for i := range s.truth {
+			if s.pr.Ops[i].Kind == k.Kind && !s.pr.Ops[i].Cost.Fused {
+				want += s.truth[i]
+			}
+		}
+		if math.Abs(k.MedianUs/want-1) > 0.01 {
+			t.Errorf("kind %s: measured %.1f us per step, want %.1f ± 1 %%", k.Kind, k.MedianUs, want)
+		}
+	}
+	// Renderers carry the numbers.
+	for name, f := range map[string]func(*bytes.Buffer) error{
+		"table":    func(b *bytes.Buffer) error { return rep.WriteTable(b, 5) },
+		"markdown": func(b *bytes.Buffer) error { return rep.WriteMarkdown(b, 5) },
+		"json":     func(b *bytes.Buffer) error { return rep.WriteJSON(b) },
+	} {
+		var b bytes.Buffer
+		if err := f(&b); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if !strings.Contains(b.String(), sr.Ops[0].Key) {
+			t.Errorf("%s output lacks the top op %s", name, sr.Ops[0].Key)
+		}
+	}
+	// Plot.
+	for _, ext := range []string{".png", ".svg"} {
+		if err := traces.WritePlot(filepath.Join(dir, "cmp"+ext), rep); err != nil {
+			t.Errorf("plot %s: %v", ext, err)
+		}
+	}
+}
+
+func TestCalibrateSyntheticRecoversPerturbation(t *testing.T) {
+	s := newSynth(t, synthScenario)
+	dir := t.TempDir()
+	path := s.write(t, dir, "run.json", synthScenario, 6, 2)
+	res := readSource(t, path)
+	tc, err := traces.CalibrateTrace([]*traces.Result{res}, traces.CalibrateTraceOptions{Created: "2026-12-02T00:00:00Z"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// GEMM families: the fitted efficiency is 0.6 x the preset's prior
+	// (presets.go rtxpro6000: gemm/bf16 0.70, gemm/nvfp4 0.35), within 2 %.
+	// Families left alone keep a compute scale of 1 within 2 %.
+	want := map[string]float64{"gemm/bf16": 0.70 * gemmEffFactor, "gemm/nvfp4": 0.35 * gemmEffFactor}
+	seen := 0
+	for _, f := range tc.Families {
+		if w, ok := want[f.Family]; ok {
+			seen++
+			if !f.ComputeDetermined || math.Abs(f.Efficiency/w-1) > 0.02 {
+				t.Errorf("%s: efficiency %.4f (determined %v), want %.4f ± 2 %%", f.Family, f.Efficiency, f.ComputeDetermined, w)
+			}
+			continue
+		}
+		if math.Abs(f.ComputeScale-1) > 0.02 || math.Abs(f.MemoryScale-1) > 0.02 {
+			t.Errorf("%s: scales %.4f / %.4f, want 1 ± 2 %% (not perturbed)", f.Family, f.ComputeScale, f.MemoryScale)
+		}
+	}
+	if seen != 2 {
+		t.Fatalf("fitted families %v lack gemm/bf16 or gemm/nvfp4", tc.Families)
+	}
+	// All-reduce: at the measured size the calibrated model takes 15 us
+	// more than NCCL's constants (±3 us: 2 % noise on ~2.2 ms samples
+	// averages to ~1 us over the even steps' samples).
+	var arBytes int64
+	for i := range s.sched.Ranks[0] {
+		if op := &s.sched.Ranks[0][i]; op.Collective == model.AllReduce {
+			arBytes = op.CommBytes
+			break
+		}
+	}
+	group := []int{0, 1, 2, 3, 4, 5, 6, 7}
+	prior, err := sim.NewCollectiveModel(tc.Topology, sim.NCCLOptions{IgnoreCalibration: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cal, err := sim.NewCollectiveModel(tc.Topology, sim.NCCLOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := cal.Cost(model.AllReduce, group, arBytes).TimeUs - prior.Cost(model.AllReduce, group, arBytes).TimeUs; math.Abs(d-arExtraUs) > 3 {
+		t.Errorf("calibrated all-reduce of %d B: +%.2f us over the prior, want +%.0f ± 3", arBytes, d, arExtraUs)
+	}
+	if math.Abs(tc.Device.LaunchEagerUs-hostLaunchUs) > 0.1 {
+		t.Errorf("launch_eager_us %.3f, want %.1f ± 0.1", tc.Device.LaunchEagerUs, hostLaunchUs)
+	}
+	// Held out (odd steps): the perturbation makes the prior wrong by tens
+	// of % on GEMMs; the calibrated box leaves the noise (~0.5 % on a
+	// median of 24 samples).
+	if tc.Before.OpRMSErrPct < 10 || tc.After.OpRMSErrPct > 1.5 || tc.After.Units == 0 {
+		t.Errorf("held-out op RMS error: before %.2f %%, after %.2f %% (%d units); want before > 10, after < 1.5", tc.Before.OpRMSErrPct, tc.After.OpRMSErrPct, tc.After.Units)
+	}
+	// Provenance travels in the file.
+	b, err := tc.Topology.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range []string{"calibrated: trace", "2026-12-02T00:00:00Z", "efficiency.gemm/nvfp4", "\"calibration\""} {
+		if !bytes.Contains(b, []byte(w)) {
+			t.Errorf("calibrated topology lacks %q", w)
+		}
+	}
+}
+
+func TestCompareGainVerdict(t *testing.T) {
+	// Two runs of the same scenario; the "optimized" one is a trace whose
+	// options name ar-norm-fusion but whose measured times are those of the
+	// baseline: the measured gain is 0, the predicted gain is what sim says
+	// fusion saves, so the verdict must be "model wrong here" when sim
+	// predicts more than 5 points, "not worth it" otherwise.
+	base := synthScenario
+	opt := synthScenario
+	opt.Options = "ar-norm-fusion"
+	s := newSynth(t, base)
+	dir := t.TempDir()
+	pa := s.write(t, dir, "base.json", base, 2, 3)
+	pb := s.write(t, dir, "opt.json", opt, 2, 4)
+	rep, err := traces.Compare([]*traces.Result{readSource(t, pa), readSource(t, pb)}, traces.CompareOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Scenarios) != 2 || len(rep.Gains) != 1 {
+		t.Fatalf("scenarios %d, gains %d; want 2 and 1", len(rep.Scenarios), len(rep.Gains))
+	}
+	g := rep.Gains[0]
+	if g.Options != "ar-norm-fusion" || g.Baseline != "" {
+		t.Errorf("gain row %+v", g)
+	}
+	if math.Abs(g.MeasuredGainPct) > 0.5 {
+		t.Errorf("measured gain %.2f %%, want 0 ± 0.5 (same measured times)", g.MeasuredGainPct)
+	}
+	pb2 := rep.Scenarios[1].Step.PredictedUs
+	pb1 := rep.Scenarios[0].Step.PredictedUs
+	wantGain := (pb1 - pb2) / pb1 * 100
+	if math.Abs(g.PredictedGainPct-wantGain) > 1e-9 {
+		t.Errorf("predicted gain %.3f, want %.3f", g.PredictedGainPct, wantGain)
+	}
+	wantVerdict := "not worth it"
+	if math.Abs(wantGain-g.MeasuredGainPct) > traces.DefaultGainTolerancePts {
+		wantVerdict = "model wrong here"
+	}
+	if !strings.HasPrefix(g.Verdict, wantVerdict) {
+		t.Errorf("verdict %q, want %q...", g.Verdict, wantVerdict)
+	}
+}
+
+var _ = attribute.Key("")
