@@ -1,0 +1,94 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/tpscope/tpscope/model"
+	"github.com/tpscope/tpscope/traces"
+)
+
+// TestRunCPUFileTrace runs the CPU backend end to end through the CLI and
+// reads the trace file back: every op of every rank of every measured step
+// has one span (count = ops x ranks x steps, here 88 x 4 x 2 = 704 for
+// tiny-mla-moe at TP 4 per model.Build), each named by an op ID of the
+// schedule, and the root spans carry the scenario.
+func TestRunCPUFileTrace(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "run.otlp.jsonl")
+	var out, errOut bytes.Buffer
+	code := dispatch([]string{"run", "--backend", "cpu", "--model", "tiny-mla-moe", "--tp", "4", "--batch", "8", "--context", "512",
+		"--steps", "2", "--warmup", "1", "--trace", "file:" + path}, &out, &errOut)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut.String())
+	}
+	if !strings.Contains(out.String(), "step time  median") || !strings.Contains(out.String(), "spans exported to file:") {
+		t.Errorf("summary:\n%s", out.String())
+	}
+	a, err := model.Preset("tiny-mla-moe")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := model.Build(a, model.Plan{TP: 4}, model.Workload{Phase: model.Decode, Batch: 8, Context: 512})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids := map[string]bool{}
+	for _, op := range s.Ranks[0] {
+		ids[op.ID] = true
+	}
+	res, err := traces.ReadAll(context.Background(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ops, roots := 0, 0
+	perRankStep := map[[2]int]int{}
+	for _, sp := range res.Spans {
+		switch {
+		case sp.IsRoot():
+			roots++
+		case sp.OpID != "":
+			if !ids[sp.OpID] {
+				t.Errorf("span %q is not an op of the schedule", sp.OpID)
+			}
+			ops++
+			perRankStep[[2]int{sp.Rank, sp.Step}]++
+		}
+	}
+	if want := s.NumOps() * 2; ops != want || roots != 2 {
+		t.Errorf("%d op spans (want %d = %d ops x 2 steps), %d roots (want 2)", ops, want, s.NumOps(), roots)
+	}
+	for rank := range 4 {
+		for step := range 2 {
+			if n := perRankStep[[2]int{rank, step}]; n != len(s.Ranks[rank]) {
+				t.Errorf("rank %d step %d: %d op spans, want %d", rank, step, n, len(s.Ranks[rank]))
+			}
+		}
+	}
+}
+
+func TestRunBadFlags(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"compare-without-topo", []string{"--compare"}, "--compare needs --topo"},
+		{"scale-below-1", []string{"--scale", "0.5"}, "--scale 0.5: want a finite factor >= 1"},
+		{"steps-0", []string{"--steps", "0"}, "--steps 0 --warmup 2"},
+		{"unknown-backend", []string{"--backend", "tpu"}, `backend "tpu" is not available in this build`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var out, errOut bytes.Buffer
+			args := append([]string{"run", "--model", "tiny-mla-moe", "--tp", "2", "--trace", "none"}, tc.args...)
+			if code := dispatch(args, &out, &errOut); code == 0 || !strings.Contains(errOut.String(), tc.want) {
+				t.Errorf("exit %d, stderr %q; want failure containing %q", code, errOut.String(), tc.want)
+			}
+			if strings.Count(strings.TrimSpace(errOut.String()), "\n") > 0 {
+				t.Errorf("error is not one line: %q", errOut.String())
+			}
+		})
+	}
+}
