@@ -77,10 +77,12 @@ func TestH200Fixtures(t *testing.T) {
 					continue
 				}
 				if skipped || !(s.DeviceUs > 0) {
-					t.Fatalf("%s step %d: device_us %g, skipped %v: want a measured op", s.OpID, s.Step, s.DeviceUs, skipped)
+					t.Logf("%s step %d: device_us %g, skipped %v: want a measured op", s.OpID, s.Step, s.DeviceUs, skipped)
+					defects++
 				}
 				if v, ok := s.Attr(string(traces.AttrTiming)); !ok || v.String() != traces.TimingDeviceEvents {
-					t.Fatalf("%s: timing %v, want %s", s.OpID, v, traces.TimingDeviceEvents)
+					t.Logf("%s step %d: timing %v, want %s", s.OpID, s.Step, v, traces.TimingDeviceEvents)
+					defects++
 				}
 			}
 			if len(perStep) != c.steps {
