@@ -1,2 +1,25 @@
-// Package exec runs a Schedule on N ranks through a Backend and times every op.
+// Package exec runs a model.Schedule on N ranks through a Backend, times
+// every op with the backend's clock and emits one OpenTelemetry trace per
+// measured step (DESIGN.md "Op IDs and the span schema"; keys in
+// traces/schema.go).
+//
+// The runner (Run) is a loop per local rank on its own goroutine: open the
+// rank, then for each step BeginStep, Exec of every op in list order
+// (which honours Deps; collectives are entered by every member), EndStep,
+// and — for backends with device timing — DeviceTimes. A host barrier
+// separates steps; spans of a step are created after every rank finished
+// it, from the recorded times, off the timed path. Cancellation stops every
+// rank after its current op; the first error ends the run and is returned
+// with rank, step and op ID. Backend (backend.go) is the plug-in contract,
+// with optional capabilities discovered by type assertion (ThreadLocker,
+// DeviceTimer, GraphCapturer, OpAnnotator, StepAnnotator); backends register
+// by name (RegisterBackend) so the command can pick one with --backend.
+//
+// Units: Result times are microseconds (float64); span times are the wall
+// clock (host clock, or device events mapped onto it); attribute names
+// carry their unit (tpscope.device_us, tpscope.host.launch_us).
+//
+// Subpackages: exec/cpu (goroutine ranks, gonum BLAS, shared-memory
+// collectives, CPU calibration), exec/cuda (CUDA, cuBLAS, NCCL through
+// purego), exec/exectest (test doubles).
 package exec
