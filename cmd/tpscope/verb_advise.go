@@ -276,11 +276,16 @@ var adviceHeader = []string{"entry", "applies", "state", "step ms", "speedup", "
 
 func writeAdviceHead(w io.Writer, adv *sim.Advice) {
 	b, s := adv.Baseline, adv.Stock
+	bo, so := b.Options, s.Options
+	if !strings.Contains(adv.Workload, " mtp") {
+		// The acceptance rate matters only with speculative tokens.
+		bo.MTPAcceptRate, so.MTPAcceptRate = 0, 0
+	}
 	fmt.Fprintf(w, "advise: %s on %s, %s, %s\n", adv.Model, adv.Topology, adv.Plan, adv.Workload)
 	fmt.Fprintf(w, "baseline (%s): step %.2f ms, %.1f tok/s per request, %.1f tok/s, communication %.0f %% of the step, KV capacity %d tokens\n",
-		optionsString(b.Options), b.StepUs/1e3, b.PerRequest, b.TokensPerS, 100*b.CommShare, b.Footprint.KVCapacityToks)
+		optionsString(bo), b.StepUs/1e3, b.PerRequest, b.TokensPerS, 100*b.CommShare, b.Footprint.KVCapacityToks)
 	fmt.Fprintf(w, "stock (%s): step %.2f ms, %.1f tok/s, communication %.0f %%; the baseline's settings are worth x%.2f here (compute %+.0f us, comm %+.0f us, launch %+.0f us)\n",
-		optionsString(s.Options), s.StepUs/1e3, s.TokensPerS, 100*s.CommShare, adv.StockSpeedup,
+		optionsString(so), s.StepUs/1e3, s.TokensPerS, 100*s.CommShare, adv.StockSpeedup,
 		adv.StockChange.ComputeUs, adv.StockChange.CommUs, adv.StockChange.LaunchUs)
 	fmt.Fprintf(w, "rows: 'added' = the entry on top of the baseline; 'in baseline' = the baseline vs the baseline without it. d.* = with - without (rank 0, one step).\n")
 }
