@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // With no flags advise runs the seed scenario (seed-scenario.md) and
@@ -127,4 +128,29 @@ func FuzzParseInts(f *testing.F) {
 			}
 		}
 	})
+}
+
+// The progress bar stays silent for work under a second and draws on
+// stderr once the work has run longer.
+func TestLazyBar(t *testing.T) {
+	cases := []struct {
+		name    string
+		age     time.Duration
+		visible bool
+	}{
+		{"short", 0, false},
+		{"long", 2 * time.Second, true},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			var buf bytes.Buffer
+			l := newLazyBar(&buf, "sweep")
+			l.start = l.start.Add(-c.age)
+			l.update(1, 10)
+			l.finish()
+			if got := buf.Len() > 0; got != c.visible {
+				t.Errorf("bar visible %v, want %v (%q)", got, c.visible, buf.String())
+			}
+		})
+	}
 }
