@@ -1,11 +1,13 @@
 package traces
 
 import (
+	"bytes"
 	"encoding/binary"
-	"encoding/json"
+	"errors"
 	"fmt"
 	"hash/fnv"
 	"io"
+	"math"
 	"sort"
 	"strconv"
 	"strings"
@@ -39,22 +41,6 @@ const (
 	AttrKindRule = "tpscope.kineto.kind_rule" // string: the ClassifyKernel rule that matched ("default" = none)
 )
 
-type kinetoEvent struct {
-	Ph   string          `json:"ph"`
-	Cat  string          `json:"cat"`
-	Name string          `json:"name"`
-	Pid  json.RawMessage `json:"pid"`
-	Tid  json.RawMessage `json:"tid"`
-	Ts   json.Number     `json:"ts"`
-	Dur  json.Number     `json:"dur"`
-	Args struct {
-		Correlation *int64 `json:"correlation"`
-		Device      *int64 `json:"device"`
-		Stream      *int64 `json:"stream"`
-		GraphID     *int64 `json:"graph id"`
-	} `json:"args"`
-}
-
 type kinetoKernel struct {
 	span        int // index in res.Spans
 	startNs     int64
@@ -70,8 +56,9 @@ type stepRange struct {
 
 // parseUsToNs converts a decimal microsecond value ("1234.567") to
 // nanoseconds exactly, without going through float64.
-func parseUsToNs(n json.Number) (int64, bool) {
+func parseUsToNs(n []byte) (int64, bool) {
 	s := string(n)
+	orig := s
 	if s == "" {
 		return 0, false
 	}
@@ -81,7 +68,7 @@ func parseUsToNs(n json.Number) (int64, bool) {
 	}
 	intPart, frac, _ := strings.Cut(s, ".")
 	if strings.ContainsAny(s, "eE") {
-		f, err := strconv.ParseFloat(string(n), 64)
+		f, err := strconv.ParseFloat(orig, 64)
 		if err != nil || f > 9e12 || f < -9e12 {
 			return 0, false
 		}
@@ -118,13 +105,104 @@ func parseStepName(name string) (int, bool) {
 	return n, err == nil && n >= 0
 }
 
+// kinetoEvent is the part of a trace event the reader uses; name and cat
+// are copied into reused buffers (keys come in any order).
+type kinetoEvent struct {
+	ph, cat, name []byte
+	pid           int64
+	havePid       bool
+	ts, dur       int64
+	tsOK, durOK   bool
+	tsText        []byte
+	correlation   int64
+	device        int64
+	stream        int64
+	haveCorr      bool
+	haveDevice    bool
+	haveStream    bool
+	graph         bool
+}
+
+func (o *reader) kinetoNum() (int64, bool, error) {
+	t, ok, err := o.lx.numText()
+	if !ok || err != nil {
+		return 0, false, err
+	}
+	v, ok := parseIntText(t)
+	if !ok { // a float-valued ID
+		f, fok := parseFloatText(t)
+		if !fok || f != math.Trunc(f) || math.Abs(f) > 1<<53 {
+			return 0, false, nil
+		}
+		v, ok = int64(f), true
+	}
+	return v, ok, nil
+}
+
+func (o *reader) kinetoEvent(ev *kinetoEvent) error {
+	ev.ph, ev.cat, ev.name, ev.tsText = ev.ph[:0], ev.cat[:0], ev.name[:0], ev.tsText[:0]
+	ev.havePid, ev.tsOK, ev.durOK, ev.haveCorr, ev.haveDevice, ev.haveStream, ev.graph = false, false, false, false, false, false, false
+	return o.lx.object(func(k []byte) error {
+		switch string(k) {
+		case "ph", "cat", "name":
+			c0 := k[0] // k is only valid until the next lexer call
+			s, ok, err := o.strVal()
+			if ok {
+				switch c0 {
+				case 'p':
+					ev.ph = append(ev.ph, s...)
+				case 'c':
+					ev.cat = append(ev.cat, s...)
+				default:
+					ev.name = append(ev.name, s...)
+				}
+			}
+			return err
+		case "ts", "dur":
+			isTs := k[0] == 't'
+			t, ok, err := o.lx.numText()
+			if ok {
+				v, vok := parseUsToNs(t)
+				if isTs {
+					ev.ts, ev.tsOK, ev.tsText = v, vok, append(ev.tsText, t...)
+				} else {
+					ev.dur, ev.durOK = v, vok
+				}
+			}
+			return err
+		case "pid":
+			v, ok, err := o.kinetoNum()
+			ev.pid, ev.havePid = v, ok
+			return err
+		case "args":
+			return o.wrongType(o.lx.object(func(k []byte) error {
+				var p *int64
+				var have *bool
+				switch string(k) {
+				case "correlation":
+					p, have = &ev.correlation, &ev.haveCorr
+				case "device":
+					p, have = &ev.device, &ev.haveDevice
+				case "stream":
+					p, have = &ev.stream, &ev.haveStream
+				case "graph id", "graph node id":
+					ev.graph = true
+					return o.lx.skip()
+				default:
+					return o.lx.skip()
+				}
+				v, ok, err := o.kinetoNum()
+				*p, *have = v, ok
+				return err
+			}), "args")
+		}
+		return o.lx.skip()
+	})
+}
+
 // readKinetoStream reads a Chrome/Kineto trace event by event.
 func readKinetoStream(r io.Reader, res *Result, src string) error {
-	dec := json.NewDecoder(errTagReader{r})
-	dec.UseNumber()
-	o := &otlpReader{res: res}
-	o.where = func() string { return fmt.Sprintf("%s:byte %d", src, dec.InputOffset()) }
-
+	o := newReader(r, res, src)
 	var (
 		baseNs      int64
 		rank        int64 = -1
@@ -134,93 +212,95 @@ func readKinetoStream(r io.Reader, res *Result, src string) error {
 		graphLaunch = map[int64]bool{}  // correlation IDs of cudaGraphLaunch calls
 		ignored     = map[string]int{}  // category -> count of non-kernel GPU events
 		events      int
+		ev          kinetoEvent
 	)
-	tok, err := dec.Token()
+	first, err := o.lx.peek()
 	if err != nil {
+		if err == io.EOF {
+			err = io.ErrUnexpectedEOF
+		}
 		return fmt.Errorf("%s: %w", src, err)
 	}
 	readEvent := func() error {
 		events++
-		var ev kinetoEvent
-		if err := dec.Decode(&ev); err != nil {
-			if fatalDecodeError(err) {
-				return err
-			}
-			res.skip(o.where(), fmt.Sprintf("event %d: %v", events-1, err))
+		err := o.kinetoEvent(&ev)
+		if errors.Is(err, errWrongType) {
+			res.skip(o.where(), fmt.Sprintf("event %d: not a JSON object", events-1))
 			return nil
 		}
-		if ev.Ph != "X" {
+		if err != nil {
+			return err
+		}
+		if string(ev.ph) != "X" {
 			return nil // metadata, flow, counter and instant events
 		}
-		switch ev.Cat {
+		switch string(ev.cat) {
 		case "kernel", "Kernel":
 		case "cuda_runtime", "cuda_driver":
-			if ev.Args.Correlation != nil {
-				if ts, ok := parseUsToNs(ev.Ts); ok {
-					launchNs[*ev.Args.Correlation] = ts
+			if ev.haveCorr {
+				if ev.tsOK {
+					launchNs[ev.correlation] = ev.ts
 				}
-				if strings.HasPrefix(ev.Name, "cudaGraphLaunch") || strings.HasPrefix(ev.Name, "cuGraphLaunch") {
-					graphLaunch[*ev.Args.Correlation] = true
+				if bytes.HasPrefix(ev.name, []byte("cudaGraphLaunch")) || bytes.HasPrefix(ev.name, []byte("cuGraphLaunch")) {
+					graphLaunch[ev.correlation] = true
 				}
 			}
 			return nil
 		case "user_annotation", "gpu_user_annotation":
-			if n, ok := parseStepName(ev.Name); ok {
-				lo, ok1 := parseUsToNs(ev.Ts)
-				d, ok2 := parseUsToNs(ev.Dur)
-				if !ok1 || !ok2 || d < 0 {
-					res.skip(o.where(), fmt.Sprintf("event %d %q: ts %q / dur %q are not microseconds", events-1, ev.Name, ev.Ts, ev.Dur))
+			if n, ok := parseStepName(string(ev.name)); ok {
+				if !ev.tsOK || !ev.durOK || ev.dur < 0 {
+					res.skip(o.where(), fmt.Sprintf("event %d %q: ts/dur are not microseconds", events-1, ev.name))
 					return nil
 				}
-				steps = append(steps, stepRange{step: n, lo: lo, hi: lo + d, gpu: ev.Cat == "gpu_user_annotation"})
+				steps = append(steps, stepRange{step: n, lo: ev.ts, hi: ev.ts + ev.dur, gpu: string(ev.cat) == "gpu_user_annotation"})
 			}
 			return nil
 		case "gpu_memcpy", "gpu_memset", "Memcpy", "Memset":
-			ignored[ev.Cat]++
+			ignored[string(ev.cat)]++
 			return nil
 		default:
 			return nil
 		}
-		ts, ok1 := parseUsToNs(ev.Ts)
-		dur, ok2 := parseUsToNs(ev.Dur)
-		if !ok1 || !ok2 || dur < 0 {
-			res.skip(o.where(), fmt.Sprintf("kernel event %d %q: ts %q / dur %q are not microseconds", events-1, truncName(ev.Name), ev.Ts, ev.Dur))
+		if !ev.tsOK || !ev.durOK || ev.dur < 0 {
+			res.skip(o.where(), fmt.Sprintf("kernel event %d %q: ts %q / dur are not microseconds", events-1, truncName(string(ev.name)), truncBytes(ev.tsText)))
 			return nil
 		}
-		if ev.Name == "" {
+		if len(ev.name) == 0 {
 			res.skip(o.where(), fmt.Sprintf("kernel event %d has no name", events-1))
 			return nil
 		}
 		sp := newSpan()
 		sp.kernel = true
-		sp.Name = o.in.s(ev.Name)
-		sp.Start = ts
-		sp.Duration = time.Duration(dur)
+		sp.Name = o.in.b(ev.name)
+		sp.Start = ev.ts
+		sp.Duration = time.Duration(ev.dur)
 		sp.Service = "kineto"
-		kind, coll, rule := ClassifyKernel(ev.Name)
+		kind, coll, rule := o.classify(sp.Name)
 		sp.OpKind = string(kind)
-		sp.Attrs = make([]Attr, 0, 6)
-		sp.Attrs = append(sp.Attrs,
+		o.tmp = append(o.tmp[:0],
 			Attr{Key: string(AttrKernel), Value: StringValue(sp.Name)},
-			Attr{Key: string(AttrOpKind), Value: StringValue(string(kind))},
+			Attr{Key: string(AttrOpKind), Value: StringValue(sp.OpKind)},
 			Attr{Key: AttrKindRule, Value: StringValue(rule)},
+			Attr{Key: AttrGraph, Value: BoolValue(false)}, // set below
 		)
 		if coll != "" {
-			sp.Attrs = append(sp.Attrs, Attr{Key: string(AttrCollective), Value: StringValue(string(coll))})
+			o.tmp = append(o.tmp, Attr{Key: string(AttrCollective), Value: StringValue(string(coll))})
 		}
-		if ev.Args.Stream != nil {
-			sp.Attrs = append(sp.Attrs, Attr{Key: AttrStream, Value: IntValue(*ev.Args.Stream)})
+		if ev.haveStream {
+			o.tmp = append(o.tmp, Attr{Key: AttrStream, Value: IntValue(ev.stream)})
 		}
-		k := kinetoKernel{span: len(res.Spans), startNs: ts, correlation: -1, device: -1}
-		if ev.Args.Correlation != nil {
-			k.correlation = *ev.Args.Correlation
+		o.tmp = append(o.tmp, Attr{Key: string(AttrHostLaunchUnixNano)}) // filled below or dropped
+		sp.Attrs = o.keep(o.tmp)
+		k := kinetoKernel{span: len(res.Spans), startNs: ev.ts, correlation: -1, device: -1}
+		if ev.haveCorr {
+			k.correlation = ev.correlation
 		}
-		if ev.Args.Device != nil {
-			k.device = *ev.Args.Device
-		} else if d, err := strconv.ParseInt(strings.Trim(string(ev.Pid), `"`), 10, 64); err == nil {
-			k.device = d
+		if ev.haveDevice {
+			k.device = ev.device
+		} else if ev.havePid {
+			k.device = ev.pid
 		}
-		if ev.Args.GraphID != nil {
+		if ev.graph {
 			graphLaunch[k.correlation] = true
 		}
 		kernels = append(kernels, k)
@@ -229,60 +309,48 @@ func readKinetoStream(r io.Reader, res *Result, src string) error {
 	}
 
 	var body func() error
-	switch d, _ := tok.(json.Delim); d {
+	switch first {
 	case '[': // a bare array of events (Chrome trace "JSON Array Format")
-		body = func() error {
-			for dec.More() {
-				if err := readEvent(); err != nil {
-					return err
-				}
-			}
-			_, err := dec.Token()
-			return err
-		}
+		body = func() error { return o.lx.array(readEvent) }
 	case '{':
 		body = func() error {
-			return walkObject(dec, func(key string) error {
-				switch key {
+			return o.lx.object(func(key []byte) error {
+				switch string(key) {
 				case "traceEvents":
-					return walkArray(dec, func() error { return readEvent() })
+					return o.wrongType(o.lx.array(readEvent), "traceEvents")
 				case "baseTimeNanoseconds":
-					var n json.Number
-					if err := dec.Decode(&n); err != nil {
-						return err
+					v, ok, err := o.intVal()
+					if err == nil && !ok {
+						return fmt.Errorf("baseTimeNanoseconds: want an integer")
 					}
-					b, err := n.Int64()
-					if err != nil {
-						return fmt.Errorf("baseTimeNanoseconds %q: want an integer", n)
-					}
-					baseNs = b
-					return nil
+					baseNs = v
+					return err
 				case "distributedInfo":
-					var di struct {
-						Rank *int64 `json:"rank"`
-					}
-					if err := dec.Decode(&di); err != nil {
+					return o.wrongType(o.lx.object(func(k []byte) error {
+						if string(k) != "rank" {
+							return o.lx.skip()
+						}
+						v, ok, err := o.kinetoNum()
+						if ok {
+							rank = v
+						}
 						return err
-					}
-					if di.Rank != nil {
-						rank = *di.Rank
-					}
-					return nil
+					}), "distributedInfo")
 				}
-				return skipValue(dec)
+				return o.lx.skip()
 			})
 		}
 	default:
-		return fmt.Errorf("%s: want a Chrome trace JSON object {\"traceEvents\":[...]} or array, got %v", src, tok)
+		return fmt.Errorf("%s: want a Chrome trace JSON object {\"traceEvents\":[...]} or array, got %q", src, first)
 	}
 	if err := body(); err != nil {
 		if len(res.Spans) == 0 && len(steps) == 0 {
-			return fmt.Errorf("%s: byte %d: %w", src, dec.InputOffset(), err)
+			return fmt.Errorf("%s: byte %d: %w", src, o.lx.offset(), err)
 		}
-		if err == io.ErrUnexpectedEOF || err == io.EOF {
-			res.skip(fmt.Sprintf("%s:byte %d", src, dec.InputOffset()), "file ends mid-document (truncated); the rest is lost")
+		if errors.Is(err, io.ErrUnexpectedEOF) {
+			res.skip(o.where(), "file ends mid-document (truncated); the rest is lost")
 		} else {
-			res.skip(fmt.Sprintf("%s:byte %d", src, dec.InputOffset()), "stopped reading: "+err.Error())
+			res.skip(o.where(), "stopped reading: "+err.Error())
 		}
 	}
 
@@ -350,14 +418,14 @@ func readKinetoStream(r io.Reader, res *Result, src string) error {
 		sp.TraceID = kinetoTraceID(step)
 		binary.BigEndian.PutUint64(sp.SpanID[:], (uint64(r+1)<<48)|uint64(k.span+1))
 		sp.Start += baseNs
-		if t, ok := launchNs[k.correlation]; ok {
-			sp.Attrs = append(sp.Attrs, Attr{Key: string(AttrHostLaunchUnixNano), Value: IntValue(t + baseNs)})
+		// The last attribute is the launch-time slot; AttrGraph the 4th.
+		t, ok := launchNs[k.correlation]
+		if ok {
+			sp.Attrs[len(sp.Attrs)-1].Value = IntValue(t + baseNs)
+		} else {
+			sp.Attrs = sp.Attrs[:len(sp.Attrs)-1]
 		}
-		sp.Attrs = append(sp.Attrs,
-			Attr{Key: string(AttrRank), Value: IntValue(r)},
-			Attr{Key: string(AttrStep), Value: IntValue(int64(step))},
-			Attr{Key: AttrGraph, Value: BoolValue(graphLaunch[k.correlation])},
-		)
+		sp.Attrs[3].Value = BoolValue(graphLaunch[k.correlation])
 	}
 	if outside > 0 {
 		res.skip(src, fmt.Sprintf("%d kernels run outside every ProfilerStep#N annotation (warm-up or between steps); not in the span list", outside))
@@ -459,4 +527,26 @@ func collectiveOf(lower, rule string) model.Collective {
 		return model.AllToAll
 	}
 	return ""
+}
+
+type kindResult struct {
+	kind model.OpKind
+	coll model.Collective
+	rule string
+}
+
+// classify is ClassifyKernel with a per-read cache: a trace repeats a few
+// hundred kernel names a million times.
+func (o *reader) classify(name string) (model.OpKind, model.Collective, string) {
+	if o.kinds == nil {
+		o.kinds = map[string]kindResult{}
+	}
+	if r, ok := o.kinds[name]; ok {
+		return r.kind, r.coll, r.rule
+	}
+	k, c, r := ClassifyKernel(name)
+	if len(o.kinds) < 1<<16 {
+		o.kinds[name] = kindResult{k, c, r}
+	}
+	return k, c, r
 }

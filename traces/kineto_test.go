@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"compress/gzip"
 	"context"
-	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -196,12 +195,10 @@ func TestParseUsToNs(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.in, func(t *testing.T) {
-			got, ok := parseUsToNs(jsonNumber(tc.in))
+			got, ok := parseUsToNs([]byte(tc.in))
 			if got != tc.want || ok != tc.ok {
 				t.Errorf("parseUsToNs(%q) = %d,%v want %d,%v", tc.in, got, ok, tc.want, tc.ok)
 			}
 		})
 	}
 }
-
-func jsonNumber(s string) json.Number { return json.Number(s) }

@@ -3,10 +3,13 @@ package traces
 import (
 	"bytes"
 	"context"
+	"io"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
+	"testing/iotest"
 	"time"
 )
 
@@ -85,7 +88,7 @@ func TestBadTraces(t *testing.T) {
 		{name: "otlp/malformed op ID", in: otlpLine(tidA, "m", otlpSpanJSON(tidA, "0000000000000002", "x", "layer seven o_proj")),
 			wantSpans: 1, wantSkips: []string{`op ID "layer seven o_proj" is not`}, scenarios: 1},
 		{name: "otlp/wrong value type", in: strings.Replace(good, `"startTimeUnixNano":"2000"`, `"startTimeUnixNano":{"x":1}`, 1),
-			wantSpans: 1, wantSkips: []string{"span: "}, scenarios: 1},
+			wantSpans: 1, wantSkips: []string{"startTimeUnixNano is not an integer"}, scenarios: 1},
 		{name: "otlp/ends before start", in: strings.Replace(good, `"endTimeUnixNano":"3000"`, `"endTimeUnixNano":"1500"`, 1),
 			wantSpans: 1, wantSkips: []string{"ends (1500) before it starts (2000)"}, scenarios: 1},
 		{name: "otlp/mixed scenarios", in: good + otlpLine(tidB, "kimi-k2.5"), wantSpans: 3, scenarios: 2},
@@ -104,7 +107,7 @@ func TestBadTraces(t *testing.T) {
 			wantSkips: []string{"truncated", "outside every ProfilerStep"}},
 		// Event 4 is step 1's first kernel: 22 step kernels less that one.
 		{name: "kineto/bad ts", in: strings.Replace(string(kineto), `"ts": 1012.0`, `"ts": "soon"`, 1), wantSpans: 21,
-			wantSkips: []string{"event 4: "}},
+			wantSkips: []string{"kernel event 4 "}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -245,4 +248,39 @@ func nthIndex(b []byte, sep string, n int) int {
 		off += j + 1
 	}
 	return off - 1
+}
+
+// TestReadOneByteAtATime reads each fixture through a reader that returns
+// one byte per call, so every token straddles a buffer refill, and checks
+// the result equals a normal read.
+func TestReadOneByteAtATime(t *testing.T) {
+	otlpPath := filepath.Join(t.TempDir(), "spans.jsonl")
+	if err := writeOTLPBench(otlpPath, 1500); err != nil {
+		t.Fatal(err)
+	}
+	kinetoPath := filepath.Join(t.TempDir(), "kineto.json")
+	if err := writeKinetoBench(kinetoPath, 2500); err != nil {
+		t.Fatal(err)
+	}
+	for _, path := range []string{"testdata/kineto_two_steps.json", "testdata/jaeger_ui_download.json", otlpPath, kinetoPath} {
+		t.Run(filepath.Base(path), func(t *testing.T) {
+			b, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			read := func(r io.Reader) *Result {
+				res := &Result{Source: "x"}
+				if _, err := readBody(context.Background(), r, "x", "", res); err != nil {
+					t.Fatal(err)
+				}
+				res.finish()
+				return res
+			}
+			whole := read(bytes.NewReader(b))
+			slow := read(iotest.OneByteReader(bytes.NewReader(b)))
+			if len(whole.Spans) == 0 || whole.SkippedTotal != slow.SkippedTotal || !reflect.DeepEqual(whole.Spans, slow.Spans) {
+				t.Errorf("one byte at a time: %d spans, %d skipped; whole: %d spans, %d skipped %v", len(slow.Spans), slow.SkippedTotal, len(whole.Spans), whole.SkippedTotal, slow.Skipped[:min(3, len(slow.Skipped))])
+			}
+		})
+	}
 }

@@ -2,10 +2,12 @@ package traces
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"math"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"time"
@@ -59,7 +61,8 @@ type Span struct {
 	Seq     int
 	KindSeq int
 
-	kernel bool // a GPU kernel from a Kineto trace: an op span without op ID
+	kernel     bool  // a GPU kernel from a Kineto trace: an op span without op ID
+	traceStart int64 // start of the trace's first span (sort key)
 }
 
 // newSpan returns a Span with the "absent" markers set.
@@ -202,8 +205,9 @@ type Skip struct {
 
 func (s Skip) String() string { return s.Where + ": " + s.Reason }
 
-// Result is what a reader returns: the spans, sorted by (TraceID, Start,
-// SpanID), and the report of what was skipped.
+// Result is what a reader returns: the spans, trace by trace (traces in
+// order of their first span's start, ties by ID), within a trace by
+// (Start, SpanID); and the report of what was skipped.
 type Result struct {
 	Source string // what was read (path or URL)
 	Format string // FormatOTLPJSON, FormatJaegerV1, ...
@@ -216,7 +220,7 @@ type Result struct {
 
 	// Scenarios lists the distinct step-root scenarios (model, topology,
 	// plan, workload, options) and the traces of each, in order of first
-	// appearance. More than one means the source mixes scenarios: compare
+	// appearance in time. More than one means the source mixes scenarios: compare
 	// them separately.
 	Scenarios []Scenario
 }
@@ -312,15 +316,29 @@ func (r *Result) finish() {
 	}
 	clear(r.Spans[j:])
 	r.Spans = r.Spans[:j]
-	sort.Slice(r.Spans, func(i, j int) bool {
-		a, b := &r.Spans[i], &r.Spans[j]
+	// Traces in order of their first span (then by ID), spans by start time:
+	// chronological and independent of the random trace IDs.
+	first := map[trace.TraceID]int64{}
+	for i := range r.Spans {
+		s := &r.Spans[i]
+		if t, ok := first[s.TraceID]; !ok || s.Start < t {
+			first[s.TraceID] = s.Start
+		}
+	}
+	for i := range r.Spans {
+		r.Spans[i].traceStart = first[r.Spans[i].TraceID]
+	}
+	slices.SortFunc(r.Spans, func(a, b Span) int {
+		if c := cmp.Compare(a.traceStart, b.traceStart); c != 0 {
+			return c
+		}
 		if c := bytes.Compare(a.TraceID[:], b.TraceID[:]); c != 0 {
-			return c < 0
+			return c
 		}
-		if a.Start != b.Start {
-			return a.Start < b.Start
+		if c := cmp.Compare(a.Start, b.Start); c != 0 {
+			return c
 		}
-		return bytes.Compare(a.SpanID[:], b.SpanID[:]) < 0
+		return bytes.Compare(a.SpanID[:], b.SpanID[:])
 	})
 	// Per trace: root step attributes, scenario, rank spans, op order.
 	for lo := 0; lo < len(r.Spans); {

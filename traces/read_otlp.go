@@ -1,0 +1,524 @@
+package traces
+
+import (
+	"encoding/base64"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"strconv"
+	"time"
+)
+
+// reader holds what the streaming readers share: the lexer, the result,
+// the string interner and an arena the spans' attribute lists are cut from
+// (one allocation per 64Ki attributes instead of one per span).
+type reader struct {
+	lx  *lexer
+	res *Result
+	src string
+	in  interner
+
+	tmp   []Attr // the attribute list being read
+	arena []Attr
+	vbuf  []byte // scratch for values that must outlive a lexer call
+	kinds map[string]kindResult
+}
+
+func newReader(r io.Reader, res *Result, src string) *reader {
+	return &reader{lx: newLexer(r), res: res, src: src}
+}
+
+func (o *reader) where() string { return fmt.Sprintf("%s:byte %d", o.src, o.lx.offset()) }
+
+// keep copies attrs into the arena and returns the copy (capacity capped
+// so appends by the caller reallocate instead of overwriting a neighbour).
+func (o *reader) keep(attrs []Attr) []Attr {
+	n := len(attrs)
+	if n == 0 {
+		return nil
+	}
+	if cap(o.arena)-len(o.arena) < n {
+		o.arena = make([]Attr, 0, max(1<<16, n))
+	}
+	i := len(o.arena)
+	o.arena = append(o.arena, attrs...)
+	return o.arena[i : i+n : i+n]
+}
+
+// strVal reads a string value; a value of another kind is skipped (ok=false).
+func (o *reader) strVal() (s []byte, ok bool, err error) {
+	k, err := o.lx.kind()
+	if err != nil {
+		return nil, false, err
+	}
+	if k != 's' {
+		return nil, false, o.lx.skip()
+	}
+	s, err = o.lx.str()
+	return s, err == nil, err
+}
+
+func parseIntText(b []byte) (int64, bool) {
+	v, err := strconv.ParseInt(string(b), 10, 64)
+	if err != nil {
+		u, uerr := strconv.ParseUint(string(b), 10, 64) // fixed64 times
+		if uerr != nil {
+			return 0, false
+		}
+		v = int64(u)
+	}
+	return v, true
+}
+
+func parseFloatText(b []byte) (float64, bool) {
+	switch string(b) {
+	case "NaN":
+		return math.NaN(), true
+	case "Infinity":
+		return math.Inf(1), true
+	case "-Infinity":
+		return math.Inf(-1), true
+	}
+	f, err := strconv.ParseFloat(string(b), 64)
+	return f, err == nil
+}
+
+// intVal reads an integer given as number or string.
+func (o *reader) intVal() (int64, bool, error) {
+	t, ok, err := o.lx.numText()
+	if err != nil || !ok {
+		return 0, false, err
+	}
+	v, ok := parseIntText(t)
+	return v, ok, nil
+}
+
+// decodeID decodes a hex ID (OTLP JSON) or, failing that, base64 (protojson
+// of bytes) into dst; it reports false for a missing or malformed ID.
+func decodeID(s []byte, dst []byte) bool {
+	if len(s) == 2*len(dst) {
+		if _, err := hex.Decode(dst, s); err == nil {
+			return true
+		}
+	}
+	if len(s) == base64.StdEncoding.EncodedLen(len(dst)) {
+		var b [24]byte
+		if n, err := base64.StdEncoding.Decode(b[:], s); err == nil && n == len(dst) {
+			copy(dst, b[:n])
+			return true
+		}
+	}
+	return false
+}
+
+// ---- OTLP JSON ----
+
+// readOTLPStream reads OTLP JSON from r: JSON Lines of requests, one
+// request, or a Jaeger v3 {"result": request}. It streams span by span:
+// memory holds the span list, not the document.
+func readOTLPStream(r io.Reader, res *Result, src string) error {
+	o := newReader(r, res, src)
+	docs := 0
+	for {
+		c, err := o.lx.peek()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return truncated(res, src, o.lx.offset(), err, docs)
+		}
+		if c != '{' {
+			return fmt.Errorf("%s: byte %d: want a JSON object (OTLP ExportTraceServiceRequest), got %q", src, o.lx.offset(), c)
+		}
+		if err := o.otlpRequest(); err != nil {
+			return truncated(res, src, o.lx.offset(), err, docs)
+		}
+		docs++
+	}
+	if docs == 0 {
+		return fmt.Errorf("%s: empty: want OTLP JSON (resourceSpans)", src)
+	}
+	return nil
+}
+
+// wrongType turns errWrongType for a structural field into a skip entry.
+func (o *reader) wrongType(err error, field string) error {
+	if errors.Is(err, errWrongType) {
+		o.res.skip(o.where(), fmt.Sprintf("%q is not the JSON type OTLP/Jaeger JSON has there; ignored", field))
+		return nil
+	}
+	return err
+}
+
+func (o *reader) otlpRequest() error {
+	return o.wrongType(o.lx.object(func(key []byte) error {
+		switch string(key) {
+		case "resourceSpans":
+			return o.wrongType(o.lx.array(o.otlpResourceSpans), "resourceSpans")
+		case "result":
+			return o.otlpRequest()
+		}
+		return o.lx.skip()
+	}), "request")
+}
+
+func (o *reader) otlpResourceSpans() error {
+	var res *Resource
+	svc := ""
+	start := len(o.res.Spans)
+	err := o.lx.object(func(key []byte) error {
+		switch string(key) {
+		case "resource":
+			return o.wrongType(o.lx.object(func(key []byte) error {
+				if string(key) != "attributes" {
+					return o.lx.skip()
+				}
+				attrs, err := o.otlpAttrs()
+				if err != nil {
+					return err
+				}
+				sortAttrs(attrs)
+				res = &Resource{Attrs: attrs}
+				if v, ok := res.Attr(string(ResServiceName)); ok {
+					svc = o.in.s(v.String())
+				}
+				return nil
+			}), "resource")
+		case "scopeSpans", "instrumentationLibrarySpans":
+			return o.wrongType(o.lx.array(func() error { return o.otlpScopeSpans(res, svc) }), "scopeSpans")
+		}
+		return o.lx.skip()
+	})
+	if res != nil { // resource after scopeSpans: attach now
+		for i := start; i < len(o.res.Spans); i++ {
+			if o.res.Spans[i].Resource == nil {
+				o.res.Spans[i].Resource, o.res.Spans[i].Service = res, svc
+			}
+		}
+	}
+	return o.wrongType(err, "resourceSpans[]")
+}
+
+func (o *reader) otlpScopeSpans(res *Resource, svc string) error {
+	scope := ""
+	start := len(o.res.Spans)
+	err := o.lx.object(func(key []byte) error {
+		switch string(key) {
+		case "scope", "instrumentationLibrary":
+			return o.wrongType(o.lx.object(func(key []byte) error {
+				if string(key) != "name" {
+					return o.lx.skip()
+				}
+				s, ok, err := o.strVal()
+				if ok {
+					scope = o.in.b(s)
+				}
+				return err
+			}), "scope")
+		case "spans":
+			return o.wrongType(o.lx.array(func() error { return o.otlpSpan(res, svc, scope) }), "spans")
+		}
+		return o.lx.skip()
+	})
+	for i := start; i < len(o.res.Spans); i++ { // scope after spans
+		if o.res.Spans[i].Scope == "" {
+			o.res.Spans[i].Scope = scope
+		}
+	}
+	return o.wrongType(err, "scopeSpans[]")
+}
+
+// otlpAttrs reads [{"key":K,"value":AnyValue}...] and returns the list
+// (in the arena, not sorted).
+func (o *reader) otlpAttrs() ([]Attr, error) {
+	o.tmp = o.tmp[:0]
+	err := o.lx.array(func() error {
+		key := ""
+		var v Value
+		have := false
+		err := o.lx.object(func(k []byte) error {
+			switch string(k) {
+			case "key":
+				s, ok, err := o.strVal()
+				if ok {
+					key = o.in.b(s)
+				}
+				return err
+			case "value":
+				var err error
+				v, have, err = o.anyValue()
+				return err
+			}
+			return o.lx.skip()
+		})
+		if errors.Is(err, errWrongType) {
+			return nil
+		}
+		if err == nil && have {
+			o.tmp = append(o.tmp, Attr{Key: key, Value: v})
+		}
+		return err
+	})
+	if errors.Is(err, errWrongType) {
+		err = nil
+	}
+	return o.keep(o.tmp), err
+}
+
+// anyValue reads an OTLP AnyValue object; have=false for an empty or
+// unusable one.
+func (o *reader) anyValue() (v Value, have bool, err error) {
+	err = o.lx.object(func(k []byte) error {
+		switch string(k) {
+		case "stringValue", "bytesValue":
+			s, ok, err := o.strVal()
+			if ok {
+				v, have = StringValue(o.in.b(s)), true
+			}
+			return err
+		case "intValue":
+			i, ok, err := o.intVal()
+			if ok {
+				v, have = IntValue(i), true
+			}
+			return err
+		case "doubleValue":
+			t, ok, err := o.lx.numText()
+			if ok {
+				if f, ok := parseFloatText(t); ok {
+					v, have = FloatValue(f), true
+				}
+			}
+			return err
+		case "boolValue":
+			t, err := o.lx.scalar()
+			if err == nil && (string(t) == "true" || string(t) == "false") {
+				v, have = BoolValue(t[0] == 't'), true
+			}
+			return err
+		case "arrayValue":
+			o.vbuf = o.vbuf[:0]
+			b, err := o.arrayJSON(o.vbuf)
+			o.vbuf = b
+			if err == nil {
+				v, have = ArrayValue(o.in.b(b)), true
+			}
+			return err
+		case "kvlistValue":
+			b, err := o.lx.raw(o.vbuf[:0])
+			o.vbuf = b
+			if err == nil {
+				v, have = StringValue(o.in.b(b)), true
+			}
+			return err
+		}
+		return o.lx.skip()
+	})
+	if errors.Is(err, errWrongType) {
+		return Value{}, false, nil
+	}
+	return v, have, err
+}
+
+// arrayJSON reads {"values":[AnyValue...]} and appends it as plain JSON
+// (["a",1,2.5,true]) to dst.
+func (o *reader) arrayJSON(dst []byte) ([]byte, error) {
+	dst = append(dst, '[')
+	n := 0
+	err := o.lx.object(func(k []byte) error {
+		if string(k) != "values" {
+			return o.lx.skip()
+		}
+		return o.lx.array(func() error {
+			if n > 0 {
+				dst = append(dst, ',')
+			}
+			n++
+			wrote := false
+			err := o.lx.object(func(k []byte) error {
+				var err error
+				switch string(k) {
+				case "stringValue", "bytesValue":
+					var s []byte
+					var ok bool
+					if s, ok, err = o.strVal(); ok {
+						dst, wrote = strconv.AppendQuote(dst, string(s)), true
+					}
+				case "intValue":
+					var i int64
+					var ok bool
+					if i, ok, err = o.intVal(); ok {
+						dst, wrote = strconv.AppendInt(dst, i, 10), true
+					}
+				case "doubleValue":
+					var t []byte
+					var ok bool
+					if t, ok, err = o.lx.numText(); ok {
+						if f, ok := parseFloatText(t); ok {
+							if math.IsNaN(f) || math.IsInf(f, 0) {
+								dst = strconv.AppendQuote(dst, strconv.FormatFloat(f, 'g', -1, 64))
+							} else {
+								dst = strconv.AppendFloat(dst, f, 'g', -1, 64)
+							}
+							wrote = true
+						}
+					}
+				case "boolValue":
+					var t []byte
+					if t, err = o.lx.scalar(); err == nil && (string(t) == "true" || string(t) == "false") {
+						dst, wrote = append(dst, t...), true
+					}
+				case "arrayValue":
+					dst, err = o.arrayJSON(dst)
+					wrote = err == nil
+				default:
+					err = o.lx.skip()
+				}
+				return err
+			})
+			if !wrote {
+				dst = append(dst, "null"...)
+			}
+			if errors.Is(err, errWrongType) {
+				return nil
+			}
+			return err
+		})
+	})
+	if errors.Is(err, errWrongType) {
+		err = nil
+	}
+	return append(dst, ']'), err
+}
+
+// otlpSpan reads one span object and adds it, or records why not.
+func (o *reader) otlpSpan(res *Resource, svc, scope string) error {
+	sp := newSpan()
+	var start, end int64
+	haveTrace, haveSpan := false, false
+	bad := ""
+	badf := func(format string, a ...any) {
+		if bad == "" {
+			bad = fmt.Sprintf(format, a...)
+		}
+	}
+	err := o.lx.object(func(key []byte) error {
+		switch string(key) {
+		case "traceId":
+			s, ok, err := o.strVal()
+			if ok && decodeID(s, sp.TraceID[:]) {
+				haveTrace = sp.TraceID.IsValid()
+			} else if err == nil {
+				badf("traceId %q is not 32 hex digits", truncBytes(s))
+			}
+			return err
+		case "spanId":
+			s, ok, err := o.strVal()
+			if ok && decodeID(s, sp.SpanID[:]) {
+				haveSpan = sp.SpanID.IsValid()
+			} else if err == nil {
+				badf("spanId %q is not 16 hex digits", truncBytes(s))
+			}
+			return err
+		case "parentSpanId":
+			s, ok, err := o.strVal()
+			if ok && len(s) > 0 && !decodeID(s, sp.ParentID[:]) {
+				badf("parentSpanId %q is not 16 hex digits", truncBytes(s))
+			}
+			return err
+		case "name":
+			s, ok, err := o.strVal()
+			if ok {
+				sp.Name = o.in.b(s)
+			}
+			return err
+		case "kind":
+			t, ok, err := o.lx.numText()
+			if ok {
+				if k, kok := enumValue(t); kok && k > 0 && k < len(spanKindNames) {
+					sp.SpanKind = spanKindNames[k]
+				}
+			}
+			return err
+		case "startTimeUnixNano", "endTimeUnixNano":
+			isStart := key[0] == 's' // key is only valid until the next lexer call
+			field := "endTimeUnixNano"
+			if isStart {
+				field = "startTimeUnixNano"
+			}
+			v, ok, err := o.intVal()
+			if err == nil && !ok {
+				badf("%s is not an integer", field)
+			}
+			if isStart {
+				start = v
+			} else {
+				end = v
+			}
+			return err
+		case "attributes":
+			a, err := o.otlpAttrs()
+			sp.Attrs = a
+			return err
+		case "status":
+			return o.wrongType(o.lx.object(func(k []byte) error {
+				switch string(k) {
+				case "code":
+					t, ok, err := o.lx.numText()
+					if ok {
+						switch c, _ := enumValue(t); c {
+						case 1:
+							sp.Status = "ok"
+						case 2:
+							sp.Status = "error"
+						}
+					}
+					return err
+				case "message":
+					s, ok, err := o.strVal()
+					if ok {
+						sp.StatusMessage = string(s)
+					}
+					return err
+				}
+				return o.lx.skip()
+			}), "status")
+		}
+		return o.lx.skip()
+	})
+	if errors.Is(err, errWrongType) {
+		o.res.skip(o.where(), "span: not a JSON object")
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	switch {
+	case bad != "":
+	case !haveTrace:
+		bad = `traceId "" is not 32 hex digits`
+	case !haveSpan:
+		bad = `spanId "" is not 16 hex digits`
+	case end < start:
+		bad = fmt.Sprintf("ends (%d) before it starts (%d)", end, start)
+	}
+	if bad != "" {
+		o.res.skip(o.where(), fmt.Sprintf("span %q (trace %s, span %s): %s", truncName(sp.Name), sp.TraceID, sp.SpanID, bad))
+		return nil
+	}
+	sp.Start, sp.Duration = start, time.Duration(end-start)
+	sp.Service, sp.Resource, sp.Scope = svc, res, scope
+	o.res.add(sp)
+	return nil
+}
+
+// enumValue reads an OTLP enum given as a number or its proto name.
+func enumValue(t []byte) (int, bool) {
+	if v, ok := enumNames[string(t)]; ok {
+		return int(v), true
+	}
+	v, err := strconv.Atoi(string(t))
+	return v, err == nil
+}
