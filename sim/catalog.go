@@ -184,6 +184,9 @@ func Catalog(o CatalogOptions) []Entry {
 			Name: "expert-parallel", Title: "EP instead of TP for the experts", Kind: "parallelism",
 			Enabled: func(c Config) bool { return c.Plan.EP && c.Plan.Normalized().DP == 1 },
 			Apply: func(c Config) (Config, error) {
+				if c.Plan.Normalized().DP > 1 {
+					return c, fmt.Errorf("plan %s already runs DP attention with EP", c.Plan.Normalized())
+				}
 				c.Plan.EP = true
 				return c, c.Plan.Validate(c.Arch)
 			},
@@ -192,6 +195,9 @@ func Catalog(o CatalogOptions) []Entry {
 				return c, c.Plan.Validate(c.Arch)
 			},
 			Check: func(c Config) Applicability {
+				if c.Plan.Normalized().DP > 1 {
+					return Applicability{NotApplicable, "the plan already runs DP attention, which implies EP"}
+				}
 				p := c.Plan
 				p.EP = true
 				if err := p.Validate(c.Arch); err != nil {
