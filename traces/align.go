@@ -140,6 +140,11 @@ func Align(traces [][]Span, pr *sim.Prediction, mode string) *Alignment {
 		}
 	}
 	a := &Alignment{Mode: mode}
+	n := 0
+	for _, tr := range traces {
+		n += len(tr)
+	}
+	a.Samples = make([]Sample, 0, n)
 	var is issues
 	if mode == AlignByOpID {
 		a.alignByID(traces, pr, &is)

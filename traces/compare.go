@@ -175,6 +175,7 @@ const maxSourceSkips = 20
 
 // group is the spans of one scenario.
 type group struct {
+	first   int64 // earliest span start, ns
 	spec    ScenarioSpec
 	traces  [][]Span
 	sources []string
@@ -223,11 +224,15 @@ func groupTraces(results []*Result, o *CompareOptions, is *issues) []*group {
 				hi++
 			}
 			tr := spans[lo:hi]
-			if sp, ok := specOf[tr[0].TraceID]; ok {
+			sp, ok := specOf[tr[0].TraceID]
+			if !ok && orphan != nil {
+				sp, ok = *orphan, true
+			}
+			if ok {
 				g := get(sp, res.Source)
-				g.traces = append(g.traces, tr)
-			} else if orphan != nil {
-				g := get(*orphan, res.Source)
+				if len(g.traces) == 0 || tr[0].Start < g.first {
+					g.first = tr[0].Start
+				}
 				g.traces = append(g.traces, tr)
 			} else {
 				reason := "trace without a step root span and no scenario given (pass --model, --plan, --workload)"
@@ -239,6 +244,8 @@ func groupTraces(results []*Result, o *CompareOptions, is *issues) []*group {
 			lo = hi
 		}
 	}
+	// Scenarios in the order they were measured (trace IDs are random).
+	sort.SliceStable(groups, func(i, j int) bool { return groups[i].first < groups[j].first })
 	return groups
 }
 
