@@ -393,4 +393,3 @@ func TestCompareGainVerdict(t *testing.T) {
 		t.Errorf("verdict %q, want %q...", g.Verdict, wantVerdict)
 	}
 }
-
