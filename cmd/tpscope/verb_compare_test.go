@@ -1,0 +1,111 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tpscope/tpscope/topology"
+	"github.com/tpscope/tpscope/traces"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/trace"
+)
+
+// writeExactRun writes steps of tiny-mla-moe TP 8 decode whose every op
+// takes exactly its predicted time: compare must report 0 % error.
+func writeExactRun(t *testing.T, path string, steps int) {
+	t.Helper()
+	spec := traces.ScenarioSpec{Model: "tiny-mla-moe", Topology: "rtxpro6000-2s", Plan: "tp8", Workload: "decode b8 ctx512"}
+	rs, err := spec.Resolve()
+	if err != nil {
+		t.Fatal(err)
+	}
+	pr, sched, _, err := rs.Predict(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	exp, err := traces.NewFileExporter(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))
+	tr := tp.Tracer(traces.ScopeName)
+	at := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
+	for step := 0; step < steps; step++ {
+		ctx, root := tr.Start(context.Background(), traces.SpanStep, trace.WithTimestamp(at), trace.WithAttributes(
+			traces.AttrModel.String(spec.Model), traces.AttrTopology.String(spec.Topology), traces.AttrPlan.String(spec.Plan),
+			traces.AttrWorkload.String(spec.Workload), traces.AttrOptions.String(""), traces.AttrStep.Int(step)))
+		end := at
+		for r := range sched.Ranks {
+			rctx, rsp := tr.Start(ctx, traces.RankSpanName(r), trace.WithTimestamp(at))
+			cur := at
+			for i := range sched.Ranks[r] {
+				op := &sched.Ranks[r][i]
+				attrs := append(traces.OpAttributes(op), traces.AttrDeviceUs.Float64(pr.Ops[i].Us))
+				_, sp := tr.Start(rctx, op.ID, trace.WithTimestamp(cur), trace.WithAttributes(attrs...))
+				cur = cur.Add(time.Duration(pr.Ops[i].Us * 1e3))
+				sp.End(trace.WithTimestamp(cur))
+			}
+			rsp.End(trace.WithTimestamp(cur))
+			end = cur
+		}
+		root.End(trace.WithTimestamp(end))
+		at = end.Add(time.Millisecond)
+	}
+	if err := tp.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestCompareAndCalibrateTraceVerbs(t *testing.T) {
+	dir := t.TempDir()
+	run := filepath.Join(dir, "run.json")
+	writeExactRun(t, run, 4)
+	box := filepath.Join(dir, "box.json")
+	tests := []struct {
+		name     string
+		args     []string
+		code     int
+		contains string
+	}{
+		{"table", []string{"compare", "--trace", run}, 0, "+0.0 %"},
+		{"markdown", []string{"compare", "--trace", run, "--output", "markdown", "--plot", filepath.Join(dir, "c.svg")}, 0, "| step |"},
+		{"json", []string{"compare", "--trace", run, "--output", "json"}, 0, `"err_pct"`},
+		{"no trace", []string{"compare"}, 2, ""},
+		{"bad output", []string{"compare", "--trace", run, "--output", "csv"}, 2, ""},
+		{"bad plot", []string{"compare", "--trace", run, "--plot", "x.gif"}, 2, ""},
+		{"missing file", []string{"compare", "--trace", filepath.Join(dir, "nope.json")}, 1, ""},
+		{"calibrate", []string{"calibrate", "--trace", run, "-o", box}, 0, "held-out odd steps (2)"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var out, errb bytes.Buffer
+			if code := dispatch(tc.args, &out, &errb); code != tc.code {
+				t.Fatalf("exit %d, want %d; stderr: %s", code, tc.code, errb.String())
+			}
+			if tc.contains != "" && !strings.Contains(out.String(), tc.contains) {
+				t.Errorf("output lacks %q:\n%s", tc.contains, out.String())
+			}
+		})
+	}
+	// The calibrated box loads and says where it came from; an exact run
+	// leaves the efficiencies at their priors.
+	cal, err := topology.Load(box)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := json.Marshal(cal)
+	if !strings.Contains(string(b), "calibrated: trace "+run) {
+		t.Errorf("calibrated topology lacks provenance")
+	}
+	prior, _ := topology.Preset("rtxpro6000-2s")
+	for k, v := range cal.DeviceOf(0).Efficiency {
+		if p := prior.DeviceOf(0).Efficiency[k]; p != 0 && (v/p-1 > 0.01 || v/p-1 < -0.01) {
+			t.Errorf("efficiency %s: %v, prior %v: an exact run should not move it", k, v, p)
+		}
+	}
+}
