@@ -55,6 +55,35 @@ type PlanSpace struct {
 type PlanConfig struct {
 	Box    int // index into PlanSpace boxes (see PlanSpace.Boxes)
 	Config Config
+	// AtCapacity marks the configuration added at the box's maximum
+	// concurrency for its context (not one of the swept batches).
+	AtCapacity bool
+}
+
+// maxConcurrency is how many sequences of w's context fit in the KV cache
+// of plan p on box t (all DP groups): model.KVCapacity's tokens per
+// attention group / (context + 1 + speculative tokens) x DP, 0 when the
+// weights do not fit.
+func maxConcurrency(a *model.Arch, p model.Plan, w model.Workload, o model.BuildOptions, t *topology.Topology, util float64) int {
+	d := t.DeviceOf(0)
+	if d == nil {
+		return 0
+	}
+	w.Batch = 1
+	c := model.KVCapacity(a, p, w, o, float64(d.MemBytes), util)
+	if c.KVCapacityTokens <= 0 {
+		return 0
+	}
+	return int(c.KVCapacityTokens/int64(w.Context+1+w.SpecTokens)) * p.Normalized().DP
+}
+
+func containsInt(s []int, v int) bool {
+	for _, x := range s {
+		if x == v {
+			return true
+		}
+	}
+	return false
 }
 
 // PlanPoint is one evaluated configuration.
@@ -78,10 +107,13 @@ type PlanPoint struct {
 	// KVCapacityTokens per attention group (per GPU of the group);
 	// MaxConcurrency the sequences of this context that fit on the box
 	// (all DP groups).
-	KVCapacityTokens int64  `json:"kv_capacity_tokens"`
-	MaxConcurrency   int    `json:"max_concurrency"`
-	MeetsSLO         bool   `json:"meets_slo"`
-	Error            string `json:"error,omitempty"`
+	KVCapacityTokens int64 `json:"kv_capacity_tokens"`
+	MaxConcurrency   int   `json:"max_concurrency"`
+	MeetsSLO         bool  `json:"meets_slo"`
+	// AtCapacity: the batch is the maximum concurrency (added to the
+	// sweep), not one of the swept batches.
+	AtCapacity bool   `json:"at_capacity,omitempty"`
+	Error      string `json:"error,omitempty"`
 }
 
 // CapacityRow is the capacity of one (box, plan, KV dtype, MTP, context).
@@ -93,9 +125,11 @@ type CapacityRow struct {
 	SpecTokens     int    `json:"spec_tokens"`
 	Context        int    `json:"context"`
 	MaxConcurrency int    `json:"max_concurrency"`
-	// Best is the index into Points of the swept batch with the most
-	// tokens/s per GPU that fits and meets the SLO (-1 none).
+	// Best is the index into Points of the batch with the most tokens/s
+	// per GPU that fits and meets the SLO (-1 none); Full the point at
+	// MaxConcurrency sequences (-1 when not evaluated).
 	Best int `json:"best"`
+	Full int `json:"full"`
 }
 
 // PlanResult is the outcome of a sweep.
@@ -259,6 +293,22 @@ func (s *PlanSpace) Configs() ([]PlanConfig, error) {
 									Options:  s.Options, Topo: t}})
 							}
 						}
+						// The load at which the KV cache is full, when the
+						// swept batches miss it: what the box gives at
+						// capacity.
+						for bi, t := range boxes {
+							if t.NumGPUs() != n {
+								continue
+							}
+							w := model.Workload{Phase: model.Decode, Context: cx, SpecTokens: k, KVDtype: kv}
+							w.Batch = maxConcurrency(s.Arch, p, w, s.Build, t, s.Options.GPUMemUtilization)
+							if w.Batch < 1 || w.Validate() != nil || containsInt(batches, w.Batch) {
+								continue
+							}
+							out = append(out, PlanConfig{Box: bi, AtCapacity: true, Config: Config{
+								Scenario: Scenario{Arch: s.Arch, Plan: p, Workload: w, Build: s.Build},
+								Options:  s.Options, Topo: t}})
+						}
 					}
 				}
 			}
@@ -272,6 +322,7 @@ func (s *PlanSpace) Configs() ([]PlanConfig, error) {
 func EvaluatePlan(ev *Evaluator, cfgs []PlanConfig, out []PlanPoint, slo float64, progress func(done int)) {
 	for i := range cfgs {
 		out[i] = evaluatePoint(ev, &cfgs[i].Config, slo)
+		out[i].AtCapacity = cfgs[i].AtCapacity
 		if progress != nil {
 			progress(i + 1)
 		}
@@ -345,9 +396,12 @@ func SummarizePlan(points []PlanPoint, slo float64) *PlanResult {
 			ri = len(r.Capacity)
 			rows[k] = ri
 			r.Capacity = append(r.Capacity, CapacityRow{Topology: pt.Topology, GPUs: pt.GPUs, Plan: pt.Plan, KVDtype: pt.KVDtype,
-				SpecTokens: pt.SpecTokens, Context: pt.Context, MaxConcurrency: pt.MaxConcurrency, Best: -1})
+				SpecTokens: pt.SpecTokens, Context: pt.Context, MaxConcurrency: pt.MaxConcurrency, Best: -1, Full: -1})
 		}
 		row := &r.Capacity[ri]
+		if pt.Batch == row.MaxConcurrency && row.MaxConcurrency > 0 {
+			row.Full = i
+		}
 		if pt.Fits && pt.MeetsSLO && (row.Best < 0 || pt.TokensPerSPerGPU > points[row.Best].TokensPerSPerGPU) {
 			row.Best = i
 		}

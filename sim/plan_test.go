@@ -75,9 +75,33 @@ func TestPlanSweep(t *testing.T) {
 	}
 	// 8 GPUs: 8 plans; 4 GPUs: tp4, tp4-ep, tp4-dcp2, tp4-dcp4, tp2-dp2-ep,
 	// tp1-dp4-ep = 6; x 2 batches x 1 context x 2 KV dtypes.
-	if want := (8 + 6) * 2 * 2; res.Evaluated != want || len(res.Points) != want {
-		t.Fatalf("evaluated %d points, want %d", res.Evaluated, want)
+	swept := 0
+	for i := range res.Points {
+		if !res.Points[i].AtCapacity {
+			swept++
+		}
 	}
+	if want := (8 + 6) * 2 * 2; swept != want {
+		t.Fatalf("evaluated %d swept points, want %d", swept, want)
+	}
+	t.Run("at-capacity", func(t *testing.T) {
+		// The point added at the maximum concurrency fits exactly: its
+		// sequences' KV tokens are within the capacity, one more
+		// sequence per DP group would not be.
+		n := 0
+		for _, p := range res.Points {
+			if !p.AtCapacity {
+				continue
+			}
+			n++
+			if p.Batch != p.MaxConcurrency || !p.Fits {
+				t.Errorf("%s %s %s: batch %d, max concurrency %d, fits %v", p.Topology, p.Plan, p.KVDtype, p.Batch, p.MaxConcurrency, p.Fits)
+			}
+		}
+		if n == 0 {
+			t.Error("no point at capacity")
+		}
+	})
 	find := func(gpus int, plan string, batch int, kv string) *PlanPoint {
 		for i := range res.Points {
 			p := &res.Points[i]

@@ -300,7 +300,7 @@ func writePlanText(w io.Writer, modelName string, res *sim.PlanResult, elapsed t
 		return err
 	}
 	rows = rows[:0]
-	capHeader := []string{"topology", "gpus", "plan", "kv", "mtp", "context", "max concurrency", "best batch", "tok/s/GPU", "tok/s/req", "ms/token"}
+	capHeader := []string{"topology", "gpus", "plan", "kv", "mtp", "context", "max concurrency", "best batch", "tok/s/GPU", "tok/s/req", "ms/token", "full: tok/s/GPU", "full: ms/token"}
 	var fitting []sim.CapacityRow
 	for _, c := range res.Capacity {
 		if c.MaxConcurrency > 0 {
@@ -308,14 +308,18 @@ func writePlanText(w io.Writer, modelName string, res *sim.PlanResult, elapsed t
 		}
 	}
 	for _, c := range fitting[:limit(len(fitting))] {
-		r := []string{c.Topology, strconv.Itoa(c.GPUs), c.Plan, c.KVDtype, strconv.Itoa(c.SpecTokens), strconv.Itoa(c.Context), strconv.Itoa(c.MaxConcurrency), "-", "-", "-", "-"}
+		r := []string{c.Topology, strconv.Itoa(c.GPUs), c.Plan, c.KVDtype, strconv.Itoa(c.SpecTokens), strconv.Itoa(c.Context), strconv.Itoa(c.MaxConcurrency), "-", "-", "-", "-", "-", "-"}
 		if c.Best >= 0 {
 			p := &res.Points[c.Best]
 			r[7], r[8], r[9], r[10] = strconv.Itoa(p.Batch), fmt.Sprintf("%.1f", p.TokensPerSPerGPU), fmt.Sprintf("%.1f", p.TokensPerSPerRequest), fmt.Sprintf("%.2f", p.MsPerToken)
 		}
+		if c.Full >= 0 {
+			p := &res.Points[c.Full]
+			r[11], r[12] = fmt.Sprintf("%.1f", p.TokensPerSPerGPU), fmt.Sprintf("%.2f", p.MsPerToken)
+		}
 		rows = append(rows, r)
 	}
-	if err := table(fmt.Sprintf("capacity: sequences of each context that fit (KV cache), best swept batch within the SLO (%d of %d rows have room; all in --output json)", len(fitting), len(res.Capacity)), capHeader, rows); err != nil {
+	if err := table(fmt.Sprintf("capacity: sequences of each context that fit (KV cache), best batch within the SLO, and the box at full load (%d of %d rows have room; all in --output json)", len(fitting), len(res.Capacity)), capHeader, rows); err != nil {
 		return err
 	}
 	// Configurations that do not fit: one row per (box, plan, kv, mtp),
