@@ -12,6 +12,7 @@ import (
 
 	"github.com/tpscope/tpscope/model"
 	"github.com/tpscope/tpscope/traces"
+	"go.opentelemetry.io/otel/attribute"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
 )
@@ -149,7 +150,7 @@ func TestAlignKinetoByKindOrder(t *testing.T) {
 // writeSpans writes steps of tiny-mla-moe's rank-0..7 op spans with the
 // spec's step attributes, each op at its predicted time, plus extra spans
 // per rank from extra; returns the file.
-func writeSpans(t *testing.T, path string, specs []traces.ScenarioSpec, extra func(tr trace.Tracer, rctx context.Context, at time.Time)) string {
+func writeSpans(t *testing.T, path string, specs []traces.ScenarioSpec, extra func(tr trace.Tracer, rctx context.Context, at time.Time), rootAttrs ...attribute.KeyValue) string {
 	t.Helper()
 	exp, err := traces.NewFileExporter(path)
 	if err != nil {
@@ -170,6 +171,7 @@ func writeSpans(t *testing.T, path string, specs []traces.ScenarioSpec, extra fu
 		ctx, root := tr.Start(context.Background(), traces.SpanStep, trace.WithTimestamp(at), trace.WithAttributes(
 			traces.AttrModel.String(spec.Model), traces.AttrTopology.String(spec.Topology), traces.AttrPlan.String(spec.Plan),
 			traces.AttrWorkload.String(spec.Workload), traces.AttrOptions.String(spec.Options), traces.AttrStep.Int(step)))
+		root.SetAttributes(rootAttrs...)
 		end := at
 		for r := range sched.Ranks {
 			rctx, rsp := tr.Start(ctx, traces.RankSpanName(r), trace.WithTimestamp(at))
@@ -236,7 +238,9 @@ func TestCompareBadTraces(t *testing.T) {
 			t.Fatal(err)
 		}
 		cut := filepath.Join(dir, "cut.json")
-		if err := os.WriteFile(cut, b[:len(b)*2/3], 0o644); err != nil {
+		// One span per line, all lines of one length: 2/3 of the bytes is a
+		// line boundary; 17 bytes more cut a span in half.
+		if err := os.WriteFile(cut, b[:len(b)*2/3+17], 0o644); err != nil {
 			t.Fatal(err)
 		}
 		res := readSource(t, cut)
@@ -265,6 +269,17 @@ func TestCompareBadTraces(t *testing.T) {
 		_, err = traces.CalibrateTrace([]*traces.Result{res}, traces.CalibrateTraceOptions{})
 		if err == nil || !strings.Contains(err.Error(), "2 scenarios") {
 			t.Errorf("calibrate on mixed scenarios: error %v, want one naming the 2 scenarios", err)
+		}
+	})
+
+	t.Run("shrunk schedule", func(t *testing.T) {
+		path := writeSpans(t, filepath.Join(dir, "scaled.json"), []traces.ScenarioSpec{tinySpec}, nil, attribute.Float64("tpscope.schedule.scale", 4))
+		rep, err := traces.Compare([]*traces.Result{readSource(t, path)}, traces.CompareOptions{})
+		if err == nil || !strings.Contains(err.Error(), "shrunk") {
+			t.Fatalf("error %v, want one saying the schedule was shrunk", err)
+		}
+		if len(rep.Issues) != 1 || rep.Issues[0].Count != 1+8+8*88 {
+			t.Errorf("issues %+v, want the trace's %d spans left out", rep.Issues, 1+8+8*88)
 		}
 	})
 

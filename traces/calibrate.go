@@ -175,6 +175,7 @@ func CalibrateTrace(results []*Result, o CalibrateTraceOptions) (*TraceCalibrati
 		tc.Notes = append(tc.Notes, "no compute op measured: efficiencies keep their priors")
 	}
 	tc.Device = fitDevice(g.traces, rs.Options, &tc.Notes)
+	tc.Device.MinKernelUs = fitMinKernel(comp, &tc.Notes)
 	out, err := sim.ApplyComputeFit(base, tc.Families, tc.Device, prov)
 	if err != nil {
 		return nil, fmt.Errorf("calibrate: %w", err)
@@ -268,6 +269,27 @@ func fitDevice(traces [][]Span, o sim.Options, notes *[]string) sim.DeviceFit {
 	sort.Float64s(v)
 	d.LaunchEagerUs = quantile(v, 0.5)
 	return d
+}
+
+// fitMinKernel estimates the shortest kernel time as the median measured
+// time (less the graph overhead) of the ops the prior prices at the floor
+// (Bound latency); at least 10 such ops are needed.
+func fitMinKernel(comp []sim.ComputeSample, notes *[]string) float64 {
+	var v []float64
+	for i := range comp {
+		if c := &comp[i]; c.Cost.Bound == sim.BoundLatency {
+			v = append(v, c.MeasuredUs-c.OverheadUs)
+		}
+	}
+	if len(v) < 10 {
+		*notes = append(*notes, fmt.Sprintf("%d ops priced at the minimum kernel time (need 10): min_kernel_us keeps its prior", len(v)))
+		return 0
+	}
+	sort.Float64s(v)
+	if m := quantile(v, 0.5); m > 0 {
+		return m
+	}
+	return 0
 }
 
 func holdOut(sr *ScenarioReport) HoldOut {

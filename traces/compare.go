@@ -224,6 +224,12 @@ func groupTraces(results []*Result, o *CompareOptions, is *issues) []*group {
 				hi++
 			}
 			tr := spans[lo:hi]
+			if f := scheduleScale(tr); f != 1 {
+				is.add(fmt.Sprintf("trace of a schedule shrunk by %s (run --scale): the prediction cannot rebuild the shrunk model; compare the unscaled run or predict the scaled model yourself", attrScheduleScale), hi-lo,
+					fmt.Sprintf("%s trace %s: scale %g", res.Source, tr[0].TraceID, f))
+				lo = hi
+				continue
+			}
 			sp, ok := specOf[tr[0].TraceID]
 			if !ok && orphan != nil {
 				sp, ok = *orphan, true
@@ -247,6 +253,26 @@ func groupTraces(results []*Result, o *CompareOptions, is *issues) []*group {
 	// Scenarios in the order they were measured (trace IDs are random).
 	sort.SliceStable(groups, func(i, j int) bool { return groups[i].first < groups[j].first })
 	return groups
+}
+
+// attrScheduleScale is the step-span attribute the executor writes when it
+// ran a schedule shrunk from the model's (exec.AttrScheduleScale; traces
+// does not import exec, so the key is spelled here).
+const attrScheduleScale = "tpscope.schedule.scale"
+
+// scheduleScale returns the trace root's schedule scale (1 when absent).
+func scheduleScale(tr []Span) float64 {
+	for i := range tr {
+		if tr[i].Name == SpanStep && tr[i].IsRoot() {
+			if v, ok := tr[i].Attr(attrScheduleScale); ok {
+				if f, ok := v.Number(); ok && f > 0 {
+					return f
+				}
+			}
+			return 1
+		}
+	}
+	return 1
 }
 
 // Compare aligns the spans of results with predictions of their scenarios
