@@ -106,6 +106,20 @@ type FamilyFit struct {
 	RMSRelErr      float64 `json:"rms_rel_err"`
 	// Clamped is true when an efficiency came out above 1 and was capped.
 	Clamped bool `json:"clamped,omitempty"`
+	// Sizes splits the fitted model's residuals by op size (the prior
+	// time's decade): a family whose small and large ops need different
+	// efficiencies shows it here. Device.Efficiency has one value per
+	// family, so the fit itself cannot follow size.
+	Sizes []SizeFit `json:"sizes,omitempty"`
+}
+
+// SizeFit is the residual of a family's fit over one size range.
+type SizeFit struct {
+	// Range of the prior (unfitted) time, us: [LoUs, HiUs).
+	LoUs, HiUs float64
+	Samples    int
+	// MedianErrPct: median of (fitted - measured) / measured x 100.
+	MedianErrPct float64
 }
 
 // FitOptions tune FitCompute. The zero value is the documented default.
@@ -262,7 +276,31 @@ func fitFamily(key string, ss []ComputeSample, o FitOptions) (FamilyFit, error) 
 	}
 	f.PriorRMSRelErr = math.Sqrt(pe / float64(len(ss)))
 	f.RMSRelErr = math.Sqrt(fe / float64(len(ss)))
+	f.Sizes = sizeResiduals(ss, a, b)
 	return f, nil
+}
+
+// sizeResiduals bins the samples by the decade of their prior time
+// (1-10 us, 10-100 us, ...) and gives each bin's median relative error of
+// the fitted model.
+func sizeResiduals(ss []ComputeSample, a, b float64) []SizeFit {
+	bins := map[int][]float64{}
+	for i := range ss {
+		t0, _ := modelUs(&ss[i], 1, 1)
+		t1, _ := modelUs(&ss[i], a, b)
+		d := int(math.Floor(math.Log10(math.Max(t0, 1e-3))))
+		bins[d] = append(bins[d], (t1/ss[i].MeasuredUs-1)*100)
+	}
+	keys := make([]int, 0, len(bins))
+	for k := range bins {
+		keys = append(keys, k)
+	}
+	sort.Ints(keys)
+	out := make([]SizeFit, 0, len(keys))
+	for _, k := range keys {
+		out = append(out, SizeFit{LoUs: math.Pow(10, float64(k)), HiUs: math.Pow(10, float64(k+1)), Samples: len(bins[k]), MedianErrPct: medianOf(bins[k])})
+	}
+	return out
 }
 
 func medianOf(v []float64) float64 {

@@ -55,6 +55,16 @@ func TestFitComputeRecoversScales(t *testing.T) {
 			}
 		})
 	}
+	// Samples span 2..400 us: decades [1,10), [10,100), [100,1000); the
+	// exact samples leave no residual in any.
+	if n := len(fits[0].Sizes); n != 3 {
+		t.Errorf("gemm size ranges: %d, want 3 (%+v)", n, fits[0].Sizes)
+	}
+	for _, sz := range fits[0].Sizes {
+		if math.Abs(sz.MedianErrPct) > 0.1 {
+			t.Errorf("size range %g-%g us: residual %.3f %%", sz.LoUs, sz.HiUs, sz.MedianErrPct)
+		}
+	}
 	if fits[0].PriorRMSRelErr < 0.2 {
 		t.Errorf("prior RMS error %.3f: the samples should be far from the prior", fits[0].PriorRMSRelErr)
 	}

@@ -61,6 +61,11 @@ type TraceCalibration struct {
 	Topology *topology.Topology `json:"-"`
 }
 
+// sizeResidualNotePct: a size range whose median residual after the fit
+// exceeds this is worth a note (assumption: beyond run-to-run noise of a
+// kernel's median, ~1-2 %, with margin).
+const sizeResidualNotePct = 5
+
 func even(step int) bool { return step >= 0 && step%2 == 0 }
 func odd(step int) bool  { return step >= 0 && step%2 == 1 }
 
@@ -170,6 +175,13 @@ func CalibrateTrace(results []*Result, o CalibrateTraceOptions) (*TraceCalibrati
 	if len(comp) > 0 {
 		if tc.Families, err = sim.FitCompute(comp, o.Fit); err != nil {
 			return nil, fmt.Errorf("calibrate: %w", err)
+		}
+		for _, f := range tc.Families {
+			for _, sz := range f.Sizes {
+				if sz.Samples >= 5 && math.Abs(sz.MedianErrPct) > sizeResidualNotePct {
+					tc.Notes = append(tc.Notes, fmt.Sprintf("%s ops of %g-%g us (%d samples): the fitted efficiency is off by %+.1f %% (median); one efficiency per family cannot follow size", f.Family, sz.LoUs, sz.HiUs, sz.Samples, sz.MedianErrPct))
+				}
+			}
 		}
 	} else {
 		tc.Notes = append(tc.Notes, "no compute op measured: efficiencies keep their priors")
