@@ -81,7 +81,7 @@ tpscope compare --trace rank0.pt.trace.json.gz --model kimi-k2.5-nvfp4 --plan tp
 		Flags: func(fs *pflag.FlagSet) func(args []string, stdout, stderr io.Writer) error {
 			var srcs []string
 			fs.StringArrayVar(&srcs, "trace", nil, "trace source (file, directory, jaeger://host:16686?service=tpscope, URL); repeat for several")
-			topo := fs.String("topo", topology.DefaultPreset, "topology preset or JSON file (default: the traces' tpscope.topology)")
+			topo := fs.String("topo", "", "topology preset or JSON file (default: the traces' tpscope.topology, else "+topology.DefaultPreset+")")
 			sf := addTraceScenarioFlags(fs)
 			output := fs.String("output", "table", "output format: table, markdown or json")
 			plotFile := fs.String("plot", "", "write a predicted-vs-measured scatter and per-kind bars to FILE.png or FILE.svg")
