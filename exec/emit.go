@@ -144,28 +144,30 @@ func (r *runner) spannedOps(rs *rankState, interrupted bool) int {
 }
 
 func (r *runner) stepAttrs(measured int, stepUs float64) []attribute.KeyValue {
-	s := r.sched
-	opts := slices.Clone(r.cfg.optimizations)
-	slices.Sort(opts)
-	kv := []attribute.KeyValue{
-		traces.AttrModel.String(s.Model),
-		traces.AttrTopology.String(r.cfg.topology),
-		traces.AttrPlan.String(PlanString(s.Plan)),
-		traces.AttrWorkload.String(WorkloadString(s.Workload)),
-		traces.AttrOptions.StringSlice(opts),
-		traces.AttrStep.Int(measured),
-		traces.AttrRanks.Int(len(s.Ranks)),
-		traces.AttrBackend.String(r.backend.Name()),
-		AttrWarmup.Int(r.warmup),
-		AttrStepUs.Float64(stepUs),
+	if r.stepStatic == nil {
+		s := r.sched
+		opts := slices.Clone(r.cfg.optimizations)
+		slices.Sort(opts)
+		r.stepStatic = []attribute.KeyValue{
+			traces.AttrModel.String(s.Model),
+			traces.AttrTopology.String(r.cfg.topology),
+			traces.AttrPlan.String(PlanString(s.Plan)),
+			traces.AttrWorkload.String(WorkloadString(s.Workload)),
+			traces.AttrOptions.StringSlice(opts),
+			traces.AttrRanks.Int(len(s.Ranks)),
+			traces.AttrBackend.String(r.backend.Name()),
+			AttrWarmup.Int(r.warmup),
+		}
+		if r.cfg.graphs {
+			r.stepStatic = append(r.stepStatic, AttrGraphs.Bool(r.graphs))
+		}
+		if r.cfg.scheduleScale != 1 {
+			r.stepStatic = append(r.stepStatic, AttrScheduleScale.Float64(r.cfg.scheduleScale))
+		}
+		r.stepStatic = append(r.stepStatic, r.cfg.stepAttrs...)
 	}
-	if r.cfg.graphs {
-		kv = append(kv, AttrGraphs.Bool(r.graphs))
-	}
-	if r.cfg.scheduleScale != 1 {
-		kv = append(kv, AttrScheduleScale.Float64(r.cfg.scheduleScale))
-	}
-	return append(kv, r.cfg.stepAttrs...)
+	kv := append(r.scratch[:0], r.stepStatic...)
+	return append(kv, traces.AttrStep.Int(measured), AttrStepUs.Float64(stepUs))
 }
 
 // PlanString formats a plan as "tp=4" with ",ep", ",dp=2", ",dcp=2" when

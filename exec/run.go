@@ -134,6 +134,7 @@ type runner struct {
 	mu          sync.Mutex
 	partialStep int                  // step interrupted by cancellation/failure, or -1 (mu)
 	scratch     []attribute.KeyValue // span attribute buffer, used under the barrier
+	stepStatic  []attribute.KeyValue // step span attributes that do not change (built on first use)
 }
 
 // rankState is one local rank's recorded times, reused every step.
