@@ -42,7 +42,7 @@ const (
 )
 
 type kinetoKernel struct {
-	span        int // index in res.Spans
+	span        int // index in res (Result.at)
 	startNs     int64
 	correlation int64
 	device      int64
@@ -291,7 +291,7 @@ func readKinetoStream(r io.Reader, res *Result, src string) error {
 		}
 		o.tmp = append(o.tmp, Attr{Key: string(AttrHostLaunchUnixNano)}) // filled below or dropped
 		sp.Attrs = o.keep(o.tmp)
-		k := kinetoKernel{span: len(res.Spans), startNs: ev.ts, correlation: -1, device: -1}
+		k := kinetoKernel{span: res.count(), startNs: ev.ts, correlation: -1, device: -1}
 		if ev.haveCorr {
 			k.correlation = ev.correlation
 		}
@@ -344,7 +344,7 @@ func readKinetoStream(r io.Reader, res *Result, src string) error {
 		return fmt.Errorf("%s: want a Chrome trace JSON object {\"traceEvents\":[...]} or array, got %q", src, first)
 	}
 	if err := body(); err != nil {
-		if len(res.Spans) == 0 && len(steps) == 0 {
+		if res.count() == 0 && len(steps) == 0 {
 			return fmt.Errorf("%s: byte %d: %w", src, o.lx.offset(), err)
 		}
 		if errors.Is(err, io.ErrUnexpectedEOF) {
@@ -384,10 +384,9 @@ func readKinetoStream(r io.Reader, res *Result, src string) error {
 		return -1
 	}
 	haveSteps := len(steps) > 0
-	drop := make([]bool, len(res.Spans))
 	outside := 0
 	for _, k := range kernels {
-		sp := &res.Spans[k.span]
+		sp := res.at(k.span)
 		step := 0
 		if haveSteps {
 			step = -1
@@ -403,7 +402,7 @@ func readKinetoStream(r io.Reader, res *Result, src string) error {
 			}
 		}
 		if step < 0 {
-			drop[k.span] = true
+			sp.drop = true
 			outside++
 			continue
 		}
@@ -429,14 +428,6 @@ func readKinetoStream(r io.Reader, res *Result, src string) error {
 	}
 	if outside > 0 {
 		res.skip(src, fmt.Sprintf("%d kernels run outside every ProfilerStep#N annotation (warm-up or between steps); not in the span list", outside))
-		j := 0
-		for i := range res.Spans {
-			if !drop[i] {
-				res.Spans[j] = res.Spans[i]
-				j++
-			}
-		}
-		res.Spans = res.Spans[:j]
 	}
 	return nil
 }

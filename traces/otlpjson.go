@@ -376,7 +376,7 @@ func (e *FileExporter) Shutdown(context.Context) error {
 // truncated turns a mid-stream error into a skip entry when something was
 // read, so a truncated file still yields its complete spans.
 func truncated(res *Result, src string, off int64, err error, docs int) error {
-	if len(res.Spans) == 0 && docs == 0 {
+	if res.count() == 0 && docs == 0 {
 		return fmt.Errorf("%s: byte %d: %w", src, off, err)
 	}
 	if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) {

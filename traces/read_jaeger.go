@@ -208,7 +208,7 @@ func (o *reader) jaegerProcess() (*Resource, error) {
 
 // jaegerTrace reads one trace object; spans may come before processes.
 func (o *reader) jaegerTrace() error {
-	start := len(o.res.Spans)
+	start := o.res.count()
 	var pids []string
 	var inline []*Resource
 	procs := map[string]*Resource{}
@@ -221,7 +221,7 @@ func (o *reader) jaegerTrace() error {
 				var proc *Resource
 				var err error
 				tags, pid, proc, err = o.jaegerSpan(tags)
-				if err == nil && len(o.res.Spans) > start+len(pids) {
+				if err == nil && o.res.count() > start+len(pids) {
 					pids = append(pids, pid)
 					inline = append(inline, proc)
 				}
@@ -241,7 +241,7 @@ func (o *reader) jaegerTrace() error {
 	})
 	// Attach processes to the spans read (also when the trace is cut short).
 	for i, pid := range pids {
-		sp := &o.res.Spans[start+i]
+		sp := o.res.at(start + i)
 		r := procs[pid]
 		if r == nil {
 			r = inline[i]

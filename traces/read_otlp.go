@@ -167,7 +167,7 @@ func (o *reader) otlpRequest() error {
 func (o *reader) otlpResourceSpans() error {
 	var res *Resource
 	svc := ""
-	start := len(o.res.Spans)
+	start := o.res.count()
 	err := o.lx.object(func(key []byte) error {
 		switch string(key) {
 		case "resource":
@@ -192,9 +192,9 @@ func (o *reader) otlpResourceSpans() error {
 		return o.lx.skip()
 	})
 	if res != nil { // resource after scopeSpans: attach now
-		for i := start; i < len(o.res.Spans); i++ {
-			if o.res.Spans[i].Resource == nil {
-				o.res.Spans[i].Resource, o.res.Spans[i].Service = res, svc
+		for i := start; i < o.res.count(); i++ {
+			if s := o.res.at(i); s.Resource == nil {
+				s.Resource, s.Service = res, svc
 			}
 		}
 	}
@@ -203,7 +203,7 @@ func (o *reader) otlpResourceSpans() error {
 
 func (o *reader) otlpScopeSpans(res *Resource, svc string) error {
 	scope := ""
-	start := len(o.res.Spans)
+	start := o.res.count()
 	err := o.lx.object(func(key []byte) error {
 		switch string(key) {
 		case "scope", "instrumentationLibrary":
@@ -222,9 +222,9 @@ func (o *reader) otlpScopeSpans(res *Resource, svc string) error {
 		}
 		return o.lx.skip()
 	})
-	for i := start; i < len(o.res.Spans); i++ { // scope after spans
-		if o.res.Spans[i].Scope == "" {
-			o.res.Spans[i].Scope = scope
+	for i := start; i < o.res.count(); i++ { // scope after spans
+		if s := o.res.at(i); s.Scope == "" {
+			s.Scope = scope
 		}
 	}
 	return o.wrongType(err, "scopeSpans[]")

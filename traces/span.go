@@ -6,10 +6,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
-	"regexp"
 	"slices"
 	"sort"
 	"strconv"
+	"strings"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -62,6 +62,7 @@ type Span struct {
 	KindSeq int
 
 	kernel     bool  // a GPU kernel from a Kineto trace: an op span without op ID
+	drop       bool  // left out by the reader (finish does not keep it)
 	traceStart int64 // start of the trace's first span (sort key)
 }
 
@@ -223,6 +224,9 @@ type Result struct {
 	// appearance in time. More than one means the source mixes scenarios: compare
 	// them separately.
 	Scenarios []Scenario
+
+	chunks [][]Span // spans being read (see add)
+	n      int      // spans in chunks
 }
 
 // MaxSkipDetails bounds Result.Skipped so that a file of a million bad
@@ -245,7 +249,24 @@ func (s *Scenario) String() string {
 		s.Model, s.Topology, s.Plan, s.Workload, s.Options, len(s.Traces))
 }
 
-func (r *Result) add(s Span) { r.Spans = append(r.Spans, s) }
+// chunkSpans is the size of the chunks readers collect spans in: a growing
+// slice would copy a million-span list several times and leave up to half
+// its capacity unused; chunks are copied once, into the exact final list.
+const chunkSpans = 1 << 14
+
+// add appends a span to the chunks.
+func (r *Result) add(s Span) {
+	if n := len(r.chunks); n == 0 || len(r.chunks[n-1]) == cap(r.chunks[n-1]) {
+		r.chunks = append(r.chunks, make([]Span, 0, chunkSpans))
+	}
+	c := &r.chunks[len(r.chunks)-1]
+	*c = append(*c, s)
+	r.n++
+}
+
+// count is the number of spans added so far; at(i) is the i-th.
+func (r *Result) count() int     { return r.n }
+func (r *Result) at(i int) *Span { return &r.chunks[i/chunkSpans][i%chunkSpans] }
 
 func (r *Result) skip(where, reason string) {
 	r.SkippedTotal++
@@ -262,12 +283,54 @@ const (
 	FormatKineto   = "kineto"    // Chrome trace JSON from the PyTorch profiler
 )
 
-// opIDPattern is the op ID grammar of DESIGN.md: L{layer:02}.{block}.{name},
-// or embed.*, head.*, mtp.* (model/schedule.go Op.ID).
-var opIDPattern = regexp.MustCompile(`^(L[0-9]{2,}\.[a-z0-9_]+\.[A-Za-z0-9_.\-]+|(embed|head|mtp)\.[A-Za-z0-9_.\-]+)$`)
-
-// ValidOpID reports whether id has the op ID form of DESIGN.md.
-func ValidOpID(id string) bool { return opIDPattern.MatchString(id) }
+// ValidOpID reports whether id has the op ID form of DESIGN.md:
+// L{layer:02}.{block}.{name} or embed.*, head.*, mtp.* (model/schedule.go
+// Op.ID), i.e. the regular expression
+//
+//	^(L[0-9]{2,}\.[a-z0-9_]+\.[A-Za-z0-9_.-]+|(embed|head|mtp)\.[A-Za-z0-9_.-]+)$
+//
+// written out by hand: it runs once per span of a million-span trace.
+func ValidOpID(id string) bool {
+	nameChars := func(s string) bool {
+		if s == "" {
+			return false
+		}
+		for i := 0; i < len(s); i++ {
+			c := s[i]
+			if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '.' || c == '-') {
+				return false
+			}
+		}
+		return true
+	}
+	for _, p := range []string{"embed.", "head.", "mtp."} {
+		if rest, ok := strings.CutPrefix(id, p); ok {
+			return nameChars(rest)
+		}
+	}
+	if len(id) < 3 || id[0] != 'L' {
+		return false
+	}
+	i := 1
+	for i < len(id) && id[i] >= '0' && id[i] <= '9' {
+		i++
+	}
+	if i < 3 || i >= len(id) || id[i] != '.' {
+		return false
+	}
+	rest := id[i+1:]
+	dot := strings.IndexByte(rest, '.')
+	if dot <= 0 {
+		return false
+	}
+	for j := 0; j < dot; j++ {
+		c := rest[j]
+		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '_') {
+			return false
+		}
+	}
+	return nameChars(rest[dot+1:])
+}
 
 // interner shares equal strings (op IDs, keys, kernel names repeat a
 // million times in a large trace) so the span list holds one copy.
@@ -302,20 +365,36 @@ func (in *interner) b(b []byte) string {
 // fields, Step/Seq/KindSeq, sorts spans, lists scenarios.
 func (r *Result) finish() {
 	// Typed fields; spans with a malformed op ID cannot be aligned.
-	j := 0
-	for i := range r.Spans {
-		s := &r.Spans[i]
-		sortAttrs(s.Attrs)
-		fillTyped(s)
-		if s.OpID != "" && !ValidOpID(s.OpID) {
-			r.skip("span "+s.SpanID.String(), fmt.Sprintf("op ID %q is not L{layer:02}.{block}.{name}, embed.*, head.* or mtp.*", truncName(s.OpID)))
-			continue
-		}
-		r.Spans[j] = *s
-		j++
+	for _, s := range r.Spans { // spans placed directly, if any, go first
+		r.add(s)
 	}
-	clear(r.Spans[j:])
-	r.Spans = r.Spans[:j]
+	keep := 0
+	for _, c := range r.chunks {
+		for i := range c {
+			s := &c[i]
+			if s.drop {
+				continue
+			}
+			sortAttrs(s.Attrs)
+			fillTyped(s)
+			if s.OpID != "" && !ValidOpID(s.OpID) {
+				r.skip("span "+s.SpanID.String(), fmt.Sprintf("op ID %q is not L{layer:02}.{block}.{name}, embed.*, head.* or mtp.*", truncName(s.OpID)))
+				s.drop = true
+				continue
+			}
+			keep++
+		}
+	}
+	r.Spans = make([]Span, 0, keep)
+	for k, c := range r.chunks {
+		for i := range c {
+			if !c[i].drop {
+				r.Spans = append(r.Spans, c[i])
+			}
+		}
+		r.chunks[k] = nil // let the collector take the chunk
+	}
+	r.chunks, r.n = nil, 0
 	// Traces in order of their first span (then by ID), spans by start time:
 	// chronological and independent of the random trace IDs.
 	first := map[trace.TraceID]int64{}
