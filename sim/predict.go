@@ -195,6 +195,14 @@ func (p *Predictor) StepUs(s *model.Schedule) (float64, error) {
 	return p.stepUs(s, symCheck)
 }
 
+// StepUsBuilt is StepUs for a schedule that model.Build / BuildWith
+// returned and nobody modified: the representative-rank shortcut is then
+// decided by comparing collective groups only (see builtSymmetric), not
+// every rank's ops, which saves a pass over ranks x ops.
+func (p *Predictor) StepUsBuilt(s *model.Schedule) (float64, error) {
+	return p.stepUs(s, symBuilt)
+}
+
 func (p *Predictor) stepUs(s *model.Schedule, mode int) (float64, error) {
 	if err := p.run(s, mode); err != nil {
 		return 0, err
