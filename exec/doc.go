@@ -6,9 +6,9 @@
 // The runner (Run) is a loop per local rank on its own goroutine: open the
 // rank, then for each step BeginStep, Exec of every op in list order
 // (which honours Deps; collectives are entered by every member), EndStep,
-// and — for backends with device timing — DeviceTimes. A host barrier
-// separates steps; spans of a step are created after every rank finished
-// it, from the recorded times, off the timed path. Cancellation stops every
+// and — for backends with device timing — DeviceTimes; then the rank
+// creates its spans from the recorded times, off the timed path. A host
+// barrier separates steps. Cancellation stops every
 // rank after its current op; the first error ends the run and is returned
 // with rank, step and op ID. Backend (backend.go) is the plug-in contract,
 // with optional capabilities discovered by type assertion (ThreadLocker,

@@ -28,6 +28,8 @@ func (r *runner) staticAttrs(op *model.Op) []attribute.KeyValue {
 	return slices.Clip(kv)
 }
 
+// timingName is the AttrTiming value: device events only when every rank
+// times on the device.
 func (r *runner) timingName() string {
 	for _, rs := range r.ranks {
 		if rs.timer == nil {
@@ -37,89 +39,105 @@ func (r *runner) timingName() string {
 	return traces.TimingDeviceEvents
 }
 
-// emitStep creates the spans of step (an index over warm-up + measured
-// steps) from the times the ranks recorded, and records a complete step in
-// the Result. interrupted is nil for a complete step; otherwise the step was
-// cut short, only finished ops (and a failed one, with status Error) get
-// spans, the root span carries the error and the Result is not updated.
-// It runs while every rank goroutine waits (barrier action) or after they
-// have all returned.
-func (r *runner) emitStep(step int, interrupted error) {
-	measured := step - r.warmup
-	var stepStart, stepEnd int64 = math.MaxInt64, math.MinInt64
-	found := false
-	for _, rs := range r.ranks {
-		n := r.spannedOps(rs, interrupted != nil)
-		for i := range n {
-			stepStart = min(stepStart, rs.start[i])
-			stepEnd = max(stepEnd, rs.end[i])
-			found = true
-		}
+// Span emission. Each rank creates its own rank span and op spans on its
+// own goroutine right after its EndStep (so OpAnnotator and StepAnnotator
+// are called where the contract says, before the Rank is closed), under
+// the step's root span, which the first rank to emit starts with the time
+// the step was released. The root is ended, with the step's attributes and
+// the latest op end, between steps while every rank waits (stepDone), or
+// by Run after an interruption.
+
+// rootFor returns the context of step's root span, starting it if this is
+// the first rank to emit for the step.
+func (r *runner) rootFor(step int) (context.Context, trace.Span) {
+	r.stepMu.Lock()
+	defer r.stepMu.Unlock()
+	if r.rootStep != step {
+		r.rootCtx, r.root = r.tracer.Start(context.Background(), traces.SpanStep, trace.WithNewRoot(),
+			trace.WithTimestamp(r.anchor.Add(time.Duration(r.stepRelease))))
+		r.rootStep = step
 	}
-	if !found {
+	return r.rootCtx, r.root
+}
+
+// emitRank records rs's op times of step and creates its spans: all ops of
+// a complete step; of an interrupted one the finished ops and the failed op
+// (status Error). It runs on rs's goroutine.
+func (r *runner) emitRank(rs *rankState, step int, interrupted bool) {
+	n := r.spannedOps(rs, interrupted)
+	rs.spanned = n > 0
+	if n == 0 {
 		return
 	}
-	stepUs := float64(stepEnd-stepStart) / 1e3
-	at := func(ns int64) trace.SpanStartEventOption { return trace.WithTimestamp(r.anchor.Add(time.Duration(ns))) }
-	timing := r.timingName()
-
-	ctx, root := r.tracer.Start(context.Background(), traces.SpanStep, trace.WithNewRoot(), at(stepStart))
-	root.SetAttributes(r.stepAttrs(measured, stepUs)...)
-
-	var rec *stepRecord
-	if interrupted == nil {
-		rec = r.res.newStep(r.ranks, stepUs)
+	rs.spanStart, rs.spanEnd = int64(math.MaxInt64), int64(math.MinInt64)
+	for i := range n {
+		rs.spanStart = min(rs.spanStart, rs.start[i])
+		rs.spanEnd = max(rs.spanEnd, rs.end[i])
+		rs.opUs[i] = float64(rs.end[i]-rs.start[i]) / 1e3
+		rs.launchUs[i] = float64(rs.launchEnd[i]-rs.launchStart[i]) / 1e3
 	}
+	ctx, root := r.rootFor(step)
+	if !root.IsRecording() {
+		return // a no-op provider: skip the span work
+	}
+	at := func(ns int64) time.Time { return r.anchor.Add(time.Duration(ns)) }
+	timing := r.timing
+	rctx, rspan := r.tracer.Start(ctx, traces.RankSpanName(rs.rank), trace.WithTimestamp(at(rs.spanStart)))
+	kv := append(rs.scratch[:0], traces.AttrRank.Int(rs.rank), AttrStepUs.Float64(float64(rs.spanEnd-rs.spanStart)/1e3))
+	if rs.replayNs > 0 {
+		kv = append(kv, AttrReplayUs.Float64(float64(rs.replayNs)/1e3))
+	}
+	if rs.stepAnn != nil {
+		kv = append(kv, rs.stepAnn.StepAttributes(step)...)
+	}
+	rspan.SetAttributes(kv...)
+	for i := range n {
+		_, sp := r.tracer.Start(rctx, rs.ops[i].ID, trace.WithTimestamp(at(rs.start[i])))
+		kv = append(kv[:0], rs.static[i]...)
+		kv = append(kv,
+			traces.AttrDeviceUs.Float64(rs.opUs[i]),
+			traces.AttrHostLaunchUs.Float64(rs.launchUs[i]),
+			traces.AttrHostLaunchUnixNano.Int64(at(rs.launchStart[i]).UnixNano()),
+			traces.AttrTiming.String(timing),
+		)
+		if rs.annot != nil {
+			kv = append(kv, rs.annot.OpAttributes(i)...)
+		}
+		sp.SetAttributes(kv...)
+		if i == rs.failed {
+			sp.SetStatus(codes.Error, "op failed")
+		}
+		sp.End(trace.WithTimestamp(at(rs.end[i])))
+	}
+	rs.scratch = kv[:0]
+	if interrupted {
+		rspan.SetStatus(codes.Error, "step interrupted")
+	}
+	rspan.End(trace.WithTimestamp(at(rs.spanEnd)))
+}
+
+// endStep ends step's root span and, for a complete step (interrupted ==
+// nil), records it in the Result. It runs while no rank goroutine emits:
+// under the step barrier, or after every rank goroutine has returned.
+func (r *runner) endStep(step int, interrupted error) {
+	r.stepMu.Lock()
+	root, started := r.root, r.rootStep == step
+	r.root, r.rootCtx, r.rootStep = nil, nil, -1
+	r.stepMu.Unlock()
+	if !started {
+		return
+	}
+	stepStart, stepEnd := int64(math.MaxInt64), int64(math.MinInt64)
 	for _, rs := range r.ranks {
-		n := r.spannedOps(rs, interrupted != nil)
-		if n == 0 {
-			continue
+		if rs.spanned {
+			stepStart, stepEnd = min(stepStart, rs.spanStart), max(stepEnd, rs.spanEnd)
 		}
-		rStart, rEnd := int64(math.MaxInt64), int64(math.MinInt64)
-		for i := range n {
-			rStart = min(rStart, rs.start[i])
-			rEnd = max(rEnd, rs.end[i])
-		}
-		rctx, rspan := r.tracer.Start(ctx, traces.RankSpanName(rs.rank), at(rStart))
-		kv := append(r.scratch[:0], traces.AttrRank.Int(rs.rank), AttrStepUs.Float64(float64(rEnd-rStart)/1e3))
-		if rs.replayNs > 0 {
-			kv = append(kv, AttrReplayUs.Float64(float64(rs.replayNs)/1e3))
-		}
-		if rs.stepAnn != nil {
-			kv = append(kv, rs.stepAnn.StepAttributes(step)...)
-		}
-		rspan.SetAttributes(kv...)
-		recording := rspan.IsRecording()
-		for i := range n {
-			devUs := float64(rs.end[i]-rs.start[i]) / 1e3
-			launchUs := float64(rs.launchEnd[i]-rs.launchStart[i]) / 1e3
-			if rec != nil {
-				rec.opUs[rs.k][i] = devUs
-				rec.launchUs[rs.k][i] = launchUs
-			}
-			if !recording {
-				continue // a no-op provider: skip the attribute work
-			}
-			_, sp := r.tracer.Start(rctx, rs.ops[i].ID, at(rs.start[i]))
-			kv = append(kv[:0], rs.static[i]...)
-			kv = append(kv,
-				traces.AttrDeviceUs.Float64(devUs),
-				traces.AttrHostLaunchUs.Float64(launchUs),
-				traces.AttrHostLaunchUnixNano.Int64(r.anchor.Add(time.Duration(rs.launchStart[i])).UnixNano()),
-				traces.AttrTiming.String(timing),
-			)
-			if rs.annot != nil {
-				kv = append(kv, rs.annot.OpAttributes(i)...)
-			}
-			sp.SetAttributes(kv...)
-			if i == rs.failed {
-				sp.SetStatus(codes.Error, "op failed")
-			}
-			sp.End(trace.WithTimestamp(r.anchor.Add(time.Duration(rs.end[i]))))
-		}
-		r.scratch = kv[:0]
-		rspan.End(trace.WithTimestamp(r.anchor.Add(time.Duration(rEnd))))
 	}
+	stepUs := float64(stepEnd-stepStart) / 1e3
+	if interrupted == nil {
+		r.res.addStep(r.ranks, stepUs)
+	}
+	root.SetAttributes(r.stepAttrs(step-r.warmup, stepUs)...)
 	if interrupted != nil {
 		root.SetStatus(codes.Error, interrupted.Error())
 	}

@@ -63,11 +63,6 @@ type KindTime struct {
 	Share float64 // Us / sum of Us over kinds
 }
 
-// stepRecord is a step's slot in the Result being filled.
-type stepRecord struct {
-	opUs, launchUs [][]float64
-}
-
 func newResult(s *model.Schedule, backend string, local []int, warmup, steps int) *Result {
 	return &Result{
 		Backend: backend, Model: s.Model, Plan: s.Plan, Workload: s.Workload,
@@ -75,17 +70,17 @@ func newResult(s *model.Schedule, backend string, local []int, warmup, steps int
 	}
 }
 
-func (res *Result) newStep(ranks []*rankState, stepUs float64) *stepRecord {
-	rec := &stepRecord{opUs: make([][]float64, len(ranks)), launchUs: make([][]float64, len(ranks))}
+// addStep appends a complete measured step from the ranks' recorded times.
+func (res *Result) addStep(ranks []*rankState, stepUs float64) {
+	opUs, launchUs := make([][]float64, len(ranks)), make([][]float64, len(ranks))
 	for k, rs := range ranks {
-		rec.opUs[k] = make([]float64, len(rs.ops))
-		rec.launchUs[k] = make([]float64, len(rs.ops))
+		opUs[k] = slices.Clone(rs.opUs)
+		launchUs[k] = slices.Clone(rs.launchUs)
 	}
 	res.StepUs = append(res.StepUs, stepUs)
-	res.OpUs = append(res.OpUs, rec.opUs)
-	res.LaunchUs = append(res.LaunchUs, rec.launchUs)
+	res.OpUs = append(res.OpUs, opUs)
+	res.LaunchUs = append(res.LaunchUs, launchUs)
 	res.Steps = len(res.StepUs)
-	return rec
 }
 
 // summarize fills res.Summary (and Timing is set by the caller).

@@ -35,10 +35,11 @@ const tracerName = traces.ScopeName
 // spans), all ranks local, eager launches, spans to otel.GetTracerProvider(),
 // DefaultCleanupTimeout to drain after a failure.
 //
-// Steps are separated by a host barrier over the local ranks; spans of a step
-// are created after every rank has finished it, off the timed path. A step's
-// time is from the earliest op start to the latest op end over the local
-// ranks.
+// Steps are separated by a host barrier over the local ranks. Each rank
+// creates its rank and op spans on its own goroutine after its EndStep, from
+// the recorded times, off the timed path; the root span is ended between
+// steps. A step's time is from the earliest op start to the latest op end
+// over the local ranks.
 //
 // The schedule is checked first: every rank's ops carry that rank, op IDs are
 // unique per rank, Deps point backwards, and collectives are consistent (each
@@ -101,7 +102,7 @@ func Run(ctx context.Context, sched *model.Schedule, backend Backend, opts ...Op
 	}
 	runErr := r.run(ctx, sess)
 	if r.ranks != nil {
-		r.res.Timing = r.timingName()
+		r.res.Timing = r.timing
 	}
 	closeErr := sess.Close()
 	if closeErr != nil {
@@ -131,10 +132,18 @@ type runner struct {
 	cancel context.CancelCauseFunc
 	stop   atomic.Bool // set when the run context is done; polled between ops
 
-	mu          sync.Mutex
-	partialStep int                  // step interrupted by cancellation/failure, or -1 (mu)
-	scratch     []attribute.KeyValue // span attribute buffer, used under the barrier
-	stepStatic  []attribute.KeyValue // step span attributes that do not change (built on first use)
+	timing string // traces.AttrTiming value, fixed after every rank opened
+
+	// The current step's root span, started by the first rank to emit
+	// (rootFor) and ended between steps (endStep).
+	stepMu      sync.Mutex
+	rootStep    int // step of root, or -1
+	rootCtx     context.Context
+	root        trace.Span
+	stepRelease int64 // when the current step was released, ns since anchor (written under the barrier)
+
+	scratch    []attribute.KeyValue // step span attributes buffer (endStep)
+	stepStatic []attribute.KeyValue // step span attributes that do not change (built on first use)
 }
 
 // rankState is one local rank's recorded times, reused every step.
@@ -147,7 +156,8 @@ type rankState struct {
 	stepAnn StepAnnotator
 	graph   GraphCapturer
 
-	static [][]attribute.KeyValue // per op: attributes fixed for the whole run
+	static  [][]attribute.KeyValue // per op: attributes fixed for the whole run
+	scratch []attribute.KeyValue   // span attribute buffer of this rank's goroutine
 
 	launchStart, launchEnd []int64  // ns since anchor, host clock around Exec
 	dev                    []OpTime // device times (DeviceTimer)
@@ -156,6 +166,12 @@ type rankState struct {
 	failed                 int      // op that failed in the current step, or -1
 	replayNs               int64    // graph mode: host time of Replay
 	opened                 bool
+
+	// Of the current step, set by emitRank: op and launch times in us,
+	// whether any op got a span and the range the spans cover.
+	opUs, launchUs     []float64
+	spanned            bool
+	spanStart, spanEnd int64
 }
 
 func (r *runner) now() int64 { return int64(time.Since(r.anchor)) }
@@ -171,7 +187,7 @@ func (r *runner) run(parent context.Context, sess Session) error {
 	defer stopWatch()
 
 	r.anchor = time.Now()
-	r.partialStep = -1
+	r.rootStep = -1
 	r.ranks = make([]*rankState, len(r.local))
 	for k, rank := range r.local {
 		r.ranks[k] = r.newRankState(k, rank)
@@ -216,9 +232,13 @@ func (r *runner) run(parent context.Context, sess Session) error {
 		} else {
 			runErr = cause
 		}
-		// Emit what finished of the interrupted measured step.
-		if s := r.partialStep; s >= r.warmup {
-			r.emitStep(s, runErr)
+		// End the root span of the interrupted measured step; the ranks
+		// emitted what finished of it before closing.
+		r.stepMu.Lock()
+		partial := r.rootStep
+		r.stepMu.Unlock()
+		if partial >= 0 {
+			r.endStep(partial, runErr)
 		}
 		if r.flush != nil {
 			fctx, fcancel := context.WithTimeout(context.WithoutCancel(parent), r.cfg.cleanupTimeout)
@@ -241,6 +261,8 @@ func (r *runner) newRankState(k, rank int) *rankState {
 		rank: rank, k: k, ops: ops, failed: -1,
 		static:      make([][]attribute.KeyValue, n),
 		launchStart: make([]int64, n),
+		opUs:        make([]float64, n),
+		launchUs:    make([]float64, n),
 		launchEnd:   make([]int64, n),
 		dev:         make([]OpTime, n),
 		start:       make([]int64, n),
@@ -279,8 +301,8 @@ func (r *runner) rankLoop(ctx context.Context, sess Session, rs *rankState, b *b
 		}
 	}()
 
-	// Every rank open; decide graph mode once for all.
-	if b.wait(ctx, r.decideGraphs) != nil {
+	// Every rank open; decide graph mode and the timing source once for all.
+	if b.wait(ctx, func() { r.decideGraphs(); r.timing = r.timingName(); r.stepRelease = r.now() }) != nil {
 		return nil
 	}
 	for step := 0; step < r.total; step++ {
@@ -291,12 +313,17 @@ func (r *runner) rankLoop(ctx context.Context, sess Session, rs *rankState, b *b
 			}
 		}
 		if err := r.runStep(ctx, rs, step); err != nil {
-			r.noteInterrupted(step)
-			r.drain(ctx, rs)
 			if !(errors.Is(err, context.Canceled) && ctx.Err() != nil) {
 				r.fail(err)
 			}
+			r.drain(ctx, rs)
+			if step >= r.warmup {
+				r.emitRank(rs, step, true)
+			}
 			return nil
+		}
+		if step >= r.warmup {
+			r.emitRank(rs, step, false)
 		}
 		if b.wait(ctx, func() { r.stepDone(ctx, step) }) != nil {
 			return nil
@@ -317,16 +344,6 @@ func (r *runner) decideGraphs() {
 		}
 	}
 	r.res.Graphs = r.graphs
-}
-
-// noteInterrupted records the step a rank stopped in (all ranks stop in the
-// same step: the barrier keeps them together).
-func (r *runner) noteInterrupted(step int) {
-	r.mu.Lock()
-	if r.partialStep < step {
-		r.partialStep = step
-	}
-	r.mu.Unlock()
 }
 
 // drain waits for the device after an interrupted step so buffers can be
@@ -430,10 +447,11 @@ func (r *runner) useDeviceTimes(rs *rankState, n int) {
 	}
 }
 
-// stepDone runs under the barrier after every rank finished step.
+// stepDone runs under the barrier after every rank finished (and emitted)
+// step; it releases the next one.
 func (r *runner) stepDone(ctx context.Context, step int) {
 	if step >= r.warmup {
-		r.emitStep(step, nil)
+		r.endStep(step, nil)
 		if r.flush != nil {
 			if err := r.flush(ctx); err != nil && ctx.Err() == nil {
 				r.fail(fmt.Errorf("%w of step %d: %w", errExport, step-r.warmup, err))
@@ -443,6 +461,7 @@ func (r *runner) stepDone(ctx context.Context, step int) {
 	if r.cfg.progress != nil {
 		r.cfg.progress(step+1, r.total)
 	}
+	r.stepRelease = r.now()
 }
 
 // checkLocalRanks reports a bad WithLocalRanks list.
