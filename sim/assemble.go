@@ -41,10 +41,11 @@ func (p *Predictor) assemble(s *model.Schedule) *Prediction {
 			op := &ops[i]
 			c := &p.costs[g]
 			res := &pr.Ops[g]
-			*res = OpResult{ID: op.ID, Kind: op.Kind, Block: op.Block, Layer: op.Layer, Rank: r,
-				StartUs: e.start[g], Us: e.ops[g].durUs, OverheadUs: p.overhead[g], LaunchUs: e.ops[g].launchUs,
-				WaitedOn: Wait(e.why[g]), Bound: c.Bound, FLOPs: op.FLOPs, Bytes: op.BytesRead + op.BytesWritten,
-				CommBytes: op.CommBytes, Cost: *c}
+			res.ID, res.Kind, res.Block, res.Cost = op.ID, op.Kind, op.Block, *c
+			res.Layer, res.Rank = op.Layer, r
+			res.StartUs, res.Us, res.OverheadUs, res.LaunchUs = e.start[g], e.ops[g].durUs, p.overhead[g], e.ops[g].launchUs
+			res.WaitedOn, res.Bound = Wait(e.why[g]), c.Bound
+			res.FLOPs, res.Bytes, res.CommBytes = op.FLOPs, op.BytesRead+op.BytesWritten, op.CommBytes
 			if g < rank0 {
 				k := kindIndex(op.Kind)
 				kindUs[k] += res.Us

@@ -237,27 +237,30 @@ func newComputeModel(dev *topology.Device, attn AttentionBackend) *computeModel 
 // OpCost is the predicted device time of one op and every parameter that
 // produced it, so a number can be traced back to its inputs.
 type OpCost struct {
-	Us    float64 // device time of the op (without host launch), us
-	Bound Bound
+	// Strings first: a copy of an OpCost then touches one short pointer
+	// prefix (cheaper for the garbage collector's write barriers).
+	ComputeDtype string `json:"compute_dtype,omitempty"` // the peak used: "fp4", "fp8", "bf16"
+	Algo         string `json:"algo,omitempty"`          // NCCL algorithm or custom all-reduce variant
+	Proto        string `json:"proto,omitempty"`         // NCCL protocol
+
+	Us    float64 `json:"us"` // device time of the op (without host launch), us
+	Bound Bound   `json:"bound"`
+	Fused bool    `json:"fused,omitempty"` // op folded into its neighbour (all-reduce + RMSNorm fusion)
 
 	// Roofline terms (compute ops).
-	ComputeUs    float64 // FLOPs / (PeakTFLOPS x Efficiency x Fill)
-	MemoryUs     float64 // bytes / MemGBps_achieved
-	DequantUs    float64 // FP8 KV dequantization on CUDA cores (attention), part of ComputeUs
-	ComputeDtype string  // the peak used: "fp4", "fp8", "bf16"
-	PeakTFLOPS   float64 // dense peak at the sustained clock
-	Efficiency   float64 // achieved fraction of the peak (prior or calibrated)
-	CTAs         float64 // estimated thread blocks of the kernel
-	Fill         float64 // wave efficiency: CTAs / (waves x SMs)
-	MemGBps      float64 // achieved bandwidth: min(BW x mem eff, active SMs x per-SM)
-	MinKernelUs  float64 // floor applied
+	ComputeUs   float64 `json:"compute_us,omitempty"`    // FLOPs / (PeakTFLOPS x Efficiency x Fill)
+	MemoryUs    float64 `json:"memory_us,omitempty"`     // bytes / MemGBps_achieved
+	DequantUs   float64 `json:"dequant_us,omitempty"`    // FP8 KV dequantization on CUDA cores (attention), part of ComputeUs
+	PeakTFLOPS  float64 `json:"peak_tflops,omitempty"`   // dense peak at the sustained clock
+	Efficiency  float64 `json:"efficiency,omitempty"`    // achieved fraction of the peak (prior or calibrated)
+	CTAs        float64 `json:"ctas,omitempty"`          // estimated thread blocks of the kernel
+	Fill        float64 `json:"fill,omitempty"`          // wave efficiency: CTAs / (waves x SMs)
+	MemGBps     float64 `json:"mem_gbps,omitempty"`      // achieved bandwidth: min(BW x mem eff, active SMs x per-SM)
+	MinKernelUs float64 `json:"min_kernel_us,omitempty"` // floor applied
 
 	// Collectives.
-	Algo      string  // NCCL algorithm or custom all-reduce variant
-	Proto     string  // NCCL protocol
-	LatencyUs float64 // fixed part of the collective time
-	LinkUs    float64 // bandwidth part of the collective time
-	Fused     bool    // op folded into its neighbour (all-reduce + RMSNorm fusion)
+	LatencyUs float64 `json:"latency_us,omitempty"` // fixed part of the collective time
+	LinkUs    float64 `json:"link_us,omitempty"`    // bandwidth part of the collective time
 }
 
 // cost predicts the device time of a non-collective op.

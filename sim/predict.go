@@ -87,23 +87,25 @@ type OpResult struct {
 	ID    string       `json:"id"`
 	Kind  model.OpKind `json:"kind"`
 	Block string       `json:"block"`
-	Layer int          `json:"layer"`
-	Rank  int          `json:"rank"`
+	// Cost holds the parameters that produced Us (roofline terms, peak,
+	// efficiency, fill, bandwidth; or collective algorithm, protocol,
+	// latency and link parts).
+	Cost  OpCost `json:"cost"`
+	Layer int    `json:"layer"`
+	Rank  int    `json:"rank"`
 
 	StartUs float64 `json:"start_us"`
 	// Us is the op's device time: Cost.Us plus OverheadUs.
 	Us         float64 `json:"us"`
 	OverheadUs float64 `json:"overhead_us,omitempty"` // per-kernel CUDA-graph overhead
 	LaunchUs   float64 `json:"launch_us,omitempty"`   // host launch cost charged (eager)
-	// WaitedOn is what released the op: "launch" (the host), "dep",
-	// "stream", "peer" (a collective's last member) or "start".
+	// WaitedOn is what released the op (see Wait).
 	WaitedOn Wait  `json:"waited_on"`
 	Bound    Bound `json:"bound"`
 
 	FLOPs     float64 `json:"flops"`
 	Bytes     float64 `json:"bytes"`
 	CommBytes int64   `json:"comm_bytes"`
-	Cost      OpCost  `json:"cost"`
 }
 
 // Share is time attributed to a group of ops (a kind, a block, an op name).
