@@ -1,0 +1,233 @@
+package main
+
+import (
+	"context"
+	"encoding/csv"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/pflag"
+	"github.com/tpscope/tpscope/traces"
+)
+
+func init() {
+	register(&Verb{
+		Name:  "trace read",
+		Short: "read a trace source and print its normalized spans",
+		Long: `Reads one trace source into the normalized span list that compare and
+calibrate use, and prints a summary (format, traces, steps, ranks, op spans
+per kind, scenarios, what was left out and why) and the spans.
+
+Sources: an OTLP JSON file (what --trace file:PATH writes, or the
+OpenTelemetry Collector's file exporter), Jaeger JSON downloaded from its UI,
+a Chrome/Kineto trace from the PyTorch profiler (.json or .json.gz; GPU
+kernels are classified into op kinds), a directory of such files, an
+http(s) URL, or Jaeger's query API:
+jaeger://HOST:16686?service=tpscope&limit=20&api=v3|v1&lookback=24h&trace=ID.
+
+Times: start is Unix nanoseconds, durations in microseconds.`,
+		Example: `tpscope trace read run.otlp.jsonl
+tpscope trace read 'jaeger://127.0.0.1:16686?service=tpscope&limit=5' --spans 0
+tpscope trace read rank0.pt.trace.json.gz --output json > spans.json`,
+		Flags: func(fs *pflag.FlagSet) func([]string, io.Writer, io.Writer) error {
+			output := fs.String("output", "table", "output format: table, markdown, csv or json")
+			limit := fs.Int("spans", 50, "spans to list (0: none, -1: all)")
+			format := fs.String("format", "", "force the source format: otlp-json, jaeger-v1, jaeger-v3, kineto (default: from the content)")
+			return func(args []string, stdout, stderr io.Writer) error {
+				if len(args) != 1 {
+					return usageErrorf("trace read takes one source, got %d arguments", len(args))
+				}
+				if err := checkOutput(*output, "table", "markdown", "csv", "json"); err != nil {
+					return err
+				}
+				var opts []traces.ReadOption
+				if *format != "" {
+					opts = append(opts, traces.WithFormat(*format))
+				}
+				r, err := traces.Open(args[0], opts...)
+				if err != nil {
+					return err
+				}
+				ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+				defer stop()
+				res, err := r.Read(ctx)
+				if err != nil {
+					return err
+				}
+				spans := res.Spans
+				if *limit >= 0 && len(spans) > *limit {
+					spans = spans[:*limit]
+				}
+				sum := traces.Summarize(res)
+				switch *output {
+				case "json":
+					return writeTraceJSON(stdout, sum, spans)
+				case "csv":
+					return writeTraceCSV(stdout, spans)
+				}
+				writeTraceSummary(stdout, sum, *output == "markdown")
+				if len(spans) > 0 {
+					fmt.Fprintln(stdout)
+					writeSpanTable(stdout, spans, *output == "markdown")
+					if len(spans) < len(res.Spans) {
+						fmt.Fprintf(stdout, "(%d of %d spans; --spans -1 lists all)\n", len(spans), len(res.Spans))
+					}
+				}
+				return nil
+			}
+		},
+	})
+}
+
+func traceJoinInts(v []int) string {
+	if len(v) == 0 {
+		return "-"
+	}
+	if len(v) > 2 && v[len(v)-1]-v[0] == len(v)-1 {
+		return fmt.Sprintf("%d-%d", v[0], v[len(v)-1])
+	}
+	s := make([]string, len(v))
+	for i, x := range v {
+		s[i] = strconv.Itoa(x)
+	}
+	return strings.Join(s, ",")
+}
+
+func writeTraceSummary(w io.Writer, s traces.Summary, md bool) {
+	rows := [][2]string{
+		{"source", s.Source}, {"format", s.Format},
+		{"traces", strconv.Itoa(s.Traces)}, {"spans", strconv.Itoa(s.Spans)}, {"op spans", strconv.Itoa(s.OpSpans)},
+		{"steps", traceJoinInts(s.Steps)}, {"ranks", traceJoinInts(s.Ranks)}, {"services", strings.Join(s.Services, ",")},
+	}
+	for i := range s.Scenarios {
+		rows = append(rows, [2]string{fmt.Sprintf("scenario %d", i+1), s.Scenarios[i].String()})
+	}
+	for _, k := range s.Kinds {
+		rows = append(rows, [2]string{"kind " + k.Kind, fmt.Sprintf("%d spans, %.1f us total", k.Spans, k.TotalUs)})
+	}
+	rows = append(rows, [2]string{"left out", strconv.Itoa(s.SkippedTotal)})
+	for i, sk := range s.Skipped {
+		if i == 10 {
+			rows = append(rows, [2]string{"", fmt.Sprintf("... %d more", s.SkippedTotal-10)})
+			break
+		}
+		rows = append(rows, [2]string{"", sk.String()})
+	}
+	if md {
+		fmt.Fprintln(w, "| | |\n|---|---|")
+		for _, r := range rows {
+			fmt.Fprintf(w, "| %s | %s |\n", r[0], strings.ReplaceAll(r[1], "|", `\|`))
+		}
+		return
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	for _, r := range rows {
+		fmt.Fprintf(tw, "%s\t%s\n", r[0], r[1])
+	}
+	tw.Flush()
+}
+
+var spanColumns = []string{"trace", "span", "parent", "name", "rank", "step", "kind", "seq", "start_unix_ns", "dur_us", "predicted_us"}
+
+func spanRow(s *traces.Span) []string {
+	parent := "-"
+	if !s.IsRoot() {
+		parent = s.ParentID.String()
+	}
+	num := func(i int) string {
+		if i < 0 {
+			return "-"
+		}
+		return strconv.Itoa(i)
+	}
+	pred := "-"
+	if s.PredictedUs > 0 {
+		pred = strconv.FormatFloat(s.PredictedUs, 'f', 3, 64)
+	}
+	name := s.Name
+	if len(name) > 60 {
+		name = name[:57] + "..."
+	}
+	return []string{s.TraceID.String(), s.SpanID.String(), parent, name, num(s.Rank), num(s.Step), s.OpKind, num(s.Seq),
+		strconv.FormatInt(s.Start, 10), strconv.FormatFloat(float64(s.Duration)/float64(time.Microsecond), 'f', 3, 64), pred}
+}
+
+func writeSpanTable(w io.Writer, spans []traces.Span, md bool) {
+	if md {
+		fmt.Fprintf(w, "| %s |\n|%s\n", strings.Join(spanColumns, " | "), strings.Repeat("---|", len(spanColumns)))
+		for i := range spans {
+			fmt.Fprintf(w, "| %s |\n", strings.ReplaceAll(strings.Join(spanRow(&spans[i]), " | "), "||", `\|\|`))
+		}
+		return
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, strings.Join(spanColumns, "\t"))
+	for i := range spans {
+		fmt.Fprintln(tw, strings.Join(spanRow(&spans[i]), "\t"))
+	}
+	tw.Flush()
+}
+
+func writeTraceCSV(w io.Writer, spans []traces.Span) error {
+	cw := csv.NewWriter(w)
+	cw.Write(spanColumns)
+	for i := range spans {
+		cw.Write(spanRow(&spans[i]))
+	}
+	cw.Flush()
+	return cw.Error()
+}
+
+type spanJSON struct {
+	TraceID     string         `json:"trace_id"`
+	SpanID      string         `json:"span_id"`
+	ParentID    string         `json:"parent_id,omitempty"`
+	Name        string         `json:"name"`
+	Service     string         `json:"service,omitempty"`
+	StartUnixNs int64          `json:"start_unix_ns"`
+	DurationNs  int64          `json:"duration_ns"`
+	Rank        int            `json:"rank"`
+	Step        int            `json:"step"`
+	OpID        string         `json:"op_id,omitempty"`
+	OpKind      string         `json:"op_kind,omitempty"`
+	Layer       int            `json:"layer"`
+	Seq         int            `json:"seq"`
+	KindSeq     int            `json:"kind_seq"`
+	PredictedUs float64        `json:"predicted_us,omitempty"`
+	DeviceUs    float64        `json:"device_us,omitempty"`
+	Status      string         `json:"status,omitempty"`
+	Attributes  map[string]any `json:"attributes,omitempty"`
+}
+
+func writeTraceJSON(w io.Writer, sum traces.Summary, spans []traces.Span) error {
+	out := struct {
+		Summary traces.Summary `json:"summary"`
+		Spans   []spanJSON     `json:"spans"`
+	}{Summary: sum, Spans: make([]spanJSON, 0, len(spans))}
+	for i := range spans {
+		s := &spans[i]
+		j := spanJSON{TraceID: s.TraceID.String(), SpanID: s.SpanID.String(), Name: s.Name, Service: s.Service,
+			StartUnixNs: s.Start, DurationNs: int64(s.Duration), Rank: s.Rank, Step: s.Step, OpID: s.OpID, OpKind: s.OpKind,
+			Layer: s.Layer, Seq: s.Seq, KindSeq: s.KindSeq, PredictedUs: s.PredictedUs, DeviceUs: s.DeviceUs, Status: s.Status}
+		if !s.IsRoot() {
+			j.ParentID = s.ParentID.String()
+		}
+		if len(s.Attrs) > 0 {
+			j.Attributes = make(map[string]any, len(s.Attrs))
+			for _, a := range s.Attrs {
+				j.Attributes[a.Key] = a.Value
+			}
+		}
+		out.Spans = append(out.Spans, j)
+	}
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(out)
+}

@@ -1,0 +1,67 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"strings"
+	"testing"
+)
+
+func TestTraceRead(t *testing.T) {
+	const kineto = "../../traces/testdata/kineto_two_steps.json"
+	tests := []struct {
+		name     string
+		args     []string
+		code     int
+		contains []string // in stdout (code 0) or stderr
+	}{
+		// The fixture has 22 kernels in steps 1 and 2 of rank 3, 4 of them
+		// collectives (two NCCL all-reduces, two vLLM custom all-reduces).
+		{"kineto table", []string{"trace", "read", kineto, "--spans", "5"}, 0, []string{"kineto", "ranks             3", "kind collective   4 spans", "(5 of 22 spans", "ncclDevKernel_AllReduce"}},
+		{"markdown", []string{"trace", "read", kineto, "--output", "markdown", "--spans", "0"}, 0, []string{"| format | kineto |"}},
+		{"csv", []string{"trace", "read", kineto, "--output", "csv", "--spans", "2"}, 0, []string{"trace,span,parent,name"}},
+		{"missing file", []string{"trace", "read", "no/such/file.json"}, 1, []string{"no such file"}},
+		{"bad output", []string{"trace", "read", kineto, "--output", "xml"}, 2, []string{"--output"}},
+		{"bad format", []string{"trace", "read", kineto, "--format", "zipkin"}, 1, []string{`trace format "zipkin"`}},
+		{"no source", []string{"trace", "read"}, 2, []string{"one source"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var out, errb bytes.Buffer
+			code := dispatch(tc.args, &out, &errb)
+			if code != tc.code {
+				t.Fatalf("exit %d, want %d; stderr %s", code, tc.code, errb.String())
+			}
+			text := out.String()
+			if code != 0 {
+				text = errb.String()
+			}
+			for _, c := range tc.contains {
+				if !strings.Contains(text, c) {
+					t.Errorf("output lacks %q:\n%s", c, text)
+				}
+			}
+		})
+	}
+	t.Run("json", func(t *testing.T) {
+		var out, errb bytes.Buffer
+		if code := dispatch([]string{"trace", "read", kineto, "--output", "json", "--spans", "-1"}, &out, &errb); code != 0 {
+			t.Fatalf("exit %d: %s", code, errb.String())
+		}
+		var doc struct {
+			Summary struct {
+				Spans int `json:"spans"`
+			} `json:"summary"`
+			Spans []struct {
+				OpKind     string         `json:"op_kind"`
+				Attributes map[string]any `json:"attributes"`
+			} `json:"spans"`
+		}
+		if err := json.Unmarshal(out.Bytes(), &doc); err != nil {
+			t.Fatal(err)
+		}
+		if doc.Summary.Spans != 22 || len(doc.Spans) != 22 || doc.Spans[0].OpKind != "norm" || doc.Spans[0].Attributes["tpscope.kineto.graph"] != false {
+			t.Errorf("json: %d/%d spans, first %+v", doc.Summary.Spans, len(doc.Spans), doc.Spans[0])
+		}
+	})
+}
