@@ -1,3 +1,30 @@
 // Package traces exports and reads OpenTelemetry spans of steps and compares
 // measured spans with predicted ops by op ID.
+//
+// Export (export.go): Setup builds a tracer provider for one destination
+// string — otlp://host:4317 (OTLP/gRPC), otlphttp://host:4318 (OTLP/HTTP),
+// file:PATH (OTLP JSON Lines), or "" for the standard OTEL_EXPORTER_OTLP_*
+// variables — with batched export, and a fallback file that takes every
+// batch the collector refuses, so an unreachable collector loses no span;
+// Exporter.Stats says how many went where. Callers Shutdown on every exit.
+//
+// Span schema (schema.go): one trace per step; root span "step" with the
+// scenario (AttrModel, AttrTopology, AttrPlan, AttrWorkload, AttrOptions),
+// child "rank/N" per rank, grandchild per op named by its op ID with
+// tpscope.* attributes (AttrOpID, AttrOpKind, AttrLayer, AttrRank, AttrFLOPs,
+// AttrBytes, AttrCommBytes, AttrDtype, AttrPredictedUs, AttrDeviceUs, ...).
+//
+// Reading (open.go): Open/ReadAll turn any source — OTLP JSON files, Jaeger's
+// query API v3 or v1 (jaeger://host:16686?service=...), Jaeger JSON from its
+// UI, Chrome/Kineto traces from the PyTorch profiler (.json, .json.gz) — into
+// one normalized, time-ordered []Span plus a report of what was left out and
+// why (Result.Skipped). Files are streamed through a small JSON lexer
+// (lexer.go): memory holds the span list, not the document. Kineto GPU
+// kernels carry no op IDs; ClassifyKernel maps their names to op kinds and
+// Span.Seq/KindSeq give their order per step and rank, so an aligner can
+// match the n-th kernel of a kind with the n-th predicted op of that kind.
+//
+// Units: Span.Start is Unix nanoseconds, Span.Duration a time.Duration
+// (nanoseconds); attributes ending in _us are microseconds. Jaeger API v1
+// has microsecond resolution.
 package traces

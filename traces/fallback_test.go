@@ -15,6 +15,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"go.opentelemetry.io/otel/trace"
+	"go.uber.org/goleak"
 
 	"github.com/tpscope/tpscope/traces"
 	"github.com/tpscope/tpscope/traces/jaegertest"
@@ -206,6 +207,8 @@ func TestSetupErrors(t *testing.T) {
 func TestCollectorNeverThere(t *testing.T) {
 	for _, scheme := range []string{"otlp", "otlphttp"} {
 		t.Run("export="+scheme, func(t *testing.T) {
+			// Shutdown must leave no exporter goroutine behind.
+			defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
 			srv := httptest.NewServer(http.NotFoundHandler())
 			addr := strings.TrimPrefix(srv.URL, "http://")
 			srv.Close() // the port is now closed

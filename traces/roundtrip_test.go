@@ -11,6 +11,7 @@ import (
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
+	"go.uber.org/goleak"
 
 	"github.com/tpscope/tpscope/model"
 	"github.com/tpscope/tpscope/traces"
@@ -191,6 +192,7 @@ func attrsString(a []traces.Attr) string {
 
 // TestFileRoundTrip exports a step to an OTLP JSON file and reads it back.
 func TestFileRoundTrip(t *testing.T) {
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
 	path := filepath.Join(t.TempDir(), "step.otlp.jsonl")
 	ctx := context.Background()
 	exp, err := traces.Setup(ctx, "file:"+path, traces.WithResource(traces.ResGPUModel.String("NVIDIA RTX PRO 6000 Blackwell Server Edition"), traces.ResNCCLVersion.String("2.28.3")))
