@@ -98,6 +98,7 @@ func writePredictTable(w io.Writer, pr *sim.Prediction, top int) error {
 	fmt.Fprintf(tw, "step\t%.1f us (%d kernels per rank, host launch %.0f us, idle %.0f us)\n", pr.StepUs, pr.Kernels, pr.HostUs, pr.IdleUs)
 	fmt.Fprintf(tw, "tokens/s\t%.1f per request, %.1f aggregate (%.2f tokens per step per request)\n", pr.TokensPerSPerRequest, pr.TokensPerS, pr.TokensPerStep)
 	fmt.Fprintf(tw, "communication\t%.1f us, %.1f %% of the step\n", pr.CommUs, 100*pr.CommShare)
+	fmt.Fprintf(tw, "critical path\t%s\n", criticalPathString(pr))
 	if m := pr.Memory; m != nil {
 		fmt.Fprintf(tw, "memory per GPU\tweights %.1f GB + activations %.1f GB + KV %.2f GB (%d tokens x %.0f B) of %.1f GB usable; KV capacity %d tokens\n",
 			gb(m.WeightBytes), gb(m.ActivationBytes), gb(m.KVBytes), m.KVTokensNeeded, m.KVBytesPerToken, gb(m.UsableBytes), m.KVCapacityTokens)
@@ -161,4 +162,20 @@ func optionsString(o sim.Options) string {
 	add(o.Overlap, "overlap")
 	add(o.MTPAcceptRate > 0, fmt.Sprintf("mtp-accept=%.2f", o.MTPAcceptRate))
 	return strings.Join(parts, " ")
+}
+
+// criticalPathString summarizes the critical path: its length and what
+// released its ops (host launches, dependencies, collective peers).
+func criticalPathString(pr *sim.Prediction) string {
+	counts := map[sim.Wait]int{}
+	for _, i := range pr.CriticalPath {
+		counts[pr.Ops[i].WaitedOn]++
+	}
+	var parts []string
+	for w := sim.Wait(0); int(w) < 5; w++ {
+		if n := counts[w]; n > 0 {
+			parts = append(parts, fmt.Sprintf("%s %d", w, n))
+		}
+	}
+	return fmt.Sprintf("%d ops, released by: %s", len(pr.CriticalPath), strings.Join(parts, ", "))
 }
