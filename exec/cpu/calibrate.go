@@ -142,9 +142,16 @@ func Calibrate(ctx context.Context, cfg CalibrateConfig) (*topology.Topology, *C
 		setup       func(rng *rand.Rand) func() float64
 	}
 	fams := []family{
-		{string(model.KindGEMM), "8x512x512 sgemm", func(rng *rand.Rand) func() float64 {
+		{string(model.KindGEMM), "8 x N x K sgemm, N and K each of 128, 256, 512 (the 9 shapes in turn)", func(rng *rand.Rand) func() float64 {
+			dims := []int{128, 256, 512}
 			a, b, c := randSlice32(rng, 8*512), randSlice32(rng, 512*512), make([]float32, 8*512)
-			return func() float64 { gemm(8, 512, 512, a, b, c); return 2 * 8 * 512 * 512 }
+			i := 0
+			return func() float64 {
+				n, k := dims[i%3], dims[(i/3)%3]
+				i++
+				gemm(8, n, k, a, b, c)
+				return float64(2 * 8 * n * k)
+			}
 		}},
 		{string(model.KindMoEGEMM), "8 tokens top-4 of 16 experts, 256x128 each", func(rng *rand.Rand) func() float64 {
 			const tok, topk, e, k, n = 8, 4, 16, 256, 128
@@ -231,34 +238,44 @@ func randSlice32(rng *rand.Rand, n int) []float32 {
 	return x
 }
 
-// perRank runs setup's work function on R goroutines at once for about d
-// and returns the median over goroutines of work per second.
+// perRank runs setup's work function on R goroutines at once during one
+// common window of about d and returns the mean work per second per
+// goroutine: all goroutines start together and stop at the same deadline,
+// so with more goroutines than cores each is charged its share of the
+// cores, not a solo tail.
 func perRank(ctx context.Context, R int, d time.Duration, setup func(*rand.Rand) func() float64) (float64, error) {
-	rates := make([]float64, R)
-	var wg sync.WaitGroup
+	works := make([]float64, R)
+	var wg, ready sync.WaitGroup
 	start := make(chan struct{})
+	var deadline time.Time
 	for r := range R {
 		wg.Add(1)
+		ready.Add(1)
 		go func() {
 			defer wg.Done()
 			work := setup(rand.New(rand.NewPCG(uint64(r)+1, 99)))
 			work() // warm caches and pages
+			ready.Done()
 			<-start
-			t0 := time.Now()
-			total := 0.0
-			for time.Since(t0) < d && ctx.Err() == nil {
-				total += work()
+			for time.Now().Before(deadline) && ctx.Err() == nil {
+				works[r] += work()
 			}
-			rates[r] = total / time.Since(t0).Seconds()
 		}()
 	}
+	ready.Wait()
+	t0 := time.Now()
+	deadline = t0.Add(d)
 	close(start)
 	wg.Wait()
+	elapsed := time.Since(t0).Seconds() // the last call may overrun the deadline a little
 	if err := ctx.Err(); err != nil {
 		return 0, fmt.Errorf("calibrate cpu: %w", err)
 	}
-	slices.Sort(rates)
-	return rates[R/2], nil
+	total := 0.0
+	for _, w := range works {
+		total += w
+	}
+	return total / float64(R) / elapsed, nil
 }
 
 // timeAllReduce returns the median time in microseconds of the fabric's

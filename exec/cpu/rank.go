@@ -279,23 +279,21 @@ func (r *rank) bind(op *model.Op, rt *routing, latent, indexer map[int][]float32
 
 	case model.KindEmbedding:
 		// Vocab-parallel: this rank holds rows [rank*vl, (rank+1)*vl) of a
-		// vocab of vl*TP; tokens outside its shard give zero rows (the
-		// all-reduce after the lookup sums the shards).
+		// vocab of vl*TP. A real lookup writes zero rows for tokens outside
+		// the shard and the all-reduce after it fills them; here the
+		// all-reduce works on its own buffers, so the lookup fills every
+		// row from the local table (row id mod vl) to leave the hidden
+		// states as the all-reduce would: non-zero. (Zero rows would also
+		// flatter the GEMMs: gonum's kernels skip zero multipliers.)
 		vl := r.localVocab()
 		tp := max(1, r.ss.s.Plan.TP)
-		shard := r.rank % tp
 		table := r.weights(vl*n, 1)
 		h := r.h
 		seed := uint64(r.ss.b.seed)
 		return func(context.Context) error {
 			for t := range m {
 				id := int(splitmix(seed+uint64(r.step)<<32+uint64(t)) % uint64(vl*tp))
-				row := h[t*n : (t+1)*n]
-				if id/vl == shard {
-					copy(row, table[(id%vl)*n:(id%vl+1)*n])
-				} else {
-					clear(row)
-				}
+				copy(h[t*n:(t+1)*n], table[(id%vl)*n:(id%vl+1)*n])
 			}
 			return nil
 		}, nil
