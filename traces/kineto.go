@@ -417,14 +417,21 @@ func readKinetoStream(r io.Reader, res *Result, src string) error {
 		sp.TraceID = kinetoTraceID(step)
 		binary.BigEndian.PutUint64(sp.SpanID[:], (uint64(r+1)<<48)|uint64(k.span+1))
 		sp.Start += baseNs
-		// The last attribute is the launch-time slot; AttrGraph the 4th.
-		t, ok := launchNs[k.correlation]
-		if ok {
-			sp.Attrs[len(sp.Attrs)-1].Value = IntValue(t + baseNs)
-		} else {
-			sp.Attrs = sp.Attrs[:len(sp.Attrs)-1]
+		// Fill the launch-time and graph slots reserved when the kernel was
+		// read (the list is sorted by key since).
+		for i := 0; i < len(sp.Attrs); i++ {
+			switch sp.Attrs[i].Key {
+			case AttrGraph:
+				sp.Attrs[i].Value = BoolValue(graphLaunch[k.correlation])
+			case string(AttrHostLaunchUnixNano):
+				if t, ok := launchNs[k.correlation]; ok {
+					sp.Attrs[i].Value = IntValue(t + baseNs)
+				} else { // no launch event: drop the slot, keeping the order
+					sp.Attrs = append(sp.Attrs[:i], sp.Attrs[i+1:]...)
+					i--
+				}
+			}
 		}
-		sp.Attrs[3].Value = BoolValue(graphLaunch[k.correlation])
 	}
 	if outside > 0 {
 		res.skip(src, fmt.Sprintf("%d kernels run outside every ProfilerStep#N annotation (warm-up or between steps); not in the span list", outside))

@@ -1,7 +1,6 @@
 package traces
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -117,7 +116,18 @@ func (l *lexer) peek() (byte, error) {
 }
 
 // next peeks a byte where the value must go on: end of input is an error.
+// next is small enough to inline: the common case, a non-blank byte in
+// the buffer, costs a compare; whitespace and refills go to nextSlow.
 func (l *lexer) next() (byte, error) {
+	if l.pos < l.end {
+		if c := l.buf[l.pos]; c > ' ' {
+			return c, nil
+		}
+	}
+	return l.nextSlow()
+}
+
+func (l *lexer) nextSlow() (byte, error) {
 	c, err := l.peek()
 	if err == io.EOF {
 		return 0, io.ErrUnexpectedEOF
@@ -126,6 +136,10 @@ func (l *lexer) next() (byte, error) {
 }
 
 func (l *lexer) expect(want byte) error {
+	if l.pos < l.end && l.buf[l.pos] == want {
+		l.pos++
+		return nil
+	}
 	c, err := l.next()
 	if err != nil {
 		return err
@@ -145,30 +159,34 @@ func (l *lexer) str() ([]byte, error) {
 	}
 	start := l.pos
 	for {
-		// Find the closing quote: the first '"' not escaped. IndexByte is
-		// vectorized; escapes are rare, so check for a backslash only in
-		// the span found.
-		from := l.pos
-		for {
-			q := bytes.IndexByte(l.buf[from:l.end], '"')
-			if q < 0 {
+		// Find the closing quote. Most strings are short and unescaped: a
+		// plain loop beats vectorized search there; a backslash sends the
+		// string to the escape-aware path.
+		i := l.pos
+		for i < l.end {
+			c := l.buf[i]
+			if c == '"' {
+				l.pos = i + 1
+				return l.buf[start:i], nil
+			}
+			if c == '\\' {
 				break
 			}
-			q += from
-			if bs := bytes.IndexByte(l.buf[start:q], '\\'); bs < 0 {
-				l.pos = q + 1
-				return l.buf[start:q], nil
+			i++
+		}
+		if i < l.end { // escaped string: find the unescaped closing quote
+			for i < l.end {
+				c := l.buf[i]
+				if c == '\\' {
+					i += 2
+					continue
+				}
+				if c == '"' {
+					l.pos = i + 1
+					return l.unescape(l.buf[start:i])
+				}
+				i++
 			}
-			// Escapes present: count the backslashes before the quote.
-			n := 0
-			for i := q - 1; i >= start && l.buf[i] == '\\'; i-- {
-				n++
-			}
-			if n%2 == 0 {
-				l.pos = q + 1
-				return l.unescape(l.buf[start:q])
-			}
-			from = q + 1
 		}
 		// Need more input; keep the string's bytes read so far.
 		l.pos = start

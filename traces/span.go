@@ -254,13 +254,47 @@ func (s *Scenario) String() string {
 // its capacity unused; chunks are copied once, into the exact final list.
 const chunkSpans = 1 << 14
 
-// add appends a span to the chunks.
+// add appends a span to the chunks (see commit).
 func (r *Result) add(s Span) {
+	*r.slot() = s
+	r.commit()
+}
+
+// slot returns a fresh span (absent markers set) at the end of the chunks
+// for a reader to fill in place; commit keeps it, drop discards it. One
+// slot is open at a time.
+func (r *Result) slot() *Span {
 	if n := len(r.chunks); n == 0 || len(r.chunks[n-1]) == cap(r.chunks[n-1]) {
 		r.chunks = append(r.chunks, make([]Span, 0, chunkSpans))
 	}
 	c := &r.chunks[len(r.chunks)-1]
-	*c = append(*c, s)
+	*c = (*c)[:len(*c)+1]
+	s := &(*c)[len(*c)-1]
+	*s = Span{Layer: -1, Rank: -1, Step: -1, Seq: -1, KindSeq: -1}
+	return s
+}
+
+// drop discards the open slot.
+func (r *Result) drop() {
+	c := &r.chunks[len(r.chunks)-1]
+	(*c)[len(*c)-1] = Span{}
+	*c = (*c)[:len(*c)-1]
+}
+
+// commit keeps the open slot after sorting its attributes and filling the
+// typed fields (here, while the span is in cache, rather than in a second
+// pass over a million spans). A span with a malformed op ID is left out:
+// it cannot be aligned.
+func (r *Result) commit() {
+	c := r.chunks[len(r.chunks)-1]
+	s := &c[len(c)-1]
+	sortAttrs(s.Attrs)
+	fillTyped(s)
+	if s.OpID != "" && !ValidOpID(s.OpID) {
+		r.skip("span "+s.SpanID.String(), fmt.Sprintf("op ID %q is not L{layer:02}.{block}.{name}, embed.*, head.* or mtp.*", truncName(s.OpID)))
+		r.drop()
+		return
+	}
 	r.n++
 }
 
@@ -364,25 +398,17 @@ func (in *interner) b(b []byte) string {
 // finish validates and normalizes spans added by a reader: fills typed
 // fields, Step/Seq/KindSeq, sorts spans, lists scenarios.
 func (r *Result) finish() {
-	// Typed fields; spans with a malformed op ID cannot be aligned.
-	for _, s := range r.Spans { // spans placed directly, if any, go first
+	placed := r.Spans
+	r.Spans = nil
+	for _, s := range placed { // spans placed directly, if any, go first
 		r.add(s)
 	}
 	keep := 0
 	for _, c := range r.chunks {
 		for i := range c {
-			s := &c[i]
-			if s.drop {
-				continue
+			if !c[i].drop {
+				keep++
 			}
-			sortAttrs(s.Attrs)
-			fillTyped(s)
-			if s.OpID != "" && !ValidOpID(s.OpID) {
-				r.skip("span "+s.SpanID.String(), fmt.Sprintf("op ID %q is not L{layer:02}.{block}.{name}, embed.*, head.* or mtp.*", truncName(s.OpID)))
-				s.drop = true
-				continue
-			}
-			keep++
 		}
 	}
 	r.Spans = make([]Span, 0, keep)
