@@ -384,6 +384,7 @@ func readKinetoStream(r io.Reader, res *Result, src string) error {
 		return -1
 	}
 	haveSteps := len(steps) > 0
+	traceIDs := map[int][16]byte{}
 	outside := 0
 	for _, k := range kernels {
 		sp := res.at(k.span)
@@ -414,7 +415,12 @@ func readKinetoStream(r io.Reader, res *Result, src string) error {
 			r = 0
 		}
 		sp.Step, sp.Rank = step, int(r)
-		sp.TraceID = kinetoTraceID(step)
+		tid, ok := traceIDs[step]
+		if !ok {
+			tid = kinetoTraceID(step)
+			traceIDs[step] = tid
+		}
+		sp.TraceID = tid
 		binary.BigEndian.PutUint64(sp.SpanID[:], (uint64(r+1)<<48)|uint64(k.span+1))
 		sp.Start += baseNs
 		// Fill the launch-time and graph slots reserved when the kernel was
