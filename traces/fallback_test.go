@@ -229,3 +229,32 @@ func TestCollectorNeverThere(t *testing.T) {
 		})
 	}
 }
+
+// TestSetupFromEnvironment: an empty destination takes the standard
+// OTEL_EXPORTER_OTLP_* variables (here OTLP/HTTP to an in-process collector).
+func TestSetupFromEnvironment(t *testing.T) {
+	sink := &otlpSink{ids: map[string]bool{}}
+	srv := httptest.NewServer(sink)
+	defer srv.Close()
+	t.Setenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "")
+	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", srv.URL)
+	t.Setenv("OTEL_EXPORTER_OTLP_PROTOCOL", "http/protobuf")
+	exp, err := traces.Setup(context.Background(), "", traces.WithFallbackFile(filepath.Join(t.TempDir(), "fb.jsonl")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !exp.Enabled() {
+		t.Fatal("Setup(\"\") with OTEL_EXPORTER_OTLP_ENDPOINT set is off")
+	}
+	ids := emitN(exp.Tracer(), 7, "")
+	if err := exp.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	sink.mu.Lock()
+	defer sink.mu.Unlock()
+	for _, id := range ids {
+		if !sink.ids[id] {
+			t.Errorf("span %s did not reach the collector; stats %v", id, exp.Stats())
+		}
+	}
+}

@@ -299,6 +299,12 @@ func TestJaegerRoundTrip(t *testing.T) {
 			if len(res.Spans) != 26 || len(res.Scenarios) != 1 || len(res.Scenarios[0].Traces) != 2 {
 				t.Errorf("api %s: %d spans, scenarios %v; want 26 spans in 2 traces of one scenario", api, len(res.Spans), res.Scenarios)
 			}
+			// A service with no traces is an empty result, not an error
+			// (API v3 answers it with 404 "No traces found").
+			res, err = traces.ReadAll(context.Background(), "jaeger://"+strings.TrimPrefix(j.QueryHTTP, "http://")+"?service=nobody&api="+api)
+			if err != nil || len(res.Spans) != 0 {
+				t.Errorf("api %s, unknown service: %v, %d spans; want no error and no spans", api, err, len(res.Spans))
+			}
 		}
 	})
 }
