@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"go.opentelemetry.io/otel/attribute"
 	"hash/fnv"
 	"io"
 	"math"
@@ -26,7 +27,7 @@ import (
 // annotations (cat "gpu_user_annotation" on the GPU timeline, else
 // "user_annotation" on the CPU, matched through the launch's correlation
 // ID) assign kernels to steps. Kernels replayed from a CUDA graph have the
-// correlation ID of a cudaGraphLaunch runtime call and get AttrGraph=true.
+// correlation ID of a cudaGraphLaunch runtime call and get AttrKinetoGraph=true.
 //
 // Synthesized IDs: a step's trace ID is derived from the step number only,
 // so per-rank files of one run put the same step in the same trace; a
@@ -36,9 +37,9 @@ import (
 
 // Kineto-specific attributes.
 const (
-	AttrGraph    = "tpscope.kineto.graph"     // bool: launched from a CUDA graph (cudaGraphLaunch)
-	AttrStream   = "tpscope.kineto.stream"    // int64: CUDA stream
-	AttrKindRule = "tpscope.kineto.kind_rule" // string: the ClassifyKernel rule that matched ("default" = none)
+	AttrKinetoGraph    attribute.Key = "tpscope.kineto.graph"     // bool: launched from a CUDA graph (cudaGraphLaunch)
+	AttrKinetoStream   attribute.Key = "tpscope.kineto.stream"    // int64: CUDA stream
+	AttrKinetoKindRule attribute.Key = "tpscope.kineto.kind_rule" // string: the ClassifyKernel rule that matched ("default" = none)
 )
 
 type kinetoKernel struct {
@@ -280,14 +281,14 @@ func readKinetoStream(r io.Reader, res *Result, src string) error {
 		o.tmp = append(o.tmp[:0],
 			Attr{Key: string(AttrKernel), Value: StringValue(sp.Name)},
 			Attr{Key: string(AttrOpKind), Value: StringValue(sp.OpKind)},
-			Attr{Key: AttrKindRule, Value: StringValue(rule)},
-			Attr{Key: AttrGraph, Value: BoolValue(false)}, // set below
+			Attr{Key: string(AttrKinetoKindRule), Value: StringValue(rule)},
+			Attr{Key: string(AttrKinetoGraph), Value: BoolValue(false)}, // set below
 		)
 		if coll != "" {
 			o.tmp = append(o.tmp, Attr{Key: string(AttrCollective), Value: StringValue(string(coll))})
 		}
 		if ev.haveStream {
-			o.tmp = append(o.tmp, Attr{Key: AttrStream, Value: IntValue(ev.stream)})
+			o.tmp = append(o.tmp, Attr{Key: string(AttrKinetoStream), Value: IntValue(ev.stream)})
 		}
 		o.tmp = append(o.tmp, Attr{Key: string(AttrHostLaunchUnixNano)}) // filled below or dropped
 		sp.Attrs = o.keep(o.tmp)
@@ -427,7 +428,7 @@ func readKinetoStream(r io.Reader, res *Result, src string) error {
 		// read (the list is sorted by key since).
 		for i := 0; i < len(sp.Attrs); i++ {
 			switch sp.Attrs[i].Key {
-			case AttrGraph:
+			case string(AttrKinetoGraph):
 				sp.Attrs[i].Value = BoolValue(graphLaunch[k.correlation])
 			case string(AttrHostLaunchUnixNano):
 				if t, ok := launchNs[k.correlation]; ok {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"compress/gzip"
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -105,7 +106,7 @@ func TestKinetoFixture(t *testing.T) {
 					t.Errorf("span %s: rank %d, want 3 (distributedInfo.rank)", s.Name, s.Rank)
 				}
 				got[s.Step] = append(got[s.Step], model.OpKind(s.OpKind))
-				g, _ := s.Attr(AttrGraph)
+				g, _ := s.Attr(string(AttrKinetoGraph))
 				if wantGraph := s.Step == 2; g.AsBool() != wantGraph {
 					t.Errorf("step %d %s: graph=%v, want %v", s.Step, s.Name, g.AsBool(), wantGraph)
 				}
@@ -200,5 +201,47 @@ func TestParseUsToNs(t *testing.T) {
 				t.Errorf("parseUsToNs(%q) = %d,%v want %d,%v", tc.in, got, ok, tc.want, tc.ok)
 			}
 		})
+	}
+}
+
+// TestKinetoStepsAndDevices: GPU-side ProfilerStep annotations bound
+// kernels by their own time; without distributedInfo the rank is the
+// device; a bare event array (Chrome "JSON Array Format") reads too.
+func TestKinetoStepsAndDevices(t *testing.T) {
+	// Device 0: step 5 is [100, 200] µs on the GPU timeline, step 6 is
+	// [300, 400]; the kernel at 250 µs lies between the steps. Device 1 has
+	// one kernel in step 6. The CPU annotation of step 5 ([0, 50]) must not
+	// be used for device kernels once GPU annotations exist.
+	doc := `[
+ {"ph":"X","cat":"user_annotation","name":"ProfilerStep#5","pid":9,"tid":9,"ts":0,"dur":50},
+ {"ph":"X","cat":"gpu_user_annotation","name":"ProfilerStep#5","pid":0,"tid":7,"ts":100,"dur":100},
+ {"ph":"X","cat":"gpu_user_annotation","name":"ProfilerStep#6","pid":0,"tid":7,"ts":300,"dur":100},
+ {"ph":"X","cat":"kernel","name":"nvjet_tst_64x8_64x16_4x1_v_bz_TNT","pid":0,"tid":7,"ts":120.5,"dur":3,"args":{"device":0,"stream":7}},
+ {"ph":"X","cat":"kernel","name":"fused_moe_kernel","pid":0,"tid":7,"ts":250,"dur":3,"args":{"device":0}},
+ {"ph":"X","cat":"kernel","name":"ncclDevKernel_AllGather_RING_LL","pid":0,"tid":7,"ts":310,"dur":3,"args":{"device":0}},
+ {"ph":"X","cat":"kernel","name":"ncclDevKernel_AllGather_RING_LL","pid":1,"tid":7,"ts":320,"dur":3}
+]`
+	res := &Result{Source: "x"}
+	if _, err := readBody(context.Background(), strings.NewReader(doc), "x", "", res); err != nil {
+		t.Fatal(err)
+	}
+	res.finish()
+	type got struct {
+		kind       string
+		step, rank int
+	}
+	want := []got{{"gemm", 5, 0}, {"collective", 6, 0}, {"collective", 6, 1}}
+	var have []got
+	for _, s := range res.Spans {
+		have = append(have, got{s.OpKind, s.Step, s.Rank})
+	}
+	if fmt.Sprint(have) != fmt.Sprint(want) {
+		t.Errorf("kernels %v, want %v", have, want)
+	}
+	if !strings.Contains(skipText(res), "1 kernels run outside every ProfilerStep") {
+		t.Errorf("the kernel between steps is not reported: %s", skipText(res))
+	}
+	if v, _ := res.Spans[0].Attr(string(AttrKinetoStream)); v.AsInt() != 7 {
+		t.Errorf("stream %v, want 7", v)
 	}
 }
