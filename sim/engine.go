@@ -18,9 +18,13 @@ import (
 // reached it (then it starts and finishes for all members together). The
 // host may run at most Host.LaunchQueueDepth launches ahead of the device
 // (0: unlimited). Eager mode charges Device.LaunchEagerUs of host time per
-// op, so a host slower than the device becomes the bottleneck; CUDA-graph
-// mode charges one graph launch per step on the host and
-// Device.LaunchGraphUs of device time per op.
+// op (more for an NCCL call), so a host slower than the device becomes the
+// bottleneck, and the per-kernel front-end gap of a stream launch,
+// max(Device.KernelGapEagerUs, Device.LaunchGraphUs), of device time;
+// CUDA-graph mode charges one graph launch per step on the host and
+// Device.LaunchGraphUs of device time per kernel node. The device-side gap
+// exists in both modes, and is smaller in a graph (its nodes were set up
+// at instantiation), so a graph never runs the same ops slower.
 //
 // Ops are processed rank by rank in issue order, which is exact because a
 // stream is a FIFO and dependencies point backwards; collectives are the
@@ -56,7 +60,7 @@ func (w Wait) MarshalText() ([]byte, error) { return []byte(w.String()), nil }
 
 // engineOp is one op prepared for the engine: costs resolved, deps flattened.
 type engineOp struct {
-	durUs    float64 // device time, incl. per-kernel graph overhead
+	durUs    float64 // device time, incl. the per-kernel launch gap
 	launchUs float64 // host time to launch it
 	depLo    int32   // deps[depLo:depHi] are rank-local indices; depLo < 0: previous op
 	depHi    int32

@@ -97,7 +97,7 @@ type OpResult struct {
 	StartUs float64 `json:"start_us"`
 	// Us is the op's device time: Cost.Us plus OverheadUs.
 	Us         float64 `json:"us"`
-	OverheadUs float64 `json:"overhead_us,omitempty"` // per-kernel CUDA-graph overhead
+	OverheadUs float64 `json:"overhead_us,omitempty"` // per-kernel device-side launch gap (eager stream or graph node)
 	LaunchUs   float64 `json:"launch_us,omitempty"`   // host launch cost charged (eager)
 	// WaitedOn is what released the op (see Wait).
 	WaitedOn Wait  `json:"waited_on"`
@@ -360,11 +360,16 @@ func (p *Predictor) run(s *model.Schedule, mode int) error {
 	}
 	e.queueDepth = p.topo.Host.LaunchQueueDepth
 	e.stepLaunchUs = 0
-	launchUs, overUs := p.dev.LaunchEagerUs, 0.0
+	// Launch model (see engine.go). Eager: every op costs LaunchEagerUs of
+	// host time (an NCCL collective ncclHostExtraUs more) and the device
+	// pays the stream-launch gap per kernel. Graph: one cudaGraphLaunch per
+	// step, priced as one eager launch (assumption), no host time per op,
+	// and the smaller per-node gap LaunchGraphUs on the device. The eager
+	// gap is never below the graph's, so for the same ops a graph is never
+	// slower than eager.
+	launchUs, overUs, collExtraUs := p.dev.LaunchEagerUs, eagerKernelGapUs(p.dev), ncclHostExtraUs
 	if graphed {
-		// One cudaGraphLaunch per step, priced as one eager launch
-		// (assumption); each kernel node costs LaunchGraphUs on the device.
-		e.stepLaunchUs, launchUs, overUs = p.dev.LaunchEagerUs, 0, p.dev.LaunchGraphUs
+		e.stepLaunchUs, launchUs, overUs, collExtraUs = p.dev.LaunchEagerUs, 0, p.dev.LaunchGraphUs, 0
 	}
 	g := 0
 	for r := 0; r < nSim; r++ {
@@ -390,6 +395,9 @@ func (p *Predictor) run(s *model.Schedule, mode int) error {
 			p.costs[g+i] = c
 			p.overhead[g+i] = overUs
 			eop := engineOp{durUs: c.Us + overUs, launchUs: launchUs, depLo: -1, coll: op.IsCollective()}
+			if eop.coll && ncclAlgo(c.Algo) {
+				eop.launchUs += collExtraUs
+			}
 			if op.IsCollective() && p.opts.Overlap {
 				eop.stream = 1
 			}
@@ -416,6 +424,34 @@ func (p *Predictor) run(s *model.Schedule, mode int) error {
 		return nil
 	}
 	return e.runRanks(s)
+}
+
+// ncclHostExtraUs is the host time an NCCL collective costs in eager mode
+// on top of a plain op's LaunchEagerUs: the communicator wrapper (vLLM's
+// PyNcclCommunicator: a ctypes call, stream and buffer lookups) and NCCL's
+// own enqueue path (argument checks, ncclGroupEnd building the kernel's
+// work list and plan, proxy bookkeeping) before its cuLaunchKernelEx.
+// Assumption: 10 us (same order as a framework op; NCCL publishes no
+// figure); calibrate from the host-launch attribute of collective spans.
+// Under a CUDA graph the call was captured once and costs nothing per step.
+const ncclHostExtraUs = 10.0
+
+// eagerKernelGapUs is the device-side gap per stream-launched kernel:
+// Device.KernelGapEagerUs, never below the graph's per-node gap (a stream
+// launch does at least the front-end work of a graph node; 0 in older
+// topology files means "as in a graph").
+func eagerKernelGapUs(d *topology.Device) float64 {
+	return max(d.KernelGapEagerUs, d.LaunchGraphUs)
+}
+
+// ncclAlgo reports whether a collective's algorithm is NCCL's (not a
+// custom all-reduce kernel, not a no-op).
+func ncclAlgo(algo string) bool {
+	switch algo {
+	case "Ring", "Tree", "P2P":
+		return true
+	}
+	return false
 }
 
 // fuseNorms folds every RMSNorm that directly follows an all-reduce into

@@ -44,8 +44,9 @@ func tinySchedule(ranks int) *model.Schedule {
 }
 
 // Step times below follow from the RTX PRO 6000 preset: MinKernelUs 2,
-// LaunchEagerUs 6, LaunchGraphUs 1 (topology/presets.go), and a 20 us
-// all-reduce.
+// LaunchEagerUs 10, KernelGapEagerUs 2, LaunchGraphUs 1
+// (topology/presets.go), ncclHostExtraUs 10 (the fixed all-reduce says
+// Ring, so it is NCCL's), and a 20 us all-reduce.
 func TestPredictOptions(t *testing.T) {
 	topo := presetTopo(t, "rtxpro6000-2s")
 	cases := []struct {
@@ -54,16 +55,17 @@ func TestPredictOptions(t *testing.T) {
 		wantStep float64
 		kernels  int
 	}{
-		// Eager: launches end at 6, 12, 18; norm 6-8, all-reduce 12-32
-		// (launch-bound), norm 32-34.
-		{"eager", Options{}, 34, 3},
-		// Graph: one 6 us graph launch, then 3 kernels each +1 us:
-		// 6 + (2+1) + (20+1) + (2+1) = 33.
-		{"graph", Options{CUDAGraphs: true}, 33, 3},
+		// Eager: host launches end at 10, 30 (10 + 10 NCCL extra), 40;
+		// each kernel carries the 2 us stream gap: norm 10-14, all-reduce
+		// 30-52 (launch-bound), norm 52-56.
+		{"eager", Options{}, 56, 3},
+		// Graph: one 10 us graph launch, then 3 kernels each +1 us:
+		// 10 + (2+1) + (20+1) + (2+1) = 37.
+		{"graph", Options{CUDAGraphs: true}, 37, 3},
 		// Fusion removes the second norm (its 100 B ride on the all-reduce
-		// at 1597 x 0.8 = 1277.6 GB/s: +0.0000783 us): launches end at 6,
-		// 12; norm 6-8, all-reduce 12-32.0000783.
-		{"eager fused", Options{ARNormFusion: true}, 32 + 100/1277.6e3, 2},
+		// at 1597 x 0.8 = 1277.6 GB/s: +0.0000783 us): launches end at 10,
+		// 30; norm 10-14, all-reduce 30-52.0000783.
+		{"eager fused", Options{ARNormFusion: true}, 52 + 100/1277.6e3, 2},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -50,12 +50,19 @@ type Device struct {
 
 	// LaunchEagerUs is the host-side cost to launch one kernel outside a
 	// CUDA graph (framework + driver); it bounds the op rate of an eager
-	// stream. LaunchGraphUs is the per-kernel cost inside a CUDA graph
-	// replay. MinKernelUs is the shortest a kernel takes on the device
+	// stream. LaunchGraphUs is the per-kernel device-side gap inside a
+	// CUDA graph replay. MinKernelUs is the shortest a kernel takes on the device
 	// (launch ramp, tail), whatever its work.
 	LaunchEagerUs float64 `json:"launch_eager_us"`
 	LaunchGraphUs float64 `json:"launch_graph_us"`
 	MinKernelUs   float64 `json:"min_kernel_us"`
+	// KernelGapEagerUs is the device-side gap between two kernels of one
+	// stream when each was launched on its own (eager): the GPU front end
+	// fetches and sets up every launch after the previous kernel drains,
+	// whereas a graph's kernel nodes are prepared at instantiation.
+	// Physically at least LaunchGraphUs; sim uses max(KernelGapEagerUs,
+	// LaunchGraphUs), so 0 (older files) means "as in a graph".
+	KernelGapEagerUs float64 `json:"kernel_gap_eager_us,omitempty"`
 
 	// Efficiency holds named priors: the achieved fraction of the compute
 	// peak for a kernel family, keyed "<opkind>" or "<opkind>/<dtype>" with
@@ -157,6 +164,7 @@ func (d *Device) Validate() error {
 		{"l2_bytes", float64(d.L2Bytes)},
 		{"launch_eager_us", d.LaunchEagerUs},
 		{"launch_graph_us", d.LaunchGraphUs},
+		{"kernel_gap_eager_us", d.KernelGapEagerUs},
 		{"min_kernel_us", d.MinKernelUs},
 	}
 	for _, p := range nonneg {

@@ -15,6 +15,37 @@ const (
 	srcNCCL = "nccl-model.md (NCCL src/graph/tuning.cc, topo.h)"
 )
 
+// Launch overheads shared by the GPU presets (the serving software, vLLM
+// on PyTorch and CUDA 12/13, is the same on both; calibrate per box).
+const (
+	// launchEagerUs: host time per op of a vLLM eager decode step. Python
+	// module call (assumption ~3 us) + PyTorch binding and ATen dispatch
+	// (~2-4 us: "From PyTorch op to kernel launch",
+	// jiahuanglin.xyz/all_lessons/gpu_kernel_serving/18_pytorch_to_kernel,
+	// which puts the whole CPU path at 5-25 us per op) + cudaLaunchKernel
+	// (~3-4 us: 1-3 us on CUDA 12+ drivers in the same lesson; 4-6 us per
+	// launch measured on an RTX 5070 Ti, CUDA 13, susun-blog.com
+	// "pegainfer (3)"). Sum, rounded: 10 us (assumption).
+	launchEagerUs = 10.0
+	// launchGraphUs: device-side gap per kernel node of a graph replay
+	// (assumption: 1 us; NVIDIA "Getting Started with CUDA Graphs", 2019,
+	// measured about 0.5 us per node on V100 — kept at 1 us, the order of
+	// the inter-kernel gaps seen in decode-graph profiles).
+	launchGraphUs = 1.0
+	// kernelGapEagerUs: device-side gap per kernel of a stream whose
+	// launches were queued one by one (host ahead of the device). The same
+	// NVIDIA post measured about 0.9 us per stream-launched kernel against
+	// 0.5 us per graph node (3.8 vs 3.4 us per 2.9 us kernel): about twice
+	// the graph's gap; 2 x launchGraphUs (assumption).
+	kernelGapEagerUs = 2 * launchGraphUs
+)
+
+const (
+	srcLaunchEager    = "assumption: 10 us host time per op in vLLM eager mode = Python module call ~3 us + PyTorch dispatch ~3 us + cudaLaunchKernel ~3-4 us (jiahuanglin.xyz 'From PyTorch op to kernel launch': 5-25 us CPU path per op; susun-blog pegainfer (3): 4-6 us per launch, RTX 5070 Ti, CUDA 13); calibrate from traces"
+	srcLaunchGraph    = "assumption: 1 us device-side gap per kernel node in a CUDA graph replay (NVIDIA blog 'Getting Started with CUDA Graphs': ~0.5 us per node on V100)"
+	srcKernelGapEager = "assumption: 2 us device-side gap per stream-launched kernel, twice the graph node's (NVIDIA blog 'Getting Started with CUDA Graphs': ~0.9 us per stream kernel vs ~0.5 us per graph node, 3.8 vs 3.4 us per 2.9 us kernel)"
+)
+
 // RTXPro6000Server is the RTX PRO 6000 Blackwell Server Edition.
 func RTXPro6000Server() Device {
 	const boost = 2430.0
@@ -36,9 +67,10 @@ func RTXPro6000Server() Device {
 			"fp16": 468,
 			"fp32": 188 * 128 * 2 * boost / 1e6, // 116.9
 		},
-		LaunchEagerUs: 6,
-		LaunchGraphUs: 1,
-		MinKernelUs:   2,
+		LaunchEagerUs:    launchEagerUs,
+		LaunchGraphUs:    launchGraphUs,
+		KernelGapEagerUs: kernelGapEagerUs,
+		MinKernelUs:      2,
 		Efficiency: map[string]float64{
 			"default":        0.5,
 			"gemm":           0.70,
@@ -55,23 +87,24 @@ func RTXPro6000Server() Device {
 			"embedding":      0.5,
 		},
 		Sources: map[string]string{
-			"compute_capability": srcHW + ": GB202, 12.0 (sm_120)",
-			"sms":                srcHW + ": 188 SMs",
-			"boost_clock_mhz":    srcHW + ": 2,430 MHz max SM clock (server node report)",
-			"sm_clock_mhz":       "assumption: 1,650 MHz, middle of hardware.md's 1.4-1.9 GHz sustained under tensor load; calibrate",
-			"mem_bytes":          srcHW + ": nvidia-smi 97,887 MiB",
-			"mem_bw_gbps":        srcHW + ": Server Ed. memory clock under load about 12,481 MHz, derived about 1,597 GB/s (family figure 1,792)",
-			"mem_efficiency":     "assumption: 0.80 of the bandwidth reached by streaming kernels; calibrate",
-			"l2_bytes":           srcHW + ": 128 MB",
-			"peak_tflops.fp4":    srcHW + ": dense FP4 1.87 PF at 2,430 MHz",
-			"peak_tflops.fp8":    srcHW + ": dense FP8 0.94 PF at 2,430 MHz",
-			"peak_tflops.bf16":   srcHW + ": dense BF16 468 TF at 2,430 MHz",
-			"peak_tflops.fp16":   "assumption: FP16 with FP32 accumulate at the BF16 rate (professional parts are not halved)",
-			"peak_tflops.fp32":   "derived: 188 SMs x 128 FP32 lanes x 2 FLOP x 2,430 MHz = 116.9 TF",
-			"launch_eager_us":    "assumption: 6 us per kernel of framework dispatch + cudaLaunchKernel in eager mode; calibrate from traces",
-			"launch_graph_us":    "assumption: 1 us per kernel node in a CUDA graph replay",
-			"min_kernel_us":      "assumption: 2 us shortest kernel (ramp + tail)",
-			"efficiency":         "assumption: priors per kernel family; " + srcHW + " notes SM120 has no WGMMA/TMEM, no FlashMLA, small-batch FP4 MoE kernels far from roofline; calibrate",
+			"compute_capability":  srcHW + ": GB202, 12.0 (sm_120)",
+			"sms":                 srcHW + ": 188 SMs",
+			"boost_clock_mhz":     srcHW + ": 2,430 MHz max SM clock (server node report)",
+			"sm_clock_mhz":        "assumption: 1,650 MHz, middle of hardware.md's 1.4-1.9 GHz sustained under tensor load; calibrate",
+			"mem_bytes":           srcHW + ": nvidia-smi 97,887 MiB",
+			"mem_bw_gbps":         srcHW + ": Server Ed. memory clock under load about 12,481 MHz, derived about 1,597 GB/s (family figure 1,792)",
+			"mem_efficiency":      "assumption: 0.80 of the bandwidth reached by streaming kernels; calibrate",
+			"l2_bytes":            srcHW + ": 128 MB",
+			"peak_tflops.fp4":     srcHW + ": dense FP4 1.87 PF at 2,430 MHz",
+			"peak_tflops.fp8":     srcHW + ": dense FP8 0.94 PF at 2,430 MHz",
+			"peak_tflops.bf16":    srcHW + ": dense BF16 468 TF at 2,430 MHz",
+			"peak_tflops.fp16":    "assumption: FP16 with FP32 accumulate at the BF16 rate (professional parts are not halved)",
+			"peak_tflops.fp32":    "derived: 188 SMs x 128 FP32 lanes x 2 FLOP x 2,430 MHz = 116.9 TF",
+			"launch_eager_us":     srcLaunchEager,
+			"launch_graph_us":     srcLaunchGraph,
+			"kernel_gap_eager_us": srcKernelGapEager,
+			"min_kernel_us":       "assumption: 2 us shortest kernel (ramp + tail)",
+			"efficiency":          "assumption: priors per kernel family; " + srcHW + " notes SM120 has no WGMMA/TMEM, no FlashMLA, small-batch FP4 MoE kernels far from roofline; calibrate",
 		},
 	}
 }
@@ -95,9 +128,10 @@ func H200SXM() Device {
 			"fp16": 989,
 			"fp32": 67,
 		},
-		LaunchEagerUs: 6,
-		LaunchGraphUs: 1,
-		MinKernelUs:   2,
+		LaunchEagerUs:    launchEagerUs,
+		LaunchGraphUs:    launchGraphUs,
+		KernelGapEagerUs: kernelGapEagerUs,
+		MinKernelUs:      2,
 		Efficiency: map[string]float64{
 			"default":      0.5,
 			"gemm":         0.75,
@@ -111,22 +145,23 @@ func H200SXM() Device {
 			"embedding":    0.5,
 		},
 		Sources: map[string]string{
-			"compute_capability": srcHW + ": GH100 Hopper, 9.0",
-			"sms":                srcHW + ": 132 SMs",
-			"boost_clock_mhz":    srcHW + ": 1,980 MHz",
-			"sm_clock_mhz":       "assumption: 1,830 MHz sustained under tensor load at 700 W; calibrate",
-			"mem_bytes":          srcHW + ": 141 GB HBM3e",
-			"mem_bw_gbps":        srcHW + ": 4.8 TB/s",
-			"mem_efficiency":     "assumption: 0.80; calibrate",
-			"l2_bytes":           srcHW + ": 60 MB",
-			"peak_tflops.fp8":    srcHW + ": dense FP8 1,979 TF; no FP4",
-			"peak_tflops.bf16":   srcHW + ": dense BF16 989 TF",
-			"peak_tflops.fp16":   "NVIDIA H200 datasheet: FP16 tensor 1,979 TF sparse = 989 dense",
-			"peak_tflops.fp32":   "NVIDIA H200 datasheet: FP32 67 TF",
-			"launch_eager_us":    "assumption: 6 us per kernel in eager mode",
-			"launch_graph_us":    "assumption: 1 us per kernel in a CUDA graph replay",
-			"min_kernel_us":      "assumption: 2 us",
-			"efficiency":         "assumption: priors per kernel family (FlashMLA/DeepGEMM exist on Hopper); calibrate",
+			"compute_capability":  srcHW + ": GH100 Hopper, 9.0",
+			"sms":                 srcHW + ": 132 SMs",
+			"boost_clock_mhz":     srcHW + ": 1,980 MHz",
+			"sm_clock_mhz":        "assumption: 1,830 MHz sustained under tensor load at 700 W; calibrate",
+			"mem_bytes":           srcHW + ": 141 GB HBM3e",
+			"mem_bw_gbps":         srcHW + ": 4.8 TB/s",
+			"mem_efficiency":      "assumption: 0.80; calibrate",
+			"l2_bytes":            srcHW + ": 60 MB",
+			"peak_tflops.fp8":     srcHW + ": dense FP8 1,979 TF; no FP4",
+			"peak_tflops.bf16":    srcHW + ": dense BF16 989 TF",
+			"peak_tflops.fp16":    "NVIDIA H200 datasheet: FP16 tensor 1,979 TF sparse = 989 dense",
+			"peak_tflops.fp32":    "NVIDIA H200 datasheet: FP32 67 TF",
+			"launch_eager_us":     srcLaunchEager,
+			"launch_graph_us":     srcLaunchGraph,
+			"kernel_gap_eager_us": srcKernelGapEager,
+			"min_kernel_us":       "assumption: 2 us",
+			"efficiency":          "assumption: priors per kernel family (FlashMLA/DeepGEMM exist on Hopper); calibrate",
 		},
 	}
 }
