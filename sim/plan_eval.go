@@ -163,7 +163,9 @@ func (e *Evaluator) viewsFor(p *Predictor, sc Scenario, short *model.Arch) (*sch
 		return nil, 0, fmt.Errorf("sim: evaluator padding %d disagrees with the predictor's %d", padded, got)
 	}
 	v := &schedViews{s: s, prevEnd: -1, end: -1}
-	if symmetric(s) {
+	// s comes straight from model.BuildWith (Predictor.schedule), so the
+	// collective-group comparison decides symmetry (builtSymmetric).
+	if builtSymmetric(s) {
 		r0 := append([]model.Op(nil), s.Ranks[0]...)
 		v.s = &model.Schedule{Model: s.Model, Plan: s.Plan, Workload: s.Workload, Options: s.Options, Ranks: [][]model.Op{r0}}
 	}
@@ -223,7 +225,9 @@ func (e *Evaluator) Evaluate(c Config) (Summary, error) {
 	if err != nil {
 		return Summary{}, err
 	}
-	step, err := p.StepUs(v.s)
+	// v.s is model.BuildWith's schedule or its rank-0 copy, unmodified:
+	// StepUsBuilt skips the ranks x ops symmetry pass of StepUs.
+	step, err := p.StepUsBuilt(v.s)
 	if err != nil {
 		return Summary{}, err
 	}
