@@ -403,37 +403,31 @@ func (r *Result) finish() {
 	for _, s := range placed { // spans placed directly, if any, go first
 		r.add(s)
 	}
-	keep := 0
-	for _, c := range r.chunks {
-		for i := range c {
-			if !c[i].drop {
-				keep++
-			}
-		}
-	}
-	r.Spans = make([]Span, 0, keep)
+	// Traces in order of their first span (then by ID), spans by start time:
+	// chronological and independent of the random trace IDs. The sort works
+	// on positions, so its cost does not grow with the size of a Span, and
+	// the spans are then copied once, in order, into the exact final list.
+	first := map[trace.TraceID]int64{}
+	pos := make([]int32, 0, r.n)
 	for k, c := range r.chunks {
 		for i := range c {
-			if !c[i].drop {
-				r.Spans = append(r.Spans, c[i])
+			s := &c[i]
+			if s.drop {
+				continue
 			}
-		}
-		r.chunks[k] = nil // let the collector take the chunk
-	}
-	r.chunks, r.n = nil, 0
-	// Traces in order of their first span (then by ID), spans by start time:
-	// chronological and independent of the random trace IDs.
-	first := map[trace.TraceID]int64{}
-	for i := range r.Spans {
-		s := &r.Spans[i]
-		if t, ok := first[s.TraceID]; !ok || s.Start < t {
-			first[s.TraceID] = s.Start
+			if t, ok := first[s.TraceID]; !ok || s.Start < t {
+				first[s.TraceID] = s.Start
+			}
+			pos = append(pos, int32(k*chunkSpans+i))
 		}
 	}
-	for i := range r.Spans {
-		r.Spans[i].traceStart = first[r.Spans[i].TraceID]
+	for _, c := range r.chunks {
+		for i := range c {
+			c[i].traceStart = first[c[i].TraceID]
+		}
 	}
-	slices.SortFunc(r.Spans, func(a, b Span) int {
+	slices.SortFunc(pos, func(i, j int32) int {
+		a, b := r.at(int(i)), r.at(int(j))
 		if c := cmp.Compare(a.traceStart, b.traceStart); c != 0 {
 			return c
 		}
@@ -445,6 +439,11 @@ func (r *Result) finish() {
 		}
 		return bytes.Compare(a.SpanID[:], b.SpanID[:])
 	})
+	r.Spans = make([]Span, len(pos))
+	for i, p := range pos {
+		r.Spans[i] = *r.at(int(p))
+	}
+	r.chunks, r.n = nil, 0
 	// Per trace: root step attributes, scenario, rank spans, op order.
 	for lo := 0; lo < len(r.Spans); {
 		hi := lo
