@@ -25,7 +25,7 @@ func init() {
 // bindCPUCalibrateMode is the --backend cpu mode of calibrate.
 func bindCPUCalibrateMode(fs *pflag.FlagSet) func(string, *calibrateCommon, io.Writer, io.Writer) error {
 	ranks := fs.Int("ranks", 4, "--backend cpu: goroutine ranks to measure for (the --tp of the runs to predict)")
-	benchMs := fs.Int("bench-ms", 150, "--backend cpu: milliseconds per microbenchmark")
+	benchMs := fs.Int("bench-ms", 300, "--backend cpu: milliseconds per microbenchmark")
 	name := fs.String("name", "", "--backend cpu: topology name (default cpu-<ranks>r)")
 	return func(backend string, c *calibrateCommon, stdout, stderr io.Writer) error {
 		if backend != "cpu" {

@@ -24,7 +24,8 @@ type CalibrateConfig struct {
 	// Ranks is the number of goroutine ranks the topology describes (the
 	// --tp of the runs it will predict). Default 4.
 	Ranks int
-	// Duration is the time spent on each microbenchmark. Default 150 ms.
+	// Duration is the time spent on each microbenchmark (three windows of
+	// a third each). Default 300 ms.
 	Duration time.Duration
 	// Name is the topology's name. Default "cpu-<ranks>r".
 	Name string
@@ -77,7 +78,7 @@ func Calibrate(ctx context.Context, cfg CalibrateConfig) (*topology.Topology, *C
 		return nil, nil, fmt.Errorf("calibrate cpu: ranks %d: want 1..64", cfg.Ranks)
 	}
 	if cfg.Duration == 0 {
-		cfg.Duration = 150 * time.Millisecond
+		cfg.Duration = 300 * time.Millisecond
 	}
 	if cfg.Name == "" {
 		cfg.Name = fmt.Sprintf("cpu-%dr", cfg.Ranks)
@@ -238,12 +239,28 @@ func randSlice32(rng *rand.Rand, n int) []float32 {
 	return x
 }
 
-// perRank runs setup's work function on R goroutines at once during one
+// perRank measures work per second per goroutine with R goroutines at
+// once (window), three times, and returns the median, so that one window
+// disturbed by other processes does not set the rate.
+func perRank(ctx context.Context, R int, d time.Duration, setup func(*rand.Rand) func() float64) (float64, error) {
+	var rates [3]float64
+	for i := range rates {
+		r, err := window(ctx, R, d/3, setup)
+		if err != nil {
+			return 0, err
+		}
+		rates[i] = r
+	}
+	slices.Sort(rates[:])
+	return rates[1], nil
+}
+
+// window runs setup's work function on R goroutines at once during one
 // common window of about d and returns the mean work per second per
 // goroutine: all goroutines start together and stop at the same deadline,
 // so with more goroutines than cores each is charged its share of the
 // cores, not a solo tail.
-func perRank(ctx context.Context, R int, d time.Duration, setup func(*rand.Rand) func() float64) (float64, error) {
+func window(ctx context.Context, R int, d time.Duration, setup func(*rand.Rand) func() float64) (float64, error) {
 	works := make([]float64, R)
 	var wg, ready sync.WaitGroup
 	start := make(chan struct{})
