@@ -15,8 +15,23 @@ package sim
 // tpscope replays that choice with NCCL's link model (Link.NCCLBWGBps,
 // Host.InterSocketNCCLGBps: what NCCL believes), then predicts the time of
 // the chosen pair with the links' achieved bandwidths, the host-memory
-// (SHM) hops where P2P is not allowed, and calibrated constants when the
-// topology carries them. Both times are reported.
+// (SHM) hops where P2P is not allowed, the latency of the ring's slowest
+// P2P hop (below), and calibrated constants when the topology carries
+// them. Both times are reported.
+//
+// Hop latency. NCCL's hwLat is one number per link class (PCI, NVLink)
+// and is what NCCL uses to choose; it does not see that a P2P hop across
+// the sockets' interconnect is longer than one inside a root complex. A
+// ring advances in lockstep, so every step waits for its slowest hop: the
+// ring latency is 2(n-1) x the maximum hop latency (NCCL maintainer,
+// github.com/NVIDIA/nccl-tests/issues/123: "network_latency should be
+// called max_latency"). tpscope's prediction therefore adds, per step,
+// the slowest P2P hop's path latency (Topology.Path LatUs) minus the
+// box's fastest GPU-pair path of the same class, taking NCCL's hwLat as
+// the price of that fastest hop (assumption). On the dual-socket preset a
+// cross-socket hop (0.8 us) against one inside a root complex (0.4 us):
+// +0.4 us per step, +5.6 us for an 8-GPU ring all-reduce. Host-memory
+// hops keep their SHM latency; calibrated constants replace all of it.
 //
 // Units: bytes, microseconds, GB/s (1e9 B/s).
 
@@ -177,6 +192,11 @@ type groupInfo struct {
 	channels int
 	shmHops  int
 	shmFrac  float64 // fraction of ring hops through host memory
+	// hopExtraUs: the ring's slowest P2P hop latency minus the box's
+	// fastest GPU-pair path of the same link class (added per step to
+	// tpscope's latency, not to NCCL's); a2aHopExtraUs the same over all
+	// P2P pairs (all-to-all).
+	hopExtraUs, a2aHopExtraUs float64
 	// Ring (and chain for Tree) bottleneck bus bandwidth, GB/s.
 	ringBw, ringNCCLBw float64
 	treeBw, treeNCCLBw float64
@@ -212,6 +232,10 @@ type CollectiveModel struct {
 	calib      [4][numAlgos][numProtos]*topology.CollectiveParams
 	calibLevel string
 
+	// refLatUs[pathNVLink|pathPCI]: the fastest GPU-pair path latency of
+	// the box over NVLink and over PCIe (the hop NCCL's hwLat prices).
+	refLatUs [2]float64
+
 	mu     sync.RWMutex
 	groups map[uint64]*groupInfo
 }
@@ -238,6 +262,16 @@ func NewCollectiveModel(t *topology.Topology, o NCCLOptions) (*CollectiveModel, 
 	}
 	dev := t.DeviceOf(0)
 	m.caps = capsFor(dev.Arch)
+	m.refLatUs = [2]float64{math.Inf(1), math.Inf(1)}
+	for i := 0; i < t.NumGPUs(); i++ {
+		for j := 0; j < t.NumGPUs(); j++ {
+			if i != j {
+				pa := t.Path(i, j)
+				c := pathClass(pa)
+				m.refLatUs[c] = math.Min(m.refLatUs[c], pa.LatUs)
+			}
+		}
+	}
 	m.calibLevel = P2PCondition(o)
 	if c := t.Calibration; c != nil && !o.IgnoreCalibration {
 		for k := range c.Collectives {
@@ -257,6 +291,20 @@ func NewCollectiveModel(t *topology.Topology, o NCCLOptions) (*CollectiveModel, 
 		}
 	}
 	return m, nil
+}
+
+// pathClass is NCCL's hwLat row of a GPU-pair path.
+func pathClass(pa *topology.Path) int {
+	if pa.Level == topology.LevelNV {
+		return pathNVLink
+	}
+	return pathPCI
+}
+
+// hopExtra is the latency of a P2P path beyond the box's fastest path of
+// its class, us (0 when it is the fastest).
+func (m *CollectiveModel) hopExtra(pa *topology.Path) float64 {
+	return math.Max(0, pa.LatUs-m.refLatUs[pathClass(pa)])
 }
 
 // P2PCondition names the P2P setting a measurement ran under, as stored in
@@ -511,7 +559,7 @@ func (m *CollectiveModel) precompute(g *groupInfo) {
 					g.calibrated[oi][a][p] = true
 					continue
 				}
-				g.lat[oi][a][p] = ncclBaseLatUs[a][p] + st*(ncclHwLatUs[g.pathType][a][p]+g.shmFrac*m.topo.Host.SHMLatUs)
+				g.lat[oi][a][p] = ncclBaseLatUs[a][p] + st*(ncclHwLatUs[g.pathType][a][p]+g.shmFrac*m.topo.Host.SHMLatUs+g.hopExtraUs)
 				g.usPerByte[oi][a][p] = 1 / (1000 * m.protoBusBw(g, a, p, bus) * ratio)
 			}
 		}
@@ -559,7 +607,7 @@ func (m *CollectiveModel) allToAll(g *groupInfo, bytes int64) CollectiveCost {
 		p = protoLL // NCCL_PROTO without LL keeps send/recv on Simple
 	}
 	st := float64(g.n - 1)
-	lat := ncclBaseLatUs[algoRing][p] + st*(ncclHwLatUs[g.pathType][algoRing][p]+g.shmFrac*m.topo.Host.SHMLatUs)
+	lat := ncclBaseLatUs[algoRing][p] + st*(ncclHwLatUs[g.pathType][algoRing][p]+g.shmFrac*m.topo.Host.SHMLatUs+g.a2aHopExtraUs)
 	eff := 1.0
 	if p == protoLL {
 		eff = ringLLFactor
@@ -567,7 +615,7 @@ func (m *CollectiveModel) allToAll(g *groupInfo, bytes int64) CollectiveCost {
 	link := perPeer * g.a2aPerByte / eff
 	c := CollectiveCost{Algo: "P2P", Proto: protoNames[p], Channels: g.channels, SHMHops: g.shmHops,
 		LatencyUs: lat, LinkUs: link, TimeUs: lat + link, Bottleneck: g.a2aNeckName}
-	c.NCCLTimeUs = c.TimeUs
+	c.NCCLTimeUs = c.TimeUs - st*g.a2aHopExtraUs // NCCL does not see hop latencies
 	c.AlgBWGBps = b / (1000 * c.TimeUs)
 	c.BusBWGBps = c.AlgBWGBps * busFactor(model.AllToAll, g.n)
 	return c
@@ -686,6 +734,9 @@ func (m *CollectiveModel) buildGroup(mask uint64, ranks []int) *groupInfo {
 			g.pathType, g.channels = pathPCI, pcieChannels
 		}
 		ring = append(ring, topology.Flow{From: i, To: j, ViaHost: via})
+		if !via {
+			g.hopExtraUs = math.Max(g.hopExtraUs, m.hopExtra(t.Path(i, j)))
+		}
 		if k < n-1 {
 			chain = append(chain, topology.Flow{From: i, To: j, ViaHost: via}, topology.Flow{From: j, To: i, ViaHost: !m.p2p(j, i)})
 		}
@@ -706,6 +757,9 @@ func (m *CollectiveModel) buildGroup(mask uint64, ranks []int) *groupInfo {
 				continue
 			}
 			a2a = append(a2a, topology.Flow{From: i, To: j, ViaHost: !m.p2p(i, j)})
+			if m.p2p(i, j) {
+				g.a2aHopExtraUs = math.Max(g.a2aHopExtraUs, m.hopExtra(t.Path(i, j)))
+			}
 			pairs = append(pairs, topology.Flow{From: i, To: j})
 			if !t.P2PAllowed(i, j, topology.P2PSYS) {
 				g.customOK = false

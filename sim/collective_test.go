@@ -29,32 +29,41 @@ func collModel(t testing.TB, name string, gpus int, o NCCLOptions) *CollectiveMo
 
 func collNear(got, want, tol float64) bool { return math.Abs(got-want) <= tol }
 
-// TestNCCLLatencyByHand checks the latency term against nccl-model.md's
+// TestNCCLLatencyByHand checks NCCL's latency term against nccl-model.md's
 // worked examples: baseLat[Ring][proto] + 2(n-1) hwLat[link][Ring][proto].
-// With NCCL_P2P_LEVEL=SYS every hop is P2P, so tpscope's own latency
-// (before calibration) equals NCCL's.
+// With NCCL_P2P_LEVEL=SYS every hop is P2P; tpscope's own latency (before
+// calibration) adds 2(n-1) x the slowest ring hop's path latency beyond the
+// box's fastest GPU pair (collective.go "Hop latency"). Path latencies of
+// the presets (topology/presets.go): 2s same host bridge 0.2 + 0.2 = 0.4,
+// other host bridge of the socket 0.2 + 0.05 + 0.05 + 0.2 = 0.5, across
+// sockets 0.2 + 0.05 + 0.3 + 0.05 + 0.2 = 0.8 us; switch box inside a
+// switch 0.25 + 0.25 = 0.5, across switches 4 x 0.25 = 1.0 us; NVSwitch
+// 0.35 + 0.35 = 0.7 for every pair.
 func TestNCCLLatencyByHand(t *testing.T) {
 	cases := []struct {
 		name  string
 		topo  string
 		gpus  int
 		proto string
-		want  float64
+		want  float64 // NCCL's estimate
+		extra float64 // tpscope's hop-latency term
 	}{
-		// 6.6 + 14 x 1.0 = 20.6 (nccl-model.md worked example)
-		{"pcie/8gpu/LL", "rtxpro6000-2s", 8, "LL", 20.6},
-		// 6.6 + 6 x 1.0 = 12.6
-		{"pcie/4gpu/LL", "rtxpro6000-2s", 4, "LL", 12.6},
-		// 6.6 + 2 x 1.0 = 8.6
-		{"pcie/2gpu/LL", "rtxpro6000-2s", 2, "LL", 8.6},
-		// 8.4 + 14 x 5.7 = 88.2
-		{"pcie/8gpu/Simple", "rtxpro6000-2s", 8, "Simple", 88.2},
-		// 6.6 + 14 x 0.6 = 15.0
-		{"nvlink/8gpu/LL", "h200-nvswitch", 8, "LL", 15.0},
+		// 6.6 + 14 x 1.0 = 20.6 (nccl-model.md worked example); ring
+		// 0..7 crosses the sockets: 14 x (0.8 - 0.4) = 5.6.
+		{"pcie/8gpu/LL", "rtxpro6000-2s", 8, "LL", 20.6, 5.6},
+		// 6.6 + 6 x 1.0 = 12.6; one socket, slowest hop between its host
+		// bridges: 6 x (0.5 - 0.4) = 0.6.
+		{"pcie/4gpu/LL", "rtxpro6000-2s", 4, "LL", 12.6, 0.6},
+		// 6.6 + 2 x 1.0 = 8.6; both hops inside one host bridge.
+		{"pcie/2gpu/LL", "rtxpro6000-2s", 2, "LL", 8.6, 0},
+		// 8.4 + 14 x 5.7 = 88.2; + 5.6 as for LL.
+		{"pcie/8gpu/Simple", "rtxpro6000-2s", 8, "Simple", 88.2, 5.6},
+		// 6.6 + 14 x 0.6 = 15.0; all NVSwitch paths alike.
+		{"nvlink/8gpu/LL", "h200-nvswitch", 8, "LL", 15.0, 0},
 		// 14.0 + 14 x 1.9 = 40.6
-		{"nvlink/8gpu/LL128", "h200-nvswitch", 8, "LL128", 40.6},
-		// switch box: same PCI constants, 6.6 + 14 = 20.6
-		{"switch/8gpu/LL", "rtxpro6000-switch", 8, "LL", 20.6},
+		{"nvlink/8gpu/LL128", "h200-nvswitch", 8, "LL128", 40.6, 0},
+		// switch box: same PCI constants, 6.6 + 14 = 20.6; 14 x (1.0 - 0.5).
+		{"switch/8gpu/LL", "rtxpro6000-switch", 8, "LL", 20.6, 7},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -63,8 +72,11 @@ func TestNCCLLatencyByHand(t *testing.T) {
 			if got.Proto != c.proto || got.Algo != "Ring" {
 				t.Fatalf("chose %s/%s, want Ring/%s", got.Algo, got.Proto, c.proto)
 			}
-			if !collNear(got.LatencyUs, c.want, 1e-9) || !collNear(got.NCCLLatencyUs, c.want, 1e-9) {
-				t.Errorf("latency %.4f us (NCCL %.4f), want %.1f", got.LatencyUs, got.NCCLLatencyUs, c.want)
+			if !collNear(got.NCCLLatencyUs, c.want, 1e-9) {
+				t.Errorf("NCCL latency %.4f us, want %.1f", got.NCCLLatencyUs, c.want)
+			}
+			if !collNear(got.LatencyUs, c.want+c.extra, 1e-9) {
+				t.Errorf("latency %.4f us, want %.1f + %.1f", got.LatencyUs, c.want, c.extra)
 			}
 		})
 	}
@@ -103,24 +115,26 @@ func TestBandwidthByHand(t *testing.T) {
 		op                      model.Collective
 		wantLatUs, wantAlgGBps  float64
 		wantNCCLAlgGBps         float64
+		hopUs                   float64 // tpscope's hop-latency term (TestNCCLLatencyByHand)
 	}{
-		{"2s/ring/simple", "rtxpro6000-2s", "Simple", "Ring", model.AllReduce, 88.2, 45 * 8.0 / 14, 16 * 8.0 / 14},
-		{"2s/ring/LL", "rtxpro6000-2s", "LL", "Ring", model.AllReduce, 20.6, 22.5 * 8.0 / 14, 8 * 8.0 / 14},
+		{"2s/ring/simple", "rtxpro6000-2s", "Simple", "Ring", model.AllReduce, 88.2, 45 * 8.0 / 14, 16 * 8.0 / 14, 14 * 0.4},
+		{"2s/ring/LL", "rtxpro6000-2s", "LL", "Ring", model.AllReduce, 20.6, 22.5 * 8.0 / 14, 8 * 8.0 / 14, 14 * 0.4},
 		// switch box: uplinks carry one ring flow each way: 54 (real), 48 (NCCL).
-		{"switch/ring/simple", "rtxpro6000-switch", "Simple", "Ring", model.AllReduce, 88.2, 54 * 8.0 / 14, 48 * 8.0 / 14},
+		{"switch/ring/simple", "rtxpro6000-switch", "Simple", "Ring", model.AllReduce, 88.2, 54 * 8.0 / 14, 48 * 8.0 / 14, 14 * 0.5},
 		// all-gather: steps n-1 = 7, algBw = busBw x 8/7.
-		{"2s/allgather/simple", "rtxpro6000-2s", "Simple", "Ring", model.AllGather, 8.4 + 7*5.7, 45 * 8.0 / 7, 16 * 8.0 / 7},
+		{"2s/allgather/simple", "rtxpro6000-2s", "Simple", "Ring", model.AllGather, 8.4 + 7*5.7, 45 * 8.0 / 7, 16 * 8.0 / 7, 7 * 0.4},
 		// Tree (chain 0..7, reduce up and broadcast down at once): an
 		// interior GPU sends to both neighbours over its one PCIe link, so
 		// each GPU link carries 2 flows out: min(54/2, 45) = 27 real, min(48/2,
-		// 16) = 16 NCCL; busBw min(bw x 0.92, 2 ch x 70); algBw x 0.5.
-		{"2s/tree/simple", "rtxpro6000-2s", "Simple", "Tree", model.AllReduce, 8.4 + 14*4.0, 27 * 0.92 * 0.5, 16 * 0.92 * 0.5},
+		// 16) = 16 NCCL; busBw min(bw x 0.92, 2 ch x 70); algBw x 0.5. The
+		// chain's 3-4 hop crosses the sockets: 14 x 0.4.
+		{"2s/tree/simple", "rtxpro6000-2s", "Simple", "Tree", model.AllReduce, 8.4 + 14*4.0, 27 * 0.92 * 0.5, 16 * 0.92 * 0.5, 14 * 0.4},
 		// H200: NVLink 450 (hardware.md) real; NCCL 18 x 20.6 = 370.8. Simple ring.
-		{"h200/ring/simple", "h200-nvswitch", "Simple", "Ring", model.AllReduce, 8.4 + 14*3.4, 450 * 8.0 / 14, 370.8 * 8.0 / 14},
+		{"h200/ring/simple", "h200-nvswitch", "Simple", "Ring", model.AllReduce, 8.4 + 14*3.4, 450 * 8.0 / 14, 370.8 * 8.0 / 14, 0},
 		// LL128: min(0.92 x bus, 16 ch x 36.7) = 0.92 x bus.
-		{"h200/ring/LL128", "h200-nvswitch", "LL128", "Ring", model.AllReduce, 14 + 14*1.9, 0.92 * 450 * 8.0 / 14, 0.92 * 370.8 * 8.0 / 14},
+		{"h200/ring/LL128", "h200-nvswitch", "LL128", "Ring", model.AllReduce, 14 + 14*1.9, 0.92 * 450 * 8.0 / 14, 0.92 * 370.8 * 8.0 / 14, 0},
 		// LL: min(llMaxBw 141 (Hopper), 0.5 x bus).
-		{"h200/ring/LL", "h200-nvswitch", "LL", "Ring", model.AllReduce, 20.6 - 14*0.4, 141 * 8.0 / 14, 141 * 8.0 / 14},
+		{"h200/ring/LL", "h200-nvswitch", "LL", "Ring", model.AllReduce, 20.6 - 14*0.4, 141 * 8.0 / 14, 141 * 8.0 / 14, 0},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -129,7 +143,7 @@ func TestBandwidthByHand(t *testing.T) {
 			if !ok {
 				t.Fatal("pair not available")
 			}
-			want := c.wantLatUs + bytes/(1000*c.wantAlgGBps)
+			want := c.wantLatUs + c.hopUs + bytes/(1000*c.wantAlgGBps)
 			if !collNear(got.TimeUs, want, 1e-6*want) {
 				t.Errorf("time %.3f us, want %.3f (lat %.2f + %d B / %.3f GB/s)", got.TimeUs, want, c.wantLatUs, bytes, c.wantAlgGBps)
 			}
@@ -200,8 +214,11 @@ func TestSHMLatency(t *testing.T) {
 		wantSHM int
 	}{
 		{"2s/default", "rtxpro6000-2s", NCCLOptions{Proto: "LL"}, 216.6, 8},
-		{"2s/SYS", "rtxpro6000-2s", NCCLOptions{Proto: "LL", P2PLevel: "SYS"}, 20.6, 0},
-		{"2s/PHB", "rtxpro6000-2s", NCCLOptions{Proto: "LL", P2PLevel: "PHB"}, 6.6 + 14*(1+14*2.0/8), 2},
+		// + 14 x 0.4 for the cross-socket P2P hops (TestNCCLLatencyByHand).
+		{"2s/SYS", "rtxpro6000-2s", NCCLOptions{Proto: "LL", P2PLevel: "SYS"}, 20.6 + 14*0.4, 0},
+		// The two cross-socket hops bounce; the slowest P2P hop joins the
+		// socket's two host bridges: + 0.5 - 0.4 per step.
+		{"2s/PHB", "rtxpro6000-2s", NCCLOptions{Proto: "LL", P2PLevel: "PHB"}, 6.6 + 14*(1+14*2.0/8+0.1), 2},
 		{"switch/default", "rtxpro6000-switch", NCCLOptions{Proto: "LL"}, 118.6, 4},
 		{"switch/p2p-disabled", "rtxpro6000-switch", NCCLOptions{Proto: "LL", P2PDisable: true}, 216.6, 8},
 	}
@@ -261,10 +278,11 @@ func TestAllToAllByHand(t *testing.T) {
 		t.Errorf("all-to-all %s %.3f us, want Simple %.3f", got.Proto, got.TimeUs, want)
 	}
 	// 2s at SYS: the socket link carries 4 x 4 = 16 flows of b/8 per
-	// direction at 45 GB/s; the GPU links 7 flows at 54: xGMI binds.
+	// direction at 45 GB/s; the GPU links 7 flows at 54: xGMI binds. The
+	// slowest pair crosses the sockets: 7 rounds x (0.8 - 0.4) us.
 	m2 := collModel(t, "rtxpro6000-2s", 8, NCCLOptions{P2PLevel: "SYS"})
 	got = m2.Cost(model.AllToAll, nil, b)
-	want = 8.4 + 7*5.7 + 16*float64(b/8)/(1000*45)
+	want = 8.4 + 7*(5.7+0.4) + 16*float64(b/8)/(1000*45)
 	if !collNear(got.TimeUs, want, 1e-6*want) {
 		t.Errorf("2s all-to-all %.3f us, want %.3f (bottleneck %s)", got.TimeUs, want, got.Bottleneck)
 	}
