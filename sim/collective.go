@@ -26,12 +26,14 @@ package sim
 // ring latency is 2(n-1) x the maximum hop latency (NCCL maintainer,
 // github.com/NVIDIA/nccl-tests/issues/123: "network_latency should be
 // called max_latency"). tpscope's prediction therefore adds, per step,
-// the slowest P2P hop's path latency (Topology.Path LatUs) minus the
-// box's fastest GPU-pair path of the same class, taking NCCL's hwLat as
-// the price of that fastest hop (assumption). On the dual-socket preset a
-// cross-socket hop (0.8 us) against one inside a root complex (0.4 us):
-// +0.4 us per step, +5.6 us for an 8-GPU ring all-reduce. Host-memory
-// hops keep their SHM latency; calibrated constants replace all of it.
+// the slowest P2P hop's path latency (Topology.Path LatUs) beyond the hop
+// NCCL's hwLat prices (assumption): for PCI, a direct-attach P2P write
+// inside one root complex, measured at 0.36-0.45 us (hardware.md; 0.4 us,
+// pcieRefHopUs); for NVLink, the box's fastest NVLink pair (hardware.md
+// gives no NVLink latency). On the dual-socket preset a cross-socket hop
+// (0.8 us): +0.4 us per step, +5.6 us for an 8-GPU ring all-reduce.
+// Host-memory hops keep their SHM latency; calibrated constants replace
+// all of it.
 //
 // Units: bytes, microseconds, GB/s (1e9 B/s).
 
@@ -119,6 +121,11 @@ const (
 	ringLL128Factor = 0.92
 	ringLLFactor    = 0.5
 )
+
+// pcieRefHopUs: the PCIe P2P hop NCCL's hwLat[PCI] is taken to price
+// (assumption): a direct-attach GPU-to-GPU write inside one root complex,
+// measured at 0.36-0.45 us (hardware.md); the middle, 0.4 us.
+const pcieRefHopUs = 0.4
 
 // p2pLLThresholdBytes: NCCL uses LL for a send/recv of at most this many
 // bytes per peer (NCCL_P2P_LL_THRESHOLD default 16384).
@@ -232,8 +239,8 @@ type CollectiveModel struct {
 	calib      [4][numAlgos][numProtos]*topology.CollectiveParams
 	calibLevel string
 
-	// refLatUs[pathNVLink|pathPCI]: the fastest GPU-pair path latency of
-	// the box over NVLink and over PCIe (the hop NCCL's hwLat prices).
+	// refLatUs[pathNVLink|pathPCI]: the path latency of the hop NCCL's
+	// hwLat prices: the box's fastest NVLink pair; pcieRefHopUs for PCI.
 	refLatUs [2]float64
 
 	mu     sync.RWMutex
@@ -262,13 +269,11 @@ func NewCollectiveModel(t *topology.Topology, o NCCLOptions) (*CollectiveModel, 
 	}
 	dev := t.DeviceOf(0)
 	m.caps = capsFor(dev.Arch)
-	m.refLatUs = [2]float64{math.Inf(1), math.Inf(1)}
+	m.refLatUs = [2]float64{math.Inf(1), pcieRefHopUs}
 	for i := 0; i < t.NumGPUs(); i++ {
 		for j := 0; j < t.NumGPUs(); j++ {
-			if i != j {
-				pa := t.Path(i, j)
-				c := pathClass(pa)
-				m.refLatUs[c] = math.Min(m.refLatUs[c], pa.LatUs)
+			if pa := t.Path(i, j); i != j && pathClass(pa) == pathNVLink {
+				m.refLatUs[pathNVLink] = math.Min(m.refLatUs[pathNVLink], pa.LatUs)
 			}
 		}
 	}
@@ -301,8 +306,8 @@ func pathClass(pa *topology.Path) int {
 	return pathPCI
 }
 
-// hopExtra is the latency of a P2P path beyond the box's fastest path of
-// its class, us (0 when it is the fastest).
+// hopExtra is the latency of a P2P path beyond the hop NCCL's hwLat
+// prices for its class, us (never negative).
 func (m *CollectiveModel) hopExtra(pa *topology.Path) float64 {
 	return math.Max(0, pa.LatUs-m.refLatUs[pathClass(pa)])
 }

@@ -33,7 +33,8 @@ func collNear(got, want, tol float64) bool { return math.Abs(got-want) <= tol }
 // worked examples: baseLat[Ring][proto] + 2(n-1) hwLat[link][Ring][proto].
 // With NCCL_P2P_LEVEL=SYS every hop is P2P; tpscope's own latency (before
 // calibration) adds 2(n-1) x the slowest ring hop's path latency beyond the
-// box's fastest GPU pair (collective.go "Hop latency"). Path latencies of
+// 0.4 us PCIe hop NCCL's hwLat prices, or beyond the box's fastest NVLink
+// pair (collective.go "Hop latency"). Path latencies of
 // the presets (topology/presets.go): 2s same host bridge 0.2 + 0.2 = 0.4,
 // other host bridge of the socket 0.2 + 0.05 + 0.05 + 0.2 = 0.5, across
 // sockets 0.2 + 0.05 + 0.3 + 0.05 + 0.2 = 0.8 us; switch box inside a
@@ -62,8 +63,8 @@ func TestNCCLLatencyByHand(t *testing.T) {
 		{"nvlink/8gpu/LL", "h200-nvswitch", 8, "LL", 15.0, 0},
 		// 14.0 + 14 x 1.9 = 40.6
 		{"nvlink/8gpu/LL128", "h200-nvswitch", 8, "LL128", 40.6, 0},
-		// switch box: same PCI constants, 6.6 + 14 = 20.6; 14 x (1.0 - 0.5).
-		{"switch/8gpu/LL", "rtxpro6000-switch", 8, "LL", 20.6, 7},
+		// switch box: same PCI constants, 6.6 + 14 = 20.6; 14 x (1.0 - 0.4).
+		{"switch/8gpu/LL", "rtxpro6000-switch", 8, "LL", 20.6, 14 * 0.6},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -120,7 +121,7 @@ func TestBandwidthByHand(t *testing.T) {
 		{"2s/ring/simple", "rtxpro6000-2s", "Simple", "Ring", model.AllReduce, 88.2, 45 * 8.0 / 14, 16 * 8.0 / 14, 14 * 0.4},
 		{"2s/ring/LL", "rtxpro6000-2s", "LL", "Ring", model.AllReduce, 20.6, 22.5 * 8.0 / 14, 8 * 8.0 / 14, 14 * 0.4},
 		// switch box: uplinks carry one ring flow each way: 54 (real), 48 (NCCL).
-		{"switch/ring/simple", "rtxpro6000-switch", "Simple", "Ring", model.AllReduce, 88.2, 54 * 8.0 / 14, 48 * 8.0 / 14, 14 * 0.5},
+		{"switch/ring/simple", "rtxpro6000-switch", "Simple", "Ring", model.AllReduce, 88.2, 54 * 8.0 / 14, 48 * 8.0 / 14, 14 * 0.6},
 		// all-gather: steps n-1 = 7, algBw = busBw x 8/7.
 		{"2s/allgather/simple", "rtxpro6000-2s", "Simple", "Ring", model.AllGather, 8.4 + 7*5.7, 45 * 8.0 / 7, 16 * 8.0 / 7, 7 * 0.4},
 		// Tree (chain 0..7, reduce up and broadcast down at once): an
@@ -203,7 +204,9 @@ func TestNCCLChoice(t *testing.T) {
 // add Host.SHMLatUs (hardware.md: about 14 us) per step, weighted by the
 // fraction of ring hops that bounce. 2s at the default PXB: all 8 hops
 // bounce: 6.6 + 14 x (1.0 + 14) = 216.6 us. Switch box: 4 of 8 hops
-// (across switches) bounce: 6.6 + 14 x (1.0 + 0.5 x 14) = 118.6 us.
+// (across switches) bounce: 6.6 + 14 x (1.0 + 0.5 x 14) = 118.6 us, plus
+// 14 x 0.1 us for the P2P hops inside a switch (0.5 us path beyond the
+// 0.4 us hop NCCL's hwLat prices, TestNCCLLatencyByHand): 120.0 us.
 // P2P disabled on the switch box: all 8 bounce: 216.6 us.
 func TestSHMLatency(t *testing.T) {
 	cases := []struct {
@@ -219,7 +222,7 @@ func TestSHMLatency(t *testing.T) {
 		// The two cross-socket hops bounce; the slowest P2P hop joins the
 		// socket's two host bridges: + 0.5 - 0.4 per step.
 		{"2s/PHB", "rtxpro6000-2s", NCCLOptions{Proto: "LL", P2PLevel: "PHB"}, 6.6 + 14*(1+14*2.0/8+0.1), 2},
-		{"switch/default", "rtxpro6000-switch", NCCLOptions{Proto: "LL"}, 118.6, 4},
+		{"switch/default", "rtxpro6000-switch", NCCLOptions{Proto: "LL"}, 118.6 + 14*0.1, 4},
 		{"switch/p2p-disabled", "rtxpro6000-switch", NCCLOptions{Proto: "LL", P2PDisable: true}, 216.6, 8},
 	}
 	for _, c := range cases {
