@@ -414,9 +414,13 @@ func (pl *planner) planAttention(op *model.Op) (opPlan, error) {
 	}
 	groups := (p.heads + p.hg - 1) / p.hg
 	// Splits over the context so the grid fills the device twice over
-	// (two 76 KB blocks fit one SM), with at least 8 tiles per split.
+	// (two blocks of up to 76 KB shared memory fit one SM), with at least
+	// 4 tiles per split so the log-sum-exp merge stays small: at batch 1
+	// and 4096 cached tokens that is 32 splits of 128 tokens. (The H200
+	// runs of 2026-12-02 used 8 tiles, which left small batches with 16
+	// blocks on 132 SMs.)
 	want := max(1, 2*max(1, pl.dev.sms)/max(1, p.tokens*groups))
-	maxSplits := max(1, p.ctx/(8*mlaTile))
+	maxSplits := max(1, p.ctx/(4*mlaTile))
 	p.splits = min(want, maxSplits)
 	p.chunk = ceilTo((p.ctx+p.splits-1)/p.splits, mlaTile)
 	p.splits = (p.ctx + p.chunk - 1) / p.chunk

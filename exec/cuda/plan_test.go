@@ -120,6 +120,21 @@ func TestPlanKimiShard(t *testing.T) {
 	})
 }
 
+// At batch 1 the grid is filled by splitting the context: 2 x 132 SMs
+// wanted, capped at 4096 / (4 tiles x 32) = 32 splits of 128 tokens.
+func TestPlanAttentionSplitsBatch1(t *testing.T) {
+	s := buildSched(t, "kimi-k2.5", 8, 1, 4096)
+	pl := &planner{sched: s, dev: h200, seed: 1, shard: true, world: 8}
+	plans, err := pl.planRank(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, p := planByID(t, s, plans, "L01.attn.mla_decode")
+	if p.tokens != 1 || p.splits != 32 || p.chunk != 128 {
+		t.Fatalf("plan %+v", *p)
+	}
+}
+
 func TestPlanTinyAttentionWidth(t *testing.T) {
 	// tiny-mla-moe: kv_lora 64 + rope 16 = 80 wide latent, 8 heads at TP 1.
 	s := buildSched(t, "tiny-mla-moe", 1, 32, 4096)
