@@ -52,7 +52,7 @@ func bindCPUCalibrateMode(fs *pflag.FlagSet) func(string, *calibrateCommon, io.W
 			return enc.Encode(rep)
 		}
 		fmt.Fprintf(stdout, "%s: %d goroutine ranks on %d cores (%s); wrote %s\n", t.Name, rep.Ranks, rep.Cores, rep.CPU, c.out)
-		fmt.Fprintf(stdout, "per rank: sgemm %.2f GFLOPS, stream %.2f GB/s (float32), min op %.2f us, runner %.2f us/op\n",
+		fmt.Fprintf(stdout, "per rank: peak %.2f GFLOPS, stream %.2f GB/s (float32), min op %.2f us, runner %.2f us/op\n",
 			rep.GEMMPeakGFLOPS, rep.MemGBps, rep.MinKernelUs, rep.RunnerOpUs)
 		tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
 		fmt.Fprintln(tw, "kind\tefficiency\tshape")

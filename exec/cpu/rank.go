@@ -267,9 +267,13 @@ func (r *rank) bind(op *model.Op, rt *routing, latent, indexer map[int][]float32
 		}, nil
 
 	case model.KindNorm:
+		// Unit weights: norms that run in place on buffers no op refreshes
+		// (q_a_norm on the input scratch) then keep their values step after
+		// step; other weights would scale them towards denormals, which
+		// are slow on x86 and would distort the timing.
 		w := make([]float32, n)
 		for j := range w {
-			w[j] = 1 + 0.1*(2*r.rng.Float32()-1)
+			w[j] = 1
 		}
 		x := r.act
 		if n == r.hidden && m*n <= len(r.h) {
