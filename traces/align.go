@@ -120,6 +120,10 @@ type Alignment struct {
 	Spans   int     `json:"spans"`
 	Matched int     `json:"matched"`
 	Issues  []Issue `json:"issues,omitempty"`
+	// SkippedUnits marks the units the backend did not run (op spans with
+	// tpscope.skipped, e.g. collectives of a one-rank shard run); their
+	// predicted time is left out of the step the run is compared with.
+	SkippedUnits []bool `json:"-"`
 }
 
 // Align matches the op spans of traces (each element the spans of one
@@ -265,6 +269,10 @@ func (a *Alignment) alignByID(traces [][]Span, pr *sim.Prediction, is *issues) {
 			if skippedSpan(s) {
 				is.add(IssueSkippedSpan, 1, s.OpID)
 				seen[u] = true
+				if a.SkippedUnits == nil {
+					a.SkippedUnits = make([]bool, len(a.Units))
+				}
+				a.SkippedUnits[u] = true
 				continue
 			}
 			us := spanUs(s)

@@ -516,6 +516,7 @@ func (r *Result) finishTrace(spans []Span) {
 				*f.p = v.String()
 			}
 		}
+		sc.Options = withGraphsOption(root, sc.Options)
 		found := false
 		for i := range r.Scenarios {
 			if r.Scenarios[i].Key() == sc.Key() {
@@ -574,4 +575,27 @@ func canonicalJSON(raw []byte) string {
 		return string(raw)
 	}
 	return buf.String()
+}
+
+// attrGraphs is the runner's step attribute saying the measured steps were
+// replayed CUDA graphs (exec.AttrGraphs; spelled out since traces cannot
+// import exec).
+const attrGraphs = "tpscope.graphs"
+
+// withGraphsOption adds "cuda-graphs" to a step's options when its root says
+// the steps were replayed graphs but the options list does not name it (a
+// harness that set graphs directly on the runner): what was measured decides
+// what is predicted.
+func withGraphsOption(root *Span, options string) string {
+	v, ok := root.Attr(attrGraphs)
+	if !ok || v.Type() != TypeBool || !v.AsBool() {
+		return options
+	}
+	names := OptionNames(options)
+	for _, n := range names {
+		if o, _, _ := ParseOptions(n); o.CUDAGraphs {
+			return options
+		}
+	}
+	return strings.Join(append(names, "cuda-graphs"), ",")
 }
