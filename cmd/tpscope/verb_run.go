@@ -59,6 +59,7 @@ Ctrl-C stops after the current op and still writes the finished spans.`,
 			scale := fs.Float64("scale", 1, "divide the model's widths by this factor before building the schedule (cpu backend; >= 1)")
 			compare := fs.Bool("compare", false, "print measured vs predicted time per op kind (needs --topo)")
 			output := fs.String("output", "table", "output format: table or json")
+			localRanks := fs.IntSlice("local-ranks", nil, "ranks this process runs (default: all of the plan's ranks); e.g. --tp 8 --local-ranks 0 runs one rank's shard on one GPU, its collectives skipped and marked on the spans")
 			return func(args []string, stdout, stderr io.Writer) error {
 				if len(args) > 0 {
 					return usageErrorf("unexpected arguments %q", args)
@@ -121,7 +122,7 @@ Ctrl-C stops after the current op and still writes the finished spans.`,
 
 				ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 				defer stop()
-				exp, err := traces.Setup(ctx, *trace)
+				exp, err := traces.Setup(ctx, *trace, traces.WithResource(backendResource(*backend, nil)...))
 				if err != nil {
 					return fmt.Errorf("--trace %s: %w", *trace, err)
 				}
@@ -134,6 +135,14 @@ Ctrl-C stops after the current op and still writes the finished spans.`,
 				}
 				if withTopo {
 					opts = append(opts, exec.WithTopology(sf.topo), exec.WithPredictedUs(predUs))
+				}
+				if len(*localRanks) > 0 {
+					for _, r := range *localRanks {
+						if r < 0 || r >= len(sched.Ranks) {
+							return usageErrorf("--local-ranks %v: rank %d is not one of the plan's %d ranks", *localRanks, r, len(sched.Ranks))
+						}
+					}
+					opts = append(opts, exec.WithLocalRanks(*localRanks...))
 				}
 				var bar *progressbar.ProgressBar
 				if isTerminal(stderr) {

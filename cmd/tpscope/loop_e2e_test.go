@@ -1,0 +1,113 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"math"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tpscope/tpscope/model"
+	"github.com/tpscope/tpscope/traces"
+	"github.com/tpscope/tpscope/traces/jaegertest"
+)
+
+// TestLoopCPUJaegerAndFile is the product's whole loop in CI, with no GPU:
+// calibrate this machine for the CPU backend, run tiny-mla-moe at TP 4
+// exporting once to a real Jaeger (started on free loopback ports, stopped
+// by PID) and once to a file, then compare each trace with the prediction
+// on the calibrated topology. Expected counts come from model.Build:
+// every op of every rank and step is matched by op ID (ops x ranks x
+// steps), none unknown or missing.
+//
+// The step-time error against the measurement is logged (README reports
+// it); it is asserted only to be within a factor of two, because CI shares
+// two cores with whatever else runs and 4 ranks time-share them.
+func TestLoopCPUJaegerAndFile(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: starts a real Jaeger")
+	}
+	dir := t.TempDir()
+	topo := filepath.Join(dir, "cpu.json")
+	run := func(args ...string) string {
+		t.Helper()
+		var out, errb bytes.Buffer
+		if code := dispatch(args, &out, &errb); code != 0 {
+			t.Fatalf("tpscope %s: exit %d: %s", strings.Join(args, " "), code, errb.String())
+		}
+		return out.String()
+	}
+	run("calibrate", "--backend", "cpu", "--ranks", "4", "--bench-ms", "100", "-o", topo)
+
+	const steps = 3
+	scenario := []string{"--backend", "cpu", "--model", "tiny-mla-moe", "--tp", "4", "--batch", "8", "--context", "512",
+		"--steps", "3", "--warmup", "1", "--topo", topo}
+	j := jaegertest.Start(t)
+	file := filepath.Join(dir, "run.otlp.jsonl")
+	run(append([]string{"run", "--trace", "otlp://" + j.OTLPGRPC}, scenario...)...)
+	run(append([]string{"run", "--trace", "file:" + file}, scenario...)...)
+
+	a, err := model.Preset("tiny-mla-moe")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := model.Build(a, model.Plan{TP: 4}, model.Workload{Phase: model.Decode, Batch: 8, Context: 512})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := s.NumOps() * steps
+
+	jsrc := "jaeger://" + strings.TrimPrefix(j.QueryHTTP, "http://") + "?service=tpscope&limit=20"
+	for _, src := range []struct{ name, src string }{{"jaeger", jsrc}, {"file", file}} {
+		src, name := src.src, src.name
+		t.Run(name, func(t *testing.T) {
+			var res *traces.Result
+			// A flushed trace is queryable in Jaeger after a short delay.
+			for deadline := time.Now().Add(10 * time.Second); ; {
+				res, err = traces.ReadAll(context.Background(), src)
+				if err == nil && countOps(res) >= want || time.Now().After(deadline) {
+					break
+				}
+				time.Sleep(200 * time.Millisecond)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			rep, err := traces.Compare([]*traces.Result{res}, traces.CompareOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(rep.Scenarios) != 1 {
+				t.Fatalf("%d scenarios, want 1", len(rep.Scenarios))
+			}
+			sr := rep.Scenarios[0]
+			if sr.Spans != want || sr.Matched != want {
+				t.Errorf("op spans %d, matched %d; want %d = %d ops x 4 ranks x %d steps", sr.Spans, sr.Matched, want, s.NumOps()/4, steps)
+			}
+			if sr.Steps != steps || sr.Ranks != 4 {
+				t.Errorf("steps x ranks %d x %d, want %d x 4", sr.Steps, sr.Ranks, steps)
+			}
+			for _, is := range sr.Issues {
+				t.Errorf("issue: %s: %d (%v)", is.Reason, is.Count, is.Examples)
+			}
+			if e := sr.Step.ErrPct; math.IsNaN(e) || math.Abs(e) > 100 {
+				t.Errorf("step error %.1f %%: predicted %.0f us, measured %.0f us", e, sr.Step.PredictedUs, sr.Step.MedianUs)
+			}
+			b, _ := json.Marshal(sr.Step)
+			t.Logf("%s: step %s", src, b)
+		})
+	}
+}
+
+func countOps(r *traces.Result) int {
+	n := 0
+	for i := range r.Spans {
+		if r.Spans[i].OpID != "" {
+			n++
+		}
+	}
+	return n
+}
