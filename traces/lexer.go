@@ -356,37 +356,7 @@ func (l *lexer) isNull() (bool, error) {
 // until fn calls the lexer) and must consume the value. A null is an empty
 // object; another kind of value is skipped and reported as errWrongType.
 func (l *lexer) object(fn func(key []byte) error) error {
-	c, err := l.next()
-	if err != nil {
-		return err
-	}
-	if c != '{' {
-		if err := l.skip(); err != nil {
-			return err
-		}
-		if c == 'n' {
-			return nil
-		}
-		return errWrongType
-	}
-	l.pos++
-	first := true
-	for {
-		c, err := l.next()
-		if err != nil {
-			return err
-		}
-		if c == '}' {
-			l.pos++
-			return nil
-		}
-		if !first {
-			if c != ',' {
-				return l.errorf("want ',' or '}' in object, got %q", c)
-			}
-			l.pos++
-		}
-		first = false
+	return l.container('{', '}', "object", func() error {
 		key, err := l.str()
 		if err != nil {
 			return err
@@ -396,10 +366,8 @@ func (l *lexer) object(fn func(key []byte) error) error {
 		if err := l.expect(':'); err != nil {
 			return err
 		}
-		if err := fn(l.key); err != nil {
-			return err
-		}
-	}
+		return fn(l.key)
+	})
 }
 
 // errWrongType reports a value of the wrong JSON kind, already skipped.
@@ -408,11 +376,19 @@ var errWrongType = errors.New("value of the wrong JSON type")
 // array iterates the elements of an array; fn must consume each. A null is
 // an empty array; another kind of value is skipped and reported as errWrongType.
 func (l *lexer) array(fn func() error) error {
+	return l.container('[', ']', "array", fn)
+}
+
+// container walks the comma-separated entries between open and close,
+// calling entry to consume each one; it is the loop object and array
+// share. A null is an empty container; another kind of value is skipped and
+// reported as errWrongType. kind names the container in errors.
+func (l *lexer) container(open, close byte, kind string, entry func() error) error {
 	c, err := l.next()
 	if err != nil {
 		return err
 	}
-	if c != '[' {
+	if c != open {
 		if err := l.skip(); err != nil {
 			return err
 		}
@@ -428,18 +404,18 @@ func (l *lexer) array(fn func() error) error {
 		if err != nil {
 			return err
 		}
-		if c == ']' {
+		if c == close {
 			l.pos++
 			return nil
 		}
 		if !first {
 			if c != ',' {
-				return l.errorf("want ',' or ']' in array, got %q", c)
+				return l.errorf("want ',' or '%c' in %s, got %q", close, kind, c)
 			}
 			l.pos++
 		}
 		first = false
-		if err := fn(); err != nil {
+		if err := entry(); err != nil {
 			return err
 		}
 	}
