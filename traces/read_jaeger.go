@@ -15,61 +15,46 @@ import (
 // span by span.
 func readJaegerV1Stream(r io.Reader, res *Result, src string) error {
 	o := newReader(r, res, src)
-	docs := 0
-	for {
-		c, err := o.lx.peek()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			return truncated(res, src, o.lx.offset(), err, docs)
-		}
-		if c != '{' {
-			return fmt.Errorf("%s: byte %d: want a JSON object {\"data\":[...]} (Jaeger JSON), got %q", src, o.lx.offset(), c)
-		}
-		err = o.wrongType(o.lx.object(func(key []byte) error {
-			switch string(key) {
-			case "data":
-				return o.wrongType(o.lx.array(o.jaegerTrace), "data")
-			case "errors":
-				return o.wrongType(o.lx.array(func() error {
-					var code int64
-					msg, tid := "", ""
-					err := o.lx.object(func(k []byte) error {
-						switch string(k) {
-						case "code":
-							v, _, err := o.intVal()
-							code = v
-							return err
-						case "msg", "traceID":
-							isMsg := k[0] == 'm' // k is only valid until the next lexer call
-							s, ok, err := o.strVal()
-							if ok && isMsg {
-								msg = string(s)
-							} else if ok {
-								tid = string(s)
-							}
-							return err
+	return o.documents(`{"data":[...]} (Jaeger JSON)`, `Jaeger JSON {"data":[...]}`, o.jaegerDocument)
+}
+
+// jaegerDocument reads one {"data":[trace...],"errors":[...]} document.
+func (o *reader) jaegerDocument() error {
+	res, src := o.res, o.src
+	return o.wrongType(o.lx.object(func(key []byte) error {
+		switch string(key) {
+		case "data":
+			return o.wrongType(o.lx.array(o.jaegerTrace), "data")
+		case "errors":
+			return o.wrongType(o.lx.array(func() error {
+				var code int64
+				msg, tid := "", ""
+				err := o.lx.object(func(k []byte) error {
+					switch string(k) {
+					case "code":
+						v, _, err := o.intVal()
+						code = v
+						return err
+					case "msg", "traceID":
+						isMsg := k[0] == 'm' // k is only valid until the next lexer call
+						s, ok, err := o.strVal()
+						if ok && isMsg {
+							msg = string(s)
+						} else if ok {
+							tid = string(s)
 						}
-						return o.lx.skip()
-					})
-					if err == nil {
-						res.skip(src, fmt.Sprintf("Jaeger reported error %d for trace %s: %s", code, tid, msg))
+						return err
 					}
-					return o.wrongType(err, "errors[]")
-				}), "errors")
-			}
-			return o.lx.skip()
-		}), "document")
-		if err != nil {
-			return truncated(res, src, o.lx.offset(), err, docs)
+					return o.lx.skip()
+				})
+				if err == nil {
+					res.skip(src, fmt.Sprintf("Jaeger reported error %d for trace %s: %s", code, tid, msg))
+				}
+				return o.wrongType(err, "errors[]")
+			}), "errors")
 		}
-		docs++
-	}
-	if docs == 0 {
-		return fmt.Errorf("%s: empty: want Jaeger JSON {\"data\":[...]}", src)
-	}
-	return nil
+		return o.lx.skip()
+	}), "document")
 }
 
 // jaegerTag is a tag whose value is kept as text until its type is known

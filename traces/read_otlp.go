@@ -121,6 +121,14 @@ func decodeID(s []byte, dst []byte) bool {
 // memory holds the span list, not the document.
 func readOTLPStream(r io.Reader, res *Result, src string) error {
 	o := newReader(r, res, src)
+	return o.documents("(OTLP ExportTraceServiceRequest)", "OTLP JSON (resourceSpans)", o.otlpRequest)
+}
+
+// documents reads the JSON objects of o's stream one after another (JSON
+// Lines, or objects merely concatenated), calling doc to consume each. want
+// says what the objects should be, for a stream that holds something else;
+// empty says what was expected, for a stream with no object at all.
+func (o *reader) documents(want, empty string, doc func() error) error {
 	docs := 0
 	for {
 		c, err := o.lx.peek()
@@ -128,18 +136,18 @@ func readOTLPStream(r io.Reader, res *Result, src string) error {
 			break
 		}
 		if err != nil {
-			return truncated(res, src, o.lx.offset(), err, docs)
+			return truncated(o.res, o.src, o.lx.offset(), err, docs)
 		}
 		if c != '{' {
-			return fmt.Errorf("%s: byte %d: want a JSON object (OTLP ExportTraceServiceRequest), got %q", src, o.lx.offset(), c)
+			return fmt.Errorf("%s: byte %d: want a JSON object %s, got %q", o.src, o.lx.offset(), want, c)
 		}
-		if err := o.otlpRequest(); err != nil {
-			return truncated(res, src, o.lx.offset(), err, docs)
+		if err := doc(); err != nil {
+			return truncated(o.res, o.src, o.lx.offset(), err, docs)
 		}
 		docs++
 	}
 	if docs == 0 {
-		return fmt.Errorf("%s: empty: want OTLP JSON (resourceSpans)", src)
+		return fmt.Errorf("%s: empty: want %s", o.src, empty)
 	}
 	return nil
 }
