@@ -202,32 +202,26 @@ func otlpValue(v attribute.Value) otlpAnyValue {
 		s := v.AsString()
 		return otlpAnyValue{StringValue: &s}
 	case attribute.BOOLSLICE:
-		var a otlpArrayValue
-		for _, x := range v.AsBoolSlice() {
-			a.Values = append(a.Values, otlpValue(attribute.BoolValue(x)))
-		}
-		return otlpAnyValue{ArrayValue: &a}
+		return otlpArray(v.AsBoolSlice(), attribute.BoolValue)
 	case attribute.INT64SLICE:
-		var a otlpArrayValue
-		for _, x := range v.AsInt64Slice() {
-			a.Values = append(a.Values, otlpValue(attribute.Int64Value(x)))
-		}
-		return otlpAnyValue{ArrayValue: &a}
+		return otlpArray(v.AsInt64Slice(), attribute.Int64Value)
 	case attribute.FLOAT64SLICE:
-		var a otlpArrayValue
-		for _, x := range v.AsFloat64Slice() {
-			a.Values = append(a.Values, otlpValue(attribute.Float64Value(x)))
-		}
-		return otlpAnyValue{ArrayValue: &a}
+		return otlpArray(v.AsFloat64Slice(), attribute.Float64Value)
 	case attribute.STRINGSLICE:
-		var a otlpArrayValue
-		for _, x := range v.AsStringSlice() {
-			a.Values = append(a.Values, otlpValue(attribute.StringValue(x)))
-		}
-		return otlpAnyValue{ArrayValue: &a}
+		return otlpArray(v.AsStringSlice(), attribute.StringValue)
 	}
 	s := v.Emit()
 	return otlpAnyValue{StringValue: &s}
+}
+
+// otlpArray encodes a slice attribute as an OTLP arrayValue of its
+// elements, each made an attribute value by elem and encoded by otlpValue.
+func otlpArray[T any](xs []T, elem func(T) attribute.Value) otlpAnyValue {
+	var a otlpArrayValue
+	for _, x := range xs {
+		a.Values = append(a.Values, otlpValue(elem(x)))
+	}
+	return otlpAnyValue{ArrayValue: &a}
 }
 
 func otlpKVs(kvs []attribute.KeyValue) []otlpKV {
