@@ -338,29 +338,12 @@ func writeTransfer(w io.Writer, adv *sim.Advice, md bool) error {
 			rows = append(rows, []string{r.Model, "-", "-", "-", "-", "-", "-", "-", "-", "-", r.Error})
 			continue
 		}
-		fit := "yes"
-		if !r.Fits {
-			fit = fmt.Sprintf("no: -%.1f GB", r.ShortfallGB)
-		}
 		rows = append(rows, []string{r.Model, fmt.Sprintf("%.1f", r.TokensPerS), fmt.Sprintf("%.1f", r.StockTokensPS), fmt.Sprintf("x%.2f", r.Speedup),
 			fmt.Sprintf("%.0f %%", 100*r.CommShare), fmt.Sprintf("%.0f %%", 100*r.StockComm), strconv.Itoa(r.Collectives),
-			fmt.Sprintf("%.1f", r.CommUsPerCall), fmt.Sprintf("%.1f", r.StockPerCall), fmt.Sprintf("%.0f", r.ComputeUs), fit})
+			fmt.Sprintf("%.1f", r.CommUsPerCall), fmt.Sprintf("%.1f", r.StockPerCall), fmt.Sprintf("%.0f", r.ComputeUs), fitCell(r.Fits, r.ShortfallGB)})
 	}
 	title := "do the baseline's settings transfer? (same box, plan and workload; us/collective is the box's part, collectives/step the model's)"
-	if md {
-		fmt.Fprintf(w, "\n### Transfer\n\n%s\n\n| %s |\n|%s\n", title, strings.Join(header, " | "), strings.Repeat("---|", len(header)))
-		for _, r := range rows {
-			fmt.Fprintf(w, "| %s |\n", strings.Join(r, " | "))
-		}
-		return nil
-	}
-	fmt.Fprintf(w, "\n%s\n", title)
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, strings.Join(header, "\t"))
-	for _, r := range rows {
-		fmt.Fprintln(tw, strings.Join(r, "\t"))
-	}
-	return tw.Flush()
+	return writeTable(w, "Transfer", title, header, rows, md)
 }
 
 func writeAdviceMarkdown(w io.Writer, adv *sim.Advice) error {

@@ -10,7 +10,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -232,17 +231,13 @@ func parsePlan(s string) (model.Plan, error) {
 }
 
 func pointCells(p *sim.PlanPoint) []string {
-	fit := "yes"
-	if !p.Fits {
-		fit = fmt.Sprintf("no: -%.1f GB", p.ShortfallGB)
-	}
 	slo := "yes"
 	if !p.MeetsSLO {
 		slo = "no"
 	}
 	return []string{p.Topology, strconv.Itoa(p.GPUs), p.Plan, p.KVDtype, strconv.Itoa(p.SpecTokens), strconv.Itoa(p.Context), strconv.Itoa(p.Batch),
 		fmt.Sprintf("%.2f", p.MsPerToken), fmt.Sprintf("%.1f", p.TokensPerSPerRequest), fmt.Sprintf("%.1f", p.TokensPerS),
-		fmt.Sprintf("%.1f", p.TokensPerSPerGPU), strconv.Itoa(p.MaxConcurrency), fit, slo}
+		fmt.Sprintf("%.1f", p.TokensPerSPerGPU), strconv.Itoa(p.MaxConcurrency), fitCell(p.Fits, p.ShortfallGB), slo}
 }
 
 var pointHeader = []string{"topology", "gpus", "plan", "kv", "mtp", "context", "batch", "ms/token", "tok/s/req", "tok/s", "tok/s/GPU", "max conc.", "fits", "slo"}
@@ -250,20 +245,7 @@ var pointHeader = []string{"topology", "gpus", "plan", "kv", "mtp", "context", "
 // writePlanText renders the plan as aligned text or markdown tables.
 func writePlanText(w io.Writer, modelName string, res *sim.PlanResult, elapsed time.Duration, top int, md bool) error {
 	table := func(title string, header []string, rows [][]string) error {
-		if md {
-			fmt.Fprintf(w, "\n### %s\n\n| %s |\n|%s\n", title, strings.Join(header, " | "), strings.Repeat("---|", len(header)))
-			for _, r := range rows {
-				fmt.Fprintf(w, "| %s |\n", strings.Join(r, " | "))
-			}
-			return nil
-		}
-		fmt.Fprintf(w, "\n%s\n", title)
-		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-		fmt.Fprintln(tw, strings.Join(header, "\t"))
-		for _, r := range rows {
-			fmt.Fprintln(tw, strings.Join(r, "\t"))
-		}
-		return tw.Flush()
+		return writeTable(w, title, "", header, rows, md)
 	}
 	limit := func(n int) int {
 		if top > 0 && n > top {

@@ -1,0 +1,44 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+)
+
+// writeTable writes a table as a markdown section "### heading" with note
+// as its first paragraph (md), or as tab-aligned text under one line, the
+// note or, without one, the heading; the text and markdown outputs of a verb
+// thus list the same cells.
+func writeTable(w io.Writer, heading, note string, header []string, rows [][]string, md bool) error {
+	if md {
+		fmt.Fprintf(w, "\n### %s\n\n", heading)
+		if note != "" {
+			fmt.Fprintf(w, "%s\n\n", note)
+		}
+		fmt.Fprintf(w, "| %s |\n|%s\n", strings.Join(header, " | "), strings.Repeat("---|", len(header)))
+		for _, r := range rows {
+			fmt.Fprintf(w, "| %s |\n", strings.Join(r, " | "))
+		}
+		return nil
+	}
+	if note == "" {
+		note = heading
+	}
+	fmt.Fprintf(w, "\n%s\n", note)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, strings.Join(header, "\t"))
+	for _, r := range rows {
+		fmt.Fprintln(tw, strings.Join(r, "\t"))
+	}
+	return tw.Flush()
+}
+
+// fitCell is the "fits" column: yes, or by how much memory a GPU falls short.
+func fitCell(fits bool, shortfallGB float64) string {
+	if fits {
+		return "yes"
+	}
+	return fmt.Sprintf("no: -%.1f GB", shortfallGB)
+}
