@@ -89,11 +89,7 @@ func TestAdviseJSONAndPlot(t *testing.T) {
 }
 
 func TestAdviseBadFlags(t *testing.T) {
-	cases := []struct {
-		name string
-		args []string
-		want string
-	}{
+	checkUsageErrors(t, []usageCase{
 		{"tp does not divide heads", []string{"advise", "--tp", "3"}, "tp"},
 		{"batch 0", []string{"advise", "--batch", "0"}, "batch"},
 		{"threshold", []string{"advise", "--threshold", "2"}, "--threshold"},
@@ -102,15 +98,7 @@ func TestAdviseBadFlags(t *testing.T) {
 		{"output", []string{"advise", "--output", "xml"}, "--output"},
 		{"plot", []string{"advise", "--no-sweep", "--plot", "a.gif"}, "--plot"},
 		{"too many gpus", []string{"advise", "--gpus", "4"}, "needs 8 GPUs"},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			var out, errb bytes.Buffer
-			if code := dispatch(tc.args, &out, &errb); code != 2 || !strings.Contains(errb.String(), tc.want) {
-				t.Fatalf("exit %d (want 2), stderr %q (want %q)", code, errb.String(), tc.want)
-			}
-		})
-	}
+	})
 }
 
 func FuzzParseInts(f *testing.F) {

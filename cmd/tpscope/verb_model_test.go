@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"encoding/csv"
 	"encoding/json"
 	"os"
@@ -9,13 +8,6 @@ import (
 	"strings"
 	"testing"
 )
-
-func runModelVerb(t *testing.T, args ...string) (code int, stdout, stderr string) {
-	t.Helper()
-	var out, errb bytes.Buffer
-	code = dispatch(args, &out, &errb)
-	return code, out.String(), errb.String()
-}
 
 // TestModelShowJSON checks the JSON contract of `model show` against
 // figures derived by hand (see model/memory_test.go for the derivations):
@@ -37,7 +29,7 @@ func TestModelShowJSON(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			code, out, errs := runModelVerb(t, c.args...)
+			code, out, errs := runCLI(t, c.args...)
 			if code != 0 {
 				t.Fatalf("exit %d: %s", code, errs)
 			}
@@ -69,7 +61,7 @@ func TestModelShowJSON(t *testing.T) {
 // Kimi-K2.5 at TP 8, batch 4 has 123 all-reduces of 4 x 14,336 B on rank 0
 // (serving-facts.md); csv has the same number of rows.
 func TestScheduleOutputs(t *testing.T) {
-	code, out, errs := runModelVerb(t, "schedule", "--batch", "4", "--context", "1024", "--output", "json")
+	code, out, errs := runCLI(t, "schedule", "--batch", "4", "--context", "1024", "--output", "json")
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
@@ -94,12 +86,12 @@ func TestScheduleOutputs(t *testing.T) {
 	if doc.Ranks != 8 || ar != 123 {
 		t.Errorf("ranks %d, all-reduces %d, want 8 and 123", doc.Ranks, ar)
 	}
-	code, out, _ = runModelVerb(t, "schedule", "--batch", "4", "--context", "1024", "--output", "csv")
+	code, out, _ = runCLI(t, "schedule", "--batch", "4", "--context", "1024", "--output", "csv")
 	rows, err := csv.NewReader(strings.NewReader(out)).ReadAll()
 	if code != 0 || err != nil || len(rows) != len(doc.Ops)+1 {
 		t.Errorf("csv: exit %d err %v rows %d, want %d", code, err, len(rows), len(doc.Ops)+1)
 	}
-	code, out, _ = runModelVerb(t, "schedule", "--model", "tiny-mla-moe", "--tp", "4", "--rank", "-1")
+	code, out, _ = runCLI(t, "schedule", "--model", "tiny-mla-moe", "--tp", "4", "--rank", "-1")
 	if code != 0 || !strings.Contains(out, "L03.moe.allreduce") || !strings.Contains(out, "total") {
 		t.Errorf("table: exit %d\n%s", code, out)
 	}
@@ -130,7 +122,7 @@ func TestModelVerbErrors(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			code, _, errs := runModelVerb(t, c.args...)
+			code, _, errs := runCLI(t, c.args...)
 			if code != c.code || !strings.Contains(errs, c.msg) {
 				t.Errorf("exit %d stderr %q, want %d containing %q", code, errs, c.code, c.msg)
 			}
@@ -150,7 +142,7 @@ func TestModelLoadReference(t *testing.T) {
 	dir := t.TempDir()
 	_ = os.WriteFile(filepath.Join(dir, "config.json"), cfg, 0o644)
 	_ = os.WriteFile(filepath.Join(dir, "hf_quant_config.json"), quant, 0o644)
-	code, out, errs := runModelVerb(t, "model", "load", dir, "--output", "json")
+	code, out, errs := runCLI(t, "model", "load", dir, "--output", "json")
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errs)
 	}

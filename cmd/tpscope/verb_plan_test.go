@@ -82,11 +82,7 @@ func TestPlanTable(t *testing.T) {
 }
 
 func TestPlanBadFlags(t *testing.T) {
-	cases := []struct {
-		name string
-		args []string
-		want string
-	}{
+	checkUsageErrors(t, []usageCase{
 		{"plan syntax", []string{"plan", "--plans", "tq8"}, "--plans"},
 		{"plan invalid", []string{"plan", "--plans", "tp3"}, "tp"},
 		{"kv", []string{"plan", "--kv-dtypes", "int4"}, "--kv-dtypes"},
@@ -95,15 +91,7 @@ func TestPlanBadFlags(t *testing.T) {
 		{"workers", []string{"plan", "--workers", "0"}, "--workers"},
 		{"topology", []string{"plan", "--topo", "nope"}, "--topo nope"},
 		{"gpu counts", []string{"plan", "--gpu-counts", "16"}, "GPU count"},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			var out, errb bytes.Buffer
-			if code := dispatch(tc.args, &out, &errb); code != 2 || !strings.Contains(errb.String(), tc.want) {
-				t.Fatalf("exit %d (want 2), stderr %q (want %q)", code, errb.String(), tc.want)
-			}
-		})
-	}
+	})
 }
 
 func TestParsePlan(t *testing.T) {

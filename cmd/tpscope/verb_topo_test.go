@@ -1,20 +1,12 @@
 package main
 
 import (
-	"bytes"
 	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 )
-
-func runCLI(t *testing.T, args ...string) (code int, stdout, stderr string) {
-	t.Helper()
-	var out, errb bytes.Buffer
-	code = dispatch(args, &out, &errb)
-	return code, out.String(), errb.String()
-}
 
 func TestTopoShow(t *testing.T) {
 	code, out, errs := runCLI(t, "topo", "show", "rtxpro6000-2s")
