@@ -585,6 +585,39 @@ func fillRandom(e *env, p cu.DevPtr, n uint64, seed uint32) error {
 	return e.launch("fill_words", [3]uint32{g, 1, 1}, [3]uint32{256, 1, 1}, 0, uint64(p), words, uint64(seed), i32(1), f32(1))
 }
 
+// jsonLines writes a bench's results as JSON lines to the -json file; a nil
+// *jsonLines (no file asked for) writes nothing. Results also go to stdout,
+// so a failed write is not an error of the bench.
+type jsonLines struct {
+	f   *os.File
+	enc *json.Encoder
+}
+
+// createJSONLines creates path; "" means no JSON output and gives nil.
+func createJSONLines(path string) (*jsonLines, error) {
+	if path == "" {
+		return nil, nil
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	return &jsonLines{f: f, enc: json.NewEncoder(f)}, nil
+}
+
+func (j *jsonLines) write(v any) {
+	if j != nil {
+		j.enc.Encode(v)
+	}
+}
+
+func (j *jsonLines) Close() error {
+	if j == nil {
+		return nil
+	}
+	return j.f.Close()
+}
+
 func gemm(args []string) error {
 	fs := flag.NewFlagSet("gemm", flag.ContinueOnError)
 	jsonPath := fs.String("json", "", "write results as JSON lines")
@@ -596,13 +629,11 @@ func gemm(args []string) error {
 	if err != nil {
 		return err
 	}
-	var out *os.File
-	if *jsonPath != "" {
-		if out, err = os.Create(*jsonPath); err != nil {
-			return err
-		}
-		defer out.Close()
+	out, err := createJSONLines(*jsonPath)
+	if err != nil {
+		return err
 	}
+	defer out.Close()
 	fmt.Printf("%-28s %10s %10s %10s %7s %9s %8s\n", "shape", "median_us", "p10_us", "p90_us", "copies", "TFLOP/s", "GB/s")
 	for _, s := range fs.Args() {
 		m, n, k, b, dt, err := parseShape(s)
@@ -644,9 +675,7 @@ func gemm(args []string) error {
 		r := gemmResult{Shape: s, M: m, N: n, K: k, Batch: b, Dtype: dt, MedianUs: p50, P10Us: p10, P90Us: p90, Copies: copies,
 			TFLOPS: flops / p50 / 1e6, GBps: bytes / p50 / 1e3}
 		fmt.Printf("%-28s %10.2f %10.2f %10.2f %7d %9.1f %8.0f\n", s, p50, p10, p90, copies, r.TFLOPS, r.GBps)
-		if out != nil {
-			json.NewEncoder(out).Encode(r)
-		}
+		out.write(r)
 		cu.Free(w)
 		cu.Free(x)
 		cu.Free(y)
@@ -664,13 +693,11 @@ func mlaBench(args []string) error {
 	if err != nil {
 		return err
 	}
-	var out *os.File
-	if *jsonPath != "" {
-		if out, err = os.Create(*jsonPath); err != nil {
-			return err
-		}
-		defer out.Close()
+	out, err := createJSONLines(*jsonPath)
+	if err != nil {
+		return err
 	}
+	defer out.Close()
 	fmt.Printf("%-48s %10s %8s %9s\n", "mla_decode", "median_us", "GB/s", "TFLOP/s")
 	type mcase struct {
 		B, H, ctx int
@@ -736,9 +763,7 @@ func mlaBench(args []string) error {
 		flops := float64(T*c.H*c.ctx) * 2 * (576 + 512)
 		label := fmt.Sprintf("B=%d H=%d ctx=%d kv=%s splits=%d tc=%v", c.B, c.H, c.ctx, kvs, splits, c.tc)
 		fmt.Printf("%-48s %10.1f %8.0f %9.1f\n", label, p50, float64(kvBytes)/p50/1e3, flops/p50/1e6)
-		if out != nil {
-			json.NewEncoder(out).Encode(map[string]any{"case": label, "median_us": p50, "kv_bytes": kvBytes, "gbps": float64(kvBytes) / p50 / 1e3, "tflops": flops / p50 / 1e6})
-		}
+		out.write(map[string]any{"case": label, "median_us": p50, "kv_bytes": kvBytes, "gbps": float64(kvBytes) / p50 / 1e3, "tflops": flops / p50 / 1e6})
 		for _, p := range []cu.DevPtr{kv, q, part, o} {
 			cu.Free(p)
 		}
