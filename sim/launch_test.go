@@ -41,7 +41,7 @@ func TestGraphsNeverSlowerThanEager(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, box := range boxes {
-			topo := presetTopo(t, box)
+			topo := mustTopo(t, box)
 			for _, o := range nccl {
 				for _, plan := range plans {
 					if plan.Validate(a) != nil {

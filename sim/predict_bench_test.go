@@ -4,7 +4,6 @@ import (
 	"testing"
 
 	"github.com/tpscope/tpscope/model"
-	"github.com/tpscope/tpscope/topology"
 )
 
 // benchPredict measures one decode-step prediction of a built schedule
@@ -14,23 +13,23 @@ import (
 // from model.BuildWith (collective groups compared), symmetry=checked the
 // path Predict takes for any schedule (every rank's ops compared with
 // rank 0's).
+// seedBoxPredictor predicts on the seed box (rtxpro6000-2s) with the seed
+// scenario's options (CUDA graphs, NCCL_PROTO=LL, NCCL_P2P_LEVEL=SYS).
+func seedBoxPredictor(b *testing.B) *Predictor {
+	b.Helper()
+	p, err := New(mustTopo(b, "rtxpro6000-2s"), seedOptions)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return p
+}
+
 func benchPredict(b *testing.B, name string, tp, batch int, full, check bool) {
-	a, err := model.Preset(name)
+	s, err := model.Build(mustPreset(b, name), model.Plan{TP: tp}, model.Workload{Phase: model.Decode, Batch: batch, Context: 4096})
 	if err != nil {
 		b.Fatal(err)
 	}
-	s, err := model.Build(a, model.Plan{TP: tp}, model.Workload{Phase: model.Decode, Batch: batch, Context: 4096})
-	if err != nil {
-		b.Fatal(err)
-	}
-	topo, err := topology.Preset("rtxpro6000-2s")
-	if err != nil {
-		b.Fatal(err)
-	}
-	p, err := New(topo, Options{CUDAGraphs: true, NCCLProto: "LL", P2PLevel: "SYS"})
-	if err != nil {
-		b.Fatal(err)
-	}
+	p := seedBoxPredictor(b)
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
@@ -84,19 +83,8 @@ func BenchmarkPredictEvaluate(b *testing.B) {
 		tp, batch int
 	}{{"kimi-k2.5-nvfp4", 8, 1}, {"glm-5-nvfp4", 8, 1}} {
 		b.Run("model="+c.model+"/tp="+itoa(c.tp)+"/batch="+itoa(c.batch), func(b *testing.B) {
-			a, err := model.Preset(c.model)
-			if err != nil {
-				b.Fatal(err)
-			}
-			topo, err := topology.Preset("rtxpro6000-2s")
-			if err != nil {
-				b.Fatal(err)
-			}
-			p, err := New(topo, Options{CUDAGraphs: true, NCCLProto: "LL", P2PLevel: "SYS"})
-			if err != nil {
-				b.Fatal(err)
-			}
-			sc := Scenario{Arch: a, Plan: model.Plan{TP: c.tp}, Workload: model.Workload{Phase: model.Decode, Batch: c.batch, Context: 4096}}
+			p := seedBoxPredictor(b)
+			sc := Scenario{Arch: mustPreset(b, c.model), Plan: model.Plan{TP: c.tp}, Workload: model.Workload{Phase: model.Decode, Batch: c.batch, Context: 4096}}
 			b.ReportAllocs()
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {

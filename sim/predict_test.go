@@ -7,7 +7,6 @@ import (
 	"unsafe"
 
 	"github.com/tpscope/tpscope/model"
-	"github.com/tpscope/tpscope/topology"
 )
 
 // fixedColl prices every collective at a fixed time (a test double).
@@ -15,15 +14,6 @@ type fixedColl struct{ us float64 }
 
 func (f fixedColl) Cost(op model.Collective, group []int, bytes int64) CollectiveCost {
 	return CollectiveCost{TimeUs: f.us, LatencyUs: f.us, Algo: "Ring", Proto: "LL"}
-}
-
-func presetTopo(t testing.TB, name string) *topology.Topology {
-	t.Helper()
-	topo, err := topology.Preset(name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return topo
 }
 
 // tinySchedule is two ranks of: norm (2 us floor), all-reduce, norm.
@@ -48,7 +38,7 @@ func tinySchedule(ranks int) *model.Schedule {
 // (topology/presets.go), ncclHostExtraUs 10 (the fixed all-reduce says
 // Ring, so it is NCCL's), and a 20 us all-reduce.
 func TestPredictOptions(t *testing.T) {
-	topo := presetTopo(t, "rtxpro6000-2s")
+	topo := mustTopo(t, "rtxpro6000-2s")
 	cases := []struct {
 		name     string
 		opts     Options
@@ -105,7 +95,7 @@ func TestPredictOptions(t *testing.T) {
 // The representative-rank shortcut must give exactly what simulating every
 // rank gives.
 func TestSymmetricEqualsAllRanks(t *testing.T) {
-	topo := presetTopo(t, "rtxpro6000-2s")
+	topo := mustTopo(t, "rtxpro6000-2s")
 	a, err := model.Preset("kimi-k2.5-nvfp4")
 	if err != nil {
 		t.Fatal(err)
@@ -142,7 +132,7 @@ func TestSymmetricEqualsAllRanks(t *testing.T) {
 }
 
 func TestPredictErrors(t *testing.T) {
-	topo := presetTopo(t, "rtxpro6000-2s")
+	topo := mustTopo(t, "rtxpro6000-2s")
 	p, err := NewWithCollectives(topo, Options{}, fixedColl{1})
 	if err != nil {
 		t.Fatal(err)

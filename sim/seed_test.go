@@ -192,7 +192,7 @@ func TestSeedDoesNotFit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := New(presetTopo(t, "rtxpro6000-2s"), Options{})
+	p, err := New(mustTopo(t, "rtxpro6000-2s"), Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
