@@ -618,18 +618,28 @@ func (j *jsonLines) Close() error {
 	return j.f.Close()
 }
 
+// startBench parses a bench's flags, sets the device up and creates the
+// bench's -json file (*jsonPath after parsing, "" for none).
+func startBench(fs *flag.FlagSet, args []string, jsonPath *string) (*env, *jsonLines, error) {
+	if err := fs.Parse(args); err != nil {
+		return nil, nil, err
+	}
+	e, err := setup()
+	if err != nil {
+		return nil, nil, err
+	}
+	out, err := createJSONLines(*jsonPath) // set by fs.Parse
+	if err != nil {
+		return nil, nil, err
+	}
+	return e, out, nil
+}
+
 func gemm(args []string) error {
 	fs := flag.NewFlagSet("gemm", flag.ContinueOnError)
 	jsonPath := fs.String("json", "", "write results as JSON lines")
 	iters := fs.Int("iters", 100, "timed calls per shape")
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	e, err := setup()
-	if err != nil {
-		return err
-	}
-	out, err := createJSONLines(*jsonPath)
+	e, out, err := startBench(fs, args, jsonPath)
 	if err != nil {
 		return err
 	}
@@ -686,14 +696,7 @@ func gemm(args []string) error {
 func mlaBench(args []string) error {
 	fs := flag.NewFlagSet("mla", flag.ContinueOnError)
 	jsonPath := fs.String("json", "", "write results as JSON lines")
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	e, err := setup()
-	if err != nil {
-		return err
-	}
-	out, err := createJSONLines(*jsonPath)
+	e, out, err := startBench(fs, args, jsonPath)
 	if err != nil {
 		return err
 	}
