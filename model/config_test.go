@@ -99,20 +99,7 @@ func TestParseReferenceConfigs(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			cfg, err := os.ReadFile(refFile(t, c.cfg))
-			if err != nil {
-				t.Fatal(err)
-			}
-			var quant []byte
-			if c.quant != "" {
-				if quant, err = os.ReadFile(refFile(t, c.quant)); err != nil {
-					t.Fatal(err)
-				}
-			}
-			a, err := Parse(c.cfg, cfg, c.quant, quant)
-			if err != nil {
-				t.Fatal(err)
-			}
+			a := parseRef(t, c.cfg, c.quant)
 			got := want{modelType: a.ModelType, layers: a.Layers, dense: a.DenseLayers, heads: a.Heads, hidden: a.Hidden,
 				experts: a.RoutedExperts, vocab: a.Vocab, mtp: a.MTPLayers, qlora: a.QLoraRank, nope: a.QKNopeHeadDim, v: a.VHeadDim,
 				indexHeads: a.IndexHeads, indexDim: a.IndexHeadDim, indexTopK: a.IndexTopK,
@@ -136,14 +123,8 @@ func TestParseReferenceConfigs(t *testing.T) {
 // TestLoadDirAndFile: Load accepts a directory (config.json plus an
 // optional hf_quant_config.json) or a single file.
 func TestLoadDirAndFile(t *testing.T) {
-	cfg, err := os.ReadFile(refFile(t, "zai-org--GLM-5_config.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	quant, err := os.ReadFile(refFile(t, "nvidia--GLM-5-NVFP4_hf_quant_config.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	cfg := readRef(t, "zai-org--GLM-5_config.json")
+	quant := readRef(t, "nvidia--GLM-5-NVFP4_hf_quant_config.json")
 	dir := t.TempDir()
 	write := func(name string, b []byte) {
 		if err := os.WriteFile(filepath.Join(dir, name), b, 0o644); err != nil {

@@ -22,6 +22,31 @@ func refFile(t testing.TB, name string) string {
 	return p
 }
 
+// readRef reads a reference config (skipping the test when it is absent).
+func readRef(t testing.TB, name string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(refFile(t, name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// parseRef parses the reference config cfg with the optional quantization
+// config quant ("" for none), as Parse reads them from a checkpoint.
+func parseRef(t testing.TB, cfg, quant string) *Arch {
+	t.Helper()
+	var quantJSON []byte
+	if quant != "" {
+		quantJSON = readRef(t, quant)
+	}
+	a, err := Parse(cfg, readRef(t, cfg), quant, quantJSON)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a
+}
+
 func mustPreset(t testing.TB, name string) *Arch {
 	t.Helper()
 	a, err := Preset(name)

@@ -1,9 +1,6 @@
 package model
 
-import (
-	"os"
-	"testing"
-)
+import "testing"
 
 // TestPresetsMatchReferenceConfigs: every preset written for the project
 // must resolve to the same architecture and quantization as the real
@@ -20,20 +17,7 @@ func TestPresetsMatchReferenceConfigs(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.preset, func(t *testing.T) {
-			cfg, err := os.ReadFile(refFile(t, c.cfg))
-			if err != nil {
-				t.Fatal(err)
-			}
-			var quant []byte
-			if c.quant != "" {
-				if quant, err = os.ReadFile(refFile(t, c.quant)); err != nil {
-					t.Fatal(err)
-				}
-			}
-			ref, err := Parse(c.cfg, cfg, c.quant, quant)
-			if err != nil {
-				t.Fatal(err)
-			}
+			ref := parseRef(t, c.cfg, c.quant)
 			got := mustPreset(t, c.preset)
 			// Names and provenance differ by design; the model type of
 			// kimi-k2.5 presets is the wrapper's, as in the file.
