@@ -91,6 +91,10 @@ func (r *runner) emitRank(rs *rankState, step int, interrupted bool) {
 		kv = append(kv, rs.stepAnn.StepAttributes(step)...)
 	}
 	rspan.SetAttributes(kv...)
+	rs.scratch = kv[:0]
+	if r.cfg.spanExporter != nil && r.bulkOpSpans(rs, rspan, n, at) {
+		n = 0 // built and queued for the exporter
+	}
 	for i := range n {
 		_, sp := r.tracer.Start(rctx, rs.ops[i].ID, trace.WithTimestamp(at(rs.start[i])))
 		kv = append(kv[:0], rs.static[i]...)
@@ -108,8 +112,8 @@ func (r *runner) emitRank(rs *rankState, step int, interrupted bool) {
 			sp.SetStatus(codes.Error, "op failed")
 		}
 		sp.End(trace.WithTimestamp(at(rs.end[i])))
+		rs.scratch = kv[:0]
 	}
-	rs.scratch = kv[:0]
 	if interrupted {
 		rspan.SetStatus(codes.Error, "step interrupted")
 	}
@@ -152,6 +156,12 @@ func (r *runner) spannedOps(rs *rankState, interrupted bool) int {
 	}
 	if !interrupted {
 		return len(rs.ops)
+	}
+	if rs.timer == nil {
+		// Host clock: runStep copies the launch times only at the end of
+		// a complete step; the finished ops of this one have theirs here.
+		copy(rs.start[:rs.done], rs.launchStart[:rs.done])
+		copy(rs.end[:rs.done], rs.launchEnd[:rs.done])
 	}
 	if rs.failed >= 0 {
 		// The failed op has no device time; its span is its host launch.

@@ -8,6 +8,7 @@ import (
 
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
 )
 
@@ -28,6 +29,7 @@ type config struct {
 	cleanupTimeout time.Duration
 	scheduleScale  float64
 	progress       func(done, total int)
+	spanExporter   sdktrace.SpanExporter
 }
 
 // Defaults of Run's options.
@@ -134,3 +136,19 @@ func WithScheduleScale(f float64) Option { return func(c *config) { c.scheduleSc
 // for a progress bar. It runs between steps while every rank waits, on one
 // of the rank goroutines, so it must return quickly. Default: none.
 func WithProgress(fn func(done, total int)) Option { return func(c *config) { c.progress = fn } }
+
+// WithSpanExporter makes the runner build the op spans itself and hand each
+// measured step's op spans to exp in one ExportSpans call between steps (and
+// after an interruption, before the flush), instead of creating them through
+// the tracer provider's SDK tracer, which costs several microseconds per span
+// (BenchmarkRunnerOverhead). exp must be the exporter chain behind the
+// provider given to WithTracerProvider (e.g. traces.Exporter.SpanExporter):
+// the op spans take the provider's resource and instrumentation scope from
+// the rank span, which with the step span still goes through the provider.
+// An ExportSpans error ends the run like a flush error. Run does not shut exp
+// down. Used only when the provider is the OpenTelemetry SDK's (its rank span
+// is an sdktrace.ReadOnlySpan); otherwise, and by default (nil), every span
+// goes through the provider.
+func WithSpanExporter(exp sdktrace.SpanExporter) Option {
+	return func(c *config) { c.spanExporter = exp }
+}

@@ -172,6 +172,11 @@ type rankState struct {
 	opUs, launchUs     []float64
 	spanned            bool
 	spanStart, spanEnd int64
+
+	// WithSpanExporter: op spans built by emitRank, not yet exported, and
+	// the most attributes one step's op spans had (the next step's buffer).
+	pending      []*opSpan
+	attrsPerStep int
 }
 
 func (r *runner) now() int64 { return int64(time.Since(r.anchor)) }
@@ -240,13 +245,16 @@ func (r *runner) run(parent context.Context, sess Session) error {
 		if partial >= 0 {
 			r.endStep(partial, runErr)
 		}
+		fctx, fcancel := context.WithTimeout(context.WithoutCancel(parent), r.cfg.cleanupTimeout)
+		if err := r.exportPending(fctx); err != nil && !errors.Is(runErr, errExport) {
+			runErr = errors.Join(runErr, fmt.Errorf("%w: %w", errExport, err))
+		}
 		if r.flush != nil {
-			fctx, fcancel := context.WithTimeout(context.WithoutCancel(parent), r.cfg.cleanupTimeout)
 			if err := r.flush(fctx); err != nil && !errors.Is(runErr, errExport) {
 				runErr = errors.Join(runErr, fmt.Errorf("%w: %w", errExport, err))
 			}
-			fcancel()
 		}
+		fcancel()
 	}
 	return errors.Join(append([]error{runErr}, closeErrs...)...)
 }
@@ -452,6 +460,9 @@ func (r *runner) useDeviceTimes(rs *rankState, n int) {
 func (r *runner) stepDone(ctx context.Context, step int) {
 	if step >= r.warmup {
 		r.endStep(step, nil)
+		if err := r.exportPending(ctx); err != nil && ctx.Err() == nil {
+			r.fail(fmt.Errorf("%w of step %d: %w", errExport, step-r.warmup, err))
+		}
 		if r.flush != nil {
 			if err := r.flush(ctx); err != nil && ctx.Err() == nil {
 				r.fail(fmt.Errorf("%w of step %d: %w", errExport, step-r.warmup, err))
