@@ -30,37 +30,59 @@ import (
 
 // opSpan is a finished op span. It implements sdktrace.ReadOnlySpan; the
 // embedded interface (always nil) only supplies the SDK's unexported marker
-// method, every exported method is defined below.
+// method, every exported method is defined below. What all op spans of a
+// rank and step share is in head, so a span is about 100 bytes besides its
+// attributes.
 type opSpan struct {
 	sdktrace.ReadOnlySpan
 
+	head       *opSpanHead
 	name       string
-	sc, parent trace.SpanContext
-	start, end time.Time
+	id         trace.SpanID
+	start, end int64 // ns since head.anchor
 	attrs      []attribute.KeyValue
-	status     sdktrace.Status
-	dropped    int // invalid attributes left out, as the SDK counts them
-	scope      instrumentation.Scope
-	res        *resource.Resource
+	dropped    int32 // invalid attributes left out, as the SDK counts them
+	failed     bool  // status Error "op failed"
 }
 
-func (s *opSpan) Name() string                                    { return s.name }
-func (s *opSpan) SpanContext() trace.SpanContext                  { return s.sc }
-func (s *opSpan) Parent() trace.SpanContext                       { return s.parent }
-func (s *opSpan) SpanKind() trace.SpanKind                        { return trace.SpanKindInternal }
-func (s *opSpan) StartTime() time.Time                            { return s.start }
-func (s *opSpan) EndTime() time.Time                              { return s.end }
-func (s *opSpan) Attributes() []attribute.KeyValue                { return s.attrs }
-func (s *opSpan) Links() []sdktrace.Link                          { return nil }
-func (s *opSpan) Events() []sdktrace.Event                        { return nil }
-func (s *opSpan) Status() sdktrace.Status                         { return s.status }
-func (s *opSpan) InstrumentationScope() instrumentation.Scope     { return s.scope }
-func (s *opSpan) Resource() *resource.Resource                    { return s.res }
-func (s *opSpan) DroppedAttributes() int                          { return s.dropped }
+// opSpanHead is what the op spans of one rank and step share.
+type opSpanHead struct {
+	parent trace.SpanContext // the rank span
+	anchor time.Time         // origin of the recorded times (runner.anchor)
+	scope  instrumentation.Scope
+	res    *resource.Resource
+}
+
+// failedStatus is the status of a failed op's span (as emitRank sets it).
+var failedStatus = sdktrace.Status{Code: codes.Error, Description: "op failed"}
+
+func (s *opSpan) Name() string { return s.name }
+func (s *opSpan) SpanContext() trace.SpanContext {
+	p := s.head.parent
+	return trace.NewSpanContext(trace.SpanContextConfig{
+		TraceID: p.TraceID(), SpanID: s.id, TraceFlags: p.TraceFlags(), TraceState: p.TraceState(),
+	})
+}
+func (s *opSpan) Parent() trace.SpanContext        { return s.head.parent }
+func (s *opSpan) SpanKind() trace.SpanKind         { return trace.SpanKindInternal }
+func (s *opSpan) StartTime() time.Time             { return s.head.anchor.Add(time.Duration(s.start)) }
+func (s *opSpan) EndTime() time.Time               { return s.head.anchor.Add(time.Duration(s.end)) }
+func (s *opSpan) Attributes() []attribute.KeyValue { return s.attrs }
+func (s *opSpan) Links() []sdktrace.Link           { return nil }
+func (s *opSpan) Events() []sdktrace.Event         { return nil }
+func (s *opSpan) Status() sdktrace.Status {
+	if s.failed {
+		return failedStatus
+	}
+	return sdktrace.Status{}
+}
+func (s *opSpan) InstrumentationScope() instrumentation.Scope     { return s.head.scope }
+func (s *opSpan) Resource() *resource.Resource                    { return s.head.res }
+func (s *opSpan) DroppedAttributes() int                          { return int(s.dropped) }
 func (s *opSpan) DroppedLinks() int                               { return 0 }
 func (s *opSpan) DroppedEvents() int                              { return 0 }
 func (s *opSpan) ChildSpanCount() int                             { return 0 }
-func (s *opSpan) InstrumentationLibrary() instrumentation.Library { return s.scope } //nolint:staticcheck // part of sdktrace.ReadOnlySpan
+func (s *opSpan) InstrumentationLibrary() instrumentation.Library { return s.head.scope } //nolint:staticcheck // part of sdktrace.ReadOnlySpan
 
 // newSpanID returns a random non-zero span ID (math/rand/v2's generator is
 // seeded from the operating system and needs no lock).
@@ -81,8 +103,7 @@ func (r *runner) bulkOpSpans(rs *rankState, rspan trace.Span, n int, at func(int
 	if !ok {
 		return false
 	}
-	parent := rspan.SpanContext()
-	res, scope := ro.Resource(), ro.InstrumentationScope()
+	head := &opSpanHead{parent: rspan.SpanContext(), anchor: r.anchor, scope: ro.InstrumentationScope(), res: ro.Resource()}
 	spans := make([]opSpan, n)
 	attrs := make([]attribute.KeyValue, 0, rs.attrsPerStep)
 	timing := traces.AttrTiming.String(r.timing)
@@ -97,19 +118,14 @@ func (r *runner) bulkOpSpans(rs *rankState, rspan trace.Span, n int, at func(int
 		)
 		sp := &spans[i]
 		if rs.annot != nil {
-			attrs, sp.dropped = appendDedup(attrs, a0, rs.annot.OpAttributes(i))
+			var dropped int
+			attrs, dropped = appendDedup(attrs, a0, rs.annot.OpAttributes(i))
+			sp.dropped = int32(dropped)
 		}
-		sp.name = rs.ops[i].ID
-		sp.sc = trace.NewSpanContext(trace.SpanContextConfig{
-			TraceID: parent.TraceID(), SpanID: newSpanID(), TraceFlags: parent.TraceFlags(), TraceState: parent.TraceState(),
-		})
-		sp.parent = parent
-		sp.start, sp.end = at(rs.start[i]), at(rs.end[i])
+		sp.head, sp.name, sp.id = head, rs.ops[i].ID, newSpanID()
+		sp.start, sp.end = rs.start[i], rs.end[i]
 		sp.attrs = attrs[a0:len(attrs):len(attrs)]
-		if i == rs.failed {
-			sp.status = sdktrace.Status{Code: codes.Error, Description: "op failed"}
-		}
-		sp.scope, sp.res = scope, res
+		sp.failed = i == rs.failed
 		rs.pending = append(rs.pending, sp)
 	}
 	if len(attrs) > rs.attrsPerStep {

@@ -159,46 +159,54 @@ func TestRunSpanExporterSameSpans(t *testing.T) {
 	}
 }
 
-// TestRunSpanExporterFailure: a failed op on one rank ends the run; its op
-// span has status Error "op failed" on the bulk path as on the SDK path,
-// and the finished ops of the interrupted step are exported.
+// TestRunSpanExporterFailure: a failed op on one rank ends the run; the
+// failed op's span has status Error "op failed" and the finished ops of the
+// interrupted step are exported with that step's times (inside their rank
+// span), on the bulk path as on the SDK path.
 func TestRunSpanExporterFailure(t *testing.T) {
-	defer goleak.VerifyNone(t)
-	mem := tracetest.NewInMemoryExporter()
-	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(mem))
-	defer tp.Shutdown(context.Background())
-	s := exectest.Schedule(1, 2)
-	failID := s.Ranks[0][3].ID
-	fail := exectest.WithFailure(func(rank, step int, op *model.Op) error {
-		if step == 1 && op.ID == failID {
-			return fmt.Errorf("injected")
-		}
-		return nil
-	})
-	_, err := exec.Run(context.Background(), s, exectest.New(fail), exec.WithTracerProvider(tp),
-		exec.WithSpanExporter(mem), exec.WithSteps(3), exec.WithWarmup(0))
-	if err == nil || !strings.Contains(err.Error(), "injected") {
-		t.Fatalf("err = %v, want the injected failure", err)
-	}
-	spans := mem.GetSpans()
-	// Step 0 complete (1 + 1 + 10), step 1 up to and including the failed
-	// op (1 + 1 + 4).
-	if want := 12 + 6; len(spans) != want {
-		t.Fatalf("%d spans, want %d", len(spans), want)
-	}
-	failed := 0
-	for _, sp := range spans {
-		if sp.Status.Code == codes.Error && sp.Name == failID {
-			failed++
-			if sp.Status.Description != "op failed" {
-				t.Errorf("failed op status %q", sp.Status.Description)
+	for _, bulk := range []bool{false, true} {
+		t.Run(fmt.Sprintf("bulk=%v", bulk), func(t *testing.T) {
+			defer goleak.VerifyNone(t)
+			mem := tracetest.NewInMemoryExporter()
+			tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(mem))
+			defer tp.Shutdown(context.Background())
+			s := exectest.Schedule(1, 2)
+			failID := s.Ranks[0][3].ID
+			fail := exectest.WithFailure(func(rank, step int, op *model.Op) error {
+				if step == 1 && op.ID == failID {
+					return fmt.Errorf("injected")
+				}
+				return nil
+			})
+			opts := []exec.Option{exec.WithTracerProvider(tp), exec.WithSteps(3), exec.WithWarmup(0)}
+			if bulk {
+				opts = append(opts, exec.WithSpanExporter(mem))
 			}
-		}
+			_, err := exec.Run(context.Background(), s, exectest.New(fail), opts...)
+			if err == nil || !strings.Contains(err.Error(), "injected") {
+				t.Fatalf("err = %v, want the injected failure", err)
+			}
+			spans := mem.GetSpans()
+			// Step 0 complete (1 + 1 + 10), step 1 up to and including the
+			// failed op (1 + 1 + 4).
+			if want := 12 + 6; len(spans) != want {
+				t.Fatalf("%d spans, want %d", len(spans), want)
+			}
+			failed := 0
+			for _, sp := range spans {
+				if sp.Status.Code == codes.Error && sp.Name == failID {
+					failed++
+					if sp.Status.Description != "op failed" {
+						t.Errorf("failed op status %q", sp.Status.Description)
+					}
+				}
+			}
+			if failed != 1 {
+				t.Errorf("%d failed op spans, want 1", failed)
+			}
+			shapeOf(t, spans) // checks every span lies inside its parent
+		})
 	}
-	if failed != 1 {
-		t.Errorf("%d failed op spans, want 1", failed)
-	}
-	shapeOf(t, spans)
 }
 
 // TestRunSpanExporterExportFails: an exporter error ends the run with an
