@@ -74,7 +74,8 @@ func newConfig(opts []Option) (*config, error) {
 // WithTracerProvider sets where spans go. Default: otel.GetTracerProvider().
 // If tp has a method ForceFlush(context.Context) error (the SDK's
 // *trace.TracerProvider does), Run calls it after every measured step and
-// ends the run with its error, so an exporter failure stops the run.
+// ends the run with its error, so an exporter failure stops the run. See
+// WithSpanExporter for the cheaper path for op spans.
 func WithTracerProvider(tp trace.TracerProvider) Option {
 	return func(c *config) { c.tp = tp }
 }

@@ -38,7 +38,9 @@ const tracerName = traces.ScopeName
 // Steps are separated by a host barrier over the local ranks. Each rank
 // creates its rank and op spans on its own goroutine after its EndStep, from
 // the recorded times, off the timed path; the root span is ended between
-// steps. A step's time is from the earliest op start to the latest op end
+// steps. With WithSpanExporter the op spans are built as finished spans
+// (well under a microsecond each, against several through the SDK tracer)
+// and exported in one batch per step, before the provider is flushed. A step's time is from the earliest op start to the latest op end
 // over the local ranks.
 //
 // The schedule is checked first: every rank's ops carry that rank, op IDs are
