@@ -27,6 +27,10 @@ type KindComparison struct {
 	MeasuredUs  float64
 	PredictedUs float64
 	Err         float64 // NaN when nothing was measured
+	// NotRun counts this kind's ops per rank that the backend never timed in
+	// any step (collectives of a one-rank shard run): their predicted time
+	// is shown here but left out of PredictedStepUs.
+	NotRun int
 }
 
 // Compare compares res (of schedule s) with predicted times per op ID in
@@ -34,18 +38,29 @@ type KindComparison struct {
 func (res *Result) Compare(s *model.Schedule, predictedUs map[string]float64, predictedStepUs float64) Comparison {
 	c := Comparison{MeasuredStepUs: res.Summary.StepMedianUs, PredictedStepUs: predictedStepUs, StepErr: relErr(predictedStepUs, res.Summary.StepMedianUs)}
 	pred := map[model.OpKind]float64{}
+	notRun := map[model.OpKind]int{}
 	missing := map[string]bool{}
-	for _, rank := range res.LocalRanks {
-		for _, op := range s.Ranks[rank] {
+	var notRunUs float64
+	for k, rank := range res.LocalRanks {
+		for i, op := range s.Ranks[rank] {
 			us, ok := predictedUs[op.ID]
 			if !ok {
 				missing[op.ID] = true
 				continue
 			}
 			pred[op.Kind] += us
+			if res.neverTimed(k, i) {
+				notRun[op.Kind]++
+				notRunUs += us
+			}
 		}
 	}
 	nr := float64(max(len(res.LocalRanks), 1))
+	// Ops that did not run were not part of the measured step either.
+	if notRunUs > 0 {
+		c.PredictedStepUs = predictedStepUs - notRunUs/nr
+		c.StepErr = relErr(c.PredictedStepUs, res.Summary.StepMedianUs)
+	}
 	seen := map[model.OpKind]bool{}
 	for _, k := range res.Summary.ByKind {
 		seen[k.Kind] = true
@@ -55,6 +70,9 @@ func (res *Result) Compare(s *model.Schedule, predictedUs map[string]float64, pr
 		if !seen[k] {
 			c.ByKind = append(c.ByKind, KindComparison{Kind: k, PredictedUs: us / nr, Err: math.NaN()})
 		}
+	}
+	for i := range c.ByKind {
+		c.ByKind[i].NotRun = notRun[c.ByKind[i].Kind] / max(len(res.LocalRanks), 1)
 	}
 	sort.SliceStable(c.ByKind, func(i, j int) bool {
 		if c.ByKind[i].MeasuredUs != c.ByKind[j].MeasuredUs {
@@ -74,4 +92,18 @@ func relErr(pred, meas float64) float64 {
 		return math.NaN()
 	}
 	return (pred - meas) / meas
+}
+
+// neverTimed reports whether op i of local rank k has no measured time in
+// any step (the backend skipped it).
+func (res *Result) neverTimed(k, i int) bool {
+	if len(res.OpUs) == 0 {
+		return false
+	}
+	for s := range res.OpUs {
+		if k < len(res.OpUs[s]) && i < len(res.OpUs[s][k]) && res.OpUs[s][k][i] > 0 {
+			return false
+		}
+	}
+	return true
 }

@@ -262,6 +262,10 @@ func writeRunSummary(w io.Writer, res *exec.Result, s *model.Schedule, cmp *exec
 		}
 		fmt.Fprintln(tw, "kind\tops/rank\tmeasured us\tpredicted us\terror\t")
 		for _, k := range cmp.ByKind {
+			if k.NotRun > 0 && k.MeasuredUs == 0 {
+				fmt.Fprintf(tw, "%s\t%d\t-\t%.1f\tnot run (%d skipped per rank; left out of the predicted step)\t\n", k.Kind, ops[k.Kind], k.PredictedUs, k.NotRun)
+				continue
+			}
 			fmt.Fprintf(tw, "%s\t%d\t%.1f\t%.1f\t%+.1f %%\t\n", k.Kind, ops[k.Kind], k.MeasuredUs, k.PredictedUs, 100*k.Err)
 		}
 	}

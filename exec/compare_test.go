@@ -1,0 +1,41 @@
+package exec
+
+import (
+	"math"
+	"testing"
+
+	"github.com/tpscope/tpscope/model"
+)
+
+// A one-rank shard run never times its collectives (the backend skips
+// them): Compare shows their predicted time but leaves it out of the
+// predicted step. Hand-built: ops gemm 10 us, allreduce 4 us, gemm 6 us
+// predicted (step 20 us); measured gemm 12 and 8 us, allreduce 0 in both
+// steps, step 20 us. Predicted step without the all-reduce: 16 us,
+// error (16 - 20) / 20 = -0.2.
+func TestCompareLeavesUntimedOpsOutOfTheStep(t *testing.T) {
+	s := &model.Schedule{Ranks: [][]model.Op{{
+		{ID: "L00.attn.o_proj", Kind: model.KindGEMM},
+		{ID: "L00.attn.allreduce", Kind: model.KindCollective, Collective: model.AllReduce},
+		{ID: "L00.moe.down", Kind: model.KindGEMM},
+	}}}
+	res := &Result{
+		LocalRanks: []int{0},
+		OpUs:       [][][]float64{{{12, 0, 8}}, {{12, 0, 8}}},
+		Summary:    Summary{StepMedianUs: 20, ByKind: []KindTime{{Kind: model.KindGEMM, Us: 20}}},
+	}
+	pred := map[string]float64{"L00.attn.o_proj": 10, "L00.attn.allreduce": 4, "L00.moe.down": 6}
+	c := res.Compare(s, pred, 20)
+	if c.PredictedStepUs != 16 || math.Abs(c.StepErr-(-0.2)) > 1e-12 {
+		t.Errorf("predicted step %v (err %v), want 16 (-0.2)", c.PredictedStepUs, c.StepErr)
+	}
+	var coll *KindComparison
+	for i := range c.ByKind {
+		if c.ByKind[i].Kind == model.KindCollective {
+			coll = &c.ByKind[i]
+		}
+	}
+	if coll == nil || coll.NotRun != 1 || coll.PredictedUs != 4 || !math.IsNaN(coll.Err) {
+		t.Errorf("collective row %+v, want 1 not run, 4 us predicted, NaN error", coll)
+	}
+}
