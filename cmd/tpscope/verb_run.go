@@ -128,6 +128,8 @@ Ctrl-C stops after the current op and still writes the finished spans.`,
 				}
 				opts := []exec.Option{
 					exec.WithTracerProvider(exp.TracerProvider()),
+					// Op spans built in bulk off the launch path (nil: the SDK path).
+					exec.WithSpanExporter(exp.SpanExporter()),
 					exec.WithSteps(*steps), exec.WithWarmup(*warmup),
 					exec.WithGraphs(simOpts.CUDAGraphs),
 					exec.WithScheduleScale(*scale),

@@ -816,7 +816,7 @@ func runModel(args []string) error {
 	if err != nil {
 		return err
 	}
-	opts := []exec.Option{exec.WithTracerProvider(exp.TracerProvider()), exec.WithSteps(*steps), exec.WithWarmup(*warmup), exec.WithGraphs(*graphs)}
+	opts := []exec.Option{exec.WithTracerProvider(exp.TracerProvider()), exec.WithSpanExporter(exp.SpanExporter()), exec.WithSteps(*steps), exec.WithWarmup(*warmup), exec.WithGraphs(*graphs)}
 	if *local != "" {
 		var lr []int
 		for _, f := range strings.Split(*local, ",") {
