@@ -16,16 +16,12 @@ import (
 // Shutdown closes the chain. The caller's spans must carry the provider's
 // resource and scope (take them from a span the provider made).
 //
-// It returns nil — use the provider — when tracing is off, or when e cannot
-// rule out a copy file (WithCopyFile), whose queue hangs off the provider
-// only and would miss the bulk spans: that is for file: destinations, whose
-// options Setup does not keep.
+// It returns nil — use the provider — when tracing is off, or with a copy
+// file (WithCopyFile), whose queue hangs off the provider only and would
+// miss the bulk spans. The file exporter of file: destinations serializes
+// its writes, so bulk and queued batches may interleave there too.
 func (e *Exporter) SpanExporter() sdktrace.SpanExporter {
-	if e.provider == nil || e.counted == nil {
-		return nil
-	}
-	fb, ok := e.counted.next.(*fallbackExporter)
-	if !ok || fb.cfg == nil || fb.cfg.copyPath != "" {
+	if e.provider == nil || e.counted == nil || e.hasCopy {
 		return nil
 	}
 	return bulkExporter{e.counted}

@@ -29,7 +29,8 @@ func TestSpanExporterWhen(t *testing.T) {
 		want bool
 	}{
 		{"dest=none", "none", nil, false},
-		{"dest=file", "file:" + filepath.Join(dir, "a.jsonl"), nil, false}, // Setup keeps no record of a copy file here
+		{"dest=file", "file:" + filepath.Join(dir, "a.jsonl"), nil, true},
+		{"dest=file/copy", "file:" + filepath.Join(dir, "b.jsonl"), []traces.Option{traces.WithCopyFile(filepath.Join(dir, "d.jsonl"))}, false},
 		{"dest=otlphttp", "otlphttp://127.0.0.1:1", nil, true},
 		{"dest=otlp/copy", "otlp://127.0.0.1:1", []traces.Option{traces.WithCopyFile(filepath.Join(dir, "c.jsonl"))}, false},
 	}

@@ -70,6 +70,7 @@ type Exporter struct {
 	dest     string
 	provider *sdktrace.TracerProvider // nil when disabled
 	counted  *countingExporter
+	hasCopy  bool // WithCopyFile: a second queue hangs off the provider only
 	closed   sync.Once
 	closeErr error
 }
@@ -160,7 +161,7 @@ func Setup(ctx context.Context, dest string, opts ...Option) (*Exporter, error) 
 			sdktrace.WithMaxQueueSize(c.queueSize), sdktrace.WithBlocking())))
 	}
 	tp := sdktrace.NewTracerProvider(popts...)
-	return &Exporter{dest: dest, provider: tp, counted: counted}, nil
+	return &Exporter{dest: dest, provider: tp, counted: counted, hasCopy: c.copyPath != ""}, nil
 }
 
 // newSpanExporter returns the exporter for dest, or nil for "off".
