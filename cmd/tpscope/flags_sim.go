@@ -1,6 +1,8 @@
 package main
 
 import (
+	"strings"
+
 	"github.com/spf13/pflag"
 	"github.com/tpscope/tpscope/sim"
 	"github.com/tpscope/tpscope/topology"
@@ -27,7 +29,7 @@ type simFlags struct {
 // addSimFlags registers the flags on fs.
 func addSimFlags(fs *pflag.FlagSet) *simFlags {
 	f := &simFlags{}
-	fs.StringVar(&f.topo, "topo", topology.DefaultPreset, "topology preset ("+joinNames(topology.PresetNames())+") or JSON file")
+	fs.StringVar(&f.topo, "topo", topology.DefaultPreset, "topology preset ("+strings.Join(topology.PresetNames(), ", ")+") or JSON file")
 	fs.IntVar(&f.gpus, "gpus", 0, "use only the first N GPUs of the topology (0 = all)")
 	fs.StringVar(&f.proto, "nccl-proto", "", "NCCL_PROTO: LL, LL128, Simple, a comma list or ^exclusions (default: NCCL's choice)")
 	fs.StringVar(&f.algo, "nccl-algo", "", "NCCL_ALGO: Ring, Tree (default: NCCL's choice)")
@@ -65,17 +67,6 @@ func (f *simFlags) resolve() (*topology.Topology, sim.Options, error) {
 		return nil, o, usageErrorf("%v", err)
 	}
 	return t, o, nil
-}
-
-func joinNames(s []string) string {
-	out := ""
-	for i, n := range s {
-		if i > 0 {
-			out += ", "
-		}
-		out += n
-	}
-	return out
 }
 
 // simScenario resolves the shared model scenario flags into a sim.Scenario.

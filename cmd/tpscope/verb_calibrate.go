@@ -61,7 +61,7 @@ the parameters apply only under that setting.`,
 		Example: "tpscope calibrate --nccl-tests all_reduce_perf.txt --topo rtxpro6000-2s -o box.json\ntpscope calibrate --nccl-tests ar_ll.txt --proto LL --p2p-level SYS -o box.json",
 		Flags: func(fs *pflag.FlagSet) func([]string, io.Writer, io.Writer) error {
 			c := &calibrateCommon{}
-			fs.StringVar(&c.topo, "topo", topology.DefaultPreset, "topology to calibrate: preset ("+joinNames(topology.PresetNames())+") or JSON file")
+			fs.StringVar(&c.topo, "topo", topology.DefaultPreset, "topology to calibrate: preset ("+strings.Join(topology.PresetNames(), ", ")+") or JSON file")
 			fs.IntVar(&c.gpus, "gpus", 0, "use only the first N GPUs of the topology (0 = all)")
 			fs.StringVarP(&c.out, "out", "o", "", "write the calibrated topology JSON here (required)")
 			fs.StringVar(&c.output, "output", "table", "report format on stdout: table or json")

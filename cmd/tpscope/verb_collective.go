@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"strings"
 	"text/tabwriter"
 
 	"github.com/spf13/pflag"
@@ -25,7 +26,7 @@ topology) unless --proto / --algo restrict it; nccl_us is NCCL's estimate, time_
 carries it). The group is the first --ranks GPUs.`,
 		Example: "tpscope collective --topo rtxpro6000-2s --op allreduce --ranks 8 --sizes 512:512M\ntpscope collective --topo h200-nvswitch --op allgather --sizes 1K:1G --output json\ntpscope collective --op allreduce --sizes 8K:1M --p2p-level SYS --custom-ar oneshot",
 		Flags: func(fs *pflag.FlagSet) func([]string, io.Writer, io.Writer) error {
-			topo := fs.String("topo", topology.DefaultPreset, "topology preset ("+joinNames(topology.PresetNames())+") or JSON file")
+			topo := fs.String("topo", topology.DefaultPreset, "topology preset ("+strings.Join(topology.PresetNames(), ", ")+") or JSON file")
 			op := fs.String("op", "allreduce", "collective: allreduce, allgather, reducescatter, alltoall")
 			ranks := fs.Int("ranks", 0, "ranks taking part: the first N GPUs (0 = all)")
 			sizes := fs.String("sizes", "512:512M", "sizes MIN:MAX (doubling, K/M/G = 1024 multiples) or one size")

@@ -51,7 +51,7 @@ NCCL_P2P_LEVEL=SYS.`,
 			setFlagDefault(fs, "cuda-graphs", "true")
 			setFlagDefault(fs, "nccl-proto", "LL")
 			setFlagDefault(fs, "p2p-level", "SYS")
-			fs.Lookup("topo").Usage = "topologies: comma list of presets (" + joinNames(topology.PresetNames()) + ") or JSON files"
+			fs.Lookup("topo").Usage = "topologies: comma list of presets (" + strings.Join(topology.PresetNames(), ", ") + ") or JSON files"
 			gpuCounts := fs.String("gpu-counts", "", "GPU counts to use on each box (comma list; default powers of two up to the box's GPUs, and its count)")
 			plans := fs.String("plans", "", "plans to try, e.g. tp8,tp8-ep,tp4-dp2-ep,tp8-dcp4 (default: every valid plan)")
 			batches := fs.String("batches", joinInts(sim.DefaultAdviseBatches), "batch sizes (comma list)")

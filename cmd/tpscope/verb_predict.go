@@ -41,8 +41,8 @@ that names the shortfall in GB.`,
 				if len(args) > 0 {
 					return usageErrorf("unexpected arguments %q", args)
 				}
-				if *output != "table" && *output != "json" {
-					return usageErrorf("--output %q: want table or json", *output)
+				if err := checkOutput(*output, "table", "json"); err != nil {
+					return err
 				}
 				scen, err := simScenario(sc)
 				if err != nil {

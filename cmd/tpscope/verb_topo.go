@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 
 	"github.com/spf13/pflag"
 
@@ -21,7 +22,7 @@ PHB, NODE, SYS), whether NCCL uses P2P on it under NCCL_P2P_LEVEL (default PXB; 
 it go through host memory and are marked *), the modeled bandwidth per direction (GB/s) of
 that transfer and NCCL's own model of it, and the latency (us).
 
-Presets: ` + joinNames(topology.PresetNames()) + `; suffixes -gen4 (PCIe Gen4 GPU links),
+Presets: ` + strings.Join(topology.PresetNames(), ", ") + `; suffixes -gen4 (PCIe Gen4 GPU links),
 -intel-spr, -intel-emr (socket interconnect), e.g. rtxpro6000-2s-gen4.`,
 		Example: "tpscope topo show rtxpro6000-2s\ntpscope topo show rtxpro6000-switch --gpus 4 --p2p-level SYS --output json\ntpscope topo show box.json --save copy.json",
 		Flags: func(fs *pflag.FlagSet) func([]string, io.Writer, io.Writer) error {
