@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"sort"
+	"strings"
 
 	"github.com/tpscope/tpscope/model"
 	"github.com/tpscope/tpscope/sim"
@@ -475,7 +476,7 @@ func gains(srs []ScenarioReport, o *CompareOptions) []GainRow {
 				continue
 			}
 			sp := &b.Spec
-			g := GainRow{Scenario: fmt.Sprintf("%s %s %s on %s", sp.Model, sp.Plan, sp.Workload, sp.Topology), Baseline: joinNames(OptionNames(b.Spec.Options)), Options: joinNames(OptionNames(s.Spec.Options))}
+			g := GainRow{Scenario: fmt.Sprintf("%s %s %s on %s", sp.Model, sp.Plan, sp.Workload, sp.Topology), Baseline: strings.Join(OptionNames(b.Spec.Options), ","), Options: strings.Join(OptionNames(s.Spec.Options), ",")}
 			g.PredictedGainPct = (b.Step.PredictedUs - s.Step.PredictedUs) / b.Step.PredictedUs * 100
 			g.MeasuredGainPct = (b.Step.MedianUs - s.Step.MedianUs) / b.Step.MedianUs * 100
 			predSpeed := b.Step.PredictedUs / s.Step.PredictedUs
@@ -496,15 +497,4 @@ func verdict(g GainRow, o *CompareOptions) string {
 		return "worth it"
 	}
 	return "not worth it"
-}
-
-func joinNames(n []string) string {
-	s := ""
-	for i, x := range n {
-		if i > 0 {
-			s += ","
-		}
-		s += x
-	}
-	return s
 }

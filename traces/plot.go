@@ -64,7 +64,7 @@ func WritePlot(path string, r *Report) error {
 
 func scatterPlot(sr *ScenarioReport) (*plot.Plot, error) {
 	p := plot.New()
-	opts := joinNames(OptionNames(sr.Spec.Options))
+	opts := strings.Join(OptionNames(sr.Spec.Options), ",")
 	if opts == "" {
 		opts = "no options"
 	}
