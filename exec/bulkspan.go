@@ -12,8 +12,6 @@ import (
 	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
-
-	"github.com/tpscope/tpscope/traces"
 )
 
 // Bulk op spans (WithSpanExporter). The OpenTelemetry SDK spends about
@@ -96,9 +94,9 @@ func newSpanID() trace.SpanID {
 
 // bulkOpSpans builds the op spans 0..n-1 of rs for the step under rspan (an
 // SDK span, which gives the resource, scope and parent) and appends them to
-// rs.pending. It returns false when rspan is not an SDK span; the caller
+// rs.pending; timing is the AttrTiming attribute. It returns false when rspan is not an SDK span; the caller
 // then uses the tracer. It runs on rs's goroutine.
-func (r *runner) bulkOpSpans(rs *rankState, rspan trace.Span, n int, at func(int64) time.Time) bool {
+func (r *runner) bulkOpSpans(rs *rankState, rspan trace.Span, n int, timing attribute.KeyValue) bool {
 	ro, ok := rspan.(sdktrace.ReadOnlySpan)
 	if !ok {
 		return false
@@ -106,16 +104,9 @@ func (r *runner) bulkOpSpans(rs *rankState, rspan trace.Span, n int, at func(int
 	head := &opSpanHead{parent: rspan.SpanContext(), anchor: r.anchor, scope: ro.InstrumentationScope(), res: ro.Resource()}
 	spans := make([]opSpan, n)
 	attrs := make([]attribute.KeyValue, 0, rs.attrsPerStep)
-	timing := traces.AttrTiming.String(r.timing)
 	for i := range n {
 		a0 := len(attrs)
-		attrs = append(attrs, rs.static[i]...)
-		attrs = append(attrs,
-			traces.AttrDeviceUs.Float64(rs.opUs[i]),
-			traces.AttrHostLaunchUs.Float64(rs.launchUs[i]),
-			traces.AttrHostLaunchUnixNano.Int64(at(rs.launchStart[i]).UnixNano()),
-			timing,
-		)
+		attrs = r.appendOpAttrs(attrs, rs, i, timing)
 		sp := &spans[i]
 		if rs.annot != nil {
 			var dropped int

@@ -54,7 +54,7 @@ func (r *runner) rootFor(step int) (context.Context, trace.Span) {
 	defer r.stepMu.Unlock()
 	if r.rootStep != step {
 		r.rootCtx, r.root = r.tracer.Start(context.Background(), traces.SpanStep, trace.WithNewRoot(),
-			trace.WithTimestamp(r.anchor.Add(time.Duration(r.stepRelease))))
+			trace.WithTimestamp(r.at(r.stepRelease)))
 		r.rootStep = step
 	}
 	return r.rootCtx, r.root
@@ -80,9 +80,8 @@ func (r *runner) emitRank(rs *rankState, step int, interrupted bool) {
 	if !root.IsRecording() {
 		return // a no-op provider: skip the span work
 	}
-	at := func(ns int64) time.Time { return r.anchor.Add(time.Duration(ns)) }
-	timing := r.timing
-	rctx, rspan := r.tracer.Start(ctx, traces.RankSpanName(rs.rank), trace.WithTimestamp(at(rs.spanStart)))
+	timing := traces.AttrTiming.String(r.timing)
+	rctx, rspan := r.tracer.Start(ctx, traces.RankSpanName(rs.rank), trace.WithTimestamp(r.at(rs.spanStart)))
 	kv := append(rs.scratch[:0], traces.AttrRank.Int(rs.rank), AttrStepUs.Float64(float64(rs.spanEnd-rs.spanStart)/1e3))
 	if rs.replayNs > 0 {
 		kv = append(kv, AttrReplayUs.Float64(float64(rs.replayNs)/1e3))
@@ -92,18 +91,12 @@ func (r *runner) emitRank(rs *rankState, step int, interrupted bool) {
 	}
 	rspan.SetAttributes(kv...)
 	rs.scratch = kv[:0]
-	if r.cfg.spanExporter != nil && r.bulkOpSpans(rs, rspan, n, at) {
+	if r.cfg.spanExporter != nil && r.bulkOpSpans(rs, rspan, n, timing) {
 		n = 0 // built and queued for the exporter
 	}
 	for i := range n {
-		_, sp := r.tracer.Start(rctx, rs.ops[i].ID, trace.WithTimestamp(at(rs.start[i])))
-		kv = append(kv[:0], rs.static[i]...)
-		kv = append(kv,
-			traces.AttrDeviceUs.Float64(rs.opUs[i]),
-			traces.AttrHostLaunchUs.Float64(rs.launchUs[i]),
-			traces.AttrHostLaunchUnixNano.Int64(at(rs.launchStart[i]).UnixNano()),
-			traces.AttrTiming.String(timing),
-		)
+		_, sp := r.tracer.Start(rctx, rs.ops[i].ID, trace.WithTimestamp(r.at(rs.start[i])))
+		kv = r.appendOpAttrs(kv[:0], rs, i, timing)
 		if rs.annot != nil {
 			kv = append(kv, rs.annot.OpAttributes(i)...)
 		}
@@ -111,13 +104,29 @@ func (r *runner) emitRank(rs *rankState, step int, interrupted bool) {
 		if i == rs.failed {
 			sp.SetStatus(codes.Error, "op failed")
 		}
-		sp.End(trace.WithTimestamp(at(rs.end[i])))
+		sp.End(trace.WithTimestamp(r.at(rs.end[i])))
 		rs.scratch = kv[:0]
 	}
 	if interrupted {
 		rspan.SetStatus(codes.Error, "step interrupted")
 	}
-	rspan.End(trace.WithTimestamp(at(rs.spanEnd)))
+	rspan.End(trace.WithTimestamp(r.at(rs.spanEnd)))
+}
+
+// at converts a recorded time (ns since r.anchor) to wall-clock time.
+func (r *runner) at(ns int64) time.Time { return r.anchor.Add(time.Duration(ns)) }
+
+// appendOpAttrs appends op i's span attributes before the backend's
+// annotations, the same on both span paths: the static set, the measured
+// times of the step and timing (the AttrTiming attribute).
+func (r *runner) appendOpAttrs(kv []attribute.KeyValue, rs *rankState, i int, timing attribute.KeyValue) []attribute.KeyValue {
+	kv = append(kv, rs.static[i]...)
+	return append(kv,
+		traces.AttrDeviceUs.Float64(rs.opUs[i]),
+		traces.AttrHostLaunchUs.Float64(rs.launchUs[i]),
+		traces.AttrHostLaunchUnixNano.Int64(r.at(rs.launchStart[i]).UnixNano()),
+		timing,
+	)
 }
 
 // endStep ends step's root span and, for a complete step (interrupted ==
@@ -145,7 +154,7 @@ func (r *runner) endStep(step int, interrupted error) {
 	if interrupted != nil {
 		root.SetStatus(codes.Error, interrupted.Error())
 	}
-	root.End(trace.WithTimestamp(r.anchor.Add(time.Duration(stepEnd))))
+	root.End(trace.WithTimestamp(r.at(stepEnd)))
 }
 
 // spannedOps is the number of leading ops of rs that get spans: all of a
