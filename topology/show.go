@@ -3,7 +3,6 @@ package topology
 import (
 	"fmt"
 	"io"
-	"strings"
 )
 
 // PairMatrix is the modeled relation of every GPU pair, as `topo show`
@@ -110,5 +109,4 @@ func (m *PairMatrix) WriteTable(w io.Writer) {
 	num("Modeled latency, us", m.LatUs, "%.2f")
 	fmt.Fprintln(w, "\nLegend: X self; NV# NVLink (# links); PIX at most one PCIe switch; PXB several switches;")
 	fmt.Fprintln(w, "PHB through a host bridge; NODE between host bridges of one NUMA node; SYS across sockets.")
-	_ = strings.TrimSpace
 }
