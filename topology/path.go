@@ -479,20 +479,15 @@ func (t *Topology) Share(flows []Flow, ncclBW bool) Sharing {
 	} else {
 		cnt = make([]int, 2*len(t.Links))
 	}
-	var shm []Path
-	for k, f := range flows {
+	viaHost := false // some flow bounces through host memory
+	for _, f := range flows {
 		if f.From == f.To {
 			continue
 		}
-		var edges []int32
+		edges := pt.gpu[f.From*pt.n+f.To].edges
 		if f.ViaHost {
-			if shm == nil {
-				shm = make([]Path, len(flows))
-			}
-			shm[k] = t.SHMHop(f.From, f.To)
-			edges = shm[k].edges
-		} else {
-			edges = pt.gpu[f.From*pt.n+f.To].edges
+			viaHost = true
+			edges = t.SHMHop(f.From, f.To).edges
 		}
 		for _, e := range edges {
 			cnt[e]++
@@ -512,13 +507,8 @@ func (t *Topology) Share(flows []Flow, ncclBW bool) Sharing {
 		}
 	}
 	// Per-hop caps that are not links: the host-memory bounce.
-	for k := range shm {
-		if shm[k].edges == nil {
-			continue
-		}
-		if t.Host.SHMBWGBps > 0 && t.Host.SHMBWGBps < s.PerFlowGBps && !ncclBW {
-			s.PerFlowGBps, s.Bottleneck, s.Flows = t.Host.SHMBWGBps, "host memory (SHM)", 1
-		}
+	if viaHost && !ncclBW && t.Host.SHMBWGBps > 0 && t.Host.SHMBWGBps < s.PerFlowGBps {
+		s.PerFlowGBps, s.Bottleneck, s.Flows = t.Host.SHMBWGBps, "host memory (SHM)", 1
 	}
 	if math.IsInf(s.PerFlowGBps, 1) {
 		s.PerFlowGBps = 0
