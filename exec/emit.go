@@ -2,7 +2,6 @@ package exec
 
 import (
 	"context"
-	"fmt"
 	"math"
 	"slices"
 	"time"
@@ -207,37 +206,10 @@ func (r *runner) stepAttrs(measured int, stepUs float64) []attribute.KeyValue {
 	return append(kv, traces.AttrStep.Int(measured), AttrStepUs.Float64(stepUs))
 }
 
-// PlanString formats a plan as "tp=4" with ",ep", ",dp=2", ",dcp=2" when
-// set, unless model.Plan has its own String method.
-func PlanString(p model.Plan) string {
-	if s, ok := any(p).(fmt.Stringer); ok {
-		return s.String()
-	}
-	s := fmt.Sprintf("tp=%d", max(p.TP, 1))
-	if p.EP {
-		s += ",ep"
-	}
-	if p.DP > 1 {
-		s += fmt.Sprintf(",dp=%d", p.DP)
-	}
-	if p.DCP > 1 {
-		s += fmt.Sprintf(",dcp=%d", p.DCP)
-	}
-	return s
-}
+// PlanString formats a plan for the step span's plan attribute ("tp8-ep";
+// model.Plan.String).
+func PlanString(p model.Plan) string { return p.String() }
 
-// WorkloadString formats a workload as "decode batch=32 ctx=4096" (+
-// " spec=N", " kv=fp8" when set), unless model.Workload has a String method.
-func WorkloadString(w model.Workload) string {
-	if s, ok := any(w).(fmt.Stringer); ok {
-		return s.String()
-	}
-	s := fmt.Sprintf("%s batch=%d ctx=%d", w.Phase, w.Batch, w.Context)
-	if w.SpecTokens > 0 {
-		s += fmt.Sprintf(" spec=%d", w.SpecTokens)
-	}
-	if w.KVDtype != "" {
-		s += " kv=" + string(w.KVDtype)
-	}
-	return s
-}
+// WorkloadString formats a workload for the step span's workload attribute
+// ("decode b32 ctx4096"; model.Workload.String).
+func WorkloadString(w model.Workload) string { return w.String() }
