@@ -150,7 +150,7 @@ type runner struct {
 
 // rankState is one local rank's recorded times, reused every step.
 type rankState struct {
-	rank, k int
+	rank    int
 	ops     []model.Op
 	rk      Rank
 	timer   DeviceTimer
@@ -197,7 +197,7 @@ func (r *runner) run(parent context.Context, sess Session) error {
 	r.rootStep = -1
 	r.ranks = make([]*rankState, len(r.local))
 	for k, rank := range r.local {
-		r.ranks[k] = r.newRankState(k, rank)
+		r.ranks[k] = r.newRankState(rank)
 	}
 	lock := false
 	if tl, ok := sess.(ThreadLocker); ok {
@@ -264,11 +264,11 @@ func (r *runner) run(parent context.Context, sess Session) error {
 // errExport marks span-export failures.
 var errExport = errors.New("export spans")
 
-func (r *runner) newRankState(k, rank int) *rankState {
+func (r *runner) newRankState(rank int) *rankState {
 	ops := r.sched.Ranks[rank]
 	n := len(ops)
 	rs := &rankState{
-		rank: rank, k: k, ops: ops, failed: -1,
+		rank: rank, ops: ops, failed: -1,
 		static:      make([][]attribute.KeyValue, n),
 		launchStart: make([]int64, n),
 		opUs:        make([]float64, n),
