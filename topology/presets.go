@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"sort"
 	"strings"
 )
 
@@ -396,7 +395,6 @@ func rtxPro2S(o PresetOptions) *Topology {
 	}
 	t.Links = append(t.Links, Link{A: "cpu0", B: "cpu1", Type: sockType, BWGBps: sockGBps, LatUs: smpHopUs,
 		Source: srcHW + ": measured GPU P2P across sockets (AMD xGMI) 39-51 GB/s; NCCL models it per Host.InterSocketNCCLGBps"})
-	sortGPUs(t)
 	return t
 }
 
@@ -429,7 +427,6 @@ func rtxProSwitch(o PresetOptions) *Topology {
 			t.Links = append(t.Links, gpuLink(id, sw, o.PCIeGen, switchHopUs))
 		}
 	}
-	sortGPUs(t)
 	return t
 }
 
@@ -473,7 +470,6 @@ func h200NVSwitch(o PresetOptions) *Topology {
 	}
 	t.Links = append(t.Links, Link{A: "cpu0", B: "cpu1", Type: sockType, BWGBps: sockGBps, LatUs: smpHopUs,
 		Source: "assumption: socket link capacity for one flow; NCCL models it per Host.InterSocketNCCLGBps"})
-	sortGPUs(t)
 	return t
 }
 
@@ -482,14 +478,4 @@ func (o PresetOptions) gen() int {
 		return 4
 	}
 	return 5
-}
-
-func sortGPUs(t *Topology) {
-	sort.SliceStable(t.GPUs, func(i, j int) bool { return gpuNum(t.GPUs[i].ID) < gpuNum(t.GPUs[j].ID) })
-}
-
-func gpuNum(id string) int {
-	var n int
-	fmt.Sscanf(strings.TrimPrefix(id, "gpu"), "%d", &n)
-	return n
 }
