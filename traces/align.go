@@ -47,6 +47,10 @@ type Unit struct {
 	// Ops are indices into Prediction.Ops; PredictedUs the sum of their Us.
 	Ops         []int   `json:"-"`
 	PredictedUs float64 `json:"predicted_us"`
+	// Skipped: the backend did not run the unit (op spans with
+	// tpscope.skipped, e.g. collectives of a one-rank shard run); its
+	// predicted time is left out of the step the run is compared with.
+	Skipped bool `json:"-"`
 }
 
 // Sample is one measurement of a unit: a span (or a sum of kernels) of one
@@ -120,10 +124,6 @@ type Alignment struct {
 	Spans   int     `json:"spans"`
 	Matched int     `json:"matched"`
 	Issues  []Issue `json:"issues,omitempty"`
-	// SkippedUnits marks the units the backend did not run (op spans with
-	// tpscope.skipped, e.g. collectives of a one-rank shard run); their
-	// predicted time is left out of the step the run is compared with.
-	SkippedUnits []bool `json:"-"`
 }
 
 // Align matches the op spans of traces (each element the spans of one
@@ -269,10 +269,7 @@ func (a *Alignment) alignByID(traces [][]Span, pr *sim.Prediction, is *issues) {
 			if skippedSpan(s) {
 				is.add(IssueSkippedSpan, 1, s.OpID)
 				seen[u] = true
-				if a.SkippedUnits == nil {
-					a.SkippedUnits = make([]bool, len(a.Units))
-				}
-				a.SkippedUnits[u] = true
+				a.Units[u].Skipped = true
 				continue
 			}
 			us := spanUs(s)

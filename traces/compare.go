@@ -431,9 +431,9 @@ func buildReport(rs *ResolvedScenario, pr *sim.Prediction, sched *model.Schedule
 	// predicted step (its units' longest rank for an asymmetric prediction
 	// is not tracked: rank 0's units stand for it).
 	stepPred := pr.StepUs
-	for i, skipped := range al.SkippedUnits {
-		if skipped && (al.Units[i].Rank <= 0) {
-			stepPred -= al.Units[i].PredictedUs
+	for i := range al.Units {
+		if u := &al.Units[i]; u.Skipped && u.Rank <= 0 {
+			stepPred -= u.PredictedUs
 		}
 	}
 	sr.Step = newStat(stepPred, sv)
