@@ -54,15 +54,7 @@ func (p *Predictor) schedule(sc Scenario) (*model.Schedule, int, error) {
 	if world := plan.World(); world > p.topo.NumGPUs() {
 		return nil, 0, fmt.Errorf("sim: plan %s needs %d GPUs; topology %s has %d", plan, world, p.topo.Name, p.topo.NumGPUs())
 	}
-	padded := w.Batch
-	if w.Phase == model.Decode && p.opts.CUDAGraphs {
-		perGroup := (w.Batch + plan.DP - 1) / plan.DP
-		tok := perGroup * (1 + w.SpecTokens)
-		if pt, ok := p.opts.GraphTokens(tok); ok && pt != tok {
-			perGroup = (pt + w.SpecTokens) / (1 + w.SpecTokens)
-			padded = perGroup * plan.DP
-		}
-	}
+	padded := paddedBatch(&p.opts, plan, w)
 	bw := w
 	bw.Batch = padded
 	s, err := model.BuildWith(sc.Arch, sc.Plan, bw, sc.Build)
