@@ -127,7 +127,7 @@ func WithCleanupTimeout(d time.Duration) Option {
 }
 
 // WithScheduleScale records that the schedule being run was shrunk by this
-// factor from the real model (see exec/cpu.ScaleSchedule); it goes on every
+// factor from the real model (see exec/cpu.ScaleArch); it goes on every
 // step and op span as AttrScheduleScale. The measured times are not
 // multiplied by it: the prediction must be made for the same scaled
 // schedule. Default 1 (not written).
