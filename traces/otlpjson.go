@@ -2,7 +2,6 @@ package traces
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -93,30 +92,11 @@ type otlpArrayValue struct {
 	Values []otlpAnyValue `json:"values"`
 }
 
-// otlpInt is an int64 written as a decimal string (proto3 JSON) and read
-// from a string or a number.
+// otlpInt is an int64 written as a decimal string (proto3 JSON).
 type otlpInt int64
 
 func (i otlpInt) MarshalJSON() ([]byte, error) {
 	return []byte(`"` + strconv.FormatInt(int64(i), 10) + `"`), nil
-}
-
-func (i *otlpInt) UnmarshalJSON(b []byte) error {
-	s := string(bytes.Trim(b, `"`))
-	if s == "null" || s == "" {
-		*i = 0
-		return nil
-	}
-	v, err := strconv.ParseInt(s, 10, 64)
-	if err != nil {
-		u, uerr := strconv.ParseUint(s, 10, 64) // fixed64 times
-		if uerr != nil {
-			return fmt.Errorf("want an integer, got %s", b)
-		}
-		v = int64(u)
-	}
-	*i = otlpInt(v)
-	return nil
 }
 
 // otlpFloat is a double; proto3 JSON writes NaN and infinities as strings.
@@ -135,52 +115,15 @@ func (f otlpFloat) MarshalJSON() ([]byte, error) {
 	return strconv.AppendFloat(nil, v, 'g', -1, 64), nil
 }
 
-func (f *otlpFloat) UnmarshalJSON(b []byte) error {
-	s := string(bytes.Trim(b, `"`))
-	switch s {
-	case "NaN":
-		*f = otlpFloat(math.NaN())
-		return nil
-	case "Infinity":
-		*f = otlpFloat(math.Inf(1))
-		return nil
-	case "-Infinity":
-		*f = otlpFloat(math.Inf(-1))
-		return nil
-	}
-	v, err := strconv.ParseFloat(s, 64)
-	if err != nil {
-		return fmt.Errorf("want a number, got %s", b)
-	}
-	*f = otlpFloat(v)
-	return nil
-}
-
-// otlpEnum is an enum as an integer, also read from its proto name
-// ("SPAN_KIND_SERVER", "STATUS_CODE_ERROR").
+// otlpEnum is an enum written as an integer.
 type otlpEnum int
 
+// enumNames are the proto names readers also accept for an enum
+// ("SPAN_KIND_SERVER", "STATUS_CODE_ERROR"; see enumValue).
 var enumNames = map[string]otlpEnum{
 	"SPAN_KIND_UNSPECIFIED": 0, "SPAN_KIND_INTERNAL": 1, "SPAN_KIND_SERVER": 2, "SPAN_KIND_CLIENT": 3,
 	"SPAN_KIND_PRODUCER": 4, "SPAN_KIND_CONSUMER": 5,
 	"STATUS_CODE_UNSET": 0, "STATUS_CODE_OK": 1, "STATUS_CODE_ERROR": 2,
-}
-
-func (e *otlpEnum) UnmarshalJSON(b []byte) error {
-	if len(b) > 0 && b[0] == '"' {
-		v, ok := enumNames[string(bytes.Trim(b, `"`))]
-		if !ok {
-			return fmt.Errorf("unknown enum value %s", b)
-		}
-		*e = v
-		return nil
-	}
-	v, err := strconv.Atoi(string(b))
-	if err != nil {
-		return fmt.Errorf("want an enum, got %s", b)
-	}
-	*e = otlpEnum(v)
-	return nil
 }
 
 var spanKindNames = []string{"", "internal", "server", "client", "producer", "consumer"}
