@@ -40,6 +40,7 @@ package sim
 import (
 	"fmt"
 	"math"
+	"math/bits"
 	"strings"
 	"sync"
 
@@ -591,7 +592,7 @@ func (m *CollectiveModel) refBw(own *groupInfo, ranks, a int) float64 {
 	}
 	g := own
 	if mask := uint64(1)<<uint(ranks) - 1; mask != own.mask {
-		g = m.groupMask(mask, nil)
+		g = m.groupMask(mask)
 	}
 	if a == algoTree {
 		return g.treeBw
@@ -677,25 +678,17 @@ func (m *CollectiveModel) group(group []int) *groupInfo {
 			}
 			mask |= 1 << uint(r)
 		}
-		if len(group) != popcount(mask) {
+		if len(group) != bits.OnesCount64(mask) {
 			panic(fmt.Sprintf("sim: collective group %v names a rank twice", group))
 		}
 	}
-	return m.groupMask(mask, group)
-}
-
-func popcount(x uint64) int {
-	n := 0
-	for ; x != 0; x &= x - 1 {
-		n++
-	}
-	return n
+	return m.groupMask(mask)
 }
 
 // groupMask returns the cached info of the group; the ring order is the
 // ascending GPU index order (NCCL's search on the presets finds the same
 // bottleneck with it).
-func (m *CollectiveModel) groupMask(mask uint64, _ []int) *groupInfo {
+func (m *CollectiveModel) groupMask(mask uint64) *groupInfo {
 	m.mu.RLock()
 	g := m.groups[mask]
 	m.mu.RUnlock()

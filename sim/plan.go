@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 
 	"github.com/tpscope/tpscope/model"
@@ -75,15 +76,6 @@ func maxConcurrency(a *model.Arch, p model.Plan, w model.Workload, o model.Build
 		return 0
 	}
 	return int(c.KVCapacityTokens/int64(w.Context+1+w.SpecTokens)) * p.Normalized().DP
-}
-
-func containsInt(s []int, v int) bool {
-	for _, x := range s {
-		if x == v {
-			return true
-		}
-	}
-	return false
 }
 
 // PlanPoint is one evaluated configuration.
@@ -302,7 +294,7 @@ func (s *PlanSpace) Configs() ([]PlanConfig, error) {
 							}
 							w := model.Workload{Phase: model.Decode, Context: cx, SpecTokens: k, KVDtype: kv}
 							w.Batch = maxConcurrency(s.Arch, p, w, s.Build, t, s.Options.GPUMemUtilization)
-							if w.Batch < 1 || w.Validate() != nil || containsInt(batches, w.Batch) {
+							if w.Batch < 1 || w.Validate() != nil || slices.Contains(batches, w.Batch) {
 								continue
 							}
 							out = append(out, PlanConfig{Box: bi, AtCapacity: true, Config: Config{
