@@ -119,7 +119,8 @@ func newRank(ss *session, rk int) (*rank, error) {
 			}
 		case model.KindRouter:
 			z.need(0, 0, m*n, 0)
-			rt := &routing{tokens: m, experts: n, topk: max(1, min(k, n)), route: make([]int32, m*max(1, min(k, n))), weight: make([]float32, m*max(1, min(k, n)))}
+			topk := max(1, min(k, n))
+			rt := &routing{tokens: m, experts: n, topk: topk, route: make([]int32, m*topk), weight: make([]float32, m*topk)}
 			routers[i], lastRouter = rt, rt
 		case model.KindMoEGEMM:
 			if lastRouter == nil {
