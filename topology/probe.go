@@ -3,7 +3,6 @@ package topology
 import (
 	"fmt"
 	"math"
-	"sort"
 	"strings"
 )
 
@@ -168,9 +167,7 @@ func FromProbe(p *Probe) (*Topology, error) {
 			Source: "NVML max link gen/width; bandwidth scaled from " + srcHW + " Gen5 x16 measured 54 GB/s (assumption for other gens/widths)"}
 	}
 
-	cpuOf := map[int]string{}
-	socketNum := map[int]int{}
-	hbOf := map[int]string{}
+	socketNum := map[int]int{} // socket group (union-find root) -> socket index
 	added := map[string]bool{}
 	addNode := func(nd Node) {
 		if !added[nd.ID] {
@@ -185,16 +182,11 @@ func FromProbe(p *Probe) (*Topology, error) {
 			socketNum[sock[i]] = s
 		}
 		cpu := fmt.Sprintf("cpu%d", s)
-		if _, ok := cpuOf[sock[i]]; !ok {
-			cpuOf[sock[i]] = cpu
-			addNode(Node{ID: cpu, Kind: NodeCPU, Socket: s, Name: p.CPUModel})
-		}
+		addNode(Node{ID: cpu, Kind: NodeCPU, Socket: s, Name: p.CPUModel})
 		// Host bridge: GPUs at level HOSTBRIDGE share one; below it they
 		// share a PCIe tree under it.
-		key := hbShared[i]
-		h := fmt.Sprintf("hb%d", key)
-		if _, ok := hbOf[key]; !ok {
-			hbOf[key] = h
+		h := fmt.Sprintf("hb%d", hbShared[i])
+		if !added[h] {
 			addNode(Node{ID: h, Kind: NodeHostBridge, Socket: s})
 			t.Links = append(t.Links, Link{A: h, B: cpu, Type: LinkInternal, BWGBps: internalGBps, LatUs: internalUs, Source: "assumption: on-die fabric does not bind"})
 		}
@@ -224,23 +216,19 @@ func FromProbe(p *Probe) (*Topology, error) {
 		t.Links = append(t.Links, pcie(id, up, g))
 	}
 	// Socket links: a full mesh between CPU vertices.
-	var cpuIDs []string
-	for _, id := range cpuOf {
-		cpuIDs = append(cpuIDs, id)
-	}
-	sort.Strings(cpuIDs)
-	for a := 0; a < len(cpuIDs); a++ {
-		for b := a + 1; b < len(cpuIDs); b++ {
+	sockets := len(socketNum)
+	for a := 0; a < sockets; a++ {
+		for b := a + 1; b < sockets; b++ {
 			lt := c.linkType
 			if !ok {
 				lt = LinkXGMI
 			}
-			t.Links = append(t.Links, Link{A: cpuIDs[a], B: cpuIDs[b], Type: lt, BWGBps: c.linkGBps, LatUs: smpHopUs,
+			t.Links = append(t.Links, Link{A: fmt.Sprintf("cpu%d", a), B: fmt.Sprintf("cpu%d", b), Type: lt, BWGBps: c.linkGBps, LatUs: smpHopUs,
 				Source: srcHW + ": cross-socket GPU P2P 39-51 GB/s (AMD); assumption for Intel"})
 		}
 	}
-	t.Host.Sockets = len(cpuIDs)
-	if len(cpuIDs) < 2 {
+	t.Host.Sockets = sockets
+	if sockets < 2 {
 		t.Host.InterSocketNCCLGBps = 0
 	}
 
