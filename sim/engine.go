@@ -99,27 +99,15 @@ func (e *engine) reset(nRanks, nOps int) {
 	e.start = grow(e.start, nOps)
 	e.end = grow(e.end, nOps)
 	e.hostDone = grow(e.hostDone, nOps)
-	e.pred = growI(e.pred, nOps)
-	e.why = growB(e.why, nOps)
+	e.pred = grow(e.pred, nOps)
+	e.why = grow(e.why, nOps)
 }
 
-func grow(s []float64, n int) []float64 {
+// grow returns s resized to n, reusing its array when it is large enough
+// (the contents are not cleared: every caller overwrites them).
+func grow[T any](s []T, n int) []T {
 	if cap(s) < n {
-		return make([]float64, n)
-	}
-	return s[:n]
-}
-
-func growI(s []int32, n int) []int32 {
-	if cap(s) < n {
-		return make([]int32, n)
-	}
-	return s[:n]
-}
-
-func growB(s []uint8, n int) []uint8 {
-	if cap(s) < n {
-		return make([]uint8, n)
+		return make([]T, n)
 	}
 	return s[:n]
 }
@@ -180,11 +168,11 @@ func (e *engine) runSymmetric() {
 // a real run).
 func (e *engine) runRanks(s *model.Schedule) error {
 	nr := len(e.rankOff) - 1
-	e.ptr = growI(e.ptr, nr)
-	e.arrived = growI(e.arrived, nr)
-	e.arrivedPre = growI(e.arrivedPre, nr)
+	e.ptr = grow(e.ptr, nr)
+	e.arrived = grow(e.arrived, nr)
+	e.arrivedPre = grow(e.arrivedPre, nr)
 	e.arrivedAt = grow(e.arrivedAt, nr)
-	e.arrivedWhy = growB(e.arrivedWhy, nr)
+	e.arrivedWhy = grow(e.arrivedWhy, nr)
 	e.hostT = grow(e.hostT, nr)
 	if cap(e.streamLast) < nr {
 		e.streamLast = make([][2]int32, nr)

@@ -33,7 +33,7 @@ import (
 // Cost: one build of the short copy, of which only rank 0's op list is
 // kept when every rank is a copy of one template (checked once with the
 // engine's own symmetry test; rank 0 then stands for all, as in
-// Predictor.simulate), and one engine run of about (m + dense) layers
+// Predictor.run), and one engine run of about (m + dense) layers
 // instead of 61-78 layers. The short schedule is cached per
 // (architecture, plan, workload, padded batch), so one build serves every
 // topology and option set of a sweep.
@@ -236,7 +236,7 @@ func (e *Evaluator) Evaluate(c Config) (Summary, error) {
 		step += float64(c.Arch.MoELayers()-fastLayers) * layerUs
 	}
 	sum := Summary{StepUs: step}
-	// Graphed as the engine decides it (Predictor.simulate): on the
+	// Graphed as the engine decides it (Predictor.run): on the
 	// schedule's whole batch.
 	if p.opts.CUDAGraphs {
 		_, sum.Graphed = p.opts.GraphTokens(padded * (1 + c.Workload.SpecTokens))

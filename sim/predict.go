@@ -30,7 +30,6 @@ type Predictor struct {
 	costs    []OpCost // per simulated op
 	overhead []float64
 	fusedBy  []int32
-	p2pLevel topology.P2PLevel
 }
 
 // New returns a Predictor for the box under opts, with NCCL's collective
@@ -67,11 +66,10 @@ func NewWithCollectives(topo *topology.Topology, opts Options, coll CollectiveCo
 			return nil, fmt.Errorf("sim: topology %s: GPU %d is not a %s (mixed devices are not modeled)", topo.Name, i, dev.Name)
 		}
 	}
-	lvl, err := topology.ParseP2PLevel(opts.P2PLevel)
-	if err != nil {
+	if _, err := topology.ParseP2PLevel(opts.P2PLevel); err != nil {
 		return nil, fmt.Errorf("sim: options: %w", err)
 	}
-	return &Predictor{topo: topo, dev: dev, opts: opts, coll: coll, p2pLevel: lvl,
+	return &Predictor{topo: topo, dev: dev, opts: opts, coll: coll,
 		cm: newComputeModel(dev, opts.AttentionBackend)}, nil
 }
 
@@ -279,13 +277,8 @@ const (
 	symNever        // simulate every rank (tests)
 )
 
-// simulate prices every op and runs the engine; results stay in p.
-func (p *Predictor) simulate(s *model.Schedule) error {
-	return p.run(s, symCheck)
-}
-
-// simulateRanks is simulate without the representative-rank shortcut
-// (tests compare the two).
+// simulateRanks prices every op and runs the engine without the
+// representative-rank shortcut (tests compare it with Predict).
 func (p *Predictor) simulateRanks(s *model.Schedule) error {
 	return p.run(s, symNever)
 }
@@ -349,9 +342,9 @@ func (p *Predictor) run(s *model.Schedule, mode int) error {
 	}
 	e := &p.eng
 	e.reset(nSim, total)
-	p.costs = growCost(p.costs, total)
+	p.costs = grow(p.costs, total)
 	p.overhead = grow(p.overhead, total)
-	p.fusedBy = growI(p.fusedBy, total)
+	p.fusedBy = grow(p.fusedBy, total)
 
 	tokens := s.Workload.Batch * (1 + s.Workload.SpecTokens)
 	graphed := false
@@ -480,13 +473,6 @@ func (p *Predictor) fuseNorms(ops []model.Op, off int) {
 		p.overhead[n] = 0
 		p.fusedBy[n] = int32(ar)
 	}
-}
-
-func growCost(s []OpCost, n int) []OpCost {
-	if cap(s) < n {
-		return make([]OpCost, n)
-	}
-	return s[:n]
 }
 
 // collectiveCost prices a collective op with the configured all-reduce
