@@ -380,7 +380,7 @@ func (r *rank) bindAttention(op *model.Op, latent, indexer map[int][]float32) (f
 		return func(context.Context) error {
 			for s := range seqs {
 				sc := aux[:rows*n]
-				mlaScores(q[s*rows*k:(s+1)*rows*k], cache[s*n*k:(s+1)*n*k], sc, rows, n, k)
+				gemmNT(rows, n, k, q[s*rows*k:(s+1)*rows*k], cache[s*n*k:(s+1)*n*k], sc) // sc[rows, ctx] = q x cache^T
 				o := out[s*tps*n : (s+1)*tps*n]
 				clear(o)
 				for t := range tps {
@@ -450,11 +450,6 @@ func prefillV(op *model.Op) int {
 		v = k
 	}
 	return v
-}
-
-// mlaScores computes scores[rows, ctx] = q[rows, k] x c[ctx, k]^T.
-func mlaScores(q, c, scores []float32, rows, ctx, k int) {
-	gemmNT(rows, ctx, k, q, c, scores)
 }
 
 // splitmix is SplitMix64's finaliser: a cheap, stateless hash for token IDs
