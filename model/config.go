@@ -9,7 +9,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -80,7 +80,7 @@ func Parse(cfgName string, cfg []byte, quantName string, quant []byte) (*Arch, e
 	if p.err != nil {
 		return nil, p.err
 	}
-	if !contains(supportedModelTypes, mt) {
+	if !slices.Contains(supportedModelTypes, mt) {
 		return nil, &ConfigError{File: cfgFile, Field: "model_type", Got: strconv.Quote(mt),
 			Want: "one of " + strings.Join(supportedModelTypes, ", ")}
 	}
@@ -95,7 +95,7 @@ func Parse(cfgName string, cfg []byte, quantName string, quant []byte) (*Arch, e
 		return nil, &ConfigError{File: cfgFile, Field: "text_config", Got: "missing", Want: "an object (kimi_k25 keeps its text model there)"}
 	}
 	if prefix != "" {
-		if tmt := p.str(text, prefix, "model_type", false); tmt != "" && !contains(supportedModelTypes, tmt) {
+		if tmt := p.str(text, prefix, "model_type", false); tmt != "" && !slices.Contains(supportedModelTypes, tmt) {
 			return nil, &ConfigError{File: cfgFile, Field: prefix + "model_type", Got: strconv.Quote(tmt),
 				Want: "one of " + strings.Join(supportedModelTypes, ", ")}
 		}
@@ -312,23 +312,4 @@ func shorten(s string) string {
 		return s[:40] + "..."
 	}
 	return s
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
-}
-
-// sortedKeys returns m's keys in order, so no result depends on map order.
-func sortedKeys(m map[string]any) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }

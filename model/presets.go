@@ -3,8 +3,9 @@ package model
 import (
 	"embed"
 	"fmt"
+	"maps"
 	"os"
-	"sort"
+	"slices"
 	"strings"
 	"sync"
 )
@@ -82,12 +83,7 @@ func loadPresets() {
 // PresetNames lists the built-in architectures, sorted.
 func PresetNames() []string {
 	presetOnce.Do(loadPresets)
-	names := make([]string, 0, len(presetMap))
-	for n := range presetMap {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	return names
+	return slices.Sorted(maps.Keys(presetMap))
 }
 
 // Preset returns a copy of the named built-in architecture.

@@ -2,7 +2,9 @@ package model
 
 import (
 	"fmt"
+	"maps"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -123,7 +125,7 @@ func parseConfigGroups(file, field string, v any) (Dtype, error) {
 	if !ok || len(m) == 0 {
 		return "", &ConfigError{File: file, Field: field, Got: describeMissing(v), Want: "an object of quantization groups"}
 	}
-	for _, name := range sortedKeys(m) {
+	for _, name := range slices.Sorted(maps.Keys(m)) { // no result depends on map order
 		g, ok := m[name].(map[string]any)
 		if !ok {
 			return "", &ConfigError{File: file, Field: field + "." + name, Got: describe(m[name]), Want: "an object"}
