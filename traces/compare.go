@@ -218,17 +218,10 @@ func groupTraces(results []*Result, o *CompareOptions, is *issues) []*group {
 			sp := SpecOf(&res.Scenarios[0]).Override(o.Override)
 			orphan = &sp
 		}
-		spans := res.Spans
-		for lo := 0; lo < len(spans); {
-			hi := lo
-			for hi < len(spans) && spans[hi].TraceID == spans[lo].TraceID {
-				hi++
-			}
-			tr := spans[lo:hi]
+		for _, tr := range SplitTraces(res.Spans) {
 			if f := scheduleScale(tr); f != 1 {
-				is.add(fmt.Sprintf("trace of a schedule shrunk by %s (run --scale): the prediction cannot rebuild the shrunk model; compare the unscaled run or predict the scaled model yourself", attrScheduleScale), hi-lo,
+				is.add(fmt.Sprintf("trace of a schedule shrunk by %s (run --scale): the prediction cannot rebuild the shrunk model; compare the unscaled run or predict the scaled model yourself", attrScheduleScale), len(tr),
 					fmt.Sprintf("%s trace %s: scale %g", res.Source, tr[0].TraceID, f))
-				lo = hi
 				continue
 			}
 			sp, ok := specOf[tr[0].TraceID]
@@ -246,9 +239,8 @@ func groupTraces(results []*Result, o *CompareOptions, is *issues) []*group {
 				if len(res.Scenarios) > 1 {
 					reason = "trace without a step root span in a source with several scenarios (pass --model, --plan, --workload)"
 				}
-				is.add(reason, hi-lo, res.Source+" trace "+tr[0].TraceID.String())
+				is.add(reason, len(tr), res.Source+" trace "+tr[0].TraceID.String())
 			}
-			lo = hi
 		}
 	}
 	// Scenarios in the order they were measured (trace IDs are random).

@@ -445,13 +445,8 @@ func (r *Result) finish() {
 	}
 	r.chunks, r.n = nil, 0
 	// Per trace: root step attributes, scenario, rank spans, op order.
-	for lo := 0; lo < len(r.Spans); {
-		hi := lo
-		for hi < len(r.Spans) && r.Spans[hi].TraceID == r.Spans[lo].TraceID {
-			hi++
-		}
-		r.finishTrace(r.Spans[lo:hi])
-		lo = hi
+	for _, tr := range SplitTraces(r.Spans) {
+		r.finishTrace(tr)
 	}
 }
 
