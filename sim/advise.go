@@ -278,15 +278,12 @@ func predictVariant(ev *Evaluator, name string, c Config) (*Variant, error) {
 	if err != nil {
 		return nil, err
 	}
-	pr, err := p.PredictScenario(c.Scenario)
+	pr, s, err := p.predictScenario(c.Scenario)
 	if err != nil {
 		return nil, err
 	}
 	f := FootprintOf(pr)
-	s, _, err := p.schedule(c.Scenario)
-	if err == nil {
-		footprintDetail(&f, s)
-	}
+	footprintDetail(&f, s)
 	return &Variant{Name: name, StepUs: pr.StepUs, TokensPerS: pr.TokensPerS, PerRequest: pr.TokensPerSPerRequest,
 		CommShare: pr.CommShare, Footprint: f, Options: c.Options, Plan: c.Plan.Normalized().String(),
 		Workload: c.Workload.Normalized().String(), Topology: c.Topo.Name}, nil

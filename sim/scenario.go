@@ -69,18 +69,25 @@ func (p *Predictor) schedule(sc Scenario) (*model.Schedule, int, error) {
 // Memory says so (Fits false, ShortfallGB), and the error is nil: callers
 // decide (the CLI refuses, a planner reports the shortfall).
 func (p *Predictor) PredictScenario(sc Scenario) (*Prediction, error) {
+	pr, _, err := p.predictScenario(sc)
+	return pr, err
+}
+
+// predictScenario is PredictScenario that also returns the schedule it
+// predicted (advise reads op fields a Prediction does not carry).
+func (p *Predictor) predictScenario(sc Scenario) (*Prediction, *model.Schedule, error) {
 	s, padded, err := p.schedule(sc)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	pr, err := p.predict(s, symBuilt)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	p.fixTokens(&pr.Summary, sc, padded)
 	pr.Workload.Batch = sc.Workload.Batch
 	pr.Memory = p.memoryFit(sc)
-	return pr, nil
+	return pr, s, nil
 }
 
 // Evaluate is PredictScenario without per-op results, for sweeps.
