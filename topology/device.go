@@ -2,8 +2,9 @@ package topology
 
 import (
 	"fmt"
+	"maps"
 	"math"
-	"sort"
+	"slices"
 )
 
 // Device is the spec of one accelerator model: what the compute roofline
@@ -178,7 +179,7 @@ func (d *Device) Validate() error {
 	if len(d.PeakTFLOPS) == 0 {
 		return fmt.Errorf("%s: peak_tflops is empty (want at least one of fp4, fp8, bf16, fp16, fp32)", where)
 	}
-	for _, k := range sortedKeys(d.PeakTFLOPS) {
+	for _, k := range slices.Sorted(maps.Keys(d.PeakTFLOPS)) {
 		switch k {
 		case "fp4", "fp8", "bf16", "fp16", "fp32", "tf32", "int8":
 		default:
@@ -188,19 +189,10 @@ func (d *Device) Validate() error {
 			return fmt.Errorf("%s: peak_tflops.%s must be > 0, got %v", where, k, v)
 		}
 	}
-	for _, k := range sortedKeys(d.Efficiency) {
+	for _, k := range slices.Sorted(maps.Keys(d.Efficiency)) {
 		if v := d.Efficiency[k]; !(v > 0 && v <= 1) {
 			return fmt.Errorf("%s: efficiency.%s must be in (0,1], got %v", where, k, v)
 		}
 	}
 	return nil
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }

@@ -4,7 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
+	"slices"
 	"strings"
 )
 
@@ -237,7 +239,7 @@ var presets = map[string]presetFunc{
 const DefaultPreset = "rtxpro6000-2s"
 
 // PresetNames lists the base preset names, sorted.
-func PresetNames() []string { return sortedKeys(presets) }
+func PresetNames() []string { return slices.Sorted(maps.Keys(presets)) }
 
 // Preset builds a named preset. A base name may carry suffixes:
 // "-gen4" (PCIe Gen4 GPU links) and "-intel-spr" / "-intel-emr" (CPU of

@@ -2,7 +2,9 @@ package topology
 
 import (
 	"fmt"
+	"maps"
 	"math"
+	"slices"
 	"strings"
 )
 
@@ -239,7 +241,7 @@ func FromProbe(p *Probe) (*Topology, error) {
 	}
 	nvsw := false
 	for i, g := range p.GPUs {
-		remotes := sortedKeys(g.NVLinks)
+		remotes := slices.Sorted(maps.Keys(g.NVLinks))
 		var toSwitch int
 		for _, r := range remotes {
 			cnt := g.NVLinks[r]
