@@ -5,6 +5,7 @@ import (
 	"image/color"
 	"math"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"gonum.org/v1/plot"
@@ -91,7 +92,8 @@ func scatterPlot(sr *ScenarioReport) (*plot.Plot, error) {
 	if hi == 0 {
 		return p, nil
 	}
-	for i, k := range sortedStrings(kinds) {
+	slices.Sort(kinds)
+	for i, k := range kinds {
 		s, err := plotter.NewScatter(byKind[k])
 		if err != nil {
 			return nil, err
@@ -146,14 +148,4 @@ func kindBars(sr *ScenarioReport) (*plot.Plot, error) {
 	p.X.Tick.Label.Rotation = math.Pi / 6
 	p.X.Tick.Label.XAlign, p.X.Tick.Label.YAlign = draw.XRight, draw.YCenter
 	return p, nil
-}
-
-func sortedStrings(s []string) []string {
-	out := append([]string(nil), s...)
-	for i := 1; i < len(out); i++ {
-		for j := i; j > 0 && out[j] < out[j-1]; j-- {
-			out[j], out[j-1] = out[j-1], out[j]
-		}
-	}
-	return out
 }
