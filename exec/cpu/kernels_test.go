@@ -13,12 +13,6 @@ import (
 	"github.com/tpscope/tpscope/model"
 )
 
-func randSlice(rng *rand.Rand, n int) []float32 {
-	x := make([]float32, n)
-	fill(rng, x, 1)
-	return x
-}
-
 func near(t *testing.T, what string, got, want []float32, tol float64) {
 	t.Helper()
 	if len(got) != len(want) {
@@ -40,7 +34,7 @@ func TestMLADecodeMatchesReference(t *testing.T) {
 	} {
 		t.Run(fmt.Sprintf("rows=%d/ctx=%d/lat=%d", tc.rows, tc.ctx, tc.lat), func(t *testing.T) {
 			rng := rand.New(rand.NewPCG(1, 2))
-			q, c := randSlice(rng, tc.rows*tc.lat), randSlice(rng, tc.ctx*tc.lat)
+			q, c := randSlice32(rng, tc.rows*tc.lat), randSlice32(rng, tc.ctx*tc.lat)
 			out := make([]float32, tc.rows*tc.kvl)
 			scale := float32(1 / math.Sqrt(float64(tc.lat)))
 			mlaDecode(q, c, out, make([]float32, tc.rows*tc.ctx), tc.rows, tc.ctx, tc.lat, tc.kvl, scale)
@@ -77,7 +71,7 @@ func TestMLADecodeMatchesReference(t *testing.T) {
 func TestCausalAttentionMatchesReference(t *testing.T) {
 	const n, dk, dv = 5, 4, 3
 	rng := rand.New(rand.NewPCG(3, 4))
-	q, k, v := randSlice(rng, n*dk), randSlice(rng, n*dk), randSlice(rng, n*dv)
+	q, k, v := randSlice32(rng, n*dk), randSlice32(rng, n*dk), randSlice32(rng, n*dv)
 	out := make([]float32, n*dv)
 	causalAttention(q, k, v, out, make([]float32, n*n), n, dk, dv, 0.5)
 	want := make([]float32, n*dv)
@@ -131,8 +125,8 @@ func TestGroupedGEMMMatchesReference(t *testing.T) {
 					localE++
 				}
 			}
-			w := randSlice(rng, localE*k*n)
-			x := randSlice(rng, tokens*topk*k)
+			w := randSlice32(rng, localE*k*n)
+			x := randSlice32(rng, tokens*topk*k)
 			y := make([]float32, tokens*topk*n)
 			order := make([]int32, tokens*topk)
 			assign, touched := groupedGEMM(route, tokens, topk, tc.owner, x, tc.gather, w, k, n, y, make([]float32, tokens*topk*k), order, make([]int32, localE))
@@ -337,7 +331,7 @@ func TestSgemmTiles(t *testing.T) {
 		for _, transB := range []bool{false, true} {
 			t.Run(fmt.Sprintf("m=%d/n=%d/k=%d/transB=%v", tc.m, tc.n, tc.k, transB), func(t *testing.T) {
 				rng := rand.New(rand.NewPCG(9, 9))
-				a, b := randSlice(rng, tc.m*tc.k), randSlice(rng, tc.k*tc.n)
+				a, b := randSlice32(rng, tc.m*tc.k), randSlice32(rng, tc.k*tc.n)
 				c := make([]float32, tc.m*tc.n)
 				ldb := tc.n
 				if transB {
