@@ -17,10 +17,7 @@ func (p *Predictor) assemble(s *model.Schedule) *Prediction {
 		Options: p.opts, Symmetric: len(e.rankOff) == 2}
 	pr.Sequences = s.Workload.Batch
 	pr.TokensPerStep = p.opts.TokensPerStep(s.Workload.SpecTokens)
-	tokens := s.Workload.Batch * (1 + s.Workload.SpecTokens)
-	if p.opts.CUDAGraphs {
-		_, pr.Graphed = p.opts.GraphTokens(tokens)
-	}
+	pr.Graphed = p.graphed(s.Workload)
 	last := 0
 	for i := 0; i < n; i++ {
 		if e.end[i] > pr.StepUs {

@@ -238,9 +238,7 @@ func (e *Evaluator) Evaluate(c Config) (Summary, error) {
 	sum := Summary{StepUs: step}
 	// Graphed as the engine decides it (Predictor.run): on the
 	// schedule's whole batch.
-	if p.opts.CUDAGraphs {
-		_, sum.Graphed = p.opts.GraphTokens(padded * (1 + c.Workload.SpecTokens))
-	}
+	sum.Graphed = p.graphed(v.s.Workload)
 	p.fixTokens(&sum, c.Scenario, padded)
 	sum.Memory = p.memoryFit(c.Scenario)
 	return sum, nil

@@ -346,11 +346,7 @@ func (p *Predictor) run(s *model.Schedule, mode int) error {
 	p.overhead = grow(p.overhead, total)
 	p.fusedBy = grow(p.fusedBy, total)
 
-	tokens := s.Workload.Batch * (1 + s.Workload.SpecTokens)
-	graphed := false
-	if p.opts.CUDAGraphs {
-		_, graphed = p.opts.GraphTokens(tokens)
-	}
+	graphed := p.graphed(s.Workload)
 	e.queueDepth = p.topo.Host.LaunchQueueDepth
 	e.stepLaunchUs = 0
 	// Launch model (see engine.go). Eager: every op costs LaunchEagerUs of
@@ -417,6 +413,14 @@ func (p *Predictor) run(s *model.Schedule, mode int) error {
 		return nil
 	}
 	return e.runRanks(s)
+}
+
+// graphed reports whether a step of w (its whole batch, padding
+// included) runs as a CUDA graph: graphs are on and its tokens fit a
+// captured size.
+func (p *Predictor) graphed(w model.Workload) bool {
+	_, g := p.opts.GraphTokens(w.Batch * (1 + w.SpecTokens))
+	return g
 }
 
 // ncclHostExtraUs is the host time an NCCL collective costs in eager mode

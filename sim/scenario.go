@@ -110,10 +110,7 @@ func (p *Predictor) Evaluate(sc Scenario) (Summary, error) {
 		}
 		sum.CommShare = comm / step
 	}
-	tokens := s.Workload.Batch * (1 + s.Workload.SpecTokens)
-	if p.opts.CUDAGraphs {
-		_, sum.Graphed = p.opts.GraphTokens(tokens)
-	}
+	sum.Graphed = p.graphed(s.Workload)
 	p.fixTokens(&sum, sc, padded)
 	sum.Memory = p.memoryFit(sc)
 	return sum, nil
