@@ -244,11 +244,7 @@ func (s *PlanSpace) Configs() ([]PlanConfig, error) {
 	// GPU counts in first-seen order.
 	var worlds []int
 	for _, t := range boxes {
-		seen := false
-		for _, w := range worlds {
-			seen = seen || w == t.NumGPUs()
-		}
-		if !seen {
+		if !slices.Contains(worlds, t.NumGPUs()) {
 			worlds = append(worlds, t.NumGPUs())
 		}
 	}
