@@ -577,20 +577,29 @@ func canonicalJSON(raw []byte) string {
 // import exec).
 const attrGraphs = "tpscope.graphs"
 
-// withGraphsOption adds "cuda-graphs" to a step's options when its root says
-// the steps were replayed graphs but the options list does not name it (a
-// harness that set graphs directly on the runner): what was measured decides
-// what is predicted.
+// withGraphsOption makes a step's options say what its root's
+// tpscope.graphs records about the measured steps (the runner writes it
+// whenever graphs were requested): true adds "cuda-graphs" when the options
+// do not name it (a harness that set graphs on the runner directly); false
+// (graphs requested, the backend ran eagerly) removes it. What was measured
+// decides what is predicted.
 func withGraphsOption(root *Span, options string) string {
 	v, ok := root.Attr(attrGraphs)
-	if !ok || v.Type() != TypeBool || !v.AsBool() {
+	if !ok || v.Type() != TypeBool {
 		return options
 	}
 	names := OptionNames(options)
+	kept := names[:0:0]
 	for _, n := range names {
-		if o, _, _ := ParseOptions(n); o.CUDAGraphs {
-			return options
+		if o, _, _ := ParseOptions(n); !o.CUDAGraphs {
+			kept = append(kept, n)
 		}
 	}
-	return strings.Join(append(names, "cuda-graphs"), ",")
+	switch {
+	case v.AsBool() && len(kept) < len(names), !v.AsBool() && len(kept) == len(names):
+		return options // already says what was measured
+	case v.AsBool():
+		kept = append(kept, "cuda-graphs")
+	}
+	return strings.Join(kept, ",")
 }
