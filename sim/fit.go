@@ -221,8 +221,7 @@ func fitFamily(key string, ss []ComputeSample, o FitOptions) (FamilyFit, error) 
 	x0 := []float64{0, 0}
 	var rc, rm []float64
 	for i := range ss {
-		_, which := modelUs(&ss[i], 1, 1)
-		t, _ := modelUs(&ss[i], 1, 1)
+		t, which := modelUs(&ss[i], 1, 1)
 		switch which {
 		case 1:
 			rc = append(rc, logMeas[i]-math.Log(t))
