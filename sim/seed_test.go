@@ -47,34 +47,35 @@ func seedPredict(t *testing.T, modelName string, w model.Workload, build model.B
 // 65-70 % of decode time was NCCL all-reduce. Issue acceptance: 45-75
 // tok/s, communication share 0.5-0.8.
 //
-// EXPECTED GAP, uncalibrated. The 14,336 B all-reduce costs NCCL's stock
-// ring LL latency 6.6 + 14 x 1.0 = 20.6 us (nccl-model.md) + 14 x 0.4 us
-// for the cross-socket hop (sim/collective.go "Hop latency": 0.8 us path
-// vs 0.4 us inside a root complex) + 1.6 us of link = ~28 us; x 123 =
+// EXPECTED GAP, uncalibrated, and why it is not closed here. The
+// 14,336 B all-reduce costs NCCL's stock ring LL latency 6.6 + 14 x 1.0 =
+// 20.6 us (nccl-model.md) + 14 x 0.4 us for the cross-socket hop
+// (sim/collective.go "Hop latency") + 1.6 us of link = ~28 us; x 123 =
 // ~3.5 ms beside ~8.7 ms of kernels and graph-node gaps: ~82 tok/s, share
-// ~0.29. The seed's share implies ~90 us per all-reduce — the "small
-// all-reduce floor of a few tens of microseconds" nccl-model.md lists as a
-// known weakness of the stock constants, which tpscope fixes by
-// calibrating the collective model on the box (nccl-tests log or the
-// executor's runs), not by a constant fitted here. Effects examined and
-// their size on this scenario:
-//   - path latency of the ring's slowest hop: modeled (+5.6 us per
-//     all-reduce);
-//   - rank skew (each collective waits for the slowest of 8 ranks): not
-//     modeled; with an assumed 2 % run-to-run spread of the ~71 us of
-//     kernels between two all-reduces, E[max of 8 normals] = 1.42 sigma
-//     adds ~2 us per all-reduce (~2 % of the step);
-//   - the NCCL kernel's own start and teardown inside a graph: part of
-//     NCCL's baseLat, plus the graph-node gap every kernel pays (1 us).
+// ~0.29. The band needs t of about 71-110 us per all-reduce (with C = the
+// step minus its all-reduces: share 0.5 at t = C/123; 45 tok/s at
+// t = (22.2 ms - C)/123).
 //
-// None closes a 3x gap. With C = the step minus its all-reduces, a
-// calibrated all-reduce of t us gives C + 123 t: the band needs t of about
-// 71-110 us (share 0.5 at t = C/123; 45 tok/s at t = (22.2 ms - C)/123).
-// Until the box's calibration is part of the preset, the subtest asserts
-// the gap's size and cause instead of the band: tokens/s within 1.5x of the
-// seed's 60, share at least 0.2, and an all-reduce below the 71 us the band
-// needs (so the gap is the all-reduce's, not elsewhere). Once the
-// prediction lands in the band, the band itself is asserted.
+// What public measurements of the same box class say (public_test.go):
+//   - NCCL's small all-reduce on an 8x RTX PRO 6000 PCIe box measures a
+//     flat ~24 us up to 64 KB, below tpscope's 29-33 us: nothing on such
+//     boxes supports ~90 us once P2P is on. The seed's 65-70 % share
+//     matches tpscope's GLM-5 prediction for the state before tuning
+//     (eager, stock NCCL: 0.72, TestSeedGLM5Speedup), the profile a team
+//     takes before it tunes.
+//   - The INT4 checkpoint of the same model is predicted within -1 % to
+//     +25 % of ten public vLLM runs, 0-200K context (TestPublicKimiDecode),
+//     but NVFP4 runs 25-35 % slower than INT4 on SM120 (TestPublicNVFP4Gap) and tpscope's
+//     priors do not separate them: the tokens/s gap is most plausibly
+//     the NVFP4 MoE kernels, which a trace of the user's server
+//     (calibrate --trace) would settle.
+//
+// So the band is not reachable from cited facts without contradicting
+// them; fitting the all-reduce to the seed is not done. The subtest
+// asserts the gap's size instead: tokens/s within 1.5x of the seed's 60,
+// share at least 0.2, and an all-reduce below the 71 us the band needs.
+// Once the user's nccl-tests log or trace is in a calibrated topology and
+// the prediction lands in the band, the band itself is asserted.
 func TestSeedKimiTuned(t *testing.T) {
 	pr := seedPredict(t, "kimi-k2.5-nvfp4", model.Workload{Batch: 1, Context: 4096, KVDtype: model.BF16}, model.BuildOptions{}, tuned)
 	t.Logf("Kimi-K2.5-NVFP4 tuned: step %.0f us, %.1f tok/s, comm share %.2f (seed: ~60 tok/s, 0.65-0.70)", pr.StepUs, pr.TokensPerS, pr.CommShare)
@@ -137,8 +138,11 @@ func TestSeedGLM5Speedup(t *testing.T) {
 	}
 	// The eager stock step must be dominated by communication (NCCL's
 	// default P2P level sends cross-socket hops through host memory).
-	if stock.CommShare < 0.5 {
-		t.Errorf("stock comm share %.2f, want > 0.5", stock.CommShare)
+	// seed-scenario.md: "about 65-70 % of decode time was NCCL
+	// all-reduce" — the profile of this state, before the tuning; the
+	// issue's band 0.5-0.8 around it.
+	if stock.CommShare < 0.5 || stock.CommShare > 0.8 {
+		t.Errorf("stock comm share %.2f, want 0.5-0.8", stock.CommShare)
 	}
 }
 

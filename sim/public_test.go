@@ -1,0 +1,240 @@
+package sim
+
+import (
+	"math"
+	"testing"
+
+	"github.com/tpscope/tpscope/model"
+	"github.com/tpscope/tpscope/topology"
+)
+
+// Public measurements of 8x RTX PRO 6000 Blackwell boxes: other owners'
+// boxes of the seed's class, published with their NCCL settings and
+// engine flags. None of these numbers went into a preset or a prior;
+// they judge the uncalibrated model.
+//
+// Sources (GitHub voipmonitor/rtx6kpro, a community log of such boxes):
+//   - [kimi] models/kimi-k25.md at commit 07e889858b0b: vLLM, TP 8,
+//     TRITON_MLA, NCCL_P2P_LEVEL=SYS, Kimi-K2.5 (native INT4 experts);
+//     "Peak decode tok/s by backend" (Grimulkan, one AMD Turin CPU with
+//     four PCIe switches) and "Single-batch decode speed" at 0 / 100K /
+//     200K context (Grimulkan; Festr, dual EPYC 9575F Turin, GPUs
+//     direct-attached, P2P on); "KV Cache Size" with
+//     --gpu-memory-utilization 0.93 (Festr).
+//   - [pcie] hardware/pcie-bandwidth.md at commit 070506ff9ab: luke's
+//     8-GPU box (one Threadripper Pro, three PCIe switches), all-reduce
+//     time per size for NCCL and for a one-shot P2P all-reduce kernel.
+//
+// Box mapping: Grimulkan's and luke's switch boxes -> rtxpro6000-switch
+// (one CPU, four switches of two GPUs); Festr's dual Turin ->
+// rtxpro6000-2s. CUDA graphs are on (vLLM's default); NCCL_PROTO is left
+// to NCCL. "0K context" and the unlabelled peak figures are decoding
+// from a short prompt: context 512 here (assumption; the rate moves by
+// 1 % between 256 and 512, by 14 % between 512 and 4096 at DCP 1).
+//
+// The bands are tpscope's accuracy claim on these boxes (README "How
+// accurate it is"); a change that moves a prediction out of its band must
+// say why in the README.
+
+type publicDecode struct {
+	who      string // owner and table of the measurement
+	topo     string
+	kv       model.Dtype
+	dcp      int
+	context  int
+	measured float64 // tokens/s, single request
+}
+
+// kimiPublic lists [kimi]'s Kimi-K2.5 single-request decode rates.
+var kimiPublic = []publicDecode{
+	// "Peak decode tok/s by backend", Triton MLA column, TP 8.
+	{"Grimulkan peak, DCP 1 bf16", "rtxpro6000-switch", model.BF16, 1, 512, 78},
+	{"Grimulkan peak, DCP 1 fp8", "rtxpro6000-switch", model.FP8, 1, 512, 79},
+	{"Grimulkan peak, DCP 8 bf16", "rtxpro6000-switch", model.BF16, 8, 512, 67},
+	{"Grimulkan peak, DCP 8 fp8", "rtxpro6000-switch", model.FP8, 8, 512, 68},
+	// "Single-batch decode speed", vLLM, FP8 KV, DCP 8.
+	{"Grimulkan (switches) 0K", "rtxpro6000-switch", model.FP8, 8, 512, 62},
+	{"Grimulkan (switches) 100K", "rtxpro6000-switch", model.FP8, 8, 100_000, 32},
+	{"Grimulkan (switches) 200K", "rtxpro6000-switch", model.FP8, 8, 200_000, 21},
+	{"Festr Turin, P2P 0K", "rtxpro6000-2s", model.FP8, 8, 512, 65},
+	{"Festr Turin, P2P 100K", "rtxpro6000-2s", model.FP8, 8, 100_000, 36},
+	{"Festr Turin, P2P 200K", "rtxpro6000-2s", model.FP8, 8, 200_000, 27},
+	// "Without DCP, long context is unusable": 150K with DCP 8, 28-35
+	// tok/s (the middle taken; the box is the section's, Festr's Turin).
+	{"Festr Turin, DCP 8 150K", "rtxpro6000-2s", model.FP8, 8, 150_000, 31.5},
+}
+
+// publicBand is the claimed accuracy of a single-request decode rate on
+// these boxes, uncalibrated: within 30 % of the measurement.
+const publicBand = 0.30
+
+func publicPredict(t *testing.T, modelName, topo string, kv model.Dtype, dcp, context int, util float64) *Prediction {
+	t.Helper()
+	a, err := model.Preset(modelName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tp, err := topology.Preset(topo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := New(tp, Options{CUDAGraphs: true, P2PLevel: "SYS", GPUMemUtilization: util})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pr, err := p.PredictScenario(Scenario{Arch: a, Plan: model.Plan{TP: 8, DCP: dcp},
+		Workload: model.Workload{Phase: model.Decode, Batch: 1, Context: context, KVDtype: kv}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !pr.Memory.Fits {
+		t.Fatalf("%s on %s (dcp %d, ctx %d) does not fit: short %.1f GB", modelName, topo, dcp, context, pr.Memory.ShortfallGB)
+	}
+	return pr
+}
+
+// TestPublicKimiDecode: Kimi-K2.5 (INT4 experts) single-request decode on
+// three public boxes, short to 200K context, with and without DCP. Each
+// point must lie within publicBand; the fall of the rate from 0K to 200K
+// (attention reading the cache) must match the measured fall within the
+// same band.
+func TestPublicKimiDecode(t *testing.T) {
+	got := map[string]float64{}
+	for _, c := range kimiPublic {
+		pr := publicPredict(t, "kimi-k2.5", c.topo, c.kv, c.dcp, c.context, 0)
+		got[c.who] = pr.TokensPerS
+		errPct := 100 * (pr.TokensPerS/c.measured - 1)
+		t.Logf("%-28s %-17s kv %-4s dcp %d ctx %6d: predicted %5.1f tok/s (comm %.2f), measured %3.0f: %+5.1f %%",
+			c.who, c.topo, c.kv, c.dcp, c.context, pr.TokensPerS, pr.CommShare, c.measured, errPct)
+		if math.Abs(errPct) > 100*publicBand {
+			t.Errorf("%s: predicted %.1f tok/s, measured %.0f: %+.1f %% is outside +-%.0f %%",
+				c.who, pr.TokensPerS, c.measured, errPct, 100*publicBand)
+		}
+	}
+	for _, who := range []string{"Grimulkan (switches)", "Festr Turin, P2P"} {
+		var m0, m200 float64
+		for _, c := range kimiPublic {
+			switch c.who {
+			case who + " 0K":
+				m0 = c.measured
+			case who + " 200K":
+				m200 = c.measured
+			}
+		}
+		fallMeasured := m0 / m200
+		fallPredicted := got[who+" 0K"] / got[who+" 200K"]
+		if r := fallPredicted / fallMeasured; math.Abs(r-1) > publicBand {
+			t.Errorf("%s: rate falls %.2fx from 0K to 200K, measured %.2fx", who, fallPredicted, fallMeasured)
+		}
+	}
+}
+
+// TestPublicLongContextNoDCPGap documents a known gap: [kimi] "Without
+// DCP, long context is unusable" measures ~6-7 tok/s at 150K context
+// without DCP (FP8 KV, the section's box). tpscope predicts 10.4: the
+// TRITON_MLA decode kernel's 4 KV splits at batch 1 leave 4 CTAs reading
+// 150K cached tokens per layer, and tpscope prices them at the per-SM
+// streaming rate and a fill-scaled compute rate (sim/compute.go), which is
+// still optimistic. The test pins the gap (optimistic, under 2x) so a
+// change to the attention model is noticed and the README updated.
+func TestPublicLongContextNoDCPGap(t *testing.T) {
+	pr := publicPredict(t, "kimi-k2.5", "rtxpro6000-2s", model.FP8, 1, 150_000, 0)
+	const measuredLo, measuredHi = 6.0, 7.0
+	t.Logf("150K context, DCP 1: predicted %.1f tok/s, measured ~6-7 (%+.0f %% from 6.5)", pr.TokensPerS, 100*(pr.TokensPerS/6.5-1))
+	if pr.TokensPerS < measuredLo || pr.TokensPerS > 2*measuredHi {
+		t.Errorf("150K DCP 1: predicted %.1f tok/s, the documented gap is optimistic but under 2x of ~6-7", pr.TokensPerS)
+	}
+}
+
+// TestPublicKimiKVCapacity: vLLM's KV pool for Kimi-K2.5 with an FP8 cache
+// at --gpu-memory-utilization 0.93 on Festr's Turin box: ~449,600 tokens
+// at DCP 1 and ~3,621,504 at DCP 8 ([kimi] "KV Cache Size"). tpscope
+// leaves out CUDA-graph pools, NCCL buffers and the CUDA context (README:
+// optimistic capacity), so the band is one-sided: at most 15 % above the
+// measurement, never below it. DCP 8 splits the cache by tokens over
+// 8 ranks: the ratio must match the measured 8.05 within 5 %.
+func TestPublicKimiKVCapacity(t *testing.T) {
+	const util = 0.93
+	d1 := publicPredict(t, "kimi-k2.5", "rtxpro6000-2s", model.FP8, 1, 4096, util).Memory.KVCapacityTokens
+	d8 := publicPredict(t, "kimi-k2.5", "rtxpro6000-2s", model.FP8, 8, 4096, util).Memory.KVCapacityTokens
+	for _, c := range []struct {
+		name          string
+		got, measured float64
+	}{{"DCP 1", float64(d1), 449_600}, {"DCP 8", float64(d8), 3_621_504}} {
+		r := c.got / c.measured
+		t.Logf("KV capacity %s: predicted %.0f tokens, measured %.0f: %+.1f %%", c.name, c.got, c.measured, 100*(r-1))
+		if r < 1 || r > 1.15 {
+			t.Errorf("KV capacity %s: predicted %.0f tokens vs measured %.0f (x%.3f), want x1.00-1.15", c.name, c.got, c.measured, r)
+		}
+	}
+	ratio, measured := float64(d8)/float64(d1), 3_621_504.0/449_600
+	if math.Abs(ratio/measured-1) > 0.05 {
+		t.Errorf("DCP 8 / DCP 1 capacity %.2f, measured %.2f", ratio, measured)
+	}
+}
+
+// TestPublicAllReduce: 8-rank all-reduce times on luke's switch box
+// ([pcie] "Custom Allreduce vs NCCL"): NCCL 24.6, 24.1, 24.2, 24.5, 24.1,
+// 28.0 us and a one-shot P2P kernel 7.5, 7.5, 9.2, 16.5, 25.9, 73.6 us at
+// 256 B, 1 KB, 8 KB, 32 KB, 64 KB, 256 KB. Checked: NCCL up to 64 KB
+// within x0.8-1.5 (tpscope's stock NCCL constants run high on this box,
+// never low: the flat ~24 us floor is below NCCL's 6.6 + 14 x 1.0 us ring
+// LL estimate plus the switch hops), the one-shot up to 64 KB within
+// x0.6-1.3, and who wins: the one-shot at 32 KB and below, NCCL at
+// 256 KB.
+func TestPublicAllReduce(t *testing.T) {
+	sizes := []int64{256, 1 << 10, 8 << 10, 32 << 10, 64 << 10, 256 << 10}
+	ncclUs := []float64{24.6, 24.1, 24.2, 24.5, 24.1, 28.0}
+	oneShotUs := []float64{7.5, 7.5, 9.2, 16.5, 25.9, 73.6}
+	m := collModel(t, "rtxpro6000-switch", 8, NCCLOptions{P2PLevel: "SYS"})
+	group := []int{0, 1, 2, 3, 4, 5, 6, 7}
+	for i, b := range sizes {
+		nc := m.Cost(model.AllReduce, group, b)
+		os, ok := m.CustomAllReduce(group, b, false)
+		if !ok {
+			t.Fatalf("one-shot all-reduce not available at %d B", b)
+		}
+		rn, ro := nc.TimeUs/ncclUs[i], os.TimeUs/oneShotUs[i]
+		t.Logf("%7d B: NCCL %s/%s predicted %5.1f us, measured %5.1f (x%.2f); one-shot predicted %5.1f, measured %5.1f (x%.2f)",
+			b, nc.Algo, nc.Proto, nc.TimeUs, ncclUs[i], rn, os.TimeUs, oneShotUs[i], ro)
+		if b <= 64<<10 {
+			if rn < 0.8 || rn > 1.5 {
+				t.Errorf("NCCL at %d B: x%.2f of the measurement, want 0.8-1.5", b, rn)
+			}
+			if ro < 0.6 || ro > 1.3 {
+				t.Errorf("one-shot at %d B: x%.2f of the measurement, want 0.6-1.3", b, ro)
+			}
+		}
+		switch {
+		case b <= 32<<10 && os.TimeUs >= nc.TimeUs:
+			t.Errorf("%d B: one-shot %.1f us not faster than NCCL %.1f (measured %.1f vs %.1f)", b, os.TimeUs, nc.TimeUs, oneShotUs[i], ncclUs[i])
+		case b >= 256<<10 && nc.TimeUs >= os.TimeUs:
+			t.Errorf("%d B: NCCL %.1f us not faster than one-shot %.1f (measured %.1f vs %.1f)", b, nc.TimeUs, os.TimeUs, ncclUs[i], oneShotUs[i])
+		}
+	}
+}
+
+// TestPublicNVFP4Gap documents a known gap with its evidence: on these
+// boxes the NVFP4 checkpoint of Kimi-K2.5 decodes slower than the native
+// INT4 one — [kimi] "Available Checkpoints": NVFP4 53-55 tok/s against
+// INT4 79-90 (FP8 / BF16 KV); the seed's user saw ~60 tok/s with NVFP4 in
+// vLLM where [kimi] has INT4 at 78 with the same backend and KV dtype.
+// ../shared/reference/hardware.md: "Small-batch FP4 MoE kernels on SM120
+// are known to be far from roofline". tpscope's priors stream NVFP4 and
+// INT4 experts at the same memory efficiency, so it predicts the two
+// within a few percent of each other. The test pins that: when an
+// SM120 FP4 prior or a calibration separates them, it fails and the
+// README's accuracy section must be updated.
+func TestPublicNVFP4Gap(t *testing.T) {
+	int4 := publicPredict(t, "kimi-k2.5", "rtxpro6000-2s", model.BF16, 1, 4096, 0)
+	fp4 := publicPredict(t, "kimi-k2.5-nvfp4", "rtxpro6000-2s", model.BF16, 1, 4096, 0)
+	r := fp4.TokensPerS / int4.TokensPerS
+	t.Logf("NVFP4 / INT4 decode rate: predicted %.2f (%.1f / %.1f tok/s); measured about 0.65-0.75 (55/79..90 SGLang, 60/78 vLLM)",
+		r, fp4.TokensPerS, int4.TokensPerS)
+	if r < 0.9 {
+		t.Errorf("NVFP4/INT4 rate %.2f: the model now separates the two; update the README's accuracy section and this test", r)
+	}
+	if r > 1.15 {
+		t.Errorf("NVFP4/INT4 rate %.2f: NVFP4 predicted much faster than INT4; the evidence says slower", r)
+	}
+}
