@@ -490,7 +490,28 @@ func checkOneShot(c Config) Applicability {
 	if m := ccMajor(t); m == 9 || m == 10 {
 		sym = "symmetric-memory all-reduce (SM 9.0/10.x) is an option here"
 	}
-	return Applicability{Conditional, fmt.Sprintf("vLLM disables its custom all-reduce on more than two PCIe-only GPUs; needs an out-of-tree one-shot PCIe kernel (%s; this box is SM%s)", sym, ccString(t))}
+	r := fmt.Sprintf("vLLM disables its custom all-reduce on more than two PCIe-only GPUs; needs an out-of-tree one-shot PCIe kernel (%s; this box is SM%s)", sym, ccString(t))
+	if spansSockets(t, n) {
+		// Public report (GitHub voipmonitor/rtx6kpro,
+		// hardware/pcie-bandwidth.md at 070506f, "Custom Allreduce vs
+		// NCCL"): a one-shot kernel that beat NCCL 1.5-3.3x below 32 KB
+		// on a PCIe-switch box "was actually slower than NCCL on dual-CPU
+		// systems without switches". The model prices cross-socket P2P
+		// reads at the link's bandwidth x 0.8 with no extra latency.
+		r += "; on dual-CPU boxes a public one-shot kernel measured slower than NCCL (cross-socket P2P reads, not modeled): read this row as an upper bound"
+	}
+	return Applicability{Conditional, r}
+}
+
+// spansSockets reports whether the first n GPUs sit on more than one CPU
+// socket.
+func spansSockets(t *topology.Topology, n int) bool {
+	for i := 1; i < n && i < t.NumGPUs(); i++ {
+		if t.GPUs[i].Socket != t.GPUs[0].Socket {
+			return true
+		}
+	}
+	return false
 }
 
 // checkARNorm: the fused all-reduce + RMSNorm kernel must own the

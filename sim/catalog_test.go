@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/tpscope/tpscope/model"
@@ -82,6 +83,28 @@ func TestCatalogApplicability(t *testing.T) {
 				t.Error("no reason given")
 			}
 		})
+	}
+}
+
+// TestOneShotCrossSocketCaveat: on the dual-socket preset the one-shot
+// row carries the public report that such a kernel ran slower than NCCL
+// on dual-CPU boxes (catalog.go checkOneShot); on the one-CPU switch box,
+// and on the two GPUs of one socket, it does not.
+func TestOneShotCrossSocketCaveat(t *testing.T) {
+	seed := seedConfig(t)
+	sw := seed
+	sw.Topo = mustTopo(t, "rtxpro6000-switch")
+	four := seed
+	four.Plan = model.Plan{TP: 4}
+	for _, c := range []struct {
+		name string
+		c    Config
+		want bool
+	}{{"2-socket tp8", seed, true}, {"switch tp8", sw, false}, {"2-socket tp4 (socket 0)", four, false}} {
+		got := strings.Contains(entryByName(t, "oneshot-ar").Check(c.c).Reason, "upper bound")
+		if got != c.want {
+			t.Errorf("%s: caveat %v, want %v", c.name, got, c.want)
+		}
 	}
 }
 
