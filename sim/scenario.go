@@ -73,6 +73,13 @@ func (p *Predictor) PredictScenario(sc Scenario) (*Prediction, error) {
 	return pr, err
 }
 
+// PredictScenarioSchedule is PredictScenario that also returns the
+// schedule it predicted (batch padded as under CUDA graphs), for callers
+// that align predicted ops with measured ones.
+func (p *Predictor) PredictScenarioSchedule(sc Scenario) (*Prediction, *model.Schedule, error) {
+	return p.predictScenario(sc)
+}
+
 // predictScenario is PredictScenario that also returns the schedule it
 // predicted (advise reads op fields a Prediction does not carry).
 func (p *Predictor) predictScenario(sc Scenario) (*Prediction, *model.Schedule, error) {

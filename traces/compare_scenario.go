@@ -338,16 +338,7 @@ func (r *ResolvedScenario) Predict(topo *topology.Topology) (*sim.Prediction, *m
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	pr, err := p.PredictScenario(r.Scenario)
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	w := r.Scenario.Workload
-	w.Batch = pr.PaddedBatch
-	if w.Batch == 0 {
-		w.Batch = r.Scenario.Workload.Batch
-	}
-	s, err := model.BuildWith(r.Scenario.Arch, r.Scenario.Plan, w, r.Scenario.Build)
+	pr, s, err := p.PredictScenarioSchedule(r.Scenario)
 	if err != nil {
 		return nil, nil, nil, err
 	}
