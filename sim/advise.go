@@ -193,6 +193,8 @@ type Variant struct {
 	Plan       string    `json:"plan"`
 	Workload   string    `json:"workload"`
 	Topology   string    `json:"topology"`
+	// Caveats: known gaps of this prediction on the box (Predictor.Caveats).
+	Caveats []string `json:"caveats,omitempty"`
 }
 
 // AdviceRow is one catalog entry's verdict.
@@ -286,7 +288,7 @@ func predictVariant(ev *Evaluator, name string, c Config) (*Variant, error) {
 	footprintDetail(&f, s)
 	return &Variant{Name: name, StepUs: pr.StepUs, TokensPerS: pr.TokensPerS, PerRequest: pr.TokensPerSPerRequest,
 		CommShare: pr.CommShare, Footprint: f, Options: c.Options, Plan: c.Plan.Normalized().String(),
-		Workload: c.Workload.Normalized().String(), Topology: c.Topo.Name}, nil
+		Workload: c.Workload.Normalized().String(), Topology: c.Topo.Name, Caveats: pr.Caveats}, nil
 }
 
 // Advise predicts the baseline, stock and every entry, and sweeps.

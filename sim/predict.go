@@ -156,6 +156,10 @@ type Prediction struct {
 	// CriticalPath lists indices into Ops from the first op to the one
 	// that ends the step, each released by the previous one.
 	CriticalPath []int `json:"critical_path"`
+	// Caveats: known gaps of this prediction on this box and the
+	// measurement that would close each (Predictor.Caveats;
+	// PredictScenario only).
+	Caveats []string `json:"caveats,omitempty"`
 }
 
 // MemoryFit is the per-GPU memory budget of a plan and workload.

@@ -94,6 +94,7 @@ func (p *Predictor) predictScenario(sc Scenario) (*Prediction, *model.Schedule, 
 	p.fixTokens(&pr.Summary, sc, padded)
 	pr.Workload.Batch = sc.Workload.Batch
 	pr.Memory = p.memoryFit(sc)
+	pr.Caveats = p.Caveats(sc)
 	return pr, s, nil
 }
 

@@ -284,6 +284,9 @@ func writeAdviceHead(w io.Writer, adv *sim.Advice) {
 	fmt.Fprintf(w, "advise: %s on %s, %s, %s\n", adv.Model, adv.Topology, adv.Plan, adv.Workload)
 	fmt.Fprintf(w, "baseline (%s): step %.2f ms, %.1f tok/s per request, %.1f tok/s, communication %.0f %% of the step, KV capacity %d tokens\n",
 		optionsString(bo), b.StepUs/1e3, b.PerRequest, b.TokensPerS, 100*b.CommShare, b.Footprint.KVCapacityToks)
+	for _, c := range b.Caveats {
+		fmt.Fprintf(w, "caveat: %s\n", c)
+	}
 	fmt.Fprintf(w, "stock (%s): step %.2f ms, %.1f tok/s, communication %.0f %%; the baseline's settings are worth x%.2f here (compute %+.0f us, comm %+.0f us, launch %+.0f us)\n",
 		optionsString(so), s.StepUs/1e3, s.TokensPerS, 100*s.CommShare, adv.StockSpeedup,
 		adv.StockChange.ComputeUs, adv.StockChange.CommUs, adv.StockChange.LaunchUs)

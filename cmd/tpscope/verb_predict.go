@@ -103,6 +103,9 @@ func writePredictTable(w io.Writer, pr *sim.Prediction, top int) error {
 		fmt.Fprintf(tw, "memory per GPU\tweights %.1f GB + activations %.1f GB + KV %.2f GB (%d tokens x %.0f B) of %.1f GB usable; KV capacity %d tokens\n",
 			gb(m.WeightBytes), gb(m.ActivationBytes), gb(m.KVBytes), m.KVTokensNeeded, m.KVBytesPerToken, gb(m.UsableBytes), m.KVCapacityTokens)
 	}
+	for _, c := range pr.Caveats {
+		fmt.Fprintf(tw, "caveat\t%s\n", c)
+	}
 	if err := tw.Flush(); err != nil {
 		return err
 	}

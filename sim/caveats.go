@@ -1,0 +1,80 @@
+package sim
+
+import (
+	"strings"
+
+	"github.com/tpscope/tpscope/model"
+)
+
+// Caveats lists what a prediction of sc is known to get wrong on this box
+// and which measurement would fix it. Each rule encodes a gap measured
+// against public runs of 8x RTX PRO 6000 boxes (public_test.go, README
+// "How accurate it is") and stays silent once the cost parameters it is
+// about carry a calibration. Nil when none applies.
+func (p *Predictor) Caveats(sc Scenario) []string {
+	var out []string
+	a := sc.Arch
+	if a == nil {
+		return nil
+	}
+	plan := sc.Plan.Normalized()
+	sm12 := strings.HasPrefix(p.dev.ComputeCapability, "12.")
+
+	// TestPublicNVFP4Gap: NVFP4 experts decode 25-35 % slower than INT4
+	// ones on SM120; the priors price them alike.
+	if sm12 && a.RoutedExperts > 0 && a.Quant.Dtype(model.CompRoutedExperts) == model.NVFP4 && !p.calibratedFamily("moe_gemm") {
+		out = append(out, "NVFP4 experts on SM12x: public Kimi-K2.5 runs decode 25-35 % slower with NVFP4 than with INT4 experts, which tpscope prices alike: likely optimistic (fix: tpscope calibrate --trace on this server's trace)")
+	}
+
+	// TestPublicLongContextNoDCPGap: TRITON_MLA's 4 KV splits at small
+	// batch read a long cache with few CTAs, slower than modeled.
+	w := sc.Workload
+	if (w.Phase == "" || w.Phase == model.Decode) && p.cm.attn == AttnTritonMLA && plan.DCP <= 1 && w.Context >= 65536 && !p.calibratedFamily("attention") {
+		out = append(out, "long context on TRITON_MLA without DCP: a public 150K-token run measured ~6-7 tok/s where tpscope predicts 10.4: likely optimistic (fix: --dcp, or tpscope calibrate --trace)")
+	}
+
+	// TestPublicAllReduce and the seed: small NCCL all-reduces on PCIe
+	// boxes differ from NCCL's constants, in both directions.
+	if cm, ok := p.coll.(*CollectiveModel); ok && plan.World() > 1 && !allNVLink(p.topo) && !cm.calibrated() {
+		out = append(out, "NCCL collectives priced with NCCL's stock constants: on PCIe boxes small all-reduces measure off them in both directions (a public 8-GPU switch box: 18-38 % faster up to 64 KB) (fix: tpscope calibrate --nccl-tests on this box's all_reduce_perf log)")
+	}
+
+	// checkOneShot: a public one-shot kernel lost to NCCL on dual-CPU
+	// boxes; the model prices cross-socket reads optimistically.
+	if (p.opts.CustomAR == CustomAROneShot || p.opts.CustomAR == CustomARTwoShot) && spansSockets(p.topo, plan.TP) && !allNVLink(p.topo) {
+		out = append(out, "custom all-reduce across CPU sockets: a public one-shot PCIe kernel ran slower than NCCL on dual-CPU boxes; read this prediction as an upper bound")
+	}
+	return out
+}
+
+// calibratedFamily reports whether trace calibration set an efficiency of
+// the kernel family (sim/fit.go writes "efficiency.<family>[/<dtype>]"
+// and "efficiency.mem/<family>[/<dtype>]" sources starting "calibrated").
+func (p *Predictor) calibratedFamily(family string) bool {
+	for k, v := range p.dev.Sources {
+		if !strings.HasPrefix(v, "calibrated") {
+			continue
+		}
+		k = strings.TrimPrefix(k, "efficiency.")
+		k = strings.TrimPrefix(k, "mem/")
+		if k == family || strings.HasPrefix(k, family+"/") {
+			return true
+		}
+	}
+	return false
+}
+
+// calibrated reports whether any collective cost of the model comes from a
+// calibration that applies under its P2P setting.
+func (m *CollectiveModel) calibrated() bool {
+	for oi := range m.calib {
+		for a := range m.calib[oi] {
+			for pr := range m.calib[oi][a] {
+				if m.calib[oi][a][pr] != nil {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}
