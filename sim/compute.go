@@ -159,16 +159,16 @@ type computeParams struct {
 	efficiency   float64     // achieved fraction of peakTFLOPS (named prior)
 	memGBps      float64     // device memory bandwidth x memory efficiency
 	memEff       float64     // the memory efficiency used
+	minKernelUs  float64     // the kind's floor (MinKernelUsByKind, else MinKernelUs)
 }
 
 // computeModel holds the per-(kind, dtype) parameters of a device.
 type computeModel struct {
-	dev         *topology.Device
-	sms         float64
-	minKernelUs float64
-	fp32TFLOPS  float64 // CUDA-core peak for dequantization work (0: not modeled)
-	attn        AttentionBackend
-	cells       [numKinds][numDtypes]computeParams
+	dev        *topology.Device
+	sms        float64
+	fp32TFLOPS float64 // CUDA-core peak for dequantization work (0: not modeled)
+	attn       AttentionBackend
+	cells      [numKinds][numDtypes]computeParams
 }
 
 // newComputeModel precomputes every (kind, dtype) cell for dev.
@@ -187,7 +187,7 @@ type computeModel struct {
 // small-batch FP4 MoE on SM120 may stream weights below the device's
 // STREAM figure).
 func newComputeModel(dev *topology.Device, attn AttentionBackend) *computeModel {
-	cm := &computeModel{dev: dev, sms: float64(dev.SMs), minKernelUs: dev.MinKernelUs, attn: attn}
+	cm := &computeModel{dev: dev, sms: float64(dev.SMs), attn: attn}
 	if cm.sms < 1 {
 		cm.sms = 1
 	}
@@ -227,8 +227,12 @@ func newComputeModel(dev *topology.Device, attn AttentionBackend) *computeModel 
 			} else if v, ok := dev.Efficiency["mem/"+kind]; ok {
 				memEff = v
 			}
+			floor := dev.MinKernelUs
+			if v, ok := dev.MinKernelUsByKind[kind]; ok {
+				floor = v
+			}
 			cm.cells[ki][di] = computeParams{computeDtype: cd, computeKey: topology.ComputeKey(string(cd)), peakTFLOPS: peak, efficiency: eff,
-				memGBps: dev.MemBWGBps * memEff, memEff: memEff}
+				memGBps: dev.MemBWGBps * memEff, memEff: memEff, minKernelUs: floor}
 		}
 	}
 	return cm
@@ -280,7 +284,7 @@ func (cm *computeModel) cost(op *model.Op) OpCost {
 		p = &cm.cells[kindIndex(op.Kind)][0]
 	}
 	c := OpCost{ComputeDtype: p.computeKey, PeakTFLOPS: p.peakTFLOPS,
-		Efficiency: p.efficiency, MinKernelUs: cm.minKernelUs}
+		Efficiency: p.efficiency, MinKernelUs: p.minKernelUs}
 	if op.Kind == model.KindAttention {
 		c.ComputeDtype = "bf16" // TRITON_MLA / FlashMLA compute in 16 bits
 		p16 := &cm.cells[kindIndex(op.Kind)][1]

@@ -149,3 +149,21 @@ func TestComputeMemEfficiencyOverride(t *testing.T) {
 		t.Errorf("moe bf16 Us %.3f, want 7.827", c.Us)
 	}
 }
+
+// A per-kind floor (Device.MinKernelUsByKind) applies to its kind only:
+// a tiny norm sits at 5 us, a tiny elementwise op of the same bytes at the
+// device-wide 2 us of the preset.
+func TestComputePerKindFloor(t *testing.T) {
+	dev := topology.RTXPro6000Server()
+	dev.MinKernelUsByKind = map[string]float64{"norm": 5}
+	cm := newComputeModel(&dev, AttnAuto)
+	norm := model.Op{Kind: model.KindNorm, M: 1, FLOPs: 1e3, BytesRead: 1e3}
+	if c := cm.cost(&norm); c.Us != 5 || c.MinKernelUs != 5 || c.Bound != BoundLatency {
+		t.Errorf("norm: %.3f us (floor %.3f, %s), want 5 at the floor", c.Us, c.MinKernelUs, c.Bound)
+	}
+	elem := norm
+	elem.Kind = model.KindElementwise
+	if c := cm.cost(&elem); c.Us != 2 || c.MinKernelUs != 2 {
+		t.Errorf("elementwise: %.3f us (floor %.3f), want the preset's 2", c.Us, c.MinKernelUs)
+	}
+}

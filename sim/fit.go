@@ -24,7 +24,9 @@ package sim
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"math"
+	"slices"
 	"sort"
 
 	"gonum.org/v1/gonum/optimize"
@@ -318,6 +320,9 @@ type DeviceFit struct {
 	LaunchEagerUs float64 `json:"launch_eager_us,omitempty"`
 	LaunchGraphUs float64 `json:"launch_graph_us,omitempty"`
 	MinKernelUs   float64 `json:"min_kernel_us,omitempty"`
+	// MinKernelUsByKind: per op kind floors (topology.Device field of the
+	// same name).
+	MinKernelUsByKind map[string]float64 `json:"min_kernel_us_by_kind,omitempty"`
 }
 
 // ApplyComputeFit returns a copy of t whose devices carry the fitted
@@ -354,6 +359,14 @@ func ApplyComputeFit(t *topology.Topology, fits []FamilyFit, dev DeviceFit, prov
 		set("launch_eager_us", dev.LaunchEagerUs, &d.LaunchEagerUs)
 		set("launch_graph_us", dev.LaunchGraphUs, &d.LaunchGraphUs)
 		set("min_kernel_us", dev.MinKernelUs, &d.MinKernelUs)
+		for _, k := range slices.Sorted(maps.Keys(dev.MinKernelUsByKind)) {
+			if d.MinKernelUsByKind == nil {
+				d.MinKernelUsByKind = map[string]float64{}
+			}
+			v := d.MinKernelUsByKind[k]
+			set("min_kernel_us_by_kind."+k, dev.MinKernelUsByKind[k], &v)
+			d.MinKernelUsByKind[k] = v
+		}
 	}
 	if err := out.Validate(); err != nil {
 		return nil, fmt.Errorf("apply compute fit: %w", err)

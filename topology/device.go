@@ -64,6 +64,11 @@ type Device struct {
 	// Physically at least LaunchGraphUs; sim uses max(KernelGapEagerUs,
 	// LaunchGraphUs), so 0 (older files) means "as in a graph".
 	KernelGapEagerUs float64 `json:"kernel_gap_eager_us,omitempty"`
+	// MinKernelUsByKind overrides MinKernelUs per op kind (keys as in
+	// Efficiency: "gemm", "norm", "elementwise", ...): a one-CTA-per-row
+	// RMSNorm and a fused SiLU do not share a floor. Written by
+	// calibrate --trace from the kind's ops priced at the floor.
+	MinKernelUsByKind map[string]float64 `json:"min_kernel_us_by_kind,omitempty"`
 
 	// Efficiency holds named priors: the achieved fraction of the compute
 	// peak for a kernel family, keyed "<opkind>" or "<opkind>/<dtype>" with
@@ -187,6 +192,11 @@ func (d *Device) Validate() error {
 		}
 		if v := d.PeakTFLOPS[k]; !(v > 0) || math.IsInf(v, 0) {
 			return fmt.Errorf("%s: peak_tflops.%s must be > 0, got %v", where, k, v)
+		}
+	}
+	for _, k := range slices.Sorted(maps.Keys(d.MinKernelUsByKind)) {
+		if v := d.MinKernelUsByKind[k]; k == "" || !(v > 0) || math.IsInf(v, 0) {
+			return fmt.Errorf("%s: min_kernel_us_by_kind.%s must be a named op kind with a value > 0, got %v", where, k, v)
 		}
 	}
 	for _, k := range slices.Sorted(maps.Keys(d.Efficiency)) {

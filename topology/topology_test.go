@@ -255,6 +255,9 @@ func TestValidationErrors(t *testing.T) {
 		{"negative peak", func(m map[string]any) {
 			m["devices"].([]any)[0].(map[string]any)["peak_tflops"].(map[string]any)["fp8"] = -1.0
 		}, []string{"peak_tflops.fp8 must be > 0"}},
+		{"zero per-kind floor", func(m map[string]any) {
+			m["devices"].([]any)[0].(map[string]any)["min_kernel_us_by_kind"] = map[string]any{"norm": 0.0}
+		}, []string{"min_kernel_us_by_kind.norm", "> 0"}},
 		{"unknown field", func(m map[string]any) { m["gpus"].([]any)[0].(map[string]any)["nvlink"] = 1.0 }, []string{`unknown field "nvlink"`}},
 		{"no gpus", func(m map[string]any) { m["gpus"] = []any{} }, []string{"no GPU"}},
 	}

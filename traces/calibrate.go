@@ -172,6 +172,28 @@ func CalibrateTrace(results []*Result, o CalibrateTraceOptions) (*TraceCalibrati
 	}
 	prov := fmt.Sprintf("trace %s (%s), %s; fit on %d even steps", source, rs.Spec, created, tc.FitSteps)
 
+	// The floor first: ops the prior prices at the minimum kernel time say
+	// what the floor is, and the families are then fitted on top of the
+	// fitted floor (a floor left at its prior would push the memory or
+	// compute efficiency of a family's small kernels down to explain
+	// their time, and mis-price its large ones).
+	tc.Device.MinKernelUs, tc.Device.MinKernelUsByKind = fitMinKernel(comp, &tc.Notes)
+	if !rs.Options.CUDAGraphs && tc.Device.MinKernelUsByKind != nil {
+		// Eager: a kernel's measured interval also holds the host's delay
+		// between its start event and its launch, longest for the kinds
+		// with the slowest launch path (cuBLAS); per-kind floors would
+		// count that host time twice (once in launch_eager_us). Graph runs
+		// measure device time only.
+		tc.Device.MinKernelUsByKind = nil
+		tc.Notes = append(tc.Notes, "eager run: one device-wide min_kernel_us (per-kind floors are fitted from CUDA-graph runs)")
+	}
+	for i := range comp {
+		if f, ok := tc.Device.MinKernelUsByKind[string(comp[i].Family.Kind)]; ok {
+			comp[i].Cost.MinKernelUs = f
+		} else if tc.Device.MinKernelUs > 0 {
+			comp[i].Cost.MinKernelUs = tc.Device.MinKernelUs
+		}
+	}
 	if len(comp) > 0 {
 		if tc.Families, err = sim.FitCompute(comp, o.Fit); err != nil {
 			return nil, fmt.Errorf("calibrate: %w", err)
@@ -186,8 +208,9 @@ func CalibrateTrace(results []*Result, o CalibrateTraceOptions) (*TraceCalibrati
 	} else {
 		tc.Notes = append(tc.Notes, "no compute op measured: efficiencies keep their priors")
 	}
+	floors := tc.Device
 	tc.Device = fitDevice(g.traces, rs.Options, &tc.Notes)
-	tc.Device.MinKernelUs = fitMinKernel(comp, &tc.Notes)
+	tc.Device.MinKernelUs, tc.Device.MinKernelUsByKind = floors.MinKernelUs, floors.MinKernelUsByKind
 	out, err := sim.ApplyComputeFit(base, tc.Families, tc.Device, prov)
 	if err != nil {
 		return nil, fmt.Errorf("calibrate: %w", err)
@@ -286,17 +309,43 @@ func fitDevice(traces [][]Span, o sim.Options, notes *[]string) sim.DeviceFit {
 // fitMinKernel estimates the shortest kernel time as the median measured
 // time (less the graph overhead) of the ops the prior prices at the floor
 // (Bound latency); at least 10 such ops are needed.
-func fitMinKernel(comp []sim.ComputeSample, notes *[]string) float64 {
-	var v []float64
+func fitMinKernel(comp []sim.ComputeSample, notes *[]string) (float64, map[string]float64) {
+	var all []float64
+	byKind := map[string][]float64{}
 	for i := range comp {
 		if c := &comp[i]; c.Cost.Bound == sim.BoundLatency {
-			v = append(v, c.MeasuredUs-c.OverheadUs)
+			v := c.MeasuredUs - c.OverheadUs
+			all = append(all, v)
+			byKind[string(c.Family.Kind)] = append(byKind[string(c.Family.Kind)], v)
 		}
 	}
-	if len(v) < 10 {
-		*notes = append(*notes, fmt.Sprintf("%d ops priced at the minimum kernel time (need 10): min_kernel_us keeps its prior", len(v)))
-		return 0
+	if len(all) < minFloorSamples {
+		*notes = append(*notes, fmt.Sprintf("%d ops priced at the minimum kernel time (need %d): min_kernel_us keeps its prior", len(all), minFloorSamples))
+		return 0, nil
 	}
+	device := positiveMedian(all)
+	kinds := map[string]float64{}
+	for k, v := range byKind {
+		if len(v) < minFloorSamples {
+			continue
+		}
+		if m := positiveMedian(v); m > 0 {
+			kinds[k] = m
+		}
+	}
+	if len(kinds) == 0 {
+		kinds = nil
+	}
+	return device, kinds
+}
+
+// minFloorSamples: how many floor-priced ops a kind needs before its own
+// floor is fitted (fewer: the device-wide median stands for it).
+const minFloorSamples = 10
+
+// positiveMedian is the median of v, 0 when it is not positive (overhead
+// larger than the measured time: nothing to fit).
+func positiveMedian(v []float64) float64 {
 	sort.Float64s(v)
 	if m := quantile(v, 0.5); m > 0 {
 		return m

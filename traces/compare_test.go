@@ -62,6 +62,13 @@ type synth struct {
 
 func newSynth(t testing.TB, spec traces.ScenarioSpec) *synth {
 	t.Helper()
+	return newSynthTruth(t, spec, trueUs)
+}
+
+// newSynthTruth is newSynth with another perturbation: truth gives the
+// measured (noise-free) time of each op.
+func newSynthTruth(t testing.TB, spec traces.ScenarioSpec, truth func(*sim.OpResult, *model.Op) float64) *synth {
+	t.Helper()
 	rs, err := spec.Resolve()
 	if err != nil {
 		t.Fatal(err)
@@ -75,7 +82,7 @@ func newSynth(t testing.TB, spec traces.ScenarioSpec) *synth {
 	}
 	s := &synth{pr: pr, sched: sched, truth: make([]float64, len(pr.Ops))}
 	for i := range pr.Ops {
-		s.truth[i] = trueUs(&pr.Ops[i], &sched.Ranks[0][i])
+		s.truth[i] = truth(&pr.Ops[i], &sched.Ranks[0][i])
 	}
 	return s
 }

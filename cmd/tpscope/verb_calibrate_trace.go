@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"strings"
 	"text/tabwriter"
 
@@ -72,6 +74,13 @@ func writeTraceCalibration(w io.Writer, out string, tc *traces.TraceCalibration)
 	}
 	if tc.Device.LaunchEagerUs > 0 {
 		fmt.Fprintf(w, "launch_eager_us %.3g\n", tc.Device.LaunchEagerUs)
+	}
+	if tc.Device.MinKernelUs > 0 {
+		fmt.Fprintf(w, "min_kernel_us %.3g", tc.Device.MinKernelUs)
+		for _, k := range slices.Sorted(maps.Keys(tc.Device.MinKernelUsByKind)) {
+			fmt.Fprintf(w, ", %s %.3g", k, tc.Device.MinKernelUsByKind[k])
+		}
+		fmt.Fprintln(w)
 	}
 	for _, p := range tc.Coll {
 		fmt.Fprintf(w, "%s %s/%s %d ranks: base_lat %.3g us, hw_lat %.3g us, busbw %.3g GB/s (%d samples, rms err %.1f %%)\n", p.Op, p.Algo, p.Proto, p.Ranks, p.BaseLatUs, p.HwLatUs, p.BusBWGBps, p.Samples, 100*p.RMSRelErr)

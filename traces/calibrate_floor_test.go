@@ -1,0 +1,86 @@
+package traces_test
+
+import (
+	"math"
+	"strings"
+	"testing"
+
+	"github.com/tpscope/tpscope/model"
+	"github.com/tpscope/tpscope/sim"
+	"github.com/tpscope/tpscope/traces"
+)
+
+// floorTruthUs: the floors the synthetic "device" has per op kind (a
+// one-CTA-per-row RMSNorm slower to ramp than a fused SiLU); kinds not
+// listed use floorDefaultUs. Every non-collective op then takes
+// overhead + max(floor, compute, memory) from its prior cost terms, the
+// compute model with per-kind floors; collectives take their predicted
+// time.
+var floorTruthUs = map[model.OpKind]float64{model.KindNorm: 5, model.KindElementwise: 3, model.KindRouter: 6, model.KindGEMM: 4.5}
+
+const floorDefaultUs = 4.0
+
+func floorTrue(op *sim.OpResult, _ *model.Op) float64 {
+	if op.Kind == model.KindCollective || op.Cost.Fused {
+		return op.Us
+	}
+	f, ok := floorTruthUs[op.Kind]
+	if !ok {
+		f = floorDefaultUs
+	}
+	c := op.Cost
+	return op.OverheadUs + math.Max(f, math.Max(c.ComputeUs, c.MemoryUs))
+}
+
+// TestCalibrateGraphRunFitsPerKindFloors: a CUDA-graph decode trace of the
+// seed scenario whose kernels have per-kind floors (floorTruthUs, the
+// preset's prior is 2 us for all). calibrate --trace must recover each
+// listed kind's floor within 3 % (2 % log-normal noise, medians of >= 60
+// samples), keep every family's efficiency scale at 1 within 2 %, and
+// bring the held-out op error down to the noise. The same trace labelled
+// eager fits one device-wide floor only (eager spans hold host delay).
+func TestCalibrateGraphRunFitsPerKindFloors(t *testing.T) {
+	spec := traces.ScenarioSpec{Model: "kimi-k2.5-nvfp4", Topology: "rtxpro6000-2s", Plan: "tp8",
+		Workload: "decode b1 ctx4096 kv=bf16", Options: "cuda-graphs,nccl-proto=LL,p2p-level=SYS", OptionsSet: true}
+	s := newSynthTruth(t, spec, floorTrue)
+	dir := t.TempDir()
+	res := readSource(t, s.write(t, dir, "graph.json", spec, 4, 11))
+	tc, err := traces.CalibrateTrace([]*traces.Result{res}, traces.CalibrateTraceOptions{Created: "2026-12-02T00:00:00Z"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("floors: device %.3f us, by kind %v", tc.Device.MinKernelUs, tc.Device.MinKernelUsByKind)
+	for k, want := range floorTruthUs {
+		got, ok := tc.Device.MinKernelUsByKind[string(k)]
+		if !ok || math.Abs(got/want-1) > 0.03 {
+			t.Errorf("floor of %s: %.3f us (fitted %v), want %.1f ± 3 %%", k, got, ok, want)
+		}
+	}
+	for _, f := range tc.Families {
+		if math.Abs(f.ComputeScale-1) > 0.02 || math.Abs(f.MemoryScale-1) > 0.02 {
+			t.Errorf("%s: scales %.4f / %.4f, want 1 ± 2 %% (only the floors differ)", f.Family, f.ComputeScale, f.MemoryScale)
+		}
+	}
+	t.Logf("held out: op RMS error %.2f %% -> %.2f %%, step error %.2f %% -> %.2f %%", tc.Before.OpRMSErrPct, tc.After.OpRMSErrPct, tc.Before.StepErrPct, tc.After.StepErrPct)
+	if tc.Before.OpRMSErrPct < 20 || tc.After.OpRMSErrPct > 2 {
+		t.Errorf("held-out op RMS error: before %.2f %%, after %.2f %%; want before > 20, after < 2", tc.Before.OpRMSErrPct, tc.After.OpRMSErrPct)
+	}
+	b, err := tc.Topology.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(b), `"min_kernel_us_by_kind"`) || !strings.Contains(string(b), "min_kernel_us_by_kind.norm") {
+		t.Error("calibrated topology lacks min_kernel_us_by_kind or its source")
+	}
+
+	eager := spec
+	eager.Options = "nccl-proto=LL,p2p-level=SYS"
+	se := newSynthTruth(t, eager, floorTrue)
+	tce, err := traces.CalibrateTrace([]*traces.Result{readSource(t, se.write(t, dir, "eager.json", eager, 4, 12))}, traces.CalibrateTraceOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tce.Device.MinKernelUsByKind != nil || !(tce.Device.MinKernelUs > 2) {
+		t.Errorf("eager run: floors %.3f / %v, want one device-wide floor above the 2 us prior and none per kind", tce.Device.MinKernelUs, tce.Device.MinKernelUsByKind)
+	}
+}
