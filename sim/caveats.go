@@ -47,14 +47,16 @@ func (p *Predictor) Caveats(sc Scenario) []string {
 	return out
 }
 
-// calibratedFamily reports whether trace calibration set an efficiency of
-// the kernel family (sim/fit.go writes "efficiency.<family>[/<dtype>]"
-// and "efficiency.mem/<family>[/<dtype>]" sources starting "calibrated").
+// calibratedFamily reports whether trace calibration set a parameter of
+// the kernel family (sim/fit.go writes "efficiency.<family>[/<dtype>]",
+// "efficiency.mem/<family>[/<dtype>]" and "ramp_us.<family>[/<dtype>]"
+// sources starting "calibrated").
 func (p *Predictor) calibratedFamily(family string) bool {
 	for k, v := range p.dev.Sources {
 		if !strings.HasPrefix(v, "calibrated") {
 			continue
 		}
+		k = strings.TrimPrefix(k, "ramp_us.")
 		k = strings.TrimPrefix(k, "efficiency.")
 		k = strings.TrimPrefix(k, "mem/")
 		if k == family || strings.HasPrefix(k, family+"/") {

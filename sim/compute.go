@@ -160,6 +160,7 @@ type computeParams struct {
 	memGBps      float64     // device memory bandwidth x memory efficiency
 	memEff       float64     // the memory efficiency used
 	minKernelUs  float64     // the kind's floor (MinKernelUsByKind, else MinKernelUs)
+	rampUs       float64     // the family's fixed ramp (RampUs), 0 when none
 }
 
 // computeModel holds the per-(kind, dtype) parameters of a device.
@@ -231,8 +232,12 @@ func newComputeModel(dev *topology.Device, attn AttentionBackend) *computeModel 
 			if v, ok := dev.MinKernelUsByKind[kind]; ok {
 				floor = v
 			}
+			ramp := dev.RampUs[kind]
+			if v, ok := dev.RampUs[kind+"/"+string(dt)]; ok && dt != "" {
+				ramp = v
+			}
 			cm.cells[ki][di] = computeParams{computeDtype: cd, computeKey: topology.ComputeKey(string(cd)), peakTFLOPS: peak, efficiency: eff,
-				memGBps: dev.MemBWGBps * memEff, memEff: memEff, minKernelUs: floor}
+				memGBps: dev.MemBWGBps * memEff, memEff: memEff, minKernelUs: floor, rampUs: ramp}
 		}
 	}
 	return cm
@@ -261,6 +266,7 @@ type OpCost struct {
 	Fill        float64 `json:"fill,omitempty"`          // wave efficiency: CTAs / (waves x SMs)
 	MemGBps     float64 `json:"mem_gbps,omitempty"`      // achieved bandwidth: min(BW x mem eff, active SMs x per-SM)
 	MinKernelUs float64 `json:"min_kernel_us,omitempty"` // floor applied
+	RampUs      float64 `json:"ramp_us,omitempty"`       // fixed time added to the roofline term (calibrated families)
 
 	// Collectives.
 	LatencyUs float64 `json:"latency_us,omitempty"` // fixed part of the collective time
@@ -269,7 +275,7 @@ type OpCost struct {
 
 // cost predicts the device time of a non-collective op.
 //
-//	t = max(MinKernelUs, ComputeUs, MemoryUs)
+//	t = max(MinKernelUs, RampUs + max(ComputeUs, MemoryUs))
 //	ComputeUs = FLOPs / (peak x eff x fill)  [+ dequant ops / (fp32 peak x eff)]
 //	MemoryUs  = (BytesRead + BytesWritten) / min(BW x memEff, min(CTAs, SMs) x perSMMemGBps)
 func (cm *computeModel) cost(op *model.Op) OpCost {
@@ -307,12 +313,13 @@ func (cm *computeModel) cost(op *model.Op) OpCost {
 	if b := op.BytesRead + op.BytesWritten; b > 0 && c.MemGBps > 0 {
 		c.MemoryUs = b / (c.MemGBps * 1e3)
 	}
+	c.RampUs = p.rampUs
 	c.Us, c.Bound = c.MinKernelUs, BoundLatency
-	if c.ComputeUs > c.Us {
-		c.Us, c.Bound = c.ComputeUs, BoundCompute
+	if t := c.RampUs + c.ComputeUs; c.ComputeUs > 0 && t > c.Us {
+		c.Us, c.Bound = t, BoundCompute
 	}
-	if c.MemoryUs > c.Us {
-		c.Us, c.Bound = c.MemoryUs, BoundMemory
+	if t := c.RampUs + c.MemoryUs; c.MemoryUs > 0 && t > c.Us {
+		c.Us, c.Bound = t, BoundMemory
 	}
 	return c
 }

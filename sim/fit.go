@@ -5,21 +5,25 @@ package sim
 //
 // The compute model prices an op as (compute.go, OpCost)
 //
-//	t = overhead + max(MinKernelUs, ComputeUs, MemoryUs)
+//	t = overhead + max(MinKernelUs, RampUs + max(ComputeUs, MemoryUs))
 //	ComputeUs = FLOPs / (peak x eff x fill),  MemoryUs = bytes / (BW x memEff)
 //
-// so a kernel family's efficiency enters as a factor on one term. FitCompute
-// fits, per family (model.OpKind + dtype, the key of Device.Efficiency),
-// two scale factors a (compute) and b (memory) that multiply the prior
-// terms, by minimizing over x = (ln a, ln b)
+// so a kernel family's efficiency enters as a factor on one term and its
+// ramp as a fixed time beside it. FitCompute fits, per family (model.OpKind
+// + dtype, the key of Device.Efficiency), two scale factors a (compute) and
+// b (memory) that multiply the prior terms and the ramp r, by minimizing
+// over x = (ln a, ln b, r)
 //
-//	mean_i (ln t_i(x) - ln measured_i)^2 + w * |x|^2
+//	mean_i (ln t_i(x) - ln measured_i)^2 + w * (x_a^2 + x_b^2 + (r - r_prior)^2 / 1 us^2)
 //
 // with Nelder-Mead (gonum/optimize). The fitted efficiencies are eff/a and
 // memEff/b. Log space weighs every op by its relative error; the small
-// prior weight w keeps a factor the data cannot see (a family whose ops are
-// all memory-bound says nothing about its compute efficiency) at 1, and
-// such a factor is reported as not determined and left at the prior.
+// prior weight w keeps a parameter the data cannot see (a family whose ops
+// are all memory-bound says nothing about its compute efficiency) at its
+// prior, and such a parameter is reported as not determined and left at
+// the prior. The ramp is determined only when the family's roofline-bound
+// ops span a size range (rampMinSpan): with one size, a fixed time and a
+// bandwidth cannot be told apart.
 
 import (
 	"errors"
@@ -96,6 +100,11 @@ type FamilyFit struct {
 	// not determined.
 	ComputeScale float64 `json:"compute_scale"`
 	MemoryScale  float64 `json:"memory_scale"`
+	// RampUs is the fitted fixed time beside the roofline term (the prior,
+	// usually 0, when not determined).
+	RampUs         float64 `json:"ramp_us"`
+	PriorRampUs    float64 `json:"prior_ramp_us"`
+	RampDetermined bool    `json:"ramp_determined"`
 	// Prior and fitted efficiencies (fitted = prior / scale, at most 1).
 	PriorEfficiency    float64 `json:"prior_efficiency"`
 	Efficiency         float64 `json:"efficiency"`
@@ -181,54 +190,79 @@ func memScaled(s *ComputeSample) bool {
 	return s.Cost.MemGBps >= s.Family.MemGBps*(1-1e-9)
 }
 
-// modelUs is the fitted model's time for s with factors a, b; which says
-// which term set it (0 floor, 1 compute, 2 memory).
-func modelUs(s *ComputeSample, a, b float64) (float64, int) {
+// modelUs is the fitted model's time for s with factors a, b and ramp r;
+// which says which term set it (0 floor, 1 compute, 2 memory).
+func modelUs(s *ComputeSample, a, b, r float64) (float64, int) {
 	t, which := s.Cost.MinKernelUs, 0
-	if c := a * s.Cost.ComputeUs; c > t {
-		t, which = c, 1
+	if c := a * s.Cost.ComputeUs; s.Cost.ComputeUs > 0 && r+c > t {
+		t, which = r+c, 1
 	}
 	m := s.Cost.MemoryUs
 	if memScaled(s) {
 		m *= b
 	}
-	if m > t {
-		t, which = m, 2
+	if s.Cost.MemoryUs > 0 && r+m > t {
+		t, which = r+m, 2
 	}
 	return s.OverheadUs + t, which
 }
 
+// rampMinSpan: the largest roofline term of a family's bound samples must
+// be at least this many times its smallest for the ramp to be told apart
+// from the bandwidth (assumption: a factor of 4 separates a fixed time of
+// a few us from bytes / bandwidth within the 2-5 % noise of a trace).
+const rampMinSpan = 4.0
+
+// rampMinGain: the ramp is fitted only when it lowers the family's mean
+// squared log error by at least this fraction (assumption: 10 %, well
+// above what a free parameter gains on noise alone).
+const rampMinGain = 0.10
+
 func fitFamily(key string, ss []ComputeSample, o FitOptions) (FamilyFit, error) {
 	fam := ss[0].Family
-	f := FamilyFit{Family: key, Samples: len(ss), PriorEfficiency: fam.Efficiency, PriorMemEfficiency: fam.MemEfficiency}
+	r0 := ss[0].Cost.RampUs
+	f := FamilyFit{Family: key, Samples: len(ss), PriorEfficiency: fam.Efficiency, PriorMemEfficiency: fam.MemEfficiency, PriorRampUs: r0}
 	logMeas := make([]float64, len(ss))
 	for i := range ss {
 		logMeas[i] = math.Log(ss[i].MeasuredUs)
 	}
-	obj := func(x []float64) float64 {
-		a, b := math.Exp(x[0]), math.Exp(x[1])
+	// msle is the mean squared log error at (ln a, ln b, r).
+	msle := func(x []float64) float64 {
+		a, b, r := math.Exp(x[0]), math.Exp(x[1]), math.Max(0, x[2])
 		var sum float64
 		for i := range ss {
-			t, _ := modelUs(&ss[i], a, b)
+			t, _ := modelUs(&ss[i], a, b, r)
 			if t <= 0 {
 				t = 1e-9
 			}
 			d := math.Log(t) - logMeas[i]
 			sum += d * d
 		}
-		return sum/float64(len(ss)) + o.PriorWeight*(x[0]*x[0]+x[1]*x[1])
+		return sum / float64(len(ss))
+	}
+	minimize := func(f func([]float64) float64, x0 []float64) (*optimize.Result, error) {
+		res, err := optimize.Minimize(optimize.Problem{Func: f}, x0,
+			&optimize.Settings{FuncEvaluations: 6000, Converger: &optimize.FunctionConverge{Absolute: 1e-12, Relative: 1e-12, Iterations: 100}},
+			&optimize.NelderMead{})
+		if err != nil && res == nil {
+			return nil, fmt.Errorf("fit compute %s: %w", key, err)
+		}
+		return res, nil
 	}
 	// Start from the median ratio on each term's own samples, so that
 	// Nelder-Mead starts near the answer even when the misfit is large.
 	x0 := []float64{0, 0}
-	var rc, rm []float64
+	var rc, rm, bound []float64
 	for i := range ss {
-		t, which := modelUs(&ss[i], 1, 1)
+		t, which := modelUs(&ss[i], 1, 1, r0)
 		switch which {
 		case 1:
 			rc = append(rc, logMeas[i]-math.Log(t))
 		case 2:
 			rm = append(rm, logMeas[i]-math.Log(t))
+		}
+		if which != 0 {
+			bound = append(bound, ss[i].MeasuredUs-ss[i].OverheadUs)
 		}
 	}
 	if len(rc) > 0 {
@@ -237,29 +271,66 @@ func fitFamily(key string, ss []ComputeSample, o FitOptions) (FamilyFit, error) 
 	if len(rm) > 0 {
 		x0[1] = medianOf(rm)
 	}
-	res, err := optimize.Minimize(optimize.Problem{Func: obj}, x0,
-		&optimize.Settings{FuncEvaluations: 4000, Converger: &optimize.FunctionConverge{Absolute: 1e-12, Relative: 1e-12, Iterations: 100}},
-		&optimize.NelderMead{})
-	if err != nil && res == nil {
-		return f, fmt.Errorf("fit compute %s: %w", key, err)
+	// First the two factors at the prior ramp.
+	res2, err := minimize(func(x []float64) float64 {
+		return msle([]float64{x[0], x[1], r0}) + o.PriorWeight*(x[0]*x[0]+x[1]*x[1])
+	}, x0)
+	if err != nil {
+		return f, err
 	}
-	a, b := math.Exp(res.X[0]), math.Exp(res.X[1])
+	best := []float64{res2.X[0], res2.X[1], r0}
+	// Then the ramp beside them, from the two-factor optimum and from a
+	// ramp that explains half the smallest bound sample; it is kept only
+	// when it cuts the mean squared log error by rampMinGain (a parameter
+	// the data does not need stays at its prior).
+	if len(bound) > 0 {
+		sort.Float64s(bound)
+		obj3 := func(x []float64) float64 {
+			dr := x[2] - r0
+			return msle(x) + o.PriorWeight*(x[0]*x[0]+x[1]*x[1]+dr*dr)
+		}
+		var res3 *optimize.Result
+		for _, st := range [][]float64{best, {best[0], best[1], 0.5 * bound[0]}} {
+			r, err := minimize(obj3, append([]float64(nil), st...))
+			if err != nil {
+				return f, err
+			}
+			if res3 == nil || r.F < res3.F {
+				res3 = r
+			}
+		}
+		if m2, m3 := msle(best), msle(res3.X); m3 < (1-rampMinGain)*m2 {
+			best = res3.X
+		}
+	}
+	a, b, r := math.Exp(best[0]), math.Exp(best[1]), math.Max(0, best[2])
+	lo, hi := math.Inf(1), 0.0
 	for i := range ss {
-		if _, which := modelUs(&ss[i], a, b); which == 1 {
+		_, which := modelUs(&ss[i], a, b, r)
+		switch which {
+		case 1:
 			f.ComputeBound++
-		} else if which == 2 {
+		case 2:
 			f.MemoryBound++
+		}
+		if which != 0 {
+			term := math.Max(a*ss[i].Cost.ComputeUs, ss[i].Cost.MemoryUs)
+			lo, hi = math.Min(lo, term), math.Max(hi, term)
 		}
 	}
 	f.ComputeDetermined = f.ComputeBound >= o.MinBoundSamples
 	f.MemoryDetermined = f.MemoryBound >= o.MinBoundSamples
+	f.RampDetermined = r != r0 && f.ComputeBound+f.MemoryBound >= o.MinBoundSamples && lo > 0 && hi >= rampMinSpan*lo
 	if !f.ComputeDetermined {
 		a = 1
 	}
 	if !f.MemoryDetermined {
 		b = 1
 	}
-	f.ComputeScale, f.MemoryScale = a, b
+	if !f.RampDetermined {
+		r = r0
+	}
+	f.ComputeScale, f.MemoryScale, f.RampUs = a, b, r
 	f.Efficiency, f.MemEfficiency = fam.Efficiency/a, fam.MemEfficiency/b
 	if f.Efficiency > 1 {
 		f.Efficiency, f.Clamped = 1, true
@@ -269,26 +340,26 @@ func fitFamily(key string, ss []ComputeSample, o FitOptions) (FamilyFit, error) 
 	}
 	var pe, fe float64
 	for i := range ss {
-		t0, _ := modelUs(&ss[i], 1, 1)
-		t1, _ := modelUs(&ss[i], a, b)
-		r0, r1 := t0/ss[i].MeasuredUs-1, t1/ss[i].MeasuredUs-1
-		pe += r0 * r0
-		fe += r1 * r1
+		t0, _ := modelUs(&ss[i], 1, 1, r0)
+		t1, _ := modelUs(&ss[i], a, b, r)
+		r0e, r1e := t0/ss[i].MeasuredUs-1, t1/ss[i].MeasuredUs-1
+		pe += r0e * r0e
+		fe += r1e * r1e
 	}
 	f.PriorRMSRelErr = math.Sqrt(pe / float64(len(ss)))
 	f.RMSRelErr = math.Sqrt(fe / float64(len(ss)))
-	f.Sizes = sizeResiduals(ss, a, b)
+	f.Sizes = sizeResiduals(ss, a, b, r, r0)
 	return f, nil
 }
 
 // sizeResiduals bins the samples by the decade of their prior time
 // (1-10 us, 10-100 us, ...) and gives each bin's median relative error of
-// the fitted model.
-func sizeResiduals(ss []ComputeSample, a, b float64) []SizeFit {
+// the fitted model (a, b, r; the prior ramp is r0).
+func sizeResiduals(ss []ComputeSample, a, b, r, r0 float64) []SizeFit {
 	bins := map[int][]float64{}
 	for i := range ss {
-		t0, _ := modelUs(&ss[i], 1, 1)
-		t1, _ := modelUs(&ss[i], a, b)
+		t0, _ := modelUs(&ss[i], 1, 1, r0)
+		t1, _ := modelUs(&ss[i], a, b, r)
 		d := int(math.Floor(math.Log10(math.Max(t0, 1e-3))))
 		bins[d] = append(bins[d], (t1/ss[i].MeasuredUs-1)*100)
 	}
@@ -348,6 +419,13 @@ func ApplyComputeFit(t *topology.Topology, fits []FamilyFit, dev DeviceFit, prov
 			if f.MemoryDetermined {
 				d.Efficiency["mem/"+f.Family] = round4(f.MemEfficiency)
 				d.Sources["efficiency.mem/"+f.Family] = fmt.Sprintf("calibrated: %s; %d samples, %d memory-bound, prior %.4g", provenance, f.Samples, f.MemoryBound, f.PriorMemEfficiency)
+			}
+			if f.RampDetermined {
+				if d.RampUs == nil {
+					d.RampUs = map[string]float64{}
+				}
+				d.RampUs[f.Family] = round4(f.RampUs)
+				d.Sources["ramp_us."+f.Family] = fmt.Sprintf("calibrated: %s; %d samples, prior %.4g", provenance, f.Samples, f.PriorRampUs)
 			}
 		}
 		set := func(field string, v float64, dst *float64) {

@@ -53,6 +53,9 @@ func TestFitComputeRecoversScales(t *testing.T) {
 			if f.RMSRelErr > 1e-3 {
 				t.Errorf("fit RMS error %.2g on exact samples", f.RMSRelErr)
 			}
+			if f.RampDetermined || f.RampUs != 0 {
+				t.Errorf("ramp %.4g us (determined %v) on samples without one", f.RampUs, f.RampDetermined)
+			}
 		})
 	}
 	// Samples span 2..400 us: decades [1,10), [10,100), [100,1000); the
@@ -95,5 +98,57 @@ func TestFitComputeRecoversScales(t *testing.T) {
 	op := &model.Op{Kind: model.KindGEMM, WeightDtype: model.BF16}
 	if f := p.CostFamily(op); f.Key != "gemm/bf16" || f.Efficiency != 0.35 || f.MemEfficiency != 0.64 {
 		t.Errorf("predictor family %+v", f)
+	}
+}
+
+// TestFitComputeRamp: memory-bound GEMMs of 1-100 us made by hand from
+// t = max(2, r + b x memory) with a 3 us ramp and b = 1.25 (memory
+// efficiency 0.80 -> 0.64). The fit must find both (the sizes span 100x,
+// past rampMinSpan), the calibrated topology must carry ramp_us with its
+// source, and a Predictor built on it must add the ramp to the roofline
+// term.
+func TestFitComputeRamp(t *testing.T) {
+	gemm := CostFamily{Key: "gemm/bf16", Kind: model.KindGEMM, Efficiency: 0.70, MemEfficiency: 0.80, MemGBps: 1000}
+	var ss []ComputeSample
+	for i := 1; i <= 30; i++ {
+		m := math.Pow(100, float64(i-1)/29) // 1..100 us, log-spaced
+		ss = append(ss, ComputeSample{Family: gemm, Cost: OpCost{ComputeUs: m / 10, MemoryUs: m, MinKernelUs: 2, MemGBps: 1000}, MeasuredUs: math.Max(2, 3+1.25*m)})
+	}
+	fits, err := FitCompute(ss, FitOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := fits[0]
+	t.Logf("ramp %.4f us (determined %v), mem eff %.4f, rms %.2g (prior %.2g)", f.RampUs, f.RampDetermined, f.MemEfficiency, f.RMSRelErr, f.PriorRMSRelErr)
+	if !f.RampDetermined || math.Abs(f.RampUs-3) > 0.06 || math.Abs(f.MemEfficiency/0.64-1) > 0.01 {
+		t.Fatalf("ramp %.4f us (determined %v), mem eff %.4f; want 3 ± 2 %% and 0.64 ± 1 %%", f.RampUs, f.RampDetermined, f.MemEfficiency)
+	}
+	topo, err := topology.Preset(topology.DefaultPreset)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cal, err := ApplyComputeFit(topo, fits, DeviceFit{}, "trace r.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := cal.DeviceOf(0)
+	if math.Abs(d.RampUs["gemm/bf16"]-3) > 0.06 || !strings.Contains(d.Sources["ramp_us.gemm/bf16"], "r.json") {
+		t.Fatalf("ramp_us %v, source %q", d.RampUs, d.Sources["ramp_us.gemm/bf16"])
+	}
+	// A 64 MB bf16 weight stream at 1,597 x 0.64 GB/s is 62.6 us; the
+	// ramp adds 3 us.
+	p, err := New(cal, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	op := &model.Op{Kind: model.KindGEMM, WeightDtype: model.BF16, M: 1, N: 4096, K: 8192, FLOPs: 2 * 4096 * 8192, BytesRead: 64e6}
+	c := p.cm.cost(op)
+	if c.RampUs != d.RampUs["gemm/bf16"] || math.Abs(c.Us-(c.RampUs+c.MemoryUs)) > 1e-9 || c.Bound != BoundMemory {
+		t.Errorf("cost %.3f us (ramp %.3f, memory %.3f, %s), want ramp + memory", c.Us, c.RampUs, c.MemoryUs, c.Bound)
+	}
+	// Families without a ramp keep the plain roofline.
+	norm := &model.Op{Kind: model.KindNorm, M: 1, BytesRead: 64e6}
+	if c := p.cm.cost(norm); c.RampUs != 0 || c.Us != c.MemoryUs {
+		t.Errorf("norm cost %.3f us with ramp %.3f, want memory %.3f alone", c.Us, c.RampUs, c.MemoryUs)
 	}
 }

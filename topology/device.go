@@ -69,6 +69,13 @@ type Device struct {
 	// RMSNorm and a fused SiLU do not share a floor. Written by
 	// calibrate --trace from the kind's ops priced at the floor.
 	MinKernelUsByKind map[string]float64 `json:"min_kernel_us_by_kind,omitempty"`
+	// RampUs adds a fixed time to a kernel family's roofline term (keys as
+	// in Efficiency: "gemm/bf16", "gemm"): a streaming kernel pays DRAM
+	// latency, CTA ramp-up and its tail before and after bytes / bandwidth,
+	// which a single efficiency cannot follow across sizes. The presets
+	// leave it out (0); calibrate --trace fits it when a family's ops span
+	// sizes.
+	RampUs map[string]float64 `json:"ramp_us,omitempty"`
 
 	// Efficiency holds named priors: the achieved fraction of the compute
 	// peak for a kernel family, keyed "<opkind>" or "<opkind>/<dtype>" with
@@ -197,6 +204,11 @@ func (d *Device) Validate() error {
 	for _, k := range slices.Sorted(maps.Keys(d.MinKernelUsByKind)) {
 		if v := d.MinKernelUsByKind[k]; k == "" || !(v > 0) || math.IsInf(v, 0) {
 			return fmt.Errorf("%s: min_kernel_us_by_kind.%s must be a named op kind with a value > 0, got %v", where, k, v)
+		}
+	}
+	for _, k := range slices.Sorted(maps.Keys(d.RampUs)) {
+		if v := d.RampUs[k]; k == "" || !(v >= 0) || math.IsInf(v, 0) {
+			return fmt.Errorf("%s: ramp_us.%s must be a named kernel family with a value >= 0, got %v", where, k, v)
 		}
 	}
 	for _, k := range slices.Sorted(maps.Keys(d.Efficiency)) {

@@ -258,6 +258,9 @@ func TestValidationErrors(t *testing.T) {
 		{"zero per-kind floor", func(m map[string]any) {
 			m["devices"].([]any)[0].(map[string]any)["min_kernel_us_by_kind"] = map[string]any{"norm": 0.0}
 		}, []string{"min_kernel_us_by_kind.norm", "> 0"}},
+		{"negative ramp", func(m map[string]any) {
+			m["devices"].([]any)[0].(map[string]any)["ramp_us"] = map[string]any{"gemm/bf16": -1.0}
+		}, []string{"ramp_us.gemm/bf16", ">= 0"}},
 		{"unknown field", func(m map[string]any) { m["gpus"].([]any)[0].(map[string]any)["nvlink"] = 1.0 }, []string{`unknown field "nvlink"`}},
 		{"no gpus", func(m map[string]any) { m["gpus"] = []any{} }, []string{"no GPU"}},
 	}

@@ -58,7 +58,7 @@ func bindTraceCalibrateMode(fs *pflag.FlagSet) func(string, *calibrateCommon, io
 func writeTraceCalibration(w io.Writer, out string, tc *traces.TraceCalibration) error {
 	fmt.Fprintf(w, "# %s\n# fit on %d even steps: %d compute samples, %d collective samples\n", tc.Spec, tc.FitSteps, tc.ComputeSamples, tc.CollSamples)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "family\tsamples\tcompute-bound\tefficiency\tprior\tmemory-bound\tmem eff\tprior\tfit rms err\tprior rms err\t")
+	fmt.Fprintln(tw, "family\tsamples\tcompute-bound\tefficiency\tprior\tmemory-bound\tmem eff\tprior\tramp us\tfit rms err\tprior rms err\t")
 	val := func(ok bool, v float64) string {
 		if !ok {
 			return "(prior)"
@@ -66,8 +66,8 @@ func writeTraceCalibration(w io.Writer, out string, tc *traces.TraceCalibration)
 		return fmt.Sprintf("%.4g", v)
 	}
 	for _, f := range tc.Families {
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%.4g\t%d\t%s\t%.4g\t%.1f %%\t%.1f %%\t\n", f.Family, f.Samples, f.ComputeBound, val(f.ComputeDetermined, f.Efficiency), f.PriorEfficiency,
-			f.MemoryBound, val(f.MemoryDetermined, f.MemEfficiency), f.PriorMemEfficiency, 100*f.RMSRelErr, 100*f.PriorRMSRelErr)
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%.4g\t%d\t%s\t%.4g\t%s\t%.1f %%\t%.1f %%\t\n", f.Family, f.Samples, f.ComputeBound, val(f.ComputeDetermined, f.Efficiency), f.PriorEfficiency,
+			f.MemoryBound, val(f.MemoryDetermined, f.MemEfficiency), f.PriorMemEfficiency, val(f.RampDetermined, f.RampUs), 100*f.RMSRelErr, 100*f.PriorRMSRelErr)
 	}
 	if err := tw.Flush(); err != nil {
 		return err

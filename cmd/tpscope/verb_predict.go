@@ -143,8 +143,12 @@ func costDetail(op *sim.OpResult) string {
 	if op.Kind == model.KindCollective {
 		return fmt.Sprintf("%d B, %s/%s, latency %.1f us + link %.1f us", op.CommBytes, c.Algo, c.Proto, c.LatencyUs, c.LinkUs)
 	}
-	return fmt.Sprintf("%.3g FLOP, %.3g B; compute %.1f us (%s %.0f TF x eff %.2f x fill %.2f), memory %.1f us (%.0f GB/s, %.0f CTAs)",
+	d := fmt.Sprintf("%.3g FLOP, %.3g B; compute %.1f us (%s %.0f TF x eff %.2f x fill %.2f), memory %.1f us (%.0f GB/s, %.0f CTAs)",
 		op.FLOPs, op.Bytes, c.ComputeUs, c.ComputeDtype, c.PeakTFLOPS, c.Efficiency, c.Fill, c.MemoryUs, c.MemGBps, c.CTAs)
+	if c.RampUs > 0 {
+		d += fmt.Sprintf(" + ramp %.1f us", c.RampUs)
+	}
+	return d
 }
 
 func optionsString(o sim.Options) string {
