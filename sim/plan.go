@@ -140,6 +140,8 @@ type PlanResult struct {
 	MissSLO    int           `json:"miss_slo"`
 	Errors     int           `json:"errors"`
 	SLOMs      float64       `json:"slo_ms_per_token,omitempty"`
+	// Caveats: known gaps of the sweep's numbers (PlanCaveats).
+	Caveats []string `json:"caveats,omitempty"`
 }
 
 // PlansFor lists the plans on n GPUs that are valid for a: TP n (experts
@@ -434,5 +436,7 @@ func RunPlan(s *PlanSpace, progress func(done, total int)) (*PlanResult, error) 
 		pf = func(d int) { progress(d, len(cfgs)) }
 	}
 	EvaluatePlan(&ev, cfgs, points, s.MaxMsPerToken, pf)
-	return SummarizePlan(points, s.MaxMsPerToken), nil
+	r := SummarizePlan(points, s.MaxMsPerToken)
+	r.Caveats = PlanCaveats(cfgs, r)
+	return r, nil
 }

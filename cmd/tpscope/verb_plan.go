@@ -142,6 +142,7 @@ NCCL_P2P_LEVEL=SYS.`,
 				points := evaluateParallel(cfgs, *slo, *workers, newLazyBar(stderr, "plan sweep"))
 				elapsed := time.Since(start)
 				res := sim.SummarizePlan(points, *slo)
+				res.Caveats = sim.PlanCaveats(cfgs, res)
 				if *plotFile != "" {
 					if err := writePlanPlot(*plotFile, a.Name, res); err != nil {
 						return err
@@ -273,6 +274,9 @@ func writePlanText(w io.Writer, modelName string, res *sim.PlanResult, elapsed t
 			b.Topology, b.GPUs, b.Plan, b.KVDtype, b.Batch, b.Context, b.TokensPerSPerGPU, b.TokensPerSPerRequest, b.MsPerToken)
 	} else {
 		fmt.Fprintln(w, "no configuration fits and meets the SLO")
+	}
+	for _, c := range res.Caveats {
+		fmt.Fprintf(w, "caveat: %s\n", c)
 	}
 	var rows [][]string
 	for _, i := range res.Pareto[:limit(len(res.Pareto))] {
