@@ -17,6 +17,7 @@ func TestCaveats(t *testing.T) {
 		longCtx = "long context on TRITON_MLA"
 		nccl    = "NCCL collectives priced"
 		custom  = "custom all-reduce across CPU sockets"
+		shm     = "host-memory ring hops"
 	)
 	// calibrated returns the 2-socket preset with a calibrated ring LL
 	// all-reduce under P2P SYS and a trace-calibrated family (fit.go's
@@ -49,7 +50,9 @@ func TestCaveats(t *testing.T) {
 			Options{CUDAGraphs: true, P2PLevel: "SYS", CustomAR: CustomAROneShot}, []string{nccl}},
 		{"calibrated collectives and MoE GEMMs", "kimi-k2.5-nvfp4", calibrated("moe_gemm/nvfp4"), model.Plan{TP: 8}, 4096, tuned, nil},
 		{"collective calibration under another P2P level", "kimi-k2.5-nvfp4", calibrated("moe_gemm"), model.Plan{TP: 8}, 4096,
-			Options{CUDAGraphs: true}, []string{nccl}},
+			Options{CUDAGraphs: true}, []string{nccl, shm}},
+		{"P2P disabled", "kimi-k2.5", mustTopo(t, "rtxpro6000-switch"), model.Plan{TP: 8}, 4096,
+			Options{CUDAGraphs: true, P2PDisable: true}, []string{nccl, shm}},
 		{"calibrated attention", "kimi-k2.5", calibrated("attention/bf16"), model.Plan{TP: 8}, 131072, tuned, nil},
 	}
 	for _, c := range cases {

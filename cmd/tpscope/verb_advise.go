@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -290,6 +291,11 @@ func writeAdviceHead(w io.Writer, adv *sim.Advice) {
 	fmt.Fprintf(w, "stock (%s): step %.2f ms, %.1f tok/s, communication %.0f %%; the baseline's settings are worth x%.2f here (compute %+.0f us, comm %+.0f us, launch %+.0f us)\n",
 		optionsString(so), s.StepUs/1e3, s.TokensPerS, 100*s.CommShare, adv.StockSpeedup,
 		adv.StockChange.ComputeUs, adv.StockChange.CommUs, adv.StockChange.LaunchUs)
+	for _, c := range s.Caveats {
+		if !slices.Contains(b.Caveats, c) {
+			fmt.Fprintf(w, "caveat (stock): %s\n", c)
+		}
+	}
 	fmt.Fprintf(w, "rows: 'added' = the entry on top of the baseline; 'in baseline' = the baseline vs the baseline without it. d.* = with - without (rank 0, one step).\n")
 }
 
