@@ -301,6 +301,7 @@ func FuzzParse(f *testing.F) {
 	}
 	f.Add([]byte(`{"gpus":[{"id":"g","device":"d"}],"devices":[{"name":"d","sms":1,"sm_clock_mhz":1,"mem_bytes":1,"mem_bw_gbps":1,"peak_tflops":{"fp32":1}}]}`))
 	f.Add([]byte(`{"gpus":[{"id":"a","device":"d"},{"id":"b","device":"d"}],"links":[{"a":"a","b":"b","type":"nvlink","bw_gbps":1e308,"lat_us":1e308}],"devices":[{"name":"d","sms":1,"sm_clock_mhz":1,"mem_bytes":1,"mem_bw_gbps":1,"peak_tflops":{"fp32":1}}]}`))
+	f.Add([]byte(`{"gpus":[{"id":"g","device":"d"}],"devices":[{"name":"d","sms":1,"sm_clock_mhz":1,"mem_bytes":1,"mem_bw_gbps":1,"peak_tflops":{"fp32":1},"min_kernel_us_by_kind":{"norm":4},"ramp_us":{"gemm/bf16":3}}]}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		tp, err := Parse(data, "fuzz.json")
 		if err != nil {
