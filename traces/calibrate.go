@@ -46,19 +46,33 @@ type HoldOut struct {
 
 // TraceCalibration is the result of CalibrateTrace.
 type TraceCalibration struct {
+	// Spec is the first scenario; Specs all of them (one per workload or
+	// option set the traces hold, all on one box).
 	Spec     ScenarioSpec                `json:"scenario"`
+	Specs    []ScenarioSpec              `json:"scenarios,omitempty"`
 	Families []sim.FamilyFit             `json:"families"`
 	Device   sim.DeviceFit               `json:"device"`
 	Coll     []topology.CollectiveParams `json:"collectives,omitempty"`
 	// ComputeSamples and CollSamples count the fit samples (even steps).
-	ComputeSamples int     `json:"compute_samples"`
-	CollSamples    int     `json:"collective_samples"`
-	FitSteps       int     `json:"fit_steps"`
-	Before         HoldOut `json:"before"`
-	After          HoldOut `json:"after"`
+	ComputeSamples int `json:"compute_samples"`
+	CollSamples    int `json:"collective_samples"`
+	FitSteps       int `json:"fit_steps"`
+	// Before and After: held-out error over all scenarios (the op errors
+	// of every scenario's units together; StepErrPct the mean of the
+	// scenarios' signed step errors). PerScenario has each one's.
+	Before      HoldOut            `json:"before"`
+	After       HoldOut            `json:"after"`
+	PerScenario []ScenarioHoldOuts `json:"per_scenario,omitempty"`
 	// Notes say what could not be fitted and why.
 	Notes    []string           `json:"notes,omitempty"`
 	Topology *topology.Topology `json:"-"`
+}
+
+// ScenarioHoldOuts is one scenario's held-out error before and after.
+type ScenarioHoldOuts struct {
+	Spec   ScenarioSpec `json:"scenario"`
+	Before HoldOut      `json:"before"`
+	After  HoldOut      `json:"after"`
 }
 
 // sizeResidualNotePct: a size range whose median residual after the fit
@@ -69,87 +83,122 @@ const sizeResidualNotePct = 5
 func even(step int) bool { return step >= 0 && step%2 == 0 }
 func odd(step int) bool  { return step >= 0 && step%2 == 1 }
 
+// calScenario is one scenario of a calibration with its prior prediction.
+type calScenario struct {
+	g         *group
+	rs        *ResolvedScenario
+	pr        *sim.Prediction
+	sched     *model.Schedule
+	predictor *sim.Predictor
+	al        *Alignment
+}
+
 // CalibrateTrace fits the box's cost parameters to the spans of results.
-// The spans must hold one scenario (after o.Override) and at least two
-// steps (one to fit, one to hold out).
+// The spans may hold several scenarios (workloads, options) of one box:
+// each is predicted on the same starting topology and their samples are
+// fitted together, so a family whose ops differ in size across workloads
+// shows it. Every scenario needs at least two steps (one to fit, one to
+// hold out).
 func CalibrateTrace(results []*Result, o CalibrateTraceOptions) (*TraceCalibration, error) {
 	var is issues
 	copts := CompareOptions{Override: o.Override}
 	groups := groupTraces(results, &copts, &is)
-	switch {
-	case len(groups) == 0:
+	if len(groups) == 0 {
 		msg := "calibrate: no span belongs to a scenario"
 		if len(is.list) > 0 {
 			msg += ": " + is.list[0].Reason
 		}
 		return nil, errors.New(msg)
-	case len(groups) > 1:
-		var names []string
-		for _, g := range groups {
-			names = append(names, g.spec.String())
-		}
-		return nil, fmt.Errorf("calibrate: the traces hold %d scenarios (%s); calibrate one at a time (pass a source with one scenario, or flags that make them one)", len(groups), strings.Join(names, "; "))
-	}
-	g := groups[0]
-	rs, err := g.spec.Resolve()
-	if err != nil {
-		return nil, fmt.Errorf("calibrate: %w", err)
 	}
 	base := o.Topology
-	if base == nil {
-		base = rs.Topology
-	}
-	pr, sched, predictor, err := rs.Predict(base)
-	if err != nil {
-		return nil, fmt.Errorf("calibrate: predict: %w", err)
-	}
-	al := Align(g.traces, pr, "")
-	tc := &TraceCalibration{Spec: rs.Spec}
-	fitSteps := map[int32]bool{}
-	hasOdd := false
-	for _, s := range al.Samples {
-		if even(int(s.Step)) {
-			fitSteps[s.Step] = true
-		} else if odd(int(s.Step)) {
-			hasOdd = true
+	scens := make([]*calScenario, 0, len(groups))
+	tc := &TraceCalibration{}
+	fitSteps := 0
+	for _, g := range groups {
+		rs, err := g.spec.Resolve()
+		if err != nil {
+			return nil, fmt.Errorf("calibrate: %w", err)
 		}
+		if base == nil {
+			base = rs.Topology
+		} else if o.Topology == nil && rs.Topology.Name != base.Name {
+			return nil, fmt.Errorf("calibrate: the traces' scenarios run on different boxes (%s, %s); calibrate one box at a time (or name it with --topo)", base.Name, rs.Topology.Name)
+		}
+		pr, sched, predictor, err := rs.Predict(base)
+		if err != nil {
+			return nil, fmt.Errorf("calibrate: %s: predict: %w", rs.Spec, err)
+		}
+		al := Align(g.traces, pr, "")
+		steps := map[int32]bool{}
+		hasOdd := false
+		for _, s := range al.Samples {
+			if even(int(s.Step)) {
+				steps[s.Step] = true
+			} else if odd(int(s.Step)) {
+				hasOdd = true
+			}
+		}
+		if len(steps) == 0 || !hasOdd {
+			return nil, fmt.Errorf("calibrate: %s: need measured ops on at least one even and one odd step (fit on even, evaluate on odd); got %d aligned samples", rs.Spec, len(al.Samples))
+		}
+		fitSteps += len(steps)
+		scens = append(scens, &calScenario{g: g, rs: rs, pr: pr, sched: sched, predictor: predictor, al: al})
+		tc.Specs = append(tc.Specs, rs.Spec)
 	}
-	tc.FitSteps = len(fitSteps)
-	if tc.FitSteps == 0 || !hasOdd {
-		return nil, fmt.Errorf("calibrate: need measured ops on at least one even and one odd step (fit on even, evaluate on odd); got %d aligned samples", len(al.Samples))
-	}
+	tc.Spec = tc.Specs[0]
+	tc.FitSteps = fitSteps
 
-	// Schedule op of each prediction op.
-	opAt := scheduleIndex(pr, sched)
+	// Samples of the even steps of every scenario. Collective samples are
+	// kept per (op, ranks, NCCL setting): a calibration applies under the
+	// setting it was measured with.
 	type collKey struct {
 		op    model.Collective
 		ranks int
+		nccl  sim.NCCLOptions
 	}
 	var comp []sim.ComputeSample
 	coll := map[collKey][]sim.CalSample{}
+	var ckeys []collKey
 	grouped, badGroup := 0, 0
-	for _, s := range al.Samples {
-		if !even(int(s.Step)) {
-			continue
+	allGraphs := true
+	var eagerTraces [][]Span
+	var eagerOpts sim.Options
+	for _, sc := range scens {
+		if sc.rs.Options.CUDAGraphs {
+			// Graph runs measure device time only (see the floors below).
+		} else {
+			allGraphs = false
+			eagerTraces = append(eagerTraces, sc.g.traces...)
+			eagerOpts = sc.rs.Options
 		}
-		u := &al.Units[s.Unit]
-		if len(u.Ops) != 1 {
-			grouped++
-			continue
-		}
-		res := &pr.Ops[u.Ops[0]]
-		op := opAt(u.Ops[0])
-		if op.IsCollective() {
-			n := len(op.Group)
-			if !firstRanks(op.Group) || (op.Collective != model.AllReduce && op.Collective != model.AllGather && op.Collective != model.ReduceScatter) {
-				badGroup++
+		opAt := scheduleIndex(sc.pr, sc.sched)
+		for _, s := range sc.al.Samples {
+			if !even(int(s.Step)) {
 				continue
 			}
-			coll[collKey{op.Collective, n}] = append(coll[collKey{op.Collective, n}], sim.CalSample{Bytes: op.CommBytes, TimeUs: s.Us})
-			tc.CollSamples++
-			continue
+			u := &sc.al.Units[s.Unit]
+			if len(u.Ops) != 1 {
+				grouped++
+				continue
+			}
+			res := &sc.pr.Ops[u.Ops[0]]
+			op := opAt(u.Ops[0])
+			if op.IsCollective() {
+				n := len(op.Group)
+				if !firstRanks(op.Group) || (op.Collective != model.AllReduce && op.Collective != model.AllGather && op.Collective != model.ReduceScatter) {
+					badGroup++
+					continue
+				}
+				k := collKey{op.Collective, n, sc.rs.Options.NCCL()}
+				if _, ok := coll[k]; !ok {
+					ckeys = append(ckeys, k)
+				}
+				coll[k] = append(coll[k], sim.CalSample{Bytes: op.CommBytes, TimeUs: s.Us})
+				tc.CollSamples++
+				continue
+			}
+			comp = append(comp, sim.ComputeSample{Family: sc.predictor.CostFamily(op), Cost: res.Cost, OverheadUs: res.OverheadUs, MeasuredUs: s.Us})
 		}
-		comp = append(comp, sim.ComputeSample{Family: predictor.CostFamily(op), Cost: res.Cost, OverheadUs: res.OverheadUs, MeasuredUs: s.Us})
 	}
 	tc.ComputeSamples = len(comp)
 	if grouped > 0 {
@@ -170,22 +219,27 @@ func CalibrateTrace(results []*Result, o CalibrateTraceOptions) (*TraceCalibrati
 		}
 		source = strings.Join(srcs, ", ")
 	}
-	prov := fmt.Sprintf("trace %s (%s), %s; fit on %d even steps", source, rs.Spec, created, tc.FitSteps)
+	var specNames []string
+	for _, sp := range tc.Specs {
+		specNames = append(specNames, sp.String())
+	}
+	prov := fmt.Sprintf("trace %s (%s), %s; fit on %d even steps", source, strings.Join(specNames, "; "), created, tc.FitSteps)
 
 	// The floor first: ops the prior prices at the minimum kernel time say
 	// what the floor is, and the families are then fitted on top of the
 	// fitted floor (a floor left at its prior would push the memory or
 	// compute efficiency of a family's small kernels down to explain
 	// their time, and mis-price its large ones).
+	var err error
 	tc.Device.MinKernelUs, tc.Device.MinKernelUsByKind = fitMinKernel(comp, &tc.Notes)
-	if !rs.Options.CUDAGraphs && tc.Device.MinKernelUsByKind != nil {
+	if !allGraphs && tc.Device.MinKernelUsByKind != nil {
 		// Eager: a kernel's measured interval also holds the host's delay
 		// between its start event and its launch, longest for the kinds
 		// with the slowest launch path (cuBLAS); per-kind floors would
 		// count that host time twice (once in launch_eager_us). Graph runs
 		// measure device time only.
 		tc.Device.MinKernelUsByKind = nil
-		tc.Notes = append(tc.Notes, "eager run: one device-wide min_kernel_us (per-kind floors are fitted from CUDA-graph runs)")
+		tc.Notes = append(tc.Notes, "eager run: one device-wide min_kernel_us (per-kind floors are fitted from CUDA-graph runs only)")
 	}
 	for i := range comp {
 		if f, ok := tc.Device.MinKernelUsByKind[string(comp[i].Family.Kind)]; ok {
@@ -209,24 +263,25 @@ func CalibrateTrace(results []*Result, o CalibrateTraceOptions) (*TraceCalibrati
 		tc.Notes = append(tc.Notes, "no compute op measured: efficiencies keep their priors")
 	}
 	floors := tc.Device
-	tc.Device = fitDevice(g.traces, rs.Options, &tc.Notes)
+	if len(eagerTraces) > 0 {
+		tc.Device = fitDevice(eagerTraces, eagerOpts, &tc.Notes)
+	} else {
+		tc.Device = sim.DeviceFit{}
+		tc.Notes = append(tc.Notes, "CUDA-graph run: host launch cost per kernel not fitted")
+	}
 	tc.Device.MinKernelUs, tc.Device.MinKernelUsByKind = floors.MinKernelUs, floors.MinKernelUsByKind
 	out, err := sim.ApplyComputeFit(base, tc.Families, tc.Device, prov)
 	if err != nil {
 		return nil, fmt.Errorf("calibrate: %w", err)
 	}
-	ckeys := make([]collKey, 0, len(coll))
-	for k := range coll {
-		ckeys = append(ckeys, k)
-	}
-	sort.Slice(ckeys, func(i, j int) bool {
+	sort.SliceStable(ckeys, func(i, j int) bool {
 		if ckeys[i].op != ckeys[j].op {
 			return ckeys[i].op < ckeys[j].op
 		}
 		return ckeys[i].ranks < ckeys[j].ranks
 	})
 	for _, k := range ckeys {
-		fit, err := sim.Calibrate(out, coll[k], sim.CalibrateOptions{Op: k.op, Ranks: k.ranks, NCCL: rs.Options.NCCL(), Source: prov, Created: created})
+		fit, err := sim.Calibrate(out, coll[k], sim.CalibrateOptions{Op: k.op, Ranks: k.ranks, NCCL: k.nccl, Source: prov, Created: created})
 		if err != nil {
 			tc.Notes = append(tc.Notes, fmt.Sprintf("%s over %d ranks: %v", k.op, k.ranks, err))
 			continue
@@ -237,15 +292,20 @@ func CalibrateTrace(results []*Result, o CalibrateTraceOptions) (*TraceCalibrati
 	out.Sources = append(out.Sources, "calibrated: "+prov)
 	tc.Topology = out
 
-	// Held-out error before and after.
-	before := buildReport(rs, pr, sched, al, g, &CompareOptions{Steps: odd})
-	tc.Before = holdOut(before)
-	pr2, sched2, _, err := rs.Predict(out)
-	if err != nil {
-		return nil, fmt.Errorf("calibrate: predict with the calibrated topology: %w", err)
+	// Held-out error before and after, per scenario and over all.
+	var befores, afters []*ScenarioReport
+	for _, sc := range scens {
+		before := buildReport(sc.rs, sc.pr, sc.sched, sc.al, sc.g, &CompareOptions{Steps: odd})
+		pr2, sched2, _, err := sc.rs.Predict(out)
+		if err != nil {
+			return nil, fmt.Errorf("calibrate: %s: predict with the calibrated topology: %w", sc.rs.Spec, err)
+		}
+		al2 := Align(sc.g.traces, pr2, sc.al.Mode)
+		after := buildReport(sc.rs, pr2, sched2, al2, sc.g, &CompareOptions{Steps: odd})
+		befores, afters = append(befores, before), append(afters, after)
+		tc.PerScenario = append(tc.PerScenario, ScenarioHoldOuts{Spec: sc.rs.Spec, Before: holdOut(before), After: holdOut(after)})
 	}
-	al2 := Align(g.traces, pr2, al.Mode)
-	tc.After = holdOut(buildReport(rs, pr2, sched2, al2, g, &CompareOptions{Steps: odd}))
+	tc.Before, tc.After = holdOutAll(befores), holdOutAll(afters)
 	return tc, nil
 }
 
@@ -368,6 +428,36 @@ func holdOut(sr *ScenarioReport) HoldOut {
 	if h.Units > 0 {
 		h.OpRMSErrPct = math.Sqrt(sq / float64(h.Units))
 		h.OpMeanAbsErrPct = ab / float64(h.Units)
+	}
+	return h
+}
+
+// holdOutAll is the held-out error over several scenarios: op errors of
+// all their units together, the mean of their signed step errors.
+func holdOutAll(srs []*ScenarioReport) HoldOut {
+	if len(srs) == 1 {
+		return holdOut(srs[0])
+	}
+	var h HoldOut
+	var sq, ab, step float64
+	for _, sr := range srs {
+		h.Steps += sr.Steps
+		step += sr.Step.ErrPct
+		for _, o := range sr.Ops {
+			if o.MedianUs <= 0 {
+				continue
+			}
+			sq += o.ErrPct * o.ErrPct
+			ab += math.Abs(o.ErrPct)
+			h.Units++
+		}
+	}
+	if h.Units > 0 {
+		h.OpRMSErrPct = math.Sqrt(sq / float64(h.Units))
+		h.OpMeanAbsErrPct = ab / float64(h.Units)
+	}
+	if len(srs) > 0 {
+		h.StepErrPct = step / float64(len(srs))
 	}
 	return h
 }

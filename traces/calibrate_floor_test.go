@@ -84,3 +84,39 @@ func TestCalibrateGraphRunFitsPerKindFloors(t *testing.T) {
 		t.Errorf("eager run: floors %.3f / %v, want one device-wide floor above the 2 us prior and none per kind", tce.Device.MinKernelUs, tce.Device.MinKernelUsByKind)
 	}
 }
+
+// TestCalibrateSeveralScenarios: two workloads of one box (graph decode
+// at batch 1 and 8 with the per-kind floors of floorTruthUs) are fitted
+// together: both held out within the noise afterwards, one line each. Two
+// boxes in one calibration are refused with a message naming both.
+func TestCalibrateSeveralScenarios(t *testing.T) {
+	dir := t.TempDir()
+	var results []*traces.Result
+	for i, w := range []string{"decode b1 ctx4096 kv=bf16", "decode b8 ctx4096 kv=bf16"} {
+		spec := traces.ScenarioSpec{Model: "kimi-k2.5-nvfp4", Topology: "rtxpro6000-2s", Plan: "tp8", Workload: w,
+			Options: "cuda-graphs,nccl-proto=LL,p2p-level=SYS", OptionsSet: true}
+		s := newSynthTruth(t, spec, floorTrue)
+		results = append(results, readSource(t, s.write(t, dir, "w"+string(rune('0'+i))+".json", spec, 4, uint64(20+i))))
+	}
+	tc, err := traces.CalibrateTrace(results, traces.CalibrateTraceOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(tc.Specs) != 2 || len(tc.PerScenario) != 2 {
+		t.Fatalf("%d scenarios, %d held-out rows; want 2 and 2", len(tc.Specs), len(tc.PerScenario))
+	}
+	for _, h := range tc.PerScenario {
+		t.Logf("%s: op RMS %.2f %% -> %.2f %%", h.Spec.Workload, h.Before.OpRMSErrPct, h.After.OpRMSErrPct)
+		if h.Before.OpRMSErrPct < 20 || h.After.OpRMSErrPct > 2 {
+			t.Errorf("%s: held-out op RMS %.2f %% -> %.2f %%, want > 20 before and < 2 after", h.Spec.Workload, h.Before.OpRMSErrPct, h.After.OpRMSErrPct)
+		}
+	}
+
+	other := traces.ScenarioSpec{Model: "kimi-k2.5-nvfp4", Topology: "rtxpro6000-switch", Plan: "tp8", Workload: "decode b1 ctx4096 kv=bf16",
+		Options: "cuda-graphs", OptionsSet: true}
+	so := newSynthTruth(t, other, floorTrue)
+	_, err = traces.CalibrateTrace(append(results, readSource(t, so.write(t, dir, "switch.json", other, 2, 30))), traces.CalibrateTraceOptions{})
+	if err == nil || !strings.Contains(err.Error(), "rtxpro6000-2s") || !strings.Contains(err.Error(), "rtxpro6000-switch") {
+		t.Errorf("two boxes: error %v, want one naming both", err)
+	}
+}

@@ -16,7 +16,7 @@ import (
 
 func init() {
 	registerCalibrateMode(calibrateMode{Flag: "trace", Arg: "SRC",
-		Usage: "fit compute efficiencies per kernel family, the host launch cost and collective latency/bandwidth to measured spans (OTLP file, Jaeger, Kineto with --model/--plan/--workload); fit on even steps, error shown on odd steps",
+		Usage: "fit compute efficiencies per kernel family, the host launch cost and collective latency/bandwidth to measured spans (OTLP file, Jaeger, Kineto with --model/--plan/--workload; comma-separated sources, several workloads of one box fitted together); fit on even steps, error shown on odd steps",
 		Bind:  bindTraceCalibrateMode})
 }
 
@@ -56,7 +56,10 @@ func bindTraceCalibrateMode(fs *pflag.FlagSet) func(string, *calibrateCommon, io
 }
 
 func writeTraceCalibration(w io.Writer, out string, tc *traces.TraceCalibration) error {
-	fmt.Fprintf(w, "# %s\n# fit on %d even steps: %d compute samples, %d collective samples\n", tc.Spec, tc.FitSteps, tc.ComputeSamples, tc.CollSamples)
+	for _, sp := range tc.Specs {
+		fmt.Fprintf(w, "# %s\n", sp)
+	}
+	fmt.Fprintf(w, "# fit on %d even steps: %d compute samples, %d collective samples\n", tc.FitSteps, tc.ComputeSamples, tc.CollSamples)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "family\tsamples\tcompute-bound\tefficiency\tprior\tmemory-bound\tmem eff\tprior\tramp us\tfit rms err\tprior rms err\t")
 	val := func(ok bool, v float64) string {
@@ -88,8 +91,18 @@ func writeTraceCalibration(w io.Writer, out string, tc *traces.TraceCalibration)
 	for _, n := range tc.Notes {
 		fmt.Fprintf(w, "note: %s\n", n)
 	}
-	fmt.Fprintf(w, "held-out odd steps (%d): op RMS error %.1f %% -> %.1f %%, mean |error| %.1f %% -> %.1f %%, step error %+.1f %% -> %+.1f %%\n",
-		tc.After.Steps, tc.Before.OpRMSErrPct, tc.After.OpRMSErrPct, tc.Before.OpMeanAbsErrPct, tc.After.OpMeanAbsErrPct, tc.Before.StepErrPct, tc.After.StepErrPct)
+	if len(tc.PerScenario) > 1 {
+		for _, h := range tc.PerScenario {
+			fmt.Fprintf(w, "held-out, %s: op RMS error %.1f %% -> %.1f %%, step error %+.1f %% -> %+.1f %%\n",
+				h.Spec.Workload, h.Before.OpRMSErrPct, h.After.OpRMSErrPct, h.Before.StepErrPct, h.After.StepErrPct)
+		}
+	}
+	stepWord := "step error"
+	if len(tc.PerScenario) > 1 {
+		stepWord = "mean step error"
+	}
+	fmt.Fprintf(w, "held-out odd steps (%d): op RMS error %.1f %% -> %.1f %%, mean |error| %.1f %% -> %.1f %%, %s %+.1f %% -> %+.1f %%\n",
+		tc.After.Steps, tc.Before.OpRMSErrPct, tc.After.OpRMSErrPct, tc.Before.OpMeanAbsErrPct, tc.After.OpMeanAbsErrPct, stepWord, tc.Before.StepErrPct, tc.After.StepErrPct)
 	fmt.Fprintf(w, "wrote %s\n", out)
 	return nil
 }
