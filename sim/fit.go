@@ -218,6 +218,28 @@ const rampMinSpan = 4.0
 // above what a free parameter gains on noise alone).
 const rampMinGain = 0.10
 
+// boundSpan counts the samples the model (a, b, r) bounds by compute and
+// by memory, and reports whether those bound samples span enough sizes
+// (rampMinSpan, at least minBound of them) to tell a ramp from a
+// bandwidth.
+func boundSpan(ss []ComputeSample, a, b, r float64, minBound int) (compute, memory int, spans bool) {
+	lo, hi := math.Inf(1), 0.0
+	for i := range ss {
+		_, which := modelUs(&ss[i], a, b, r)
+		switch which {
+		case 1:
+			compute++
+		case 2:
+			memory++
+		}
+		if which != 0 {
+			term := math.Max(a*ss[i].Cost.ComputeUs, ss[i].Cost.MemoryUs)
+			lo, hi = math.Min(lo, term), math.Max(hi, term)
+		}
+	}
+	return compute, memory, compute+memory >= minBound && lo > 0 && hi >= rampMinSpan*lo
+}
+
 func fitFamily(key string, ss []ComputeSample, o FitOptions) (FamilyFit, error) {
 	fam := ss[0].Family
 	r0 := ss[0].Cost.RampUs
@@ -300,35 +322,21 @@ func fitFamily(key string, ss []ComputeSample, o FitOptions) (FamilyFit, error) 
 			}
 		}
 		if m2, m3 := msle(best), msle(res3.X); m3 < (1-rampMinGain)*m2 {
-			best = res3.X
+			if _, _, spans := boundSpan(ss, math.Exp(res3.X[0]), math.Exp(res3.X[1]), math.Max(0, res3.X[2]), o.MinBoundSamples); spans {
+				best = res3.X
+			}
 		}
 	}
 	a, b, r := math.Exp(best[0]), math.Exp(best[1]), math.Max(0, best[2])
-	lo, hi := math.Inf(1), 0.0
-	for i := range ss {
-		_, which := modelUs(&ss[i], a, b, r)
-		switch which {
-		case 1:
-			f.ComputeBound++
-		case 2:
-			f.MemoryBound++
-		}
-		if which != 0 {
-			term := math.Max(a*ss[i].Cost.ComputeUs, ss[i].Cost.MemoryUs)
-			lo, hi = math.Min(lo, term), math.Max(hi, term)
-		}
-	}
+	f.ComputeBound, f.MemoryBound, _ = boundSpan(ss, a, b, r, o.MinBoundSamples)
+	f.RampDetermined = r != r0
 	f.ComputeDetermined = f.ComputeBound >= o.MinBoundSamples
 	f.MemoryDetermined = f.MemoryBound >= o.MinBoundSamples
-	f.RampDetermined = r != r0 && f.ComputeBound+f.MemoryBound >= o.MinBoundSamples && lo > 0 && hi >= rampMinSpan*lo
 	if !f.ComputeDetermined {
 		a = 1
 	}
 	if !f.MemoryDetermined {
 		b = 1
-	}
-	if !f.RampDetermined {
-		r = r0
 	}
 	f.ComputeScale, f.MemoryScale, f.RampUs = a, b, r
 	f.Efficiency, f.MemEfficiency = fam.Efficiency/a, fam.MemEfficiency/b
