@@ -18,6 +18,7 @@ $B/cudacheck info
 timeout 120 $B/cudacheck kernels || echo "KERNEL CHECKS FAILED"
 
 SHAPES=${SHAPES:-"32x2112x7168:bf16 32x1536x1536:bf16 32x512x128x8:bf16 32x128x512x8:bf16 32x7168x1024:bf16 32x384x7168:bf16 32x512x7168:bf16 32x7168x256:bf16 32x20480x7168:bf16 32x208x256:bf16 32x256x256:bf16 4096x7168x2048:bf16 8192x8192x8192:bf16 2x288x7168x188:fp8 2x4032x256x188:fp8 32x2112x7168:fp8 4096x7168x2048:fp8 8192x8192x8192:fp8"}
+if [ -z "${SKIP_GEMM:-}" ]; then
 echo "== GEMM: cudacheck (purego cuBLAS/cuBLASLt)"
 timeout 150 $B/cudacheck gemm -json "$OUT/gemm-go.jsonl" $SHAPES
 echo "== GEMM: PyTorch"
@@ -34,6 +35,7 @@ for s, g in go.items():
     else:
         print(f"{s:28s} {g['median_us']:9.2f} {'-':>9s}")
 PY
+fi
 echo "== MLA decode kernel"
 timeout 60 $B/cudacheck mla -json "$T/mla.jsonl"
 

@@ -381,7 +381,7 @@ func (r *Rank) open(ctx context.Context) error {
 			return err
 		}
 		if strings.HasPrefix(n, "mla_decode") {
-			if err := cu.SetMaxDynamicSmem(f, max(mlaSmem(16, latentDim), mlaSmemTC(latentDim))); err != nil {
+			if err := cu.SetMaxDynamicSmem(f, max(mlaSmem(16, latentDim), mlaSmemTC(latentDim, false))); err != nil {
 				return err
 			}
 		}
@@ -430,11 +430,15 @@ func (r *Rank) open(ctx context.Context) error {
 // scalars (kernels.cu).
 func mlaSmem(hg, dqk int) int { return hg*dqk*4 + mlaTile*dqk*2 + hg*mlaTile*4 + 3*hg*4 }
 
-// mlaSmemTC is mla_decode_tc_*'s: Q (16 rows) and one tile, rows padded by
-// 8 values, two halves of the scores in fp32, the probabilities in bf16
+// mlaSmemTC is mla_decode_tc_*'s: Q (16 rows) and one tile (two for a bf16
+// cache), rows padded by 8 values, two halves of the scores in fp32, the probabilities in bf16
 // (rows of 40) and three per-head scalars.
-func mlaSmemTC(dqk int) int {
-	return 16*(dqk+8)*2 + mlaTile*(dqk+8)*2 + 2*16*mlaTile*4 + 16*(mlaTile+8)*2 + 3*16*4
+func mlaSmemTC(dqk int, fp8KV bool) int {
+	tiles := 2 // bf16 cache: two tile buffers (cp.async double buffering)
+	if fp8KV {
+		tiles = 1
+	}
+	return 16*(dqk+8)*2 + tiles*mlaTile*(dqk+8)*2 + 2*16*mlaTile*4 + 16*(mlaTile+8)*2 + 3*16*4
 }
 
 // checkTC runs the tensor-core MLA kernel and the CUDA-core one on the same
@@ -459,7 +463,7 @@ func (r *Rank) checkTC() error {
 	}
 	scale := float32(0.07)
 	for i, name := range []string{"mla_decode_tc_bf16", "mla_decode_bf16_h16"} {
-		smem := mlaSmemTC(dqk)
+		smem := mlaSmemTC(dqk, false)
 		if i == 1 {
 			smem = mlaSmem(16, dqk)
 		}
@@ -660,7 +664,7 @@ func (r *Rank) prepare() error {
 			scale := float32(1 / math.Sqrt(192))
 			name, smem := fmt.Sprintf("mla_decode_%s_h%d", kv, p.hg), mlaSmem(p.hg, p.dqk)
 			if p.tc {
-				name, smem = "mla_decode_tc_"+kv, mlaSmemTC(p.dqk)
+				name, smem = "mla_decode_tc_"+kv, mlaSmemTC(p.dqk, p.fp8KV)
 			}
 			r.launches[i] = []*kargs{
 				r.launchArgs(r.fns[name],

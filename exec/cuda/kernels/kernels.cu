@@ -387,6 +387,19 @@ __device__ __forceinline__ void mma16816(float* c, u32 a0, u32 a1, u32 a2, u32 a
 }
 #endif
 
+// cp.async (sm_80+): 16-byte global->shared copies that bypass registers,
+// so a tile's load is in flight while the previous tile is computed on.
+// src_bytes 0 zero-fills the destination (rows past the chunk's end).
+#ifndef TPSCOPE_EMU
+__device__ __forceinline__ void cp_async16(void* dst, const void* src, int src_bytes) {
+  unsigned long long d;
+  asm volatile("cvta.to.shared.u64 %0, %1;\n" : "=l"(d) : "l"(dst));
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"((u32)d), "l"(src), "r"(src_bytes));
+}
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
+__device__ __forceinline__ void cp_async_wait1() { asm volatile("cp.async.wait_group 1;\n" ::); }
+#endif
+
 #define TCH 16          // heads per block (MMA rows)
 #define PST (TILE + 8)  // row stride of P in shared memory (bf16)
 
@@ -398,8 +411,9 @@ __device__ __forceinline__ void mla_tc_impl(const bf16_t* __restrict__ q, const 
   extern __shared__ float smem[];
   const int ks = dqk + 8;                               // padded row stride of Q and the tile (bf16)
   bf16_t* qsm = (bf16_t*)smem;                          // [16][ks]
-  bf16_t* kvs = qsm + TCH * ks;                         // [TILE][ks]
-  float* spart = (float*)(kvs + TILE * ks);             // [2][16][TILE] partial scores
+  bf16_t* kvb0 = qsm + TCH * ks;                        // [TILE][ks] tile buffer 0
+  bf16_t* kvb1 = kvb0 + (FP8KV ? 0 : TILE * ks);        // bf16 cache: second buffer (cp.async double buffering)
+  float* spart = (float*)(kvb1 + TILE * ks);            // [2][16][TILE] partial scores
   bf16_t* psm = (bf16_t*)(spart + 2 * TCH * TILE);      // [16][PST] probabilities
   float* alpha_s = (float*)(psm + TCH * PST);           // [16]
   float* m_s = alpha_s + TCH;                           // [16]
@@ -426,26 +440,63 @@ __device__ __forceinline__ void mla_tc_impl(const bf16_t* __restrict__ q, const 
 #pragma unroll
   for (int i = 0; i < 8; i++) { acc[i][0] = acc[i][1] = acc[i][2] = acc[i][3] = 0.f; }
   v4 pre[PER_T];
-  if (start < end) load_tile<FP8KV>(kv, seq * ctx + start, imin(TILE, end - start), dqk, tid, pre);
-  for (int base = start; base < end; base += TILE) {
-    const int n = imin(TILE, end - base);
-    __syncthreads();
+  // bf16 cache: issue the copies of tile `base` into buffer buf (cp.async);
+  // fp8 cache: register prefetch, converted to bf16 on the store.
+  auto issue = [&](int b, bf16_t* buf) {
+    const int nn = imin(TILE, end - b);
+    const bf16_t* src = (const bf16_t*)kv + (seq * ctx + b) * dqk;
 #pragma unroll
     for (int r = 0; r < PER_T; r++) {
       int i = tid + r * NT;
-      if (i < chunks) { int row = i / cpr; ((v4*)(kvs + row * ks))[i - row * cpr] = pre[r]; }
+      if (i < chunks) {
+        int row = i / cpr;
+        cp_async16(buf + row * ks + (i - row * cpr) * 8, row < nn ? (const void*)(src + (u64)i * 8) : (const void*)src, row < nn ? 16 : 0);
+      }
     }
-    __syncthreads();
-    if (base + TILE < end) load_tile<FP8KV>(kv, seq * ctx + base + TILE, imin(TILE, end - base - TILE), dqk, tid, pre);
-    {  // scores
-      float c[4] = {0.f, 0.f, 0.f, 0.f};
+  };
+  if (start < end) {
+    if (FP8KV) load_tile<FP8KV>(kv, seq * ctx + start, imin(TILE, end - start), dqk, tid, pre);
+    else issue(start, kvb0);
+  }
+  if (!FP8KV) cp_async_commit();
+  int it = 0;
+  for (int base = start; base < end; base += TILE, it++) {
+    const int n = imin(TILE, end - base);
+    bf16_t* kvs = (it & 1) ? kvb1 : kvb0;
+    if (FP8KV) {
+      __syncthreads();
+#pragma unroll
+      for (int r = 0; r < PER_T; r++) {
+        int i = tid + r * NT;
+        if (i < chunks) { int row = i / cpr; ((v4*)(kvs + row * ks))[i - row * cpr] = pre[r]; }
+      }
+      __syncthreads();
+      if (base + TILE < end) load_tile<FP8KV>(kv, seq * ctx + base + TILE, imin(TILE, end - base - TILE), dqk, tid, pre);
+    } else {
+      if (base + TILE < end) issue(base + TILE, (it & 1) ? kvb0 : kvb1);
+      cp_async_commit();
+      cp_async_wait1();  // all but the newest group done: this tile is in shared memory
+      __syncthreads();
+    }
+    {  // scores: two accumulators halve the dependent MMA chain
+      float c[4] = {0.f, 0.f, 0.f, 0.f}, c2[4] = {0.f, 0.f, 0.f, 0.f};
       const bf16_t* qa = qsm + g * ks + 2 * tg;
       const bf16_t* kb = kvs + (sn * 8 + g) * ks + 2 * tg;
-      for (int kk = ks0; kk < ks1; kk++) {
+      int kk = ks0;
+      for (; kk + 1 < ks1; kk += 2) {
+        const int o = kk * 16, o2 = o + 16;
+        mma16816(c, *(const u32*)(qa + o), *(const u32*)(qa + 8 * ks + o), *(const u32*)(qa + o + 8),
+                 *(const u32*)(qa + 8 * ks + o + 8), *(const u32*)(kb + o), *(const u32*)(kb + o + 8));
+        mma16816(c2, *(const u32*)(qa + o2), *(const u32*)(qa + 8 * ks + o2), *(const u32*)(qa + o2 + 8),
+                 *(const u32*)(qa + 8 * ks + o2 + 8), *(const u32*)(kb + o2), *(const u32*)(kb + o2 + 8));
+      }
+      if (kk < ks1) {
         const int o = kk * 16;
         mma16816(c, *(const u32*)(qa + o), *(const u32*)(qa + 8 * ks + o), *(const u32*)(qa + o + 8),
                  *(const u32*)(qa + 8 * ks + o + 8), *(const u32*)(kb + o), *(const u32*)(kb + o + 8));
       }
+#pragma unroll
+      for (int j = 0; j < 4; j++) c[j] += c2[j];
       float* sp = spart + kh * TCH * TILE;
       sp[g * TILE + sn * 8 + 2 * tg] = c[0];
       sp[g * TILE + sn * 8 + 2 * tg + 1] = c[1];
@@ -495,6 +546,7 @@ __device__ __forceinline__ void mla_tc_impl(const bf16_t* __restrict__ q, const 
         }
       }
     }
+    if (!FP8KV) __syncthreads();  // every warp is done with this buffer before it is refilled
   }
   __syncthreads();
   const float l_lo = l_s[g], l_hi = l_s[g + 8];

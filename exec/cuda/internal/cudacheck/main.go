@@ -410,8 +410,12 @@ func checkGEMM(e *env, r *rand.Rand, m, n, k, batch int, fp8 bool) (float64, err
 }
 
 func mlaSmem(hg, dqk int) int { return hg*dqk*4 + 32*dqk*2 + hg*32*4 + 3*hg*4 }
-func mlaSmemTC(dqk int) int {
-	return 16*(dqk+8)*2 + 32*(dqk+8)*2 + 2*16*32*4 + 16*40*2 + 3*16*4
+func mlaSmemTC(dqk int, fp8 bool) int {
+	tiles := 2
+	if fp8 {
+		tiles = 1
+	}
+	return 16*(dqk+8)*2 + tiles*32*(dqk+8)*2 + 2*16*32*4 + 16*40*2 + 3*16*4
 }
 
 func checkMLA(e *env, r *rand.Rand, T, H, tps, ctx, chunk, hg int, fp8 bool) (float64, error) {
@@ -447,9 +451,9 @@ func checkMLA(e *env, r *rand.Rand, T, H, tps, ctx, chunk, hg int, fp8 bool) (fl
 	}
 	name, smem := fmt.Sprintf("mla_decode_%s_h%d", kvs, hg), mlaSmem(hg, 576)
 	if hg == 0 { // tensor-core kernel
-		name, smem, hg = "mla_decode_tc_"+kvs, mlaSmemTC(576), 16
+		name, smem, hg = "mla_decode_tc_"+kvs, mlaSmemTC(576, fp8), 16
 	}
-	if err := cu.SetMaxDynamicSmem(e.fn(name), 100000); err != nil {
+	if err := cu.SetMaxDynamicSmem(e.fn(name), 110000); err != nil {
 		return 0, err
 	}
 	scale := float32(1 / math.Sqrt(192))
@@ -744,9 +748,9 @@ func mlaBench(args []string) error {
 		o, _ := cu.Alloc(uint64(T * c.H * 512 * 2))
 		name, smem := fmt.Sprintf("mla_decode_%s_h%d", kvs, hg), mlaSmem(hg, 576)
 		if c.tc {
-			name, smem = "mla_decode_tc_"+kvs, mlaSmemTC(576)
+			name, smem = "mla_decode_tc_"+kvs, mlaSmemTC(576, c.fp8)
 		}
-		cu.SetMaxDynamicSmem(e.fn(name), 100000)
+		cu.SetMaxDynamicSmem(e.fn(name), 110000)
 		call := func(i int) error {
 			kvi := kv + cu.DevPtr(uint64(i%copies)*kvBytes)
 			if err := e.launch(name, [3]uint32{uint32(splits), uint32(groups), uint32(T)}, [3]uint32{256, 1, 1}, uint32(smem),
