@@ -91,14 +91,12 @@ func writeTraceCalibration(w io.Writer, out string, tc *traces.TraceCalibration)
 	for _, n := range tc.Notes {
 		fmt.Fprintf(w, "note: %s\n", n)
 	}
+	stepWord := "step error"
 	if len(tc.PerScenario) > 1 {
 		for _, h := range tc.PerScenario {
 			fmt.Fprintf(w, "held-out, %s: op RMS error %.1f %% -> %.1f %%, step error %+.1f %% -> %+.1f %%\n",
 				h.Spec.Workload, h.Before.OpRMSErrPct, h.After.OpRMSErrPct, h.Before.StepErrPct, h.After.StepErrPct)
 		}
-	}
-	stepWord := "step error"
-	if len(tc.PerScenario) > 1 {
 		stepWord = "mean step error"
 	}
 	fmt.Fprintf(w, "held-out odd steps (%d): op RMS error %.1f %% -> %.1f %%, mean |error| %.1f %% -> %.1f %%, %s %+.1f %% -> %+.1f %%\n",
