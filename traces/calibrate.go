@@ -164,9 +164,7 @@ func CalibrateTrace(results []*Result, o CalibrateTraceOptions) (*TraceCalibrati
 	var eagerTraces [][]Span
 	var eagerOpts sim.Options
 	for _, sc := range scens {
-		if sc.rs.Options.CUDAGraphs {
-			// Graph runs measure device time only (see the floors below).
-		} else {
+		if !sc.rs.Options.CUDAGraphs { // eager spans hold host delay (see the floors below)
 			allGraphs = false
 			eagerTraces = append(eagerTraces, sc.g.traces...)
 			eagerOpts = sc.rs.Options
