@@ -40,6 +40,9 @@ const (
 	// Kernel tile geometry of kernels.cu's mla_decode_*.
 	mlaTile    = 32
 	mlaThreads = 256
+	// mlaMaxSplits: the most KV splits mla_combine merges (its shared
+	// weight array, MLA_MAX_SPLITS in kernels.cu).
+	mlaMaxSplits = 1024
 )
 
 // devCaps is what planning needs to know about the device.
@@ -421,7 +424,7 @@ func (pl *planner) planAttention(op *model.Op) (opPlan, error) {
 	// blocks on 132 SMs.)
 	want := max(1, 2*max(1, pl.dev.sms)/max(1, p.tokens*groups))
 	maxSplits := max(1, p.ctx/(4*mlaTile))
-	p.splits = min(want, maxSplits)
+	p.splits = min(want, maxSplits, mlaMaxSplits)
 	p.chunk = ceilTo((p.ctx+p.splits-1)/p.splits, mlaTile)
 	p.splits = (p.ctx + p.chunk - 1) / p.chunk
 	p.streamBytes = uint64(float64(p.seqs) * float64(p.ctx) * float64(p.dqk) * kvb)

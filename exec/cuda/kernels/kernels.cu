@@ -400,6 +400,7 @@ __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commi
 __device__ __forceinline__ void cp_async_wait1() { asm volatile("cp.async.wait_group 1;\n" ::); }
 #endif
 
+#define MLA_MAX_SPLITS 1024  // most KV splits mla_combine merges (shared weights)
 #define TCH 16          // heads per block (MMA rows)
 #define PST (TILE + 8)  // row stride of P in shared memory (bf16)
 
@@ -585,19 +586,52 @@ extern "C" __global__ void __launch_bounds__(NT) mla_decode_tc_fp8(const bf16_t*
 
 // mla_combine merges S split partials of each (token, head) by log-sum-exp.
 extern "C" __global__ void mla_combine(const float* opart, const float* lse, bf16_t* out, int TH, int S, int dlat) {
-  const int th = blockIdx.x;
+  // The split weights exp(lse_s - max) / sum are computed once per (token,
+  // head) into shared memory (S <= MLA_MAX_SPLITS, launch-checked); the
+  // column loop then reads S independent partials per output, unrolled so
+  // the loads are in flight together instead of one after another.
+  __shared__ float w[MLA_MAX_SPLITS];
+  __shared__ float red[32];
+  const int th = blockIdx.x, tid = threadIdx.x;
   float mx = NEG_BIG;
-  for (int s = 0; s < S; s++) mx = fmx(mx, lse[(u64)s * TH + th]);
+  for (int s = tid; s < S; s += blockDim.x) mx = fmx(mx, lse[(u64)s * TH + th]);
+  for (int o = 16; o > 0; o >>= 1) mx = fmx(mx, __shfl_xor_sync(0xffffffffu, mx, o));
+  if ((tid & 31) == 0) red[tid >> 5] = mx;
+  __syncthreads();
+  if (tid < 32) {
+    float m = tid < (int)(blockDim.x >> 5) ? red[tid] : NEG_BIG;
+    for (int o = 16; o > 0; o >>= 1) m = fmx(m, __shfl_xor_sync(0xffffffffu, m, o));
+    if (tid == 0) red[0] = m;
+  }
+  __syncthreads();
+  mx = red[0];
+  __syncthreads();
+  float part = 0.f;
+  for (int s = tid; s < S; s += blockDim.x) {
+    float l = lse[(u64)s * TH + th];
+    float e = l > -1.0e38f ? __expf(l - mx) : 0.f;
+    w[s] = e;
+    part += e;
+  }
+  for (int o = 16; o > 0; o >>= 1) part += __shfl_xor_sync(0xffffffffu, part, o);
+  if ((tid & 31) == 0) red[tid >> 5] = part;
+  __syncthreads();
   float wsum = 0.f;
-  for (int s = 0; s < S; s++) { float l = lse[(u64)s * TH + th]; wsum += l > -1.0e38f ? __expf(l - mx) : 0.f; }
-  float inv = wsum > 0.f ? 1.f / wsum : 0.f;
-  for (int c = threadIdx.x; c < dlat; c += blockDim.x) {
-    float v = 0.f;
-    for (int s = 0; s < S; s++) {
-      float l = lse[(u64)s * TH + th];
-      if (l > -1.0e38f) v += __expf(l - mx) * opart[((u64)s * TH + th) * dlat + c];
+  for (int i = 0; i < (int)(blockDim.x >> 5); i++) wsum += red[i];
+  const float inv = wsum > 0.f ? 1.f / wsum : 0.f;
+  for (int c = tid; c < dlat; c += blockDim.x) {
+    const float* p = opart + (u64)th * dlat + c;
+    const u64 stride = (u64)TH * dlat;
+    float v0 = 0.f, v1 = 0.f, v2 = 0.f, v3 = 0.f;
+    int s = 0;
+    for (; s + 4 <= S; s += 4) {
+      v0 += w[s] * p[(u64)s * stride];
+      v1 += w[s + 1] * p[(u64)(s + 1) * stride];
+      v2 += w[s + 2] * p[(u64)(s + 2) * stride];
+      v3 += w[s + 3] * p[(u64)(s + 3) * stride];
     }
-    out[(u64)th * dlat + c] = f2bf(v * inv);
+    for (; s < S; s++) v0 += w[s] * p[(u64)s * stride];
+    out[(u64)th * dlat + c] = f2bf((v0 + v1 + v2 + v3) * inv);
   }
 }
 
