@@ -101,10 +101,6 @@ type Session struct {
 	caps    devCaps
 	cubin   []byte
 	info    cu.DeviceInfo
-	driver  int
-	ncclV   string
-	// driverName is the NVIDIA driver version from NVML ("" without it).
-	driverName string
 }
 
 // Open implements exec.Backend.
@@ -157,10 +153,6 @@ func (b *Backend) Open(ctx context.Context, sched *model.Schedule, cfg exec.Sess
 		return nil, fmt.Errorf("cuda: %w", err)
 	}
 	s.caps = devCaps{ccMajor: s.info.CCMajor, ccMinor: s.info.CCMinor, sms: s.info.SMs}
-	s.driver, _ = cu.DriverVersion()
-	if nvml.Load() == nil {
-		s.driverName = nvml.DriverVersion()
-	}
 	if s.cubin, err = compileKernels(s.caps.ccMajor, s.caps.ccMinor); err != nil {
 		return nil, fmt.Errorf("cuda: %w", err)
 	}
@@ -174,9 +166,6 @@ func (b *Backend) Open(ctx context.Context, sched *model.Schedule, cfg exec.Sess
 				}
 			}
 		}
-	}
-	if nccl.Load() == nil {
-		s.ncclV, _ = nccl.Version()
 	}
 	if s.useNCCL {
 		if err := nccl.Load(); err != nil {
@@ -233,23 +222,6 @@ func (s *Session) uniqueID(ctx context.Context, le LaunchEnv, launched bool) (nc
 // OS thread.
 func (s *Session) LockOSThread() bool { return true }
 
-// Resource returns the resource attributes of this run's devices (GPU
-// model and count, NVIDIA driver, CUDA driver API version, NCCL version).
-func (s *Session) Resource() []attribute.KeyValue {
-	kv := []attribute.KeyValue{
-		traces.ResGPUModel.String(s.info.Name),
-		traces.ResGPUCount.Int(len(s.devs)),
-		traces.ResCUDAVersion.String(fmt.Sprintf("%d.%d", s.driver/1000, s.driver%1000/10)),
-	}
-	if s.driverName != "" {
-		kv = append(kv, traces.ResGPUDriver.String(s.driverName))
-	}
-	if s.ncclV != "" {
-		kv = append(kv, traces.ResNCCLVersion.String(s.ncclV))
-	}
-	return kv
-}
-
 // ResourceAttributes describes devices (CUDA ordinals) for the trace
 // resource before a Session exists (the CLI sets up its exporter first):
 // GPU model and count, NVIDIA driver (NVML), CUDA driver API and NCCL
@@ -258,19 +230,27 @@ func ResourceAttributes(ordinals ...int) []attribute.KeyValue {
 	if cu.Load() != nil || len(ordinals) == 0 {
 		return nil
 	}
-	s := &Session{devs: ordinals}
-	var err error
-	if s.info, err = cu.Info(ordinals[0]); err != nil {
+	info, err := cu.Info(ordinals[0])
+	if err != nil {
 		return nil
 	}
-	s.driver, _ = cu.DriverVersion()
+	driver, _ := cu.DriverVersion()
+	kv := []attribute.KeyValue{
+		traces.ResGPUModel.String(info.Name),
+		traces.ResGPUCount.Int(len(ordinals)),
+		traces.ResCUDAVersion.String(fmt.Sprintf("%d.%d", driver/1000, driver%1000/10)),
+	}
 	if nvml.Load() == nil {
-		s.driverName = nvml.DriverVersion()
+		if name := nvml.DriverVersion(); name != "" {
+			kv = append(kv, traces.ResGPUDriver.String(name))
+		}
 	}
 	if nccl.Load() == nil {
-		s.ncclV, _ = nccl.Version()
+		if v, _ := nccl.Version(); v != "" {
+			kv = append(kv, traces.ResNCCLVersion.String(v))
+		}
 	}
-	return s.Resource()
+	return kv
 }
 
 // Close implements exec.Session.
