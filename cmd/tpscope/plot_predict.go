@@ -2,8 +2,6 @@ package main
 
 import (
 	"fmt"
-	"path/filepath"
-	"strings"
 
 	"github.com/tpscope/tpscope/sim"
 	"gonum.org/v1/plot"
@@ -14,10 +12,6 @@ import (
 // writePredictPlot draws the step's time by op kind and by op name (the
 // largest names) as horizontal bars, in microseconds, to a PNG or SVG.
 func writePredictPlot(path string, pr *sim.Prediction) error {
-	ext := strings.ToLower(filepath.Ext(path))
-	if ext != ".png" && ext != ".svg" {
-		return usageErrorf("--plot %s: want a .png or .svg file", path)
-	}
 	rows := append([]sim.Share(nil), pr.ByKind...)
 	n := min(12, len(pr.ByName))
 	rows = append(rows, sim.Share{})

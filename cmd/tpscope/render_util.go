@@ -3,9 +3,23 @@ package main
 import (
 	"fmt"
 	"io"
+	"path/filepath"
 	"strings"
 	"text/tabwriter"
 )
+
+// checkPlotPath refuses a --plot file that is neither .png nor .svg (any
+// case), so a verb fails before its work rather than after; "" (no plot)
+// passes.
+func checkPlotPath(path string) error {
+	if path == "" {
+		return nil
+	}
+	if ext := strings.ToLower(filepath.Ext(path)); ext != ".png" && ext != ".svg" {
+		return usageErrorf("--plot %s: want a .png or .svg file", path)
+	}
+	return nil
+}
 
 // writeTable writes a table as a markdown section "### heading" with note
 // as its first paragraph (md), or as tab-aligned text under one line, the

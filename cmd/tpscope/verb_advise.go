@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"path/filepath"
 	"slices"
 	"sort"
 	"strconv"
@@ -67,6 +66,9 @@ NCCL_P2P_LEVEL=SYS. The MTP entry's acceptance rate is --mtp-accept
 					return usageErrorf("unexpected arguments %q", args)
 				}
 				if err := checkOutput(*output, "table", "json", "markdown"); err != nil {
+					return err
+				}
+				if err := checkPlotPath(*plotFile); err != nil {
 					return err
 				}
 				if *threshold <= 0 || *threshold >= 1 {
@@ -442,10 +444,6 @@ func paysString(r *sim.AdviceRow) string {
 // writeAdvisePlot draws the speedup of every predicted entry as horizontal
 // bars (1 = no change), best first at the top.
 func writeAdvisePlot(path string, adv *sim.Advice) error {
-	ext := strings.ToLower(filepath.Ext(path))
-	if ext != ".png" && ext != ".svg" {
-		return usageErrorf("--plot %s: want a .png or .svg file", path)
-	}
 	var rows []*sim.AdviceRow
 	for i := range adv.Rows {
 		if adv.Rows[i].Error == "" {

@@ -6,7 +6,6 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"strings"
 
 	"github.com/spf13/pflag"
 	"github.com/tpscope/tpscope/topology"
@@ -94,8 +93,8 @@ tpscope compare --trace rank0.pt.trace.json.gz --model kimi-k2.5-nvfp4 --plan tp
 				if err := checkOutput(*output, "table", "markdown", "json"); err != nil {
 					return err
 				}
-				if p := strings.ToLower(*plotFile); p != "" && !strings.HasSuffix(p, ".png") && !strings.HasSuffix(p, ".svg") {
-					return usageErrorf("--plot %s: want a .png or .svg file", *plotFile)
+				if err := checkPlotPath(*plotFile); err != nil {
+					return err
 				}
 				results, err := readTraces(srcs, stderr)
 				if err != nil {

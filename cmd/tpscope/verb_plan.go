@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"image/color"
 	"io"
-	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
@@ -75,6 +74,9 @@ NCCL_P2P_LEVEL=SYS.`,
 				}
 				if *slo < 0 {
 					return usageErrorf("--slo-ms %v: want 0 (none) or a positive latency", *slo)
+				}
+				if err := checkPlotPath(*plotFile); err != nil {
+					return err
 				}
 				a, err := resolveModel(*modelName)
 				if err != nil {
@@ -337,10 +339,6 @@ func writePlanText(w io.Writer, modelName string, res *sim.PlanResult, elapsed t
 // writePlanPlot draws every fitting point (throughput per GPU against
 // per-request tokens/s) and the Pareto front as a line.
 func writePlanPlot(path, modelName string, res *sim.PlanResult) error {
-	ext := strings.ToLower(filepath.Ext(path))
-	if ext != ".png" && ext != ".svg" {
-		return usageErrorf("--plot %s: want a .png or .svg file", path)
-	}
 	var all, miss plotter.XYs
 	for i := range res.Points {
 		p := &res.Points[i]

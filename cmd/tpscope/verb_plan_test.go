@@ -137,3 +137,24 @@ func FuzzParsePlan(f *testing.F) {
 		}
 	})
 }
+
+// TestPlotPathCheckedFirst: a --plot name that is neither .png nor .svg is
+// refused with the flag checks, in one line, before any topology is
+// resolved or any prediction runs (the bad --topo after it is never
+// reached).
+func TestPlotPathCheckedFirst(t *testing.T) {
+	for _, args := range [][]string{
+		{"plan", "--plot", "x.txt", "--topo", "nope"},
+		{"predict", "--plot", "x.txt", "--topo", "nope"},
+		{"advise", "--plot", "x.txt", "--topo", "nope"},
+		{"compare", "--plot", "x.txt", "--trace", filepath.Join(t.TempDir(), "missing.json")},
+	} {
+		t.Run(args[0], func(t *testing.T) {
+			code, stdout, stderr := runCLI(t, args...)
+			want := "tpscope " + args[0] + ": usage: --plot x.txt: want a .png or .svg file\n"
+			if code != 2 || stderr != want || stdout != "" {
+				t.Fatalf("exit %d, stdout %q, stderr %q; want exit 2 and stderr %q", code, stdout, stderr, want)
+			}
+		})
+	}
+}

@@ -44,6 +44,9 @@ that names the shortfall in GB.`,
 				if err := checkOutput(*output, "table", "json"); err != nil {
 					return err
 				}
+				if err := checkPlotPath(*plotFile); err != nil {
+					return err
+				}
 				scen, err := simScenario(sc)
 				if err != nil {
 					return err
