@@ -627,7 +627,7 @@ func (r *Rank) prepare() error {
 		}
 		switch p.kind {
 		case pkGemmFP8:
-			if err := r.blas.PrepareFP8(p.m, p.n, p.k, p.batch); err != nil {
+			if p.fp8Plan, err = r.blas.PrepareFP8(p.m, p.n, p.k, p.batch); err != nil {
 				return fmt.Errorf("op %s: %w", r.ops[i].ID, err)
 			}
 		case pkAttention:
@@ -734,7 +734,7 @@ func (r *Rank) Exec(ctx context.Context, i int) error {
 		err = r.blas.GemmBF16(p.m, p.n, p.k, p.batch, r.xbuf, w, r.ybuf,
 			int64(p.m*p.k), int64(p.n*p.k), int64(p.m*p.n))
 	case pkGemmFP8:
-		err = r.blas.GemmFP8(p.m, p.n, p.k, p.batch, r.xbuf, w, r.ybuf)
+		err = r.blas.GemmFP8(p.fp8Plan, r.xbuf, w, r.ybuf)
 	case pkCollective:
 		err = r.collective(p)
 	default:

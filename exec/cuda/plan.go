@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"strings"
 
+	"github.com/tpscope/tpscope/exec/cuda/internal/cublas"
 	"github.com/tpscope/tpscope/model"
 )
 
@@ -60,6 +61,9 @@ type opPlan struct {
 
 	// GEMM (per problem): Y[m,n] = X[m,k] · W[n,k]^T, batch problems.
 	m, n, k, batch int
+	// fp8Plan is the cuBLASLt plan of a pkGemmFP8 op, set when the rank
+	// prepares its ops (nil from the planner).
+	fp8Plan *cublas.FP8Plan
 
 	// streamBytes: bytes of this op's private weights or KV cache in the
 	// streamed arena (one region per op, so every layer reads its own).

@@ -157,14 +157,14 @@ type Handle struct {
 	h, lt  uintptr
 	stream cu.Stream
 	ws     cu.DevPtr
-	plans  map[ltKey]*ltPlan
+	plans  map[ltKey]*FP8Plan
 	alpha  float32
 	beta   float32
 }
 
 // New creates a handle on the current context, bound to stream s.
 func New(s cu.Stream) (*Handle, error) {
-	h := &Handle{stream: s, plans: map[ltKey]*ltPlan{}, alpha: 1, beta: 0}
+	h := &Handle{stream: s, plans: map[ltKey]*FP8Plan{}, alpha: 1, beta: 0}
 	if err := check("cublasCreate", cublasCreate(&h.h)); err != nil {
 		return nil, err
 	}
@@ -250,12 +250,14 @@ const (
 
 type ltKey struct{ m, n, k, batch int }
 
-type ltPlan struct {
+// FP8Plan is a prepared cuBLASLt FP8 GEMM of one shape (descriptors and
+// the heuristic's algorithm) on the Handle that built it.
+type FP8Plan struct {
 	desc, a, b, c, pref uintptr
 	heur                [heuristicBytes]byte
 }
 
-func (p *ltPlan) free() {
+func (p *FP8Plan) free() {
 	if p.desc != 0 {
 		ltMatmulDescDestroy(p.desc)
 	}
@@ -274,14 +276,10 @@ func (p *ltPlan) free() {
 // "FP8 ... requirements").
 func FP8Aligned(n, k int) bool { return n%16 == 0 && k%16 == 0 }
 
-// PrepareFP8 builds (once) the plan for an FP8 E4M3 GEMM of that shape, so
-// the first timed call and graph capture do no set-up.
-func (h *Handle) PrepareFP8(m, n, k, batch int) error {
-	_, err := h.planFP8(m, n, k, batch)
-	return err
-}
-
-func (h *Handle) planFP8(m, n, k, batch int) (*ltPlan, error) {
+// PrepareFP8 returns the plan for an FP8 E4M3 GEMM of that shape, built
+// once per shape and handle (freed by Close), so GemmFP8 does no set-up or
+// lookup: the first timed call and graph capture find it ready.
+func (h *Handle) PrepareFP8(m, n, k, batch int) (*FP8Plan, error) {
 	key := ltKey{m, n, k, batch}
 	if p, ok := h.plans[key]; ok {
 		return p, nil
@@ -289,8 +287,8 @@ func (h *Handle) planFP8(m, n, k, batch int) (*ltPlan, error) {
 	if !FP8Aligned(n, k) {
 		return nil, fmt.Errorf("fp8 gemm M=%d N=%d K=%d: N and K must be multiples of 16", m, n, k)
 	}
-	p := &ltPlan{}
-	fail := func(err error) (*ltPlan, error) {
+	p := &FP8Plan{}
+	fail := func(err error) (*FP8Plan, error) {
 		p.free()
 		return nil, fmt.Errorf("fp8 gemm M=%d N=%d K=%d batch=%d: %w", m, n, k, batch, err)
 	}
@@ -355,11 +353,11 @@ func (h *Handle) planFP8(m, n, k, batch int) (*ltPlan, error) {
 }
 
 // GemmFP8 computes Y[M,N] (bf16) = X[M,K]·W[N,K]^T with X and W in FP8
-// E4M3 (unit scales), batch problems laid out contiguously.
-func (h *Handle) GemmFP8(m, n, k, batch int, x, w, y cu.DevPtr) error {
-	p, err := h.planFP8(m, n, k, batch)
-	if err != nil {
-		return err
+// E4M3 (unit scales), batch problems laid out contiguously, with the shape
+// of p, a plan from h.PrepareFP8.
+func (h *Handle) GemmFP8(p *FP8Plan, x, w, y cu.DevPtr) error {
+	if p == nil {
+		return fmt.Errorf("cublasLtMatmul: no FP8 plan (PrepareFP8 first)")
 	}
 	r, _, _ := purego.SyscallN(symLtMatmul, h.lt, p.desc, uintptr(unsafe.Pointer(&h.alpha)), uintptr(w), p.a, uintptr(x), p.b,
 		uintptr(unsafe.Pointer(&h.beta)), uintptr(y), p.c, uintptr(y), p.c, uintptr(unsafe.Pointer(&p.heur[0])),

@@ -379,7 +379,10 @@ func checkGEMM(e *env, r *rand.Rand, m, n, k, batch int, fp8 bool) (float64, err
 	dy, _ := cu.Alloc(uint64(batch * m * n * 2))
 	cu.Memset8(dy, 0xff, uint64(batch*m*n*2))
 	if fp8 {
-		err = e.blas.GemmFP8(m, n, k, batch, dx, dw, dy)
+		var plan *cublas.FP8Plan
+		if plan, err = e.blas.PrepareFP8(m, n, k, batch); err == nil {
+			err = e.blas.GemmFP8(plan, dx, dw, dy)
+		}
 	} else {
 		err = e.blas.GemmBF16(m, n, k, batch, dx, dw, dy, int64(m*k), int64(n*k), int64(m*n))
 	}
@@ -669,10 +672,16 @@ func gemm(args []string) error {
 		y, _ := cu.Alloc(uint64(b*m*n) * 2)
 		fillRandom(e, w, wBytes*uint64(copies), 1)
 		fillRandom(e, x, uint64(b*m*k)*ab, 2)
+		var plan *cublas.FP8Plan
+		if dt == "fp8" {
+			if plan, err = e.blas.PrepareFP8(m, n, k, b); err != nil {
+				return fmt.Errorf("%s: %w", s, err)
+			}
+		}
 		call := func(i int) error {
 			wi := w + cu.DevPtr(uint64(i%copies)*wBytes)
 			if dt == "fp8" {
-				return e.blas.GemmFP8(m, n, k, b, x, wi, y)
+				return e.blas.GemmFP8(plan, x, wi, y)
 			}
 			return e.blas.GemmBF16(m, n, k, b, x, wi, y, int64(m*k), int64(n*k), int64(m*n))
 		}
