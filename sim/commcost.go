@@ -19,10 +19,11 @@ type CustomAllReducer interface {
 	CustomAllReduce(group []int, bytes int64, twoShot bool) (c CollectiveCost, ok bool)
 }
 
-// collMemo caches collective op costs within a Predictor: a decode step
-// repeats the same (op, group, bytes) over 100+ layers, and a pricing call
-// costs far more than a lookup. Linear search: a step has a handful of
-// distinct keys.
+// collMemo caches collective op costs within one prediction run: a
+// decode step repeats the same (op, group, bytes) over 100+ layers, and a
+// pricing call costs far more than a lookup. Predictor.run resets it at
+// the start of every run, so the linear search only ever scans the
+// handful of distinct keys of one step.
 type collMemo struct {
 	keys []collKey
 	vals []OpCost
@@ -54,10 +55,20 @@ func (m *collMemo) get(op model.Collective, group []int, bytes int64) (OpCost, b
 	return OpCost{}, false
 }
 
+// reset forgets every key, keeping the arrays (put reuses the group
+// copies, so a warmed-up memo does not allocate).
+func (m *collMemo) reset() {
+	m.keys, m.vals = m.keys[:0], m.vals[:0]
+}
+
 func (m *collMemo) put(op model.Collective, group []int, bytes int64, c OpCost) {
-	if len(m.keys) >= 256 { // bound memory for sweeps over many sizes
-		m.keys, m.vals = m.keys[:0], m.vals[:0]
+	if len(m.keys) >= 256 { // bound memory for a schedule of many sizes
+		m.reset()
 	}
-	m.keys = append(m.keys, collKey{op: op, bytes: bytes, group: append([]int(nil), group...)})
+	var owned []int
+	if n := len(m.keys); n < cap(m.keys) {
+		owned = m.keys[:n+1][n].group[:0] // a slot forgotten by reset
+	}
+	m.keys = append(m.keys, collKey{op: op, bytes: bytes, group: append(owned, group...)})
 	m.vals = append(m.vals, c)
 }

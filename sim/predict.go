@@ -331,6 +331,7 @@ func (p *Predictor) run(s *model.Schedule, mode int) error {
 		return fmt.Errorf("sim: schedule has %d ranks but topology %s has %d GPUs", len(s.Ranks), p.topo.Name, p.topo.NumGPUs())
 	}
 	defer p.cmemo.clear()
+	p.memo.reset()
 	var sym bool
 	switch mode {
 	case symCheck:
