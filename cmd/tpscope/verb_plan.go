@@ -15,6 +15,7 @@ import (
 	"github.com/tpscope/tpscope/model"
 	"github.com/tpscope/tpscope/sim"
 	"github.com/tpscope/tpscope/topology"
+	"github.com/tpscope/tpscope/traces"
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
@@ -201,34 +202,16 @@ func evaluateParallel(cfgs []sim.PlanConfig, slo float64, workers int, bar *lazy
 	return out
 }
 
-// parsePlan reads the Plan.String form: tp8, tp8-ep, tp4-dp2-ep, tp8-dcp4.
+// parsePlan reads one --plans entry with traces.ParsePlan (the Plan.String
+// form tp8, tp8-ep, tp4-dp2-ep, tp8-dcp4; parts may also be spelled tp=8);
+// a plan must name its TP degree.
 func parsePlan(s string) (model.Plan, error) {
-	var p model.Plan
-	bad := func() (model.Plan, error) {
-		return model.Plan{}, usageErrorf("--plans: %q: want tpN[-dpN][-ep][-dcpN], e.g. tp8, tp8-ep, tp4-dp2-ep, tp8-dcp4", s)
-	}
-	for _, part := range strings.Split(strings.ToLower(s), "-") {
-		num := func(prefix string) (int, bool) {
-			n, err := strconv.Atoi(strings.TrimPrefix(part, prefix))
-			return n, err == nil && n >= 1
-		}
-		var ok bool
-		switch {
-		case part == "ep":
-			p.EP, ok = true, true
-		case strings.HasPrefix(part, "tp"):
-			p.TP, ok = num("tp")
-		case strings.HasPrefix(part, "dcp"):
-			p.DCP, ok = num("dcp")
-		case strings.HasPrefix(part, "dp"):
-			p.DP, ok = num("dp")
-		}
-		if !ok {
-			return bad()
-		}
+	p, err := traces.ParsePlan(s)
+	if err != nil {
+		return model.Plan{}, usageErrorf("--plans: %v", err)
 	}
 	if p.TP == 0 {
-		return bad()
+		return model.Plan{}, usageErrorf("--plans: %q: want tpN[-dpN][-ep][-dcpN], e.g. tp8, tp8-ep, tp4-dp2-ep, tp8-dcp4", s)
 	}
 	return p, nil
 }
