@@ -346,14 +346,18 @@ func Advise(in AdviseInput) (*Advice, error) {
 		adv.Transfer = append(adv.Transfer, transferRow(a.Name, vb, vs))
 	}
 
-	type pair struct{ with, without Config }
+	// One side of every pair is the baseline itself: baseWith says which.
+	type pair struct {
+		with, without Config
+		baseWith      bool
+	}
 	pairs := make([]*pair, len(in.Entries))
 	for i, e := range in.Entries {
 		row := AdviceRow{Entry: e.Name, Title: e.Title, Kind: e.Kind, Applicability: e.Check(b), How: e.HowTo(b)}
 		var pc pair
 		if e.Enabled(b) {
 			row.InBaseline = true
-			pc.with = b
+			pc.with, pc.baseWith = b, true
 			pc.without, err = e.Revert(b)
 		} else {
 			pc.without = b
@@ -390,24 +394,46 @@ func Advise(in AdviseInput) (*Advice, error) {
 				total += len(in.Batches) * len(in.Contexts)
 			}
 		}
+		// The baseline's side of every pair, evaluated once per cell
+		// (batch-major, as the cells below).
+		type point struct {
+			tps  float64
+			fits bool
+		}
+		var baseGrid []point
+		eval := func(c Config, bt, cx int) (p point) {
+			c.Workload.Batch, c.Workload.Context = bt, cx
+			if sum, err := ev.Evaluate(c); err == nil {
+				p = point{sum.TokensPerS, sum.Memory != nil && sum.Memory.Fits}
+			}
+			return p
+		}
+		if total > 0 {
+			for _, bt := range in.Batches {
+				for _, cx := range in.Contexts {
+					baseGrid = append(baseGrid, eval(b, bt, cx))
+				}
+			}
+		}
 		done := 0
 		for i, pc := range pairs {
 			if pc == nil {
 				continue
 			}
 			sw := &EntrySweep{MinContextByBatch: map[int]int{}}
+			k := 0
 			for _, bt := range in.Batches {
 				for _, cx := range in.Contexts {
 					cell := SweepCell{Batch: bt, Context: cx}
-					w, wo := pc.with, pc.without
-					w.Workload.Batch, w.Workload.Context = bt, cx
-					wo.Workload.Batch, wo.Workload.Context = bt, cx
-					if sw1, err := ev.Evaluate(w); err == nil {
-						cell.With, cell.WithFits = sw1.TokensPerS, sw1.Memory != nil && sw1.Memory.Fits
+					with, without := baseGrid[k], baseGrid[k]
+					k++
+					if pc.baseWith {
+						without = eval(pc.without, bt, cx)
+					} else {
+						with = eval(pc.with, bt, cx)
 					}
-					if sw0, err := ev.Evaluate(wo); err == nil {
-						cell.Without, cell.WithoutFits = sw0.TokensPerS, sw0.Memory != nil && sw0.Memory.Fits
-					}
+					cell.With, cell.WithFits = with.tps, with.fits
+					cell.Without, cell.WithoutFits = without.tps, without.fits
 					if cell.WithFits && cell.WithoutFits && cell.Without > 0 {
 						cell.Gain = cell.With/cell.Without - 1
 					}
