@@ -405,22 +405,6 @@ func (r *Rank) open(ctx context.Context) error {
 	return cu.StreamSync(r.stream)
 }
 
-// mlaSmem is the dynamic shared memory of mla_decode_*: the HG queries in
-// fp32, one tile of the cache in bf16, the tile's scores and three per-head
-// scalars (kernels.cu).
-func mlaSmem(hg, dqk int) int { return hg*dqk*4 + mlaTile*dqk*2 + hg*mlaTile*4 + 3*hg*4 }
-
-// mlaSmemTC is mla_decode_tc_*'s: Q (16 rows) and one tile (two for a bf16
-// cache), rows padded by 8 values, two halves of the scores in fp32, the probabilities in bf16
-// (rows of 40) and three per-head scalars.
-func mlaSmemTC(dqk int, fp8KV bool) int {
-	tiles := 2 // bf16 cache: two tile buffers (cp.async double buffering)
-	if fp8KV {
-		tiles = 1
-	}
-	return 16*(dqk+8)*2 + tiles*mlaTile*(dqk+8)*2 + 2*16*mlaTile*4 + 16*(mlaTile+8)*2 + 3*16*4
-}
-
 // checkTC runs the tensor-core MLA kernel and the CUDA-core one on the same
 // random problem (2 tokens, 16 heads, 100 cached tokens, 576 wide) and
 // returns an error unless their outputs agree to 3e-2 relative (both are
@@ -642,13 +626,13 @@ func (r *Rank) prepare() error {
 			// Softmax scale 1/sqrt(qk_nope + qk_rope) = 1/sqrt(192) for the
 			// DeepSeek-V3 family; it changes values, not time.
 			scale := float32(1 / math.Sqrt(192))
-			name, smem := fmt.Sprintf("mla_decode_%s_h%d", kv, p.hg), mlaSmem(p.hg, p.dqk)
+			name := fmt.Sprintf("mla_decode_%s_h%d", kv, p.hg)
 			if p.tc {
-				name, smem = "mla_decode_tc_"+kv, mlaSmemTC(p.dqk, p.fp8KV)
+				name = "mla_decode_tc_" + kv
 			}
 			r.launches[i] = []*kargs{
 				r.launchArgs(r.fns[name],
-					[3]uint32{uint32(p.splits), groups, uint32(p.tokens)}, [3]uint32{mlaThreads, 1, 1}, uint32(smem),
+					[3]uint32{uint32(p.splits), groups, uint32(p.tokens)}, [3]uint32{mlaThreads, 1, 1}, uint32(p.smem),
 					ptr(r.xbuf), ptr(w), ptr(part), ptr(lse), i32(p.tokens), i32(p.heads), i32(p.ctx), i32(p.tokPerSeq), i32(p.chunk), f32(scale), i32(p.dqk), i32(p.dlat)),
 				r.launchArgs(r.fns["mla_combine"], [3]uint32{uint32(th), 1, 1}, [3]uint32{128, 1, 1}, 0,
 					ptr(part), ptr(lse), ptr(r.ybuf), i32(int(th)), i32(p.splits), i32(p.dlat)),

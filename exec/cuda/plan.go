@@ -75,6 +75,7 @@ type opPlan struct {
 	// attention
 	tokens, heads, ctx, tokPerSeq, seqs int
 	hg, splits, chunk                   int
+	smem                                int // dynamic shared memory of mla_decode_* (MLALaunch)
 	dqk, dlat                           int // latent width scored, and kept for the output
 	fp8KV                               bool
 	tc                                  bool // tensor-core kernel mla_decode_tc_*
@@ -409,31 +410,9 @@ func (pl *planner) planAttention(op *model.Op) (opPlan, error) {
 	}
 	p.seqs = seqs
 	p.tokPerSeq = p.tokens / seqs
-	p.hg = 16
 	p.tc = !pl.noTC && pl.dev.ccMajor >= 8 && p.dqk%16 == 0 && p.dlat%8 == 0
-	if !p.tc {
-		for _, g := range []int{1, 2, 4, 8} {
-			if p.heads <= g {
-				p.hg = g
-				break
-			}
-		}
-	}
-	groups := (p.heads + p.hg - 1) / p.hg
-	// Splits over the context so the grid fills the device twice over
-	// (two blocks of up to 76 KB shared memory fit one SM), with at least
-	// 4 tiles per split so the log-sum-exp merge stays small: at batch 1
-	// and 4096 cached tokens that is 32 splits of 128 tokens. (The H200
-	// runs of 2026-12-02 used 8 tiles, which left small batches with 16
-	// blocks on 132 SMs. Fewer tiles per split measured worse on the H200
-	// at batch 1, context 4096, after the combine rewrite: 61 layers' attention
-	// 2.28 ms at 4 tiles, 2.77 ms at 2, 4.28 ms at 1: each block's fixed
-	// cost, loading Q and writing its partials, outweighs the parallelism.)
-	want := max(1, 2*max(1, pl.dev.sms)/max(1, p.tokens*groups))
-	maxSplits := max(1, p.ctx/(4*mlaTile))
-	p.splits = min(want, maxSplits, mlaMaxSplits)
-	p.chunk = ceilTo((p.ctx+p.splits-1)/p.splits, mlaTile)
-	p.splits = (p.ctx + p.chunk - 1) / p.chunk
+	g := MLALaunch(p.tokens, p.heads, p.ctx, p.dqk, pl.dev.sms, p.tc, p.fp8KV)
+	p.hg, p.splits, p.chunk, p.smem = g.HeadGroup, g.Splits, g.Chunk, g.SmemBytes
 	p.streamBytes = uint64(float64(p.seqs) * float64(p.ctx) * float64(p.dqk) * kvb)
 	p.inBytes = uint64(p.tokens * p.heads * p.dqk * 2)
 	p.outBytes = uint64(p.tokens * p.heads * p.dlat * 2)
@@ -450,6 +429,74 @@ func (pl *planner) planAttention(op *model.Op) (opPlan, error) {
 	}
 	p.subst = strings.Join(notes, "; ")
 	return p, nil
+}
+
+// MLAGeometry is how the backend launches the MLA decode kernels for one
+// attention op: a grid of (Splits, Groups, tokens) blocks of 256 threads,
+// each scoring HeadGroup heads of one token over Chunk cached tokens, then
+// mla_combine merging the Splits partials of every (token, head).
+type MLAGeometry struct {
+	HeadGroup int // heads per block (mla_decode_*_h<HeadGroup>; 16 for the tensor-core kernel)
+	Groups    int // head groups, ceil(heads / HeadGroup)
+	Splits    int // splits of the context
+	Chunk     int // cached tokens per split, a multiple of the kernel's 32-token tile
+	SmemBytes int // dynamic shared memory per block
+}
+
+// MLALaunch returns the launch geometry of mla_decode for tokens query
+// tokens of heads heads over ctx cached tokens per sequence, dqk values
+// scored per token, on a device with sms SMs; tc selects the tensor-core
+// kernel, fp8KV an e4m3 cache (which changes the tensor-core kernel's
+// shared memory). The planner uses it for every attention op, so a
+// benchmark calling it times the configuration the backend runs.
+func MLALaunch(tokens, heads, ctx, dqk, sms int, tc, fp8KV bool) MLAGeometry {
+	ctx = max(1, ctx)
+	g := MLAGeometry{HeadGroup: 16}
+	if !tc {
+		for _, hg := range []int{1, 2, 4, 8} {
+			if heads <= hg {
+				g.HeadGroup = hg
+				break
+			}
+		}
+	}
+	g.Groups = (heads + g.HeadGroup - 1) / g.HeadGroup
+	// Splits over the context so the grid fills the device twice over
+	// (two blocks of up to 76 KB shared memory fit one SM), with at least
+	// 4 tiles per split so the log-sum-exp merge stays small: at batch 1
+	// and 4096 cached tokens that is 32 splits of 128 tokens. (The H200
+	// runs of 2026-12-02 used 8 tiles, which left small batches with 16
+	// blocks on 132 SMs. Fewer tiles per split measured worse on the H200
+	// at batch 1, context 4096, after the combine rewrite: 61 layers' attention
+	// 2.28 ms at 4 tiles, 2.77 ms at 2, 4.28 ms at 1: each block's fixed
+	// cost, loading Q and writing its partials, outweighs the parallelism.)
+	want := max(1, 2*max(1, sms)/max(1, tokens*g.Groups))
+	maxSplits := max(1, ctx/(4*mlaTile))
+	g.Splits = min(want, maxSplits, mlaMaxSplits)
+	g.Chunk = ceilTo((ctx+g.Splits-1)/g.Splits, mlaTile)
+	g.Splits = (ctx + g.Chunk - 1) / g.Chunk
+	if tc {
+		g.SmemBytes = mlaSmemTC(dqk, fp8KV)
+	} else {
+		g.SmemBytes = mlaSmem(g.HeadGroup, dqk)
+	}
+	return g
+}
+
+// mlaSmem is the dynamic shared memory of mla_decode_*: the HG queries in
+// fp32, one tile of the cache in bf16, the tile's scores and three per-head
+// scalars (kernels.cu).
+func mlaSmem(hg, dqk int) int { return hg*dqk*4 + mlaTile*dqk*2 + hg*mlaTile*4 + 3*hg*4 }
+
+// mlaSmemTC is mla_decode_tc_*'s: Q (16 rows) and one tile (two for a bf16
+// cache), rows padded by 8 values, two halves of the scores in fp32, the probabilities in bf16
+// (rows of 40) and three per-head scalars.
+func mlaSmemTC(dqk int, fp8KV bool) int {
+	tiles := 2 // bf16 cache: two tile buffers (cp.async double buffering)
+	if fp8KV {
+		tiles = 1
+	}
+	return 16*(dqk+8)*2 + tiles*mlaTile*(dqk+8)*2 + 2*16*mlaTile*4 + 16*(mlaTile+8)*2 + 3*16*4
 }
 
 func (pl *planner) planElementwise(op *model.Op, read, written float64, subst string) (opPlan, error) {

@@ -223,26 +223,28 @@ func kernels() error {
 	}
 	r := rand.New(rand.NewPCG(1, 2))
 	// MLA decode: several head groups, partial groups, splits, fp8 and bf16 caches.
+	// The head group is the backend's for H (cuda.MLALaunch); the chunk
+	// is chosen here so the cases cover several splits and partial tiles.
 	for _, c := range []struct {
-		T, H, tps, ctx, chunk, hg int
-		fp8                       bool
+		T, H, tps, ctx, chunk int
+		tc, fp8               bool
 	}{
-		{4, 8, 2, 1000, 352, 8, false},
-		{4, 8, 2, 1000, 352, 8, true},
-		{3, 20, 1, 777, 256, 16, false},
-		{2, 3, 1, 50, 64, 4, false},
-		{32, 16, 1, 300, 320, 16, true},
-		{4, 8, 2, 1000, 352, 0, false},
-		{4, 8, 2, 1000, 352, 0, true},
-		{3, 20, 1, 777, 256, 0, false},
-		{2, 3, 1, 50, 64, 0, false},
+		{4, 8, 2, 1000, 352, false, false},
+		{4, 8, 2, 1000, 352, false, true},
+		{3, 20, 1, 777, 256, false, false},
+		{2, 3, 1, 50, 64, false, false},
+		{32, 16, 1, 300, 320, false, true},
+		{4, 8, 2, 1000, 352, true, false},
+		{4, 8, 2, 1000, 352, true, true},
+		{3, 20, 1, 777, 256, true, false},
+		{2, 3, 1, 50, 64, true, false},
 	} {
-		re, err := checkMLA(e, r, c.T, c.H, c.tps, c.ctx, c.chunk, c.hg, c.fp8)
+		re, hg, err := checkMLA(e, r, c.T, c.H, c.tps, c.ctx, c.chunk, c.tc, c.fp8)
 		if err != nil {
 			return err
 		}
-		kind := fmt.Sprintf("hg=%d", c.hg)
-		if c.hg == 0 {
+		kind := fmt.Sprintf("hg=%d", hg)
+		if c.tc {
 			kind = "tensor-core"
 		}
 		report(fmt.Sprintf("mla_decode T=%d H=%d ctx=%d %s fp8=%v", c.T, c.H, c.ctx, kind, c.fp8), re, 1e-2)
@@ -412,16 +414,10 @@ func checkGEMM(e *env, r *rand.Rand, m, n, k, batch int, fp8 bool) (float64, err
 	return relErr(got, want), nil
 }
 
-func mlaSmem(hg, dqk int) int { return hg*dqk*4 + 32*dqk*2 + hg*32*4 + 3*hg*4 }
-func mlaSmemTC(dqk int, fp8 bool) int {
-	tiles := 2
-	if fp8 {
-		tiles = 1
-	}
-	return 16*(dqk+8)*2 + tiles*32*(dqk+8)*2 + 2*16*32*4 + 16*40*2 + 3*16*4
-}
-
-func checkMLA(e *env, r *rand.Rand, T, H, tps, ctx, chunk, hg int, fp8 bool) (float64, error) {
+// checkMLA runs mla_decode (the tensor-core kernel when tc, else the
+// backend's head group for H) and mla_combine with the given chunk against
+// a float64 reference; it returns the relative error and the head group.
+func checkMLA(e *env, r *rand.Rand, T, H, tps, ctx, chunk int, tc, fp8 bool) (float64, int, error) {
 	B := T / tps
 	q := randBF(r, T*H*576)
 	kvN := B * ctx * 576
@@ -452,24 +448,24 @@ func checkMLA(e *env, r *rand.Rand, T, H, tps, ctx, chunk, hg int, fp8 bool) (fl
 	if fp8 {
 		kvs = "fp8"
 	}
-	name, smem := fmt.Sprintf("mla_decode_%s_h%d", kvs, hg), mlaSmem(hg, 576)
-	if hg == 0 { // tensor-core kernel
-		name, smem, hg = "mla_decode_tc_"+kvs, mlaSmemTC(576, fp8), 16
+	g := cuda.MLALaunch(T, H, ctx, 576, e.info.SMs, tc, fp8)
+	name := fmt.Sprintf("mla_decode_%s_h%d", kvs, g.HeadGroup)
+	if tc {
+		name = "mla_decode_tc_" + kvs
 	}
 	if err := cu.SetMaxDynamicSmem(e.fn(name), 110000); err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	scale := float32(1 / math.Sqrt(192))
-	groups := (H + hg - 1) / hg
-	if err := e.launch(name, [3]uint32{uint32(S), uint32(groups), uint32(T)}, [3]uint32{256, 1, 1}, uint32(smem),
+	if err := e.launch(name, [3]uint32{uint32(S), uint32(g.Groups), uint32(T)}, [3]uint32{256, 1, 1}, uint32(g.SmemBytes),
 		uint64(dq), uint64(dkv), uint64(part), uint64(lse), i32(T), i32(H), i32(ctx), i32(tps), i32(chunk), f32(scale), i32(576), i32(512)); err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	if err := e.launch("mla_combine", [3]uint32{uint32(T * H), 1, 1}, [3]uint32{128, 1, 1}, 0, uint64(part), uint64(lse), uint64(out), i32(T*H), i32(S), i32(512)); err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	if err := cu.StreamSync(e.stream); err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	o, _ := downloadBF(out, T*H*512)
 	var got, want []float64
@@ -504,7 +500,7 @@ func checkMLA(e *env, r *rand.Rand, T, H, tps, ctx, chunk, hg int, fp8 bool) (fl
 	for _, p := range []cu.DevPtr{dq, dkv, part, lse, out} {
 		cu.Free(p)
 	}
-	return relErr(got, want), nil
+	return relErr(got, want), g.HeadGroup, nil
 }
 
 // ---- timing ----
@@ -727,17 +723,10 @@ func mlaBench(args []string) error {
 	}
 	for _, c := range cases {
 		T := c.B
-		hg := 16
-		for _, g := range []int{1, 2, 4, 8} {
-			if c.H <= g && !c.tc {
-				hg = g
-				break
-			}
-		}
-		groups := (c.H + hg - 1) / hg
-		splits := max(1, min(2*e.info.SMs/(T*groups), c.ctx/256))
-		chunk := ((c.ctx+splits-1)/splits + 31) / 32 * 32
-		splits = (c.ctx + chunk - 1) / chunk
+		// The geometry the backend's planner gives this op (one token per
+		// sequence).
+		g := cuda.MLALaunch(T, c.H, c.ctx, 576, e.info.SMs, c.tc, c.fp8)
+		splits, chunk := g.Splits, g.Chunk
 		kvb := uint64(2)
 		kvs := "bf16"
 		if c.fp8 {
@@ -755,14 +744,14 @@ func mlaBench(args []string) error {
 		part, _ := cu.Alloc(uint64(splits*T*c.H) * (512*4 + 4))
 		lse := part + cu.DevPtr(uint64(splits*T*c.H)*512*4)
 		o, _ := cu.Alloc(uint64(T * c.H * 512 * 2))
-		name, smem := fmt.Sprintf("mla_decode_%s_h%d", kvs, hg), mlaSmem(hg, 576)
+		name := fmt.Sprintf("mla_decode_%s_h%d", kvs, g.HeadGroup)
 		if c.tc {
-			name, smem = "mla_decode_tc_"+kvs, mlaSmemTC(576, c.fp8)
+			name = "mla_decode_tc_" + kvs
 		}
 		cu.SetMaxDynamicSmem(e.fn(name), 110000)
 		call := func(i int) error {
 			kvi := kv + cu.DevPtr(uint64(i%copies)*kvBytes)
-			if err := e.launch(name, [3]uint32{uint32(splits), uint32(groups), uint32(T)}, [3]uint32{256, 1, 1}, uint32(smem),
+			if err := e.launch(name, [3]uint32{uint32(splits), uint32(g.Groups), uint32(T)}, [3]uint32{256, 1, 1}, uint32(g.SmemBytes),
 				uint64(q), uint64(kvi), uint64(part), uint64(lse), i32(T), i32(c.H), i32(c.ctx), i32(1), i32(chunk), f32(0.07), i32(576), i32(512)); err != nil {
 				return err
 			}
