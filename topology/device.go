@@ -140,15 +140,6 @@ func (d *Device) EfficiencyFor(opKind, dtype string) float64 {
 	return 1
 }
 
-// SustainedMemBWGBps is MemBWGBps * MemEfficiency (MemEfficiency 0 counts
-// as 1).
-func (d *Device) SustainedMemBWGBps() float64 {
-	if d.MemEfficiency <= 0 {
-		return d.MemBWGBps
-	}
-	return d.MemBWGBps * d.MemEfficiency
-}
-
 // Validate checks the spec; errors name the device and the field.
 func (d *Device) Validate() error {
 	where := fmt.Sprintf("device %q", d.Name)

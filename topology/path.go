@@ -27,9 +27,6 @@ type Path struct {
 	edges []int32
 }
 
-// Hops is the number of links on the path.
-func (p *Path) Hops() int { return len(p.edges) }
-
 // LevelString prints the level as nvidia-smi does ("NV18", "PIX", "SYS").
 func (p *Path) LevelString() string {
 	if p.Level == LevelNV {
@@ -270,24 +267,6 @@ func ncclPCIeGBps(gen, width int) float64 {
 	}
 	speed := 15.0 * math.Pow(2, float64(gen-1)) // Gen1 15 ... Gen5 240
 	return float64(width) * speed / 80
-}
-
-// PCIeRawGBps is the raw PCIe bandwidth per direction: lanes x transfer
-// rate x encoding / 8 (hardware.md: Gen5 x16 = 32 GT/s x 16 x 128/130 / 8
-// = 63.0 GB/s). Gen1/2 use 8b/10b encoding.
-func PCIeRawGBps(gen, width int) float64 {
-	if gen < 1 || width < 1 {
-		return 0
-	}
-	gts := 2.5 * math.Pow(2, float64(gen-1))
-	enc := 128.0 / 130
-	if gen <= 2 {
-		enc = 0.8
-	}
-	if gen >= 6 {
-		enc = 242.0 / 256 // FLIT mode with FEC (assumption: 6.0 spec FLIT efficiency)
-	}
-	return float64(width) * gts * enc / 8
 }
 
 // linkNCCLBW is the bandwidth NCCL's search gives link l.
