@@ -153,19 +153,17 @@ var dtypeNames = [numDtypes]model.Dtype{"", model.BF16, model.FP16, model.FP8, m
 // computeParams are the cost parameters of one (kernel family, dtype)
 // cell, looked up once per Predictor so the hot loop does no map access.
 type computeParams struct {
-	computeDtype model.Dtype // the dtype the tensor cores run (after fallback)
-	computeKey   string      // its PeakTFLOPS key ("fp4", "fp8", "bf16")
-	peakTFLOPS   float64     // dense peak at the sustained clock for computeDtype
-	efficiency   float64     // achieved fraction of peakTFLOPS (named prior)
-	memGBps      float64     // device memory bandwidth x memory efficiency
-	memEff       float64     // the memory efficiency used
-	minKernelUs  float64     // the kind's floor (MinKernelUsByKind, else MinKernelUs)
-	rampUs       float64     // the family's fixed ramp (RampUs), 0 when none
+	computeKey  string  // PeakTFLOPS key of the dtype the tensor cores run, after fallback ("fp4", "fp8", "bf16")
+	peakTFLOPS  float64 // dense peak at the sustained clock for that dtype
+	efficiency  float64 // achieved fraction of peakTFLOPS (named prior)
+	memGBps     float64 // device memory bandwidth x memory efficiency
+	memEff      float64 // the memory efficiency used
+	minKernelUs float64 // the kind's floor (MinKernelUsByKind, else MinKernelUs)
+	rampUs      float64 // the family's fixed ramp (RampUs), 0 when none
 }
 
 // computeModel holds the per-(kind, dtype) parameters of a device.
 type computeModel struct {
-	dev        *topology.Device
 	sms        float64
 	fp32TFLOPS float64 // CUDA-core peak for dequantization work (0: not modeled)
 	attn       AttentionBackend
@@ -188,7 +186,7 @@ type computeModel struct {
 // small-batch FP4 MoE on SM120 may stream weights below the device's
 // STREAM figure).
 func newComputeModel(dev *topology.Device, attn AttentionBackend) *computeModel {
-	cm := &computeModel{dev: dev, sms: float64(dev.SMs), attn: attn}
+	cm := &computeModel{sms: float64(dev.SMs), attn: attn}
 	if cm.sms < 1 {
 		cm.sms = 1
 	}
@@ -236,7 +234,7 @@ func newComputeModel(dev *topology.Device, attn AttentionBackend) *computeModel 
 			if v, ok := dev.RampUs[kind+"/"+string(dt)]; ok && dt != "" {
 				ramp = v
 			}
-			cm.cells[ki][di] = computeParams{computeDtype: cd, computeKey: topology.ComputeKey(string(cd)), peakTFLOPS: peak, efficiency: eff,
+			cm.cells[ki][di] = computeParams{computeKey: topology.ComputeKey(string(cd)), peakTFLOPS: peak, efficiency: eff,
 				memGBps: dev.MemBWGBps * memEff, memEff: memEff, minKernelUs: floor, rampUs: ramp}
 		}
 	}

@@ -75,8 +75,7 @@ type engine struct {
 	rankOff []int32 // ops of rank r are ops[rankOff[r]:rankOff[r+1]]
 
 	start, end []float64
-	hostDone   []float64 // host launch finished
-	pred       []int32   // global index of the op that released this one (-1 none)
+	pred       []int32 // global index of the op that released this one (-1 none)
 	why        []uint8
 
 	queueDepth   int
@@ -92,13 +91,12 @@ type engine struct {
 	arrivedPre []int32
 }
 
-func (e *engine) reset(nRanks, nOps int) {
+func (e *engine) reset(nOps int) {
 	e.ops = e.ops[:0]
 	e.deps = e.deps[:0]
 	e.rankOff = append(e.rankOff[:0], 0)
 	e.start = grow(e.start, nOps)
 	e.end = grow(e.end, nOps)
-	e.hostDone = grow(e.hostDone, nOps)
 	e.pred = grow(e.pred, nOps)
 	e.why = grow(e.why, nOps)
 }
@@ -123,7 +121,6 @@ func (e *engine) ready(g, i, off int32, hostT *float64, streamLast *[2]int32) (f
 		}
 	}
 	*hostT = hs + op.launchUs
-	e.hostDone[g] = *hostT
 	t, pred, why := *hostT, int32(-1), waitLaunch
 	if *hostT == 0 {
 		why = waitNone

@@ -17,7 +17,7 @@ func engineFor(ranks [][]engineOp, deps []int32) *engine {
 	for _, r := range ranks {
 		n += len(r)
 	}
-	e.reset(len(ranks), n)
+	e.reset(n)
 	e.deps = append(e.deps, deps...)
 	for _, r := range ranks {
 		e.ops = append(e.ops, r...)

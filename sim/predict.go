@@ -29,7 +29,6 @@ type Predictor struct {
 
 	costs    []OpCost // per simulated op
 	overhead []float64
-	fusedBy  []int32
 }
 
 // New returns a Predictor for the box under opts, with NCCL's collective
@@ -346,10 +345,9 @@ func (p *Predictor) run(s *model.Schedule, mode int) error {
 		total = s.NumOps()
 	}
 	e := &p.eng
-	e.reset(nSim, total)
+	e.reset(total)
 	p.costs = grow(p.costs, total)
 	p.overhead = grow(p.overhead, total)
-	p.fusedBy = grow(p.fusedBy, total)
 
 	graphed := p.graphed(s.Workload)
 	e.queueDepth = p.topo.Host.LaunchQueueDepth
@@ -370,7 +368,6 @@ func (p *Predictor) run(s *model.Schedule, mode int) error {
 		ops := s.Ranks[r]
 		for i := range ops {
 			op := &ops[i]
-			p.fusedBy[g+i] = -1
 			var c OpCost
 			if op.IsCollective() {
 				var err error
@@ -480,7 +477,6 @@ func (p *Predictor) fuseNorms(ops []model.Op, off int) {
 		p.costs[n] = OpCost{Fused: true, Bound: BoundNone, MemoryUs: extra}
 		p.eng.ops[n].durUs, p.eng.ops[n].launchUs = 0, 0
 		p.overhead[n] = 0
-		p.fusedBy[n] = int32(ar)
 	}
 }
 
