@@ -34,7 +34,7 @@ type scenarioFlags struct {
 // --dense-dsa on fs.
 func addModelScenarioFlags(fs *pflag.FlagSet) *scenarioFlags {
 	f := &scenarioFlags{}
-	fs.StringVar(&f.model, "model", model.DefaultPreset, "model preset ("+strings.Join(model.PresetNames(), ", ")+") or a config.json / model directory")
+	addModelFlag(fs, &f.model)
 	fs.IntVar(&f.tp, "tp", 8, "tensor-parallel degree (must divide the attention heads)")
 	fs.BoolVar(&f.ep, "ep", false, "expert parallelism: whole experts per rank (vLLM --enable-expert-parallel)")
 	fs.IntVar(&f.dp, "dp", 1, "data-parallel attention degree; GPUs = tp x dp (needs --ep)")
@@ -45,9 +45,20 @@ func addModelScenarioFlags(fs *pflag.FlagSet) *scenarioFlags {
 	fs.IntVar(&f.mtp, "mtp", 0, "MTP speculative tokens per sequence and step")
 	fs.IntVar(&f.mtp, "spec-tokens", 0, "alias of --mtp")
 	fs.StringVar(&f.kvDtype, "kv-dtype", "", "KV-cache dtype: bf16 or fp8 (default: the checkpoint's kv_cache_quant_algo / kv_cache_scheme)")
-	fs.BoolVar(&f.denseDSA, "dense-dsa", false, "run a DSA model (GLM-5) as dense MLA without the indexer, as SM120 engines do")
+	addDenseDSAFlag(fs, &f.denseDSA)
 	fs.StringVar(&f.dispatch, "moe-dispatch", model.DispatchAllToAll, "MoE dispatch under --dp > 1: alltoall or allgather_reducescatter (vLLM's all2all backend)")
 	return f
+}
+
+// addModelFlag registers --model (a preset, config.json or model
+// directory) on fs; plan shares it with the scenario flags.
+func addModelFlag(fs *pflag.FlagSet, p *string) {
+	fs.StringVar(p, "model", model.DefaultPreset, "model preset ("+strings.Join(model.PresetNames(), ", ")+") or a config.json / model directory")
+}
+
+// addDenseDSAFlag registers --dense-dsa on fs.
+func addDenseDSAFlag(fs *pflag.FlagSet, p *bool) {
+	fs.BoolVar(p, "dense-dsa", false, "run a DSA model (GLM-5) as dense MLA without the indexer, as SM120 engines do")
 }
 
 // resolve turns the flags into an architecture, a plan and a workload.

@@ -48,25 +48,44 @@ func addSimFlags(fs *pflag.FlagSet) *simFlags {
 // resolve returns the topology and options the flags name; errors are
 // usage errors.
 func (f *simFlags) resolve() (*topology.Topology, sim.Options, error) {
-	var o sim.Options
-	t, err := topology.Resolve(f.topo, f.gpus)
+	t, err := resolveTopology(f.topo, f.gpus)
 	if err != nil {
-		return nil, o, usageErrorf("--topo %s: %v", f.topo, err)
+		return nil, sim.Options{}, err
 	}
+	o, err := f.options()
+	if err != nil {
+		return nil, sim.Options{}, err
+	}
+	return t, o, nil
+}
+
+// resolveTopology resolves one --topo name (preset or JSON file) at gpus
+// GPUs (0 = all); errors are usage errors naming --topo.
+func resolveTopology(name string, gpus int) (*topology.Topology, error) {
+	t, err := topology.Resolve(name, gpus)
+	if err != nil {
+		return nil, usageErrorf("--topo %s: %v", name, err)
+	}
+	return t, nil
+}
+
+// options returns the sim.Options the run-time flags name; errors are
+// usage errors.
+func (f *simFlags) options() (sim.Options, error) {
 	ar, err := sim.ParseCustomAR(f.customAR)
 	if err != nil {
-		return nil, o, usageErrorf("--custom-ar: %v", err)
+		return sim.Options{}, usageErrorf("--custom-ar: %v", err)
 	}
 	if _, err := topology.ParseP2PLevel(f.p2pLevel); err != nil {
-		return nil, o, usageErrorf("--p2p-level: %v", err)
+		return sim.Options{}, usageErrorf("--p2p-level: %v", err)
 	}
-	o = sim.Options{NCCLProto: f.proto, NCCLAlgo: f.algo, P2PLevel: f.p2pLevel, P2PDisable: f.p2pDisable,
+	o := sim.Options{NCCLProto: f.proto, NCCLAlgo: f.algo, P2PLevel: f.p2pLevel, P2PDisable: f.p2pDisable,
 		CUDAGraphs: f.graphs, CustomAR: ar, ARNormFusion: f.fusion, Overlap: f.overlap,
 		MTPAcceptRate: f.mtpAccept, GPUMemUtilization: f.memUtil, AttentionBackend: sim.AttentionBackend(f.attn)}
 	if err := o.Validate(); err != nil {
-		return nil, o, usageErrorf("%v", err)
+		return sim.Options{}, usageErrorf("%v", err)
 	}
-	return t, o, nil
+	return o, nil
 }
 
 // simScenario resolves the shared model scenario flags into a sim.Scenario.

@@ -45,8 +45,10 @@ Run-time options default to the seed's settings: CUDA graphs, NCCL_PROTO=LL,
 NCCL_P2P_LEVEL=SYS.`,
 		Example: `tpscope plan --model kimi-k2.5-nvfp4 --topo rtxpro6000-2s,h200-nvswitch --gpu-counts 8 --contexts 4096,32768 --slo-ms 50 --plot pareto.png`,
 		Flags: func(fs *pflag.FlagSet) func(args []string, stdout, stderr io.Writer) error {
-			modelName := fs.String("model", model.DefaultPreset, "model preset ("+strings.Join(model.PresetNames(), ", ")+") or a config.json / model directory")
-			denseDSA := fs.Bool("dense-dsa", false, "run a DSA model (GLM-5) as dense MLA without the indexer")
+			var modelName string
+			var denseDSA bool
+			addModelFlag(fs, &modelName)
+			addDenseDSAFlag(fs, &denseDSA)
 			sf := addSimFlags(fs)
 			setFlagDefault(fs, "cuda-graphs", "true")
 			setFlagDefault(fs, "nccl-proto", "LL")
@@ -79,23 +81,23 @@ NCCL_P2P_LEVEL=SYS.`,
 				if err := checkPlotPath(*plotFile); err != nil {
 					return err
 				}
-				a, err := resolveModel(*modelName)
+				a, err := resolveModel(modelName)
 				if err != nil {
 					return err
 				}
-				space := sim.PlanSpace{Arch: a, Build: model.BuildOptions{DenseDSA: *denseDSA}, MaxMsPerToken: *slo}
+				space := sim.PlanSpace{Arch: a, Build: model.BuildOptions{DenseDSA: denseDSA}, MaxMsPerToken: *slo}
 				for _, name := range splitList(sf.topo) {
-					f := *sf
-					f.topo, f.gpus = name, 0
-					t, opts, err := f.resolve()
+					t, err := resolveTopology(name, 0)
 					if err != nil {
 						return err
 					}
 					space.Topologies = append(space.Topologies, t)
-					space.Options = opts
 				}
 				if len(space.Topologies) == 0 {
 					return usageErrorf("--topo: no topology named")
+				}
+				if space.Options, err = sf.options(); err != nil {
+					return err
 				}
 				if sf.gpus > 0 {
 					space.GPUCounts = []int{sf.gpus}
