@@ -78,7 +78,6 @@ var (
 	cuDevicePrimaryCtxRetain    func(c *Context, d int32) Result
 	cuDevicePrimaryCtxRelease   func(d int32) Result
 	cuCtxSetCurrent             func(c Context) Result
-	cuCtxSynchronize            func() Result
 	cuMemAlloc                  func(p *DevPtr, n uint64) Result
 	cuMemFree                   func(p DevPtr) Result
 	cuMemGetInfo                func(free, total *uint64) Result
@@ -91,15 +90,11 @@ var (
 	cuStreamQuery               func(s Stream) Result
 	cuEventCreate               func(e *Event, flags uint32) Result
 	cuEventDestroy              func(e Event) Result
-	cuEventRecord               func(e Event, s Stream) Result
-	cuEventRecordWithFlags      func(e Event, s Stream, flags uint32) Result
-	cuEventSynchronize          func(e Event) Result
 	cuEventElapsedTime          func(ms *float32, a, b Event) Result
 	cuModuleLoadData            func(m *Module, image unsafe.Pointer) Result
 	cuModuleUnload              func(m Module) Result
 	cuModuleGetFunction         func(f *Function, m Module, name string) Result
 	cuFuncSetAttribute          func(f Function, attr int32, v int32) Result
-	cuLaunchKernel              func(f Function, gx, gy, gz, bx, by, bz, smem uint32, s Stream, params unsafe.Pointer, extra unsafe.Pointer) Result
 	cuStreamBeginCapture        func(s Stream, mode int32) Result
 	cuStreamEndCapture          func(s Stream, g *Graph) Result
 	cuGraphInstantiateWithFlags func(e *GraphExec, g Graph, flags uint64) Result
@@ -131,7 +126,6 @@ func Load() error {
 		b.Bind(&cuDevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain")
 		b.Bind(&cuDevicePrimaryCtxRelease, "cuDevicePrimaryCtxRelease_v2")
 		b.Bind(&cuCtxSetCurrent, "cuCtxSetCurrent")
-		b.Bind(&cuCtxSynchronize, "cuCtxSynchronize")
 		b.Bind(&cuMemAlloc, "cuMemAlloc_v2")
 		b.Bind(&cuMemFree, "cuMemFree_v2")
 		b.Bind(&cuMemGetInfo, "cuMemGetInfo_v2")
@@ -144,24 +138,20 @@ func Load() error {
 		b.Bind(&cuStreamQuery, "cuStreamQuery")
 		b.Bind(&cuEventCreate, "cuEventCreate")
 		b.Bind(&cuEventDestroy, "cuEventDestroy_v2")
-		b.Bind(&cuEventRecord, "cuEventRecord")
-		b.Bind(&cuEventRecordWithFlags, "cuEventRecordWithFlags")
-		b.Bind(&cuEventSynchronize, "cuEventSynchronize")
 		b.Bind(&cuEventElapsedTime, "cuEventElapsedTime")
 		b.Bind(&cuModuleLoadData, "cuModuleLoadData")
 		b.Bind(&cuModuleUnload, "cuModuleUnload")
 		b.Bind(&cuModuleGetFunction, "cuModuleGetFunction")
 		b.Bind(&cuFuncSetAttribute, "cuFuncSetAttribute")
-		b.Bind(&cuLaunchKernel, "cuLaunchKernel")
 		b.Bind(&cuStreamBeginCapture, "cuStreamBeginCapture_v2")
 		b.Bind(&cuStreamEndCapture, "cuStreamEndCapture")
 		b.Bind(&cuGraphInstantiateWithFlags, "cuGraphInstantiateWithFlags")
 		b.Bind(&cuGraphLaunch, "cuGraphLaunch")
 		b.Bind(&cuGraphExecDestroy, "cuGraphExecDestroy")
 		b.Bind(&cuGraphDestroy, "cuGraphDestroy")
-		symEventRecord = b.Sym("cuEventRecord")
-		symEventRecordWithFlags = b.Sym("cuEventRecordWithFlags")
-		symLaunchKernel = b.Sym("cuLaunchKernel")
+		symEventRecord = b.Require("cuEventRecord")
+		symEventRecordWithFlags = b.Require("cuEventRecordWithFlags")
+		symLaunchKernel = b.Require("cuLaunchKernel")
 		if b.Err != nil {
 			loadErr = b.Err
 			return
@@ -218,8 +208,6 @@ const (
 	AttrComputeCapabilityMinor = 76
 	AttrL2CacheSize            = 38
 	AttrMaxSharedPerBlockOptin = 97
-	AttrClockRateKHz           = 13
-	AttrMemoryClockRateKHz     = 36
 )
 
 // DeviceInfo describes one device.
@@ -295,9 +283,6 @@ func ReleasePrimaryContext(ordinal int) error {
 
 // SetCurrent makes c current on the calling OS thread.
 func SetCurrent(c Context) error { return check("cuCtxSetCurrent", cuCtxSetCurrent(c)) }
-
-// Synchronize waits for the current context's work.
-func Synchronize() error { return check("cuCtxSynchronize", cuCtxSynchronize()) }
 
 // Alloc allocates n bytes of device memory (never managed memory).
 func Alloc(n uint64) (DevPtr, error) {
@@ -390,9 +375,6 @@ func Record(e Event, s Stream, external bool) error {
 	r, _, _ := purego.SyscallN(symEventRecord, uintptr(e), uintptr(s))
 	return check("cuEventRecord", Result(int32(r)))
 }
-
-// EventSync waits for e.
-func EventSync(e Event) error { return check("cuEventSynchronize", cuEventSynchronize(e)) }
 
 // Elapsed returns the time from a to b in milliseconds (resolution about
 // 0.5 us per the driver documentation).

@@ -70,13 +70,11 @@ var (
 	loadOnce sync.Once
 	loadErr  error
 
-	cublasCreate               func(h *uintptr) Status
-	cublasDestroy              func(h uintptr) Status
-	cublasSetStream            func(h uintptr, s cu.Stream) Status
-	cublasSetWorkspace         func(h uintptr, ws cu.DevPtr, n uint64) Status
-	cublasGetVersion           func(h uintptr, v *int32) Status
-	cublasGemmEx               func(h uintptr, ta, tb int32, m, n, k int32, alpha unsafe.Pointer, a cu.DevPtr, at int32, lda int32, b cu.DevPtr, bt int32, ldb int32, beta unsafe.Pointer, c cu.DevPtr, ct int32, ldc int32, compute int32, algo int32) Status
-	cublasGemmStridedBatchedEx func(h uintptr, ta, tb int32, m, n, k int32, alpha unsafe.Pointer, a cu.DevPtr, at int32, lda int32, sa int64, b cu.DevPtr, bt int32, ldb int32, sb int64, beta unsafe.Pointer, c cu.DevPtr, ct int32, ldc int32, sc int64, batch int32, compute int32, algo int32) Status
+	cublasCreate       func(h *uintptr) Status
+	cublasDestroy      func(h uintptr) Status
+	cublasSetStream    func(h uintptr, s cu.Stream) Status
+	cublasSetWorkspace func(h uintptr, ws cu.DevPtr, n uint64) Status
+	cublasGetVersion   func(h uintptr, v *int32) Status
 
 	ltCreate            func(h *uintptr) Status
 	ltDestroy           func(h uintptr) Status
@@ -90,7 +88,6 @@ var (
 	ltPrefDestroy       func(p uintptr) Status
 	ltPrefSetAttr       func(p uintptr, attr int32, buf unsafe.Pointer, n uint64) Status
 	ltAlgoGetHeuristic  func(h, desc, a, b, c, d, pref uintptr, req int32, res unsafe.Pointer, ret *int32) Status
-	ltMatmul            func(h, desc uintptr, alpha unsafe.Pointer, a cu.DevPtr, ad uintptr, b cu.DevPtr, bd uintptr, beta unsafe.Pointer, c cu.DevPtr, cd uintptr, d cu.DevPtr, dd uintptr, algo unsafe.Pointer, ws cu.DevPtr, wsn uint64, s cu.Stream) Status
 	ltGetVersion        func() uint64
 )
 
@@ -117,10 +114,8 @@ func Load() error {
 		b.Bind(&cublasSetStream, "cublasSetStream_v2")
 		b.Bind(&cublasSetWorkspace, "cublasSetWorkspace_v2")
 		b.Bind(&cublasGetVersion, "cublasGetVersion_v2")
-		b.Bind(&cublasGemmEx, "cublasGemmEx")
-		b.Bind(&cublasGemmStridedBatchedEx, "cublasGemmStridedBatchedEx")
-		symGemmEx = b.Sym("cublasGemmEx")
-		symGemmStridedBatchedEx = b.Sym("cublasGemmStridedBatchedEx")
+		symGemmEx = b.Require("cublasGemmEx")
+		symGemmStridedBatchedEx = b.Require("cublasGemmStridedBatchedEx")
 		if b.Err != nil {
 			loadErr = b.Err
 			return
@@ -138,9 +133,8 @@ func Load() error {
 		bl.Bind(&ltPrefDestroy, "cublasLtMatmulPreferenceDestroy")
 		bl.Bind(&ltPrefSetAttr, "cublasLtMatmulPreferenceSetAttribute")
 		bl.Bind(&ltAlgoGetHeuristic, "cublasLtMatmulAlgoGetHeuristic")
-		bl.Bind(&ltMatmul, "cublasLtMatmul")
 		bl.Bind(&ltGetVersion, "cublasLtGetVersion")
-		symLtMatmul = bl.Sym("cublasLtMatmul")
+		symLtMatmul = bl.Require("cublasLtMatmul")
 		loadErr = bl.Err
 	})
 	return loadErr

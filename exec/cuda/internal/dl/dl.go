@@ -180,11 +180,16 @@ func (b *Binder) Optional(fptr any, name string) bool {
 	return true
 }
 
-// Sym returns the raw address of a symbol (0 when missing), for hot-path
-// calls through purego.SyscallN.
-func (b *Binder) Sym(name string) uintptr {
+// Require returns the raw address of a symbol, for hot-path calls through
+// purego.SyscallN. A missing symbol records the error Bind would; it
+// returns 0 then and once an error is recorded.
+func (b *Binder) Require(name string) uintptr {
+	if b.Err != nil {
+		return 0
+	}
 	sym, err := purego.Dlsym(b.Lib.Handle, name)
-	if err != nil {
+	if err != nil || sym == 0 {
+		b.Err = fmt.Errorf("%s (%s): symbol %s missing: %v", b.Lib.Name, b.Lib.Path, name, err)
 		return 0
 	}
 	return sym

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -31,5 +32,23 @@ func TestOpenMissing(t *testing.T) {
 	}
 	if want := "libtpscope-missing.so.2 not found; set TPSCOPE_CUDA_LIBS"; err.Error() != want {
 		t.Fatalf("message %q, want %q", err.Error(), want)
+	}
+}
+
+// Require records a missing symbol as Bind does and then stops looking up.
+func TestRequire(t *testing.T) {
+	l, err := Open("libc.so.6")
+	if err != nil {
+		t.Skipf("no libc.so.6: %v", err)
+	}
+	b := &Binder{Lib: l}
+	if b.Require("strlen") == 0 || b.Err != nil {
+		t.Fatalf("strlen: err %v", b.Err)
+	}
+	if p := b.Require("tpscope_missing_symbol"); p != 0 || b.Err == nil || !strings.Contains(b.Err.Error(), "symbol tpscope_missing_symbol missing") {
+		t.Fatalf("missing symbol: address %#x, err %v", p, b.Err)
+	}
+	if p := b.Require("strlen"); p != 0 {
+		t.Fatalf("after an error: address %#x, want 0", p)
 	}
 }
