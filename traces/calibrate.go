@@ -160,14 +160,12 @@ func CalibrateTrace(results []*Result, o CalibrateTraceOptions) (*TraceCalibrati
 	coll := map[collKey][]sim.CalSample{}
 	var ckeys []collKey
 	grouped, badGroup := 0, 0
-	allGraphs := true
+	// Traces of the eager scenarios (every group holds at least one): their
+	// spans hold host delay (see the floors below).
 	var eagerTraces [][]Span
-	var eagerOpts sim.Options
 	for _, sc := range scens {
-		if !sc.rs.Options.CUDAGraphs { // eager spans hold host delay (see the floors below)
-			allGraphs = false
+		if !sc.rs.Options.CUDAGraphs {
 			eagerTraces = append(eagerTraces, sc.g.traces...)
-			eagerOpts = sc.rs.Options
 		}
 		opAt := scheduleIndex(sc.pr, sc.sched)
 		for _, s := range sc.al.Samples {
@@ -230,7 +228,7 @@ func CalibrateTrace(results []*Result, o CalibrateTraceOptions) (*TraceCalibrati
 	// their time, and mis-price its large ones).
 	var err error
 	tc.Device.MinKernelUs, tc.Device.MinKernelUsByKind = fitMinKernel(comp, &tc.Notes)
-	if !allGraphs && tc.Device.MinKernelUsByKind != nil {
+	if len(eagerTraces) > 0 && tc.Device.MinKernelUsByKind != nil {
 		// Eager: a kernel's measured interval also holds the host's delay
 		// between its start event and its launch, longest for the kinds
 		// with the slowest launch path (cuBLAS); per-kind floors would
@@ -260,14 +258,11 @@ func CalibrateTrace(results []*Result, o CalibrateTraceOptions) (*TraceCalibrati
 	} else {
 		tc.Notes = append(tc.Notes, "no compute op measured: efficiencies keep their priors")
 	}
-	floors := tc.Device
 	if len(eagerTraces) > 0 {
-		tc.Device = fitDevice(eagerTraces, eagerOpts, &tc.Notes)
+		tc.Device.LaunchEagerUs = fitLaunchEager(eagerTraces, &tc.Notes)
 	} else {
-		tc.Device = sim.DeviceFit{}
 		tc.Notes = append(tc.Notes, "CUDA-graph run: host launch cost per kernel not fitted")
 	}
-	tc.Device.MinKernelUs, tc.Device.MinKernelUsByKind = floors.MinKernelUs, floors.MinKernelUsByKind
 	out, err := sim.ApplyComputeFit(base, tc.Families, tc.Device, prov)
 	if err != nil {
 		return nil, fmt.Errorf("calibrate: %w", err)
@@ -303,7 +298,7 @@ func CalibrateTrace(results []*Result, o CalibrateTraceOptions) (*TraceCalibrati
 		befores, afters = append(befores, before), append(afters, after)
 		tc.PerScenario = append(tc.PerScenario, ScenarioHoldOuts{Spec: sc.rs.Spec, Before: holdOut(before), After: holdOut(after)})
 	}
-	tc.Before, tc.After = holdOutAll(befores), holdOutAll(afters)
+	tc.Before, tc.After = holdOut(befores...), holdOut(afters...)
 	return tc, nil
 }
 
@@ -332,15 +327,11 @@ func firstRanks(g []int) bool {
 	return len(g) >= 2
 }
 
-// fitDevice estimates the host launch cost per kernel from the op spans'
-// AttrHostLaunchUs on even steps (median; eager runs only: under CUDA
-// graphs the host launches the graph, not the kernels).
-func fitDevice(traces [][]Span, o sim.Options, notes *[]string) sim.DeviceFit {
-	var d sim.DeviceFit
-	if o.CUDAGraphs {
-		*notes = append(*notes, "CUDA-graph run: host launch cost per kernel not fitted")
-		return d
-	}
+// fitLaunchEager estimates the host launch cost per kernel from the op
+// spans' AttrHostLaunchUs on even steps (median) of eager traces (under CUDA
+// graphs the host launches the graph, not the kernels); 0 (the prior
+// stands) when fewer than 10 spans carry it.
+func fitLaunchEager(traces [][]Span, notes *[]string) float64 {
 	var v []float64
 	for _, tr := range traces {
 		for i := range tr {
@@ -357,11 +348,10 @@ func fitDevice(traces [][]Span, o sim.Options, notes *[]string) sim.DeviceFit {
 	}
 	if len(v) < 10 {
 		*notes = append(*notes, fmt.Sprintf("%d spans carry %s (need 10): launch_eager_us keeps its prior", len(v), AttrHostLaunchUs))
-		return d
+		return 0
 	}
 	sort.Float64s(v)
-	d.LaunchEagerUs = quantile(v, 0.5)
-	return d
+	return quantile(v, 0.5)
 }
 
 // fitMinKernel estimates the shortest kernel time as the median measured
@@ -411,31 +401,9 @@ func positiveMedian(v []float64) float64 {
 	return 0
 }
 
-func holdOut(sr *ScenarioReport) HoldOut {
-	h := HoldOut{Steps: sr.Steps, StepErrPct: sr.Step.ErrPct}
-	var sq, ab float64
-	for _, o := range sr.Ops {
-		if o.MedianUs <= 0 {
-			continue
-		}
-		e := o.ErrPct
-		sq += e * e
-		ab += math.Abs(e)
-		h.Units++
-	}
-	if h.Units > 0 {
-		h.OpRMSErrPct = math.Sqrt(sq / float64(h.Units))
-		h.OpMeanAbsErrPct = ab / float64(h.Units)
-	}
-	return h
-}
-
-// holdOutAll is the held-out error over several scenarios: op errors of
-// all their units together, the mean of their signed step errors.
-func holdOutAll(srs []*ScenarioReport) HoldOut {
-	if len(srs) == 1 {
-		return holdOut(srs[0])
-	}
+// holdOut is the held-out error over one or several scenarios: op
+// errors of all their units together, the mean of their signed step errors.
+func holdOut(srs ...*ScenarioReport) HoldOut {
 	var h HoldOut
 	var sq, ab, step float64
 	for _, sr := range srs {

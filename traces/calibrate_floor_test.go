@@ -65,6 +65,11 @@ func TestCalibrateGraphRunFitsPerKindFloors(t *testing.T) {
 	if tc.Before.OpRMSErrPct < 20 || tc.After.OpRMSErrPct > 2 {
 		t.Errorf("held-out op RMS error: before %.2f %%, after %.2f %%; want before > 20, after < 2", tc.Before.OpRMSErrPct, tc.After.OpRMSErrPct)
 	}
+	// A graph run says once that the launch cost was not fitted (under
+	// graphs the host launches the graph, not the kernels).
+	if n := countNotes(tc.Notes, graphLaunchNote); n != 1 {
+		t.Errorf("graph run: %d notes %q, want 1 (notes %q)", n, graphLaunchNote, tc.Notes)
+	}
 	b, err := tc.Topology.Marshal()
 	if err != nil {
 		t.Fatal(err)
@@ -83,6 +88,21 @@ func TestCalibrateGraphRunFitsPerKindFloors(t *testing.T) {
 	if tce.Device.MinKernelUsByKind != nil || !(tce.Device.MinKernelUs > 2) {
 		t.Errorf("eager run: floors %.3f / %v, want one device-wide floor above the 2 us prior and none per kind", tce.Device.MinKernelUs, tce.Device.MinKernelUsByKind)
 	}
+	if n := countNotes(tce.Notes, graphLaunchNote); n != 0 {
+		t.Errorf("eager run: %d notes %q, want none", n, graphLaunchNote)
+	}
+}
+
+const graphLaunchNote = "CUDA-graph run: host launch cost per kernel not fitted"
+
+func countNotes(notes []string, note string) int {
+	n := 0
+	for _, s := range notes {
+		if s == note {
+			n++
+		}
+	}
+	return n
 }
 
 // TestCalibrateSeveralScenarios: two workloads of one box (graph decode
