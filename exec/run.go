@@ -103,9 +103,7 @@ func Run(ctx context.Context, sched *model.Schedule, backend Backend, opts ...Op
 		return nil, fmt.Errorf("open %s backend: %w", backend.Name(), err)
 	}
 	runErr := r.run(ctx, sess)
-	if r.ranks != nil {
-		r.res.Timing = r.timing
-	}
+	r.res.Timing = r.timing
 	closeErr := sess.Close()
 	if closeErr != nil {
 		closeErr = fmt.Errorf("close %s session: %w", backend.Name(), closeErr)

@@ -129,7 +129,7 @@ func (b *Backend) Open(ctx context.Context, s *model.Schedule, cfg exec.SessionC
 			}
 		}
 	}
-	return &session{b: b, s: s, fabric: f, steps: cfg.Steps}, nil
+	return &session{b: b, s: s, fabric: f}, nil
 }
 
 // checkShape rejects shapes that would make buffers negative or absurd.
@@ -148,7 +148,6 @@ type session struct {
 	b      *Backend
 	s      *model.Schedule
 	fabric *fabric
-	steps  int
 }
 
 // OpenRank implements exec.Session: it allocates the rank's weights,

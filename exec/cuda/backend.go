@@ -203,11 +203,11 @@ func (s *Session) uniqueID(ctx context.Context, le LaunchEnv, launched bool) (nc
 		if err != nil {
 			return id, err
 		}
-		_, done, err := serveID(ctx, fmt.Sprintf(":%d", le.RendezvousPort), id.Internal[:], le.World-1)
-		if err != nil {
+		// Peers fetch the id while the ranks initialise; the serving loop
+		// reports into a buffered channel, so nothing needs to wait on it.
+		if _, _, err := serveID(ctx, fmt.Sprintf(":%d", le.RendezvousPort), id.Internal[:], le.World-1); err != nil {
 			return id, err
 		}
-		go func() { <-done }() // peers fetch while ranks initialise
 		return id, nil
 	}
 	b, err := fetchID(ctx, addr, len(nccl.UniqueID{}.Internal))
