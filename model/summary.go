@@ -110,14 +110,26 @@ func Summarize(a *Arch, p Plan, w Workload, o BuildOptions, gpuMemBytes, util fl
 	s.WeightBytesPerGPU = TotalBytes(wm)
 	s.KVBytesPerToken = map[string]float64{}
 	s.KVCapacityByDtype = map[string]int64{}
+	// KVCapacity depends on the workload only through its KV dtype and
+	// speculative tokens, so the selected dtype's capacity is one of the
+	// per-dtype ones unless it is not in KVDtypes.
+	sel := w.KVDtypeFor(a)
+	var c Capacity
+	found := false
 	for _, d := range KVDtypes {
 		s.KVBytesPerToken[string(d)] = KVBytesPerToken(a, p, d, withMTP, dsa)
 		wd := w
 		wd.KVDtype = d
-		s.KVCapacityByDtype[string(d)] = KVCapacity(a, p, wd, o, gpuMemBytes, util).KVCapacityTokens
+		cd := KVCapacity(a, p, wd, o, gpuMemBytes, util)
+		s.KVCapacityByDtype[string(d)] = cd.KVCapacityTokens
+		if d == sel {
+			c, found = cd, true
+		}
 	}
-	c := KVCapacity(a, p, w, o, gpuMemBytes, util)
-	s.KVDtype = string(w.KVDtypeFor(a))
+	if !found {
+		c = KVCapacity(a, p, w, o, gpuMemBytes, util)
+	}
+	s.KVDtype = string(sel)
 	s.ActivationBytes = c.ActivationBytes
 	s.KVCacheBytes = c.KVBytes
 	s.KVCapacityTokens = c.KVCapacityTokens
