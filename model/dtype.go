@@ -50,10 +50,7 @@ func (d Dtype) BytesPerValue() float64 {
 // dequantization.
 func (d Dtype) ComputeDtype() Dtype {
 	switch d {
-	case INT4G32, FP16, BF16, FP32:
-		if d == FP32 {
-			return FP32
-		}
+	case INT4G32, FP16, BF16:
 		return BF16
 	case FP8Block128:
 		return FP8
