@@ -345,13 +345,9 @@ func readKinetoStream(r io.Reader, res *Result, src string) error {
 		return fmt.Errorf("%s: want a Chrome trace JSON object {\"traceEvents\":[...]} or array, got %q", src, first)
 	}
 	if err := body(); err != nil {
-		if res.count() == 0 && len(steps) == 0 {
-			return fmt.Errorf("%s: byte %d: %w", src, o.lx.offset(), err)
-		}
-		if errors.Is(err, io.ErrUnexpectedEOF) {
-			res.skip(o.where(), "file ends mid-document (truncated); the rest is lost")
-		} else {
-			res.skip(o.where(), "stopped reading: "+err.Error())
+		// The step annotations read so far count as something read.
+		if err := truncated(res, src, o.lx.offset(), err, len(steps)); err != nil {
+			return err
 		}
 	}
 

@@ -311,7 +311,8 @@ func (e *FileExporter) Shutdown(context.Context) error {
 // ---- reading helpers ----
 
 // truncated turns a mid-stream error into a skip entry when something was
-// read, so a truncated file still yields its complete spans.
+// read (a span, or docs > 0: what the caller counts besides spans), so a
+// truncated file still yields its complete spans.
 func truncated(res *Result, src string, off int64, err error, docs int) error {
 	if res.count() == 0 && docs == 0 {
 		return fmt.Errorf("%s: byte %d: %w", src, off, err)

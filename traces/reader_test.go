@@ -105,6 +105,8 @@ func TestBadTraces(t *testing.T) {
 		// and 4 of step 2 (the warm-up kernel is outside every step).
 		{name: "kineto/truncated", in: string(kineto[:nthIndex(kineto, `"cat": "kernel"`, 17)]), wantSpans: 11 + 4,
 			wantSkips: []string{"truncated", "outside every ProfilerStep"}},
+		// Cut before any event: nothing read, an error (not a skip).
+		{name: "kineto/truncated before any event", in: string(kineto[:nthIndex(kineto, `"traceEvents"`, 1)+20]), wantErr: "unexpected EOF"},
 		// Event 4 is step 1's first kernel: 22 step kernels less that one.
 		{name: "kineto/bad ts", in: strings.Replace(string(kineto), `"ts": 1012.0`, `"ts": "soon"`, 1), wantSpans: 21,
 			wantSkips: []string{"kernel event 4 "}},
