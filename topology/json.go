@@ -84,6 +84,18 @@ func (t *Topology) Save(path string) error {
 
 // Clone returns a deep copy (validated again, so its path table is its own).
 func (t *Topology) Clone() *Topology {
+	c := t.copyData()
+	if t.paths != nil {
+		if err := c.Validate(); err != nil {
+			panic(fmt.Sprintf("topology: clone: %v", err))
+		}
+	}
+	return c
+}
+
+// copyData returns a deep copy of t's data without a path table, for
+// callers that change the copy and validate it themselves (Subset).
+func (t *Topology) copyData() *Topology {
 	b, err := json.Marshal(t)
 	if err != nil {
 		panic(fmt.Sprintf("topology: clone: %v", err)) // a validated topology always marshals
@@ -91,11 +103,6 @@ func (t *Topology) Clone() *Topology {
 	var c Topology
 	if err := json.Unmarshal(b, &c); err != nil {
 		panic(fmt.Sprintf("topology: clone: %v", err))
-	}
-	if t.paths != nil {
-		if err := c.Validate(); err != nil {
-			panic(fmt.Sprintf("topology: clone: %v", err))
-		}
 	}
 	return &c
 }

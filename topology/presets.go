@@ -307,7 +307,7 @@ func (t *Topology) Subset(n int) (*Topology, error) {
 	if n < 1 || n > len(t.GPUs) {
 		return nil, fmt.Errorf("topology %q: --gpus %d: the box has %d GPUs", t.Name, n, len(t.GPUs))
 	}
-	c := t.Clone()
+	c := t.copyData() // validated below, once, after the cut
 	drop := map[string]bool{}
 	for _, g := range c.GPUs[n:] {
 		drop[g.ID] = true
