@@ -270,7 +270,7 @@ func (r *Result) slot() *Span {
 	c := &r.chunks[len(r.chunks)-1]
 	*c = (*c)[:len(*c)+1]
 	s := &(*c)[len(*c)-1]
-	*s = Span{Layer: -1, Rank: -1, Step: -1, Seq: -1, KindSeq: -1}
+	*s = newSpan()
 	return s
 }
 
@@ -395,14 +395,9 @@ func (in *interner) b(b []byte) string {
 	return in.s(string(b))
 }
 
-// finish validates and normalizes spans added by a reader: fills typed
-// fields, Step/Seq/KindSeq, sorts spans, lists scenarios.
+// finish validates and normalizes the spans a reader added (add, slot):
+// fills typed fields, Step/Seq/KindSeq, sorts spans, lists scenarios.
 func (r *Result) finish() {
-	placed := r.Spans
-	r.Spans = nil
-	for _, s := range placed { // spans placed directly, if any, go first
-		r.add(s)
-	}
 	// Traces in order of their first span (then by ID), spans by start time:
 	// chronological and independent of the random trace IDs. The sort works
 	// on positions, so its cost does not grow with the size of a Span, and
