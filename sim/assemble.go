@@ -10,14 +10,14 @@ import (
 const topOpsN = 10
 
 // assemble turns the engine's arrays into a Prediction.
-func (p *Predictor) assemble(s *model.Schedule) *Prediction {
+func (p *Predictor) assemble(s *model.Schedule, graphed bool) *Prediction {
 	e := &p.eng
 	n := len(e.ops)
 	pr := &Prediction{Model: s.Model, Topology: p.topo.Name, Plan: s.Plan, Workload: s.Workload,
 		Options: p.opts, Symmetric: len(e.rankOff) == 2}
 	pr.Sequences = s.Workload.Batch
 	pr.TokensPerStep = p.opts.TokensPerStep(s.Workload.SpecTokens)
-	pr.Graphed = p.graphed(s.Workload)
+	pr.Graphed = graphed
 	last := 0
 	for i := 0; i < n; i++ {
 		if e.end[i] > pr.StepUs {

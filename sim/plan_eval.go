@@ -129,37 +129,47 @@ func (e *Evaluator) shortArch(a *model.Arch) *model.Arch {
 	return &c
 }
 
-// paddedBatch is the batch the schedule is built for: under CUDA graphs a
-// decode step's per-group token count is padded up to the next captured
-// size (vLLM pads decode batches; serving-facts.md). Predictor.schedule
-// builds for it; the evaluator keys its view cache on it.
-func paddedBatch(o *Options, plan model.Plan, w model.Workload) int {
+// graphStep decides whether a step of w under plan runs as a CUDA graph
+// and the batch its schedule is built for. vLLM captures decode graphs per
+// engine, that is per DP group, for token counts up to the largest capture
+// size and runs larger batches and prefill eagerly (serving-facts.md "CUDA
+// graphs"): a decode step is graphed when its tokens per DP group fit a
+// captured size, and its batch is then padded so each group fills that
+// size. Otherwise the batch is left as it is. Predictor.schedule builds for
+// padded and the engine launches as graphed says; the evaluator keys its
+// view cache on padded.
+func graphStep(o *Options, plan model.Plan, w model.Workload) (padded int, graphed bool) {
 	if !o.CUDAGraphs || w.Phase == model.Prefill {
-		return w.Batch
+		return w.Batch, false
 	}
-	perGroup := (w.Batch + plan.DP - 1) / plan.DP
+	dp := max(plan.DP, 1)
+	perGroup := (w.Batch + dp - 1) / dp
 	tok := perGroup * (1 + w.SpecTokens)
-	if pt, ok := o.GraphTokens(tok); ok && pt != tok {
-		return (pt + w.SpecTokens) / (1 + w.SpecTokens) * plan.DP
+	pt, ok := o.GraphTokens(tok)
+	if !ok {
+		return w.Batch, false
 	}
-	return w.Batch
+	if pt != tok {
+		return (pt + w.SpecTokens) / (1 + w.SpecTokens) * dp, true
+	}
+	return w.Batch, true
 }
 
 // viewsFor returns the (cached) one-rank schedules of the scenario.
-func (e *Evaluator) viewsFor(p *Predictor, sc Scenario, short *model.Arch) (*schedViews, int, error) {
+func (e *Evaluator) viewsFor(p *Predictor, sc Scenario, short *model.Arch) (*schedViews, int, bool, error) {
 	plan := sc.Plan.Normalized()
-	padded := paddedBatch(&p.opts, plan, sc.Workload)
+	padded, graphed := graphStep(&p.opts, plan, sc.Workload)
 	key := schedKey{arch: sc.Arch, plan: plan, w: sc.Workload.Normalized(), build: sc.Build, padded: padded}
 	if v := e.views[key]; v != nil {
-		return v, padded, nil
+		return v, padded, graphed, nil
 	}
 	bsc := sc
 	if short != nil {
 		bsc.Arch = short
 	}
-	s, _, err := p.schedule(bsc)
+	s, _, _, err := p.schedule(bsc)
 	if err != nil {
-		return nil, 0, err
+		return nil, 0, false, err
 	}
 	v := &schedViews{s: s, prevEnd: -1, end: -1}
 	// s comes straight from model.BuildWith (Predictor.schedule), so the
@@ -172,14 +182,14 @@ func (e *Evaluator) viewsFor(p *Predictor, sc Scenario, short *model.Arch) (*sch
 		v.prevEnd = lastOpOfLayer(v.s.Ranks[0], short.Layers-2)
 		v.end = lastOpOfLayer(v.s.Ranks[0], short.Layers-1)
 		if v.prevEnd < 0 || v.end <= v.prevEnd {
-			return nil, 0, fmt.Errorf("sim: evaluator: layers %d and %d of %s not found in order", short.Layers-2, short.Layers-1, sc.Arch.Name)
+			return nil, 0, false, fmt.Errorf("sim: evaluator: layers %d and %d of %s not found in order", short.Layers-2, short.Layers-1, sc.Arch.Name)
 		}
 	}
 	if e.views == nil || len(e.views) >= maxCachedSchedules {
 		e.views = make(map[schedKey]*schedViews)
 	}
 	e.views[key] = v
-	return v, padded, nil
+	return v, padded, graphed, nil
 }
 
 // lastOpOfLayer is the index of the last op of main layer l in ops (-1
@@ -220,13 +230,13 @@ func (e *Evaluator) Evaluate(c Config) (Summary, error) {
 		return Summary{}, fmt.Errorf("sim: plan %s needs %d GPUs; topology %s has %d", c.Plan.Normalized(), w, c.Topo.Name, c.Topo.NumGPUs())
 	}
 	short := e.shortArch(c.Arch)
-	v, padded, err := e.viewsFor(p, c.Scenario, short)
+	v, padded, graphed, err := e.viewsFor(p, c.Scenario, short)
 	if err != nil {
 		return Summary{}, err
 	}
 	// v.s is model.BuildWith's schedule or its rank-0 copy, unmodified:
-	// StepUsBuilt skips the ranks x ops symmetry pass of StepUs.
-	step, err := p.StepUsBuilt(v.s)
+	// symBuilt skips the ranks x ops symmetry pass.
+	step, err := p.stepUs(v.s, symBuilt, graphed)
 	if err != nil {
 		return Summary{}, err
 	}
@@ -235,10 +245,7 @@ func (e *Evaluator) Evaluate(c Config) (Summary, error) {
 		layerUs := p.eng.end[v.end] - p.eng.end[v.prevEnd]
 		step += float64(c.Arch.MoELayers()-fastLayers) * layerUs
 	}
-	sum := Summary{StepUs: step}
-	// Graphed as the engine decides it (Predictor.run): on the
-	// schedule's whole batch.
-	sum.Graphed = p.graphed(v.s.Workload)
+	sum := Summary{StepUs: step, Graphed: graphed}
 	p.fixTokens(&sum, c.Scenario, padded)
 	sum.Memory = p.memoryFit(c.Scenario)
 	return sum, nil

@@ -63,6 +63,8 @@ func TestFastEvalAgreesWithEngine(t *testing.T) {
 		{"kimi/graphs-b600-eager-fallback", kimi, box, seedOptions, model.Plan{TP: 8}, model.Workload{Batch: 600, Context: 256, KVDtype: model.FP8}},
 		{"kimi/ep", kimi, box, seedOptions, model.Plan{TP: 8, EP: true}, model.Workload{Batch: 16, Context: 4096, KVDtype: model.BF16}},
 		{"kimi/dp4-ep", kimi, box, seedOptions, model.Plan{TP: 2, DP: 4, EP: true}, model.Workload{Batch: 16, Context: 4096, KVDtype: model.BF16}},
+		{"kimi/dp8-ep-b520-graphed", kimi, box, seedOptions, model.Plan{TP: 1, DP: 8, EP: true}, model.Workload{Batch: 520, Context: 1024, KVDtype: model.FP8}},
+		{"kimi/prefill-graphs-on", kimi, box, seedOptions, model.Plan{TP: 8}, model.Workload{Phase: model.Prefill, Batch: 2, Context: 1024, KVDtype: model.FP8}},
 		{"kimi/dcp4", kimi, box, seedOptions, model.Plan{TP: 8, DCP: 4}, model.Workload{Batch: 8, Context: 32768, KVDtype: model.BF16}},
 		{"kimi/tp4", kimi, box, seedOptions, model.Plan{TP: 4}, model.Workload{Batch: 4, Context: 4096, KVDtype: model.FP8}},
 		{"kimi/oneshot-fusion-overlap", kimi, box, Options{CUDAGraphs: true, CustomAR: CustomAROneShot, ARNormFusion: true, Overlap: true}, model.Plan{TP: 8}, model.Workload{Batch: 8, Context: 4096}},
@@ -98,6 +100,85 @@ func TestFastEvalAgreesWithEngine(t *testing.T) {
 			}
 			if got.Memory == nil || want.Memory == nil || *got.Memory != *want.Memory {
 				t.Errorf("memory fit %+v, engine %+v", got.Memory, want.Memory)
+			}
+		})
+	}
+}
+
+// TestGraphStep: whether a step runs as a CUDA graph is decided once
+// (graphStep), per DP group and for decode only, and every path reports
+// the padding and the launch mode that follow from it. vLLM captures decode
+// graphs per engine (one per DP group) for up to 512 tokens and runs
+// prefill eagerly (serving-facts.md "CUDA graphs").
+func TestGraphStep(t *testing.T) {
+	kimi := mustPreset(t, "kimi-k2.5-nvfp4")
+	box := mustTopo(t, "rtxpro6000-2s")
+	cases := []struct {
+		name    string
+		plan    model.Plan
+		w       model.Workload
+		padded  int
+		graphed bool
+	}{
+		// 520 sequences over 8 DP groups: 65 per group, padded to the
+		// captured 72, so 576 in all; the whole batch exceeds 512 tokens
+		// but no engine runs more than 72.
+		{"dp8-b520", model.Plan{TP: 1, DP: 8, EP: true}, model.Workload{Batch: 520, Context: 1024, KVDtype: model.FP8}, 576, true},
+		// One engine past the largest captured size runs eagerly.
+		{"tp8-b520", model.Plan{TP: 8}, model.Workload{Batch: 520, Context: 1024, KVDtype: model.FP8}, 520, false},
+		{"prefill", model.Plan{TP: 8}, model.Workload{Phase: model.Prefill, Batch: 2, Context: 1024, KVDtype: model.FP8}, 2, false},
+	}
+	var ev Evaluator
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			if padded, graphed := graphStep(&seedOptions, c.plan.Normalized(), c.w); padded != c.padded || graphed != c.graphed {
+				t.Fatalf("graphStep: padded %d graphed %v, want %d %v", padded, graphed, c.padded, c.graphed)
+			}
+			sc := Scenario{Arch: kimi, Plan: c.plan, Workload: c.w}
+			p, err := New(box, seedOptions)
+			if err != nil {
+				t.Fatal(err)
+			}
+			pr, err := p.PredictScenario(sc)
+			if err != nil {
+				t.Fatal(err)
+			}
+			sum, err := p.Evaluate(sc)
+			if err != nil {
+				t.Fatal(err)
+			}
+			fast, err := ev.Evaluate(Config{Scenario: sc, Options: seedOptions, Topo: box})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, got := range []Summary{pr.Summary, sum, fast} {
+				if got.PaddedBatch != c.padded || got.Graphed != c.graphed {
+					t.Errorf("padded %d graphed %v, want %d %v", got.PaddedBatch, got.Graphed, c.padded, c.graphed)
+				}
+			}
+			// The engine launched as reported: a graph charges no host
+			// launch per op, an eager step charges every op.
+			for _, op := range pr.Ops {
+				if eager := op.LaunchUs > 0; eager == c.graphed && !op.Cost.Fused {
+					t.Fatalf("op %s: launch %.2f us in a step reported graphed=%v", op.ID, op.LaunchUs, c.graphed)
+				}
+			}
+			if c.graphed {
+				return
+			}
+			// An eager step is the same with graphs switched off.
+			off := seedOptions
+			off.CUDAGraphs = false
+			po, err := New(box, off)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want, err := po.Evaluate(sc)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if sum.StepUs != want.StepUs {
+				t.Errorf("step %.3f us with graphs on, %.3f us with graphs off", sum.StepUs, want.StepUs)
 			}
 		})
 	}

@@ -182,20 +182,28 @@ type MemoryFit struct {
 // Predict simulates one step of s. The schedule's ranks map to GPUs 0..n-1
 // of the topology.
 func (p *Predictor) Predict(s *model.Schedule) (*Prediction, error) {
-	return p.predict(s, symCheck)
+	return p.predict(s, symCheck, p.graphedAsBuilt(s))
 }
 
-func (p *Predictor) predict(s *model.Schedule, mode int) (*Prediction, error) {
-	if err := p.run(s, mode); err != nil {
+func (p *Predictor) predict(s *model.Schedule, mode int, graphed bool) (*Prediction, error) {
+	if err := p.run(s, mode, graphed); err != nil {
 		return nil, err
 	}
-	return p.assemble(s), nil
+	return p.assemble(s, graphed), nil
+}
+
+// graphedAsBuilt is graphStep's decision for a schedule as it is (its
+// batch already padded, or not run under graphs), for callers that hand
+// the Predictor a schedule rather than a Scenario.
+func (p *Predictor) graphedAsBuilt(s *model.Schedule) bool {
+	_, g := graphStep(&p.opts, s.Plan.Normalized(), s.Workload)
+	return g
 }
 
 // StepUs is Predict without the per-op result: the step time only, for
 // sweeps. It allocates nothing once the Predictor has warmed up.
 func (p *Predictor) StepUs(s *model.Schedule) (float64, error) {
-	return p.stepUs(s, symCheck)
+	return p.stepUs(s, symCheck, p.graphedAsBuilt(s))
 }
 
 // StepUsBuilt is StepUs for a schedule that model.Build / BuildWith
@@ -203,11 +211,11 @@ func (p *Predictor) StepUs(s *model.Schedule) (float64, error) {
 // decided by comparing collective groups only (see builtSymmetric), not
 // every rank's ops, which saves a pass over ranks x ops.
 func (p *Predictor) StepUsBuilt(s *model.Schedule) (float64, error) {
-	return p.stepUs(s, symBuilt)
+	return p.stepUs(s, symBuilt, p.graphedAsBuilt(s))
 }
 
-func (p *Predictor) stepUs(s *model.Schedule, mode int) (float64, error) {
-	if err := p.run(s, mode); err != nil {
+func (p *Predictor) stepUs(s *model.Schedule, mode int, graphed bool) (float64, error) {
+	if err := p.run(s, mode, graphed); err != nil {
 		return 0, err
 	}
 	step := 0.0
@@ -283,7 +291,7 @@ const (
 // simulateRanks prices every op and runs the engine without the
 // representative-rank shortcut (tests compare it with Predict).
 func (p *Predictor) simulateRanks(s *model.Schedule) error {
-	return p.run(s, symNever)
+	return p.run(s, symNever, p.graphedAsBuilt(s))
 }
 
 // builtSymmetric is symmetric for a schedule made by model.BuildWith,
@@ -322,7 +330,9 @@ func builtSymmetric(s *model.Schedule) bool {
 	return true
 }
 
-func (p *Predictor) run(s *model.Schedule, mode int) error {
+// run prices every op of s and runs the engine, launching the step as a
+// CUDA graph when graphed (graphStep's decision).
+func (p *Predictor) run(s *model.Schedule, mode int, graphed bool) error {
 	if s == nil || len(s.Ranks) == 0 {
 		return errors.New("sim: empty schedule")
 	}
@@ -349,7 +359,6 @@ func (p *Predictor) run(s *model.Schedule, mode int) error {
 	p.costs = grow(p.costs, total)
 	p.overhead = grow(p.overhead, total)
 
-	graphed := p.graphed(s.Workload)
 	e.queueDepth = p.topo.Host.LaunchQueueDepth
 	e.stepLaunchUs = 0
 	// Launch model (see engine.go). Eager: every op costs LaunchEagerUs of
@@ -415,14 +424,6 @@ func (p *Predictor) run(s *model.Schedule, mode int) error {
 		return nil
 	}
 	return e.runRanks(s)
-}
-
-// graphed reports whether a step of w (its whole batch, padding
-// included) runs as a CUDA graph: graphs are on and its tokens fit a
-// captured size.
-func (p *Predictor) graphed(w model.Workload) bool {
-	_, g := p.opts.GraphTokens(w.Batch * (1 + w.SpecTokens))
-	return g
 }
 
 // ncclHostExtraUs is the host time an NCCL collective costs in eager mode

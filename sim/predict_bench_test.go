@@ -38,10 +38,10 @@ func benchPredict(b *testing.B, name string, tp, batch int, full, check bool) {
 			mode = symCheck
 		}
 		if full {
-			if _, err := p.predict(s, mode); err != nil {
+			if _, err := p.predict(s, mode, p.graphedAsBuilt(s)); err != nil {
 				b.Fatal(err)
 			}
-		} else if _, err := p.stepUs(s, mode); err != nil {
+		} else if _, err := p.stepUs(s, mode, p.graphedAsBuilt(s)); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -39,29 +39,29 @@ var ErrDoesNotFit = errors.New("does not fit in GPU memory")
 // schedule validates the scenario and builds the schedule the engine
 // runs: under CUDA graphs the per-group token count is padded up to the
 // next captured size (vLLM pads decode batches; serving-facts.md).
-func (p *Predictor) schedule(sc Scenario) (*model.Schedule, int, error) {
+func (p *Predictor) schedule(sc Scenario) (s *model.Schedule, padded int, graphed bool, err error) {
 	if sc.Arch == nil {
-		return nil, 0, errors.New("sim: scenario has no architecture")
+		return nil, 0, false, errors.New("sim: scenario has no architecture")
 	}
 	w := sc.Workload
 	if w.Phase == "" {
 		w.Phase = model.Decode
 	}
 	if w.Batch <= 0 {
-		return nil, 0, fmt.Errorf("sim: workload batch %d: want at least 1 sequence", w.Batch)
+		return nil, 0, false, fmt.Errorf("sim: workload batch %d: want at least 1 sequence", w.Batch)
 	}
 	plan := sc.Plan.Normalized()
 	if world := plan.World(); world > p.topo.NumGPUs() {
-		return nil, 0, fmt.Errorf("sim: plan %s needs %d GPUs; topology %s has %d", plan, world, p.topo.Name, p.topo.NumGPUs())
+		return nil, 0, false, fmt.Errorf("sim: plan %s needs %d GPUs; topology %s has %d", plan, world, p.topo.Name, p.topo.NumGPUs())
 	}
-	padded := paddedBatch(&p.opts, plan, w)
+	padded, graphed = graphStep(&p.opts, plan, w)
 	bw := w
 	bw.Batch = padded
-	s, err := model.BuildWith(sc.Arch, sc.Plan, bw, sc.Build)
+	s, err = model.BuildWith(sc.Arch, sc.Plan, bw, sc.Build)
 	if err != nil {
-		return nil, 0, err
+		return nil, 0, false, err
 	}
-	return s, padded, nil
+	return s, padded, graphed, nil
 }
 
 // PredictScenario predicts one step of the scenario with per-op detail and
@@ -83,11 +83,11 @@ func (p *Predictor) PredictScenarioSchedule(sc Scenario) (*Prediction, *model.Sc
 // predictScenario is PredictScenario that also returns the schedule it
 // predicted (advise reads op fields a Prediction does not carry).
 func (p *Predictor) predictScenario(sc Scenario) (*Prediction, *model.Schedule, error) {
-	s, padded, err := p.schedule(sc)
+	s, padded, graphed, err := p.schedule(sc)
 	if err != nil {
 		return nil, nil, err
 	}
-	pr, err := p.predict(s, symBuilt)
+	pr, err := p.predict(s, symBuilt, graphed)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -100,15 +100,15 @@ func (p *Predictor) predictScenario(sc Scenario) (*Prediction, *model.Schedule, 
 
 // Evaluate is PredictScenario without per-op results, for sweeps.
 func (p *Predictor) Evaluate(sc Scenario) (Summary, error) {
-	s, padded, err := p.schedule(sc)
+	s, padded, graphed, err := p.schedule(sc)
 	if err != nil {
 		return Summary{}, err
 	}
-	step, err := p.stepUs(s, symBuilt)
+	step, err := p.stepUs(s, symBuilt, graphed)
 	if err != nil {
 		return Summary{}, err
 	}
-	sum := Summary{StepUs: step}
+	sum := Summary{StepUs: step, Graphed: graphed}
 	if step > 0 {
 		comm := 0.0
 		for g := int32(0); g < p.eng.rankOff[1]; g++ {
@@ -118,7 +118,6 @@ func (p *Predictor) Evaluate(sc Scenario) (Summary, error) {
 		}
 		sum.CommShare = comm / step
 	}
-	sum.Graphed = p.graphed(s.Workload)
 	p.fixTokens(&sum, sc, padded)
 	sum.Memory = p.memoryFit(sc)
 	return sum, nil
