@@ -31,16 +31,26 @@ func writeTable(w io.Writer, heading, note string, header []string, rows [][]str
 		if note != "" {
 			fmt.Fprintf(w, "%s\n\n", note)
 		}
+	} else {
+		if note == "" {
+			note = heading
+		}
+		fmt.Fprintf(w, "\n%s\n", note)
+	}
+	return writeRows(w, header, rows, md)
+}
+
+// writeRows writes the header and rows, without a title, as a markdown
+// table (md) or as tab-aligned text. Cells are written as given: markdown
+// callers escape any '|' they hold.
+func writeRows(w io.Writer, header []string, rows [][]string, md bool) error {
+	if md {
 		fmt.Fprintf(w, "| %s |\n|%s\n", strings.Join(header, " | "), strings.Repeat("---|", len(header)))
 		for _, r := range rows {
 			fmt.Fprintf(w, "| %s |\n", strings.Join(r, " | "))
 		}
 		return nil
 	}
-	if note == "" {
-		note = heading
-	}
-	fmt.Fprintf(w, "\n%s\n", note)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, strings.Join(header, "\t"))
 	for _, r := range rows {

@@ -8,7 +8,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/schollz/progressbar/v3"
@@ -304,12 +303,11 @@ func writeAdviceHead(w io.Writer, adv *sim.Advice) {
 func writeAdviceTable(w io.Writer, adv *sim.Advice) error {
 	writeAdviceHead(w, adv)
 	fmt.Fprintln(w)
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, strings.Join(adviceHeader, "\t"))
+	rows := make([][]string, len(adv.Rows))
 	for i := range adv.Rows {
-		fmt.Fprintln(tw, strings.Join(adviceCells(&adv.Rows[i]), "\t"))
+		rows[i] = adviceCells(&adv.Rows[i])
 	}
-	if err := tw.Flush(); err != nil {
+	if err := writeRows(w, adviceHeader, rows, false); err != nil {
 		return err
 	}
 	fmt.Fprintln(w, "\nwhy, and how to run it")
@@ -362,15 +360,17 @@ func writeAdviceMarkdown(w io.Writer, adv *sim.Advice) error {
 	fmt.Fprintln(w)
 	writeAdviceHead(w, adv)
 	fmt.Fprintln(w)
-	fmt.Fprintf(w, "| %s | reason |\n", strings.Join(adviceHeader, " | "))
-	fmt.Fprintf(w, "|%s---|\n", strings.Repeat("---|", len(adviceHeader)))
+	rows := make([][]string, len(adv.Rows))
 	for i := range adv.Rows {
 		r := &adv.Rows[i]
 		reason := r.Applicability.Reason
 		if r.Error != "" {
 			reason += "; " + r.Error
 		}
-		fmt.Fprintf(w, "| %s | %s |\n", strings.Join(adviceCells(r), " | "), strings.ReplaceAll(reason, "|", "/"))
+		rows[i] = append(adviceCells(r), strings.ReplaceAll(reason, "|", "/"))
+	}
+	if err := writeRows(w, append(slices.Clip(adviceHeader), "reason"), rows, true); err != nil {
+		return err
 	}
 	if len(adv.Batches) > 0 {
 		fmt.Fprintf(w, "\n### Where it pays (threshold %.0f %%)\n\n", 100*adv.Threshold)

@@ -75,7 +75,9 @@ tpscope trace read rank0.pt.trace.json.gz --output json > spans.json`,
 				writeTraceSummary(stdout, sum, *output == "markdown")
 				if len(spans) > 0 {
 					fmt.Fprintln(stdout)
-					writeSpanTable(stdout, spans, *output == "markdown")
+					if err := writeSpanTable(stdout, spans, *output == "markdown"); err != nil {
+						return err
+					}
 					if len(spans) < len(res.Spans) {
 						fmt.Fprintf(stdout, "(%d of %d spans; --spans -1 lists all)\n", len(spans), len(res.Spans))
 					}
@@ -159,20 +161,17 @@ func spanRow(s *traces.Span) []string {
 		strconv.FormatInt(s.Start, 10), strconv.FormatFloat(float64(s.Duration)/float64(time.Microsecond), 'f', 3, 64), pred}
 }
 
-func writeSpanTable(w io.Writer, spans []traces.Span, md bool) {
-	if md {
-		fmt.Fprintf(w, "| %s |\n|%s\n", strings.Join(spanColumns, " | "), strings.Repeat("---|", len(spanColumns)))
-		for i := range spans {
-			fmt.Fprintf(w, "| %s |\n", strings.ReplaceAll(strings.Join(spanRow(&spans[i]), " | "), "||", `\|\|`))
-		}
-		return
-	}
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, strings.Join(spanColumns, "\t"))
+func writeSpanTable(w io.Writer, spans []traces.Span, md bool) error {
+	rows := make([][]string, len(spans))
 	for i := range spans {
-		fmt.Fprintln(tw, strings.Join(spanRow(&spans[i]), "\t"))
+		rows[i] = spanRow(&spans[i])
+		if md {
+			for k, c := range rows[i] {
+				rows[i][k] = strings.ReplaceAll(c, "||", `\|\|`)
+			}
+		}
 	}
-	tw.Flush()
+	return writeRows(w, spanColumns, rows, md)
 }
 
 func writeTraceCSV(w io.Writer, spans []traces.Span) error {

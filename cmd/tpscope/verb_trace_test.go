@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+
+	"github.com/tpscope/tpscope/traces"
 )
 
 func TestTraceRead(t *testing.T) {
@@ -64,4 +66,23 @@ func TestTraceRead(t *testing.T) {
 			t.Errorf("json: %d/%d spans, first %+v", doc.Summary.Spans, len(doc.Spans), doc.Spans[0])
 		}
 	})
+}
+
+// TestSpanTableMarkdownEscapes: a "||" in a span name is escaped in the
+// markdown table (it would end the cell) and left alone in the text table.
+func TestSpanTableMarkdownEscapes(t *testing.T) {
+	spans := []traces.Span{{Name: "a||b", Rank: -1, Step: -1, Seq: -1}}
+	var md, text bytes.Buffer
+	if err := writeSpanTable(&md, spans, true); err != nil {
+		t.Fatal(err)
+	}
+	if err := writeSpanTable(&text, spans, false); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(md.String(), ` | a\|\|b | `) {
+		t.Errorf("markdown lacks the escaped name:\n%s", md.String())
+	}
+	if !strings.Contains(text.String(), "  a||b  ") {
+		t.Errorf("text lacks the name as is:\n%s", text.String())
+	}
 }
