@@ -84,7 +84,8 @@ func Calibrate(ctx context.Context, cfg CalibrateConfig) (*topology.Topology, *C
 		cfg.Name = fmt.Sprintf("cpu-%dr", cfg.Ranks)
 	}
 	R := cfg.Ranks
-	rep := &CalibrateReport{Ranks: R, Cores: runtime.GOMAXPROCS(0), CPU: cpuModel(), Duration: cfg.Duration,
+	vendor, cpuModel := cpuInfo()
+	rep := &CalibrateReport{Ranks: R, Cores: runtime.GOMAXPROCS(0), CPU: cpuModel, Duration: cfg.Duration,
 		Efficiency: map[string]float64{}, EfficiencyShapes: map[string]string{}}
 
 	// GEMM peak: 256^3 sgemm, in cache, per rank.
@@ -249,7 +250,7 @@ func Calibrate(ctx context.Context, cfg CalibrateConfig) (*topology.Topology, *C
 	}
 	rep.AllReduceFit, rep.AllReduceRMSRel = fitRing(rep.AllReduce, R)
 
-	t, err := cpuTopology(cfg.Name, rep)
+	t, err := cpuTopology(cfg.Name, rep, vendor)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -408,7 +409,9 @@ func fitRing(samples []CollectiveSample, R int) (topology.CollectiveParams, floa
 		Samples: len(samples)}, math.Sqrt(ss / float64(len(samples)))
 }
 
-func cpuTopology(name string, rep *CalibrateReport) (*topology.Topology, error) {
+// cpuTopology builds the topology of rep's measurements on this machine
+// (vendor is the host's CPU vendor, as cpuInfo gives it).
+func cpuTopology(name string, rep *CalibrateReport, vendor string) (*topology.Topology, error) {
 	R := rep.Ranks
 	peakTF := rep.GEMMPeakGFLOPS / 1e3
 	devName := fmt.Sprintf("cpu rank (1/%d of %d cores, %s)", R, rep.Cores, rep.CPU)
@@ -442,7 +445,7 @@ func cpuTopology(name string, rep *CalibrateReport) (*topology.Topology, error) 
 		Name:        name,
 		Description: fmt.Sprintf("%d goroutine ranks sharing one CPU (%s, %d cores): each rank is one device; collectives go through shared memory", R, rep.CPU, rep.Cores),
 		Sources:     []string{measured},
-		Host: topology.Host{CPU: rep.CPU, Vendor: cpuVendor(rep.CPU), Sockets: 1,
+		Host: topology.Host{CPU: rep.CPU, Vendor: vendor, Sockets: 1,
 			Sources: map[string]string{"cpu": "/proc/cpuinfo model name"}},
 		Devices: []topology.Device{dev},
 		Nodes:   []topology.Node{{ID: "cpu0", Kind: topology.NodeCPU, Socket: 0, Name: rep.CPU}},
@@ -480,28 +483,18 @@ func cpuTopology(name string, rep *CalibrateReport) (*topology.Topology, error) 
 	return t, nil
 }
 
-// cpuModel is /proc/cpuinfo's model name, or GOARCH.
-func cpuModel() string {
-	b, err := os.ReadFile("/proc/cpuinfo")
-	if err == nil {
-		for _, line := range strings.Split(string(b), "\n") {
-			if k, v, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(k) == "model name" {
-				return strings.TrimSpace(v)
-			}
-		}
+// cpuInfo is the CPU vendor, "amd", "intel" or "" (the host vendors
+// whose root complexes the topology models; others are left unset, as
+// topology.FromProbe does), and /proc/cpuinfo's model name, or GOARCH.
+func cpuInfo() (vendor, model string) {
+	vendor, model = topology.CPUInfo()
+	if vendor != "amd" && vendor != "intel" {
+		vendor = ""
 	}
-	return runtime.GOARCH
-}
-
-func cpuVendor(model string) string {
-	m := strings.ToLower(model)
-	switch {
-	case strings.Contains(m, "amd"):
-		return "amd"
-	case strings.Contains(m, "intel"):
-		return "intel"
+	if model == "" {
+		model = runtime.GOARCH
 	}
-	return ""
+	return vendor, model
 }
 
 // l3Bytes is the L3 size from sysfs, or 32 MiB (assumption) when unknown.

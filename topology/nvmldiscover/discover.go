@@ -6,7 +6,6 @@
 package nvmldiscover
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
 	"os"
@@ -52,7 +51,7 @@ func ProbeNVML() (p *topology.Probe, err error) {
 	if v, ret := nvml.SystemGetDriverVersion(); ret == nvml.SUCCESS {
 		p.Driver = v
 	}
-	p.CPUVendor, p.CPUModel = cpuInfo()
+	p.CPUVendor, p.CPUModel = topology.CPUInfo()
 	n, ret := nvml.DeviceGetCount()
 	if ret != nvml.SUCCESS {
 		return nil, fmt.Errorf("nvmlDeviceGetCount: %v", ret)
@@ -191,35 +190,4 @@ func cpuList(words []uint) string {
 		}
 	}
 	return strings.Join(parts, ",")
-}
-
-// cpuInfo reads the CPU vendor and model from /proc/cpuinfo (Linux).
-func cpuInfo() (vendor, model string) {
-	f, err := os.Open("/proc/cpuinfo")
-	if err != nil {
-		return "", ""
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() && (vendor == "" || model == "") {
-		k, v, ok := strings.Cut(sc.Text(), ":")
-		if !ok {
-			continue
-		}
-		k, v = strings.TrimSpace(k), strings.TrimSpace(v)
-		switch k {
-		case "vendor_id":
-			switch v {
-			case "AuthenticAMD":
-				vendor = "amd"
-			case "GenuineIntel":
-				vendor = "intel"
-			default:
-				vendor = strings.ToLower(v)
-			}
-		case "model name":
-			model = v
-		}
-	}
-	return vendor, model
 }
