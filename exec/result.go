@@ -6,6 +6,7 @@ import (
 	"sort"
 
 	"github.com/tpscope/tpscope/model"
+	"github.com/tpscope/tpscope/traces"
 )
 
 // Result is what a Run measured. Times are microseconds. Index order of the
@@ -151,20 +152,6 @@ func (res *Result) byKind(s *model.Schedule) []KindTime {
 
 // Quantile returns the q-quantile (0 <= q <= 1) of sorted values by linear
 // interpolation between order statistics (R type 7): position q*(n-1).
-// It returns NaN for no values.
-func Quantile(sorted []float64, q float64) float64 {
-	n := len(sorted)
-	if n == 0 {
-		return math.NaN()
-	}
-	pos := q * float64(n-1)
-	lo := int(math.Floor(pos))
-	if lo >= n-1 {
-		return sorted[n-1]
-	}
-	if lo < 0 {
-		return sorted[0]
-	}
-	f := pos - float64(lo)
-	return sorted[lo] + f*(sorted[lo+1]-sorted[lo])
-}
+// It returns NaN for no values. It is traces.Quantile, which the
+// comparison of traces with predictions uses too.
+func Quantile(sorted []float64, q float64) float64 { return traces.Quantile(sorted, q) }

@@ -351,7 +351,7 @@ func fitLaunchEager(traces [][]Span, notes *[]string) float64 {
 		return 0
 	}
 	sort.Float64s(v)
-	return quantile(v, 0.5)
+	return Quantile(v, 0.5)
 }
 
 // fitMinKernel estimates the shortest kernel time as the median measured
@@ -395,7 +395,7 @@ const minFloorSamples = 10
 // larger than the measured time: nothing to fit).
 func positiveMedian(v []float64) float64 {
 	sort.Float64s(v)
-	if m := quantile(v, 0.5); m > 0 {
+	if m := Quantile(v, 0.5); m > 0 {
 		return m
 	}
 	return 0

@@ -71,7 +71,7 @@ func newStat(pred float64, v []float64) Stat {
 		return st
 	}
 	sort.Float64s(v)
-	st.MedianUs, st.P10Us, st.P90Us = quantile(v, 0.5), quantile(v, 0.1), quantile(v, 0.9)
+	st.MedianUs, st.P10Us, st.P90Us = Quantile(v, 0.5), Quantile(v, 0.1), Quantile(v, 0.9)
 	if st.MedianUs > 0 {
 		st.ErrPct = (pred - st.MedianUs) / st.MedianUs * 100
 	}
@@ -79,18 +79,28 @@ func newStat(pred float64, v []float64) Stat {
 	return st
 }
 
-// quantile of sorted v, linear between order statistics.
-func quantile(v []float64, q float64) float64 {
-	if len(v) == 1 {
-		return v[0]
+// Quantile returns the q-quantile (0 <= q <= 1) of sorted values by linear
+// interpolation between order statistics (R type 7, numpy's default):
+// position q*(n-1), so p10 of 10 values lies between the 1st and 2nd
+// smallest. It returns NaN for no values.
+func Quantile(sorted []float64, q float64) float64 {
+	n := len(sorted)
+	switch {
+	case n == 0:
+		return math.NaN()
+	case n == 1:
+		return sorted[0]
 	}
-	x := q * float64(len(v)-1)
+	x := q * float64(n-1)
+	if x < 0 {
+		return sorted[0]
+	}
 	i := int(x)
-	if i >= len(v)-1 {
-		return v[len(v)-1]
+	if i >= n-1 {
+		return sorted[n-1]
 	}
 	f := x - float64(i)
-	return v[i]*(1-f) + v[i+1]*f
+	return sorted[i]*(1-f) + sorted[i+1]*f
 }
 
 // OpRow compares one unit (an op, or a group of ops; see Unit).
