@@ -277,16 +277,7 @@ type OpCost struct {
 //	ComputeUs = FLOPs / (peak x eff x fill)  [+ dequant ops / (fp32 peak x eff)]
 //	MemoryUs  = (BytesRead + BytesWritten) / min(BW x memEff, min(CTAs, SMs) x perSMMemGBps)
 func (cm *computeModel) cost(op *model.Op) OpCost {
-	wd := op.WeightDtype
-	if op.Kind == model.KindAttention {
-		// Attention has no weights; its efficiency is keyed by the KV
-		// dtype (an FP8 cache is dequantized on load).
-		wd = op.KVDtype
-	}
-	p := &cm.cells[kindIndex(op.Kind)][dtypeIndex(wd)]
-	if op.WeightDtype == "" && op.Kind != model.KindAttention {
-		p = &cm.cells[kindIndex(op.Kind)][0]
-	}
+	p, _ := cm.cell(op)
 	c := OpCost{ComputeDtype: p.computeKey, PeakTFLOPS: p.peakTFLOPS,
 		Efficiency: p.efficiency, MinKernelUs: p.minKernelUs}
 	if op.Kind == model.KindAttention {
@@ -320,6 +311,18 @@ func (cm *computeModel) cost(op *model.Op) OpCost {
 		c.Us, c.Bound = t, BoundMemory
 	}
 	return c
+}
+
+// cell returns the (kind, dtype) cell an op's cost reads and the dtype it
+// is keyed on: attention has no weights, so its efficiency is keyed by the
+// KV dtype (an FP8 cache is dequantized on load); other ops by their weight
+// dtype, "" (the kind alone) for ops without weights.
+func (cm *computeModel) cell(op *model.Op) (*computeParams, model.Dtype) {
+	dt := op.WeightDtype
+	if op.Kind == model.KindAttention {
+		dt = op.KVDtype
+	}
+	return &cm.cells[kindIndex(op.Kind)][dtypeIndex(dt)], dt
 }
 
 // ctas estimates the thread blocks a kernel launches (documented shapes

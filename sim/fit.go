@@ -55,22 +55,15 @@ type CostFamily struct {
 }
 
 // CostFamily returns op's kernel family under the Predictor's device, the
-// same (kind, dtype) cell compute.go's cost reads: attention is keyed by
-// its KV dtype, other ops by their weight dtype, ops without weights by
-// kind alone. Collectives have no compute family (Key "").
+// same (kind, dtype) cell compute.go's cost reads (computeModel.cell):
+// attention is keyed by its KV dtype, other ops by their weight dtype, ops
+// without weights by kind alone. Collectives have no compute family (Key
+// "").
 func (p *Predictor) CostFamily(op *model.Op) CostFamily {
 	if op.Kind == model.KindCollective {
 		return CostFamily{Kind: op.Kind}
 	}
-	dt := op.WeightDtype
-	if op.Kind == model.KindAttention {
-		dt = op.KVDtype
-	}
-	cell := &p.cm.cells[kindIndex(op.Kind)][dtypeIndex(dt)]
-	if op.WeightDtype == "" && op.Kind != model.KindAttention {
-		cell = &p.cm.cells[kindIndex(op.Kind)][0]
-		dt = ""
-	}
+	cell, dt := p.cm.cell(op)
 	key := string(op.Kind)
 	if dt != "" {
 		key += "/" + string(dt)
