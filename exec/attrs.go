@@ -1,18 +1,24 @@
 package exec
 
-import "go.opentelemetry.io/otel/attribute"
+import (
+	"go.opentelemetry.io/otel/attribute"
 
-// Attributes the runner writes besides those of traces/schema.go.
+	"github.com/tpscope/tpscope/traces"
+)
+
+// Attributes the runner writes besides the span schema's (traces/schema.go).
 const (
 	// AttrGraphs on the step span: whether the measured steps were
 	// replayed CUDA graphs (true) or eager launches (false). Written only
-	// when graphs were requested (WithGraphs).
-	AttrGraphs attribute.Key = "tpscope.graphs" // bool
+	// when graphs were requested (WithGraphs). Defined by the schema
+	// (traces.AttrGraphs), whose readers act on it.
+	AttrGraphs = traces.AttrGraphs // bool
 	// AttrScheduleScale on step and op spans: the factor by which the run
 	// schedule was shrunk from the real model's (WithScheduleScale). Unlike
 	// traces.AttrScale, the measured time is NOT multiplied by it; the
-	// prediction is made for the same shrunk schedule.
-	AttrScheduleScale attribute.Key = "tpscope.schedule.scale" // float64
+	// prediction is made for the same shrunk schedule. Defined by the
+	// schema (traces.AttrScheduleScale), whose comparison refuses it.
+	AttrScheduleScale = traces.AttrScheduleScale // float64
 	// AttrReplayUs on a rank span: host time of launching the replayed
 	// graph of the step, microseconds (graph mode only).
 	AttrReplayUs attribute.Key = "tpscope.graph.replay_us" // float64

@@ -230,7 +230,7 @@ func groupTraces(results []*Result, o *CompareOptions, is *issues) []*group {
 		}
 		for _, tr := range SplitTraces(res.Spans) {
 			if f := scheduleScale(tr); f != 1 {
-				is.add(fmt.Sprintf("trace of a schedule shrunk by %s (run --scale): the prediction cannot rebuild the shrunk model; compare the unscaled run or predict the scaled model yourself", attrScheduleScale), len(tr),
+				is.add(fmt.Sprintf("trace of a schedule shrunk by %s (run --scale): the prediction cannot rebuild the shrunk model; compare the unscaled run or predict the scaled model yourself", string(AttrScheduleScale)), len(tr),
 					fmt.Sprintf("%s trace %s: scale %g", res.Source, tr[0].TraceID, f))
 				continue
 			}
@@ -258,16 +258,11 @@ func groupTraces(results []*Result, o *CompareOptions, is *issues) []*group {
 	return groups
 }
 
-// attrScheduleScale is the step-span attribute the executor writes when it
-// ran a schedule shrunk from the model's (exec.AttrScheduleScale; traces
-// does not import exec, so the key is spelled here).
-const attrScheduleScale = "tpscope.schedule.scale"
-
 // scheduleScale returns the trace root's schedule scale (1 when absent).
 func scheduleScale(tr []Span) float64 {
 	for i := range tr {
 		if tr[i].Name == SpanStep && tr[i].IsRoot() {
-			if v, ok := tr[i].Attr(attrScheduleScale); ok {
+			if v, ok := tr[i].Attr(string(AttrScheduleScale)); ok {
 				if f, ok := v.Number(); ok && f > 0 {
 					return f
 				}

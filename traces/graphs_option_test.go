@@ -7,7 +7,7 @@ import "testing"
 // list, in both directions; without it the options stand.
 func TestWithGraphsOption(t *testing.T) {
 	root := func(attrs ...Attr) *Span { return &Span{Attrs: attrs} }
-	graphs := func(b bool) Attr { return Attr{Key: attrGraphs, Value: BoolValue(b)} }
+	graphs := func(b bool) Attr { return Attr{Key: string(AttrGraphs), Value: BoolValue(b)} }
 	cases := []struct {
 		name    string
 		root    *Span

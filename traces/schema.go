@@ -116,6 +116,16 @@ const (
 	AttrStep     attribute.Key = "tpscope.step"     // int64: step index within the run (0-based)
 	AttrRanks    attribute.Key = "tpscope.ranks"    // int64: number of ranks
 	AttrBackend  attribute.Key = "tpscope.backend"  // string: exec backend (cuda, cpu)
+
+	// AttrGraphs says whether the measured steps were replayed CUDA graphs
+	// (true) or eager launches (false); the runner writes it only when
+	// graphs were requested (exec.WithGraphs).
+	AttrGraphs attribute.Key = "tpscope.graphs" // bool
+	// AttrScheduleScale (step and op spans) is the factor by which the run
+	// schedule was shrunk from the real model's (exec.WithScheduleScale).
+	// Unlike AttrScale, the measured time is NOT multiplied by it; a
+	// prediction of the real model does not apply to such a trace.
+	AttrScheduleScale attribute.Key = "tpscope.schedule.scale" // float64
 )
 
 // Resource attributes. service.name and host.name are the OpenTelemetry

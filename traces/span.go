@@ -567,11 +567,6 @@ func canonicalJSON(raw []byte) string {
 	return buf.String()
 }
 
-// attrGraphs is the runner's step attribute saying the measured steps were
-// replayed CUDA graphs (exec.AttrGraphs; spelled out since traces cannot
-// import exec).
-const attrGraphs = "tpscope.graphs"
-
 // withGraphsOption makes a step's options say what its root's
 // tpscope.graphs records about the measured steps (the runner writes it
 // whenever graphs were requested): true adds "cuda-graphs" when the options
@@ -579,7 +574,7 @@ const attrGraphs = "tpscope.graphs"
 // (graphs requested, the backend ran eagerly) removes it. What was measured
 // decides what is predicted.
 func withGraphsOption(root *Span, options string) string {
-	v, ok := root.Attr(attrGraphs)
+	v, ok := root.Attr(string(AttrGraphs))
 	if !ok || v.Type() != TypeBool {
 		return options
 	}
