@@ -217,7 +217,7 @@ func Catalog(o CatalogOptions) []Entry {
 			Revert:  opt(func(o *Options) { o.CustomAR = CustomARAuto }),
 			Check:   checkOneShot,
 			HowTo: func(c Config) How {
-				if allNVLink(c.Topo) {
+				if allNVLink(c.Topo, nil) {
 					return How{Engine: []string{"default (vLLM custom all-reduce)"}}
 				}
 				return How{Exec: "custom one-shot all-reduce kernel over CUDA IPC P2P buffers (out of tree on PCIe)"}
@@ -396,19 +396,38 @@ func ccString(t *topology.Topology) string {
 	return t.DeviceOf(0).ComputeCapability
 }
 
-func allNVLink(t *topology.Topology) bool {
+// allNVLink reports whether NVLink joins every pair of gpus (every GPU of
+// t when gpus is nil).
+func allNVLink(t *topology.Topology, gpus []int) bool {
 	if t == nil {
 		return false
 	}
-	n := t.NumGPUs()
-	for a := 0; a < n; a++ {
-		for b := 0; b < n; b++ {
+	if gpus == nil {
+		gpus = firstRanks(t.NumGPUs())
+	}
+	for _, a := range gpus {
+		for _, b := range gpus {
 			if a != b && t.Path(a, b).Level != topology.LevelNV {
 				return false
 			}
 		}
 	}
 	return true
+}
+
+// p2pRefused returns the first pair of gpus (in order a, then b) between
+// which the driver refuses P2P at any NCCL_P2P_LEVEL (no P2P path, or
+// Topology.P2PUnsupported); refused is false when every pair may use it. A
+// custom all-reduce reads peers' buffers directly and needs every pair.
+func p2pRefused(t *topology.Topology, gpus []int) (a, b int, refused bool) {
+	for _, a := range gpus {
+		for _, b := range gpus {
+			if a != b && !t.P2PAllowed(a, b, topology.P2PSYS) {
+				return a, b, true
+			}
+		}
+	}
+	return 0, 0, false
 }
 
 // checkFP8KV: FP8 KV needs an MLA decode backend that reads an FP8 cache
@@ -476,14 +495,10 @@ func checkOneShot(c Config) Applicability {
 		return Applicability{NotApplicable, "needs P2P between every pair of GPUs (NCCL_P2P_DISABLE=1 is set)"}
 	}
 	n := c.Plan.Normalized().TP
-	for a := 0; a < n && a < t.NumGPUs(); a++ {
-		for b := 0; b < n && b < t.NumGPUs(); b++ {
-			if a != b && !t.P2PAllowed(a, b, topology.P2PSYS) {
-				return Applicability{NotApplicable, fmt.Sprintf("GPUs %d and %d cannot use P2P: a one-shot all-reduce reads peers' buffers directly", a, b)}
-			}
-		}
+	if a, b, refused := p2pRefused(t, firstRanks(min(n, t.NumGPUs()))); refused {
+		return Applicability{NotApplicable, fmt.Sprintf("GPUs %d and %d cannot use P2P: a one-shot all-reduce reads peers' buffers directly", a, b)}
 	}
-	if allNVLink(t) || n <= 2 {
+	if allNVLink(t, nil) || n <= 2 {
 		return Applicability{Applies, "vLLM's custom all-reduce already runs one-shot below 256 KB here (serving-facts.md)"}
 	}
 	sym := "symmetric-memory all-reduce needs SM 9.0/10.x"
@@ -521,7 +536,7 @@ func spansSockets(t *topology.Topology, n int) bool {
 // than two GPUs) it needs a custom kernel.
 func checkARNorm(c Config) Applicability {
 	m := ccMajor(c.Topo)
-	if allNVLink(c.Topo) && (m == 9 || m == 10) {
+	if allNVLink(c.Topo, nil) && (m == 9 || m == 10) {
 		return Applicability{Applies, fmt.Sprintf("SM%s with NVLink: vLLM's all-reduce fusion pass (FlashInfer kernels; assumption: available since 2025)", ccString(c.Topo))}
 	}
 	return Applicability{Conditional, fmt.Sprintf("NCCL carries the all-reduce on this box (SM%s, PCIe): fusing the residual add + RMSNorm needs a custom all-reduce kernel (assumption: vLLM's fusion pass targets SM90/SM100 with NVLink)", ccString(c.Topo))}

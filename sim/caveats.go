@@ -36,7 +36,7 @@ func (p *Predictor) Caveats(sc Scenario) []string {
 
 	// TestPublicAllReduce and the seed: small NCCL all-reduces on PCIe
 	// boxes differ from NCCL's constants, in both directions.
-	if cm, ok := p.coll.(*CollectiveModel); ok && plan.World() > 1 && !allNVLink(p.topo) && !cm.calibrated() {
+	if cm, ok := p.coll.(*CollectiveModel); ok && plan.World() > 1 && !allNVLink(p.topo, nil) && !cm.calibrated() {
 		out = append(out, "NCCL collectives priced with NCCL's stock constants: on PCIe boxes small all-reduces measure off them in both directions (a public 8-GPU switch box: 18-38 % faster up to 64 KB) (fix: tpscope calibrate --nccl-tests on this box's all_reduce_perf log)")
 		// TestPublicSHMGap: ring steps through host memory.
 		if g := cm.group(firstRanks(plan.TP)); g.shmHops > 0 {
@@ -47,7 +47,7 @@ func (p *Predictor) Caveats(sc Scenario) []string {
 
 	// checkOneShot: a public one-shot kernel lost to NCCL on dual-CPU
 	// boxes; the model prices cross-socket reads optimistically.
-	if (p.opts.CustomAR == CustomAROneShot || p.opts.CustomAR == CustomARTwoShot) && spansSockets(p.topo, plan.TP) && !allNVLink(p.topo) {
+	if (p.opts.CustomAR == CustomAROneShot || p.opts.CustomAR == CustomARTwoShot) && spansSockets(p.topo, plan.TP) && !allNVLink(p.topo, nil) {
 		out = append(out, "custom all-reduce across CPU sockets: a public one-shot PCIe kernel ran slower than NCCL on dual-CPU boxes; read this prediction as an upper bound")
 	}
 	return out

@@ -212,7 +212,7 @@ type groupInfo struct {
 	// all-to-all: us per byte sent to each peer, on the busiest link.
 	a2aPerByte  float64
 	a2aNeckName string
-	// custom all-reduce: all pairs allowed for P2P by the driver.
+	// custom all-reduce: all pairs allowed for P2P by the driver (p2pRefused).
 	customOK        bool
 	customUsPerByte float64 // busiest link, us per byte per pair
 	customNeck      string
@@ -748,7 +748,8 @@ func (m *CollectiveModel) buildGroup(mask uint64, ranks []int) *groupInfo {
 
 	// All pairs: all-to-all (NCCL transport per pair) and custom AR (P2P).
 	var a2a, pairs []topology.Flow
-	g.customOK = true
+	_, _, refused := p2pRefused(t, ranks)
+	g.customOK = !refused
 	for _, i := range ranks {
 		for _, j := range ranks {
 			if i == j {
@@ -759,9 +760,6 @@ func (m *CollectiveModel) buildGroup(mask uint64, ranks []int) *groupInfo {
 				g.a2aHopExtraUs = math.Max(g.a2aHopExtraUs, m.hopExtra(t.Path(i, j)))
 			}
 			pairs = append(pairs, topology.Flow{From: i, To: j})
-			if !t.P2PAllowed(i, j, topology.P2PSYS) {
-				g.customOK = false
-			}
 			g.maxPairLatUs = math.Max(g.maxPairLatUs, t.Path(i, j).LatUs)
 		}
 	}

@@ -517,17 +517,19 @@ func (p *Predictor) collectiveCost(op *model.Op) (OpCost, error) {
 	return c, nil
 }
 
-// priceCollective picks the implementation (custom all-reduce or NCCL).
+// priceCollective picks the implementation (custom all-reduce or NCCL). A
+// custom all-reduce needs P2P between every pair of the group (the
+// driver's; NCCL_P2P_LEVEL does not restrict it, NCCL_P2P_DISABLE does):
+// without it CustomAllReduce reports ok false and NCCL carries the op.
 func (p *Predictor) priceCollective(op *model.Op) (CollectiveCost, error) {
 	if op.Collective == model.AllReduce && op.CommBytes <= customARMaxBytes {
 		variant := ""
 		switch p.opts.CustomAR {
 		case CustomAROneShot, CustomARTwoShot:
-			if p.p2pAll(op.Group) {
-				variant = string(p.opts.CustomAR)
-			}
+			variant = string(p.opts.CustomAR)
 		case CustomARAuto:
-			if len(op.Group) == 2 && p.p2pAll(op.Group) || p.nvlinkAll(op.Group) {
+			// vLLM's rule: two GPUs, or NVLink between every pair.
+			if len(op.Group) == 2 || allNVLink(p.topo, op.Group) {
 				variant = string(CustomARTwoShot)
 				if op.CommBytes < customAROneShotBytes {
 					variant = string(CustomAROneShot)
@@ -543,33 +545,4 @@ func (p *Predictor) priceCollective(op *model.Op) (CollectiveCost, error) {
 		}
 	}
 	return p.coll.Cost(op.Collective, op.Group, op.CommBytes), nil
-}
-
-// p2pAll reports whether every pair of the group may use P2P (custom
-// all-reduce needs direct peer access; NCCL_P2P_LEVEL does not restrict it,
-// but P2PDisable does).
-func (p *Predictor) p2pAll(group []int) bool {
-	if p.opts.P2PDisable {
-		return false
-	}
-	for _, a := range group {
-		for _, b := range group {
-			if a != b && !p.topo.P2PAllowed(a, b, topology.P2PSYS) {
-				return false
-			}
-		}
-	}
-	return true
-}
-
-// nvlinkAll reports whether every pair of the group is joined by NVLink.
-func (p *Predictor) nvlinkAll(group []int) bool {
-	for _, a := range group {
-		for _, b := range group {
-			if a != b && p.topo.Path(a, b).Level != topology.LevelNV {
-				return false
-			}
-		}
-	}
-	return true
 }
