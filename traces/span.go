@@ -69,9 +69,6 @@ type Span struct {
 // newSpan returns a Span with the "absent" markers set.
 func newSpan() Span { return Span{Layer: -1, Rank: -1, Step: -1, Seq: -1, KindSeq: -1} }
 
-// StartTime is Start as a time.Time (UTC).
-func (s *Span) StartTime() time.Time { return time.Unix(0, s.Start).UTC() }
-
 // End is Start+Duration in Unix nanoseconds.
 func (s *Span) End() int64 { return s.Start + int64(s.Duration) }
 
@@ -184,18 +181,6 @@ func (v Value) String() string {
 		return strconv.FormatBool(v.AsBool())
 	}
 	return ""
-}
-
-// Equal reports whether two values have the same type and value; floats
-// compare by bits except that all NaNs are equal.
-func (v Value) Equal(w Value) bool {
-	if v.typ != w.typ {
-		return false
-	}
-	if v.typ == TypeFloat && math.IsNaN(v.AsFloat()) && math.IsNaN(w.AsFloat()) {
-		return true
-	}
-	return v.str == w.str && v.num == w.num
 }
 
 // Skip records something a reader left out and why.
