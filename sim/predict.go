@@ -342,10 +342,13 @@ func (p *Predictor) run(s *model.Schedule, mode int, graphed bool) error {
 	defer p.cmemo.clear()
 	p.memo.reset()
 	var sym bool
-	switch mode {
-	case symCheck:
+	switch {
+	case mode == symNever:
+	case len(s.Ranks) == 1:
+		sym = true // nothing to compare (the evaluator's one-rank views)
+	case mode == symCheck:
 		sym = symmetric(s)
-	case symBuilt:
+	case mode == symBuilt:
 		sym = builtSymmetric(s)
 	}
 	nSim := 1
