@@ -3,6 +3,8 @@ package sim
 import (
 	"fmt"
 	"strings"
+
+	"github.com/tpscope/tpscope/topology"
 )
 
 // CustomAR selects the all-reduce implementation for TP all-reduces.
@@ -118,6 +120,9 @@ func (o *Options) Validate() error {
 	case AttnAuto, AttnTritonMLA, AttnFlashMLA:
 	default:
 		return fmt.Errorf("options: attention_backend %q: want triton_mla or flashmla", o.AttentionBackend)
+	}
+	if _, err := topology.ParseP2PLevel(o.P2PLevel); err != nil {
+		return fmt.Errorf("options: p2p_level: %w", err)
 	}
 	for i, s := range o.GraphSizes {
 		if s <= 0 || (i > 0 && s <= o.GraphSizes[i-1]) {

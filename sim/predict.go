@@ -65,9 +65,6 @@ func NewWithCollectives(topo *topology.Topology, opts Options, coll CollectiveCo
 			return nil, fmt.Errorf("sim: topology %s: GPU %d is not a %s (mixed devices are not modeled)", topo.Name, i, dev.Name)
 		}
 	}
-	if _, err := topology.ParseP2PLevel(opts.P2PLevel); err != nil {
-		return nil, fmt.Errorf("sim: options: %w", err)
-	}
 	return &Predictor{topo: topo, dev: dev, opts: opts, coll: coll,
 		cm: newComputeModel(dev, opts.AttentionBackend)}, nil
 }

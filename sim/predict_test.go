@@ -166,6 +166,14 @@ func TestPredictErrors(t *testing.T) {
 	if _, err := New(topo, Options{P2PLevel: "FOO"}); err == nil || !strings.Contains(err.Error(), "NCCL_P2P_LEVEL") {
 		t.Errorf("bad P2P level: err %v", err)
 	}
+	// Options.Validate checks the level itself, naming the field, whatever
+	// the collective model.
+	if _, err := NewWithCollectives(topo, Options{P2PLevel: "FOO"}, fixedColl{1}); err == nil || !strings.Contains(err.Error(), "p2p_level") {
+		t.Errorf("bad P2P level with a custom collective model: err %v", err)
+	}
+	if err := (&Options{P2PLevel: "sys"}).Validate(); err != nil {
+		t.Errorf("P2P level sys: %v", err)
+	}
 }
 
 // Expected tokens per step with k draft tokens and acceptance a is
