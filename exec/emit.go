@@ -183,6 +183,11 @@ func (r *runner) stepAttrs(measured int, stepUs float64) []attribute.KeyValue {
 	if r.stepStatic == nil {
 		s := r.sched
 		opts := slices.Clone(r.cfg.optimizations)
+		if r.cfg.graphs {
+			// The options say what AttrGraphs records: the measured steps
+			// are predicted with them.
+			opts = traces.GraphsOptions(opts, r.graphs)
+		}
 		slices.Sort(opts)
 		r.stepStatic = []attribute.KeyValue{
 			traces.AttrModel.String(s.Model),

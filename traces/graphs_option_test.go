@@ -1,6 +1,9 @@
 package traces
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 // The runner writes tpscope.graphs on a step root whenever graphs were
 // requested: what it says about the measured steps overrides the options
@@ -26,5 +29,28 @@ func TestWithGraphsOption(t *testing.T) {
 				t.Errorf("withGraphsOption(%q) = %q, want %q", tc.options, got, tc.want)
 			}
 		})
+	}
+}
+
+// GraphsOptions leaves a list that already says what was measured as it
+// is and does not change its argument otherwise.
+func TestGraphsOptions(t *testing.T) {
+	cases := []struct {
+		names  []string
+		graphs bool
+		want   []string
+	}{
+		{nil, true, []string{"cuda-graphs"}},
+		{nil, false, nil},
+		{[]string{"cuda-graphs", "overlap"}, true, []string{"cuda-graphs", "overlap"}},
+		{[]string{"cuda-graphs", "overlap"}, false, []string{"overlap"}},
+		{[]string{"overlap"}, true, []string{"overlap", "cuda-graphs"}},
+	}
+	for _, tc := range cases {
+		in := append([]string(nil), tc.names...)
+		got := GraphsOptions(in, tc.graphs)
+		if strings.Join(got, ",") != strings.Join(tc.want, ",") || strings.Join(in, ",") != strings.Join(tc.names, ",") {
+			t.Errorf("GraphsOptions(%q, %v) = %q (argument now %q), want %q", tc.names, tc.graphs, got, in, tc.want)
+		}
 	}
 }

@@ -552,18 +552,15 @@ func canonicalJSON(raw []byte) string {
 	return buf.String()
 }
 
-// withGraphsOption makes a step's options say what its root's
-// tpscope.graphs records about the measured steps (the runner writes it
-// whenever graphs were requested): true adds "cuda-graphs" when the options
-// do not name it (a harness that set graphs on the runner directly); false
-// (graphs requested, the backend ran eagerly) removes it. What was measured
-// decides what is predicted.
-func withGraphsOption(root *Span, options string) string {
-	v, ok := root.Attr(string(AttrGraphs))
-	if !ok || v.Type() != TypeBool {
-		return options
-	}
-	names := OptionNames(options)
+// GraphsOptions returns option names that say what AttrGraphs records
+// about the measured steps: with graphs, names plus "cuda-graphs" when none
+// of them selects CUDA graphs (a harness that asked the runner for graphs
+// without naming the option); without, names less those that select them
+// (graphs requested, the backend ran eagerly). What was measured decides
+// what is predicted. names is returned as is when it already says so, else
+// a new list: names in their order, "cuda-graphs" last. The runner writes
+// AttrOptions through it.
+func GraphsOptions(names []string, graphs bool) []string {
 	kept := names[:0:0]
 	for _, n := range names {
 		if o, _, _ := ParseOptions(n); !o.CUDAGraphs {
@@ -571,10 +568,26 @@ func withGraphsOption(root *Span, options string) string {
 		}
 	}
 	switch {
-	case v.AsBool() && len(kept) < len(names), !v.AsBool() && len(kept) == len(names):
-		return options // already says what was measured
-	case v.AsBool():
+	case graphs && len(kept) < len(names), !graphs && len(kept) == len(names):
+		return names // already says what was measured
+	case graphs:
 		kept = append(kept, "cuda-graphs")
 	}
-	return strings.Join(kept, ",")
+	return kept
+}
+
+// withGraphsOption makes a step's options say what its root's AttrGraphs
+// records (GraphsOptions). The runner writes options that already do;
+// traces recorded before it did (exec/cuda/testdata/h200) are corrected
+// here.
+func withGraphsOption(root *Span, options string) string {
+	v, ok := root.Attr(string(AttrGraphs))
+	if !ok || v.Type() != TypeBool {
+		return options
+	}
+	names := OptionNames(options)
+	if kept := GraphsOptions(names, v.AsBool()); len(kept) != len(names) {
+		return strings.Join(kept, ",")
+	}
+	return options
 }
