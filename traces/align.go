@@ -307,49 +307,41 @@ type kindPlan struct {
 }
 
 func (a *Alignment) alignByKind(traces [][]Span, pr *sim.Prediction, is *issues) {
+	// rk is a (rank, kind): of a span as measured, or of a plan, whose
+	// rank is -1 when the prediction is symmetric (planOf).
 	type rk struct {
-		rank int // -1 symmetric
+		rank int
 		kind string
 	}
-	// Predicted ops per (rank, kind), in issue order, without fused ops.
+	planOf := func(k rk) rk {
+		if pr.Symmetric {
+			k.rank = -1
+		}
+		return k
+	}
+	// Predicted ops per plan key, in issue order, without fused ops.
 	pred := map[rk][]int{}
 	for i := range pr.Ops {
 		op := &pr.Ops[i]
 		if op.Cost.Fused {
 			continue
 		}
-		r := op.Rank
-		if pr.Symmetric {
-			r = -1
-		}
-		k := rk{r, string(op.Kind)}
+		k := planOf(rk{op.Rank, string(op.Kind)})
 		pred[k] = append(pred[k], i)
 	}
-	keyOf := func(s *Span) rk {
-		if pr.Symmetric {
-			return rk{-1, s.OpKind}
-		}
-		return rk{s.Rank, s.OpKind}
-	}
-	// Pass 1: kernel counts per (trace, rank, kind) -> most common count.
-	type tk struct {
-		rank int
-		kind string
-	}
+	// Pass 1: kernel counts per (trace, rank, kind) -> most common count
+	// per plan key (every rank's count counts once).
 	hist := map[rk]map[int]int{}
-	counts := map[tk]int{}
+	counts := map[rk]int{}
 	for _, tr := range traces {
 		clear(counts)
 		for i := range tr {
 			if s := &tr[i]; isOpSpan(s) {
-				counts[tk{s.Rank, s.OpKind}]++
+				counts[rk{s.Rank, s.OpKind}]++
 			}
 		}
 		for k, n := range counts {
-			key := rk{k.rank, k.kind}
-			if pr.Symmetric {
-				key.rank = -1
-			}
+			key := planOf(k)
 			if hist[key] == nil {
 				hist[key] = map[int]int{}
 			}
@@ -417,16 +409,12 @@ func (a *Alignment) alignByKind(traces [][]Span, pr *sim.Prediction, is *issues)
 	}
 	for i := range pr.Ops {
 		op := &pr.Ops[i]
-		r := op.Rank
-		if pr.Symmetric {
-			r = -1
-		}
-		if !op.Cost.Fused && plans[rk{r, string(op.Kind)}] == nil {
+		if !op.Cost.Fused && plans[planOf(rk{op.Rank, string(op.Kind)})] == nil {
 			is.add(IssueMissing, 1, op.ID)
 		}
 	}
 	// Pass 2: samples.
-	byKind := map[tk][]*Span{}
+	byKind := map[rk][]*Span{}
 	var ext extents
 	seen := make([]bool, len(a.Units))
 	for _, tr := range traces {
@@ -444,10 +432,10 @@ func (a *Alignment) alignByKind(traces [][]Span, pr *sim.Prediction, is *issues)
 				continue
 			}
 			ext.add(s)
-			k := tk{s.Rank, s.OpKind}
+			k := rk{s.Rank, s.OpKind}
 			byKind[k] = append(byKind[k], s)
 		}
-		bk := make([]tk, 0, len(byKind))
+		bk := make([]rk, 0, len(byKind))
 		for k, v := range byKind {
 			if len(v) > 0 {
 				bk = append(bk, k)
@@ -462,7 +450,7 @@ func (a *Alignment) alignByKind(traces [][]Span, pr *sim.Prediction, is *issues)
 		for _, k := range bk {
 			spans := byKind[k]
 			s0 := spans[0]
-			p := plans[keyOf(s0)]
+			p := plans[planOf(k)]
 			if p == nil {
 				is.add(IssueKindNotInPlan, len(spans), fmt.Sprintf("%s: %s", s0.OpKind, truncName(kernelName(s0))))
 				continue
