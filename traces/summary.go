@@ -13,7 +13,7 @@ type Summary struct {
 	Format       string      `json:"format"`
 	Spans        int         `json:"spans"`
 	Traces       int         `json:"traces"`
-	OpSpans      int         `json:"op_spans"` // spans with an op ID or Kineto kernels
+	OpSpans      int         `json:"op_spans"` // op spans as compare counts them (isOpSpan): spans with an op ID, children of rank spans, Kineto kernels
 	Ranks        []int       `json:"ranks"`    // distinct ranks of op spans, sorted
 	Steps        []int       `json:"steps"`    // distinct steps, sorted
 	Kinds        []KindCount `json:"kinds"`    // op spans per kind, by kind name
@@ -47,7 +47,7 @@ func Summarize(res *Result) Summary {
 		if sp.Step >= 0 {
 			steps[sp.Step] = true
 		}
-		if sp.OpID == "" && !sp.kernel {
+		if !isOpSpan(sp) {
 			continue
 		}
 		s.OpSpans++

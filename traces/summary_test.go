@@ -1,0 +1,37 @@
+package traces
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/tpscope/tpscope/sim"
+)
+
+// TestSummaryCountsOpSpansAsCompare: `trace read` (Summarize) and compare
+// (Align) count the same op spans: one with an op ID and one under a rank
+// span without one (which compare reports as lacking an op ID); the step
+// and rank spans are not op spans.
+func TestSummaryCountsOpSpansAsCompare(t *testing.T) {
+	span := func(id, parent, name, attrs string) string {
+		return `,{"traceId":"` + tidA + `","spanId":"` + id + `","parentSpanId":"` + parent + `","name":"` + name +
+			`","startTimeUnixNano":"2000","endTimeUnixNano":"3000","attributes":[` + attrs + `]}`
+	}
+	doc := otlpLine(tidA, "deepseek-v3",
+		span("0000000000000002", "0000000000000001", "rank/0", `{"key":"tpscope.rank","value":{"intValue":"0"}}`),
+		span("0000000000000003", "0000000000000002", "L00.attn.o_proj", `{"key":"tpscope.op.id","value":{"stringValue":"L00.attn.o_proj"}}`),
+		span("0000000000000004", "0000000000000002", "some_kernel", ""))
+	path := filepath.Join(t.TempDir(), "in.json")
+	if err := os.WriteFile(path, []byte(doc), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	res, err := ReadAll(context.Background(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	al := Align(SplitTraces(res.Spans), &sim.Prediction{Symmetric: true}, "")
+	if s := Summarize(res); s.Spans != 4 || s.OpSpans != 2 || al.Spans != 2 {
+		t.Errorf("trace read: %d spans, %d op spans; compare: %d op spans; want 4, 2, 2", s.Spans, s.OpSpans, al.Spans)
+	}
+}
