@@ -565,11 +565,19 @@ func (m *CollectiveModel) precompute(g *groupInfo) {
 					g.calibrated[oi][a][p] = true
 					continue
 				}
-				g.lat[oi][a][p] = ncclBaseLatUs[a][p] + st*(ncclHwLatUs[g.pathType][a][p]+g.shmFrac*m.topo.Host.SHMLatUs+g.hopExtraUs)
+				g.lat[oi][a][p] = ncclBaseLatUs[a][p] + st*m.stepLatUs(g, a, p)
 				g.usPerByte[oi][a][p] = 1 / (1000 * m.protoBusBw(g, a, p, bus) * ratio)
 			}
 		}
 	}
+}
+
+// stepLatUs is tpscope's uncalibrated latency per ring step of (a, p) on
+// g: NCCL's hwLat for the group's path class, plus the SHM latency of
+// host-memory hops weighted by their share of the ring, plus the ring's
+// slowest P2P hop beyond the one NCCL's hwLat prices.
+func (m *CollectiveModel) stepLatUs(g *groupInfo, a, p int) float64 {
+	return ncclHwLatUs[g.pathType][a][p] + g.shmFrac*m.topo.Host.SHMLatUs + g.hopExtraUs
 }
 
 // result is the cost of (a, p) for b bytes from the tables.

@@ -95,10 +95,7 @@ func Calibrate(t *topology.Topology, samples []CalSample, o CalibrateOptions) (*
 	if err != nil {
 		return nil, fmt.Errorf("calibrate: %w", err)
 	}
-	group := make([]int, o.Ranks)
-	for i := range group {
-		group[i] = i
-	}
+	group := firstRanks(o.Ranks)
 	g := m.group(group)
 
 	type key struct{ a, p int }
@@ -135,9 +132,11 @@ func Calibrate(t *topology.Topology, samples []CalSample, o CalibrateOptions) (*
 		if k.a == algoTree {
 			bus0 = g.treeBw
 		}
+		// The prior is the uncalibrated model (precompute): a calibrated
+		// hwLat replaces its whole latency per step.
 		x0 := []float64{
 			math.Log(ncclBaseLatUs[k.a][k.p]),
-			math.Log(ncclHwLatUs[g.pathType][k.a][k.p] + g.shmFrac*t.Host.SHMLatUs),
+			math.Log(m.stepLatUs(g, k.a, k.p)),
 			math.Log(m.protoBusBw(g, k.a, k.p, bus0)),
 		}
 		predict := func(x []float64, b float64) float64 {

@@ -142,3 +142,48 @@ func TestCalibrateHoldOutDetail(t *testing.T) {
 	}
 	t.Logf("params %+v; fit RMS %.4f (prior %.4f); worst held-out error %.2f %%", fit.Params, fit.RMSRelErr, fit.PriorRMSRelErr, 100*worst)
 }
+
+// TestCalibratePriorIsTheModel: samples priced by the uncalibrated model
+// itself fit back to the model's own parameters, because the prior is
+// the model (precompute's latency per step, hop latencies included): on
+// rtxpro6000-switch the 8-GPU ring has a P2P hop slower than the one
+// NCCL's hwLat prices, so a prior without it would pull the fit away.
+func TestCalibratePriorIsTheModel(t *testing.T) {
+	tp := collTopo(t, "rtxpro6000-switch", 0)
+	o := NCCLOptions{Proto: "LL", Algo: "Ring"}
+	m, err := NewCollectiveModel(tp, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := m.group(firstRanks(8))
+	if g.hopExtraUs <= 0 {
+		t.Fatalf("ring hop latency beyond NCCL's hwLat %.3f us: want > 0 for this test", g.hopExtraUs)
+	}
+	var ss []CalSample
+	for b := int64(1 << 10); b <= 1<<20; b *= 2 {
+		ss = append(ss, CalSample{Bytes: b, TimeUs: m.Cost(model.AllReduce, nil, b).TimeUs})
+	}
+	fit, err := Calibrate(tp, ss, CalibrateOptions{NCCL: o})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(fit.Params) != 1 || fit.Params[0].Algo != "Ring" || fit.Params[0].Proto != "LL" {
+		t.Fatalf("params %+v: want one Ring/LL entry", fit.Params)
+	}
+	p := fit.Params[0]
+	// The prior fits the samples exactly, so the fit stays on it: the
+	// fitted values are the model's, to the 4 significant digits Calibrate
+	// keeps (round4).
+	for _, c := range []struct {
+		name      string
+		got, want float64
+	}{
+		{"base latency", p.BaseLatUs, ncclBaseLatUs[algoRing][protoLL]},
+		{"latency per step", p.HwLatUs, m.stepLatUs(g, algoRing, protoLL)},
+		{"bus bandwidth", p.BusBWGBps, m.protoBusBw(g, algoRing, protoLL, g.ringBw)},
+	} {
+		if c.got != round4(c.want) {
+			t.Errorf("%s %v, model %v", c.name, c.got, round4(c.want))
+		}
+	}
+}
