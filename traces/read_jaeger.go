@@ -247,7 +247,11 @@ func (o *reader) jaegerTrace() error {
 // the span's processID and inline process, if any.
 func (o *reader) jaegerSpan(tags []jaegerTag) ([]jaegerTag, string, *Resource, error) {
 	sp := newSpan()
-	var traceID, spanID, parent, opName, pid string
+	// The parent: the parentSpanID field when given, else the first
+	// CHILD_OF reference, else the first FOLLOWS_FROM one (OpenTracing: a
+	// CHILD_OF reference names the parent, in whatever order the
+	// references come).
+	var traceID, spanID, parent, childOf, followsFrom, opName, pid string
 	var startUs, durUs int64
 	haveStart, haveDur := false, false
 	var proc *Resource
@@ -290,8 +294,10 @@ func (o *reader) jaegerSpan(tags []jaegerTag) ([]jaegerTag, string, *Resource, e
 					}
 					return o.lx.skip()
 				})
-				if err == nil && (typ == "CHILD_OF" || (parent == "" && typ == "FOLLOWS_FROM")) && parent == "" {
-					parent = id
+				if err == nil && typ == "CHILD_OF" && childOf == "" {
+					childOf = id
+				} else if err == nil && typ == "FOLLOWS_FROM" && followsFrom == "" {
+					followsFrom = id
 				}
 				return o.wrongType(err, "references[]")
 			}), "references")
@@ -321,6 +327,12 @@ func (o *reader) jaegerSpan(tags []jaegerTag) ([]jaegerTag, string, *Resource, e
 	}
 	if err != nil {
 		return tags, "", nil, err
+	}
+	if parent == "" {
+		parent = childOf
+	}
+	if parent == "" {
+		parent = followsFrom
 	}
 	bad := ""
 	switch {

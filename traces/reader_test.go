@@ -43,6 +43,46 @@ func TestJaegerUIDownload(t *testing.T) {
 	}
 }
 
+// TestJaegerParentReference: a CHILD_OF reference names the parent in
+// whatever order the references come; FOLLOWS_FROM only when there is no
+// CHILD_OF. The fixture's op span (child of rank/0, 00f067aa0ba902b7) is
+// given a FOLLOWS_FROM reference to the step (0a0b0c0d0e0f1011) first.
+func TestJaegerParentReference(t *testing.T) {
+	b, err := os.ReadFile("testdata/jaeger_ui_download.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const childOf = `{"refType":"CHILD_OF","traceID":"4bf92f3577b34da6a3ce929d0e0e4736","spanID":"00f067aa0ba902b7"}`
+	const followsFrom = `{"refType":"FOLLOWS_FROM","traceID":"4bf92f3577b34da6a3ce929d0e0e4736","spanID":"0a0b0c0d0e0f1011"}`
+	if !bytes.Contains(b, []byte(`"references":[`+childOf+`]`)) {
+		t.Fatal("fixture: the op span's CHILD_OF reference is not where the test expects it")
+	}
+	for _, tc := range []struct {
+		name, refs, parent string
+	}{
+		{"FOLLOWS_FROM before CHILD_OF", followsFrom + "," + childOf, "00f067aa0ba902b7"},
+		{"CHILD_OF before FOLLOWS_FROM", childOf + "," + followsFrom, "00f067aa0ba902b7"},
+		{"FOLLOWS_FROM alone", followsFrom, "0a0b0c0d0e0f1011"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			doc := bytes.Replace(b, []byte(`"references":[`+childOf+`]`), []byte(`"references":[`+tc.refs+`]`), 1)
+			path := filepath.Join(t.TempDir(), "in.json")
+			if err := os.WriteFile(path, doc, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			res, err := ReadAll(context.Background(), path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, sp := range res.Spans {
+				if sp.OpID == "L03.attn.allreduce" && sp.ParentID.String() != tc.parent {
+					t.Errorf("op span parent %s, want %s", sp.ParentID, tc.parent)
+				}
+			}
+		})
+	}
+}
+
 // otlpLine builds a one-trace OTLP JSON request line for bad-input tests.
 func otlpLine(traceID, model string, spans ...string) string {
 	return `{"resourceSpans":[{"resource":{"attributes":[{"key":"service.name","value":{"stringValue":"tpscope"}}]},"scopeSpans":[{"scope":{"name":"t"},"spans":[` +
