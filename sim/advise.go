@@ -280,7 +280,7 @@ func predictVariant(ev *Evaluator, name string, c Config) (*Variant, error) {
 	if err != nil {
 		return nil, err
 	}
-	pr, s, err := p.predictScenario(c.Scenario)
+	pr, s, err := p.PredictScenarioSchedule(c.Scenario)
 	if err != nil {
 		return nil, err
 	}

@@ -798,6 +798,3 @@ func (m *CollectiveModel) buildGroup(mask uint64, ranks []int) *groupInfo {
 
 // Options returns the options the model was built with.
 func (m *CollectiveModel) Options() NCCLOptions { return m.opts }
-
-// Topology returns the model's topology.
-func (m *CollectiveModel) Topology() *topology.Topology { return m.topo }

@@ -69,12 +69,6 @@ func NewWithCollectives(topo *topology.Topology, opts Options, coll CollectiveCo
 		cm: newComputeModel(dev, opts.AttentionBackend)}, nil
 }
 
-// Options returns the options the Predictor was built with.
-func (p *Predictor) Options() Options { return p.opts }
-
-// Topology returns the box the Predictor was built for.
-func (p *Predictor) Topology() *topology.Topology { return p.topo }
-
 // OpResult is one simulated op: when it ran, for how long, why, and the
 // inputs of its cost.
 type OpResult struct {
@@ -197,16 +191,12 @@ func (p *Predictor) graphedAsBuilt(s *model.Schedule) bool {
 	return g
 }
 
-// StepUs is Predict without the per-op result: the step time only, for
-// sweeps. It allocates nothing once the Predictor has warmed up.
-func (p *Predictor) StepUs(s *model.Schedule) (float64, error) {
-	return p.stepUs(s, symCheck, p.graphedAsBuilt(s))
-}
-
-// StepUsBuilt is StepUs for a schedule that model.Build / BuildWith
-// returned and nobody modified: the representative-rank shortcut is then
-// decided by comparing collective groups only (see builtSymmetric), not
-// every rank's ops, which saves a pass over ranks x ops.
+// StepUsBuilt is Predict without the per-op result, the step time only,
+// for a schedule that model.Build / BuildWith returned and nobody
+// modified: the representative-rank shortcut is then decided by comparing
+// collective groups only (see builtSymmetric), not every rank's ops,
+// which saves a pass over ranks x ops. It allocates nothing once the
+// Predictor has warmed up.
 func (p *Predictor) StepUsBuilt(s *model.Schedule) (float64, error) {
 	return p.stepUs(s, symBuilt, p.graphedAsBuilt(s))
 }

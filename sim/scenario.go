@@ -3,7 +3,6 @@ package sim
 import (
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/tpscope/tpscope/model"
 )
@@ -69,20 +68,15 @@ func (p *Predictor) schedule(sc Scenario) (s *model.Schedule, padded int, graphe
 // Memory says so (Fits false, ShortfallGB), and the error is nil: callers
 // decide (the CLI refuses, a planner reports the shortfall).
 func (p *Predictor) PredictScenario(sc Scenario) (*Prediction, error) {
-	pr, _, err := p.predictScenario(sc)
+	pr, _, err := p.PredictScenarioSchedule(sc)
 	return pr, err
 }
 
 // PredictScenarioSchedule is PredictScenario that also returns the
 // schedule it predicted (batch padded as under CUDA graphs), for callers
-// that align predicted ops with measured ones.
+// that align predicted ops with measured ones or read op fields a
+// Prediction does not carry (advise).
 func (p *Predictor) PredictScenarioSchedule(sc Scenario) (*Prediction, *model.Schedule, error) {
-	return p.predictScenario(sc)
-}
-
-// predictScenario is PredictScenario that also returns the schedule it
-// predicted (advise reads op fields a Prediction does not carry).
-func (p *Predictor) predictScenario(sc Scenario) (*Prediction, *model.Schedule, error) {
 	s, padded, graphed, err := p.schedule(sc)
 	if err != nil {
 		return nil, nil, err
@@ -133,6 +127,3 @@ func (p *Predictor) fixTokens(sum *Summary, sc Scenario, padded int) {
 		sum.TokensPerS = sum.TokensPerSPerRequest * float64(sum.Sequences)
 	}
 }
-
-// Step is StepUs as a time.Duration (for API edges).
-func (s *Summary) Step() time.Duration { return time.Duration(s.StepUs * float64(time.Microsecond)) }
