@@ -101,8 +101,7 @@ type calScenario struct {
 // hold out).
 func CalibrateTrace(results []*Result, o CalibrateTraceOptions) (*TraceCalibration, error) {
 	var is issues
-	copts := CompareOptions{Override: o.Override}
-	groups := groupTraces(results, &copts, &is)
+	groups := groupTraces(results, o.Override, &is)
 	if len(groups) == 0 {
 		msg := "calibrate: no span belongs to a scenario"
 		if len(is.list) > 0 {

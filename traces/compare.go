@@ -193,9 +193,9 @@ type group struct {
 }
 
 // groupTraces assigns every trace of the results to a scenario: its step
-// root's scenario with o.Override applied, or, for traces without a root,
-// o.Override alone (or the source's only scenario).
-func groupTraces(results []*Result, o *CompareOptions, is *issues) []*group {
+// root's scenario with override applied, or, for traces without a root,
+// override alone (or the source's only scenario).
+func groupTraces(results []*Result, override ScenarioSpec, is *issues) []*group {
 	var groups []*group
 	byKey := map[string]*group{}
 	get := func(spec ScenarioSpec, src string) *group {
@@ -214,18 +214,18 @@ func groupTraces(results []*Result, o *CompareOptions, is *issues) []*group {
 	for _, res := range results {
 		specOf := map[trace.TraceID]ScenarioSpec{}
 		for i := range res.Scenarios {
-			sp := SpecOf(&res.Scenarios[i]).Override(o.Override)
+			sp := SpecOf(&res.Scenarios[i]).Override(override)
 			for _, t := range res.Scenarios[i].Traces {
 				specOf[t] = sp
 			}
 		}
 		var orphan *ScenarioSpec
 		switch {
-		case o.Override.Model != "":
-			sp := ScenarioSpec{}.Override(o.Override)
+		case override.Model != "":
+			sp := ScenarioSpec{}.Override(override)
 			orphan = &sp
 		case len(res.Scenarios) == 1:
-			sp := SpecOf(&res.Scenarios[0]).Override(o.Override)
+			sp := SpecOf(&res.Scenarios[0]).Override(override)
 			orphan = &sp
 		}
 		for _, tr := range SplitTraces(res.Spans) {
@@ -298,7 +298,7 @@ func Compare(results []*Result, o CompareOptions) (*Report, error) {
 		return rep, errors.New("compare: the trace sources hold no span")
 	}
 	var is issues
-	groups := groupTraces(results, &o, &is)
+	groups := groupTraces(results, o.Override, &is)
 	for _, g := range groups {
 		sr, err := compareGroup(g, &o)
 		if err != nil {
