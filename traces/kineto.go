@@ -476,7 +476,8 @@ type kernelRule struct {
 // vLLM custom all-reduce (csrc/custom_all_reduce.cuh cross_device_reduce_*),
 // FlashInfer/TRT-LLM all-reduce fusion, DeepEP, vLLM/SGLang fused_moe,
 // FlashMLA/FlashInfer/Triton attention, cuBLAS/cuBLASLt (nvjet, sm90_xmma),
-// CUTLASS and DeepGEMM.
+// CUTLASS and DeepGEMM. A word that contains a word checked before it
+// (of its own rule or an earlier one) could never decide, and is left out.
 var kernelRules = []kernelRule{
 	{"nccl", model.KindCollective, []string{"nccldevkernel_", "ncclkernel_", "nccl"}},
 	{"custom_allreduce", model.KindCollective, []string{"cross_device_reduce", "custom_all_reduce", "allreduce_fusion", "all_reduce", "allreduce", "oneshot_all", "twoshot_all", "lamport"}},
@@ -486,11 +487,11 @@ var kernelRules = []kernelRule{
 	{"norm", model.KindNorm, []string{"rms_norm", "rmsnorm", "layernorm", "layer_norm", "norm_kernel"}},
 	{"attention", model.KindAttention, []string{"flash_fwd", "flash_attn", "flash::", "flashmla", "flash_mla", "mla", "attn", "attention", "fmha", "_fwd_kernel_stage", "_fwd_grouped_kernel_stage", "paged", "decode_kernel", "mha_", "xqa"}},
 	{"moe_sum", model.KindElementwise, []string{"moe_sum"}},
-	{"moe_gemm", model.KindMoEGEMM, []string{"fused_moe", "moe", "grouped", "m_grouped", "groupproblemshape", "group_gemm", "expert"}},
-	{"gemm", model.KindGEMM, []string{"gemm", "gemv", "cutlass", "cublas", "xmma", "nvjet", "matmul", "splitkreduce", "s16816", "wgmma", "deep_gemm"}},
+	{"moe_gemm", model.KindMoEGEMM, []string{"fused_moe", "moe", "grouped", "groupproblemshape", "group_gemm", "expert"}},
+	{"gemm", model.KindGEMM, []string{"gemm", "gemv", "cutlass", "cublas", "xmma", "nvjet", "matmul", "splitkreduce", "s16816", "wgmma"}},
 	{"rope", model.KindElementwise, []string{"rotary", "rope"}},
 	{"embedding", model.KindEmbedding, []string{"embedding", "embed"}},
-	{"elementwise", model.KindElementwise, []string{"elementwise", "act_and_mul", "silu", "gelu", "rotary", "rope", "softmax", "reduce_kernel", "copy", "fill", "cat", "index", "argmax", "sampl"}},
+	{"elementwise", model.KindElementwise, []string{"elementwise", "act_and_mul", "silu", "gelu", "softmax", "reduce_kernel", "copy", "fill", "cat", "index", "argmax", "sampl"}},
 }
 
 // ClassifyKernel maps a GPU kernel name to an op kind, the collective it

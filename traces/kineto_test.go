@@ -52,6 +52,8 @@ func TestClassifyKernel(t *testing.T) {
 		{"cutlass::Kernel2<cutlass_80_wmma_tensorop_bf16_s161616gemm_bf16_16x16_128x2_tn_align8>", model.KindGEMM, ""},
 		{"void cublasLt::splitKreduce_kernel<32, 16, int, float, __nv_bfloat16>", model.KindGEMM, ""},
 		{"void deep_gemm::fp8_gemm_kernel<128, 128>", model.KindGEMM, ""},
+		{"void deep_gemm::m_grouped_fp8_gemm_nt_contiguous<128, 128>", model.KindMoEGEMM, ""},
+		{"void vllm::apply_rope_kernel<c10::BFloat16>", model.KindElementwise, ""},
 		{"void vllm::act_and_mul_kernel<c10::BFloat16, &(vllm::silu_kernel<c10::BFloat16>), true>", model.KindElementwise, ""},
 		{"void vllm::rotary_embedding_kernel<c10::BFloat16, true>", model.KindElementwise, ""},
 		{"void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<float>>", model.KindElementwise, ""},
@@ -64,6 +66,19 @@ func TestClassifyKernel(t *testing.T) {
 				t.Errorf("ClassifyKernel(%q) = %s/%q (rule %s), want %s/%q", tc.name, kind, coll, rule, tc.kind, tc.coll)
 			}
 		})
+	}
+}
+
+// TestKernelRuleWordsDecide: every word of kernelRules, as a kernel name
+// of its own, is classified by its rule, so no word is shadowed by an
+// earlier rule's (such a word could never decide).
+func TestKernelRuleWordsDecide(t *testing.T) {
+	for _, r := range kernelRules {
+		for _, w := range r.subs {
+			if kind, _, rule := ClassifyKernel(w); rule != r.name || kind != r.kind {
+				t.Errorf("%q: rule %s (%s), want its own rule %s (%s)", w, rule, kind, r.name, r.kind)
+			}
+		}
 	}
 }
 
