@@ -372,21 +372,28 @@ func usesDtype(a *model.Arch, d model.Dtype) bool {
 	return false
 }
 
+// computeCapability parses a "major.minor" compute capability ("12.0",
+// "9.0"; Device.ComputeCapability); a part it cannot read is 0.
+func computeCapability(cc string) (major, minor int) {
+	part := &major
+	for _, r := range cc {
+		switch {
+		case r >= '0' && r <= '9':
+			*part = 10**part + int(r-'0')
+		case r == '.' && part == &major:
+			part = &minor
+		default:
+			return major, minor
+		}
+	}
+	return major, minor
+}
+
 // ccMajor returns the major compute capability of the box's GPUs (0 when
 // unknown).
 func ccMajor(t *topology.Topology) int {
-	if t == nil || t.NumGPUs() == 0 || t.DeviceOf(0) == nil {
-		return 0
-	}
-	cc := t.DeviceOf(0).ComputeCapability
-	n := 0
-	for _, r := range cc {
-		if r < '0' || r > '9' {
-			break
-		}
-		n = 10*n + int(r-'0')
-	}
-	return n
+	major, _ := computeCapability(ccString(t))
+	return major
 }
 
 func ccString(t *topology.Topology) string {
@@ -436,8 +443,7 @@ func p2pRefused(t *topology.Topology, gpus []int) (a, b int, refused bool) {
 // dequantize-on-load support was merged in 2026; FP8 needs SM89+.
 func checkFP8KV(c Config) Applicability {
 	cc := ccString(c.Topo)
-	var major, minor int
-	fmt.Sscanf(cc, "%d.%d", &major, &minor)
+	major, minor := computeCapability(cc)
 	switch {
 	case major == 0:
 		return Applicability{Conditional, "unknown compute capability: FP8 KV needs SM89+ and an MLA backend that reads FP8"}

@@ -176,3 +176,19 @@ func TestStock(t *testing.T) {
 		t.Error("stock changed plan, workload or box")
 	}
 }
+
+// TestComputeCapability: the one parser of Device.ComputeCapability
+// ("major.minor") that the catalog checks, the caveats and the attention
+// backend choice read.
+func TestComputeCapability(t *testing.T) {
+	for _, c := range []struct {
+		cc           string
+		major, minor int
+	}{
+		{"12.0", 12, 0}, {"9.0", 9, 0}, {"8.9", 8, 9}, {"10.3", 10, 3}, {"12", 12, 0}, {"?", 0, 0}, {"", 0, 0},
+	} {
+		if major, minor := computeCapability(c.cc); major != c.major || minor != c.minor {
+			t.Errorf("computeCapability(%q) = %d.%d, want %d.%d", c.cc, major, minor, c.major, c.minor)
+		}
+	}
+}

@@ -19,7 +19,8 @@ func (p *Predictor) Caveats(sc Scenario) []string {
 		return nil
 	}
 	plan := sc.Plan.Normalized()
-	sm12 := strings.HasPrefix(p.dev.ComputeCapability, "12.")
+	major, _ := computeCapability(p.dev.ComputeCapability)
+	sm12 := major == 12
 
 	// TestPublicNVFP4Gap: NVFP4 experts decode 25-35 % slower than INT4
 	// ones on SM120; the priors price them alike.

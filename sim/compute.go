@@ -191,7 +191,7 @@ func newComputeModel(dev *topology.Device, attn AttentionBackend) *computeModel 
 		cm.sms = 1
 	}
 	if attn == AttnAuto {
-		if len(dev.ComputeCapability) >= 2 && dev.ComputeCapability[:2] == "12" {
+		if major, _ := computeCapability(dev.ComputeCapability); major == 12 {
 			cm.attn = AttnTritonMLA
 		} else {
 			cm.attn = AttnFlashMLA
