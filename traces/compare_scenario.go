@@ -152,11 +152,8 @@ func ParseOptions(v string) (o sim.Options, unknown []string, err error) {
 			unknown = append(unknown, n)
 		}
 	}
-	if err := o.Validate(); err != nil {
+	if err := o.Validate(); err != nil { // p2p_level included
 		return o, unknown, err
-	}
-	if _, err := topology.ParseP2PLevel(o.P2PLevel); err != nil {
-		return o, unknown, fmt.Errorf("option p2p-level: %w", err)
 	}
 	return o, unknown, nil
 }
