@@ -159,6 +159,7 @@ func BuildWith(a *Arch, p Plan, w Workload, o BuildOptions) (*Schedule, error) {
 	}
 	b.tmpl = make([]Op, 0, b.estimateOps())
 	b.kinds = make([]groupKind, 0, cap(b.tmpl))
+	b.moeOf = make([]int32, 0, cap(b.tmpl))
 	b.idBuf = make([]byte, 0, 32*cap(b.tmpl))
 	b.idEnd = make([]int, 0, cap(b.tmpl))
 	b.buildStep()
@@ -172,13 +173,24 @@ func BuildWith(a *Arch, p Plan, w Workload, o BuildOptions) (*Schedule, error) {
 	groups := b.groups(world)
 	s := &Schedule{Model: a.Name, Plan: p, Workload: w, Options: o, Ranks: make([][]Op, world)}
 	all := make([]Op, world*len(b.tmpl))
+	shapes := make([]MoEShape, world*len(b.shapes))
 	for r := 0; r < world; r++ {
 		ops := all[r*len(b.tmpl) : (r+1)*len(b.tmpl) : (r+1)*len(b.tmpl)]
 		copy(ops, b.tmpl)
+		rs := shapes[r*len(b.shapes) : (r+1)*len(b.shapes)]
+		copy(rs, b.shapes)
+		for j := range rs {
+			if rs[j].LocalExperts < rs[j].Experts { // EP: contiguous shards by rank
+				rs[j].FirstExpert = r * rs[j].LocalExperts
+			}
+		}
 		for i := range ops {
 			ops[i].Rank = r
 			if k := b.kinds[i]; k != gNone {
 				ops[i].Group = groups[k][r]
+			}
+			if j := b.moeOf[i]; j >= 0 {
+				ops[i].MoE = &rs[j]
 			}
 		}
 		s.Ranks[r] = ops
@@ -200,6 +212,10 @@ type builder struct {
 
 	tmpl  []Op // rank-independent op list
 	kinds []groupKind
+	// shapes holds each MoE layer's routing shape (FirstExpert 0; set per
+	// rank at the end); moeOf[i] indexes it for template op i, -1 for none.
+	shapes []MoEShape
+	moeOf  []int32
 	// IDs are written into one buffer and sliced from one string at the
 	// end (one allocation instead of one per op).
 	idBuf []byte
@@ -256,6 +272,7 @@ func (b *builder) add(prefix, idBlock string, layer int, block, name string, kin
 	b.idEnd = append(b.idEnd, len(b.idBuf))
 	b.tmpl = append(b.tmpl, Op{Kind: kind, Layer: layer, Block: block, Name: name})
 	b.kinds = append(b.kinds, gk)
+	b.moeOf = append(b.moeOf, -1)
 	return &b.tmpl[len(b.tmpl)-1]
 }
 
@@ -633,9 +650,13 @@ func (b *builder) moe(s *site) {
 		eLocal = e / int64(p.World())
 		inter = int64(a.MoEIntermediate)
 	}
-	var dispatchBytes, combineBytes int64
 	if dp {
 		routeTok = tm * int64(p.World())
+	}
+	b.shapes = append(b.shapes, NewMoEShape(routeTok, int(k), int(e), int(eLocal), 0))
+	shape := int32(len(b.shapes) - 1)
+	var dispatchBytes, combineBytes int64
+	if dp {
 		dd := b.o.DispatchDtype.BytesPerValue()
 		var c1, c2 Collective
 		if b.o.MoEDispatch == DispatchAllGather {
@@ -654,12 +675,14 @@ func (b *builder) moe(s *site) {
 		op := b.op(s, "moe", "dispatch", KindCollective, gWorld)
 		op.Collective, op.ActDtype, op.CommBytes = c1, b.o.DispatchDtype, dispatchBytes
 		op.BytesRead, op.BytesWritten = float64(dispatchBytes), float64(dispatchBytes)
-		b.experts(s, routeTok, eLocal, inter)
+		b.moeOf[len(b.moeOf)-1] = shape
+		b.experts(s, shape, inter)
 		op = b.op(s, "moe", "combine", KindCollective, gWorld)
 		op.Collective, op.ActDtype, op.CommBytes = c2, BF16, combineBytes
 		op.BytesRead, op.BytesWritten = float64(combineBytes), float64(combineBytes)
+		b.moeOf[len(b.moeOf)-1] = shape
 	} else {
-		b.experts(s, routeTok, eLocal, inter)
+		b.experts(s, shape, inter)
 	}
 
 	if a.SharedExperts > 0 {
@@ -685,20 +708,21 @@ func (b *builder) moe(s *site) {
 	}
 }
 
-// experts appends the routed experts' grouped GEMMs: routeTok tokens pick
-// top_k of E experts uniformly; this rank holds eLocal experts (inter of
-// each one's intermediate dim). Expected token-expert assignments:
-// routeTok x k x eLocal / E; expected distinct experts touched:
-// eLocal x (1 - (1 - k/E)^routeTok).
-func (b *builder) experts(s *site, routeTok, eLocal, inter int64) {
-	a := b.a
-	h, e, k := int64(a.Hidden), int64(a.RoutedExperts), int64(a.TopK)
-	assign := float64(routeTok) * float64(k) * float64(eLocal) / float64(e)
-	touched := float64(eLocal) * (1 - math.Pow(1-float64(k)/float64(e), float64(routeTok)))
+// experts appends the routed experts' grouped GEMMs over the layer's
+// routing shape b.shapes[shape] (its Rows token-expert assignments spread
+// over ExpertsTouched experts; see MoEShape), inter of each expert's
+// intermediate dim.
+func (b *builder) experts(s *site, shape int32, inter int64) {
+	h := int64(b.a.Hidden)
+	sh := &b.shapes[shape]
+	assign, touched := sh.Rows, sh.ExpertsTouched
 	dt := s.dtype(CompRoutedExperts)
 	b.groupedGEMM(b.op(s, "moe", "experts_gate_up", KindMoEGEMM, gNone), assign, touched, 2*inter, h, dt)
+	b.moeOf[len(b.moeOf)-1] = shape
 	siluMul(b.op(s, "moe", "experts_act", KindElementwise, gNone), assign, inter)
+	b.moeOf[len(b.moeOf)-1] = shape
 	b.groupedGEMM(b.op(s, "moe", "experts_down", KindMoEGEMM, gNone), assign, touched, h, inter, dt)
+	b.moeOf[len(b.moeOf)-1] = shape
 }
 
 // groupedGEMM fills a grouped MoE GEMM: assign token-expert rows spread

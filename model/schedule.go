@@ -1,5 +1,10 @@
 package model
 
+import (
+	"fmt"
+	"math"
+)
+
 // OpKind is the kernel family of an op. sim keys its efficiencies on it,
 // exec dispatches on it, traces groups by it.
 type OpKind string
@@ -68,9 +73,100 @@ type Op struct {
 	CommBytes  int64 // message size per rank, nccl-tests convention (all-reduce: the buffer size)
 	Group      []int // ranks taking part, sorted; every member has an op with the same ID
 
+	// MoE is the routing shape of the routed experts' ops (moe.dispatch,
+	// moe.experts_gate_up, moe.experts_act, moe.experts_down, moe.combine);
+	// nil on every other op. Backends and sim read it; none re-derives it.
+	MoE *MoEShape
+
 	// Deps lists indices (into the same rank's op list) this op waits for.
 	// nil means "the previous op of this rank" (in-order stream).
 	Deps []int
+}
+
+// MoEShape is what the builder assumed about the tokens that reach one
+// rank's routed experts in one MoE layer, under uniform routing (each token
+// picks TopK distinct experts of Experts with equal probability).
+//
+// The pool is the set of tokens routed over the experts this rank holds:
+// the layer's tokens T under TP or TP + EP (every rank sees every token),
+// the tokens of all ranks (per-rank tokens x world) under DP attention +
+// EP, where dispatch brings them to the rank.
+type MoEShape struct {
+	// RoutedTokens is the number of tokens in the pool.
+	RoutedTokens int64
+	// TopK experts per token, of Experts routed experts in the model.
+	TopK, Experts int
+	// LocalExperts is how many experts this rank holds (Experts under TP,
+	// where each rank holds a slice of every expert; Experts / ranks under
+	// EP), FirstExpert the global index of the first (EP shards are
+	// contiguous: rank r holds r x LocalExperts onwards).
+	LocalExperts, FirstExpert int
+	// Rows is the expected number of token-expert assignments to this
+	// rank's experts: RoutedTokens x TopK x LocalExperts / Experts.
+	Rows float64
+	// ExpertsTouched is the expected number of distinct local experts at
+	// least one token picks: LocalExperts x (1 - (1 - TopK/Experts)^RoutedTokens).
+	ExpertsTouched float64
+}
+
+// NewMoEShape returns the shape of a pool of tokens routed top-k of e
+// experts over local experts starting at first, with Rows and
+// ExpertsTouched computed from the uniform-routing formulas.
+func NewMoEShape(tokens int64, topk, e, local, first int) MoEShape {
+	s := MoEShape{RoutedTokens: tokens, TopK: topk, Experts: e, LocalExperts: local, FirstExpert: first}
+	if e > 0 {
+		s.Rows = float64(tokens) * float64(topk) * float64(local) / float64(e)
+		s.ExpertsTouched = float64(local) * (1 - math.Pow(1-float64(topk)/float64(e), float64(tokens)))
+	}
+	return s
+}
+
+// Executed is the integer shape a backend runs for the expectation: the
+// touched experts rounded to the nearest integer (at least 1 when any row
+// is routed) and Rows rounded, spread as evenly as possible (the first
+// rows%experts experts get one row more). rowsPerExpert has one entry per
+// executed expert.
+func (s *MoEShape) Executed() (rowsPerExpert []int) {
+	rows := int(math.Round(s.Rows))
+	if rows <= 0 {
+		return nil
+	}
+	n := int(math.Round(s.ExpertsTouched))
+	n = max(1, min(n, rows, s.LocalExperts))
+	out := make([]int, n)
+	for i := range out {
+		out[i] = rows / n
+		if i < rows%n {
+			out[i]++
+		}
+	}
+	return out
+}
+
+// Validate checks the shape's fields against each other and the formulas
+// (relative tolerance 1e-9); the error names the field.
+func (s *MoEShape) Validate() error {
+	switch {
+	case s.RoutedTokens < 0:
+		return fmt.Errorf("moe: routed_tokens = %d: want >= 0", s.RoutedTokens)
+	case s.Experts < 1:
+		return fmt.Errorf("moe: experts = %d: want >= 1", s.Experts)
+	case s.TopK < 1 || s.TopK > s.Experts:
+		return fmt.Errorf("moe: top_k = %d: want 1..experts (%d)", s.TopK, s.Experts)
+	case s.LocalExperts < 1 || s.Experts%s.LocalExperts != 0:
+		return fmt.Errorf("moe: local_experts = %d: want a divisor of experts (%d)", s.LocalExperts, s.Experts)
+	case s.FirstExpert < 0 || s.FirstExpert%s.LocalExperts != 0 || s.FirstExpert+s.LocalExperts > s.Experts:
+		return fmt.Errorf("moe: first_expert = %d: want a multiple of local_experts (%d) below %d", s.FirstExpert, s.LocalExperts, s.Experts-s.LocalExperts+1)
+	}
+	want := NewMoEShape(s.RoutedTokens, s.TopK, s.Experts, s.LocalExperts, s.FirstExpert)
+	near := func(a, b float64) bool { return math.Abs(a-b) <= 1e-9*math.Max(1, math.Abs(b)) }
+	if !near(s.Rows, want.Rows) {
+		return fmt.Errorf("moe: rows = %g: want routed_tokens x top_k x local_experts / experts = %g", s.Rows, want.Rows)
+	}
+	if !near(s.ExpertsTouched, want.ExpertsTouched) {
+		return fmt.Errorf("moe: experts_touched = %g: want local_experts x (1 - (1 - top_k/experts)^routed_tokens) = %g", s.ExpertsTouched, want.ExpertsTouched)
+	}
+	return nil
 }
 
 // Bytes is the total device-memory traffic of the op.
