@@ -469,6 +469,13 @@ func TestValidateSchedule(t *testing.T) {
 			r[2], r[4] = r[4], r[2]
 		}, "ranks 0 and 1 meet collectives in different orders"},
 		{"no-ranks", func(s *model.Schedule) { s.Ranks = nil }, "no ranks"},
+		{"moe-no-shape", func(s *model.Schedule) { s.Ranks[0][3].MoE = nil }, "(L00.moe.experts): moe_gemm without its routing shape"},
+		{"moe-batch", func(s *model.Schedule) { s.Ranks[1][3].Batch = 8 }, "rank 1 op 3 (L00.moe.experts): grouped GEMM M = 2, Batch = 8"},
+		{"moe-shape", func(s *model.Schedule) {
+			m := *s.Ranks[0][3].MoE
+			m.ExpertsTouched++
+			s.Ranks[0][3].MoE = &m
+		}, "moe: experts_touched"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := exectest.Schedule(2, 1)

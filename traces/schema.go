@@ -96,6 +96,12 @@ const (
 	// absent or 1 means unscaled.
 	AttrScale attribute.Key = "tpscope.scale" // float64
 
+	// AttrMoERows and AttrMoEExperts are the token-expert rows and the
+	// distinct experts a routed-expert op ran (model.MoEShape.Executed for
+	// tpscope's backends), so a reader can check them against the schedule.
+	AttrMoERows    attribute.Key = "tpscope.moe.rows"    // int64
+	AttrMoEExperts attribute.Key = "tpscope.moe.experts" // int64
+
 	// AttrKernel is the raw kernel name (Kineto traces, or the CUDA backend's kernel).
 	AttrKernel attribute.Key = "tpscope.kernel" // string
 )

@@ -188,3 +188,70 @@ func TestTinyPlans(t *testing.T) {
 		})
 	}
 }
+
+// TestMoERunsTheScheduleRouting runs tiny-mla-moe (16 routed experts,
+// top-4) under TP, TP + EP and DP + EP (dispatch by all-to-all and by
+// all-gather / reduce-scatter) and checks that every routed-expert GEMM
+// span says it ran the rows and experts the schedule expects. By hand:
+//   - tp2, batch 4: every rank sees the 4 tokens over all 16 experts:
+//     rows 4 x 4 = 16, touched 16 x (1 - (12/16)^4) = 10.94 -> 11 experts.
+//   - tp2-ep, batch 4: 8 experts per rank: rows 8, touched 8 x 0.684 = 5.47 -> 5.
+//   - tp2-dp2-ep, batch 8: 4 sequences per DP group, 2 tokens per TP rank
+//     (sequence-parallel MoE), dispatched over the 4 ranks: a pool of 8
+//     tokens on 4 experts per rank: rows 8 x 4 x 4/16 = 8, touched 4 x (1 -
+//     (12/16)^8) = 3.60 -> 4. (Before the shape travelled on the op, the
+//     CPU backend ran only the rank's own 2 tokens: 2 rows.)
+func TestMoERunsTheScheduleRouting(t *testing.T) {
+	for _, tc := range []struct {
+		name          string
+		p             model.Plan
+		batch         int
+		dispatch      string
+		rows, experts int64
+	}{
+		{"plan=tp2", model.Plan{TP: 2}, 4, "", 16, 11},
+		{"plan=tp2-ep", model.Plan{TP: 2, EP: true}, 4, "", 8, 5},
+		{"plan=tp2-dp2-ep/alltoall", model.Plan{TP: 2, DP: 2, EP: true}, 8, model.DispatchAllToAll, 8, 4},
+		{"plan=tp2-dp2-ep/allgather", model.Plan{TP: 2, DP: 2, EP: true}, 8, model.DispatchAllGather, 8, 4},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			a, err := model.Preset("tiny-mla-moe")
+			if err != nil {
+				t.Fatal(err)
+			}
+			s, err := model.BuildWith(a, tc.p, model.Workload{Batch: tc.batch, Context: 64}, model.BuildOptions{MoEDispatch: tc.dispatch})
+			if err != nil {
+				t.Fatal(err)
+			}
+			tp, rec := exectest.NewRecorder()
+			defer tp.Shutdown(context.Background())
+			if _, err := exec.Run(context.Background(), s, cpu.New(), exec.WithTracerProvider(tp), exec.WithSteps(1), exec.WithWarmup(0)); err != nil {
+				t.Fatal(err)
+			}
+			checked := 0
+			for _, sp := range rec.Ended() {
+				attrs := map[string]int64{}
+				kind := ""
+				for _, kv := range sp.Attributes() {
+					switch kv.Key {
+					case traces.AttrMoERows, traces.AttrMoEExperts:
+						attrs[string(kv.Key)] = kv.Value.AsInt64()
+					case traces.AttrOpKind:
+						kind = kv.Value.AsString()
+					}
+				}
+				if kind != string(model.KindMoEGEMM) {
+					continue
+				}
+				checked++
+				if attrs[string(traces.AttrMoERows)] != tc.rows || attrs[string(traces.AttrMoEExperts)] != tc.experts {
+					t.Fatalf("%s: ran %d rows on %d experts, want %d on %d", sp.Name(), attrs[string(traces.AttrMoERows)], attrs[string(traces.AttrMoEExperts)], tc.rows, tc.experts)
+				}
+			}
+			// 3 MoE layers x 2 grouped GEMMs x ranks.
+			if want := 3 * 2 * tc.p.World(); checked != want {
+				t.Fatalf("checked %d moe_gemm spans, want %d", checked, want)
+			}
+		})
+	}
+}

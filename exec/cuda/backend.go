@@ -27,9 +27,6 @@ func init() { exec.RegisterBackend("cuda", New) }
 
 // Attributes this backend adds to op spans besides traces' schema.
 const (
-	// AttrExpertsTouched on moe_gemm spans: experts the seeded router
-	// touched on this rank (the GEMM's batch).
-	AttrExpertsTouched attribute.Key = "tpscope.cuda.experts_touched" // int64
 	// AttrWeightsRotated on op spans whose streamed bytes share a rotating
 	// pool because the rank's weights did not fit the device.
 	AttrWeightsRotated attribute.Key = "tpscope.cuda.weights_rotated" // bool
@@ -593,8 +590,8 @@ func (r *Rank) prepare() error {
 		if p.skip != "" {
 			a = append(a, traces.AttrSkipped.Bool(true), traces.AttrSkipReason.String(p.skip))
 		}
-		if p.expertsTouched > 0 {
-			a = append(a, AttrExpertsTouched.Int(p.expertsTouched))
+		if p.moeExperts > 0 {
+			a = append(a, traces.AttrMoERows.Int(p.moeRows), traces.AttrMoEExperts.Int(p.moeExperts))
 		}
 		if r.rotated && p.streamBytes > 0 {
 			a = append(a, AttrWeightsRotated.Bool(true))
