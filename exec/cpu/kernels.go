@@ -211,4 +211,3 @@ func scheduledGroupedGEMM(rowsPer []int, tokens int, x []float32, gather bool, w
 	}
 	return rows, experts
 }
-
