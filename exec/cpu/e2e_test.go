@@ -12,7 +12,7 @@ import (
 	"github.com/tpscope/tpscope/exec/cpu"
 	"github.com/tpscope/tpscope/exec/exectest"
 	"github.com/tpscope/tpscope/model"
-	"github.com/tpscope/tpscope/traces"
+	"github.com/tpscope/tpscope/traces/schema"
 )
 
 func tinySchedule(t testing.TB, p model.Plan, w model.Workload) *model.Schedule {
@@ -44,7 +44,7 @@ func TestTinyTP4(t *testing.T) {
 	var ops, roots, rankSpans int
 	for _, sp := range rec.Ended() {
 		switch {
-		case sp.Name() == traces.SpanStep:
+		case sp.Name() == schema.SpanStep:
 			roots++
 		case len(sp.Name()) > 5 && sp.Name()[:5] == "rank/":
 			rankSpans++
@@ -69,7 +69,7 @@ func TestScaleArch(t *testing.T) {
 	if err != nil {
 		t.Skip(err)
 	}
-	sa, err := cpu.ScaleArch(a, 8)
+	sa, err := model.ScaleArch(a, 8)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -94,7 +94,7 @@ func TestScaleArch(t *testing.T) {
 		}
 	}
 	for _, bad := range []float64{0.5, 0, math.Inf(1), math.NaN()} {
-		if _, err := cpu.ScaleArch(a, bad); err == nil {
+		if _, err := model.ScaleArch(a, bad); err == nil {
 			t.Errorf("scale %v accepted", bad)
 		}
 	}
@@ -140,12 +140,12 @@ func TestTinySpanAttributes(t *testing.T) {
 		found++
 		for _, kv := range sp.Attributes() {
 			switch kv.Key {
-			case traces.AttrCommBytes:
+			case schema.AttrCommBytes:
 				if kv.Value.AsInt64() != 4096 {
 					t.Errorf("comm.bytes %d, want 4096", kv.Value.AsInt64())
 				}
-			case traces.AttrTiming:
-				if kv.Value.AsString() != traces.TimingHostClock {
+			case schema.AttrTiming:
+				if kv.Value.AsString() != schema.TimingHostClock {
 					t.Errorf("timing %q", kv.Value.AsString())
 				}
 			}
@@ -234,9 +234,9 @@ func TestMoERunsTheScheduleRouting(t *testing.T) {
 				kind := ""
 				for _, kv := range sp.Attributes() {
 					switch kv.Key {
-					case traces.AttrMoERows, traces.AttrMoEExperts:
+					case schema.AttrMoERows, schema.AttrMoEExperts:
 						attrs[string(kv.Key)] = kv.Value.AsInt64()
-					case traces.AttrOpKind:
+					case schema.AttrOpKind:
 						kind = kv.Value.AsString()
 					}
 				}
@@ -244,8 +244,8 @@ func TestMoERunsTheScheduleRouting(t *testing.T) {
 					continue
 				}
 				checked++
-				if attrs[string(traces.AttrMoERows)] != tc.rows || attrs[string(traces.AttrMoEExperts)] != tc.experts {
-					t.Fatalf("%s: ran %d rows on %d experts, want %d on %d", sp.Name(), attrs[string(traces.AttrMoERows)], attrs[string(traces.AttrMoEExperts)], tc.rows, tc.experts)
+				if attrs[string(schema.AttrMoERows)] != tc.rows || attrs[string(schema.AttrMoEExperts)] != tc.experts {
+					t.Fatalf("%s: ran %d rows on %d experts, want %d on %d", sp.Name(), attrs[string(schema.AttrMoERows)], attrs[string(schema.AttrMoEExperts)], tc.rows, tc.experts)
 				}
 			}
 			// 3 MoE layers x 2 grouped GEMMs x ranks.

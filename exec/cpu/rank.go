@@ -10,7 +10,7 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 
 	"github.com/tpscope/tpscope/model"
-	"github.com/tpscope/tpscope/traces"
+	"github.com/tpscope/tpscope/traces/schema"
 )
 
 // rank is one goroutine rank: its buffers and one bound kernel per op.
@@ -202,10 +202,10 @@ func (r *rank) annotation(op *model.Op) []attribute.KeyValue {
 	if op.IsCollective() {
 		c := r.ss.fabric.colls[collKey(op)]
 		if !c.local {
-			return []attribute.KeyValue{traces.AttrSkipped.Bool(true),
-				traces.AttrSkipReason.String("group has ranks this process does not run (one-rank shard run)")}
+			return []attribute.KeyValue{schema.AttrSkipped.Bool(true),
+				schema.AttrSkipReason.String("group has ranks this process does not run (one-rank shard run)")}
 		}
-		return []attribute.KeyValue{traces.AttrKernel.String("cpu ring " + string(op.Collective))}
+		return []attribute.KeyValue{schema.AttrKernel.String("cpu ring " + string(op.Collective))}
 	}
 	var kv []attribute.KeyValue
 	if op.Kind == model.KindMoEGEMM && op.MoE != nil {
@@ -214,7 +214,7 @@ func (r *rank) annotation(op *model.Op) []attribute.KeyValue {
 		for _, c := range rowsPer {
 			rows += c
 		}
-		kv = append(kv, traces.AttrMoERows.Int(rows), traces.AttrMoEExperts.Int(len(rowsPer)))
+		kv = append(kv, schema.AttrMoERows.Int(rows), schema.AttrMoEExperts.Int(len(rowsPer)))
 	}
 	dt := op.WeightDtype
 	if dt == "" {
@@ -223,8 +223,8 @@ func (r *rank) annotation(op *model.Op) []attribute.KeyValue {
 	if dt == "" || dt == model.FP32 {
 		return kv
 	}
-	return append(kv, traces.AttrSubstituted.Bool(true),
-		traces.AttrSubstitution.String("float32 arithmetic and storage for "+string(dt)))
+	return append(kv, schema.AttrSubstituted.Bool(true),
+		schema.AttrSubstitution.String("float32 arithmetic and storage for "+string(dt)))
 }
 
 // bind returns op's kernel, allocating its weights.
