@@ -115,6 +115,8 @@ type ScenarioReport struct {
 	Prediction *sim.Prediction `json:"-"`
 	Schedule   *model.Schedule `json:"-"`
 	Alignment  *Alignment      `json:"-"`
+	// Spans are the scenario's traces as read, trace by trace.
+	TraceSpans [][]traces.Span `json:"-"`
 }
 
 // GainRow compares an optimization's predicted and measured gain: the
@@ -324,7 +326,7 @@ func compareGroup(g *group, o *Options) (*ScenarioReport, error) {
 func buildReport(g *group, pr *sim.Prediction, sched *model.Schedule, al *Alignment, o *Options) *ScenarioReport {
 	sr := &ScenarioReport{Scenario: g.sc, Sources: g.sources, UnknownOptions: g.unknown, Mode: al.Mode,
 		Traces: len(g.traces), Spans: al.Spans, Matched: al.Matched, Issues: al.Issues,
-		Prediction: pr, Schedule: sched, Alignment: al}
+		Prediction: pr, Schedule: sched, Alignment: al, TraceSpans: g.traces}
 	keep := func(step int32) bool { return o.Steps == nil || o.Steps(int(step)) }
 	// Bucket samples by unit (counting sort: no per-unit slices grown).
 	cnt := make([]int, len(al.Units)+1)
