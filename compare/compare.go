@@ -461,9 +461,9 @@ func gains(srs []ScenarioReport, o *Options) []GainRow {
 			}
 			bt, st := b.Prediction.TokensPerStep, s.Prediction.TokensPerStep
 			g := GainRow{Scenario: b.Scenario.String(), Baseline: b.Scenario.Options.String(), Options: s.Scenario.Options.String(),
-				Predicted: sim.GainOf(b.Step.PredictedUs, s.Step.PredictedUs, bt, st),
-				Measured:  sim.GainOf(b.Step.MedianUs, s.Step.MedianUs, bt, st)}
-			g.ModelErrPct = (g.Predicted.Speedup/g.Measured.Speedup - 1) * 100
+				Predicted: sim.GainOf(b.Step.PredictedUs, s.Step.PredictedUs, bt/b.Step.PredictedUs, st/s.Step.PredictedUs),
+				Measured:  sim.GainOf(b.Step.MedianUs, s.Step.MedianUs, bt/b.Step.MedianUs, st/s.Step.MedianUs)}
+			g.ModelErrPct = (g.Predicted.StepSpeedup()/g.Measured.StepSpeedup() - 1) * 100
 			g.Verdict = verdict(g, o)
 			out = append(out, g)
 		}

@@ -301,8 +301,8 @@ func TestCalibrateSyntheticRecoversPerturbation(t *testing.T) {
 	for _, f := range tc.Families {
 		if w, ok := want[f.Family]; ok {
 			seen++
-			if !f.ComputeDetermined || math.Abs(f.Efficiency/w-1) > 0.02 {
-				t.Errorf("%s: efficiency %.4f (determined %v), want %.4f ± 2 %%", f.Family, f.Efficiency, f.ComputeDetermined, w)
+			if !f.ComputeDetermined || math.Abs(f.EfficiencyFrac/w-1) > 0.02 {
+				t.Errorf("%s: efficiency %.4f (determined %v), want %.4f ± 2 %%", f.Family, f.EfficiencyFrac, f.ComputeDetermined, w)
 			}
 			continue
 		}
@@ -341,7 +341,7 @@ func TestCalibrateSyntheticRecoversPerturbation(t *testing.T) {
 		t.Errorf("launch_eager_us %.3f, want %.1f ± 0.1", tc.Device.LaunchEagerUs, hostLaunchUs)
 	}
 	for _, f := range tc.Families {
-		t.Logf("%-16s efficiency %.4f (prior %.4f, determined %v) mem %.4f (prior %.4f)", f.Family, f.Efficiency, f.PriorEfficiency, f.ComputeDetermined, f.MemEfficiency, f.PriorMemEfficiency)
+		t.Logf("%-16s efficiency %.4f (prior %.4f, determined %v) mem %.4f (prior %.4f)", f.Family, f.EfficiencyFrac, f.PriorEfficiencyFrac, f.ComputeDetermined, f.MemEfficiencyFrac, f.PriorMemEfficiencyFrac)
 	}
 	t.Logf("held out: op RMS error %.2f %% -> %.2f %%, step error %.2f %% -> %.2f %%", tc.Before.OpRMSErrPct, tc.After.OpRMSErrPct, tc.Before.StepErrPct, tc.After.StepErrPct)
 	// Held out (odd steps): the perturbation makes the prior wrong by tens

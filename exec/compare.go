@@ -1,6 +1,7 @@
 package exec
 
 import (
+	"encoding/json"
 	"math"
 	"sort"
 
@@ -11,32 +12,35 @@ import (
 // Errors are relative: (predicted - measured) / measured, so -0.2 means the
 // prediction was 20 % too fast.
 type Comparison struct {
-	MeasuredStepUs  float64 // median measured step
-	PredictedStepUs float64
-	StepErr         float64
-	ByKind          []KindComparison // largest measured first
+	MeasuredStepUs  float64 `json:"measured_step_us"` // median measured step
+	PredictedStepUs float64 `json:"predicted_step_us"`
+	// StepErrPct = (predicted - measured) / measured x 100.
+	StepErrPct float64          `json:"step_err_pct"`
+	ByKind     []KindComparison `json:"by_kind"` // largest measured first
 	// Unpredicted lists op IDs of the local ranks with no predicted time
 	// (sorted, each once).
-	Unpredicted []string
+	Unpredicted []string `json:"unpredicted,omitempty"`
 }
 
 // KindComparison is one op kind's time per step (mean over local ranks of
 // the per-rank sums; measured: per-op medians over steps, as Summary.ByKind).
 type KindComparison struct {
-	Kind        model.OpKind
-	MeasuredUs  float64
-	PredictedUs float64
-	Err         float64 // NaN when nothing was measured
+	Kind        model.OpKind `json:"kind"`
+	MeasuredUs  float64      `json:"measured_us"`
+	PredictedUs float64      `json:"predicted_us"`
+	// ErrPct = (predicted - measured) / measured x 100; NaN when nothing
+	// was measured (written as null in JSON).
+	ErrPct float64 `json:"err_pct"`
 	// NotRun counts this kind's ops per rank that the backend never timed in
 	// any step (collectives of a one-rank shard run): their predicted time
 	// is shown here but left out of PredictedStepUs.
-	NotRun int
+	NotRun int `json:"not_run"`
 }
 
 // Compare compares res (of schedule s) with predicted times per op ID in
 // microseconds and a predicted step time.
 func (res *Result) Compare(s *model.Schedule, predictedUs map[string]float64, predictedStepUs float64) Comparison {
-	c := Comparison{MeasuredStepUs: res.Summary.StepMedianUs, PredictedStepUs: predictedStepUs, StepErr: relErr(predictedStepUs, res.Summary.StepMedianUs)}
+	c := Comparison{MeasuredStepUs: res.Summary.StepMedianUs, PredictedStepUs: predictedStepUs, StepErrPct: relErrPct(predictedStepUs, res.Summary.StepMedianUs)}
 	pred := map[model.OpKind]float64{}
 	notRun := map[model.OpKind]int{}
 	missing := map[string]bool{}
@@ -59,16 +63,16 @@ func (res *Result) Compare(s *model.Schedule, predictedUs map[string]float64, pr
 	// Ops that did not run were not part of the measured step either.
 	if notRunUs > 0 {
 		c.PredictedStepUs = predictedStepUs - notRunUs/nr
-		c.StepErr = relErr(c.PredictedStepUs, res.Summary.StepMedianUs)
+		c.StepErrPct = relErrPct(c.PredictedStepUs, res.Summary.StepMedianUs)
 	}
 	seen := map[model.OpKind]bool{}
 	for _, k := range res.Summary.ByKind {
 		seen[k.Kind] = true
-		c.ByKind = append(c.ByKind, KindComparison{Kind: k.Kind, MeasuredUs: k.Us, PredictedUs: pred[k.Kind] / nr, Err: relErr(pred[k.Kind]/nr, k.Us)})
+		c.ByKind = append(c.ByKind, KindComparison{Kind: k.Kind, MeasuredUs: k.Us, PredictedUs: pred[k.Kind] / nr, ErrPct: relErrPct(pred[k.Kind]/nr, k.Us)})
 	}
 	for k, us := range pred {
 		if !seen[k] {
-			c.ByKind = append(c.ByKind, KindComparison{Kind: k, PredictedUs: us / nr, Err: math.NaN()})
+			c.ByKind = append(c.ByKind, KindComparison{Kind: k, PredictedUs: us / nr, ErrPct: math.NaN()})
 		}
 	}
 	for i := range c.ByKind {
@@ -87,11 +91,25 @@ func (res *Result) Compare(s *model.Schedule, predictedUs map[string]float64, pr
 	return c
 }
 
-func relErr(pred, meas float64) float64 {
+func relErrPct(pred, meas float64) float64 {
 	if meas == 0 {
 		return math.NaN()
 	}
-	return (pred - meas) / meas
+	return (pred - meas) / meas * 100
+}
+
+// MarshalJSON writes ErrPct as null when nothing was measured (JSON has no
+// NaN).
+func (k KindComparison) MarshalJSON() ([]byte, error) {
+	type plain KindComparison
+	var errPct *float64
+	if !math.IsNaN(k.ErrPct) {
+		errPct = &k.ErrPct
+	}
+	return json.Marshal(struct {
+		plain
+		ErrPct *float64 `json:"err_pct"`
+	}{plain(k), errPct})
 }
 
 // neverTimed reports whether op i of local rank k has no measured time in

@@ -26,8 +26,8 @@ func TestCompareLeavesUntimedOpsOutOfTheStep(t *testing.T) {
 	}
 	pred := map[string]float64{"L00.attn.o_proj": 10, "L00.attn.allreduce": 4, "L00.moe.down": 6}
 	c := res.Compare(s, pred, 20)
-	if c.PredictedStepUs != 16 || math.Abs(c.StepErr-(-0.2)) > 1e-12 {
-		t.Errorf("predicted step %v (err %v), want 16 (-0.2)", c.PredictedStepUs, c.StepErr)
+	if c.PredictedStepUs != 16 || math.Abs(c.StepErrPct-(-20)) > 1e-10 {
+		t.Errorf("predicted step %v (err %v), want 16 (-20 %%)", c.PredictedStepUs, c.StepErrPct)
 	}
 	var coll *KindComparison
 	for i := range c.ByKind {
@@ -35,7 +35,7 @@ func TestCompareLeavesUntimedOpsOutOfTheStep(t *testing.T) {
 			coll = &c.ByKind[i]
 		}
 	}
-	if coll == nil || coll.NotRun != 1 || coll.PredictedUs != 4 || !math.IsNaN(coll.Err) {
+	if coll == nil || coll.NotRun != 1 || coll.PredictedUs != 4 || !math.IsNaN(coll.ErrPct) {
 		t.Errorf("collective row %+v, want 1 not run, 4 us predicted, NaN error", coll)
 	}
 }

@@ -14,29 +14,29 @@ import (
 // rank index k names rank LocalRanks[k] and op index i names
 // Schedule.Ranks[LocalRanks[k]][i].
 type Result struct {
-	Backend    string
-	Model      string
-	Plan       model.Plan
-	Workload   model.Workload
-	LocalRanks []int
-	Warmup     int // warm-up steps run before the measured ones
-	Requested  int // measured steps asked for
-	Steps      int // measured steps completed (len(StepUs))
+	Backend    string         `json:"backend"`
+	Model      string         `json:"model"`
+	Plan       model.Plan     `json:"plan"`
+	Workload   model.Workload `json:"workload"`
+	LocalRanks []int          `json:"local_ranks"`
+	Warmup     int            `json:"warmup"`    // warm-up steps run before the measured ones
+	Requested  int            `json:"requested"` // measured steps asked for
+	Steps      int            `json:"steps"`     // measured steps completed (len(StepUs))
 	// Timing is schema.TimingHostClock or schema.TimingDeviceEvents.
-	Timing string
+	Timing string `json:"timing"`
 	// Graphs reports that measured steps were replayed CUDA graphs.
-	Graphs bool
+	Graphs bool `json:"graphs"`
 
 	// StepUs[s] is measured step s's time: earliest op start to latest op
 	// end over the local ranks.
-	StepUs []float64
+	StepUs []float64 `json:"step_us"`
 	// OpUs[s][k][i] is the measured (device) time of op i on local rank k.
-	OpUs [][][]float64
+	OpUs [][][]float64 `json:"op_us"`
 	// LaunchUs[s][k][i] is the host time spent issuing it (equal to OpUs
 	// for a synchronous backend; zero-width in graph mode).
-	LaunchUs [][][]float64
+	LaunchUs [][][]float64 `json:"launch_us"`
 
-	Summary Summary
+	Summary Summary `json:"summary"`
 }
 
 // Summary condenses a Result.
@@ -44,24 +44,29 @@ type Summary struct {
 	// Step-time statistics over measured steps, microseconds. Quantiles
 	// interpolate linearly between order statistics (R type 7, numpy's
 	// default), so p10 of 10 steps lies between the 1st and 2nd fastest.
-	StepMedianUs, StepP10Us, StepP90Us, StepMeanUs, StepMinUs, StepMaxUs float64
+	StepMedianUs float64 `json:"step_median_us"`
+	StepP10Us    float64 `json:"step_p10_us"`
+	StepP90Us    float64 `json:"step_p90_us"`
+	StepMeanUs   float64 `json:"step_mean_us"`
+	StepMinUs    float64 `json:"step_min_us"`
+	StepMaxUs    float64 `json:"step_max_us"`
 	// TokensPerStep is what one step processes: decode Batch x
 	// (1 + SpecTokens), prefill Batch x Context (Workload as given).
-	TokensPerStep float64
+	TokensPerStep float64 `json:"tokens_per_step"`
 	// TokensPerS is TokensPerStep / median step time.
-	TokensPerS float64
+	TokensPerS float64 `json:"tokens_per_s"`
 	// ByKind is the per-kind breakdown, largest first.
-	ByKind []KindTime
+	ByKind []KindTime `json:"by_kind"`
 }
 
 // KindTime is the time one op kind takes per step: for each local rank the
 // sum over its ops of that kind of the op's median time over measured steps,
 // then the mean over local ranks.
 type KindTime struct {
-	Kind  model.OpKind
-	Ops   int     // ops of this kind per step on one rank (mean over ranks, rounded)
-	Us    float64 // microseconds per step
-	Share float64 // Us / sum of Us over kinds
+	Kind      model.OpKind `json:"kind"`
+	Ops       int          `json:"ops"`        // ops of this kind per step on one rank (mean over ranks, rounded)
+	Us        float64      `json:"us"`         // microseconds per step
+	ShareFrac float64      `json:"share_frac"` // Us / sum of Us over kinds
 }
 
 func newResult(s *model.Schedule, backend string, local []int, warmup, steps int) *Result {
@@ -138,7 +143,7 @@ func (res *Result) byKind(s *model.Schedule) []KindTime {
 	}
 	for i := range out {
 		if total > 0 {
-			out[i].Share = out[i].Us / total
+			out[i].ShareFrac = out[i].Us / total
 		}
 	}
 	sort.Slice(out, func(i, j int) bool {

@@ -164,8 +164,8 @@ func TestRunDeviceTimes(t *testing.T) {
 				t.Fatalf("ByKind = %+v", res.Summary.ByKind)
 			}
 			for _, kt := range res.Summary.ByKind {
-				if math.Abs(kt.Us-want[kt.Kind]) > 1e-6 || math.Abs(kt.Share-want[kt.Kind]/1400) > 1e-9 {
-					t.Errorf("%s: %v us share %v, want %v us share %v", kt.Kind, kt.Us, kt.Share, want[kt.Kind], want[kt.Kind]/1400)
+				if math.Abs(kt.Us-want[kt.Kind]) > 1e-6 || math.Abs(kt.ShareFrac-want[kt.Kind]/1400) > 1e-9 {
+					t.Errorf("%s: %v us share %v, want %v us share %v", kt.Kind, kt.Us, kt.ShareFrac, want[kt.Kind], want[kt.Kind]/1400)
 				}
 			}
 			if res.Summary.ByKind[0].Kind != model.KindAttention {

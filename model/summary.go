@@ -25,7 +25,7 @@ type Summary struct {
 	KVDtype         string             `json:"kv_dtype"` // the dtype the capacity below is for
 	ActivationBytes float64            `json:"activation_bytes"`
 	GPUMemBytes     float64            `json:"gpu_mem_bytes"`
-	GPUMemUtil      float64            `json:"gpu_mem_utilization"`
+	GPUMemUtilFrac      float64            `json:"gpu_mem_util_frac"`
 	KVCacheBytes    float64            `json:"kv_cache_bytes_per_gpu"`
 	// KVCapacityTokens is for KVDtype; KVCapacityByDtype for each dtype.
 	KVCapacityTokens  int64            `json:"kv_capacity_tokens"`
@@ -89,7 +89,7 @@ func Summarize(a *Arch, p Plan, w Workload, o BuildOptions, gpuMemBytes, util fl
 		ParamsActive: params.Active,
 		ParamsMTP:    params.MTP,
 		GPUMemBytes:  gpuMemBytes,
-		GPUMemUtil:   util,
+		GPUMemUtilFrac:   util,
 	}
 	if s.Quant["method"] == "" {
 		s.Quant["method"] = "none"

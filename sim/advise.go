@@ -3,7 +3,6 @@ package sim
 import (
 	"errors"
 	"fmt"
-	"math"
 	"sort"
 
 	"github.com/tpscope/tpscope/model"
@@ -25,7 +24,7 @@ import (
 // the fast Evaluator for every entry marked Sweep and reports, per cell,
 // the change of aggregate tokens/s; PaysFrom is the cell with the fewest
 // KV tokens (batch x context, ties by smaller batch) at which the gain
-// reaches AdviseInput.Threshold while both configurations fit in memory,
+// reaches AdviseInput.ThresholdFrac while both configurations fit in memory,
 // and FitsFrom the first cell only the optimization makes fit.
 
 // Footprint is what one prediction moved and spent on rank 0 during one
@@ -111,8 +110,8 @@ type Delta struct {
 	MemBytes      float64 `json:"mem_bytes"`
 	WeightBytes   float64 `json:"weight_bytes"`
 	KVBytes       float64 `json:"kv_bytes"`
-	// KVCapacityRatio is b's KV capacity over a's (tokens).
-	KVCapacityRatio float64 `json:"kv_capacity_ratio"`
+	// KVCapacityFrac is b's KV capacity over a's (tokens; 2 = twice).
+	KVCapacityFrac float64 `json:"kv_capacity_frac"`
 }
 
 // Diff returns b - a.
@@ -123,7 +122,7 @@ func Diff(a, b Footprint) Delta {
 		CommBytes: b.CommBytes - a.CommBytes, AllToAllBytes: b.AllToAllBytes - a.AllToAllBytes,
 		MemBytes: b.MemBytes - a.MemBytes, WeightBytes: b.WeightBytes - a.WeightBytes, KVBytes: b.KVBytes - a.KVBytes}
 	if a.KVCapacityToks > 0 {
-		d.KVCapacityRatio = float64(b.KVCapacityToks) / float64(a.KVCapacityToks)
+		d.KVCapacityFrac = float64(b.KVCapacityToks) / float64(a.KVCapacityToks)
 	}
 	return d
 }
@@ -140,9 +139,9 @@ type AdviseInput struct {
 	Batches  []int
 	Contexts []int
 	NoSweep  bool
-	// Threshold is the relative change of tokens/s at which an
+	// ThresholdFrac is the relative change of tokens/s at which an
 	// optimization "pays" (default 0.05).
-	Threshold float64
+	ThresholdFrac float64
 	// Progress, when set, is called after each sweep cell with the cells
 	// done and the total.
 	Progress func(done, total int)
@@ -157,21 +156,21 @@ type AdviseInput struct {
 // collective (CommUsPerCall, the hardware's part) and how many
 // collectives the model issues per step (Collectives, the model's part).
 type TransferRow struct {
-	Model         string  `json:"model"`
-	Error         string  `json:"error,omitempty"`
-	StepUs        float64 `json:"step_us"`
-	StockStepUs   float64 `json:"stock_step_us"`
-	TokensPerS    float64 `json:"tokens_per_s"`
-	StockTokensPS float64 `json:"stock_tokens_per_s"`
-	Speedup       float64 `json:"speedup"`
-	CommShare     float64 `json:"comm_share"`
-	StockComm     float64 `json:"stock_comm_share"`
-	Collectives   int     `json:"collectives"`
-	CommUsPerCall float64 `json:"comm_us_per_call"`
-	StockPerCall  float64 `json:"stock_comm_us_per_call"`
-	ComputeUs     float64 `json:"compute_us"`
-	Fits          bool    `json:"fits"`
-	ShortfallGB   float64 `json:"shortfall_gb,omitempty"`
+	Model              string  `json:"model"`
+	Error              string  `json:"error,omitempty"`
+	StepUs             float64 `json:"step_us"`
+	StockStepUs        float64 `json:"stock_step_us"`
+	TokensPerS         float64 `json:"tokens_per_s"`
+	StockTokensPS      float64 `json:"stock_tokens_per_s"`
+	Gain               Gain    `json:"gain"`
+	CommShareFrac      float64 `json:"comm_share_frac"`
+	StockCommShareFrac float64 `json:"stock_comm_share_frac"`
+	Collectives        int     `json:"collectives"`
+	CommUsPerCall      float64 `json:"comm_us_per_call"`
+	StockPerCall       float64 `json:"stock_comm_us_per_call"`
+	ComputeUs          float64 `json:"compute_us"`
+	Fits               bool    `json:"fits"`
+	ShortfallGB        float64 `json:"shortfall_gb,omitempty"`
 }
 
 // Default sweep grid of advise: batch sizes of vLLM's capture list and
@@ -183,16 +182,16 @@ var (
 
 // Variant is one predicted configuration of the advice.
 type Variant struct {
-	Name       string    `json:"name"`
-	StepUs     float64   `json:"step_us"`
-	TokensPerS float64   `json:"tokens_per_s"`
-	PerRequest float64   `json:"tokens_per_s_per_request"`
-	CommShare  float64   `json:"comm_share"`
-	Footprint  Footprint `json:"footprint"`
-	Options    Options   `json:"options"`
-	Plan       string    `json:"plan"`
-	Workload   string    `json:"workload"`
-	Topology   string    `json:"topology"`
+	Name          string    `json:"name"`
+	StepUs        float64   `json:"step_us"`
+	TokensPerS    float64   `json:"tokens_per_s"`
+	PerRequest    float64   `json:"tokens_per_s_per_request"`
+	CommShareFrac float64   `json:"comm_share_frac"`
+	Footprint     Footprint `json:"footprint"`
+	Options       Options   `json:"options"`
+	Plan          string    `json:"plan"`
+	Workload      string    `json:"workload"`
+	Topology      string    `json:"topology"`
 	// Caveats: known gaps of this prediction on the box (Predictor.Caveats).
 	Caveats []string `json:"caveats,omitempty"`
 }
@@ -213,9 +212,9 @@ type AdviceRow struct {
 	// With and Without are the two configurations compared.
 	With    *Variant `json:"with,omitempty"`
 	Without *Variant `json:"without,omitempty"`
-	// Speedup is Without.StepUs-per-token over With's: tokens/s of With
-	// over tokens/s of Without (MTP's extra tokens counted).
-	Speedup float64 `json:"speedup"`
+	// Gain is With's over Without's (MTP's extra tokens counted in the
+	// tokens/s gain).
+	Gain Gain `json:"gain"`
 	// Change is With - Without.
 	Change Delta `json:"change"`
 	// Sweep over batch x context (nil when not swept).
@@ -230,8 +229,8 @@ type SweepCell struct {
 	// configuration could not be evaluated).
 	With    float64 `json:"with_tokens_per_s"`
 	Without float64 `json:"without_tokens_per_s"`
-	// Gain is With/Without - 1 when both fit.
-	Gain        float64 `json:"gain"`
+	// GainFrac is With/Without - 1 when both fit.
+	GainFrac    float64 `json:"gain_frac"`
 	WithFits    bool    `json:"with_fits"`
 	WithoutFits bool    `json:"without_fits"`
 }
@@ -240,32 +239,32 @@ type SweepCell struct {
 type EntrySweep struct {
 	Cells []SweepCell `json:"cells"`
 	// PaysFrom is the first cell (fewest KV tokens, then smallest batch)
-	// where both fit and Gain >= Threshold; nil if none.
+	// where both fit and GainFrac >= ThresholdFrac; nil if none.
 	PaysFrom *SweepCell `json:"pays_from,omitempty"`
-	// HurtsFrom is the first cell where both fit and Gain <= -Threshold.
+	// HurtsFrom is the first cell where both fit and GainFrac <= -ThresholdFrac.
 	HurtsFrom *SweepCell `json:"hurts_from,omitempty"`
 	// FitsFrom is the first cell that fits only with the optimization.
 	FitsFrom *SweepCell `json:"fits_from,omitempty"`
-	// MaxGain is the largest Gain over cells where both fit.
+	// MaxGain is the largest GainFrac over cells where both fit.
 	MaxGain *SweepCell `json:"max_gain,omitempty"`
 	// MinContextByBatch: for each batch, the smallest swept context at
-	// which Gain >= Threshold (both fitting); 0 when none.
+	// which GainFrac >= ThresholdFrac (both fitting); 0 when none.
 	MinContextByBatch map[int]int `json:"min_context_by_batch,omitempty"`
 }
 
 // Advice is the result of Advise.
 type Advice struct {
-	Model     string   `json:"model"`
-	Topology  string   `json:"topology"`
-	Plan      string   `json:"plan"`
-	Workload  string   `json:"workload"`
-	Threshold float64  `json:"threshold"`
-	Baseline  *Variant `json:"baseline"`
-	Stock     *Variant `json:"stock"`
-	// StockSpeedup is the baseline's tokens/s over stock's: what the
-	// earlier optimizations are worth for this model on this box.
-	StockSpeedup float64 `json:"stock_speedup"`
-	StockChange  Delta   `json:"stock_change"` // baseline - stock
+	Model         string   `json:"model"`
+	Topology      string   `json:"topology"`
+	Plan          string   `json:"plan"`
+	Workload      string   `json:"workload"`
+	ThresholdFrac float64  `json:"threshold_frac"`
+	Baseline      *Variant `json:"baseline"`
+	Stock         *Variant `json:"stock"`
+	// StockGain is the baseline's over stock's: what the earlier
+	// optimizations are worth for this model on this box.
+	StockGain   Gain  `json:"stock_gain"`
+	StockChange Delta `json:"stock_change"` // baseline - stock
 	// Rows, best speedup first (rows with errors last).
 	Rows []AdviceRow `json:"rows"`
 	// Transfer: the baseline model first, then AdviseInput.Transfer.
@@ -287,7 +286,7 @@ func predictVariant(ev *Evaluator, name string, c Scenario) (*Variant, error) {
 	f := FootprintOf(pr)
 	footprintDetail(&f, s)
 	return &Variant{Name: name, StepUs: pr.StepUs, TokensPerS: pr.TokensPerS, PerRequest: pr.TokensPerSPerRequest,
-		CommShare: pr.CommShare, Footprint: f, Options: c.Options, Plan: c.Plan.Normalized().String(),
+		CommShareFrac: pr.CommShareFrac, Footprint: f, Options: c.Options, Plan: c.Plan.Normalized().String(),
 		Workload: c.Workload.Normalized().String(), Topology: c.Topo.Name, Caveats: pr.Caveats}, nil
 }
 
@@ -303,8 +302,8 @@ func Advise(in AdviseInput) (*Advice, error) {
 	if in.Entries == nil {
 		in.Entries = Catalog(CatalogOptions{})
 	}
-	if in.Threshold <= 0 {
-		in.Threshold = 0.05
+	if in.ThresholdFrac <= 0 {
+		in.ThresholdFrac = 0.05
 	}
 	if in.Batches == nil {
 		in.Batches = DefaultAdviseBatches
@@ -322,8 +321,8 @@ func Advise(in AdviseInput) (*Advice, error) {
 		return nil, fmt.Errorf("advise: stock: %w", err)
 	}
 	adv := &Advice{Model: b.Arch.Name, Topology: b.Topo.Name, Plan: b.Plan.Normalized().String(),
-		Workload: b.Workload.Normalized().String(), Threshold: in.Threshold, Baseline: base, Stock: stock,
-		StockSpeedup: ratio(base.TokensPerS, stock.TokensPerS), StockChange: Diff(stock.Footprint, base.Footprint)}
+		Workload: b.Workload.Normalized().String(), ThresholdFrac: in.ThresholdFrac, Baseline: base, Stock: stock,
+		StockGain: gainOf(stock, base), StockChange: Diff(stock.Footprint, base.Footprint)}
 
 	adv.Transfer = append(adv.Transfer, transferRow(b.Arch.Name, base, stock))
 	for _, a := range in.Transfer {
@@ -377,7 +376,7 @@ func Advise(in AdviseInput) (*Advice, error) {
 			row.Error = err.Error()
 			row.With, row.Without = nil, nil
 		} else {
-			row.Speedup = ratio(row.With.TokensPerS, row.Without.TokensPerS)
+			row.Gain = gainOf(row.Without, row.With)
 			row.Change = Diff(row.Without.Footprint, row.With.Footprint)
 			if e.Sweep && !in.NoSweep {
 				pairs[i] = &pc
@@ -435,7 +434,7 @@ func Advise(in AdviseInput) (*Advice, error) {
 					cell.With, cell.WithFits = with.tps, with.fits
 					cell.Without, cell.WithoutFits = without.tps, without.fits
 					if cell.WithFits && cell.WithoutFits && cell.Without > 0 {
-						cell.Gain = cell.With/cell.Without - 1
+						cell.GainFrac = cell.With/cell.Without - 1
 					}
 					sw.Cells = append(sw.Cells, cell)
 					done++
@@ -444,7 +443,7 @@ func Advise(in AdviseInput) (*Advice, error) {
 					}
 				}
 			}
-			summarizeSweep(sw, in.Threshold)
+			summarizeSweep(sw, in.ThresholdFrac)
 			adv.Rows[i].Sweep = sw
 		}
 	}
@@ -453,14 +452,14 @@ func Advise(in AdviseInput) (*Advice, error) {
 		if (a.Error == "") != (b.Error == "") {
 			return a.Error == ""
 		}
-		return a.Speedup > b.Speedup
+		return a.Gain.TokensPerSPct > b.Gain.TokensPerSPct
 	})
 	return adv, nil
 }
 
 func transferRow(name string, b, s *Variant) TransferRow {
 	r := TransferRow{Model: name, StepUs: b.StepUs, StockStepUs: s.StepUs, TokensPerS: b.TokensPerS, StockTokensPS: s.TokensPerS,
-		Speedup: ratio(b.TokensPerS, s.TokensPerS), CommShare: b.CommShare, StockComm: s.CommShare,
+		Gain: gainOf(s, b), CommShareFrac: b.CommShareFrac, StockCommShareFrac: s.CommShareFrac,
 		Collectives: b.Footprint.Collectives, ComputeUs: b.Footprint.ComputeUs, Fits: b.Footprint.Fits, ShortfallGB: b.Footprint.ShortfallGB}
 	if n := b.Footprint.Collectives; n > 0 {
 		r.CommUsPerCall = b.Footprint.CommUs / float64(n)
@@ -489,22 +488,22 @@ func summarizeSweep(sw *EntrySweep, th float64) {
 	for _, k := range idx {
 		c := &sw.Cells[k]
 		both := c.WithFits && c.WithoutFits
-		if both && c.Gain >= th && sw.PaysFrom == nil {
+		if both && c.GainFrac >= th && sw.PaysFrom == nil {
 			sw.PaysFrom = c
 		}
-		if both && c.Gain <= -th && sw.HurtsFrom == nil {
+		if both && c.GainFrac <= -th && sw.HurtsFrom == nil {
 			sw.HurtsFrom = c
 		}
 		if c.WithFits && !c.WithoutFits && sw.FitsFrom == nil {
 			sw.FitsFrom = c
 		}
-		if both && (sw.MaxGain == nil || c.Gain > sw.MaxGain.Gain) {
+		if both && (sw.MaxGain == nil || c.GainFrac > sw.MaxGain.GainFrac) {
 			sw.MaxGain = c
 		}
 	}
 	for k := range sw.Cells {
 		c := &sw.Cells[k]
-		if c.WithFits && c.WithoutFits && c.Gain >= th {
+		if c.WithFits && c.WithoutFits && c.GainFrac >= th {
 			if m, ok := sw.MinContextByBatch[c.Batch]; !ok || m == 0 || c.Context < m {
 				sw.MinContextByBatch[c.Batch] = c.Context
 			}
@@ -514,9 +513,10 @@ func summarizeSweep(sw *EntrySweep, th float64) {
 	}
 }
 
-func ratio(a, b float64) float64 {
-	if b <= 0 || math.IsNaN(a) || math.IsNaN(b) {
-		return 0
+// gainOf is the gain of variant v over base.
+func gainOf(base, v *Variant) Gain {
+	if base == nil || v == nil {
+		return Gain{}
 	}
-	return a / b
+	return GainOf(base.StepUs, v.StepUs, base.TokensPerS, v.TokensPerS)
 }

@@ -35,8 +35,8 @@ func TestAdviseSeed(t *testing.T) {
 	if got := adv.Baseline.Footprint.Collectives; got != 124 {
 		t.Errorf("baseline collectives %d, want 2 x 61 + 1 all-reduces + 1 all-gather = 124", got)
 	}
-	if adv.StockSpeedup <= 1 {
-		t.Errorf("graphs + LL + SYS over stock: speedup %.2f, want > 1 (the seed saw 20 -> 57 tok/s on GLM-5)", adv.StockSpeedup)
+	if adv.StockGain.Speedup() <= 1 {
+		t.Errorf("graphs + LL + SYS over stock: speedup %.2f, want > 1 (the seed saw 20 -> 57 tok/s on GLM-5)", adv.StockGain.Speedup())
 	}
 
 	t.Run("transfer", func(t *testing.T) {
@@ -49,8 +49,8 @@ func TestAdviseSeed(t *testing.T) {
 		if g.Collectives != 158 {
 			t.Errorf("GLM-5 collectives %d, want 158", g.Collectives)
 		}
-		if g.Speedup <= 1 || adv.Transfer[0].Speedup != adv.StockSpeedup {
-			t.Errorf("speedups: GLM-5 %.2f, Kimi %.2f (stock speedup %.2f)", g.Speedup, adv.Transfer[0].Speedup, adv.StockSpeedup)
+		if g.Gain.Speedup() <= 1 || adv.Transfer[0].Gain != adv.StockGain {
+			t.Errorf("speedups: GLM-5 %.2f, Kimi %.2f (stock speedup %.2f)", g.Gain.Speedup(), adv.Transfer[0].Gain.Speedup(), adv.StockGain.Speedup())
 		}
 	})
 
@@ -66,8 +66,8 @@ func TestAdviseSeed(t *testing.T) {
 		}
 		// KV capacity doubles: 70,272 B/token bf16 vs 35,136 fp8
 		// (serving-facts.md), same memory left for the cache.
-		if math.Abs(r.Change.KVCapacityRatio-70272.0/35136.0) > 0.001 {
-			t.Errorf("KV capacity ratio %.4f, want 2", r.Change.KVCapacityRatio)
+		if math.Abs(r.Change.KVCapacityFrac-70272.0/35136.0) > 0.001 {
+			t.Errorf("KV capacity ratio %.4f, want 2", r.Change.KVCapacityFrac)
 		}
 		// Attention reads one byte less per cached value: 61 layers x
 		// (4096 context tokens) x 576 latent values x 1 B.
@@ -101,8 +101,8 @@ func TestAdviseSeed(t *testing.T) {
 		if r.Change.Collectives != 0 {
 			t.Errorf("collectives change %d, want 0", r.Change.Collectives)
 		}
-		if r.Speedup <= 1 {
-			t.Errorf("speedup %.3f, want > 1", r.Speedup)
+		if r.Gain.Speedup() <= 1 {
+			t.Errorf("speedup %.3f, want > 1", r.Gain.Speedup())
 		}
 	})
 
@@ -159,16 +159,16 @@ func TestAdviseSeed(t *testing.T) {
 
 	t.Run("nccl-p2p-disable", func(t *testing.T) {
 		r := rowByEntry(t, adv, "nccl-p2p-disable")
-		if r.Speedup >= 1 {
-			t.Errorf("P2P disabled: speedup %.2f, want < 1", r.Speedup)
+		if r.Gain.Speedup() >= 1 {
+			t.Errorf("P2P disabled: speedup %.2f, want < 1", r.Gain.Speedup())
 		}
 	})
 
 	t.Run("ranking", func(t *testing.T) {
 		for i := 1; i < len(adv.Rows); i++ {
 			a, b := adv.Rows[i-1], adv.Rows[i]
-			if a.Error == "" && b.Error == "" && a.Speedup < b.Speedup {
-				t.Errorf("row %d (%s %.3f) ranked above %s %.3f", i-1, a.Entry, a.Speedup, b.Entry, b.Speedup)
+			if a.Error == "" && b.Error == "" && a.Gain.TokensPerSPct < b.Gain.TokensPerSPct {
+				t.Errorf("row %d (%s %.3f) ranked above %s %.3f", i-1, a.Entry, a.Gain.Speedup(), b.Entry, b.Gain.Speedup())
 			}
 		}
 	})
@@ -185,7 +185,7 @@ func TestSummarizeSweep(t *testing.T) {
 	}
 	for i := range cells {
 		if cells[i].WithFits && cells[i].WithoutFits {
-			cells[i].Gain = cells[i].With/cells[i].Without - 1
+			cells[i].GainFrac = cells[i].With/cells[i].Without - 1
 		}
 	}
 	sw := &EntrySweep{Cells: cells, MinContextByBatch: map[int]int{}}
@@ -201,7 +201,7 @@ func TestSummarizeSweep(t *testing.T) {
 	if sw.FitsFrom == nil || sw.FitsFrom.Batch != 64 || sw.FitsFrom.Context != 65536 {
 		t.Errorf("fits from %+v, want batch 64 x 65536", sw.FitsFrom)
 	}
-	if sw.MaxGain == nil || math.Abs(sw.MaxGain.Gain-0.10) > 1e-12 {
+	if sw.MaxGain == nil || math.Abs(sw.MaxGain.GainFrac-0.10) > 1e-12 {
 		t.Errorf("max gain %+v, want 0.10", sw.MaxGain)
 	}
 	want := map[int]int{1: 65536, 64: 1024, 8: 0}
@@ -221,7 +221,7 @@ func TestAdviseMTP(t *testing.T) {
 	c.Arch = mustPreset(t, "glm-5-nvfp4")
 	const accept = 0.7
 	var mtp []Entry
-	for _, e := range Catalog(CatalogOptions{MTPAcceptRate: accept}) {
+	for _, e := range Catalog(CatalogOptions{MTPAcceptFrac: accept}) {
 		if e.Name == "mtp" {
 			mtp = append(mtp, e)
 		}
@@ -242,7 +242,7 @@ func TestAdviseMTP(t *testing.T) {
 	}
 	// Speedup is per token: tokens/s with over without.
 	want := (1 + accept) / r.With.StepUs * r.Without.StepUs
-	if math.Abs(r.Speedup-want) > 1e-9*want {
-		t.Errorf("speedup %.4f, want %.4f from the step times", r.Speedup, want)
+	if math.Abs(r.Gain.Speedup()-want) > 1e-9*want {
+		t.Errorf("speedup %.4f, want %.4f from the step times", r.Gain.Speedup(), want)
 	}
 }

@@ -64,7 +64,7 @@ func (p *Predictor) assemble(s *model.Schedule, graphed bool) *Prediction {
 	if pr.StepUs > 0 {
 		pr.TokensPerSPerRequest = pr.TokensPerStep / (pr.StepUs * 1e-6)
 		pr.TokensPerS = pr.TokensPerSPerRequest * float64(pr.Sequences)
-		pr.CommShare = pr.CommUs / pr.StepUs
+		pr.CommShareFrac = pr.CommUs / pr.StepUs
 	}
 	pr.HostUs += e.stepLaunchUs
 	if !p.opts.Overlap {
@@ -84,7 +84,7 @@ func (p *Predictor) assemble(s *model.Schedule, graphed bool) *Prediction {
 	for _, l := range [][]Share{pr.ByKind, pr.ByBlock, pr.ByName} {
 		for i := range l {
 			if pr.StepUs > 0 {
-				l[i].Share = l[i].Us / pr.StepUs
+				l[i].ShareFrac = l[i].Us / pr.StepUs
 			}
 		}
 	}

@@ -73,20 +73,20 @@ type CatalogOptions struct {
 	// (default 1: DeepSeek-V3 and GLM-5 ship one MTP layer,
 	// serving-facts.md).
 	MTPTokens int
-	// MTPAcceptRate is the acceptance probability of one MTP token
-	// (default DefaultMTPAcceptRate).
-	MTPAcceptRate float64
+	// MTPAcceptFrac is the acceptance probability of one MTP token
+	// (default DefaultMTPAcceptFrac).
+	MTPAcceptFrac float64
 	// Topologies are the preset boxes the "box" entries move to (default
 	// rtxpro6000-switch and h200-nvswitch).
 	Topologies []string
 }
 
-// DefaultMTPAcceptRate is the MTP entry's default acceptance rate: 0.85,
+// DefaultMTPAcceptFrac is the MTP entry's default acceptance rate: 0.85,
 // the low end of the 85-90 % acceptance of the second token that the
 // DeepSeek-V3 Technical Report (arXiv:2412.19437, section 5.4.3) gives for
 // its MTP module. Acceptance depends on the model and the traffic; it is
 // an input (serving-facts.md), so advise and plan take it as a flag.
-const DefaultMTPAcceptRate = 0.85
+const DefaultMTPAcceptFrac = 0.85
 
 // DefaultCatalogTopologies are the boxes the "box" entries move to.
 var DefaultCatalogTopologies = []string{"rtxpro6000-switch", "h200-nvswitch"}
@@ -96,7 +96,7 @@ var DefaultCatalogTopologies = []string{"rtxpro6000-switch", "h200-nvswitch"}
 // custom all-reduce rule, no fusion, no overlap. Plan, workload, box,
 // memory utilization and attention backend are kept.
 func Stock(c Scenario) Scenario {
-	o := Options{MTPAcceptRate: c.Options.MTPAcceptRate, GPUMemUtilization: c.Options.GPUMemUtilization,
+	o := Options{MTPAcceptFrac: c.Options.MTPAcceptFrac, GPUMemUtilFrac: c.Options.GPUMemUtilFrac,
 		AttentionBackend: c.Options.AttentionBackend}
 	c.Options = o
 	return c
@@ -107,8 +107,8 @@ func Catalog(o CatalogOptions) []Entry {
 	if o.MTPTokens <= 0 {
 		o.MTPTokens = 1
 	}
-	if o.MTPAcceptRate <= 0 {
-		o.MTPAcceptRate = DefaultMTPAcceptRate
+	if o.MTPAcceptFrac <= 0 {
+		o.MTPAcceptFrac = DefaultMTPAcceptFrac
 	}
 	if o.Topologies == nil {
 		o.Topologies = DefaultCatalogTopologies
@@ -238,14 +238,14 @@ func Catalog(o CatalogOptions) []Entry {
 			Sweep: true,
 		},
 		{
-			Name: "mtp", Title: fmt.Sprintf("MTP speculative decoding (%d token, acceptance %.2f)", o.MTPTokens, o.MTPAcceptRate), Kind: "speculative",
+			Name: "mtp", Title: fmt.Sprintf("MTP speculative decoding (%d token, acceptance %.2f)", o.MTPTokens, o.MTPAcceptFrac), Kind: "speculative",
 			Enabled: func(c Scenario) bool { return c.Workload.SpecTokens > 0 },
 			Apply: func(c Scenario) (Scenario, error) {
 				if c.Arch.MTPLayers == 0 {
 					return c, fmt.Errorf("%s has no MTP layer (num_nextn_predict_layers = 0)", c.Arch.Name)
 				}
 				c.Workload.SpecTokens = o.MTPTokens
-				c.Options.MTPAcceptRate = o.MTPAcceptRate
+				c.Options.MTPAcceptFrac = o.MTPAcceptFrac
 				return c, nil
 			},
 			Revert: func(c Scenario) (Scenario, error) {
@@ -256,7 +256,7 @@ func Catalog(o CatalogOptions) []Entry {
 				if c.Arch.MTPLayers == 0 {
 					return Applicability{NotApplicable, fmt.Sprintf("%s has no MTP layer: config num_nextn_predict_layers = 0 (a separate draft model would be needed)", c.Arch.Name)}
 				}
-				return Applicability{Applies, fmt.Sprintf("%d MTP layer(s) in the checkpoint; acceptance %.2f is an input (DeepSeek-V3 report: 85-90 %%)", c.Arch.MTPLayers, o.MTPAcceptRate)}
+				return Applicability{Applies, fmt.Sprintf("%d MTP layer(s) in the checkpoint; acceptance %.2f is an input (DeepSeek-V3 report: 85-90 %%)", c.Arch.MTPLayers, o.MTPAcceptFrac)}
 			},
 			HowTo: func(Scenario) How {
 				return How{Engine: []string{fmt.Sprintf(`--speculative-config '{"method":"deepseek_mtp","num_speculative_tokens":%d}'`, o.MTPTokens)}}

@@ -166,9 +166,9 @@ func TestCatalogApplyRevert(t *testing.T) {
 
 func TestStock(t *testing.T) {
 	c := seedConfig(t)
-	c.Options.ARNormFusion, c.Options.CustomAR, c.Options.GPUMemUtilization = true, CustomAROneShot, 0.8
+	c.Options.ARNormFusion, c.Options.CustomAR, c.Options.GPUMemUtilFrac = true, CustomAROneShot, 0.8
 	s := Stock(c)
-	want := Options{GPUMemUtilization: 0.8}
+	want := Options{GPUMemUtilFrac: 0.8}
 	if !optionsEqual(&s.Options, &want) {
 		t.Errorf("stock options %+v, want %+v", s.Options, want)
 	}

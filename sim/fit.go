@@ -49,9 +49,9 @@ type CostFamily struct {
 	// Efficiency is the compute efficiency used; MemEfficiency the memory
 	// efficiency; MemGBps the device-limited achieved bandwidth
 	// (MemBWGBps x MemEfficiency) before the per-SM limit.
-	Efficiency    float64
-	MemEfficiency float64
-	MemGBps       float64
+	EfficiencyFrac    float64
+	MemEfficiencyFrac float64
+	MemGBps           float64
 }
 
 // CostFamily returns op's kernel family under the Predictor's device, the
@@ -68,7 +68,7 @@ func (p *Predictor) CostFamily(op *model.Op) CostFamily {
 	if dt != "" {
 		key += "/" + string(dt)
 	}
-	return CostFamily{Key: key, Kind: op.Kind, Efficiency: cell.efficiency, MemEfficiency: cell.memEff, MemGBps: cell.memGBps}
+	return CostFamily{Key: key, Kind: op.Kind, EfficiencyFrac: cell.efficiency, MemEfficiencyFrac: cell.memEff, MemGBps: cell.memGBps}
 }
 
 // ComputeSample is one measured non-collective op with the prior cost the
@@ -99,15 +99,15 @@ type FamilyFit struct {
 	PriorRampUs    float64 `json:"prior_ramp_us"`
 	RampDetermined bool    `json:"ramp_determined"`
 	// Prior and fitted efficiencies (fitted = prior / scale, at most 1).
-	PriorEfficiency    float64 `json:"prior_efficiency"`
-	Efficiency         float64 `json:"efficiency"`
-	PriorMemEfficiency float64 `json:"prior_mem_efficiency"`
-	MemEfficiency      float64 `json:"mem_efficiency"`
-	ComputeDetermined  bool    `json:"compute_determined"`
-	MemoryDetermined   bool    `json:"memory_determined"`
+	PriorEfficiencyFrac    float64 `json:"prior_efficiency_frac"`
+	EfficiencyFrac         float64 `json:"efficiency_frac"`
+	PriorMemEfficiencyFrac float64 `json:"prior_mem_efficiency_frac"`
+	MemEfficiencyFrac      float64 `json:"mem_efficiency_frac"`
+	ComputeDetermined      bool    `json:"compute_determined"`
+	MemoryDetermined       bool    `json:"memory_determined"`
 	// RMS relative error of the prior and the fitted model over the samples.
-	PriorRMSRelErr float64 `json:"prior_rms_rel_err"`
-	RMSRelErr      float64 `json:"rms_rel_err"`
+	PriorRMSErrFrac float64 `json:"prior_rms_err_frac"`
+	RMSErrFrac      float64 `json:"rms_err_frac"`
 	// Clamped is true when an efficiency came out above 1 and was capped.
 	Clamped bool `json:"clamped,omitempty"`
 	// Sizes splits the fitted model's residuals by op size (the prior
@@ -236,7 +236,7 @@ func boundSpan(ss []ComputeSample, a, b, r float64, minBound int) (compute, memo
 func fitFamily(key string, ss []ComputeSample, o FitOptions) (FamilyFit, error) {
 	fam := ss[0].Family
 	r0 := ss[0].Cost.RampUs
-	f := FamilyFit{Family: key, Samples: len(ss), PriorEfficiency: fam.Efficiency, PriorMemEfficiency: fam.MemEfficiency, PriorRampUs: r0}
+	f := FamilyFit{Family: key, Samples: len(ss), PriorEfficiencyFrac: fam.EfficiencyFrac, PriorMemEfficiencyFrac: fam.MemEfficiencyFrac, PriorRampUs: r0}
 	logMeas := make([]float64, len(ss))
 	for i := range ss {
 		logMeas[i] = math.Log(ss[i].MeasuredUs)
@@ -332,12 +332,12 @@ func fitFamily(key string, ss []ComputeSample, o FitOptions) (FamilyFit, error) 
 		b = 1
 	}
 	f.ComputeScale, f.MemoryScale, f.RampUs = a, b, r
-	f.Efficiency, f.MemEfficiency = fam.Efficiency/a, fam.MemEfficiency/b
-	if f.Efficiency > 1 {
-		f.Efficiency, f.Clamped = 1, true
+	f.EfficiencyFrac, f.MemEfficiencyFrac = fam.EfficiencyFrac/a, fam.MemEfficiencyFrac/b
+	if f.EfficiencyFrac > 1 {
+		f.EfficiencyFrac, f.Clamped = 1, true
 	}
-	if f.MemEfficiency > 1 {
-		f.MemEfficiency, f.Clamped = 1, true
+	if f.MemEfficiencyFrac > 1 {
+		f.MemEfficiencyFrac, f.Clamped = 1, true
 	}
 	var pe, fe float64
 	for i := range ss {
@@ -347,8 +347,8 @@ func fitFamily(key string, ss []ComputeSample, o FitOptions) (FamilyFit, error) 
 		pe += r0e * r0e
 		fe += r1e * r1e
 	}
-	f.PriorRMSRelErr = math.Sqrt(pe / float64(len(ss)))
-	f.RMSRelErr = math.Sqrt(fe / float64(len(ss)))
+	f.PriorRMSErrFrac = math.Sqrt(pe / float64(len(ss)))
+	f.RMSErrFrac = math.Sqrt(fe / float64(len(ss)))
 	f.Sizes = sizeResiduals(ss, a, b, r, r0)
 	return f, nil
 }
@@ -414,12 +414,12 @@ func ApplyComputeFit(t *topology.Topology, fits []FamilyFit, dev DeviceFit, prov
 		}
 		for _, f := range fits {
 			if f.ComputeDetermined {
-				d.Efficiency[f.Family] = round4(f.Efficiency)
-				d.Sources["efficiency."+f.Family] = fmt.Sprintf("calibrated: %s; %d samples, %d compute-bound, prior %.4g", provenance, f.Samples, f.ComputeBound, f.PriorEfficiency)
+				d.Efficiency[f.Family] = round4(f.EfficiencyFrac)
+				d.Sources["efficiency."+f.Family] = fmt.Sprintf("calibrated: %s; %d samples, %d compute-bound, prior %.4g", provenance, f.Samples, f.ComputeBound, f.PriorEfficiencyFrac)
 			}
 			if f.MemoryDetermined {
-				d.Efficiency["mem/"+f.Family] = round4(f.MemEfficiency)
-				d.Sources["efficiency.mem/"+f.Family] = fmt.Sprintf("calibrated: %s; %d samples, %d memory-bound, prior %.4g", provenance, f.Samples, f.MemoryBound, f.PriorMemEfficiency)
+				d.Efficiency["mem/"+f.Family] = round4(f.MemEfficiencyFrac)
+				d.Sources["efficiency.mem/"+f.Family] = fmt.Sprintf("calibrated: %s; %d samples, %d memory-bound, prior %.4g", provenance, f.Samples, f.MemoryBound, f.PriorMemEfficiencyFrac)
 			}
 			if f.RampDetermined {
 				if d.RampUs == nil {

@@ -15,8 +15,8 @@ import (
 // 0.80 -> 0.64) on memory-bound ops of one family, and a second family
 // with memory-bound ops only, whose compute factor cannot be seen.
 func TestFitComputeRecoversScales(t *testing.T) {
-	gemm := CostFamily{Key: "gemm/bf16", Kind: model.KindGEMM, Efficiency: 0.70, MemEfficiency: 0.80, MemGBps: 1000}
-	norm := CostFamily{Key: "norm", Kind: model.KindNorm, Efficiency: 0.50, MemEfficiency: 0.80, MemGBps: 1000}
+	gemm := CostFamily{Key: "gemm/bf16", Kind: model.KindGEMM, EfficiencyFrac: 0.70, MemEfficiencyFrac: 0.80, MemGBps: 1000}
+	norm := CostFamily{Key: "norm", Kind: model.KindNorm, EfficiencyFrac: 0.50, MemEfficiencyFrac: 0.80, MemGBps: 1000}
 	var ss []ComputeSample
 	for i := 1; i <= 20; i++ {
 		c := 10 * float64(i) // compute-bound: compute 10..200 us, memory a third of it
@@ -47,11 +47,11 @@ func TestFitComputeRecoversScales(t *testing.T) {
 			if f.ComputeDetermined != tc.compDet || f.MemoryDetermined != tc.mDet {
 				t.Fatalf("determined compute %v memory %v, want %v %v", f.ComputeDetermined, f.MemoryDetermined, tc.compDet, tc.mDet)
 			}
-			if math.Abs(f.Efficiency/tc.eff-1) > 1e-3 || math.Abs(f.MemEfficiency/tc.memEff-1) > 1e-3 {
-				t.Errorf("efficiency %.5f mem %.5f, want %.4f %.4f (±0.1 %%)", f.Efficiency, f.MemEfficiency, tc.eff, tc.memEff)
+			if math.Abs(f.EfficiencyFrac/tc.eff-1) > 1e-3 || math.Abs(f.MemEfficiencyFrac/tc.memEff-1) > 1e-3 {
+				t.Errorf("efficiency %.5f mem %.5f, want %.4f %.4f (±0.1 %%)", f.EfficiencyFrac, f.MemEfficiencyFrac, tc.eff, tc.memEff)
 			}
-			if f.RMSRelErr > 1e-3 {
-				t.Errorf("fit RMS error %.2g on exact samples", f.RMSRelErr)
+			if f.RMSErrFrac > 1e-3 {
+				t.Errorf("fit RMS error %.2g on exact samples", f.RMSErrFrac)
 			}
 			if f.RampDetermined || f.RampUs != 0 {
 				t.Errorf("ramp %.4g us (determined %v) on samples without one", f.RampUs, f.RampDetermined)
@@ -68,8 +68,8 @@ func TestFitComputeRecoversScales(t *testing.T) {
 			t.Errorf("size range %g-%g us: residual %.3f %%", sz.LoUs, sz.HiUs, sz.MedianErrPct)
 		}
 	}
-	if fits[0].PriorRMSRelErr < 0.2 {
-		t.Errorf("prior RMS error %.3f: the samples should be far from the prior", fits[0].PriorRMSRelErr)
+	if fits[0].PriorRMSErrFrac < 0.2 {
+		t.Errorf("prior RMS error %.3f: the samples should be far from the prior", fits[0].PriorRMSErrFrac)
 	}
 
 	// Applied to a preset, a Predictor built on the result uses the fit.
@@ -96,7 +96,7 @@ func TestFitComputeRecoversScales(t *testing.T) {
 		t.Fatal(err)
 	}
 	op := &model.Op{Kind: model.KindGEMM, WeightDtype: model.BF16}
-	if f := p.CostFamily(op); f.Key != "gemm/bf16" || f.Efficiency != 0.35 || f.MemEfficiency != 0.64 {
+	if f := p.CostFamily(op); f.Key != "gemm/bf16" || f.EfficiencyFrac != 0.35 || f.MemEfficiencyFrac != 0.64 {
 		t.Errorf("predictor family %+v", f)
 	}
 }
@@ -108,7 +108,7 @@ func TestFitComputeRecoversScales(t *testing.T) {
 // source, and a Predictor built on it must add the ramp to the roofline
 // term.
 func TestFitComputeRamp(t *testing.T) {
-	gemm := CostFamily{Key: "gemm/bf16", Kind: model.KindGEMM, Efficiency: 0.70, MemEfficiency: 0.80, MemGBps: 1000}
+	gemm := CostFamily{Key: "gemm/bf16", Kind: model.KindGEMM, EfficiencyFrac: 0.70, MemEfficiencyFrac: 0.80, MemGBps: 1000}
 	var ss []ComputeSample
 	for i := 1; i <= 30; i++ {
 		m := math.Pow(100, float64(i-1)/29) // 1..100 us, log-spaced
@@ -119,9 +119,9 @@ func TestFitComputeRamp(t *testing.T) {
 		t.Fatal(err)
 	}
 	f := fits[0]
-	t.Logf("ramp %.4f us (determined %v), mem eff %.4f, rms %.2g (prior %.2g)", f.RampUs, f.RampDetermined, f.MemEfficiency, f.RMSRelErr, f.PriorRMSRelErr)
-	if !f.RampDetermined || math.Abs(f.RampUs-3) > 0.06 || math.Abs(f.MemEfficiency/0.64-1) > 0.01 {
-		t.Fatalf("ramp %.4f us (determined %v), mem eff %.4f; want 3 ± 2 %% and 0.64 ± 1 %%", f.RampUs, f.RampDetermined, f.MemEfficiency)
+	t.Logf("ramp %.4f us (determined %v), mem eff %.4f, rms %.2g (prior %.2g)", f.RampUs, f.RampDetermined, f.MemEfficiencyFrac, f.RMSErrFrac, f.PriorRMSErrFrac)
+	if !f.RampDetermined || math.Abs(f.RampUs-3) > 0.06 || math.Abs(f.MemEfficiencyFrac/0.64-1) > 0.01 {
+		t.Fatalf("ramp %.4f us (determined %v), mem eff %.4f; want 3 ± 2 %% and 0.64 ± 1 %%", f.RampUs, f.RampDetermined, f.MemEfficiencyFrac)
 	}
 	topo, err := topology.Preset(topology.DefaultPreset)
 	if err != nil {

@@ -11,7 +11,7 @@ import "github.com/tpscope/tpscope/model"
 func (p *Predictor) memoryFit(sc Scenario) *MemoryFit {
 	plan := sc.Plan.Normalized()
 	w := sc.Workload
-	c := model.KVCapacity(sc.Arch, plan, w, sc.Build, float64(p.dev.MemBytes), p.opts.GPUMemUtilization)
+	c := model.KVCapacity(sc.Arch, plan, w, sc.Build, float64(p.dev.MemBytes), p.opts.GPUMemUtilFrac)
 	perGroup := (w.Batch + plan.DP - 1) / plan.DP
 	tokens := int64(perGroup) * int64(w.Context+1+w.SpecTokens)
 	m := &MemoryFit{

@@ -65,9 +65,9 @@ type CalibrationFit struct {
 	// Topology is a copy of the input with the entries merged into its
 	// Calibration (entries for other ops, pairs or P2P settings are kept).
 	Topology *topology.Topology
-	// RMSRelErr is the RMS relative error of the calibrated model over all
-	// samples; PriorRMSRelErr that of the uncalibrated one.
-	RMSRelErr, PriorRMSRelErr float64
+	// RMSErrFrac is the RMS relative error of the calibrated model over all
+	// samples; PriorRMSErrFrac that of the uncalibrated one.
+	RMSErrFrac, PriorRMSErrFrac float64
 	Samples                   int
 }
 
@@ -122,7 +122,7 @@ func Calibrate(t *topology.Topology, samples []CalSample, o CalibrateOptions) (*
 	}
 	sort.Slice(keys, func(i, j int) bool { return keys[i].a*numProtos+keys[i].p < keys[j].a*numProtos+keys[j].p })
 
-	fit := &CalibrationFit{Samples: n, PriorRMSRelErr: math.Sqrt(priorSq / float64(n))}
+	fit := &CalibrationFit{Samples: n, PriorRMSErrFrac: math.Sqrt(priorSq / float64(n))}
 	var sq float64
 	for _, k := range keys {
 		ss := byPair[k]
@@ -175,7 +175,7 @@ func Calibrate(t *topology.Topology, samples []CalSample, o CalibrateOptions) (*
 			Samples: len(ss), RMSRelErr: round4(math.Sqrt(psq / float64(len(ss)))),
 		})
 	}
-	fit.RMSRelErr = math.Sqrt(sq / float64(n))
+	fit.RMSErrFrac = math.Sqrt(sq / float64(n))
 
 	out := t.Clone()
 	cal := &topology.Calibration{Source: o.Source, Created: o.Created}

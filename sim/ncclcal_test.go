@@ -33,8 +33,8 @@ func TestCalibrateHoldOut(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !(fit.RMSRelErr < fit.PriorRMSRelErr) {
-		t.Errorf("fit RMS rel err %.3f not below the prior's %.3f", fit.RMSRelErr, fit.PriorRMSRelErr)
+	if !(fit.RMSErrFrac < fit.PriorRMSErrFrac) {
+		t.Errorf("fit RMS rel err %.3f not below the prior's %.3f", fit.RMSErrFrac, fit.PriorRMSErrFrac)
 	}
 	m, err := NewCollectiveModel(fit.Topology, NCCLOptions{})
 	if err != nil {
@@ -140,7 +140,7 @@ func TestCalibrateHoldOutDetail(t *testing.T) {
 			worst = math.Max(worst, math.Abs(m.Cost(model.AllReduce, nil, r.Bytes).TimeUs/((ts[0]+ts[1])/2)-1))
 		}
 	}
-	t.Logf("params %+v; fit RMS %.4f (prior %.4f); worst held-out error %.2f %%", fit.Params, fit.RMSRelErr, fit.PriorRMSRelErr, 100*worst)
+	t.Logf("params %+v; fit RMS %.4f (prior %.4f); worst held-out error %.2f %%", fit.Params, fit.RMSErrFrac, fit.PriorRMSErrFrac, 100*worst)
 }
 
 // TestCalibratePriorIsTheModel: samples priced by the uncalibrated model

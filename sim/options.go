@@ -79,16 +79,16 @@ type Options struct {
 	// Without it every op of a rank runs on one stream, as vLLM does.
 	Overlap bool `json:"overlap,omitempty"`
 
-	// MTPAcceptRate is the probability that one MTP speculative token is
+	// MTPAcceptFrac is the probability that one MTP speculative token is
 	// accepted (0..1). With k = Workload.SpecTokens a step yields
 	// 1 + a + a^2 + ... + a^k tokens per sequence (a draft token counts
 	// only if every earlier one was accepted).
-	MTPAcceptRate float64 `json:"mtp_accept_rate,omitempty"`
+	MTPAcceptFrac float64 `json:"mtp_accept_frac,omitempty"`
 
-	// GPUMemUtilization is vLLM's gpu_memory_utilization, the fraction of
+	// GPUMemUtilFrac is vLLM's gpu_memory_utilization, the fraction of
 	// device memory the engine may use for weights, workspace and KV cache
 	// (0 = vLLM's default 0.9).
-	GPUMemUtilization float64 `json:"gpu_mem_utilization,omitempty"`
+	GPUMemUtilFrac float64 `json:"gpu_mem_util_frac,omitempty"`
 
 	// AttentionBackend picks the MLA decode kernel's grid; "" chooses by
 	// compute capability (TRITON_MLA on SM 12.x, FlashMLA elsewhere).
@@ -97,11 +97,11 @@ type Options struct {
 
 // Validate checks the options; errors name the field.
 func (o *Options) Validate() error {
-	if !(o.MTPAcceptRate >= 0 && o.MTPAcceptRate <= 1) {
-		return fmt.Errorf("options: mtp_accept_rate must be in [0,1], got %v", o.MTPAcceptRate)
+	if !(o.MTPAcceptFrac >= 0 && o.MTPAcceptFrac <= 1) {
+		return fmt.Errorf("options: mtp_accept_rate must be in [0,1], got %v", o.MTPAcceptFrac)
 	}
-	if !(o.GPUMemUtilization >= 0 && o.GPUMemUtilization <= 1) {
-		return fmt.Errorf("options: gpu_mem_utilization must be in (0,1], got %v", o.GPUMemUtilization)
+	if !(o.GPUMemUtilFrac >= 0 && o.GPUMemUtilFrac <= 1) {
+		return fmt.Errorf("options: gpu_mem_utilization must be in (0,1], got %v", o.GPUMemUtilFrac)
 	}
 	switch o.CustomAR {
 	case CustomARAuto, CustomAROff, CustomAROneShot, CustomARTwoShot:
@@ -161,11 +161,11 @@ func (o *Options) GraphTokens(tokens int) (padded int, graphed bool) {
 }
 
 // TokensPerStep is the expected tokens one sequence gains per decode step
-// with k speculative tokens: 1 + a + ... + a^k (a = MTPAcceptRate).
+// with k speculative tokens: 1 + a + ... + a^k (a = MTPAcceptFrac).
 func (o *Options) TokensPerStep(k int) float64 {
 	t, p := 1.0, 1.0
 	for i := 0; i < k; i++ {
-		p *= o.MTPAcceptRate
+		p *= o.MTPAcceptFrac
 		t += p
 	}
 	return t

@@ -71,11 +71,11 @@ var optionFields = []OptionField{
 		Get: func(o *Options) string { return boolText(o.Overlap) },
 		Set: func(o *Options, v string) (err error) { o.Overlap, err = parseBool(v); return }},
 	{Name: "mtp-accept", Kind: OptionFloat, Help: "probability that one MTP speculative token is accepted (0..1)",
-		Get: func(o *Options) string { return floatText(o.MTPAcceptRate) },
-		Set: func(o *Options, v string) (err error) { o.MTPAcceptRate, err = parseFloat(v); return }},
+		Get: func(o *Options) string { return floatText(o.MTPAcceptFrac) },
+		Set: func(o *Options, v string) (err error) { o.MTPAcceptFrac, err = parseFloat(v); return }},
 	{Name: "gpu-mem-util", Kind: OptionFloat, Help: "vLLM's gpu_memory_utilization (0 = its default 0.9)",
-		Get: func(o *Options) string { return floatText(o.GPUMemUtilization) },
-		Set: func(o *Options, v string) (err error) { o.GPUMemUtilization, err = parseFloat(v); return }},
+		Get: func(o *Options) string { return floatText(o.GPUMemUtilFrac) },
+		Set: func(o *Options, v string) (err error) { o.GPUMemUtilFrac, err = parseFloat(v); return }},
 	{Name: "attention-backend", Kind: OptionString, Help: "MLA decode kernel: triton_mla or flashmla (default: by compute capability)",
 		Get: func(o *Options) string { return string(o.AttentionBackend) },
 		Set: func(o *Options, v string) error {
@@ -88,10 +88,10 @@ var optionFields = []OptionField{
 // that a scenario nobody tuned predicts a stock deployment: vLLM captures
 // decode CUDA graphs (its default; --enforce-eager turns them off), NCCL
 // picks protocol, algorithm and P2P level (PXB), vLLM's custom all-reduce
-// rule, and MTP drafts accepted at DefaultMTPAcceptRate (used only when
+// rule, and MTP drafts accepted at DefaultMTPAcceptFrac (used only when
 // the workload has speculative tokens).
 func DefaultOptions() Options {
-	return Options{CUDAGraphs: true, MTPAcceptRate: DefaultMTPAcceptRate}
+	return Options{CUDAGraphs: true, MTPAcceptFrac: DefaultMTPAcceptFrac}
 }
 
 // Names renders the fields of o that differ from zero as sorted option

@@ -290,7 +290,7 @@ func (s *PlanSpace) Configs() ([]PlanConfig, error) {
 								continue
 							}
 							w := model.Workload{Phase: model.Decode, Context: cx, SpecTokens: k, KVDtype: kv}
-							w.Batch = maxConcurrency(s.Arch, p, w, s.Build, t, s.Options.GPUMemUtilization)
+							w.Batch = maxConcurrency(s.Arch, p, w, s.Build, t, s.Options.GPUMemUtilFrac)
 							if w.Batch < 1 || w.Validate() != nil || slices.Contains(batches, w.Batch) {
 								continue
 							}

@@ -196,7 +196,7 @@ func lastOpOfLayer(ops []model.Op, l int) int {
 
 // Evaluate predicts the step of c: StepUs, tokens per second (per request
 // and aggregate over the real sequences, MTP acceptance included) and the
-// memory fit of the full architecture. CommShare is not computed (0).
+// memory fit of the full architecture. CommShareFrac is not computed (0).
 // A Scenario that does not fit in memory is evaluated all the same (Memory
 // says so); an invalid plan or workload is an error.
 func (e *Evaluator) Evaluate(c Scenario) (Summary, error) {

@@ -71,7 +71,7 @@ func TestFastEvalAgreesWithEngine(t *testing.T) {
 		{"kimi/h200", kimi, h200, Options{CUDAGraphs: true}, model.Plan{TP: 8}, model.Workload{Batch: 32, Context: 4096}},
 		{"glm5/seed-opts", glm, box, seedOptions, model.Plan{TP: 8}, model.Workload{Batch: 1, Context: 4096}},
 		{"glm5/eager", glm, box, eager, model.Plan{TP: 8}, model.Workload{Batch: 1, Context: 4096}},
-		{"dsv3/mtp", ds, box, Options{CUDAGraphs: true, MTPAcceptRate: 0.8, NCCL: NCCLOptions{Proto: "LL", P2PLevel: "SYS"}}, model.Plan{TP: 8}, model.Workload{Batch: 4, Context: 4096, SpecTokens: 1}},
+		{"dsv3/mtp", ds, box, Options{CUDAGraphs: true, MTPAcceptFrac: 0.8, NCCL: NCCLOptions{Proto: "LL", P2PLevel: "SYS"}}, model.Plan{TP: 8}, model.Workload{Batch: 4, Context: 4096, SpecTokens: 1}},
 	}
 	var ev Evaluator
 	for _, c := range cases {

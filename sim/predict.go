@@ -100,7 +100,7 @@ type OpResult struct {
 type Share struct {
 	Name  string  `json:"name"`
 	Us    float64 `json:"us"`
-	Share float64 `json:"share"` // Us / StepUs
+	ShareFrac float64 `json:"share_frac"` // Us / StepUs
 	Count int     `json:"count"`
 }
 
@@ -117,7 +117,7 @@ type Prediction struct {
 	// before CUDA-graph padding); TokensPerStep the expected tokens each
 	// gains (1 + accepted MTP tokens); TokensPerSPerRequest =
 	// TokensPerStep / step; TokensPerS the aggregate over all sequences;
-	// CommShare = CommUs / StepUs; Graphed whether the step ran as a CUDA
+	// CommShareFrac = CommUs / StepUs; Graphed whether the step ran as a CUDA
 	// graph; Memory the per-GPU memory fit (PredictScenario only).
 	Summary
 

@@ -85,8 +85,8 @@ func TestPredictOptions(t *testing.T) {
 			if !relNear(pr.TokensPerS, 1e6/tc.wantStep, 1e-9) {
 				t.Errorf("tokens/s %.3f, want %.3f", pr.TokensPerS, 1e6/tc.wantStep)
 			}
-			if !relNear(pr.CommShare, pr.CommUs/pr.StepUs, 1e-12) || pr.CommUs < 20 {
-				t.Errorf("comm %.3f us share %.3f", pr.CommUs, pr.CommShare)
+			if !relNear(pr.CommShareFrac, pr.CommUs/pr.StepUs, 1e-12) || pr.CommUs < 20 {
+				t.Errorf("comm %.3f us share %.3f", pr.CommUs, pr.CommShareFrac)
 			}
 		})
 	}
@@ -160,7 +160,7 @@ func TestPredictErrors(t *testing.T) {
 			}
 		})
 	}
-	if _, err := NewWithCollectives(topo, Options{MTPAcceptRate: 1.5}, fixedColl{1}); err == nil || !strings.Contains(err.Error(), "mtp_accept_rate") {
+	if _, err := NewWithCollectives(topo, Options{MTPAcceptFrac: 1.5}, fixedColl{1}); err == nil || !strings.Contains(err.Error(), "mtp_accept_rate") {
 		t.Errorf("accept rate 1.5: err %v", err)
 	}
 	if _, err := New(topo, Options{NCCL: NCCLOptions{P2PLevel: "FOO"}}); err == nil || !strings.Contains(err.Error(), "NCCL_P2P_LEVEL") {
@@ -184,7 +184,7 @@ func TestTokensPerStep(t *testing.T) {
 		a    float64
 		want float64
 	}{{0, 0.9, 1}, {1, 0.7, 1.7}, {3, 0.5, 1.875}, {2, 1, 3}} {
-		o := Options{MTPAcceptRate: c.a}
+		o := Options{MTPAcceptFrac: c.a}
 		if got := o.TokensPerStep(c.k); math.Abs(got-c.want) > 1e-12 {
 			t.Errorf("k=%d a=%v: %v, want %v", c.k, c.a, got, c.want)
 		}

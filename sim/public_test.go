@@ -78,7 +78,7 @@ func publicPredict(t *testing.T, modelName, topo string, kv model.Dtype, dcp, co
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := New(tp, Options{CUDAGraphs: true, GPUMemUtilization: util, NCCL: NCCLOptions{P2PLevel: "SYS"}})
+	p, err := New(tp, Options{CUDAGraphs: true, GPUMemUtilFrac: util, NCCL: NCCLOptions{P2PLevel: "SYS"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -105,7 +105,7 @@ func TestPublicKimiDecode(t *testing.T) {
 		got[c.who] = pr.TokensPerS
 		errPct := 100 * (pr.TokensPerS/c.measured - 1)
 		t.Logf("%-28s %-17s kv %-4s dcp %d ctx %6d: predicted %5.1f tok/s (comm %.2f), measured %3.0f: %+5.1f %%",
-			c.who, c.topo, c.kv, c.dcp, c.context, pr.TokensPerS, pr.CommShare, c.measured, errPct)
+			c.who, c.topo, c.kv, c.dcp, c.context, pr.TokensPerS, pr.CommShareFrac, c.measured, errPct)
 		if math.Abs(errPct) > 100*publicBand {
 			t.Errorf("%s: predicted %.1f tok/s, measured %.0f: %+.1f %% is outside +-%.0f %%",
 				c.who, pr.TokensPerS, c.measured, errPct, 100*publicBand)
@@ -184,7 +184,7 @@ func TestPublicGLM5Decode(t *testing.T) {
 	for _, b := range []int{1, 2, 4, 8, 16, 32, 64} {
 		pr := glmPublicPredict(t, b, 512)
 		r := pr.TokensPerS / glmPublicBatch[b]
-		t.Logf("batch %2d: predicted %6.1f tok/s, measured %6.1f (x%.2f), comm %.2f", b, pr.TokensPerS, glmPublicBatch[b], r, pr.CommShare)
+		t.Logf("batch %2d: predicted %6.1f tok/s, measured %6.1f (x%.2f), comm %.2f", b, pr.TokensPerS, glmPublicBatch[b], r, pr.CommShareFrac)
 		switch {
 		case b >= 32 && math.Abs(r-1) > 0.15:
 			t.Errorf("batch %d: x%.2f of the measured aggregate, want within 15 %%", b, r)

@@ -47,7 +47,7 @@ type Summary struct {
 	TokensPerStep        float64    `json:"tokens_per_step"`
 	TokensPerSPerRequest float64    `json:"tokens_per_s_per_request"`
 	TokensPerS           float64    `json:"tokens_per_s"`
-	CommShare            float64    `json:"comm_share"`
+	CommShareFrac            float64    `json:"comm_share_frac"`
 	Graphed              bool       `json:"graphed"`
 	PaddedBatch          int        `json:"padded_batch"`
 	Memory               *MemoryFit `json:"memory,omitempty"`
@@ -163,7 +163,7 @@ func (p *Predictor) Evaluate(sc Scenario) (Summary, error) {
 				comm += p.eng.ops[g].durUs
 			}
 		}
-		sum.CommShare = comm / step
+		sum.CommShareFrac = comm / step
 	}
 	p.fixTokens(&sum, sc, padded)
 	sum.Memory = p.memoryFit(sc)

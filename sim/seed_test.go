@@ -78,7 +78,7 @@ func seedPredict(t *testing.T, modelName string, w model.Workload, build model.B
 // the prediction lands in the band, the band itself is asserted.
 func TestSeedKimiTuned(t *testing.T) {
 	pr := seedPredict(t, "kimi-k2.5-nvfp4", model.Workload{Batch: 1, Context: 4096, KVDtype: model.BF16}, model.BuildOptions{}, tuned)
-	t.Logf("Kimi-K2.5-NVFP4 tuned: step %.0f us, %.1f tok/s, comm share %.2f (seed: ~60 tok/s, 0.65-0.70)", pr.StepUs, pr.TokensPerS, pr.CommShare)
+	t.Logf("Kimi-K2.5-NVFP4 tuned: step %.0f us, %.1f tok/s, comm share %.2f (seed: ~60 tok/s, 0.65-0.70)", pr.StepUs, pr.TokensPerS, pr.CommShareFrac)
 	ars := 0
 	bytes, arUs := 0.0, 0.0
 	for i := range pr.Ops {
@@ -99,19 +99,19 @@ func TestSeedKimiTuned(t *testing.T) {
 	perAR := arUs / float64(ars)
 	restUs := pr.StepUs - arUs
 	t.Run("seed range", func(t *testing.T) {
-		if pr.TokensPerS >= 45 && pr.TokensPerS <= 75 && pr.CommShare >= 0.5 && pr.CommShare <= 0.8 {
+		if pr.TokensPerS >= 45 && pr.TokensPerS <= 75 && pr.CommShareFrac >= 0.5 && pr.CommShareFrac <= 0.8 {
 			return
 		}
 		// The all-reduce time that would put the step in the band: share
 		// 0.5 needs 123 t = rest; 45 tok/s needs rest + 123 t = 22,222 us.
 		lo, hi := restUs/123, (1e6/45-restUs)/123
 		t.Logf("EXPECTED GAP (stock NCCL constants, uncalibrated): %.1f tok/s, comm share %.2f, %.1f us per 14,336 B all-reduce; the seed's 45-75 tok/s at share 0.5-0.8 needs %.0f-%.0f us per all-reduce (an nccl-tests all_reduce_perf time for 14 KB on 8 ranks, LL, SYS)",
-			pr.TokensPerS, pr.CommShare, perAR, lo, hi)
+			pr.TokensPerS, pr.CommShareFrac, perAR, lo, hi)
 		if r := pr.TokensPerS / 60; r < 1/1.5 || r > 1.5 {
 			t.Errorf("%.1f tok/s is more than 1.5x from the seed's ~60", pr.TokensPerS)
 		}
-		if pr.CommShare < 0.2 {
-			t.Errorf("comm share %.2f below 0.2: the all-reduces (%.1f us each) no longer weigh what NCCL's constants give", pr.CommShare, perAR)
+		if pr.CommShareFrac < 0.2 {
+			t.Errorf("comm share %.2f below 0.2: the all-reduces (%.1f us each) no longer weigh what NCCL's constants give", pr.CommShareFrac, perAR)
 		}
 		if perAR >= lo {
 			t.Errorf("all-reduce %.1f us already reaches the %.0f us the band needs, yet the step is outside it: the gap is not the all-reduce's", perAR, lo)
@@ -132,7 +132,7 @@ func TestSeedGLM5Speedup(t *testing.T) {
 	fast := seedPredict(t, "glm-5-nvfp4", w, b, tuned)
 	speedup := stock.StepUs / fast.StepUs
 	t.Logf("GLM-5-NVFP4: eager+stock %.1f tok/s (comm %.2f), graphs+LL+SYS %.1f tok/s (comm %.2f): %.2fx (seed ~20 -> ~57, 2.85x)",
-		stock.TokensPerS, stock.CommShare, fast.TokensPerS, fast.CommShare, speedup)
+		stock.TokensPerS, stock.CommShareFrac, fast.TokensPerS, fast.CommShareFrac, speedup)
 	if speedup < 2 || speedup > 4 {
 		t.Errorf("speedup %.2fx, want 2x-4x", speedup)
 	}
@@ -141,8 +141,8 @@ func TestSeedGLM5Speedup(t *testing.T) {
 	// seed-scenario.md: "about 65-70 % of decode time was NCCL
 	// all-reduce" — the profile of this state, before the tuning; the
 	// issue's band 0.5-0.8 around it.
-	if stock.CommShare < 0.5 || stock.CommShare > 0.8 {
-		t.Errorf("stock comm share %.2f, want 0.5-0.8", stock.CommShare)
+	if stock.CommShareFrac < 0.5 || stock.CommShareFrac > 0.8 {
+		t.Errorf("stock comm share %.2f, want 0.5-0.8", stock.CommShareFrac)
 	}
 }
 

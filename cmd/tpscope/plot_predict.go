@@ -24,12 +24,12 @@ func writePredictPlot(path string, pr *sim.Prediction) error {
 		vals[j] = r.Us
 		labels[j] = r.Name
 		if r.Name != "" {
-			labels[j] = fmt.Sprintf("%s %.0f%%", r.Name, 100*r.Share)
+			labels[j] = fmt.Sprintf("%s %.0f%%", r.Name, 100*r.ShareFrac)
 		}
 	}
 	p := plot.New()
 	p.Title.Text = fmt.Sprintf("%s %s on %s: %.0f us/step, %.1f tok/s, comm %.0f%%",
-		pr.Model, pr.Plan, pr.Topology, pr.StepUs, pr.TokensPerSPerRequest, 100*pr.CommShare)
+		pr.Model, pr.Plan, pr.Topology, pr.StepUs, pr.TokensPerSPerRequest, 100*pr.CommShareFrac)
 	p.X.Label.Text = "us per step (rank 0): by op kind, then by op name"
 	bars, err := plotter.NewBarChart(vals, vg.Points(10))
 	if err != nil {

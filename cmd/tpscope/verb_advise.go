@@ -77,7 +77,7 @@ the DeepSeek-V3 report's 85-90 %).`,
 					return err
 				}
 				a, opts := base.Arch, base.Options
-				cat := sim.Catalog(sim.CatalogOptions{MTPTokens: *mtpTokens, MTPAcceptRate: opts.MTPAcceptRate, Topologies: splitList(*boxes)})
+				cat := sim.Catalog(sim.CatalogOptions{MTPTokens: *mtpTokens, MTPAcceptFrac: opts.MTPAcceptFrac, Topologies: splitList(*boxes)})
 				if *only != "" {
 					if cat, err = filterEntries(cat, splitList(*only)); err != nil {
 						return err
@@ -95,7 +95,7 @@ the DeepSeek-V3 report's 85-90 %).`,
 					others = append(others, o)
 				}
 				in := sim.AdviseInput{Transfer: others, Base: base,
-					Entries: cat, Batches: bs, Contexts: cs, NoSweep: *noSweep, Threshold: *threshold}
+					Entries: cat, Batches: bs, Contexts: cs, NoSweep: *noSweep, ThresholdFrac: *threshold}
 				bar := newLazyBar(stderr, "advise sweep")
 				in.Progress = bar.update
 				adv, err := sim.Advise(in)
@@ -233,12 +233,12 @@ func adviceCells(r *sim.AdviceRow) []string {
 		fit = fmt.Sprintf(" (no fit: -%.1f GB)", r.With.Footprint.ShortfallGB)
 	}
 	kvcap := "-"
-	if c.KVCapacityRatio > 0 && c.KVCapacityRatio != 1 {
-		kvcap = fmt.Sprintf("x%.2f", c.KVCapacityRatio)
+	if c.KVCapacityFrac > 0 && c.KVCapacityFrac != 1 {
+		kvcap = fmt.Sprintf("x%.2f", c.KVCapacityFrac)
 	}
 	return []string{r.Entry, string(r.Applicability.Status), state,
 		fmt.Sprintf("%.2f", r.With.StepUs/1e3) + fit,
-		fmt.Sprintf("x%.3f", r.Speedup),
+		fmt.Sprintf("x%.3f", r.Gain.Speedup()),
 		fmt.Sprintf("%.1f", r.With.TokensPerS),
 		fmt.Sprintf("%+.0f", c.ComputeUs), fmt.Sprintf("%+.0f", c.CommUs), fmt.Sprintf("%+.0f", c.LaunchUs),
 		fmt.Sprintf("%+d", c.Kernels), fmt.Sprintf("%+d", c.Collectives),
@@ -252,16 +252,16 @@ func writeAdviceHead(w io.Writer, adv *sim.Advice) {
 	bo, so := b.Options, s.Options
 	if !strings.Contains(adv.Workload, " mtp") {
 		// The acceptance rate matters only with speculative tokens.
-		bo.MTPAcceptRate, so.MTPAcceptRate = 0, 0
+		bo.MTPAcceptFrac, so.MTPAcceptFrac = 0, 0
 	}
 	fmt.Fprintf(w, "advise: %s on %s, %s, %s\n", adv.Model, adv.Topology, adv.Plan, adv.Workload)
 	fmt.Fprintf(w, "baseline (%s): step %.2f ms, %.1f tok/s per request, %.1f tok/s, communication %.0f %% of the step, KV capacity %d tokens\n",
-		optionsLabel(bo), b.StepUs/1e3, b.PerRequest, b.TokensPerS, 100*b.CommShare, b.Footprint.KVCapacityToks)
+		optionsLabel(bo), b.StepUs/1e3, b.PerRequest, b.TokensPerS, 100*b.CommShareFrac, b.Footprint.KVCapacityToks)
 	for _, c := range b.Caveats {
 		fmt.Fprintf(w, "caveat: %s\n", c)
 	}
 	fmt.Fprintf(w, "stock (%s): step %.2f ms, %.1f tok/s, communication %.0f %%; the baseline's settings are worth x%.2f here (compute %+.0f us, comm %+.0f us, launch %+.0f us)\n",
-		optionsLabel(so), s.StepUs/1e3, s.TokensPerS, 100*s.CommShare, adv.StockSpeedup,
+		optionsLabel(so), s.StepUs/1e3, s.TokensPerS, 100*s.CommShareFrac, adv.StockGain.Speedup(),
 		adv.StockChange.ComputeUs, adv.StockChange.CommUs, adv.StockChange.LaunchUs)
 	for _, c := range s.Caveats {
 		if !slices.Contains(b.Caveats, c) {
@@ -293,7 +293,7 @@ func writeAdviceTable(w io.Writer, adv *sim.Advice) error {
 		}
 	}
 	if len(adv.Batches) > 0 {
-		fmt.Fprintf(w, "\nwhere it pays (sweep: batch %s x context %s; threshold %.0f %% of tokens/s)\n", joinInts(adv.Batches), joinInts(adv.Contexts), 100*adv.Threshold)
+		fmt.Fprintf(w, "\nwhere it pays (sweep: batch %s x context %s; threshold %.0f %% of tokens/s)\n", joinInts(adv.Batches), joinInts(adv.Contexts), 100*adv.ThresholdFrac)
 		for i := range adv.Rows {
 			if s := paysString(&adv.Rows[i]); s != "" {
 				fmt.Fprintf(w, "  %-22s %s\n", adv.Rows[i].Entry, s)
@@ -318,8 +318,8 @@ func writeTransfer(w io.Writer, adv *sim.Advice, md bool) error {
 			rows = append(rows, []string{r.Model, "-", "-", "-", "-", "-", "-", "-", "-", "-", r.Error})
 			continue
 		}
-		rows = append(rows, []string{r.Model, fmt.Sprintf("%.1f", r.TokensPerS), fmt.Sprintf("%.1f", r.StockTokensPS), fmt.Sprintf("x%.2f", r.Speedup),
-			fmt.Sprintf("%.0f %%", 100*r.CommShare), fmt.Sprintf("%.0f %%", 100*r.StockComm), strconv.Itoa(r.Collectives),
+		rows = append(rows, []string{r.Model, fmt.Sprintf("%.1f", r.TokensPerS), fmt.Sprintf("%.1f", r.StockTokensPS), fmt.Sprintf("x%.2f", r.Gain.Speedup()),
+			fmt.Sprintf("%.0f %%", 100*r.CommShareFrac), fmt.Sprintf("%.0f %%", 100*r.StockCommShareFrac), strconv.Itoa(r.Collectives),
 			fmt.Sprintf("%.1f", r.CommUsPerCall), fmt.Sprintf("%.1f", r.StockPerCall), fmt.Sprintf("%.0f", r.ComputeUs), fitCell(r.Fits, r.ShortfallGB)})
 	}
 	title := "do the baseline's settings transfer? (same box, plan and workload; us/collective is the box's part, collectives/step the model's)"
@@ -344,7 +344,7 @@ func writeAdviceMarkdown(w io.Writer, adv *sim.Advice) error {
 		return err
 	}
 	if len(adv.Batches) > 0 {
-		fmt.Fprintf(w, "\n### Where it pays (threshold %.0f %%)\n\n", 100*adv.Threshold)
+		fmt.Fprintf(w, "\n### Where it pays (threshold %.0f %%)\n\n", 100*adv.ThresholdFrac)
 		for i := range adv.Rows {
 			if s := paysString(&adv.Rows[i]); s != "" {
 				fmt.Fprintf(w, "- **%s**: %s\n", adv.Rows[i].Entry, s)
@@ -380,15 +380,15 @@ func paysString(r *sim.AdviceRow) string {
 	}
 	var parts []string
 	if sw.PaysFrom != nil {
-		parts = append(parts, fmt.Sprintf("pays from %s (%+.1f %%)", cellString(sw.PaysFrom), 100*sw.PaysFrom.Gain))
+		parts = append(parts, fmt.Sprintf("pays from %s (%+.1f %%)", cellString(sw.PaysFrom), 100*sw.PaysFrom.GainFrac))
 	} else {
 		parts = append(parts, "never gains the threshold where both fit")
 	}
 	if sw.HurtsFrom != nil {
-		parts = append(parts, fmt.Sprintf("costs from %s (%+.1f %%)", cellString(sw.HurtsFrom), 100*sw.HurtsFrom.Gain))
+		parts = append(parts, fmt.Sprintf("costs from %s (%+.1f %%)", cellString(sw.HurtsFrom), 100*sw.HurtsFrom.GainFrac))
 	}
 	if sw.MaxGain != nil {
-		parts = append(parts, fmt.Sprintf("best %+.1f %% at %s", 100*sw.MaxGain.Gain, cellString(sw.MaxGain)))
+		parts = append(parts, fmt.Sprintf("best %+.1f %% at %s", 100*sw.MaxGain.GainFrac, cellString(sw.MaxGain)))
 	}
 	if sw.FitsFrom != nil {
 		parts = append(parts, fmt.Sprintf("only fits with it from %s", cellString(sw.FitsFrom)))
@@ -428,12 +428,12 @@ func writeAdvisePlot(path string, adv *sim.Advice) error {
 	labels := make([]string, len(rows))
 	for i, r := range rows {
 		j := len(rows) - 1 - i // plotter draws bottom-up
-		vals[j] = r.Speedup
+		vals[j] = r.Gain.Speedup()
 		state := ""
 		if r.InBaseline {
 			state = " (in baseline)"
 		}
-		labels[j] = fmt.Sprintf("%s%s x%.2f", r.Entry, state, r.Speedup)
+		labels[j] = fmt.Sprintf("%s%s x%.2f", r.Entry, state, r.Gain.Speedup())
 	}
 	p := plot.New()
 	p.Title.Text = fmt.Sprintf("%s %s on %s, %s: speedup in tokens/s", adv.Model, adv.Plan, adv.Topology, adv.Workload)

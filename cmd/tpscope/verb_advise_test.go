@@ -59,10 +59,10 @@ func TestAdviseJSONAndPlot(t *testing.T) {
 				} `json:"baseline"`
 				Rows []struct {
 					Entry   string  `json:"entry"`
-					Speedup float64 `json:"speedup"`
+					Gain    struct{ TokensPerSPct float64 `json:"tokens_per_s_gain_pct"` } `json:"gain"`
 					Error   string  `json:"error"`
 					Change  struct {
-						KVCapacityRatio float64 `json:"kv_capacity_ratio"`
+						KVCapacityFrac float64 `json:"kv_capacity_frac"`
 					} `json:"change"`
 				} `json:"rows"`
 			}
@@ -76,8 +76,8 @@ func TestAdviseJSONAndPlot(t *testing.T) {
 				switch r.Entry {
 				case "fp8-kv":
 					// 70,272 / 35,136 B per token (serving-facts.md).
-					if r.Change.KVCapacityRatio < 1.999 || r.Change.KVCapacityRatio > 2.001 {
-						t.Errorf("fp8-kv capacity ratio %v, want 2", r.Change.KVCapacityRatio)
+					if r.Change.KVCapacityFrac < 1.999 || r.Change.KVCapacityFrac > 2.001 {
+						t.Errorf("fp8-kv capacity ratio %v, want 2", r.Change.KVCapacityFrac)
 					}
 				case "mtp":
 					if r.Error == "" {

@@ -168,13 +168,13 @@ func reportFit(w io.Writer, format, out string, coll model.Collective, fit *sim.
 			Out            string                      `json:"out"`
 			Op             string                      `json:"op"`
 			Samples        int                         `json:"samples"`
-			RMSRelErr      float64                     `json:"rms_rel_err"`
-			PriorRMSRelErr float64                     `json:"prior_rms_rel_err"`
+			RMSErrFrac      float64                     `json:"rms_err_frac"`
+			PriorRMSErrFrac float64                     `json:"prior_rms_err_frac"`
 			Params         []topology.CollectiveParams `json:"params"`
-		}{out, string(coll), fit.Samples, fit.RMSRelErr, fit.PriorRMSRelErr, fit.Params})
+		}{out, string(coll), fit.Samples, fit.RMSErrFrac, fit.PriorRMSErrFrac, fit.Params})
 	}
 	fmt.Fprintf(w, "# %s: %d samples; RMS relative error %.1f %% calibrated, %.1f %% with NCCL's constants\n",
-		coll, fit.Samples, 100*fit.RMSRelErr, 100*fit.PriorRMSRelErr)
+		coll, fit.Samples, 100*fit.RMSErrFrac, 100*fit.PriorRMSErrFrac)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "algo\tproto\tp2p\tranks\tbase_lat(us)\thw_lat(us)\tbusbw(GB/s)\tsamples\trms_err\t")
 	for _, p := range fit.Params {

@@ -62,8 +62,8 @@ func writeTraceCalibration(w io.Writer, out string, tc *compare.Calibration) err
 		return fmt.Sprintf("%.4g", v)
 	}
 	for _, f := range tc.Families {
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%.4g\t%d\t%s\t%.4g\t%s\t%.1f %%\t%.1f %%\t\n", f.Family, f.Samples, f.ComputeBound, val(f.ComputeDetermined, f.Efficiency), f.PriorEfficiency,
-			f.MemoryBound, val(f.MemoryDetermined, f.MemEfficiency), f.PriorMemEfficiency, val(f.RampDetermined, f.RampUs), 100*f.RMSRelErr, 100*f.PriorRMSRelErr)
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%.4g\t%d\t%s\t%.4g\t%s\t%.1f %%\t%.1f %%\t\n", f.Family, f.Samples, f.ComputeBound, val(f.ComputeDetermined, f.EfficiencyFrac), f.PriorEfficiencyFrac,
+			f.MemoryBound, val(f.MemoryDetermined, f.MemEfficiencyFrac), f.PriorMemEfficiencyFrac, val(f.RampDetermined, f.RampUs), 100*f.RMSErrFrac, 100*f.PriorRMSErrFrac)
 	}
 	if err := tw.Flush(); err != nil {
 		return err

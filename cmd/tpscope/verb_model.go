@@ -25,7 +25,7 @@ func addMemFlags(fs *pflag.FlagSet) *memFlags {
 
 // bytes is the memory per GPU and the fraction the engine may use.
 func (m *memFlags) bytes(sc *sim.Scenario) (float64, float64, error) {
-	util := sc.Options.GPUMemUtilization
+	util := sc.Options.GPUMemUtilFrac
 	if util == 0 {
 		util = model.DefaultGPUMemUtilization
 	}
@@ -147,7 +147,7 @@ func showModel(sc *scenarioFlags, mem *memFlags, out string, w io.Writer) error 
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", c.Component, c.Dtype, c.Placement, fmtBytes(c.Bytes))
 	}
 	fmt.Fprintf(tw, "weights\t\t\t%s\n", fmtBytes(s.WeightBytesPerGPU))
-	fmt.Fprintf(tw, "\nGPU memory\t%s x %.2f utilization\n", fmtBytes(s.GPUMemBytes), s.GPUMemUtil)
+	fmt.Fprintf(tw, "\nGPU memory\t%s x %.2f utilization\n", fmtBytes(s.GPUMemBytes), s.GPUMemUtilFrac)
 	fmt.Fprintf(tw, "activations (estimate)\t%s\n", fmtBytes(s.ActivationBytes))
 	if s.WeightsShortBytes > 0 {
 		fmt.Fprintf(tw, "KV cache\tnone: weights + activations exceed the budget by %s\n", fmtBytes(s.WeightsShortBytes))

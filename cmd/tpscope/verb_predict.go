@@ -92,7 +92,7 @@ func writePredictTable(w io.Writer, pr *sim.Prediction, top int) error {
 	fmt.Fprintf(tw, "options\t%s\n", o)
 	fmt.Fprintf(tw, "step\t%.1f us (%d kernels per rank, host launch %.0f us, idle %.0f us)\n", pr.StepUs, pr.Kernels, pr.HostUs, pr.IdleUs)
 	fmt.Fprintf(tw, "tokens/s\t%.1f per request, %.1f aggregate (%.2f tokens per step per request)\n", pr.TokensPerSPerRequest, pr.TokensPerS, pr.TokensPerStep)
-	fmt.Fprintf(tw, "communication\t%.1f us, %.1f %% of the step\n", pr.CommUs, 100*pr.CommShare)
+	fmt.Fprintf(tw, "communication\t%.1f us, %.1f %% of the step\n", pr.CommUs, 100*pr.CommShareFrac)
 	fmt.Fprintf(tw, "critical path\t%s\n", criticalPathString(pr))
 	if m := pr.Memory; m != nil {
 		fmt.Fprintf(tw, "memory per GPU\tweights %.1f GB + activations %.1f GB + KV %.2f GB (%d tokens x %.0f B) of %.1f GB usable; KV capacity %d tokens\n",
@@ -112,7 +112,7 @@ func writePredictTable(w io.Writer, pr *sim.Prediction, top int) error {
 			if n > 0 && i >= n {
 				break
 			}
-			fmt.Fprintf(tw, "%s\t%.1f\t%.1f %%\t%d\t\n", r.Name, r.Us, 100*r.Share, r.Count)
+			fmt.Fprintf(tw, "%s\t%.1f\t%.1f %%\t%d\t\n", r.Name, r.Us, 100*r.ShareFrac, r.Count)
 		}
 		tw.Flush()
 	}

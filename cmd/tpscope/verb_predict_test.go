@@ -56,7 +56,7 @@ func TestPredictJSON(t *testing.T) {
 	var got struct {
 		StepUs     float64 `json:"step_us"`
 		TokensPerS float64 `json:"tokens_per_s"`
-		CommShare  float64 `json:"comm_share"`
+		CommShareFrac  float64 `json:"comm_share_frac"`
 		Ops        []struct {
 			ID        string  `json:"id"`
 			Kind      string  `json:"kind"`
@@ -82,8 +82,8 @@ func TestPredictJSON(t *testing.T) {
 			comm += o.Us
 		}
 	}
-	if d := comm/got.StepUs - got.CommShare; d > 1e-9 || d < -1e-9 {
-		t.Errorf("collective rows sum to %.1f us = %.4f of the step, comm_share %.4f", comm, comm/got.StepUs, got.CommShare)
+	if d := comm/got.StepUs - got.CommShareFrac; d > 1e-9 || d < -1e-9 {
+		t.Errorf("collective rows sum to %.1f us = %.4f of the step, comm_share %.4f", comm, comm/got.StepUs, got.CommShareFrac)
 	}
 	if fi, err := os.Stat(plot); err != nil || fi.Size() == 0 {
 		t.Errorf("plot not written: %v", err)

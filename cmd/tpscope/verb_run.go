@@ -178,11 +178,11 @@ Ctrl-C stops after the current op and still writes the finished spans.`,
 					enc := json.NewEncoder(stdout)
 					enc.SetIndent("", " ")
 					return enc.Encode(struct {
-						Summary    exec.Summary
-						Result     *exec.Result
-						Comparison *exec.Comparison `json:",omitempty"`
-						Trace      string
-					}{res.Summary, res, cmp, stats.String()})
+						Scenario   sim.Scenario     `json:"scenario"`
+						Result     *exec.Result     `json:"result"`
+						Comparison *exec.Comparison `json:"comparison,omitempty"`
+						Trace      string           `json:"trace"`
+					}{scen, res, cmp, stats.String()})
 				}
 				writeRunSummary(stdout, res, sched, cmp)
 				fmt.Fprintf(stdout, "trace: %s\n", stats)
@@ -231,13 +231,13 @@ func writeRunSummary(w io.Writer, res *exec.Result, s *model.Schedule, cmp *exec
 		sm.StepMedianUs, sm.StepP10Us, sm.StepP90Us, sm.StepMinUs, sm.StepMaxUs)
 	fmt.Fprintf(w, "throughput %.0f tokens/s (%.0f tokens per step)\n", sm.TokensPerS, sm.TokensPerStep)
 	if cmp != nil {
-		fmt.Fprintf(w, "predicted  %.1f us per step (%+.1f %% vs measured median)\n", cmp.PredictedStepUs, 100*cmp.StepErr)
+		fmt.Fprintf(w, "predicted  %.1f us per step (%+.1f %% vs measured median)\n", cmp.PredictedStepUs, cmp.StepErrPct)
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	if cmp == nil {
 		fmt.Fprintln(tw, "kind\tops/rank\tus/step\tshare\t")
 		for _, k := range sm.ByKind {
-			fmt.Fprintf(tw, "%s\t%d\t%.1f\t%.1f %%\t\n", k.Kind, k.Ops, k.Us, 100*k.Share)
+			fmt.Fprintf(tw, "%s\t%d\t%.1f\t%.1f %%\t\n", k.Kind, k.Ops, k.Us, 100*k.ShareFrac)
 		}
 	} else {
 		ops := map[model.OpKind]int{}
@@ -250,7 +250,7 @@ func writeRunSummary(w io.Writer, res *exec.Result, s *model.Schedule, cmp *exec
 				fmt.Fprintf(tw, "%s\t%d\t-\t%.1f\tnot run (%d skipped per rank; left out of the predicted step)\t\n", k.Kind, ops[k.Kind], k.PredictedUs, k.NotRun)
 				continue
 			}
-			fmt.Fprintf(tw, "%s\t%d\t%.1f\t%.1f\t%+.1f %%\t\n", k.Kind, ops[k.Kind], k.MeasuredUs, k.PredictedUs, 100*k.Err)
+			fmt.Fprintf(tw, "%s\t%d\t%.1f\t%.1f\t%+.1f %%\t\n", k.Kind, ops[k.Kind], k.MeasuredUs, k.PredictedUs, k.ErrPct)
 		}
 	}
 	tw.Flush()

@@ -57,7 +57,7 @@ func TestTinyTP4(t *testing.T) {
 	}
 	t.Logf("step median %.0f us p10 %.0f p90 %.0f tokens/s %.0f", res.Summary.StepMedianUs, res.Summary.StepP10Us, res.Summary.StepP90Us, res.Summary.TokensPerS)
 	for _, k := range res.Summary.ByKind {
-		t.Logf("  %-12s %3d ops %8.1f us %5.1f%%", k.Kind, k.Ops, k.Us, 100*k.Share)
+		t.Logf("  %-12s %3d ops %8.1f us %5.1f%%", k.Kind, k.Ops, k.Us, 100*k.ShareFrac)
 	}
 }
 

@@ -842,7 +842,7 @@ func runModel(args []string) error {
 	fmt.Printf("%s tp=%d local=%v batch=%d ctx=%d graphs=%v(used %v) trace=%s: step median %.1f us (p10 %.1f, p90 %.1f, min %.1f), %.0f tok/s, %d ops/rank, wall %v\n",
 		*name, *tp, res.LocalRanks, *batch, *ctxLen, *graphs, res.Graphs, *traceDest, s.StepMedianUs, s.StepP10Us, s.StepP90Us, s.StepMinUs, s.TokensPerS, len(sched.Ranks[res.LocalRanks[0]]), time.Since(t0).Round(time.Millisecond))
 	for _, k := range s.ByKind {
-		fmt.Printf("  %-12s %4d ops %10.1f us %5.1f%%\n", k.Kind, k.Ops, k.Us, 100*k.Share)
+		fmt.Printf("  %-12s %4d ops %10.1f us %5.1f%%\n", k.Kind, k.Ops, k.Us, 100*k.ShareFrac)
 	}
 	if *jsonPath != "" {
 		f, err := os.Create(*jsonPath)
