@@ -25,7 +25,7 @@ type Summary struct {
 	KVDtype         string             `json:"kv_dtype"` // the dtype the capacity below is for
 	ActivationBytes float64            `json:"activation_bytes"`
 	GPUMemBytes     float64            `json:"gpu_mem_bytes"`
-	GPUMemUtilFrac      float64            `json:"gpu_mem_util_frac"`
+	GPUMemUtilFrac  float64            `json:"gpu_mem_util_frac"`
 	KVCacheBytes    float64            `json:"kv_cache_bytes_per_gpu"`
 	// KVCapacityTokens is for KVDtype; KVCapacityByDtype for each dtype.
 	KVCapacityTokens  int64            `json:"kv_capacity_tokens"`
@@ -84,12 +84,12 @@ func Summarize(a *Arch, p Plan, w Workload, o BuildOptions, gpuMemBytes, util fl
 		Dims: SummaryDims{a.Hidden, a.Layers, a.DenseLayers, a.Heads, a.QLoraRank, a.KVLoraRank, a.QKNopeHeadDim,
 			a.QKRopeHeadDim, a.VHeadDim, a.Intermediate, a.MoEIntermediate, a.RoutedExperts, a.SharedExperts, a.TopK,
 			a.Vocab, a.MTPLayers, a.IndexHeads, a.IndexHeadDim, a.IndexTopK},
-		Quant:        map[string]string{"method": a.Quant.Method, "kv_cache": string(a.Quant.KV)},
-		ParamsTotal:  params.Total,
-		ParamsActive: params.Active,
-		ParamsMTP:    params.MTP,
-		GPUMemBytes:  gpuMemBytes,
-		GPUMemUtilFrac:   util,
+		Quant:          map[string]string{"method": a.Quant.Method, "kv_cache": string(a.Quant.KV)},
+		ParamsTotal:    params.Total,
+		ParamsActive:   params.Active,
+		ParamsMTP:      params.MTP,
+		GPUMemBytes:    gpuMemBytes,
+		GPUMemUtilFrac: util,
 	}
 	if s.Quant["method"] == "" {
 		s.Quant["method"] = "none"

@@ -68,7 +68,7 @@ type CalibrationFit struct {
 	// RMSErrFrac is the RMS relative error of the calibrated model over all
 	// samples; PriorRMSErrFrac that of the uncalibrated one.
 	RMSErrFrac, PriorRMSErrFrac float64
-	Samples                   int
+	Samples                     int
 }
 
 // Calibrate fits per-protocol latency and bandwidth to samples.

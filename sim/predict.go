@@ -98,10 +98,10 @@ type OpResult struct {
 
 // Share is time attributed to a group of ops (a kind, a block, an op name).
 type Share struct {
-	Name  string  `json:"name"`
-	Us    float64 `json:"us"`
+	Name      string  `json:"name"`
+	Us        float64 `json:"us"`
 	ShareFrac float64 `json:"share_frac"` // Us / StepUs
-	Count int     `json:"count"`
+	Count     int     `json:"count"`
 }
 
 // Prediction is the predicted step.

@@ -47,7 +47,7 @@ type Summary struct {
 	TokensPerStep        float64    `json:"tokens_per_step"`
 	TokensPerSPerRequest float64    `json:"tokens_per_s_per_request"`
 	TokensPerS           float64    `json:"tokens_per_s"`
-	CommShareFrac            float64    `json:"comm_share_frac"`
+	CommShareFrac        float64    `json:"comm_share_frac"`
 	Graphed              bool       `json:"graphed"`
 	PaddedBatch          int        `json:"padded_batch"`
 	Memory               *MemoryFit `json:"memory,omitempty"`

@@ -58,10 +58,12 @@ func TestAdviseJSONAndPlot(t *testing.T) {
 					StepUs float64 `json:"step_us"`
 				} `json:"baseline"`
 				Rows []struct {
-					Entry   string  `json:"entry"`
-					Gain    struct{ TokensPerSPct float64 `json:"tokens_per_s_gain_pct"` } `json:"gain"`
-					Error   string  `json:"error"`
-					Change  struct {
+					Entry string `json:"entry"`
+					Gain  struct {
+						TokensPerSPct float64 `json:"tokens_per_s_gain_pct"`
+					} `json:"gain"`
+					Error  string `json:"error"`
+					Change struct {
 						KVCapacityFrac float64 `json:"kv_capacity_frac"`
 					} `json:"change"`
 				} `json:"rows"`

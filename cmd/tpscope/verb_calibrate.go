@@ -165,12 +165,12 @@ func reportFit(w io.Writer, format, out string, coll model.Collective, fit *sim.
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")
 		return enc.Encode(struct {
-			Out            string                      `json:"out"`
-			Op             string                      `json:"op"`
-			Samples        int                         `json:"samples"`
+			Out             string                      `json:"out"`
+			Op              string                      `json:"op"`
+			Samples         int                         `json:"samples"`
 			RMSErrFrac      float64                     `json:"rms_err_frac"`
 			PriorRMSErrFrac float64                     `json:"prior_rms_err_frac"`
-			Params         []topology.CollectiveParams `json:"params"`
+			Params          []topology.CollectiveParams `json:"params"`
 		}{out, string(coll), fit.Samples, fit.RMSErrFrac, fit.PriorRMSErrFrac, fit.Params})
 	}
 	fmt.Fprintf(w, "# %s: %d samples; RMS relative error %.1f %% calibrated, %.1f %% with NCCL's constants\n",

@@ -54,10 +54,10 @@ func TestPredictJSON(t *testing.T) {
 		t.Fatalf("exit %d: %s", code, errb.String())
 	}
 	var got struct {
-		StepUs     float64 `json:"step_us"`
-		TokensPerS float64 `json:"tokens_per_s"`
-		CommShareFrac  float64 `json:"comm_share_frac"`
-		Ops        []struct {
+		StepUs        float64 `json:"step_us"`
+		TokensPerS    float64 `json:"tokens_per_s"`
+		CommShareFrac float64 `json:"comm_share_frac"`
+		Ops           []struct {
 			ID        string  `json:"id"`
 			Kind      string  `json:"kind"`
 			Bound     string  `json:"bound"`
