@@ -266,7 +266,7 @@ func Preset(name string) (*Topology, error) {
 	base, gen, cpu, err := cutSuffixes(name)
 	p, ok := presets[base]
 	if err != nil || !ok {
-		return nil, fmt.Errorf("unknown preset %q (want one of %s, optionally with -gen4, -intel-spr, -intel-emr)", name, strings.Join(PresetNames(), ", "))
+		return nil, fmt.Errorf("unknown preset %q (want one of %s, optionally with -gen3..-gen6, -amd, -intel-spr, -intel-emr)", name, strings.Join(PresetNames(), ", "))
 	}
 	b, err := ParseBox(p.desc)
 	if err != nil {
