@@ -8,9 +8,10 @@ import (
 )
 
 // Device is the spec of one accelerator model: what the compute roofline
-// and the launch-overhead model in sim need. Every preset number cites
-// ../shared/reference/hardware.md, a vendor datasheet, or says it is an
-// assumption (see presets.go).
+// and the launch-overhead model in sim need. Every number cites
+// ../shared/reference/hardware.md, a vendor datasheet, aiconfigurator's
+// system files, or says it is an assumption (Sources; the GPU catalog in
+// catalog.json, the preset devices in presets.go).
 //
 // Units: clocks in MHz, memory in bytes, bandwidth in GB/s (1e9 B/s),
 // throughput in TFLOPS (1e12 FLOP/s, dense, multiply-add = 2 FLOP), times in
@@ -25,8 +26,10 @@ type Device struct {
 	ComputeCapability string `json:"compute_capability"`
 	SMs               int    `json:"sms"`
 
-	// BoostClockMHz is the maximum SM clock; the datasheet peaks in
-	// PeakTFLOPS are quoted at this clock.
+	// BoostClockMHz is the clock the datasheet peaks in PeakTFLOPS are
+	// quoted at: the boost clock, or below the maximum SM clock where the
+	// vendor quotes tensor peaks lower (H100/H200 SXM: 1,830 of 1,980
+	// MHz; GPUSpec.MaxClockMHz keeps the maximum).
 	BoostClockMHz float64 `json:"boost_clock_mhz"`
 	// SMClockMHz is the sustained SM clock under tensor load that the
 	// model runs at (an explicit preset parameter: hardware.md says the RTX

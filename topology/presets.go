@@ -219,20 +219,28 @@ var cpus = map[string]struct {
 	"intel-emr": {Host{CPU: "Intel Xeon Emerald Rapids, assumed", Vendor: "intel", InterSocketNCCLGBps: 40}, LinkUPI, 60},
 }
 
-// PresetOptions varies a preset.
+// PresetOptions varies a preset or a described box.
 type PresetOptions struct {
-	// PCIeGen of the GPU links: 5 (default) or 4.
+	// PCIeGen of the GPU links: 3-6 (0: 5).
 	PCIeGen int
 	// CPU is "amd" (default), "intel-spr" or "intel-emr".
 	CPU string
 }
 
-type presetFunc func(o PresetOptions) *Topology
+// A preset is a name for a box description with the preset's own device
+// spec (RTXPro6000Server, H200SXM): those devices carry the priors that
+// the figures pinned by tests elsewhere were computed with, so a preset
+// stays what it was when the catalog's entry for the same GPU moves on
+// (the catalog has per-architecture kernel floors; see PresetDescription).
+type presetDef struct {
+	desc   string
+	device func() Device
+}
 
-var presets = map[string]presetFunc{
-	"rtxpro6000-2s":     rtxPro2S,
-	"rtxpro6000-switch": rtxProSwitch,
-	"h200-nvswitch":     h200NVSwitch,
+var presets = map[string]presetDef{
+	"rtxpro6000-2s":     {"pcie-2s:8xrtx-pro-6000-server", RTXPro6000Server},
+	"rtxpro6000-switch": {"pcie-switch:8xrtx-pro-6000-server", RTXPro6000Server},
+	"h200-nvswitch":     {"nvswitch:8xh200-sxm", H200SXM},
 }
 
 // DefaultPreset is the box of the seed scenario.
@@ -241,57 +249,72 @@ const DefaultPreset = "rtxpro6000-2s"
 // PresetNames lists the base preset names, sorted.
 func PresetNames() []string { return slices.Sorted(maps.Keys(presets)) }
 
-// Preset builds a named preset. A base name may carry suffixes:
-// "-gen4" (PCIe Gen4 GPU links) and "-intel-spr" / "-intel-emr" (CPU of
-// the socket interconnect), e.g. "rtxpro6000-2s-gen4-intel-emr".
+// PresetDescription returns the box description a base preset name stands
+// for ("rtxpro6000-2s" -> "pcie-2s:8xrtx-pro-6000-server"). The preset
+// builds that box with its own device spec, the description with the
+// catalog's.
+func PresetDescription(name string) (string, bool) {
+	p, ok := presets[name]
+	return p.desc, ok
+}
+
+// Preset builds a named preset. A base name may carry the suffixes of box
+// descriptions: "-gen3".."-gen6" (PCIe generation of the GPU links) and
+// "-amd" / "-intel-spr" / "-intel-emr" (CPU of the socket interconnect),
+// e.g. "rtxpro6000-2s-gen4-intel-emr".
 func Preset(name string) (*Topology, error) {
-	base, opt := name, PresetOptions{}
-	for {
-		switch {
-		case strings.HasSuffix(base, "-gen4"):
-			base, opt.PCIeGen = strings.TrimSuffix(base, "-gen4"), 4
-			continue
-		case strings.HasSuffix(base, "-gen5"):
-			base, opt.PCIeGen = strings.TrimSuffix(base, "-gen5"), 5
-			continue
-		case strings.HasSuffix(base, "-intel-spr"):
-			base, opt.CPU = strings.TrimSuffix(base, "-intel-spr"), "intel-spr"
-			continue
-		case strings.HasSuffix(base, "-intel-emr"):
-			base, opt.CPU = strings.TrimSuffix(base, "-intel-emr"), "intel-emr"
-			continue
-		}
-		break
+	base, gen, cpu, err := cutSuffixes(name)
+	p, ok := presets[base]
+	if err != nil || !ok {
+		return nil, fmt.Errorf("unknown preset %q (want one of %s, optionally with -gen3..-gen6, -amd, -intel-spr, -intel-emr)", name, strings.Join(PresetNames(), ", "))
 	}
-	f, ok := presets[base]
-	if !ok {
-		return nil, fmt.Errorf("unknown preset %q (want one of %s, optionally with -gen4, -intel-spr, -intel-emr)", name, strings.Join(PresetNames(), ", "))
+	b, err := ParseBox(p.desc)
+	if err != nil {
+		return nil, fmt.Errorf("preset %s: %w", name, err) // a bug in the preset table
 	}
-	t := f(opt)
-	t.Name = name
-	if err := t.Validate(); err != nil {
+	b.PCIeGen, b.CPU = gen, cpu
+	spec, err := LookupGPU(b.GPU)
+	if err != nil {
+		return nil, fmt.Errorf("preset %s: %w", name, err)
+	}
+	a, _ := Arch(spec.ArchKey)
+	t, err := b.build(boxGPU{label: spec.Label, ic: spec.Interconnect, ncclPerLink: a.NCCLNVLinkGBps, ncclConst: a.NCCLNVLinkConst, dev: p.device()})
+	if err != nil {
 		return nil, fmt.Errorf("preset %s: %w", name, err) // a bug in the preset
 	}
+	t.Name = name
 	return t, nil
 }
 
-// Resolve returns the preset called nameOrFile, or else the topology in
-// the file nameOrFile, reduced to its first gpus GPUs when gpus > 0.
-// An empty name is DefaultPreset.
+// Resolve returns the preset called nameOrFile, else the box it describes
+// (ParseBox: "nvswitch:8xh100-sxm"), else the topology in the file
+// nameOrFile, reduced to its first gpus GPUs when gpus > 0. An empty name
+// is DefaultPreset.
 func Resolve(nameOrFile string, gpus int) (*Topology, error) {
 	if nameOrFile == "" {
 		nameOrFile = DefaultPreset
 	}
 	t, err := Preset(nameOrFile)
 	if err != nil {
-		if _, serr := os.Stat(nameOrFile); serr != nil {
-			if errors.Is(serr, fs.ErrNotExist) {
-				return nil, fmt.Errorf("topology %q: not a preset (%s) and no such file", nameOrFile, strings.Join(PresetNames(), ", "))
+		_, serr := os.Stat(nameOrFile)
+		switch {
+		case serr == nil:
+			if t, err = Load(nameOrFile); err != nil {
+				return nil, err
 			}
+		case strings.Contains(nameOrFile, ":") && errors.Is(serr, fs.ErrNotExist):
+			b, err := ParseBox(nameOrFile)
+			if err != nil {
+				return nil, fmt.Errorf("topology %q: not a preset (%s) nor a file; as a box description: %w", nameOrFile, strings.Join(PresetNames(), ", "), err)
+			}
+			if t, err = b.Build(); err != nil {
+				return nil, err
+			}
+			t.Name = nameOrFile
+		case errors.Is(serr, fs.ErrNotExist):
+			return nil, fmt.Errorf("topology %q: not a preset (%s), not a box description (<fabric>:<count>x<gpu>, fabrics %s) and no such file", nameOrFile, strings.Join(PresetNames(), ", "), strings.Join(Fabrics(), ", "))
+		default:
 			return nil, fmt.Errorf("topology %q: %w", nameOrFile, serr)
-		}
-		if t, err = Load(nameOrFile); err != nil {
-			return nil, err
 		}
 	}
 	if gpus > 0 && gpus != len(t.GPUs) {
@@ -338,8 +361,12 @@ func (t *Topology) Subset(n int) (*Topology, error) {
 func gpuLink(a, b string, gen int, hopUs float64) Link {
 	l := Link{A: a, B: b, Type: LinkPCIe, Gen: 5, Width: 16, BWGBps: gen5X16GBps, LatUs: hopUs,
 		Source: srcHW + ": Gen5 x16 measured P2P 53-56.6 GB/s, 0.36-0.45 us"}
-	if gen == 4 {
+	switch gen {
+	case 4:
 		l.Gen, l.BWGBps, l.Source = 4, gen4X16GBps, "derived: half of Gen5's 54 GB/s (assumption: same efficiency)"
+	case 3, 6:
+		l.Gen, l.BWGBps = gen, achievedPCIeGBps(gen, 16)
+		l.Source = fmt.Sprintf("derived: Gen5's 54 GB/s scaled by the transfer rate to Gen%d (assumption: same efficiency)", gen)
 	}
 	return l
 }
@@ -354,8 +381,8 @@ func hostFor(o PresetOptions, sockets int) (Host, LinkType, float64) {
 	h.SHMLatUs = shmLatUs
 	h.SHMBWGBps = shmGBps
 	h.LaunchQueueDepth = launchQueueDepth
-	if o.gen() == 4 {
-		h.SHMBWGBps = gen4X16GBps / 2
+	if g := o.gen(); g < 5 {
+		h.SHMBWGBps = achievedPCIeGBps(g, 16) / 2
 	}
 	h.Sources = map[string]string{
 		"cpu":                    "assumption: the seed scenario's box does not name its CPU; AMD is the case hardware.md warns about (NCCL models xGMI at 16 GB/s)",
@@ -367,117 +394,10 @@ func hostFor(o PresetOptions, sockets int) (Host, LinkType, float64) {
 	return h, c.linkType, c.linkGBps
 }
 
-// rtxPro2S: dual socket, 4 + 4 GPUs direct-attached to CPU root ports. Per
-// socket two root complexes with two GPUs each (assumption; it gives the
-// PHB/NODE mix hardware.md lists inside a socket), SYS across sockets.
-func rtxPro2S(o PresetOptions) *Topology {
-	h, sockType, sockGBps := hostFor(o, 2)
-	t := &Topology{
-		Description: "8x RTX PRO 6000 Blackwell Server Ed., dual socket, 4+4 GPUs direct-attached to CPU root ports, PCIe only",
-		Sources:     []string{srcHW, srcNCCL},
-		Host:        h,
-		Devices:     []Device{RTXPro6000Server()},
-	}
-	dev := t.Devices[0].Name
-	for s := 0; s < 2; s++ {
-		cpu := fmt.Sprintf("cpu%d", s)
-		t.Nodes = append(t.Nodes, Node{ID: cpu, Kind: NodeCPU, Socket: s, Name: h.CPU})
-		for r := 0; r < 2; r++ {
-			hb := fmt.Sprintf("hb%d", 2*s+r)
-			t.Nodes = append(t.Nodes, Node{ID: hb, Kind: NodeHostBridge, Socket: s})
-			t.Links = append(t.Links, Link{A: hb, B: cpu, Type: LinkInternal, BWGBps: internalGBps, LatUs: internalUs,
-				Source: "assumption: on-die fabric does not bind"})
-			for k := 0; k < 2; k++ {
-				g := 4*s + 2*r + k
-				id := fmt.Sprintf("gpu%d", g)
-				t.GPUs = append(t.GPUs, GPU{ID: id, Device: dev, NUMANode: s, Socket: s, PCIeGen: o.gen(), PCIeWidth: 16})
-				t.Links = append(t.Links, gpuLink(id, hb, o.PCIeGen, pcieHopUs))
-			}
-		}
-	}
-	t.Links = append(t.Links, Link{A: "cpu0", B: "cpu1", Type: sockType, BWGBps: sockGBps, LatUs: smpHopUs,
-		Source: srcHW + ": measured GPU P2P across sockets (AMD xGMI) 39-51 GB/s; NCCL models it per Host.InterSocketNCCLGBps"})
-	return t
-}
-
-// rtxProSwitch: one CPU, 4 PCIe switches, 2 GPUs per switch, one shared
-// Gen5 x16 uplink per switch into one root complex (PIX inside a switch,
-// PHB across, as hardware.md lists).
-func rtxProSwitch(o PresetOptions) *Topology {
-	h, _, _ := hostFor(o, 1)
-	t := &Topology{
-		Description: "8x RTX PRO 6000 Blackwell Server Ed., one CPU, 4 PCIe Gen5 switches with 2 GPUs each, one x16 uplink per switch",
-		Sources:     []string{srcHW, srcNCCL},
-		Host:        h,
-		Devices:     []Device{RTXPro6000Server()},
-		Nodes: []Node{{ID: "cpu0", Kind: NodeCPU, Socket: 0, Name: h.CPU},
-			{ID: "hb0", Kind: NodeHostBridge, Socket: 0}},
-		Links: []Link{{A: "hb0", B: "cpu0", Type: LinkInternal, BWGBps: internalGBps, LatUs: internalUs,
-			Source: "assumption: on-die fabric does not bind"}},
-	}
-	dev := t.Devices[0].Name
-	for s := 0; s < 4; s++ {
-		sw := fmt.Sprintf("sw%d", s)
-		t.Nodes = append(t.Nodes, Node{ID: sw, Kind: NodePCIeSwitch, Socket: 0, Name: "PCIe Gen5 switch (assumption: Broadcom PEX89000 class)"})
-		up := gpuLink(sw, "hb0", o.gen(), switchHopUs) // the uplink runs at the GPUs' generation
-		up.Source = "shared x16 uplink; " + up.Source
-		t.Links = append(t.Links, up)
-		for k := 0; k < 2; k++ {
-			g := 2*s + k
-			id := fmt.Sprintf("gpu%d", g)
-			t.GPUs = append(t.GPUs, GPU{ID: id, Device: dev, NUMANode: 0, Socket: 0, PCIeGen: o.gen(), PCIeWidth: 16})
-			t.Links = append(t.Links, gpuLink(id, sw, o.PCIeGen, switchHopUs))
-		}
-	}
-	return t
-}
-
-// h200NVSwitch: 8x H200 SXM on an HGX baseboard, all-to-all NVLink 4 via
-// NVSwitch (one vertex for the four NVSwitch chips), PCIe Gen5 to two
-// Intel sockets through one switch per GPU pair (assumption: typical HGX
-// host layout; it only matters for host-memory paths).
-func h200NVSwitch(o PresetOptions) *Topology {
-	if o.CPU == "" {
-		o.CPU = "intel-spr"
-	}
-	h, sockType, sockGBps := hostFor(o, 2)
-	h.Sources["cpu"] = "assumption: HGX H200 hosts are commonly dual Intel Xeon"
-	t := &Topology{
-		Description: "8x H200 SXM, NVLink 4 all-to-all through NVSwitch (HGX), dual socket host",
-		Sources:     []string{srcHW, srcNCCL},
-		Host:        h,
-		Devices:     []Device{H200SXM()},
-		Nodes:       []Node{{ID: "nvswitch", Kind: NodeNVSwitch, Socket: -1, Name: "4x NVSwitch (third generation)"}},
-	}
-	dev := t.Devices[0].Name
-	for s := 0; s < 2; s++ {
-		cpu := fmt.Sprintf("cpu%d", s)
-		hb := fmt.Sprintf("hb%d", s)
-		t.Nodes = append(t.Nodes, Node{ID: cpu, Kind: NodeCPU, Socket: s, Name: h.CPU}, Node{ID: hb, Kind: NodeHostBridge, Socket: s})
-		t.Links = append(t.Links, Link{A: hb, B: cpu, Type: LinkInternal, BWGBps: internalGBps, LatUs: internalUs,
-			Source: "assumption: on-die fabric does not bind"})
-		for w := 0; w < 2; w++ {
-			sw := fmt.Sprintf("sw%d", 2*s+w)
-			t.Nodes = append(t.Nodes, Node{ID: sw, Kind: NodePCIeSwitch, Socket: s})
-			t.Links = append(t.Links, gpuLink(sw, hb, 5, switchHopUs))
-			for k := 0; k < 2; k++ {
-				g := 4*s + 2*w + k
-				id := fmt.Sprintf("gpu%d", g)
-				t.GPUs = append(t.GPUs, GPU{ID: id, Device: dev, NUMANode: s, Socket: s, PCIeGen: 5, PCIeWidth: 16})
-				t.Links = append(t.Links, gpuLink(id, sw, 5, switchHopUs),
-					Link{A: id, B: "nvswitch", Type: LinkNVLink, Count: 18, BWGBps: nvlink4GBps, NCCLBWGBps: nvlink4NCCLGBps, LatUs: nvlinkHopUs,
-						Source: srcHW + ": NVLink 4, 18 links, 450 GB/s per direction; NCCL bw assumption 18 x 20.6 (SM90_NVLINK_BW)"})
-			}
-		}
-	}
-	t.Links = append(t.Links, Link{A: "cpu0", B: "cpu1", Type: sockType, BWGBps: sockGBps, LatUs: smpHopUs,
-		Source: "assumption: socket link capacity for one flow; NCCL models it per Host.InterSocketNCCLGBps"})
-	return t
-}
-
+// gen is the PCIe generation of the GPU links: PCIeGen when 3-6, else 5.
 func (o PresetOptions) gen() int {
-	if o.PCIeGen == 4 {
-		return 4
+	if o.PCIeGen >= 3 && o.PCIeGen <= 6 {
+		return o.PCIeGen
 	}
 	return 5
 }

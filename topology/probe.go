@@ -60,9 +60,11 @@ type ProbeGPU struct {
 // parent switch. Upstream PCIe links are assumed to run at the GPUs' own
 // max generation and width (NVML does not report them). NVLinks to another
 // GPU's bus ID become direct links, others go to one NVSwitch vertex.
-// Device specs come from the matching preset device (by name) with NVML's
-// memory size and max SM clock; an unknown GPU gets a spec derived from
-// NVML alone (CUDA cores, clocks, bus width) with only an fp32 peak.
+// Device specs come from the GPU catalog entry matching the NVML name
+// (MatchNVMLName) with NVML's memory size; an unknown name gets peaks
+// derived from its compute capability, SM count and max clock through the
+// catalog's per-architecture FLOP/clk/SM (DeriveDevice), and says so in the
+// device's Sources.
 func FromProbe(p *Probe) (*Topology, error) {
 	n := len(p.GPUs)
 	if n == 0 {
@@ -298,28 +300,42 @@ func normBus(s string) string {
 	return s
 }
 
-// deviceFromProbe picks the preset spec matching the NVML name, with
-// NVML's memory size and max SM clock, or derives a minimal one.
+// deviceFromProbe picks the catalog spec matching the NVML name
+// (MatchNVMLName) with NVML's memory size, or derives one from the
+// compute capability, SM count and clock (DeriveDevice), or, for an
+// architecture the catalog does not know, keeps NVML's numbers alone with
+// only an fp32 peak.
 func deviceFromProbe(g ProbeGPU) Device {
 	var d Device
-	switch {
-	case strings.Contains(g.Name, "RTX PRO 6000"):
-		d = RTXPro6000Server()
-	case strings.Contains(g.Name, "H200"):
-		d = H200SXM()
-	default:
+	if spec, ok := MatchNVMLName(g.Name); ok {
+		d = spec.Device
+		d.Sources["catalog"] = fmt.Sprintf("NVML name %q matched catalog entry %s (%s)", g.Name, spec.Key, spec.Label)
+		if g.MemBytes > 0 && spec.Device.MemBytes > 0 {
+			if r := float64(g.MemBytes) / float64(spec.Device.MemBytes); r < 0.9 || r > 1.1 {
+				d.Sources["catalog"] += fmt.Sprintf("; NVML memory %d bytes differs from the entry's %d by more than 10 %%: a variant of it, whose memory bandwidth may differ from the entry's %.0f GB/s", g.MemBytes, spec.Device.MemBytes, spec.Device.MemBWGBps)
+			}
+		}
+		if g.ComputeCapability != "" && g.ComputeCapability != d.ComputeCapability {
+			d.Sources["catalog"] += fmt.Sprintf("; NVML compute capability %s, the entry's %s", g.ComputeCapability, d.ComputeCapability)
+			d.ComputeCapability = g.ComputeCapability
+		}
+	} else if dd, ok := DeriveDevice(g); ok {
+		d = dd
+	} else {
 		d = Device{
-			Arch:              "",
 			ComputeCapability: g.ComputeCapability,
 			SMs:               g.CUDACores / 128,
 			MemEfficiency:     0.8,
-			LaunchEagerUs:     6, LaunchGraphUs: 1, MinKernelUs: 2,
+			LaunchEagerUs:     launchEagerUs, LaunchGraphUs: launchGraphUs, KernelGapEagerUs: kernelGapEagerUs, MinKernelUs: 2,
 			Sources: map[string]string{
-				"sms":            "derived: NVML CUDA cores / 128 per SM (assumption)",
-				"mem_bw_gbps":    "derived: NVML max memory clock x 2 x bus width / 8",
-				"peak_tflops":    "derived: fp32 only, CUDA cores x 2 x max SM clock; tensor peaks unknown",
-				"sm_clock_mhz":   "NVML max SM clock (boost; no sustained figure known)",
-				"mem_efficiency": "assumption",
+				"sms":             fmt.Sprintf("derived: NVML CUDA cores / 128 per SM (assumption: compute capability %q is not in the catalog)", g.ComputeCapability),
+				"mem_bw_gbps":     "derived: NVML max memory clock x 2 x bus width / 8",
+				"peak_tflops":     "derived: fp32 only, CUDA cores x 2 x max SM clock; tensor peaks unknown (architecture not in the catalog)",
+				"sm_clock_mhz":    "NVML max SM clock (boost; no sustained figure known)",
+				"mem_efficiency":  "assumption",
+				"launch_eager_us": srcLaunchEager,
+				"launch_graph_us": srcLaunchGraph,
+				"min_kernel_us":   "assumption: 2 us",
 			},
 		}
 		if d.SMs < 1 {
@@ -350,13 +366,13 @@ func deviceFromProbe(g ProbeGPU) Device {
 	if g.MaxSMClockMHz > 0 {
 		if d.BoostClockMHz == 0 {
 			d.BoostClockMHz = float64(g.MaxSMClockMHz)
-		} else {
-			// The peaks are quoted at the preset's boost clock; keep it and
+		} else if float64(g.MaxSMClockMHz) != d.BoostClockMHz {
+			// The peaks are quoted at the catalog's clock; keep it and
 			// record what this board reports.
 			d.Sources["nvml_max_sm_clock_mhz"] = fmt.Sprintf("NVML max SM clock on this board: %d MHz", g.MaxSMClockMHz)
 		}
 	}
-	if g.ComputeCapability != "" {
+	if d.ComputeCapability == "" {
 		d.ComputeCapability = g.ComputeCapability
 	}
 	return d

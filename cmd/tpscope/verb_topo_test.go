@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/tpscope/tpscope/topology"
 )
 
 func TestTopoShow(t *testing.T) {
@@ -51,5 +53,85 @@ func TestTopoDiscoverNoDriver(t *testing.T) {
 	want := "tpscope topo discover: NVML not available (libnvidia-ml.so.1 not found): "
 	if code != 1 || !strings.HasPrefix(errs, want) || strings.Count(errs, "\n") != 1 {
 		t.Errorf("exit %d, stderr %q; want 1 and one line starting %q", code, errs, want)
+	}
+}
+
+// TestTopoGPUs: the catalog listing names every entry (table) and carries
+// the sources (json).
+func TestTopoGPUs(t *testing.T) {
+	code, out, errs := runCLI(t, "topo", "gpus")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	for _, key := range topology.GPUNames() {
+		if !strings.Contains(out, "\n"+key+" ") {
+			t.Errorf("table lacks %s", key)
+		}
+	}
+	// The H100 SXM row: cc 9.0, 132 SMs, peaks quoted at 1,830 MHz, BF16
+	// 989 and FP8 1979 TF dense, no FP4 (H100 datasheet).
+	if !strings.Contains(out, "h100-sxm                   9.0    132   1830    989   1979      -") {
+		t.Errorf("h100-sxm row missing or wrong:\n%s", out)
+	}
+	code, out, _ = runCLI(t, "topo", "gpus", "--output", "json")
+	var gpus []topology.GPUSpec
+	if code != 0 || json.Unmarshal([]byte(out), &gpus) != nil || len(gpus) != len(topology.GPUNames()) || gpus[0].Device.Sources["sms"] == "" {
+		t.Errorf("json: exit %d, %d entries", code, len(gpus))
+	}
+	if code, _, _ = runCLI(t, "topo", "gpus", "--output", "csv"); code != 2 {
+		t.Errorf("--output csv: exit %d, want 2", code)
+	}
+}
+
+// TestTopoShowDescription: topo show reads one-word box descriptions and
+// names the wrong part of a bad one in one line.
+func TestTopoShowDescription(t *testing.T) {
+	code, out, errs := runCLI(t, "topo", "show", "nvswitch:8xh100-sxm", "--output", "json")
+	var m struct {
+		Level  [][]string  `json:"level"`
+		BWGBps [][]float64 `json:"bw_gbps"`
+	}
+	if code != 0 || json.Unmarshal([]byte(out), &m) != nil || len(m.Level) != 8 || m.Level[0][7] != "NV18" || m.BWGBps[0][7] != 450 {
+		t.Errorf("exit %d %s: %+v", code, errs, m)
+	}
+	code, _, errs = runCLI(t, "topo", "show", "pcie-2s:3xl40s")
+	if code != 1 || !strings.Contains(errs, "pcie-2s needs an even GPU count") || strings.Count(errs, "\n") != 1 {
+		t.Errorf("bad description: exit %d, %q", code, errs)
+	}
+}
+
+// TestTopoDiscoverAs: --as lays the discovered GPU (a fake NVML probe of
+// one H100 SXM) onto the fabric; a bad --as fails before discovery.
+func TestTopoDiscoverAs(t *testing.T) {
+	called := false
+	old := discover
+	t.Cleanup(func() { discover = old })
+	discover = func() (*topology.Topology, *topology.Probe, error) {
+		called = true
+		p := &topology.Probe{Hostname: "node1", CPUVendor: "intel", Ancestor: [][]int{{0}}, P2PRead: [][]bool{{true}},
+			GPUs: []topology.ProbeGPU{{Name: "NVIDIA H100 80GB HBM3", BusID: "00000000:18:00.0", ComputeCapability: "9.0", CUDACores: 16896,
+				MaxSMClockMHz: 1980, MaxMemClockMHz: 2619, MemBusWidthBits: 5120, MemBytes: 85520809984, NUMANode: 0, PCIeGen: 5, PCIeWidth: 16}}}
+		tp, err := topology.FromProbe(p)
+		return tp, p, err
+	}
+	file := filepath.Join(t.TempDir(), "hgx.json")
+	code, out, errs := runCLI(t, "topo", "discover", "--as", "nvswitch:8", "-o", file)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	tp, err := topology.Load(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := tp.DeviceOf(0)
+	if tp.NumGPUs() != 8 || tp.Path(0, 7).LevelString() != "NV18" || d.Name != "NVIDIA H100 80GB HBM3" || d.PeakTFLOPS["fp8"] != 1978.9 ||
+		d.MemBytes != 85520809984 || tp.Host.Vendor != "intel" || !strings.Contains(out, "NV18") {
+		t.Errorf("%s: %d GPUs, %s, device %s fp8 %v mem %d, vendor %s", tp.Name, tp.NumGPUs(), tp.Path(0, 7).LevelString(), d.Name, d.PeakTFLOPS["fp8"], d.MemBytes, tp.Host.Vendor)
+	}
+	called = false
+	for _, bad := range []string{"nvswitch:8xh100-sxm", "hgx:8"} {
+		if code, _, errs = runCLI(t, "topo", "discover", "--as", bad); code != 2 || called || strings.Count(errs, "\n") != 1 {
+			t.Errorf("--as %s: exit %d, discovered %v, %q", bad, code, called, errs)
+		}
 	}
 }

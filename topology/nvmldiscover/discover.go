@@ -1,8 +1,11 @@
 // Package nvmldiscover reads the local box through NVML
 // (github.com/NVIDIA/go-nvml, cgo; libnvidia-ml.so.1 is loaded at run
 // time, so it builds without the driver) into a topology.Probe and builds
-// the topology with topology.FromProbe. It is a separate package so that
-// topology itself stays free of cgo.
+// the topology with topology.FromProbe, which takes each GPU's spec from
+// topology's GPU catalog by its NVML name (topology.MatchNVMLName) or
+// derives it from the compute capability, SM count and clock
+// (topology.DeriveDevice). It is a separate package so that topology
+// itself stays free of cgo.
 package nvmldiscover
 
 import (
