@@ -54,7 +54,7 @@ func addScenarioFlags(fs *pflag.FlagSet) *scenarioFlags {
 	fs.IntVar(&f.context, "context", 4096, "tokens in each sequence's KV cache (decode) or prompt length (prefill)")
 	fs.IntVar(&f.mtp, "mtp", 0, "MTP speculative tokens per sequence and step (vLLM num_speculative_tokens)")
 	fs.StringVar(&f.kvDtype, "kv-dtype", "", "KV-cache dtype: bf16 or fp8 (default: the checkpoint's, vLLM --kv-cache-dtype auto)")
-	fs.StringVar(&f.topo, "topo", topology.DefaultPreset, "box: a preset ("+strings.Join(topology.PresetNames(), ", ")+") or a topology JSON")
+	fs.StringVar(&f.topo, "topo", topology.DefaultPreset, topoHelp)
 	fs.IntVar(&f.gpus, "gpus", 0, "use only the first N GPUs of the box (0 = all)")
 	f.addOptionFlags()
 	return f
@@ -82,6 +82,10 @@ func (f *scenarioFlags) addOptionFlags() {
 		}
 	}
 }
+
+// topoHelp describes what --topo accepts.
+var topoHelp = "box: a preset (" + strings.Join(topology.PresetNames(), ", ") + "), a description FABRIC:NxGPU (fabrics " +
+	strings.Join(topology.Fabrics(), ", ") + "; GPUs as 'tpscope topo gpus' lists them, e.g. nvswitch:8xh100-sxm, pcie-2s:8xrtx-pro-6000-server) or a topology JSON"
 
 // optionValue binds one sim.Options field to a flag through the options'
 // text codec.

@@ -7,7 +7,6 @@ import (
 	"io"
 	"runtime"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -51,7 +50,7 @@ with --nccl-proto LL --p2p-level SYS.`,
 			// --context, --kv-dtype, --mtp.
 			sc := newScenarioFlags(fs)
 			sc.addModelFlags()
-			topos := fs.StringSlice("topo", []string{topology.DefaultPreset}, "boxes: presets ("+strings.Join(topology.PresetNames(), ", ")+") or topology JSON files")
+			topos := fs.StringSlice("topo", []string{topology.DefaultPreset}, "boxes (a list); each "+topoHelp)
 			gpuCounts := newIntList(fs, "gpus", nil, 1, "GPU counts to use on each box (default: powers of two up to the box's GPUs, and its count)")
 			plans := fs.StringSlice("plan", nil, "plans to try, e.g. tp8,tp8-ep,tp4-dp2-ep,tp8-dcp4 (default: every valid plan, or the --tp/--dp/--dcp/--ep lists)")
 			tps := newIntList(fs, "tp", nil, 1, "tensor-parallel degrees (default: every valid plan)")
