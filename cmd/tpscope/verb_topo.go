@@ -62,13 +62,13 @@ Presets: ` + strings.Join(topology.PresetNames(), ", ") + `; suffixes -gen4 (PCI
 A box can also be described in one word, <fabric>:<count>x<gpu> with the same suffixes:
 fabrics ` + strings.Join(topology.Fabrics(), ", ") + `; GPUs as 'tpscope topo gpus'
 lists them, e.g. nvswitch:8xh100-sxm, pcie-switch:8xl40s, pcie-2s:8xrtxpro6000-server-gen4.`,
-		Example: "tpscope topo show rtxpro6000-2s\ntpscope topo show rtxpro6000-switch --gpus 4 --p2p-level SYS --output json\ntpscope topo show nvswitch:8xh100-sxm\ntpscope topo show box.json --save copy.json",
+		Example: "tpscope topo show rtxpro6000-2s\ntpscope topo show rtxpro6000-switch --gpus 4 --p2p-level SYS --output json\ntpscope topo show nvswitch:8xh100-sxm\ntpscope topo show box.json -o copy.json",
 		Flags: func(fs *pflag.FlagSet) func([]string, io.Writer, io.Writer) error {
 			gpus := fs.Int("gpus", 0, "use only the first N GPUs (0 = all)")
 			level := fs.String("p2p-level", "", "NCCL_P2P_LEVEL: LOC, NVL, PIX, PXB, PHB, SYS (default PXB)")
 			disable := fs.Bool("p2p-disable", false, "NCCL_P2P_DISABLE=1")
 			out := fs.String("output", "table", "output format: table, json, or dot (the link graph for Graphviz)")
-			save := fs.String("save", "", "also write the topology (after --gpus) as JSON to this file")
+			save := fs.StringP("out", "o", "", "also write the topology (after --gpus) as JSON to FILE")
 			return func(args []string, stdout, _ io.Writer) error {
 				if err := checkOutput(*out, "table", "json", "dot"); err != nil {
 					return err

@@ -28,8 +28,8 @@ func TestTopoShow(t *testing.T) {
 		t.Errorf("json: exit %d, %+v", code, m)
 	}
 	save := filepath.Join(t.TempDir(), "box.json")
-	if code, _, errs = runCLI(t, "topo", "show", "rtxpro6000-switch", "--save", save); code != 0 {
-		t.Fatalf("--save: exit %d %s", code, errs)
+	if code, _, errs = runCLI(t, "topo", "show", "rtxpro6000-switch", "-o", save); code != 0 {
+		t.Fatalf("-o: exit %d %s", code, errs)
 	}
 	if code, out, _ = runCLI(t, "topo", "show", save); code != 0 || !strings.Contains(out, "PIX") {
 		t.Errorf("reload of saved file: exit %d", code)
