@@ -93,20 +93,22 @@ type Op struct {
 // EP, where dispatch brings them to the rank.
 type MoEShape struct {
 	// RoutedTokens is the number of tokens in the pool.
-	RoutedTokens int64
+	RoutedTokens int64 `json:"routed_tokens"`
 	// TopK experts per token, of Experts routed experts in the model.
-	TopK, Experts int
+	TopK    int `json:"top_k"`
+	Experts int `json:"experts"`
 	// LocalExperts is how many experts this rank holds (Experts under TP,
 	// where each rank holds a slice of every expert; Experts / ranks under
 	// EP), FirstExpert the global index of the first (EP shards are
 	// contiguous: rank r holds r x LocalExperts onwards).
-	LocalExperts, FirstExpert int
+	LocalExperts int `json:"local_experts"`
+	FirstExpert  int `json:"first_expert"`
 	// Rows is the expected number of token-expert assignments to this
 	// rank's experts: RoutedTokens x TopK x LocalExperts / Experts.
-	Rows float64
+	Rows float64 `json:"rows"`
 	// ExpertsTouched is the expected number of distinct local experts at
 	// least one token picks: LocalExperts x (1 - (1 - TopK/Experts)^RoutedTokens).
-	ExpertsTouched float64
+	ExpertsTouched float64 `json:"experts_touched"`
 }
 
 // NewMoEShape returns the shape of a pool of tokens routed top-k of e

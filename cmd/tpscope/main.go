@@ -6,6 +6,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -35,25 +36,49 @@ func register(v *Verb) { verbs = append(verbs, v) }
 // errUsage marks an error whose message is a usage error (exit code 2).
 var errUsage = errors.New("usage")
 
+// errInterrupted marks a verb stopped by Ctrl-C or SIGTERM after it said
+// what it finished (exit code 130, as a shell reports SIGINT).
+var errInterrupted = errors.New("interrupted")
+
+// Exit codes.
+const (
+	exitOK          = 0
+	exitFailed      = 1
+	exitUsage       = 2
+	exitInterrupted = 130
+)
+
 func main() {
 	os.Exit(dispatch(os.Args[1:], os.Stdout, os.Stderr))
 }
 
 // dispatch finds the verb (one or two words), parses its flags and runs it.
-// It returns the process exit code: 0 ok, 1 failure, 2 usage error.
+// It returns the process exit code: 0 ok, 1 failure, 2 usage error, 130
+// interrupted.
 func dispatch(args []string, stdout, stderr io.Writer) int {
 	sort.Slice(verbs, func(i, j int) bool { return verbs[i].Name < verbs[j].Name })
 	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
-		printVerbs(stdout)
+		printVerbs(stdout, "")
 		if len(args) == 0 {
-			return 2
+			return exitUsage
 		}
-		return 0
+		return exitOK
 	}
 	v, rest := findVerb(args)
 	if v == nil {
+		if group := verbGroup(args[0]); group != "" {
+			// "tpscope model" alone, or with --help: the group's verbs.
+			printVerbs(stdout, group)
+			if len(args) > 1 && (args[1] == "-h" || args[1] == "--help") {
+				return exitOK
+			}
+			if len(args) > 1 {
+				fmt.Fprintf(stderr, "tpscope %s: unknown verb %q; the %s verbs are listed above\n", group, args[1], group)
+			}
+			return exitUsage
+		}
 		fmt.Fprintf(stderr, "tpscope: unknown verb %q; run 'tpscope help' for the list\n", strings.Join(args[:min(2, len(args))], " "))
-		return 2
+		return exitUsage
 	}
 	fs := pflag.NewFlagSet("tpscope "+v.Name, pflag.ContinueOnError)
 	fs.SetOutput(io.Discard)
@@ -65,16 +90,30 @@ func dispatch(args []string, stdout, stderr io.Writer) int {
 			return 0
 		}
 		fmt.Fprintf(stderr, "tpscope %s: %v (see 'tpscope %s --help')\n", v.Name, err, v.Name)
-		return 2
+		return exitUsage
 	}
 	if err := run(fs.Args(), stdout, stderr); err != nil {
 		fmt.Fprintf(stderr, "tpscope %s: %v\n", v.Name, err)
-		if errors.Is(err, errUsage) {
-			return 2
+		switch {
+		case errors.Is(err, errUsage):
+			return exitUsage
+		case errors.Is(err, errInterrupted), errors.Is(err, context.Canceled):
+			return exitInterrupted
 		}
-		return 1
+		return exitFailed
 	}
-	return 0
+	return exitOK
+}
+
+// verbGroup returns word when it is the first word of two-word verbs
+// (model, topo, trace), else "".
+func verbGroup(word string) string {
+	for _, v := range verbs {
+		if g, _, ok := strings.Cut(v.Name, " "); ok && g == word {
+			return g
+		}
+	}
+	return ""
 }
 
 // findVerb matches the longest registered verb name against the first one
@@ -96,10 +135,19 @@ func findVerb(args []string) (*Verb, []string) {
 	return nil, nil
 }
 
-func printVerbs(w io.Writer) {
-	fmt.Fprintln(w, "tpscope — predict, run and explain MoE LLM inference on multi-GPU boxes")
-	fmt.Fprintln(w, "\nUsage: tpscope <verb> [flags]\n\nVerbs:")
+// printVerbs lists the verbs, or only a group's ("model") when group is
+// set.
+func printVerbs(w io.Writer, group string) {
+	if group == "" {
+		fmt.Fprintln(w, "tpscope — predict, run and explain MoE LLM inference on multi-GPU boxes")
+		fmt.Fprintln(w, "\nUsage: tpscope <verb> [flags]\n\nVerbs:")
+	} else {
+		fmt.Fprintf(w, "Usage: tpscope %s <verb> [flags]\n\nVerbs:\n", group)
+	}
 	for _, v := range verbs {
+		if group != "" && !strings.HasPrefix(v.Name, group+" ") {
+			continue
+		}
 		fmt.Fprintf(w, "  %-18s %s\n", v.Name, v.Short)
 	}
 	fmt.Fprintln(w, "\nRun 'tpscope <verb> --help' for the verb's flags and an example.")

@@ -4,8 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
-	"text/tabwriter"
 
 	"github.com/spf13/pflag"
 
@@ -39,12 +39,12 @@ carries it). The group is the first --ranks GPUs.`,
 			disable := fs.Bool("p2p-disable", false, "NCCL_P2P_DISABLE=1: every GPU-to-GPU hop through host memory")
 			custom := fs.String("custom-ar", "", "all-reduce only: oneshot or twoshot custom all-reduce over P2P instead of NCCL")
 			nocal := fs.Bool("no-calibration", false, "ignore calibrated parameters in the topology file")
-			out := fs.String("output", "table", "output format: table or json")
+			out := addOutputFlag(fs, "one row per size", allFormats...)
 			return func(args []string, stdout, _ io.Writer) error {
 				if len(args) > 0 {
 					return usageErrorf("collective takes no arguments, got %q", args)
 				}
-				if err := checkOutput(*out, "table", "json"); err != nil {
+				if err := checkOutput(*out, allFormats...); err != nil {
 					return err
 				}
 				coll, err := sim.ParseCollective(*op)
@@ -96,14 +96,18 @@ carries it). The group is the first --ranks GPUs.`,
 						Rows     []sim.CollectiveRow `json:"rows"`
 					}{t.Name, string(coll), n, m.Options(), rows})
 				}
-				fmt.Fprintf(stdout, "# %s on %d ranks of %s (NCCL_PROTO=%q NCCL_ALGO=%q NCCL_P2P_LEVEL=%s%s)\n",
+				title := fmt.Sprintf("%s on %d ranks of %s (NCCL_PROTO=%q NCCL_ALGO=%q NCCL_P2P_LEVEL=%s%s)",
 					coll, n, t.Name, no.Proto, no.Algo, sim.P2PCondition(m.Options()), map[bool]string{true: " custom=" + *custom, false: ""}[*custom != ""])
-				tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
-				fmt.Fprintln(tw, "size(B)\ttime(us)\talgbw(GB/s)\tbusbw(GB/s)\talgo\tproto\tnccl(us)\tshm-hops\tcalibrated\t")
+				cells := make([][]string, 0, len(rows))
 				for _, r := range rows {
-					fmt.Fprintf(tw, "%d\t%.2f\t%.2f\t%.2f\t%s\t%s\t%.2f\t%d\t%v\t\n", r.Bytes, r.TimeUs, r.AlgBWGBps, r.BusBWGBps, r.Algo, r.Proto, r.NCCLTimeUs, r.SHMHops, r.Calibrated)
+					cells = append(cells, []string{strconv.FormatInt(r.Bytes, 10), fmt.Sprintf("%.2f", r.TimeUs), fmt.Sprintf("%.2f", r.AlgBWGBps), fmt.Sprintf("%.2f", r.BusBWGBps),
+						r.Algo, r.Proto, fmt.Sprintf("%.2f", r.NCCLTimeUs), strconv.Itoa(r.SHMHops), strconv.FormatBool(r.Calibrated)})
 				}
-				return tw.Flush()
+				header := []string{"size_bytes", "time_us", "algbw_gbps", "busbw_gbps", "algo", "proto", "nccl_us", "shm_hops", "calibrated"}
+				if *out == formatCSV {
+					return writeCSV(stdout, header, cells)
+				}
+				return writeTable(stdout, title, "", header, cells, *out == formatMarkdown)
 			}
 		},
 	})

@@ -35,7 +35,7 @@ func TestCollectiveVerb(t *testing.T) {
 		t.Errorf("512 B: %v us %v, want %.4f LL", got, res.Rows[0]["proto"], want)
 	}
 	code, out, _ = runCLI(t, "collective", "--sizes", "1M")
-	if code != 0 || !strings.Contains(out, "busbw(GB/s)") || !strings.Contains(out, "1048576") {
+	if code != 0 || !strings.Contains(out, "busbw_gbps") || !strings.Contains(out, "1048576") {
 		t.Errorf("table: exit %d\n%s", code, out)
 	}
 	for _, bad := range [][]string{{"--op", "bcast"}, {"--sizes", "x"}, {"--ranks", "9"}, {"--nccl-proto", "LL7"}, {"--output", "xml"}, {"--custom-ar", "threeshot"}} {

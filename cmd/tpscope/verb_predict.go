@@ -1,12 +1,11 @@
 package main
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
-	"text/tabwriter"
 
 	"github.com/spf13/pflag"
 	"github.com/tpscope/tpscope/model"
@@ -33,14 +32,14 @@ that names the shortfall in GB.`,
 		Example: `tpscope predict --model kimi-k2.5-nvfp4 --tp 8 --batch 1 --context 4096 --kv-dtype bf16 --nccl-proto LL --p2p-level SYS`,
 		Flags: func(fs *pflag.FlagSet) func(args []string, stdout, stderr io.Writer) error {
 			sc := addScenarioFlags(fs)
-			output := fs.String("output", "table", "output format: table or json")
+			output := addOutputFlag(fs, "one row per op of every simulated rank", allFormats...)
 			plotFile := fs.String("plot", "", "write a breakdown chart to FILE.png or FILE.svg")
 			top := fs.Int("top", 10, "how many op names and ops to list in the table")
 			return func(args []string, stdout, stderr io.Writer) error {
 				if len(args) > 0 {
 					return usageErrorf("unexpected arguments %q", args)
 				}
-				if err := checkOutput(*output, "table", "json"); err != nil {
+				if err := checkOutput(*output, allFormats...); err != nil {
 					return err
 				}
 				if err := checkPlotPath(*plotFile); err != nil {
@@ -68,12 +67,13 @@ that names the shortfall in GB.`,
 						return err
 					}
 				}
-				if *output == "json" {
-					enc := json.NewEncoder(stdout)
-					enc.SetIndent("", " ")
-					return enc.Encode(pr)
+				switch *output {
+				case formatJSON:
+					return writeJSON(stdout, pr)
+				case formatCSV:
+					return writePredictCSV(stdout, pr)
 				}
-				return writePredictTable(stdout, pr, *top)
+				return writePredictTable(stdout, pr, *top, *output == formatMarkdown)
 			}
 		},
 	})
@@ -81,55 +81,87 @@ that names the shortfall in GB.`,
 
 func gb(b int64) float64 { return float64(b) / 1e9 }
 
-// writePredictTable renders the prediction for people.
-func writePredictTable(w io.Writer, pr *sim.Prediction, top int) error {
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	o := pr.Options
-	fmt.Fprintf(tw, "model\t%s\n", pr.Model)
-	fmt.Fprintf(tw, "topology\t%s\n", pr.Topology)
-	fmt.Fprintf(tw, "plan\t%s\n", pr.Plan)
-	fmt.Fprintf(tw, "workload\t%s batch %d (run as %d), context %d, spec tokens %d, kv %s\n", pr.Workload.Phase, pr.Sequences, pr.PaddedBatch, pr.Workload.Context, pr.Workload.SpecTokens, pr.Workload.KVDtype)
-	fmt.Fprintf(tw, "options\t%s\n", o)
-	fmt.Fprintf(tw, "step\t%.1f us (%d kernels per rank, host launch %.0f us, idle %.0f us)\n", pr.StepUs, pr.Kernels, pr.HostUs, pr.IdleUs)
-	fmt.Fprintf(tw, "tokens/s\t%.1f per request, %.1f aggregate (%.2f tokens per step per request)\n", pr.TokensPerSPerRequest, pr.TokensPerS, pr.TokensPerStep)
-	fmt.Fprintf(tw, "communication\t%.1f us, %.1f %% of the step\n", pr.CommUs, 100*pr.CommShareFrac)
-	fmt.Fprintf(tw, "critical path\t%s\n", criticalPathString(pr))
+// writePredictTable renders the prediction for people: key lines, then
+// tables (markdown tables under headings with md).
+func writePredictTable(w io.Writer, pr *sim.Prediction, top int, md bool) error {
+	kv := [][2]string{
+		{"model", pr.Model},
+		{"topology", pr.Topology},
+		{"plan", pr.Plan.String()},
+		{"workload", fmt.Sprintf("%s batch %d (run as %d), context %d, spec tokens %d, kv %s", pr.Workload.Phase, pr.Sequences, pr.PaddedBatch, pr.Workload.Context, pr.Workload.SpecTokens, pr.Workload.KVDtype)},
+		{"options", pr.Options.String()},
+		{"step", fmt.Sprintf("%.1f us (%d kernels per rank, host launch %.0f us, idle %.0f us)", pr.StepUs, pr.Kernels, pr.HostUs, pr.IdleUs)},
+	}
+	if pr.Workload.Phase == model.Prefill {
+		// A prefill step ends with every prompt's first token.
+		prompt := float64(pr.Sequences) * float64(pr.Workload.Context)
+		kv = append(kv, [2]string{"time to first token", fmt.Sprintf("%.2f ms for %d prompts of %d tokens", pr.StepUs/1e3, pr.Sequences, pr.Workload.Context)},
+			[2]string{"prompt tokens/s", fmt.Sprintf("%.0f", prompt/(pr.StepUs*1e-6))})
+	} else {
+		kv = append(kv, [2]string{"tokens/s", fmt.Sprintf("%.1f per request, %.1f aggregate (%.2f tokens per step per request)", pr.TokensPerSPerRequest, pr.TokensPerS, pr.TokensPerStep)})
+	}
+	kv = append(kv, [2]string{"communication", fmt.Sprintf("%.1f us, %.1f %% of the step", pr.CommUs, 100*pr.CommShareFrac)},
+		[2]string{"critical path", criticalPathString(pr)})
 	if m := pr.Memory; m != nil {
-		fmt.Fprintf(tw, "memory per GPU\tweights %.1f GB + activations %.1f GB + KV %.2f GB (%d tokens x %.0f B) of %.1f GB usable; KV capacity %d tokens\n",
-			gb(m.WeightBytes), gb(m.ActivationBytes), gb(m.KVBytes), m.KVTokensNeeded, m.KVBytesPerToken, gb(m.UsableBytes), m.KVCapacityTokens)
+		kv = append(kv, [2]string{"memory per GPU", fmt.Sprintf("weights %.1f GB + activations %.1f GB + KV %.2f GB (%d tokens x %.0f B) of %.1f GB usable; KV capacity %d tokens",
+			gb(m.WeightBytes), gb(m.ActivationBytes), gb(m.KVBytes), m.KVTokensNeeded, m.KVBytesPerToken, gb(m.UsableBytes), m.KVCapacityTokens)})
 	}
 	for _, c := range pr.Caveats {
-		fmt.Fprintf(tw, "caveat\t%s\n", c)
+		kv = append(kv, [2]string{"caveat", c})
 	}
-	if err := tw.Flush(); err != nil {
+	if md {
+		for i := range kv {
+			kv[i][1] = mdCell(kv[i][1])
+		}
+	}
+	if err := writeKV(w, md, kv); err != nil {
 		return err
 	}
-	section := func(title string, rows []sim.Share, n int) {
-		fmt.Fprintf(w, "\n%s\n", title)
-		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-		fmt.Fprintln(tw, "name\tus\tshare\tcount\t")
+	section := func(title string, rows []sim.Share, n int) error {
+		var cells [][]string
 		for i, r := range rows {
 			if n > 0 && i >= n {
 				break
 			}
-			fmt.Fprintf(tw, "%s\t%.1f\t%.1f %%\t%d\t\n", r.Name, r.Us, 100*r.ShareFrac, r.Count)
+			cells = append(cells, []string{r.Name, fmt.Sprintf("%.1f", r.Us), fmt.Sprintf("%.1f %%", 100*r.ShareFrac), fmt.Sprint(r.Count)})
 		}
-		tw.Flush()
+		return writeTable(w, title, "", []string{"name", "us", "share", "count"}, cells, md)
 	}
-	section("time by op kind (rank 0)", pr.ByKind, 0)
-	section("time by block", pr.ByBlock, 0)
-	section("time by op name, all layers", pr.ByName, top)
-	fmt.Fprintf(w, "\nlongest ops\n")
-	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "id\tus\tbound\tdetail")
+	for _, sec := range []struct {
+		title string
+		rows  []sim.Share
+		n     int
+	}{{"time by op kind (rank 0)", pr.ByKind, 0}, {"time by block", pr.ByBlock, 0}, {"time by op name, all layers", pr.ByName, top}} {
+		if err := section(sec.title, sec.rows, sec.n); err != nil {
+			return err
+		}
+	}
+	var cells [][]string
 	for i, k := range pr.TopOps {
 		if i >= top {
 			break
 		}
 		op := &pr.Ops[k]
-		fmt.Fprintf(tw, "%s\t%.1f\t%s\t%s\n", op.ID, op.Us, op.Bound, costDetail(op))
+		d := costDetail(op)
+		if md {
+			d = mdCell(d)
+		}
+		cells = append(cells, []string{op.ID, fmt.Sprintf("%.1f", op.Us), op.Bound.String(), d})
 	}
-	return tw.Flush()
+	return writeTable(w, "longest ops", "", []string{"id", "us", "bound", "detail"}, cells, md)
+}
+
+// writePredictCSV writes one row per op of the prediction (rank 0's when
+// the prediction is symmetric, every rank's otherwise).
+func writePredictCSV(w io.Writer, pr *sim.Prediction) error {
+	rows := make([][]string, 0, len(pr.Ops))
+	f := func(v float64) string { return strconv.FormatFloat(v, 'g', 8, 64) }
+	for i := range pr.Ops {
+		op := &pr.Ops[i]
+		rows = append(rows, []string{strconv.Itoa(op.Rank), op.ID, string(op.Kind), op.Block, strconv.Itoa(op.Layer), f(op.StartUs), f(op.Us),
+			f(op.OverheadUs), op.Bound.String(), f(op.FLOPs), f(op.Bytes), strconv.FormatInt(op.CommBytes, 10)})
+	}
+	return writeCSV(w, []string{"rank", "id", "kind", "block", "layer", "start_us", "us", "overhead_us", "bound", "flops", "bytes", "comm_bytes"}, rows)
 }
 
 // costDetail explains one op's cost in a line.

@@ -45,7 +45,8 @@ lines), otlp://HOST:4317, otlphttp://HOST:4318, none; empty uses the
 OTEL_EXPORTER_OTLP_* variables. --compare (needs --topo: a preset, or for
 the CPU backend the JSON written by 'tpscope calibrate --backend cpu')
 prints measured against predicted time per op kind and for the step.
-Ctrl-C stops after the current op and still writes the finished spans.`,
+Ctrl-C stops after the current op, exports the spans of the finished steps,
+prints their summary and exits with code 130.`,
 		Example: `tpscope run --backend cpu --model tiny-mla-moe --tp 4 --batch 8 --context 512 --steps 20 --trace file:run.otlp.jsonl --topo cpu.json --compare`,
 		Flags: func(fs *pflag.FlagSet) func(args []string, stdout, stderr io.Writer) error {
 			sc := addScenarioFlags(fs)
@@ -160,36 +161,53 @@ Ctrl-C stops after the current op and still writes the finished spans.`,
 				}
 				shutErr := exp.Shutdown(context.Background())
 				stats := exp.Stats()
-				if runErr != nil {
+				interrupted := ctx.Err() != nil
+				if runErr != nil && !(interrupted && res != nil) {
 					if res != nil && res.Steps > 0 {
 						fmt.Fprintf(stderr, "tpscope run: %d of %d measured steps finished before the error; %s\n", res.Steps, *steps, stats)
 					}
 					return runErr
 				}
 				if shutErr != nil {
-					return fmt.Errorf("flush trace: %w", shutErr)
+					return fmt.Errorf("flush trace: %w; %s", shutErr, stats)
 				}
 				var cmp *exec.Comparison
-				if *compare {
+				if *compare && res.Steps > 0 {
 					c := res.Compare(sched, predUs, pred.StepUs)
 					cmp = &c
 				}
-				if *output == "json" {
-					enc := json.NewEncoder(stdout)
-					enc.SetIndent("", " ")
-					return enc.Encode(struct {
-						Scenario   sim.Scenario     `json:"scenario"`
-						Result     *exec.Result     `json:"result"`
-						Comparison *exec.Comparison `json:"comparison,omitempty"`
-						Trace      string           `json:"trace"`
-					}{scen, res, cmp, stats.String()})
+				if res.Steps > 0 {
+					if err := writeRun(stdout, *output, scen, res, sched, cmp, stats); err != nil {
+						return err
+					}
 				}
-				writeRunSummary(stdout, res, sched, cmp)
-				fmt.Fprintf(stdout, "trace: %s\n", stats)
+				switch {
+				case interrupted:
+					return fmt.Errorf("%w after %d of %d measured steps (summary above, spans of finished steps exported: %s)", errInterrupted, res.Steps, *steps, stats)
+				case stats.Lost > 0 || stats.FallbackSpans > 0:
+					return fmt.Errorf("trace export failed: %s", stats)
+				}
 				return nil
 			}
 		},
 	})
+}
+
+// writeRun prints the run's summary (and comparison) in the output format.
+func writeRun(w io.Writer, format string, scen sim.Scenario, res *exec.Result, sched *model.Schedule, cmp *exec.Comparison, stats traces.ExportStats) error {
+	if format == "json" {
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", " ")
+		return enc.Encode(struct {
+			Scenario   sim.Scenario     `json:"scenario"`
+			Result     *exec.Result     `json:"result"`
+			Comparison *exec.Comparison `json:"comparison,omitempty"`
+			Trace      string           `json:"trace"`
+		}{scen, res, cmp, stats.String()})
+	}
+	writeRunSummary(w, res, sched, cmp)
+	fmt.Fprintf(w, "trace: %s\n", stats)
+	return nil
 }
 
 // isTerminal reports whether w is a character device (progress bars only

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"strconv"
-	"text/tabwriter"
 
 	"github.com/spf13/pflag"
 	"github.com/tpscope/tpscope/model"
@@ -39,6 +38,8 @@ type scheduleOpJSON struct {
 	Collective   string  `json:"collective,omitempty"`
 	CommBytes    int64   `json:"comm_bytes"`
 	Group        []int   `json:"group,omitempty"`
+	// MoE is the routing shape of a routed-expert op.
+	MoE *model.MoEShape `json:"moe,omitempty"`
 }
 
 type scheduleJSON struct {
@@ -65,13 +66,13 @@ default). By default only rank 0 is printed; --rank -1 prints every rank.`,
 			"tpscope schedule --model glm-5 --tp 8 --output json --rank -1",
 		Flags: func(fs *pflag.FlagSet) func([]string, io.Writer, io.Writer) error {
 			sc := addScenarioFlags(fs)
-			out := fs.String("output", "table", "output format: table, json or csv")
+			out := addOutputFlag(fs, "every column of every op", allFormats...)
 			rank := fs.Int("rank", 0, "rank to print; -1 for all ranks")
 			return func(args []string, stdout, _ io.Writer) error {
 				if len(args) > 0 {
 					return usageErrorf("schedule takes no arguments, got %q (use --model)", args)
 				}
-				if err := checkOutput(*out, "table", "json", "csv"); err != nil {
+				if err := checkOutput(*out, allFormats...); err != nil {
 					return err
 				}
 				scen, err := sc.scenario()
@@ -114,7 +115,7 @@ func printSchedule(s *model.Schedule, rank int, out string, w io.Writer) error {
 			doc.Ops = append(doc.Ops, scheduleOpJSON{op.ID, op.Rank, string(op.Kind), op.Layer, op.Block, op.Name,
 				op.M, op.N, op.K, op.Batch, string(op.WeightDtype), string(op.ActDtype), string(op.KVDtype),
 				op.FLOPs, op.Bytes(), op.BytesRead, op.BytesWritten, op.WeightBytes, op.KVBytes,
-				string(op.Collective), op.CommBytes, op.Group})
+				string(op.Collective), op.CommBytes, op.Group, op.MoE})
 		}
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", " ")
@@ -142,9 +143,7 @@ func printSchedule(s *model.Schedule, rank int, out string, w io.Writer) error {
 		cw.Flush()
 		return cw.Error()
 	}
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintf(tw, "# %s  %s  %s  (%d ranks)\n", s.Model, s.Plan.String(), s.Workload.String(), len(s.Ranks))
-	fmt.Fprintln(tw, "rank\tid\tkind\tshape\tdtype\tflops\tbytes\tweights\tkv\tcomm")
+	rows := make([][]string, 0, len(ops)+1)
 	for _, op := range ops {
 		shape, dt, comm := "", string(op.WeightDtype), ""
 		if op.M > 0 || op.N > 0 {
@@ -162,11 +161,12 @@ func printSchedule(s *model.Schedule, rank int, out string, w io.Writer) error {
 		if op.IsCollective() {
 			comm = fmt.Sprintf("%s %d B over %d", op.Collective, op.CommBytes, len(op.Group))
 		}
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", op.Rank, op.ID, op.Kind, shape, dt,
-			fmtCount(op.FLOPs), fmtBytes(op.Bytes()), fmtBytes(op.WeightBytes), fmtBytes(op.KVBytes), comm)
+		rows = append(rows, []string{strconv.Itoa(op.Rank), op.ID, string(op.Kind), shape, dt,
+			fmtCount(op.FLOPs), fmtBytes(op.Bytes()), fmtBytes(op.WeightBytes), fmtBytes(op.KVBytes), comm})
 	}
 	t := s.Totals(rank)
-	fmt.Fprintf(tw, "total\t%d ops\t\t\t\t%s\t%s\t%s\t%s\t%d collectives, %s\n", t.Ops, fmtCount(t.FLOPs), fmtBytes(t.Bytes),
-		fmtBytes(t.WeightBytes), fmtBytes(t.KVBytes), t.Collectives, fmtBytes(float64(t.CommBytes)))
-	return tw.Flush()
+	rows = append(rows, []string{"total", fmt.Sprintf("%d ops", t.Ops), "", "", "", fmtCount(t.FLOPs), fmtBytes(t.Bytes),
+		fmtBytes(t.WeightBytes), fmtBytes(t.KVBytes), fmt.Sprintf("%d collectives, %s", t.Collectives, fmtBytes(float64(t.CommBytes)))})
+	title := fmt.Sprintf("%s  %s  %s  (%d ranks)", s.Model, s.Plan.String(), s.Workload.String(), len(s.Ranks))
+	return writeTable(w, title, "", []string{"rank", "id", "kind", "shape", "dtype", "flops", "bytes", "weights", "kv", "comm"}, rows, out == formatMarkdown)
 }
