@@ -1,9 +1,11 @@
 package compare
 
 import (
+	"encoding/csv"
 	"encoding/json"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 )
@@ -139,4 +141,20 @@ func writeIssues(t *tableWriter, is []Issue) {
 		t.row(fmt.Sprint(i.Count), i.Reason, strings.Join(i.Examples, "; "))
 	}
 	t.end()
+}
+
+// WriteCSV writes one row per compared op (unit) of every scenario: the
+// scenario's index, the unit, and its predicted and measured statistics.
+func (r *Report) WriteCSV(w io.Writer) error {
+	cw := csv.NewWriter(w)
+	f := func(v float64) string { return strconv.FormatFloat(v, 'g', 8, 64) }
+	_ = cw.Write([]string{"scenario", "key", "kind", "layer", "rank", "bound", "predicted_us", "median_us", "p10_us", "p90_us", "n", "err_pct"})
+	for i := range r.Scenarios {
+		for _, o := range r.Scenarios[i].Ops {
+			_ = cw.Write([]string{strconv.Itoa(i + 1), o.Key, string(o.Kind), strconv.Itoa(o.Layer), strconv.Itoa(o.Rank), o.Bound,
+				f(o.PredictedUs), f(o.MedianUs), f(o.P10Us), f(o.P90Us), strconv.Itoa(o.N), f(o.ErrPct)})
+		}
+	}
+	cw.Flush()
+	return cw.Error()
 }

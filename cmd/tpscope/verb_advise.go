@@ -45,7 +45,7 @@ the DeepSeek-V3 report's 85-90 %).`,
 		Example: `tpscope advise --model kimi-k2.5-nvfp4 --topo rtxpro6000-2s --tp 8 --batch 1 --context 4096 --kv-dtype bf16 --nccl-proto LL --p2p-level SYS --plot advise.png`,
 		Flags: func(fs *pflag.FlagSet) func(args []string, stdout, stderr io.Writer) error {
 			sc := addScenarioFlags(fs)
-			output := fs.String("output", "table", "output format: table, json or markdown")
+			output := addOutputFlag(fs, "one row per catalog entry", allFormats...)
 			plotFile := fs.String("plot", "", "write a bar chart of the speedups to FILE.png or FILE.svg")
 			threshold := fs.Float64("threshold", 0.05, "relative change of tokens/s at which an optimization pays")
 			batches := newIntList(fs, "sweep-batch", sim.DefaultAdviseBatches, 1, "batch sizes of the sweep")
@@ -59,7 +59,7 @@ the DeepSeek-V3 report's 85-90 %).`,
 				if len(args) > 0 {
 					return usageErrorf("unexpected arguments %q", args)
 				}
-				if err := checkOutput(*output, "table", "json", "markdown"); err != nil {
+				if err := checkOutput(*output, allFormats...); err != nil {
 					return err
 				}
 				if err := checkPlotPath(*plotFile); err != nil {
@@ -116,8 +116,14 @@ the DeepSeek-V3 report's 85-90 %).`,
 					enc := json.NewEncoder(stdout)
 					enc.SetIndent("", " ")
 					return enc.Encode(adv)
-				case "markdown":
+				case formatMarkdown:
 					return writeAdviceMarkdown(stdout, adv)
+				case formatCSV:
+					cells := make([][]string, len(adv.Rows))
+					for i := range adv.Rows {
+						cells[i] = adviceCells(&adv.Rows[i])
+					}
+					return writeCSV(stdout, adviceHeader, cells)
 				}
 				return writeAdviceTable(stdout, adv)
 			}

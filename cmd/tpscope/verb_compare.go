@@ -77,7 +77,7 @@ tpscope compare --trace rank0.pt.trace.json.gz --model kimi-k2.5-nvfp4 --tp 8 --
 		Flags: func(fs *pflag.FlagSet) func(args []string, stdout, stderr io.Writer) error {
 			srcs := addTraceFlag(fs, "the measurements to compare")
 			sc := addScenarioFlags(fs)
-			output := fs.String("output", "table", "output format: table, markdown or json")
+			output := addOutputFlag(fs, "one row per compared op of every scenario", allFormats...)
 			plotFile := fs.String("plot", "", "write a predicted-vs-measured scatter and per-kind bars to FILE.png or FILE.svg")
 			top := fs.Int("top", 20, "op rows per scenario in table and markdown output (0 = all)")
 			return func(args []string, stdout, stderr io.Writer) error {
@@ -85,7 +85,7 @@ tpscope compare --trace rank0.pt.trace.json.gz --model kimi-k2.5-nvfp4 --tp 8 --
 				if len(*srcs) == 0 {
 					return usageErrorf("no trace: pass --trace SRC")
 				}
-				if err := checkOutput(*output, "table", "markdown", "json"); err != nil {
+				if err := checkOutput(*output, allFormats...); err != nil {
 					return err
 				}
 				if err := checkPlotPath(*plotFile); err != nil {
@@ -111,8 +111,10 @@ tpscope compare --trace rank0.pt.trace.json.gz --model kimi-k2.5-nvfp4 --tp 8 --
 				switch *output {
 				case "json":
 					return rep.WriteJSON(stdout)
-				case "markdown":
+				case formatMarkdown:
 					return rep.WriteMarkdown(stdout, *top)
+				case formatCSV:
+					return rep.WriteCSV(stdout)
 				}
 				return rep.WriteTable(stdout, *top)
 			}

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"strconv"
 	"text/tabwriter"
 
 	"github.com/spf13/pflag"
@@ -93,12 +94,12 @@ hf_quant_config.json, or a single config file. Prints the same summary as
 		Short:   "list the built-in models",
 		Example: "tpscope model list --output json",
 		Flags: func(fs *pflag.FlagSet) func([]string, io.Writer, io.Writer) error {
-			out := fs.String("output", "table", "output format: table or json")
+			out := addOutputFlag(fs, "one row per model", allFormats...)
 			return func(args []string, stdout, _ io.Writer) error {
 				if len(args) > 0 {
 					return usageErrorf("model list takes no arguments, got %q", args)
 				}
-				if err := checkOutput(*out, "table", "json"); err != nil {
+				if err := checkOutput(*out, allFormats...); err != nil {
 					return err
 				}
 				return listModels(*out, stdout)
@@ -188,20 +189,25 @@ func listModels(out string, w io.Writer) error {
 		rows = append(rows, row{n, a.ModelType, a.Layers, a.RoutedExperts, p.Total, p.Active,
 			string(a.Quant.RoutedExperts), string(a.Quant.KV), a.Source, n == model.DefaultPreset})
 	}
-	if out == "json" {
-		enc := json.NewEncoder(w)
-		enc.SetIndent("", "  ")
-		return enc.Encode(rows)
+	if out == formatJSON {
+		return writeJSON(w, rows)
 	}
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "name\tmodel_type\tlayers\texperts\tparams\tactive\texperts dtype\tKV")
+	header := []string{"name", "model_type", "layers", "experts", "params", "active", "experts dtype", "KV"}
+	cells := make([][]string, 0, len(rows))
 	for _, r := range rows {
 		name := r.Name
-		if r.Default {
+		if r.Default && out != formatCSV {
 			name += " (default)"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%s\t%s\t%s\t%s\n", name, r.ModelType, r.Layers, r.Experts,
-			fmtCount(r.ParamsTotal), fmtCount(r.ParamsActive), r.RoutedExperts, r.KVCache)
+		cells = append(cells, []string{name, r.ModelType, strconv.Itoa(r.Layers), strconv.Itoa(r.Experts),
+			fmtCount(r.ParamsTotal), fmtCount(r.ParamsActive), r.RoutedExperts, r.KVCache})
 	}
-	return tw.Flush()
+	if out == formatCSV {
+		header[4], header[5] = "params_total", "params_active"
+		for i, r := range rows {
+			cells[i][4], cells[i][5] = strconv.FormatFloat(r.ParamsTotal, 'g', -1, 64), strconv.FormatFloat(r.ParamsActive, 'g', -1, 64)
+		}
+		return writeCSV(w, header, cells)
+	}
+	return writeRows(w, header, cells, out == formatMarkdown)
 }

@@ -64,7 +64,7 @@ with --nccl-proto LL --p2p-level SYS.`,
 			specs := newIntList(fs, "mtp", []int{0}, 0, "MTP speculative tokens (skipped on models without MTP)")
 			sc.addOptionFlags()
 			slo := fs.Float64("slo-ms", 0, "per-request latency SLO in ms per token (0 = none)")
-			output := fs.String("output", "table", "output format: table, json or markdown")
+			output := addOutputFlag(fs, "one row per configuration", allFormats...)
 			plotFile := fs.String("plot", "", "write the throughput/GPU vs per-request tokens/s scatter and Pareto front to FILE.png or FILE.svg")
 			top := fs.Int("top", 20, "rows of the front and of the capacity table to print (0 = all)")
 			workers := fs.Int("workers", runtime.NumCPU(), "goroutines evaluating the sweep")
@@ -72,7 +72,7 @@ with --nccl-proto LL --p2p-level SYS.`,
 				if len(args) > 0 {
 					return usageErrorf("unexpected arguments %q", args)
 				}
-				if err := checkOutput(*output, "table", "json", "markdown"); err != nil {
+				if err := checkOutput(*output, allFormats...); err != nil {
 					return err
 				}
 				if *workers < 1 {
@@ -152,8 +152,10 @@ with --nccl-proto LL --p2p-level SYS.`,
 					enc := json.NewEncoder(stdout)
 					enc.SetIndent("", " ")
 					return enc.Encode(res)
-				case "markdown":
+				case formatMarkdown:
 					return writePlanText(stdout, a.Name, res, elapsed, *top, true)
+				case formatCSV:
+					return writePlanCSV(stdout, res)
 				}
 				return writePlanText(stdout, a.Name, res, elapsed, *top, false)
 			}
@@ -414,4 +416,17 @@ func writePlanPlot(path, modelName string, res *sim.PlanResult) error {
 		return fmt.Errorf("plot %s: %w", path, err)
 	}
 	return nil
+}
+
+// writePlanCSV writes every configuration of the sweep, one per row.
+func writePlanCSV(w io.Writer, res *sim.PlanResult) error {
+	f := func(v float64) string { return strconv.FormatFloat(v, 'g', 8, 64) }
+	rows := make([][]string, 0, len(res.Points))
+	for _, p := range res.Points {
+		rows = append(rows, []string{p.Topology, strconv.Itoa(p.GPUs), p.Plan, strconv.Itoa(p.Batch), strconv.Itoa(p.Context), p.KVDtype, strconv.Itoa(p.SpecTokens),
+			f(p.StepUs), f(p.MsPerToken), f(p.TokensPerS), f(p.TokensPerSPerGPU), f(p.TokensPerSPerRequest), strconv.FormatBool(p.Fits), f(p.ShortfallGB),
+			strconv.FormatInt(p.KVCapacityTokens, 10), strconv.Itoa(p.MaxConcurrency), strconv.FormatBool(p.MeetsSLO), strconv.FormatBool(p.AtCapacity), p.Error})
+	}
+	return writeCSV(w, []string{"topology", "gpus", "plan", "batch", "context", "kv_dtype", "spec_tokens", "step_us", "ms_per_token", "tokens_per_s",
+		"tokens_per_s_per_gpu", "tokens_per_s_per_request", "fits", "shortfall_gb", "kv_capacity_tokens", "max_concurrency", "meets_slo", "at_capacity", "error"}, rows)
 }

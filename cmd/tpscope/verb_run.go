@@ -9,9 +9,9 @@ import (
 	"math"
 	"os"
 	"os/signal"
+	"strconv"
 	"strings"
 	"syscall"
-	"text/tabwriter"
 
 	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/pflag"
@@ -57,13 +57,13 @@ prints their summary and exits with code 130.`,
 			seed := fs.Int64("seed", 1, "seed of weights, inputs and MoE routing")
 			scale := fs.Float64("scale", 1, "divide the model's widths by this factor before building the schedule (cpu backend; >= 1)")
 			compare := fs.Bool("compare", false, "print measured vs predicted time per op kind (needs --topo)")
-			output := fs.String("output", "table", "output format: table or json")
+			output := addOutputFlag(fs, "one row per op kind", allFormats...)
 			localRanks := fs.IntSlice("local-ranks", nil, "ranks this process runs (default: all of the plan's ranks); e.g. --tp 8 --local-ranks 0 runs one rank's shard on one GPU, its collectives skipped and marked on the spans")
 			return func(args []string, stdout, stderr io.Writer) error {
 				if len(args) > 0 {
 					return usageErrorf("unexpected arguments %q", args)
 				}
-				if err := checkOutput(*output, "table", "json"); err != nil {
+				if err := checkOutput(*output, allFormats...); err != nil {
 					return err
 				}
 				if *steps < 1 || *warmup < 0 {
@@ -205,7 +205,11 @@ func writeRun(w io.Writer, format string, scen sim.Scenario, res *exec.Result, s
 			Trace      string           `json:"trace"`
 		}{scen, res, cmp, stats.String()})
 	}
-	writeRunSummary(w, res, sched, cmp)
+	if format == formatCSV {
+		return writeCSV(w, runKindHeader(cmp), runKindRows(res, cmp))
+	}
+	md := format == formatMarkdown
+	writeRunSummary(w, res, sched, cmp, md)
 	fmt.Fprintf(w, "trace: %s\n", stats)
 	return nil
 }
@@ -237,7 +241,7 @@ func predictedByOpID(pr *sim.Prediction) map[string]float64 {
 	return m
 }
 
-func writeRunSummary(w io.Writer, res *exec.Result, s *model.Schedule, cmp *exec.Comparison) {
+func writeRunSummary(w io.Writer, res *exec.Result, s *model.Schedule, cmp *exec.Comparison, md bool) {
 	sm := res.Summary
 	mode := res.Timing
 	if res.Graphs {
@@ -251,28 +255,41 @@ func writeRunSummary(w io.Writer, res *exec.Result, s *model.Schedule, cmp *exec
 	if cmp != nil {
 		fmt.Fprintf(w, "predicted  %.1f us per step (%+.1f %% vs measured median)\n", cmp.PredictedStepUs, cmp.StepErrPct)
 	}
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	if cmp == nil {
-		fmt.Fprintln(tw, "kind\tops/rank\tus/step\tshare\t")
-		for _, k := range sm.ByKind {
-			fmt.Fprintf(tw, "%s\t%d\t%.1f\t%.1f %%\t\n", k.Kind, k.Ops, k.Us, 100*k.ShareFrac)
-		}
-	} else {
-		ops := map[model.OpKind]int{}
-		for _, k := range sm.ByKind {
-			ops[k.Kind] = k.Ops
-		}
-		fmt.Fprintln(tw, "kind\tops/rank\tmeasured us\tpredicted us\terror\t")
-		for _, k := range cmp.ByKind {
-			if k.NotRun > 0 && k.MeasuredUs == 0 {
-				fmt.Fprintf(tw, "%s\t%d\t-\t%.1f\tnot run (%d skipped per rank; left out of the predicted step)\t\n", k.Kind, ops[k.Kind], k.PredictedUs, k.NotRun)
-				continue
-			}
-			fmt.Fprintf(tw, "%s\t%d\t%.1f\t%.1f\t%+.1f %%\t\n", k.Kind, ops[k.Kind], k.MeasuredUs, k.PredictedUs, k.ErrPct)
-		}
-	}
-	tw.Flush()
+	_ = writeTable(w, "time per op kind and step", "", runKindHeader(cmp), runKindRows(res, cmp), md)
 	if cmp != nil && len(cmp.Unpredicted) > 0 {
 		fmt.Fprintf(w, "no prediction for %d op IDs: %s\n", len(cmp.Unpredicted), strings.Join(cmp.Unpredicted[:min(5, len(cmp.Unpredicted))], ", "))
 	}
+}
+
+func runKindHeader(cmp *exec.Comparison) []string {
+	if cmp == nil {
+		return []string{"kind", "ops/rank", "us/step", "share"}
+	}
+	return []string{"kind", "ops/rank", "measured us", "predicted us", "error"}
+}
+
+// runKindRows is the per-kind table of a run (measured against predicted
+// when cmp is set).
+func runKindRows(res *exec.Result, cmp *exec.Comparison) [][]string {
+	sm := res.Summary
+	var rows [][]string
+	if cmp == nil {
+		for _, k := range sm.ByKind {
+			rows = append(rows, []string{string(k.Kind), strconv.Itoa(k.Ops), fmt.Sprintf("%.1f", k.Us), fmt.Sprintf("%.1f %%", 100*k.ShareFrac)})
+		}
+		return rows
+	}
+	ops := map[model.OpKind]int{}
+	for _, k := range sm.ByKind {
+		ops[k.Kind] = k.Ops
+	}
+	for _, k := range cmp.ByKind {
+		if k.NotRun > 0 && k.MeasuredUs == 0 {
+			rows = append(rows, []string{string(k.Kind), strconv.Itoa(ops[k.Kind]), "-", fmt.Sprintf("%.1f", k.PredictedUs),
+				fmt.Sprintf("not run (%d skipped per rank; left out of the predicted step)", k.NotRun)})
+			continue
+		}
+		rows = append(rows, []string{string(k.Kind), strconv.Itoa(ops[k.Kind]), fmt.Sprintf("%.1f", k.MeasuredUs), fmt.Sprintf("%.1f", k.PredictedUs), fmt.Sprintf("%+.1f %%", k.ErrPct)})
+	}
+	return rows
 }
