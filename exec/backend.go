@@ -201,6 +201,24 @@ type GraphCapturer interface {
 	Replay(ctx context.Context) error
 }
 
+// MemoryEstimator is implemented by a Backend that can say, before it
+// opens a Session, how many bytes running the schedule's local ranks would
+// allocate and how many are free where it allocates them (RAM for the CPU
+// backend), so a caller refuses a run that cannot fit instead of starting
+// it. It must be cheap (no allocation of the run's memory) and safe to
+// call from any goroutine.
+// Fallback: no estimate; the run finds out when it allocates.
+type MemoryEstimator interface {
+	EstimateMemory(s *model.Schedule, localRanks []int) (MemoryEstimate, error)
+}
+
+// MemoryEstimate is what a MemoryEstimator found.
+type MemoryEstimate struct {
+	NeedBytes int64  // bytes the run would allocate (at least)
+	FreeBytes int64  // bytes free where it allocates them
+	Where     string // "RAM", "device memory"
+}
+
 // OpAnnotator is implemented by a Rank that has facts about individual ops
 // to put on their spans: a substituted kernel (schema.AttrSubstituted,
 // schema.AttrSubstitution), a skipped op (schema.AttrSkipped,

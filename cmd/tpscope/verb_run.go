@@ -117,8 +117,16 @@ prints their summary and exits with code 130.`,
 					predUs = predictedByOpID(pred)
 				}
 
+				for _, r := range *localRanks {
+					if r < 0 || r >= len(sched.Ranks) {
+						return usageErrorf("--local-ranks %v: rank %d is not one of the plan's %d ranks", *localRanks, r, len(sched.Ranks))
+					}
+				}
 				b, err := exec.NewBackend(*backend, exec.BackendConfig{Seed: *seed, Env: scen.Options.NCCL.Env()})
 				if err != nil {
+					return err
+				}
+				if err := checkRunMemory(b, scen, sched, *localRanks); err != nil {
 					return err
 				}
 
@@ -141,11 +149,6 @@ prints their summary and exits with code 130.`,
 					opts = append(opts, exec.WithPredictedUs(predUs))
 				}
 				if len(*localRanks) > 0 {
-					for _, r := range *localRanks {
-						if r < 0 || r >= len(sched.Ranks) {
-							return usageErrorf("--local-ranks %v: rank %d is not one of the plan's %d ranks", *localRanks, r, len(sched.Ranks))
-						}
-					}
 					opts = append(opts, exec.WithLocalRanks(*localRanks...))
 				}
 				var bar *progressbar.ProgressBar
@@ -191,6 +194,47 @@ prints their summary and exits with code 130.`,
 			}
 		},
 	})
+}
+
+// checkRunMemory refuses, before anything is allocated, a run whose
+// backend says it needs more memory than is free, naming both figures and
+// the ways out: a --scale that fits (the model's widths divided: weights
+// shrink by about its square), one rank's shard, a smaller model.
+func checkRunMemory(b exec.Backend, sc sim.Scenario, sched *model.Schedule, local []int) error {
+	me, ok := b.(exec.MemoryEstimator)
+	if !ok {
+		return nil
+	}
+	est, err := me.EstimateMemory(sched, local)
+	if err != nil || est.NeedBytes <= est.FreeBytes {
+		return err
+	}
+	ranks := len(local)
+	if ranks == 0 {
+		ranks = len(sched.Ranks)
+	}
+	way := ""
+	for f := 2.0; f <= 1024; f *= 2 {
+		a, err := model.ScaleArch(sc.Arch, f)
+		if err != nil {
+			break
+		}
+		s := sc
+		s.Arch = a
+		ss, _, err := sim.BuildSchedule(s)
+		if err != nil {
+			break
+		}
+		if e, err := me.EstimateMemory(ss, local); err == nil && e.NeedBytes <= est.FreeBytes*8/10 {
+			way = fmt.Sprintf("--scale %g (about %s), ", f, fmtBytes(float64(e.NeedBytes)))
+			break
+		}
+	}
+	if ranks > 1 {
+		way += "one rank's shard (--local-ranks 0), "
+	}
+	return usageErrorf("the %s backend would allocate at least %s of %s for %s %s (%d ranks here); %s available: run %sor a smaller model (--model tiny-mla-moe)",
+		b.Name(), fmtBytes(float64(est.NeedBytes)), est.Where, sc.Arch.Name, sched.Plan, ranks, fmtBytes(float64(est.FreeBytes)), way)
 }
 
 // writeRun prints the run's summary (and comparison) in the output format.
