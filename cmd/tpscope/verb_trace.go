@@ -34,58 +34,77 @@ jaeger://HOST:16686?service=tpscope&limit=20&api=v3|v1&lookback=24h&trace=ID.
 
 Times: start is Unix nanoseconds, durations in microseconds.`,
 		Example: `tpscope trace read run.otlp.jsonl
+tpscope trace read --trace run-a.otlp.jsonl,run-b.otlp.jsonl --spans 0
 tpscope trace read 'jaeger://127.0.0.1:16686?service=tpscope&limit=5' --spans 0
 tpscope trace read rank0.pt.trace.json.gz --output json > spans.json`,
 		Flags: func(fs *pflag.FlagSet) func([]string, io.Writer, io.Writer) error {
-			output := fs.String("output", "table", "output format: table, markdown, csv or json")
-			limit := fs.Int("spans", 50, "spans to list (0: none, -1: all)")
+			srcs := addTraceFlag(fs, "the sources to read (also as arguments)")
+			output := addOutputFlag(fs, "one row per listed span", allFormats...)
+			limit := fs.Int("spans", 50, "spans to list per source (0: none, -1: all)")
 			format := fs.String("format", "", "force the source format: otlp-json, jaeger-v1, jaeger-v3, kineto (default: from the content)")
 			return func(args []string, stdout, stderr io.Writer) error {
-				if len(args) != 1 {
-					return usageErrorf("trace read takes one source, got %d arguments", len(args))
+				*srcs = append(*srcs, args...)
+				if len(*srcs) == 0 {
+					return usageErrorf("no source: pass --trace SRC (or SRC as an argument)")
 				}
-				if err := checkOutput(*output, "table", "markdown", "csv", "json"); err != nil {
+				if err := checkOutput(*output, allFormats...); err != nil {
 					return err
+				}
+				if *limit < -1 {
+					return usageErrorf("--spans %d: want -1 (all), 0 (none) or a count", *limit)
 				}
 				var opts []traces.ReadOption
 				if *format != "" {
 					opts = append(opts, traces.WithFormat(*format))
 				}
-				r, err := traces.Open(args[0], opts...)
-				if err != nil {
-					return err
-				}
 				ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 				defer stop()
-				res, err := r.Read(ctx)
-				if err != nil {
-					return err
-				}
-				spans := res.Spans
-				if *limit >= 0 && len(spans) > *limit {
-					spans = spans[:*limit]
-				}
-				sum := traces.Summarize(res)
-				switch *output {
-				case "json":
-					return writeTraceJSON(stdout, sum, spans)
-				case "csv":
-					return writeTraceCSV(stdout, spans)
-				}
-				writeTraceSummary(stdout, sum, *output == "markdown")
-				if len(spans) > 0 {
-					fmt.Fprintln(stdout)
-					if err := writeSpanTable(stdout, spans, *output == "markdown"); err != nil {
+				for i, src := range *srcs {
+					r, err := traces.Open(src, opts...)
+					if err != nil {
 						return err
 					}
-					if len(spans) < len(res.Spans) {
-						fmt.Fprintf(stdout, "(%d of %d spans; --spans -1 lists all)\n", len(spans), len(res.Spans))
+					res, err := r.Read(ctx)
+					if err != nil {
+						return err
+					}
+					if i > 0 && *output != formatJSON && *output != formatCSV {
+						fmt.Fprintln(stdout)
+					}
+					if err := writeTraceRead(stdout, res, *output, *limit); err != nil {
+						return err
 					}
 				}
 				return nil
 			}
 		},
 	})
+}
+
+// writeTraceRead prints one source's summary and its first limit spans.
+func writeTraceRead(w io.Writer, res *traces.Result, output string, limit int) error {
+	spans := res.Spans
+	if limit >= 0 && len(spans) > limit {
+		spans = spans[:limit]
+	}
+	sum := traces.Summarize(res)
+	switch output {
+	case formatJSON:
+		return writeTraceJSON(w, sum, spans)
+	case formatCSV:
+		return writeTraceCSV(w, spans)
+	}
+	writeTraceSummary(w, sum, output == formatMarkdown)
+	if len(spans) > 0 {
+		fmt.Fprintln(w)
+		if err := writeSpanTable(w, spans, output == formatMarkdown); err != nil {
+			return err
+		}
+		if len(spans) < len(res.Spans) {
+			fmt.Fprintf(w, "(%d of %d spans; --spans -1 lists all)\n", len(spans), len(res.Spans))
+		}
+	}
+	return nil
 }
 
 func traceJoinInts(v []int) string {

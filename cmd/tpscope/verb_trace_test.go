@@ -25,7 +25,7 @@ func TestTraceRead(t *testing.T) {
 		{"missing file", []string{"trace", "read", "no/such/file.json"}, 1, []string{"no such file"}},
 		{"bad output", []string{"trace", "read", kineto, "--output", "xml"}, 2, []string{"--output"}},
 		{"bad format", []string{"trace", "read", kineto, "--format", "zipkin"}, 1, []string{`trace format "zipkin"`}},
-		{"no source", []string{"trace", "read"}, 2, []string{"one source"}},
+		{"no source", []string{"trace", "read"}, 2, []string{"no source: pass --trace SRC"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
