@@ -256,6 +256,7 @@ func newTimeline(pr *sim.Prediction, sched *model.Schedule, al *traces.Alignment
 		ranks = max(ranks, r+1)
 	}
 
+	skippedDrawn := 0
 	predLane := make([]int, ranks)
 	measLane := make([]int, ranks)
 	posOf := map[int]map[int]int{} // lane -> op index -> box
@@ -277,32 +278,14 @@ func newTimeline(pr *sim.Prediction, sched *model.Schedule, al *traces.Alignment
 			t.Lanes = append(t.Lanes, ln)
 		}
 		if ss := measured[r]; len(ss) > 0 {
-			ln := report.Lane{Label: fmt.Sprintf("rank %d measured", r), Rank: r, Measured: true}
-			pos := map[int]int{}
-			for _, s := range ss {
-				oi := -1
-				if s.OpID != "" && r < world {
-					if i, ok := idByRank[r][s.OpID]; ok {
-						oi = i
-					}
-				}
-				if oi < 0 {
-					oi = extraOp(t, extra, s)
-				}
-				start := math.Max(0, float64(s.Start-ms.startNs)/1e3)
-				dur := 0.0
-				if ran(s) {
-					dur = float64(s.Duration) / 1e3
-				}
-				if _, dup := pos[oi]; !dup {
-					pos[oi] = len(ln.Boxes)
-				}
-				ln.Boxes = append(ln.Boxes, report.Box{Op: oi, StartUs: start, DurUs: dur})
-				t.EndUs = math.Max(t.EndUs, start+dur)
-			}
 			measLane[r] = len(t.Lanes)
+			ln, pos := measuredLane(t, extra, pr, r, world, idByRank, ss, ms.startNs)
+			for _, b := range ln.Boxes {
+				t.EndUs = math.Max(t.EndUs, b.StartUs+b.DurUs)
+			}
 			posOf[measLane[r]] = pos
 			t.Lanes = append(t.Lanes, ln)
+			skippedDrawn += skippedN(ss)
 		}
 	}
 
@@ -391,6 +374,9 @@ func newTimeline(pr *sim.Prediction, sched *model.Schedule, al *traces.Alignment
 	if pr.Symmetric && world > 1 {
 		lines = append(lines, fmt.Sprintf("predicted: every rank runs the same ops, so rank 0's simulated step is drawn for each of the %d ranks; the critical path is marked on rank 0", world))
 	}
+	if skippedDrawn > 0 {
+		lines = append(lines, fmt.Sprintf("%d measured ops were not run by the backend (tpscope.skipped): each is a tick where it would have run, after the op before it", skippedDrawn))
+	}
 	switch {
 	case ms != nil:
 		var mr []string
@@ -405,6 +391,69 @@ func newTimeline(pr *sim.Prediction, sched *model.Schedule, al *traces.Alignment
 		lines = append(lines, "no measured step to draw: the traces hold no op span of this scenario")
 	}
 	return built{t: t, lines: lines}
+}
+
+// measuredLane lays out one rank's spans of the drawn step: times from
+// the step's start (startNs). A span the backend skipped has no device
+// time of its own (its span sits at its host launch), so it is placed at
+// the end of the measured op before it in the rank's issue order. pos maps
+// a catalog op to its first box (for links).
+func measuredLane(t *report.Timeline, extra map[string]int, pr *sim.Prediction, r, world int, idByRank []map[string]int, ss []*traces.Span, startNs int64) (report.Lane, map[int]int) {
+	ln := report.Lane{Label: fmt.Sprintf("rank %d measured", r), Rank: r, Measured: true}
+	ops := make([]int, len(ss))
+	endOf := map[int]float64{}
+	for k, s := range ss {
+		ops[k] = -1
+		if s.OpID != "" && r < world {
+			if i, ok := idByRank[r][s.OpID]; ok {
+				ops[k] = i
+			}
+		}
+		if ran(s) && ops[k] >= 0 {
+			end := float64(s.End()-startNs) / 1e3
+			endOf[ops[k]] = math.Max(endOf[ops[k]], end)
+		}
+	}
+	for k, s := range ss {
+		oi := ops[k]
+		start := math.Max(0, float64(s.Start-startNs)/1e3)
+		dur := 0.0
+		if ran(s) {
+			dur = float64(s.Duration) / 1e3
+		} else if oi >= 0 {
+			start = 0
+			// The previous op of this rank in issue order (pr.Ops holds each
+			// rank's ops in issue order) that ran.
+			for j := oi - 1; j >= 0 && (pr.Symmetric || pr.Ops[j].Rank == pr.Ops[oi].Rank); j-- {
+				if e, ok := endOf[j]; ok {
+					start = math.Max(0, e)
+					break
+				}
+			}
+		}
+		if oi < 0 {
+			oi = extraOp(t, extra, s)
+		}
+		ln.Boxes = append(ln.Boxes, report.Box{Op: oi, StartUs: start, DurUs: dur})
+	}
+	sort.SliceStable(ln.Boxes, func(a, b int) bool { return ln.Boxes[a].StartUs < ln.Boxes[b].StartUs })
+	pos := map[int]int{}
+	for k, b := range ln.Boxes {
+		if _, dup := pos[b.Op]; !dup {
+			pos[b.Op] = k
+		}
+	}
+	return ln, pos
+}
+
+func skippedN(ss []*traces.Span) int {
+	n := 0
+	for _, s := range ss {
+		if skipped(s) {
+			n++
+		}
+	}
+	return n
 }
 
 // extraOp returns the catalog entry of a measured span no predicted op
