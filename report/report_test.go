@@ -85,7 +85,7 @@ func synthetic(ranks, measuredRanks, layers int) *Report {
 	}}
 }
 
-func TestValidate(t *testing.T) {
+func TestReportValidate(t *testing.T) {
 	cases := []struct {
 		name    string
 		mutate  func(r *Report)
@@ -123,7 +123,7 @@ func TestValidate(t *testing.T) {
 	}
 }
 
-func TestBoxJSON(t *testing.T) {
+func TestReportBoxJSON(t *testing.T) {
 	cases := []struct {
 		name string
 		box  Box
@@ -162,7 +162,7 @@ func TestBoxJSON(t *testing.T) {
 // TestWriteSelfContained checks the page needs nothing outside the file:
 // no src/href to another resource, no URL scheme that fetches, and that
 // text from the data cannot close the data element early.
-func TestWriteSelfContained(t *testing.T) {
+func TestReportWriteSelfContained(t *testing.T) {
 	var buf bytes.Buffer
 	r := synthetic(2, 1, 3)
 	if err := Write(&buf, r); err != nil {
@@ -198,7 +198,7 @@ func TestWriteSelfContained(t *testing.T) {
 	}
 }
 
-func TestWriteFileInvalidLeavesNoFile(t *testing.T) {
+func TestReportWriteFileInvalidLeavesNoFile(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "r.html")
 	r := synthetic(1, 1, 1)
 	r.Sections[1].Timeline.Lanes[0].Boxes[0].Op = -1

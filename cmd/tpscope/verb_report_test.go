@@ -154,9 +154,21 @@ func TestReportH200TraceInBrowser(t *testing.T) {
 	p.Screenshot(t, shotPath(t, "report-h200.png"))
 	// A close-up of the first layers with an op hovered (the README's
 	// picture when TPSCOPE_SCREENSHOT_DIR is set).
+	attn := -1
+	for i, b := range tls[0].Lanes[1].Boxes {
+		if tls[0].Ops[b.Op].ID == "L02.attn.mla_decode" {
+			attn = i
+		}
+	}
+	if attn < 0 {
+		t.Fatal("no L02.attn.mla_decode box on rank 0's measured lane")
+	}
 	reporttest.Eval[float64](t, p, "tpscopeReport.timelines[0].zoom(0, 1300)")
-	at := reporttest.Eval[center](t, p, "tpscopeReport.timelines[0].boxCenter(1, 40)")
+	at := reporttest.Eval[center](t, p, "tpscopeReport.timelines[0].boxCenter(1, "+strconv.Itoa(attn)+")")
 	p.MoveMouse(t, at.X, at.Y)
+	if tip := reporttest.Eval[string](t, p, "tpscopeReport.timelines[0].tooltip()"); !strings.HasPrefix(tip, "L02.attn.mla_decode") {
+		t.Errorf("zoomed in, the tooltip over L02.attn.mla_decode reads %q", tip)
+	}
 	p.Screenshot(t, shotPath(t, "report-h200-zoom.png"))
 	if probs := p.Problems(); len(probs) > 0 {
 		t.Errorf("console errors: %q", probs)

@@ -142,7 +142,9 @@
       }
       ctx.save();
       ctx.beginPath(); ctx.rect(GUTTER, 0, plotR - GUTTER, H); ctx.clip();
-      // Collectives across their group, behind the boxes.
+      // Collectives across their group, behind the boxes: a band on each
+      // member's lane and a line joining the members (through the lanes
+      // between them, which the band leaves alone).
       for (var k = 0; k < links.length; k++) {
         var refs = links[k].boxes, lo = Infinity, hi = -Infinity, top = Infinity, bot = -Infinity;
         for (var r = 0; r < refs.length; r++) {
@@ -152,7 +154,8 @@
         }
         if (hi < view.t0 || lo > view.t1) continue;
         var x0 = xOf(lo), w = Math.max(1, (hi - lo) * s);
-        ctx.fillStyle = "rgba(123,63,160,0.10)"; ctx.fillRect(x0, top, w, bot - top);
+        ctx.fillStyle = "rgba(123,63,160,0.14)";
+        for (var r2 = 0; r2 < refs.length; r2++) ctx.fillRect(x0, L[refs[r2].lane].y, w, LANE_H);
         ctx.fillStyle = "rgba(123,63,160,0.55)"; ctx.fillRect(x0, top, 1, bot - top);
       }
       // Boxes, then the critical-path strip under each critical box.

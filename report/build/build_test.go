@@ -46,7 +46,7 @@ func handStep() (*sim.Prediction, *model.Schedule) {
 	return pr, sched
 }
 
-func TestTimelineOfPrediction(t *testing.T) {
+func TestReportTimelineOfPrediction(t *testing.T) {
 	pr, sched := handStep()
 	got := newTimeline(pr, sched, nil, nil, nil).t
 	box := func(op int, start, dur float64, crit bool) report.Box {
@@ -141,7 +141,7 @@ func handComparison() (*traces.ScenarioReport, []*traces.Result) {
 	return sr, []*traces.Result{res}
 }
 
-func TestTimelineOfComparison(t *testing.T) {
+func TestReportTimelineOfComparison(t *testing.T) {
 	sr, results := handComparison()
 	ms, err := pickStep(sr, results, traces.ScenarioSpec{})
 	if err != nil || ms == nil {
@@ -212,7 +212,7 @@ func TestTimelineOfComparison(t *testing.T) {
 	}
 }
 
-func TestPickStepSkipsOtherScenarios(t *testing.T) {
+func TestReportPickStepSkipsOtherScenarios(t *testing.T) {
 	sr, results := handComparison()
 	cases := []struct {
 		name     string
@@ -239,7 +239,7 @@ func TestPickStepSkipsOtherScenarios(t *testing.T) {
 	}
 }
 
-func TestBuildNeedsInput(t *testing.T) {
+func TestReportBuildNeedsInput(t *testing.T) {
 	if _, err := Build(Input{}); err == nil || !strings.Contains(err.Error(), "nothing to show") {
 		t.Fatalf("Build(empty) = %v", err)
 	}

@@ -10,7 +10,7 @@ const (
 	savedCompare = `{"sources":[{"source":"run.json","format":"otlp-json","spans":10}],"scenarios":[{"scenario":{"model":"m"},"mode":"op-id","step":{"predicted_us":10,"median_us":12,"n":3},"kinds":[{"kind":"gemm","units":2,"predicted_us":5,"median_us":6,"n":3}]}]}`
 )
 
-func TestReadSaved(t *testing.T) {
+func TestReportReadSaved(t *testing.T) {
 	cases := []struct {
 		name    string
 		in      string

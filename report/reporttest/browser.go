@@ -56,7 +56,8 @@ const opTimeout = 30 * time.Second
 // Browser is one headless Chromium with a fresh profile, closed when the
 // test ends.
 type Browser struct {
-	ctx context.Context
+	ctx    context.Context
+	unlist context.CancelFunc // stops the previous page's listener
 }
 
 // New starts the browser, or skips the test when none is installed. The
@@ -109,7 +110,8 @@ type Page struct {
 	requests []string // every URL the page requested
 }
 
-// Open loads the HTML file at path and waits until it has drawn.
+// Open loads the HTML file at path and waits until it has drawn. The
+// page replaces the one opened before (whose records then stop).
 func (b *Browser) Open(t testing.TB, path string) *Page {
 	t.Helper()
 	abs, err := filepath.Abs(path)
@@ -117,7 +119,12 @@ func (b *Browser) Open(t testing.TB, path string) *Page {
 		t.Fatal(err)
 	}
 	p := &Page{b: b, URL: "file://" + abs}
-	err = chromedp.Listen(b.ctx, func(ev any) {
+	if b.unlist != nil {
+		b.unlist()
+	}
+	lctx, unlist := context.WithCancel(b.ctx)
+	b.unlist = unlist
+	err = chromedp.Listen(lctx, func(ev any) {
 		p.mu.Lock()
 		defer p.mu.Unlock()
 		switch e := ev.(type) {
