@@ -35,6 +35,7 @@ import (
 	"github.com/tpscope/tpscope/model"
 	"github.com/tpscope/tpscope/report"
 	"github.com/tpscope/tpscope/sim"
+	"github.com/tpscope/tpscope/topology"
 	"github.com/tpscope/tpscope/traces"
 )
 
@@ -87,7 +88,11 @@ func Build(in Input) (*report.Report, error) {
 	if c := in.Comparison; c != nil {
 		for i := range c.Scenarios {
 			sr := &c.Scenarios[i]
-			titles = append(titles, fmt.Sprintf("%s %s on %s, %s", sr.Spec.Model, sr.Spec.Plan, sr.Spec.Topology, sr.Spec.Workload))
+			box := sr.Spec.Topology
+			if box == "" {
+				box = topology.DefaultPreset
+			}
+			titles = append(titles, fmt.Sprintf("%s %s on %s, %s", sr.Spec.Model, sr.Spec.Plan, box, sr.Spec.Workload))
 			secs, err := comparisonSections(sr, i, len(c.Scenarios), in)
 			if err != nil {
 				return nil, err
@@ -173,7 +178,7 @@ func predictionSections(pr *sim.Prediction, sched *model.Schedule, maxRows int) 
 		kb.Rows = append(kb.Rows, report.BarRow{Label: s.Name, Values: []report.BarValue{{V: s.Us}}, Note: fmt.Sprintf("%.1f %%", 100*s.Share)})
 	}
 	secs = append(secs, report.Section{Title: "Time by op kind (rank 0)", Bars: kb})
-	if lb := layerBars(pr, nil); lb != nil {
+	if lb, _ := layerBars(pr, nil); lb != nil {
 		secs = append(secs, report.Section{Title: "Time by layer (rank 0)", Bars: lb})
 	}
 	t := &report.Table{Columns: []report.Column{{Name: "op"}, {Name: "kind"}, {Name: "bound"}, {Name: "us", Numeric: true},
@@ -246,8 +251,12 @@ func comparisonSections(sr *traces.ScenarioReport, i, n int, in Input) ([]report
 		secs = append(secs, report.Section{Title: "Time by op kind, per step and rank", Lines: []string{"largest absolute error first; the note is (predicted - measured) / measured"}, Bars: kb})
 	}
 	if sr.Prediction != nil && sr.Alignment != nil {
-		if lb := layerBars(sr.Prediction, sr.Alignment); lb != nil {
-			secs = append(secs, report.Section{Title: "Time by layer, per step and rank", Lines: []string{"measured: median over steps and ranks of the layer's summed spans; predicted: the layer's ops without those the backend skipped"}, Bars: lb})
+		if lb, measured := layerBars(sr.Prediction, sr.Alignment); lb != nil {
+			line := "measured: median over steps and ranks of the layer's summed spans; predicted: the layer's ops without those the backend skipped"
+			if !measured {
+				line = "predicted only: the traces resolve no measured op to a layer (" + sr.Mode + " alignment compares kernels per kind and step)"
+			}
+			secs = append(secs, report.Section{Title: "Time by layer, per step and rank", Lines: []string{line}, Bars: lb})
 		}
 	}
 	t := &report.Table{Columns: []report.Column{{Name: "op"}, {Name: "kind"}, {Name: "layer", Numeric: true}, {Name: "bound"},

@@ -185,7 +185,10 @@ func TestReportTimelineOfComparison(t *testing.T) {
 	// median 48, p10 = 40 + 0.2 x 8 = 41.6, p90 = 48 + 0.8 x 8 = 54.4 (R
 	// type 7); predicted 10 + 20 = 30 (the skipped all-reduce left out).
 	// head: 5 us every step, predicted 5.
-	lb := layerBars(sr.Prediction, sr.Alignment)
+	lb, measured := layerBars(sr.Prediction, sr.Alignment)
+	if !measured {
+		t.Fatal("layer bars without a measured layer")
+	}
 	wantRows := []struct {
 		label         string
 		pred, med, lo float64
@@ -242,5 +245,22 @@ func TestReportPickStepSkipsOtherScenarios(t *testing.T) {
 func TestReportBuildNeedsInput(t *testing.T) {
 	if _, err := Build(Input{}); err == nil || !strings.Contains(err.Error(), "nothing to show") {
 		t.Fatalf("Build(empty) = %v", err)
+	}
+}
+
+// A profiler trace compared per kind and step has units spanning layers:
+// no layer gets a measured value and the bars are the prediction alone.
+func TestReportLayerBarsUnresolved(t *testing.T) {
+	pr, _ := handStep()
+	al := &traces.Alignment{Mode: traces.AlignByKindOrder,
+		Units:   []traces.Unit{{Key: "step:gemm", Kind: model.KindGEMM, Layer: -1, Rank: -1, Ops: []int{0, 3}, PredictedUs: 15}},
+		Samples: []traces.Sample{{Unit: 0, Step: 0, Us: 20}, {Unit: 0, Step: 1, Us: 22}}}
+	lb, measured := layerBars(pr, al)
+	if measured || lb == nil || len(lb.Series) != 1 {
+		t.Fatalf("bars %+v, measured %v: want predicted-only bars", lb, measured)
+	}
+	// L00 = 10 + 5 + 20, head = 5 (nothing skipped).
+	if len(lb.Rows) != 2 || lb.Rows[0].Values[0].V != 35 || lb.Rows[1].Values[0].V != 5 {
+		t.Fatalf("rows %+v, want L00 35 us and head 5 us", lb.Rows)
 	}
 }

@@ -587,8 +587,10 @@ func layerLabel(op *sim.OpResult) string {
 // skipped) and, with an alignment, the median (p10-p90) over (step, rank)
 // of the layer's summed samples. Units whose ops span several layers
 // (kind totals of a profiler trace) count in no layer. Nil for fewer than
-// two layers.
-func layerBars(pr *sim.Prediction, al *traces.Alignment) *report.Bars {
+// two layers. measured says whether any layer has a measured value (a
+// profiler trace compared per kind and step resolves none; the bars are
+// then the prediction alone).
+func layerBars(pr *sim.Prediction, al *traces.Alignment) (b *report.Bars, measured bool) {
 	skip := make([]bool, len(pr.Ops))
 	unitLabel := map[int32]string{}
 	if al != nil {
@@ -635,13 +637,12 @@ func layerBars(pr *sim.Prediction, al *traces.Alignment) *report.Bars {
 		}
 	}
 	if len(order) < 2 {
-		return nil
+		return nil, false
 	}
-	b := &report.Bars{Unit: "us", Series: []string{"predicted"}}
+	b = &report.Bars{Unit: "us", Series: []string{"predicted"}}
 	type sk struct{ step, rank int32 }
 	sums := map[string]map[sk]float64{}
 	if al != nil {
-		b.Series = append(b.Series, "measured median (p10-p90)")
 		for _, s := range al.Samples {
 			l := unitLabel[s.Unit]
 			if l == "" || (!pr.Symmetric && s.Rank != 0) {
@@ -653,9 +654,13 @@ func layerBars(pr *sim.Prediction, al *traces.Alignment) *report.Bars {
 			sums[l][sk{s.Step, s.Rank}] += s.Us
 		}
 	}
+	measured = len(sums) > 0
+	if measured {
+		b.Series = append(b.Series, "measured median (p10-p90)")
+	}
 	for _, l := range order {
 		row := report.BarRow{Label: l, Values: []report.BarValue{{V: pred[l]}}}
-		if al != nil {
+		if measured {
 			m := sums[l]
 			if len(m) == 0 {
 				row.Values = append(row.Values, report.BarValue{Missing: true})
@@ -674,7 +679,7 @@ func layerBars(pr *sim.Prediction, al *traces.Alignment) *report.Bars {
 		}
 		b.Rows = append(b.Rows, row)
 	}
-	return b
+	return b, measured
 }
 
 // fmtBytes renders bytes in decimal units.
