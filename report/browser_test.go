@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/chromedp/chromedp"
 	"github.com/tpscope/tpscope/report/reporttest"
 )
 
@@ -172,5 +173,30 @@ func BenchmarkReportRender(b *testing.B) {
 			}
 			b.ReportMetric(total/float64(b.N), "ms_ready")
 		})
+	}
+}
+
+// TestReportBrowserSeesProblems: the checks the browser tests rely on can
+// fail. A page that logs an error, throws, and loads an image from
+// loopback (a closed port) is caught on all three counts.
+func TestReportBrowserSeesProblems(t *testing.T) {
+	b := reporttest.New(t)
+	path := filepath.Join(t.TempDir(), "bad.html")
+	page := `<!DOCTYPE html><html><body><img src="http://127.0.0.1:9/none.png">
+<script>window.tpscopeReport = {ready: true, renderMs: 1}; console.error("boom");</script>
+<script>null.nothing;</script></body></html>`
+	if err := os.WriteFile(path, []byte(page), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p := b.Open(t, path)
+	// The image request and the exception may land after ready: wait for
+	// them a little (bounded) before judging.
+	reporttest.Eval[bool](t, p, `new Promise(function(r){setTimeout(function(){r(true)}, 200)})`, chromedp.EvalAwaitPromise)
+	probs := strings.Join(p.Problems(), "\n")
+	if !strings.Contains(probs, "boom") || !strings.Contains(probs, "nothing") {
+		t.Errorf("problems %q: want the console.error and the exception", probs)
+	}
+	if reqs := p.ForeignRequests(); len(reqs) != 1 || reqs[0] != "http://127.0.0.1:9/none.png" {
+		t.Errorf("foreign requests %q: want the image", reqs)
 	}
 }

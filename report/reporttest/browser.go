@@ -194,12 +194,12 @@ func (p *Page) Requests() []string {
 }
 
 // Eval evaluates a JavaScript expression in the page and decodes its
-// JSON value into T.
-func Eval[T any](t testing.TB, p *Page, expr string) T {
+// JSON value into T (opts: chromedp.EvalAwaitPromise for a promise).
+func Eval[T any](t testing.TB, p *Page, expr string, opts ...chromedp.EvaluateOption) T {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(p.b.ctx, opTimeout)
 	defer cancel()
-	v, err := chromedp.Run(ctx, chromedp.Evaluate[T](expr))
+	v, err := chromedp.Run(ctx, chromedp.Evaluate[T](expr, opts...))
 	if err != nil {
 		t.Fatalf("eval %s: %v", expr, err)
 	}
