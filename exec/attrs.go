@@ -1,9 +1,8 @@
 package exec
 
 import (
+	"github.com/tpscope/tpscope/traces/schema"
 	"go.opentelemetry.io/otel/attribute"
-
-	"github.com/tpscope/tpscope/traces"
 )
 
 // Attributes the runner writes besides the span schema's (traces/schema.go).
@@ -11,14 +10,14 @@ const (
 	// AttrGraphs on the step span: whether the measured steps were
 	// replayed CUDA graphs (true) or eager launches (false). Written only
 	// when graphs were requested (WithGraphs). Defined by the schema
-	// (traces.AttrGraphs), whose readers act on it.
-	AttrGraphs = traces.AttrGraphs // bool
+	// (schema.AttrGraphs), whose readers act on it.
+	AttrGraphs = schema.AttrGraphs // bool
 	// AttrScheduleScale on step and op spans: the factor by which the run
 	// schedule was shrunk from the real model's (WithScheduleScale). Unlike
-	// traces.AttrScale, the measured time is NOT multiplied by it; the
+	// schema.AttrScale, the measured time is NOT multiplied by it; the
 	// prediction is made for the same shrunk schedule. Defined by the
-	// schema (traces.AttrScheduleScale), whose comparison refuses it.
-	AttrScheduleScale = traces.AttrScheduleScale // float64
+	// schema (schema.AttrScheduleScale), whose comparison refuses it.
+	AttrScheduleScale = schema.AttrScheduleScale // float64
 	// AttrReplayUs on a rank span: host time of launching the replayed
 	// graph of the step, microseconds (graph mode only).
 	AttrReplayUs attribute.Key = "tpscope.graph.replay_us" // float64

@@ -56,7 +56,7 @@ import (
 // Close methods get no ctx: they must not block on peers.
 type Backend interface {
 	// Name is the backend's registry name ("cpu", "cuda"); it goes on the
-	// step span (traces.AttrBackend).
+	// step span (schema.AttrBackend).
 	Name() string
 
 	// Open prepares a Session that runs sched on the local ranks named in
@@ -121,7 +121,7 @@ type Rank interface {
 	//
 	// Timing contract: if the Rank does not implement DeviceTimer, Exec
 	// must return only after the op has completed, and the runner's host
-	// clock around Exec is the op's measured time (traces.TimingHostClock).
+	// clock around Exec is the op's measured time (schema.TimingHostClock).
 	// If it implements DeviceTimer, Exec may return once the op is
 	// enqueued; the runner's clock around Exec is then the host launch time.
 	//
@@ -202,11 +202,11 @@ type GraphCapturer interface {
 }
 
 // OpAnnotator is implemented by a Rank that has facts about individual ops
-// to put on their spans: a substituted kernel (traces.AttrSubstituted,
-// traces.AttrSubstitution), a skipped op (traces.AttrSkipped,
-// traces.AttrSkipReason -- e.g. a collective with no peers in a one-GPU
-// shard run), the kernel name (traces.AttrKernel), or a time multiplier
-// (traces.AttrScale). OpAttributes is called on the rank goroutine after
+// to put on their spans: a substituted kernel (schema.AttrSubstituted,
+// schema.AttrSubstitution), a skipped op (schema.AttrSkipped,
+// schema.AttrSkipReason -- e.g. a collective with no peers in a one-GPU
+// shard run), the kernel name (schema.AttrKernel), or a time multiplier
+// (schema.AttrScale). OpAttributes is called on the rank goroutine after
 // EndStep, off the timed path; the returned slice is copied by the runner
 // and may be reused by the Rank. Return nil when there is nothing to add.
 // Fallback: no extra attributes.

@@ -12,7 +12,7 @@ import (
 
 	"github.com/tpscope/tpscope/exec"
 	"github.com/tpscope/tpscope/exec/exectest"
-	"github.com/tpscope/tpscope/traces"
+	"github.com/tpscope/tpscope/traces/schema"
 )
 
 // discard is a span exporter that reads what an OTLP exporter reads of
@@ -95,8 +95,8 @@ func BenchmarkSDKSpan(b *testing.B) {
 	tr := p.Tracer("bench")
 	s := exectest.Schedule(1, 1)
 	op := &s.Ranks[0][0]
-	kv := append(traces.OpAttributes(op), traces.AttrPredictedUs.Float64(1), traces.AttrDeviceUs.Float64(2),
-		traces.AttrHostLaunchUs.Float64(3), traces.AttrHostLaunchUnixNano.Int64(4), traces.AttrTiming.String(traces.TimingHostClock))
+	kv := append(schema.OpAttributes(op), schema.AttrPredictedUs.Float64(1), schema.AttrDeviceUs.Float64(2),
+		schema.AttrHostLaunchUs.Float64(3), schema.AttrHostLaunchUnixNano.Int64(4), schema.AttrTiming.String(schema.TimingHostClock))
 	ctx, root := tr.Start(context.Background(), "rank/0")
 	defer root.End()
 	now := time.Now()

@@ -12,6 +12,7 @@ import (
 	"github.com/tpscope/tpscope/exec/exectest"
 	"github.com/tpscope/tpscope/traces"
 	"github.com/tpscope/tpscope/traces/jaegertest"
+	"github.com/tpscope/tpscope/traces/schema"
 )
 
 // TestRunSpanExporterJaeger sends the same run to a real Jaeger twice,
@@ -32,7 +33,7 @@ func TestRunSpanExporterJaeger(t *testing.T) {
 			t.Fatal(err)
 		}
 		opts := []exec.Option{exec.WithTracerProvider(exp.TracerProvider()), exec.WithSteps(steps), exec.WithWarmup(0),
-			exec.WithPredictedUs(pred), exec.WithTopology(mode)}
+			exec.WithPredictedUs(pred), exec.WithScenario("", mode, nil)}
 		if mode == "bulk" {
 			sink := exp.SpanExporter()
 			if sink == nil {
@@ -83,13 +84,13 @@ func TestRunSpanExporterJaeger(t *testing.T) {
 		mode := "?"
 		var kv []string
 		for _, a := range root.Attrs {
-			if a.Key == string(traces.AttrTopology) {
+			if a.Key == string(schema.AttrTopology) {
 				mode = a.Value.String()
 			}
 		}
 		for _, a := range sp.Attrs {
 			v := a.Value.String()
-			if volatile[attributeKey(a.Key)] || a.Key == string(traces.AttrTopology) {
+			if volatile[attributeKey(a.Key)] || a.Key == string(schema.AttrTopology) {
 				v = "*"
 			}
 			kv = append(kv, a.Key+"="+v)

@@ -22,12 +22,13 @@ import (
 	"github.com/tpscope/tpscope/exec/exectest"
 	"github.com/tpscope/tpscope/model"
 	"github.com/tpscope/tpscope/traces"
+	"github.com/tpscope/tpscope/traces/schema"
 )
 
 // volatile are the attributes whose values are measurements, different in
 // every run; shapeOf keeps their keys and drops their values.
 var volatile = map[attribute.Key]bool{
-	traces.AttrDeviceUs: true, traces.AttrHostLaunchUs: true, traces.AttrHostLaunchUnixNano: true,
+	schema.AttrDeviceUs: true, schema.AttrHostLaunchUs: true, schema.AttrHostLaunchUnixNano: true,
 	exec.AttrStepUs: true, exec.AttrReplayUs: true,
 }
 
@@ -71,7 +72,7 @@ func shapeOf(t *testing.T, spans tracetest.SpanStubs) []string {
 			if volatile[a.Key] {
 				v = "*"
 			}
-			if a.Key == traces.AttrDeviceUs {
+			if a.Key == schema.AttrDeviceUs {
 				if d := float64(s.EndTime.Sub(s.StartTime).Nanoseconds()) / 1e3; d != a.Value.AsFloat64() {
 					t.Errorf("span %s: %v long, device_us %v", s.Name, d, a.Value.AsFloat64())
 				}
@@ -102,7 +103,7 @@ func (s annotSession) OpenRank(ctx context.Context, rank int) (exec.Rank, error)
 	return annotRank{rk}, err
 }
 func (annotRank) OpAttributes(i int) []attribute.KeyValue {
-	return []attribute.KeyValue{traces.AttrKernel.String(fmt.Sprintf("k%d", i)), traces.AttrDtype.String("fp8"), {}}
+	return []attribute.KeyValue{schema.AttrKernel.String(fmt.Sprintf("k%d", i)), schema.AttrDtype.String("fp8"), {}}
 }
 
 // TestRunSpanExporterSameSpans runs the same schedule with every span
@@ -131,7 +132,7 @@ func TestRunSpanExporterSameSpans(t *testing.T) {
 				tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(mem), sdktrace.WithResource(res))
 				defer tp.Shutdown(context.Background())
 				opts := append([]exec.Option{exec.WithTracerProvider(tp), exec.WithSteps(2), exec.WithWarmup(1),
-					exec.WithPredictedUs(pred), exec.WithTopology("cpu.json")}, tc.opts...)
+					exec.WithPredictedUs(pred), exec.WithScenario("", "cpu.json", nil)}, tc.opts...)
 				if bulk {
 					opts = append(opts, exec.WithSpanExporter(mem))
 				}

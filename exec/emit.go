@@ -11,15 +11,15 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/tpscope/tpscope/model"
-	"github.com/tpscope/tpscope/traces"
+	"github.com/tpscope/tpscope/traces/schema"
 )
 
 // staticAttrs are the attributes of op's span that do not change between
 // steps: the schema's static set, the prediction and the schedule scale.
 func (r *runner) staticAttrs(op *model.Op) []attribute.KeyValue {
-	kv := traces.OpAttributes(op)
+	kv := schema.OpAttributes(op)
 	if us, ok := r.cfg.predictedUs[op.ID]; ok {
-		kv = append(kv, traces.AttrPredictedUs.Float64(us))
+		kv = append(kv, schema.AttrPredictedUs.Float64(us))
 	}
 	if r.cfg.scheduleScale != 1 {
 		kv = append(kv, AttrScheduleScale.Float64(r.cfg.scheduleScale))
@@ -32,10 +32,10 @@ func (r *runner) staticAttrs(op *model.Op) []attribute.KeyValue {
 func (r *runner) timingName() string {
 	for _, rs := range r.ranks {
 		if rs.timer == nil {
-			return traces.TimingHostClock
+			return schema.TimingHostClock
 		}
 	}
-	return traces.TimingDeviceEvents
+	return schema.TimingDeviceEvents
 }
 
 // Span emission. Each rank creates its own rank span and op spans on its
@@ -52,7 +52,7 @@ func (r *runner) rootFor(step int) (context.Context, trace.Span) {
 	r.stepMu.Lock()
 	defer r.stepMu.Unlock()
 	if r.rootStep != step {
-		r.rootCtx, r.root = r.tracer.Start(context.Background(), traces.SpanStep, trace.WithNewRoot(),
+		r.rootCtx, r.root = r.tracer.Start(context.Background(), schema.SpanStep, trace.WithNewRoot(),
 			trace.WithTimestamp(r.at(r.stepRelease)))
 		r.rootStep = step
 	}
@@ -79,9 +79,9 @@ func (r *runner) emitRank(rs *rankState, step int, interrupted bool) {
 	if !root.IsRecording() {
 		return // a no-op provider: skip the span work
 	}
-	timing := traces.AttrTiming.String(r.timing)
-	rctx, rspan := r.tracer.Start(ctx, traces.RankSpanName(rs.rank), trace.WithTimestamp(r.at(rs.spanStart)))
-	kv := append(rs.scratch[:0], traces.AttrRank.Int(rs.rank), AttrStepUs.Float64(float64(rs.spanEnd-rs.spanStart)/1e3))
+	timing := schema.AttrTiming.String(r.timing)
+	rctx, rspan := r.tracer.Start(ctx, schema.RankSpanName(rs.rank), trace.WithTimestamp(r.at(rs.spanStart)))
+	kv := append(rs.scratch[:0], schema.AttrRank.Int(rs.rank), AttrStepUs.Float64(float64(rs.spanEnd-rs.spanStart)/1e3))
 	if rs.replayNs > 0 {
 		kv = append(kv, AttrReplayUs.Float64(float64(rs.replayNs)/1e3))
 	}
@@ -121,9 +121,9 @@ func (r *runner) at(ns int64) time.Time { return r.anchor.Add(time.Duration(ns))
 func (r *runner) appendOpAttrs(kv []attribute.KeyValue, rs *rankState, i int, timing attribute.KeyValue) []attribute.KeyValue {
 	kv = append(kv, rs.static[i]...)
 	return append(kv,
-		traces.AttrDeviceUs.Float64(rs.opUs[i]),
-		traces.AttrHostLaunchUs.Float64(rs.launchUs[i]),
-		traces.AttrHostLaunchUnixNano.Int64(r.at(rs.launchStart[i]).UnixNano()),
+		schema.AttrDeviceUs.Float64(rs.opUs[i]),
+		schema.AttrHostLaunchUs.Float64(rs.launchUs[i]),
+		schema.AttrHostLaunchUnixNano.Int64(r.at(rs.launchStart[i]).UnixNano()),
 		timing,
 	)
 }
@@ -183,21 +183,24 @@ func (r *runner) stepAttrs(measured int, stepUs float64) []attribute.KeyValue {
 	if r.stepStatic == nil {
 		s := r.sched
 		opts := slices.Clone(r.cfg.optimizations)
-		if r.cfg.graphs {
-			// The options say what AttrGraphs records: the measured steps
-			// are predicted with them.
-			opts = traces.GraphsOptions(opts, r.graphs)
+		if r.cfg.graphs && !r.graphs {
+			// Graphs were asked for and the backend ran eagerly: the names
+			// say what was measured.
+			opts = slices.DeleteFunc(opts, func(n string) bool { return n == schema.OptionCUDAGraphs })
 		}
 		slices.Sort(opts)
 		r.stepStatic = []attribute.KeyValue{
-			traces.AttrModel.String(s.Model),
-			traces.AttrTopology.String(r.cfg.topology),
-			traces.AttrPlan.String(PlanString(s.Plan)),
-			traces.AttrWorkload.String(WorkloadString(s.Workload)),
-			traces.AttrOptions.StringSlice(opts),
-			traces.AttrRanks.Int(len(s.Ranks)),
-			traces.AttrBackend.String(r.backend.Name()),
+			schema.AttrModel.String(s.Model),
+			schema.AttrTopology.String(r.cfg.topology),
+			schema.AttrPlan.String(s.Plan.String()),
+			schema.AttrWorkload.String(s.Workload.String()),
+			schema.AttrOptions.StringSlice(opts),
+			schema.AttrRanks.Int(len(s.Ranks)),
+			schema.AttrBackend.String(r.backend.Name()),
 			AttrWarmup.Int(r.warmup),
+		}
+		if r.cfg.scenarioJSON != "" {
+			r.stepStatic = append(r.stepStatic, schema.AttrScenario.String(r.cfg.scenarioJSON))
 		}
 		if r.cfg.graphs {
 			r.stepStatic = append(r.stepStatic, AttrGraphs.Bool(r.graphs))
@@ -208,13 +211,5 @@ func (r *runner) stepAttrs(measured int, stepUs float64) []attribute.KeyValue {
 		r.stepStatic = append(r.stepStatic, r.cfg.stepAttrs...)
 	}
 	kv := append(r.scratch[:0], r.stepStatic...)
-	return append(kv, traces.AttrStep.Int(measured), AttrStepUs.Float64(stepUs))
+	return append(kv, schema.AttrStep.Int(measured), AttrStepUs.Float64(stepUs))
 }
-
-// PlanString formats a plan for the step span's plan attribute ("tp8-ep";
-// model.Plan.String).
-func PlanString(p model.Plan) string { return p.String() }
-
-// WorkloadString formats a workload for the step span's workload attribute
-// ("decode b32 ctx4096"; model.Workload.String).
-func WorkloadString(w model.Workload) string { return w.String() }

@@ -22,6 +22,7 @@ type config struct {
 	warmup         int
 	predictedUs    map[string]float64
 	topology       string
+	scenarioJSON   string
 	optimizations  []string
 	stepAttrs      []attribute.KeyValue
 	localRanks     []int
@@ -88,20 +89,25 @@ func WithSteps(n int) Option { return func(c *config) { c.steps = n } }
 func WithWarmup(n int) Option { return func(c *config) { c.warmup = n } }
 
 // WithPredictedUs gives sim's predicted duration per op ID in microseconds;
-// each op span of a listed ID gets traces.AttrPredictedUs. The map is read,
+// each op span of a listed ID gets schema.AttrPredictedUs. The map is read,
 // never written, and must not change during Run. Default: none.
 func WithPredictedUs(byOpID map[string]float64) Option {
 	return func(c *config) { c.predictedUs = byOpID }
 }
 
-// WithTopology names the topology (preset or file) the run is predicted on;
-// it goes on the step span as traces.AttrTopology. Default: "".
-func WithTopology(name string) Option { return func(c *config) { c.topology = name } }
-
-// WithOptimizations names the optimizations applied to this run; they go
-// on the step span, sorted, as traces.AttrOptions. Default: none.
-func WithOptimizations(names ...string) Option {
-	return func(c *config) { c.optimizations = append([]string(nil), names...) }
+// WithScenario records the scenario the schedule was built for on every
+// step span: scenarioJSON, the machine-readable value from the caller's
+// codec (sim.Scenario's JSON), as schema.AttrScenario, so a comparison
+// re-predicts exactly what ran; and its short forms for people reading
+// spans in Jaeger: the topology's name (schema.AttrTopology) and the
+// option names (schema.AttrOptions, sorted). When graphs were requested
+// and the backend ran eagerly, schema.OptionCUDAGraphs is dropped from the
+// names (the JSON is left as given; schema.AttrGraphs says what ran).
+// Default: none.
+func WithScenario(scenarioJSON, topology string, options []string) Option {
+	return func(c *config) {
+		c.scenarioJSON, c.topology, c.optimizations = scenarioJSON, topology, append([]string(nil), options...)
+	}
 }
 
 // WithStepAttributes adds attributes to every step span. Default: none.
@@ -127,7 +133,7 @@ func WithCleanupTimeout(d time.Duration) Option {
 }
 
 // WithScheduleScale records that the schedule being run was shrunk by this
-// factor from the real model (see exec/cpu.ScaleArch); it goes on every
+// factor from the real model (see exec/model.ScaleArch); it goes on every
 // step and op span as AttrScheduleScale. The measured times are not
 // multiplied by it: the prediction must be made for the same scaled
 // schedule. Default 1 (not written).

@@ -5,8 +5,8 @@ import (
 	"slices"
 	"sort"
 
+	"github.com/tpscope/tpscope/internal/stats"
 	"github.com/tpscope/tpscope/model"
-	"github.com/tpscope/tpscope/traces"
 )
 
 // Result is what a Run measured. Times are microseconds. Index order of the
@@ -22,7 +22,7 @@ type Result struct {
 	Warmup     int // warm-up steps run before the measured ones
 	Requested  int // measured steps asked for
 	Steps      int // measured steps completed (len(StepUs))
-	// Timing is traces.TimingHostClock or traces.TimingDeviceEvents.
+	// Timing is schema.TimingHostClock or schema.TimingDeviceEvents.
 	Timing string
 	// Graphs reports that measured steps were replayed CUDA graphs.
 	Graphs bool
@@ -97,9 +97,9 @@ func (res *Result) summarize(s *model.Schedule) {
 	if len(res.StepUs) > 0 {
 		st := slices.Clone(res.StepUs)
 		slices.Sort(st)
-		sm.StepMedianUs = Quantile(st, 0.5)
-		sm.StepP10Us = Quantile(st, 0.1)
-		sm.StepP90Us = Quantile(st, 0.9)
+		sm.StepMedianUs = stats.Quantile(st, 0.5)
+		sm.StepP10Us = stats.Quantile(st, 0.1)
+		sm.StepP90Us = stats.Quantile(st, 0.9)
 		sm.StepMinUs, sm.StepMaxUs = st[0], st[len(st)-1]
 		sum := 0.0
 		for _, v := range st {
@@ -124,7 +124,7 @@ func (res *Result) byKind(s *model.Schedule) []KindTime {
 				col[st] = res.OpUs[st][k][i]
 			}
 			slices.Sort(col)
-			us[op.Kind] += Quantile(col, 0.5)
+			us[op.Kind] += stats.Quantile(col, 0.5)
 			ops[op.Kind]++
 		}
 	}
@@ -149,9 +149,3 @@ func (res *Result) byKind(s *model.Schedule) []KindTime {
 	})
 	return out
 }
-
-// Quantile returns the q-quantile (0 <= q <= 1) of sorted values by linear
-// interpolation between order statistics (R type 7): position q*(n-1).
-// It returns NaN for no values. It is traces.Quantile, which the
-// comparison of traces with predictions uses too.
-func Quantile(sorted []float64, q float64) float64 { return traces.Quantile(sorted, q) }

@@ -13,11 +13,11 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/tpscope/tpscope/model"
-	"github.com/tpscope/tpscope/traces"
+	"github.com/tpscope/tpscope/traces/schema"
 )
 
 // tracerName is the instrumentation scope of the runner's spans (the project's one scope).
-const tracerName = traces.ScopeName
+const tracerName = schema.ScopeName
 
 // Run executes sched on backend: one goroutine per local rank, every rank's
 // ops in list order (which honours Deps; collectives are entered by every
@@ -27,7 +27,7 @@ const tracerName = traces.ScopeName
 //
 //	step          root; model, topology, plan, workload, options, step, ranks, backend
 //	  rank/N      per local rank, spanning its ops
-//	    <op ID>   per op: traces.OpAttributes + device_us, host.launch_us,
+//	    <op ID>   per op: schema.OpAttributes + device_us, host.launch_us,
 //	              host.launch_unix_nano, timing, predicted_us (WithPredictedUs),
 //	              schedule.scale (WithScheduleScale), backend annotations
 //
@@ -132,7 +132,7 @@ type runner struct {
 	cancel context.CancelCauseFunc
 	stop   atomic.Bool // set when the run context is done; polled between ops
 
-	timing string // traces.AttrTiming value, fixed after every rank opened
+	timing string // schema.AttrTiming value, fixed after every rank opened
 
 	// The current step's root span, started by the first rank to emit
 	// (rootFor) and ended between steps (endStep).

@@ -3,7 +3,6 @@ package exec_test
 import (
 	"context"
 	"errors"
-	"fmt"
 	"math"
 	"strings"
 	"sync/atomic"
@@ -18,7 +17,7 @@ import (
 	"github.com/tpscope/tpscope/exec"
 	"github.com/tpscope/tpscope/exec/exectest"
 	"github.com/tpscope/tpscope/model"
-	"github.com/tpscope/tpscope/traces"
+	"github.com/tpscope/tpscope/traces/schema"
 )
 
 func attrMap(kvs []attribute.KeyValue) map[attribute.Key]attribute.Value {
@@ -43,7 +42,7 @@ func TestRunSpanTree(t *testing.T) {
 
 	res, err := exec.Run(context.Background(), s, exectest.New(), exec.WithTracerProvider(tp),
 		exec.WithSteps(steps), exec.WithWarmup(2), exec.WithPredictedUs(pred),
-		exec.WithTopology("cpu.json"), exec.WithOptimizations("b-opt", "a-opt"))
+		exec.WithScenario(`{"model":{"name":"x"}}`, "cpu.json", []string{"b-opt", "a-opt"}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -64,24 +63,27 @@ func TestRunSpanTree(t *testing.T) {
 	for _, sp := range spans {
 		a := attrMap(sp.Attributes())
 		switch {
-		case sp.Name() == traces.SpanStep:
+		case sp.Name() == schema.SpanStep:
 			if sp.Parent().IsValid() {
 				t.Errorf("step span has a parent")
 			}
 			traceIDs[sp.SpanContext().TraceID().String()] = true
-			if got := a[traces.AttrOptions].AsStringSlice(); strings.Join(got, ",") != "a-opt,b-opt" {
+			if got := a[schema.AttrOptions].AsStringSlice(); strings.Join(got, ",") != "a-opt,b-opt" {
 				t.Errorf("options = %v, want sorted [a-opt b-opt]", got)
 			}
-			if got := a[traces.AttrPlan].AsString(); got != exec.PlanString(model.Plan{TP: 2}) {
+			if got := a[schema.AttrPlan].AsString(); got != "tp2" {
 				t.Errorf("plan = %q", got)
 			}
-			if a[traces.AttrTopology].AsString() != "cpu.json" || a[traces.AttrBackend].AsString() != "fake" || a[traces.AttrRanks].AsInt64() != ranks {
+			if got := a[schema.AttrScenario].AsString(); got != `{"model":{"name":"x"}}` {
+				t.Errorf("scenario = %q, want the JSON given", got)
+			}
+			if a[schema.AttrTopology].AsString() != "cpu.json" || a[schema.AttrBackend].AsString() != "fake" || a[schema.AttrRanks].AsInt64() != ranks {
 				t.Errorf("step attributes %v", a)
 			}
-		case strings.HasPrefix(sp.Name(), traces.SpanRankPrefix):
+		case strings.HasPrefix(sp.Name(), schema.SpanRankPrefix):
 			rankSpans++
 			p, ok := byID[sp.Parent().SpanID()]
-			if !ok || p.Name() != traces.SpanStep {
+			if !ok || p.Name() != schema.SpanStep {
 				t.Errorf("%s: parent is not the step span", sp.Name())
 			}
 		default:
@@ -90,29 +92,29 @@ func TestRunSpanTree(t *testing.T) {
 			if !ok {
 				t.Fatalf("%s: no parent", sp.Name())
 			}
-			r, isRank := traces.ParseRankSpanName(p.Name())
-			if !isRank || int64(r) != a[traces.AttrRank].AsInt64() {
-				t.Errorf("%s: parent %q, rank attribute %v", sp.Name(), p.Name(), a[traces.AttrRank])
+			r, isRank := schema.ParseRankSpanName(p.Name())
+			if !isRank || int64(r) != a[schema.AttrRank].AsInt64() {
+				t.Errorf("%s: parent %q, rank attribute %v", sp.Name(), p.Name(), a[schema.AttrRank])
 			}
-			if a[traces.AttrOpID].AsString() != sp.Name() {
-				t.Errorf("%s: op.id %q", sp.Name(), a[traces.AttrOpID].AsString())
+			if a[schema.AttrOpID].AsString() != sp.Name() {
+				t.Errorf("%s: op.id %q", sp.Name(), a[schema.AttrOpID].AsString())
 			}
-			if a[traces.AttrTiming].AsString() != traces.TimingHostClock {
-				t.Errorf("%s: timing %q", sp.Name(), a[traces.AttrTiming].AsString())
+			if a[schema.AttrTiming].AsString() != schema.TimingHostClock {
+				t.Errorf("%s: timing %q", sp.Name(), a[schema.AttrTiming].AsString())
 			}
 			// device_us is the span's own duration (exactly, up to float rounding).
 			durUs := float64(sp.EndTime().Sub(sp.StartTime())) / 1e3
-			if got := a[traces.AttrDeviceUs].AsFloat64(); math.Abs(got-durUs) > 1e-3 {
+			if got := a[schema.AttrDeviceUs].AsFloat64(); math.Abs(got-durUs) > 1e-3 {
 				t.Errorf("%s: device_us %v, span duration %v us", sp.Name(), got, durUs)
 			}
-			_, hasPred := a[traces.AttrPredictedUs]
+			_, hasPred := a[schema.AttrPredictedUs]
 			if wantPred := sp.Name() == "L01.attn.q_proj"; hasPred != wantPred {
 				t.Errorf("%s: predicted_us present = %v, want %v", sp.Name(), hasPred, wantPred)
-			} else if hasPred && a[traces.AttrPredictedUs].AsFloat64() != 12.5 {
-				t.Errorf("%s: predicted_us = %v, want 12.5", sp.Name(), a[traces.AttrPredictedUs].AsFloat64())
+			} else if hasPred && a[schema.AttrPredictedUs].AsFloat64() != 12.5 {
+				t.Errorf("%s: predicted_us = %v, want 12.5", sp.Name(), a[schema.AttrPredictedUs].AsFloat64())
 			}
-			if sp.Name() == "L00.attn.allreduce" && a[traces.AttrCommBytes].AsInt64() != 4*64*2 {
-				t.Errorf("comm.bytes = %v, want 512", a[traces.AttrCommBytes])
+			if sp.Name() == "L00.attn.allreduce" && a[schema.AttrCommBytes].AsInt64() != 4*64*2 {
+				t.Errorf("comm.bytes = %v, want 512", a[schema.AttrCommBytes])
 			}
 		}
 	}
@@ -148,7 +150,7 @@ func TestRunDeviceTimes(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if res.Timing != traces.TimingDeviceEvents || res.Graphs != tc.graphs {
+			if res.Timing != schema.TimingDeviceEvents || res.Graphs != tc.graphs {
 				t.Errorf("timing %q graphs %v", res.Timing, res.Graphs)
 			}
 			if tc.graphs {
@@ -175,13 +177,13 @@ func TestRunDeviceTimes(t *testing.T) {
 			}
 			for _, sp := range rec.Ended() {
 				a := attrMap(sp.Attributes())
-				if sp.Name() == traces.SpanStep && tc.graphs {
+				if sp.Name() == schema.SpanStep && tc.graphs {
 					if v, ok := a[exec.AttrGraphs]; !ok || !v.AsBool() {
 						t.Errorf("step span graphs attribute %v, want %v", v, tc.graphs)
 					}
 				}
-				if sp.Name() == "L01.attn.core" && math.Abs(a[traces.AttrDeviceUs].AsFloat64()-300) > 1e-6 {
-					t.Errorf("L01.attn.core device_us %v, want 300", a[traces.AttrDeviceUs].AsFloat64())
+				if sp.Name() == "L01.attn.core" && math.Abs(a[schema.AttrDeviceUs].AsFloat64()-300) > 1e-6 {
+					t.Errorf("L01.attn.core device_us %v, want 300", a[schema.AttrDeviceUs].AsFloat64())
 				}
 			}
 		})
@@ -198,7 +200,7 @@ func TestRunGraphsUnsupportedFallsBack(t *testing.T) {
 		t.Error("Graphs = true for a backend without GraphCapturer")
 	}
 	for _, sp := range rec.Ended() {
-		if sp.Name() == traces.SpanStep {
+		if sp.Name() == schema.SpanStep {
 			if v, ok := attrMap(sp.Attributes())[exec.AttrGraphs]; !ok || v.AsBool() {
 				t.Errorf("step span graphs attribute = %v (present %v), want false", v, ok)
 			}
@@ -350,12 +352,12 @@ func TestRunCancelFlushesPartialStep(t *testing.T) {
 	var roots, errRoots, step1Ops int
 	for _, sp := range rec.Ended() {
 		a := attrMap(sp.Attributes())
-		if sp.Name() == traces.SpanStep {
+		if sp.Name() == schema.SpanStep {
 			roots++
 			if sp.Status().Code == codes.Error {
 				errRoots++
-				if a[traces.AttrStep].AsInt64() != 1 {
-					t.Errorf("errored root is step %d, want 1", a[traces.AttrStep].AsInt64())
+				if a[schema.AttrStep].AsInt64() != 1 {
+					t.Errorf("errored root is step %d, want 1", a[schema.AttrStep].AsInt64())
 				}
 			}
 		}
@@ -409,7 +411,7 @@ func TestRunLocalRanks(t *testing.T) {
 		t.Errorf("LocalRanks %v", res.LocalRanks)
 	}
 	for _, sp := range rec.Ended() {
-		if r, ok := traces.ParseRankSpanName(sp.Name()); ok && r != 1 {
+		if r, ok := schema.ParseRankSpanName(sp.Name()); ok && r != 1 {
 			t.Errorf("span %s for a rank not run", sp.Name())
 		}
 	}
@@ -469,6 +471,13 @@ func TestValidateSchedule(t *testing.T) {
 			r[2], r[4] = r[4], r[2]
 		}, "ranks 0 and 1 meet collectives in different orders"},
 		{"no-ranks", func(s *model.Schedule) { s.Ranks = nil }, "no ranks"},
+		{"moe-no-shape", func(s *model.Schedule) { s.Ranks[0][3].MoE = nil }, "(L00.moe.experts): moe_gemm without its routing shape"},
+		{"moe-batch", func(s *model.Schedule) { s.Ranks[1][3].Batch = 8 }, "rank 1 op 3 (L00.moe.experts): grouped GEMM M = 2, Batch = 8"},
+		{"moe-shape", func(s *model.Schedule) {
+			m := *s.Ranks[0][3].MoE
+			m.ExpertsTouched++
+			s.Ranks[0][3].MoE = &m
+		}, "moe: experts_touched"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := exectest.Schedule(2, 1)
@@ -481,27 +490,6 @@ func TestValidateSchedule(t *testing.T) {
 				t.Errorf("err = %v, want it to contain %q", err, tc.want)
 			}
 		})
-	}
-}
-
-func TestQuantile(t *testing.T) {
-	// R type 7 by hand: position q*(n-1).
-	v := []float64{10, 20, 30, 40, 50}
-	for _, tc := range []struct {
-		q, want float64
-	}{
-		{0, 10}, {0.5, 30}, {1, 50},
-		{0.1, 14}, // pos 0.4: 10 + 0.4*10
-		{0.9, 46}, // pos 3.6: 40 + 0.6*10
-	} {
-		t.Run(fmt.Sprintf("q=%v", tc.q), func(t *testing.T) {
-			if got := exec.Quantile(v, tc.q); math.Abs(got-tc.want) > 1e-12 {
-				t.Errorf("Quantile(%v) = %v, want %v", tc.q, got, tc.want)
-			}
-		})
-	}
-	if !math.IsNaN(exec.Quantile(nil, 0.5)) {
-		t.Error("Quantile of nothing is not NaN")
 	}
 }
 

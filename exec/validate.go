@@ -2,6 +2,7 @@ package exec
 
 import (
 	"fmt"
+	"math"
 	"slices"
 
 	"github.com/tpscope/tpscope/model"
@@ -11,7 +12,9 @@ import (
 // hanging or mislabelling spans: at least one rank; each op of rank r has
 // Rank r and a non-empty ID unique within the rank; Deps point to earlier
 // ops of the same rank; each collective's Group is sorted, in range, has no
-// repeats and contains the rank; each member of the group has a collective
+// repeats and contains the rank; a moe_gemm op carries a valid routing
+// shape (model.MoEShape) whose expected experts and rows are its Batch and
+// M; each member of the group has a collective
 // with the same ID, kind and group; and every pair of ranks meets the
 // collectives they share in the same order. The error names the rank, op
 // index and op ID.
@@ -45,6 +48,19 @@ func ValidateSchedule(s *model.Schedule) error {
 				if d < 0 || d >= i {
 					return fmt.Errorf("%s: Deps entry %d: want an earlier op index in 0..%d", where(), d, i-1)
 				}
+			}
+			if op.MoE != nil {
+				if err := op.MoE.Validate(); err != nil {
+					return fmt.Errorf("%s: %w", where(), err)
+				}
+				if op.Kind == model.KindMoEGEMM {
+					if m := op.MoE; op.Batch != m.ExpertsTouched || (m.ExpertsTouched > 0 && op.M != int64(math.Ceil(m.Rows/m.ExpertsTouched))) {
+						return fmt.Errorf("%s: grouped GEMM M = %d, Batch = %g: want ceil(rows/experts_touched) = %g and experts_touched = %g of its routing shape",
+							where(), op.M, op.Batch, math.Ceil(m.Rows/m.ExpertsTouched), m.ExpertsTouched)
+					}
+				}
+			} else if op.Kind == model.KindMoEGEMM {
+				return fmt.Errorf("%s: moe_gemm without its routing shape (MoE)", where())
 			}
 			if !op.IsCollective() {
 				continue

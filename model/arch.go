@@ -11,6 +11,7 @@ type Arch struct {
 	Name      string // preset name, or the path it was loaded from
 	ModelType string // config model_type: deepseek_v3, kimi_k2, kimi_k25, glm_moe_dsa, deepseek_v32
 	Source    string // where the numbers come from (HF repo or file path)
+	Ref       Ref    // how to find this architecture again (set by Preset, Load, ScaleArch)
 
 	Hidden          int // hidden_size
 	Layers          int // num_hidden_layers (main model, without MTP layers)

@@ -14,17 +14,17 @@ type BuildOptions struct {
 	// for lack of a sparse MLA kernel (serving-facts.md). Default false:
 	// the indexer scores every cached token and attention reads
 	// min(context, index_topk) tokens.
-	DenseDSA bool
+	DenseDSA bool `json:"dense_dsa,omitempty"`
 	// DispatchDtype is the payload dtype of the MoE all-to-all dispatch
 	// under DP attention + EP; "" means bf16 (vLLM's default; DeepEP's
 	// low-latency mode can dispatch FP8). Combine always moves bf16.
-	DispatchDtype Dtype
+	DispatchDtype Dtype `json:"dispatch_dtype,omitempty"`
 	// MoEDispatch is how tokens reach the experts under DP attention + EP:
 	// DispatchAllToAll ("" = default; DeepEP-style all-to-all dispatch and
 	// combine, as serving-facts.md describes) or DispatchAllGather (vLLM's
 	// allgather_reducescatter all2all backend: all-gather of every rank's
 	// tokens, reduce-scatter of the outputs).
-	MoEDispatch string
+	MoEDispatch string `json:"moe_dispatch,omitempty"`
 }
 
 // MoE dispatch implementations under DP attention + EP (BuildOptions.MoEDispatch).

@@ -34,16 +34,9 @@ const (
 // When path is a file named *config.json and a sibling hf_quant_config.json
 // exists, it is read too. Errors are *ConfigError naming the file and field.
 func Load(path string) (*Arch, error) {
-	st, err := os.Stat(path)
+	cfgPath, quantPath, err := configFiles(path)
 	if err != nil {
-		return nil, &ConfigError{File: path, Want: "a directory with config.json or a config file", Err: err}
-	}
-	cfgPath, quantPath := path, ""
-	if st.IsDir() {
-		cfgPath = filepath.Join(path, "config.json")
-		quantPath = filepath.Join(path, "hf_quant_config.json")
-	} else if filepath.Base(path) == "config.json" {
-		quantPath = filepath.Join(filepath.Dir(path), "hf_quant_config.json")
+		return nil, err
 	}
 	cfg, err := os.ReadFile(cfgPath)
 	if err != nil {
@@ -62,7 +55,27 @@ func Load(path string) (*Arch, error) {
 	}
 	a.Name = path
 	a.Source = path
+	if a.Ref, err = refOfFile(path); err != nil {
+		return nil, err
+	}
 	return a, nil
+}
+
+// configFiles returns the config.json and hf_quant_config.json (maybe
+// absent) Load reads for path, a directory or a config file.
+func configFiles(path string) (cfgPath, quantPath string, err error) {
+	st, err := os.Stat(path)
+	if err != nil {
+		return "", "", &ConfigError{File: path, Want: "a directory with config.json or a config file", Err: err}
+	}
+	cfgPath = path
+	if st.IsDir() {
+		cfgPath = filepath.Join(path, "config.json")
+		quantPath = filepath.Join(path, "hf_quant_config.json")
+	} else if filepath.Base(path) == "config.json" {
+		quantPath = filepath.Join(filepath.Dir(path), "hf_quant_config.json")
+	}
+	return cfgPath, quantPath, nil
 }
 
 // Parse builds an Arch from the bytes of a config.json (named cfgName in

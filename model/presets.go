@@ -71,6 +71,7 @@ func loadPresets() {
 			return
 		}
 		a.Name = name
+		a.Ref = Ref{Name: name}
 		if root, err := decodeObject(name, data); err == nil {
 			if s, ok := root["_source"].(string); ok {
 				a.Source = s

@@ -9,9 +9,9 @@ import (
 	"github.com/tpscope/tpscope/model"
 )
 
-// Advise: rank the catalog's optimizations for one Config.
+// Advise: rank the catalog's optimizations for one Scenario.
 //
-// For the Config itself (the baseline: what the user runs), for Stock(c)
+// For the Scenario itself (the baseline: what the user runs), for Stock(c)
 // (eager, default NCCL) and for every entry, advise predicts the step with
 // per-op detail (Predictor.PredictScenario) and diffs each prediction
 // against the baseline's: step time, tokens/s, device time by category
@@ -132,7 +132,7 @@ func Diff(a, b Footprint) Delta {
 // defaults.
 type AdviseInput struct {
 	// Base is the configuration the user runs (the baseline).
-	Base Config
+	Base Scenario
 	// Entries to rank; nil = Catalog(CatalogOptions{}).
 	Entries []Entry
 	// Batches and Contexts span the sweep grid; nil = DefaultAdviseBatches
@@ -207,7 +207,7 @@ type AdviceRow struct {
 	// InBaseline: the baseline already has it; With is the baseline and
 	// Without the baseline with the entry reverted.
 	InBaseline bool `json:"in_baseline"`
-	// Error is set when the entry cannot be applied to the Config (then
+	// Error is set when the entry cannot be applied to the Scenario (then
 	// no numbers).
 	Error string `json:"error,omitempty"`
 	// With and Without are the two configurations compared.
@@ -275,12 +275,12 @@ type Advice struct {
 }
 
 // predictVariant predicts c with per-op detail.
-func predictVariant(ev *Evaluator, name string, c Config) (*Variant, error) {
+func predictVariant(ev *Evaluator, name string, c Scenario) (*Variant, error) {
 	p, err := ev.Predictor(c.Topo, c.Options)
 	if err != nil {
 		return nil, err
 	}
-	pr, s, err := p.PredictScenarioSchedule(c.Scenario)
+	pr, s, err := p.PredictScenarioSchedule(c)
 	if err != nil {
 		return nil, err
 	}
@@ -348,7 +348,7 @@ func Advise(in AdviseInput) (*Advice, error) {
 
 	// One side of every pair is the baseline itself: baseWith says which.
 	type pair struct {
-		with, without Config
+		with, without Scenario
 		baseWith      bool
 	}
 	pairs := make([]*pair, len(in.Entries))
@@ -401,7 +401,7 @@ func Advise(in AdviseInput) (*Advice, error) {
 			fits bool
 		}
 		var baseGrid []point
-		eval := func(c Config, bt, cx int) (p point) {
+		eval := func(c Scenario, bt, cx int) (p point) {
 			c.Workload.Batch, c.Workload.Context = bt, cx
 			if sum, err := ev.Evaluate(c); err == nil {
 				p = point{sum.TokensPerS, sum.Memory != nil && sum.Memory.Fits}

@@ -10,12 +10,12 @@ import (
 
 // The optimization catalog (DESIGN.md "Optimizations are data").
 //
-// An Entry is a named transformation of a Config (plan, workload, sim
+// An Entry is a named transformation of a Scenario (plan, workload, sim
 // Options, topology): Apply turns the optimization on, Revert turns it off,
-// Enabled says whether a Config already has it. What an entry changes is
+// Enabled says whether a Scenario already has it. What an entry changes is
 // not written down here: advise measures it by predicting both Configs and
 // diffing the predictions (bytes, collectives, launches; see Footprint).
-// Each entry also says whether it applies on the Config's box, and why
+// Each entry also says whether it applies on the Scenario's box, and why
 // (Check), and how the executor or the serving engine would run it (How).
 //
 // The facts behind the applicability rules are cited in each entry: the
@@ -23,7 +23,7 @@ import (
 // nccl-model.md, the devices from hardware.md. Rules marked "assumption"
 // are readings that were not checked against a source.
 
-// Status is whether an optimization can run on a Config's box.
+// Status is whether an optimization can run on a Scenario's box.
 type Status string
 
 const (
@@ -36,7 +36,7 @@ const (
 	NotApplicable Status = "no"
 )
 
-// Applicability is an entry's verdict for one Config, with its reason.
+// Applicability is an entry's verdict for one Scenario, with its reason.
 type Applicability struct {
 	Status Status `json:"status"`
 	Reason string `json:"reason"`
@@ -58,11 +58,11 @@ type Entry struct {
 	// (all-reduce kernels), "kv", "parallelism", "speculative", "box".
 	Kind string `json:"kind"`
 
-	Enabled func(c Config) bool            `json:"-"`
-	Apply   func(c Config) (Config, error) `json:"-"`
-	Revert  func(c Config) (Config, error) `json:"-"`
-	Check   func(c Config) Applicability   `json:"-"`
-	HowTo   func(c Config) How             `json:"-"`
+	Enabled func(c Scenario) bool              `json:"-"`
+	Apply   func(c Scenario) (Scenario, error) `json:"-"`
+	Revert  func(c Scenario) (Scenario, error) `json:"-"`
+	Check   func(c Scenario) Applicability     `json:"-"`
+	HowTo   func(c Scenario) How               `json:"-"`
 	// Sweep: advise sweeps batch x context for this entry.
 	Sweep bool `json:"-"`
 }
@@ -95,7 +95,7 @@ var DefaultCatalogTopologies = []string{"rtxpro6000-switch", "h200-nvswitch"}
 // with its defaults (no NCCL_PROTO, NCCL_P2P_LEVEL=PXB, P2P on), vLLM's
 // custom all-reduce rule, no fusion, no overlap. Plan, workload, box,
 // memory utilization and attention backend are kept.
-func Stock(c Config) Config {
+func Stock(c Scenario) Scenario {
 	o := Options{MTPAcceptRate: c.Options.MTPAcceptRate, GPUMemUtilization: c.Options.GPUMemUtilization,
 		AttentionBackend: c.Options.AttentionBackend}
 	c.Options = o
@@ -113,8 +113,8 @@ func Catalog(o CatalogOptions) []Entry {
 	if o.Topologies == nil {
 		o.Topologies = DefaultCatalogTopologies
 	}
-	opt := func(set func(*Options)) func(Config) (Config, error) {
-		return func(c Config) (Config, error) {
+	opt := func(set func(*Options)) func(Scenario) (Scenario, error) {
+		return func(c Scenario) (Scenario, error) {
 			set(&c.Options)
 			return c, nil
 		}
@@ -122,79 +122,81 @@ func Catalog(o CatalogOptions) []Entry {
 	entries := []Entry{
 		{
 			Name: "cuda-graphs", Title: "CUDA graphs for decode", Kind: "runtime",
-			Enabled: func(c Config) bool { return c.Options.CUDAGraphs },
+			Enabled: func(c Scenario) bool { return c.Options.CUDAGraphs },
 			Apply:   opt(func(o *Options) { o.CUDAGraphs = true }),
 			Revert:  opt(func(o *Options) { o.CUDAGraphs = false }),
-			Check: func(c Config) Applicability {
+			Check: func(c Scenario) Applicability {
 				return Applicability{Applies, "vLLM captures decode graphs for batches up to 512 tokens by default (serving-facts.md); larger batches run eagerly"}
 			},
-			HowTo: func(Config) How {
+			HowTo: func(Scenario) How {
 				return How{Engine: []string{"no --enforce-eager (graphs are vLLM's default)"}, Exec: "exec.WithGraphs(true): capture one step, replay it"}
 			},
 			Sweep: true,
 		},
 		{
 			Name: "nccl-proto-ll", Title: "NCCL_PROTO=LL", Kind: "nccl",
-			Enabled: func(c Config) bool { return strings.EqualFold(c.Options.NCCLProto, "LL") },
-			Apply:   opt(func(o *Options) { o.NCCLProto = "LL" }),
-			Revert:  opt(func(o *Options) { o.NCCLProto = "" }),
-			Check: func(c Config) Applicability {
+			Enabled: func(c Scenario) bool { return strings.EqualFold(c.Options.NCCL.Proto, "LL") },
+			Apply:   opt(func(o *Options) { o.NCCL.Proto = "LL" }),
+			Revert:  opt(func(o *Options) { o.NCCL.Proto = "" }),
+			Check: func(c Scenario) Applicability {
 				return Applicability{Applies, "environment only; LL has the lowest latency and half the wire efficiency (nccl-model.md)"}
 			},
-			HowTo: func(Config) How { return How{Env: []string{"NCCL_PROTO=LL"}} },
+			HowTo: func(Scenario) How { return How{Env: []string{"NCCL_PROTO=LL"}} },
 			Sweep: true,
 		},
 		{
 			Name: "nccl-p2p-sys", Title: "NCCL_P2P_LEVEL=SYS", Kind: "nccl",
-			Enabled: func(c Config) bool { return strings.EqualFold(c.Options.P2PLevel, "SYS") && !c.Options.P2PDisable },
-			Apply:   opt(func(o *Options) { o.P2PLevel, o.P2PDisable = "SYS", false }),
-			Revert:  opt(func(o *Options) { o.P2PLevel = "" }),
-			Check:   checkP2PSys,
-			HowTo:   func(Config) How { return How{Env: []string{"NCCL_P2P_LEVEL=SYS"}} },
-			Sweep:   true,
+			Enabled: func(c Scenario) bool {
+				return strings.EqualFold(c.Options.NCCL.P2PLevel, "SYS") && !c.Options.NCCL.P2PDisable
+			},
+			Apply:  opt(func(o *Options) { o.NCCL.P2PLevel, o.NCCL.P2PDisable = "SYS", false }),
+			Revert: opt(func(o *Options) { o.NCCL.P2PLevel = "" }),
+			Check:  checkP2PSys,
+			HowTo:  func(Scenario) How { return How{Env: []string{"NCCL_P2P_LEVEL=SYS"}} },
+			Sweep:  true,
 		},
 		{
 			Name: "nccl-p2p-disable", Title: "NCCL_P2P_DISABLE=1 (reference: every hop through host memory)", Kind: "nccl",
-			Enabled: func(c Config) bool { return c.Options.P2PDisable },
-			Apply:   opt(func(o *Options) { o.P2PDisable = true }),
-			Revert:  opt(func(o *Options) { o.P2PDisable = false }),
-			Check: func(c Config) Applicability {
+			Enabled: func(c Scenario) bool { return c.Options.NCCL.P2PDisable },
+			Apply:   opt(func(o *Options) { o.NCCL.P2PDisable = true }),
+			Revert:  opt(func(o *Options) { o.NCCL.P2PDisable = false }),
+			Check: func(c Scenario) Applicability {
 				return Applicability{Applies, "a setting to avoid: shows what P2P is worth (hardware.md: a host bounce costs about 14 us)"}
 			},
-			HowTo: func(Config) How { return How{Env: []string{"NCCL_P2P_DISABLE=1"}} },
+			HowTo: func(Scenario) How { return How{Env: []string{"NCCL_P2P_DISABLE=1"}} },
 		},
 		{
 			Name: "fp8-kv", Title: "FP8 KV cache", Kind: "kv",
-			Enabled: func(c Config) bool { return c.Workload.KVDtypeFor(c.Arch) == model.FP8 },
-			Apply: func(c Config) (Config, error) {
+			Enabled: func(c Scenario) bool { return c.Workload.KVDtypeFor(c.Arch) == model.FP8 },
+			Apply: func(c Scenario) (Scenario, error) {
 				c.Workload.KVDtype = model.FP8
 				return c, nil
 			},
-			Revert: func(c Config) (Config, error) {
+			Revert: func(c Scenario) (Scenario, error) {
 				c.Workload.KVDtype = model.BF16
 				return c, nil
 			},
 			Check: checkFP8KV,
-			HowTo: func(Config) How {
+			HowTo: func(Scenario) How {
 				return How{Engine: []string{"--kv-cache-dtype fp8"}, Exec: "KV cache dtype fp8 (model.Workload.KVDtype)"}
 			},
 			Sweep: true,
 		},
 		{
 			Name: "expert-parallel", Title: "EP instead of TP for the experts", Kind: "parallelism",
-			Enabled: func(c Config) bool { return c.Plan.EP && c.Plan.Normalized().DP == 1 },
-			Apply: func(c Config) (Config, error) {
+			Enabled: func(c Scenario) bool { return c.Plan.EP && c.Plan.Normalized().DP == 1 },
+			Apply: func(c Scenario) (Scenario, error) {
 				if c.Plan.Normalized().DP > 1 {
 					return c, fmt.Errorf("plan %s already runs DP attention with EP", c.Plan.Normalized())
 				}
 				c.Plan.EP = true
 				return c, c.Plan.Validate(c.Arch)
 			},
-			Revert: func(c Config) (Config, error) {
+			Revert: func(c Scenario) (Scenario, error) {
 				c.Plan.EP = false
 				return c, c.Plan.Validate(c.Arch)
 			},
-			Check: func(c Config) Applicability {
+			Check: func(c Scenario) Applicability {
 				if c.Plan.Normalized().DP > 1 {
 					return Applicability{NotApplicable, "the plan already runs DP attention, which implies EP"}
 				}
@@ -205,18 +207,18 @@ func Catalog(o CatalogOptions) []Entry {
 				}
 				return Applicability{Applies, fmt.Sprintf("each rank holds %d whole experts; still one all-reduce per MoE layer, no all-to-all (serving-facts.md)", c.Arch.RoutedExperts/p.World())}
 			},
-			HowTo: func(Config) How { return How{Engine: []string{"--enable-expert-parallel"}} },
+			HowTo: func(Scenario) How { return How{Engine: []string{"--enable-expert-parallel"}} },
 			Sweep: true,
 		},
 		dpEntry("dp-attn-ep", "DP attention + EP (TP 1)", 1),
 		dpEntry("dp-attn-ep-tp2", "DP attention + EP (TP 2 per DP group)", 2),
 		{
 			Name: "oneshot-ar", Title: "one-shot P2P all-reduce", Kind: "collective",
-			Enabled: func(c Config) bool { return c.Options.CustomAR == CustomAROneShot },
+			Enabled: func(c Scenario) bool { return c.Options.CustomAR == CustomAROneShot },
 			Apply:   opt(func(o *Options) { o.CustomAR = CustomAROneShot }),
 			Revert:  opt(func(o *Options) { o.CustomAR = CustomARAuto }),
 			Check:   checkOneShot,
-			HowTo: func(c Config) How {
+			HowTo: func(c Scenario) How {
 				if allNVLink(c.Topo, nil) {
 					return How{Engine: []string{"default (vLLM custom all-reduce)"}}
 				}
@@ -226,19 +228,19 @@ func Catalog(o CatalogOptions) []Entry {
 		},
 		{
 			Name: "ar-norm-fusion", Title: "all-reduce + RMSNorm fusion", Kind: "collective",
-			Enabled: func(c Config) bool { return c.Options.ARNormFusion },
+			Enabled: func(c Scenario) bool { return c.Options.ARNormFusion },
 			Apply:   opt(func(o *Options) { o.ARNormFusion = true }),
 			Revert:  opt(func(o *Options) { o.ARNormFusion = false }),
 			Check:   checkARNorm,
-			HowTo: func(c Config) How {
+			HowTo: func(c Scenario) How {
 				return How{Exec: "all-reduce kernel that adds the residual and applies RMSNorm on the reduced buffer"}
 			},
 			Sweep: true,
 		},
 		{
 			Name: "mtp", Title: fmt.Sprintf("MTP speculative decoding (%d token, acceptance %.2f)", o.MTPTokens, o.MTPAcceptRate), Kind: "speculative",
-			Enabled: func(c Config) bool { return c.Workload.SpecTokens > 0 },
-			Apply: func(c Config) (Config, error) {
+			Enabled: func(c Scenario) bool { return c.Workload.SpecTokens > 0 },
+			Apply: func(c Scenario) (Scenario, error) {
 				if c.Arch.MTPLayers == 0 {
 					return c, fmt.Errorf("%s has no MTP layer (num_nextn_predict_layers = 0)", c.Arch.Name)
 				}
@@ -246,17 +248,17 @@ func Catalog(o CatalogOptions) []Entry {
 				c.Options.MTPAcceptRate = o.MTPAcceptRate
 				return c, nil
 			},
-			Revert: func(c Config) (Config, error) {
+			Revert: func(c Scenario) (Scenario, error) {
 				c.Workload.SpecTokens = 0
 				return c, nil
 			},
-			Check: func(c Config) Applicability {
+			Check: func(c Scenario) Applicability {
 				if c.Arch.MTPLayers == 0 {
 					return Applicability{NotApplicable, fmt.Sprintf("%s has no MTP layer: config num_nextn_predict_layers = 0 (a separate draft model would be needed)", c.Arch.Name)}
 				}
 				return Applicability{Applies, fmt.Sprintf("%d MTP layer(s) in the checkpoint; acceptance %.2f is an input (DeepSeek-V3 report: 85-90 %%)", c.Arch.MTPLayers, o.MTPAcceptRate)}
 			},
-			HowTo: func(Config) How {
+			HowTo: func(Scenario) How {
 				return How{Engine: []string{fmt.Sprintf(`--speculative-config '{"method":"deepseek_mtp","num_speculative_tokens":%d}'`, o.MTPTokens)}}
 			},
 			Sweep: true,
@@ -272,28 +274,28 @@ func Catalog(o CatalogOptions) []Entry {
 // GPUs: DP groups of tp ranks each serve their own sequences, experts
 // spread over all ranks, tokens move by all-to-all.
 func dpEntry(name, title string, tp int) Entry {
-	to := func(c Config) model.Plan {
+	to := func(c Scenario) model.Plan {
 		w := c.Plan.World()
 		return model.Plan{TP: tp, DP: w / tp, EP: true}
 	}
 	return Entry{
 		Name: name, Title: title, Kind: "parallelism",
-		Enabled: func(c Config) bool {
+		Enabled: func(c Scenario) bool {
 			p := c.Plan.Normalized()
 			return p.DP > 1 && p.TP == tp
 		},
-		Apply: func(c Config) (Config, error) {
+		Apply: func(c Scenario) (Scenario, error) {
 			if c.Plan.World()%tp != 0 || c.Plan.World()/tp < 2 {
 				return c, fmt.Errorf("plan %s: %d GPUs do not form DP groups of TP %d", c.Plan.Normalized(), c.Plan.World(), tp)
 			}
 			c.Plan = to(c)
 			return c, c.Plan.Validate(c.Arch)
 		},
-		Revert: func(c Config) (Config, error) {
+		Revert: func(c Scenario) (Scenario, error) {
 			c.Plan = model.Plan{TP: c.Plan.World()}
 			return c, c.Plan.Validate(c.Arch)
 		},
-		Check: func(c Config) Applicability {
+		Check: func(c Scenario) Applicability {
 			if c.Plan.World()%tp != 0 || c.Plan.World()/tp < 2 {
 				return Applicability{NotApplicable, fmt.Sprintf("%d GPUs do not form two or more DP groups of TP %d", c.Plan.World(), tp)}
 			}
@@ -307,7 +309,7 @@ func dpEntry(name, title string, tp int) Entry {
 			}
 			return Applicability{Applies, r}
 		},
-		HowTo: func(c Config) How {
+		HowTo: func(c Scenario) How {
 			p := to(c)
 			return How{Engine: []string{fmt.Sprintf("--tensor-parallel-size %d --data-parallel-size %d --enable-expert-parallel", p.TP, p.DP)}}
 		},
@@ -315,12 +317,12 @@ func dpEntry(name, title string, tp int) Entry {
 	}
 }
 
-// topoEntry moves the Config to another preset box with as many GPUs.
+// topoEntry moves the Scenario to another preset box with as many GPUs.
 func topoEntry(name string) Entry {
 	return Entry{
 		Name: "box-" + name, Title: "move to " + name, Kind: "box",
-		Enabled: func(c Config) bool { return c.Topo != nil && baseTopoName(c.Topo.Name) == name },
-		Apply: func(c Config) (Config, error) {
+		Enabled: func(c Scenario) bool { return c.Topo != nil && baseTopoName(c.Topo.Name) == name },
+		Apply: func(c Scenario) (Scenario, error) {
 			t, err := topology.Preset(name)
 			if err != nil {
 				return c, err
@@ -333,10 +335,10 @@ func topoEntry(name string) Entry {
 			c.Topo = t
 			return c, nil
 		},
-		Revert: func(c Config) (Config, error) {
+		Revert: func(c Scenario) (Scenario, error) {
 			return c, fmt.Errorf("box entries are never part of a baseline")
 		},
-		Check: func(c Config) Applicability {
+		Check: func(c Scenario) Applicability {
 			t, err := topology.Preset(name)
 			if err != nil {
 				return Applicability{NotApplicable, err.Error()}
@@ -351,7 +353,7 @@ func topoEntry(name string) Entry {
 			}
 			return Applicability{Conditional, r}
 		},
-		HowTo: func(Config) How { return How{Exec: "--topo " + name} },
+		HowTo: func(Scenario) How { return How{Exec: "--topo " + name} },
 		Sweep: true,
 	}
 }
@@ -441,7 +443,7 @@ func p2pRefused(t *topology.Topology, gpus []int) (a, b int, refused bool) {
 // (serving-facts.md "Attention backends and FP8 KV"): FlashMLA on SM90 and
 // SM100; on SM120 only TRITON_MLA, which refused FP8 KV until its
 // dequantize-on-load support was merged in 2026; FP8 needs SM89+.
-func checkFP8KV(c Config) Applicability {
+func checkFP8KV(c Scenario) Applicability {
 	cc := ccString(c.Topo)
 	major, minor := computeCapability(cc)
 	switch {
@@ -459,7 +461,7 @@ func checkFP8KV(c Config) Applicability {
 
 // checkP2PSys counts the GPU pairs that NCCL_P2P_LEVEL=SYS moves from SHM
 // to P2P (nccl-model.md: the default PXB stops at a host bridge).
-func checkP2PSys(c Config) Applicability {
+func checkP2PSys(c Scenario) Applicability {
 	t := c.Topo
 	if t == nil {
 		return Applicability{Conditional, "no topology"}
@@ -492,12 +494,12 @@ func checkP2PSys(c Config) Applicability {
 // on 2 GPUs or NVLink-connected GPUs; on more than two PCIe-only GPUs it is
 // disabled, and symmetric-memory all-reduce exists only on SM 9.0/10.x
 // (serving-facts.md "Custom all-reduce").
-func checkOneShot(c Config) Applicability {
+func checkOneShot(c Scenario) Applicability {
 	t := c.Topo
 	if t == nil {
 		return Applicability{Conditional, "no topology"}
 	}
-	if c.Options.P2PDisable {
+	if c.Options.NCCL.P2PDisable {
 		return Applicability{NotApplicable, "needs P2P between every pair of GPUs (NCCL_P2P_DISABLE=1 is set)"}
 	}
 	n := c.Plan.Normalized().TP
@@ -540,7 +542,7 @@ func spansSockets(t *topology.Topology, n int) bool {
 // fusion pass uses FlashInfer's all-reduce kernels, built for SM90/SM100
 // GPUs joined by NVLink; where NCCL carries the all-reduce (PCIe, more
 // than two GPUs) it needs a custom kernel.
-func checkARNorm(c Config) Applicability {
+func checkARNorm(c Scenario) Applicability {
 	m := ccMajor(c.Topo)
 	if allNVLink(c.Topo, nil) && (m == 9 || m == 10) {
 		return Applicability{Applies, fmt.Sprintf("SM%s with NVLink: vLLM's all-reduce fusion pass (FlashInfer kernels; assumption: available since 2025)", ccString(c.Topo))}

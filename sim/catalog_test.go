@@ -21,10 +21,10 @@ func entryByName(t *testing.T, name string) Entry {
 	return Entry{}
 }
 
-func seedConfig(t testing.TB) Config {
-	return Config{Scenario: Scenario{Arch: mustPreset(t, "kimi-k2.5-nvfp4"), Plan: model.Plan{TP: 8},
-		Workload: model.Workload{Batch: 1, Context: 4096, KVDtype: model.BF16}},
-		Options: seedOptions, Topo: mustTopo(t, "rtxpro6000-2s")}
+func seedConfig(t testing.TB) Scenario {
+	return Scenario{Arch: mustPreset(t, "kimi-k2.5-nvfp4"), Plan: model.Plan{TP: 8},
+		Workload: model.Workload{Batch: 1, Context: 4096, KVDtype: model.BF16},
+		Options:  seedOptions, Topo: mustTopo(t, "rtxpro6000-2s")}
 }
 
 // TestCatalogApplicability checks each rule against the fact it encodes
@@ -41,12 +41,12 @@ func TestCatalogApplicability(t *testing.T) {
 		t.Fatal(err)
 	}
 	noP2P := seed
-	noP2P.Options.P2PDisable = true
+	noP2P.Options.NCCL.P2PDisable = true
 	ds := seed
 	ds.Arch = mustPreset(t, "deepseek-v3")
 	cases := []struct {
 		entry string
-		c     Config
+		c     Scenario
 		want  Status
 	}{
 		// TRITON_MLA is the only MLA backend on SM120 and needs the 2026
@@ -98,7 +98,7 @@ func TestOneShotCrossSocketCaveat(t *testing.T) {
 	four.Plan = model.Plan{TP: 4}
 	for _, c := range []struct {
 		name string
-		c    Config
+		c    Scenario
 		want bool
 	}{{"2-socket tp8", seed, true}, {"switch tp8", sw, false}, {"2-socket tp4 (socket 0)", four, false}} {
 		got := strings.Contains(entryByName(t, "oneshot-ar").Check(c.c).Reason, "upper bound")

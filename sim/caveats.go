@@ -99,12 +99,12 @@ func PlanCaveats(cfgs []PlanConfig, r *PlanResult) []string {
 	if r == nil || r.Best < 0 || r.Best >= len(cfgs) {
 		return out
 	}
-	c := &cfgs[r.Best].Config
+	c := &cfgs[r.Best].Scenario
 	p, err := New(c.Topo, c.Options)
 	if err != nil {
 		return out
 	}
-	return append(out, p.Caveats(c.Scenario)...)
+	return append(out, p.Caveats(*c)...)
 }
 
 // firstRanks is the group 0..n-1.

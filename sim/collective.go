@@ -163,6 +163,42 @@ type NCCLOptions struct {
 	IgnoreCalibration bool `json:"ignore_calibration,omitempty"`
 }
 
+// Validate checks every field against NCCL's grammar; errors name the
+// field (nccl.proto, nccl.algo, nccl.p2p_level) and what is accepted.
+func (o *NCCLOptions) Validate() error {
+	if _, err := parseProto(o.Proto); err != nil {
+		return fmt.Errorf("nccl.proto: %w", err)
+	}
+	if _, err := parseAlgo(o.Algo); err != nil {
+		return fmt.Errorf("nccl.algo: %w", err)
+	}
+	if _, err := topology.ParseP2PLevel(o.P2PLevel); err != nil {
+		return fmt.Errorf("nccl.p2p_level: %w", err)
+	}
+	return nil
+}
+
+// Env is the environment that asks NCCL for these options, in NCCL's
+// spelling (NCCL_PROTO, NCCL_ALGO, NCCL_P2P_LEVEL, NCCL_P2P_DISABLE=1);
+// empty for NCCL's defaults. IgnoreCalibration is tpscope's own and has
+// no variable.
+func (o *NCCLOptions) Env() map[string]string {
+	env := map[string]string{}
+	if o.Proto != "" {
+		env["NCCL_PROTO"] = o.Proto
+	}
+	if o.Algo != "" {
+		env["NCCL_ALGO"] = o.Algo
+	}
+	if o.P2PLevel != "" {
+		env["NCCL_P2P_LEVEL"] = o.P2PLevel
+	}
+	if o.P2PDisable {
+		env["NCCL_P2P_DISABLE"] = "1"
+	}
+	return env
+}
+
 // CollectiveCost is the predicted cost of one collective call.
 type CollectiveCost struct {
 	// TimeUs is the predicted time = LatencyUs + LinkUs.

@@ -3,8 +3,6 @@ package sim
 import (
 	"fmt"
 	"strings"
-
-	"github.com/tpscope/tpscope/topology"
 )
 
 // CustomAR selects the all-reduce implementation for TP all-reduces.
@@ -57,15 +55,9 @@ func ParseCustomAR(s string) (CustomAR, error) {
 // protocol), vLLM's custom all-reduce rule, no fusion, no overlap, no MTP
 // acceptance.
 type Options struct {
-	// NCCL environment, with NCCL's spelling: NCCLProto as NCCL_PROTO
-	// ("LL", "LL128", "Simple", "^LL128", comma lists; "" default),
-	// NCCLAlgo as NCCL_ALGO ("Ring", "Tree"; "" default), P2PLevel as
-	// NCCL_P2P_LEVEL ("LOC", "NVL", "PIX", "PXB", "PHB", "SYS"; "" =
-	// PXB), P2PDisable as NCCL_P2P_DISABLE=1.
-	NCCLProto  string `json:"nccl_proto,omitempty"`
-	NCCLAlgo   string `json:"nccl_algo,omitempty"`
-	P2PLevel   string `json:"p2p_level,omitempty"`
-	P2PDisable bool   `json:"p2p_disable,omitempty"`
+	// NCCL is NCCL's environment (NCCL_PROTO, NCCL_ALGO, NCCL_P2P_LEVEL,
+	// NCCL_P2P_DISABLE); the zero value is NCCL's defaults.
+	NCCL NCCLOptions `json:"nccl"`
 
 	// CUDAGraphs replays the decode step as a captured CUDA graph: one host
 	// launch per step instead of one per kernel, Device.LaunchGraphUs of
@@ -121,8 +113,8 @@ func (o *Options) Validate() error {
 	default:
 		return fmt.Errorf("options: attention_backend %q: want triton_mla or flashmla", o.AttentionBackend)
 	}
-	if _, err := topology.ParseP2PLevel(o.P2PLevel); err != nil {
-		return fmt.Errorf("options: p2p_level: %w", err)
+	if err := o.NCCL.Validate(); err != nil {
+		return fmt.Errorf("options: %w", err)
 	}
 	for i, s := range o.GraphSizes {
 		if s <= 0 || (i > 0 && s <= o.GraphSizes[i-1]) {
@@ -177,9 +169,4 @@ func (o *Options) TokensPerStep(k int) float64 {
 		t += p
 	}
 	return t
-}
-
-// NCCL returns the NCCL environment part of the options.
-func (o *Options) NCCL() NCCLOptions {
-	return NCCLOptions{Proto: o.NCCLProto, Algo: o.NCCLAlgo, P2PLevel: o.P2PLevel, P2PDisable: o.P2PDisable}
 }

@@ -54,8 +54,8 @@ type PlanSpace struct {
 
 // PlanConfig is one configuration of the sweep.
 type PlanConfig struct {
-	Box    int // index into PlanSpace boxes (see PlanSpace.Boxes)
-	Config Config
+	Box      int // index into PlanSpace boxes (see PlanSpace.Boxes)
+	Scenario Scenario
 	// AtCapacity marks the configuration added at the box's maximum
 	// concurrency for its context (not one of the swept batches).
 	AtCapacity bool
@@ -278,9 +278,8 @@ func (s *PlanSpace) Configs() ([]PlanConfig, error) {
 								if t.NumGPUs() != n {
 									continue
 								}
-								out = append(out, PlanConfig{Box: bi, Config: Config{
-									Scenario: Scenario{Arch: s.Arch, Plan: p, Workload: w, Build: s.Build},
-									Options:  s.Options, Topo: t}})
+								out = append(out, PlanConfig{Box: bi, Scenario: Scenario{
+									Arch: s.Arch, Plan: p, Workload: w, Build: s.Build, Options: s.Options, Topo: t}})
 							}
 						}
 						// The load at which the KV cache is full, when the
@@ -295,9 +294,8 @@ func (s *PlanSpace) Configs() ([]PlanConfig, error) {
 							if w.Batch < 1 || w.Validate() != nil || slices.Contains(batches, w.Batch) {
 								continue
 							}
-							out = append(out, PlanConfig{Box: bi, AtCapacity: true, Config: Config{
-								Scenario: Scenario{Arch: s.Arch, Plan: p, Workload: w, Build: s.Build},
-								Options:  s.Options, Topo: t}})
+							out = append(out, PlanConfig{Box: bi, AtCapacity: true, Scenario: Scenario{
+								Arch: s.Arch, Plan: p, Workload: w, Build: s.Build, Options: s.Options, Topo: t}})
 						}
 					}
 				}
@@ -311,7 +309,7 @@ func (s *PlanSpace) Configs() ([]PlanConfig, error) {
 // progress (if set) after each with the count done in this call.
 func EvaluatePlan(ev *Evaluator, cfgs []PlanConfig, out []PlanPoint, slo float64, progress func(done int)) {
 	for i := range cfgs {
-		out[i] = evaluatePoint(ev, &cfgs[i].Config, slo)
+		out[i] = evaluatePoint(ev, &cfgs[i].Scenario, slo)
 		out[i].AtCapacity = cfgs[i].AtCapacity
 		if progress != nil {
 			progress(i + 1)
@@ -319,7 +317,7 @@ func EvaluatePlan(ev *Evaluator, cfgs []PlanConfig, out []PlanPoint, slo float64
 	}
 }
 
-func evaluatePoint(ev *Evaluator, c *Config, slo float64) PlanPoint {
+func evaluatePoint(ev *Evaluator, c *Scenario, slo float64) PlanPoint {
 	p := c.Plan.Normalized()
 	pt := PlanPoint{Topology: c.Topo.Name, GPUs: c.Topo.NumGPUs(), Plan: p.String(), Batch: c.Workload.Batch,
 		Context: c.Workload.Context, KVDtype: string(c.Workload.KVDtypeFor(c.Arch)), SpecTokens: c.Workload.SpecTokens}

@@ -39,16 +39,6 @@ import (
 // topology and option set of a sweep.
 const fastLayers = 2
 
-// Config is one point of the space advise and plan explore: what runs
-// (the Scenario: architecture, plan, workload, build options), how
-// (Options) and where (Topo). It is the value the catalog's entries
-// transform.
-type Config struct {
-	Scenario
-	Options Options
-	Topo    *topology.Topology
-}
-
 // Evaluator predicts Configs quickly (see the model above). It keeps one
 // Predictor per (topology, options) and a cache of schedule views. Not
 // safe for concurrent use; the zero value is ready.
@@ -56,7 +46,7 @@ type Evaluator struct {
 	preds   []evalPredictor
 	reduced []reducedArch
 	views   map[schedKey]*schedViews
-	// Full disables the layer extrapolation: every Config is simulated
+	// Full disables the layer extrapolation: every Scenario is simulated
 	// with its whole schedule on every rank (the reference path).
 	Full bool
 }
@@ -207,9 +197,9 @@ func lastOpOfLayer(ops []model.Op, l int) int {
 // Evaluate predicts the step of c: StepUs, tokens per second (per request
 // and aggregate over the real sequences, MTP acceptance included) and the
 // memory fit of the full architecture. CommShare is not computed (0).
-// A Config that does not fit in memory is evaluated all the same (Memory
+// A Scenario that does not fit in memory is evaluated all the same (Memory
 // says so); an invalid plan or workload is an error.
-func (e *Evaluator) Evaluate(c Config) (Summary, error) {
+func (e *Evaluator) Evaluate(c Scenario) (Summary, error) {
 	if c.Topo == nil {
 		return Summary{}, errors.New("sim: config has no topology")
 	}
@@ -230,7 +220,7 @@ func (e *Evaluator) Evaluate(c Config) (Summary, error) {
 		return Summary{}, fmt.Errorf("sim: plan %s needs %d GPUs; topology %s has %d", c.Plan.Normalized(), w, c.Topo.Name, c.Topo.NumGPUs())
 	}
 	short := e.shortArch(c.Arch)
-	v, padded, graphed, err := e.viewsFor(p, c.Scenario, short)
+	v, padded, graphed, err := e.viewsFor(p, c, short)
 	if err != nil {
 		return Summary{}, err
 	}
@@ -246,7 +236,7 @@ func (e *Evaluator) Evaluate(c Config) (Summary, error) {
 		step += float64(c.Arch.MoELayers()-fastLayers) * layerUs
 	}
 	sum := Summary{StepUs: step, Graphed: graphed}
-	p.fixTokens(&sum, c.Scenario, padded)
-	sum.Memory = p.memoryFit(c.Scenario)
+	p.fixTokens(&sum, c, padded)
+	sum.Memory = p.memoryFit(c)
 	return sum, nil
 }

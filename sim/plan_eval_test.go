@@ -29,7 +29,7 @@ func mustTopo(t testing.TB, name string) *topology.Topology {
 
 // seedOptions is what the seed scenario's users run (seed-scenario.md):
 // CUDA graphs, NCCL_PROTO=LL, NCCL_P2P_LEVEL=SYS.
-var seedOptions = Options{CUDAGraphs: true, NCCLProto: "LL", P2PLevel: "SYS"}
+var seedOptions = Options{CUDAGraphs: true, NCCL: NCCLOptions{Proto: "LL", P2PLevel: "SYS"}}
 
 // TestFastEvalAgreesWithEngine checks the layer extrapolation of Evaluator
 // against the full engine on the full schedule (Predictor.Evaluate): the
@@ -57,7 +57,7 @@ func TestFastEvalAgreesWithEngine(t *testing.T) {
 		{"kimi/seed", kimi, box, seedOptions, model.Plan{TP: 8}, model.Workload{Batch: 1, Context: 4096, KVDtype: model.BF16}},
 		{"kimi/eager-stock", kimi, box, eager, model.Plan{TP: 8}, model.Workload{Batch: 1, Context: 4096, KVDtype: model.BF16}},
 		{"kimi/eager-queue16", kimi, shallow, eager, model.Plan{TP: 8}, model.Workload{Batch: 1, Context: 4096, KVDtype: model.BF16}},
-		{"kimi/eager-queue16-b128", kimi, shallow, Options{NCCLProto: "LL", P2PLevel: "SYS"}, model.Plan{TP: 8}, model.Workload{Batch: 128, Context: 16384, KVDtype: model.FP8}},
+		{"kimi/eager-queue16-b128", kimi, shallow, Options{NCCL: NCCLOptions{Proto: "LL", P2PLevel: "SYS"}}, model.Plan{TP: 8}, model.Workload{Batch: 128, Context: 16384, KVDtype: model.FP8}},
 		{"kimi/eager-b64", kimi, box, eager, model.Plan{TP: 8}, model.Workload{Batch: 64, Context: 2048, KVDtype: model.FP8}},
 		{"kimi/graphs-b37-padded", kimi, box, seedOptions, model.Plan{TP: 8}, model.Workload{Batch: 37, Context: 8192, KVDtype: model.FP8}},
 		{"kimi/graphs-b600-eager-fallback", kimi, box, seedOptions, model.Plan{TP: 8}, model.Workload{Batch: 600, Context: 256, KVDtype: model.FP8}},
@@ -71,7 +71,7 @@ func TestFastEvalAgreesWithEngine(t *testing.T) {
 		{"kimi/h200", kimi, h200, Options{CUDAGraphs: true}, model.Plan{TP: 8}, model.Workload{Batch: 32, Context: 4096}},
 		{"glm5/seed-opts", glm, box, seedOptions, model.Plan{TP: 8}, model.Workload{Batch: 1, Context: 4096}},
 		{"glm5/eager", glm, box, eager, model.Plan{TP: 8}, model.Workload{Batch: 1, Context: 4096}},
-		{"dsv3/mtp", ds, box, Options{CUDAGraphs: true, NCCLProto: "LL", P2PLevel: "SYS", MTPAcceptRate: 0.8}, model.Plan{TP: 8}, model.Workload{Batch: 4, Context: 4096, SpecTokens: 1}},
+		{"dsv3/mtp", ds, box, Options{CUDAGraphs: true, MTPAcceptRate: 0.8, NCCL: NCCLOptions{Proto: "LL", P2PLevel: "SYS"}}, model.Plan{TP: 8}, model.Workload{Batch: 4, Context: 4096, SpecTokens: 1}},
 	}
 	var ev Evaluator
 	for _, c := range cases {
@@ -85,7 +85,7 @@ func TestFastEvalAgreesWithEngine(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			got, err := ev.Evaluate(Config{Scenario: sc, Options: c.opts, Topo: c.topo})
+			got, err := ev.Evaluate(withRun(sc, c.opts, c.topo))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -147,7 +147,7 @@ func TestGraphStep(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			fast, err := ev.Evaluate(Config{Scenario: sc, Options: seedOptions, Topo: box})
+			fast, err := ev.Evaluate(withRun(sc, seedOptions, box))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -189,13 +189,13 @@ func TestEvaluatorErrors(t *testing.T) {
 	box := mustTopo(t, "rtxpro6000-2s")
 	cases := []struct {
 		name string
-		c    Config
+		c    Scenario
 	}{
-		{"no-topology", Config{Scenario: Scenario{Arch: kimi, Plan: model.Plan{TP: 8}, Workload: model.Workload{Batch: 1, Context: 1}}}},
-		{"no-arch", Config{Topo: box, Scenario: Scenario{Plan: model.Plan{TP: 8}, Workload: model.Workload{Batch: 1, Context: 1}}}},
-		{"batch-0", Config{Topo: box, Scenario: Scenario{Arch: kimi, Plan: model.Plan{TP: 8}, Workload: model.Workload{Batch: 0, Context: 1}}}},
-		{"tp-3", Config{Topo: box, Scenario: Scenario{Arch: kimi, Plan: model.Plan{TP: 3}, Workload: model.Workload{Batch: 1, Context: 1}}}},
-		{"tp-16-on-8", Config{Topo: box, Scenario: Scenario{Arch: kimi, Plan: model.Plan{TP: 16}, Workload: model.Workload{Batch: 1, Context: 1}}}},
+		{"no-topology", Scenario{Arch: kimi, Plan: model.Plan{TP: 8}, Workload: model.Workload{Batch: 1, Context: 1}}},
+		{"no-arch", Scenario{Topo: box, Plan: model.Plan{TP: 8}, Workload: model.Workload{Batch: 1, Context: 1}}},
+		{"batch-0", Scenario{Topo: box, Arch: kimi, Plan: model.Plan{TP: 8}, Workload: model.Workload{Batch: 0, Context: 1}}},
+		{"tp-3", Scenario{Topo: box, Arch: kimi, Plan: model.Plan{TP: 3}, Workload: model.Workload{Batch: 1, Context: 1}}},
+		{"tp-16-on-8", Scenario{Topo: box, Arch: kimi, Plan: model.Plan{TP: 16}, Workload: model.Workload{Batch: 1, Context: 1}}},
 	}
 	var ev Evaluator
 	for _, c := range cases {
@@ -221,10 +221,16 @@ func BenchmarkEvaluate(b *testing.B) {
 				if !warm {
 					ctx = 1 + i%100000
 				}
-				if _, err := ev.Evaluate(Config{Scenario: Scenario{Arch: kimi, Plan: model.Plan{TP: 8}, Workload: model.Workload{Batch: 8, Context: ctx}}, Options: seedOptions, Topo: box}); err != nil {
+				if _, err := ev.Evaluate(Scenario{Arch: kimi, Plan: model.Plan{TP: 8}, Workload: model.Workload{Batch: 8, Context: ctx}, Options: seedOptions, Topo: box}); err != nil {
 					b.Fatal(err)
 				}
 			}
 		})
 	}
+}
+
+// withRun is sc with options and box set.
+func withRun(sc Scenario, o Options, t *topology.Topology) Scenario {
+	sc.Options, sc.Topo = o, t
+	return sc
 }

@@ -37,7 +37,7 @@ func New(topo *topology.Topology, opts Options) (*Predictor, error) {
 	if topo == nil {
 		return nil, errors.New("sim: nil topology")
 	}
-	coll, err := NewCollectiveModel(topo, opts.NCCL())
+	coll, err := NewCollectiveModel(topo, opts.NCCL)
 	if err != nil {
 		return nil, fmt.Errorf("sim: %w", err)
 	}

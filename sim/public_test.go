@@ -78,7 +78,7 @@ func publicPredict(t *testing.T, modelName, topo string, kv model.Dtype, dcp, co
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := New(tp, Options{CUDAGraphs: true, P2PLevel: "SYS", GPUMemUtilization: util})
+	p, err := New(tp, Options{CUDAGraphs: true, GPUMemUtilization: util, NCCL: NCCLOptions{P2PLevel: "SYS"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -149,7 +149,7 @@ func glmPublicPredict(t *testing.T, batch, context int) *Prediction {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := New(tp, Options{CUDAGraphs: true, NCCLProto: "LL", P2PLevel: "SYS", AttentionBackend: AttnFlashMLA})
+	p, err := New(tp, Options{CUDAGraphs: true, AttentionBackend: AttnFlashMLA, NCCL: NCCLOptions{Proto: "LL", P2PLevel: "SYS"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -211,7 +211,7 @@ func TestPublicSHMGap(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := New(tp, Options{CUDAGraphs: true, P2PDisable: true})
+	p, err := New(tp, Options{CUDAGraphs: true, NCCL: NCCLOptions{P2PDisable: true}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,20 +1,42 @@
 package sim
 
 import (
+	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"strings"
 
 	"github.com/tpscope/tpscope/model"
+	"github.com/tpscope/tpscope/topology"
 )
 
-// Scenario is what to predict: an architecture laid out by a plan, running
-// a workload. PredictScenario builds its schedule (model.BuildWith) for the
-// padded CUDA-graph batch, predicts it and checks the memory fit.
+// Scenario is one deployment, end to end: which model (Arch, and how its
+// schedule is built), laid out by which plan, serving which workload, run
+// with which options, on which box (Topo). It is the one value every verb
+// binds its flags to, that a run records on its step spans (its JSON, see
+// MarshalJSON) and that a comparison decodes to re-predict exactly what
+// ran. It is also the point advise's catalog entries transform and plan's
+// sweeps enumerate.
+//
+// Predictor methods read Arch, Plan, Workload and Build; the Predictor's
+// own topology and options (New(sc.Topo, sc.Options)) stand for Topo and
+// Options there. PredictScenario (the function) uses all of it.
 type Scenario struct {
 	Arch     *model.Arch
+	Build    model.BuildOptions
 	Plan     model.Plan
 	Workload model.Workload
-	Build    model.BuildOptions
+	Options  Options
+	Topo     *topology.Topology
+	// TopoRef finds Topo again (preset name, or file path and hash);
+	// zero means Topo's name, which must then be resolvable.
+	TopoRef topology.Ref
+	// RunBatch is the batch the schedule ran with (padded for CUDA
+	// graphs), recorded by run; 0 before a run. A comparison checks that
+	// the schedule it rebuilds has the same batch.
+	RunBatch int
 }
 
 // Summary is the cheap part of a prediction: what a sweep keeps per
@@ -50,7 +72,7 @@ func (p *Predictor) schedule(sc Scenario) (s *model.Schedule, padded int, graphe
 		return nil, 0, false, fmt.Errorf("sim: workload batch %d: want at least 1 sequence", w.Batch)
 	}
 	plan := sc.Plan.Normalized()
-	if world := plan.World(); world > p.topo.NumGPUs() {
+	if world := plan.World(); p.topo != nil && world > p.topo.NumGPUs() {
 		return nil, 0, false, fmt.Errorf("sim: plan %s needs %d GPUs; topology %s has %d", plan, world, p.topo.Name, p.topo.NumGPUs())
 	}
 	padded, graphed = graphStep(&p.opts, plan, w)
@@ -61,6 +83,36 @@ func (p *Predictor) schedule(sc Scenario) (s *model.Schedule, padded int, graphe
 		return nil, 0, false, err
 	}
 	return s, padded, graphed, nil
+}
+
+// Predict predicts one step of the whole scenario on its box with its
+// options (New(sc.Topo, sc.Options), then PredictScenarioSchedule): the
+// prediction and the schedule priced, which is the schedule BuildSchedule
+// returns and a run executes.
+func Predict(sc Scenario) (*Prediction, *model.Schedule, error) {
+	if sc.Topo == nil {
+		return nil, nil, errors.New("sim: scenario has no topology")
+	}
+	p, err := New(sc.Topo, sc.Options)
+	if err != nil {
+		return nil, nil, err
+	}
+	return p.PredictScenarioSchedule(sc)
+}
+
+// BuildSchedule returns the schedule the serving engine runs for the
+// scenario: model.BuildWith at the batch padded up to the next CUDA-graph
+// capture size when the step is graphed (decode, CUDA graphs on, tokens
+// per DP group within the capture sizes), and whether it is graphed. It
+// is what Predict prices and what a run executes, so both see one
+// schedule.
+func BuildSchedule(sc Scenario) (*model.Schedule, bool, error) {
+	if err := sc.Options.Validate(); err != nil {
+		return nil, false, err
+	}
+	p := &Predictor{opts: sc.Options, topo: sc.Topo}
+	s, _, graphed, err := p.schedule(sc)
+	return s, graphed, err
 }
 
 // PredictScenario predicts one step of the scenario with per-op detail and
@@ -85,8 +137,9 @@ func (p *Predictor) PredictScenarioSchedule(sc Scenario) (*Prediction, *model.Sc
 	if err != nil {
 		return nil, nil, err
 	}
+	// pr.Workload stays the workload priced (the padded batch); Sequences
+	// counts the real ones.
 	p.fixTokens(&pr.Summary, sc, padded)
-	pr.Workload.Batch = sc.Workload.Batch
 	pr.Memory = p.memoryFit(sc)
 	pr.Caveats = p.Caveats(sc)
 	return pr, s, nil
@@ -126,4 +179,120 @@ func (p *Predictor) fixTokens(sum *Summary, sc Scenario, padded int) {
 		sum.TokensPerSPerRequest = sum.TokensPerStep / (sum.StepUs * 1e-6)
 		sum.TokensPerS = sum.TokensPerSPerRequest * float64(sum.Sequences)
 	}
+}
+
+// scenarioJSON is the encoded form of a Scenario: references instead of
+// the architecture's and the box's numbers.
+type scenarioJSON struct {
+	Model    model.Ref          `json:"model"`
+	Build    model.BuildOptions `json:"build"`
+	Plan     model.Plan         `json:"plan"`
+	Workload model.Workload     `json:"workload"`
+	Options  Options            `json:"options"`
+	Topology topology.Ref       `json:"topology"`
+	RunBatch int                `json:"run_batch,omitempty"`
+}
+
+// MarshalJSON encodes the scenario with the model and the topology as
+// references (model.Ref: preset name, or config path and hash, and scale;
+// topology.Ref: preset name, or file path and hash, and GPU subset), the
+// plan and the workload in their text forms, the options and build
+// options as objects. DecodeScenario reads it back.
+func (sc Scenario) MarshalJSON() ([]byte, error) {
+	if sc.Arch == nil {
+		return nil, errors.New("scenario: no architecture to encode")
+	}
+	mr := sc.Arch.Ref
+	if mr.Name == "" && mr.Path == "" {
+		mr.Name = sc.Arch.Name
+	}
+	tr := sc.TopoRef
+	if tr.IsZero() && sc.Topo != nil {
+		tr = topology.Ref{Name: sc.Topo.Name}
+	}
+	return json.Marshal(scenarioJSON{Model: mr, Build: sc.Build, Plan: sc.Plan.Normalized(), Workload: sc.Workload.Normalized(),
+		Options: sc.Options, Topology: tr, RunBatch: sc.RunBatch})
+}
+
+// DecodeScenario reads a scenario MarshalJSON wrote and resolves its model
+// and its topology; topo, when not nil, is used instead of the recorded
+// topology (a box the caller resolved, e.g. a calibrated one). Errors are
+// one line naming the field: a model or topology that cannot be found, a
+// file whose content changed since it was recorded, an invalid plan,
+// workload or option.
+func DecodeScenario(data []byte, topo *topology.Topology) (Scenario, error) {
+	var j scenarioJSON
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&j); err != nil {
+		return Scenario{}, fmt.Errorf("scenario: %s", jsonErr(err))
+	}
+	a, err := j.Model.Resolve()
+	if err != nil {
+		return Scenario{}, fmt.Errorf("scenario model %s: %w", j.Model, err)
+	}
+	if err := j.Plan.Validate(a); err != nil {
+		return Scenario{}, fmt.Errorf("scenario plan %s: %w", j.Plan, err)
+	}
+	if err := j.Options.Validate(); err != nil {
+		return Scenario{}, fmt.Errorf("scenario %w", err)
+	}
+	sc := Scenario{Arch: a, Build: j.Build, Plan: j.Plan, Workload: j.Workload, Options: j.Options, TopoRef: j.Topology, RunBatch: j.RunBatch, Topo: topo}
+	if topo == nil {
+		if sc.Topo, err = j.Topology.Resolve(); err != nil {
+			return Scenario{}, fmt.Errorf("scenario topology %s: %w", j.Topology, err)
+		}
+	}
+	return sc, nil
+}
+
+// jsonErr words a decoding error without Go type names.
+func jsonErr(err error) string {
+	var te *json.UnmarshalTypeError
+	var se *json.SyntaxError
+	switch {
+	case errors.As(err, &te):
+		return fmt.Sprintf("field %q: want a %s", te.Field, jsonKind(te.Type.Kind().String()))
+	case errors.As(err, &se):
+		return fmt.Sprintf("not JSON at byte %d: %v", se.Offset, err)
+	case errors.Is(err, io.EOF):
+		return "empty: want a JSON object"
+	}
+	return strings.TrimPrefix(err.Error(), "json: ")
+}
+
+func jsonKind(k string) string {
+	switch k {
+	case "struct", "map":
+		return "JSON object"
+	case "slice", "array":
+		return "JSON array"
+	case "float64", "int", "int64":
+		return "number"
+	}
+	return k
+}
+
+// String is the scenario in one line for people: model, plan, workload,
+// options and box.
+func (sc Scenario) String() string {
+	name := "?"
+	if sc.Arch != nil {
+		name = sc.Arch.Ref.String()
+		if name == "" {
+			name = sc.Arch.Name
+		}
+	}
+	box := sc.TopoRef.String()
+	if box == "" && sc.Topo != nil {
+		box = sc.Topo.Name
+	}
+	b := ""
+	if sc.Build.DenseDSA {
+		b += " dense-dsa"
+	}
+	if sc.Build.MoEDispatch != "" {
+		b += " moe-dispatch=" + sc.Build.MoEDispatch
+	}
+	return fmt.Sprintf("%s%s %s %s on %s, options %s", name, b, sc.Plan.Normalized(), sc.Workload.Normalized(), box, sc.Options)
 }

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/tpscope/tpscope/traces/schema"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracegrpc"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
@@ -123,7 +124,7 @@ func Setup(ctx context.Context, dest string, opts ...Option) (*Exporter, error) 
 		return &Exporter{dest: dest}, nil
 	}
 	host, _ := os.Hostname()
-	attrs := []attribute.KeyValue{semconv.ServiceName(ServiceName)}
+	attrs := []attribute.KeyValue{semconv.ServiceName(schema.ServiceName)}
 	if host != "" {
 		attrs = append(attrs, semconv.HostName(host))
 	}
@@ -250,10 +251,7 @@ func (e *Exporter) TracerProvider() trace.TracerProvider {
 }
 
 // Tracer is the tracer for tpscope's spans, scope name ScopeName.
-func (e *Exporter) Tracer() trace.Tracer { return e.TracerProvider().Tracer(ScopeName) }
-
-// ScopeName is the instrumentation scope of tpscope's spans.
-const ScopeName = "github.com/tpscope/tpscope"
+func (e *Exporter) Tracer() trace.Tracer { return e.TracerProvider().Tracer(schema.ScopeName) }
 
 // ForceFlush exports every span ended so far.
 func (e *Exporter) ForceFlush(ctx context.Context) error {

@@ -19,14 +19,15 @@ import (
 
 	"github.com/tpscope/tpscope/traces"
 	"github.com/tpscope/tpscope/traces/jaegertest"
+	"github.com/tpscope/tpscope/traces/schema"
 )
 
 // emitN ends n op spans under one root and returns their span IDs.
 func emitN(tr trace.Tracer, n int, prefix string) []string {
-	ctx, root := tr.Start(context.Background(), traces.SpanStep)
+	ctx, root := tr.Start(context.Background(), schema.SpanStep)
 	ids := []string{root.SpanContext().SpanID().String()}
 	for i := 0; i < n-1; i++ {
-		_, s := tr.Start(ctx, "L00.attn.o_proj", trace.WithAttributes(traces.AttrOpID.String("L00.attn.o_proj"), traces.AttrRank.Int(i)))
+		_, s := tr.Start(ctx, "L00.attn.o_proj", trace.WithAttributes(schema.AttrOpID.String("L00.attn.o_proj"), schema.AttrRank.Int(i)))
 		s.End()
 		ids = append(ids, s.SpanContext().SpanID().String())
 	}

@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/tpscope/tpscope/traces/schema"
 )
 
 // Jaeger JSON, query API v1 (GET /api/traces, /api/traces/{id}) and the
@@ -60,7 +62,7 @@ func ParseJaegerURL(src string) (JaegerQuery, error) {
 	if err != nil || (u.Scheme != "jaeger" && u.Scheme != "jaegers") || u.Host == "" {
 		return JaegerQuery{}, fmt.Errorf("%q: want jaeger://host:port?service=S&limit=N", src)
 	}
-	q := JaegerQuery{BaseURL: "http://" + u.Host, Service: ServiceName, Limit: 20, API: "v3", Lookback: 24 * time.Hour}
+	q := JaegerQuery{BaseURL: "http://" + u.Host, Service: schema.ServiceName, Limit: 20, API: "v3", Lookback: 24 * time.Hour}
 	if u.Scheme == "jaegers" {
 		q.BaseURL = "https://" + u.Host
 	}

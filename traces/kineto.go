@@ -5,7 +5,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"go.opentelemetry.io/otel/attribute"
 	"hash/fnv"
 	"io"
 	"math"
@@ -14,7 +13,10 @@ import (
 	"strings"
 	"time"
 
+	"go.opentelemetry.io/otel/attribute"
+
 	"github.com/tpscope/tpscope/model"
+	"github.com/tpscope/tpscope/traces/schema"
 )
 
 // Chrome trace / Kineto JSON, as written by the PyTorch profiler
@@ -279,18 +281,18 @@ func readKinetoStream(r io.Reader, res *Result, src string) error {
 		kind, coll, rule := o.classify(sp.Name)
 		sp.OpKind = string(kind)
 		o.tmp = append(o.tmp[:0],
-			Attr{Key: string(AttrKernel), Value: StringValue(sp.Name)},
-			Attr{Key: string(AttrOpKind), Value: StringValue(sp.OpKind)},
+			Attr{Key: string(schema.AttrKernel), Value: StringValue(sp.Name)},
+			Attr{Key: string(schema.AttrOpKind), Value: StringValue(sp.OpKind)},
 			Attr{Key: string(AttrKinetoKindRule), Value: StringValue(rule)},
 			Attr{Key: string(AttrKinetoGraph), Value: BoolValue(false)}, // set below
 		)
 		if coll != "" {
-			o.tmp = append(o.tmp, Attr{Key: string(AttrCollective), Value: StringValue(string(coll))})
+			o.tmp = append(o.tmp, Attr{Key: string(schema.AttrCollective), Value: StringValue(string(coll))})
 		}
 		if ev.haveStream {
 			o.tmp = append(o.tmp, Attr{Key: string(AttrKinetoStream), Value: IntValue(ev.stream)})
 		}
-		o.tmp = append(o.tmp, Attr{Key: string(AttrHostLaunchUnixNano)}) // filled below or dropped
+		o.tmp = append(o.tmp, Attr{Key: string(schema.AttrHostLaunchUnixNano)}) // filled below or dropped
 		sp.Attrs = o.keep(o.tmp)
 		k := kinetoKernel{span: res.count(), startNs: ev.ts, correlation: -1, device: -1}
 		if ev.haveCorr {
@@ -426,7 +428,7 @@ func readKinetoStream(r io.Reader, res *Result, src string) error {
 			switch sp.Attrs[i].Key {
 			case string(AttrKinetoGraph):
 				sp.Attrs[i].Value = BoolValue(graphLaunch[k.correlation])
-			case string(AttrHostLaunchUnixNano):
+			case string(schema.AttrHostLaunchUnixNano):
 				if t, ok := launchNs[k.correlation]; ok {
 					sp.Attrs[i].Value = IntValue(t + baseNs)
 				} else { // no launch event: drop the slot, keeping the order

@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/tpscope/tpscope/traces/schema"
 )
 
 // readJaegerV1Stream reads {"data":[trace...]} (several documents allowed)
@@ -177,7 +179,7 @@ func (o *reader) jaegerProcess() (*Resource, error) {
 	if err != nil {
 		return nil, err
 	}
-	o.tmp = append(o.tmp[:0], Attr{Key: string(ResServiceName), Value: StringValue(svc)})
+	o.tmp = append(o.tmp[:0], Attr{Key: string(schema.ResServiceName), Value: StringValue(svc)})
 	for i := range tags {
 		v, err := o.jaegerValue(&tags[i])
 		if err != nil {
@@ -236,7 +238,7 @@ func (o *reader) jaegerTrace() error {
 			continue
 		}
 		sp.Resource = r
-		if v, ok := r.Attr(string(ResServiceName)); ok {
+		if v, ok := r.Attr(string(schema.ResServiceName)); ok {
 			sp.Service = v.String()
 		}
 	}
@@ -382,7 +384,7 @@ func (o *reader) jaegerSpan(tags []jaegerTag) ([]jaegerTag, string, *Resource, e
 			sp.StatusMessage = v.String()
 			continue
 		}
-		if t.key == string(AttrOptions) && v.typ == TypeString && strings.HasPrefix(v.str, "[") {
+		if t.key == string(schema.AttrOptions) && v.typ == TypeString && strings.HasPrefix(v.str, "[") {
 			// Jaeger v1 writes array attributes as JSON text; the schema
 			// says this one is a []string: restore the array so both APIs agree.
 			var names []string

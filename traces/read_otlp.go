@@ -10,6 +10,8 @@ import (
 	"math"
 	"strconv"
 	"time"
+
+	"github.com/tpscope/tpscope/traces/schema"
 )
 
 // reader holds what the streaming readers share: the lexer, the result,
@@ -190,7 +192,7 @@ func (o *reader) otlpResourceSpans() error {
 				}
 				sortAttrs(attrs)
 				res = &Resource{Attrs: attrs}
-				if v, ok := res.Attr(string(ResServiceName)); ok {
+				if v, ok := res.Attr(string(schema.ResServiceName)); ok {
 					svc = o.in.s(v.String())
 				}
 				return nil

@@ -11,6 +11,8 @@ import (
 	"testing"
 	"testing/iotest"
 	"time"
+
+	"github.com/tpscope/tpscope/traces/schema"
 )
 
 func TestJaegerUIDownload(t *testing.T) {
@@ -38,7 +40,7 @@ func TestJaegerUIDownload(t *testing.T) {
 	if _, ok := op.Attr("otel.scope.name"); ok {
 		t.Error("otel.scope.name kept as an attribute; want it in Scope only")
 	}
-	if v, _ := op.Resource.Attr(string(ResHostName)); v.String() != "gpu-box-1" || op.Service != "tpscope" {
+	if v, _ := op.Resource.Attr(string(schema.ResHostName)); v.String() != "gpu-box-1" || op.Service != "tpscope" {
 		t.Errorf("resource host %q service %q", v.String(), op.Service)
 	}
 }

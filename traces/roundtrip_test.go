@@ -16,6 +16,7 @@ import (
 	"github.com/tpscope/tpscope/model"
 	"github.com/tpscope/tpscope/traces"
 	"github.com/tpscope/tpscope/traces/jaegertest"
+	"github.com/tpscope/tpscope/traces/schema"
 )
 
 // emitted is what the test step writes for one op span, kept to check the
@@ -50,32 +51,32 @@ func testOps(rank int) []model.Op {
 // (nanosecond fractions included) and returns what each op span carries.
 func emitStep(t *testing.T, tr trace.Tracer, base time.Time, ranks int) (root trace.SpanContext, ops []emitted) {
 	t.Helper()
-	ctx, step := tr.Start(context.Background(), traces.SpanStep, trace.WithTimestamp(base), trace.WithAttributes(
-		traces.AttrModel.String("deepseek-v3"), traces.AttrTopology.String("rtxpro6000-2s"),
-		traces.AttrPlan.String("tp=2"), traces.AttrWorkload.String("decode batch=1 ctx=4096"),
-		traces.AttrOptions.StringSlice([]string{"cuda-graphs", "fp8-kv"}), traces.AttrStep.Int(7), traces.AttrRanks.Int(ranks),
-		traces.AttrBackend.String("cpu")))
+	ctx, step := tr.Start(context.Background(), schema.SpanStep, trace.WithTimestamp(base), trace.WithAttributes(
+		schema.AttrModel.String("deepseek-v3"), schema.AttrTopology.String("rtxpro6000-2s"),
+		schema.AttrPlan.String("tp=2"), schema.AttrWorkload.String("decode batch=1 ctx=4096"),
+		schema.AttrOptions.StringSlice([]string{"cuda-graphs", "fp8-kv"}), schema.AttrStep.Int(7), schema.AttrRanks.Int(ranks),
+		schema.AttrBackend.String("cpu")))
 	end := base
 	for r := 0; r < ranks; r++ {
 		rstart := base.Add(time.Duration(1000+r) * time.Nanosecond)
-		rctx, rs := tr.Start(ctx, traces.RankSpanName(r), trace.WithTimestamp(rstart), trace.WithAttributes(traces.AttrRank.Int(r)))
+		rctx, rs := tr.Start(ctx, schema.RankSpanName(r), trace.WithTimestamp(rstart), trace.WithAttributes(schema.AttrRank.Int(r)))
 		at := rstart.Add(333 * time.Nanosecond)
 		for i, op := range testOps(r) {
 			op := op
 			dur := time.Duration(5000+1237*i+r) * time.Nanosecond
 			e := emitted{op: op, start: at, dur: dur, predictedUs: 4.75 + float64(i)}
-			attrs := traces.OpAttributes(&op)
+			attrs := schema.OpAttributes(&op)
 			attrs = append(attrs,
-				traces.AttrPredictedUs.Float64(e.predictedUs),
-				traces.AttrDeviceUs.Float64(float64(dur)/1e3),
-				traces.AttrHostLaunchUs.Float64(2.5),
-				traces.AttrHostLaunchUnixNano.Int64(at.Add(-700*time.Nanosecond).UnixNano()),
-				traces.AttrTiming.String(traces.TimingHostClock))
+				schema.AttrPredictedUs.Float64(e.predictedUs),
+				schema.AttrDeviceUs.Float64(float64(dur)/1e3),
+				schema.AttrHostLaunchUs.Float64(2.5),
+				schema.AttrHostLaunchUnixNano.Int64(at.Add(-700*time.Nanosecond).UnixNano()),
+				schema.AttrTiming.String(schema.TimingHostClock))
 			switch op.Name {
 			case "experts":
-				attrs = append(attrs, traces.AttrSubstituted.Bool(true), traces.AttrSubstitution.String("bf16 grouped GEMM for nvfp4"), traces.AttrScale.Float64(0.25))
+				attrs = append(attrs, schema.AttrSubstituted.Bool(true), schema.AttrSubstitution.String("bf16 grouped GEMM for nvfp4"), schema.AttrScale.Float64(0.25))
 			case "lm_head":
-				attrs = append(attrs, traces.AttrSkipped.Bool(true), traces.AttrSkipReason.String("vocab GEMM off in this run"))
+				attrs = append(attrs, schema.AttrSkipped.Bool(true), schema.AttrSkipReason.String("vocab GEMM off in this run"))
 			}
 			e.extra = attrs
 			_, s := tr.Start(rctx, op.ID, trace.WithTimestamp(at), trace.WithAttributes(attrs...))
@@ -104,16 +105,16 @@ func checkAgainstEmitted(t *testing.T, got []traces.Span, rootSC trace.SpanConte
 		if s.TraceID != rootSC.TraceID() {
 			t.Errorf("span %s: trace %s, want %s", s.Name, s.TraceID, rootSC.TraceID())
 		}
-		if s.Service != traces.ServiceName {
-			t.Errorf("span %s: service %q, want %q", s.Name, s.Service, traces.ServiceName)
+		if s.Service != schema.ServiceName {
+			t.Errorf("span %s: service %q, want %q", s.Name, s.Service, schema.ServiceName)
 		}
 		byName[fmt.Sprintf("%s@%d", s.Name, s.Rank)] = s
 	}
-	root, ok := byName[traces.SpanStep+"@-1"]
+	root, ok := byName[schema.SpanStep+"@-1"]
 	if !ok || root.SpanID != rootSC.SpanID() || !root.IsRoot() {
 		t.Fatalf("no root step span with ID %s", rootSC.SpanID())
 	}
-	for k, want := range map[attribute.Key]string{traces.AttrModel: "deepseek-v3", traces.AttrPlan: "tp=2", traces.AttrOptions: `["cuda-graphs","fp8-kv"]`} {
+	for k, want := range map[attribute.Key]string{schema.AttrModel: "deepseek-v3", schema.AttrPlan: "tp=2", schema.AttrOptions: `["cuda-graphs","fp8-kv"]`} {
 		if v, _ := root.Attr(string(k)); v.String() != want {
 			t.Errorf("step %s = %q, want %q", k, v.String(), want)
 		}
@@ -124,7 +125,7 @@ func checkAgainstEmitted(t *testing.T, got []traces.Span, rootSC trace.SpanConte
 			t.Errorf("op span %s rank %d missing", e.op.ID, e.op.Rank)
 			continue
 		}
-		rank := byName[fmt.Sprintf("%s@%d", traces.RankSpanName(e.op.Rank), e.op.Rank)]
+		rank := byName[fmt.Sprintf("%s@%d", schema.RankSpanName(e.op.Rank), e.op.Rank)]
 		if s.ParentID != rank.SpanID || rank.ParentID != root.SpanID {
 			t.Errorf("%s: parent chain %s -> %s, want rank span %s -> step %s", e.op.ID, s.ParentID, rank.ParentID, rank.SpanID, root.SpanID)
 		}
@@ -195,7 +196,7 @@ func TestFileRoundTrip(t *testing.T) {
 	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
 	path := filepath.Join(t.TempDir(), "step.otlp.jsonl")
 	ctx := context.Background()
-	exp, err := traces.Setup(ctx, "file:"+path, traces.WithResource(traces.ResGPUModel.String("NVIDIA RTX PRO 6000 Blackwell Server Edition"), traces.ResNCCLVersion.String("2.28.3")))
+	exp, err := traces.Setup(ctx, "file:"+path, traces.WithResource(schema.ResGPUModel.String("NVIDIA RTX PRO 6000 Blackwell Server Edition"), schema.ResNCCLVersion.String("2.28.3")))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -215,7 +216,7 @@ func TestFileRoundTrip(t *testing.T) {
 		t.Errorf("format %s, skipped %v", res.Format, res.Skipped)
 	}
 	checkAgainstEmitted(t, res.Spans, rootSC, ops, 2, time.Nanosecond)
-	if v, _ := res.Spans[0].Resource.Attr(string(traces.ResNCCLVersion)); v.String() != "2.28.3" {
+	if v, _ := res.Spans[0].Resource.Attr(string(schema.ResNCCLVersion)); v.String() != "2.28.3" {
 		t.Errorf("resource nccl version %q, want 2.28.3", v.String())
 	}
 	if len(res.Scenarios) != 1 || res.Scenarios[0].Model != "deepseek-v3" || len(res.Scenarios[0].Traces) != 1 {

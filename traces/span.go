@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tpscope/tpscope/traces/schema"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
 )
@@ -48,9 +49,9 @@ type Span struct {
 	OpKind      string // model.OpKind value ("gemm", "collective", ...)
 	Layer       int
 	Rank        int
-	Step        int     // step index: the root's AttrStep for tpscope traces, ProfilerStep#N for Kineto
-	PredictedUs float64 // AttrPredictedUs
-	DeviceUs    float64 // AttrDeviceUs
+	Step        int     // step index: the root's schema.AttrStep for tpscope traces, ProfilerStep#N for Kineto
+	PredictedUs float64 // schema.AttrPredictedUs
+	DeviceUs    float64 // schema.AttrDeviceUs
 
 	// Seq is the span's position among the op spans (children of a rank span,
 	// or GPU kernels for Kineto) of its trace and rank, by start time, from 0.
@@ -218,15 +219,22 @@ type Result struct {
 // spans does not make a million-entry report.
 const MaxSkipDetails = 1000
 
-// Scenario is the scenario recorded on step root spans.
+// Scenario is the scenario recorded on step root spans: the short
+// attributes people read (model, topology, plan, workload, options), the
+// machine-readable value (JSON: schema.AttrScenario, absent in traces
+// recorded before it existed) and whether the measured steps replayed CUDA
+// graphs (Graphs: "true", "false", or "" when not recorded).
 type Scenario struct {
 	Model, Topology, Plan, Workload, Options string
+	JSON                                     string
+	Graphs                                   string
+	Backend                                  string // schema.AttrBackend: cpu, cuda, or "" (Kineto, other harnesses)
 	Traces                                   []trace.TraceID
 }
 
 // Key is the scenario as one comparable string.
 func (s *Scenario) Key() string {
-	return s.Model + "|" + s.Topology + "|" + s.Plan + "|" + s.Workload + "|" + s.Options
+	return s.Model + "|" + s.Topology + "|" + s.Plan + "|" + s.Workload + "|" + s.Options + "|" + s.Graphs + "|" + s.Backend + "|" + s.JSON
 }
 
 func (s *Scenario) String() string {
@@ -433,38 +441,38 @@ func (r *Result) finish() {
 func fillTyped(s *Span) {
 	for _, a := range s.Attrs {
 		switch a.Key {
-		case string(AttrOpID):
+		case string(schema.AttrOpID):
 			if a.Value.typ == TypeString {
 				s.OpID = a.Value.str
 			}
-		case string(AttrOpKind):
+		case string(schema.AttrOpKind):
 			if a.Value.typ == TypeString {
 				s.OpKind = a.Value.str
 			}
-		case string(AttrLayer):
+		case string(schema.AttrLayer):
 			if a.Value.typ == TypeInt {
 				s.Layer = int(a.Value.AsInt())
 			}
-		case string(AttrRank):
+		case string(schema.AttrRank):
 			if a.Value.typ == TypeInt {
 				s.Rank = int(a.Value.AsInt())
 			}
-		case string(AttrStep):
+		case string(schema.AttrStep):
 			if a.Value.typ == TypeInt {
 				s.Step = int(a.Value.AsInt())
 			}
-		case string(AttrPredictedUs):
+		case string(schema.AttrPredictedUs):
 			if f, ok := a.Value.Number(); ok {
 				s.PredictedUs = f
 			}
-		case string(AttrDeviceUs):
+		case string(schema.AttrDeviceUs):
 			if f, ok := a.Value.Number(); ok {
 				s.DeviceUs = f
 			}
 		}
 	}
 	if s.Rank < 0 {
-		if r, ok := ParseRankSpanName(s.Name); ok {
+		if r, ok := schema.ParseRankSpanName(s.Name); ok {
 			s.Rank = r
 		}
 	}
@@ -475,7 +483,7 @@ func (r *Result) finishTrace(spans []Span) {
 	step := -1
 	var root *Span
 	for i := range spans {
-		if spans[i].Name == SpanStep && spans[i].IsRoot() {
+		if spans[i].Name == schema.SpanStep && spans[i].IsRoot() {
 			root = &spans[i]
 			step = root.Step
 			break
@@ -486,12 +494,20 @@ func (r *Result) finishTrace(spans []Span) {
 		for _, f := range []struct {
 			k attribute.Key
 			p *string
-		}{{AttrModel, &sc.Model}, {AttrTopology, &sc.Topology}, {AttrPlan, &sc.Plan}, {AttrWorkload, &sc.Workload}, {AttrOptions, &sc.Options}} {
+		}{{schema.AttrModel, &sc.Model}, {schema.AttrTopology, &sc.Topology}, {schema.AttrPlan, &sc.Plan}, {schema.AttrWorkload, &sc.Workload}, {schema.AttrOptions, &sc.Options}} {
 			if v, ok := root.Attr(string(f.k)); ok {
 				*f.p = v.String()
 			}
 		}
-		sc.Options = withGraphsOption(root, sc.Options)
+		if v, ok := root.Attr(string(schema.AttrScenario)); ok {
+			sc.JSON = v.String()
+		}
+		if v, ok := root.Attr(string(schema.AttrBackend)); ok {
+			sc.Backend = v.String()
+		}
+		if v, ok := root.Attr(string(schema.AttrGraphs)); ok && v.Type() == TypeBool {
+			sc.Graphs = strconv.FormatBool(v.AsBool())
+		}
 		found := false
 		for i := range r.Scenarios {
 			if r.Scenarios[i].Key() == sc.Key() {
@@ -509,7 +525,7 @@ func (r *Result) finishTrace(spans []Span) {
 	rankOf := map[trace.SpanID]int{}
 	for i := range spans {
 		s := &spans[i]
-		if rk, ok := ParseRankSpanName(s.Name); ok {
+		if rk, ok := schema.ParseRankSpanName(s.Name); ok {
 			rankOf[s.SpanID] = rk
 		}
 	}
@@ -552,42 +568,51 @@ func canonicalJSON(raw []byte) string {
 	return buf.String()
 }
 
-// GraphsOptions returns option names that say what AttrGraphs records
-// about the measured steps: with graphs, names plus "cuda-graphs" when none
-// of them selects CUDA graphs (a harness that asked the runner for graphs
-// without naming the option); without, names less those that select them
-// (graphs requested, the backend ran eagerly). What was measured decides
-// what is predicted. names is returned as is when it already says so, else
-// a new list: names in their order, "cuda-graphs" last. The runner writes
-// AttrOptions through it.
-func GraphsOptions(names []string, graphs bool) []string {
-	kept := names[:0:0]
-	for _, n := range names {
-		if o, _, _ := ParseOptions(n); !o.CUDAGraphs {
-			kept = append(kept, n)
+// SplitTraces cuts a span list sorted by trace (as Result.Spans is) into
+// the spans of each trace, without copying.
+func SplitTraces(spans []Span) [][]Span {
+	var out [][]Span
+	for lo := 0; lo < len(spans); {
+		hi := lo + 1
+		for hi < len(spans) && spans[hi].TraceID == spans[lo].TraceID {
+			hi++
 		}
+		out = append(out, spans[lo:hi])
+		lo = hi
 	}
-	switch {
-	case graphs && len(kept) < len(names), !graphs && len(kept) == len(names):
-		return names // already says what was measured
-	case graphs:
-		kept = append(kept, "cuda-graphs")
-	}
-	return kept
+	return out
 }
 
-// withGraphsOption makes a step's options say what its root's AttrGraphs
-// records (GraphsOptions). The runner writes options that already do;
-// traces recorded before it did (exec/cuda/testdata/h200) are corrected
-// here.
-func withGraphsOption(root *Span, options string) string {
-	v, ok := root.Attr(string(AttrGraphs))
-	if !ok || v.Type() != TypeBool {
-		return options
+// IsOpSpan reports whether s is an op span: a span with an op ID, a child
+// of a rank span, or a Kineto kernel (the readers number those per rank in
+// Seq). Readers, summaries and comparisons count op spans by it.
+func IsOpSpan(s *Span) bool { return s.Seq >= 0 || s.OpID != "" }
+
+// OptionNames splits a schema.AttrOptions value into sorted names. It accepts
+// the comma-separated string of the schema and the JSON array text a
+// string-slice attribute reads back as (`["a","b"]`).
+func OptionNames(v string) []string {
+	v = strings.TrimSpace(v)
+	var names []string
+	if strings.HasPrefix(v, "[") {
+		var arr []string
+		if json.Unmarshal([]byte(v), &arr) == nil {
+			names = arr
+		} else {
+			v = strings.Trim(v, "[]")
+		}
 	}
-	names := OptionNames(options)
-	if kept := GraphsOptions(names, v.AsBool()); len(kept) != len(names) {
-		return strings.Join(kept, ",")
+	if names == nil {
+		for _, p := range strings.FieldsFunc(v, func(r rune) bool { return r == ',' || r == ' ' }) {
+			names = append(names, strings.Trim(p, `"`))
+		}
 	}
-	return options
+	out := names[:0]
+	for _, n := range names {
+		if n = strings.TrimSpace(n); n != "" && n != "eager" && n != "none" {
+			out = append(out, n)
+		}
+	}
+	sort.Strings(out)
+	return out
 }

@@ -47,7 +47,7 @@ func Summarize(res *Result) Summary {
 		if sp.Step >= 0 {
 			steps[sp.Step] = true
 		}
-		if !isOpSpan(sp) {
+		if !IsOpSpan(sp) {
 			continue
 		}
 		s.OpSpans++

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tpscope/tpscope/compare"
 	"github.com/tpscope/tpscope/model"
 	"github.com/tpscope/tpscope/traces"
 	"github.com/tpscope/tpscope/traces/jaegertest"
@@ -78,7 +79,7 @@ func TestLoopCPUJaegerAndFile(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			rep, err := traces.Compare([]*traces.Result{res}, traces.CompareOptions{})
+			rep, err := compare.Compare([]*traces.Result{res}, compare.Options{})
 			if err != nil {
 				t.Fatal(err)
 			}

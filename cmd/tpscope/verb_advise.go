@@ -36,25 +36,20 @@ A sweep over batch x context says where each optimization starts to pay:
 the first (batch, context), by KV tokens held, at which tokens/s change by
 --threshold or more, and the first one only the optimization makes fit.
 
-With no flags it runs the seed scenario: Kimi-K2.5-NVFP4 on rtxpro6000-2s,
-TP 8, batch 1, context 4096, bf16 KV, CUDA graphs + NCCL_PROTO=LL +
-NCCL_P2P_LEVEL=SYS. The MTP entry's acceptance rate is --mtp-accept
-(default 0.85: low end of the DeepSeek-V3 report's 85-90 %).`,
-		Example: `tpscope advise --model kimi-k2.5-nvfp4 --topo rtxpro6000-2s --tp 8 --batch 1 --context 4096 --output table --plot advise.png`,
+With no flags it predicts a stock deployment of Kimi-K2.5-NVFP4 on
+rtxpro6000-2s (TP 8, batch 1, context 4096, the checkpoint's FP8 KV, vLLM's
+CUDA graphs, NCCL's own choices); the seed user's settings are
+--kv-dtype bf16 --nccl-proto LL --p2p-level SYS (what 'make run' passes).
+The MTP entry's acceptance rate is --mtp-accept (default 0.85: low end of
+the DeepSeek-V3 report's 85-90 %).`,
+		Example: `tpscope advise --model kimi-k2.5-nvfp4 --topo rtxpro6000-2s --tp 8 --batch 1 --context 4096 --kv-dtype bf16 --nccl-proto LL --p2p-level SYS --plot advise.png`,
 		Flags: func(fs *pflag.FlagSet) func(args []string, stdout, stderr io.Writer) error {
-			sc := addModelScenarioFlags(fs)
-			sf := addSimFlags(fs)
-			// The seed's baseline: what the user runs today (seed-scenario.md).
-			setFlagDefault(fs, "kv-dtype", "bf16")
-			setFlagDefault(fs, "cuda-graphs", "true")
-			setFlagDefault(fs, "nccl-proto", "LL")
-			setFlagDefault(fs, "p2p-level", "SYS")
-			setFlagDefault(fs, "mtp-accept", strconv.FormatFloat(sim.DefaultMTPAcceptRate, 'f', -1, 64))
+			sc := addScenarioFlags(fs)
 			output := fs.String("output", "table", "output format: table, json or markdown")
 			plotFile := fs.String("plot", "", "write a bar chart of the speedups to FILE.png or FILE.svg")
 			threshold := fs.Float64("threshold", 0.05, "relative change of tokens/s at which an optimization pays")
-			batches := fs.String("batches", joinInts(sim.DefaultAdviseBatches), "batch sizes of the sweep (comma list)")
-			contexts := fs.String("contexts", joinInts(sim.DefaultAdviseContexts), "context lengths of the sweep (comma list)")
+			batches := newIntList(fs, "sweep-batch", sim.DefaultAdviseBatches, 1, "batch sizes of the sweep")
+			contexts := newIntList(fs, "sweep-context", sim.DefaultAdviseContexts, 1, "context lengths of the sweep (4K = 4096)")
 			noSweep := fs.Bool("no-sweep", false, "skip the batch x context sweep")
 			mtpTokens := fs.Int("mtp-tokens", 1, "speculative tokens of the MTP entry")
 			boxes := fs.String("compare-topos", strings.Join(sim.DefaultCatalogTopologies, ","), "preset boxes the 'move to' entries try (comma list)")
@@ -76,25 +71,12 @@ NCCL_P2P_LEVEL=SYS. The MTP entry's acceptance rate is --mtp-accept
 				if *mtpTokens < 1 || *mtpTokens > 16 {
 					return usageErrorf("--mtp-tokens %d: want 1 to 16", *mtpTokens)
 				}
-				bs, err := parseInts("--batches", *batches)
+				bs, cs := batches.v, contexts.v
+				base, err := sc.scenario()
 				if err != nil {
 					return err
 				}
-				cs, err := parseInts("--contexts", *contexts)
-				if err != nil {
-					return err
-				}
-				a, plan, w, err := sc.resolve()
-				if err != nil {
-					return err
-				}
-				topo, opts, err := sf.resolve()
-				if err != nil {
-					return err
-				}
-				if plan.World() > topo.NumGPUs() {
-					return usageErrorf("plan %s needs %d GPUs; topology %s has %d", plan.Normalized(), plan.World(), topo.Name, topo.NumGPUs())
-				}
+				a, opts := base.Arch, base.Options
 				cat := sim.Catalog(sim.CatalogOptions{MTPTokens: *mtpTokens, MTPAcceptRate: opts.MTPAcceptRate, Topologies: splitList(*boxes)})
 				if *only != "" {
 					if cat, err = filterEntries(cat, splitList(*only)); err != nil {
@@ -112,7 +94,7 @@ NCCL_P2P_LEVEL=SYS. The MTP entry's acceptance rate is --mtp-accept
 					}
 					others = append(others, o)
 				}
-				in := sim.AdviseInput{Transfer: others, Base: sim.Config{Scenario: sim.Scenario{Arch: a, Plan: plan, Workload: w, Build: sc.buildOptions()}, Options: opts, Topo: topo},
+				in := sim.AdviseInput{Transfer: others, Base: base,
 					Entries: cat, Batches: bs, Contexts: cs, NoSweep: *noSweep, Threshold: *threshold}
 				bar := newLazyBar(stderr, "advise sweep")
 				in.Progress = bar.update
@@ -173,28 +155,17 @@ func splitList(s string) []string {
 	return out
 }
 
-// parseInts parses a comma list of positive integers (K/M suffixes for
-// thousands: 4K = 4096, as context lengths are written).
-func parseInts(flag, s string) ([]int, error) {
-	var out []int
-	for _, p := range splitList(s) {
-		mult := 1
-		switch {
-		case strings.HasSuffix(p, "K") || strings.HasSuffix(p, "k"):
-			mult, p = 1024, p[:len(p)-1]
-		case strings.HasSuffix(p, "M") || strings.HasSuffix(p, "m"):
-			mult, p = 1024*1024, p[:len(p)-1]
-		}
-		n, err := strconv.Atoi(p)
-		if err != nil || n < 1 {
-			return nil, usageErrorf("%s: %q is not a positive integer", flag, p)
-		}
-		out = append(out, n*mult)
+// optionsLabel names run-time options for people: "eager" first when CUDA
+// graphs are off, then the option names.
+func optionsLabel(o sim.Options) string {
+	n := o.Names()
+	if !o.CUDAGraphs {
+		n = append([]string{"eager"}, n...)
 	}
-	if len(out) == 0 {
-		return nil, usageErrorf("%s: empty list", flag)
+	if len(n) == 0 {
+		return "none"
 	}
-	return out, nil
+	return strings.Join(n, " ")
 }
 
 func filterEntries(cat []sim.Entry, names []string) ([]sim.Entry, error) {
@@ -285,12 +256,12 @@ func writeAdviceHead(w io.Writer, adv *sim.Advice) {
 	}
 	fmt.Fprintf(w, "advise: %s on %s, %s, %s\n", adv.Model, adv.Topology, adv.Plan, adv.Workload)
 	fmt.Fprintf(w, "baseline (%s): step %.2f ms, %.1f tok/s per request, %.1f tok/s, communication %.0f %% of the step, KV capacity %d tokens\n",
-		optionsString(bo), b.StepUs/1e3, b.PerRequest, b.TokensPerS, 100*b.CommShare, b.Footprint.KVCapacityToks)
+		optionsLabel(bo), b.StepUs/1e3, b.PerRequest, b.TokensPerS, 100*b.CommShare, b.Footprint.KVCapacityToks)
 	for _, c := range b.Caveats {
 		fmt.Fprintf(w, "caveat: %s\n", c)
 	}
 	fmt.Fprintf(w, "stock (%s): step %.2f ms, %.1f tok/s, communication %.0f %%; the baseline's settings are worth x%.2f here (compute %+.0f us, comm %+.0f us, launch %+.0f us)\n",
-		optionsString(so), s.StepUs/1e3, s.TokensPerS, 100*s.CommShare, adv.StockSpeedup,
+		optionsLabel(so), s.StepUs/1e3, s.TokensPerS, 100*s.CommShare, adv.StockSpeedup,
 		adv.StockChange.ComputeUs, adv.StockChange.CommUs, adv.StockChange.LaunchUs)
 	for _, c := range s.Caveats {
 		if !slices.Contains(b.Caveats, c) {

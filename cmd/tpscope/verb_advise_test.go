@@ -10,18 +10,19 @@ import (
 	"time"
 )
 
-// With no flags advise runs the seed scenario (seed-scenario.md) and
-// names its baseline: CUDA graphs + NCCL_PROTO=LL + NCCL_P2P_LEVEL=SYS,
-// bf16 KV, Kimi-K2.5-NVFP4 on rtxpro6000-2s at TP 8, batch 1, context 4096.
-func TestAdviseDefaultIsSeed(t *testing.T) {
+// With the seed user's settings (seed-scenario.md: bf16 KV, NCCL_PROTO=LL,
+// NCCL_P2P_LEVEL=SYS; CUDA graphs are the default) advise names its
+// baseline for Kimi-K2.5-NVFP4 on rtxpro6000-2s at TP 8, batch 1, context
+// 4096, and the stock configuration (eager, NCCL's defaults).
+func TestAdviseSeed(t *testing.T) {
 	var out, errb bytes.Buffer
-	if code := dispatch([]string{"advise", "--batches", "1,32", "--contexts", "4096,131072"}, &out, &errb); code != 0 {
+	if code := dispatch([]string{"advise", "--kv-dtype", "bf16", "--nccl-proto", "LL", "--p2p-level", "SYS", "--sweep-batch", "1,32", "--sweep-context", "4096,131072"}, &out, &errb); code != 0 {
 		t.Fatalf("exit %d: %s", code, errb.String())
 	}
 	s := out.String()
 	for _, want := range []string{
 		"advise: kimi-k2.5-nvfp4 on rtxpro6000-2s, tp8, decode b1 ctx4096 kv=bf16",
-		"baseline (cuda-graphs NCCL_PROTO=LL NCCL_P2P_LEVEL=SYS",
+		"baseline (cuda-graphs nccl-proto=LL p2p-level=SYS)",
 		"stock (eager",
 		"fp8-kv", "oneshot-ar", "ar-norm-fusion", "expert-parallel", "dp-attn-ep", "mtp", "box-h200-nvswitch",
 		"nccl-proto-ll", "nccl-p2p-sys", "nccl-p2p-disable", "cuda-graphs",
@@ -93,7 +94,7 @@ func TestAdviseBadFlags(t *testing.T) {
 		{"tp does not divide heads", []string{"advise", "--tp", "3"}, "tp"},
 		{"batch 0", []string{"advise", "--batch", "0"}, "batch"},
 		{"threshold", []string{"advise", "--threshold", "2"}, "--threshold"},
-		{"batches", []string{"advise", "--batches", "1,x"}, "--batches"},
+		{"batches", []string{"advise", "--sweep-batch", "1,x"}, "--sweep-batch"},
 		{"entries", []string{"advise", "--entries", "warp-drive"}, `unknown entry "warp-drive"`},
 		{"output", []string{"advise", "--output", "xml"}, "--output"},
 		{"plot", []string{"advise", "--no-sweep", "--plot", "a.gif"}, "--plot"},
@@ -101,18 +102,18 @@ func TestAdviseBadFlags(t *testing.T) {
 	})
 }
 
-func FuzzParseInts(f *testing.F) {
+func FuzzIntList(f *testing.F) {
 	for _, s := range []string{"1,2,4", "4K,128k", "", ",", "-1", "1M", "99999999999999999999", "K"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		v, err := parseInts("--x", s)
-		if err != nil {
+		l := &intList{min: 1}
+		if err := l.Set(s); err != nil {
 			return
 		}
-		for _, n := range v {
+		for _, n := range l.v {
 			if n < 1 {
-				t.Fatalf("parseInts(%q) returned %d", s, n)
+				t.Fatalf("Set(%q) gave %d", s, n)
 			}
 		}
 	})

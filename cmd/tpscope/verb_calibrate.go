@@ -17,25 +17,26 @@ import (
 	"github.com/tpscope/tpscope/topology"
 )
 
-// calibrateCommon holds the flags every calibrate mode shares.
+// calibrateCommon holds the flags every calibrate mode shares: the
+// scenario flags (the box to calibrate, the NCCL settings the measurements
+// ran with, and, for traces, overrides of what they recorded), where to
+// write the result and the report format.
 type calibrateCommon struct {
-	topo   string
-	gpus   int
+	sc     *scenarioFlags
 	out    string // -o: the calibrated topology JSON
 	output string // table or json report on stdout
 }
 
 // calibrateMode is one source of measurements for 'tpscope calibrate'. A
-// mode is selected by giving its string flag (--nccl-tests FILE, --trace
-// SRC, --backend cpu). Modes live in their own files and register in init
-// with registerCalibrateMode; exactly one must be selected per run.
+// mode is selected by giving its flag (--nccl-tests FILE, --trace SRC,
+// --backend cpu). Modes live in their own files and register in init with
+// registerCalibrateMode; exactly one must be selected per run.
 type calibrateMode struct {
-	Flag  string // the selecting flag's name, e.g. "nccl-tests"
-	Arg   string // its value's placeholder, e.g. "FILE"
-	Usage string
-	// Bind registers the mode's own extra flags on fs and returns the run
-	// function, called with the selecting flag's value.
-	Bind func(fs *pflag.FlagSet) func(value string, c *calibrateCommon, stdout, stderr io.Writer) error
+	Flag string // the selecting flag's name, e.g. "nccl-tests"
+	Arg  string // its value's placeholder, e.g. "FILE"
+	// Bind registers the selecting flag and the mode's own flags on fs and
+	// returns the run function.
+	Bind func(fs *pflag.FlagSet) func(c *calibrateCommon, stdout, stderr io.Writer) error
 }
 
 var calibrateModes []calibrateMode
@@ -43,9 +44,7 @@ var calibrateModes []calibrateMode
 func registerCalibrateMode(m calibrateMode) { calibrateModes = append(calibrateModes, m) }
 
 func init() {
-	registerCalibrateMode(calibrateMode{Flag: "nccl-tests", Arg: "FILE",
-		Usage: "fit collective latency/bandwidth per protocol to an nccl-tests log (all_reduce_perf, all_gather_perf, reduce_scatter_perf)",
-		Bind:  bindNCCLTestsMode})
+	registerCalibrateMode(calibrateMode{Flag: "nccl-tests", Arg: "FILE", Bind: bindNCCLTestsMode})
 	register(&Verb{
 		Name:  "calibrate",
 		Short: "fit cost parameters to measurements and write a calibrated topology",
@@ -54,22 +53,20 @@ func init() {
 preset name is accepted. Choose the source of measurements with exactly one mode flag.
 
 --nccl-tests FILE: the text output of nccl-tests. Every size is assigned to the algorithm and
-protocol NCCL would pick (or the one --proto/--algo force, as the run's NCCL_PROTO/NCCL_ALGO
-did), then per pair the base latency, per-step latency and bus bandwidth are fitted in log
-space with NCCL's constants as the prior. Give --p2p-level/--p2p-disable as the run had them:
-the parameters apply only under that setting.`,
-		Example: "tpscope calibrate --nccl-tests all_reduce_perf.txt --topo rtxpro6000-2s -o box.json\ntpscope calibrate --nccl-tests ar_ll.txt --proto LL --p2p-level SYS -o box.json",
+protocol NCCL would pick (or the one --nccl-proto/--nccl-algo force, as the run's
+NCCL_PROTO/NCCL_ALGO did), then per pair the base latency, per-step latency and bus bandwidth
+are fitted in log space with NCCL's constants as the prior. Give --p2p-level/--p2p-disable as
+the run had them: the parameters apply only under that setting.
+
+--trace SRC: measured spans (see --help of the flag); --backend cpu: this machine.`,
+		Example: "tpscope calibrate --nccl-tests all_reduce_perf.txt --topo rtxpro6000-2s -o box.json\ntpscope calibrate --nccl-tests ar_ll.txt --nccl-proto LL --p2p-level SYS -o box.json\ntpscope calibrate --trace run.otlp.jsonl --topo h200-nvswitch -o h200.json",
 		Flags: func(fs *pflag.FlagSet) func([]string, io.Writer, io.Writer) error {
-			c := &calibrateCommon{}
-			fs.StringVar(&c.topo, "topo", topology.DefaultPreset, "topology to calibrate: preset ("+strings.Join(topology.PresetNames(), ", ")+") or JSON file")
-			fs.IntVar(&c.gpus, "gpus", 0, "use only the first N GPUs of the topology (0 = all)")
+			c := &calibrateCommon{sc: addScenarioFlags(fs)}
 			fs.StringVarP(&c.out, "out", "o", "", "write the calibrated topology JSON here (required)")
 			fs.StringVar(&c.output, "output", "table", "report format on stdout: table or json")
 			sort.SliceStable(calibrateModes, func(i, j int) bool { return calibrateModes[i].Flag < calibrateModes[j].Flag })
-			sel := make([]*string, len(calibrateModes))
-			runs := make([]func(string, *calibrateCommon, io.Writer, io.Writer) error, len(calibrateModes))
+			runs := make([]func(*calibrateCommon, io.Writer, io.Writer) error, len(calibrateModes))
 			for i, m := range calibrateModes {
-				sel[i] = fs.String(m.Flag, "", m.Arg+": "+m.Usage)
 				runs[i] = m.Bind(fs)
 			}
 			return func(args []string, stdout, stderr io.Writer) error {
@@ -80,8 +77,8 @@ the parameters apply only under that setting.`,
 					return err
 				}
 				chosen := -1
-				for i := range sel {
-					if *sel[i] == "" {
+				for i, m := range calibrateModes {
+					if !fs.Changed(m.Flag) {
 						continue
 					}
 					if chosen >= 0 {
@@ -99,21 +96,26 @@ the parameters apply only under that setting.`,
 				if c.out == "" {
 					return usageErrorf("-o FILE is required: where to write the calibrated topology")
 				}
-				return runs[chosen](*sel[chosen], c, stdout, stderr)
+				return runs[chosen](c, stdout, stderr)
 			}
 		},
 	})
 }
 
 // bindNCCLTestsMode is the --nccl-tests mode.
-func bindNCCLTestsMode(fs *pflag.FlagSet) func(string, *calibrateCommon, io.Writer, io.Writer) error {
-	proto := fs.String("proto", "", "NCCL_PROTO of the run (default: NCCL's choice per size)")
-	algo := fs.String("algo", "", "NCCL_ALGO of the run (default: NCCL's choice per size)")
-	level := fs.String("p2p-level", "", "NCCL_P2P_LEVEL of the run (default PXB)")
-	disable := fs.Bool("p2p-disable", false, "the run had NCCL_P2P_DISABLE=1")
+func bindNCCLTestsMode(fs *pflag.FlagSet) func(*calibrateCommon, io.Writer, io.Writer) error {
+	file := fs.String("nccl-tests", "", "FILE: fit collective latency/bandwidth per protocol to an nccl-tests log (all_reduce_perf, all_gather_perf, reduce_scatter_perf); the NCCL flags say how it ran")
 	op := fs.String("op", "", "collective of the log when neither its text nor its file name says (allreduce, allgather, reducescatter)")
-	return func(file string, c *calibrateCommon, stdout, stderr io.Writer) error {
-		lg, err := nccltests.ParseFile(file)
+	return func(c *calibrateCommon, stdout, stderr io.Writer) error {
+		opts, err := c.sc.options()
+		if err != nil {
+			return err
+		}
+		t, _, err := c.sc.box()
+		if err != nil {
+			return err
+		}
+		lg, err := nccltests.ParseFile(*file)
 		if err != nil {
 			return err
 		}
@@ -122,23 +124,19 @@ func bindNCCLTestsMode(fs *pflag.FlagSet) func(string, *calibrateCommon, io.Writ
 			opName = *op
 		}
 		if opName == "" {
-			return usageErrorf("%s: the log does not say which collective it measured; pass --op", file)
+			return usageErrorf("%s: the log does not say which collective it measured; pass --op", *file)
 		}
 		coll, err := sim.ParseCollective(opName)
 		if err != nil {
-			return fmt.Errorf("%s: %v", file, err)
-		}
-		t, err := topology.Resolve(c.topo, c.gpus)
-		if err != nil {
-			return usageErrorf("--topo: %v", err)
+			return fmt.Errorf("%s: %v", *file, err)
 		}
 		ranks := lg.Ranks
 		if ranks == 0 {
 			ranks = t.NumGPUs()
-			fmt.Fprintf(stderr, "%s: rank count not in the log; assuming %d (all GPUs of %s)\n", file, ranks, t.Name)
+			fmt.Fprintf(stderr, "%s: rank count not in the log; assuming %d (all GPUs of %s)\n", *file, ranks, t.Name)
 		}
 		if lg.Skipped > 0 {
-			fmt.Fprintf(stderr, "%s: skipped %d lines that are not results (first at line %d)\n", file, lg.Skipped, lg.FirstSkipped)
+			fmt.Fprintf(stderr, "%s: skipped %d lines that are not results (first at line %d)\n", *file, lg.Skipped, lg.FirstSkipped)
 		}
 		var samples []sim.CalSample
 		for _, r := range lg.Rows {
@@ -148,12 +146,12 @@ func bindNCCLTestsMode(fs *pflag.FlagSet) func(string, *calibrateCommon, io.Writ
 		}
 		fit, err := sim.Calibrate(t, samples, sim.CalibrateOptions{
 			Op: coll, Ranks: ranks,
-			NCCL:    sim.NCCLOptions{Proto: *proto, Algo: *algo, P2PLevel: *level, P2PDisable: *disable},
-			Source:  fmt.Sprintf("nccl-tests %s, %d ranks, %d sizes", file, ranks, len(lg.Rows)),
+			NCCL:    opts.NCCL,
+			Source:  fmt.Sprintf("nccl-tests %s, %d ranks, %d sizes", *file, ranks, len(lg.Rows)),
 			Created: time.Now().UTC().Format(time.RFC3339),
 		})
 		if err != nil {
-			return fmt.Errorf("%s: %w", file, err)
+			return fmt.Errorf("%s: %w", *file, err)
 		}
 		if err := fit.Topology.Save(c.out); err != nil {
 			return err

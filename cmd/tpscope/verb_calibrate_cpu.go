@@ -17,19 +17,18 @@ import (
 )
 
 func init() {
-	registerCalibrateMode(calibrateMode{Flag: "backend", Arg: "cpu",
-		Usage: "measure this machine for the CPU backend (GEMM rate, memory bandwidth, per-kind kernel rates, goroutine ring all-reduce) with --ranks goroutine ranks and write a topology with one device per rank (--topo is not used)",
-		Bind:  bindCPUCalibrateMode})
+	registerCalibrateMode(calibrateMode{Flag: "backend", Arg: "cpu", Bind: bindCPUCalibrateMode})
 }
 
 // bindCPUCalibrateMode is the --backend cpu mode of calibrate.
-func bindCPUCalibrateMode(fs *pflag.FlagSet) func(string, *calibrateCommon, io.Writer, io.Writer) error {
+func bindCPUCalibrateMode(fs *pflag.FlagSet) func(*calibrateCommon, io.Writer, io.Writer) error {
+	backendFlag := fs.String("backend", "", "cpu: measure this machine for the CPU backend (GEMM rate, memory bandwidth, per-kind kernel rates, goroutine ring all-reduce) with --ranks goroutine ranks and write a topology with one device per rank (--topo is not used)")
 	ranks := fs.Int("ranks", 4, "--backend cpu: goroutine ranks to measure for (the --tp of the runs to predict)")
 	benchMs := fs.Int("bench-ms", 300, "--backend cpu: milliseconds per microbenchmark")
 	name := fs.String("name", "", "--backend cpu: topology name (default cpu-<ranks>r)")
-	return func(backend string, c *calibrateCommon, stdout, stderr io.Writer) error {
-		if backend != "cpu" {
-			return usageErrorf("--backend %q: only cpu is measured here (GPU boxes: --nccl-tests, or traces of tpscope run --backend cuda)", backend)
+	return func(c *calibrateCommon, stdout, stderr io.Writer) error {
+		if backend := *backendFlag; backend != "cpu" {
+			return usageErrorf("--backend %q: only cpu is measured here (GPU boxes: --nccl-tests, or traces of tpscope run --backend cuda)", *backendFlag)
 		}
 		if *ranks < 1 || *ranks > 64 {
 			return usageErrorf("--ranks %d: want 1..64", *ranks)

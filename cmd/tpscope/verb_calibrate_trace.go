@@ -10,33 +10,26 @@ import (
 	"text/tabwriter"
 
 	"github.com/spf13/pflag"
-	"github.com/tpscope/tpscope/topology"
-	"github.com/tpscope/tpscope/traces"
+	"github.com/tpscope/tpscope/compare"
 )
 
 func init() {
-	registerCalibrateMode(calibrateMode{Flag: "trace", Arg: "SRC",
-		Usage: "fit compute efficiencies per kernel family, the host launch cost and collective latency/bandwidth to measured spans (OTLP file, Jaeger, Kineto with --model/--plan/--workload; comma-separated sources, several workloads of one box fitted together); fit on even steps, error shown on odd steps",
-		Bind:  bindTraceCalibrateMode})
+	registerCalibrateMode(calibrateMode{Flag: "trace", Arg: "SRC", Bind: bindTraceCalibrateMode})
 }
 
 // bindTraceCalibrateMode is the --trace mode of calibrate.
-func bindTraceCalibrateMode(fs *pflag.FlagSet) func(string, *calibrateCommon, io.Writer, io.Writer) error {
-	sf := addTraceScenarioFlags(fs)
-	return func(src string, c *calibrateCommon, stdout, stderr io.Writer) error {
-		results, err := readTraces(strings.Split(src, ","), stderr)
+func bindTraceCalibrateMode(fs *pflag.FlagSet) func(*calibrateCommon, io.Writer, io.Writer) error {
+	srcs := addTraceFlag(fs, "fit compute efficiencies per kernel family, the host launch cost and collective latency/bandwidth to measured spans; several workloads of one box are fitted together; fit on even steps, error shown on odd steps")
+	return func(c *calibrateCommon, stdout, stderr io.Writer) error {
+		scs, err := traceScenarios(c.sc)
 		if err != nil {
 			return err
 		}
-		o := traces.CalibrateTraceOptions{Override: sf.spec(fs, c.topo), Source: src}
-		if fs.Changed("topo") || fs.Changed("gpus") {
-			t, err := topology.Resolve(c.topo, c.gpus)
-			if err != nil {
-				return usageErrorf("--topo: %v", err)
-			}
-			o.Topology = t
+		results, err := readTraces(*srcs, stderr)
+		if err != nil {
+			return err
 		}
-		tc, err := traces.CalibrateTrace(results, o)
+		tc, err := compare.Calibrate(results, compare.CalibrateOptions{Scenarios: scs, Source: strings.Join(*srcs, ",")})
 		if err != nil {
 			return err
 		}
@@ -48,16 +41,16 @@ func bindTraceCalibrateMode(fs *pflag.FlagSet) func(string, *calibrateCommon, io
 			enc.SetIndent("", "  ")
 			return enc.Encode(struct {
 				Out string `json:"out"`
-				*traces.TraceCalibration
+				*compare.Calibration
 			}{c.out, tc})
 		}
 		return writeTraceCalibration(stdout, c.out, tc)
 	}
 }
 
-func writeTraceCalibration(w io.Writer, out string, tc *traces.TraceCalibration) error {
-	for _, sp := range tc.Specs {
-		fmt.Fprintf(w, "# %s\n", sp)
+func writeTraceCalibration(w io.Writer, out string, tc *compare.Calibration) error {
+	for _, sc := range tc.Scenarios {
+		fmt.Fprintf(w, "# %s\n", sc)
 	}
 	fmt.Fprintf(w, "# fit on %d even steps: %d compute samples, %d collective samples\n", tc.FitSteps, tc.ComputeSamples, tc.CollSamples)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
@@ -95,7 +88,7 @@ func writeTraceCalibration(w io.Writer, out string, tc *traces.TraceCalibration)
 	if len(tc.PerScenario) > 1 {
 		for _, h := range tc.PerScenario {
 			fmt.Fprintf(w, "held-out, %s: op RMS error %.1f %% -> %.1f %%, step error %+.1f %% -> %+.1f %%\n",
-				h.Spec.Workload, h.Before.OpRMSErrPct, h.After.OpRMSErrPct, h.Before.StepErrPct, h.After.StepErrPct)
+				h.Scenario.Workload, h.Before.OpRMSErrPct, h.After.OpRMSErrPct, h.Before.StepErrPct, h.After.StepErrPct)
 		}
 		stepWord = "mean step error"
 	}

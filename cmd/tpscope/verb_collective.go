@@ -21,7 +21,7 @@ func init() {
 nccl-tests conventions: size in bytes (all-reduce: the buffer; all-gather: the gathered output),
 time in microseconds, algbw = size / time and busbw = algbw x 2(n-1)/n (all-reduce) or (n-1)/n
 (others), in GB/s. The algorithm/protocol is NCCL's own choice (its cost model replayed on the
-topology) unless --proto / --algo restrict it; nccl_us is NCCL's estimate, time_us tpscope's
+topology) unless --nccl-proto / --nccl-algo restrict it; nccl_us is NCCL's estimate, time_us tpscope's
 (achieved link bandwidths, host-memory hops beyond --p2p-level, calibration when the topology
 carries it). The group is the first --ranks GPUs.`,
 		Example: "tpscope collective --topo rtxpro6000-2s --op allreduce --ranks 8 --sizes 512:512M\ntpscope collective --topo h200-nvswitch --op allgather --sizes 1K:1G --output json\ntpscope collective --op allreduce --sizes 8K:1M --p2p-level SYS --custom-ar oneshot",
@@ -30,10 +30,13 @@ carries it). The group is the first --ranks GPUs.`,
 			op := fs.String("op", "allreduce", "collective: allreduce, allgather, reducescatter, alltoall")
 			ranks := fs.Int("ranks", 0, "ranks taking part: the first N GPUs (0 = all)")
 			sizes := fs.String("sizes", "512:512M", "sizes MIN:MAX (doubling, K/M/G = 1024 multiples) or one size")
-			proto := fs.String("proto", "", "NCCL_PROTO: LL, LL128, Simple, a comma list or ^exclusions")
-			algo := fs.String("algo", "", "NCCL_ALGO: Ring, Tree, or ^exclusions")
-			level := fs.String("p2p-level", "", "NCCL_P2P_LEVEL: LOC, NVL, PIX, PXB, PHB, SYS (default PXB)")
-			disable := fs.Bool("p2p-disable", false, "NCCL_P2P_DISABLE=1: every hop through host memory")
+			nccl := map[string]*string{}
+			for _, of := range sim.OptionFields() {
+				if of.Env != "" && of.Kind == sim.OptionString {
+					nccl[of.Name] = fs.String(of.Name, "", of.Help)
+				}
+			}
+			disable := fs.Bool("p2p-disable", false, "NCCL_P2P_DISABLE=1: every GPU-to-GPU hop through host memory")
 			custom := fs.String("custom-ar", "", "all-reduce only: oneshot or twoshot custom all-reduce over P2P instead of NCCL")
 			nocal := fs.Bool("no-calibration", false, "ignore calibrated parameters in the topology file")
 			out := fs.String("output", "table", "output format: table or json")
@@ -66,7 +69,11 @@ carries it). The group is the first --ranks GPUs.`,
 				if n < 1 || n > t.NumGPUs() {
 					return usageErrorf("--ranks %d: topology %s has %d GPUs", n, t.Name, t.NumGPUs())
 				}
-				m, err := sim.NewCollectiveModel(t, sim.NCCLOptions{Proto: *proto, Algo: *algo, P2PLevel: *level, P2PDisable: *disable, IgnoreCalibration: *nocal})
+				no := sim.NCCLOptions{Proto: *nccl["nccl-proto"], Algo: *nccl["nccl-algo"], P2PLevel: *nccl["p2p-level"], P2PDisable: *disable, IgnoreCalibration: *nocal}
+				if err := no.Validate(); err != nil {
+					return usageErrorf("%v", err)
+				}
+				m, err := sim.NewCollectiveModel(t, no)
 				if err != nil {
 					return usageErrorf("%v", err)
 				}
@@ -90,7 +97,7 @@ carries it). The group is the first --ranks GPUs.`,
 					}{t.Name, string(coll), n, m.Options(), rows})
 				}
 				fmt.Fprintf(stdout, "# %s on %d ranks of %s (NCCL_PROTO=%q NCCL_ALGO=%q NCCL_P2P_LEVEL=%s%s)\n",
-					coll, n, t.Name, *proto, *algo, sim.P2PCondition(m.Options()), map[bool]string{true: " custom=" + *custom, false: ""}[*custom != ""])
+					coll, n, t.Name, no.Proto, no.Algo, sim.P2PCondition(m.Options()), map[bool]string{true: " custom=" + *custom, false: ""}[*custom != ""])
 				tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
 				fmt.Fprintln(tw, "size(B)\ttime(us)\talgbw(GB/s)\tbusbw(GB/s)\talgo\tproto\tnccl(us)\tshm-hops\tcalibrated\t")
 				for _, r := range rows {

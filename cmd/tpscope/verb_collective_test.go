@@ -8,7 +8,7 @@ import (
 )
 
 func TestCollectiveVerb(t *testing.T) {
-	code, out, errs := runCLI(t, "collective", "--topo", "rtxpro6000-2s", "--op", "allreduce", "--ranks", "8", "--sizes", "512:2K", "--proto", "LL", "--p2p-level", "SYS", "--output", "json")
+	code, out, errs := runCLI(t, "collective", "--topo", "rtxpro6000-2s", "--op", "allreduce", "--ranks", "8", "--sizes", "512:2K", "--nccl-proto", "LL", "--p2p-level", "SYS", "--output", "json")
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
@@ -38,7 +38,7 @@ func TestCollectiveVerb(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "busbw(GB/s)") || !strings.Contains(out, "1048576") {
 		t.Errorf("table: exit %d\n%s", code, out)
 	}
-	for _, bad := range [][]string{{"--op", "bcast"}, {"--sizes", "x"}, {"--ranks", "9"}, {"--proto", "LL7"}, {"--output", "xml"}, {"--custom-ar", "threeshot"}} {
+	for _, bad := range [][]string{{"--op", "bcast"}, {"--sizes", "x"}, {"--ranks", "9"}, {"--nccl-proto", "LL7"}, {"--output", "xml"}, {"--custom-ar", "threeshot"}} {
 		if code, _, _ := runCLI(t, append([]string{"collective"}, bad...)...); code != 2 {
 			t.Errorf("%v: exit %d, want 2", bad, code)
 		}

@@ -9,8 +9,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tpscope/tpscope/model"
+	"github.com/tpscope/tpscope/sim"
 	"github.com/tpscope/tpscope/topology"
 	"github.com/tpscope/tpscope/traces"
+	"github.com/tpscope/tpscope/traces/schema"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
 )
@@ -19,12 +22,20 @@ import (
 // takes exactly its predicted time: compare must report 0 % error.
 func writeExactRun(t *testing.T, path string, steps int) {
 	t.Helper()
-	spec := traces.ScenarioSpec{Model: "tiny-mla-moe", Topology: "rtxpro6000-2s", Plan: "tp8", Workload: "decode b8 ctx512"}
-	rs, err := spec.Resolve()
+	a, err := model.Preset("tiny-mla-moe")
 	if err != nil {
 		t.Fatal(err)
 	}
-	pr, sched, _, err := rs.Predict(nil)
+	box, err := topology.Resolve("rtxpro6000-2s", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc := sim.Scenario{Arch: a, Plan: model.Plan{TP: 8}, Workload: model.Workload{Batch: 8, Context: 512}, Topo: box}
+	pr, sched, err := sim.Predict(sc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	js, err := sc.MarshalJSON()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -33,19 +44,19 @@ func writeExactRun(t *testing.T, path string, steps int) {
 		t.Fatal(err)
 	}
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))
-	tr := tp.Tracer(traces.ScopeName)
+	tr := tp.Tracer(schema.ScopeName)
 	at := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
 	for step := 0; step < steps; step++ {
-		ctx, root := tr.Start(context.Background(), traces.SpanStep, trace.WithTimestamp(at), trace.WithAttributes(
-			traces.AttrModel.String(spec.Model), traces.AttrTopology.String(spec.Topology), traces.AttrPlan.String(spec.Plan),
-			traces.AttrWorkload.String(spec.Workload), traces.AttrOptions.String(""), traces.AttrStep.Int(step)))
+		ctx, root := tr.Start(context.Background(), schema.SpanStep, trace.WithTimestamp(at), trace.WithAttributes(
+			schema.AttrModel.String(a.Name), schema.AttrTopology.String(box.Name), schema.AttrPlan.String(sc.Plan.String()),
+			schema.AttrWorkload.String(sc.Workload.String()), schema.AttrOptions.StringSlice(nil), schema.AttrScenario.String(string(js)), schema.AttrStep.Int(step)))
 		end := at
 		for r := range sched.Ranks {
-			rctx, rsp := tr.Start(ctx, traces.RankSpanName(r), trace.WithTimestamp(at))
+			rctx, rsp := tr.Start(ctx, schema.RankSpanName(r), trace.WithTimestamp(at))
 			cur := at
 			for i := range sched.Ranks[r] {
 				op := &sched.Ranks[r][i]
-				attrs := append(traces.OpAttributes(op), traces.AttrDeviceUs.Float64(pr.Ops[i].Us))
+				attrs := append(schema.OpAttributes(op), schema.AttrDeviceUs.Float64(pr.Ops[i].Us))
 				_, sp := tr.Start(rctx, op.ID, trace.WithTimestamp(cur), trace.WithAttributes(attrs...))
 				cur = cur.Add(time.Duration(pr.Ops[i].Us * 1e3))
 				sp.End(trace.WithTimestamp(cur))

@@ -8,37 +8,34 @@ import (
 
 	"github.com/spf13/pflag"
 	"github.com/tpscope/tpscope/model"
+	"github.com/tpscope/tpscope/sim"
 )
 
-// rtxPro6000MemBytes is the RTX PRO 6000 Blackwell's memory as nvidia-smi
-// reports it, 97,887 MiB (hardware.md) — the default GPU of the capacity
-// figures. model itself knows no hardware; this is only a size.
-const rtxPro6000MemBytes = 97887 << 20
-
-// memFlags are the GPU memory flags of the capacity figures.
+// memFlags is model show's what-if memory size: another GPU memory than
+// the box's (--topo) for the capacity figures.
 type memFlags struct {
-	gb   float64
-	util float64
+	gb float64
 }
 
 func addMemFlags(fs *pflag.FlagSet) *memFlags {
 	m := &memFlags{}
-	fs.Float64Var(&m.gb, "gpu-mem-gb", 0, "GPU memory in GB (1e9 B) for the KV capacity (default: RTX PRO 6000, 97,887 MiB)")
-	fs.Float64Var(&m.util, "gpu-mem-util", model.DefaultGPUMemUtilization, "fraction of GPU memory the engine may use (vLLM gpu_memory_utilization)")
+	fs.Float64Var(&m.gb, "gpu-mem-gb", 0, "GPU memory in GB (1e9 B) for the KV capacity (default: the memory of --topo's GPUs)")
 	return m
 }
 
-func (m *memFlags) bytes() (float64, float64, error) {
-	if m.util <= 0 || m.util > 1 {
-		return 0, 0, usageErrorf("--gpu-mem-util %g: want a fraction in (0, 1]", m.util)
+// bytes is the memory per GPU and the fraction the engine may use.
+func (m *memFlags) bytes(sc *sim.Scenario) (float64, float64, error) {
+	util := sc.Options.GPUMemUtilization
+	if util == 0 {
+		util = model.DefaultGPUMemUtilization
 	}
 	if m.gb < 0 {
 		return 0, 0, usageErrorf("--gpu-mem-gb %g: want a positive size", m.gb)
 	}
-	if m.gb == 0 {
-		return rtxPro6000MemBytes, m.util, nil
+	if m.gb > 0 {
+		return m.gb * 1e9, util, nil
 	}
-	return m.gb * 1e9, m.util, nil
+	return float64(sc.Topo.DeviceOf(0).MemBytes), util, nil
 }
 
 func init() {
@@ -53,7 +50,7 @@ estimate, and how many tokens of KV cache fit per GPU at the given memory size
 and utilization.`,
 		Example: "tpscope model show kimi-k2.5-nvfp4 --tp 8 --output json\ntpscope model show glm-5-nvfp4 --tp 8 --dcp 8 --dense-dsa --gpu-mem-gb 96",
 		Flags: func(fs *pflag.FlagSet) func([]string, io.Writer, io.Writer) error {
-			sc := addModelScenarioFlags(fs)
+			sc := addScenarioFlags(fs)
 			mem := addMemFlags(fs)
 			out := fs.String("output", "table", "output format: table or json")
 			return func(args []string, stdout, _ io.Writer) error {
@@ -75,7 +72,7 @@ hf_quant_config.json, or a single config file. Prints the same summary as
 'model show'. Errors name the file, the field and what was expected.`,
 		Example: "tpscope model load ./Kimi-K2.5-NVFP4 --tp 8\ntpscope model load ./GLM-5/config.json --output json",
 		Flags: func(fs *pflag.FlagSet) func([]string, io.Writer, io.Writer) error {
-			sc := addModelScenarioFlags(fs)
+			sc := addScenarioFlags(fs)
 			mem := addMemFlags(fs)
 			out := fs.String("output", "table", "output format: table or json")
 			return func(args []string, stdout, _ io.Writer) error {
@@ -114,15 +111,15 @@ func showModel(sc *scenarioFlags, mem *memFlags, out string, w io.Writer) error 
 	if err := checkOutput(out, "table", "json"); err != nil {
 		return err
 	}
-	memBytes, util, err := mem.bytes()
+	scen, err := sc.scenario()
 	if err != nil {
 		return err
 	}
-	a, p, wl, err := sc.resolve()
+	memBytes, util, err := mem.bytes(&scen)
 	if err != nil {
 		return err
 	}
-	s := model.Summarize(a, p, wl, sc.buildOptions(), memBytes, util)
+	s := model.Summarize(scen.Arch, scen.Plan, scen.Workload, scen.Build, memBytes, util)
 	if out == "json" {
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")

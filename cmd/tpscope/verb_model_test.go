@@ -111,7 +111,7 @@ func TestModelVerbErrors(t *testing.T) {
 		code int
 		msg  string
 	}{
-		{"tp not dividing heads", []string{"schedule", "--tp", "3"}, 2, `field "tp" = 3: want a divisor of num_attention_heads (64)`},
+		{"tp not dividing heads", []string{"schedule", "--tp", "3"}, 2, `--tp 3: want a divisor of num_attention_heads (64)`},
 		{"unknown model", []string{"model", "show", "--model", "llama-7b"}, 2, `unknown model "llama-7b"`},
 		{"bad output", []string{"model", "show", "--output", "xml"}, 2, `--output "xml"`},
 		{"bad kv dtype", []string{"schedule", "--kv-dtype", "int3"}, 2, "unknown dtype"},

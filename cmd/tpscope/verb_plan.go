@@ -15,7 +15,6 @@ import (
 	"github.com/tpscope/tpscope/model"
 	"github.com/tpscope/tpscope/sim"
 	"github.com/tpscope/tpscope/topology"
-	"github.com/tpscope/tpscope/traces"
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
@@ -27,9 +26,10 @@ func init() {
 		Name:  "plan",
 		Short: "capacity planning: sweep boxes, plans, batch, context and KV dtype; max concurrency, throughput per GPU, Pareto front",
 		Long: `Sweeps every combination of box (--topo, a comma list of presets or
-files, at --gpu-counts GPUs), parallel plan (TP, EP, DP attention + EP,
-DCP; all valid ones unless --plans), batch, context, KV dtype and MTP
-tokens; predicts each with the fast evaluator (a short copy of the model
+files, at --gpus GPU counts), parallel plan (TP, EP, DP attention + EP,
+DCP; all valid ones unless --tp/--dp/--dcp/--ep narrow them), batch,
+context, KV dtype and MTP tokens (--batch, --context, --kv-dtype, --mtp:
+the scenario flags of the other verbs, as lists); predicts each with the fast evaluator (a short copy of the model
 simulated on the discrete-event engine and extrapolated per layer, checked
 against the full engine in sim's tests) and checks the memory fit.
 
@@ -41,25 +41,29 @@ its shortfall in GB (they are reported, not dropped). --plot draws all
 fitting points and the front. A progress bar appears on stderr when the
 sweep runs longer than a second.
 
-Run-time options default to the seed's settings: CUDA graphs, NCCL_PROTO=LL,
-NCCL_P2P_LEVEL=SYS.`,
-		Example: `tpscope plan --model kimi-k2.5-nvfp4 --topo rtxpro6000-2s,h200-nvswitch --gpu-counts 8 --contexts 4096,32768 --slo-ms 50 --plot pareto.png`,
+Run-time options are the other verbs' flags with their defaults (a stock
+deployment: CUDA graphs, NCCL's own choices); pass the seed's settings
+with --nccl-proto LL --p2p-level SYS.`,
+		Example: `tpscope plan --model kimi-k2.5-nvfp4 --topo rtxpro6000-2s,h200-nvswitch --gpus 8 --context 4096,32768 --nccl-proto LL --p2p-level SYS --slo-ms 50 --plot pareto.png`,
 		Flags: func(fs *pflag.FlagSet) func(args []string, stdout, stderr io.Writer) error {
-			var modelName string
-			var denseDSA bool
-			addModelFlag(fs, &modelName)
-			addDenseDSAFlag(fs, &denseDSA)
-			sf := addSimFlags(fs)
-			setFlagDefault(fs, "cuda-graphs", "true")
-			setFlagDefault(fs, "nccl-proto", "LL")
-			setFlagDefault(fs, "p2p-level", "SYS")
-			fs.Lookup("topo").Usage = "topologies: comma list of presets (" + strings.Join(topology.PresetNames(), ", ") + ") or JSON files"
-			gpuCounts := fs.String("gpu-counts", "", "GPU counts to use on each box (comma list; default powers of two up to the box's GPUs, and its count)")
-			plans := fs.String("plans", "", "plans to try, e.g. tp8,tp8-ep,tp4-dp2-ep,tp8-dcp4 (default: every valid plan)")
-			batches := fs.String("batches", joinInts(sim.DefaultAdviseBatches), "batch sizes (comma list)")
-			contexts := fs.String("contexts", joinInts(sim.DefaultAdviseContexts), "context lengths (comma list; 4K = 4096)")
-			kvs := fs.String("kv-dtypes", "bf16,fp8", "KV-cache dtypes (comma list)")
-			specs := fs.String("spec-tokens", "0", "MTP speculative tokens (comma list; skipped on models without MTP)")
+			// The scenario flags, with the swept ones as lists of the same
+			// names: --topo, --gpus, --tp, --dp, --dcp, --ep, --batch,
+			// --context, --kv-dtype, --mtp.
+			sc := newScenarioFlags(fs)
+			sc.addModelFlags()
+			topos := fs.StringSlice("topo", []string{topology.DefaultPreset}, "boxes: presets ("+strings.Join(topology.PresetNames(), ", ")+") or topology JSON files")
+			gpuCounts := newIntList(fs, "gpus", nil, 1, "GPU counts to use on each box (default: powers of two up to the box's GPUs, and its count)")
+			plans := fs.StringSlice("plan", nil, "plans to try, e.g. tp8,tp8-ep,tp4-dp2-ep,tp8-dcp4 (default: every valid plan, or the --tp/--dp/--dcp/--ep lists)")
+			tps := newIntList(fs, "tp", nil, 1, "tensor-parallel degrees (default: every valid plan)")
+			dps := newIntList(fs, "dp", nil, 1, "data-parallel attention degrees (default: every valid plan)")
+			dcps := newIntList(fs, "dcp", nil, 1, "decode context parallel degrees (default: every valid plan)")
+			eps := fs.String("ep", "both", "expert parallelism: true, false or both")
+			fs.Lookup("ep").NoOptDefVal = "true"
+			batches := newIntList(fs, "batch", sim.DefaultAdviseBatches, 1, "batch sizes")
+			contexts := newIntList(fs, "context", sim.DefaultAdviseContexts, 1, "context lengths (4K = 4096)")
+			kvs := fs.StringSlice("kv-dtype", []string{"bf16", "fp8"}, "KV-cache dtypes")
+			specs := newIntList(fs, "mtp", []int{0}, 0, "MTP speculative tokens (skipped on models without MTP)")
+			sc.addOptionFlags()
 			slo := fs.Float64("slo-ms", 0, "per-request latency SLO in ms per token (0 = none)")
 			output := fs.String("output", "table", "output format: table, json or markdown")
 			plotFile := fs.String("plot", "", "write the throughput/GPU vs per-request tokens/s scatter and Pareto front to FILE.png or FILE.svg")
@@ -81,63 +85,54 @@ NCCL_P2P_LEVEL=SYS.`,
 				if err := checkPlotPath(*plotFile); err != nil {
 					return err
 				}
-				a, err := resolveModel(modelName)
+				a, err := sc.modelArch()
 				if err != nil {
 					return err
 				}
-				space := sim.PlanSpace{Arch: a, Build: model.BuildOptions{DenseDSA: denseDSA}, MaxMsPerToken: *slo}
-				for _, name := range splitList(sf.topo) {
-					t, err := resolveTopology(name, 0)
+				build, err := sc.build()
+				if err != nil {
+					return err
+				}
+				space := sim.PlanSpace{Arch: a, Build: build, MaxMsPerToken: *slo, GPUCounts: gpuCounts.v,
+					Batches: batches.v, Contexts: contexts.v, SpecTokens: specs.v}
+				for _, name := range *topos {
+					sc.topo = name
+					t, _, err := sc.box()
 					if err != nil {
 						return err
 					}
 					space.Topologies = append(space.Topologies, t)
 				}
 				if len(space.Topologies) == 0 {
-					return usageErrorf("--topo: no topology named")
+					return usageErrorf("--topo: no box named")
 				}
-				if space.Options, err = sf.options(); err != nil {
+				if space.Options, err = sc.options(); err != nil {
 					return err
 				}
-				if sf.gpus > 0 {
-					space.GPUCounts = []int{sf.gpus}
+				if space.Plans, err = planList(a, tps.v, dps.v, dcps.v, *eps, fs); err != nil {
+					return err
 				}
-				if *gpuCounts != "" {
-					if space.GPUCounts, err = parseInts("--gpu-counts", *gpuCounts); err != nil {
-						return err
+				for _, ps := range *plans {
+					p, err := model.ParsePlan(ps)
+					if err != nil || p.TP == 0 {
+						return usageErrorf("--plan %q: want tpN[-dpN][-ep][-dcpN], e.g. tp8, tp8-ep, tp4-dp2-ep, tp8-dcp4", ps)
 					}
-				}
-				if *plans != "" {
-					for _, s := range splitList(*plans) {
-						p, err := parsePlan(s)
-						if err != nil {
-							return err
-						}
-						if err := p.Validate(a); err != nil {
-							return usageErrorf("--plans %s: %s: %v", s, a.Name, err)
-						}
-						space.Plans = append(space.Plans, p)
+					if err := p.Validate(a); err != nil {
+						return usageErrorf("--plan %s: %s: %s", ps, a.Name, flagWords(err))
 					}
+					space.Plans = append(space.Plans, p)
 				}
-				if space.Batches, err = parseInts("--batches", *batches); err != nil {
-					return err
-				}
-				if space.Contexts, err = parseInts("--contexts", *contexts); err != nil {
-					return err
-				}
-				for _, s := range splitList(*kvs) {
+				for _, s := range *kvs {
 					d, err := model.ParseDtype(s)
 					if err != nil || (d != model.BF16 && d != model.FP16 && d != model.FP8) {
-						return usageErrorf("--kv-dtypes %q: want bf16, fp16 or fp8", s)
+						return usageErrorf("--kv-dtype %q: want bf16, fp16 or fp8", s)
 					}
 					space.KVDtypes = append(space.KVDtypes, d)
 				}
-				for _, s := range splitList(*specs) {
-					k, err := strconv.Atoi(s)
-					if err != nil || k < 0 || k > 16 {
-						return usageErrorf("--spec-tokens %q: want integers from 0 to 16", s)
+				for _, k := range specs.v {
+					if k > 16 {
+						return usageErrorf("--mtp %d: want integers from 0 to 16", k)
 					}
-					space.SpecTokens = append(space.SpecTokens, k)
 				}
 				cfgs, err := space.Configs()
 				if err != nil {
@@ -204,18 +199,54 @@ func evaluateParallel(cfgs []sim.PlanConfig, slo float64, workers int, bar *lazy
 	return out
 }
 
-// parsePlan reads one --plans entry with traces.ParsePlan (the Plan.String
-// form tp8, tp8-ep, tp4-dp2-ep, tp8-dcp4; parts may also be spelled tp=8);
-// a plan must name its TP degree.
-func parsePlan(s string) (model.Plan, error) {
-	p, err := traces.ParsePlan(s)
-	if err != nil {
-		return model.Plan{}, usageErrorf("--plans: %v", err)
+// planList is the plans the --tp/--dp/--dcp/--ep lists name: their cross
+// product less the plans the model cannot run; nil (every valid plan)
+// when none of them was given.
+func planList(a *model.Arch, tps, dps, dcps []int, ep string, fs *pflag.FlagSet) ([]model.Plan, error) {
+	if !fs.Changed("tp") && !fs.Changed("dp") && !fs.Changed("dcp") && !fs.Changed("ep") {
+		return nil, nil
 	}
-	if p.TP == 0 {
-		return model.Plan{}, usageErrorf("--plans: %q: want tpN[-dpN][-ep][-dcpN], e.g. tp8, tp8-ep, tp4-dp2-ep, tp8-dcp4", s)
+	var eps []bool
+	switch ep {
+	case "both":
+		eps = []bool{false, true}
+	case "true":
+		eps = []bool{true}
+	case "false":
+		eps = []bool{false}
+	default:
+		return nil, usageErrorf("--ep %q: want true, false or both", ep)
 	}
-	return p, nil
+	or := func(v []int, all []int) []int {
+		if len(v) == 0 {
+			return all
+		}
+		return v
+	}
+	pow2 := []int{1, 2, 4, 8, 16, 32, 64}
+	var out []model.Plan
+	var last error
+	for _, tp := range or(tps, pow2) {
+		for _, dp := range or(dps, pow2) {
+			for _, dcp := range or(dcps, []int{1}) {
+				for _, e := range eps {
+					p := model.Plan{TP: tp, DP: dp, DCP: dcp, EP: e}
+					if tp < 1 || dp < 1 || dcp < 1 {
+						return nil, usageErrorf("--tp %d --dp %d --dcp %d: want positive degrees", tp, dp, dcp)
+					}
+					if err := p.Validate(a); err != nil {
+						last = err
+						continue
+					}
+					out = append(out, p)
+				}
+			}
+		}
+	}
+	if len(out) == 0 {
+		return nil, usageErrorf("no valid plan in --tp %v --dp %v --dcp %v --ep %s for %s: %s", tps, dps, dcps, ep, a.Name, flagWords(last))
+	}
+	return out, nil
 }
 
 func pointCells(p *sim.PlanPoint) []string {

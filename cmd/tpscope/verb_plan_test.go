@@ -5,9 +5,11 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
+	"github.com/spf13/pflag"
 	"github.com/tpscope/tpscope/model"
 )
 
@@ -15,8 +17,8 @@ func TestPlanJSON(t *testing.T) {
 	dir := t.TempDir()
 	plot := filepath.Join(dir, "front.png")
 	var out, errb bytes.Buffer
-	args := []string{"plan", "--topo", "rtxpro6000-2s,h200-nvswitch", "--gpu-counts", "4,8", "--plans", "tp8,tp4,tp2-dp4-ep",
-		"--batches", "1,64", "--contexts", "4K", "--output", "json", "--plot", plot, "--slo-ms", "100"}
+	args := []string{"plan", "--topo", "rtxpro6000-2s,h200-nvswitch", "--gpus", "4,8", "--plan", "tp8,tp4,tp2-dp4-ep",
+		"--batch", "1,64", "--context", "4K", "--output", "json", "--plot", plot, "--slo-ms", "100"}
 	if code := dispatch(args, &out, &errb); code != 0 {
 		t.Fatalf("exit %d: %s", code, errb.String())
 	}
@@ -71,7 +73,7 @@ func TestPlanJSON(t *testing.T) {
 
 func TestPlanTable(t *testing.T) {
 	var out, errb bytes.Buffer
-	if code := dispatch([]string{"plan", "--gpu-counts", "8", "--plans", "tp8", "--batches", "1", "--contexts", "4096", "--workers", "2"}, &out, &errb); code != 0 {
+	if code := dispatch([]string{"plan", "--gpus", "8", "--plan", "tp8", "--batch", "1", "--context", "4096", "--workers", "2"}, &out, &errb); code != 0 {
 		t.Fatalf("exit %d: %s", code, errb.String())
 	}
 	for _, want := range []string{"Pareto front", "capacity", "max concurrency"} {
@@ -83,78 +85,41 @@ func TestPlanTable(t *testing.T) {
 
 func TestPlanBadFlags(t *testing.T) {
 	checkUsageErrors(t, []usageCase{
-		{"plan syntax", []string{"plan", "--plans", "tq8"}, "--plans"},
-		{"plan invalid", []string{"plan", "--plans", "tp3"}, "tp"},
-		{"kv", []string{"plan", "--kv-dtypes", "int4"}, "--kv-dtypes"},
-		{"batch 0", []string{"plan", "--batches", "0"}, "--batches"},
+		{"plan syntax", []string{"plan", "--plan", "tq8"}, "--plan"},
+		{"plan invalid", []string{"plan", "--plan", "tp3"}, "tp"},
+		{"kv", []string{"plan", "--kv-dtype", "int4"}, "--kv-dtype"},
+		{"batch 0", []string{"plan", "--batch", "0"}, "--batch"},
 		{"slo", []string{"plan", "--slo-ms", "-1"}, "--slo-ms"},
 		{"workers", []string{"plan", "--workers", "0"}, "--workers"},
 		{"topology", []string{"plan", "--topo", "nope"}, "--topo nope"},
-		{"gpu counts", []string{"plan", "--gpu-counts", "16"}, "GPU count"},
+		{"gpu counts", []string{"plan", "--gpus", "16"}, "GPU count"},
 	})
 }
 
-func TestParsePlan(t *testing.T) {
-	cases := []struct {
-		in   string
-		want model.Plan
-		ok   bool
-	}{
-		{"tp8", model.Plan{TP: 8}, true},
-		{"tp8-ep", model.Plan{TP: 8, EP: true}, true},
-		{"tp4-dp2-ep", model.Plan{TP: 4, DP: 2, EP: true}, true},
-		{"tp8-dcp4", model.Plan{TP: 8, DCP: 4}, true},
-		{"TP2-DP4-EP", model.Plan{TP: 2, DP: 4, EP: true}, true},
-		{"dp8-ep", model.Plan{}, false},
-		{"tp0", model.Plan{}, false},
-		{"tp8-xx", model.Plan{}, false},
-		{"", model.Plan{}, false},
+// TestPlanList: the --tp/--dp/--dcp/--ep lists give their cross product
+// less what the model cannot run. For Kimi-K2.5 (64 heads, 384 experts)
+// --tp 8 --dp 1,2 with EP both ways: tp8, tp8-ep and tp8-dp2-ep (tp8-dp2
+// without EP is refused: DP attention needs EP).
+func TestPlanList(t *testing.T) {
+	a, err := model.Preset("kimi-k2.5-nvfp4")
+	if err != nil {
+		t.Fatal(err)
 	}
-	for _, c := range cases {
-		t.Run(c.in, func(t *testing.T) {
-			got, err := parsePlan(c.in)
-			if (err == nil) != c.ok || (c.ok && got != c.want) {
-				t.Errorf("parsePlan(%q) = %+v, %v; want %+v ok=%v", c.in, got, err, c.want, c.ok)
-			}
-		})
+	fs := pflag.NewFlagSet("plan", pflag.ContinueOnError)
+	fs.IntSlice("tp", nil, "")
+	fs.IntSlice("dp", nil, "")
+	if err := fs.Parse([]string{"--tp", "8", "--dp", "1,2"}); err != nil {
+		t.Fatal(err)
 	}
-}
-
-// FuzzParsePlan: any accepted string renders back through Plan.String to
-// a string that parses to the same plan.
-func FuzzParsePlan(f *testing.F) {
-	for _, s := range []string{"tp8", "tp8-ep", "tp4-dp2-ep", "tp8-dcp4", "tp-", "-", "tp8--ep", "dcp2-tp8"} {
-		f.Add(s)
+	got, err := planList(a, []int{8}, []int{1, 2}, nil, "both", fs)
+	if err != nil {
+		t.Fatal(err)
 	}
-	f.Fuzz(func(t *testing.T, s string) {
-		p, err := parsePlan(s)
-		if err != nil {
-			return
-		}
-		q, err := parsePlan(p.String())
-		if err != nil || q.Normalized() != p.Normalized() {
-			t.Fatalf("parsePlan(%q) = %+v renders %q, which parses to %+v (%v)", s, p, p.String(), q, err)
-		}
-	})
-}
-
-// TestPlotPathCheckedFirst: a --plot name that is neither .png nor .svg is
-// refused with the flag checks, in one line, before any topology is
-// resolved or any prediction runs (the bad --topo after it is never
-// reached).
-func TestPlotPathCheckedFirst(t *testing.T) {
-	for _, args := range [][]string{
-		{"plan", "--plot", "x.txt", "--topo", "nope"},
-		{"predict", "--plot", "x.txt", "--topo", "nope"},
-		{"advise", "--plot", "x.txt", "--topo", "nope"},
-		{"compare", "--plot", "x.txt", "--trace", filepath.Join(t.TempDir(), "missing.json")},
-	} {
-		t.Run(args[0], func(t *testing.T) {
-			code, stdout, stderr := runCLI(t, args...)
-			want := "tpscope " + args[0] + ": usage: --plot x.txt: want a .png or .svg file\n"
-			if code != 2 || stderr != want || stdout != "" {
-				t.Fatalf("exit %d, stdout %q, stderr %q; want exit 2 and stderr %q", code, stdout, stderr, want)
-			}
-		})
+	want := []model.Plan{{TP: 8, DP: 1, DCP: 1}, {TP: 8, DP: 1, DCP: 1, EP: true}, {TP: 8, DP: 2, DCP: 1, EP: true}}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("plans %+v, want %+v", got, want)
+	}
+	if _, err := planList(a, []int{3}, nil, nil, "false", fs); err == nil || !strings.Contains(err.Error(), "--tp 3") {
+		t.Errorf("tp 3: error %v, want one naming --tp 3", err)
 	}
 }

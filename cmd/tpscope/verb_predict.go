@@ -30,10 +30,9 @@ traces back to its inputs. --plot writes a PNG or SVG of the breakdown.
 
 A scenario whose weights and KV cache do not fit in GPU memory is an error
 that names the shortfall in GB.`,
-		Example: `tpscope predict --model kimi-k2.5-nvfp4 --tp 8 --batch 1 --context 4096 --kv-dtype bf16 --cuda-graphs --nccl-proto LL --p2p-level SYS`,
+		Example: `tpscope predict --model kimi-k2.5-nvfp4 --tp 8 --batch 1 --context 4096 --kv-dtype bf16 --nccl-proto LL --p2p-level SYS`,
 		Flags: func(fs *pflag.FlagSet) func(args []string, stdout, stderr io.Writer) error {
-			sc := addModelScenarioFlags(fs)
-			sf := addSimFlags(fs)
+			sc := addScenarioFlags(fs)
 			output := fs.String("output", "table", "output format: table or json")
 			plotFile := fs.String("plot", "", "write a breakdown chart to FILE.png or FILE.svg")
 			top := fs.Int("top", 10, "how many op names and ops to list in the table")
@@ -47,23 +46,16 @@ that names the shortfall in GB.`,
 				if err := checkPlotPath(*plotFile); err != nil {
 					return err
 				}
-				scen, err := simScenario(sc)
+				scen, err := sc.scenario()
 				if err != nil {
 					return err
 				}
-				topo, opts, err := sf.resolve()
-				if err != nil {
-					return err
-				}
-				p, err := sim.New(topo, opts)
-				if err != nil {
-					return err
-				}
-				pr, err := p.PredictScenario(scen)
+				topo := scen.Topo
+				pr, _, err := sim.Predict(scen)
 				if err != nil {
 					var pe *model.PlanError
 					if errors.As(err, &pe) {
-						return usageErrorf("%v", err)
+						return usageErrorf("%v", flagWords(err))
 					}
 					return err
 				}
@@ -97,7 +89,7 @@ func writePredictTable(w io.Writer, pr *sim.Prediction, top int) error {
 	fmt.Fprintf(tw, "topology\t%s\n", pr.Topology)
 	fmt.Fprintf(tw, "plan\t%s\n", pr.Plan)
 	fmt.Fprintf(tw, "workload\t%s batch %d (run as %d), context %d, spec tokens %d, kv %s\n", pr.Workload.Phase, pr.Sequences, pr.PaddedBatch, pr.Workload.Context, pr.Workload.SpecTokens, pr.Workload.KVDtype)
-	fmt.Fprintf(tw, "options\t%s\n", optionsString(o))
+	fmt.Fprintf(tw, "options\t%s\n", o)
 	fmt.Fprintf(tw, "step\t%.1f us (%d kernels per rank, host launch %.0f us, idle %.0f us)\n", pr.StepUs, pr.Kernels, pr.HostUs, pr.IdleUs)
 	fmt.Fprintf(tw, "tokens/s\t%.1f per request, %.1f aggregate (%.2f tokens per step per request)\n", pr.TokensPerSPerRequest, pr.TokensPerS, pr.TokensPerStep)
 	fmt.Fprintf(tw, "communication\t%.1f us, %.1f %% of the step\n", pr.CommUs, 100*pr.CommShare)
@@ -152,26 +144,6 @@ func costDetail(op *sim.OpResult) string {
 		d += fmt.Sprintf(" + ramp %.1f us", c.RampUs)
 	}
 	return d
-}
-
-func optionsString(o sim.Options) string {
-	var parts []string
-	add := func(cond bool, s string) {
-		if cond {
-			parts = append(parts, s)
-		}
-	}
-	add(o.CUDAGraphs, "cuda-graphs")
-	add(!o.CUDAGraphs, "eager")
-	add(o.NCCLProto != "", "NCCL_PROTO="+o.NCCLProto)
-	add(o.NCCLAlgo != "", "NCCL_ALGO="+o.NCCLAlgo)
-	add(o.P2PLevel != "", "NCCL_P2P_LEVEL="+o.P2PLevel)
-	add(o.P2PDisable, "NCCL_P2P_DISABLE=1")
-	add(o.CustomAR != "", "custom-ar="+string(o.CustomAR))
-	add(o.ARNormFusion, "ar-norm-fusion")
-	add(o.Overlap, "overlap")
-	add(o.MTPAcceptRate > 0, fmt.Sprintf("mtp-accept=%.2f", o.MTPAcceptRate))
-	return strings.Join(parts, " ")
 }
 
 // criticalPathString summarizes the critical path: its length and what

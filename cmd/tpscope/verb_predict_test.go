@@ -17,13 +17,15 @@ func TestPredictBadFlags(t *testing.T) {
 		want string
 	}{
 		{"tp does not divide heads", []string{"predict", "--tp", "3"}, 2, "tp"},
-		{"batch 0", []string{"predict", "--batch", "0"}, 2, `"batch" = 0`},
+		{"batch 0", []string{"predict", "--batch", "0"}, 2, "--batch 0: want an integer from 1"},
+		{"bad nccl proto", []string{"predict", "--nccl-proto", "LLX"}, 2, "--nccl-proto LLX"},
+		{"bad nccl algo", []string{"predict", "--nccl-algo", "Rign"}, 2, "--nccl-algo Rign"},
 		{"unknown model", []string{"predict", "--model", "nope"}, 2, `unknown model "nope"`},
 		{"unknown topology", []string{"predict", "--topo", "nope"}, 2, "--topo nope"},
 		{"bad p2p level", []string{"predict", "--p2p-level", "FOO"}, 2, "--p2p-level"},
 		{"bad custom ar", []string{"predict", "--custom-ar", "threeshot"}, 2, "--custom-ar"},
 		{"bad output", []string{"predict", "--output", "xml"}, 2, "--output"},
-		{"more gpus than the box", []string{"predict", "--tp", "8", "--gpus", "4"}, 1, "needs 8 GPUs"},
+		{"more gpus than the box", []string{"predict", "--tp", "8", "--gpus", "4"}, 2, "needs 8 GPUs"},
 		// glm-5 (BF16) needs ~190 GB of weights per GPU at TP 8.
 		{"does not fit", []string{"predict", "--model", "glm-5"}, 1, "does not fit in GPU memory: short by"},
 	}

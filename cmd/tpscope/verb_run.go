@@ -17,7 +17,6 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/tpscope/tpscope/exec"
-	"github.com/tpscope/tpscope/exec/cpu"
 	"github.com/tpscope/tpscope/model"
 	"github.com/tpscope/tpscope/sim"
 	"github.com/tpscope/tpscope/traces"
@@ -37,7 +36,7 @@ predicted time.
 --backend cpu runs real arithmetic at the schedule's shapes on this machine
 (gonum BLAS, absorbed MLA over a real latent cache, routed expert GEMMs,
 shared-memory ring collectives checked against a serial sum). --scale F
-shrinks the model's widths by F first (cpu.ScaleArch) for models too big for
+shrinks the model's widths by F first (model.ScaleArch) for models too big for
 the machine; the prediction is then made for the same scaled model.
 --backend cuda runs on the local GPUs when the CUDA backend is built in.
 
@@ -49,8 +48,7 @@ prints measured against predicted time per op kind and for the step.
 Ctrl-C stops after the current op and still writes the finished spans.`,
 		Example: `tpscope run --backend cpu --model tiny-mla-moe --tp 4 --batch 8 --context 512 --steps 20 --trace file:run.otlp.jsonl --topo cpu.json --compare`,
 		Flags: func(fs *pflag.FlagSet) func(args []string, stdout, stderr io.Writer) error {
-			sc := addModelScenarioFlags(fs)
-			sf := addSimFlags(fs)
+			sc := addScenarioFlags(fs)
 			backend := fs.String("backend", "cpu", "where to run: cpu or cuda")
 			steps := fs.Int("steps", exec.DefaultSteps, "measured steps")
 			warmup := fs.Int("warmup", exec.DefaultWarmup, "warm-up steps before the measured ones (no spans)")
@@ -80,42 +78,45 @@ Ctrl-C stops after the current op and still writes the finished spans.`,
 				if *compare && !withTopo {
 					return usageErrorf("--compare needs --topo (a preset, or the JSON of 'tpscope calibrate --backend cpu' for the cpu backend)")
 				}
-				a, plan, wl, err := sc.resolve()
-				if err != nil {
-					return err
-				}
-				topo, simOpts, err := sf.resolve()
+				scen, err := sc.scenario()
 				if err != nil {
 					return err
 				}
 				if *scale != 1 {
-					if a, err = cpu.ScaleArch(a, *scale); err != nil {
+					if scen.Arch, err = model.ScaleArch(scen.Arch, *scale); err != nil {
 						return usageErrorf("--scale: %v", err)
 					}
 				}
-				sched, err := model.BuildWith(a, plan, wl, sc.buildOptions())
+				// The schedule the engine runs (the batch padded for CUDA
+				// graphs), which the prediction prices and the spans record.
+				sched, graphed, err := sim.BuildSchedule(scen)
 				if err != nil {
 					var pe *model.PlanError
 					if errors.As(err, &pe) {
-						return usageErrorf("%v", err)
+						return usageErrorf("%v", flagWords(err))
 					}
+					return err
+				}
+				scen.RunBatch = sched.Workload.Batch
+				scenJSON, err := scen.MarshalJSON()
+				if err != nil {
 					return err
 				}
 
 				var pred *sim.Prediction
 				var predUs map[string]float64
 				if withTopo {
-					p, err := sim.New(topo, simOpts)
+					p, err := sim.New(scen.Topo, scen.Options)
 					if err != nil {
 						return err
 					}
 					if pred, err = p.Predict(sched); err != nil {
-						return fmt.Errorf("predict on %s: %w", topo.Name, err)
+						return fmt.Errorf("predict on %s: %w", scen.Topo.Name, err)
 					}
 					predUs = predictedByOpID(pred)
 				}
 
-				b, err := exec.NewBackend(*backend, exec.BackendConfig{Seed: *seed, Env: ncclEnv(simOpts)})
+				b, err := exec.NewBackend(*backend, exec.BackendConfig{Seed: *seed, Env: scen.Options.NCCL.Env()})
 				if err != nil {
 					return err
 				}
@@ -131,12 +132,12 @@ Ctrl-C stops after the current op and still writes the finished spans.`,
 					// Op spans built in bulk off the launch path (nil: the SDK path).
 					exec.WithSpanExporter(exp.SpanExporter()),
 					exec.WithSteps(*steps), exec.WithWarmup(*warmup),
-					exec.WithGraphs(simOpts.CUDAGraphs),
+					exec.WithGraphs(graphed),
 					exec.WithScheduleScale(*scale),
-					exec.WithOptimizations(traces.OptionsNames(simOpts)...),
+					exec.WithScenario(string(scenJSON), scen.TopoRef.String(), scen.Options.Names()),
 				}
 				if withTopo {
-					opts = append(opts, exec.WithTopology(sf.topo), exec.WithPredictedUs(predUs))
+					opts = append(opts, exec.WithPredictedUs(predUs))
 				}
 				if len(*localRanks) > 0 {
 					for _, r := range *localRanks {
@@ -218,25 +219,6 @@ func predictedByOpID(pr *sim.Prediction) map[string]float64 {
 	return m
 }
 
-// ncclEnv is the environment the NCCL options ask for (applied by the CUDA
-// backend before NCCL starts; ignored by the CPU backend).
-func ncclEnv(o sim.Options) map[string]string {
-	env := map[string]string{}
-	if o.NCCLProto != "" {
-		env["NCCL_PROTO"] = o.NCCLProto
-	}
-	if o.NCCLAlgo != "" {
-		env["NCCL_ALGO"] = o.NCCLAlgo
-	}
-	if o.P2PLevel != "" {
-		env["NCCL_P2P_LEVEL"] = o.P2PLevel
-	}
-	if o.P2PDisable {
-		env["NCCL_P2P_DISABLE"] = "1"
-	}
-	return env
-}
-
 func writeRunSummary(w io.Writer, res *exec.Result, s *model.Schedule, cmp *exec.Comparison) {
 	sm := res.Summary
 	mode := res.Timing
@@ -244,7 +226,7 @@ func writeRunSummary(w io.Writer, res *exec.Result, s *model.Schedule, cmp *exec
 		mode += ", cuda graphs"
 	}
 	fmt.Fprintf(w, "%s %s %s on %s: %d ranks, %d measured steps after %d warm-up (%s)\n",
-		s.Model, exec.PlanString(s.Plan), exec.WorkloadString(s.Workload), res.Backend, len(res.LocalRanks), res.Steps, res.Warmup, mode)
+		s.Model, s.Plan, s.Workload, res.Backend, len(res.LocalRanks), res.Steps, res.Warmup, mode)
 	fmt.Fprintf(w, "step time  median %.1f us   p10 %.1f us   p90 %.1f us   (min %.1f, max %.1f)\n",
 		sm.StepMedianUs, sm.StepP10Us, sm.StepP90Us, sm.StepMinUs, sm.StepMaxUs)
 	fmt.Fprintf(w, "throughput %.0f tokens/s (%.0f tokens per step)\n", sm.TokensPerS, sm.TokensPerStep)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/pflag"
 	"github.com/tpscope/tpscope/model"
+	"github.com/tpscope/tpscope/sim"
 )
 
 // scheduleOpJSON is one op in `tpscope schedule --output json`; field
@@ -57,11 +58,13 @@ with GEMM shapes and dtypes, FLOPs, bytes read and written (weights and KV
 cache separately) and collective sizes and groups — as vLLM lays the model
 out under the plan. Op IDs (L07.attn.o_proj, L07.moe.allreduce, embed.*,
 head.*, mtp.*) are the ones predictions and traces are joined on.
-By default only rank 0 is printed; --rank -1 prints every rank.`,
+The batch is the one the engine runs: padded up to the next CUDA-graph
+capture size when the decode step is graphed (--cuda-graphs, vLLM's
+default). By default only rank 0 is printed; --rank -1 prints every rank.`,
 		Example: "tpscope schedule --model kimi-k2.5-nvfp4 --tp 8 --batch 4 --context 8192\n" +
 			"tpscope schedule --model glm-5 --tp 8 --output json --rank -1",
 		Flags: func(fs *pflag.FlagSet) func([]string, io.Writer, io.Writer) error {
-			sc := addModelScenarioFlags(fs)
+			sc := addScenarioFlags(fs)
 			out := fs.String("output", "table", "output format: table, json or csv")
 			rank := fs.Int("rank", 0, "rank to print; -1 for all ranks")
 			return func(args []string, stdout, _ io.Writer) error {
@@ -71,13 +74,13 @@ By default only rank 0 is printed; --rank -1 prints every rank.`,
 				if err := checkOutput(*out, "table", "json", "csv"); err != nil {
 					return err
 				}
-				a, p, w, err := sc.resolve()
+				scen, err := sc.scenario()
 				if err != nil {
 					return err
 				}
-				s, err := model.BuildWith(a, p, w, sc.buildOptions())
+				s, _, err := sim.BuildSchedule(scen)
 				if err != nil {
-					return usageErrorf("%v", err)
+					return usageErrorf("%v", flagWords(err))
 				}
 				if *rank < -1 || *rank >= len(s.Ranks) {
 					return usageErrorf("--rank %d: want -1 or 0..%d", *rank, len(s.Ranks)-1)

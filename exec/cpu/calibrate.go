@@ -158,29 +158,19 @@ func Calibrate(ctx context.Context, cfg CalibrateConfig) (*topology.Topology, *C
 				return float64(2 * 8 * n * k)
 			}
 		}},
-		{string(model.KindMoEGEMM), "8 tokens top-4 of 16 experts, 256x128 each, 4 distinct weight sets", func(rng *rand.Rand) func() float64 {
-			const tok, topk, e, k, n = 8, 4, 16, 256, 128
-			route := make([]int32, tok*topk)
-			owner := make([]int32, e)
-			for i := range owner {
-				owner[i] = int32(i)
-			}
-			const sets = 4 // distinct expert weights (2 MiB each), as every layer has its own
-			x, w := randSlice32(rng, tok*k), randSlice32(rng, sets*e*k*n)
-			y, xg := make([]float32, tok*topk*n), make([]float32, tok*topk*k)
-			order, counts := make([]int32, tok*topk), make([]int32, e)
+		{string(model.KindMoEGEMM), "8 tokens top-4 of 16 experts as the schedule expects them (32 rows over 14 experts), 256x128 each, 4 distinct weight sets", func(rng *rand.Rand) func() float64 {
+			const tok, k, n = 8, 256, 128
+			sh := model.NewMoEShape(tok, 4, 16, 16, 0)
+			rowsPer := sh.Executed()
+			const sets = 4 // distinct expert weights, as every layer has its own
+			x, w := randSlice32(rng, tok*k), randSlice32(rng, sets*len(rowsPer)*k*n)
+			y, xg := make([]float32, 32*n), make([]float32, 32*k)
 			i := 0
 			return func() float64 {
-				for t := range tok {
-					p := rng.Perm(e)
-					for j := range topk {
-						route[t*topk+j] = int32(p[j])
-					}
-				}
-				ws := w[(i%sets)*e*k*n : (i%sets+1)*e*k*n]
+				ws := w[(i%sets)*len(rowsPer)*k*n : (i%sets+1)*len(rowsPer)*k*n]
 				i++
-				a, _ := groupedGEMM(route, tok, topk, owner, x, true, ws, k, n, y, xg, order, counts)
-				return float64(2 * a * k * n)
+				rows, _ := scheduledGroupedGEMM(rowsPer, tok, x, true, ws, k, n, y, xg)
+				return float64(2 * rows * k * n)
 			}
 		}},
 		{string(model.KindAttention), "MLA decode, 4 sequences x 4 heads, 1024 cached tokens, latent 80 (64 + 16), 4 distinct caches", func(rng *rand.Rand) func() float64 {

@@ -12,7 +12,7 @@ import (
 	"github.com/tpscope/tpscope/exec/cpu"
 	"github.com/tpscope/tpscope/exec/exectest"
 	"github.com/tpscope/tpscope/model"
-	"github.com/tpscope/tpscope/traces"
+	"github.com/tpscope/tpscope/traces/schema"
 )
 
 func tinySchedule(t testing.TB, p model.Plan, w model.Workload) *model.Schedule {
@@ -44,7 +44,7 @@ func TestTinyTP4(t *testing.T) {
 	var ops, roots, rankSpans int
 	for _, sp := range rec.Ended() {
 		switch {
-		case sp.Name() == traces.SpanStep:
+		case sp.Name() == schema.SpanStep:
 			roots++
 		case len(sp.Name()) > 5 && sp.Name()[:5] == "rank/":
 			rankSpans++
@@ -69,7 +69,7 @@ func TestScaleArch(t *testing.T) {
 	if err != nil {
 		t.Skip(err)
 	}
-	sa, err := cpu.ScaleArch(a, 8)
+	sa, err := model.ScaleArch(a, 8)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -94,7 +94,7 @@ func TestScaleArch(t *testing.T) {
 		}
 	}
 	for _, bad := range []float64{0.5, 0, math.Inf(1), math.NaN()} {
-		if _, err := cpu.ScaleArch(a, bad); err == nil {
+		if _, err := model.ScaleArch(a, bad); err == nil {
 			t.Errorf("scale %v accepted", bad)
 		}
 	}
@@ -140,12 +140,12 @@ func TestTinySpanAttributes(t *testing.T) {
 		found++
 		for _, kv := range sp.Attributes() {
 			switch kv.Key {
-			case traces.AttrCommBytes:
+			case schema.AttrCommBytes:
 				if kv.Value.AsInt64() != 4096 {
 					t.Errorf("comm.bytes %d, want 4096", kv.Value.AsInt64())
 				}
-			case traces.AttrTiming:
-				if kv.Value.AsString() != traces.TimingHostClock {
+			case schema.AttrTiming:
+				if kv.Value.AsString() != schema.TimingHostClock {
 					t.Errorf("timing %q", kv.Value.AsString())
 				}
 			}
@@ -184,6 +184,73 @@ func TestTinyPlans(t *testing.T) {
 			}
 			if n != s.NumOps() {
 				t.Errorf("timed %d ops, schedule has %d", n, s.NumOps())
+			}
+		})
+	}
+}
+
+// TestMoERunsTheScheduleRouting runs tiny-mla-moe (16 routed experts,
+// top-4) under TP, TP + EP and DP + EP (dispatch by all-to-all and by
+// all-gather / reduce-scatter) and checks that every routed-expert GEMM
+// span says it ran the rows and experts the schedule expects. By hand:
+//   - tp2, batch 4: every rank sees the 4 tokens over all 16 experts:
+//     rows 4 x 4 = 16, touched 16 x (1 - (12/16)^4) = 10.94 -> 11 experts.
+//   - tp2-ep, batch 4: 8 experts per rank: rows 8, touched 8 x 0.684 = 5.47 -> 5.
+//   - tp2-dp2-ep, batch 8: 4 sequences per DP group, 2 tokens per TP rank
+//     (sequence-parallel MoE), dispatched over the 4 ranks: a pool of 8
+//     tokens on 4 experts per rank: rows 8 x 4 x 4/16 = 8, touched 4 x (1 -
+//     (12/16)^8) = 3.60 -> 4. (Before the shape travelled on the op, the
+//     CPU backend ran only the rank's own 2 tokens: 2 rows.)
+func TestMoERunsTheScheduleRouting(t *testing.T) {
+	for _, tc := range []struct {
+		name          string
+		p             model.Plan
+		batch         int
+		dispatch      string
+		rows, experts int64
+	}{
+		{"plan=tp2", model.Plan{TP: 2}, 4, "", 16, 11},
+		{"plan=tp2-ep", model.Plan{TP: 2, EP: true}, 4, "", 8, 5},
+		{"plan=tp2-dp2-ep/alltoall", model.Plan{TP: 2, DP: 2, EP: true}, 8, model.DispatchAllToAll, 8, 4},
+		{"plan=tp2-dp2-ep/allgather", model.Plan{TP: 2, DP: 2, EP: true}, 8, model.DispatchAllGather, 8, 4},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			a, err := model.Preset("tiny-mla-moe")
+			if err != nil {
+				t.Fatal(err)
+			}
+			s, err := model.BuildWith(a, tc.p, model.Workload{Batch: tc.batch, Context: 64}, model.BuildOptions{MoEDispatch: tc.dispatch})
+			if err != nil {
+				t.Fatal(err)
+			}
+			tp, rec := exectest.NewRecorder()
+			defer tp.Shutdown(context.Background())
+			if _, err := exec.Run(context.Background(), s, cpu.New(), exec.WithTracerProvider(tp), exec.WithSteps(1), exec.WithWarmup(0)); err != nil {
+				t.Fatal(err)
+			}
+			checked := 0
+			for _, sp := range rec.Ended() {
+				attrs := map[string]int64{}
+				kind := ""
+				for _, kv := range sp.Attributes() {
+					switch kv.Key {
+					case schema.AttrMoERows, schema.AttrMoEExperts:
+						attrs[string(kv.Key)] = kv.Value.AsInt64()
+					case schema.AttrOpKind:
+						kind = kv.Value.AsString()
+					}
+				}
+				if kind != string(model.KindMoEGEMM) {
+					continue
+				}
+				checked++
+				if attrs[string(schema.AttrMoERows)] != tc.rows || attrs[string(schema.AttrMoEExperts)] != tc.experts {
+					t.Fatalf("%s: ran %d rows on %d experts, want %d on %d", sp.Name(), attrs[string(schema.AttrMoERows)], attrs[string(schema.AttrMoEExperts)], tc.rows, tc.experts)
+				}
+			}
+			// 3 MoE layers x 2 grouped GEMMs x ranks.
+			if want := 3 * 2 * tc.p.World(); checked != want {
+				t.Fatalf("checked %d moe_gemm spans, want %d", checked, want)
 			}
 		})
 	}

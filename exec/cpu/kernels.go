@@ -183,56 +183,31 @@ func topK(logits []float32, rows, n, k int, idx []int32, weight []float32) {
 	}
 }
 
-// groupedGEMM runs the grouped expert GEMM of a MoE layer: for every expert
-// e with assignments (token, slot) routed to it, Y[rows of e] = X[tokens of
-// e] x W[e] where W[e] is [k, n]. route[t*topk+j] is the expert of token t's
-// j-th choice; owner maps an expert to its local index (-1: not on this
-// rank). X is [tokens, k] (gather by token) when gather is true, or
-// [assignments, k] in assignment order otherwise; Y is [assignments, n] in
-// the same assignment order (expert-major). order and xg are scratch:
-// order gets the assignment list sorted by expert, xg [assignments, k] the
-// gathered rows. It returns the number of assignments processed and the
-// number of distinct local experts touched. 2*assignments*n*k FLOPs.
-func groupedGEMM(route []int32, tokens, topk int, owner []int32, x []float32, gather bool, w []float32, k, n int, y, xg []float32, order []int32, counts []int32) (assign, touched int) {
-	// counting sort of assignments by local expert
-	clear(counts)
-	for _, e := range route[:tokens*topk] {
-		if le := owner[e]; le >= 0 {
-			counts[le]++
-		}
-	}
-	off := int32(0)
-	for le, c := range counts {
-		counts[le] = off
-		off += c
-	}
-	assign = int(off)
-	for a, e := range route[:tokens*topk] {
-		if le := owner[e]; le >= 0 {
-			order[counts[le]] = int32(a)
-			counts[le]++
-		}
-	}
-	// counts[le] is now the end of expert le's range.
-	start := int32(0)
-	for le := range counts {
-		end := counts[le]
-		rows := int(end - start)
-		if rows == 0 {
+// scheduledGroupedGEMM runs a MoE layer's grouped expert GEMM for a
+// routing fixed in advance: expert j gets rowsPer[j] rows. With gather, X
+// is [tokens, k] token rows and expert rows take tokens in turn (row i of
+// the layer from token i mod tokens); otherwise X is [rows, k] in
+// expert-major order (the previous expert op's output). W is the experts'
+// [k, n] matrices back to back, Y [rows, n] expert-major; xg is scratch
+// for the gathered rows. It returns the rows and experts run.
+// 2*rows*n*k FLOPs.
+func scheduledGroupedGEMM(rowsPer []int, tokens int, x []float32, gather bool, w []float32, k, n int, y, xg []float32) (rows, experts int) {
+	for j, c := range rowsPer {
+		if c == 0 {
 			continue
 		}
-		touched++
-		xs := xg[int(start)*k : int(end)*k]
+		xs := xg[rows*k : (rows+c)*k]
 		if gather {
-			for i, a := range order[start:end] {
-				t := int(a) / topk
+			for i := range c {
+				t := (rows + i) % max(1, tokens)
 				copy(xs[i*k:(i+1)*k], x[t*k:(t+1)*k])
 			}
 		} else {
-			copy(xs, x[int(start)*k:int(end)*k])
+			copy(xs, x[rows*k:(rows+c)*k])
 		}
-		gemm(rows, n, k, xs, w[le*k*n:(le+1)*k*n], y[int(start)*n:int(end)*n])
-		start = end
+		gemm(c, n, k, xs, w[j*k*n:(j+1)*k*n], y[rows*n:(rows+c)*n])
+		rows += c
+		experts++
 	}
-	return assign, touched
+	return rows, experts
 }

@@ -6,7 +6,6 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
-	"sort"
 	"sync"
 	"testing"
 
@@ -96,70 +95,52 @@ func TestCausalAttentionMatchesReference(t *testing.T) {
 	near(t, "out", out, want, 1e-5)
 }
 
-// TestGroupedGEMMMatchesReference runs the grouped expert GEMM on a routing
-// drawn from a seeded RNG and compares every output row with a per-assignment
-// matrix-vector product.
-func TestGroupedGEMMMatchesReference(t *testing.T) {
-	const tokens, topk, experts, k, n = 6, 2, 5, 4, 3
+// TestScheduledGroupedGEMMMatchesReference runs the grouped expert GEMM on
+// a fixed per-expert row split and compares every output row with a
+// matrix-vector product over the row's input (a token row when gathering,
+// the previous op's row otherwise).
+func TestScheduledGroupedGEMMMatchesReference(t *testing.T) {
+	const tokens, k, n = 3, 4, 3
 	rng := rand.New(rand.NewPCG(5, 6))
-	route := make([]int32, tokens*topk)
-	for tk := range tokens {
-		perm := rng.Perm(experts)
-		for j := range topk {
-			route[tk*topk+j] = int32(perm[j])
-		}
-	}
 	for _, tc := range []struct {
-		name   string
-		owner  []int32 // expert -> local index
-		gather bool
+		name    string
+		rowsPer []int
+		gather  bool
+		experts int
 	}{
-		{"experts=all/gather", []int32{0, 1, 2, 3, 4}, true},
-		{"experts=ep-shard/gather", []int32{-1, -1, 0, 1, -1}, true},
-		{"experts=all/assignment-order", []int32{0, 1, 2, 3, 4}, false},
+		{"gather/3-experts", []int{3, 2, 2}, true, 3},
+		{"gather/more-rows-than-tokens", []int{5}, true, 1},
+		{"assignment-order", []int{2, 0, 1}, false, 2},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			localE := 0
-			for _, o := range tc.owner {
-				if o >= 0 {
-					localE++
-				}
+			total := 0
+			for _, c := range tc.rowsPer {
+				total += c
 			}
-			w := randSlice32(rng, localE*k*n)
-			x := randSlice32(rng, tokens*topk*k)
-			y := make([]float32, tokens*topk*n)
-			order := make([]int32, tokens*topk)
-			assign, touched := groupedGEMM(route, tokens, topk, tc.owner, x, tc.gather, w, k, n, y, make([]float32, tokens*topk*k), order, make([]int32, localE))
-
-			// Reference: list local assignments sorted by (local expert, assignment index).
-			var as []int
-			seen := map[int32]bool{}
-			for a, e := range route {
-				if tc.owner[e] >= 0 {
-					as = append(as, a)
-					seen[e] = true
-				}
+			w := randSlice32(rng, len(tc.rowsPer)*k*n)
+			x := randSlice32(rng, max(tokens, total)*k)
+			y := make([]float32, total*n)
+			rows, experts := scheduledGroupedGEMM(tc.rowsPer, tokens, x, tc.gather, w, k, n, y, make([]float32, total*k))
+			if rows != total || experts != tc.experts {
+				t.Fatalf("rows %d experts %d, want %d and %d", rows, experts, total, tc.experts)
 			}
-			sort.SliceStable(as, func(i, j int) bool { return tc.owner[route[as[i]]] < tc.owner[route[as[j]]] })
-			if assign != len(as) || touched != len(seen) {
-				t.Fatalf("assignments %d touched %d, want %d and %d", assign, touched, len(as), len(seen))
-			}
-			for row, a := range as {
-				le := int(tc.owner[route[a]])
-				for c := range n {
-					acc := 0.0
-					for d := range k {
-						var xv float32
-						if tc.gather {
-							xv = x[(a/topk)*k+d]
-						} else {
-							xv = x[row*k+d]
+			row := 0
+			for e, c := range tc.rowsPer {
+				for range c {
+					src := row
+					if tc.gather {
+						src = row % tokens
+					}
+					for col := range n {
+						acc := 0.0
+						for d := range k {
+							acc += float64(x[src*k+d]) * float64(w[e*k*n+d*n+col])
 						}
-						acc += float64(xv) * float64(w[le*k*n+d*n+c])
+						if got := y[row*n+col]; math.Abs(float64(got)-acc) > 1e-5 {
+							t.Fatalf("row %d (expert %d) col %d = %v, want %v", row, e, col, got, acc)
+						}
 					}
-					if got := y[row*n+c]; math.Abs(float64(got)-acc) > 1e-5 {
-						t.Fatalf("row %d (assignment %d, expert %d) col %d = %v, want %v", row, a, route[a], c, got, acc)
-					}
+					row++
 				}
 			}
 		})

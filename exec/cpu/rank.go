@@ -10,7 +10,7 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 
 	"github.com/tpscope/tpscope/model"
-	"github.com/tpscope/tpscope/traces"
+	"github.com/tpscope/tpscope/traces/schema"
 )
 
 // rank is one goroutine rank: its buffers and one bound kernel per op.
@@ -126,8 +126,14 @@ func newRank(ss *session, rk int) (*rank, error) {
 			if lastRouter == nil {
 				return nil, fmt.Errorf("op %s: moe_gemm without a router op before it", op.ID)
 			}
+			if op.MoE == nil {
+				return nil, fmt.Errorf("op %s: moe_gemm without its routing shape (model.Op.MoE)", op.ID)
+			}
 			routers[i] = lastRouter
-			a := lastRouter.tokens * lastRouter.topk
+			a := 0
+			for _, rows := range op.MoE.Executed() {
+				a += rows
+			}
 			z.need(0, max(a, lastRouter.tokens)*k, a*n, a*k)
 		case model.KindAttention:
 			switch op.Name {
@@ -196,20 +202,29 @@ func (r *rank) annotation(op *model.Op) []attribute.KeyValue {
 	if op.IsCollective() {
 		c := r.ss.fabric.colls[collKey(op)]
 		if !c.local {
-			return []attribute.KeyValue{traces.AttrSkipped.Bool(true),
-				traces.AttrSkipReason.String("group has ranks this process does not run (one-rank shard run)")}
+			return []attribute.KeyValue{schema.AttrSkipped.Bool(true),
+				schema.AttrSkipReason.String("group has ranks this process does not run (one-rank shard run)")}
 		}
-		return []attribute.KeyValue{traces.AttrKernel.String("cpu ring " + string(op.Collective))}
+		return []attribute.KeyValue{schema.AttrKernel.String("cpu ring " + string(op.Collective))}
+	}
+	var kv []attribute.KeyValue
+	if op.Kind == model.KindMoEGEMM && op.MoE != nil {
+		rows := 0
+		rowsPer := op.MoE.Executed()
+		for _, c := range rowsPer {
+			rows += c
+		}
+		kv = append(kv, schema.AttrMoERows.Int(rows), schema.AttrMoEExperts.Int(len(rowsPer)))
 	}
 	dt := op.WeightDtype
 	if dt == "" {
 		dt = op.ActDtype
 	}
 	if dt == "" || dt == model.FP32 {
-		return nil
+		return kv
 	}
-	return []attribute.KeyValue{traces.AttrSubstituted.Bool(true),
-		traces.AttrSubstitution.String("float32 arithmetic and storage for " + string(dt))}
+	return append(kv, schema.AttrSubstituted.Bool(true),
+		schema.AttrSubstitution.String("float32 arithmetic and storage for "+string(dt)))
 }
 
 // bind returns op's kernel, allocating its weights.
@@ -231,33 +246,22 @@ func (r *rank) bind(op *model.Op, rt *routing, latent, indexer map[int][]float32
 		}, nil
 
 	case model.KindMoEGEMM:
-		e := rt.experts
-		owner := make([]int32, e)
-		localE := e
-		if er := r.ss.s.Plan.ExpertRanks(); er > 1 {
-			per := max(1, e/er)
-			localE = per
-			for x := range owner {
-				owner[x] = -1
-				if x/per == r.rank%er {
-					owner[x] = int32(x - (r.rank%er)*per)
-				}
-			}
-		} else {
-			for x := range owner {
-				owner[x] = int32(x)
-			}
-		}
-		w := r.weights(localE*k*n, k)
+		// The experts run the schedule's routing shape, not the router's
+		// draw: op.MoE.Executed() experts of this rank with their rows
+		// (the expectation sim priced, rounded). The router op still runs
+		// its top-k for its cost; under DP + EP the pool holds every
+		// rank's tokens, whose activations the dispatch would bring; the
+		// rank's own token rows stand in for them (same shapes, same cost).
+		rowsPer := op.MoE.Executed()
+		w := r.weights(max(1, len(rowsPer))*k*n, k)
 		gather := k == r.hidden && rt.tokens*k <= len(r.h)
 		x := r.act
 		if gather {
 			x = r.h
 		}
-		order := make([]int32, rt.tokens*rt.topk)
-		counts := make([]int32, localE)
+		tokens := rt.tokens
 		return func(context.Context) error {
-			groupedGEMM(rt.route, rt.tokens, rt.topk, owner, x, gather, w, k, n, r.out, r.aux, order, counts)
+			scheduledGroupedGEMM(rowsPer, tokens, x, gather, w, k, n, r.out, r.aux)
 			return nil
 		}, nil
 

@@ -20,16 +20,13 @@ import (
 	"github.com/tpscope/tpscope/exec/cuda/internal/nvml"
 	"github.com/tpscope/tpscope/exec/cuda/internal/nvrtc"
 	"github.com/tpscope/tpscope/model"
-	"github.com/tpscope/tpscope/traces"
+	"github.com/tpscope/tpscope/traces/schema"
 )
 
 func init() { exec.RegisterBackend("cuda", New) }
 
 // Attributes this backend adds to op spans besides traces' schema.
 const (
-	// AttrExpertsTouched on moe_gemm spans: experts the seeded router
-	// touched on this rank (the GEMM's batch).
-	AttrExpertsTouched attribute.Key = "tpscope.cuda.experts_touched" // int64
 	// AttrWeightsRotated on op spans whose streamed bytes share a rotating
 	// pool because the rank's weights did not fit the device.
 	AttrWeightsRotated attribute.Key = "tpscope.cuda.weights_rotated" // bool
@@ -236,18 +233,18 @@ func ResourceAttributes(ordinals ...int) []attribute.KeyValue {
 	}
 	driver, _ := cu.DriverVersion()
 	kv := []attribute.KeyValue{
-		traces.ResGPUModel.String(info.Name),
-		traces.ResGPUCount.Int(len(ordinals)),
-		traces.ResCUDAVersion.String(fmt.Sprintf("%d.%d", driver/1000, driver%1000/10)),
+		schema.ResGPUModel.String(info.Name),
+		schema.ResGPUCount.Int(len(ordinals)),
+		schema.ResCUDAVersion.String(fmt.Sprintf("%d.%d", driver/1000, driver%1000/10)),
 	}
 	if nvml.Load() == nil {
 		if name := nvml.DriverVersion(); name != "" {
-			kv = append(kv, traces.ResGPUDriver.String(name))
+			kv = append(kv, schema.ResGPUDriver.String(name))
 		}
 	}
 	if nccl.Load() == nil {
 		if v, _ := nccl.Version(); v != "" {
-			kv = append(kv, traces.ResNCCLVersion.String(v))
+			kv = append(kv, schema.ResNCCLVersion.String(v))
 		}
 	}
 	return kv
@@ -583,18 +580,18 @@ func (r *Rank) prepare() error {
 		p := &r.plans[i]
 		w := r.arena + cu.DevPtr(r.offs[i])
 		var a []attribute.KeyValue
-		a = append(a, traces.AttrKernel.String(p.kernel))
+		a = append(a, schema.AttrKernel.String(p.kernel))
 		if p.kind == pkAttention && r.tcNote != "" {
 			p.subst = strings.TrimPrefix(p.subst+"; "+r.tcNote, "; ")
 		}
 		if p.subst != "" {
-			a = append(a, traces.AttrSubstituted.Bool(true), traces.AttrSubstitution.String(p.subst))
+			a = append(a, schema.AttrSubstituted.Bool(true), schema.AttrSubstitution.String(p.subst))
 		}
 		if p.skip != "" {
-			a = append(a, traces.AttrSkipped.Bool(true), traces.AttrSkipReason.String(p.skip))
+			a = append(a, schema.AttrSkipped.Bool(true), schema.AttrSkipReason.String(p.skip))
 		}
-		if p.expertsTouched > 0 {
-			a = append(a, AttrExpertsTouched.Int(p.expertsTouched))
+		if p.moeExperts > 0 {
+			a = append(a, schema.AttrMoERows.Int(p.moeRows), schema.AttrMoEExperts.Int(p.moeExperts))
 		}
 		if r.rotated && p.streamBytes > 0 {
 			a = append(a, AttrWeightsRotated.Bool(true))

@@ -8,6 +8,7 @@ import (
 
 	"github.com/tpscope/tpscope/model"
 	"github.com/tpscope/tpscope/traces"
+	"github.com/tpscope/tpscope/traces/schema"
 )
 
 // The H200 traces in testdata/h200 (see its README) were recorded by this
@@ -66,7 +67,7 @@ func TestH200Fixtures(t *testing.T) {
 				}
 				perStep[s.Step][s.OpID]++
 				skipped := false
-				if v, ok := s.Attr(string(traces.AttrSkipped)); ok && v.String() == "true" {
+				if v, ok := s.Attr(string(schema.AttrSkipped)); ok && v.String() == "true" {
 					skipped = true
 				}
 				if op.IsCollective() {
@@ -80,8 +81,8 @@ func TestH200Fixtures(t *testing.T) {
 					t.Logf("%s step %d: device_us %g, skipped %v: want a measured op", s.OpID, s.Step, s.DeviceUs, skipped)
 					defects++
 				}
-				if v, ok := s.Attr(string(traces.AttrTiming)); !ok || v.String() != traces.TimingDeviceEvents {
-					t.Logf("%s step %d: timing %v, want %s", s.OpID, s.Step, v, traces.TimingDeviceEvents)
+				if v, ok := s.Attr(string(schema.AttrTiming)); !ok || v.String() != schema.TimingDeviceEvents {
+					t.Logf("%s step %d: timing %v, want %s", s.OpID, s.Step, v, schema.TimingDeviceEvents)
 					defects++
 				}
 			}

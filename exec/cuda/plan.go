@@ -3,7 +3,6 @@ package cuda
 import (
 	"fmt"
 	"math"
-	"math/rand/v2"
 	"strings"
 
 	"github.com/tpscope/tpscope/exec/cuda/internal/cublas"
@@ -88,9 +87,8 @@ type opPlan struct {
 	embedRows  int // table rows
 	embedRead  int // rows gathered (the rest are zeroed)
 
-	// MoE routing draw
-	expertsTouched  int
-	expertsExpected float64
+	// MoE: the experts and token-expert rows the batched GEMM runs
+	moeExperts, moeRows int
 
 	// collective
 	coll      model.Collective
@@ -272,82 +270,31 @@ func (pl *planner) planGEMM(op *model.Op, batch int, subst string) (opPlan, erro
 }
 
 // planMoE plans a grouped expert GEMM as one batched GEMM over the experts
-// a seeded router touches on this rank, each with op.M rows (the mean
-// rows per touched expert). The draw: each of the layer's T tokens picks
-// k distinct experts uniformly out of E (the router op of the same layer
-// gives T, E, k); experts of this rank are the first eLocal = E x
-// (touched-expected ratio) ones. Without a router op the expected count
-// op.Batch is used, rounded.
+// the schedule's routing shape says this rank runs (op.MoE.Executed: the
+// expected touched experts, rounded), each with op.M rows (the schedule's
+// rows per touched expert). Weight bytes are exactly those experts'; the
+// rows are padded up to op.M on every expert (at most experts - 1 extra
+// rows of a weight-bound kernel).
 func (pl *planner) planMoE(ops []model.Op, i int) (opPlan, error) {
 	op := &ops[i]
-	exp := op.Batch
-	touched := max(1, int(math.Round(exp)))
-	var note string
-	for j := i - 1; j >= 0; j-- {
-		r := &ops[j]
-		if r.Layer != op.Layer {
-			break
-		}
-		if r.Kind == model.KindRouter && r.Block == op.Block && r.N > 0 && r.K > 0 && r.K <= r.N && r.M > 0 {
-			e, k, t := int(r.N), int(r.K), int(r.M)
-			// eLocal from the expectation formula inverted is fragile; under
-			// TP every rank holds all experts, under EP a 1/world share:
-			// choose the one whose expectation matches op.Batch best.
-			best, bestD := e, math.Inf(1)
-			for _, el := range []int{e, e / max(1, pl.world)} {
-				if el < 1 {
-					continue
-				}
-				want := float64(el) * (1 - math.Pow(1-float64(k)/float64(e), float64(t)))
-				if d := math.Abs(want - exp); d < bestD {
-					best, bestD = el, d
-				}
-			}
-			touched = drawTouched(pl.seed, op.Layer, t, e, k, best)
-			note = fmt.Sprintf("seeded router: %d tokens x top-%d of %d experts touched %d of this rank's %d (expected %.1f)", t, k, e, touched, best, exp)
-			break
-		}
+	if op.MoE == nil {
+		return opPlan{}, fmt.Errorf("moe_gemm without its routing shape (model.Op.MoE)")
 	}
+	rowsPer := op.MoE.Executed()
+	touched := max(1, len(rowsPer))
 	p, err := pl.planGEMM(op, touched, "")
 	if err != nil {
 		return p, err
 	}
-	p.expertsTouched, p.expertsExpected = touched, exp
-	if note != "" {
-		if p.subst != "" {
-			p.subst = note + "; " + p.subst
-		} else {
-			p.kernel += " [" + note + "]"
-		}
+	p.moeExperts, p.moeRows = touched, touched*int(op.M)
+	note := fmt.Sprintf("routing shape: %d of this rank's %d experts x %d rows (expected %.1f experts, %.1f rows)",
+		touched, op.MoE.LocalExperts, op.M, op.MoE.ExpertsTouched, op.MoE.Rows)
+	if p.subst != "" {
+		p.subst = note + "; " + p.subst
+	} else {
+		p.kernel += " [" + note + "]"
 	}
 	return p, nil
-}
-
-// drawTouched draws, with a seed fixed per layer, t tokens' top-k expert
-// sets (k distinct of e, uniform) and counts the distinct experts among the
-// first eLocal.
-func drawTouched(seed int64, layer, t, e, k, eLocal int) int {
-	r := rand.New(rand.NewPCG(uint64(seed), uint64(layer)+0x9e3779b97f4a7c15))
-	hit := make([]bool, e)
-	perm := make([]int, e)
-	for i := range perm {
-		perm[i] = i
-	}
-	for range t {
-		// partial Fisher-Yates: k distinct experts
-		for j := 0; j < k; j++ {
-			x := j + r.IntN(e-j)
-			perm[j], perm[x] = perm[x], perm[j]
-			hit[perm[j]] = true
-		}
-	}
-	n := 0
-	for i := 0; i < eLocal && i < e; i++ {
-		if hit[i] {
-			n++
-		}
-	}
-	return max(1, n)
 }
 
 func (pl *planner) planAttention(op *model.Op) (opPlan, error) {

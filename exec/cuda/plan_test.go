@@ -76,10 +76,11 @@ func TestPlanKimiShard(t *testing.T) {
 		if got := float64(p.streamBytes) / float64(p.batch); math.Abs(got-perExpert) > 1e-6*perExpert {
 			t.Fatalf("bytes per expert %g, schedule %g", got, perExpert)
 		}
-		// Expected touched experts 384 x (1 - (1 - 8/384)^32) = 188.2;
-		// one draw's sd is about 7, so allow +-30.
-		if p.batch < 158 || p.batch > 218 || p.expertsTouched != p.batch {
-			t.Fatalf("touched %d experts, expected about 188", p.batch)
+		// The schedule's expected touched experts 384 x (1 - (1 -
+		// 8/384)^32) = 188.2, run as 188, each with ceil(32 x 8 / 188.2)
+		// = 2 rows.
+		if p.batch != 188 || p.moeExperts != 188 || p.moeRows != 376 {
+			t.Fatalf("ran %d experts (batch %d) x %d rows, want 188 x 2", p.moeExperts, p.batch, p.moeRows)
 		}
 	})
 	t.Run("mla_decode", func(t *testing.T) {
@@ -227,24 +228,35 @@ func TestPlanErrors(t *testing.T) {
 	}
 }
 
-// The seeded router's touched-expert count averages the closed form
-// E x (1 - (1 - k/E)^T) (each expert is missed by a token with probability
-// 1 - k/E), and one seed always gives the same draw.
-func TestDrawTouched(t *testing.T) {
-	for _, c := range []struct{ e, k, tok int }{{384, 8, 32}, {256, 8, 1}, {16, 4, 32}} {
-		want := float64(c.e) * (1 - math.Pow(1-float64(c.k)/float64(c.e), float64(c.tok)))
-		var sum float64
-		const n = 400
-		for s := range n {
-			sum += float64(drawTouched(int64(s), 3, c.tok, c.e, c.k, c.e))
+// Under DP attention + EP the pool is every rank's tokens: Kimi-K2.5
+// tp1-dp8-ep at batch 64 sends 8 tokens per rank to all 8 ranks, so each
+// rank's 48 experts see a pool of 64 tokens: 48 x (1 - (376/384)^64) =
+// 35.52 experts touched, run as 36, each with ceil(64 x 8 x 48/384 /
+// 35.52) = 2 rows. (Re-deriving the shape from the router op's 8 tokens,
+// as the planner once did, ran about 57 of 384.)
+func TestPlanMoEDPEP(t *testing.T) {
+	a, err := model.Resolve("kimi-k2.5")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := model.Build(a, model.Plan{TP: 1, DP: 8, EP: true}, model.Workload{Phase: model.Decode, Batch: 64, Context: 4096})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, rank := range []int{0, 5} {
+		pl := &planner{sched: s, dev: h200, seed: 1, shard: true, world: 8}
+		plans, err := pl.planRank(rank)
+		if err != nil {
+			t.Fatal(err)
 		}
-		// sd of one draw is at most sqrt(E)/2; of the mean over 400, /20.
-		tol := 4 * math.Sqrt(float64(c.e)) / 2 / 20
-		if got := sum / n; math.Abs(got-want) > tol {
-			t.Errorf("E=%d k=%d T=%d: mean touched %.2f, want %.2f +- %.2f", c.e, c.k, c.tok, got, want, tol)
-		}
-		if drawTouched(7, 1, c.tok, c.e, c.k, c.e) != drawTouched(7, 1, c.tok, c.e, c.k, c.e) {
-			t.Errorf("draw not deterministic")
+		for i := range s.Ranks[rank] {
+			op := &s.Ranks[rank][i]
+			if op.Kind != model.KindMoEGEMM {
+				continue
+			}
+			if p := &plans[i]; p.moeExperts != 36 || p.batch != 36 || p.moeRows != 72 {
+				t.Fatalf("rank %d %s: ran %d experts x %d rows, want 36 x 2", rank, op.ID, p.moeExperts, p.moeRows)
+			}
 		}
 	}
 }

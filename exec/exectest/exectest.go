@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -341,6 +342,8 @@ func Schedule(ranks, layers int) *model.Schedule {
 		Workload: model.Workload{Phase: model.Decode, Batch: 4, Context: 128},
 		Ranks:    make([][]model.Op, ranks),
 	}
+	// 4 tokens, top-2 of 8 experts, all on every rank (TP).
+	moe := model.NewMoEShape(4, 2, 8, 8, 0)
 	for r := range ranks {
 		for l := range layers {
 			id := func(block, name string) string { return fmt.Sprintf("L%02d.%s.%s", l, block, name) }
@@ -348,7 +351,8 @@ func Schedule(ranks, layers int) *model.Schedule {
 				model.Op{ID: id("attn", "q_proj"), Kind: model.KindGEMM, Layer: l, Block: "attn", Name: "q_proj", Rank: r, M: 4, N: 64, K: 64, Batch: 1, FLOPs: 2 * 4 * 64 * 64, BytesRead: 2 * 64 * 64, WeightDtype: model.BF16, ActDtype: model.BF16},
 				model.Op{ID: id("attn", "core"), Kind: model.KindAttention, Layer: l, Block: "attn", Name: "core", Rank: r},
 				model.Op{ID: id("attn", "allreduce"), Kind: model.KindCollective, Layer: l, Block: "attn", Name: "allreduce", Rank: r, Collective: model.AllReduce, CommBytes: 4 * 64 * 2, Group: slices.Clone(group)},
-				model.Op{ID: id("moe", "experts"), Kind: model.KindMoEGEMM, Layer: l, Block: "moe", Name: "experts", Rank: r},
+				model.Op{ID: id("moe", "experts"), Kind: model.KindMoEGEMM, Layer: l, Block: "moe", Name: "experts", Rank: r,
+					M: int64(math.Ceil(moe.Rows / moe.ExpertsTouched)), N: 64, K: 64, Batch: moe.ExpertsTouched, MoE: &moe},
 				model.Op{ID: id("moe", "allreduce"), Kind: model.KindCollective, Layer: l, Block: "moe", Name: "allreduce", Rank: r, Collective: model.AllReduce, CommBytes: 4 * 64 * 2, Group: slices.Clone(group)},
 			)
 		}

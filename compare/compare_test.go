@@ -1,4 +1,4 @@
-package traces_test
+package compare_test
 
 import (
 	"bytes"
@@ -12,9 +12,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tpscope/tpscope/compare"
 	"github.com/tpscope/tpscope/model"
 	"github.com/tpscope/tpscope/sim"
 	"github.com/tpscope/tpscope/traces"
+	"github.com/tpscope/tpscope/traces/schema"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
 )
@@ -40,7 +42,7 @@ const (
 // synthScenario: Kimi-K2.5 NVFP4 on the seed box, TP 8, one 2048-token
 // prefill: its dense GEMMs are compute-bound (bf16 and nvfp4 families),
 // MoE GEMMs and norms memory-bound, all-reduces link-bound.
-var synthScenario = traces.ScenarioSpec{Model: "kimi-k2.5-nvfp4", Topology: "rtxpro6000-2s", Plan: "tp8", Workload: "prefill b1 ctx2048", OptionsSet: true}
+var synthScenario = spec{Model: "kimi-k2.5-nvfp4", Topology: "rtxpro6000-2s", Plan: "tp8", Workload: "prefill b1 ctx2048"}
 
 // trueUs is the perturbed (noise-free) time of op i of the prediction.
 func trueUs(op *sim.OpResult, sop *model.Op) float64 {
@@ -60,20 +62,16 @@ type synth struct {
 	truth []float64 // per pr.Ops index
 }
 
-func newSynth(t testing.TB, spec traces.ScenarioSpec) *synth {
+func newSynth(t testing.TB, spec spec) *synth {
 	t.Helper()
 	return newSynthTruth(t, spec, trueUs)
 }
 
 // newSynthTruth is newSynth with another perturbation: truth gives the
 // measured (noise-free) time of each op.
-func newSynthTruth(t testing.TB, spec traces.ScenarioSpec, truth func(*sim.OpResult, *model.Op) float64) *synth {
+func newSynthTruth(t testing.TB, spec spec, truth func(*sim.OpResult, *model.Op) float64) *synth {
 	t.Helper()
-	rs, err := spec.Resolve()
-	if err != nil {
-		t.Fatal(err)
-	}
-	pr, sched, _, err := rs.Predict(nil)
+	pr, sched, err := sim.Predict(spec.scenario(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -89,7 +87,7 @@ func newSynthTruth(t testing.TB, spec traces.ScenarioSpec, truth func(*sim.OpRes
 
 // write exports steps x ranks of measured spans through traces'
 // OTLP-JSON file exporter and returns the file.
-func (s *synth) write(t testing.TB, dir, name string, spec traces.ScenarioSpec, steps int, seed uint64) string {
+func (s *synth) write(t testing.TB, dir, name string, spec spec, steps int, seed uint64) string {
 	t.Helper()
 	path := filepath.Join(dir, name)
 	exp, err := traces.NewFileExporter(path)
@@ -98,18 +96,18 @@ func (s *synth) write(t testing.TB, dir, name string, spec traces.ScenarioSpec, 
 	}
 	tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp, sdktrace.WithMaxQueueSize(1<<16),
 		sdktrace.WithMaxExportBatchSize(4096), sdktrace.WithBlocking(), sdktrace.WithBatchTimeout(time.Hour)))
-	tr := tp.Tracer(traces.ScopeName)
+	tr := tp.Tracer(schema.ScopeName)
 	rng := rand.New(rand.NewPCG(seed, 7))
 	at := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
 	ranks := len(s.sched.Ranks)
 	for step := 0; step < steps; step++ {
-		ctx, root := tr.Start(context.Background(), traces.SpanStep, trace.WithTimestamp(at), trace.WithAttributes(
-			traces.AttrModel.String(spec.Model), traces.AttrTopology.String(spec.Topology), traces.AttrPlan.String(spec.Plan),
-			traces.AttrWorkload.String(spec.Workload), traces.AttrOptions.String(spec.Options),
-			traces.AttrStep.Int(step), traces.AttrRanks.Int(ranks)))
+		ctx, root := tr.Start(context.Background(), schema.SpanStep, trace.WithTimestamp(at), trace.WithAttributes(
+			schema.AttrModel.String(spec.Model), schema.AttrTopology.String(spec.Topology), schema.AttrPlan.String(spec.Plan),
+			schema.AttrWorkload.String(spec.Workload), schema.AttrOptions.String(spec.Options),
+			schema.AttrStep.Int(step), schema.AttrRanks.Int(ranks)))
 		stepEnd := at
 		for r := 0; r < ranks; r++ {
-			rctx, rs := tr.Start(ctx, traces.RankSpanName(r), trace.WithTimestamp(at), trace.WithAttributes(traces.AttrRank.Int(r)))
+			rctx, rs := tr.Start(ctx, schema.RankSpanName(r), trace.WithTimestamp(at), trace.WithAttributes(schema.AttrRank.Int(r)))
 			cur := at
 			for i := range s.sched.Ranks[r] {
 				op := &s.sched.Ranks[r][i]
@@ -117,8 +115,8 @@ func (s *synth) write(t testing.TB, dir, name string, spec traces.ScenarioSpec, 
 					continue
 				}
 				us := s.truth[i] * math.Exp(noiseSigma*rng.NormFloat64())
-				attrs := append(traces.OpAttributes(op), traces.AttrDeviceUs.Float64(us),
-					traces.AttrHostLaunchUs.Float64(hostLaunchUs*math.Exp(noiseSigma*rng.NormFloat64())))
+				attrs := append(schema.OpAttributes(op), schema.AttrDeviceUs.Float64(us),
+					schema.AttrHostLaunchUs.Float64(hostLaunchUs*math.Exp(noiseSigma*rng.NormFloat64())))
 				_, sp := tr.Start(rctx, op.ID, trace.WithTimestamp(cur), trace.WithAttributes(attrs...))
 				cur = cur.Add(time.Duration(us * 1e3))
 				sp.End(trace.WithTimestamp(cur))
@@ -178,7 +176,7 @@ func TestCompareSyntheticPerturbation(t *testing.T) {
 	s, res := sharedRun(t)
 	dir := t.TempDir()
 	const steps = synthSteps
-	rep, err := traces.Compare([]*traces.Result{res}, traces.CompareOptions{})
+	rep, err := compare.Compare([]*traces.Result{res}, compare.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -186,7 +184,7 @@ func TestCompareSyntheticPerturbation(t *testing.T) {
 		t.Fatalf("scenarios: got %d, want 1", len(rep.Scenarios))
 	}
 	sr := &rep.Scenarios[0]
-	if sr.Mode != traces.AlignByOpID || sr.Steps != steps || sr.Ranks != 8 || sr.Matched != sr.Spans {
+	if sr.Mode != compare.AlignByOpID || sr.Steps != steps || sr.Ranks != 8 || sr.Matched != sr.Spans {
 		t.Fatalf("alignment: mode %s, %d steps, %d ranks, %d of %d spans matched; issues %v", sr.Mode, sr.Steps, sr.Ranks, sr.Matched, sr.Spans, sr.Issues)
 	}
 	if len(sr.Issues) != 0 {
@@ -283,7 +281,7 @@ func TestCompareSyntheticPerturbation(t *testing.T) {
 	}
 	// Plot.
 	for _, ext := range []string{".png", ".svg"} {
-		if err := traces.WritePlot(filepath.Join(dir, "cmp"+ext), rep); err != nil {
+		if err := compare.WritePlot(filepath.Join(dir, "cmp"+ext), rep); err != nil {
 			t.Errorf("plot %s: %v", ext, err)
 		}
 	}
@@ -291,7 +289,7 @@ func TestCompareSyntheticPerturbation(t *testing.T) {
 
 func TestCalibrateSyntheticRecoversPerturbation(t *testing.T) {
 	s, res := sharedRun(t)
-	tc, err := traces.CalibrateTrace([]*traces.Result{res}, traces.CalibrateTraceOptions{Created: "2026-12-02T00:00:00Z"})
+	tc, err := compare.Calibrate([]*traces.Result{res}, compare.CalibrateOptions{Created: "2026-12-02T00:00:00Z"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -377,7 +375,7 @@ func TestCompareGainVerdict(t *testing.T) {
 	dir := t.TempDir()
 	pa := s.write(t, dir, "base.json", base, 2, 3)
 	pb := s.write(t, dir, "opt.json", opt, 2, 4)
-	rep, err := traces.Compare([]*traces.Result{readSource(t, pa), readSource(t, pb)}, traces.CompareOptions{})
+	rep, err := compare.Compare([]*traces.Result{readSource(t, pa), readSource(t, pb)}, compare.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -385,20 +383,20 @@ func TestCompareGainVerdict(t *testing.T) {
 		t.Fatalf("scenarios %d, gains %d; want 2 and 1", len(rep.Scenarios), len(rep.Gains))
 	}
 	g := rep.Gains[0]
-	if g.Options != "ar-norm-fusion" || g.Baseline != "" {
+	if g.Options != "ar-norm-fusion" || g.Baseline != "none" {
 		t.Errorf("gain row %+v", g)
 	}
-	if math.Abs(g.MeasuredGainPct) > 0.5 {
-		t.Errorf("measured gain %.2f %%, want 0 ± 0.5 (same measured times)", g.MeasuredGainPct)
+	if math.Abs(g.Measured.StepPct) > 0.5 {
+		t.Errorf("measured gain %.2f %%, want 0 ± 0.5 (same measured times)", g.Measured.StepPct)
 	}
 	pb2 := rep.Scenarios[1].Step.PredictedUs
 	pb1 := rep.Scenarios[0].Step.PredictedUs
 	wantGain := (pb1 - pb2) / pb1 * 100
-	if math.Abs(g.PredictedGainPct-wantGain) > 1e-9 {
-		t.Errorf("predicted gain %.3f, want %.3f", g.PredictedGainPct, wantGain)
+	if math.Abs(g.Predicted.StepPct-wantGain) > 1e-9 {
+		t.Errorf("predicted gain %.3f, want %.3f", g.Predicted.StepPct, wantGain)
 	}
 	wantVerdict := "not worth it"
-	if math.Abs(wantGain-g.MeasuredGainPct) > traces.DefaultGainTolerancePts {
+	if math.Abs(wantGain-g.Measured.StepPct) > compare.DefaultGainTolerancePts {
 		wantVerdict = "model wrong here"
 	}
 	if !strings.HasPrefix(g.Verdict, wantVerdict) {

@@ -1,4 +1,4 @@
-package traces_test
+package compare_test
 
 import (
 	"context"
@@ -10,8 +10,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tpscope/tpscope/compare"
 	"github.com/tpscope/tpscope/model"
+	"github.com/tpscope/tpscope/sim"
 	"github.com/tpscope/tpscope/traces"
+	"github.com/tpscope/tpscope/traces/schema"
 	"go.opentelemetry.io/otel/attribute"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
@@ -19,7 +22,7 @@ import (
 
 // tinySpec is the small test model on 8 GPUs: 88 kernels per rank and
 // step, every compute op at the 2 us minimum kernel time.
-var tinySpec = traces.ScenarioSpec{Model: "tiny-mla-moe", Topology: "rtxpro6000-2s", Plan: "tp8", Workload: "decode b8 ctx512", OptionsSet: true}
+var tinySpec = spec{Model: "tiny-mla-moe", Topology: "rtxpro6000-2s", Plan: "tp8", Workload: "decode b8 ctx512"}
 
 // kinetoKernelName is a real kernel name of each kind (vLLM on SM120,
 // cuBLASLt nvjet, NCCL), as ClassifyKernel knows them.
@@ -44,11 +47,7 @@ var kinetoKernelName = map[model.OpKind]string{
 //   - step 2 lacks its last norm kernel: that step's norms are left out and
 //     reported.
 func TestAlignKinetoByKindOrder(t *testing.T) {
-	rs, err := tinySpec.Resolve()
-	if err != nil {
-		t.Fatal(err)
-	}
-	pr, sched, _, err := rs.Predict(nil)
+	pr, sched, err := sim.Predict(tinySpec.scenario(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -97,15 +96,15 @@ func TestAlignKinetoByKindOrder(t *testing.T) {
 		t.Fatal(err)
 	}
 	res := readSource(t, path)
-	rep, err := traces.Compare([]*traces.Result{res}, traces.CompareOptions{Override: tinySpec})
+	rep, err := compare.Compare([]*traces.Result{res}, compare.Options{Scenarios: compare.Scenarios{Default: ptr(tinySpec.scenario(t))}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	sr := &rep.Scenarios[0]
-	if sr.Mode != traces.AlignByKindOrder || sr.Steps != steps {
-		t.Fatalf("mode %s, %d steps; want %s, %d", sr.Mode, sr.Steps, traces.AlignByKindOrder, steps)
+	if sr.Mode != compare.AlignByKindOrder || sr.Steps != steps {
+		t.Fatalf("mode %s, %d steps; want %s, %d", sr.Mode, sr.Steps, compare.AlignByKindOrder, steps)
 	}
-	rows := map[string]traces.OpRow{}
+	rows := map[string]compare.OpRow{}
 	for _, r := range sr.Ops {
 		rows[r.Key] = r
 	}
@@ -135,7 +134,7 @@ func TestAlignKinetoByKindOrder(t *testing.T) {
 			}
 		})
 	}
-	wantIssues := map[string]int{traces.IssueKindGrouped: 1, traces.IssueCountMismatch: 1}
+	wantIssues := map[string]int{compare.IssueKindGrouped: 1, compare.IssueCountMismatch: 1}
 	for _, is := range sr.Issues {
 		if want, ok := wantIssues[is.Reason]; !ok || is.Count != want {
 			t.Errorf("issue %q x %d (%v), want one of %v", is.Reason, is.Count, is.Examples, wantIssues)
@@ -150,35 +149,31 @@ func TestAlignKinetoByKindOrder(t *testing.T) {
 // writeSpans writes steps of tiny-mla-moe's rank-0..7 op spans with the
 // spec's step attributes, each op at its predicted time, plus extra spans
 // per rank from extra; returns the file.
-func writeSpans(t *testing.T, path string, specs []traces.ScenarioSpec, extra func(tr trace.Tracer, rctx context.Context, at time.Time), rootAttrs ...attribute.KeyValue) string {
+func writeSpans(t *testing.T, path string, specs []spec, extra func(tr trace.Tracer, rctx context.Context, at time.Time), rootAttrs ...attribute.KeyValue) string {
 	t.Helper()
 	exp, err := traces.NewFileExporter(path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))
-	tr := tp.Tracer(traces.ScopeName)
+	tr := tp.Tracer(schema.ScopeName)
 	at := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
 	for step, spec := range specs {
-		rs, err := spec.Resolve()
+		pr, sched, err := sim.Predict(spec.scenario(t))
 		if err != nil {
 			t.Fatal(err)
 		}
-		pr, sched, _, err := rs.Predict(nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		ctx, root := tr.Start(context.Background(), traces.SpanStep, trace.WithTimestamp(at), trace.WithAttributes(
-			traces.AttrModel.String(spec.Model), traces.AttrTopology.String(spec.Topology), traces.AttrPlan.String(spec.Plan),
-			traces.AttrWorkload.String(spec.Workload), traces.AttrOptions.String(spec.Options), traces.AttrStep.Int(step)))
+		ctx, root := tr.Start(context.Background(), schema.SpanStep, trace.WithTimestamp(at), trace.WithAttributes(
+			schema.AttrModel.String(spec.Model), schema.AttrTopology.String(spec.Topology), schema.AttrPlan.String(spec.Plan),
+			schema.AttrWorkload.String(spec.Workload), schema.AttrOptions.String(spec.Options), schema.AttrStep.Int(step)))
 		root.SetAttributes(rootAttrs...)
 		end := at
 		for r := range sched.Ranks {
-			rctx, rsp := tr.Start(ctx, traces.RankSpanName(r), trace.WithTimestamp(at))
+			rctx, rsp := tr.Start(ctx, schema.RankSpanName(r), trace.WithTimestamp(at))
 			cur := at
 			for i := range sched.Ranks[r] {
 				op := &sched.Ranks[r][i]
-				_, sp := tr.Start(rctx, op.ID, trace.WithTimestamp(cur), trace.WithAttributes(traces.OpAttributes(op)...))
+				_, sp := tr.Start(rctx, op.ID, trace.WithTimestamp(cur), trace.WithAttributes(schema.OpAttributes(op)...))
 				cur = cur.Add(time.Duration(pr.Ops[i].Us * 1e3))
 				sp.End(trace.WithTimestamp(cur))
 			}
@@ -205,18 +200,18 @@ func TestCompareBadTraces(t *testing.T) {
 	other.Workload = "decode b16 ctx512"
 
 	t.Run("spans without ID and unknown IDs", func(t *testing.T) {
-		path := writeSpans(t, filepath.Join(dir, "odd.json"), []traces.ScenarioSpec{tinySpec, tinySpec}, func(tr trace.Tracer, rctx context.Context, at time.Time) {
+		path := writeSpans(t, filepath.Join(dir, "odd.json"), []spec{tinySpec, tinySpec}, func(tr trace.Tracer, rctx context.Context, at time.Time) {
 			_, a := tr.Start(rctx, "mystery_kernel", trace.WithTimestamp(at))
 			a.End(trace.WithTimestamp(at.Add(time.Microsecond)))
-			_, b := tr.Start(rctx, "L99.attn.o_proj", trace.WithTimestamp(at), trace.WithAttributes(traces.AttrOpID.String("L99.attn.o_proj")))
+			_, b := tr.Start(rctx, "L99.attn.o_proj", trace.WithTimestamp(at), trace.WithAttributes(schema.AttrOpID.String("L99.attn.o_proj")))
 			b.End(trace.WithTimestamp(at.Add(time.Microsecond)))
 		})
-		rep, err := traces.Compare([]*traces.Result{readSource(t, path)}, traces.CompareOptions{})
+		rep, err := compare.Compare([]*traces.Result{readSource(t, path)}, compare.Options{})
 		if err != nil {
 			t.Fatal(err)
 		}
 		// 2 steps x 8 ranks of each odd span.
-		want := map[string]int{traces.IssueNoOpID: 16, traces.IssueUnknownOpID: 16}
+		want := map[string]int{compare.IssueNoOpID: 16, compare.IssueUnknownOpID: 16}
 		got := map[string]int{}
 		for _, is := range rep.Scenarios[0].Issues {
 			got[is.Reason] = is.Count
@@ -232,7 +227,7 @@ func TestCompareBadTraces(t *testing.T) {
 	})
 
 	t.Run("truncated file", func(t *testing.T) {
-		full := writeSpans(t, filepath.Join(dir, "full.json"), []traces.ScenarioSpec{tinySpec, tinySpec, tinySpec}, nil)
+		full := writeSpans(t, filepath.Join(dir, "full.json"), []spec{tinySpec, tinySpec, tinySpec}, nil)
 		b, err := os.ReadFile(full)
 		if err != nil {
 			t.Fatal(err)
@@ -244,7 +239,7 @@ func TestCompareBadTraces(t *testing.T) {
 			t.Fatal(err)
 		}
 		res := readSource(t, cut)
-		rep, err := traces.Compare([]*traces.Result{res}, traces.CompareOptions{})
+		rep, err := compare.Compare([]*traces.Result{res}, compare.Options{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -257,9 +252,9 @@ func TestCompareBadTraces(t *testing.T) {
 	})
 
 	t.Run("mixed scenarios", func(t *testing.T) {
-		path := writeSpans(t, filepath.Join(dir, "mixed.json"), []traces.ScenarioSpec{tinySpec, other, tinySpec}, nil)
+		path := writeSpans(t, filepath.Join(dir, "mixed.json"), []spec{tinySpec, other, tinySpec}, nil)
 		res := readSource(t, path)
-		rep, err := traces.Compare([]*traces.Result{res}, traces.CompareOptions{})
+		rep, err := compare.Compare([]*traces.Result{res}, compare.Options{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -270,15 +265,15 @@ func TestCompareBadTraces(t *testing.T) {
 		// even step to fit and an odd one to hold out; here the first
 		// scenario has steps 0 and 2, the second step 1: the error names
 		// the first.
-		_, err = traces.CalibrateTrace([]*traces.Result{res}, traces.CalibrateTraceOptions{})
+		_, err = compare.Calibrate([]*traces.Result{res}, compare.CalibrateOptions{})
 		if err == nil || !strings.Contains(err.Error(), tinySpec.Workload) || !strings.Contains(err.Error(), "even and one odd step") {
 			t.Errorf("calibrate on mixed scenarios: error %v, want one naming the scenario without an odd step (%s)", err, tinySpec.Workload)
 		}
 	})
 
 	t.Run("shrunk schedule", func(t *testing.T) {
-		path := writeSpans(t, filepath.Join(dir, "scaled.json"), []traces.ScenarioSpec{tinySpec}, nil, attribute.Float64("tpscope.schedule.scale", 4))
-		rep, err := traces.Compare([]*traces.Result{readSource(t, path)}, traces.CompareOptions{})
+		path := writeSpans(t, filepath.Join(dir, "scaled.json"), []spec{tinySpec}, nil, attribute.Float64("tpscope.schedule.scale", 4))
+		rep, err := compare.Compare([]*traces.Result{readSource(t, path)}, compare.Options{})
 		if err == nil || !strings.Contains(err.Error(), "shrunk") {
 			t.Fatalf("error %v, want one saying the schedule was shrunk", err)
 		}
@@ -290,9 +285,9 @@ func TestCompareBadTraces(t *testing.T) {
 	t.Run("scenario that cannot be resolved", func(t *testing.T) {
 		bad := tinySpec
 		bad.Model = "no-such-model"
-		path := writeSpans(t, filepath.Join(dir, "badmodel.json"), []traces.ScenarioSpec{tinySpec}, nil)
+		path := writeSpans(t, filepath.Join(dir, "badmodel.json"), []spec{tinySpec}, nil)
 		res := readSource(t, path)
-		_, err := traces.Compare([]*traces.Result{res}, traces.CompareOptions{Override: traces.ScenarioSpec{Model: bad.Model}})
+		_, err := compare.Compare([]*traces.Result{res}, compare.Options{Scenarios: compare.Scenarios{Override: func(sc *sim.Scenario) (err error) { sc.Arch, err = model.Resolve(bad.Model); return err }}})
 		if err == nil || !strings.Contains(err.Error(), "no-such-model") {
 			t.Errorf("error %v, want one naming the model", err)
 		}

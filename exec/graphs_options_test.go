@@ -1,4 +1,4 @@
-package traces_test
+package exec_test
 
 import (
 	"context"
@@ -7,14 +7,13 @@ import (
 
 	"github.com/tpscope/tpscope/exec"
 	"github.com/tpscope/tpscope/exec/exectest"
-	"github.com/tpscope/tpscope/traces"
+	"github.com/tpscope/tpscope/traces/schema"
 )
 
-// TestRunnerWritesMeasuredOptions: the runner's step span names the
-// options of what it measured, so a reader needs no correction: graphs
-// asked for and replayed add "cuda-graphs" when the options lack it;
-// graphs asked for on a backend that cannot capture drop it; without a
-// request for graphs (no AttrGraphs) the options stand as given.
+// TestRunnerWritesMeasuredOptions: the option names on the step span say
+// what was measured: graphs asked for on a backend that cannot capture
+// drop "cuda-graphs"; otherwise the names stand as given (the scenario
+// JSON and schema.AttrGraphs carry the rest).
 func TestRunnerWritesMeasuredOptions(t *testing.T) {
 	cases := []struct {
 		name    string
@@ -23,7 +22,7 @@ func TestRunnerWritesMeasuredOptions(t *testing.T) {
 		opts    []string
 		want    []string
 	}{
-		{"replayed, options silent", []exectest.Option{exectest.WithGraphs()}, true, []string{"nccl-proto=LL"}, []string{"cuda-graphs", "nccl-proto=LL"}},
+		{"replayed, options silent", []exectest.Option{exectest.WithGraphs()}, true, []string{"nccl-proto=LL"}, []string{"nccl-proto=LL"}},
 		{"replayed, options say so", []exectest.Option{exectest.WithGraphs()}, true, []string{"cuda-graphs"}, []string{"cuda-graphs"}},
 		{"fell back to eager", nil, true, []string{"nccl-proto=LL", "cuda-graphs"}, []string{"nccl-proto=LL"}},
 		{"graphs not requested", nil, false, []string{"cuda-graphs"}, []string{"cuda-graphs"}},
@@ -33,18 +32,18 @@ func TestRunnerWritesMeasuredOptions(t *testing.T) {
 			tp, rec := exectest.NewRecorder()
 			defer tp.Shutdown(context.Background())
 			_, err := exec.Run(context.Background(), exectest.Schedule(1, 1), exectest.New(tc.backend...),
-				exec.WithTracerProvider(tp), exec.WithSteps(1), exec.WithGraphs(tc.graphs), exec.WithOptimizations(tc.opts...))
+				exec.WithTracerProvider(tp), exec.WithSteps(1), exec.WithGraphs(tc.graphs), exec.WithScenario("", "", tc.opts))
 			if err != nil {
 				t.Fatal(err)
 			}
 			steps := 0
 			for _, sp := range rec.Ended() {
-				if sp.Name() != traces.SpanStep {
+				if sp.Name() != schema.SpanStep {
 					continue
 				}
 				steps++
 				for _, kv := range sp.Attributes() {
-					if kv.Key == traces.AttrOptions {
+					if kv.Key == schema.AttrOptions {
 						if got := kv.Value.AsStringSlice(); !slices.Equal(got, tc.want) {
 							t.Errorf("options %q, want %q", got, tc.want)
 						}

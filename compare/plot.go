@@ -1,4 +1,4 @@
-package traces
+package compare
 
 import (
 	"fmt"
@@ -65,11 +65,7 @@ func WritePlot(path string, r *Report) error {
 
 func scatterPlot(sr *ScenarioReport) (*plot.Plot, error) {
 	p := plot.New()
-	opts := strings.Join(OptionNames(sr.Spec.Options), ",")
-	if opts == "" {
-		opts = "no options"
-	}
-	p.Title.Text = fmt.Sprintf("%s %s %s, %s: predicted vs measured per op", sr.Spec.Model, sr.Spec.Plan, sr.Spec.Workload, opts)
+	p.Title.Text = fmt.Sprintf("%s: predicted vs measured per op", sr.Scenario)
 	p.X.Label.Text = "measured median us (log)"
 	p.Y.Label.Text = "predicted us (log)"
 	p.X.Scale, p.Y.Scale = plot.LogScale{}, plot.LogScale{}

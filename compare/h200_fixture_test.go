@@ -1,13 +1,14 @@
-package traces_test
+package compare_test
 
 import (
 	"context"
 	"math"
 	"path/filepath"
-	"strings"
 	"testing"
 
+	"github.com/tpscope/tpscope/compare"
 	"github.com/tpscope/tpscope/model"
+	"github.com/tpscope/tpscope/topology"
 	"github.com/tpscope/tpscope/traces"
 )
 
@@ -63,7 +64,7 @@ func TestCompareH200Fixtures(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			rep, err := traces.Compare([]*traces.Result{res}, traces.CompareOptions{Override: traces.ScenarioSpec{Topology: "h200-nvswitch"}})
+			rep, err := compare.Compare([]*traces.Result{res}, compare.Options{Scenarios: compare.Scenarios{Topology: h200Box(t)}})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -71,8 +72,8 @@ func TestCompareH200Fixtures(t *testing.T) {
 				t.Fatalf("%d scenarios, want 1", len(rep.Scenarios))
 			}
 			sr := rep.Scenarios[0]
-			if got := strings.Contains(sr.Spec.Options, "cuda-graphs"); got != tc.graphs {
-				t.Errorf("options %q: cuda-graphs %v, want %v", sr.Spec.Options, got, tc.graphs)
+			if got := sr.Scenario.Options.CUDAGraphs; got != tc.graphs {
+				t.Errorf("options %s: cuda-graphs %v, want %v", sr.Scenario.Options, got, tc.graphs)
 			}
 			if sr.Steps != tc.steps || sr.Ranks != 1 {
 				t.Errorf("steps x ranks = %d x %d, want %d x 1", sr.Steps, sr.Ranks, tc.steps)
@@ -88,11 +89,11 @@ func TestCompareH200Fixtures(t *testing.T) {
 			}
 			for _, is := range sr.Issues {
 				switch is.Reason {
-				case traces.IssueSkippedSpan:
+				case compare.IssueSkippedSpan:
 					if is.Count != colls*tc.steps {
 						t.Errorf("skipped %d, want %d", is.Count, colls*tc.steps)
 					}
-				case traces.IssueUnknownOpID, traces.IssueMissing:
+				case compare.IssueUnknownOpID, compare.IssueMissing:
 					t.Errorf("%s: %d (%v)", is.Reason, is.Count, is.Examples)
 				}
 			}
@@ -145,15 +146,15 @@ func TestCalibrateAcrossBatchH200(t *testing.T) {
 		}
 		return out
 	}
-	override := traces.ScenarioSpec{Topology: "h200-nvswitch"}
+	h200 := h200Box(t)
 	unseen := read("-b8")
-	stepErr := func(fit []*traces.Result) (float64, *traces.ScenarioReport) {
+	stepErr := func(fit []*traces.Result) (float64, *compare.ScenarioReport) {
 		t.Helper()
-		tc, err := traces.CalibrateTrace(fit, traces.CalibrateTraceOptions{Override: override, Created: "2026-12-02T00:00:00Z"})
+		tc, err := compare.Calibrate(fit, compare.CalibrateOptions{Scenarios: compare.Scenarios{Topology: h200}, Created: "2026-12-02T00:00:00Z"})
 		if err != nil {
 			t.Fatal(err)
 		}
-		rep, err := traces.Compare(unseen, traces.CompareOptions{Override: override, Topology: tc.Topology})
+		rep, err := compare.Compare(unseen, compare.Options{Scenarios: compare.Scenarios{Topology: tc.Topology}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -178,4 +179,14 @@ func TestCalibrateAcrossBatchH200(t *testing.T) {
 			}
 		}
 	}
+}
+
+// h200Box is the box the recorded H200 traces are predicted on.
+func h200Box(t testing.TB) *topology.Topology {
+	t.Helper()
+	b, err := topology.Resolve("h200-nvswitch", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }

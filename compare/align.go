@@ -1,4 +1,4 @@
-package traces
+package compare
 
 import (
 	"fmt"
@@ -7,6 +7,8 @@ import (
 
 	"github.com/tpscope/tpscope/model"
 	"github.com/tpscope/tpscope/sim"
+	"github.com/tpscope/tpscope/traces"
+	"github.com/tpscope/tpscope/traces/schema"
 )
 
 // Alignment of measured spans to predicted ops.
@@ -130,11 +132,11 @@ type Alignment struct {
 // trace, as Result.Spans holds them: sorted by start) with pr's ops. Mode
 // "" picks AlignByOpID when any span has an op ID, else AlignByKindOrder.
 // Problems are counted in Alignment.Issues, never errors.
-func Align(traces [][]Span, pr *sim.Prediction, mode string) *Alignment {
+func Align(trs [][]traces.Span, pr *sim.Prediction, mode string) *Alignment {
 	if mode == "" {
 		mode = AlignByKindOrder
 	find:
-		for _, tr := range traces {
+		for _, tr := range trs {
 			for i := range tr {
 				if tr[i].OpID != "" {
 					mode = AlignByOpID
@@ -145,15 +147,15 @@ func Align(traces [][]Span, pr *sim.Prediction, mode string) *Alignment {
 	}
 	a := &Alignment{Mode: mode}
 	n := 0
-	for _, tr := range traces {
+	for _, tr := range trs {
 		n += len(tr)
 	}
 	a.Samples = make([]Sample, 0, n)
 	var is issues
 	if mode == AlignByOpID {
-		a.alignByID(traces, pr, &is)
+		a.alignByID(trs, pr, &is)
 	} else {
-		a.alignByKind(traces, pr, &is)
+		a.alignByKind(trs, pr, &is)
 	}
 	a.Issues = is.list
 	return a
@@ -161,18 +163,16 @@ func Align(traces [][]Span, pr *sim.Prediction, mode string) *Alignment {
 
 // spanUs is the measured device time of s in us: AttrDeviceUs when
 // present (exact), else the span's duration.
-func spanUs(s *Span) float64 {
+func spanUs(s *traces.Span) float64 {
 	if s.DeviceUs > 0 {
 		return s.DeviceUs
 	}
 	return float64(s.Duration) / 1e3
 }
 
-func isOpSpan(s *Span) bool { return s.Seq >= 0 || s.OpID != "" }
-
-func skippedSpan(s *Span) bool {
-	v, ok := s.Attr(string(AttrSkipped))
-	return ok && v.Type() == TypeBool && v.AsBool()
+func skippedSpan(s *traces.Span) bool {
+	v, ok := s.Attr(string(schema.AttrSkipped))
+	return ok && v.Type() == traces.TypeBool && v.AsBool()
 }
 
 // extents tracks per-rank first start and last end of one trace's op spans.
@@ -187,7 +187,7 @@ func (e *extents) reset() {
 	}
 }
 
-func (e *extents) add(s *Span) {
+func (e *extents) add(s *traces.Span) {
 	r := s.Rank
 	if r < 0 {
 		r = 0
@@ -217,7 +217,7 @@ func (e *extents) flush(out []StepTime) []StepTime {
 	return out
 }
 
-func (a *Alignment) alignByID(traces [][]Span, pr *sim.Prediction, is *issues) {
+func (a *Alignment) alignByID(trs [][]traces.Span, pr *sim.Prediction, is *issues) {
 	// One unit per predicted op; index by ID (symmetric) or by rank and ID.
 	a.Units = make([]Unit, len(pr.Ops))
 	var byID map[string]int32
@@ -241,10 +241,10 @@ func (a *Alignment) alignByID(traces [][]Span, pr *sim.Prediction, is *issues) {
 	}
 	seen := make([]bool, len(a.Units))
 	var ext extents
-	for _, tr := range traces {
+	for _, tr := range trs {
 		for i := range tr {
 			s := &tr[i]
-			if !isOpSpan(s) {
+			if !traces.IsOpSpan(s) {
 				continue
 			}
 			a.Spans++
@@ -306,7 +306,7 @@ type kindPlan struct {
 	per   int     // kernels summed per unit
 }
 
-func (a *Alignment) alignByKind(traces [][]Span, pr *sim.Prediction, is *issues) {
+func (a *Alignment) alignByKind(trs [][]traces.Span, pr *sim.Prediction, is *issues) {
 	// rk is a (rank, kind): of a span as measured, or of a plan, whose
 	// rank is -1 when the prediction is symmetric (planOf).
 	type rk struct {
@@ -333,10 +333,10 @@ func (a *Alignment) alignByKind(traces [][]Span, pr *sim.Prediction, is *issues)
 	// per plan key (every rank's count counts once).
 	hist := map[rk]map[int]int{}
 	counts := map[rk]int{}
-	for _, tr := range traces {
+	for _, tr := range trs {
 		clear(counts)
 		for i := range tr {
-			if s := &tr[i]; isOpSpan(s) {
+			if s := &tr[i]; traces.IsOpSpan(s) {
 				counts[rk{s.Rank, s.OpKind}]++
 			}
 		}
@@ -414,16 +414,16 @@ func (a *Alignment) alignByKind(traces [][]Span, pr *sim.Prediction, is *issues)
 		}
 	}
 	// Pass 2: samples.
-	byKind := map[rk][]*Span{}
+	byKind := map[rk][]*traces.Span{}
 	var ext extents
 	seen := make([]bool, len(a.Units))
-	for _, tr := range traces {
+	for _, tr := range trs {
 		for k := range byKind {
 			byKind[k] = byKind[k][:0]
 		}
 		for i := range tr {
 			s := &tr[i]
-			if !isOpSpan(s) {
+			if !traces.IsOpSpan(s) {
 				continue
 			}
 			a.Spans++
@@ -452,7 +452,7 @@ func (a *Alignment) alignByKind(traces [][]Span, pr *sim.Prediction, is *issues)
 			s0 := spans[0]
 			p := plans[planOf(k)]
 			if p == nil {
-				is.add(IssueKindNotInPlan, len(spans), fmt.Sprintf("%s: %s", s0.OpKind, truncName(kernelName(s0))))
+				is.add(IssueKindNotInPlan, len(spans), fmt.Sprintf("%s: %s", s0.OpKind, shortName(kernelName(s0))))
 				continue
 			}
 			if len(spans) != p.count {
@@ -478,24 +478,17 @@ func (a *Alignment) alignByKind(traces [][]Span, pr *sim.Prediction, is *issues)
 	}
 }
 
-func kernelName(s *Span) string {
-	if v, ok := s.Attr(string(AttrKernel)); ok {
+func kernelName(s *traces.Span) string {
+	if v, ok := s.Attr(string(schema.AttrKernel)); ok {
 		return v.String()
 	}
 	return s.Name
 }
 
-// SplitTraces cuts a span list sorted by trace (as Result.Spans is) into
-// the spans of each trace, without copying.
-func SplitTraces(spans []Span) [][]Span {
-	var out [][]Span
-	for lo := 0; lo < len(spans); {
-		hi := lo + 1
-		for hi < len(spans) && spans[hi].TraceID == spans[lo].TraceID {
-			hi++
-		}
-		out = append(out, spans[lo:hi])
-		lo = hi
+// shortName bounds a kernel name in an issue's example.
+func shortName(s string) string {
+	if len(s) > 80 {
+		return s[:80] + "..."
 	}
-	return out
+	return s
 }

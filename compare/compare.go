@@ -1,15 +1,16 @@
-package traces
+package compare
 
 import (
 	"errors"
 	"fmt"
 	"math"
 	"sort"
-	"strings"
 
+	"github.com/tpscope/tpscope/internal/stats"
 	"github.com/tpscope/tpscope/model"
 	"github.com/tpscope/tpscope/sim"
-	"github.com/tpscope/tpscope/topology"
+	"github.com/tpscope/tpscope/traces"
+	"github.com/tpscope/tpscope/traces/schema"
 	"go.opentelemetry.io/otel/trace"
 )
 
@@ -20,16 +21,10 @@ import (
 // Measured values are medians over the samples (steps x ranks); P10/P90
 // give their spread (linear interpolation between order statistics).
 
-// CompareOptions configure Compare. The zero value compares every scenario
+// Options configure Compare. The zero value compares every scenario
 // recorded in the traces as recorded.
-type CompareOptions struct {
-	// Override replaces fields of every recorded scenario (flags given by
-	// the user) and is the scenario of spans whose traces have no step root
-	// (Kineto traces).
-	Override ScenarioSpec
-	// Topology, when not nil, is used instead of resolving the spec's
-	// topology (a calibrated box passed by the caller).
-	Topology *topology.Topology
+type Options struct {
+	Scenarios
 	// Steps keeps only samples of steps for which Steps(step) is true (nil
 	// = all); calibration evaluates on held-out steps with it.
 	Steps func(step int) bool
@@ -71,36 +66,12 @@ func newStat(pred float64, v []float64) Stat {
 		return st
 	}
 	sort.Float64s(v)
-	st.MedianUs, st.P10Us, st.P90Us = Quantile(v, 0.5), Quantile(v, 0.1), Quantile(v, 0.9)
+	st.MedianUs, st.P10Us, st.P90Us = stats.Quantile(v, 0.5), stats.Quantile(v, 0.1), stats.Quantile(v, 0.9)
 	if st.MedianUs > 0 {
 		st.ErrPct = (pred - st.MedianUs) / st.MedianUs * 100
 	}
 	st.AbsErrUs = math.Abs(pred - st.MedianUs)
 	return st
-}
-
-// Quantile returns the q-quantile (0 <= q <= 1) of sorted values by linear
-// interpolation between order statistics (R type 7, numpy's default):
-// position q*(n-1), so p10 of 10 values lies between the 1st and 2nd
-// smallest. It returns NaN for no values.
-func Quantile(sorted []float64, q float64) float64 {
-	n := len(sorted)
-	switch {
-	case n == 0:
-		return math.NaN()
-	case n == 1:
-		return sorted[0]
-	}
-	x := q * float64(n-1)
-	if x < 0 {
-		return sorted[0]
-	}
-	i := int(x)
-	if i >= n-1 {
-		return sorted[n-1]
-	}
-	f := x - float64(i)
-	return sorted[i]*(1-f) + sorted[i+1]*f
 }
 
 // OpRow compares one unit (an op, or a group of ops; see Unit).
@@ -123,7 +94,7 @@ type KindRow struct {
 
 // ScenarioReport is the comparison of one scenario.
 type ScenarioReport struct {
-	Spec           ScenarioSpec `json:"scenario"`
+	Scenario       sim.Scenario `json:"scenario"`
 	Sources        []string     `json:"sources"`
 	UnknownOptions []string     `json:"unknown_options,omitempty"`
 	Mode           string       `json:"mode"`
@@ -141,21 +112,23 @@ type ScenarioReport struct {
 	Issues []Issue `json:"issues,omitempty"`
 
 	// Prediction and Alignment stay in memory for callers (plots, calibration).
-	Prediction *sim.Prediction   `json:"-"`
-	Schedule   *model.Schedule   `json:"-"`
-	Alignment  *Alignment        `json:"-"`
-	Resolved   *ResolvedScenario `json:"-"`
+	Prediction *sim.Prediction `json:"-"`
+	Schedule   *model.Schedule `json:"-"`
+	Alignment  *Alignment      `json:"-"`
+	// Spans are the scenario's traces as read, trace by trace.
+	TraceSpans [][]traces.Span `json:"-"`
 }
 
 // GainRow compares an optimization's predicted and measured gain: the
 // scenario with Options against the one without (Baseline).
 type GainRow struct {
-	Scenario string `json:"scenario"` // model, plan, workload and topology of both
-	Baseline string `json:"baseline"` // options of the baseline ("" = none)
-	Options  string `json:"options"`
-	// Gains in % of the baseline step: (base - opt) / base x 100.
-	PredictedGainPct float64 `json:"predicted_gain_pct"`
-	MeasuredGainPct  float64 `json:"measured_gain_pct"`
+	Scenario string `json:"scenario"` // the baseline scenario
+	Baseline string `json:"baseline"` // options of the baseline
+	Options  string `json:"options"`  // options of the optimized run
+	// Predicted and Measured gains (sim.Gain: step-time based, tokens/s
+	// beside it).
+	Predicted sim.Gain `json:"predicted"`
+	Measured  sim.Gain `json:"measured"`
 	// ModelErrPct = (predicted speedup / measured speedup - 1) x 100,
 	// speedup = base step / optimized step.
 	ModelErrPct float64 `json:"model_err_pct"`
@@ -164,12 +137,12 @@ type GainRow struct {
 
 // SourceInfo summarizes one trace source as read.
 type SourceInfo struct {
-	Source       string `json:"source"`
-	Format       string `json:"format"`
-	Spans        int    `json:"spans"`
-	SkippedTotal int    `json:"skipped_total"`
-	Skipped      []Skip `json:"skipped,omitempty"`
-	Scenarios    int    `json:"scenarios"`
+	Source       string        `json:"source"`
+	Format       string        `json:"format"`
+	Spans        int           `json:"spans"`
+	SkippedTotal int           `json:"skipped_total"`
+	Skipped      []traces.Skip `json:"skipped,omitempty"`
+	Scenarios    int           `json:"scenarios"`
 }
 
 // Report is the result of Compare.
@@ -187,22 +160,24 @@ const maxSourceSkips = 20
 // group is the spans of one scenario.
 type group struct {
 	first   int64 // earliest span start, ns
-	spec    ScenarioSpec
-	traces  [][]Span
+	sc      sim.Scenario
+	key     string
+	unknown []string
+	traces  [][]traces.Span
 	sources []string
 }
 
 // groupTraces assigns every trace of the results to a scenario: its step
-// root's scenario with override applied, or, for traces without a root,
-// override alone (or the source's only scenario).
-func groupTraces(results []*Result, override ScenarioSpec, is *issues) []*group {
+// root's (see Scenarios), or, for traces without a root, the default
+// scenario (or the source's only recorded one).
+func groupTraces(results []*traces.Result, scs *Scenarios, is *issues) []*group {
 	var groups []*group
 	byKey := map[string]*group{}
-	get := func(spec ScenarioSpec, src string) *group {
-		k := spec.Key()
+	get := func(sc sim.Scenario, unknown []string, src string) *group {
+		k := scenarioKey(sc)
 		g := byKey[k]
 		if g == nil {
-			g = &group{spec: spec}
+			g = &group{sc: sc, key: k, unknown: unknown}
 			byKey[k] = g
 			groups = append(groups, g)
 		}
@@ -211,45 +186,53 @@ func groupTraces(results []*Result, override ScenarioSpec, is *issues) []*group 
 		}
 		return g
 	}
+	type resolved struct {
+		sc      sim.Scenario
+		unknown []string
+		err     error
+	}
 	for _, res := range results {
-		specOf := map[trace.TraceID]ScenarioSpec{}
+		of := map[trace.TraceID]*resolved{}
+		var recs []*resolved
 		for i := range res.Scenarios {
-			sp := SpecOf(&res.Scenarios[i]).Override(override)
-			for _, t := range res.Scenarios[i].Traces {
-				specOf[t] = sp
+			rec := &res.Scenarios[i]
+			r := &resolved{}
+			r.sc, r.unknown, r.err = scs.resolve(rec)
+			if r.err == nil && rec.JSON == "" && scheduleScaled(res, rec) {
+				r.err = fmt.Errorf("trace of a schedule shrunk by %s without a recorded scenario: the prediction cannot rebuild the shrunk model", schema.AttrScheduleScale)
+			}
+			recs = append(recs, r)
+			for _, t := range rec.Traces {
+				of[t] = r
 			}
 		}
-		var orphan *ScenarioSpec
+		var orphan *resolved
 		switch {
-		case override.Model != "":
-			sp := ScenarioSpec{}.Override(override)
-			orphan = &sp
-		case len(res.Scenarios) == 1:
-			sp := SpecOf(&res.Scenarios[0]).Override(override)
-			orphan = &sp
+		case scs.Default != nil:
+			orphan = &resolved{sc: *scs.Default}
+		case len(recs) == 1:
+			orphan = recs[0]
 		}
-		for _, tr := range SplitTraces(res.Spans) {
-			if f := scheduleScale(tr); f != 1 {
-				is.add(fmt.Sprintf("trace of a schedule shrunk by %s (run --scale): the prediction cannot rebuild the shrunk model; compare the unscaled run or predict the scaled model yourself", string(AttrScheduleScale)), len(tr),
-					fmt.Sprintf("%s trace %s: scale %g", res.Source, tr[0].TraceID, f))
-				continue
+		for _, tr := range traces.SplitTraces(res.Spans) {
+			r, ok := of[tr[0].TraceID]
+			if !ok {
+				r = orphan
 			}
-			sp, ok := specOf[tr[0].TraceID]
-			if !ok && orphan != nil {
-				sp, ok = *orphan, true
-			}
-			if ok {
-				g := get(sp, res.Source)
+			switch {
+			case r == nil:
+				reason := errNoScenario.Error()
+				if len(res.Scenarios) > 1 {
+					reason = "trace without a step root span in a source with several scenarios (pass the scenario flags)"
+				}
+				is.add(reason, len(tr), res.Source+" trace "+tr[0].TraceID.String())
+			case r.err != nil:
+				is.add("scenario that cannot be predicted: "+r.err.Error(), len(tr), res.Source+" trace "+tr[0].TraceID.String())
+			default:
+				g := get(r.sc, r.unknown, res.Source)
 				if len(g.traces) == 0 || tr[0].Start < g.first {
 					g.first = tr[0].Start
 				}
 				g.traces = append(g.traces, tr)
-			} else {
-				reason := "trace without a step root span and no scenario given (pass --model, --plan, --workload)"
-				if len(res.Scenarios) > 1 {
-					reason = "trace without a step root span in a source with several scenarios (pass --model, --plan, --workload)"
-				}
-				is.add(reason, len(tr), res.Source+" trace "+tr[0].TraceID.String())
 			}
 		}
 	}
@@ -258,19 +241,23 @@ func groupTraces(results []*Result, override ScenarioSpec, is *issues) []*group 
 	return groups
 }
 
-// scheduleScale returns the trace root's schedule scale (1 when absent).
-func scheduleScale(tr []Span) float64 {
-	for i := range tr {
-		if tr[i].Name == SpanStep && tr[i].IsRoot() {
-			if v, ok := tr[i].Attr(string(AttrScheduleScale)); ok {
-				if f, ok := v.Number(); ok && f > 0 {
-					return f
+// scheduleScaled reports whether the traces of rec ran a shrunk schedule.
+func scheduleScaled(res *traces.Result, rec *traces.Scenario) bool {
+	want := map[trace.TraceID]bool{}
+	for _, t := range rec.Traces {
+		want[t] = true
+	}
+	for i := range res.Spans {
+		s := &res.Spans[i]
+		if s.Name == schema.SpanStep && s.IsRoot() && want[s.TraceID] {
+			if v, ok := s.Attr(string(schema.AttrScheduleScale)); ok {
+				if f, ok := v.Number(); ok && f > 1 {
+					return true
 				}
 			}
-			return 1
 		}
 	}
-	return 1
+	return false
 }
 
 // Compare aligns the spans of results with predictions of their scenarios
@@ -279,7 +266,7 @@ func scheduleScale(tr []Span) float64 {
 // that mixes scenarios is compared per scenario. Errors: no spans at all,
 // or no scenario that could be predicted; a scenario that cannot be
 // resolved is reported in Report.Issues and left out.
-func Compare(results []*Result, o CompareOptions) (*Report, error) {
+func Compare(results []*traces.Result, o Options) (*Report, error) {
 	if o.GainTolerancePts <= 0 {
 		o.GainTolerancePts = DefaultGainTolerancePts
 	}
@@ -298,7 +285,7 @@ func Compare(results []*Result, o CompareOptions) (*Report, error) {
 		return rep, errors.New("compare: the trace sources hold no span")
 	}
 	var is issues
-	groups := groupTraces(results, o.Override, &is)
+	groups := groupTraces(results, &o.Scenarios, &is)
 	for _, g := range groups {
 		sr, err := compareGroup(g, &o)
 		if err != nil {
@@ -306,7 +293,7 @@ func Compare(results []*Result, o CompareOptions) (*Report, error) {
 			for _, t := range g.traces {
 				n += len(t)
 			}
-			is.add("scenario that cannot be predicted: "+err.Error(), n, g.spec.String())
+			is.add("scenario that cannot be predicted: "+err.Error(), n, g.sc.String())
 			continue
 		}
 		rep.Scenarios = append(rep.Scenarios, *sr)
@@ -323,23 +310,23 @@ func Compare(results []*Result, o CompareOptions) (*Report, error) {
 	return rep, nil
 }
 
-func compareGroup(g *group, o *CompareOptions) (*ScenarioReport, error) {
-	rs, err := g.spec.Resolve()
-	if err != nil {
-		return nil, err
-	}
-	pr, sched, _, err := rs.Predict(o.Topology)
+func compareGroup(g *group, o *Options) (*ScenarioReport, error) {
+	pr, sched, err := sim.Predict(g.sc)
 	if err != nil {
 		return nil, err
 	}
 	al := Align(g.traces, pr, o.Mode)
-	return buildReport(rs, pr, sched, al, g, o), nil
+	sr := buildReport(g, pr, sched, al, o)
+	if msg := runBatchIssue(&g.sc, sched); msg != "" {
+		sr.Issues = append(sr.Issues, Issue{Reason: msg, Count: 1})
+	}
+	return sr, nil
 }
 
-func buildReport(rs *ResolvedScenario, pr *sim.Prediction, sched *model.Schedule, al *Alignment, g *group, o *CompareOptions) *ScenarioReport {
-	sr := &ScenarioReport{Spec: rs.Spec, Sources: g.sources, UnknownOptions: rs.UnknownOptions, Mode: al.Mode,
+func buildReport(g *group, pr *sim.Prediction, sched *model.Schedule, al *Alignment, o *Options) *ScenarioReport {
+	sr := &ScenarioReport{Scenario: g.sc, Sources: g.sources, UnknownOptions: g.unknown, Mode: al.Mode,
 		Traces: len(g.traces), Spans: al.Spans, Matched: al.Matched, Issues: al.Issues,
-		Prediction: pr, Schedule: sched, Alignment: al, Resolved: rs}
+		Prediction: pr, Schedule: sched, Alignment: al, TraceSpans: g.traces}
 	keep := func(step int32) bool { return o.Steps == nil || o.Steps(int(step)) }
 	// Bucket samples by unit (counting sort: no per-unit slices grown).
 	cnt := make([]int, len(al.Units)+1)
@@ -437,20 +424,20 @@ func buildReport(rs *ResolvedScenario, pr *sim.Prediction, sched *model.Schedule
 	return sr
 }
 
-// gains pairs scenarios that differ only by options: within a BaseKey, the
-// scenario with the fewest option names is the baseline.
-func gains(srs []ScenarioReport, o *CompareOptions) []GainRow {
+// gains pairs scenarios that differ only by options: within a base key,
+// the scenario with the fewest option names is the baseline.
+func gains(srs []ScenarioReport, o *Options) []GainRow {
 	var out []GainRow
 	done := map[string]bool{}
 	for i := range srs {
-		bk := srs[i].Spec.BaseKey()
+		bk := baseKey(srs[i].Scenario)
 		if done[bk] {
 			continue
 		}
 		done[bk] = true
 		var members []int
 		for j := range srs {
-			if srs[j].Spec.BaseKey() == bk {
+			if baseKey(srs[j].Scenario) == bk {
 				members = append(members, j)
 			}
 		}
@@ -459,7 +446,7 @@ func gains(srs []ScenarioReport, o *CompareOptions) []GainRow {
 		}
 		base := members[0]
 		for _, j := range members[1:] {
-			if len(OptionNames(srs[j].Spec.Options)) < len(OptionNames(srs[base].Spec.Options)) {
+			if len(srs[j].Scenario.Options.Names()) < len(srs[base].Scenario.Options.Names()) {
 				base = j
 			}
 		}
@@ -472,13 +459,11 @@ func gains(srs []ScenarioReport, o *CompareOptions) []GainRow {
 			if b.Step.MedianUs <= 0 || s.Step.MedianUs <= 0 || b.Step.PredictedUs <= 0 || s.Step.PredictedUs <= 0 {
 				continue
 			}
-			sp := &b.Spec
-			g := GainRow{Scenario: fmt.Sprintf("%s %s %s on %s", sp.Model, sp.Plan, sp.Workload, sp.Topology), Baseline: strings.Join(OptionNames(b.Spec.Options), ","), Options: strings.Join(OptionNames(s.Spec.Options), ",")}
-			g.PredictedGainPct = (b.Step.PredictedUs - s.Step.PredictedUs) / b.Step.PredictedUs * 100
-			g.MeasuredGainPct = (b.Step.MedianUs - s.Step.MedianUs) / b.Step.MedianUs * 100
-			predSpeed := b.Step.PredictedUs / s.Step.PredictedUs
-			measSpeed := b.Step.MedianUs / s.Step.MedianUs
-			g.ModelErrPct = (predSpeed/measSpeed - 1) * 100
+			bt, st := b.Prediction.TokensPerStep, s.Prediction.TokensPerStep
+			g := GainRow{Scenario: b.Scenario.String(), Baseline: b.Scenario.Options.String(), Options: s.Scenario.Options.String(),
+				Predicted: sim.GainOf(b.Step.PredictedUs, s.Step.PredictedUs, bt, st),
+				Measured:  sim.GainOf(b.Step.MedianUs, s.Step.MedianUs, bt, st)}
+			g.ModelErrPct = (g.Predicted.Speedup/g.Measured.Speedup - 1) * 100
 			g.Verdict = verdict(g, o)
 			out = append(out, g)
 		}
@@ -486,11 +471,11 @@ func gains(srs []ScenarioReport, o *CompareOptions) []GainRow {
 	return out
 }
 
-func verdict(g GainRow, o *CompareOptions) string {
-	if math.Abs(g.PredictedGainPct-g.MeasuredGainPct) > o.GainTolerancePts {
+func verdict(g GainRow, o *Options) string {
+	if math.Abs(g.Predicted.TokensPerSPct-g.Measured.TokensPerSPct) > o.GainTolerancePts {
 		return fmt.Sprintf("model wrong here by %+.1f %%", g.ModelErrPct)
 	}
-	if g.MeasuredGainPct >= o.WorthItPct {
+	if g.Measured.TokensPerSPct >= o.WorthItPct {
 		return "worth it"
 	}
 	return "not worth it"

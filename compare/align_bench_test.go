@@ -1,4 +1,4 @@
-package traces_test
+package compare_test
 
 import (
 	"bufio"
@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"testing"
 
+	"github.com/tpscope/tpscope/compare"
 	"github.com/tpscope/tpscope/traces"
 )
 
@@ -17,7 +18,7 @@ import (
 // per step) of at least n op spans of the schedule's ops on every rank,
 // each with the attributes the executor writes (OpAttributes + device and
 // host-launch times), and returns the path and the op-span count.
-func writeOTLPBench(b *testing.B, s *synth, spec traces.ScenarioSpec, n int) (string, int) {
+func writeOTLPBench(b *testing.B, s *synth, spec spec, n int) (string, int) {
 	b.Helper()
 	path := filepath.Join(b.TempDir(), "bench.jsonl")
 	f, err := os.Create(path)
@@ -84,11 +85,11 @@ func writeOTLPBench(b *testing.B, s *synth, spec traces.ScenarioSpec, n int) (st
 // aligning (span list + alignment, after a GC); the process's peak is that
 // plus the garbage the collector lets accumulate (GOGC).
 func BenchmarkReadAlign(b *testing.B) {
-	spec := traces.ScenarioSpec{Model: "kimi-k2.5-nvfp4", Topology: "rtxpro6000-2s", Plan: "tp8", Workload: "decode b8 ctx4096"}
+	spec := spec{Model: "kimi-k2.5-nvfp4", Topology: "rtxpro6000-2s", Plan: "tp8", Workload: "decode b8 ctx4096"}
 	for _, n := range []int{100_000, 1_000_000} {
 		s := newSynth(b, spec)
 		path, spans := writeOTLPBench(b, s, spec, n)
-		check := func(b *testing.B, al *traces.Alignment) {
+		check := func(b *testing.B, al *compare.Alignment) {
 			if al.Matched != spans {
 				b.Fatalf("matched %d of %d spans: %v", al.Matched, spans, al.Issues)
 			}
@@ -101,7 +102,7 @@ func BenchmarkReadAlign(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				al := traces.Align(traces.SplitTraces(res.Spans), s.pr, traces.AlignByOpID)
+				al := compare.Align(traces.SplitTraces(res.Spans), s.pr, compare.AlignByOpID)
 				check(b, al)
 				b.StopTimer()
 				runtime.GC() // live heap: the span list and the alignment, garbage collected
@@ -122,7 +123,7 @@ func BenchmarkReadAlign(b *testing.B) {
 			tr := traces.SplitTraces(res.Spans)
 			b.ReportAllocs()
 			for b.Loop() {
-				check(b, traces.Align(tr, s.pr, traces.AlignByOpID))
+				check(b, compare.Align(tr, s.pr, compare.AlignByOpID))
 			}
 		})
 	}

@@ -1,10 +1,11 @@
-package traces_test
+package compare_test
 
 import (
 	"math"
 	"strings"
 	"testing"
 
+	"github.com/tpscope/tpscope/compare"
 	"github.com/tpscope/tpscope/model"
 	"github.com/tpscope/tpscope/sim"
 	"github.com/tpscope/tpscope/traces"
@@ -40,12 +41,12 @@ func floorTrue(op *sim.OpResult, _ *model.Op) float64 {
 // bring the held-out op error down to the noise. The same trace labelled
 // eager fits one device-wide floor only (eager spans hold host delay).
 func TestCalibrateGraphRunFitsPerKindFloors(t *testing.T) {
-	spec := traces.ScenarioSpec{Model: "kimi-k2.5-nvfp4", Topology: "rtxpro6000-2s", Plan: "tp8",
-		Workload: "decode b1 ctx4096 kv=bf16", Options: "cuda-graphs,nccl-proto=LL,p2p-level=SYS", OptionsSet: true}
+	spec := spec{Model: "kimi-k2.5-nvfp4", Topology: "rtxpro6000-2s", Plan: "tp8",
+		Workload: "decode b1 ctx4096 kv=bf16", Options: "cuda-graphs,nccl-proto=LL,p2p-level=SYS"}
 	s := newSynthTruth(t, spec, floorTrue)
 	dir := t.TempDir()
 	res := readSource(t, s.write(t, dir, "graph.json", spec, 4, 11))
-	tc, err := traces.CalibrateTrace([]*traces.Result{res}, traces.CalibrateTraceOptions{Created: "2026-12-02T00:00:00Z"})
+	tc, err := compare.Calibrate([]*traces.Result{res}, compare.CalibrateOptions{Created: "2026-12-02T00:00:00Z"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -81,7 +82,7 @@ func TestCalibrateGraphRunFitsPerKindFloors(t *testing.T) {
 	eager := spec
 	eager.Options = "nccl-proto=LL,p2p-level=SYS"
 	se := newSynthTruth(t, eager, floorTrue)
-	tce, err := traces.CalibrateTrace([]*traces.Result{readSource(t, se.write(t, dir, "eager.json", eager, 4, 12))}, traces.CalibrateTraceOptions{})
+	tce, err := compare.Calibrate([]*traces.Result{readSource(t, se.write(t, dir, "eager.json", eager, 4, 12))}, compare.CalibrateOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -113,29 +114,29 @@ func TestCalibrateSeveralScenarios(t *testing.T) {
 	dir := t.TempDir()
 	var results []*traces.Result
 	for i, w := range []string{"decode b1 ctx4096 kv=bf16", "decode b8 ctx4096 kv=bf16"} {
-		spec := traces.ScenarioSpec{Model: "kimi-k2.5-nvfp4", Topology: "rtxpro6000-2s", Plan: "tp8", Workload: w,
-			Options: "cuda-graphs,nccl-proto=LL,p2p-level=SYS", OptionsSet: true}
+		spec := spec{Model: "kimi-k2.5-nvfp4", Topology: "rtxpro6000-2s", Plan: "tp8", Workload: w,
+			Options: "cuda-graphs,nccl-proto=LL,p2p-level=SYS"}
 		s := newSynthTruth(t, spec, floorTrue)
 		results = append(results, readSource(t, s.write(t, dir, "w"+string(rune('0'+i))+".json", spec, 4, uint64(20+i))))
 	}
-	tc, err := traces.CalibrateTrace(results, traces.CalibrateTraceOptions{})
+	tc, err := compare.Calibrate(results, compare.CalibrateOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(tc.Specs) != 2 || len(tc.PerScenario) != 2 {
-		t.Fatalf("%d scenarios, %d held-out rows; want 2 and 2", len(tc.Specs), len(tc.PerScenario))
+	if len(tc.Scenarios) != 2 || len(tc.PerScenario) != 2 {
+		t.Fatalf("%d scenarios, %d held-out rows; want 2 and 2", len(tc.Scenarios), len(tc.PerScenario))
 	}
 	for _, h := range tc.PerScenario {
-		t.Logf("%s: op RMS %.2f %% -> %.2f %%", h.Spec.Workload, h.Before.OpRMSErrPct, h.After.OpRMSErrPct)
+		t.Logf("%s: op RMS %.2f %% -> %.2f %%", h.Scenario.Workload, h.Before.OpRMSErrPct, h.After.OpRMSErrPct)
 		if h.Before.OpRMSErrPct < 20 || h.After.OpRMSErrPct > 2 {
-			t.Errorf("%s: held-out op RMS %.2f %% -> %.2f %%, want > 20 before and < 2 after", h.Spec.Workload, h.Before.OpRMSErrPct, h.After.OpRMSErrPct)
+			t.Errorf("%s: held-out op RMS %.2f %% -> %.2f %%, want > 20 before and < 2 after", h.Scenario.Workload, h.Before.OpRMSErrPct, h.After.OpRMSErrPct)
 		}
 	}
 
-	other := traces.ScenarioSpec{Model: "kimi-k2.5-nvfp4", Topology: "rtxpro6000-switch", Plan: "tp8", Workload: "decode b1 ctx4096 kv=bf16",
-		Options: "cuda-graphs", OptionsSet: true}
+	other := spec{Model: "kimi-k2.5-nvfp4", Topology: "rtxpro6000-switch", Plan: "tp8", Workload: "decode b1 ctx4096 kv=bf16",
+		Options: "cuda-graphs"}
 	so := newSynthTruth(t, other, floorTrue)
-	_, err = traces.CalibrateTrace(append(results, readSource(t, so.write(t, dir, "switch.json", other, 2, 30))), traces.CalibrateTraceOptions{})
+	_, err = compare.Calibrate(append(results, readSource(t, so.write(t, dir, "switch.json", other, 2, 30))), compare.CalibrateOptions{})
 	if err == nil || !strings.Contains(err.Error(), "rtxpro6000-2s") || !strings.Contains(err.Error(), "rtxpro6000-switch") {
 		t.Errorf("two boxes: error %v, want one naming both", err)
 	}

@@ -1,4 +1,4 @@
-package traces
+package schema
 
 import (
 	"strconv"
@@ -24,8 +24,8 @@ import (
 // see AttrTiming) mapped onto the wall clock; the host-side launch is recorded
 // separately in AttrHostLaunchUs and AttrHostLaunchUnixNano.
 //
-// Every key is an attribute.Key so emitters write traces.AttrOpID.String(id)
-// and readers compare with string(traces.AttrOpID).
+// Every key is an attribute.Key so emitters write schema.AttrOpID.String(id)
+// and readers compare with string(schema.AttrOpID).
 
 // Span names.
 const (
@@ -96,9 +96,20 @@ const (
 	// absent or 1 means unscaled.
 	AttrScale attribute.Key = "tpscope.scale" // float64
 
+	// AttrMoERows and AttrMoEExperts are the token-expert rows and the
+	// distinct experts a routed-expert op ran (model.MoEShape.Executed for
+	// tpscope's backends), so a reader can check them against the schedule.
+	AttrMoERows    attribute.Key = "tpscope.moe.rows"    // int64
+	AttrMoEExperts attribute.Key = "tpscope.moe.experts" // int64
+
 	// AttrKernel is the raw kernel name (Kineto traces, or the CUDA backend's kernel).
 	AttrKernel attribute.Key = "tpscope.kernel" // string
 )
+
+// OptionCUDAGraphs is the option name of CUDA-graph replay in AttrOptions;
+// the runner drops it when graphs were requested and the backend ran
+// eagerly (AttrGraphs false).
+const OptionCUDAGraphs = "cuda-graphs"
 
 // Values of AttrTiming.
 const (
@@ -117,6 +128,13 @@ const (
 	AttrRanks    attribute.Key = "tpscope.ranks"    // int64: number of ranks
 	AttrBackend  attribute.Key = "tpscope.backend"  // string: exec backend (cuda, cpu)
 
+	// AttrScenario is the whole scenario as one machine-readable value:
+	// the JSON of sim.Scenario (model reference and build options, plan,
+	// workload, run-time options incl. NCCL's, topology reference, the
+	// batch the schedule ran). The short attributes above are for people;
+	// a comparison re-predicts from this one.
+	AttrScenario attribute.Key = "tpscope.scenario" // string (JSON)
+
 	// AttrGraphs says whether the measured steps were replayed CUDA graphs
 	// (true) or eager launches (false); the runner writes it only when
 	// graphs were requested (exec.WithGraphs).
@@ -127,6 +145,9 @@ const (
 	// prediction of the real model does not apply to such a trace.
 	AttrScheduleScale attribute.Key = "tpscope.schedule.scale" // float64
 )
+
+// ScopeName is the instrumentation scope of tpscope's spans.
+const ScopeName = "github.com/tpscope/tpscope"
 
 // Resource attributes. service.name and host.name are the OpenTelemetry
 // semantic conventions of the SDK's semconv version (v1.43.0); the rest are ours.

@@ -1,4 +1,4 @@
-package traces
+package compare
 
 import (
 	"encoding/json"
@@ -86,7 +86,7 @@ func (r *Report) write(w io.Writer, top int, md bool) error {
 	}
 	for i := range r.Scenarios {
 		sr := &r.Scenarios[i]
-		t.title(fmt.Sprintf("scenario %d: %s", i+1, sr.Spec))
+		t.title(fmt.Sprintf("scenario %d: %s", i+1, sr.Scenario))
 		fmt.Fprintf(w, "aligned by %s: %d of %d op spans matched, %d steps x %d ranks, %d traces\n", sr.Mode, sr.Matched, sr.Spans, sr.Steps, sr.Ranks, sr.Traces)
 		if len(sr.UnknownOptions) > 0 {
 			fmt.Fprintf(w, "options sim does not model (ignored): %s\n", strings.Join(sr.UnknownOptions, ", "))
@@ -119,13 +119,9 @@ func (r *Report) write(w io.Writer, top int, md bool) error {
 	}
 	if len(r.Gains) > 0 {
 		t.title("optimizations: predicted vs measured gain")
-		t.header("scenario", "baseline", "options", "predicted gain", "measured gain", "verdict")
+		t.header("scenario", "baseline", "options", "predicted step gain", "measured step gain", "predicted tok/s gain", "measured tok/s gain", "verdict")
 		for _, g := range r.Gains {
-			b := g.Baseline
-			if b == "" {
-				b = "none"
-			}
-			t.row(g.Scenario, b, g.Options, pct(g.PredictedGainPct), pct(g.MeasuredGainPct), g.Verdict)
+			t.row(g.Scenario, g.Baseline, g.Options, pct(g.Predicted.StepPct), pct(g.Measured.StepPct), pct(g.Predicted.TokensPerSPct), pct(g.Measured.TokensPerSPct), g.Verdict)
 		}
 		t.end()
 	}

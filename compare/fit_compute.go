@@ -1,0 +1,146 @@
+package compare
+
+import (
+	"fmt"
+	"math"
+	"sort"
+
+	"github.com/tpscope/tpscope/internal/stats"
+	"github.com/tpscope/tpscope/sim"
+	"github.com/tpscope/tpscope/topology"
+	"github.com/tpscope/tpscope/traces"
+	"github.com/tpscope/tpscope/traces/schema"
+)
+
+// sizeResidualNotePct: a size range whose median residual after the fit
+// exceeds this is worth a note (assumption: beyond run-to-run noise of a
+// kernel's median, ~1-2 %, with margin).
+const sizeResidualNotePct = 5
+
+// fitCompute fits the device's floors, its compute families and (from
+// eager runs) the host launch cost, and returns base with them applied.
+//
+// The floor first: ops the prior prices at the minimum kernel time say
+// what the floor is, and the families are then fitted on top of the
+// fitted floor (a floor left at its prior would push the memory or
+// compute efficiency of a family's small kernels down to explain their
+// time, and mis-price its large ones).
+func fitCompute(base *topology.Topology, smp *samples, fo sim.FitOptions, prov string, c *Calibration) (*topology.Topology, error) {
+	comp := smp.compute
+	c.Device.MinKernelUs, c.Device.MinKernelUsByKind = fitMinKernel(comp, &c.Notes)
+	if len(smp.eager) > 0 && c.Device.MinKernelUsByKind != nil {
+		// Eager: a kernel's measured interval also holds the host's delay
+		// between its start event and its launch, longest for the kinds
+		// with the slowest launch path (cuBLAS); per-kind floors would
+		// count that host time twice (once in launch_eager_us). Graph runs
+		// measure device time only.
+		c.Device.MinKernelUsByKind = nil
+		c.Notes = append(c.Notes, "eager run: one device-wide min_kernel_us (per-kind floors are fitted from CUDA-graph runs only)")
+	}
+	for i := range comp {
+		if f, ok := c.Device.MinKernelUsByKind[string(comp[i].Family.Kind)]; ok {
+			comp[i].Cost.MinKernelUs = f
+		} else if c.Device.MinKernelUs > 0 {
+			comp[i].Cost.MinKernelUs = c.Device.MinKernelUs
+		}
+	}
+	if len(comp) > 0 {
+		var err error
+		if c.Families, err = sim.FitCompute(comp, fo); err != nil {
+			return nil, fmt.Errorf("calibrate: %w", err)
+		}
+		for _, f := range c.Families {
+			for _, sz := range f.Sizes {
+				if sz.Samples >= 5 && math.Abs(sz.MedianErrPct) > sizeResidualNotePct {
+					c.Notes = append(c.Notes, fmt.Sprintf("%s ops of %g-%g us (%d samples): the fitted efficiency is off by %+.1f %% (median); one efficiency per family cannot follow size", f.Family, sz.LoUs, sz.HiUs, sz.Samples, sz.MedianErrPct))
+				}
+			}
+		}
+	} else {
+		c.Notes = append(c.Notes, "no compute op measured: efficiencies keep their priors")
+	}
+	if len(smp.eager) > 0 {
+		c.Device.LaunchEagerUs = fitLaunchEager(smp.eager, &c.Notes)
+	} else {
+		c.Notes = append(c.Notes, "CUDA-graph run: host launch cost per kernel not fitted")
+	}
+	out, err := sim.ApplyComputeFit(base, c.Families, c.Device, prov)
+	if err != nil {
+		return nil, fmt.Errorf("calibrate: %w", err)
+	}
+	return out, nil
+}
+
+// fitLaunchEager estimates the host launch cost per kernel from the op
+// spans' schema.AttrHostLaunchUs on even steps (median) of eager traces (under CUDA
+// graphs the host launches the graph, not the kernels); 0 (the prior
+// stands) when fewer than 10 spans carry it.
+func fitLaunchEager(trs [][]traces.Span, notes *[]string) float64 {
+	var v []float64
+	for _, tr := range trs {
+		for i := range tr {
+			s := &tr[i]
+			if s.OpID == "" || !even(s.Step) {
+				continue
+			}
+			if x, ok := s.Attr(string(schema.AttrHostLaunchUs)); ok {
+				if f, ok := x.Number(); ok && f > 0 && !math.IsInf(f, 0) {
+					v = append(v, f)
+				}
+			}
+		}
+	}
+	if len(v) < 10 {
+		*notes = append(*notes, fmt.Sprintf("%d spans carry %s (need 10): launch_eager_us keeps its prior", len(v), schema.AttrHostLaunchUs))
+		return 0
+	}
+	sort.Float64s(v)
+	return stats.Quantile(v, 0.5)
+}
+
+// fitMinKernel estimates the shortest kernel time as the median measured
+// time (less the graph overhead) of the ops the prior prices at the floor
+// (Bound latency); at least 10 such ops are needed.
+func fitMinKernel(comp []sim.ComputeSample, notes *[]string) (float64, map[string]float64) {
+	var all []float64
+	byKind := map[string][]float64{}
+	for i := range comp {
+		if c := &comp[i]; c.Cost.Bound == sim.BoundLatency {
+			v := c.MeasuredUs - c.OverheadUs
+			all = append(all, v)
+			byKind[string(c.Family.Kind)] = append(byKind[string(c.Family.Kind)], v)
+		}
+	}
+	if len(all) < minFloorSamples {
+		*notes = append(*notes, fmt.Sprintf("%d ops priced at the minimum kernel time (need %d): min_kernel_us keeps its prior", len(all), minFloorSamples))
+		return 0, nil
+	}
+	device := positiveMedian(all)
+	kinds := map[string]float64{}
+	for k, v := range byKind {
+		if len(v) < minFloorSamples {
+			continue
+		}
+		if m := positiveMedian(v); m > 0 {
+			kinds[k] = m
+		}
+	}
+	if len(kinds) == 0 {
+		kinds = nil
+	}
+	return device, kinds
+}
+
+// minFloorSamples: how many floor-priced ops a kind needs before its own
+// floor is fitted (fewer: the device-wide median stands for it).
+const minFloorSamples = 10
+
+// positiveMedian is the median of v, 0 when it is not positive (overhead
+// larger than the measured time: nothing to fit).
+func positiveMedian(v []float64) float64 {
+	sort.Float64s(v)
+	if m := stats.Quantile(v, 0.5); m > 0 {
+		return m
+	}
+	return 0
+}

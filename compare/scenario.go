@@ -1,0 +1,149 @@
+package compare
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+
+	"github.com/tpscope/tpscope/model"
+	"github.com/tpscope/tpscope/sim"
+	"github.com/tpscope/tpscope/topology"
+	"github.com/tpscope/tpscope/traces"
+	"github.com/tpscope/tpscope/traces/schema"
+)
+
+// Scenarios says which scenario each trace is predicted with. A trace's
+// step root records its scenario: the whole value as JSON
+// (schema.AttrScenario, read with sim.DecodeScenario), or, in traces
+// recorded before that attribute existed, the short attributes (model,
+// topology, plan, workload, option names), read with their codecs. The
+// root's schema.AttrGraphs says whether the measured steps replayed CUDA
+// graphs, and decides the prediction's CUDAGraphs.
+type Scenarios struct {
+	// Default is the scenario of traces that record none (profiler
+	// traces of a serving engine), built from the caller's flags; nil
+	// means such traces take their source's only recorded scenario, or
+	// are left out and reported.
+	Default *sim.Scenario
+	// Override changes every recorded scenario before it is predicted
+	// (the flags a user set); nil predicts them as recorded.
+	Override func(*sim.Scenario) error
+	// Topology, when not nil, replaces the recorded box (a calibrated
+	// topology the caller resolved).
+	Topology *topology.Topology
+}
+
+// resolve turns a recorded scenario into the one to predict; unknown lists
+// option names of an older trace that sim does not model.
+func (s *Scenarios) resolve(rec *traces.Scenario) (sc sim.Scenario, unknown []string, err error) {
+	if rec.JSON != "" {
+		if sc, err = sim.DecodeScenario([]byte(rec.JSON), s.Topology); err != nil {
+			return sc, nil, err
+		}
+	} else if sc, unknown, err = s.legacy(rec); err != nil {
+		return sc, nil, err
+	}
+	if rec.Graphs != "" {
+		sc.Options.CUDAGraphs = rec.Graphs == "true"
+	}
+	if s.Override != nil {
+		if err := s.Override(&sc); err != nil {
+			return sc, nil, err
+		}
+	}
+	if err := checkBackend(rec.Backend, sc.Topo); err != nil {
+		return sc, nil, err
+	}
+	return sc, unknown, nil
+}
+
+// legacy reads a scenario from the short step-root attributes.
+func (s *Scenarios) legacy(rec *traces.Scenario) (sim.Scenario, []string, error) {
+	var sc sim.Scenario
+	missing := func(k string, flag string) error {
+		return fmt.Errorf("the trace's step span lacks %s: pass %s", k, flag)
+	}
+	if rec.Model == "" {
+		return sc, nil, missing(string(schema.AttrModel), "--model")
+	}
+	a, err := model.Resolve(rec.Model)
+	if err != nil {
+		return sc, nil, fmt.Errorf("recorded model %q: %w", rec.Model, err)
+	}
+	if rec.Plan == "" {
+		return sc, nil, missing(string(schema.AttrPlan), "--tp/--dp/--ep/--dcp")
+	}
+	p, err := model.ParsePlan(rec.Plan)
+	if err != nil {
+		return sc, nil, fmt.Errorf("recorded %w", err)
+	}
+	if err := p.Validate(a); err != nil {
+		return sc, nil, fmt.Errorf("recorded plan %q: %w", rec.Plan, err)
+	}
+	if rec.Workload == "" {
+		return sc, nil, missing(string(schema.AttrWorkload), "--phase/--batch/--context")
+	}
+	w, err := model.ParseWorkload(rec.Workload)
+	if err != nil {
+		return sc, nil, fmt.Errorf("recorded %w", err)
+	}
+	o, unknown, err := sim.ParseNames(traces.OptionNames(rec.Options))
+	if err != nil {
+		return sc, nil, fmt.Errorf("recorded options %q: %w", rec.Options, err)
+	}
+	sc = sim.Scenario{Arch: a, Plan: p, Workload: w, Options: o, Topo: s.Topology}
+	if sc.Topo == nil {
+		if sc.TopoRef, err = topology.NewRef(rec.Topology, 0); err != nil {
+			return sc, nil, err
+		}
+		if sc.Topo, err = sc.TopoRef.Resolve(); err != nil {
+			return sc, nil, fmt.Errorf("recorded topology %q: %w (pass --topo)", rec.Topology, err)
+		}
+	}
+	return sc, unknown, nil
+}
+
+// checkBackend refuses a CPU run priced on a GPU box and a GPU run priced
+// on a CPU calibration: either would be priced silently wrong.
+func checkBackend(backend string, t *topology.Topology) error {
+	if t == nil || len(t.Devices) == 0 {
+		return nil
+	}
+	cpuBox := t.Devices[0].Arch == "cpu"
+	switch {
+	case backend == "cpu" && !cpuBox:
+		return fmt.Errorf("a CPU run (%s cpu) compared against the GPU box %s: pass --topo with the JSON 'tpscope calibrate --backend cpu' wrote", schema.AttrBackend, t.Name)
+	case backend != "" && backend != "cpu" && cpuBox:
+		return fmt.Errorf("a %s run compared against the CPU calibration %s: pass --topo with the GPU box", backend, t.Name)
+	}
+	return nil
+}
+
+// scenarioKey is the scenario's encoding: two traces of one scenario share
+// it.
+func scenarioKey(sc sim.Scenario) string {
+	b, err := sc.MarshalJSON()
+	if err != nil {
+		return sc.String()
+	}
+	return string(b)
+}
+
+// baseKey is scenarioKey without the options: two scenarios with one base
+// key differ only by run-time options.
+func baseKey(sc sim.Scenario) string {
+	sc.Options = sim.Options{}
+	return scenarioKey(sc)
+}
+
+// errNoScenario: a trace without a step root and no scenario to give it.
+var errNoScenario = errors.New("trace without a step root span and no scenario given (pass --model, --tp, --batch, ... or record the trace with tpscope run)")
+
+// runBatchIssue says when the schedule rebuilt for a trace does not run
+// the batch the trace recorded (capture sizes changed since, say).
+func runBatchIssue(sc *sim.Scenario, s *model.Schedule) string {
+	if sc.RunBatch > 0 && s.Workload.Batch != sc.RunBatch {
+		return "the trace ran batch " + strconv.Itoa(sc.RunBatch) + "; the scenario now builds batch " + strconv.Itoa(s.Workload.Batch)
+	}
+	return ""
+}

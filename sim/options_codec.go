@@ -1,0 +1,227 @@
+package sim
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// The text codec of Options: one table (optionFields) gives every field its
+// name, the same word as the command-line flag that sets it
+// ("nccl-proto=LL", "cuda-graphs"), how to read and write its value, and
+// its help line. Names renders the non-default fields, ParseNames reads them
+// back, the CLI registers its flags from OptionFields, and the span
+// attribute tpscope.options carries the names; NCCLOptions.Env is the
+// same NCCL fields in NCCL's spelling. The JSON form is the struct tags.
+
+// OptionKind is the value type of an option field.
+type OptionKind string
+
+const (
+	OptionBool   OptionKind = "bool"
+	OptionString OptionKind = "string"
+	OptionFloat  OptionKind = "float"
+	OptionInts   OptionKind = "ints" // a list of positive integers, '+'-separated in names
+)
+
+// OptionField is one field of Options in the text codec.
+type OptionField struct {
+	Name string     // flag and option name, e.g. "nccl-proto"
+	Kind OptionKind // value type
+	Help string     // one line for --help
+	// Env is the NCCL variable the field sets ("" when none).
+	Env string
+	// Get renders the field's value ("" for the zero value); Set parses a
+	// value into the field, erroring with what is accepted.
+	Get func(o *Options) string
+	Set func(o *Options, v string) error
+}
+
+// OptionFields lists the fields of Options in the text codec, in a fixed
+// order.
+func OptionFields() []OptionField { return slices.Clone(optionFields) }
+
+var optionFields = []OptionField{
+	{Name: "cuda-graphs", Kind: OptionBool, Help: "replay decode steps as captured CUDA graphs, the batch padded to the capture sizes (vLLM's default; false = --enforce-eager)",
+		Get: func(o *Options) string { return boolText(o.CUDAGraphs) },
+		Set: func(o *Options, v string) (err error) { o.CUDAGraphs, err = parseBool(v); return }},
+	{Name: "graph-sizes", Kind: OptionInts, Help: "CUDA-graph capture sizes in tokens, increasing (default: vLLM's 1, 2, 4, 8..512)",
+		Get: func(o *Options) string { return intsText(o.GraphSizes) },
+		Set: func(o *Options, v string) (err error) { o.GraphSizes, err = parseInts(v); return }},
+	{Name: "nccl-proto", Kind: OptionString, Env: "NCCL_PROTO", Help: "NCCL_PROTO: LL, LL128, Simple, a comma list or ^exclusions (default: NCCL's choice)",
+		Get: func(o *Options) string { return o.NCCL.Proto },
+		Set: func(o *Options, v string) error { o.NCCL.Proto = v; return nil }},
+	{Name: "nccl-algo", Kind: OptionString, Env: "NCCL_ALGO", Help: "NCCL_ALGO: Ring, Tree, a comma list or ^exclusions (default: NCCL's choice)",
+		Get: func(o *Options) string { return o.NCCL.Algo },
+		Set: func(o *Options, v string) error { o.NCCL.Algo = v; return nil }},
+	{Name: "p2p-level", Kind: OptionString, Env: "NCCL_P2P_LEVEL", Help: "NCCL_P2P_LEVEL: LOC, NVL, NVB, PIX, PXB, PXN, PHB, SYS (default: NCCL's PXB)",
+		Get: func(o *Options) string { return o.NCCL.P2PLevel },
+		Set: func(o *Options, v string) error { o.NCCL.P2PLevel = v; return nil }},
+	{Name: "p2p-disable", Kind: OptionBool, Env: "NCCL_P2P_DISABLE", Help: "NCCL_P2P_DISABLE=1: every GPU-to-GPU hop through host memory",
+		Get: func(o *Options) string { return boolText(o.NCCL.P2PDisable) },
+		Set: func(o *Options, v string) (err error) { o.NCCL.P2PDisable, err = parseBool(v); return }},
+	{Name: "custom-ar", Kind: OptionString, Help: "TP all-reduce: auto (vLLM's rule), off (NCCL), oneshot, twoshot",
+		Get: func(o *Options) string { return string(o.CustomAR) },
+		Set: func(o *Options, v string) (err error) { o.CustomAR, err = ParseCustomAR(v); return }},
+	{Name: "ar-norm-fusion", Kind: OptionBool, Help: "fuse each all-reduce with the RMSNorm after it",
+		Get: func(o *Options) string { return boolText(o.ARNormFusion) },
+		Set: func(o *Options, v string) (err error) { o.ARNormFusion, err = parseBool(v); return }},
+	{Name: "overlap", Kind: OptionBool, Help: "run collectives on a second stream, overlapping independent compute",
+		Get: func(o *Options) string { return boolText(o.Overlap) },
+		Set: func(o *Options, v string) (err error) { o.Overlap, err = parseBool(v); return }},
+	{Name: "mtp-accept", Kind: OptionFloat, Help: "probability that one MTP speculative token is accepted (0..1)",
+		Get: func(o *Options) string { return floatText(o.MTPAcceptRate) },
+		Set: func(o *Options, v string) (err error) { o.MTPAcceptRate, err = parseFloat(v); return }},
+	{Name: "gpu-mem-util", Kind: OptionFloat, Help: "vLLM's gpu_memory_utilization (0 = its default 0.9)",
+		Get: func(o *Options) string { return floatText(o.GPUMemUtilization) },
+		Set: func(o *Options, v string) (err error) { o.GPUMemUtilization, err = parseFloat(v); return }},
+	{Name: "attention-backend", Kind: OptionString, Help: "MLA decode kernel: triton_mla or flashmla (default: by compute capability)",
+		Get: func(o *Options) string { return string(o.AttentionBackend) },
+		Set: func(o *Options, v string) error {
+			o.AttentionBackend = AttentionBackend(strings.ToLower(v))
+			return nil
+		}},
+}
+
+// DefaultOptions are what a serving engine and NCCL do by themselves, so
+// that a scenario nobody tuned predicts a stock deployment: vLLM captures
+// decode CUDA graphs (its default; --enforce-eager turns them off), NCCL
+// picks protocol, algorithm and P2P level (PXB), vLLM's custom all-reduce
+// rule, and MTP drafts accepted at DefaultMTPAcceptRate (used only when
+// the workload has speculative tokens).
+func DefaultOptions() Options {
+	return Options{CUDAGraphs: true, MTPAcceptRate: DefaultMTPAcceptRate}
+}
+
+// Names renders the fields of o that differ from zero as sorted option
+// names: "cuda-graphs", "nccl-proto=LL", "mtp-accept=0.85". A bool field
+// set is its bare name. ParseNames reads them back.
+func (o Options) Names() []string {
+	var out []string
+	for _, f := range optionFields {
+		v := f.Get(&o)
+		switch {
+		case v == "":
+		case f.Kind == OptionBool:
+			out = append(out, f.Name)
+		default:
+			out = append(out, f.Name+"="+v)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// String is the names joined by spaces, "none" for the zero value.
+func (o Options) String() string {
+	n := o.Names()
+	if len(n) == 0 {
+		return "none"
+	}
+	return strings.Join(n, " ")
+}
+
+// ParseNames reads option names into Options (fields not named keep their
+// zero value). Besides Names' spelling it accepts NCCL's (NCCL_PROTO=LL,
+// NCCL_P2P_DISABLE=1), underscores for dashes, a bare bool name or
+// name=true|false, and case-insensitive names. Names it does not know come
+// back in unknown; a known name with a bad value, or options that fail
+// Validate, are an error naming the option.
+func ParseNames(names []string) (o Options, unknown []string, err error) {
+	for _, n := range names {
+		n = strings.TrimSpace(n)
+		if n == "" || strings.EqualFold(n, "none") || strings.EqualFold(n, "eager") {
+			continue
+		}
+		key, val, hasVal := strings.Cut(n, "=")
+		f, ok := lookupOption(key)
+		if !ok {
+			unknown = append(unknown, n)
+			continue
+		}
+		if f.Kind == OptionBool && !hasVal {
+			val = "true"
+		}
+		if f.Env == "NCCL_P2P_DISABLE" && val == "0" {
+			val = "false"
+		}
+		if err := f.Set(&o, val); err != nil {
+			return o, unknown, fmt.Errorf("option %q: %w", n, err)
+		}
+	}
+	if err := o.Validate(); err != nil {
+		return o, unknown, err
+	}
+	return o, unknown, nil
+}
+
+// lookupOption finds a field by its name, its NCCL variable or the
+// underscore spelling of either, ignoring case.
+func lookupOption(key string) (OptionField, bool) {
+	k := strings.ReplaceAll(strings.ToLower(strings.TrimSpace(key)), "_", "-")
+	for _, f := range optionFields {
+		if k == f.Name || (f.Env != "" && k == strings.ReplaceAll(strings.ToLower(f.Env), "_", "-")) {
+			return f, true
+		}
+	}
+	switch k { // spellings older traces wrote
+	case "graphs", "cuda-graph":
+		return lookupOption("cuda-graphs")
+	case "mtp-accept-rate":
+		return lookupOption("mtp-accept")
+	case "gpu-mem-utilization", "gpu-memory-utilization":
+		return lookupOption("gpu-mem-util")
+	}
+	return OptionField{}, false
+}
+
+func boolText(b bool) string {
+	if b {
+		return "true"
+	}
+	return ""
+}
+
+func parseBool(v string) (bool, error) {
+	b, err := strconv.ParseBool(strings.TrimSpace(v))
+	if err != nil {
+		return false, fmt.Errorf("%q: want true or false", v)
+	}
+	return b, nil
+}
+
+func floatText(f float64) string {
+	if f == 0 {
+		return ""
+	}
+	return strconv.FormatFloat(f, 'g', -1, 64)
+}
+
+func parseFloat(v string) (float64, error) {
+	f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+	if err != nil {
+		return 0, fmt.Errorf("%q: want a number", v)
+	}
+	return f, nil
+}
+
+func intsText(v []int) string {
+	s := make([]string, len(v))
+	for i, x := range v {
+		s[i] = strconv.Itoa(x)
+	}
+	return strings.Join(s, "+")
+}
+
+func parseInts(v string) ([]int, error) {
+	var out []int
+	for _, p := range strings.FieldsFunc(v, func(r rune) bool { return r == '+' || r == ',' || r == ' ' }) {
+		x, err := strconv.Atoi(p)
+		if err != nil || x < 1 {
+			return nil, fmt.Errorf("%q: want positive integers joined by +", v)
+		}
+		out = append(out, x)
+	}
+	return out, nil
+}

@@ -1,0 +1,117 @@
+package sim
+
+import (
+	"reflect"
+	"strings"
+	"testing"
+)
+
+func TestOptionNames(t *testing.T) {
+	cases := []struct {
+		in      []string
+		want    Options
+		unknown []string
+		err     string
+	}{
+		{nil, Options{}, nil, ""},
+		{[]string{"cuda-graphs", "nccl-proto=LL"}, Options{CUDAGraphs: true, NCCL: NCCLOptions{Proto: "LL"}}, nil, ""},
+		{[]string{"p2p-level=SYS", "ar-norm-fusion", "fp8-kv"}, Options{ARNormFusion: true, NCCL: NCCLOptions{P2PLevel: "SYS"}}, []string{"fp8-kv"}, ""},
+		{[]string{"eager", "NCCL_PROTO=LL128", "NCCL_P2P_DISABLE=1"}, Options{NCCL: NCCLOptions{Proto: "LL128", P2PDisable: true}}, nil, ""},
+		{[]string{"cuda_graphs=false", "graph-sizes=1+2+4", "mtp_accept_rate=0.7"}, Options{GraphSizes: []int{1, 2, 4}, MTPAcceptRate: 0.7}, nil, ""},
+		{[]string{"mtp-accept=2"}, Options{}, nil, "mtp_accept_rate"},
+		{[]string{"custom-ar=threeshot"}, Options{}, nil, "custom-ar"},
+		{[]string{"nccl-proto=LLX"}, Options{}, nil, "nccl.proto"},
+		{[]string{"nccl-algo=Rign"}, Options{}, nil, "nccl.algo"},
+		{[]string{"p2p-level=FOO"}, Options{}, nil, "nccl.p2p_level"},
+		{[]string{"overlap=maybe"}, Options{}, nil, "overlap"},
+	}
+	for _, tc := range cases {
+		t.Run(strings.Join(tc.in, ","), func(t *testing.T) {
+			got, unk, err := ParseNames(tc.in)
+			if tc.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.err) {
+					t.Fatalf("error %v, want one naming %s", err, tc.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(got, tc.want) || !reflect.DeepEqual(unk, tc.unknown) {
+				t.Errorf("ParseNames(%q) = %+v, %v; want %+v, %v", tc.in, got, unk, tc.want, tc.unknown)
+			}
+			back, _, err := ParseNames(got.Names())
+			if err != nil || !reflect.DeepEqual(back, got) {
+				t.Errorf("Names round trip %q: %+v, %v", got.Names(), back, err)
+			}
+		})
+	}
+}
+
+// TestOptionFieldsCoverOptions: every field of Options has exactly one
+// entry in the text codec (a field added without one would be dropped from
+// spans and flags), checked by setting each exported field through
+// reflection and reading it back through Names.
+func TestOptionFieldsCoverOptions(t *testing.T) {
+	typ := reflect.TypeOf(Options{})
+	seen := 0
+	for i := 0; i < typ.NumField(); i++ {
+		f := typ.Field(i)
+		var o Options
+		v := reflect.ValueOf(&o).Elem().Field(i)
+		switch f.Name {
+		case "NCCL":
+			for j := 0; j < v.NumField(); j++ {
+				if v.Type().Field(j).Name == "IgnoreCalibration" {
+					continue // tpscope's own switch, not a run-time option
+				}
+				var n Options
+				setSome(reflect.ValueOf(&n.NCCL).Elem().Field(j))
+				if len(n.Names()) != 1 {
+					t.Errorf("NCCL.%s set: names %q, want one", v.Type().Field(j).Name, n.Names())
+				}
+				seen++
+			}
+			continue
+		}
+		setSome(v)
+		if len(o.Names()) != 1 {
+			t.Errorf("%s set: names %q, want one", f.Name, o.Names())
+		}
+		seen++
+	}
+	if seen != len(optionFields) {
+		t.Errorf("%d settable fields, %d codec entries", seen, len(optionFields))
+	}
+}
+
+func setSome(v reflect.Value) {
+	switch v.Kind() {
+	case reflect.Bool:
+		v.SetBool(true)
+	case reflect.String:
+		v.SetString("LL")
+	case reflect.Float64:
+		v.SetFloat(0.5)
+	case reflect.Slice:
+		v.Set(reflect.ValueOf([]int{1, 2}))
+	}
+}
+
+// FuzzParseNames: any option text gives options or an error, never a
+// panic; what parses renders to names that parse to the same options.
+func FuzzParseNames(f *testing.F) {
+	f.Add("cuda-graphs,nccl-proto=LL")
+	f.Add(`overlap,mtp-accept=0.7,graph-sizes=1+8`)
+	f.Add("custom-ar=,p2p-level=,NCCL_ALGO=^Tree")
+	f.Fuzz(func(t *testing.T, text string) {
+		o, _, err := ParseNames(strings.Split(text, ","))
+		if err != nil {
+			return
+		}
+		back, _, err := ParseNames(o.Names())
+		if err != nil || !reflect.DeepEqual(back, o) {
+			t.Errorf("%q -> %q -> %+v, %v", text, o.Names(), back, err)
+		}
+	})
+}
