@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/tpscope/tpscope/compare"
 	"github.com/tpscope/tpscope/report"
 	"github.com/tpscope/tpscope/report/reporttest"
 	"github.com/tpscope/tpscope/traces"
@@ -202,7 +203,7 @@ func TestReportVerb(t *testing.T) {
 	if err := os.WriteFile(adv, []byte(stdout), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	var cmpRep traces.Report
+	var cmpRep compare.Report
 	if b, _ := os.ReadFile(cmp); json.Unmarshal(b, &cmpRep) != nil || len(cmpRep.Scenarios) != 1 {
 		t.Fatal("compare JSON does not read back to one scenario")
 	}
@@ -263,6 +264,65 @@ func TestReportVerb(t *testing.T) {
 		f := fieldsOf(tl.Ops[pred[len(pred)/2].Op])
 		if f["samples"] != "800 (steps x ranks)" || !strings.HasPrefix(f["error"], "+0.0 %") {
 			t.Errorf("hover fields %v: want 800 samples and +0.0 %% error", f)
+		}
+	})
+
+	t.Run("trace with a scenario flag overriding the recording", func(t *testing.T) {
+		out := filepath.Join(dir, "trace-b64.html")
+		if code, _, stderr := runCLI(t, "report", "--trace", run, "--batch", "64", "-o", out); code != 0 {
+			t.Fatalf("exit %d: %s", code, stderr)
+		}
+		r := reportData(t, out)
+		// The run recorded batch 8; the comparison predicts batch 64.
+		var scen string
+		for _, s := range r.Sections {
+			if s.Title == "Measured against predicted" && len(s.Lines) > 0 {
+				scen = s.Lines[0]
+			}
+		}
+		if !strings.Contains(scen, "decode b64 ctx512") {
+			t.Fatalf("scenario line %q: want the overridden batch 64", scen)
+		}
+		tls := timelines(r)
+		if len(tls) != 1 || len(tls[0].Lanes) != 16 {
+			t.Fatalf("want one timeline of 16 lanes (8 ranks, predicted and measured)")
+		}
+	})
+
+	pred := filepath.Join(dir, "pred.json")
+	code, stdout, stderr = runCLI(t, "predict", "--model", "tiny-mla-moe", "--tp", "4", "--batch", "8", "--output", "json")
+	if code != 0 {
+		t.Fatalf("predict: exit %d: %s", code, stderr)
+	}
+	if err := os.WriteFile(pred, []byte(stdout), 0o644); err != nil {
+		t.Fatal(err)
+	}
+
+	t.Run("saved prediction", func(t *testing.T) {
+		out := filepath.Join(dir, "saved-pred.html")
+		if code, _, stderr := runCLI(t, "report", "--from", pred, "-o", out); code != 0 {
+			t.Fatalf("exit %d: %s", code, stderr)
+		}
+		var p struct {
+			Symmetric bool
+			Ops       []json.RawMessage
+		}
+		if err := json.Unmarshal([]byte(stdout), &p); err != nil || !p.Symmetric {
+			t.Fatalf("predict JSON: %v (symmetric %v); want a symmetric TP 4 prediction", err, p.Symmetric)
+		}
+		tls := timelines(reportData(t, out))
+		// TP 4: rank 0's ops drawn on each of 4 predicted lanes; the
+		// saved JSON has no schedule, so no collective is linked.
+		if len(tls) != 1 || len(tls[0].Lanes) != 4 {
+			t.Fatalf("want one timeline of 4 predicted lanes, got %d timelines", len(tls))
+		}
+		for _, l := range tls[0].Lanes {
+			if l.Measured || len(l.Boxes) != len(p.Ops) {
+				t.Errorf("lane %q: measured %v, %d boxes; want predicted, %d boxes (the saved ops)", l.Label, l.Measured, len(l.Boxes), len(p.Ops))
+			}
+		}
+		if len(tls[0].Links) != 0 {
+			t.Errorf("%d links drawn from a prediction without its schedule", len(tls[0].Links))
 		}
 	})
 
@@ -337,8 +397,9 @@ func TestReportVerb(t *testing.T) {
 	}
 	checkUsageErrors(t, []usageCase{
 		{"no output", []string{"report", "--trace", run}, "pass -o FILE.html"},
-		{"predict flag with trace", []string{"report", "--trace", run, "--tp", "4", "-o", filepath.Join(dir, "x.html")}, "--tp: with --trace the traces record the scenario"},
-		{"plan without trace", []string{"report", "--plan", "tp8", "-o", filepath.Join(dir, "x.html")}, "--plan applies with --trace"},
+		{"bad scenario flag with trace", []string{"report", "--trace", run, "--batch", "0", "-o", filepath.Join(dir, "x.html")}, "--batch"},
+		{"saved prediction and scenario flags", []string{"report", "--from", pred, "--tp", "2", "-o", filepath.Join(dir, "x.html")}, "a report shows one"},
+		{"two saved predictions", []string{"report", "--from", pred, "--from", pred, "-o", filepath.Join(dir, "x.html")}, "a second prediction"},
 		{"missing saved file", []string{"report", "--from", filepath.Join(dir, "nope.json"), "-o", filepath.Join(dir, "x.html")}, "nope.json"},
 		{"saved file not JSON", []string{"report", "--from", run + "x", "-o", filepath.Join(dir, "x.html")}, "--from"},
 		{"saved compare and trace", []string{"report", "--from", cmp, "--trace", run, "-o", filepath.Join(dir, "x.html")}, "pass one"},

@@ -1,9 +1,9 @@
 // Package build turns tpscope's results into the plain data of a
 // report.Report: a prediction (sim.Prediction and its schedule), a
-// comparison of traces with their predictions (traces.Report with the
-// traces it was made from) and advice (sim.Advice). It is the one place that
-// knows both the result types and the report's data, so the renderer
-// (package report) imports neither sim nor traces.
+// comparison of traces with their predictions (compare.Report, whose
+// scenarios keep their traces' spans in memory) and advice (sim.Advice).
+// It is the one place that knows both the result types and the report's
+// data, so the renderer (package report) imports neither sim nor compare.
 //
 // What it derives, and how:
 //   - Predicted lanes: every op of a rank at its simulated StartUs with its
@@ -11,7 +11,8 @@
 //     (Prediction.Symmetric), so its boxes are repeated per rank. Ops on
 //     Prediction.CriticalPath are marked on the lane of their rank.
 //     Collectives are linked across the lanes of their schedule group.
-//   - Measured lanes: one step of the traces drawn as recorded: the (trace,
+//   - Measured lanes: one step of the scenario's traces (the spans compare
+//     aligned, ScenarioReport.TraceSpans) drawn as recorded: the (trace,
 //     step) whose extent (first op span start to last op span end, longest
 //     rank) is nearest the measured median step; times from that step's
 //     earliest op span. Ops the backend skipped (tpscope.skipped) are drawn
@@ -21,7 +22,7 @@
 //     samples over every step and rank, error).
 //   - Per-layer bars: predicted = the sum of a layer's ops (rank 0);
 //     measured = median (p10-p90) over (step, rank) of the sum of that
-//     layer's samples, the way traces.Compare totals kinds.
+//     layer's samples, the way compare.Compare totals kinds.
 //
 // Times are microseconds.
 package build
@@ -32,11 +33,10 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/tpscope/tpscope/compare"
 	"github.com/tpscope/tpscope/model"
 	"github.com/tpscope/tpscope/report"
 	"github.com/tpscope/tpscope/sim"
-	"github.com/tpscope/tpscope/topology"
-	"github.com/tpscope/tpscope/traces"
 )
 
 // Input is what a report is built from; any combination of the three
@@ -45,21 +45,17 @@ type Input struct {
 	// Title replaces the generated title when not empty.
 	Title string
 
-	// Prediction and its Schedule (sim.Predictor.PredictScenarioSchedule):
-	// a scenario predicted without traces. Schedule may be nil (then no
-	// collective is linked across ranks).
+	// Prediction and its Schedule (sim.Predict): a scenario predicted
+	// without traces. Schedule may be nil (then no collective is linked
+	// across ranks).
 	Prediction *sim.Prediction
 	Schedule   *model.Schedule
 
-	// Comparison is traces.Compare's result; Traces the results it was
-	// made from (their spans become the measured lanes) and Override the
-	// CompareOptions.Override it was made with (to find each scenario's
-	// traces as Compare did). A comparison read back from JSON has no
-	// in-memory prediction: its scenarios get bars and tables, no
-	// timeline.
-	Comparison *traces.Report
-	Traces     []*traces.Result
-	Override   traces.ScenarioSpec
+	// Comparison is compare.Compare's result: each scenario's
+	// TraceSpans become its measured lanes. A comparison read back from
+	// JSON has no in-memory prediction or spans: its scenarios get bars
+	// and tables, no timeline.
+	Comparison *compare.Report
 
 	// Advice is sim.Advise's result.
 	Advice *sim.Advice
@@ -88,16 +84,9 @@ func Build(in Input) (*report.Report, error) {
 	if c := in.Comparison; c != nil {
 		for i := range c.Scenarios {
 			sr := &c.Scenarios[i]
-			box := sr.Spec.Topology
-			if box == "" {
-				box = topology.DefaultPreset
-			}
-			titles = append(titles, fmt.Sprintf("%s %s on %s, %s", sr.Spec.Model, sr.Spec.Plan, box, sr.Spec.Workload))
-			secs, err := comparisonSections(sr, i, len(c.Scenarios), in)
-			if err != nil {
-				return nil, err
-			}
-			r.Sections = append(r.Sections, secs...)
+			sc := &sr.Scenario
+			titles = append(titles, fmt.Sprintf("%s %s on %s, %s", modelName(sc), sc.Plan.Normalized(), boxName(sc), sc.Workload.Normalized()))
+			r.Sections = append(r.Sections, comparisonSections(sr, i, len(c.Scenarios), in.MaxOpRows)...)
 		}
 		r.Sections = append(r.Sections, comparisonTail(c)...)
 	}
@@ -169,6 +158,9 @@ func predictionSections(pr *sim.Prediction, sched *model.Schedule, maxRows int) 
 		lines = append(lines, "caveat: "+c)
 	}
 	tl := newTimeline(pr, sched, nil, nil, nil)
+	if sched == nil {
+		tl.lines = append(tl.lines, "a saved prediction holds no schedule: collectives are not linked across ranks")
+	}
 	secs := []report.Section{
 		{Title: "Predicted step", Lines: lines},
 		{Title: "Timeline: one step per rank", Lines: tl.lines, Timeline: tl.t},
@@ -217,14 +209,14 @@ func criticalPathLine(pr *sim.Prediction) string {
 }
 
 // comparisonSections: one scenario's summary, timeline, bars and tables.
-func comparisonSections(sr *traces.ScenarioReport, i, n int, in Input) ([]report.Section, error) {
+func comparisonSections(sr *compare.ScenarioReport, i, n, maxRows int) []report.Section {
 	title := "Measured against predicted"
 	if n > 1 {
 		title = fmt.Sprintf("Scenario %d of %d", i+1, n)
 	}
 	st := sr.Step
 	lines := []string{
-		sr.Spec.String(),
+		sr.Scenario.String(),
 		fmt.Sprintf("aligned by %s: %d of %d op spans matched; %d traces, %d steps x %d ranks", sr.Mode, sr.Matched, sr.Spans, sr.Traces, sr.Steps, sr.Ranks),
 		fmt.Sprintf("step: predicted %.1f us, measured median %.1f us (p10-p90 %.1f-%.1f us over %d steps), error %+.1f %%", st.PredictedUs, st.MedianUs, st.P10Us, st.P90Us, st.N, st.ErrPct),
 	}
@@ -233,10 +225,7 @@ func comparisonSections(sr *traces.ScenarioReport, i, n int, in Input) ([]report
 	}
 	secs := []report.Section{{Title: title, Lines: lines}}
 	if sr.Prediction != nil {
-		ms, err := pickStep(sr, in.Traces, in.Override)
-		if err != nil {
-			return nil, err
-		}
+		ms := pickStep(sr)
 		tl := newTimeline(sr.Prediction, sr.Schedule, sr.Alignment, sr.Ops, ms)
 		tlLines := append([]string{criticalPathLine(sr.Prediction)}, tl.lines...)
 		secs = append(secs, report.Section{Title: "Timeline: predicted above measured, one step per rank", Lines: tlLines, Timeline: tl.t})
@@ -262,7 +251,7 @@ func comparisonSections(sr *traces.ScenarioReport, i, n int, in Input) ([]report
 	t := &report.Table{Columns: []report.Column{{Name: "op"}, {Name: "kind"}, {Name: "layer", Numeric: true}, {Name: "bound"},
 		{Name: "predicted us", Numeric: true}, {Name: "measured median us", Numeric: true}, {Name: "p10-p90 us"}, {Name: "n", Numeric: true}, {Name: "error", Numeric: true}}}
 	for j, o := range sr.Ops {
-		if j >= in.MaxOpRows {
+		if j >= maxRows {
 			break
 		}
 		t.Rows = append(t.Rows, report.Row{Cells: []string{o.Key, string(o.Kind), layerCell(o.Layer), o.Bound, fmt.Sprintf("%.1f", o.PredictedUs),
@@ -274,15 +263,20 @@ func comparisonSections(sr *traces.ScenarioReport, i, n int, in Input) ([]report
 	if it := issuesTable(sr.Issues); it != nil {
 		secs = append(secs, report.Section{Title: "Left out or approximated", Table: it})
 	}
-	return secs, nil
+	return secs
 }
 
 // comparisonTail: gains between scenarios, sources, issues of no scenario.
-func comparisonTail(c *traces.Report) []report.Section {
+func comparisonTail(c *compare.Report) []report.Section {
 	var secs []report.Section
 	if len(c.Gains) > 0 {
-		t := &report.Table{Columns: []report.Column{{Name: "scenario"}, {Name: "baseline"}, {Name: "options"}, {Name: "predicted gain", Numeric: true},
-			{Name: "measured gain", Numeric: true}, {Name: "model error", Numeric: true}, {Name: "verdict"}}}
+		// Gains as sim.Gain defines them: step = (base - step) / base;
+		// tokens/s, which the verdict tests, differs when the option
+		// changes the tokens a step yields (MTP).
+		t := &report.Table{Columns: []report.Column{{Name: "scenario"}, {Name: "baseline"}, {Name: "options"},
+			{Name: "predicted step gain", Numeric: true}, {Name: "measured step gain", Numeric: true},
+			{Name: "predicted tok/s gain", Numeric: true}, {Name: "measured tok/s gain", Numeric: true},
+			{Name: "model error", Numeric: true}, {Name: "verdict"}}}
 		for _, g := range c.Gains {
 			tone := ""
 			switch {
@@ -295,8 +289,10 @@ func comparisonTail(c *traces.Report) []report.Section {
 			if base == "" {
 				base = "none"
 			}
-			t.Rows = append(t.Rows, report.Row{Cells: []string{g.Scenario, base, g.Options, fmt.Sprintf("%+.1f %%", g.PredictedGainPct),
-				fmt.Sprintf("%+.1f %%", g.MeasuredGainPct), fmt.Sprintf("%+.1f %%", g.ModelErrPct), g.Verdict}, Tone: tone})
+			t.Rows = append(t.Rows, report.Row{Cells: []string{g.Scenario, base, g.Options,
+				fmt.Sprintf("%+.1f %%", g.Predicted.StepPct), fmt.Sprintf("%+.1f %%", g.Measured.StepPct),
+				fmt.Sprintf("%+.1f %%", g.Predicted.TokensPerSPct), fmt.Sprintf("%+.1f %%", g.Measured.TokensPerSPct),
+				fmt.Sprintf("%+.1f %%", g.ModelErrPct), g.Verdict}, Tone: tone})
 		}
 		secs = append(secs, report.Section{Title: "Optimizations: predicted and measured gain", Table: t})
 	}
@@ -313,7 +309,7 @@ func comparisonTail(c *traces.Report) []report.Section {
 	return secs
 }
 
-func issuesTable(is []traces.Issue) *report.Table {
+func issuesTable(is []compare.Issue) *report.Table {
 	if len(is) == 0 {
 		return nil
 	}
@@ -324,7 +320,7 @@ func issuesTable(is []traces.Issue) *report.Table {
 	return t
 }
 
-func statValue(s traces.Stat) report.BarValue {
+func statValue(s compare.Stat) report.BarValue {
 	if s.N == 0 {
 		return report.BarValue{Missing: true}
 	}
@@ -467,12 +463,41 @@ func paysString(r *sim.AdviceRow) string {
 	return strings.Join(parts, "; ")
 }
 
+// optionsString names the options as sim.Options.Names does, "eager"
+// first when CUDA graphs are off (the stock deployment captures them).
 func optionsString(o sim.Options) string {
-	n := traces.OptionsNames(o)
+	n := o.Names()
 	if !o.CUDAGraphs {
 		n = append([]string{"eager"}, n...)
 	}
+	if len(n) == 0 {
+		return "none"
+	}
 	return strings.Join(n, " ")
+}
+
+// modelName is the scenario's model: the architecture's name, or its
+// reference (a preset name or config path) when it has none.
+func modelName(sc *sim.Scenario) string {
+	switch {
+	case sc.Arch == nil:
+		return "?"
+	case sc.Arch.Name != "":
+		return sc.Arch.Name
+	}
+	return sc.Arch.Ref.String()
+}
+
+// boxName is the scenario's box: its reference (preset or file, GPU
+// subset), or the resolved topology's name.
+func boxName(sc *sim.Scenario) string {
+	if s := sc.TopoRef.String(); s != "" {
+		return s
+	}
+	if sc.Topo != nil {
+		return sc.Topo.Name
+	}
+	return "?"
 }
 
 func gb(b int64) float64 { return float64(b) / 1e9 }

@@ -7,10 +7,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tpscope/tpscope/compare"
 	"github.com/tpscope/tpscope/model"
 	"github.com/tpscope/tpscope/report"
 	"github.com/tpscope/tpscope/sim"
+	"github.com/tpscope/tpscope/topology"
 	"github.com/tpscope/tpscope/traces"
+	"github.com/tpscope/tpscope/traces/schema"
 	"go.opentelemetry.io/otel/trace"
 )
 
@@ -98,21 +101,20 @@ func TestReportTimelineOfPrediction(t *testing.T) {
 //	2     14      42       5        61
 //
 // The median step is 53 us: step 1 is drawn.
-func handComparison() (*traces.ScenarioReport, []*traces.Result) {
+func handComparison() *compare.ScenarioReport {
 	pr, sched := handStep()
 	q := []float64{10, 12, 14}
 	ex := []float64{30, 36, 42}
 	base := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC).UnixNano()
-	res := &traces.Result{Source: "hand.json"}
-	sc := traces.Scenario{Model: "hand", Topology: "box", Plan: "tp2", Workload: "decode b1 ctx1"}
-	al := &traces.Alignment{Mode: traces.AlignByOpID}
+	var trs [][]traces.Span
+	al := &compare.Alignment{Mode: compare.AlignByOpID}
 	for i := range pr.Ops {
-		al.Units = append(al.Units, traces.Unit{Key: pr.Ops[i].ID, Kind: pr.Ops[i].Kind, Layer: pr.Ops[i].Layer, Rank: -1, Ops: []int{i}, PredictedUs: pr.Ops[i].Us, Skipped: i == 1})
+		al.Units = append(al.Units, compare.Unit{Key: pr.Ops[i].ID, Kind: pr.Ops[i].Kind, Layer: pr.Ops[i].Layer, Rank: -1, Ops: []int{i}, PredictedUs: pr.Ops[i].Us, Skipped: i == 1})
 	}
 	for step := 0; step < 3; step++ {
 		var id trace.TraceID
 		id[0] = byte(step + 1)
-		sc.Traces = append(sc.Traces, id)
+		var tr []traces.Span
 		at := base + int64(step)*int64(time.Second)
 		span := func(op int, us float64, skip bool) {
 			s := traces.Span{TraceID: id, Name: pr.Ops[op].ID, OpID: pr.Ops[op].ID, OpKind: string(pr.Ops[op].Kind), Layer: pr.Ops[op].Layer,
@@ -121,31 +123,31 @@ func handComparison() (*traces.ScenarioReport, []*traces.Result) {
 				// A skipped collective's span sits at its host launch, before
 				// the step's first kernel.
 				s.Start, s.Duration = base-int64(time.Millisecond), 0
-				s.Attrs = []traces.Attr{{Key: string(traces.AttrSkipped), Value: traces.BoolValue(true)}}
+				s.Attrs = []traces.Attr{{Key: string(schema.AttrSkipped), Value: traces.BoolValue(true)}}
 			} else {
-				al.Samples = append(al.Samples, traces.Sample{Unit: int32(op), Step: int32(step), Rank: 0, Us: us})
+				al.Samples = append(al.Samples, compare.Sample{Unit: int32(op), Step: int32(step), Rank: 0, Us: us})
 			}
-			res.Spans = append(res.Spans, s)
+			tr = append(tr, s)
 			at += int64(us * 1e3)
 		}
 		span(0, q[step], false)
 		span(1, 0, true)
 		span(2, ex[step], false)
 		span(3, 5, false)
+		trs = append(trs, tr)
 	}
-	res.Scenarios = []traces.Scenario{sc}
-	sr := &traces.ScenarioReport{Spec: traces.SpecOf(&sc), Sources: []string{"hand.json"}, Mode: traces.AlignByOpID, Traces: 3, Steps: 3, Ranks: 1,
-		Step:       traces.Stat{PredictedUs: 35, MedianUs: 53, P10Us: 46.6, P90Us: 59.4, N: 3},
-		Ops:        []traces.OpRow{{Key: "L00.moe.experts", Kind: model.KindMoEGEMM, Layer: 0, Rank: -1, Stat: traces.Stat{PredictedUs: 20, MedianUs: 36, P10Us: 31.2, P90Us: 40.8, N: 3, ErrPct: -44.4}}},
-		Prediction: pr, Schedule: sched, Alignment: al}
-	return sr, []*traces.Result{res}
+	sc := sim.Scenario{Arch: &model.Arch{Name: "hand"}, Plan: pr.Plan, Workload: model.Workload{Phase: model.Decode, Batch: 1, Context: 1}, TopoRef: topology.Ref{Name: "box"}}
+	return &compare.ScenarioReport{Scenario: sc, Sources: []string{"hand.json"}, Mode: compare.AlignByOpID, Traces: 3, Steps: 3, Ranks: 1,
+		Step:       compare.Stat{PredictedUs: 35, MedianUs: 53, P10Us: 46.6, P90Us: 59.4, N: 3},
+		Ops:        []compare.OpRow{{Key: "L00.moe.experts", Kind: model.KindMoEGEMM, Layer: 0, Rank: -1, Stat: compare.Stat{PredictedUs: 20, MedianUs: 36, P10Us: 31.2, P90Us: 40.8, N: 3, ErrPct: -44.4}}},
+		Prediction: pr, Schedule: sched, Alignment: al, TraceSpans: trs}
 }
 
 func TestReportTimelineOfComparison(t *testing.T) {
-	sr, results := handComparison()
-	ms, err := pickStep(sr, results, traces.ScenarioSpec{})
-	if err != nil || ms == nil {
-		t.Fatalf("pickStep: %v, %v", ms, err)
+	sr := handComparison()
+	ms := pickStep(sr)
+	if ms == nil {
+		t.Fatal("pickStep: no step")
 	}
 	if ms.step != 1 || ms.of != 3 || math.Abs(ms.extentUs-53) > 1e-9 {
 		t.Fatalf("drew step %d of %d (extent %v us); want step 1 of 3, extent 53 us", ms.step, ms.of, ms.extentUs)
@@ -206,7 +208,7 @@ func TestReportTimelineOfComparison(t *testing.T) {
 	}
 
 	// The whole report builds and validates.
-	r, err := Build(Input{Comparison: &traces.Report{Scenarios: []traces.ScenarioReport{*sr}}, Traces: results})
+	r, err := Build(Input{Comparison: &compare.Report{Scenarios: []compare.ScenarioReport{*sr}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -215,28 +217,31 @@ func TestReportTimelineOfComparison(t *testing.T) {
 	}
 }
 
-func TestReportPickStepSkipsOtherScenarios(t *testing.T) {
-	sr, results := handComparison()
+// pickStep draws from the traces compare grouped into the scenario and
+// from nothing else.
+func TestReportPickStepOfScenarioTraces(t *testing.T) {
 	cases := []struct {
-		name     string
-		override traces.ScenarioSpec
-		source   string
-		wantNil  bool
+		name    string
+		traces  func([][]traces.Span) [][]traces.Span
+		wantNil bool
+		step    int // the step drawn when not nil
 	}{
-		{"as recorded", traces.ScenarioSpec{}, "hand.json", false},
-		{"another plan overrides the recording", traces.ScenarioSpec{Plan: "tp8"}, "hand.json", true},
-		{"another source", traces.ScenarioSpec{}, "other.json", true},
+		{"all three traces", func(t [][]traces.Span) [][]traces.Span { return t }, false, 1},
+		// Steps 0 (45 us) and 2 (61 us) are 8 us from the 53 us median
+		// each: the earlier one is drawn.
+		{"without the median step", func(t [][]traces.Span) [][]traces.Span { return [][]traces.Span{t[0], t[2]} }, false, 0},
+		{"no traces", func([][]traces.Span) [][]traces.Span { return nil }, true, 0},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			s := *sr
-			s.Sources = []string{c.source}
-			ms, err := pickStep(&s, results, c.override)
-			if err != nil {
-				t.Fatal(err)
-			}
+			s := *handComparison()
+			s.TraceSpans = c.traces(s.TraceSpans)
+			ms := pickStep(&s)
 			if (ms == nil) != c.wantNil {
 				t.Fatalf("pickStep = %+v, want nil: %v", ms, c.wantNil)
+			}
+			if ms != nil && ms.step != c.step {
+				t.Fatalf("drew step %d, want %d", ms.step, c.step)
 			}
 		})
 	}
@@ -252,9 +257,9 @@ func TestReportBuildNeedsInput(t *testing.T) {
 // no layer gets a measured value and the bars are the prediction alone.
 func TestReportLayerBarsUnresolved(t *testing.T) {
 	pr, _ := handStep()
-	al := &traces.Alignment{Mode: traces.AlignByKindOrder,
-		Units:   []traces.Unit{{Key: "step:gemm", Kind: model.KindGEMM, Layer: -1, Rank: -1, Ops: []int{0, 3}, PredictedUs: 15}},
-		Samples: []traces.Sample{{Unit: 0, Step: 0, Us: 20}, {Unit: 0, Step: 1, Us: 22}}}
+	al := &compare.Alignment{Mode: compare.AlignByKindOrder,
+		Units:   []compare.Unit{{Key: "step:gemm", Kind: model.KindGEMM, Layer: -1, Rank: -1, Ops: []int{0, 3}, PredictedUs: 15}},
+		Samples: []compare.Sample{{Unit: 0, Step: 0, Us: 20}, {Unit: 0, Step: 1, Us: 22}}}
 	lb, measured := layerBars(pr, al)
 	if measured || lb == nil || len(lb.Series) != 1 {
 		t.Fatalf("bars %+v, measured %v: want predicted-only bars", lb, measured)

@@ -7,10 +7,13 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/tpscope/tpscope/compare"
+	"github.com/tpscope/tpscope/internal/stats"
 	"github.com/tpscope/tpscope/model"
 	"github.com/tpscope/tpscope/report"
 	"github.com/tpscope/tpscope/sim"
 	"github.com/tpscope/tpscope/traces"
+	"github.com/tpscope/tpscope/traces/schema"
 	"go.opentelemetry.io/otel/trace"
 )
 
@@ -29,32 +32,14 @@ type measuredStep struct {
 	of       int            // (trace, step) pairs the step was chosen among
 }
 
-func isOpSpan(s *traces.Span) bool { return s.OpID != "" || s.Seq >= 0 }
-
 func skipped(s *traces.Span) bool {
-	v, ok := s.Attr(string(traces.AttrSkipped))
+	v, ok := s.Attr(string(schema.AttrSkipped))
 	return ok && v.Type() == traces.TypeBool && v.AsBool()
 }
 
 // ran: a span that took part in the step (a positive duration, a start,
-// not skipped), as traces.Align counts steps.
+// not skipped), as compare.Align counts steps.
 func ran(s *traces.Span) bool { return !skipped(s) && s.Duration > 0 && s.Start > 0 }
-
-// scaled reports a trace of a shrunk schedule (traces.Compare leaves them
-// out; so does the timeline).
-func scaled(tr []traces.Span) bool {
-	for i := range tr {
-		if tr[i].Name == traces.SpanStep && tr[i].IsRoot() {
-			if v, ok := tr[i].Attr(string(traces.AttrScheduleScale)); ok {
-				if f, ok := v.Number(); ok && f > 0 && f != 1 {
-					return true
-				}
-			}
-			return false
-		}
-	}
-	return false
-}
 
 // stepsOf splits one trace's op spans by step, in order of appearance.
 func stepsOf(src string, tr []traces.Span) []*measuredStep {
@@ -62,7 +47,7 @@ func stepsOf(src string, tr []traces.Span) []*measuredStep {
 	byStep := map[int]*measuredStep{}
 	for i := range tr {
 		s := &tr[i]
-		if !isOpSpan(s) || s.Start <= 0 {
+		if !traces.IsOpSpan(s) || s.Start <= 0 {
 			continue
 		}
 		m := byStep[s.Step]
@@ -104,56 +89,27 @@ func stepsOf(src string, tr []traces.Span) []*measuredStep {
 	return out
 }
 
-// pickStep finds the traces of sr (its sources, their recorded scenario
-// with override applied equal to sr's, as traces.Compare groups them) and
-// returns the step whose extent is nearest the measured median step (the
-// earliest such); nil when none has a span.
-func pickStep(sr *traces.ScenarioReport, results []*traces.Result, override traces.ScenarioSpec) (*measuredStep, error) {
-	want := sr.Spec.Key()
-	srcs := map[string]bool{}
-	for _, s := range sr.Sources {
-		srcs[s] = true
-	}
+// pickStep returns the step of sr's traces (the spans compare aligned
+// with its prediction) whose extent is nearest the measured median step,
+// the earliest such; nil when no trace has an op span.
+func pickStep(sr *compare.ScenarioReport) *measuredStep {
+	// A trace keeps no source name: one source names them all, several
+	// are listed.
+	src := strings.Join(sr.Sources, " or ")
 	var best *measuredStep
 	bestD, n := math.Inf(1), 0
-	for _, res := range results {
-		if res == nil || !srcs[res.Source] {
-			continue
-		}
-		keyOf := map[trace.TraceID]string{}
-		for i := range res.Scenarios {
-			k := traces.SpecOf(&res.Scenarios[i]).Override(override).Key()
-			for _, id := range res.Scenarios[i].Traces {
-				keyOf[id] = k
-			}
-		}
-		orphan := ""
-		switch {
-		case override.Model != "":
-			orphan = traces.ScenarioSpec{}.Override(override).Key()
-		case len(res.Scenarios) == 1:
-			orphan = traces.SpecOf(&res.Scenarios[0]).Override(override).Key()
-		}
-		for _, tr := range traces.SplitTraces(res.Spans) {
-			k, ok := keyOf[tr[0].TraceID]
-			if !ok {
-				k = orphan
-			}
-			if k != want || scaled(tr) {
-				continue
-			}
-			for _, m := range stepsOf(res.Source, tr) {
-				n++
-				if d := math.Abs(m.extentUs - sr.Step.MedianUs); d < bestD {
-					best, bestD = m, d
-				}
+	for _, tr := range sr.TraceSpans {
+		for _, m := range stepsOf(src, tr) {
+			n++
+			if d := math.Abs(m.extentUs - sr.Step.MedianUs); d < bestD {
+				best, bestD = m, d
 			}
 		}
 	}
 	if best != nil {
 		best.of = n
 	}
-	return best, nil
+	return best
 }
 
 // built is a timeline and the lines that explain it.
@@ -166,7 +122,7 @@ type built struct {
 // plan's ranks) and, when ms is given, the measured step below each
 // measured rank's predicted lane. al and rows (a comparison's alignment
 // and op rows) add the measured statistics to each op's fields.
-func newTimeline(pr *sim.Prediction, sched *model.Schedule, al *traces.Alignment, rows []traces.OpRow, ms *measuredStep) built {
+func newTimeline(pr *sim.Prediction, sched *model.Schedule, al *compare.Alignment, rows []compare.OpRow, ms *measuredStep) built {
 	world := worldOf(pr, sched)
 	t := &report.Timeline{}
 	var lines []string
@@ -185,15 +141,15 @@ func newTimeline(pr *sim.Prediction, sched *model.Schedule, al *traces.Alignment
 			}
 		}
 	}
-	rowOf := map[string]*traces.OpRow{}
+	rowOf := map[string]*compare.OpRow{}
 	for i := range rows {
 		rowOf[rows[i].Key+"|"+strconv.Itoa(rows[i].Rank)] = &rows[i]
 	}
 	t.Ops = make([]report.Op, len(pr.Ops), len(pr.Ops)+16)
 	for i := range pr.Ops {
 		op := &pr.Ops[i]
-		var u *traces.Unit
-		var row *traces.OpRow
+		var u *compare.Unit
+		var row *compare.OpRow
 		if unitOf[i] >= 0 {
 			u = &al.Units[unitOf[i]]
 			row = rowOf[u.Key+"|"+strconv.Itoa(u.Rank)]
@@ -473,7 +429,7 @@ func extraOp(t *report.Timeline, extra map[string]int, s *traces.Span) int {
 		return i
 	}
 	f := []report.Field{{Name: "measured", Value: why}}
-	if v, ok := s.Attr(string(traces.AttrKernel)); ok && v.AsString() != "" && v.AsString() != id {
+	if v, ok := s.Attr(string(schema.AttrKernel)); ok && v.AsString() != "" && v.AsString() != id {
 		f = append(f, report.Field{Name: "kernel", Value: v.AsString()})
 	}
 	if skipped(s) {
@@ -486,7 +442,7 @@ func extraOp(t *report.Timeline, extra map[string]int, s *traces.Span) int {
 
 // opFields are the hover rows of a predicted op: where it sits, what it
 // costs and why, and, in a comparison, what was measured.
-func opFields(op *sim.OpResult, compared bool, u *traces.Unit, row *traces.OpRow) []report.Field {
+func opFields(op *sim.OpResult, compared bool, u *compare.Unit, row *compare.OpRow) []report.Field {
 	var f []report.Field
 	add := func(name, format string, a ...any) {
 		f = append(f, report.Field{Name: name, Value: fmt.Sprintf(format, a...)})
@@ -590,7 +546,7 @@ func layerLabel(op *sim.OpResult) string {
 // two layers. measured says whether any layer has a measured value (a
 // profiler trace compared per kind and step resolves none; the bars are
 // then the prediction alone).
-func layerBars(pr *sim.Prediction, al *traces.Alignment) (b *report.Bars, measured bool) {
+func layerBars(pr *sim.Prediction, al *compare.Alignment) (b *report.Bars, measured bool) {
 	skip := make([]bool, len(pr.Ops))
 	unitLabel := map[int32]string{}
 	if al != nil {
@@ -670,8 +626,8 @@ func layerBars(pr *sim.Prediction, al *traces.Alignment) (b *report.Bars, measur
 					v = append(v, x)
 				}
 				sort.Float64s(v)
-				med := traces.Quantile(v, 0.5)
-				row.Values = append(row.Values, spread(med, traces.Quantile(v, 0.1), traces.Quantile(v, 0.9)))
+				med := stats.Quantile(v, 0.5)
+				row.Values = append(row.Values, spread(med, stats.Quantile(v, 0.1), stats.Quantile(v, 0.9)))
 				if med > 0 {
 					row.Note = fmt.Sprintf("%+.1f %%", (pred[l]-med)/med*100)
 				}
