@@ -7,7 +7,7 @@ export CGO_CFLAGS ?= -O2 -g -Wno-deprecated-declarations
 JAEGER    := bin/jaeger
 JAEGER_RUN := .jaeger
 
-.PHONY: build run test bench lint fmt clean jaeger jaeger-stop
+.PHONY: build run test bench lint fmt clean jaeger jaeger-stop chromium
 
 build:
 	$(GO) build -o $(BIN) ./cmd/tpscope
@@ -16,8 +16,9 @@ build:
 run: build
 	./$(BIN) advise
 
-# The traces tests run a real Jaeger (traces/jaegertest), so CI builds it first.
-test: $(JAEGER)
+# The traces tests run a real Jaeger (traces/jaegertest), so CI builds it
+# first; the report's tests drive headless Chromium (report/reporttest).
+test: $(JAEGER) chromium
 	$(GO) test -count=1 -timeout 15m ./...
 
 bench:
@@ -60,6 +61,20 @@ jaeger-stop:
 		if kill -0 $$pid 2>/dev/null; then kill -9 $$pid; fi; echo "jaeger (pid $$pid) stopped"; \
 	else echo "jaeger (pid $$pid) was not running"; fi; \
 	rm -f $(JAEGER_RUN)/jaeger.pid
+
+# Headless Chromium for the report's browser tests: Debian's package,
+# installed with apt-get where no browser is found (as root, or through
+# passwordless sudo). Where it cannot be installed the tests skip and say why.
+chromium:
+	@if [ -n "$$TPSCOPE_CHROMIUM" ] || command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 || command -v google-chrome >/dev/null 2>&1; then exit 0; fi; \
+	if ! command -v apt-get >/dev/null 2>&1; then echo "chromium: not installed and no apt-get here: the report's browser tests will skip"; exit 0; fi; \
+	sudo=""; if [ "$$(id -u)" != 0 ]; then \
+		if command -v sudo >/dev/null 2>&1 && sudo -n true 2>/dev/null; then sudo="sudo -n"; \
+		else echo "chromium: not installed, and installing it needs root: the report's browser tests will skip"; exit 0; fi; fi; \
+	echo "installing chromium (apt-get) for the report's browser tests"; \
+	if $$sudo apt-get update -qq >/dev/null && DEBIAN_FRONTEND=noninteractive $$sudo apt-get install -y -qq chromium >/dev/null; then \
+		echo "chromium: $$(chromium --version 2>/dev/null)"; \
+	else echo "chromium: apt-get install failed: the report's browser tests will skip"; fi
 
 clean:
 	rm -rf bin

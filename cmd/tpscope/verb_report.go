@@ -1,0 +1,157 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/spf13/pflag"
+	"github.com/tpscope/tpscope/compare"
+	"github.com/tpscope/tpscope/model"
+	"github.com/tpscope/tpscope/report"
+	"github.com/tpscope/tpscope/report/build"
+	"github.com/tpscope/tpscope/sim"
+)
+
+func init() {
+	register(&Verb{
+		Name:  "report",
+		Short: "write one self-contained HTML report: timeline per rank predicted vs measured, bars, tables",
+		Long: `Writes one HTML file (-o FILE) that opens from disk with no network: the data
+embedded as JSON, its script and styles inline.
+
+It shows a zoomable timeline of one step per rank, the predicted lane above the
+measured lane, ops coloured by kind, collectives linked across the ranks of their
+group and the critical path marked; hovering an op shows its FLOPs, bytes, bound,
+cost parameters and measured median and spread. Bars compare predicted and
+measured time per op kind and per layer; tables list the ops with the largest
+error and, when given, the advice with its gains and caveats.
+
+Inputs (any combination):
+  --trace SRC    traces, as 'tpscope compare' reads them (OTLP JSON from
+                 'tpscope run', Jaeger, PyTorch-profiler Kineto JSON);
+                 repeatable. Each scenario they record is predicted and
+                 compared as compare does, and the scenario flags you set
+                 override it (all of them are the scenario of Kineto traces,
+                 which record none); one step is drawn (the one nearest the
+                 median step time) and every op's hover holds its median and
+                 spread over all steps.
+  --from FILE    a saved 'tpscope predict', 'advise' or 'compare' result
+                 (--output json); repeatable. A saved comparison has no op
+                 timings: it gives bars and tables, not a timeline; a saved
+                 prediction has no schedule: its collectives are not linked
+                 across ranks.
+  scenario flags (--model, --tp, --batch, --cuda-graphs, ..., as 'tpscope
+                 predict' takes them) without --trace: the predicted step.
+                 Used when neither --trace nor --from is given, or when one
+                 of them is set next to --from.`,
+		Example: `tpscope report --model kimi-k2.5-nvfp4 --tp 8 --batch 1 --context 4096 --cuda-graphs -o predicted.html
+tpscope report --trace exec/cuda/testdata/h200/h200-kimi-k2.5-tp8-rank0-graph.otlp.jsonl.gz -o h200.html
+tpscope advise --output json > advice.json && tpscope report --from advice.json -o advice.html
+tpscope report --trace rank0.pt.trace.json.gz --model kimi-k2.5-nvfp4 --tp 8 --batch 8 --context 4096 -o vllm.html`,
+		Flags: func(fs *pflag.FlagSet) func(args []string, stdout, stderr io.Writer) error {
+			srcs := addTraceFlag(fs, "the measurements to draw and compare")
+			sc := addScenarioFlags(fs)
+			var saved []string
+			fs.StringArrayVar(&saved, "from", nil, "a saved 'predict', 'advise' or 'compare' result (--output json); repeat for several")
+			out := fs.StringP("out", "o", "", "the HTML file to write (required)")
+			title := fs.String("title", "", "the report's title (default: the scenarios shown)")
+			top := fs.Int("top", build.DefaultMaxOpRows, "op rows per table")
+			return func(args []string, stdout, stderr io.Writer) error {
+				*srcs = append(*srcs, args...)
+				if *out == "" {
+					return usageErrorf("no output file: pass -o FILE.html")
+				}
+				if *top < 1 {
+					return usageErrorf("--top %d: want at least 1", *top)
+				}
+				scenarioSet := false
+				fs.Visit(func(f *pflag.Flag) { scenarioSet = scenarioSet || sc.isScenarioFlag(f.Name) })
+				in := build.Input{Title: *title, MaxOpRows: *top}
+				// Saved results first: a bad file fails before any work.
+				for _, path := range saved {
+					s, err := build.ReadSavedFile(path)
+					if err != nil {
+						return usageErrorf("--from %v", err)
+					}
+					switch {
+					case s.Advice != nil && in.Advice != nil:
+						return usageErrorf("--from %s: a second advise result; a report shows one", path)
+					case s.Advice != nil:
+						in.Advice = s.Advice
+					case s.Prediction != nil && in.Prediction != nil:
+						return usageErrorf("--from %s: a second prediction; a report shows one", path)
+					case s.Prediction != nil:
+						in.Prediction = s.Prediction
+					case in.Comparison != nil:
+						return usageErrorf("--from %s: a second compare result; a report shows one (compare several traces in one run instead)", path)
+					default:
+						in.Comparison = s.Comparison
+					}
+				}
+				if len(*srcs) > 0 && in.Comparison != nil {
+					return usageErrorf("--trace and a saved compare result (--from) both give measurements; pass one")
+				}
+				// Without traces the scenario flags name a step to predict:
+				// always when nothing was saved, else only when one is set.
+				predict := len(*srcs) == 0 && (len(saved) == 0 || scenarioSet)
+				if predict && in.Prediction != nil {
+					return usageErrorf("--from gave a prediction and the scenario flags name another; a report shows one")
+				}
+				if len(*srcs) > 0 {
+					scs, err := traceScenarios(sc)
+					if err != nil {
+						return err
+					}
+					results, err := readTraces(*srcs, stderr)
+					if err != nil {
+						return err
+					}
+					if in.Comparison, err = compare.Compare(results, compare.Options{Scenarios: scs}); err != nil {
+						return err
+					}
+				}
+				if predict {
+					pr, sched, err := predictForReport(sc)
+					if err != nil {
+						return err
+					}
+					in.Prediction, in.Schedule = pr, sched
+				}
+				r, err := build.Build(in)
+				if err != nil {
+					return err
+				}
+				if err := report.WriteFile(*out, r); err != nil {
+					return err
+				}
+				st, err := os.Stat(*out)
+				if err != nil {
+					return err
+				}
+				fmt.Fprintf(stdout, "wrote %s (%.2f MB): %d sections, %d op boxes\n", *out, float64(st.Size())/1e6, len(r.Sections), r.BoxCount())
+				return nil
+			}
+		},
+	})
+}
+
+// predictForReport predicts the scenario the flags name, with its schedule
+// (the collectives' groups link the ranks' lanes). A scenario that does
+// not fit in GPU memory is still drawn: its memory line says by how much.
+func predictForReport(sc *scenarioFlags) (*sim.Prediction, *model.Schedule, error) {
+	scen, err := sc.scenario()
+	if err != nil {
+		return nil, nil, err
+	}
+	pr, sched, err := sim.Predict(scen)
+	if err != nil {
+		var pe *model.PlanError
+		if errors.As(err, &pe) {
+			return nil, nil, usageErrorf("%v", flagWords(err))
+		}
+		return nil, nil, err
+	}
+	return pr, sched, nil
+}

@@ -1,0 +1,416 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/tpscope/tpscope/compare"
+	"github.com/tpscope/tpscope/report"
+	"github.com/tpscope/tpscope/report/reporttest"
+	"github.com/tpscope/tpscope/traces"
+)
+
+// h200GraphTrace is rank 0 of Kimi-K2.5 at TP 8, batch 32, three CUDA-graph
+// steps on an H200 (exec/cuda/testdata/h200/README.md).
+const h200GraphTrace = "../../exec/cuda/testdata/h200/h200-kimi-k2.5-tp8-rank0-graph.otlp.jsonl.gz"
+
+// reportData reads back the data a written report embeds.
+func reportData(t *testing.T, path string) *report.Report {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	page := string(b)
+	open := `<script type="application/json" id="` + report.DataElementID + `">`
+	i := strings.Index(page, open)
+	if i < 0 {
+		t.Fatalf("%s: no data element", path)
+	}
+	page = page[i+len(open):]
+	var r report.Report
+	if err := json.Unmarshal([]byte(page[:strings.Index(page, "</script>")]), &r); err != nil {
+		t.Fatalf("%s: embedded data: %v", path, err)
+	}
+	return &r
+}
+
+func timelines(r *report.Report) []*report.Timeline {
+	var out []*report.Timeline
+	for _, s := range r.Sections {
+		if s.Timeline != nil {
+			out = append(out, s.Timeline)
+		}
+	}
+	return out
+}
+
+// opSpansPerStep counts rank 0's op spans in each step of a trace file,
+// straight from the reader: the number of boxes each rank-0 lane must hold.
+func opSpansPerStep(t *testing.T, src string) map[int]int {
+	t.Helper()
+	res, err := traces.ReadAll(context.Background(), src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := map[int]int{}
+	for _, s := range res.Spans {
+		if s.OpID != "" && s.Rank <= 0 {
+			n[s.Step]++
+		}
+	}
+	return n
+}
+
+func shotPath(t *testing.T, name string) string {
+	if d := os.Getenv("TPSCOPE_SCREENSHOT_DIR"); d != "" {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		return filepath.Join(d, name)
+	}
+	return filepath.Join(t.TempDir(), name)
+}
+
+// TestReportH200TraceInBrowser is the acceptance run: the report of an
+// H200 graph trace is under 5 MB, renders in headless Chromium with no
+// console error and no request, holds every op of rank 0 on both its
+// lanes, and hovering an op shows its ID and its measured statistics.
+func TestReportH200TraceInBrowser(t *testing.T) {
+	perStep := opSpansPerStep(t, h200GraphTrace)
+	// Every step of the recording covers the schedule once
+	// (TestCompareH200Fixtures): one count for all three steps.
+	want := -1
+	for step, n := range perStep {
+		if want >= 0 && n != want {
+			t.Fatalf("step %d has %d op spans, another %d: the fixture changed", step, n, want)
+		}
+		want = n
+	}
+	if len(perStep) != 3 || want < 1000 {
+		t.Fatalf("fixture: %d steps of %d op spans; want 3 steps of a 61-layer schedule", len(perStep), want)
+	}
+	out := filepath.Join(t.TempDir(), "r.html")
+	code, stdout, stderr := runCLI(t, "report", "--trace", h200GraphTrace, "-o", out)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	st, err := os.Stat(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Size() >= 5<<20 {
+		t.Errorf("report is %d bytes, want under 5 MB", st.Size())
+	}
+	data := reportData(t, out)
+	tls := timelines(data)
+	if len(tls) != 1 {
+		t.Fatalf("%d timelines, want 1", len(tls))
+	}
+	// TP 8: eight predicted lanes (rank 0's prediction stands for each
+	// rank) and rank 0's measured lane.
+	if n := len(tls[0].Lanes); n != 9 {
+		t.Fatalf("%d lanes, want 9", n)
+	}
+
+	b := reporttest.New(t)
+	p := b.Open(t, out)
+	t.Logf("%s: %d bytes, %s ready after %.0f ms (page clock), %v wall", h200GraphTrace, st.Size(), strings.TrimSpace(stdout), p.RenderMs, p.LoadWall.Round(1e6))
+	lanes := reporttest.Eval[[]struct {
+		Label    string
+		Measured bool
+		Rank     int
+		Boxes    int
+		Drawn    int
+	}](t, p, "tpscopeReport.timelines[0].laneCounts()")
+	var measuredLane = -1
+	for i, l := range lanes {
+		if l.Rank == 0 && (l.Boxes != want || l.Drawn != want) {
+			t.Errorf("lane %q: %d boxes, %d drawn; want every op of rank 0: %d", l.Label, l.Boxes, l.Drawn, want)
+		}
+		if l.Measured {
+			measuredLane = i
+		}
+	}
+	if measuredLane != 1 {
+		t.Fatalf("measured lane at %d, want 1 (below rank 0's predicted lane)", measuredLane)
+	}
+	type center struct {
+		X, Y float64
+		ID   string
+	}
+	for _, lane := range []int{0, measuredLane} {
+		at := reporttest.Eval[center](t, p, "(function(){var t=tpscopeReport.timelines[0];return t.boxCenter("+strconv.Itoa(lane)+",t.widestBox("+strconv.Itoa(lane)+"));})()")
+		p.MoveMouse(t, at.X, at.Y)
+		tip := reporttest.Eval[string](t, p, "tpscopeReport.timelines[0].tooltip()")
+		if !strings.HasPrefix(tip, at.ID) || !strings.Contains(tip, "measured median") {
+			t.Errorf("lane %d: tooltip %q, want the op ID %q and its measured median", lane, tip, at.ID)
+		}
+	}
+	p.Screenshot(t, shotPath(t, "report-h200.png"))
+	// A close-up of the first layers with an op hovered (the README's
+	// picture when TPSCOPE_SCREENSHOT_DIR is set).
+	attn := -1
+	for i, b := range tls[0].Lanes[1].Boxes {
+		if tls[0].Ops[b.Op].ID == "L02.attn.mla_decode" {
+			attn = i
+		}
+	}
+	if attn < 0 {
+		t.Fatal("no L02.attn.mla_decode box on rank 0's measured lane")
+	}
+	reporttest.Eval[float64](t, p, "tpscopeReport.timelines[0].zoom(0, 1300)")
+	at := reporttest.Eval[center](t, p, "tpscopeReport.timelines[0].boxCenter(1, "+strconv.Itoa(attn)+")")
+	p.MoveMouse(t, at.X, at.Y)
+	if tip := reporttest.Eval[string](t, p, "tpscopeReport.timelines[0].tooltip()"); !strings.HasPrefix(tip, "L02.attn.mla_decode") {
+		t.Errorf("zoomed in, the tooltip over L02.attn.mla_decode reads %q", tip)
+	}
+	p.Screenshot(t, shotPath(t, "report-h200-zoom.png"))
+	if probs := p.Problems(); len(probs) > 0 {
+		t.Errorf("console errors: %q", probs)
+	}
+	if reqs := p.ForeignRequests(); len(reqs) > 0 {
+		t.Errorf("the page requested %q; want nothing beyond itself", reqs)
+	}
+}
+
+// TestReportVerb builds reports from each kind of input and checks what
+// they embed against numbers known from the inputs.
+func TestReportVerb(t *testing.T) {
+	dir := t.TempDir()
+	run := filepath.Join(dir, "run.json")
+	// 100 steps of tiny-mla-moe TP 8, every op taking exactly its predicted
+	// time on every rank (writeExactRun).
+	writeExactRun(t, run, 100)
+	cmp := filepath.Join(dir, "cmp.json")
+	code, stdout, stderr := runCLI(t, "compare", "--trace", run, "--output", "json")
+	if code != 0 {
+		t.Fatalf("compare: exit %d: %s", code, stderr)
+	}
+	if err := os.WriteFile(cmp, []byte(stdout), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	adv := filepath.Join(dir, "adv.json")
+	code, stdout, stderr = runCLI(t, "advise", "--model", "tiny-mla-moe", "--tp", "8", "--no-sweep", "--transfer", "", "--entries", "cuda-graphs,nccl-proto-ll,fp8-kv", "--output", "json")
+	if code != 0 {
+		t.Fatalf("advise: exit %d: %s", code, stderr)
+	}
+	if err := os.WriteFile(adv, []byte(stdout), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var cmpRep compare.Report
+	if b, _ := os.ReadFile(cmp); json.Unmarshal(b, &cmpRep) != nil || len(cmpRep.Scenarios) != 1 {
+		t.Fatal("compare JSON does not read back to one scenario")
+	}
+
+	t.Run("100-step trace, 8 ranks measured", func(t *testing.T) {
+		out := filepath.Join(dir, "trace.html")
+		if code, _, stderr := runCLI(t, "report", "--trace", run, "-o", out); code != 0 {
+			t.Fatalf("exit %d: %s", code, stderr)
+		}
+		perStep := opSpansPerStep(t, run)
+		tls := timelines(reportData(t, out))
+		if len(tls) != 1 {
+			t.Fatalf("%d timelines, want 1", len(tls))
+		}
+		tl := tls[0]
+		// 8 ranks, each predicted then measured: one step drawn of 100.
+		if len(tl.Lanes) != 16 {
+			t.Fatalf("%d lanes, want 16", len(tl.Lanes))
+		}
+		for i, l := range tl.Lanes {
+			if l.Measured != (i%2 == 1) || l.Rank != i/2 {
+				t.Errorf("lane %d is %q (rank %d, measured %v); want rank %d, measured %v", i, l.Label, l.Rank, l.Measured, i/2, i%2 == 1)
+			}
+			if len(l.Boxes) != perStep[0] {
+				t.Errorf("lane %q: %d boxes, want %d (rank 0's op spans of a step)", l.Label, len(l.Boxes), perStep[0])
+			}
+		}
+		// The run took each op's predicted time: measured and predicted
+		// durations agree to 2 ns (the trace truncates times to whole ns,
+		// the report rounds them to ns).
+		pred, meas := tl.Lanes[0].Boxes, tl.Lanes[1].Boxes
+		durOf := map[int]float64{}
+		for _, b := range pred {
+			durOf[b.Op] = b.DurUs
+		}
+		for _, b := range meas {
+			if d, ok := durOf[b.Op]; !ok || d-b.DurUs > 2e-3 || b.DurUs-d > 2e-3 {
+				t.Fatalf("measured box of %s lasts %.3f us, predicted %.3f us (present %v); the run took exactly the prediction", tl.Ops[b.Op].ID, b.DurUs, d, ok)
+			}
+		}
+		// Each collective of a TP 8 step joins all 8 ranks, on the
+		// predicted lanes and on the measured ones.
+		colls := 0
+		for _, b := range pred {
+			if tl.Ops[b.Op].Kind == "collective" {
+				colls++
+			}
+		}
+		if colls == 0 || len(tl.Links) != 2*colls {
+			t.Fatalf("%d links for %d collectives, want one across the predicted and one across the measured lanes each", len(tl.Links), colls)
+		}
+		for _, k := range tl.Links {
+			if len(k.Boxes) != 8 {
+				t.Fatalf("a link joins %d boxes, want 8", len(k.Boxes))
+			}
+		}
+		// Hover rows hold the 100-step statistics: 100 steps x 8 ranks.
+		f := fieldsOf(tl.Ops[pred[len(pred)/2].Op])
+		if f["samples"] != "800 (steps x ranks)" || !strings.HasPrefix(f["error"], "+0.0 %") {
+			t.Errorf("hover fields %v: want 800 samples and +0.0 %% error", f)
+		}
+	})
+
+	t.Run("trace with a scenario flag overriding the recording", func(t *testing.T) {
+		out := filepath.Join(dir, "trace-b64.html")
+		if code, _, stderr := runCLI(t, "report", "--trace", run, "--batch", "64", "-o", out); code != 0 {
+			t.Fatalf("exit %d: %s", code, stderr)
+		}
+		r := reportData(t, out)
+		// The run recorded batch 8; the comparison predicts batch 64.
+		var scen string
+		for _, s := range r.Sections {
+			if s.Title == "Measured against predicted" && len(s.Lines) > 0 {
+				scen = s.Lines[0]
+			}
+		}
+		if !strings.Contains(scen, "decode b64 ctx512") {
+			t.Fatalf("scenario line %q: want the overridden batch 64", scen)
+		}
+		tls := timelines(r)
+		if len(tls) != 1 || len(tls[0].Lanes) != 16 {
+			t.Fatalf("want one timeline of 16 lanes (8 ranks, predicted and measured)")
+		}
+	})
+
+	pred := filepath.Join(dir, "pred.json")
+	code, stdout, stderr = runCLI(t, "predict", "--model", "tiny-mla-moe", "--tp", "4", "--batch", "8", "--output", "json")
+	if code != 0 {
+		t.Fatalf("predict: exit %d: %s", code, stderr)
+	}
+	if err := os.WriteFile(pred, []byte(stdout), 0o644); err != nil {
+		t.Fatal(err)
+	}
+
+	t.Run("saved prediction", func(t *testing.T) {
+		out := filepath.Join(dir, "saved-pred.html")
+		if code, _, stderr := runCLI(t, "report", "--from", pred, "-o", out); code != 0 {
+			t.Fatalf("exit %d: %s", code, stderr)
+		}
+		var p struct {
+			Symmetric bool
+			Ops       []json.RawMessage
+		}
+		if err := json.Unmarshal([]byte(stdout), &p); err != nil || !p.Symmetric {
+			t.Fatalf("predict JSON: %v (symmetric %v); want a symmetric TP 4 prediction", err, p.Symmetric)
+		}
+		tls := timelines(reportData(t, out))
+		// TP 4: rank 0's ops drawn on each of 4 predicted lanes; the
+		// saved JSON has no schedule, so no collective is linked.
+		if len(tls) != 1 || len(tls[0].Lanes) != 4 {
+			t.Fatalf("want one timeline of 4 predicted lanes, got %d timelines", len(tls))
+		}
+		for _, l := range tls[0].Lanes {
+			if l.Measured || len(l.Boxes) != len(p.Ops) {
+				t.Errorf("lane %q: measured %v, %d boxes; want predicted, %d boxes (the saved ops)", l.Label, l.Measured, len(l.Boxes), len(p.Ops))
+			}
+		}
+		if len(tls[0].Links) != 0 {
+			t.Errorf("%d links drawn from a prediction without its schedule", len(tls[0].Links))
+		}
+	})
+
+	t.Run("saved advice", func(t *testing.T) {
+		out := filepath.Join(dir, "adv.html")
+		if code, _, stderr := runCLI(t, "report", "--from", adv, "-o", out); code != 0 {
+			t.Fatalf("exit %d: %s", code, stderr)
+		}
+		r := reportData(t, out)
+		if len(timelines(r)) != 0 {
+			t.Error("advice alone drew a timeline")
+		}
+		var rows int
+		for _, s := range r.Sections {
+			if s.Table != nil && s.Title == "Catalog entries" {
+				rows = len(s.Table.Rows)
+			}
+		}
+		// --entries named three catalog entries.
+		if rows != 3 {
+			t.Errorf("advice table has %d rows, want 3", rows)
+		}
+	})
+
+	t.Run("saved comparison", func(t *testing.T) {
+		out := filepath.Join(dir, "cmp.html")
+		if code, _, stderr := runCLI(t, "report", "--from", cmp, "-o", out); code != 0 {
+			t.Fatalf("exit %d: %s", code, stderr)
+		}
+		r := reportData(t, out)
+		if len(timelines(r)) != 0 {
+			t.Error("a saved comparison drew a timeline it has no timings for")
+		}
+		var kinds int
+		for _, s := range r.Sections {
+			if s.Bars != nil && strings.HasPrefix(s.Title, "Time by op kind") {
+				kinds = len(s.Bars.Rows)
+			}
+		}
+		if kinds != len(cmpRep.Scenarios[0].Kinds) {
+			t.Errorf("kind bars: %d rows, want %d", kinds, len(cmpRep.Scenarios[0].Kinds))
+		}
+	})
+
+	t.Run("scenario", func(t *testing.T) {
+		out := filepath.Join(dir, "pred.html")
+		if code, _, stderr := runCLI(t, "report", "--model", "tiny-mla-moe", "--tp", "4", "--batch", "8", "-o", out); code != 0 {
+			t.Fatalf("exit %d: %s", code, stderr)
+		}
+		tls := timelines(reportData(t, out))
+		if len(tls) != 1 || len(tls[0].Lanes) != 4 {
+			t.Fatalf("want one timeline of 4 predicted lanes (TP 4), got %d timelines", len(tls))
+		}
+		crit := 0
+		for _, l := range tls[0].Lanes {
+			if l.Measured {
+				t.Errorf("lane %q measured in a prediction-only report", l.Label)
+			}
+			for _, b := range l.Boxes {
+				if b.Critical {
+					crit++
+				}
+			}
+		}
+		if crit == 0 {
+			t.Error("no op marked on the critical path")
+		}
+	})
+
+	if err := os.WriteFile(run+"x", []byte("not json"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	checkUsageErrors(t, []usageCase{
+		{"no output", []string{"report", "--trace", run}, "pass -o FILE.html"},
+		{"bad scenario flag with trace", []string{"report", "--trace", run, "--batch", "0", "-o", filepath.Join(dir, "x.html")}, "--batch"},
+		{"saved prediction and scenario flags", []string{"report", "--from", pred, "--tp", "2", "-o", filepath.Join(dir, "x.html")}, "a report shows one"},
+		{"two saved predictions", []string{"report", "--from", pred, "--from", pred, "-o", filepath.Join(dir, "x.html")}, "a second prediction"},
+		{"missing saved file", []string{"report", "--from", filepath.Join(dir, "nope.json"), "-o", filepath.Join(dir, "x.html")}, "nope.json"},
+		{"saved file not JSON", []string{"report", "--from", run + "x", "-o", filepath.Join(dir, "x.html")}, "--from"},
+		{"saved compare and trace", []string{"report", "--from", cmp, "--trace", run, "-o", filepath.Join(dir, "x.html")}, "pass one"},
+		{"bad top", []string{"report", "--top", "0", "-o", filepath.Join(dir, "x.html")}, "--top 0"},
+	})
+}
+
+func fieldsOf(o report.Op) map[string]string {
+	m := map[string]string{}
+	for _, f := range o.Fields {
+		m[f.Name] = f.Value
+	}
+	return m
+}
