@@ -122,6 +122,20 @@ func (o Options) String() string {
 	return strings.Join(n, " ")
 }
 
+// Label names the options for people: the names, with "eager" first when
+// CUDA graphs are off (a stock engine captures them), "none" when nothing
+// is set.
+func (o Options) Label() string {
+	n := o.Names()
+	if !o.CUDAGraphs {
+		n = append([]string{"eager"}, n...)
+	}
+	if len(n) == 0 {
+		return "none"
+	}
+	return strings.Join(n, " ")
+}
+
 // ParseNames reads option names into Options (fields not named keep their
 // zero value). Besides Names' spelling it accepts NCCL's (NCCL_PROTO=LL,
 // NCCL_P2P_DISABLE=1), underscores for dashes, a bare bool name or

@@ -161,19 +161,6 @@ func splitList(s string) []string {
 	return out
 }
 
-// optionsLabel names run-time options for people: "eager" first when CUDA
-// graphs are off, then the option names.
-func optionsLabel(o sim.Options) string {
-	n := o.Names()
-	if !o.CUDAGraphs {
-		n = append([]string{"eager"}, n...)
-	}
-	if len(n) == 0 {
-		return "none"
-	}
-	return strings.Join(n, " ")
-}
-
 func filterEntries(cat []sim.Entry, names []string) ([]sim.Entry, error) {
 	var out []sim.Entry
 	for _, n := range names {
@@ -262,12 +249,12 @@ func writeAdviceHead(w io.Writer, adv *sim.Advice) {
 	}
 	fmt.Fprintf(w, "advise: %s on %s, %s, %s\n", adv.Model, adv.Topology, adv.Plan, adv.Workload)
 	fmt.Fprintf(w, "baseline (%s): step %.2f ms, %.1f tok/s per request, %.1f tok/s, communication %.0f %% of the step, KV capacity %d tokens\n",
-		optionsLabel(bo), b.StepUs/1e3, b.PerRequest, b.TokensPerS, 100*b.CommShareFrac, b.Footprint.KVCapacityToks)
+		bo.Label(), b.StepUs/1e3, b.PerRequest, b.TokensPerS, 100*b.CommShareFrac, b.Footprint.KVCapacityToks)
 	for _, c := range b.Caveats {
 		fmt.Fprintf(w, "caveat: %s\n", c)
 	}
 	fmt.Fprintf(w, "stock (%s): step %.2f ms, %.1f tok/s, communication %.0f %%; the baseline's settings are worth x%.2f here (compute %+.0f us, comm %+.0f us, launch %+.0f us)\n",
-		optionsLabel(so), s.StepUs/1e3, s.TokensPerS, 100*s.CommShareFrac, adv.StockGain.Speedup(),
+		so.Label(), s.StepUs/1e3, s.TokensPerS, 100*s.CommShareFrac, adv.StockGain.Speedup(),
 		adv.StockChange.ComputeUs, adv.StockChange.CommUs, adv.StockChange.LaunchUs)
 	for _, c := range s.Caveats {
 		if !slices.Contains(b.Caveats, c) {

@@ -142,9 +142,9 @@ func dedupe(s []string) []string {
 // predictionSections: summary, timeline, bars by kind and layer, longest ops.
 func predictionSections(pr *sim.Prediction, sched *model.Schedule, maxRows int) []report.Section {
 	lines := []string{
-		fmt.Sprintf("model %s, topology %s, plan %s, workload %s, options: %s", pr.Model, pr.Topology, pr.Plan, pr.Workload, optionsString(pr.Options)),
+		fmt.Sprintf("model %s, topology %s, plan %s, workload %s, options: %s", pr.Model, pr.Topology, pr.Plan, pr.Workload, pr.Options.Label()),
 		fmt.Sprintf("predicted step %.1f us: %.1f tokens/s per request, %.1f tokens/s in all; %d kernels per rank; communication %.1f us (%.1f %% of the step); rank 0 idle %.1f us",
-			pr.StepUs, pr.TokensPerSPerRequest, pr.TokensPerS, pr.Kernels, pr.CommUs, 100*pr.CommShare, pr.IdleUs),
+			pr.StepUs, pr.TokensPerSPerRequest, pr.TokensPerS, pr.Kernels, pr.CommUs, 100*pr.CommShareFrac, pr.IdleUs),
 		criticalPathLine(pr),
 	}
 	if pr.Symmetric {
@@ -167,7 +167,7 @@ func predictionSections(pr *sim.Prediction, sched *model.Schedule, maxRows int) 
 	}
 	kb := &report.Bars{Unit: "us", Series: []string{"predicted"}}
 	for _, s := range pr.ByKind {
-		kb.Rows = append(kb.Rows, report.BarRow{Label: s.Name, Values: []report.BarValue{{V: s.Us}}, Note: fmt.Sprintf("%.1f %%", 100*s.Share)})
+		kb.Rows = append(kb.Rows, report.BarRow{Label: s.Name, Values: []report.BarValue{{V: s.Us}}, Note: fmt.Sprintf("%.1f %%", 100*s.ShareFrac)})
 	}
 	secs = append(secs, report.Section{Title: "Time by op kind (rank 0)", Bars: kb})
 	if lb, _ := layerBars(pr, nil); lb != nil {
@@ -354,13 +354,13 @@ func adviceSections(a *sim.Advice) []report.Section {
 	var lines []string
 	if b := a.Baseline; b != nil {
 		lines = append(lines, fmt.Sprintf("baseline (%s): step %.2f ms, %.1f tokens/s per request, %.1f tokens/s, communication %.0f %% of the step, KV capacity %d tokens",
-			optionsString(b.Options), b.StepUs/1e3, b.PerRequest, b.TokensPerS, 100*b.CommShare, b.Footprint.KVCapacityToks))
+			b.Options.Label(), b.StepUs/1e3, b.PerRequest, b.TokensPerS, 100*b.CommShareFrac, b.Footprint.KVCapacityToks))
 		for _, c := range b.Caveats {
 			lines = append(lines, "caveat: "+c)
 		}
 	}
 	if s := a.Stock; s != nil {
-		lines = append(lines, fmt.Sprintf("stock (%s): step %.2f ms, %.1f tokens/s; the baseline's settings are worth x%.2f here", optionsString(s.Options), s.StepUs/1e3, s.TokensPerS, a.StockSpeedup))
+		lines = append(lines, fmt.Sprintf("stock (%s): step %.2f ms, %.1f tokens/s; the baseline's settings are worth x%.2f here", s.Options.Label(), s.StepUs/1e3, s.TokensPerS, a.StockGain.Speedup()))
 	}
 	lines = append(lines, "'added' = the entry on top of the baseline; 'in baseline' = the baseline against the baseline without it; d.* = with - without (rank 0, one step)")
 	secs := []report.Section{{Title: "Optimizations ranked by predicted gain", Lines: lines}}
@@ -384,21 +384,21 @@ func adviceSections(a *sim.Advice) []report.Section {
 		}
 		c := r.Change
 		kv := "-"
-		if c.KVCapacityRatio > 0 && c.KVCapacityRatio != 1 {
-			kv = fmt.Sprintf("x%.2f", c.KVCapacityRatio)
+		if c.KVCapacityFrac > 0 && c.KVCapacityFrac != 1 {
+			kv = fmt.Sprintf("x%.2f", c.KVCapacityFrac)
 		}
 		tone := ""
-		switch th := a.Threshold; {
-		case th > 0 && r.Speedup >= 1+th:
+		switch th := a.ThresholdFrac; {
+		case th > 0 && r.Gain.Speedup() >= 1+th:
 			tone = "good"
-		case th > 0 && r.Speedup > 0 && r.Speedup <= 1-th:
+		case th > 0 && r.Gain.Speedup() > 0 && r.Gain.Speedup() <= 1-th:
 			tone = "bad"
 		}
 		t.Rows = append(t.Rows, report.Row{Cells: []string{r.Entry, string(r.Applicability.Status), state, fmt.Sprintf("%.2f", r.With.StepUs/1e3),
-			fmt.Sprintf("x%.3f", r.Speedup), fmt.Sprintf("%.1f", r.With.TokensPerS), fmt.Sprintf("%+.0f", c.ComputeUs), fmt.Sprintf("%+.0f", c.CommUs),
+			fmt.Sprintf("x%.3f", r.Gain.Speedup()), fmt.Sprintf("%.1f", r.With.TokensPerS), fmt.Sprintf("%+.0f", c.ComputeUs), fmt.Sprintf("%+.0f", c.CommUs),
 			fmt.Sprintf("%+.0f", c.LaunchUs), kv, why, howString(r.How), paysString(r)}, Tone: tone})
-		if r.Speedup > 0 {
-			bars.Rows = append(bars.Rows, report.BarRow{Label: r.Entry, Values: []report.BarValue{{V: r.Speedup}}, Note: fmt.Sprintf("%+.1f %%", 100*(r.Speedup-1))})
+		if r.Gain.Speedup() > 0 {
+			bars.Rows = append(bars.Rows, report.BarRow{Label: r.Entry, Values: []report.BarValue{{V: r.Gain.Speedup()}}, Note: fmt.Sprintf("%+.1f %%", 100*(r.Gain.Speedup()-1))})
 		}
 	}
 	if len(bars.Rows) > 0 {
@@ -417,8 +417,8 @@ func adviceSections(a *sim.Advice) []report.Section {
 			if !r.Fits {
 				fits = fmt.Sprintf("no: -%.1f GB", r.ShortfallGB)
 			}
-			tt.Rows = append(tt.Rows, report.Row{Cells: []string{r.Model, fmt.Sprintf("%.1f", r.TokensPerS), fmt.Sprintf("%.1f", r.StockTokensPS), fmt.Sprintf("x%.2f", r.Speedup),
-				fmt.Sprintf("%.0f %%", 100*r.CommShare), fmt.Sprint(r.Collectives), fmt.Sprintf("%.1f", r.CommUsPerCall), fits}})
+			tt.Rows = append(tt.Rows, report.Row{Cells: []string{r.Model, fmt.Sprintf("%.1f", r.TokensPerS), fmt.Sprintf("%.1f", r.StockTokensPS), fmt.Sprintf("x%.2f", r.Gain.Speedup()),
+				fmt.Sprintf("%.0f %%", 100*r.CommShareFrac), fmt.Sprint(r.Collectives), fmt.Sprintf("%.1f", r.CommUsPerCall), fits}})
 		}
 		secs = append(secs, report.Section{Title: "Do the baseline's settings transfer to other models?", Table: tt})
 	}
@@ -447,33 +447,20 @@ func paysString(r *sim.AdviceRow) string {
 	cell := func(c *sim.SweepCell) string { return fmt.Sprintf("batch %d x context %d", c.Batch, c.Context) }
 	var parts []string
 	if sw.PaysFrom != nil {
-		parts = append(parts, fmt.Sprintf("pays from %s (%+.1f %%)", cell(sw.PaysFrom), 100*sw.PaysFrom.Gain))
+		parts = append(parts, fmt.Sprintf("pays from %s (%+.1f %%)", cell(sw.PaysFrom), 100*sw.PaysFrom.GainFrac))
 	} else {
 		parts = append(parts, "never gains the threshold where both fit")
 	}
 	if sw.HurtsFrom != nil {
-		parts = append(parts, fmt.Sprintf("costs from %s (%+.1f %%)", cell(sw.HurtsFrom), 100*sw.HurtsFrom.Gain))
+		parts = append(parts, fmt.Sprintf("costs from %s (%+.1f %%)", cell(sw.HurtsFrom), 100*sw.HurtsFrom.GainFrac))
 	}
 	if sw.MaxGain != nil {
-		parts = append(parts, fmt.Sprintf("best %+.1f %% at %s", 100*sw.MaxGain.Gain, cell(sw.MaxGain)))
+		parts = append(parts, fmt.Sprintf("best %+.1f %% at %s", 100*sw.MaxGain.GainFrac, cell(sw.MaxGain)))
 	}
 	if sw.FitsFrom != nil {
 		parts = append(parts, "only fits with it from "+cell(sw.FitsFrom))
 	}
 	return strings.Join(parts, "; ")
-}
-
-// optionsString names the options as sim.Options.Names does, "eager"
-// first when CUDA graphs are off (the stock deployment captures them).
-func optionsString(o sim.Options) string {
-	n := o.Names()
-	if !o.CUDAGraphs {
-		n = append([]string{"eager"}, n...)
-	}
-	if len(n) == 0 {
-		return "none"
-	}
-	return strings.Join(n, " ")
 }
 
 // modelName is the scenario's model: the architecture's name, or its

@@ -10,7 +10,7 @@ import (
 )
 
 const (
-	savedAdvice = `{"model":"m","topology":"t","plan":"tp8","workload":"decode b1 ctx4096","threshold":0.05,"baseline":{"name":"baseline","step_us":1000},"rows":[{"entry":"cuda-graphs","speedup":1.2,"with":{"step_us":800},"without":{"step_us":1000}}]}`
+	savedAdvice = `{"model":"m","topology":"t","plan":"tp8","workload":"decode b1 ctx4096","threshold_frac":0.05,"baseline":{"name":"baseline","step_us":1000},"rows":[{"entry":"cuda-graphs","gain":{"tokens_per_s_gain_pct":20},"with":{"step_us":800},"without":{"step_us":1000}}]}`
 	// savedPrediction is a symmetric TP 2 step of two ops, as 'predict
 	// --output json' writes one: q_proj 0-10 us, then the all-reduce
 	// 10-15 us, released by q_proj (dep).
@@ -51,7 +51,7 @@ func TestReportReadSaved(t *testing.T) {
 			s, err := ReadSaved(strings.NewReader(c.in), "saved.json")
 			switch c.want {
 			case "advice":
-				if err != nil || s.Advice == nil || s.Comparison != nil || s.Prediction != nil || len(s.Advice.Rows) != c.advRows || s.Advice.Rows[0].Speedup != 1.2 {
+				if err != nil || s.Advice == nil || s.Comparison != nil || s.Prediction != nil || len(s.Advice.Rows) != c.advRows || s.Advice.Rows[0].Gain.TokensPerSPct != 20 {
 					t.Fatalf("ReadSaved = %+v, %v; want advice of %d rows", s, err, c.advRows)
 				}
 			case "comparison":
@@ -98,7 +98,7 @@ func TestReportReadSaved(t *testing.T) {
 // FuzzReadSaved: any input gives either an error or exactly one result,
 // and a result builds into a valid report.
 func FuzzReadSaved(f *testing.F) {
-	for _, s := range []string{savedAdvice, savedCompare, savedPrediction, `{"step_us":1,"ops":[]}`, `{}`, `null`, `{"baseline":{},"rows":[{"with":{"step_us":-1},"speedup":-3}]}`,
+	for _, s := range []string{savedAdvice, savedCompare, savedPrediction, `{"step_us":1,"ops":[]}`, `{}`, `null`, `{"baseline":{},"rows":[{"with":{"step_us":-1},"gain":{"tokens_per_s_gain_pct":-300}}]}`,
 		`{"sources":[],"scenarios":[{"kinds":[{"kind":"gemm","median_us":1e400,"n":1}]}]}`} {
 		f.Add([]byte(s))
 	}
