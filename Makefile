@@ -14,7 +14,7 @@ build:
 
 # The main job on the built-in default scenario.
 run: build
-	./$(BIN) advise
+	./$(BIN) advise --kv-dtype bf16 --nccl-proto LL --p2p-level SYS
 
 # The traces tests run a real Jaeger (traces/jaegertest), so CI builds it
 # first; the report's tests drive headless Chromium (report/reporttest).

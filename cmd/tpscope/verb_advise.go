@@ -248,6 +248,9 @@ func writeAdviceHead(w io.Writer, adv *sim.Advice) {
 		bo.MTPAcceptFrac, so.MTPAcceptFrac = 0, 0
 	}
 	fmt.Fprintf(w, "advise: %s on %s, %s, %s\n", adv.Model, adv.Topology, adv.Plan, adv.Workload)
+	for _, a := range adviceAnswers(adv) {
+		fmt.Fprintln(w, a)
+	}
 	fmt.Fprintf(w, "baseline (%s): step %.2f ms, %.1f tok/s per request, %.1f tok/s, communication %.0f %% of the step, KV capacity %d tokens\n",
 		bo.Label(), b.StepUs/1e3, b.PerRequest, b.TokensPerS, 100*b.CommShareFrac, b.Footprint.KVCapacityToks)
 	for _, c := range b.Caveats {
@@ -294,6 +297,70 @@ func writeAdviceTable(w io.Writer, adv *sim.Advice) error {
 		}
 	}
 	return writeTransfer(w, adv, false)
+}
+
+// adviceAnswers answers the seed's questions (seed-scenario.md) in plain
+// lines, each with the number behind it: do the settings transfer across
+// models (and which part is the box's, which the model's); does FP8 KV
+// speed decode or only add capacity, and where it starts to pay; which
+// optimization is worth building next.
+func adviceAnswers(adv *sim.Advice) []string {
+	var out []string
+	if len(adv.Transfer) > 1 {
+		var gains, perCall, calls, compute []string
+		for _, r := range adv.Transfer {
+			if r.Error != "" {
+				continue
+			}
+			gains = append(gains, fmt.Sprintf("x%.2f on %s", r.Gain.Speedup(), r.Model))
+			perCall = append(perCall, fmt.Sprintf("%.1f vs %.1f us", r.CommUsPerCall, r.StockPerCall))
+			calls = append(calls, strconv.Itoa(r.Collectives))
+			compute = append(compute, fmt.Sprintf("%.0f", r.ComputeUs))
+		}
+		if len(gains) > 1 {
+			out = append(out, fmt.Sprintf("settings transfer: the baseline's options over stock give %s. The box sets the price of a collective (%s per call, baseline vs stock); the model sets how many a step issues (%s) and its compute (%s us).",
+				strings.Join(gains, " and "), strings.Join(perCall, "; "), strings.Join(calls, " vs "), strings.Join(compute, " vs ")))
+		}
+	}
+	for i := range adv.Rows {
+		r := &adv.Rows[i]
+		if r.Entry != "fp8-kv" || r.Error != "" || r.With == nil {
+			continue
+		}
+		g := r.Gain.TokensPerSPct
+		if r.InBaseline {
+			g = -g // the baseline has it: the row is its removal's opposite
+		}
+		verb := "does not speed decode here"
+		if g >= 100*adv.ThresholdFrac {
+			verb = "speeds decode here"
+		}
+		line := fmt.Sprintf("FP8 KV cache: %+.1f %% tokens/s at %s (%s), x%.2f KV capacity", g, adv.Workload, verb, r.Change.KVCapacityFrac)
+		if sw := r.Sweep; sw != nil && sw.PaysFrom != nil {
+			line += fmt.Sprintf("; it pays from batch %d x context %d (%+.1f %%)", sw.PaysFrom.Batch, sw.PaysFrom.Context, 100*sw.PaysFrom.GainFrac)
+		} else if sw != nil {
+			line += "; it never reaches the threshold in the sweep"
+		}
+		if r.Applicability.Status != sim.Applies {
+			line += " (" + string(r.Applicability.Status) + " on this box: see its row)"
+		}
+		out = append(out, line+".")
+	}
+	var next []string
+	for i := range adv.Rows {
+		r := &adv.Rows[i]
+		if r.InBaseline || r.Error != "" || r.Applicability.Status == sim.NotApplicable || r.Kind == "box" || r.Gain.TokensPerSPct < 100*adv.ThresholdFrac {
+			continue
+		}
+		next = append(next, fmt.Sprintf("%s %+.1f %% tokens/s (%s)", r.Entry, r.Gain.TokensPerSPct, r.Applicability.Status))
+	}
+	switch {
+	case len(next) > 0:
+		out = append(out, "worth building next, on this box at this load: "+strings.Join(next, ", then ")+".")
+	default:
+		out = append(out, fmt.Sprintf("worth building next: no software entry gains %.0f %% tokens/s here on top of the baseline.", 100*adv.ThresholdFrac))
+	}
+	return out
 }
 
 // writeTransfer renders question 1 of the seed: do the baseline's settings

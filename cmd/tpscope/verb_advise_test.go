@@ -3,11 +3,14 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/tpscope/tpscope/sim"
 )
 
 // With the seed user's settings (seed-scenario.md: bf16 KV, NCCL_PROTO=LL,
@@ -143,5 +146,44 @@ func TestLazyBar(t *testing.T) {
 				t.Errorf("bar visible %v, want %v (%q)", got, c.visible, buf.String())
 			}
 		})
+	}
+}
+
+// TestAdviseAnswersFirst: above the tables, advise answers the seed's three
+// questions, each line carrying the figure the JSON of the same run holds
+// (the transfer speedups, FP8 KV's tokens/s change and capacity ratio and
+// where it pays, the best software entry's gain).
+func TestAdviseAnswersFirst(t *testing.T) {
+	args := []string{"advise", "--kv-dtype", "bf16", "--nccl-proto", "LL", "--p2p-level", "SYS", "--sweep-batch", "1,32", "--sweep-context", "4096"}
+	code, table, errs := runCLI(t, args...)
+	if code != 0 {
+		t.Fatal(errs)
+	}
+	code, js, errs := runCLI(t, append(args, "--output", "json")...)
+	if code != 0 {
+		t.Fatal(errs)
+	}
+	var adv sim.Advice
+	if err := json.Unmarshal([]byte(js), &adv); err != nil {
+		t.Fatal(err)
+	}
+	head := strings.SplitN(table, "\nbaseline (", 2)[0]
+	want := []string{fmt.Sprintf("x%.2f on %s", adv.Transfer[0].Gain.Speedup(), adv.Transfer[0].Model),
+		fmt.Sprintf("x%.2f on %s", adv.Transfer[1].Gain.Speedup(), adv.Transfer[1].Model)}
+	for _, r := range adv.Rows {
+		switch {
+		case r.Entry == "fp8-kv":
+			want = append(want, fmt.Sprintf("FP8 KV cache: %+.1f %% tokens/s", r.Gain.TokensPerSPct), fmt.Sprintf("x%.2f KV capacity", r.Change.KVCapacityFrac))
+			if r.Sweep != nil && r.Sweep.PaysFrom != nil {
+				want = append(want, fmt.Sprintf("pays from batch %d x context %d", r.Sweep.PaysFrom.Batch, r.Sweep.PaysFrom.Context))
+			}
+		case r.Entry == "oneshot-ar" && r.Gain.TokensPerSPct >= 5:
+			want = append(want, fmt.Sprintf("worth building next, on this box at this load: oneshot-ar %+.1f %%", r.Gain.TokensPerSPct))
+		}
+	}
+	for _, w := range want {
+		if !strings.Contains(head, w) {
+			t.Errorf("answers lack %q:\n%s", w, head)
+		}
 	}
 }
