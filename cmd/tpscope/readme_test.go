@@ -1,0 +1,211 @@
+package main
+
+import (
+	"bytes"
+	"flag"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/spf13/pflag"
+)
+
+var updateREADME = flag.Bool("update-readme", false, "rewrite the README's unabridged command outputs from the binary's")
+
+// TestREADMEOutputs runs every README code block that starts with
+// "$ tpscope ..." in the repository root and checks that its text is what
+// the command prints: line by line, trailing spaces ignored, a line "..."
+// standing for any number of lines (abridged output is marked so). With
+// -update-readme the blocks without "..." are rewritten from the output
+// (review the diff before committing).
+func TestREADMEOutputs(t *testing.T) {
+	t.Chdir("../..")
+	raw, err := os.ReadFile("README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(string(raw), "\n")
+	var out []string
+	checked := 0
+	for i := 0; i < len(lines); i++ {
+		out = append(out, lines[i])
+		if !strings.HasPrefix(lines[i], "```") || i+1 >= len(lines) || !strings.HasPrefix(lines[i+1], "$ tpscope ") {
+			continue
+		}
+		cmdLine := lines[i+1]
+		j := i + 2
+		for j < len(lines) && !strings.HasPrefix(lines[j], "```") {
+			j++
+		}
+		want := lines[i+2 : j]
+		if len(want) > 0 && strings.HasPrefix(want[0], "$ ") {
+			continue // a list of commands, not one command and its output (TestREADMECommandsParse checks them)
+		}
+		if writesFiles(cmdLine) {
+			continue // shown for its output, but it would write into the repository
+		}
+		args, err := shellWords(strings.TrimPrefix(cmdLine, "$ tpscope "))
+		if err != nil {
+			t.Fatalf("README line %d: %v", i+2, err)
+		}
+		var stdout, stderr bytes.Buffer
+		if code := dispatch(args, &stdout, &stderr); code != 0 {
+			t.Errorf("README line %d: %s: exit %d: %s", i+2, cmdLine, code, stderr.String())
+		}
+		got := strings.Split(strings.Trim(stdout.String(), "\n"), "\n")
+		checked++
+		abridged := false
+		for _, w := range want {
+			if strings.TrimSpace(w) == "..." {
+				abridged = true
+			}
+		}
+		if *updateREADME && !abridged {
+			out = append(out, cmdLine)
+			out = append(out, got...)
+			i = j - 1
+			continue
+		}
+		if msg := matchLines(want, got); msg != "" {
+			t.Errorf("README line %d: %s: %s (go test ./cmd/tpscope -run TestREADMEOutputs -update-readme rewrites unabridged blocks)", i+2, cmdLine, msg)
+		}
+	}
+	if checked == 0 {
+		t.Fatal("no '$ tpscope' block in README.md")
+	}
+	if *updateREADME {
+		if err := os.WriteFile(filepath.Clean("README.md"), []byte(strings.Join(out, "\n")), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Logf("%d README commands checked", checked)
+}
+
+// matchLines matches want (with "..." lines skipping any output lines)
+// against got; "" when they match, else where they part.
+func matchLines(want, got []string) string {
+	trim := func(s string) string { return strings.TrimRight(s, " \t") }
+	var match func(w, g int) bool
+	match = func(w, g int) bool {
+		for w < len(want) {
+			if strings.TrimSpace(want[w]) == "..." {
+				for k := g; k <= len(got); k++ {
+					if match(w+1, k) {
+						return true
+					}
+				}
+				return false
+			}
+			if g >= len(got) || trim(want[w]) != trim(got[g]) {
+				return false
+			}
+			w, g = w+1, g+1
+		}
+		return g == len(got)
+	}
+	if match(0, 0) {
+		return ""
+	}
+	for k := 0; k < len(want) && k < len(got); k++ {
+		if strings.TrimSpace(want[k]) == "..." {
+			return "differs after an abridged part"
+		}
+		if trim(want[k]) != trim(got[k]) {
+			return "line " + itoa(k+1) + ": README has\n  " + want[k] + "\nthe binary prints\n  " + got[k]
+		}
+	}
+	return "README shows " + itoa(len(want)) + " lines, the binary prints " + itoa(len(got))
+}
+
+func itoa(n int) string { return strconv.Itoa(n) }
+
+// shellWords splits a command line as a shell would for the README's
+// examples: spaces separate words; single and double quotes group.
+func shellWords(s string) ([]string, error) {
+	var out []string
+	var cur strings.Builder
+	inWord := false
+	var quote rune
+	for _, r := range s {
+		switch {
+		case quote != 0 && r == quote:
+			quote = 0
+		case quote != 0:
+			cur.WriteRune(r)
+		case r == '\'' || r == '"':
+			quote, inWord = r, true
+		case r == ' ' || r == '\t':
+			if inWord {
+				out = append(out, cur.String())
+				cur.Reset()
+				inWord = false
+			}
+		default:
+			cur.WriteRune(r)
+			inWord = true
+		}
+	}
+	if quote != 0 {
+		return nil, os.ErrInvalid
+	}
+	if inWord {
+		out = append(out, cur.String())
+	}
+	return out, nil
+}
+
+// TestREADMECommandsParse: every "$ tpscope ..." line of the README names
+// a verb and flags that parse, so an example cannot keep a flag the CLI
+// dropped (shell operators and comments end the command).
+func TestREADMECommandsParse(t *testing.T) {
+	raw, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for i, line := range strings.Split(string(raw), "\n") {
+		rest, ok := strings.CutPrefix(line, "$ tpscope ")
+		if !ok {
+			continue
+		}
+		words, err := shellWords(rest)
+		if err != nil {
+			t.Fatalf("README line %d: %v", i+1, err)
+		}
+		for k, w := range words {
+			if w == "|" || w == ">" || w == "&&" || strings.HasPrefix(w, "#") {
+				words = words[:k]
+				break
+			}
+		}
+		v, args := findVerb(words)
+		if v == nil {
+			t.Errorf("README line %d: no verb in %q", i+1, line)
+			continue
+		}
+		fs := pflag.NewFlagSet(v.Name, pflag.ContinueOnError)
+		fs.SetOutput(io.Discard)
+		v.Flags(fs)
+		if err := fs.Parse(args); err != nil {
+			t.Errorf("README line %d: %s: %v", i+1, line, err)
+		}
+		n++
+	}
+	if n == 0 {
+		t.Fatal("no '$ tpscope' line in README.md")
+	}
+}
+
+// writesFiles reports whether a command line writes a file (-o, --out, a
+// file: trace destination, a --plot).
+func writesFiles(cmd string) bool {
+	for _, w := range strings.Fields(cmd) {
+		if w == "-o" || w == "--out" || strings.HasPrefix(w, "--out=") || strings.HasPrefix(w, "file:") || w == "--plot" || w == ">" {
+			return true
+		}
+	}
+	return false
+}
