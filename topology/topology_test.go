@@ -450,9 +450,15 @@ func TestDiscoveredFixture(t *testing.T) {
 	}
 }
 
+// TestDOT: the graph's labels use DOT's own line break escape (a backslash
+// and n inside the quoted label, which Graphviz draws as a new line), not a
+// Go-quoted one (two backslashes: Graphviz draws them).
 func TestDOT(t *testing.T) {
 	d := mustPreset(t, "rtxpro6000-switch").DOT()
-	for _, want := range []string{`graph "rtxpro6000-switch" {`, `"gpu0" -- "sw0" [label="Gen5 x16 54 GB/s"];`, `"sw0" [label="sw0\\npcie_switch"];`} {
+	if strings.Contains(d, `\\`) {
+		t.Errorf("DOT has a doubled backslash:\n%s", d)
+	}
+	for _, want := range []string{`graph "rtxpro6000-switch" {`, `"gpu0" -- "sw0" [label="Gen5 x16 54 GB/s"];`, `"sw0" [label="sw0\npcie_switch"];`} {
 		if !strings.Contains(d, want) {
 			t.Errorf("DOT lacks %s:\n%s", want, d)
 		}

@@ -181,26 +181,31 @@ func filterEntries(cat []sim.Entry, names []string) ([]sim.Entry, error) {
 	return out, nil
 }
 
-// lazyBar shows a progress bar on stderr only once the work has run for a
-// second (short sweeps print nothing).
+// lazyBar shows a progress bar on stderr, with the time left predicted
+// from the rate so far, only when stderr is a terminal and once the work
+// has run for a second (short sweeps and logs get nothing).
 type lazyBar struct {
 	w     io.Writer
 	desc  string
 	start time.Time
 	bar   *progressbar.ProgressBar
+	off   bool
 }
 
 func newLazyBar(w io.Writer, desc string) *lazyBar {
-	return &lazyBar{w: w, desc: desc, start: time.Now()}
+	return &lazyBar{w: w, desc: desc, start: time.Now(), off: !isTerminal(w)}
 }
 
 func (l *lazyBar) update(done, total int) {
+	if l.off {
+		return
+	}
 	if l.bar == nil {
 		if time.Since(l.start) < time.Second || done >= total {
 			return
 		}
 		l.bar = progressbar.NewOptions(total, progressbar.OptionSetWriter(l.w), progressbar.OptionSetDescription(l.desc),
-			progressbar.OptionShowCount(), progressbar.OptionThrottle(100*time.Millisecond), progressbar.OptionClearOnFinish())
+			progressbar.OptionShowCount(), progressbar.OptionSetPredictTime(true), progressbar.OptionThrottle(100*time.Millisecond), progressbar.OptionClearOnFinish())
 	}
 	_ = l.bar.Set(done)
 }

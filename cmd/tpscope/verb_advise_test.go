@@ -124,21 +124,24 @@ func FuzzIntList(f *testing.F) {
 	})
 }
 
-// The progress bar stays silent for work under a second and draws on
-// stderr once the work has run longer.
+// The progress bar stays silent for work under a second and when stderr is
+// not a terminal, and draws once the work has run longer.
 func TestLazyBar(t *testing.T) {
 	cases := []struct {
-		name    string
-		age     time.Duration
-		visible bool
+		name     string
+		age      time.Duration
+		terminal bool
+		visible  bool
 	}{
-		{"short", 0, false},
-		{"long", 2 * time.Second, true},
+		{"short", 0, true, false},
+		{"long", 2 * time.Second, true, true},
+		{"long, not a terminal", 2 * time.Second, false, false},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			var buf bytes.Buffer
 			l := newLazyBar(&buf, "sweep")
+			l.off = !c.terminal // a buffer is never a terminal
 			l.start = l.start.Add(-c.age)
 			l.update(1, 10)
 			l.finish()
