@@ -1,5 +1,6 @@
-// Package traces exports and reads OpenTelemetry spans of steps and compares
-// measured spans with predicted ops by op ID.
+// Package traces exports and reads OpenTelemetry spans of steps. It knows
+// the span schema (package traces/schema) and model's op kinds, nothing of
+// predictions: comparing and calibrating live in package compare.
 //
 // Export (export.go): Setup builds a tracer provider for one destination
 // string — otlp://host:4317 (OTLP/gRPC), otlphttp://host:4318 (OTLP/HTTP),
@@ -8,11 +9,14 @@
 // batch the collector refuses, so an unreachable collector loses no span;
 // Exporter.Stats says how many went where. Callers Shutdown on every exit.
 //
-// Span schema (schema.go): one trace per step; root span "step" with the
-// scenario (AttrModel, AttrTopology, AttrPlan, AttrWorkload, AttrOptions),
-// child "rank/N" per rank, grandchild per op named by its op ID with
-// tpscope.* attributes (AttrOpID, AttrOpKind, AttrLayer, AttrRank, AttrFLOPs,
-// AttrBytes, AttrCommBytes, AttrDtype, AttrPredictedUs, AttrDeviceUs, ...).
+// Span schema (traces/schema, shared with the executor, which writes it):
+// one trace per step; root span "step" with the scenario (the whole value
+// as JSON in AttrScenario, and short forms for people: AttrModel,
+// AttrTopology, AttrPlan, AttrWorkload, AttrOptions), child "rank/N" per
+// rank, grandchild per op named by its op ID with tpscope.* attributes
+// (AttrOpID, AttrOpKind, AttrLayer, AttrRank, AttrFLOPs, AttrBytes,
+// AttrCommBytes, AttrDtype, AttrPredictedUs, AttrDeviceUs, ...). Readers
+// keep a step root's scenario attributes, as recorded, in Result.Scenarios.
 //
 // Reading (open.go): Open/ReadAll turn any source — OTLP JSON files, Jaeger's
 // query API v3 or v1 (jaeger://host:16686?service=...), Jaeger JSON from its

@@ -1,3 +1,8 @@
+// Package schema is the span schema of tpscope's traces: span names,
+// attribute keys and the static attributes of an op's span. The executor
+// writes it (exec imports this package and nothing else of traces), the
+// readers in package traces read it. Keys carry their unit in the name
+// (_us microseconds, bytes); times on spans are Unix nanoseconds.
 package schema
 
 import (
