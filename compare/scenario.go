@@ -91,6 +91,11 @@ func (s *Scenarios) legacy(rec *traces.Scenario) (sim.Scenario, []string, error)
 	if err != nil {
 		return sc, nil, fmt.Errorf("recorded options %q: %w", rec.Options, err)
 	}
+	if rec.Backend == "cuda" {
+		// tpscope's CUDA backend has always bracketed each op with two
+		// timing events; traces from before the scenario JSON do not say.
+		o.TimingEventsPerOp = 2
+	}
 	sc = sim.Scenario{Arch: a, Plan: p, Workload: w, Options: o, Topo: s.Topology}
 	if sc.Topo == nil {
 		if sc.TopoRef, err = topology.NewRef(rec.Topology, 0); err != nil {

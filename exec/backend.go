@@ -201,6 +201,15 @@ type GraphCapturer interface {
 	Replay(ctx context.Context) error
 }
 
+// TimingEventer is implemented by a Backend that records events on the
+// device around each op to time it (CUDA events): TimingEventsPerOp says
+// how many, so a prediction of the run can price the extra graph or stream
+// nodes they are (sim.Options.TimingEventsPerOp).
+// Fallback: the backend records none (host clock, or a fake).
+type TimingEventer interface {
+	TimingEventsPerOp() int
+}
+
 // MemoryEstimator is implemented by a Backend that can say, before it
 // opens a Session, how many bytes running the schedule's local ranks would
 // allocate and how many are free where it allocates them (RAM for the CPU

@@ -90,6 +90,14 @@ type Options struct {
 	// (0 = vLLM's default 0.9).
 	GPUMemUtilFrac float64 `json:"gpu_mem_util_frac,omitempty"`
 
+	// TimingEventsPerOp is how many CUDA events the measuring harness
+	// records around each kernel: tpscope's CUDA executor brackets every
+	// op with two (start and end); a serving engine records none (0). Each
+	// is one more node the device front end steps through, at
+	// Device.LaunchGraphUs apiece, so a prediction of an instrumented run
+	// prices them; a prediction of the engine leaves them out.
+	TimingEventsPerOp int `json:"timing_events_per_op,omitempty"`
+
 	// AttentionBackend picks the MLA decode kernel's grid; "" chooses by
 	// compute capability (TRITON_MLA on SM 12.x, FlashMLA elsewhere).
 	AttentionBackend AttentionBackend `json:"attention_backend,omitempty"`
@@ -115,6 +123,9 @@ func (o *Options) Validate() error {
 	}
 	if err := o.NCCL.Validate(); err != nil {
 		return fmt.Errorf("options: %w", err)
+	}
+	if o.TimingEventsPerOp < 0 || o.TimingEventsPerOp > 8 {
+		return fmt.Errorf("options: timing_events_per_op %d: want 0 to 8", o.TimingEventsPerOp)
 	}
 	for i, s := range o.GraphSizes {
 		if s <= 0 || (i > 0 && s <= o.GraphSizes[i-1]) {

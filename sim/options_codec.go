@@ -22,6 +22,7 @@ const (
 	OptionBool   OptionKind = "bool"
 	OptionString OptionKind = "string"
 	OptionFloat  OptionKind = "float"
+	OptionInt    OptionKind = "int"
 	OptionInts   OptionKind = "ints" // a list of positive integers, '+'-separated in names
 )
 
@@ -76,6 +77,9 @@ var optionFields = []OptionField{
 	{Name: "gpu-mem-util", Kind: OptionFloat, Help: "vLLM's gpu_memory_utilization (0 = its default 0.9)",
 		Get: func(o *Options) string { return floatText(o.GPUMemUtilFrac) },
 		Set: func(o *Options, v string) (err error) { o.GPUMemUtilFrac, err = parseFloat(v); return }},
+	{Name: "timing-events", Kind: OptionInt, Help: "CUDA events a measuring harness records around each kernel (tpscope's CUDA executor: 2; set by run, 0 for a serving engine)",
+		Get: func(o *Options) string { return intText(o.TimingEventsPerOp) },
+		Set: func(o *Options, v string) (err error) { o.TimingEventsPerOp, err = parseInt(v); return }},
 	{Name: "attention-backend", Kind: OptionString, Help: "MLA decode kernel: triton_mla or flashmla (default: by compute capability)",
 		Get: func(o *Options) string { return string(o.AttentionBackend) },
 		Set: func(o *Options, v string) error {
@@ -203,6 +207,21 @@ func parseBool(v string) (bool, error) {
 		return false, fmt.Errorf("%q: want true or false", v)
 	}
 	return b, nil
+}
+
+func intText(n int) string {
+	if n == 0 {
+		return ""
+	}
+	return strconv.Itoa(n)
+}
+
+func parseInt(v string) (int, error) {
+	n, err := strconv.Atoi(strings.TrimSpace(v))
+	if err != nil {
+		return 0, fmt.Errorf("%q: want an integer", v)
+	}
+	return n, nil
 }
 
 func floatText(f float64) string {

@@ -93,6 +93,8 @@ func setSome(v reflect.Value) {
 		v.SetString("LL")
 	case reflect.Float64:
 		v.SetFloat(0.5)
+	case reflect.Int:
+		v.SetInt(2)
 	case reflect.Slice:
 		v.Set(reflect.ValueOf([]int{1, 2}))
 	}

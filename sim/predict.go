@@ -362,6 +362,9 @@ func (p *Predictor) run(s *model.Schedule, mode int, graphed bool) error {
 	if graphed {
 		e.stepLaunchUs, launchUs, overUs, collExtraUs = p.dev.LaunchEagerUs, 0, p.dev.LaunchGraphUs, 0
 	}
+	// A harness's timing events are nodes of their own (see
+	// Options.TimingEventsPerOp).
+	overUs += float64(p.opts.TimingEventsPerOp) * p.dev.LaunchGraphUs
 	g := 0
 	for r := 0; r < nSim; r++ {
 		ops := s.Ranks[r]

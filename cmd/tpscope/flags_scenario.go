@@ -110,6 +110,8 @@ func (v *optionValue) Type() string {
 		return "bool"
 	case sim.OptionFloat:
 		return "float"
+	case sim.OptionInt:
+		return "int"
 	case sim.OptionInts:
 		return "ints"
 	}

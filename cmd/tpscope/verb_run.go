@@ -88,6 +88,15 @@ prints their summary and exits with code 130.`,
 						return usageErrorf("--scale: %v", err)
 					}
 				}
+				b, err := exec.NewBackend(*backend, exec.BackendConfig{Seed: *seed, Env: scen.Options.NCCL.Env()})
+				if err != nil {
+					return err
+				}
+				if te, ok := b.(exec.TimingEventer); ok {
+					// What is measured is the instrumented run: price its
+					// timing events (the scenario records them).
+					scen.Options.TimingEventsPerOp = te.TimingEventsPerOp()
+				}
 				// The schedule the engine runs (the batch padded for CUDA
 				// graphs), which the prediction prices and the spans record.
 				sched, graphed, err := sim.BuildSchedule(scen)
@@ -121,10 +130,6 @@ prints their summary and exits with code 130.`,
 					if r < 0 || r >= len(sched.Ranks) {
 						return usageErrorf("--local-ranks %v: rank %d is not one of the plan's %d ranks", *localRanks, r, len(sched.Ranks))
 					}
-				}
-				b, err := exec.NewBackend(*backend, exec.BackendConfig{Seed: *seed, Env: scen.Options.NCCL.Env()})
-				if err != nil {
-					return err
 				}
 				if err := checkRunMemory(b, scen, sched, *localRanks); err != nil {
 					return err

@@ -690,6 +690,10 @@ func (r *Rank) initComm(ctx context.Context) error {
 	}
 }
 
+// TimingEventsPerOp implements exec.TimingEventer: every op is enqueued
+// between its own start and end events.
+func (b *Backend) TimingEventsPerOp() int { return 2 }
+
 // BeginStep implements exec.Rank: records the anchor event against which
 // op events are mapped to the wall clock. The stream is idle here (the
 // previous EndStep drained it), so the anchor fires right away.
