@@ -154,8 +154,8 @@ type Traffic struct {
 // maxRequests bounds the requests of one run.
 const maxRequests = 1 << 24
 
-// validate checks the traffic; errors name the field.
-func (t *Traffic) validate() error {
+// Validate checks the traffic; errors name the field. Run calls it first.
+func (t *Traffic) Validate() error {
 	modes := 0
 	if t.QPS != 0 {
 		modes++

@@ -72,7 +72,7 @@ func TestArrivals(t *testing.T) {
 	for _, c := range cases {
 		t.Run(string(c.arrival), func(t *testing.T) {
 			tr := Traffic{QPS: 10, Arrival: c.arrival, Burstiness: c.shape, NumRequests: 100_000, Prompt: Lengths{Mean: 1}, Output: Lengths{Mean: 1}, Seed: 3}
-			if err := tr.validate(); err != nil {
+			if err := tr.Validate(); err != nil {
 				t.Fatal(err)
 			}
 			src := newSource(&tr)
@@ -135,7 +135,7 @@ func TestTrafficValidate(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			err := c.t.validate()
+			err := c.t.Validate()
 			if err == nil || !strings.Contains(err.Error(), c.want) {
 				t.Fatalf("validate() = %v, want an error mentioning %q", err, c.want)
 			}

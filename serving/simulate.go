@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strconv"
 
 	"github.com/tpscope/tpscope/model"
 	"github.com/tpscope/tpscope/sim"
@@ -280,7 +281,7 @@ type run struct {
 // to completion. Errors: invalid traffic, or a request whose prompt and
 // output cannot fit the KV pool of one scheduler even alone.
 func (s *Simulator) Run(t Traffic, o RunOptions) (*Result, error) {
-	if err := t.validate(); err != nil {
+	if err := t.Validate(); err != nil {
 		return nil, err
 	}
 	if err := o.SLO.validate(); err != nil {
@@ -563,9 +564,13 @@ func (r *run) result(o RunOptions) *Result {
 		Steps: len(r.steps), MixedSteps: r.mixed, Pricing: s.coster.Stats()}
 	switch {
 	case r.t.QPS > 0:
-		res.Load = fmt.Sprintf("qps %g %s", r.t.QPS, r.t.Arrival)
+		res.Load = fmt.Sprintf("qps %s %s", strconv.FormatFloat(r.t.QPS, 'g', 4, 64), r.t.Arrival)
 		if r.t.Arrival == Gamma {
-			res.Load += fmt.Sprintf(" (burstiness %g)", max(r.t.Burstiness, 0))
+			b := r.t.Burstiness
+			if b == 0 {
+				b = 1
+			}
+			res.Load += fmt.Sprintf(" (burstiness %g)", b)
 		}
 	case r.t.Concurrency > 0:
 		res.Load = fmt.Sprintf("concurrency %d", r.t.Concurrency)
