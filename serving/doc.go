@@ -5,7 +5,7 @@
 // token, time per output token, end-to-end latency, goodput under SLOs,
 // the largest QPS that meets them) rather than in static batches.
 //
-// The model, per engine step (Replica.schedule):
+// The model, per engine step (replica.schedule in scheduler.go):
 //
 //   - continuous batching: requests join and leave the running batch at
 //     every step; at most max_num_seqs run at once;

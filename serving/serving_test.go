@@ -327,3 +327,33 @@ func TestSweepQPS(t *testing.T) {
 		}
 	}
 }
+
+// TestSweepConcurrency: the search ends on a client count that meets the
+// SLO with one more client failing it.
+func TestSweepConcurrency(t *testing.T) {
+	s := mustNew(t, kimiDeployment(t))
+	slo := SLO{TPOTMs: 40, Percentile: 90}
+	sw, err := s.SweepConcurrency(Traffic{NumRequests: 300, Prompt: Lengths{Mean: 512}, Output: Lengths{Mean: 128}, Seed: 2}, slo, SweepOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sw.Best < 0 {
+		t.Fatalf("no concurrency meets %+v", slo)
+	}
+	t.Logf("max %d clients (failing at %.0f) after %d runs", sw.MaxConcurrency, sw.Bracket, len(sw.Runs))
+	if int(sw.Bracket) != sw.MaxConcurrency+1 {
+		t.Errorf("bracket [%d, %.0f]: want adjacent client counts", sw.MaxConcurrency, sw.Bracket)
+	}
+	for _, r := range sw.Runs {
+		switch r.Concurrency {
+		case sw.MaxConcurrency:
+			if !r.MeetsSLO || r.TPOTMs.P90 > slo.TPOTMs {
+				t.Errorf("%d clients: p90 TPOT %.1f ms, want <= %.0f", r.Concurrency, r.TPOTMs.P90, slo.TPOTMs)
+			}
+		case sw.MaxConcurrency + 1:
+			if r.MeetsSLO {
+				t.Errorf("%d clients meet the SLO above the maximum", r.Concurrency)
+			}
+		}
+	}
+}

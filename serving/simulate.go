@@ -38,6 +38,7 @@ func New(d Deployment) (*Simulator, error) {
 	if err != nil {
 		return nil, err
 	}
+	d.Router, _ = ParseRouter(string(d.Router)) // canonical name (validate accepted it)
 	s := &Simulator{d: d, engine: d.Engine.withDefaults(d.Topology.DeviceOf(0)), coster: c,
 		dp: d.Scenario.Plan.Normalized().DP, inst: max(1, d.Instances)}
 	if s.engine.NumGPUBlocksOverride > 0 {
@@ -168,7 +169,7 @@ type Result struct {
 
 	// MeanConcurrency is the time-average number of requests in the
 	// system (arrived, not finished) over the run; MeanRunning and
-	// MeanWaiting split it by scheduler state while the engines step.
+	// MeanWaiting split it into those in a running batch and those queued.
 	MeanConcurrency float64 `json:"mean_concurrency"`
 	MeanRunning     float64 `json:"mean_running"`
 	MeanWaiting     float64 `json:"mean_waiting"`
@@ -287,9 +288,7 @@ func (s *Simulator) Run(t Traffic, o RunOptions) (*Result, error) {
 	if err := o.SLO.validate(); err != nil {
 		return nil, err
 	}
-	if t.Arrival == "" {
-		t.Arrival = Poisson
-	}
+	t.Arrival, _ = ParseArrival(string(t.Arrival)) // canonical name (Validate accepted it)
 	// A request fits when its cache at the last step, prompt + output - 1
 	// tokens, fits the pool: checked now for bounded lengths, at issue for
 	// drawn log-normal ones.
@@ -450,10 +449,11 @@ func (r *run) admit(a arrival) {
 // (every rank idle, or a rank that preempted its only request) starts
 // nothing; a rank that preempted is scheduled again at once.
 func (r *run) startStep(in *instance) error {
+	rec := stepRecord{startS: r.nowS}
 	for attempt := 0; ; attempt++ {
 		scheduled, work := false, false
 		var it model.Iteration
-		rec := stepRecord{startS: r.nowS}
+		rec.decode, rec.prefill = 0, 0
 		for _, rp := range in.reps {
 			if !rp.hasWork() {
 				continue

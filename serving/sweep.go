@@ -177,12 +177,6 @@ func (s *Simulator) SweepConcurrency(t Traffic, slo SLO, o SweepOptions) (*Sweep
 	}
 	for hi > 0 && hi-lo > 1 {
 		mid := (lo + hi) / 2
-		if lo == 0 {
-			mid = max(1, hi/2)
-			if mid == hi {
-				break
-			}
-		}
 		ok, err := runAt(mid)
 		if err != nil {
 			return nil, err
