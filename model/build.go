@@ -128,17 +128,9 @@ func BuildWith(a *Arch, p Plan, w Workload, o BuildOptions) (*Schedule, error) {
 	}
 	p, w = p.Normalized(), w.Normalized()
 	w.KVDtype = w.KVDtypeFor(a)
-	if o.DispatchDtype == "" {
-		o.DispatchDtype = BF16
-	}
-	if !o.DispatchDtype.Valid() {
-		return nil, &PlanError{What: "options", Field: "dispatch_dtype", Value: strconv.Quote(string(o.DispatchDtype)), Want: "a known dtype"}
-	}
-	switch o.MoEDispatch {
-	case "", DispatchAllToAll, DispatchAllGather:
-	default:
-		return nil, &PlanError{What: "options", Field: "moe_dispatch", Value: strconv.Quote(o.MoEDispatch),
-			Want: strconv.Quote(DispatchAllToAll) + " or " + strconv.Quote(DispatchAllGather)}
+	o, err := o.normalized()
+	if err != nil {
+		return nil, err
 	}
 	if p.DCP > 1 && w.Phase != Decode {
 		return nil, &PlanError{What: "plan", Field: "dcp", Value: strconv.Itoa(p.DCP), Want: "1 in prefill (decode context parallelism is modelled for decode only)"}
@@ -157,6 +149,31 @@ func BuildWith(a *Arch, p Plan, w Workload, o BuildOptions) (*Schedule, error) {
 		b.tokens = int64(b.bg) * int64(w.Context)
 		b.outTokens = int64(b.bg)
 	}
+	return b.build(), nil
+}
+
+// normalized returns o with defaults filled (bf16 dispatch) or an error
+// naming the invalid field.
+func (o BuildOptions) normalized() (BuildOptions, error) {
+	if o.DispatchDtype == "" {
+		o.DispatchDtype = BF16
+	}
+	if !o.DispatchDtype.Valid() {
+		return o, &PlanError{What: "options", Field: "dispatch_dtype", Value: strconv.Quote(string(o.DispatchDtype)), Want: "a known dtype"}
+	}
+	switch o.MoEDispatch {
+	case "", DispatchAllToAll, DispatchAllGather:
+	default:
+		return o, &PlanError{What: "options", Field: "moe_dispatch", Value: strconv.Quote(o.MoEDispatch),
+			Want: strconv.Quote(DispatchAllToAll) + " or " + strconv.Quote(DispatchAllGather)}
+	}
+	return o, nil
+}
+
+// build lays the step's op template (buildStep) and copies it to every
+// rank, setting each rank's index, collective groups and MoE shapes.
+func (b *builder) build() *Schedule {
+	a, p, w, o := b.a, b.p, b.w, b.o
 	b.tmpl = make([]Op, 0, b.estimateOps())
 	b.kinds = make([]groupKind, 0, cap(b.tmpl))
 	b.moeOf = make([]int32, 0, cap(b.tmpl))
@@ -172,6 +189,10 @@ func BuildWith(a *Arch, p Plan, w Workload, o BuildOptions) (*Schedule, error) {
 	world := p.World()
 	groups := b.groups(world)
 	s := &Schedule{Model: a.Name, Plan: p, Workload: w, Options: o, Ranks: make([][]Op, world)}
+	if b.it != nil {
+		it := *b.it
+		s.Iteration = &it
+	}
 	all := make([]Op, world*len(b.tmpl))
 	shapes := make([]MoEShape, world*len(b.shapes))
 	for r := 0; r < world; r++ {
@@ -195,7 +216,7 @@ func BuildWith(a *Arch, p Plan, w Workload, o BuildOptions) (*Schedule, error) {
 		}
 		s.Ranks[r] = ops
 	}
-	return s, nil
+	return s
 }
 
 type builder struct {
@@ -209,6 +230,9 @@ type builder struct {
 	bg        int   // sequences per attention (DP) group
 	tokens    int64 // T: tokens through the main model per attention group
 	outTokens int64 // tokens whose logits are computed
+	// it is the mixed iteration being built (BuildIteration), nil for a
+	// Workload step; attention then follows iterAttention.
+	it *Iteration
 
 	tmpl  []Op // rank-independent op list
 	kinds []groupKind
@@ -443,17 +467,17 @@ func (b *builder) attention(s *site) {
 	t := s.tokens
 	h := int64(a.Hidden)
 	hl := int64(a.Heads / p.TP)
-	ql, kvl := int64(a.QLoraRank), int64(a.KVLoraRank)
+	kvl := int64(a.KVLoraRank)
 	rope, nope, v := int64(a.QKRopeHeadDim), int64(a.QKNopeHeadDim), int64(a.VHeadDim)
 	lat := kvl + rope
 	attnDt := s.dtype(CompAttention)
 	ctx := int64(b.w.Context)
 
-	b.norm(b.op(s, "attn", "input_norm", KindNorm, gNone), t, a.Hidden, true)
-	b.gemm(b.op(s, "attn", "fused_qkv_a_proj", KindGEMM, gNone), t, ql+lat, h, 1, attnDt)
-	b.norm(b.op(s, "attn", "q_a_norm", KindNorm, gNone), t, a.QLoraRank, false)
-	b.norm(b.op(s, "attn", "kv_a_norm", KindNorm, gNone), t, a.KVLoraRank, false)
-	b.gemm(b.op(s, "attn", "q_b_proj", KindGEMM, gNone), t, hl*(nope+rope), ql, 1, attnDt)
+	b.attnProjections(s)
+	if b.it != nil {
+		b.iterAttention(s)
+		return
+	}
 
 	// Tokens each query attends to (per sequence, decode) under DSA.
 	attended := ctx
@@ -524,6 +548,25 @@ func (b *builder) attention(s *site) {
 	b.allreduce(s, "attn", "allreduce", gTP, t*h*actBytes)
 }
 
+// attnProjections appends the projections every attention token goes
+// through (all T tokens of the site, padding included): input norm, the
+// replicated fused q_a/kv_a projection, the latent norms and the
+// column-parallel q_b_proj.
+func (b *builder) attnProjections(s *site) {
+	a := b.a
+	t := s.tokens
+	h := int64(a.Hidden)
+	hl := int64(a.Heads / b.p.TP)
+	ql, kvl := int64(a.QLoraRank), int64(a.KVLoraRank)
+	rope, nope := int64(a.QKRopeHeadDim), int64(a.QKNopeHeadDim)
+	attnDt := s.dtype(CompAttention)
+	b.norm(b.op(s, "attn", "input_norm", KindNorm, gNone), t, a.Hidden, true)
+	b.gemm(b.op(s, "attn", "fused_qkv_a_proj", KindGEMM, gNone), t, ql+kvl+rope, h, 1, attnDt)
+	b.norm(b.op(s, "attn", "q_a_norm", KindNorm, gNone), t, a.QLoraRank, false)
+	b.norm(b.op(s, "attn", "kv_a_norm", KindNorm, gNone), t, a.KVLoraRank, false)
+	b.gemm(b.op(s, "attn", "q_b_proj", KindGEMM, gNone), t, hl*(nope+rope), ql, 1, attnDt)
+}
+
 // causalPairs is sum_{i=1..n} min(i, cap): query-key pairs of causal
 // attention over n tokens when each query sees at most cap keys.
 func causalPairs(n, cap int64) float64 {
@@ -573,27 +616,41 @@ func (b *builder) indexer(s *site) {
 	elementwise(op, float64(t*id)*2, float64(t*id)*actBytes, float64(t)*cb)
 	op.KVDtype = FP8
 
+	if b.it != nil {
+		b.iterIndexerScore(s)
+		return
+	}
 	ctx := int64(b.w.Context)
-	op = b.op(s, "attn", "indexer_score", KindAttention, gNone)
-	op.ActDtype, op.KVDtype = FP8, FP8
 	var pairs float64 // (query, key) pairs scored
 	if s.prefill {
 		pairs = float64(s.seqs) * causalPairs(ctx, ctx)
 	} else {
 		pairs = float64(t) * float64(ctx)
 	}
-	op.M, op.N, op.K, op.Batch = t, ctx, id, float64(ih)
+	b.indexerScore(s, t, ctx, pairs, float64(s.seqs)*float64(ctx), float64(t*min(ctx, int64(a.IndexTopK))))
+}
+
+// indexerScore appends the indexer's scoring of pairs (query, key) pairs
+// of t query tokens (keys per query shaped as n), reading keys cached keys
+// from the indexer cache, and the top-k selection writing selected indices.
+func (b *builder) indexerScore(s *site, t, n int64, pairs, keys, selected float64) {
+	a := b.a
+	ih, id := int64(a.IndexHeads), int64(a.IndexHeadDim)
+	cb := float64(a.IndexerCacheBytesPerTokenLayer())
+	op := b.op(s, "attn", "indexer_score", KindAttention, gNone)
+	op.ActDtype, op.KVDtype = FP8, FP8
+	op.M, op.N, op.K, op.Batch = t, n, id, float64(ih)
 	// Per pair: ih dot products of id values, ReLU, weighted sum over heads.
 	op.FLOPs = pairs * float64(ih) * (2*float64(id) + 2)
-	op.KVBytes = float64(s.seqs) * float64(ctx) * cb
+	op.KVBytes = keys * cb
 	op.BytesRead = op.KVBytes + float64(t*ih*id) // FP8 queries
 	op.BytesWritten = pairs * 4                  // fp32 index scores
 	op = b.op(s, "attn", "indexer_topk", KindRouter, gNone)
-	op.M, op.N, op.K = t, ctx, int64(a.IndexTopK)
+	op.M, op.N, op.K = t, n, int64(a.IndexTopK)
 	op.ActDtype = FP32
 	op.FLOPs = pairs
 	op.BytesRead = pairs * 4
-	op.BytesWritten = float64(t*min(ctx, int64(a.IndexTopK))) * 4
+	op.BytesWritten = selected * 4
 }
 
 func (b *builder) denseMLP(s *site) {

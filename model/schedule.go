@@ -184,6 +184,9 @@ type Schedule struct {
 	Plan     Plan
 	Workload Workload // normalized; KVDtype resolved against the checkpoint
 	Options  BuildOptions
+	// Iteration is the mixed engine step a BuildIteration schedule holds
+	// (nil for a Workload step); Workload then carries only its KV dtype.
+	Iteration *Iteration
 	// Ranks[r] is rank r's op list in issue order.
 	Ranks [][]Op
 }

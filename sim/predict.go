@@ -187,6 +187,9 @@ func (p *Predictor) predict(s *model.Schedule, mode int, graphed bool) (*Predict
 // batch already padded, or not run under graphs), for callers that hand
 // the Predictor a schedule rather than a Scenario.
 func (p *Predictor) graphedAsBuilt(s *model.Schedule) bool {
+	if s.Iteration != nil {
+		return iterationGraphed(&p.opts, s.Iteration)
+	}
 	_, g := graphStep(&p.opts, s.Plan.Normalized(), s.Workload)
 	return g
 }

@@ -1,0 +1,584 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"image/color"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/spf13/pflag"
+	"github.com/tpscope/tpscope/serving"
+	"github.com/tpscope/tpscope/sim"
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
+	"gonum.org/v1/plot/vg/vgimg"
+	"gonum.org/v1/plot/vg/vgsvg"
+)
+
+func init() {
+	register(&Verb{
+		Name:  "simulate",
+		Short: "capacity in requests: simulate vLLM's scheduler under a load; TTFT, TPOT, goodput, the largest QPS within an SLO",
+		Long: `Simulates the serving engine request by request: vLLM v1's scheduler
+(continuous batching, max_num_seqs, a token budget of max_num_batched_tokens
+per step, chunked prefill, running requests first, a paged KV cache whose
+blocks come from the memory model, preemption by recompute) as a
+discrete-event simulation whose steps are priced by the same step model as
+predict (each step's mix of decode tokens and prefill chunks, with CUDA-graph
+padding), memoized within 3.1 % (see sim.IterationBucketBound).
+
+Load: an open loop (--qps, Poisson by default, --arrival constant|gamma with
+--burstiness as vllm bench serve), a closed loop (--concurrency clients, as
+vllm bench serve --max-concurrency), or a request file (--requests-file,
+JSON lines or CSV of arrival_s, prompt_tokens, output_tokens; with --qps or
+--concurrency only its lengths are used). --qps and --concurrency take comma
+lists: one run per value. Lengths: --isl/--osl with --isl-dist/--osl-dist
+fixed|uniform|lognormal and --isl-spread/--osl-spread (the uniform half-width
+or the log-normal coefficient of variation, as a fraction of the mean). One
+--seed drives every draw. The load ends after --requests requests or
+--duration seconds (1000 requests when neither is given); requests in flight
+then complete.
+
+Reports TTFT, TPOT, ITL and end-to-end latency at p50/p90/p99, throughput
+(tokens/s, requests/s, per GPU), goodput (requests/s meeting --slo-ttft-ms
+and --slo-tpot-ms), KV-cache use and preemptions, and for a single run a
+timeline of them. --sweep-qps (or --sweep-concurrency) searches the largest
+load whose --slo-percentile (99) TTFT and TPOT meet the SLO. --plot draws
+latency percentiles against load (PNG or SVG).
+
+Plans with DP attention run one scheduler per DP rank; --instances runs
+several engines behind --router round-robin|least-loaded. Run-time options
+default to the seed's settings: CUDA graphs, NCCL_PROTO=LL,
+NCCL_P2P_LEVEL=SYS. Not modelled: prefix caching, speculative decoding,
+host overheads between steps, DCP with prefill.`,
+		Example: `tpscope simulate --model kimi-k2.5 --tp 8 --kv-dtype fp8 --qps 0.5,1,2,3 --isl 1024 --osl 256 --slo-ttft-ms 2000 --slo-tpot-ms 50 --plot latency.png
+tpscope simulate --model glm-5-nvfp4 --dense-dsa --kv-dtype bf16 --concurrency 1,8,64 --isl 100 --osl 1000 --output markdown
+tpscope simulate --model kimi-k2.5 --kv-dtype fp8 --sweep-qps --isl 2000 --isl-dist lognormal --isl-spread 0.5 --osl 300 --duration 600 --slo-ttft-ms 2000 --slo-tpot-ms 50`,
+		Flags: func(fs *pflag.FlagSet) func(args []string, stdout, stderr io.Writer) error {
+			sc := addModelScenarioFlags(fs)
+			sf := addSimFlags(fs)
+			setFlagDefault(fs, "cuda-graphs", "true")
+			setFlagDefault(fs, "nccl-proto", "LL")
+			setFlagDefault(fs, "p2p-level", "SYS")
+			f := &simulateFlags{}
+			f.add(fs)
+			return func(args []string, stdout, stderr io.Writer) error {
+				if len(args) > 0 {
+					return usageErrorf("unexpected arguments %q", args)
+				}
+				for _, n := range []string{"phase", "batch", "context", "mtp", "spec-tokens"} {
+					if fs.Changed(n) {
+						return usageErrorf("--%s: not used by simulate (the scheduler forms the steps; the load is --qps, --concurrency or --requests-file)", n)
+					}
+				}
+				return runSimulate(sc, sf, f, stdout, stderr)
+			}
+		},
+	})
+}
+
+// simulateFlags are simulate's own flags.
+type simulateFlags struct {
+	qps, concurrency     string
+	arrival              string
+	burstiness           float64
+	isl, osl             int
+	islDist, oslDist     string
+	islSpread, oslSpread float64
+	requests             int
+	durationS            float64
+	requestsFile         string
+	seed                 uint64
+	sloTTFT, sloTPOT     float64
+	sloPct               float64
+	sweepQPS, sweepConc  bool
+	maxSeqs, maxTokens   int
+	blockSize, gpuBlocks int
+	longPrefill          int
+	noChunked, noFullISL bool
+	watermark            float64
+	instances            int
+	router               string
+	output, plotFile     string
+	timeline             int
+}
+
+func (f *simulateFlags) add(fs *pflag.FlagSet) {
+	fs.StringVar(&f.qps, "qps", "", "open loop: request rates per second (comma list, one run each)")
+	fs.StringVar(&f.concurrency, "concurrency", "", "closed loop: client counts (comma list, one run each; vllm bench serve --max-concurrency)")
+	fs.StringVar(&f.arrival, "arrival", "poisson", "open-loop arrivals: poisson, constant or gamma")
+	fs.Float64Var(&f.burstiness, "burstiness", 1, "gamma arrivals' shape (vllm bench serve --burstiness: 1 = Poisson, < 1 burstier)")
+	fs.IntVar(&f.isl, "isl", 1024, "mean prompt tokens")
+	fs.IntVar(&f.osl, "osl", 256, "mean output tokens")
+	fs.StringVar(&f.islDist, "isl-dist", "fixed", "prompt lengths: fixed, uniform or lognormal")
+	fs.StringVar(&f.oslDist, "osl-dist", "fixed", "output lengths: fixed, uniform or lognormal")
+	fs.Float64Var(&f.islSpread, "isl-spread", 0, "prompt spread: uniform half-width or log-normal coefficient of variation, a fraction of --isl")
+	fs.Float64Var(&f.oslSpread, "osl-spread", 0, "output spread: uniform half-width or log-normal coefficient of variation, a fraction of --osl")
+	fs.IntVar(&f.requests, "requests", 0, "requests per run (default 1000 unless --duration)")
+	fs.Float64Var(&f.durationS, "duration", 0, "seconds of load per run (requests stop arriving then; those in flight complete)")
+	fs.StringVar(&f.requestsFile, "requests-file", "", "request file: JSON lines or CSV of arrival_s, prompt_tokens, output_tokens")
+	fs.Uint64Var(&f.seed, "seed", 0, "seed of every random draw (lengths, arrivals)")
+	fs.Float64Var(&f.sloTTFT, "slo-ttft-ms", 0, "SLO: time to first token in ms (0 = none)")
+	fs.Float64Var(&f.sloTPOT, "slo-tpot-ms", 0, "SLO: time per output token in ms (0 = none)")
+	fs.Float64Var(&f.sloPct, "slo-percentile", 99, "percentile the SLO is judged at: 50, 90 or 99")
+	fs.BoolVar(&f.sweepQPS, "sweep-qps", false, "search the largest QPS meeting the SLO (from the first --qps, default 1)")
+	fs.BoolVar(&f.sweepConc, "sweep-concurrency", false, "search the largest client count meeting the SLO")
+	fs.IntVar(&f.maxSeqs, "max-num-seqs", 0, "vLLM max_num_seqs per scheduler (0 = vLLM's default: 1024 on GPUs of 70 GiB or more, else 256)")
+	fs.IntVar(&f.maxTokens, "max-num-batched-tokens", 0, "vLLM max_num_batched_tokens, the token budget of a step (0 = 8192 on GPUs of 70 GiB or more, else 2048)")
+	fs.IntVar(&f.blockSize, "block-size", 0, "vLLM block_size, tokens per KV block (0 = 16)")
+	fs.IntVar(&f.gpuBlocks, "num-gpu-blocks-override", 0, "vLLM num_gpu_blocks_override: KV blocks per scheduler (0 = from the memory model)")
+	fs.IntVar(&f.longPrefill, "long-prefill-token-threshold", 0, "vLLM long_prefill_token_threshold: most prompt tokens of one request per step (0 = no limit)")
+	fs.BoolVar(&f.noChunked, "no-enable-chunked-prefill", false, "vLLM --no-enable-chunked-prefill: prompts are not cut to the step's budget")
+	fs.BoolVar(&f.noFullISL, "no-scheduler-reserve-full-isl", false, "vLLM --no-scheduler-reserve-full-isl: admit on the first chunk's blocks, not the whole input's")
+	fs.Float64Var(&f.watermark, "watermark", 0, "vLLM --watermark: fraction of KV blocks kept free when admitting while others run (0 = off)")
+	fs.IntVar(&f.instances, "instances", 1, "engine instances, each its own copy of the plan")
+	fs.StringVar(&f.router, "router", "round-robin", "request router over instances and DP ranks: round-robin or least-loaded")
+	fs.StringVar(&f.output, "output", "table", "output format: table, json or markdown")
+	fs.StringVar(&f.plotFile, "plot", "", "write latency percentiles against load to FILE.png or FILE.svg")
+	fs.IntVar(&f.timeline, "timeline", 12, "timeline rows of a single run (0 = none)")
+}
+
+// simLoad is one run's load: a QPS or a client count.
+type simLoad struct {
+	qps         float64
+	concurrency int
+}
+
+func runSimulate(sc *scenarioFlags, sf *simFlags, f *simulateFlags, stdout, stderr io.Writer) error {
+	// Every flag is checked before any work.
+	if err := checkOutput(f.output, "table", "json", "markdown"); err != nil {
+		return err
+	}
+	if err := checkPlotPath(f.plotFile); err != nil {
+		return err
+	}
+	var loads []simLoad
+	if f.qps != "" {
+		qs, err := parseFloats("--qps", f.qps)
+		if err != nil {
+			return err
+		}
+		for _, q := range qs {
+			loads = append(loads, simLoad{qps: q})
+		}
+	}
+	if f.concurrency != "" {
+		cs, err := parseInts("--concurrency", f.concurrency)
+		if err != nil {
+			return err
+		}
+		if f.qps != "" {
+			return usageErrorf("--qps and --concurrency: want an open loop (--qps) or a closed loop (--concurrency), not both")
+		}
+		for _, c := range cs {
+			loads = append(loads, simLoad{concurrency: c})
+		}
+	}
+	switch {
+	case f.sweepQPS && f.sweepConc:
+		return usageErrorf("--sweep-qps and --sweep-concurrency: want one search")
+	case f.sweepQPS && f.concurrency != "":
+		return usageErrorf("--sweep-qps with --concurrency: the search sets the rate; use --sweep-concurrency for clients")
+	case f.sweepConc && f.qps != "":
+		return usageErrorf("--sweep-concurrency with --qps: the search sets the clients; use --sweep-qps for rates")
+	case (f.sweepQPS || f.sweepConc) && f.sloTTFT <= 0 && f.sloTPOT <= 0:
+		return usageErrorf("--sweep-qps/--sweep-concurrency need an SLO: --slo-ttft-ms and/or --slo-tpot-ms")
+	case (f.sweepQPS || f.sweepConc) && len(loads) > 1:
+		return usageErrorf("a sweep takes at most one starting --qps or --concurrency, got %d", len(loads))
+	case len(loads) == 0 && f.requestsFile == "" && !f.sweepQPS && !f.sweepConc:
+		return usageErrorf("no load: want --qps, --concurrency, --requests-file, --sweep-qps or --sweep-concurrency")
+	}
+	if f.sloTTFT < 0 || f.sloTPOT < 0 {
+		return usageErrorf("--slo-ttft-ms %v, --slo-tpot-ms %v: want 0 (none) or positive limits", f.sloTTFT, f.sloTPOT)
+	}
+	if f.sloPct != 50 && f.sloPct != 90 && f.sloPct != 99 {
+		return usageErrorf("--slo-percentile %v: want 50, 90 or 99", f.sloPct)
+	}
+	if f.timeline < 0 {
+		return usageErrorf("--timeline %d: want 0 or more rows", f.timeline)
+	}
+	arrival, err := serving.ParseArrival(f.arrival)
+	if err != nil {
+		return usageErrorf("--arrival: %v", err)
+	}
+	router, err := serving.ParseRouter(f.router)
+	if err != nil {
+		return usageErrorf("--router: %v", err)
+	}
+	islDist, err := serving.ParseDist(f.islDist)
+	if err != nil {
+		return usageErrorf("--isl-dist: %v", err)
+	}
+	oslDist, err := serving.ParseDist(f.oslDist)
+	if err != nil {
+		return usageErrorf("--osl-dist: %v", err)
+	}
+	traffic := serving.Traffic{Arrival: arrival, NumRequests: f.requests, DurationS: f.durationS, Seed: f.seed,
+		Prompt: serving.Lengths{Dist: islDist, Mean: f.isl, Spread: f.islSpread},
+		Output: serving.Lengths{Dist: oslDist, Mean: f.osl, Spread: f.oslSpread}}
+	if arrival == serving.Gamma {
+		traffic.Burstiness = f.burstiness
+	}
+	if f.requestsFile != "" {
+		reqs, err := serving.LoadRequests(f.requestsFile)
+		if err != nil {
+			return usageErrorf("--requests-file: %v", err)
+		}
+		traffic.Requests = reqs
+	} else if f.requests == 0 && f.durationS == 0 {
+		traffic.NumRequests = 1000
+	}
+	// The traffic's own check, once per load, names the flag's field.
+	check := traffic
+	switch {
+	case len(loads) > 0:
+		check.QPS, check.Concurrency = loads[0].qps, loads[0].concurrency
+	case f.sweepQPS:
+		check.QPS = 1
+	case f.sweepConc:
+		check.Concurrency = 1
+	}
+	if err := check.Validate(); err != nil {
+		return usageErrorf("%v", err)
+	}
+	scen, err := simScenario(sc)
+	if err != nil {
+		return err
+	}
+	topo, opts, err := sf.resolve()
+	if err != nil {
+		return err
+	}
+	engine := serving.EngineOptions{MaxNumSeqs: f.maxSeqs, MaxNumBatchedTokens: f.maxTokens, BlockSize: f.blockSize,
+		NumGPUBlocksOverride: f.gpuBlocks, LongPrefillTokenThreshold: f.longPrefill, DisableChunkedPrefill: f.noChunked,
+		NoSchedulerReserveFullISL: f.noFullISL, Watermark: f.watermark}
+	if err := engine.Validate(); err != nil {
+		return usageErrorf("%v", err)
+	}
+	dep := serving.Deployment{Scenario: scen, Topology: topo, Options: opts, Engine: engine, Instances: f.instances, Router: router}
+	s, err := serving.New(dep)
+	if err != nil {
+		// A deployment that does not fit in memory is a finding; any
+		// other refusal is about the flags.
+		if errors.Is(err, sim.ErrDoesNotFit) {
+			return err
+		}
+		return usageErrorf("%v", err)
+	}
+	slo := serving.SLO{TTFTMs: f.sloTTFT, TPOTMs: f.sloTPOT, Percentile: f.sloPct}
+	out := simulateOutput{Model: scen.Arch.Name, Topology: topo.Name, Plan: scen.Plan.Normalized().String(), GPUs: s.GPUs(),
+		KVDtype: string(s.KVDtype()), Options: opts, Engine: s.Engine(), KVBlocks: s.KVBlocks(), Schedulers: s.Schedulers(),
+		Instances: max(1, f.instances), Router: string(router), Traffic: traffic, SLO: slo}
+	ro := serving.RunOptions{SLO: slo}
+	switch {
+	case f.sweepQPS || f.sweepConc:
+		so := serving.SweepOptions{}
+		var sw *serving.Sweep
+		if f.sweepQPS {
+			if len(loads) > 0 {
+				so.StartQPS = loads[0].qps
+			}
+			sw, err = s.SweepQPS(traffic, slo, so)
+		} else {
+			if len(loads) > 0 {
+				so.StartConcurrency = loads[0].concurrency
+			}
+			sw, err = s.SweepConcurrency(traffic, slo, so)
+		}
+		if err != nil {
+			return err
+		}
+		out.Runs, out.Sweep = sw.Runs, sw
+	case len(loads) == 0:
+		res, err := s.Run(traffic, ro)
+		if err != nil {
+			return err
+		}
+		out.Runs = []*serving.Result{res}
+	default:
+		for _, l := range loads {
+			t := traffic
+			t.QPS, t.Concurrency = l.qps, l.concurrency
+			res, err := s.Run(t, ro)
+			if err != nil {
+				return err
+			}
+			out.Runs = append(out.Runs, res)
+		}
+	}
+	if f.plotFile != "" {
+		if err := writeSimulatePlot(f.plotFile, &out); err != nil {
+			return err
+		}
+	}
+	if f.output == "json" {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", " ")
+		return enc.Encode(&out)
+	}
+	return writeSimulateTables(stdout, &out, f.timeline, f.output == "markdown")
+}
+
+// simulateOutput is what simulate reports (its JSON form).
+type simulateOutput struct {
+	Model      string                `json:"model"`
+	Topology   string                `json:"topology"`
+	Plan       string                `json:"plan"`
+	GPUs       int                   `json:"gpus"`
+	KVDtype    string                `json:"kv_dtype"`
+	Options    sim.Options           `json:"options"`
+	Engine     serving.EngineOptions `json:"engine"`
+	KVBlocks   int                   `json:"kv_blocks_per_scheduler"`
+	Schedulers int                   `json:"schedulers"`
+	Instances  int                   `json:"instances"`
+	Router     string                `json:"router"`
+	Traffic    serving.Traffic       `json:"traffic"`
+	SLO        serving.SLO           `json:"slo"`
+	Runs       []*serving.Result     `json:"runs"`
+	Sweep      *serving.Sweep        `json:"sweep,omitempty"`
+}
+
+// parseFloats parses a comma list of positive numbers.
+func parseFloats(flag, s string) ([]float64, error) {
+	var out []float64
+	for _, p := range splitList(s) {
+		v, err := strconv.ParseFloat(p, 64)
+		if err != nil || !(v > 0) || v > 1e7 {
+			return nil, usageErrorf("%s: %q is not a positive number up to 1e7", flag, p)
+		}
+		out = append(out, v)
+	}
+	if len(out) == 0 {
+		return nil, usageErrorf("%s: no value", flag)
+	}
+	return out, nil
+}
+
+func lengthsString(l serving.Lengths) string {
+	if l.Dist == serving.Fixed || l.Dist == "" {
+		return fmt.Sprintf("%d fixed", l.Mean)
+	}
+	return fmt.Sprintf("%d %s (spread %g)", l.Mean, l.Dist, l.Spread)
+}
+
+func sloString(o serving.SLO) string {
+	var parts []string
+	if o.TTFTMs > 0 {
+		parts = append(parts, fmt.Sprintf("TTFT <= %g ms", o.TTFTMs))
+	}
+	if o.TPOTMs > 0 {
+		parts = append(parts, fmt.Sprintf("TPOT <= %g ms", o.TPOTMs))
+	}
+	if len(parts) == 0 {
+		return "none"
+	}
+	pct := o.Percentile
+	if pct == 0 {
+		pct = 99
+	}
+	return fmt.Sprintf("p%g %s", pct, strings.Join(parts, ", "))
+}
+
+func writeSimulateTables(w io.Writer, o *simulateOutput, timelineRows int, md bool) error {
+	e := o.Engine
+	load := "prompts " + lengthsString(o.Traffic.Prompt) + ", outputs " + lengthsString(o.Traffic.Output)
+	if len(o.Traffic.Requests) > 0 {
+		load = fmt.Sprintf("%d requests from a file", len(o.Traffic.Requests))
+	}
+	head := []string{
+		fmt.Sprintf("simulate: %s %s on %s (%d GPUs), kv %s, %s", o.Model, o.Plan, o.Topology, o.GPUs, o.KVDtype, optionsString(o.Options)),
+		fmt.Sprintf("engine: max_num_seqs %d, max_num_batched_tokens %d, block_size %d; %d KV blocks per scheduler (%d tokens); %d scheduler(s), %d instance(s), router %s",
+			e.MaxNumSeqs, e.MaxNumBatchedTokens, e.BlockSize, o.KVBlocks, o.KVBlocks*e.BlockSize, o.Schedulers, o.Instances, o.Router),
+		fmt.Sprintf("load: %s, seed %d; SLO %s", load, o.Traffic.Seed, sloString(o.SLO)),
+	}
+	if s := o.Sweep; s != nil {
+		switch {
+		case s.Best < 0:
+			head = append(head, "sweep: no load tried meets the SLO")
+		case s.MaxQPS > 0:
+			head = append(head, fmt.Sprintf("sweep: largest QPS meeting the SLO %.3f (fails at %.3f), %.1f output tok/s, %.1f per GPU",
+				s.MaxQPS, s.Bracket, s.Runs[s.Best].OutputTokensPerS, s.Runs[s.Best].OutputTokensPerSPerGPU))
+		default:
+			head = append(head, fmt.Sprintf("sweep: largest concurrency meeting the SLO %d (fails at %.0f), %.1f output tok/s, %.1f per GPU",
+				s.MaxConcurrency, s.Bracket, s.Runs[s.Best].OutputTokensPerS, s.Runs[s.Best].OutputTokensPerSPerGPU))
+		}
+	}
+	for _, h := range head {
+		if md {
+			fmt.Fprintf(w, "%s  \n", h)
+		} else {
+			fmt.Fprintln(w, h)
+		}
+	}
+	header := []string{"load", "requests", "duration s", "TTFT ms p50/p90/p99", "TPOT ms p50/p90/p99", "ITL ms p50/p99",
+		"E2E s p50/p90/p99", "out tok/s", "tok/s/GPU", "req/s", "goodput req/s", "in system", "KV peak", "preemptions", "SLO"}
+	var rows [][]string
+	for _, r := range o.Runs {
+		slo, goodput := "-", "-"
+		if r.SLO.TTFTMs > 0 || r.SLO.TPOTMs > 0 {
+			slo, goodput = "no", fmt.Sprintf("%.3f", r.GoodputRequestsPerS)
+			if r.MeetsSLO {
+				slo = "yes"
+			}
+		}
+		rows = append(rows, []string{r.Load, strconv.Itoa(r.Requests), fmt.Sprintf("%.1f", r.DurationS),
+			fmt.Sprintf("%.0f / %.0f / %.0f", r.TTFTMs.P50, r.TTFTMs.P90, r.TTFTMs.P99),
+			fmt.Sprintf("%.1f / %.1f / %.1f", r.TPOTMs.P50, r.TPOTMs.P90, r.TPOTMs.P99),
+			fmt.Sprintf("%.1f / %.1f", r.ITLMs.P50, r.ITLMs.P99),
+			fmt.Sprintf("%.2f / %.2f / %.2f", r.E2EMs.P50/1e3, r.E2EMs.P90/1e3, r.E2EMs.P99/1e3),
+			fmt.Sprintf("%.1f", r.OutputTokensPerS), fmt.Sprintf("%.1f", r.OutputTokensPerSPerGPU), fmt.Sprintf("%.3f", r.RequestsPerS),
+			goodput, fmt.Sprintf("%.1f", r.MeanConcurrency),
+			fmt.Sprintf("%.0f %%", 100*r.PeakKVUseFrac), strconv.Itoa(r.Preemptions), slo})
+	}
+	if err := writeTable(w, "runs", "runs (TTFT, TPOT, ITL, end-to-end latency; throughput over the run; KV peak of all blocks)", header, rows, md); err != nil {
+		return err
+	}
+	if len(o.Runs) != 1 || timelineRows == 0 {
+		return nil
+	}
+	r := o.Runs[0]
+	tl := coarsen(r.Timeline, timelineRows)
+	var trows [][]string
+	for _, win := range tl {
+		trows = append(trows, []string{fmt.Sprintf("%.1f-%.1f", win.StartS, win.EndS), fmt.Sprintf("%.1f", win.OutputTokensPerS),
+			fmt.Sprintf("%.1f", win.Running), fmt.Sprintf("%.1f", win.Waiting), fmt.Sprintf("%.1f %%", 100*win.KVUseFrac),
+			fmt.Sprintf("%.1f %%", 100*win.PeakKVUseFrac), strconv.Itoa(win.Preemptions)})
+	}
+	return writeTable(w, "timeline", "timeline (time-weighted means per window)",
+		[]string{"time s", "out tok/s", "running", "waiting", "KV use", "KV peak", "preemptions"}, trows, md)
+}
+
+// coarsen merges the timeline's windows into at most n rows.
+func coarsen(tl []serving.Window, n int) []serving.Window {
+	if n <= 0 || len(tl) <= n {
+		return tl
+	}
+	k := (len(tl) + n - 1) / n
+	var out []serving.Window
+	for i := 0; i < len(tl); i += k {
+		j := min(i+k, len(tl))
+		m := serving.Window{StartS: tl[i].StartS, EndS: tl[j-1].EndS}
+		for _, w := range tl[i:j] {
+			d := w.EndS - w.StartS
+			m.OutputTokensPerS += w.OutputTokensPerS * d
+			m.Running += w.Running * d
+			m.Waiting += w.Waiting * d
+			m.KVUseFrac += w.KVUseFrac * d
+			m.BusyFrac += w.BusyFrac * d
+			m.PeakKVUseFrac = max(m.PeakKVUseFrac, w.PeakKVUseFrac)
+			m.Preemptions += w.Preemptions
+		}
+		if d := m.EndS - m.StartS; d > 0 {
+			m.OutputTokensPerS /= d
+			m.Running /= d
+			m.Waiting /= d
+			m.KVUseFrac /= d
+			m.BusyFrac /= d
+		}
+		out = append(out, m)
+	}
+	return out
+}
+
+// writeSimulatePlot draws TTFT (top) and TPOT (bottom) percentiles
+// against the load of each run: QPS, or clients for closed loops.
+func writeSimulatePlot(path string, o *simulateOutput) error {
+	runs := o.Runs
+	xOf := func(r *serving.Result) float64 { return r.QPS }
+	xLabel := "offered load, requests/s"
+	if len(runs) > 0 && runs[0].QPS == 0 {
+		xOf = func(r *serving.Result) float64 { return float64(r.Concurrency) }
+		xLabel = "concurrent clients"
+		if runs[0].Concurrency == 0 {
+			xOf = func(r *serving.Result) float64 { return r.RequestsPerS }
+			xLabel = "requests/s (trace)"
+		}
+	}
+	panel := func(title, unit string, get func(r *serving.Result) serving.Stats, limit float64) (*plot.Plot, error) {
+		p := plot.New()
+		p.Title.Text = title
+		p.X.Label.Text = xLabel
+		p.Y.Label.Text = unit
+		p.Legend.Top, p.Legend.Left = true, true
+		series := []struct {
+			name string
+			v    func(s serving.Stats) float64
+			c    color.RGBA
+		}{
+			{"p50", func(s serving.Stats) float64 { return s.P50 }, color.RGBA{R: 60, G: 110, B: 200, A: 255}},
+			{"p90", func(s serving.Stats) float64 { return s.P90 }, color.RGBA{R: 230, G: 150, B: 30, A: 255}},
+			{"p99", func(s serving.Stats) float64 { return s.P99 }, color.RGBA{R: 200, G: 40, B: 40, A: 255}},
+		}
+		for _, s := range series {
+			xy := make(plotter.XYs, len(runs))
+			for i, r := range runs {
+				xy[i] = plotter.XY{X: xOf(r), Y: s.v(get(r))}
+			}
+			l, pts, err := plotter.NewLinePoints(xy)
+			if err != nil {
+				return nil, fmt.Errorf("plot: %w", err)
+			}
+			l.Color, pts.Color = s.c, s.c
+			p.Add(l, pts)
+			p.Legend.Add(s.name, l, pts)
+		}
+		if limit > 0 && len(runs) > 0 {
+			lo, hi := xOf(runs[0]), xOf(runs[len(runs)-1])
+			if hi <= lo {
+				hi = lo + 1
+			}
+			l, err := plotter.NewLine(plotter.XYs{{X: lo, Y: limit}, {X: hi, Y: limit}})
+			if err != nil {
+				return nil, fmt.Errorf("plot: %w", err)
+			}
+			l.Dashes = []vg.Length{vg.Points(4), vg.Points(3)}
+			l.Color = color.RGBA{A: 255}
+			p.Add(l)
+			p.Legend.Add("SLO", l)
+		}
+		return p, nil
+	}
+	top, err := panel(fmt.Sprintf("%s %s on %s: time to first token", o.Model, o.Plan, o.Topology), "ms",
+		func(r *serving.Result) serving.Stats { return r.TTFTMs }, o.SLO.TTFTMs)
+	if err != nil {
+		return err
+	}
+	bottom, err := panel("time per output token", "ms", func(r *serving.Result) serving.Stats { return r.TPOTMs }, o.SLO.TPOTMs)
+	if err != nil {
+		return err
+	}
+	w, h := 9*vg.Inch, 8*vg.Inch
+	var c interface {
+		vg.CanvasSizer
+		io.WriterTo
+	}
+	if strings.ToLower(filepath.Ext(path)) == ".svg" {
+		c = vgsvg.New(w, h)
+	} else {
+		c = vgimg.PngCanvas{Canvas: vgimg.New(w, h)}
+	}
+	plots := [][]*plot.Plot{{top}, {bottom}}
+	canvases := plot.Align(plots, draw.Tiles{Rows: 2, Cols: 1, PadY: vg.Points(12), PadTop: vg.Points(6), PadBottom: vg.Points(6),
+		PadLeft: vg.Points(6), PadRight: vg.Points(12)}, draw.New(c))
+	top.Draw(canvases[0][0])
+	bottom.Draw(canvases[1][0])
+	fh, err := os.Create(path)
+	if err != nil {
+		return fmt.Errorf("plot %s: %w", path, err)
+	}
+	if _, err := c.WriteTo(fh); err != nil {
+		fh.Close()
+		return fmt.Errorf("plot %s: %w", path, err)
+	}
+	if err := fh.Close(); err != nil {
+		return fmt.Errorf("plot %s: %w", path, err)
+	}
+	return nil
+}

@@ -1,0 +1,92 @@
+package serving
+
+import (
+	"fmt"
+	"math"
+	"testing"
+
+	"github.com/tpscope/tpscope/model"
+	"github.com/tpscope/tpscope/sim"
+)
+
+// GLM-5-NVFP4 decode on the dual-socket RTX PRO 6000 box, measured by its
+// owners (GitHub voipmonitor/rtx6kpro, models/glm5.md at 07e8898,
+// "Decode throughput — MTP OFF", --moe-runner-backend cutlass; the same
+// figures sim/public_test.go judges the static model with): SGLang, TP 8,
+// BF16 KV, NCCL_P2P_LEVEL=SYS with an NCCL graph file that makes NCCL
+// pick LL, GLM-5 run as dense MLA through FlashInfer's FA2 kernel
+// (modelled by the SM-filling grid, AttnFlashMLA). The tool
+// (voipmonitor/llm-inference-bench, llm_decode_bench.py) runs N streams
+// of one short generation prompt ("context 0": about 100 tokens with the
+// chat template, an assumption from the prompt's ~400 characters) with
+// max_tokens 8192, waits until every stream generates, and reports the
+// server's generation throughput over the next 30 s: a closed loop of N
+// clients measured in steady decode.
+var glmPublicAggregate = []struct {
+	clients  int
+	measured float64 // aggregate decode tok/s
+}{{1, 50.4}, {2, 95.2}, {4, 164.2}, {8, 276.9}, {16, 427.4}, {32, 659.7}, {64, 1010.6}}
+
+// TestPublicGLM5ClosedLoop runs that benchmark through the scheduler:
+// N clients, 100-token prompts, 8192-token outputs, the output rate over
+// the 30 s after the last stream's first token. It records per point how
+// far the simulation is from the measurement and checks two things:
+//
+//   - the simulated steady rate is sim's static decode rate at that batch
+//     (PredictScenario, batch N, the window's mean context) within 3 %:
+//     in steady decode the scheduler adds nothing but the growing context;
+//   - the distance to the measurement: within 20 %, or, at 1-8 clients,
+//     optimistic by 20-50 %: the static model's known gap there
+//     (sim.TestPublicGLM5Decode), the NVFP4 MoE kernels at a few tokens
+//     per expert on SM120 that the uncalibrated priors price too fast
+//     (README "How accurate it is"). The band pins that gap: a change that
+//     moves it must update the README.
+func TestPublicGLM5ClosedLoop(t *testing.T) {
+	d := Deployment{
+		Scenario: sim.Scenario{Arch: mustPreset(t, "glm-5-nvfp4"), Plan: model.Plan{TP: 8},
+			Workload: model.Workload{KVDtype: model.BF16}, Build: model.BuildOptions{DenseDSA: true}},
+		Topology: mustTopo(t, "rtxpro6000-2s"),
+		Options:  sim.Options{CUDAGraphs: true, NCCLProto: "LL", P2PLevel: "SYS", AttentionBackend: sim.AttnFlashMLA},
+	}
+	s := mustNew(t, d)
+	p, err := sim.New(d.Topology, d.Options)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const prompt, output, windowS = 100, 8192, 30.0
+	t.Logf("%8s %10s %10s %8s %10s %8s", "clients", "measured", "simulated", "vs meas", "static", "vs static")
+	for _, c := range glmPublicAggregate {
+		t.Run(fmt.Sprintf("clients=%d", c.clients), func(t *testing.T) {
+			tr := Traffic{Concurrency: c.clients, NumRequests: c.clients, Prompt: Lengths{Mean: prompt}, Output: Lengths{Mean: output}}
+			first := mustRun(t, s, tr, RunOptions{TimelineWindows: -1})
+			warm := 0.0 // every stream generating: the last first token
+			for _, r := range first.PerRequest {
+				warm = math.Max(warm, r.FirstTokenS)
+			}
+			res := mustRun(t, s, tr, RunOptions{TimelineWindows: -1, MeasureFromS: warm, MeasureToS: warm + windowS})
+			got := res.WindowOutputTokensPerS
+			// Mean context over the window: the prompt plus the tokens a
+			// stream has produced by the window's middle.
+			perStream := got / float64(c.clients)
+			ctx := prompt + int(perStream*(warm+windowS/2))
+			sc := d.Scenario
+			sc.Workload = model.Workload{Phase: model.Decode, Batch: c.clients, Context: ctx, KVDtype: model.BF16}
+			pr, err := p.PredictScenario(sc)
+			if err != nil {
+				t.Fatal(err)
+			}
+			vsMeas, vsStatic := got/c.measured, got/pr.TokensPerS
+			t.Logf("%8d %10.1f %10.1f %7.2fx %10.1f %7.3fx  (context %d, warm-up %.2f s)", c.clients, c.measured, got, vsMeas, pr.TokensPerS, vsStatic, ctx, warm)
+			if math.Abs(vsStatic-1) > 0.03 {
+				t.Errorf("simulated %.1f tok/s, static decode at batch %d context %d %.1f: x%.3f (want within 3 %%)", got, c.clients, ctx, pr.TokensPerS, vsStatic)
+			}
+			switch {
+			case math.Abs(vsMeas-1) <= 0.20:
+			case c.clients <= 8 && vsMeas > 1.20 && vsMeas <= 1.50:
+				t.Logf("%d clients: x%.2f of the measured rate, outside 20 %%: the documented small-batch NVFP4 gap", c.clients, vsMeas)
+			default:
+				t.Errorf("x%.2f of the measured %.1f tok/s: want within 20 %%, or at 1-8 clients the documented NVFP4 gap x1.20-1.50", vsMeas, c.measured)
+			}
+		})
+	}
+}

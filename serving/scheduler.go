@@ -1,0 +1,253 @@
+package serving
+
+import "github.com/tpscope/tpscope/model"
+
+// reqState is a request inside the engine: vLLM's Request with
+// num_computed_tokens (computed), its output so far (generated) and the KV
+// blocks it holds.
+type reqState struct {
+	Request
+	id      int
+	client  int // closed-loop client, -1 for an open loop
+	replica int
+
+	computed  int // tokens in the KV cache (num_computed_tokens)
+	generated int // output tokens sampled so far
+	blocks    int // KV blocks held
+	preempts  int
+
+	firstS, lastS float64 // first and latest token times
+	done          bool
+}
+
+// tokens is num_tokens: prompt plus output so far, what computed catches
+// up to before the next token is sampled.
+func (r *reqState) tokens() int { return r.PromptTokens + r.generated }
+
+// scheduledReq is one request's share of a step.
+type scheduledReq struct {
+	r *reqState
+	n int // tokens scheduled
+}
+
+// replica is one scheduler with its KV pool: an engine instance, or one
+// DP rank of it. Its step follows vLLM v1's Scheduler.schedule (see the
+// package comment).
+type replica struct {
+	opts        EngineOptions // defaults filled
+	waiting     deque
+	running     []*reqState
+	freeBlocks  int
+	totalBlocks int
+	// watermarkBlocks = int(watermark x blocks): kept free at admission.
+	watermarkBlocks int
+
+	// The current step.
+	step      []scheduledReq
+	it        model.Iteration
+	preempted int
+}
+
+func newReplica(o EngineOptions, blocks int) *replica {
+	return &replica{opts: o, freeBlocks: blocks, totalBlocks: blocks, watermarkBlocks: int(o.Watermark * float64(blocks))}
+}
+
+func (rp *replica) blocksFor(tokens int) int {
+	return (tokens + rp.opts.BlockSize - 1) / rp.opts.BlockSize
+}
+
+// usedBlocks is the number of KV blocks requests hold.
+func (rp *replica) usedBlocks() int { return rp.totalBlocks - rp.freeBlocks }
+
+// load is vLLM's DP load-balancing score: 4 x waiting + running.
+func (rp *replica) load() int { return 4*rp.waiting.len() + len(rp.running) }
+
+func (rp *replica) hasWork() bool { return len(rp.running) > 0 || rp.waiting.len() > 0 }
+
+// schedule forms the next step: first the running requests in order (a
+// decode token each, or the next chunk of a prompt), allocating the blocks
+// their new tokens need and preempting the last running request while
+// none is free; then, if nothing was preempted, waiting requests in order
+// while the budget, max_num_seqs and the free blocks allow. It reports
+// whether any token was scheduled. A waiting request is admitted only
+// when the blocks of its whole input are free (unless
+// NoSchedulerReserveFullISL) and, while others run, the watermark's
+// blocks stay free.
+func (rp *replica) schedule() bool {
+	rp.step = rp.step[:0]
+	rp.it = model.Iteration{}
+	rp.preempted = 0
+	budget := rp.opts.MaxNumBatchedTokens
+	th := rp.opts.LongPrefillTokenThreshold
+	for i := 0; i < len(rp.running) && budget > 0; i++ {
+		r := rp.running[i]
+		n := r.tokens() - r.computed
+		if th > 0 && n > th {
+			n = th
+		}
+		n = min(n, budget)
+		if n <= 0 {
+			continue
+		}
+		need := rp.blocksFor(r.computed+n) - r.blocks
+		evictedSelf := false
+		for need > rp.freeBlocks {
+			// Preempt the lowest-priority request: under FCFS the last of
+			// the running list, which is never one already scheduled this
+			// step (those come before index i).
+			v := rp.running[len(rp.running)-1]
+			rp.running = rp.running[:len(rp.running)-1]
+			rp.preempt(v)
+			if v == r {
+				evictedSelf = true
+				break
+			}
+		}
+		if evictedSelf {
+			break
+		}
+		rp.freeBlocks -= need
+		r.blocks += need
+		rp.add(r, n)
+		budget -= n
+	}
+	if rp.preempted == 0 {
+		for rp.waiting.len() > 0 && budget > 0 && len(rp.running) < rp.opts.MaxNumSeqs {
+			r := rp.waiting.front()
+			n := r.tokens() - r.computed
+			if th > 0 && n > th {
+				n = th
+			}
+			if rp.opts.DisableChunkedPrefill && n > budget {
+				break
+			}
+			n = min(n, budget)
+			// The watermark's headroom counts only while others run, so
+			// an idle engine always admits.
+			free := rp.freeBlocks
+			if len(rp.running) > 0 {
+				free -= rp.watermarkBlocks
+			}
+			if !rp.opts.NoSchedulerReserveFullISL && rp.blocksFor(r.tokens())-r.blocks > free {
+				break
+			}
+			need := rp.blocksFor(r.computed+n) - r.blocks
+			if need > free {
+				break
+			}
+			rp.waiting.popFront()
+			rp.freeBlocks -= need
+			r.blocks += need
+			rp.running = append(rp.running, r)
+			rp.add(r, n)
+			budget -= n
+		}
+	}
+	return len(rp.step) > 0
+}
+
+// add records n tokens of r in the step and its iteration: one token of a
+// request with a cache is a decode (vLLM's MLA backends treat a query of
+// one token as decode), anything else a prefill chunk after its cached
+// prefix.
+func (rp *replica) add(r *reqState, n int) {
+	rp.step = append(rp.step, scheduledReq{r, n})
+	if n == 1 && r.computed > 0 {
+		rp.it.AddDecode(r.computed)
+	} else {
+		rp.it.AddChunk(n, r.computed)
+	}
+}
+
+// preempt evicts r by recompute: its blocks are freed, its progress lost,
+// and it waits at the head of the queue.
+func (rp *replica) preempt(r *reqState) {
+	rp.freeBlocks += r.blocks
+	r.blocks, r.computed = 0, 0
+	r.preempts++
+	rp.preempted++
+	rp.waiting.pushFront(r)
+}
+
+// finish applies the step ending at endS: every scheduled request's
+// tokens are computed; one that caught up with its tokens samples the
+// next (emit is called with it); one that reached its output length
+// leaves (its blocks freed, done set). It returns the tokens sampled.
+func (rp *replica) finish(endS float64, emit func(r *reqState, endS float64)) int {
+	sampled := 0
+	left := false
+	for _, s := range rp.step {
+		r := s.r
+		r.computed += s.n
+		if r.computed < r.tokens() {
+			continue
+		}
+		r.generated++
+		sampled++
+		emit(r, endS)
+		if r.generated >= r.OutputTokens {
+			rp.freeBlocks += r.blocks
+			r.blocks = 0
+			r.done = true
+			left = true
+		}
+	}
+	if left {
+		k := 0
+		for _, r := range rp.running {
+			if !r.done {
+				rp.running[k] = r
+				k++
+			}
+		}
+		clear(rp.running[k:])
+		rp.running = rp.running[:k]
+	}
+	rp.step = rp.step[:0]
+	return sampled
+}
+
+// deque is a FIFO of requests with a push at the front (preempted
+// requests), on a ring buffer.
+type deque struct {
+	buf        []*reqState
+	head, size int
+}
+
+func (q *deque) len() int { return q.size }
+
+func (q *deque) grow() {
+	n := max(16, 2*len(q.buf))
+	b := make([]*reqState, n)
+	for i := 0; i < q.size; i++ {
+		b[i] = q.buf[(q.head+i)%len(q.buf)]
+	}
+	q.buf, q.head = b, 0
+}
+
+func (q *deque) pushBack(r *reqState) {
+	if q.size == len(q.buf) {
+		q.grow()
+	}
+	q.buf[(q.head+q.size)%len(q.buf)] = r
+	q.size++
+}
+
+func (q *deque) pushFront(r *reqState) {
+	if q.size == len(q.buf) {
+		q.grow()
+	}
+	q.head = (q.head - 1 + len(q.buf)) % len(q.buf)
+	q.buf[q.head] = r
+	q.size++
+}
+
+func (q *deque) front() *reqState { return q.buf[q.head] }
+
+func (q *deque) popFront() *reqState {
+	r := q.buf[q.head]
+	q.buf[q.head] = nil
+	q.head = (q.head + 1) % len(q.buf)
+	q.size--
+	return r
+}

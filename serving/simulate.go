@@ -1,0 +1,627 @@
+package serving
+
+import (
+	"container/heap"
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+
+	"github.com/tpscope/tpscope/model"
+	"github.com/tpscope/tpscope/sim"
+)
+
+// Simulator runs loads against one deployment. Build it once (New) and
+// call Run or the sweeps many times: the step-cost memo is shared by the
+// runs (its prices do not depend on what was priced before, so a run's
+// result does not either). Not safe for concurrent use.
+type Simulator struct {
+	d      Deployment
+	engine EngineOptions // defaults filled
+	coster *sim.IterationCoster
+	blocks int // KV blocks per scheduler
+	dp     int
+	inst   int
+}
+
+// New validates the deployment, sizes the KV pool and prepares the step
+// pricing; every configuration error is reported here, before any run.
+func New(d Deployment) (*Simulator, error) {
+	if err := d.validate(); err != nil {
+		return nil, err
+	}
+	p, err := sim.New(d.Topology, d.Options)
+	if err != nil {
+		return nil, err
+	}
+	c, err := sim.NewIterationCoster(p, d.Scenario)
+	if err != nil {
+		return nil, err
+	}
+	d.Router, _ = ParseRouter(string(d.Router)) // canonical name (validate accepted it)
+	s := &Simulator{d: d, engine: d.Engine.withDefaults(d.Topology.DeviceOf(0)), coster: c,
+		dp: d.Scenario.Plan.Normalized().DP, inst: max(1, d.Instances)}
+	if s.engine.NumGPUBlocksOverride > 0 {
+		s.blocks = s.engine.NumGPUBlocksOverride
+	} else {
+		tokens, err := c.KVCapacityTokens()
+		if err != nil {
+			return nil, err
+		}
+		s.blocks = int(min(tokens/int64(s.engine.BlockSize), 1<<30))
+	}
+	if s.blocks < 1 {
+		return nil, fmt.Errorf("serving: the KV cache holds less than one block of %d tokens", s.engine.BlockSize)
+	}
+	return s, nil
+}
+
+// Engine returns the scheduler settings with vLLM's defaults filled.
+func (s *Simulator) Engine() EngineOptions { return s.engine }
+
+// KVBlocks is the KV pool of one scheduler in blocks of Engine().BlockSize
+// tokens.
+func (s *Simulator) KVBlocks() int { return s.blocks }
+
+// GPUs is the number of GPUs the deployment uses (instances x plan).
+func (s *Simulator) GPUs() int { return s.inst * s.d.Scenario.Plan.World() }
+
+// Schedulers is the number of schedulers: instances x DP ranks.
+func (s *Simulator) Schedulers() int { return s.inst * s.dp }
+
+// KVDtype is the KV-cache dtype the deployment runs with.
+func (s *Simulator) KVDtype() model.Dtype { return s.coster.KVDtype() }
+
+// RequestResult is one request's outcome.
+type RequestResult struct {
+	Request
+	FirstTokenS float64 `json:"first_token_s"`
+	FinishS     float64 `json:"finish_s"`
+	Preemptions int     `json:"preemptions"`
+	Scheduler   int     `json:"scheduler"`
+}
+
+// TTFTS is the time to first token; E2ES the end-to-end latency; TPOTS
+// the time per output token after the first, (E2E - TTFT) / (output - 1),
+// 0 for a one-token output (vllm bench serve's definitions).
+func (r *RequestResult) TTFTS() float64 { return r.FirstTokenS - r.ArrivalS }
+func (r *RequestResult) E2ES() float64  { return r.FinishS - r.ArrivalS }
+func (r *RequestResult) TPOTS() float64 {
+	if r.OutputTokens <= 1 {
+		return 0
+	}
+	return (r.FinishS - r.FirstTokenS) / float64(r.OutputTokens-1)
+}
+
+// SLO is a latency objective: TTFTMs and TPOTMs (0 = none) at a
+// percentile (0 = 99). A request is good when its TTFT and TPOT both meet
+// the limits (goodput); a run meets the SLO when the percentile of each
+// over its requests does.
+type SLO struct {
+	TTFTMs     float64 `json:"ttft_ms,omitempty"`
+	TPOTMs     float64 `json:"tpot_ms,omitempty"`
+	Percentile float64 `json:"percentile,omitempty"`
+}
+
+func (o SLO) set() bool { return o.TTFTMs > 0 || o.TPOTMs > 0 }
+
+func (o SLO) percentile() float64 {
+	if o.Percentile == 0 {
+		return 99
+	}
+	return o.Percentile
+}
+
+func (o SLO) validate() error {
+	if !(o.TTFTMs >= 0) || !(o.TPOTMs >= 0) || math.IsInf(o.TTFTMs+o.TPOTMs, 0) {
+		return fmt.Errorf("slo: ttft %v ms, tpot %v ms: want finite limits >= 0 (0 = none)", o.TTFTMs, o.TPOTMs)
+	}
+	if o.Percentile != 0 && o.Percentile != 50 && o.Percentile != 90 && o.Percentile != 99 {
+		return fmt.Errorf("slo: percentile %v: want 50, 90 or 99", o.Percentile)
+	}
+	return nil
+}
+
+// good reports whether one request meets both limits.
+func (o SLO) good(r *RequestResult) bool {
+	return (o.TTFTMs == 0 || r.TTFTS()*1e3 <= o.TTFTMs) && (o.TPOTMs == 0 || r.TPOTS()*1e3 <= o.TPOTMs)
+}
+
+// Meets reports whether a run's percentiles meet the objective.
+func (o SLO) Meets(r *Result) bool {
+	p := o.percentile()
+	return (o.TTFTMs == 0 || r.TTFTMs.Percentile(p) <= o.TTFTMs) && (o.TPOTMs == 0 || r.TPOTMs.Percentile(p) <= o.TPOTMs)
+}
+
+// Result is one run.
+type Result struct {
+	// Load describes the traffic ("qps 10 poisson", "concurrency 8",
+	// "trace"); QPS and Concurrency repeat its rate or client count.
+	Load        string  `json:"load"`
+	QPS         float64 `json:"qps,omitempty"`
+	Concurrency int     `json:"concurrency,omitempty"`
+
+	Requests int `json:"requests"`
+	// DurationS runs from time 0 (the first request) to the last
+	// completion.
+	DurationS float64 `json:"duration_s"`
+
+	TTFTMs Stats `json:"ttft_ms"`
+	TPOTMs Stats `json:"tpot_ms"`
+	// ITLMs: gaps between consecutive tokens of a request, over every
+	// token (percentiles within 0.39 %, see logHist).
+	ITLMs Stats `json:"itl_ms"`
+	E2EMs Stats `json:"e2e_ms"`
+
+	OutputTokensPerS       float64 `json:"output_tokens_per_s"`
+	TotalTokensPerS        float64 `json:"total_tokens_per_s"` // prompt + output
+	RequestsPerS           float64 `json:"requests_per_s"`
+	OutputTokensPerSPerGPU float64 `json:"output_tokens_per_s_per_gpu"`
+	GPUs                   int     `json:"gpus"`
+
+	// SLO is the objective of the run (none when zero); GoodRequests meet
+	// it request by request, GoodputRequestsPerS = GoodRequests /
+	// DurationS; MeetsSLO: the SLO's percentiles meet it.
+	SLO                 SLO     `json:"slo"`
+	GoodRequests        int     `json:"good_requests"`
+	GoodputRequestsPerS float64 `json:"goodput_requests_per_s"`
+	MeetsSLO            bool    `json:"meets_slo"`
+
+	// MeanConcurrency is the time-average number of requests in the
+	// system (arrived, not finished) over the run; MeanRunning and
+	// MeanWaiting split it into those in a running batch and those queued.
+	MeanConcurrency float64 `json:"mean_concurrency"`
+	MeanRunning     float64 `json:"mean_running"`
+	MeanWaiting     float64 `json:"mean_waiting"`
+
+	// KV cache: blocks per scheduler, the block size, the time-average and
+	// peak fraction of all blocks held, and the preemptions.
+	KVBlocks      int     `json:"kv_blocks"`
+	BlockSize     int     `json:"block_size"`
+	MeanKVUseFrac float64 `json:"mean_kv_use_frac"`
+	PeakKVUseFrac float64 `json:"peak_kv_use_frac"`
+	Preemptions   int     `json:"preemptions"`
+
+	// Steps: engine steps run (per instance, summed); MixedSteps those
+	// holding decode tokens and prefill tokens together; MeanStepMs their
+	// mean duration.
+	Steps      int     `json:"steps"`
+	MixedSteps int     `json:"mixed_steps"`
+	MeanStepMs float64 `json:"mean_step_ms"`
+	// Pricing counts the step-cost memo's lookups and distinct buckets
+	// priced (cumulative over the Simulator's runs).
+	Pricing sim.IterationCostStats `json:"pricing"`
+
+	// WindowOutputTokensPerS is the output rate inside the measurement
+	// window of RunOptions (0 without one).
+	WindowOutputTokensPerS float64 `json:"window_output_tokens_per_s,omitempty"`
+
+	// Timeline: TimelineWindows equal slices of [0, DurationS).
+	Timeline []Window `json:"timeline"`
+	// PerRequest holds every request's outcome, in issue order.
+	PerRequest []RequestResult `json:"-"`
+}
+
+// RunOptions are the reporting choices of a run.
+type RunOptions struct {
+	SLO SLO
+	// TimelineWindows is the number of timeline slices (0 = 60, < 0 none).
+	TimelineWindows int
+	// MeasureFromS and MeasureToS, when MeasureToS > MeasureFromS, set a
+	// measurement window: Result.WindowOutputTokensPerS counts the tokens
+	// sampled in [MeasureFromS, MeasureToS) (a benchmark's steady-state
+	// rate, away from the ramp-up and the drain).
+	MeasureFromS, MeasureToS float64
+}
+
+// arrival is a request waiting to enter: its time, the order it was
+// issued in (ties), the client that sent it (-1 open loop).
+type arrival struct {
+	Request
+	seq    int
+	client int
+}
+
+type arrivalHeap []arrival
+
+func (h arrivalHeap) Len() int { return len(h) }
+func (h arrivalHeap) Less(i, j int) bool {
+	if h[i].ArrivalS != h[j].ArrivalS {
+		return h[i].ArrivalS < h[j].ArrivalS
+	}
+	return h[i].seq < h[j].seq
+}
+func (h arrivalHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
+func (h *arrivalHeap) Push(x any)   { *h = append(*h, x.(arrival)) }
+func (h *arrivalHeap) Pop() any {
+	old := *h
+	x := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return x
+}
+
+// instance is one engine: its DP ranks' schedulers stepping together.
+type instance struct {
+	reps   []*replica
+	busy   bool
+	startS float64
+	endS   float64
+	rec    int // index of the current step's record
+}
+
+// run is the state of one simulation.
+type run struct {
+	s     *Simulator
+	t     Traffic
+	src   *source
+	arr   arrivalHeap
+	insts []*instance
+	reps  []*replica // all schedulers, instance-major
+	rr    int
+
+	reqs  []*reqState
+	itl   logHist
+	steps []stepRecord
+	seq   int
+
+	nowS              float64
+	inSystem          int
+	areaInSystem      float64
+	areaRun, areaWait float64
+	usedBlocks        int
+	peakUsed          int
+	areaUsed          float64
+	preempts          int
+	mixed             int
+	stepSum           float64
+	o                 RunOptions
+	windowTokens      int
+}
+
+// Run simulates the traffic and returns its result. Every request runs
+// to completion. Errors: invalid traffic, or a request whose prompt and
+// output cannot fit the KV pool of one scheduler even alone.
+func (s *Simulator) Run(t Traffic, o RunOptions) (*Result, error) {
+	if err := t.Validate(); err != nil {
+		return nil, err
+	}
+	if err := o.SLO.validate(); err != nil {
+		return nil, err
+	}
+	t.Arrival, _ = ParseArrival(string(t.Arrival)) // canonical name (Validate accepted it)
+	// A request fits when its cache at the last step, prompt + output - 1
+	// tokens, fits the pool: checked now for bounded lengths, at issue for
+	// drawn log-normal ones.
+	for i, r := range t.Requests {
+		if err := s.fits(r); err != nil {
+			return nil, fmt.Errorf("serving: request %d: %w", i, err)
+		}
+	}
+	if len(t.Requests) == 0 && t.Prompt.Dist != LogNormal && t.Output.Dist != LogNormal {
+		worst := Request{PromptTokens: maxLen(t.Prompt), OutputTokens: maxLen(t.Output)}
+		if err := s.fits(worst); err != nil {
+			return nil, fmt.Errorf("serving: the longest request of the load: %w", err)
+		}
+	}
+	if !(o.MeasureFromS >= 0) || !(o.MeasureToS >= 0) || math.IsInf(o.MeasureToS, 0) {
+		return nil, fmt.Errorf("serving: measurement window [%v, %v) s: want finite times >= 0", o.MeasureFromS, o.MeasureToS)
+	}
+	r := &run{s: s, t: t, src: newSource(&t), o: o}
+	for i := 0; i < s.inst; i++ {
+		in := &instance{}
+		for j := 0; j < s.dp; j++ {
+			rp := newReplica(s.engine, s.blocks)
+			in.reps = append(in.reps, rp)
+			r.reps = append(r.reps, rp)
+		}
+		r.insts = append(r.insts, in)
+	}
+	if err := r.loop(); err != nil {
+		return nil, err
+	}
+	return r.result(o), nil
+}
+
+func maxLen(l Lengths) int {
+	if l.Dist == Uniform {
+		return int(math.Round(float64(l.Mean) * (1 + l.Spread)))
+	}
+	return l.Mean
+}
+
+func (s *Simulator) fits(r Request) error {
+	need := (r.PromptTokens + r.OutputTokens - 1 + s.engine.BlockSize - 1) / s.engine.BlockSize
+	if need > s.blocks {
+		return fmt.Errorf("%d prompt + %d output tokens need %d KV blocks of %d tokens; a scheduler has %d (%d tokens)",
+			r.PromptTokens, r.OutputTokens, need, s.engine.BlockSize, s.blocks, s.blocks*s.engine.BlockSize)
+	}
+	return nil
+}
+
+// issue asks the source for the next request (at nowS for a closed
+// loop's client) and queues its arrival.
+func (r *run) issue(nowS float64, client int) error {
+	q, ok := r.src.next(nowS)
+	if !ok {
+		return nil
+	}
+	if err := r.s.fits(q); err != nil {
+		return fmt.Errorf("serving: request %d: %w", r.seq, err)
+	}
+	heap.Push(&r.arr, arrival{Request: q, seq: r.seq, client: client})
+	r.seq++
+	return nil
+}
+
+// loop is the discrete-event simulation: at each event time, steps that
+// end complete (engine order), arrivals due enter their scheduler (arrival
+// order), and idle engines with work start a step.
+func (r *run) loop() error {
+	if r.t.Concurrency > 0 {
+		for c := 0; c < r.t.Concurrency; c++ {
+			if err := r.issue(0, c); err != nil {
+				return err
+			}
+		}
+	} else if err := r.issue(0, -1); err != nil {
+		return err
+	}
+	for {
+		next := math.Inf(1)
+		if len(r.arr) > 0 {
+			next = r.arr[0].ArrivalS
+		}
+		for _, in := range r.insts {
+			if in.busy && in.endS < next {
+				next = in.endS
+			}
+		}
+		if math.IsInf(next, 1) {
+			return nil
+		}
+		r.advance(next)
+		for _, in := range r.insts {
+			if in.busy && in.endS == next {
+				if err := r.finishStep(in); err != nil {
+					return err
+				}
+			}
+		}
+		for len(r.arr) > 0 && r.arr[0].ArrivalS <= next {
+			a := heap.Pop(&r.arr).(arrival)
+			r.admit(a)
+			if a.client < 0 {
+				if err := r.issue(next, -1); err != nil {
+					return err
+				}
+			}
+		}
+		for _, in := range r.insts {
+			if !in.busy {
+				if err := r.startStep(in); err != nil {
+					return err
+				}
+			}
+		}
+	}
+}
+
+// advance integrates the time-weighted figures up to t.
+func (r *run) advance(t float64) {
+	dt := t - r.nowS
+	if dt > 0 {
+		r.areaInSystem += float64(r.inSystem) * dt
+		r.areaUsed += float64(r.usedBlocks) * dt
+		nr, nw := 0, 0
+		for _, rp := range r.reps {
+			nr += len(rp.running)
+			nw += rp.waiting.len()
+		}
+		r.areaRun += float64(nr) * dt
+		r.areaWait += float64(nw) * dt
+	}
+	r.nowS = t
+}
+
+// admit routes an arriving request to a scheduler's waiting queue.
+func (r *run) admit(a arrival) {
+	n := len(r.reps)
+	k := 0
+	switch r.s.d.Router {
+	case LeastLoaded:
+		for i := 1; i < n; i++ {
+			if r.reps[i].load() < r.reps[k].load() {
+				k = i
+			}
+		}
+	default:
+		k = r.rr % n
+		r.rr++
+	}
+	q := &reqState{Request: a.Request, id: len(r.reqs), client: a.client, replica: k}
+	r.reqs = append(r.reqs, q)
+	r.reps[k].waiting.pushBack(q)
+	r.inSystem++
+}
+
+// startStep schedules every DP rank of the instance and prices the step
+// as the largest of their iterations. A step that schedules nothing
+// (every rank idle, or a rank that preempted its only request) starts
+// nothing; a rank that preempted is scheduled again at once.
+func (r *run) startStep(in *instance) error {
+	rec := stepRecord{startS: r.nowS}
+	for attempt := 0; ; attempt++ {
+		scheduled, work := false, false
+		var it model.Iteration
+		rec.decode, rec.prefill = 0, 0
+		for _, rp := range in.reps {
+			if !rp.hasWork() {
+				continue
+			}
+			work = true
+			if rp.schedule() {
+				scheduled = true
+				it = maxIteration(it, rp.it)
+				rec.decode += int32(rp.it.DecodeSeqs)
+				rec.prefill += int32(rp.it.PrefillTokens)
+			}
+			rec.preempted += int32(rp.preempted)
+			r.preempts += rp.preempted
+		}
+		if !work {
+			return nil
+		}
+		if !scheduled {
+			if attempt < 2 {
+				continue // a preemption freed blocks: schedule again
+			}
+			return errors.New("serving: the scheduler made no progress (no request could be scheduled)")
+		}
+		us, err := r.s.coster.StepUs(it)
+		if err != nil {
+			return fmt.Errorf("serving: pricing step %s: %w", it, err)
+		}
+		d := us * 1e-6
+		in.busy, in.startS, in.endS = true, r.nowS, r.nowS+d
+		for _, rp := range in.reps {
+			rec.usedBlocks += int32(rp.usedBlocks())
+			rec.running += int32(len(rp.running))
+			rec.waiting += int32(rp.waiting.len())
+		}
+		r.usedBlocks = 0
+		for _, rp := range r.reps {
+			r.usedBlocks += rp.usedBlocks()
+		}
+		r.peakUsed = max(r.peakUsed, r.usedBlocks)
+		if it.DecodeSeqs > 0 && it.PrefillSeqs > 0 {
+			r.mixed++
+		}
+		r.stepSum += d
+		rec.endS = in.endS
+		in.rec = len(r.steps)
+		r.steps = append(r.steps, rec)
+		return nil
+	}
+}
+
+// maxIteration is the elementwise largest of two iterations: what the
+// slowest DP rank needs of every kind of work.
+func maxIteration(a, b model.Iteration) model.Iteration {
+	return model.Iteration{
+		DecodeSeqs: max(a.DecodeSeqs, b.DecodeSeqs), DecodeKVTokens: max(a.DecodeKVTokens, b.DecodeKVTokens),
+		PrefillSeqs: max(a.PrefillSeqs, b.PrefillSeqs), PrefillTokens: max(a.PrefillTokens, b.PrefillTokens),
+		PrefillPrefixTokens: max(a.PrefillPrefixTokens, b.PrefillPrefixTokens),
+		PrefillCausalPairs:  math.Max(a.PrefillCausalPairs, b.PrefillCausalPairs),
+		PrefillPrefixPairs:  math.Max(a.PrefillPrefixPairs, b.PrefillPrefixPairs),
+	}
+}
+
+// finishStep completes the instance's step at its end time: tokens are
+// sampled, finished requests leave (a closed loop's client sends its next
+// request at once).
+func (r *run) finishStep(in *instance) error {
+	now := in.endS
+	in.busy = false
+	sampled := 0
+	var finished []*reqState
+	for _, rp := range in.reps {
+		sampled += rp.finish(now, func(q *reqState, t float64) {
+			if q.generated == 1 {
+				q.firstS = t
+			} else {
+				r.itl.add((t - q.lastS) * 1e3)
+			}
+			q.lastS = t
+			if q.generated >= q.OutputTokens {
+				finished = append(finished, q)
+			}
+		})
+	}
+	r.steps[in.rec].sampled += int32(sampled)
+	if now >= r.o.MeasureFromS && now < r.o.MeasureToS {
+		r.windowTokens += sampled
+	}
+	r.usedBlocks = 0
+	for _, rp := range r.reps {
+		r.usedBlocks += rp.usedBlocks()
+	}
+	for _, q := range finished {
+		r.inSystem--
+		if q.client >= 0 {
+			if err := r.issue(now, q.client); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// result summarizes the run.
+func (r *run) result(o RunOptions) *Result {
+	s := r.s
+	res := &Result{QPS: r.t.QPS, Concurrency: r.t.Concurrency, GPUs: s.GPUs(), SLO: o.SLO,
+		KVBlocks: s.blocks, BlockSize: s.engine.BlockSize, Preemptions: r.preempts,
+		Steps: len(r.steps), MixedSteps: r.mixed, Pricing: s.coster.Stats()}
+	switch {
+	case r.t.QPS > 0:
+		res.Load = fmt.Sprintf("qps %s %s", strconv.FormatFloat(r.t.QPS, 'g', 4, 64), r.t.Arrival)
+		if r.t.Arrival == Gamma {
+			b := r.t.Burstiness
+			if b == 0 {
+				b = 1
+			}
+			res.Load += fmt.Sprintf(" (burstiness %g)", b)
+		}
+	case r.t.Concurrency > 0:
+		res.Load = fmt.Sprintf("concurrency %d", r.t.Concurrency)
+	default:
+		res.Load = "trace"
+	}
+	res.Requests = len(r.reqs)
+	res.PerRequest = make([]RequestResult, len(r.reqs))
+	ttft := make([]float64, 0, len(r.reqs))
+	tpot := make([]float64, 0, len(r.reqs))
+	e2e := make([]float64, 0, len(r.reqs))
+	var outTok, inTok float64
+	for i, q := range r.reqs {
+		rr := RequestResult{Request: q.Request, FirstTokenS: q.firstS, FinishS: q.lastS, Preemptions: q.preempts, Scheduler: q.replica}
+		res.PerRequest[i] = rr
+		res.DurationS = math.Max(res.DurationS, rr.FinishS)
+		ttft = append(ttft, rr.TTFTS()*1e3)
+		e2e = append(e2e, rr.E2ES()*1e3)
+		if q.OutputTokens > 1 {
+			tpot = append(tpot, rr.TPOTS()*1e3)
+		}
+		outTok += float64(q.OutputTokens)
+		inTok += float64(q.PromptTokens)
+		if o.SLO.set() && o.SLO.good(&rr) {
+			res.GoodRequests++
+		}
+	}
+	res.TTFTMs, res.TPOTMs, res.E2EMs, res.ITLMs = statsOf(ttft), statsOf(tpot), statsOf(e2e), r.itl.stats()
+	if d := res.DurationS; d > 0 {
+		res.OutputTokensPerS = outTok / d
+		res.TotalTokensPerS = (outTok + inTok) / d
+		res.RequestsPerS = float64(res.Requests) / d
+		res.OutputTokensPerSPerGPU = res.OutputTokensPerS / float64(res.GPUs)
+		res.GoodputRequestsPerS = float64(res.GoodRequests) / d
+		res.MeanConcurrency = r.areaInSystem / d
+		res.MeanRunning = r.areaRun / d
+		res.MeanWaiting = r.areaWait / d
+		res.MeanKVUseFrac = r.areaUsed / d / float64(s.blocks*len(r.reps))
+	}
+	res.PeakKVUseFrac = float64(r.peakUsed) / float64(s.blocks*len(r.reps))
+	if res.Steps > 0 {
+		res.MeanStepMs = r.stepSum / float64(res.Steps) * 1e3
+	}
+	res.MeetsSLO = o.SLO.set() && o.SLO.Meets(res)
+	if w := o.MeasureToS - o.MeasureFromS; w > 0 {
+		res.WindowOutputTokensPerS = float64(r.windowTokens) / w
+	}
+	n := o.TimelineWindows
+	if n == 0 {
+		n = 60
+	}
+	res.Timeline = timeline(r.steps, res.DurationS, n, s.blocks*len(r.reps), s.inst)
+	return res
+}

@@ -1,0 +1,250 @@
+package sim
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/tpscope/tpscope/model"
+	"github.com/tpscope/tpscope/topology"
+)
+
+// iterCase is a scenario the iteration tests price.
+type iterCase struct {
+	name string
+	sc   Scenario
+	topo string
+	opts Options
+}
+
+func iterCases(t testing.TB) []iterCase {
+	return []iterCase{
+		{"kimi-nvfp4/tp8/graphs", Scenario{Arch: mustPreset(t, "kimi-k2.5-nvfp4"), Plan: model.Plan{TP: 8},
+			Workload: model.Workload{KVDtype: model.BF16}}, "rtxpro6000-2s",
+			Options{CUDAGraphs: true, NCCLProto: "LL", P2PLevel: "SYS"}},
+		{"glm5-nvfp4-dense/tp8/graphs", Scenario{Arch: mustPreset(t, "glm-5-nvfp4"), Plan: model.Plan{TP: 8},
+			Workload: model.Workload{KVDtype: model.BF16}, Build: model.BuildOptions{DenseDSA: true}}, "rtxpro6000-2s",
+			Options{CUDAGraphs: true, NCCLProto: "LL", P2PLevel: "SYS", AttentionBackend: AttnFlashMLA}},
+		{"deepseek-v3/tp2-dp4-ep/eager", Scenario{Arch: mustPreset(t, "deepseek-v3"), Plan: model.Plan{TP: 2, DP: 4, EP: true}},
+			"h200-nvswitch", Options{}},
+	}
+}
+
+func newCoster(t testing.TB, c iterCase) *IterationCoster {
+	t.Helper()
+	tp, err := topology.Preset(c.topo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := New(tp, c.opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ic, err := NewIterationCoster(p, c.sc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ic
+}
+
+// randomIteration draws an iteration of up to 300 decoding sequences of
+// 1-20,000 cached tokens and up to 3 prefill chunks of 1-3,000 tokens,
+// half of them after a prefix of up to 8,000 tokens.
+func randomIteration(r *rand.Rand) model.Iteration {
+	var it model.Iteration
+	for it.Requests() == 0 {
+		for range r.IntN(300) {
+			it.AddDecode(1 + r.IntN(20_000))
+		}
+		for range r.IntN(4) {
+			prefix := 0
+			if r.IntN(2) == 0 {
+				prefix = r.IntN(8_000)
+			}
+			it.AddChunk(1+r.IntN(3_000), prefix)
+		}
+	}
+	return it
+}
+
+// TestIterationMatchesPredict ties iteration pricing to step pricing: a
+// decode-only iteration of a batch that is a CUDA-graph capture size (no
+// padding either way) and a one-prompt prefill are the steps
+// PredictScenario prices for that workload, to rounding.
+func TestIterationMatchesPredict(t *testing.T) {
+	for _, c := range iterCases(t) {
+		ic := newCoster(t, c)
+		dp := c.sc.Plan.Normalized().DP
+		for _, w := range []model.Workload{
+			{Phase: model.Decode, Batch: 8 * dp, Context: 3000},
+			{Phase: model.Decode, Batch: 1 * dp, Context: 100},
+			{Phase: model.Prefill, Batch: 1 * dp, Context: 1024},
+		} {
+			t.Run(fmt.Sprintf("%s/%s", c.name, w), func(t *testing.T) {
+				w.KVDtype = c.sc.Workload.KVDtype
+				sc := c.sc
+				sc.Workload = w
+				pr, err := ic.p.PredictScenario(sc)
+				if err != nil {
+					t.Fatal(err)
+				}
+				var it model.Iteration
+				for range w.Batch / dp {
+					if w.Phase == model.Decode {
+						it.AddDecode(w.Context)
+					} else {
+						it.AddChunk(w.Context, 0)
+					}
+				}
+				got, err := ic.ExactStepUs(it)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if math.Abs(got/pr.StepUs-1) > 1e-9 {
+					t.Errorf("iteration %s: %.3f us, the %s step %.3f us", it, got, w, pr.StepUs)
+				}
+			})
+		}
+	}
+}
+
+// TestIterationExtrapolation: the memo prices a copy of the model with
+// two MoE layers and extrapolates the last layer's time; on random
+// iterations it agrees with the whole engine within 0.5 % (the
+// Evaluator's claim for Workload steps, plan_eval.go).
+func TestIterationExtrapolation(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 1))
+	worst := 0.0
+	for _, c := range iterCases(t) {
+		ic := newCoster(t, c)
+		for i := 0; i < 40; i++ {
+			it := randomIteration(r)
+			padded, graphed, err := ic.graph(it)
+			if err != nil {
+				t.Fatal(err)
+			}
+			it.PadTokens = int(padded - it.Tokens())
+			short, err := ic.price(it, graphed, false)
+			if err != nil {
+				t.Fatal(err)
+			}
+			full, err := ic.price(it, graphed, true)
+			if err != nil {
+				t.Fatal(err)
+			}
+			e := short/full - 1
+			worst = math.Max(worst, math.Abs(e))
+			if math.Abs(e) > 0.005 {
+				t.Errorf("%s %s: extrapolated %.1f us, engine %.1f us (%+.2f %%)", c.name, it, short, full, 100*e)
+			}
+		}
+	}
+	t.Logf("largest extrapolation error over 120 iterations: %.3f %%", 100*worst)
+}
+
+// TestIterationBucketBound: the memo's bucketing moves a step's price by
+// at most IterationBucketBound (below: kernel-shape effects of rounding a
+// count up; above: the grid's step), checked on 150 random iterations of
+// three models, plans and launch modes, each priced with the whole engine
+// as itself and as its bucket's representative.
+func TestIterationBucketBound(t *testing.T) {
+	r := rand.New(rand.NewPCG(11, 3))
+	lo, hi := 0.0, 0.0
+	for _, c := range iterCases(t) {
+		ic := newCoster(t, c)
+		for i := 0; i < 50; i++ {
+			it := randomIteration(r)
+			exact, err := ic.ExactStepUs(it)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rep, _, graphed, err := ic.bucket(it)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, err := ic.price(rep, graphed, true)
+			if err != nil {
+				t.Fatal(err)
+			}
+			e := b/exact - 1
+			lo, hi = math.Min(lo, e), math.Max(hi, e)
+			if e < -IterationBucketBound.Below || e > IterationBucketBound.Above {
+				t.Errorf("%s %s: bucket %s priced %.1f us, exact %.1f us (%+.2f %%), outside [-%.2f, +%.2f] %%",
+					c.name, it, rep, b, exact, 100*e, 100*IterationBucketBound.Below, 100*IterationBucketBound.Above)
+			}
+		}
+	}
+	t.Logf("bucketing error over 150 iterations: %+.3f %% .. %+.3f %%", 100*lo, 100*hi)
+}
+
+// TestIterationRoundUp checks the grid: exact below 2^(bits+1), never
+// below the value, at most 2^-bits above it.
+func TestIterationRoundUp(t *testing.T) {
+	cases := []struct{ v, want int64 }{
+		{0, 0}, {1, 1}, {63, 63}, {64, 64}, {65, 66}, {127, 128}, {128, 128}, {129, 132},
+		{1000, 1008}, {1 << 40, 1 << 40}, {1<<40 + 1, 1<<40 + 1<<35},
+	}
+	for _, c := range cases {
+		if got := roundUpBits(c.v, 5); got != c.want {
+			t.Errorf("roundUpBits(%d, 5) = %d, want %d", c.v, got, c.want)
+		}
+	}
+	r := rand.New(rand.NewPCG(1, 2))
+	for i := 0; i < 10000; i++ {
+		v := r.Int64N(1 << 45)
+		g := roundUpBits(v, 5)
+		if g < v || float64(g) > float64(v)*(1+1.0/32)+1e-9 {
+			t.Fatalf("roundUpBits(%d, 5) = %d: outside [v, v(1+1/32)]", v, g)
+		}
+	}
+}
+
+// TestIterationCosterErrors: bad input is refused before any pricing.
+func TestIterationCosterErrors(t *testing.T) {
+	c := iterCases(t)[0]
+	ic := newCoster(t, c)
+	if _, err := ic.StepUs(model.Iteration{}); err == nil {
+		t.Error("empty iteration priced")
+	}
+	if _, err := ic.StepUs(model.Iteration{DecodeSeqs: 1, DecodeKVTokens: 1, PadTokens: 3}); err == nil {
+		t.Error("iteration with caller padding priced")
+	}
+	sc := c.sc
+	sc.Workload.SpecTokens = 2
+	if _, err := NewIterationCoster(ic.p, sc); err == nil {
+		t.Error("speculative tokens accepted")
+	}
+	sc = c.sc
+	sc.Plan = model.Plan{TP: 3}
+	if _, err := NewIterationCoster(ic.p, sc); err == nil {
+		t.Error("invalid plan accepted")
+	}
+}
+
+// BenchmarkIterationPrice is the cost of one memo miss: building the
+// two-MoE-layer copy of the step and running the engine on it.
+func BenchmarkIterationPrice(b *testing.B) {
+	for _, c := range iterCases(b)[:2] {
+		b.Run("model="+c.name, func(b *testing.B) {
+			ic := newCoster(b, c)
+			r := rand.New(rand.NewPCG(5, 5))
+			its := make([]model.Iteration, 64)
+			for i := range its {
+				its[i] = randomIteration(r)
+			}
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				it := its[i%len(its)]
+				rep, _, graphed, err := ic.bucket(it)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if _, err := ic.price(rep, graphed, false); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
