@@ -35,7 +35,7 @@ func kimiDeployment(t testing.TB) Deployment {
 	return Deployment{
 		Scenario: sim.Scenario{Arch: mustPreset(t, "kimi-k2.5"), Plan: model.Plan{TP: 8}, Workload: model.Workload{KVDtype: model.FP8}},
 		Topology: mustTopo(t, "rtxpro6000-2s"),
-		Options:  sim.Options{CUDAGraphs: true, P2PLevel: "SYS"},
+		Options:  sim.Options{CUDAGraphs: true, NCCL: sim.NCCLOptions{P2PLevel: "SYS"}},
 	}
 }
 

@@ -127,9 +127,12 @@ func (o Options) String() string {
 }
 
 // Label names the options for people: the names, with "eager" first when
-// CUDA graphs are off (a stock engine captures them), "none" when nothing
-// is set.
+// CUDA graphs are off (a stock engine captures them), the default MTP
+// acceptance left out, "none" when nothing is set.
 func (o Options) Label() string {
+	if o.MTPAcceptFrac == DefaultMTPAcceptFrac {
+		o.MTPAcceptFrac = 0 // the default draft acceptance goes without saying
+	}
 	n := o.Names()
 	if !o.CUDAGraphs {
 		n = append([]string{"eager"}, n...)

@@ -294,5 +294,5 @@ func (sc Scenario) String() string {
 	if sc.Build.MoEDispatch != "" {
 		b += " moe-dispatch=" + sc.Build.MoEDispatch
 	}
-	return fmt.Sprintf("%s%s %s %s on %s, options %s", name, b, sc.Plan.Normalized(), sc.Workload.Normalized(), box, sc.Options)
+	return fmt.Sprintf("%s%s %s %s on %s, options %s", name, b, sc.Plan.Normalized(), sc.Workload.Normalized(), box, sc.Options.Label())
 }

@@ -89,7 +89,7 @@ func writePredictTable(w io.Writer, pr *sim.Prediction, top int, md bool) error 
 		{"topology", pr.Topology},
 		{"plan", pr.Plan.String()},
 		{"workload", fmt.Sprintf("%s batch %d (run as %d), context %d, spec tokens %d, kv %s", pr.Workload.Phase, pr.Sequences, pr.PaddedBatch, pr.Workload.Context, pr.Workload.SpecTokens, pr.Workload.KVDtype)},
-		{"options", pr.Options.String()},
+		{"options", pr.Options.Label()},
 		{"step", fmt.Sprintf("%.1f us (%d kernels per rank, host launch %.0f us, idle %.0f us)", pr.StepUs, pr.Kernels, pr.HostUs, pr.IdleUs)},
 	}
 	if pr.Workload.Phase == model.Prefill {

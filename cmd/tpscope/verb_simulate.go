@@ -55,30 +55,26 @@ latency percentiles against load (PNG or SVG).
 
 Plans with DP attention run one scheduler per DP rank; --instances runs
 several engines behind --router round-robin|least-loaded. Run-time options
-default to the seed's settings: CUDA graphs, NCCL_PROTO=LL,
-NCCL_P2P_LEVEL=SYS. Not modelled: prefix caching, speculative decoding,
+are the other verbs' flags with their defaults (a stock deployment; the
+seed's settings are --nccl-proto LL --p2p-level SYS). Not modelled: prefix caching, speculative decoding,
 host overheads between steps, DCP with prefill.`,
 		Example: `tpscope simulate --model kimi-k2.5 --tp 8 --kv-dtype fp8 --qps 0.5,1,2,3 --isl 1024 --osl 256 --slo-ttft-ms 2000 --slo-tpot-ms 50 --plot latency.png
 tpscope simulate --model glm-5-nvfp4 --dense-dsa --kv-dtype bf16 --concurrency 1,8,64 --isl 100 --osl 1000 --output markdown
 tpscope simulate --model kimi-k2.5 --kv-dtype fp8 --sweep-qps --isl 2000 --isl-dist lognormal --isl-spread 0.5 --osl 300 --duration 600 --slo-ttft-ms 2000 --slo-tpot-ms 50`,
 		Flags: func(fs *pflag.FlagSet) func(args []string, stdout, stderr io.Writer) error {
-			sc := addModelScenarioFlags(fs)
-			sf := addSimFlags(fs)
-			setFlagDefault(fs, "cuda-graphs", "true")
-			setFlagDefault(fs, "nccl-proto", "LL")
-			setFlagDefault(fs, "p2p-level", "SYS")
+			sc := addScenarioFlags(fs)
 			f := &simulateFlags{}
 			f.add(fs)
 			return func(args []string, stdout, stderr io.Writer) error {
 				if len(args) > 0 {
 					return usageErrorf("unexpected arguments %q", args)
 				}
-				for _, n := range []string{"phase", "batch", "context", "mtp", "spec-tokens"} {
+				for _, n := range []string{"phase", "batch", "context", "mtp"} {
 					if fs.Changed(n) {
 						return usageErrorf("--%s: not used by simulate (the scheduler forms the steps; the load is --qps, --concurrency or --requests-file)", n)
 					}
 				}
-				return runSimulate(sc, sf, f, stdout, stderr)
+				return runSimulate(sc, f, stdout, stderr)
 			}
 		},
 	})
@@ -151,7 +147,7 @@ type simLoad struct {
 	concurrency int
 }
 
-func runSimulate(sc *scenarioFlags, sf *simFlags, f *simulateFlags, stdout, stderr io.Writer) error {
+func runSimulate(sc *scenarioFlags, f *simulateFlags, stdout, stderr io.Writer) error {
 	// Every flag is checked before any work.
 	if err := checkOutput(f.output, "table", "json", "markdown"); err != nil {
 		return err
@@ -170,10 +166,11 @@ func runSimulate(sc *scenarioFlags, sf *simFlags, f *simulateFlags, stdout, stde
 		}
 	}
 	if f.concurrency != "" {
-		cs, err := parseInts("--concurrency", f.concurrency)
-		if err != nil {
-			return err
+		l := &intList{min: 1}
+		if err := l.Set(f.concurrency); err != nil {
+			return usageErrorf("--concurrency: %v", err)
 		}
+		cs := l.v
 		if f.qps != "" {
 			return usageErrorf("--qps and --concurrency: want an open loop (--qps) or a closed loop (--concurrency), not both")
 		}
@@ -248,14 +245,11 @@ func runSimulate(sc *scenarioFlags, sf *simFlags, f *simulateFlags, stdout, stde
 	if err := check.Validate(); err != nil {
 		return usageErrorf("%v", err)
 	}
-	scen, err := simScenario(sc)
+	scen, err := sc.scenario()
 	if err != nil {
 		return err
 	}
-	topo, opts, err := sf.resolve()
-	if err != nil {
-		return err
-	}
+	topo, opts := scen.Topo, scen.Options
 	engine := serving.EngineOptions{MaxNumSeqs: f.maxSeqs, MaxNumBatchedTokens: f.maxTokens, BlockSize: f.blockSize,
 		NumGPUBlocksOverride: f.gpuBlocks, LongPrefillTokenThreshold: f.longPrefill, DisableChunkedPrefill: f.noChunked,
 		NoSchedulerReserveFullISL: f.noFullISL, Watermark: f.watermark}
@@ -393,7 +387,7 @@ func writeSimulateTables(w io.Writer, o *simulateOutput, timelineRows int, md bo
 		load = fmt.Sprintf("%d requests from a file", len(o.Traffic.Requests))
 	}
 	head := []string{
-		fmt.Sprintf("simulate: %s %s on %s (%d GPUs), kv %s, %s", o.Model, o.Plan, o.Topology, o.GPUs, o.KVDtype, optionsString(o.Options)),
+		fmt.Sprintf("simulate: %s %s on %s (%d GPUs), kv %s, %s", o.Model, o.Plan, o.Topology, o.GPUs, o.KVDtype, o.Options.Label()),
 		fmt.Sprintf("engine: max_num_seqs %d, max_num_batched_tokens %d, block_size %d; %d KV blocks per scheduler (%d tokens); %d scheduler(s), %d instance(s), router %s",
 			e.MaxNumSeqs, e.MaxNumBatchedTokens, e.BlockSize, o.KVBlocks, o.KVBlocks*e.BlockSize, o.Schedulers, o.Instances, o.Router),
 		fmt.Sprintf("load: %s, seed %d; SLO %s", load, o.Traffic.Seed, sloString(o.SLO)),
