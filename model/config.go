@@ -12,21 +12,29 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/tpscope/tpscope/internal/jsonerr"
 )
 
 // Supported config model_type values. kimi_k25 is a multimodal wrapper whose
 // text model (text_config) is one of the others.
 var supportedModelTypes = []string{"deepseek_v3", "kimi_k2", "kimi_k25", "glm_moe_dsa", "deepseek_v32"}
 
-// Upper bounds on config integers: far above any real model, low enough
-// that derived sizes cannot overflow int64 and a hostile file cannot make
-// Build allocate without bound.
+// Upper bounds on config integers: far above any real model (DeepSeek-V3,
+// Kimi-K2.5, GLM-5: hidden 6144-7168, ranks 512-2048, head dims 64-192, 61-78
+// layers, 64-128 heads, 256-384 experts, vocab 129K-164K), low enough that
+// the products Build and the memory model form from them stay exact in
+// int64 and float64 (the products are bounded again by Arch.CheckSize) and
+// a hostile file cannot make Build allocate without bound.
 const (
-	maxDim    = 1 << 20 // hidden sizes, ranks, head dims
-	maxLayers = 1024
-	maxHeads  = 1 << 12
-	maxVocab  = 1 << 24
-	maxExpert = 1 << 14
+	maxDim     = 1 << 20 // hidden and intermediate sizes
+	maxRank    = 1 << 16 // q_lora_rank, kv_lora_rank
+	maxHeadDim = 1 << 12 // qk_nope/qk_rope/v/index head dims
+	maxLayers  = 1024
+	maxHeads   = 1 << 12
+	maxVocab   = 1 << 24
+	maxExpert  = 1 << 14
+	maxTopK    = 1 << 24 // index_topk: tokens, at most the longest context a workload may have
 )
 
 // Load reads an architecture from path: a directory holding config.json
@@ -39,6 +47,9 @@ func Load(path string) (*Arch, error) {
 		return nil, err
 	}
 	cfg, err := os.ReadFile(cfgPath)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, &ConfigError{File: cfgPath, Got: "no such file", Want: "a config.json (a Hugging Face model directory or its config file)"}
+	}
 	if err != nil {
 		return nil, &ConfigError{File: cfgPath, Want: "a readable config.json", Err: err}
 	}
@@ -51,6 +62,15 @@ func Load(path string) (*Arch, error) {
 	}
 	a, err := Parse(cfgPath, cfg, quantPath, quant)
 	if err != nil {
+		// Parse names files by base name; name the path the user gave.
+		var ce *ConfigError
+		if errors.As(err, &ce) {
+			for _, full := range []string{cfgPath, quantPath} {
+				if full != "" && ce.File == filepath.Base(full) {
+					ce.File = full
+				}
+			}
+		}
 		return nil, err
 	}
 	a.Name = path
@@ -117,11 +137,11 @@ func Parse(cfgName string, cfg []byte, quantName string, quant []byte) (*Arch, e
 	a.Hidden = p.posInt(text, prefix, "hidden_size", maxDim)
 	a.Layers = p.posInt(text, prefix, "num_hidden_layers", maxLayers)
 	a.Heads = p.posInt(text, prefix, "num_attention_heads", maxHeads)
-	a.QLoraRank = p.posInt(text, prefix, "q_lora_rank", maxDim)
-	a.KVLoraRank = p.posInt(text, prefix, "kv_lora_rank", maxDim)
-	a.QKNopeHeadDim = p.posInt(text, prefix, "qk_nope_head_dim", maxDim)
-	a.QKRopeHeadDim = p.posInt(text, prefix, "qk_rope_head_dim", maxDim)
-	a.VHeadDim = p.posInt(text, prefix, "v_head_dim", maxDim)
+	a.QLoraRank = p.posInt(text, prefix, "q_lora_rank", maxRank)
+	a.KVLoraRank = p.posInt(text, prefix, "kv_lora_rank", maxRank)
+	a.QKNopeHeadDim = p.posInt(text, prefix, "qk_nope_head_dim", maxHeadDim)
+	a.QKRopeHeadDim = p.posInt(text, prefix, "qk_rope_head_dim", maxHeadDim)
+	a.VHeadDim = p.posInt(text, prefix, "v_head_dim", maxHeadDim)
 	a.Intermediate = p.posInt(text, prefix, "intermediate_size", maxDim)
 	a.MoEIntermediate = p.posInt(text, prefix, "moe_intermediate_size", maxDim)
 	a.RoutedExperts = p.posInt(text, prefix, "n_routed_experts", maxExpert)
@@ -139,8 +159,8 @@ func Parse(cfgName string, cfg []byte, quantName string, quant []byte) (*Arch, e
 	a.TieEmbeddings = p.optBool(root, "", "tie_word_embeddings") || p.optBool(text, prefix, "tie_word_embeddings")
 	if mt == "glm_moe_dsa" || mt == "deepseek_v32" {
 		a.IndexHeads = p.posInt(text, prefix, "index_n_heads", maxHeads)
-		a.IndexHeadDim = p.posInt(text, prefix, "index_head_dim", maxDim)
-		a.IndexTopK = p.posInt(text, prefix, "index_topk", 1<<30)
+		a.IndexHeadDim = p.posInt(text, prefix, "index_head_dim", maxHeadDim)
+		a.IndexTopK = p.posInt(text, prefix, "index_topk", maxTopK)
 	}
 	if p.err != nil {
 		return nil, p.err
@@ -196,6 +216,9 @@ func Parse(cfgName string, cfg []byte, quantName string, quant []byte) (*Arch, e
 		spec = qspec
 	}
 	a.Quant = spec.resolve(a, base)
+	if err := a.checkSize(cfgFile, prefix); err != nil {
+		return nil, err
+	}
 	return a, nil
 }
 
@@ -205,7 +228,7 @@ func decodeObject(file string, data []byte) (map[string]any, error) {
 	dec.UseNumber()
 	var v any
 	if err := dec.Decode(&v); err != nil {
-		return nil, &ConfigError{File: file, Want: "a JSON object", Err: err}
+		return nil, &ConfigError{File: file, Err: jsonerr.Wrap(data, err, "a JSON object")}
 	}
 	if dec.More() {
 		return nil, &ConfigError{File: file, Got: "trailing data after the JSON object", Want: "one JSON object"}

@@ -3,6 +3,7 @@ package model
 import (
 	"encoding/json"
 	"errors"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -234,7 +235,30 @@ func TestParseErrors(t *testing.T) {
 			m["quantization_config"] = map[string]any{"quant_method": "compressed-tensors",
 				"config_groups": map[string]any{"g": map[string]any{"weights": map[string]any{"num_bits": 8, "type": "int"}}}}
 		}, file: "config.json", field: "quantization_config.config_groups.g.weights", msg: `type "int" num_bits 8`},
-		{name: "not json", raw: "{\"model_type\": ", file: "config.json", msg: "want a JSON object"},
+		{name: "truncated", raw: "{\"model_type\": ", file: "config.json", msg: "config.json: truncated: the JSON ends inside a value"},
+		{name: "empty", raw: " ", file: "config.json", msg: "config.json: empty: want a JSON object"},
+		{name: "not json", raw: "model_type: deepseek_v3", file: "config.json", msg: "config.json: line 1: not JSON: invalid character 'm'"},
+		// Per-dim bounds (far above real models: see maxHeadDim, maxRank).
+		{name: "head dim above its bound", mutate: func(m map[string]any) { m["qk_nope_head_dim"] = 8192 },
+			file: "config.json", field: "qk_nope_head_dim", msg: "got 8192, want a positive integer (at most 4096)"},
+		{name: "lora rank above its bound", mutate: func(m map[string]any) { m["kv_lora_rank"] = 1 << 17 },
+			file: "config.json", field: "kv_lora_rank", msg: "want a positive integer (at most 65536)"},
+		{name: "index_topk above the longest context", mutate: func(m map[string]any) {
+			m["model_type"], m["index_n_heads"], m["index_head_dim"], m["index_topk"] = "glm_moe_dsa", 4, 32, 1<<25
+		}, file: "config.json", field: "index_topk", msg: "at most 16777216"},
+		// Products: every dim within its bound, the product not. Routed
+		// experts: 1023 MoE layers x 2^14 experts x 3 x 2^20 x 2^20 =
+		// 3069 x 2^54 = 5.53e19 parameters > 2^50 = 1.13e15.
+		{name: "parameters overflow", mutate: func(m map[string]any) {
+			m["num_hidden_layers"], m["n_routed_experts"], m["hidden_size"], m["moe_intermediate_size"] = 1024, 1<<14, 1<<20, 1<<20
+		}, file: "config.json", field: "num_hidden_layers x n_routed_experts x hidden_size x moe_intermediate_size",
+			msg: "5.53e+19 of them in routed experts, want at most 1125899906842624 (2^50) parameters"},
+		// KV per token: 1024 layers x (65536 + 4096) values x 4 B =
+		// 285,212,672 B > 4 MiB (parameters stay small: hidden 256).
+		{name: "kv cache per token overflow", mutate: func(m map[string]any) {
+			m["num_hidden_layers"], m["kv_lora_rank"], m["qk_rope_head_dim"] = 1024, 1<<16, 1<<12
+		}, file: "config.json", field: "(num_hidden_layers + num_nextn_predict_layers) x (kv_lora_rank + qk_rope_head_dim)",
+			msg: "got 285212672 bytes of KV cache per token at 4 bytes per value, want at most 4194304"},
 		{name: "array", raw: "[1,2]", file: "config.json", msg: "got an array, want a JSON object"},
 		{name: "hf_quant unknown algo", quant: `{"quantization": {"quant_algo": "INT8"}}`,
 			file: "hf_quant_config.json", field: "quantization.quant_algo", msg: `"INT8", want "NVFP4" or "FP8"`},
@@ -320,6 +344,17 @@ func FuzzParse(f *testing.F) {
 	f.Add(tiny, []byte(`{"quantization": {"quant_algo": "NVFP4", "kv_cache_quant_algo": "FP8", "exclude_modules": ["lm_head", "re:["]}}`))
 	f.Add([]byte(`{"model_type":"kimi_k25","text_config":{"model_type":"kimi_k2"}}`), []byte(nil))
 	f.Add([]byte(`{"model_type":"glm_moe_dsa","hidden_size":1e400}`), []byte(`[]`))
+	// Every dim within its bound, their products not (parameters, KV).
+	huge := tinyConfig()
+	huge["num_hidden_layers"], huge["n_routed_experts"], huge["hidden_size"], huge["moe_intermediate_size"] = 1024, 1<<14, 1<<20, 1<<20
+	b, _ := json.Marshal(huge)
+	f.Add(b, []byte(nil))
+	huge = tinyConfig()
+	huge["num_hidden_layers"], huge["kv_lora_rank"], huge["qk_rope_head_dim"] = 1024, 1<<16, 1<<12
+	b, _ = json.Marshal(huge)
+	f.Add(b, []byte(nil))
+	f.Add([]byte(""), []byte(nil))
+	f.Add([]byte(`{"model_type":`), []byte(`{"quantization":`))
 	if ents, err := os.ReadDir(refDir); err == nil {
 		for _, e := range ents {
 			if strings.HasSuffix(e.Name(), "_config.json") && !strings.Contains(e.Name(), "hf_quant") {
@@ -361,4 +396,51 @@ func FuzzParse(f *testing.F) {
 			_ = Summarize(a, Plan{}, w, BuildOptions{}, 96e9, 0)
 		}
 	})
+}
+
+// TestLoadNamesPath: errors of a loaded file name the path the user gave,
+// not only its base name, and a directory without config.json says so.
+func TestLoadNamesPath(t *testing.T) {
+	dir := t.TempDir()
+	m := tinyConfig()
+	m["hidden_size"] = -1
+	path := filepath.Join(dir, "my-config.json")
+	if err := os.WriteFile(path, mustJSON(t, m), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err := Load(path)
+	if err == nil || !strings.HasPrefix(err.Error(), path+`: field "hidden_size": got -1`) {
+		t.Errorf("Load(%s): %v", path, err)
+	}
+	_, err = Load(dir)
+	want := filepath.Join(dir, "config.json") + ": no such file, want a config.json"
+	if err == nil || !strings.HasPrefix(err.Error(), want) {
+		t.Errorf("Load(dir without config.json): %v, want %q", err, want)
+	}
+}
+
+// TestWorkloadBounds: batch x context is bounded so that the KV cache of
+// the workload (tokens x at most MaxKVBytesPerToken) fits int64 bytes.
+func TestWorkloadBounds(t *testing.T) {
+	cases := []struct {
+		name string
+		w    Workload
+		want string // "" for valid
+	}{
+		{"2^40 tokens", Workload{Batch: 1 << 16, Context: 1 << 24}, ""},
+		{"2^41 tokens", Workload{Batch: 1 << 17, Context: 1 << 24}, `field "batch" = 131072: want batch x context at most 1099511627776 cached tokens`},
+		{"prefill 2^27 tokens", Workload{Phase: Prefill, Batch: 8, Context: 1 << 24}, "at most 67108864 tokens in one prefill step"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			err := c.w.Validate()
+			if (c.want == "") != (err == nil) || err != nil && !strings.Contains(err.Error(), c.want) {
+				t.Errorf("Validate() = %v, want %q", err, c.want)
+			}
+		})
+	}
+	// The bound times the per-token bound fits int64.
+	if float64(maxKVTokens)*MaxKVBytesPerToken >= math.MaxInt64 {
+		t.Error("maxKVTokens x MaxKVBytesPerToken overflows int64")
+	}
 }

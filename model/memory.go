@@ -1,6 +1,10 @@
 package model
 
-import "math"
+import (
+	"fmt"
+	"math"
+	"strings"
+)
 
 // Params are parameter counts of an architecture (numbers of values, not
 // bytes).
@@ -99,6 +103,84 @@ func (a *Arch) Params() Params {
 		p.ByComponent = append(p.ByComponent, ComponentParams{c, by[c]})
 	}
 	return p
+}
+
+// Size limits on an architecture's products. Every dim is bounded where a
+// config is parsed; these bound what the dims multiply to, so that weight
+// and cache sizes are exact in float64 (integers up to 2^53) and fit the
+// int64 byte counts of predictions and reports.
+const (
+	// MaxParams bounds a model's parameters, MTP layers included: 2^50
+	// (1.1e15), a thousand times the largest open MoE model (Kimi-K2,
+	// 1.04e12), so that weight bytes (at most 4 per parameter, fp32) stay
+	// below 2^52.
+	MaxParams = 1 << 50
+	// MaxKVBytesPerToken bounds one token's KV cache on one GPU, all
+	// layers and MTP layers, at 4 bytes per value plus the DSA indexer
+	// cache: 2^22 (4 MiB), twenty times GLM-5's in fp32 ((78+1) x
+	// (576 x 4 + 132) = 192,444 B), so that the cache of the largest
+	// workload Workload.Validate admits (2^40 tokens) stays below 2^62
+	// bytes.
+	MaxKVBytesPerToken = 1 << 22
+)
+
+// checkSize reports whether the architecture's parameter count and KV
+// cache per token are within MaxParams and MaxKVBytesPerToken; the error
+// is a *ConfigError naming the config fields (under prefix, e.g.
+// "text_config.") whose product is too large, in file.
+func (a *Arch) checkSize(file, prefix string) error {
+	p := a.Params()
+	if total := p.Total + p.MTP; !(total <= MaxParams) {
+		big := ComponentParams{}
+		for _, c := range p.ByComponent {
+			if c.Params > big.Params {
+				big = c
+			}
+		}
+		return &ConfigError{File: file, Field: productFields(big.Component, prefix),
+			Got:  fmt.Sprintf("got %.3g parameters in all, %.3g of them in %s", total, big.Params, strings.ReplaceAll(string(big.Component), "_", " ")),
+			Want: fmt.Sprintf("at most %d (2^50) parameters", int64(MaxParams))}
+	}
+	kv := float64(a.Layers+a.MTPLayers) * (float64(a.KVLatentDim())*FP32.BytesPerValue() + float64(a.IndexerCacheBytesPerTokenLayer()))
+	if !(kv <= MaxKVBytesPerToken) {
+		f := "(num_hidden_layers + num_nextn_predict_layers) x (kv_lora_rank + qk_rope_head_dim)"
+		if a.HasIndexer() {
+			f += " + index_head_dim"
+		}
+		return &ConfigError{File: file, Field: withPrefix(f, prefix),
+			Got:  fmt.Sprintf("got %.0f bytes of KV cache per token at 4 bytes per value", kv),
+			Want: fmt.Sprintf("at most %d (4 MiB)", MaxKVBytesPerToken)}
+	}
+	return nil
+}
+
+// productFields names the config fields whose product is component c's
+// parameter count.
+func productFields(c Component, prefix string) string {
+	f := map[Component]string{
+		CompEmbedding:     "vocab_size x hidden_size",
+		CompLMHead:        "vocab_size x hidden_size",
+		CompAttention:     "num_hidden_layers x num_attention_heads x head dims x q_lora_rank/kv_lora_rank/hidden_size",
+		CompIndexer:       "num_hidden_layers x index_n_heads x index_head_dim x q_lora_rank",
+		CompDenseMLP:      "first_k_dense_replace x hidden_size x intermediate_size",
+		CompRouter:        "num_hidden_layers x n_routed_experts x hidden_size",
+		CompSharedExperts: "num_hidden_layers x n_shared_experts x hidden_size x moe_intermediate_size",
+		CompRoutedExperts: "num_hidden_layers x n_routed_experts x hidden_size x moe_intermediate_size",
+		CompNorms:         "num_hidden_layers x hidden_size",
+		CompMTP:           "num_nextn_predict_layers x (a decoder layer + vocab_size x hidden_size)",
+	}[c]
+	if f == "" {
+		f = "the model's dims"
+	}
+	return withPrefix(f, prefix)
+}
+
+// withPrefix puts prefix before every field name of a product ("a x b").
+func withPrefix(f, prefix string) string {
+	if prefix == "" {
+		return f
+	}
+	return f + " (in " + strings.TrimSuffix(prefix, ".") + ")"
 }
 
 // ComponentMemory is one component's weights on one GPU under a plan.

@@ -43,7 +43,9 @@ type Applicability struct {
 }
 
 // How says how to run an optimization: environment variables, serving
-// engine (vLLM) arguments, and what tpscope's executor does.
+// engine (vLLM) arguments, and the tpscope command line that runs or
+// predicts it (Exec: the arguments after "tpscope", e.g. "run
+// --cuda-graphs"; never an internal API name).
 type How struct {
 	Env    []string `json:"env,omitempty"`
 	Engine []string `json:"engine,omitempty"`
@@ -129,7 +131,7 @@ func Catalog(o CatalogOptions) []Entry {
 				return Applicability{Applies, "vLLM captures decode graphs for batches up to 512 tokens by default (serving-facts.md); larger batches run eagerly"}
 			},
 			HowTo: func(Scenario) How {
-				return How{Engine: []string{"no --enforce-eager (graphs are vLLM's default)"}, Exec: "exec.WithGraphs(true): capture one step, replay it"}
+				return How{Engine: []string{"no --enforce-eager (graphs are vLLM's default)"}, Exec: "run --cuda-graphs (captures one step, replays it)"}
 			},
 			Sweep: true,
 		},
@@ -178,7 +180,7 @@ func Catalog(o CatalogOptions) []Entry {
 			},
 			Check: checkFP8KV,
 			HowTo: func(Scenario) How {
-				return How{Engine: []string{"--kv-cache-dtype fp8"}, Exec: "KV cache dtype fp8 (model.Workload.KVDtype)"}
+				return How{Engine: []string{"--kv-cache-dtype fp8"}, Exec: "run --kv-dtype fp8"}
 			},
 			Sweep: true,
 		},
@@ -222,7 +224,7 @@ func Catalog(o CatalogOptions) []Entry {
 				if allNVLink(c.Topo, nil) {
 					return How{Engine: []string{"default (vLLM custom all-reduce)"}}
 				}
-				return How{Exec: "custom one-shot all-reduce kernel over CUDA IPC P2P buffers (out of tree on PCIe)"}
+				return How{Exec: "predict --custom-ar oneshot (the executor has no one-shot kernel: on PCIe it is a custom kernel over CUDA IPC P2P buffers, out of tree)"}
 			},
 			Sweep: true,
 		},
@@ -233,7 +235,7 @@ func Catalog(o CatalogOptions) []Entry {
 			Revert:  opt(func(o *Options) { o.ARNormFusion = false }),
 			Check:   checkARNorm,
 			HowTo: func(c Scenario) How {
-				return How{Exec: "all-reduce kernel that adds the residual and applies RMSNorm on the reduced buffer"}
+				return How{Exec: "predict --ar-norm-fusion (the executor has no fused kernel: an all-reduce that adds the residual and applies RMSNorm on the reduced buffer)"}
 			},
 			Sweep: true,
 		},
@@ -353,7 +355,7 @@ func topoEntry(name string) Entry {
 			}
 			return Applicability{Conditional, r}
 		},
-		HowTo: func(Scenario) How { return How{Exec: "--topo " + name} },
+		HowTo: func(Scenario) How { return How{Exec: "predict --topo " + name} },
 		Sweep: true,
 	}
 }

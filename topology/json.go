@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+
+	"github.com/tpscope/tpscope/internal/jsonerr"
 )
 
 // Parse decodes a topology from JSON and validates it. Unknown fields are
@@ -27,29 +29,10 @@ func Parse(data []byte, name string) (*Topology, error) {
 	return &t, nil
 }
 
-// jsonErr adds a line number to syntax and type errors.
+// jsonErr words a decoding error with its line and field and the JSON
+// kind wanted, without Go type names.
 func jsonErr(data []byte, err error) error {
-	var off int64 = -1
-	switch e := err.(type) {
-	case *json.SyntaxError:
-		off = e.Offset
-	case *json.UnmarshalTypeError:
-		off = e.Offset
-		if e.Field != "" {
-			return fmt.Errorf("line %d: field %q: expected %s, got JSON %s", lineOf(data, off), e.Field, e.Type, e.Value)
-		}
-	}
-	if off >= 0 {
-		return fmt.Errorf("line %d: %w", lineOf(data, off), err)
-	}
-	return err
-}
-
-func lineOf(data []byte, off int64) int {
-	if off > int64(len(data)) {
-		off = int64(len(data))
-	}
-	return 1 + bytes.Count(data[:off], []byte{'\n'})
+	return jsonerr.Wrap(data, err, "a JSON object")
 }
 
 // Load reads and validates a topology JSON file.

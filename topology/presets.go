@@ -294,6 +294,9 @@ func Resolve(nameOrFile string, gpus int) (*Topology, error) {
 	if nameOrFile == "" {
 		nameOrFile = DefaultPreset
 	}
+	if gpus < 0 {
+		return nil, fmt.Errorf("topology %q: --gpus %d: want 0 (all) or more", nameOrFile, gpus)
+	}
 	t, err := Preset(nameOrFile)
 	if err != nil {
 		_, serr := os.Stat(nameOrFile)

@@ -263,6 +263,21 @@ func TestValidationErrors(t *testing.T) {
 		}, []string{"ramp_us.gemm/bf16", ">= 0"}},
 		{"unknown field", func(m map[string]any) { m["gpus"].([]any)[0].(map[string]any)["nvlink"] = 1.0 }, []string{`unknown field "nvlink"`}},
 		{"no gpus", func(m map[string]any) { m["gpus"] = []any{} }, []string{"no GPU"}},
+		// The PCIe hierarchy is a tree (one upstream port per element):
+		// rtxpro6000-switch hangs sw0..sw3 under hb0 under cpu0.
+		{"gpu with two parents", func(m map[string]any) { addLink(m, "gpu3", "sw2", "pcie") },
+			[]string{`gpu "gpu3": 2 PCIe parents ("sw1", "sw2")`, "want one"}},
+		{"cycle of switches", func(m map[string]any) { addLink(m, "sw1", "sw0", "pcie") },
+			[]string{`link 13 (sw1-sw0): node "sw1" closes a cycle in the PCIe tree (sw0 - hb0 - sw1 - sw0)`}},
+		{"switch under two CPUs", func(m map[string]any) {
+			m["nodes"] = append(m["nodes"].([]any), map[string]any{"id": "cpu1", "kind": "cpu", "socket": 1},
+				map[string]any{"id": "hb1", "kind": "host_bridge", "socket": 1})
+			addLink(m, "hb1", "cpu1", "internal")
+			addLink(m, "cpu0", "cpu1", "xgmi")
+			link(m, 10)["b"] = "hb1"         // sw3 now under hb1 ...
+			addLink(m, "sw3", "hb0", "pcie") // ... and hb0 as well
+		}, []string{`node "sw3" hangs under two CPUs through PCIe (cpu0 - hb0 - sw3 - hb1 - cpu1)`}},
+		{"field of the wrong kind", func(m map[string]any) { m["gpus"] = map[string]any{} }, []string{`field "gpus": want a JSON array, got an object`}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -294,6 +309,50 @@ func TestValidationErrors(t *testing.T) {
 
 func link(m map[string]any, i int) map[string]any { return m["links"].([]any)[i].(map[string]any) }
 
+// addLink appends a Gen5 x16 (or on-die, or socket) link between a and b.
+func addLink(m map[string]any, a, b, typ string) {
+	l := map[string]any{"a": a, "b": b, "type": typ, "bw_gbps": 54.0, "lat_us": 0.2}
+	if typ == "pcie" {
+		l["gen"], l["width"] = 5.0, 16.0
+	}
+	m["links"] = append(m["links"].([]any), l)
+}
+
+// TestJSONErrorWords: decoding errors name the line, the field and the JSON
+// kind wanted, never a Go type or a bare EOF.
+func TestJSONErrorWords(t *testing.T) {
+	cases := []struct{ name, in, want string }{
+		{"empty", "", "x.json: empty: want a JSON object"},
+		{"blank", " \n", "x.json: empty: want a JSON object"},
+		{"array", "[1, 2]", "x.json: line 1: want a JSON object, got an array"},
+		{"truncated", "{\"name\": \"a\",", "x.json: truncated: the JSON ends inside a value"},
+		{"not JSON", "name: a", "x.json: line 1: not JSON: invalid character"},
+		{"string for int", "{\n\"gpus\": [{\"id\": \"g\", \"pcie_gen\": \"5\"}]}", `x.json: line 2: field "gpus.pcie_gen": want an integer, got a string`},
+		{"fraction for int", `{"gpus": [{"id": "g", "pcie_gen": 4.5}]}`, `field "gpus.pcie_gen": want an integer, got 4.5`},
+		{"object for string", `{"name": {}}`, `field "name": want a string, got an object`},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := Parse([]byte(c.in), "x.json")
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("error %v, want it to contain %q", err, c.want)
+			}
+			for _, bad := range []string{"Go value", "topology.", "[]", "EOF", "\n"} {
+				if strings.Contains(err.Error(), bad) {
+					t.Errorf("error %q contains %q", err, bad)
+				}
+			}
+		})
+	}
+}
+
+// TestResolveNegativeGPUs: a negative GPU count is refused, not read as all.
+func TestResolveNegativeGPUs(t *testing.T) {
+	if _, err := Resolve("rtxpro6000-2s", -1); err == nil || !strings.Contains(err.Error(), "--gpus -1: want 0 (all) or more") {
+		t.Errorf("Resolve(-1): %v", err)
+	}
+}
+
 func FuzzParse(f *testing.F) {
 	for _, name := range PresetNames() {
 		b, _ := mustPreset(f, name).Marshal()
@@ -302,11 +361,18 @@ func FuzzParse(f *testing.F) {
 	f.Add([]byte(`{"gpus":[{"id":"g","device":"d"}],"devices":[{"name":"d","sms":1,"sm_clock_mhz":1,"mem_bytes":1,"mem_bw_gbps":1,"peak_tflops":{"fp32":1}}]}`))
 	f.Add([]byte(`{"gpus":[{"id":"a","device":"d"},{"id":"b","device":"d"}],"links":[{"a":"a","b":"b","type":"nvlink","bw_gbps":1e308,"lat_us":1e308}],"devices":[{"name":"d","sms":1,"sm_clock_mhz":1,"mem_bytes":1,"mem_bw_gbps":1,"peak_tflops":{"fp32":1}}]}`))
 	f.Add([]byte(`{"gpus":[{"id":"g","device":"d"}],"devices":[{"name":"d","sms":1,"sm_clock_mhz":1,"mem_bytes":1,"mem_bw_gbps":1,"peak_tflops":{"fp32":1},"min_kernel_us_by_kind":{"norm":4},"ramp_us":{"gemm/bf16":3}}]}`))
+	// A GPU with two PCIe parents and a cycle of switches.
+	f.Add([]byte(`{"gpus":[{"id":"g","device":"d"}],"nodes":[{"id":"s","kind":"pcie_switch"},{"id":"t","kind":"pcie_switch"}],"links":[{"a":"g","b":"s","type":"pcie","gen":5,"width":16,"bw_gbps":1},{"a":"g","b":"t","type":"pcie","gen":5,"width":16,"bw_gbps":1}],"devices":[{"name":"d","sms":1,"sm_clock_mhz":1,"mem_bytes":1,"mem_bw_gbps":1,"peak_tflops":{"fp32":1}}]}`))
+	f.Add([]byte(`{"gpus":[{"id":"g","device":"d"}],"nodes":[{"id":"s","kind":"pcie_switch"},{"id":"t","kind":"pcie_switch"},{"id":"u","kind":"pcie_switch"}],"links":[{"a":"g","b":"s","type":"pcie","gen":5,"width":16,"bw_gbps":1},{"a":"s","b":"t","type":"pcie","gen":5,"width":16,"bw_gbps":1},{"a":"t","b":"u","type":"pcie","gen":5,"width":16,"bw_gbps":1},{"a":"u","b":"s","type":"internal","bw_gbps":1}],"devices":[{"name":"d","sms":1,"sm_clock_mhz":1,"mem_bytes":1,"mem_bw_gbps":1,"peak_tflops":{"fp32":1}}]}`))
+	f.Add([]byte(`[]`))
+	f.Add([]byte(``))
+	f.Add([]byte(`{"gpus":{}}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		tp, err := Parse(data, "fuzz.json")
 		if err != nil {
-			if !strings.HasPrefix(err.Error(), "fuzz.json: ") {
-				t.Fatalf("error without file name: %v", err)
+			if msg := err.Error(); !strings.HasPrefix(msg, "fuzz.json: ") || strings.Contains(msg, "\n") ||
+				strings.Contains(msg, "Go value") || strings.Contains(msg, "topology.") {
+				t.Fatalf("error not one line naming the file without Go types: %v", err)
 			}
 			return
 		}

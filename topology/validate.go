@@ -4,6 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
+	"strconv"
+	"strings"
 )
 
 // maxVertices bounds the graph so a hostile file cannot make path building
@@ -111,6 +114,9 @@ func (t *Topology) validate() error {
 			return fmt.Errorf("%s: lat_us must be >= 0, got %v", where, l.LatUs)
 		}
 	}
+	if err := t.validateTree(); err != nil {
+		return err
+	}
 	h := t.Host
 	switch h.Vendor {
 	case "", "amd", "intel", "arm", "nvidia":
@@ -163,4 +169,126 @@ func (t *Topology) validate() error {
 		}
 	}
 	return nil
+}
+
+// inTree reports whether a link is part of the PCIe hierarchy: PCIe links
+// and the on-die links from root complexes to their CPU.
+func inTree(l *Link) bool { return l.Type == LinkPCIe || l.Type == LinkInternal }
+
+// validateTree checks that the PCIe hierarchy (pcie and internal links) is
+// a forest in which every element has one way up to at most one CPU. PCIe
+// is a tree: a device or switch has one upstream port and a root complex
+// belongs to one socket. A GPU with two PCIe links, a cycle, or an element
+// under two CPUs has no single path level (PIX, PXB, PHB, NODE) and would
+// let the router send traffic over a path the box does not have. Errors
+// name the node. Links must already be checked (endpoints exist).
+func (t *Topology) validateTree() error {
+	up := map[string][]string{} // GPU id -> its tree neighbours
+	gpu := map[string]bool{}
+	for _, g := range t.GPUs {
+		gpu[g.ID] = true
+	}
+	cpu := map[string]bool{}
+	for _, nd := range t.Nodes {
+		if nd.Kind == NodeCPU {
+			cpu[nd.ID] = true
+		}
+	}
+	for i := range t.Links {
+		l := &t.Links[i]
+		if !inTree(l) {
+			continue
+		}
+		for _, end := range [2][2]string{{l.A, l.B}, {l.B, l.A}} {
+			if gpu[end[0]] {
+				up[end[0]] = append(up[end[0]], end[1])
+			}
+		}
+	}
+	for _, g := range t.GPUs {
+		if p := up[g.ID]; len(p) > 1 {
+			return fmt.Errorf("gpu %q: %d PCIe parents (%s): want one (a GPU has one PCIe upstream port)", g.ID, len(p), quoteList(p))
+		}
+	}
+	// Union-find over the tree links in file order; the first link whose
+	// ends are already joined closes a cycle.
+	parent := map[string]string{}
+	var find func(string) string
+	find = func(v string) string {
+		p, ok := parent[v]
+		if !ok || p == v {
+			return v
+		}
+		r := find(p)
+		parent[v] = r
+		return r
+	}
+	adj := map[string][]string{}
+	for i := range t.Links {
+		l := &t.Links[i]
+		if !inTree(l) {
+			continue
+		}
+		ra, rb := find(l.A), find(l.B)
+		if ra == rb {
+			cyc := append(treePath(adj, l.B, l.A), l.B)
+			return fmt.Errorf("link %d (%s-%s): node %q closes a cycle in the PCIe tree (%s): want one path from each element up to its CPU", i, l.A, l.B, l.A, strings.Join(cyc, " - "))
+		}
+		parent[ra] = rb
+		adj[l.A] = append(adj[l.A], l.B)
+		adj[l.B] = append(adj[l.B], l.A)
+	}
+	// At most one CPU per tree: an element whose tree reaches two CPUs has
+	// two ways up.
+	first := map[string]string{} // tree root -> its first CPU (in node order)
+	for _, nd := range t.Nodes {
+		if !cpu[nd.ID] {
+			continue
+		}
+		r := find(nd.ID)
+		other, seen := first[r]
+		if !seen {
+			first[r] = nd.ID
+			continue
+		}
+		path := treePath(adj, other, nd.ID)
+		mid := path[len(path)/2]
+		return fmt.Errorf("node %q hangs under two CPUs through PCIe (%s): want one upstream link per PCIe element", mid, strings.Join(path, " - "))
+	}
+	return nil
+}
+
+// treePath returns the vertices from a to b in the forest adj (a and b in
+// one tree), both ends included.
+func treePath(adj map[string][]string, a, b string) []string {
+	prev := map[string]string{a: a}
+	queue := []string{a}
+	for len(queue) > 0 && prev[b] == "" {
+		v := queue[0]
+		queue = queue[1:]
+		for _, w := range adj[v] {
+			if _, ok := prev[w]; !ok {
+				prev[w] = v
+				queue = append(queue, w)
+			}
+		}
+	}
+	var rev []string
+	for v := b; v != a; v = prev[v] {
+		if prev[v] == "" {
+			return []string{a, b} // not joined: cannot happen for callers
+		}
+		rev = append(rev, v)
+	}
+	rev = append(rev, a)
+	slices.Reverse(rev)
+	return rev
+}
+
+func quoteList(s []string) string {
+	q := make([]string, len(s))
+	for i, v := range s {
+		q[i] = strconv.Quote(v)
+	}
+	return strings.Join(q, ", ")
 }

@@ -6,6 +6,7 @@ import (
 	"compress/gzip"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -14,6 +15,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"go.opentelemetry.io/otel/trace"
 )
 
 // Reader reads one trace source into the normalized span list.
@@ -125,8 +128,9 @@ func (f *fileReader) Source() string { return f.src }
 
 func (f *fileReader) Read(ctx context.Context) (*Result, error) {
 	res := &Result{Source: f.src}
+	looks := ""
 	for _, p := range f.paths {
-		format, err := readFile(ctx, p, f.rc.format, res)
+		format, l, err := readFile(ctx, p, f.rc.format, res)
 		if err != nil {
 			return nil, err
 		}
@@ -135,38 +139,98 @@ func (f *fileReader) Read(ctx context.Context) (*Result, error) {
 		} else if res.Format != format {
 			res.Format = "mixed"
 		}
+		if looks == "" {
+			looks = l
+		}
 	}
 	res.finish()
+	if len(res.Spans) == 0 {
+		what := f.src
+		if len(f.paths) > 1 {
+			what = fmt.Sprintf("%s (%d files)", f.src, len(f.paths))
+		}
+		return nil, noSpans(res, what, f.rc.format, looks)
+	}
 	return res, nil
 }
 
-func readFile(ctx context.Context, path, format string, res *Result) (string, error) {
+// ErrNoSpans is wrapped by the error of a file or URL source in which no
+// span could be read: not a trace, the wrong forced format, or every span
+// left out. (A Jaeger query that matches nothing is an empty result, not
+// an error: traces become queryable some time after they are exported.)
+var ErrNoSpans = errors.New("no span")
+
+// noSpans is the one-line error for a source that yielded no span: the
+// first thing left out, or where the format keeps its spans; when the
+// format was forced and the content looks like another, it says which.
+func noSpans(res *Result, src, forced, looks string) error {
+	var why string
+	switch {
+	case res.SkippedTotal > 0:
+		sk := res.Skipped[0]
+		why = fmt.Sprintf("%d left out, the first at %s: %s", res.SkippedTotal, sk.Where, strings.ReplaceAll(sk.Reason, "\n", " "))
+	default:
+		why = "want " + spansWhere(res.Format)
+	}
+	if forced != "" && looks != "" && looks != forced {
+		why += fmt.Sprintf("; it was read as %s as asked, but its content looks like %s", forced, looks)
+	}
+	return fmt.Errorf("%s: %w read (%s): %s", src, ErrNoSpans, res.Format, why)
+}
+
+// spansWhere says where a format keeps its spans.
+func spansWhere(format string) string {
+	switch format {
+	case FormatOTLPJSON:
+		return "spans in resourceSpans[].scopeSpans[].spans[]"
+	case FormatJaegerV3:
+		return "spans in result.resourceSpans[].scopeSpans[].spans[]"
+	case FormatJaegerV1:
+		return "spans in data[].spans[]"
+	case FormatKineto:
+		return `complete events ("ph": "X") of GPU kernels ("cat": "kernel") in traceEvents[]`
+	}
+	return "OTLP JSON, Jaeger JSON or a Chrome/Kineto trace with spans"
+}
+
+func readFile(ctx context.Context, path, format string, res *Result) (string, string, error) {
 	fh, err := os.Open(path)
 	if err != nil {
-		return "", fmt.Errorf("trace source: %w", err)
+		return "", "", fmt.Errorf("trace source: %w", err)
 	}
 	defer fh.Close()
-	return readBody(ctx, fh, path, format, res)
+	return readBodyLooks(ctx, fh, path, format, res)
 }
 
 // readBody un-gzips when the content starts with the gzip magic, sniffs the
 // format unless given, and reads.
 func readBody(ctx context.Context, r io.Reader, src, format string, res *Result) (string, error) {
+	f, _, err := readBodyLooks(ctx, r, src, format, res)
+	return f, err
+}
+
+// readBodyLooks is readBody that also returns the format the content looks
+// like when format was given and the content sniffs as another ("" when
+// they agree or the content cannot be told).
+func readBodyLooks(ctx context.Context, r io.Reader, src, format string, res *Result) (string, string, error) {
 	br := bufio.NewReaderSize(&ctxReader{ctx: ctx, r: r}, 1<<16)
 	if magic, _ := br.Peek(2); len(magic) == 2 && magic[0] == 0x1f && magic[1] == 0x8b {
 		zr, err := gzip.NewReader(br)
 		if err != nil {
-			return "", fmt.Errorf("%s: gzip: %w", src, err)
+			return "", "", fmt.Errorf("%s: gzip: %w", src, err)
 		}
 		defer zr.Close()
 		br = bufio.NewReaderSize(zr, 1<<16)
 	}
+	looks := ""
+	head, _ := br.Peek(1 << 16)
 	if format == "" {
-		head, _ := br.Peek(1 << 16)
 		var err error
 		if format, err = sniff(head); err != nil {
-			return "", fmt.Errorf("%s: %w", src, err)
+			return "", "", fmt.Errorf("%s: %w", src, err)
 		}
+	} else if f, err := sniff(head); err == nil && f != format {
+		looks = f
 	}
 	var err error
 	switch format {
@@ -178,9 +242,9 @@ func readBody(ctx context.Context, r io.Reader, src, format string, res *Result)
 		err = readKinetoStream(br, res, src)
 	}
 	if cerr := ctx.Err(); cerr != nil {
-		return "", fmt.Errorf("%s: %w", src, cerr)
+		return "", "", fmt.Errorf("%s: %w", src, cerr)
 	}
-	return format, err
+	return format, looks, err
 }
 
 // sniff tells the format from the first bytes of a document.
@@ -257,7 +321,20 @@ func (j *jaegerReader) Read(ctx context.Context) (*Result, error) {
 		return nil, err
 	}
 	res.finish()
+	// Jaeger answers at most limit traces: as many means there may be
+	// more, and what was read is not all the service recorded.
+	if n := countTraces(res.Spans); j.q.TraceID == "" && n >= j.q.Limit {
+		res.skip(j.src, fmt.Sprintf("the query returned %d traces, its limit: Jaeger may hold more of service %q (raise limit=%d in the source to read them)", n, j.q.Service, j.q.Limit))
+	}
 	return res, nil
+}
+
+func countTraces(spans []Span) int {
+	ids := map[trace.TraceID]bool{}
+	for i := range spans {
+		ids[spans[i].TraceID] = true
+	}
+	return len(ids)
 }
 
 type urlReader struct {
@@ -282,11 +359,14 @@ func (u *urlReader) Read(ctx context.Context) (*Result, error) {
 		return nil, fmt.Errorf("trace source %s: %s: %s", u.src, resp.Status, strings.TrimSpace(string(b)))
 	}
 	res := &Result{Source: u.src}
-	format, err := readBody(ctx, resp.Body, u.src, u.rc.format, res)
+	format, looks, err := readBodyLooks(ctx, resp.Body, u.src, u.rc.format, res)
 	if err != nil {
 		return nil, err
 	}
 	res.Format = format
 	res.finish()
+	if len(res.Spans) == 0 {
+		return nil, noSpans(res, u.src, u.rc.format, looks)
+	}
 	return res, nil
 }

@@ -144,6 +144,9 @@ func (o *reader) documents(want, empty string, doc func() error) error {
 			return fmt.Errorf("%s: byte %d: want a JSON object %s, got %q", o.src, o.lx.offset(), want, c)
 		}
 		if err := doc(); err != nil {
+			if docs == 0 && o.res.count() == 0 && errors.Is(err, io.ErrUnexpectedEOF) {
+				return fmt.Errorf("%s: byte %d: truncated: the file ends inside its first JSON document (want a complete %s)", o.src, o.lx.offset(), empty)
+			}
 			return truncated(o.res, o.src, o.lx.offset(), err, docs)
 		}
 		docs++

@@ -134,7 +134,7 @@ func TestBadTraces(t *testing.T) {
 		{name: "otlp/ends before start", in: strings.Replace(good, `"endTimeUnixNano":"3000"`, `"endTimeUnixNano":"1500"`, 1),
 			wantSpans: 1, wantSkips: []string{"ends (1500) before it starts (2000)"}, scenarios: 1},
 		{name: "otlp/mixed scenarios", in: good + otlpLine(tidB, "kimi-k2.5"), wantSpans: 3, scenarios: 2},
-		{name: "otlp/truncated in first document", in: good[:40], wantErr: "unexpected EOF"},
+		{name: "otlp/truncated in first document", in: good[:40], wantErr: "truncated: the file ends inside its first JSON document"},
 		{name: "not json", in: "hello", wantErr: "not JSON"},
 		{name: "empty", in: "  \n", wantErr: "empty"},
 		{name: "unknown object", in: `{"foo":1}`, wantErr: "unknown trace format"},

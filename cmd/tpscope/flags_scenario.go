@@ -39,11 +39,15 @@ type scenarioFlags struct {
 
 	// arch, when set, is used instead of resolving --model (model load).
 	arch *model.Arch
+	// planFlags: --tp, --dp, --dcp are these flags (addScenarioFlags), not
+	// a verb's own lists of degrees (plan).
+	planFlags bool
 }
 
 // addScenarioFlags registers the scenario flags on fs.
 func addScenarioFlags(fs *pflag.FlagSet) *scenarioFlags {
 	f := newScenarioFlags(fs)
+	f.planFlags = true
 	f.addModelFlags()
 	fs.IntVar(&f.tp, "tp", 8, "tensor-parallel degree (must divide the attention heads)")
 	fs.BoolVar(&f.ep, "ep", false, "expert parallelism: whole experts per rank (vLLM --enable-expert-parallel)")
@@ -173,8 +177,37 @@ func (f *scenarioFlags) modelArch() (*model.Arch, error) {
 	return resolveModel(f.model)
 }
 
+// countFlags are flags a verb registers beside the scenario flags that
+// count rows to print and so cannot be negative (0 means all); checked
+// with the scenario flags, before any work.
+var countFlags = []string{"top"}
+
+// checkCounts refuses a parallel degree below 1 (the plan codec reads 0 as
+// 1, a flag must not) and a negative count flag of the verb.
+func (f *scenarioFlags) checkCounts() error {
+	for _, d := range []struct {
+		name string
+		v    int
+	}{{"tp", f.tp}, {"dp", f.dp}, {"dcp", f.dcp}} {
+		if f.planFlags && d.v < 1 {
+			return usageErrorf("--%s %d: want an integer from 1", d.name, d.v)
+		}
+	}
+	for _, name := range countFlags {
+		if fl := f.fs.Lookup(name); fl != nil && fl.Value.Type() == "int" {
+			if n, err := strconv.Atoi(fl.Value.String()); err == nil && n < 0 {
+				return usageErrorf("--%s %d: want 0 (all) or more", name, n)
+			}
+		}
+	}
+	return nil
+}
+
 // box resolves --topo at --gpus.
 func (f *scenarioFlags) box() (*topology.Topology, topology.Ref, error) {
+	if err := f.checkCounts(); err != nil {
+		return nil, topology.Ref{}, err
+	}
 	if f.gpus < 0 {
 		return nil, topology.Ref{}, usageErrorf("--gpus %d: want 0 (all) or more", f.gpus)
 	}
@@ -193,6 +226,9 @@ func (f *scenarioFlags) box() (*topology.Topology, topology.Ref, error) {
 // bad flag is a usage error naming it, a config file that fails to parse
 // an ordinary error naming the file.
 func (f *scenarioFlags) scenario() (sim.Scenario, error) {
+	if err := f.checkCounts(); err != nil {
+		return sim.Scenario{}, err
+	}
 	a, err := f.modelArch()
 	if err != nil {
 		return sim.Scenario{}, err

@@ -138,6 +138,9 @@ func bindNCCLTestsMode(fs *pflag.FlagSet) func(*calibrateCommon, io.Writer, io.W
 		if lg.Skipped > 0 {
 			fmt.Fprintf(stderr, "%s: skipped %d lines that are not results (first at line %d)\n", *file, lg.Skipped, lg.FirstSkipped)
 		}
+		for _, w := range lg.Warnings {
+			fmt.Fprintf(stderr, "%s: warning: %s\n", *file, w)
+		}
 		var samples []sim.CalSample
 		for _, r := range lg.Rows {
 			for _, tm := range r.Times() {

@@ -57,7 +57,17 @@ type Log struct {
 	// FirstSkipped is the first one's line number (0 none).
 	Skipped      int
 	FirstSkipped int
+	// Warnings are problems that do not stop the log from being used, one
+	// line each, for the caller to show: rows whose validation failed
+	// (#wrong > 0).
+	Warnings []string
 }
+
+// ErrMixed is wrapped by the error returned when the input holds more than
+// one test: several collectives, or runs over different rank counts,
+// concatenated. Their rows cannot be fitted as one; the error names the
+// line where the second begins, to split the file there.
+var ErrMixed = errors.New("more than one nccl-tests run")
 
 // ParseError is a parse failure with its place in the input.
 type ParseError struct {
@@ -110,6 +120,13 @@ func Parse(r io.Reader, name string) (*Log, error) {
 	var threads, gpus int
 	ranks := map[int]string{}
 	line := 0
+	// What the rows read so far measured: the test named in the text
+	// (rowsTest, "" until one is named) and the header's thread and GPU
+	// counts. A second test or header that disagrees starts another run.
+	rowsTest, textTest := "", ""
+	rowsHeader := ""
+	var repeats []int // lines of headers after rows that repeat the first run's
+	wrong, firstWrong := 0, 0
 	for sc.Scan() {
 		line++
 		text := strings.TrimSpace(sc.Text())
@@ -120,6 +137,15 @@ func Parse(r io.Reader, name string) (*Log, error) {
 			if m := reHeader.FindStringSubmatch(text); m != nil {
 				threads, _ = strconv.Atoi(m[1])
 				gpus, _ = strconv.Atoi(m[2])
+				h := fmt.Sprintf("nThread %d nGpus %d", threads, gpus)
+				switch {
+				case len(lg.Rows) == 0:
+					rowsHeader = h
+				case rowsHeader != "" && h != rowsHeader:
+					return nil, mixed(name, line, "a run with "+h, len(lg.Rows), "a run with "+rowsHeader)
+				default:
+					repeats = append(repeats, line)
+				}
 			}
 			if m := reRank.FindStringSubmatch(text); m != nil {
 				if k, err := strconv.Atoi(m[1]); err == nil && k >= 0 && k < 1<<16 {
@@ -127,11 +153,19 @@ func Parse(r io.Reader, name string) (*Log, error) {
 				}
 			}
 			if m := reTest.FindStringSubmatch(text); m != nil {
+				test := m[1] + "_perf"
+				if len(lg.Rows) > 0 && rowsTest == "" {
+					rowsTest = test // the log names its test only after the rows ("concluded")
+				}
+				if rowsTest != "" && test != rowsTest {
+					return nil, mixed(name, line, test, len(lg.Rows), rowsTest)
+				}
+				textTest = test
 				lg.Op = opByBinary[m[1]]
 			}
 			continue
 		}
-		row, ok := parseRow(strings.Fields(text))
+		row, nwrong, ok := parseRow(strings.Fields(text))
 		if !ok {
 			lg.Skipped++
 			if lg.FirstSkipped == 0 {
@@ -139,11 +173,28 @@ func Parse(r io.Reader, name string) (*Log, error) {
 			}
 			continue
 		}
+		if rowsTest == "" {
+			rowsTest = textTest
+		}
+		if nwrong > 0 {
+			wrong++
+			if firstWrong == 0 {
+				firstWrong = line
+			}
+		}
 		row.Line = line
 		lg.Rows = append(lg.Rows, row)
 	}
 	if err := sc.Err(); err != nil {
 		return nil, &ParseError{name, line + 1, err}
+	}
+	if len(repeats) > 0 {
+		lg.Warnings = append(lg.Warnings, fmt.Sprintf("%d more runs of the same test follow the first (headers at lines %s); their rows are fitted together, so they must have run with the same NCCL settings",
+			len(repeats), joinInts(repeats)))
+	}
+	if wrong > 0 {
+		lg.Warnings = append(lg.Warnings, fmt.Sprintf("%d of %d rows report #wrong > 0 (first at line %d): the collective returned wrong data there; its times are used but the run is suspect",
+			wrong, len(lg.Rows), firstWrong))
 	}
 	if len(lg.Rows) == 0 {
 		return nil, &ParseError{name, max(line, 1), fmt.Errorf("%w (want lines like \"  1048576  262144  float  sum  -1  52.1  20.13  35.23  0  51.9  20.20  35.35  0\"; %d other lines skipped)", ErrNoData, lg.Skipped)}
@@ -161,19 +212,34 @@ func Parse(r io.Reader, name string) (*Log, error) {
 	return lg, nil
 }
 
+func joinInts(v []int) string {
+	s := make([]string, len(v))
+	for i, x := range v {
+		s[i] = strconv.Itoa(x)
+	}
+	return strings.Join(s, ", ")
+}
+
+// mixed is the error for a second run that starts at line after rows rows
+// of the first.
+func mixed(name string, line int, second string, rows int, first string) error {
+	return &ParseError{name, line, fmt.Errorf("%w: %s starts after %d result rows of %s; want one collective and one rank count per log (split the file before line %d)",
+		ErrMixed, second, rows, first, line)}
+}
+
 // parseRow parses the fields of a result row: two integers, a type, up to
-// two optional columns (redop, root), then eight result columns.
-func parseRow(f []string) (Row, bool) {
-	var r Row
+// two optional columns (redop, root), then eight result columns. wrong is
+// the larger of the two #wrong counts (0 for "N/A").
+func parseRow(f []string) (r Row, wrong int64, ok bool) {
 	if len(f) < 11 || len(f) > 13 {
-		return r, false
+		return r, 0, false
 	}
 	var err error
 	if r.Bytes, err = strconv.ParseInt(f[0], 10, 64); err != nil || r.Bytes < 0 {
-		return r, false
+		return r, 0, false
 	}
 	if r.Count, err = strconv.ParseInt(f[1], 10, 64); err != nil || r.Count < 0 {
-		return r, false
+		return r, 0, false
 	}
 	r.Type, r.Root = f[2], -1
 	extra := f[3 : len(f)-8]
@@ -182,7 +248,7 @@ func parseRow(f []string) (Row, bool) {
 	}
 	if len(extra) == 2 {
 		if r.Root, err = strconv.Atoi(extra[1]); err != nil {
-			return r, false
+			return r, 0, false
 		}
 	}
 	res := f[len(f)-8:]
@@ -190,24 +256,26 @@ func parseRow(f []string) (Row, bool) {
 	for i, s := range res {
 		if i == 3 || i == 7 { // #wrong: an integer or N/A
 			if s != "N/A" {
-				if _, err := strconv.ParseInt(s, 10, 64); err != nil {
-					return r, false
+				n, err := strconv.ParseInt(s, 10, 64)
+				if err != nil || n < 0 {
+					return r, 0, false
 				}
+				wrong = max(wrong, n)
 			}
 			continue
 		}
 		v, err := strconv.ParseFloat(s, 64)
 		if err != nil || v < 0 || math.IsNaN(v) || math.IsInf(v, 0) {
-			return r, false
+			return r, 0, false
 		}
 		vals[i] = v
 	}
 	r.OutTimeUs, r.OutAlgBWGBps, r.OutBusBWGBps = vals[0], vals[1], vals[2]
 	r.InTimeUs, r.InAlgBWGBps, r.InBusBWGBps = vals[4], vals[5], vals[6]
 	if r.OutTimeUs <= 0 && r.InTimeUs <= 0 {
-		return r, false
+		return r, 0, false
 	}
-	return r, true
+	return r, wrong, true
 }
 
 // Times returns the measured times of a row: out-of-place and in-place,

@@ -103,6 +103,10 @@ func FuzzParse(f *testing.F) {
 	}
 	f.Add("#  Rank 99999999999 Group 0 device 0 [0x1] X\n8 2 float sum -1 1 1 1 0 1 1 1 0\n")
 	f.Add("8 2 float sum -1 NaN 1 1 0 Inf 1 1 0\n")
+	f.Add(allReduce2 + "# Collective test starting: all_gather_perf\n" + allGather2)
+	f.Add(oldLayout + allGather2)
+	f.Add(allReduce2 + allReduce2)
+	f.Add("8 2 float sum -1 1 1 1 7 1 1 1 -2\n")
 	f.Fuzz(func(t *testing.T, s string) {
 		lg, err := Parse(strings.NewReader(s), "fuzz")
 		if err != nil {
@@ -120,4 +124,74 @@ func FuzzParse(f *testing.F) {
 			}
 		}
 	})
+}
+
+// allReduce2 is a 2-rank all_reduce_perf run with its test banner, in the
+// layout of allGather2.
+const allReduce2 = `# Collective test starting: all_reduce_perf
+# nThread 1 nGpus 2 minBytes 1024 maxBytes 2048 step: 2(factor) warmup iters: 5 iters: 20 agg iters: 1 validation: 1 graph: 0
+#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong
+        1024           256     float     sum      -1    12.10    0.08    0.08      0    12.00    0.09    0.09      0
+        2048           512     float     sum      -1    12.30    0.17    0.17      0    12.20    0.17    0.17      0
+# Collective test concluded: all_reduce_perf
+`
+
+// TestParseMixed: concatenated runs of different collectives or rank
+// counts are refused at the line where the second begins; repeats of one
+// run and rows that failed validation are warnings.
+func TestParseMixed(t *testing.T) {
+	gather := "# Collective test starting: all_gather_perf\n" + allGather2
+	cases := []struct {
+		name     string
+		text     string
+		wantErr  string // substring of the error; "" for no error
+		wantLine int    // line of the error
+		wantRows int
+		wantWarn string // substring of the one warning; "" for none
+	}{
+		// all_reduce rows (lines 4-5), then the all_gather banner at line 7.
+		{name: "all_reduce then all_gather", text: allReduce2 + gather,
+			wantErr: "more than one nccl-tests run: all_gather_perf starts after 2 result rows of all_reduce_perf", wantLine: 7},
+		// The test is named only by the concluded line (line 4) after its
+		// rows (oldLayout: lines 1-3); the all_reduce banner is line 5.
+		{name: "unnamed rows then another test", text: oldLayout + "# Collective test concluded: reduce_scatter_perf\n" + allReduce2,
+			wantErr: "all_reduce_perf starts after 2 result rows of reduce_scatter_perf", wantLine: 5},
+		// 4 ranks (oldLayout: nThread 1 nGpus 4, lines 1-3), then 2
+		// (allGather2's header after the "#" of line 4).
+		{name: "different rank counts", text: oldLayout + "#\n" + allGather2,
+			wantErr: "a run with nThread 1 nGpus 2 starts after 2 result rows of a run with nThread 1 nGpus 4", wantLine: 5},
+		// allReduce2 is 6 lines: the second copy's header is line 8.
+		{name: "same run twice", text: allReduce2 + allReduce2, wantRows: 4,
+			wantWarn: "1 more runs of the same test follow the first (headers at lines 8)"},
+		{name: "wrong results", text: strings.Replace(allReduce2, "12.20    0.17    0.17      0", "12.20    0.17    0.17      3", 1), wantRows: 2,
+			wantWarn: "1 of 2 rows report #wrong > 0 (first at line 5)"},
+		{name: "one run", text: allReduce2, wantRows: 2},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			lg, err := Parse(strings.NewReader(c.text), "runs.txt")
+			if c.wantErr != "" {
+				var pe *ParseError
+				if !errors.As(err, &pe) || !errors.Is(err, ErrMixed) || pe.Line != c.wantLine || !strings.Contains(err.Error(), c.wantErr) {
+					t.Fatalf("error %v; want a ParseError at line %d wrapping ErrMixed saying %q", err, c.wantLine, c.wantErr)
+				}
+				if !strings.HasPrefix(err.Error(), "runs.txt:") || strings.Contains(err.Error(), "\n") {
+					t.Errorf("error %q: want one line starting with the file name", err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(lg.Rows) != c.wantRows {
+				t.Errorf("%d rows, want %d", len(lg.Rows), c.wantRows)
+			}
+			switch {
+			case c.wantWarn == "" && len(lg.Warnings) != 0:
+				t.Errorf("warnings %q, want none", lg.Warnings)
+			case c.wantWarn != "" && (len(lg.Warnings) != 1 || !strings.Contains(lg.Warnings[0], c.wantWarn)):
+				t.Errorf("warnings %q, want one saying %q", lg.Warnings, c.wantWarn)
+			}
+		})
+	}
 }

@@ -1,0 +1,150 @@
+package traces
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestNoSpans: a file or URL source in which no span can be read is an
+// error naming the source and the reason (what was left out first, or
+// where the format keeps spans, and what the content looks like when the
+// format was forced), not an empty result.
+func TestNoSpans(t *testing.T) {
+	good := otlpLine(tidA, "m", otlpSpanJSON(tidA, "0000000000000002", "L00.attn.o_proj", "L00.attn.o_proj"))
+	cases := []struct {
+		name   string
+		in     string
+		format string
+		want   string
+	}{
+		{"otlp without spans", `{"resourceSpans":[]}`, "", "no span read (otlp-json): want spans in resourceSpans[].scopeSpans[].spans[]"},
+		{"resourceSpans not an array", `{"resourceSpans": 3}`, "", `no span read (otlp-json): 1 left out, the first at `},
+		{"every span bad", `{"resourceSpans":[{"scopeSpans":[{"spans":[{"name":"x"}]}]}]}`, "",
+			`no span read (otlp-json): 1 left out, the first at `},
+		{"jaeger without traces", `{"data":[]}`, "", "no span read (jaeger-v1): want spans in data[].spans[]"},
+		{"kineto without kernels", `{"traceEvents":[{"name":"k","ts":1,"dur":2}]}`, "", `no span read (kineto): want complete events ("ph": "X") of GPU kernels`},
+		{"otlp read as jaeger", good, FormatJaegerV1, "it was read as jaeger-v1 as asked, but its content looks like otlp-json"},
+		{"jaeger read as otlp", `{"data":[{"spans":[]}]}`, FormatOTLPJSON, "it was read as otlp-json as asked, but its content looks like jaeger-v1"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "in.json")
+			if err := os.WriteFile(path, []byte(c.in), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			var opts []ReadOption
+			if c.format != "" {
+				opts = append(opts, WithFormat(c.format))
+			}
+			res, err := ReadAll(context.Background(), path, opts...)
+			if err == nil {
+				t.Fatalf("%d spans, no error", len(res.Spans))
+			}
+			msg := err.Error()
+			if !errors.Is(err, ErrNoSpans) || !strings.HasPrefix(msg, path+": ") || !strings.Contains(msg, c.want) || strings.Contains(msg, "\n") {
+				t.Errorf("error %q: want one line wrapping ErrNoSpans, starting with %s and saying %q", msg, path, c.want)
+			}
+		})
+	}
+	t.Run("directory", func(t *testing.T) {
+		dir := t.TempDir()
+		for _, n := range []string{"a.json", "b.json"} {
+			if err := os.WriteFile(filepath.Join(dir, n), []byte(`{"resourceSpans":[]}`), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		_, err := ReadAll(context.Background(), dir)
+		if !errors.Is(err, ErrNoSpans) || !strings.HasPrefix(err.Error(), dir+" (2 files): no span read") {
+			t.Errorf("error %v", err)
+		}
+	})
+	t.Run("url", func(t *testing.T) {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+			w.Write([]byte(`{"resourceSpans":[]}`))
+		}))
+		defer srv.Close()
+		_, err := ReadAll(context.Background(), srv.URL+"/trace.json")
+		if !errors.Is(err, ErrNoSpans) || !strings.HasPrefix(err.Error(), srv.URL+"/trace.json: no span read (otlp-json)") {
+			t.Errorf("error %v", err)
+		}
+	})
+}
+
+// TestJaegerLimit: a search that returns as many traces as its limit says
+// that Jaeger may hold more (a Skip entry on the Result); one below the
+// limit, or a fetch by trace ID, does not. The fake Jaeger serves the UI
+// download fixture: one trace of 3 spans.
+func TestJaegerLimit(t *testing.T) {
+	body, err := os.ReadFile("testdata/jaeger_ui_download.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.Write(body) }))
+	defer srv.Close()
+	host := strings.TrimPrefix(srv.URL, "http://")
+	cases := []struct {
+		name  string
+		query string
+		want  bool
+	}{
+		{"at the limit", "?api=v1&limit=1", true},
+		{"below the limit", "?api=v1&limit=2", false},
+		{"one trace by ID", "?api=v1&limit=1&trace=0102030405060708090a0b0c0d0e0f10", false},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			res, err := ReadAll(context.Background(), "jaeger://"+host+c.query)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(res.Spans) != 3 {
+				t.Fatalf("%d spans, want 3", len(res.Spans))
+			}
+			got := false
+			for _, s := range res.Skipped {
+				if strings.Contains(s.Reason, "the query returned 1 traces, its limit: Jaeger may hold more") {
+					got = true
+				}
+			}
+			if got != c.want {
+				t.Errorf("limit warning %v, want %v (skipped %v)", got, c.want, res.Skipped)
+			}
+		})
+	}
+}
+
+// FuzzReadAll: any file content read through Open gives spans or a
+// one-line error naming the file, never an empty result.
+func FuzzReadAll(f *testing.F) {
+	f.Add([]byte(`{"resourceSpans":[]}`))
+	f.Add([]byte(`{"resourceSpans":3}`))
+	f.Add([]byte(`{"data":[]}`))
+	f.Add([]byte(`{"traceEvents":[{"name":"k","ts":1,"dur":2}]}`))
+	f.Add([]byte(`[{"name":"x"}]`))
+	f.Add([]byte(`{"resourceSpans":[`))
+	f.Add([]byte(""))
+	f.Add([]byte(otlpLine(tidA, "m", otlpSpanJSON(tidA, "0000000000000002", "L00.attn.o_proj", "L00.attn.o_proj"))))
+	dir := f.TempDir()
+	f.Fuzz(func(t *testing.T, data []byte) {
+		path := filepath.Join(dir, "in.json")
+		if err := os.WriteFile(path, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		res, err := ReadAll(context.Background(), path)
+		if err != nil {
+			if msg := err.Error(); !strings.HasPrefix(msg, path) || strings.Contains(msg, "\n") {
+				t.Fatalf("error %q: want one line naming the file", msg)
+			}
+			return
+		}
+		if len(res.Spans) == 0 {
+			t.Fatal("no spans and no error")
+		}
+	})
+}
