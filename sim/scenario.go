@@ -5,9 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"strings"
 
+	"github.com/tpscope/tpscope/internal/jsonerr"
 	"github.com/tpscope/tpscope/model"
 	"github.com/tpscope/tpscope/topology"
 )
@@ -225,7 +224,7 @@ func DecodeScenario(data []byte, topo *topology.Topology) (Scenario, error) {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&j); err != nil {
-		return Scenario{}, fmt.Errorf("scenario: %s", jsonErr(err))
+		return Scenario{}, fmt.Errorf("scenario: %w", jsonerr.Wrap(data, err, "a JSON object"))
 	}
 	a, err := j.Model.Resolve()
 	if err != nil {
@@ -244,33 +243,6 @@ func DecodeScenario(data []byte, topo *topology.Topology) (Scenario, error) {
 		}
 	}
 	return sc, nil
-}
-
-// jsonErr words a decoding error without Go type names.
-func jsonErr(err error) string {
-	var te *json.UnmarshalTypeError
-	var se *json.SyntaxError
-	switch {
-	case errors.As(err, &te):
-		return fmt.Sprintf("field %q: want a %s", te.Field, jsonKind(te.Type.Kind().String()))
-	case errors.As(err, &se):
-		return fmt.Sprintf("not JSON at byte %d: %v", se.Offset, err)
-	case errors.Is(err, io.EOF):
-		return "empty: want a JSON object"
-	}
-	return strings.TrimPrefix(err.Error(), "json: ")
-}
-
-func jsonKind(k string) string {
-	switch k {
-	case "struct", "map":
-		return "JSON object"
-	case "slice", "array":
-		return "JSON array"
-	case "float64", "int", "int64":
-		return "number"
-	}
-	return k
 }
 
 // String is the scenario in one line for people: model, plan, workload,
