@@ -166,6 +166,30 @@ func Setup(ctx context.Context, dest string, opts ...Option) (*Exporter, error) 
 }
 
 // newSpanExporter returns the exporter for dest, or nil for "off".
+// CheckDestination checks a destination Setup would take, without
+// connecting or creating anything, so a caller refuses a bad one before
+// its work starts.
+func CheckDestination(dest string) error {
+	switch {
+	case dest == "" || dest == "none" || dest == "off":
+		return nil
+	case strings.HasPrefix(dest, "file:"):
+		if dest == "file:" {
+			return fmt.Errorf("trace destination %q: want file:PATH", dest)
+		}
+		return nil
+	}
+	u, err := url.Parse(dest)
+	if err != nil || u.Host == "" || u.Opaque != "" {
+		return fmt.Errorf("trace destination %q: want otlp://host:4317, otlphttp://host:4318, file:PATH, none, or empty for OTEL_EXPORTER_OTLP_* variables", dest)
+	}
+	switch u.Scheme {
+	case "otlp", "otlps", "grpc", "otlphttp", "otlphttps":
+		return nil
+	}
+	return fmt.Errorf("trace destination %q: unknown scheme %q: want otlp, otlphttp, file", dest, u.Scheme)
+}
+
 func newSpanExporter(ctx context.Context, dest string, c *exportConfig) (sdktrace.SpanExporter, error) {
 	retry := otlptracegrpc.RetryConfig{Enabled: true, InitialInterval: 100 * time.Millisecond, MaxInterval: time.Second, MaxElapsedTime: c.exportTimeout / 2}
 	if dest == "none" || dest == "off" {

@@ -49,6 +49,16 @@ func WithHTTPClient(c *http.Client) ReadOption { return func(rc *readConfig) { r
 // FormatJaegerV3, FormatKineto) instead of sniffing it from the content.
 func WithFormat(format string) ReadOption { return func(rc *readConfig) { rc.format = format } }
 
+// CheckFormat checks a format name WithFormat would take ("" = by
+// content).
+func CheckFormat(format string) error {
+	switch format {
+	case "", FormatOTLPJSON, FormatJaegerV1, FormatJaegerV3, FormatKineto:
+		return nil
+	}
+	return fmt.Errorf("trace format %q: want %s, %s, %s or %s", format, FormatOTLPJSON, FormatJaegerV1, FormatJaegerV3, FormatKineto)
+}
+
 // Open returns the reader for src:
 //
 //	jaeger://host:16686?service=S&limit=N&api=v3|v1&lookback=24h&trace=ID   Jaeger query API over HTTP
@@ -66,10 +76,8 @@ func Open(src string, opts ...ReadOption) (Reader, error) {
 	for _, o := range opts {
 		o(&rc)
 	}
-	switch rc.format {
-	case "", FormatOTLPJSON, FormatJaegerV1, FormatJaegerV3, FormatKineto:
-	default:
-		return nil, fmt.Errorf("trace format %q: want %s, %s, %s or %s", rc.format, FormatOTLPJSON, FormatJaegerV1, FormatJaegerV3, FormatKineto)
+	if err := CheckFormat(rc.format); err != nil {
+		return nil, err
 	}
 	switch {
 	case src == "":

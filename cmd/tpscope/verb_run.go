@@ -75,6 +75,9 @@ prints their summary and exits with code 130.`,
 				if *scale != 1 && *backend != "cpu" {
 					return usageErrorf("--scale is for the cpu backend (got --backend %s)", *backend)
 				}
+				if err := traces.CheckDestination(*trace); err != nil {
+					return usageErrorf("--trace: %v", err)
+				}
 				withTopo := fs.Changed("topo")
 				if *compare && !withTopo {
 					return usageErrorf("--compare needs --topo (a preset, or the JSON of 'tpscope calibrate --backend cpu' for the cpu backend)")

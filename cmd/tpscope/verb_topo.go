@@ -84,6 +84,9 @@ lists them, e.g. nvswitch:8xh100-sxm, pcie-switch:8xl40s, pcie-2s:8xrtxpro6000-s
 				if err != nil {
 					return usageErrorf("--p2p-level: %v", err)
 				}
+				if *gpus < 0 {
+					return usageErrorf("--gpus %d: want 0 (all) or more", *gpus)
+				}
 				t, err := topology.Resolve(name, *gpus)
 				if err != nil {
 					return err

@@ -53,6 +53,9 @@ tpscope trace read rank0.pt.trace.json.gz --output json > spans.json`,
 				if *limit < -1 {
 					return usageErrorf("--spans %d: want -1 (all), 0 (none) or a count", *limit)
 				}
+				if err := traces.CheckFormat(*format); err != nil {
+					return usageErrorf("--format: %v", err)
+				}
 				var opts []traces.ReadOption
 				if *format != "" {
 					opts = append(opts, traces.WithFormat(*format))

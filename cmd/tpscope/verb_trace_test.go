@@ -24,7 +24,7 @@ func TestTraceRead(t *testing.T) {
 		{"csv", []string{"trace", "read", kineto, "--output", "csv", "--spans", "2"}, 0, []string{"trace,span,parent,name"}},
 		{"missing file", []string{"trace", "read", "no/such/file.json"}, 1, []string{"no such file"}},
 		{"bad output", []string{"trace", "read", kineto, "--output", "xml"}, 2, []string{"--output"}},
-		{"bad format", []string{"trace", "read", kineto, "--format", "zipkin"}, 1, []string{`trace format "zipkin"`}},
+		{"bad format", []string{"trace", "read", kineto, "--format", "zipkin"}, 2, []string{`trace format "zipkin"`}},
 		{"no source", []string{"trace", "read"}, 2, []string{"no source: pass --trace SRC"}},
 	}
 	for _, tc := range tests {
