@@ -249,10 +249,18 @@ type OpCost struct {
 	ComputeDtype string `json:"compute_dtype,omitempty"` // the peak used: "fp4", "fp8", "bf16"
 	Algo         string `json:"algo,omitempty"`          // NCCL algorithm or custom all-reduce variant
 	Proto        string `json:"proto,omitempty"`         // NCCL protocol
+	// Source says where Us came from: SourcePrior ("prior": tpscope's
+	// models), or a cost source's measurement: its table and the exact row
+	// or the interpolation / hold, and for a module measurement the op's
+	// share of it (costsource.go).
+	Source string `json:"source"`
 
 	Us    float64 `json:"us"` // device time of the op (without host launch), us
 	Bound Bound   `json:"bound"`
 	Fused bool    `json:"fused,omitempty"` // op folded into its neighbour (all-reduce + RMSNorm fusion)
+	// PriorUs is the prior's time of an op priced from a measurement (0
+	// otherwise): the measurement replaced it.
+	PriorUs float64 `json:"prior_us,omitempty"`
 
 	// Roofline terms (compute ops).
 	ComputeUs   float64 `json:"compute_us,omitempty"`    // FLOPs / (PeakTFLOPS x Efficiency x Fill)
@@ -279,7 +287,7 @@ type OpCost struct {
 func (cm *computeModel) cost(op *model.Op) OpCost {
 	p, _ := cm.cell(op)
 	c := OpCost{ComputeDtype: p.computeKey, PeakTFLOPS: p.peakTFLOPS,
-		Efficiency: p.efficiency, MinKernelUs: p.minKernelUs}
+		Efficiency: p.efficiency, MinKernelUs: p.minKernelUs, Source: SourcePrior}
 	if op.Kind == model.KindAttention {
 		c.ComputeDtype = "bf16" // TRITON_MLA / FlashMLA compute in 16 bits
 		p16 := &cm.cells[kindIndex(op.Kind)][1]
