@@ -1,8 +1,10 @@
 package perfdb
 
 import (
+	"cmp"
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -70,10 +72,15 @@ type grid struct {
 	blends []blend
 	// sol is the speed-of-light time at a point of the axes (any unit:
 	// only ratios are used); must be > 0.
-	sol  func(x []float64) float64
-	root gnode
-	n    int // measured points
-	dups int // points dropped as duplicates of an earlier row
+	sol func(x gridPoint) float64
+	// maxHold bounds, per axis, how far a held utilization may be carried
+	// (ratio of query to anchor value; 0 or nil: unbounded, as along a
+	// measured curve). GEMM's (n, k) sites are distinct shapes: an
+	// efficiency transfers only to nearby shapes.
+	maxHold []float64
+	root    gnode
+	n       int // measured points
+	dups    int // points dropped as duplicates of an earlier row
 }
 
 type gnode struct {
@@ -92,21 +99,24 @@ type gpoint struct {
 // maxAxes bounds a grid's axes (lookups keep the query on the stack).
 const maxAxes = 4
 
+// gridPoint is a point of a grid, one value per axis (unused axes zero),
+// passed by value so that a lookup does not allocate.
+type gridPoint = [maxAxes]float64
+
 // newGrid builds a grid from points (coordinates per axes, latency us,
 // row). Points with the same coordinates keep the first in row order.
-func newGrid(axes []string, blends []blend, sol func([]float64) float64, pts []gpoint) *grid {
+func newGrid(axes []string, blends []blend, sol func(gridPoint) float64, pts []gpoint) *grid {
 	if len(axes) == 0 || len(axes) > maxAxes || len(blends) != len(axes) {
 		panic("perfdb: grid axes")
 	}
 	g := &grid{axes: axes, blends: blends, sol: sol}
-	sort.SliceStable(pts, func(i, j int) bool {
-		a, b := pts[i].x, pts[j].x
-		for k := range a {
-			if a[k] != b[k] {
-				return a[k] < b[k]
+	slices.SortFunc(pts, func(p, q gpoint) int {
+		for k := range p.x {
+			if c := cmp.Compare(p.x[k], q.x[k]); c != 0 {
+				return c
 			}
 		}
-		return pts[i].row < pts[j].row
+		return cmp.Compare(p.row, q.row)
 	})
 	out := pts[:0]
 	for i := range pts {
@@ -158,8 +168,8 @@ type axisTrace struct {
 // lookup is one query's state.
 type lookup struct {
 	g       *grid
-	x       [maxAxes]float64 // working point: the query, with the axes being resolved set to branch values
-	exclude int32            // a row treated as absent (leave-one-out); -1 for none
+	x       gridPoint // working point: the query, with the axes being resolved set to branch values
+	exclude int32     // a row treated as absent (leave-one-out); -1 for none
 	how     Resolution
 	trace   [maxAxes]axisTrace
 }
@@ -225,21 +235,25 @@ func (lk *lookup) node(n *gnode, lvl int) (float64, int32, bool) {
 			return (1-t)*a + t*b, -1, true
 		}
 		lk.x[lvl] = xl
-		ua := lk.g.sol(lk.x[:len(lk.g.axes)]) / a
+		ua := lk.g.sol(lk.x) / a
 		lk.x[lvl] = xh
-		ub := lk.g.sol(lk.x[:len(lk.g.axes)]) / b
+		ub := lk.g.sol(lk.x) / b
 		lk.x[lvl] = v
 		lk.note(lvl, Interpolated, xl, xh)
-		return lk.g.sol(lk.x[:len(lk.g.axes)]) / ((1-t)*ua + t*ub), -1, true
+		return lk.g.sol(lk.x) / ((1-t)*ua + t*ub), -1, true
 	case (okA || okB) && len(keys) > 1:
 		us, anchor := a, keys[max(lo, 0)]
 		if !okA {
 			us, anchor = b, keys[hi]
 		}
+		if r := lk.g.maxHold; r != nil && r[lvl] > 0 && math.Max(v/anchor, anchor/v) > r[lvl] {
+			lk.x[lvl] = v
+			return 0, -1, false // too far from any measured site to borrow its efficiency
+		}
 		lk.x[lvl] = anchor
-		sb := lk.g.sol(lk.x[:len(lk.g.axes)])
+		sb := lk.g.sol(lk.x)
 		lk.x[lvl] = v
-		sq := lk.g.sol(lk.x[:len(lk.g.axes)])
+		sq := lk.g.sol(lk.x)
 		lk.note(lvl, Held, anchor, anchor)
 		return us * sq / sb, -1, true
 	}

@@ -44,7 +44,8 @@ type Spec struct {
 	// Dense tensor-core peaks (0 when the chip has no such unit).
 	BF16TFLOPS, FP8TFLOPS, FP4TFLOPS, INT8TFLOPS float64
 	PowerW                                       float64
-	// SMVersion is gpu.sm_version, e.g. 120 for compute capability 12.0.
+	// SMVersion is gpu.sm_version, e.g. 120 for compute capability 12.0;
+	// 0 when absent (a GPU that is not NVIDIA's, e.g. the b60 system).
 	SMVersion int
 
 	GPUsPerNode   int     // node.num_gpus_per_node
@@ -153,7 +154,7 @@ func ParseSpec(name string, data []byte) (*Spec, error) {
 	s.FP4TFLOPS = opt("gpu.fp4_tc_flops", g.FP4, 1e-12)
 	s.INT8TFLOPS = opt("gpu.int8_tc_flops", g.INT8, 1e-12)
 	s.PowerW = opt("gpu.power", g.Power, 1)
-	sm := need("gpu.sm_version", g.SMVersion, 1)
+	sm := opt("gpu.sm_version", g.SMVersion, 1)
 	gpus := need("node.num_gpus_per_node", n.NumGPUs, 1)
 	s.IntraNodeGBps = need("node.intra_node_bw", n.IntraBW, 1e-9)
 	s.InterNodeGBps = opt("node.inter_node_bw", n.InterBW, 1e-9)

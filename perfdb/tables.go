@@ -142,10 +142,18 @@ func (s *Spec) solUs(flops, tflops, bytes float64) float64 {
 
 // ---------------------------------------------------------------- GEMM
 
+// gemmSiteReach is how far (a ratio of n or of k) a GEMM shape may
+// borrow a measured shape's efficiency when it lies outside the measured
+// sites: 2 octaves, aiconfigurator's miss gate for site transfer
+// (docs/design/perf_interp_design.md, ScatteredSites: "2.0-octave miss
+// gate"). Farther shapes are not priced from the table.
+const gemmSiteReach = 4
+
 // GEMMTable is gemm/<engine>/<version>/gemm_perf.parquet: C[m,n] =
 // A[m,k] x W[k,n] per gemm_dtype. Axes (n, k, m): n and k are blended in
 // utilization space (a neighbouring shape's efficiency transfers, its
-// latency does not), m in latency.
+// latency does not) and held at most gemmSiteReach away; m in latency,
+// held without bound beyond the measured m.
 type GEMMTable struct {
 	header
 	Dtype   []string
@@ -178,18 +186,23 @@ func loadGEMM(path string, spec *Spec) (*GEMMTable, error) {
 	ms, t.Kernel = cc.latency, cc.kernel
 	t.Us = scaleAll(ms, msToUs)
 	pts := map[string][]gpoint{}
+	xs := make([]float64, 3*n)
 	for i := 0; i < n; i++ {
-		pts[t.Dtype[i]] = append(pts[t.Dtype[i]], gpoint{x: []float64{float64(t.N[i]), float64(t.K[i]), float64(t.M[i])}, us: t.Us[i], row: int32(i)})
+		x := xs[3*i : 3*i+3 : 3*i+3]
+		x[0], x[1], x[2] = float64(t.N[i]), float64(t.K[i]), float64(t.M[i])
+		pts[t.Dtype[i]] = append(pts[t.Dtype[i]], gpoint{x: x, us: t.Us[i], row: int32(i)})
 	}
 	t.grids = map[string]*grid{}
 	for dt, p := range pts {
 		dt := dt
 		wb, ab, peak := bytesPerValue(dt), actBytes(dt), spec.peakTFLOPS(dt)
-		sol := func(x []float64) float64 {
+		sol := func(x gridPoint) float64 {
 			nn, kk, mm := x[0], x[1], x[2]
 			return spec.solUs(2*mm*nn*kk, peak, mm*kk*ab+kk*nn*wb+mm*nn*2)
 		}
-		t.grids[dt] = newGrid([]string{"n", "k", "m"}, []blend{blendUtil, blendUtil, blendRaw}, sol, p)
+		g := newGrid([]string{"n", "k", "m"}, []blend{blendUtil, blendUtil, blendRaw}, sol, p)
+		g.maxHold = []float64{gemmSiteReach, gemmSiteReach, 0}
+		t.grids[dt] = g
 	}
 	return t, nil
 }
@@ -281,10 +294,12 @@ func loadMoE(path string, spec *Spec) (*MoETable, error) {
 	t.Kernel = cc.kernel
 	t.Us = scaleAll(cc.latency, msToUs)
 	pts := map[MoEKey][]gpoint{}
+	xs := make([]float64, n)
 	for i := 0; i < n; i++ {
 		k := MoEKey{Dtype: t.Dtype[i], Hidden: t.Hidden[i], InterLocal: t.Inter[i] / t.TPSize[i], TopK: t.TopK[i],
 			Experts: t.Experts[i], EP: t.EPSize[i], Distribution: t.Distribution[i]}
-		pts[k] = append(pts[k], gpoint{x: []float64{float64(t.Tokens[i])}, us: t.Us[i], row: int32(i)})
+		xs[i] = float64(t.Tokens[i])
+		pts[k] = append(pts[k], gpoint{x: xs[i : i+1 : i+1], us: t.Us[i], row: int32(i)})
 	}
 	t.grids = map[MoEKey]*grid{}
 	for k, p := range pts {
@@ -297,11 +312,11 @@ func loadMoE(path string, spec *Spec) (*MoETable, error) {
 // under uniform routing: rows = T x topk / EP token-expert pairs, touched
 // = E/EP x (1 - (1 - topk/E)^T) experts whose 3 x hidden x inter weights
 // are streamed.
-func moeSOL(spec *Spec, k MoEKey) func([]float64) float64 {
+func moeSOL(spec *Spec, k MoEKey) func(gridPoint) float64 {
 	h, in := float64(k.Hidden), float64(k.InterLocal)
 	e, topk, ep := float64(k.Experts), float64(k.TopK), float64(k.EP)
 	wb, ab, peak := bytesPerValue(k.Dtype), actBytes(k.Dtype), spec.peakTFLOPS(k.Dtype)
-	return func(x []float64) float64 {
+	return func(x gridPoint) float64 {
 		t := x[0]
 		rows := t * topk / ep
 		touched := e / ep * (1 - math.Pow(1-topk/e, t))
@@ -447,7 +462,7 @@ func loadMLAModule(path string, phase Phase, spec *Spec) (*MLAModuleTable, error
 	}
 	for k, p := range pts {
 		dims, ok := DimsOf(k.Model)
-		var sol func([]float64) float64
+		var sol func(gridPoint) float64
 		if ok {
 			sol = mlaSOL(spec, dims, k, phase)
 		} else {
@@ -463,16 +478,16 @@ func loadMLAModule(path string, phase Phase, spec *Spec) (*MLAModuleTable, error
 
 // noSOL marks a grid whose speed of light is unknown: lookups outside
 // the measured range miss rather than guess.
-func noSOL([]float64) float64 { return math.NaN() }
+func noSOL(gridPoint) float64 { return math.NaN() }
 
 // mlaSOL: the module's weights (fused q_a/kv_a, q_b, o_proj in the GEMM
 // dtype; W_UK, W_UV in bf16), the latent cache it reads, and its FLOPs.
-func mlaSOL(spec *Spec, d MLADims, k MLAKey, phase Phase) func([]float64) float64 {
+func mlaSOL(spec *Spec, d MLADims, k MLAKey, phase Phase) func(gridPoint) float64 {
 	hid, ql, kvl := float64(d.Hidden), float64(d.QLoraRank), float64(d.KVLoraRank)
 	nope, rope, v := float64(d.QKNope), float64(d.QKRope), float64(d.VHead)
 	wb, gpeak, bpeak := bytesPerValue(k.GEMMType), spec.peakTFLOPS(k.GEMMType), spec.BF16TFLOPS
 	kvb := bytesPerValue(k.KVDtype)
-	return func(x []float64) float64 {
+	return func(x gridPoint) float64 {
 		h, b, s := x[0], x[1], x[2]
 		t := b // tokens
 		if phase == Context {
@@ -574,7 +589,7 @@ func loadMLABMM(path string, spec *Spec) (*MLABMMTable, error) {
 			in, out = bmmLatent, bmmV
 		}
 		wb, peak := bytesPerValue(k[1]), spec.peakTFLOPS(k[1])
-		sol := func(x []float64) float64 {
+		sol := func(x gridPoint) float64 {
 			h, tok := x[0], x[1]
 			return spec.solUs(2*tok*h*in*out, peak, h*in*out*wb+tok*h*(in+out)*2)
 		}
@@ -668,7 +683,7 @@ func loadAttention(path string, phase Phase, spec *Spec) (*AttentionTable, error
 		k := k
 		h, kvh, hd := float64(k.Heads), float64(k.KVHeads), float64(k.HeadDim)
 		kvb := bytesPerValue(k.KVDtype)
-		sol := func(x []float64) float64 {
+		sol := func(x gridPoint) float64 {
 			b, s := x[0], x[1]
 			if phase == Context {
 				return spec.solUs(2*b*h*s*s*hd, spec.BF16TFLOPS, b*s*(h+2*kvh)*hd*2*2)
@@ -774,13 +789,13 @@ func loadNCCL(path string, spec *Spec) (*NCCLTable, error) {
 // commSOL: the node's P2P latency plus the bytes each GPU sends (the
 // nccl-tests bus factor: all-reduce 2(n-1)/n, others (n-1)/n) at its
 // intra-node bandwidth (system YAML).
-func commSOL(spec *Spec, op CollectiveOp, gpus int64) func([]float64) float64 {
+func commSOL(spec *Spec, op CollectiveOp, gpus int64) func(gridPoint) float64 {
 	n := float64(gpus)
 	f := (n - 1) / n
 	if op == OpAllReduce {
 		f *= 2
 	}
-	return func(x []float64) float64 {
+	return func(x gridPoint) float64 {
 		return spec.P2PLatencyUs + f*x[0]/(spec.IntraNodeGBps*1e3)
 	}
 }

@@ -20,6 +20,14 @@
 //     graphs), dependencies, and collectives that start when their whole
 //     group is ready. Identical ranks are simulated once.
 //
+// A measured cost source (costsource.go, implemented by package perfdb
+// over an engine's per-op tables) may replace the first two: the
+// Predictor consults it per op before the roofline, shares a module
+// measurement (an MLA block, a MoE layer's routed experts) over the
+// module's ops in proportion to their prior times, and uses its
+// collective tables only where they were measured under the box's
+// conditions. OpCost.Source says where every op's time came from.
+//
 // Predictor (predict.go) ties them together: New(topology, Options) once,
 // then Predict(schedule) or PredictScenario / Evaluate(Scenario) many
 // times. Every op result carries its bound and the parameters that
