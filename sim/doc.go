@@ -11,7 +11,11 @@
 //     efficiency of the estimated CTA grid; achieved bandwidth is the
 //     device's streaming bandwidth, or less when too few CTAs keep memory
 //     requests in flight (Little's law, per-SM bytes in flight / DRAM
-//     latency).
+//     latency). Two engine facts sit beside the roofline: a split-KV
+//     decode kernel's serial loop per CTA bounds it from below (LoopUs),
+//     and kernels the engine launches with an op that the schedule does
+//     not list (split merges, MoE sort/permute/finalize) cost a floor
+//     and a launch gap each (ExtraKernels).
 //   - Collectives (collective.go): NCCL's own tuning model per algorithm x
 //     protocol on the box's links, plus custom one-shot/two-shot
 //     all-reduce.

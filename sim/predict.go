@@ -138,7 +138,8 @@ type Prediction struct {
 	// HostUs is rank 0's host launch time (eager mode); when it is close to
 	// StepUs the host is the bottleneck.
 	HostUs float64 `json:"host_us"`
-	// Kernels counts rank 0's kernels (ops not fused away).
+	// Kernels counts rank 0's kernels (ops not fused away, and the
+	// companion kernels the engine launches with them, OpCost.ExtraKernels).
 	Kernels int `json:"kernels"`
 
 	ByKind  []Share `json:"by_kind"`  // per op kind, plus "idle"
@@ -393,8 +394,11 @@ func (p *Predictor) run(s *model.Schedule, mode int, graphed bool) error {
 				}
 			}
 			p.costs[g+i] = c
-			p.overhead[g+i] = overUs
-			eop := engineOp{durUs: c.Us + overUs, launchUs: launchUs, depLo: -1, coll: op.IsCollective()}
+			// Kernels the engine launches with the op (OpCost.ExtraKernels)
+			// pay the same gap and host launch as the op's own.
+			k := float64(1 + c.ExtraKernels)
+			p.overhead[g+i] = overUs * k
+			eop := engineOp{durUs: c.Us + overUs*k, launchUs: launchUs * k, depLo: -1, coll: op.IsCollective()}
 			if eop.coll && ncclAlgo(c.Algo) {
 				eop.launchUs += collExtraUs
 			}
