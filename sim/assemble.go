@@ -48,7 +48,7 @@ func (p *Predictor) assemble(s *model.Schedule, graphed bool) *Prediction {
 				kindUs[k] += res.Us
 				if !c.Fused {
 					kindN[k]++
-					pr.Kernels++
+					pr.Kernels += 1 + c.ExtraKernels
 				}
 				if op.IsCollective() {
 					pr.CommUs += res.Us

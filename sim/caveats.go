@@ -28,11 +28,11 @@ func (p *Predictor) Caveats(sc Scenario) []string {
 		out = append(out, "NVFP4 experts on SM12x: public Kimi-K2.5 runs decode 25-35 % slower with NVFP4 than with INT4 experts, which tpscope prices alike: likely optimistic (fix: tpscope calibrate --trace on this server's trace)")
 	}
 
-	// TestPublicLongContextNoDCPGap: TRITON_MLA's 4 KV splits at small
-	// batch read a long cache with few CTAs, slower than modeled.
+	// TestPublicLongContextNoDCPGap: how many CTAs read a long cache at
+	// small batch depends on the vLLM build (SetTritonMLASplits).
 	w := sc.Workload
 	if (w.Phase == "" || w.Phase == model.Decode) && p.cm.attn == AttnTritonMLA && plan.DCP <= 1 && w.Context >= 65536 && !p.calibratedFamily("attention") {
-		out = append(out, "long context on TRITON_MLA without DCP: a public 150K-token run measured ~6-7 tok/s where tpscope predicts 10.4: likely optimistic (fix: --dcp, or tpscope calibrate --trace)")
+		out = append(out, "long context on TRITON_MLA without DCP: tpscope prices vLLM 0.24, which splits the cache over up to 2x the SMs; builds with a fixed 4 KV splits are several times slower here (a public 150K-token run: ~6-7 tok/s, which tpscope reproduces with 4 splits) (fix: --dcp, or tpscope calibrate --trace)")
 	}
 
 	// TestPublicAllReduce and the seed: small NCCL all-reduces on PCIe

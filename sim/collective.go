@@ -107,12 +107,60 @@ func capsFor(arch string) archCaps {
 	}
 }
 
-// Channel counts (assumption: what NCCL's search typically settles on; only
-// the LL128 and Tree per-channel caps depend on them).
+// Channel counts. NVLink: 16 (assumption: what NCCL's search typically
+// settles on there; only the LL128 and Tree per-channel caps depend on
+// it). PCIe: see pcieRingChannels.
 const (
 	pcieChannels   = 2
 	nvlinkChannels = 16
 )
+
+// A PCIe ring's bandwidth is set by how many channels NCCL runs and what
+// one channel moves, before the links bind.
+//
+// Channels: NCCL's search finds one ring at the per-channel bandwidth its
+// link model allows (PCIe Gen5 x16 48 GB/s, an AMD socket link 16 GB/s,
+// nccl-model.md), doubles the channels when that is at least 25 GB/s
+// (src/graph/search.cc, ncclTopoCompute: bwIntra >= 25.0 -> dupChannels),
+// and ncclTopoPostset (src/graph/connect.cc) doubles them once more: 2
+// channels on a dual-socket AMD box (NCCL sees the ring at 16 GB/s), 4 on
+// a switch box.
+//
+// Per channel: a channel is one CTA streaming posted P2P writes to its
+// ring neighbour through its root port. On PCIe Gen5 it sustains 11.1
+// GB/s (pcieChannelP2PGBps), below the 53-56 GB/s a copy engine or many
+// CTAs reach on the same link (hardware.md's P2P write efficiency, 54 of
+// 63 GB/s raw) and below a socket crossing's 39-51 GB/s.
+//
+// So an 8-GPU dual-socket ring reaches 2 x 11.1 = 22 GB/s bus bandwidth,
+// not the 45 GB/s its slowest link (the socket crossing) would allow;
+// more channels lift it until the root complexes and the socket link bind
+// (37.6 GB/s with 8 channels on the box below). The links' share model
+// (Topology.Share: P2P write efficiency per link, the socket link per
+// crossing flow) remains the bound beside the channels'.
+const (
+	// ncclDupChannelsGBps: NCCL's search-time channel duplication
+	// threshold (search.cc).
+	ncclDupChannelsGBps = 25.0
+	// pcieChannelP2PGBps: all_reduce_perf bus bandwidth at 32 MB with
+	// NCCL's default channels, 22.2 GB/s, on a dual EPYC Turin box with 8
+	// RTX PRO 6000 Server GPUs direct-attached (Festr; voipmonitor/rtx6kpro
+	// hardware/pcie-bandwidth.md, "NCCL AllReduce Bus Bandwidth"), over the
+	// 2 channels NCCL runs there; the same box measured 37.6 GB/s with
+	// NCCL_MIN_NCHANNELS=8, so at the default the channels bind, not the
+	// fabric. A measurement of another box of the seed's class, not of any
+	// table tpscope is tested against.
+	pcieChannelP2PGBps = 22.2 / 2
+)
+
+// pcieRingChannels is the channel count NCCL runs for a PCIe ring whose
+// per-flow bandwidth in NCCL's own link model is ncclGBps.
+func pcieRingChannels(ncclGBps float64) int {
+	if ncclGBps >= ncclDupChannelsGBps {
+		return 2 * pcieChannels
+	}
+	return pcieChannels
+}
 
 // Tree and LL128 protocol factors (nccl-model.md).
 const (
@@ -789,6 +837,13 @@ func (m *CollectiveModel) buildGroup(mask uint64, ranks []int) *groupInfo {
 	g.ringNCCLBw = t.Share(ring, true).PerFlowGBps
 	g.treeBw = t.Share(chain, false).PerFlowGBps
 	g.treeNCCLBw = t.Share(chain, true).PerFlowGBps
+	if g.pathType == pathPCI {
+		g.channels = pcieRingChannels(g.ringNCCLBw)
+		if cap := float64(g.channels) * pcieChannelP2PGBps; cap < g.ringBw {
+			g.ringBw, g.ringNeck = cap, fmt.Sprintf("%d NCCL channels x %.1f GB/s", g.channels, pcieChannelP2PGBps)
+		}
+		g.treeBw = math.Min(g.treeBw, float64(g.channels)*pcieChannelP2PGBps)
+	}
 
 	// All pairs: all-to-all (NCCL transport per pair) and custom AR (P2P).
 	var a2a, pairs []topology.Flow

@@ -59,9 +59,9 @@ func TestSweep(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// 20.6 us + 14 x 0.4 us of cross-socket hops + 512 B / (1000 x 22.5 x
+	// 20.6 us + 14 x 0.4 us of cross-socket hops + 512 B / (1000 x 11.1 x
 	// 8/14 GB/s) (see TestNCCLLatencyByHand, TestBandwidthByHand).
-	want := 20.6 + 14*0.4 + 512/(1000*22.5*8.0/14)
+	want := 20.6 + 14*0.4 + 512/(1000*11.1*8.0/14)
 	if len(rows) != 2 || !collNear(rows[0].TimeUs, want, 1e-9) || rows[0].Algo != "Ring" || rows[0].Proto != "LL" {
 		t.Errorf("rows %+v, want first %.4f us Ring/LL", rows, want)
 	}

@@ -104,11 +104,14 @@ func TestBusAlgRatio(t *testing.T) {
 }
 
 // TestBandwidthByHand derives the bandwidth term from the preset's link
-// figures. rtxpro6000-2s at NCCL_P2P_LEVEL=SYS: the ring 0..7 crosses the
-// socket link once each way, so the bottleneck is xGMI at 45 GB/s
-// (hardware.md 39-51, middle) against 54 on the GPU links. Ring Simple:
-// busBw 45, algBw = 45 x 8/14; LL: busBw min(282, 45 x 0.5) = 22.5.
-// NCCL's own view: 16 GB/s across sockets (hardware.md, AMD).
+// figures and NCCL's channels (collective.go, pcieRingChannels).
+// rtxpro6000-2s at NCCL_P2P_LEVEL=SYS: the ring 0..7 crosses the socket
+// link once each way; its slowest link is xGMI at 45 GB/s (hardware.md
+// 39-51, middle) against 54 on the GPU links, but NCCL sees that link at
+// 16 GB/s (hardware.md, AMD), below its 25 GB/s duplication threshold, so
+// it runs 2 channels of 11.1 GB/s each: busBw min(45, 2 x 11.1) = 22.2.
+// Ring Simple: algBw = 22.2 x 8/14; LL: busBw min(282, 22.2 x 0.5) = 11.1.
+// NCCL's own view stays 16 GB/s.
 func TestBandwidthByHand(t *testing.T) {
 	const bytes = 512 << 20
 	cases := []struct {
@@ -118,18 +121,20 @@ func TestBandwidthByHand(t *testing.T) {
 		wantNCCLAlgGBps         float64
 		hopUs                   float64 // tpscope's hop-latency term (TestNCCLLatencyByHand)
 	}{
-		{"2s/ring/simple", "rtxpro6000-2s", "Simple", "Ring", model.AllReduce, 88.2, 45 * 8.0 / 14, 16 * 8.0 / 14, 14 * 0.4},
-		{"2s/ring/LL", "rtxpro6000-2s", "LL", "Ring", model.AllReduce, 20.6, 22.5 * 8.0 / 14, 8 * 8.0 / 14, 14 * 0.4},
-		// switch box: uplinks carry one ring flow each way: 54 (real), 48 (NCCL).
-		{"switch/ring/simple", "rtxpro6000-switch", "Simple", "Ring", model.AllReduce, 88.2, 54 * 8.0 / 14, 48 * 8.0 / 14, 14 * 0.6},
+		{"2s/ring/simple", "rtxpro6000-2s", "Simple", "Ring", model.AllReduce, 88.2, 22.2 * 8.0 / 14, 16 * 8.0 / 14, 14 * 0.4},
+		{"2s/ring/LL", "rtxpro6000-2s", "LL", "Ring", model.AllReduce, 20.6, 11.1 * 8.0 / 14, 8 * 8.0 / 14, 14 * 0.4},
+		// switch box: uplinks carry one ring flow each way: 54 (real), 48
+		// (NCCL, >= 25: channels duplicated, 4 of 11.1 = 44.4 GB/s).
+		{"switch/ring/simple", "rtxpro6000-switch", "Simple", "Ring", model.AllReduce, 88.2, 44.4 * 8.0 / 14, 48 * 8.0 / 14, 14 * 0.6},
 		// all-gather: steps n-1 = 7, algBw = busBw x 8/7.
-		{"2s/allgather/simple", "rtxpro6000-2s", "Simple", "Ring", model.AllGather, 8.4 + 7*5.7, 45 * 8.0 / 7, 16 * 8.0 / 7, 7 * 0.4},
+		{"2s/allgather/simple", "rtxpro6000-2s", "Simple", "Ring", model.AllGather, 8.4 + 7*5.7, 22.2 * 8.0 / 7, 16 * 8.0 / 7, 7 * 0.4},
 		// Tree (chain 0..7, reduce up and broadcast down at once): an
 		// interior GPU sends to both neighbours over its one PCIe link, so
-		// each GPU link carries 2 flows out: min(54/2, 45) = 27 real, min(48/2,
-		// 16) = 16 NCCL; busBw min(bw x 0.92, 2 ch x 70); algBw x 0.5. The
-		// chain's 3-4 hop crosses the sockets: 14 x 0.4.
-		{"2s/tree/simple", "rtxpro6000-2s", "Simple", "Tree", model.AllReduce, 8.4 + 14*4.0, 27 * 0.92 * 0.5, 16 * 0.92 * 0.5, 14 * 0.4},
+		// each GPU link carries 2 flows out: min(54/2, 45, 2 ch x 11.1) =
+		// 22.2 real, min(48/2, 16) = 16 NCCL; busBw min(bw x 0.92, 2 ch x
+		// 70); algBw x 0.5. The chain's 3-4 hop crosses the sockets:
+		// 14 x 0.4.
+		{"2s/tree/simple", "rtxpro6000-2s", "Simple", "Tree", model.AllReduce, 8.4 + 14*4.0, 22.2 * 0.92 * 0.5, 16 * 0.92 * 0.5, 14 * 0.4},
 		// H200: NVLink 450 (hardware.md) real; NCCL 18 x 20.6 = 370.8. Simple ring.
 		{"h200/ring/simple", "h200-nvswitch", "Simple", "Ring", model.AllReduce, 8.4 + 14*3.4, 450 * 8.0 / 14, 370.8 * 8.0 / 14, 0},
 		// LL128: min(0.92 x bus, 16 ch x 36.7) = 0.92 x bus.
@@ -344,10 +349,12 @@ func TestCalibrationOverride(t *testing.T) {
 	if !got.Calibrated || !collNear(got.TimeUs, want, 1e-6*want) {
 		t.Errorf("calibrated %v time %.3f, want %.3f", got.Calibrated, got.TimeUs, want)
 	}
-	// 4 GPUs of socket 0: no socket link in the ring, modeled bw 54 vs 45
-	// for the 8-GPU reference: busBw 10 x 54/45 = 12; 10 + 6 x 2 = 22 us.
+	// 4 GPUs of socket 0: no socket link in the ring; NCCL sees it at 48
+	// GB/s (>= 25: 4 channels), modeled min(54, 4 x 11.1) = 44.4 against
+	// the 8-GPU reference's min(45, 2 x 11.1) = 22.2: busBw 10 x 44.4/22.2
+	// = 20; 10 + 6 x 2 = 22 us.
 	got = m.Cost(model.AllReduce, []int{0, 1, 2, 3}, b)
-	want = 22 + b/(1000*12*4.0/6)
+	want = 22 + b/(1000*20*4.0/6)
 	if !collNear(got.TimeUs, want, 1e-6*want) {
 		t.Errorf("4-rank calibrated time %.3f, want %.3f", got.TimeUs, want)
 	}

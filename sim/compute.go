@@ -21,9 +21,12 @@ const (
 	BoundLatency
 	// BoundLink: the bandwidth term of a collective (bytes over the links) dominated.
 	BoundLink
+	// BoundLoop: a split-KV kernel's serial loop per CTA (OpCost.LoopUs)
+	// dominated: too few CTAs, each walking a long stretch of the cache.
+	BoundLoop
 )
 
-var boundNames = [...]string{"none", "compute", "memory", "latency", "link"}
+var boundNames = [...]string{"none", "compute", "memory", "latency", "link", "loop"}
 
 func (b Bound) String() string {
 	if int(b) < len(boundNames) {
@@ -51,10 +54,35 @@ const (
 	// handles (vLLM ops/triton_decode_attention.py: BLOCK_H = 16; grid =
 	// (batch, cdiv(heads, min(BLOCK_H, kv_group_num)), NUM_KV_SPLITS)).
 	mlaHeadBlock = 16
-	// tritonMLAKVSplits: NUM_KV_SPLITS of vLLM's TRITON_MLA backend
-	// (vLLM v1/attention/backends/mla/triton_mla.py: num_kv_splits = 4, a
-	// fixed value, not a heuristic of the context length).
-	tritonMLAKVSplits = 4
+	// tritonMLAMinWorkPerSplit, tritonMLASplitOccupancy: how vLLM's
+	// TRITON_MLA backend sizes NUM_KV_SPLITS (vLLM
+	// v1/attention/backends/mla/triton_mla.py, _compute_num_kv_splits:
+	// next_power_of_2(max(1, max_seq_len // 512)), at most 2 x the SM
+	// count; see tritonMLASplits). Older releases used a fixed 4, which
+	// leaves a long cache at batch 1 to 4 CTAs.
+	tritonMLAMinWorkPerSplit = 512
+	tritonMLASplitOccupancy  = 2
+	// tritonMLABlockN, tritonMLAStages: the cached tokens one iteration of
+	// TRITON_MLA's decode loop loads and the software-pipeline depth
+	// Triton gives it (vLLM v1/attention/ops/triton_decode_attention.py,
+	// _decode_grouped_att_m_fwd: BLOCK = 32, num_stages = 2, for the
+	// 576-value latent of kv_lora 512 + rope 64). One CTA keeps
+	// stages x BLOCK_N x 576 values in flight: 73.7 KB in bf16, 36.9 KB in
+	// FP8 (see attnInflightBytes).
+	tritonMLABlockN = 32
+	tritonMLAStages = 2
+	// tritonMLAExtraKernels: kernels TRITON_MLA's decode launches beside
+	// the split-KV stage 1 the schedule's op stands for (vLLM
+	// v1/attention/backends/mla/triton_mla.py forward_mqa: torch.cat of the
+	// query halves, torch.zeros of the output and of the LSE, and
+	// decode_attention_fwd's stage 2, which merges the splits). Each costs
+	// at least the shortest kernel and a launch gap.
+	tritonMLAExtraKernels = 4
+	// flashMLAExtraKernels: the same for FlashMLA (vLLM's FlashMLA MLA
+	// backend, forward_mqa: the query concat; flash_mla_with_kvcache
+	// launches its split-KV kernel, which the op stands for, and a
+	// combine kernel that merges the splits).
+	flashMLAExtraKernels = 2
 	// dequantOpsPerKVValue: CUDA-core operations to turn one FP8 KV value
 	// into BF16 on load (convert + multiply by the scale). Assumption from
 	// the kernel's arithmetic, not measured.
@@ -79,6 +107,21 @@ const (
 // = 54.6 GB/s.
 const perSMMemGBps = perSMInflightBytes / (dramLatencyUs * 1e3)
 
+// attnInflightBytes is what one CTA of an MLA decode kernel keeps in
+// flight when the kernel's own pipeline is known (TRITON_MLA: stages x
+// BLOCK_N tokens x the latent's values x the KV dtype's bytes), else
+// perSMInflightBytes. A long cache read by few CTAs (TRITON_MLA's 4
+// splits at batch 1) streams at CTAs x this / DRAM latency: 73.7 KB /
+// 0.6 us = 123 GB/s per CTA in bf16, where the generic 32 KiB gave 55.
+func (cm *computeModel) attnInflightBytes(op *model.Op) float64 {
+	if cm.attn == AttnTritonMLA && op.Name == "mla_decode" && op.K > 0 {
+		if b := op.KVDtype.BytesPerValue(); b > 0 {
+			return tritonMLAStages * tritonMLABlockN * float64(op.K) * b
+		}
+	}
+	return perSMInflightBytes
+}
+
 // AttentionBackend names the MLA decode kernel whose grid decides how many
 // SMs attention fills.
 type AttentionBackend string
@@ -93,6 +136,38 @@ const (
 	// (FlashMLA's num_sm_parts scheduling).
 	AttnFlashMLA AttentionBackend = "flashmla"
 )
+
+// moeExtraKernels is how many kernels a fused MoE layer launches beside
+// the schedule's gate_up GEMM, activation and down GEMM: for NVFP4
+// experts FlashInfer's CUTLASS fused MoE (TensorRT-LLM's MoE runner) adds
+// the activations' FP4 quantization, the expert-map build and token sort,
+// the expansion of input rows into expert order, and the finalize that
+// un-permutes and sums the top-k outputs (4); vLLM's Triton fused_moe and
+// Marlin MoE add moe_align_block_size and moe_sum (2). Charged to the
+// gate_up op (OpCost.ExtraKernels).
+func moeExtraKernels(d model.Dtype) int {
+	if d == model.NVFP4 {
+		return 4
+	}
+	return 2
+}
+
+// tritonSplits is the NUM_KV_SPLITS the Predictor prices TRITON_MLA with
+// for a longest sequence of seqLen tokens.
+func (cm *computeModel) tritonSplits(seqLen float64) float64 {
+	if cm.tritonFixedSplits > 0 {
+		return float64(cm.tritonFixedSplits)
+	}
+	return tritonMLASplits(seqLen, cm.sms)
+}
+
+// tritonMLASplits is TRITON_MLA's NUM_KV_SPLITS for a batch whose
+// longest sequence holds seqLen tokens (the new one included) on a GPU of
+// sms SMs: the power of two at or above seqLen / 512, capped at 2 x sms.
+func tritonMLASplits(seqLen, sms float64) float64 {
+	ideal := math.Max(1, math.Floor(seqLen/tritonMLAMinWorkPerSplit))
+	return math.Min(math.Exp2(math.Ceil(math.Log2(ideal))), tritonMLASplitOccupancy*sms)
+}
 
 // kindIndex maps an OpKind to a dense index for the precomputed tables.
 func kindIndex(k model.OpKind) int {
@@ -164,10 +239,14 @@ type computeParams struct {
 
 // computeModel holds the per-(kind, dtype) parameters of a device.
 type computeModel struct {
-	sms        float64
-	fp32TFLOPS float64 // CUDA-core peak for dequantization work (0: not modeled)
-	attn       AttentionBackend
-	cells      [numKinds][numDtypes]computeParams
+	sms float64
+	// tritonFixedSplits > 0 prices TRITON_MLA with that fixed
+	// NUM_KV_SPLITS (vLLM builds before _compute_num_kv_splits: 4); 0
+	// sizes it as vLLM 0.24 does (tritonMLASplits).
+	tritonFixedSplits int
+	fp32TFLOPS        float64 // CUDA-core peak for dequantization work (0: not modeled)
+	attn              AttentionBackend
+	cells             [numKinds][numDtypes]computeParams
 }
 
 // newComputeModel precomputes every (kind, dtype) cell for dev.
@@ -249,10 +328,18 @@ type OpCost struct {
 	ComputeDtype string `json:"compute_dtype,omitempty"` // the peak used: "fp4", "fp8", "bf16"
 	Algo         string `json:"algo,omitempty"`          // NCCL algorithm or custom all-reduce variant
 	Proto        string `json:"proto,omitempty"`         // NCCL protocol
+	// Source says where Us came from: SourcePrior ("prior": tpscope's
+	// models), or a cost source's measurement: its table and the exact row
+	// or the interpolation / hold, and for a module measurement the op's
+	// share of it (costsource.go).
+	Source string `json:"source"`
 
 	Us    float64 `json:"us"` // device time of the op (without host launch), us
 	Bound Bound   `json:"bound"`
 	Fused bool    `json:"fused,omitempty"` // op folded into its neighbour (all-reduce + RMSNorm fusion)
+	// PriorUs is the prior's time of an op priced from a measurement (0
+	// otherwise): the measurement replaced it.
+	PriorUs float64 `json:"prior_us,omitempty"`
 
 	// Roofline terms (compute ops).
 	ComputeUs   float64 `json:"compute_us,omitempty"`    // FLOPs / (PeakTFLOPS x Efficiency x Fill)
@@ -265,6 +352,17 @@ type OpCost struct {
 	MemGBps     float64 `json:"mem_gbps,omitempty"`      // achieved bandwidth: min(BW x mem eff, active SMs x per-SM)
 	MinKernelUs float64 `json:"min_kernel_us,omitempty"` // floor applied
 	RampUs      float64 `json:"ramp_us,omitempty"`       // fixed time added to the roofline term (calibrated families)
+	// ExtraKernels: kernels the engine launches with this op that the
+	// schedule does not list (TRITON_MLA's stage 2 and its buffers'
+	// zero-fills; a fused MoE's sort, permute and finalize).
+	// ExtraKernelsUs, their device time at the shortest kernel each, is
+	// part of Us; the Predictor adds their launch gaps (and, eager, their
+	// host launches) as it does the op's own (OpResult.OverheadUs).
+	ExtraKernels   int     `json:"extra_kernels,omitempty"`
+	ExtraKernelsUs float64 `json:"extra_kernels_us,omitempty"`
+	// LoopUs: a split-KV attention kernel's serial loop per CTA
+	// (tritonMLALoopUs), a third bound beside compute and memory.
+	LoopUs float64 `json:"loop_us,omitempty"`
 
 	// Collectives.
 	LatencyUs float64 `json:"latency_us,omitempty"` // fixed part of the collective time
@@ -273,13 +371,13 @@ type OpCost struct {
 
 // cost predicts the device time of a non-collective op.
 //
-//	t = max(MinKernelUs, RampUs + max(ComputeUs, MemoryUs))
+//	t = max(MinKernelUs, RampUs + max(ComputeUs, MemoryUs) [, LoopUs]) [+ ExtraKernels x MinKernelUs]
 //	ComputeUs = FLOPs / (peak x eff x fill)  [+ dequant ops / (fp32 peak x eff)]
-//	MemoryUs  = (BytesRead + BytesWritten) / min(BW x memEff, min(CTAs, SMs) x perSMMemGBps)
+//	MemoryUs  = (BytesRead + BytesWritten) / min(BW x memEff, min(CTAs, SMs) x per-CTA in flight / DRAM latency)
 func (cm *computeModel) cost(op *model.Op) OpCost {
 	p, _ := cm.cell(op)
 	c := OpCost{ComputeDtype: p.computeKey, PeakTFLOPS: p.peakTFLOPS,
-		Efficiency: p.efficiency, MinKernelUs: p.minKernelUs}
+		Efficiency: p.efficiency, MinKernelUs: p.minKernelUs, Source: SourcePrior}
 	if op.Kind == model.KindAttention {
 		c.ComputeDtype = "bf16" // TRITON_MLA / FlashMLA compute in 16 bits
 		p16 := &cm.cells[kindIndex(op.Kind)][1]
@@ -298,7 +396,11 @@ func (cm *computeModel) cost(op *model.Op) OpCost {
 		c.ComputeUs += c.DequantUs
 	}
 	active := math.Min(ctas, cm.sms)
-	c.MemGBps = math.Min(p.memGBps, active*perSMMemGBps)
+	perCTA := perSMMemGBps
+	if op.Kind == model.KindAttention {
+		perCTA = cm.attnInflightBytes(op) / (dramLatencyUs * 1e3)
+	}
+	c.MemGBps = math.Min(p.memGBps, active*perCTA)
 	if b := op.BytesRead + op.BytesWritten; b > 0 && c.MemGBps > 0 {
 		c.MemoryUs = b / (c.MemGBps * 1e3)
 	}
@@ -310,7 +412,41 @@ func (cm *computeModel) cost(op *model.Op) OpCost {
 	if t := c.RampUs + c.MemoryUs; c.MemoryUs > 0 && t > c.Us {
 		c.Us, c.Bound = t, BoundMemory
 	}
+	if op.Kind == model.KindMoEGEMM && op.Name == "experts_gate_up" {
+		c.ExtraKernels = moeExtraKernels(op.WeightDtype)
+	}
+	if op.Kind == model.KindAttention && op.Name == "mla_decode" {
+		c.ExtraKernels = flashMLAExtraKernels
+		if cm.attn == AttnTritonMLA {
+			if c.LoopUs = cm.tritonMLALoopUs(op, &c); c.LoopUs > c.Us {
+				c.Us, c.Bound = c.LoopUs, BoundLoop
+			}
+			c.ExtraKernels = tritonMLAExtraKernels
+		}
+	}
+	c.ExtraKernelsUs = float64(c.ExtraKernels) * c.MinKernelUs
+	c.Us += c.ExtraKernelsUs
 	return c
+}
+
+// tritonMLALoopUs is the time TRITON_MLA's decode takes when each CTA's
+// loop over its split, not bandwidth or tensor throughput, sets it: every
+// CTA walks ceil(tokens per split / BLOCK_N) iterations one after the
+// other, and one iteration takes at least the dependent load pair that
+// feeds it (the page-table entry, then the cache tile it points to: 2 x
+// DRAM latency) or its own tensor work on one SM (BLOCK_H x BLOCK_N query
+// rows x keys, at the SM's share of the peak and the attention
+// efficiency), whichever is longer; waves of CTAs run one after another.
+func (cm *computeModel) tritonMLALoopUs(op *model.Op, c *OpCost) float64 {
+	if op.M < 1 || op.N < 1 || op.Batch < 1 || c.PeakTFLOPS <= 0 || c.Efficiency <= 0 {
+		return 0
+	}
+	seq := float64(op.N) + 1
+	perSplit := math.Ceil(seq / cm.tritonSplits(seq))
+	iters := math.Ceil(perSplit / tritonMLABlockN)
+	perPair := op.FLOPs / (float64(op.M) * op.Batch * float64(op.N)) // FLOPs per (query head, cached token)
+	iterUs := math.Max(2*dramLatencyUs, mlaHeadBlock*tritonMLABlockN*perPair/(c.PeakTFLOPS/cm.sms*1e6*c.Efficiency))
+	return math.Ceil(c.CTAs/cm.sms) * iters * iterUs
 }
 
 // cell returns the (kind, dtype) cell an op's cost reads and the dtype it
@@ -327,7 +463,8 @@ func (cm *computeModel) cell(op *model.Op) (*computeParams, model.Dtype) {
 
 // ctas estimates the thread blocks a kernel launches (documented shapes
 // above): GEMMs tile the output 128x128 and split K until the SMs are
-// filled; Triton MLA decode launches tokens x cdiv(heads, 16) x 4;
+// filled; Triton MLA decode launches tokens x cdiv(heads, 16) x
+// tritonMLASplits;
 // FlashMLA fills every SM; row kernels (norm, router, elementwise,
 // embedding) launch one CTA per token row.
 func (cm *computeModel) ctas(op *model.Op) float64 {
@@ -360,7 +497,7 @@ func (cm *computeModel) ctas(op *model.Op) float64 {
 		if m < 1 {
 			m = 1
 		}
-		return m * math.Ceil(heads/mlaHeadBlock) * tritonMLAKVSplits
+		return m * math.Ceil(heads/mlaHeadBlock) * cm.tritonSplits(n+1)
 	default:
 		if m < 1 {
 			m = 1

@@ -79,31 +79,42 @@ func TestComputeCost(t *testing.T) {
 		},
 		{
 			// Triton MLA decode, 1 token, 8 local heads, 4096 cached tokens
-			// of 576 bf16 values (4,718,592 B): grid 1 x cdiv(8,16) x 4 = 4
-			// CTAs, 4 x 54.61 = 218.45 GB/s -> 21.6 us of memory; FLOPs
-			// 8 x 4096 x 2 x 1088 = 71.3 M at 317.78e6 x 0.35 x 4/188 =
-			// 30.13 us: compute bound with so few CTAs.
+			// (4097 with the new one) of 576 bf16 values (4,718,592 B).
+			// Splits: next power of two of 4097 // 512 = 8 -> 8; grid 1 x
+			// cdiv(8,16) x 8 = 8 CTAs. Memory: a CTA keeps 2 stages x 32
+			// tokens x 576 x 2 B = 73,728 B in flight, / 0.6 us = 122.88
+			// GB/s, x 8 = 983.04 GB/s (< 1277.6) -> 4.8 us. Compute: FLOPs
+			// 8 x 4096 x 2 x 1088 = 71.3 M at 317.78e6 x 0.35 x 8/188 =
+			// 15.07 us. Loop: ceil(4097/8) = 513 tokens per split = 17
+			// iterations of max(2 x 0.6, 16 x 32 x 2176 FLOP / (317.78/188
+			// TF x 0.35) = 1.883) us = 32.01 us, one wave. Plus 4 companion
+			// kernels at the 2 us floor = 8 (their launch gaps are the
+			// Predictor's, with the op's own): 40.01 us, bound by the loop.
 			name: "triton mla decode batch 1", dev: rtx,
-			op: model.Op{Kind: model.KindAttention, M: 1, N: 4096, K: 576, Batch: 8, ActDtype: model.BF16, KVDtype: model.BF16,
+			op: model.Op{Kind: model.KindAttention, Name: "mla_decode", M: 1, N: 4096, K: 576, Batch: 8, ActDtype: model.BF16, KVDtype: model.BF16,
 				FLOPs: 8 * 4096 * 2 * 1088, BytesRead: 4096 * 576 * 2, KVBytes: 4096 * 576 * 2},
-			wantUs: 30.13, wantBound: BoundCompute, wantCTAs: 4, wantGBps: 218.45, wantPeak: 317.78, wantDtype: "bf16",
+			wantUs: 40.01, wantBound: BoundLoop, wantCTAs: 8, wantGBps: 983.04, wantPeak: 317.78, wantDtype: "bf16",
 		},
 		{
-			// Same with an FP8 cache: 2,359,296 values x 2 ops / (79.39e6 x
-			// 0.35 x 4/188) = 7.98 us of dequantization on top of 30.13.
+			// Same with an FP8 cache: half the bytes in flight per CTA
+			// (61.44 GB/s, x 8 = 491.52); dequantization 2,359,296 values x 2
+			// ops / (79.39e6 x 0.35 x 8/188) = 3.99 us on top of the 15.07
+			// of compute; the loop (32.01) still binds: 40.01 us.
 			name: "triton mla decode fp8 kv dequant", dev: rtx,
-			op: model.Op{Kind: model.KindAttention, M: 1, N: 4096, K: 576, Batch: 8, ActDtype: model.BF16, KVDtype: model.FP8,
+			op: model.Op{Kind: model.KindAttention, Name: "mla_decode", M: 1, N: 4096, K: 576, Batch: 8, ActDtype: model.BF16, KVDtype: model.FP8,
 				FLOPs: 8 * 4096 * 2 * 1088, BytesRead: 4096 * 576, KVBytes: 4096 * 576},
-			wantUs: 38.11, wantBound: BoundCompute, wantCTAs: 4, wantGBps: 218.45, wantPeak: 317.78, wantDtype: "bf16", wantDequan: 7.98,
+			wantUs: 40.01, wantBound: BoundLoop, wantCTAs: 8, wantGBps: 491.52, wantPeak: 317.78, wantDtype: "bf16", wantDequan: 3.99,
 		},
 		{
 			// FlashMLA on Hopper fills all 132 SMs.
 			name: "flashmla fills the gpu", dev: h200,
-			op: model.Op{Kind: model.KindAttention, M: 1, N: 4096, K: 576, Batch: 8, ActDtype: model.BF16, KVDtype: model.BF16,
+			op: model.Op{Kind: model.KindAttention, Name: "mla_decode", M: 1, N: 4096, K: 576, Batch: 8, ActDtype: model.BF16, KVDtype: model.BF16,
 				FLOPs: 8 * 4096 * 2 * 1088, BytesRead: 4096 * 576 * 2, KVBytes: 4096 * 576 * 2},
 			// memory 4,718,592 / (4800 x 0.8 = 3840 GB/s) = 1.229 us;
-			// compute 71.3e6 / (914.08e6 x 0.55 x 1) = 0.142 us; floor 2 us.
-			wantUs: 2, wantBound: BoundLatency, wantCTAs: 132, wantGBps: 3840, wantPeak: 914.08, wantDtype: "bf16",
+			// compute 71.3e6 / (914.08e6 x 0.55 x 1) = 0.142 us; floor 2 us;
+			// plus the query concat and the split combine at the floor,
+			// 2 x 2 us.
+			wantUs: 6, wantBound: BoundLatency, wantCTAs: 132, wantGBps: 3840, wantPeak: 914.08, wantDtype: "bf16",
 		},
 	}
 	for _, tc := range cases {

@@ -13,6 +13,10 @@ import (
 type costMemo struct {
 	op   [costMemoSize]*model.Op
 	cost [costMemoSize]OpCost
+	// named: ops must also share their name to share a cost (a cost
+	// source may price an op by what it is, e.g. a member of an MLA
+	// module, not only by its shape).
+	named bool
 }
 
 const (
@@ -36,10 +40,10 @@ func costHash(op *model.Op) uint64 {
 // set associative: slots h and h^1.
 func (m *costMemo) get(op *model.Op) (*OpCost, uint64) {
 	h := costHash(op)
-	if o := m.op[h]; o != nil && sameCost(o, op) {
+	if o := m.op[h]; o != nil && sameCost(o, op) && (!m.named || o.Name == op.Name) {
 		return &m.cost[h], h
 	}
-	if o := m.op[h^1]; o != nil && sameCost(o, op) {
+	if o := m.op[h^1]; o != nil && sameCost(o, op) && (!m.named || o.Name == op.Name) {
 		return &m.cost[h^1], h
 	}
 	return nil, h

@@ -11,7 +11,11 @@
 //     efficiency of the estimated CTA grid; achieved bandwidth is the
 //     device's streaming bandwidth, or less when too few CTAs keep memory
 //     requests in flight (Little's law, per-SM bytes in flight / DRAM
-//     latency).
+//     latency). Two engine facts sit beside the roofline: a split-KV
+//     decode kernel's serial loop per CTA bounds it from below (LoopUs),
+//     and kernels the engine launches with an op that the schedule does
+//     not list (split merges, MoE sort/permute/finalize) cost a floor
+//     and a launch gap each (ExtraKernels).
 //   - Collectives (collective.go): NCCL's own tuning model per algorithm x
 //     protocol on the box's links, plus custom one-shot/two-shot
 //     all-reduce.
@@ -19,6 +23,14 @@
 //     launch queue per rank (eager) or one graph launch per step (CUDA
 //     graphs), dependencies, and collectives that start when their whole
 //     group is ready. Identical ranks are simulated once.
+//
+// A measured cost source (costsource.go, implemented by package perfdb
+// over an engine's per-op tables) may replace the first two: the
+// Predictor consults it per op before the roofline, shares a module
+// measurement (an MLA block, a MoE layer's routed experts) over the
+// module's ops in proportion to their prior times, and uses its
+// collective tables only where they were measured under the box's
+// conditions. OpCost.Source says where every op's time came from.
 //
 // Predictor (predict.go) ties them together: New(topology, Options) once,
 // then Predict(schedule) or PredictScenario / Evaluate(Scenario) many

@@ -5,7 +5,7 @@ package sim
 //
 // The compute model prices an op as (compute.go, OpCost)
 //
-//	t = overhead + max(MinKernelUs, RampUs + max(ComputeUs, MemoryUs))
+//	t = overhead + max(MinKernelUs, RampUs + max(ComputeUs, MemoryUs), LoopUs) + ExtraKernels x MinKernelUs
 //	ComputeUs = FLOPs / (peak x eff x fill),  MemoryUs = bytes / (BW x memEff)
 //
 // so a kernel family's efficiency enters as a factor on one term and its
@@ -184,9 +184,12 @@ func memScaled(s *ComputeSample) bool {
 }
 
 // modelUs is the fitted model's time for s with factors a, b and ramp r;
-// which says which term set it (0 floor, 1 compute, 2 memory).
+// which says which term set it (0 floor or a split-KV loop, 1 compute, 2
+// memory). The loop bound (OpCost.LoopUs) and the engine's companion
+// kernels (OpCost.ExtraKernels, one floor each; their gaps are in
+// OverheadUs) are not fitted: they follow the floor the samples carry.
 func modelUs(s *ComputeSample, a, b, r float64) (float64, int) {
-	t, which := s.Cost.MinKernelUs, 0
+	t, which := math.Max(s.Cost.MinKernelUs, s.Cost.LoopUs), 0
 	if c := a * s.Cost.ComputeUs; s.Cost.ComputeUs > 0 && r+c > t {
 		t, which = r+c, 1
 	}
@@ -197,7 +200,13 @@ func modelUs(s *ComputeSample, a, b, r float64) (float64, int) {
 	if s.Cost.MemoryUs > 0 && r+m > t {
 		t, which = r+m, 2
 	}
-	return s.OverheadUs + t, which
+	return s.OverheadUs + extraKernelsUs(s) + t, which
+}
+
+// extraKernelsUs is the device time of s's companion kernels at the floor
+// the sample carries.
+func extraKernelsUs(s *ComputeSample) float64 {
+	return float64(s.Cost.ExtraKernels) * s.Cost.MinKernelUs
 }
 
 // rampMinSpan: the largest roofline term of a family's bound samples must
@@ -277,7 +286,7 @@ func fitFamily(key string, ss []ComputeSample, o FitOptions) (FamilyFit, error) 
 			rm = append(rm, logMeas[i]-math.Log(t))
 		}
 		if which != 0 {
-			bound = append(bound, ss[i].MeasuredUs-ss[i].OverheadUs)
+			bound = append(bound, ss[i].MeasuredUs-ss[i].OverheadUs-extraKernelsUs(&ss[i]))
 		}
 	}
 	if len(rc) > 0 {

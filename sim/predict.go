@@ -29,6 +29,15 @@ type Predictor struct {
 
 	costs    []OpCost // per simulated op
 	overhead []float64
+
+	// Measured costs (costsource.go): the source, its collective
+	// capability, and NCCL's model under default protocol and algorithm
+	// choice (to tell when NCCL_PROTO / NCCL_ALGO change what a table
+	// measured). graphed is the current run's CUDA-graph decision.
+	src     CostSource
+	srcColl CollectiveSource
+	refColl *CollectiveModel
+	graphed bool
 }
 
 // New returns a Predictor for the box under opts, with NCCL's collective
@@ -129,7 +138,8 @@ type Prediction struct {
 	// HostUs is rank 0's host launch time (eager mode); when it is close to
 	// StepUs the host is the bottleneck.
 	HostUs float64 `json:"host_us"`
-	// Kernels counts rank 0's kernels (ops not fused away).
+	// Kernels counts rank 0's kernels (ops not fused away, and the
+	// companion kernels the engine launches with them, OpCost.ExtraKernels).
 	Kernels int `json:"kernels"`
 
 	ByKind  []Share `json:"by_kind"`  // per op kind, plus "idle"
@@ -331,6 +341,7 @@ func (p *Predictor) run(s *model.Schedule, mode int, graphed bool) error {
 	}
 	defer p.cmemo.clear()
 	p.memo.reset()
+	p.graphed = graphed
 	var sym bool
 	switch {
 	case mode == symNever:
@@ -384,13 +395,16 @@ func (p *Predictor) run(s *model.Schedule, mode int, graphed bool) error {
 				if cp, h := p.cmemo.get(op); cp != nil {
 					c = *cp
 				} else {
-					c = p.cm.cost(op)
+					c = p.computeCost(ops, i)
 					p.cmemo.put(h, op, c)
 				}
 			}
 			p.costs[g+i] = c
-			p.overhead[g+i] = overUs
-			eop := engineOp{durUs: c.Us + overUs, launchUs: launchUs, depLo: -1, coll: op.IsCollective()}
+			// Kernels the engine launches with the op (OpCost.ExtraKernels)
+			// pay the same gap and host launch as the op's own.
+			k := float64(1 + c.ExtraKernels)
+			p.overhead[g+i] = overUs * k
+			eop := engineOp{durUs: c.Us + overUs*k, launchUs: launchUs * k, depLo: -1, coll: op.IsCollective()}
 			if eop.coll && ncclAlgo(c.Algo) {
 				eop.launchUs += collExtraUs
 			}
@@ -471,14 +485,15 @@ func (p *Predictor) fuseNorms(ops []model.Op, off int) {
 		p.costs[ar].Us += extra
 		p.costs[ar].LinkUs += extra
 		p.eng.ops[ar].durUs += extra
-		p.costs[n] = OpCost{Fused: true, Bound: BoundNone, MemoryUs: extra}
+		p.costs[n] = OpCost{Fused: true, Bound: BoundNone, MemoryUs: extra, Source: SourcePrior}
 		p.eng.ops[n].durUs, p.eng.ops[n].launchUs = 0, 0
 		p.overhead[n] = 0
 	}
 }
 
 // collectiveCost prices a collective op with the configured all-reduce
-// implementation, memoized per (op, group, bytes).
+// implementation (or the cost source's measurement where it applies,
+// collectiveMeasured), memoized per (op, group, bytes).
 func (p *Predictor) collectiveCost(op *model.Op) (OpCost, error) {
 	if c, ok := p.memo.get(op.Collective, op.Group, op.CommBytes); ok {
 		return c, nil
@@ -498,15 +513,18 @@ func (p *Predictor) collectiveCost(op *model.Op) (OpCost, error) {
 			}
 		}
 	}
-	c := OpCost{Bound: BoundNone, Algo: "none"}
+	c := OpCost{Bound: BoundNone, Algo: "none", Source: SourcePrior}
 	if len(op.Group) > 1 {
 		cc, err := p.priceCollective(op)
 		if err != nil {
 			return OpCost{}, err
 		}
-		c = OpCost{Us: cc.TimeUs, Algo: cc.Algo, Proto: cc.Proto, LatencyUs: cc.LatencyUs, LinkUs: cc.LinkUs, Bound: BoundLatency}
+		c = OpCost{Us: cc.TimeUs, Algo: cc.Algo, Proto: cc.Proto, LatencyUs: cc.LatencyUs, LinkUs: cc.LinkUs, Bound: BoundLatency, Source: SourcePrior}
 		if cc.LinkUs > cc.LatencyUs {
 			c.Bound = BoundLink
+		}
+		if mc, ok := p.collectiveMeasured(op, cc); ok {
+			c = mc
 		}
 	}
 	p.memo.put(op.Collective, op.Group, op.CommBytes, c)

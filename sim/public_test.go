@@ -82,6 +82,13 @@ func publicPredict(t *testing.T, modelName, topo string, kv model.Dtype, dcp, co
 	if err != nil {
 		t.Fatal(err)
 	}
+	// [kimi]'s vLLM runs used a patched nightly (vllm-openai
+	// cu130-nightly-patched with PR #34597, FP8 KV for TRITON_MLA, and
+	// #34795), whose TRITON_MLA still split the KV sequence a fixed 4
+	// ways; vLLM 0.24 sizes the splits from the sequence length.
+	if err := p.SetTritonMLASplits(TritonMLAFixedSplits); err != nil {
+		t.Fatal(err)
+	}
 	pr, err := p.PredictScenario(Scenario{Arch: a, Plan: model.Plan{TP: 8, DCP: dcp},
 		Workload: model.Workload{Phase: model.Decode, Batch: 1, Context: context, KVDtype: kv}})
 	if err != nil {
@@ -168,9 +175,12 @@ func glmPublicPredict(t *testing.T, batch, context int) *Prediction {
 //     the cache), relative to context 0, within 15 % at every context;
 //   - the aggregate rate at 32 and 64 concurrent requests within 15 %,
 //     where the experts' weights are shared by many tokens;
-//   - at 1-8 requests tpscope is optimistic by 25-45 % (x1.26-1.43
-//     today): the small-batch NVFP4 MoE kernels again (TestPublicNVFP4Gap);
-//     the test fails when that moves, so the README is updated with it.
+//   - at 1-8 requests tpscope is optimistic by 10-32 % (x1.12-1.29
+//     today, x1.26-1.43 before the fused-MoE path's sort, permute and
+//     finalize kernels and the MLA decode's companion kernels were
+//     priced, sim/compute.go moeExtraKernels, flashMLAExtraKernels): the
+//     small-batch NVFP4 MoE kernels again (TestPublicNVFP4Gap); the test
+//     fails when that moves, so the README is updated with it.
 func TestPublicGLM5Decode(t *testing.T) {
 	p0 := glmPublicPredict(t, 1, 512).TokensPerS
 	for _, ctx := range []int{16384, 32768, 65536, 131072} {
@@ -188,8 +198,8 @@ func TestPublicGLM5Decode(t *testing.T) {
 		switch {
 		case b >= 32 && math.Abs(r-1) > 0.15:
 			t.Errorf("batch %d: x%.2f of the measured aggregate, want within 15 %%", b, r)
-		case b <= 8 && (r < 1.25 || r > 1.45):
-			t.Errorf("batch %d: x%.2f of the measured aggregate; the documented small-batch NVFP4 gap is x1.25-1.45", b, r)
+		case b <= 8 && (r < 1.10 || r > 1.32):
+			t.Errorf("batch %d: x%.2f of the measured aggregate; the documented small-batch NVFP4 gap is x1.10-1.32", b, r)
 		}
 	}
 }
@@ -215,6 +225,9 @@ func TestPublicSHMGap(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if err := p.SetTritonMLASplits(TritonMLAFixedSplits); err != nil { // the same vLLM build as publicPredict's
+		t.Fatal(err)
+	}
 	for ctx, measured := range map[int]float64{512: 44, 100_000: 29, 200_000: 23} {
 		pr, err := p.PredictScenario(Scenario{Arch: mustPreset(t, "kimi-k2.5"), Plan: model.Plan{TP: 8, DCP: 8},
 			Workload: model.Workload{Phase: model.Decode, Batch: 1, Context: ctx, KVDtype: model.FP8}})
@@ -229,14 +242,16 @@ func TestPublicSHMGap(t *testing.T) {
 	}
 }
 
-// TestPublicLongContextNoDCPGap documents a known gap: [kimi] "Without
-// DCP, long context is unusable" measures ~6-7 tok/s at 150K context
-// without DCP (FP8 KV, the section's box). tpscope predicts 10.4: the
-// TRITON_MLA decode kernel's 4 KV splits at batch 1 leave 4 CTAs reading
-// 150K cached tokens per layer, and tpscope prices them at the per-SM
-// streaming rate and a fill-scaled compute rate (sim/compute.go), which is
-// still optimistic. The test pins the gap (optimistic, under 2x) so a
-// change to the attention model is noticed and the README updated.
+// TestPublicLongContextNoDCPGap: [kimi] "Without DCP, long context is
+// unusable" measures ~6-7 tok/s at 150K context without DCP (FP8 KV, the
+// section's box, the patched vLLM build of publicPredict). That build's
+// TRITON_MLA splits the cache a fixed 4 ways: at batch 1, 4 CTAs each
+// walk ~37K cached tokens per layer in 32-token iterations
+// (sim/compute.go tritonMLALoopUs); tpscope predicts 6.8 with it (10.4
+// before the split loop was priced). The band (6 to 2 x 7 tok/s) pins it
+// so a change to the attention model is noticed and the README updated.
+// vLLM 0.24 sizes the splits from the context and is far faster here
+// (the Predictor's default; the caveat says so).
 func TestPublicLongContextNoDCPGap(t *testing.T) {
 	pr := publicPredict(t, "kimi-k2.5", "rtxpro6000-2s", model.FP8, 1, 150_000, 0)
 	const measuredLo, measuredHi = 6.0, 7.0

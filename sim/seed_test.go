@@ -50,11 +50,12 @@ func seedPredict(t *testing.T, modelName string, w model.Workload, build model.B
 // EXPECTED GAP, uncalibrated, and why it is not closed here. The
 // 14,336 B all-reduce costs NCCL's stock ring LL latency 6.6 + 14 x 1.0 =
 // 20.6 us (nccl-model.md) + 14 x 0.4 us for the cross-socket hop
-// (sim/collective.go "Hop latency") + 1.6 us of link = ~28 us; x 123 =
-// ~3.5 ms beside ~8.7 ms of kernels and graph-node gaps: ~82 tok/s, share
-// ~0.29. The band needs t of about 71-110 us per all-reduce (with C = the
-// step minus its all-reduces: share 0.5 at t = C/123; 45 tok/s at
-// t = (22.2 ms - C)/123).
+// (sim/collective.go "Hop latency") + 2.3 us of link (LL at half of 2
+// channels x 11.1 GB/s, sim/collective.go pcieChannelP2PGBps) + a graph
+// node's 1 us = ~29.5 us; x 123 = ~3.6 ms beside ~10.3 ms of kernels and
+// graph-node gaps: ~72 tok/s, share ~0.26. The band needs t of about
+// 84-97 us per all-reduce (with C = the step minus its all-reduces: share
+// 0.5 at t = C/123; 45 tok/s at t = (22.2 ms - C)/123).
 //
 // What public measurements of the same box class say (public_test.go):
 //   - NCCL's small all-reduce on an 8x RTX PRO 6000 PCIe box measures a

@@ -1,0 +1,625 @@
+package perfdb
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/tpscope/tpscope/model"
+	"github.com/tpscope/tpscope/sim"
+	"github.com/tpscope/tpscope/topology"
+)
+
+// SourceConfig chooses what a Source serves. The zero value of a field
+// is its documented default.
+type SourceConfig struct {
+	// System is the system's name (its YAML's base name, e.g.
+	// rtx_pro_6000_server). "": the system whose tables were measured on
+	// Device.
+	System string
+	// Device is the GPU name to find the system by when System is ""
+	// (topology.Device.Name, e.g. "NVIDIA RTX PRO 6000 Blackwell Server
+	// Edition").
+	Device string
+	// Engine is the serving engine's directory name; "" = "vllm".
+	Engine string
+	// Version of the engine; "" = the newest one with tables.
+	Version string
+	// NCCLVersion picks comm/nccl/<version>; "" = the YAML's
+	// misc.nccl_version when that directory exists, else the newest.
+	NCCLVersion string
+	// Distribution is the MoE routing the tables were measured with:
+	// "balanced" (""; tpscope's schedules assume uniform routing) or
+	// "power_law_1.01", "power_law_1.2".
+	Distribution string
+}
+
+// Source serves one system's tables (one engine version, one NCCL
+// version) to sim as a sim.CostSource and sim.CollectiveSource. Tables
+// are read on first use; a Source is safe for concurrent use.
+//
+// How a schedule's ops map to tables:
+//   - an MLA block (fused_qkv_a_proj through o_proj of one layer, decode
+//     or prefill, without DCP or DSA ops, one query token per sequence)
+//     whose dims are a table model's: the MLA module table, shared over
+//     the block's ops by sim (the module time in proportion to each op's
+//     prior time). Decode step = cached tokens + 1 (the new token is
+//     attended too, collect_mla_module.py); prefill isl = context.
+//   - the routed experts of a MoE layer (experts_gate_up, experts_act,
+//     experts_down, the op's model.MoEShape): the MoE table keyed by
+//     dtype, hidden, per-rank intermediate size, top-k, experts and EP =
+//     experts / local experts, at RoutedTokens tokens, the configured
+//     routing distribution; shared over the three ops likewise.
+//   - absorbed-MLA batched GEMMs (w_uk, w_uv) not covered by a module:
+//     the MLA BMM table when the dims are DeepSeek-V3's.
+//   - other GEMMs (batch 1): the GEMM table of their weight dtype.
+//   - collectives: the NCCL table (or the engine's all-reduce table for
+//     its custom all-reduce), when sim finds the measurement's conditions
+//     hold (sim.Predictor.collectiveMeasured) and the group has the
+//     table's GPU count and this system's fabric class.
+//
+// Norms, elementwise ops, embeddings, top-k and attention kernels
+// outside a module have no table and keep sim's prior.
+type Source struct {
+	sys                   *System
+	engine, version, nccl string
+	dist                  string
+	name                  string
+
+	mu   sync.Mutex
+	errs []error
+	seen map[string]bool
+}
+
+// NewSource prepares a Source over db. It reads the system's YAML and
+// lists directories; no table is read until used (see Load).
+func NewSource(db *DB, cfg SourceConfig) (*Source, error) {
+	if db == nil {
+		return nil, errors.New("perfdb: nil database")
+	}
+	name := cfg.System
+	if name == "" {
+		if cfg.Device == "" {
+			return nil, errors.New("perfdb: source: want a system name or a device to find it by")
+		}
+		var err error
+		if name, err = db.SystemFor(cfg.Device); err != nil {
+			return nil, err
+		}
+	}
+	sys, err := db.System(name)
+	if err != nil {
+		return nil, err
+	}
+	s := &Source{sys: sys, engine: cfg.Engine, version: cfg.Version, dist: cfg.Distribution, seen: map[string]bool{}}
+	if s.engine == "" {
+		s.engine = "vllm"
+	}
+	if s.dist == "" {
+		s.dist = "balanced"
+	}
+	if err := checkPart("engine", s.engine); err != nil {
+		return nil, err
+	}
+	if s.version == "" {
+		var all []string
+		for _, f := range []string{FamilyGEMM, FamilyMoE, FamilyMLA, FamilyMLABMM, FamilyAttention, FamilyComm} {
+			all = append(all, sys.Versions(f, s.engine)...)
+		}
+		if len(all) == 0 {
+			return nil, fmt.Errorf("perfdb: system %s has no tables of engine %q under %s", name, s.engine, sys.dir)
+		}
+		sort.Slice(all, func(i, j int) bool { return versionLess(all[i], all[j]) })
+		s.version = all[len(all)-1]
+	} else if err := checkPart("version", s.version); err != nil {
+		return nil, err
+	}
+	s.nccl = cfg.NCCLVersion
+	if s.nccl == "" {
+		vs := sys.Versions(FamilyComm, "nccl")
+		for _, v := range vs {
+			if v == sys.Spec.NCCLVersion {
+				s.nccl = v
+			}
+		}
+		if s.nccl == "" && len(vs) > 0 {
+			s.nccl = vs[len(vs)-1]
+		}
+	}
+	s.name = "perfdb " + name + "/" + s.engine + "/" + s.version
+	return s, nil
+}
+
+// Name implements sim.CostSource.
+func (s *Source) Name() string { return s.name }
+
+// System is the system the source serves.
+func (s *Source) System() *System { return s.sys }
+
+// Load reads every table the source serves now (GEMM, MoE, MLA modules,
+// MLA BMM, NCCL, the engine's all-reduce), so that a bad file fails
+// before any prediction; tables the system does not have are fine.
+func (s *Source) Load() error {
+	var errs []error
+	keep := func(err error) {
+		if err != nil && !errors.Is(err, ErrNoTable) {
+			errs = append(errs, err)
+		}
+	}
+	_, err := s.sys.GEMM(s.engine, s.version)
+	keep(err)
+	_, err = s.sys.MoE(s.engine, s.version)
+	keep(err)
+	_, err = s.sys.MLAModule(s.engine, s.version, Generation)
+	keep(err)
+	_, err = s.sys.MLAModule(s.engine, s.version, Context)
+	keep(err)
+	_, err = s.sys.MLABMM(s.engine, s.version)
+	keep(err)
+	if s.nccl != "" {
+		_, err = s.sys.NCCL(s.nccl)
+		keep(err)
+	}
+	_, err = s.sys.CustomAllReduce(s.engine, s.version)
+	keep(err)
+	return errors.Join(errs...)
+}
+
+// Err reports the tables that failed to load while pricing (each once);
+// ops they would have priced kept sim's prior. nil when none failed.
+func (s *Source) Err() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return errors.Join(s.errs...)
+}
+
+func (s *Source) fail(err error) {
+	if err == nil || errors.Is(err, ErrNoTable) {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if k := err.Error(); !s.seen[k] {
+		s.seen[k] = true
+		s.errs = append(s.errs, err)
+	}
+}
+
+// Check implements sim.SourceChecker: the tables must have been measured
+// on dev (the device column of the system's smallest table is dev.Name).
+func (s *Source) Check(dev *topology.Device) error {
+	got, err := s.sys.device()
+	if err != nil {
+		return err
+	}
+	if got != dev.Name {
+		return fmt.Errorf("perfdb: system %s was measured on %q; the topology's GPU is %q", s.sys.Name, got, dev.Name)
+	}
+	return nil
+}
+
+// SystemFor returns the name of the system whose tables were measured on
+// the GPU named device (the tables' device column), reading one small
+// table per system.
+func (db *DB) SystemFor(device string) (string, error) {
+	names, err := db.Systems()
+	if err != nil {
+		return "", err
+	}
+	var seen []string
+	for _, n := range names {
+		s, err := db.System(n)
+		if err != nil {
+			continue
+		}
+		d, err := s.device()
+		if err != nil {
+			continue
+		}
+		if d == device {
+			return n, nil
+		}
+		seen = append(seen, fmt.Sprintf("%s (%s)", n, d))
+	}
+	return "", fmt.Errorf("perfdb: no system in %s was measured on %q (systems: %s)", db.root, device, strings.Join(seen, ", "))
+}
+
+// device reads the device column of the system's smallest table.
+func (s *System) device() (string, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.deviceName != "" {
+		return s.deviceName, nil
+	}
+	best, bestSize := "", int64(-1)
+	err := filepath.WalkDir(s.dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !strings.HasSuffix(p, ".parquet") {
+			return nil
+		}
+		if fi, err := d.Info(); err == nil && (bestSize < 0 || fi.Size() < bestSize) {
+			best, bestSize = p, fi.Size()
+		}
+		return nil
+	})
+	if err != nil || best == "" {
+		return "", fmt.Errorf("perfdb: system %s: no table under %s", s.Name, s.dir)
+	}
+	var dev []string
+	n, err := readColumns(best, best, []column{strCol("device", &dev)})
+	if err != nil {
+		return "", err
+	}
+	if n == 0 {
+		return "", &FileError{Path: best, Field: "column device", Row: -1, Err: errors.New("no rows")}
+	}
+	s.deviceName = dev[0]
+	return s.deviceName, nil
+}
+
+// gemmDtype is the gemm_dtype / gemm_type name of a weight dtype; "" when
+// the tables have none.
+func gemmDtype(d model.Dtype) string {
+	switch d {
+	case model.BF16:
+		return "bfloat16"
+	case model.FP8:
+		return "fp8"
+	case model.FP8Block128:
+		return "fp8_block"
+	case model.NVFP4:
+		return "nvfp4"
+	}
+	return ""
+}
+
+// moeDtype is the moe_dtype name of an expert weight dtype: as GEMMs,
+// plus INT4 W4A16 (compressed-tensors WNA16 through Marlin: int4_wo).
+func moeDtype(d model.Dtype) string {
+	if d == model.INT4G32 {
+		return "int4_wo"
+	}
+	return gemmDtype(d)
+}
+
+func kvDtype(d model.Dtype) string {
+	switch d {
+	case model.BF16, model.FP16:
+		return "bfloat16"
+	case model.FP8, model.FP8Block128:
+		return "fp8"
+	}
+	return ""
+}
+
+// OpCost implements sim.CostSource.
+func (s *Source) OpCost(ops []model.Op, i int, dev *topology.Device) (sim.Measured, bool) {
+	m, _, ok := s.price(ops, i)
+	return m, ok
+}
+
+// price is OpCost with the table lookup's Result.
+func (s *Source) price(ops []model.Op, i int) (sim.Measured, Result, bool) {
+	op := &ops[i]
+	if m, r, ok := s.mlaModule(ops, i); ok {
+		return m, r, true
+	}
+	switch op.Kind {
+	case model.KindMoEGEMM:
+		return s.moe(ops, i)
+	case model.KindElementwise:
+		if op.MoE != nil && op.Name == "experts_act" {
+			return s.moe(ops, i)
+		}
+	case model.KindGEMM:
+		if op.Name == "w_uk" || op.Name == "w_uv" {
+			return s.bmm(op, i)
+		}
+		return s.gemm(op, i)
+	}
+	return sim.Measured{}, Result{}, false
+}
+
+func (s *Source) where(table, key string, r *Result) string {
+	var b strings.Builder
+	b.WriteString(s.name)
+	b.WriteByte(' ')
+	b.WriteString(table)
+	if key != "" {
+		b.WriteString(" [")
+		b.WriteString(key)
+		b.WriteByte(']')
+	}
+	b.WriteString(": ")
+	b.WriteString(r.How.String())
+	b.WriteByte(' ')
+	b.WriteString(r.Describe())
+	if r.Row >= 0 {
+		b.WriteString(", row ")
+		b.WriteString(strconv.Itoa(r.Row))
+	}
+	return b.String()
+}
+
+func (s *Source) gemm(op *model.Op, i int) (sim.Measured, Result, bool) {
+	dt := gemmDtype(op.WeightDtype)
+	if dt == "" || op.Batch > 1 || op.M < 1 || op.N < 1 || op.K < 1 {
+		return sim.Measured{}, Result{}, false
+	}
+	t, err := s.sys.GEMM(s.engine, s.version)
+	if err != nil {
+		s.fail(err)
+		return sim.Measured{}, Result{}, false
+	}
+	r, ok := t.Lookup(dt, float64(op.M), float64(op.N), float64(op.K))
+	if !ok {
+		return sim.Measured{}, Result{}, false
+	}
+	return sim.Measured{Us: r.Us, First: i, Last: i, GapsIncluded: true, Where: s.where("gemm_perf", dt, &r)}, r, true
+}
+
+// bmm prices the absorbed W_UK (mla_gen_pre) and W_UV (mla_gen_post)
+// batched GEMMs, whose table has DeepSeek-V3's per-head shapes.
+func (s *Source) bmm(op *model.Op, i int) (sim.Measured, Result, bool) {
+	name := "mla_gen_pre"
+	in, out := int64(bmmNope), int64(bmmLatent)
+	if op.Name == "w_uv" {
+		name, in, out = "mla_gen_post", bmmLatent, bmmV
+	}
+	dt := gemmDtype(op.WeightDtype)
+	if op.K != in || op.N != out || dt == "" || op.Batch < 1 || op.M < 1 {
+		return sim.Measured{}, Result{}, false
+	}
+	t, err := s.sys.MLABMM(s.engine, s.version)
+	if err != nil {
+		s.fail(err)
+		return sim.Measured{}, Result{}, false
+	}
+	r, ok := t.Lookup(name, dt, op.Batch, float64(op.M))
+	if !ok {
+		return sim.Measured{}, Result{}, false
+	}
+	return sim.Measured{Us: r.Us, First: i, Last: i, GapsIncluded: true, Where: s.where("mla_bmm_perf", name+" "+dt, &r)}, r, true
+}
+
+// moe prices the routed experts (experts_gate_up, experts_act,
+// experts_down) of the MoE layer op i belongs to, from the op's routing
+// shape.
+func (s *Source) moe(ops []model.Op, i int) (sim.Measured, Result, bool) {
+	first := i - indexIn(moeOps, ops[i].Name)
+	last := first + 2
+	if first > i || first < 0 || last >= len(ops) {
+		return sim.Measured{}, Result{}, false
+	}
+	for j, n := range moeOps {
+		if o := &ops[first+j]; o.Name != n || o.Layer != ops[i].Layer || o.Block != ops[i].Block {
+			return sim.Measured{}, Result{}, false
+		}
+	}
+	up, down := &ops[first], &ops[last]
+	sh := up.MoE
+	if sh == nil || ops[first+1].MoE != sh || down.MoE != sh || i < first || i > last {
+		return sim.Measured{}, Result{}, false
+	}
+	dt := moeDtype(up.WeightDtype)
+	if dt == "" || down.WeightDtype != up.WeightDtype || sh.LocalExperts < 1 || sh.Experts%sh.LocalExperts != 0 || up.N != 2*down.K {
+		return sim.Measured{}, Result{}, false
+	}
+	t, err := s.sys.MoE(s.engine, s.version)
+	if err != nil {
+		s.fail(err)
+		return sim.Measured{}, Result{}, false
+	}
+	k := MoEKey{Dtype: dt, Hidden: up.K, InterLocal: down.K, TopK: int64(sh.TopK), Experts: int64(sh.Experts),
+		EP: int64(sh.Experts / sh.LocalExperts), Distribution: s.dist}
+	if sh.RoutedTokens < 1 {
+		return sim.Measured{}, Result{}, false
+	}
+	r, ok := t.Lookup(k, float64(sh.RoutedTokens))
+	if !ok {
+		return sim.Measured{}, Result{}, false
+	}
+	return sim.Measured{Us: r.Us, First: first, Last: last, GapsIncluded: true, Where: s.where("moe_perf", k.String(), &r)}, r, true
+}
+
+// moeOps are the routed experts' ops of a MoE layer, in issue order.
+var moeOps = []string{"experts_gate_up", "experts_act", "experts_down"}
+
+// MLA block ops as model.BuildWith names them (decode: absorbed form;
+// prefill: kv_b_proj expands K and V).
+var (
+	mlaDecodeOps  = []string{"fused_qkv_a_proj", "q_a_norm", "kv_a_norm", "q_b_proj", "w_uk", "rope", "kv_cache_write", "mla_decode", "w_uv", "o_proj"}
+	mlaPrefillOps = []string{"fused_qkv_a_proj", "q_a_norm", "kv_a_norm", "q_b_proj", "kv_b_proj", "rope", "kv_cache_write", "mla_prefill", "o_proj"}
+)
+
+func indexIn(names []string, n string) int {
+	for i, x := range names {
+		if x == n {
+			return i
+		}
+	}
+	return -1
+}
+
+// mlaBlock finds the MLA block op i belongs to: its first index and the
+// op list it follows, or ok false (op i is no block member, or the block
+// is not the plain one the module table measured: DCP collectives or
+// DSA indexer ops inside it).
+func mlaBlock(ops []model.Op, i int) (first int, names []string, ok bool) {
+	op := &ops[i]
+	if op.Kind == model.KindCollective {
+		return 0, nil, false
+	}
+	for _, names := range [][]string{mlaDecodeOps, mlaPrefillOps} {
+		k := indexIn(names, op.Name)
+		if k < 0 {
+			continue
+		}
+		first := i - k
+		if first < 0 || first+len(names) > len(ops) {
+			continue
+		}
+		good := true
+		for j, n := range names {
+			o := &ops[first+j]
+			if o.Name != n || o.Layer != op.Layer || o.Block != op.Block || o.Rank != op.Rank {
+				good = false
+				break
+			}
+		}
+		if good {
+			return first, names, true
+		}
+	}
+	return 0, nil, false
+}
+
+// mlaModule prices the MLA block op i belongs to from the module table.
+func (s *Source) mlaModule(ops []model.Op, i int) (sim.Measured, Result, bool) {
+	first, names, ok := mlaBlock(ops, i)
+	if !ok {
+		return sim.Measured{}, Result{}, false
+	}
+	at := func(n string) *model.Op { return &ops[first+indexIn(names, n)] }
+	fqa, qb, o := at("fused_qkv_a_proj"), at("q_b_proj"), at("o_proj")
+	prefill := names[4] == "kv_b_proj"
+	var d MLADims
+	var heads, batch, step float64
+	var kvd model.Dtype
+	if prefill {
+		kvb, attn := at("kv_b_proj"), at("mla_prefill")
+		heads = attn.Batch
+		if heads < 1 || attn.N < 1 || attn.M%attn.N != 0 {
+			return sim.Measured{}, Result{}, false
+		}
+		h := int64(heads)
+		d.Hidden, d.QLoraRank, d.KVLoraRank = fqa.K, qb.K, kvb.K
+		d.QKRope = fqa.N - d.QLoraRank - d.KVLoraRank
+		d.QKNope = attn.K - d.QKRope
+		d.VHead = kvb.N/h - d.QKNope
+		batch, step, kvd = float64(attn.M/attn.N), float64(attn.N), attn.KVDtype
+		if kvb.N%h != 0 {
+			return sim.Measured{}, Result{}, false
+		}
+	} else {
+		uk, uv, attn := at("w_uk"), at("w_uv"), at("mla_decode")
+		heads = uk.Batch
+		if heads < 1 || uv.Batch != heads || attn.Batch != heads {
+			return sim.Measured{}, Result{}, false // DCP gathers heads: not the measured module
+		}
+		d.Hidden, d.QLoraRank, d.KVLoraRank, d.QKNope, d.VHead = fqa.K, qb.K, uk.N, uk.K, uv.N
+		d.QKRope = attn.K - d.KVLoraRank
+		// One query token per sequence: the sequences whose cache is read
+		// (KV bytes / (cached tokens x latent x bytes per value)) equal
+		// the tokens.
+		kvd = attn.KVDtype
+		per := float64(attn.N) * float64(attn.K) * kvd.BytesPerValue()
+		if attn.N < 1 || per <= 0 || attn.M < 1 {
+			return sim.Measured{}, Result{}, false
+		}
+		if seqs := attn.KVBytes / per; seqs < float64(attn.M)-0.5 || seqs > float64(attn.M)+0.5 {
+			return sim.Measured{}, Result{}, false // speculative tokens: several queries per sequence
+		}
+		batch, step = float64(attn.M), float64(attn.N)+1
+	}
+	h := int64(heads)
+	if float64(h) != heads || qb.N != h*(d.QKNope+d.QKRope) || o.K != h*d.VHead || o.N != d.Hidden ||
+		fqa.N != d.QLoraRank+d.KVLoraRank+d.QKRope {
+		return sim.Measured{}, Result{}, false
+	}
+	gt := gemmDtype(fqa.WeightDtype)
+	if gt == "" || qb.WeightDtype != fqa.WeightDtype || o.WeightDtype != fqa.WeightDtype || kvDtype(kvd) == "" {
+		return sim.Measured{}, Result{}, false
+	}
+	phase := Generation
+	if prefill {
+		phase = Context
+	}
+	t, err := s.sys.MLAModule(s.engine, s.version, phase)
+	if err != nil {
+		s.fail(err)
+		return sim.Measured{}, Result{}, false
+	}
+	for _, k := range t.Keys() {
+		if k.MLADtype != "bfloat16" || k.KVDtype != kvDtype(kvd) || k.GEMMType != gt {
+			continue
+		}
+		if dims, ok := DimsOf(k.Model); !ok || dims != d {
+			continue
+		}
+		r, ok := t.Lookup(k, heads, batch, step)
+		if !ok {
+			return sim.Measured{}, Result{}, false
+		}
+		key := k.Model + " kv " + k.KVDtype + " gemm " + k.GEMMType
+		return sim.Measured{Us: r.Us, First: first, Last: first + len(names) - 1, GapsIncluded: true,
+			Where: s.where("mla_"+string(phase)+"_module_perf", key, &r)}, r, true
+	}
+	return sim.Measured{}, Result{}, false
+}
+
+// CollectiveCost implements sim.CollectiveSource: the NCCL table, or the
+// engine's all-reduce table for its custom all-reduce, when the group's
+// link class is this system's and its size was measured.
+func (s *Source) CollectiveCost(q sim.CollectiveQuery) (sim.Measured, bool) {
+	m, _, ok := s.collective(q)
+	return m, ok
+}
+
+func (s *Source) collective(q sim.CollectiveQuery) (sim.Measured, Result, bool) {
+	if string(q.Fabric) != string(s.sys.Spec.Fabric()) || q.Bytes <= 0 || q.Ranks < 2 {
+		return sim.Measured{}, Result{}, false
+	}
+	if q.Custom {
+		if q.Op != model.AllReduce {
+			return sim.Measured{}, Result{}, false
+		}
+		t, err := s.sys.CustomAllReduce(s.engine, s.version)
+		if err != nil {
+			s.fail(err)
+			return sim.Measured{}, Result{}, false
+		}
+		r, ok := t.Lookup(q.Ranks, float64(q.Bytes), q.Graphed)
+		if !ok {
+			return sim.Measured{}, Result{}, false
+		}
+		mode := "eager"
+		if q.Graphed {
+			mode = "graph"
+		}
+		return sim.Measured{Us: r.Us, GapsIncluded: true,
+			Where: s.where("custom_allreduce_perf", fmt.Sprintf("%d GPUs %s", q.Ranks, mode), &r)}, r, true
+	}
+	if s.nccl == "" {
+		return sim.Measured{}, Result{}, false
+	}
+	var op CollectiveOp
+	switch q.Op {
+	case model.AllReduce:
+		op = OpAllReduce
+	case model.AllGather:
+		op = OpAllGather
+	case model.ReduceScatter:
+		op = OpReduceScatter
+	case model.AllToAll:
+		op = OpAllToAll
+	default:
+		return sim.Measured{}, Result{}, false
+	}
+	t, err := s.sys.NCCL(s.nccl)
+	if err != nil {
+		s.fail(err)
+		return sim.Measured{}, Result{}, false
+	}
+	r, ok := t.Lookup(op, q.Ranks, float64(q.Bytes))
+	if !ok {
+		return sim.Measured{}, Result{}, false
+	}
+	where := s.where("nccl_perf", fmt.Sprintf("NCCL %s %s %d GPUs", s.nccl, op, q.Ranks), &r)
+	where = strings.Replace(where, s.name, "perfdb "+s.sys.Name+"/nccl/"+s.nccl, 1)
+	return sim.Measured{Us: r.Us, GapsIncluded: true, Where: where}, r, true
+}
