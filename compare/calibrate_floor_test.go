@@ -13,10 +13,11 @@ import (
 
 // floorTruthUs: the floors the synthetic "device" has per op kind (a
 // one-CTA-per-row RMSNorm slower to ramp than a fused SiLU); kinds not
-// listed use floorDefaultUs. Every non-collective op then takes
-// overhead + max(floor, compute, memory) from its prior cost terms, the
-// compute model with per-kind floors; collectives take their predicted
-// time.
+// listed use floorDefaultUs. The traces stand for tpscope's executor (one
+// span per op, no auxiliary kernels: the "executor" option), so every
+// non-collective op takes overhead + max(floor, split-KV loop, compute,
+// memory) from its prior cost terms, the compute model with per-kind
+// floors; collectives take their predicted time.
 var floorTruthUs = map[model.OpKind]float64{model.KindNorm: 5, model.KindElementwise: 3, model.KindRouter: 6, model.KindGEMM: 4.5}
 
 const floorDefaultUs = 4.0
@@ -30,7 +31,7 @@ func floorTrue(op *sim.OpResult, _ *model.Op) float64 {
 		f = floorDefaultUs
 	}
 	c := op.Cost
-	return op.OverheadUs + math.Max(f, math.Max(c.ComputeUs, c.MemoryUs))
+	return op.OverheadUs + max(f, c.LoopUs, c.ComputeUs, c.MemoryUs)
 }
 
 // TestCalibrateGraphRunFitsPerKindFloors: a CUDA-graph decode trace of the
@@ -42,7 +43,7 @@ func floorTrue(op *sim.OpResult, _ *model.Op) float64 {
 // eager fits one device-wide floor only (eager spans hold host delay).
 func TestCalibrateGraphRunFitsPerKindFloors(t *testing.T) {
 	spec := spec{Model: "kimi-k2.5-nvfp4", Topology: "rtxpro6000-2s", Plan: "tp8",
-		Workload: "decode b1 ctx4096 kv=bf16", Options: "cuda-graphs,nccl-proto=LL,p2p-level=SYS"}
+		Workload: "decode b1 ctx4096 kv=bf16", Options: "cuda-graphs,executor,nccl-proto=LL,p2p-level=SYS"}
 	s := newSynthTruth(t, spec, floorTrue)
 	dir := t.TempDir()
 	res := readSource(t, s.write(t, dir, "graph.json", spec, 4, 11))
@@ -115,7 +116,7 @@ func TestCalibrateSeveralScenarios(t *testing.T) {
 	var results []*traces.Result
 	for i, w := range []string{"decode b1 ctx4096 kv=bf16", "decode b8 ctx4096 kv=bf16"} {
 		spec := spec{Model: "kimi-k2.5-nvfp4", Topology: "rtxpro6000-2s", Plan: "tp8", Workload: w,
-			Options: "cuda-graphs,nccl-proto=LL,p2p-level=SYS"}
+			Options: "cuda-graphs,executor,nccl-proto=LL,p2p-level=SYS"}
 		s := newSynthTruth(t, spec, floorTrue)
 		results = append(results, readSource(t, s.write(t, dir, "w"+string(rune('0'+i))+".json", spec, 4, uint64(20+i))))
 	}

@@ -91,10 +91,15 @@ func (s *Scenarios) legacy(rec *traces.Scenario) (sim.Scenario, []string, error)
 	if err != nil {
 		return sc, nil, fmt.Errorf("recorded options %q: %w", rec.Options, err)
 	}
-	if rec.Backend == "cuda" {
-		// tpscope's CUDA backend has always bracketed each op with two
-		// timing events; traces from before the scenario JSON do not say.
-		o.TimingEventsPerOp = 2
+	if rec.Backend != "" {
+		// A trace with a backend is tpscope's executor's: the schedule's
+		// kernels only; its CUDA backend has always bracketed each op with
+		// two timing events. Traces from before the scenario JSON do not
+		// say.
+		o.Executor = true
+		if rec.Backend == "cuda" {
+			o.TimingEventsPerOp = 2
+		}
 	}
 	sc = sim.Scenario{Arch: a, Plan: p, Workload: w, Options: o, Topo: s.Topology}
 	if sc.Topo == nil {

@@ -89,7 +89,7 @@ func BenchmarkPredict(b *testing.B) {
 		b.Fatal(err)
 	}
 	sc := sim.Scenario{Arch: a, Plan: model.Plan{TP: 8}, Workload: model.Workload{Phase: model.Decode, Batch: 1, Context: 4096, KVDtype: model.BF16}}
-	opts := sim.Options{CUDAGraphs: true, NCCLProto: "LL", P2PLevel: "SYS"}
+	opts := sim.Options{CUDAGraphs: true, NCCL: sim.NCCLOptions{Proto: "LL", P2PLevel: "SYS"}}
 	for _, withSource := range []bool{false, true} {
 		p, src := newPredictor(b, db, sampleBoxes[0], opts)
 		name := "source=tables"

@@ -149,7 +149,7 @@ func measuredOps(t *testing.T, p *sim.Predictor, src *Source, b box, c decodeCas
 func TestDecodeOpsExactHits(t *testing.T) {
 	db := sampleDB(t)
 	for _, b := range sampleBoxes {
-		p, src := newPredictor(t, db, b, sim.Options{CUDAGraphs: true, P2PLevel: "SYS"})
+		p, src := newPredictor(t, db, b, sim.Options{CUDAGraphs: true, NCCL: sim.NCCLOptions{P2PLevel: "SYS"}})
 		byFam := map[string][2]int{} // exact, interpolated or held
 		for _, c := range decodeCases() {
 			ops, _ := measuredOps(t, p, src, b, c)
@@ -196,7 +196,7 @@ func TestDecodeOpsHeldOut(t *testing.T) {
 	db := sampleDB(t)
 	interior, frontier := familyLOOSplit(t)
 	for _, b := range sampleBoxes {
-		p, src := newPredictor(t, db, b, sim.Options{CUDAGraphs: true, P2PLevel: "SYS"})
+		p, src := newPredictor(t, db, b, sim.Options{CUDAGraphs: true, NCCL: sim.NCCLOptions{P2PLevel: "SYS"}})
 		errs := map[string][]float64{}
 		seen := map[string]bool{}
 		for _, c := range decodeCases() {
@@ -282,7 +282,7 @@ func familyLOOSplit(t *testing.T) (interior, frontier map[[2]string]looBound) {
 // measure 53-55; the seed team ~60, seed-scenario.md).
 func TestSeedWithTables(t *testing.T) {
 	db := sampleDB(t)
-	p, src := newPredictor(t, db, sampleBoxes[0], sim.Options{CUDAGraphs: true, NCCLProto: "LL", P2PLevel: "SYS"})
+	p, src := newPredictor(t, db, sampleBoxes[0], sim.Options{CUDAGraphs: true, NCCL: sim.NCCLOptions{Proto: "LL", P2PLevel: "SYS"}})
 	a, err := model.Preset("kimi-k2.5-nvfp4")
 	if err != nil {
 		t.Fatal(err)
@@ -300,7 +300,7 @@ func TestSeedWithTables(t *testing.T) {
 		}
 	}
 	t.Logf("Kimi-K2.5-NVFP4 tuned with %s: step %.0f us, %.1f tok/s, comm share %.2f; %d of %d ops (%.0f %% of the step) from tables",
-		src.Name(), pr.StepUs, pr.TokensPerS, pr.CommShare, n, len(pr.Ops), 100*measured/pr.StepUs)
+		src.Name(), pr.StepUs, pr.TokensPerS, pr.CommShareFrac, n, len(pr.Ops), 100*measured/pr.StepUs)
 	for _, s := range pr.ByName[:min(8, len(pr.ByName))] {
 		t.Logf("  %-24s %6.0f us x%d", s.Name, s.Us, s.Count)
 	}

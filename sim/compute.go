@@ -246,7 +246,10 @@ type computeModel struct {
 	tritonFixedSplits int
 	fp32TFLOPS        float64 // CUDA-core peak for dequantization work (0: not modeled)
 	attn              AttentionBackend
-	cells             [numKinds][numDtypes]computeParams
+	// executor: the step runs on tpscope's executor, which launches the
+	// schedule's kernels only (Options.Executor): no ExtraKernels.
+	executor bool
+	cells    [numKinds][numDtypes]computeParams
 }
 
 // newComputeModel precomputes every (kind, dtype) cell for dev.
@@ -264,8 +267,8 @@ type computeModel struct {
 // (documented extension of the topology key space: a kernel family such as
 // small-batch FP4 MoE on SM120 may stream weights below the device's
 // STREAM figure).
-func newComputeModel(dev *topology.Device, attn AttentionBackend) *computeModel {
-	cm := &computeModel{sms: float64(dev.SMs), attn: attn}
+func newComputeModel(dev *topology.Device, attn AttentionBackend, executor bool) *computeModel {
+	cm := &computeModel{sms: float64(dev.SMs), attn: attn, executor: executor}
 	if cm.sms < 1 {
 		cm.sms = 1
 	}
@@ -412,7 +415,7 @@ func (cm *computeModel) cost(op *model.Op) OpCost {
 	if t := c.RampUs + c.MemoryUs; c.MemoryUs > 0 && t > c.Us {
 		c.Us, c.Bound = t, BoundMemory
 	}
-	if op.Kind == model.KindMoEGEMM && op.Name == "experts_gate_up" {
+	if op.Kind == model.KindMoEGEMM && op.Name == "experts_gate_up" && !cm.executor {
 		c.ExtraKernels = moeExtraKernels(op.WeightDtype)
 	}
 	if op.Kind == model.KindAttention && op.Name == "mla_decode" {
@@ -422,6 +425,9 @@ func (cm *computeModel) cost(op *model.Op) OpCost {
 				c.Us, c.Bound = c.LoopUs, BoundLoop
 			}
 			c.ExtraKernels = tritonMLAExtraKernels
+		}
+		if cm.executor {
+			c.ExtraKernels = 0
 		}
 	}
 	c.ExtraKernelsUs = float64(c.ExtraKernels) * c.MinKernelUs

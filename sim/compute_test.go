@@ -119,7 +119,7 @@ func TestComputeCost(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			cm := newComputeModel(&tc.dev, AttnAuto)
+			cm := newComputeModel(&tc.dev, AttnAuto, false)
 			c := cm.cost(&tc.op)
 			if !relNear(c.Us, tc.wantUs, 2e-3) {
 				t.Errorf("Us = %.4f, want %.4f (cost %+v)", c.Us, tc.wantUs, c)
@@ -148,7 +148,7 @@ func TestComputeCost(t *testing.T) {
 func TestComputeMemEfficiencyOverride(t *testing.T) {
 	dev := topology.RTXPro6000Server()
 	dev.Efficiency["mem/moe_gemm/nvfp4"] = 0.4
-	cm := newComputeModel(&dev, AttnAuto)
+	cm := newComputeModel(&dev, AttnAuto, false)
 	op := model.Op{Kind: model.KindMoEGEMM, M: 1, N: 512, K: 7168, Batch: 8, WeightDtype: model.NVFP4, FLOPs: 1, BytesRead: 1e7}
 	// 1e7 B / (1597 x 0.4 = 638.8 GB/s) = 15.654 us.
 	if c := cm.cost(&op); !relNear(c.Us, 15.654, 1e-3) {
@@ -167,7 +167,7 @@ func TestComputeMemEfficiencyOverride(t *testing.T) {
 func TestComputePerKindFloor(t *testing.T) {
 	dev := topology.RTXPro6000Server()
 	dev.MinKernelUsByKind = map[string]float64{"norm": 5}
-	cm := newComputeModel(&dev, AttnAuto)
+	cm := newComputeModel(&dev, AttnAuto, false)
 	norm := model.Op{Kind: model.KindNorm, M: 1, FLOPs: 1e3, BytesRead: 1e3}
 	if c := cm.cost(&norm); c.Us != 5 || c.MinKernelUs != 5 || c.Bound != BoundLatency {
 		t.Errorf("norm: %.3f us (floor %.3f, %s), want 5 at the floor", c.Us, c.MinKernelUs, c.Bound)

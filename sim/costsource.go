@@ -210,7 +210,7 @@ func (p *Predictor) collectiveMeasured(op *model.Op, cc CollectiveCost) (OpCost,
 		}
 		q.Custom = true
 	case "Ring", "Tree", "P2P":
-		if cc.SHMHops > 0 || p.opts.P2PDisable {
+		if cc.SHMHops > 0 || p.opts.NCCL.P2PDisable {
 			return OpCost{}, false
 		}
 		ref := p.refColl.Cost(op.Collective, op.Group, op.CommBytes)

@@ -90,6 +90,13 @@ type Options struct {
 	// (0 = vLLM's default 0.9).
 	GPUMemUtilFrac float64 `json:"gpu_mem_util_frac,omitempty"`
 
+	// Executor says the step runs on tpscope's executor, which launches
+	// exactly the schedule's kernels, not the auxiliary ones a serving
+	// engine launches beside them (MLA split-KV reductions, MoE
+	// alignment and quantization: OpCost.ExtraKernels), so a prediction
+	// of the executor's run leaves those out. Set by run.
+	Executor bool `json:"executor,omitempty"`
+
 	// TimingEventsPerOp is how many CUDA events the measuring harness
 	// records around each kernel: tpscope's CUDA executor brackets every
 	// op with two (start and end); a serving engine records none (0). Each

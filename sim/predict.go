@@ -75,7 +75,7 @@ func NewWithCollectives(topo *topology.Topology, opts Options, coll CollectiveCo
 		}
 	}
 	return &Predictor{topo: topo, dev: dev, opts: opts, coll: coll,
-		cm: newComputeModel(dev, opts.AttentionBackend)}, nil
+		cm: newComputeModel(dev, opts.AttentionBackend, opts.Executor)}, nil
 }
 
 // OpResult is one simulated op: when it ran, for how long, why, and the

@@ -206,7 +206,7 @@ func TestPriorMLAAndMoE(t *testing.T) {
 	}
 	// Graph sizes cover every batch exactly (no padding: the tables time
 	// the exact batch).
-	p, err := sim.New(tp, sim.Options{CUDAGraphs: true, P2PLevel: "SYS", GraphSizes: []int{1, 2, 4, 8, 16, 32, 64, 128, 256}})
+	p, err := sim.New(tp, sim.Options{CUDAGraphs: true, NCCL: sim.NCCLOptions{P2PLevel: "SYS"}, GraphSizes: []int{1, 2, 4, 8, 16, 32, 64, 128, 256}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -119,10 +119,13 @@ func TestRunSpansPredictionEqualsCompare(t *testing.T) {
 
 // TestOneScenarioEveryVerb: one scenario, written once as flags, gives the
 // same predicted step in predict, advise (its baseline), plan (its row),
-// run --compare and compare on run's trace, to 0.1 %.
+// run --compare and compare on run's trace, to 0.1 %. The scenario is the
+// step as tpscope's executor runs it (--executor: the schedule's kernels,
+// none of an engine's auxiliary ones), which is what run predicts; the
+// fake backend records no timing events.
 func TestOneScenarioEveryVerb(t *testing.T) {
 	flags := []string{"--model", "kimi-k2.5-nvfp4", "--topo", "rtxpro6000-2s", "--batch", "8", "--context", "4096",
-		"--nccl-proto", "LL", "--p2p-level", "SYS"}
+		"--nccl-proto", "LL", "--p2p-level", "SYS", "--executor"}
 	jsonOf := func(args ...string) map[string]any {
 		t.Helper()
 		code, out, errs := runCLI(t, append(args, "--output", "json")...)
@@ -142,7 +145,7 @@ func TestOneScenarioEveryVerb(t *testing.T) {
 	// plan's lists: the one point of the flags above (Kimi's checkpoint KV
 	// dtype is fp8).
 	pl := jsonOf("plan", "--model", "kimi-k2.5-nvfp4", "--topo", "rtxpro6000-2s", "--gpus", "8", "--plan", "tp8", "--batch", "8",
-		"--context", "4096", "--kv-dtype", "fp8", "--nccl-proto", "LL", "--p2p-level", "SYS")
+		"--context", "4096", "--kv-dtype", "fp8", "--nccl-proto", "LL", "--p2p-level", "SYS", "--executor")
 	for _, p := range pl["points"].([]any) {
 		pt := p.(map[string]any)
 		if pt["batch"].(float64) == 8 && pt["plan"] == "tp8" {

@@ -28,9 +28,11 @@ func TestCollectiveVerb(t *testing.T) {
 	}
 	// Ring LL at SYS: 20.6 us (nccl-model.md latency) + 14 steps x 0.4 us
 	// (the ring's cross-socket hop, 0.8 us path, beyond the fastest pair's
-	// 0.4 us; sim/collective.go "Hop latency") + 512 B / (1000 x 22.5 x
-	// 8/14 GB/s) (xGMI 45 GB/s x 0.5 for LL).
-	want := 20.6 + 14*0.4 + 512/(1000*22.5*8.0/14)
+	// 0.4 us; sim/collective.go "Hop latency") + 512 B / (1000 x 11.1 x
+	// 8/14 GB/s): the ring's bus bandwidth is its channels (2 on the
+	// dual-socket box, NCCL's search.cc/connect.cc) x 11.1 GB/s per PCIe
+	// channel (sim/collective.go), x 0.5 for LL.
+	want := 20.6 + 14*0.4 + 512/(1000*11.1*8.0/14)
 	if got := res.Rows[0]["time_us"].(float64); math.Abs(got-want) > 1e-9 || res.Rows[0]["proto"] != "LL" {
 		t.Errorf("512 B: %v us %v, want %.4f LL", got, res.Rows[0]["proto"], want)
 	}

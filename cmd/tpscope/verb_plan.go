@@ -141,6 +141,9 @@ with --nccl-proto LL --p2p-level SYS.`,
 				points := evaluateParallel(cfgs, *slo, *workers, newLazyBar(stderr, "plan sweep"))
 				elapsed := time.Since(start)
 				res := sim.SummarizePlan(points, *slo)
+				if elapsed > 0 {
+					fmt.Fprintf(stderr, "plan: %d configurations evaluated in %.2f s (%.0f/s)\n", res.Evaluated, elapsed.Seconds(), float64(res.Evaluated)/elapsed.Seconds())
+				}
 				res.Caveats = sim.PlanCaveats(cfgs, res)
 				if *plotFile != "" {
 					if err := writePlanPlot(*plotFile, a.Name, res); err != nil {
@@ -153,11 +156,11 @@ with --nccl-proto LL --p2p-level SYS.`,
 					enc.SetIndent("", " ")
 					return enc.Encode(res)
 				case formatMarkdown:
-					return writePlanText(stdout, a.Name, res, elapsed, *top, true)
+					return writePlanText(stdout, a.Name, res, *top, true)
 				case formatCSV:
 					return writePlanCSV(stdout, res)
 				}
-				return writePlanText(stdout, a.Name, res, elapsed, *top, false)
+				return writePlanText(stdout, a.Name, res, *top, false)
 			}
 		},
 	})
@@ -263,7 +266,7 @@ func pointCells(p *sim.PlanPoint) []string {
 var pointHeader = []string{"topology", "gpus", "plan", "kv", "mtp", "context", "batch", "ms/token", "tok/s/req", "tok/s", "tok/s/GPU", "max conc.", "fits", "slo"}
 
 // writePlanText renders the plan as aligned text or markdown tables.
-func writePlanText(w io.Writer, modelName string, res *sim.PlanResult, elapsed time.Duration, top int, md bool) error {
+func writePlanText(w io.Writer, modelName string, res *sim.PlanResult, top int, md bool) error {
 	table := func(title string, header []string, rows [][]string) error {
 		return writeTable(w, title, "", header, rows, md)
 	}
@@ -277,16 +280,12 @@ func writePlanText(w io.Writer, modelName string, res *sim.PlanResult, elapsed t
 		fmt.Fprintln(w, "## tpscope plan")
 		fmt.Fprintln(w)
 	}
-	rate := 0.0
-	if elapsed > 0 {
-		rate = float64(res.Evaluated) / elapsed.Seconds()
-	}
 	slo := "none"
 	if res.SLOMs > 0 {
 		slo = fmt.Sprintf("%.2f ms/token per request", res.SLOMs)
 	}
-	fmt.Fprintf(w, "plan: %s, %d configurations in %.2f s (%.0f/s); %d do not fit, %d miss the SLO (%s), %d invalid\n",
-		modelName, res.Evaluated, elapsed.Seconds(), rate, res.NotFitting, res.MissSLO, slo, res.Errors)
+	fmt.Fprintf(w, "plan: %s, %d configurations; %d do not fit, %d miss the SLO (%s), %d invalid\n",
+		modelName, res.Evaluated, res.NotFitting, res.MissSLO, slo, res.Errors)
 	if res.Best >= 0 {
 		b := &res.Points[res.Best]
 		fmt.Fprintf(w, "best throughput per GPU within the SLO: %s x%d %s, kv %s, batch %d at context %d: %.1f tok/s/GPU, %.1f tok/s per request (%.2f ms/token)\n",

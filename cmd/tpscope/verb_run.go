@@ -95,6 +95,8 @@ prints their summary and exits with code 130.`,
 				if err != nil {
 					return err
 				}
+				// The executor runs the schedule's kernels and nothing else.
+				scen.Options.Executor = true
 				if te, ok := b.(exec.TimingEventer); ok {
 					// What is measured is the instrumented run: price its
 					// timing events (the scenario records them).
