@@ -34,8 +34,9 @@ type Reader interface {
 type ReadOption func(*readConfig)
 
 type readConfig struct {
-	client *http.Client
-	format string
+	client  *http.Client
+	format  string
+	noPlace bool
 }
 
 // WithHTTPClient sets the client for jaeger:// and http(s):// sources.
@@ -45,6 +46,11 @@ func WithHTTPClient(c *http.Client) ReadOption { return func(rc *readConfig) { r
 // WithFormat forces the format (FormatOTLPJSON, FormatJaegerV1,
 // FormatJaegerV3, FormatKineto) instead of sniffing it from the content.
 func WithFormat(format string) ReadOption { return func(rc *readConfig) { rc.format = format } }
+
+// WithKernelPlacement says whether the kernels of Kineto traces get the
+// op IDs of the (layer, role) they implement (kineto_layers.go). Default
+// true; false leaves them without op IDs, for alignment by kind and order.
+func WithKernelPlacement(on bool) ReadOption { return func(rc *readConfig) { rc.noPlace = !on } }
 
 // Open returns the reader for src:
 //
@@ -124,7 +130,7 @@ type fileReader struct {
 func (f *fileReader) Source() string { return f.src }
 
 func (f *fileReader) Read(ctx context.Context) (*Result, error) {
-	res := &Result{Source: f.src}
+	res := &Result{Source: f.src, noKernelPlacement: f.rc.noPlace}
 	for _, p := range f.paths {
 		format, err := readFile(ctx, p, f.rc.format, res)
 		if err != nil {
@@ -281,7 +287,7 @@ func (u *urlReader) Read(ctx context.Context) (*Result, error) {
 		b, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
 		return nil, fmt.Errorf("trace source %s: %s: %s", u.src, resp.Status, strings.TrimSpace(string(b)))
 	}
-	res := &Result{Source: u.src}
+	res := &Result{Source: u.src, noKernelPlacement: u.rc.noPlace}
 	format, err := readBody(ctx, resp.Body, u.src, u.rc.format, res)
 	if err != nil {
 		return nil, err

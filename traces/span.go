@@ -210,6 +210,15 @@ type Result struct {
 	// them separately.
 	Scenarios []Scenario
 
+	// Kineto reports, per Kineto file read, how it was split into steps
+	// and how much of its kernel time was placed on op IDs (nil for the
+	// other formats).
+	Kineto []KinetoFile
+
+	// noKernelPlacement: leave Kineto kernels without op IDs
+	// (WithKernelPlacement(false)).
+	noKernelPlacement bool
+
 	chunks [][]Span // spans being read (see add)
 	n      int      // spans in chunks
 }
