@@ -54,6 +54,7 @@ type kinetoKernel struct {
 	start  int64 // ns, relative to baseTimeNanoseconds
 	dur    int64 // ns
 	corr   int64 // correlation ID; -1 when absent
+	launch int64 // host time of the launch (kfLaunch), ns, relative
 	stream int64
 	device int32
 	step   int32 // index in kinetoRead.steps; -1 outside every step
@@ -70,6 +71,28 @@ const (
 	kfLaunch                     // a launch event with its correlation ID exists
 )
 
+// kernelList holds the kernels in fixed-size chunks: a growing slice would
+// leave every smaller copy behind as garbage (four times the final size
+// for a million kernels), which the heap must make room for.
+type kernelList struct {
+	chunks [][]kinetoKernel
+	n      int
+}
+
+const kernelChunk = 1 << 14
+
+func (l *kernelList) len() int { return l.n }
+
+func (l *kernelList) at(i int) *kinetoKernel { return &l.chunks[i/kernelChunk][i%kernelChunk] }
+
+func (l *kernelList) add(k kinetoKernel) {
+	if l.n%kernelChunk == 0 {
+		l.chunks = append(l.chunks, make([]kinetoKernel, kernelChunk))
+	}
+	l.chunks[l.n/kernelChunk][l.n%kernelChunk] = k
+	l.n++
+}
+
 // kinetoLaunch is a runtime call with a correlation ID.
 type kinetoLaunch struct {
 	ts    int64 // ns, relative
@@ -80,7 +103,7 @@ type kinetoLaunch struct {
 type kinetoRead struct {
 	o        *reader
 	src      string
-	kernels  []kinetoKernel
+	kernels  kernelList
 	names    []string
 	infos    []kernelInfo
 	nameIdx  map[string]int32
@@ -294,15 +317,9 @@ func readKinetoStream(r io.Reader, res *Result, src string) error {
 		switch string(ev.cat) {
 		case "kernel", "Kernel":
 		case "cuda_runtime", "cuda_driver":
-			if ev.haveCorr {
-				l := kr.launches[ev.correlation]
-				if ev.tsOK {
-					l.ts = ev.ts
-				}
-				if bytes.HasPrefix(ev.name, []byte("cudaGraphLaunch")) || bytes.HasPrefix(ev.name, []byte("cuGraphLaunch")) {
-					l.graph = true
-				}
-				kr.launches[ev.correlation] = l
+			if ev.haveCorr && ev.tsOK {
+				graph := bytes.HasPrefix(ev.name, []byte("cudaGraphLaunch")) || bytes.HasPrefix(ev.name, []byte("cuGraphLaunch"))
+				kr.launches[ev.correlation] = kinetoLaunch{ts: ev.ts, graph: graph}
 			}
 			return nil
 		case "user_annotation", "gpu_user_annotation":
@@ -360,7 +377,7 @@ func readKinetoStream(r io.Reader, res *Result, src string) error {
 		if ev.graph {
 			k.flags |= kfGraphArg
 		}
-		kr.kernels = append(kr.kernels, k)
+		kr.kernels.add(k)
 		return nil
 	}
 
@@ -426,24 +443,27 @@ func readKinetoStream(r io.Reader, res *Result, src string) error {
 // resolveGraphs marks the kernels launched from a CUDA graph: their
 // correlation ID is a graph launch's, or CUPTI gave them a graph id.
 func (kr *kinetoRead) resolveGraphs() {
-	for i := range kr.kernels {
-		k := &kr.kernels[i]
-		l, ok := kr.launches[k.corr]
-		if ok && k.corr >= 0 {
+	for i := range kr.kernels.len() {
+		k := kr.kernels.at(i)
+		var l kinetoLaunch
+		ok := false
+		if k.corr >= 0 {
+			l, ok = kr.launches[k.corr]
+		}
+		if ok {
 			k.flags |= kfLaunch
+			k.launch = l.ts
 		}
 		if k.flags&kfGraphArg != 0 || (ok && l.graph) {
 			k.flags |= kfGraph
 		}
 	}
+	kr.launches = nil // the kernels hold what they need
 }
 
 // launchTs is the host time of k's launch.
 func (kr *kinetoRead) launchTs(k *kinetoKernel) (int64, bool) {
-	if k.flags&kfLaunch == 0 {
-		return 0, false
-	}
-	return kr.launches[k.corr].ts, true
+	return k.launch, k.flags&kfLaunch != 0
 }
 
 // attrKey is what makes two kernels' attribute lists equal.
@@ -474,8 +494,16 @@ func (kr *kinetoRead) emit(res *Result, baseNs, rank int64) {
 	stepAt := map[sk]int{}
 	unplaced := map[int32]*KernelCount{}
 	outside := 0
-	for i := range kr.kernels {
-		k := &kr.kernels[i]
+	// Consecutive kernels mostly share their step and rank.
+	var (
+		lastTID    [16]byte
+		lastNumber int
+		haveLast   bool
+		lastKey    sk
+		lastJ      = -1
+	)
+	for i := range kr.kernels.len() {
+		k := kr.kernels.at(i)
 		sp := res.at(int(k.span))
 		if k.step < 0 {
 			sp.drop = true
@@ -489,14 +517,17 @@ func (kr *kinetoRead) emit(res *Result, baseNs, rank int64) {
 		if r < 0 {
 			r = 0
 		}
-		st := kr.steps[k.step]
+		st := &kr.steps[k.step]
 		sp.Step, sp.Rank = st.number, int(r)
-		tid, ok := traceIDs[st.number]
-		if !ok {
-			tid = kinetoTraceID(st.number)
-			traceIDs[st.number] = tid
+		if st.number != lastNumber || !haveLast {
+			tid, ok := traceIDs[st.number]
+			if !ok {
+				tid = kinetoTraceID(st.number)
+				traceIDs[st.number] = tid
+			}
+			lastTID, lastNumber, haveLast = tid, st.number, true
 		}
-		sp.TraceID = tid
+		sp.TraceID = lastTID
 		binary.BigEndian.PutUint64(sp.SpanID[:], (uint64(r+1)<<48)|uint64(k.span+1))
 		sp.Start += baseNs
 		if k.role != roleNone {
@@ -508,13 +539,16 @@ func (kr *kinetoRead) emit(res *Result, baseNs, rank int64) {
 		sp.Attrs = kr.attrs(k, baseNs, shared, fusedJSON)
 
 		key := sk{st.number, int(r)}
-		j, ok := stepAt[key]
-		if !ok {
-			j = len(rep.Steps)
-			stepAt[key] = j
-			rep.Steps = append(rep.Steps, st.report(int(r), kr.rule))
+		if key != lastKey || lastJ < 0 {
+			j, ok := stepAt[key]
+			if !ok {
+				j = len(rep.Steps)
+				stepAt[key] = j
+				rep.Steps = append(rep.Steps, st.report(int(r), kr.rule))
+			}
+			lastKey, lastJ = key, j
 		}
-		s := &rep.Steps[j]
+		s := &rep.Steps[lastJ]
 		s.Kernels++
 		s.KernelNs += k.dur
 		rep.KernelNs += k.dur

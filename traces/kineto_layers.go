@@ -2,6 +2,7 @@ package traces
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -198,7 +199,7 @@ func (kr *kinetoRead) placeSteps() {
 		groups := map[int32][]int32{}
 		var order []int32
 		for _, i := range ks {
-			s := kr.kernels[i].step
+			s := kr.kernels.at(int(i)).step
 			if s < 0 {
 				continue
 			}
@@ -213,10 +214,11 @@ func (kr *kinetoRead) placeSteps() {
 			layers, note := p.place()
 			if layers == 0 {
 				for _, i := range g { // nothing half-placed
-					kr.kernels[i].role, kr.kernels[i].layer, kr.kernels[i].fused = roleNone, -1, 0
+					k := kr.kernels.at(int(i))
+					k.role, k.layer, k.fused = roleNone, -1, 0
 				}
 			}
-			kr.placements = append(kr.placements, placement{step: s, device: kr.kernels[g[0]].device, layers: layers, note: note})
+			kr.placements = append(kr.placements, placement{step: s, device: kr.kernels.at(int(g[0])).device, layers: layers, note: note})
 		}
 	}
 }
@@ -229,7 +231,7 @@ type placer struct {
 	notes []string
 }
 
-func (p *placer) k(pos int) *kinetoKernel { return &p.kr.kernels[p.ks[pos]] }
+func (p *placer) k(pos int) *kinetoKernel { return p.kr.kernels.at(int(p.ks[pos])) }
 func (p *placer) cls(pos int) kernelClass { return p.kr.infos[p.k(pos).name].class }
 func (p *placer) ki(pos int) *kernelInfo  { return &p.kr.infos[p.k(pos).name] }
 func (p *placer) set(pos, layer int, r role) {
@@ -396,13 +398,10 @@ func (p *placer) firstAttn(lo, hi int) int {
 func (p *placer) segmentByCollectives(coll, attn []int) (layers []layerSeg, embedHi, embedAR, headLo int, ok bool, why string) {
 	n := len(p.ks)
 	a0, aLast := attn[0], attn[len(attn)-1]
+	// hasAttn in O(log n): attn is sorted.
 	hasAttn := func(lo, hi int) bool {
-		for _, a := range attn {
-			if a >= lo && a < hi {
-				return true
-			}
-		}
-		return false
+		i, _ := slices.BinarySearch(attn, lo)
+		return i < len(attn) && attn[i] < hi
 	}
 	ci := 0
 	embedAR = -1
@@ -482,10 +481,9 @@ func (p *placer) segmentByNorms() (layers []layerSeg, embedHi, headLo int, ok bo
 	}
 	norms := p.positions(0, n, clsNorm)
 	nextNorm := func(from int) int {
-		for _, x := range norms {
-			if x >= from {
-				return x
-			}
+		i, _ := slices.BinarySearch(norms, from)
+		if i < len(norms) {
+			return norms[i]
 		}
 		return -1
 	}
@@ -786,26 +784,23 @@ func (p *placer) headPart(lo, hi int, finalCovered bool) {
 // next GEMM or attention kernel placed after it, and each split-K
 // reduction the op of the GEMM placed before it.
 func (p *placer) attachHelpers(lo, hi int) {
-	for i := lo; i < hi; i++ {
-		k := p.k(i)
-		if k.role != roleNone {
-			continue
+	// One pass each way, remembering the nearest placed consumer.
+	next := -1
+	for i := hi - 1; i >= lo; i-- {
+		c := p.cls(i)
+		if (c == clsGEMM || c == clsMoEGEMM || c == clsRouterGEMM || c == clsAttn) && p.k(i).role != roleNone {
+			next = i
+		} else if c == clsQuant && p.k(i).role == roleNone && next >= 0 {
+			p.copyOp(i, next)
 		}
-		switch p.cls(i) {
-		case clsQuant:
-			for j := i + 1; j < hi; j++ {
-				if c := p.cls(j); (c == clsGEMM || c == clsMoEGEMM || c == clsRouterGEMM || c == clsAttn) && p.k(j).role != roleNone {
-					p.copyOp(i, j)
-					break
-				}
-			}
-		case clsSplitK:
-			for j := i - 1; j >= lo; j-- {
-				if c := p.cls(j); (c == clsGEMM || c == clsMoEGEMM || c == clsRouterGEMM) && p.k(j).role != roleNone {
-					p.copyOp(i, j)
-					break
-				}
-			}
+	}
+	prev := -1
+	for i := lo; i < hi; i++ {
+		c := p.cls(i)
+		if (c == clsGEMM || c == clsMoEGEMM || c == clsRouterGEMM) && p.k(i).role != roleNone {
+			prev = i
+		} else if c == clsSplitK && p.k(i).role == roleNone && prev >= 0 {
+			p.copyOp(i, prev)
 		}
 	}
 }

@@ -252,8 +252,8 @@ func (kr *kinetoRead) splitSteps() {
 		if !kr.stepsFromLayerPattern() {
 			kr.rule = StepRuleNone
 			kr.steps = []stepMeta{{number: 0}}
-			for i := range kr.kernels {
-				kr.kernels[i].step = 0
+			for i := range kr.kernels.len() {
+				kr.kernels.at(i).step = 0
 			}
 		}
 	}
@@ -261,8 +261,8 @@ func (kr *kinetoRead) splitSteps() {
 }
 
 func (kr *kinetoRead) hasGraphKernels() bool {
-	for i := range kr.kernels {
-		if kr.kernels[i].flags&kfGraph != 0 {
+	for i := range kr.kernels.len() {
+		if kr.kernels.at(i).flags&kfGraph != 0 {
 			return true
 		}
 	}
@@ -362,8 +362,8 @@ func (kr *kinetoRead) stepsFromRanges(target, draft []kinetoRange, byNumber bool
 			}
 		}
 	}
-	for i := range kr.kernels {
-		k := &kr.kernels[i]
+	for i := range kr.kernels.len() {
+		k := kr.kernels.at(i)
 		k.step = -1
 		t, launched := kr.launchTs(k)
 		if launched && len(cpu) > 0 {
@@ -381,7 +381,9 @@ func (kr *kinetoRead) stepsFromRanges(target, draft []kinetoRange, byNumber bool
 				continue
 			}
 		}
-		if len(gpu) > 0 {
+		// A kernel launched outside every CPU range was not launched by a
+		// step; GPU ranges place only kernels without a launch event.
+		if len(gpu) > 0 && (!launched || len(cpu) == 0) {
 			if j := findRange(gpu, k.start); j >= 0 && gpuStep[j] >= 0 {
 				k.step = gpuStep[j]
 				continue
@@ -411,8 +413,8 @@ func (kr *kinetoRead) byDevice() [][]int32 {
 	idx := map[int32]int{}
 	var out [][]int32
 	var devs []int32
-	for i := range kr.kernels {
-		d := kr.kernels[i].device
+	for i := range kr.kernels.len() {
+		d := kr.kernels.at(i).device
 		j, ok := idx[d]
 		if !ok {
 			j = len(out)
@@ -440,7 +442,7 @@ func (kr *kinetoRead) byDevice() [][]int32 {
 
 func (kr *kinetoRead) sortByStart(v []int32) {
 	slices.SortStableFunc(v, func(a, b int32) int {
-		return cmp.Compare(kr.kernels[a].start, kr.kernels[b].start)
+		return cmp.Compare(kr.kernels.at(int(a)).start, kr.kernels.at(int(b)).start)
 	})
 }
 
@@ -452,8 +454,8 @@ func (kr *kinetoRead) sortByStart(v []int32) {
 // kernels inside such a step's span join it; other eager kernels (input
 // preparation, sampling) belong to no step.
 func (kr *kinetoRead) stepsFromGraphs() {
-	for i := range kr.kernels {
-		kr.kernels[i].step = -1
+	for i := range kr.kernels.len() {
+		kr.kernels.at(i).step = -1
 	}
 	next := make([]int, 0, 4) // next step number per device order
 	for dev, ks := range kr.byDevice() {
@@ -466,7 +468,7 @@ func (kr *kinetoRead) stepsFromGraphs() {
 			pieceOpen bool
 		)
 		for _, i := range ks {
-			k := &kr.kernels[i]
+			k := kr.kernels.at(int(i))
 			if k.flags&kfGraph == 0 {
 				if pieceOpen {
 					pending = append(pending, i)
@@ -481,7 +483,7 @@ func (kr *kinetoRead) stepsFromGraphs() {
 				// attention ran since the previous piece, else a new step.
 				if cur >= 0 && joinable {
 					for _, p := range pending {
-						kr.kernels[p].step = cur
+						kr.kernels.at(int(p)).step = cur
 					}
 				} else {
 					cur = int32(len(kr.steps))
@@ -493,7 +495,7 @@ func (kr *kinetoRead) stepsFromGraphs() {
 				// Eager kernels interleaved within one replay (another
 				// stream): they ran inside the step.
 				for _, p := range pending {
-					kr.kernels[p].step = cur
+					kr.kernels.at(int(p)).step = cur
 				}
 				pending, joinable = pending[:0], false
 			}
@@ -509,7 +511,7 @@ func (kr *kinetoRead) stepsFromLayerPattern() bool {
 	found := false
 	for _, ks := range kr.byDevice() {
 		for _, i := range ks {
-			kr.kernels[i].step = -1
+			kr.kernels.at(int(i)).step = -1
 		}
 		runs := kr.attentionRuns(ks)
 		if len(runs) < 2 {
@@ -522,7 +524,7 @@ func (kr *kinetoRead) stepsFromLayerPattern() bool {
 			lo, hi := runs[g][1], runs[g+1][0] // gap: ks[lo:hi]
 			anchor := -1
 			for p := lo; p < hi; p++ {
-				ki := kr.info(&kr.kernels[ks[p]])
+				ki := kr.info(kr.kernels.at(int(ks[p])))
 				if ki.class == clsEmbed || ki.lookup {
 					anchor = p
 					break
@@ -533,8 +535,8 @@ func (kr *kinetoRead) stepsFromLayerPattern() bool {
 			}
 			cut, best := anchor, int64(-1)
 			for p := lo + 1; p <= anchor; p++ {
-				prev := &kr.kernels[ks[p-1]]
-				if idle := kr.kernels[ks[p]].start - (prev.start + prev.dur); idle > best {
+				prev := kr.kernels.at(int(ks[p-1]))
+				if idle := kr.kernels.at(int(ks[p])).start - (prev.start + prev.dur); idle > best {
 					cut, best = p, idle
 				}
 			}
@@ -563,7 +565,7 @@ func (kr *kinetoRead) stepsFromLayerPattern() bool {
 			kr.steps = append(kr.steps, stepMeta{number: n})
 			n++
 			for p := bounds[s]; p < bounds[s+1]; p++ {
-				kr.kernels[ks[p]].step = st
+				kr.kernels.at(int(ks[p])).step = st
 			}
 		}
 	}
@@ -575,11 +577,11 @@ func (kr *kinetoRead) stepsFromLayerPattern() bool {
 func (kr *kinetoRead) attentionRuns(ks []int32) [][2]int {
 	var runs [][2]int
 	for p := 0; p < len(ks); p++ {
-		if kr.info(&kr.kernels[ks[p]]).class != clsAttn {
+		if kr.info(kr.kernels.at(int(ks[p]))).class != clsAttn {
 			continue
 		}
 		q := p + 1
-		for q < len(ks) && kr.info(&kr.kernels[ks[q]]).class == clsAttn {
+		for q < len(ks) && kr.info(kr.kernels.at(int(ks[q]))).class == clsAttn {
 			q++
 		}
 		runs = append(runs, [2]int{p, q})
@@ -588,14 +590,13 @@ func (kr *kinetoRead) attentionRuns(ks []int32) [][2]int {
 	return runs
 }
 
+// countRunsIn counts the runs starting in [lo, hi); runs are sorted.
 func countRunsIn(runs [][2]int, lo, hi int) int {
-	n := 0
-	for _, r := range runs {
-		if r[0] >= lo && r[0] < hi {
-			n++
-		}
+	first := func(x int) int {
+		i, _ := slices.BinarySearchFunc(runs, x, func(r [2]int, x int) int { return cmp.Compare(r[0], x) })
+		return i
 	}
-	return n
+	return first(hi) - first(lo)
 }
 
 // modeOf is the most common value (the smallest on ties).
@@ -616,8 +617,8 @@ func modeOf(v []int) int {
 // countGraphLaunches counts the distinct graph launches of each step.
 func (kr *kinetoRead) countGraphLaunches() {
 	seen := map[[2]int64]bool{}
-	for i := range kr.kernels {
-		k := &kr.kernels[i]
+	for i := range kr.kernels.len() {
+		k := kr.kernels.at(i)
 		if k.step < 0 || k.flags&kfGraph == 0 || k.corr < 0 {
 			continue
 		}

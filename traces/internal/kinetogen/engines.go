@@ -201,6 +201,19 @@ type Scenario struct {
 	Seed  uint64
 	// AllReduce names the all-reduce kernel (default NCCL's).
 	AllReduce string
+	// PythonEvents per step (with_stack=True traces), written before the
+	// launches of the step.
+	PythonEvents int
+	// More, when set, is asked before each step whether to write it
+	// (Steps is then ignored): streams of any length.
+	More func(step int) bool
+}
+
+func (sc *Scenario) more(s int) bool {
+	if sc.More != nil {
+		return sc.More(s)
+	}
+	return s < sc.Steps
 }
 
 // jitter scales durations by a deterministic factor in [1-a, 1+a].
@@ -243,18 +256,22 @@ func VLLMGraphDecode(w *Writer, sc Scenario) {
 	j := jitter{sc.Seed + 1}
 	m, d := sc.Model, sc.Dur
 	name := fmt.Sprintf("execute_context_0(0)_generation_%d(%d)", sc.Batch, sc.Batch)
-	for s := 0; s < sc.Steps; s++ {
+	var fwd []Kernel
+	for s := 0; sc.more(s); s++ {
 		ext := w.NextExt()
 		lo := w.CPU()
+		w.Python(sc.PythonEvents, 3)
 		w.CPUOp("aten::copy_", 6)
 		w.Memcpy(8*sc.Batch, 1.5)
 		w.Memcpy(8*sc.Batch, 1.4)
 		g0, _ := w.Eager(scaled([]Kernel{glue(flashMLAMeta, d), glue(slotMapping, d)}, &j), s)
-		fwd := VLLMEmbed(d, sc.ar())
-		for l := 0; l < m.Layers; l++ {
-			fwd = append(fwd, VLLMDecodeLayer(l, l < m.DenseLayers, d, sc.ar())...)
+		if fwd == nil {
+			fwd = VLLMEmbed(d, sc.ar())
+			for l := 0; l < m.Layers; l++ {
+				fwd = append(fwd, VLLMDecodeLayer(l, l < m.DenseLayers, d, sc.ar())...)
+			}
+			fwd = append(fwd, k(vllmRMSNorm, "head.final_norm", "head.final_norm", d, 1))
 		}
-		fwd = append(fwd, k(vllmRMSNorm, "head.final_norm", "head.final_norm", d, 1))
 		w.Idle(20)
 		w.Graph(scaled(fwd, &j), s)
 		w.Eager(scaled([]Kernel{

@@ -69,6 +69,8 @@ type Writer struct {
 	pid     int
 	tid     int
 	replays int
+	minimal bool
+	noTruth bool
 	buf     []byte
 	// Truth records the op of every kernel written, in writing order.
 	Truth []KernelTruth
@@ -95,11 +97,16 @@ type Meta struct {
 	Device      string // deviceProperties name
 	SM          [2]int // compute capability
 	Extra       string // extra top-level JSON members, without braces ("" for none)
+	// Minimal writes only what readers use (correlation, device, stream,
+	// graph ids; no occupancy, grid or External ids): small fuzz seeds.
+	Minimal bool
+	// NoTruth: do not keep Writer.Truth (streams of millions of kernels).
+	NoTruth bool
 }
 
 // NewWriter starts a trace: the header, then events as they are written.
 func NewWriter(out io.Writer, m Meta) *Writer {
-	w := &Writer{w: bufio.NewWriterSize(out, 1<<16), first: true, device: m.Rank % 8, stream: 7, pid: 4000 + m.Rank, tid: 4000 + m.Rank, cpuUs: 1000, gpuUs: 1000}
+	w := &Writer{w: bufio.NewWriterSize(out, 1<<16), first: true, device: m.Rank % 8, stream: 7, pid: 4000 + m.Rank, tid: 4000 + m.Rank, cpuUs: 1000, gpuUs: 1000, minimal: m.Minimal, noTruth: m.NoTruth}
 	fmt.Fprintf(w.w, `{"schemaVersion":1,"deviceProperties":[{"id":%d,"name":%q,"totalGlobalMem":150121545728,"computeMajor":%d,"computeMinor":%d,"numSms":132}],`,
 		w.device, m.Device, m.SM[0], m.SM[1])
 	fmt.Fprintf(w.w, `"distributedInfo":{"backend":"nccl","rank":%d,"world_size":%d,"pg_count":2},"record_shapes":0,"with_stack":0,`, m.Rank, m.World)
@@ -187,6 +194,10 @@ func (w *Writer) GPURange(name string, lo, hi float64, ext int64) {
 // thread, advancing the CPU clock.
 func (w *Writer) CPUOp(name string, us float64) {
 	w.ext++
+	if w.minimal {
+		w.cpuUs += us
+		return
+	}
 	b := append(w.buf[:0], `{"ph":"X","cat":"cpu_op","name":`...)
 	b = strconv.AppendQuote(b, name)
 	b = fmt.Appendf(b, `,"pid":%d,"tid":%d,"ts":`, w.pid, w.tid)
@@ -197,6 +208,30 @@ func (w *Writer) CPUOp(name string, us float64) {
 	w.event(b)
 	w.buf = b
 	w.cpuUs += us
+}
+
+// Python writes n Python function events (cat python_function, as the
+// profiler records with with_stack=True, vLLM's default) of us each on
+// the launching thread, nested to the depth of a call stack, advancing
+// the CPU clock by their total time.
+func (w *Writer) Python(n int, us float64) {
+	const depth = 12
+	for i := 0; i < n; i++ {
+		w.ext++
+		d := i % depth
+		b := append(w.buf[:0], `{"ph":"X","cat":"python_function","name":`...)
+		b = fmt.Appendf(b, `"vllm/v1/worker/gpu_model_runner.py(%d): _prepare_inputs_%d"`, 1000+i%977, d)
+		b = fmt.Appendf(b, `,"pid":%d,"tid":%d,"ts":`, w.pid, w.tid)
+		b = f3(b, w.cpuUs+float64(d)*0.01)
+		b = append(b, `,"dur":`...)
+		b = f3(b, us)
+		b = fmt.Appendf(b, `,"args":{"Python parent id":%d,"Python id":%d,"Python thread":0}}`, w.ext-1, w.ext)
+		w.event(b)
+		w.buf = b
+		if d == depth-1 {
+			w.cpuUs += us
+		}
+	}
 }
 
 // NextExt returns a fresh External id (for ranges).
@@ -212,7 +247,11 @@ func (w *Writer) runtime(name string, corr int64, us float64) {
 	b = f3(b, w.cpuUs)
 	b = append(b, `,"dur":`...)
 	b = f3(b, us)
-	b = fmt.Appendf(b, `,"args":{"External id":%d,"cbid":211,"correlation":%d}}`, w.ext, corr)
+	if w.minimal {
+		b = fmt.Appendf(b, `,"args":{"correlation":%d}}`, corr)
+	} else {
+		b = fmt.Appendf(b, `,"args":{"External id":%d,"cbid":211,"correlation":%d}}`, w.ext, corr)
+	}
 	w.event(b)
 	w.buf = b
 }
@@ -233,15 +272,21 @@ func (w *Writer) kernel(k *Kernel, start float64, corr int64, replay, step int) 
 	b = f3(b, start)
 	b = append(b, `,"dur":`...)
 	b = f3(b, k.Us)
-	b = fmt.Appendf(b, `,"args":{"External id":%d,"queued":0,"device":%d,"context":1,"stream":%d,"correlation":%d,"registers per thread":128,"shared memory":49152,"blocks per SM":1,"warps per SM":8,"grid":[%d,1,1],"block":[256,1,1],"est. achieved occupancy %%":12`,
-		w.ext, w.device, stream, corr, grid)
+	if w.minimal {
+		b = fmt.Appendf(b, `,"args":{"device":%d,"stream":%d,"correlation":%d`, w.device, stream, corr)
+	} else {
+		b = fmt.Appendf(b, `,"args":{"External id":%d,"queued":0,"device":%d,"context":1,"stream":%d,"correlation":%d,"registers per thread":128,"shared memory":49152,"blocks per SM":1,"warps per SM":8,"grid":[%d,1,1],"block":[256,1,1],"est. achieved occupancy %%":12`,
+			w.ext, w.device, stream, corr, grid)
+	}
 	if graph {
 		b = fmt.Appendf(b, `,"graph id":%d,"graph node id":%d`, 1+corr%64, len(w.Truth)+1)
 	}
 	b = append(b, "}}"...)
 	w.event(b)
 	w.buf = b
-	w.Truth = append(w.Truth, KernelTruth{Name: k.Name, StartNs: ns(start), DurNs: ns(k.Us), Op: k.Op, Ops: k.Ops, Step: step, Replay: replay})
+	if !w.noTruth {
+		w.Truth = append(w.Truth, KernelTruth{Name: k.Name, StartNs: ns(start), DurNs: ns(k.Us), Op: k.Op, Ops: k.Ops, Step: step, Replay: replay})
+	}
 	if end := start + k.Us; end > w.gpuUs {
 		w.gpuUs = end
 	}
