@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/tpscope/tpscope/model"
 	"github.com/tpscope/tpscope/traces/internal/kinetogen"
 )
 
@@ -257,6 +258,63 @@ func TestKinetoFixtureRanks(t *testing.T) {
 		}
 		if len(ranks) != 4 {
 			t.Errorf("step %d: ranks %v, want 0-3", tr[0].Step, ranks)
+		}
+	}
+}
+
+// TestKinetoKimiFixtureJoinsSchedule: the op IDs placed on the Kimi
+// fixture (rank 0 of Kimi-K2.5 at TP 8, decode batch 32) are op IDs of
+// model.Build's schedule for that scenario, and every op of rank 0's
+// schedule is measured in every step (by its own kernels or a fused
+// kernel that lists it), so a comparison joins measurement and
+// prediction op by op.
+func TestKinetoKimiFixtureJoinsSchedule(t *testing.T) {
+	f := kinetogen.Fixtures()[0]
+	a, err := model.Preset("kimi-k2.5")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sched, err := model.Build(a, model.Plan{TP: 8}, model.Workload{Phase: model.Decode, Batch: 32, Context: 4096})
+	if err != nil {
+		t.Fatal(err)
+	}
+	inSched := map[string]bool{}
+	for _, op := range sched.Ranks[0] {
+		inSched[op.ID] = true
+	}
+	res, _ := readFixture(t, f)
+	measured := map[int]map[string]bool{}
+	for i := range res.Spans {
+		s := &res.Spans[i]
+		if s.OpID == "" {
+			continue
+		}
+		ops := []string{s.OpID}
+		if v, ok := s.Attr(string(AttrKinetoOps)); ok {
+			ops = decodeStringArray(v.AsString())
+		}
+		for _, id := range ops {
+			if !inSched[id] {
+				t.Errorf("step %d: %s placed on %s, not an op of the schedule", s.Step, truncName(s.Name), id)
+			}
+			if measured[s.Step] == nil {
+				measured[s.Step] = map[string]bool{}
+			}
+			measured[s.Step][id] = true
+		}
+	}
+	if len(measured) != 4 {
+		t.Fatalf("%d steps with placed kernels, want 4", len(measured))
+	}
+	for step, m := range measured {
+		var missing []string
+		for _, op := range sched.Ranks[0] {
+			if !m[op.ID] {
+				missing = append(missing, op.ID)
+			}
+		}
+		if len(missing) > 0 {
+			t.Errorf("step %d: %d of %d schedule ops not measured: %v", step, len(missing), len(sched.Ranks[0]), missing[:min(len(missing), 10)])
 		}
 	}
 }
