@@ -22,6 +22,9 @@ import (
 //     "execute_new_{new reqs}_cached_{cached reqs}". ProfilerStep#N appears
 //     only when the profiler runs with a schedule. The sampler runs in
 //     sample_tokens, outside the range, in versions with the context form.
+//     The inner "gpu_model_runner: preprocess / forward / postprocess /
+//     sample" scopes (VLLM_CUSTOM_SCOPES_FOR_PROFILING=1) nest inside the
+//     range and are not steps.
 //   - SGLang (python/sglang/srt/utils/profile_utils.py build_step_span_name,
 //     used by ModelRunner.forward through torch.profiler.record_function)
 //     writes "step[EXTEND bs=B toks=T]" or "step[DECODE bs=B]" (other modes:
