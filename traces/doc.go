@@ -23,10 +23,19 @@
 // UI, Chrome/Kineto traces from the PyTorch profiler (.json, .json.gz) — into
 // one normalized, time-ordered []Span plus a report of what was left out and
 // why (Result.Skipped). Files are streamed through a small JSON lexer
-// (lexer.go): memory holds the span list, not the document. Kineto GPU
-// kernels carry no op IDs; ClassifyKernel maps their names to op kinds and
-// Span.Seq/KindSeq give their order per step and rank, so an aligner can
-// match the n-th kernel of a kind with the n-th predicted op of that kind.
+// (lexer.go): memory holds the span list, not the document. Kineto traces
+// (kineto.go) are split into steps by the serving engine's step ranges,
+// ProfilerStep#N, CUDA-graph replays or the layer pattern of eager kernels
+// (kineto_steps.go, StepRule*); within a step the decoder layers are
+// recovered from the collectives and norms around attention, and every
+// kernel gets the op ID of the (layer, role) it implements as
+// model.Build names ops (kineto_layers.go), fused kernels listing all
+// their ops (AttrKinetoOps); Result.Kineto reports the rule, the steps and
+// the share of kernel time placed, and unplaced kernels are reported by
+// name. ClassifyKernel maps kernel names to op kinds (kineto_kernels.go);
+// Span.Seq/KindSeq give the kernels' order per step and rank, so an
+// aligner can also match the n-th kernel of a kind with the n-th
+// predicted op of that kind (WithKernelPlacement(false)).
 //
 // Units: Span.Start is Unix nanoseconds, Span.Duration a time.Duration
 // (nanoseconds); attributes ending in _us are microseconds. Jaeger API v1

@@ -5,6 +5,8 @@ import (
 	"context"
 	"os"
 	"testing"
+
+	"github.com/tpscope/tpscope/traces/internal/kinetogen"
 )
 
 // fuzzRead reads data as the given format ("" = sniff) and checks the
@@ -61,6 +63,12 @@ func FuzzReadJaegerV1(f *testing.F) {
 
 func FuzzReadKineto(f *testing.F) {
 	addFile(f, "testdata/kineto_two_steps.json")
+	// Engine ranges, piecewise graph replays, layers to place: one-step
+	// traces of a 2-layer model (written by TestKinetoFuzzSeedsUpToDate).
+	for _, name := range kinetoFuzzSeedFiles {
+		addFile(f, name)
+	}
+	f.Add([]byte(`[{"ph":"X","cat":"user_annotation","name":"execute_context_0(0)_generation_1(1)","ts":0,"dur":100},{"ph":"X","cat":"cuda_runtime","name":"cudaGraphLaunch","ts":1,"dur":2,"args":{"correlation":5}},{"ph":"X","cat":"kernel","name":"_fwd_grouped_kernel_stage1","ts":5,"dur":1,"args":{"correlation":5}},{"ph":"X","cat":"kernel","name":"ncclDevKernel_AllReduce","ts":7,"dur":1,"args":{"correlation":5}}]`))
 	f.Add([]byte(`[{"ph":"X","cat":"kernel","name":"ncclDevKernel_AllReduce_Sum_bf16_RING_LL","ts":1.5,"dur":2,"pid":0,"tid":7,"args":{"correlation":1}}]`))
 	f.Add([]byte(`{"distributedInfo":{"rank":-3},"baseTimeNanoseconds":9223372036854775807,"traceEvents":[{"ph":"X","cat":"gpu_user_annotation","name":"ProfilerStep#0","ts":0,"dur":1e9},{"ph":"X","cat":"kernel","name":"k","ts":"1","dur":1}]}`))
 	f.Fuzz(func(t *testing.T, data []byte) { fuzzRead(t, data, FormatKineto) })
@@ -75,4 +83,56 @@ func FuzzOpenSniff(f *testing.F) {
 	f.Add([]byte(otlpLine(tidA, "m")))
 	f.Add([]byte{0x1f, 0x8b, 0x08, 0x00})
 	f.Fuzz(func(t *testing.T, data []byte) { fuzzRead(t, data, "") })
+}
+
+// kinetoFuzzSeedFiles are one-step traces of a 2-layer model in three
+// structures (kinetoFuzzSeeds).
+var kinetoFuzzSeedFiles = []string{
+	"testdata/kineto/fuzz_seed_vllm_eager.json",
+	"testdata/kineto/fuzz_seed_vllm_piecewise_noranges.json",
+	"testdata/kineto/fuzz_seed_trtllm_graph.json",
+}
+
+// kinetoFuzzSeeds writes the seeds: vLLM eager with its ranges, vLLM
+// piecewise graphs without ranges, TensorRT-LLM graph replays.
+func kinetoFuzzSeeds() ([][]byte, error) {
+	two := kinetogen.Model{Name: "two-layer", Layers: 2, DenseLayers: 1}
+	sc := kinetogen.Scenario{Model: two, Dur: kinetogen.TinyDecode, World: 2, Steps: 1, Batch: 2, Seed: 1}
+	var out [][]byte
+	for _, write := range []func(*kinetogen.Writer){
+		func(w *kinetogen.Writer) { kinetogen.VLLMEager(w, sc, true) },
+		func(w *kinetogen.Writer) {
+			kinetogen.VLLMPiecewise(w, sc, []kinetogen.StepKind{kinetogen.PrefillPiecewise}, false)
+		},
+		func(w *kinetogen.Writer) { kinetogen.TRTLLMGraphDecode(w, sc) },
+	} {
+		var b bytes.Buffer
+		w := kinetogen.NewWriter(&b, kinetogen.Meta{World: 2, Device: "NVIDIA H200", SM: [2]int{9, 0}, Minimal: true})
+		write(w)
+		if err := w.Close(); err != nil {
+			return nil, err
+		}
+		out = append(out, b.Bytes())
+	}
+	return out, nil
+}
+
+// TestKinetoFuzzSeedsUpToDate: the seed files are what kinetoFuzzSeeds
+// writes (-update-kineto rewrites them).
+func TestKinetoFuzzSeedsUpToDate(t *testing.T) {
+	seeds, err := kinetoFuzzSeeds()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, name := range kinetoFuzzSeedFiles {
+		if *updateKineto {
+			if err := os.WriteFile(name, seeds[i], 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		have, err := os.ReadFile(name)
+		if err != nil || !bytes.Equal(have, seeds[i]) {
+			t.Errorf("%s is not what kinetoFuzzSeeds writes (rerun with -update-kineto): %v", name, err)
+		}
+	}
 }

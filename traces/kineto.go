@@ -3,6 +3,7 @@ package traces
 import (
 	"bytes"
 	"encoding/binary"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"hash/fnv"
@@ -13,49 +14,126 @@ import (
 	"strings"
 	"time"
 
-	"go.opentelemetry.io/otel/attribute"
-
-	"github.com/tpscope/tpscope/model"
 	"github.com/tpscope/tpscope/traces/schema"
 )
 
 // Chrome trace / Kineto JSON, as written by the PyTorch profiler
-// (torch.profiler export_chrome_trace; vLLM and SGLang with their profiler
-// enabled): {"schemaVersion":1, "distributedInfo":{"rank":R,...},
-// "baseTimeNanoseconds":B, "traceEvents":[...]}. Complete events (ph "X")
-// carry ts and dur in microseconds (fractions allowed), relative to B when
-// present. The reader keeps GPU kernels (cat "kernel"), each as one Span
-// without op ID whose OpKind comes from ClassifyKernel; ProfilerStep#N
-// annotations (cat "gpu_user_annotation" on the GPU timeline, else
-// "user_annotation" on the CPU, matched through the launch's correlation
-// ID) assign kernels to steps. Kernels replayed from a CUDA graph have the
-// correlation ID of a cudaGraphLaunch runtime call and get AttrKinetoGraph=true.
+// (torch.profiler export_chrome_trace; vLLM, SGLang and TensorRT-LLM with
+// their profiler enabled): {"schemaVersion":1,
+// "distributedInfo":{"rank":R,...}, "baseTimeNanoseconds":B,
+// "traceEvents":[...]}. Complete events (ph "X") carry ts and dur in
+// microseconds (fractions allowed), relative to B when present.
+//
+// The reader keeps GPU kernels (cat "kernel"), each as one Span whose
+// OpKind comes from ClassifyKernel. It also notes the runtime calls that
+// launch them (cat "cuda_runtime"/"cuda_driver", matched by correlation
+// ID; a cudaGraphLaunch replays a whole graph, and every kernel of the
+// replay carries the launch's correlation ID) and the step ranges
+// (user_annotation on the CPU, gpu_user_annotation on the GPU timeline).
+// After the file is read:
+//
+//  1. Steps (kineto_steps.go): the first rule that applies splits the
+//     kernels into steps — engine ranges, ProfilerStep#N, graph launches,
+//     the layer pattern of eager kernels (StepRule* in schema_kineto.go).
+//     Kernels outside every step (warm-up, between iterations) are left
+//     out and counted in Result.Skipped.
+//  2. Layers and roles (kineto_layers.go): per step and rank, the decoder
+//     layers are recovered from the repeating kernel sequence and each
+//     kernel gets the op ID of the (layer, role) it implements, as
+//     model.Build names ops; kernels no rule places keep no op ID and are
+//     reported by name (KinetoFile.Unplaced, Result.Skipped).
 //
 // Synthesized IDs: a step's trace ID is derived from the step number only,
 // so per-rank files of one run put the same step in the same trace; a
 // kernel's span ID is derived from (rank, event index). Kernels are roots
 // (no step or rank span is synthesized); Rank, Step, Seq and KindSeq say
-// where they belong.
+// where they belong, Layer and OpID what they implement.
 
-// Kineto-specific attributes.
+// kinetoKernel is one GPU kernel as read, before steps and layers are known.
+type kinetoKernel struct {
+	span   int32 // index in res (Result.at)
+	name   int32 // index in kinetoRead.names
+	start  int64 // ns, relative to baseTimeNanoseconds
+	dur    int64 // ns
+	corr   int64 // correlation ID; -1 when absent
+	launch int64 // host time of the launch (kfLaunch), ns, relative
+	stream int64
+	device int32
+	step   int32 // index in kinetoRead.steps; -1 outside every step
+	layer  int16 // -1 for embed/head roles and unplaced kernels
+	role   role
+	flags  uint8
+	fused  int32 // index+1 in kinetoRead.fused; 0 when the kernel implements one op
+}
+
 const (
-	AttrKinetoGraph    attribute.Key = "tpscope.kineto.graph"     // bool: launched from a CUDA graph (cudaGraphLaunch)
-	AttrKinetoStream   attribute.Key = "tpscope.kineto.stream"    // int64: CUDA stream
-	AttrKinetoKindRule attribute.Key = "tpscope.kineto.kind_rule" // string: the ClassifyKernel rule that matched ("default" = none)
+	kfStream   uint8 = 1 << iota // stream known
+	kfGraphArg                   // the kernel event says it ran from a graph (graph id)
+	kfGraph                      // resolved: launched from a CUDA graph
+	kfLaunch                     // a launch event with its correlation ID exists
 )
 
-type kinetoKernel struct {
-	span        int // index in res (Result.at)
-	startNs     int64
-	correlation int64
-	device      int64
+// kernelList holds the kernels in fixed-size chunks: a growing slice would
+// leave every smaller copy behind as garbage (four times the final size
+// for a million kernels), which the heap must make room for.
+type kernelList struct {
+	chunks [][]kinetoKernel
+	n      int
 }
 
-type stepRange struct {
-	step   int
-	lo, hi int64 // ns, relative
-	gpu    bool
+const kernelChunk = 1 << 14
+
+func (l *kernelList) len() int { return l.n }
+
+func (l *kernelList) at(i int) *kinetoKernel { return &l.chunks[i/kernelChunk][i%kernelChunk] }
+
+func (l *kernelList) add(k kinetoKernel) {
+	if l.n%kernelChunk == 0 {
+		l.chunks = append(l.chunks, make([]kinetoKernel, kernelChunk))
+	}
+	l.chunks[l.n/kernelChunk][l.n%kernelChunk] = k
+	l.n++
 }
+
+// kinetoLaunch is a runtime call with a correlation ID.
+type kinetoLaunch struct {
+	ts    int64 // ns, relative
+	graph bool  // cudaGraphLaunch / cuGraphLaunch
+}
+
+// kinetoRead holds one file's events between reading and emitting spans.
+type kinetoRead struct {
+	o        *reader
+	src      string
+	kernels  kernelList
+	names    []string
+	infos    []kernelInfo
+	nameIdx  map[string]int32
+	launches map[int64]kinetoLaunch
+	ranges   []kinetoRange
+	steps    []stepMeta
+	fused    [][]opRef
+	rule     string
+	engine   string
+	place    bool
+
+	opIDs      map[int32]string
+	placements []placement
+	stepNotes  []string // left-out steps, for Result.Skipped
+}
+
+func (kr *kinetoRead) nameID(name string) int32 {
+	if i, ok := kr.nameIdx[name]; ok {
+		return i
+	}
+	i := int32(len(kr.names))
+	kr.names = append(kr.names, name)
+	kr.infos = append(kr.infos, kr.o.classify(name))
+	kr.nameIdx[name] = i
+	return i
+}
+
+func (kr *kinetoRead) info(k *kinetoKernel) *kernelInfo { return &kr.infos[k.name] }
 
 // parseUsToNs converts a decimal microsecond value ("1234.567") to
 // nanoseconds exactly, without going through float64.
@@ -120,9 +198,11 @@ type kinetoEvent struct {
 	correlation   int64
 	device        int64
 	stream        int64
+	external      int64
 	haveCorr      bool
 	haveDevice    bool
 	haveStream    bool
+	haveExternal  bool
 	graph         bool
 }
 
@@ -144,7 +224,7 @@ func (o *reader) kinetoNum() (int64, bool, error) {
 
 func (o *reader) kinetoEvent(ev *kinetoEvent) error {
 	ev.ph, ev.cat, ev.name, ev.tsText = ev.ph[:0], ev.cat[:0], ev.name[:0], ev.tsText[:0]
-	ev.havePid, ev.tsOK, ev.durOK, ev.haveCorr, ev.haveDevice, ev.haveStream, ev.graph = false, false, false, false, false, false, false
+	ev.havePid, ev.tsOK, ev.durOK, ev.haveCorr, ev.haveDevice, ev.haveStream, ev.haveExternal, ev.graph = false, false, false, false, false, false, false, false
 	return o.lx.object(func(k []byte) error {
 		switch string(k) {
 		case "ph", "cat", "name":
@@ -188,6 +268,8 @@ func (o *reader) kinetoEvent(ev *kinetoEvent) error {
 					p, have = &ev.device, &ev.haveDevice
 				case "stream":
 					p, have = &ev.stream, &ev.haveStream
+				case "External id":
+					p, have = &ev.external, &ev.haveExternal
 				case "graph id", "graph node id":
 					ev.graph = true
 					return o.lx.skip()
@@ -206,16 +288,13 @@ func (o *reader) kinetoEvent(ev *kinetoEvent) error {
 // readKinetoStream reads a Chrome/Kineto trace event by event.
 func readKinetoStream(r io.Reader, res *Result, src string) error {
 	o := newReader(r, res, src)
+	kr := &kinetoRead{o: o, src: src, nameIdx: map[string]int32{}, launches: map[int64]kinetoLaunch{}, place: !res.noKernelPlacement}
 	var (
-		baseNs      int64
-		rank        int64 = -1
-		kernels     []kinetoKernel
-		steps       []stepRange
-		launchNs    = map[int64]int64{} // correlation -> host launch time (ns, relative)
-		graphLaunch = map[int64]bool{}  // correlation IDs of cudaGraphLaunch calls
-		ignored     = map[string]int{}  // category -> count of non-kernel GPU events
-		events      int
-		ev          kinetoEvent
+		baseNs  int64
+		rank    int64 = -1
+		ignored       = map[string]int{} // category -> count of non-kernel GPU events
+		events  int
+		ev      kinetoEvent
 	)
 	first, err := o.lx.peek()
 	if err != nil {
@@ -240,23 +319,25 @@ func readKinetoStream(r io.Reader, res *Result, src string) error {
 		switch string(ev.cat) {
 		case "kernel", "Kernel":
 		case "cuda_runtime", "cuda_driver":
-			if ev.haveCorr {
-				if ev.tsOK {
-					launchNs[ev.correlation] = ev.ts
-				}
-				if bytes.HasPrefix(ev.name, []byte("cudaGraphLaunch")) || bytes.HasPrefix(ev.name, []byte("cuGraphLaunch")) {
-					graphLaunch[ev.correlation] = true
-				}
+			if ev.haveCorr && ev.tsOK {
+				graph := bytes.HasPrefix(ev.name, []byte("cudaGraphLaunch")) || bytes.HasPrefix(ev.name, []byte("cuGraphLaunch"))
+				kr.launches[ev.correlation] = kinetoLaunch{ts: ev.ts, graph: graph}
 			}
 			return nil
 		case "user_annotation", "gpu_user_annotation":
-			if n, ok := parseStepName(string(ev.name)); ok {
-				if !ev.tsOK || !ev.durOK || ev.dur < 0 {
-					res.skip(o.where(), fmt.Sprintf("event %d %q: ts/dur are not microseconds", events-1, ev.name))
-					return nil
-				}
-				steps = append(steps, stepRange{step: n, lo: ev.ts, hi: ev.ts + ev.dur, gpu: string(ev.cat) == "gpu_user_annotation"})
+			info, ok := parseStepRange(ev.name)
+			if !ok {
+				return nil
 			}
+			if !ev.tsOK || !ev.durOK || ev.dur < 0 {
+				res.skip(o.where(), fmt.Sprintf("event %d %q: ts/dur are not microseconds", events-1, truncBytes(ev.name)))
+				return nil
+			}
+			rg := kinetoRange{lo: ev.ts, hi: ev.ts + ev.dur, gpu: string(ev.cat) == "gpu_user_annotation", ext: -1, name: o.in.b(ev.name), info: info}
+			if ev.haveExternal {
+				rg.ext = ev.external
+			}
+			kr.ranges = append(kr.ranges, rg)
 			return nil
 		case "gpu_memcpy", "gpu_memset", "Memcpy", "Memset":
 			ignored[string(ev.cat)]++
@@ -272,42 +353,33 @@ func readKinetoStream(r io.Reader, res *Result, src string) error {
 			res.skip(o.where(), fmt.Sprintf("kernel event %d has no name", events-1))
 			return nil
 		}
-		sp := newSpan()
+		if res.count() >= math.MaxInt32 {
+			return fmt.Errorf("more than %d spans: split the source", math.MaxInt32)
+		}
+		sp := res.slot()
 		sp.kernel = true
 		sp.Name = o.in.b(ev.name)
 		sp.Start = ev.ts
 		sp.Duration = time.Duration(ev.dur)
 		sp.Service = "kineto"
-		kind, coll, rule := o.classify(sp.Name)
-		sp.OpKind = string(kind)
-		o.tmp = append(o.tmp[:0],
-			Attr{Key: string(schema.AttrKernel), Value: StringValue(sp.Name)},
-			Attr{Key: string(schema.AttrOpKind), Value: StringValue(sp.OpKind)},
-			Attr{Key: string(AttrKinetoKindRule), Value: StringValue(rule)},
-			Attr{Key: string(AttrKinetoGraph), Value: BoolValue(false)}, // set below
-		)
-		if coll != "" {
-			o.tmp = append(o.tmp, Attr{Key: string(schema.AttrCollective), Value: StringValue(string(coll))})
-		}
-		if ev.haveStream {
-			o.tmp = append(o.tmp, Attr{Key: string(AttrKinetoStream), Value: IntValue(ev.stream)})
-		}
-		o.tmp = append(o.tmp, Attr{Key: string(schema.AttrHostLaunchUnixNano)}) // filled below or dropped
-		sp.Attrs = o.keep(o.tmp)
-		k := kinetoKernel{span: res.count(), startNs: ev.ts, correlation: -1, device: -1}
+		k := kinetoKernel{span: int32(res.count()), name: kr.nameID(sp.Name), start: ev.ts, dur: ev.dur, corr: -1, device: -1, step: -1, layer: -1}
+		sp.OpKind = string(kr.infos[k.name].kind)
+		res.commit()
 		if ev.haveCorr {
-			k.correlation = ev.correlation
+			k.corr = ev.correlation
 		}
 		if ev.haveDevice {
-			k.device = ev.device
+			k.device = int32(ev.device)
 		} else if ev.havePid {
-			k.device = ev.pid
+			k.device = int32(ev.pid)
+		}
+		if ev.haveStream {
+			k.stream, k.flags = ev.stream, k.flags|kfStream
 		}
 		if ev.graph {
-			graphLaunch[k.correlation] = true
+			k.flags |= kfGraphArg
 		}
-		kernels = append(kernels, k)
-		res.add(sp)
+		kr.kernels.add(k)
 		return nil
 	}
 
@@ -347,8 +419,8 @@ func readKinetoStream(r io.Reader, res *Result, src string) error {
 		return fmt.Errorf("%s: want a Chrome trace JSON object {\"traceEvents\":[...]} or array, got %q", src, first)
 	}
 	if err := body(); err != nil {
-		// The step annotations read so far count as something read.
-		if err := truncated(res, src, o.lx.offset(), err, len(steps)); err != nil {
+		// The step ranges read so far count as something read.
+		if err := truncated(res, src, o.lx.offset(), err, len(kr.ranges)); err != nil {
 			return err
 		}
 	}
@@ -361,87 +433,252 @@ func readKinetoStream(r io.Reader, res *Result, src string) error {
 	for _, c := range cats {
 		res.skip(src, fmt.Sprintf("%d %s events are copies, not kernels; not in the span list", ignored[c], c))
 	}
+	kr.resolveGraphs()
+	kr.splitSteps()
+	if kr.place {
+		kr.placeSteps()
+	}
+	kr.emit(res, baseNs, rank)
+	return nil
+}
 
-	// Step assignment. GPU-side step annotations bound kernel times
-	// directly; CPU-side ones bound the kernel's launch time.
-	var gpuSteps, cpuSteps []stepRange
-	for _, s := range steps {
-		if s.gpu {
-			gpuSteps = append(gpuSteps, s)
-		} else {
-			cpuSteps = append(cpuSteps, s)
+// resolveGraphs marks the kernels launched from a CUDA graph: their
+// correlation ID is a graph launch's, or CUPTI gave them a graph id.
+func (kr *kinetoRead) resolveGraphs() {
+	for i := range kr.kernels.len() {
+		k := kr.kernels.at(i)
+		var l kinetoLaunch
+		ok := false
+		if k.corr >= 0 {
+			l, ok = kr.launches[k.corr]
+		}
+		if ok {
+			k.flags |= kfLaunch
+			k.launch = l.ts
+		}
+		if k.flags&kfGraphArg != 0 || (ok && l.graph) {
+			k.flags |= kfGraph
 		}
 	}
-	sortSteps := func(v []stepRange) { sort.Slice(v, func(i, j int) bool { return v[i].lo < v[j].lo }) }
-	sortSteps(gpuSteps)
-	sortSteps(cpuSteps)
-	find := func(v []stepRange, t int64) int {
-		i := sort.Search(len(v), func(i int) bool { return v[i].lo > t }) - 1
-		if i >= 0 && t <= v[i].hi {
-			return v[i].step
-		}
-		return -1
-	}
-	haveSteps := len(steps) > 0
+	kr.launches = nil // the kernels hold what they need
+}
+
+// launchTs is the host time of k's launch.
+func (kr *kinetoRead) launchTs(k *kinetoKernel) (int64, bool) {
+	return k.launch, k.flags&kfLaunch != 0
+}
+
+// attrKey is what makes two kernels' attribute lists equal.
+type attrKey struct {
+	name   int32
+	stream int64
+	flags  uint8
+	launch int64
+	fused  int32
+}
+
+// emit finishes the kernels' spans: step, rank, IDs, placement, attributes;
+// drops kernels outside every step; writes the file's report.
+func (kr *kinetoRead) emit(res *Result, baseNs, rank int64) {
 	traceIDs := map[int][16]byte{}
-	outside := 0
-	for _, k := range kernels {
-		sp := res.at(k.span)
-		step := 0
-		if haveSteps {
-			step = -1
-			if len(gpuSteps) > 0 {
-				step = find(gpuSteps, k.startNs)
-			}
-			if step < 0 && len(cpuSteps) > 0 {
-				if t, ok := launchNs[k.correlation]; ok {
-					step = find(cpuSteps, t)
-				} else {
-					step = find(cpuSteps, k.startNs)
-				}
-			}
+	shared := map[attrKey][]Attr{}
+	fusedJSON := make([]string, len(kr.fused))
+	for i, f := range kr.fused {
+		ids := make([]string, len(f))
+		for j, r := range f {
+			ids[j] = kr.opID(r.layer, r.role)
 		}
-		if step < 0 {
+		b, _ := json.Marshal(ids)
+		fusedJSON[i] = string(b)
+	}
+	rep := KinetoFile{Source: kr.src, Engine: kr.engine, StepRule: kr.rule}
+	type sk struct{ step, rank int }
+	stepAt := map[sk]int{}
+	unplaced := map[int32]*KernelCount{}
+	outside := 0
+	// Consecutive kernels mostly share their step and rank.
+	var (
+		lastTID    [16]byte
+		lastNumber int
+		haveLast   bool
+		lastKey    sk
+		lastJ      = -1
+	)
+	for i := range kr.kernels.len() {
+		k := kr.kernels.at(i)
+		sp := res.at(int(k.span))
+		if k.step < 0 {
 			sp.drop = true
 			outside++
 			continue
 		}
 		r := rank
 		if r < 0 {
-			r = k.device
+			r = int64(k.device)
 		}
 		if r < 0 {
 			r = 0
 		}
-		sp.Step, sp.Rank = step, int(r)
-		tid, ok := traceIDs[step]
-		if !ok {
-			tid = kinetoTraceID(step)
-			traceIDs[step] = tid
+		st := &kr.steps[k.step]
+		sp.Step, sp.Rank = st.number, int(r)
+		if st.number != lastNumber || !haveLast {
+			tid, ok := traceIDs[st.number]
+			if !ok {
+				tid = kinetoTraceID(st.number)
+				traceIDs[st.number] = tid
+			}
+			lastTID, lastNumber, haveLast = tid, st.number, true
 		}
-		sp.TraceID = tid
+		sp.TraceID = lastTID
 		binary.BigEndian.PutUint64(sp.SpanID[:], (uint64(r+1)<<48)|uint64(k.span+1))
 		sp.Start += baseNs
-		// Fill the launch-time and graph slots reserved when the kernel was
-		// read (the list is sorted by key since).
-		for i := 0; i < len(sp.Attrs); i++ {
-			switch sp.Attrs[i].Key {
-			case string(AttrKinetoGraph):
-				sp.Attrs[i].Value = BoolValue(graphLaunch[k.correlation])
-			case string(schema.AttrHostLaunchUnixNano):
-				if t, ok := launchNs[k.correlation]; ok {
-					sp.Attrs[i].Value = IntValue(t + baseNs)
-				} else { // no launch event: drop the slot, keeping the order
-					sp.Attrs = append(sp.Attrs[:i], sp.Attrs[i+1:]...)
-					i--
-				}
+		if k.role != roleNone {
+			sp.OpID = kr.opID(k.layer, k.role)
+			sp.Layer = int(k.layer)
+		} else if k.layer >= 0 {
+			sp.Layer = int(k.layer) // in a recovered layer, no schedule op
+		}
+		sp.Attrs = kr.attrs(k, baseNs, shared, fusedJSON)
+
+		key := sk{st.number, int(r)}
+		if key != lastKey || lastJ < 0 {
+			j, ok := stepAt[key]
+			if !ok {
+				j = len(rep.Steps)
+				stepAt[key] = j
+				rep.Steps = append(rep.Steps, st.report(int(r), kr.rule))
 			}
+			lastKey, lastJ = key, j
+		}
+		s := &rep.Steps[lastJ]
+		s.Kernels++
+		s.KernelNs += k.dur
+		rep.KernelNs += k.dur
+		if k.role != roleNone {
+			s.PlacedNs += k.dur
+			rep.PlacedNs += k.dur
+		} else {
+			c := unplaced[k.name]
+			if c == nil {
+				c = &KernelCount{Name: kr.names[k.name]}
+				unplaced[k.name] = c
+			}
+			c.Count++
+			c.TotalNs += k.dur
 		}
 	}
-	if outside > 0 {
-		res.skip(src, fmt.Sprintf("%d kernels run outside every ProfilerStep#N annotation (warm-up or between steps); not in the span list", outside))
+	for _, pl := range kr.placements {
+		if j, ok := stepAt[sk{kr.steps[pl.step].number, pl.rank(rank)}]; ok {
+			rep.Steps[j].Layers = pl.layers
+			rep.Steps[j].Note = pl.note
+		}
 	}
-	return nil
+	ranks := map[int]bool{}
+	for _, s := range rep.Steps {
+		ranks[s.Rank] = true
+	}
+	for r := range ranks {
+		rep.Ranks = append(rep.Ranks, r)
+	}
+	sort.Ints(rep.Ranks)
+	sort.SliceStable(rep.Steps, func(i, j int) bool {
+		if rep.Steps[i].Step != rep.Steps[j].Step {
+			return rep.Steps[i].Step < rep.Steps[j].Step
+		}
+		return rep.Steps[i].Rank < rep.Steps[j].Rank
+	})
+	for _, c := range unplaced {
+		rep.Unplaced = append(rep.Unplaced, *c)
+	}
+	sortKernelCounts(rep.Unplaced)
+	res.Kineto = append(res.Kineto, rep)
+
+	if outside > 0 {
+		res.skip(kr.src, fmt.Sprintf("%d kernels run %s; not in the span list", outside, outsideWhy(kr.rule, kr.engine)))
+	}
+	for _, m := range kr.stepNotes {
+		res.skip(kr.src, m)
+	}
+	if n := len(rep.Unplaced); n > 0 && kr.place {
+		kernels := 0
+		for _, c := range rep.Unplaced {
+			kernels += c.Count
+		}
+		res.skip(kr.src, fmt.Sprintf("%d kernels (%.1f %% of the steps' kernel time, %d names) not placed on an op ID; kept without one (steps split by %s)",
+			kernels, 100*(1-rep.PlacedFrac()), n, kr.rule))
+		for i, c := range rep.Unplaced {
+			if i == maxUnplacedReported {
+				res.skip(kr.src, fmt.Sprintf("... and %d more kernel names not placed (KinetoFile.Unplaced lists all)", n-i))
+				break
+			}
+			res.skip(kr.src, fmt.Sprintf("kernel not placed on an op ID: %q x%d, %.1f us", truncName(c.Name), c.Count, float64(c.TotalNs)/1e3))
+		}
+	}
+}
+
+// outsideWhy says where the kernels outside every step ran, per rule.
+func outsideWhy(rule, engine string) string {
+	switch rule {
+	case StepRuleProfilerStep:
+		return "outside every ProfilerStep#N annotation (warm-up or between steps)"
+	case StepRuleEngineRange:
+		return "outside every " + engine + " step range (warm-up, between iterations, or work the engine runs outside the range, such as vLLM's sampler)"
+	case StepRuleGraphLaunch:
+		return "eagerly outside the CUDA-graph replays that make the steps (input preparation, sampling)"
+	}
+	return "outside every complete forward"
+}
+
+// maxUnplacedReported bounds the per-name lines in Result.Skipped.
+const maxUnplacedReported = 20
+
+// attrs returns k's attribute list (sorted by key). Kernels of one graph
+// replay share their launch, so lists are shared between kernels of the
+// same name, stream and launch: a million-kernel trace holds a few
+// thousand lists, not a million.
+func (kr *kinetoRead) attrs(k *kinetoKernel, baseNs int64, shared map[attrKey][]Attr, fusedJSON []string) []Attr {
+	launch, haveLaunch := kr.launchTs(k)
+	key := attrKey{name: k.name, stream: k.stream, flags: k.flags, launch: launch, fused: k.fused}
+	cache := k.flags&kfGraph != 0 && haveLaunch
+	if cache {
+		if a, ok := shared[key]; ok {
+			return a
+		}
+	}
+	ki := kr.info(k)
+	o := kr.o
+	o.tmp = append(o.tmp[:0],
+		Attr{Key: string(schema.AttrKernel), Value: StringValue(kr.names[k.name])},
+		Attr{Key: string(schema.AttrOpKind), Value: StringValue(string(ki.kind))},
+		Attr{Key: string(AttrKinetoKindRule), Value: StringValue(ki.rule)},
+		Attr{Key: string(AttrKinetoGraph), Value: BoolValue(k.flags&kfGraph != 0)},
+	)
+	if ki.coll != "" {
+		o.tmp = append(o.tmp, Attr{Key: string(schema.AttrCollective), Value: StringValue(string(ki.coll))})
+	}
+	if k.flags&kfStream != 0 {
+		o.tmp = append(o.tmp, Attr{Key: string(AttrKinetoStream), Value: IntValue(k.stream)})
+	}
+	if haveLaunch {
+		o.tmp = append(o.tmp, Attr{Key: string(schema.AttrHostLaunchUnixNano), Value: IntValue(launch + baseNs)})
+	}
+	if k.fused > 0 {
+		o.tmp = append(o.tmp, Attr{Key: string(AttrKinetoOps), Value: ArrayValue(fusedJSON[k.fused-1])})
+	}
+	sortAttrs(o.tmp)
+	a := o.keep(o.tmp)
+	if cache {
+		shared[key] = a
+	}
+	return a
+}
+
+func decodeStringArray(s string) []string {
+	var v []string
+	if json.Unmarshal([]byte(s), &v) != nil {
+		return nil
+	}
+	return v
 }
 
 // kinetoTraceID derives a step's trace ID from the step number.
@@ -457,100 +694,4 @@ func truncName(s string) string {
 		return s[:80] + "..."
 	}
 	return s
-}
-
-// kernelRule is one name rule of ClassifyKernel: the first rule with a
-// substring (case-insensitive) in the kernel name wins.
-type kernelRule struct {
-	name string
-	kind model.OpKind
-	subs []string
-}
-
-// kernelRules are ordered so that specific families come before the
-// generic words they contain: "allreduce_fusion" (all-reduce + RMSNorm) is a
-// collective, not a norm; "grouped_topk" is the router, not a grouped GEMM;
-// "flash_fwd_splitkv_combine" and triton "_fwd_grouped_kernel_stage1" are
-// attention; "flashinfer::norm::RMSNormKernel" is a norm (norms come before
-// attention, and "flash" alone names a library, not attention);
-// "rotary_embedding" is elementwise, not the embedding; "reshape_and_cache" is the KV-cache write (elementwise).
-// Names from NCCL (ncclDevKernel_<Coll>_<RedOp>_<type>_<algo>_<proto>),
-// vLLM custom all-reduce (csrc/custom_all_reduce.cuh cross_device_reduce_*),
-// FlashInfer/TRT-LLM all-reduce fusion, DeepEP, vLLM/SGLang fused_moe,
-// FlashMLA/FlashInfer/Triton attention, cuBLAS/cuBLASLt (nvjet, sm90_xmma),
-// CUTLASS and DeepGEMM. A word that contains a word checked before it
-// (of its own rule or an earlier one) could never decide, and is left out.
-var kernelRules = []kernelRule{
-	{"nccl", model.KindCollective, []string{"nccldevkernel_", "ncclkernel_", "nccl"}},
-	{"custom_allreduce", model.KindCollective, []string{"cross_device_reduce", "custom_all_reduce", "allreduce_fusion", "all_reduce", "allreduce", "oneshot_all", "twoshot_all", "lamport"}},
-	{"deepep", model.KindCollective, []string{"deep_ep", "deepep"}},
-	{"router", model.KindRouter, []string{"topk", "top_k", "router", "gating", "moe_align", "align_block_size", "count_and_sort_expert"}},
-	{"kv_cache_write", model.KindElementwise, []string{"reshape_and_cache", "concat_and_cache", "set_mla_kv", "store_kvcache"}},
-	{"norm", model.KindNorm, []string{"rms_norm", "rmsnorm", "layernorm", "layer_norm", "norm_kernel"}},
-	{"attention", model.KindAttention, []string{"flash_fwd", "flash_attn", "flash::", "flashmla", "flash_mla", "mla", "attn", "attention", "fmha", "_fwd_kernel_stage", "_fwd_grouped_kernel_stage", "paged", "decode_kernel", "mha_", "xqa"}},
-	{"moe_sum", model.KindElementwise, []string{"moe_sum"}},
-	{"moe_gemm", model.KindMoEGEMM, []string{"fused_moe", "moe", "grouped", "groupproblemshape", "group_gemm", "expert"}},
-	{"gemm", model.KindGEMM, []string{"gemm", "gemv", "cutlass", "cublas", "xmma", "nvjet", "matmul", "splitkreduce", "s16816", "wgmma"}},
-	{"rope", model.KindElementwise, []string{"rotary", "rope"}},
-	{"embedding", model.KindEmbedding, []string{"embedding", "embed"}},
-	{"elementwise", model.KindElementwise, []string{"elementwise", "act_and_mul", "silu", "gelu", "softmax", "reduce_kernel", "copy", "fill", "cat", "index", "argmax", "sampl"}},
-}
-
-// ClassifyKernel maps a GPU kernel name to an op kind, the collective it
-// performs (for collectives: allreduce, allgather, reducescatter, alltoall,
-// or "" when the name does not say) and the rule that matched; names no
-// rule knows are elementwise with rule "default".
-func ClassifyKernel(name string) (kind model.OpKind, coll model.Collective, rule string) {
-	lower := strings.ToLower(name)
-	for _, r := range kernelRules {
-		for _, s := range r.subs {
-			if strings.Contains(lower, s) {
-				if r.kind == model.KindCollective {
-					coll = collectiveOf(lower, r.name)
-				}
-				return r.kind, coll, r.name
-			}
-		}
-	}
-	return model.KindElementwise, "", "default"
-}
-
-func collectiveOf(lower, rule string) model.Collective {
-	switch {
-	case rule == "custom_allreduce":
-		return model.AllReduce
-	case rule == "deepep":
-		return model.AllToAll
-	case strings.Contains(lower, "allreduce") || strings.Contains(lower, "all_reduce"):
-		return model.AllReduce
-	case strings.Contains(lower, "allgather") || strings.Contains(lower, "all_gather"):
-		return model.AllGather
-	case strings.Contains(lower, "reducescatter") || strings.Contains(lower, "reduce_scatter"):
-		return model.ReduceScatter
-	case strings.Contains(lower, "sendrecv") || strings.Contains(lower, "alltoall"):
-		return model.AllToAll
-	}
-	return ""
-}
-
-type kindResult struct {
-	kind model.OpKind
-	coll model.Collective
-	rule string
-}
-
-// classify is ClassifyKernel with a per-read cache: a trace repeats a few
-// hundred kernel names a million times.
-func (o *reader) classify(name string) (model.OpKind, model.Collective, string) {
-	if o.kinds == nil {
-		o.kinds = map[string]kindResult{}
-	}
-	if r, ok := o.kinds[name]; ok {
-		return r.kind, r.coll, r.rule
-	}
-	k, c, r := ClassifyKernel(name)
-	if len(o.kinds) < 1<<16 {
-		o.kinds[name] = kindResult{k, c, r}
-	}
-	return k, c, r
 }

@@ -37,8 +37,9 @@ type Reader interface {
 type ReadOption func(*readConfig)
 
 type readConfig struct {
-	client *http.Client
-	format string
+	client  *http.Client
+	format  string
+	noPlace bool
 }
 
 // WithHTTPClient sets the client for jaeger:// and http(s):// sources.
@@ -58,6 +59,11 @@ func CheckFormat(format string) error {
 	}
 	return fmt.Errorf("trace format %q: want %s, %s, %s or %s", format, FormatOTLPJSON, FormatJaegerV1, FormatJaegerV3, FormatKineto)
 }
+
+// WithKernelPlacement says whether the kernels of Kineto traces get the
+// op IDs of the (layer, role) they implement (kineto_layers.go). Default
+// true; false leaves them without op IDs, for alignment by kind and order.
+func WithKernelPlacement(on bool) ReadOption { return func(rc *readConfig) { rc.noPlace = !on } }
 
 // Open returns the reader for src:
 //
@@ -135,7 +141,7 @@ type fileReader struct {
 func (f *fileReader) Source() string { return f.src }
 
 func (f *fileReader) Read(ctx context.Context) (*Result, error) {
-	res := &Result{Source: f.src}
+	res := &Result{Source: f.src, noKernelPlacement: f.rc.noPlace}
 	looks := ""
 	for _, p := range f.paths {
 		format, l, err := readFile(ctx, p, f.rc.format, res)
@@ -366,7 +372,7 @@ func (u *urlReader) Read(ctx context.Context) (*Result, error) {
 		b, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
 		return nil, fmt.Errorf("trace source %s: %s: %s", u.src, resp.Status, strings.TrimSpace(string(b)))
 	}
-	res := &Result{Source: u.src}
+	res := &Result{Source: u.src, noKernelPlacement: u.rc.noPlace}
 	format, looks, err := readBodyLooks(ctx, resp.Body, u.src, u.rc.format, res)
 	if err != nil {
 		return nil, err

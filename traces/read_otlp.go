@@ -26,7 +26,7 @@ type reader struct {
 	tmp   []Attr // the attribute list being read
 	arena []Attr
 	vbuf  []byte // scratch for values that must outlive a lexer call
-	kinds map[string]kindResult
+	kinds map[string]kernelInfo
 }
 
 func newReader(r io.Reader, res *Result, src string) *reader {

@@ -6,11 +6,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"runtime/debug"
 	"slices"
 	"sort"
 	"strconv"
 	"strings"
 	"time"
+	"unsafe"
 
 	"github.com/tpscope/tpscope/traces/schema"
 	"go.opentelemetry.io/otel/attribute"
@@ -211,6 +213,15 @@ type Result struct {
 	// them separately.
 	Scenarios []Scenario
 
+	// Kineto reports, per Kineto file read, how it was split into steps
+	// and how much of its kernel time was placed on op IDs (nil for the
+	// other formats).
+	Kineto []KinetoFile
+
+	// noKernelPlacement: leave Kineto kernels without op IDs
+	// (WithKernelPlacement(false)).
+	noKernelPlacement bool
+
 	chunks [][]Span // spans being read (see add)
 	n      int      // spans in chunks
 }
@@ -241,6 +252,11 @@ func (s *Scenario) String() string {
 	return fmt.Sprintf("model=%s topology=%s plan=%s workload=%q options=%q (%d traces)",
 		s.Model, s.Topology, s.Plan, s.Workload, s.Options, len(s.Traces))
 }
+
+// largeSpanListBytes is the span-list size from which finish collects
+// garbage before allocating the final list (256 MB: a few hundred thousand
+// spans; a collection then costs a small part of the read).
+const largeSpanListBytes = 256 << 20
 
 // chunkSpans is the size of the chunks readers collect spans in: a growing
 // slice would copy a million-span list several times and leave up to half
@@ -427,9 +443,28 @@ func (r *Result) finish() {
 		}
 		return bytes.Compare(a.SpanID[:], b.SpanID[:])
 	})
+	// The list about to be allocated doubles what the chunks hold. For
+	// large reads, collect first: the garbage of reading (the readers'
+	// scratch state) would otherwise share the heap's growth allowance
+	// (twice the live heap of the last collection) with the list, and a
+	// gigabyte trace would peak at well over twice its span list.
+	if int64(len(pos))*int64(unsafe.Sizeof(Span{})) > largeSpanListBytes {
+		debug.FreeOSMemory() // a collection, and the freed pages returned
+	}
+	// A chunk is released as soon as its last span is copied: spans are
+	// read mostly in time order, so the list and the chunks do not both
+	// hold every span at once (a 1 GB trace would need twice the memory).
+	left := make([]int32, len(r.chunks))
+	for _, p := range pos {
+		left[p/chunkSpans]++
+	}
 	r.Spans = make([]Span, len(pos))
 	for i, p := range pos {
 		r.Spans[i] = *r.at(int(p))
+		k := p / chunkSpans
+		if left[k]--; left[k] == 0 {
+			r.chunks[k] = nil
+		}
 	}
 	r.chunks, r.n = nil, 0
 	// Per trace: root step attributes, scenario, rank spans, op order.
