@@ -241,7 +241,13 @@ func (a *Alignment) alignByID(trs [][]traces.Span, pr *sim.Prediction, is *issue
 	}
 	seen := make([]bool, len(a.Units))
 	var ext extents
+	// An engine runs one op as several kernels (a GEMM and its split-K
+	// reduce, FlashMLA and its combine, a grouped GEMM per expert chunk):
+	// their time in a step adds up to the op's, so they make one sample.
+	type sampleKey struct{ unit, step, rank int32 }
+	at := map[sampleKey]int{}
 	for _, tr := range trs {
+		clear(at)
 		for i := range tr {
 			s := &tr[i]
 			if !traces.IsOpSpan(s) {
@@ -279,8 +285,14 @@ func (a *Alignment) alignByID(trs [][]traces.Span, pr *sim.Prediction, is *issue
 			}
 			seen[u] = true
 			ext.add(s)
-			a.Samples = append(a.Samples, Sample{Unit: u, Step: int32(s.Step), Rank: int32(max(s.Rank, 0)), Us: us})
 			a.Matched++
+			k := sampleKey{u, int32(s.Step), int32(max(s.Rank, 0))}
+			if j, ok := at[k]; ok {
+				a.Samples[j].Us += us
+				continue
+			}
+			at[k] = len(a.Samples)
+			a.Samples = append(a.Samples, Sample{Unit: k.unit, Step: k.step, Rank: k.rank, Us: us})
 		}
 		a.Steps = ext.flush(a.Steps)
 	}
