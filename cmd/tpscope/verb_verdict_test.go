@@ -45,7 +45,7 @@ func init() {
 //     +100 % for the box.
 //   - mtp: one more attention op (the MTP layer's) over the same cache: the
 //     step takes 5/4, and yields 1 + 0.85 tokens per sequence: 1.85 x 4/5
-//     - 1 = +48 %.
+//   - 1 = +48 %.
 //   - expert-parallel: no KV change: 0 %.
 //
 // Collectives only (NCCL settings) need both ranks; one-shot all-reduce is
