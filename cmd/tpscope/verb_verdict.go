@@ -56,7 +56,7 @@ its reduction waits for several GPUs. MTP's tokens per step count the
 acceptance --mtp-accept (an input, as in advise).
 
 -o/--out DIR writes every run's trace (DIR/<run>.otlp.jsonl), for 'tpscope
-compare' and Jaeger.`,
+compare' and Jaeger, and the report as DIR/verdict.json and DIR/verdict.md.`,
 		Example: `tpscope verdict --backend cuda --model kimi-k2.5 --tp 8 --local-ranks 0 --batch 32 --context 4096 --kv-dtype bf16 --topo h200-nvswitch --steps 10 -o verdict-traces`,
 		Flags: func(fs *pflag.FlagSet) func(args []string, stdout, stderr io.Writer) error {
 			sc := addScenarioFlags(fs)
@@ -125,6 +125,11 @@ compare' and Jaeger.`,
 				rep, err := v.verdict(ctx, base, cat, world, 100**threshold)
 				if err != nil {
 					return err
+				}
+				if *outDir != "" {
+					if err := saveVerdict(*outDir, rep); err != nil {
+						return err
+					}
 				}
 				switch *output {
 				case "json":
@@ -323,6 +328,26 @@ func (v *verdictRunner) run(ctx context.Context, label string, scen sim.Scenario
 	}
 	return &compare.VerdictRun{Label: label, Scenario: scen, Prediction: pr, Schedule: sched, Rank: rank,
 		StepUs: res.StepUs, OpUs: opUs, Trace: trace}, nil
+}
+
+// saveVerdict writes the report beside the traces, as JSON and markdown.
+func saveVerdict(dir string, rep *verdictReport) error {
+	js, err := json.MarshalIndent(rep, "", " ")
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(dir, "verdict.json"), append(js, '\n'), 0o644); err != nil {
+		return fmt.Errorf("--out: %w", err)
+	}
+	f, err := os.Create(filepath.Join(dir, "verdict.md"))
+	if err != nil {
+		return fmt.Errorf("--out: %w", err)
+	}
+	if err := writeVerdict(f, rep, true); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }
 
 func pct(v float64) string { return fmt.Sprintf("%+.1f %%", v) }

@@ -117,6 +117,12 @@ func TestVerdictMeasuresEntries(t *testing.T) {
 	if e := byName["cuda-graphs"]; !e.InBaseline || e.Verdict == nil || e.Verdict.Without.Label != "without-cuda-graphs" {
 		t.Errorf("cuda-graphs: %+v: want it measured by turning it off", e)
 	}
+	// The report beside the traces.
+	for _, f := range []string{"verdict.json", "verdict.md"} {
+		if b, err := os.ReadFile(filepath.Join(dir, f)); err != nil || !strings.Contains(string(b), "fp8-kv") {
+			t.Errorf("%s: %v", f, err)
+		}
+	}
 	// Every run's trace records the scenario it ran.
 	res, err := traces.ReadAll(context.Background(), filepath.Join(dir, "fp8-kv.otlp.jsonl"))
 	if err != nil {
