@@ -383,11 +383,23 @@ func (r *Rank) open(ctx context.Context) error {
 		return err
 	}
 	pl := &planner{sched: r.s.sched, dev: caps, seed: r.s.b.cfg.Seed, shard: r.s.shard, world: r.s.world, fuseARNorm: r.s.b.cfg.ARNormFusion}
+	pl.dev.mlaFwd = map[bool]string{}
 	if pl.dev.ccMajor >= 8 {
-		if err := r.checkTC(); err != nil {
-			pl.noTC = true
-			r.tcNote = err.Error()
+		// Per cache dtype, the first tensor-core variant that agrees with
+		// the CUDA-core kernel; none: the CUDA-core kernel, and the spans
+		// say why.
+		var notes []string
+		for _, fp8 := range []bool{false, true} {
+			for _, k := range mlaFwdPreferred[fp8] {
+				err := r.checkTC(k, fp8)
+				if err == nil {
+					pl.dev.mlaFwd[fp8] = k
+					break
+				}
+				notes = append(notes, err.Error())
+			}
 		}
+		r.tcNote = strings.Join(notes, "; ")
 	} else {
 		pl.noTC = true
 	}
@@ -419,13 +431,13 @@ func (r *Rank) open(ctx context.Context) error {
 	return cu.StreamSync(r.stream)
 }
 
-// checkTC runs the tensor-core MLA kernels and the CUDA-core ones on the
+// checkTC runs tensor-core MLA kernel fwd and the CUDA-core one on the
 // same random problem (2 tokens, 16 heads, 100 cached tokens, 576 wide,
-// split in two and merged in the kernel; bf16 and e4m3 caches) and returns
+// split in two and merged in the kernel; a bf16 or e4m3 cache) and returns
 // an error unless their outputs agree to 3e-2 relative (both are bf16
 // arithmetic, about 2e-3 from a float64 reference; cudacheck kernels
 // checks each against float64).
-func (r *Rank) checkTC() error {
+func (r *Rank) checkTC(fwd string, fp8 bool) error {
 	const T, H, ctx, dqk, dlat, S = 2, 16, 100, latentDim, latentOut, 2
 	qB, kvB := uint64(T*H*dqk*2), uint64(T*ctx*dqk*2)
 	partB, lseB, outB := uint64(S*T*H*dlat*4), uint64(S*T*H*4), uint64(T*H*dlat*2)
@@ -446,8 +458,11 @@ func (r *Rank) checkTC() error {
 		return err
 	}
 	scale := float32(0.07)
-	for _, kvs := range []string{"bf16", "fp8"} {
-		fwd := MLAFwdKernel(kvs == "fp8")
+	kvs := "bf16"
+	if fp8 {
+		kvs = "fp8"
+	}
+	{
 		chunk := 64 // two splits: 64 + 36 tokens
 		k1 := r.launchArgs(r.fns[fwd], [3]uint32{S, 1, T}, [3]uint32{mlaThreads, 1, 1}, uint32(MLAFwdSmem(fwd)),
 			ptr(q), ptr(kv), ptr(out[0]), ptr(part), ptr(lse), ptr(sem), 0, i32(T), i32(H), i32(ctx), i32(1), i32(chunk), f32(scale), f32(1), i32(1))
@@ -478,7 +493,7 @@ func (r *Rank) checkTC() error {
 			den += y * y
 		}
 		if rel := math.Sqrt(num / den); !(rel < 3e-2) {
-			return fmt.Errorf("tensor-core MLA kernel %s disagrees with the CUDA-core one (relative difference %.3g): using the CUDA-core kernel", fwd, rel)
+			return fmt.Errorf("tensor-core MLA kernel %s disagrees with the CUDA-core one (relative difference %.3g)", fwd, rel)
 		}
 	}
 	return nil
@@ -617,7 +632,7 @@ func (r *Rank) prepare() error {
 		w := r.arena + cu.DevPtr(r.offs[i])
 		var a []attribute.KeyValue
 		a = append(a, schema.AttrKernel.String(p.kernel))
-		if p.kind == pkAttention && r.tcNote != "" {
+		if p.kind == pkAttention && !p.tc && r.tcNote != "" {
 			p.subst = strings.TrimPrefix(p.subst+"; "+r.tcNote, "; ")
 		}
 		if p.subst != "" {

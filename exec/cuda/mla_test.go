@@ -44,7 +44,7 @@ func TestMLAFwdLaunch(t *testing.T) {
 	// tile 32 x 584 x 2 = 37376; a raw fp8 tile 32 x 592 = 18944; scores
 	// 2 x 16 x 32 x 4 + P 16 x 40 x 2 + 3 x 16 x 4 = 5568.
 	const bf16s2, fp8s2 = 18688 + 2*37376 + 5568, 18688 + 2*18944 + 37376 + 5568
-	occ := map[string]int{"mla_fwd_bf16_s2": 2, "mla_fwd_fp8_s2": 2}
+	occ := map[string]int{"mla_fwd_bf16_s2": 2, "mla_fwd_fp8c_s2": 2}
 	for _, c := range []struct {
 		name                  string
 		s                     MLAShape

@@ -53,6 +53,9 @@ type devCaps struct {
 	// mlaOcc: blocks of each tensor-core MLA kernel that fit one SM
 	// (cuOccupancyMaxActiveBlocksPerMultiprocessor), for the in-kernel merge.
 	mlaOcc map[string]int
+	// mlaFwd: the tensor-core MLA kernel per cache dtype (fp8 true) that
+	// passed the start-up check; "" takes MLAFwdKernel's.
+	mlaFwd map[bool]string
 }
 
 // fp8 reports FP8 tensor-core GEMMs through cuBLASLt (sm_89 and later).
@@ -397,10 +400,15 @@ func (pl *planner) planAttention(op *model.Op) (opPlan, error) {
 	}
 	p.seqs = seqs
 	p.tokPerSeq = p.tokens / seqs
-	p.tc = !pl.noTC && pl.dev.ccMajor >= 8 && p.dqk == latentDim && p.dlat == latentOut
+	p.tc = !pl.noTC && pl.dev.ccMajor >= 8 && p.dqk == latentDim && p.dlat == latentOut &&
+		(pl.dev.mlaFwd == nil || pl.dev.mlaFwd[p.fp8KV] != "")
 	var g MLAGeometry
 	if p.tc {
-		g = MLAFwdLaunch(MLAShape{Seqs: p.seqs, TokPerSeq: p.tokPerSeq, Heads: p.heads, Ctx: p.ctx, FP8: p.fp8KV}, pl.dev.sms, pl.dev.mlaOcc)
+		k := MLAFwdKernel(p.fp8KV)
+		if c := pl.dev.mlaFwd[p.fp8KV]; c != "" {
+			k = c
+		}
+		g = MLAFwdLaunchWith(k, MLAShape{Seqs: p.seqs, TokPerSeq: p.tokPerSeq, Heads: p.heads, Ctx: p.ctx, FP8: p.fp8KV}, pl.dev.sms, pl.dev.mlaOcc[k])
 	} else {
 		g = MLALaunch(p.tokens, p.heads, p.ctx, p.dqk, pl.dev.sms, p.fp8KV)
 	}
@@ -466,16 +474,19 @@ type MLAShape struct {
 	FP8                         bool
 }
 
-// Tensor-core MLA kernels: the variant the backend runs for each cache
-// dtype, and every variant (cudacheck times them all). The suffix is the
-// number of pipeline stages; s2 fits two blocks on an SM.
+// Tensor-core MLA kernels: every variant (cudacheck times them all), and
+// the ones the backend tries for each cache dtype, in order: the first that
+// agrees with the CUDA-core kernel at start-up runs. The suffix is the
+// number of pipeline stages (s2 fits two blocks on an SM); fp8c widens the
+// cache with sm_89's conversion instruction, fp8 by bit moves.
 var (
-	MLAFwdKernels = []string{"mla_fwd_bf16_s2", "mla_fwd_bf16_s4", "mla_fwd_fp8_s2", "mla_fwd_fp8_s5"}
-	mlaFwdDefault = map[bool]string{false: "mla_fwd_bf16_s2", true: "mla_fwd_fp8_s2"}
+	MLAFwdKernels   = []string{"mla_fwd_bf16_s2", "mla_fwd_bf16_s4", "mla_fwd_fp8_s2", "mla_fwd_fp8c_s2", "mla_fwd_fp8c_s4"}
+	mlaFwdPreferred = map[bool][]string{false: {"mla_fwd_bf16_s2"}, true: {"mla_fwd_fp8c_s2", "mla_fwd_fp8_s2"}}
 )
 
-// MLAFwdKernel is the tensor-core kernel the backend runs for a cache dtype.
-func MLAFwdKernel(fp8 bool) string { return mlaFwdDefault[fp8] }
+// MLAFwdKernel is the tensor-core kernel the backend runs first for a cache
+// dtype.
+func MLAFwdKernel(fp8 bool) string { return mlaFwdPreferred[fp8][0] }
 
 // MLAFwdSmem is the dynamic shared memory of a tensor-core MLA kernel
 // (kernels.cu's layout): Q (16 rows) and the stages of 32-token tiles, rows
@@ -502,7 +513,7 @@ const mlaFwdMaxSplits = 512
 // row groups), each split at least two tiles; a grid that already fills the
 // device runs unsplit.
 func MLAFwdLaunch(s MLAShape, sms int, occ map[string]int) MLAGeometry {
-	k := mlaFwdDefault[s.FP8]
+	k := MLAFwdKernel(s.FP8)
 	return MLAFwdLaunchWith(k, s, sms, occ[k])
 }
 

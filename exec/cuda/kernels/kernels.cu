@@ -493,8 +493,9 @@ MLA_KERNEL(16, true, mla_decode_fp8_h16)
 // ldmatrix.trans); rows are padded by 16 bytes, so the 8 rows of one 8x8
 // matrix hit distinct banks.
 //
-// The fp8 kernel copies the raw e4m3 tile and widens it in shared memory to
-// halves holding value x 2^-8 (e4m3x2h2: exact); the products run in fp16
+// The fp8 kernels copy the raw e4m3 tile and widen it in shared memory to
+// halves: mla_fwd_fp8_* by bit moves, to value x 2^-8 (e4m3x2h2: exact),
+// mla_fwd_fp8c_* by sm_89's cvt.rn.f16x2.e4m3x2; the products run in fp16
 // (e4m3 fits fp16 exactly; Q is rounded to fp16, P in [0,1] too) and the
 // per-tensor dequantization scale kscale x 2^8 is applied to the scores and
 // the output, so dequantization costs no pass over the data.
@@ -563,6 +564,11 @@ __device__ __forceinline__ float ldcg1(const float* p) {
   asm volatile("ld.global.cg.f32 %0, [%1];\n" : "=f"(r) : "l"(p));
   return r;
 }
+// e4m3x4h: four e4m3 bytes of w to two half2 (bytes 0,1 -> lo; 2,3 -> hi),
+// by the conversion instruction of sm_89+.
+__device__ __forceinline__ void e4m3x4h(u32 w, u32& lo, u32& hi) {
+  asm("{.reg .b16 a, b;\n mov.b32 {a, b}, %2;\n cvt.rn.f16x2.e4m3x2 %0, a;\n cvt.rn.f16x2.e4m3x2 %1, b;\n}" : "=r"(lo), "=r"(hi) : "r"(w));
+}
 __device__ __forceinline__ void nap() { asm volatile("nanosleep.u32 64;\n" ::); }
 __device__ __forceinline__ float fexp2(float x) {
   float r;
@@ -581,7 +587,7 @@ __device__ __forceinline__ void die() { asm volatile("trap;\n" ::); }
 template <bool HALF>
 __device__ __forceinline__ u32 to16(float f) { return HALF ? f2h(f) : (u32)f2bf(f); }
 
-template <bool FP8, int NS>
+template <bool FP8, int NS, bool CVT>
 __device__ __forceinline__ void mla_fwd(const bf16_t* __restrict__ q, const void* __restrict__ kv, bf16_t* __restrict__ out,
                                         float* __restrict__ opart, float* __restrict__ lse, int* __restrict__ sem,
                                         float* __restrict__ lseOut, int T, int H, int ctx, int tokPerSeq, int chunk,
@@ -603,26 +609,9 @@ __device__ __forceinline__ void mla_fwd(const bf16_t* __restrict__ q, const void
   const int r0 = grp * MLA_R;                                 // first row of this block within the sequence
   const int nrows = imin(MLA_R, seqRows - r0);
   const u64 rowBase = (u64)seq * seqRows + r0;                // global row (token x H + head) of row 0
-  const float ks = FP8 ? kscale * 256.f : 1.f;                // dequantization scale (fp8: value x 2^-8 stored)
+  const float ks = FP8 ? (CVT ? kscale : kscale * 256.f) : 1.f;  // dequantization scale (fp8 widened by bits: value x 2^-8)
   const float sl2 = scale * ks * 1.4426950408889634f;         // scores to log2 units
 
-  // Q: rows of this block to 16-bit (fp16 for the fp8 kernel), zero past nrows.
-  for (int i = tid; i < MLA_R * (MLA_D / 8); i += MLA_NTH) {
-    int r = i / (MLA_D / 8), c = i - r * (MLA_D / 8);
-    v4 o = {0u, 0u, 0u, 0u};
-    if (r < nrows) {
-      v4 a = ((const v4*)(q + (rowBase + r) * MLA_D))[c];
-      if (FP8) {
-        float f[8];
-        unpack8(a, f);
-        o.x = f2h(f[0]) | (f2h(f[1]) << 16); o.y = f2h(f[2]) | (f2h(f[3]) << 16);
-        o.z = f2h(f[4]) | (f2h(f[5]) << 16); o.w = f2h(f[6]) | (f2h(f[7]) << 16);
-      } else {
-        o = a;
-      }
-    }
-    *(v4*)(qsm + r * MLA_KS + c * 8) = o;
-  }
   if (tid < MLA_R) { m_s[tid] = NEG_BIG; l_s[tid] = 0.f; }
 
   const int start = split * chunk;
@@ -646,10 +635,34 @@ __device__ __forceinline__ void mla_fwd(const bf16_t* __restrict__ q, const void
       }
     }
   };
+  // The first tiles' copies go out before anything waits: Q (bf16: by
+  // cp.async in the first group; fp8: loaded and rounded to fp16 while
+  // they fly).
+  if (!FP8) {
+    const saddr_t qd = smem_addr(qsm);
+    for (int i = tid; i < MLA_R * (MLA_D / 8); i += MLA_NTH) {
+      int r = i / (MLA_D / 8), c = i - r * (MLA_D / 8);
+      bool ok = r < nrows;
+      cp16(qd + (r * MLA_KS + c * 8) * 2, ok ? (const void*)(q + (rowBase + r) * MLA_D + c * 8) : (const void*)q, ok ? 16 : 0);
+    }
+  }
 #pragma unroll
   for (int p = 0; p < NS - 1; p++) {
     if (p < ntile) issue(p, p);
     cp_commit();
+  }
+  if (FP8) {  // Q to fp16, zero past nrows
+    for (int i = tid; i < MLA_R * (MLA_D / 8); i += MLA_NTH) {
+      int r = i / (MLA_D / 8), c = i - r * (MLA_D / 8);
+      v4 o = {0u, 0u, 0u, 0u};
+      if (r < nrows) {
+        float f[8];
+        unpack8(((const v4*)(q + (rowBase + r) * MLA_D))[c], f);
+        o.x = f2h(f[0]) | (f2h(f[1]) << 16); o.y = f2h(f[2]) | (f2h(f[3]) << 16);
+        o.z = f2h(f[4]) | (f2h(f[5]) << 16); o.w = f2h(f[6]) | (f2h(f[7]) << 16);
+      }
+      *(v4*)(qsm + r * MLA_KS + c * 8) = o;
+    }
   }
 
   float acc[8][4];
@@ -674,10 +687,15 @@ __device__ __forceinline__ void mla_fwd(const bf16_t* __restrict__ q, const void
         int r = i / (MLA_D / 16), c = i - r * (MLA_D / 16);
         v4 b = *(const v4*)(cur + r * MLA_RS + c * 16);
         v4 o0, o1;
-        o0.x = e4m3x2h2(b.x, 0x4140u); o0.y = e4m3x2h2(b.x, 0x4342u);
-        o0.z = e4m3x2h2(b.y, 0x4140u); o0.w = e4m3x2h2(b.y, 0x4342u);
-        o1.x = e4m3x2h2(b.z, 0x4140u); o1.y = e4m3x2h2(b.z, 0x4342u);
-        o1.z = e4m3x2h2(b.w, 0x4140u); o1.w = e4m3x2h2(b.w, 0x4342u);
+        if (CVT) {  // the hardware's conversion, exact values
+          e4m3x4h(b.x, o0.x, o0.y); e4m3x4h(b.y, o0.z, o0.w);
+          e4m3x4h(b.z, o1.x, o1.y); e4m3x4h(b.w, o1.z, o1.w);
+        } else {
+          o0.x = e4m3x2h2(b.x, 0x4140u); o0.y = e4m3x2h2(b.x, 0x4342u);
+          o0.z = e4m3x2h2(b.y, 0x4140u); o0.w = e4m3x2h2(b.y, 0x4342u);
+          o1.x = e4m3x2h2(b.z, 0x4140u); o1.y = e4m3x2h2(b.z, 0x4342u);
+          o1.z = e4m3x2h2(b.w, 0x4140u); o1.w = e4m3x2h2(b.w, 0x4342u);
+        }
         v4* d = (v4*)(wide + r * MLA_KS + c * 16);
         d[0] = o0;
         d[1] = o1;
@@ -796,7 +814,7 @@ __device__ __forceinline__ void mla_fwd(const bf16_t* __restrict__ q, const void
     __threadfence();
   }
   __syncthreads();
-  float* wts = (float*)stg;  // [16][S] merge weights (the stages are free now)
+  float* wts = (float*)stg;  // [16][S] merge weights, then the sums (the stages are free now)
   for (int i = tid; i < nrows * S; i += MLA_NTH) {
     int r = i / S, s = i - r * S;
     wts[i] = ldcg1(lse + (u64)s * TH + rowBase + r);
@@ -822,18 +840,44 @@ __device__ __forceinline__ void mla_fwd(const bf16_t* __restrict__ q, const void
   const int cw = ((MLA_DV / 4 + S - 1) / S) * 4;  // columns per block, a multiple of 4
   const int c0 = split * cw, c1 = imin(MLA_DV, c0 + cw);
   const int nc4 = c1 > c0 ? (c1 - c0) / 4 : 0;
-  for (int i = tid; i < nrows * nc4; i += MLA_NTH) {
-    const int r = i / nc4, c = c0 + (i - r * nc4) * 4;
-    float o0 = 0.f, o1 = 0.f, o2 = 0.f, o3 = 0.f;
-    const float* p = opart + (rowBase + r) * MLA_DV + c;
-#pragma unroll 4
-    for (int s = 0; s < S; s++) {
-      v4 v = ldcg4(p + (u64)s * TH * MLA_DV);
-      const float w = wts[r * S + s];
-      o0 += w * __uint_as_float(v.x); o1 += w * __uint_as_float(v.y);
-      o2 += w * __uint_as_float(v.z); o3 += w * __uint_as_float(v.w);
+  // Every (row, split, 4 columns) of the slice is one item; the block's
+  // threads take them four at a time (four loads in flight each) and add
+  // them into per-row sums in shared memory, so the merge costs about one
+  // trip to L2 however many splits there are.
+  float* macc = wts + MLA_R * S;  // [nrows][nc4 * 4]
+  for (int i = tid; i < nrows * nc4 * 4; i += MLA_NTH) macc[i] = 0.f;
+  __syncthreads();
+  const int items = nrows * S * nc4;
+  for (int i0 = tid; i0 < items; i0 += 4 * MLA_NTH) {
+    v4 v[4];
+    float w[4];
+    int at[4];
+#pragma unroll
+    for (int k = 0; k < 4; k++) {
+      const int i = i0 + k * MLA_NTH;
+      at[k] = -1;
+      if (i < items) {
+        const int c4 = i % nc4, rs = i / nc4, sp = rs % S, r = rs / S;
+        v[k] = ldcg4(opart + ((u64)sp * TH + rowBase + r) * MLA_DV + c0 + 4 * c4);
+        w[k] = wts[r * S + sp];
+        at[k] = (r * nc4 + c4) * 4;
+      }
     }
-    *(v2*)(out + (rowBase + r) * MLA_DV + c) = v2{(u32)f2bf(o0) | ((u32)f2bf(o1) << 16), (u32)f2bf(o2) | ((u32)f2bf(o3) << 16)};
+#pragma unroll
+    for (int k = 0; k < 4; k++) {
+      if (at[k] >= 0) {
+        atomicAdd(macc + at[k], w[k] * __uint_as_float(v[k].x));
+        atomicAdd(macc + at[k] + 1, w[k] * __uint_as_float(v[k].y));
+        atomicAdd(macc + at[k] + 2, w[k] * __uint_as_float(v[k].z));
+        atomicAdd(macc + at[k] + 3, w[k] * __uint_as_float(v[k].w));
+      }
+    }
+  }
+  __syncthreads();
+  for (int i = tid; i < nrows * nc4; i += MLA_NTH) {
+    const int r = i / nc4, c4 = i - r * nc4;
+    const float* a = macc + i * 4;
+    *(v2*)(out + (rowBase + r) * MLA_DV + c0 + 4 * c4) = v2{(u32)f2bf(a[0]) | ((u32)f2bf(a[1]) << 16), (u32)f2bf(a[2]) | ((u32)f2bf(a[3]) << 16)};
   }
   // The last block out resets the counters for the next launch (stream
   // order keeps that launch behind this one).
@@ -844,16 +888,17 @@ __device__ __forceinline__ void mla_fwd(const bf16_t* __restrict__ q, const void
   }
 }
 
-#define MLA_FWD(FP8, NS, MINB, NAME)                                                                                           \
+#define MLA_FWD(FP8, NS, CVT, MINB, NAME)                                                                                           \
   extern "C" __global__ void __launch_bounds__(MLA_NTH, MINB)                                                                  \
       NAME(const bf16_t* q, const void* kv, bf16_t* out, float* opart, float* lse, int* sem, float* lseOut, int T, int H, \
            int ctx, int tokPerSeq, int chunk, float scale, float kscale, int coop) {                                         \
-    mla_fwd<FP8, NS>(q, kv, out, opart, lse, sem, lseOut, T, H, ctx, tokPerSeq, chunk, scale, kscale, coop);                  \
+    mla_fwd<FP8, NS, CVT>(q, kv, out, opart, lse, sem, lseOut, T, H, ctx, tokPerSeq, chunk, scale, kscale, coop);             \
   }
-MLA_FWD(false, 2, 2, mla_fwd_bf16_s2)
-MLA_FWD(false, 4, 1, mla_fwd_bf16_s4)
-MLA_FWD(true, 2, 2, mla_fwd_fp8_s2)
-MLA_FWD(true, 5, 1, mla_fwd_fp8_s5)
+MLA_FWD(false, 2, false, 2, mla_fwd_bf16_s2)
+MLA_FWD(false, 4, false, 1, mla_fwd_bf16_s4)
+MLA_FWD(true, 2, false, 2, mla_fwd_fp8_s2)
+MLA_FWD(true, 2, true, 2, mla_fwd_fp8c_s2)
+MLA_FWD(true, 4, true, 1, mla_fwd_fp8c_s4)
 
 #define MLA_MAX_SPLITS 1024  // most KV splits mla_combine merges (shared weights)
 

@@ -65,7 +65,8 @@ func (e *env) loopTime(n, reps int, call func(i int) error) (med, spread float64
 func bench(args []string) error {
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	jsonPath := fs.String("json", "", "write results as JSON lines")
-	only := fs.String("only", "", "comma-separated parts to run: copy,mla,norm,silu,router (default all)")
+	only := fs.String("only", "", "comma-separated parts to run: mla,norm,silu,router (default all; the ceilings always run)")
+	mlaShapes := fs.String("mla-shapes", "", "only these MLA shapes, BxHxTPSxCTX comma-separated (default the built-in list)")
 	e, out, err := startBench(fs, args, jsonPath)
 	if err != nil {
 		return err
@@ -144,7 +145,7 @@ func bench(args []string) error {
 	iters := func(estUs float64) int { return int(min(2000, max(20, 3000/max(estUs, 1)))) }
 
 	if part("mla") {
-		if err := benchMLA(e, emit, rot, iters, reps); err != nil {
+		if err := benchMLA(e, emit, rot, iters, reps, *mlaShapes); err != nil {
 			return err
 		}
 	}
@@ -225,7 +226,7 @@ func bench(args []string) error {
 // planner's splits (cuda.MLAFwdLaunch) merged in the kernel, and, where
 // there are splits, merged by mla_combine instead; and the CUDA-core kernel
 // at one shape for reference.
-func benchMLA(e *env, emit func(benchRow), rot func(uint64) (cu.DevPtr, int, error), iters func(float64) int, reps int) error {
+func benchMLA(e *env, emit func(benchRow), rot func(uint64) (cu.DevPtr, int, error), iters func(float64) int, reps int, only string) error {
 	occ := map[string]int{}
 	for _, k := range cuda.MLAFwdKernels {
 		smem := cuda.MLAFwdSmem(k)
@@ -251,6 +252,16 @@ func benchMLA(e *env, emit func(benchRow), rot func(uint64) (cu.DevPtr, int, err
 		{32, 8, 1, 4096}, {32, 8, 1, 8192}, {64, 8, 1, 4096}, {128, 8, 1, 4096},
 		{32, 16, 1, 4096}, {4, 64, 1, 4096}, {8, 8, 2, 4096},
 	}
+	if only != "" {
+		shapes = nil
+		for _, f := range strings.Split(only, ",") {
+			var s shape
+			if _, err := fmt.Sscanf(f, "%dx%dx%dx%d", &s.B, &s.H, &s.tps, &s.ctx); err != nil || s.B < 1 || s.H < 1 || s.tps < 1 || s.ctx < 1 {
+				return fmt.Errorf("-mla-shapes %q: want BxHxTPSxCTX", f)
+			}
+			shapes = append(shapes, s)
+		}
+	}
 	scale := f32(0.0722)
 	for _, fp8 := range []bool{false, true} {
 		kvb, kvs := 2, "bf16"
@@ -273,42 +284,49 @@ func benchMLA(e *env, emit func(benchRow), rot func(uint64) (cu.DevPtr, int, err
 					continue
 				}
 				// The planner picks the default variant; here every variant
-				// runs with the split rule applied to its own occupancy.
-				g := cuda.MLAFwdLaunchWith(k, cuda.MLAShape{Seqs: s.B, TokPerSeq: s.tps, Heads: s.H, Ctx: s.ctx, FP8: fp8}, e.info.SMs, occ[k])
-				th := uint64(T * s.H)
-				part, _ := cu.Alloc(uint64(g.Splits)*th*512*4 + uint64(g.Splits)*th*4)
-				lse := part + cu.DevPtr(uint64(g.Splits)*th*512*4)
-				for _, coop := range []bool{true, false} {
-					if !coop && g.Splits == 1 {
+				// runs with the split rule applied to its own occupancy, and
+				// the two-block variants also with half the splits (one block
+				// per SM, twice the tiles each).
+				for _, perSM := range []int{occ[k], occ[k] / 2} {
+					if perSM < 1 || (perSM < occ[k] && !strings.HasSuffix(k, "_s2")) {
 						continue
 					}
-					c := 0
-					if coop && g.Coop {
-						c = 1
-					}
-					call := func(i int) error {
-						kvi := kv + cu.DevPtr(uint64(i%copies)*kvBytes)
-						if err := e.launch(k, [3]uint32{uint32(g.Splits), uint32(g.Groups), uint32(s.B)}, [3]uint32{256, 1, 1}, uint32(g.SmemBytes),
-							uint64(q), uint64(kvi), uint64(o), uint64(part), uint64(lse), uint64(sem), 0, i32(T), i32(s.H), i32(s.ctx), i32(s.tps), i32(g.Chunk), scale, f32(1), i32(c)); err != nil {
-							return err
+					g := cuda.MLAFwdLaunchWith(k, cuda.MLAShape{Seqs: s.B, TokPerSeq: s.tps, Heads: s.H, Ctx: s.ctx, FP8: fp8}, e.info.SMs, perSM)
+					th := uint64(T * s.H)
+					part, _ := cu.Alloc(uint64(g.Splits)*th*512*4 + uint64(g.Splits)*th*4)
+					lse := part + cu.DevPtr(uint64(g.Splits)*th*512*4)
+					for _, coop := range []bool{true, false} {
+						if !coop && g.Splits == 1 {
+							continue
 						}
-						if g.Splits > 1 && c == 0 {
-							return e.launch("mla_combine", [3]uint32{uint32(th), 1, 1}, [3]uint32{128, 1, 1}, 0, uint64(part), uint64(lse), uint64(o), i32(int(th)), i32(g.Splits), i32(512))
+						c := 0
+						if coop && g.Coop {
+							c = 1
 						}
-						return nil
+						call := func(i int) error {
+							kvi := kv + cu.DevPtr(uint64(i%copies)*kvBytes)
+							if err := e.launch(k, [3]uint32{uint32(g.Splits), uint32(g.Groups), uint32(s.B)}, [3]uint32{256, 1, 1}, uint32(g.SmemBytes),
+								uint64(q), uint64(kvi), uint64(o), uint64(part), uint64(lse), uint64(sem), 0, i32(T), i32(s.H), i32(s.ctx), i32(s.tps), i32(g.Chunk), scale, f32(1), i32(c)); err != nil {
+								return err
+							}
+							if g.Splits > 1 && c == 0 {
+								return e.launch("mla_combine", [3]uint32{uint32(th), 1, 1}, [3]uint32{128, 1, 1}, 0, uint64(part), uint64(lse), uint64(o), i32(int(th)), i32(g.Splits), i32(512))
+							}
+							return nil
+						}
+						us, sp, err := e.loopTime(iters(bytes/3e6), reps, call)
+						if err != nil {
+							return fmt.Errorf("%s B=%d H=%d ctx=%d: %w", k, s.B, s.H, s.ctx, err)
+						}
+						merge := "merged in-kernel"
+						if c == 0 && g.Splits > 1 {
+							merge = "+ mla_combine"
+						}
+						emit(benchRow{Kernel: k, Shape: fmt.Sprintf("B=%d H=%d tps=%d ctx=%d", s.B, s.H, s.tps, s.ctx), Us: us, SpreadUs: sp, Bytes: bytes,
+							Note: fmt.Sprintf("splits=%d chunk=%d %s", g.Splits, g.Chunk, merge)})
 					}
-					us, sp, err := e.loopTime(iters(bytes/3e6), reps, call)
-					if err != nil {
-						return fmt.Errorf("%s B=%d H=%d ctx=%d: %w", k, s.B, s.H, s.ctx, err)
-					}
-					merge := "merged in-kernel"
-					if c == 0 && g.Splits > 1 {
-						merge = "+ mla_combine"
-					}
-					emit(benchRow{Kernel: k, Shape: fmt.Sprintf("B=%d H=%d tps=%d ctx=%d", s.B, s.H, s.tps, s.ctx), Us: us, SpreadUs: sp, Bytes: bytes,
-						Note: fmt.Sprintf("splits=%d chunk=%d %s", g.Splits, g.Chunk, merge)})
+					cu.Free(part)
 				}
-				cu.Free(part)
 			}
 			if s.B == 32 && s.H == 8 && s.ctx == 4096 { // the CUDA-core kernel, for reference
 				g := cuda.MLALaunch(T, s.H, s.ctx, 576, e.info.SMs, fp8)

@@ -119,7 +119,7 @@ func (e *env) fn(name string) cu.Function {
 // launch launches a kernel with arguments given as uint64 slots (ints and
 // floats in the low bytes, little-endian).
 func (e *env) launch(name string, grid, block [3]uint32, smem uint32, vals ...uint64) error {
-	ptrs := make([]unsafe.Pointer, len(vals))
+	ptrs := make([]unsafe.Pointer, len(vals)+1) // one spare: a kernel without arguments still gets an array
 	for i := range vals {
 		ptrs[i] = unsafe.Pointer(&vals[i])
 	}
@@ -243,8 +243,10 @@ func kernels() error {
 		{"mla_fwd_bf16_s4", 4, 64, 1, 513, 96, false, true},
 		{"mla_fwd_fp8_s2", 4, 8, 1, 1000, 352, true, true},
 		{"mla_fwd_fp8_s2", 4, 8, 2, 1000, 160, true, false},
-		{"mla_fwd_fp8_s5", 2, 16, 1, 777, 800, true, false},
-		{"mla_fwd_fp8_s5", 4, 8, 1, 1000, 64, true, true},
+		{"mla_fwd_fp8c_s2", 4, 8, 1, 1000, 352, true, true},
+		{"mla_fwd_fp8c_s2", 4, 8, 2, 1000, 160, true, false},
+		{"mla_fwd_fp8c_s4", 2, 16, 1, 777, 800, true, false},
+		{"mla_fwd_fp8c_s4", 4, 8, 1, 1000, 64, true, true},
 	} {
 		re, what, err := checkMLA(e, r, c.kernel, c.T, c.H, c.tps, c.ctx, c.chunk, c.fp8, c.coop)
 		if err != nil {

@@ -12,7 +12,8 @@ typedef unsigned short bf16_t;
 extern "C" void mla_fwd_bf16_s2(const bf16_t*, const void*, bf16_t*, float*, float*, int*, float*, int, int, int, int, int, float, float, int);
 extern "C" void mla_fwd_bf16_s4(const bf16_t*, const void*, bf16_t*, float*, float*, int*, float*, int, int, int, int, int, float, float, int);
 extern "C" void mla_fwd_fp8_s2(const bf16_t*, const void*, bf16_t*, float*, float*, int*, float*, int, int, int, int, int, float, float, int);
-extern "C" void mla_fwd_fp8_s5(const bf16_t*, const void*, bf16_t*, float*, float*, int*, float*, int, int, int, int, int, float, float, int);
+extern "C" void mla_fwd_fp8c_s2(const bf16_t*, const void*, bf16_t*, float*, float*, int*, float*, int, int, int, int, int, float, float, int);
+extern "C" void mla_fwd_fp8c_s4(const bf16_t*, const void*, bf16_t*, float*, float*, int*, float*, int, int, int, int, int, float, float, int);
 extern "C" void mla_combine(const float*, const float*, bf16_t*, int, int, int);
 extern "C" void silu_mul(const bf16_t*, bf16_t*, int, int);
 extern "C" void rmsnorm(const bf16_t*, bf16_t*, const bf16_t*, bf16_t*, int, float);
@@ -129,6 +130,14 @@ int main(int argc, char** argv) {
       worst = std::max(worst, std::fabs(emu::h2f(h & 0xffff) * 256 - e4m3(b)));
     }
     report("e4m3x2h2/all-bytes", worst);
+    worst = 0;
+    for (unsigned b = 0; b < 256; b++) {
+      if ((b & 0x7f) == 0x7f) continue;
+      unsigned lo, hi;
+      e4m3x4h(b | (b << 8) | (b << 16) | (b << 24), lo, hi);
+      for (unsigned h : {lo & 0xffff, lo >> 16, hi & 0xffff, hi >> 16}) worst = std::max(worst, std::fabs(emu::h2f(h) - e4m3(b)));
+    }
+    report("e4m3x4h/all-bytes", worst);
   }
   if (want("mla")) {
     // Kimi-K2.5 TP8 shapes (8 heads): splits merged cooperatively, by
@@ -140,8 +149,9 @@ int main(int argc, char** argv) {
     mla("bf16_s4", mla_fwd_bf16_s4, false, 4, 4, 8, 2, 150, 2, true, 0.25f);
     mla("bf16_s2", mla_fwd_bf16_s2, false, 2, 1, 20, 1, 70, 2, true, 0.0722f);
     mla("fp8_s2", mla_fwd_fp8_s2, true, 2, 2, 8, 1, 200, 3, true, 0.0722f);
-    mla("fp8_s5", mla_fwd_fp8_s5, true, 5, 2, 16, 1, 300, 1, false, 0.0722f);
-    mla("fp8_s5", mla_fwd_fp8_s5, true, 5, 4, 8, 2, 100, 2, false, 0.25f);
+    mla("fp8c_s2", mla_fwd_fp8c_s2, true, 2, 2, 8, 1, 200, 3, true, 0.0722f);
+    mla("fp8c_s4", mla_fwd_fp8c_s4, true, 4, 2, 16, 1, 300, 1, false, 0.0722f);
+    mla("fp8c_s4", mla_fwd_fp8c_s4, true, 4, 4, 8, 2, 100, 2, false, 0.25f);
   }
   if (want("silu")) {
     for (int d : {256, 2304, 100}) {

@@ -176,6 +176,7 @@ inline T __shfl_xor_sync(unsigned, T v, int o) {
   return r;
 }
 inline int atomicAdd(int* p, int v) { return __atomic_fetch_add(p, v, __ATOMIC_SEQ_CST); }
+inline float atomicAdd(float* p, float v) { return std::atomic_ref<float>(*p).fetch_add(v); }
 inline int atomicExch(int* p, int v) { return __atomic_exchange_n(p, v, __ATOMIC_SEQ_CST); }
 inline void __threadfence() { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
 inline long long clock64() {
@@ -273,6 +274,19 @@ inline void nap() { std::this_thread::yield(); }
 inline void die() {
   fprintf(stderr, "emu: trap (a block waited for seconds)\n");
   abort();
+}
+// cvt.rn.f16x2.e4m3x2, emulated exactly (byte 0 to the low half).
+inline unsigned e4m3_to_h_(unsigned b) {
+  unsigned s = (b & 0x80u) << 8, e = (b >> 3) & 0xfu, m = b & 7u;
+  if (e) return s | ((e + 8u) << 10) | (m << 7);
+  if (!m) return s;
+  int k = 0;  // subnormal e4m3 m x 2^-9: a normal half
+  while (!(m & 8u)) m <<= 1, k++;
+  return s | ((unsigned)(15 - 6 - k) << 10) | ((m & 7u) << 7);
+}
+inline void e4m3x4h(unsigned w, unsigned& lo, unsigned& hi) {
+  lo = e4m3_to_h_(w & 0xff) | (e4m3_to_h_((w >> 8) & 0xff) << 16);
+  hi = e4m3_to_h_((w >> 16) & 0xff) | (e4m3_to_h_(w >> 24) << 16);
 }
 inline float fexp2(float x) { return std::exp2(x); }
 inline float flog2(float x) { return std::log2(x); }
