@@ -41,6 +41,7 @@ if has ncu; then
   timeout 120 ncu --clock-control none -k regex:mla_fwd -c 4 --section SpeedOfLight --section Occupancy --section MemoryWorkloadAnalysis \
     $B/cudacheck bench -only mla > "$OUT/ncu.txt" 2>&1 || echo "NCU FAILED"
 fi
-(cd "$T" && tar czf "$OUT/traces.tgz" $(ls -d */ 2>/dev/null) 2>/dev/null)
+# The baseline traces (the other runs' stay on the machine: they exceed what comes back).
+(cd "$T" && tar czf "$OUT/traces.tgz" */baseline.otlp.jsonl */verdict.md 2>/dev/null)
 ls -l "$OUT"
 date -u

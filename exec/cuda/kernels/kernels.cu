@@ -814,7 +814,7 @@ __device__ __forceinline__ void mla_fwd(const bf16_t* __restrict__ q, const void
     __threadfence();
   }
   __syncthreads();
-  float* wts = (float*)stg;  // [16][S] merge weights, then the sums (the stages are free now)
+  float* wts = (float*)stg;  // [16][S] merge weights (the stages are free now)
   for (int i = tid; i < nrows * S; i += MLA_NTH) {
     int r = i / S, s = i - r * S;
     wts[i] = ldcg1(lse + (u64)s * TH + rowBase + r);
@@ -840,44 +840,43 @@ __device__ __forceinline__ void mla_fwd(const bf16_t* __restrict__ q, const void
   const int cw = ((MLA_DV / 4 + S - 1) / S) * 4;  // columns per block, a multiple of 4
   const int c0 = split * cw, c1 = imin(MLA_DV, c0 + cw);
   const int nc4 = c1 > c0 ? (c1 - c0) / 4 : 0;
-  // Every (row, split, 4 columns) of the slice is one item; the block's
-  // threads take them four at a time (four loads in flight each) and add
-  // them into per-row sums in shared memory, so the merge costs about one
-  // trip to L2 however many splits there are.
-  float* macc = wts + MLA_R * S;  // [nrows][nc4 * 4]
-  for (int i = tid; i < nrows * nc4 * 4; i += MLA_NTH) macc[i] = 0.f;
-  __syncthreads();
-  const int items = nrows * S * nc4;
-  for (int i0 = tid; i0 < items; i0 += 4 * MLA_NTH) {
-    v4 v[4];
-    float w[4];
-    int at[4];
-#pragma unroll
-    for (int k = 0; k < 4; k++) {
-      const int i = i0 + k * MLA_NTH;
-      at[k] = -1;
-      if (i < items) {
-        const int c4 = i % nc4, rs = i / nc4, sp = rs % S, r = rs / S;
-        v[k] = ldcg4(opart + ((u64)sp * TH + rowBase + r) * MLA_DV + c0 + 4 * c4);
-        w[k] = wts[r * S + sp];
-        at[k] = (r * nc4 + c4) * 4;
+  if (S >= 32) {
+    // Many splits: warp w takes the (row, 4 columns) items w, w + 8, ...;
+    // its lanes split the splits (loads in flight together) and add up by
+    // shuffles.
+    for (int it = warp; it < nrows * nc4; it += MLA_NTH / 32) {
+      const int r = it / nc4, c = c0 + (it - r * nc4) * 4;
+      float o0 = 0.f, o1 = 0.f, o2 = 0.f, o3 = 0.f;
+      const float* p = opart + (rowBase + r) * MLA_DV + c;
+#pragma unroll 4
+      for (int sp = lane; sp < S; sp += 32) {
+        v4 v = ldcg4(p + (u64)sp * TH * MLA_DV);
+        const float w = wts[r * S + sp];
+        o0 += w * __uint_as_float(v.x); o1 += w * __uint_as_float(v.y);
+        o2 += w * __uint_as_float(v.z); o3 += w * __uint_as_float(v.w);
       }
-    }
-#pragma unroll
-    for (int k = 0; k < 4; k++) {
-      if (at[k] >= 0) {
-        atomicAdd(macc + at[k], w[k] * __uint_as_float(v[k].x));
-        atomicAdd(macc + at[k] + 1, w[k] * __uint_as_float(v[k].y));
-        atomicAdd(macc + at[k] + 2, w[k] * __uint_as_float(v[k].z));
-        atomicAdd(macc + at[k] + 3, w[k] * __uint_as_float(v[k].w));
+      for (int o = 16; o > 0; o >>= 1) {
+        o0 += __shfl_xor_sync(0xffffffffu, o0, o); o1 += __shfl_xor_sync(0xffffffffu, o1, o);
+        o2 += __shfl_xor_sync(0xffffffffu, o2, o); o3 += __shfl_xor_sync(0xffffffffu, o3, o);
       }
+      if (lane == 0)
+        *(v2*)(out + (rowBase + r) * MLA_DV + c) = v2{(u32)f2bf(o0) | ((u32)f2bf(o1) << 16), (u32)f2bf(o2) | ((u32)f2bf(o3) << 16)};
     }
-  }
-  __syncthreads();
-  for (int i = tid; i < nrows * nc4; i += MLA_NTH) {
-    const int r = i / nc4, c4 = i - r * nc4;
-    const float* a = macc + i * 4;
-    *(v2*)(out + (rowBase + r) * MLA_DV + c0 + 4 * c4) = v2{(u32)f2bf(a[0]) | ((u32)f2bf(a[1]) << 16), (u32)f2bf(a[2]) | ((u32)f2bf(a[3]) << 16)};
+  } else {
+    // Few splits: one thread per (row, 4 columns), looping over them.
+    for (int i = tid; i < nrows * nc4; i += MLA_NTH) {
+      const int r = i / nc4, c = c0 + (i - r * nc4) * 4;
+      float o0 = 0.f, o1 = 0.f, o2 = 0.f, o3 = 0.f;
+      const float* p = opart + (rowBase + r) * MLA_DV + c;
+#pragma unroll 4
+      for (int sp = 0; sp < S; sp++) {
+        v4 v = ldcg4(p + (u64)sp * TH * MLA_DV);
+        const float w = wts[r * S + sp];
+        o0 += w * __uint_as_float(v.x); o1 += w * __uint_as_float(v.y);
+        o2 += w * __uint_as_float(v.z); o3 += w * __uint_as_float(v.w);
+      }
+      *(v2*)(out + (rowBase + r) * MLA_DV + c) = v2{(u32)f2bf(o0) | ((u32)f2bf(o1) << 16), (u32)f2bf(o2) | ((u32)f2bf(o3) << 16)};
+    }
   }
   // The last block out resets the counters for the next launch (stream
   // order keeps that launch behind this one).

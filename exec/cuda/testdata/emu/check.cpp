@@ -148,6 +148,7 @@ int main(int argc, char** argv) {
     mla("bf16_s4", mla_fwd_bf16_s4, false, 4, 1, 8, 1, 300, 1, false, 0.0722f);
     mla("bf16_s4", mla_fwd_bf16_s4, false, 4, 4, 8, 2, 150, 2, true, 0.25f);
     mla("bf16_s2", mla_fwd_bf16_s2, false, 2, 1, 20, 1, 70, 2, true, 0.0722f);
+    mla("bf16_s2", mla_fwd_bf16_s2, false, 2, 1, 8, 1, 1100, 34, true, 0.0722f);  // many splits: the warp merge
     mla("fp8_s2", mla_fwd_fp8_s2, true, 2, 2, 8, 1, 200, 3, true, 0.0722f);
     mla("fp8c_s2", mla_fwd_fp8c_s2, true, 2, 2, 8, 1, 200, 3, true, 0.0722f);
     mla("fp8c_s4", mla_fwd_fp8c_s4, true, 4, 2, 16, 1, 300, 1, false, 0.0722f);
