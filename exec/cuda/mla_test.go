@@ -37,8 +37,9 @@ func TestMLALaunch(t *testing.T) {
 }
 
 // MLAFwdLaunch fills the device once: splits = (SMs x blocks per SM) /
-// (sequences x row groups), at least two 32-token tiles each, merged in
-// the kernel when the whole grid fits at once.
+// (sequences x row groups), at least two 32-token tiles each and eight
+// while half the SMs (66) still get a block, merged in the kernel when the
+// whole grid fits at once.
 func TestMLAFwdLaunch(t *testing.T) {
 	// Shared memory (kernels.cu's layout): Q 16 x 584 x 2 = 18688; a bf16
 	// tile 32 x 584 x 2 = 37376; a raw fp8 tile 32 x 592 = 18944; scores
@@ -56,17 +57,22 @@ func TestMLAFwdLaunch(t *testing.T) {
 		// Kimi-K2.5 TP 8 (8 heads: one row group): 264 blocks fit; batch
 		// 32 -> 8 splits of 512 tokens.
 		{"b32", MLAShape{Seqs: 32, TokPerSeq: 1, Heads: 8, Ctx: 4096}, occ, 1, 8, 512, true, bf16s2},
-		// Batch 8: 33 splits asked, ceil(4096 / 33) = 125 -> 128 tokens,
-		// which covers 4096 in 32.
-		{"b8", MLAShape{Seqs: 8, TokPerSeq: 1, Heads: 8, Ctx: 4096}, occ, 1, 32, 128, true, bf16s2},
-		{"b8 fp8", MLAShape{Seqs: 8, TokPerSeq: 1, Heads: 8, Ctx: 4096, FP8: true}, occ, 1, 32, 128, true, fp8s2},
+		// Batch 8: 33 splits fit, but 4096 / (8 tiles x 32) = 16 splits of
+		// 256 tokens still give 8 x 16 = 128 >= 66 blocks.
+		{"b8", MLAShape{Seqs: 8, TokPerSeq: 1, Heads: 8, Ctx: 4096}, occ, 1, 16, 256, true, bf16s2},
+		{"b8 fp8", MLAShape{Seqs: 8, TokPerSeq: 1, Heads: 8, Ctx: 4096, FP8: true}, occ, 1, 16, 256, true, fp8s2},
+		// Batch 8 at 8192: 33 -> 32 splits of 256 tokens (8 tiles each).
+		{"b8 8k", MLAShape{Seqs: 8, TokPerSeq: 1, Heads: 8, Ctx: 8192}, occ, 1, 32, 256, true, bf16s2},
+		// Batch 1 at 4096: 8-tile splits would be 16 blocks; 66 (half the
+		// SMs) asked, capped at 4096 / 64 = 64 splits of 64 tokens.
+		{"b1 4k", MLAShape{Seqs: 1, TokPerSeq: 1, Heads: 8, Ctx: 4096}, occ, 1, 64, 64, true, bf16s2},
 		// Batch 1 at 128K: 264 splits, ceil(131072 / 264) = 497 -> 512,
 		// 256 splits.
 		{"b1 128k", MLAShape{Seqs: 1, TokPerSeq: 1, Heads: 8, Ctx: 131072}, occ, 1, 256, 512, true, bf16s2},
 		// One DP-attention rank: 64 heads -> 4 row groups; 264 / 16 = 16.
 		{"dp rank", MLAShape{Seqs: 4, TokPerSeq: 1, Heads: 64, Ctx: 4096}, occ, 4, 16, 256, true, bf16s2},
-		// MTP: 2 tokens x 8 heads = 16 rows, one group.
-		{"mtp", MLAShape{Seqs: 8, TokPerSeq: 2, Heads: 8, Ctx: 4096}, occ, 1, 32, 128, true, bf16s2},
+		// MTP: 2 tokens x 8 heads = 16 rows, one group: as batch 8.
+		{"mtp", MLAShape{Seqs: 8, TokPerSeq: 2, Heads: 8, Ctx: 4096}, occ, 1, 16, 256, true, bf16s2},
 		// More sequences than fit: unsplit.
 		{"b300", MLAShape{Seqs: 300, TokPerSeq: 1, Heads: 8, Ctx: 4096}, occ, 1, 1, 4096, false, bf16s2},
 		// A short context: at least two tiles per split.

@@ -510,8 +510,9 @@ const mlaFwdMaxSplits = 512
 // device with sms SMs, occ[kernel] blocks of it fitting one SM (0 or
 // missing: unknown, then splits are merged by mla_combine). The grid is
 // sized to fill the device once: splits = blocks that fit / (sequences x
-// row groups), each split at least two tiles; a grid that already fills the
-// device runs unsplit.
+// row groups), each split at least two tiles, and at least eight while
+// half the SMs still get a block; a grid that already fills the device runs
+// unsplit.
 func MLAFwdLaunch(s MLAShape, sms int, occ map[string]int) MLAGeometry {
 	k := MLAFwdKernel(s.FP8)
 	return MLAFwdLaunchWith(k, s, sms, occ[k])
@@ -529,7 +530,16 @@ func MLAFwdLaunchWith(k string, s MLAShape, sms, perSM int) MLAGeometry {
 	if units < fit {
 		want = fit / units
 	}
-	g.Splits = max(1, min(want, ctx/(2*mlaTile), mlaFwdMaxSplits))
+	full := max(1, min(want, ctx/(2*mlaTile), mlaFwdMaxSplits))
+	// Fewer, longer splits (8 tiles or more) while at least half the SMs
+	// still get a block: below that a split's fixed cost (Q, the first
+	// tile's latency, its partial and its share of the merge) outweighs
+	// the parallelism. On the H200 (testdata/h200/README.md, 2026-12-02):
+	// batch 8 at 4096 tokens 25.7 us in 32 splits, 24.2 in 16; batch 1 at
+	// 32768 27.9 in 256, 25.6 in 128; batch 8 at 8192 35.8 in 32 (8
+	// tiles), 39.2 in 16.
+	long := max(ctx/(8*mlaTile), (max(1, sms/2)+units-1)/units)
+	g.Splits = max(1, min(full, long))
 	g.Chunk = ceilTo((ctx+g.Splits-1)/g.Splits, mlaTile)
 	g.Splits = (ctx + g.Chunk - 1) / g.Chunk
 	g.Coop = g.Splits > 1 && perSM > 0 && g.Splits*units <= fit

@@ -328,13 +328,14 @@ func TestPlanDCP(t *testing.T) {
 	}
 	_, p := planByID(t, s, plans, "L01.attn.mla_decode")
 	// 64 heads (q all-gathered over the 8 DCP ranks) over 4096 / 8 = 512
-	// tokens: 4 row groups x 8 sequences = 32 units, 264 / 32 = 8 splits of
-	// 64 tokens.
-	if p.dcp != 8 || p.heads != 64 || p.ctx != 512 || p.mla.Groups != 4 || p.splits != 8 || !strings.HasSuffix(p.kernel, "+ mla_dcp_correct") {
+	// tokens: 4 row groups x 8 sequences = 32 units; 264 / 32 = 8 splits
+	// fit, but ceil(66 / 32) = 3 splits still give half the SMs a block:
+	// ceil(512 / 3) = 171 -> 192 tokens, 3 splits.
+	if p.dcp != 8 || p.heads != 64 || p.ctx != 512 || p.mla.Groups != 4 || p.splits != 3 || p.chunk != 192 || !strings.HasSuffix(p.kernel, "+ mla_dcp_correct") {
 		t.Fatalf("plan %+v", *p)
 	}
 	th := uint64(8 * 64)
-	if want := 8*th*(512*4+4) + th*4 + 8*th*4; p.auxBytes != want {
+	if want := 3*th*(512*4+4) + th*4 + 8*th*4; p.auxBytes != want {
 		t.Fatalf("aux bytes %d, want %d (partials, rows' lse, all-gathered lse)", p.auxBytes, want)
 	}
 }
