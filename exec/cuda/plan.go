@@ -534,7 +534,7 @@ func MLAFwdLaunchWith(k string, s MLAShape, sms, perSM int) MLAGeometry {
 	// Fewer, longer splits (8 tiles or more) while at least half the SMs
 	// still get a block: below that a split's fixed cost (Q, the first
 	// tile's latency, its partial and its share of the merge) outweighs
-	// the parallelism. On the H200 (testdata/h200/README.md, 2026-12-02):
+	// the parallelism. On the H200 (testdata/h200/kernels-bench-2334.jsonl):
 	// batch 8 at 4096 tokens 25.7 us in 32 splits, 24.2 in 16; batch 1 at
 	// 32768 27.9 in 256, 25.6 in 128; batch 8 at 8192 35.8 in 32 (8
 	// tiles), 39.2 in 16.
