@@ -17,6 +17,9 @@ func PlanEntries() []Entry {
 				if tp < 2 {
 					return c, fmt.Errorf("plan %s: decode context parallelism needs TP > 1", c.Plan.Normalized())
 				}
+				if c.Arch.HasIndexer() && !c.Build.DenseDSA {
+					return c, fmt.Errorf("%s: decode context parallelism with DSA sparse attention is not modeled (the dense-DSA build is)", c.Arch.Name)
+				}
 				c.Plan.DCP = tp
 				return c, c.Plan.Validate(c.Arch)
 			},
@@ -28,6 +31,9 @@ func PlanEntries() []Entry {
 				tp := c.Plan.Normalized().TP
 				if tp < 2 {
 					return Applicability{NotApplicable, "needs TP > 1: the KV cache splits by tokens over the TP ranks"}
+				}
+				if c.Arch.HasIndexer() && !c.Build.DenseDSA {
+					return Applicability{NotApplicable, fmt.Sprintf("%s runs DSA sparse attention: decode context parallelism is modeled for the dense-DSA build only (--dense-dsa)", c.Arch.Name)}
 				}
 				p := c.Plan
 				p.DCP = tp
