@@ -23,6 +23,11 @@ type BackendConfig struct {
 	// its libraries. A backend applies them in sorted key order and
 	// ignores keys it does not know.
 	Env map[string]string
+	// ARNormFusion asks for all-reduce + RMSNorm fusion (the catalog's
+	// ar-norm-fusion): the RMSNorm right after an all-reduce works on the
+	// all-reduce's output as one fused kernel's tail. A backend that cannot
+	// fuse runs the two apart and says so on the norm's span.
+	ARNormFusion bool
 }
 
 // Factory builds a Backend. It reports a missing driver or library as an

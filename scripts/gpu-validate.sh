@@ -37,7 +37,7 @@ for s, g in go.items():
 PY
 fi
 echo "== MLA decode kernel"
-timeout 60 $B/cudacheck mla -json "$T/mla.jsonl"
+timeout 120 $B/cudacheck bench -only mla -json "$T/mla.jsonl"
 
 run() { # name tp local graphs trace steps extra...
   local name=$1 tp=$2 local=$3 graphs=$4 trace=$5 steps=$6; shift 6

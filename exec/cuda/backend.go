@@ -298,6 +298,7 @@ type Rank struct {
 	pin     runtime.Pinner
 
 	arena, xbuf, ybuf, aux, comm0, comm1 cu.DevPtr
+	sem                                  cu.DevPtr // counters of the MLA kernel's in-kernel merge
 	launches                             [][]*kargs
 	attrs                                [][]attribute.KeyValue
 
@@ -346,19 +347,33 @@ func (r *Rank) open(ctx context.Context) error {
 		return err
 	}
 	r.fns = map[string]cu.Function{}
-	names := []string{"fill_words", "rmsnorm", "ew_silu_mul", "topk_router", "embed_gather", "mla_combine", "mla_decode_tc_bf16", "mla_decode_tc_fp8"}
+	names := []string{"fill_words", "rmsnorm", "ew_silu_mul", "silu_mul", "topk_router", "embed_gather", "mla_combine", "mla_dcp_correct"}
+	names = append(names, MLAFwdKernels...)
 	for _, kv := range []string{"bf16", "fp8"} {
 		for _, h := range []int{1, 2, 4, 8, 16} {
 			names = append(names, fmt.Sprintf("mla_decode_%s_h%d", kv, h))
 		}
 	}
+	caps := r.s.caps
+	caps.mlaOcc = map[string]int{}
 	for _, n := range names {
 		f, err := cu.GetFunction(r.mod, n)
 		if err != nil {
 			return err
 		}
-		if strings.HasPrefix(n, "mla_decode") {
-			if err := cu.SetMaxDynamicSmem(f, max(mlaSmem(16, latentDim), mlaSmemTC(latentDim, false))); err != nil {
+		switch {
+		case strings.HasPrefix(n, "mla_decode"):
+			if err := cu.SetMaxDynamicSmem(f, mlaSmem(16, latentDim)); err != nil {
+				return err
+			}
+		case strings.HasPrefix(n, "mla_fwd"):
+			smem := MLAFwdSmem(n)
+			if err := cu.SetMaxDynamicSmem(f, smem); err != nil {
+				return err
+			}
+			// Blocks per SM decide whether a split launch fits the device at
+			// once (the in-kernel merge waits on that).
+			if caps.mlaOcc[n], err = cu.MaxActiveBlocks(f, mlaThreads, smem); err != nil {
 				return err
 			}
 		}
@@ -367,12 +382,26 @@ func (r *Rank) open(ctx context.Context) error {
 	if r.stream, err = cu.NewStream(); err != nil {
 		return err
 	}
-	pl := &planner{sched: r.s.sched, dev: r.s.caps, seed: r.s.b.cfg.Seed, shard: r.s.shard, world: r.s.world}
+	pl := &planner{sched: r.s.sched, dev: caps, seed: r.s.b.cfg.Seed, shard: r.s.shard, world: r.s.world, fuseARNorm: r.s.b.cfg.ARNormFusion}
+	pl.dev.mlaFwd = map[bool]string{}
 	if pl.dev.ccMajor >= 8 {
-		if err := r.checkTC(); err != nil {
-			pl.noTC = true
-			r.tcNote = err.Error()
+		// Per cache dtype, the first tensor-core variant that agrees with
+		// the CUDA-core kernel; none: the CUDA-core kernel, and the spans
+		// say why.
+		var notes []string
+		for _, fp8 := range []bool{false, true} {
+			for _, k := range mlaFwdPreferred[fp8] {
+				err := r.checkTC(k, fp8)
+				if err == nil {
+					pl.dev.mlaFwd[fp8] = k
+					break
+				}
+				notes = append(notes, err.Error())
+			}
 		}
+		r.tcNote = strings.Join(notes, "; ")
+	} else {
+		pl.noTC = true
 	}
 	if r.plans, err = pl.planRank(r.rank); err != nil {
 		return err
@@ -402,15 +431,17 @@ func (r *Rank) open(ctx context.Context) error {
 	return cu.StreamSync(r.stream)
 }
 
-// checkTC runs the tensor-core MLA kernel and the CUDA-core one on the same
-// random problem (2 tokens, 16 heads, 100 cached tokens, 576 wide) and
-// returns an error unless their outputs agree to 3e-2 relative (both are
-// bf16 arithmetic, about 2e-3 from a float64 reference).
-func (r *Rank) checkTC() error {
-	const T, H, ctx, dqk, dlat = 2, 16, 100, latentDim, latentOut
+// checkTC runs tensor-core MLA kernel fwd and the CUDA-core one on the
+// same random problem (2 tokens, 16 heads, 100 cached tokens, 576 wide,
+// split in two and merged in the kernel; a bf16 or e4m3 cache) and returns
+// an error unless their outputs agree to 3e-2 relative (both are bf16
+// arithmetic, about 2e-3 from a float64 reference; cudacheck kernels
+// checks each against float64).
+func (r *Rank) checkTC(fwd string, fp8 bool) error {
+	const T, H, ctx, dqk, dlat, S = 2, 16, 100, latentDim, latentOut, 2
 	qB, kvB := uint64(T*H*dqk*2), uint64(T*ctx*dqk*2)
-	partB, lseB, outB := uint64(T*H*dlat*4), uint64(T*H*4), uint64(T*H*dlat*2)
-	buf, err := cu.Alloc(qB + kvB + partB + lseB + 2*outB)
+	partB, lseB, outB := uint64(S*T*H*dlat*4), uint64(S*T*H*4), uint64(T*H*dlat*2)
+	buf, err := cu.Alloc(qB + kvB + partB + lseB + 2*outB + 256)
 	if err != nil {
 		return err
 	}
@@ -419,45 +450,51 @@ func (r *Rank) checkTC() error {
 	part := kv + cu.DevPtr(kvB)
 	lse := part + cu.DevPtr(partB)
 	out := [2]cu.DevPtr{lse + cu.DevPtr(lseB), lse + cu.DevPtr(lseB+outB)}
+	sem := out[1] + cu.DevPtr(outB)
 	if err := r.fill(buf, qB+kvB, 12345); err != nil {
 		return err
 	}
+	if err := cu.Memset8(sem, 0, 256); err != nil {
+		return err
+	}
 	scale := float32(0.07)
-	for i, name := range []string{"mla_decode_tc_bf16", "mla_decode_bf16_h16"} {
-		smem := mlaSmemTC(dqk, false)
-		if i == 1 {
-			smem = mlaSmem(16, dqk)
-		}
-		k1 := r.launchArgs(r.fns[name], [3]uint32{1, 1, T}, [3]uint32{mlaThreads, 1, 1}, uint32(smem),
+	kvs := "bf16"
+	if fp8 {
+		kvs = "fp8"
+	}
+	{
+		chunk := 64 // two splits: 64 + 36 tokens
+		k1 := r.launchArgs(r.fns[fwd], [3]uint32{S, 1, T}, [3]uint32{mlaThreads, 1, 1}, uint32(MLAFwdSmem(fwd)),
+			ptr(q), ptr(kv), ptr(out[0]), ptr(part), ptr(lse), ptr(sem), 0, i32(T), i32(H), i32(ctx), i32(1), i32(chunk), f32(scale), f32(1), i32(1))
+		k2 := r.launchArgs(r.fns["mla_decode_"+kvs+"_h16"], [3]uint32{1, 1, T}, [3]uint32{mlaThreads, 1, 1}, uint32(mlaSmem(16, dqk)),
 			ptr(q), ptr(kv), ptr(part), ptr(lse), i32(T), i32(H), i32(ctx), i32(1), i32(ctx), f32(scale), i32(dqk), i32(dlat))
-		k2 := r.launchArgs(r.fns["mla_combine"], [3]uint32{T * H, 1, 1}, [3]uint32{128, 1, 1}, 0,
-			ptr(part), ptr(lse), ptr(out[i]), i32(T*H), i32(1), i32(dlat))
-		if err := k1.launch(r.stream); err != nil {
+		k3 := r.launchArgs(r.fns["mla_combine"], [3]uint32{T * H, 1, 1}, [3]uint32{128, 1, 1}, 0,
+			ptr(part), ptr(lse), ptr(out[1]), i32(T*H), i32(1), i32(dlat))
+		for _, k := range []*kargs{k1, k2, k3} {
+			if err := k.launch(r.stream); err != nil {
+				return err
+			}
+		}
+		if err := cu.StreamSync(r.stream); err != nil {
 			return err
 		}
-		if err := k2.launch(r.stream); err != nil {
+		a, b := make([]byte, outB), make([]byte, outB)
+		if err := cu.DtoH(a, out[0]); err != nil {
 			return err
 		}
-	}
-	if err := cu.StreamSync(r.stream); err != nil {
-		return err
-	}
-	a, b := make([]byte, outB), make([]byte, outB)
-	if err := cu.DtoH(a, out[0]); err != nil {
-		return err
-	}
-	if err := cu.DtoH(b, out[1]); err != nil {
-		return err
-	}
-	var num, den float64
-	for i := 0; i+1 < len(a); i += 2 {
-		x := float64(math.Float32frombits(uint32(a[i])<<16 | uint32(a[i+1])<<24))
-		y := float64(math.Float32frombits(uint32(b[i])<<16 | uint32(b[i+1])<<24))
-		num += (x - y) * (x - y)
-		den += y * y
-	}
-	if rel := math.Sqrt(num / den); !(rel < 3e-2) {
-		return fmt.Errorf("tensor-core MLA kernel disagrees with the CUDA-core one (relative difference %.3g): using the CUDA-core kernel", rel)
+		if err := cu.DtoH(b, out[1]); err != nil {
+			return err
+		}
+		var num, den float64
+		for i := 0; i+1 < len(a); i += 2 {
+			x := float64(math.Float32frombits(uint32(a[i])<<16 | uint32(a[i+1])<<24))
+			y := float64(math.Float32frombits(uint32(b[i])<<16 | uint32(b[i+1])<<24))
+			num += (x - y) * (x - y)
+			den += y * y
+		}
+		if rel := math.Sqrt(num / den); !(rel < 3e-2) {
+			return fmt.Errorf("tensor-core MLA kernel %s disagrees with the CUDA-core one (relative difference %.3g)", fwd, rel)
+		}
 	}
 	return nil
 }
@@ -522,6 +559,20 @@ func (r *Rank) allocate() error {
 	if r.aux, err = cu.Alloc(aux); err != nil {
 		return err
 	}
+	// Counters of the in-kernel MLA merge: zero, and left zero by every
+	// launch (kernels.cu's mla_fwd).
+	var semBytes uint64 = 256
+	for i := range r.plans {
+		if p := &r.plans[i]; p.kind == pkAttention && p.tc {
+			semBytes = max(semBytes, uint64(8*p.seqs*p.mla.Groups))
+		}
+	}
+	if r.sem, err = cu.Alloc(semBytes); err != nil {
+		return err
+	}
+	if err := cu.Memset8(r.sem, 0, semBytes); err != nil {
+		return err
+	}
 	if comm > 0 {
 		if r.comm0, err = cu.Alloc(align(comm)); err != nil {
 			return err
@@ -581,7 +632,7 @@ func (r *Rank) prepare() error {
 		w := r.arena + cu.DevPtr(r.offs[i])
 		var a []attribute.KeyValue
 		a = append(a, schema.AttrKernel.String(p.kernel))
-		if p.kind == pkAttention && r.tcNote != "" {
+		if p.kind == pkAttention && !p.tc && r.tcNote != "" {
 			p.subst = strings.TrimPrefix(p.subst+"; "+r.tcNote, "; ")
 		}
 		if p.subst != "" {
@@ -612,39 +663,31 @@ func (r *Rank) prepare() error {
 				return fmt.Errorf("op %s: %w", r.ops[i].ID, err)
 			}
 		case pkAttention:
-			groups := uint32((p.heads + p.hg - 1) / p.hg)
-			kv := "bf16"
-			if p.fp8KV {
-				kv = "fp8"
-			}
-			th := uint64(p.tokens * p.heads)
-			part := r.aux
-			lse := r.aux + cu.DevPtr(uint64(p.splits)*th*uint64(p.dlat)*4)
-			// Softmax scale 1/sqrt(qk_nope + qk_rope) = 1/sqrt(192) for the
-			// DeepSeek-V3 family; it changes values, not time.
-			scale := float32(1 / math.Sqrt(192))
-			name := fmt.Sprintf("mla_decode_%s_h%d", kv, p.hg)
-			if p.tc {
-				name = "mla_decode_tc_" + kv
-			}
-			r.launches[i] = []*kargs{
-				r.launchArgs(r.fns[name],
-					[3]uint32{uint32(p.splits), groups, uint32(p.tokens)}, [3]uint32{mlaThreads, 1, 1}, uint32(p.smem),
-					ptr(r.xbuf), ptr(w), ptr(part), ptr(lse), i32(p.tokens), i32(p.heads), i32(p.ctx), i32(p.tokPerSeq), i32(p.chunk), f32(scale), i32(p.dqk), i32(p.dlat)),
-				r.launchArgs(r.fns["mla_combine"], [3]uint32{uint32(th), 1, 1}, [3]uint32{128, 1, 1}, 0,
-					ptr(part), ptr(lse), ptr(r.ybuf), i32(int(th)), i32(p.splits), i32(p.dlat)),
-			}
+			r.launches[i] = r.attentionLaunches(p, w)
 		case pkNorm:
 			res := uint64(0)
 			if p.fusedAdd {
 				res = ptr(r.aux)
 			}
+			in := r.xbuf
+			if p.fusedAR && r.comm0 != 0 {
+				in = r.comm0 // the all-reduce's output
+			}
 			r.launches[i] = []*kargs{r.launchArgs(r.fns["rmsnorm"], [3]uint32{uint32(p.rows), 1, 1}, [3]uint32{256, 1, 1}, 0,
-				ptr(r.xbuf), res, ptr(w), ptr(r.ybuf), i32(p.cols), f32(1e-6))}
+				ptr(in), res, ptr(w), ptr(r.ybuf), i32(p.cols), f32(1e-6))}
 		case pkElementwise:
 			g := uint32(min(uint64(sms)*8, max(1, (p.nout+255)/256)))
 			r.launches[i] = []*kargs{r.launchArgs(r.fns["ew_silu_mul"], [3]uint32{g, 1, 1}, [3]uint32{256, 1, 1}, 0,
 				ptr(r.xbuf), p.nin, ptr(r.ybuf), p.nout)}
+		case pkSiLUMul:
+			// Vector path: two 8-column chunks per thread per pass.
+			work := (p.nout + 7) / 8
+			if p.cols%8 != 0 {
+				work = p.nout * 2
+			}
+			g := uint32(min(uint64(sms)*16, max(1, (work+511)/512)))
+			r.launches[i] = []*kargs{r.launchArgs(r.fns["silu_mul"], [3]uint32{g, 1, 1}, [3]uint32{256, 1, 1}, 0,
+				ptr(r.xbuf), ptr(r.ybuf), i32(p.rows), i32(p.cols))}
 		case pkRouter:
 			g := uint32((p.rows*32 + 255) / 256)
 			r.launches[i] = []*kargs{r.launchArgs(r.fns["topk_router"], [3]uint32{g, 1, 1}, [3]uint32{256, 1, 1}, 0,
@@ -655,6 +698,59 @@ func (r *Rank) prepare() error {
 		}
 	}
 	return nil
+}
+
+// attentionLaunches prepares an attention op's kernels: the tensor-core
+// kernel (merging its splits itself when the plan says so, else followed by
+// mla_combine) or the CUDA-core one and mla_combine; under decode context
+// parallelism, mla_dcp_correct after them. The scratch holds the split
+// partials, their log-sum-exps, the rows' log-sum-exps and the all-gathered
+// ones, in that order.
+func (r *Rank) attentionLaunches(p *opPlan, kvp cu.DevPtr) []*kargs {
+	th := uint64(p.tokens * p.heads)
+	part := r.aux
+	lse := part + cu.DevPtr(uint64(p.splits)*th*uint64(p.dlat)*4)
+	lseOut := lse + cu.DevPtr(uint64(p.splits)*th*4)
+	lseAll := lseOut + cu.DevPtr(th*4)
+	// Softmax scale 1/sqrt(qk_nope + qk_rope) = 1/sqrt(192) for the
+	// DeepSeek-V3 family, and a per-tensor fp8 scale of 1: they change
+	// values, not time.
+	scale := float32(1 / math.Sqrt(192))
+	var ks []*kargs
+	if p.tc {
+		g := p.mla
+		lo := uint64(0)
+		if p.dcp > 1 {
+			lo = ptr(lseOut)
+		}
+		coop := 0
+		if g.Coop {
+			coop = 1
+		}
+		ks = append(ks, r.launchArgs(r.fns[g.Kernel], [3]uint32{uint32(g.Splits), uint32(g.Groups), uint32(p.seqs)}, [3]uint32{mlaThreads, 1, 1}, uint32(g.SmemBytes),
+			ptr(r.xbuf), ptr(kvp), ptr(r.ybuf), ptr(part), ptr(lse), ptr(r.sem), lo, i32(p.tokens), i32(p.heads), i32(p.ctx), i32(p.tokPerSeq), i32(g.Chunk), f32(scale), f32(1), i32(coop)))
+		if g.Splits > 1 && !g.Coop {
+			ks = append(ks, r.launchArgs(r.fns["mla_combine"], [3]uint32{uint32(th), 1, 1}, [3]uint32{128, 1, 1}, 0,
+				ptr(part), ptr(lse), ptr(r.ybuf), i32(int(th)), i32(p.splits), i32(p.dlat)))
+		}
+	} else {
+		kv := "bf16"
+		if p.fp8KV {
+			kv = "fp8"
+		}
+		groups := uint32((p.heads + p.hg - 1) / p.hg)
+		ks = append(ks,
+			r.launchArgs(r.fns[fmt.Sprintf("mla_decode_%s_h%d", kv, p.hg)],
+				[3]uint32{uint32(p.splits), groups, uint32(p.tokens)}, [3]uint32{mlaThreads, 1, 1}, uint32(p.smem),
+				ptr(r.xbuf), ptr(kvp), ptr(part), ptr(lse), i32(p.tokens), i32(p.heads), i32(p.ctx), i32(p.tokPerSeq), i32(p.chunk), f32(scale), i32(p.dqk), i32(p.dlat)),
+			r.launchArgs(r.fns["mla_combine"], [3]uint32{uint32(th), 1, 1}, [3]uint32{128, 1, 1}, 0,
+				ptr(part), ptr(lse), ptr(r.ybuf), i32(int(th)), i32(p.splits), i32(p.dlat)))
+	}
+	if p.dcp > 1 && p.tc && p.dlat%8 == 0 {
+		ks = append(ks, r.launchArgs(r.fns["mla_dcp_correct"], [3]uint32{uint32((th + 3) / 4), 1, 1}, [3]uint32{256, 1, 1}, 0,
+			ptr(r.ybuf), ptr(lseOut), ptr(lseAll), i32(int(th)), i32(p.dcp), i32(p.dlat)))
+	}
+	return ks
 }
 
 func (r *Rank) initComm(ctx context.Context) error {
@@ -909,7 +1005,7 @@ func (r *Rank) Close() error {
 	if r.blas != nil {
 		keep(r.blas.Close())
 	}
-	for _, p := range []cu.DevPtr{r.arena, r.xbuf, r.ybuf, r.aux, r.comm0, r.comm1} {
+	for _, p := range []cu.DevPtr{r.arena, r.xbuf, r.ybuf, r.aux, r.comm0, r.comm1, r.sem} {
 		keep(cu.Free(p))
 	}
 	if r.mod != 0 {

@@ -19,14 +19,24 @@
 //     seeded router touches on this rank (tokens x top-k of E, drawn per
 //     layer), op.M rows each.
 //   - attention (mla_decode): absorbed MLA decode over a latent cache of the
-//     schedule's context, kernels.cu's mla_decode_* (split over the context,
-//     each 576-wide cache row read once per head group, online softmax) and
-//     mla_combine (log-sum-exp merge). Other attention ops (prefill, the DSA
-//     indexer) run the same kernel with the op's KV bytes and a head count
+//     schedule's context. For the 576-wide latent on sm_80+, kernels.cu's
+//     mla_fwd_* (tensor cores; the cache streamed through cp.async stages,
+//     each row read once per 16 query rows; split over the context so the
+//     grid fills the device once, the splits merged inside the kernel; an
+//     e4m3 cache widened in shared memory with its scale folded into the
+//     softmax and the output), the variant per cache dtype being the first
+//     that agrees with the CUDA-core kernel at start-up; otherwise
+//     mla_decode_* (CUDA cores) and mla_combine. Under decode context
+//     parallelism the rank's rows are then rescaled by the all-gathered
+//     log-sum-exps (mla_dcp_correct). Other attention ops (prefill, the DSA
+//     indexer) run the same kernels with the op's KV bytes and a head count
 //     matching its FLOPs, marked substituted.
 //   - norm: RMSNorm (with vLLM's fused residual add where the schedule
-//     counts two streams); router: warp-per-token top-k; embedding:
-//     vocab-parallel gather; elementwise: SiLU-and-mul over the op's bytes.
+//     counts two streams; with exec.BackendConfig.ARNormFusion the norm after
+//     an all-reduce works on the all-reduce's output, the fused kernel's
+//     local part); router: warp-per-token top-k; embedding: vocab-parallel
+//     gather; elementwise: SiLU-and-mul by rows (silu_mul) for the *act ops,
+//     the other elementwise ops as a pass over their bytes.
 //   - collective: NCCL all-reduce, all-gather, reduce-scatter, all-to-all
 //     (grouped send/recv) when every member rank is running; in a one-rank
 //     shard run (fewer local ranks than the schedule has, no launcher) they

@@ -22,10 +22,11 @@ const (
 	pkRouter
 	pkEmbed
 	pkCollective
+	pkSiLUMul
 )
 
 func (k planKind) String() string {
-	return [...]string{"skip", "gemm_bf16", "gemm_fp8", "attention", "norm", "elementwise", "router", "embed", "collective"}[k]
+	return [...]string{"skip", "gemm_bf16", "gemm_fp8", "attention", "norm", "elementwise", "router", "embed", "collective", "silu_mul"}[k]
 }
 
 // MLA latent geometry of the DeepSeek-V3 family (kv_lora_rank 512 +
@@ -49,6 +50,12 @@ const (
 type devCaps struct {
 	ccMajor, ccMinor int
 	sms              int
+	// mlaOcc: blocks of each tensor-core MLA kernel that fit one SM
+	// (cuOccupancyMaxActiveBlocksPerMultiprocessor), for the in-kernel merge.
+	mlaOcc map[string]int
+	// mlaFwd: the tensor-core MLA kernel per cache dtype (fp8 true) that
+	// passed the start-up check; "" takes MLAFwdKernel's.
+	mlaFwd map[bool]string
 }
 
 // fp8 reports FP8 tensor-core GEMMs through cuBLASLt (sm_89 and later).
@@ -77,11 +84,14 @@ type opPlan struct {
 	smem                                int // dynamic shared memory of mla_decode_* (MLALaunch)
 	dqk, dlat                           int // latent width scored, and kept for the output
 	fp8KV                               bool
-	tc                                  bool // tensor-core kernel mla_decode_tc_*
+	tc                                  bool        // tensor-core kernel mla_fwd_*
+	mla                                 MLAGeometry // its launch
+	dcp                                 int         // decode context parallelism: ranks sharing the context (> 1)
 
 	// norm / elementwise / router / embed
 	rows, cols int
 	fusedAdd   bool
+	fusedAR    bool // all-reduce + RMSNorm fusion: the norm reads the all-reduce's output
 	nin, nout  uint64
 	topk       int
 	embedRows  int // table rows
@@ -123,6 +133,8 @@ type planner struct {
 	// peers (one rank's shard on one GPU); collectives are skipped.
 	shard bool
 	world int
+	// fuseARNorm: all-reduce + RMSNorm fusion (exec.BackendConfig).
+	fuseARNorm bool
 }
 
 // planRank plans every op of rank r.
@@ -170,8 +182,32 @@ func (pl *planner) planOp(ops []model.Op, i int) (opPlan, error) {
 			// written): the residual lives in the aux scratch.
 			p.fusedAdd, p.auxBytes, p.kernel = true, n, "rmsnorm(fused residual add)"
 		}
+		if pl.fuseARNorm && followsAllReduce(ops, i) {
+			// All-reduce + RMSNorm fusion: the norm works on the
+			// all-reduce's output buffer. Without a custom all-reduce kernel
+			// the two stay two kernels: with peers NCCL reduces first; in a
+			// one-rank shard the reduction has no peers and what runs is the
+			// fused kernel's local part.
+			p.fusedAR = true
+			p.kernel += " on the all-reduce output"
+			if pl.shard {
+				p.subst = fmt.Sprintf("all-reduce + RMSNorm fusion: the local part (residual add + RMSNorm of the reduced buffer) runs here; %s's reduction needs its %d peers", ops[i-1].ID, len(ops[i-1].Group)-1)
+			} else {
+				p.subst = "all-reduce + RMSNorm fusion needs a custom all-reduce kernel (not built): the norm runs after NCCL's all-reduce"
+			}
+		}
 		return p, nil
 	case model.KindElementwise:
+		if isSiLUMul(op) {
+			// The rows the schedule's bytes stand for (expected expert rows
+			// may be fractional; model/build.go's siluMul).
+			rows := max(1, int(math.Round(op.BytesWritten/float64(2*op.N))))
+			p := opPlan{kind: pkSiLUMul, rows: rows, cols: int(op.N), kernel: "silu_mul"}
+			p.nout = uint64(rows) * uint64(op.N)
+			p.nin = 2 * p.nout
+			p.inBytes, p.outBytes = 2*p.nin, 2*p.nout
+			return p, nil
+		}
 		return pl.planElementwise(op, op.BytesRead, op.BytesWritten, "")
 	case model.KindRouter:
 		return pl.planRouter(op)
@@ -333,6 +369,13 @@ func (pl *planner) planAttention(op *model.Op) (opPlan, error) {
 		if op.KVBytes > 0 {
 			seqs = max(1, int(math.Round(op.KVBytes/(float64(op.N)*float64(op.K)*kvb))))
 		}
+		if dcp := pl.sched.Plan.Normalized().DCP; dcp > 1 {
+			// Decode context parallelism: this rank holds 1/dcp of every
+			// sequence's context (op.N already is the share) and, before
+			// the reduce-scatter, rescales its rows by the all-gathered
+			// log-sum-exps (vLLM's cp_lse_ag_out_rs).
+			p.dcp = dcp
+		}
 	default:
 		// Prefill attention or another scorer (DSA indexer): run the MLA
 		// decode kernel over a latent cache with the op's KV bytes (or, for
@@ -357,76 +400,174 @@ func (pl *planner) planAttention(op *model.Op) (opPlan, error) {
 	}
 	p.seqs = seqs
 	p.tokPerSeq = p.tokens / seqs
-	p.tc = !pl.noTC && pl.dev.ccMajor >= 8 && p.dqk%16 == 0 && p.dlat%8 == 0
-	g := MLALaunch(p.tokens, p.heads, p.ctx, p.dqk, pl.dev.sms, p.tc, p.fp8KV)
+	p.tc = !pl.noTC && pl.dev.ccMajor >= 8 && p.dqk == latentDim && p.dlat == latentOut &&
+		(pl.dev.mlaFwd == nil || pl.dev.mlaFwd[p.fp8KV] != "")
+	var g MLAGeometry
+	if p.tc {
+		k := MLAFwdKernel(p.fp8KV)
+		if c := pl.dev.mlaFwd[p.fp8KV]; c != "" {
+			k = c
+		}
+		g = MLAFwdLaunchWith(k, MLAShape{Seqs: p.seqs, TokPerSeq: p.tokPerSeq, Heads: p.heads, Ctx: p.ctx, FP8: p.fp8KV}, pl.dev.sms, pl.dev.mlaOcc[k])
+	} else {
+		g = MLALaunch(p.tokens, p.heads, p.ctx, p.dqk, pl.dev.sms, p.fp8KV)
+	}
+	p.mla = g
 	p.hg, p.splits, p.chunk, p.smem = g.HeadGroup, g.Splits, g.Chunk, g.SmemBytes
 	p.streamBytes = uint64(float64(p.seqs) * float64(p.ctx) * float64(p.dqk) * kvb)
 	p.inBytes = uint64(p.tokens * p.heads * p.dqk * 2)
 	p.outBytes = uint64(p.tokens * p.heads * p.dlat * 2)
 	th := uint64(p.tokens * p.heads)
-	p.auxBytes = uint64(p.splits)*th*uint64(p.dlat)*4 + uint64(p.splits)*th*4
+	if p.splits > 1 || !p.tc {
+		p.auxBytes = uint64(p.splits)*th*uint64(p.dlat)*4 + uint64(p.splits)*th*4
+	}
+	if p.dcp > 1 {
+		// lse of this rank's rows, then the all-gathered lse of all ranks.
+		p.auxBytes += th*4 + uint64(p.dcp)*th*4
+	}
 	kv := "bf16"
 	if p.fp8KV {
 		kv = "fp8"
 	}
-	if p.tc {
-		p.kernel = fmt.Sprintf("mla_decode_tc_%s x%d splits + mla_combine", kv, p.splits)
-	} else {
+	switch {
+	case p.tc && p.splits == 1:
+		p.kernel = g.Kernel
+	case p.tc && g.Coop:
+		p.kernel = fmt.Sprintf("%s x%d splits (merged in-kernel)", g.Kernel, p.splits)
+	case p.tc:
+		p.kernel = fmt.Sprintf("%s x%d splits + mla_combine", g.Kernel, p.splits)
+	default:
 		p.kernel = fmt.Sprintf("mla_decode_%s_h%d x%d splits + mla_combine", kv, p.hg, p.splits)
+	}
+	if p.dcp > 1 {
+		p.kernel += " + mla_dcp_correct"
 	}
 	p.subst = strings.Join(notes, "; ")
 	return p, nil
 }
 
-// MLAGeometry is how the backend launches the MLA decode kernels for one
-// attention op: a grid of (Splits, Groups, tokens) blocks of 256 threads,
-// each scoring HeadGroup heads of one token over Chunk cached tokens, then
-// mla_combine merging the Splits partials of every (token, head).
+// MLAGeometry is how the backend launches MLA decode for one attention op.
+//
+// Tensor-core kernel (mla_fwd_*): a grid of (Splits, Groups, sequences)
+// blocks of 256 threads, each scoring up to 16 query rows (a sequence's
+// tokens x heads, HeadGroup = 16) over Chunk cached tokens; with Splits >
+// 1 the blocks merge their partials in the kernel when Coop (the whole grid
+// fits on the device at once), else mla_combine merges them.
+//
+// CUDA-core kernel (mla_decode_*_h<HeadGroup>): a grid of (Splits, Groups,
+// tokens) blocks, HeadGroup heads each, then mla_combine.
 type MLAGeometry struct {
-	HeadGroup int // heads per block (mla_decode_*_h<HeadGroup>; 16 for the tensor-core kernel)
-	Groups    int // head groups, ceil(heads / HeadGroup)
-	Splits    int // splits of the context
-	Chunk     int // cached tokens per split, a multiple of the kernel's 32-token tile
-	SmemBytes int // dynamic shared memory per block
+	Kernel    string // the tensor-core kernel's name ("" for the CUDA-core one)
+	HeadGroup int    // heads (CUDA core) or query rows (tensor core) per block
+	Groups    int    // head groups (CUDA core) or row groups per sequence (tensor core)
+	Splits    int    // splits of the context
+	Chunk     int    // cached tokens per split, a multiple of the 32-token tile
+	SmemBytes int    // dynamic shared memory per block
+	Coop      bool   // splits merged in the kernel (tensor core)
 }
 
-// MLALaunch returns the launch geometry of mla_decode for tokens query
-// tokens of heads heads over ctx cached tokens per sequence, dqk values
-// scored per token, on a device with sms SMs; tc selects the tensor-core
-// kernel, fp8KV an e4m3 cache (which changes the tensor-core kernel's
-// shared memory). The planner uses it for every attention op, so a
-// benchmark calling it times the configuration the backend runs.
-func MLALaunch(tokens, heads, ctx, dqk, sms int, tc, fp8KV bool) MLAGeometry {
+// MLAShape is one MLA decode problem: Seqs sequences of Ctx cached tokens,
+// TokPerSeq query tokens each (1 + speculative tokens), Heads heads, a
+// 576-wide latent cache in bf16 or (FP8) e4m3.
+type MLAShape struct {
+	Seqs, TokPerSeq, Heads, Ctx int
+	FP8                         bool
+}
+
+// Tensor-core MLA kernels: every variant (cudacheck times them all), and
+// the ones the backend tries for each cache dtype, in order: the first that
+// agrees with the CUDA-core kernel at start-up runs. The suffix is the
+// number of pipeline stages (s2 fits two blocks on an SM); fp8c widens the
+// cache with sm_89's conversion instruction, fp8 by bit moves.
+var (
+	MLAFwdKernels   = []string{"mla_fwd_bf16_s2", "mla_fwd_bf16_s4", "mla_fwd_fp8_s2", "mla_fwd_fp8c_s2", "mla_fwd_fp8c_s4"}
+	mlaFwdPreferred = map[bool][]string{false: {"mla_fwd_bf16_s2"}, true: {"mla_fwd_fp8c_s2", "mla_fwd_fp8_s2"}}
+)
+
+// MLAFwdKernel is the tensor-core kernel the backend runs first for a cache
+// dtype.
+func MLAFwdKernel(fp8 bool) string { return mlaFwdPreferred[fp8][0] }
+
+// MLAFwdSmem is the dynamic shared memory of a tensor-core MLA kernel
+// (kernels.cu's layout): Q (16 rows) and the stages of 32-token tiles, rows
+// padded by 16 bytes (fp8: raw tiles of 592-byte rows and one widened
+// 16-bit tile), the scores (two halves), P and three per-row scalars.
+func MLAFwdSmem(kernel string) int {
+	stages := int(kernel[len(kernel)-1] - '0')
+	fp8 := strings.Contains(kernel, "fp8")
+	const q, tile, raw, extra = 16 * (latentDim + 8) * 2, mlaTile * (latentDim + 8) * 2, mlaTile * (latentDim + 16), 2*16*mlaTile*4 + 16*(mlaTile+8)*2 + 3*16*4
+	if fp8 {
+		return q + stages*raw + tile + extra
+	}
+	return q + stages*tile + extra
+}
+
+// mlaFwdMaxSplits bounds the splits of the tensor-core kernel: its merge
+// keeps 16 x splits weights in the smallest variant's stage memory.
+const mlaFwdMaxSplits = 512
+
+// MLAFwdLaunch returns the tensor-core kernel's geometry for shape s on a
+// device with sms SMs, occ[kernel] blocks of it fitting one SM (0 or
+// missing: unknown, then splits are merged by mla_combine). The grid is
+// sized to fill the device once: splits = blocks that fit / (sequences x
+// row groups), each split at least two tiles, and at least eight while
+// half the SMs still get a block; a grid that already fills the device runs
+// unsplit.
+func MLAFwdLaunch(s MLAShape, sms int, occ map[string]int) MLAGeometry {
+	k := MLAFwdKernel(s.FP8)
+	return MLAFwdLaunchWith(k, s, sms, occ[k])
+}
+
+// MLAFwdLaunchWith is MLAFwdLaunch for a given variant k of which perSM
+// blocks fit one SM.
+func MLAFwdLaunchWith(k string, s MLAShape, sms, perSM int) MLAGeometry {
+	g := MLAGeometry{Kernel: k, HeadGroup: 16, SmemBytes: MLAFwdSmem(k)}
+	ctx := max(1, s.Ctx)
+	g.Groups = (max(1, s.TokPerSeq)*max(1, s.Heads) + 15) / 16
+	units := max(1, s.Seqs) * g.Groups
+	fit := max(1, sms) * max(1, perSM)
+	want := 1
+	if units < fit {
+		want = fit / units
+	}
+	full := max(1, min(want, ctx/(2*mlaTile), mlaFwdMaxSplits))
+	// Fewer, longer splits (8 tiles or more) while at least half the SMs
+	// still get a block: below that a split's fixed cost (Q, the first
+	// tile's latency, its partial and its share of the merge) outweighs
+	// the parallelism. On the H200 (testdata/h200/kernels-bench-2334.jsonl):
+	// batch 8 at 4096 tokens 25.7 us in 32 splits, 24.2 in 16; batch 1 at
+	// 32768 27.9 in 256, 25.6 in 128; batch 8 at 8192 35.8 in 32 (8
+	// tiles), 39.2 in 16.
+	long := max(ctx/(8*mlaTile), (max(1, sms/2)+units-1)/units)
+	g.Splits = max(1, min(full, long))
+	g.Chunk = ceilTo((ctx+g.Splits-1)/g.Splits, mlaTile)
+	g.Splits = (ctx + g.Chunk - 1) / g.Chunk
+	g.Coop = g.Splits > 1 && perSM > 0 && g.Splits*units <= fit
+	return g
+}
+
+// MLALaunch returns the launch geometry of the CUDA-core MLA decode kernel
+// for tokens query tokens of heads heads over ctx cached tokens per
+// sequence, dqk values scored per token, on a device with sms SMs. It runs
+// where the tensor-core kernel cannot (before sm_80, other latent widths).
+func MLALaunch(tokens, heads, ctx, dqk, sms int, fp8KV bool) MLAGeometry {
 	ctx = max(1, ctx)
 	g := MLAGeometry{HeadGroup: 16}
-	if !tc {
-		for _, hg := range []int{1, 2, 4, 8} {
-			if heads <= hg {
-				g.HeadGroup = hg
-				break
-			}
+	for _, hg := range []int{1, 2, 4, 8} {
+		if heads <= hg {
+			g.HeadGroup = hg
+			break
 		}
 	}
 	g.Groups = (heads + g.HeadGroup - 1) / g.HeadGroup
-	// Splits over the context so the grid fills the device twice over
-	// (two blocks of up to 76 KB shared memory fit one SM), with at least
-	// 4 tiles per split so the log-sum-exp merge stays small: at batch 1
-	// and 4096 cached tokens that is 32 splits of 128 tokens. (The H200
-	// runs of 2026-12-02 used 8 tiles, which left small batches with 16
-	// blocks on 132 SMs. Fewer tiles per split measured worse on the H200
-	// at batch 1, context 4096, after the combine rewrite: 61 layers' attention
-	// 2.28 ms at 4 tiles, 2.77 ms at 2, 4.28 ms at 1: each block's fixed
-	// cost, loading Q and writing its partials, outweighs the parallelism.)
+	// Splits over the context so the grid fills the device twice over,
+	// with at least 4 tiles per split so the log-sum-exp merge stays small.
 	want := max(1, 2*max(1, sms)/max(1, tokens*g.Groups))
 	maxSplits := max(1, ctx/(4*mlaTile))
 	g.Splits = min(want, maxSplits, mlaMaxSplits)
 	g.Chunk = ceilTo((ctx+g.Splits-1)/g.Splits, mlaTile)
 	g.Splits = (ctx + g.Chunk - 1) / g.Chunk
-	if tc {
-		g.SmemBytes = mlaSmemTC(dqk, fp8KV)
-	} else {
-		g.SmemBytes = mlaSmem(g.HeadGroup, dqk)
-	}
+	g.SmemBytes = mlaSmem(g.HeadGroup, dqk)
 	return g
 }
 
@@ -435,15 +576,21 @@ func MLALaunch(tokens, heads, ctx, dqk, sms int, tc, fp8KV bool) MLAGeometry {
 // scalars (kernels.cu).
 func mlaSmem(hg, dqk int) int { return hg*dqk*4 + mlaTile*dqk*2 + hg*mlaTile*4 + 3*hg*4 }
 
-// mlaSmemTC is mla_decode_tc_*'s: Q (16 rows) and one tile (two for a bf16
-// cache), rows padded by 8 values, two halves of the scores in fp32, the probabilities in bf16
-// (rows of 40) and three per-head scalars.
-func mlaSmemTC(dqk int, fp8KV bool) int {
-	tiles := 2 // bf16 cache: two tile buffers (cp.async double buffering)
-	if fp8KV {
-		tiles = 1
+// followsAllReduce reports whether op i is the RMSNorm that all-reduce +
+// RMSNorm fusion folds into the all-reduce before it (sim's rule: the op
+// right after an all-reduce, depending on nothing else).
+func followsAllReduce(ops []model.Op, i int) bool {
+	if i == 0 || ops[i].Kind != model.KindNorm || !ops[i-1].IsCollective() || ops[i-1].Collective != model.AllReduce {
+		return false
 	}
-	return 16*(dqk+8)*2 + tiles*mlaTile*(dqk+8)*2 + 2*16*mlaTile*4 + 16*(mlaTile+8)*2 + 3*16*4
+	return ops[i].Deps == nil || (len(ops[i].Deps) == 1 && ops[i].Deps[0] == i-1)
+}
+
+// isSiLUMul reports whether an elementwise op is a SiLU-and-mul of N
+// outputs per row: an *act op of model/build.go that reads twice the bf16
+// values it writes.
+func isSiLUMul(op *model.Op) bool {
+	return op.N > 0 && op.BytesWritten > 0 && strings.HasSuffix(op.Name, "act") && op.BytesRead == 2*op.BytesWritten
 }
 
 func (pl *planner) planElementwise(op *model.Op, read, written float64, subst string) (opPlan, error) {

@@ -8,7 +8,12 @@ import (
 	"github.com/tpscope/tpscope/model"
 )
 
-var h200 = devCaps{ccMajor: 9, ccMinor: 0, sms: 132} // H200: sm_90, 132 SMs (KINDS.md: PyTorch reported 132 multiprocessors)
+// H200: sm_90, 132 SMs (KINDS.md: PyTorch reported 132 multiprocessors);
+// two blocks of each 2-stage tensor-core MLA kernel fit one SM: 2 x
+// (99008 or 99520 B of shared memory + 1 KB reserved) within 228 KB, and
+// 2 x 256 threads x 123 registers (NVRTC 13.0 on the H200: cudacheck bench) within
+// 65536.
+var h200 = devCaps{ccMajor: 9, ccMinor: 0, sms: 132, mlaOcc: map[string]int{"mla_fwd_bf16_s2": 2, "mla_fwd_fp8c_s2": 2}}
 
 func buildSched(t *testing.T, name string, tp, batch, ctx int) *model.Schedule {
 	t.Helper()
@@ -85,11 +90,12 @@ func TestPlanKimiShard(t *testing.T) {
 	})
 	t.Run("mla_decode", func(t *testing.T) {
 		op, p := planByID(t, s, plans, "L01.attn.mla_decode")
-		// 8 heads -> one tensor-core group of 16 rows; 32 tokens x 1 group
-		// = 32 blocks per split; 2 x 132 SMs / 32 = 8 splits of 512 tokens
-		// (16 tiles).
+		// 8 heads -> one row group of 16 rows; 32 sequences x 1 group =
+		// 32 blocks per split; 2 x 132 blocks fit, / 32 = 8 splits of 512
+		// tokens (16 tiles), merged in the kernel (256 blocks fit at once).
 		if p.kind != pkAttention || p.heads != 8 || p.hg != 16 || !p.tc || p.seqs != 32 || p.tokPerSeq != 1 ||
-			p.ctx != 4096 || p.dqk != 576 || p.dlat != 512 || p.splits != 8 || p.chunk != 512 || p.fp8KV {
+			p.ctx != 4096 || p.dqk != 576 || p.dlat != 512 || p.splits != 8 || p.chunk != 512 || p.fp8KV || !p.mla.Coop ||
+			p.kernel != "mla_fwd_bf16_s2 x8 splits (merged in-kernel)" || p.auxBytes != 8*32*8*(512*4+4) {
 			t.Fatalf("plan %+v", *p)
 		}
 		if want := uint64(32 * 4096 * 576 * 2); p.streamBytes != want || float64(want) != op.KVBytes {
@@ -121,8 +127,8 @@ func TestPlanKimiShard(t *testing.T) {
 	})
 }
 
-// At batch 1 the grid is filled by splitting the context: 2 x 132 SMs
-// wanted, capped at 4096 / (4 tiles x 32) = 32 splits of 128 tokens.
+// At batch 1 the grid is filled by splitting the context: 2 x 132 blocks
+// wanted, capped at 4096 / (2 tiles x 32) = 64 splits of 64 tokens.
 func TestPlanAttentionSplitsBatch1(t *testing.T) {
 	s := buildSched(t, "kimi-k2.5", 8, 1, 4096)
 	pl := &planner{sched: s, dev: h200, seed: 1, shard: true, world: 8}
@@ -131,7 +137,7 @@ func TestPlanAttentionSplitsBatch1(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, p := planByID(t, s, plans, "L01.attn.mla_decode")
-	if p.tokens != 1 || p.splits != 32 || p.chunk != 128 {
+	if p.tokens != 1 || p.splits != 64 || p.chunk != 64 || !p.mla.Coop {
 		t.Fatalf("plan %+v", *p)
 	}
 }
@@ -145,7 +151,9 @@ func TestPlanTinyAttentionWidth(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, p := planByID(t, s, plans, "L01.attn.mla_decode")
-	if p.dqk != 80 || p.dlat != 64 || p.heads != 8 || p.hg != 16 || !p.tc || p.subst != "" {
+	// The tensor-core kernel is built for the 576-wide latent: the
+	// CUDA-core kernel runs this one, 8 heads per block.
+	if p.dqk != 80 || p.dlat != 64 || p.heads != 8 || p.hg != 8 || p.tc || p.subst != "" {
 		t.Fatalf("plan %+v", *p)
 	}
 	if want := uint64(32 * 4096 * 80 * 2); p.streamBytes != want {
@@ -161,7 +169,7 @@ func TestPlanAttentionCUDACores(t *testing.T) {
 		name string
 		dev  devCaps
 		noTC bool
-	}{{"sm_75", devCaps{7, 5, 40}, false}, {"noTC", h200, true}} {
+	}{{"sm_75", devCaps{ccMajor: 7, ccMinor: 5, sms: 40}, false}, {"noTC", h200, true}} {
 		t.Run(c.name, func(t *testing.T) {
 			pl := &planner{sched: s, dev: c.dev, seed: 1, shard: true, world: 8, noTC: c.noTC}
 			plans, err := pl.planRank(0)
@@ -192,7 +200,7 @@ func TestPlanGEMMDtypes(t *testing.T) {
 		// NVFP4 0.5 + 1/16 B per value: 1000 x 0.5625 = 562.5 -> 562 -> 576.
 		{"nvfp4 on sm_90", model.NVFP4, h200, pkGemmFP8, 576, 7168, "nvfp4 run as fp8"},
 		// No FP8 before sm_89: bf16 with N = 562.5/2 -> 281 -> 288 (x8).
-		{"nvfp4 on sm_80", model.NVFP4, devCaps{8, 0, 108}, pkGemmBF16, 288, 7168, "run as bf16"},
+		{"nvfp4 on sm_80", model.NVFP4, devCaps{ccMajor: 8, ccMinor: 0, sms: 108}, pkGemmBF16, 288, 7168, "run as bf16"},
 		{"fp8-block128", model.FP8Block128, h200, pkGemmFP8, 1008, 7168, "per-tensor scale"},
 	}
 	for _, c := range cases {
@@ -258,5 +266,76 @@ func TestPlanMoEDPEP(t *testing.T) {
 				t.Fatalf("rank %d %s: ran %d experts x %d rows, want 36 x 2", rank, op.ID, p.moeExperts, p.moeRows)
 			}
 		}
+	}
+}
+
+// The catalog's runtime choices the planner realizes: SiLU-and-mul ops run
+// the row kernel; with all-reduce + RMSNorm fusion the norms right after an
+// all-reduce work on its output (in a one-rank shard: the fused kernel's
+// local part, said on the span) and no other norm changes.
+func TestPlanSiLUAndARNormFusion(t *testing.T) {
+	s := buildSched(t, "kimi-k2.5", 8, 32, 4096)
+	for _, fuse := range []bool{false, true} {
+		pl := &planner{sched: s, dev: h200, seed: 1, shard: true, world: 8, fuseARNorm: fuse}
+		plans, err := pl.planRank(0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Kimi's dense layer 0: gate_up 2 x 18432 / 8 = 4608 -> 2304 per row.
+		if _, p := planByID(t, s, plans, "L00.mlp.act"); p.kind != pkSiLUMul || p.rows != 32 || p.cols != 2304 || p.inBytes != 2*32*2304*2 {
+			t.Fatalf("mlp.act plan %+v", *p)
+		}
+		fused := 0
+		for i := range plans {
+			if plans[i].fusedAR {
+				fused++
+				op := &s.Ranks[0][i]
+				if op.Kind != model.KindNorm || !s.Ranks[0][i-1].IsCollective() || !strings.Contains(plans[i].subst, "local part") {
+					t.Fatalf("%s fused: %+v", op.ID, plans[i])
+				}
+			}
+		}
+		// Every all-reduce but the last MoE layer's is followed by a norm:
+		// the embedding's (-> L00 input_norm), then per layer the
+		// attention's (-> post_attn_norm) and the MLP/MoE's (-> the next
+		// layer's input_norm, or head.final_norm): 1 + 2 x 61 = 123.
+		want := 0
+		if fuse {
+			want = 123
+		}
+		if fused != want {
+			t.Fatalf("fuse=%v: %d norms fused, want %d", fuse, fused, want)
+		}
+	}
+}
+
+// Decode context parallelism: the rank attends all its heads over its
+// share of the context, then rescales its rows by the all-gathered
+// log-sum-exps (mla_dcp_correct).
+func TestPlanDCP(t *testing.T) {
+	a, err := model.Resolve("kimi-k2.5")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := model.Build(a, model.Plan{TP: 8, DCP: 8}, model.Workload{Phase: model.Decode, Batch: 8, Context: 4096})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pl := &planner{sched: s, dev: h200, seed: 1, shard: true, world: 8}
+	plans, err := pl.planRank(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, p := planByID(t, s, plans, "L01.attn.mla_decode")
+	// 64 heads (q all-gathered over the 8 DCP ranks) over 4096 / 8 = 512
+	// tokens: 4 row groups x 8 sequences = 32 units; 264 / 32 = 8 splits
+	// fit, but ceil(66 / 32) = 3 splits still give half the SMs a block:
+	// ceil(512 / 3) = 171 -> 192 tokens, 3 splits.
+	if p.dcp != 8 || p.heads != 64 || p.ctx != 512 || p.mla.Groups != 4 || p.splits != 3 || p.chunk != 192 || !strings.HasSuffix(p.kernel, "+ mla_dcp_correct") {
+		t.Fatalf("plan %+v", *p)
+	}
+	th := uint64(8 * 64)
+	if want := 3*th*(512*4+4) + th*4 + 8*th*4; p.auxBytes != want {
+		t.Fatalf("aux bytes %d, want %d (partials, rows' lse, all-gathered lse)", p.auxBytes, want)
 	}
 }

@@ -95,6 +95,9 @@ var (
 	cuModuleUnload              func(m Module) Result
 	cuModuleGetFunction         func(f *Function, m Module, name string) Result
 	cuFuncSetAttribute          func(f Function, attr int32, v int32) Result
+	cuFuncGetAttribute          func(v *int32, attr int32, f Function) Result
+	cuOccupancyMaxBlocks        func(n *int32, f Function, block int32, smem uint64) Result
+	cuMemcpyDtoDAsync           func(dst, src DevPtr, n uint64, s Stream) Result
 	cuStreamBeginCapture        func(s Stream, mode int32) Result
 	cuStreamEndCapture          func(s Stream, g *Graph) Result
 	cuGraphInstantiateWithFlags func(e *GraphExec, g Graph, flags uint64) Result
@@ -143,6 +146,9 @@ func Load() error {
 		b.Bind(&cuModuleUnload, "cuModuleUnload")
 		b.Bind(&cuModuleGetFunction, "cuModuleGetFunction")
 		b.Bind(&cuFuncSetAttribute, "cuFuncSetAttribute")
+		b.Bind(&cuFuncGetAttribute, "cuFuncGetAttribute")
+		b.Bind(&cuOccupancyMaxBlocks, "cuOccupancyMaxActiveBlocksPerMultiprocessor")
+		b.Bind(&cuMemcpyDtoDAsync, "cuMemcpyDtoDAsync_v2")
 		b.Bind(&cuStreamBeginCapture, "cuStreamBeginCapture_v2")
 		b.Bind(&cuStreamEndCapture, "cuStreamEndCapture")
 		b.Bind(&cuGraphInstantiateWithFlags, "cuGraphInstantiateWithFlags")
@@ -409,6 +415,34 @@ func GetFunction(m Module, name string) (Function, error) {
 // (CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8).
 func SetMaxDynamicSmem(f Function, bytes int) error {
 	return check("cuFuncSetAttribute", cuFuncSetAttribute(f, 8, int32(bytes)))
+}
+
+// Function attributes (CUfunction_attribute) FuncAttr reads.
+const (
+	FuncSharedSizeBytes = 1 // static shared memory
+	FuncLocalSizeBytes  = 3 // local memory per thread (spills, stack)
+	FuncNumRegs         = 4 // registers per thread
+)
+
+// FuncAttr reads attribute attr of f.
+func FuncAttr(f Function, attr int32) (int, error) {
+	var v int32
+	err := check("cuFuncGetAttribute", cuFuncGetAttribute(&v, attr, f))
+	return int(v), err
+}
+
+// MaxActiveBlocks is how many blocks of f (block threads, smem bytes of
+// dynamic shared memory each) fit on one multiprocessor at once
+// (cuOccupancyMaxActiveBlocksPerMultiprocessor).
+func MaxActiveBlocks(f Function, block, smem int) (int, error) {
+	var n int32
+	err := check("cuOccupancyMaxActiveBlocksPerMultiprocessor", cuOccupancyMaxBlocks(&n, f, int32(block), uint64(smem)))
+	return int(n), err
+}
+
+// CopyDtoD enqueues a device-to-device copy of n bytes on s.
+func CopyDtoD(dst, src DevPtr, n uint64, s Stream) error {
+	return check("cuMemcpyDtoDAsync", cuMemcpyDtoDAsync(dst, src, n, s))
 }
 
 // Launch launches f. params points to an array of pointers, one per kernel

@@ -3,7 +3,7 @@
 //	cudacheck info                       driver, CUDA, cuBLAS, NCCL, NVRTC versions and the device
 //	cudacheck kernels                    kernel arithmetic against float64 references on random inputs
 //	cudacheck gemm [-json F] SHAPE...    cuBLAS/cuBLASLt GEMM device times (median of events per call)
-//	cudacheck mla [-json F]              MLA decode attention time and achieved bandwidth
+//	cudacheck bench [-json F]            copy bandwidth, launch floor, and every kernel's time and achieved bandwidth
 //	cudacheck run -model M -tp N ...     exec.Run of a model.Build schedule with spans to a file
 //
 // SHAPE is MxNxK[xBATCH]:DTYPE with DTYPE bf16 or fp8, the nn.Linear
@@ -42,7 +42,7 @@ import (
 func main() {
 	runtime.LockOSThread()
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: cudacheck info|kernels|gemm|mla|run ...")
+		fmt.Fprintln(os.Stderr, "usage: cudacheck info|kernels|gemm|bench|run ...")
 		os.Exit(2)
 	}
 	var err error
@@ -53,8 +53,8 @@ func main() {
 		err = kernels()
 	case "gemm":
 		err = gemm(os.Args[2:])
-	case "mla":
-		err = mlaBench(os.Args[2:])
+	case "bench":
+		err = bench(os.Args[2:])
 	case "run":
 		err = runModel(os.Args[2:])
 	default:
@@ -119,7 +119,7 @@ func (e *env) fn(name string) cu.Function {
 // launch launches a kernel with arguments given as uint64 slots (ints and
 // floats in the low bytes, little-endian).
 func (e *env) launch(name string, grid, block [3]uint32, smem uint32, vals ...uint64) error {
-	ptrs := make([]unsafe.Pointer, len(vals))
+	ptrs := make([]unsafe.Pointer, len(vals)+1) // one spare: a kernel without arguments still gets an array
 	for i := range vals {
 		ptrs[i] = unsafe.Pointer(&vals[i])
 	}
@@ -222,32 +222,37 @@ func kernels() error {
 		fmt.Printf("%-44s rel err %.2e (tol %.0e) %s\n", name, re, tol, st)
 	}
 	r := rand.New(rand.NewPCG(1, 2))
-	// MLA decode: several head groups, partial groups, splits, fp8 and bf16 caches.
-	// The head group is the backend's for H (cuda.MLALaunch); the chunk
-	// is chosen here so the cases cover several splits and partial tiles.
+	// MLA decode: the CUDA-core kernels (several head groups, partial
+	// groups, splits) and every tensor-core variant (splits merged in the
+	// kernel or by mla_combine, MTP rows, two row groups, fp8 with a scale).
 	for _, c := range []struct {
+		kernel                string
 		T, H, tps, ctx, chunk int
-		tc, fp8               bool
+		fp8, coop             bool
 	}{
-		{4, 8, 2, 1000, 352, false, false},
-		{4, 8, 2, 1000, 352, false, true},
-		{3, 20, 1, 777, 256, false, false},
-		{2, 3, 1, 50, 64, false, false},
-		{32, 16, 1, 300, 320, false, true},
-		{4, 8, 2, 1000, 352, true, false},
-		{4, 8, 2, 1000, 352, true, true},
-		{3, 20, 1, 777, 256, true, false},
-		{2, 3, 1, 50, 64, true, false},
+		{"core", 4, 8, 2, 1000, 352, false, false},
+		{"core", 4, 8, 2, 1000, 352, true, false},
+		{"core", 3, 20, 1, 777, 256, false, false},
+		{"core", 2, 3, 1, 50, 64, false, false},
+		{"core", 32, 16, 1, 300, 320, true, false},
+		{"mla_fwd_bf16_s2", 4, 8, 1, 1000, 352, false, true},
+		{"mla_fwd_bf16_s2", 4, 8, 1, 1000, 352, false, false},
+		{"mla_fwd_bf16_s2", 4, 8, 2, 1000, 128, false, true},
+		{"mla_fwd_bf16_s2", 3, 20, 1, 777, 256, false, true},
+		{"mla_fwd_bf16_s4", 2, 8, 1, 777, 800, false, false},
+		{"mla_fwd_bf16_s4", 4, 64, 1, 513, 96, false, true},
+		{"mla_fwd_fp8_s2", 4, 8, 1, 1000, 352, true, true},
+		{"mla_fwd_fp8_s2", 4, 8, 2, 1000, 160, true, false},
+		{"mla_fwd_fp8c_s2", 4, 8, 1, 1000, 352, true, true},
+		{"mla_fwd_fp8c_s2", 4, 8, 2, 1000, 160, true, false},
+		{"mla_fwd_fp8c_s4", 2, 16, 1, 777, 800, true, false},
+		{"mla_fwd_fp8c_s4", 4, 8, 1, 1000, 64, true, true},
 	} {
-		re, hg, err := checkMLA(e, r, c.T, c.H, c.tps, c.ctx, c.chunk, c.tc, c.fp8)
+		re, what, err := checkMLA(e, r, c.kernel, c.T, c.H, c.tps, c.ctx, c.chunk, c.fp8, c.coop)
 		if err != nil {
 			return err
 		}
-		kind := fmt.Sprintf("hg=%d", hg)
-		if c.tc {
-			kind = "tensor-core"
-		}
-		report(fmt.Sprintf("mla_decode T=%d H=%d ctx=%d %s fp8=%v", c.T, c.H, c.ctx, kind, c.fp8), re, 1e-2)
+		report(fmt.Sprintf("mla T=%d H=%d tps=%d ctx=%d %s", c.T, c.H, c.tps, c.ctx, what), re, 1e-2)
 	}
 	// RMSNorm.
 	{
@@ -312,24 +317,103 @@ func kernels() error {
 		}
 		report(fmt.Sprintf("topk_router T=%d E=%d k=%d (%d bad ids)", T, E, k, bad), re, 1e-6)
 	}
-	// SiLU-and-mul.
-	{
-		n := 4096
-		x := randBF(r, 2*n)
+	// SiLU-and-mul, rows of 2d values (vector and scalar widths).
+	for _, d := range []int{2304, 256, 100} {
+		rows := 7
+		x := randBF(r, rows*2*d)
 		dx, _ := upload(x)
-		dy, _ := cu.Alloc(uint64(n * 2))
-		if err := e.launch("ew_silu_mul", [3]uint32{16, 1, 1}, [3]uint32{256, 1, 1}, 0, uint64(dx), uint64(2*n), uint64(dy), uint64(n)); err != nil {
+		dy, _ := cu.Alloc(uint64(rows * d * 2))
+		cu.Memset8(dy, 0xff, uint64(rows*d*2))
+		if err := e.launch("silu_mul", [3]uint32{3, 1, 1}, [3]uint32{256, 1, 1}, 0, uint64(dx), uint64(dy), i32(rows), i32(d)); err != nil {
 			return err
 		}
 		cu.StreamSync(e.stream)
-		y, _ := downloadBF(dy, n)
+		y, _ := downloadBF(dy, rows*d)
 		var got, want []float64
-		for i := 0; i < n; i++ {
-			a := bf(x[i])
-			want = append(want, a/(1+math.Exp(-a))*bf(x[i+n]))
-			got = append(got, bf(y[i]))
+		for i := 0; i < rows; i++ {
+			for c := 0; c < d; c++ {
+				a, u := bf(x[i*2*d+c]), bf(x[i*2*d+d+c])
+				want = append(want, a/(1+math.Exp(-a))*u)
+				got = append(got, bf(y[i*d+c]))
+			}
 		}
-		report("ew_silu_mul n=4096", relErr(got, want), 1e-2)
+		report(fmt.Sprintf("silu_mul rows=%d d=%d", rows, d), relErr(got, want), 1e-2)
+		cu.Free(dx)
+		cu.Free(dy)
+	}
+	// Fused residual add + RMSNorm: the output and the updated residual.
+	{
+		rows, cols := 5, 7168
+		x, res, w := randBF(r, rows*cols), randBF(r, rows*cols), randBF(r, cols)
+		dx, _ := upload(x)
+		dr, _ := upload(res)
+		dw, _ := upload(w)
+		dy, _ := cu.Alloc(uint64(rows * cols * 2))
+		cu.Memset8(dy, 0xff, uint64(rows*cols*2))
+		if err := e.launch("rmsnorm", [3]uint32{uint32(rows), 1, 1}, [3]uint32{256, 1, 1}, 0, uint64(dx), uint64(dr), uint64(dw), uint64(dy), i32(cols), f32(1e-6)); err != nil {
+			return err
+		}
+		cu.StreamSync(e.stream)
+		y, _ := downloadBF(dy, rows*cols)
+		r2, _ := downloadBF(dr, rows*cols)
+		var got, want, rgot, rwant []float64
+		for i := 0; i < rows; i++ {
+			var ss float64
+			s := make([]float64, cols)
+			for c := range s {
+				s[c] = bf(x[i*cols+c]) + bf(res[i*cols+c])
+				ss += s[c] * s[c]
+			}
+			inv := 1 / math.Sqrt(ss/float64(cols)+1e-6)
+			for c := range s {
+				want = append(want, s[c]*inv*bf(w[c]))
+				got = append(got, bf(y[i*cols+c]))
+				rwant = append(rwant, s[c])
+				rgot = append(rgot, bf(r2[i*cols+c]))
+			}
+		}
+		report("rmsnorm fused add 5x7168 (output)", relErr(got, want), 1e-2)
+		report("rmsnorm fused add 5x7168 (residual)", relErr(rgot, rwant), 1e-2)
+		for _, p := range []cu.DevPtr{dx, dr, dw, dy} {
+			cu.Free(p)
+		}
+	}
+	// Decode context parallelism's merge: rows scaled by exp(lse - LSE).
+	{
+		rows, k, dv := 9, 4, 512
+		o := randBF(r, rows*dv)
+		all := make([]float32, k*rows)
+		for i := range all {
+			all[i] = float32(r.Float64()*6 - 3)
+		}
+		own := make([]float32, rows)
+		copy(own, all[2*rows:3*rows]) // this rank is rank 2
+		do, _ := upload(o)
+		dl, _ := cu.Alloc(uint64(4 * rows))
+		da, _ := cu.Alloc(uint64(4 * k * rows))
+		cu.HtoD(dl, f32Bytes(own))
+		cu.HtoD(da, f32Bytes(all))
+		if err := e.launch("mla_dcp_correct", [3]uint32{uint32((rows + 3) / 4), 1, 1}, [3]uint32{256, 1, 1}, 0, uint64(do), uint64(dl), uint64(da), i32(rows), i32(k), i32(dv)); err != nil {
+			return err
+		}
+		cu.StreamSync(e.stream)
+		y, _ := downloadBF(do, rows*dv)
+		var got, want []float64
+		for i := 0; i < rows; i++ {
+			var sum float64
+			for j := 0; j < k; j++ {
+				sum += math.Exp(float64(all[j*rows+i]))
+			}
+			f := math.Exp(float64(own[i])) / sum
+			for c := 0; c < dv; c++ {
+				want = append(want, bf(o[i*dv+c])*f)
+				got = append(got, bf(y[i*dv+c]))
+			}
+		}
+		report("mla_dcp_correct rows=9 k=4", relErr(got, want), 1e-2)
+		for _, p := range []cu.DevPtr{do, dl, da} {
+			cu.Free(p)
+		}
 	}
 	// BF16 and FP8 GEMMs against float64.
 	for _, c := range []struct {
@@ -414,20 +498,31 @@ func checkGEMM(e *env, r *rand.Rand, m, n, k, batch int, fp8 bool) (float64, err
 	return relErr(got, want), nil
 }
 
-// checkMLA runs mla_decode (the tensor-core kernel when tc, else the
-// backend's head group for H) and mla_combine with the given chunk against
-// a float64 reference; it returns the relative error and the head group.
-func checkMLA(e *env, r *rand.Rand, T, H, tps, ctx, chunk int, tc, fp8 bool) (float64, int, error) {
+func f32Bytes(v []float32) []byte {
+	return unsafe.Slice((*byte)(unsafe.Pointer(&v[0])), 4*len(v))
+}
+
+// checkMLA runs MLA decode with chunk cached tokens per split against a
+// float64 reference: kernel "core" is the CUDA-core kernel of the backend's
+// head group for H followed by mla_combine; otherwise a tensor-core variant
+// (mla_fwd_*) merging the splits itself (coop) or through mla_combine. The
+// fp8 cache carries a per-tensor scale of 0.37. It returns the relative
+// error and a description of what ran.
+func checkMLA(e *env, r *rand.Rand, kernel string, T, H, tps, ctx, chunk int, fp8, coop bool) (float64, string, error) {
 	B := T / tps
 	q := randBF(r, T*H*576)
 	kvN := B * ctx * 576
 	kvF := make([]float64, kvN)
+	kscale := 1.0
+	if fp8 && kernel != "core" {
+		kscale = 0.37
+	}
 	var dkv cu.DevPtr
 	if fp8 {
 		b := make([]byte, kvN)
 		for i := range b {
 			b[i] = byte(r.IntN(256)) & 0xBF
-			kvF[i] = e4m3(b[i])
+			kvF[i] = e4m3(b[i]) * kscale
 		}
 		dkv, _ = cu.Alloc(uint64(kvN))
 		cu.HtoD(dkv, b)
@@ -443,29 +538,51 @@ func checkMLA(e *env, r *rand.Rand, T, H, tps, ctx, chunk int, tc, fp8 bool) (fl
 	part, _ := cu.Alloc(uint64(S * T * H * 512 * 4))
 	lse, _ := cu.Alloc(uint64(S * T * H * 4))
 	out, _ := cu.Alloc(uint64(T * H * 512 * 2))
+	sem, _ := cu.Alloc(4096)
+	cu.Memset8(sem, 0, 4096)
 	cu.Memset8(out, 0xff, uint64(T*H*512*2)) // poison: NaN bf16
 	kvs := "bf16"
 	if fp8 {
 		kvs = "fp8"
 	}
-	g := cuda.MLALaunch(T, H, ctx, 576, e.info.SMs, tc, fp8)
-	name := fmt.Sprintf("mla_decode_%s_h%d", kvs, g.HeadGroup)
-	if tc {
-		name = "mla_decode_tc_" + kvs
-	}
-	if err := cu.SetMaxDynamicSmem(e.fn(name), 110000); err != nil {
-		return 0, 0, err
-	}
 	scale := float32(1 / math.Sqrt(192))
-	if err := e.launch(name, [3]uint32{uint32(S), uint32(g.Groups), uint32(T)}, [3]uint32{256, 1, 1}, uint32(g.SmemBytes),
-		uint64(dq), uint64(dkv), uint64(part), uint64(lse), i32(T), i32(H), i32(ctx), i32(tps), i32(chunk), f32(scale), i32(576), i32(512)); err != nil {
-		return 0, 0, err
+	var what string
+	if kernel == "core" {
+		g := cuda.MLALaunch(T, H, ctx, 576, e.info.SMs, fp8)
+		name := fmt.Sprintf("mla_decode_%s_h%d", kvs, g.HeadGroup)
+		what = fmt.Sprintf("%s S=%d", name, S)
+		if err := cu.SetMaxDynamicSmem(e.fn(name), g.SmemBytes); err != nil {
+			return 0, "", err
+		}
+		if err := e.launch(name, [3]uint32{uint32(S), uint32(g.Groups), uint32(T)}, [3]uint32{256, 1, 1}, uint32(g.SmemBytes),
+			uint64(dq), uint64(dkv), uint64(part), uint64(lse), i32(T), i32(H), i32(ctx), i32(tps), i32(chunk), f32(scale), i32(576), i32(512)); err != nil {
+			return 0, "", err
+		}
+		coop = false
+	} else {
+		smem := cuda.MLAFwdSmem(kernel)
+		if err := cu.SetMaxDynamicSmem(e.fn(kernel), smem); err != nil {
+			return 0, "", err
+		}
+		groups := (tps*H + 15) / 16
+		c := 0
+		if coop && S > 1 {
+			c = 1
+		}
+		what = fmt.Sprintf("%s S=%d coop=%v", kernel, S, c == 1)
+		if err := e.launch(kernel, [3]uint32{uint32(S), uint32(groups), uint32(B)}, [3]uint32{256, 1, 1}, uint32(smem),
+			uint64(dq), uint64(dkv), uint64(out), uint64(part), uint64(lse), uint64(sem), 0, i32(T), i32(H), i32(ctx), i32(tps), i32(chunk), f32(scale), f32(float32(kscale)), i32(c)); err != nil {
+			return 0, "", err
+		}
+		coop = c == 1 || S == 1
 	}
-	if err := e.launch("mla_combine", [3]uint32{uint32(T * H), 1, 1}, [3]uint32{128, 1, 1}, 0, uint64(part), uint64(lse), uint64(out), i32(T*H), i32(S), i32(512)); err != nil {
-		return 0, 0, err
+	if !coop {
+		if err := e.launch("mla_combine", [3]uint32{uint32(T * H), 1, 1}, [3]uint32{128, 1, 1}, 0, uint64(part), uint64(lse), uint64(out), i32(T*H), i32(S), i32(512)); err != nil {
+			return 0, "", err
+		}
 	}
 	if err := cu.StreamSync(e.stream); err != nil {
-		return 0, 0, err
+		return 0, "", err
 	}
 	o, _ := downloadBF(out, T*H*512)
 	var got, want []float64
@@ -497,10 +614,10 @@ func checkMLA(e *env, r *rand.Rand, T, H, tps, ctx, chunk int, tc, fp8 bool) (fl
 			}
 		}
 	}
-	for _, p := range []cu.DevPtr{dq, dkv, part, lse, out} {
+	for _, p := range []cu.DevPtr{dq, dkv, part, lse, out, sem} {
 		cu.Free(p)
 	}
-	return relErr(got, want), g.HeadGroup, nil
+	return relErr(got, want), what, nil
 }
 
 // ---- timing ----
@@ -698,80 +815,6 @@ func gemm(args []string) error {
 		cu.Free(w)
 		cu.Free(x)
 		cu.Free(y)
-	}
-	return nil
-}
-
-func mlaBench(args []string) error {
-	fs := flag.NewFlagSet("mla", flag.ContinueOnError)
-	jsonPath := fs.String("json", "", "write results as JSON lines")
-	e, out, err := startBench(fs, args, jsonPath)
-	if err != nil {
-		return err
-	}
-	defer out.Close()
-	fmt.Printf("%-48s %10s %8s %9s\n", "mla_decode", "median_us", "GB/s", "TFLOP/s")
-	type mcase struct {
-		B, H, ctx int
-		fp8, tc   bool
-	}
-	var cases []mcase
-	for _, tc := range []bool{false, true} {
-		for _, c := range []mcase{{32, 8, 4096, false, tc}, {32, 16, 4096, false, tc}, {32, 8, 4096, true, tc}, {64, 16, 8192, false, tc}, {1, 16, 32768, false, tc}, {128, 8, 2048, false, tc}, {32, 128, 4096, false, tc}} {
-			cases = append(cases, c)
-		}
-	}
-	for _, c := range cases {
-		T := c.B
-		// The geometry the backend's planner gives this op (one token per
-		// sequence).
-		g := cuda.MLALaunch(T, c.H, c.ctx, 576, e.info.SMs, c.tc, c.fp8)
-		splits, chunk := g.Splits, g.Chunk
-		kvb := uint64(2)
-		kvs := "bf16"
-		if c.fp8 {
-			kvb, kvs = 1, "fp8"
-		}
-		kvBytes := uint64(c.B*c.ctx*576) * kvb
-		copies := int(max(1, (4*uint64(e.info.L2Bytes)+kvBytes-1)/kvBytes))
-		kv, err := cu.Alloc(kvBytes * uint64(copies))
-		if err != nil {
-			return err
-		}
-		fillRandom(e, kv, kvBytes*uint64(copies), 3)
-		q, _ := cu.Alloc(uint64(T * c.H * 576 * 2))
-		fillRandom(e, q, uint64(T*c.H*576*2), 4)
-		part, _ := cu.Alloc(uint64(splits*T*c.H) * (512*4 + 4))
-		lse := part + cu.DevPtr(uint64(splits*T*c.H)*512*4)
-		o, _ := cu.Alloc(uint64(T * c.H * 512 * 2))
-		name := fmt.Sprintf("mla_decode_%s_h%d", kvs, g.HeadGroup)
-		if c.tc {
-			name = "mla_decode_tc_" + kvs
-		}
-		cu.SetMaxDynamicSmem(e.fn(name), 110000)
-		call := func(i int) error {
-			kvi := kv + cu.DevPtr(uint64(i%copies)*kvBytes)
-			if err := e.launch(name, [3]uint32{uint32(splits), uint32(g.Groups), uint32(T)}, [3]uint32{256, 1, 1}, uint32(g.SmemBytes),
-				uint64(q), uint64(kvi), uint64(part), uint64(lse), i32(T), i32(c.H), i32(c.ctx), i32(1), i32(chunk), f32(0.07), i32(576), i32(512)); err != nil {
-				return err
-			}
-			return e.launch("mla_combine", [3]uint32{uint32(T * c.H), 1, 1}, [3]uint32{128, 1, 1}, 0, uint64(part), uint64(lse), uint64(o), i32(T*c.H), i32(splits), i32(512))
-		}
-		if _, err := e.timeCalls(5, call); err != nil {
-			return err
-		}
-		ts, err := e.timeCalls(50, call)
-		if err != nil {
-			return err
-		}
-		_, p50, _ := median(ts)
-		flops := float64(T*c.H*c.ctx) * 2 * (576 + 512)
-		label := fmt.Sprintf("B=%d H=%d ctx=%d kv=%s splits=%d tc=%v", c.B, c.H, c.ctx, kvs, splits, c.tc)
-		fmt.Printf("%-48s %10.1f %8.0f %9.1f\n", label, p50, float64(kvBytes)/p50/1e3, flops/p50/1e6)
-		out.write(map[string]any{"case": label, "median_us": p50, "kv_bytes": kvBytes, "gbps": float64(kvBytes) / p50 / 1e3, "tflops": flops / p50 / 1e6})
-		for _, p := range []cu.DevPtr{kv, q, part, o} {
-			cu.Free(p)
-		}
 	}
 	return nil
 }

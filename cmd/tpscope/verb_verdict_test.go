@@ -1,0 +1,170 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tpscope/tpscope/exec"
+	"github.com/tpscope/tpscope/exec/exectest"
+	"github.com/tpscope/tpscope/model"
+	"github.com/tpscope/tpscope/traces"
+)
+
+// testKVBackend replays CUDA graphs on a virtual device clock where only the
+// KV cache costs time: an op takes 1 ms per 5,242,880 bytes of KV it reads
+// (tiny-mla-moe's latent cache at batch 8, context 4096: 8 x 4096 x 80
+// values x 2 bytes) and 1 ns otherwise (so every op counts as run). Gains
+// measured on it follow from the schedules' KV bytes alone.
+const testKVBackend = "test-kv"
+
+const tinyKVBytes = 8 * 4096 * 80 * 2
+
+func init() {
+	exec.RegisterBackend(testKVBackend, func(exec.BackendConfig) (exec.Backend, error) {
+		return exectest.New(exectest.WithName(testKVBackend), exectest.WithGraphs(),
+			exectest.WithDelay(func(_ int, op *model.Op) time.Duration {
+				return time.Nanosecond + time.Duration(op.KVBytes/tinyKVBytes*float64(time.Millisecond))
+			})), nil
+	})
+}
+
+// TestVerdictMeasuresEntries runs verdict on one rank of tiny-mla-moe at
+// TP 2 on the KV-timed backend and checks each entry's status and, where
+// the KV bytes decide it, the measured gain (tokens/s, derived by hand):
+//
+//   - fp8-kv: every attention op reads half the bytes; the step halves:
+//     +100 %.
+//   - dcp: each rank keeps half of the context (4096 / 2 tokens): +100 %.
+//   - dp-attn-ep (TP 1 x DP 2): a DP rank serves 4 of the 8 sequences:
+//     +100 % for the box.
+//   - mtp: one more attention op (the MTP layer's) over the same cache: the
+//     step takes 5/4, and yields 1 + 0.85 tokens per sequence: 1.85 x 4/5
+//   - 1 = +48 %.
+//   - expert-parallel: no KV change: 0 %.
+//
+// Collectives only (NCCL settings) need both ranks; one-shot all-reduce is
+// not built; the box moves are not run; tiny-mla-moe has no DSA indexer and
+// 2 GPUs make no two DP groups of TP 2.
+func TestVerdictMeasuresEntries(t *testing.T) {
+	dir := t.TempDir()
+	code, out, errs := runCLI(t, "verdict", "--backend", testKVBackend, "--model", "tiny-mla-moe", "--tp", "2", "--local-ranks", "0",
+		"--batch", "8", "--context", "4096", "--kv-dtype", "bf16", "--topo", "h200-nvswitch", "--steps", "3", "--warmup", "1",
+		"--output", "json", "-o", dir)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	var rep verdictReport
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if !rep.Shard || rep.Ranks != 2 || len(rep.LocalRanks) != 1 {
+		t.Fatalf("ran %v of %d ranks (shard %v), want rank 0 of 2", rep.LocalRanks, rep.Ranks, rep.Shard)
+	}
+	// Baseline: four attention ops of 1 ms each.
+	if b := rep.Baseline; math.Abs(b.MedianUs-4000) > 100 || b.Steps != 3 {
+		t.Fatalf("baseline %+v: want 3 steps of about 4000 us", b)
+	}
+	byName := map[string]verdictEntry{}
+	for _, e := range rep.Entries {
+		byName[e.Entry] = e
+	}
+	wantGain := map[string]float64{"fp8-kv": 100, "dcp": 100, "dp-attn-ep": 100, "mtp": 48, "expert-parallel": 0}
+	for name, g := range wantGain {
+		t.Run(name, func(t *testing.T) {
+			e, ok := byName[name]
+			if !ok || e.Status != verdictMeasured || e.Verdict == nil {
+				t.Fatalf("row %+v: want it measured", e)
+			}
+			v := e.Verdict
+			if got := v.Measured.TokensPerSPct; math.Abs(got-g) > 3 {
+				t.Errorf("measured tokens/s gain %+.1f %%, want %+.0f %%", got, g)
+			}
+			if !(v.MeasuredLow.TokensPerSPct <= v.Measured.TokensPerSPct && v.Measured.TokensPerSPct <= v.MeasuredHigh.TokensPerSPct) {
+				t.Errorf("spread [%.2f, %.2f] does not hold the median gain %.2f", v.MeasuredLow.TokensPerSPct, v.MeasuredHigh.TokensPerSPct, v.Measured.TokensPerSPct)
+			}
+			// The fake backend runs every op: the prediction as run is the
+			// whole box's.
+			if v.Predicted != v.PredictedBox || v.With.NotRunOps != 0 {
+				t.Errorf("predicted as run %+v, box %+v, %d ops not run", v.Predicted, v.PredictedBox, v.With.NotRunOps)
+			}
+			if v.Held != (v.PredPays == v.MeasPays) || v.MeasPays != (v.Measured.TokensPerSPct >= 5) {
+				t.Errorf("pays predicted %v measured %v held %v at %+.1f %%", v.PredPays, v.MeasPays, v.Held, v.Measured.TokensPerSPct)
+			}
+			if len(v.Off) == 0 {
+				t.Errorf("no op deltas")
+			}
+			if _, err := os.Stat(v.With.Trace); err != nil && !e.InBaseline {
+				t.Errorf("trace of the run: %v", err)
+			}
+		})
+	}
+	for name, status := range map[string]string{
+		"cuda-graphs": verdictMeasured, "ar-norm-fusion": verdictMeasured,
+		"nccl-proto-ll": verdictNeedsGPUs, "nccl-p2p-sys": verdictNeedsGPUs, "nccl-p2p-disable": verdictNeedsGPUs,
+		"oneshot-ar": verdictNotBuilt, "box-rtxpro6000-switch": verdictAnotherBox, "box-h200-nvswitch": verdictAnotherBox,
+		"dsa": verdictNotApplicable, "dp-attn-ep-tp2": verdictNotApplicable,
+	} {
+		if e := byName[name]; e.Status != status {
+			t.Errorf("%s: status %q (%s), want %q", name, e.Status, e.Reason, status)
+		}
+	}
+	if e := byName["cuda-graphs"]; !e.InBaseline || e.Verdict == nil || e.Verdict.Without.Label != "without-cuda-graphs" {
+		t.Errorf("cuda-graphs: %+v: want it measured by turning it off", e)
+	}
+	// The report beside the traces.
+	for _, f := range []string{"verdict.json", "verdict.md"} {
+		if b, err := os.ReadFile(filepath.Join(dir, f)); err != nil || !strings.Contains(string(b), "fp8-kv") {
+			t.Errorf("%s: %v", f, err)
+		}
+	}
+	// Every run's trace records the scenario it ran.
+	res, err := traces.ReadAll(context.Background(), filepath.Join(dir, "fp8-kv.otlp.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Scenarios) != 1 || !strings.Contains(res.Scenarios[0].Workload, "kv=fp8") || res.Scenarios[0].JSON == "" {
+		t.Fatalf("fp8-kv trace scenarios %+v", res.Scenarios)
+	}
+}
+
+// The table and markdown say the same rows; markdown escapes its pipes.
+func TestVerdictTableAndMarkdown(t *testing.T) {
+	args := []string{"verdict", "--backend", testKVBackend, "--model", "tiny-mla-moe", "--tp", "2", "--local-ranks", "0",
+		"--batch", "8", "--context", "4096", "--kv-dtype", "bf16", "--topo", "h200-nvswitch", "--steps", "2", "--warmup", "0",
+		"--entries", "fp8-kv,nccl-proto-ll"}
+	code, table, errs := runCLI(t, args...)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	for _, want := range []string{"rank [0] of 2: one rank's shard", "baseline: measured", "fp8-kv", "measured", "nccl-proto-ll", "needs several GPUs"} {
+		if !strings.Contains(table, want) {
+			t.Errorf("table lacks %q:\n%s", want, table)
+		}
+	}
+	code, md, errs := runCLI(t, append(args, "--output", "markdown")...)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	if !strings.HasPrefix(md, "## tpscope verdict") || strings.Count(md, "\n| fp8-kv |") != 1 || strings.Count(md, "\n| nccl-proto-ll |") != 1 {
+		t.Errorf("markdown:\n%s", md)
+	}
+}
+
+func TestVerdictUsageErrors(t *testing.T) {
+	base := []string{"verdict", "--backend", testKVBackend, "--model", "tiny-mla-moe", "--tp", "2"}
+	checkUsageErrors(t, []usageCase{
+		{"steps", append(base, "--steps", "0"), "--steps 0"},
+		{"threshold", append(base, "--threshold", "5"), "--threshold 5"},
+		{"output", append(base, "--output", "csv"), `--output "csv"`},
+		{"entry", append(base, "--entries", "warp-drive"), `unknown entry "warp-drive"`},
+		{"local ranks", append(base, "--local-ranks", "2"), "rank 2 is not one of the plan's 2 ranks"},
+		{"mtp tokens", append(base, "--mtp-tokens", "0"), "--mtp-tokens 0"},
+		{"args", append(base, "extra"), "unexpected arguments"},
+	})
+}

@@ -1,0 +1,359 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/tpscope/tpscope/exec/cuda"
+	"github.com/tpscope/tpscope/exec/cuda/internal/cu"
+)
+
+// benchRow is one timed kernel configuration. Bytes are the fewest the
+// kernel must move (each input read once, each output written once);
+// CopyFrac is the achieved bandwidth over the device-to-device copy's,
+// measured in the same run; FloorUs is an empty kernel's time in the same
+// back-to-back loop, the least any launch takes.
+type benchRow struct {
+	Kernel   string  `json:"kernel"`
+	Shape    string  `json:"shape"`
+	Us       float64 `json:"us"`
+	SpreadUs float64 `json:"spread_us"` // max - min over the repetitions
+	Bytes    float64 `json:"bytes"`
+	GBps     float64 `json:"gbps"`
+	CopyFrac float64 `json:"copy_frac"`
+	FloorUs  float64 `json:"floor_us"`
+	Note     string  `json:"note,omitempty"`
+}
+
+// loopTime runs call(i) n times back to back between two events (after a
+// spin kernel that lets the host enqueue them all ahead of the device),
+// reps times, and returns the median and the spread of the per-call time.
+func (e *env) loopTime(n, reps int, call func(i int) error) (med, spread float64, err error) {
+	a, _ := cu.NewEvent()
+	b, _ := cu.NewEvent()
+	defer cu.DestroyEvent(a)
+	defer cu.DestroyEvent(b)
+	var ts []float64
+	for r := 0; r < reps+1; r++ { // the first repetition warms up
+		if err := e.launch("spin", [3]uint32{1, 1, 1}, [3]uint32{1, 1, 1}, 0, uint64(4_000_000)); err != nil {
+			return 0, 0, err
+		}
+		cu.Record(a, e.stream, false)
+		for i := 0; i < n; i++ {
+			if err := call(r*n + i); err != nil {
+				return 0, 0, err
+			}
+		}
+		cu.Record(b, e.stream, false)
+		if err := cu.StreamSync(e.stream); err != nil {
+			return 0, 0, err
+		}
+		ms, err := cu.Elapsed(a, b)
+		if err != nil {
+			return 0, 0, err
+		}
+		if r > 0 {
+			ts = append(ts, float64(ms)*1000/float64(n))
+		}
+	}
+	sort.Float64s(ts)
+	return ts[len(ts)/2], ts[len(ts)-1] - ts[0], nil
+}
+
+func bench(args []string) error {
+	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
+	jsonPath := fs.String("json", "", "write results as JSON lines")
+	only := fs.String("only", "", "comma-separated parts to run: mla,norm,silu,router (default all; the ceilings always run)")
+	mlaShapes := fs.String("mla-shapes", "", "only these MLA shapes, BxHxTPSxCTX comma-separated (default the built-in list)")
+	e, out, err := startBench(fs, args, jsonPath)
+	if err != nil {
+		return err
+	}
+	defer out.Close()
+	part := func(p string) bool { return *only == "" || strings.Contains(","+*only+",", ","+p+",") }
+	const reps = 3
+	l2 := uint64(e.info.L2Bytes)
+
+	// Ceilings: the device-to-device copy (counting bytes read and
+	// written), the same through a 16-byte-access kernel, a read-only
+	// kernel, and the launch floor.
+	const cbytes = 1 << 30
+	src, err := cu.Alloc(cbytes)
+	if err != nil {
+		return err
+	}
+	dst, err := cu.Alloc(cbytes)
+	if err != nil {
+		return err
+	}
+	sink, _ := cu.Alloc(256)
+	fillRandom(e, src, cbytes, 7)
+	copyUs, copySpread, err := e.loopTime(10, reps, func(int) error { return cu.CopyDtoD(dst, src, cbytes, e.stream) })
+	if err != nil {
+		return err
+	}
+	copyGBps := 2 * cbytes / copyUs / 1e3
+	grid := uint32(e.info.SMs * 8)
+	kcopyUs, _, err := e.loopTime(10, reps, func(int) error {
+		return e.launch("copy_v4", [3]uint32{grid, 1, 1}, [3]uint32{256, 1, 1}, 0, uint64(src), uint64(dst), uint64(cbytes/16))
+	})
+	if err != nil {
+		return err
+	}
+	readUs, _, err := e.loopTime(10, reps, func(int) error {
+		return e.launch("read_v4", [3]uint32{grid, 1, 1}, [3]uint32{256, 1, 1}, 0, uint64(src), uint64(cbytes/16), uint64(sink))
+	})
+	if err != nil {
+		return err
+	}
+	floorUs, _, err := e.loopTime(2000, reps, func(int) error {
+		return e.launch("noop", [3]uint32{1, 1, 1}, [3]uint32{32, 1, 1}, 0)
+	})
+	if err != nil {
+		return err
+	}
+	cu.Free(src)
+	cu.Free(dst)
+	emit := func(r benchRow) {
+		if r.Us > 0 {
+			r.GBps = r.Bytes / r.Us / 1e3
+			r.CopyFrac = r.GBps / copyGBps
+		}
+		r.FloorUs = floorUs
+		fmt.Printf("%-34s %-34s %9.2f us %8.0f GB/s %5.1f %% of copy%s\n", r.Kernel, r.Shape, r.Us, r.GBps, 100*r.CopyFrac, strings.TrimSuffix(" "+r.Note, " "))
+		out.write(r)
+	}
+	fmt.Printf("device %s, %d SMs, L2 %d MB\n", e.info.Name, e.info.SMs, l2>>20)
+	emit(benchRow{Kernel: "cuMemcpyDtoDAsync", Shape: "1 GiB", Us: copyUs, SpreadUs: copySpread, Bytes: 2 * cbytes, Note: "the ceiling: read + write"})
+	emit(benchRow{Kernel: "copy_v4", Shape: "1 GiB", Us: kcopyUs, Bytes: 2 * cbytes})
+	emit(benchRow{Kernel: "read_v4", Shape: "1 GiB", Us: readUs, Bytes: cbytes, Note: "read only"})
+	emit(benchRow{Kernel: "noop", Shape: "1 block", Us: floorUs, Note: "launch floor, back to back"})
+
+	// rot allocates copies of n bytes totalling at least 4x L2 (so every
+	// call streams from device memory), fills them with random data and
+	// returns the base and the count.
+	rot := func(n uint64) (cu.DevPtr, int, error) {
+		copies := int(max(1, (4*l2+n-1)/n))
+		p, err := cu.Alloc(n * uint64(copies))
+		if err != nil {
+			return 0, 0, err
+		}
+		return p, copies, fillRandom(e, p, n*uint64(copies), 11)
+	}
+	iters := func(estUs float64) int { return int(min(2000, max(20, 3000/max(estUs, 1)))) }
+
+	if part("mla") {
+		if err := benchMLA(e, emit, rot, iters, reps, *mlaShapes); err != nil {
+			return err
+		}
+	}
+	if part("norm") {
+		for _, rows := range []int{1, 8, 32, 128, 512, 2048, 8192} {
+			const cols = 7168
+			n := uint64(rows * cols * 2)
+			x, cx, err := rot(2 * n) // x and residual side by side
+			if err != nil {
+				return err
+			}
+			y, _ := cu.Alloc(n)
+			w, _ := cu.Alloc(cols * 2)
+			fillRandom(e, w, cols*2, 5)
+			us, sp, err := e.loopTime(iters(float64(4*n)/3e6), reps, func(i int) error {
+				xi := x + cu.DevPtr(uint64(i%cx)*2*n)
+				return e.launch("rmsnorm", [3]uint32{uint32(rows), 1, 1}, [3]uint32{256, 1, 1}, 0, uint64(xi), uint64(xi)+n, uint64(w), uint64(y), i32(cols), f32(1e-6))
+			})
+			if err != nil {
+				return err
+			}
+			// x and the residual read, the residual and y written.
+			emit(benchRow{Kernel: "rmsnorm (fused add)", Shape: fmt.Sprintf("%dx%d", rows, cols), Us: us, SpreadUs: sp, Bytes: float64(4 * n)})
+			cu.Free(x)
+			cu.Free(y)
+			cu.Free(w)
+		}
+	}
+	if part("silu") {
+		for _, d := range []int{2304, 256, 2048} {
+			for _, rows := range []int{8, 32, 128, 512, 2048, 8192, 32768} {
+				n := uint64(rows * d * 2)
+				x, cx, err := rot(2 * n)
+				if err != nil {
+					return err
+				}
+				y, _ := cu.Alloc(n)
+				g := uint32(min(e.info.SMs*16, max(1, (rows*d/8+511)/512)))
+				us, sp, err := e.loopTime(iters(float64(3*n)/3e6), reps, func(i int) error {
+					return e.launch("silu_mul", [3]uint32{g, 1, 1}, [3]uint32{256, 1, 1}, 0, uint64(x)+uint64(i%cx)*2*n, uint64(y), i32(rows), i32(d))
+				})
+				if err != nil {
+					return err
+				}
+				emit(benchRow{Kernel: "silu_mul", Shape: fmt.Sprintf("%dx%d", rows, d), Us: us, SpreadUs: sp, Bytes: float64(3 * n)})
+				cu.Free(x)
+				cu.Free(y)
+			}
+		}
+	}
+	if part("router") {
+		for _, T := range []int{1, 32, 512, 4096} {
+			const E, k = 384, 8
+			n := uint64(T * E * 2)
+			x, cx, err := rot(n)
+			if err != nil {
+				return err
+			}
+			aux, _ := cu.Alloc(uint64(T * k * 8))
+			us, sp, err := e.loopTime(iters(5), reps, func(i int) error {
+				return e.launch("topk_router", [3]uint32{uint32((T*32 + 255) / 256), 1, 1}, [3]uint32{256, 1, 1}, 0,
+					uint64(x)+uint64(i%cx)*n, i32(T), i32(E), i32(k), uint64(aux), uint64(aux)+uint64(T*k*4))
+			})
+			if err != nil {
+				return err
+			}
+			emit(benchRow{Kernel: "topk_router", Shape: fmt.Sprintf("%dx%d top-%d", T, E, k), Us: us, SpreadUs: sp, Bytes: float64(n + uint64(T*k*8))})
+			cu.Free(x)
+			cu.Free(aux)
+		}
+	}
+	return nil
+}
+
+// benchMLA times the tensor-core MLA variants at the shapes of the models'
+// decode steps (8 heads: Kimi-K2.5 and GLM-5 at TP 8; 16: DeepSeek-V3 at
+// TP 8; 64: one DP-attention rank; 2 tokens per sequence: MTP), with the
+// planner's splits (cuda.MLAFwdLaunch) merged in the kernel, and, where
+// there are splits, merged by mla_combine instead; and the CUDA-core kernel
+// at one shape for reference.
+func benchMLA(e *env, emit func(benchRow), rot func(uint64) (cu.DevPtr, int, error), iters func(float64) int, reps int, only string) error {
+	occ := map[string]int{}
+	for _, k := range cuda.MLAFwdKernels {
+		smem := cuda.MLAFwdSmem(k)
+		if err := cu.SetMaxDynamicSmem(e.fn(k), smem); err != nil {
+			return err
+		}
+		n, err := cu.MaxActiveBlocks(e.fn(k), 256, smem)
+		if err != nil {
+			return err
+		}
+		regs, _ := cu.FuncAttr(e.fn(k), cu.FuncNumRegs)
+		local, _ := cu.FuncAttr(e.fn(k), cu.FuncLocalSizeBytes)
+		occ[k] = n
+		fmt.Printf("%s: %d registers, %d B local, %d B shared, %d blocks/SM\n", k, regs, local, smem, n)
+	}
+	sem, _ := cu.Alloc(1 << 16)
+	cu.Memset8(sem, 0, 1<<16)
+	defer cu.Free(sem)
+	type shape struct{ B, H, tps, ctx int }
+	shapes := []shape{
+		{1, 8, 1, 4096}, {1, 8, 1, 32768}, {1, 8, 1, 131072},
+		{8, 8, 1, 4096}, {8, 8, 1, 8192}, {8, 8, 1, 32768},
+		{32, 8, 1, 4096}, {32, 8, 1, 8192}, {64, 8, 1, 4096}, {128, 8, 1, 4096},
+		{32, 16, 1, 4096}, {4, 64, 1, 4096}, {8, 8, 2, 4096},
+	}
+	if only != "" {
+		shapes = nil
+		for _, f := range strings.Split(only, ",") {
+			var s shape
+			if _, err := fmt.Sscanf(f, "%dx%dx%dx%d", &s.B, &s.H, &s.tps, &s.ctx); err != nil || s.B < 1 || s.H < 1 || s.tps < 1 || s.ctx < 1 {
+				return fmt.Errorf("-mla-shapes %q: want BxHxTPSxCTX", f)
+			}
+			shapes = append(shapes, s)
+		}
+	}
+	scale := f32(0.0722)
+	for _, fp8 := range []bool{false, true} {
+		kvb, kvs := 2, "bf16"
+		if fp8 {
+			kvb, kvs = 1, "fp8"
+		}
+		for _, s := range shapes {
+			T := s.B * s.tps
+			kvBytes := uint64(s.B * s.ctx * 576 * kvb)
+			kv, copies, err := rot(kvBytes)
+			if err != nil {
+				return err
+			}
+			q, _ := cu.Alloc(uint64(T * s.H * 576 * 2))
+			fillRandom(e, q, uint64(T*s.H*576*2), 4)
+			o, _ := cu.Alloc(uint64(T * s.H * 512 * 2))
+			bytes := float64(kvBytes) + float64(T*s.H*(576+512)*2)
+			for _, k := range cuda.MLAFwdKernels {
+				if strings.Contains(k, "fp8") != fp8 {
+					continue
+				}
+				// The planner picks the default variant; here every variant
+				// runs with the split rule applied to its own occupancy, and
+				// the two-block variants also with half the splits (one block
+				// per SM, twice the tiles each).
+				for _, perSM := range []int{occ[k], occ[k] / 2} {
+					if perSM < 1 || (perSM < occ[k] && !strings.HasSuffix(k, "_s2")) {
+						continue
+					}
+					g := cuda.MLAFwdLaunchWith(k, cuda.MLAShape{Seqs: s.B, TokPerSeq: s.tps, Heads: s.H, Ctx: s.ctx, FP8: fp8}, e.info.SMs, perSM)
+					th := uint64(T * s.H)
+					part, _ := cu.Alloc(uint64(g.Splits)*th*512*4 + uint64(g.Splits)*th*4)
+					lse := part + cu.DevPtr(uint64(g.Splits)*th*512*4)
+					for _, coop := range []bool{true, false} {
+						if !coop && g.Splits == 1 {
+							continue
+						}
+						c := 0
+						if coop && g.Coop {
+							c = 1
+						}
+						call := func(i int) error {
+							kvi := kv + cu.DevPtr(uint64(i%copies)*kvBytes)
+							if err := e.launch(k, [3]uint32{uint32(g.Splits), uint32(g.Groups), uint32(s.B)}, [3]uint32{256, 1, 1}, uint32(g.SmemBytes),
+								uint64(q), uint64(kvi), uint64(o), uint64(part), uint64(lse), uint64(sem), 0, i32(T), i32(s.H), i32(s.ctx), i32(s.tps), i32(g.Chunk), scale, f32(1), i32(c)); err != nil {
+								return err
+							}
+							if g.Splits > 1 && c == 0 {
+								return e.launch("mla_combine", [3]uint32{uint32(th), 1, 1}, [3]uint32{128, 1, 1}, 0, uint64(part), uint64(lse), uint64(o), i32(int(th)), i32(g.Splits), i32(512))
+							}
+							return nil
+						}
+						us, sp, err := e.loopTime(iters(bytes/3e6), reps, call)
+						if err != nil {
+							return fmt.Errorf("%s B=%d H=%d ctx=%d: %w", k, s.B, s.H, s.ctx, err)
+						}
+						merge := "merged in-kernel"
+						if c == 0 && g.Splits > 1 {
+							merge = "+ mla_combine"
+						}
+						emit(benchRow{Kernel: k, Shape: fmt.Sprintf("B=%d H=%d tps=%d ctx=%d", s.B, s.H, s.tps, s.ctx), Us: us, SpreadUs: sp, Bytes: bytes,
+							Note: fmt.Sprintf("splits=%d chunk=%d %s", g.Splits, g.Chunk, merge)})
+					}
+					cu.Free(part)
+				}
+			}
+			if s.B == 32 && s.H == 8 && s.ctx == 4096 { // the CUDA-core kernel, for reference
+				g := cuda.MLALaunch(T, s.H, s.ctx, 576, e.info.SMs, fp8)
+				name := fmt.Sprintf("mla_decode_%s_h%d", kvs, g.HeadGroup)
+				cu.SetMaxDynamicSmem(e.fn(name), g.SmemBytes)
+				th := uint64(T * s.H)
+				part, _ := cu.Alloc(uint64(g.Splits)*th*512*4 + uint64(g.Splits)*th*4)
+				lse := part + cu.DevPtr(uint64(g.Splits)*th*512*4)
+				us, sp, err := e.loopTime(iters(bytes/1e6), reps, func(i int) error {
+					kvi := kv + cu.DevPtr(uint64(i%copies)*kvBytes)
+					if err := e.launch(name, [3]uint32{uint32(g.Splits), uint32(g.Groups), uint32(T)}, [3]uint32{256, 1, 1}, uint32(g.SmemBytes),
+						uint64(q), uint64(kvi), uint64(part), uint64(lse), i32(T), i32(s.H), i32(s.ctx), i32(s.tps), i32(g.Chunk), scale, i32(576), i32(512)); err != nil {
+						return err
+					}
+					return e.launch("mla_combine", [3]uint32{uint32(th), 1, 1}, [3]uint32{128, 1, 1}, 0, uint64(part), uint64(lse), uint64(o), i32(int(th)), i32(g.Splits), i32(512))
+				})
+				if err != nil {
+					return err
+				}
+				emit(benchRow{Kernel: name, Shape: fmt.Sprintf("B=%d H=%d tps=%d ctx=%d", s.B, s.H, s.tps, s.ctx), Us: us, SpreadUs: sp, Bytes: bytes,
+					Note: fmt.Sprintf("CUDA cores, splits=%d + mla_combine", g.Splits)})
+				cu.Free(part)
+			}
+			cu.Free(kv)
+			cu.Free(q)
+			cu.Free(o)
+		}
+	}
+	return nil
+}

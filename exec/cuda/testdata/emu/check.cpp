@@ -1,0 +1,242 @@
+// check.cpp runs kernels.cu's kernels under cuda_emu.h on small random
+// problems and prints, per case, "CASE <name> <relative error>" against a
+// float64 reference computed here from the same inputs (TestKernelsEmulated
+// compiles and runs it and holds each error to its tolerance). Build:
+//   g++ -std=c++20 -O1 -pthread -DTPSCOPE_EMU -include cuda_emu.h -x c++ kernels.cu check.cpp
+#include <random>
+#include <string>
+
+#include "cuda_emu.h"
+
+typedef unsigned short bf16_t;
+extern "C" void mla_fwd_bf16_s2(const bf16_t*, const void*, bf16_t*, float*, float*, int*, float*, int, int, int, int, int, float, float, int);
+extern "C" void mla_fwd_bf16_s4(const bf16_t*, const void*, bf16_t*, float*, float*, int*, float*, int, int, int, int, int, float, float, int);
+extern "C" void mla_fwd_fp8_s2(const bf16_t*, const void*, bf16_t*, float*, float*, int*, float*, int, int, int, int, int, float, float, int);
+extern "C" void mla_fwd_fp8c_s2(const bf16_t*, const void*, bf16_t*, float*, float*, int*, float*, int, int, int, int, int, float, float, int);
+extern "C" void mla_fwd_fp8c_s4(const bf16_t*, const void*, bf16_t*, float*, float*, int*, float*, int, int, int, int, int, float, float, int);
+extern "C" void mla_combine(const float*, const float*, bf16_t*, int, int, int);
+extern "C" void silu_mul(const bf16_t*, bf16_t*, int, int);
+extern "C" void rmsnorm(const bf16_t*, bf16_t*, const bf16_t*, bf16_t*, int, float);
+extern "C" void mla_dcp_correct(bf16_t*, const float*, const float*, int, int, int);
+extern "C" void topk_router(const bf16_t*, int, int, int, int*, float*);
+
+static std::mt19937_64 rng(12345);
+static double uni() { return std::uniform_real_distribution<double>(-1, 1)(rng); }
+static bf16_t tobf(double f) {
+  float x = (float)f;
+  unsigned u;
+  memcpy(&u, &x, 4);
+  u += 0x7fff + ((u >> 16) & 1);
+  return (bf16_t)(u >> 16);
+}
+static double bf(bf16_t b) { return emu::bf2f_(b); }
+static double e4m3(unsigned char b) {
+  int s = b >> 7, e = (b >> 3) & 15, m = b & 7;
+  double v = e == 0 ? m / 8.0 * std::ldexp(1.0, -6) : (1 + m / 8.0) * std::ldexp(1.0, e - 7);
+  return s ? -v : v;
+}
+static double relerr(const std::vector<double>& got, const std::vector<double>& want) {
+  double num = 0, den = 0;
+  for (size_t i = 0; i < got.size(); i++) {
+    if (!std::isfinite(got[i])) return INFINITY;
+    num += (got[i] - want[i]) * (got[i] - want[i]);
+    den += want[i] * want[i];
+  }
+  return std::sqrt(num / den);
+}
+static void report(const std::string& name, double e) { printf("CASE %s %.6g\n", name.c_str(), e); }
+
+typedef void (*mlafn)(const bf16_t*, const void*, bf16_t*, float*, float*, int*, float*, int, int, int, int, int, float, float, int);
+
+// mla runs one launch (and mla_combine when split > 1 without coop) and
+// checks the output, and the row log-sum-exps when lseOut is asked for.
+static void mla(const char* kname, mlafn fn, bool fp8, int ns, int T, int H, int tps, int ctx, int S, bool coop, float scale) {
+  const int D = 576, DV = 512, B = T / tps;
+  std::vector<bf16_t> q(T * H * D);
+  for (auto& x : q) x = tobf(uni());
+  std::vector<double> kvf((size_t)B * ctx * D);
+  std::vector<unsigned char> kv8;
+  std::vector<bf16_t> kv16;
+  const float kscale = fp8 ? 0.37f : 1.f;
+  if (fp8) {
+    kv8.resize(kvf.size());
+    for (size_t i = 0; i < kv8.size(); i++) {
+      kv8[i] = (unsigned char)(rng() & 0xBF);
+      kvf[i] = e4m3(kv8[i]) * kscale;
+    }
+  } else {
+    kv16.resize(kvf.size());
+    for (size_t i = 0; i < kv16.size(); i++) {
+      kv16[i] = tobf(uni());
+      kvf[i] = bf(kv16[i]);
+    }
+  }
+  int chunk = (ctx + S - 1) / S;
+  S = (ctx + chunk - 1) / chunk;
+  const int rowsPerSeq = tps * H, groups = (rowsPerSeq + 15) / 16;
+  std::vector<bf16_t> out(T * H * DV, 0xffff);  // poison: NaN
+  std::vector<float> opart((size_t)S * T * H * DV, NAN), lse((size_t)S * T * H, NAN), lseOut(T * H, NAN);
+  std::vector<int> sem(2 * B * groups, 0);
+  const size_t QB = 16 * (D + 8) * 2, TB = 32 * (D + 8) * 2, RB = 32 * (D + 16), XB = 2 * 16 * 32 * 4 + 16 * 40 * 2 + 3 * 16 * 4;
+  const size_t smem = QB + ns * (fp8 ? RB : TB) + (fp8 ? TB : 0) + XB;
+  const void* kvp = fp8 ? (const void*)kv8.data() : (const void*)kv16.data();
+  emu::launch(dim3{(unsigned)S, (unsigned)groups, (unsigned)B}, dim3{256, 1, 1}, smem, [&] {
+    fn(q.data(), kvp, out.data(), opart.data(), lse.data(), sem.data(), lseOut.data(), T, H, ctx, tps, chunk, scale, kscale, coop ? 1 : 0);
+  });
+  if (S > 1 && !coop)
+    emu::launch(dim3{(unsigned)(T * H), 1, 1}, dim3{128, 1, 1}, 0, [&] { mla_combine(opart.data(), lse.data(), out.data(), T * H, S, DV); });
+  std::vector<double> got, want, lgot, lwant;
+  for (int t = 0; t < T; t++) {
+    int seq = t / tps;
+    for (int h = 0; h < H; h++) {
+      std::vector<double> sc(ctx);
+      double mx = -INFINITY;
+      for (int j = 0; j < ctx; j++) {
+        double s = 0;
+        for (int d = 0; d < D; d++) s += bf(q[(t * H + h) * D + d]) * kvf[((size_t)seq * ctx + j) * D + d];
+        sc[j] = s * scale;
+        mx = std::max(mx, sc[j]);
+      }
+      double l = 0;
+      for (auto& x : sc) l += (x = std::exp(x - mx));
+      for (int c = 0; c < DV; c++) {
+        double v = 0;
+        for (int j = 0; j < ctx; j++) v += sc[j] * kvf[((size_t)seq * ctx + j) * D + c];
+        want.push_back(v / l);
+        got.push_back(bf(out[(t * H + h) * DV + c]));
+      }
+      lwant.push_back(mx + std::log(l));
+      lgot.push_back(lseOut[t * H + h]);
+    }
+  }
+  char name[200];
+  snprintf(name, sizeof name, "%s/T=%d/H=%d/tps=%d/ctx=%d/S=%d/coop=%d", kname, T, H, tps, ctx, S, coop);
+  report(name, relerr(got, want));
+  if (S == 1 || coop) report(std::string(name) + "/lse", relerr(lgot, lwant));
+  bool reset = true;
+  for (int x : sem) reset &= x == 0;
+  if (coop && S > 1) report(std::string(name) + "/sem-reset", reset ? 0 : 1);
+}
+
+int main(int argc, char** argv) {
+  std::string only = argc > 1 ? argv[1] : "";
+  auto want = [&](const char* k) { return only.empty() || only == k; };
+  if (want("e4m3")) {  // the widening trick, every byte
+    double worst = 0;
+    for (unsigned b = 0; b < 256; b++) {
+      if ((b & 0x7f) == 0x7f) continue;  // NaN patterns
+      unsigned h = __byte_perm(b, 0u, 0x4140u);
+      h = ((h & 0x00800080u) << 8) | ((h & 0x007f007fu) << 7);
+      worst = std::max(worst, std::fabs(emu::h2f(h & 0xffff) * 256 - e4m3(b)));
+    }
+    report("e4m3x2h2/all-bytes", worst);
+    worst = 0;
+    for (unsigned b = 0; b < 256; b++) {
+      if ((b & 0x7f) == 0x7f) continue;
+      unsigned lo, hi;
+      e4m3x4h(b | (b << 8) | (b << 16) | (b << 24), lo, hi);
+      for (unsigned h : {lo & 0xffff, lo >> 16, hi & 0xffff, hi >> 16}) worst = std::max(worst, std::fabs(emu::h2f(h) - e4m3(b)));
+    }
+    report("e4m3x4h/all-bytes", worst);
+  }
+  if (want("mla")) {
+    // Kimi-K2.5 TP8 shapes (8 heads): splits merged cooperatively, by
+    // mla_combine, and none; a partial last tile; MTP (2 tokens per
+    // sequence: 16 rows); 20 heads (two row groups, the second partial).
+    mla("bf16_s2", mla_fwd_bf16_s2, false, 2, 2, 8, 1, 200, 3, true, 0.0722f);
+    mla("bf16_s2", mla_fwd_bf16_s2, false, 2, 2, 8, 1, 200, 3, false, 0.0722f);
+    mla("bf16_s4", mla_fwd_bf16_s4, false, 4, 1, 8, 1, 300, 1, false, 0.0722f);
+    mla("bf16_s4", mla_fwd_bf16_s4, false, 4, 4, 8, 2, 150, 2, true, 0.25f);
+    mla("bf16_s2", mla_fwd_bf16_s2, false, 2, 1, 20, 1, 70, 2, true, 0.0722f);
+    mla("bf16_s2", mla_fwd_bf16_s2, false, 2, 1, 8, 1, 1100, 34, true, 0.0722f);  // many splits: the warp merge
+    mla("fp8_s2", mla_fwd_fp8_s2, true, 2, 2, 8, 1, 200, 3, true, 0.0722f);
+    mla("fp8c_s2", mla_fwd_fp8c_s2, true, 2, 2, 8, 1, 200, 3, true, 0.0722f);
+    mla("fp8c_s4", mla_fwd_fp8c_s4, true, 4, 2, 16, 1, 300, 1, false, 0.0722f);
+    mla("fp8c_s4", mla_fwd_fp8c_s4, true, 4, 4, 8, 2, 100, 2, false, 0.25f);
+  }
+  if (want("silu")) {
+    for (int d : {256, 2304, 100}) {
+      int rows = 5;
+      std::vector<bf16_t> in(rows * 2 * d), out(rows * d, 0xffff);
+      for (auto& x : in) x = tobf(uni() * 4);
+      emu::launch(dim3{3, 1, 1}, dim3{64, 1, 1}, 0, [&] { silu_mul(in.data(), out.data(), rows, d); });
+      std::vector<double> got, wantv;
+      for (int r = 0; r < rows; r++)
+        for (int c = 0; c < d; c++) {
+          double a = bf(in[r * 2 * d + c]), u = bf(in[r * 2 * d + d + c]);
+          wantv.push_back(a / (1 + std::exp(-a)) * u);
+          got.push_back(bf(out[r * d + c]));
+        }
+      report("silu_mul/d=" + std::to_string(d), relerr(got, wantv));
+    }
+  }
+  if (want("rmsnorm")) {
+    for (int cols : {7168, 1536, 100}) {
+      int rows = 3;
+      std::vector<bf16_t> x(rows * cols), res(rows * cols), w(cols), y(rows * cols, 0xffff);
+      for (auto& v : x) v = tobf(uni());
+      for (auto& v : res) v = tobf(uni());
+      for (auto& v : w) v = tobf(uni());
+      std::vector<bf16_t> res0 = res;
+      emu::launch(dim3{(unsigned)rows, 1, 1}, dim3{256, 1, 1}, 0, [&] { rmsnorm(x.data(), res.data(), w.data(), y.data(), cols, 1e-6f); });
+      std::vector<double> got, wantv, rgot, rwant;
+      for (int r = 0; r < rows; r++) {
+        double ss = 0;
+        std::vector<double> s(cols);
+        for (int c = 0; c < cols; c++) {
+          s[c] = bf(x[r * cols + c]) + bf(res0[r * cols + c]);
+          ss += s[c] * s[c];
+        }
+        double inv = 1 / std::sqrt(ss / cols + 1e-6);
+        for (int c = 0; c < cols; c++) {
+          wantv.push_back(s[c] * inv * bf(w[c]));
+          got.push_back(bf(y[r * cols + c]));
+          rwant.push_back(s[c]);
+          rgot.push_back(bf(res[r * cols + c]));
+        }
+      }
+      report("rmsnorm_add/cols=" + std::to_string(cols), relerr(got, wantv));
+      report("rmsnorm_add/residual/cols=" + std::to_string(cols), relerr(rgot, rwant));
+    }
+  }
+  if (want("dcp")) {
+    const int rows = 6, k = 4, dv = 512;
+    std::vector<bf16_t> o(rows * dv), o0;
+    for (auto& v : o) v = tobf(uni());
+    o0 = o;
+    std::vector<float> lse(rows), all(k * rows);
+    for (auto& v : all) v = (float)(uni() * 3);
+    for (int r = 0; r < rows; r++) lse[r] = all[1 * rows + r];  // this rank is rank 1
+    emu::launch(dim3{(unsigned)((rows + 3) / 4), 1, 1}, dim3{256, 1, 1}, 0, [&] { mla_dcp_correct(o.data(), lse.data(), all.data(), rows, k, dv); });
+    std::vector<double> got, wantv;
+    for (int r = 0; r < rows; r++) {
+      double s = 0;
+      for (int j = 0; j < k; j++) s += std::exp((double)all[j * rows + r]);
+      double f = std::exp(lse[r]) / s;
+      for (int c = 0; c < dv; c++) {
+        wantv.push_back(bf(o0[r * dv + c]) * f);
+        got.push_back(bf(o[r * dv + c]));
+      }
+    }
+    report("mla_dcp_correct", relerr(got, wantv));
+  }
+  if (want("router")) {
+    const int T = 3, E = 384, k = 8;
+    std::vector<bf16_t> x(T * E);
+    for (auto& v : x) v = tobf(uni());
+    std::vector<int> ids(T * k, -1);
+    std::vector<float> w(T * k, NAN);
+    emu::launch(dim3{1, 1, 1}, dim3{128, 1, 1}, 0, [&] { topk_router(x.data(), T, E, k, ids.data(), w.data()); });
+    int bad = 0;
+    for (int t = 0; t < T; t++) {
+      std::vector<double> row(E);
+      for (int e = 0; e < E; e++) row[e] = bf(x[t * E + e]);
+      std::vector<double> sorted = row;
+      std::sort(sorted.rbegin(), sorted.rend());
+      for (int j = 0; j < k; j++)
+        if (ids[t * k + j] < 0 || ids[t * k + j] >= E || row[ids[t * k + j]] != sorted[j] || w[t * k + j] != sorted[j]) bad++;
+    }
+    report("topk_router/bad-picks", bad);
+  }
+  return 0;
+}
