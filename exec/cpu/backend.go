@@ -45,6 +45,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"time"
 
 	"github.com/tpscope/tpscope/exec"
 	"github.com/tpscope/tpscope/model"
@@ -55,6 +56,12 @@ func init() {
 		return New(WithSeed(cfg.Seed)), nil
 	})
 }
+
+// DefaultWatchdog is how long a rank waits inside a collective for a peer
+// before it gives up with an error naming the missing ranks, when the run
+// sets no exec.WithWatchdog. It is generous because with more ranks than
+// cores a peer may legitimately be descheduled for a long op.
+const DefaultWatchdog = 5 * time.Minute
 
 // Backend is the CPU backend. It is safe to Open several sessions from one
 // Backend, one after another or at once.
@@ -94,6 +101,10 @@ func (b *Backend) Open(ctx context.Context, s *model.Schedule, cfg exec.SessionC
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
+	watchdog := cfg.Watchdog
+	if watchdog <= 0 {
+		watchdog = DefaultWatchdog
+	}
 	local := map[int]bool{}
 	for _, r := range cfg.LocalRanks {
 		local[r] = true
@@ -119,7 +130,7 @@ func (b *Backend) Open(ctx context.Context, s *model.Schedule, cfg exec.SessionC
 					for _, m := range op.Group {
 						all = all && local[m]
 					}
-					f.colls[key] = newCollective(op, all)
+					f.colls[key] = newCollective(op, all, watchdog)
 				}
 			default:
 				return nil, fmt.Errorf("cpu backend: op %s: kind %q not supported", op.ID, op.Kind)

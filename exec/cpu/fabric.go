@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"sync"
+	"time"
 
 	"github.com/tpscope/tpscope/model"
 )
@@ -43,7 +44,7 @@ type collective struct {
 	work       [][]float32 // reducescatter: per-member working copy
 }
 
-func newCollective(op *model.Op, allLocal bool) *collective {
+func newCollective(op *model.Op, allLocal bool, watchdog time.Duration) *collective {
 	n := len(op.Group)
 	elems := int((op.CommBytes + 3) / 4)
 	chunk := max(1, (elems+n-1)/n)
@@ -52,7 +53,7 @@ func newCollective(op *model.Op, allLocal bool) *collective {
 		chunk: chunk, elems: chunk * n, local: allLocal,
 		send: make([][]float32, n), recv: make([][]float32, n), work: make([][]float32, n),
 	}
-	c.bar.init(n)
+	c.bar.init(n, watchdog, fmt.Sprintf("%s %s over ranks %v", op.Collective, op.ID, op.Group), op.Group)
 	return c
 }
 
@@ -218,29 +219,42 @@ func (c *collective) verify(i int, positions []int) error {
 }
 
 // groupBarrier releases the members of one collective together. Each
-// member blocks on its own preallocated channel, so a wait allocates
-// nothing; a member whose ctx is done leaves with ctx's error (the run is
-// over then and the barrier is not used again).
+// member blocks on its own preallocated channel and watchdog timer, so a
+// wait allocates nothing; a member whose ctx is done leaves with ctx's
+// error, and one that waits longer than the watchdog leaves with an error
+// naming the members that have not arrived (the run is over then and the
+// barrier is not used again).
 type groupBarrier struct {
-	mu    sync.Mutex
-	n     int
-	count int
-	wake  []chan struct{}
+	mu       sync.Mutex
+	n        int
+	count    int
+	arrived  []bool // by member, in the current round
+	wake     []chan struct{}
+	timers   []*time.Timer // by member; stopped between waits
+	watchdog time.Duration
+	desc     string // "allreduce L03.attn.allreduce over [0 1 2 3]", for errors
+	group    []int
 }
 
-func (b *groupBarrier) init(n int) {
-	b.n = n
+func (b *groupBarrier) init(n int, watchdog time.Duration, desc string, group []int) {
+	b.n, b.watchdog, b.desc, b.group = n, watchdog, desc, group
+	b.arrived = make([]bool, n)
 	b.wake = make([]chan struct{}, n)
+	b.timers = make([]*time.Timer, n)
 	for i := range b.wake {
 		b.wake[i] = make(chan struct{}, 1)
+		b.timers[i] = time.NewTimer(time.Hour)
+		b.timers[i].Stop()
 	}
 }
 
 func (b *groupBarrier) wait(ctx context.Context, i int) error {
 	b.mu.Lock()
 	b.count++
+	b.arrived[i] = true
 	if b.count == b.n {
 		b.count = 0
+		clear(b.arrived)
 		for j, ch := range b.wake {
 			if j != i {
 				select {
@@ -253,10 +267,36 @@ func (b *groupBarrier) wait(ctx context.Context, i int) error {
 		return nil
 	}
 	b.mu.Unlock()
+	t := b.timers[i]
+	t.Reset(b.watchdog)
+	select {
+	case <-b.wake[i]:
+		t.Stop()
+		return nil
+	case <-ctx.Done():
+		t.Stop()
+		return fmt.Errorf("waiting for peers: %w", ctx.Err())
+	case <-t.C:
+		return b.timeout(i)
+	}
+}
+
+// timeout is the watchdog's error for member i, unless the round completed
+// just as the timer fired.
+func (b *groupBarrier) timeout(i int) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
 	select {
 	case <-b.wake[i]:
 		return nil
-	case <-ctx.Done():
-		return fmt.Errorf("waiting for peers: %w", ctx.Err())
+	default:
 	}
+	var missing []int
+	for j, ok := range b.arrived {
+		if !ok {
+			missing = append(missing, b.group[j])
+		}
+	}
+	return fmt.Errorf("%s: rank %d waited %v for rank(s) %v, which never arrived (collective watchdog; set with --watchdog / exec.WithWatchdog)",
+		b.desc, b.group[i], b.watchdog, missing)
 }
