@@ -54,6 +54,23 @@ func WithFault(f Fault) Option {
 // (exec/cpu DefaultWatchdog, exec/cuda DefaultWatchdog).
 func WithWatchdog(d time.Duration) Option { return func(c *config) { c.watchdog = d } }
 
+// Check reports whether Run can inject f into a run of s on localRanks
+// (nil: every rank of s), the same check Run makes, for a caller that
+// wants to refuse a bad fault before any other work.
+func (f Fault) Check(s *model.Schedule, localRanks []int) error {
+	if s == nil {
+		return fmt.Errorf("exec options: fault: nil schedule")
+	}
+	if localRanks == nil {
+		localRanks = make([]int, len(s.Ranks))
+		for r := range localRanks {
+			localRanks[r] = r
+		}
+	}
+	_, err := checkFault(&f, s, localRanks)
+	return err
+}
+
 // checkFault validates the configured fault against the schedule and the
 // local ranks and returns the index of the faulted op in its rank's list.
 func checkFault(f *Fault, s *model.Schedule, local []int) (int, error) {
@@ -64,7 +81,7 @@ func checkFault(f *Fault, s *model.Schedule, local []int) (int, error) {
 	for _, r := range local {
 		isLocal = isLocal || r == f.Rank
 	}
-	if !isLocal {
+	if !isLocal || f.Rank >= len(s.Ranks) {
 		return 0, fmt.Errorf("exec options: fault rank %d: not a rank this run executes (local ranks %v)", f.Rank, local)
 	}
 	for i := range s.Ranks[f.Rank] {

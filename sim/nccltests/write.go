@@ -140,7 +140,7 @@ func Write(w io.Writer, lg *Log, o WriteOptions) error {
 			r.Bytes, r.Count, typ, redop, r.Root, fmtTime(r.OutTimeUs), r.OutAlgBWGBps, r.OutBusBWGBps, "N/A", fmtTime(r.InTimeUs), r.InAlgBWGBps, r.InBusBWGBps, "N/A")
 		sum += r.OutBusBWGBps
 	}
-	fmt.Fprintf(bw, "# Out of bounds values : N/A (not validated)\n# Avg bus bandwidth    : %g \n#\n", sum/float64(len(lg.Rows)))
+	fmt.Fprintf(bw, "# Out of bounds values : N/A (not validated)\n# Avg bus bandwidth    : %.5g \n#\n", sum/float64(len(lg.Rows)))
 	return bw.Flush()
 }
 
