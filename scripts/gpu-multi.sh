@@ -29,7 +29,7 @@
 #   MODELS=glm-5-nvfp4 scripts/gpu-multi.sh 8 steps;  scripts/gpu-multi.sh 8 fault
 # BACKEND=cpu rehearses the whole script on CPU goroutine ranks (tiny model, small sizes,
 # no nvidia-smi; the torch reference is skipped where torch is missing): that is what
-# cmd/tpscope's TestGPUMultiScriptCPU runs.
+# cmd/tpscope's TestBenchGPUMultiScriptCPU runs.
 set -u
 set -o pipefail
 

@@ -20,7 +20,7 @@ const cpuRanksDir = "testdata/cpu-ranks"
 
 var cpuRanksBox = []string{"--topo", filepath.Join(cpuRanksDir, "cpu-4r.json"), "--gpus", "4"}
 
-// TestCPURanksNCCLTests: each executor log reads as its collective over 4
+// TestCollectiveCPURanksNCCLTests: each executor log reads as its collective over 4
 // ranks at the 12 sizes 512 B .. 1 MiB, labelled as CPU ranks; calibrate
 // --nccl-tests fits it (all-to-all is refused: calibrate fits the other
 // three) with one sample per size (the log has out-of-place times only);
@@ -28,7 +28,7 @@ var cpuRanksBox = []string{"--topo", filepath.Join(cpuRanksDir, "cpu-4r.json"), 
 // every size with the fitted parameters and reproduces the log's times
 // with the RMS relative error calibrate reported (computed here from the
 // two outputs).
-func TestCPURanksNCCLTests(t *testing.T) {
+func TestCollectiveCPURanksNCCLTests(t *testing.T) {
 	for _, tc := range []struct{ op, bin string }{
 		{"allreduce", "all_reduce_perf"}, {"allgather", "all_gather_perf"}, {"reducescatter", "reduce_scatter_perf"}, {"alltoall", "alltoall_perf"},
 	} {
@@ -102,7 +102,7 @@ func TestCPURanksNCCLTests(t *testing.T) {
 	}
 }
 
-// TestCPURanksTraces: compare on the TP 4 traces (every collective
+// TestCollectiveCPURanksTraces: compare on the TP 4 traces (every collective
 // executed by the 4 ranks) joins every op span of every measured step with
 // its predicted op -- ops x 6 steps x 4 ranks, by the schedule -- and
 // reports the error of every kind, the collectives included; calibrate
@@ -111,7 +111,7 @@ func TestCPURanksNCCLTests(t *testing.T) {
 // and step error after calibration below those before (the promise of a
 // calibration; the 10 % acceptance of the GPU recordings is not asserted on
 // 4 ranks time-sharing 2 cores, whose waiting lands in the collectives).
-func TestCPURanksTraces(t *testing.T) {
+func TestCollectiveCPURanksTraces(t *testing.T) {
 	arch, err := model.Resolve("tiny-mla-moe")
 	if err != nil {
 		t.Fatal(err)

@@ -51,10 +51,10 @@ func needTools(t *testing.T, tools ...string) {
 	}
 }
 
-// TestScriptsSyntax: the GPU scripts parse (bash -n; python3's compiler),
+// TestBenchScriptsSyntax: the GPU scripts parse (bash -n; python3's compiler),
 // and the multi-GPU script refuses a missing N or an unknown phase with
 // exit 2 before doing anything.
-func TestScriptsSyntax(t *testing.T) {
+func TestBenchScriptsSyntax(t *testing.T) {
 	needTools(t, "bash")
 	for _, s := range []string{"gpu-multi.sh", "gpu-validate.sh"} {
 		if out, err := exec.Command("bash", "-n", filepath.Join("..", "..", "scripts", s)).CombinedOutput(); err != nil {
@@ -77,14 +77,14 @@ func TestScriptsSyntax(t *testing.T) {
 	}
 }
 
-// TestTorchHarnessFormat: the PyTorch reference harness's nccl-tests
+// TestBenchTorchHarnessFormat: the PyTorch reference harness's nccl-tests
 // output (here its --selftest-format log, made-up times of 10 us + 1 us
 // per kB, no torch needed) reads back through tpscope's parser as the same
 // collective, 8 ranks and sizes 512 B to 4 KiB, with the times in the
 // column the harness puts them (all-reduce in place, the others out of
 // place) and nccl-tests' bandwidths: algbw = bytes / 1e3 / time, busbw =
 // algbw x 2 x 7/8 (all-reduce) or 7/8, to the format's two decimals.
-func TestTorchHarnessFormat(t *testing.T) {
+func TestBenchTorchHarnessFormat(t *testing.T) {
 	needTools(t, "python3")
 	for _, op := range []string{"allreduce", "allgather", "reducescatter", "alltoall"} {
 		t.Run(op, func(t *testing.T) {
@@ -127,7 +127,7 @@ func absDiff(a, b float64) float64 {
 	return b - a
 }
 
-// TestGPUMultiScriptCPU rehearses scripts/gpu-multi.sh on CPU goroutine
+// TestBenchGPUMultiScriptCPU rehearses scripts/gpu-multi.sh on CPU goroutine
 // ranks (BACKEND=cpu: 2 ranks, tiny-mla-moe, 512 B to 16 KiB), with this
 // test binary as $BIN/tpscope: every phase must run without a failed step
 // and leave its files, no more than the device tool's 8: the executor's
@@ -137,7 +137,7 @@ func absDiff(a, b float64) float64 {
 // calibrated with a held-out line, the kept trace, and the fault check
 // passed (the watchdog ended a run whose rank 1 never entered a
 // collective).
-func TestGPUMultiScriptCPU(t *testing.T) {
+func TestBenchGPUMultiScriptCPU(t *testing.T) {
 	needTools(t, "bash", "timeout", "tar", "gzip", "stat")
 	out := t.TempDir()
 	cmd := exec.Command("bash", filepath.Join("..", "..", "scripts", "gpu-multi.sh"), "2")

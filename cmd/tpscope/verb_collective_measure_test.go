@@ -202,3 +202,21 @@ func TestRunFaultWatchdog(t *testing.T) {
 		{"negative watchdog", append(base, "--watchdog", "-2s"), "--watchdog -2s: want > 0"},
 	})
 }
+
+// TestCollectiveMeasureFormats: each --output format of collective holds
+// the measured table too (checkFormat: JSON, one CSV table, a markdown
+// table, text).
+func TestCollectiveMeasureFormats(t *testing.T) {
+	for _, f := range allFormats {
+		t.Run(f, func(t *testing.T) {
+			code, out, errs := runCLI(t, "collective", "--measure", "--ranks", "2", "--sizes", "512:2K", "--steps", "1", "--warmup", "0", "--iters", "1", "--output", f)
+			if code != 0 {
+				t.Fatalf("exit %d: %s", code, errs)
+			}
+			checkFormat(t, f, out)
+			if f != formatJSON && !strings.Contains(out, "measured_us") {
+				t.Errorf("no measured column:\n%s", out)
+			}
+		})
+	}
+}

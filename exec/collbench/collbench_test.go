@@ -18,11 +18,11 @@ import (
 	"github.com/tpscope/tpscope/model"
 )
 
-// TestSchedule: one op per size and iteration on every rank, sizes rounded
+// TestBenchSchedule: one op per size and iteration on every rank, sizes rounded
 // down to 4 bytes per rank (3 ranks: multiples of 12, so 512 -> 504 and
 // 1000 -> 996; 513 also -> 504 and is run once), ascending, and a schedule
 // the runner accepts.
-func TestSchedule(t *testing.T) {
+func TestBenchSchedule(t *testing.T) {
 	s, sizes, err := collbench.Schedule(collbench.Config{Op: model.AllGather, Ranks: 3, Sizes: []int64{1000, 512, 513}, Iters: 2})
 	if err != nil {
 		t.Fatal(err)
@@ -60,12 +60,12 @@ func TestSchedule(t *testing.T) {
 	}
 }
 
-// TestMeasureAverages: on the fake backend's virtual device clock an op
+// TestBenchMeasureAverages: on the fake backend's virtual device clock an op
 // takes exactly the delay it is given. With rank r taking (r+1) x bytes /
 // 512 microseconds, a size's time is the mean over the 4 ranks, 2.5 x
 // bytes / 512 us, the same in every sample (so min = mean = max), over
 // steps x iterations = 3 x 4 samples.
-func TestMeasureAverages(t *testing.T) {
+func TestBenchMeasureAverages(t *testing.T) {
 	defer goleak.VerifyNone(t)
 	b := exectest.New(exectest.WithDeviceTimes(), exectest.WithDelay(func(rank int, op *model.Op) time.Duration {
 		return time.Duration(rank+1) * time.Duration(op.CommBytes) * time.Microsecond / 512
@@ -91,12 +91,12 @@ func TestMeasureAverages(t *testing.T) {
 	}
 }
 
-// TestMeasureCPU runs every collective through the CPU backend's ring
+// TestBenchMeasureCPU runs every collective through the CPU backend's ring
 // (results checked against a serial sum after each step) on 4 goroutine
 // ranks: every size gets a positive time within its own spread, and the
 // largest size (1 MiB) takes longer than the smallest (512 B) since it
 // moves 2048 times the bytes.
-func TestMeasureCPU(t *testing.T) {
+func TestBenchMeasureCPU(t *testing.T) {
 	defer goleak.VerifyNone(t)
 	for _, op := range []model.Collective{model.AllReduce, model.AllGather, model.ReduceScatter, model.AllToAll} {
 		t.Run(fmt.Sprintf("op=%s", op), func(t *testing.T) {
@@ -117,9 +117,9 @@ func TestMeasureCPU(t *testing.T) {
 	}
 }
 
-// TestMeasureNeedsEveryRank: with only rank 0 in this process the CPU
+// TestBenchMeasureNeedsEveryRank: with only rank 0 in this process the CPU
 // backend would skip the collectives; Measure refuses the result.
-func TestMeasureNeedsEveryRank(t *testing.T) {
+func TestBenchMeasureNeedsEveryRank(t *testing.T) {
 	_, err := collbench.Measure(context.Background(), cpu.New(), collbench.Config{Op: model.AllReduce, Ranks: 2, Sizes: []int64{512}},
 		exec.WithSteps(1), exec.WithWarmup(0), exec.WithLocalRanks(0))
 	if err == nil || !strings.Contains(err.Error(), "1 of 2 ranks ran in this process") {

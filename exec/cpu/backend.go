@@ -22,7 +22,9 @@
 //   - collective: ring all-reduce / all-gather / reduce-scatter and direct
 //     all-to-all between the goroutine ranks over shared buffers (fabric.go),
 //     with results checked against a serial computation (sampled, after
-//     every step, outside the timed ops).
+//     every step, outside the timed ops). A member that waits for a peer
+//     longer than the watchdog (exec.WithWatchdog, else DefaultWatchdog)
+//     gives up with an error naming the ranks that never arrived.
 //
 // Ops read and write per-rank working buffers sized for the largest op, not
 // a chained forward pass: values between ops are not the model's, the work

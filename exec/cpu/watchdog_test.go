@@ -2,6 +2,7 @@ package cpu
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -79,5 +80,43 @@ func runMembers(t *testing.T, c *collective, members []int, check func(i int, er
 	}
 	for k, i := range members {
 		check(i, errs[k])
+	}
+}
+
+// BenchmarkCollective: one ring all-reduce of 4 KiB among goroutine ranks,
+// each barrier wait arming and stopping its member's watchdog timer; the
+// members allocate nothing per collective.
+func BenchmarkCollective(b *testing.B) {
+	for _, n := range []int{2, 4} {
+		b.Run(fmt.Sprintf("ranks=%d", n), func(b *testing.B) {
+			group := make([]int, n)
+			for i := range group {
+				group[i] = i
+			}
+			op := &model.Op{ID: "L00.attn.allreduce", Kind: model.KindCollective, Collective: model.AllReduce, Group: group, CommBytes: 4096}
+			c := newCollective(op, true, DefaultWatchdog)
+			for i := range n {
+				c.register(i, func([]float32) {})
+			}
+			var wg sync.WaitGroup
+			for i := 1; i < n; i++ {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					for range b.N {
+						_ = c.run(context.Background(), i)
+					}
+				}()
+			}
+			b.ReportAllocs()
+			b.ResetTimer()
+			for range b.N {
+				if err := c.run(context.Background(), 0); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.StopTimer()
+			wg.Wait()
+		})
 	}
 }
