@@ -88,6 +88,10 @@ func TestFaultRefused(t *testing.T) {
 			}
 		})
 	}
+	if _, err := exec.Run(context.Background(), s, exectest.New(), exec.WithSteps(2), exec.WithWarmup(1),
+		exec.WithFault(exec.Fault{Rank: 0, OpID: "L00.attn.allreduce", Step: 3})); err == nil || !strings.Contains(err.Error(), "fault step 3: the run has 3 steps") {
+		t.Errorf("fault after the last step: err = %v", err)
+	}
 	if _, err := exec.Run(context.Background(), s, exectest.New(), exec.WithWatchdog(-time.Second)); err == nil || !strings.Contains(err.Error(), "watchdog = -1s: want > 0, or 0 for the backend's default") {
 		t.Errorf("negative watchdog: err = %v", err)
 	}

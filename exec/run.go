@@ -88,6 +88,9 @@ func Run(ctx context.Context, sched *model.Schedule, backend Backend, opts ...Op
 		warmup = 1 // graph capture needs one eager step first (GraphCapturer)
 	}
 	total := warmup + cfg.steps
+	if cfg.fault != nil && cfg.fault.Step >= total {
+		return nil, fmt.Errorf("exec options: fault step %d: the run has %d steps (warm-up included), so the fault would never fire", cfg.fault.Step, total)
+	}
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("run not started: %w", err)
 	}

@@ -199,6 +199,7 @@ func TestRunFaultWatchdog(t *testing.T) {
 		{"rank not local", append(base, "--local-ranks", "0", "--fault-hang", "1:L00.attn.allreduce"), "rank 1: not a rank this run executes (local ranks [0])"},
 		{"step without fault", append(base, "--fault-step", "1"), "--fault-step needs --fault-hang"},
 		{"negative step", append(base, "--fault-hang", "1:L00.attn.allreduce", "--fault-step", "-1"), "--fault-step -1: want 0 or more"},
+		{"step after the run", append(base, "--fault-hang", "1:L00.attn.allreduce", "--fault-step", "12"), "--fault-step 12: the run has 12 steps"},
 		{"negative watchdog", append(base, "--watchdog", "-2s"), "--watchdog -2s: want > 0"},
 	})
 }

@@ -160,6 +160,9 @@ that none fired.`,
 					if fault, err = parseFault(*faultHang, *faultStep, *watchdog, sched, *localRanks); err != nil {
 						return err
 					}
+					if total := *warmup + *steps; fault.Step >= total {
+						return usageErrorf("--fault-step %d: the run has %d steps (--warmup + --steps), so the fault would never fire", fault.Step, total)
+					}
 				}
 				if err := checkRunMemory(b, scen, sched, *localRanks); err != nil {
 					return err
