@@ -238,9 +238,17 @@ func writeMeasuredLog(path string, res *collbench.Result, mr *measureRun, no sim
 		typ, elem = "float", 4 // the CPU backend moves float32 values
 	}
 	op := string(res.Config.Op)
+	// exec/cuda runs NCCL's all-reduce in place (one buffer), its other
+	// collectives and all of exec/cpu's out of place: the time goes in
+	// that column.
+	inPlace := mr.Backend == "cuda" && res.Config.Op == model.AllReduce
 	lg := &nccltests.Log{Name: path, Op: op, Ranks: ranks}
 	for _, r := range res.Rows {
-		row, err := nccltests.NewRow(op, ranks, r.Bytes, elem, typ, r.TimeUs, 0)
+		out, in := r.TimeUs, 0.0
+		if inPlace {
+			out, in = 0, r.TimeUs
+		}
+		row, err := nccltests.NewRow(op, ranks, r.Bytes, elem, typ, out, in)
 		if err != nil {
 			return fmt.Errorf("-o %s: %w", path, err)
 		}
@@ -258,8 +266,9 @@ func writeMeasuredLog(path string, res *collbench.Result, mr *measureRun, no sim
 	comments := []string{
 		fmt.Sprintf("tpscope collective --measure: %s over %d ranks through the executor (exec/collbench) on the %s backend, %s",
 			op, ranks, mr.Backend, time.Now().UTC().Format("2006-01-02 15:04 UTC")),
-		fmt.Sprintf("time: %s per op, mean over %d measured steps x %d back-to-back ops per size x %d ranks (nccl-tests -a 1), after %d warm-up steps; %s; in-place not run (zeros)",
-			mr.Timing, mr.Steps, mr.Iters, ranks, mr.Warmup, map[bool]string{true: "CUDA graphs", false: "eager launches"}[mr.Graphs]),
+		fmt.Sprintf("time: %s per op, mean over %d measured steps x %d back-to-back ops per size x %d ranks (nccl-tests -a 1), after %d warm-up steps; %s; %s",
+			mr.Timing, mr.Steps, mr.Iters, ranks, mr.Warmup, map[bool]string{true: "CUDA graphs", false: "eager launches"}[mr.Graphs],
+			map[bool]string{true: "in place (out-of-place columns zeros)", false: "out of place (in-place columns zeros)"}[inPlace]),
 		env,
 	}
 	var dev string
