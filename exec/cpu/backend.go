@@ -176,8 +176,14 @@ func (ss *session) OpenRank(ctx context.Context, rank int) (exec.Rank, error) {
 	return r, nil
 }
 
-// Close implements exec.Session. Buffers are garbage-collected memory.
-func (ss *session) Close() error { return nil }
+// Close implements exec.Session: it stops the collectives' watchdog
+// timers; buffers are garbage-collected memory.
+func (ss *session) Close() error {
+	for _, c := range ss.fabric.colls {
+		c.bar.close()
+	}
+	return nil
+}
 
 // collKey names one collective instance: its op ID and group (with DP > 1
 // or DCP the same op ID runs in several disjoint groups).

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/tpscope/tpscope/model"
@@ -219,32 +220,55 @@ func (c *collective) verify(i int, positions []int) error {
 }
 
 // groupBarrier releases the members of one collective together. Each
-// member blocks on its own preallocated channel and watchdog timer, so a
-// wait allocates nothing; a member whose ctx is done leaves with ctx's
-// error, and one that waits longer than the watchdog leaves with an error
-// naming the members that have not arrived (the run is over then and the
-// barrier is not used again).
+// member blocks on its own preallocated channel, so a wait allocates
+// nothing; a member whose ctx is done leaves with ctx's error.
+//
+// The watchdog: a member that waits longer than watchdog leaves with an
+// error naming the members that have not arrived (the run is over then and
+// the barrier is not used again). Arming a timer per wait would cost a
+// timer-heap insert and removal on every barrier of every ring step, so
+// each member has one lazy timer instead: a wait notes when it began and
+// arms the timer only when it is not armed already; when the timer fires
+// it re-arms itself for what is left of a wait still in progress, or
+// aborts a wait that has lasted the whole watchdog. In steady state that is
+// one timer event per member and watchdog period, and a clock read per
+// wait.
 type groupBarrier struct {
 	mu       sync.Mutex
 	n        int
 	count    int
-	arrived  []bool // by member, in the current round
+	arrived  []bool        // by member, in the current round
+	since    []time.Time   // by member: when its wait began; zero when not waiting
+	armed    []bool        // by member: its timer is pending
+	aborted  []atomic.Bool // by member: the watchdog's verdict, delivered with a wake
 	wake     []chan struct{}
-	timers   []*time.Timer // by member; stopped between waits
+	dog      []*time.Timer
 	watchdog time.Duration
-	desc     string // "allreduce L03.attn.allreduce over [0 1 2 3]", for errors
+	desc     string // "allreduce L03.attn.allreduce over ranks [0 1 2 3]", for errors
 	group    []int
 }
 
 func (b *groupBarrier) init(n int, watchdog time.Duration, desc string, group []int) {
 	b.n, b.watchdog, b.desc, b.group = n, watchdog, desc, group
-	b.arrived = make([]bool, n)
+	b.arrived, b.armed = make([]bool, n), make([]bool, n)
+	b.since = make([]time.Time, n)
+	b.aborted = make([]atomic.Bool, n)
 	b.wake = make([]chan struct{}, n)
-	b.timers = make([]*time.Timer, n)
-	for i := range b.wake {
+	b.dog = make([]*time.Timer, n)
+	for i := range n {
 		b.wake[i] = make(chan struct{}, 1)
-		b.timers[i] = time.NewTimer(time.Hour)
-		b.timers[i].Stop()
+		b.dog[i] = time.AfterFunc(time.Hour, func() { b.fire(i) })
+		b.dog[i].Stop()
+	}
+}
+
+// close stops the watchdog timers (Session.Close).
+func (b *groupBarrier) close() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for i, t := range b.dog {
+		t.Stop()
+		b.armed[i] = false
 	}
 }
 
@@ -255,6 +279,7 @@ func (b *groupBarrier) wait(ctx context.Context, i int) error {
 	if b.count == b.n {
 		b.count = 0
 		clear(b.arrived)
+		clear(b.since)
 		for j, ch := range b.wake {
 			if j != i {
 				select {
@@ -266,30 +291,56 @@ func (b *groupBarrier) wait(ctx context.Context, i int) error {
 		b.mu.Unlock()
 		return nil
 	}
+	b.since[i] = time.Now()
+	if !b.armed[i] {
+		b.armed[i] = true
+		b.dog[i].Reset(b.watchdog)
+	}
 	b.mu.Unlock()
-	t := b.timers[i]
-	t.Reset(b.watchdog)
 	select {
 	case <-b.wake[i]:
-		t.Stop()
+		if b.aborted[i].Load() {
+			return b.timeout(i)
+		}
 		return nil
 	case <-ctx.Done():
-		t.Stop()
 		return fmt.Errorf("waiting for peers: %w", ctx.Err())
-	case <-t.C:
-		return b.timeout(i)
+	}
+}
+
+// fire is member i's timer: abort a wait that has lasted the watchdog,
+// re-arm for the rest of a shorter one, else stay disarmed.
+func (b *groupBarrier) fire(i int) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if !b.armed[i] {
+		return // stopped by close
+	}
+	if b.since[i].IsZero() {
+		b.armed[i] = false
+		return
+	}
+	if left := b.watchdog - time.Since(b.since[i]); left > 0 {
+		b.dog[i].Reset(left)
+		return
+	}
+	b.armed[i] = false
+	b.aborted[i].Store(true)
+	select {
+	case b.wake[i] <- struct{}{}:
+	default:
 	}
 }
 
 // timeout is the watchdog's error for member i, unless the round completed
-// just as the timer fired.
+// just as the verdict came (the release cleared since[i]; its wake token
+// went to the verdict's, which i has taken).
 func (b *groupBarrier) timeout(i int) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	select {
-	case <-b.wake[i]:
+	b.aborted[i].Store(false)
+	if b.since[i].IsZero() {
 		return nil
-	default:
 	}
 	var missing []int
 	for j, ok := range b.arrived {

@@ -14,8 +14,9 @@ import (
 // TestCollectiveWatchdog: in a group of four where rank 2 never arrives,
 // each of the other three leaves the collective after the watchdog with an
 // error naming the collective, itself, the wait and rank 2 as the missing
-// one; a group that does complete returns before its watchdog with no
-// error, round after round (a stale timer must not fire later).
+// one, no sooner than the watchdog after its wait began (also when its
+// timer was armed by an earlier wait); a group that does complete returns
+// with no error, round after round (a stale timer must not fire later).
 func TestCollectiveWatchdog(t *testing.T) {
 	for _, kind := range []model.Collective{model.AllReduce, model.AllGather, model.ReduceScatter, model.AllToAll} {
 		t.Run("op="+string(kind), func(t *testing.T) {
@@ -42,6 +43,10 @@ func TestCollectiveWatchdog(t *testing.T) {
 				}
 			})
 
+			// The timers armed by that round's waits are still pending:
+			// a wait that begins 0.6 watchdog later must still get its
+			// whole watchdog (the timer re-arms for the rest).
+			time.Sleep(watchdog * 6 / 10)
 			start := time.Now()
 			runMembers(t, c, []int{0, 1, 3}, func(i int, err error) {
 				if err == nil {
