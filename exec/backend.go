@@ -84,6 +84,10 @@ type SessionConfig struct {
 	// GraphCapturer); a backend may use it to prepare capture-safe
 	// allocations. Backends without graphs ignore it.
 	Graphs bool
+	// Watchdog is how long a rank may wait for its peers before the
+	// backend ends the wait with an error (WithWatchdog); 0 means the
+	// backend's own default. A backend with no blocking waits ignores it.
+	Watchdog time.Duration
 }
 
 // Session is one Run of one Schedule on a Backend.

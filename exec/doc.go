@@ -10,7 +10,10 @@
 // creates its spans from the recorded times, off the timed path. A host
 // barrier separates steps. Cancellation stops every
 // rank after its current op; the first error ends the run and is returned
-// with rank, step and op ID. Backend (backend.go) is the plug-in contract,
+// with rank, step and op ID. WithWatchdog bounds how long a backend lets a
+// rank wait for its peers (SessionConfig.Watchdog); WithFault (fault.go)
+// injects a rank that never issues a collective, to check that the
+// watchdog ends every rank. Backend (backend.go) is the plug-in contract,
 // with optional capabilities discovered by type assertion (ThreadLocker,
 // DeviceTimer, GraphCapturer, OpAnnotator, StepAnnotator); backends register
 // by name (RegisterBackend) so the command can pick one with --backend.
@@ -21,5 +24,6 @@
 //
 // Subpackages: exec/cpu (goroutine ranks, gonum BLAS, shared-memory
 // collectives, CPU calibration), exec/cuda (CUDA, cuBLAS, NCCL through
-// purego), exec/exectest (test doubles).
+// purego), exec/collbench (collectives timed by size, nccl-tests style),
+// exec/exectest (test doubles).
 package exec

@@ -31,6 +31,8 @@ type config struct {
 	scheduleScale  float64
 	progress       func(done, total int)
 	spanExporter   sdktrace.SpanExporter
+	fault          *Fault        // WithFault
+	watchdog       time.Duration // WithWatchdog
 }
 
 // Defaults of Run's options.
@@ -62,6 +64,9 @@ func newConfig(opts []Option) (*config, error) {
 	}
 	if c.cleanupTimeout <= 0 {
 		errs = append(errs, fmt.Errorf("cleanup timeout = %v: want > 0", c.cleanupTimeout))
+	}
+	if c.watchdog < 0 {
+		errs = append(errs, fmt.Errorf("watchdog = %v: want > 0, or 0 for the backend's default", c.watchdog))
 	}
 	if !(c.scheduleScale >= 1) || math.IsInf(c.scheduleScale, 0) {
 		errs = append(errs, fmt.Errorf("schedule scale = %v: want a finite factor >= 1", c.scheduleScale))

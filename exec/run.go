@@ -33,7 +33,8 @@ const tracerName = schema.ScopeName
 //
 // Defaults: DefaultSteps measured steps, DefaultWarmup warm-up steps (no
 // spans), all ranks local, eager launches, spans to otel.GetTracerProvider(),
-// DefaultCleanupTimeout to drain after a failure.
+// DefaultCleanupTimeout to drain after a failure, the backend's own watchdog
+// (WithWatchdog), no injected fault (WithFault).
 //
 // Steps are separated by a host barrier over the local ranks. Each rank
 // creates its rank and op spans on its own goroutine after its EndStep, from
@@ -76,11 +77,20 @@ func Run(ctx context.Context, sched *model.Schedule, backend Backend, opts ...Op
 	if err := checkLocalRanks(local, len(sched.Ranks)); err != nil {
 		return nil, err
 	}
+	faultOp := -1
+	if cfg.fault != nil {
+		if faultOp, err = checkFault(cfg.fault, sched, local); err != nil {
+			return nil, err
+		}
+	}
 	warmup := cfg.warmup
 	if cfg.graphs && warmup < 1 {
 		warmup = 1 // graph capture needs one eager step first (GraphCapturer)
 	}
 	total := warmup + cfg.steps
+	if cfg.fault != nil && cfg.fault.Step >= total {
+		return nil, fmt.Errorf("exec options: fault step %d: the run has %d steps (warm-up included), so the fault would never fire", cfg.fault.Step, total)
+	}
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("run not started: %w", err)
 	}
@@ -93,12 +103,13 @@ func Run(ctx context.Context, sched *model.Schedule, backend Backend, opts ...Op
 		warmup:  warmup,
 		total:   total,
 		tracer:  cfg.tp.Tracer(tracerName),
+		faultOp: faultOp,
 	}
 	if f, ok := cfg.tp.(interface{ ForceFlush(context.Context) error }); ok {
 		r.flush = f.ForceFlush
 	}
 	r.res = newResult(sched, backend.Name(), local, warmup, cfg.steps)
-	sess, err := backend.Open(ctx, sched, SessionConfig{LocalRanks: local, Steps: total, Graphs: cfg.graphs})
+	sess, err := backend.Open(ctx, sched, SessionConfig{LocalRanks: local, Steps: total, Graphs: cfg.graphs, Watchdog: cfg.watchdog})
 	if err != nil {
 		return nil, fmt.Errorf("open %s backend: %w", backend.Name(), err)
 	}
@@ -124,6 +135,7 @@ type runner struct {
 	tracer  trace.Tracer
 	flush   func(context.Context) error
 	res     *Result
+	faultOp int // index of the injected fault's op in its rank's list (WithFault), or -1
 
 	anchor time.Time // wall and monotonic origin of all recorded times
 	ranks  []*rankState
@@ -166,6 +178,7 @@ type rankState struct {
 	failed                 int      // op that failed in the current step, or -1
 	replayNs               int64    // graph mode: host time of Replay
 	opened                 bool
+	faultOp                int // op this rank stalls at instead of issuing it (WithFault), or -1
 
 	// Of the current step, set by emitRank: op and launch times in us,
 	// whether any op got a span and the range the spans cover.
@@ -266,7 +279,7 @@ func (r *runner) newRankState(rank int) *rankState {
 	ops := r.sched.Ranks[rank]
 	n := len(ops)
 	rs := &rankState{
-		rank: rank, ops: ops, failed: -1,
+		rank: rank, ops: ops, failed: -1, faultOp: -1,
 		static:      make([][]attribute.KeyValue, n),
 		launchStart: make([]int64, n),
 		opUs:        make([]float64, n),
@@ -278,6 +291,9 @@ func (r *runner) newRankState(rank int) *rankState {
 	}
 	for i := range ops {
 		rs.static[i] = r.staticAttrs(&ops[i])
+	}
+	if r.cfg.fault != nil && r.cfg.fault.Rank == rank {
+		rs.faultOp = r.faultOp
 	}
 	return rs
 }
@@ -380,6 +396,9 @@ func (r *runner) capture(ctx context.Context, rs *rankState) error {
 		return fmt.Errorf("rank %d: begin graph capture: %w", rs.rank, err)
 	}
 	for i := range rs.ops {
+		if i == rs.faultOp {
+			return r.stall(ctx, rs, r.warmup, i)
+		}
 		if err := rs.rk.Exec(ctx, i); err != nil {
 			return fmt.Errorf("rank %d: capture op %s: %w", rs.rank, rs.ops[i].ID, err)
 		}
@@ -413,6 +432,9 @@ func (r *runner) runStep(ctx context.Context, rs *rankState, step int) error {
 		for i := range rs.ops {
 			if r.stop.Load() {
 				return context.Cause(ctx)
+			}
+			if i == rs.faultOp && step >= r.cfg.fault.Step {
+				return r.stall(ctx, rs, step, i)
 			}
 			t0 := r.now()
 			err := rs.rk.Exec(ctx, i)

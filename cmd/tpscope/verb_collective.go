@@ -4,11 +4,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"strconv"
 	"strings"
 
 	"github.com/spf13/pflag"
 
+	"github.com/tpscope/tpscope/model"
 	"github.com/tpscope/tpscope/sim"
 	"github.com/tpscope/tpscope/topology"
 )
@@ -23,8 +25,17 @@ time in microseconds, algbw = size / time and busbw = algbw x 2(n-1)/n (all-redu
 (others), in GB/s. The algorithm/protocol is NCCL's own choice (its cost model replayed on the
 topology) unless --nccl-proto / --nccl-algo restrict it; nccl_us is NCCL's estimate, time_us tpscope's
 (achieved link bandwidths, host-memory hops beyond --p2p-level, calibration when the topology
-carries it). The group is the first --ranks GPUs.`,
-		Example: "tpscope collective --topo rtxpro6000-2s --op allreduce --ranks 8 --sizes 512:512M\ntpscope collective --topo h200-nvswitch --op allgather --sizes 1K:1G --output json\ntpscope collective --op allreduce --sizes 8K:1M --p2p-level SYS --custom-ar oneshot",
+carries it). The group is the first --ranks GPUs.
+
+--measure also runs the collective through tpscope's executor at each size (exec/collbench: one
+step holds --iters back-to-back ops per size; warm-up steps, then --steps measured steps) on
+--backend cuda (NCCL on the first --ranks GPUs of this process; the NCCL flags are exported as
+NCCL_* variables) or cpu (goroutine ranks, shared-memory ring collectives checked against a serial
+sum), and prints the measured time (mean over steps, iterations and ranks, as nccl-tests reports
+it) beside the prediction. -o FILE writes the measurement as nccl-tests output, which
+'calibrate --nccl-tests FILE' reads; --reference FILE shows another nccl-tests log of the same
+collective (nccl-tests itself, or scripts/gpu-collectives-torch.py) beside it.`,
+		Example: "tpscope collective --topo rtxpro6000-2s --op allreduce --ranks 8 --sizes 512:512M\ntpscope collective --topo h200-nvswitch --op allgather --sizes 1K:1G --output json\ntpscope collective --op allreduce --sizes 8K:1M --p2p-level SYS --custom-ar oneshot\ntpscope collective --measure --backend cuda --topo h200-nvswitch --ranks 8 --op allreduce --sizes 512:512M -o all_reduce_perf.txt --reference torch-all_reduce_perf.txt\ntpscope collective --measure --backend cpu --ranks 4 --op allgather --sizes 512:1M --iters 3 -o all_gather_perf.txt",
 		Flags: func(fs *pflag.FlagSet) func([]string, io.Writer, io.Writer) error {
 			topo := fs.String("topo", topology.DefaultPreset, "topology preset ("+strings.Join(topology.PresetNames(), ", ")+") or JSON file")
 			op := fs.String("op", "allreduce", "collective: allreduce, allgather, reducescatter, alltoall")
@@ -40,7 +51,8 @@ carries it). The group is the first --ranks GPUs.`,
 			custom := fs.String("custom-ar", "", "all-reduce only: oneshot or twoshot custom all-reduce over P2P instead of NCCL")
 			nocal := fs.Bool("no-calibration", false, "ignore calibrated parameters in the topology file")
 			out := addOutputFlag(fs, "one row per size", allFormats...)
-			return func(args []string, stdout, _ io.Writer) error {
+			meas := addMeasureFlags(fs)
+			return func(args []string, stdout, stderr io.Writer) error {
 				if len(args) > 0 {
 					return usageErrorf("collective takes no arguments, got %q", args)
 				}
@@ -73,9 +85,20 @@ carries it). The group is the first --ranks GPUs.`,
 				if err := no.Validate(); err != nil {
 					return usageErrorf("%v", err)
 				}
+				ref, err := meas.check(coll, n, sz, *custom)
+				if err != nil {
+					return err
+				}
 				m, err := sim.NewCollectiveModel(t, no)
 				if err != nil {
 					return usageErrorf("%v", err)
+				}
+				if meas.on {
+					mr, pred, err := meas.run(coll, n, sz, no, m, ref, stderr)
+					if err != nil {
+						return err
+					}
+					return writeMeasured(stdout, *out, t.Name, coll, n, m.Options(), mr, pred)
 				}
 				group := make([]int, n)
 				for i := range group {
@@ -111,4 +134,40 @@ carries it). The group is the first --ranks GPUs.`,
 			}
 		},
 	})
+}
+
+// writeMeasured prints a --measure run in the output format.
+func writeMeasured(w io.Writer, format, topo string, coll model.Collective, n int, opts sim.NCCLOptions, mr *measureRun, pred []sim.CollectiveRow) error {
+	if format == formatJSON {
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		return enc.Encode(struct {
+			Topology string              `json:"topology"`
+			Op       string              `json:"op"`
+			Ranks    int                 `json:"ranks"`
+			Options  sim.NCCLOptions     `json:"options"`
+			Rows     []sim.CollectiveRow `json:"rows"`
+			Measured *measureRun         `json:"measured"`
+		}{topo, string(coll), n, opts, pred, mr})
+	}
+	header, rows := measuredTable(mr, pred)
+	if format == formatCSV {
+		return writeCSV(w, header, rows)
+	}
+	mode := "eager"
+	if mr.Graphs {
+		mode = "CUDA graphs"
+	}
+	title := fmt.Sprintf("%s on %d ranks: measured on the %s backend (%s, %s; %d steps x %d ops per size) against the prediction on %s",
+		coll, n, mr.Backend, mr.Timing, mode, mr.Steps, mr.Iters, topo)
+	if err := writeTable(w, title, "", header, rows, format == formatMarkdown); err != nil {
+		return err
+	}
+	if pct, b := worstVsReference(mr); !math.IsNaN(pct) {
+		fmt.Fprintf(w, "largest difference from %s: %+.1f %% at %d B\n", mr.Reference, pct, b)
+	}
+	if mr.Out != "" {
+		fmt.Fprintf(w, "wrote %s (nccl-tests format)\n", mr.Out)
+	}
+	return nil
 }

@@ -12,11 +12,14 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/pflag"
 
 	"github.com/tpscope/tpscope/exec"
+	"github.com/tpscope/tpscope/exec/cpu"
+	"github.com/tpscope/tpscope/exec/cuda"
 	"github.com/tpscope/tpscope/model"
 	"github.com/tpscope/tpscope/sim"
 	"github.com/tpscope/tpscope/traces"
@@ -46,7 +49,16 @@ OTEL_EXPORTER_OTLP_* variables. --compare (needs --topo: a preset, or for
 the CPU backend the JSON written by 'tpscope calibrate --backend cpu')
 prints measured against predicted time per op kind and for the step.
 Ctrl-C stops after the current op, exports the spans of the finished steps,
-prints their summary and exits with code 130.`,
+prints their summary and exits with code 130.
+
+--watchdog D bounds how long a rank waits for its peers (cpu: inside each
+collective; cuda: a step with NCCL work, then the communicators are
+aborted); the run then ends on every rank with an error naming the wait.
+--fault-hang RANK:OP_ID tests that: rank RANK never issues the collective
+OP_ID (from step --fault-step on, warm-up steps counted), so its peers
+must give up; the run is expected to fail (exit 1) with the watchdog's
+error, and the stalled rank itself gives up after 3 x the watchdog saying
+that none fired.`,
 		Example: `tpscope run --backend cpu --model tiny-mla-moe --tp 4 --batch 8 --context 512 --steps 20 --trace file:run.otlp.jsonl --topo cpu.json --compare`,
 		Flags: func(fs *pflag.FlagSet) func(args []string, stdout, stderr io.Writer) error {
 			sc := addScenarioFlags(fs)
@@ -59,6 +71,9 @@ prints their summary and exits with code 130.`,
 			compare := fs.Bool("compare", false, "print measured vs predicted time per op kind (needs --topo)")
 			output := addOutputFlag(fs, "one row per op kind", allFormats...)
 			localRanks := fs.IntSlice("local-ranks", nil, "ranks this process runs (default: all of the plan's ranks); e.g. --tp 8 --local-ranks 0 runs one rank's shard on one GPU, its collectives skipped and marked on the spans")
+			watchdog := fs.Duration("watchdog", 0, "how long a rank waits for its peers before the run ends with an error (0: the backend's default, 5m)")
+			faultHang := fs.String("fault-hang", "", "RANK:OP_ID: inject a fault: that rank never issues that collective, to check that the watchdog ends every rank (the run then fails)")
+			faultStep := fs.Int("fault-step", 0, "with --fault-hang: the first step (warm-up included, from 0) in which the rank stalls")
 			return func(args []string, stdout, stderr io.Writer) error {
 				if len(args) > 0 {
 					return usageErrorf("unexpected arguments %q", args)
@@ -77,6 +92,12 @@ prints their summary and exits with code 130.`,
 				}
 				if err := traces.CheckDestination(*trace); err != nil {
 					return usageErrorf("--trace: %v", err)
+				}
+				if *watchdog < 0 {
+					return usageErrorf("--watchdog %v: want > 0, or 0 for the backend's default", *watchdog)
+				}
+				if fs.Changed("fault-step") && *faultHang == "" {
+					return usageErrorf("--fault-step needs --fault-hang")
 				}
 				withTopo := fs.Changed("topo")
 				if *compare && !withTopo {
@@ -136,6 +157,15 @@ prints their summary and exits with code 130.`,
 						return usageErrorf("--local-ranks %v: rank %d is not one of the plan's %d ranks", *localRanks, r, len(sched.Ranks))
 					}
 				}
+				var fault *exec.Fault
+				if *faultHang != "" {
+					if fault, err = parseFault(*faultHang, *faultStep, *watchdog, sched, *localRanks); err != nil {
+						return err
+					}
+					if total := *warmup + *steps; fault.Step >= total {
+						return usageErrorf("--fault-step %d: the run has %d steps (--warmup + --steps), so the fault would never fire", fault.Step, total)
+					}
+				}
 				if err := checkRunMemory(b, scen, sched, *localRanks); err != nil {
 					return err
 				}
@@ -160,6 +190,13 @@ prints their summary and exits with code 130.`,
 				}
 				if len(*localRanks) > 0 {
 					opts = append(opts, exec.WithLocalRanks(*localRanks...))
+				}
+				if *watchdog > 0 {
+					opts = append(opts, exec.WithWatchdog(*watchdog))
+				}
+				if fault != nil {
+					opts = append(opts, exec.WithFault(*fault))
+					fmt.Fprintf(stderr, "tpscope run: injected fault: %s; expecting the watchdog to end the run\n", fault)
 				}
 				var bar *progressbar.ProgressBar
 				if isTerminal(stderr) {
@@ -346,4 +383,34 @@ func runKindRows(res *exec.Result, cmp *exec.Comparison) [][]string {
 		rows = append(rows, []string{string(k.Kind), strconv.Itoa(ops[k.Kind]), fmt.Sprintf("%.1f", k.MeasuredUs), fmt.Sprintf("%.1f", k.PredictedUs), fmt.Sprintf("%+.1f %%", k.ErrPct)})
 	}
 	return rows
+}
+
+// defaultWatchdog is the longer of the backends' own watchdogs (used when
+// --watchdog is 0).
+var defaultWatchdog = max(cpu.DefaultWatchdog, cuda.DefaultWatchdog)
+
+// faultHoldFactor: a stalled rank (--fault-hang) gives up this many
+// watchdog periods after it stalled, so a run whose watchdog never fires
+// still ends, saying so.
+const faultHoldFactor = 3
+
+// parseFault reads --fault-hang RANK:OP_ID and checks it against the
+// schedule, before any work.
+func parseFault(v string, step int, watchdog time.Duration, sched *model.Schedule, local []int) (*exec.Fault, error) {
+	rs, id, ok := strings.Cut(v, ":")
+	rank, err := strconv.Atoi(rs)
+	if !ok || err != nil || id == "" {
+		return nil, usageErrorf("--fault-hang %q: want RANK:OP_ID, e.g. 1:L03.attn.allreduce", v)
+	}
+	if step < 0 {
+		return nil, usageErrorf("--fault-step %d: want 0 or more", step)
+	}
+	if watchdog == 0 {
+		watchdog = defaultWatchdog
+	}
+	f := &exec.Fault{Rank: rank, OpID: id, Step: step, Hold: faultHoldFactor * watchdog}
+	if err := f.Check(sched, local); err != nil {
+		return nil, usageErrorf("--fault-hang %s: %s", v, strings.TrimPrefix(strings.TrimPrefix(err.Error(), "exec options: "), "fault "))
+	}
+	return f, nil
 }

@@ -22,7 +22,9 @@
 //   - collective: ring all-reduce / all-gather / reduce-scatter and direct
 //     all-to-all between the goroutine ranks over shared buffers (fabric.go),
 //     with results checked against a serial computation (sampled, after
-//     every step, outside the timed ops).
+//     every step, outside the timed ops). A member that waits for a peer
+//     longer than the watchdog (exec.WithWatchdog, else DefaultWatchdog)
+//     gives up with an error naming the ranks that never arrived.
 //
 // Ops read and write per-rank working buffers sized for the largest op, not
 // a chained forward pass: values between ops are not the model's, the work
@@ -45,6 +47,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"time"
 
 	"github.com/tpscope/tpscope/exec"
 	"github.com/tpscope/tpscope/model"
@@ -55,6 +58,12 @@ func init() {
 		return New(WithSeed(cfg.Seed)), nil
 	})
 }
+
+// DefaultWatchdog is how long a rank waits inside a collective for a peer
+// before it gives up with an error naming the missing ranks, when the run
+// sets no exec.WithWatchdog. It is generous because with more ranks than
+// cores a peer may legitimately be descheduled for a long op.
+const DefaultWatchdog = 5 * time.Minute
 
 // Backend is the CPU backend. It is safe to Open several sessions from one
 // Backend, one after another or at once.
@@ -94,6 +103,10 @@ func (b *Backend) Open(ctx context.Context, s *model.Schedule, cfg exec.SessionC
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
+	watchdog := cfg.Watchdog
+	if watchdog <= 0 {
+		watchdog = DefaultWatchdog
+	}
 	local := map[int]bool{}
 	for _, r := range cfg.LocalRanks {
 		local[r] = true
@@ -119,7 +132,7 @@ func (b *Backend) Open(ctx context.Context, s *model.Schedule, cfg exec.SessionC
 					for _, m := range op.Group {
 						all = all && local[m]
 					}
-					f.colls[key] = newCollective(op, all)
+					f.colls[key] = newCollective(op, all, watchdog)
 				}
 			default:
 				return nil, fmt.Errorf("cpu backend: op %s: kind %q not supported", op.ID, op.Kind)
@@ -163,8 +176,14 @@ func (ss *session) OpenRank(ctx context.Context, rank int) (exec.Rank, error) {
 	return r, nil
 }
 
-// Close implements exec.Session. Buffers are garbage-collected memory.
-func (ss *session) Close() error { return nil }
+// Close implements exec.Session: it stops the collectives' watchdog
+// timers; buffers are garbage-collected memory.
+func (ss *session) Close() error {
+	for _, c := range ss.fabric.colls {
+		c.bar.close()
+	}
+	return nil
+}
 
 // collKey names one collective instance: its op ID and group (with DP > 1
 // or DCP the same op ID runs in several disjoint groups).

@@ -316,7 +316,8 @@ func timeAllReduce(ctx context.Context, n int, bytes int64, d time.Duration) (fl
 	for i := range group {
 		group[i] = i
 	}
-	c := newCollective(&model.Op{ID: "calibrate.allreduce", Kind: model.KindCollective, Collective: model.AllReduce, Group: group, CommBytes: bytes}, true)
+	c := newCollective(&model.Op{ID: "calibrate.allreduce", Kind: model.KindCollective, Collective: model.AllReduce, Group: group, CommBytes: bytes}, true, DefaultWatchdog)
+	defer c.bar.close()
 	for i := range n {
 		rng := rand.New(rand.NewPCG(uint64(i), 7))
 		c.register(i, func(x []float32) { fill(rng, x, 1) })

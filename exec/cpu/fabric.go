@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"math"
 	"sync"
+	"sync/atomic"
+	"time"
 
 	"github.com/tpscope/tpscope/model"
 )
@@ -43,7 +45,7 @@ type collective struct {
 	work       [][]float32 // reducescatter: per-member working copy
 }
 
-func newCollective(op *model.Op, allLocal bool) *collective {
+func newCollective(op *model.Op, allLocal bool, watchdog time.Duration) *collective {
 	n := len(op.Group)
 	elems := int((op.CommBytes + 3) / 4)
 	chunk := max(1, (elems+n-1)/n)
@@ -52,7 +54,7 @@ func newCollective(op *model.Op, allLocal bool) *collective {
 		chunk: chunk, elems: chunk * n, local: allLocal,
 		send: make([][]float32, n), recv: make([][]float32, n), work: make([][]float32, n),
 	}
-	c.bar.init(n)
+	c.bar.init(n, watchdog, fmt.Sprintf("%s %s over ranks %v", op.Collective, op.ID, op.Group), op.Group)
 	return c
 }
 
@@ -219,28 +221,65 @@ func (c *collective) verify(i int, positions []int) error {
 
 // groupBarrier releases the members of one collective together. Each
 // member blocks on its own preallocated channel, so a wait allocates
-// nothing; a member whose ctx is done leaves with ctx's error (the run is
-// over then and the barrier is not used again).
+// nothing; a member whose ctx is done leaves with ctx's error.
+//
+// The watchdog: a member that waits longer than watchdog leaves with an
+// error naming the members that have not arrived (the run is over then and
+// the barrier is not used again). Arming a timer per wait would cost a
+// timer-heap insert and removal on every barrier of every ring step, so
+// each member has one lazy timer instead: a wait notes when it began and
+// arms the timer only when it is not armed already; when the timer fires
+// it re-arms itself for what is left of a wait still in progress, or
+// aborts a wait that has lasted the whole watchdog. In steady state that is
+// one timer event per member and watchdog period, and a clock read per
+// wait.
 type groupBarrier struct {
-	mu    sync.Mutex
-	n     int
-	count int
-	wake  []chan struct{}
+	mu       sync.Mutex
+	n        int
+	count    int
+	arrived  []bool        // by member, in the current round
+	since    []time.Time   // by member: when its wait began; zero when not waiting
+	armed    []bool        // by member: its timer is pending
+	aborted  []atomic.Bool // by member: the watchdog's verdict, delivered with a wake
+	wake     []chan struct{}
+	dog      []*time.Timer
+	watchdog time.Duration
+	desc     string // "allreduce L03.attn.allreduce over ranks [0 1 2 3]", for errors
+	group    []int
 }
 
-func (b *groupBarrier) init(n int) {
-	b.n = n
+func (b *groupBarrier) init(n int, watchdog time.Duration, desc string, group []int) {
+	b.n, b.watchdog, b.desc, b.group = n, watchdog, desc, group
+	b.arrived, b.armed = make([]bool, n), make([]bool, n)
+	b.since = make([]time.Time, n)
+	b.aborted = make([]atomic.Bool, n)
 	b.wake = make([]chan struct{}, n)
-	for i := range b.wake {
+	b.dog = make([]*time.Timer, n)
+	for i := range n {
 		b.wake[i] = make(chan struct{}, 1)
+		b.dog[i] = time.AfterFunc(time.Hour, func() { b.fire(i) })
+		b.dog[i].Stop()
+	}
+}
+
+// close stops the watchdog timers (Session.Close).
+func (b *groupBarrier) close() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for i, t := range b.dog {
+		t.Stop()
+		b.armed[i] = false
 	}
 }
 
 func (b *groupBarrier) wait(ctx context.Context, i int) error {
 	b.mu.Lock()
 	b.count++
+	b.arrived[i] = true
 	if b.count == b.n {
 		b.count = 0
+		clear(b.arrived)
+		clear(b.since)
 		for j, ch := range b.wake {
 			if j != i {
 				select {
@@ -252,11 +291,63 @@ func (b *groupBarrier) wait(ctx context.Context, i int) error {
 		b.mu.Unlock()
 		return nil
 	}
+	b.since[i] = time.Now()
+	if !b.armed[i] {
+		b.armed[i] = true
+		b.dog[i].Reset(b.watchdog)
+	}
 	b.mu.Unlock()
 	select {
 	case <-b.wake[i]:
+		if b.aborted[i].Load() {
+			return b.timeout(i)
+		}
 		return nil
 	case <-ctx.Done():
 		return fmt.Errorf("waiting for peers: %w", ctx.Err())
 	}
+}
+
+// fire is member i's timer: abort a wait that has lasted the watchdog,
+// re-arm for the rest of a shorter one, else stay disarmed.
+func (b *groupBarrier) fire(i int) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if !b.armed[i] {
+		return // stopped by close
+	}
+	if b.since[i].IsZero() {
+		b.armed[i] = false
+		return
+	}
+	if left := b.watchdog - time.Since(b.since[i]); left > 0 {
+		b.dog[i].Reset(left)
+		return
+	}
+	b.armed[i] = false
+	b.aborted[i].Store(true)
+	select {
+	case b.wake[i] <- struct{}{}:
+	default:
+	}
+}
+
+// timeout is the watchdog's error for member i, unless the round completed
+// just as the verdict came (the release cleared since[i]; its wake token
+// went to the verdict's, which i has taken).
+func (b *groupBarrier) timeout(i int) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.aborted[i].Store(false)
+	if b.since[i].IsZero() {
+		return nil
+	}
+	var missing []int
+	for j, ok := range b.arrived {
+		if !ok {
+			missing = append(missing, b.group[j])
+		}
+	}
+	return fmt.Errorf("%s: rank %d waited %v for rank(s) %v, which never arrived (collective watchdog; set with --watchdog / exec.WithWatchdog)",
+		b.desc, b.group[i], b.watchdog, missing)
 }

@@ -210,7 +210,7 @@ func TestCollectivesMatchSerial(t *testing.T) {
 				}
 				// 4*n*7+12 bytes: not a multiple of the chunk count, so padding is exercised.
 				op := &model.Op{ID: "L00.attn.allreduce", Kind: model.KindCollective, Collective: kind, Group: group, CommBytes: int64(4*n*7 + 12)}
-				c := newCollective(op, true)
+				c := newCollective(op, true, DefaultWatchdog)
 				for i := range n {
 					rng := rand.New(rand.NewPCG(7, uint64(i)))
 					c.register(i, func(x []float32) { fill(rng, x, 1) })
@@ -268,7 +268,7 @@ func TestCollectivesMatchSerial(t *testing.T) {
 // wrong element with the op, rank, position and serial value.
 func TestCollectiveVerifyCatchesCorruption(t *testing.T) {
 	op := &model.Op{ID: "L03.moe.allreduce", Kind: model.KindCollective, Collective: model.AllReduce, Group: []int{0, 1}, CommBytes: 64}
-	c := newCollective(op, true)
+	c := newCollective(op, true, DefaultWatchdog)
 	for i := range 2 {
 		c.register(i, func(x []float32) {
 			for j := range x {
@@ -294,7 +294,7 @@ func TestCollectiveVerifyCatchesCorruption(t *testing.T) {
 // returns ctx's error.
 func TestCollectiveCancel(t *testing.T) {
 	op := &model.Op{ID: "x", Kind: model.KindCollective, Collective: model.AllReduce, Group: []int{0, 1}, CommBytes: 64}
-	c := newCollective(op, true)
+	c := newCollective(op, true, DefaultWatchdog)
 	for i := range 2 {
 		c.register(i, func([]float32) {})
 	}

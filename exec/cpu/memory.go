@@ -15,9 +15,10 @@ import (
 // allocates and how much the machine has available. The backend keeps
 // every weight and cache value as a float32 (4 bytes) whatever its dtype:
 // per op, the weight values (WeightBytes / the weight dtype's bytes per
-// value) and the cache values (KVBytes / the KV dtype's), over the local
-// ranks. Activation buffers come on top and are left out, so the figure is
-// a lower bound. Free memory is /proc/meminfo's MemAvailable.
+// value) and the cache values (KVBytes / the KV dtype's), and per
+// collective op the rank's own send, receive and working buffers (fabric.go),
+// over the local ranks. Activation buffers come on top and are left out, so
+// the figure is a lower bound. Free memory is /proc/meminfo's MemAvailable.
 func (b *Backend) EstimateMemory(s *model.Schedule, localRanks []int) (exec.MemoryEstimate, error) {
 	est := exec.MemoryEstimate{Where: "RAM"}
 	if len(localRanks) == 0 {
@@ -39,6 +40,9 @@ func (b *Backend) EstimateMemory(s *model.Schedule, localRanks []int) (exec.Memo
 			}
 			if bpv := op.KVDtype.BytesPerValue(); bpv > 0 && op.Kind == model.KindAttention {
 				values += op.KVBytes / bpv
+			}
+			if op.IsCollective() && len(op.Group) > 0 && op.CommBytes > 0 {
+				values += float64(collectiveValues(op))
 			}
 		}
 	}
@@ -74,4 +78,21 @@ func memAvailable() (int64, error) {
 		return 0, fmt.Errorf("free memory: /proc/meminfo MemAvailable %q: want \"N kB\"", strings.TrimSpace(v))
 	}
 	return 0, fmt.Errorf("free memory: /proc/meminfo has no MemAvailable line")
+}
+
+// collectiveValues is the float32 values one member of op's group
+// allocates for it (collective.register): send and receive buffers, and
+// reduce-scatter's working copy.
+func collectiveValues(op *model.Op) int64 {
+	n := int64(len(op.Group))
+	elems := (op.CommBytes + 3) / 4
+	chunk := max(1, (elems+n-1)/n)
+	elems = chunk * n
+	switch op.Collective {
+	case model.AllGather:
+		return chunk + elems
+	case model.ReduceScatter:
+		return elems + chunk + elems
+	}
+	return 2 * elems
 }

@@ -35,7 +35,8 @@ const (
 // Defaults.
 const (
 	// DefaultWatchdog is how long EndStep waits for a step with NCCL work
-	// before it aborts the communicators.
+	// before it aborts the communicators, unless the run sets
+	// exec.WithWatchdog.
 	DefaultWatchdog = 5 * time.Minute
 	// memMarginBytes stays free on the device for cuBLAS, NCCL and the
 	// driver (an assumption, generous for NCCL's buffers at 8 ranks).
@@ -252,6 +253,14 @@ func ResourceAttributes(ordinals ...int) []attribute.KeyValue {
 
 // Close implements exec.Session.
 func (s *Session) Close() error { return nil }
+
+// watchdog is the run's exec.WithWatchdog, else DefaultWatchdog.
+func (s *Session) watchdog() time.Duration {
+	if s.cfg.Watchdog > 0 {
+		return s.cfg.Watchdog
+	}
+	return s.b.watchdog
+}
 
 // kargs is a prepared kernel launch: argument values and the pointer array
 // cuLaunchKernel reads, allocated once at OpenRank.
@@ -781,8 +790,8 @@ func (r *Rank) initComm(ctx context.Context) error {
 			}
 		}()
 		return fmt.Errorf("ncclCommInitRank: %w", ctx.Err())
-	case <-time.After(r.s.b.watchdog):
-		return fmt.Errorf("ncclCommInitRank: peers did not join within %v", r.s.b.watchdog)
+	case <-time.After(r.s.watchdog()):
+		return fmt.Errorf("ncclCommInitRank: peers did not join within %v", r.s.watchdog())
 	}
 }
 
@@ -855,7 +864,7 @@ func (r *Rank) EndStep(ctx context.Context) error {
 	if r.comm == 0 {
 		return cu.StreamSync(r.stream)
 	}
-	deadline := time.Now().Add(r.s.b.watchdog)
+	deadline := time.Now().Add(r.s.watchdog())
 	sleep := 5 * time.Microsecond
 	for {
 		done, err := cu.StreamDone(r.stream)
@@ -875,7 +884,7 @@ func (r *Rank) EndStep(ctx context.Context) error {
 		}
 		if time.Now().After(deadline) {
 			r.abort()
-			return fmt.Errorf("cuda rank %d: step did not finish within %v (watchdog): NCCL communicator aborted", r.rank, r.s.b.watchdog)
+			return fmt.Errorf("cuda rank %d: step did not finish within %v (watchdog): NCCL communicator aborted", r.rank, r.s.watchdog())
 		}
 		time.Sleep(sleep)
 		sleep = min(2*sleep, time.Millisecond)

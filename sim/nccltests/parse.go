@@ -11,6 +11,9 @@
 // (out-of-place then in-place). Lines starting with '#' are comments or
 // header; any other line that is not a result row (NCCL INFO output, a
 // hostname, a blank line) is skipped and counted.
+//
+// Write (write.go) writes the same format, so timings measured elsewhere
+// (tpscope's executor, a PyTorch harness) go through the same reader.
 package nccltests
 
 import (

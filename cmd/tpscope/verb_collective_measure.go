@@ -1,0 +1,344 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/schollz/progressbar/v3"
+	"github.com/spf13/pflag"
+
+	"github.com/tpscope/tpscope/exec"
+	"github.com/tpscope/tpscope/exec/collbench"
+	"github.com/tpscope/tpscope/model"
+	"github.com/tpscope/tpscope/sim"
+	"github.com/tpscope/tpscope/sim/nccltests"
+	"github.com/tpscope/tpscope/traces/schema"
+)
+
+// measureFlags are the flags of collective --measure: the collective is
+// also run through the executor (exec/collbench) on a backend, its time set
+// beside the prediction (and a reference log), and written as nccl-tests
+// output with -o.
+type measureFlags struct {
+	fs        *pflag.FlagSet
+	on        bool
+	backend   string
+	steps     int
+	warmup    int
+	iters     int
+	graphs    bool
+	out       string
+	reference string
+	watchdog  time.Duration
+}
+
+// measureOnly are the flags that mean something only with --measure.
+var measureOnly = []string{"backend", "steps", "warmup", "iters", "cuda-graphs", "out", "reference", "watchdog"}
+
+func addMeasureFlags(fs *pflag.FlagSet) *measureFlags {
+	m := &measureFlags{fs: fs}
+	fs.BoolVar(&m.on, "measure", false, "also run the collective through the executor (--backend) at each size and print the measured time beside the prediction")
+	fs.StringVar(&m.backend, "backend", "cpu", "--measure: where to run: cpu (goroutine ranks) or cuda (one process, NCCL on the first --ranks GPUs)")
+	fs.IntVar(&m.steps, "steps", exec.DefaultSteps, "--measure: measured steps (each runs every size --iters times)")
+	fs.IntVar(&m.warmup, "warmup", exec.DefaultWarmup, "--measure: warm-up steps before the measured ones")
+	fs.IntVar(&m.iters, "iters", collbench.DefaultIters, "--measure: back-to-back ops per size and step (nccl-tests' iterations)")
+	fs.BoolVar(&m.graphs, "cuda-graphs", false, "--measure: capture one step as a CUDA graph and replay it (cuda backend)")
+	fs.StringVarP(&m.out, "out", "o", "", "--measure: write the measured times to FILE as nccl-tests output (readable by calibrate --nccl-tests)")
+	fs.StringVar(&m.reference, "reference", "", "--measure: nccl-tests log of the same collective and ranks (nccl-tests, or scripts/gpu-collectives-torch.py) to show beside the measurement")
+	fs.DurationVar(&m.watchdog, "watchdog", 0, "--measure: how long a rank waits for its peers before the run ends with an error (0: the backend's default, 5m)")
+	return m
+}
+
+// check refuses bad --measure flags before any work and returns the
+// reference log (nil without --reference).
+func (m *measureFlags) check(coll model.Collective, ranks int, sizes []int64, custom string) (*nccltests.Log, error) {
+	if !m.on {
+		for _, name := range measureOnly {
+			if m.fs.Changed(name) {
+				return nil, usageErrorf("--%s needs --measure", name)
+			}
+		}
+		return nil, nil
+	}
+	if custom != "" {
+		return nil, usageErrorf("--custom-ar %s with --measure: the executor runs NCCL's all-reduce, not a custom one", custom)
+	}
+	if !slices.Contains(exec.Backends(), m.backend) {
+		return nil, usageErrorf("--backend %q: want one of %s", m.backend, strings.Join(exec.Backends(), ", "))
+	}
+	if m.steps < 1 || m.warmup < 0 {
+		return nil, usageErrorf("--steps %d --warmup %d: want steps >= 1 and warmup >= 0", m.steps, m.warmup)
+	}
+	if m.iters < 1 || m.iters > 1000 {
+		return nil, usageErrorf("--iters %d: want 1..1000", m.iters)
+	}
+	if m.watchdog < 0 {
+		return nil, usageErrorf("--watchdog %v: want > 0, or 0 for the backend's default", m.watchdog)
+	}
+	if _, _, err := collbench.Schedule(m.config(coll, ranks, sizes)); err != nil {
+		return nil, usageErrorf("--sizes %s over --ranks %d: %s", fmtSizes(sizes), ranks, strings.TrimPrefix(err.Error(), "collbench: "))
+	}
+	if m.out != "" {
+		if st, err := os.Stat(filepath.Dir(m.out)); err != nil || !st.IsDir() {
+			return nil, usageErrorf("-o %s: directory %s does not exist", m.out, filepath.Dir(m.out))
+		}
+	}
+	if m.reference == "" {
+		return nil, nil
+	}
+	ref, err := nccltests.ParseFile(m.reference)
+	if err != nil {
+		return nil, err
+	}
+	if ref.Op != string(coll) {
+		return nil, usageErrorf("--reference %s: measured %q, want %s (--op)", m.reference, ref.Op, coll)
+	}
+	if ref.Ranks != 0 && ref.Ranks != ranks {
+		return nil, usageErrorf("--reference %s: %d ranks, want %d (--ranks)", m.reference, ref.Ranks, ranks)
+	}
+	return ref, nil
+}
+
+func (m *measureFlags) config(coll model.Collective, ranks int, sizes []int64) collbench.Config {
+	return collbench.Config{Op: coll, Ranks: ranks, Sizes: sizes, Iters: m.iters}
+}
+
+func fmtSizes(sizes []int64) string {
+	if len(sizes) == 1 {
+		return strconv.FormatInt(sizes[0], 10)
+	}
+	return fmt.Sprintf("%d:%d", sizes[0], sizes[len(sizes)-1])
+}
+
+// measured is one size of a --measure run, beside its prediction and
+// reference.
+type measured struct {
+	Bytes       int64   `json:"bytes"`
+	TimeUs      float64 `json:"time_us"` // mean over steps, iterations and ranks
+	MinUs       float64 `json:"min_us"`
+	MaxUs       float64 `json:"max_us"`
+	AlgBWGBps   float64 `json:"algbw_gbps"`
+	BusBWGBps   float64 `json:"busbw_gbps"`
+	PredictedUs float64 `json:"predicted_us"`
+	// ErrPct is (predicted - measured) / measured.
+	ErrPct float64 `json:"err_pct"`
+	// ReferenceUs is the reference log's time at this size (out-of-place,
+	// else in-place; 0 when the log has no such size); VsReferencePct is
+	// (measured - reference) / reference.
+	ReferenceUs    float64 `json:"reference_us,omitempty"`
+	VsReferencePct float64 `json:"vs_reference_pct,omitempty"`
+}
+
+// measureRun is what collective --measure reports besides the predictions.
+type measureRun struct {
+	Backend   string     `json:"backend"`
+	Timing    string     `json:"timing"`
+	Graphs    bool       `json:"graphs"`
+	Steps     int        `json:"steps"`
+	Warmup    int        `json:"warmup"`
+	Iters     int        `json:"iters"`
+	Reference string     `json:"reference,omitempty"`
+	Out       string     `json:"out,omitempty"`
+	Rows      []measured `json:"rows"`
+}
+
+// run measures cfg through the executor, returns the result beside the
+// predictions (rows, at the sizes as run) and writes -o.
+func (m *measureFlags) run(coll model.Collective, ranks int, sizes []int64, no sim.NCCLOptions, cm *sim.CollectiveModel, ref *nccltests.Log, stderr io.Writer) (*measureRun, []sim.CollectiveRow, error) {
+	b, err := exec.NewBackend(m.backend, exec.BackendConfig{Seed: 1, Env: no.Env()})
+	if err != nil {
+		return nil, nil, err
+	}
+	cfg := m.config(coll, ranks, sizes)
+	if me, ok := b.(exec.MemoryEstimator); ok {
+		s, _, err := collbench.Schedule(cfg)
+		if err != nil {
+			return nil, nil, err
+		}
+		if est, err := me.EstimateMemory(s, nil); err == nil && est.NeedBytes > est.FreeBytes {
+			return nil, nil, usageErrorf("the %s backend would allocate %s of %s for %d x %s of %s over %d ranks; %s available: use fewer --iters or smaller --sizes",
+				b.Name(), fmtBytes(float64(est.NeedBytes)), est.Where, m.iters, coll, fmtSizes(sizes), ranks, fmtBytes(float64(est.FreeBytes)))
+		}
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	opts := []exec.Option{exec.WithSteps(m.steps), exec.WithWarmup(m.warmup), exec.WithGraphs(m.graphs), exec.WithWatchdog(m.watchdog)}
+	if isTerminal(stderr) {
+		bar := progressbar.NewOptions(m.warmup+m.steps, progressbar.OptionSetWriter(stderr),
+			progressbar.OptionSetDescription("measure "+string(coll)), progressbar.OptionClearOnFinish())
+		opts = append(opts, exec.WithProgress(func(done, total int) { _ = bar.Set(done) }))
+		defer bar.Finish()
+	}
+	res, err := collbench.Measure(ctx, b, cfg, opts...)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, nil, fmt.Errorf("%w: %v", errInterrupted, err)
+		}
+		return nil, nil, err
+	}
+	sizes = res.Config.Sizes
+	group := make([]int, ranks)
+	for i := range group {
+		group[i] = i
+	}
+	pred, err := cm.Sweep(coll, group, sizes, "")
+	if err != nil {
+		return nil, nil, err
+	}
+	factor, err := nccltests.BusFactor(string(coll), ranks)
+	if err != nil {
+		return nil, nil, err
+	}
+	refUs := map[int64]float64{}
+	if ref != nil {
+		for _, r := range ref.Rows {
+			if t := r.Times(); len(t) > 0 {
+				refUs[r.Bytes] = t[0]
+			}
+		}
+	}
+	mr := &measureRun{Backend: b.Name(), Timing: res.Run.Timing, Graphs: res.Run.Graphs, Steps: res.Run.Steps, Warmup: res.Run.Warmup,
+		Iters: res.Config.Iters, Reference: m.reference, Out: m.out}
+	for i, r := range res.Rows {
+		row := measured{Bytes: r.Bytes, TimeUs: r.TimeUs, MinUs: r.MinUs, MaxUs: r.MaxUs, PredictedUs: pred[i].TimeUs}
+		row.AlgBWGBps = float64(r.Bytes) / 1e3 / r.TimeUs
+		row.BusBWGBps = row.AlgBWGBps * factor
+		row.ErrPct = 100 * (row.PredictedUs - r.TimeUs) / r.TimeUs
+		if u, ok := refUs[r.Bytes]; ok {
+			row.ReferenceUs = u
+			row.VsReferencePct = 100 * (r.TimeUs - u) / u
+		}
+		mr.Rows = append(mr.Rows, row)
+	}
+	if m.out != "" {
+		if err := writeMeasuredLog(m.out, res, mr, no, ranks); err != nil {
+			return nil, nil, err
+		}
+	}
+	return mr, pred, nil
+}
+
+// writeMeasuredLog writes the measurement as nccl-tests output, its header
+// saying what ran where and how it was timed.
+func writeMeasuredLog(path string, res *collbench.Result, mr *measureRun, no sim.NCCLOptions, ranks int) error {
+	typ, elem := "bfloat16", 2
+	if mr.Backend == "cpu" {
+		typ, elem = "float", 4 // the CPU backend moves float32 values
+	}
+	op := string(res.Config.Op)
+	// exec/cuda runs NCCL's all-reduce in place (one buffer), its other
+	// collectives and all of exec/cpu's out of place: the time goes in
+	// that column.
+	inPlace := mr.Backend == "cuda" && res.Config.Op == model.AllReduce
+	lg := &nccltests.Log{Name: path, Op: op, Ranks: ranks}
+	for _, r := range res.Rows {
+		out, in := r.TimeUs, 0.0
+		if inPlace {
+			out, in = 0, r.TimeUs
+		}
+		row, err := nccltests.NewRow(op, ranks, r.Bytes, elem, typ, out, in)
+		if err != nil {
+			return fmt.Errorf("-o %s: %w", path, err)
+		}
+		lg.Rows = append(lg.Rows, row)
+	}
+	env := "NCCL settings: NCCL's defaults"
+	if e := no.Env(); len(e) > 0 {
+		var kv []string
+		for k, v := range e {
+			kv = append(kv, k+"="+v)
+		}
+		slices.Sort(kv)
+		env = "NCCL settings: " + strings.Join(kv, " ")
+	}
+	comments := []string{
+		fmt.Sprintf("tpscope collective --measure: %s over %d ranks through the executor (exec/collbench) on the %s backend, %s",
+			op, ranks, mr.Backend, time.Now().UTC().Format("2006-01-02 15:04 UTC")),
+		fmt.Sprintf("time: %s per op, mean over %d measured steps x %d back-to-back ops per size x %d ranks (nccl-tests -a 1), after %d warm-up steps; %s; %s",
+			mr.Timing, mr.Steps, mr.Iters, ranks, mr.Warmup, map[bool]string{true: "CUDA graphs", false: "eager launches"}[mr.Graphs],
+			map[bool]string{true: "in place (out-of-place columns zeros)", false: "out of place (in-place columns zeros)"}[inPlace]),
+		env,
+	}
+	var dev string
+	if mr.Backend == "cpu" {
+		comments = append(comments, fmt.Sprintf("CPU ranks: %d goroutines sharing %d cores (GOMAXPROCS %d), shared-memory ring collectives; not GPU figures",
+			ranks, runtime.NumCPU(), runtime.GOMAXPROCS(0)))
+		dev = "CPU goroutine rank (tpscope exec/cpu)"
+	} else {
+		var facts []string
+		for _, kv := range backendResource(mr.Backend, nil) {
+			switch kv.Key {
+			case schema.ResGPUModel:
+				dev = kv.Value.AsString()
+			case schema.ResGPUDriver:
+				facts = append(facts, "driver "+kv.Value.AsString())
+			case schema.ResCUDAVersion:
+				facts = append(facts, "CUDA "+kv.Value.AsString())
+			case schema.ResNCCLVersion:
+				facts = append(facts, "NCCL "+kv.Value.AsString())
+			}
+		}
+		if len(facts) > 0 {
+			comments = append(comments, strings.Join(facts, ", "))
+		}
+	}
+	for range ranks {
+		lg.Devices = append(lg.Devices, dev)
+	}
+	host, _ := os.Hostname()
+	f, err := os.Create(path)
+	if err != nil {
+		return fmt.Errorf("-o: %w", err)
+	}
+	werr := nccltests.Write(f, lg, nccltests.WriteOptions{Comments: comments, Host: host, Pid: os.Getpid(), Warmup: mr.Warmup, Iters: mr.Iters, Graph: mr.Graphs})
+	if err := errors.Join(werr, f.Close()); err != nil {
+		return fmt.Errorf("-o %s: %w", path, err)
+	}
+	return nil
+}
+
+// measuredTable is the table of a --measure run.
+func measuredTable(mr *measureRun, pred []sim.CollectiveRow) ([]string, [][]string) {
+	header := []string{"size_bytes", "measured_us", "min_us", "max_us", "busbw_gbps", "predicted_us", "error", "algo", "proto"}
+	if mr.Reference != "" {
+		header = append(header, "reference_us", "vs_reference")
+	}
+	var rows [][]string
+	for i, r := range mr.Rows {
+		row := []string{strconv.FormatInt(r.Bytes, 10), fmt.Sprintf("%.2f", r.TimeUs), fmt.Sprintf("%.2f", r.MinUs), fmt.Sprintf("%.2f", r.MaxUs),
+			fmt.Sprintf("%.2f", r.BusBWGBps), fmt.Sprintf("%.2f", r.PredictedUs), fmt.Sprintf("%+.1f %%", r.ErrPct), pred[i].Algo, pred[i].Proto}
+		if mr.Reference != "" {
+			if r.ReferenceUs > 0 {
+				row = append(row, fmt.Sprintf("%.2f", r.ReferenceUs), fmt.Sprintf("%+.1f %%", r.VsReferencePct))
+			} else {
+				row = append(row, "-", "-")
+			}
+		}
+		rows = append(rows, row)
+	}
+	return header, rows
+}
+
+// worstVsReference is the largest |measured - reference| / reference over
+// the sizes both have, in percent (NaN when none).
+func worstVsReference(mr *measureRun) (pct float64, bytes int64) {
+	pct = math.NaN()
+	for _, r := range mr.Rows {
+		if r.ReferenceUs > 0 && (math.IsNaN(pct) || math.Abs(r.VsReferencePct) > math.Abs(pct)) {
+			pct, bytes = r.VsReferencePct, r.Bytes
+		}
+	}
+	return pct, bytes
+}
