@@ -54,7 +54,27 @@ func (s *Scenarios) resolve(rec *traces.Scenario) (sc sim.Scenario, unknown []st
 	if err := checkBackend(rec.Backend, sc.Topo); err != nil {
 		return sc, nil, err
 	}
+	if err := checkCosts(&sc); err != nil {
+		return sc, nil, err
+	}
 	return sc, unknown, nil
+}
+
+// checkCosts refuses to re-predict a scenario recorded with a cost source
+// (a perf DB) from other tables or none: its predicted times would not
+// be the ones the run recorded.
+func checkCosts(sc *sim.Scenario) error {
+	rec := sc.CostsName
+	if rec == "" {
+		return nil
+	}
+	switch {
+	case sc.Costs == nil:
+		return fmt.Errorf("the trace was priced with %s: pass --perf-db with those tables", rec)
+	case sc.Costs.Name() != rec:
+		return fmt.Errorf("the trace was priced with %s; --perf-db gives %s", rec, sc.Costs.Name())
+	}
+	return nil
 }
 
 // legacy reads a scenario from the short step-root attributes.

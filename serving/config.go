@@ -130,12 +130,11 @@ func ParseRouter(s string) (Router, error) {
 // Deployment is what serves the requests: a model laid out by a plan on
 // a box, under run-time options and the engine's scheduler settings.
 type Deployment struct {
-	// Scenario gives the architecture, plan, build options and KV dtype
-	// (Workload.KVDtype); its batch, context and phase are not used: the
-	// scheduler forms the steps.
+	// Scenario gives the architecture, plan, build options, KV dtype
+	// (Workload.KVDtype), run-time options, box and cost source; its
+	// batch, context and phase are not used: the scheduler forms the
+	// steps.
 	Scenario sim.Scenario
-	Topology *topology.Topology
-	Options  sim.Options
 	Engine   EngineOptions
 	// Instances is the number of engine instances, each its own copy of
 	// the plan on its own GPUs (0 = 1). Every instance is priced as if on
@@ -149,7 +148,7 @@ type Deployment struct {
 
 // validate checks the deployment before any work; errors name the field.
 func (d *Deployment) validate() error {
-	if d.Topology == nil {
+	if d.Scenario.Topo == nil {
 		return errors.New("serving: deployment has no topology")
 	}
 	if d.Scenario.Arch == nil {
@@ -168,9 +167,9 @@ func (d *Deployment) validate() error {
 		return err
 	}
 	world := d.Scenario.Plan.World()
-	if n := max(1, d.Instances) * world; n > d.Topology.NumGPUs() {
+	if n := max(1, d.Instances) * world; n > d.Scenario.Topo.NumGPUs() {
 		return fmt.Errorf("serving: %d instances of plan %s need %d GPUs; topology %s has %d",
-			max(1, d.Instances), d.Scenario.Plan.Normalized(), n, d.Topology.Name, d.Topology.NumGPUs())
+			max(1, d.Instances), d.Scenario.Plan.Normalized(), n, d.Scenario.Topo.Name, d.Scenario.Topo.NumGPUs())
 	}
 	if dcp := d.Scenario.Plan.Normalized().DCP; dcp > 1 {
 		return &model.PlanError{What: "plan", Field: "dcp", Value: fmt.Sprint(dcp),

@@ -44,12 +44,12 @@ var glmPublicAggregate = []struct {
 func TestPublicGLM5ClosedLoop(t *testing.T) {
 	d := Deployment{
 		Scenario: sim.Scenario{Arch: mustPreset(t, "glm-5-nvfp4"), Plan: model.Plan{TP: 8},
-			Workload: model.Workload{KVDtype: model.BF16}, Build: model.BuildOptions{DenseDSA: true}},
-		Topology: mustTopo(t, "rtxpro6000-2s"),
-		Options:  sim.Options{CUDAGraphs: true, NCCL: sim.NCCLOptions{Proto: "LL", P2PLevel: "SYS"}, AttentionBackend: sim.AttnFlashMLA},
+			Workload: model.Workload{KVDtype: model.BF16}, Build: model.BuildOptions{DenseDSA: true},
+			Topo:    mustTopo(t, "rtxpro6000-2s"),
+			Options: sim.Options{CUDAGraphs: true, NCCL: sim.NCCLOptions{Proto: "LL", P2PLevel: "SYS"}, AttentionBackend: sim.AttnFlashMLA}},
 	}
 	s := mustNew(t, d)
-	p, err := sim.New(d.Topology, d.Options)
+	p, err := sim.New(d.Scenario.Topo, d.Scenario.Options)
 	if err != nil {
 		t.Fatal(err)
 	}

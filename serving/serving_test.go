@@ -33,9 +33,9 @@ func mustTopo(t testing.TB, name string) *topology.Topology {
 // the dual-socket RTX PRO 6000 box, CUDA graphs and NCCL_P2P_LEVEL=SYS.
 func kimiDeployment(t testing.TB) Deployment {
 	return Deployment{
-		Scenario: sim.Scenario{Arch: mustPreset(t, "kimi-k2.5"), Plan: model.Plan{TP: 8}, Workload: model.Workload{KVDtype: model.FP8}},
-		Topology: mustTopo(t, "rtxpro6000-2s"),
-		Options:  sim.Options{CUDAGraphs: true, NCCL: sim.NCCLOptions{P2PLevel: "SYS"}},
+		Scenario: sim.Scenario{Arch: mustPreset(t, "kimi-k2.5"), Plan: model.Plan{TP: 8}, Workload: model.Workload{KVDtype: model.FP8},
+			Topo:    mustTopo(t, "rtxpro6000-2s"),
+			Options: sim.Options{CUDAGraphs: true, NCCL: sim.NCCLOptions{P2PLevel: "SYS"}}},
 	}
 }
 
@@ -105,7 +105,7 @@ func TestLittlesLaw(t *testing.T) {
 func TestLowLoad(t *testing.T) {
 	d := kimiDeployment(t)
 	s := mustNew(t, d)
-	p, err := sim.New(d.Topology, d.Options)
+	p, err := sim.New(d.Scenario.Topo, d.Scenario.Options)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -201,7 +201,7 @@ func TestSaturation(t *testing.T) {
 				RunOptions{TimelineWindows: 50})
 			got := steadyOutputRate(res)
 			preempts[c.name] = res.Preemptions
-			p, err := sim.New(d.Topology, d.Options)
+			p, err := sim.New(d.Scenario.Topo, d.Scenario.Options)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -287,8 +287,8 @@ func TestRouting(t *testing.T) {
 		}
 	})
 	t.Run("instances", func(t *testing.T) {
-		d := Deployment{Scenario: sim.Scenario{Arch: mustPreset(t, "tiny-mla-moe"), Plan: model.Plan{TP: 1}},
-			Topology: mustTopo(t, "rtxpro6000-2s"), Options: sim.Options{CUDAGraphs: true}, Engine: EngineOptions{MaxNumSeqs: 16}}
+		d := Deployment{Scenario: sim.Scenario{Arch: mustPreset(t, "tiny-mla-moe"), Plan: model.Plan{TP: 1},
+			Topo: mustTopo(t, "rtxpro6000-2s"), Options: sim.Options{CUDAGraphs: true}}, Engine: EngineOptions{MaxNumSeqs: 16}}
 		tr := Traffic{Concurrency: 32, NumRequests: 2000, Prompt: Lengths{Mean: 64}, Output: Lengths{Mean: 256}, Seed: 6}
 		one := steadyOutputRate(mustRun(t, mustNew(t, d), tr, RunOptions{TimelineWindows: 50}))
 		d.Instances = 4

@@ -30,7 +30,7 @@ func New(d Deployment) (*Simulator, error) {
 	if err := d.validate(); err != nil {
 		return nil, err
 	}
-	p, err := sim.New(d.Topology, d.Options)
+	p, err := d.Scenario.NewPredictor()
 	if err != nil {
 		return nil, err
 	}
@@ -39,7 +39,7 @@ func New(d Deployment) (*Simulator, error) {
 		return nil, err
 	}
 	d.Router, _ = ParseRouter(string(d.Router)) // canonical name (validate accepted it)
-	s := &Simulator{d: d, engine: d.Engine.withDefaults(d.Topology.DeviceOf(0)), coster: c,
+	s := &Simulator{d: d, engine: d.Engine.withDefaults(d.Scenario.Topo.DeviceOf(0)), coster: c,
 		dp: d.Scenario.Plan.Normalized().DP, inst: max(1, d.Instances)}
 	if s.engine.NumGPUBlocksOverride > 0 {
 		s.blocks = s.engine.NumGPUBlocksOverride

@@ -275,7 +275,7 @@ type Advice struct {
 
 // predictVariant predicts c with per-op detail.
 func predictVariant(ev *Evaluator, name string, c Scenario) (*Variant, error) {
-	p, err := ev.Predictor(c.Topo, c.Options)
+	p, err := ev.Predictor(&c)
 	if err != nil {
 		return nil, err
 	}

@@ -15,6 +15,9 @@ func (p *Predictor) assemble(s *model.Schedule, graphed bool) *Prediction {
 	n := len(e.ops)
 	pr := &Prediction{Model: s.Model, Topology: p.topo.Name, Plan: s.Plan, Workload: s.Workload,
 		Options: p.opts, Symmetric: len(e.rankOff) == 2}
+	if p.src != nil {
+		pr.CostSource = p.src.Name()
+	}
 	pr.Sequences = s.Workload.Batch
 	pr.TokensPerStep = p.opts.TokensPerStep(s.Workload.SpecTokens)
 	pr.Graphed = graphed
@@ -38,6 +41,9 @@ func (p *Predictor) assemble(s *model.Schedule, graphed bool) *Prediction {
 			op := &ops[i]
 			c := &p.costs[g]
 			res := &pr.Ops[g]
+			if c.Source != SourcePrior && c.Source != "" {
+				pr.MeasuredOps++
+			}
 			res.ID, res.Kind, res.Block, res.Cost = op.ID, op.Kind, op.Block, *c
 			res.Layer, res.Rank = op.Layer, r
 			res.StartUs, res.Us, res.OverheadUs, res.LaunchUs = e.start[g], e.ops[g].durUs, p.overhead[g], e.ops[g].launchUs

@@ -335,6 +335,11 @@ func topoEntry(name string) Entry {
 				}
 			}
 			c.Topo = t
+			// Tables measured on the old box's GPU do not price the new
+			// one: the moved scenario is priced from the priors.
+			if ch, ok := c.Costs.(SourceChecker); ok && ch.Check(t.DeviceOf(0)) != nil {
+				c.Costs = nil
+			}
 			return c, nil
 		},
 		Revert: func(c Scenario) (Scenario, error) {

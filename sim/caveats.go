@@ -11,33 +11,35 @@ import (
 // and which measurement would fix it. Each rule encodes a gap measured
 // against public runs of 8x RTX PRO 6000 boxes (public_test.go, README
 // "How accurate it is") and stays silent once the cost parameters it is
-// about carry a calibration. Nil when none applies.
+// about carry a calibration or the ops it is about are priced from a
+// measured table (UseCostSource). Nil when none applies.
 func (p *Predictor) Caveats(sc Scenario) []string {
 	var out []string
 	a := sc.Arch
 	if a == nil {
 		return nil
 	}
+	measured := p.measuredOps(sc)
 	plan := sc.Plan.Normalized()
 	major, _ := computeCapability(p.dev.ComputeCapability)
 	sm12 := major == 12
 
 	// TestPublicNVFP4Gap: NVFP4 experts decode 25-35 % slower than INT4
 	// ones on SM120; the priors price them alike.
-	if sm12 && a.RoutedExperts > 0 && a.Quant.Dtype(model.CompRoutedExperts) == model.NVFP4 && !p.calibratedFamily("moe_gemm") {
+	if sm12 && a.RoutedExperts > 0 && a.Quant.Dtype(model.CompRoutedExperts) == model.NVFP4 && !p.calibratedFamily("moe_gemm") && !measured["experts_gate_up"] {
 		out = append(out, "NVFP4 experts on SM12x: public Kimi-K2.5 runs decode 25-35 % slower with NVFP4 than with INT4 experts, which tpscope prices alike: likely optimistic (fix: tpscope calibrate --trace on this server's trace)")
 	}
 
 	// TestPublicLongContextNoDCPGap: how many CTAs read a long cache at
 	// small batch depends on the vLLM build (SetTritonMLASplits).
 	w := sc.Workload
-	if (w.Phase == "" || w.Phase == model.Decode) && p.cm.attn == AttnTritonMLA && plan.DCP <= 1 && w.Context >= 65536 && !p.calibratedFamily("attention") {
+	if (w.Phase == "" || w.Phase == model.Decode) && p.cm.attn == AttnTritonMLA && plan.DCP <= 1 && w.Context >= 65536 && !p.calibratedFamily("attention") && !measured["mla_decode"] {
 		out = append(out, "long context on TRITON_MLA without DCP: tpscope prices vLLM 0.24, which splits the cache over up to 2x the SMs; builds with a fixed 4 KV splits are several times slower here (a public 150K-token run: ~6-7 tok/s, which tpscope reproduces with 4 splits) (fix: --dcp, or tpscope calibrate --trace)")
 	}
 
 	// TestPublicAllReduce and the seed: small NCCL all-reduces on PCIe
 	// boxes differ from NCCL's constants, in both directions.
-	if cm, ok := p.coll.(*CollectiveModel); ok && plan.World() > 1 && !allNVLink(p.topo, nil) && !cm.calibrated() {
+	if cm, ok := p.coll.(*CollectiveModel); ok && plan.World() > 1 && !allNVLink(p.topo, nil) && !cm.calibrated() && !measured["allreduce"] {
 		out = append(out, "NCCL collectives priced with NCCL's stock constants: on PCIe boxes small all-reduces measure off them in both directions (a public 8-GPU switch box: 18-38 % faster up to 64 KB) (fix: tpscope calibrate --nccl-tests on this box's all_reduce_perf log)")
 		// TestPublicSHMGap: ring steps through host memory.
 		if g := cm.group(firstRanks(plan.TP)); g.shmHops > 0 {
@@ -50,6 +52,43 @@ func (p *Predictor) Caveats(sc Scenario) []string {
 	// boxes; the model prices cross-socket reads optimistically.
 	if (p.opts.CustomAR == CustomAROneShot || p.opts.CustomAR == CustomARTwoShot) && spansSockets(p.topo, plan.TP) && !allNVLink(p.topo, nil) {
 		out = append(out, "custom all-reduce across CPU sockets: a public one-shot PCIe kernel ran slower than NCCL on dual-CPU boxes; read this prediction as an upper bound")
+	}
+	return out
+}
+
+// measuredOps names the ops of sc's rank-0 schedule (by op name, e.g.
+// "experts_gate_up", "mla_decode", "allreduce") whose first instance the
+// cost source prices; nil without a source. It prices them the way a
+// prediction does, so a caveat goes quiet exactly when the table is used.
+func (p *Predictor) measuredOps(sc Scenario) map[string]bool {
+	if p.src == nil {
+		return nil
+	}
+	s, _, graphed, err := p.schedule(sc)
+	if err != nil || len(s.Ranks) == 0 {
+		return nil
+	}
+	saved := p.graphed
+	p.graphed = graphed
+	defer func() { p.graphed = saved; p.cmemo.clear() }()
+	out := map[string]bool{}
+	seen := map[string]bool{}
+	ops := s.Ranks[0]
+	for i := range ops {
+		op := &ops[i]
+		if seen[op.Name] {
+			continue
+		}
+		seen[op.Name] = true
+		var c OpCost
+		if op.IsCollective() {
+			if c, err = p.collectiveCost(op); err != nil {
+				continue
+			}
+		} else {
+			c = p.computeCost(ops, i)
+		}
+		out[op.Name] = c.Source != SourcePrior
 	}
 	return out
 }
@@ -100,7 +139,7 @@ func PlanCaveats(cfgs []PlanConfig, r *PlanResult) []string {
 		return out
 	}
 	c := &cfgs[r.Best].Scenario
-	p, err := New(c.Topo, c.Options)
+	p, err := c.NewPredictor()
 	if err != nil {
 		return out
 	}

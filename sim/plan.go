@@ -36,6 +36,9 @@ type PlanSpace struct {
 	// count itself). A count above a box's GPUs is skipped for that box.
 	Topologies []*topology.Topology
 	GPUCounts  []int
+	// Costs, index-aligned with Topologies (nil or shorter = priors), is
+	// the cost source of each box's configurations.
+	Costs []CostSource
 	// Plans to try; nil = PlansFor(Arch, n) for each GPU count n.
 	Plans []model.Plan
 	// Batches (nil = DefaultAdviseBatches), Contexts (nil =
@@ -172,10 +175,21 @@ func PlansFor(a *model.Arch, n int) []model.Plan {
 // Boxes returns every (topology, GPU count) of the space as a topology
 // (a Subset when fewer GPUs than the box has).
 func (s *PlanSpace) Boxes() ([]*topology.Topology, error) {
+	out, _, err := s.boxes()
+	return out, err
+}
+
+// boxes is Boxes with each box's cost source.
+func (s *PlanSpace) boxes() ([]*topology.Topology, []CostSource, error) {
 	var out []*topology.Topology
-	for _, t := range s.Topologies {
+	var costs []CostSource
+	for ti, t := range s.Topologies {
+		var src CostSource
+		if ti < len(s.Costs) {
+			src = s.Costs[ti]
+		}
 		if t == nil {
-			return nil, errors.New("plan: nil topology")
+			return nil, nil, errors.New("plan: nil topology")
 		}
 		counts := s.GPUCounts
 		if counts == nil {
@@ -187,21 +201,21 @@ func (s *PlanSpace) Boxes() ([]*topology.Topology, error) {
 		for _, n := range counts {
 			switch {
 			case n < 1:
-				return nil, fmt.Errorf("plan: GPU count %d: want at least 1", n)
+				return nil, nil, fmt.Errorf("plan: GPU count %d: want at least 1", n)
 			case n > t.NumGPUs():
 				continue
 			case n == t.NumGPUs():
-				out = append(out, t)
+				out, costs = append(out, t), append(costs, src)
 			default:
 				sub, err := t.Subset(n)
 				if err != nil {
-					return nil, err
+					return nil, nil, err
 				}
-				out = append(out, sub)
+				out, costs = append(out, sub), append(costs, src)
 			}
 		}
 	}
-	return out, nil
+	return out, costs, nil
 }
 
 // Configs enumerates the sweep. Boxes with the same GPU count are the
@@ -213,7 +227,7 @@ func (s *PlanSpace) Configs() ([]PlanConfig, error) {
 	if s.MaxMsPerToken < 0 {
 		return nil, fmt.Errorf("plan: latency SLO %v ms/token: want >= 0", s.MaxMsPerToken)
 	}
-	boxes, err := s.Boxes()
+	boxes, costs, err := s.boxes()
 	if err != nil {
 		return nil, err
 	}
@@ -279,7 +293,7 @@ func (s *PlanSpace) Configs() ([]PlanConfig, error) {
 									continue
 								}
 								out = append(out, PlanConfig{Box: bi, Scenario: Scenario{
-									Arch: s.Arch, Plan: p, Workload: w, Build: s.Build, Options: s.Options, Topo: t}})
+									Arch: s.Arch, Plan: p, Workload: w, Build: s.Build, Options: s.Options, Topo: t, Costs: costs[bi]}})
 							}
 						}
 						// The load at which the KV cache is full, when the
@@ -295,7 +309,7 @@ func (s *PlanSpace) Configs() ([]PlanConfig, error) {
 								continue
 							}
 							out = append(out, PlanConfig{Box: bi, AtCapacity: true, Scenario: Scenario{
-								Arch: s.Arch, Plan: p, Workload: w, Build: s.Build, Options: s.Options, Topo: t}})
+								Arch: s.Arch, Plan: p, Workload: w, Build: s.Build, Options: s.Options, Topo: t, Costs: costs[bi]}})
 						}
 					}
 				}

@@ -52,9 +52,10 @@ type Evaluator struct {
 }
 
 type evalPredictor struct {
-	topo *topology.Topology
-	opts Options
-	p    *Predictor
+	topo  *topology.Topology
+	opts  Options
+	costs CostSource
+	p     *Predictor
 }
 
 type reducedArch struct {
@@ -82,19 +83,20 @@ type schedViews struct {
 // over (views are rebuilt, results do not change).
 const maxCachedSchedules = 8192
 
-// Predictor returns the cached Predictor for (topo, opts), building it on
-// first use.
-func (e *Evaluator) Predictor(topo *topology.Topology, opts Options) (*Predictor, error) {
+// Predictor returns the cached Predictor for c's box, options and cost
+// source (Scenario.NewPredictor), building it on first use.
+func (e *Evaluator) Predictor(c *Scenario) (*Predictor, error) {
+	topo, opts := c.Topo, c.Options
 	for i := range e.preds {
-		if e.preds[i].topo == topo && optionsEqual(&e.preds[i].opts, &opts) {
+		if e.preds[i].topo == topo && e.preds[i].costs == c.Costs && optionsEqual(&e.preds[i].opts, &opts) {
 			return e.preds[i].p, nil
 		}
 	}
-	p, err := New(topo, opts)
+	p, err := c.NewPredictor()
 	if err != nil {
 		return nil, err
 	}
-	e.preds = append(e.preds, evalPredictor{topo: topo, opts: opts, p: p})
+	e.preds = append(e.preds, evalPredictor{topo: topo, opts: opts, costs: c.Costs, p: p})
 	return p, nil
 }
 
@@ -209,7 +211,7 @@ func (e *Evaluator) Evaluate(c Scenario) (Summary, error) {
 	if c.Workload.Batch <= 0 {
 		return Summary{}, fmt.Errorf("sim: workload batch %d: want at least 1 sequence", c.Workload.Batch)
 	}
-	p, err := e.Predictor(c.Topo, c.Options)
+	p, err := e.Predictor(&c)
 	if err != nil {
 		return Summary{}, err
 	}

@@ -120,6 +120,11 @@ type Prediction struct {
 	Plan     model.Plan     `json:"plan"`
 	Workload model.Workload `json:"workload"`
 	Options  Options        `json:"options"`
+	// CostSource names the measured tables consulted before the priors
+	// ("" = priors only); MeasuredOps counts the ops priced from them
+	// (OpCost.Source of each says which table and row).
+	CostSource  string `json:"cost_source,omitempty"`
+	MeasuredOps int    `json:"measured_ops,omitempty"`
 
 	// Summary: StepUs is the time of one step (the latest op end over
 	// all ranks); Sequences the requests the step serves (Workload.Batch

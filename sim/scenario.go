@@ -36,6 +36,36 @@ type Scenario struct {
 	// graphs), recorded by run; 0 before a run. A comparison checks that
 	// the schedule it rebuilds has the same batch.
 	RunBatch int
+	// Costs prices ops from measured tables before the priors (a perf
+	// DB, see UseCostSource); nil: priors only. The JSON records its name
+	// (CostsName after decoding), since the tables live outside the
+	// scenario: whoever re-predicts a recorded scenario must bring them.
+	Costs CostSource
+	// CostsName is the name of the cost source the scenario was priced
+	// with when it was recorded ("" = priors only).
+	CostsName string
+}
+
+// CostSourceName is the name of the scenario's cost source, "" for
+// priors only.
+func (sc *Scenario) CostSourceName() string {
+	if sc.Costs != nil {
+		return sc.Costs.Name()
+	}
+	return sc.CostsName
+}
+
+// NewPredictor returns a Predictor for the scenario's box and options
+// that consults its cost source first (New, then UseCostSource).
+func (sc *Scenario) NewPredictor() (*Predictor, error) {
+	p, err := New(sc.Topo, sc.Options)
+	if err != nil {
+		return nil, err
+	}
+	if err := p.UseCostSource(sc.Costs); err != nil {
+		return nil, err
+	}
+	return p, nil
 }
 
 // Summary is the cheap part of a prediction: what a sweep keeps per
@@ -92,7 +122,7 @@ func Predict(sc Scenario) (*Prediction, *model.Schedule, error) {
 	if sc.Topo == nil {
 		return nil, nil, errors.New("sim: scenario has no topology")
 	}
-	p, err := New(sc.Topo, sc.Options)
+	p, err := sc.NewPredictor()
 	if err != nil {
 		return nil, nil, err
 	}
@@ -190,6 +220,7 @@ type scenarioJSON struct {
 	Options  Options            `json:"options"`
 	Topology topology.Ref       `json:"topology"`
 	RunBatch int                `json:"run_batch,omitempty"`
+	Costs    string             `json:"cost_source,omitempty"`
 }
 
 // MarshalJSON encodes the scenario with the model and the topology as
@@ -210,7 +241,7 @@ func (sc Scenario) MarshalJSON() ([]byte, error) {
 		tr = topology.Ref{Name: sc.Topo.Name}
 	}
 	return json.Marshal(scenarioJSON{Model: mr, Build: sc.Build, Plan: sc.Plan.Normalized(), Workload: sc.Workload.Normalized(),
-		Options: sc.Options, Topology: tr, RunBatch: sc.RunBatch})
+		Options: sc.Options, Topology: tr, RunBatch: sc.RunBatch, Costs: sc.CostSourceName()})
 }
 
 // DecodeScenario reads a scenario MarshalJSON wrote and resolves its model
@@ -236,7 +267,7 @@ func DecodeScenario(data []byte, topo *topology.Topology) (Scenario, error) {
 	if err := j.Options.Validate(); err != nil {
 		return Scenario{}, fmt.Errorf("scenario %w", err)
 	}
-	sc := Scenario{Arch: a, Build: j.Build, Plan: j.Plan, Workload: j.Workload, Options: j.Options, TopoRef: j.Topology, RunBatch: j.RunBatch, Topo: topo}
+	sc := Scenario{Arch: a, Build: j.Build, Plan: j.Plan, Workload: j.Workload, Options: j.Options, TopoRef: j.Topology, RunBatch: j.RunBatch, Topo: topo, CostsName: j.Costs}
 	if topo == nil {
 		if sc.Topo, err = j.Topology.Resolve(); err != nil {
 			return Scenario{}, fmt.Errorf("scenario topology %s: %w", j.Topology, err)
@@ -266,5 +297,9 @@ func (sc Scenario) String() string {
 	if sc.Build.MoEDispatch != "" {
 		b += " moe-dispatch=" + sc.Build.MoEDispatch
 	}
-	return fmt.Sprintf("%s%s %s %s on %s, options %s", name, b, sc.Plan.Normalized(), sc.Workload.Normalized(), box, sc.Options.Label())
+	costs := ""
+	if n := sc.CostSourceName(); n != "" {
+		costs = ", costs " + n
+	}
+	return fmt.Sprintf("%s%s %s %s on %s, options %s%s", name, b, sc.Plan.Normalized(), sc.Workload.Normalized(), box, sc.Options.Label(), costs)
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/pflag"
 	"github.com/tpscope/tpscope/model"
+	"github.com/tpscope/tpscope/perfdb"
 	"github.com/tpscope/tpscope/sim"
 	"github.com/tpscope/tpscope/topology"
 )
@@ -36,6 +37,9 @@ type scenarioFlags struct {
 	topo           string
 	gpus           int
 	opts           sim.Options
+	perfDB         string
+	perfDBSystem   string
+	db             *perfdb.DB // --perf-db, opened once
 
 	// arch, when set, is used instead of resolving --model (model load).
 	arch *model.Arch
@@ -60,8 +64,42 @@ func addScenarioFlags(fs *pflag.FlagSet) *scenarioFlags {
 	fs.StringVar(&f.kvDtype, "kv-dtype", "", "KV-cache dtype: bf16 or fp8 (default: the checkpoint's, vLLM --kv-cache-dtype auto)")
 	fs.StringVar(&f.topo, "topo", topology.DefaultPreset, topoHelp)
 	fs.IntVar(&f.gpus, "gpus", 0, "use only the first N GPUs of the box (0 = all)")
+	f.addCostFlags()
 	f.addOptionFlags()
 	return f
+}
+
+// addCostFlags registers --perf-db and --perf-db-system.
+func (f *scenarioFlags) addCostFlags() {
+	f.fs.StringVar(&f.perfDB, "perf-db", "", "price ops from measured tables first: the systems/ directory of an aiconfigurator install (vLLM's newest tables of the box's GPU); ops without a table keep the priors, and each op says where its cost came from")
+	f.fs.StringVar(&f.perfDBSystem, "perf-db-system", "", "system of --perf-db to read (its YAML name, e.g. rtx_pro_6000_server; default: the one measured on the box's GPU)")
+}
+
+// costs is the cost source --perf-db names for topo's GPU, nil without
+// the flag.
+func (f *scenarioFlags) costs(topo *topology.Topology) (sim.CostSource, error) {
+	if f.perfDB == "" {
+		if f.perfDBSystem != "" {
+			return nil, usageErrorf("--perf-db-system %s: needs --perf-db", f.perfDBSystem)
+		}
+		return nil, nil
+	}
+	if f.db == nil {
+		db, err := perfdb.Open(f.perfDB)
+		if err != nil {
+			return nil, usageErrorf("--perf-db %s: %v", f.perfDB, strings.TrimPrefix(err.Error(), "perfdb: "))
+		}
+		f.db = db
+	}
+	dev := topo.DeviceOf(0)
+	src, err := perfdb.NewSource(f.db, perfdb.SourceConfig{System: f.perfDBSystem, Device: dev.Name})
+	if err != nil {
+		return nil, usageErrorf("--perf-db %s: %v", f.perfDB, strings.TrimPrefix(err.Error(), "perfdb: "))
+	}
+	if err := src.Check(dev); err != nil {
+		return nil, usageErrorf("--perf-db-system %s: %v", f.perfDBSystem, strings.TrimPrefix(err.Error(), "perfdb: "))
+	}
+	return src, nil
 }
 
 func newScenarioFlags(fs *pflag.FlagSet) *scenarioFlags {
@@ -252,6 +290,9 @@ func (f *scenarioFlags) scenario() (sim.Scenario, error) {
 	if w := sc.Plan.World(); w > sc.Topo.NumGPUs() {
 		return sc, usageErrorf("--tp %d x --dp %d needs %d GPUs; --topo %s has %d", sc.Plan.Normalized().TP, sc.Plan.Normalized().DP, w, sc.Topo.Name, sc.Topo.NumGPUs())
 	}
+	if sc.Costs, err = f.costs(sc.Topo); err != nil {
+		return sc, err
+	}
 	return sc, nil
 }
 
@@ -286,7 +327,7 @@ func (f *scenarioFlags) override() func(*sim.Scenario) error {
 // scenarioFlagNames are the flags addScenarioFlags registers besides the
 // option flags.
 var scenarioFlagNames = []string{"model", "tp", "ep", "dp", "dcp", "phase", "batch", "context", "mtp", "kv-dtype",
-	"dense-dsa", "moe-dispatch", "dispatch-dtype", "topo", "gpus"}
+	"dense-dsa", "moe-dispatch", "dispatch-dtype", "topo", "gpus", "perf-db", "perf-db-system"}
 
 func (f *scenarioFlags) isScenarioFlag(name string) bool {
 	for _, n := range scenarioFlagNames {
@@ -333,6 +374,11 @@ func (f *scenarioFlags) apply(name string, sc *sim.Scenario) error {
 		sc.Build, err = f.build()
 	case "topo", "gpus":
 		sc.Topo, sc.TopoRef, err = f.box()
+		if err == nil && sc.Costs != nil {
+			sc.Costs, err = f.costs(sc.Topo)
+		}
+	case "perf-db", "perf-db-system":
+		sc.Costs, err = f.costs(sc.Topo)
 	default:
 		for _, of := range sim.OptionFields() {
 			if of.Name == name {

@@ -6,6 +6,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -122,50 +123,74 @@ func TestRunSpansPredictionEqualsCompare(t *testing.T) {
 // run --compare and compare on run's trace, to 0.1 %. The scenario is the
 // step as tpscope's executor runs it (--executor: the schedule's kernels,
 // none of an engine's auxiliary ones), which is what run predicts; the
-// fake backend records no timing events.
+// fake backend records no timing events. The same holds with the sample
+// perf DB as the cost source, which the trace then names.
 func TestOneScenarioEveryVerb(t *testing.T) {
-	flags := []string{"--model", "kimi-k2.5-nvfp4", "--topo", "rtxpro6000-2s", "--batch", "8", "--context", "4096",
+	base := []string{"--model", "kimi-k2.5-nvfp4", "--topo", "rtxpro6000-2s", "--batch", "8", "--context", "4096",
 		"--nccl-proto", "LL", "--p2p-level", "SYS", "--executor"}
-	jsonOf := func(args ...string) map[string]any {
-		t.Helper()
-		code, out, errs := runCLI(t, append(args, "--output", "json")...)
-		if code != 0 {
-			t.Fatalf("%v: exit %d: %s", args, code, errs)
-		}
-		var m map[string]any
-		if err := json.Unmarshal([]byte(out), &m); err != nil {
-			t.Fatalf("%v: %v", args, err)
-		}
-		return m
+	cases := []struct {
+		name  string
+		extra []string
+	}{{"priors", nil}}
+	if db := samplePerfDB(t, false); db != "" {
+		cases = append(cases, struct {
+			name  string
+			extra []string
+		}{"perf-db", []string{"--perf-db", db}})
 	}
-	steps := map[string]float64{}
-	steps["predict"] = jsonOf(append([]string{"predict"}, flags...)...)["step_us"].(float64)
-	adv := jsonOf(append([]string{"advise", "--no-sweep", "--entries", "cuda-graphs", "--transfer", ""}, flags...)...)
-	steps["advise"] = adv["baseline"].(map[string]any)["step_us"].(float64)
-	// plan's lists: the one point of the flags above (Kimi's checkpoint KV
-	// dtype is fp8).
-	pl := jsonOf("plan", "--model", "kimi-k2.5-nvfp4", "--topo", "rtxpro6000-2s", "--gpus", "8", "--plan", "tp8", "--batch", "8",
-		"--context", "4096", "--kv-dtype", "fp8", "--nccl-proto", "LL", "--p2p-level", "SYS", "--executor")
-	for _, p := range pl["points"].([]any) {
-		pt := p.(map[string]any)
-		if pt["batch"].(float64) == 8 && pt["plan"] == "tp8" {
-			steps["plan"] = pt["step_us"].(float64)
-		}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			flags := append(slices.Clone(base), tc.extra...)
+			jsonOf := func(args ...string) map[string]any {
+				t.Helper()
+				code, out, errs := runCLI(t, append(args, "--output", "json")...)
+				if code != 0 {
+					t.Fatalf("%v: exit %d: %s", args, code, errs)
+				}
+				var m map[string]any
+				if err := json.Unmarshal([]byte(out), &m); err != nil {
+					t.Fatalf("%v: %v", args, err)
+				}
+				return m
+			}
+			steps := map[string]float64{}
+			steps["predict"] = jsonOf(append([]string{"predict"}, flags...)...)["step_us"].(float64)
+			adv := jsonOf(append([]string{"advise", "--no-sweep", "--entries", "cuda-graphs", "--transfer", ""}, flags...)...)
+			steps["advise"] = adv["baseline"].(map[string]any)["step_us"].(float64)
+			// plan's lists: the one point of the flags above (Kimi's
+			// checkpoint KV dtype is fp8).
+			pl := jsonOf(append([]string{"plan", "--model", "kimi-k2.5-nvfp4", "--topo", "rtxpro6000-2s", "--gpus", "8", "--plan", "tp8", "--batch", "8",
+				"--context", "4096", "--kv-dtype", "fp8", "--nccl-proto", "LL", "--p2p-level", "SYS", "--executor"}, tc.extra...)...)
+			for _, p := range pl["points"].([]any) {
+				pt := p.(map[string]any)
+				if pt["batch"].(float64) == 8 && pt["plan"] == "tp8" {
+					steps["plan"] = pt["step_us"].(float64)
+				}
+			}
+			rep, path := runJSON(t, flags...)
+			steps["run --compare"] = rep["comparison"].(map[string]any)["predicted_step_us"].(float64)
+			cr := jsonOf(append([]string{"compare", "--trace", path}, tc.extra...)...)
+			steps["compare"] = cr["scenarios"].([]any)[0].(map[string]any)["step"].(map[string]any)["predicted_us"].(float64)
+			ref := steps["predict"]
+			if len(steps) != 5 || !(ref > 0) {
+				t.Fatalf("steps %v", steps)
+			}
+			for verb, us := range steps {
+				if math.Abs(us-ref)/ref > 0.001 {
+					t.Errorf("%s: %.1f us, predict %.1f us (%+.3f %%)", verb, us, ref, 100*(us-ref)/ref)
+				}
+			}
+			t.Logf("predicted step per verb: %v", steps)
+			if len(tc.extra) > 0 {
+				// The trace names the tables it was priced with; compare
+				// without them would give another number, so it refuses.
+				code, _, errs := runCLI(t, "compare", "--trace", path)
+				if code != 1 || !strings.Contains(errs, "the trace was priced with perfdb rtx_pro_6000_server/vllm/") {
+					t.Errorf("compare without --perf-db: exit %d, %q", code, errs)
+				}
+			}
+		})
 	}
-	rep, path := runJSON(t, flags...)
-	steps["run --compare"] = rep["comparison"].(map[string]any)["predicted_step_us"].(float64)
-	cr := jsonOf("compare", "--trace", path)
-	steps["compare"] = cr["scenarios"].([]any)[0].(map[string]any)["step"].(map[string]any)["predicted_us"].(float64)
-	ref := steps["predict"]
-	if len(steps) != 5 || !(ref > 0) {
-		t.Fatalf("steps %v", steps)
-	}
-	for verb, us := range steps {
-		if math.Abs(us-ref)/ref > 0.001 {
-			t.Errorf("%s: %.1f us, predict %.1f us (%+.3f %%)", verb, us, ref, 100*(us-ref)/ref)
-		}
-	}
-	t.Logf("predicted step per verb: %v", steps)
 }
 
 // TestCompareRefusesWhatItCannotPrice: a trace whose recorded topology

@@ -96,6 +96,9 @@ the run had them: the parameters apply only under that setting.
 				if c.out == "" {
 					return usageErrorf("-o FILE is required: where to write the calibrated topology")
 				}
+				if c.sc.perfDB != "" {
+					return usageErrorf("--perf-db %s: calibrate fits tpscope's own cost parameters, and ops priced from tables have none to fit (drop --perf-db here; pass it to predict with the calibrated topology)", c.sc.perfDB)
+				}
 				return runs[chosen](c, stdout, stderr)
 			}
 		},

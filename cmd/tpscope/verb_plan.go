@@ -62,6 +62,7 @@ with --nccl-proto LL --p2p-level SYS.`,
 			contexts := newIntList(fs, "context", sim.DefaultAdviseContexts, 1, "context lengths (4K = 4096)")
 			kvs := fs.StringSlice("kv-dtype", []string{"bf16", "fp8"}, "KV-cache dtypes")
 			specs := newIntList(fs, "mtp", []int{0}, 0, "MTP speculative tokens (skipped on models without MTP)")
+			sc.addCostFlags()
 			sc.addOptionFlags()
 			slo := fs.Float64("slo-ms", 0, "per-request latency SLO in ms per token (0 = none)")
 			output := addOutputFlag(fs, "one row per configuration", allFormats...)
@@ -100,7 +101,18 @@ with --nccl-proto LL --p2p-level SYS.`,
 					if err != nil {
 						return err
 					}
+					// A box whose GPU the perf DB has no tables of is
+					// priced from the priors, and the sweep says so.
+					src, err := sc.costs(t)
+					if err != nil && sc.perfDB != "" && len(*topos) > 1 {
+						fmt.Fprintf(stderr, "plan: %s priced from the priors: %v\n", name, err)
+						src, err = nil, nil
+					}
+					if err != nil {
+						return err
+					}
 					space.Topologies = append(space.Topologies, t)
+					space.Costs = append(space.Costs, src)
 				}
 				if len(space.Topologies) == 0 {
 					return usageErrorf("--topo: no box named")

@@ -90,8 +90,13 @@ func writePredictTable(w io.Writer, pr *sim.Prediction, top int, md bool) error 
 		{"plan", pr.Plan.String()},
 		{"workload", fmt.Sprintf("%s batch %d (run as %d), context %d, spec tokens %d, kv %s", pr.Workload.Phase, pr.Sequences, pr.PaddedBatch, pr.Workload.Context, pr.Workload.SpecTokens, pr.Workload.KVDtype)},
 		{"options", pr.Options.Label()},
-		{"step", fmt.Sprintf("%.1f us (%d kernels per rank, host launch %.0f us, idle %.0f us)", pr.StepUs, pr.Kernels, pr.HostUs, pr.IdleUs)},
 	}
+	if pr.CostSource != "" {
+		kv = append(kv, [2]string{"costs", fmt.Sprintf("%s: %d of %d ops priced from its tables, the rest from the priors", pr.CostSource, pr.MeasuredOps, len(pr.Ops))})
+	}
+	kv = append(kv, [][2]string{
+		{"step", fmt.Sprintf("%.1f us (%d kernels per rank, host launch %.0f us, idle %.0f us)", pr.StepUs, pr.Kernels, pr.HostUs, pr.IdleUs)},
+	}...)
 	if pr.Workload.Phase == model.Prefill {
 		// A prefill step ends with every prompt's first token.
 		prompt := float64(pr.Sequences) * float64(pr.Workload.Context)
@@ -167,6 +172,9 @@ func writePredictCSV(w io.Writer, pr *sim.Prediction) error {
 // costDetail explains one op's cost in a line.
 func costDetail(op *sim.OpResult) string {
 	c := &op.Cost
+	if c.Source != "" && c.Source != sim.SourcePrior {
+		return fmt.Sprintf("measured: %s (prior %.1f us)", c.Source, c.PriorUs)
+	}
 	if op.Kind == model.KindCollective {
 		return fmt.Sprintf("%d B, %s/%s, latency %.1f us + link %.1f us", op.CommBytes, c.Algo, c.Proto, c.LatencyUs, c.LinkUs)
 	}

@@ -142,7 +142,7 @@ that none fired.`,
 				var pred *sim.Prediction
 				var predUs map[string]float64
 				if withTopo {
-					p, err := sim.New(scen.Topo, scen.Options)
+					p, err := scen.NewPredictor()
 					if err != nil {
 						return err
 					}

@@ -256,7 +256,7 @@ func runSimulate(sc *scenarioFlags, f *simulateFlags, stdout, stderr io.Writer) 
 	if err := engine.Validate(); err != nil {
 		return usageErrorf("%v", err)
 	}
-	dep := serving.Deployment{Scenario: scen, Topology: topo, Options: opts, Engine: engine, Instances: f.instances, Router: router}
+	dep := serving.Deployment{Scenario: scen, Engine: engine, Instances: f.instances, Router: router}
 	s, err := serving.New(dep)
 	if err != nil {
 		// A deployment that does not fit in memory is a finding; any

@@ -1,0 +1,122 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// samplePerfDB is the sample of aiconfigurator's database the workspace
+// holds (shared/reference/perfdb/systems above the repository), found
+// from the package directory up; "" (or a skip with must) when absent.
+func samplePerfDB(t testing.TB, must bool) string {
+	t.Helper()
+	dir, err := filepath.Abs(".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 6; i++ {
+		p := filepath.Join(dir, "shared", "reference", "perfdb", "systems")
+		if st, err := os.Stat(p); err == nil && st.IsDir() {
+			return p
+		}
+		dir = filepath.Dir(dir)
+	}
+	if must {
+		t.Skip("sample perf database shared/reference/perfdb/systems not found above the package: skipping")
+	}
+	return ""
+}
+
+// TestPredictPerfDB: predict --perf-db on the seed scenario (Kimi-K2.5-
+// NVFP4, pcie-2s:8xrtx-pro-6000-server, TP 8, batch 1, graphs, LL, SYS,
+// bf16 KV). The band is the issue's: public runs decode 53-55 tok/s and
+// the seed report ~60, so 50-66. The NVFP4 caveat is about the priors of
+// the MoE GEMMs; priced from the MoE table it must be gone, and every
+// routed-expert op must say which table row priced it, in JSON and in
+// the op table.
+func TestPredictPerfDB(t *testing.T) {
+	db := samplePerfDB(t, true)
+	args := []string{"predict", "--model", "kimi-k2.5-nvfp4", "--topo", "pcie-2s:8xrtx-pro-6000-server", "--tp", "8", "--batch", "1",
+		"--kv-dtype", "bf16", "--nccl-proto", "LL", "--p2p-level", "SYS", "--perf-db", db}
+	code, out, errs := runCLI(t, append(args, "--output", "json")...)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	var pr struct {
+		TokensPerS  float64  `json:"tokens_per_s_per_request"`
+		CostSource  string   `json:"cost_source"`
+		MeasuredOps int      `json:"measured_ops"`
+		Caveats     []string `json:"caveats"`
+		Ops         []struct {
+			ID   string `json:"id"`
+			Name string `json:"name"`
+			Cost struct {
+				Source  string  `json:"source"`
+				PriorUs float64 `json:"prior_us"`
+			} `json:"cost"`
+		} `json:"ops"`
+	}
+	if err := json.Unmarshal([]byte(out), &pr); err != nil {
+		t.Fatal(err)
+	}
+	if pr.TokensPerS < 50 || pr.TokensPerS > 66 {
+		t.Errorf("%.1f tok/s per request, want 50-66 (public 53-55, seed ~60)", pr.TokensPerS)
+	}
+	if !strings.HasPrefix(pr.CostSource, "perfdb rtx_pro_6000_server/vllm/") || pr.MeasuredOps == 0 {
+		t.Errorf("cost source %q, %d measured ops", pr.CostSource, pr.MeasuredOps)
+	}
+	experts := 0
+	for _, op := range pr.Ops {
+		if strings.HasSuffix(op.ID, ".moe.experts_gate_up") {
+			experts++
+			if !strings.Contains(op.Cost.Source, "moe_perf [nvfp4") || !(op.Cost.PriorUs > 0) {
+				t.Errorf("%s: source %q, prior %.1f us", op.ID, op.Cost.Source, op.Cost.PriorUs)
+			}
+		}
+	}
+	if experts != 60 { // Kimi-K2.5: 61 layers, the first dense
+		t.Errorf("%d routed-expert ops, want 60", experts)
+	}
+	for _, c := range pr.Caveats {
+		if strings.Contains(c, "NVFP4") {
+			t.Errorf("NVFP4 caveat with the MoE priced from tables: %s", c)
+		}
+	}
+	code, out, errs = runCLI(t, args...)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	if !strings.Contains(out, "costs           perfdb rtx_pro_6000_server/vllm/") || !strings.Contains(out, "measured: perfdb rtx_pro_6000_server") {
+		t.Errorf("table lacks the cost source line or the per-op source:\n%s", out)
+	}
+	// Without the tables the same scenario keeps the caveat (the priors).
+	code, out, _ = runCLI(t, append(args[:len(args)-2], "--output", "json")...)
+	if code != 0 || !strings.Contains(out, "NVFP4 experts on SM12x") {
+		t.Errorf("priors only: exit %d, no NVFP4 caveat", code)
+	}
+}
+
+// TestPerfDBBadInput: the perf-DB flags are checked before any work, in
+// one line naming the flag.
+func TestPerfDBBadInput(t *testing.T) {
+	db := samplePerfDB(t, true)
+	cases := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"predict", "--perf-db", "/nonexistent/systems"}, "--perf-db /nonexistent/systems:"},
+		{[]string{"predict", "--perf-db", "perfdb_cli_test.go"}, "not a directory"},
+		{[]string{"predict", "--perf-db-system", "h200_sxm"}, "--perf-db-system h200_sxm: needs --perf-db"},
+		{[]string{"predict", "--perf-db", db, "--topo", "nvswitch:8xb200", "--perf-db-system", "rtx_pro_6000_server"}, "--perf-db-system rtx_pro_6000_server:"},
+		{[]string{"calibrate", "--nccl-tests", "x.txt", "-o", "out.json", "--perf-db", db}, "calibrate fits tpscope's own cost parameters"},
+	}
+	for _, tc := range cases {
+		code, out, errs := runCLI(t, tc.args...)
+		if code != 2 || out != "" || !strings.Contains(errs, tc.want) || strings.Count(strings.TrimSpace(errs), "\n") > 1 {
+			t.Errorf("%v: exit %d, stdout %q, stderr %q; want exit 2 and %q", tc.args, code, out, errs, tc.want)
+		}
+	}
+}
