@@ -10,6 +10,7 @@ import (
 	"github.com/tpscope/tpscope/model"
 	"github.com/tpscope/tpscope/topology"
 	"github.com/tpscope/tpscope/traces"
+	"github.com/tpscope/tpscope/traces/schema"
 )
 
 // TestCompareH200Fixtures runs compare on the traces the CUDA backend
@@ -189,4 +190,78 @@ func h200Box(t testing.TB) *topology.Topology {
 		t.Fatal(err)
 	}
 	return b
+}
+
+// TestCatalogH200Shard: Kimi-K2.5's TP-8 rank-0 shard, batch 8 and 32,
+// context 4096, CUDA graphs, run by the CUDA executor on one H200
+// (exec/cuda/testdata/h200/accept-runs.log: 2026-12-03, driver
+// 580.159.04, after the executor's MLA kernel reached 67 % of copy
+// bandwidth at batch 32) and priced on the catalog box
+// nvswitch:8xh200-sxm with no calibration. The band at batch 32 is the
+// issue's acceptance (20 %); batch 8 misses it (README "How accurate it
+// is": the executor's MLA kernel reaches 37 % of copy bandwidth at 8 x
+// 4096 tokens, where the prior prices a FlashMLA-class kernel), and the
+// test pins that gap at 30 % so a change that moves it updates the README.
+func TestCatalogH200Shard(t *testing.T) {
+	dir := filepath.Join("..", "exec", "cuda", "testdata", "h200")
+	for _, tc := range []struct {
+		file   string
+		bandPc float64
+	}{
+		{"h200-kimi-k2.5-tp8-rank0-graph-b8-catalog.otlp.jsonl.gz", 30},
+		{"h200-kimi-k2.5-tp8-rank0-graph-b32-catalog.otlp.jsonl.gz", 20},
+	} {
+		t.Run(tc.file, func(t *testing.T) {
+			res, err := traces.ReadAll(context.Background(), filepath.Join(dir, tc.file))
+			if err != nil {
+				t.Fatal(err)
+			}
+			rep, err := compare.Compare([]*traces.Result{res}, compare.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			sr := rep.Scenarios[0]
+			if sr.Scenario.Topo.Name != "nvswitch:8xh200-sxm" || sr.Steps != 6 {
+				t.Fatalf("box %s, %d steps; want the catalog box and 6 steps", sr.Scenario.Topo.Name, sr.Steps)
+			}
+			t.Logf("step predicted %.0f us, measured %.0f us (%+.1f %%)", sr.Step.PredictedUs, sr.Step.MedianUs, sr.Step.ErrPct)
+			for _, k := range sr.Kinds {
+				t.Logf("  %-12s predicted %8.1f us, measured %8.1f us (%+.1f %%)", k.Kind, k.PredictedUs, k.MedianUs, k.ErrPct)
+			}
+			if math.Abs(sr.Step.ErrPct) > tc.bandPc {
+				t.Errorf("step error %+.1f %%, want within %.0f %%", sr.Step.ErrPct, tc.bandPc)
+			}
+		})
+	}
+}
+
+// TestDPEPRunsTheScheduleRouting: the H200 run of Kimi-K2.5 at DP 8 + EP,
+// rank 0, batch 64 (accept-runs.log) ran on each routed-expert GEMM the
+// experts and rows of the schedule's routing shape: 64 tokens x top-8
+// over 384 experts is 512 routed rows, of which rank 0's 48 experts get
+// 512 x 48 / 384 = 64 rows, touching 48 x (1 - (1 - 1/48)^64) = 35.5
+// experts (model.MoEShape); run as round(35.5) = 36 experts of
+// ceil(64 / 36) = 2 rows each in one batched GEMM = 72 rows.
+func TestDPEPRunsTheScheduleRouting(t *testing.T) {
+	path := filepath.Join("..", "exec", "cuda", "testdata", "h200", "h200-kimi-k2.5-dp8-ep-rank0-graph-b64.otlp.jsonl.gz")
+	res, err := traces.ReadAll(context.Background(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for i := range res.Spans {
+		s := &res.Spans[i]
+		if s.OpKind != string(model.KindMoEGEMM) {
+			continue
+		}
+		n++
+		e, ok1 := s.Attr(string(schema.AttrMoEExperts))
+		r, ok2 := s.Attr(string(schema.AttrMoERows))
+		if !ok1 || !ok2 || e.AsInt() != 36 || r.AsInt() != 72 {
+			t.Fatalf("%s step %d: experts %v rows %v, want 36 and 72", s.OpID, s.Step, e, r)
+		}
+	}
+	if n != 3*60*2 { // 3 steps x 60 MoE layers x (gate_up, down)
+		t.Errorf("%d MoE GEMM spans, want 360", n)
+	}
 }
