@@ -39,9 +39,18 @@ type column struct {
 	ints     *[]int64
 	floats   *[]float64
 	strs     *[]string
+	// key: an integer key column whose every value must be >= min
+	// (commonCols.read checks it).
+	key bool
+	min int64
 }
 
 func intCol(name string, dst *[]int64) column { return column{name: name, kind: colInt, ints: dst} }
+
+// keyCol is an integer key column of values >= min.
+func keyCol(name string, dst *[]int64, min int64) column {
+	return column{name: name, kind: colInt, ints: dst, key: true, min: min}
+}
 func floatCol(name string, dst *[]float64) column {
 	return column{name: name, kind: colFloat, floats: dst}
 }

@@ -72,6 +72,28 @@ func (c *commonCols) check(path string, n int) (header, error) {
 	return h, nil
 }
 
+// read reads the common columns and cols of the table at path, checks
+// the common ones and every key column's minimum, and returns the row
+// count and the header.
+func (c *commonCols) read(path string, cols ...column) (int, header, error) {
+	n, err := readColumns(path, path, append(c.cols(), cols...))
+	if err != nil {
+		return 0, header{}, err
+	}
+	h, err := c.check(path, n)
+	if err != nil {
+		return 0, h, err
+	}
+	for _, col := range cols {
+		if col.key && *col.ints != nil {
+			if err := positive(path, col.name, *col.ints, col.min); err != nil {
+				return 0, h, err
+			}
+		}
+	}
+	return n, h, nil
+}
+
 // positive checks an integer key column: every value >= min.
 func positive(path, name string, v []int64, min int64) error {
 	for i, x := range v {
@@ -166,25 +188,12 @@ type GEMMTable struct {
 func loadGEMM(path string, spec *Spec) (*GEMMTable, error) {
 	t := &GEMMTable{}
 	var cc commonCols
-	var ms []float64
-	cols := append(cc.cols(), strCol("gemm_dtype", &t.Dtype), intCol("m", &t.M), intCol("n", &t.N), intCol("k", &t.K))
-	n, err := readColumns(path, path, cols)
+	n, h, err := cc.read(path, strCol("gemm_dtype", &t.Dtype), keyCol("m", &t.M, 1), keyCol("n", &t.N, 1), keyCol("k", &t.K, 1))
 	if err != nil {
 		return nil, err
 	}
-	if t.header, err = cc.check(path, n); err != nil {
-		return nil, err
-	}
-	for _, c := range []struct {
-		name string
-		v    []int64
-	}{{"m", t.M}, {"n", t.N}, {"k", t.K}} {
-		if err := positive(path, c.name, c.v, 1); err != nil {
-			return nil, err
-		}
-	}
-	ms, t.Kernel = cc.latency, cc.kernel
-	t.Us = scaleAll(ms, msToUs)
+	t.header, t.Kernel = h, cc.kernel
+	t.Us = scaleAll(cc.latency, msToUs)
 	pts := map[string][]gpoint{}
 	xs := make([]float64, 3*n)
 	for i := 0; i < n; i++ {
@@ -264,26 +273,14 @@ func (k MoEKey) String() string {
 func loadMoE(path string, spec *Spec) (*MoETable, error) {
 	t := &MoETable{}
 	var cc commonCols
-	cols := append(cc.cols(), strCol("moe_dtype", &t.Dtype), intCol("num_tokens", &t.Tokens),
-		intCol("hidden_size", &t.Hidden), intCol("inter_size", &t.Inter), intCol("topk", &t.TopK),
-		intCol("num_experts", &t.Experts), intCol("moe_tp_size", &t.TPSize), intCol("moe_ep_size", &t.EPSize),
+	n, h, err := cc.read(path, strCol("moe_dtype", &t.Dtype), keyCol("num_tokens", &t.Tokens, 1),
+		keyCol("hidden_size", &t.Hidden, 1), keyCol("inter_size", &t.Inter, 1), keyCol("topk", &t.TopK, 1),
+		keyCol("num_experts", &t.Experts, 1), keyCol("moe_tp_size", &t.TPSize, 1), keyCol("moe_ep_size", &t.EPSize, 1),
 		strCol("distribution", &t.Distribution))
-	n, err := readColumns(path, path, cols)
 	if err != nil {
 		return nil, err
 	}
-	if t.header, err = cc.check(path, n); err != nil {
-		return nil, err
-	}
-	for _, c := range []struct {
-		name string
-		v    []int64
-	}{{"num_tokens", t.Tokens}, {"hidden_size", t.Hidden}, {"inter_size", t.Inter}, {"topk", t.TopK},
-		{"num_experts", t.Experts}, {"moe_tp_size", t.TPSize}, {"moe_ep_size", t.EPSize}} {
-		if err := positive(path, c.name, c.v, 1); err != nil {
-			return nil, err
-		}
-	}
+	t.header = h
 	for i := 0; i < n; i++ {
 		if t.TopK[i] > t.Experts[i] || t.Experts[i]%t.EPSize[i] != 0 || t.Inter[i]%t.TPSize[i] != 0 {
 			return nil, &FileError{Path: path, Field: "columns topk, num_experts, moe_ep_size, inter_size, moe_tp_size", Row: i,
@@ -422,26 +419,13 @@ type MLAKey struct {
 func loadMLAModule(path string, phase Phase, spec *Spec) (*MLAModuleTable, error) {
 	t := &MLAModuleTable{Phase: phase}
 	var cc commonCols
-	cols := append(cc.cols(), strCol("model", &t.Model), strCol("architecture", &t.Arch), strCol("mla_dtype", &t.MLADtype),
-		strCol("kv_cache_dtype", &t.KVDtype), strCol("gemm_type", &t.GEMMType), intCol("num_heads", &t.Heads),
-		intCol("batch_size", &t.Batch), intCol("isl", &t.ISL), intCol("tp_size", &t.TPSize), intCol("step", &t.Step))
-	n, err := readColumns(path, path, cols)
+	n, h, err := cc.read(path, strCol("model", &t.Model), strCol("architecture", &t.Arch), strCol("mla_dtype", &t.MLADtype),
+		strCol("kv_cache_dtype", &t.KVDtype), strCol("gemm_type", &t.GEMMType), keyCol("num_heads", &t.Heads, 1),
+		keyCol("batch_size", &t.Batch, 1), keyCol("isl", &t.ISL, 1), keyCol("tp_size", &t.TPSize, 1), keyCol("step", &t.Step, 0))
 	if err != nil {
 		return nil, err
 	}
-	if t.header, err = cc.check(path, n); err != nil {
-		return nil, err
-	}
-	for _, c := range []struct {
-		name string
-		v    []int64
-		min  int64
-	}{{"num_heads", t.Heads, 1}, {"batch_size", t.Batch, 1}, {"isl", t.ISL, 1}, {"tp_size", t.TPSize, 1}, {"step", t.Step, 0}} {
-		if err := positive(path, c.name, c.v, c.min); err != nil {
-			return nil, err
-		}
-	}
-	t.Kernel = cc.kernel
+	t.header, t.Kernel = h, cc.kernel
 	t.Us = scaleAll(cc.latency, msToUs)
 	pts := map[MLAKey][]gpoint{}
 	for i := 0; i < n; i++ {
@@ -560,22 +544,12 @@ const (
 func loadMLABMM(path string, spec *Spec) (*MLABMMTable, error) {
 	t := &MLABMMTable{}
 	var cc commonCols
-	cols := append(cc.cols(), strCol("op_name", &t.OpName), strCol("bmm_dtype", &t.Dtype),
-		intCol("num_tokens", &t.Tokens), intCol("num_heads", &t.Heads))
-	n, err := readColumns(path, path, cols)
+	n, h, err := cc.read(path, strCol("op_name", &t.OpName), strCol("bmm_dtype", &t.Dtype),
+		keyCol("num_tokens", &t.Tokens, 1), keyCol("num_heads", &t.Heads, 1))
 	if err != nil {
 		return nil, err
 	}
-	if t.header, err = cc.check(path, n); err != nil {
-		return nil, err
-	}
-	if err := positive(path, "num_tokens", t.Tokens, 1); err != nil {
-		return nil, err
-	}
-	if err := positive(path, "num_heads", t.Heads, 1); err != nil {
-		return nil, err
-	}
-	t.Kernel = cc.kernel
+	t.header, t.Kernel = h, cc.kernel
 	t.Us = scaleAll(cc.latency, msToUs)
 	pts := map[[2]string][]gpoint{}
 	for i := 0; i < n; i++ {
@@ -639,31 +613,18 @@ type AttentionKey struct {
 func loadAttention(path string, phase Phase, spec *Spec) (*AttentionTable, error) {
 	t := &AttentionTable{Phase: phase}
 	var cc commonCols
-	cols := append(cc.cols(), strCol("attn_dtype", &t.AttnDtype), strCol("kv_cache_dtype", &t.KVDtype),
-		intCol("batch_size", &t.Batch), intCol("isl", &t.ISL), intCol("num_heads", &t.Heads),
-		intCol("num_key_value_heads", &t.KVHeads), intCol("head_dim", &t.HeadDim), intCol("step", &t.Step),
-		column{name: "window_size", kind: colInt, optional: true, ints: &t.Window})
-	n, err := readColumns(path, path, cols)
+	window := keyCol("window_size", &t.Window, 0)
+	window.optional = true
+	n, h, err := cc.read(path, strCol("attn_dtype", &t.AttnDtype), strCol("kv_cache_dtype", &t.KVDtype),
+		keyCol("batch_size", &t.Batch, 1), keyCol("isl", &t.ISL, 1), keyCol("num_heads", &t.Heads, 1),
+		keyCol("num_key_value_heads", &t.KVHeads, 1), keyCol("head_dim", &t.HeadDim, 1), keyCol("step", &t.Step, 0), window)
 	if err != nil {
-		return nil, err
-	}
-	if t.header, err = cc.check(path, n); err != nil {
 		return nil, err
 	}
 	if t.Window == nil {
 		t.Window = make([]int64, n)
 	}
-	for _, c := range []struct {
-		name string
-		v    []int64
-		min  int64
-	}{{"batch_size", t.Batch, 1}, {"isl", t.ISL, 1}, {"num_heads", t.Heads, 1}, {"num_key_value_heads", t.KVHeads, 1},
-		{"head_dim", t.HeadDim, 1}, {"step", t.Step, 0}, {"window_size", t.Window, 0}} {
-		if err := positive(path, c.name, c.v, c.min); err != nil {
-			return nil, err
-		}
-	}
-	t.Kernel = cc.kernel
+	t.header, t.Kernel = h, cc.kernel
 	t.Us = scaleAll(cc.latency, msToUs)
 	pts := map[AttentionKey][]gpoint{}
 	for i := 0; i < n; i++ {
@@ -745,21 +706,12 @@ type ncclKey struct {
 func loadNCCL(path string, spec *Spec) (*NCCLTable, error) {
 	t := &NCCLTable{}
 	var cc commonCols
-	cols := append(cc.cols(), strCol("op_name", &t.Op), strCol("nccl_dtype", &t.Dtype),
-		intCol("num_gpus", &t.GPUs), intCol("message_size", &t.MessageElems))
-	n, err := readColumns(path, path, cols)
+	n, h, err := cc.read(path, strCol("op_name", &t.Op), strCol("nccl_dtype", &t.Dtype),
+		keyCol("num_gpus", &t.GPUs, 2), keyCol("message_size", &t.MessageElems, 1))
 	if err != nil {
 		return nil, err
 	}
-	if t.header, err = cc.check(path, n); err != nil {
-		return nil, err
-	}
-	if err := positive(path, "num_gpus", t.GPUs, 2); err != nil {
-		return nil, err
-	}
-	if err := positive(path, "message_size", t.MessageElems, 1); err != nil {
-		return nil, err
-	}
+	t.header = h
 	t.Us = scaleAll(cc.latency, msToUs)
 	pts := map[ncclKey][]gpoint{}
 	for i := 0; i < n; i++ {
@@ -850,21 +802,12 @@ type customKey struct {
 func loadCustomAR(path string, spec *Spec) (*CustomARTable, error) {
 	t := &CustomARTable{}
 	var cc commonCols
-	cols := append(cc.cols(), strCol("allreduce_dtype", &t.Dtype), intCol("num_gpus", &t.GPUs),
-		intCol("message_size", &t.MessageElems), column{name: "backend", kind: colString, optional: true, strs: &t.Backend})
-	n, err := readColumns(path, path, cols)
+	n, h, err := cc.read(path, strCol("allreduce_dtype", &t.Dtype), keyCol("num_gpus", &t.GPUs, 2),
+		keyCol("message_size", &t.MessageElems, 1), column{name: "backend", kind: colString, optional: true, strs: &t.Backend})
 	if err != nil {
 		return nil, err
 	}
-	if t.header, err = cc.check(path, n); err != nil {
-		return nil, err
-	}
-	if err := positive(path, "num_gpus", t.GPUs, 2); err != nil {
-		return nil, err
-	}
-	if err := positive(path, "message_size", t.MessageElems, 1); err != nil {
-		return nil, err
-	}
+	t.header = h
 	t.Us = scaleAll(cc.latency, msToUs)
 	pts := map[customKey][]gpoint{}
 	for i := 0; i < n; i++ {

@@ -68,16 +68,8 @@ func (s *Simulator) SweepQPS(t Traffic, slo SLO, o SweepOptions) (*Sweep, error)
 	o.defaults()
 	sw := &Sweep{SLO: slo, Best: -1}
 	runAt := func(q float64) (bool, error) {
-		if len(sw.Runs) >= o.MaxRuns {
-			return false, fmt.Errorf("serving: sweep: %d runs without converging", o.MaxRuns)
-		}
 		t.QPS = q
-		res, err := s.Run(t, RunOptions{SLO: slo, TimelineWindows: o.TimelineWindows})
-		if err != nil {
-			return false, err
-		}
-		sw.Runs = append(sw.Runs, res)
-		return res.MeetsSLO, nil
+		return s.sweepRun(sw, t, slo, &o)
 	}
 	lo, hi := 0.0, 0.0 // lo meets, hi fails (0 = not found yet)
 	q := o.StartQPS
@@ -147,16 +139,8 @@ func (s *Simulator) SweepConcurrency(t Traffic, slo SLO, o SweepOptions) (*Sweep
 	o.defaults()
 	sw := &Sweep{SLO: slo, Best: -1}
 	runAt := func(n int) (bool, error) {
-		if len(sw.Runs) >= o.MaxRuns {
-			return false, fmt.Errorf("serving: sweep: %d runs without converging", o.MaxRuns)
-		}
 		t.Concurrency = n
-		res, err := s.Run(t, RunOptions{SLO: slo, TimelineWindows: o.TimelineWindows})
-		if err != nil {
-			return false, err
-		}
-		sw.Runs = append(sw.Runs, res)
-		return res.MeetsSLO, nil
+		return s.sweepRun(sw, t, slo, &o)
 	}
 	lo, hi := 0, 0
 	n := o.StartConcurrency
@@ -195,4 +179,18 @@ func (s *Simulator) SweepConcurrency(t Traffic, slo SLO, o SweepOptions) (*Sweep
 	}
 	sw.MaxConcurrency, sw.Bracket = lo, float64(hi)
 	return sw, nil
+}
+
+// sweepRun runs t once for a sweep, appends the result to sw.Runs and
+// says whether it met the SLO; a sweep that has used o.MaxRuns stops.
+func (s *Simulator) sweepRun(sw *Sweep, t Traffic, slo SLO, o *SweepOptions) (bool, error) {
+	if len(sw.Runs) >= o.MaxRuns {
+		return false, fmt.Errorf("serving: sweep: %d runs without converging", o.MaxRuns)
+	}
+	res, err := s.Run(t, RunOptions{SLO: slo, TimelineWindows: o.TimelineWindows})
+	if err != nil {
+		return false, err
+	}
+	sw.Runs = append(sw.Runs, res)
+	return res.MeetsSLO, nil
 }

@@ -3,7 +3,10 @@ package sim
 import (
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
+	"strings"
 
 	"github.com/tpscope/tpscope/model"
 )
@@ -519,4 +522,43 @@ func gainOf(base, v *Variant) Gain {
 		return Gain{}
 	}
 	return GainOf(base.StepUs, v.StepUs, base.TokensPerS, v.TokensPerS)
+}
+
+// String is the cell for people: "batch 8 x context 4096".
+func (c *SweepCell) String() string {
+	return fmt.Sprintf("batch %d x context %d", c.Batch, c.Context)
+}
+
+// String summarizes the sweep in one line: where the entry starts to pay
+// and to cost, its best cell, where only it fits, and the smallest paying
+// context per batch; "" for a nil sweep.
+func (sw *EntrySweep) String() string {
+	if sw == nil {
+		return ""
+	}
+	var parts []string
+	if sw.PaysFrom != nil {
+		parts = append(parts, fmt.Sprintf("pays from %s (%+.1f %%)", sw.PaysFrom, 100*sw.PaysFrom.GainFrac))
+	} else {
+		parts = append(parts, "never gains the threshold where both fit")
+	}
+	if sw.HurtsFrom != nil {
+		parts = append(parts, fmt.Sprintf("costs from %s (%+.1f %%)", sw.HurtsFrom, 100*sw.HurtsFrom.GainFrac))
+	}
+	if sw.MaxGain != nil {
+		parts = append(parts, fmt.Sprintf("best %+.1f %% at %s", 100*sw.MaxGain.GainFrac, sw.MaxGain))
+	}
+	if sw.FitsFrom != nil {
+		parts = append(parts, "only fits with it from "+sw.FitsFrom.String())
+	}
+	var m []string
+	for _, b := range slices.Sorted(maps.Keys(sw.MinContextByBatch)) {
+		if c := sw.MinContextByBatch[b]; c > 0 {
+			m = append(m, fmt.Sprintf("b%d:%d", b, c))
+		}
+	}
+	if len(m) > 0 {
+		parts = append(parts, "smallest paying context per batch "+strings.Join(m, " "))
+	}
+	return strings.Join(parts, "; ")
 }

@@ -52,6 +52,22 @@ type How struct {
 	Exec   string   `json:"exec,omitempty"`
 }
 
+// String is how to run the entry in one line: "env K=V ...; vLLM
+// --flag ...; tpscope run ...", "" when nothing is said.
+func (h How) String() string {
+	var parts []string
+	if len(h.Env) > 0 {
+		parts = append(parts, "env "+strings.Join(h.Env, " "))
+	}
+	if len(h.Engine) > 0 {
+		parts = append(parts, "vLLM "+strings.Join(h.Engine, " "))
+	}
+	if h.Exec != "" {
+		parts = append(parts, "tpscope "+h.Exec)
+	}
+	return strings.Join(parts, "; ")
+}
+
 // Entry is one optimization of the catalog.
 type Entry struct {
 	Name  string `json:"name"`

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -286,7 +285,7 @@ func writeAdviceTable(w io.Writer, adv *sim.Advice) error {
 	for i := range adv.Rows {
 		r := &adv.Rows[i]
 		fmt.Fprintf(w, "  %-22s %s: %s\n", r.Entry, r.Applicability.Status, r.Applicability.Reason)
-		if h := howString(r.How); h != "" {
+		if h := r.How.String(); h != "" {
 			fmt.Fprintf(w, "  %-22s how: %s\n", "", h)
 		}
 		if r.Error != "" {
@@ -296,7 +295,7 @@ func writeAdviceTable(w io.Writer, adv *sim.Advice) error {
 	if len(adv.Batches) > 0 {
 		fmt.Fprintf(w, "\nwhere it pays (sweep: batch %s x context %s; threshold %.0f %% of tokens/s)\n", joinInts(adv.Batches), joinInts(adv.Contexts), 100*adv.ThresholdFrac)
 		for i := range adv.Rows {
-			if s := paysString(&adv.Rows[i]); s != "" {
+			if s := adv.Rows[i].Sweep.String(); s != "" {
 				fmt.Fprintf(w, "  %-22s %s\n", adv.Rows[i].Entry, s)
 			}
 		}
@@ -411,70 +410,12 @@ func writeAdviceMarkdown(w io.Writer, adv *sim.Advice) error {
 	if len(adv.Batches) > 0 {
 		fmt.Fprintf(w, "\n### Where it pays (threshold %.0f %%)\n\n", 100*adv.ThresholdFrac)
 		for i := range adv.Rows {
-			if s := paysString(&adv.Rows[i]); s != "" {
+			if s := adv.Rows[i].Sweep.String(); s != "" {
 				fmt.Fprintf(w, "- **%s**: %s\n", adv.Rows[i].Entry, s)
 			}
 		}
 	}
 	return writeTransfer(w, adv, true)
-}
-
-func howString(h sim.How) string {
-	var parts []string
-	if len(h.Env) > 0 {
-		parts = append(parts, "env "+strings.Join(h.Env, " "))
-	}
-	if len(h.Engine) > 0 {
-		parts = append(parts, "vLLM "+strings.Join(h.Engine, " "))
-	}
-	if h.Exec != "" {
-		parts = append(parts, "tpscope "+h.Exec)
-	}
-	return strings.Join(parts, "; ")
-}
-
-func cellString(c *sim.SweepCell) string {
-	return fmt.Sprintf("batch %d x context %d", c.Batch, c.Context)
-}
-
-// paysString summarizes an entry's sweep in one line.
-func paysString(r *sim.AdviceRow) string {
-	sw := r.Sweep
-	if sw == nil {
-		return ""
-	}
-	var parts []string
-	if sw.PaysFrom != nil {
-		parts = append(parts, fmt.Sprintf("pays from %s (%+.1f %%)", cellString(sw.PaysFrom), 100*sw.PaysFrom.GainFrac))
-	} else {
-		parts = append(parts, "never gains the threshold where both fit")
-	}
-	if sw.HurtsFrom != nil {
-		parts = append(parts, fmt.Sprintf("costs from %s (%+.1f %%)", cellString(sw.HurtsFrom), 100*sw.HurtsFrom.GainFrac))
-	}
-	if sw.MaxGain != nil {
-		parts = append(parts, fmt.Sprintf("best %+.1f %% at %s", 100*sw.MaxGain.GainFrac, cellString(sw.MaxGain)))
-	}
-	if sw.FitsFrom != nil {
-		parts = append(parts, fmt.Sprintf("only fits with it from %s", cellString(sw.FitsFrom)))
-	}
-	if len(sw.MinContextByBatch) > 0 {
-		var bs []int
-		for b := range sw.MinContextByBatch {
-			bs = append(bs, b)
-		}
-		sort.Ints(bs)
-		var m []string
-		for _, b := range bs {
-			if c := sw.MinContextByBatch[b]; c > 0 {
-				m = append(m, fmt.Sprintf("b%d:%d", b, c))
-			}
-		}
-		if len(m) > 0 {
-			parts = append(parts, "smallest paying context per batch "+strings.Join(m, " "))
-		}
-	}
-	return strings.Join(parts, "; ")
 }
 
 // writeAdvisePlot draws the speedup of every predicted entry as horizontal

@@ -16,6 +16,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/tpscope/tpscope/internal/units"
+
 	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/pflag"
 
@@ -169,7 +171,7 @@ func (m *measureFlags) run(coll model.Collective, ranks int, sizes []int64, no s
 		}
 		if est, err := me.EstimateMemory(s, nil); err == nil && est.NeedBytes > est.FreeBytes {
 			return nil, nil, usageErrorf("the %s backend would allocate %s of %s for %d x %s of %s over %d ranks; %s available: use fewer --iters or smaller --sizes",
-				b.Name(), fmtBytes(float64(est.NeedBytes)), est.Where, m.iters, coll, fmtSizes(sizes), ranks, fmtBytes(float64(est.FreeBytes)))
+				b.Name(), units.Bytes(float64(est.NeedBytes)), est.Where, m.iters, coll, fmtSizes(sizes), ranks, units.Bytes(float64(est.FreeBytes)))
 		}
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)

@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"text/tabwriter"
 
+	"github.com/tpscope/tpscope/internal/units"
+
 	"github.com/spf13/pflag"
 	"github.com/tpscope/tpscope/model"
 	"github.com/tpscope/tpscope/sim"
@@ -138,22 +140,22 @@ func showModel(sc *scenarioFlags, mem *memFlags, out string, w io.Writer) error 
 	if d.IndexHeads > 0 {
 		fmt.Fprintf(tw, "dsa indexer\t%d heads x %d, top-%d tokens\n", d.IndexHeads, d.IndexHeadDim, d.IndexTopK)
 	}
-	fmt.Fprintf(tw, "params\t%s total, %s active per token, %s MTP\n", fmtCount(s.ParamsTotal), fmtCount(s.ParamsActive), fmtCount(s.ParamsMTP))
+	fmt.Fprintf(tw, "params\t%s total, %s active per token, %s MTP\n", units.Count(s.ParamsTotal), units.Count(s.ParamsActive), units.Count(s.ParamsMTP))
 	fmt.Fprintf(tw, "quantization\t%s, KV cache %s\n", s.Quant["method"], s.Quant["kv_cache"])
 	fmt.Fprintln(tw, "\ncomponent\tdtype\tplacement\tbytes/GPU")
 	for _, c := range s.WeightComponents {
 		if c.Bytes == 0 {
 			continue
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", c.Component, c.Dtype, c.Placement, fmtBytes(c.Bytes))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", c.Component, c.Dtype, c.Placement, units.Bytes(c.Bytes))
 	}
-	fmt.Fprintf(tw, "weights\t\t\t%s\n", fmtBytes(s.WeightBytesPerGPU))
-	fmt.Fprintf(tw, "\nGPU memory\t%s x %.2f utilization\n", fmtBytes(s.GPUMemBytes), s.GPUMemUtilFrac)
-	fmt.Fprintf(tw, "activations (estimate)\t%s\n", fmtBytes(s.ActivationBytes))
+	fmt.Fprintf(tw, "weights\t\t\t%s\n", units.Bytes(s.WeightBytesPerGPU))
+	fmt.Fprintf(tw, "\nGPU memory\t%s x %.2f utilization\n", units.Bytes(s.GPUMemBytes), s.GPUMemUtilFrac)
+	fmt.Fprintf(tw, "activations (estimate)\t%s\n", units.Bytes(s.ActivationBytes))
 	if s.WeightsShortBytes > 0 {
-		fmt.Fprintf(tw, "KV cache\tnone: weights + activations exceed the budget by %s\n", fmtBytes(s.WeightsShortBytes))
+		fmt.Fprintf(tw, "KV cache\tnone: weights + activations exceed the budget by %s\n", units.Bytes(s.WeightsShortBytes))
 	} else {
-		fmt.Fprintf(tw, "KV cache per GPU\t%s\n", fmtBytes(s.KVCacheBytes))
+		fmt.Fprintf(tw, "KV cache per GPU\t%s\n", units.Bytes(s.KVCacheBytes))
 	}
 	fmt.Fprintln(tw, "\nKV dtype\tbytes/token/GPU\tcapacity tokens")
 	for _, kd := range model.KVDtypes {
@@ -200,7 +202,7 @@ func listModels(out string, w io.Writer) error {
 			name += " (default)"
 		}
 		cells = append(cells, []string{name, r.ModelType, strconv.Itoa(r.Layers), strconv.Itoa(r.Experts),
-			fmtCount(r.ParamsTotal), fmtCount(r.ParamsActive), r.RoutedExperts, r.KVCache})
+			units.Count(r.ParamsTotal), units.Count(r.ParamsActive), r.RoutedExperts, r.KVCache})
 	}
 	if out == formatCSV {
 		header[4], header[5] = "params_total", "params_active"

@@ -14,6 +14,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/tpscope/tpscope/internal/units"
+
 	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/pflag"
 
@@ -273,7 +275,7 @@ func checkRunMemory(b exec.Backend, sc sim.Scenario, sched *model.Schedule, loca
 			break
 		}
 		if e, err := me.EstimateMemory(ss, local); err == nil && e.NeedBytes <= est.FreeBytes*8/10 {
-			way = fmt.Sprintf("--scale %g (about %s), ", f, fmtBytes(float64(e.NeedBytes)))
+			way = fmt.Sprintf("--scale %g (about %s), ", f, units.Bytes(float64(e.NeedBytes)))
 			break
 		}
 	}
@@ -281,7 +283,7 @@ func checkRunMemory(b exec.Backend, sc sim.Scenario, sched *model.Schedule, loca
 		way += "one rank's shard (--local-ranks 0), "
 	}
 	return usageErrorf("the %s backend would allocate at least %s of %s for %s %s (%d ranks here); %s available: run %sor a smaller model (--model tiny-mla-moe)",
-		b.Name(), fmtBytes(float64(est.NeedBytes)), est.Where, sc.Arch.Name, sched.Plan, ranks, fmtBytes(float64(est.FreeBytes)), way)
+		b.Name(), units.Bytes(float64(est.NeedBytes)), est.Where, sc.Arch.Name, sched.Plan, ranks, units.Bytes(float64(est.FreeBytes)), way)
 }
 
 // writeRun prints the run's summary (and comparison) in the output format.

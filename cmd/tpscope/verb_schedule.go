@@ -7,6 +7,8 @@ import (
 	"io"
 	"strconv"
 
+	"github.com/tpscope/tpscope/internal/units"
+
 	"github.com/spf13/pflag"
 	"github.com/tpscope/tpscope/model"
 	"github.com/tpscope/tpscope/sim"
@@ -162,11 +164,11 @@ func printSchedule(s *model.Schedule, rank int, out string, w io.Writer) error {
 			comm = fmt.Sprintf("%s %d B over %d", op.Collective, op.CommBytes, len(op.Group))
 		}
 		rows = append(rows, []string{strconv.Itoa(op.Rank), op.ID, string(op.Kind), shape, dt,
-			fmtCount(op.FLOPs), fmtBytes(op.Bytes()), fmtBytes(op.WeightBytes), fmtBytes(op.KVBytes), comm})
+			units.Count(op.FLOPs), units.Bytes(op.Bytes()), units.Bytes(op.WeightBytes), units.Bytes(op.KVBytes), comm})
 	}
 	t := s.Totals(rank)
-	rows = append(rows, []string{"total", fmt.Sprintf("%d ops", t.Ops), "", "", "", fmtCount(t.FLOPs), fmtBytes(t.Bytes),
-		fmtBytes(t.WeightBytes), fmtBytes(t.KVBytes), fmt.Sprintf("%d collectives, %s", t.Collectives, fmtBytes(float64(t.CommBytes)))})
+	rows = append(rows, []string{"total", fmt.Sprintf("%d ops", t.Ops), "", "", "", units.Count(t.FLOPs), units.Bytes(t.Bytes),
+		units.Bytes(t.WeightBytes), units.Bytes(t.KVBytes), fmt.Sprintf("%d collectives, %s", t.Collectives, units.Bytes(float64(t.CommBytes)))})
 	title := fmt.Sprintf("%s  %s  %s  (%d ranks)", s.Model, s.Plan.String(), s.Workload.String(), len(s.Ranks))
 	return writeTable(w, title, "", []string{"rank", "id", "kind", "shape", "dtype", "flops", "bytes", "weights", "kv", "comm"}, rows, out == formatMarkdown)
 }

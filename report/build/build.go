@@ -379,7 +379,7 @@ func adviceSections(a *sim.Advice) []report.Section {
 			if r.Error != "" {
 				why += "; not predicted: " + r.Error
 			}
-			t.Rows = append(t.Rows, report.Row{Cells: []string{r.Entry, string(r.Applicability.Status), state, "-", "-", "-", "-", "-", "-", "-", why, howString(r.How), ""}, Tone: "warn"})
+			t.Rows = append(t.Rows, report.Row{Cells: []string{r.Entry, string(r.Applicability.Status), state, "-", "-", "-", "-", "-", "-", "-", why, r.How.String(), ""}, Tone: "warn"})
 			continue
 		}
 		c := r.Change
@@ -396,7 +396,7 @@ func adviceSections(a *sim.Advice) []report.Section {
 		}
 		t.Rows = append(t.Rows, report.Row{Cells: []string{r.Entry, string(r.Applicability.Status), state, fmt.Sprintf("%.2f", r.With.StepUs/1e3),
 			fmt.Sprintf("x%.3f", r.Gain.Speedup()), fmt.Sprintf("%.1f", r.With.TokensPerS), fmt.Sprintf("%+.0f", c.ComputeUs), fmt.Sprintf("%+.0f", c.CommUs),
-			fmt.Sprintf("%+.0f", c.LaunchUs), kv, why, howString(r.How), paysString(r)}, Tone: tone})
+			fmt.Sprintf("%+.0f", c.LaunchUs), kv, why, r.How.String(), r.Sweep.String()}, Tone: tone})
 		if r.Gain.Speedup() > 0 {
 			bars.Rows = append(bars.Rows, report.BarRow{Label: r.Entry, Values: []report.BarValue{{V: r.Gain.Speedup()}}, Note: fmt.Sprintf("%+.1f %%", 100*(r.Gain.Speedup()-1))})
 		}
@@ -423,44 +423,6 @@ func adviceSections(a *sim.Advice) []report.Section {
 		secs = append(secs, report.Section{Title: "Do the baseline's settings transfer to other models?", Table: tt})
 	}
 	return secs
-}
-
-func howString(h sim.How) string {
-	var parts []string
-	if len(h.Env) > 0 {
-		parts = append(parts, "env "+strings.Join(h.Env, " "))
-	}
-	if len(h.Engine) > 0 {
-		parts = append(parts, "vLLM "+strings.Join(h.Engine, " "))
-	}
-	if h.Exec != "" {
-		parts = append(parts, "tpscope "+h.Exec)
-	}
-	return strings.Join(parts, "; ")
-}
-
-func paysString(r *sim.AdviceRow) string {
-	sw := r.Sweep
-	if sw == nil {
-		return ""
-	}
-	cell := func(c *sim.SweepCell) string { return fmt.Sprintf("batch %d x context %d", c.Batch, c.Context) }
-	var parts []string
-	if sw.PaysFrom != nil {
-		parts = append(parts, fmt.Sprintf("pays from %s (%+.1f %%)", cell(sw.PaysFrom), 100*sw.PaysFrom.GainFrac))
-	} else {
-		parts = append(parts, "never gains the threshold where both fit")
-	}
-	if sw.HurtsFrom != nil {
-		parts = append(parts, fmt.Sprintf("costs from %s (%+.1f %%)", cell(sw.HurtsFrom), 100*sw.HurtsFrom.GainFrac))
-	}
-	if sw.MaxGain != nil {
-		parts = append(parts, fmt.Sprintf("best %+.1f %% at %s", 100*sw.MaxGain.GainFrac, cell(sw.MaxGain)))
-	}
-	if sw.FitsFrom != nil {
-		parts = append(parts, "only fits with it from "+cell(sw.FitsFrom))
-	}
-	return strings.Join(parts, "; ")
 }
 
 // modelName is the scenario's model: the architecture's name, or its

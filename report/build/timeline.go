@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/tpscope/tpscope/internal/units"
+
 	"github.com/tpscope/tpscope/compare"
 	"github.com/tpscope/tpscope/internal/stats"
 	"github.com/tpscope/tpscope/model"
@@ -463,15 +465,15 @@ func opFields(op *sim.OpResult, compared bool, u *compare.Unit, row *compare.OpR
 	add("released by", "%s", op.WaitedOn)
 	add("bound", "%s", op.Bound)
 	if op.FLOPs > 0 {
-		add("FLOPs", "%s", fmtCount(op.FLOPs))
+		add("FLOPs", "%s", units.Count(op.FLOPs))
 	}
 	if op.Bytes > 0 {
-		add("bytes", "%s", fmtBytes(op.Bytes))
+		add("bytes", "%s", units.Bytes(op.Bytes))
 	}
 	c := &op.Cost
 	if op.Kind == model.KindCollective {
 		if op.CommBytes > 0 {
-			add("message", "%s per rank", fmtBytes(float64(op.CommBytes)))
+			add("message", "%s per rank", units.Bytes(float64(op.CommBytes)))
 		}
 		if c.Algo != "" || c.Proto != "" {
 			add("algorithm", "%s %s", c.Algo, c.Proto)
@@ -519,9 +521,9 @@ func opFields(op *sim.OpResult, compared bool, u *compare.Unit, row *compare.OpR
 func costLine(op *sim.OpResult) string {
 	c := &op.Cost
 	if op.Kind == model.KindCollective {
-		return fmt.Sprintf("%s, %s %s, latency %.1f us + link %.1f us", fmtBytes(float64(op.CommBytes)), c.Algo, c.Proto, c.LatencyUs, c.LinkUs)
+		return fmt.Sprintf("%s, %s %s, latency %.1f us + link %.1f us", units.Bytes(float64(op.CommBytes)), c.Algo, c.Proto, c.LatencyUs, c.LinkUs)
 	}
-	return fmt.Sprintf("%s FLOP, %s; compute %.1f us, memory %.1f us", fmtCount(op.FLOPs), fmtBytes(op.Bytes), c.ComputeUs, c.MemoryUs)
+	return fmt.Sprintf("%s FLOP, %s; compute %.1f us, memory %.1f us", units.Count(op.FLOPs), units.Bytes(op.Bytes), c.ComputeUs, c.MemoryUs)
 }
 
 // layerLabel names an op's layer ("L07") or, outside the decoder layers,
@@ -636,34 +638,6 @@ func layerBars(pr *sim.Prediction, al *compare.Alignment) (b *report.Bars, measu
 		b.Rows = append(b.Rows, row)
 	}
 	return b, measured
-}
-
-// fmtBytes renders bytes in decimal units.
-func fmtBytes(b float64) string {
-	switch {
-	case b >= 1e9:
-		return fmt.Sprintf("%.2f GB", b/1e9)
-	case b >= 1e6:
-		return fmt.Sprintf("%.2f MB", b/1e6)
-	case b >= 1e3:
-		return fmt.Sprintf("%.1f kB", b/1e3)
-	}
-	return fmt.Sprintf("%.0f B", b)
-}
-
-// fmtCount renders a count with an SI suffix.
-func fmtCount(n float64) string {
-	switch {
-	case n >= 1e12:
-		return fmt.Sprintf("%.3fT", n/1e12)
-	case n >= 1e9:
-		return fmt.Sprintf("%.2fG", n/1e9)
-	case n >= 1e6:
-		return fmt.Sprintf("%.2fM", n/1e6)
-	case n >= 1e3:
-		return fmt.Sprintf("%.1fk", n/1e3)
-	}
-	return fmt.Sprintf("%.0f", n)
 }
 
 // spread is a bar with its p10-p90 whisker; interpolated quantiles of equal

@@ -1,9 +1,12 @@
-package main
+// Package units renders quantities for people with their unit in the
+// text: bytes in decimal units (GB = 1e9 B, as GPU vendors and NCCL state
+// sizes) and counts with SI suffixes (parameters, FLOPs).
+package units
 
 import "fmt"
 
-// fmtBytes renders bytes in decimal units with the unit in the text.
-func fmtBytes(b float64) string {
+// Bytes renders b bytes: "1.50 GB", "12.3 kB", "512 B".
+func Bytes(b float64) string {
 	switch {
 	case b >= 1e9:
 		return fmt.Sprintf("%.2f GB", b/1e9)
@@ -15,8 +18,8 @@ func fmtBytes(b float64) string {
 	return fmt.Sprintf("%.0f B", b)
 }
 
-// fmtCount renders a count with an SI suffix (params, FLOPs).
-func fmtCount(n float64) string {
+// Count renders a count: "1.027T", "61.50G", "3.2k".
+func Count(n float64) string {
 	switch {
 	case n >= 1e12:
 		return fmt.Sprintf("%.3fT", n/1e12)
