@@ -188,8 +188,8 @@ func (v Value) String() string {
 
 // Skip records something a reader left out and why.
 type Skip struct {
-	Where  string // file/byte offset, trace or span ID, or event index
-	Reason string
+	Where  string `json:"where"` // file/byte offset, trace or span ID, or event index
+	Reason string `json:"reason"`
 }
 
 func (s Skip) String() string { return s.Where + ": " + s.Reason }

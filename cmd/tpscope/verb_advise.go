@@ -336,8 +336,11 @@ func adviceAnswers(adv *sim.Advice) []string {
 			g = -g // the baseline has it: the row is its removal's opposite
 		}
 		verb := "does not speed decode here"
-		if g >= 100*adv.ThresholdFrac {
+		switch {
+		case g >= 100*adv.ThresholdFrac:
 			verb = "speeds decode here"
+		case g > 0:
+			verb = fmt.Sprintf("below the %.0f %% threshold here", 100*adv.ThresholdFrac)
 		}
 		line := fmt.Sprintf("FP8 KV cache: %+.1f %% tokens/s at %s (%s), x%.2f KV capacity", g, adv.Workload, verb, r.Change.KVCapacityFrac)
 		if sw := r.Sweep; sw != nil && sw.PaysFrom != nil {

@@ -6,7 +6,6 @@ import (
 	"io"
 	"math"
 	"strconv"
-	"strings"
 
 	"github.com/spf13/pflag"
 
@@ -37,7 +36,7 @@ it) beside the prediction. -o FILE writes the measurement as nccl-tests output, 
 collective (nccl-tests itself, or scripts/gpu-collectives-torch.py) beside it.`,
 		Example: "tpscope collective --topo rtxpro6000-2s --op allreduce --ranks 8 --sizes 512:512M\ntpscope collective --topo h200-nvswitch --op allgather --sizes 1K:1G --output json\ntpscope collective --op allreduce --sizes 8K:1M --p2p-level SYS --custom-ar oneshot\ntpscope collective --measure --backend cuda --topo h200-nvswitch --ranks 8 --op allreduce --sizes 512:512M -o all_reduce_perf.txt --reference torch-all_reduce_perf.txt\ntpscope collective --measure --backend cpu --ranks 4 --op allgather --sizes 512:1M --iters 3 -o all_gather_perf.txt",
 		Flags: func(fs *pflag.FlagSet) func([]string, io.Writer, io.Writer) error {
-			topo := fs.String("topo", topology.DefaultPreset, "topology preset ("+strings.Join(topology.PresetNames(), ", ")+") or JSON file")
+			topo := fs.String("topo", topology.DefaultPreset, topoHelp)
 			op := fs.String("op", "allreduce", "collective: allreduce, allgather, reducescatter, alltoall")
 			ranks := fs.Int("ranks", 0, "ranks taking part: the first N GPUs (0 = all)")
 			sizes := fs.String("sizes", "512:512M", "sizes MIN:MAX (doubling, K/M/G = 1024 multiples) or one size")
