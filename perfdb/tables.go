@@ -27,6 +27,19 @@ func (r *Result) Describe() string {
 	return b.String()
 }
 
+// lookup prices the point q of grid g; ok false where g is nil (no
+// such table key) or the point is not measured.
+func (g *grid) lookup(q ...float64) (Result, bool) {
+	if g == nil {
+		return Result{}, false
+	}
+	us, row, lk, ok := g.at(q)
+	if !ok || math.IsNaN(us) {
+		return Result{}, false
+	}
+	return resultOf(us, row, lk), true
+}
+
 func resultOf(us float64, row int32, lk lookup) Result {
 	return Result{Us: us, How: lk.how, Row: int(row), lk: lk}
 }
@@ -223,15 +236,7 @@ func (t *GEMMTable) Dtypes() []string { return sortedKeys(t.grids) }
 // fp8_block, nvfp4) and shape m x n x k. ok is false when the table has
 // no such dtype.
 func (t *GEMMTable) Lookup(dtype string, m, n, k float64) (Result, bool) {
-	g := t.grids[dtype]
-	if g == nil {
-		return Result{}, false
-	}
-	us, row, lk, ok := g.at([]float64{n, k, m})
-	if !ok {
-		return Result{}, false
-	}
-	return resultOf(us, row, lk), true
+	return t.grids[dtype].lookup(n, k, m)
 }
 
 // ----------------------------------------------------------------- MoE
@@ -336,15 +341,7 @@ func (t *MoETable) Keys() []MoEKey {
 // Lookup prices the routed experts of configuration k for tokens tokens.
 // ok is false when the table did not measure the configuration.
 func (t *MoETable) Lookup(k MoEKey, tokens float64) (Result, bool) {
-	g := t.grids[k]
-	if g == nil {
-		return Result{}, false
-	}
-	us, row, lk, ok := g.at([]float64{tokens})
-	if !ok {
-		return Result{}, false
-	}
-	return resultOf(us, row, lk), true
+	return t.grids[k].lookup(tokens)
 }
 
 // --------------------------------------------------------- MLA module
@@ -508,15 +505,7 @@ func (t *MLAModuleTable) Keys() []MLAKey {
 // batch sequences at step (generation: tokens attended incl. the new
 // one; context: prompt length). ok false: not measured.
 func (t *MLAModuleTable) Lookup(k MLAKey, heads, batch, step float64) (Result, bool) {
-	g := t.grids[k]
-	if g == nil {
-		return Result{}, false
-	}
-	us, row, lk, ok := g.at([]float64{heads, batch, step})
-	if !ok || math.IsNaN(us) {
-		return Result{}, false
-	}
-	return resultOf(us, row, lk), true
+	return t.grids[k].lookup(heads, batch, step)
 }
 
 // ------------------------------------------------------------- MLA BMM
@@ -575,15 +564,7 @@ func loadMLABMM(path string, spec *Spec) (*MLABMMTable, error) {
 // Lookup prices op (mla_gen_pre or mla_gen_post) in dtype for heads
 // local heads and tokens tokens.
 func (t *MLABMMTable) Lookup(op, dtype string, heads, tokens float64) (Result, bool) {
-	g := t.grids[[2]string{op, dtype}]
-	if g == nil {
-		return Result{}, false
-	}
-	us, row, lk, ok := g.at([]float64{heads, tokens})
-	if !ok {
-		return Result{}, false
-	}
-	return resultOf(us, row, lk), true
+	return t.grids[[2]string{op, dtype}].lookup(heads, tokens)
 }
 
 // ----------------------------------------------------------- attention
@@ -659,15 +640,7 @@ func loadAttention(path string, phase Phase, spec *Spec) (*AttentionTable, error
 // Lookup prices attention of configuration k for batch sequences at
 // step (generation) or isl (context).
 func (t *AttentionTable) Lookup(k AttentionKey, batch, step float64) (Result, bool) {
-	g := t.grids[k]
-	if g == nil {
-		return Result{}, false
-	}
-	us, row, lk, ok := g.at([]float64{batch, step})
-	if !ok {
-		return Result{}, false
-	}
-	return resultOf(us, row, lk), true
+	return t.grids[k].lookup(batch, step)
 }
 
 // ---------------------------------------------------------------- NCCL
@@ -768,15 +741,7 @@ func (t *NCCLTable) GPUCounts(op CollectiveOp) []int64 {
 // 16-bit rows (the element type of tpscope's collectives; an all-to-all
 // or all-gather moves bytes whatever their type).
 func (t *NCCLTable) Lookup(op CollectiveOp, gpus int, bytes float64) (Result, bool) {
-	g := t.grids[ncclKey{op, "half", int64(gpus)}]
-	if g == nil {
-		return Result{}, false
-	}
-	us, row, lk, ok := g.at([]float64{bytes})
-	if !ok {
-		return Result{}, false
-	}
-	return resultOf(us, row, lk), true
+	return t.grids[ncclKey{op, "half", int64(gpus)}].lookup(bytes)
 }
 
 // ------------------------------------------------------ custom all-reduce
@@ -829,15 +794,7 @@ func loadCustomAR(path string, spec *Spec) (*CustomARTable, error) {
 // Lookup prices the engine's all-reduce on gpus GPUs of bytes, captured
 // in a CUDA graph (graph true) or eager.
 func (t *CustomARTable) Lookup(gpus int, bytes float64, graph bool) (Result, bool) {
-	g := t.grids[customKey{int64(gpus), graph}]
-	if g == nil {
-		return Result{}, false
-	}
-	us, row, lk, ok := g.at([]float64{bytes})
-	if !ok {
-		return Result{}, false
-	}
-	return resultOf(us, row, lk), true
+	return t.grids[customKey{int64(gpus), graph}].lookup(bytes)
 }
 
 func scaleAll(v []float64, f float64) []float64 {
