@@ -473,7 +473,8 @@ func (r *Rank) checkTC(fwd string, fp8 bool) error {
 	}
 	{
 		chunk := 64 // two splits: 64 + 36 tokens
-		k1 := r.launchArgs(r.fns[fwd], [3]uint32{S, 1, T}, [3]uint32{mlaThreads, 1, 1}, uint32(MLAFwdSmem(fwd)),
+		rows := MLAFwdRows(fwd)
+		k1 := r.launchArgs(r.fns[fwd], [3]uint32{S, uint32((H + rows - 1) / rows), T}, [3]uint32{mlaThreads, 1, 1}, uint32(MLAFwdSmem(fwd)),
 			ptr(q), ptr(kv), ptr(out[0]), ptr(part), ptr(lse), ptr(sem), 0, i32(T), i32(H), i32(ctx), i32(1), i32(chunk), f32(scale), f32(1), i32(1))
 		k2 := r.launchArgs(r.fns["mla_decode_"+kvs+"_h16"], [3]uint32{1, 1, T}, [3]uint32{mlaThreads, 1, 1}, uint32(mlaSmem(16, dqk)),
 			ptr(q), ptr(kv), ptr(part), ptr(lse), i32(T), i32(H), i32(ctx), i32(1), i32(ctx), f32(scale), i32(dqk), i32(dlat))

@@ -3,6 +3,7 @@ package cuda
 import (
 	"fmt"
 	"math"
+	"strconv"
 	"strings"
 
 	"github.com/tpscope/tpscope/exec/cuda/internal/cublas"
@@ -480,7 +481,9 @@ type MLAShape struct {
 // number of pipeline stages (s2 fits two blocks on an SM); fp8c widens the
 // cache with sm_89's conversion instruction, fp8 by bit moves.
 var (
-	MLAFwdKernels   = []string{"mla_fwd_bf16_s2", "mla_fwd_bf16_s4", "mla_fwd_fp8_s2", "mla_fwd_fp8c_s2", "mla_fwd_fp8c_s4"}
+	MLAFwdKernels = []string{"mla_fwd_bf16_s2", "mla_fwd_bf16_s4", "mla_fwd_fp8_s2", "mla_fwd_fp8c_s2", "mla_fwd_fp8c_s4",
+		"mla_tc_bf16_r8_t64_s2", "mla_tc_bf16_r16_t64_s2", "mla_tc_bf16_r8_t32_s2", "mla_tc_bf16_r8_t32_s4",
+		"mla_tc_fp8_r8_t64_s3", "mla_tc_fp8_r16_t64_s3", "mla_tc_fp8_r8_t64_s2", "mla_tc_fp8_r8_t32_s4"}
 	mlaFwdPreferred = map[bool][]string{false: {"mla_fwd_bf16_s2"}, true: {"mla_fwd_fp8c_s2", "mla_fwd_fp8_s2"}}
 )
 
@@ -488,18 +491,83 @@ var (
 // dtype.
 func MLAFwdKernel(fp8 bool) string { return mlaFwdPreferred[fp8][0] }
 
-// MLAFwdSmem is the dynamic shared memory of a tensor-core MLA kernel
-// (kernels.cu's layout): Q (16 rows) and the stages of 32-token tiles, rows
-// padded by 16 bytes (fp8: raw tiles of 592-byte rows and one widened
-// 16-bit tile), the scores (two halves), P and three per-row scalars.
-func MLAFwdSmem(kernel string) int {
-	stages := int(kernel[len(kernel)-1] - '0')
-	fp8 := strings.Contains(kernel, "fp8")
-	const q, tile, raw, extra = 16 * (latentDim + 8) * 2, mlaTile * (latentDim + 8) * 2, mlaTile * (latentDim + 16), 2*16*mlaTile*4 + 16*(mlaTile+8)*2 + 3*16*4
-	if fp8 {
-		return q + stages*raw + tile + extra
+// mlaFwdVariant is a tensor-core MLA kernel's geometry, read from its
+// name: mla_fwd_{bf16,fp8,fp8c}_s<stages> (16 query rows per block,
+// 32-token tiles) or mla_tc_{bf16,fp8}_r<rows>_t<tile>_s<stages> (heads as
+// the MMA's N).
+type mlaFwdVariant struct {
+	tc                 bool
+	fp8                bool
+	rows, tile, stages int
+}
+
+func parseMLAFwd(kernel string) (mlaFwdVariant, error) {
+	v := mlaFwdVariant{rows: 16, tile: mlaTile}
+	f := strings.Split(kernel, "_")
+	bad := fmt.Errorf("tensor-core MLA kernel %q: want mla_fwd_<kv>_s<N> or mla_tc_<kv>_r<R>_t<T>_s<N>", kernel)
+	if len(f) < 4 || f[0] != "mla" || (f[1] != "fwd" && f[1] != "tc") {
+		return v, bad
 	}
-	return q + stages*tile + extra
+	v.tc = f[1] == "tc"
+	v.fp8 = strings.HasPrefix(f[2], "fp8")
+	for _, x := range f[3:] {
+		n, err := strconv.Atoi(x[1:])
+		if err != nil || n < 1 {
+			return v, bad
+		}
+		switch x[0] {
+		case 'r':
+			v.rows = n
+		case 't':
+			v.tile = n
+		case 's':
+			v.stages = n
+		default:
+			return v, bad
+		}
+	}
+	if v.stages == 0 || (v.tc && v.rows != 8 && v.rows != 16) || (v.tc && v.tile != 32 && v.tile != 64) {
+		return v, bad
+	}
+	return v, nil
+}
+
+func mustMLAFwd(kernel string) mlaFwdVariant {
+	v, err := parseMLAFwd(kernel)
+	if err != nil {
+		panic(err) // names come from MLAFwdKernels, fixed at build time
+	}
+	return v
+}
+
+// MLAFwdRows is the query rows one block of a tensor-core MLA kernel takes.
+func MLAFwdRows(kernel string) int { return mustMLAFwd(kernel).rows }
+
+// MLAFwdSmem is the dynamic shared memory of a tensor-core MLA kernel
+// (kernels.cu's layouts). mla_fwd_*: Q (16 rows) and the stages of 32-token
+// tiles, rows padded by 16 bytes (fp8: raw tiles of 592-byte rows and one
+// widened 16-bit tile), the scores (two halves), P and three per-row
+// scalars. mla_tc_* (MlaTC): Q (R rows), the stages of T-token tiles (fp8:
+// and the widened tile), the partial scores [8/(T/16)][T][R+1] fp32 padded
+// to 16 bytes, P [R][T+8] and three per-row scalars.
+func MLAFwdSmem(kernel string) int {
+	v := mustMLAFwd(kernel)
+	row16, rawRow := (latentDim+8)*2, latentDim+16
+	if v.tc {
+		parts := 8 / (v.tile / 16)
+		spart := (parts*v.tile*(v.rows+1)*4 + 15) / 16 * 16
+		stage := v.tile * row16
+		wide := 0
+		if v.fp8 {
+			stage, wide = v.tile*rawRow, v.tile*row16
+		}
+		return v.rows*row16 + v.stages*stage + wide + spart + v.rows*(v.tile+8)*2 + 3*v.rows*4
+	}
+	q, tile, raw, extra := 16*row16, mlaTile*row16, mlaTile*rawRow, 2*16*mlaTile*4+16*(mlaTile+8)*2+3*16*4
+	if v.fp8 {
+		return q + v.stages*raw + tile + extra
+	}
+	return q + v.stages*tile + extra
 }
 
 // mlaFwdMaxSplits bounds the splits of the tensor-core kernel: its merge
@@ -521,9 +589,10 @@ func MLAFwdLaunch(s MLAShape, sms int, occ map[string]int) MLAGeometry {
 // MLAFwdLaunchWith is MLAFwdLaunch for a given variant k of which perSM
 // blocks fit one SM.
 func MLAFwdLaunchWith(k string, s MLAShape, sms, perSM int) MLAGeometry {
-	g := MLAGeometry{Kernel: k, HeadGroup: 16, SmemBytes: MLAFwdSmem(k)}
+	v := mustMLAFwd(k)
+	g := MLAGeometry{Kernel: k, HeadGroup: v.rows, SmemBytes: MLAFwdSmem(k)}
 	ctx := max(1, s.Ctx)
-	g.Groups = (max(1, s.TokPerSeq)*max(1, s.Heads) + 15) / 16
+	g.Groups = (max(1, s.TokPerSeq)*max(1, s.Heads) + v.rows - 1) / v.rows
 	units := max(1, s.Seqs) * g.Groups
 	fit := max(1, sms) * max(1, perSM)
 	want := 1
@@ -531,16 +600,16 @@ func MLAFwdLaunchWith(k string, s MLAShape, sms, perSM int) MLAGeometry {
 		want = fit / units
 	}
 	full := max(1, min(want, ctx/(2*mlaTile), mlaFwdMaxSplits))
-	// Fewer, longer splits (8 tiles or more) while at least half the SMs
-	// still get a block: below that a split's fixed cost (Q, the first
-	// tile's latency, its partial and its share of the merge) outweighs
-	// the parallelism. On the H200 (testdata/h200/kernels-bench-2334.jsonl):
+	// Fewer, longer splits (256 cached tokens or more) while at least
+	// half the SMs still get a block: below that a split's fixed cost (Q,
+	// the first tile's latency, its partial and its share of the merge)
+	// outweighs the parallelism. On the H200 (testdata/h200/kernels-bench-2334.jsonl):
 	// batch 8 at 4096 tokens 25.7 us in 32 splits, 24.2 in 16; batch 1 at
-	// 32768 27.9 in 256, 25.6 in 128; batch 8 at 8192 35.8 in 32 (8
-	// tiles), 39.2 in 16.
+	// 32768 27.9 in 256, 25.6 in 128; batch 8 at 8192 35.8 in 32 (256
+	// tokens), 39.2 in 16.
 	long := max(ctx/(8*mlaTile), (max(1, sms/2)+units-1)/units)
 	g.Splits = max(1, min(full, long))
-	g.Chunk = ceilTo((ctx+g.Splits-1)/g.Splits, mlaTile)
+	g.Chunk = ceilTo((ctx+g.Splits-1)/g.Splits, v.tile)
 	g.Splits = (ctx + g.Chunk - 1) / g.Chunk
 	g.Coop = g.Splits > 1 && perSM > 0 && g.Splits*units <= fit
 	return g

@@ -587,6 +587,101 @@ __device__ __forceinline__ void die() { asm volatile("trap;\n" ::); }
 template <bool HALF>
 __device__ __forceinline__ u32 to16(float f) { return HALF ? f2h(f) : (u32)f2bf(f); }
 
+// mla_merge_splits is the in-kernel merge of a split launch: every block
+// has written its normalised partial and log-sum-exp; wait until the S
+// blocks of this (sequence, row group) have, then merge columns
+// [split*cw, split*cw + cw) of its nrows rows (wts: 16 x S floats of free
+// shared memory). The counters in sem must start at zero; the last block
+// out resets them.
+__device__ __forceinline__ void mla_merge_splits(const float* __restrict__ opart, float* __restrict__ lse, bf16_t* __restrict__ out,
+                                                 int* __restrict__ sem, float* __restrict__ lseOut, float* wts, u64 TH, u64 rowBase,
+                                                 int nrows, int seq, int grp, int split, int S) {
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+  int* cnt = sem + 2 * ((u64)seq * gridDim.y + grp);
+  __threadfence();
+  __syncthreads();
+  if (tid == 0) {
+    atomicAdd(cnt, 1);
+    long long t0 = clock64();
+    while (atomicAdd(cnt, 0) < S) {
+      nap();
+      if (clock64() - t0 > (1ll << 33)) die();  // seconds: the blocks were not co-resident
+    }
+    __threadfence();
+  }
+  __syncthreads();
+  for (int i = tid; i < nrows * S; i += MLA_NTH) {
+    int r = i / S, s = i - r * S;
+    wts[i] = ldcg1(lse + (u64)s * TH + rowBase + r);
+  }
+  __syncthreads();
+  for (int r = warp; r < nrows; r += MLA_NTH / 32) {  // weights exp(lse_s - max) / sum
+    float mx = NEG_BIG;
+    for (int s = lane; s < S; s += 32) mx = fmx(mx, wts[r * S + s]);
+    for (int o = 16; o > 0; o >>= 1) mx = fmx(mx, __shfl_xor_sync(0xffffffffu, mx, o));
+    float sum = 0.f;
+    for (int s = lane; s < S; s += 32) {
+      float l = wts[r * S + s];
+      float e = l > -1.0e38f ? __expf(l - mx) : 0.f;
+      wts[r * S + s] = e;
+      sum += e;
+    }
+    for (int o = 16; o > 0; o >>= 1) sum += __shfl_xor_sync(0xffffffffu, sum, o);
+    const float inv = sum > 0.f ? 1.f / sum : 0.f;
+    for (int s = lane; s < S; s += 32) wts[r * S + s] *= inv;
+    if (lseOut && lane == 0 && split == 0) lseOut[rowBase + r] = sum > 0.f ? mx + __logf(sum) : NEG_BIG;
+  }
+  __syncthreads();
+  const int cw = ((MLA_DV / 4 + S - 1) / S) * 4;  // columns per block, a multiple of 4
+  const int c0 = split * cw, c1 = imin(MLA_DV, c0 + cw);
+  const int nc4 = c1 > c0 ? (c1 - c0) / 4 : 0;
+  if (S >= 32) {
+    // Many splits: warp w takes the (row, 4 columns) items w, w + 8, ...;
+    // its lanes split the splits (loads in flight together) and add up by
+    // shuffles.
+    for (int it = warp; it < nrows * nc4; it += MLA_NTH / 32) {
+      const int r = it / nc4, c = c0 + (it - r * nc4) * 4;
+      float o0 = 0.f, o1 = 0.f, o2 = 0.f, o3 = 0.f;
+      const float* p = opart + (rowBase + r) * MLA_DV + c;
+#pragma unroll 4
+      for (int sp = lane; sp < S; sp += 32) {
+        v4 v = ldcg4(p + (u64)sp * TH * MLA_DV);
+        const float w = wts[r * S + sp];
+        o0 += w * __uint_as_float(v.x); o1 += w * __uint_as_float(v.y);
+        o2 += w * __uint_as_float(v.z); o3 += w * __uint_as_float(v.w);
+      }
+      for (int o = 16; o > 0; o >>= 1) {
+        o0 += __shfl_xor_sync(0xffffffffu, o0, o); o1 += __shfl_xor_sync(0xffffffffu, o1, o);
+        o2 += __shfl_xor_sync(0xffffffffu, o2, o); o3 += __shfl_xor_sync(0xffffffffu, o3, o);
+      }
+      if (lane == 0)
+        *(v2*)(out + (rowBase + r) * MLA_DV + c) = v2{(u32)f2bf(o0) | ((u32)f2bf(o1) << 16), (u32)f2bf(o2) | ((u32)f2bf(o3) << 16)};
+    }
+  } else {
+    // Few splits: one thread per (row, 4 columns), looping over them.
+    for (int i = tid; i < nrows * nc4; i += MLA_NTH) {
+      const int r = i / nc4, c = c0 + (i - r * nc4) * 4;
+      float o0 = 0.f, o1 = 0.f, o2 = 0.f, o3 = 0.f;
+      const float* p = opart + (rowBase + r) * MLA_DV + c;
+#pragma unroll 4
+      for (int sp = 0; sp < S; sp++) {
+        v4 v = ldcg4(p + (u64)sp * TH * MLA_DV);
+        const float w = wts[r * S + sp];
+        o0 += w * __uint_as_float(v.x); o1 += w * __uint_as_float(v.y);
+        o2 += w * __uint_as_float(v.z); o3 += w * __uint_as_float(v.w);
+      }
+      *(v2*)(out + (rowBase + r) * MLA_DV + c) = v2{(u32)f2bf(o0) | ((u32)f2bf(o1) << 16), (u32)f2bf(o2) | ((u32)f2bf(o3) << 16)};
+    }
+  }
+  // The last block out resets the counters for the next launch (stream
+  // order keeps that launch behind this one).
+  __syncthreads();
+  if (tid == 0 && atomicAdd(cnt + 1, 1) == S - 1) {
+    atomicExch(cnt, 0);
+    atomicExch(cnt + 1, 0);
+  }
+}
+
 template <bool FP8, int NS, bool CVT>
 __device__ __forceinline__ void mla_fwd(const bf16_t* __restrict__ q, const void* __restrict__ kv, bf16_t* __restrict__ out,
                                         float* __restrict__ opart, float* __restrict__ lse, int* __restrict__ sem,
@@ -798,93 +893,7 @@ __device__ __forceinline__ void mla_fwd(const bf16_t* __restrict__ q, const void
   if (tid < nrows) lse[(u64)split * TH + rowBase + tid] = l_s[tid] > 0.f ? (m_s[tid] + flog2(l_s[tid])) * LN2 : NEG_BIG;
   if (!coop) return;
 
-  // Cooperative merge: wait until the S blocks of this (sequence, row
-  // group) have written their partials, then merge columns
-  // [split*cw, split*cw + cw) of its rows.
-  int* cnt = sem + 2 * ((u64)seq * gridDim.y + grp);
-  __threadfence();
-  __syncthreads();
-  if (tid == 0) {
-    atomicAdd(cnt, 1);
-    long long t0 = clock64();
-    while (atomicAdd(cnt, 0) < S) {
-      nap();
-      if (clock64() - t0 > (1ll << 33)) die();  // seconds: the blocks were not co-resident
-    }
-    __threadfence();
-  }
-  __syncthreads();
-  float* wts = (float*)stg;  // [16][S] merge weights (the stages are free now)
-  for (int i = tid; i < nrows * S; i += MLA_NTH) {
-    int r = i / S, s = i - r * S;
-    wts[i] = ldcg1(lse + (u64)s * TH + rowBase + r);
-  }
-  __syncthreads();
-  for (int r = warp; r < nrows; r += MLA_NTH / 32) {  // weights exp(lse_s - max) / sum
-    float mx = NEG_BIG;
-    for (int s = lane; s < S; s += 32) mx = fmx(mx, wts[r * S + s]);
-    for (int o = 16; o > 0; o >>= 1) mx = fmx(mx, __shfl_xor_sync(0xffffffffu, mx, o));
-    float sum = 0.f;
-    for (int s = lane; s < S; s += 32) {
-      float l = wts[r * S + s];
-      float e = l > -1.0e38f ? __expf(l - mx) : 0.f;
-      wts[r * S + s] = e;
-      sum += e;
-    }
-    for (int o = 16; o > 0; o >>= 1) sum += __shfl_xor_sync(0xffffffffu, sum, o);
-    const float inv = sum > 0.f ? 1.f / sum : 0.f;
-    for (int s = lane; s < S; s += 32) wts[r * S + s] *= inv;
-    if (lseOut && lane == 0 && split == 0) lseOut[rowBase + r] = sum > 0.f ? mx + __logf(sum) : NEG_BIG;
-  }
-  __syncthreads();
-  const int cw = ((MLA_DV / 4 + S - 1) / S) * 4;  // columns per block, a multiple of 4
-  const int c0 = split * cw, c1 = imin(MLA_DV, c0 + cw);
-  const int nc4 = c1 > c0 ? (c1 - c0) / 4 : 0;
-  if (S >= 32) {
-    // Many splits: warp w takes the (row, 4 columns) items w, w + 8, ...;
-    // its lanes split the splits (loads in flight together) and add up by
-    // shuffles.
-    for (int it = warp; it < nrows * nc4; it += MLA_NTH / 32) {
-      const int r = it / nc4, c = c0 + (it - r * nc4) * 4;
-      float o0 = 0.f, o1 = 0.f, o2 = 0.f, o3 = 0.f;
-      const float* p = opart + (rowBase + r) * MLA_DV + c;
-#pragma unroll 4
-      for (int sp = lane; sp < S; sp += 32) {
-        v4 v = ldcg4(p + (u64)sp * TH * MLA_DV);
-        const float w = wts[r * S + sp];
-        o0 += w * __uint_as_float(v.x); o1 += w * __uint_as_float(v.y);
-        o2 += w * __uint_as_float(v.z); o3 += w * __uint_as_float(v.w);
-      }
-      for (int o = 16; o > 0; o >>= 1) {
-        o0 += __shfl_xor_sync(0xffffffffu, o0, o); o1 += __shfl_xor_sync(0xffffffffu, o1, o);
-        o2 += __shfl_xor_sync(0xffffffffu, o2, o); o3 += __shfl_xor_sync(0xffffffffu, o3, o);
-      }
-      if (lane == 0)
-        *(v2*)(out + (rowBase + r) * MLA_DV + c) = v2{(u32)f2bf(o0) | ((u32)f2bf(o1) << 16), (u32)f2bf(o2) | ((u32)f2bf(o3) << 16)};
-    }
-  } else {
-    // Few splits: one thread per (row, 4 columns), looping over them.
-    for (int i = tid; i < nrows * nc4; i += MLA_NTH) {
-      const int r = i / nc4, c = c0 + (i - r * nc4) * 4;
-      float o0 = 0.f, o1 = 0.f, o2 = 0.f, o3 = 0.f;
-      const float* p = opart + (rowBase + r) * MLA_DV + c;
-#pragma unroll 4
-      for (int sp = 0; sp < S; sp++) {
-        v4 v = ldcg4(p + (u64)sp * TH * MLA_DV);
-        const float w = wts[r * S + sp];
-        o0 += w * __uint_as_float(v.x); o1 += w * __uint_as_float(v.y);
-        o2 += w * __uint_as_float(v.z); o3 += w * __uint_as_float(v.w);
-      }
-      *(v2*)(out + (rowBase + r) * MLA_DV + c) = v2{(u32)f2bf(o0) | ((u32)f2bf(o1) << 16), (u32)f2bf(o2) | ((u32)f2bf(o3) << 16)};
-    }
-  }
-  // The last block out resets the counters for the next launch (stream
-  // order keeps that launch behind this one).
-  __syncthreads();
-  if (tid == 0 && atomicAdd(cnt + 1, 1) == S - 1) {
-    atomicExch(cnt, 0);
-    atomicExch(cnt + 1, 0);
-  }
+  mla_merge_splits(opart, lse, out, sem, lseOut, (float*)stg, TH, rowBase, nrows, seq, grp, split, S);
 }
 
 #define MLA_FWD(FP8, NS, CVT, MINB, NAME)                                                                                           \
@@ -898,6 +907,313 @@ MLA_FWD(false, 4, false, 1, mla_fwd_bf16_s4)
 MLA_FWD(true, 2, false, 2, mla_fwd_fp8_s2)
 MLA_FWD(true, 2, true, 2, mla_fwd_fp8c_s2)
 MLA_FWD(true, 4, true, 1, mla_fwd_fp8c_s4)
+
+// ---- MLA decode, heads as the MMA's N (mla_tc_*) ----
+//
+// mla_tc_{bf16,fp8}_r<R>_t<TT>_s<NS>: as mla_fwd_*, one block of 256
+// threads (8 warps) per (split, row group of R = 8 or 16 query rows,
+// sequence), but the products are transposed so that the query rows are
+// the MMA's N dimension (8 per n-tile) instead of its M (16): 8 heads fill
+// an m16n8k16 exactly, and each tile of TT = 32 or 64 cached tokens costs
+// half the MMAs, a quarter of the accumulator rescales and half the
+// barriers per token of the 32-token, 16-row layout:
+//   S^T[TT x R] = K[TT x 576] . Q^T    warp w: 16 tokens (w mod TT/16), a
+//                                      1/NP share of the 36 k-steps; Q
+//                                      lives in registers (B fragments)
+//   online softmax                     warp w: row w (and w + 8); lane =
+//                                      token (and token + 32)
+//   O^T[512 x R] += V^T . P^T          warp w: columns 64w..64w+63 (four
+//                                      m-tiles), all rows; V^T fragments by
+//                                      ldmatrix.trans of the tile, P^T by
+//                                      ldmatrix of P
+// The fp8 variants widen the raw e4m3 tile to halves in shared memory by
+// bit moves (value x 2^-8, exact; e4m3x2h2) and run the MMAs in fp16. The
+// output goes through shared memory (rows x 512 fp32) so that the stores
+// of out and of the split partials are coalesced; splits merge as in
+// mla_fwd (mla_merge_splits) or by mla_combine.
+template <bool FP8, int R, int TT, int NS>
+struct MlaTC {
+  static constexpr int NR = R / 8;                        // n-tiles of 8 rows
+  static constexpr int TG = TT / 16;                      // token groups of 16 (MMA M)
+  static constexpr int NP = 8 / TG;                       // k-step shares (warps per token group)
+  static constexpr int KPW = 36 / NP;                     // k-steps per warp: 18 or 9
+  static constexpr int STAGE = TT * (FP8 ? MLA_RS : 2 * MLA_KS);  // bytes of one stage
+  static constexpr int QB = R * MLA_KS * 2;
+  static constexpr int WB = FP8 ? TT * MLA_KS * 2 : 0;    // the widened tile
+  static constexpr int SR = R + 1;                        // partial-score row stride (floats): odd, so a warp reading one row's column is conflict-free
+  static constexpr int SPB = ((NP * TT * SR * 4 + 15) / 16) * 16;
+  static constexpr int PS = TT + 8;                       // P row stride (values): rows 16 bytes apart mod 128
+  static constexpr int PB = R * PS * 2;
+  static constexpr int SMEM = QB + NS * STAGE + WB + SPB + PB + 3 * R * 4;
+  static constexpr int OS = MLA_DV + 4;                   // output staging row stride (floats)
+};
+
+template <bool FP8, int R, int TT, int NS>
+__device__ __forceinline__ void mla_tc(const bf16_t* __restrict__ q, const void* __restrict__ kv, bf16_t* __restrict__ out,
+                                       float* __restrict__ opart, float* __restrict__ lse, int* __restrict__ sem,
+                                       float* __restrict__ lseOut, int T, int H, int ctx, int tokPerSeq, int chunk,
+                                       float scale, float kscale, int coop) {
+  typedef MlaTC<FP8, R, TT, NS> L;
+  DYN_SMEM(unsigned char, sm);
+  bf16_t* qsm = (bf16_t*)sm;                                   // [R][MLA_KS]
+  unsigned char* stg = sm + L::QB;                             // NS stages
+  bf16_t* wide = (bf16_t*)(stg + NS * L::STAGE);               // fp8: [TT][MLA_KS]
+  float* spart = (float*)((unsigned char*)wide + L::WB);       // [NP][TT][SR]
+  bf16_t* psm = (bf16_t*)((unsigned char*)spart + L::SPB);     // [R][PS]
+  float* alpha_s = (float*)(psm + R * L::PS);                  // [R]
+  float* m_s = alpha_s + R;                                    // [R]
+  float* l_s = m_s + R;                                        // [R]
+
+  const int split = blockIdx.x, grp = blockIdx.y, seq = blockIdx.z, S = gridDim.x;
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+  const int g = lane >> 2, tg = lane & 3;
+  const int seqRows = tokPerSeq * H;
+  const int r0 = grp * R;
+  const int nrows = imin(R, seqRows - r0);
+  const u64 rowBase = (u64)seq * seqRows + r0;
+  const float ks = FP8 ? kscale * 256.f : 1.f;                 // the widened fp8 values are value x 2^-8
+  const float sl2 = scale * ks * 1.4426950408889634f;
+
+  if (tid < R) { m_s[tid] = NEG_BIG; l_s[tid] = 0.f; }
+
+  const int start = split * chunk;
+  const int end = imin(ctx, start + chunk);
+  const int ntile = (end - start + TT - 1) / TT;
+  constexpr int rowKV = FP8 ? MLA_D : 2 * MLA_D;               // cache bytes per token
+  const unsigned char* src0 = (const unsigned char*)kv + ((u64)seq * ctx + start) * rowKV;
+  auto issue = [&](int t, int st) {
+    const int n = imin(TT, end - start - t * TT);
+    const unsigned char* src = src0 + (u64)t * TT * rowKV;
+    const saddr_t dst = smem_addr(stg + st * L::STAGE);
+    constexpr int cpr = rowKV / 16;                            // 16-byte chunks per row: 36 or 72
+    constexpr int rowB = FP8 ? MLA_RS : 2 * MLA_KS;
+#pragma unroll
+    for (int k = 0; k < (TT * cpr + MLA_NTH - 1) / MLA_NTH; k++) {
+      const int i = tid + k * MLA_NTH;
+      if ((TT * cpr) % MLA_NTH == 0 || i < TT * cpr) {
+        const int r = i / cpr, c = i - r * cpr;
+        const bool ok = r < n;
+        cp16(dst + r * rowB + c * 16, ok ? (const void*)(src + (u64)i * 16) : (const void*)src0, ok ? 16 : 0);
+      }
+    }
+  };
+  if (!FP8) {  // Q rides in the first copy group
+    const saddr_t qd = smem_addr(qsm);
+    for (int i = tid; i < R * (MLA_D / 8); i += MLA_NTH) {
+      const int r = i / (MLA_D / 8), c = i - r * (MLA_D / 8);
+      const bool ok = r < nrows;
+      cp16(qd + (r * MLA_KS + c * 8) * 2, ok ? (const void*)(q + (rowBase + r) * MLA_D + c * 8) : (const void*)q, ok ? 16 : 0);
+    }
+  }
+#pragma unroll
+  for (int p = 0; p < NS - 1; p++) {
+    if (p < ntile) issue(p, p);
+    cp_commit();
+  }
+  if (FP8) {  // Q to fp16 while the first tiles fly, zero past nrows
+    for (int i = tid; i < R * (MLA_D / 8); i += MLA_NTH) {
+      const int r = i / (MLA_D / 8), c = i - r * (MLA_D / 8);
+      v4 o = {0u, 0u, 0u, 0u};
+      if (r < nrows) {
+        float f[8];
+        unpack8(((const v4*)(q + (rowBase + r) * MLA_D))[c], f);
+        o.x = f2h(f[0]) | (f2h(f[1]) << 16); o.y = f2h(f[2]) | (f2h(f[3]) << 16);
+        o.z = f2h(f[4]) | (f2h(f[5]) << 16); o.w = f2h(f[6]) | (f2h(f[7]) << 16);
+      }
+      *(v4*)(qsm + r * MLA_KS + c * 8) = o;
+    }
+  }
+
+  const int tgrp = warp % L::TG, part = warp / L::TG;
+  const int k0 = part * L::KPW;                                // this warp's first k-step
+  // Q^T's B fragments for this warp's k-steps, loaded once (after the
+  // first barrier: Q arrives with the first copy group).
+  u32 qf[(L::KPW + 1) / 2][L::NR][4];
+  float acc[4][L::NR][4];
+#pragma unroll
+  for (int i = 0; i < 4; i++)
+#pragma unroll
+    for (int n = 0; n < L::NR; n++) acc[i][n][0] = acc[i][n][1] = acc[i][n][2] = acc[i][n][3] = 0.f;
+  const saddr_t pa = smem_addr(psm);
+
+  for (int it = 0; it < ntile; it++) {
+    cp_wait<NS - 2>();
+    __syncthreads();  // tile it landed for all; tile it-1 fully consumed
+    {
+      const int nx = it + NS - 1;
+      if (nx < ntile) issue(nx, nx % NS);
+      cp_commit();
+    }
+    if (it == 0) {
+      const saddr_t qa = smem_addr(qsm) + (((lane & 7) * MLA_KS) + (lane >> 3) * 8) * 2;
+#pragma unroll
+      for (int j = 0; j < (L::KPW + 1) / 2; j++)
+#pragma unroll
+        for (int n = 0; n < L::NR; n++) ldsm4(qa + (n * 8 * MLA_KS + (k0 + 2 * j) * 16) * 2, qf[j][n][0], qf[j][n][1], qf[j][n][2], qf[j][n][3]);
+    }
+    const unsigned char* cur = stg + (it % NS) * L::STAGE;
+    if (FP8) {  // widen: 16 e4m3 -> 16 halves per chunk
+      for (int i = tid; i < TT * (MLA_D / 16); i += MLA_NTH) {
+        const int r = i / (MLA_D / 16), c = i - r * (MLA_D / 16);
+        const v4 b = *(const v4*)(cur + r * MLA_RS + c * 16);
+        v4 o0, o1;
+        o0.x = e4m3x2h2(b.x, 0x4140u); o0.y = e4m3x2h2(b.x, 0x4342u);
+        o0.z = e4m3x2h2(b.y, 0x4140u); o0.w = e4m3x2h2(b.y, 0x4342u);
+        o1.x = e4m3x2h2(b.z, 0x4140u); o1.y = e4m3x2h2(b.z, 0x4342u);
+        o1.z = e4m3x2h2(b.w, 0x4140u); o1.w = e4m3x2h2(b.w, 0x4342u);
+        v4* d = (v4*)(wide + r * MLA_KS + c * 16);
+        d[0] = o0;
+        d[1] = o1;
+      }
+      __syncthreads();
+    }
+    const saddr_t ta = smem_addr(FP8 ? (const void*)wide : (const void*)cur);
+    const int n = imin(TT, end - start - it * TT);
+
+    {  // S^T = K Q^T: 16 tokens x R rows over this warp's k-steps, two chains
+      float c[2][L::NR][4];
+#pragma unroll
+      for (int x = 0; x < 2; x++)
+#pragma unroll
+        for (int m = 0; m < L::NR; m++) c[x][m][0] = c[x][m][1] = c[x][m][2] = c[x][m][3] = 0.f;
+      const saddr_t ka = ta + ((tgrp * 16 + (lane & 7) + ((lane >> 3) & 1) * 8) * MLA_KS + (lane >> 4) * 8 + k0 * 16) * 2;
+#pragma unroll
+      for (int j = 0; j < L::KPW; j++) {
+        u32 a0, a1, a2, a3;
+        ldsm4(ka + j * 32, a0, a1, a2, a3);
+#pragma unroll
+        for (int m = 0; m < L::NR; m++) mma16816<FP8>(c[j & 1][m], a0, a1, a2, a3, qf[j >> 1][m][(j & 1) * 2], qf[j >> 1][m][(j & 1) * 2 + 1]);
+      }
+      // c[.][m]: (token g, rows 8m + 2tg, +1) and (token g + 8, same rows)
+      float* sp = spart + (part * TT + tgrp * 16) * L::SR;
+#pragma unroll
+      for (int m = 0; m < L::NR; m++) {
+        const int row = 8 * m + 2 * tg;
+        sp[g * L::SR + row] = c[0][m][0] + c[1][m][0];
+        sp[g * L::SR + row + 1] = c[0][m][1] + c[1][m][1];
+        sp[(g + 8) * L::SR + row] = c[0][m][2] + c[1][m][2];
+        sp[(g + 8) * L::SR + row + 1] = c[0][m][3] + c[1][m][3];
+      }
+    }
+    __syncthreads();
+#pragma unroll
+    for (int m = 0; m < L::NR; m++) {  // online softmax in log2 units: row warp + 8m, lane = token (+32)
+      const int h = warp + 8 * m;
+      float sc[TT / 32];
+      float mx = NEG_BIG;
+#pragma unroll
+      for (int j = 0; j < TT / 32; j++) {
+        const int t = lane + 32 * j;
+        float s = 0.f;
+#pragma unroll
+        for (int p = 0; p < L::NP; p++) s += spart[(p * TT + t) * L::SR + h];
+        sc[j] = (t < n && h < nrows) ? s * sl2 : NEG_BIG;
+        mx = fmx(mx, sc[j]);
+      }
+      for (int o = 16; o > 0; o >>= 1) mx = fmx(mx, __shfl_xor_sync(0xffffffffu, mx, o));
+      const float mo = m_s[h];
+      const float mn = fmx(mo, mx);
+      float sum = 0.f;
+#pragma unroll
+      for (int j = 0; j < TT / 32; j++) {
+        const float p = sc[j] > -1.0e38f ? fexp2(sc[j] - mn) : 0.f;
+        psm[h * L::PS + lane + 32 * j] = (bf16_t)to16<FP8>(p);
+        sum += p;
+      }
+      for (int o = 16; o > 0; o >>= 1) sum += __shfl_xor_sync(0xffffffffu, sum, o);
+      if (lane == 0) {
+        const float a = mo > -1.0e38f ? fexp2(mo - mn) : 0.f;
+        alpha_s[h] = a;
+        m_s[h] = mn;
+        l_s[h] = l_s[h] * a + sum;
+      }
+    }
+    __syncthreads();
+    {  // O^T += V^T P^T over this warp's 64 columns, all rows
+#pragma unroll
+      for (int m = 0; m < L::NR; m++) {
+        const float a0 = alpha_s[8 * m + 2 * tg], a1 = alpha_s[8 * m + 2 * tg + 1];
+#pragma unroll
+        for (int i = 0; i < 4; i++) { acc[i][m][0] *= a0; acc[i][m][1] *= a1; acc[i][m][2] *= a0; acc[i][m][3] *= a1; }
+      }
+      const int mi = lane >> 3;
+      const saddr_t vb = ta + (((lane & 7) + (mi >> 1) * 8) * MLA_KS + warp * 64 + (mi & 1) * 8) * 2;
+      const saddr_t pb = pa + ((lane & 7) * L::PS + (lane >> 3) * 8) * 2;
+#pragma unroll
+      for (int kk = 0; kk < TT / 32; kk++) {  // two k-steps (32 tokens) per P load
+        u32 b[L::NR][4];
+#pragma unroll
+        for (int m = 0; m < L::NR; m++) ldsm4(pb + (m * 8 * L::PS + kk * 32) * 2, b[m][0], b[m][1], b[m][2], b[m][3]);
+#pragma unroll
+        for (int h = 0; h < 2; h++) {
+#pragma unroll
+          for (int i = 0; i < 4; i++) {
+            u32 a0, a1, a2, a3;
+            ldsm4t(vb + ((kk * 32 + h * 16) * MLA_KS + i * 16) * 2, a0, a1, a2, a3);
+#pragma unroll
+            for (int m = 0; m < L::NR; m++) mma16816<FP8>(acc[i][m], a0, a1, a2, a3, b[m][2 * h], b[m][2 * h + 1]);
+          }
+        }
+      }
+    }
+  }
+  __syncthreads();  // every stage consumed: they hold the output staging now
+
+  // Stage O (normalised, fp32) as [R][OS]; then the stores run along rows.
+  float* osm = (float*)stg;
+#pragma unroll
+  for (int m = 0; m < L::NR; m++) {
+    const int row = 8 * m + 2 * tg;
+    const float l0 = l_s[row], l1 = l_s[row + 1];
+    const float i0 = l0 > 0.f ? ks / l0 : 0.f, i1 = l1 > 0.f ? ks / l1 : 0.f;
+#pragma unroll
+    for (int i = 0; i < 4; i++) {
+      const int col = warp * 64 + i * 16 + g;
+      osm[row * L::OS + col] = acc[i][m][0] * i0;
+      osm[(row + 1) * L::OS + col] = acc[i][m][1] * i1;
+      osm[row * L::OS + col + 8] = acc[i][m][2] * i0;
+      osm[(row + 1) * L::OS + col + 8] = acc[i][m][3] * i1;
+    }
+  }
+  __syncthreads();
+  const float LN2 = 0.6931471805599453f;
+  const u64 TH = (u64)T * H;
+  for (int i = tid; i < nrows * (MLA_DV / 4); i += MLA_NTH) {
+    const int r = i / (MLA_DV / 4), c = (i - r * (MLA_DV / 4)) * 4;
+    const v4 o = *(const v4*)(osm + r * L::OS + c);
+    if (S == 1)
+      *(v2*)(out + (rowBase + r) * MLA_DV + c) = v2{(u32)f2bf(__uint_as_float(o.x)) | ((u32)f2bf(__uint_as_float(o.y)) << 16),
+                                                   (u32)f2bf(__uint_as_float(o.z)) | ((u32)f2bf(__uint_as_float(o.w)) << 16)};
+    else
+      *(v4*)(opart + ((u64)split * TH + rowBase + r) * MLA_DV + c) = o;
+  }
+  if (tid < nrows) {
+    const float l = l_s[tid] > 0.f ? (m_s[tid] + flog2(l_s[tid])) * LN2 : NEG_BIG;
+    if (S == 1) {
+      if (lseOut) lseOut[rowBase + tid] = l;
+    } else {
+      lse[(u64)split * TH + rowBase + tid] = l;
+    }
+  }
+  if (S == 1 || !coop) return;
+  __syncthreads();  // the staging is read: the merge reuses it for its weights
+  mla_merge_splits(opart, lse, out, sem, lseOut, (float*)stg, TH, rowBase, nrows, seq, grp, split, S);
+}
+
+#define MLA_TC(FP8, R, TT, NS, MINB, NAME)                                                                                          \
+  extern "C" __global__ void __launch_bounds__(MLA_NTH, MINB)                                                                  \
+      NAME(const bf16_t* q, const void* kv, bf16_t* out, float* opart, float* lse, int* sem, float* lseOut, int T, int H, \
+           int ctx, int tokPerSeq, int chunk, float scale, float kscale, int coop) {                                         \
+    mla_tc<FP8, R, TT, NS>(q, kv, out, opart, lse, sem, lseOut, T, H, ctx, tokPerSeq, chunk, scale, kscale, coop);            \
+  }
+MLA_TC(false, 8, 64, 2, 1, mla_tc_bf16_r8_t64_s2)
+MLA_TC(false, 16, 64, 2, 1, mla_tc_bf16_r16_t64_s2)
+MLA_TC(false, 8, 32, 2, 2, mla_tc_bf16_r8_t32_s2)
+MLA_TC(false, 8, 32, 4, 1, mla_tc_bf16_r8_t32_s4)
+MLA_TC(true, 8, 64, 3, 1, mla_tc_fp8_r8_t64_s3)
+MLA_TC(true, 16, 64, 3, 1, mla_tc_fp8_r16_t64_s3)
+MLA_TC(true, 8, 64, 2, 1, mla_tc_fp8_r8_t64_s2)
+MLA_TC(true, 8, 32, 4, 1, mla_tc_fp8_r8_t32_s4)
 
 #define MLA_MAX_SPLITS 1024  // most KV splits mla_combine merges (shared weights)
 

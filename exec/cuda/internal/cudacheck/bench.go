@@ -145,7 +145,7 @@ func bench(args []string) error {
 	iters := func(estUs float64) int { return int(min(2000, max(20, 3000/max(estUs, 1)))) }
 
 	if part("mla") {
-		if err := benchMLA(e, emit, rot, iters, reps, *mlaShapes); err != nil {
+		if err := benchMLA(e, emit, rot, iters, reps, *mlaShapes, sink); err != nil {
 			return err
 		}
 	}
@@ -226,7 +226,7 @@ func bench(args []string) error {
 // planner's splits (cuda.MLAFwdLaunch) merged in the kernel, and, where
 // there are splits, merged by mla_combine instead; and the CUDA-core kernel
 // at one shape for reference.
-func benchMLA(e *env, emit func(benchRow), rot func(uint64) (cu.DevPtr, int, error), iters func(float64) int, reps int, only string) error {
+func benchMLA(e *env, emit func(benchRow), rot func(uint64) (cu.DevPtr, int, error), iters func(float64) int, reps int, only string, sink cu.DevPtr) error {
 	occ := map[string]int{}
 	for _, k := range cuda.MLAFwdKernels {
 		smem := cuda.MLAFwdSmem(k)
@@ -279,6 +279,20 @@ func benchMLA(e *env, emit func(benchRow), rot func(uint64) (cu.DevPtr, int, err
 			fillRandom(e, q, uint64(T*s.H*576*2), 4)
 			o, _ := cu.Alloc(uint64(T * s.H * 512 * 2))
 			bytes := float64(kvBytes) + float64(T*s.H*(576+512)*2)
+			// The same cache bytes through the read-only streaming kernel,
+			// from the same rotation: what reading them alone costs at this
+			// size (launch, ramp and tail included).
+			if !fp8 || s.B*s.ctx >= 8*4096 {
+				grid := uint32(e.info.SMs * 8)
+				us, sp, err := e.loopTime(iters(float64(kvBytes)/3e6), reps, func(i int) error {
+					return e.launch("read_v4", [3]uint32{grid, 1, 1}, [3]uint32{256, 1, 1}, 0, uint64(kv)+uint64(i%copies)*kvBytes, kvBytes/16, uint64(sink))
+				})
+				if err != nil {
+					return err
+				}
+				emit(benchRow{Kernel: "read_v4", Shape: fmt.Sprintf("B=%d H=%d tps=%d ctx=%d %s cache", s.B, s.H, s.tps, s.ctx, kvs), Us: us, SpreadUs: sp,
+					Bytes: float64(kvBytes), Note: "the cache alone, read only"})
+			}
 			for _, k := range cuda.MLAFwdKernels {
 				if strings.Contains(k, "fp8") != fp8 {
 					continue

@@ -247,6 +247,18 @@ func kernels() error {
 		{"mla_fwd_fp8c_s2", 4, 8, 2, 1000, 160, true, false},
 		{"mla_fwd_fp8c_s4", 2, 16, 1, 777, 800, true, false},
 		{"mla_fwd_fp8c_s4", 4, 8, 1, 1000, 64, true, true},
+		{"mla_tc_bf16_r8_t64_s2", 4, 8, 1, 1000, 352, false, true},
+		{"mla_tc_bf16_r8_t64_s2", 4, 8, 1, 1000, 352, false, false},
+		{"mla_tc_bf16_r8_t64_s2", 3, 20, 1, 777, 256, false, true},
+		{"mla_tc_bf16_r16_t64_s2", 4, 8, 2, 1000, 128, false, true},
+		{"mla_tc_bf16_r16_t64_s2", 4, 64, 1, 513, 96, false, true},
+		{"mla_tc_bf16_r8_t32_s2", 4, 8, 1, 1000, 352, false, true},
+		{"mla_tc_bf16_r8_t32_s4", 2, 8, 1, 777, 800, false, false},
+		{"mla_tc_fp8_r8_t64_s3", 4, 8, 1, 1000, 352, true, true},
+		{"mla_tc_fp8_r8_t64_s3", 4, 8, 2, 1000, 160, true, false},
+		{"mla_tc_fp8_r16_t64_s3", 2, 16, 1, 777, 800, true, false},
+		{"mla_tc_fp8_r8_t64_s2", 4, 8, 1, 1000, 352, true, true},
+		{"mla_tc_fp8_r8_t32_s4", 4, 8, 1, 1000, 64, true, true},
 	} {
 		re, what, err := checkMLA(e, r, c.kernel, c.T, c.H, c.tps, c.ctx, c.chunk, c.fp8, c.coop)
 		if err != nil {
@@ -564,7 +576,8 @@ func checkMLA(e *env, r *rand.Rand, kernel string, T, H, tps, ctx, chunk int, fp
 		if err := cu.SetMaxDynamicSmem(e.fn(kernel), smem); err != nil {
 			return 0, "", err
 		}
-		groups := (tps*H + 15) / 16
+		rows := cuda.MLAFwdRows(kernel)
+		groups := (tps*H + rows - 1) / rows
 		c := 0
 		if coop && S > 1 {
 			c = 1

@@ -14,6 +14,15 @@ extern "C" void mla_fwd_bf16_s4(const bf16_t*, const void*, bf16_t*, float*, flo
 extern "C" void mla_fwd_fp8_s2(const bf16_t*, const void*, bf16_t*, float*, float*, int*, float*, int, int, int, int, int, float, float, int);
 extern "C" void mla_fwd_fp8c_s2(const bf16_t*, const void*, bf16_t*, float*, float*, int*, float*, int, int, int, int, int, float, float, int);
 extern "C" void mla_fwd_fp8c_s4(const bf16_t*, const void*, bf16_t*, float*, float*, int*, float*, int, int, int, int, int, float, float, int);
+#define MLA_TC_DECL(name) extern "C" void name(const bf16_t*, const void*, bf16_t*, float*, float*, int*, float*, int, int, int, int, int, float, float, int);
+MLA_TC_DECL(mla_tc_bf16_r8_t64_s2)
+MLA_TC_DECL(mla_tc_bf16_r16_t64_s2)
+MLA_TC_DECL(mla_tc_bf16_r8_t32_s2)
+MLA_TC_DECL(mla_tc_bf16_r8_t32_s4)
+MLA_TC_DECL(mla_tc_fp8_r8_t64_s3)
+MLA_TC_DECL(mla_tc_fp8_r16_t64_s3)
+MLA_TC_DECL(mla_tc_fp8_r8_t64_s2)
+MLA_TC_DECL(mla_tc_fp8_r8_t32_s4)
 extern "C" void mla_combine(const float*, const float*, bf16_t*, int, int, int);
 extern "C" void silu_mul(const bf16_t*, bf16_t*, int, int);
 extern "C" void rmsnorm(const bf16_t*, bf16_t*, const bf16_t*, bf16_t*, int, float);
@@ -50,7 +59,10 @@ typedef void (*mlafn)(const bf16_t*, const void*, bf16_t*, float*, float*, int*,
 
 // mla runs one launch (and mla_combine when split > 1 without coop) and
 // checks the output, and the row log-sum-exps when lseOut is asked for.
-static void mla(const char* kname, mlafn fn, bool fp8, int ns, int T, int H, int tps, int ctx, int S, bool coop, float scale) {
+// mla_fwd_* take 16 query rows per block and 32-token tiles; mla_tc_*
+// take R rows and TT-token tiles (tt > 0), their shared memory laid out as
+// kernels.cu's MlaTC.
+static void mla(const char* kname, mlafn fn, bool fp8, int ns, int T, int H, int tps, int ctx, int S, bool coop, float scale, int R = 16, int tt = 0) {
   const int D = 576, DV = 512, B = T / tps;
   std::vector<bf16_t> q(T * H * D);
   for (auto& x : q) x = tobf(uni());
@@ -73,12 +85,16 @@ static void mla(const char* kname, mlafn fn, bool fp8, int ns, int T, int H, int
   }
   int chunk = (ctx + S - 1) / S;
   S = (ctx + chunk - 1) / chunk;
-  const int rowsPerSeq = tps * H, groups = (rowsPerSeq + 15) / 16;
+  const int rowsPerSeq = tps * H, groups = (rowsPerSeq + R - 1) / R;
   std::vector<bf16_t> out(T * H * DV, 0xffff);  // poison: NaN
   std::vector<float> opart((size_t)S * T * H * DV, NAN), lse((size_t)S * T * H, NAN), lseOut(T * H, NAN);
   std::vector<int> sem(2 * B * groups, 0);
   const size_t QB = 16 * (D + 8) * 2, TB = 32 * (D + 8) * 2, RB = 32 * (D + 16), XB = 2 * 16 * 32 * 4 + 16 * 40 * 2 + 3 * 16 * 4;
-  const size_t smem = QB + ns * (fp8 ? RB : TB) + (fp8 ? TB : 0) + XB;
+  size_t smem = QB + ns * (fp8 ? RB : TB) + (fp8 ? TB : 0) + XB;
+  if (tt > 0) {  // MlaTC: Q, stages, widened tile, partial scores [NP][TT][R+1], P [R][TT+8], three per-row scalars
+    const size_t np = 8 / (tt / 16), spb = (np * tt * (R + 1) * 4 + 15) / 16 * 16;
+    smem = (size_t)R * (D + 8) * 2 + ns * tt * (fp8 ? D + 16 : 2 * (D + 8)) + (fp8 ? tt * (D + 8) * 2 : 0) + spb + R * (tt + 8) * 2 + 3 * R * 4;
+  }
   const void* kvp = fp8 ? (const void*)kv8.data() : (const void*)kv16.data();
   emu::launch(dim3{(unsigned)S, (unsigned)groups, (unsigned)B}, dim3{256, 1, 1}, smem, [&] {
     fn(q.data(), kvp, out.data(), opart.data(), lse.data(), sem.data(), lseOut.data(), T, H, ctx, tps, chunk, scale, kscale, coop ? 1 : 0);
@@ -153,6 +169,22 @@ int main(int argc, char** argv) {
     mla("fp8c_s2", mla_fwd_fp8c_s2, true, 2, 2, 8, 1, 200, 3, true, 0.0722f);
     mla("fp8c_s4", mla_fwd_fp8c_s4, true, 4, 2, 16, 1, 300, 1, false, 0.0722f);
     mla("fp8c_s4", mla_fwd_fp8c_s4, true, 4, 4, 8, 2, 100, 2, false, 0.25f);
+    // Heads as the MMA's N: 8 heads (one n-tile), MTP's 16 rows, 20 heads
+    // in row groups of 8 (the third partial) and 16; partial last tiles;
+    // every merge.
+    mla("tc_bf16_r8_t64_s2", mla_tc_bf16_r8_t64_s2, false, 2, 2, 8, 1, 200, 3, true, 0.0722f, 8, 64);
+    mla("tc_bf16_r8_t64_s2", mla_tc_bf16_r8_t64_s2, false, 2, 2, 8, 1, 200, 3, false, 0.0722f, 8, 64);
+    mla("tc_bf16_r8_t64_s2", mla_tc_bf16_r8_t64_s2, false, 2, 1, 20, 1, 150, 1, false, 0.0722f, 8, 64);
+    mla("tc_bf16_r8_t64_s2", mla_tc_bf16_r8_t64_s2, false, 2, 1, 8, 1, 1100, 34, true, 0.0722f, 8, 64);
+    mla("tc_bf16_r16_t64_s2", mla_tc_bf16_r16_t64_s2, false, 2, 4, 8, 2, 150, 2, true, 0.25f, 16, 64);
+    mla("tc_bf16_r16_t64_s2", mla_tc_bf16_r16_t64_s2, false, 2, 1, 20, 1, 70, 2, true, 0.0722f, 16, 64);
+    mla("tc_bf16_r8_t32_s2", mla_tc_bf16_r8_t32_s2, false, 2, 2, 8, 1, 200, 3, true, 0.0722f, 8, 32);
+    mla("tc_bf16_r8_t32_s4", mla_tc_bf16_r8_t32_s4, false, 4, 1, 8, 1, 300, 1, false, 0.0722f, 8, 32);
+    mla("tc_fp8_r8_t64_s3", mla_tc_fp8_r8_t64_s3, true, 3, 2, 8, 1, 200, 3, true, 0.0722f, 8, 64);
+    mla("tc_fp8_r8_t64_s3", mla_tc_fp8_r8_t64_s3, true, 3, 4, 8, 2, 100, 2, false, 0.25f, 8, 64);
+    mla("tc_fp8_r16_t64_s3", mla_tc_fp8_r16_t64_s3, true, 3, 2, 16, 1, 300, 1, false, 0.0722f, 16, 64);
+    mla("tc_fp8_r8_t64_s2", mla_tc_fp8_r8_t64_s2, true, 2, 2, 8, 1, 200, 3, true, 0.0722f, 8, 64);
+    mla("tc_fp8_r8_t32_s4", mla_tc_fp8_r8_t32_s4, true, 4, 2, 8, 1, 200, 3, true, 0.0722f, 8, 32);
   }
   if (want("silu")) {
     for (int d : {256, 2304, 100}) {
