@@ -375,7 +375,7 @@ func (r *Rank) open(ctx context.Context) error {
 			if err := cu.SetMaxDynamicSmem(f, mlaSmem(16, latentDim)); err != nil {
 				return err
 			}
-		case strings.HasPrefix(n, "mla_fwd"):
+		case strings.HasPrefix(n, "mla_tc_"), strings.HasPrefix(n, "mla_ds_"):
 			smem := MLAFwdSmem(n)
 			if err := cu.SetMaxDynamicSmem(f, smem); err != nil {
 				return err
@@ -399,10 +399,15 @@ func (r *Rank) open(ctx context.Context) error {
 		// say why.
 		var notes []string
 		for _, fp8 := range []bool{false, true} {
-			for _, k := range mlaFwdPreferred[fp8] {
-				err := r.checkTC(k, fp8)
+			for _, f := range mlaFwdFamilies[fp8] {
+				var err error
+				for _, k := range mlaFwdFamilyKernels(f) {
+					if err = r.checkTC(k, fp8); err != nil {
+						break
+					}
+				}
 				if err == nil {
-					pl.dev.mlaFwd[fp8] = k
+					pl.dev.mlaFwd[fp8] = f
 					break
 				}
 				notes = append(notes, err.Error())
@@ -570,7 +575,7 @@ func (r *Rank) allocate() error {
 		return err
 	}
 	// Counters of the in-kernel MLA merge: zero, and left zero by every
-	// launch (kernels.cu's mla_fwd).
+	// launch (kernels.cu's mla_merge_splits).
 	var semBytes uint64 = 256
 	for i := range r.plans {
 		if p := &r.plans[i]; p.kind == pkAttention && p.tc {

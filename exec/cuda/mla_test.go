@@ -37,52 +37,61 @@ func TestMLALaunch(t *testing.T) {
 }
 
 // MLAFwdLaunch fills the device once: splits = (SMs x blocks per SM) /
-// (sequences x row groups), at least two 32-token tiles each and eight
-// while half the SMs (66) still get a block, merged in the kernel when the
-// whole grid fits at once.
+// (sequences x row groups), at least 64 cached tokens each and 256 while
+// half the SMs (66) still get a block, chunks rounded up to the kernel's
+// 64-token tile, merged in the kernel when the whole grid fits at once;
+// 8-row kernels for up to 8 query rows per sequence, else 16-row ones.
 func TestMLAFwdLaunch(t *testing.T) {
-	// Shared memory (kernels.cu's layout): Q 16 x 584 x 2 = 18688; a bf16
-	// tile 32 x 584 x 2 = 37376; a raw fp8 tile 32 x 592 = 18944; scores
-	// 2 x 16 x 32 x 4 + P 16 x 40 x 2 + 3 x 16 x 4 = 5568.
-	const bf16s2, fp8s2 = 18688 + 2*37376 + 5568, 18688 + 2*18944 + 37376 + 5568
-	occ := map[string]int{"mla_fwd_bf16_s2": 2, "mla_fwd_fp8c_s2": 2}
+	// Shared memory (kernels.cu's MlaTC / MlaDS), row16 = 584 x 2 = 1168:
+	//   tc r8:  Q 8 x 1168 = 9344, 2 stages x 64 x 1168 = 149504, partial
+	//           scores 2 x 64 x 9 x 4 = 4608, P 8 x 72 x 2 = 1152, 96
+	//   tc r16: 18688 + 149504 + 2 x 64 x 17 x 4 = 8704 + 2304 + 192
+	//   ds r8 (fp8): 9344 + 4 stages x 64 x 576 = 147456 + 8 x 64 x 9 x 4
+	//           = 18432 + 1152 + 96
+	// (the H200's cudacheck bench printed the same: 164704, 179392, 176480).
+	const tc8, tc16, ds8 = 9344 + 149504 + 4608 + 1152 + 96, 18688 + 149504 + 8704 + 2304 + 192, 9344 + 147456 + 18432 + 1152 + 96
+	const k8, k16, f8 = "mla_tc_bf16_r8_t64_s2", "mla_tc_bf16_r16_t64_s2", "mla_ds_fp8c_r8_t64_s4"
+	occ := map[string]int{k8: 1, k16: 1, f8: 1} // one block per SM (their shared memory)
 	for _, c := range []struct {
 		name                  string
 		s                     MLAShape
 		occ                   map[string]int
+		kernel                string
+		rows                  int
 		groups, splits, chunk int
 		coop                  bool
 		smem                  int
 	}{
-		// Kimi-K2.5 TP 8 (8 heads: one row group): 264 blocks fit; batch
-		// 32 -> 8 splits of 512 tokens.
-		{"b32", MLAShape{Seqs: 32, TokPerSeq: 1, Heads: 8, Ctx: 4096}, occ, 1, 8, 512, true, bf16s2},
-		// Batch 8: 33 splits fit, but 4096 / (8 tiles x 32) = 16 splits of
-		// 256 tokens still give 8 x 16 = 128 >= 66 blocks.
-		{"b8", MLAShape{Seqs: 8, TokPerSeq: 1, Heads: 8, Ctx: 4096}, occ, 1, 16, 256, true, bf16s2},
-		{"b8 fp8", MLAShape{Seqs: 8, TokPerSeq: 1, Heads: 8, Ctx: 4096, FP8: true}, occ, 1, 16, 256, true, fp8s2},
-		// Batch 8 at 8192: 33 -> 32 splits of 256 tokens (8 tiles each).
-		{"b8 8k", MLAShape{Seqs: 8, TokPerSeq: 1, Heads: 8, Ctx: 8192}, occ, 1, 32, 256, true, bf16s2},
-		// Batch 1 at 4096: 8-tile splits would be 16 blocks; 66 (half the
-		// SMs) asked, capped at 4096 / 64 = 64 splits of 64 tokens.
-		{"b1 4k", MLAShape{Seqs: 1, TokPerSeq: 1, Heads: 8, Ctx: 4096}, occ, 1, 64, 64, true, bf16s2},
-		// Batch 1 at 128K: 264 splits, ceil(131072 / 264) = 497 -> 512,
-		// 256 splits.
-		{"b1 128k", MLAShape{Seqs: 1, TokPerSeq: 1, Heads: 8, Ctx: 131072}, occ, 1, 256, 512, true, bf16s2},
-		// One DP-attention rank: 64 heads -> 4 row groups; 264 / 16 = 16.
-		{"dp rank", MLAShape{Seqs: 4, TokPerSeq: 1, Heads: 64, Ctx: 4096}, occ, 4, 16, 256, true, bf16s2},
-		// MTP: 2 tokens x 8 heads = 16 rows, one group: as batch 8.
-		{"mtp", MLAShape{Seqs: 8, TokPerSeq: 2, Heads: 8, Ctx: 4096}, occ, 1, 16, 256, true, bf16s2},
+		// Kimi-K2.5 TP 8 (8 heads: one row group of 8): 132 blocks fit;
+		// batch 32 -> 132 / 32 = 4 splits of 1024 tokens.
+		{"b32", MLAShape{Seqs: 32, TokPerSeq: 1, Heads: 8, Ctx: 4096}, occ, k8, 8, 1, 4, 1024, true, tc8},
+		// Batch 8: 16 splits fit, 4096 / 256 = 16 still allowed.
+		{"b8", MLAShape{Seqs: 8, TokPerSeq: 1, Heads: 8, Ctx: 4096}, occ, k8, 8, 1, 16, 256, true, tc8},
+		{"b8 fp8", MLAShape{Seqs: 8, TokPerSeq: 1, Heads: 8, Ctx: 4096, FP8: true}, occ, f8, 8, 1, 16, 256, true, ds8},
+		// Batch 8 at 8192: 16 splits of 512 tokens.
+		{"b8 8k", MLAShape{Seqs: 8, TokPerSeq: 1, Heads: 8, Ctx: 8192}, occ, k8, 8, 1, 16, 512, true, tc8},
+		// Batch 1 at 4096: 256-token splits would be 16 blocks; 66 (half
+		// the SMs) asked, capped at 4096 / 64 = 64 splits of 64 tokens.
+		{"b1 4k", MLAShape{Seqs: 1, TokPerSeq: 1, Heads: 8, Ctx: 4096}, occ, k8, 8, 1, 64, 64, true, tc8},
+		// Batch 1 at 128K: 132 splits, ceil(131072 / 132) = 993 -> 1024,
+		// 128 splits.
+		{"b1 128k", MLAShape{Seqs: 1, TokPerSeq: 1, Heads: 8, Ctx: 131072}, occ, k8, 8, 1, 128, 1024, true, tc8},
+		// One DP-attention rank: 64 heads -> 4 row groups of 16; 132 / 16
+		// = 8 splits of 512.
+		{"dp rank", MLAShape{Seqs: 4, TokPerSeq: 1, Heads: 64, Ctx: 4096}, occ, k16, 16, 4, 8, 512, true, tc16},
+		// MTP: 2 tokens x 8 heads = 16 rows, one group of 16: as batch 8.
+		{"mtp", MLAShape{Seqs: 8, TokPerSeq: 2, Heads: 8, Ctx: 4096}, occ, k16, 16, 1, 16, 256, true, tc16},
 		// More sequences than fit: unsplit.
-		{"b300", MLAShape{Seqs: 300, TokPerSeq: 1, Heads: 8, Ctx: 4096}, occ, 1, 1, 4096, false, bf16s2},
-		// A short context: at least two tiles per split.
-		{"ctx 100", MLAShape{Seqs: 1, TokPerSeq: 1, Heads: 8, Ctx: 100}, occ, 1, 1, 128, false, bf16s2},
+		{"b300", MLAShape{Seqs: 300, TokPerSeq: 1, Heads: 8, Ctx: 4096}, occ, k8, 8, 1, 1, 4096, false, tc8},
+		// A short context: at least 64 tokens per split, one 64-token tile
+		// rounded up.
+		{"ctx 100", MLAShape{Seqs: 1, TokPerSeq: 1, Heads: 8, Ctx: 100}, occ, k8, 8, 1, 1, 128, false, tc8},
 		// Occupancy unknown: one block per SM assumed, merged by mla_combine.
-		{"no occupancy", MLAShape{Seqs: 32, TokPerSeq: 1, Heads: 8, Ctx: 4096}, nil, 1, 4, 1024, false, bf16s2},
+		{"no occupancy", MLAShape{Seqs: 32, TokPerSeq: 1, Heads: 8, Ctx: 4096}, nil, k8, 8, 1, 4, 1024, false, tc8},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			g := MLAFwdLaunch(c.s, 132, c.occ)
-			want := MLAGeometry{Kernel: MLAFwdKernel(c.s.FP8), HeadGroup: 16, Groups: c.groups, Splits: c.splits, Chunk: c.chunk, SmemBytes: c.smem, Coop: c.coop}
+			want := MLAGeometry{Kernel: c.kernel, HeadGroup: c.rows, Groups: c.groups, Splits: c.splits, Chunk: c.chunk, SmemBytes: c.smem, Coop: c.coop}
 			if g != want {
 				t.Errorf("%+v, want %+v", g, want)
 			}

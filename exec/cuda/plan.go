@@ -54,8 +54,8 @@ type devCaps struct {
 	// mlaOcc: blocks of each tensor-core MLA kernel that fit one SM
 	// (cuOccupancyMaxActiveBlocksPerMultiprocessor), for the in-kernel merge.
 	mlaOcc map[string]int
-	// mlaFwd: the tensor-core MLA kernel per cache dtype (fp8 true) that
-	// passed the start-up check; "" takes MLAFwdKernel's.
+	// mlaFwd: the tensor-core MLA kernel family per cache dtype (fp8
+	// true) that passed the start-up check; "" takes MLAFwdKernel's.
 	mlaFwd map[bool]string
 }
 
@@ -85,7 +85,7 @@ type opPlan struct {
 	smem                                int // dynamic shared memory of mla_decode_* (MLALaunch)
 	dqk, dlat                           int // latent width scored, and kept for the output
 	fp8KV                               bool
-	tc                                  bool        // tensor-core kernel mla_fwd_*
+	tc                                  bool        // tensor-core kernel (mla_tc_*, mla_ds_*)
 	mla                                 MLAGeometry // its launch
 	dcp                                 int         // decode context parallelism: ranks sharing the context (> 1)
 
@@ -405,9 +405,9 @@ func (pl *planner) planAttention(op *model.Op) (opPlan, error) {
 		(pl.dev.mlaFwd == nil || pl.dev.mlaFwd[p.fp8KV] != "")
 	var g MLAGeometry
 	if p.tc {
-		k := MLAFwdKernel(p.fp8KV)
-		if c := pl.dev.mlaFwd[p.fp8KV]; c != "" {
-			k = c
+		k := MLAFwdKernel(p.fp8KV, p.tokPerSeq*p.heads)
+		if f := pl.dev.mlaFwd[p.fp8KV]; f != "" {
+			k = mlaFwdKernel(f, p.tokPerSeq*p.heads)
 		}
 		g = MLAFwdLaunchWith(k, MLAShape{Seqs: p.seqs, TokPerSeq: p.tokPerSeq, Heads: p.heads, Ctx: p.ctx, FP8: p.fp8KV}, pl.dev.sms, pl.dev.mlaOcc[k])
 	} else {
@@ -449,9 +449,9 @@ func (pl *planner) planAttention(op *model.Op) (opPlan, error) {
 
 // MLAGeometry is how the backend launches MLA decode for one attention op.
 //
-// Tensor-core kernel (mla_fwd_*): a grid of (Splits, Groups, sequences)
-// blocks of 256 threads, each scoring up to 16 query rows (a sequence's
-// tokens x heads, HeadGroup = 16) over Chunk cached tokens; with Splits >
+// Tensor-core kernel (mla_tc_*, mla_ds_*): a grid of (Splits, Groups,
+// sequences) blocks of 256 threads, each scoring up to HeadGroup (8 or 16)
+// query rows (a sequence's tokens x heads) over Chunk cached tokens; with Splits >
 // 1 the blocks merge their partials in the kernel when Coop (the whole grid
 // fits on the device at once), else mla_combine merges them.
 //
@@ -475,40 +475,62 @@ type MLAShape struct {
 	FP8                         bool
 }
 
-// Tensor-core MLA kernels: every variant (cudacheck times them all), and
-// the ones the backend tries for each cache dtype, in order: the first that
-// agrees with the CUDA-core kernel at start-up runs. The suffix is the
-// number of pipeline stages (s2 fits two blocks on an SM); fp8c widens the
-// cache with sm_89's conversion instruction, fp8 by bit moves.
-var (
-	MLAFwdKernels = []string{"mla_fwd_bf16_s2", "mla_fwd_bf16_s4", "mla_fwd_fp8_s2", "mla_fwd_fp8c_s2", "mla_fwd_fp8c_s4",
-		"mla_tc_bf16_r8_t64_s2", "mla_tc_bf16_r16_t64_s2", "mla_tc_bf16_r8_t32_s2", "mla_tc_bf16_r8_t32_s4",
-		"mla_tc_fp8_r8_t64_s3", "mla_tc_fp8_r16_t64_s3", "mla_tc_fp8_r8_t64_s2", "mla_tc_fp8_r8_t32_s4"}
-	mlaFwdPreferred = map[bool][]string{false: {"mla_fwd_bf16_s2"}, true: {"mla_fwd_fp8c_s2", "mla_fwd_fp8_s2"}}
-)
+// Tensor-core MLA kernel families (kernels.cu), per cache dtype in the
+// order the backend tries them: the first whose kernels agree with the
+// CUDA-core kernel at start-up runs. Each family has a variant for row
+// groups of 8 and of 16 query rows (%d in the name): mla_tc_* for a bf16
+// cache, mla_ds_* for e4m3 (fp8c widens with sm_89's conversion
+// instruction, fp8 by bit moves).
+var mlaFwdFamilies = map[bool][]string{
+	false: {"mla_tc_bf16_r%d_t64_s2"},
+	true:  {"mla_ds_fp8c_r%d_t64_s4", "mla_ds_fp8_r%d_t64_s4"},
+}
+
+// MLAFwdKernels is every tensor-core MLA kernel (cudacheck times them all).
+var MLAFwdKernels = func() []string {
+	var ks []string
+	for _, fp8 := range []bool{false, true} {
+		for _, f := range mlaFwdFamilies[fp8] {
+			ks = append(ks, mlaFwdFamilyKernels(f)...)
+		}
+	}
+	return ks
+}()
+
+func mlaFwdFamilyKernels(family string) []string {
+	return []string{fmt.Sprintf(family, 8), fmt.Sprintf(family, 16)}
+}
+
+// mlaFwdKernel is family's kernel for sequences of rows query rows
+// (tokens x heads): the 8-row variant when they fit in 8 (Kimi-K2.5 and
+// GLM-5 at TP 8), else the 16-row one (each row group reads the cache once).
+func mlaFwdKernel(family string, rows int) string {
+	if rows <= 8 {
+		return fmt.Sprintf(family, 8)
+	}
+	return fmt.Sprintf(family, 16)
+}
 
 // MLAFwdKernel is the tensor-core kernel the backend runs first for a cache
-// dtype.
-func MLAFwdKernel(fp8 bool) string { return mlaFwdPreferred[fp8][0] }
+// dtype and rows query rows per sequence.
+func MLAFwdKernel(fp8 bool, rows int) string { return mlaFwdKernel(mlaFwdFamilies[fp8][0], rows) }
 
 // mlaFwdVariant is a tensor-core MLA kernel's geometry, read from its
-// name: mla_fwd_{bf16,fp8,fp8c}_s<stages> (16 query rows per block,
-// 32-token tiles) or mla_tc_{bf16,fp8}_r<rows>_t<tile>_s<stages> (heads as
-// the MMA's N).
+// name: mla_{tc,ds}_<kv>_r<rows>_t<tile>_s<stages>.
 type mlaFwdVariant struct {
-	tc                 bool
+	ds                 bool // warps owning latent columns (MlaDS), else MlaTC's layout
 	fp8                bool
 	rows, tile, stages int
 }
 
 func parseMLAFwd(kernel string) (mlaFwdVariant, error) {
-	v := mlaFwdVariant{rows: 16, tile: mlaTile}
+	var v mlaFwdVariant
 	f := strings.Split(kernel, "_")
-	bad := fmt.Errorf("tensor-core MLA kernel %q: want mla_fwd_<kv>_s<N> or mla_tc_<kv>_r<R>_t<T>_s<N>", kernel)
-	if len(f) < 4 || f[0] != "mla" || (f[1] != "fwd" && f[1] != "tc") {
+	bad := fmt.Errorf("tensor-core MLA kernel %q: want mla_{tc,ds}_<kv>_r<8|16>_t<32|64>_s<N>", kernel)
+	if len(f) != 6 || f[0] != "mla" || (f[1] != "tc" && f[1] != "ds") {
 		return v, bad
 	}
-	v.tc = f[1] == "tc"
+	v.ds = f[1] == "ds"
 	v.fp8 = strings.HasPrefix(f[2], "fp8")
 	for _, x := range f[3:] {
 		n, err := strconv.Atoi(x[1:])
@@ -526,7 +548,7 @@ func parseMLAFwd(kernel string) (mlaFwdVariant, error) {
 			return v, bad
 		}
 	}
-	if v.stages == 0 || (v.tc && v.rows != 8 && v.rows != 16) || (v.tc && v.tile != 32 && v.tile != 64) {
+	if v.stages == 0 || (v.rows != 8 && v.rows != 16) || (v.tile != 32 && v.tile != 64) {
 		return v, bad
 	}
 	return v, nil
@@ -544,30 +566,22 @@ func mustMLAFwd(kernel string) mlaFwdVariant {
 func MLAFwdRows(kernel string) int { return mustMLAFwd(kernel).rows }
 
 // MLAFwdSmem is the dynamic shared memory of a tensor-core MLA kernel
-// (kernels.cu's layouts). mla_fwd_*: Q (16 rows) and the stages of 32-token
-// tiles, rows padded by 16 bytes (fp8: raw tiles of 592-byte rows and one
-// widened 16-bit tile), the scores (two halves), P and three per-row
-// scalars. mla_tc_* (MlaTC): Q (R rows), the stages of T-token tiles (fp8:
-// and the widened tile), the partial scores [8/(T/16)][T][R+1] fp32 padded
-// to 16 bytes, P [R][T+8] and three per-row scalars.
+// (kernels.cu's layouts): Q (R rows of 584 16-bit values), the stages of
+// T-token tiles (MlaTC: rows of 1168 bytes; MlaDS: the raw rows, 1168 or
+// 576 bytes), the partial scores [parts][T][R+1] fp32 padded to 16 bytes
+// (MlaTC: 8/(T/16) parts; MlaDS: 8), P [R][T+8] and three per-row scalars.
 func MLAFwdSmem(kernel string) int {
 	v := mustMLAFwd(kernel)
-	row16, rawRow := (latentDim+8)*2, latentDim+16
-	if v.tc {
-		parts := 8 / (v.tile / 16)
-		spart := (parts*v.tile*(v.rows+1)*4 + 15) / 16 * 16
-		stage := v.tile * row16
-		wide := 0
+	row16 := (latentDim + 8) * 2
+	stage, parts := v.tile*row16, 8/(v.tile/16)
+	if v.ds {
+		parts = 8
 		if v.fp8 {
-			stage, wide = v.tile*rawRow, v.tile*row16
+			stage = v.tile * latentDim
 		}
-		return v.rows*row16 + v.stages*stage + wide + spart + v.rows*(v.tile+8)*2 + 3*v.rows*4
 	}
-	q, tile, raw, extra := 16*row16, mlaTile*row16, mlaTile*rawRow, 2*16*mlaTile*4+16*(mlaTile+8)*2+3*16*4
-	if v.fp8 {
-		return q + v.stages*raw + tile + extra
-	}
-	return q + v.stages*tile + extra
+	spart := (parts*v.tile*(v.rows+1)*4 + 15) / 16 * 16
+	return v.rows*row16 + v.stages*stage + spart + v.rows*(v.tile+8)*2 + 3*v.rows*4
 }
 
 // mlaFwdMaxSplits bounds the splits of the tensor-core kernel: its merge
@@ -582,7 +596,7 @@ const mlaFwdMaxSplits = 512
 // half the SMs still get a block; a grid that already fills the device runs
 // unsplit.
 func MLAFwdLaunch(s MLAShape, sms int, occ map[string]int) MLAGeometry {
-	k := MLAFwdKernel(s.FP8)
+	k := MLAFwdKernel(s.FP8, max(1, s.TokPerSeq)*max(1, s.Heads))
 	return MLAFwdLaunchWith(k, s, sms, occ[k])
 }
 

@@ -13,7 +13,10 @@ import (
 // (99008 or 99520 B of shared memory + 1 KB reserved) within 228 KB, and
 // 2 x 256 threads x 123 registers (NVRTC 13.0 on the H200: cudacheck bench) within
 // 65536.
-var h200 = devCaps{ccMajor: 9, ccMinor: 0, sms: 132, mlaOcc: map[string]int{"mla_fwd_bf16_s2": 2, "mla_fwd_fp8c_s2": 2}}
+// h200's tensor-core MLA kernels fit one block per SM (their shared
+// memory: cudacheck bench on the H200).
+var h200 = devCaps{ccMajor: 9, ccMinor: 0, sms: 132, mlaOcc: map[string]int{
+	"mla_tc_bf16_r8_t64_s2": 1, "mla_tc_bf16_r16_t64_s2": 1, "mla_ds_fp8c_r8_t64_s4": 1, "mla_ds_fp8c_r16_t64_s4": 1}}
 
 func buildSched(t *testing.T, name string, tp, batch, ctx int) *model.Schedule {
 	t.Helper()
@@ -90,12 +93,12 @@ func TestPlanKimiShard(t *testing.T) {
 	})
 	t.Run("mla_decode", func(t *testing.T) {
 		op, p := planByID(t, s, plans, "L01.attn.mla_decode")
-		// 8 heads -> one row group of 16 rows; 32 sequences x 1 group =
-		// 32 blocks per split; 2 x 132 blocks fit, / 32 = 8 splits of 512
-		// tokens (16 tiles), merged in the kernel (256 blocks fit at once).
-		if p.kind != pkAttention || p.heads != 8 || p.hg != 16 || !p.tc || p.seqs != 32 || p.tokPerSeq != 1 ||
-			p.ctx != 4096 || p.dqk != 576 || p.dlat != 512 || p.splits != 8 || p.chunk != 512 || p.fp8KV || !p.mla.Coop ||
-			p.kernel != "mla_fwd_bf16_s2 x8 splits (merged in-kernel)" || p.auxBytes != 8*32*8*(512*4+4) {
+		// 8 heads -> one row group of 8 rows; 32 sequences x 1 group = 32
+		// blocks per split; 132 blocks fit, / 32 = 4 splits of 1024 tokens
+		// (16 tiles of 64), merged in the kernel (128 blocks fit at once).
+		if p.kind != pkAttention || p.heads != 8 || p.hg != 8 || !p.tc || p.seqs != 32 || p.tokPerSeq != 1 ||
+			p.ctx != 4096 || p.dqk != 576 || p.dlat != 512 || p.splits != 4 || p.chunk != 1024 || p.fp8KV || !p.mla.Coop ||
+			p.kernel != "mla_tc_bf16_r8_t64_s2 x4 splits (merged in-kernel)" || p.auxBytes != 4*32*8*(512*4+4) {
 			t.Fatalf("plan %+v", *p)
 		}
 		if want := uint64(32 * 4096 * 576 * 2); p.streamBytes != want || float64(want) != op.KVBytes {

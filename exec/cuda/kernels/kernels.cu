@@ -71,14 +71,17 @@ __device__ __forceinline__ float e4m3f(u32 b) {
 }
 // e4m3 to bf16 bits (exact: bf16 has more exponent and mantissa bits).
 __device__ __forceinline__ u32 e4m3bf(u32 b) { return __float_as_uint(e4m3f(b)) >> 16; }
-// e4m3x2h2: two e4m3 bytes (bytes sel of w, see __byte_perm) to two halves
-// holding value x 2^-8, exactly: moving the sign to bit 15 and the 7 other
-// bits to bits 13..7 reads the e4m3 exponent (bias 7) as a half exponent
-// (bias 15) and the 3 mantissa bits as the top of half's 10, subnormals
-// included. The 2^8 goes into the caller's scale.
-__device__ __forceinline__ u32 e4m3x2h2(u32 w, u32 sel) {
-  u32 s = __byte_perm(w, 0u, sel);
-  return ((s & 0x00800080u) << 8) | ((s & 0x007f007fu) << 7);
+// e4m3x4h8: the four e4m3 bytes of w to two half2 holding value x 2^-8
+// (bytes 0,1 -> lo; 2,3 -> hi), exactly, for GPUs without sm_89's
+// conversion instruction: each byte goes to the high byte of its half
+// (b << 8), then the sign stays at bit 15 and the other 7 bits move down
+// one, to bits 13..7, where they read as a half's exponent (bias 15 for
+// e4m3's 7) and the top 3 of its 10 mantissa bits, subnormals included.
+// The 2^8 goes into the caller's scale.
+__device__ __forceinline__ void e4m3x4h8(u32 w, u32& lo, u32& hi) {
+  const u32 t0 = __byte_perm(w, 0u, 0x1404u), t1 = __byte_perm(w, 0u, 0x3424u);
+  lo = (t0 & 0x80008000u) | ((t0 >> 1) & 0x3f803f80u);
+  hi = (t1 & 0x80008000u) | ((t1 >> 1) & 0x3f803f80u);
 }
 
 __device__ __forceinline__ u32 hash32(u64 i, u32 seed) {
@@ -475,51 +478,29 @@ MLA_KERNEL(8, true, mla_decode_fp8_h8)
 MLA_KERNEL(16, true, mla_decode_fp8_h16)
 
 
-// ---- MLA decode attention on tensor cores, split-KV, merge fused (sm_80+) ----
+// ---- MLA decode attention on tensor cores (sm_80+): shared pieces ----
 //
-// mla_fwd_{bf16,fp8}_s<NS>: one block of 256 threads (8 warps) scores up to
-// 16 query rows of one sequence (rows = that sequence's tokens x heads,
-// which are contiguous in q) over the cached tokens [split*chunk,
-// min(ctx, (split+1)*chunk)) of that sequence; grid (splits, row groups,
-// sequences). The 576-wide latent cache is streamed through NS shared-memory
-// stages of 32 tokens by cp.async (16-byte copies that bypass registers),
-// NS-1 tiles in flight while one is computed on, each cache row read from
-// device memory once per row group. Per tile, on mma.sync m16n8k16 with
-// fp32 accumulation:
-//   S[16 x 32] = Q[16 x 576] . K^T   warp w: tokens 8(w&3).., k-steps half (w>>2)
-//   online softmax                    warp w: rows 2w, 2w+1; lane = token
-//   O[16 x 512] += P[16 x 32] . V     warp w: columns 64w..64w+63
-// Fragments come from shared memory by ldmatrix (V transposed by
-// ldmatrix.trans); rows are padded by 16 bytes, so the 8 rows of one 8x8
-// matrix hit distinct banks.
-//
-// The fp8 kernels copy the raw e4m3 tile and widen it in shared memory to
-// halves: mla_fwd_fp8_* by bit moves, to value x 2^-8 (e4m3x2h2: exact),
-// mla_fwd_fp8c_* by sm_89's cvt.rn.f16x2.e4m3x2; the products run in fp16
-// (e4m3 fits fp16 exactly; Q is rounded to fp16, P in [0,1] too) and the
-// per-tensor dequantization scale kscale x 2^8 is applied to the scores and
-// the output, so dequantization costs no pass over the data.
-//
-// Splits: with split == 1 the block writes its normalised rows to out. With
-// more, each block writes its normalised partial and log-sum-exp (opart,
-// lse); then, if coop, the blocks of one (sequence, row group) wait for
-// each other on a counter in sem (so the launch must fit on the device at
-// once: the planner checks the occupancy) and each merges a slice of the
-// 512 columns; else mla_combine merges afterwards. lseOut, when set,
-// receives each row's log-sum-exp (decode context parallelism's merge
-// across ranks needs it).
-#define MLA_D 576                      // scored latent width (kv_lora 512 + rope 64)
-#define MLA_DV 512                     // output width
-#define MLA_TT 32                      // tokens per tile
-#define MLA_R 16                       // query rows per block (MMA M)
-#define MLA_NTH 256                    // threads per block
-#define MLA_KS (MLA_D + 8)             // row stride of Q and the 16-bit tile, values (1168 B)
-#define MLA_RS (MLA_D + 16)            // row stride of a raw fp8 tile, bytes
-#define MLA_PS (MLA_TT + 8)            // row stride of P, values
-#define MLA_QB (MLA_R * MLA_KS * 2)    // bytes of Q in shared memory
-#define MLA_TB (MLA_TT * MLA_KS * 2)   // bytes of one 16-bit tile
-#define MLA_RB (MLA_TT * MLA_RS)       // bytes of one raw fp8 tile
-#define MLA_XB (2 * MLA_R * MLA_TT * 4 + MLA_R * MLA_PS * 2 + 3 * MLA_R * 4)  // scores, P, m/l/alpha
+// Two kernel families (below) share the launch: a grid of (splits, row
+// groups, sequences) blocks of 256 threads, each scoring up to R query
+// rows of one sequence (rows = that sequence's tokens x heads, contiguous
+// in q) over the cached tokens [split*chunk, min(ctx, (split+1)*chunk)) of
+// that sequence; the 576-wide latent cache streams through shared-memory
+// stages by cp.async (16-byte copies that bypass registers), NS-1 tiles in
+// flight while one is computed on, each cache row read from device memory
+// once per row group. Products run on mma.sync m16n8k16 with fp32
+// accumulation, the query rows as the MMA's N (8 per n-tile), and an
+// online softmax. Splits: with one split a block writes its normalised
+// rows to out; with more, each writes its normalised partial and
+// log-sum-exp (opart, lse), then, if coop, the blocks of one (sequence,
+// row group) wait for each other on a counter in sem (so the launch must
+// fit on the device at once: the planner checks the occupancy) and each
+// merges a slice of the 512 columns (mla_merge_splits); else mla_combine
+// merges afterwards. lseOut, when set, receives each row's log-sum-exp
+// (decode context parallelism's merge across ranks needs it).
+#define MLA_D 576             // scored latent width (kv_lora 512 + rope 64)
+#define MLA_DV 512            // output width
+#define MLA_NTH 256           // threads per block
+#define MLA_KS (MLA_D + 8)    // row stride of Q and of a bf16 tile, values (1168 B: rows 16 bytes apart mod 128)
 
 #ifndef TPSCOPE_EMU
 typedef u32 saddr_t;  // shared-memory address (ldmatrix, cp.async)
@@ -541,6 +522,13 @@ __device__ __forceinline__ void ldsm4(saddr_t a, u32& r0, u32& r1, u32& r2, u32&
 __device__ __forceinline__ void ldsm4t(saddr_t a, u32& r0, u32& r1, u32& r2, u32& r3) {
   asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
                : "=r"(r0), "=r"(r1), "=r"(r2), "=r"(r3) : "r"(a));
+}
+// movt: the warp's 8x8 16-bit matrix (lane l: row l/4, columns 2(l%4),
+// +1) transposed in registers.
+__device__ __forceinline__ u32 movt(u32 a) {
+  u32 d;
+  asm volatile("movmatrix.sync.aligned.m8n8.trans.b16 %0, %1;\n" : "=r"(d) : "r"(a));
+  return d;
 }
 // mma16816<HALF>: c += A.B, m16n8k16, bf16 (HALF false) or fp16 operands.
 template <bool HALF>
@@ -581,11 +569,23 @@ __device__ __forceinline__ float flog2(float x) {
   return r;
 }
 __device__ __forceinline__ void die() { asm volatile("trap;\n" ::); }
+// f2h_rn, f2bf_rn: f2h and f2bf by the conversion instructions (one each
+// instead of a dozen integer operations).
+__device__ __forceinline__ u32 f2h_rn(float f) {
+  unsigned short h;
+  asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f));
+  return h;
+}
+__device__ __forceinline__ u32 f2bf_rn(float f) {
+  unsigned short h;
+  asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(h) : "f"(f));
+  return h;
+}
+#else
+inline u32 f2h_rn(float f) { return f2h(f); }
+inline u32 f2bf_rn(float f) { return f2bf(f); }
 #endif
 
-// 16-bit storage of a float for the tile's MMA type.
-template <bool HALF>
-__device__ __forceinline__ u32 to16(float f) { return HALF ? f2h(f) : (u32)f2bf(f); }
 
 // mla_merge_splits is the in-kernel merge of a split launch: every block
 // has written its normalised partial and log-sum-exp; wait until the S
@@ -682,241 +682,11 @@ __device__ __forceinline__ void mla_merge_splits(const float* __restrict__ opart
   }
 }
 
-template <bool FP8, int NS, bool CVT>
-__device__ __forceinline__ void mla_fwd(const bf16_t* __restrict__ q, const void* __restrict__ kv, bf16_t* __restrict__ out,
-                                        float* __restrict__ opart, float* __restrict__ lse, int* __restrict__ sem,
-                                        float* __restrict__ lseOut, int T, int H, int ctx, int tokPerSeq, int chunk,
-                                        float scale, float kscale, int coop) {
-  DYN_SMEM(unsigned char, sm);
-  bf16_t* qsm = (bf16_t*)sm;                                  // [16][MLA_KS]
-  unsigned char* stg = sm + MLA_QB;                           // NS stages
-  bf16_t* wide = (bf16_t*)(stg + NS * (FP8 ? MLA_RB : MLA_TB));  // fp8: the widened tile [32][MLA_KS]
-  float* spart = (float*)(FP8 ? (unsigned char*)wide + MLA_TB : (unsigned char*)wide);  // [2][16][32]
-  bf16_t* psm = (bf16_t*)(spart + 2 * MLA_R * MLA_TT);        // [16][MLA_PS]
-  float* alpha_s = (float*)(psm + MLA_R * MLA_PS);            // [16]
-  float* m_s = alpha_s + MLA_R;                               // [16]
-  float* l_s = m_s + MLA_R;                                   // [16]
-
-  const int split = blockIdx.x, grp = blockIdx.y, seq = blockIdx.z, S = gridDim.x;
-  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
-  const int g = lane >> 2, tg = lane & 3;
-  const int seqRows = tokPerSeq * H;
-  const int r0 = grp * MLA_R;                                 // first row of this block within the sequence
-  const int nrows = imin(MLA_R, seqRows - r0);
-  const u64 rowBase = (u64)seq * seqRows + r0;                // global row (token x H + head) of row 0
-  const float ks = FP8 ? (CVT ? kscale : kscale * 256.f) : 1.f;  // dequantization scale (fp8 widened by bits: value x 2^-8)
-  const float sl2 = scale * ks * 1.4426950408889634f;         // scores to log2 units
-
-  if (tid < MLA_R) { m_s[tid] = NEG_BIG; l_s[tid] = 0.f; }
-
-  const int start = split * chunk;
-  const int end = imin(ctx, start + chunk);
-  const int ntile = (end - start + MLA_TT - 1) / MLA_TT;
-  const unsigned char* src0 = (const unsigned char*)kv + ((u64)seq * ctx + start) * (FP8 ? MLA_D : 2 * MLA_D);
-  // issue: cp.async the rows of tile t into stage st (zero-filling rows past end).
-  auto issue = [&](int t, int st) {
-    const int n = imin(MLA_TT, end - start - t * MLA_TT);
-    const unsigned char* src = src0 + (u64)t * MLA_TT * (FP8 ? MLA_D : 2 * MLA_D);
-    saddr_t dst = smem_addr(stg + st * (FP8 ? MLA_RB : MLA_TB));
-    constexpr int cpr = FP8 ? MLA_D / 16 : 2 * MLA_D / 16;   // 16-byte chunks per row: 36 or 72
-    constexpr int rowB = FP8 ? MLA_RS : 2 * MLA_KS;
-#pragma unroll
-    for (int k = 0; k < (MLA_TT * cpr + MLA_NTH - 1) / MLA_NTH; k++) {
-      int i = tid + k * MLA_NTH;
-      if (i < MLA_TT * cpr) {
-        int r = i / cpr, c = i - r * cpr;
-        bool ok = r < n;
-        cp16(dst + r * rowB + c * 16, ok ? (const void*)(src + (u64)i * 16) : (const void*)src0, ok ? 16 : 0);
-      }
-    }
-  };
-  // The first tiles' copies go out before anything waits: Q (bf16: by
-  // cp.async in the first group; fp8: loaded and rounded to fp16 while
-  // they fly).
-  if (!FP8) {
-    const saddr_t qd = smem_addr(qsm);
-    for (int i = tid; i < MLA_R * (MLA_D / 8); i += MLA_NTH) {
-      int r = i / (MLA_D / 8), c = i - r * (MLA_D / 8);
-      bool ok = r < nrows;
-      cp16(qd + (r * MLA_KS + c * 8) * 2, ok ? (const void*)(q + (rowBase + r) * MLA_D + c * 8) : (const void*)q, ok ? 16 : 0);
-    }
-  }
-#pragma unroll
-  for (int p = 0; p < NS - 1; p++) {
-    if (p < ntile) issue(p, p);
-    cp_commit();
-  }
-  if (FP8) {  // Q to fp16, zero past nrows
-    for (int i = tid; i < MLA_R * (MLA_D / 8); i += MLA_NTH) {
-      int r = i / (MLA_D / 8), c = i - r * (MLA_D / 8);
-      v4 o = {0u, 0u, 0u, 0u};
-      if (r < nrows) {
-        float f[8];
-        unpack8(((const v4*)(q + (rowBase + r) * MLA_D))[c], f);
-        o.x = f2h(f[0]) | (f2h(f[1]) << 16); o.y = f2h(f[2]) | (f2h(f[3]) << 16);
-        o.z = f2h(f[4]) | (f2h(f[5]) << 16); o.w = f2h(f[6]) | (f2h(f[7]) << 16);
-      }
-      *(v4*)(qsm + r * MLA_KS + c * 8) = o;
-    }
-  }
-
-  float acc[8][4];
-#pragma unroll
-  for (int i = 0; i < 8; i++) acc[i][0] = acc[i][1] = acc[i][2] = acc[i][3] = 0.f;
-  const int nt = warp & 3, kh = warp >> 2;
-  const saddr_t qa = smem_addr(qsm);
-  const saddr_t pa = smem_addr(psm);
-  const bool hi = nrows > 8;  // rows 8..15 hold queries (else their A fragments are zero)
-
-  for (int it = 0; it < ntile; it++) {
-    cp_wait<NS - 2>();
-    __syncthreads();  // tile it is in shared memory for all; tile it-1 fully consumed
-    {
-      int nx = it + NS - 1;
-      if (nx < ntile) issue(nx, nx % NS);
-      cp_commit();
-    }
-    const unsigned char* cur = stg + (it % NS) * (FP8 ? MLA_RB : MLA_TB);
-    if (FP8) {  // widen the raw tile: 16 e4m3 -> 16 halves per chunk
-      for (int i = tid; i < MLA_TT * (MLA_D / 16); i += MLA_NTH) {
-        int r = i / (MLA_D / 16), c = i - r * (MLA_D / 16);
-        v4 b = *(const v4*)(cur + r * MLA_RS + c * 16);
-        v4 o0, o1;
-        if (CVT) {  // the hardware's conversion, exact values
-          e4m3x4h(b.x, o0.x, o0.y); e4m3x4h(b.y, o0.z, o0.w);
-          e4m3x4h(b.z, o1.x, o1.y); e4m3x4h(b.w, o1.z, o1.w);
-        } else {
-          o0.x = e4m3x2h2(b.x, 0x4140u); o0.y = e4m3x2h2(b.x, 0x4342u);
-          o0.z = e4m3x2h2(b.y, 0x4140u); o0.w = e4m3x2h2(b.y, 0x4342u);
-          o1.x = e4m3x2h2(b.z, 0x4140u); o1.y = e4m3x2h2(b.z, 0x4342u);
-          o1.z = e4m3x2h2(b.w, 0x4140u); o1.w = e4m3x2h2(b.w, 0x4342u);
-        }
-        v4* d = (v4*)(wide + r * MLA_KS + c * 16);
-        d[0] = o0;
-        d[1] = o1;
-      }
-      __syncthreads();
-    }
-    const saddr_t ta = smem_addr(FP8 ? (const void*)wide : (const void*)cur);
-    const int n = imin(MLA_TT, end - start - it * MLA_TT);
-
-    {  // S = Q K^T over this warp's 8 tokens and half of the 36 k-steps, in pairs
-      float c[4] = {0.f, 0.f, 0.f, 0.f}, c2[4] = {0.f, 0.f, 0.f, 0.f};
-      const saddr_t kb = ta + ((nt * 8 + (lane & 7)) * MLA_KS + (lane >> 3) * 8) * 2;
-#pragma unroll 3
-      for (int p = kh * 9; p < kh * 9 + 9; p++) {
-        u32 b0, b1, b2, b3;  // k-step 2p: b0 b1; 2p+1: b2 b3
-        ldsm4(kb + p * 64, b0, b1, b2, b3);
-        u32 a0, a1, a2, a3, e0, e1, e2, e3;
-        if (hi) {
-          const saddr_t ab = qa + (((lane & 7) + ((lane >> 3) & 1) * 8) * MLA_KS + (lane >> 4) * 8) * 2;
-          ldsm4(ab + p * 64, a0, a1, a2, a3);
-          ldsm4(ab + p * 64 + 32, e0, e1, e2, e3);
-        } else {  // rows 0..7 only: one ldmatrix covers both k-steps
-          ldsm4(qa + ((lane & 7) * MLA_KS + (lane >> 3) * 8) * 2 + p * 64, a0, a2, e0, e2);
-          a1 = a3 = e1 = e3 = 0u;
-        }
-        mma16816<FP8>(c, a0, a1, a2, a3, b0, b1);
-        mma16816<FP8>(c2, e0, e1, e2, e3, b2, b3);
-      }
-      float* sp = spart + kh * MLA_R * MLA_TT;
-      const int col = nt * 8 + 2 * tg;
-      sp[g * MLA_TT + col] = c[0] + c2[0];
-      sp[g * MLA_TT + col + 1] = c[1] + c2[1];
-      sp[(g + 8) * MLA_TT + col] = c[2] + c2[2];
-      sp[(g + 8) * MLA_TT + col + 1] = c[3] + c2[3];
-    }
-    __syncthreads();
-#pragma unroll
-    for (int hh = 0; hh < 2; hh++) {  // online softmax in log2 units, lane = token
-      const int h = 2 * warp + hh;
-      float sc = (lane < n && h < nrows) ? (spart[h * MLA_TT + lane] + spart[MLA_R * MLA_TT + h * MLA_TT + lane]) * sl2 : NEG_BIG;
-      float mx = sc;
-      for (int o = 16; o > 0; o >>= 1) mx = fmx(mx, __shfl_xor_sync(0xffffffffu, mx, o));
-      const float mo = m_s[h];
-      const float mn = fmx(mo, mx);
-      float p = sc > -1.0e38f ? fexp2(sc - mn) : 0.f;
-      psm[h * MLA_PS + lane] = (bf16_t)to16<FP8>(p);
-      float sum = p;
-      for (int o = 16; o > 0; o >>= 1) sum += __shfl_xor_sync(0xffffffffu, sum, o);
-      if (lane == 0) {
-        float a = mo > -1.0e38f ? fexp2(mo - mn) : 0.f;
-        alpha_s[h] = a;
-        m_s[h] = mn;
-        l_s[h] = l_s[h] * a + sum;
-      }
-    }
-    __syncthreads();
-    {  // O += P V over this warp's 64 columns
-      const float a_lo = alpha_s[g], a_hi = alpha_s[g + 8];
-#pragma unroll
-      for (int i = 0; i < 8; i++) { acc[i][0] *= a_lo; acc[i][1] *= a_lo; acc[i][2] *= a_hi; acc[i][3] *= a_hi; }
-#pragma unroll
-      for (int kk = 0; kk < MLA_TT / 16; kk++) {
-        u32 a0, a1, a2, a3;
-        ldsm4(pa + (((lane & 7) + ((lane >> 3) & 1) * 8) * MLA_PS + kk * 16 + (lane >> 4) * 8) * 2, a0, a1, a2, a3);
-        const int m = lane >> 3;
-        const saddr_t vb = ta + ((kk * 16 + (lane & 7) + (m & 1) * 8) * MLA_KS + warp * 64 + (m >> 1) * 8) * 2;
-#pragma unroll
-        for (int j = 0; j < 4; j++) {
-          u32 b0, b1, b2, b3;  // n-tile 2j: b0 b1; 2j+1: b2 b3
-          ldsm4t(vb + j * 32, b0, b1, b2, b3);
-          mma16816<FP8>(acc[2 * j], a0, a1, a2, a3, b0, b1);
-          mma16816<FP8>(acc[2 * j + 1], a0, a1, a2, a3, b2, b3);
-        }
-      }
-    }
-  }
-  __syncthreads();
-
-  // Epilogue: rows g and g+8, columns 64w + 8i + 2tg (+1).
-  const float l_lo = l_s[g], l_hi = l_s[g + 8];
-  const float inv_lo = l_lo > 0.f ? ks / l_lo : 0.f, inv_hi = l_hi > 0.f ? ks / l_hi : 0.f;
-  const float LN2 = 0.6931471805599453f;
-  if (S == 1) {
-#pragma unroll
-    for (int i = 0; i < 8; i++) {
-      const int col = warp * 64 + i * 8 + 2 * tg;
-      if (g < nrows) *(u32*)(out + (rowBase + g) * MLA_DV + col) = (u32)f2bf(acc[i][0] * inv_lo) | ((u32)f2bf(acc[i][1] * inv_lo) << 16);
-      if (g + 8 < nrows) *(u32*)(out + (rowBase + g + 8) * MLA_DV + col) = (u32)f2bf(acc[i][2] * inv_hi) | ((u32)f2bf(acc[i][3] * inv_hi) << 16);
-    }
-    if (lseOut && tid < nrows) lseOut[rowBase + tid] = l_s[tid] > 0.f ? (m_s[tid] + flog2(l_s[tid])) * LN2 : NEG_BIG;
-    return;
-  }
-  const u64 TH = (u64)T * H;
-#pragma unroll
-  for (int i = 0; i < 8; i++) {
-    const int col = warp * 64 + i * 8 + 2 * tg;
-    if (g < nrows) *(v2*)(opart + ((u64)split * TH + rowBase + g) * MLA_DV + col) = v2{__float_as_uint(acc[i][0] * inv_lo), __float_as_uint(acc[i][1] * inv_lo)};
-    if (g + 8 < nrows) *(v2*)(opart + ((u64)split * TH + rowBase + g + 8) * MLA_DV + col) = v2{__float_as_uint(acc[i][2] * inv_hi), __float_as_uint(acc[i][3] * inv_hi)};
-  }
-  if (tid < nrows) lse[(u64)split * TH + rowBase + tid] = l_s[tid] > 0.f ? (m_s[tid] + flog2(l_s[tid])) * LN2 : NEG_BIG;
-  if (!coop) return;
-
-  mla_merge_splits(opart, lse, out, sem, lseOut, (float*)stg, TH, rowBase, nrows, seq, grp, split, S);
-}
-
-#define MLA_FWD(FP8, NS, CVT, MINB, NAME)                                                                                           \
-  extern "C" __global__ void __launch_bounds__(MLA_NTH, MINB)                                                                  \
-      NAME(const bf16_t* q, const void* kv, bf16_t* out, float* opart, float* lse, int* sem, float* lseOut, int T, int H, \
-           int ctx, int tokPerSeq, int chunk, float scale, float kscale, int coop) {                                         \
-    mla_fwd<FP8, NS, CVT>(q, kv, out, opart, lse, sem, lseOut, T, H, ctx, tokPerSeq, chunk, scale, kscale, coop);             \
-  }
-MLA_FWD(false, 2, false, 2, mla_fwd_bf16_s2)
-MLA_FWD(false, 4, false, 1, mla_fwd_bf16_s4)
-MLA_FWD(true, 2, false, 2, mla_fwd_fp8_s2)
-MLA_FWD(true, 2, true, 2, mla_fwd_fp8c_s2)
-MLA_FWD(true, 4, true, 1, mla_fwd_fp8c_s4)
-
 // ---- MLA decode, heads as the MMA's N (mla_tc_*) ----
 //
-// mla_tc_{bf16,fp8}_r<R>_t<TT>_s<NS>: as mla_fwd_*, one block of 256
-// threads (8 warps) per (split, row group of R = 8 or 16 query rows,
-// sequence), but the products are transposed so that the query rows are
-// the MMA's N dimension (8 per n-tile) instead of its M (16): 8 heads fill
-// an m16n8k16 exactly, and each tile of TT = 32 or 64 cached tokens costs
-// half the MMAs, a quarter of the accumulator rescales and half the
-// barriers per token of the 32-token, 16-row layout:
+// mla_tc_bf16_r<R>_t<TT>_s<NS> (bf16 cache): a block takes R = 8 or 16
+// query rows and tiles of TT = 64 cached tokens; its 8 warps split a
+// tile's work by tokens for the scores and by columns for the output:
 //   S^T[TT x R] = K[TT x 576] . Q^T    warp w: 16 tokens (w mod TT/16), a
 //                                      1/NP share of the 36 k-steps; Q
 //                                      lives in registers (B fragments)
@@ -926,39 +696,35 @@ MLA_FWD(true, 4, true, 1, mla_fwd_fp8c_s4)
 //                                      m-tiles), all rows; V^T fragments by
 //                                      ldmatrix.trans of the tile, P^T by
 //                                      ldmatrix of P
-// The fp8 variants widen the raw e4m3 tile to halves in shared memory by
-// bit moves (value x 2^-8, exact; e4m3x2h2) and run the MMAs in fp16. The
-// output goes through shared memory (rows x 512 fp32) so that the stores
-// of out and of the split partials are coalesced; splits merge as in
-// mla_fwd (mla_merge_splits) or by mla_combine.
-template <bool FP8, int R, int TT, int NS>
+// With the rows as N, 8 heads fill an m16n8k16 exactly. The output goes
+// through shared memory (rows x 512 fp32) so that the stores of out and of
+// the split partials are coalesced.
+template <int R, int TT, int NS>
 struct MlaTC {
   static constexpr int NR = R / 8;                        // n-tiles of 8 rows
   static constexpr int TG = TT / 16;                      // token groups of 16 (MMA M)
   static constexpr int NP = 8 / TG;                       // k-step shares (warps per token group)
   static constexpr int KPW = 36 / NP;                     // k-steps per warp: 18 or 9
-  static constexpr int STAGE = TT * (FP8 ? MLA_RS : 2 * MLA_KS);  // bytes of one stage
+  static constexpr int STAGE = TT * 2 * MLA_KS;          // bytes of one stage
   static constexpr int QB = R * MLA_KS * 2;
-  static constexpr int WB = FP8 ? TT * MLA_KS * 2 : 0;    // the widened tile
   static constexpr int SR = R + 1;                        // partial-score row stride (floats): odd, so a warp reading one row's column is conflict-free
   static constexpr int SPB = ((NP * TT * SR * 4 + 15) / 16) * 16;
   static constexpr int PS = TT + 8;                       // P row stride (values): rows 16 bytes apart mod 128
   static constexpr int PB = R * PS * 2;
-  static constexpr int SMEM = QB + NS * STAGE + WB + SPB + PB + 3 * R * 4;
+  static constexpr int SMEM = QB + NS * STAGE + SPB + PB + 3 * R * 4;
   static constexpr int OS = MLA_DV + 4;                   // output staging row stride (floats)
 };
 
-template <bool FP8, int R, int TT, int NS>
+template <int R, int TT, int NS>
 __device__ __forceinline__ void mla_tc(const bf16_t* __restrict__ q, const void* __restrict__ kv, bf16_t* __restrict__ out,
                                        float* __restrict__ opart, float* __restrict__ lse, int* __restrict__ sem,
                                        float* __restrict__ lseOut, int T, int H, int ctx, int tokPerSeq, int chunk,
                                        float scale, float kscale, int coop) {
-  typedef MlaTC<FP8, R, TT, NS> L;
+  typedef MlaTC<R, TT, NS> L;
   DYN_SMEM(unsigned char, sm);
   bf16_t* qsm = (bf16_t*)sm;                                   // [R][MLA_KS]
   unsigned char* stg = sm + L::QB;                             // NS stages
-  bf16_t* wide = (bf16_t*)(stg + NS * L::STAGE);               // fp8: [TT][MLA_KS]
-  float* spart = (float*)((unsigned char*)wide + L::WB);       // [NP][TT][SR]
+  float* spart = (float*)(stg + NS * L::STAGE);                // [NP][TT][SR]
   bf16_t* psm = (bf16_t*)((unsigned char*)spart + L::SPB);     // [R][PS]
   float* alpha_s = (float*)(psm + R * L::PS);                  // [R]
   float* m_s = alpha_s + R;                                    // [R]
@@ -971,22 +737,21 @@ __device__ __forceinline__ void mla_tc(const bf16_t* __restrict__ q, const void*
   const int r0 = grp * R;
   const int nrows = imin(R, seqRows - r0);
   const u64 rowBase = (u64)seq * seqRows + r0;
-  const float ks = FP8 ? kscale * 256.f : 1.f;                 // the widened fp8 values are value x 2^-8
-  const float sl2 = scale * ks * 1.4426950408889634f;
+  const float sl2 = scale * 1.4426950408889634f;
 
   if (tid < R) { m_s[tid] = NEG_BIG; l_s[tid] = 0.f; }
 
   const int start = split * chunk;
   const int end = imin(ctx, start + chunk);
   const int ntile = (end - start + TT - 1) / TT;
-  constexpr int rowKV = FP8 ? MLA_D : 2 * MLA_D;               // cache bytes per token
+  constexpr int rowKV = 2 * MLA_D;                             // cache bytes per token
   const unsigned char* src0 = (const unsigned char*)kv + ((u64)seq * ctx + start) * rowKV;
   auto issue = [&](int t, int st) {
     const int n = imin(TT, end - start - t * TT);
     const unsigned char* src = src0 + (u64)t * TT * rowKV;
     const saddr_t dst = smem_addr(stg + st * L::STAGE);
-    constexpr int cpr = rowKV / 16;                            // 16-byte chunks per row: 36 or 72
-    constexpr int rowB = FP8 ? MLA_RS : 2 * MLA_KS;
+    constexpr int cpr = rowKV / 16;                            // 16-byte chunks per row
+    constexpr int rowB = 2 * MLA_KS;
 #pragma unroll
     for (int k = 0; k < (TT * cpr + MLA_NTH - 1) / MLA_NTH; k++) {
       const int i = tid + k * MLA_NTH;
@@ -997,7 +762,7 @@ __device__ __forceinline__ void mla_tc(const bf16_t* __restrict__ q, const void*
       }
     }
   };
-  if (!FP8) {  // Q rides in the first copy group
+  {  // Q rides in the first copy group
     const saddr_t qd = smem_addr(qsm);
     for (int i = tid; i < R * (MLA_D / 8); i += MLA_NTH) {
       const int r = i / (MLA_D / 8), c = i - r * (MLA_D / 8);
@@ -1010,20 +775,6 @@ __device__ __forceinline__ void mla_tc(const bf16_t* __restrict__ q, const void*
     if (p < ntile) issue(p, p);
     cp_commit();
   }
-  if (FP8) {  // Q to fp16 while the first tiles fly, zero past nrows
-    for (int i = tid; i < R * (MLA_D / 8); i += MLA_NTH) {
-      const int r = i / (MLA_D / 8), c = i - r * (MLA_D / 8);
-      v4 o = {0u, 0u, 0u, 0u};
-      if (r < nrows) {
-        float f[8];
-        unpack8(((const v4*)(q + (rowBase + r) * MLA_D))[c], f);
-        o.x = f2h(f[0]) | (f2h(f[1]) << 16); o.y = f2h(f[2]) | (f2h(f[3]) << 16);
-        o.z = f2h(f[4]) | (f2h(f[5]) << 16); o.w = f2h(f[6]) | (f2h(f[7]) << 16);
-      }
-      *(v4*)(qsm + r * MLA_KS + c * 8) = o;
-    }
-  }
-
   const int tgrp = warp % L::TG, part = warp / L::TG;
   const int k0 = part * L::KPW;                                // this warp's first k-step
   // Q^T's B fragments for this warp's k-steps, loaded once (after the
@@ -1052,22 +803,7 @@ __device__ __forceinline__ void mla_tc(const bf16_t* __restrict__ q, const void*
         for (int n = 0; n < L::NR; n++) ldsm4(qa + (n * 8 * MLA_KS + (k0 + 2 * j) * 16) * 2, qf[j][n][0], qf[j][n][1], qf[j][n][2], qf[j][n][3]);
     }
     const unsigned char* cur = stg + (it % NS) * L::STAGE;
-    if (FP8) {  // widen: 16 e4m3 -> 16 halves per chunk
-      for (int i = tid; i < TT * (MLA_D / 16); i += MLA_NTH) {
-        const int r = i / (MLA_D / 16), c = i - r * (MLA_D / 16);
-        const v4 b = *(const v4*)(cur + r * MLA_RS + c * 16);
-        v4 o0, o1;
-        o0.x = e4m3x2h2(b.x, 0x4140u); o0.y = e4m3x2h2(b.x, 0x4342u);
-        o0.z = e4m3x2h2(b.y, 0x4140u); o0.w = e4m3x2h2(b.y, 0x4342u);
-        o1.x = e4m3x2h2(b.z, 0x4140u); o1.y = e4m3x2h2(b.z, 0x4342u);
-        o1.z = e4m3x2h2(b.w, 0x4140u); o1.w = e4m3x2h2(b.w, 0x4342u);
-        v4* d = (v4*)(wide + r * MLA_KS + c * 16);
-        d[0] = o0;
-        d[1] = o1;
-      }
-      __syncthreads();
-    }
-    const saddr_t ta = smem_addr(FP8 ? (const void*)wide : (const void*)cur);
+    const saddr_t ta = smem_addr(cur);
     const int n = imin(TT, end - start - it * TT);
 
     {  // S^T = K Q^T: 16 tokens x R rows over this warp's k-steps, two chains
@@ -1082,7 +818,7 @@ __device__ __forceinline__ void mla_tc(const bf16_t* __restrict__ q, const void*
         u32 a0, a1, a2, a3;
         ldsm4(ka + j * 32, a0, a1, a2, a3);
 #pragma unroll
-        for (int m = 0; m < L::NR; m++) mma16816<FP8>(c[j & 1][m], a0, a1, a2, a3, qf[j >> 1][m][(j & 1) * 2], qf[j >> 1][m][(j & 1) * 2 + 1]);
+        for (int m = 0; m < L::NR; m++) mma16816<false>(c[j & 1][m], a0, a1, a2, a3, qf[j >> 1][m][(j & 1) * 2], qf[j >> 1][m][(j & 1) * 2 + 1]);
       }
       // c[.][m]: (token g, rows 8m + 2tg, +1) and (token g + 8, same rows)
       float* sp = spart + (part * TT + tgrp * 16) * L::SR;
@@ -1117,7 +853,7 @@ __device__ __forceinline__ void mla_tc(const bf16_t* __restrict__ q, const void*
 #pragma unroll
       for (int j = 0; j < TT / 32; j++) {
         const float p = sc[j] > -1.0e38f ? fexp2(sc[j] - mn) : 0.f;
-        psm[h * L::PS + lane + 32 * j] = (bf16_t)to16<FP8>(p);
+        psm[h * L::PS + lane + 32 * j] = (bf16_t)f2bf_rn(p);
         sum += p;
       }
       for (int o = 16; o > 0; o >>= 1) sum += __shfl_xor_sync(0xffffffffu, sum, o);
@@ -1151,7 +887,7 @@ __device__ __forceinline__ void mla_tc(const bf16_t* __restrict__ q, const void*
             u32 a0, a1, a2, a3;
             ldsm4t(vb + ((kk * 32 + h * 16) * MLA_KS + i * 16) * 2, a0, a1, a2, a3);
 #pragma unroll
-            for (int m = 0; m < L::NR; m++) mma16816<FP8>(acc[i][m], a0, a1, a2, a3, b[m][2 * h], b[m][2 * h + 1]);
+            for (int m = 0; m < L::NR; m++) mma16816<false>(acc[i][m], a0, a1, a2, a3, b[m][2 * h], b[m][2 * h + 1]);
           }
         }
       }
@@ -1165,7 +901,7 @@ __device__ __forceinline__ void mla_tc(const bf16_t* __restrict__ q, const void*
   for (int m = 0; m < L::NR; m++) {
     const int row = 8 * m + 2 * tg;
     const float l0 = l_s[row], l1 = l_s[row + 1];
-    const float i0 = l0 > 0.f ? ks / l0 : 0.f, i1 = l1 > 0.f ? ks / l1 : 0.f;
+    const float i0 = l0 > 0.f ? 1.f / l0 : 0.f, i1 = l1 > 0.f ? 1.f / l1 : 0.f;
 #pragma unroll
     for (int i = 0; i < 4; i++) {
       const int col = warp * 64 + i * 16 + g;
@@ -1182,8 +918,8 @@ __device__ __forceinline__ void mla_tc(const bf16_t* __restrict__ q, const void*
     const int r = i / (MLA_DV / 4), c = (i - r * (MLA_DV / 4)) * 4;
     const v4 o = *(const v4*)(osm + r * L::OS + c);
     if (S == 1)
-      *(v2*)(out + (rowBase + r) * MLA_DV + c) = v2{(u32)f2bf(__uint_as_float(o.x)) | ((u32)f2bf(__uint_as_float(o.y)) << 16),
-                                                   (u32)f2bf(__uint_as_float(o.z)) | ((u32)f2bf(__uint_as_float(o.w)) << 16)};
+      *(v2*)(out + (rowBase + r) * MLA_DV + c) = v2{f2bf_rn(__uint_as_float(o.x)) | (f2bf_rn(__uint_as_float(o.y)) << 16),
+                                                   f2bf_rn(__uint_as_float(o.z)) | (f2bf_rn(__uint_as_float(o.w)) << 16)};
     else
       *(v4*)(opart + ((u64)split * TH + rowBase + r) * MLA_DV + c) = o;
   }
@@ -1200,20 +936,350 @@ __device__ __forceinline__ void mla_tc(const bf16_t* __restrict__ q, const void*
   mla_merge_splits(opart, lse, out, sem, lseOut, (float*)stg, TH, rowBase, nrows, seq, grp, split, S);
 }
 
-#define MLA_TC(FP8, R, TT, NS, MINB, NAME)                                                                                          \
+#define MLA_TC(R, TT, NS, NAME)                                                                                                     \
+  extern "C" __global__ void __launch_bounds__(MLA_NTH, 1)                                                                     \
+      NAME(const bf16_t* q, const void* kv, bf16_t* out, float* opart, float* lse, int* sem, float* lseOut, int T, int H, \
+           int ctx, int tokPerSeq, int chunk, float scale, float kscale, int coop) {                                         \
+    mla_tc<R, TT, NS>(q, kv, out, opart, lse, sem, lseOut, T, H, ctx, tokPerSeq, chunk, scale, kscale, coop);                 \
+  }
+MLA_TC(8, 64, 2, mla_tc_bf16_r8_t64_s2)
+MLA_TC(16, 64, 2, mla_tc_bf16_r16_t64_s2)
+
+// ---- MLA decode, warps owning latent columns (mla_ds_*) ----
+//
+// mla_ds_{fp8c,fp8}_r<R>_t<TT>_s<NS> (e4m3 cache): the grid, the rows,
+// the splits and their merge are mla_tc_*'s; the work within a tile is
+// divided by latent columns instead of by tokens, so that every cached
+// value is read from shared memory once, by one warp, widened once in
+// registers (fp8c: sm_89's conversion instruction, exact values; fp8: bit
+// moves, e4m3x4h8, value x 2^-8), with no widened copy of the tile, and
+// used by both products:
+//   warp w owns columns 64w..64w+63 (512 = 8 x 64) and a 1/8 share of the
+//   64 rope columns (one 16-token m-tile x TT/32 k-steps);
+//   S^T partial[TT x R] = K[:, its columns] . Q^T[its columns]: the A
+//     fragments come from plain 16-byte loads of the raw tile: the k order
+//     within each group of 16 columns is permuted (thread tg takes 16
+//     adjacent columns) and Q^T's fragments, in registers, follow the same
+//     permutation, which leaves the dot products unchanged;
+//   the 8 partials are summed in the softmax (shared memory, [8][TT][R+1]);
+//   O^T[its 64 columns x R] += V^T . P^T: V^T's A fragments are S's A
+//     fragments transposed in registers (movmatrix), so O^T's rows come in
+//     the same permuted column order, undone when the output is staged.
+// The products run in fp16 (e4m3 fits it exactly; Q is rounded to fp16,
+// P in [0,1] too) and the per-tensor scale goes on the scores and the
+// output, so dequantization costs no pass over the data.
+template <bool FP8, int R, int TT, int NS>
+struct MlaDS {
+  static constexpr int CPR = (FP8 ? MLA_D : 2 * MLA_D) / 16;  // 16-byte chunks per cached row
+  static constexpr int TPR = MLA_NTH / TT;               // copying threads per row
+  static constexpr int CPT = (CPR + TPR - 1) / TPR;      // chunks per thread per tile
+  static constexpr int NR = R / 8;                       // n-tiles of 8 rows
+  static constexpr int MT = TT / 16;                     // m-tiles of 16 tokens
+  static constexpr int RK = MT / 2;                      // rope k-steps per warp (MT x 4 shared by 8 warps)
+  static constexpr int RB = FP8 ? MLA_D : 2 * MLA_D + 16;  // smem row bytes: 576 = 64 mod 128, 1168 = 16 mod 128 (conflict-free)
+  static constexpr int STAGE = TT * RB;
+  static constexpr int QB = R * MLA_KS * 2;
+  static constexpr int SR = R + 1;
+  static constexpr int SPB = ((8 * TT * SR * 4 + 15) / 16) * 16;
+  static constexpr int PS = TT + 8;
+  static constexpr int PB = R * PS * 2;
+  static constexpr int SMEM = QB + NS * STAGE + SPB + PB + 3 * R * 4;
+  static constexpr int OS = MLA_DV + 4;
+};
+
+// ldpairs<FP8, NP, CVT>: NP 16-bit pairs of a tile row from column dim:
+// bf16 values as they are; e4m3 widened to halves by sm_89's conversion
+// instruction (CVT: exact values) or by bit moves (value x 2^-8).
+template <bool CVT>
+__device__ __forceinline__ void e4m3w(u32 w, u32& lo, u32& hi) {
+  if (CVT) e4m3x4h(w, lo, hi);
+  else e4m3x4h8(w, lo, hi);
+}
+template <bool FP8, int NP, bool CVT = false>
+__device__ __forceinline__ void ldpairs(const unsigned char* row, int dim, u32* h) {
+  if (FP8) {
+    const unsigned char* p = row + dim;
+    if (NP == 8) {
+      const v4 x = *(const v4*)p;
+      e4m3w<CVT>(x.x, h[0], h[1]); e4m3w<CVT>(x.y, h[2], h[3]); e4m3w<CVT>(x.z, h[4], h[5]); e4m3w<CVT>(x.w, h[6], h[7]);
+    } else if (NP == 4) {
+      const v2 x = *(const v2*)p;
+      e4m3w<CVT>(x.x, h[0], h[1]); e4m3w<CVT>(x.y, h[2], h[3]);
+    } else {
+      e4m3w<CVT>(*(const u32*)p, h[0], h[1]);
+    }
+  } else {
+    const unsigned char* p = row + 2 * dim;
+    if (NP == 8) {
+      const v4 a = ((const v4*)p)[0], b = ((const v4*)p)[1];
+      h[0] = a.x; h[1] = a.y; h[2] = a.z; h[3] = a.w; h[4] = b.x; h[5] = b.y; h[6] = b.z; h[7] = b.w;
+    } else if (NP == 4) {
+      const v4 a = *(const v4*)p;
+      h[0] = a.x; h[1] = a.y; h[2] = a.z; h[3] = a.w;
+    } else {
+      const v2 a = *(const v2*)p;
+      h[0] = a.x; h[1] = a.y;
+    }
+  }
+}
+
+template <bool FP8, int R, int TT, int NS, bool CVT>
+__device__ __forceinline__ void mla_ds(const bf16_t* __restrict__ q, const void* __restrict__ kv, bf16_t* __restrict__ out,
+                                       float* __restrict__ opart, float* __restrict__ lse, int* __restrict__ sem,
+                                       float* __restrict__ lseOut, int T, int H, int ctx, int tokPerSeq, int chunk,
+                                       float scale, float kscale, int coop) {
+  typedef MlaDS<FP8, R, TT, NS> L;
+  DYN_SMEM(unsigned char, sm);
+  bf16_t* qsm = (bf16_t*)sm;                                   // [R][MLA_KS]
+  unsigned char* stg = sm + L::QB;                             // NS stages of [TT][RB] bytes
+  float* spart = (float*)(stg + NS * L::STAGE);                // [8][TT][SR]
+  bf16_t* psm = (bf16_t*)((unsigned char*)spart + L::SPB);     // [R][PS]
+  float* alpha_s = (float*)(psm + R * L::PS);
+  float* m_s = alpha_s + R;
+  float* l_s = m_s + R;
+
+  const int split = blockIdx.x, grp = blockIdx.y, seq = blockIdx.z, S = gridDim.x;
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+  const int g = lane >> 2, tg = lane & 3;
+  const int seqRows = tokPerSeq * H;
+  const int r0 = grp * R;
+  const int nrows = imin(R, seqRows - r0);
+  const u64 rowBase = (u64)seq * seqRows + r0;
+  const float ks = FP8 ? (CVT ? kscale : kscale * 256.f) : 1.f;
+  const float sl2 = scale * ks * 1.4426950408889634f;
+
+  if (tid < R) { m_s[tid] = NEG_BIG; l_s[tid] = 0.f; }
+
+  const int start = split * chunk;
+  const int end = imin(ctx, start + chunk);
+  const int ntile = (end - start + TT - 1) / TT;
+  constexpr int rowKV = FP8 ? MLA_D : 2 * MLA_D;
+  const unsigned char* src0 = (const unsigned char*)kv + ((u64)seq * ctx + start) * rowKV;
+  // Copies: thread tid takes row tid / TPR of each tile and every TPR-th
+  // 16-byte chunk of it, so whether the row exists is one test per tile.
+  const int crow = tid / L::TPR, cc0 = tid - crow * L::TPR;
+  auto issue = [&](int t, int st) {
+    const bool ok = crow < end - start - t * TT;
+    const unsigned char* src = src0 + (ok ? ((u64)t * TT + crow) * rowKV : 0);
+    const saddr_t dst = smem_addr(stg + st * L::STAGE + crow * L::RB);
+#pragma unroll
+    for (int k = 0; k < L::CPT; k++) {
+      const int c = cc0 + k * L::TPR;
+      if (L::CPR % L::TPR == 0 || c < L::CPR) cp16(dst + c * 16, src + c * 16, ok ? 16 : 0);
+    }
+  };
+  if (!FP8) {
+    const saddr_t qd = smem_addr(qsm);
+    for (int i = tid; i < R * (MLA_D / 8); i += MLA_NTH) {
+      const int r = i / (MLA_D / 8), c = i - r * (MLA_D / 8);
+      const bool ok = r < nrows;
+      cp16(qd + (r * MLA_KS + c * 8) * 2, ok ? (const void*)(q + (rowBase + r) * MLA_D + c * 8) : (const void*)q, ok ? 16 : 0);
+    }
+  }
+#pragma unroll
+  for (int p = 0; p < NS - 1; p++) {
+    if (p < ntile) issue(p, p);
+    cp_commit();
+  }
+  if (FP8) {
+    for (int i = tid; i < R * (MLA_D / 8); i += MLA_NTH) {
+      const int r = i / (MLA_D / 8), c = i - r * (MLA_D / 8);
+      v4 o = {0u, 0u, 0u, 0u};
+      if (r < nrows) {
+        float f[8];
+        unpack8(((const v4*)(q + (rowBase + r) * MLA_D))[c], f);
+        o.x = f2h(f[0]) | (f2h(f[1]) << 16); o.y = f2h(f[2]) | (f2h(f[3]) << 16);
+        o.z = f2h(f[4]) | (f2h(f[5]) << 16); o.w = f2h(f[6]) | (f2h(f[7]) << 16);
+      }
+      *(v4*)(qsm + r * MLA_KS + c * 8) = o;
+    }
+  }
+
+  const int col0 = warp * 64 + 16 * tg;                        // this thread's 16 latent columns
+  const int rmt = warp % L::MT;                                // the rope m-tile of this warp
+  const int rcol = MLA_DV + 16 * L::RK * (warp / L::MT) + 4 * L::RK * tg;  // its 4 RK rope columns
+  u32 qv[L::NR][8], qr[L::NR][2 * L::RK];
+  float acc[4][L::NR][4];
+#pragma unroll
+  for (int i = 0; i < 4; i++)
+#pragma unroll
+    for (int n = 0; n < L::NR; n++) acc[i][n][0] = acc[i][n][1] = acc[i][n][2] = acc[i][n][3] = 0.f;
+  const saddr_t pa = smem_addr(psm);
+
+  for (int it = 0; it < ntile; it++) {
+    cp_wait<NS - 2>();
+    __syncthreads();
+    {
+      const int nx = it + NS - 1;
+      if (nx < ntile) issue(nx, nx % NS);
+      cp_commit();
+    }
+    if (it == 0) {
+#pragma unroll
+      for (int n = 0; n < L::NR; n++) {
+        const unsigned char* qrow = (const unsigned char*)(qsm + (8 * n + g) * MLA_KS);
+        ldpairs<false, 8>(qrow, col0, qv[n]);
+        ldpairs<false, 2 * L::RK>(qrow, rcol, qr[n]);
+      }
+    }
+    const unsigned char* cur = stg + (it % NS) * L::STAGE;
+    const int n = imin(TT, end - start - it * TT);
+
+    u32 vf[L::MT][4][4];  // S's A fragments (m-tile, k-step): kept, transposed, for O
+    {
+      float c[L::MT][L::NR][4];
+#pragma unroll
+      for (int mt = 0; mt < L::MT; mt++) {
+#pragma unroll
+        for (int m = 0; m < L::NR; m++) c[mt][m][0] = c[mt][m][1] = c[mt][m][2] = c[mt][m][3] = 0.f;
+        const unsigned char* ra = cur + (mt * 16 + g) * L::RB;
+        u32 h0[8], h1[8];
+        ldpairs<FP8, 8, CVT>(ra, col0, h0);
+        ldpairs<FP8, 8, CVT>(ra + 8 * L::RB, col0, h1);
+#pragma unroll
+        for (int s = 0; s < 4; s++) {
+          vf[mt][s][0] = h0[2 * s]; vf[mt][s][1] = h1[2 * s]; vf[mt][s][2] = h0[2 * s + 1]; vf[mt][s][3] = h1[2 * s + 1];
+#pragma unroll
+          for (int m = 0; m < L::NR; m++) mma16816<FP8>(c[mt][m], vf[mt][s][0], vf[mt][s][1], vf[mt][s][2], vf[mt][s][3], qv[m][2 * s], qv[m][2 * s + 1]);
+        }
+        if (mt == rmt) {  // the rope share (warp-uniform)
+          u32 e0[2 * L::RK], e1[2 * L::RK];
+          ldpairs<FP8, 2 * L::RK, CVT>(ra, rcol, e0);
+          ldpairs<FP8, 2 * L::RK, CVT>(ra + 8 * L::RB, rcol, e1);
+#pragma unroll
+          for (int j = 0; j < L::RK; j++)
+#pragma unroll
+            for (int m = 0; m < L::NR; m++) mma16816<FP8>(c[mt][m], e0[2 * j], e1[2 * j], e0[2 * j + 1], e1[2 * j + 1], qr[m][2 * j], qr[m][2 * j + 1]);
+        }
+      }
+      float* sp = spart + warp * TT * L::SR;
+#pragma unroll
+      for (int mt = 0; mt < L::MT; mt++)
+#pragma unroll
+        for (int m = 0; m < L::NR; m++) {
+          const int row = 8 * m + 2 * tg, t0 = mt * 16 + g;
+          sp[t0 * L::SR + row] = c[mt][m][0];
+          sp[t0 * L::SR + row + 1] = c[mt][m][1];
+          sp[(t0 + 8) * L::SR + row] = c[mt][m][2];
+          sp[(t0 + 8) * L::SR + row + 1] = c[mt][m][3];
+        }
+    }
+    __syncthreads();
+#pragma unroll
+    for (int m = 0; m < L::NR; m++) {  // online softmax in log2 units: row warp + 8m, lane = token (+32)
+      const int h = warp + 8 * m;
+      float sc[TT / 32];
+      float mx = NEG_BIG;
+#pragma unroll
+      for (int j = 0; j < TT / 32; j++) {
+        const int t = lane + 32 * j;
+        float s = 0.f;
+#pragma unroll
+        for (int p = 0; p < 8; p++) s += spart[(p * TT + t) * L::SR + h];
+        sc[j] = (t < n && h < nrows) ? s * sl2 : NEG_BIG;
+        mx = fmx(mx, sc[j]);
+      }
+      for (int o = 16; o > 0; o >>= 1) mx = fmx(mx, __shfl_xor_sync(0xffffffffu, mx, o));
+      const float mo = m_s[h];
+      const float mn = fmx(mo, mx);
+      float sum = 0.f;
+#pragma unroll
+      for (int j = 0; j < TT / 32; j++) {
+        const float p = sc[j] > -1.0e38f ? fexp2(sc[j] - mn) : 0.f;
+        psm[h * L::PS + lane + 32 * j] = (bf16_t)(FP8 ? f2h_rn(p) : f2bf_rn(p));
+        sum += p;
+      }
+      for (int o = 16; o > 0; o >>= 1) sum += __shfl_xor_sync(0xffffffffu, sum, o);
+      if (lane == 0) {
+        const float a = mo > -1.0e38f ? fexp2(mo - mn) : 0.f;
+        alpha_s[h] = a;
+        m_s[h] = mn;
+        l_s[h] = l_s[h] * a + sum;
+      }
+    }
+    __syncthreads();
+    {  // O^T[its columns] += V^T P^T
+#pragma unroll
+      for (int m = 0; m < L::NR; m++) {
+        const float a0 = alpha_s[8 * m + 2 * tg], a1 = alpha_s[8 * m + 2 * tg + 1];
+#pragma unroll
+        for (int i = 0; i < 4; i++) { acc[i][m][0] *= a0; acc[i][m][1] *= a1; acc[i][m][2] *= a0; acc[i][m][3] *= a1; }
+      }
+      const saddr_t pb = pa + ((lane & 7) * L::PS + (lane >> 3) * 8) * 2;
+#pragma unroll
+      for (int kk = 0; kk < L::MT / 2; kk++) {  // P^T for two token k-steps (32 tokens) per load
+        u32 b[L::NR][4];
+#pragma unroll
+        for (int m = 0; m < L::NR; m++) ldsm4(pb + (m * 8 * L::PS + kk * 32) * 2, b[m][0], b[m][1], b[m][2], b[m][3]);
+#pragma unroll
+        for (int h = 0; h < 2; h++) {
+          const int mt = 2 * kk + h;
+#pragma unroll
+          for (int s = 0; s < 4; s++) {
+            // V^T fragment (columns of k-step s x the m-tile's tokens):
+            // the transposes of S's (tokens x columns) quarter-matrices.
+            const u32 a0 = movt(vf[mt][s][0]), a1 = movt(vf[mt][s][2]), a2 = movt(vf[mt][s][1]), a3 = movt(vf[mt][s][3]);
+#pragma unroll
+            for (int m = 0; m < L::NR; m++) mma16816<FP8>(acc[s][m], a0, a1, a2, a3, b[m][2 * h], b[m][2 * h + 1]);
+          }
+        }
+      }
+    }
+  }
+  __syncthreads();
+
+  // Stage O: acc[s] holds the permuted columns g and g + 8 of k-step s,
+  // i.e. latent columns 64w + 16(g/2) + 4s + (g%2) and that + 2.
+  float* osm = (float*)stg;
+#pragma unroll
+  for (int m = 0; m < L::NR; m++) {
+    const int row = 8 * m + 2 * tg;
+    const float l0 = l_s[row], l1 = l_s[row + 1];
+    const float i0 = l0 > 0.f ? ks / l0 : 0.f, i1 = l1 > 0.f ? ks / l1 : 0.f;
+#pragma unroll
+    for (int s = 0; s < 4; s++) {
+      const int col = warp * 64 + 16 * (g >> 1) + 4 * s + (g & 1);
+      osm[row * L::OS + col] = acc[s][m][0] * i0;
+      osm[(row + 1) * L::OS + col] = acc[s][m][1] * i1;
+      osm[row * L::OS + col + 2] = acc[s][m][2] * i0;
+      osm[(row + 1) * L::OS + col + 2] = acc[s][m][3] * i1;
+    }
+  }
+  __syncthreads();
+  const float LN2 = 0.6931471805599453f;
+  const u64 TH = (u64)T * H;
+  for (int i = tid; i < nrows * (MLA_DV / 4); i += MLA_NTH) {
+    const int r = i / (MLA_DV / 4), c = (i - r * (MLA_DV / 4)) * 4;
+    const v4 o = *(const v4*)(osm + r * L::OS + c);
+    if (S == 1)
+      *(v2*)(out + (rowBase + r) * MLA_DV + c) = v2{f2bf_rn(__uint_as_float(o.x)) | (f2bf_rn(__uint_as_float(o.y)) << 16),
+                                                   f2bf_rn(__uint_as_float(o.z)) | (f2bf_rn(__uint_as_float(o.w)) << 16)};
+    else
+      *(v4*)(opart + ((u64)split * TH + rowBase + r) * MLA_DV + c) = o;
+  }
+  if (tid < nrows) {
+    const float l = l_s[tid] > 0.f ? (m_s[tid] + flog2(l_s[tid])) * LN2 : NEG_BIG;
+    if (S == 1) {
+      if (lseOut) lseOut[rowBase + tid] = l;
+    } else {
+      lse[(u64)split * TH + rowBase + tid] = l;
+    }
+  }
+  if (S == 1 || !coop) return;
+  __syncthreads();
+  mla_merge_splits(opart, lse, out, sem, lseOut, (float*)stg, TH, rowBase, nrows, seq, grp, split, S);
+}
+
+#define MLA_DS(FP8, CVT, R, TT, NS, MINB, NAME)                                                                                     \
   extern "C" __global__ void __launch_bounds__(MLA_NTH, MINB)                                                                  \
       NAME(const bf16_t* q, const void* kv, bf16_t* out, float* opart, float* lse, int* sem, float* lseOut, int T, int H, \
            int ctx, int tokPerSeq, int chunk, float scale, float kscale, int coop) {                                         \
-    mla_tc<FP8, R, TT, NS>(q, kv, out, opart, lse, sem, lseOut, T, H, ctx, tokPerSeq, chunk, scale, kscale, coop);            \
+    mla_ds<FP8, R, TT, NS, CVT>(q, kv, out, opart, lse, sem, lseOut, T, H, ctx, tokPerSeq, chunk, scale, kscale, coop);       \
   }
-MLA_TC(false, 8, 64, 2, 1, mla_tc_bf16_r8_t64_s2)
-MLA_TC(false, 16, 64, 2, 1, mla_tc_bf16_r16_t64_s2)
-MLA_TC(false, 8, 32, 2, 2, mla_tc_bf16_r8_t32_s2)
-MLA_TC(false, 8, 32, 4, 1, mla_tc_bf16_r8_t32_s4)
-MLA_TC(true, 8, 64, 3, 1, mla_tc_fp8_r8_t64_s3)
-MLA_TC(true, 16, 64, 3, 1, mla_tc_fp8_r16_t64_s3)
-MLA_TC(true, 8, 64, 2, 1, mla_tc_fp8_r8_t64_s2)
-MLA_TC(true, 8, 32, 4, 1, mla_tc_fp8_r8_t32_s4)
+MLA_DS(true, true, 8, 64, 4, 1, mla_ds_fp8c_r8_t64_s4)
+MLA_DS(true, true, 16, 64, 4, 1, mla_ds_fp8c_r16_t64_s4)
+MLA_DS(true, false, 8, 64, 4, 1, mla_ds_fp8_r8_t64_s4)
+MLA_DS(true, false, 16, 64, 4, 1, mla_ds_fp8_r16_t64_s4)
 
 #define MLA_MAX_SPLITS 1024  // most KV splits mla_combine merges (shared weights)
 

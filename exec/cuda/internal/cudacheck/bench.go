@@ -297,50 +297,44 @@ func benchMLA(e *env, emit func(benchRow), rot func(uint64) (cu.DevPtr, int, err
 				if strings.Contains(k, "fp8") != fp8 {
 					continue
 				}
-				// The planner picks the default variant; here every variant
-				// runs with the split rule applied to its own occupancy, and
-				// the two-block variants also with half the splits (one block
-				// per SM, twice the tiles each).
-				for _, perSM := range []int{occ[k], occ[k] / 2} {
-					if perSM < 1 || (perSM < occ[k] && !strings.HasSuffix(k, "_s2")) {
+				// Every variant runs with the planner's split rule for its own
+				// occupancy.
+				perSM := occ[k]
+				g := cuda.MLAFwdLaunchWith(k, cuda.MLAShape{Seqs: s.B, TokPerSeq: s.tps, Heads: s.H, Ctx: s.ctx, FP8: fp8}, e.info.SMs, perSM)
+				th := uint64(T * s.H)
+				part, _ := cu.Alloc(uint64(g.Splits)*th*512*4 + uint64(g.Splits)*th*4)
+				lse := part + cu.DevPtr(uint64(g.Splits)*th*512*4)
+				for _, coop := range []bool{true, false} {
+					if !coop && g.Splits == 1 {
 						continue
 					}
-					g := cuda.MLAFwdLaunchWith(k, cuda.MLAShape{Seqs: s.B, TokPerSeq: s.tps, Heads: s.H, Ctx: s.ctx, FP8: fp8}, e.info.SMs, perSM)
-					th := uint64(T * s.H)
-					part, _ := cu.Alloc(uint64(g.Splits)*th*512*4 + uint64(g.Splits)*th*4)
-					lse := part + cu.DevPtr(uint64(g.Splits)*th*512*4)
-					for _, coop := range []bool{true, false} {
-						if !coop && g.Splits == 1 {
-							continue
-						}
-						c := 0
-						if coop && g.Coop {
-							c = 1
-						}
-						call := func(i int) error {
-							kvi := kv + cu.DevPtr(uint64(i%copies)*kvBytes)
-							if err := e.launch(k, [3]uint32{uint32(g.Splits), uint32(g.Groups), uint32(s.B)}, [3]uint32{256, 1, 1}, uint32(g.SmemBytes),
-								uint64(q), uint64(kvi), uint64(o), uint64(part), uint64(lse), uint64(sem), 0, i32(T), i32(s.H), i32(s.ctx), i32(s.tps), i32(g.Chunk), scale, f32(1), i32(c)); err != nil {
-								return err
-							}
-							if g.Splits > 1 && c == 0 {
-								return e.launch("mla_combine", [3]uint32{uint32(th), 1, 1}, [3]uint32{128, 1, 1}, 0, uint64(part), uint64(lse), uint64(o), i32(int(th)), i32(g.Splits), i32(512))
-							}
-							return nil
-						}
-						us, sp, err := e.loopTime(iters(bytes/3e6), reps, call)
-						if err != nil {
-							return fmt.Errorf("%s B=%d H=%d ctx=%d: %w", k, s.B, s.H, s.ctx, err)
-						}
-						merge := "merged in-kernel"
-						if c == 0 && g.Splits > 1 {
-							merge = "+ mla_combine"
-						}
-						emit(benchRow{Kernel: k, Shape: fmt.Sprintf("B=%d H=%d tps=%d ctx=%d", s.B, s.H, s.tps, s.ctx), Us: us, SpreadUs: sp, Bytes: bytes,
-							Note: fmt.Sprintf("splits=%d chunk=%d %s", g.Splits, g.Chunk, merge)})
+					c := 0
+					if coop && g.Coop {
+						c = 1
 					}
-					cu.Free(part)
+					call := func(i int) error {
+						kvi := kv + cu.DevPtr(uint64(i%copies)*kvBytes)
+						if err := e.launch(k, [3]uint32{uint32(g.Splits), uint32(g.Groups), uint32(s.B)}, [3]uint32{256, 1, 1}, uint32(g.SmemBytes),
+							uint64(q), uint64(kvi), uint64(o), uint64(part), uint64(lse), uint64(sem), 0, i32(T), i32(s.H), i32(s.ctx), i32(s.tps), i32(g.Chunk), scale, f32(1), i32(c)); err != nil {
+							return err
+						}
+						if g.Splits > 1 && c == 0 {
+							return e.launch("mla_combine", [3]uint32{uint32(th), 1, 1}, [3]uint32{128, 1, 1}, 0, uint64(part), uint64(lse), uint64(o), i32(int(th)), i32(g.Splits), i32(512))
+						}
+						return nil
+					}
+					us, sp, err := e.loopTime(iters(bytes/3e6), reps, call)
+					if err != nil {
+						return fmt.Errorf("%s B=%d H=%d ctx=%d: %w", k, s.B, s.H, s.ctx, err)
+					}
+					merge := "merged in-kernel"
+					if c == 0 && g.Splits > 1 {
+						merge = "+ mla_combine"
+					}
+					emit(benchRow{Kernel: k, Shape: fmt.Sprintf("B=%d H=%d tps=%d ctx=%d", s.B, s.H, s.tps, s.ctx), Us: us, SpreadUs: sp, Bytes: bytes,
+						Note: fmt.Sprintf("splits=%d chunk=%d %s", g.Splits, g.Chunk, merge)})
 				}
+				cu.Free(part)
 			}
 			if s.B == 32 && s.H == 8 && s.ctx == 4096 { // the CUDA-core kernel, for reference
 				g := cuda.MLALaunch(T, s.H, s.ctx, 576, e.info.SMs, fp8)

@@ -235,30 +235,19 @@ func kernels() error {
 		{"core", 3, 20, 1, 777, 256, false, false},
 		{"core", 2, 3, 1, 50, 64, false, false},
 		{"core", 32, 16, 1, 300, 320, true, false},
-		{"mla_fwd_bf16_s2", 4, 8, 1, 1000, 352, false, true},
-		{"mla_fwd_bf16_s2", 4, 8, 1, 1000, 352, false, false},
-		{"mla_fwd_bf16_s2", 4, 8, 2, 1000, 128, false, true},
-		{"mla_fwd_bf16_s2", 3, 20, 1, 777, 256, false, true},
-		{"mla_fwd_bf16_s4", 2, 8, 1, 777, 800, false, false},
-		{"mla_fwd_bf16_s4", 4, 64, 1, 513, 96, false, true},
-		{"mla_fwd_fp8_s2", 4, 8, 1, 1000, 352, true, true},
-		{"mla_fwd_fp8_s2", 4, 8, 2, 1000, 160, true, false},
-		{"mla_fwd_fp8c_s2", 4, 8, 1, 1000, 352, true, true},
-		{"mla_fwd_fp8c_s2", 4, 8, 2, 1000, 160, true, false},
-		{"mla_fwd_fp8c_s4", 2, 16, 1, 777, 800, true, false},
-		{"mla_fwd_fp8c_s4", 4, 8, 1, 1000, 64, true, true},
 		{"mla_tc_bf16_r8_t64_s2", 4, 8, 1, 1000, 352, false, true},
 		{"mla_tc_bf16_r8_t64_s2", 4, 8, 1, 1000, 352, false, false},
 		{"mla_tc_bf16_r8_t64_s2", 3, 20, 1, 777, 256, false, true},
+		{"mla_tc_bf16_r8_t64_s2", 2, 8, 1, 777, 800, false, false},
 		{"mla_tc_bf16_r16_t64_s2", 4, 8, 2, 1000, 128, false, true},
 		{"mla_tc_bf16_r16_t64_s2", 4, 64, 1, 513, 96, false, true},
-		{"mla_tc_bf16_r8_t32_s2", 4, 8, 1, 1000, 352, false, true},
-		{"mla_tc_bf16_r8_t32_s4", 2, 8, 1, 777, 800, false, false},
-		{"mla_tc_fp8_r8_t64_s3", 4, 8, 1, 1000, 352, true, true},
-		{"mla_tc_fp8_r8_t64_s3", 4, 8, 2, 1000, 160, true, false},
-		{"mla_tc_fp8_r16_t64_s3", 2, 16, 1, 777, 800, true, false},
-		{"mla_tc_fp8_r8_t64_s2", 4, 8, 1, 1000, 352, true, true},
-		{"mla_tc_fp8_r8_t32_s4", 4, 8, 1, 1000, 64, true, true},
+		{"mla_ds_fp8c_r8_t64_s4", 4, 8, 1, 1000, 352, true, true},
+		{"mla_ds_fp8c_r8_t64_s4", 3, 20, 1, 777, 256, true, true},
+		{"mla_ds_fp8c_r8_t64_s4", 4, 8, 1, 1000, 64, true, false},
+		{"mla_ds_fp8c_r16_t64_s4", 4, 8, 2, 1000, 160, true, true},
+		{"mla_ds_fp8c_r16_t64_s4", 2, 16, 1, 777, 800, true, false},
+		{"mla_ds_fp8_r8_t64_s4", 4, 8, 1, 1000, 352, true, true},
+		{"mla_ds_fp8_r16_t64_s4", 4, 8, 2, 1000, 160, true, false},
 	} {
 		re, what, err := checkMLA(e, r, c.kernel, c.T, c.H, c.tps, c.ctx, c.chunk, c.fp8, c.coop)
 		if err != nil {
@@ -517,7 +506,7 @@ func f32Bytes(v []float32) []byte {
 // checkMLA runs MLA decode with chunk cached tokens per split against a
 // float64 reference: kernel "core" is the CUDA-core kernel of the backend's
 // head group for H followed by mla_combine; otherwise a tensor-core variant
-// (mla_fwd_*) merging the splits itself (coop) or through mla_combine. The
+// (mla_tc_*, mla_ds_*) merging the splits itself (coop) or through mla_combine. The
 // fp8 cache carries a per-tensor scale of 0.37. It returns the relative
 // error and a description of what ran.
 func checkMLA(e *env, r *rand.Rand, kernel string, T, H, tps, ctx, chunk int, fp8, coop bool) (float64, string, error) {

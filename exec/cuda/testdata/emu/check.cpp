@@ -9,20 +9,13 @@
 #include "cuda_emu.h"
 
 typedef unsigned short bf16_t;
-extern "C" void mla_fwd_bf16_s2(const bf16_t*, const void*, bf16_t*, float*, float*, int*, float*, int, int, int, int, int, float, float, int);
-extern "C" void mla_fwd_bf16_s4(const bf16_t*, const void*, bf16_t*, float*, float*, int*, float*, int, int, int, int, int, float, float, int);
-extern "C" void mla_fwd_fp8_s2(const bf16_t*, const void*, bf16_t*, float*, float*, int*, float*, int, int, int, int, int, float, float, int);
-extern "C" void mla_fwd_fp8c_s2(const bf16_t*, const void*, bf16_t*, float*, float*, int*, float*, int, int, int, int, int, float, float, int);
-extern "C" void mla_fwd_fp8c_s4(const bf16_t*, const void*, bf16_t*, float*, float*, int*, float*, int, int, int, int, int, float, float, int);
-#define MLA_TC_DECL(name) extern "C" void name(const bf16_t*, const void*, bf16_t*, float*, float*, int*, float*, int, int, int, int, int, float, float, int);
-MLA_TC_DECL(mla_tc_bf16_r8_t64_s2)
-MLA_TC_DECL(mla_tc_bf16_r16_t64_s2)
-MLA_TC_DECL(mla_tc_bf16_r8_t32_s2)
-MLA_TC_DECL(mla_tc_bf16_r8_t32_s4)
-MLA_TC_DECL(mla_tc_fp8_r8_t64_s3)
-MLA_TC_DECL(mla_tc_fp8_r16_t64_s3)
-MLA_TC_DECL(mla_tc_fp8_r8_t64_s2)
-MLA_TC_DECL(mla_tc_fp8_r8_t32_s4)
+#define MLA_DECL(name) extern "C" void name(const bf16_t*, const void*, bf16_t*, float*, float*, int*, float*, int, int, int, int, int, float, float, int);
+MLA_DECL(mla_tc_bf16_r8_t64_s2)
+MLA_DECL(mla_tc_bf16_r16_t64_s2)
+MLA_DECL(mla_ds_fp8c_r8_t64_s4)
+MLA_DECL(mla_ds_fp8c_r16_t64_s4)
+MLA_DECL(mla_ds_fp8_r8_t64_s4)
+MLA_DECL(mla_ds_fp8_r16_t64_s4)
 extern "C" void mla_combine(const float*, const float*, bf16_t*, int, int, int);
 extern "C" void silu_mul(const bf16_t*, bf16_t*, int, int);
 extern "C" void rmsnorm(const bf16_t*, bf16_t*, const bf16_t*, bf16_t*, int, float);
@@ -59,10 +52,9 @@ typedef void (*mlafn)(const bf16_t*, const void*, bf16_t*, float*, float*, int*,
 
 // mla runs one launch (and mla_combine when split > 1 without coop) and
 // checks the output, and the row log-sum-exps when lseOut is asked for.
-// mla_fwd_* take 16 query rows per block and 32-token tiles; mla_tc_*
-// take R rows and TT-token tiles (tt > 0), their shared memory laid out as
-// kernels.cu's MlaTC.
-static void mla(const char* kname, mlafn fn, bool fp8, int ns, int T, int H, int tps, int ctx, int S, bool coop, float scale, int R = 16, int tt = 0) {
+// The kernel takes R rows per block and 64-token tiles through ns stages,
+// its shared memory laid out as kernels.cu's MlaTC (bf16) or MlaDS (fp8).
+static void mla(const char* kname, mlafn fn, bool fp8, int ns, int T, int H, int tps, int ctx, int S, bool coop, float scale, int R) {
   const int D = 576, DV = 512, B = T / tps;
   std::vector<bf16_t> q(T * H * D);
   for (auto& x : q) x = tobf(uni());
@@ -89,11 +81,14 @@ static void mla(const char* kname, mlafn fn, bool fp8, int ns, int T, int H, int
   std::vector<bf16_t> out(T * H * DV, 0xffff);  // poison: NaN
   std::vector<float> opart((size_t)S * T * H * DV, NAN), lse((size_t)S * T * H, NAN), lseOut(T * H, NAN);
   std::vector<int> sem(2 * B * groups, 0);
-  const size_t QB = 16 * (D + 8) * 2, TB = 32 * (D + 8) * 2, RB = 32 * (D + 16), XB = 2 * 16 * 32 * 4 + 16 * 40 * 2 + 3 * 16 * 4;
-  size_t smem = QB + ns * (fp8 ? RB : TB) + (fp8 ? TB : 0) + XB;
-  if (tt > 0) {  // MlaTC: Q, stages, widened tile, partial scores [NP][TT][R+1], P [R][TT+8], three per-row scalars
+  const int tt = 64;
+  size_t smem;
+  if (!fp8) {  // MlaTC: Q, stages of 1168-byte rows, partial scores [8/(TT/16)][TT][R+1] (16-byte padded), P [R][TT+8], scalars
     const size_t np = 8 / (tt / 16), spb = (np * tt * (R + 1) * 4 + 15) / 16 * 16;
-    smem = (size_t)R * (D + 8) * 2 + ns * tt * (fp8 ? D + 16 : 2 * (D + 8)) + (fp8 ? tt * (D + 8) * 2 : 0) + spb + R * (tt + 8) * 2 + 3 * R * 4;
+    smem = (size_t)R * (D + 8) * 2 + ns * tt * 2 * (D + 8) + spb + R * (tt + 8) * 2 + 3 * R * 4;
+  } else {  // MlaDS: Q, stages of 576-byte rows, partial scores [8][TT][R+1], P, scalars
+    const size_t spb = (8 * tt * (R + 1) * 4 + 15) / 16 * 16;
+    smem = (size_t)R * (D + 8) * 2 + ns * tt * D + spb + R * (tt + 8) * 2 + 3 * R * 4;
   }
   const void* kvp = fp8 ? (const void*)kv8.data() : (const void*)kv16.data();
   emu::launch(dim3{(unsigned)S, (unsigned)groups, (unsigned)B}, dim3{256, 1, 1}, smem, [&] {
@@ -137,16 +132,8 @@ static void mla(const char* kname, mlafn fn, bool fp8, int ns, int T, int H, int
 int main(int argc, char** argv) {
   std::string only = argc > 1 ? argv[1] : "";
   auto want = [&](const char* k) { return only.empty() || only == k; };
-  if (want("e4m3")) {  // the widening trick, every byte
+  if (want("e4m3")) {  // the widenings, every byte
     double worst = 0;
-    for (unsigned b = 0; b < 256; b++) {
-      if ((b & 0x7f) == 0x7f) continue;  // NaN patterns
-      unsigned h = __byte_perm(b, 0u, 0x4140u);
-      h = ((h & 0x00800080u) << 8) | ((h & 0x007f007fu) << 7);
-      worst = std::max(worst, std::fabs(emu::h2f(h & 0xffff) * 256 - e4m3(b)));
-    }
-    report("e4m3x2h2/all-bytes", worst);
-    worst = 0;
     for (unsigned b = 0; b < 256; b++) {
       if ((b & 0x7f) == 0x7f) continue;
       unsigned lo, hi;
@@ -154,37 +141,35 @@ int main(int argc, char** argv) {
       for (unsigned h : {lo & 0xffff, lo >> 16, hi & 0xffff, hi >> 16}) worst = std::max(worst, std::fabs(emu::h2f(h) - e4m3(b)));
     }
     report("e4m3x4h/all-bytes", worst);
+    worst = 0;
+    for (unsigned b = 0; b < 256; b++) {
+      if ((b & 0x7f) == 0x7f) continue;
+      // kernels.cu's e4m3x4h8 (a device function), its lo half
+      const unsigned w = b | (b << 8), t = __byte_perm(w, 0u, 0x1404u);
+      const unsigned lo = (t & 0x80008000u) | ((t >> 1) & 0x3f803f80u);
+      for (unsigned h : {lo & 0xffff, lo >> 16}) worst = std::max(worst, std::fabs(emu::h2f(h) * 256 - e4m3(b)));
+    }
+    report("e4m3x4h8/all-bytes", worst);
   }
   if (want("mla")) {
-    // Kimi-K2.5 TP8 shapes (8 heads): splits merged cooperatively, by
-    // mla_combine, and none; a partial last tile; MTP (2 tokens per
-    // sequence: 16 rows); 20 heads (two row groups, the second partial).
-    mla("bf16_s2", mla_fwd_bf16_s2, false, 2, 2, 8, 1, 200, 3, true, 0.0722f);
-    mla("bf16_s2", mla_fwd_bf16_s2, false, 2, 2, 8, 1, 200, 3, false, 0.0722f);
-    mla("bf16_s4", mla_fwd_bf16_s4, false, 4, 1, 8, 1, 300, 1, false, 0.0722f);
-    mla("bf16_s4", mla_fwd_bf16_s4, false, 4, 4, 8, 2, 150, 2, true, 0.25f);
-    mla("bf16_s2", mla_fwd_bf16_s2, false, 2, 1, 20, 1, 70, 2, true, 0.0722f);
-    mla("bf16_s2", mla_fwd_bf16_s2, false, 2, 1, 8, 1, 1100, 34, true, 0.0722f);  // many splits: the warp merge
-    mla("fp8_s2", mla_fwd_fp8_s2, true, 2, 2, 8, 1, 200, 3, true, 0.0722f);
-    mla("fp8c_s2", mla_fwd_fp8c_s2, true, 2, 2, 8, 1, 200, 3, true, 0.0722f);
-    mla("fp8c_s4", mla_fwd_fp8c_s4, true, 4, 2, 16, 1, 300, 1, false, 0.0722f);
-    mla("fp8c_s4", mla_fwd_fp8c_s4, true, 4, 4, 8, 2, 100, 2, false, 0.25f);
-    // Heads as the MMA's N: 8 heads (one n-tile), MTP's 16 rows, 20 heads
-    // in row groups of 8 (the third partial) and 16; partial last tiles;
-    // every merge.
-    mla("tc_bf16_r8_t64_s2", mla_tc_bf16_r8_t64_s2, false, 2, 2, 8, 1, 200, 3, true, 0.0722f, 8, 64);
-    mla("tc_bf16_r8_t64_s2", mla_tc_bf16_r8_t64_s2, false, 2, 2, 8, 1, 200, 3, false, 0.0722f, 8, 64);
-    mla("tc_bf16_r8_t64_s2", mla_tc_bf16_r8_t64_s2, false, 2, 1, 20, 1, 150, 1, false, 0.0722f, 8, 64);
-    mla("tc_bf16_r8_t64_s2", mla_tc_bf16_r8_t64_s2, false, 2, 1, 8, 1, 1100, 34, true, 0.0722f, 8, 64);
-    mla("tc_bf16_r16_t64_s2", mla_tc_bf16_r16_t64_s2, false, 2, 4, 8, 2, 150, 2, true, 0.25f, 16, 64);
-    mla("tc_bf16_r16_t64_s2", mla_tc_bf16_r16_t64_s2, false, 2, 1, 20, 1, 70, 2, true, 0.0722f, 16, 64);
-    mla("tc_bf16_r8_t32_s2", mla_tc_bf16_r8_t32_s2, false, 2, 2, 8, 1, 200, 3, true, 0.0722f, 8, 32);
-    mla("tc_bf16_r8_t32_s4", mla_tc_bf16_r8_t32_s4, false, 4, 1, 8, 1, 300, 1, false, 0.0722f, 8, 32);
-    mla("tc_fp8_r8_t64_s3", mla_tc_fp8_r8_t64_s3, true, 3, 2, 8, 1, 200, 3, true, 0.0722f, 8, 64);
-    mla("tc_fp8_r8_t64_s3", mla_tc_fp8_r8_t64_s3, true, 3, 4, 8, 2, 100, 2, false, 0.25f, 8, 64);
-    mla("tc_fp8_r16_t64_s3", mla_tc_fp8_r16_t64_s3, true, 3, 2, 16, 1, 300, 1, false, 0.0722f, 16, 64);
-    mla("tc_fp8_r8_t64_s2", mla_tc_fp8_r8_t64_s2, true, 2, 2, 8, 1, 200, 3, true, 0.0722f, 8, 64);
-    mla("tc_fp8_r8_t32_s4", mla_tc_fp8_r8_t32_s4, true, 4, 2, 8, 1, 200, 3, true, 0.0722f, 8, 32);
+    // Kimi-K2.5 TP8 shapes (8 heads: one row group of 8): splits merged
+    // in the kernel, by mla_combine, and none; partial last tiles; MTP (2
+    // tokens per sequence: 16 rows); 20 heads (row groups of 8 or 16, the
+    // last partial); 64 heads (four groups of 16); many splits (the warp
+    // merge); fp8 caches with a 0.37 scale, widened by the conversion
+    // instruction (fp8c) or by bit moves.
+    mla("tc_bf16_r8", mla_tc_bf16_r8_t64_s2, false, 2, 2, 8, 1, 200, 3, true, 0.0722f, 8);
+    mla("tc_bf16_r8", mla_tc_bf16_r8_t64_s2, false, 2, 2, 8, 1, 200, 3, false, 0.0722f, 8);
+    mla("tc_bf16_r8", mla_tc_bf16_r8_t64_s2, false, 2, 1, 20, 1, 150, 1, false, 0.0722f, 8);
+    mla("tc_bf16_r8", mla_tc_bf16_r8_t64_s2, false, 2, 1, 8, 1, 1100, 34, true, 0.0722f, 8);
+    mla("tc_bf16_r16", mla_tc_bf16_r16_t64_s2, false, 2, 4, 8, 2, 150, 2, true, 0.25f, 16);
+    mla("tc_bf16_r16", mla_tc_bf16_r16_t64_s2, false, 2, 1, 20, 1, 70, 2, true, 0.0722f, 16);
+    mla("tc_bf16_r16", mla_tc_bf16_r16_t64_s2, false, 2, 1, 64, 1, 90, 2, false, 0.0722f, 16);
+    mla("ds_fp8c_r8", mla_ds_fp8c_r8_t64_s4, true, 4, 2, 8, 1, 200, 3, true, 0.0722f, 8);
+    mla("ds_fp8c_r8", mla_ds_fp8c_r8_t64_s4, true, 4, 1, 20, 1, 150, 1, false, 0.0722f, 8);
+    mla("ds_fp8c_r16", mla_ds_fp8c_r16_t64_s4, true, 4, 4, 8, 2, 100, 2, true, 0.25f, 16);
+    mla("ds_fp8_r8", mla_ds_fp8_r8_t64_s4, true, 4, 2, 8, 1, 300, 2, false, 0.0722f, 8);
+    mla("ds_fp8_r16", mla_ds_fp8_r16_t64_s4, true, 4, 1, 64, 1, 90, 2, true, 0.0722f, 16);
   }
   if (want("silu")) {
     for (int d : {256, 2304, 100}) {

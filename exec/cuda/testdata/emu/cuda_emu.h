@@ -231,6 +231,23 @@ inline void ldsm4t(saddr_t a, unsigned& r0, unsigned& r1, unsigned& r2, unsigned
   ldsm4_(a, r, true);
   r0 = r[0], r1 = r[1], r2 = r[2], r3 = r[3];
 }
+// movmatrix.m8n8.trans.b16: lane l holds row l/4, 16-bit columns
+// 2(l%4), 2(l%4)+1 of an 8x8 matrix M and gets the same of M's transpose,
+// i.e. M[2(l%4)][l/4] and M[2(l%4)+1][l/4].
+inline unsigned movt(unsigned a) {
+  auto& w = emu::W();
+  const int l = emu::lane_;
+  w.slot[l][0] = a;
+  emu::wsync();
+  auto el = [&](int r, int c) {
+    unsigned x = (unsigned)w.slot[4 * r + c / 2][0];
+    return (c & 1) ? x >> 16 : x & 0xffffu;
+  };
+  const int r = l / 4, c = 2 * (l % 4);
+  unsigned d = el(c, r) | (el(c + 1, r) << 16);
+  emu::wsync();
+  return d;
+}
 // mma.m16n8k16 .row.col, g = lane/4, t = lane%4:
 //   A a0 (g, 2t..2t+1) a1 (g+8, 2t..) a2 (g, 8+2t..) a3 (g+8, 8+2t..)
 //   B b0 (k 2t..2t+1, n g) b1 (k 8+2t.., n g)
