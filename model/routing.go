@@ -217,14 +217,20 @@ func balancedShape(tokens, k, e, local int64) (rows, touched int64) {
 		}
 		return rows, touched
 	}
-	seen := make([]bool, local)
+	// A bit per local expert, on the stack up to 1024 experts (a perf DB
+	// lookup prices through here and allocates nothing).
+	var buf [16]uint64
+	seen := buf[:]
+	if words := (local + 63) / 64; words > int64(len(buf)) {
+		seen = make([]uint64, words)
+	}
 	for t := int64(0); t < tokens; t++ {
 		a := t * s / tokens
 		for j := int64(0); j < k; j++ {
 			if p := (a + j*s) % e; p < local {
 				rows++
-				if !seen[p] {
-					seen[p] = true
+				if w, b := p/64, uint64(1)<<(p%64); seen[w]&b == 0 {
+					seen[w] |= b
 					touched++
 				}
 			}
