@@ -39,6 +39,11 @@ import (
 //     0's experts, local_expert_offset 0). The shape is that rank's
 //     expectation (see powerLawShape).
 //
+// The generators are read from github.com/ai-dynamo/aiconfigurator,
+// collector/helper.py at commit 006afd7 and collector/vllm/collect_moe.py
+// at 000b928; the perf DB sample's tables were collected at 095f58a, whose
+// generator may differ in detail.
+//
 // Balanced and power-law shapes are the same on every rank: the rank the
 // collector times (rank 0; for power-law the most loaded by construction,
 // the one a step waits for). Under balanced routing the other ranks differ
@@ -198,12 +203,22 @@ func (r Routing) Shape(tokens int64, topk, e, local, first int) MoEShape {
 //
 // T >= s: expert p is picked by token t in slot j when t = (p - j s) mod
 // e (mod e), so it gets sum_j #{t < T : t ≡ (p - j s) mod e (mod e)}
-// rows, O(local k). T < s: the T k pairs are enumerated, O(T k).
+// rows, O(local k); when e = k s those residues are all values ≡ p (mod
+// s), and the sum is #{t < T : t ≡ p (mod s)}, O(local). T < s: the T k
+// pairs are enumerated, O(T k).
 func balancedShape(tokens, k, e, local int64) (rows, touched int64) {
 	s := (e + k - 1) / k
 	if tokens >= s {
 		for p := int64(0); p < local; p++ {
 			var n int64
+			if e == k*s {
+				// The k slots' residues (p - j s) mod e are every value
+				// ≡ p (mod s): the rows are #{t < T : t ≡ p (mod s)}.
+				n = (tokens-1-p%s)/s + 1
+				rows += n
+				touched++
+				continue
+			}
 			for j := int64(0); j < k; j++ {
 				c := ((p-j*s)%e + e) % e
 				if c < tokens {
