@@ -25,6 +25,12 @@ type BuildOptions struct {
 	// allgather_reducescatter all2all backend: all-gather of every rank's
 	// tokens, reduce-scatter of the outputs).
 	MoEDispatch string `json:"moe_dispatch,omitempty"`
+	// Routing is how the router spreads tokens over the routed experts
+	// (see Routing): the zero value is uniform routing; a perf DB's MoE
+	// tables were measured under balanced or power-law routing, which a
+	// schedule priced from them should assume too. Every routed-expert
+	// op's MoEShape carries it.
+	Routing Routing `json:"moe_routing,omitzero"`
 }
 
 // MoE dispatch implementations under DP attention + EP (BuildOptions.MoEDispatch).
@@ -105,10 +111,13 @@ func Build(a *Arch, p Plan, w Workload) (*Schedule, error) {
 // expected distinct destination ranks per token x hidden x 2 (bf16; see
 // distinctRanks).
 //
-// The expected number of distinct experts a rank's grouped GEMM touches is
-// E_local x (1 - (1 - k/E)^T) under uniform routing (each token picks k of
-// E experts, so an expert is missed by one token with probability 1-k/E);
-// weight bytes are touched experts x one expert's shard.
+// The rows and the expected number of distinct experts a rank's grouped
+// GEMM touches follow BuildOptions.Routing (see Routing): under uniform
+// routing (the default) E_local x (1 - (1 - k/E)^T) experts (each token
+// picks k of E experts, so an expert is missed by one token with
+// probability 1-k/E); weight bytes are touched experts x one expert's
+// shard. The all-to-all's distinct destination ranks keep uniform
+// routing's expectation under every routing.
 //
 // DCP = k (decode only): the latent cache is split by tokens over k
 // consecutive ranks of the TP group; the query heads of the k ranks are
@@ -166,6 +175,9 @@ func (o BuildOptions) normalized() (BuildOptions, error) {
 	default:
 		return o, &PlanError{What: "options", Field: "moe_dispatch", Value: strconv.Quote(o.MoEDispatch),
 			Want: strconv.Quote(DispatchAllToAll) + " or " + strconv.Quote(DispatchAllGather)}
+	}
+	if err := o.Routing.Validate(); err != nil {
+		return o, &PlanError{What: "options", Field: "moe_routing", Value: strconv.Quote(o.Routing.String()), Want: RoutingAccepted}
 	}
 	return o, nil
 }
@@ -710,7 +722,14 @@ func (b *builder) moe(s *site) {
 	if dp {
 		routeTok = tm * int64(p.World())
 	}
-	b.shapes = append(b.shapes, NewMoEShape(routeTok, int(k), int(e), int(eLocal), 0))
+	// Every MoE layer of a step routes the same pool, so the shape is
+	// computed once (a power-law shape costs an integral).
+	if n := len(b.shapes); n > 0 && b.shapes[n-1].RoutedTokens == routeTok && b.shapes[n-1].LocalExperts == int(eLocal) &&
+		b.shapes[n-1].TopK == int(k) && b.shapes[n-1].Experts == int(e) {
+		b.shapes = append(b.shapes, b.shapes[n-1])
+	} else {
+		b.shapes = append(b.shapes, b.o.Routing.Shape(routeTok, int(k), int(e), int(eLocal), 0))
+	}
 	shape := int32(len(b.shapes) - 1)
 	var dispatchBytes, combineBytes int64
 	if dp {

@@ -21,10 +21,15 @@
 //   - Plans and workloads: Plan.Validate, Workload.Validate (*PlanError).
 //   - The Schedule: Build / BuildWith (see BuildWith for the op list, the
 //     token counts, EP, DP-attention + EP and DCP semantics).
+//   - MoE routing: Routing (uniform, or the balanced and power-law routings
+//     aiconfigurator's MoE tables were measured under) decides each
+//     routed-expert op's MoEShape: expected rows and distinct experts on
+//     the rank, and the integer shape executors run (MoEShape.Executed).
 //   - Memory: Arch.Params, WeightMemory, KVBytesPerToken, ActivationBytes,
 //     KVCapacity, and Summarize for the CLI's `model show`.
 //
 // Complexity: Build is O(layers x ranks) ops; the op list of one rank is
 // built once and copied to the others (every rank of a plan runs the same
-// shapes under uniform routing).
+// shapes under every Routing: balanced and power-law shapes are the timed
+// rank's).
 package model

@@ -84,8 +84,8 @@ type Op struct {
 }
 
 // MoEShape is what the builder assumed about the tokens that reach one
-// rank's routed experts in one MoE layer, under uniform routing (each token
-// picks TopK distinct experts of Experts with equal probability).
+// rank's routed experts in one MoE layer, under its Routing (each token
+// picks TopK distinct experts of Experts; uniform routing by default).
 //
 // The pool is the set of tokens routed over the experts this rank holds:
 // the layer's tokens T under TP or TP + EP (every rank sees every token),
@@ -103,37 +103,56 @@ type MoEShape struct {
 	// contiguous: rank r holds r x LocalExperts onwards).
 	LocalExperts int `json:"local_experts"`
 	FirstExpert  int `json:"first_expert"`
+	// Routing is the distribution Rows and ExpertsTouched follow (see
+	// Routing; omitted in JSON when uniform).
+	Routing Routing `json:"routing,omitzero"`
 	// Rows is the expected number of token-expert assignments to this
-	// rank's experts: RoutedTokens x TopK x LocalExperts / Experts.
+	// rank's experts: RoutedTokens x TopK x LocalExperts / Experts under
+	// uniform and balanced routing over a whole number of strides, more on
+	// the most loaded rank of a power law.
 	Rows float64 `json:"rows"`
 	// ExpertsTouched is the expected number of distinct local experts at
-	// least one token picks: LocalExperts x (1 - (1 - TopK/Experts)^RoutedTokens).
+	// least one token picks: LocalExperts x (1 - (1 - TopK/Experts)^RoutedTokens)
+	// under uniform routing.
 	ExpertsTouched float64 `json:"experts_touched"`
 }
 
 // NewMoEShape returns the shape of a pool of tokens routed top-k of e
 // experts over local experts starting at first, with Rows and
-// ExpertsTouched computed from the uniform-routing formulas.
+// ExpertsTouched computed from the uniform-routing formulas
+// (UniformRouting.Shape).
 func NewMoEShape(tokens int64, topk, e, local, first int) MoEShape {
-	s := MoEShape{RoutedTokens: tokens, TopK: topk, Experts: e, LocalExperts: local, FirstExpert: first}
-	if e > 0 {
-		s.Rows = float64(tokens) * float64(topk) * float64(local) / float64(e)
-		s.ExpertsTouched = float64(local) * (1 - math.Pow(1-float64(topk)/float64(e), float64(tokens)))
-	}
-	return s
+	return UniformRouting.Shape(tokens, topk, e, local, first)
 }
 
 // Executed is the integer shape a backend runs for the expectation: the
 // touched experts rounded to the nearest integer (at least 1 when any row
-// is routed) and Rows rounded, spread as evenly as possible (the first
-// rows%experts experts get one row more). rowsPerExpert has one entry per
-// executed expert.
+// is routed) and Rows rounded, rowsPerExpert with one entry per executed
+// expert. How the rows are spread follows the routing:
+//
+//   - uniform and balanced: as evenly as possible (the first rows%experts
+//     experts get one row more). Under balanced routing that is the
+//     generator's own spread (every expert floor or ceil of T k / E rows,
+//     one row each while T k <= E); under uniform routing it is the
+//     expectation's, which the grouped GEMM's shape (M = ceil(rows /
+//     touched)) also assumes.
+//   - power-law: skewed as the law ranks the loads (powerLawSpread:
+//     shares of the expected order statistics of the rank's draws, each
+//     expert at least 1 and at most RoutedTokens rows, descending), with
+//     at least ceil(rows / RoutedTokens) experts so the cap can hold.
 func (s *MoEShape) Executed() (rowsPerExpert []int) {
 	rows := int(math.Round(s.Rows))
 	if rows <= 0 {
 		return nil
 	}
 	n := int(math.Round(s.ExpertsTouched))
+	if s.Routing.Kind == RoutingPowerLaw && s.RoutedTokens > 0 && s.Routing.Validate() == nil && s.Experts > 0 {
+		n = max(n, int((int64(rows)+s.RoutedTokens-1)/s.RoutedTokens))
+		n = max(1, min(n, rows, s.LocalExperts))
+		if int64(n)*s.RoutedTokens >= int64(rows) {
+			return powerLawSpread(s.Routing.Alpha, s.RoutedTokens, s.TopK, s.Experts, s.LocalExperts, rows, n)
+		}
+	}
 	n = max(1, min(n, rows, s.LocalExperts))
 	out := make([]int, n)
 	for i := range out {
@@ -145,8 +164,8 @@ func (s *MoEShape) Executed() (rowsPerExpert []int) {
 	return out
 }
 
-// Validate checks the shape's fields against each other and the formulas
-// (relative tolerance 1e-9); the error names the field.
+// Validate checks the shape's fields against each other and the routing's
+// formulas (relative tolerance 1e-9); the error names the field.
 func (s *MoEShape) Validate() error {
 	switch {
 	case s.RoutedTokens < 0:
@@ -160,13 +179,23 @@ func (s *MoEShape) Validate() error {
 	case s.FirstExpert < 0 || s.FirstExpert%s.LocalExperts != 0 || s.FirstExpert+s.LocalExperts > s.Experts:
 		return fmt.Errorf("moe: first_expert = %d: want a multiple of local_experts (%d) below %d", s.FirstExpert, s.LocalExperts, s.Experts-s.LocalExperts+1)
 	}
-	want := NewMoEShape(s.RoutedTokens, s.TopK, s.Experts, s.LocalExperts, s.FirstExpert)
+	if err := s.Routing.Validate(); err != nil {
+		return fmt.Errorf("moe: %w", err)
+	}
+	want := s.Routing.Shape(s.RoutedTokens, s.TopK, s.Experts, s.LocalExperts, s.FirstExpert)
 	near := func(a, b float64) bool { return math.Abs(a-b) <= 1e-9*math.Max(1, math.Abs(b)) }
+	uniform := s.Routing.Kind == RoutingUniform
 	if !near(s.Rows, want.Rows) {
-		return fmt.Errorf("moe: rows = %g: want routed_tokens x top_k x local_experts / experts = %g", s.Rows, want.Rows)
+		if uniform {
+			return fmt.Errorf("moe: rows = %g: want routed_tokens x top_k x local_experts / experts = %g", s.Rows, want.Rows)
+		}
+		return fmt.Errorf("moe: rows = %g: want %g under %s routing", s.Rows, want.Rows, s.Routing)
 	}
 	if !near(s.ExpertsTouched, want.ExpertsTouched) {
-		return fmt.Errorf("moe: experts_touched = %g: want local_experts x (1 - (1 - top_k/experts)^routed_tokens) = %g", s.ExpertsTouched, want.ExpertsTouched)
+		if uniform {
+			return fmt.Errorf("moe: experts_touched = %g: want local_experts x (1 - (1 - top_k/experts)^routed_tokens) = %g", s.ExpertsTouched, want.ExpertsTouched)
+		}
+		return fmt.Errorf("moe: experts_touched = %g: want %g under %s routing", s.ExpertsTouched, want.ExpertsTouched, s.Routing)
 	}
 	return nil
 }

@@ -43,7 +43,7 @@ func BenchmarkLoad(b *testing.B) {
 	}))
 	bench(b, "table=nccl", load(func(s *System) error { _, err := s.NCCL("2.29.2"); return err }))
 	bench(b, "table=source_all", load(func(s *System) error {
-		src := &Source{sys: s, engine: "vllm", version: "0.24.0", nccl: "2.29.2", dist: "balanced", seen: map[string]bool{}}
+		src := &Source{sys: s, engine: "vllm", version: "0.24.0", nccl: "2.29.2", seen: map[string]bool{}}
 		return src.Load()
 	}))
 }

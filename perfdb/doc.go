@@ -27,6 +27,14 @@
 // the table did not measure, or an axis measured at a single value, is a
 // miss, and sim keeps its prior. See grid.
 //
+// MoE routing. MoE rows were measured under a routing distribution
+// (balanced, power_law_ALPHA), read as model.Routing with model's codec. A
+// schedule's routed-expert ops carry the routing they were built under
+// (model.MoEShape.Routing) and are priced from that distribution's rows;
+// Source.CheckRouting refuses a routing the table has no rows of, so the
+// schedule and its prices state one routing. The MoE speed of light uses
+// the same routing's shape.
+//
 // Speed of light per family is a roofline from the system YAML:
 // max(FLOPs / tensor peak, bytes / mem_bw) for compute families,
 // p2p_latency + bus bytes / intra_node_bw for collectives. It only

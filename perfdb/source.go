@@ -33,11 +33,12 @@ type SourceConfig struct {
 	// NCCLVersion picks comm/nccl/<version>; "" = the YAML's
 	// misc.nccl_version when that directory exists, else the newest.
 	NCCLVersion string
-	// Distribution is the MoE routing the tables were measured with:
-	// "balanced" (""; tpscope's schedules assume uniform routing) or
-	// "power_law_1.01", "power_law_1.2".
-	Distribution string
 }
+
+// DefaultRouting is the MoE routing a schedule priced from a perf DB
+// assumes when its user names none: the tables' balanced distribution,
+// the one aiconfigurator's estimates read by default.
+var DefaultRouting = model.BalancedRouting
 
 // Source serves one system's tables (one engine version, one NCCL
 // version) to sim as a sim.CostSource and sim.CollectiveSource. Tables
@@ -53,8 +54,10 @@ type SourceConfig struct {
 //   - the routed experts of a MoE layer (experts_gate_up, experts_act,
 //     experts_down, the op's model.MoEShape): the MoE table keyed by
 //     dtype, hidden, per-rank intermediate size, top-k, experts and EP =
-//     experts / local experts, at RoutedTokens tokens, the configured
-//     routing distribution; shared over the three ops likewise.
+//     experts / local experts, at RoutedTokens tokens, under the shape's
+//     Routing (its distribution column: balanced, power_law_ALPHA; a
+//     uniform-routing shape has no rows and keeps the prior, see
+//     CheckRouting); shared over the three ops likewise.
 //   - absorbed-MLA batched GEMMs (w_uk, w_uv) not covered by a module:
 //     the MLA BMM table when the dims are DeepSeek-V3's.
 //   - other GEMMs (batch 1): the GEMM table of their weight dtype.
@@ -68,7 +71,6 @@ type SourceConfig struct {
 type Source struct {
 	sys                   *System
 	engine, version, nccl string
-	dist                  string
 	name                  string
 
 	mu   sync.Mutex
@@ -96,12 +98,9 @@ func NewSource(db *DB, cfg SourceConfig) (*Source, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Source{sys: sys, engine: cfg.Engine, version: cfg.Version, dist: cfg.Distribution, seen: map[string]bool{}}
+	s := &Source{sys: sys, engine: cfg.Engine, version: cfg.Version, seen: map[string]bool{}}
 	if s.engine == "" {
 		s.engine = "vllm"
-	}
-	if s.dist == "" {
-		s.dist = "balanced"
 	}
 	if err := checkPart("engine", s.engine); err != nil {
 		return nil, err
@@ -168,6 +167,38 @@ func (s *Source) Load() error {
 	_, err = s.sys.CustomAllReduce(s.engine, s.version)
 	keep(err)
 	return errors.Join(errs...)
+}
+
+// Routings lists the MoE routings the source's MoE table measured (its
+// distribution column), sorted by name; nil when the system has no MoE
+// table for the engine version.
+func (s *Source) Routings() ([]model.Routing, error) {
+	t, err := s.sys.MoE(s.engine, s.version)
+	if errors.Is(err, ErrNoTable) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return t.Routings(), nil
+}
+
+// CheckRouting refuses a routing the source's MoE table did not measure:
+// a schedule built under it would be priced from the tables' routing, two
+// facts about one layer. Fine when the system has no MoE table.
+func (s *Source) CheckRouting(r model.Routing) error {
+	rs, err := s.Routings()
+	if err != nil || len(rs) == 0 {
+		return err
+	}
+	names := make([]string, len(rs))
+	for i, x := range rs {
+		if x == r {
+			return nil
+		}
+		names[i] = x.String()
+	}
+	return fmt.Errorf("perfdb: %s measured MoE layers under %s routing, not %s", s.name, strings.Join(names, ", "), r)
 }
 
 // Err reports the tables that failed to load while pricing (each once);
@@ -414,8 +445,12 @@ func (s *Source) moe(ops []model.Op, i int) (sim.Measured, Result, bool) {
 		s.fail(err)
 		return sim.Measured{}, Result{}, false
 	}
+	dist, ok := t.DistributionOf(sh.Routing)
+	if !ok {
+		return sim.Measured{}, Result{}, false
+	}
 	k := MoEKey{Dtype: dt, Hidden: up.K, InterLocal: down.K, TopK: int64(sh.TopK), Experts: int64(sh.Experts),
-		EP: int64(sh.Experts / sh.LocalExperts), Distribution: s.dist}
+		EP: int64(sh.Experts / sh.LocalExperts), Distribution: dist}
 	if sh.RoutedTokens < 1 {
 		return sim.Measured{}, Result{}, false
 	}

@@ -68,6 +68,8 @@ func decodeCases() []decodeCase {
 		build model.BuildOptions
 	}{{"kimi-k2.5-nvfp4", model.BuildOptions{}}, {"kimi-k2.5", model.BuildOptions{}}, {"deepseek-v3", model.BuildOptions{}},
 		{"glm-5-nvfp4", model.BuildOptions{DenseDSA: true}}, {"glm-5", model.BuildOptions{}}} {
+		// The schedules assume the tables' routing (one fact).
+		m.build.Routing = DefaultRouting
 		for _, b := range []int{1, 8, 64} {
 			for _, ctx := range []int{4095, 16383} {
 				out = append(out, decodeCase{m.name, m.build, b, ctx, model.BF16})
@@ -175,6 +177,9 @@ func TestDecodeOpsExactHits(t *testing.T) {
 		sort.Strings(fams)
 		for _, f := range fams {
 			t.Logf("%s %-22s measurements: %4d exact hits, %4d interpolated or held", b.system, f, byFam[f][0], byFam[f][1])
+		}
+		if byFam["moe"][0] == 0 {
+			t.Errorf("%s: no routed-expert layer priced from an exact MoE row", b.system)
 		}
 	}
 }
@@ -287,7 +292,7 @@ func TestSeedWithTables(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pr, err := p.PredictScenario(sim.Scenario{Arch: a, Plan: model.Plan{TP: 8},
+	pr, err := p.PredictScenario(sim.Scenario{Arch: a, Plan: model.Plan{TP: 8}, Build: model.BuildOptions{Routing: DefaultRouting},
 		Workload: model.Workload{Phase: model.Decode, Batch: 1, Context: 4096, KVDtype: model.BF16}})
 	if err != nil {
 		t.Fatal(err)
@@ -309,5 +314,83 @@ func TestSeedWithTables(t *testing.T) {
 	}
 	if err := src.Err(); err != nil {
 		t.Errorf("source errors: %v", err)
+	}
+}
+
+// TestSourceRouting: the MoE table names the routings it measured; a
+// routing it did not measure is refused naming them; a schedule's routed
+// experts are priced from the rows of the routing their shape carries
+// (Kimi-K2.5-NVFP4, TP 8, 64 tokens: each row's value is read straight
+// from the table at key nvfp4 hidden 7168 inter/rank 256 top-8 of 384
+// ep 1), and a uniform-routing shape, which no row measured, keeps the
+// prior.
+func TestSourceRouting(t *testing.T) {
+	db := sampleDB(t)
+	p, src := newPredictor(t, db, sampleBoxes[0], sim.Options{CUDAGraphs: true, GraphSizes: []int{64}})
+	rs, err := src.Routings()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, r := range rs {
+		names = append(names, r.String())
+	}
+	if got := strings.Join(names, ","); got != "balanced,power-law-1.01,power-law-1.2" {
+		t.Fatalf("Routings() = %s, want balanced,power-law-1.01,power-law-1.2", got)
+	}
+	moe, err := src.System().MoE("vllm", "0.24.0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := model.Preset("kimi-k2.5-nvfp4")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		routing model.Routing
+		dist    string // "" = not in the table
+	}{
+		{model.BalancedRouting, "balanced"},
+		{model.PowerLawRouting(1.01), "power_law_1.01"},
+		{model.PowerLawRouting(1.2), "power_law_1.2"},
+		{model.UniformRouting, ""},
+		{model.PowerLawRouting(1.5), ""},
+	}
+	for _, tc := range cases {
+		t.Run(tc.routing.String(), func(t *testing.T) {
+			err := src.CheckRouting(tc.routing)
+			if (err == nil) != (tc.dist != "") {
+				t.Fatalf("CheckRouting: %v", err)
+			}
+			if err != nil && !strings.Contains(err.Error(), "balanced, power-law-1.01, power-law-1.2 routing, not "+tc.routing.String()) {
+				t.Fatalf("CheckRouting: %v, want the measured routings named", err)
+			}
+			pr, err := p.PredictScenario(sim.Scenario{Arch: a, Plan: model.Plan{TP: 8}, Build: model.BuildOptions{Routing: tc.routing},
+				Workload: model.Workload{Phase: model.Decode, Batch: 64, Context: 4095, KVDtype: model.BF16}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var us float64
+			var where string
+			for _, o := range pr.Ops {
+				if o.Layer == 5 && strings.HasPrefix(o.ID[4:], "moe.experts_") {
+					us += o.Us
+					where = o.Cost.Source
+				}
+			}
+			if tc.dist == "" {
+				if where != sim.SourcePrior {
+					t.Fatalf("routed experts priced from %q, want the prior", where)
+				}
+				return
+			}
+			r, ok := moe.Lookup(MoEKey{"nvfp4", 7168, 256, 8, 384, 1, tc.dist}, 64)
+			if !ok || r.How != Exact {
+				t.Fatalf("no exact %s row at 64 tokens", tc.dist)
+			}
+			if !strings.Contains(where, tc.dist) || math.Abs(us/r.Us-1) > 0.02 {
+				t.Fatalf("routed experts %.1f us from %q, want the %s row's %.1f us", us, where, tc.dist, r.Us)
+			}
+		})
 	}
 }

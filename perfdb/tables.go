@@ -256,6 +256,9 @@ type MoETable struct {
 	Us                                                   []float64
 	Kernel                                               []string
 	grids                                                map[MoEKey]*grid
+	// dists maps each routing the table measured to its distribution
+	// column's spelling.
+	dists map[model.Routing]string
 }
 
 // MoEKey selects one MoE configuration as a rank runs it: Dtype the
@@ -303,6 +306,20 @@ func loadMoE(path string, spec *Spec) (*MoETable, error) {
 		xs[i] = float64(t.Tokens[i])
 		pts[k] = append(pts[k], gpoint{x: xs[i : i+1 : i+1], us: t.Us[i], row: int32(i)})
 	}
+	t.dists = map[model.Routing]string{}
+	seen := map[string]bool{}
+	for i, d := range t.Distribution {
+		if seen[d] {
+			continue
+		}
+		seen[d] = true
+		r, err := model.ParseRouting(d)
+		if err != nil || r == model.UniformRouting {
+			return nil, &FileError{Path: path, Field: "column distribution", Row: i,
+				Err: fmt.Errorf("%q: want balanced or power_law_ALPHA (ALPHA above 1, at most 10)", d)}
+		}
+		t.dists[r] = d
+	}
 	t.grids = map[MoEKey]*grid{}
 	for k, p := range pts {
 		t.grids[k] = newGrid([]string{"tokens"}, []blend{blendRaw}, moeSOL(spec, k), p)
@@ -310,18 +327,43 @@ func loadMoE(path string, spec *Spec) (*MoETable, error) {
 	return t, nil
 }
 
-// moeSOL: FLOPs and bytes of the routed experts of one rank for T tokens
-// under uniform routing: rows = T x topk / EP token-expert pairs, touched
-// = E/EP x (1 - (1 - topk/E)^T) experts whose 3 x hidden x inter weights
-// are streamed.
+// routingOf is the routing a distribution column value names (uniform
+// when it names none; loadMoE refuses such rows).
+func routingOf(dist string) model.Routing {
+	r, _ := model.ParseRouting(dist)
+	return r
+}
+
+// Routings lists the routings the table measured, sorted by name.
+func (t *MoETable) Routings() []model.Routing {
+	out := make([]model.Routing, 0, len(t.dists))
+	for r := range t.dists {
+		out = append(out, r)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].String() < out[j].String() })
+	return out
+}
+
+// DistributionOf is the table's spelling of routing r in its
+// distribution column (balanced, power_law_1.2), false when the table has
+// no rows under r.
+func (t *MoETable) DistributionOf(r model.Routing) (string, bool) {
+	d, ok := t.dists[r]
+	return d, ok
+}
+
+// moeSOL: FLOPs and bytes of the routed experts of the timed rank for T
+// tokens under the key's routing (model.Routing.Shape of the
+// distribution: rows token-expert pairs over touched experts whose 3 x
+// hidden x inter weights are streamed).
 func moeSOL(spec *Spec, k MoEKey) func(gridPoint) float64 {
 	h, in := float64(k.Hidden), float64(k.InterLocal)
-	e, topk, ep := float64(k.Experts), float64(k.TopK), float64(k.EP)
 	wb, ab, peak := bytesPerValue(k.Dtype), actBytes(k.Dtype), spec.peakTFLOPS(k.Dtype)
+	r := routingOf(k.Distribution)
+	local := int(k.Experts / max(k.EP, 1))
 	return func(x gridPoint) float64 {
-		t := x[0]
-		rows := t * topk / ep
-		touched := e / ep * (1 - math.Pow(1-topk/e, t))
+		sh := r.Shape(int64(math.Round(x[0])), int(k.TopK), int(k.Experts), local, 0)
+		rows, touched := sh.Rows, sh.ExpertsTouched
 		flops := 2 * rows * h * 3 * in
 		bytes := touched*3*h*in*wb + rows*(h*ab+3*in*2+h*2)
 		return spec.solUs(flops, peak, bytes)

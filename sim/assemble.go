@@ -14,7 +14,7 @@ func (p *Predictor) assemble(s *model.Schedule, graphed bool) *Prediction {
 	e := &p.eng
 	n := len(e.ops)
 	pr := &Prediction{Model: s.Model, Topology: p.topo.Name, Plan: s.Plan, Workload: s.Workload,
-		Options: p.opts, Symmetric: len(e.rankOff) == 2}
+		Options: p.opts, MoERouting: s.Options.Routing, Symmetric: len(e.rankOff) == 2}
 	if p.src != nil {
 		pr.CostSource = p.src.Name()
 	}

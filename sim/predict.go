@@ -120,6 +120,9 @@ type Prediction struct {
 	Plan     model.Plan     `json:"plan"`
 	Workload model.Workload `json:"workload"`
 	Options  Options        `json:"options"`
+	// MoERouting is the routing the schedule's MoE layers were built
+	// under (model.BuildOptions.Routing; omitted when uniform).
+	MoERouting model.Routing `json:"moe_routing,omitzero"`
 	// CostSource names the measured tables consulted before the priors
 	// ("" = priors only); MeasuredOps counts the ops priced from them
 	// (OpCost.Source of each says which table and row).

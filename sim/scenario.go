@@ -297,6 +297,9 @@ func (sc Scenario) String() string {
 	if sc.Build.MoEDispatch != "" {
 		b += " moe-dispatch=" + sc.Build.MoEDispatch
 	}
+	if !sc.Build.Routing.IsZero() {
+		b += " moe-routing=" + sc.Build.Routing.String()
+	}
 	costs := ""
 	if n := sc.CostSourceName(); n != "" {
 		costs = ", costs " + n

@@ -34,6 +34,7 @@ type scenarioFlags struct {
 	denseDSA       bool
 	dispatch       string
 	dispatchDtype  string
+	moeRouting     string
 	topo           string
 	gpus           int
 	opts           sim.Options
@@ -76,8 +77,8 @@ func (f *scenarioFlags) addCostFlags() {
 }
 
 // costs is the cost source --perf-db names for topo's GPU, nil without
-// the flag.
-func (f *scenarioFlags) costs(topo *topology.Topology) (sim.CostSource, error) {
+// the flag; its MoE table must have rows under routing, the schedule's.
+func (f *scenarioFlags) costs(topo *topology.Topology, routing model.Routing) (sim.CostSource, error) {
 	if f.perfDB == "" {
 		if f.perfDBSystem != "" {
 			return nil, usageErrorf("--perf-db-system %s: needs --perf-db", f.perfDBSystem)
@@ -99,6 +100,14 @@ func (f *scenarioFlags) costs(topo *topology.Topology) (sim.CostSource, error) {
 	if err := src.Check(dev); err != nil {
 		return nil, usageErrorf("--perf-db-system %s: %v", f.perfDBSystem, strings.TrimPrefix(err.Error(), "perfdb: "))
 	}
+	// The schedule's MoE routing and the rows that price it are one fact.
+	if err := src.CheckRouting(routing); err != nil {
+		msg := strings.TrimPrefix(err.Error(), "perfdb: ")
+		if f.fs.Changed("moe-routing") {
+			return nil, usageErrorf("--moe-routing %s: %s", routing, msg)
+		}
+		return nil, usageErrorf("--perf-db %s: %s (pass --moe-routing with one of them)", f.perfDB, msg)
+	}
 	return src, nil
 }
 
@@ -113,6 +122,22 @@ func (f *scenarioFlags) addModelFlags() {
 	fs.BoolVar(&f.denseDSA, "dense-dsa", false, "run a DSA model (GLM-5) as dense MLA without the indexer, as SM120 engines do")
 	fs.StringVar(&f.dispatch, "moe-dispatch", model.DispatchAllToAll, "MoE dispatch under --dp > 1: alltoall or allgather_reducescatter (vLLM's all2all backend)")
 	fs.StringVar(&f.dispatchDtype, "dispatch-dtype", "bf16", "payload dtype of the MoE dispatch under --dp > 1: bf16 or fp8")
+	fs.StringVar(&f.moeRouting, "moe-routing", model.UniformRouting.String(), "how the MoE router spreads tokens over the experts: uniform (random), or balanced or power-law-ALPHA as aiconfigurator's MoE tables were measured (power-law-1.01, power-law-1.2); with --perf-db the default is the tables' balanced")
+}
+
+// routing is the MoE routing the flags name: --moe-routing when set;
+// otherwise, with --perf-db, the routing its MoE tables are read under by
+// default (perfdb.DefaultRouting: balanced), so that the schedule and the
+// rows that price it state one routing; otherwise uniform.
+func (f *scenarioFlags) routing() (model.Routing, error) {
+	r, err := model.ParseRouting(f.moeRouting)
+	if err != nil {
+		return r, usageErrorf("--moe-routing %q: want %s", f.moeRouting, model.RoutingAccepted)
+	}
+	if f.perfDB != "" && !f.fs.Changed("moe-routing") {
+		r = perfdb.DefaultRouting
+	}
+	return r, nil
 }
 
 // addOptionFlags registers one flag per field of sim.Options.
@@ -204,7 +229,11 @@ func (f *scenarioFlags) build() (model.BuildOptions, error) {
 	if err != nil || (d != model.BF16 && d != model.FP8) {
 		return model.BuildOptions{}, usageErrorf("--dispatch-dtype %q: want bf16 or fp8", f.dispatchDtype)
 	}
-	return model.BuildOptions{DenseDSA: f.denseDSA, MoEDispatch: f.dispatch, DispatchDtype: d}, nil
+	r, err := f.routing()
+	if err != nil {
+		return model.BuildOptions{}, err
+	}
+	return model.BuildOptions{DenseDSA: f.denseDSA, MoEDispatch: f.dispatch, DispatchDtype: d, Routing: r}, nil
 }
 
 // modelArch resolves --model (or the loaded architecture).
@@ -290,7 +319,7 @@ func (f *scenarioFlags) scenario() (sim.Scenario, error) {
 	if w := sc.Plan.World(); w > sc.Topo.NumGPUs() {
 		return sc, usageErrorf("--tp %d x --dp %d needs %d GPUs; --topo %s has %d", sc.Plan.Normalized().TP, sc.Plan.Normalized().DP, w, sc.Topo.Name, sc.Topo.NumGPUs())
 	}
-	if sc.Costs, err = f.costs(sc.Topo); err != nil {
+	if sc.Costs, err = f.costs(sc.Topo, sc.Build.Routing); err != nil {
 		return sc, err
 	}
 	return sc, nil
@@ -327,7 +356,7 @@ func (f *scenarioFlags) override() func(*sim.Scenario) error {
 // scenarioFlagNames are the flags addScenarioFlags registers besides the
 // option flags.
 var scenarioFlagNames = []string{"model", "tp", "ep", "dp", "dcp", "phase", "batch", "context", "mtp", "kv-dtype",
-	"dense-dsa", "moe-dispatch", "dispatch-dtype", "topo", "gpus", "perf-db", "perf-db-system"}
+	"dense-dsa", "moe-dispatch", "dispatch-dtype", "moe-routing", "topo", "gpus", "perf-db", "perf-db-system"}
 
 func (f *scenarioFlags) isScenarioFlag(name string) bool {
 	for _, n := range scenarioFlagNames {
@@ -371,14 +400,26 @@ func (f *scenarioFlags) apply(name string, sc *sim.Scenario) error {
 			sc.Workload.KVDtype = w.KVDtype
 		}
 	case "dense-dsa", "moe-dispatch", "dispatch-dtype":
-		sc.Build, err = f.build()
+		// The recorded routing stays unless --moe-routing is set too.
+		r := sc.Build.Routing
+		if sc.Build, err = f.build(); err == nil {
+			sc.Build.Routing = r
+		}
+	case "moe-routing":
+		var o model.BuildOptions
+		if o, err = f.build(); err == nil {
+			sc.Build.Routing = o.Routing
+		}
 	case "topo", "gpus":
 		sc.Topo, sc.TopoRef, err = f.box()
 		if err == nil && sc.Costs != nil {
-			sc.Costs, err = f.costs(sc.Topo)
+			sc.Costs, err = f.costs(sc.Topo, sc.Build.Routing)
 		}
 	case "perf-db", "perf-db-system":
-		sc.Costs, err = f.costs(sc.Topo)
+		// A recorded scenario keeps the routing it ran under; tables
+		// without rows under it are refused (costs), not silently
+		// re-routed.
+		sc.Costs, err = f.costs(sc.Topo, sc.Build.Routing)
 	default:
 		for _, of := range sim.OptionFields() {
 			if of.Name == name {

@@ -112,11 +112,80 @@ func TestPerfDBBadInput(t *testing.T) {
 		{[]string{"predict", "--perf-db-system", "h200_sxm"}, "--perf-db-system h200_sxm: needs --perf-db"},
 		{[]string{"predict", "--perf-db", db, "--topo", "nvswitch:8xb200", "--perf-db-system", "rtx_pro_6000_server"}, "--perf-db-system rtx_pro_6000_server:"},
 		{[]string{"calibrate", "--nccl-tests", "x.txt", "-o", "out.json", "--perf-db", db}, "calibrate fits tpscope's own cost parameters"},
+		// The schedule's routing and the tables' are one fact: a routing
+		// the MoE table has no rows of is refused, naming what it has.
+		{[]string{"predict", "--perf-db", db, "--moe-routing", "uniform"}, "--moe-routing uniform: perfdb rtx_pro_6000_server/vllm/0.24.0 measured MoE layers under balanced, power-law-1.01, power-law-1.2 routing, not uniform"},
+		{[]string{"schedule", "--perf-db", db, "--moe-routing", "power-law-1.5"}, "--moe-routing power-law-1.5:"},
 	}
 	for _, tc := range cases {
 		code, out, errs := runCLI(t, tc.args...)
 		if code != 2 || out != "" || !strings.Contains(errs, tc.want) || strings.Count(strings.TrimSpace(errs), "\n") > 1 {
 			t.Errorf("%v: exit %d, stdout %q, stderr %q; want exit 2 and %q", tc.args, code, out, errs, tc.want)
 		}
+	}
+}
+
+// TestPerfDBRoutingOneFact: with --perf-db the schedule is built under the
+// routing the MoE rows were measured under (balanced unless
+// --moe-routing names another the tables have), the prediction says so,
+// and the routed experts are priced from that distribution's rows;
+// without --perf-db the routing stays uniform. A recorded scenario keeps
+// the routing it ran under: comparing a uniform-routing run with the
+// tables is refused in one line naming the flag that re-predicts it under
+// theirs (compare's error for a recorded scenario it cannot predict: exit
+// 1, the conflict is with the trace, found once it is read).
+func TestPerfDBRoutingOneFact(t *testing.T) {
+	db := samplePerfDB(t, true)
+	base := []string{"predict", "--model", "kimi-k2.5-nvfp4", "--topo", "pcie-2s:8xrtx-pro-6000-server", "--tp", "8", "--batch", "16", "--output", "json"}
+	cases := []struct {
+		name    string
+		args    []string
+		routing string // "" = no moe_routing key
+		dist    string // distribution named by the routed experts' cost source; "" = priors
+	}{
+		{"priors", nil, "", ""},
+		{"perf-db", []string{"--perf-db", db}, "balanced", "balanced"},
+		{"perf-db/power-law", []string{"--perf-db", db, "--moe-routing", "power-law-1.2"}, "power-law-1.2", "power_law_1.2"},
+		{"priors/balanced", []string{"--moe-routing", "balanced"}, "balanced", ""},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			code, out, errs := runCLI(t, append(append([]string{}, base...), tc.args...)...)
+			if code != 0 {
+				t.Fatalf("exit %d: %s", code, errs)
+			}
+			var pr struct {
+				Routing string `json:"moe_routing"`
+				Ops     []struct {
+					ID   string `json:"id"`
+					Cost struct {
+						Source string `json:"source"`
+					} `json:"cost"`
+				} `json:"ops"`
+			}
+			if err := json.Unmarshal([]byte(out), &pr); err != nil {
+				t.Fatal(err)
+			}
+			if pr.Routing != tc.routing {
+				t.Fatalf("moe_routing %q, want %q", pr.Routing, tc.routing)
+			}
+			for _, op := range pr.Ops {
+				if !strings.HasSuffix(op.ID, ".moe.experts_gate_up") {
+					continue
+				}
+				if tc.dist == "" && op.Cost.Source != "prior" || tc.dist != "" && !strings.Contains(op.Cost.Source, " "+tc.dist+"]") {
+					t.Fatalf("%s priced from %q, want %q", op.ID, op.Cost.Source, tc.dist)
+				}
+			}
+		})
+	}
+	trace := filepath.Join(t.TempDir(), "run.json")
+	writeExactRun(t, trace, 1)
+	code, out, errs := runCLI(t, "compare", "--trace", trace, "--perf-db", db)
+	if code != 1 || out != "" || !strings.Contains(errs, "not uniform (pass --moe-routing with one of them)") || strings.Count(strings.TrimSpace(errs), "\n") > 0 {
+		t.Errorf("compare a uniform-routing run with --perf-db: exit %d, stderr %q; want exit 1 and one line naming --moe-routing", code, errs)
+	}
+	if code, _, errs := runCLI(t, "compare", "--trace", trace, "--perf-db", db, "--moe-routing", "balanced"); code != 0 {
+		t.Errorf("compare --moe-routing balanced --perf-db: exit %d: %s", code, errs)
 	}
 }

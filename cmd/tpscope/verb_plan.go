@@ -103,7 +103,7 @@ with --nccl-proto LL --p2p-level SYS.`,
 					}
 					// A box whose GPU the perf DB has no tables of is
 					// priced from the priors, and the sweep says so.
-					src, err := sc.costs(t)
+					src, err := sc.costs(t, build.Routing)
 					if err != nil && sc.perfDB != "" && len(*topos) > 1 {
 						fmt.Fprintf(stderr, "plan: %s priced from the priors: %v\n", name, err)
 						src, err = nil, nil

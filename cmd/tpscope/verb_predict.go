@@ -91,6 +91,9 @@ func writePredictTable(w io.Writer, pr *sim.Prediction, top int, md bool) error 
 		{"workload", fmt.Sprintf("%s batch %d (run as %d), context %d, spec tokens %d, kv %s", pr.Workload.Phase, pr.Sequences, pr.PaddedBatch, pr.Workload.Context, pr.Workload.SpecTokens, pr.Workload.KVDtype)},
 		{"options", pr.Options.Label()},
 	}
+	if !pr.MoERouting.IsZero() {
+		kv = append(kv, [2]string{"moe routing", pr.MoERouting.String()})
+	}
 	if pr.CostSource != "" {
 		kv = append(kv, [2]string{"costs", fmt.Sprintf("%s: %d of %d ops priced from its tables, the rest from the priors", pr.CostSource, pr.MeasuredOps, len(pr.Ops))})
 	}
