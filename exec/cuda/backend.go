@@ -382,7 +382,7 @@ func (r *Rank) open(ctx context.Context) error {
 			}
 			// Blocks per SM decide whether a split launch fits the device at
 			// once (the in-kernel merge waits on that).
-			if caps.mlaOcc[n], err = cu.MaxActiveBlocks(f, mlaThreads, smem); err != nil {
+			if caps.mlaOcc[n], err = cu.MaxActiveBlocks(f, MLAFwdThreads(n), smem); err != nil {
 				return err
 			}
 		}
@@ -392,7 +392,7 @@ func (r *Rank) open(ctx context.Context) error {
 		return err
 	}
 	pl := &planner{sched: r.s.sched, dev: caps, seed: r.s.b.cfg.Seed, shard: r.s.shard, world: r.s.world, fuseARNorm: r.s.b.cfg.ARNormFusion}
-	pl.dev.mlaFwd = map[bool]string{}
+	pl.dev.mlaFwd = map[bool]mlaFwdFamily{}
 	if pl.dev.ccMajor >= 8 {
 		// Per cache dtype, the first tensor-core variant that agrees with
 		// the CUDA-core kernel; none: the CUDA-core kernel, and the spans
@@ -401,7 +401,7 @@ func (r *Rank) open(ctx context.Context) error {
 		for _, fp8 := range []bool{false, true} {
 			for _, f := range mlaFwdFamilies[fp8] {
 				var err error
-				for _, k := range mlaFwdFamilyKernels(f) {
+				for _, k := range f {
 					if err = r.checkTC(k, fp8); err != nil {
 						break
 					}
@@ -479,7 +479,7 @@ func (r *Rank) checkTC(fwd string, fp8 bool) error {
 	{
 		chunk := 64 // two splits: 64 + 36 tokens
 		rows := MLAFwdRows(fwd)
-		k1 := r.launchArgs(r.fns[fwd], [3]uint32{S, uint32((H + rows - 1) / rows), T}, [3]uint32{mlaThreads, 1, 1}, uint32(MLAFwdSmem(fwd)),
+		k1 := r.launchArgs(r.fns[fwd], [3]uint32{S, uint32((H + rows - 1) / rows), T}, [3]uint32{uint32(MLAFwdThreads(fwd)), 1, 1}, uint32(MLAFwdSmem(fwd)),
 			ptr(q), ptr(kv), ptr(out[0]), ptr(part), ptr(lse), ptr(sem), 0, i32(T), i32(H), i32(ctx), i32(1), i32(chunk), f32(scale), f32(1), i32(1))
 		k2 := r.launchArgs(r.fns["mla_decode_"+kvs+"_h16"], [3]uint32{1, 1, T}, [3]uint32{mlaThreads, 1, 1}, uint32(mlaSmem(16, dqk)),
 			ptr(q), ptr(kv), ptr(part), ptr(lse), i32(T), i32(H), i32(ctx), i32(1), i32(ctx), f32(scale), i32(dqk), i32(dlat))
@@ -742,7 +742,7 @@ func (r *Rank) attentionLaunches(p *opPlan, kvp cu.DevPtr) []*kargs {
 		if g.Coop {
 			coop = 1
 		}
-		ks = append(ks, r.launchArgs(r.fns[g.Kernel], [3]uint32{uint32(g.Splits), uint32(g.Groups), uint32(p.seqs)}, [3]uint32{mlaThreads, 1, 1}, uint32(g.SmemBytes),
+		ks = append(ks, r.launchArgs(r.fns[g.Kernel], [3]uint32{uint32(g.Splits), uint32(g.Groups), uint32(p.seqs)}, [3]uint32{uint32(g.Threads), 1, 1}, uint32(g.SmemBytes),
 			ptr(r.xbuf), ptr(kvp), ptr(r.ybuf), ptr(part), ptr(lse), ptr(r.sem), lo, i32(p.tokens), i32(p.heads), i32(p.ctx), i32(p.tokPerSeq), i32(g.Chunk), f32(scale), f32(1), i32(coop)))
 		if g.Splits > 1 && !g.Coop {
 			ks = append(ks, r.launchArgs(r.fns["mla_combine"], [3]uint32{uint32(th), 1, 1}, [3]uint32{128, 1, 1}, 0,

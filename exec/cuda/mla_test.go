@@ -25,7 +25,7 @@ func TestMLALaunch(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			g := MLALaunch(c.tokens, c.heads, c.ctx, latentDim, c.sms, false)
-			want := MLAGeometry{HeadGroup: c.hg, Groups: c.groups, Splits: c.splits, Chunk: c.chunk, SmemBytes: c.smem}
+			want := MLAGeometry{Threads: 256, HeadGroup: c.hg, Groups: c.groups, Splits: c.splits, Chunk: c.chunk, SmemBytes: c.smem}
 			if g != want {
 				t.Errorf("%+v, want %+v", g, want)
 			}
@@ -49,8 +49,9 @@ func TestMLAFwdLaunch(t *testing.T) {
 	//   ds r8 (fp8): 9344 + 4 stages x 64 x 576 = 147456 + 8 x 64 x 9 x 4
 	//           = 18432 + 1152 + 96
 	// (the H200's cudacheck bench printed the same: 164704, 179392, 176480).
+	// The fp8 8-row kernel runs 16 warps, the others 8.
 	const tc8, tc16, ds8 = 9344 + 149504 + 4608 + 1152 + 96, 18688 + 149504 + 8704 + 2304 + 192, 9344 + 147456 + 18432 + 1152 + 96
-	const k8, k16, f8 = "mla_tc_bf16_r8_t64_s2", "mla_tc_bf16_r16_t64_s2", "mla_ds_fp8c_r8_t64_s4"
+	const k8, k16, f8 = "mla_tc_bf16_r8_t64_s2", "mla_tc_bf16_r16_t64_s2", "mla_ds_fp8c_r8_t64_s4_w16"
 	occ := map[string]int{k8: 1, k16: 1, f8: 1} // one block per SM (their shared memory)
 	for _, c := range []struct {
 		name                  string
@@ -91,7 +92,11 @@ func TestMLAFwdLaunch(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			g := MLAFwdLaunch(c.s, 132, c.occ)
-			want := MLAGeometry{Kernel: c.kernel, HeadGroup: c.rows, Groups: c.groups, Splits: c.splits, Chunk: c.chunk, SmemBytes: c.smem, Coop: c.coop}
+			threads := 256
+			if c.kernel == f8 { // 16 warps: two halves of each tile's tokens
+				threads = 512
+			}
+			want := MLAGeometry{Kernel: c.kernel, Threads: threads, HeadGroup: c.rows, Groups: c.groups, Splits: c.splits, Chunk: c.chunk, SmemBytes: c.smem, Coop: c.coop}
 			if g != want {
 				t.Errorf("%+v, want %+v", g, want)
 			}

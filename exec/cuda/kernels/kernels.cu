@@ -591,8 +591,9 @@ inline u32 f2bf_rn(float f) { return f2bf(f); }
 // has written its normalised partial and log-sum-exp; wait until the S
 // blocks of this (sequence, row group) have, then merge columns
 // [split*cw, split*cw + cw) of its nrows rows (wts: 16 x S floats of free
-// shared memory). The counters in sem must start at zero; the last block
-// out resets them.
+// shared memory; NTH threads). The counters in sem must start at zero;
+// the last block out resets them.
+template <int NTH>
 __device__ __forceinline__ void mla_merge_splits(const float* __restrict__ opart, float* __restrict__ lse, bf16_t* __restrict__ out,
                                                  int* __restrict__ sem, float* __restrict__ lseOut, float* wts, u64 TH, u64 rowBase,
                                                  int nrows, int seq, int grp, int split, int S) {
@@ -610,12 +611,12 @@ __device__ __forceinline__ void mla_merge_splits(const float* __restrict__ opart
     __threadfence();
   }
   __syncthreads();
-  for (int i = tid; i < nrows * S; i += MLA_NTH) {
+  for (int i = tid; i < nrows * S; i += NTH) {
     int r = i / S, s = i - r * S;
     wts[i] = ldcg1(lse + (u64)s * TH + rowBase + r);
   }
   __syncthreads();
-  for (int r = warp; r < nrows; r += MLA_NTH / 32) {  // weights exp(lse_s - max) / sum
+  for (int r = warp; r < nrows; r += NTH / 32) {  // weights exp(lse_s - max) / sum
     float mx = NEG_BIG;
     for (int s = lane; s < S; s += 32) mx = fmx(mx, wts[r * S + s]);
     for (int o = 16; o > 0; o >>= 1) mx = fmx(mx, __shfl_xor_sync(0xffffffffu, mx, o));
@@ -639,7 +640,7 @@ __device__ __forceinline__ void mla_merge_splits(const float* __restrict__ opart
     // Many splits: warp w takes the (row, 4 columns) items w, w + 8, ...;
     // its lanes split the splits (loads in flight together) and add up by
     // shuffles.
-    for (int it = warp; it < nrows * nc4; it += MLA_NTH / 32) {
+    for (int it = warp; it < nrows * nc4; it += NTH / 32) {
       const int r = it / nc4, c = c0 + (it - r * nc4) * 4;
       float o0 = 0.f, o1 = 0.f, o2 = 0.f, o3 = 0.f;
       const float* p = opart + (rowBase + r) * MLA_DV + c;
@@ -659,7 +660,7 @@ __device__ __forceinline__ void mla_merge_splits(const float* __restrict__ opart
     }
   } else {
     // Few splits: one thread per (row, 4 columns), looping over them.
-    for (int i = tid; i < nrows * nc4; i += MLA_NTH) {
+    for (int i = tid; i < nrows * nc4; i += NTH) {
       const int r = i / nc4, c = c0 + (i - r * nc4) * 4;
       float o0 = 0.f, o1 = 0.f, o2 = 0.f, o3 = 0.f;
       const float* p = opart + (rowBase + r) * MLA_DV + c;
@@ -933,7 +934,7 @@ __device__ __forceinline__ void mla_tc(const bf16_t* __restrict__ q, const void*
   }
   if (S == 1 || !coop) return;
   __syncthreads();  // the staging is read: the merge reuses it for its weights
-  mla_merge_splits(opart, lse, out, sem, lseOut, (float*)stg, TH, rowBase, nrows, seq, grp, split, S);
+  mla_merge_splits<MLA_NTH>(opart, lse, out, sem, lseOut, (float*)stg, TH, rowBase, nrows, seq, grp, split, S);
 }
 
 #define MLA_TC(R, TT, NS, NAME)                                                                                                     \
@@ -968,14 +969,15 @@ MLA_TC(16, 64, 2, mla_tc_bf16_r16_t64_s2)
 // The products run in fp16 (e4m3 fits it exactly; Q is rounded to fp16,
 // P in [0,1] too) and the per-tensor scale goes on the scores and the
 // output, so dequantization costs no pass over the data.
-template <bool FP8, int R, int TT, int NS>
+template <bool FP8, int R, int TT, int NS, int NW>
 struct MlaDS {
+  static constexpr int NTH = 32 * NW;                    // threads: 8 column owners x NW/8 token halves
+  static constexpr int HALVES = NW / 8;                  // token halves of a tile (1 or 2)
   static constexpr int CPR = (FP8 ? MLA_D : 2 * MLA_D) / 16;  // 16-byte chunks per cached row
-  static constexpr int TPR = MLA_NTH / TT;               // copying threads per row
-  static constexpr int CPT = (CPR + TPR - 1) / TPR;      // chunks per thread per tile
   static constexpr int NR = R / 8;                       // n-tiles of 8 rows
   static constexpr int MT = TT / 16;                     // m-tiles of 16 tokens
-  static constexpr int RK = MT / 2;                      // rope k-steps per warp (MT x 4 shared by 8 warps)
+  static constexpr int MH = MT / HALVES;                 // m-tiles of one token half
+  static constexpr int RK = MT * 4 / NW;                 // rope k-steps per warp (MT x 4 shared by NW warps)
   static constexpr int RB = FP8 ? MLA_D : 2 * MLA_D + 16;  // smem row bytes: 576 = 64 mod 128, 1168 = 16 mod 128 (conflict-free)
   static constexpr int STAGE = TT * RB;
   static constexpr int QB = R * MLA_KS * 2;
@@ -1023,12 +1025,12 @@ __device__ __forceinline__ void ldpairs(const unsigned char* row, int dim, u32* 
   }
 }
 
-template <bool FP8, int R, int TT, int NS, bool CVT>
+template <bool FP8, int R, int TT, int NS, bool CVT, int NW>
 __device__ __forceinline__ void mla_ds(const bf16_t* __restrict__ q, const void* __restrict__ kv, bf16_t* __restrict__ out,
                                        float* __restrict__ opart, float* __restrict__ lse, int* __restrict__ sem,
                                        float* __restrict__ lseOut, int T, int H, int ctx, int tokPerSeq, int chunk,
                                        float scale, float kscale, int coop) {
-  typedef MlaDS<FP8, R, TT, NS> L;
+  typedef MlaDS<FP8, R, TT, NS, NW> L;
   DYN_SMEM(unsigned char, sm);
   bf16_t* qsm = (bf16_t*)sm;                                   // [R][MLA_KS]
   unsigned char* stg = sm + L::QB;                             // NS stages of [TT][RB] bytes
@@ -1040,6 +1042,7 @@ __device__ __forceinline__ void mla_ds(const bf16_t* __restrict__ q, const void*
 
   const int split = blockIdx.x, grp = blockIdx.y, seq = blockIdx.z, S = gridDim.x;
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+  const int w8 = warp & 7, half = warp >> 3;                   // column owner, token half
   const int g = lane >> 2, tg = lane & 3;
   const int seqRows = tokPerSeq * H;
   const int r0 = grp * R;
@@ -1055,22 +1058,26 @@ __device__ __forceinline__ void mla_ds(const bf16_t* __restrict__ q, const void*
   const int ntile = (end - start + TT - 1) / TT;
   constexpr int rowKV = FP8 ? MLA_D : 2 * MLA_D;
   const unsigned char* src0 = (const unsigned char*)kv + ((u64)seq * ctx + start) * rowKV;
-  // Copies: thread tid takes row tid / TPR of each tile and every TPR-th
-  // 16-byte chunk of it, so whether the row exists is one test per tile.
-  const int crow = tid / L::TPR, cc0 = tid - crow * L::TPR;
+  // Copies: the tile is contiguous in the cache; consecutive threads take
+  // consecutive 16-byte chunks of it (a warp's copy is 512 contiguous
+  // bytes), each landing in its row's slot.
   auto issue = [&](int t, int st) {
-    const bool ok = crow < end - start - t * TT;
-    const unsigned char* src = src0 + (ok ? ((u64)t * TT + crow) * rowKV : 0);
-    const saddr_t dst = smem_addr(stg + st * L::STAGE + crow * L::RB);
+    const int n = imin(TT, end - start - t * TT);
+    const unsigned char* src = src0 + (u64)t * TT * rowKV;
+    const saddr_t dst = smem_addr(stg + st * L::STAGE);
 #pragma unroll
-    for (int k = 0; k < L::CPT; k++) {
-      const int c = cc0 + k * L::TPR;
-      if (L::CPR % L::TPR == 0 || c < L::CPR) cp16(dst + c * 16, src + c * 16, ok ? 16 : 0);
+    for (int k = 0; k < (TT * L::CPR + L::NTH - 1) / L::NTH; k++) {
+      const int i = tid + k * L::NTH;
+      if ((TT * L::CPR) % L::NTH == 0 || i < TT * L::CPR) {
+        const int r = i / L::CPR, c = i - r * L::CPR;
+        const bool ok = r < n;
+        cp16(dst + r * L::RB + c * 16, src + (ok ? (u64)i * 16 : 0), ok ? 16 : 0);
+      }
     }
   };
   if (!FP8) {
     const saddr_t qd = smem_addr(qsm);
-    for (int i = tid; i < R * (MLA_D / 8); i += MLA_NTH) {
+    for (int i = tid; i < R * (MLA_D / 8); i += L::NTH) {
       const int r = i / (MLA_D / 8), c = i - r * (MLA_D / 8);
       const bool ok = r < nrows;
       cp16(qd + (r * MLA_KS + c * 8) * 2, ok ? (const void*)(q + (rowBase + r) * MLA_D + c * 8) : (const void*)q, ok ? 16 : 0);
@@ -1082,7 +1089,7 @@ __device__ __forceinline__ void mla_ds(const bf16_t* __restrict__ q, const void*
     cp_commit();
   }
   if (FP8) {
-    for (int i = tid; i < R * (MLA_D / 8); i += MLA_NTH) {
+    for (int i = tid; i < R * (MLA_D / 8); i += L::NTH) {
       const int r = i / (MLA_D / 8), c = i - r * (MLA_D / 8);
       v4 o = {0u, 0u, 0u, 0u};
       if (r < nrows) {
@@ -1095,9 +1102,9 @@ __device__ __forceinline__ void mla_ds(const bf16_t* __restrict__ q, const void*
     }
   }
 
-  const int col0 = warp * 64 + 16 * tg;                        // this thread's 16 latent columns
-  const int rmt = warp % L::MT;                                // the rope m-tile of this warp
-  const int rcol = MLA_DV + 16 * L::RK * (warp / L::MT) + 4 * L::RK * tg;  // its 4 RK rope columns
+  const int col0 = w8 * 64 + 16 * tg;                          // this thread's 16 latent columns
+  const int rmt = half * L::MH + w8 % L::MH;                   // the rope m-tile of this warp
+  const int rcol = MLA_DV + 16 * L::RK * (w8 / L::MH) + 4 * L::RK * tg;  // its 4 RK rope columns
   u32 qv[L::NR][8], qr[L::NR][2 * L::RK];
   float acc[4][L::NR][4];
 #pragma unroll
@@ -1125,22 +1132,23 @@ __device__ __forceinline__ void mla_ds(const bf16_t* __restrict__ q, const void*
     const unsigned char* cur = stg + (it % NS) * L::STAGE;
     const int n = imin(TT, end - start - it * TT);
 
-    u32 vf[L::MT][4][4];  // S's A fragments (m-tile, k-step): kept, transposed, for O
+    u32 vf[L::MH][4][4];  // S's A fragments (m-tile of this half, k-step): kept, transposed, for O
     {
-      float c[L::MT][L::NR][4];
+      float c[L::MH][L::NR][4];
 #pragma unroll
-      for (int mt = 0; mt < L::MT; mt++) {
+      for (int mi = 0; mi < L::MH; mi++) {
+        const int mt = half * L::MH + mi;
 #pragma unroll
-        for (int m = 0; m < L::NR; m++) c[mt][m][0] = c[mt][m][1] = c[mt][m][2] = c[mt][m][3] = 0.f;
+        for (int m = 0; m < L::NR; m++) c[mi][m][0] = c[mi][m][1] = c[mi][m][2] = c[mi][m][3] = 0.f;
         const unsigned char* ra = cur + (mt * 16 + g) * L::RB;
         u32 h0[8], h1[8];
         ldpairs<FP8, 8, CVT>(ra, col0, h0);
         ldpairs<FP8, 8, CVT>(ra + 8 * L::RB, col0, h1);
 #pragma unroll
         for (int s = 0; s < 4; s++) {
-          vf[mt][s][0] = h0[2 * s]; vf[mt][s][1] = h1[2 * s]; vf[mt][s][2] = h0[2 * s + 1]; vf[mt][s][3] = h1[2 * s + 1];
+          vf[mi][s][0] = h0[2 * s]; vf[mi][s][1] = h1[2 * s]; vf[mi][s][2] = h0[2 * s + 1]; vf[mi][s][3] = h1[2 * s + 1];
 #pragma unroll
-          for (int m = 0; m < L::NR; m++) mma16816<FP8>(c[mt][m], vf[mt][s][0], vf[mt][s][1], vf[mt][s][2], vf[mt][s][3], qv[m][2 * s], qv[m][2 * s + 1]);
+          for (int m = 0; m < L::NR; m++) mma16816<FP8>(c[mi][m], vf[mi][s][0], vf[mi][s][1], vf[mi][s][2], vf[mi][s][3], qv[m][2 * s], qv[m][2 * s + 1]);
         }
         if (mt == rmt) {  // the rope share (warp-uniform)
           u32 e0[2 * L::RK], e1[2 * L::RK];
@@ -1149,24 +1157,25 @@ __device__ __forceinline__ void mla_ds(const bf16_t* __restrict__ q, const void*
 #pragma unroll
           for (int j = 0; j < L::RK; j++)
 #pragma unroll
-            for (int m = 0; m < L::NR; m++) mma16816<FP8>(c[mt][m], e0[2 * j], e1[2 * j], e0[2 * j + 1], e1[2 * j + 1], qr[m][2 * j], qr[m][2 * j + 1]);
+            for (int m = 0; m < L::NR; m++) mma16816<FP8>(c[mi][m], e0[2 * j], e1[2 * j], e0[2 * j + 1], e1[2 * j + 1], qr[m][2 * j], qr[m][2 * j + 1]);
         }
       }
-      float* sp = spart + warp * TT * L::SR;
+      float* sp = spart + w8 * TT * L::SR;
 #pragma unroll
-      for (int mt = 0; mt < L::MT; mt++)
+      for (int mi = 0; mi < L::MH; mi++)
 #pragma unroll
         for (int m = 0; m < L::NR; m++) {
-          const int row = 8 * m + 2 * tg, t0 = mt * 16 + g;
-          sp[t0 * L::SR + row] = c[mt][m][0];
-          sp[t0 * L::SR + row + 1] = c[mt][m][1];
-          sp[(t0 + 8) * L::SR + row] = c[mt][m][2];
-          sp[(t0 + 8) * L::SR + row + 1] = c[mt][m][3];
+          const int row = 8 * m + 2 * tg, t0 = (half * L::MH + mi) * 16 + g;
+          sp[t0 * L::SR + row] = c[mi][m][0];
+          sp[t0 * L::SR + row + 1] = c[mi][m][1];
+          sp[(t0 + 8) * L::SR + row] = c[mi][m][2];
+          sp[(t0 + 8) * L::SR + row + 1] = c[mi][m][3];
         }
     }
     __syncthreads();
 #pragma unroll
-    for (int m = 0; m < L::NR; m++) {  // online softmax in log2 units: row warp + 8m, lane = token (+32)
+    for (int m = 0; m < L::NR; m++) {  // online softmax in log2 units, warps 0-7: row warp + 8m, lane = token (+32)
+      if (warp >= 8) break;
       const int h = warp + 8 * m;
       float sc[TT / 32];
       float mx = NEG_BIG;
@@ -1207,13 +1216,13 @@ __device__ __forceinline__ void mla_ds(const bf16_t* __restrict__ q, const void*
       }
       const saddr_t pb = pa + ((lane & 7) * L::PS + (lane >> 3) * 8) * 2;
 #pragma unroll
-      for (int kk = 0; kk < L::MT / 2; kk++) {  // P^T for two token k-steps (32 tokens) per load
+      for (int kk = 0; kk < L::MH / 2; kk++) {  // P^T for two token k-steps (32 tokens) of this half per load
         u32 b[L::NR][4];
 #pragma unroll
-        for (int m = 0; m < L::NR; m++) ldsm4(pb + (m * 8 * L::PS + kk * 32) * 2, b[m][0], b[m][1], b[m][2], b[m][3]);
+        for (int m = 0; m < L::NR; m++) ldsm4(pb + (m * 8 * L::PS + half * L::MH * 16 + kk * 32) * 2, b[m][0], b[m][1], b[m][2], b[m][3]);
 #pragma unroll
         for (int h = 0; h < 2; h++) {
-          const int mt = 2 * kk + h;
+          const int mt = 2 * kk + h;  // m-tile of this half
 #pragma unroll
           for (int s = 0; s < 4; s++) {
             // V^T fragment (columns of k-step s x the m-tile's tokens):
@@ -1229,26 +1238,36 @@ __device__ __forceinline__ void mla_ds(const bf16_t* __restrict__ q, const void*
   __syncthreads();
 
   // Stage O: acc[s] holds the permuted columns g and g + 8 of k-step s,
-  // i.e. latent columns 64w + 16(g/2) + 4s + (g%2) and that + 2.
+  // i.e. latent columns 64 w8 + 16(g/2) + 4s + (g%2) and that + 2; with
+  // two token halves, the second half's sums go first and the first adds
+  // its own and normalises.
   float* osm = (float*)stg;
 #pragma unroll
-  for (int m = 0; m < L::NR; m++) {
-    const int row = 8 * m + 2 * tg;
-    const float l0 = l_s[row], l1 = l_s[row + 1];
-    const float i0 = l0 > 0.f ? ks / l0 : 0.f, i1 = l1 > 0.f ? ks / l1 : 0.f;
+  for (int pass = L::HALVES - 1; pass >= 0; pass--) {
+    if (half == pass) {
 #pragma unroll
-    for (int s = 0; s < 4; s++) {
-      const int col = warp * 64 + 16 * (g >> 1) + 4 * s + (g & 1);
-      osm[row * L::OS + col] = acc[s][m][0] * i0;
-      osm[(row + 1) * L::OS + col] = acc[s][m][1] * i1;
-      osm[row * L::OS + col + 2] = acc[s][m][2] * i0;
-      osm[(row + 1) * L::OS + col + 2] = acc[s][m][3] * i1;
+      for (int m = 0; m < L::NR; m++) {
+        const int row = 8 * m + 2 * tg;
+        const float l0 = l_s[row], l1 = l_s[row + 1];
+        const float i0 = pass ? 1.f : (l0 > 0.f ? ks / l0 : 0.f), i1 = pass ? 1.f : (l1 > 0.f ? ks / l1 : 0.f);
+#pragma unroll
+        for (int s = 0; s < 4; s++) {
+          const int col = w8 * 64 + 16 * (g >> 1) + 4 * s + (g & 1);
+          float* o0 = osm + row * L::OS + col;
+          float* o1 = o0 + L::OS;
+          const bool add = L::HALVES > 1 && pass == 0;
+          o0[0] = (acc[s][m][0] + (add ? o0[0] : 0.f)) * i0;
+          o1[0] = (acc[s][m][1] + (add ? o1[0] : 0.f)) * i1;
+          o0[2] = (acc[s][m][2] + (add ? o0[2] : 0.f)) * i0;
+          o1[2] = (acc[s][m][3] + (add ? o1[2] : 0.f)) * i1;
+        }
+      }
     }
+    __syncthreads();
   }
-  __syncthreads();
   const float LN2 = 0.6931471805599453f;
   const u64 TH = (u64)T * H;
-  for (int i = tid; i < nrows * (MLA_DV / 4); i += MLA_NTH) {
+  for (int i = tid; i < nrows * (MLA_DV / 4); i += L::NTH) {
     const int r = i / (MLA_DV / 4), c = (i - r * (MLA_DV / 4)) * 4;
     const v4 o = *(const v4*)(osm + r * L::OS + c);
     if (S == 1)
@@ -1267,19 +1286,19 @@ __device__ __forceinline__ void mla_ds(const bf16_t* __restrict__ q, const void*
   }
   if (S == 1 || !coop) return;
   __syncthreads();
-  mla_merge_splits(opart, lse, out, sem, lseOut, (float*)stg, TH, rowBase, nrows, seq, grp, split, S);
+  mla_merge_splits<L::NTH>(opart, lse, out, sem, lseOut, (float*)stg, TH, rowBase, nrows, seq, grp, split, S);
 }
 
-#define MLA_DS(FP8, CVT, R, TT, NS, MINB, NAME)                                                                                     \
-  extern "C" __global__ void __launch_bounds__(MLA_NTH, MINB)                                                                  \
+#define MLA_DS(FP8, CVT, R, TT, NS, NW, NAME)                                                                                       \
+  extern "C" __global__ void __launch_bounds__(32 * NW, 1)                                                                     \
       NAME(const bf16_t* q, const void* kv, bf16_t* out, float* opart, float* lse, int* sem, float* lseOut, int T, int H, \
            int ctx, int tokPerSeq, int chunk, float scale, float kscale, int coop) {                                         \
-    mla_ds<FP8, R, TT, NS, CVT>(q, kv, out, opart, lse, sem, lseOut, T, H, ctx, tokPerSeq, chunk, scale, kscale, coop);       \
+    mla_ds<FP8, R, TT, NS, CVT, NW>(q, kv, out, opart, lse, sem, lseOut, T, H, ctx, tokPerSeq, chunk, scale, kscale, coop);   \
   }
-MLA_DS(true, true, 8, 64, 4, 1, mla_ds_fp8c_r8_t64_s4)
-MLA_DS(true, true, 16, 64, 4, 1, mla_ds_fp8c_r16_t64_s4)
-MLA_DS(true, false, 8, 64, 4, 1, mla_ds_fp8_r8_t64_s4)
-MLA_DS(true, false, 16, 64, 4, 1, mla_ds_fp8_r16_t64_s4)
+MLA_DS(true, true, 8, 64, 4, 16, mla_ds_fp8c_r8_t64_s4_w16)
+MLA_DS(true, true, 16, 64, 4, 8, mla_ds_fp8c_r16_t64_s4)
+MLA_DS(true, false, 8, 64, 4, 8, mla_ds_fp8_r8_t64_s4)
+MLA_DS(true, false, 16, 64, 4, 8, mla_ds_fp8_r16_t64_s4)
 
 #define MLA_MAX_SPLITS 1024  // most KV splits mla_combine merges (shared weights)
 

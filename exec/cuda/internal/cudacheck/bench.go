@@ -233,7 +233,7 @@ func benchMLA(e *env, emit func(benchRow), rot func(uint64) (cu.DevPtr, int, err
 		if err := cu.SetMaxDynamicSmem(e.fn(k), smem); err != nil {
 			return err
 		}
-		n, err := cu.MaxActiveBlocks(e.fn(k), 256, smem)
+		n, err := cu.MaxActiveBlocks(e.fn(k), cuda.MLAFwdThreads(k), smem)
 		if err != nil {
 			return err
 		}
@@ -314,7 +314,7 @@ func benchMLA(e *env, emit func(benchRow), rot func(uint64) (cu.DevPtr, int, err
 					}
 					call := func(i int) error {
 						kvi := kv + cu.DevPtr(uint64(i%copies)*kvBytes)
-						if err := e.launch(k, [3]uint32{uint32(g.Splits), uint32(g.Groups), uint32(s.B)}, [3]uint32{256, 1, 1}, uint32(g.SmemBytes),
+						if err := e.launch(k, [3]uint32{uint32(g.Splits), uint32(g.Groups), uint32(s.B)}, [3]uint32{uint32(g.Threads), 1, 1}, uint32(g.SmemBytes),
 							uint64(q), uint64(kvi), uint64(o), uint64(part), uint64(lse), uint64(sem), 0, i32(T), i32(s.H), i32(s.ctx), i32(s.tps), i32(g.Chunk), scale, f32(1), i32(c)); err != nil {
 							return err
 						}

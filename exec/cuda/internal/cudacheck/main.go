@@ -241,9 +241,10 @@ func kernels() error {
 		{"mla_tc_bf16_r8_t64_s2", 2, 8, 1, 777, 800, false, false},
 		{"mla_tc_bf16_r16_t64_s2", 4, 8, 2, 1000, 128, false, true},
 		{"mla_tc_bf16_r16_t64_s2", 4, 64, 1, 513, 96, false, true},
-		{"mla_ds_fp8c_r8_t64_s4", 4, 8, 1, 1000, 352, true, true},
-		{"mla_ds_fp8c_r8_t64_s4", 3, 20, 1, 777, 256, true, true},
-		{"mla_ds_fp8c_r8_t64_s4", 4, 8, 1, 1000, 64, true, false},
+		{"mla_ds_fp8c_r8_t64_s4_w16", 4, 8, 1, 1000, 352, true, true},
+		{"mla_ds_fp8c_r8_t64_s4_w16", 3, 20, 1, 777, 256, true, true},
+		{"mla_ds_fp8c_r8_t64_s4_w16", 4, 8, 1, 1000, 64, true, false},
+		{"mla_ds_fp8c_r8_t64_s4_w16", 4, 8, 2, 1000, 160, true, false},
 		{"mla_ds_fp8c_r16_t64_s4", 4, 8, 2, 1000, 160, true, true},
 		{"mla_ds_fp8c_r16_t64_s4", 2, 16, 1, 777, 800, true, false},
 		{"mla_ds_fp8_r8_t64_s4", 4, 8, 1, 1000, 352, true, true},
@@ -572,7 +573,7 @@ func checkMLA(e *env, r *rand.Rand, kernel string, T, H, tps, ctx, chunk int, fp
 			c = 1
 		}
 		what = fmt.Sprintf("%s S=%d coop=%v", kernel, S, c == 1)
-		if err := e.launch(kernel, [3]uint32{uint32(S), uint32(groups), uint32(B)}, [3]uint32{256, 1, 1}, uint32(smem),
+		if err := e.launch(kernel, [3]uint32{uint32(S), uint32(groups), uint32(B)}, [3]uint32{uint32(cuda.MLAFwdThreads(kernel)), 1, 1}, uint32(smem),
 			uint64(dq), uint64(dkv), uint64(out), uint64(part), uint64(lse), uint64(sem), 0, i32(T), i32(H), i32(ctx), i32(tps), i32(chunk), f32(scale), f32(float32(kscale)), i32(c)); err != nil {
 			return 0, "", err
 		}

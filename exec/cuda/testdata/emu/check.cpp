@@ -12,10 +12,10 @@ typedef unsigned short bf16_t;
 #define MLA_DECL(name) extern "C" void name(const bf16_t*, const void*, bf16_t*, float*, float*, int*, float*, int, int, int, int, int, float, float, int);
 MLA_DECL(mla_tc_bf16_r8_t64_s2)
 MLA_DECL(mla_tc_bf16_r16_t64_s2)
-MLA_DECL(mla_ds_fp8c_r8_t64_s4)
 MLA_DECL(mla_ds_fp8c_r16_t64_s4)
 MLA_DECL(mla_ds_fp8_r8_t64_s4)
 MLA_DECL(mla_ds_fp8_r16_t64_s4)
+MLA_DECL(mla_ds_fp8c_r8_t64_s4_w16)
 extern "C" void mla_combine(const float*, const float*, bf16_t*, int, int, int);
 extern "C" void silu_mul(const bf16_t*, bf16_t*, int, int);
 extern "C" void rmsnorm(const bf16_t*, bf16_t*, const bf16_t*, bf16_t*, int, float);
@@ -52,9 +52,10 @@ typedef void (*mlafn)(const bf16_t*, const void*, bf16_t*, float*, float*, int*,
 
 // mla runs one launch (and mla_combine when split > 1 without coop) and
 // checks the output, and the row log-sum-exps when lseOut is asked for.
-// The kernel takes R rows per block and 64-token tiles through ns stages,
-// its shared memory laid out as kernels.cu's MlaTC (bf16) or MlaDS (fp8).
-static void mla(const char* kname, mlafn fn, bool fp8, int ns, int T, int H, int tps, int ctx, int S, bool coop, float scale, int R) {
+// The kernel takes R rows per block and 64-token tiles through ns stages
+// with nth threads, its shared memory laid out as kernels.cu's MlaTC (bf16)
+// or MlaDS (fp8).
+static void mla(const char* kname, mlafn fn, bool fp8, int ns, int T, int H, int tps, int ctx, int S, bool coop, float scale, int R, int nth = 256) {
   const int D = 576, DV = 512, B = T / tps;
   std::vector<bf16_t> q(T * H * D);
   for (auto& x : q) x = tobf(uni());
@@ -86,12 +87,12 @@ static void mla(const char* kname, mlafn fn, bool fp8, int ns, int T, int H, int
   if (!fp8) {  // MlaTC: Q, stages of 1168-byte rows, partial scores [8/(TT/16)][TT][R+1] (16-byte padded), P [R][TT+8], scalars
     const size_t np = 8 / (tt / 16), spb = (np * tt * (R + 1) * 4 + 15) / 16 * 16;
     smem = (size_t)R * (D + 8) * 2 + ns * tt * 2 * (D + 8) + spb + R * (tt + 8) * 2 + 3 * R * 4;
-  } else {  // MlaDS: Q, stages of 576-byte rows, partial scores [8][TT][R+1], P, scalars
+  } else {  // MlaDS: Q, stages of raw rows (576 bytes), partial scores [8][TT][R+1], P, scalars
     const size_t spb = (8 * tt * (R + 1) * 4 + 15) / 16 * 16;
     smem = (size_t)R * (D + 8) * 2 + ns * tt * D + spb + R * (tt + 8) * 2 + 3 * R * 4;
   }
   const void* kvp = fp8 ? (const void*)kv8.data() : (const void*)kv16.data();
-  emu::launch(dim3{(unsigned)S, (unsigned)groups, (unsigned)B}, dim3{256, 1, 1}, smem, [&] {
+  emu::launch(dim3{(unsigned)S, (unsigned)groups, (unsigned)B}, dim3{(unsigned)nth, 1, 1}, smem, [&] {
     fn(q.data(), kvp, out.data(), opart.data(), lse.data(), sem.data(), lseOut.data(), T, H, ctx, tps, chunk, scale, kscale, coop ? 1 : 0);
   });
   if (S > 1 && !coop)
@@ -165,11 +166,13 @@ int main(int argc, char** argv) {
     mla("tc_bf16_r16", mla_tc_bf16_r16_t64_s2, false, 2, 4, 8, 2, 150, 2, true, 0.25f, 16);
     mla("tc_bf16_r16", mla_tc_bf16_r16_t64_s2, false, 2, 1, 20, 1, 70, 2, true, 0.0722f, 16);
     mla("tc_bf16_r16", mla_tc_bf16_r16_t64_s2, false, 2, 1, 64, 1, 90, 2, false, 0.0722f, 16);
-    mla("ds_fp8c_r8", mla_ds_fp8c_r8_t64_s4, true, 4, 2, 8, 1, 200, 3, true, 0.0722f, 8);
-    mla("ds_fp8c_r8", mla_ds_fp8c_r8_t64_s4, true, 4, 1, 20, 1, 150, 1, false, 0.0722f, 8);
+    mla("ds_fp8c_r8_w16", mla_ds_fp8c_r8_t64_s4_w16, true, 4, 1, 20, 1, 150, 1, false, 0.0722f, 8, 512);
     mla("ds_fp8c_r16", mla_ds_fp8c_r16_t64_s4, true, 4, 4, 8, 2, 100, 2, true, 0.25f, 16);
     mla("ds_fp8_r8", mla_ds_fp8_r8_t64_s4, true, 4, 2, 8, 1, 300, 2, false, 0.0722f, 8);
     mla("ds_fp8_r16", mla_ds_fp8_r16_t64_s4, true, 4, 1, 64, 1, 90, 2, true, 0.0722f, 16);
+    // 16 warps: two halves of each tile's tokens.
+    mla("ds_fp8c_r8_w16", mla_ds_fp8c_r8_t64_s4_w16, true, 4, 2, 8, 1, 200, 3, true, 0.0722f, 8, 512);
+    mla("ds_fp8c_r8_w16", mla_ds_fp8c_r8_t64_s4_w16, true, 4, 4, 8, 2, 100, 2, false, 0.25f, 8, 512);
   }
   if (want("silu")) {
     for (int d : {256, 2304, 100}) {
