@@ -590,17 +590,17 @@ func MLAFwdSmem(kernel string) int {
 	return v.rows*row16 + v.stages*stage + spart + v.rows*(v.tile+8)*2 + 3*v.rows*4
 }
 
-// mlaFwdMaxSplits bounds the splits of the tensor-core kernel: its merge
-// keeps 16 x splits weights in the smallest variant's stage memory.
+// mlaFwdMaxSplits bounds the splits of the tensor-core kernels: their
+// merge keeps 16 x splits weights in the stage memory (at least 74 KB).
 const mlaFwdMaxSplits = 512
 
 // MLAFwdLaunch returns the tensor-core kernel's geometry for shape s on a
 // device with sms SMs, occ[kernel] blocks of it fitting one SM (0 or
 // missing: unknown, then splits are merged by mla_combine). The grid is
 // sized to fill the device once: splits = blocks that fit / (sequences x
-// row groups), each split at least two tiles, and at least eight while
-// half the SMs still get a block; a grid that already fills the device runs
-// unsplit.
+// row groups), each split at least 64 cached tokens, and at least 256
+// while half the SMs still get a block, rounded up to the kernel's tile; a
+// grid that already fills the device runs unsplit.
 func MLAFwdLaunch(s MLAShape, sms int, occ map[string]int) MLAGeometry {
 	k := MLAFwdKernel(s.FP8, max(1, s.TokPerSeq)*max(1, s.Heads))
 	return MLAFwdLaunchWith(k, s, sms, occ[k])
@@ -623,10 +623,11 @@ func MLAFwdLaunchWith(k string, s MLAShape, sms, perSM int) MLAGeometry {
 	// Fewer, longer splits (256 cached tokens or more) while at least
 	// half the SMs still get a block: below that a split's fixed cost (Q,
 	// the first tile's latency, its partial and its share of the merge)
-	// outweighs the parallelism. On the H200 (testdata/h200/kernels-bench-2334.jsonl):
-	// batch 8 at 4096 tokens 25.7 us in 32 splits, 24.2 in 16; batch 1 at
-	// 32768 27.9 in 256, 25.6 in 128; batch 8 at 8192 35.8 in 32 (256
-	// tokens), 39.2 in 16.
+	// outweighs the parallelism. Measured on the H200 with the previous
+	// kernel of 16-row blocks and 32-token tiles
+	// (testdata/h200/kernels-bench-2334.jsonl): batch 8 at 4096 tokens
+	// 25.7 us in 32 splits, 24.2 in 16; batch 1 at 32768 27.9 in 256, 25.6
+	// in 128; batch 8 at 8192 35.8 in 32 (256 tokens), 39.2 in 16.
 	long := max(ctx/(8*mlaTile), (max(1, sms/2)+units-1)/units)
 	g.Splits = max(1, min(full, long))
 	g.Chunk = ceilTo((ctx+g.Splits-1)/g.Splits, v.tile)
