@@ -683,6 +683,119 @@ __device__ __forceinline__ void mla_merge_splits(const float* __restrict__ opart
   }
 }
 
+// mla_copy_tile issues the cp.async copies of one tile of n cached rows
+// (rowKV bytes each, contiguous from src) into dst, rows rowB bytes apart,
+// zero-filling rows n..TT-1: consecutive threads take consecutive 16-byte
+// chunks, so a warp's copy is 512 contiguous bytes.
+template <int NTH, int TT, int rowKV, int rowB>
+__device__ __forceinline__ void mla_copy_tile(saddr_t dst, const unsigned char* src, int n) {
+  constexpr int cpr = rowKV / 16;
+#pragma unroll
+  for (int k = 0; k < (TT * cpr + NTH - 1) / NTH; k++) {
+    const int i = threadIdx.x + k * NTH;
+    if ((TT * cpr) % NTH == 0 || i < TT * cpr) {
+      const int r = i / cpr, c = i - r * cpr;
+      const bool ok = r < n;
+      cp16(dst + r * rowB + c * 16, src + (ok ? (u64)i * 16 : 0), ok ? 16 : 0);
+    }
+  }
+}
+
+// mla_load_q stages the block's R query rows (from rowBase; rows past
+// nrows zero) in qsm, rows MLA_KS values apart: bf16 as they are, by
+// cp.async in the open copy group; HALF rounded to fp16 by plain stores.
+template <int NTH, int R, bool HALF>
+__device__ __forceinline__ void mla_load_q(const bf16_t* __restrict__ q, bf16_t* qsm, u64 rowBase, int nrows) {
+  for (int i = threadIdx.x; i < R * (MLA_D / 8); i += NTH) {
+    const int r = i / (MLA_D / 8), c = i - r * (MLA_D / 8);
+    if (!HALF) {
+      const bool ok = r < nrows;
+      cp16(smem_addr(qsm) + (r * MLA_KS + c * 8) * 2, ok ? (const void*)(q + (rowBase + r) * MLA_D + c * 8) : (const void*)q, ok ? 16 : 0);
+    } else {
+      v4 o = {0u, 0u, 0u, 0u};
+      if (r < nrows) {
+        float f[8];
+        unpack8(((const v4*)(q + (rowBase + r) * MLA_D))[c], f);
+        o.x = f2h(f[0]) | (f2h(f[1]) << 16); o.y = f2h(f[2]) | (f2h(f[3]) << 16);
+        o.z = f2h(f[4]) | (f2h(f[5]) << 16); o.w = f2h(f[6]) | (f2h(f[7]) << 16);
+      }
+      *(v4*)(qsm + r * MLA_KS + c * 8) = o;
+    }
+  }
+}
+
+// mla_softmax_row is one warp's online-softmax update of row h over a
+// tile of n tokens (lane = token, and token + 32): the scores are the sum
+// of NP partials spart[p][token][h] (rows SR floats apart), scaled to log2
+// units by sl2; P goes to psm[h] (PS values per row) as bf16 or (HALF)
+// fp16, and the running max, sum and the rescale factor of the output to
+// m_s, l_s, alpha_s.
+template <int TT, int NP, int SR, int PS, bool HALF>
+__device__ __forceinline__ void mla_softmax_row(const float* spart, bf16_t* psm, float* m_s, float* l_s, float* alpha_s, int h,
+                                                int n, int nrows, float sl2) {
+  const int lane = threadIdx.x & 31;
+  float sc[TT / 32];
+  float mx = NEG_BIG;
+#pragma unroll
+  for (int j = 0; j < TT / 32; j++) {
+    const int t = lane + 32 * j;
+    float s = 0.f;
+#pragma unroll
+    for (int p = 0; p < NP; p++) s += spart[(p * TT + t) * SR + h];
+    sc[j] = (t < n && h < nrows) ? s * sl2 : NEG_BIG;
+    mx = fmx(mx, sc[j]);
+  }
+  for (int o = 16; o > 0; o >>= 1) mx = fmx(mx, __shfl_xor_sync(0xffffffffu, mx, o));
+  const float mo = m_s[h];
+  const float mn = fmx(mo, mx);
+  float sum = 0.f;
+#pragma unroll
+  for (int j = 0; j < TT / 32; j++) {
+    const float p = sc[j] > -1.0e38f ? fexp2(sc[j] - mn) : 0.f;
+    psm[h * PS + lane + 32 * j] = (bf16_t)(HALF ? f2h_rn(p) : f2bf_rn(p));
+    sum += p;
+  }
+  for (int o = 16; o > 0; o >>= 1) sum += __shfl_xor_sync(0xffffffffu, sum, o);
+  if (lane == 0) {
+    const float a = mo > -1.0e38f ? fexp2(mo - mn) : 0.f;
+    alpha_s[h] = a;
+    m_s[h] = mn;
+    l_s[h] = l_s[h] * a + sum;
+  }
+}
+
+// mla_finish writes the block's normalised rows, staged in osm (OS floats
+// apart), to out (one split) or to its split's partials and log-sum-exps,
+// then merges the splits in the kernel when coop (the staging is free by
+// then: the merge takes it for its weights).
+template <int NTH, int OS>
+__device__ __forceinline__ void mla_finish(float* osm, const float* m_s, const float* l_s, bf16_t* __restrict__ out,
+                                           float* __restrict__ opart, float* __restrict__ lse, int* __restrict__ sem,
+                                           float* __restrict__ lseOut, u64 TH, u64 rowBase, int nrows, int seq, int grp,
+                                           int split, int S, int coop) {
+  const int tid = threadIdx.x;
+  for (int i = tid; i < nrows * (MLA_DV / 4); i += NTH) {
+    const int r = i / (MLA_DV / 4), c = (i - r * (MLA_DV / 4)) * 4;
+    const v4 o = *(const v4*)(osm + r * OS + c);
+    if (S == 1)
+      *(v2*)(out + (rowBase + r) * MLA_DV + c) = v2{f2bf_rn(__uint_as_float(o.x)) | (f2bf_rn(__uint_as_float(o.y)) << 16),
+                                                   f2bf_rn(__uint_as_float(o.z)) | (f2bf_rn(__uint_as_float(o.w)) << 16)};
+    else
+      *(v4*)(opart + ((u64)split * TH + rowBase + r) * MLA_DV + c) = o;
+  }
+  if (tid < nrows) {
+    const float l = l_s[tid] > 0.f ? (m_s[tid] + flog2(l_s[tid])) * 0.6931471805599453f : NEG_BIG;
+    if (S == 1) {
+      if (lseOut) lseOut[rowBase + tid] = l;
+    } else {
+      lse[(u64)split * TH + rowBase + tid] = l;
+    }
+  }
+  if (S == 1 || !coop) return;
+  __syncthreads();
+  mla_merge_splits<NTH>(opart, lse, out, sem, lseOut, osm, TH, rowBase, nrows, seq, grp, split, S);
+}
+
 // ---- MLA decode, heads as the MMA's N (mla_tc_*) ----
 //
 // mla_tc_bf16_r<R>_t<TT>_s<NS> (bf16 cache): a block takes R = 8 or 16
@@ -745,32 +858,11 @@ __device__ __forceinline__ void mla_tc(const bf16_t* __restrict__ q, const void*
   const int start = split * chunk;
   const int end = imin(ctx, start + chunk);
   const int ntile = (end - start + TT - 1) / TT;
-  constexpr int rowKV = 2 * MLA_D;                             // cache bytes per token
-  const unsigned char* src0 = (const unsigned char*)kv + ((u64)seq * ctx + start) * rowKV;
+  const unsigned char* src0 = (const unsigned char*)kv + ((u64)seq * ctx + start) * (2 * MLA_D);
   auto issue = [&](int t, int st) {
-    const int n = imin(TT, end - start - t * TT);
-    const unsigned char* src = src0 + (u64)t * TT * rowKV;
-    const saddr_t dst = smem_addr(stg + st * L::STAGE);
-    constexpr int cpr = rowKV / 16;                            // 16-byte chunks per row
-    constexpr int rowB = 2 * MLA_KS;
-#pragma unroll
-    for (int k = 0; k < (TT * cpr + MLA_NTH - 1) / MLA_NTH; k++) {
-      const int i = tid + k * MLA_NTH;
-      if ((TT * cpr) % MLA_NTH == 0 || i < TT * cpr) {
-        const int r = i / cpr, c = i - r * cpr;
-        const bool ok = r < n;
-        cp16(dst + r * rowB + c * 16, ok ? (const void*)(src + (u64)i * 16) : (const void*)src0, ok ? 16 : 0);
-      }
-    }
+    mla_copy_tile<MLA_NTH, TT, 2 * MLA_D, 2 * MLA_KS>(smem_addr(stg + st * L::STAGE), src0 + (u64)t * TT * 2 * MLA_D, imin(TT, end - start - t * TT));
   };
-  {  // Q rides in the first copy group
-    const saddr_t qd = smem_addr(qsm);
-    for (int i = tid; i < R * (MLA_D / 8); i += MLA_NTH) {
-      const int r = i / (MLA_D / 8), c = i - r * (MLA_D / 8);
-      const bool ok = r < nrows;
-      cp16(qd + (r * MLA_KS + c * 8) * 2, ok ? (const void*)(q + (rowBase + r) * MLA_D + c * 8) : (const void*)q, ok ? 16 : 0);
-    }
-  }
+  mla_load_q<MLA_NTH, R, false>(q, qsm, rowBase, nrows);  // Q rides in the first copy group
 #pragma unroll
   for (int p = 0; p < NS - 1; p++) {
     if (p < ntile) issue(p, p);
@@ -834,37 +926,8 @@ __device__ __forceinline__ void mla_tc(const bf16_t* __restrict__ q, const void*
     }
     __syncthreads();
 #pragma unroll
-    for (int m = 0; m < L::NR; m++) {  // online softmax in log2 units: row warp + 8m, lane = token (+32)
-      const int h = warp + 8 * m;
-      float sc[TT / 32];
-      float mx = NEG_BIG;
-#pragma unroll
-      for (int j = 0; j < TT / 32; j++) {
-        const int t = lane + 32 * j;
-        float s = 0.f;
-#pragma unroll
-        for (int p = 0; p < L::NP; p++) s += spart[(p * TT + t) * L::SR + h];
-        sc[j] = (t < n && h < nrows) ? s * sl2 : NEG_BIG;
-        mx = fmx(mx, sc[j]);
-      }
-      for (int o = 16; o > 0; o >>= 1) mx = fmx(mx, __shfl_xor_sync(0xffffffffu, mx, o));
-      const float mo = m_s[h];
-      const float mn = fmx(mo, mx);
-      float sum = 0.f;
-#pragma unroll
-      for (int j = 0; j < TT / 32; j++) {
-        const float p = sc[j] > -1.0e38f ? fexp2(sc[j] - mn) : 0.f;
-        psm[h * L::PS + lane + 32 * j] = (bf16_t)f2bf_rn(p);
-        sum += p;
-      }
-      for (int o = 16; o > 0; o >>= 1) sum += __shfl_xor_sync(0xffffffffu, sum, o);
-      if (lane == 0) {
-        const float a = mo > -1.0e38f ? fexp2(mo - mn) : 0.f;
-        alpha_s[h] = a;
-        m_s[h] = mn;
-        l_s[h] = l_s[h] * a + sum;
-      }
-    }
+    for (int m = 0; m < L::NR; m++)  // online softmax in log2 units: row warp + 8m
+      mla_softmax_row<TT, L::NP, L::SR, L::PS, false>(spart, psm, m_s, l_s, alpha_s, warp + 8 * m, n, nrows, sl2);
     __syncthreads();
     {  // O^T += V^T P^T over this warp's 64 columns, all rows
 #pragma unroll
@@ -913,28 +976,7 @@ __device__ __forceinline__ void mla_tc(const bf16_t* __restrict__ q, const void*
     }
   }
   __syncthreads();
-  const float LN2 = 0.6931471805599453f;
-  const u64 TH = (u64)T * H;
-  for (int i = tid; i < nrows * (MLA_DV / 4); i += MLA_NTH) {
-    const int r = i / (MLA_DV / 4), c = (i - r * (MLA_DV / 4)) * 4;
-    const v4 o = *(const v4*)(osm + r * L::OS + c);
-    if (S == 1)
-      *(v2*)(out + (rowBase + r) * MLA_DV + c) = v2{f2bf_rn(__uint_as_float(o.x)) | (f2bf_rn(__uint_as_float(o.y)) << 16),
-                                                   f2bf_rn(__uint_as_float(o.z)) | (f2bf_rn(__uint_as_float(o.w)) << 16)};
-    else
-      *(v4*)(opart + ((u64)split * TH + rowBase + r) * MLA_DV + c) = o;
-  }
-  if (tid < nrows) {
-    const float l = l_s[tid] > 0.f ? (m_s[tid] + flog2(l_s[tid])) * LN2 : NEG_BIG;
-    if (S == 1) {
-      if (lseOut) lseOut[rowBase + tid] = l;
-    } else {
-      lse[(u64)split * TH + rowBase + tid] = l;
-    }
-  }
-  if (S == 1 || !coop) return;
-  __syncthreads();  // the staging is read: the merge reuses it for its weights
-  mla_merge_splits<MLA_NTH>(opart, lse, out, sem, lseOut, (float*)stg, TH, rowBase, nrows, seq, grp, split, S);
+  mla_finish<MLA_NTH, L::OS>(osm, m_s, l_s, out, opart, lse, sem, lseOut, (u64)T * H, rowBase, nrows, seq, grp, split, S, coop);
 }
 
 #define MLA_TC(R, TT, NS, NAME)                                                                                                     \
@@ -969,16 +1011,15 @@ MLA_TC(16, 64, 2, mla_tc_bf16_r16_t64_s2)
 // The products run in fp16 (e4m3 fits it exactly; Q is rounded to fp16,
 // P in [0,1] too) and the per-tensor scale goes on the scores and the
 // output, so dequantization costs no pass over the data.
-template <bool FP8, int R, int TT, int NS, int NW>
+template <int R, int TT, int NS, int NW>
 struct MlaDS {
   static constexpr int NTH = 32 * NW;                    // threads: 8 column owners x NW/8 token halves
   static constexpr int HALVES = NW / 8;                  // token halves of a tile (1 or 2)
-  static constexpr int CPR = (FP8 ? MLA_D : 2 * MLA_D) / 16;  // 16-byte chunks per cached row
   static constexpr int NR = R / 8;                       // n-tiles of 8 rows
   static constexpr int MT = TT / 16;                     // m-tiles of 16 tokens
   static constexpr int MH = MT / HALVES;                 // m-tiles of one token half
   static constexpr int RK = MT * 4 / NW;                 // rope k-steps per warp (MT x 4 shared by NW warps)
-  static constexpr int RB = FP8 ? MLA_D : 2 * MLA_D + 16;  // smem row bytes: 576 = 64 mod 128, 1168 = 16 mod 128 (conflict-free)
+  static constexpr int RB = MLA_D;                       // smem row bytes: 576 = 64 mod 128 (the 16-byte loads are conflict-free)
   static constexpr int STAGE = TT * RB;
   static constexpr int QB = R * MLA_KS * 2;
   static constexpr int SR = R + 1;
@@ -1025,12 +1066,12 @@ __device__ __forceinline__ void ldpairs(const unsigned char* row, int dim, u32* 
   }
 }
 
-template <bool FP8, int R, int TT, int NS, bool CVT, int NW>
+template <int R, int TT, int NS, bool CVT, int NW>
 __device__ __forceinline__ void mla_ds(const bf16_t* __restrict__ q, const void* __restrict__ kv, bf16_t* __restrict__ out,
                                        float* __restrict__ opart, float* __restrict__ lse, int* __restrict__ sem,
                                        float* __restrict__ lseOut, int T, int H, int ctx, int tokPerSeq, int chunk,
                                        float scale, float kscale, int coop) {
-  typedef MlaDS<FP8, R, TT, NS, NW> L;
+  typedef MlaDS<R, TT, NS, NW> L;
   DYN_SMEM(unsigned char, sm);
   bf16_t* qsm = (bf16_t*)sm;                                   // [R][MLA_KS]
   unsigned char* stg = sm + L::QB;                             // NS stages of [TT][RB] bytes
@@ -1048,7 +1089,7 @@ __device__ __forceinline__ void mla_ds(const bf16_t* __restrict__ q, const void*
   const int r0 = grp * R;
   const int nrows = imin(R, seqRows - r0);
   const u64 rowBase = (u64)seq * seqRows + r0;
-  const float ks = FP8 ? (CVT ? kscale : kscale * 256.f) : 1.f;
+  const float ks = CVT ? kscale : kscale * 256.f;  // bit-move widening gives value x 2^-8
   const float sl2 = scale * ks * 1.4426950408889634f;
 
   if (tid < R) { m_s[tid] = NEG_BIG; l_s[tid] = 0.f; }
@@ -1056,51 +1097,16 @@ __device__ __forceinline__ void mla_ds(const bf16_t* __restrict__ q, const void*
   const int start = split * chunk;
   const int end = imin(ctx, start + chunk);
   const int ntile = (end - start + TT - 1) / TT;
-  constexpr int rowKV = FP8 ? MLA_D : 2 * MLA_D;
-  const unsigned char* src0 = (const unsigned char*)kv + ((u64)seq * ctx + start) * rowKV;
-  // Copies: the tile is contiguous in the cache; consecutive threads take
-  // consecutive 16-byte chunks of it (a warp's copy is 512 contiguous
-  // bytes), each landing in its row's slot.
+  const unsigned char* src0 = (const unsigned char*)kv + ((u64)seq * ctx + start) * MLA_D;
   auto issue = [&](int t, int st) {
-    const int n = imin(TT, end - start - t * TT);
-    const unsigned char* src = src0 + (u64)t * TT * rowKV;
-    const saddr_t dst = smem_addr(stg + st * L::STAGE);
-#pragma unroll
-    for (int k = 0; k < (TT * L::CPR + L::NTH - 1) / L::NTH; k++) {
-      const int i = tid + k * L::NTH;
-      if ((TT * L::CPR) % L::NTH == 0 || i < TT * L::CPR) {
-        const int r = i / L::CPR, c = i - r * L::CPR;
-        const bool ok = r < n;
-        cp16(dst + r * L::RB + c * 16, src + (ok ? (u64)i * 16 : 0), ok ? 16 : 0);
-      }
-    }
+    mla_copy_tile<L::NTH, TT, MLA_D, L::RB>(smem_addr(stg + st * L::STAGE), src0 + (u64)t * TT * MLA_D, imin(TT, end - start - t * TT));
   };
-  if (!FP8) {
-    const saddr_t qd = smem_addr(qsm);
-    for (int i = tid; i < R * (MLA_D / 8); i += L::NTH) {
-      const int r = i / (MLA_D / 8), c = i - r * (MLA_D / 8);
-      const bool ok = r < nrows;
-      cp16(qd + (r * MLA_KS + c * 8) * 2, ok ? (const void*)(q + (rowBase + r) * MLA_D + c * 8) : (const void*)q, ok ? 16 : 0);
-    }
-  }
 #pragma unroll
   for (int p = 0; p < NS - 1; p++) {
     if (p < ntile) issue(p, p);
     cp_commit();
   }
-  if (FP8) {
-    for (int i = tid; i < R * (MLA_D / 8); i += L::NTH) {
-      const int r = i / (MLA_D / 8), c = i - r * (MLA_D / 8);
-      v4 o = {0u, 0u, 0u, 0u};
-      if (r < nrows) {
-        float f[8];
-        unpack8(((const v4*)(q + (rowBase + r) * MLA_D))[c], f);
-        o.x = f2h(f[0]) | (f2h(f[1]) << 16); o.y = f2h(f[2]) | (f2h(f[3]) << 16);
-        o.z = f2h(f[4]) | (f2h(f[5]) << 16); o.w = f2h(f[6]) | (f2h(f[7]) << 16);
-      }
-      *(v4*)(qsm + r * MLA_KS + c * 8) = o;
-    }
-  }
+  mla_load_q<L::NTH, R, true>(q, qsm, rowBase, nrows);  // fp16, while the first tiles fly
 
   const int col0 = w8 * 64 + 16 * tg;                          // this thread's 16 latent columns
   const int rmt = half * L::MH + w8 % L::MH;                   // the rope m-tile of this warp
@@ -1142,22 +1148,22 @@ __device__ __forceinline__ void mla_ds(const bf16_t* __restrict__ q, const void*
         for (int m = 0; m < L::NR; m++) c[mi][m][0] = c[mi][m][1] = c[mi][m][2] = c[mi][m][3] = 0.f;
         const unsigned char* ra = cur + (mt * 16 + g) * L::RB;
         u32 h0[8], h1[8];
-        ldpairs<FP8, 8, CVT>(ra, col0, h0);
-        ldpairs<FP8, 8, CVT>(ra + 8 * L::RB, col0, h1);
+        ldpairs<true, 8, CVT>(ra, col0, h0);
+        ldpairs<true, 8, CVT>(ra + 8 * L::RB, col0, h1);
 #pragma unroll
         for (int s = 0; s < 4; s++) {
           vf[mi][s][0] = h0[2 * s]; vf[mi][s][1] = h1[2 * s]; vf[mi][s][2] = h0[2 * s + 1]; vf[mi][s][3] = h1[2 * s + 1];
 #pragma unroll
-          for (int m = 0; m < L::NR; m++) mma16816<FP8>(c[mi][m], vf[mi][s][0], vf[mi][s][1], vf[mi][s][2], vf[mi][s][3], qv[m][2 * s], qv[m][2 * s + 1]);
+          for (int m = 0; m < L::NR; m++) mma16816<true>(c[mi][m], vf[mi][s][0], vf[mi][s][1], vf[mi][s][2], vf[mi][s][3], qv[m][2 * s], qv[m][2 * s + 1]);
         }
         if (mt == rmt) {  // the rope share (warp-uniform)
           u32 e0[2 * L::RK], e1[2 * L::RK];
-          ldpairs<FP8, 2 * L::RK, CVT>(ra, rcol, e0);
-          ldpairs<FP8, 2 * L::RK, CVT>(ra + 8 * L::RB, rcol, e1);
+          ldpairs<true, 2 * L::RK, CVT>(ra, rcol, e0);
+          ldpairs<true, 2 * L::RK, CVT>(ra + 8 * L::RB, rcol, e1);
 #pragma unroll
           for (int j = 0; j < L::RK; j++)
 #pragma unroll
-            for (int m = 0; m < L::NR; m++) mma16816<FP8>(c[mi][m], e0[2 * j], e1[2 * j], e0[2 * j + 1], e1[2 * j + 1], qr[m][2 * j], qr[m][2 * j + 1]);
+            for (int m = 0; m < L::NR; m++) mma16816<true>(c[mi][m], e0[2 * j], e1[2 * j], e0[2 * j + 1], e1[2 * j + 1], qr[m][2 * j], qr[m][2 * j + 1]);
         }
       }
       float* sp = spart + w8 * TT * L::SR;
@@ -1173,39 +1179,10 @@ __device__ __forceinline__ void mla_ds(const bf16_t* __restrict__ q, const void*
         }
     }
     __syncthreads();
+    if (warp < 8)
 #pragma unroll
-    for (int m = 0; m < L::NR; m++) {  // online softmax in log2 units, warps 0-7: row warp + 8m, lane = token (+32)
-      if (warp >= 8) break;
-      const int h = warp + 8 * m;
-      float sc[TT / 32];
-      float mx = NEG_BIG;
-#pragma unroll
-      for (int j = 0; j < TT / 32; j++) {
-        const int t = lane + 32 * j;
-        float s = 0.f;
-#pragma unroll
-        for (int p = 0; p < 8; p++) s += spart[(p * TT + t) * L::SR + h];
-        sc[j] = (t < n && h < nrows) ? s * sl2 : NEG_BIG;
-        mx = fmx(mx, sc[j]);
-      }
-      for (int o = 16; o > 0; o >>= 1) mx = fmx(mx, __shfl_xor_sync(0xffffffffu, mx, o));
-      const float mo = m_s[h];
-      const float mn = fmx(mo, mx);
-      float sum = 0.f;
-#pragma unroll
-      for (int j = 0; j < TT / 32; j++) {
-        const float p = sc[j] > -1.0e38f ? fexp2(sc[j] - mn) : 0.f;
-        psm[h * L::PS + lane + 32 * j] = (bf16_t)(FP8 ? f2h_rn(p) : f2bf_rn(p));
-        sum += p;
-      }
-      for (int o = 16; o > 0; o >>= 1) sum += __shfl_xor_sync(0xffffffffu, sum, o);
-      if (lane == 0) {
-        const float a = mo > -1.0e38f ? fexp2(mo - mn) : 0.f;
-        alpha_s[h] = a;
-        m_s[h] = mn;
-        l_s[h] = l_s[h] * a + sum;
-      }
-    }
+      for (int m = 0; m < L::NR; m++)  // online softmax in log2 units, warps 0-7: row warp + 8m
+        mla_softmax_row<TT, 8, L::SR, L::PS, true>(spart, psm, m_s, l_s, alpha_s, warp + 8 * m, n, nrows, sl2);
     __syncthreads();
     {  // O^T[its columns] += V^T P^T
 #pragma unroll
@@ -1229,7 +1206,7 @@ __device__ __forceinline__ void mla_ds(const bf16_t* __restrict__ q, const void*
             // the transposes of S's (tokens x columns) quarter-matrices.
             const u32 a0 = movt(vf[mt][s][0]), a1 = movt(vf[mt][s][2]), a2 = movt(vf[mt][s][1]), a3 = movt(vf[mt][s][3]);
 #pragma unroll
-            for (int m = 0; m < L::NR; m++) mma16816<FP8>(acc[s][m], a0, a1, a2, a3, b[m][2 * h], b[m][2 * h + 1]);
+            for (int m = 0; m < L::NR; m++) mma16816<true>(acc[s][m], a0, a1, a2, a3, b[m][2 * h], b[m][2 * h + 1]);
           }
         }
       }
@@ -1265,40 +1242,19 @@ __device__ __forceinline__ void mla_ds(const bf16_t* __restrict__ q, const void*
     }
     __syncthreads();
   }
-  const float LN2 = 0.6931471805599453f;
-  const u64 TH = (u64)T * H;
-  for (int i = tid; i < nrows * (MLA_DV / 4); i += L::NTH) {
-    const int r = i / (MLA_DV / 4), c = (i - r * (MLA_DV / 4)) * 4;
-    const v4 o = *(const v4*)(osm + r * L::OS + c);
-    if (S == 1)
-      *(v2*)(out + (rowBase + r) * MLA_DV + c) = v2{f2bf_rn(__uint_as_float(o.x)) | (f2bf_rn(__uint_as_float(o.y)) << 16),
-                                                   f2bf_rn(__uint_as_float(o.z)) | (f2bf_rn(__uint_as_float(o.w)) << 16)};
-    else
-      *(v4*)(opart + ((u64)split * TH + rowBase + r) * MLA_DV + c) = o;
-  }
-  if (tid < nrows) {
-    const float l = l_s[tid] > 0.f ? (m_s[tid] + flog2(l_s[tid])) * LN2 : NEG_BIG;
-    if (S == 1) {
-      if (lseOut) lseOut[rowBase + tid] = l;
-    } else {
-      lse[(u64)split * TH + rowBase + tid] = l;
-    }
-  }
-  if (S == 1 || !coop) return;
-  __syncthreads();
-  mla_merge_splits<L::NTH>(opart, lse, out, sem, lseOut, (float*)stg, TH, rowBase, nrows, seq, grp, split, S);
+  mla_finish<L::NTH, L::OS>(osm, m_s, l_s, out, opart, lse, sem, lseOut, (u64)T * H, rowBase, nrows, seq, grp, split, S, coop);
 }
 
-#define MLA_DS(FP8, CVT, R, TT, NS, NW, NAME)                                                                                       \
+#define MLA_DS(CVT, R, TT, NS, NW, NAME)                                                                                             \
   extern "C" __global__ void __launch_bounds__(32 * NW, 1)                                                                     \
       NAME(const bf16_t* q, const void* kv, bf16_t* out, float* opart, float* lse, int* sem, float* lseOut, int T, int H, \
            int ctx, int tokPerSeq, int chunk, float scale, float kscale, int coop) {                                         \
-    mla_ds<FP8, R, TT, NS, CVT, NW>(q, kv, out, opart, lse, sem, lseOut, T, H, ctx, tokPerSeq, chunk, scale, kscale, coop);   \
+    mla_ds<R, TT, NS, CVT, NW>(q, kv, out, opart, lse, sem, lseOut, T, H, ctx, tokPerSeq, chunk, scale, kscale, coop);        \
   }
-MLA_DS(true, true, 8, 64, 4, 16, mla_ds_fp8c_r8_t64_s4_w16)
-MLA_DS(true, true, 16, 64, 4, 8, mla_ds_fp8c_r16_t64_s4)
-MLA_DS(true, false, 8, 64, 4, 8, mla_ds_fp8_r8_t64_s4)
-MLA_DS(true, false, 16, 64, 4, 8, mla_ds_fp8_r16_t64_s4)
+MLA_DS(true, 8, 64, 4, 16, mla_ds_fp8c_r8_t64_s4_w16)
+MLA_DS(true, 16, 64, 4, 8, mla_ds_fp8c_r16_t64_s4)
+MLA_DS(false, 8, 64, 4, 8, mla_ds_fp8_r8_t64_s4)
+MLA_DS(false, 16, 64, 4, 8, mla_ds_fp8_r16_t64_s4)
 
 #define MLA_MAX_SPLITS 1024  // most KV splits mla_combine merges (shared weights)
 
