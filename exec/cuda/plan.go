@@ -579,7 +579,7 @@ func MLAFwdThreads(kernel string) int { return 32 * mustMLAFwd(kernel).warps }
 func MLAFwdSmem(kernel string) int {
 	v := mustMLAFwd(kernel)
 	row16 := (latentDim + 8) * 2
-	stage, parts := v.tile*row16, 8/(v.tile/16)
+	stage, parts := v.tile*row16, v.warps/(v.tile/16)
 	if v.ds {
 		parts = 8
 		if v.fp8 {

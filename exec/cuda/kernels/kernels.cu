@@ -499,7 +499,6 @@ MLA_KERNEL(16, true, mla_decode_fp8_h16)
 // (decode context parallelism's merge across ranks needs it).
 #define MLA_D 576             // scored latent width (kv_lora 512 + rope 64)
 #define MLA_DV 512            // output width
-#define MLA_NTH 256           // threads per block
 #define MLA_KS (MLA_D + 8)    // row stride of Q and of a bf16 tile, values (1168 B: rows 16 bytes apart mod 128)
 
 #ifndef TPSCOPE_EMU
@@ -587,30 +586,61 @@ inline u32 f2bf_rn(float f) { return f2bf(f); }
 #endif
 
 
+// mla_gen0 is the generation of the merge barrier of this block's
+// (sequence, row group) at the block's start, read by thread 0: issued
+// first and used only at the barrier, so its round trip hides behind the
+// block's work.
+__device__ __forceinline__ int mla_gen0(int* sem, int S, int coop) {
+  return threadIdx.x == 0 && S > 1 && coop ? atomicAdd(sem + 2 * ((u64)blockIdx.z * gridDim.y + blockIdx.y) + 1, 0) : 0;
+}
+
 // mla_merge_splits is the in-kernel merge of a split launch: every block
 // has written its normalised partial and log-sum-exp; wait until the S
 // blocks of this (sequence, row group) have, then merge columns
 // [split*cw, split*cw + cw) of its nrows rows (wts: 16 x S floats of free
-// shared memory; NTH threads). The counters in sem must start at zero;
-// the last block out resets them.
+// shared memory; NTH threads). sem holds two ints per (sequence, row
+// group): the arrivals, which start at zero and which the last block in
+// resets, and the generation, which it then advances and for which the
+// others wait (gen0: mla_gen0). No block touches the counters after the
+// barrier, so a block leaves as soon as its columns are written. Where
+// the block's items fit its threads and S <= 16, each thread loads its
+// partials before the weights are known, so those loads and the
+// log-sum-exps' are in flight together: one round trip to L2, not S/4+1.
 template <int NTH>
 __device__ __forceinline__ void mla_merge_splits(const float* __restrict__ opart, float* __restrict__ lse, bf16_t* __restrict__ out,
                                                  int* __restrict__ sem, float* __restrict__ lseOut, float* wts, u64 TH, u64 rowBase,
-                                                 int nrows, int seq, int grp, int split, int S) {
+                                                 int nrows, int seq, int grp, int split, int S, int gen0) {
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   int* cnt = sem + 2 * ((u64)seq * gridDim.y + grp);
   __threadfence();
   __syncthreads();
   if (tid == 0) {
-    atomicAdd(cnt, 1);
-    long long t0 = clock64();
-    while (atomicAdd(cnt, 0) < S) {
-      nap();
-      if (clock64() - t0 > (1ll << 33)) die();  // seconds: the blocks were not co-resident
+    if (atomicAdd(cnt, 1) == S - 1) {
+      atomicExch(cnt, 0);  // all S arrived: nobody counts again in this launch
+      __threadfence();
+      atomicExch(cnt + 1, gen0 + 1);
+    } else {
+      long long t0 = clock64();
+      while (atomicAdd(cnt + 1, 0) == gen0) {
+        nap();
+        if (clock64() - t0 > (1ll << 33)) die();  // seconds: the blocks were not co-resident
+      }
     }
     __threadfence();
   }
   __syncthreads();
+  const int cw = ((MLA_DV / 4 + S - 1) / S) * 4;  // columns per block, a multiple of 4
+  const int c0 = split * cw, c1 = imin(MLA_DV, c0 + cw);
+  const int nc4 = c1 > c0 ? (c1 - c0) / 4 : 0;
+  const bool pre = S <= 16 && nrows * nc4 <= NTH;
+  v4 part[16];
+  if (pre && tid < nrows * nc4) {
+    const int r = tid / nc4, c = c0 + (tid - r * nc4) * 4;
+    const float* p = opart + (rowBase + r) * MLA_DV + c;
+#pragma unroll
+    for (int sp = 0; sp < 16; sp++)
+      if (sp < S) part[sp] = ldcg4(p + (u64)sp * TH * MLA_DV);
+  }
   for (int i = tid; i < nrows * S; i += NTH) {
     int r = i / S, s = i - r * S;
     wts[i] = ldcg1(lse + (u64)s * TH + rowBase + r);
@@ -633,10 +663,20 @@ __device__ __forceinline__ void mla_merge_splits(const float* __restrict__ opart
     if (lseOut && lane == 0 && split == 0) lseOut[rowBase + r] = sum > 0.f ? mx + __logf(sum) : NEG_BIG;
   }
   __syncthreads();
-  const int cw = ((MLA_DV / 4 + S - 1) / S) * 4;  // columns per block, a multiple of 4
-  const int c0 = split * cw, c1 = imin(MLA_DV, c0 + cw);
-  const int nc4 = c1 > c0 ? (c1 - c0) / 4 : 0;
-  if (S >= 32) {
+  if (pre) {
+    if (tid < nrows * nc4) {
+      const int r = tid / nc4, c = c0 + (tid - r * nc4) * 4;
+      float o0 = 0.f, o1 = 0.f, o2 = 0.f, o3 = 0.f;
+#pragma unroll
+      for (int sp = 0; sp < 16; sp++)
+        if (sp < S) {
+          const float w = wts[r * S + sp];
+          o0 += w * __uint_as_float(part[sp].x); o1 += w * __uint_as_float(part[sp].y);
+          o2 += w * __uint_as_float(part[sp].z); o3 += w * __uint_as_float(part[sp].w);
+        }
+      *(v2*)(out + (rowBase + r) * MLA_DV + c) = v2{(u32)f2bf(o0) | ((u32)f2bf(o1) << 16), (u32)f2bf(o2) | ((u32)f2bf(o3) << 16)};
+    }
+  } else if (S >= 32) {
     // Many splits: warp w takes the (row, 4 columns) items w, w + 8, ...;
     // its lanes split the splits (loads in flight together) and add up by
     // shuffles.
@@ -673,13 +713,6 @@ __device__ __forceinline__ void mla_merge_splits(const float* __restrict__ opart
       }
       *(v2*)(out + (rowBase + r) * MLA_DV + c) = v2{(u32)f2bf(o0) | ((u32)f2bf(o1) << 16), (u32)f2bf(o2) | ((u32)f2bf(o3) << 16)};
     }
-  }
-  // The last block out resets the counters for the next launch (stream
-  // order keeps that launch behind this one).
-  __syncthreads();
-  if (tid == 0 && atomicAdd(cnt + 1, 1) == S - 1) {
-    atomicExch(cnt, 0);
-    atomicExch(cnt + 1, 0);
   }
 }
 
@@ -772,7 +805,7 @@ template <int NTH, int OS>
 __device__ __forceinline__ void mla_finish(float* osm, const float* m_s, const float* l_s, bf16_t* __restrict__ out,
                                            float* __restrict__ opart, float* __restrict__ lse, int* __restrict__ sem,
                                            float* __restrict__ lseOut, u64 TH, u64 rowBase, int nrows, int seq, int grp,
-                                           int split, int S, int coop) {
+                                           int split, int S, int coop, int gen0) {
   const int tid = threadIdx.x;
   for (int i = tid; i < nrows * (MLA_DV / 4); i += NTH) {
     const int r = i / (MLA_DV / 4), c = (i - r * (MLA_DV / 4)) * 4;
@@ -793,7 +826,7 @@ __device__ __forceinline__ void mla_finish(float* osm, const float* m_s, const f
   }
   if (S == 1 || !coop) return;
   __syncthreads();
-  mla_merge_splits<NTH>(opart, lse, out, sem, lseOut, osm, TH, rowBase, nrows, seq, grp, split, S);
+  mla_merge_splits<NTH>(opart, lse, out, sem, lseOut, osm, TH, rowBase, nrows, seq, grp, split, S, gen0);
 }
 
 // ---- MLA decode, heads as the MMA's N (mla_tc_*) ----
@@ -813,12 +846,14 @@ __device__ __forceinline__ void mla_finish(float* osm, const float* m_s, const f
 // With the rows as N, 8 heads fill an m16n8k16 exactly. The output goes
 // through shared memory (rows x 512 fp32) so that the stores of out and of
 // the split partials are coalesced.
-template <int R, int TT, int NS>
+template <int R, int TT, int NS, int NW>
 struct MlaTC {
+  static constexpr int NTH = 32 * NW;                     // threads
   static constexpr int NR = R / 8;                        // n-tiles of 8 rows
   static constexpr int TG = TT / 16;                      // token groups of 16 (MMA M)
-  static constexpr int NP = 8 / TG;                       // k-step shares (warps per token group)
-  static constexpr int KPW = 36 / NP;                     // k-steps per warp: 18 or 9
+  static constexpr int NP = NW / TG;                      // k-step shares (warps per token group)
+  static constexpr int KPW = 36 / NP;                     // k-steps per warp: 18, 9 or 4.5 -> see static_assert
+  static constexpr int NI = 512 / (16 * NW);              // 16-column output m-tiles per warp: 4 or 2
   static constexpr int STAGE = TT * 2 * MLA_KS;          // bytes of one stage
   static constexpr int QB = R * MLA_KS * 2;
   static constexpr int SR = R + 1;                        // partial-score row stride (floats): odd, so a warp reading one row's column is conflict-free
@@ -827,14 +862,15 @@ struct MlaTC {
   static constexpr int PB = R * PS * 2;
   static constexpr int SMEM = QB + NS * STAGE + SPB + PB + 3 * R * 4;
   static constexpr int OS = MLA_DV + 4;                   // output staging row stride (floats)
+  static_assert(36 % NP == 0 && NW % TG == 0 && NI >= 1, "MlaTC: warps must split the 36 k-steps and the 512 columns evenly");
 };
 
-template <int R, int TT, int NS>
+template <int R, int TT, int NS, int NW>
 __device__ __forceinline__ void mla_tc(const bf16_t* __restrict__ q, const void* __restrict__ kv, bf16_t* __restrict__ out,
                                        float* __restrict__ opart, float* __restrict__ lse, int* __restrict__ sem,
                                        float* __restrict__ lseOut, int T, int H, int ctx, int tokPerSeq, int chunk,
                                        float scale, float kscale, int coop) {
-  typedef MlaTC<R, TT, NS> L;
+  typedef MlaTC<R, TT, NS, NW> L;
   DYN_SMEM(unsigned char, sm);
   bf16_t* qsm = (bf16_t*)sm;                                   // [R][MLA_KS]
   unsigned char* stg = sm + L::QB;                             // NS stages
@@ -853,6 +889,7 @@ __device__ __forceinline__ void mla_tc(const bf16_t* __restrict__ q, const void*
   const u64 rowBase = (u64)seq * seqRows + r0;
   const float sl2 = scale * 1.4426950408889634f;
 
+  const int gen0 = mla_gen0(sem, S, coop);
   if (tid < R) { m_s[tid] = NEG_BIG; l_s[tid] = 0.f; }
 
   const int start = split * chunk;
@@ -860,9 +897,9 @@ __device__ __forceinline__ void mla_tc(const bf16_t* __restrict__ q, const void*
   const int ntile = (end - start + TT - 1) / TT;
   const unsigned char* src0 = (const unsigned char*)kv + ((u64)seq * ctx + start) * (2 * MLA_D);
   auto issue = [&](int t, int st) {
-    mla_copy_tile<MLA_NTH, TT, 2 * MLA_D, 2 * MLA_KS>(smem_addr(stg + st * L::STAGE), src0 + (u64)t * TT * 2 * MLA_D, imin(TT, end - start - t * TT));
+    mla_copy_tile<L::NTH, TT, 2 * MLA_D, 2 * MLA_KS>(smem_addr(stg + st * L::STAGE), src0 + (u64)t * TT * 2 * MLA_D, imin(TT, end - start - t * TT));
   };
-  mla_load_q<MLA_NTH, R, false>(q, qsm, rowBase, nrows);  // Q rides in the first copy group
+  mla_load_q<L::NTH, R, false>(q, qsm, rowBase, nrows);  // Q rides in the first copy group
 #pragma unroll
   for (int p = 0; p < NS - 1; p++) {
     if (p < ntile) issue(p, p);
@@ -873,9 +910,9 @@ __device__ __forceinline__ void mla_tc(const bf16_t* __restrict__ q, const void*
   // Q^T's B fragments for this warp's k-steps, loaded once (after the
   // first barrier: Q arrives with the first copy group).
   u32 qf[(L::KPW + 1) / 2][L::NR][4];
-  float acc[4][L::NR][4];
+  float acc[L::NI][L::NR][4];
 #pragma unroll
-  for (int i = 0; i < 4; i++)
+  for (int i = 0; i < L::NI; i++)
 #pragma unroll
     for (int n = 0; n < L::NR; n++) acc[i][n][0] = acc[i][n][1] = acc[i][n][2] = acc[i][n][3] = 0.f;
   const saddr_t pa = smem_addr(psm);
@@ -925,19 +962,20 @@ __device__ __forceinline__ void mla_tc(const bf16_t* __restrict__ q, const void*
       }
     }
     __syncthreads();
+    if (warp < 8)
 #pragma unroll
-    for (int m = 0; m < L::NR; m++)  // online softmax in log2 units: row warp + 8m
-      mla_softmax_row<TT, L::NP, L::SR, L::PS, false>(spart, psm, m_s, l_s, alpha_s, warp + 8 * m, n, nrows, sl2);
+      for (int m = 0; m < L::NR; m++)  // online softmax in log2 units, warps 0-7: row warp + 8m
+        mla_softmax_row<TT, L::NP, L::SR, L::PS, false>(spart, psm, m_s, l_s, alpha_s, warp + 8 * m, n, nrows, sl2);
     __syncthreads();
     {  // O^T += V^T P^T over this warp's 64 columns, all rows
 #pragma unroll
       for (int m = 0; m < L::NR; m++) {
         const float a0 = alpha_s[8 * m + 2 * tg], a1 = alpha_s[8 * m + 2 * tg + 1];
 #pragma unroll
-        for (int i = 0; i < 4; i++) { acc[i][m][0] *= a0; acc[i][m][1] *= a1; acc[i][m][2] *= a0; acc[i][m][3] *= a1; }
+        for (int i = 0; i < L::NI; i++) { acc[i][m][0] *= a0; acc[i][m][1] *= a1; acc[i][m][2] *= a0; acc[i][m][3] *= a1; }
       }
       const int mi = lane >> 3;
-      const saddr_t vb = ta + (((lane & 7) + (mi >> 1) * 8) * MLA_KS + warp * 64 + (mi & 1) * 8) * 2;
+      const saddr_t vb = ta + (((lane & 7) + (mi >> 1) * 8) * MLA_KS + warp * 16 * L::NI + (mi & 1) * 8) * 2;
       const saddr_t pb = pa + ((lane & 7) * L::PS + (lane >> 3) * 8) * 2;
 #pragma unroll
       for (int kk = 0; kk < TT / 32; kk++) {  // two k-steps (32 tokens) per P load
@@ -947,7 +985,7 @@ __device__ __forceinline__ void mla_tc(const bf16_t* __restrict__ q, const void*
 #pragma unroll
         for (int h = 0; h < 2; h++) {
 #pragma unroll
-          for (int i = 0; i < 4; i++) {
+          for (int i = 0; i < L::NI; i++) {
             u32 a0, a1, a2, a3;
             ldsm4t(vb + ((kk * 32 + h * 16) * MLA_KS + i * 16) * 2, a0, a1, a2, a3);
 #pragma unroll
@@ -967,8 +1005,8 @@ __device__ __forceinline__ void mla_tc(const bf16_t* __restrict__ q, const void*
     const float l0 = l_s[row], l1 = l_s[row + 1];
     const float i0 = l0 > 0.f ? 1.f / l0 : 0.f, i1 = l1 > 0.f ? 1.f / l1 : 0.f;
 #pragma unroll
-    for (int i = 0; i < 4; i++) {
-      const int col = warp * 64 + i * 16 + g;
+    for (int i = 0; i < L::NI; i++) {
+      const int col = warp * 16 * L::NI + i * 16 + g;
       osm[row * L::OS + col] = acc[i][m][0] * i0;
       osm[(row + 1) * L::OS + col] = acc[i][m][1] * i1;
       osm[row * L::OS + col + 8] = acc[i][m][2] * i0;
@@ -976,17 +1014,17 @@ __device__ __forceinline__ void mla_tc(const bf16_t* __restrict__ q, const void*
     }
   }
   __syncthreads();
-  mla_finish<MLA_NTH, L::OS>(osm, m_s, l_s, out, opart, lse, sem, lseOut, (u64)T * H, rowBase, nrows, seq, grp, split, S, coop);
+  mla_finish<L::NTH, L::OS>(osm, m_s, l_s, out, opart, lse, sem, lseOut, (u64)T * H, rowBase, nrows, seq, grp, split, S, coop, gen0);
 }
 
-#define MLA_TC(R, TT, NS, NAME)                                                                                                     \
-  extern "C" __global__ void __launch_bounds__(MLA_NTH, 1)                                                                     \
+#define MLA_TC(R, TT, NS, NW, NAME)                                                                                                 \
+  extern "C" __global__ void __launch_bounds__(32 * NW, 1)                                                                     \
       NAME(const bf16_t* q, const void* kv, bf16_t* out, float* opart, float* lse, int* sem, float* lseOut, int T, int H, \
            int ctx, int tokPerSeq, int chunk, float scale, float kscale, int coop) {                                         \
-    mla_tc<R, TT, NS>(q, kv, out, opart, lse, sem, lseOut, T, H, ctx, tokPerSeq, chunk, scale, kscale, coop);                 \
+    mla_tc<R, TT, NS, NW>(q, kv, out, opart, lse, sem, lseOut, T, H, ctx, tokPerSeq, chunk, scale, kscale, coop);                 \
   }
-MLA_TC(8, 64, 2, mla_tc_bf16_r8_t64_s2)
-MLA_TC(16, 64, 2, mla_tc_bf16_r16_t64_s2)
+MLA_TC(8, 64, 2, 8, mla_tc_bf16_r8_t64_s2)
+MLA_TC(16, 64, 2, 8, mla_tc_bf16_r16_t64_s2)
 
 // ---- MLA decode, warps owning latent columns (mla_ds_*) ----
 //
@@ -1092,6 +1130,7 @@ __device__ __forceinline__ void mla_ds(const bf16_t* __restrict__ q, const void*
   const float ks = CVT ? kscale : kscale * 256.f;  // bit-move widening gives value x 2^-8
   const float sl2 = scale * ks * 1.4426950408889634f;
 
+  const int gen0 = mla_gen0(sem, S, coop);
   if (tid < R) { m_s[tid] = NEG_BIG; l_s[tid] = 0.f; }
 
   const int start = split * chunk;
@@ -1242,7 +1281,7 @@ __device__ __forceinline__ void mla_ds(const bf16_t* __restrict__ q, const void*
     }
     __syncthreads();
   }
-  mla_finish<L::NTH, L::OS>(osm, m_s, l_s, out, opart, lse, sem, lseOut, (u64)T * H, rowBase, nrows, seq, grp, split, S, coop);
+  mla_finish<L::NTH, L::OS>(osm, m_s, l_s, out, opart, lse, sem, lseOut, (u64)T * H, rowBase, nrows, seq, grp, split, S, coop, gen0);
 }
 
 #define MLA_DS(CVT, R, TT, NS, NW, NAME)                                                                                             \

@@ -4,6 +4,7 @@ import (
 	"flag"
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/tpscope/tpscope/exec/cuda"
@@ -67,6 +68,7 @@ func bench(args []string) error {
 	jsonPath := fs.String("json", "", "write results as JSON lines")
 	only := fs.String("only", "", "comma-separated parts to run: mla,norm,silu,router (default all; the ceilings always run)")
 	mlaShapes := fs.String("mla-shapes", "", "only these MLA shapes, BxHxTPSxCTX comma-separated (default the built-in list)")
+	mlaSplits := fs.String("mla-splits", "", "also time each MLA kernel at these split counts (comma-separated; merged in the kernel where the grid fits)")
 	e, out, err := startBench(fs, args, jsonPath)
 	if err != nil {
 		return err
@@ -145,7 +147,7 @@ func bench(args []string) error {
 	iters := func(estUs float64) int { return int(min(2000, max(20, 3000/max(estUs, 1)))) }
 
 	if part("mla") {
-		if err := benchMLA(e, emit, rot, iters, reps, *mlaShapes, sink); err != nil {
+		if err := benchMLA(e, emit, rot, iters, reps, *mlaShapes, *mlaSplits, sink); err != nil {
 			return err
 		}
 	}
@@ -226,7 +228,17 @@ func bench(args []string) error {
 // planner's splits (cuda.MLAFwdLaunch) merged in the kernel, and, where
 // there are splits, merged by mla_combine instead; and the CUDA-core kernel
 // at one shape for reference.
-func benchMLA(e *env, emit func(benchRow), rot func(uint64) (cu.DevPtr, int, error), iters func(float64) int, reps int, only string, sink cu.DevPtr) error {
+func benchMLA(e *env, emit func(benchRow), rot func(uint64) (cu.DevPtr, int, error), iters func(float64) int, reps int, only, splitList string, sink cu.DevPtr) error {
+	var extraSplits []int
+	if splitList != "" {
+		for _, f := range strings.Split(splitList, ",") {
+			n, err := strconv.Atoi(f)
+			if err != nil || n < 1 || n > 512 {
+				return fmt.Errorf("-mla-splits %q: want split counts from 1 to 512 (the merge's weights live in the stage memory)", f)
+			}
+			extraSplits = append(extraSplits, n)
+		}
+	}
 	occ := map[string]int{}
 	for _, k := range cuda.MLAFwdKernels {
 		smem := cuda.MLAFwdSmem(k)
@@ -300,41 +312,43 @@ func benchMLA(e *env, emit func(benchRow), rot func(uint64) (cu.DevPtr, int, err
 				// Every variant runs with the planner's split rule for its own
 				// occupancy.
 				perSM := occ[k]
-				g := cuda.MLAFwdLaunchWith(k, cuda.MLAShape{Seqs: s.B, TokPerSeq: s.tps, Heads: s.H, Ctx: s.ctx, FP8: fp8}, e.info.SMs, perSM)
-				th := uint64(T * s.H)
-				part, _ := cu.Alloc(uint64(g.Splits)*th*512*4 + uint64(g.Splits)*th*4)
-				lse := part + cu.DevPtr(uint64(g.Splits)*th*512*4)
-				for _, coop := range []bool{true, false} {
-					if !coop && g.Splits == 1 {
-						continue
-					}
-					c := 0
-					if coop && g.Coop {
-						c = 1
-					}
-					call := func(i int) error {
-						kvi := kv + cu.DevPtr(uint64(i%copies)*kvBytes)
-						if err := e.launch(k, [3]uint32{uint32(g.Splits), uint32(g.Groups), uint32(s.B)}, [3]uint32{uint32(g.Threads), 1, 1}, uint32(g.SmemBytes),
-							uint64(q), uint64(kvi), uint64(o), uint64(part), uint64(lse), uint64(sem), 0, i32(T), i32(s.H), i32(s.ctx), i32(s.tps), i32(g.Chunk), scale, f32(1), i32(c)); err != nil {
-							return err
+				g0 := cuda.MLAFwdLaunchWith(k, cuda.MLAShape{Seqs: s.B, TokPerSeq: s.tps, Heads: s.H, Ctx: s.ctx, FP8: fp8}, e.info.SMs, perSM)
+				for gi, g := range append([]cuda.MLAGeometry{g0}, splitGeometries(g0, extraSplits, s.B, s.ctx, e.info.SMs*perSM)...) {
+					th := uint64(T * s.H)
+					part, _ := cu.Alloc(uint64(g.Splits)*th*512*4 + uint64(g.Splits)*th*4)
+					lse := part + cu.DevPtr(uint64(g.Splits)*th*512*4)
+					for _, coop := range []bool{true, false} {
+						if !coop && (g.Splits == 1 || gi > 0) {
+							continue
 						}
-						if g.Splits > 1 && c == 0 {
-							return e.launch("mla_combine", [3]uint32{uint32(th), 1, 1}, [3]uint32{128, 1, 1}, 0, uint64(part), uint64(lse), uint64(o), i32(int(th)), i32(g.Splits), i32(512))
+						c := 0
+						if coop && g.Coop {
+							c = 1
 						}
-						return nil
+						call := func(i int) error {
+							kvi := kv + cu.DevPtr(uint64(i%copies)*kvBytes)
+							if err := e.launch(k, [3]uint32{uint32(g.Splits), uint32(g.Groups), uint32(s.B)}, [3]uint32{uint32(g.Threads), 1, 1}, uint32(g.SmemBytes),
+								uint64(q), uint64(kvi), uint64(o), uint64(part), uint64(lse), uint64(sem), 0, i32(T), i32(s.H), i32(s.ctx), i32(s.tps), i32(g.Chunk), scale, f32(1), i32(c)); err != nil {
+								return err
+							}
+							if g.Splits > 1 && c == 0 {
+								return e.launch("mla_combine", [3]uint32{uint32(th), 1, 1}, [3]uint32{128, 1, 1}, 0, uint64(part), uint64(lse), uint64(o), i32(int(th)), i32(g.Splits), i32(512))
+							}
+							return nil
+						}
+						us, sp, err := e.loopTime(iters(bytes/3e6), reps, call)
+						if err != nil {
+							return fmt.Errorf("%s B=%d H=%d ctx=%d: %w", k, s.B, s.H, s.ctx, err)
+						}
+						merge := "merged in-kernel"
+						if c == 0 && g.Splits > 1 {
+							merge = "+ mla_combine"
+						}
+						emit(benchRow{Kernel: k, Shape: fmt.Sprintf("B=%d H=%d tps=%d ctx=%d", s.B, s.H, s.tps, s.ctx), Us: us, SpreadUs: sp, Bytes: bytes,
+							Note: fmt.Sprintf("splits=%d chunk=%d %s", g.Splits, g.Chunk, merge)})
 					}
-					us, sp, err := e.loopTime(iters(bytes/3e6), reps, call)
-					if err != nil {
-						return fmt.Errorf("%s B=%d H=%d ctx=%d: %w", k, s.B, s.H, s.ctx, err)
-					}
-					merge := "merged in-kernel"
-					if c == 0 && g.Splits > 1 {
-						merge = "+ mla_combine"
-					}
-					emit(benchRow{Kernel: k, Shape: fmt.Sprintf("B=%d H=%d tps=%d ctx=%d", s.B, s.H, s.tps, s.ctx), Us: us, SpreadUs: sp, Bytes: bytes,
-						Note: fmt.Sprintf("splits=%d chunk=%d %s", g.Splits, g.Chunk, merge)})
+					cu.Free(part)
 				}
-				cu.Free(part)
 			}
 			if s.B == 32 && s.H == 8 && s.ctx == 4096 { // the CUDA-core kernel, for reference
 				g := cuda.MLALaunch(T, s.H, s.ctx, 576, e.info.SMs, fp8)
@@ -364,4 +378,26 @@ func benchMLA(e *env, emit func(benchRow), rot func(uint64) (cu.DevPtr, int, err
 		}
 	}
 	return nil
+}
+
+// splitGeometries returns g re-split into each of splits (chunks rounded
+// up to 64 cached tokens; merged in the kernel where all blocks fit at
+// once, fit being the device's resident blocks), skipping the planner's own
+// count and repeats.
+func splitGeometries(g cuda.MLAGeometry, splits []int, seqs, ctx, fit int) []cuda.MLAGeometry {
+	var out []cuda.MLAGeometry
+	seen := map[int]bool{g.Splits: true}
+	for _, n := range splits {
+		x := g
+		x.Chunk = (ctx + n - 1) / n
+		x.Chunk = (x.Chunk + 63) / 64 * 64
+		x.Splits = (ctx + x.Chunk - 1) / x.Chunk
+		if seen[x.Splits] {
+			continue
+		}
+		seen[x.Splits] = true
+		x.Coop = x.Splits > 1 && x.Splits*seqs*g.Groups <= fit
+		out = append(out, x)
+	}
+	return out
 }

@@ -249,6 +249,8 @@ func kernels() error {
 		{"mla_ds_fp8c_r16_t64_s4", 2, 16, 1, 777, 800, true, false},
 		{"mla_ds_fp8_r8_t64_s4", 4, 8, 1, 1000, 352, true, true},
 		{"mla_ds_fp8_r16_t64_s4", 4, 8, 2, 1000, 160, true, false},
+		{"mla_tc_bf16_r8_t64_s2", 1, 8, 1, 1000, 64, false, true},
+		{"mla_ds_fp8c_r8_t64_s4_w16", 1, 8, 1, 1000, 64, true, true},
 	} {
 		re, what, err := checkMLA(e, r, c.kernel, c.T, c.H, c.tps, c.ctx, c.chunk, c.fp8, c.coop)
 		if err != nil {

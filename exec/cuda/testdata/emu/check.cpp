@@ -55,7 +55,7 @@ typedef void (*mlafn)(const bf16_t*, const void*, bf16_t*, float*, float*, int*,
 // The kernel takes R rows per block and 64-token tiles through ns stages
 // with nth threads, its shared memory laid out as kernels.cu's MlaTC (bf16)
 // or MlaDS (fp8).
-static void mla(const char* kname, mlafn fn, bool fp8, int ns, int T, int H, int tps, int ctx, int S, bool coop, float scale, int R, int nth = 256) {
+static void mla(const char* kname, mlafn fn, bool fp8, int ns, int T, int H, int tps, int ctx, int S, bool coop, float scale, int R, int nth = 256, int tt = 64) {
   const int D = 576, DV = 512, B = T / tps;
   std::vector<bf16_t> q(T * H * D);
   for (auto& x : q) x = tobf(uni());
@@ -82,10 +82,9 @@ static void mla(const char* kname, mlafn fn, bool fp8, int ns, int T, int H, int
   std::vector<bf16_t> out(T * H * DV, 0xffff);  // poison: NaN
   std::vector<float> opart((size_t)S * T * H * DV, NAN), lse((size_t)S * T * H, NAN), lseOut(T * H, NAN);
   std::vector<int> sem(2 * B * groups, 0);
-  const int tt = 64;
   size_t smem;
   if (!fp8) {  // MlaTC: Q, stages of 1168-byte rows, partial scores [8/(TT/16)][TT][R+1] (16-byte padded), P [R][TT+8], scalars
-    const size_t np = 8 / (tt / 16), spb = (np * tt * (R + 1) * 4 + 15) / 16 * 16;
+    const size_t np = nth / 32 / (tt / 16), spb = (np * tt * (R + 1) * 4 + 15) / 16 * 16;
     smem = (size_t)R * (D + 8) * 2 + ns * tt * 2 * (D + 8) + spb + R * (tt + 8) * 2 + 3 * R * 4;
   } else {  // MlaDS: Q, stages of raw rows (576 bytes), partial scores [8][TT][R+1], P, scalars
     const size_t spb = (8 * tt * (R + 1) * 4 + 15) / 16 * 16;
@@ -126,7 +125,7 @@ static void mla(const char* kname, mlafn fn, bool fp8, int ns, int T, int H, int
   report(name, relerr(got, want));
   if (S == 1 || coop) report(std::string(name) + "/lse", relerr(lgot, lwant));
   bool reset = true;
-  for (int x : sem) reset &= x == 0;
+  for (size_t i = 0; i < sem.size(); i += 2) reset &= sem[i] == 0 && sem[i + 1] == 1;  // arrivals back to 0, one generation
   if (coop && S > 1) report(std::string(name) + "/sem-reset", reset ? 0 : 1);
 }
 
@@ -173,6 +172,10 @@ int main(int argc, char** argv) {
     // 16 warps: two halves of each tile's tokens.
     mla("ds_fp8c_r8_w16", mla_ds_fp8c_r8_t64_s4_w16, true, 4, 2, 8, 1, 200, 3, true, 0.0722f, 8, 512);
     mla("ds_fp8c_r8_w16", mla_ds_fp8c_r8_t64_s4_w16, true, 4, 4, 8, 2, 100, 2, false, 0.25f, 8, 512);
+    // 8 and 16 splits: the merge whose partials are loaded with the
+    // log-sum-exps (S <= 16, the block's items fit its threads).
+    mla("tc_bf16_r8", mla_tc_bf16_r8_t64_s2, false, 2, 2, 8, 1, 600, 8, true, 0.0722f, 8);
+    mla("ds_fp8c_r8_w16", mla_ds_fp8c_r8_t64_s4_w16, true, 4, 1, 8, 1, 1000, 16, true, 0.0722f, 8, 512);
   }
   if (want("silu")) {
     for (int d : {256, 2304, 100}) {
