@@ -172,15 +172,15 @@ func blockUs(t *testing.T, p *sim.Predictor, a *model.Arch, batch, ctx int, kv m
 // balanced_logits: each expert gets T x k / E rows, so all 384 experts
 // are read from 48 tokens on), and the schedule is built under the same
 // routing (model.BalancedRouting), where uniform random routing would
-// read 110 of 384 experts at 16 tokens and 284 at 64 and err by -25..-30
+// read 110 of 384 experts at 16 tokens and 284 at 64 and err by -24..-30
 // % there (logged beside each point). So compared, 16-256 tokens land
-// within -3..-14 % and the median meets the target (13.8 %, the 16-token
-// point). What is left is 1-8 tokens, -23..-59 %, logged:
+// within -2..-13 % and the median meets the target (12.9 %, the 16-token
+// point). What is left is 1-8 tokens, -21..-55 %, logged:
 //   - the table's NVFP4 layer behaves as a fixed ~70 us plus its experts'
 //     weights streamed at 1.2-1.5 TB/s (88.7 us at 1 token; 103.6 at 2,
 //     the step being the 8 added experts' 25 MB), where tpscope's prior
-//     has the streaming but only ~20 us of fixed time (the schedule's
-//     kernels, the 4 companion kernels, floors and gaps): 36.6 us at 1
+//     has the streaming but only ~23 us of fixed time (the schedule's
+//     kernels, the 4 companion kernels, floors and gaps): 39.9 us at 1
 //     token. The fixed part does not follow the expert count: with expert
 //     parallelism 128 the collector's balanced routing sends the one
 //     token to one local expert of the full 2048 intermediate width (the
@@ -315,9 +315,9 @@ func mlaModuleErrors(t *testing.T, system, topo, arch string, key perfdb.MLAKey,
 // the module is its kernel count times a per-kernel cost, ~6 us each over
 // ~18 kernels (the schedule lists 10 of them; the FP8 block GEMMs'
 // activation quantization and the absorbed BMMs' transposes are not
-// ops), where the H200 preset prices a kernel at 2 us plus a 1 us graph
-// gap. FlashMLA itself (split-KV over all SMs, a combine kernel) is a
-// small part of it. Closing this needs those kernels in the schedule
+// ops), where the catalog's Hopper floors price a kernel at 0.94-2.48 us
+// plus a 1.3 us graph-node gap (median 58.0 %). FlashMLA itself
+// (split-KV over all SMs, a combine kernel) is a small part of it. Closing this needs those kernels in the schedule
 // (model) or a per-device kernel floor measured on an H200 (topology
 // calibration), not an attention prior.
 func TestPriorFlashMLA(t *testing.T) {
