@@ -21,7 +21,8 @@ import (
 )
 
 // tinySpec is the small test model on 8 GPUs: 88 kernels per rank and
-// step, every compute op at the 2 us minimum kernel time.
+// step, every compute op at its kind's minimum kernel time (the catalog's
+// SM120 floors, 1.03-2.74 us).
 var tinySpec = spec{Model: "tiny-mla-moe", Topology: "rtxpro6000-2s", Plan: "tp8", Workload: "decode b8 ctx512"}
 
 // kinetoKernelName is a real kernel name of each kind (vLLM on SM120,

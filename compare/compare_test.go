@@ -294,7 +294,8 @@ func TestCalibrateSyntheticRecoversPerturbation(t *testing.T) {
 		t.Fatal(err)
 	}
 	// GEMM families: the fitted efficiency is 0.6 x the preset's prior
-	// (presets.go rtxpro6000: gemm/bf16 0.70, gemm/nvfp4 0.35), within 2 %.
+	// (topology/catalog.json arch blackwell-sm120: gemm/bf16 0.70,
+	// gemm/nvfp4 0.35), within 2 %.
 	// Families left alone keep a compute scale of 1 within 2 %.
 	want := map[string]float64{"gemm/bf16": 0.70 * gemmEffFactor, "gemm/nvfp4": 0.35 * gemmEffFactor}
 	seen := 0

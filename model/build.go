@@ -76,7 +76,11 @@ func Build(a *Arch, p Plan, w Workload) (*Schedule, error) {
 // speculative tokens on a model with an MTP layer the draft passes
 // mtp.s{i}.* (embedding, enorm/hnorm, eh_proj, a full decoder layer,
 // shared-head norm, lm_head). Collectives are omitted when their group
-// has one rank.
+// has one rank. A Linear with FP8 block-scaled weights (fp8-block128:
+// fused_qkv_a_proj, q_b_proj, kv_b_proj, o_proj, the indexer's wq_b and
+// wk, the dense MLP's and shared experts' gate_up and down) has the
+// quantization of its input as an op of its own right before it,
+// <name>_quant (see linear).
 //
 // Prefill (M = batch x context tokens) uses the non-absorbed MLA form:
 // attn.kv_b_proj expands K and V, attn.mla_prefill runs causal attention.
@@ -441,6 +445,44 @@ func (b *builder) gemm(op *Op, m, n, k int64, batch float64, wd Dtype) {
 	op.BytesWritten = fm * fn * batch * actBytes
 }
 
+// linear appends a Linear layer: its GEMM (see gemm) of m tokens through
+// weights k x n of dtype wd, and, for FP8 block-scaled weights, the
+// kernel that quantizes its input first. vLLM runs every Linear of an FP8
+// checkpoint with weight_block_size [128, 128] through
+// W8A8BlockFp8LinearOp.apply
+// (vllm/model_executor/layers/quantization/utils/fp8_utils.py), whose
+// every GEMM path (_run_deepgemm, _run_cutlass, _run_triton) first turns
+// the bf16 input into FP8 with one scale per token and group of 128
+// values (QuantFP8 / per_token_group_quant_fp8, a kernel of its own:
+// torch.ops._C.per_token_group_fp8_quant) and then launches the
+// block-scaled GEMM. That kernel is the op "<name>_quant" before the GEMM
+// (actQuant). vLLM's torch.compile fusion passes can fold it into a
+// preceding RMSNorm or SiLU-and-mul when enabled; the schedule keeps the
+// kernel the layer itself launches.
+func (b *builder) linear(s *site, block, name string, m, n, k int64, wd Dtype) {
+	if wd == FP8Block128 {
+		actQuant(b.op(s, block, name+"_quant", KindElementwise, gNone), m, k)
+	}
+	b.gemm(b.op(s, block, name, KindGEMM, gNone), m, n, k, 1, wd)
+}
+
+// actQuantGroup is the activation group of FP8 block-scaled Linear
+// layers: one FP32 scale per token and 128 input values (the weights'
+// 128 x 128 blocks along K).
+const actQuantGroup = 128
+
+// actQuant fills the per-token-group FP8 quantization of an m x k bf16
+// activation (K = the group size): it reads the bf16 values and writes
+// one FP8 byte per value and one FP32 scale per group; per value an
+// absolute value and a max towards the group's scale and a multiply by
+// its inverse, 3 FLOPs.
+func actQuant(op *Op, m, k int64) {
+	n := float64(m) * float64(k)
+	groups := float64(m) * float64((k+actQuantGroup-1)/actQuantGroup)
+	elementwise(op, 3*n, n*actBytes, n*FP8.BytesPerValue()+groups*4)
+	op.M, op.N, op.K = m, k, actQuantGroup
+}
+
 // norm fills an RMSNorm over rows x dim; fusedAdd adds the residual
 // (vLLM's fused_add_rms_norm reads and writes both streams).
 func (b *builder) norm(op *Op, rows int64, dim int, fusedAdd bool) {
@@ -499,7 +541,7 @@ func (b *builder) attention(s *site) {
 	}
 
 	if s.prefill {
-		b.gemm(b.op(s, "attn", "kv_b_proj", KindGEMM, gNone), t, hl*(nope+v), kvl, 1, attnDt)
+		b.linear(s, "attn", "kv_b_proj", t, hl*(nope+v), kvl, attnDt)
 		b.rope(s, t, hl)
 		b.kvWrite(s, t, lat)
 		op := b.op(s, "attn", "mla_prefill", KindAttention, gNone)
@@ -512,13 +554,20 @@ func (b *builder) attention(s *site) {
 		op.FLOPs = float64(s.seqs) * float64(hl) * pairs * 2 * float64(qk+v)
 		op.BytesRead = float64(t*hl*(qk+qk+v)) * actBytes
 		op.BytesWritten = float64(t*hl*v) * actBytes
-		b.gemm(b.op(s, "attn", "o_proj", KindGEMM, gNone), t, h, hl*v, 1, attnDt)
+		b.linear(s, "attn", "o_proj", t, h, hl*v, attnDt)
 		b.allreduce(s, "attn", "allreduce", gTP, t*h*actBytes)
 		return
 	}
 
 	// Absorbed decode. W_UK and W_UV are kv_b_proj split per head and kept
-	// in bf16 by vLLM (MLACommonImpl dequantizes kv_b_proj for them).
+	// in bf16 by vLLM (MLACommonImpl dequantizes kv_b_proj for them). Each
+	// is one batched GEMM kernel: the transposes around them are views that
+	// torch.bmm reads and writes in place as strided batches
+	// (vllm/model_executor/layers/attention/mla_attention.py,
+	// MLAAttention.forward_impl's decode branch: torch.bmm(decode_q_nope,
+	// self.W_UK_T, out=decode_ql_nope) on decode_q.transpose(0, 1);
+	// _v_up_proj: torch.bmm(x, self.W_UV, out=out) into a transposed view
+	// of the output), so no copy kernel goes with them.
 	b.gemm(b.op(s, "attn", "w_uk", KindGEMM, gNone), t, kvl, nope, float64(hl), a.Quant.Base)
 	b.rope(s, t, hl)
 	b.kvWrite(s, t, lat)
@@ -556,7 +605,7 @@ func (b *builder) attention(s *site) {
 		op.BytesWritten = float64(t*hl*kvl) * actBytes
 	}
 	b.gemm(b.op(s, "attn", "w_uv", KindGEMM, gNone), t, v, kvl, float64(hl), a.Quant.Base)
-	b.gemm(b.op(s, "attn", "o_proj", KindGEMM, gNone), t, h, hl*v, 1, attnDt)
+	b.linear(s, "attn", "o_proj", t, h, hl*v, attnDt)
 	b.allreduce(s, "attn", "allreduce", gTP, t*h*actBytes)
 }
 
@@ -573,10 +622,10 @@ func (b *builder) attnProjections(s *site) {
 	rope, nope := int64(a.QKRopeHeadDim), int64(a.QKNopeHeadDim)
 	attnDt := s.dtype(CompAttention)
 	b.norm(b.op(s, "attn", "input_norm", KindNorm, gNone), t, a.Hidden, true)
-	b.gemm(b.op(s, "attn", "fused_qkv_a_proj", KindGEMM, gNone), t, ql+kvl+rope, h, 1, attnDt)
+	b.linear(s, "attn", "fused_qkv_a_proj", t, ql+kvl+rope, h, attnDt)
 	b.norm(b.op(s, "attn", "q_a_norm", KindNorm, gNone), t, a.QLoraRank, false)
 	b.norm(b.op(s, "attn", "kv_a_norm", KindNorm, gNone), t, a.KVLoraRank, false)
-	b.gemm(b.op(s, "attn", "q_b_proj", KindGEMM, gNone), t, hl*(nope+rope), ql, 1, attnDt)
+	b.linear(s, "attn", "q_b_proj", t, hl*(nope+rope), ql, attnDt)
 }
 
 // causalPairs is sum_{i=1..n} min(i, cap): query-key pairs of causal
@@ -617,8 +666,8 @@ func (b *builder) indexer(s *site) {
 	h, ql := int64(a.Hidden), int64(a.QLoraRank)
 	ih, id := int64(a.IndexHeads), int64(a.IndexHeadDim)
 	dt := s.dtype(CompIndexer)
-	b.gemm(b.op(s, "attn", "indexer_wq_b", KindGEMM, gNone), t, ih*id, ql, 1, dt)
-	b.gemm(b.op(s, "attn", "indexer_wk", KindGEMM, gNone), t, id, h, 1, dt)
+	b.linear(s, "attn", "indexer_wq_b", t, ih*id, ql, dt)
+	b.linear(s, "attn", "indexer_wk", t, id, h, dt)
 	b.norm(b.op(s, "attn", "indexer_k_norm", KindNorm, gNone), t, a.IndexHeadDim, false)
 	b.gemm(b.op(s, "attn", "indexer_weights_proj", KindGEMM, gNone), t, ih, h, 1, a.Quant.Base)
 	n := float64(t * (ih + 1) * int64(a.QKRopeHeadDim))
@@ -671,9 +720,9 @@ func (b *builder) denseMLP(s *site) {
 	il := int64(a.Intermediate / p.TP)
 	dt := s.dtype(CompDenseMLP)
 	b.norm(b.op(s, "mlp", "post_attn_norm", KindNorm, gNone), t, a.Hidden, true)
-	b.gemm(b.op(s, "mlp", "gate_up", KindGEMM, gNone), t, 2*il, h, 1, dt)
+	b.linear(s, "mlp", "gate_up", t, 2*il, h, dt)
 	siluMul(b.op(s, "mlp", "act", KindElementwise, gNone), float64(t), il)
-	b.gemm(b.op(s, "mlp", "down", KindGEMM, gNone), t, h, il, 1, dt)
+	b.linear(s, "mlp", "down", t, h, il, dt)
 	b.allreduce(s, "mlp", "allreduce", gTP, t*h*actBytes)
 }
 
@@ -767,9 +816,9 @@ func (b *builder) moe(s *site) {
 			sl /= int64(p.TP) // TP-sharded; replicated under DP attention
 		}
 		sd := s.dtype(CompSharedExperts)
-		b.gemm(b.op(s, "moe", "shared_gate_up", KindGEMM, gNone), tm, 2*sl, h, 1, sd)
+		b.linear(s, "moe", "shared_gate_up", tm, 2*sl, h, sd)
 		siluMul(b.op(s, "moe", "shared_act", KindElementwise, gNone), float64(tm), sl)
-		b.gemm(b.op(s, "moe", "shared_down", KindGEMM, gNone), tm, h, sl, 1, sd)
+		b.linear(s, "moe", "shared_down", tm, h, sl, sd)
 	}
 	switch {
 	case sp:

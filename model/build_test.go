@@ -3,7 +3,9 @@ package model
 import (
 	"errors"
 	"fmt"
+	"math"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -573,5 +575,60 @@ func BenchmarkBuild(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// TestFP8BlockActQuant: every Linear with FP8 block-scaled weights
+// (DeepSeek-V3's quantization_config: fp8, weight_block_size [128, 128])
+// has its input quantization right before it, as vLLM's
+// W8A8BlockFp8LinearOp.apply launches it; bf16 Linears (Kimi-K2.5-NVFP4's
+// attention, excluded from quantization) and the router gate have none.
+// Sizes from the config, TP 8, T = batch = 4: per op M = 4 tokens of N
+// values, read in bf16 (2 B), written as FP8 (1 B) plus an FP32 scale per
+// 128 values, 3 FLOPs per value.
+func TestFP8BlockActQuant(t *testing.T) {
+	s := mustBuild(t, mustPreset(t, "deepseek-v3"), Plan{TP: 8}, Workload{Batch: 4, Context: 4096}, BuildOptions{})
+	for _, c := range []struct {
+		linear string
+		n      int64 // the Linear's input width (its K)
+	}{
+		{"L05.attn.fused_qkv_a_proj", 7168}, // hidden
+		{"L05.attn.q_b_proj", 1536},         // q_lora_rank
+		{"L05.attn.o_proj", 16 * 128},       // 128 heads / 8 x v_head_dim
+		{"L00.mlp.gate_up", 7168},           // hidden (dense layers 0-2)
+		{"L00.mlp.down", 18432 / 8},         // intermediate / TP
+		{"L05.moe.shared_gate_up", 7168},    // hidden
+		{"L05.moe.shared_down", 2048 / 8},   // one shared expert's intermediate / TP
+	} {
+		t.Run(c.linear, func(t *testing.T) {
+			ops := s.Ranks[2]
+			i := slices.IndexFunc(ops, func(o Op) bool { return o.ID == c.linear })
+			if i < 1 {
+				t.Fatalf("%s at %d, want it after at least one op", c.linear, i)
+			}
+			if ops[i].WeightDtype != FP8Block128 || ops[i].K != c.n {
+				t.Fatalf("%s: dtype %v, K %d, want an fp8-block128 GEMM of K %d", c.linear, ops[i].WeightDtype, ops[i].K, c.n)
+			}
+			q := ops[i-1]
+			if q.ID != c.linear+"_quant" || q.Kind != KindElementwise || q.M != 4 || q.N != c.n || q.K != 128 {
+				t.Fatalf("op before %s: %s %s M %d N %d K %d, want %s_quant elementwise 4 x %d, group 128", c.linear, q.ID, q.Kind, q.M, q.N, q.K, c.linear, c.n)
+			}
+			vals := 4 * float64(c.n)
+			groups := 4 * math.Ceil(float64(c.n)/128)
+			if !near(q.BytesRead, 2*vals, 1e-12) || !near(q.BytesWritten, vals+4*groups, 1e-12) || !near(q.FLOPs, 3*vals, 1e-12) {
+				t.Errorf("bytes %g / %g, flops %g; want %g / %g, %g", q.BytesRead, q.BytesWritten, q.FLOPs, 2*vals, vals+4*groups, 3*vals)
+			}
+		})
+	}
+	for _, id := range []string{"L05.moe.gate_quant", "L05.attn.w_uk_quant", "L05.attn.w_uv_quant", "head.lm_head_quant"} {
+		if slices.ContainsFunc(s.Ranks[0], func(o Op) bool { return o.ID == id }) {
+			t.Errorf("%s: the router gate, the absorbed BMMs and the LM head are not FP8 block-scaled", id)
+		}
+	}
+	k := mustBuild(t, mustPreset(t, "kimi-k2.5-nvfp4"), Plan{TP: 8}, Workload{Batch: 4, Context: 4096}, BuildOptions{})
+	for _, op := range k.Ranks[0] {
+		if strings.HasSuffix(op.Name, "_quant") {
+			t.Errorf("%s: Kimi-K2.5-NVFP4 has no FP8 block-scaled Linear", op.ID)
+		}
 	}
 }

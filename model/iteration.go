@@ -260,7 +260,7 @@ func (b *builder) iterAttention(s *site) {
 		b.gemm(b.op(s, "attn", "w_uk", KindGEMM, gNone), d, kvl, nope, float64(hl), a.Quant.Base)
 	}
 	if pt > 0 {
-		b.gemm(b.op(s, "attn", "kv_b_proj", KindGEMM, gNone), pt, hl*(nope+v), kvl, 1, attnDt)
+		b.linear(s, "attn", "kv_b_proj", pt, hl*(nope+v), kvl, attnDt)
 	}
 	b.rope(s, real, hl)
 	b.kvWrite(s, real, lat)
@@ -312,7 +312,7 @@ func (b *builder) iterAttention(s *site) {
 		b.gemm(b.op(s, "attn", "w_uv", KindGEMM, gNone), d, v, kvl, float64(hl), a.Quant.Base)
 	}
 	t := s.tokens
-	b.gemm(b.op(s, "attn", "o_proj", KindGEMM, gNone), t, h, hl*v, 1, attnDt)
+	b.linear(s, "attn", "o_proj", t, h, hl*v, attnDt)
 	b.allreduce(s, "attn", "allreduce", gTP, t*h*actBytes)
 }
 
@@ -330,7 +330,7 @@ func (b *builder) prefillContext(s *site, pt, c, x int64, pairs float64) {
 	op.KVBytes = float64(x*lat) * b.kvBytes
 	op.M, op.N = x, lat
 	op.KVDtype = b.w.KVDtype
-	b.gemm(b.op(s, "attn", "prefill_ctx_kv_b_proj", KindGEMM, gNone), x, hl*(nope+v), kvl, 1, s.dtype(CompAttention))
+	b.linear(s, "attn", "prefill_ctx_kv_b_proj", x, hl*(nope+v), kvl, s.dtype(CompAttention))
 	op = b.op(s, "attn", "mla_prefill_ctx", KindAttention, gNone)
 	op.M, op.N, op.K, op.Batch = pt, ceilDiv64(x, c), qk, float64(hl)
 	op.ActDtype, op.KVDtype = BF16, b.w.KVDtype

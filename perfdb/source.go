@@ -45,8 +45,9 @@ var DefaultRouting = model.BalancedRouting
 // are read on first use; a Source is safe for concurrent use.
 //
 // How a schedule's ops map to tables:
-//   - an MLA block (fused_qkv_a_proj through o_proj of one layer, decode
-//     or prefill, without DCP or DSA ops, one query token per sequence)
+//   - an MLA block (fused_qkv_a_proj through o_proj of one layer, with
+//     the input quantizations of FP8 block-scaled projections, decode or
+//     prefill, without DCP or DSA ops, one query token per sequence)
 //     whose dims are a table model's: the MLA module table, shared over
 //     the block's ops by sim (the module time in proportion to each op's
 //     prior time). Decode step = cached tokens + 1 (the new token is
@@ -465,10 +466,14 @@ func (s *Source) moe(ops []model.Op, i int) (sim.Measured, Result, bool) {
 var moeOps = []string{"experts_gate_up", "experts_act", "experts_down"}
 
 // MLA block ops as model.BuildWith names them (decode: absorbed form;
-// prefill: kv_b_proj expands K and V).
+// prefill: kv_b_proj expands K and V), and the same with FP8 block-scaled
+// projections, each after the quantization of its input (<name>_quant):
+// the module's forward runs those kernels too.
 var (
-	mlaDecodeOps  = []string{"fused_qkv_a_proj", "q_a_norm", "kv_a_norm", "q_b_proj", "w_uk", "rope", "kv_cache_write", "mla_decode", "w_uv", "o_proj"}
-	mlaPrefillOps = []string{"fused_qkv_a_proj", "q_a_norm", "kv_a_norm", "q_b_proj", "kv_b_proj", "rope", "kv_cache_write", "mla_prefill", "o_proj"}
+	mlaDecodeOps     = []string{"fused_qkv_a_proj", "q_a_norm", "kv_a_norm", "q_b_proj", "w_uk", "rope", "kv_cache_write", "mla_decode", "w_uv", "o_proj"}
+	mlaPrefillOps    = []string{"fused_qkv_a_proj", "q_a_norm", "kv_a_norm", "q_b_proj", "kv_b_proj", "rope", "kv_cache_write", "mla_prefill", "o_proj"}
+	mlaDecodeOpsFP8  = []string{"fused_qkv_a_proj_quant", "fused_qkv_a_proj", "q_a_norm", "kv_a_norm", "q_b_proj_quant", "q_b_proj", "w_uk", "rope", "kv_cache_write", "mla_decode", "w_uv", "o_proj_quant", "o_proj"}
+	mlaPrefillOpsFP8 = []string{"fused_qkv_a_proj_quant", "fused_qkv_a_proj", "q_a_norm", "kv_a_norm", "q_b_proj_quant", "q_b_proj", "kv_b_proj_quant", "kv_b_proj", "rope", "kv_cache_write", "mla_prefill", "o_proj_quant", "o_proj"}
 )
 
 func indexIn(names []string, n string) int {
@@ -489,7 +494,7 @@ func mlaBlock(ops []model.Op, i int) (first int, names []string, ok bool) {
 	if op.Kind == model.KindCollective {
 		return 0, nil, false
 	}
-	for _, names := range [][]string{mlaDecodeOps, mlaPrefillOps} {
+	for _, names := range [][]string{mlaDecodeOps, mlaPrefillOps, mlaDecodeOpsFP8, mlaPrefillOpsFP8} {
 		k := indexIn(names, op.Name)
 		if k < 0 {
 			continue
@@ -521,7 +526,7 @@ func (s *Source) mlaModule(ops []model.Op, i int) (sim.Measured, Result, bool) {
 	}
 	at := func(n string) *model.Op { return &ops[first+indexIn(names, n)] }
 	fqa, qb, o := at("fused_qkv_a_proj"), at("q_b_proj"), at("o_proj")
-	prefill := names[4] == "kv_b_proj"
+	prefill := indexIn(names, "mla_prefill") >= 0
 	var d MLADims
 	var heads, batch, step float64
 	var kvd model.Dtype

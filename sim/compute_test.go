@@ -10,18 +10,23 @@ import (
 
 func relNear(got, want, rel float64) bool { return math.Abs(got-want) <= rel*math.Abs(want) }
 
-// Expected values are worked out by hand from the preset's datasheet
-// figures (topology.RTXPro6000Server: hardware.md) and the fill model's
-// documented shapes:
+// Expected values are worked out by hand from the catalog's datasheet
+// figures for the preset GPUs (rtx-pro-6000-server: hardware.md) and the
+// fill model's documented shapes:
 //
 //	bf16 peak at the sustained clock = 468 TF x 1650/2430 = 317.78 TF
 //	fp4 peak = 1870 x 1650/2430 = 1269.75 TF; fp32 = 116.93 x 1650/2430 = 79.39 TF
 //	streaming bandwidth = 1597 GB/s x 0.80 = 1277.6 GB/s
 //	one SM in flight: 32 KiB / 0.6 us = 54.61 GB/s
+//	kernel floors (catalog.json, arch blackwell-sm120: ramp 600 + drain 200
+//	cycles at 1,650 MHz, DRAM round trip 0.55 us): norm (800 + 300) / 1650
+//	+ 2 x 0.55 = 1.77 us; attention (800 + 1000) / 1650 + 3 x 0.55 = 2.74 us
 //
-// H200 (topology.H200SXM): bf16 989 x 1830/1980 = 914.08 TF, no fp4.
+// H200 (h200-sxm): bf16 989 TF quoted at 1,830 MHz = the sustained clock,
+// no fp4; attention floor (arch hopper: round trip 0.5 us) (800 + 1000) /
+// 1830 + 3 x 0.5 = 2.48 us.
 func TestComputeCost(t *testing.T) {
-	rtx, h200 := topology.RTXPro6000Server(), topology.H200SXM()
+	rtx, h200 := catalogDevice(t, "rtx-pro-6000-server"), catalogDevice(t, "h200-sxm")
 	cases := []struct {
 		name       string
 		dev        topology.Device
@@ -62,20 +67,20 @@ func TestComputeCost(t *testing.T) {
 			wantUs: 340.7, wantBound: BoundCompute, wantCTAs: 1024, wantPeak: 1269.75, wantDtype: "fp4",
 		},
 		{
-			// H200 has no FP4: falls back to the bf16 peak 914.08 TF, gemm
+			// H200 has no FP4: falls back to the bf16 peak 989 TF, gemm
 			// prior 0.75 (no gemm/nvfp4 key); 132 SMs -> 8 waves, fill
-			// 1024/1056 = 0.9697: 1.3744e11 / (914.08e6 x 0.75 x 0.9697) =
-			// 206.7 us.
+			// 1024/1056 = 0.9697: 1.3744e11 / (989e6 x 0.75 x 0.9697) =
+			// 191.08 us.
 			name: "nvfp4 on hopper falls back to bf16", dev: h200,
 			op:     model.Op{Kind: model.KindGEMM, M: 4096, N: 4096, K: 4096, Batch: 1, WeightDtype: model.NVFP4, FLOPs: 2 * 4096 * 4096 * 4096, BytesRead: 1},
-			wantUs: 206.7, wantBound: BoundCompute, wantCTAs: 1024, wantPeak: 914.08, wantDtype: "bf16",
+			wantUs: 191.08, wantBound: BoundCompute, wantCTAs: 1024, wantPeak: 989, wantDtype: "bf16",
 		},
 		{
-			// A 7168-wide RMSNorm of one token: 28 KB, far below the 2 us
-			// minimum kernel time.
+			// A 7168-wide RMSNorm of one token: 28 KB, far below the
+			// norm floor, 1.77 us.
 			name: "tiny norm latency bound", dev: rtx,
 			op:     model.Op{Kind: model.KindNorm, M: 1, N: 7168, FLOPs: 4 * 7168, BytesRead: 2 * 7168 * 2, BytesWritten: 7168 * 2},
-			wantUs: 2, wantBound: BoundLatency, wantCTAs: 1, wantPeak: 317.78, wantDtype: "bf16",
+			wantUs: 1.77, wantBound: BoundLatency, wantCTAs: 1, wantPeak: 317.78, wantDtype: "bf16",
 		},
 		{
 			// Triton MLA decode, 1 token, 8 local heads, 4096 cached tokens
@@ -88,22 +93,24 @@ func TestComputeCost(t *testing.T) {
 			// 15.07 us. Loop: ceil(4097/8) = 513 tokens per split = 17
 			// iterations of max(2 x 0.6, 16 x 32 x 2176 FLOP / (317.78/188
 			// TF x 0.35) = 1.883) us = 32.01 us, one wave. Plus 4 companion
-			// kernels at the 2 us floor = 8 (their launch gaps are the
-			// Predictor's, with the op's own): 40.01 us, bound by the loop.
+			// kernels at the 2.74 us attention floor = 10.96 (their launch
+			// gaps are the Predictor's, with the op's own): 42.97 us, bound
+			// by the loop.
 			name: "triton mla decode batch 1", dev: rtx,
 			op: model.Op{Kind: model.KindAttention, Name: "mla_decode", M: 1, N: 4096, K: 576, Batch: 8, ActDtype: model.BF16, KVDtype: model.BF16,
 				FLOPs: 8 * 4096 * 2 * 1088, BytesRead: 4096 * 576 * 2, KVBytes: 4096 * 576 * 2},
-			wantUs: 40.01, wantBound: BoundLoop, wantCTAs: 8, wantGBps: 983.04, wantPeak: 317.78, wantDtype: "bf16",
+			wantUs: 42.97, wantBound: BoundLoop, wantCTAs: 8, wantGBps: 983.04, wantPeak: 317.78, wantDtype: "bf16",
 		},
 		{
 			// Same with an FP8 cache: half the bytes in flight per CTA
 			// (61.44 GB/s, x 8 = 491.52); dequantization 2,359,296 values x 2
 			// ops / (79.39e6 x 0.35 x 8/188) = 3.99 us on top of the 15.07
-			// of compute; the loop (32.01) still binds: 40.01 us.
+			// of compute; the loop (32.01) still binds: 32.01 + 10.96 =
+			// 42.97 us.
 			name: "triton mla decode fp8 kv dequant", dev: rtx,
 			op: model.Op{Kind: model.KindAttention, Name: "mla_decode", M: 1, N: 4096, K: 576, Batch: 8, ActDtype: model.BF16, KVDtype: model.FP8,
 				FLOPs: 8 * 4096 * 2 * 1088, BytesRead: 4096 * 576, KVBytes: 4096 * 576},
-			wantUs: 40.01, wantBound: BoundLoop, wantCTAs: 8, wantGBps: 491.52, wantPeak: 317.78, wantDtype: "bf16", wantDequan: 3.99,
+			wantUs: 42.97, wantBound: BoundLoop, wantCTAs: 8, wantGBps: 491.52, wantPeak: 317.78, wantDtype: "bf16", wantDequan: 3.99,
 		},
 		{
 			// FlashMLA on Hopper fills all 132 SMs.
@@ -111,10 +118,10 @@ func TestComputeCost(t *testing.T) {
 			op: model.Op{Kind: model.KindAttention, Name: "mla_decode", M: 1, N: 4096, K: 576, Batch: 8, ActDtype: model.BF16, KVDtype: model.BF16,
 				FLOPs: 8 * 4096 * 2 * 1088, BytesRead: 4096 * 576 * 2, KVBytes: 4096 * 576 * 2},
 			// memory 4,718,592 / (4800 x 0.8 = 3840 GB/s) = 1.229 us;
-			// compute 71.3e6 / (914.08e6 x 0.55 x 1) = 0.142 us; floor 2 us;
-			// plus the query concat and the split combine at the floor,
-			// 2 x 2 us.
-			wantUs: 6, wantBound: BoundLatency, wantCTAs: 132, wantGBps: 3840, wantPeak: 914.08, wantDtype: "bf16",
+			// compute 71.3e6 / (989e6 x 0.55 x 1) = 0.131 us; attention
+			// floor 2.48 us; plus the query concat and the split combine
+			// at the floor, 2 x 2.48 us: 7.44 us.
+			wantUs: 7.44, wantBound: BoundLatency, wantCTAs: 132, wantGBps: 3840, wantPeak: 989, wantDtype: "bf16",
 		},
 	}
 	for _, tc := range cases {
@@ -146,7 +153,7 @@ func TestComputeCost(t *testing.T) {
 // A calibrated memory efficiency for a kernel family ("mem/<kind>/<dtype>")
 // replaces the device-wide prior for that family only.
 func TestComputeMemEfficiencyOverride(t *testing.T) {
-	dev := topology.RTXPro6000Server()
+	dev := catalogDevice(t, "rtx-pro-6000-server")
 	dev.Efficiency["mem/moe_gemm/nvfp4"] = 0.4
 	cm := newComputeModel(&dev, AttnAuto, false)
 	op := model.Op{Kind: model.KindMoEGEMM, M: 1, N: 512, K: 7168, Batch: 8, WeightDtype: model.NVFP4, FLOPs: 1, BytesRead: 1e7}
@@ -163,9 +170,10 @@ func TestComputeMemEfficiencyOverride(t *testing.T) {
 
 // A per-kind floor (Device.MinKernelUsByKind) applies to its kind only:
 // a tiny norm sits at 5 us, a tiny elementwise op of the same bytes at the
-// device-wide 2 us of the preset.
+// device-wide MinKernelUs, which the catalog sets to its smallest floor
+// (elementwise: (600 + 200) cycles / 1650 MHz + 0.55 us = 1.03 us).
 func TestComputePerKindFloor(t *testing.T) {
-	dev := topology.RTXPro6000Server()
+	dev := catalogDevice(t, "rtx-pro-6000-server")
 	dev.MinKernelUsByKind = map[string]float64{"norm": 5}
 	cm := newComputeModel(&dev, AttnAuto, false)
 	norm := model.Op{Kind: model.KindNorm, M: 1, FLOPs: 1e3, BytesRead: 1e3}
@@ -174,7 +182,17 @@ func TestComputePerKindFloor(t *testing.T) {
 	}
 	elem := norm
 	elem.Kind = model.KindElementwise
-	if c := cm.cost(&elem); c.Us != 2 || c.MinKernelUs != 2 {
-		t.Errorf("elementwise: %.3f us (floor %.3f), want the preset's 2", c.Us, c.MinKernelUs)
+	if c := cm.cost(&elem); c.Us != 1.03 || c.MinKernelUs != 1.03 {
+		t.Errorf("elementwise: %.3f us (floor %.3f), want the device-wide 1.03", c.Us, c.MinKernelUs)
 	}
+}
+
+// catalogDevice is the catalog's spec of a GPU (the preset boxes' devices).
+func catalogDevice(t testing.TB, key string) topology.Device {
+	t.Helper()
+	g, err := topology.LookupGPU(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return g.Device
 }

@@ -16,7 +16,7 @@ func (f fixedColl) Cost(op model.Collective, group []int, bytes int64) Collectiv
 	return CollectiveCost{TimeUs: f.us, LatencyUs: f.us, Algo: "Ring", Proto: "LL"}
 }
 
-// tinySchedule is two ranks of: norm (2 us floor), all-reduce, norm.
+// tinySchedule is two ranks of: norm (at its floor), all-reduce, norm.
 func tinySchedule(ranks int) *model.Schedule {
 	group := make([]int, ranks)
 	for i := range group {
@@ -33,10 +33,11 @@ func tinySchedule(ranks int) *model.Schedule {
 	return s
 }
 
-// Step times below follow from the RTX PRO 6000 preset: MinKernelUs 2,
-// LaunchEagerUs 10, KernelGapEagerUs 2, LaunchGraphUs 1
-// (topology/presets.go), ncclHostExtraUs 10 (the fixed all-reduce says
-// Ring, so it is NCCL's), and a 20 us all-reduce.
+// Step times below follow from the RTX PRO 6000 preset's catalog device
+// (topology/catalog.json, arch blackwell-sm120): norm floor (600 + 200 +
+// 300 cycles) / 1650 MHz + 2 x 0.55 us = 1.77 us, LaunchEagerUs 10,
+// KernelGapEagerUs 1.6, LaunchGraphUs 1.3; ncclHostExtraUs 10 (the fixed
+// all-reduce says Ring, so it is NCCL's), and a 20 us all-reduce.
 func TestPredictOptions(t *testing.T) {
 	topo := mustTopo(t, "rtxpro6000-2s")
 	cases := []struct {
@@ -46,16 +47,16 @@ func TestPredictOptions(t *testing.T) {
 		kernels  int
 	}{
 		// Eager: host launches end at 10, 30 (10 + 10 NCCL extra), 40;
-		// each kernel carries the 2 us stream gap: norm 10-14, all-reduce
-		// 30-52 (launch-bound), norm 52-56.
-		{"eager", Options{}, 56, 3},
-		// Graph: one 10 us graph launch, then 3 kernels each +1 us:
-		// 10 + (2+1) + (20+1) + (2+1) = 37.
-		{"graph", Options{CUDAGraphs: true}, 37, 3},
+		// each kernel carries the 1.6 us stream gap: norm 10-13.37,
+		// all-reduce 30-51.6 (launch-bound), norm 51.6-54.97.
+		{"eager", Options{}, 54.97, 3},
+		// Graph: one 10 us graph launch, then 3 kernels each +1.3 us:
+		// 10 + (1.77+1.3) + (20+1.3) + (1.77+1.3) = 37.44.
+		{"graph", Options{CUDAGraphs: true}, 37.44, 3},
 		// Fusion removes the second norm (its 100 B ride on the all-reduce
 		// at 1597 x 0.8 = 1277.6 GB/s: +0.0000783 us): launches end at 10,
-		// 30; norm 10-14, all-reduce 30-52.0000783.
-		{"eager fused", Options{ARNormFusion: true}, 52 + 100/1277.6e3, 2},
+		// 30; norm 10-13.37, all-reduce 30-51.6000783.
+		{"eager fused", Options{ARNormFusion: true}, 51.6 + 100/1277.6e3, 2},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -11,7 +11,7 @@ import (
 // and the launch-overhead model in sim need. Every number cites
 // ../shared/reference/hardware.md, a vendor datasheet, aiconfigurator's
 // system files, or says it is an assumption (Sources; the GPU catalog in
-// catalog.json, the preset devices in presets.go).
+// catalog.json).
 //
 // Units: clocks in MHz, memory in bytes, bandwidth in GB/s (1e9 B/s),
 // throughput in TFLOPS (1e12 FLOP/s, dense, multiply-add = 2 FLOP), times in
@@ -32,7 +32,7 @@ type Device struct {
 	// MHz; GPUSpec.MaxClockMHz keeps the maximum).
 	BoostClockMHz float64 `json:"boost_clock_mhz"`
 	// SMClockMHz is the sustained SM clock under tensor load that the
-	// model runs at (an explicit preset parameter: hardware.md says the RTX
+	// model runs at (an explicit catalog parameter: hardware.md says the RTX
 	// PRO 6000 Server Ed. sustains 1.4-1.9 GHz, not its 2,430 MHz boost).
 	// TFLOPS scales the boost peaks by SMClockMHz/BoostClockMHz.
 	SMClockMHz float64 `json:"sm_clock_mhz"`
@@ -75,8 +75,8 @@ type Device struct {
 	// RampUs adds a fixed time to a kernel family's roofline term (keys as
 	// in Efficiency: "gemm/bf16", "gemm"): a streaming kernel pays DRAM
 	// latency, CTA ramp-up and its tail before and after bytes / bandwidth,
-	// which a single efficiency cannot follow across sizes. The presets
-	// leave it out (0); calibrate --trace fits it when a family's ops span
+	// which a single efficiency cannot follow across sizes. The catalog
+	// leaves it out (0); calibrate --trace fits it when a family's ops span
 	// sizes.
 	RampUs map[string]float64 `json:"ramp_us,omitempty"`
 

@@ -20,9 +20,9 @@
 // Boxes in one word (ParseBox, Box.Build, Resolve):
 // "<fabric>:<count>x<gpu>[-gen<N>][-amd|-intel-spr|-intel-emr]" with the
 // fabrics nvswitch, nvl, pcie-switch, pcie-1s and pcie-2s; the presets
-// (rtxpro6000-2s, rtxpro6000-switch, h200-nvswitch) are names for such
-// descriptions built with the presets' own device specs
-// (PresetDescription). ReplicateOnto lays a discovered GPU onto a fabric.
+// (rtxpro6000-2s, rtxpro6000-switch, h200-nvswitch) are aliases of such
+// descriptions (PresetDescription), built the same way with the catalog's
+// device. ReplicateOnto lays a discovered GPU onto a fabric.
 //
 // Path model: the route between two GPUs is the lowest-latency one that
 // does not transit another GPU, preferring NVLink (as NCCL does). A path

@@ -300,6 +300,24 @@ func normBus(s string) string {
 	return s
 }
 
+// Launch costs of a device whose architecture the catalog does not know
+// (the catalog's architectures carry their own, measured where they can).
+const (
+	// launchEagerUs: host time per op of a vLLM eager decode step (see
+	// srcLaunchEager).
+	launchEagerUs = 10.0
+	// launchGraphUs: device-side gap per kernel node of a graph replay.
+	launchGraphUs = 1.0
+	// kernelGapEagerUs: device-side gap per stream-launched kernel, about
+	// twice the graph's gap.
+	kernelGapEagerUs = 2 * launchGraphUs
+)
+
+const (
+	srcLaunchEager = "assumption: 10 us host time per op in vLLM eager mode = Python module call ~3 us + PyTorch dispatch ~3 us + cudaLaunchKernel ~3-4 us (jiahuanglin.xyz 'From PyTorch op to kernel launch': 5-25 us CPU path per op; susun-blog pegainfer (3): 4-6 us per launch, RTX 5070 Ti, CUDA 13); calibrate from traces"
+	srcLaunchGraph = "assumption: 1 us device-side gap per kernel node in a CUDA graph replay (NVIDIA blog 'Getting Started with CUDA Graphs': ~0.5 us per node on V100)"
+)
+
 // deviceFromProbe picks the catalog spec matching the NVML name
 // (MatchNVMLName) with NVML's memory size, or derives one from the
 // compute capability, SM count and clock (DeriveDevice), or, for an

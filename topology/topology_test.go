@@ -133,8 +133,18 @@ func ring(n int) []Flow {
 	return f
 }
 
+// catalogDevice is the catalog's spec of a GPU (the presets' devices).
+func catalogDevice(t testing.TB, key string) Device {
+	t.Helper()
+	g, err := LookupGPU(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return g.Device
+}
+
 func TestDevice(t *testing.T) {
-	d := RTXPro6000Server()
+	d := catalogDevice(t, "rtx-pro-6000-server")
 	// FP8 at the sustained clock: 940 x 1650 / 2430 (hardware.md peak,
 	// assumed sustained clock).
 	if got, ok := d.TFLOPS("fp8-block128"); !ok || math.Abs(got-940*1650.0/2430) > 1e-9 {
@@ -143,7 +153,7 @@ func TestDevice(t *testing.T) {
 	if got, _ := d.TFLOPS("nvfp4"); math.Abs(got-1870*1650.0/2430) > 1e-9 {
 		t.Errorf("TFLOPS(nvfp4) = %v", got)
 	}
-	h := H200SXM()
+	h := catalogDevice(t, "h200-sxm")
 	if _, ok := h.TFLOPS("nvfp4"); ok {
 		t.Error("H200 reports FP4 support")
 	}

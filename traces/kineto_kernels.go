@@ -189,6 +189,11 @@ type kernelInfo struct {
 	// ropeCache: a RoPE kernel that also writes the KV cache
 	// (TensorRT-LLM's applyMLARopeAndAssignQKV*).
 	ropeCache bool
+	// groupQuant: a per-token-group FP8 quantization (vLLM's
+	// per_token_group_quant_8bit_kernel, the Triton
+	// _per_token_group_quant_fp8 kernels), the input quantization of an
+	// FP8 block-scaled Linear.
+	groupQuant bool
 	// scoring: an elementwise kernel computing sigmoid scores, the
 	// router's scoring when it runs before the top-k in a MoE block
 	// (DeepSeek/Kimi noaux_tc routing compiled by Inductor:
@@ -220,6 +225,8 @@ func kernelInfoOf(name string) kernelInfo {
 		ki.scoring = strings.Contains(lower, "sigmoid")
 	case clsRope:
 		ki.ropeCache = strings.Contains(lower, "cache") || strings.Contains(lower, "assign")
+	case clsQuant:
+		ki.groupQuant = strings.Contains(lower, "per_token_group")
 	case clsAttn:
 		// Scheduling metadata for split-KV attention (FlashMLA's
 		// get_mla_metadata) runs once per step, not per layer.

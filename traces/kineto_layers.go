@@ -61,9 +61,12 @@ import (
 //     it within the same graph replay: the vocab-parallel masking) are
 //     embed.lookup; head: final_norm, lm_head (the first GEMM), the first
 //     collective after it logits_allgather.
-//   - everywhere: a quantization kernel belongs to the GEMM (or attention)
-//     that consumes its output, the next one in the part; a split-K
-//     reduction to the GEMM before it.
+//   - everywhere: the per-token-group FP8 quantization of a dense
+//     Linear's input (vLLM's per_token_group_quant kernels, before an FP8
+//     block-scaled GEMM) is that Linear's own op, <name>_quant; any other
+//     quantization kernel belongs to the GEMM (or attention) that
+//     consumes its output, the next one in the part; a split-K reduction
+//     to the GEMM before it.
 //
 // Fused kernels implement several schedule ops; the mapping is explicit
 // (AttrKinetoOps) and fixed:
@@ -121,6 +124,16 @@ const (
 	roleMLPAct
 	roleMLPDown
 	roleMLPAllreduce
+	// The per-token-group FP8 quantization of a block-scaled Linear's
+	// input (model.BuildWith's <name>_quant ops).
+	roleQKVAQuant
+	roleQBQuant
+	roleKVBQuant
+	roleOProjQuant
+	roleMLPGateUpQuant
+	roleMLPDownQuant
+	roleSharedGateUpQuant
+	roleSharedDownQuant
 	roleFinalNorm
 	roleLMHead
 	roleLogitsGather
@@ -136,7 +149,18 @@ var roleNames = [numRoles]string{
 	"moe.post_attn_norm", "moe.gate", "moe.topk", "moe.experts_gate_up", "moe.experts_act", "moe.experts_down",
 	"moe.shared_gate_up", "moe.shared_act", "moe.shared_down", "moe.allreduce",
 	"mlp.post_attn_norm", "mlp.gate_up", "mlp.act", "mlp.down", "mlp.allreduce",
+	"attn.fused_qkv_a_proj_quant", "attn.q_b_proj_quant", "attn.kv_b_proj_quant", "attn.o_proj_quant",
+	"mlp.gate_up_quant", "mlp.down_quant", "moe.shared_gate_up_quant", "moe.shared_down_quant",
 	"head.final_norm", "head.lm_head", "head.logits_allgather",
+}
+
+// quantRole is the role of the per-token-group FP8 quantization of a
+// Linear's input, by the Linear's role (roleNone: the Linear has none in
+// the schedule).
+var quantRole = map[role]role{
+	roleQKVAProj: roleQKVAQuant, roleQBProj: roleQBQuant, roleKVBProj: roleKVBQuant, roleOProj: roleOProjQuant,
+	roleMLPGateUp: roleMLPGateUpQuant, roleMLPDown: roleMLPDownQuant,
+	roleSharedGateUp: roleSharedGateUpQuant, roleSharedDown: roleSharedDownQuant,
 }
 
 // outsideLayers: roles of the embedding and the head (Op.Layer -1).
@@ -781,8 +805,9 @@ func (p *placer) headPart(lo, hi int, finalCovered bool) {
 }
 
 // attachHelpers gives each quantization kernel in [lo, hi) the op of the
-// next GEMM or attention kernel placed after it, and each split-K
-// reduction the op of the GEMM placed before it.
+// next GEMM or attention kernel placed after it (a per-token-group FP8
+// quantization before a dense Linear: that Linear's <name>_quant op), and
+// each split-K reduction the op of the GEMM placed before it.
 func (p *placer) attachHelpers(lo, hi int) {
 	// One pass each way, remembering the nearest placed consumer.
 	next := -1
@@ -791,7 +816,11 @@ func (p *placer) attachHelpers(lo, hi int) {
 		if (c == clsGEMM || c == clsMoEGEMM || c == clsRouterGEMM || c == clsAttn) && p.k(i).role != roleNone {
 			next = i
 		} else if c == clsQuant && p.k(i).role == roleNone && next >= 0 {
-			p.copyOp(i, next)
+			if q, ok := quantRole[p.k(next).role]; ok && p.ki(i).groupQuant && p.k(next).fused == 0 {
+				p.set(i, int(p.k(next).layer), q)
+			} else {
+				p.copyOp(i, next)
+			}
 		}
 	}
 	prev := -1

@@ -67,6 +67,9 @@ func scheduleKernels(op *model.Op, sglangAR bool) []string {
 	if op.Kind == model.KindGEMM {
 		return []string{gemm}
 	}
+	if strings.HasSuffix(op.Name, "_quant") {
+		return []string{"void per_token_group_quant_8bit_kernel<c10::BFloat16, c10::Float8_e4m3fn, true, true, float>(...)"}
+	}
 	return []string{"unexpected op " + op.ID}
 }
 
@@ -117,13 +120,16 @@ func sglangMoEOrder(ops []model.Op) []model.Op {
 				shared = append(shared, j)
 			}
 		}
-		if len(shared) != 3 {
+		// The shared expert's ops (gate_up, act, down, and with FP8 block
+		// weights the input quantizations) run together at the block's end.
+		ns := len(shared)
+		if ns < 3 || shared[ns-1]-shared[0] != ns-1 {
 			continue
 		}
-		// gate, topk, experts..., shared x3 -> shared x3, gate, topk, experts...
-		block := slices.Clone(out[i : shared[2]+1])
-		n := copy(out[i:], block[len(block)-3:])
-		copy(out[i+n:], block[:len(block)-3])
+		// gate, topk, experts..., shared... -> shared..., gate, topk, experts...
+		block := slices.Clone(out[i : shared[ns-1]+1])
+		n := copy(out[i:], block[len(block)-ns:])
+		copy(out[i+n:], block[:len(block)-ns])
 	}
 	return out
 }
