@@ -852,7 +852,7 @@ struct MlaTC {
   static constexpr int NR = R / 8;                        // n-tiles of 8 rows
   static constexpr int TG = TT / 16;                      // token groups of 16 (MMA M)
   static constexpr int NP = NW / TG;                      // k-step shares (warps per token group)
-  static constexpr int KPW = 36 / NP;                     // k-steps per warp: 18, 9 or 4.5 -> see static_assert
+  static constexpr int KPW = 36 / NP;                     // k-steps per warp: 18 (8 warps) or 9 (16)
   static constexpr int NI = 512 / (16 * NW);              // 16-column output m-tiles per warp: 4 or 2
   static constexpr int STAGE = TT * 2 * MLA_KS;          // bytes of one stage
   static constexpr int QB = R * MLA_KS * 2;
@@ -1158,22 +1158,18 @@ __device__ __forceinline__ void mla_ds(const bf16_t* __restrict__ q, const void*
     for (int n = 0; n < L::NR; n++) acc[i][n][0] = acc[i][n][1] = acc[i][n][2] = acc[i][n][3] = 0.f;
   const saddr_t pa = smem_addr(psm);
 
-  for (int it = 0; it < ntile; it++) {
-    cp_wait<NS - 2>();
-    __syncthreads();
-    {
-      const int nx = it + NS - 1;
-      if (nx < ntile) issue(nx, nx % NS);
-      cp_commit();
-    }
-    if (it == 0) {
+  // Two barriers per tile: the one after the scores also frees the stage
+  // the previous tile's products read (the next copy goes there), and the
+  // one after the softmax also waits for the next tile.
+  cp_wait<NS - 2>();
+  __syncthreads();  // tile 0 and Q staged
 #pragma unroll
-      for (int n = 0; n < L::NR; n++) {
-        const unsigned char* qrow = (const unsigned char*)(qsm + (8 * n + g) * MLA_KS);
-        ldpairs<false, 8>(qrow, col0, qv[n]);
-        ldpairs<false, 2 * L::RK>(qrow, rcol, qr[n]);
-      }
-    }
+  for (int n = 0; n < L::NR; n++) {
+    const unsigned char* qrow = (const unsigned char*)(qsm + (8 * n + g) * MLA_KS);
+    ldpairs<false, 8>(qrow, col0, qv[n]);
+    ldpairs<false, 2 * L::RK>(qrow, rcol, qr[n]);
+  }
+  for (int it = 0; it < ntile; it++) {
     const unsigned char* cur = stg + (it % NS) * L::STAGE;
     const int n = imin(TT, end - start - it * TT);
 
@@ -1217,12 +1213,18 @@ __device__ __forceinline__ void mla_ds(const bf16_t* __restrict__ q, const void*
           sp[(t0 + 8) * L::SR + row + 1] = c[mi][m][3];
         }
     }
-    __syncthreads();
+    __syncthreads();  // partial scores complete; the previous tile's stage is free
+    {
+      const int nx = it + NS - 1;
+      if (nx < ntile) issue(nx, nx % NS);
+      cp_commit();
+    }
     if (warp < 8)
 #pragma unroll
       for (int m = 0; m < L::NR; m++)  // online softmax in log2 units, warps 0-7: row warp + 8m
         mla_softmax_row<TT, 8, L::SR, L::PS, true>(spart, psm, m_s, l_s, alpha_s, warp + 8 * m, n, nrows, sl2);
-    __syncthreads();
+    cp_wait<NS - 2>();
+    __syncthreads();  // P and the rescale factors ready; the next tile landed
     {  // O^T[its columns] += V^T P^T
 #pragma unroll
       for (int m = 0; m < L::NR; m++) {
