@@ -273,8 +273,13 @@ func (lk *lookup) child(n *gnode, lvl, i int) (float64, int32, bool) {
 }
 
 // describe writes the lookup's path: "tokens=1" for an exact axis,
-// "step=4097 in [4096,8192]" for a blend, "m=40000 held at 32768" beyond.
+// "step=4097 in [4096,8192]" for a blend, "m=40000 held at 32768" beyond;
+// "no table row" for the zero Result of a failed lookup.
 func (lk *lookup) describe(b *strings.Builder) {
+	if lk.g == nil {
+		b.WriteString("no table row")
+		return
+	}
 	for i, name := range lk.g.axes {
 		if i > 0 {
 			b.WriteByte(' ')

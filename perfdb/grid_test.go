@@ -49,6 +49,19 @@ func TestGrid1D(t *testing.T) {
 	}
 }
 
+// TestDescribeFailedLookup: the zero Result a failed lookup returns
+// describes itself instead of panicking.
+func TestDescribeFailedLookup(t *testing.T) {
+	var g *grid
+	r, ok := g.lookup(1)
+	if ok {
+		t.Fatal("a nil grid priced a point")
+	}
+	if d := r.Describe(); d != "no table row" {
+		t.Errorf("describe %q, want %q", d, "no table row")
+	}
+}
+
 func TestGridUtilBlend(t *testing.T) {
 	// util(1) = 1/10, util(3) = 3/15; at 2 the blend is 0.15 and the
 	// latency 2 / 0.15.
