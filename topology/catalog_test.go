@@ -147,6 +147,8 @@ func TestCatalogPeaksFollowArch(t *testing.T) {
 //	gemm        1500 / 1830 + 2 x 0.5 = 1.820
 //	router      3200 / 1830 + 1 x 0.5 = 2.249
 //	moe_gemm    1500 / 1830 + 3 x 0.5 = 2.320
+//
+// Each is also the kind's ramp (the time added to the roofline term).
 func TestKernelFloors(t *testing.T) {
 	g, err := LookupGPU("h100-sxm")
 	if err != nil {
@@ -157,6 +159,12 @@ func TestKernelFloors(t *testing.T) {
 		if got := g.Device.MinKernelUsByKind[k]; math.Abs(got-w) > 0.006 {
 			t.Errorf("%s floor %.3f, want %.3f", k, got, w)
 		}
+		if got := g.Device.RampUs[k]; math.Abs(got-w) > 0.006 {
+			t.Errorf("%s ramp %.3f, want the floor %.3f", k, got, w)
+		}
+	}
+	if !strings.Contains(g.Device.Sources["ramp_us"], "not fitted") {
+		t.Errorf("ramp source does not say how it was derived: %q", g.Device.Sources["ramp_us"])
 	}
 	if g.Device.MinKernelUs != g.Device.MinKernelUsByKind["elementwise"] {
 		t.Errorf("min_kernel_us %.2f, want the smallest floor (elementwise)", g.Device.MinKernelUs)
@@ -348,14 +356,15 @@ func TestDiscoverH100Complete(t *testing.T) {
 // GPUs carry the presets' hardware numbers; what differs is listed here
 // with the reason:
 //   - both: the kernel priors (per-architecture floors and the measured
-//     1.3 us graph-node gap instead of the presets' 2 us / 1 us) and their
-//     sources;
+//     1.3 us graph-node gap instead of the presets' 2 us / 1 us; each
+//     floor also as the kind's ramp, where the presets have none) and
+//     their sources;
 //   - H200: the peak clock is 1,830 MHz, the clock NVIDIA's dense tensor
 //     peaks are quoted at (989 TF = 132 x 4096 x 1.83 GHz), where the preset
 //     keeps the 1,980 MHz max clock and so derates 989 TF to 914 TF at its
 //     1,830 MHz sustained clock; fp32 follows (61.8 TF at 1,830 MHz).
 func TestCatalogMatchesPresetDevices(t *testing.T) {
-	kernel := []string{"LaunchGraphUs", "KernelGapEagerUs", "MinKernelUs", "MinKernelUsByKind", "Sources", "Efficiency"}
+	kernel := []string{"LaunchGraphUs", "KernelGapEagerUs", "MinKernelUs", "MinKernelUsByKind", "RampUs", "Sources", "Efficiency"}
 	for _, c := range []struct {
 		key    string
 		preset Device
