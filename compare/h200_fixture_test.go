@@ -130,9 +130,8 @@ func TestCompareH200Fixtures(t *testing.T) {
 // claim for a calibrated box at an unseen load (README "How accurate it
 // is"): the step within 25 % (measured -11.5 % on 2026-12-03, the
 // catalog pricing a kernel as floor + roofline and calibrate fitting the
-// floor and ramp as one); GEMMs,
-// grouped MoE GEMMs, norms, elementwise ops and the router within 10 %
-// each. Attention is left out: the executor runs its own MLA kernel, whose
+// floor and ramp as one); GEMMs, grouped MoE GEMMs, norms, elementwise
+// ops and the router within 10 % each. Attention is left out: the executor runs its own MLA kernel, whose
 // grid does not fill the GPU at small batch, while the model prices an
 // SM-filling kernel (FlashMLA). Fitting the three workloads together must
 // also beat fitting batch 32 alone on the unseen batch.
