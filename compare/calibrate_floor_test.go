@@ -13,25 +13,28 @@ import (
 
 // floorTruthUs: the floors the synthetic "device" has per op kind (a
 // one-CTA-per-row RMSNorm slower to ramp than a fused SiLU); kinds not
-// listed use floorDefaultUs. The traces stand for tpscope's executor (one
+// listed keep their prior floor: with the floor also the ramp, a kind none
+// of whose ops sits near its floor (the routed experts at batch 1) would
+// otherwise shift every op by an amount no trace of one size can tell from
+// a bandwidth. The traces stand for tpscope's executor (one
 // span per op, no auxiliary kernels: the "executor" option), so every
-// non-collective op takes overhead + max(floor, split-KV loop, compute,
-// memory) from its prior cost terms, the compute model with per-kind
-// floors; collectives take their predicted time.
+// non-collective op takes overhead + max(split-KV loop, floor + max(compute,
+// memory)) from its prior cost terms: the compute model's form with each
+// kind's floor also its ramp, as the catalog prices a kernel
+// (topology/catalog.go), at other floors; collectives take their
+// predicted time.
 var floorTruthUs = map[model.OpKind]float64{model.KindNorm: 5, model.KindElementwise: 3, model.KindRouter: 6, model.KindGEMM: 4.5}
-
-const floorDefaultUs = 4.0
 
 func floorTrue(op *sim.OpResult, _ *model.Op) float64 {
 	if op.Kind == model.KindCollective || op.Cost.Fused {
 		return op.Us
 	}
+	c := op.Cost
 	f, ok := floorTruthUs[op.Kind]
 	if !ok {
-		f = floorDefaultUs
+		f = c.MinKernelUs
 	}
-	c := op.Cost
-	return op.OverheadUs + max(f, c.LoopUs, c.ComputeUs, c.MemoryUs)
+	return op.OverheadUs + max(c.LoopUs, f+max(c.ComputeUs, c.MemoryUs))
 }
 
 // TestCalibrateGraphRunFitsPerKindFloors: a CUDA-graph decode trace of the
@@ -78,6 +81,10 @@ func TestCalibrateGraphRunFitsPerKindFloors(t *testing.T) {
 	}
 	if !strings.Contains(string(b), `"min_kernel_us_by_kind"`) || !strings.Contains(string(b), "min_kernel_us_by_kind.norm") {
 		t.Error("calibrated topology lacks min_kernel_us_by_kind or its source")
+	}
+	// The preset's ramps are its floors, so the fitted floors are its ramps.
+	if d := tc.Topology.DeviceOf(0); math.Abs(d.RampUs["norm"]/floorTruthUs[model.KindNorm]-1) > 0.03 || !strings.Contains(d.Sources["ramp_us.norm"], "fitted floor") {
+		t.Errorf("calibrated norm ramp %.3f us (source %q), want the fitted floor, %.1f ± 3 %%", d.RampUs["norm"], d.Sources["ramp_us.norm"], floorTruthUs[model.KindNorm])
 	}
 
 	eager := spec

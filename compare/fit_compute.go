@@ -38,8 +38,15 @@ func fitCompute(base *topology.Topology, smp *samples, fo sim.FitOptions, prov s
 		c.Notes = append(c.Notes, "eager run: one device-wide min_kernel_us (per-kind floors are fitted from CUDA-graph runs only)")
 	}
 	for i := range comp {
+		tied := floorIsRamp(&comp[i].Cost)
 		if f, ok := c.Device.MinKernelUsByKind[string(comp[i].Family.Kind)]; ok {
 			comp[i].Cost.MinKernelUs = f
+			if tied {
+				// The prior's ramp is its floor (catalog.go), and so is
+				// the fitted one (sim.ApplyComputeFit): the families are
+				// fitted on top of both.
+				comp[i].Cost.RampUs = f
+			}
 		} else if c.Device.MinKernelUs > 0 {
 			comp[i].Cost.MinKernelUs = c.Device.MinKernelUs
 		}
@@ -101,15 +108,30 @@ func fitLaunchEager(trs [][]traces.Span, notes *[]string) float64 {
 // fitMinKernel estimates the shortest kernel time as the median measured
 // time (less the graph overhead) of the ops the prior prices at the floor
 // (Bound latency); at least 10 such ops are needed.
+//
+// Where the prior's ramp is its floor (the catalog's rule: a kernel costs
+// floor + max(compute, memory)), no op is priced at the floor alone; the
+// floor is then read from the ops whose roofline term is under it (the
+// ones the floor dominates, the same ops max(floor, roofline) prices at
+// the floor), as their measured time less the overhead and the prior's
+// roofline term.
 func fitMinKernel(comp []sim.ComputeSample, notes *[]string) (float64, map[string]float64) {
 	var all []float64
 	byKind := map[string][]float64{}
 	for i := range comp {
-		if c := &comp[i]; c.Cost.Bound == sim.BoundLatency {
-			v := c.MeasuredUs - c.OverheadUs
-			all = append(all, v)
-			byKind[string(c.Family.Kind)] = append(byKind[string(c.Family.Kind)], v)
+		c := &comp[i]
+		v := c.MeasuredUs - c.OverheadUs
+		switch roof := max(c.Cost.ComputeUs, c.Cost.MemoryUs); {
+		case floorIsRamp(&c.Cost):
+			if c.Cost.Bound == sim.BoundLoop || roof > c.Cost.MinKernelUs {
+				continue
+			}
+			v -= roof
+		case c.Cost.Bound != sim.BoundLatency:
+			continue
 		}
+		all = append(all, v)
+		byKind[string(c.Family.Kind)] = append(byKind[string(c.Family.Kind)], v)
 	}
 	if len(all) < minFloorSamples {
 		*notes = append(*notes, fmt.Sprintf("%d ops priced at the minimum kernel time (need %d): min_kernel_us keeps its prior", len(all), minFloorSamples))
@@ -129,6 +151,13 @@ func fitMinKernel(comp []sim.ComputeSample, notes *[]string) (float64, map[strin
 		kinds = nil
 	}
 	return device, kinds
+}
+
+// floorIsRamp reports whether a prior cost's ramp is its floor (the
+// catalog's rule, topology/catalog.go), so that the two are one latency
+// and are fitted as one.
+func floorIsRamp(c *sim.OpCost) bool {
+	return c.RampUs > 0 && c.RampUs == c.MinKernelUs
 }
 
 // minFloorSamples: how many floor-priced ops a kind needs before its own

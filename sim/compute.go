@@ -354,7 +354,7 @@ type OpCost struct {
 	Fill        float64 `json:"fill,omitempty"`          // wave efficiency: CTAs / (waves x SMs)
 	MemGBps     float64 `json:"mem_gbps,omitempty"`      // achieved bandwidth: min(BW x mem eff, active SMs x per-SM)
 	MinKernelUs float64 `json:"min_kernel_us,omitempty"` // floor applied
-	RampUs      float64 `json:"ramp_us,omitempty"`       // fixed time added to the roofline term (calibrated families)
+	RampUs      float64 `json:"ramp_us,omitempty"`       // fixed time added to the roofline term (Device.RampUs: a catalog floor, or calibrated)
 	// ExtraKernels: kernels the engine launches with this op that the
 	// schedule does not list (TRITON_MLA's stage 2 and its buffers'
 	// zero-fills; a fused MoE's sort, permute and finalize).

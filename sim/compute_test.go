@@ -20,11 +20,16 @@ func relNear(got, want, rel float64) bool { return math.Abs(got-want) <= rel*mat
 //	one SM in flight: 32 KiB / 0.6 us = 54.61 GB/s
 //	kernel floors (catalog.json, arch blackwell-sm120: ramp 600 + drain 200
 //	cycles at 1,650 MHz, DRAM round trip 0.55 us): norm (800 + 300) / 1650
-//	+ 2 x 0.55 = 1.77 us; attention (800 + 1000) / 1650 + 3 x 0.55 = 2.74 us
+//	+ 2 x 0.55 = 1.77 us; gemm (800 + 700) / 1650 + 2 x 0.55 = 2.01 us;
+//	attention (800 + 1000) / 1650 + 3 x 0.55 = 2.74 us
 //
 // H200 (h200-sxm): bf16 989 TF quoted at 1,830 MHz = the sustained clock,
-// no fp4; attention floor (arch hopper: round trip 0.5 us) (800 + 1000) /
-// 1830 + 3 x 0.5 = 2.48 us.
+// no fp4; floors (arch hopper: round trip 0.5 us) gemm 1500 / 1830 + 2 x
+// 0.5 = 1.82 us, attention (800 + 1000) / 1830 + 3 x 0.5 = 2.48 us.
+//
+// Each catalog floor is also its kind's ramp, so a kernel costs
+// floor + max(compute, memory) (the floor alone only when it moves no
+// bytes and does no math).
 func TestComputeCost(t *testing.T) {
 	rtx, h200 := catalogDevice(t, "rtx-pro-6000-server"), catalogDevice(t, "h200-sxm")
 	cases := []struct {
@@ -44,43 +49,44 @@ func TestComputeCost(t *testing.T) {
 			// 14,680,064 B. Tiles 56 (< 188 SMs), split-K min(ceil(188/56)=4,
 			// ceil(1024/512)=2) = 2 -> 112 CTAs, 112 x 54.61 GB/s > 1277.6,
 			// so 1277.6 GB/s: 14,680,064 / 1277.6e3 = 11.490 us (compute
-			// 0.11 us).
+			// 0.11 us), after the 2.01 us gemm floor: 13.500 us.
 			name: "decode gemv memory bound", dev: rtx,
 			op:     model.Op{Kind: model.KindGEMM, M: 1, N: 7168, K: 1024, Batch: 1, WeightDtype: model.BF16, FLOPs: 2 * 7168 * 1024, BytesRead: 7168 * 1024 * 2},
-			wantUs: 11.4904, wantBound: BoundMemory, wantCTAs: 112, wantGBps: 1277.6, wantPeak: 317.78, wantDtype: "bf16",
+			wantUs: 13.5004, wantBound: BoundMemory, wantCTAs: 112, wantGBps: 1277.6, wantPeak: 317.78, wantDtype: "bf16",
 		},
 		{
 			// 4096^3 bf16 GEMM: 1024 tiles -> 6 waves of 188, fill
 			// 1024/1128 = 0.9078; 2 x 4096^3 = 1.3744e11 FLOP /
 			// (317.78e6 x 0.70 x 0.9078) = 680.6 us; memory 3 x 4096^2 x 2 B
-			// / 1277.6e3 = 78.8 us.
+			// / 1277.6e3 = 78.8 us; plus the 2.01 us floor: 682.6 us.
 			name: "large gemm compute bound", dev: rtx,
 			op:     model.Op{Kind: model.KindGEMM, M: 4096, N: 4096, K: 4096, Batch: 1, WeightDtype: model.BF16, FLOPs: 2 * 4096 * 4096 * 4096, BytesRead: 2 * 4096 * 4096 * 2, BytesWritten: 4096 * 4096 * 2},
-			wantUs: 680.6, wantBound: BoundCompute, wantCTAs: 1024, wantPeak: 317.78, wantDtype: "bf16",
+			wantUs: 682.61, wantBound: BoundCompute, wantCTAs: 1024, wantPeak: 317.78, wantDtype: "bf16",
 		},
 		{
 			// Same GEMM in NVFP4 on SM120 runs at the fp4 peak with the
 			// gemm/nvfp4 prior 0.35: 1.3744e11 / (1269.75e6 x 0.35 x
-			// 0.9078) = 340.7 us.
+			// 0.9078) = 340.7 us, + 2.01 us floor = 342.7 us.
 			name: "nvfp4 gemm on fp4 tensor cores", dev: rtx,
 			op:     model.Op{Kind: model.KindGEMM, M: 4096, N: 4096, K: 4096, Batch: 1, WeightDtype: model.NVFP4, FLOPs: 2 * 4096 * 4096 * 4096, BytesRead: 1},
-			wantUs: 340.7, wantBound: BoundCompute, wantCTAs: 1024, wantPeak: 1269.75, wantDtype: "fp4",
+			wantUs: 342.71, wantBound: BoundCompute, wantCTAs: 1024, wantPeak: 1269.75, wantDtype: "fp4",
 		},
 		{
 			// H200 has no FP4: falls back to the bf16 peak 989 TF, gemm
 			// prior 0.75 (no gemm/nvfp4 key); 132 SMs -> 8 waves, fill
 			// 1024/1056 = 0.9697: 1.3744e11 / (989e6 x 0.75 x 0.9697) =
-			// 191.08 us.
+			// 191.08 us, + the 1.82 us Hopper gemm floor = 192.90 us.
 			name: "nvfp4 on hopper falls back to bf16", dev: h200,
 			op:     model.Op{Kind: model.KindGEMM, M: 4096, N: 4096, K: 4096, Batch: 1, WeightDtype: model.NVFP4, FLOPs: 2 * 4096 * 4096 * 4096, BytesRead: 1},
-			wantUs: 191.08, wantBound: BoundCompute, wantCTAs: 1024, wantPeak: 989, wantDtype: "bf16",
+			wantUs: 192.90, wantBound: BoundCompute, wantCTAs: 1024, wantPeak: 989, wantDtype: "bf16",
 		},
 		{
-			// A 7168-wide RMSNorm of one token: 28 KB, far below the
-			// norm floor, 1.77 us.
-			name: "tiny norm latency bound", dev: rtx,
+			// A 7168-wide RMSNorm of one token: 43,008 B moved by one CTA
+			// at 54.61 GB/s = 0.7875 us, after the 1.77 us norm floor:
+			// 2.5575 us.
+			name: "tiny norm floor plus its stream", dev: rtx,
 			op:     model.Op{Kind: model.KindNorm, M: 1, N: 7168, FLOPs: 4 * 7168, BytesRead: 2 * 7168 * 2, BytesWritten: 7168 * 2},
-			wantUs: 1.77, wantBound: BoundLatency, wantCTAs: 1, wantPeak: 317.78, wantDtype: "bf16",
+			wantUs: 2.5575, wantBound: BoundMemory, wantCTAs: 1, wantPeak: 317.78, wantDtype: "bf16",
 		},
 		{
 			// Triton MLA decode, 1 token, 8 local heads, 4096 cached tokens
@@ -95,7 +101,8 @@ func TestComputeCost(t *testing.T) {
 			// TF x 0.35) = 1.883) us = 32.01 us, one wave. Plus 4 companion
 			// kernels at the 2.74 us attention floor = 10.96 (their launch
 			// gaps are the Predictor's, with the op's own): 42.97 us, bound
-			// by the loop.
+			// by the loop (floor + compute = 2.74 + 15.07 = 17.81 us is
+			// below it).
 			name: "triton mla decode batch 1", dev: rtx,
 			op: model.Op{Kind: model.KindAttention, Name: "mla_decode", M: 1, N: 4096, K: 576, Batch: 8, ActDtype: model.BF16, KVDtype: model.BF16,
 				FLOPs: 8 * 4096 * 2 * 1088, BytesRead: 4096 * 576 * 2, KVBytes: 4096 * 576 * 2},
@@ -119,9 +126,10 @@ func TestComputeCost(t *testing.T) {
 				FLOPs: 8 * 4096 * 2 * 1088, BytesRead: 4096 * 576 * 2, KVBytes: 4096 * 576 * 2},
 			// memory 4,718,592 / (4800 x 0.8 = 3840 GB/s) = 1.229 us;
 			// compute 71.3e6 / (989e6 x 0.55 x 1) = 0.131 us; attention
-			// floor 2.48 us; plus the query concat and the split combine
-			// at the floor, 2 x 2.48 us: 7.44 us.
-			wantUs: 7.44, wantBound: BoundLatency, wantCTAs: 132, wantGBps: 3840, wantPeak: 989, wantDtype: "bf16",
+			// floor 2.48 us before the memory term: 3.709 us; plus the
+			// query concat and the split combine at the floor, 2 x 2.48
+			// us: 8.669 us.
+			wantUs: 8.6688, wantBound: BoundMemory, wantCTAs: 132, wantGBps: 3840, wantPeak: 989, wantDtype: "bf16",
 		},
 	}
 	for _, tc := range cases {
@@ -157,21 +165,25 @@ func TestComputeMemEfficiencyOverride(t *testing.T) {
 	dev.Efficiency["mem/moe_gemm/nvfp4"] = 0.4
 	cm := newComputeModel(&dev, AttnAuto, false)
 	op := model.Op{Kind: model.KindMoEGEMM, M: 1, N: 512, K: 7168, Batch: 8, WeightDtype: model.NVFP4, FLOPs: 1, BytesRead: 1e7}
-	// 1e7 B / (1597 x 0.4 = 638.8 GB/s) = 15.654 us.
-	if c := cm.cost(&op); !relNear(c.Us, 15.654, 1e-3) {
-		t.Errorf("moe nvfp4 Us %.3f, want 15.654", c.Us)
+	// 1e7 B / (1597 x 0.4 = 638.8 GB/s) = 15.654 us, after the moe_gemm
+	// floor (800 + 700) / 1650 + 3 x 0.55 = 2.56 us: 18.214 us.
+	if c := cm.cost(&op); !relNear(c.Us, 18.214, 1e-3) {
+		t.Errorf("moe nvfp4 Us %.3f, want 18.214", c.Us)
 	}
 	op.WeightDtype = model.BF16
-	// Other dtypes keep 0.80: 1e7 / 1277.6e3 = 7.827 us.
-	if c := cm.cost(&op); !relNear(c.Us, 7.827, 1e-3) {
-		t.Errorf("moe bf16 Us %.3f, want 7.827", c.Us)
+	// Other dtypes keep 0.80: 1e7 / 1277.6e3 = 7.827 us, + 2.56 = 10.387 us.
+	if c := cm.cost(&op); !relNear(c.Us, 10.387, 1e-3) {
+		t.Errorf("moe bf16 Us %.3f, want 10.387", c.Us)
 	}
 }
 
 // A per-kind floor (Device.MinKernelUsByKind) applies to its kind only:
-// a tiny norm sits at 5 us, a tiny elementwise op of the same bytes at the
-// device-wide MinKernelUs, which the catalog sets to its smallest floor
-// (elementwise: (600 + 200) cycles / 1650 MHz + 0.55 us = 1.03 us).
+// a tiny norm sits at 5 us (above its catalog ramp 1.77 us + its 1 KB at
+// one SM's 54.61 GB/s, 0.018 us), a tiny elementwise op of the same bytes
+// at the device-wide MinKernelUs, which the catalog sets to its smallest
+// floor (elementwise: (600 + 200) cycles / 1650 MHz + 0.55 us = 1.03 us),
+// plus its stream after its ramp (the same 1.03 us): 1.03 + 0.0183 =
+// 1.0483 us.
 func TestComputePerKindFloor(t *testing.T) {
 	dev := catalogDevice(t, "rtx-pro-6000-server")
 	dev.MinKernelUsByKind = map[string]float64{"norm": 5}
@@ -182,8 +194,8 @@ func TestComputePerKindFloor(t *testing.T) {
 	}
 	elem := norm
 	elem.Kind = model.KindElementwise
-	if c := cm.cost(&elem); c.Us != 1.03 || c.MinKernelUs != 1.03 {
-		t.Errorf("elementwise: %.3f us (floor %.3f), want the device-wide 1.03", c.Us, c.MinKernelUs)
+	if c := cm.cost(&elem); !relNear(c.Us, 1.0483, 1e-3) || c.MinKernelUs != 1.03 {
+		t.Errorf("elementwise: %.4f us (floor %.3f), want the device-wide 1.03 + 1e3 B / 54.61 GB/s = 1.0483", c.Us, c.MinKernelUs)
 	}
 }
 

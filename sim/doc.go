@@ -3,8 +3,10 @@
 // Three models, one per file group, all in float64 microseconds:
 //
 //   - Compute (compute.go): a roofline per op. t = max(MinKernelUs,
-//     FLOPs / (peak x efficiency x fill), bytes / achieved bandwidth). The
-//     peak is the device's dense peak for the op's compute dtype at the
+//     RampUs + max(FLOPs / (peak x efficiency x fill), bytes / achieved
+//     bandwidth)), RampUs the family's fixed time before and after the
+//     stream (a catalog device's kernel floor, so the presets' too, or
+//     calibrated). The peak is the device's dense peak for the op's compute dtype at the
 //     sustained clock (bf16 when the chip lacks the dtype); efficiency is
 //     the named prior of the preset per kernel family and dtype
 //     (Device.Efficiency, replaced by calibrated values); fill is the wave

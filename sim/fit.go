@@ -452,8 +452,16 @@ func ApplyComputeFit(t *topology.Topology, fits []FamilyFit, dev DeviceFit, prov
 				d.MinKernelUsByKind = map[string]float64{}
 			}
 			v := d.MinKernelUsByKind[k]
+			// A kind whose prior ramp is its prior floor (catalog.go: a
+			// kernel costs floor + max(compute, memory)) keeps the two
+			// one latency: the fitted floor is its ramp too.
+			tied := v > 0 && d.RampUs[k] == v
 			set("min_kernel_us_by_kind."+k, dev.MinKernelUsByKind[k], &v)
 			d.MinKernelUsByKind[k] = v
+			if tied && dev.MinKernelUsByKind[k] > 0 {
+				d.RampUs[k] = v
+				d.Sources["ramp_us."+k] = "calibrated: " + provenance + "; the kind's fitted floor (ramp = floor, as in the prior)"
+			}
 		}
 	}
 	if err := out.Validate(); err != nil {

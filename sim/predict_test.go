@@ -35,10 +35,13 @@ func tinySchedule(ranks int) *model.Schedule {
 
 // Step times below follow from the RTX PRO 6000 preset's catalog device
 // (topology/catalog.json, arch blackwell-sm120): norm floor (600 + 200 +
-// 300 cycles) / 1650 MHz + 2 x 0.55 us = 1.77 us, LaunchEagerUs 10,
-// KernelGapEagerUs 1.6, LaunchGraphUs 1.3; ncclHostExtraUs 10 (the fixed
-// all-reduce says Ring, so it is NCCL's), and a 20 us all-reduce.
+// 300 cycles) / 1650 MHz + 2 x 0.55 us = 1.77 us, also the norm's ramp, so
+// a norm of 100 B (one CTA, 32 KiB / 0.6 us = 54.613 GB/s: 0.001831 us)
+// costs 1.771831 us; LaunchEagerUs 10, KernelGapEagerUs 1.6, LaunchGraphUs
+// 1.3; ncclHostExtraUs 10 (the fixed all-reduce says Ring, so it is
+// NCCL's), and a 20 us all-reduce.
 func TestPredictOptions(t *testing.T) {
+	const normUs = 1.77 + 100/(32768/0.6) // floor + 100 B at one CTA's 32 KiB per 0.6 us
 	topo := mustTopo(t, "rtxpro6000-2s")
 	cases := []struct {
 		name     string
@@ -47,15 +50,15 @@ func TestPredictOptions(t *testing.T) {
 		kernels  int
 	}{
 		// Eager: host launches end at 10, 30 (10 + 10 NCCL extra), 40;
-		// each kernel carries the 1.6 us stream gap: norm 10-13.37,
-		// all-reduce 30-51.6 (launch-bound), norm 51.6-54.97.
-		{"eager", Options{}, 54.97, 3},
+		// each kernel carries the 1.6 us stream gap: norm 10-13.371831,
+		// all-reduce 30-51.6 (launch-bound), norm 51.6-54.971831.
+		{"eager", Options{}, 51.6 + 1.6 + normUs, 3},
 		// Graph: one 10 us graph launch, then 3 kernels each +1.3 us:
-		// 10 + (1.77+1.3) + (20+1.3) + (1.77+1.3) = 37.44.
-		{"graph", Options{CUDAGraphs: true}, 37.44, 3},
+		// 10 + (1.771831+1.3) + (20+1.3) + (1.771831+1.3) = 37.443662.
+		{"graph", Options{CUDAGraphs: true}, 10 + 2*(normUs+1.3) + 21.3, 3},
 		// Fusion removes the second norm (its 100 B ride on the all-reduce
 		// at 1597 x 0.8 = 1277.6 GB/s: +0.0000783 us): launches end at 10,
-		// 30; norm 10-13.37, all-reduce 30-51.6000783.
+		// 30; norm 10-13.371831, all-reduce 30-51.6000783.
 		{"eager fused", Options{ARNormFusion: true}, 51.6 + 100/1277.6e3, 2},
 	}
 	for _, tc := range cases {

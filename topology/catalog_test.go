@@ -147,6 +147,8 @@ func TestCatalogPeaksFollowArch(t *testing.T) {
 //	gemm        1500 / 1830 + 2 x 0.5 = 1.820
 //	router      3200 / 1830 + 1 x 0.5 = 2.249
 //	moe_gemm    1500 / 1830 + 3 x 0.5 = 2.320
+//
+// Each is also the kind's ramp (the time added to the roofline term).
 func TestKernelFloors(t *testing.T) {
 	g, err := LookupGPU("h100-sxm")
 	if err != nil {
@@ -157,6 +159,12 @@ func TestKernelFloors(t *testing.T) {
 		if got := g.Device.MinKernelUsByKind[k]; math.Abs(got-w) > 0.006 {
 			t.Errorf("%s floor %.3f, want %.3f", k, got, w)
 		}
+		if got := g.Device.RampUs[k]; math.Abs(got-w) > 0.006 {
+			t.Errorf("%s ramp %.3f, want the floor %.3f", k, got, w)
+		}
+	}
+	if !strings.Contains(g.Device.Sources["ramp_us"], "not fitted") {
+		t.Errorf("ramp source does not say how it was derived: %q", g.Device.Sources["ramp_us"])
 	}
 	if g.Device.MinKernelUs != g.Device.MinKernelUsByKind["elementwise"] {
 		t.Errorf("min_kernel_us %.2f, want the smallest floor (elementwise)", g.Device.MinKernelUs)

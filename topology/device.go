@@ -75,9 +75,10 @@ type Device struct {
 	// RampUs adds a fixed time to a kernel family's roofline term (keys as
 	// in Efficiency: "gemm/bf16", "gemm"): a streaming kernel pays DRAM
 	// latency, CTA ramp-up and its tail before and after bytes / bandwidth,
-	// which a single efficiency cannot follow across sizes. The catalog
-	// leaves it out (0); calibrate --trace fits it when a family's ops span
-	// sizes.
+	// which a single efficiency cannot follow across sizes. Catalog
+	// devices, and so the presets (aliases of catalog boxes), take each
+	// kind's kernel floor as its ramp (catalog.go); calibrate --trace fits
+	// it when a family's ops span sizes.
 	RampUs map[string]float64 `json:"ramp_us,omitempty"`
 
 	// Efficiency holds named priors: the achieved fraction of the compute

@@ -491,7 +491,7 @@ func opFields(op *sim.OpResult, compared bool, u *compare.Unit, row *compare.OpR
 			add("dequantization", "%.2f us (part of compute)", c.DequantUs)
 		}
 		if c.RampUs > 0 {
-			add("ramp", "%.2f us (calibrated fixed time)", c.RampUs)
+			add("ramp", "%.2f us (fixed time beside the roofline: the floor of a catalog device, or calibrated)", c.RampUs)
 		}
 		if c.MinKernelUs > 0 {
 			add("floor", "%.2f us minimum kernel time", c.MinKernelUs)
