@@ -196,7 +196,7 @@ func h200Box(t testing.TB) *topology.Topology {
 // TestCatalogH200Shard: Kimi-K2.5's TP-8 rank-0 shard, batch 8 and 32,
 // context 4096, CUDA graphs, run by the CUDA executor on one H200
 // (exec/cuda/testdata/h200/accept-runs.log: 2026-12-03, driver
-// 580.159.04, the executor's MLA kernels of 02:56) and priced on the
+// 580.159.04, the executor's MLA kernels of 07:35) and priced on the
 // catalog box nvswitch:8xh200-sxm with no calibration. The band is the
 // issue's acceptance: the step within 20 % at both batches.
 func TestCatalogH200Shard(t *testing.T) {
