@@ -618,7 +618,7 @@ __device__ __forceinline__ void mla_merge_splits(const float* __restrict__ opart
     if (atomicAdd(cnt, 1) == S - 1) {
       atomicExch(cnt, 0);  // all S arrived: nobody counts again in this launch
       __threadfence();
-      atomicExch(cnt + 1, gen0 + 1);
+      atomicExch(cnt + 1, (int)((unsigned)gen0 + 1u));  // wraps after 2^32 launches; only equality is tested
     } else {
       long long t0 = clock64();
       while (atomicAdd(cnt + 1, 0) == gen0) {

@@ -175,7 +175,7 @@ int main(int argc, char** argv) {
     // 8 and 16 splits: the merge whose partials are loaded with the
     // log-sum-exps (S <= 16, the block's items fit its threads).
     mla("tc_bf16_r8", mla_tc_bf16_r8_t64_s2, false, 2, 2, 8, 1, 600, 8, true, 0.0722f, 8);
-    mla("ds_fp8c_r8_w16", mla_ds_fp8c_r8_t64_s4_w16, true, 4, 1, 8, 1, 1000, 16, true, 0.0722f, 8, 512);
+    mla("ds_fp8c_r8_w16", mla_ds_fp8c_r8_t64_s4_w16, true, 4, 1, 8, 1, 520, 16, true, 0.0722f, 8, 512);
   }
   if (want("silu")) {
     for (int d : {256, 2304, 100}) {
