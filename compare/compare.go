@@ -417,7 +417,9 @@ func buildReport(g *group, pr *sim.Prediction, sched *model.Schedule, al *Alignm
 	stepPred := pr.StepUs
 	for i := range al.Units {
 		if u := &al.Units[i]; u.Skipped && u.Rank <= 0 {
-			stepPred -= u.PredictedUs
+			for _, j := range u.Ops {
+				stepPred -= pr.Ops[j].Us // all of it: a skipped op leaves no node in the step
+			}
 		}
 	}
 	sr.Step = newStat(stepPred, sv)

@@ -128,9 +128,10 @@ func TestCompareH200Fixtures(t *testing.T) {
 // then predict batch 8, a workload the fit never saw (the four traces:
 // exec/cuda/testdata/h200, README there). Bands are tpscope's accuracy
 // claim for a calibrated box at an unseen load (README "How accurate it
-// is"): the step within 25 % (measured -11.5 % on 2026-12-03, the
-// catalog pricing a kernel as floor + roofline and calibrate fitting the
-// floor and ramp as one); GEMMs, grouped MoE GEMMs, norms, elementwise
+// is"): the step within 25 % (measured -1.3 % on 2026-12-03, the
+// catalog pricing a kernel as floor + roofline, calibrate fitting the
+// floor and ramp as one and the span gap outside each op's span,
+// sim.OpResult.SpanGapUs; -11.5 % with that gap inside); GEMMs, grouped MoE GEMMs, norms, elementwise
 // ops and the router within 10 % each. Attention is left out: the executor runs its own MLA kernel, whose
 // grid does not fill the GPU at small batch, while the model prices an
 // SM-filling kernel (FlashMLA). Fitting the three workloads together must

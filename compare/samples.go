@@ -50,7 +50,9 @@ func collectSamples(scens []*calScenario) *samples {
 			res := &sc.pr.Ops[u.Ops[0]]
 			op := opAt(u.Ops[0])
 			if !op.IsCollective() {
-				smp.compute = append(smp.compute, sim.ComputeSample{Family: sc.p.CostFamily(op), Cost: res.Cost, OverheadUs: res.OverheadUs, MeasuredUs: s.Us})
+				// The span holds the op's overhead less the gap after its
+				// closing timing event (OpResult.SpanGapUs).
+				smp.compute = append(smp.compute, sim.ComputeSample{Family: sc.p.CostFamily(op), Cost: res.Cost, OverheadUs: res.OverheadUs - res.SpanGapUs, MeasuredUs: s.Us})
 				continue
 			}
 			if !firstRanks(op.Group) || (op.Collective != model.AllReduce && op.Collective != model.AllGather && op.Collective != model.ReduceScatter) {

@@ -47,6 +47,7 @@ func (p *Predictor) assemble(s *model.Schedule, graphed bool) *Prediction {
 			res.ID, res.Kind, res.Block, res.Cost = op.ID, op.Kind, op.Block, *c
 			res.Layer, res.Rank = op.Layer, r
 			res.StartUs, res.Us, res.OverheadUs, res.LaunchUs = e.start[g], e.ops[g].durUs, p.overhead[g], e.ops[g].launchUs
+			res.SpanGapUs = p.spanGapUs
 			res.WaitedOn, res.Bound = Wait(e.why[g]), c.Bound
 			res.FLOPs, res.Bytes, res.CommBytes = op.FLOPs, op.BytesRead+op.BytesWritten, op.CommBytes
 			if g < rank0 {

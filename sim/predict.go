@@ -29,6 +29,8 @@ type Predictor struct {
 
 	costs    []OpCost // per simulated op
 	overhead []float64
+	// spanGapUs is OpResult.SpanGapUs of the current run.
+	spanGapUs float64
 
 	// Measured costs (costsource.go): the source, its collective
 	// capability, and NCCL's model under default protocol and algorithm
@@ -95,7 +97,14 @@ type OpResult struct {
 	// Us is the op's device time: Cost.Us plus OverheadUs.
 	Us         float64 `json:"us"`
 	OverheadUs float64 `json:"overhead_us,omitempty"` // per-kernel device-side launch gap (eager stream or graph node)
-	LaunchUs   float64 `json:"launch_us,omitempty"`   // host launch cost charged (eager)
+	// SpanGapUs is the part of OverheadUs that a measuring harness's span
+	// of the op does not hold: with timing events (Options.
+	// TimingEventsPerOp) the span runs from the op's opening event to its
+	// closing one, so the gap between its closing event and the next op's
+	// opening one lies between spans (one per op; 0 without events).
+	// Compare matches spans against Us - SpanGapUs.
+	SpanGapUs float64 `json:"span_gap_us,omitempty"`
+	LaunchUs  float64 `json:"launch_us,omitempty"` // host launch cost charged (eager)
 	// WaitedOn is what released the op (see Wait).
 	WaitedOn Wait  `json:"waited_on"`
 	Bound    Bound `json:"bound"`
@@ -386,6 +395,10 @@ func (p *Predictor) run(s *model.Schedule, mode int, graphed bool) error {
 	}
 	// A harness's timing events are nodes of their own (see
 	// Options.TimingEventsPerOp).
+	p.spanGapUs = 0
+	if p.opts.TimingEventsPerOp > 0 {
+		p.spanGapUs = overUs
+	}
 	overUs += float64(p.opts.TimingEventsPerOp) * p.dev.LaunchGraphUs
 	g := 0
 	for r := 0; r < nSim; r++ {

@@ -96,6 +96,41 @@ func TestPredictOptions(t *testing.T) {
 	}
 }
 
+// TestSpanGapUs: with a harness's timing events each op is three graph
+// nodes (the kernel and its two events), so its overhead is 3 x the
+// 1.3 us graph gap, of which the span from the opening event to the
+// closing one holds two: the gap after the closing event is the op's
+// SpanGapUs (1.3 us). Eager, the gaps are the 1.6 us stream gap and the
+// events the 1.3 us graph gap each (sim/predict.go): 1.6 + 2 x 1.3. With
+// no events nothing lies between spans.
+func TestSpanGapUs(t *testing.T) {
+	topo := mustTopo(t, "rtxpro6000-2s")
+	for _, tc := range []struct {
+		name               string
+		opts               Options
+		overheadUs, spanUs float64
+	}{
+		{"graph, events", Options{CUDAGraphs: true, TimingEventsPerOp: 2}, 3 * 1.3, 1.3},
+		{"eager, events", Options{TimingEventsPerOp: 2}, 1.6 + 2*1.3, 1.6},
+		{"graph, no events", Options{CUDAGraphs: true}, 1.3, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p, err := NewWithCollectives(topo, tc.opts, fixedColl{20})
+			if err != nil {
+				t.Fatal(err)
+			}
+			pr, err := p.Predict(tinySchedule(8))
+			if err != nil {
+				t.Fatal(err)
+			}
+			op := pr.Ops[0] // the first norm: one kernel
+			if math.Abs(op.OverheadUs-tc.overheadUs) > 1e-9 || math.Abs(op.SpanGapUs-tc.spanUs) > 1e-9 {
+				t.Errorf("overhead %.3f us, span gap %.3f us; want %.3f and %.3f", op.OverheadUs, op.SpanGapUs, tc.overheadUs, tc.spanUs)
+			}
+		})
+	}
+}
+
 // The representative-rank shortcut must give exactly what simulating every
 // rank gives.
 func TestSymmetricEqualsAllRanks(t *testing.T) {
