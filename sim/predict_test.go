@@ -7,6 +7,7 @@ import (
 	"unsafe"
 
 	"github.com/tpscope/tpscope/model"
+	"github.com/tpscope/tpscope/topology"
 )
 
 // fixedColl prices every collective at a fixed time (a test double).
@@ -63,14 +64,7 @@ func TestPredictOptions(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			p, err := NewWithCollectives(topo, tc.opts, fixedColl{20})
-			if err != nil {
-				t.Fatal(err)
-			}
-			pr, err := p.Predict(tinySchedule(8))
-			if err != nil {
-				t.Fatal(err)
-			}
+			pr := predictTiny(t, topo, tc.opts)
 			if math.Abs(pr.StepUs-tc.wantStep) > 1e-6 {
 				t.Errorf("step %.6f us, want %.6f", pr.StepUs, tc.wantStep)
 			}
@@ -96,6 +90,21 @@ func TestPredictOptions(t *testing.T) {
 	}
 }
 
+// predictTiny predicts tinySchedule(8) on topo with every collective
+// priced at 20 us.
+func predictTiny(t *testing.T, topo *topology.Topology, opts Options) *Prediction {
+	t.Helper()
+	p, err := NewWithCollectives(topo, opts, fixedColl{20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pr, err := p.Predict(tinySchedule(8))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pr
+}
+
 // TestSpanGapUs: with a harness's timing events each op is three graph
 // nodes (the kernel and its two events), so its overhead is 3 x the
 // 1.3 us graph gap, of which the span from the opening event to the
@@ -115,14 +124,7 @@ func TestSpanGapUs(t *testing.T) {
 		{"graph, no events", Options{CUDAGraphs: true}, 1.3, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			p, err := NewWithCollectives(topo, tc.opts, fixedColl{20})
-			if err != nil {
-				t.Fatal(err)
-			}
-			pr, err := p.Predict(tinySchedule(8))
-			if err != nil {
-				t.Fatal(err)
-			}
+			pr := predictTiny(t, topo, tc.opts)
 			op := pr.Ops[0] // the first norm: one kernel
 			if math.Abs(op.OverheadUs-tc.overheadUs) > 1e-9 || math.Abs(op.SpanGapUs-tc.spanUs) > 1e-9 {
 				t.Errorf("overhead %.3f us, span gap %.3f us; want %.3f and %.3f", op.OverheadUs, op.SpanGapUs, tc.overheadUs, tc.spanUs)
