@@ -106,3 +106,28 @@ func TestMLAFwdLaunch(t *testing.T) {
 		})
 	}
 }
+
+// TestMLAFwdSplit: a caller's split count goes through the planner's
+// rounding. Batch 8 x 4096 tokens, 8 heads (one 8-row group per
+// sequence), 132 SMs, one block each: 16 splits are 256-token chunks (4
+// tiles of 64), 128 blocks, which fit at once, so merged in the kernel;
+// 20 asked for round to 205 -> 256-token chunks again (16 splits); 64 are
+// 64-token chunks, 512 blocks, more than fit, so merged by mla_combine.
+func TestMLAFwdSplit(t *testing.T) {
+	const k = "mla_tc_bf16_r8_t64_s2"
+	s := MLAShape{Seqs: 8, TokPerSeq: 1, Heads: 8, Ctx: 4096}
+	for _, tc := range []struct {
+		ask, splits, chunk int
+		coop               bool
+	}{
+		{16, 16, 256, true}, {20, 16, 256, true}, {64, 64, 64, false},
+	} {
+		g := MLAFwdSplit(k, s, 132, 1, tc.ask)
+		if g.Splits != tc.splits || g.Chunk != tc.chunk || g.Coop != tc.coop || g.Threads != 256 || g.Groups != 1 {
+			t.Errorf("ask %d: %d splits of %d, coop %v, %d threads, %d groups; want %d of %d, coop %v, 256, 1", tc.ask, g.Splits, g.Chunk, g.Coop, g.Threads, g.Groups, tc.splits, tc.chunk, tc.coop)
+		}
+	}
+	if p, g := MLAFwdLaunchWith(k, s, 132, 1), MLAFwdSplit(k, s, 132, 1, 16); p != g {
+		t.Errorf("the planner's 16 splits %+v differ from 16 asked for %+v", p, g)
+	}
+}

@@ -629,10 +629,27 @@ func MLAFwdLaunchWith(k string, s MLAShape, sms, perSM int) MLAGeometry {
 	// 25.7 us in 32 splits, 24.2 in 16; batch 1 at 32768 27.9 in 256, 25.6
 	// in 128; batch 8 at 8192 35.8 in 32 (256 tokens), 39.2 in 16.
 	long := max(ctx/(8*mlaTile), (max(1, sms/2)+units-1)/units)
-	g.Splits = max(1, min(full, long))
-	g.Chunk = ceilTo((ctx+g.Splits-1)/g.Splits, v.tile)
+	return g.split(s, max(1, min(full, long)), sms, perSM)
+}
+
+// MLAFwdSplit is MLAFwdLaunchWith with splits chosen by the caller (a
+// benchmark's sweep) instead of the planner's rule.
+func MLAFwdSplit(k string, s MLAShape, sms, perSM, splits int) MLAGeometry {
+	v := mustMLAFwd(k)
+	g := MLAGeometry{Kernel: k, Threads: 32 * v.warps, HeadGroup: v.rows, SmemBytes: MLAFwdSmem(k)}
+	g.Groups = (max(1, s.TokPerSeq)*max(1, s.Heads) + v.rows - 1) / v.rows
+	return g.split(s, max(1, min(splits, mlaFwdMaxSplits)), sms, perSM)
+}
+
+// split cuts the context into about splits chunks of whole tiles and
+// merges them in the kernel when every block of the grid fits the device
+// at once (perSM blocks per SM).
+func (g MLAGeometry) split(s MLAShape, splits, sms, perSM int) MLAGeometry {
+	ctx := max(1, s.Ctx)
+	g.Chunk = ceilTo((ctx+splits-1)/splits, mustMLAFwd(g.Kernel).tile)
 	g.Splits = (ctx + g.Chunk - 1) / g.Chunk
-	g.Coop = g.Splits > 1 && perSM > 0 && g.Splits*units <= fit
+	units := max(1, s.Seqs) * g.Groups
+	g.Coop = g.Splits > 1 && perSM > 0 && g.Splits*units <= max(1, sms)*perSM
 	return g
 }
 

@@ -312,8 +312,16 @@ func benchMLA(e *env, emit func(benchRow), rot func(uint64) (cu.DevPtr, int, err
 				// Every variant runs with the planner's split rule for its own
 				// occupancy.
 				perSM := occ[k]
-				g0 := cuda.MLAFwdLaunchWith(k, cuda.MLAShape{Seqs: s.B, TokPerSeq: s.tps, Heads: s.H, Ctx: s.ctx, FP8: fp8}, e.info.SMs, perSM)
-				for gi, g := range append([]cuda.MLAGeometry{g0}, splitGeometries(g0, extraSplits, s.B, s.ctx, e.info.SMs*perSM)...) {
+				shape := cuda.MLAShape{Seqs: s.B, TokPerSeq: s.tps, Heads: s.H, Ctx: s.ctx, FP8: fp8}
+				geoms := []cuda.MLAGeometry{cuda.MLAFwdLaunchWith(k, shape, e.info.SMs, perSM)}
+				seen := map[int]bool{geoms[0].Splits: true}
+				for _, n := range extraSplits {
+					if g := cuda.MLAFwdSplit(k, shape, e.info.SMs, perSM, n); !seen[g.Splits] {
+						seen[g.Splits] = true
+						geoms = append(geoms, g)
+					}
+				}
+				for gi, g := range geoms {
 					th := uint64(T * s.H)
 					part, _ := cu.Alloc(uint64(g.Splits)*th*512*4 + uint64(g.Splits)*th*4)
 					lse := part + cu.DevPtr(uint64(g.Splits)*th*512*4)
@@ -378,26 +386,4 @@ func benchMLA(e *env, emit func(benchRow), rot func(uint64) (cu.DevPtr, int, err
 		}
 	}
 	return nil
-}
-
-// splitGeometries returns g re-split into each of splits (chunks rounded
-// up to 64 cached tokens; merged in the kernel where all blocks fit at
-// once, fit being the device's resident blocks), skipping the planner's own
-// count and repeats.
-func splitGeometries(g cuda.MLAGeometry, splits []int, seqs, ctx, fit int) []cuda.MLAGeometry {
-	var out []cuda.MLAGeometry
-	seen := map[int]bool{g.Splits: true}
-	for _, n := range splits {
-		x := g
-		x.Chunk = (ctx + n - 1) / n
-		x.Chunk = (x.Chunk + 63) / 64 * 64
-		x.Splits = (ctx + x.Chunk - 1) / x.Chunk
-		if seen[x.Splits] {
-			continue
-		}
-		seen[x.Splits] = true
-		x.Coop = x.Splits > 1 && x.Splits*seqs*g.Groups <= fit
-		out = append(out, x)
-	}
-	return out
 }
