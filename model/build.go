@@ -455,16 +455,20 @@ func (b *builder) gemm(op *Op, m, n, k int64, batch float64, wd Dtype) {
 // the bf16 input into FP8 with one scale per token and group of 128
 // values (QuantFP8 / per_token_group_quant_fp8, a kernel of its own:
 // torch.ops._C.per_token_group_fp8_quant) and then launches the
-// block-scaled GEMM. That kernel is the op "<name>_quant" before the GEMM
+// block-scaled GEMM. That kernel is the op "<name>_quant" (ActQuantSuffix) before the GEMM
 // (actQuant). vLLM's torch.compile fusion passes can fold it into a
 // preceding RMSNorm or SiLU-and-mul when enabled; the schedule keeps the
 // kernel the layer itself launches.
 func (b *builder) linear(s *site, block, name string, m, n, k int64, wd Dtype) {
 	if wd == FP8Block128 {
-		actQuant(b.op(s, block, name+"_quant", KindElementwise, gNone), m, k)
+		actQuant(b.op(s, block, name+ActQuantSuffix, KindElementwise, gNone), m, k)
 	}
 	b.gemm(b.op(s, block, name, KindGEMM, gNone), m, n, k, 1, wd)
 }
+
+// ActQuantSuffix ends the name of the op that quantizes a Linear's input
+// (see linear): "q_b_proj" + ActQuantSuffix.
+const ActQuantSuffix = "_quant"
 
 // actQuantGroup is the activation group of FP8 block-scaled Linear
 // layers: one FP32 scale per token and 128 input values (the weights'

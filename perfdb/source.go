@@ -470,11 +470,25 @@ var moeOps = []string{"experts_gate_up", "experts_act", "experts_down"}
 // projections, each after the quantization of its input (<name>_quant):
 // the module's forward runs those kernels too.
 var (
-	mlaDecodeOps     = []string{"fused_qkv_a_proj", "q_a_norm", "kv_a_norm", "q_b_proj", "w_uk", "rope", "kv_cache_write", "mla_decode", "w_uv", "o_proj"}
-	mlaPrefillOps    = []string{"fused_qkv_a_proj", "q_a_norm", "kv_a_norm", "q_b_proj", "kv_b_proj", "rope", "kv_cache_write", "mla_prefill", "o_proj"}
-	mlaDecodeOpsFP8  = []string{"fused_qkv_a_proj_quant", "fused_qkv_a_proj", "q_a_norm", "kv_a_norm", "q_b_proj_quant", "q_b_proj", "w_uk", "rope", "kv_cache_write", "mla_decode", "w_uv", "o_proj_quant", "o_proj"}
-	mlaPrefillOpsFP8 = []string{"fused_qkv_a_proj_quant", "fused_qkv_a_proj", "q_a_norm", "kv_a_norm", "q_b_proj_quant", "q_b_proj", "kv_b_proj_quant", "kv_b_proj", "rope", "kv_cache_write", "mla_prefill", "o_proj_quant", "o_proj"}
+	mlaDecodeOps  = []string{"fused_qkv_a_proj", "q_a_norm", "kv_a_norm", "q_b_proj", "w_uk", "rope", "kv_cache_write", "mla_decode", "w_uv", "o_proj"}
+	mlaPrefillOps = []string{"fused_qkv_a_proj", "q_a_norm", "kv_a_norm", "q_b_proj", "kv_b_proj", "rope", "kv_cache_write", "mla_prefill", "o_proj"}
+	mlaBlocks     = [][]string{mlaDecodeOps, mlaPrefillOps, withActQuant(mlaDecodeOps), withActQuant(mlaPrefillOps)}
 )
+
+// withActQuant is an MLA block's op names with FP8 block-scaled weights:
+// each Linear (the projections; w_uk and w_uv stay bf16) after the op
+// that quantizes its input.
+func withActQuant(names []string) []string {
+	out := make([]string, 0, len(names)+4)
+	for _, n := range names {
+		switch n {
+		case "fused_qkv_a_proj", "q_b_proj", "kv_b_proj", "o_proj":
+			out = append(out, n+model.ActQuantSuffix)
+		}
+		out = append(out, n)
+	}
+	return out
+}
 
 func indexIn(names []string, n string) int {
 	for i, x := range names {
@@ -494,7 +508,7 @@ func mlaBlock(ops []model.Op, i int) (first int, names []string, ok bool) {
 	if op.Kind == model.KindCollective {
 		return 0, nil, false
 	}
-	for _, names := range [][]string{mlaDecodeOps, mlaPrefillOps, mlaDecodeOpsFP8, mlaPrefillOpsFP8} {
+	for _, names := range mlaBlocks {
 		k := indexIn(names, op.Name)
 		if k < 0 {
 			continue
