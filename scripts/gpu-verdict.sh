@@ -23,7 +23,7 @@ if has kernels; then
 fi
 if has bench; then
   echo "== kernel timings"
-  timeout 240 $B/cudacheck bench -json "$OUT/bench.jsonl" || echo "BENCH FAILED"
+  timeout 420 $B/cudacheck bench -json "$OUT/bench.jsonl" || echo "BENCH FAILED"
 fi
 V="$B/tpscope verdict --backend cuda --tp 8 --local-ranks 0 --context 4096 --topo h200-nvswitch --steps $STEPS --warmup 3"
 verdict() { # name args...

@@ -400,6 +400,9 @@ func (r *Rank) open(ctx context.Context) error {
 		var notes []string
 		for _, fp8 := range []bool{false, true} {
 			for _, f := range mlaFwdFamilies[fp8] {
+				if 10*pl.dev.ccMajor+pl.dev.ccMinor < f.minCC() {
+					continue
+				}
 				var err error
 				for _, k := range f {
 					if err = r.checkTC(k, fp8); err != nil {

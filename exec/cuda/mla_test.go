@@ -47,11 +47,11 @@ func TestMLAFwdLaunch(t *testing.T) {
 	//           scores 2 x 64 x 9 x 4 = 4608, P 8 x 72 x 2 = 1152, 96
 	//   tc r16: 18688 + 149504 + 2 x 64 x 17 x 4 = 8704 + 2304 + 192
 	//   ds r8 (fp8): 9344 + 4 stages x 64 x 576 = 147456 + 8 x 64 x 9 x 4
-	//           = 18432 + 1152 + 96
-	// (the H200's cudacheck bench printed the same: 164704, 179392, 176480).
+	//           = 18432 + 1152 + 96 per token half x 2 + 4 mbarriers x 8
+	// (the H200's cudacheck bench printed the same: 164704, 179392, 176608).
 	// The fp8 8-row kernel runs 16 warps, the others 8.
-	const tc8, tc16, ds8 = 9344 + 149504 + 4608 + 1152 + 96, 18688 + 149504 + 8704 + 2304 + 192, 9344 + 147456 + 18432 + 1152 + 96
-	const k8, k16, f8 = "mla_tc_bf16_r8_t64_s2", "mla_tc_bf16_r16_t64_s2", "mla_ds_fp8c_r8_t64_s4_w16"
+	const tc8, tc16, ds8 = 9344 + 149504 + 4608 + 1152 + 96, 18688 + 149504 + 8704 + 2304 + 192, 9344 + 147456 + 18432 + 1152 + 2*96 + 4*8
+	const k8, k16, f8 = "mla_tc_bf16_r8_t64_s2", "mla_tc_bf16_r16_t64_s2", "mla_ds_fp8c_r8_t64_s4_w16_b"
 	occ := map[string]int{k8: 1, k16: 1, f8: 1} // one block per SM (their shared memory)
 	for _, c := range []struct {
 		name                  string

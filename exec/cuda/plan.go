@@ -483,11 +483,28 @@ type MLAShape struct {
 // e4m3 (fp8c widens with sm_89's conversion instruction, fp8 by bit
 // moves; the 8-row fp8c kernel runs 16 warps, two halves of each tile's
 // tokens: 3-5 % faster on the H200, where the 16-row one would spill).
+// Kernels named _b load their tiles by bulk copies (sm_90's TMA unit) and
+// run only where the device has one (minCC).
 type mlaFwdFamily [2]string
 
 var mlaFwdFamilies = map[bool][]mlaFwdFamily{
 	false: {{"mla_tc_bf16_r8_t64_s2", "mla_tc_bf16_r16_t64_s2"}},
-	true:  {{"mla_ds_fp8c_r8_t64_s4_w16", "mla_ds_fp8c_r16_t64_s4"}, {"mla_ds_fp8_r8_t64_s4", "mla_ds_fp8_r16_t64_s4"}},
+	true: {{"mla_ds_fp8c_r8_t64_s4_w16_b", "mla_ds_fp8c_r16_t64_s4_b"}, {"mla_ds_fp8c_r8_t64_s4_w16", "mla_ds_fp8c_r16_t64_s4"},
+		{"mla_ds_fp8_r8_t64_s4", "mla_ds_fp8_r16_t64_s4"}},
+}
+
+// minCC is the least compute capability (major x 10 + minor) that runs
+// the family: 90 for bulk copies, 89 for sm_89's e4m3 conversion, else 80
+// (mma.sync with bf16).
+func (f mlaFwdFamily) minCC() int {
+	v := mustMLAFwd(f[0])
+	switch {
+	case v.bulk:
+		return 90
+	case v.ds && v.cvt:
+		return 89
+	}
+	return 80
 }
 
 // MLAFwdKernels is every tensor-core MLA kernel (cudacheck times them all).
@@ -516,23 +533,30 @@ func (f mlaFwdFamily) kernel(rows int) string {
 func MLAFwdKernel(fp8 bool, rows int) string { return mlaFwdFamilies[fp8][0].kernel(rows) }
 
 // mlaFwdVariant is a tensor-core MLA kernel's geometry, read from its
-// name: mla_{tc,ds}_<kv>_r<rows>_t<tile>_s<stages>[_w<warps>] (8 warps
-// unless named).
+// name: mla_{tc,ds}_<kv>_r<rows>_t<tile>_s<stages>[_w<warps>][_b] (8 warps
+// unless named; b: tiles by bulk copies).
 type mlaFwdVariant struct {
 	ds                        bool // warps owning latent columns (MlaDS), else MlaTC's layout
 	fp8                       bool
+	cvt                       bool // e4m3 widened by sm_89's conversion instruction (fp8c)
+	bulk                      bool // tiles by bulk copies on mbarriers
 	rows, tile, stages, warps int
 }
 
 func parseMLAFwd(kernel string) (mlaFwdVariant, error) {
 	v := mlaFwdVariant{warps: 8}
 	f := strings.Split(kernel, "_")
-	bad := fmt.Errorf("tensor-core MLA kernel %q: want mla_{tc,ds}_<kv>_r<8|16>_t<32|64>_s<N>[_w<8|16>]", kernel)
+	bad := fmt.Errorf("tensor-core MLA kernel %q: want mla_{tc,ds}_<kv>_r<8|16>_t<32|64>_s<N>[_w<8|16>][_b]", kernel)
+	if len(f) > 6 && f[len(f)-1] == "b" {
+		v.bulk = true
+		f = f[:len(f)-1]
+	}
 	if (len(f) != 6 && len(f) != 7) || f[0] != "mla" || (f[1] != "tc" && f[1] != "ds") {
 		return v, bad
 	}
 	v.ds = f[1] == "ds"
 	v.fp8 = strings.HasPrefix(f[2], "fp8")
+	v.cvt = f[2] == "fp8c"
 	for _, x := range f[3:] {
 		n, err := strconv.Atoi(x[1:])
 		if err != nil || n < 1 {
@@ -575,7 +599,9 @@ func MLAFwdThreads(kernel string) int { return 32 * mustMLAFwd(kernel).warps }
 // (kernels.cu's layouts): Q (R rows of 584 16-bit values), the stages of
 // T-token tiles (MlaTC: rows of 1168 bytes; MlaDS: the raw rows, 1168 or
 // 576 bytes), the partial scores [parts][T][R+1] fp32 padded to 16 bytes
-// (MlaTC: 8/(T/16) parts; MlaDS: 8), P [R][T+8] and three per-row scalars.
+// (MlaTC: 8/(T/16) parts; MlaDS: 8), P [R][T+8], three per-row scalars
+// (MlaDS: per token half, warps/8 of them) and (MlaDS) one 8-byte
+// mbarrier per stage.
 func MLAFwdSmem(kernel string) int {
 	v := mustMLAFwd(kernel)
 	row16 := (latentDim + 8) * 2
@@ -587,7 +613,11 @@ func MLAFwdSmem(kernel string) int {
 		}
 	}
 	spart := (parts*v.tile*(v.rows+1)*4 + 15) / 16 * 16
-	return v.rows*row16 + v.stages*stage + spart + v.rows*(v.tile+8)*2 + 3*v.rows*4
+	smem := v.rows*row16 + v.stages*stage + spart + v.rows*(v.tile+8)*2 + 3*v.rows*4
+	if v.ds {
+		smem += 3*v.rows*4*(v.warps/8-1) + v.stages*8
+	}
+	return smem
 }
 
 // mlaFwdMaxSplits bounds the splits of the tensor-core kernels: their

@@ -16,7 +16,7 @@ import (
 // h200's tensor-core MLA kernels fit one block per SM (their shared
 // memory: cudacheck bench on the H200).
 var h200 = devCaps{ccMajor: 9, ccMinor: 0, sms: 132, mlaOcc: map[string]int{
-	"mla_tc_bf16_r8_t64_s2": 1, "mla_tc_bf16_r16_t64_s2": 1, "mla_ds_fp8c_r8_t64_s4_w16": 1, "mla_ds_fp8c_r16_t64_s4": 1}}
+	"mla_tc_bf16_r8_t64_s2": 1, "mla_tc_bf16_r16_t64_s2": 1, "mla_ds_fp8c_r8_t64_s4_w16_b": 1, "mla_ds_fp8c_r16_t64_s4_b": 1}}
 
 func buildSched(t *testing.T, name string, tp, batch, ctx int) *model.Schedule {
 	t.Helper()

@@ -3,6 +3,7 @@ package main
 import (
 	"flag"
 	"fmt"
+	"runtime"
 	"sort"
 	"strconv"
 	"strings"
@@ -15,23 +16,39 @@ import (
 // kernel must move (each input read once, each output written once);
 // CopyFrac is the achieved bandwidth over the device-to-device copy's,
 // measured in the same run; FloorUs is an empty kernel's time in the same
-// back-to-back loop, the least any launch takes.
+// back-to-back loop, the least any launch takes. The Graph fields time
+// the same calls captured in one CUDA graph, as the executor's and a
+// serving engine's decode steps run them: a kernel's cost inside a step.
 type benchRow struct {
-	Kernel   string  `json:"kernel"`
-	Shape    string  `json:"shape"`
-	Us       float64 `json:"us"`
-	SpreadUs float64 `json:"spread_us"` // max - min over the repetitions
-	Bytes    float64 `json:"bytes"`
-	GBps     float64 `json:"gbps"`
-	CopyFrac float64 `json:"copy_frac"`
-	FloorUs  float64 `json:"floor_us"`
-	Note     string  `json:"note,omitempty"`
+	Kernel        string  `json:"kernel"`
+	Shape         string  `json:"shape"`
+	Us            float64 `json:"us"`
+	SpreadUs      float64 `json:"spread_us"` // max - min over the repetitions
+	Bytes         float64 `json:"bytes"`
+	GBps          float64 `json:"gbps"`
+	CopyFrac      float64 `json:"copy_frac"`
+	FloorUs       float64 `json:"floor_us"`
+	GraphUs       float64 `json:"graph_us,omitempty"`
+	GraphSpreadUs float64 `json:"graph_spread_us,omitempty"`
+	GraphCopyFrac float64 `json:"graph_copy_frac,omitempty"`
+	GraphFloorUs  float64 `json:"graph_floor_us,omitempty"`
+	Note          string  `json:"note,omitempty"`
+}
+
+// timing is one configuration's per-call time launched back to back on
+// the stream and captured in a graph.
+type timing struct{ Us, SpreadUs, GraphUs, GraphSpreadUs float64 }
+
+// row is a benchRow with t's times.
+func (t timing) row(kernel, shape string, bytes float64, note string) benchRow {
+	return benchRow{Kernel: kernel, Shape: shape, Us: t.Us, SpreadUs: t.SpreadUs, GraphUs: t.GraphUs, GraphSpreadUs: t.GraphSpreadUs, Bytes: bytes, Note: note}
 }
 
 // loopTime runs call(i) n times back to back between two events (after a
 // spin kernel that lets the host enqueue them all ahead of the device),
-// reps times, and returns the median and the spread of the per-call time.
-func (e *env) loopTime(n, reps int, call func(i int) error) (med, spread float64, err error) {
+// reps times, and returns the median and the spread of the time over
+// per (the calls each call stands for).
+func (e *env) loopTime(n, reps int, call func(i int) error, per int) (med, spread float64, err error) {
 	a, _ := cu.NewEvent()
 	b, _ := cu.NewEvent()
 	defer cu.DestroyEvent(a)
@@ -56,11 +73,45 @@ func (e *env) loopTime(n, reps int, call func(i int) error) (med, spread float64
 			return 0, 0, err
 		}
 		if r > 0 {
-			ts = append(ts, float64(ms)*1000/float64(n))
+			ts = append(ts, float64(ms)*1000/float64(per))
 		}
 	}
 	sort.Float64s(ts)
 	return ts[len(ts)/2], ts[len(ts)-1] - ts[0], nil
+}
+
+// graphTime captures call(0..n-1) in one CUDA graph and replays it reps
+// times between two events (after a warm-up replay), returning the
+// median and the spread of the per-call time.
+func (e *env) graphTime(n, reps int, call func(i int) error) (med, spread float64, err error) {
+	runtime.LockOSThread() // the capture and its launches from one thread
+	defer runtime.UnlockOSThread()
+	if err := cu.BeginCapture(e.stream); err != nil {
+		return 0, 0, err
+	}
+	for i := 0; i < n; i++ {
+		if err := call(i); err != nil {
+			cu.EndCapture(e.stream) //nolint:errcheck // the launch's error is the one to report
+			return 0, 0, err
+		}
+	}
+	g, x, err := cu.EndCapture(e.stream)
+	if err != nil {
+		return 0, 0, err
+	}
+	defer cu.DestroyGraph(g, x) //nolint:errcheck
+	return e.loopTime(1, reps, func(int) error { return cu.LaunchGraph(x, e.stream) }, n)
+}
+
+// timeBoth times call on the stream and in a graph.
+func (e *env) timeBoth(n, reps int, call func(i int) error) (timing, error) {
+	var t timing
+	var err error
+	if t.Us, t.SpreadUs, err = e.loopTime(n, reps, call, n); err != nil {
+		return t, err
+	}
+	t.GraphUs, t.GraphSpreadUs, err = e.graphTime(n, reps, call)
+	return t, err
 }
 
 func bench(args []string) error {
@@ -92,7 +143,7 @@ func bench(args []string) error {
 	}
 	sink, _ := cu.Alloc(256)
 	fillRandom(e, src, cbytes, 7)
-	copyUs, copySpread, err := e.loopTime(10, reps, func(int) error { return cu.CopyDtoD(dst, src, cbytes, e.stream) })
+	copyUs, copySpread, err := e.loopTime(10, reps, func(int) error { return cu.CopyDtoD(dst, src, cbytes, e.stream) }, 10)
 	if err != nil {
 		return err
 	}
@@ -100,17 +151,17 @@ func bench(args []string) error {
 	grid := uint32(e.info.SMs * 8)
 	kcopyUs, _, err := e.loopTime(10, reps, func(int) error {
 		return e.launch("copy_v4", [3]uint32{grid, 1, 1}, [3]uint32{256, 1, 1}, 0, uint64(src), uint64(dst), uint64(cbytes/16))
-	})
+	}, 10)
 	if err != nil {
 		return err
 	}
 	readUs, _, err := e.loopTime(10, reps, func(int) error {
 		return e.launch("read_v4", [3]uint32{grid, 1, 1}, [3]uint32{256, 1, 1}, 0, uint64(src), uint64(cbytes/16), uint64(sink))
-	})
+	}, 10)
 	if err != nil {
 		return err
 	}
-	floorUs, _, err := e.loopTime(2000, reps, func(int) error {
+	floor, err := e.timeBoth(2000, reps, func(int) error {
 		return e.launch("noop", [3]uint32{1, 1, 1}, [3]uint32{32, 1, 1}, 0)
 	})
 	if err != nil {
@@ -123,15 +174,20 @@ func bench(args []string) error {
 			r.GBps = r.Bytes / r.Us / 1e3
 			r.CopyFrac = r.GBps / copyGBps
 		}
-		r.FloorUs = floorUs
-		fmt.Printf("%-34s %-34s %9.2f us %8.0f GB/s %5.1f %% of copy%s\n", r.Kernel, r.Shape, r.Us, r.GBps, 100*r.CopyFrac, strings.TrimSuffix(" "+r.Note, " "))
+		r.FloorUs, r.GraphFloorUs = floor.Us, floor.GraphUs
+		graph := ""
+		if r.GraphUs > 0 {
+			r.GraphCopyFrac = r.Bytes / r.GraphUs / 1e3 / copyGBps
+			graph = fmt.Sprintf(" | graph %9.2f us %5.1f %%", r.GraphUs, 100*r.GraphCopyFrac)
+		}
+		fmt.Printf("%-34s %-34s %9.2f us %8.0f GB/s %5.1f %% of copy%s%s\n", r.Kernel, r.Shape, r.Us, r.GBps, 100*r.CopyFrac, graph, strings.TrimSuffix(" "+r.Note, " "))
 		out.write(r)
 	}
 	fmt.Printf("device %s, %d SMs, L2 %d MB\n", e.info.Name, e.info.SMs, l2>>20)
 	emit(benchRow{Kernel: "cuMemcpyDtoDAsync", Shape: "1 GiB", Us: copyUs, SpreadUs: copySpread, Bytes: 2 * cbytes, Note: "the ceiling: read + write"})
 	emit(benchRow{Kernel: "copy_v4", Shape: "1 GiB", Us: kcopyUs, Bytes: 2 * cbytes})
 	emit(benchRow{Kernel: "read_v4", Shape: "1 GiB", Us: readUs, Bytes: cbytes, Note: "read only"})
-	emit(benchRow{Kernel: "noop", Shape: "1 block", Us: floorUs, Note: "launch floor, back to back"})
+	emit(floor.row("noop", "1 block", 0, "launch floor, back to back"))
 
 	// rot allocates copies of n bytes totalling at least 4x L2 (so every
 	// call streams from device memory), fills them with random data and
@@ -162,7 +218,7 @@ func bench(args []string) error {
 			y, _ := cu.Alloc(n)
 			w, _ := cu.Alloc(cols * 2)
 			fillRandom(e, w, cols*2, 5)
-			us, sp, err := e.loopTime(iters(float64(4*n)/3e6), reps, func(i int) error {
+			t, err := e.timeBoth(iters(float64(4*n)/3e6), reps, func(i int) error {
 				xi := x + cu.DevPtr(uint64(i%cx)*2*n)
 				return e.launch("rmsnorm", [3]uint32{uint32(rows), 1, 1}, [3]uint32{256, 1, 1}, 0, uint64(xi), uint64(xi)+n, uint64(w), uint64(y), i32(cols), f32(1e-6))
 			})
@@ -170,7 +226,7 @@ func bench(args []string) error {
 				return err
 			}
 			// x and the residual read, the residual and y written.
-			emit(benchRow{Kernel: "rmsnorm (fused add)", Shape: fmt.Sprintf("%dx%d", rows, cols), Us: us, SpreadUs: sp, Bytes: float64(4 * n)})
+			emit(t.row("rmsnorm (fused add)", fmt.Sprintf("%dx%d", rows, cols), float64(4*n), ""))
 			cu.Free(x)
 			cu.Free(y)
 			cu.Free(w)
@@ -186,13 +242,13 @@ func bench(args []string) error {
 				}
 				y, _ := cu.Alloc(n)
 				g := uint32(min(e.info.SMs*16, max(1, (rows*d/8+511)/512)))
-				us, sp, err := e.loopTime(iters(float64(3*n)/3e6), reps, func(i int) error {
+				t, err := e.timeBoth(iters(float64(3*n)/3e6), reps, func(i int) error {
 					return e.launch("silu_mul", [3]uint32{g, 1, 1}, [3]uint32{256, 1, 1}, 0, uint64(x)+uint64(i%cx)*2*n, uint64(y), i32(rows), i32(d))
 				})
 				if err != nil {
 					return err
 				}
-				emit(benchRow{Kernel: "silu_mul", Shape: fmt.Sprintf("%dx%d", rows, d), Us: us, SpreadUs: sp, Bytes: float64(3 * n)})
+				emit(t.row("silu_mul", fmt.Sprintf("%dx%d", rows, d), float64(3*n), ""))
 				cu.Free(x)
 				cu.Free(y)
 			}
@@ -207,14 +263,14 @@ func bench(args []string) error {
 				return err
 			}
 			aux, _ := cu.Alloc(uint64(T * k * 8))
-			us, sp, err := e.loopTime(iters(5), reps, func(i int) error {
+			t, err := e.timeBoth(iters(5), reps, func(i int) error {
 				return e.launch("topk_router", [3]uint32{uint32((T*32 + 255) / 256), 1, 1}, [3]uint32{256, 1, 1}, 0,
 					uint64(x)+uint64(i%cx)*n, i32(T), i32(E), i32(k), uint64(aux), uint64(aux)+uint64(T*k*4))
 			})
 			if err != nil {
 				return err
 			}
-			emit(benchRow{Kernel: "topk_router", Shape: fmt.Sprintf("%dx%d top-%d", T, E, k), Us: us, SpreadUs: sp, Bytes: float64(n + uint64(T*k*8))})
+			emit(t.row("topk_router", fmt.Sprintf("%dx%d top-%d", T, E, k), float64(n+uint64(T*k*8)), ""))
 			cu.Free(x)
 			cu.Free(aux)
 		}
@@ -296,14 +352,13 @@ func benchMLA(e *env, emit func(benchRow), rot func(uint64) (cu.DevPtr, int, err
 			// size (launch, ramp and tail included).
 			if !fp8 || s.B*s.ctx >= 8*4096 {
 				grid := uint32(e.info.SMs * 8)
-				us, sp, err := e.loopTime(iters(float64(kvBytes)/3e6), reps, func(i int) error {
+				t, err := e.timeBoth(iters(float64(kvBytes)/3e6), reps, func(i int) error {
 					return e.launch("read_v4", [3]uint32{grid, 1, 1}, [3]uint32{256, 1, 1}, 0, uint64(kv)+uint64(i%copies)*kvBytes, kvBytes/16, uint64(sink))
 				})
 				if err != nil {
 					return err
 				}
-				emit(benchRow{Kernel: "read_v4", Shape: fmt.Sprintf("B=%d H=%d tps=%d ctx=%d %s cache", s.B, s.H, s.tps, s.ctx, kvs), Us: us, SpreadUs: sp,
-					Bytes: float64(kvBytes), Note: "the cache alone, read only"})
+				emit(t.row("read_v4", fmt.Sprintf("B=%d H=%d tps=%d ctx=%d %s cache", s.B, s.H, s.tps, s.ctx, kvs), float64(kvBytes), "the cache alone, read only"))
 			}
 			for _, k := range cuda.MLAFwdKernels {
 				if strings.Contains(k, "fp8") != fp8 {
@@ -344,7 +399,7 @@ func benchMLA(e *env, emit func(benchRow), rot func(uint64) (cu.DevPtr, int, err
 							}
 							return nil
 						}
-						us, sp, err := e.loopTime(iters(bytes/3e6), reps, call)
+						t, err := e.timeBoth(iters(bytes/3e6), reps, call)
 						if err != nil {
 							return fmt.Errorf("%s B=%d H=%d ctx=%d: %w", k, s.B, s.H, s.ctx, err)
 						}
@@ -352,8 +407,7 @@ func benchMLA(e *env, emit func(benchRow), rot func(uint64) (cu.DevPtr, int, err
 						if c == 0 && g.Splits > 1 {
 							merge = "+ mla_combine"
 						}
-						emit(benchRow{Kernel: k, Shape: fmt.Sprintf("B=%d H=%d tps=%d ctx=%d", s.B, s.H, s.tps, s.ctx), Us: us, SpreadUs: sp, Bytes: bytes,
-							Note: fmt.Sprintf("splits=%d chunk=%d %s", g.Splits, g.Chunk, merge)})
+						emit(t.row(k, fmt.Sprintf("B=%d H=%d tps=%d ctx=%d", s.B, s.H, s.tps, s.ctx), bytes, fmt.Sprintf("splits=%d chunk=%d %s", g.Splits, g.Chunk, merge)))
 					}
 					cu.Free(part)
 				}
@@ -365,7 +419,7 @@ func benchMLA(e *env, emit func(benchRow), rot func(uint64) (cu.DevPtr, int, err
 				th := uint64(T * s.H)
 				part, _ := cu.Alloc(uint64(g.Splits)*th*512*4 + uint64(g.Splits)*th*4)
 				lse := part + cu.DevPtr(uint64(g.Splits)*th*512*4)
-				us, sp, err := e.loopTime(iters(bytes/1e6), reps, func(i int) error {
+				t, err := e.timeBoth(iters(bytes/1e6), reps, func(i int) error {
 					kvi := kv + cu.DevPtr(uint64(i%copies)*kvBytes)
 					if err := e.launch(name, [3]uint32{uint32(g.Splits), uint32(g.Groups), uint32(T)}, [3]uint32{256, 1, 1}, uint32(g.SmemBytes),
 						uint64(q), uint64(kvi), uint64(part), uint64(lse), i32(T), i32(s.H), i32(s.ctx), i32(s.tps), i32(g.Chunk), scale, i32(576), i32(512)); err != nil {
@@ -376,8 +430,7 @@ func benchMLA(e *env, emit func(benchRow), rot func(uint64) (cu.DevPtr, int, err
 				if err != nil {
 					return err
 				}
-				emit(benchRow{Kernel: name, Shape: fmt.Sprintf("B=%d H=%d tps=%d ctx=%d", s.B, s.H, s.tps, s.ctx), Us: us, SpreadUs: sp, Bytes: bytes,
-					Note: fmt.Sprintf("CUDA cores, splits=%d + mla_combine", g.Splits)})
+				emit(t.row(name, fmt.Sprintf("B=%d H=%d tps=%d ctx=%d", s.B, s.H, s.tps, s.ctx), bytes, fmt.Sprintf("CUDA cores, splits=%d + mla_combine", g.Splits)))
 				cu.Free(part)
 			}
 			cu.Free(kv)

@@ -42,7 +42,7 @@ import (
 func main() {
 	runtime.LockOSThread()
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: cudacheck info|kernels|gemm|bench|run ...")
+		fmt.Fprintln(os.Stderr, "usage: cudacheck info|kernels|gemm|bench|timeline|run ...")
 		os.Exit(2)
 	}
 	var err error
@@ -55,6 +55,8 @@ func main() {
 		err = gemm(os.Args[2:])
 	case "bench":
 		err = bench(os.Args[2:])
+	case "timeline":
+		err = timeline(os.Args[2:])
 	case "run":
 		err = runModel(os.Args[2:])
 	default:
@@ -251,6 +253,12 @@ func kernels() error {
 		{"mla_ds_fp8_r16_t64_s4", 4, 8, 2, 1000, 160, true, false},
 		{"mla_tc_bf16_r8_t64_s2", 1, 8, 1, 1000, 64, false, true},
 		{"mla_ds_fp8c_r8_t64_s4_w16", 1, 8, 1, 1000, 64, true, true},
+		// Tiles by bulk copies: partial last tiles, stages reused, one-tile
+		// splits, MTP rows, a partial row group.
+		{"mla_ds_fp8c_r8_t64_s4_w16_b", 4, 8, 1, 1000, 352, true, true},
+		{"mla_ds_fp8c_r8_t64_s4_w16_b", 3, 20, 1, 777, 256, true, false},
+		{"mla_ds_fp8c_r8_t64_s4_w16_b", 1, 8, 1, 1000, 64, true, true},
+		{"mla_ds_fp8c_r16_t64_s4_b", 4, 8, 2, 1000, 160, true, true},
 	} {
 		re, what, err := checkMLA(e, r, c.kernel, c.T, c.H, c.tps, c.ctx, c.chunk, c.fp8, c.coop)
 		if err != nil {

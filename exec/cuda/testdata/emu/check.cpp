@@ -16,6 +16,8 @@ MLA_DECL(mla_ds_fp8c_r16_t64_s4)
 MLA_DECL(mla_ds_fp8_r8_t64_s4)
 MLA_DECL(mla_ds_fp8_r16_t64_s4)
 MLA_DECL(mla_ds_fp8c_r8_t64_s4_w16)
+MLA_DECL(mla_ds_fp8c_r8_t64_s4_w16_b)
+MLA_DECL(mla_ds_fp8c_r16_t64_s4_b)
 extern "C" void mla_combine(const float*, const float*, bf16_t*, int, int, int);
 extern "C" void silu_mul(const bf16_t*, bf16_t*, int, int);
 extern "C" void rmsnorm(const bf16_t*, bf16_t*, const bf16_t*, bf16_t*, int, float);
@@ -54,7 +56,7 @@ typedef void (*mlafn)(const bf16_t*, const void*, bf16_t*, float*, float*, int*,
 // checks the output, and the row log-sum-exps when lseOut is asked for.
 // The kernel takes R rows per block and 64-token tiles through ns stages
 // with nth threads, its shared memory laid out as kernels.cu's MlaTC (bf16)
-// or MlaDS (fp8).
+// or MlaDS (fp8, the stages' mbarriers last).
 static void mla(const char* kname, mlafn fn, bool fp8, int ns, int T, int H, int tps, int ctx, int S, bool coop, float scale, int R, int nth = 256, int tt = 64) {
   const int D = 576, DV = 512, B = T / tps;
   std::vector<bf16_t> q(T * H * D);
@@ -86,9 +88,9 @@ static void mla(const char* kname, mlafn fn, bool fp8, int ns, int T, int H, int
   if (!fp8) {  // MlaTC: Q, stages of 1168-byte rows, partial scores [8/(TT/16)][TT][R+1] (16-byte padded), P [R][TT+8], scalars
     const size_t np = nth / 32 / (tt / 16), spb = (np * tt * (R + 1) * 4 + 15) / 16 * 16;
     smem = (size_t)R * (D + 8) * 2 + ns * tt * 2 * (D + 8) + spb + R * (tt + 8) * 2 + 3 * R * 4;
-  } else {  // MlaDS: Q, stages of raw rows (576 bytes), partial scores [8][TT][R+1], P, scalars
+  } else {  // MlaDS: Q, stages of raw rows (576 bytes), partial scores [8][TT][R+1], P, scalars per token half, mbarriers
     const size_t spb = (8 * tt * (R + 1) * 4 + 15) / 16 * 16;
-    smem = (size_t)R * (D + 8) * 2 + ns * tt * D + spb + R * (tt + 8) * 2 + 3 * R * 4;
+    smem = (size_t)R * (D + 8) * 2 + ns * tt * D + spb + R * (tt + 8) * 2 + 3 * R * 4 * (nth / 256) + ns * 8;
   }
   const void* kvp = fp8 ? (const void*)kv8.data() : (const void*)kv16.data();
   emu::launch(dim3{(unsigned)S, (unsigned)groups, (unsigned)B}, dim3{(unsigned)nth, 1, 1}, smem, [&] {
@@ -125,7 +127,7 @@ static void mla(const char* kname, mlafn fn, bool fp8, int ns, int T, int H, int
   report(name, relerr(got, want));
   if (S == 1 || coop) report(std::string(name) + "/lse", relerr(lgot, lwant));
   bool reset = true;
-  for (size_t i = 0; i < sem.size(); i += 2) reset &= sem[i] == 0 && sem[i + 1] == 1;  // arrivals back to 0, one generation
+  for (size_t i = 0; i < sem.size(); i += 2) reset &= sem[i] == 0 && sem[i + 1] == 0;  // arrivals back to 0, the spare word untouched
   if (coop && S > 1) report(std::string(name) + "/sem-reset", reset ? 0 : 1);
 }
 
@@ -176,6 +178,11 @@ int main(int argc, char** argv) {
     // log-sum-exps (S <= 16, the block's items fit its threads).
     mla("tc_bf16_r8", mla_tc_bf16_r8_t64_s2, false, 2, 2, 8, 1, 600, 8, true, 0.0722f, 8);
     mla("ds_fp8c_r8_w16", mla_ds_fp8c_r8_t64_s4_w16, true, 4, 1, 8, 1, 520, 16, true, 0.0722f, 8, 512);
+    // Tiles by one bulk copy on an mbarrier (_b): partial last tiles
+    // zeroed; stages reused (more tiles than stages); 20 heads, MTP rows.
+    mla("ds_fp8c_r8_w16_b", mla_ds_fp8c_r8_t64_s4_w16_b, true, 4, 2, 8, 1, 700, 2, true, 0.0722f, 8, 512);
+    mla("ds_fp8c_r8_w16_b", mla_ds_fp8c_r8_t64_s4_w16_b, true, 4, 1, 20, 1, 150, 1, false, 0.0722f, 8, 512);
+    mla("ds_fp8c_r16_b", mla_ds_fp8c_r16_t64_s4_b, true, 4, 4, 8, 2, 100, 2, true, 0.25f, 16);
   }
   if (want("silu")) {
     for (int d : {256, 2304, 100}) {

@@ -92,7 +92,7 @@ inline void launch(dim3 grid, dim3 block, size_t smem, const std::function<void(
     b->bar = std::make_unique<std::barrier<>>(nt);
     b->warps.resize(nt / 32);
     for (auto& w : b->warps) w.bar = std::make_unique<std::barrier<>>(32);
-    b->dyn.assign(smem + 16, 0xA5);  // poison: code must write before it reads
+    b->dyn.assign(smem + 16, 0xFF);  // poison (NaN as e4m3, bf16 and fp32): code must write before it reads
   }
   std::vector<std::thread> th;
   th.reserve((size_t)nb * nt);
@@ -290,14 +290,82 @@ inline emu_v4 ldcg4_(const float* p) {
 }
 #define ldcg4(p) ({ auto _r = ldcg4_(p); v4{_r.x, _r.y, _r.z, _r.w}; })
 inline float ldcg1(const float* p) { return *p; }
+// mbarrier and cp.async.bulk: a barrier (keyed by its address) counts
+// its completed phases; a phase completes once its expected arrivals have
+// arrived and every byte announced by expect_tx has been copied. A bulk
+// copy is done when it is issued (a legal schedule of an asynchronous
+// copy); waiters block until the phase of the parity they name completes.
+namespace emu {
+struct MBar {
+  int count = 0, pending = 0;
+  long long tx = 0;
+  std::atomic<unsigned> phase{0};
+};
+inline std::mutex mbarMu_;
+inline std::map<void*, std::unique_ptr<MBar>> mbars_;
+inline MBar& mbar(saddr_t b) {
+  std::lock_guard<std::mutex> l(mbarMu_);
+  auto& m = mbars_[(void*)(uintptr_t)b];
+  if (!m) m = std::make_unique<MBar>();
+  return *m;
+}
+inline void mbar_step(MBar& m) {  // under mbarMu_
+  if (m.pending == 0 && m.tx == 0) {
+    m.pending = m.count;
+    m.phase.fetch_add(1);
+  }
+}
+}  // namespace emu
+inline void mbar_init(saddr_t b, int count) {
+  auto& m = emu::mbar(b);
+  std::lock_guard<std::mutex> l(emu::mbarMu_);
+  m.count = m.pending = count;
+  m.tx = 0;
+  m.phase.store(0);
+}
+inline void fence_async() { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
+inline void mbar_expect(saddr_t b, unsigned bytes) {
+  auto& m = emu::mbar(b);
+  std::lock_guard<std::mutex> l(emu::mbarMu_);
+  m.tx += bytes;
+  m.pending--;
+  emu::mbar_step(m);
+}
+inline void bulk_load(saddr_t dst, const void* src, unsigned bytes, saddr_t b) {
+  if (bytes % 16 || dst % 16 || (uintptr_t)src % 16) {
+    fprintf(stderr, "emu: cp.async.bulk of %u bytes %p -> %llx: want multiples of 16\n", bytes, src, dst);
+    abort();
+  }
+  memcpy((void*)(uintptr_t)dst, src, bytes);
+  auto& m = emu::mbar(b);
+  std::lock_guard<std::mutex> l(emu::mbarMu_);
+  m.tx -= bytes;
+  emu::mbar_step(m);
+}
+inline void mbar_wait(saddr_t b, unsigned parity) {
+  auto& m = emu::mbar(b);
+  const long long t0 = clock64();
+  while ((m.phase.load() & 1u) == parity) {
+    std::this_thread::yield();
+    if (clock64() - t0 > (1ll << 33)) {
+      fprintf(stderr, "emu: mbarrier wait for parity %u never completed\n", parity);
+      abort();
+    }
+  }
+}
+inline unsigned long long gtime() { return (unsigned long long)clock64() * 20; }
+inline unsigned smid() { return 0; }
 inline void nap() { std::this_thread::yield(); }
+inline int ld_acquire(const int* p) { return __atomic_load_n(p, __ATOMIC_ACQUIRE); }
 inline void die() {
   fprintf(stderr, "emu: trap (a block waited for seconds)\n");
   abort();
 }
-// cvt.rn.f16x2.e4m3x2, emulated exactly (byte 0 to the low half).
+// cvt.rn.f16x2.e4m3x2, emulated exactly (byte 0 to the low half; the
+// NaN bytes 0x7f and 0xff to a half NaN).
 inline unsigned e4m3_to_h_(unsigned b) {
   unsigned s = (b & 0x80u) << 8, e = (b >> 3) & 0xfu, m = b & 7u;
+  if ((b & 0x7fu) == 0x7fu) return s | 0x7e00u;
   if (e) return s | ((e + 8u) << 10) | (m << 7);
   if (!m) return s;
   int k = 0;  // subnormal e4m3 m x 2^-9: a normal half

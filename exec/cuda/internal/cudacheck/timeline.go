@@ -1,0 +1,133 @@
+package main
+
+import (
+	"encoding/binary"
+	"flag"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/tpscope/tpscope/exec/cuda"
+	"github.com/tpscope/tpscope/exec/cuda/internal/cu"
+)
+
+// timeline runs the phase-timed twins of the executor's 8-row MLA kernels
+// (mla_ds_fp8c_r8_t64_s4_w16_b_trace for an fp8 cache,
+// mla_tc_bf16_r8_t64_s2_trace for bf16) at each shape, back to back after
+// a warm-up, and prints where one launch's time goes: the spread of the
+// blocks' starts and ends on the global timer, and per block (median and
+// max) the time to Q staged (fp8), to its first tile, in the tile loop,
+// in the epilogue and in the finish (partials, merge).
+func timeline(args []string) error {
+	fs := flag.NewFlagSet("timeline", flag.ContinueOnError)
+	shapes := fs.String("mla-shapes", "32x8x1x4096,8x8x1x4096,64x8x1x4096,128x8x1x4096,1x8x1x131072", "BxHxTPSxCTX comma-separated")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	e, err := setup()
+	if err != nil {
+		return err
+	}
+	sem, _ := cu.Alloc(1 << 16)
+	cu.Memset8(sem, 0, 1<<16)
+	defer cu.Free(sem)
+	for _, k := range []string{"mla_ds_fp8c_r8_t64_s4_w16_b", "mla_tc_bf16_r8_t64_s2"} {
+		if err := timelineKernel(e, k, *shapes, sem); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func timelineKernel(e *env, k, shapes string, sem cu.DevPtr) error {
+	tk := k + "_trace"
+	fp8 := strings.Contains(k, "fp8")
+	kvb := 2
+	if fp8 {
+		kvb = 1
+	}
+	smem := cuda.MLAFwdSmem(k)
+	for _, f := range []string{k, tk} {
+		if err := cu.SetMaxDynamicSmem(e.fn(f), smem); err != nil {
+			return err
+		}
+	}
+	for _, f := range strings.Split(shapes, ",") {
+		var B, H, tps, ctx int
+		if _, err := fmt.Sscanf(f, "%dx%dx%dx%d", &B, &H, &tps, &ctx); err != nil || B < 1 || H < 1 || tps < 1 || ctx < 1 {
+			return fmt.Errorf("-mla-shapes %q: want BxHxTPSxCTX", f)
+		}
+		T := B * tps
+		g := cuda.MLAFwdLaunchWith(k, cuda.MLAShape{Seqs: B, TokPerSeq: tps, Heads: H, Ctx: ctx, FP8: fp8}, e.info.SMs, 1)
+		kvBytes := uint64(B * ctx * 576 * kvb)
+		kv, _ := cu.Alloc(kvBytes)
+		fillRandom(e, kv, kvBytes, 11)
+		q, _ := cu.Alloc(uint64(T * H * 576 * 2))
+		fillRandom(e, q, uint64(T*H*576*2), 4)
+		o, _ := cu.Alloc(uint64(T * H * 512 * 2))
+		th := uint64(T * H)
+		part, _ := cu.Alloc(uint64(g.Splits)*th*512*4 + uint64(g.Splits)*th*4)
+		lse := part + cu.DevPtr(uint64(g.Splits)*th*512*4)
+		nblk := g.Splits * g.Groups * B
+		trace, _ := cu.Alloc(uint64(nblk * 64))
+		coop := 0
+		if g.Coop {
+			coop = 1
+		}
+		call := func(name string, tr cu.DevPtr) error {
+			return e.launch(name, [3]uint32{uint32(g.Splits), uint32(g.Groups), uint32(B)}, [3]uint32{uint32(g.Threads), 1, 1}, uint32(g.SmemBytes),
+				uint64(q), uint64(kv), uint64(o), uint64(part), uint64(lse), uint64(sem), uint64(tr), i32(T), i32(H), i32(ctx), i32(tps), i32(g.Chunk), f32(0.0722), f32(1), i32(coop))
+		}
+		for i := 0; i < 20; i++ {
+			name := k
+			if i >= 10 {
+				name = tk // back to back, as in a step; the last one's trace is read
+			}
+			if err := call(name, trace); err != nil {
+				return err
+			}
+		}
+		if err := cu.StreamSync(e.stream); err != nil {
+			return err
+		}
+		raw := make([]byte, nblk*64)
+		if err := cu.DtoH(raw, trace); err != nil {
+			return err
+		}
+		type blk struct {
+			start, end float64
+			ph         [5]float64
+		}
+		bs := make([]blk, nblk)
+		minStart, maxStart, minEnd, maxEnd := 1e30, 0.0, 1e30, 0.0
+		for i := range bs {
+			w := func(j int) uint64 { return binary.LittleEndian.Uint64(raw[i*64+8*j:]) }
+			b := &bs[i]
+			b.start, b.end = float64(w(0))/1e3, float64(w(1))/1e3
+			nsPerCycle := (b.end - b.start) / float64(max(w(6), 1)) // us per SM cycle, from this block's own span
+			prev := uint64(0)
+			for j := 2; j <= 6; j++ {
+				b.ph[j-2] = float64(w(j)-prev) * nsPerCycle
+				prev = w(j)
+			}
+			minStart, maxStart = min(minStart, b.start), max(maxStart, b.start)
+			minEnd, maxEnd = min(minEnd, b.end), max(maxEnd, b.end)
+		}
+		fmt.Printf("%s B=%d H=%d tps=%d ctx=%d splits=%d chunk=%d blocks=%d: span %.2f us; starts spread %.2f us, ends spread %.2f us\n",
+			tk, B, H, tps, ctx, g.Splits, g.Chunk, nblk, maxEnd-minStart, maxStart-minStart, maxEnd-minEnd)
+		for j, name := range []string{"to Q staged", "to tile 0", "tile loop", "epilogue", "finish+merge"} {
+			v := make([]float64, nblk)
+			for i := range bs {
+				v[i] = bs[i].ph[j]
+			}
+			sort.Float64s(v)
+			fmt.Printf("  %-13s median %7.2f us  p10 %7.2f  max %7.2f\n", name, v[nblk/2], v[nblk/10], v[nblk-1])
+		}
+		cu.Free(kv)
+		cu.Free(q)
+		cu.Free(o)
+		cu.Free(part)
+		cu.Free(trace)
+	}
+	return nil
+}
