@@ -21,11 +21,12 @@
 //   - attention (mla_decode): absorbed MLA decode over a latent cache of the
 //     schedule's context. For the 576-wide latent on sm_80+, kernels.cu's
 //     tensor-core kernels (the query rows as the MMA's N; the cache
-//     streamed through cp.async stages, each row read once per 8 or 16
-//     query rows; split over the context so the grid fills the device once,
-//     the splits merged inside the kernel): mla_tc_* for a bf16 cache,
-//     mla_ds_* for e4m3 (widened in registers, once per value, with its
-//     scale folded into the softmax and the output), the family per cache
+//     streamed through shared-memory stages, each row read once per 8 or
+//     16 query rows; split over the context so the grid fills the device
+//     once, the splits merged inside the kernel): mla_tc_* for a bf16 cache
+//     (cp.async stages), mla_ds_* for e4m3 (a tile per bulk copy on sm_90,
+//     widened in registers, once per value, with its scale folded into the
+//     softmax and the output), the family per cache
 //     dtype being the first that agrees with the CUDA-core kernel at
 //     start-up; otherwise
 //     mla_decode_* (CUDA cores) and mla_combine. Under decode context

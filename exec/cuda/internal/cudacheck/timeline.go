@@ -70,6 +70,7 @@ func timelineKernel(e *env, k, shapes string, sem cu.DevPtr) error {
 		lse := part + cu.DevPtr(uint64(g.Splits)*th*512*4)
 		nblk := g.Splits * g.Groups * B
 		trace, _ := cu.Alloc(uint64(nblk * 64))
+		cu.Memset8(trace, 0, uint64(nblk*64)) // slots a kernel does not mark read zero
 		coop := 0
 		if g.Coop {
 			coop = 1
