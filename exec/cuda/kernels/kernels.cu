@@ -1170,7 +1170,12 @@ extern "C" __global__ void __launch_bounds__(256, 1)
 //     the same permuted column order, undone when the output is staged.
 // The products run in fp16 (e4m3 fits it exactly; Q is rounded to fp16,
 // P in [0,1] too) and the per-tensor scale goes on the scores and the
-// output, so dequantization costs no pass over the data.
+// output, so dequantization costs no pass over the data. With 16 warps
+// (w16) the tile's two token halves go to warps 0-7 and 8-15, and each
+// half runs its own online softmax (row w mod 8 over its 32 tokens), so
+// every warp works in the softmax; the halves' maxima and sums are merged
+// once, when the output is staged. _b kernels (sm_90) fill a stage by one
+// bulk copy (mla_bulk_tile) instead of cp.async from every thread.
 template <int R, int TT, int NS, int NW>
 struct MlaDS {
   static constexpr int NTH = 32 * NW;                    // threads: 8 column owners x NW/8 token halves
