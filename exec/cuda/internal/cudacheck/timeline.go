@@ -52,13 +52,17 @@ func timelineKernel(e *env, k, shapes string, sem cu.DevPtr) error {
 			return err
 		}
 	}
+	perSM, err := cu.MaxActiveBlocks(e.fn(k), cuda.MLAFwdThreads(k), smem)
+	if err != nil {
+		return err
+	}
 	for _, f := range strings.Split(shapes, ",") {
 		var B, H, tps, ctx int
 		if _, err := fmt.Sscanf(f, "%dx%dx%dx%d", &B, &H, &tps, &ctx); err != nil || B < 1 || H < 1 || tps < 1 || ctx < 1 {
 			return fmt.Errorf("-mla-shapes %q: want BxHxTPSxCTX", f)
 		}
 		T := B * tps
-		g := cuda.MLAFwdLaunchWith(k, cuda.MLAShape{Seqs: B, TokPerSeq: tps, Heads: H, Ctx: ctx, FP8: fp8}, e.info.SMs, 1)
+		g := cuda.MLAFwdLaunchWith(k, cuda.MLAShape{Seqs: B, TokPerSeq: tps, Heads: H, Ctx: ctx, FP8: fp8}, e.info.SMs, perSM)
 		kvBytes := uint64(B * ctx * 576 * kvb)
 		kv, _ := cu.Alloc(kvBytes)
 		fillRandom(e, kv, kvBytes, 11)
@@ -105,10 +109,10 @@ func timelineKernel(e *env, k, shapes string, sem cu.DevPtr) error {
 			w := func(j int) uint64 { return binary.LittleEndian.Uint64(raw[i*64+8*j:]) }
 			b := &bs[i]
 			b.start, b.end = float64(w(0))/1e3, float64(w(1))/1e3
-			nsPerCycle := (b.end - b.start) / float64(max(w(6), 1)) // us per SM cycle, from this block's own span
+			usPerCycle := (b.end - b.start) / float64(max(w(6), 1)) // from this block's own span
 			prev := uint64(0)
 			for j := 2; j <= 6; j++ {
-				b.ph[j-2] = float64(w(j)-prev) * nsPerCycle
+				b.ph[j-2] = float64(w(j)-prev) * usPerCycle
 				prev = w(j)
 			}
 			minStart, maxStart = min(minStart, b.start), max(maxStart, b.start)
