@@ -3,7 +3,6 @@ package main
 import (
 	"flag"
 	"fmt"
-	"runtime"
 	"sort"
 	"strconv"
 	"strings"
@@ -83,9 +82,9 @@ func (e *env) loopTime(n, reps int, call func(i int) error, per int) (med, sprea
 // graphTime captures call(0..n-1) in one CUDA graph and replays it reps
 // times between two events (after a warm-up replay), returning the
 // median and the spread of the per-call time.
+// (main keeps its goroutine on one OS thread, which the thread-local
+// capture needs.)
 func (e *env) graphTime(n, reps int, call func(i int) error) (med, spread float64, err error) {
-	runtime.LockOSThread() // the capture and its launches from one thread
-	defer runtime.UnlockOSThread()
 	if err := cu.BeginCapture(e.stream); err != nil {
 		return 0, 0, err
 	}
@@ -313,24 +312,19 @@ func benchMLA(e *env, emit func(benchRow), rot func(uint64) (cu.DevPtr, int, err
 	sem, _ := cu.Alloc(1 << 16)
 	cu.Memset8(sem, 0, 1<<16)
 	defer cu.Free(sem)
-	type shape struct{ B, H, tps, ctx int }
-	shapes := []shape{
+	shapes := []mlaShape{
 		{1, 8, 1, 4096}, {1, 8, 1, 32768}, {1, 8, 1, 131072},
 		{8, 8, 1, 4096}, {8, 8, 1, 8192}, {8, 8, 1, 32768},
 		{32, 8, 1, 4096}, {32, 8, 1, 8192}, {64, 8, 1, 4096}, {128, 8, 1, 4096},
 		{32, 16, 1, 4096}, {4, 64, 1, 4096}, {8, 8, 2, 4096},
 	}
 	if only != "" {
-		shapes = nil
-		for _, f := range strings.Split(only, ",") {
-			var s shape
-			if _, err := fmt.Sscanf(f, "%dx%dx%dx%d", &s.B, &s.H, &s.tps, &s.ctx); err != nil || s.B < 1 || s.H < 1 || s.tps < 1 || s.ctx < 1 {
-				return fmt.Errorf("-mla-shapes %q: want BxHxTPSxCTX", f)
-			}
-			shapes = append(shapes, s)
+		var err error
+		if shapes, err = parseMLAShapes(only); err != nil {
+			return err
 		}
 	}
-	scale := f32(0.0722)
+	const scale = 0.0722
 	for _, fp8 := range []bool{false, true} {
 		kvb, kvs := 2, "bf16"
 		if fp8 {
@@ -384,18 +378,15 @@ func benchMLA(e *env, emit func(benchRow), rot func(uint64) (cu.DevPtr, int, err
 						if !coop && (g.Splits == 1 || gi > 0) {
 							continue
 						}
-						c := 0
-						if coop && g.Coop {
-							c = 1
-						}
+						inKernel := coop && g.Coop
+						a := mlaFwdArgs{q: q, out: o, part: part, lse: lse, sem: sem, T: T, H: s.H, ctx: s.ctx, tps: s.tps, scale: scale, kscale: 1, coop: inKernel}
 						call := func(i int) error {
-							kvi := kv + cu.DevPtr(uint64(i%copies)*kvBytes)
-							if err := e.launch(k, [3]uint32{uint32(g.Splits), uint32(g.Groups), uint32(s.B)}, [3]uint32{uint32(g.Threads), 1, 1}, uint32(g.SmemBytes),
-								uint64(q), uint64(kvi), uint64(o), uint64(part), uint64(lse), uint64(sem), 0, i32(T), i32(s.H), i32(s.ctx), i32(s.tps), i32(g.Chunk), scale, f32(1), i32(c)); err != nil {
+							a.kv = kv + cu.DevPtr(uint64(i%copies)*kvBytes)
+							if err := e.launchMLAFwd(k, g, s.B, a); err != nil {
 								return err
 							}
-							if g.Splits > 1 && c == 0 {
-								return e.launch("mla_combine", [3]uint32{uint32(th), 1, 1}, [3]uint32{128, 1, 1}, 0, uint64(part), uint64(lse), uint64(o), i32(int(th)), i32(g.Splits), i32(512))
+							if g.Splits > 1 && !inKernel {
+								return e.combineMLA(part, lse, o, int(th), g.Splits)
 							}
 							return nil
 						}
@@ -404,7 +395,7 @@ func benchMLA(e *env, emit func(benchRow), rot func(uint64) (cu.DevPtr, int, err
 							return fmt.Errorf("%s B=%d H=%d ctx=%d: %w", k, s.B, s.H, s.ctx, err)
 						}
 						merge := "merged in-kernel"
-						if c == 0 && g.Splits > 1 {
+						if !inKernel && g.Splits > 1 {
 							merge = "+ mla_combine"
 						}
 						emit(t.row(k, fmt.Sprintf("B=%d H=%d tps=%d ctx=%d", s.B, s.H, s.tps, s.ctx), bytes, fmt.Sprintf("splits=%d chunk=%d %s", g.Splits, g.Chunk, merge)))
@@ -422,10 +413,10 @@ func benchMLA(e *env, emit func(benchRow), rot func(uint64) (cu.DevPtr, int, err
 				t, err := e.timeBoth(iters(bytes/1e6), reps, func(i int) error {
 					kvi := kv + cu.DevPtr(uint64(i%copies)*kvBytes)
 					if err := e.launch(name, [3]uint32{uint32(g.Splits), uint32(g.Groups), uint32(T)}, [3]uint32{256, 1, 1}, uint32(g.SmemBytes),
-						uint64(q), uint64(kvi), uint64(part), uint64(lse), i32(T), i32(s.H), i32(s.ctx), i32(s.tps), i32(g.Chunk), scale, i32(576), i32(512)); err != nil {
+						uint64(q), uint64(kvi), uint64(part), uint64(lse), i32(T), i32(s.H), i32(s.ctx), i32(s.tps), i32(g.Chunk), f32(scale), i32(576), i32(512)); err != nil {
 						return err
 					}
-					return e.launch("mla_combine", [3]uint32{uint32(th), 1, 1}, [3]uint32{128, 1, 1}, 0, uint64(part), uint64(lse), uint64(o), i32(int(th)), i32(g.Splits), i32(512))
+					return e.combineMLA(part, lse, o, int(th), g.Splits)
 				})
 				if err != nil {
 					return err
@@ -439,4 +430,48 @@ func benchMLA(e *env, emit func(benchRow), rot func(uint64) (cu.DevPtr, int, err
 		}
 	}
 	return nil
+}
+
+// mlaShape is one MLA decode shape of the timing verbs: B sequences of
+// tps query tokens, H heads, ctx cached tokens.
+type mlaShape struct{ B, H, tps, ctx int }
+
+// parseMLAShapes reads -mla-shapes: BxHxTPSxCTX, comma-separated.
+func parseMLAShapes(list string) ([]mlaShape, error) {
+	var shapes []mlaShape
+	for _, f := range strings.Split(list, ",") {
+		var s mlaShape
+		if _, err := fmt.Sscanf(f, "%dx%dx%dx%d", &s.B, &s.H, &s.tps, &s.ctx); err != nil || s.B < 1 || s.H < 1 || s.tps < 1 || s.ctx < 1 {
+			return nil, fmt.Errorf("-mla-shapes %q: want BxHxTPSxCTX", f)
+		}
+		shapes = append(shapes, s)
+	}
+	return shapes, nil
+}
+
+// mlaFwdArgs are one launch's buffers and sizes in the argument order of
+// kernels.cu's tensor-core MLA kernels (mla_tc_*, mla_ds_*).
+type mlaFwdArgs struct {
+	q, kv, out, part, lse, sem, lseOut cu.DevPtr
+	T, H, ctx, tps                     int
+	scale, kscale                      float32
+	coop                               bool // splits merged in the kernel
+}
+
+// launchMLAFwd launches a tensor-core MLA kernel (or its traced twin) with
+// geometry g over seqs sequences.
+func (e *env) launchMLAFwd(kernel string, g cuda.MLAGeometry, seqs int, a mlaFwdArgs) error {
+	coop := 0
+	if a.coop {
+		coop = 1
+	}
+	return e.launch(kernel, [3]uint32{uint32(g.Splits), uint32(g.Groups), uint32(seqs)}, [3]uint32{uint32(g.Threads), 1, 1}, uint32(g.SmemBytes),
+		uint64(a.q), uint64(a.kv), uint64(a.out), uint64(a.part), uint64(a.lse), uint64(a.sem), uint64(a.lseOut),
+		i32(a.T), i32(a.H), i32(a.ctx), i32(a.tps), i32(g.Chunk), f32(a.scale), f32(a.kscale), i32(coop))
+}
+
+// combineMLA merges the splits' partials of rows (token, head) rows into
+// out (mla_combine).
+func (e *env) combineMLA(part, lse, out cu.DevPtr, rows, splits int) error {
+	return e.launch("mla_combine", [3]uint32{uint32(rows), 1, 1}, [3]uint32{128, 1, 1}, 0, uint64(part), uint64(lse), uint64(out), i32(rows), i32(splits), i32(512))
 }

@@ -572,25 +572,21 @@ func checkMLA(e *env, r *rand.Rand, kernel string, T, H, tps, ctx, chunk int, fp
 		}
 		coop = false
 	} else {
-		smem := cuda.MLAFwdSmem(kernel)
-		if err := cu.SetMaxDynamicSmem(e.fn(kernel), smem); err != nil {
-			return 0, "", err
-		}
 		rows := cuda.MLAFwdRows(kernel)
-		groups := (tps*H + rows - 1) / rows
-		c := 0
-		if coop && S > 1 {
-			c = 1
-		}
-		what = fmt.Sprintf("%s S=%d coop=%v", kernel, S, c == 1)
-		if err := e.launch(kernel, [3]uint32{uint32(S), uint32(groups), uint32(B)}, [3]uint32{uint32(cuda.MLAFwdThreads(kernel)), 1, 1}, uint32(smem),
-			uint64(dq), uint64(dkv), uint64(out), uint64(part), uint64(lse), uint64(sem), 0, i32(T), i32(H), i32(ctx), i32(tps), i32(chunk), f32(scale), f32(float32(kscale)), i32(c)); err != nil {
+		g := cuda.MLAGeometry{Threads: cuda.MLAFwdThreads(kernel), Groups: (tps*H + rows - 1) / rows, Splits: S, Chunk: chunk, SmemBytes: cuda.MLAFwdSmem(kernel)}
+		if err := cu.SetMaxDynamicSmem(e.fn(kernel), g.SmemBytes); err != nil {
 			return 0, "", err
 		}
-		coop = c == 1 || S == 1
+		inKernel := coop && S > 1
+		what = fmt.Sprintf("%s S=%d coop=%v", kernel, S, inKernel)
+		if err := e.launchMLAFwd(kernel, g, B, mlaFwdArgs{q: dq, kv: dkv, out: out, part: part, lse: lse, sem: sem,
+			T: T, H: H, ctx: ctx, tps: tps, scale: scale, kscale: float32(kscale), coop: inKernel}); err != nil {
+			return 0, "", err
+		}
+		coop = inKernel || S == 1
 	}
 	if !coop {
-		if err := e.launch("mla_combine", [3]uint32{uint32(T * H), 1, 1}, [3]uint32{128, 1, 1}, 0, uint64(part), uint64(lse), uint64(out), i32(T*H), i32(S), i32(512)); err != nil {
+		if err := e.combineMLA(part, lse, out, T*H, S); err != nil {
 			return 0, "", err
 		}
 	}

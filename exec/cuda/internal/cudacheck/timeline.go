@@ -24,6 +24,10 @@ func timeline(args []string) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
+	list, err := parseMLAShapes(*shapes)
+	if err != nil {
+		return err
+	}
 	e, err := setup()
 	if err != nil {
 		return err
@@ -32,14 +36,14 @@ func timeline(args []string) error {
 	cu.Memset8(sem, 0, 1<<16)
 	defer cu.Free(sem)
 	for _, k := range []string{"mla_ds_fp8c_r8_t64_s4_w16_b", "mla_tc_bf16_r8_t64_s2"} {
-		if err := timelineKernel(e, k, *shapes, sem); err != nil {
+		if err := timelineKernel(e, k, list, sem); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-func timelineKernel(e *env, k, shapes string, sem cu.DevPtr) error {
+func timelineKernel(e *env, k string, shapes []mlaShape, sem cu.DevPtr) error {
 	tk := k + "_trace"
 	fp8 := strings.Contains(k, "fp8")
 	kvb := 2
@@ -56,11 +60,8 @@ func timelineKernel(e *env, k, shapes string, sem cu.DevPtr) error {
 	if err != nil {
 		return err
 	}
-	for _, f := range strings.Split(shapes, ",") {
-		var B, H, tps, ctx int
-		if _, err := fmt.Sscanf(f, "%dx%dx%dx%d", &B, &H, &tps, &ctx); err != nil || B < 1 || H < 1 || tps < 1 || ctx < 1 {
-			return fmt.Errorf("-mla-shapes %q: want BxHxTPSxCTX", f)
-		}
+	for _, s := range shapes {
+		B, H, tps, ctx := s.B, s.H, s.tps, s.ctx
 		T := B * tps
 		g := cuda.MLAFwdLaunchWith(k, cuda.MLAShape{Seqs: B, TokPerSeq: tps, Heads: H, Ctx: ctx, FP8: fp8}, e.info.SMs, perSM)
 		kvBytes := uint64(B * ctx * 576 * kvb)
@@ -75,20 +76,13 @@ func timelineKernel(e *env, k, shapes string, sem cu.DevPtr) error {
 		nblk := g.Splits * g.Groups * B
 		trace, _ := cu.Alloc(uint64(nblk * 64))
 		cu.Memset8(trace, 0, uint64(nblk*64)) // slots a kernel does not mark read zero
-		coop := 0
-		if g.Coop {
-			coop = 1
-		}
-		call := func(name string, tr cu.DevPtr) error {
-			return e.launch(name, [3]uint32{uint32(g.Splits), uint32(g.Groups), uint32(B)}, [3]uint32{uint32(g.Threads), 1, 1}, uint32(g.SmemBytes),
-				uint64(q), uint64(kv), uint64(o), uint64(part), uint64(lse), uint64(sem), uint64(tr), i32(T), i32(H), i32(ctx), i32(tps), i32(g.Chunk), f32(0.0722), f32(1), i32(coop))
-		}
+		a := mlaFwdArgs{q: q, kv: kv, out: o, part: part, lse: lse, sem: sem, T: T, H: H, ctx: ctx, tps: tps, scale: 0.0722, kscale: 1, coop: g.Coop}
 		for i := 0; i < 20; i++ {
-			name, tr := k, cu.DevPtr(0) // the plain kernel takes no row log-sum-exps here
+			name := k // the plain kernel takes no row log-sum-exps here
 			if i >= 10 {
-				name, tr = tk, trace // back to back, as in a step; the last one's trace is read
+				name, a.lseOut = tk, trace // back to back, as in a step; the last one's trace is read
 			}
-			if err := call(name, tr); err != nil {
+			if err := e.launchMLAFwd(name, g, B, a); err != nil {
 				return err
 			}
 		}
