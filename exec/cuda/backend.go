@@ -268,6 +268,7 @@ type kargs struct {
 	fn          cu.Function
 	grid, block [3]uint32
 	smem        uint32
+	cluster     uint32 // blocks per thread-block cluster (> 1: cuLaunchKernelEx)
 	vals        []uint64
 	ptrs        []unsafe.Pointer
 }
@@ -283,7 +284,23 @@ func (r *Rank) launchArgs(fn cu.Function, grid, block [3]uint32, smem uint32, va
 }
 
 func (k *kargs) launch(s cu.Stream) error {
+	if k.cluster > 1 {
+		return cu.LaunchCluster(k.fn, k.grid, k.block, k.smem, s, unsafe.Pointer(&k.ptrs[0]), k.cluster)
+	}
 	return cu.Launch(k.fn, k.grid, k.block, k.smem, s, unsafe.Pointer(&k.ptrs[0]))
+}
+
+// mlaClusterFit is how many clusters of w blocks of tensor-core MLA kernel
+// f (named n) the device runs at once, index w = 0..16 (0 and 1 unused).
+func mlaClusterFit(f cu.Function, n string) ([]int, error) {
+	fit := make([]int, mlaMaxCluster+1)
+	for w := 2; w <= mlaMaxCluster; w++ {
+		var err error
+		if fit[w], err = cu.MaxActiveClusters(f, MLAFwdThreads(n), MLAFwdSmem(n), w); err != nil {
+			return nil, fmt.Errorf("%s: clusters of %d blocks: %w", n, w, err)
+		}
+	}
+	return fit, nil
 }
 
 func i32(v int) uint64       { return uint64(uint32(int32(v))) }
@@ -365,6 +382,7 @@ func (r *Rank) open(ctx context.Context) error {
 	}
 	caps := r.s.caps
 	caps.mlaOcc = map[string]int{}
+	caps.mlaClusters = map[string][]int{}
 	for _, n := range names {
 		f, err := cu.GetFunction(r.mod, n)
 		if err != nil {
@@ -384,6 +402,13 @@ func (r *Rank) open(ctx context.Context) error {
 			// once (the in-kernel merge waits on that).
 			if caps.mlaOcc[n], err = cu.MaxActiveBlocks(f, MLAFwdThreads(n), smem); err != nil {
 				return err
+			}
+			if caps.ccMajor >= 9 {
+				// Clusters that fit at once, per width, for the merge
+				// through shared memory.
+				if caps.mlaClusters[n], err = mlaClusterFit(f, n); err != nil {
+					return err
+				}
 			}
 		}
 		r.fns[n] = f
@@ -741,12 +766,10 @@ func (r *Rank) attentionLaunches(p *opPlan, kvp cu.DevPtr) []*kargs {
 		if p.dcp > 1 {
 			lo = ptr(lseOut)
 		}
-		coop := 0
-		if g.Coop {
-			coop = 1
-		}
-		ks = append(ks, r.launchArgs(r.fns[g.Kernel], [3]uint32{uint32(g.Splits), uint32(g.Groups), uint32(p.seqs)}, [3]uint32{uint32(g.Threads), 1, 1}, uint32(g.SmemBytes),
-			ptr(r.xbuf), ptr(kvp), ptr(r.ybuf), ptr(part), ptr(lse), ptr(r.sem), lo, i32(p.tokens), i32(p.heads), i32(p.ctx), i32(p.tokPerSeq), i32(g.Chunk), f32(scale), f32(1), i32(coop)))
+		k := r.launchArgs(r.fns[g.Kernel], [3]uint32{uint32(g.Splits), uint32(g.Groups), uint32(p.seqs)}, [3]uint32{uint32(g.Threads), 1, 1}, uint32(g.SmemBytes),
+			ptr(r.xbuf), ptr(kvp), ptr(r.ybuf), ptr(part), ptr(lse), ptr(r.sem), lo, i32(p.tokens), i32(p.heads), i32(p.ctx), i32(p.tokPerSeq), i32(g.Chunk), f32(scale), f32(1), i32(g.MergeMode()))
+		k.cluster = uint32(g.Cluster)
+		ks = append(ks, k)
 		if g.Splits > 1 && !g.Coop {
 			ks = append(ks, r.launchArgs(r.fns["mla_combine"], [3]uint32{uint32(th), 1, 1}, [3]uint32{128, 1, 1}, 0,
 				ptr(part), ptr(lse), ptr(r.ybuf), i32(int(th)), i32(p.splits), i32(p.dlat)))

@@ -54,6 +54,10 @@ type devCaps struct {
 	// mlaOcc: blocks of each tensor-core MLA kernel that fit one SM
 	// (cuOccupancyMaxActiveBlocksPerMultiprocessor), for the in-kernel merge.
 	mlaOcc map[string]int
+	// mlaClusters: per tensor-core MLA kernel, how many clusters of w
+	// blocks run at once, index w (cuOccupancyMaxActiveClusters; none
+	// before sm_90).
+	mlaClusters map[string][]int
 	// mlaFwd: the tensor-core MLA kernel family per cache dtype (fp8
 	// true) that passed the start-up check; none: MLAFwdKernel's.
 	mlaFwd map[bool]mlaFwdFamily
@@ -409,7 +413,11 @@ func (pl *planner) planAttention(op *model.Op) (opPlan, error) {
 		if f, ok := pl.dev.mlaFwd[p.fp8KV]; ok {
 			k = f.kernel(p.tokPerSeq * p.heads)
 		}
-		g = MLAFwdLaunchWith(k, MLAShape{Seqs: p.seqs, TokPerSeq: p.tokPerSeq, Heads: p.heads, Ctx: p.ctx, FP8: p.fp8KV}, pl.dev.sms, pl.dev.mlaOcc[k])
+		s := MLAShape{Seqs: p.seqs, TokPerSeq: p.tokPerSeq, Heads: p.heads, Ctx: p.ctx, FP8: p.fp8KV}
+		g = MLAFwdLaunchWith(k, s, pl.dev.sms, pl.dev.mlaOcc[k])
+		if cl := pl.dev.mlaClusters[k]; g.Splits < len(cl) {
+			g = g.Clustered(cl[g.Splits], g.Units(s))
+		}
 	} else {
 		g = MLALaunch(p.tokens, p.heads, p.ctx, p.dqk, pl.dev.sms, p.fp8KV)
 	}
@@ -433,6 +441,8 @@ func (pl *planner) planAttention(op *model.Op) (opPlan, error) {
 	switch {
 	case p.tc && p.splits == 1:
 		p.kernel = g.Kernel
+	case p.tc && g.Cluster > 0:
+		p.kernel = fmt.Sprintf("%s x%d splits (merged in-kernel, cluster of %d)", g.Kernel, p.splits, g.Cluster)
 	case p.tc && g.Coop:
 		p.kernel = fmt.Sprintf("%s x%d splits (merged in-kernel)", g.Kernel, p.splits)
 	case p.tc:
@@ -453,7 +463,9 @@ func (pl *planner) planAttention(op *model.Op) (opPlan, error) {
 // sequences) blocks of 256 threads, each scoring up to HeadGroup (8 or 16)
 // query rows (a sequence's tokens x heads) over Chunk cached tokens; with Splits >
 // 1 the blocks merge their partials in the kernel when Coop (the whole grid
-// fits on the device at once), else mla_combine merges them.
+// fits on the device at once), through L2, or, when Cluster is set, the
+// splits of a (sequence, row group) are one thread-block cluster and merge
+// from each other's shared memory; else mla_combine merges them.
 //
 // CUDA-core kernel (mla_decode_*_h<HeadGroup>): a grid of (Splits, Groups,
 // tokens) blocks, HeadGroup heads each, then mla_combine.
@@ -466,7 +478,43 @@ type MLAGeometry struct {
 	Chunk     int    // cached tokens per split, a multiple of the 32-token tile
 	SmemBytes int    // dynamic shared memory per block
 	Coop      bool   // splits merged in the kernel (tensor core)
+	Cluster   int    // blocks per thread-block cluster (= Splits) when the merge goes through shared memory; 0: none
 }
+
+// mlaMaxCluster: the largest thread-block cluster sm_90 launches (16, with
+// the non-portable size allowed; 8 is the portable bound).
+const mlaMaxCluster = 16
+
+// Clustered returns g with its splits merged through their cluster's
+// shared memory (Cluster = Splits) when g is merged in the kernel, has 2
+// to 16 splits, and the device runs all of its clusters at once: active
+// is how many clusters of g.Splits blocks of g.Kernel fit the device
+// (cuOccupancyMaxActiveClusters: a cluster takes SMs of one GPC, so this
+// can be fewer than SMs / Splits). Otherwise g is returned unchanged and
+// the merge stays in L2.
+func (g MLAGeometry) Clustered(active, units int) MLAGeometry {
+	if g.Coop && g.Splits >= 2 && g.Splits <= mlaMaxCluster && units >= 1 && units <= active {
+		g.Cluster = g.Splits
+	}
+	return g
+}
+
+// MergeMode is the tensor-core kernels' coop argument: 0 the partials are
+// left for mla_combine, 1 merged in the kernel through L2, 2 through the
+// cluster's shared memory.
+func (g MLAGeometry) MergeMode() int {
+	switch {
+	case g.Cluster > 0:
+		return 2
+	case g.Coop:
+		return 1
+	}
+	return 0
+}
+
+// Units is how many (sequence, row group) pairs the launch of shape s
+// covers: the clusters of a clustered launch.
+func (g MLAGeometry) Units(s MLAShape) int { return max(1, s.Seqs) * max(1, g.Groups) }
 
 // MLAShape is one MLA decode problem: Seqs sequences of Ctx cached tokens,
 // TokPerSeq query tokens each (1 + speculative tokens), Heads heads, a

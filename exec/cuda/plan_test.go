@@ -145,6 +145,51 @@ func TestPlanAttentionSplitsBatch1(t *testing.T) {
 	}
 }
 
+// The splits of a (sequence, row group) merge through their cluster's
+// shared memory when every cluster fits the device at once; otherwise
+// through L2. Kimi-K2.5 TP-8 shard, batch 8 at 4096: 8 sequences x 1 row
+// group = 8 units; 132 / 8 = 16 splits of 256 tokens (128 blocks fit at
+// once), so 8 clusters of 16 blocks are wanted. At batch 32: 4 splits,
+// 32 clusters of 4.
+func TestPlanAttentionCluster(t *testing.T) {
+	const k = "mla_tc_bf16_r8_t64_s2"
+	for _, c := range []struct {
+		batch, fit16, fit4 int // clusters of 16 and of 4 blocks the device runs at once
+		splits, cluster    int
+		kernel             string
+	}{
+		{8, 8, 33, 16, 16, k + " x16 splits (merged in-kernel, cluster of 16)"},
+		{8, 7, 33, 16, 0, k + " x16 splits (merged in-kernel)"}, // a GPC short of 16 free SMs: one cluster would wait
+		{32, 8, 32, 4, 4, k + " x4 splits (merged in-kernel, cluster of 4)"},
+		{32, 8, 31, 4, 0, k + " x4 splits (merged in-kernel)"},
+	} {
+		s := buildSched(t, "kimi-k2.5", 8, c.batch, 4096)
+		dev := h200
+		fit := make([]int, 17)
+		fit[16], fit[4] = c.fit16, c.fit4
+		dev.mlaClusters = map[string][]int{k: fit}
+		pl := &planner{sched: s, dev: dev, seed: 1, shard: true, world: 8}
+		plans, err := pl.planRank(0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, p := planByID(t, s, plans, "L01.attn.mla_decode")
+		if p.splits != c.splits || p.mla.Cluster != c.cluster || p.kernel != c.kernel || p.mla.MergeMode() != map[bool]int{true: 2, false: 1}[c.cluster > 0] {
+			t.Errorf("batch %d, %d clusters of 16 and %d of 4 fit: %d splits, cluster %d, merge %d, %q; want %d, %d, %q",
+				c.batch, c.fit16, c.fit4, p.splits, p.mla.Cluster, p.mla.MergeMode(), p.kernel, c.splits, c.cluster, c.kernel)
+		}
+	}
+	// Before sm_90 (no cluster counts) the merge stays in L2.
+	s := buildSched(t, "kimi-k2.5", 8, 8, 4096)
+	plans, err := (&planner{sched: s, dev: h200, seed: 1, shard: true, world: 8}).planRank(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, p := planByID(t, s, plans, "L01.attn.mla_decode"); p.mla.Cluster != 0 || p.mla.MergeMode() != 1 {
+		t.Errorf("no cluster counts: cluster %d, merge %d; want 0, 1", p.mla.Cluster, p.mla.MergeMode())
+	}
+}
+
 func TestPlanTinyAttentionWidth(t *testing.T) {
 	// tiny-mla-moe: kv_lora 64 + rope 16 = 80 wide latent, 8 heads at TP 1.
 	s := buildSched(t, "tiny-mla-moe", 1, 32, 4096)

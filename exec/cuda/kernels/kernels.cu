@@ -494,8 +494,9 @@ MLA_KERNEL(16, true, mla_decode_fp8_h16)
 // log-sum-exp (opart, lse), then, if coop, the blocks of one (sequence,
 // row group) wait for each other on a counter in sem (so the launch must
 // fit on the device at once: the planner checks the occupancy) and each
-// merges a slice of the 512 columns (mla_merge_splits); else mla_combine
-// merges afterwards. lseOut, when set, receives each row's log-sum-exp
+// merges a slice of the 512 columns (mla_merge_splits), or, coop 2, the
+// splits are a thread-block cluster and merge from each other's shared
+// memory (mla_finish); else mla_combine merges afterwards. lseOut, when set, receives each row's log-sum-exp
 // (decode context parallelism's merge across ranks needs it).
 #define MLA_D 576             // scored latent width (kv_lora 512 + rope 64)
 #define MLA_DV 512            // output width
@@ -582,12 +583,46 @@ __device__ __forceinline__ void mbar_wait(saddr_t b, u32 parity) {
       "{\n .reg .pred p;\n WAIT:\n mbarrier.try_wait.parity.shared::cta.b64 p, [%0], %1;\n @!p bra WAIT;\n}\n" ::"r"(b), "r"(parity)
       : "memory");
 }
-#else  // the bulk kernels are chosen only on sm_90 and later (plan.go)
+// Thread-block clusters (sm_90): the blocks of a cluster are resident at
+// once, on one GPC, and read each other's shared memory (distributed
+// shared memory) at shared-memory latency, without a round trip to L2.
+// cluster_sync is the cluster's barrier, with release/acquire ordering of
+// shared memory; dsmem maps this block's shared address to the same
+// address in the cluster's block rank.
+__device__ __forceinline__ void cluster_sync() {
+  asm volatile("barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;\n" ::: "memory");
+}
+__device__ __forceinline__ saddr_t dsmem(saddr_t a, u32 rank) {
+  u32 r;
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(r) : "r"(a), "r"(rank));
+  return r;
+}
+__device__ __forceinline__ v4 ld_dsmem4(saddr_t a) {
+  v4 r;
+  asm volatile("ld.shared::cluster.v4.u32 {%0,%1,%2,%3}, [%4];\n" : "=r"(r.x), "=r"(r.y), "=r"(r.z), "=r"(r.w) : "r"(a) : "memory");
+  return r;
+}
+__device__ __forceinline__ float ld_dsmem1(saddr_t a) {
+  float r;
+  asm volatile("ld.shared::cluster.f32 %0, [%1];\n" : "=f"(r) : "r"(a) : "memory");
+  return r;
+}
+__device__ __forceinline__ u32 cluster_blocks() {
+  u32 r;
+  asm volatile("mov.u32 %0, %%cluster_nctarank;\n" : "=r"(r));
+  return r;
+}
+#else  // the bulk kernels and cluster launches are chosen only on sm_90 and later (plan.go)
 __device__ __forceinline__ void mbar_init(saddr_t, int) { asm volatile("trap;\n" ::); }
 __device__ __forceinline__ void fence_async() {}
 __device__ __forceinline__ void mbar_expect(saddr_t, u32) {}
 __device__ __forceinline__ void bulk_load(saddr_t, const void*, u32, saddr_t) {}
 __device__ __forceinline__ void mbar_wait(saddr_t, u32) {}
+__device__ __forceinline__ void cluster_sync() { asm volatile("trap;\n" ::); }
+__device__ __forceinline__ saddr_t dsmem(saddr_t a, u32) { return a; }
+__device__ __forceinline__ v4 ld_dsmem4(saddr_t) { return v4{0, 0, 0, 0}; }
+__device__ __forceinline__ float ld_dsmem1(saddr_t) { return 0.f; }
+__device__ __forceinline__ u32 cluster_blocks() { return 1; }
 #endif
 __device__ __forceinline__ void nap() { asm volatile("nanosleep.u32 64;\n" ::); }
 __device__ __forceinline__ int ld_acquire(const int* p) {
@@ -634,43 +669,36 @@ inline u32 f2bf_rn(float f) { return f2bf(f); }
 #endif
 
 
-// mla_merge_splits is the in-kernel merge of a split launch: every block
-// has written its normalised partial and log-sum-exp; wait until the S
-// blocks of this (sequence, row group) have, then merge columns
-// [split*cw, split*cw + cw) of its nrows rows (wts: 16 x S floats of free
-// shared memory; NTH threads). sem holds two ints per (sequence, row
-// group), the first the arrivals: they start at zero, the last block in
-// resets them, and the others wait for that reset (their own arrival
-// left the count above their ticket until then; no later launch counts
-// before every block of this one has left). No block touches the count
-// after the barrier, so a block leaves as soon as its columns are
-// written. (Waiting on a generation word that the last block advances
-// would cost it one more round trip to L2.) Where
-// the block's items fit its threads and S <= 16, each thread loads its
-// partials before the weights are known, so those loads and the
-// log-sum-exps' are in flight together: one round trip to L2, not S/4+1.
-template <int NTH>
-__device__ __forceinline__ void mla_merge_splits(const float* __restrict__ opart, float* __restrict__ lse, bf16_t* __restrict__ out,
-                                                 int* __restrict__ sem, float* __restrict__ lseOut, float* wts, u64 TH, u64 rowBase,
-                                                 int nrows, int seq, int grp, int split, int S) {
+// Where a merge reads split sp's inputs: 4 columns from c of row r of its
+// normalised partial, and row r's log-sum-exp. MergeL2: the partials the
+// blocks wrote to device memory (opart, lse), read from L2. MergeDSMEM:
+// the partials staged in the shared memory of the cluster's blocks (osm,
+// OS floats a row; lse_s), read from there.
+struct MergeL2 {
+  const float* opart;
+  const float* lse;
+  u64 TH, rowBase;
+  __device__ __forceinline__ v4 part(int sp, int r, int c) const { return ldcg4(opart + ((u64)sp * TH + rowBase + r) * MLA_DV + c); }
+  __device__ __forceinline__ float lsum(int sp, int r) const { return ldcg1(lse + (u64)sp * TH + rowBase + r); }
+};
+template <int OS>
+struct MergeDSMEM {
+  saddr_t osm, lse;
+  __device__ __forceinline__ v4 part(int sp, int r, int c) const { return ld_dsmem4(dsmem(osm + (u32)(r * OS + c) * 4, sp)); }
+  __device__ __forceinline__ float lsum(int sp, int r) const { return ld_dsmem1(dsmem(lse + (u32)r * 4, sp)); }
+};
+
+// mla_merge_cols merges the S splits of this (sequence, row group) into
+// columns [split*cw, split*cw + cw) of its nrows rows of out (wts: 16 x S
+// floats of free shared memory; NTH threads), once every split's inputs
+// are readable from src. Where the block's items fit its threads and
+// S <= 16, each thread loads its partials before the weights are known,
+// so those loads and the log-sum-exps' are in flight together: one round
+// trip, not S/4+1.
+template <int NTH, class SRC>
+__device__ __forceinline__ void mla_merge_cols(const SRC& src, bf16_t* __restrict__ out, float* __restrict__ lseOut, float* wts,
+                                               u64 rowBase, int nrows, int split, int S) {
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
-  int* cnt = sem + 2 * ((u64)seq * gridDim.y + grp);
-  __threadfence();
-  __syncthreads();
-  if (tid == 0) {
-    const int ticket = atomicAdd(cnt, 1);
-    if (ticket == S - 1) {
-      atomicExch(cnt, 0);  // all S arrived
-    } else {
-      long long t0 = clock64();
-      while (ld_acquire(cnt) > ticket) {
-        nap();
-        if (clock64() - t0 > (1ll << 33)) die();  // seconds: the blocks were not co-resident
-      }
-    }
-    __threadfence();
-  }
-  __syncthreads();
   const int cw = ((MLA_DV / 4 + S - 1) / S) * 4;  // columns per block, a multiple of 4
   const int c0 = split * cw, c1 = imin(MLA_DV, c0 + cw);
   const int nc4 = c1 > c0 ? (c1 - c0) / 4 : 0;
@@ -678,14 +706,13 @@ __device__ __forceinline__ void mla_merge_splits(const float* __restrict__ opart
   v4 part[16];
   if (pre && tid < nrows * nc4) {
     const int r = tid / nc4, c = c0 + (tid - r * nc4) * 4;
-    const float* p = opart + (rowBase + r) * MLA_DV + c;
 #pragma unroll
     for (int sp = 0; sp < 16; sp++)
-      if (sp < S) part[sp] = ldcg4(p + (u64)sp * TH * MLA_DV);
+      if (sp < S) part[sp] = src.part(sp, r, c);
   }
   for (int i = tid; i < nrows * S; i += NTH) {
     int r = i / S, s = i - r * S;
-    wts[i] = ldcg1(lse + (u64)s * TH + rowBase + r);
+    wts[i] = src.lsum(s, r);
   }
   __syncthreads();
   for (int r = warp; r < nrows; r += NTH / 32) {  // weights exp(lse_s - max) / sum
@@ -725,10 +752,9 @@ __device__ __forceinline__ void mla_merge_splits(const float* __restrict__ opart
     for (int it = warp; it < nrows * nc4; it += NTH / 32) {
       const int r = it / nc4, c = c0 + (it - r * nc4) * 4;
       float o0 = 0.f, o1 = 0.f, o2 = 0.f, o3 = 0.f;
-      const float* p = opart + (rowBase + r) * MLA_DV + c;
 #pragma unroll 4
       for (int sp = lane; sp < S; sp += 32) {
-        v4 v = ldcg4(p + (u64)sp * TH * MLA_DV);
+        v4 v = src.part(sp, r, c);
         const float w = wts[r * S + sp];
         o0 += w * __uint_as_float(v.x); o1 += w * __uint_as_float(v.y);
         o2 += w * __uint_as_float(v.z); o3 += w * __uint_as_float(v.w);
@@ -745,10 +771,9 @@ __device__ __forceinline__ void mla_merge_splits(const float* __restrict__ opart
     for (int i = tid; i < nrows * nc4; i += NTH) {
       const int r = i / nc4, c = c0 + (i - r * nc4) * 4;
       float o0 = 0.f, o1 = 0.f, o2 = 0.f, o3 = 0.f;
-      const float* p = opart + (rowBase + r) * MLA_DV + c;
 #pragma unroll 4
       for (int sp = 0; sp < S; sp++) {
-        v4 v = ldcg4(p + (u64)sp * TH * MLA_DV);
+        v4 v = src.part(sp, r, c);
         const float w = wts[r * S + sp];
         o0 += w * __uint_as_float(v.x); o1 += w * __uint_as_float(v.y);
         o2 += w * __uint_as_float(v.z); o3 += w * __uint_as_float(v.w);
@@ -756,6 +781,42 @@ __device__ __forceinline__ void mla_merge_splits(const float* __restrict__ opart
       *(v2*)(out + (rowBase + r) * MLA_DV + c) = v2{(u32)f2bf(o0) | ((u32)f2bf(o1) << 16), (u32)f2bf(o2) | ((u32)f2bf(o3) << 16)};
     }
   }
+}
+
+// mla_merge_splits is the in-kernel merge of a split launch through L2:
+// every block has written its normalised partial and log-sum-exp; wait
+// until the S blocks of this (sequence, row group) have, then merge this
+// block's columns (mla_merge_cols). sem holds two ints per (sequence, row
+// group), the first the arrivals: they start at zero, the last block in
+// resets them, and the others wait for that reset (their own arrival
+// left the count above their ticket until then; no later launch counts
+// before every block of this one has left). No block touches the count
+// after the barrier, so a block leaves as soon as its columns are
+// written. (Waiting on a generation word that the last block advances
+// would cost it one more round trip to L2.)
+template <int NTH>
+__device__ __forceinline__ void mla_merge_splits(const float* __restrict__ opart, float* __restrict__ lse, bf16_t* __restrict__ out,
+                                                 int* __restrict__ sem, float* __restrict__ lseOut, float* wts, u64 TH, u64 rowBase,
+                                                 int nrows, int seq, int grp, int split, int S) {
+  const int tid = threadIdx.x;
+  int* cnt = sem + 2 * ((u64)seq * gridDim.y + grp);
+  __threadfence();
+  __syncthreads();
+  if (tid == 0) {
+    const int ticket = atomicAdd(cnt, 1);
+    if (ticket == S - 1) {
+      atomicExch(cnt, 0);  // all S arrived
+    } else {
+      long long t0 = clock64();
+      while (ld_acquire(cnt) > ticket) {
+        nap();
+        if (clock64() - t0 > (1ll << 33)) die();  // seconds: the blocks were not co-resident
+      }
+    }
+    __threadfence();
+  }
+  __syncthreads();
+  mla_merge_cols<NTH>(MergeL2{opart, lse, TH, rowBase}, out, lseOut, wts, rowBase, nrows, split, S);
 }
 
 // mla_copy_tile issues the cp.async copies of one tile of n cached rows
@@ -879,15 +940,32 @@ __device__ __forceinline__ void mla_row_end(float mrun, float lrun, float* m, fl
 }
 
 // mla_finish writes the block's normalised rows, staged in osm (OS floats
-// apart), to out (one split) or to its split's partials and log-sum-exps,
-// then merges the splits in the kernel when coop (the staging is free by
-// then: the merge takes it for its weights).
-template <int NTH, int OS>
+// apart), to out (one split) or merges the splits in the kernel: coop 1
+// through L2 (the block writes its split's partials and log-sum-exps,
+// then mla_merge_splits; the staging is free by then and takes the
+// weights), coop 2 through distributed shared memory (the launch's
+// clusters are the S splits of a (sequence, row group), cluster rank =
+// split; the partials stay staged, the log-sum-exps and weights go after
+// the R staged rows, and the blocks wait for each other on the cluster's
+// barrier instead of a counter in L2: a fence, an atomic, a poll and the
+// partials' loads from L2 become a barrier and loads from the SMs of one
+// GPC). coop 0: the partials are written for mla_combine.
+template <int NTH, int R, int OS>
 __device__ __forceinline__ void mla_finish(float* osm, const float* m_s, const float* l_s, bf16_t* __restrict__ out,
                                            float* __restrict__ opart, float* __restrict__ lse, int* __restrict__ sem,
                                            float* __restrict__ lseOut, u64 TH, u64 rowBase, int nrows, int seq, int grp,
                                            int split, int S, int coop) {
   const int tid = threadIdx.x;
+  if (S > 1 && coop == 2) {
+    if (cluster_blocks() != (u32)S) die();  // the launch's clusters must be its splits
+    float* lse_s = osm + R * OS;
+    float* wts = lse_s + R;
+    if (tid < nrows) lse_s[tid] = l_s[tid] > 0.f ? (m_s[tid] + flog2(l_s[tid])) * 0.6931471805599453f : NEG_BIG;
+    cluster_sync();  // every split's partial staged
+    mla_merge_cols<NTH>(MergeDSMEM<OS>{smem_addr(osm), smem_addr(lse_s)}, out, lseOut, wts, rowBase, nrows, split, S);
+    cluster_sync();  // no block leaves (freeing its shared memory) while another reads it
+    return;
+  }
   for (int i = tid; i < nrows * (MLA_DV / 4); i += NTH) {
     const int r = i / (MLA_DV / 4), c = (i - r * (MLA_DV / 4)) * 4;
     const v4 o = *(const v4*)(osm + r * OS + c);
@@ -1128,7 +1206,7 @@ __device__ __forceinline__ void mla_tc(const bf16_t* __restrict__ q, const void*
   }
   __syncthreads();
   trace.mark(5);
-  mla_finish<L::NTH, L::OS>(osm, m_s, l_s, out, opart, lse, sem, lseOut, (u64)T * H, rowBase, nrows, seq, grp, split, S, coop);
+  mla_finish<L::NTH, R, L::OS>(osm, m_s, l_s, out, opart, lse, sem, lseOut, (u64)T * H, rowBase, nrows, seq, grp, split, S, coop);
   trace.mark(6);
 }
 
@@ -1468,7 +1546,7 @@ __device__ __forceinline__ void mla_ds(const bf16_t* __restrict__ q, const void*
     __syncthreads();
   }
   trace.mark(5);
-  mla_finish<L::NTH, L::OS>(osm, m_s, l_s, out, opart, lse, sem, lseOut, (u64)T * H, rowBase, nrows, seq, grp, split, S, coop);
+  mla_finish<L::NTH, R, L::OS>(osm, m_s, l_s, out, opart, lse, sem, lseOut, (u64)T * H, rowBase, nrows, seq, grp, split, S, coop);
   trace.mark(6);
 }
 

@@ -11,6 +11,7 @@ package cu
 
 import (
 	"fmt"
+	"runtime"
 	"sync"
 	"unsafe"
 
@@ -59,7 +60,7 @@ func (e *Error) Error() string {
 // called through purego.SyscallN: about 0.2 us a call against 1.3-1.8 us
 // and 7 allocations through a RegisterFunc wrapper (measured on the build
 // machine with a libc function), which matters at thousands of ops a step.
-var symEventRecord, symEventRecordWithFlags, symLaunchKernel uintptr
+var symEventRecord, symEventRecordWithFlags, symLaunchKernel, symLaunchKernelEx uintptr
 
 var (
 	loadOnce sync.Once
@@ -104,6 +105,7 @@ var (
 	cuGraphLaunch               func(e GraphExec, s Stream) Result
 	cuGraphExecDestroy          func(e GraphExec) Result
 	cuGraphDestroy              func(g Graph) Result
+	cuOccupancyMaxClusters      func(n *int32, f Function, cfg *launchConfig) Result
 )
 
 // Load opens libcuda.so.1, binds the functions and calls cuInit(0). It is
@@ -158,6 +160,11 @@ func Load() error {
 		symEventRecord = b.Require("cuEventRecord")
 		symEventRecordWithFlags = b.Require("cuEventRecordWithFlags")
 		symLaunchKernel = b.Require("cuLaunchKernel")
+		// Thread-block clusters (CUDA 11.8+ drivers); without them launches
+		// with clusters report ErrNoClusters and planners do without.
+		if b.Optional(&cuOccupancyMaxClusters, "cuOccupancyMaxActiveClusters") {
+			symLaunchKernelEx, _ = purego.Dlsym(l.Handle, "cuLaunchKernelEx")
+		}
 		if b.Err != nil {
 			loadErr = b.Err
 			return
@@ -452,6 +459,79 @@ func Launch(f Function, grid, block [3]uint32, smem uint32, s Stream, params uns
 		uintptr(grid[0]), uintptr(grid[1]), uintptr(grid[2]), uintptr(block[0]), uintptr(block[1]), uintptr(block[2]),
 		uintptr(smem), uintptr(s), uintptr(params), 0)
 	return check("cuLaunchKernel", Result(int32(r)))
+}
+
+// launchConfig and launchAttr are CUlaunchConfig and CUlaunchAttribute
+// (cuda.h: the attribute's 4-byte id, 4 bytes of padding, a 64-byte value
+// union; the config's stream 8-byte aligned after seven uint32).
+type launchAttr struct {
+	id    uint32
+	_     uint32
+	value [16]uint32
+}
+
+type launchConfig struct {
+	gridX, gridY, gridZ    uint32
+	blockX, blockY, blockZ uint32
+	smem                   uint32
+	_                      uint32
+	stream                 Stream
+	attrs                  *launchAttr
+	numAttrs               uint32
+	_                      uint32
+}
+
+// attrClusterDim is CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION; funcNonPortable
+// is CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED (clusters of more
+// than 8 blocks, up to 16 on sm_90).
+const (
+	attrClusterDim  = 4
+	funcNonPortable = 14
+)
+
+// ErrNoClusters: the driver has no cuLaunchKernelEx.
+var ErrNoClusters = fmt.Errorf("cuLaunchKernelEx: the driver does not launch thread-block clusters")
+
+func clusterConfig(grid, block [3]uint32, smem uint32, s Stream, clusterX uint32) (*launchConfig, *launchAttr) {
+	a := &launchAttr{id: attrClusterDim}
+	a.value[0], a.value[1], a.value[2] = clusterX, 1, 1
+	return &launchConfig{gridX: grid[0], gridY: grid[1], gridZ: grid[2], blockX: block[0], blockY: block[1], blockZ: block[2],
+		smem: smem, stream: s, attrs: a, numAttrs: 1}, a
+}
+
+// LaunchCluster launches f with its grid cut into clusters of clusterX x 1
+// x 1 blocks (grid[0] a multiple of clusterX), whose blocks run at once
+// and share their shared memory (cuLaunchKernelEx).
+func LaunchCluster(f Function, grid, block [3]uint32, smem uint32, s Stream, params unsafe.Pointer, clusterX uint32) error {
+	if symLaunchKernelEx == 0 {
+		return ErrNoClusters
+	}
+	cfg, a := clusterConfig(grid, block, smem, s, clusterX)
+	r, _, _ := purego.SyscallN(symLaunchKernelEx, uintptr(unsafe.Pointer(cfg)), uintptr(f), uintptr(params), 0)
+	runtime.KeepAlive(cfg)
+	runtime.KeepAlive(a)
+	return check("cuLaunchKernelEx", Result(int32(r)))
+}
+
+// MaxActiveClusters is how many clusters of clusterX blocks of f (block
+// threads, smem bytes of dynamic shared memory each) the device runs at
+// once (cuOccupancyMaxActiveClusters, which counts the GPCs that hold a
+// whole cluster); clusters of more than 8 blocks are allowed for f first.
+// 0 and no error where the driver has no clusters.
+func MaxActiveClusters(f Function, block, smem, clusterX int) (int, error) {
+	if cuOccupancyMaxClusters == nil || symLaunchKernelEx == 0 {
+		return 0, nil
+	}
+	if clusterX > 8 {
+		if err := check("cuFuncSetAttribute", cuFuncSetAttribute(f, funcNonPortable, 1)); err != nil {
+			return 0, err
+		}
+	}
+	var n int32
+	cfg, a := clusterConfig([3]uint32{uint32(clusterX), 1, 1}, [3]uint32{uint32(block), 1, 1}, uint32(smem), 0, uint32(clusterX))
+	err := check("cuOccupancyMaxActiveClusters", cuOccupancyMaxClusters(&n, f, cfg))
+	runtime.KeepAlive(a)
+	return int(n), err
 }
 
 // BeginCapture starts capturing s into a graph in thread-local mode

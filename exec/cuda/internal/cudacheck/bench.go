@@ -307,7 +307,18 @@ func benchMLA(e *env, emit func(benchRow), rot func(uint64) (cu.DevPtr, int, err
 		regs, _ := cu.FuncAttr(e.fn(k), cu.FuncNumRegs)
 		local, _ := cu.FuncAttr(e.fn(k), cu.FuncLocalSizeBytes)
 		occ[k] = n
-		fmt.Printf("%s: %d registers, %d B local, %d B shared, %d blocks/SM\n", k, regs, local, smem, n)
+		fits := ""
+		if e.info.CCMajor >= 9 {
+			for _, w := range []int{2, 4, 8, 16} {
+				c, err := cu.MaxActiveClusters(e.fn(k), cuda.MLAFwdThreads(k), smem, w)
+				if err != nil {
+					return err
+				}
+				fits += fmt.Sprintf(" %dx%d", c, w)
+			}
+			fits = ", clusters at once:" + fits
+		}
+		fmt.Printf("%s: %d registers, %d B local, %d B shared, %d blocks/SM%s\n", k, regs, local, smem, n, fits)
 	}
 	sem, _ := cu.Alloc(1 << 16)
 	cu.Memset8(sem, 0, 1<<16)
@@ -374,18 +385,32 @@ func benchMLA(e *env, emit func(benchRow), rot func(uint64) (cu.DevPtr, int, err
 					th := uint64(T * s.H)
 					part, _ := cu.Alloc(uint64(g.Splits)*th*512*4 + uint64(g.Splits)*th*4)
 					lse := part + cu.DevPtr(uint64(g.Splits)*th*512*4)
-					for _, coop := range []bool{true, false} {
-						if !coop && (g.Splits == 1 || gi > 0) {
-							continue
-						}
-						inKernel := coop && g.Coop
-						a := mlaFwdArgs{q: q, out: o, part: part, lse: lse, sem: sem, T: T, H: s.H, ctx: s.ctx, tps: s.tps, scale: scale, kscale: 1, coop: inKernel}
+					// The merges this geometry can take: through the clusters'
+					// shared memory where all clusters fit at once (the
+					// planner's first choice), through L2 where the grid
+					// does, and (the planner's split only) by mla_combine.
+					gc, err := e.clustered(k, g, shape)
+					if err != nil {
+						return err
+					}
+					var merges []int
+					if gc.Cluster > 0 {
+						merges = append(merges, 2)
+					}
+					if g.Coop || g.Splits == 1 {
+						merges = append(merges, 1)
+					}
+					if g.Splits > 1 && (gi == 0 || !g.Coop) {
+						merges = append(merges, 0)
+					}
+					for _, merge := range merges {
+						a := mlaFwdArgs{q: q, out: o, part: part, lse: lse, sem: sem, T: T, H: s.H, ctx: s.ctx, tps: s.tps, scale: scale, kscale: 1, merge: merge}
 						call := func(i int) error {
 							a.kv = kv + cu.DevPtr(uint64(i%copies)*kvBytes)
-							if err := e.launchMLAFwd(k, g, s.B, a); err != nil {
+							if err := e.launchMLAFwd(k, gc, s.B, a); err != nil {
 								return err
 							}
-							if g.Splits > 1 && !inKernel {
+							if g.Splits > 1 && merge == 0 {
 								return e.combineMLA(part, lse, o, int(th), g.Splits)
 							}
 							return nil
@@ -394,11 +419,17 @@ func benchMLA(e *env, emit func(benchRow), rot func(uint64) (cu.DevPtr, int, err
 						if err != nil {
 							return fmt.Errorf("%s B=%d H=%d ctx=%d: %w", k, s.B, s.H, s.ctx, err)
 						}
-						merge := "merged in-kernel"
-						if !inKernel && g.Splits > 1 {
-							merge = "+ mla_combine"
+						note := fmt.Sprintf("splits=%d chunk=%d", g.Splits, g.Chunk)
+						switch {
+						case g.Splits == 1:
+						case merge == 2:
+							note += fmt.Sprintf(" merged in-kernel, cluster of %d", gc.Cluster)
+						case merge == 1:
+							note += " merged in-kernel"
+						default:
+							note += " + mla_combine"
 						}
-						emit(t.row(k, fmt.Sprintf("B=%d H=%d tps=%d ctx=%d", s.B, s.H, s.tps, s.ctx), bytes, fmt.Sprintf("splits=%d chunk=%d %s", g.Splits, g.Chunk, merge)))
+						emit(t.row(k, fmt.Sprintf("B=%d H=%d tps=%d ctx=%d", s.B, s.H, s.tps, s.ctx), bytes, note))
 					}
 					cu.Free(part)
 				}
@@ -455,19 +486,20 @@ type mlaFwdArgs struct {
 	q, kv, out, part, lse, sem, lseOut cu.DevPtr
 	T, H, ctx, tps                     int
 	scale, kscale                      float32
-	coop                               bool // splits merged in the kernel
+	merge                              int // the kernels' coop argument (MLAGeometry.MergeMode)
 }
 
 // launchMLAFwd launches a tensor-core MLA kernel (or its traced twin) with
-// geometry g over seqs sequences.
+// geometry g over seqs sequences, in clusters of g.Cluster blocks when the
+// splits merge through shared memory.
 func (e *env) launchMLAFwd(kernel string, g cuda.MLAGeometry, seqs int, a mlaFwdArgs) error {
-	coop := 0
-	if a.coop {
-		coop = 1
+	cluster := uint32(1)
+	if a.merge == 2 {
+		cluster = uint32(g.Cluster)
 	}
-	return e.launch(kernel, [3]uint32{uint32(g.Splits), uint32(g.Groups), uint32(seqs)}, [3]uint32{uint32(g.Threads), 1, 1}, uint32(g.SmemBytes),
+	return e.launchCluster(kernel, [3]uint32{uint32(g.Splits), uint32(g.Groups), uint32(seqs)}, [3]uint32{uint32(g.Threads), 1, 1}, uint32(g.SmemBytes), cluster,
 		uint64(a.q), uint64(a.kv), uint64(a.out), uint64(a.part), uint64(a.lse), uint64(a.sem), uint64(a.lseOut),
-		i32(a.T), i32(a.H), i32(a.ctx), i32(a.tps), i32(g.Chunk), f32(a.scale), f32(a.kscale), i32(coop))
+		i32(a.T), i32(a.H), i32(a.ctx), i32(a.tps), i32(g.Chunk), f32(a.scale), f32(a.kscale), i32(a.merge))
 }
 
 // combineMLA merges the splits' partials of rows (token, head) rows into

@@ -121,13 +121,38 @@ func (e *env) fn(name string) cu.Function {
 // launch launches a kernel with arguments given as uint64 slots (ints and
 // floats in the low bytes, little-endian).
 func (e *env) launch(name string, grid, block [3]uint32, smem uint32, vals ...uint64) error {
+	return e.launchCluster(name, grid, block, smem, 1, vals...)
+}
+
+// launchCluster is launch with the grid cut into thread-block clusters of
+// cluster x 1 x 1 blocks (cluster > 1).
+func (e *env) launchCluster(name string, grid, block [3]uint32, smem, cluster uint32, vals ...uint64) error {
 	ptrs := make([]unsafe.Pointer, len(vals)+1) // one spare: a kernel without arguments still gets an array
 	for i := range vals {
 		ptrs[i] = unsafe.Pointer(&vals[i])
 	}
-	err := cu.Launch(e.fn(name), grid, block, smem, e.stream, unsafe.Pointer(&ptrs[0]))
+	var err error
+	if cluster > 1 {
+		err = cu.LaunchCluster(e.fn(name), grid, block, smem, e.stream, unsafe.Pointer(&ptrs[0]), cluster)
+	} else {
+		err = cu.Launch(e.fn(name), grid, block, smem, e.stream, unsafe.Pointer(&ptrs[0]))
+	}
 	runtime.KeepAlive(vals)
 	return err
+}
+
+// clustered is g with its splits merged through their cluster's shared
+// memory where the device runs all of the launch's clusters at once (the
+// planner's rule, MLAGeometry.Clustered); g unchanged before sm_90.
+func (e *env) clustered(k string, g cuda.MLAGeometry, s cuda.MLAShape) (cuda.MLAGeometry, error) {
+	if e.info.CCMajor < 9 || g.Splits < 2 || g.Splits > 16 {
+		return g, nil
+	}
+	n, err := cu.MaxActiveClusters(e.fn(k), g.Threads, g.SmemBytes, g.Splits)
+	if err != nil {
+		return g, err
+	}
+	return g.Clustered(n, g.Units(s)), nil
 }
 
 func i32(v int) uint64     { return uint64(uint32(int32(v))) }
@@ -226,41 +251,54 @@ func kernels() error {
 	r := rand.New(rand.NewPCG(1, 2))
 	// MLA decode: the CUDA-core kernels (several head groups, partial
 	// groups, splits) and every tensor-core variant (splits merged in the
-	// kernel or by mla_combine, MTP rows, two row groups, fp8 with a scale).
+	// kernel through L2 (merge 1) or their cluster's shared memory (2), or
+	// by mla_combine (0); MTP rows, two row groups, fp8 with a scale).
 	for _, c := range []struct {
 		kernel                string
 		T, H, tps, ctx, chunk int
-		fp8, coop             bool
+		fp8                   bool
+		merge                 int
 	}{
-		{"core", 4, 8, 2, 1000, 352, false, false},
-		{"core", 4, 8, 2, 1000, 352, true, false},
-		{"core", 3, 20, 1, 777, 256, false, false},
-		{"core", 2, 3, 1, 50, 64, false, false},
-		{"core", 32, 16, 1, 300, 320, true, false},
-		{"mla_tc_bf16_r8_t64_s2", 4, 8, 1, 1000, 352, false, true},
-		{"mla_tc_bf16_r8_t64_s2", 4, 8, 1, 1000, 352, false, false},
-		{"mla_tc_bf16_r8_t64_s2", 3, 20, 1, 777, 256, false, true},
-		{"mla_tc_bf16_r8_t64_s2", 2, 8, 1, 777, 800, false, false},
-		{"mla_tc_bf16_r16_t64_s2", 4, 8, 2, 1000, 128, false, true},
-		{"mla_tc_bf16_r16_t64_s2", 4, 64, 1, 513, 96, false, true},
-		{"mla_ds_fp8c_r8_t64_s4_w16", 4, 8, 1, 1000, 352, true, true},
-		{"mla_ds_fp8c_r8_t64_s4_w16", 3, 20, 1, 777, 256, true, true},
-		{"mla_ds_fp8c_r8_t64_s4_w16", 4, 8, 1, 1000, 64, true, false},
-		{"mla_ds_fp8c_r8_t64_s4_w16", 4, 8, 2, 1000, 160, true, false},
-		{"mla_ds_fp8c_r16_t64_s4", 4, 8, 2, 1000, 160, true, true},
-		{"mla_ds_fp8c_r16_t64_s4", 2, 16, 1, 777, 800, true, false},
-		{"mla_ds_fp8_r8_t64_s4", 4, 8, 1, 1000, 352, true, true},
-		{"mla_ds_fp8_r16_t64_s4", 4, 8, 2, 1000, 160, true, false},
-		{"mla_tc_bf16_r8_t64_s2", 1, 8, 1, 1000, 64, false, true},
-		{"mla_ds_fp8c_r8_t64_s4_w16", 1, 8, 1, 1000, 64, true, true},
+		{"core", 4, 8, 2, 1000, 352, false, 0},
+		{"core", 4, 8, 2, 1000, 352, true, 0},
+		{"core", 3, 20, 1, 777, 256, false, 0},
+		{"core", 2, 3, 1, 50, 64, false, 0},
+		{"core", 32, 16, 1, 300, 320, true, 0},
+		{"mla_tc_bf16_r8_t64_s2", 4, 8, 1, 1000, 352, false, 1},
+		{"mla_tc_bf16_r8_t64_s2", 4, 8, 1, 1000, 352, false, 0},
+		{"mla_tc_bf16_r8_t64_s2", 3, 20, 1, 777, 256, false, 1},
+		{"mla_tc_bf16_r8_t64_s2", 2, 8, 1, 777, 800, false, 0},
+		{"mla_tc_bf16_r16_t64_s2", 4, 8, 2, 1000, 128, false, 1},
+		{"mla_tc_bf16_r16_t64_s2", 4, 64, 1, 513, 96, false, 1},
+		{"mla_ds_fp8c_r8_t64_s4_w16", 4, 8, 1, 1000, 352, true, 1},
+		{"mla_ds_fp8c_r8_t64_s4_w16", 3, 20, 1, 777, 256, true, 1},
+		{"mla_ds_fp8c_r8_t64_s4_w16", 4, 8, 1, 1000, 64, true, 0},
+		{"mla_ds_fp8c_r8_t64_s4_w16", 4, 8, 2, 1000, 160, true, 0},
+		{"mla_ds_fp8c_r16_t64_s4", 4, 8, 2, 1000, 160, true, 1},
+		{"mla_ds_fp8c_r16_t64_s4", 2, 16, 1, 777, 800, true, 0},
+		{"mla_ds_fp8_r8_t64_s4", 4, 8, 1, 1000, 352, true, 1},
+		{"mla_ds_fp8_r16_t64_s4", 4, 8, 2, 1000, 160, true, 0},
+		{"mla_tc_bf16_r8_t64_s2", 1, 8, 1, 1000, 64, false, 1},
+		{"mla_ds_fp8c_r8_t64_s4_w16", 1, 8, 1, 1000, 64, true, 1},
 		// Tiles by bulk copies: partial last tiles, stages reused, one-tile
 		// splits, MTP rows, a partial row group.
-		{"mla_ds_fp8c_r8_t64_s4_w16_b", 4, 8, 1, 1000, 352, true, true},
-		{"mla_ds_fp8c_r8_t64_s4_w16_b", 3, 20, 1, 777, 256, true, false},
-		{"mla_ds_fp8c_r8_t64_s4_w16_b", 1, 8, 1, 1000, 64, true, true},
-		{"mla_ds_fp8c_r16_t64_s4_b", 4, 8, 2, 1000, 160, true, true},
+		{"mla_ds_fp8c_r8_t64_s4_w16_b", 4, 8, 1, 1000, 352, true, 1},
+		{"mla_ds_fp8c_r8_t64_s4_w16_b", 3, 20, 1, 777, 256, true, 0},
+		{"mla_ds_fp8c_r8_t64_s4_w16_b", 1, 8, 1, 1000, 64, true, 1},
+		{"mla_ds_fp8c_r16_t64_s4_b", 4, 8, 2, 1000, 160, true, 1},
+		// Splits merged through the cluster's shared memory (sm_90): 16
+		// splits (clusters of 16 blocks), a partial row group in 4, MTP rows
+		// in 8, 7 (a cluster size that is no power of two).
+		{"mla_tc_bf16_r8_t64_s2", 4, 8, 1, 1000, 64, false, 2},
+		{"mla_ds_fp8c_r8_t64_s4_w16_b", 4, 8, 1, 1000, 64, true, 2},
+		{"mla_ds_fp8c_r8_t64_s4_w16_b", 3, 20, 1, 777, 256, true, 2},
+		{"mla_tc_bf16_r16_t64_s2", 4, 8, 2, 1000, 128, false, 2},
+		{"mla_ds_fp8c_r16_t64_s4_b", 4, 8, 2, 1000, 160, true, 2},
 	} {
-		re, what, err := checkMLA(e, r, c.kernel, c.T, c.H, c.tps, c.ctx, c.chunk, c.fp8, c.coop)
+		if c.merge == 2 && e.info.CCMajor < 9 {
+			continue // no clusters before sm_90
+		}
+		re, what, err := checkMLA(e, r, c.kernel, c.T, c.H, c.tps, c.ctx, c.chunk, c.fp8, c.merge)
 		if err != nil {
 			return err
 		}
@@ -517,10 +555,11 @@ func f32Bytes(v []float32) []byte {
 // checkMLA runs MLA decode with chunk cached tokens per split against a
 // float64 reference: kernel "core" is the CUDA-core kernel of the backend's
 // head group for H followed by mla_combine; otherwise a tensor-core variant
-// (mla_tc_*, mla_ds_*) merging the splits itself (coop) or through mla_combine. The
+// (mla_tc_*, mla_ds_*) merging the splits itself (merge 1: through L2; 2:
+// through its clusters' shared memory) or through mla_combine (0). The
 // fp8 cache carries a per-tensor scale of 0.37. It returns the relative
 // error and a description of what ran.
-func checkMLA(e *env, r *rand.Rand, kernel string, T, H, tps, ctx, chunk int, fp8, coop bool) (float64, string, error) {
+func checkMLA(e *env, r *rand.Rand, kernel string, T, H, tps, ctx, chunk int, fp8 bool, merge int) (float64, string, error) {
 	B := T / tps
 	q := randBF(r, T*H*576)
 	kvN := B * ctx * 576
@@ -570,22 +609,30 @@ func checkMLA(e *env, r *rand.Rand, kernel string, T, H, tps, ctx, chunk int, fp
 			uint64(dq), uint64(dkv), uint64(part), uint64(lse), i32(T), i32(H), i32(ctx), i32(tps), i32(chunk), f32(scale), i32(576), i32(512)); err != nil {
 			return 0, "", err
 		}
-		coop = false
+		merge = 0
 	} else {
 		rows := cuda.MLAFwdRows(kernel)
 		g := cuda.MLAGeometry{Threads: cuda.MLAFwdThreads(kernel), Groups: (tps*H + rows - 1) / rows, Splits: S, Chunk: chunk, SmemBytes: cuda.MLAFwdSmem(kernel)}
 		if err := cu.SetMaxDynamicSmem(e.fn(kernel), g.SmemBytes); err != nil {
 			return 0, "", err
 		}
-		inKernel := coop && S > 1
-		what = fmt.Sprintf("%s S=%d coop=%v", kernel, S, inKernel)
+		if S == 1 {
+			merge = 1 // nothing to merge: the kernel writes out
+		}
+		if merge == 2 {
+			// Clusters of S blocks (more than 8 must be allowed first).
+			if n, err := cu.MaxActiveClusters(e.fn(kernel), g.Threads, g.SmemBytes, S); err != nil || n == 0 {
+				return 0, "", fmt.Errorf("%s: no cluster of %d blocks runs (%d, %v)", kernel, S, n, err)
+			}
+			g.Cluster = S
+		}
+		what = fmt.Sprintf("%s S=%d merge=%s", kernel, S, [...]string{"mla_combine", "in-kernel", "cluster"}[merge])
 		if err := e.launchMLAFwd(kernel, g, B, mlaFwdArgs{q: dq, kv: dkv, out: out, part: part, lse: lse, sem: sem,
-			T: T, H: H, ctx: ctx, tps: tps, scale: scale, kscale: float32(kscale), coop: inKernel}); err != nil {
+			T: T, H: H, ctx: ctx, tps: tps, scale: scale, kscale: float32(kscale), merge: merge}); err != nil {
 			return 0, "", err
 		}
-		coop = inKernel || S == 1
 	}
-	if !coop {
+	if merge == 0 {
 		if err := e.combineMLA(part, lse, out, T*H, S); err != nil {
 			return 0, "", err
 		}

@@ -63,7 +63,17 @@ func timelineKernel(e *env, k string, shapes []mlaShape, sem cu.DevPtr) error {
 	for _, s := range shapes {
 		B, H, tps, ctx := s.B, s.H, s.tps, s.ctx
 		T := B * tps
-		g := cuda.MLAFwdLaunchWith(k, cuda.MLAShape{Seqs: B, TokPerSeq: tps, Heads: H, Ctx: ctx, FP8: fp8}, e.info.SMs, perSM)
+		shape := cuda.MLAShape{Seqs: B, TokPerSeq: tps, Heads: H, Ctx: ctx, FP8: fp8}
+		g, err := e.clustered(k, cuda.MLAFwdLaunchWith(k, shape, e.info.SMs, perSM), shape)
+		if err != nil {
+			return err
+		}
+		if g.Cluster > 0 {
+			// The traced twin is launched in the same clusters.
+			if _, err := cu.MaxActiveClusters(e.fn(tk), g.Threads, g.SmemBytes, g.Cluster); err != nil {
+				return err
+			}
+		}
 		kvBytes := uint64(B * ctx * 576 * kvb)
 		kv, _ := cu.Alloc(kvBytes)
 		fillRandom(e, kv, kvBytes, 11)
@@ -76,7 +86,7 @@ func timelineKernel(e *env, k string, shapes []mlaShape, sem cu.DevPtr) error {
 		nblk := g.Splits * g.Groups * B
 		trace, _ := cu.Alloc(uint64(nblk * 64))
 		cu.Memset8(trace, 0, uint64(nblk*64)) // slots a kernel does not mark read zero
-		a := mlaFwdArgs{q: q, kv: kv, out: o, part: part, lse: lse, sem: sem, T: T, H: H, ctx: ctx, tps: tps, scale: 0.0722, kscale: 1, coop: g.Coop}
+		a := mlaFwdArgs{q: q, kv: kv, out: o, part: part, lse: lse, sem: sem, T: T, H: H, ctx: ctx, tps: tps, scale: 0.0722, kscale: 1, merge: g.MergeMode()}
 		for i := 0; i < 20; i++ {
 			name := k // the plain kernel takes no row log-sum-exps here
 			if i >= 10 {
@@ -112,8 +122,12 @@ func timelineKernel(e *env, k string, shapes []mlaShape, sem cu.DevPtr) error {
 			minStart, maxStart = min(minStart, b.start), max(maxStart, b.start)
 			minEnd, maxEnd = min(minEnd, b.end), max(maxEnd, b.end)
 		}
-		fmt.Printf("%s B=%d H=%d tps=%d ctx=%d splits=%d chunk=%d blocks=%d: span %.2f us; starts spread %.2f us, ends spread %.2f us\n",
-			tk, B, H, tps, ctx, g.Splits, g.Chunk, nblk, maxEnd-minStart, maxStart-minStart, maxEnd-minEnd)
+		merge := ""
+		if g.Cluster > 0 {
+			merge = fmt.Sprintf(" cluster=%d", g.Cluster)
+		}
+		fmt.Printf("%s B=%d H=%d tps=%d ctx=%d splits=%d chunk=%d%s blocks=%d: span %.2f us; starts spread %.2f us, ends spread %.2f us\n",
+			tk, B, H, tps, ctx, g.Splits, g.Chunk, merge, nblk, maxEnd-minStart, maxStart-minStart, maxEnd-minEnd)
 		for j, name := range []string{"to Q staged", "to tile 0", "tile loop", "epilogue", "finish+merge"} {
 			v := make([]float64, nblk)
 			for i := range bs {

@@ -54,10 +54,12 @@ typedef void (*mlafn)(const bf16_t*, const void*, bf16_t*, float*, float*, int*,
 
 // mla runs one launch (and mla_combine when split > 1 without coop) and
 // checks the output, and the row log-sum-exps when lseOut is asked for.
+// coop: 0 mla_combine merges, 1 the kernel merges through device memory,
+// 2 through its clusters' shared memory (one cluster per S splits).
 // The kernel takes R rows per block and 64-token tiles through ns stages
 // with nth threads, its shared memory laid out as kernels.cu's MlaTC (bf16)
 // or MlaDS (fp8, the stages' mbarriers last).
-static void mla(const char* kname, mlafn fn, bool fp8, int ns, int T, int H, int tps, int ctx, int S, bool coop, float scale, int R, int nth = 256, int tt = 64) {
+static void mla(const char* kname, mlafn fn, bool fp8, int ns, int T, int H, int tps, int ctx, int S, int coop, float scale, int R, int nth = 256, int tt = 64) {
   const int D = 576, DV = 512, B = T / tps;
   std::vector<bf16_t> q(T * H * D);
   for (auto& x : q) x = tobf(uni());
@@ -94,8 +96,8 @@ static void mla(const char* kname, mlafn fn, bool fp8, int ns, int T, int H, int
   }
   const void* kvp = fp8 ? (const void*)kv8.data() : (const void*)kv16.data();
   emu::launch(dim3{(unsigned)S, (unsigned)groups, (unsigned)B}, dim3{(unsigned)nth, 1, 1}, smem, [&] {
-    fn(q.data(), kvp, out.data(), opart.data(), lse.data(), sem.data(), lseOut.data(), T, H, ctx, tps, chunk, scale, kscale, coop ? 1 : 0);
-  });
+    fn(q.data(), kvp, out.data(), opart.data(), lse.data(), sem.data(), lseOut.data(), T, H, ctx, tps, chunk, scale, kscale, coop);
+  }, coop == 2 ? S : 1);
   if (S > 1 && !coop)
     emu::launch(dim3{(unsigned)(T * H), 1, 1}, dim3{128, 1, 1}, 0, [&] { mla_combine(opart.data(), lse.data(), out.data(), T * H, S, DV); });
   std::vector<double> got, want, lgot, lwant;
@@ -183,6 +185,14 @@ int main(int argc, char** argv) {
     mla("ds_fp8c_r8_w16_b", mla_ds_fp8c_r8_t64_s4_w16_b, true, 4, 2, 8, 1, 700, 2, true, 0.0722f, 8, 512);
     mla("ds_fp8c_r8_w16_b", mla_ds_fp8c_r8_t64_s4_w16_b, true, 4, 1, 20, 1, 150, 1, false, 0.0722f, 8, 512);
     mla("ds_fp8c_r16_b", mla_ds_fp8c_r16_t64_s4_b, true, 4, 4, 8, 2, 100, 2, true, 0.25f, 16);
+    // The splits as a thread-block cluster merging from each other's
+    // shared memory (coop 2): 8 and 16 splits (the merge that loads its
+    // partials with the log-sum-exps), 16 rows of MTP, 20 heads (three
+    // row groups, the last partial) in 3 splits.
+    mla("tc_bf16_r8", mla_tc_bf16_r8_t64_s2, false, 2, 2, 8, 1, 600, 8, 2, 0.0722f, 8);
+    mla("ds_fp8c_r8_w16_b", mla_ds_fp8c_r8_t64_s4_w16_b, true, 4, 1, 8, 1, 520, 16, 2, 0.0722f, 8, 512);
+    mla("tc_bf16_r16", mla_tc_bf16_r16_t64_s2, false, 2, 4, 8, 2, 150, 2, 2, 0.25f, 16);
+    mla("ds_fp8c_r8_w16_b", mla_ds_fp8c_r8_t64_s4_w16_b, true, 4, 1, 20, 1, 300, 3, 2, 0.0722f, 8, 512);
   }
   if (want("silu")) {
     for (int d : {256, 2304, 100}) {

@@ -52,6 +52,11 @@ struct Block {
   std::vector<unsigned char> dyn;
   std::mutex mu;
   std::map<int, std::vector<unsigned char>> stat;
+  // Thread-block cluster (launch's cluster > 1): the cluster's barrier,
+  // its blocks in rank order, this block's rank.
+  std::barrier<>* cbar = nullptr;
+  std::vector<Block*> cluster;
+  unsigned crank = 0;
 };
 struct Copy {
   void* dst;
@@ -78,7 +83,9 @@ inline void* block_static(int id, size_t bytes) {
 }
 
 // launch runs fn() on grid x block threads and returns when all are done.
-inline void launch(dim3 grid, dim3 block, size_t smem, const std::function<void()>& fn) {
+// cluster > 1: blocks x = k cluster .. k cluster + cluster - 1 (same y, z)
+// form a thread-block cluster of that many blocks, rank x mod cluster.
+inline void launch(dim3 grid, dim3 block, size_t smem, const std::function<void()>& fn, unsigned cluster = 1) {
   const unsigned nb = grid.x * grid.y * grid.z, nt = block.x * block.y * block.z;
   if (nt % 32 != 0) {
     fprintf(stderr, "emu: block of %u threads: want a multiple of 32\n", nt);
@@ -93,6 +100,22 @@ inline void launch(dim3 grid, dim3 block, size_t smem, const std::function<void(
     b->warps.resize(nt / 32);
     for (auto& w : b->warps) w.bar = std::make_unique<std::barrier<>>(32);
     b->dyn.assign(smem + 16, 0xFF);  // poison (NaN as e4m3, bf16 and fp32): code must write before it reads
+  }
+  if (cluster < 1 || grid.x % cluster) {
+    fprintf(stderr, "emu: cluster of %u blocks does not divide grid x %u\n", cluster, grid.x);
+    abort();
+  }
+  std::vector<std::unique_ptr<std::barrier<>>> cbars;
+  if (cluster > 1) {
+    for (unsigned b = 0; b < nb; b += cluster) {
+      cbars.push_back(std::make_unique<std::barrier<>>(cluster * nt));
+      for (unsigned k = 0; k < cluster; k++) {
+        Block* B = blocks[b + k].get();
+        B->cbar = cbars.back().get();
+        B->crank = k;
+        for (unsigned j = 0; j < cluster; j++) B->cluster.push_back(blocks[b + j].get());
+      }
+    }
   }
   std::vector<std::thread> th;
   th.reserve((size_t)nb * nt);
@@ -110,6 +133,7 @@ inline void launch(dim3 grid, dim3 block, size_t smem, const std::function<void(
         fn();
         B->warps[warp_].bar->arrive_and_drop();
         B->bar->arrive_and_drop();
+        if (B->cbar) B->cbar->arrive_and_drop();
       });
     }
   }
@@ -353,6 +377,29 @@ inline void mbar_wait(saddr_t b, unsigned parity) {
     }
   }
 }
+// Clusters: the barrier of the launch's cluster; dsmem maps an address in
+// this block's dynamic shared memory to the same offset in the block of
+// the given rank (an address outside it, or a launch without clusters,
+// aborts, as the GPU faults).
+inline void cluster_sync() {
+  if (!emu::blk_->cbar) {
+    fprintf(stderr, "emu: barrier.cluster in a launch without clusters\n");
+    abort();
+  }
+  emu::blk_->cbar->arrive_and_wait();
+}
+inline unsigned cluster_blocks() { return emu::blk_->cbar ? (unsigned)emu::blk_->cluster.size() : 1u; }
+inline saddr_t dsmem(saddr_t a, unsigned rank) {
+  auto& d = emu::blk_->dyn;
+  const uintptr_t base = (uintptr_t)d.data();
+  if (!emu::blk_->cbar || rank >= emu::blk_->cluster.size() || a < base || a >= base + d.size()) {
+    fprintf(stderr, "emu: mapa of %llx to cluster rank %u: outside this block's shared memory or cluster\n", a, rank);
+    abort();
+  }
+  return (saddr_t)((uintptr_t)emu::blk_->cluster[rank]->dyn.data() + (a - base));
+}
+#define ld_dsmem4(a) ({ auto _r = ldcg4_((const float*)(uintptr_t)(a)); v4{_r.x, _r.y, _r.z, _r.w}; })
+inline float ld_dsmem1(saddr_t a) { return *(const float*)(uintptr_t)a; }
 inline unsigned long long gtime() { return (unsigned long long)clock64() * 20; }
 inline unsigned smid() { return 0; }
 inline void nap() { std::this_thread::yield(); }
