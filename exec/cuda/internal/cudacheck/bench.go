@@ -188,17 +188,7 @@ func bench(args []string) error {
 	emit(benchRow{Kernel: "read_v4", Shape: "1 GiB", Us: readUs, Bytes: cbytes, Note: "read only"})
 	emit(floor.row("noop", "1 block", 0, "launch floor, back to back"))
 
-	// rot allocates copies of n bytes totalling at least 4x L2 (so every
-	// call streams from device memory), fills them with random data and
-	// returns the base and the count.
-	rot := func(n uint64) (cu.DevPtr, int, error) {
-		copies := int(max(1, (4*l2+n-1)/n))
-		p, err := cu.Alloc(n * uint64(copies))
-		if err != nil {
-			return 0, 0, err
-		}
-		return p, copies, fillRandom(e, p, n*uint64(copies), 11)
-	}
+	rot := e.rotated
 	iters := func(estUs float64) int { return int(min(2000, max(20, 3000/max(estUs, 1)))) }
 
 	if part("mla") {
@@ -461,6 +451,19 @@ func benchMLA(e *env, emit func(benchRow), rot func(uint64) (cu.DevPtr, int, err
 		}
 	}
 	return nil
+}
+
+// rotated allocates copies of n bytes totalling at least 4x L2 (so a call
+// on copy i % copies streams from device memory, as a layer's weights or
+// cache do in a step), fills them with random data and returns the base
+// and the count.
+func (e *env) rotated(n uint64) (cu.DevPtr, int, error) {
+	copies := int(max(1, (4*uint64(e.info.L2Bytes)+n-1)/n))
+	p, err := cu.Alloc(n * uint64(copies))
+	if err != nil {
+		return 0, 0, err
+	}
+	return p, copies, fillRandom(e, p, n*uint64(copies), 11)
 }
 
 // mlaShape is one MLA decode shape of the timing verbs: B sequences of

@@ -14,13 +14,15 @@ import (
 // timeline runs the phase-timed twins of the executor's 8-row MLA kernels
 // (mla_ds_fp8c_r8_t64_s4_w16_b_trace for an fp8 cache,
 // mla_tc_bf16_r8_t64_s2_trace for bf16) at each shape, back to back after
-// a warm-up, and prints where one launch's time goes: the spread of the
+// a warm-up, each launch on its own copy of the cache (read from device
+// memory, as in the bench, not from L2), with the planner's geometry and
+// merge, and prints where one launch's time goes: the spread of the
 // blocks' starts and ends on the global timer, and per block (median and
 // max) the time to Q staged (fp8), to its first tile, in the tile loop,
 // in the epilogue and in the finish (partials, merge).
 func timeline(args []string) error {
 	fs := flag.NewFlagSet("timeline", flag.ContinueOnError)
-	shapes := fs.String("mla-shapes", "32x8x1x4096,8x8x1x4096,64x8x1x4096,128x8x1x4096,1x8x1x131072", "BxHxTPSxCTX comma-separated")
+	shapes := fs.String("mla-shapes", "32x8x1x4096,8x8x1x4096,8x8x1x8192,64x8x1x4096,128x8x1x4096,1x8x1x131072", "BxHxTPSxCTX comma-separated")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -75,8 +77,10 @@ func timelineKernel(e *env, k string, shapes []mlaShape, sem cu.DevPtr) error {
 			}
 		}
 		kvBytes := uint64(B * ctx * 576 * kvb)
-		kv, _ := cu.Alloc(kvBytes)
-		fillRandom(e, kv, kvBytes, 11)
+		kv, copies, err := e.rotated(kvBytes) // launch i reads copy i % copies: from device memory, as in the bench
+		if err != nil {
+			return err
+		}
 		q, _ := cu.Alloc(uint64(T * H * 576 * 2))
 		fillRandom(e, q, uint64(T*H*576*2), 4)
 		o, _ := cu.Alloc(uint64(T * H * 512 * 2))
@@ -92,6 +96,7 @@ func timelineKernel(e *env, k string, shapes []mlaShape, sem cu.DevPtr) error {
 			if i >= 10 {
 				name, a.lseOut = tk, trace // back to back, as in a step; the last one's trace is read
 			}
+			a.kv = kv + cu.DevPtr(uint64(i%copies)*kvBytes)
 			if err := e.launchMLAFwd(name, g, B, a); err != nil {
 				return err
 			}
