@@ -23,7 +23,10 @@
 //     tensor-core kernels (the query rows as the MMA's N; the cache
 //     streamed through shared-memory stages, each row read once per 8 or
 //     16 query rows; split over the context so the grid fills the device
-//     once, the splits merged inside the kernel): mla_tc_* for a bf16 cache
+//     once, the splits merged inside the kernel: on sm_90, where all of a
+//     launch's clusters fit at once, the splits of a sequence are one
+//     thread-block cluster and merge from each other's shared memory,
+//     else through L2): mla_tc_* for a bf16 cache
 //     (cp.async stages), mla_ds_* for e4m3 (a tile per bulk copy on sm_90,
 //     widened in registers, once per value, with its scale folded into the
 //     softmax and the output), the family per cache

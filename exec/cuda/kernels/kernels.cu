@@ -988,27 +988,36 @@ __device__ __forceinline__ void mla_finish(float* osm, const float* m_s, const f
   mla_merge_splits<NTH>(opart, lse, out, sem, lseOut, osm, TH, rowBase, nrows, seq, grp, split, S);
 }
 
-// MlaTrace: TRACE launches (cudacheck timeline) pass 8 u64 per block in
+// MlaTrace: TRACE launches (cudacheck timeline) pass 16 u64 per block in
 // place of lseOut: the global time at start (0) and end (1), the SM clock
 // since the start at each phase (2-6: Q staged, tile 0 landed, tiles done,
-// output staged, finished), the SM (7).
+// output staged, finished), the SM (7), and the clocks thread 0 spent in
+// the tile loop waiting (8) for each tile's data, (9, 10) at its two
+// block barriers.
 template <bool TRACE>
 struct MlaTrace {
   u64* tr = nullptr;
-  long long c0 = 0;
+  long long c0 = 0, acc[3] = {0, 0, 0};
   __device__ __forceinline__ explicit MlaTrace(float* buf) {
     if (!TRACE) return;
-    tr = (u64*)buf + 8 * (((u64)blockIdx.z * gridDim.y + blockIdx.y) * gridDim.x + blockIdx.x);
+    tr = (u64*)buf + 16 * (((u64)blockIdx.z * gridDim.y + blockIdx.y) * gridDim.x + blockIdx.x);
     c0 = clock64();
     if (threadIdx.x == 0) {
       tr[0] = gtime();
       tr[7] = smid();
     }
   }
+  __device__ __forceinline__ long long now() const { return TRACE ? clock64() : 0; }
+  __device__ __forceinline__ void add(int k, long long since) {
+    if (TRACE) acc[k] += clock64() - since;
+  }
   __device__ __forceinline__ void mark(int k) const {
     if (TRACE && threadIdx.x == 0) {
       tr[k] = (u64)(clock64() - c0);
-      if (k == 6) tr[1] = gtime();
+      if (k == 6) {
+        tr[1] = gtime();
+        for (int j = 0; j < 3; j++) tr[8 + j] = (u64)acc[j];
+      }
     }
   }
 };
@@ -1072,7 +1081,7 @@ __device__ __forceinline__ void mla_tc(const bf16_t* __restrict__ q, const void*
   const int nrows = imin(R, seqRows - r0);
   const u64 rowBase = (u64)seq * seqRows + r0;
   const float sl2 = scale * 1.4426950408889634f;
-  const MlaTrace<TRACE> trace(lseOut);
+  MlaTrace<TRACE> trace(lseOut);
   if (TRACE) lseOut = nullptr;
 
   const int start = split * chunk;
@@ -1104,8 +1113,10 @@ __device__ __forceinline__ void mla_tc(const bf16_t* __restrict__ q, const void*
   for (int m = 0; m < L::NR; m++) { mrun[m] = NEG_BIG; lrun[m] = 0.f; }
 
   for (int it = 0; it < ntile; it++) {
+    long long tw = trace.now();
     cp_wait<NS - 2>();
     __syncthreads();  // tile it landed for all; tile it-1 fully consumed
+    trace.add(0, tw);
     if (it == 0) trace.mark(3);
     {
       const int nx = it + NS - 1;
@@ -1148,12 +1159,16 @@ __device__ __forceinline__ void mla_tc(const bf16_t* __restrict__ q, const void*
         sp[(g + 8) * L::SR + row + 1] = c[0][m][3] + c[1][m][3];
       }
     }
+    tw = trace.now();
     __syncthreads();
+    trace.add(1, tw);
     if (warp < 8)
 #pragma unroll
       for (int m = 0; m < L::NR; m++)  // online softmax in log2 units, warps 0-7: row warp + 8m
         mla_softmax_row<TT, TT, L::NP, L::SR, L::PS, false>(spart, psm, alpha_s + warp + 8 * m, mrun[m], lrun[m], warp + 8 * m, 0, n, nrows, sl2);
+    tw = trace.now();
     __syncthreads();
+    trace.add(2, tw);
     {  // O^T += V^T P^T over this warp's 64 columns, all rows
 #pragma unroll
       for (int m = 0; m < L::NR; m++) {
@@ -1336,7 +1351,7 @@ __device__ __forceinline__ void mla_ds(const bf16_t* __restrict__ q, const void*
   const u64 rowBase = (u64)seq * seqRows + r0;
   const float ks = CVT ? kscale : kscale * 256.f;  // bit-move widening gives value x 2^-8
   const float sl2 = scale * ks * 1.4426950408889634f;
-  const MlaTrace<TRACE> trace(lseOut);
+  MlaTrace<TRACE> trace(lseOut);
   if (TRACE) lseOut = nullptr;
 
   // BULK: thread 0 fills stage st by one bulk copy completing on the
@@ -1402,7 +1417,9 @@ __device__ __forceinline__ void mla_ds(const bf16_t* __restrict__ q, const void*
   for (int it = 0; it < ntile; it++) {
     const unsigned char* cur = stg + (it % NS) * L::STAGE;
     const int n = imin(TT, end - start - it * TT);
+    long long tw = trace.now();
     if (BULK) mbar_wait(bar0 + 8 * (it % NS), (it / NS) & 1);
+    trace.add(0, tw);
     if (it == 0) trace.mark(3);
     // zero: a bulk tile's rows past n hold stale bytes; zero their fragments
     auto zero = [&](u32* h, int np, int row) {
@@ -1454,7 +1471,9 @@ __device__ __forceinline__ void mla_ds(const bf16_t* __restrict__ q, const void*
           sp[(t0 + 8) * L::SR + row + 1] = c[mi][m][3];
         }
     }
+    tw = trace.now();
     __syncthreads();  // partial scores complete; the previous tile's stage is free
+    trace.add(1, tw);
     {
       const int nx = it + NS - 1;  // into the stage of tile it-1, which all read before the last barrier
       if (BULK) {
@@ -1468,8 +1487,10 @@ __device__ __forceinline__ void mla_ds(const bf16_t* __restrict__ q, const void*
     for (int m = 0; m < L::NR; m++)  // online softmax in log2 units: row w8 + 8m, this half's tokens
       mla_softmax_row<TT, TT / L::HALVES, 8, L::SR, L::PS, true>(spart, psm, alpha_s + half * R + w8 + 8 * m, mrun[m], lrun[m], w8 + 8 * m,
                                                                   half * (TT / L::HALVES), n, nrows, sl2);
+    tw = trace.now();
     if (!BULK) cp_wait<NS - 2>();
     __syncthreads();  // P and the rescale factors ready (!BULK: the next tile landed)
+    trace.add(2, tw);
     {  // O^T[its columns] += V^T P^T
 #pragma unroll
       for (int m = 0; m < L::NR; m++) {
@@ -1564,6 +1585,14 @@ extern "C" __global__ void __launch_bounds__(512, 1)
   mla_ds<8, 64, 4, true, 16, true, true>(q, kv, out, opart, lse, sem, trace, T, H, ctx, tokPerSeq, chunk, scale, kscale, coop);
 }
 MLA_DS(true, 16, 64, 4, 8, true, mla_ds_fp8c_r16_t64_s4_b)
+// Two blocks per SM (two stages, at most 64 registers a thread): one
+// block's per-tile chain of barriers and dependent loads overlaps the
+// other's (a trial: cudacheck bench times it next to the families).
+extern "C" __global__ void __launch_bounds__(512, 2)
+    mla_ds_fp8c_r8_t64_s2_w16_b(const bf16_t* q, const void* kv, bf16_t* out, float* opart, float* lse, int* sem, float* lseOut,
+                                int T, int H, int ctx, int tokPerSeq, int chunk, float scale, float kscale, int coop) {
+  mla_ds<8, 64, 2, true, 16, true>(q, kv, out, opart, lse, sem, lseOut, T, H, ctx, tokPerSeq, chunk, scale, kscale, coop);
+}
 MLA_DS(true, 8, 64, 4, 16, false, mla_ds_fp8c_r8_t64_s4_w16)
 MLA_DS(true, 16, 64, 4, 8, false, mla_ds_fp8c_r16_t64_s4)
 MLA_DS(false, 8, 64, 4, 8, false, mla_ds_fp8_r8_t64_s4)

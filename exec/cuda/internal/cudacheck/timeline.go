@@ -19,7 +19,9 @@ import (
 // merge, and prints where one launch's time goes: the spread of the
 // blocks' starts and ends on the global timer, and per block (median and
 // max) the time to Q staged (fp8), to its first tile, in the tile loop,
-// in the epilogue and in the finish (partials, merge).
+// in the epilogue and in the finish (partials, merge), and within the
+// tile loop how long thread 0 waited for tiles' data and at the loop's
+// two block barriers (the rest of the loop is its own work).
 func timeline(args []string) error {
 	fs := flag.NewFlagSet("timeline", flag.ContinueOnError)
 	shapes := fs.String("mla-shapes", "32x8x1x4096,8x8x1x4096,8x8x1x8192,64x8x1x4096,128x8x1x4096,1x8x1x131072", "BxHxTPSxCTX comma-separated")
@@ -88,8 +90,9 @@ func timelineKernel(e *env, k string, shapes []mlaShape, sem cu.DevPtr) error {
 		part, _ := cu.Alloc(uint64(g.Splits)*th*512*4 + uint64(g.Splits)*th*4)
 		lse := part + cu.DevPtr(uint64(g.Splits)*th*512*4)
 		nblk := g.Splits * g.Groups * B
-		trace, _ := cu.Alloc(uint64(nblk * 64))
-		cu.Memset8(trace, 0, uint64(nblk*64)) // slots a kernel does not mark read zero
+		const slot = 128 // bytes of trace per block (kernels.cu's MlaTrace: 16 u64)
+		trace, _ := cu.Alloc(uint64(nblk * slot))
+		cu.Memset8(trace, 0, uint64(nblk*slot)) // slots a kernel does not mark read zero
 		a := mlaFwdArgs{q: q, kv: kv, out: o, part: part, lse: lse, sem: sem, T: T, H: H, ctx: ctx, tps: tps, scale: 0.0722, kscale: 1, merge: g.MergeMode()}
 		for i := 0; i < 20; i++ {
 			name := k // the plain kernel takes no row log-sum-exps here
@@ -104,18 +107,18 @@ func timelineKernel(e *env, k string, shapes []mlaShape, sem cu.DevPtr) error {
 		if err := cu.StreamSync(e.stream); err != nil {
 			return err
 		}
-		raw := make([]byte, nblk*64)
+		raw := make([]byte, nblk*slot)
 		if err := cu.DtoH(raw, trace); err != nil {
 			return err
 		}
 		type blk struct {
 			start, end float64
-			ph         [5]float64
+			ph         [8]float64 // the five phases, then the tile loop's waits: data, barrier 1, barrier 2
 		}
 		bs := make([]blk, nblk)
 		minStart, maxStart, minEnd, maxEnd := 1e30, 0.0, 1e30, 0.0
 		for i := range bs {
-			w := func(j int) uint64 { return binary.LittleEndian.Uint64(raw[i*64+8*j:]) }
+			w := func(j int) uint64 { return binary.LittleEndian.Uint64(raw[i*slot+8*j:]) }
 			b := &bs[i]
 			b.start, b.end = float64(w(0))/1e3, float64(w(1))/1e3
 			usPerCycle := (b.end - b.start) / float64(max(w(6), 1)) // from this block's own span
@@ -123,6 +126,9 @@ func timelineKernel(e *env, k string, shapes []mlaShape, sem cu.DevPtr) error {
 			for j := 2; j <= 6; j++ {
 				b.ph[j-2] = float64(w(j)-prev) * usPerCycle
 				prev = w(j)
+			}
+			for j := 8; j <= 10; j++ {
+				b.ph[j-3] = float64(w(j)) * usPerCycle
 			}
 			minStart, maxStart = min(minStart, b.start), max(maxStart, b.start)
 			minEnd, maxEnd = min(minEnd, b.end), max(maxEnd, b.end)
@@ -133,7 +139,7 @@ func timelineKernel(e *env, k string, shapes []mlaShape, sem cu.DevPtr) error {
 		}
 		fmt.Printf("%s B=%d H=%d tps=%d ctx=%d splits=%d chunk=%d%s blocks=%d: span %.2f us; starts spread %.2f us, ends spread %.2f us\n",
 			tk, B, H, tps, ctx, g.Splits, g.Chunk, merge, nblk, maxEnd-minStart, maxStart-minStart, maxEnd-minEnd)
-		for j, name := range []string{"to Q staged", "to tile 0", "tile loop", "epilogue", "finish+merge"} {
+		for j, name := range []string{"to Q staged", "to tile 0", "tile loop", "epilogue", "finish+merge", " data waits", " barrier 1", " barrier 2"} {
 			v := make([]float64, nblk)
 			for i := range bs {
 				v[i] = bs[i].ph[j]
