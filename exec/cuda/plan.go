@@ -541,10 +541,6 @@ var mlaFwdFamilies = map[bool][]mlaFwdFamily{
 		{"mla_ds_fp8_r8_t64_s4", "mla_ds_fp8_r16_t64_s4"}},
 }
 
-// MLAFwdTrials are tensor-core MLA kernels no family runs yet, which
-// cudacheck bench times next to the families' (two blocks per SM).
-var MLAFwdTrials = []string{"mla_ds_fp8c_r8_t64_s2_w16_b"}
-
 // minCC is the least compute capability (major x 10 + minor) that runs
 // the family: 90 for bulk copies, 89 for sm_89's e4m3 conversion, else 80
 // (mma.sync with bf16).

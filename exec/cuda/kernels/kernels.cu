@@ -1585,14 +1585,6 @@ extern "C" __global__ void __launch_bounds__(512, 1)
   mla_ds<8, 64, 4, true, 16, true, true>(q, kv, out, opart, lse, sem, trace, T, H, ctx, tokPerSeq, chunk, scale, kscale, coop);
 }
 MLA_DS(true, 16, 64, 4, 8, true, mla_ds_fp8c_r16_t64_s4_b)
-// Two blocks per SM (two stages, at most 64 registers a thread): one
-// block's per-tile chain of barriers and dependent loads overlaps the
-// other's (a trial: cudacheck bench times it next to the families).
-extern "C" __global__ void __launch_bounds__(512, 2)
-    mla_ds_fp8c_r8_t64_s2_w16_b(const bf16_t* q, const void* kv, bf16_t* out, float* opart, float* lse, int* sem, float* lseOut,
-                                int T, int H, int ctx, int tokPerSeq, int chunk, float scale, float kscale, int coop) {
-  mla_ds<8, 64, 2, true, 16, true>(q, kv, out, opart, lse, sem, lseOut, T, H, ctx, tokPerSeq, chunk, scale, kscale, coop);
-}
 MLA_DS(true, 8, 64, 4, 16, false, mla_ds_fp8c_r8_t64_s4_w16)
 MLA_DS(true, 16, 64, 4, 8, false, mla_ds_fp8c_r16_t64_s4)
 MLA_DS(false, 8, 64, 4, 8, false, mla_ds_fp8_r8_t64_s4)

@@ -3,7 +3,6 @@ package main
 import (
 	"flag"
 	"fmt"
-	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -286,7 +285,7 @@ func benchMLA(e *env, emit func(benchRow), rot func(uint64) (cu.DevPtr, int, err
 		}
 	}
 	occ := map[string]int{}
-	for _, k := range slices.Concat(cuda.MLAFwdKernels, cuda.MLAFwdTrials) {
+	for _, k := range cuda.MLAFwdKernels {
 		smem := cuda.MLAFwdSmem(k)
 		if err := cu.SetMaxDynamicSmem(e.fn(k), smem); err != nil {
 			return err
@@ -356,7 +355,7 @@ func benchMLA(e *env, emit func(benchRow), rot func(uint64) (cu.DevPtr, int, err
 				}
 				emit(t.row("read_v4", fmt.Sprintf("B=%d H=%d tps=%d ctx=%d %s cache", s.B, s.H, s.tps, s.ctx, kvs), float64(kvBytes), "the cache alone, read only"))
 			}
-			for _, k := range slices.Concat(cuda.MLAFwdKernels, cuda.MLAFwdTrials) {
+			for _, k := range cuda.MLAFwdKernels {
 				if strings.Contains(k, "fp8") != fp8 {
 					continue
 				}
