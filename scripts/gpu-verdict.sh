@@ -37,9 +37,10 @@ has kimi32 && verdict kimi-b32 --model kimi-k2.5 --batch 32 --kv-dtype bf16
 has kimi1 && verdict kimi-b1 --model kimi-k2.5 --batch 1 --kv-dtype bf16
 has glm && verdict glm5-b8 --model glm-5-nvfp4 --batch 8 --kv-dtype bf16
 if has ncu; then
-  echo "== ncu: the MLA kernel at B=8 H=8 ctx=4096"
-  timeout 120 ncu --clock-control none -k regex:mla_fwd -c 4 --section SpeedOfLight --section Occupancy --section MemoryWorkloadAnalysis \
-    $B/cudacheck bench -only mla > "$OUT/ncu.txt" 2>&1 || echo "NCU FAILED"
+  echo "== ncu: the executor's two 8-row MLA kernels at B=32 H=8 ctx=4096 (throughputs, pipes, warp stalls)"
+  timeout 180 ncu --clock-control none -k regex:'mla_(ds_fp8c_r8_t64_s4_w16_b|tc_bf16_r8_t64_s2)$' -c 2 \
+    --section SpeedOfLight --section ComputeWorkloadAnalysis --section InstructionStats --section WarpStateStats --section Occupancy \
+    $B/cudacheck bench -only mla -mla-shapes 32x8x1x4096 > "$OUT/ncu.txt" 2>&1 || echo "NCU FAILED"
 fi
 # The baseline traces (the other runs' stay on the machine: they exceed what comes back).
 (cd "$T" && tar czf "$OUT/traces.tgz" */baseline.otlp.jsonl */verdict.md 2>/dev/null)
