@@ -669,6 +669,41 @@ inline u32 f2bf_rn(float f) { return f2bf(f); }
 #endif
 
 
+// MlaTrace: TRACE launches (cudacheck timeline) pass 16 u64 per block in
+// place of lseOut: the global time at start (0) and end (1), the SM clock
+// since the start at each phase (2-6: Q staged, tile 0 landed, tiles done,
+// output staged, finished), the SM (7), and the clocks thread 0 spent in
+// the tile loop waiting (8) for each tile's data, (9, 10) at its two
+// block barriers, and the SM clock when a split launch's merge barrier
+// let the block through (11: all splits' partials ready).
+template <bool TRACE>
+struct MlaTrace {
+  u64* tr = nullptr;
+  long long c0 = 0, acc[3] = {0, 0, 0};
+  __device__ __forceinline__ explicit MlaTrace(float* buf) {
+    if (!TRACE) return;
+    tr = (u64*)buf + 16 * (((u64)blockIdx.z * gridDim.y + blockIdx.y) * gridDim.x + blockIdx.x);
+    c0 = clock64();
+    if (threadIdx.x == 0) {
+      tr[0] = gtime();
+      tr[7] = smid();
+    }
+  }
+  __device__ __forceinline__ long long now() const { return TRACE ? clock64() : 0; }
+  __device__ __forceinline__ void add(int k, long long since) {
+    if (TRACE) acc[k] += clock64() - since;
+  }
+  __device__ __forceinline__ void mark(int k) const {
+    if (TRACE && threadIdx.x == 0) {
+      tr[k] = (u64)(clock64() - c0);
+      if (k == 6) {
+        tr[1] = gtime();
+        for (int j = 0; j < 3; j++) tr[8 + j] = (u64)acc[j];
+      }
+    }
+  }
+};
+
 // Where a merge reads split sp's inputs: 4 columns from c of row r of its
 // normalised partial, and row r's log-sum-exp. MergeL2: the partials the
 // blocks wrote to device memory (opart, lse), read from L2. MergeDSMEM:
@@ -794,10 +829,10 @@ __device__ __forceinline__ void mla_merge_cols(const SRC& src, bf16_t* __restric
 // after the barrier, so a block leaves as soon as its columns are
 // written. (Waiting on a generation word that the last block advances
 // would cost it one more round trip to L2.)
-template <int NTH>
+template <int NTH, class TR>
 __device__ __forceinline__ void mla_merge_splits(const float* __restrict__ opart, float* __restrict__ lse, bf16_t* __restrict__ out,
                                                  int* __restrict__ sem, float* __restrict__ lseOut, float* wts, u64 TH, u64 rowBase,
-                                                 int nrows, int seq, int grp, int split, int S) {
+                                                 int nrows, int seq, int grp, int split, int S, const TR& trace) {
   const int tid = threadIdx.x;
   int* cnt = sem + 2 * ((u64)seq * gridDim.y + grp);
   __threadfence();
@@ -816,6 +851,7 @@ __device__ __forceinline__ void mla_merge_splits(const float* __restrict__ opart
     __threadfence();
   }
   __syncthreads();
+  trace.mark(11);
   mla_merge_cols<NTH>(MergeL2{opart, lse, TH, rowBase}, out, lseOut, wts, rowBase, nrows, split, S);
 }
 
@@ -950,11 +986,11 @@ __device__ __forceinline__ void mla_row_end(float mrun, float lrun, float* m, fl
 // barrier instead of a counter in L2: a fence, an atomic, a poll and the
 // partials' loads from L2 become a barrier and loads from the SMs of one
 // GPC). coop 0: the partials are written for mla_combine.
-template <int NTH, int R, int OS>
+template <int NTH, int R, int OS, class TR>
 __device__ __forceinline__ void mla_finish(float* osm, const float* m_s, const float* l_s, bf16_t* __restrict__ out,
                                            float* __restrict__ opart, float* __restrict__ lse, int* __restrict__ sem,
                                            float* __restrict__ lseOut, u64 TH, u64 rowBase, int nrows, int seq, int grp,
-                                           int split, int S, int coop) {
+                                           int split, int S, int coop, const TR& trace) {
   const int tid = threadIdx.x;
   if (S > 1 && coop == 2) {
     if (cluster_blocks() != (u32)S) die();  // the launch's clusters must be its splits
@@ -962,6 +998,7 @@ __device__ __forceinline__ void mla_finish(float* osm, const float* m_s, const f
     float* wts = lse_s + R;
     if (tid < nrows) lse_s[tid] = l_s[tid] > 0.f ? (m_s[tid] + flog2(l_s[tid])) * 0.6931471805599453f : NEG_BIG;
     cluster_sync();  // every split's partial staged
+    trace.mark(11);
     mla_merge_cols<NTH>(MergeDSMEM<OS>{smem_addr(osm), smem_addr(lse_s)}, out, lseOut, wts, rowBase, nrows, split, S);
     cluster_sync();  // no block leaves (freeing its shared memory) while another reads it
     return;
@@ -985,42 +1022,8 @@ __device__ __forceinline__ void mla_finish(float* osm, const float* m_s, const f
   }
   if (S == 1 || !coop) return;
   __syncthreads();
-  mla_merge_splits<NTH>(opart, lse, out, sem, lseOut, osm, TH, rowBase, nrows, seq, grp, split, S);
+  mla_merge_splits<NTH>(opart, lse, out, sem, lseOut, osm, TH, rowBase, nrows, seq, grp, split, S, trace);
 }
-
-// MlaTrace: TRACE launches (cudacheck timeline) pass 16 u64 per block in
-// place of lseOut: the global time at start (0) and end (1), the SM clock
-// since the start at each phase (2-6: Q staged, tile 0 landed, tiles done,
-// output staged, finished), the SM (7), and the clocks thread 0 spent in
-// the tile loop waiting (8) for each tile's data, (9, 10) at its two
-// block barriers.
-template <bool TRACE>
-struct MlaTrace {
-  u64* tr = nullptr;
-  long long c0 = 0, acc[3] = {0, 0, 0};
-  __device__ __forceinline__ explicit MlaTrace(float* buf) {
-    if (!TRACE) return;
-    tr = (u64*)buf + 16 * (((u64)blockIdx.z * gridDim.y + blockIdx.y) * gridDim.x + blockIdx.x);
-    c0 = clock64();
-    if (threadIdx.x == 0) {
-      tr[0] = gtime();
-      tr[7] = smid();
-    }
-  }
-  __device__ __forceinline__ long long now() const { return TRACE ? clock64() : 0; }
-  __device__ __forceinline__ void add(int k, long long since) {
-    if (TRACE) acc[k] += clock64() - since;
-  }
-  __device__ __forceinline__ void mark(int k) const {
-    if (TRACE && threadIdx.x == 0) {
-      tr[k] = (u64)(clock64() - c0);
-      if (k == 6) {
-        tr[1] = gtime();
-        for (int j = 0; j < 3; j++) tr[8 + j] = (u64)acc[j];
-      }
-    }
-  }
-};
 
 // ---- MLA decode, heads as the MMA's N (mla_tc_*) ----
 //
@@ -1221,7 +1224,7 @@ __device__ __forceinline__ void mla_tc(const bf16_t* __restrict__ q, const void*
   }
   __syncthreads();
   trace.mark(5);
-  mla_finish<L::NTH, R, L::OS>(osm, m_s, l_s, out, opart, lse, sem, lseOut, (u64)T * H, rowBase, nrows, seq, grp, split, S, coop);
+  mla_finish<L::NTH, R, L::OS>(osm, m_s, l_s, out, opart, lse, sem, lseOut, (u64)T * H, rowBase, nrows, seq, grp, split, S, coop, trace);
   trace.mark(6);
 }
 
@@ -1429,12 +1432,18 @@ __device__ __forceinline__ void mla_ds(const bf16_t* __restrict__ q, const void*
 
     u32 vf[L::MH][4][4];  // S's A fragments (m-tile of this half, k-step): kept, transposed, for O
     {
-      float c[L::MH][L::NR][4];
+      // CH accumulator chains per m-tile (k-steps alternating between
+      // them) where the registers allow (8 rows), so a warp's score MMAs
+      // are CH x MH independent chains instead of MH of 4-5 dependent ones.
+      constexpr int CH = L::NR == 1 ? 2 : 1;
+      float c[L::MH][CH][L::NR][4];
 #pragma unroll
       for (int mi = 0; mi < L::MH; mi++) {
         const int mt = half * L::MH + mi;
 #pragma unroll
-        for (int m = 0; m < L::NR; m++) c[mi][m][0] = c[mi][m][1] = c[mi][m][2] = c[mi][m][3] = 0.f;
+        for (int x = 0; x < CH; x++)
+#pragma unroll
+          for (int m = 0; m < L::NR; m++) c[mi][x][m][0] = c[mi][x][m][1] = c[mi][x][m][2] = c[mi][x][m][3] = 0.f;
         const unsigned char* ra = cur + (mt * 16 + g) * L::RB;
         u32 h0[8], h1[8];
         ldpairs<true, 8, CVT>(ra, col0, h0);
@@ -1445,7 +1454,8 @@ __device__ __forceinline__ void mla_ds(const bf16_t* __restrict__ q, const void*
         for (int s = 0; s < 4; s++) {
           vf[mi][s][0] = h0[2 * s]; vf[mi][s][1] = h1[2 * s]; vf[mi][s][2] = h0[2 * s + 1]; vf[mi][s][3] = h1[2 * s + 1];
 #pragma unroll
-          for (int m = 0; m < L::NR; m++) mma16816<true>(c[mi][m], vf[mi][s][0], vf[mi][s][1], vf[mi][s][2], vf[mi][s][3], qv[m][2 * s], qv[m][2 * s + 1]);
+          for (int m = 0; m < L::NR; m++)
+            mma16816<true>(c[mi][s % CH][m], vf[mi][s][0], vf[mi][s][1], vf[mi][s][2], vf[mi][s][3], qv[m][2 * s], qv[m][2 * s + 1]);
         }
         if (mt == rmt) {  // the rope share (warp-uniform)
           u32 e0[2 * L::RK], e1[2 * L::RK];
@@ -1456,7 +1466,8 @@ __device__ __forceinline__ void mla_ds(const bf16_t* __restrict__ q, const void*
 #pragma unroll
           for (int j = 0; j < L::RK; j++)
 #pragma unroll
-            for (int m = 0; m < L::NR; m++) mma16816<true>(c[mi][m], e0[2 * j], e1[2 * j], e0[2 * j + 1], e1[2 * j + 1], qr[m][2 * j], qr[m][2 * j + 1]);
+            for (int m = 0; m < L::NR; m++)
+              mma16816<true>(c[mi][j % CH][m], e0[2 * j], e1[2 * j], e0[2 * j + 1], e1[2 * j + 1], qr[m][2 * j], qr[m][2 * j + 1]);
         }
       }
       float* sp = spart + w8 * TT * L::SR;
@@ -1465,10 +1476,17 @@ __device__ __forceinline__ void mla_ds(const bf16_t* __restrict__ q, const void*
 #pragma unroll
         for (int m = 0; m < L::NR; m++) {
           const int row = 8 * m + 2 * tg, t0 = (half * L::MH + mi) * 16 + g;
-          sp[t0 * L::SR + row] = c[mi][m][0];
-          sp[t0 * L::SR + row + 1] = c[mi][m][1];
-          sp[(t0 + 8) * L::SR + row] = c[mi][m][2];
-          sp[(t0 + 8) * L::SR + row + 1] = c[mi][m][3];
+          float v[4];
+#pragma unroll
+          for (int k = 0; k < 4; k++) {
+            v[k] = c[mi][0][m][k];
+#pragma unroll
+            for (int x = 1; x < CH; x++) v[k] += c[mi][x][m][k];
+          }
+          sp[t0 * L::SR + row] = v[0];
+          sp[t0 * L::SR + row + 1] = v[1];
+          sp[(t0 + 8) * L::SR + row] = v[2];
+          sp[(t0 + 8) * L::SR + row + 1] = v[3];
         }
     }
     tw = trace.now();
@@ -1567,7 +1585,7 @@ __device__ __forceinline__ void mla_ds(const bf16_t* __restrict__ q, const void*
     __syncthreads();
   }
   trace.mark(5);
-  mla_finish<L::NTH, R, L::OS>(osm, m_s, l_s, out, opart, lse, sem, lseOut, (u64)T * H, rowBase, nrows, seq, grp, split, S, coop);
+  mla_finish<L::NTH, R, L::OS>(osm, m_s, l_s, out, opart, lse, sem, lseOut, (u64)T * H, rowBase, nrows, seq, grp, split, S, coop, trace);
   trace.mark(6);
 }
 

@@ -21,7 +21,9 @@ import (
 // max) the time to Q staged (fp8), to its first tile, in the tile loop,
 // in the epilogue and in the finish (partials, merge), and within the
 // tile loop how long thread 0 waited for tiles' data and at the loop's
-// two block barriers (the rest of the loop is its own work).
+// two block barriers (the rest of the loop is its own work), and how the
+// finish of a split launch divides at its merge barrier (before: its
+// partials and the wait for the other splits; after: the merge).
 func timeline(args []string) error {
 	fs := flag.NewFlagSet("timeline", flag.ContinueOnError)
 	shapes := fs.String("mla-shapes", "32x8x1x4096,8x8x1x4096,8x8x1x8192,64x8x1x4096,128x8x1x4096,1x8x1x131072", "BxHxTPSxCTX comma-separated")
@@ -113,7 +115,7 @@ func timelineKernel(e *env, k string, shapes []mlaShape, sem cu.DevPtr) error {
 		}
 		type blk struct {
 			start, end float64
-			ph         [8]float64 // the five phases, then the tile loop's waits: data, barrier 1, barrier 2
+			ph         [10]float64 // the five phases; the tile loop's waits: data, barrier 1, barrier 2; finish+merge until and after the merge barrier
 		}
 		bs := make([]blk, nblk)
 		minStart, maxStart, minEnd, maxEnd := 1e30, 0.0, 1e30, 0.0
@@ -130,6 +132,10 @@ func timelineKernel(e *env, k string, shapes []mlaShape, sem cu.DevPtr) error {
 			for j := 8; j <= 10; j++ {
 				b.ph[j-3] = float64(w(j)) * usPerCycle
 			}
+			if w(11) > 0 { // split launches: the merge barrier
+				b.ph[8] = float64(w(11)-w(5)) * usPerCycle
+				b.ph[9] = float64(w(6)-w(11)) * usPerCycle
+			}
 			minStart, maxStart = min(minStart, b.start), max(maxStart, b.start)
 			minEnd, maxEnd = min(minEnd, b.end), max(maxEnd, b.end)
 		}
@@ -139,7 +145,7 @@ func timelineKernel(e *env, k string, shapes []mlaShape, sem cu.DevPtr) error {
 		}
 		fmt.Printf("%s B=%d H=%d tps=%d ctx=%d splits=%d chunk=%d%s blocks=%d: span %.2f us; starts spread %.2f us, ends spread %.2f us\n",
 			tk, B, H, tps, ctx, g.Splits, g.Chunk, merge, nblk, maxEnd-minStart, maxStart-minStart, maxEnd-minEnd)
-		for j, name := range []string{"to Q staged", "to tile 0", "tile loop", "epilogue", "finish+merge", " data waits", " barrier 1", " barrier 2"} {
+		for j, name := range []string{"to Q staged", "to tile 0", "tile loop", "epilogue", "finish+merge", " data waits", " barrier 1", " barrier 2", " to merge bar", " after it"} {
 			v := make([]float64, nblk)
 			for i := range bs {
 				v[i] = bs[i].ph[j]
