@@ -675,7 +675,8 @@ inline u32 f2bf_rn(float f) { return f2bf(f); }
 // output staged, finished), the SM (7), and the clocks thread 0 spent in
 // the tile loop waiting (8) for each tile's data, (9, 10) at its two
 // block barriers, and the SM clock when a split launch's merge barrier
-// let the block through (11: all splits' partials ready).
+// let the block through (11: all splits' partials ready), when the merge
+// had its inputs loaded (12) and its weights (13).
 template <bool TRACE>
 struct MlaTrace {
   u64* tr = nullptr;
@@ -730,9 +731,9 @@ struct MergeDSMEM {
 // S <= 16, each thread loads its partials before the weights are known,
 // so those loads and the log-sum-exps' are in flight together: one round
 // trip, not S/4+1.
-template <int NTH, class SRC>
+template <int NTH, class SRC, class TR>
 __device__ __forceinline__ void mla_merge_cols(const SRC& src, bf16_t* __restrict__ out, float* __restrict__ lseOut, float* wts,
-                                               u64 rowBase, int nrows, int split, int S) {
+                                               u64 rowBase, int nrows, int split, int S, const TR& trace) {
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   const int cw = ((MLA_DV / 4 + S - 1) / S) * 4;  // columns per block, a multiple of 4
   const int c0 = split * cw, c1 = imin(MLA_DV, c0 + cw);
@@ -750,6 +751,7 @@ __device__ __forceinline__ void mla_merge_cols(const SRC& src, bf16_t* __restric
     wts[i] = src.lsum(s, r);
   }
   __syncthreads();
+  trace.mark(12);
   for (int r = warp; r < nrows; r += NTH / 32) {  // weights exp(lse_s - max) / sum
     float mx = NEG_BIG;
     for (int s = lane; s < S; s += 32) mx = fmx(mx, wts[r * S + s]);
@@ -767,6 +769,7 @@ __device__ __forceinline__ void mla_merge_cols(const SRC& src, bf16_t* __restric
     if (lseOut && lane == 0 && split == 0) lseOut[rowBase + r] = sum > 0.f ? mx + __logf(sum) : NEG_BIG;
   }
   __syncthreads();
+  trace.mark(13);
   if (pre) {
     if (tid < nrows * nc4) {
       const int r = tid / nc4, c = c0 + (tid - r * nc4) * 4;
@@ -852,7 +855,7 @@ __device__ __forceinline__ void mla_merge_splits(const float* __restrict__ opart
   }
   __syncthreads();
   trace.mark(11);
-  mla_merge_cols<NTH>(MergeL2{opart, lse, TH, rowBase}, out, lseOut, wts, rowBase, nrows, split, S);
+  mla_merge_cols<NTH>(MergeL2{opart, lse, TH, rowBase}, out, lseOut, wts, rowBase, nrows, split, S, trace);
 }
 
 // mla_copy_tile issues the cp.async copies of one tile of n cached rows
@@ -999,7 +1002,7 @@ __device__ __forceinline__ void mla_finish(float* osm, const float* m_s, const f
     if (tid < nrows) lse_s[tid] = l_s[tid] > 0.f ? (m_s[tid] + flog2(l_s[tid])) * 0.6931471805599453f : NEG_BIG;
     cluster_sync();  // every split's partial staged
     trace.mark(11);
-    mla_merge_cols<NTH>(MergeDSMEM<OS>{smem_addr(osm), smem_addr(lse_s)}, out, lseOut, wts, rowBase, nrows, split, S);
+    mla_merge_cols<NTH>(MergeDSMEM<OS>{smem_addr(osm), smem_addr(lse_s)}, out, lseOut, wts, rowBase, nrows, split, S, trace);
     cluster_sync();  // no block leaves (freeing its shared memory) while another reads it
     return;
   }

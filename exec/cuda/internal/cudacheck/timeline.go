@@ -23,7 +23,8 @@ import (
 // tile loop how long thread 0 waited for tiles' data and at the loop's
 // two block barriers (the rest of the loop is its own work), and how the
 // finish of a split launch divides at its merge barrier (before: its
-// partials and the wait for the other splits; after: the merge).
+// partials and the wait for the other splits; after: the merge, in its
+// loads, its weights and its output).
 func timeline(args []string) error {
 	fs := flag.NewFlagSet("timeline", flag.ContinueOnError)
 	shapes := fs.String("mla-shapes", "32x8x1x4096,8x8x1x4096,8x8x1x8192,64x8x1x4096,128x8x1x4096,1x8x1x131072", "BxHxTPSxCTX comma-separated")
@@ -115,7 +116,7 @@ func timelineKernel(e *env, k string, shapes []mlaShape, sem cu.DevPtr) error {
 		}
 		type blk struct {
 			start, end float64
-			ph         [10]float64 // the five phases; the tile loop's waits: data, barrier 1, barrier 2; finish+merge until and after the merge barrier
+			ph         [13]float64 // the five phases; the tile loop's waits: data, barrier 1, barrier 2; finish+merge until and after the merge barrier; the merge's loads, weights, output
 		}
 		bs := make([]blk, nblk)
 		minStart, maxStart, minEnd, maxEnd := 1e30, 0.0, 1e30, 0.0
@@ -135,6 +136,9 @@ func timelineKernel(e *env, k string, shapes []mlaShape, sem cu.DevPtr) error {
 			if w(11) > 0 { // split launches: the merge barrier
 				b.ph[8] = float64(w(11)-w(5)) * usPerCycle
 				b.ph[9] = float64(w(6)-w(11)) * usPerCycle
+				b.ph[10] = float64(w(12)-w(11)) * usPerCycle
+				b.ph[11] = float64(w(13)-w(12)) * usPerCycle
+				b.ph[12] = float64(w(6)-w(13)) * usPerCycle
 			}
 			minStart, maxStart = min(minStart, b.start), max(maxStart, b.start)
 			minEnd, maxEnd = min(minEnd, b.end), max(maxEnd, b.end)
@@ -145,7 +149,7 @@ func timelineKernel(e *env, k string, shapes []mlaShape, sem cu.DevPtr) error {
 		}
 		fmt.Printf("%s B=%d H=%d tps=%d ctx=%d splits=%d chunk=%d%s blocks=%d: span %.2f us; starts spread %.2f us, ends spread %.2f us\n",
 			tk, B, H, tps, ctx, g.Splits, g.Chunk, merge, nblk, maxEnd-minStart, maxStart-minStart, maxEnd-minEnd)
-		for j, name := range []string{"to Q staged", "to tile 0", "tile loop", "epilogue", "finish+merge", " data waits", " barrier 1", " barrier 2", " to merge bar", " after it"} {
+		for j, name := range []string{"to Q staged", "to tile 0", "tile loop", "epilogue", "finish+merge", " data waits", " barrier 1", " barrier 2", " to merge bar", " after it", "  its loads", "  its weights", "  its output"} {
 			v := make([]float64, nblk)
 			for i := range bs {
 				v[i] = bs[i].ph[j]
