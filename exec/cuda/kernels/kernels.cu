@@ -496,7 +496,8 @@ MLA_KERNEL(16, true, mla_decode_fp8_h16)
 // fit on the device at once: the planner checks the occupancy) and each
 // merges a slice of the 512 columns (mla_merge_splits), or, coop 2, the
 // splits are a thread-block cluster and merge from each other's shared
-// memory (mla_finish); else mla_combine merges afterwards. lseOut, when set, receives each row's log-sum-exp
+// memory (mla_finish); else mla_combine merges afterwards. lseOut, when
+// set, receives each row's log-sum-exp
 // (decode context parallelism's merge across ranks needs it).
 #define MLA_D 576             // scored latent width (kv_lora 512 + rope 64)
 #define MLA_DV 512            // output width
@@ -585,7 +586,7 @@ __device__ __forceinline__ void mbar_wait(saddr_t b, u32 parity) {
 }
 // Thread-block clusters (sm_90): the blocks of a cluster are resident at
 // once, on one GPC, and read each other's shared memory (distributed
-// shared memory) at shared-memory latency, without a round trip to L2.
+// shared memory) over the GPC's network instead of through L2.
 // cluster_sync is the cluster's barrier, with release/acquire ordering of
 // shared memory; dsmem maps this block's shared address to the same
 // address in the cluster's block rank.
