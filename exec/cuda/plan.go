@@ -416,7 +416,7 @@ func (pl *planner) planAttention(op *model.Op) (opPlan, error) {
 		s := MLAShape{Seqs: p.seqs, TokPerSeq: p.tokPerSeq, Heads: p.heads, Ctx: p.ctx, FP8: p.fp8KV}
 		g = MLAFwdLaunchWith(k, s, pl.dev.sms, pl.dev.mlaOcc[k])
 		if cl := pl.dev.mlaClusters[k]; g.Splits < len(cl) {
-			g = g.Clustered(cl[g.Splits], g.Units(s))
+			g = g.Clustered(s, cl[g.Splits])
 		}
 	} else {
 		g = MLALaunch(p.tokens, p.heads, p.ctx, p.dqk, pl.dev.sms, p.fp8KV)
@@ -485,15 +485,15 @@ type MLAGeometry struct {
 // the non-portable size allowed; 8 is the portable bound).
 const mlaMaxCluster = 16
 
-// Clustered returns g with its splits merged through their cluster's
-// shared memory (Cluster = Splits) when g is merged in the kernel, has 2
-// to 16 splits, and the device runs all of its clusters at once: active
-// is how many clusters of g.Splits blocks of g.Kernel fit the device
-// (cuOccupancyMaxActiveClusters: a cluster takes SMs of one GPC, so this
-// can be fewer than SMs / Splits). Otherwise g is returned unchanged and
-// the merge stays in L2.
-func (g MLAGeometry) Clustered(active, units int) MLAGeometry {
-	if g.Coop && g.Splits >= 2 && g.Splits <= mlaMaxCluster && units >= 1 && units <= active {
+// Clustered returns g, the launch of shape s, with its splits merged
+// through their cluster's shared memory (Cluster = Splits) when g is
+// merged in the kernel, has 2 to 16 splits, and the device runs all of
+// its clusters (one per unit) at once: active is how many clusters of
+// g.Splits blocks of g.Kernel fit the device (cuOccupancyMaxActiveClusters:
+// a cluster takes SMs of one GPC, so this can be fewer than SMs / Splits).
+// Otherwise g is returned unchanged and the merge stays in L2.
+func (g MLAGeometry) Clustered(s MLAShape, active int) MLAGeometry {
+	if g.Coop && g.Splits >= 2 && g.Splits <= mlaMaxCluster && g.units(s) <= active {
 		g.Cluster = g.Splits
 	}
 	return g
@@ -512,9 +512,9 @@ func (g MLAGeometry) MergeMode() int {
 	return 0
 }
 
-// Units is how many (sequence, row group) pairs the launch of shape s
+// units is how many (sequence, row group) pairs the launch of shape s
 // covers: the clusters of a clustered launch.
-func (g MLAGeometry) Units(s MLAShape) int { return max(1, s.Seqs) * max(1, g.Groups) }
+func (g MLAGeometry) units(s MLAShape) int { return max(1, s.Seqs) * max(1, g.Groups) }
 
 // MLAShape is one MLA decode problem: Seqs sequences of Ctx cached tokens,
 // TokPerSeq query tokens each (1 + speculative tokens), Heads heads, a
@@ -687,11 +687,9 @@ func MLAFwdLaunch(s MLAShape, sms int, occ map[string]int) MLAGeometry {
 // MLAFwdLaunchWith is MLAFwdLaunch for a given variant k of which perSM
 // blocks fit one SM.
 func MLAFwdLaunchWith(k string, s MLAShape, sms, perSM int) MLAGeometry {
-	v := mustMLAFwd(k)
-	g := MLAGeometry{Kernel: k, Threads: 32 * v.warps, HeadGroup: v.rows, SmemBytes: MLAFwdSmem(k)}
+	g := newMLAFwdGeometry(k, s)
 	ctx := max(1, s.Ctx)
-	g.Groups = (max(1, s.TokPerSeq)*max(1, s.Heads) + v.rows - 1) / v.rows
-	units := max(1, s.Seqs) * g.Groups
+	units := g.units(s)
 	fit := max(1, sms) * max(1, perSM)
 	want := 1
 	if units < fit {
@@ -713,10 +711,16 @@ func MLAFwdLaunchWith(k string, s MLAShape, sms, perSM int) MLAGeometry {
 // MLAFwdSplit is MLAFwdLaunchWith with splits chosen by the caller (a
 // benchmark's sweep) instead of the planner's rule.
 func MLAFwdSplit(k string, s MLAShape, sms, perSM, splits int) MLAGeometry {
+	return newMLAFwdGeometry(k, s).split(s, max(1, min(splits, mlaFwdMaxSplits)), sms, perSM)
+}
+
+// newMLAFwdGeometry is kernel k's block and row groups for shape s, not
+// yet split.
+func newMLAFwdGeometry(k string, s MLAShape) MLAGeometry {
 	v := mustMLAFwd(k)
 	g := MLAGeometry{Kernel: k, Threads: 32 * v.warps, HeadGroup: v.rows, SmemBytes: MLAFwdSmem(k)}
 	g.Groups = (max(1, s.TokPerSeq)*max(1, s.Heads) + v.rows - 1) / v.rows
-	return g.split(s, max(1, min(splits, mlaFwdMaxSplits)), sms, perSM)
+	return g
 }
 
 // split cuts the context into about splits chunks of whole tiles and
@@ -726,8 +730,7 @@ func (g MLAGeometry) split(s MLAShape, splits, sms, perSM int) MLAGeometry {
 	ctx := max(1, s.Ctx)
 	g.Chunk = ceilTo((ctx+splits-1)/splits, mustMLAFwd(g.Kernel).tile)
 	g.Splits = (ctx + g.Chunk - 1) / g.Chunk
-	units := max(1, s.Seqs) * g.Groups
-	g.Coop = g.Splits > 1 && perSM > 0 && g.Splits*units <= max(1, sms)*perSM
+	g.Coop = g.Splits > 1 && perSM > 0 && g.Splits*g.units(s) <= max(1, sms)*perSM
 	return g
 }
 

@@ -387,10 +387,10 @@ func benchMLA(e *env, emit func(benchRow), rot func(uint64) (cu.DevPtr, int, err
 					if gc.Cluster > 0 {
 						merges = append(merges, 2)
 					}
-					if g.Coop || g.Splits == 1 {
+					if g.Coop {
 						merges = append(merges, 1)
 					}
-					if g.Splits > 1 && (gi == 0 || !g.Coop) {
+					if gi == 0 || !g.Coop { // unsplit, or the partials left for mla_combine
 						merges = append(merges, 0)
 					}
 					for _, merge := range merges {

@@ -152,7 +152,7 @@ func (e *env) clustered(k string, g cuda.MLAGeometry, s cuda.MLAShape) (cuda.MLA
 	if err != nil {
 		return g, err
 	}
-	return g.Clustered(n, g.Units(s)), nil
+	return g.Clustered(s, n), nil
 }
 
 func i32(v int) uint64     { return uint64(uint32(int32(v))) }
@@ -598,6 +598,7 @@ func checkMLA(e *env, r *rand.Rand, kernel string, T, H, tps, ctx, chunk int, fp
 	}
 	scale := float32(1 / math.Sqrt(192))
 	var what string
+	var combine bool // the splits' partials are left for mla_combine
 	if kernel == "core" {
 		g := cuda.MLALaunch(T, H, ctx, 576, e.info.SMs, fp8)
 		name := fmt.Sprintf("mla_decode_%s_h%d", kvs, g.HeadGroup)
@@ -609,7 +610,7 @@ func checkMLA(e *env, r *rand.Rand, kernel string, T, H, tps, ctx, chunk int, fp
 			uint64(dq), uint64(dkv), uint64(part), uint64(lse), i32(T), i32(H), i32(ctx), i32(tps), i32(chunk), f32(scale), i32(576), i32(512)); err != nil {
 			return 0, "", err
 		}
-		merge = 0
+		combine = true // the CUDA-core kernel always leaves partials
 	} else {
 		rows := cuda.MLAFwdRows(kernel)
 		g := cuda.MLAGeometry{Threads: cuda.MLAFwdThreads(kernel), Groups: (tps*H + rows - 1) / rows, Splits: S, Chunk: chunk, SmemBytes: cuda.MLAFwdSmem(kernel)}
@@ -617,8 +618,9 @@ func checkMLA(e *env, r *rand.Rand, kernel string, T, H, tps, ctx, chunk int, fp
 			return 0, "", err
 		}
 		if S == 1 {
-			merge = 1 // nothing to merge: the kernel writes out
+			merge = 0 // nothing to merge: the kernel writes out
 		}
+		combine = S > 1 && merge == 0
 		if merge == 2 {
 			// Clusters of S blocks (more than 8 must be allowed first).
 			if n, err := cu.MaxActiveClusters(e.fn(kernel), g.Threads, g.SmemBytes, S); err != nil || n == 0 {
@@ -627,12 +629,15 @@ func checkMLA(e *env, r *rand.Rand, kernel string, T, H, tps, ctx, chunk int, fp
 			g.Cluster = S
 		}
 		what = fmt.Sprintf("%s S=%d merge=%s", kernel, S, [...]string{"mla_combine", "in-kernel", "cluster"}[merge])
+		if S == 1 {
+			what = fmt.Sprintf("%s S=1", kernel)
+		}
 		if err := e.launchMLAFwd(kernel, g, B, mlaFwdArgs{q: dq, kv: dkv, out: out, part: part, lse: lse, sem: sem,
 			T: T, H: H, ctx: ctx, tps: tps, scale: scale, kscale: float32(kscale), merge: merge}); err != nil {
 			return 0, "", err
 		}
 	}
-	if merge == 0 {
+	if combine {
 		if err := e.combineMLA(part, lse, out, T*H, S); err != nil {
 			return 0, "", err
 		}
