@@ -628,12 +628,6 @@ __device__ __forceinline__ u32 cluster_blocks() { return 1; }
 // bar_named: barrier id (1-15) of the n threads (a multiple of 32) that use it.
 __device__ __forceinline__ void bar_named(int id, int n) { asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(n) : "memory"); }
 __device__ __forceinline__ void nap() { asm volatile("nanosleep.u32 64;\n" ::); }
-__device__ __forceinline__ int atom_add_acquire(int* p, int v) {
-  int r;
-  asm volatile("atom.acquire.gpu.global.add.s32 %0, [%1], %2;\n" : "=r"(r) : "l"(p), "r"(v) : "memory");
-  return r;
-}
-__device__ __forceinline__ void st_release(int* p, int v) { asm volatile("st.release.gpu.global.b32 [%0], %1;\n" ::"l"(p), "r"(v) : "memory"); }
 __device__ __forceinline__ int ld_acquire(const int* p) {
   int v;
   asm volatile("ld.acquire.gpu.global.b32 %0, [%1];\n" : "=r"(v) : "l"(p) : "memory");
@@ -857,25 +851,19 @@ __device__ __forceinline__ void mla_merge_cols(const SRC& src, bf16_t* __restric
 // before every block of this one has left). No block touches the count
 // after the barrier, so a block leaves as soon as its columns are
 // written. (Waiting on a generation word that the last block advances
-// would cost it one more round trip to L2.) Thread 0 alone fences and
-// counts, as cooperative groups' grid barrier does (the block barrier
-// orders the other threads' writes before its fence): the last block
-// in takes its ticket with acquire semantics and resets the count by a
-// release store (what it acquired passes on to the waiters) that it does
-// not wait for, so it reaches the merge after two round trips to L2
-// (fence, ticket) instead of four.
+// would cost it one more round trip to L2.)
 template <int NTH, class TR>
 __device__ __forceinline__ void mla_merge_splits(const float* __restrict__ opart, float* __restrict__ lse, bf16_t* __restrict__ out,
                                                  int* __restrict__ sem, float* __restrict__ lseOut, float* wts, u64 TH, u64 rowBase,
                                                  int nrows, int seq, int grp, int split, int S, const TR& trace) {
   const int tid = threadIdx.x;
   int* cnt = sem + 2 * ((u64)seq * gridDim.y + grp);
+  __threadfence();
   __syncthreads();
   if (tid == 0) {
-    __threadfence();  // release: the block's partials before its arrival
-    const int ticket = atom_add_acquire(cnt, 1);
+    const int ticket = atomicAdd(cnt, 1);
     if (ticket == S - 1) {
-      st_release(cnt, 0);  // all S arrived
+      atomicExch(cnt, 0);  // all S arrived
     } else {
       long long t0 = clock64();
       while (ld_acquire(cnt) > ticket) {
@@ -883,6 +871,7 @@ __device__ __forceinline__ void mla_merge_splits(const float* __restrict__ opart
         if (clock64() - t0 > (1ll << 33)) die();  // seconds: the blocks were not co-resident
       }
     }
+    __threadfence();
   }
   __syncthreads();
   trace.mark(11);

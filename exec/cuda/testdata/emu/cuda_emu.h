@@ -415,8 +415,6 @@ inline void bar_named(int id, int n) {
   b->arrive_and_wait();
 }
 inline int ld_acquire(const int* p) { return __atomic_load_n(p, __ATOMIC_ACQUIRE); }
-inline int atom_add_acquire(int* p, int v) { return __atomic_fetch_add(p, v, __ATOMIC_ACQUIRE); }
-inline void st_release(int* p, int v) { __atomic_store_n(p, v, __ATOMIC_RELEASE); }
 inline void die() {
   fprintf(stderr, "emu: trap (a block waited for seconds)\n");
   abort();
