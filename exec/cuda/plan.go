@@ -537,7 +537,7 @@ type MLAShape struct {
 type mlaFwdFamily [2]string
 
 var mlaFwdFamilies = map[bool][]mlaFwdFamily{
-	false: {{"mla_tc_bf16_r8_t64_s2", "mla_tc_bf16_r16_t64_s2"}, {"mla_ds_bf16_r8_t32_s4_w16_p", "mla_tc_bf16_r16_t64_s2"}},
+	false: {{"mla_tc_bf16_r8_t64_s2", "mla_tc_bf16_r16_t64_s2"}},
 	true: {{"mla_ds_fp8c_r8_t64_s4_w16_b", "mla_ds_fp8c_r16_t64_s4_b"}, {"mla_ds_fp8c_r8_t32_s8_w16_p_b", "mla_ds_fp8c_r16_t64_s4_b"},
 		{"mla_ds_fp8c_r8_t64_s4_w16", "mla_ds_fp8c_r16_t64_s4"},
 		{"mla_ds_fp8_r8_t64_s4", "mla_ds_fp8_r16_t64_s4"}},
@@ -637,7 +637,7 @@ func parseMLAFwd(kernel string) (mlaFwdVariant, error) {
 		}
 	}
 	if v.stages == 0 || (v.rows != 8 && v.rows != 16) || (v.tile != 32 && v.tile != 64) || (v.warps != 8 && v.warps != 16) ||
-		(v.teams && (!v.ds || v.warps != 16 || v.stages%2 != 0)) || (v.bulk && !v.fp8) {
+		(v.teams && (!v.ds || !v.bulk || v.warps != 16 || v.stages%2 != 0)) {
 		return v, bad
 	}
 	return v, nil

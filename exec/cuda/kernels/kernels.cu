@@ -882,13 +882,12 @@ __device__ __forceinline__ void mla_merge_splits(const float* __restrict__ opart
 // (rowKV bytes each, contiguous from src) into dst, rows rowB bytes apart,
 // zero-filling rows n..TT-1: consecutive threads take consecutive 16-byte
 // chunks, so a warp's copy is 512 contiguous bytes.
-// NTH threads copy: me is this thread's index among them.
 template <int NTH, int TT, int rowKV, int rowB>
-__device__ __forceinline__ void mla_copy_tile(saddr_t dst, const unsigned char* src, int n, int me) {
+__device__ __forceinline__ void mla_copy_tile(saddr_t dst, const unsigned char* src, int n) {
   constexpr int cpr = rowKV / 16;
 #pragma unroll
   for (int k = 0; k < (TT * cpr + NTH - 1) / NTH; k++) {
-    const int i = me + k * NTH;
+    const int i = threadIdx.x + k * NTH;
     if ((TT * cpr) % NTH == 0 || i < TT * cpr) {
       const int r = i / cpr, c = i - r * cpr;
       const bool ok = r < n;
@@ -925,8 +924,7 @@ __device__ __forceinline__ void mla_load_q(const bf16_t* __restrict__ q, bf16_t*
 
 // MlaQ holds this thread's share of the block's R query rows (16-byte
 // chunks; rows past nrows zero) in registers: fetch issues the loads,
-// store_half rounds them to fp16 (or, !HALF, keeps them bf16) into qsm
-// (rows MLA_KS values apart). In
+// store_half rounds them to fp16 into qsm (rows MLA_KS values apart). In
 // between, the loads are in flight while the thread does other work: the
 // tiles' copies issued after them queue behind them, not before.
 template <int NTH, int R>
@@ -941,16 +939,11 @@ struct MlaQ {
       if (i < R * (MLA_D / 8) && r < nrows) v[k] = ((const v4*)(q + (rowBase + r) * MLA_D))[c];
     }
   }
-  template <bool HALF = true>
   __device__ __forceinline__ void store_half(bf16_t* qsm) const {
 #pragma unroll
     for (int k = 0; k < N; k++) {
       const int i = threadIdx.x + k * NTH, r = i / (MLA_D / 8), c = i - r * (MLA_D / 8);
       if (i >= R * (MLA_D / 8)) continue;
-      if (!HALF) {  // as they are (bf16)
-        *(v4*)(qsm + r * MLA_KS + c * 8) = v[k];
-        continue;
-      }
       float f[8];
       unpack8(v[k], f);
       const v4 o = {f2h(f[0]) | (f2h(f[1]) << 16), f2h(f[2]) | (f2h(f[3]) << 16), f2h(f[4]) | (f2h(f[5]) << 16), f2h(f[6]) | (f2h(f[7]) << 16)};
@@ -1122,8 +1115,7 @@ __device__ __forceinline__ void mla_tc(const bf16_t* __restrict__ q, const void*
   const int ntile = (end - start + TT - 1) / TT;
   const unsigned char* src0 = (const unsigned char*)kv + ((u64)seq * ctx + start) * (2 * MLA_D);
   auto issue = [&](int t, int st) {
-    mla_copy_tile<L::NTH, TT, 2 * MLA_D, 2 * MLA_KS>(smem_addr(stg + st * L::STAGE), src0 + (u64)t * TT * 2 * MLA_D, imin(TT, end - start - t * TT),
-                                                      threadIdx.x);
+    mla_copy_tile<L::NTH, TT, 2 * MLA_D, 2 * MLA_KS>(smem_addr(stg + st * L::STAGE), src0 + (u64)t * TT * 2 * MLA_D, imin(TT, end - start - t * TT));
   };
   mla_load_q<L::NTH, R>(q, qsm, rowBase, nrows);  // Q rides in the first copy group
 #pragma unroll
@@ -1303,7 +1295,7 @@ extern "C" __global__ void __launch_bounds__(256, 1)
 // every warp works in the softmax; the halves' maxima and sums are merged
 // once, when the output is staged. _b kernels (sm_90) fill a stage by one
 // bulk copy (mla_bulk_tile) instead of cp.async from every thread.
-template <int R, int TT, int NS, int NW, bool TEAMS = false, bool FP8 = true>
+template <int R, int TT, int NS, int NW, bool TEAMS = false>
 struct MlaDS {
   static constexpr int NTH = 32 * NW;                    // threads: 8 column owners x NW/8 token halves (or teams)
   static constexpr int HALVES = NW / 8;                  // token halves of a tile, or (TEAMS) teams taking alternate tiles
@@ -1311,10 +1303,7 @@ struct MlaDS {
   static constexpr int MT = TT / 16;                     // m-tiles of 16 tokens
   static constexpr int MH = TEAMS ? MT : MT / HALVES;    // m-tiles a warp scores per tile
   static constexpr int RK = MT * 4 / (TEAMS ? 8 : NW);   // rope k-steps per warp (MT x 4 shared by the tile's warps)
-  static constexpr int KVB = FP8 ? MLA_D : 2 * MLA_D;    // cache row bytes
-  // smem row bytes: 576 = 64 mod 128, bf16 padded to 1168 = 16 mod 128
-  // (either way the 16-byte loads of 8 rows are conflict-free)
-  static constexpr int RB = FP8 ? MLA_D : 2 * MLA_KS;
+  static constexpr int RB = MLA_D;                       // smem row bytes: 576 = 64 mod 128 (the 16-byte loads are conflict-free)
   static constexpr int STAGE = TT * RB;
   static constexpr int QB = R * MLA_KS * 2;
   static constexpr int SR = R + 1;
@@ -1365,14 +1354,13 @@ __device__ __forceinline__ void ldpairs(const unsigned char* row, int dim, u32* 
   }
 }
 
-template <int R, int TT, int NS, bool CVT, int NW, bool BULK, bool TEAMS = false, bool TRACE = false, bool FP8 = true>
+template <int R, int TT, int NS, bool CVT, int NW, bool BULK, bool TEAMS = false, bool TRACE = false>
 __device__ __forceinline__ void mla_ds(const bf16_t* __restrict__ q, const void* __restrict__ kv, bf16_t* __restrict__ out,
                                        float* __restrict__ opart, float* __restrict__ lse, int* __restrict__ sem,
                                        float* __restrict__ lseOut, int T, int H, int ctx, int tokPerSeq, int chunk,
                                        float scale, float kscale, int coop) {
-  typedef MlaDS<R, TT, NS, NW, TEAMS, FP8> L;
-  static_assert(!TEAMS || (NW == 16 && NS % 2 == 0), "mla_ds: two teams of 8 warps, half the stages each");
-  static_assert(!BULK || FP8, "mla_ds: bulk copies fill unpadded (e4m3) rows");
+  typedef MlaDS<R, TT, NS, NW, TEAMS> L;
+  static_assert(!TEAMS || (BULK && NW == 16 && NS % 2 == 0), "mla_ds: teams take bulk tiles, two teams of 8 warps, half the stages each");
   DYN_SMEM(unsigned char, sm);
   bf16_t* qsm = (bf16_t*)sm;                                   // [R][MLA_KS]
   unsigned char* stg = sm + L::QB;                             // NS stages of [TT][RB] bytes
@@ -1403,7 +1391,7 @@ __device__ __forceinline__ void mla_ds(const bf16_t* __restrict__ q, const void*
   const int r0 = grp * R;
   const int nrows = imin(R, seqRows - r0);
   const u64 rowBase = (u64)seq * seqRows + r0;
-  const float ks = !FP8 ? 1.f : CVT ? kscale : kscale * 256.f;  // bit-move widening gives value x 2^-8
+  const float ks = CVT ? kscale : kscale * 256.f;  // bit-move widening gives value x 2^-8
   const float sl2 = scale * ks * 1.4426950408889634f;
   MlaTrace<TRACE> trace(lseOut);
   if (TRACE) lseOut = nullptr;
@@ -1416,15 +1404,12 @@ __device__ __forceinline__ void mla_ds(const bf16_t* __restrict__ q, const void*
   const int start = split * chunk;
   const int end = imin(ctx, start + chunk);
   const int ntile = (end - start + TT - 1) / TT;
-  const unsigned char* src0 = (const unsigned char*)kv + ((u64)seq * ctx + start) * L::KVB;
+  const unsigned char* src0 = (const unsigned char*)kv + ((u64)seq * ctx + start) * MLA_D;
   auto produce = [&](int t) {  // BULK, thread 0
-    mla_bulk_tile<L::RB>(stg + (t % NS) * L::STAGE, src0 + (u64)t * TT * L::KVB, imin(TT, end - start - t * TT), bar0 + 8 * (t % NS));
+    mla_bulk_tile<L::RB>(stg + (t % NS) * L::STAGE, src0 + (u64)t * TT * MLA_D, imin(TT, end - start - t * TT), bar0 + 8 * (t % NS));
   };
-  // !BULK: every thread (TEAMS: of the tile's team)
-  constexpr int CT = TEAMS ? L::NTH / 2 : L::NTH;
-  auto issue = [&](int t) {
-    mla_copy_tile<CT, TT, L::KVB, L::RB>(smem_addr(stg + (t % NS) * L::STAGE), src0 + (u64)t * TT * L::KVB, imin(TT, end - start - t * TT),
-                                         TEAMS ? (tid & (CT - 1)) : tid);
+  auto issue = [&](int t) {  // !BULK, every thread
+    mla_copy_tile<L::NTH, TT, MLA_D, L::RB>(smem_addr(stg + (t % NS) * L::STAGE), src0 + (u64)t * TT * MLA_D, imin(TT, end - start - t * TT));
   };
   MlaQ<L::NTH, R> qin;
   qin.fetch(q, rowBase, nrows);  // first: tiles requested before Q would delay it by their bytes (5 us at 128 blocks)
@@ -1436,12 +1421,6 @@ __device__ __forceinline__ void mla_ds(const bf16_t* __restrict__ q, const void*
       for (int p = 0; p < (TEAMS ? NS : NS - 1); p++)
         if (p < ntile) produce(p);
     }
-  } else if (TEAMS) {
-#pragma unroll
-    for (int k = 0; k < NS / 2; k++) {  // the team's first NS/2 tiles, a copy group each
-      if (half + 2 * k < ntile) issue(half + 2 * k);
-      cp_commit();
-    }
   } else {
 #pragma unroll
     for (int p = 0; p < NS - 1; p++) {
@@ -1449,7 +1428,7 @@ __device__ __forceinline__ void mla_ds(const bf16_t* __restrict__ q, const void*
       cp_commit();
     }
   }
-  qin.template store_half<FP8>(qsm);  // fp16 (e4m3 cache) or bf16
+  qin.store_half(qsm);  // fp16
 
   const int col0 = w8 * 64 + 16 * tg;                          // this thread's 16 latent columns
   const int rmt = mt0 + w8 % L::MH;                            // the rope m-tile of this warp
@@ -1468,10 +1447,8 @@ __device__ __forceinline__ void mla_ds(const bf16_t* __restrict__ q, const void*
   // Two barriers per tile: the one after the scores also frees the stage
   // the previous tile's products read (the next copy goes there), and the
   // one after the softmax (!BULK) also waits for the next tile.
-  // !BULK: all but the copy groups issued after the first tile's
-  constexpr int PEND = TEAMS ? NS / 2 - 1 : NS - 2;
-  if (!BULK) cp_wait<PEND>();
-  __syncthreads();  // Q staged, the mbarriers initialised; !BULK: tile 0 (TEAMS: each team's first) landed
+  if (!BULK) cp_wait<NS - 2>();
+  __syncthreads();  // Q staged, the mbarriers initialised; !BULK: tile 0 landed
   trace.mark(2);
 #pragma unroll
   for (int n = 0; n < L::NR; n++) {
@@ -1508,8 +1485,8 @@ __device__ __forceinline__ void mla_ds(const bf16_t* __restrict__ q, const void*
           for (int m = 0; m < L::NR; m++) c[mi][x][m][0] = c[mi][x][m][1] = c[mi][x][m][2] = c[mi][x][m][3] = 0.f;
         const unsigned char* ra = cur + (mt * 16 + g) * L::RB;
         u32 h0[8], h1[8];
-        ldpairs<FP8, 8, CVT>(ra, col0, h0);
-        ldpairs<FP8, 8, CVT>(ra + 8 * L::RB, col0, h1);
+        ldpairs<true, 8, CVT>(ra, col0, h0);
+        ldpairs<true, 8, CVT>(ra + 8 * L::RB, col0, h1);
         zero(h0, 8, mt * 16 + g);
         zero(h1, 8, mt * 16 + g + 8);
 #pragma unroll
@@ -1517,19 +1494,19 @@ __device__ __forceinline__ void mla_ds(const bf16_t* __restrict__ q, const void*
           vf[mi][s][0] = h0[2 * s]; vf[mi][s][1] = h1[2 * s]; vf[mi][s][2] = h0[2 * s + 1]; vf[mi][s][3] = h1[2 * s + 1];
 #pragma unroll
           for (int m = 0; m < L::NR; m++)
-            mma16816<FP8>(c[mi][s % CH][m], vf[mi][s][0], vf[mi][s][1], vf[mi][s][2], vf[mi][s][3], qv[m][2 * s], qv[m][2 * s + 1]);
+            mma16816<true>(c[mi][s % CH][m], vf[mi][s][0], vf[mi][s][1], vf[mi][s][2], vf[mi][s][3], qv[m][2 * s], qv[m][2 * s + 1]);
         }
         if (mt == rmt) {  // the rope share (warp-uniform)
           u32 e0[2 * L::RK], e1[2 * L::RK];
-          ldpairs<FP8, 2 * L::RK, CVT>(ra, rcol, e0);
-          ldpairs<FP8, 2 * L::RK, CVT>(ra + 8 * L::RB, rcol, e1);
+          ldpairs<true, 2 * L::RK, CVT>(ra, rcol, e0);
+          ldpairs<true, 2 * L::RK, CVT>(ra + 8 * L::RB, rcol, e1);
           zero(e0, 2 * L::RK, mt * 16 + g);
           zero(e1, 2 * L::RK, mt * 16 + g + 8);
 #pragma unroll
           for (int j = 0; j < L::RK; j++)
 #pragma unroll
             for (int m = 0; m < L::NR; m++)
-              mma16816<FP8>(c[mi][j % CH][m], e0[2 * j], e1[2 * j], e0[2 * j + 1], e1[2 * j + 1], qr[m][2 * j], qr[m][2 * j + 1]);
+              mma16816<true>(c[mi][j % CH][m], e0[2 * j], e1[2 * j], e0[2 * j + 1], e1[2 * j + 1], qr[m][2 * j], qr[m][2 * j + 1]);
         }
       }
       float* sp = spt + w8 * TT * L::SR;
@@ -1567,10 +1544,10 @@ __device__ __forceinline__ void mla_ds(const bf16_t* __restrict__ q, const void*
     }
 #pragma unroll
     for (int m = 0; m < L::NR; m++)  // online softmax in log2 units: row w8 + 8m, this half's tokens
-      mla_softmax_row<TT, TEAMS ? TT : TT / L::HALVES, 8, L::SR, L::PS, FP8>(spt, pst, alpha_s + half * R + w8 + 8 * m, mrun[m], lrun[m],
+      mla_softmax_row<TT, TEAMS ? TT : TT / L::HALVES, 8, L::SR, L::PS, true>(spt, pst, alpha_s + half * R + w8 + 8 * m, mrun[m], lrun[m],
                                                                                w8 + 8 * m, TEAMS ? 0 : half * (TT / L::HALVES), n, nrows, sl2);
     tw = trace.now();
-    if (!BULK) cp_wait<PEND>();
+    if (!BULK) cp_wait<NS - 2>();
     tsync();  // P and the rescale factors ready (!BULK: the next tile landed)
     trace.add(2, tw);
     {  // O^T[its columns] += V^T P^T
@@ -1595,7 +1572,7 @@ __device__ __forceinline__ void mla_ds(const bf16_t* __restrict__ q, const void*
             // the transposes of S's (tokens x columns) quarter-matrices.
             const u32 a0 = movt(vf[mt][s][0]), a1 = movt(vf[mt][s][2]), a2 = movt(vf[mt][s][1]), a3 = movt(vf[mt][s][3]);
 #pragma unroll
-            for (int m = 0; m < L::NR; m++) mma16816<FP8>(acc[s][m], a0, a1, a2, a3, b[m][2 * h], b[m][2 * h + 1]);
+            for (int m = 0; m < L::NR; m++) mma16816<true>(acc[s][m], a0, a1, a2, a3, b[m][2 * h], b[m][2 * h + 1]);
           }
         }
       }
@@ -1666,18 +1643,6 @@ extern "C" __global__ void __launch_bounds__(512, 1)
   mla_ds<8, 32, 8, true, 16, true, true, true>(q, kv, out, opart, lse, sem, trace, T, H, ctx, tokPerSeq, chunk, scale, kscale, coop);
 }
 MLA_DS(true, 8, 64, 4, 16, true, false, mla_ds_fp8c_r8_t64_s4_w16_b)
-// A bf16 cache in the same layout: tiles by cp.async into padded rows,
-// bf16 products.
-extern "C" __global__ void __launch_bounds__(512, 1)
-    mla_ds_bf16_r8_t32_s4_w16_p(const bf16_t* q, const void* kv, bf16_t* out, float* opart, float* lse, int* sem, float* lseOut, int T,
-                                int H, int ctx, int tokPerSeq, int chunk, float scale, float kscale, int coop) {
-  mla_ds<8, 32, 4, false, 16, false, true, false, false>(q, kv, out, opart, lse, sem, lseOut, T, H, ctx, tokPerSeq, chunk, scale, kscale, coop);
-}
-extern "C" __global__ void __launch_bounds__(512, 1)
-    mla_ds_bf16_r8_t32_s4_w16_p_trace(const bf16_t* q, const void* kv, bf16_t* out, float* opart, float* lse, int* sem, float* trace, int T,
-                                      int H, int ctx, int tokPerSeq, int chunk, float scale, float kscale, int coop) {
-  mla_ds<8, 32, 4, false, 16, false, true, true, false>(q, kv, out, opart, lse, sem, trace, T, H, ctx, tokPerSeq, chunk, scale, kscale, coop);
-}
 // The same with its phases timed (cudacheck timeline).
 extern "C" __global__ void __launch_bounds__(512, 1)
     mla_ds_fp8c_r8_t64_s4_w16_b_trace(const bf16_t* q, const void* kv, bf16_t* out, float* opart, float* lse, int* sem, float* trace,
