@@ -3,7 +3,6 @@ package cuda
 import (
 	"fmt"
 	"math"
-	"slices"
 	"strconv"
 	"strings"
 
@@ -538,8 +537,7 @@ type mlaFwdFamily [2]string
 
 var mlaFwdFamilies = map[bool][]mlaFwdFamily{
 	false: {{"mla_tc_bf16_r8_t64_s2", "mla_tc_bf16_r16_t64_s2"}},
-	true: {{"mla_ds_fp8c_r8_t64_s4_w16_b", "mla_ds_fp8c_r16_t64_s4_b"}, {"mla_ds_fp8c_r8_t32_s8_w16_p_b", "mla_ds_fp8c_r16_t64_s4_b"},
-		{"mla_ds_fp8c_r8_t64_s4_w16", "mla_ds_fp8c_r16_t64_s4"},
+	true: {{"mla_ds_fp8c_r8_t64_s4_w16_b", "mla_ds_fp8c_r16_t64_s4_b"}, {"mla_ds_fp8c_r8_t64_s4_w16", "mla_ds_fp8c_r16_t64_s4"},
 		{"mla_ds_fp8_r8_t64_s4", "mla_ds_fp8_r16_t64_s4"}},
 }
 
@@ -557,17 +555,12 @@ func (f mlaFwdFamily) minCC() int {
 	return 80
 }
 
-// MLAFwdKernels is every tensor-core MLA kernel, once (cudacheck times
-// them all; families may share one).
+// MLAFwdKernels is every tensor-core MLA kernel (cudacheck times them all).
 var MLAFwdKernels = func() []string {
 	var ks []string
 	for _, fp8 := range []bool{false, true} {
 		for _, f := range mlaFwdFamilies[fp8] {
-			for _, k := range f {
-				if !slices.Contains(ks, k) {
-					ks = append(ks, k)
-				}
-			}
+			ks = append(ks, f[:]...)
 		}
 	}
 	return ks
@@ -588,28 +581,22 @@ func (f mlaFwdFamily) kernel(rows int) string {
 func MLAFwdKernel(fp8 bool, rows int) string { return mlaFwdFamilies[fp8][0].kernel(rows) }
 
 // mlaFwdVariant is a tensor-core MLA kernel's geometry, read from its
-// name: mla_{tc,ds}_<kv>_r<rows>_t<tile>_s<stages>[_w<warps>][_p][_b] (8
-// warps unless named; p: two teams of 8 warps taking alternate tiles; b:
-// tiles by bulk copies).
+// name: mla_{tc,ds}_<kv>_r<rows>_t<tile>_s<stages>[_w<warps>][_b] (8 warps
+// unless named; b: tiles by bulk copies).
 type mlaFwdVariant struct {
 	ds                        bool // warps owning latent columns (MlaDS), else MlaTC's layout
 	fp8                       bool
 	cvt                       bool // e4m3 widened by sm_89's conversion instruction (fp8c)
 	bulk                      bool // tiles by bulk copies on mbarriers
-	teams                     bool // MlaDS's TEAMS: per-team partial scores and P
 	rows, tile, stages, warps int
 }
 
 func parseMLAFwd(kernel string) (mlaFwdVariant, error) {
 	v := mlaFwdVariant{warps: 8}
 	f := strings.Split(kernel, "_")
-	bad := fmt.Errorf("tensor-core MLA kernel %q: want mla_{tc,ds}_<kv>_r<8|16>_t<32|64>_s<N>[_w<8|16>][_p][_b]", kernel)
+	bad := fmt.Errorf("tensor-core MLA kernel %q: want mla_{tc,ds}_<kv>_r<8|16>_t<32|64>_s<N>[_w<8|16>][_b]", kernel)
 	if len(f) > 6 && f[len(f)-1] == "b" {
 		v.bulk = true
-		f = f[:len(f)-1]
-	}
-	if len(f) > 6 && f[len(f)-1] == "p" {
-		v.teams = true
 		f = f[:len(f)-1]
 	}
 	if (len(f) != 6 && len(f) != 7) || f[0] != "mla" || (f[1] != "tc" && f[1] != "ds") {
@@ -636,8 +623,7 @@ func parseMLAFwd(kernel string) (mlaFwdVariant, error) {
 			return v, bad
 		}
 	}
-	if v.stages == 0 || (v.rows != 8 && v.rows != 16) || (v.tile != 32 && v.tile != 64) || (v.warps != 8 && v.warps != 16) ||
-		(v.teams && (!v.ds || !v.bulk || v.warps != 16 || v.stages%2 != 0)) {
+	if v.stages == 0 || (v.rows != 8 && v.rows != 16) || (v.tile != 32 && v.tile != 64) || (v.warps != 8 && v.warps != 16) {
 		return v, bad
 	}
 	return v, nil
@@ -661,9 +647,9 @@ func MLAFwdThreads(kernel string) int { return 32 * mustMLAFwd(kernel).warps }
 // (kernels.cu's layouts): Q (R rows of 584 16-bit values), the stages of
 // T-token tiles (MlaTC: rows of 1168 bytes; MlaDS: the raw rows, 1168 or
 // 576 bytes), the partial scores [parts][T][R+1] fp32 padded to 16 bytes
-// (MlaTC: 8/(T/16) parts; MlaDS: 8), P [R][T+8] (both per team where two
-// teams take alternate tiles), three per-row scalars (MlaDS: per token
-// half or team, warps/8 of them) and (MlaDS) one 8-byte mbarrier per stage.
+// (MlaTC: 8/(T/16) parts; MlaDS: 8), P [R][T+8], three per-row scalars
+// (MlaDS: per token half, warps/8 of them) and (MlaDS) one 8-byte
+// mbarrier per stage.
 func MLAFwdSmem(kernel string) int {
 	v := mustMLAFwd(kernel)
 	row16 := (latentDim + 8) * 2
@@ -675,11 +661,7 @@ func MLAFwdSmem(kernel string) int {
 		}
 	}
 	spart := (parts*v.tile*(v.rows+1)*4 + 15) / 16 * 16
-	p := v.rows * (v.tile + 8) * 2
-	if v.teams {
-		spart, p = 2*spart, 2*p
-	}
-	smem := v.rows*row16 + v.stages*stage + spart + p + 3*v.rows*4
+	smem := v.rows*row16 + v.stages*stage + spart + v.rows*(v.tile+8)*2 + 3*v.rows*4
 	if v.ds {
 		smem += 3*v.rows*4*(v.warps/8-1) + v.stages*8
 	}

@@ -625,8 +625,6 @@ __device__ __forceinline__ v4 ld_dsmem4(saddr_t) { return v4{0, 0, 0, 0}; }
 __device__ __forceinline__ float ld_dsmem1(saddr_t) { return 0.f; }
 __device__ __forceinline__ u32 cluster_blocks() { return 1; }
 #endif
-// bar_named: barrier id (1-15) of the n threads (a multiple of 32) that use it.
-__device__ __forceinline__ void bar_named(int id, int n) { asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(n) : "memory"); }
 __device__ __forceinline__ void nap() { asm volatile("nanosleep.u32 64;\n" ::); }
 __device__ __forceinline__ int ld_acquire(const int* p) {
   int v;
@@ -731,9 +729,9 @@ struct MergeDSMEM {
 // columns [split*cw, split*cw + cw) of its nrows rows of out (wts: 16 x S
 // floats of free shared memory; NTH threads), once every split's inputs
 // are readable from src. Where the block's items fit its threads and
-// S <= 16, each thread loads its partials and its row's S log-sum-exps
-// together (one round trip, not S/4+1) and computes the row's weights
-// itself: no shared weights, so no block barriers.
+// S <= 16, each thread loads its partials before the weights are known,
+// so those loads and the log-sum-exps' are in flight together: one round
+// trip, not S/4+1.
 template <int NTH, class SRC, class TR>
 __device__ __forceinline__ void mla_merge_cols(const SRC& src, bf16_t* __restrict__ out, float* __restrict__ lseOut, float* wts,
                                                u64 rowBase, int nrows, int split, int S, const TR& trace) {
@@ -742,42 +740,12 @@ __device__ __forceinline__ void mla_merge_cols(const SRC& src, bf16_t* __restric
   const int c0 = split * cw, c1 = imin(MLA_DV, c0 + cw);
   const int nc4 = c1 > c0 ? (c1 - c0) / 4 : 0;
   const bool pre = S <= 16 && nrows * nc4 <= NTH;
-  if (pre) {
-    if (tid < nrows * nc4) {
-      const int r = tid / nc4, c = c0 + (tid - r * nc4) * 4;
-      v4 part[16];
-      float w[16];
+  v4 part[16];
+  if (pre && tid < nrows * nc4) {
+    const int r = tid / nc4, c = c0 + (tid - r * nc4) * 4;
 #pragma unroll
-      for (int sp = 0; sp < 16; sp++)
-        if (sp < S) part[sp] = src.part(sp, r, c);
-#pragma unroll
-      for (int sp = 0; sp < 16; sp++)
-        if (sp < S) w[sp] = src.lsum(sp, r);
-      float mx = NEG_BIG, sum = 0.f;
-#pragma unroll
-      for (int sp = 0; sp < 16; sp++)
-        if (sp < S) mx = fmx(mx, w[sp]);
-      trace.mark(12);
-#pragma unroll
-      for (int sp = 0; sp < 16; sp++)
-        if (sp < S) {
-          w[sp] = w[sp] > -1.0e38f ? __expf(w[sp] - mx) : 0.f;
-          sum += w[sp];
-        }
-      const float inv = sum > 0.f ? 1.f / sum : 0.f;
-      if (lseOut && split == 0 && c == c0) lseOut[rowBase + r] = sum > 0.f ? mx + __logf(sum) : NEG_BIG;
-      trace.mark(13);
-      float o0 = 0.f, o1 = 0.f, o2 = 0.f, o3 = 0.f;
-#pragma unroll
-      for (int sp = 0; sp < 16; sp++)
-        if (sp < S) {
-          const float x = w[sp] * inv;
-          o0 += x * __uint_as_float(part[sp].x); o1 += x * __uint_as_float(part[sp].y);
-          o2 += x * __uint_as_float(part[sp].z); o3 += x * __uint_as_float(part[sp].w);
-        }
-      *(v2*)(out + (rowBase + r) * MLA_DV + c) = v2{(u32)f2bf(o0) | ((u32)f2bf(o1) << 16), (u32)f2bf(o2) | ((u32)f2bf(o3) << 16)};
-    }
-    return;
+    for (int sp = 0; sp < 16; sp++)
+      if (sp < S) part[sp] = src.part(sp, r, c);
   }
   for (int i = tid; i < nrows * S; i += NTH) {
     int r = i / S, s = i - r * S;
@@ -803,7 +771,20 @@ __device__ __forceinline__ void mla_merge_cols(const SRC& src, bf16_t* __restric
   }
   __syncthreads();
   trace.mark(13);
-  if (S >= 32) {
+  if (pre) {
+    if (tid < nrows * nc4) {
+      const int r = tid / nc4, c = c0 + (tid - r * nc4) * 4;
+      float o0 = 0.f, o1 = 0.f, o2 = 0.f, o3 = 0.f;
+#pragma unroll
+      for (int sp = 0; sp < 16; sp++)
+        if (sp < S) {
+          const float w = wts[r * S + sp];
+          o0 += w * __uint_as_float(part[sp].x); o1 += w * __uint_as_float(part[sp].y);
+          o2 += w * __uint_as_float(part[sp].z); o3 += w * __uint_as_float(part[sp].w);
+        }
+      *(v2*)(out + (rowBase + r) * MLA_DV + c) = v2{(u32)f2bf(o0) | ((u32)f2bf(o1) << 16), (u32)f2bf(o2) | ((u32)f2bf(o3) << 16)};
+    }
+  } else if (S >= 32) {
     // Many splits: warp w takes the (row, 4 columns) items w, w + 8, ...;
     // its lanes split the splits (loads in flight together) and add up by
     // shuffles.
@@ -1295,23 +1276,21 @@ extern "C" __global__ void __launch_bounds__(256, 1)
 // every warp works in the softmax; the halves' maxima and sums are merged
 // once, when the output is staged. _b kernels (sm_90) fill a stage by one
 // bulk copy (mla_bulk_tile) instead of cp.async from every thread.
-template <int R, int TT, int NS, int NW, bool TEAMS = false>
+template <int R, int TT, int NS, int NW>
 struct MlaDS {
-  static constexpr int NTH = 32 * NW;                    // threads: 8 column owners x NW/8 token halves (or teams)
-  static constexpr int HALVES = NW / 8;                  // token halves of a tile, or (TEAMS) teams taking alternate tiles
+  static constexpr int NTH = 32 * NW;                    // threads: 8 column owners x NW/8 token halves
+  static constexpr int HALVES = NW / 8;                  // token halves of a tile (1 or 2)
   static constexpr int NR = R / 8;                       // n-tiles of 8 rows
   static constexpr int MT = TT / 16;                     // m-tiles of 16 tokens
-  static constexpr int MH = TEAMS ? MT : MT / HALVES;    // m-tiles a warp scores per tile
-  static constexpr int RK = MT * 4 / (TEAMS ? 8 : NW);   // rope k-steps per warp (MT x 4 shared by the tile's warps)
+  static constexpr int MH = MT / HALVES;                 // m-tiles of one token half
+  static constexpr int RK = MT * 4 / NW;                 // rope k-steps per warp (MT x 4 shared by NW warps)
   static constexpr int RB = MLA_D;                       // smem row bytes: 576 = 64 mod 128 (the 16-byte loads are conflict-free)
   static constexpr int STAGE = TT * RB;
   static constexpr int QB = R * MLA_KS * 2;
   static constexpr int SR = R + 1;
-  static constexpr int SPT = ((8 * TT * SR * 4 + 15) / 16) * 16;  // one tile's partial scores
-  static constexpr int SPB = (TEAMS ? HALVES : 1) * SPT;
+  static constexpr int SPB = ((8 * TT * SR * 4 + 15) / 16) * 16;
   static constexpr int PS = TT + 8;
-  static constexpr int PT = R * PS * 2;                  // one tile's P
-  static constexpr int PB = (TEAMS ? HALVES : 1) * PT;
+  static constexpr int PB = R * PS * 2;
   static constexpr int BAR = QB + NS * STAGE + SPB + PB + 3 * HALVES * R * 4;  // NS mbarriers (bulk loads), 8-byte aligned
   static constexpr int SMEM = BAR + NS * 8;
   static constexpr int OS = MLA_DV + 4;
@@ -1354,38 +1333,24 @@ __device__ __forceinline__ void ldpairs(const unsigned char* row, int dim, u32* 
   }
 }
 
-template <int R, int TT, int NS, bool CVT, int NW, bool BULK, bool TEAMS = false, bool TRACE = false>
+template <int R, int TT, int NS, bool CVT, int NW, bool BULK, bool TRACE = false>
 __device__ __forceinline__ void mla_ds(const bf16_t* __restrict__ q, const void* __restrict__ kv, bf16_t* __restrict__ out,
                                        float* __restrict__ opart, float* __restrict__ lse, int* __restrict__ sem,
                                        float* __restrict__ lseOut, int T, int H, int ctx, int tokPerSeq, int chunk,
                                        float scale, float kscale, int coop) {
-  typedef MlaDS<R, TT, NS, NW, TEAMS> L;
-  static_assert(!TEAMS || (BULK && NW == 16 && NS % 2 == 0), "mla_ds: teams take bulk tiles, two teams of 8 warps, half the stages each");
+  typedef MlaDS<R, TT, NS, NW> L;
   DYN_SMEM(unsigned char, sm);
   bf16_t* qsm = (bf16_t*)sm;                                   // [R][MLA_KS]
   unsigned char* stg = sm + L::QB;                             // NS stages of [TT][RB] bytes
   float* spart = (float*)(stg + NS * L::STAGE);                // [8][TT][SR]
   bf16_t* psm = (bf16_t*)((unsigned char*)spart + L::SPB);     // [R][PS]
-  float* alpha_s = (float*)((unsigned char*)psm + L::PB);     // [HALVES][R]: each token half (team) runs its own softmax
+  float* alpha_s = (float*)(psm + R * L::PS);                  // [HALVES][R]: each token half runs its own softmax
   float* m_s = alpha_s + L::HALVES * R;                        // [HALVES][R]
   float* l_s = m_s + L::HALVES * R;                            // [HALVES][R]
 
   const int split = blockIdx.x, grp = blockIdx.y, seq = blockIdx.z, S = gridDim.x;
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
-  const int w8 = warp & 7, half = warp >> 3;                   // column owner (and softmax row), token half (team)
-  // TEAMS: the two halves are teams taking alternate whole tiles (team h
-  // tiles h, h + 2, ..., in stages of its parity), each with its own
-  // partial scores and P and its own barriers, so one team's softmax and
-  // barriers overlap the other's loads and MMAs instead of every warp of
-  // the block waiting at the same point of each tile.
-  float* spt = TEAMS ? (float*)((unsigned char*)spart + half * L::SPT) : spart;
-  bf16_t* pst = TEAMS ? (bf16_t*)((unsigned char*)psm + half * L::PT) : psm;
-  const int mt0 = TEAMS ? 0 : half * L::MH;                     // this warp's first m-tile of a tile
-  const bool lead = TEAMS ? (tid & (L::NTH / 2 - 1)) == 0 : tid == 0;  // issues the bulk copies of its tiles
-  auto tsync = [&]() {
-    if (TEAMS) bar_named(1 + half, L::NTH / 2);
-    else __syncthreads();
-  };
+  const int w8 = warp & 7, half = warp >> 3;                   // column owner (and softmax row), token half
   const int g = lane >> 2, tg = lane & 3;
   const int seqRows = tokPerSeq * H;
   const int r0 = grp * R;
@@ -1418,7 +1383,7 @@ __device__ __forceinline__ void mla_ds(const bf16_t* __restrict__ q, const void*
 #pragma unroll
       for (int st = 0; st < NS; st++) mbar_init(bar0 + 8 * st, 1);
 #pragma unroll
-      for (int p = 0; p < (TEAMS ? NS : NS - 1); p++)
+      for (int p = 0; p < NS - 1; p++)
         if (p < ntile) produce(p);
     }
   } else {
@@ -1431,7 +1396,7 @@ __device__ __forceinline__ void mla_ds(const bf16_t* __restrict__ q, const void*
   qin.store_half(qsm);  // fp16
 
   const int col0 = w8 * 64 + 16 * tg;                          // this thread's 16 latent columns
-  const int rmt = mt0 + w8 % L::MH;                            // the rope m-tile of this warp
+  const int rmt = half * L::MH + w8 % L::MH;                   // the rope m-tile of this warp
   const int rcol = MLA_DV + 16 * L::RK * (w8 / L::MH) + 4 * L::RK * tg;  // its 4 RK rope columns
   u32 qv[L::NR][8], qr[L::NR][2 * L::RK];
   float acc[4][L::NR][4];
@@ -1439,7 +1404,7 @@ __device__ __forceinline__ void mla_ds(const bf16_t* __restrict__ q, const void*
   for (int i = 0; i < 4; i++)
 #pragma unroll
     for (int n = 0; n < L::NR; n++) acc[i][n][0] = acc[i][n][1] = acc[i][n][2] = acc[i][n][3] = 0.f;
-  const saddr_t pa = smem_addr(pst);
+  const saddr_t pa = smem_addr(psm);
   float mrun[L::NR], lrun[L::NR];  // rows w8 + 8m over this half's tokens
 #pragma unroll
   for (int m = 0; m < L::NR; m++) { mrun[m] = NEG_BIG; lrun[m] = 0.f; }
@@ -1456,7 +1421,7 @@ __device__ __forceinline__ void mla_ds(const bf16_t* __restrict__ q, const void*
     ldpairs<false, 8>(qrow, col0, qv[n]);
     ldpairs<false, 2 * L::RK>(qrow, rcol, qr[n]);
   }
-  for (int it = TEAMS ? half : 0; it < ntile; it += TEAMS ? 2 : 1) {
+  for (int it = 0; it < ntile; it++) {
     const unsigned char* cur = stg + (it % NS) * L::STAGE;
     const int n = imin(TT, end - start - it * TT);
     long long tw = trace.now();
@@ -1478,7 +1443,7 @@ __device__ __forceinline__ void mla_ds(const bf16_t* __restrict__ q, const void*
       float c[L::MH][CH][L::NR][4];
 #pragma unroll
       for (int mi = 0; mi < L::MH; mi++) {
-        const int mt = mt0 + mi;
+        const int mt = half * L::MH + mi;
 #pragma unroll
         for (int x = 0; x < CH; x++)
 #pragma unroll
@@ -1509,12 +1474,12 @@ __device__ __forceinline__ void mla_ds(const bf16_t* __restrict__ q, const void*
               mma16816<true>(c[mi][j % CH][m], e0[2 * j], e1[2 * j], e0[2 * j + 1], e1[2 * j + 1], qr[m][2 * j], qr[m][2 * j + 1]);
         }
       }
-      float* sp = spt + w8 * TT * L::SR;
+      float* sp = spart + w8 * TT * L::SR;
 #pragma unroll
       for (int mi = 0; mi < L::MH; mi++)
 #pragma unroll
         for (int m = 0; m < L::NR; m++) {
-          const int row = 8 * m + 2 * tg, t0 = (mt0 + mi) * 16 + g;
+          const int row = 8 * m + 2 * tg, t0 = (half * L::MH + mi) * 16 + g;
           float v[4];
 #pragma unroll
           for (int k = 0; k < 4; k++) {
@@ -1529,14 +1494,12 @@ __device__ __forceinline__ void mla_ds(const bf16_t* __restrict__ q, const void*
         }
     }
     tw = trace.now();
-    tsync();  // partial scores complete; the previous tile's stage is free (TEAMS: this tile's, its fragments are in registers)
+    __syncthreads();  // partial scores complete; the previous tile's stage is free
     trace.add(1, tw);
     {
-      // into the stage of tile it-1, which all read before the last
-      // barrier (TEAMS: of tile it, the team's next tile NS/2 ahead)
-      const int nx = TEAMS ? it + NS : it + NS - 1;
+      const int nx = it + NS - 1;  // into the stage of tile it-1, which all read before the last barrier
       if (BULK) {
-        if (lead && nx < ntile) produce(nx);
+        if (tid == 0 && nx < ntile) produce(nx);
       } else {
         if (nx < ntile) issue(nx);
         cp_commit();
@@ -1544,11 +1507,11 @@ __device__ __forceinline__ void mla_ds(const bf16_t* __restrict__ q, const void*
     }
 #pragma unroll
     for (int m = 0; m < L::NR; m++)  // online softmax in log2 units: row w8 + 8m, this half's tokens
-      mla_softmax_row<TT, TEAMS ? TT : TT / L::HALVES, 8, L::SR, L::PS, true>(spt, pst, alpha_s + half * R + w8 + 8 * m, mrun[m], lrun[m],
-                                                                               w8 + 8 * m, TEAMS ? 0 : half * (TT / L::HALVES), n, nrows, sl2);
+      mla_softmax_row<TT, TT / L::HALVES, 8, L::SR, L::PS, true>(spart, psm, alpha_s + half * R + w8 + 8 * m, mrun[m], lrun[m], w8 + 8 * m,
+                                                                  half * (TT / L::HALVES), n, nrows, sl2);
     tw = trace.now();
     if (!BULK) cp_wait<NS - 2>();
-    tsync();  // P and the rescale factors ready (!BULK: the next tile landed)
+    __syncthreads();  // P and the rescale factors ready (!BULK: the next tile landed)
     trace.add(2, tw);
     {  // O^T[its columns] += V^T P^T
 #pragma unroll
@@ -1562,7 +1525,7 @@ __device__ __forceinline__ void mla_ds(const bf16_t* __restrict__ q, const void*
       for (int kk = 0; kk < L::MH / 2; kk++) {  // P^T for two token k-steps (32 tokens) of this half per load
         u32 b[L::NR][4];
 #pragma unroll
-        for (int m = 0; m < L::NR; m++) ldsm4(pb + (m * 8 * L::PS + mt0 * 16 + kk * 32) * 2, b[m][0], b[m][1], b[m][2], b[m][3]);
+        for (int m = 0; m < L::NR; m++) ldsm4(pb + (m * 8 * L::PS + half * L::MH * 16 + kk * 32) * 2, b[m][0], b[m][1], b[m][2], b[m][3]);
 #pragma unroll
         for (int h = 0; h < 2; h++) {
           const int mt = 2 * kk + h;  // m-tile of this half
@@ -1630,30 +1593,24 @@ __device__ __forceinline__ void mla_ds(const bf16_t* __restrict__ q, const void*
   trace.mark(6);
 }
 
-#define MLA_DS(CVT, R, TT, NS, NW, BULK, TEAMS, NAME)                                                                                \
+#define MLA_DS(CVT, R, TT, NS, NW, BULK, NAME)                                                                                       \
   extern "C" __global__ void __launch_bounds__(32 * NW, 1)                                                                     \
       NAME(const bf16_t* q, const void* kv, bf16_t* out, float* opart, float* lse, int* sem, float* lseOut, int T, int H, \
            int ctx, int tokPerSeq, int chunk, float scale, float kscale, int coop) {                                         \
-    mla_ds<R, TT, NS, CVT, NW, BULK, TEAMS>(q, kv, out, opart, lse, sem, lseOut, T, H, ctx, tokPerSeq, chunk, scale, kscale, coop); \
+    mla_ds<R, TT, NS, CVT, NW, BULK>(q, kv, out, opart, lse, sem, lseOut, T, H, ctx, tokPerSeq, chunk, scale, kscale, coop);  \
   }
-MLA_DS(true, 8, 32, 8, 16, true, true, mla_ds_fp8c_r8_t32_s8_w16_p_b)
-extern "C" __global__ void __launch_bounds__(512, 1)
-    mla_ds_fp8c_r8_t32_s8_w16_p_b_trace(const bf16_t* q, const void* kv, bf16_t* out, float* opart, float* lse, int* sem, float* trace,
-                                        int T, int H, int ctx, int tokPerSeq, int chunk, float scale, float kscale, int coop) {
-  mla_ds<8, 32, 8, true, 16, true, true, true>(q, kv, out, opart, lse, sem, trace, T, H, ctx, tokPerSeq, chunk, scale, kscale, coop);
-}
-MLA_DS(true, 8, 64, 4, 16, true, false, mla_ds_fp8c_r8_t64_s4_w16_b)
+MLA_DS(true, 8, 64, 4, 16, true, mla_ds_fp8c_r8_t64_s4_w16_b)
 // The same with its phases timed (cudacheck timeline).
 extern "C" __global__ void __launch_bounds__(512, 1)
     mla_ds_fp8c_r8_t64_s4_w16_b_trace(const bf16_t* q, const void* kv, bf16_t* out, float* opart, float* lse, int* sem, float* trace,
                                       int T, int H, int ctx, int tokPerSeq, int chunk, float scale, float kscale, int coop) {
-  mla_ds<8, 64, 4, true, 16, true, false, true>(q, kv, out, opart, lse, sem, trace, T, H, ctx, tokPerSeq, chunk, scale, kscale, coop);
+  mla_ds<8, 64, 4, true, 16, true, true>(q, kv, out, opart, lse, sem, trace, T, H, ctx, tokPerSeq, chunk, scale, kscale, coop);
 }
-MLA_DS(true, 16, 64, 4, 8, true, false, mla_ds_fp8c_r16_t64_s4_b)
-MLA_DS(true, 8, 64, 4, 16, false, false, mla_ds_fp8c_r8_t64_s4_w16)
-MLA_DS(true, 16, 64, 4, 8, false, false, mla_ds_fp8c_r16_t64_s4)
-MLA_DS(false, 8, 64, 4, 8, false, false, mla_ds_fp8_r8_t64_s4)
-MLA_DS(false, 16, 64, 4, 8, false, false, mla_ds_fp8_r16_t64_s4)
+MLA_DS(true, 16, 64, 4, 8, true, mla_ds_fp8c_r16_t64_s4_b)
+MLA_DS(true, 8, 64, 4, 16, false, mla_ds_fp8c_r8_t64_s4_w16)
+MLA_DS(true, 16, 64, 4, 8, false, mla_ds_fp8c_r16_t64_s4)
+MLA_DS(false, 8, 64, 4, 8, false, mla_ds_fp8_r8_t64_s4)
+MLA_DS(false, 16, 64, 4, 8, false, mla_ds_fp8_r16_t64_s4)
 
 #define MLA_MAX_SPLITS 1024  // most KV splits mla_combine merges (shared weights)
 

@@ -286,14 +286,6 @@ func kernels() error {
 		{"mla_ds_fp8c_r8_t64_s4_w16_b", 3, 20, 1, 777, 256, true, 0},
 		{"mla_ds_fp8c_r8_t64_s4_w16_b", 1, 8, 1, 1000, 64, true, 1},
 		{"mla_ds_fp8c_r16_t64_s4_b", 4, 8, 2, 1000, 160, true, 1},
-		// Two teams taking alternate 32-token tiles: an odd tile count with
-		// stages reused and a partial last tile, 20 heads, MTP rows, one
-		// tile (the second team idle), 16 one-tile splits.
-		{"mla_ds_fp8c_r8_t32_s8_w16_p_b", 4, 8, 1, 1000, 352, true, 1},
-		{"mla_ds_fp8c_r8_t32_s8_w16_p_b", 3, 20, 1, 777, 288, true, 0},
-		{"mla_ds_fp8c_r8_t32_s8_w16_p_b", 4, 8, 2, 1000, 160, true, 1},
-		{"mla_ds_fp8c_r8_t32_s8_w16_p_b", 2, 8, 1, 20, 32, true, 1},
-		{"mla_ds_fp8c_r8_t32_s8_w16_p_b", 1, 8, 1, 1000, 64, true, 1},
 		// Splits merged through the cluster's shared memory (sm_90): 16
 		// splits (clusters of 16 blocks), a partial row group in 4, MTP rows
 		// in 8, 7 (a cluster size that is no power of two).
@@ -302,7 +294,6 @@ func kernels() error {
 		{"mla_ds_fp8c_r8_t64_s4_w16_b", 3, 20, 1, 777, 256, true, 2},
 		{"mla_tc_bf16_r16_t64_s2", 4, 8, 2, 1000, 128, false, 2},
 		{"mla_ds_fp8c_r16_t64_s4_b", 4, 8, 2, 1000, 160, true, 2},
-		{"mla_ds_fp8c_r8_t32_s8_w16_p_b", 4, 8, 1, 1000, 64, true, 2},
 	} {
 		if c.merge == 2 && e.info.CCMajor < 9 {
 			continue // no clusters before sm_90

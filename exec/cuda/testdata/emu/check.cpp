@@ -18,7 +18,6 @@ MLA_DECL(mla_ds_fp8_r16_t64_s4)
 MLA_DECL(mla_ds_fp8c_r8_t64_s4_w16)
 MLA_DECL(mla_ds_fp8c_r8_t64_s4_w16_b)
 MLA_DECL(mla_ds_fp8c_r16_t64_s4_b)
-MLA_DECL(mla_ds_fp8c_r8_t32_s8_w16_p_b)
 extern "C" void mla_combine(const float*, const float*, bf16_t*, int, int, int);
 extern "C" void silu_mul(const bf16_t*, bf16_t*, int, int);
 extern "C" void rmsnorm(const bf16_t*, bf16_t*, const bf16_t*, bf16_t*, int, float);
@@ -59,10 +58,8 @@ typedef void (*mlafn)(const bf16_t*, const void*, bf16_t*, float*, float*, int*,
 // 2 through its clusters' shared memory (one cluster per S splits).
 // The kernel takes R rows per block and 64-token tiles through ns stages
 // with nth threads, its shared memory laid out as kernels.cu's MlaTC (bf16)
-// or MlaDS (fp8, the stages' mbarriers last; teams: partial scores and P
-// per team).
-static void mla(const char* kname, mlafn fn, bool fp8, int ns, int T, int H, int tps, int ctx, int S, int coop, float scale, int R, int nth = 256, int tt = 64,
-                bool teams = false) {
+// or MlaDS (fp8, the stages' mbarriers last).
+static void mla(const char* kname, mlafn fn, bool fp8, int ns, int T, int H, int tps, int ctx, int S, int coop, float scale, int R, int nth = 256, int tt = 64) {
   const int D = 576, DV = 512, B = T / tps;
   std::vector<bf16_t> q(T * H * D);
   for (auto& x : q) x = tobf(uni());
@@ -94,8 +91,8 @@ static void mla(const char* kname, mlafn fn, bool fp8, int ns, int T, int H, int
     const size_t np = nth / 32 / (tt / 16), spb = (np * tt * (R + 1) * 4 + 15) / 16 * 16;
     smem = (size_t)R * (D + 8) * 2 + ns * tt * 2 * (D + 8) + spb + R * (tt + 8) * 2 + 3 * R * 4;
   } else {  // MlaDS: Q, stages of raw rows (576 bytes), partial scores [8][TT][R+1], P, scalars per token half, mbarriers
-    const size_t spb = (8 * tt * (R + 1) * 4 + 15) / 16 * 16, per = teams ? 2 : 1;
-    smem = (size_t)R * (D + 8) * 2 + ns * tt * D + per * (spb + R * (tt + 8) * 2) + 3 * R * 4 * (nth / 256) + ns * 8;
+    const size_t spb = (8 * tt * (R + 1) * 4 + 15) / 16 * 16;
+    smem = (size_t)R * (D + 8) * 2 + ns * tt * D + spb + R * (tt + 8) * 2 + 3 * R * 4 * (nth / 256) + ns * 8;
   }
   const void* kvp = fp8 ? (const void*)kv8.data() : (const void*)kv16.data();
   emu::launch(dim3{(unsigned)S, (unsigned)groups, (unsigned)B}, dim3{(unsigned)nth, 1, 1}, smem, [&] {
@@ -196,15 +193,6 @@ int main(int argc, char** argv) {
     mla("ds_fp8c_r8_w16_b", mla_ds_fp8c_r8_t64_s4_w16_b, true, 4, 1, 8, 1, 520, 16, 2, 0.0722f, 8, 512);
     mla("tc_bf16_r16", mla_tc_bf16_r16_t64_s2, false, 2, 4, 8, 2, 150, 2, 2, 0.25f, 16);
     mla("ds_fp8c_r8_w16_b", mla_ds_fp8c_r8_t64_s4_w16_b, true, 4, 1, 20, 1, 300, 3, 2, 0.0722f, 8, 512);
-    // Two teams taking alternate 32-token tiles (_p): an odd tile count
-    // with stages reused and a partial last tile, merged in the kernel;
-    // 20 heads unsplit; MTP rows; 16 cluster-merged splits of one or two
-    // tiles; one tile (the second team has none).
-    mla("ds_fp8c_r8_w16_p_b", mla_ds_fp8c_r8_t32_s8_w16_p_b, true, 8, 2, 8, 1, 700, 2, true, 0.0722f, 8, 512, 32, true);
-    mla("ds_fp8c_r8_w16_p_b", mla_ds_fp8c_r8_t32_s8_w16_p_b, true, 8, 1, 20, 1, 150, 1, false, 0.0722f, 8, 512, 32, true);
-    mla("ds_fp8c_r8_w16_p_b", mla_ds_fp8c_r8_t32_s8_w16_p_b, true, 8, 4, 8, 2, 100, 2, true, 0.25f, 8, 512, 32, true);
-    mla("ds_fp8c_r8_w16_p_b", mla_ds_fp8c_r8_t32_s8_w16_p_b, true, 8, 1, 8, 1, 520, 16, 2, 0.0722f, 8, 512, 32, true);
-    mla("ds_fp8c_r8_w16_p_b", mla_ds_fp8c_r8_t32_s8_w16_p_b, true, 8, 1, 8, 1, 20, 1, false, 0.0722f, 8, 512, 32, true);
   }
   if (want("silu")) {
     for (int d : {256, 2304, 100}) {

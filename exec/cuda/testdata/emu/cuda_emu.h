@@ -52,7 +52,6 @@ struct Block {
   std::vector<unsigned char> dyn;
   std::mutex mu;
   std::map<int, std::vector<unsigned char>> stat;
-  std::map<int, std::unique_ptr<std::barrier<>>> named;  // bar.sync id, n: made by its first arrival
   // Thread-block cluster (launch's cluster > 1): the cluster's barrier,
   // its blocks in rank order, this block's rank.
   std::barrier<>* cbar = nullptr;
@@ -404,16 +403,6 @@ inline float ld_dsmem1(saddr_t a) { return *(const float*)(uintptr_t)a; }
 inline unsigned long long gtime() { return (unsigned long long)clock64() * 20; }
 inline unsigned smid() { return 0; }
 inline void nap() { std::this_thread::yield(); }
-inline void bar_named(int id, int n) {
-  std::barrier<>* b;
-  {
-    std::lock_guard<std::mutex> l(emu::blk_->mu);
-    auto& p = emu::blk_->named[id];
-    if (!p) p = std::make_unique<std::barrier<>>(n);
-    b = p.get();
-  }
-  b->arrive_and_wait();
-}
 inline int ld_acquire(const int* p) { return __atomic_load_n(p, __ATOMIC_ACQUIRE); }
 inline void die() {
   fprintf(stderr, "emu: trap (a block waited for seconds)\n");
