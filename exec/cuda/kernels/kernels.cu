@@ -670,28 +670,21 @@ inline u32 f2bf_rn(float f) { return f2bf(f); }
 #endif
 
 
-// MlaTrace: TRACE launches (cudacheck timeline) pass 32 u64 per block in
+// MlaTrace: TRACE launches (cudacheck timeline) pass 16 u64 per block in
 // place of lseOut: the global time at start (0) and end (1), the SM clock
 // since the start at each phase (2-6: Q staged, tile 0 landed, tiles done,
 // output staged, finished), the SM (7), and the clocks thread 0 spent in
 // the tile loop waiting (8) for each tile's data, (9, 10) at its two
 // block barriers, and the SM clock when a split launch's merge barrier
 // let the block through (11: all splits' partials ready), when the merge
-// had its inputs loaded (12) and its weights (13), when it ran its merge a
-// second time, the same code on the same inputs (14 before, 15 after: the
-// cost of a merge whose instructions and inputs are already cached on the
-// SM), and when the loop reached its second tile (16).
-template <bool TRACE>
-struct MlaTrace;
-typedef MlaTrace<false> NoTrace;
+// had its inputs loaded (12) and its weights (13).
 template <bool TRACE>
 struct MlaTrace {
   u64* tr = nullptr;
-  static constexpr bool on = TRACE;
   long long c0 = 0, acc[3] = {0, 0, 0};
   __device__ __forceinline__ explicit MlaTrace(float* buf) {
     if (!TRACE) return;
-    tr = (u64*)buf + 32 * (((u64)blockIdx.z * gridDim.y + blockIdx.y) * gridDim.x + blockIdx.x);
+    tr = (u64*)buf + 16 * (((u64)blockIdx.z * gridDim.y + blockIdx.y) * gridDim.x + blockIdx.x);
     c0 = clock64();
     if (threadIdx.x == 0) {
       tr[0] = gtime();
@@ -843,12 +836,12 @@ __device__ __forceinline__ void mla_merge_cols(const SRC& src, bf16_t* __restric
 template <int NTH, class TR>
 __device__ __forceinline__ void mla_merge_splits(const float* __restrict__ opart, float* __restrict__ lse, bf16_t* __restrict__ out,
                                                  int* __restrict__ sem, float* __restrict__ lseOut, float* wts, u64 TH, u64 rowBase,
-                                                 int nrows, int seq, int grp, int split, int S, bool dry, const TR& trace) {
+                                                 int nrows, int seq, int grp, int split, int S, const TR& trace) {
   const int tid = threadIdx.x;
   int* cnt = sem + 2 * ((u64)seq * gridDim.y + grp);
-  if (!dry) __threadfence();
+  __threadfence();
   __syncthreads();
-  if (tid == 0 && !dry) {
+  if (tid == 0) {
     const int ticket = atomicAdd(cnt, 1);
     if (ticket == S - 1) {
       atomicExch(cnt, 0);  // all S arrived
@@ -997,27 +990,6 @@ __device__ __forceinline__ void mla_row_end(float mrun, float lrun, float* m, fl
 // barrier instead of a counter in L2: a fence, an atomic, a poll and the
 // partials' loads from L2 become a barrier and loads from the SMs of one
 // GPC). coop 0: the partials are written for mla_combine.
-// mla_finish_l2 is mla_finish's merge through L2 (S > 1, coop 1), out of
-// line: one copy of its instructions, so that a dry run (dry: no arrival,
-// no lseOut; the partial and output it writes are the block's own, which
-// the real run rewrites; osm and wts in memory no copy is filling) early
-// in a launch fetches them into the SM's instruction caches while the
-// first tiles are in flight, and the real run at the end finds them there.
-template <int NTH, int OS, class TR>
-__device__ __noinline__ void mla_finish_l2(const float* osm, const float* m_s, const float* l_s, bf16_t* __restrict__ out,
-                                           float* __restrict__ opart, float* __restrict__ lse, int* __restrict__ sem,
-                                           float* __restrict__ lseOut, float* wts, u64 TH, u64 rowBase, int nrows, int seq, int grp,
-                                           int split, int S, bool dry, TR trace) {
-  const int tid = threadIdx.x;
-  for (int i = tid; i < nrows * (MLA_DV / 4); i += NTH) {
-    const int r = i / (MLA_DV / 4), c = (i - r * (MLA_DV / 4)) * 4;
-    *(v4*)(opart + ((u64)split * TH + rowBase + r) * MLA_DV + c) = *(const v4*)(osm + r * OS + c);
-  }
-  if (tid < nrows) lse[(u64)split * TH + rowBase + tid] = l_s[tid] > 0.f ? (m_s[tid] + flog2(l_s[tid])) * 0.6931471805599453f : NEG_BIG;
-  __syncthreads();
-  mla_merge_splits<NTH>(opart, lse, out, sem, dry ? nullptr : lseOut, wts, TH, rowBase, nrows, seq, grp, split, S, dry, trace);
-}
-
 template <int NTH, int R, int OS, class TR>
 __device__ __forceinline__ void mla_finish(float* osm, const float* m_s, const float* l_s, bf16_t* __restrict__ out,
                                            float* __restrict__ opart, float* __restrict__ lse, int* __restrict__ sem,
@@ -1032,45 +1004,29 @@ __device__ __forceinline__ void mla_finish(float* osm, const float* m_s, const f
     cluster_sync();  // every split's partial staged
     trace.mark(11);
     mla_merge_cols<NTH>(MergeDSMEM<OS>{smem_addr(osm), smem_addr(lse_s)}, out, lseOut, wts, rowBase, nrows, split, S, trace);
-    if (TR::on) {  // again, warm (timeline)
-      __syncthreads();
-      trace.mark(14);
-      mla_merge_cols<NTH>(MergeDSMEM<OS>{smem_addr(osm), smem_addr(lse_s)}, out, lseOut, wts, rowBase, nrows, split, S, NoTrace(nullptr));
-      __syncthreads();
-      trace.mark(15);
-    }
     cluster_sync();  // no block leaves (freeing its shared memory) while another reads it
     return;
   }
-  if (S > 1 && coop == 1) {
-    mla_finish_l2<NTH, OS>(osm, m_s, l_s, out, opart, lse, sem, lseOut, osm, TH, rowBase, nrows, seq, grp, split, S, false, trace);
-  } else {
-    for (int i = tid; i < nrows * (MLA_DV / 4); i += NTH) {
-      const int r = i / (MLA_DV / 4), c = (i - r * (MLA_DV / 4)) * 4;
-      const v4 o = *(const v4*)(osm + r * OS + c);
-      if (S == 1)
-        *(v2*)(out + (rowBase + r) * MLA_DV + c) = v2{f2bf_rn(__uint_as_float(o.x)) | (f2bf_rn(__uint_as_float(o.y)) << 16),
-                                                     f2bf_rn(__uint_as_float(o.z)) | (f2bf_rn(__uint_as_float(o.w)) << 16)};
-      else
-        *(v4*)(opart + ((u64)split * TH + rowBase + r) * MLA_DV + c) = o;
-    }
-    if (tid < nrows) {
-      const float l = l_s[tid] > 0.f ? (m_s[tid] + flog2(l_s[tid])) * 0.6931471805599453f : NEG_BIG;
-      if (S == 1) {
-        if (lseOut) lseOut[rowBase + tid] = l;
-      } else {
-        lse[(u64)split * TH + rowBase + tid] = l;
-      }
-    }
-    return;
+  for (int i = tid; i < nrows * (MLA_DV / 4); i += NTH) {
+    const int r = i / (MLA_DV / 4), c = (i - r * (MLA_DV / 4)) * 4;
+    const v4 o = *(const v4*)(osm + r * OS + c);
+    if (S == 1)
+      *(v2*)(out + (rowBase + r) * MLA_DV + c) = v2{f2bf_rn(__uint_as_float(o.x)) | (f2bf_rn(__uint_as_float(o.y)) << 16),
+                                                   f2bf_rn(__uint_as_float(o.z)) | (f2bf_rn(__uint_as_float(o.w)) << 16)};
+    else
+      *(v4*)(opart + ((u64)split * TH + rowBase + r) * MLA_DV + c) = o;
   }
-  if (TR::on) {  // again, warm (timeline)
-    __syncthreads();
-    trace.mark(14);
-    mla_merge_cols<NTH>(MergeL2{opart, lse, TH, rowBase}, out, lseOut, osm, rowBase, nrows, split, S, NoTrace(nullptr));
-    __syncthreads();
-    trace.mark(15);
+  if (tid < nrows) {
+    const float l = l_s[tid] > 0.f ? (m_s[tid] + flog2(l_s[tid])) * 0.6931471805599453f : NEG_BIG;
+    if (S == 1) {
+      if (lseOut) lseOut[rowBase + tid] = l;
+    } else {
+      lse[(u64)split * TH + rowBase + tid] = l;
+    }
   }
+  if (S == 1 || !coop) return;
+  __syncthreads();
+  mla_merge_splits<NTH>(opart, lse, out, sem, lseOut, osm, TH, rowBase, nrows, seq, grp, split, S, trace);
 }
 
 // ---- MLA decode, heads as the MMA's N (mla_tc_*) ----
@@ -1109,7 +1065,7 @@ struct MlaTC {
   static_assert(36 % NP == 0 && NW % TG == 0 && NI >= 1, "MlaTC: warps must split the 36 k-steps and the 512 columns evenly");
 };
 
-template <int R, int TT, int NS, int NW, bool TRACE = false, bool WARM = false>
+template <int R, int TT, int NS, int NW, bool TRACE = false>
 __device__ __forceinline__ void mla_tc(const bf16_t* __restrict__ q, const void* __restrict__ kv, bf16_t* __restrict__ out,
                                        float* __restrict__ opart, float* __restrict__ lse, int* __restrict__ sem,
                                        float* __restrict__ lseOut, int T, int H, int ctx, int tokPerSeq, int chunk,
@@ -1148,10 +1104,6 @@ __device__ __forceinline__ void mla_tc(const bf16_t* __restrict__ q, const void*
     if (p < ntile) issue(p, p);
     cp_commit();
   }
-  if (WARM && S > 1 && coop == 1) {  // the merge's instructions fetched while the first tiles are in flight (mla_finish_l2), in the stage no copy fills yet
-    float* dry = (float*)(stg + (NS - 1) * L::STAGE);
-    mla_finish_l2<L::NTH, L::OS>(dry, m_s, l_s, out, opart, lse, sem, lseOut, spart, (u64)T * H, rowBase, nrows, seq, grp, split, S, true, trace);
-  }
   const int tgrp = warp % L::TG, part = warp / L::TG;
   const int k0 = part * L::KPW;                                // this warp's first k-step
   // Q^T's B fragments for this warp's k-steps, loaded once (after the
@@ -1173,7 +1125,6 @@ __device__ __forceinline__ void mla_tc(const bf16_t* __restrict__ q, const void*
     __syncthreads();  // tile it landed for all; tile it-1 fully consumed
     trace.add(0, tw);
     if (it == 0) trace.mark(3);
-    if (it == 1) trace.mark(16);
     {
       const int nx = it + NS - 1;
       if (nx < ntile) issue(nx, nx % NS);
@@ -1289,16 +1240,6 @@ __device__ __forceinline__ void mla_tc(const bf16_t* __restrict__ q, const void*
   }
 MLA_TC(8, 64, 2, 8, mla_tc_bf16_r8_t64_s2)
 MLA_TC(16, 64, 2, 8, mla_tc_bf16_r16_t64_s2)
-extern "C" __global__ void __launch_bounds__(256, 1)
-    mla_tc_bf16_r8_t64_s2_i(const bf16_t* q, const void* kv, bf16_t* out, float* opart, float* lse, int* sem, float* lseOut, int T, int H,
-                            int ctx, int tokPerSeq, int chunk, float scale, float kscale, int coop) {
-  mla_tc<8, 64, 2, 8, false, true>(q, kv, out, opart, lse, sem, lseOut, T, H, ctx, tokPerSeq, chunk, scale, kscale, coop);
-}
-extern "C" __global__ void __launch_bounds__(256, 1)
-    mla_tc_bf16_r8_t64_s2_i_trace(const bf16_t* q, const void* kv, bf16_t* out, float* opart, float* lse, int* sem, float* trace, int T,
-                                  int H, int ctx, int tokPerSeq, int chunk, float scale, float kscale, int coop) {
-  mla_tc<8, 64, 2, 8, true, true>(q, kv, out, opart, lse, sem, trace, T, H, ctx, tokPerSeq, chunk, scale, kscale, coop);
-}
 // The 8-row kernel with its phases timed (cudacheck timeline; Q rides with
 // tile 0, so its slot 2 stays zero).
 extern "C" __global__ void __launch_bounds__(256, 1)
@@ -1392,7 +1333,7 @@ __device__ __forceinline__ void ldpairs(const unsigned char* row, int dim, u32* 
   }
 }
 
-template <int R, int TT, int NS, bool CVT, int NW, bool BULK, bool TRACE = false, bool WARM = false>
+template <int R, int TT, int NS, bool CVT, int NW, bool BULK, bool TRACE = false>
 __device__ __forceinline__ void mla_ds(const bf16_t* __restrict__ q, const void* __restrict__ kv, bf16_t* __restrict__ out,
                                        float* __restrict__ opart, float* __restrict__ lse, int* __restrict__ sem,
                                        float* __restrict__ lseOut, int T, int H, int ctx, int tokPerSeq, int chunk,
@@ -1452,9 +1393,6 @@ __device__ __forceinline__ void mla_ds(const bf16_t* __restrict__ q, const void*
       cp_commit();
     }
   }
-  if (WARM && S > 1 && coop == 1)  // the merge's instructions fetched while Q and the first tiles are in flight (mla_finish_l2)
-    mla_finish_l2<L::NTH, L::OS>(spart, m_s, l_s, out, opart, lse, sem, lseOut, spart, (u64)T * H, rowBase, nrows, seq, grp, split, S, true,
-                                 trace);
   qin.store_half(qsm);  // fp16
 
   const int col0 = w8 * 64 + 16 * tg;                          // this thread's 16 latent columns
@@ -1490,7 +1428,6 @@ __device__ __forceinline__ void mla_ds(const bf16_t* __restrict__ q, const void*
     if (BULK) mbar_wait(bar0 + 8 * (it % NS), (it / NS) & 1);
     trace.add(0, tw);
     if (it == 0) trace.mark(3);
-    if (it == 1) trace.mark(16);
     // zero: a bulk tile's rows past n hold stale bytes; zero their fragments
     auto zero = [&](u32* h, int np, int row) {
       if (BULK && n < TT && row >= n)
@@ -1668,16 +1605,6 @@ extern "C" __global__ void __launch_bounds__(512, 1)
     mla_ds_fp8c_r8_t64_s4_w16_b_trace(const bf16_t* q, const void* kv, bf16_t* out, float* opart, float* lse, int* sem, float* trace,
                                       int T, int H, int ctx, int tokPerSeq, int chunk, float scale, float kscale, int coop) {
   mla_ds<8, 64, 4, true, 16, true, true>(q, kv, out, opart, lse, sem, trace, T, H, ctx, tokPerSeq, chunk, scale, kscale, coop);
-}
-extern "C" __global__ void __launch_bounds__(512, 1)
-    mla_ds_fp8c_r8_t64_s4_w16_b_i(const bf16_t* q, const void* kv, bf16_t* out, float* opart, float* lse, int* sem, float* lseOut, int T,
-                                  int H, int ctx, int tokPerSeq, int chunk, float scale, float kscale, int coop) {
-  mla_ds<8, 64, 4, true, 16, true, false, true>(q, kv, out, opart, lse, sem, lseOut, T, H, ctx, tokPerSeq, chunk, scale, kscale, coop);
-}
-extern "C" __global__ void __launch_bounds__(512, 1)
-    mla_ds_fp8c_r8_t64_s4_w16_b_i_trace(const bf16_t* q, const void* kv, bf16_t* out, float* opart, float* lse, int* sem, float* trace, int T,
-                                        int H, int ctx, int tokPerSeq, int chunk, float scale, float kscale, int coop) {
-  mla_ds<8, 64, 4, true, 16, true, true, true>(q, kv, out, opart, lse, sem, trace, T, H, ctx, tokPerSeq, chunk, scale, kscale, coop);
 }
 MLA_DS(true, 16, 64, 4, 8, true, mla_ds_fp8c_r16_t64_s4_b)
 MLA_DS(true, 8, 64, 4, 16, false, mla_ds_fp8c_r8_t64_s4_w16)

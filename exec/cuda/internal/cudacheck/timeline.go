@@ -42,7 +42,7 @@ func timeline(args []string) error {
 	sem, _ := cu.Alloc(1 << 16)
 	cu.Memset8(sem, 0, 1<<16)
 	defer cu.Free(sem)
-	for _, k := range []string{"mla_ds_fp8c_r8_t64_s4_w16_b", "mla_ds_fp8c_r8_t64_s4_w16_b_i", "mla_tc_bf16_r8_t64_s2", "mla_tc_bf16_r8_t64_s2_i"} {
+	for _, k := range []string{"mla_ds_fp8c_r8_t64_s4_w16_b", "mla_tc_bf16_r8_t64_s2"} {
 		if err := timelineKernel(e, k, list, sem); err != nil {
 			return err
 		}
@@ -93,7 +93,7 @@ func timelineKernel(e *env, k string, shapes []mlaShape, sem cu.DevPtr) error {
 		part, _ := cu.Alloc(uint64(g.Splits)*th*512*4 + uint64(g.Splits)*th*4)
 		lse := part + cu.DevPtr(uint64(g.Splits)*th*512*4)
 		nblk := g.Splits * g.Groups * B
-		const slot = 256 // bytes of trace per block (kernels.cu's MlaTrace: 32 u64)
+		const slot = 128 // bytes of trace per block (kernels.cu's MlaTrace: 16 u64)
 		trace, _ := cu.Alloc(uint64(nblk * slot))
 		cu.Memset8(trace, 0, uint64(nblk*slot)) // slots a kernel does not mark read zero
 		a := mlaFwdArgs{q: q, kv: kv, out: o, part: part, lse: lse, sem: sem, T: T, H: H, ctx: ctx, tps: tps, scale: 0.0722, kscale: 1, merge: g.MergeMode()}
@@ -116,7 +116,7 @@ func timelineKernel(e *env, k string, shapes []mlaShape, sem cu.DevPtr) error {
 		}
 		type blk struct {
 			start, end float64
-			ph         [15]float64 // the five phases; the tile loop's waits: data, barrier 1, barrier 2; finish+merge until and after the merge barrier; the merge's loads, weights, output; tile 0's pass; the merge run again
+			ph         [13]float64 // the five phases; the tile loop's waits: data, barrier 1, barrier 2; finish+merge until and after the merge barrier; the merge's loads, weights, output
 		}
 		bs := make([]blk, nblk)
 		minStart, maxStart, minEnd, maxEnd := 1e30, 0.0, 1e30, 0.0
@@ -140,16 +140,6 @@ func timelineKernel(e *env, k string, shapes []mlaShape, sem cu.DevPtr) error {
 				b.ph[11] = float64(w(13)-w(12)) * usPerCycle
 				b.ph[12] = float64(w(6)-w(13)) * usPerCycle
 			}
-			if w(16) > 0 {
-				b.ph[13] = float64(w(16)-w(3)) * usPerCycle
-			}
-			if w(15) > 0 { // the trace kernels merge twice: the phases above count the first
-				again := w(15) - w(14)
-				b.ph[14] = float64(again) * usPerCycle
-				b.ph[9] = float64(w(6)-w(11)-again) * usPerCycle
-				b.ph[12] = float64(w(14)-w(13)) * usPerCycle
-				b.ph[4] -= float64(again) * usPerCycle
-			}
 			minStart, maxStart = min(minStart, b.start), max(maxStart, b.start)
 			minEnd, maxEnd = min(minEnd, b.end), max(maxEnd, b.end)
 		}
@@ -159,7 +149,7 @@ func timelineKernel(e *env, k string, shapes []mlaShape, sem cu.DevPtr) error {
 		}
 		fmt.Printf("%s B=%d H=%d tps=%d ctx=%d splits=%d chunk=%d%s blocks=%d: span %.2f us; starts spread %.2f us, ends spread %.2f us\n",
 			tk, B, H, tps, ctx, g.Splits, g.Chunk, merge, nblk, maxEnd-minStart, maxStart-minStart, maxEnd-minEnd)
-		for j, name := range []string{"to Q staged", "to tile 0", "tile loop", "epilogue", "finish+merge", " data waits", " barrier 1", " barrier 2", " to merge bar", " after it", "  its loads", "  its weights", "  its output", " tile 0 pass", " merge again"} {
+		for j, name := range []string{"to Q staged", "to tile 0", "tile loop", "epilogue", "finish+merge", " data waits", " barrier 1", " barrier 2", " to merge bar", " after it", "  its loads", "  its weights", "  its output"} {
 			v := make([]float64, nblk)
 			for i := range bs {
 				v[i] = bs[i].ph[j]

@@ -18,8 +18,6 @@ MLA_DECL(mla_ds_fp8_r16_t64_s4)
 MLA_DECL(mla_ds_fp8c_r8_t64_s4_w16)
 MLA_DECL(mla_ds_fp8c_r8_t64_s4_w16_b)
 MLA_DECL(mla_ds_fp8c_r16_t64_s4_b)
-MLA_DECL(mla_ds_fp8c_r8_t64_s4_w16_b_i)
-MLA_DECL(mla_tc_bf16_r8_t64_s2_i)
 extern "C" void mla_combine(const float*, const float*, bf16_t*, int, int, int);
 extern "C" void silu_mul(const bf16_t*, bf16_t*, int, int);
 extern "C" void rmsnorm(const bf16_t*, bf16_t*, const bf16_t*, bf16_t*, int, float);
@@ -195,10 +193,6 @@ int main(int argc, char** argv) {
     mla("ds_fp8c_r8_w16_b", mla_ds_fp8c_r8_t64_s4_w16_b, true, 4, 1, 8, 1, 520, 16, 2, 0.0722f, 8, 512);
     mla("tc_bf16_r16", mla_tc_bf16_r16_t64_s2, false, 2, 4, 8, 2, 150, 2, 2, 0.25f, 16);
     mla("ds_fp8c_r8_w16_b", mla_ds_fp8c_r8_t64_s4_w16_b, true, 4, 1, 20, 1, 300, 3, 2, 0.0722f, 8, 512);
-    // The merge's instructions warmed by a dry run at the start (_i).
-    mla("ds_fp8c_r8_w16_b_i", mla_ds_fp8c_r8_t64_s4_w16_b_i, true, 4, 2, 8, 1, 700, 2, true, 0.0722f, 8, 512);
-    mla("ds_fp8c_r8_w16_b_i", mla_ds_fp8c_r8_t64_s4_w16_b_i, true, 4, 1, 8, 1, 520, 16, true, 0.0722f, 8, 512);
-    mla("tc_bf16_r8_i", mla_tc_bf16_r8_t64_s2_i, false, 2, 2, 8, 1, 600, 8, true, 0.0722f, 8);
   }
   if (want("silu")) {
     for (int d : {256, 2304, 100}) {

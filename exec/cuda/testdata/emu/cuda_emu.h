@@ -163,7 +163,6 @@ inline float bf2f_(u32 b) {
 #define __global__
 #define __device__
 #define __forceinline__ inline
-#define __noinline__
 #define __restrict__ __restrict
 #define __launch_bounds__(...)
 #define BLOCK_SMEM(T, name, n) T* name = (T*)emu::block_static(__COUNTER__, sizeof(T) * (n))
