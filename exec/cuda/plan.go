@@ -3,6 +3,7 @@ package cuda
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -537,7 +538,8 @@ type mlaFwdFamily [2]string
 
 var mlaFwdFamilies = map[bool][]mlaFwdFamily{
 	false: {{"mla_tc_bf16_r8_t64_s2", "mla_tc_bf16_r16_t64_s2"}},
-	true: {{"mla_ds_fp8c_r8_t64_s4_w16_b", "mla_ds_fp8c_r16_t64_s4_b"}, {"mla_ds_fp8c_r8_t64_s4_w16", "mla_ds_fp8c_r16_t64_s4"},
+	true: {{"mla_ds_fp8c_r8_t64_s4_w16_b", "mla_ds_fp8c_r16_t64_s4_b"}, {"mla_ds_fp8c_r8_t64_s4_w16_b_x", "mla_ds_fp8c_r16_t64_s4_b"},
+		{"mla_ds_fp8c_r8_t64_s4_w16", "mla_ds_fp8c_r16_t64_s4"},
 		{"mla_ds_fp8_r8_t64_s4", "mla_ds_fp8_r16_t64_s4"}},
 }
 
@@ -560,7 +562,11 @@ var MLAFwdKernels = func() []string {
 	var ks []string
 	for _, fp8 := range []bool{false, true} {
 		for _, f := range mlaFwdFamilies[fp8] {
-			ks = append(ks, f[:]...)
+			for _, k := range f {
+				if !slices.Contains(ks, k) {
+					ks = append(ks, k)
+				}
+			}
 		}
 	}
 	return ks
@@ -595,6 +601,9 @@ func parseMLAFwd(kernel string) (mlaFwdVariant, error) {
 	v := mlaFwdVariant{warps: 8}
 	f := strings.Split(kernel, "_")
 	bad := fmt.Errorf("tensor-core MLA kernel %q: want mla_{tc,ds}_<kv>_r<8|16>_t<32|64>_s<N>[_w<8|16>][_b]", kernel)
+	if len(f) > 6 && f[len(f)-1] == "x" { // trial
+		f = f[:len(f)-1]
+	}
 	if len(f) > 6 && f[len(f)-1] == "b" {
 		v.bulk = true
 		f = f[:len(f)-1]
