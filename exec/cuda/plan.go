@@ -3,7 +3,6 @@ package cuda
 import (
 	"fmt"
 	"math"
-	"slices"
 	"strconv"
 	"strings"
 
@@ -538,8 +537,7 @@ type mlaFwdFamily [2]string
 
 var mlaFwdFamilies = map[bool][]mlaFwdFamily{
 	false: {{"mla_tc_bf16_r8_t64_s2", "mla_tc_bf16_r16_t64_s2"}},
-	true: {{"mla_ds_fp8c_r8_t64_s4_w16_b", "mla_ds_fp8c_r16_t64_s4_b"}, {"mla_ds_fp8c_r8_t64_s4_w16_b_x", "mla_ds_fp8c_r16_t64_s4_b"},
-		{"mla_ds_fp8c_r8_t64_s4_w16", "mla_ds_fp8c_r16_t64_s4"},
+	true: {{"mla_ds_fp8c_r8_t64_s4_w16_b", "mla_ds_fp8c_r16_t64_s4_b"}, {"mla_ds_fp8c_r8_t64_s4_w16", "mla_ds_fp8c_r16_t64_s4"},
 		{"mla_ds_fp8_r8_t64_s4", "mla_ds_fp8_r16_t64_s4"}},
 }
 
@@ -562,11 +560,7 @@ var MLAFwdKernels = func() []string {
 	var ks []string
 	for _, fp8 := range []bool{false, true} {
 		for _, f := range mlaFwdFamilies[fp8] {
-			for _, k := range f {
-				if !slices.Contains(ks, k) {
-					ks = append(ks, k)
-				}
-			}
+			ks = append(ks, f[:]...)
 		}
 	}
 	return ks
@@ -601,9 +595,6 @@ func parseMLAFwd(kernel string) (mlaFwdVariant, error) {
 	v := mlaFwdVariant{warps: 8}
 	f := strings.Split(kernel, "_")
 	bad := fmt.Errorf("tensor-core MLA kernel %q: want mla_{tc,ds}_<kv>_r<8|16>_t<32|64>_s<N>[_w<8|16>][_b]", kernel)
-	if len(f) > 6 && f[len(f)-1] == "x" { // trial
-		f = f[:len(f)-1]
-	}
 	if len(f) > 6 && f[len(f)-1] == "b" {
 		v.bulk = true
 		f = f[:len(f)-1]

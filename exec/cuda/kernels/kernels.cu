@@ -1333,7 +1333,7 @@ __device__ __forceinline__ void ldpairs(const unsigned char* row, int dim, u32* 
   }
 }
 
-template <int R, int TT, int NS, bool CVT, int NW, bool BULK, bool TRACE = false, bool X = false>
+template <int R, int TT, int NS, bool CVT, int NW, bool BULK, bool TRACE = false>
 __device__ __forceinline__ void mla_ds(const bf16_t* __restrict__ q, const void* __restrict__ kv, bf16_t* __restrict__ out,
                                        float* __restrict__ opart, float* __restrict__ lse, int* __restrict__ sem,
                                        float* __restrict__ lseOut, int T, int H, int ctx, int tokPerSeq, int chunk,
@@ -1383,7 +1383,7 @@ __device__ __forceinline__ void mla_ds(const bf16_t* __restrict__ q, const void*
 #pragma unroll
       for (int st = 0; st < NS; st++) mbar_init(bar0 + 8 * st, 1);
 #pragma unroll
-      for (int p = 0; p < (X ? 1 : NS - 1); p++)
+      for (int p = 0; p < NS - 1; p++)
         if (p < ntile) produce(p);
     }
   } else {
@@ -1415,11 +1415,6 @@ __device__ __forceinline__ void mla_ds(const bf16_t* __restrict__ q, const void*
   if (!BULK) cp_wait<NS - 2>();
   __syncthreads();  // Q staged, the mbarriers initialised; !BULK: tile 0 landed
   trace.mark(2);
-  if (X && BULK && tid == 0) {
-#pragma unroll
-    for (int p = 1; p < NS - 1; p++)
-      if (p < ntile) produce(p);
-  }
 #pragma unroll
   for (int n = 0; n < L::NR; n++) {
     const unsigned char* qrow = (const unsigned char*)(qsm + (8 * n + g) * MLA_KS);
@@ -1522,9 +1517,8 @@ __device__ __forceinline__ void mla_ds(const bf16_t* __restrict__ q, const void*
 #pragma unroll
       for (int m = 0; m < L::NR; m++) {
         const float a0 = alpha_s[half * R + 8 * m + 2 * tg], a1 = alpha_s[half * R + 8 * m + 2 * tg + 1];
-        if (!X || __any_sync(0xffffffffu, a0 != 1.f || a1 != 1.f))
 #pragma unroll
-          for (int i = 0; i < 4; i++) { acc[i][m][0] *= a0; acc[i][m][1] *= a1; acc[i][m][2] *= a0; acc[i][m][3] *= a1; }
+        for (int i = 0; i < 4; i++) { acc[i][m][0] *= a0; acc[i][m][1] *= a1; acc[i][m][2] *= a0; acc[i][m][3] *= a1; }
       }
       const saddr_t pb = pa + ((lane & 7) * L::PS + (lane >> 3) * 8) * 2;
 #pragma unroll
@@ -1611,16 +1605,6 @@ extern "C" __global__ void __launch_bounds__(512, 1)
     mla_ds_fp8c_r8_t64_s4_w16_b_trace(const bf16_t* q, const void* kv, bf16_t* out, float* opart, float* lse, int* sem, float* trace,
                                       int T, int H, int ctx, int tokPerSeq, int chunk, float scale, float kscale, int coop) {
   mla_ds<8, 64, 4, true, 16, true, true>(q, kv, out, opart, lse, sem, trace, T, H, ctx, tokPerSeq, chunk, scale, kscale, coop);
-}
-extern "C" __global__ void __launch_bounds__(512, 1)
-    mla_ds_fp8c_r8_t64_s4_w16_b_x(const bf16_t* q, const void* kv, bf16_t* out, float* opart, float* lse, int* sem, float* lseOut, int T,
-                                  int H, int ctx, int tokPerSeq, int chunk, float scale, float kscale, int coop) {
-  mla_ds<8, 64, 4, true, 16, true, false, true>(q, kv, out, opart, lse, sem, lseOut, T, H, ctx, tokPerSeq, chunk, scale, kscale, coop);
-}
-extern "C" __global__ void __launch_bounds__(512, 1)
-    mla_ds_fp8c_r8_t64_s4_w16_b_x_trace(const bf16_t* q, const void* kv, bf16_t* out, float* opart, float* lse, int* sem, float* trace, int T,
-                                        int H, int ctx, int tokPerSeq, int chunk, float scale, float kscale, int coop) {
-  mla_ds<8, 64, 4, true, 16, true, true, true>(q, kv, out, opart, lse, sem, trace, T, H, ctx, tokPerSeq, chunk, scale, kscale, coop);
 }
 MLA_DS(true, 16, 64, 4, 8, true, mla_ds_fp8c_r16_t64_s4_b)
 MLA_DS(true, 8, 64, 4, 16, false, mla_ds_fp8c_r8_t64_s4_w16)

@@ -286,10 +286,6 @@ func kernels() error {
 		{"mla_ds_fp8c_r8_t64_s4_w16_b", 3, 20, 1, 777, 256, true, 0},
 		{"mla_ds_fp8c_r8_t64_s4_w16_b", 1, 8, 1, 1000, 64, true, 1},
 		{"mla_ds_fp8c_r16_t64_s4_b", 4, 8, 2, 1000, 160, true, 1},
-		{"mla_ds_fp8c_r8_t64_s4_w16_b_x", 4, 8, 1, 1000, 352, true, 1},
-		{"mla_ds_fp8c_r8_t64_s4_w16_b_x", 3, 20, 1, 777, 256, true, 0},
-		{"mla_ds_fp8c_r8_t64_s4_w16_b_x", 1, 8, 1, 1000, 64, true, 1},
-		{"mla_ds_fp8c_r8_t64_s4_w16_b_x", 4, 8, 2, 1000, 160, true, 1},
 		// Splits merged through the cluster's shared memory (sm_90): 16
 		// splits (clusters of 16 blocks), a partial row group in 4, MTP rows
 		// in 8, 7 (a cluster size that is no power of two).

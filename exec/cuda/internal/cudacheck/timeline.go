@@ -42,7 +42,7 @@ func timeline(args []string) error {
 	sem, _ := cu.Alloc(1 << 16)
 	cu.Memset8(sem, 0, 1<<16)
 	defer cu.Free(sem)
-	for _, k := range []string{"mla_ds_fp8c_r8_t64_s4_w16_b", "mla_ds_fp8c_r8_t64_s4_w16_b_x"} {
+	for _, k := range []string{"mla_ds_fp8c_r8_t64_s4_w16_b", "mla_tc_bf16_r8_t64_s2"} {
 		if err := timelineKernel(e, k, list, sem); err != nil {
 			return err
 		}

@@ -18,7 +18,6 @@ MLA_DECL(mla_ds_fp8_r16_t64_s4)
 MLA_DECL(mla_ds_fp8c_r8_t64_s4_w16)
 MLA_DECL(mla_ds_fp8c_r8_t64_s4_w16_b)
 MLA_DECL(mla_ds_fp8c_r16_t64_s4_b)
-MLA_DECL(mla_ds_fp8c_r8_t64_s4_w16_b_x)
 extern "C" void mla_combine(const float*, const float*, bf16_t*, int, int, int);
 extern "C" void silu_mul(const bf16_t*, bf16_t*, int, int);
 extern "C" void rmsnorm(const bf16_t*, bf16_t*, const bf16_t*, bf16_t*, int, float);
@@ -194,9 +193,6 @@ int main(int argc, char** argv) {
     mla("ds_fp8c_r8_w16_b", mla_ds_fp8c_r8_t64_s4_w16_b, true, 4, 1, 8, 1, 520, 16, 2, 0.0722f, 8, 512);
     mla("tc_bf16_r16", mla_tc_bf16_r16_t64_s2, false, 2, 4, 8, 2, 150, 2, 2, 0.25f, 16);
     mla("ds_fp8c_r8_w16_b", mla_ds_fp8c_r8_t64_s4_w16_b, true, 4, 1, 20, 1, 300, 3, 2, 0.0722f, 8, 512);
-    mla("ds_fp8c_r8_w16_b_x", mla_ds_fp8c_r8_t64_s4_w16_b_x, true, 4, 2, 8, 1, 700, 2, true, 0.0722f, 8, 512);
-    mla("ds_fp8c_r8_w16_b_x", mla_ds_fp8c_r8_t64_s4_w16_b_x, true, 4, 1, 20, 1, 150, 1, false, 0.0722f, 8, 512);
-    mla("ds_fp8c_r8_w16_b_x", mla_ds_fp8c_r8_t64_s4_w16_b_x, true, 4, 4, 8, 2, 100, 2, true, 0.25f, 8, 512);
   }
   if (want("silu")) {
     for (int d : {256, 2304, 100}) {

@@ -199,15 +199,6 @@ inline T __shfl_xor_sync(unsigned, T v, int o) {
   emu::wsync();
   return r;
 }
-inline int __any_sync(unsigned, int pred) {
-  auto& w = emu::W();
-  w.slot[emu::lane_][7] = pred != 0;
-  emu::wsync();
-  int any = 0;
-  for (int l = 0; l < 32; l++) any |= (int)w.slot[l][7];
-  emu::wsync();
-  return any;
-}
 inline int atomicAdd(int* p, int v) { return __atomic_fetch_add(p, v, __ATOMIC_SEQ_CST); }
 inline float atomicAdd(float* p, float v) { return std::atomic_ref<float>(*p).fetch_add(v); }
 inline int atomicExch(int* p, int v) { return __atomic_exchange_n(p, v, __ATOMIC_SEQ_CST); }
