@@ -497,8 +497,8 @@ MLA_KERNEL(16, true, mla_decode_fp8_h16)
 // merges a slice of the 512 columns (mla_merge_splits), or, coop 2, the
 // splits are a thread-block cluster and merge from each other's shared
 // memory (mla_finish); else mla_combine merges afterwards. lseOut, when
-// set, receives each row's log-sum-exp
-// (decode context parallelism's merge across ranks needs it).
+// set, receives each row's log-sum-exp (decode context parallelism's
+// merge across ranks needs it).
 #define MLA_D 576             // scored latent width (kv_lora 512 + rope 64)
 #define MLA_DV 512            // output width
 #define MLA_KS (MLA_D + 8)    // row stride of Q and of a bf16 tile, values (1168 B: rows 16 bytes apart mod 128)

@@ -628,9 +628,9 @@ func checkMLA(e *env, r *rand.Rand, kernel string, T, H, tps, ctx, chunk int, fp
 			}
 			g.Cluster = S
 		}
-		what = fmt.Sprintf("%s S=%d merge=%s", kernel, S, [...]string{"mla_combine", "in-kernel", "cluster"}[merge])
-		if S == 1 {
-			what = fmt.Sprintf("%s S=1", kernel)
+		what = fmt.Sprintf("%s S=1", kernel)
+		if S > 1 {
+			what = fmt.Sprintf("%s S=%d merge=%s", kernel, S, [...]string{"mla_combine", "in-kernel", "cluster"}[merge])
 		}
 		if err := e.launchMLAFwd(kernel, g, B, mlaFwdArgs{q: dq, kv: dkv, out: out, part: part, lse: lse, sem: sem,
 			T: T, H: H, ctx: ctx, tps: tps, scale: scale, kscale: float32(kscale), merge: merge}); err != nil {
