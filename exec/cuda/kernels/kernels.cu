@@ -822,26 +822,19 @@ __device__ __forceinline__ void mla_merge_cols(const SRC& src, bf16_t* __restric
   }
 }
 
-// mla_merge_splits is the in-kernel merge of a split launch through L2:
-// every block has written its normalised partial and log-sum-exp; wait
-// until the S blocks of this (sequence, row group) have, then merge this
-// block's columns (mla_merge_cols). sem holds two ints per (sequence, row
-// group), the first the arrivals: they start at zero, the last block in
-// resets them, and the others wait for that reset (their own arrival
-// left the count above their ticket until then; no later launch counts
-// before every block of this one has left). No block touches the count
-// after the barrier, so a block leaves as soon as its columns are
-// written. (Waiting on a generation word that the last block advances
-// would cost it one more round trip to L2.)
-template <int NTH, class TR>
-__device__ __forceinline__ void mla_merge_splits(const float* __restrict__ opart, float* __restrict__ lse, bf16_t* __restrict__ out,
-                                                 int* __restrict__ sem, float* __restrict__ lseOut, float* wts, u64 TH, u64 rowBase,
-                                                 int nrows, int seq, int grp, int split, int S, const TR& trace) {
-  const int tid = threadIdx.x;
+// mla_split_barrier returns once the S blocks of this (sequence, row
+// group) have all called it, their writes before it visible to every
+// block. sem holds two ints per (sequence, row group), the first the
+// arrivals: they start at zero, the last block in resets them, and the
+// others wait for that reset (their own arrival left the count above
+// their ticket until then; no later launch counts before every block of
+// this one has left). (Waiting on a generation word that the last block
+// advances would cost it one more round trip to L2.)
+__device__ __forceinline__ void mla_split_barrier(int* __restrict__ sem, int seq, int grp, int S) {
   int* cnt = sem + 2 * ((u64)seq * gridDim.y + grp);
   __threadfence();
   __syncthreads();
-  if (tid == 0) {
+  if (threadIdx.x == 0) {
     const int ticket = atomicAdd(cnt, 1);
     if (ticket == S - 1) {
       atomicExch(cnt, 0);  // all S arrived
@@ -855,6 +848,18 @@ __device__ __forceinline__ void mla_merge_splits(const float* __restrict__ opart
     __threadfence();
   }
   __syncthreads();
+}
+
+// mla_merge_splits is the in-kernel merge of a split launch through L2:
+// every block has written its normalised partial and log-sum-exp; wait
+// until the S blocks of this (sequence, row group) have, then merge this
+// block's columns (mla_merge_cols). No block touches the count after the
+// barrier, so a block leaves as soon as its columns are written.
+template <int NTH, class TR>
+__device__ __forceinline__ void mla_merge_splits(const float* __restrict__ opart, float* __restrict__ lse, bf16_t* __restrict__ out,
+                                                 int* __restrict__ sem, float* __restrict__ lseOut, float* wts, u64 TH, u64 rowBase,
+                                                 int nrows, int seq, int grp, int split, int S, const TR& trace) {
+  mla_split_barrier(sem, seq, grp, S);
   trace.mark(11);
   mla_merge_cols<NTH>(MergeL2{opart, lse, TH, rowBase}, out, lseOut, wts, rowBase, nrows, split, S, trace);
 }
@@ -1611,6 +1616,75 @@ MLA_DS(true, 8, 64, 4, 16, false, mla_ds_fp8c_r8_t64_s4_w16)
 MLA_DS(true, 16, 64, 4, 8, false, mla_ds_fp8c_r16_t64_s4)
 MLA_DS(false, 8, 64, 4, 8, false, mla_ds_fp8_r8_t64_s4)
 MLA_DS(false, 16, 64, 4, 8, false, mla_ds_fp8_r16_t64_s4)
+
+// ---- The floor of a split launch (cudacheck bench) ----
+//
+// mla_floor_{fp8,bf16} cost what a split launch of the MLA decode costs
+// before any arithmetic on the cache: the grid and chunks of the planner,
+// the bulk copies of mla_ds_*_b (NS stages of TT rows of RB bytes, all in
+// flight), each thread touching one word of each tile; then, by mode:
+// 0 nothing more; 1 the kernels' merge through L2 (mla_finish, coop 1) of
+// a staged partial of R = 8 rows; 2 its barrier alone; 3 the partials
+// written, then the barrier (no merge); 4 the merge of 1 without the
+// stream. A kernel of that layout also computes, so it can only be
+// slower than mode 1: these are what such a launch reaches at best on
+// the device, and mode 1 less mode 0 is the merge's tail after the last
+// byte of any split launch that merges through L2.
+template <int RB, int TT, int NS>
+__device__ __forceinline__ void mla_floor(const void* __restrict__ kv, bf16_t* __restrict__ out, float* __restrict__ opart,
+                                          float* __restrict__ lse, int* __restrict__ sem, u32* __restrict__ sink, int T, int H,
+                                          int ctx, int chunk, int mode) {
+  constexpr int NTH = 512, R = 8, OS = MLA_DV + 4, STAGE = TT * RB;
+  static_assert(R * OS * 4 + 2 * R * 4 <= NS * STAGE && STAGE % 16 == 0, "mla_floor: the stages must hold the staged partial");
+  DYN_SMEM(unsigned char, sm);
+  const saddr_t bar0 = smem_addr(sm + NS * STAGE);
+  const int tid = threadIdx.x, split = blockIdx.x, seq = blockIdx.z, S = gridDim.x;
+  const int start = split * chunk, end = imin(ctx, start + chunk);
+  const int ntile = mode == 4 ? 0 : (end - start + TT - 1) / TT;
+  const unsigned char* src0 = (const unsigned char*)kv + ((u64)seq * ctx + start) * RB;
+  auto produce = [&](int t) {
+    mla_bulk_tile<RB>(sm + (t % NS) * STAGE, src0 + (u64)t * TT * RB, imin(TT, end - start - t * TT), bar0 + 8 * (t % NS));
+  };
+  if (tid == 0) {
+    for (int st = 0; st < NS; st++) mbar_init(bar0 + 8 * st, 1);
+    for (int t = 0; t < NS && t < ntile; t++) produce(t);
+  }
+  __syncthreads();
+  u32 x = 0;
+  for (int it = 0; it < ntile; it++) {
+    mbar_wait(bar0 + 8 * (it % NS), (it / NS) & 1);
+    x ^= ((const u32*)(sm + (it % NS) * STAGE))[tid];
+    __syncthreads();  // the stage is read: it takes tile it + NS
+    if (tid == 0 && it + NS < ntile) produce(it + NS);
+  }
+  if (mode == 0 || mode == 2) {
+    if (mode == 2) mla_split_barrier(sem, seq, 0, S);
+    if (x == 0x9e3779b9u) *sink = x;  // almost never true; keeps the loads
+    return;
+  }
+  float* osm = (float*)sm;  // every tile was waited for: the stages are free
+  float* m_s = osm + R * OS;
+  float* l_s = m_s + R;
+  for (int i = tid; i < R * OS; i += NTH) osm[i] = (float)((x >> (i & 15)) & 1u);
+  if (tid < R) {
+    m_s[tid] = 0.f;
+    l_s[tid] = 1.f;
+  }
+  __syncthreads();
+  const int nrows = imin(R, H);
+  const u64 rowBase = (u64)seq * H, TH = (u64)T * H;
+  const MlaTrace<false> none(nullptr);
+  mla_finish<NTH, R, OS>(osm, m_s, l_s, out, opart, lse, sem, nullptr, TH, rowBase, nrows, seq, 0, split, S, mode == 3 ? 0 : 1, none);
+  if (mode == 3) mla_split_barrier(sem, seq, 0, S);
+}
+
+#define MLA_FLOOR(RB, TT, NS, NAME)                                                                                        \
+  extern "C" __global__ void __launch_bounds__(512, 1) NAME(const void* kv, bf16_t* out, float* opart, float* lse, int* sem, \
+                                                            u32* sink, int T, int H, int ctx, int chunk, int mode) {       \
+    mla_floor<RB, TT, NS>(kv, out, opart, lse, sem, sink, T, H, ctx, chunk, mode);                                         \
+  }
+MLA_FLOOR(MLA_D, 64, 4, mla_floor_fp8)
+MLA_FLOOR(2 * MLA_D, 32, 4, mla_floor_bf16)
 
 #define MLA_MAX_SPLITS 1024  // most KV splits mla_combine merges (shared weights)
 

@@ -119,6 +119,7 @@ func bench(args []string) error {
 	only := fs.String("only", "", "comma-separated parts to run: mla,norm,silu,router (default all; the ceilings always run)")
 	mlaShapes := fs.String("mla-shapes", "", "only these MLA shapes, BxHxTPSxCTX comma-separated (default the built-in list)")
 	mlaSplits := fs.String("mla-splits", "", "also time each MLA kernel at these split counts (comma-separated; merged in the kernel where the grid fits)")
+	mlaKernels := fs.String("mla-kernels", "", "only these tensor-core MLA kernels (comma-separated; default all)")
 	e, out, err := startBench(fs, args, jsonPath)
 	if err != nil {
 		return err
@@ -192,7 +193,7 @@ func bench(args []string) error {
 	iters := func(estUs float64) int { return int(min(2000, max(20, 3000/max(estUs, 1)))) }
 
 	if part("mla") {
-		if err := benchMLA(e, emit, rot, iters, reps, *mlaShapes, *mlaSplits, sink); err != nil {
+		if err := benchMLA(e, emit, rot, iters, reps, *mlaShapes, *mlaSplits, *mlaKernels, sink); err != nil {
 			return err
 		}
 	}
@@ -273,7 +274,7 @@ func bench(args []string) error {
 // planner's splits (cuda.MLAFwdLaunch) merged in the kernel, and, where
 // there are splits, merged by mla_combine instead; and the CUDA-core kernel
 // at one shape for reference.
-func benchMLA(e *env, emit func(benchRow), rot func(uint64) (cu.DevPtr, int, error), iters func(float64) int, reps int, only, splitList string, sink cu.DevPtr) error {
+func benchMLA(e *env, emit func(benchRow), rot func(uint64) (cu.DevPtr, int, error), iters func(float64) int, reps int, only, splitList, kernelList string, sink cu.DevPtr) error {
 	var extraSplits []int
 	if splitList != "" {
 		for _, f := range strings.Split(splitList, ",") {
@@ -355,8 +356,13 @@ func benchMLA(e *env, emit func(benchRow), rot func(uint64) (cu.DevPtr, int, err
 				}
 				emit(t.row("read_v4", fmt.Sprintf("B=%d H=%d tps=%d ctx=%d %s cache", s.B, s.H, s.tps, s.ctx, kvs), float64(kvBytes), "the cache alone, read only"))
 			}
+			if e.info.CCMajor >= 9 && s.tps == 1 && s.H <= 8 {
+				if err := benchMLAFloor(e, emit, iters, reps, s, fp8, kv, copies, kvBytes, occ, extraSplits, sem, sink); err != nil {
+					return err
+				}
+			}
 			for _, k := range cuda.MLAFwdKernels {
-				if strings.Contains(k, "fp8") != fp8 {
+				if strings.Contains(k, "fp8") != fp8 || kernelList != "" && !strings.Contains(","+kernelList+",", ","+k+",") {
 					continue
 				}
 				// Every variant runs with the planner's split rule for its own
@@ -509,4 +515,68 @@ func (e *env) launchMLAFwd(kernel string, g cuda.MLAGeometry, seqs int, a mlaFwd
 // out (mla_combine).
 func (e *env) combineMLA(part, lse, out cu.DevPtr, rows, splits int) error {
 	return e.launch("mla_combine", [3]uint32{uint32(rows), 1, 1}, [3]uint32{128, 1, 1}, 0, uint64(part), uint64(lse), uint64(out), i32(rows), i32(splits), i32(512))
+}
+
+// mlaFloorModes are mla_floor's modes in kernels.cu, with the note each
+// row gets.
+var mlaFloorModes = []struct {
+	mode int
+	note string
+}{
+	{0, "stream only"},
+	{2, "stream + the merge's barrier"},
+	{3, "stream + partials + barrier"},
+	{1, "stream + the L2 merge"},
+	{4, "the L2 merge alone"},
+}
+
+// benchMLAFloor times mla_floor_{fp8,bf16} on shape s with the grid the
+// planner gives the precision's 8-row kernel (and at extraSplits): the
+// split launch's bulk stream of the cache and its merge without the
+// arithmetic, the least any kernel of that layout costs.
+func benchMLAFloor(e *env, emit func(benchRow), iters func(float64) int, reps int, s mlaShape, fp8 bool, kv cu.DevPtr, copies int,
+	kvBytes uint64, occ map[string]int, extraSplits []int, sem, sink cu.DevPtr) error {
+	k, name, smem := "mla_tc_bf16_r8_t64_s2", "mla_floor_bf16", 4*32*2*576+32
+	if fp8 {
+		k, name, smem = "mla_ds_fp8c_r8_t64_s4_w16_b", "mla_floor_fp8", 4*64*576+32
+	}
+	if err := cu.SetMaxDynamicSmem(e.fn(name), smem); err != nil {
+		return err
+	}
+	shape := cuda.MLAShape{Seqs: s.B, TokPerSeq: s.tps, Heads: s.H, Ctx: s.ctx, FP8: fp8}
+	geoms := []cuda.MLAGeometry{cuda.MLAFwdLaunchWith(k, shape, e.info.SMs, occ[k])}
+	for _, n := range extraSplits {
+		if g := cuda.MLAFwdSplit(k, shape, e.info.SMs, occ[k], n); g.Splits != geoms[0].Splits && g.Coop {
+			geoms = append(geoms, g)
+		}
+	}
+	th := uint64(s.B * s.H)
+	o, _ := cu.Alloc(th * 512 * 2)
+	defer cu.Free(o)
+	for _, g := range geoms {
+		part, _ := cu.Alloc(uint64(g.Splits)*th*512*4 + uint64(g.Splits)*th*4)
+		lse := part + cu.DevPtr(uint64(g.Splits)*th*512*4)
+		for _, m := range mlaFloorModes {
+			if g.Splits == 1 && m.mode != 0 {
+				continue
+			}
+			t, err := e.timeBoth(iters(float64(kvBytes)/3e6), reps, func(i int) error {
+				return e.launch(name, [3]uint32{uint32(g.Splits), 1, uint32(s.B)}, [3]uint32{512, 1, 1}, uint32(smem),
+					uint64(kv)+uint64(i%copies)*kvBytes, uint64(o), uint64(part), uint64(lse), uint64(sem), uint64(sink),
+					i32(s.B), i32(s.H), i32(s.ctx), i32(g.Chunk), i32(m.mode))
+			})
+			if err != nil {
+				cu.Free(part)
+				return fmt.Errorf("%s B=%d ctx=%d mode %d: %w", name, s.B, s.ctx, m.mode, err)
+			}
+			bytes := float64(kvBytes)
+			if m.mode == 4 {
+				bytes = 0
+			}
+			emit(t.row(name, fmt.Sprintf("B=%d H=%d tps=%d ctx=%d", s.B, s.H, s.tps, s.ctx), bytes,
+				fmt.Sprintf("splits=%d chunk=%d, %s", g.Splits, g.Chunk, m.note)))
+		}
+		cu.Free(part)
+	}
+	return nil
 }

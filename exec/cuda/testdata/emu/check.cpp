@@ -18,6 +18,9 @@ MLA_DECL(mla_ds_fp8_r16_t64_s4)
 MLA_DECL(mla_ds_fp8c_r8_t64_s4_w16)
 MLA_DECL(mla_ds_fp8c_r8_t64_s4_w16_b)
 MLA_DECL(mla_ds_fp8c_r16_t64_s4_b)
+typedef void (*floorfn)(const void*, bf16_t*, float*, float*, int*, unsigned*, int, int, int, int, int);
+extern "C" void mla_floor_fp8(const void*, bf16_t*, float*, float*, int*, unsigned*, int, int, int, int, int);
+extern "C" void mla_floor_bf16(const void*, bf16_t*, float*, float*, int*, unsigned*, int, int, int, int, int);
 extern "C" void mla_combine(const float*, const float*, bf16_t*, int, int, int);
 extern "C" void silu_mul(const bf16_t*, bf16_t*, int, int);
 extern "C" void rmsnorm(const bf16_t*, bf16_t*, const bf16_t*, bf16_t*, int, float);
@@ -51,6 +54,54 @@ static double relerr(const std::vector<double>& got, const std::vector<double>& 
 static void report(const std::string& name, double e) { printf("CASE %s %.6g\n", name.c_str(), e); }
 
 typedef void (*mlafn)(const bf16_t*, const void*, bf16_t*, float*, float*, int*, float*, int, int, int, int, int, float, float, int);
+
+// floor runs a bench floor kernel (mla_floor_*: rb-byte rows, tt-row
+// tiles, 4 stages) over B sequences of S whole chunks of chunk tokens in
+// each mode and checks, for the merge (mode 1), out against the mean of
+// the S staged partials, each derived from the cache as the kernel
+// stages it (element i of a block's partial: bit i % 16 of the XOR of
+// word i % 512 of its tiles; every log-sum-exp 0, so each split weighs
+// 1/S), and for every mode that the arrivals are back at zero.
+static void floor_check(const char* kname, floorfn fn, int rb, int tt, int B, int S, int chunk) {
+  const int H = 8, DV = 512, NTH = 512, ctx = S * chunk;
+  std::vector<unsigned char> kv((size_t)B * ctx * rb);
+  for (auto& b : kv) b = (unsigned char)rng();
+  std::vector<bf16_t> out(B * H * DV);
+  std::vector<float> opart((size_t)S * B * H * DV), lse((size_t)S * B * H);
+  std::vector<int> sem(2 * B, 0);
+  unsigned sink = 0;
+  bool reset = true;
+  std::vector<double> got, want;
+  for (int mode = 0; mode <= 4; mode++) {
+    std::fill(out.begin(), out.end(), (bf16_t)0xffff);
+    emu::launch(dim3{(unsigned)S, 1, (unsigned)B}, dim3{(unsigned)NTH, 1, 1}, (size_t)4 * tt * rb + 32, [&] {
+      fn(kv.data(), out.data(), opart.data(), lse.data(), sem.data(), &sink, B, H, ctx, chunk, mode);
+    });
+    for (int v : sem) reset &= v == 0;
+    if (mode != 1) continue;
+    for (int seq = 0; seq < B; seq++)
+      for (int r = 0; r < H; r++)
+        for (int c = 0; c < DV; c++) {
+          double m = 0;
+          for (int sp = 0; sp < S; sp++) {
+            const int i = r * (DV + 4) + c;
+            unsigned x = 0;
+            for (int t = 0; t < chunk / tt; t++) {
+              unsigned w;
+              memcpy(&w, &kv[((size_t)seq * ctx + sp * chunk + t * tt) * rb + 4 * (i % NTH)], 4);
+              x ^= w;
+            }
+            m += ((x >> (i & 15)) & 1u) / (double)S;
+          }
+          want.push_back(m);
+          got.push_back(bf(out[(seq * H + r) * DV + c]));
+        }
+  }
+  char name[200];
+  snprintf(name, sizeof name, "%s/B=%d/S=%d/chunk=%d", kname, B, S, chunk);
+  report(std::string(name) + "/merge", relerr(got, want));
+  report(std::string(name) + "/sem-reset", reset ? 0 : 1);
+}
 
 // mla runs one launch (and mla_combine when split > 1 without coop) and
 // checks the output, and the row log-sum-exps when lseOut is asked for.
@@ -193,6 +244,9 @@ int main(int argc, char** argv) {
     mla("ds_fp8c_r8_w16_b", mla_ds_fp8c_r8_t64_s4_w16_b, true, 4, 1, 8, 1, 520, 16, 2, 0.0722f, 8, 512);
     mla("tc_bf16_r16", mla_tc_bf16_r16_t64_s2, false, 2, 4, 8, 2, 150, 2, 2, 0.25f, 16);
     mla("ds_fp8c_r8_w16_b", mla_ds_fp8c_r8_t64_s4_w16_b, true, 4, 1, 20, 1, 300, 3, 2, 0.0722f, 8, 512);
+    // The bench's floor kernels: the merge they time is the kernels' own.
+    floor_check("floor_fp8", mla_floor_fp8, 576, 64, 2, 3, 320);
+    floor_check("floor_bf16", mla_floor_bf16, 1152, 32, 2, 3, 160);
   }
   if (want("silu")) {
     for (int d : {256, 2304, 100}) {
