@@ -272,8 +272,10 @@ func bench(args []string) error {
 // decode steps (8 heads: Kimi-K2.5 and GLM-5 at TP 8; 16: DeepSeek-V3 at
 // TP 8; 64: one DP-attention rank; 2 tokens per sequence: MTP), with the
 // planner's splits (cuda.MLAFwdLaunch) merged in the kernel, and, where
-// there are splits, merged by mla_combine instead; and the CUDA-core kernel
-// at one shape for reference.
+// there are splits, merged by mla_combine instead; beside them, at each
+// shape, the read-only kernel over the same cache and (sm_90, one query
+// token, up to 8 heads) the split launch's floor (benchMLAFloor); and the
+// CUDA-core kernel at one shape for reference.
 func benchMLA(e *env, emit func(benchRow), rot func(uint64) (cu.DevPtr, int, error), iters func(float64) int, reps int, only, splitList, kernelList string, sink cu.DevPtr) error {
 	var extraSplits []int
 	if splitList != "" {
@@ -530,17 +532,22 @@ var mlaFloorModes = []struct {
 	{4, "the L2 merge alone"},
 }
 
+// mlaFloorSmem is mla_floor's shared memory: four stages of 36,864 bytes
+// (64 FP8 or 32 bf16 cached tokens) and their mbarriers.
+const mlaFloorSmem = 4*36864 + 4*8
+
 // benchMLAFloor times mla_floor_{fp8,bf16} on shape s with the grid the
 // planner gives the precision's 8-row kernel (and at extraSplits): the
-// split launch's bulk stream of the cache and its merge without the
-// arithmetic, the least any kernel of that layout costs.
+// split launch's bulk stream of the cache and, step by step, its merge,
+// without the arithmetic: what a kernel of that layout costs before it
+// computes anything.
 func benchMLAFloor(e *env, emit func(benchRow), iters func(float64) int, reps int, s mlaShape, fp8 bool, kv cu.DevPtr, copies int,
 	kvBytes uint64, occ map[string]int, extraSplits []int, sem, sink cu.DevPtr) error {
-	k, name, smem := "mla_tc_bf16_r8_t64_s2", "mla_floor_bf16", 4*32*2*576+32
+	k, name := "mla_tc_bf16_r8_t64_s2", "mla_floor_bf16"
 	if fp8 {
-		k, name, smem = "mla_ds_fp8c_r8_t64_s4_w16_b", "mla_floor_fp8", 4*64*576+32
+		k, name = "mla_ds_fp8c_r8_t64_s4_w16_b", "mla_floor_fp8"
 	}
-	if err := cu.SetMaxDynamicSmem(e.fn(name), smem); err != nil {
+	if err := cu.SetMaxDynamicSmem(e.fn(name), mlaFloorSmem); err != nil {
 		return err
 	}
 	shape := cuda.MLAShape{Seqs: s.B, TokPerSeq: s.tps, Heads: s.H, Ctx: s.ctx, FP8: fp8}
@@ -561,7 +568,7 @@ func benchMLAFloor(e *env, emit func(benchRow), iters func(float64) int, reps in
 				continue
 			}
 			t, err := e.timeBoth(iters(float64(kvBytes)/3e6), reps, func(i int) error {
-				return e.launch(name, [3]uint32{uint32(g.Splits), 1, uint32(s.B)}, [3]uint32{512, 1, 1}, uint32(smem),
+				return e.launch(name, [3]uint32{uint32(g.Splits), 1, uint32(s.B)}, [3]uint32{512, 1, 1}, mlaFloorSmem,
 					uint64(kv)+uint64(i%copies)*kvBytes, uint64(o), uint64(part), uint64(lse), uint64(sem), uint64(sink),
 					i32(s.B), i32(s.H), i32(s.ctx), i32(g.Chunk), i32(m.mode))
 			})

@@ -55,7 +55,7 @@ static void report(const std::string& name, double e) { printf("CASE %s %.6g\n",
 
 typedef void (*mlafn)(const bf16_t*, const void*, bf16_t*, float*, float*, int*, float*, int, int, int, int, int, float, float, int);
 
-// floor runs a bench floor kernel (mla_floor_*: rb-byte rows, tt-row
+// floor_check runs a bench floor kernel (mla_floor_*: rb-byte rows, tt-row
 // tiles, 4 stages) over B sequences of S whole chunks of chunk tokens in
 // each mode and checks, for the merge (mode 1), out against the mean of
 // the S staged partials, each derived from the cache as the kernel
