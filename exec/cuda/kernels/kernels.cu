@@ -1626,10 +1626,10 @@ MLA_DS(false, 16, 64, 4, 8, false, mla_ds_fp8_r16_t64_s4)
 // 0 nothing more; 1 the kernels' merge through L2 (mla_finish, coop 1) of
 // a staged partial of R = 8 rows; 2 its barrier alone; 3 the partials
 // written, then the barrier (no merge); 4 the merge of 1 without the
-// stream. A kernel of that layout also computes, so it can only be
-// slower than mode 1: these are what such a launch reaches at best on
-// the device, and mode 1 less mode 0 is the merge's tail after the last
-// byte of any split launch that merges through L2.
+// stream. Mode 1 is what a launch of that layout reaches without
+// arithmetic, and mode 1 less mode 0 the merge's tail after the last
+// byte. Not a strict bound: a kernel's blocks finish staggered and merge
+// less at once than these, which all finish together.
 template <int RB, int TT, int NS>
 __device__ __forceinline__ void mla_floor(const void* __restrict__ kv, bf16_t* __restrict__ out, float* __restrict__ opart,
                                           float* __restrict__ lse, int* __restrict__ sem, u32* __restrict__ sink, int T, int H,

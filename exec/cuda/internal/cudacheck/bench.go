@@ -3,6 +3,7 @@ package main
 import (
 	"flag"
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -287,6 +288,13 @@ func benchMLA(e *env, emit func(benchRow), rot func(uint64) (cu.DevPtr, int, err
 			extraSplits = append(extraSplits, n)
 		}
 	}
+	if kernelList != "" {
+		for _, k := range strings.Split(kernelList, ",") {
+			if !slices.Contains(cuda.MLAFwdKernels, k) {
+				return fmt.Errorf("-mla-kernels %q: want names from %s", k, strings.Join(cuda.MLAFwdKernels, ","))
+			}
+		}
+	}
 	occ := map[string]int{}
 	for _, k := range cuda.MLAFwdKernels {
 		smem := cuda.MLAFwdSmem(k)
@@ -543,9 +551,9 @@ const mlaFloorSmem = 4*36864 + 4*8
 // computes anything.
 func benchMLAFloor(e *env, emit func(benchRow), iters func(float64) int, reps int, s mlaShape, fp8 bool, kv cu.DevPtr, copies int,
 	kvBytes uint64, occ map[string]int, extraSplits []int, sem, sink cu.DevPtr) error {
-	k, name := "mla_tc_bf16_r8_t64_s2", "mla_floor_bf16"
+	k, name := cuda.MLAFwdKernel(fp8, 8), "mla_floor_bf16"
 	if fp8 {
-		k, name = "mla_ds_fp8c_r8_t64_s4_w16_b", "mla_floor_fp8"
+		name = "mla_floor_fp8"
 	}
 	if err := cu.SetMaxDynamicSmem(e.fn(name), mlaFloorSmem); err != nil {
 		return err
