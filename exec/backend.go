@@ -181,6 +181,17 @@ type DeviceTimer interface {
 	DeviceTimes(dst []OpTime) error
 }
 
+// Aborter is implemented by a Rank whose teardown after a failed run
+// must not wait on its peers: a collective library's orderly teardown
+// (NCCL's ncclCommDestroy) may, once a peer has aborted or stopped, while
+// its abort (ncclCommAbort) does not. When a run fails or is cancelled,
+// the runner calls Abort on every open rank, on its rank goroutine, just
+// before Close.
+// Fallback: Close alone.
+type Aborter interface {
+	Abort()
+}
+
 // GraphCapturer is implemented by a Rank that can record a whole step once
 // and replay it (CUDA graphs). When the runner is asked for graphs
 // (WithGraphs) and the Rank implements both GraphCapturer and DeviceTimer,

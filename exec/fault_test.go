@@ -48,6 +48,9 @@ func TestFaultHoldEndsRunWithoutWatchdog(t *testing.T) {
 			if got, want := b.RanksClosed.Load(), int32(4); got != want {
 				t.Errorf("%d ranks closed, want %d", got, want)
 			}
+			if got, want := b.RanksAborted.Load(), int32(4); got != want {
+				t.Errorf("%d ranks aborted before Close, want %d (the run failed)", got, want)
+			}
 			// Steps before the faulted one complete (warm-up 1: step 3 is
 			// measured step 2, so two measured steps finish first).
 			if want := max(0, tc.step-1); !tc.graphs && res.Steps != want {

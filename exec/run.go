@@ -320,6 +320,9 @@ func (r *runner) rankLoop(ctx context.Context, sess Session, rs *rankState, b *b
 	rs.stepAnn, _ = rk.(StepAnnotator)
 	rs.graph, _ = rk.(GraphCapturer)
 	defer func() {
+		if ab, ok := rk.(Aborter); ok && ctx.Err() != nil {
+			ab.Abort()
+		}
 		if err := rk.Close(); err != nil {
 			closeErr = fmt.Errorf("close rank %d: %w", rs.rank, err)
 		}

@@ -324,7 +324,25 @@ func TestRunFailures(t *testing.T) {
 				t.Errorf("ranks opened %d closed %d; sessions opened %d closed %d",
 					b.RanksOpened.Load(), b.RanksClosed.Load(), b.Opened.Load(), b.Closed.Load())
 			}
+			// A failed run tears every open rank down by Abort, then Close.
+			if b.RanksAborted.Load() != b.RanksOpened.Load() {
+				t.Errorf("%d of %d open ranks aborted before Close", b.RanksAborted.Load(), b.RanksOpened.Load())
+			}
 		})
+	}
+}
+
+// TestRunCleanRunDoesNotAbort: a run that completes closes its ranks
+// without Abort (the orderly teardown, e.g. ncclCommDestroy).
+func TestRunCleanRunDoesNotAbort(t *testing.T) {
+	for _, graphs := range []bool{false, true} {
+		b := exectest.New(exectest.WithGraphs())
+		if _, err := exec.Run(context.Background(), exectest.Schedule(4, 2), b, exec.WithSteps(3), exec.WithWarmup(1), exec.WithGraphs(graphs)); err != nil {
+			t.Fatal(err)
+		}
+		if b.RanksClosed.Load() != 4 || b.RanksAborted.Load() != 0 {
+			t.Errorf("graphs=%v: %d ranks closed, %d aborted; want 4 and 0", graphs, b.RanksClosed.Load(), b.RanksAborted.Load())
+		}
 	}
 }
 

@@ -923,6 +923,11 @@ func (r *Rank) EndStep(ctx context.Context) error {
 	}
 }
 
+// Abort implements exec.Aborter: after a failed run the communicator is
+// aborted, not destroyed, since ncclCommDestroy may wait on peers that
+// have aborted or stopped.
+func (r *Rank) Abort() { r.abort() }
+
 func (r *Rank) abort() {
 	if r.comm != 0 {
 		_ = nccl.Abort(r.comm)
@@ -1026,6 +1031,10 @@ func (r *Rank) Close() error {
 		}
 	}
 	keep(cu.SetCurrent(r.ctx))
+	if r.capturing { // the step failed while it was being recorded
+		_ = cu.AbandonCapture(r.stream)
+		r.capturing = false
+	}
 	if r.stream != 0 && r.comm != 0 {
 		// Let in-flight work finish before freeing its buffers.
 		_ = cu.StreamSync(r.stream)

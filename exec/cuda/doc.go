@@ -64,7 +64,9 @@
 // exported before any communicator exists. A step with NCCL work is polled;
 // on cancellation, an NCCL asynchronous error or the watchdog timeout
 // (DefaultWatchdog) the communicator is aborted (ncclCommAbort) instead of
-// hanging.
+// hanging. After a failed run every rank's communicator is aborted rather
+// than destroyed (exec.Aborter): ncclCommDestroy may wait on peers that are
+// gone.
 //
 // # Ranks and launch
 //

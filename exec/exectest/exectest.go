@@ -36,6 +36,7 @@ type Backend struct {
 
 	Opened, Closed           atomic.Int32 // sessions
 	RanksOpened, RanksClosed atomic.Int32
+	RanksAborted             atomic.Int32 // Abort calls (exec.Aborter): the runner's teardown of a failed run
 	Execs                    atomic.Int64 // Exec calls
 	Captures, Replays        atomic.Int32
 }
@@ -265,6 +266,8 @@ func (r *rankImpl) Close() error {
 	r.sess.b.RanksClosed.Add(1)
 	return nil
 }
+
+func (r *rankImpl) Abort() { r.sess.b.RanksAborted.Add(1) }
 
 type deviceRank struct{ *rankImpl }
 

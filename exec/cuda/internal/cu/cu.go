@@ -541,6 +541,18 @@ func BeginCapture(s Stream) error {
 	return check("cuStreamBeginCapture", cuStreamBeginCapture(s, 1))
 }
 
+// AbandonCapture ends a capture on s that will not be used (a step that
+// failed while it was being recorded) and frees what was captured, so the
+// stream can be synchronised and destroyed.
+func AbandonCapture(s Stream) error {
+	var g Graph
+	err := check("cuStreamEndCapture", cuStreamEndCapture(s, &g))
+	if g != 0 {
+		_ = cuGraphDestroy(g)
+	}
+	return err
+}
+
 // EndCapture ends capture on s and instantiates the graph.
 func EndCapture(s Stream) (Graph, GraphExec, error) {
 	var g Graph
