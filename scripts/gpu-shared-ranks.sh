@@ -15,8 +15,11 @@
 #                        other ranks end with the watchdog's error and the stalled one with
 #                        the fault's own, every process exits 1 and none is killed by the
 #                        time limit (a hang), its communicator aborted (exec.Aborter).
-# Results in $OUT (default out/gpu-shared-ranks): shared-ranks.txt (verdicts and every
-# process's output). Needs $BIN/tpscope (see scripts/gpu-multi.sh for the build line).
+# CHECKS picks some of them (default: all four). A process still running after LIMIT seconds
+# gets SIGQUIT, so its output ends with every goroutine's stack (where it hung).
+# Results in $OUT (default out/gpu-shared-ranks): shared-ranks.txt (verdicts and the end of
+# every process's output), logs.tar.gz (whole outputs). Needs $BIN/tpscope (see
+# scripts/gpu-multi.sh for the build line).
 set -u
 set -o pipefail
 
@@ -32,6 +35,7 @@ MODEL=${MODEL:-tiny-mla-moe}
 WATCHDOG=${WATCHDOG:-10s}
 LIMIT=${LIMIT:-150}  # seconds per process
 PORT=${PORT:-29610}
+CHECKS=${CHECKS:-ok-eager ok-graph fault-eager fault-graph}
 
 if [ ! -x "$TPS" ]; then echo "! $TPS not found or not executable: build it first" >&2; exit 1; fi
 mkdir -p "$OUT" || exit 1
@@ -63,7 +67,7 @@ launch() {
     (
       t0=$(date +%s.%N)
       RANK=$r WORLD_SIZE=$N LOCAL_RANK=0 MASTER_ADDR=127.0.0.1 MASTER_PORT=$PORT NCCL_HOSTID="tpscope-shared-$r" \
-        timeout --kill-after=10 "$LIMIT" "$TPS" run --backend cuda --model "$MODEL" --tp "$N" --local-ranks "$r" \
+        GOTRACEBACK=all timeout --signal=QUIT --kill-after=10 "$LIMIT" "$TPS" run --backend cuda --model "$MODEL" --tp "$N" --local-ranks "$r" \
         --batch 1 --context 4096 --custom-ar off --steps 3 --warmup 1 --watchdog "$WATCHDOG" "$@" "${extra[@]}" \
         > "$W/$name.r$r.out" 2>&1
       echo $? > "$W/$name.r$r.rc"
@@ -91,10 +95,13 @@ echo "== gpu-shared-ranks.sh N=$N model=$MODEL watchdog=$WATCHDOG $(date -u +%Y-
 "$TPS" version | tee -a "$REPORT"
 nvidia-smi --query-gpu=index,name,driver_version --format=csv,noheader | tee -a "$REPORT"
 
+has() { case " $CHECKS " in *" $1 "*) return 0 ;; esac; return 1; }
+
 for mode in eager graph; do
   opt=()
   [ "$mode" = eager ] && opt=(--cuda-graphs=false)
   name="ok-$mode"
+  has "$name" || continue
   launch "$name" "" "${opt[@]}"
   why="every rank exit 0, every collective executed"
   res=PASS
@@ -129,6 +136,7 @@ for mode in eager graph; do
   opt=()
   [ "$mode" = eager ] && opt=(--cuda-graphs=false)
   name="fault-$mode"
+  has "$name" || continue
   launch "$name" fault "${opt[@]}"
   res=PASS
   why="every process exit 1: the stalled rank with the fault's error, the others with the watchdog's"
@@ -142,5 +150,6 @@ for mode in eager graph; do
   verdict "$name" $res "$why"
 done
 
+(cd "$W" && ls *.out >/dev/null 2>&1 && tar czf "$OUT/logs.tar.gz" *.out)
 echo "== done $(date -u +%Y-%m-%dT%H:%M:%SZ): $FAILS failed check(s)" | tee -a "$REPORT"
 [ "$FAILS" -eq 0 ]

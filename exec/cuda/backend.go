@@ -336,6 +336,7 @@ type Rank struct {
 	graph      cu.Graph
 	gexec      cu.GraphExec
 	comm       nccl.Comm
+	abortStuck bool   // ncclCommAbort did not return within abortWait (abort)
 	tcNote     string // why the tensor-core MLA kernel is not used, if it is not
 	nvdev      nvml.Device
 	hasNVML    bool
@@ -916,7 +917,7 @@ func (r *Rank) EndStep(ctx context.Context) error {
 		}
 		if time.Now().After(deadline) {
 			r.abort()
-			return fmt.Errorf("cuda rank %d: step did not finish within %v (watchdog): NCCL communicator aborted", r.rank, r.s.watchdog())
+			return fmt.Errorf("cuda rank %d: step did not finish within %v (watchdog): NCCL communicator %s", r.rank, r.s.watchdog(), r.abortState())
 		}
 		time.Sleep(sleep)
 		sleep = min(2*sleep, time.Millisecond)
@@ -928,11 +929,44 @@ func (r *Rank) EndStep(ctx context.Context) error {
 // have aborted or stopped.
 func (r *Rank) Abort() { r.abort() }
 
+// abortWait bounds the wait for ncclCommAbort, which can itself block
+// while it tears down its proxy threads (NVIDIA/nccl issues 992 and 1777);
+// PyTorch's ProcessGroupNCCL bounds it the same way.
+const abortWait = 10 * time.Second
+
+// abort aborts the communicator, waiting at most abortWait. An abort that
+// does not return in time is left running (its thread ends with the
+// process) and the rank is marked stuck: Close then leaves the device
+// alone, since freeing memory or synchronising could wait on NCCL's kernels
+// or threads.
 func (r *Rank) abort() {
-	if r.comm != 0 {
-		_ = nccl.Abort(r.comm)
-		r.comm = 0
+	if r.comm == 0 {
+		return
 	}
+	c, cctx := r.comm, r.ctx
+	r.comm = 0
+	done := make(chan struct{})
+	go func() {
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		defer close(done)
+		if cu.SetCurrent(cctx) == nil {
+			_ = nccl.Abort(c)
+		}
+	}()
+	select {
+	case <-done:
+	case <-time.After(abortWait):
+		r.abortStuck = true
+	}
+}
+
+// abortState says how the last abort ended, for the errors that report it.
+func (r *Rank) abortState() string {
+	if r.abortStuck {
+		return fmt.Sprintf("abort requested (ncclCommAbort had not returned after %v; left running)", abortWait)
+	}
+	return "aborted"
 }
 
 // DeviceTimes implements exec.DeviceTimer.
@@ -1023,6 +1057,10 @@ func (r *Rank) StepAttributes(step int) []attribute.KeyValue {
 func (r *Rank) Close() error {
 	if r.ctx == 0 {
 		return nil
+	}
+	if r.abortStuck {
+		r.ctx = 0
+		return fmt.Errorf("cuda rank %d close: device state left to the process's exit: ncclCommAbort had not returned after %v", r.rank, abortWait)
 	}
 	var errs []error
 	keep := func(err error) {
