@@ -8,6 +8,7 @@ import (
 	"runtime"
 	"sort"
 	"strings"
+	"sync/atomic"
 	"time"
 	"unsafe"
 
@@ -336,8 +337,9 @@ type Rank struct {
 	graph      cu.Graph
 	gexec      cu.GraphExec
 	comm       nccl.Comm
-	abortStuck bool   // ncclCommAbort did not return within abortWait (abort)
-	tcNote     string // why the tensor-core MLA kernel is not used, if it is not
+	watch      *stepWatch // the running step's or capture's watchdog (armWatchdog)
+	abortStuck bool       // ncclCommAbort did not return within abortWait (abort)
+	tcNote     string     // why the tensor-core MLA kernel is not used, if it is not
 	nvdev      nvml.Device
 	hasNVML    bool
 	stepKV     []attribute.KeyValue
@@ -838,6 +840,7 @@ func (b *Backend) TimingEventsPerOp() int { return 2 }
 func (r *Rank) BeginStep(ctx context.Context, step int) error {
 	clear(r.ran)
 	r.anchorHost = time.Now()
+	r.armWatchdog()
 	return cu.Record(r.anchor, r.stream, false)
 }
 
@@ -859,7 +862,10 @@ func (r *Rank) Exec(ctx context.Context, i int) error {
 	case pkGemmFP8:
 		err = r.blas.GemmFP8(p.fp8Plan, r.xbuf, w, r.ybuf)
 	case pkCollective:
-		err = r.collective(p)
+		if err = r.collective(p); err != nil && r.watch != nil && r.watch.fired.Load() {
+			r.disarm() // the watchdog's abort ended the call
+			err = fmt.Errorf("%w (%v)", err, r.watchdogErr("step"))
+		}
 	default:
 		for _, k := range r.launches[i] {
 			if err = k.launch(r.stream); err != nil {
@@ -890,21 +896,27 @@ func (r *Rank) collective(p *opPlan) error {
 }
 
 // EndStep implements exec.Rank. Without NCCL it synchronises the stream.
-// With NCCL it polls, and aborts the communicator when ctx is done, NCCL
-// reports an asynchronous error, or the watchdog timeout passes, so one
-// failed rank cannot hang the others.
+// With NCCL it polls, and aborts the communicator when ctx is done or NCCL
+// reports an asynchronous error; the step's watchdog (armWatchdog) aborts
+// it when the step outlives the timeout, so one failed rank cannot hang
+// the others.
 func (r *Rank) EndStep(ctx context.Context) error {
 	if r.comm == 0 {
 		return cu.StreamSync(r.stream)
 	}
-	deadline := time.Now().Add(r.s.watchdog())
 	sleep := 5 * time.Microsecond
 	for {
 		done, err := cu.StreamDone(r.stream)
 		if err != nil {
+			r.abort()
 			return err
 		}
-		if done {
+		if done || (r.watch != nil && r.watch.fired.Load()) {
+			// The abort also ends the step's kernels: a step done after
+			// the watchdog fired still ends with its error.
+			if r.disarm() {
+				return r.watchdogErr("step")
+			}
 			return nil
 		}
 		if err := nccl.AsyncError(r.comm); err != nil {
@@ -915,13 +927,61 @@ func (r *Rank) EndStep(ctx context.Context) error {
 			r.abort()
 			return fmt.Errorf("cuda rank %d: step aborted: %w", r.rank, ctx.Err())
 		}
-		if time.Now().After(deadline) {
-			r.abort()
-			return fmt.Errorf("cuda rank %d: step did not finish within %v (watchdog): NCCL communicator %s", r.rank, r.s.watchdog(), r.abortState())
-		}
 		time.Sleep(sleep)
 		sleep = min(2*sleep, time.Millisecond)
 	}
+}
+
+// stepWatch is one step's (or capture's) watchdog timer.
+type stepWatch struct {
+	t     *time.Timer
+	fired atomic.Bool   // the timer went off: it is aborting, or has aborted, the communicator
+	done  chan struct{} // closed once its ncclCommAbort returned
+}
+
+// armWatchdog starts the watchdog of a step or a capture: if it has not
+// ended (disarm) within the timeout, the timer's goroutine aborts the
+// communicator. That also releases an NCCL call the rank goroutine is
+// blocked in (enqueueing a collective can wait on a peer), which EndStep's
+// polling could not reach.
+func (r *Rank) armWatchdog() {
+	if r.comm == 0 || r.watch != nil {
+		return
+	}
+	w := &stepWatch{done: make(chan struct{})}
+	c, cctx := r.comm, r.ctx
+	w.t = time.AfterFunc(r.s.watchdog(), func() {
+		w.fired.Store(true)
+		defer close(w.done)
+		abortComm(c, cctx)
+	})
+	r.watch = w
+}
+
+// disarm stops the watchdog and reports whether it had fired; if it had,
+// disarm waits (at most abortWait) for the timer's abort, and the
+// communicator is gone.
+func (r *Rank) disarm() (fired bool) {
+	w := r.watch
+	if w == nil {
+		return false
+	}
+	r.watch = nil
+	if w.t.Stop() {
+		return false
+	}
+	select {
+	case <-w.done:
+	case <-time.After(abortWait):
+		r.abortStuck = true
+	}
+	r.comm = 0
+	return true
+}
+
+// watchdogErr is the error of a step or capture the watchdog ended.
+func (r *Rank) watchdogErr(what string) error {
+	return fmt.Errorf("cuda rank %d: %s did not finish within %v (watchdog): NCCL communicator %s", r.rank, what, r.s.watchdog(), r.abortState())
 }
 
 // Abort implements exec.Aborter: after a failed run the communicator is
@@ -934,30 +994,36 @@ func (r *Rank) Abort() { r.abort() }
 // PyTorch's ProcessGroupNCCL bounds it the same way.
 const abortWait = 10 * time.Second
 
-// abort aborts the communicator, waiting at most abortWait. An abort that
-// does not return in time is left running (its thread ends with the
-// process) and the rank is marked stuck: Close then leaves the device
-// alone, since freeing memory or synchronising could wait on NCCL's kernels
-// or threads.
+// abort aborts the communicator (unless the watchdog already has), waiting
+// at most abortWait. An abort that does not return in time is left
+// running (its thread ends with the process) and the rank is marked stuck:
+// Close then leaves the device alone, since freeing memory or
+// synchronising could wait on NCCL's kernels or threads.
 func (r *Rank) abort() {
-	if r.comm == 0 {
+	if r.disarm() || r.comm == 0 {
 		return
 	}
 	c, cctx := r.comm, r.ctx
 	r.comm = 0
 	done := make(chan struct{})
 	go func() {
-		runtime.LockOSThread()
-		defer runtime.UnlockOSThread()
 		defer close(done)
-		if cu.SetCurrent(cctx) == nil {
-			_ = nccl.Abort(c)
-		}
+		abortComm(c, cctx)
 	}()
 	select {
 	case <-done:
 	case <-time.After(abortWait):
 		r.abortStuck = true
+	}
+}
+
+// abortComm calls ncclCommAbort on a thread of its own with the rank's
+// context current (the rank's own thread may be blocked in NCCL).
+func abortComm(c nccl.Comm, cctx cu.Context) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	if cu.SetCurrent(cctx) == nil {
+		_ = nccl.Abort(c)
 	}
 }
 
@@ -998,12 +1064,17 @@ func (r *Rank) BeginCapture(ctx context.Context) error {
 		return err
 	}
 	r.capturing = true
+	r.armWatchdog()
 	return nil
 }
 
 // EndCapture implements exec.GraphCapturer.
 func (r *Rank) EndCapture(ctx context.Context) error {
 	r.capturing = false
+	if r.disarm() {
+		_ = cu.AbandonCapture(r.stream)
+		return r.watchdogErr("graph capture")
+	}
 	g, e, err := cu.EndCapture(r.stream)
 	if err != nil {
 		return err
@@ -1057,6 +1128,9 @@ func (r *Rank) StepAttributes(step int) []attribute.KeyValue {
 func (r *Rank) Close() error {
 	if r.ctx == 0 {
 		return nil
+	}
+	if r.watch != nil { // a step or capture that never ended
+		r.abort()
 	}
 	if r.abortStuck {
 		r.ctx = 0
