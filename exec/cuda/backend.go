@@ -8,7 +8,6 @@ import (
 	"runtime"
 	"sort"
 	"strings"
-	"sync/atomic"
 	"time"
 	"unsafe"
 
@@ -177,9 +176,21 @@ func (b *Backend) Open(ctx context.Context, sched *model.Schedule, cfg exec.Sess
 	return s, nil
 }
 
+// runtimeConnectEnv makes NCCL connect a communicator's peers at init
+// (NCCL_RUNTIME_CONNECT=0) instead of at the first collective that needs
+// them (its default since 2.22), unless the environment or the catalog
+// sets it: a lazy connection makes that collective's host call wait for
+// its peers, where no watchdog can reach it safely (see EndStep), while
+// init waits under the rank's own timeout (initComm).
+const runtimeConnectEnv = "NCCL_RUNTIME_CONNECT"
+
 // applyEnv sets NCCL_* settings (sorted keys) before any communicator
-// exists, so NCCL reads them at init.
+// exists, so NCCL reads them at init, and NCCL_RUNTIME_CONNECT=0 where
+// neither they nor the environment set it.
 func applyEnv(env map[string]string) {
+	if _, set := env[runtimeConnectEnv]; !set && os.Getenv(runtimeConnectEnv) == "" {
+		os.Setenv(runtimeConnectEnv, "0")
+	}
 	keys := make([]string, 0, len(env))
 	for k := range env {
 		keys = append(keys, k)
@@ -337,9 +348,8 @@ type Rank struct {
 	graph      cu.Graph
 	gexec      cu.GraphExec
 	comm       nccl.Comm
-	watch      *stepWatch // the running step's or capture's watchdog (armWatchdog)
-	abortStuck bool       // ncclCommAbort did not return within abortWait (abort)
-	tcNote     string     // why the tensor-core MLA kernel is not used, if it is not
+	abortStuck bool   // ncclCommAbort did not return within abortWait (abort)
+	tcNote     string // why the tensor-core MLA kernel is not used, if it is not
 	nvdev      nvml.Device
 	hasNVML    bool
 	stepKV     []attribute.KeyValue
@@ -840,7 +850,6 @@ func (b *Backend) TimingEventsPerOp() int { return 2 }
 func (r *Rank) BeginStep(ctx context.Context, step int) error {
 	clear(r.ran)
 	r.anchorHost = time.Now()
-	r.armWatchdog()
 	return cu.Record(r.anchor, r.stream, false)
 }
 
@@ -862,10 +871,7 @@ func (r *Rank) Exec(ctx context.Context, i int) error {
 	case pkGemmFP8:
 		err = r.blas.GemmFP8(p.fp8Plan, r.xbuf, w, r.ybuf)
 	case pkCollective:
-		if err = r.collective(p); err != nil && r.watch != nil && r.watch.fired.Load() {
-			r.disarm() // the watchdog's abort ended the call
-			err = fmt.Errorf("%w (%v)", err, r.watchdogErr("step"))
-		}
+		err = r.collective(p)
 	default:
 		for _, k := range r.launches[i] {
 			if err = k.launch(r.stream); err != nil {
@@ -896,27 +902,25 @@ func (r *Rank) collective(p *opPlan) error {
 }
 
 // EndStep implements exec.Rank. Without NCCL it synchronises the stream.
-// With NCCL it polls, and aborts the communicator when ctx is done or NCCL
-// reports an asynchronous error; the step's watchdog (armWatchdog) aborts
-// it when the step outlives the timeout, so one failed rank cannot hang
-// the others.
+// With NCCL it polls, and aborts the communicator when ctx is done, NCCL
+// reports an asynchronous error, or the watchdog timeout passes, so one
+// failed rank cannot hang the others. The abort runs on this thread: NCCL
+// forbids concurrent calls on one communicator, and an abort from another
+// thread while this one was inside ncclAllReduce crashed NCCL (SIGSEGV,
+// H200, NCCL 2.28). Collectives are not left blocking inside NCCL instead:
+// the communicator connects its peers at init (runtimeConnectEnv).
 func (r *Rank) EndStep(ctx context.Context) error {
 	if r.comm == 0 {
 		return cu.StreamSync(r.stream)
 	}
+	deadline := time.Now().Add(r.s.watchdog())
 	sleep := 5 * time.Microsecond
 	for {
 		done, err := cu.StreamDone(r.stream)
 		if err != nil {
-			r.abort()
 			return err
 		}
-		if done || (r.watch != nil && r.watch.fired.Load()) {
-			// The abort also ends the step's kernels: a step done after
-			// the watchdog fired still ends with its error.
-			if r.disarm() {
-				return r.watchdogErr("step")
-			}
+		if done {
 			return nil
 		}
 		if err := nccl.AsyncError(r.comm); err != nil {
@@ -927,61 +931,13 @@ func (r *Rank) EndStep(ctx context.Context) error {
 			r.abort()
 			return fmt.Errorf("cuda rank %d: step aborted: %w", r.rank, ctx.Err())
 		}
+		if time.Now().After(deadline) {
+			r.abort()
+			return fmt.Errorf("cuda rank %d: step did not finish within %v (watchdog): NCCL communicator %s", r.rank, r.s.watchdog(), r.abortState())
+		}
 		time.Sleep(sleep)
 		sleep = min(2*sleep, time.Millisecond)
 	}
-}
-
-// stepWatch is one step's (or capture's) watchdog timer.
-type stepWatch struct {
-	t     *time.Timer
-	fired atomic.Bool   // the timer went off: it is aborting, or has aborted, the communicator
-	done  chan struct{} // closed once its ncclCommAbort returned
-}
-
-// armWatchdog starts the watchdog of a step or a capture: if it has not
-// ended (disarm) within the timeout, the timer's goroutine aborts the
-// communicator. That also releases an NCCL call the rank goroutine is
-// blocked in (enqueueing a collective can wait on a peer), which EndStep's
-// polling could not reach.
-func (r *Rank) armWatchdog() {
-	if r.comm == 0 || r.watch != nil {
-		return
-	}
-	w := &stepWatch{done: make(chan struct{})}
-	c, cctx := r.comm, r.ctx
-	w.t = time.AfterFunc(r.s.watchdog(), func() {
-		w.fired.Store(true)
-		defer close(w.done)
-		abortComm(c, cctx)
-	})
-	r.watch = w
-}
-
-// disarm stops the watchdog and reports whether it had fired; if it had,
-// disarm waits (at most abortWait) for the timer's abort, and the
-// communicator is gone.
-func (r *Rank) disarm() (fired bool) {
-	w := r.watch
-	if w == nil {
-		return false
-	}
-	r.watch = nil
-	if w.t.Stop() {
-		return false
-	}
-	select {
-	case <-w.done:
-	case <-time.After(abortWait):
-		r.abortStuck = true
-	}
-	r.comm = 0
-	return true
-}
-
-// watchdogErr is the error of a step or capture the watchdog ended.
-func (r *Rank) watchdogErr(what string) error {
-	return fmt.Errorf("cuda rank %d: %s did not finish within %v (watchdog): NCCL communicator %s", r.rank, what, r.s.watchdog(), r.abortState())
 }
 
 // Abort implements exec.Aborter: after a failed run the communicator is
@@ -994,36 +950,30 @@ func (r *Rank) Abort() { r.abort() }
 // PyTorch's ProcessGroupNCCL bounds it the same way.
 const abortWait = 10 * time.Second
 
-// abort aborts the communicator (unless the watchdog already has), waiting
-// at most abortWait. An abort that does not return in time is left
-// running (its thread ends with the process) and the rank is marked stuck:
-// Close then leaves the device alone, since freeing memory or
-// synchronising could wait on NCCL's kernels or threads.
+// abort aborts the communicator, waiting at most abortWait. The rank's
+// thread makes no other NCCL call meanwhile. An abort that does not return
+// in time is left running (its thread ends with the process) and the rank
+// is marked stuck: Close then leaves the device alone, since freeing
+// memory or synchronising could wait on NCCL's kernels or threads.
 func (r *Rank) abort() {
-	if r.disarm() || r.comm == 0 {
+	if r.comm == 0 {
 		return
 	}
 	c, cctx := r.comm, r.ctx
 	r.comm = 0
 	done := make(chan struct{})
 	go func() {
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
 		defer close(done)
-		abortComm(c, cctx)
+		if cu.SetCurrent(cctx) == nil {
+			_ = nccl.Abort(c)
+		}
 	}()
 	select {
 	case <-done:
 	case <-time.After(abortWait):
 		r.abortStuck = true
-	}
-}
-
-// abortComm calls ncclCommAbort on a thread of its own with the rank's
-// context current (the rank's own thread may be blocked in NCCL).
-func abortComm(c nccl.Comm, cctx cu.Context) {
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
-	if cu.SetCurrent(cctx) == nil {
-		_ = nccl.Abort(c)
 	}
 }
 
@@ -1064,17 +1014,12 @@ func (r *Rank) BeginCapture(ctx context.Context) error {
 		return err
 	}
 	r.capturing = true
-	r.armWatchdog()
 	return nil
 }
 
 // EndCapture implements exec.GraphCapturer.
 func (r *Rank) EndCapture(ctx context.Context) error {
 	r.capturing = false
-	if r.disarm() {
-		_ = cu.AbandonCapture(r.stream)
-		return r.watchdogErr("graph capture")
-	}
 	g, e, err := cu.EndCapture(r.stream)
 	if err != nil {
 		return err
@@ -1129,9 +1074,6 @@ func (r *Rank) Close() error {
 	if r.ctx == 0 {
 		return nil
 	}
-	if r.watch != nil { // a step or capture that never ended
-		r.abort()
-	}
 	if r.abortStuck {
 		r.ctx = 0
 		return fmt.Errorf("cuda rank %d close: device state left to the process's exit: ncclCommAbort had not returned after %v", r.rank, abortWait)
@@ -1151,6 +1093,11 @@ func (r *Rank) Close() error {
 		// Let in-flight work finish before freeing its buffers.
 		_ = cu.StreamSync(r.stream)
 	}
+	// The graph goes first: NCCL's work captured in it holds a reference
+	// on the communicator, and ncclCommDestroy waits for it (on the H200
+	// both ranks of a clean graph run hung there while it came after).
+	keep(cu.DestroyGraph(r.graph, r.gexec))
+	r.graph, r.gexec = 0, 0
 	if r.comm != 0 {
 		keep(nccl.Destroy(r.comm))
 		r.comm = 0
@@ -1158,7 +1105,6 @@ func (r *Rank) Close() error {
 	if r.stream != 0 {
 		_ = cu.StreamSync(r.stream)
 	}
-	keep(cu.DestroyGraph(r.graph, r.gexec))
 	for _, e := range append(append([]cu.Event{r.anchor}, r.start...), r.end...) {
 		if e != 0 {
 			keep(cu.DestroyEvent(e))

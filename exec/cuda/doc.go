@@ -61,16 +61,17 @@
 // wall clock. In graph mode the step is captured once (cuStreamBeginCapture,
 // thread-local) with the events as external event-record nodes, and replayed.
 // NCCL_* settings from the optimization catalog (exec.BackendConfig.Env) are
-// exported before any communicator exists. A step with NCCL work is polled;
-// on cancellation or an NCCL asynchronous error the communicator is
-// aborted (ncclCommAbort) instead of hanging. The watchdog (DefaultWatchdog)
-// is a timer from the start of each step and graph capture that aborts
-// the communicator from a thread of its own, which also releases a rank
-// thread blocked inside an NCCL call. After a failed run every rank's
+// exported before any communicator exists, and NCCL_RUNTIME_CONNECT=0
+// unless set: peers connect at init, under the init timeout, so that no
+// collective's host call waits on a peer. A step with NCCL work is polled;
+// on cancellation, an NCCL asynchronous error or the watchdog timeout
+// (DefaultWatchdog) the communicator is aborted (ncclCommAbort) on the
+// rank's thread instead of hanging. After a failed run every rank's
 // communicator is aborted rather than destroyed (exec.Aborter):
 // ncclCommDestroy may wait on peers that are gone. An abort is waited for
 // at most 10 s, since ncclCommAbort can itself block; a rank whose abort
-// did not return leaves the device to the process's exit.
+// did not return leaves the device to the process's exit. A captured
+// graph is destroyed before its communicator, which waits for it.
 //
 // # Ranks and launch
 //
