@@ -180,8 +180,8 @@ func (b *Backend) Open(ctx context.Context, sched *model.Schedule, cfg exec.Sess
 // (NCCL_RUNTIME_CONNECT=0) instead of at the first collective that needs
 // them (its default since 2.22), unless the environment or the catalog
 // sets it: a lazy connection makes that collective's host call wait for
-// its peers, where no watchdog can reach it safely (see EndStep), while
-// init waits under the rank's own timeout (initComm).
+// its peers, holding the communicator the watchdog needs (commGuard),
+// while init waits under the rank's own timeout (initComm).
 const runtimeConnectEnv = "NCCL_RUNTIME_CONNECT"
 
 // applyEnv sets NCCL_* settings (sorted keys) before any communicator
@@ -347,9 +347,8 @@ type Rank struct {
 	capturing  bool
 	graph      cu.Graph
 	gexec      cu.GraphExec
-	comm       nccl.Comm
-	abortStuck bool   // ncclCommAbort did not return within abortWait (abort)
-	tcNote     string // why the tensor-core MLA kernel is not used, if it is not
+	nc         *commGuard // the NCCL communicator (nil without NCCL)
+	tcNote     string     // why the tensor-core MLA kernel is not used, if it is not
 	nvdev      nvml.Device
 	hasNVML    bool
 	stepKV     []attribute.KeyValue
@@ -825,7 +824,9 @@ func (r *Rank) initComm(ctx context.Context) error {
 	}()
 	select {
 	case x := <-ch:
-		r.comm = x.c
+		if x.err == nil {
+			r.nc = &commGuard{c: x.c, cctx: r.ctx}
+		}
 		return x.err
 	case <-ctx.Done():
 		// ncclCommInitRank cannot be interrupted; abandon it.
@@ -850,6 +851,9 @@ func (b *Backend) TimingEventsPerOp() int { return 2 }
 func (r *Rank) BeginStep(ctx context.Context, step int) error {
 	clear(r.ran)
 	r.anchorHost = time.Now()
+	if r.nc != nil {
+		r.nc.arm(r.s.watchdog(), "step")
+	}
 	return cu.Record(r.anchor, r.stream, false)
 }
 
@@ -887,53 +891,56 @@ func (r *Rank) Exec(ctx context.Context, i int) error {
 }
 
 func (r *Rank) collective(p *opPlan) error {
-	n := uint64(max(1, p.nranks))
-	switch p.coll {
-	case model.AllReduce:
-		return nccl.AllReduce(r.comm0, p.commBytes/2, r.comm, r.stream)
-	case model.AllGather:
-		return nccl.AllGather(r.comm0, r.comm1, p.commBytes/2/n, r.comm, r.stream)
-	case model.ReduceScatter:
-		return nccl.ReduceScatter(r.comm0, r.comm1, p.commBytes/2/n, r.comm, r.stream)
-	case model.AllToAll:
-		return nccl.AllToAll(r.comm0, r.comm1, p.commBytes/n, int(n), r.comm, r.stream)
+	if r.nc == nil {
+		return fmt.Errorf("cuda rank %d: collective without an NCCL communicator", r.rank)
 	}
-	return fmt.Errorf("collective %q not supported", p.coll)
+	n := uint64(max(1, p.nranks))
+	return r.nc.call(func(c nccl.Comm) error {
+		switch p.coll {
+		case model.AllReduce:
+			return nccl.AllReduce(r.comm0, p.commBytes/2, c, r.stream)
+		case model.AllGather:
+			return nccl.AllGather(r.comm0, r.comm1, p.commBytes/2/n, c, r.stream)
+		case model.ReduceScatter:
+			return nccl.ReduceScatter(r.comm0, r.comm1, p.commBytes/2/n, c, r.stream)
+		case model.AllToAll:
+			return nccl.AllToAll(r.comm0, r.comm1, p.commBytes/n, int(n), c, r.stream)
+		}
+		return fmt.Errorf("collective %q not supported", p.coll)
+	})
 }
 
 // EndStep implements exec.Rank. Without NCCL it synchronises the stream.
-// With NCCL it polls, and aborts the communicator when ctx is done, NCCL
-// reports an asynchronous error, or the watchdog timeout passes, so one
-// failed rank cannot hang the others. The abort runs on this thread: NCCL
-// forbids concurrent calls on one communicator, and an abort from another
-// thread while this one was inside ncclAllReduce crashed NCCL (SIGSEGV,
-// H200, NCCL 2.28). Collectives are not left blocking inside NCCL instead:
-// the communicator connects its peers at init (runtimeConnectEnv).
+// With NCCL it polls until the step is done, NCCL reports an asynchronous
+// error, ctx is done, or the step's watchdog (armed in BeginStep) has
+// aborted the communicator; every way but the first aborts it, so one
+// failed rank cannot hang the others.
 func (r *Rank) EndStep(ctx context.Context) error {
-	if r.comm == 0 {
+	if r.nc == nil {
 		return cu.StreamSync(r.stream)
 	}
-	deadline := time.Now().Add(r.s.watchdog())
+	defer r.nc.disarm()
 	sleep := 5 * time.Microsecond
 	for {
 		done, err := cu.StreamDone(r.stream)
 		if err != nil {
+			r.nc.abort(fmt.Sprintf("the stream failed: %v", err))
 			return err
+		}
+		// Aborted counts before done: the abort also ends the step's kernels.
+		if live, err := r.nc.state(); !live {
+			return fmt.Errorf("cuda rank %d: %w", r.rank, err)
 		}
 		if done {
 			return nil
 		}
-		if err := nccl.AsyncError(r.comm); err != nil {
-			r.abort()
+		if err := r.nc.call(nccl.AsyncError); err != nil {
+			r.nc.abort(fmt.Sprintf("NCCL reported %v", err))
 			return err
 		}
 		if ctx.Err() != nil {
-			r.abort()
+			r.nc.abort("the step was cancelled")
 			return fmt.Errorf("cuda rank %d: step aborted: %w", r.rank, ctx.Err())
-		}
-		if time.Now().After(deadline) {
-			r.abort()
-			return fmt.Errorf("cuda rank %d: step did not finish within %v (watchdog): NCCL communicator %s", r.rank, r.s.watchdog(), r.abortState())
 		}
 		time.Sleep(sleep)
 		sleep = min(2*sleep, time.Millisecond)
@@ -943,46 +950,11 @@ func (r *Rank) EndStep(ctx context.Context) error {
 // Abort implements exec.Aborter: after a failed run the communicator is
 // aborted, not destroyed, since ncclCommDestroy may wait on peers that
 // have aborted or stopped.
-func (r *Rank) Abort() { r.abort() }
-
-// abortWait bounds the wait for ncclCommAbort, which can itself block
-// while it tears down its proxy threads (NVIDIA/nccl issues 992 and 1777);
-// PyTorch's ProcessGroupNCCL bounds it the same way.
-const abortWait = 10 * time.Second
-
-// abort aborts the communicator, waiting at most abortWait. The rank's
-// thread makes no other NCCL call meanwhile. An abort that does not return
-// in time is left running (its thread ends with the process) and the rank
-// is marked stuck: Close then leaves the device alone, since freeing
-// memory or synchronising could wait on NCCL's kernels or threads.
-func (r *Rank) abort() {
-	if r.comm == 0 {
-		return
+func (r *Rank) Abort() {
+	if r.nc != nil {
+		r.nc.disarm()
+		r.nc.abort("the run failed")
 	}
-	c, cctx := r.comm, r.ctx
-	r.comm = 0
-	done := make(chan struct{})
-	go func() {
-		runtime.LockOSThread()
-		defer runtime.UnlockOSThread()
-		defer close(done)
-		if cu.SetCurrent(cctx) == nil {
-			_ = nccl.Abort(c)
-		}
-	}()
-	select {
-	case <-done:
-	case <-time.After(abortWait):
-		r.abortStuck = true
-	}
-}
-
-// abortState says how the last abort ended, for the errors that report it.
-func (r *Rank) abortState() string {
-	if r.abortStuck {
-		return fmt.Sprintf("abort requested (ncclCommAbort had not returned after %v; left running)", abortWait)
-	}
-	return "aborted"
 }
 
 // DeviceTimes implements exec.DeviceTimer.
@@ -1014,12 +986,22 @@ func (r *Rank) BeginCapture(ctx context.Context) error {
 		return err
 	}
 	r.capturing = true
+	if r.nc != nil {
+		r.nc.arm(r.s.watchdog(), "graph capture")
+	}
 	return nil
 }
 
 // EndCapture implements exec.GraphCapturer.
 func (r *Rank) EndCapture(ctx context.Context) error {
 	r.capturing = false
+	if r.nc != nil {
+		r.nc.disarm()
+		if live, err := r.nc.state(); !live {
+			_ = cu.AbandonCapture(r.stream)
+			return fmt.Errorf("cuda rank %d: %w", r.rank, err)
+		}
+	}
 	g, e, err := cu.EndCapture(r.stream)
 	if err != nil {
 		return err
@@ -1074,9 +1056,13 @@ func (r *Rank) Close() error {
 	if r.ctx == 0 {
 		return nil
 	}
-	if r.abortStuck {
-		r.ctx = 0
-		return fmt.Errorf("cuda rank %d close: device state left to the process's exit: ncclCommAbort had not returned after %v", r.rank, abortWait)
+	var comm nccl.Comm
+	if r.nc != nil {
+		var stuck bool
+		if comm, stuck = r.nc.take(); stuck {
+			r.ctx = 0
+			return fmt.Errorf("cuda rank %d close: device state left to the process's exit: ncclCommAbort had not returned after %v", r.rank, abortWait)
+		}
 	}
 	var errs []error
 	keep := func(err error) {
@@ -1089,7 +1075,7 @@ func (r *Rank) Close() error {
 		_ = cu.AbandonCapture(r.stream)
 		r.capturing = false
 	}
-	if r.stream != 0 && r.comm != 0 {
+	if r.stream != 0 && comm != 0 {
 		// Let in-flight work finish before freeing its buffers.
 		_ = cu.StreamSync(r.stream)
 	}
@@ -1098,9 +1084,8 @@ func (r *Rank) Close() error {
 	// both ranks of a clean graph run hung there while it came after).
 	keep(cu.DestroyGraph(r.graph, r.gexec))
 	r.graph, r.gexec = 0, 0
-	if r.comm != 0 {
-		keep(nccl.Destroy(r.comm))
-		r.comm = 0
+	if comm != 0 {
+		keep(nccl.Destroy(comm))
 	}
 	if r.stream != 0 {
 		_ = cu.StreamSync(r.stream)

@@ -64,14 +64,17 @@
 // exported before any communicator exists, and NCCL_RUNTIME_CONNECT=0
 // unless set: peers connect at init, under the init timeout, so that no
 // collective's host call waits on a peer. A step with NCCL work is polled;
-// on cancellation, an NCCL asynchronous error or the watchdog timeout
-// (DefaultWatchdog) the communicator is aborted (ncclCommAbort) on the
-// rank's thread instead of hanging. After a failed run every rank's
-// communicator is aborted rather than destroyed (exec.Aborter):
-// ncclCommDestroy may wait on peers that are gone. An abort is waited for
-// at most 10 s, since ncclCommAbort can itself block; a rank whose abort
-// did not return leaves the device to the process's exit. A captured
-// graph is destroyed before its communicator, which waits for it.
+// on cancellation or an NCCL asynchronous error the communicator is
+// aborted (ncclCommAbort) instead of hanging, and a step or graph capture
+// that outlives the watchdog (DefaultWatchdog) has it aborted by a timer,
+// which also releases a rank thread blocked behind the stuck collective
+// outside NCCL; NCCL calls on one communicator never overlap (commGuard).
+// After a failed run every rank's communicator is aborted rather than
+// destroyed (exec.Aborter): ncclCommDestroy may wait on peers that are
+// gone. An abort is waited for at most 10 s, since ncclCommAbort can
+// itself block; a rank whose abort did not return leaves the device to the
+// process's exit. A captured graph is destroyed before its communicator,
+// which waits for it.
 //
 // # Ranks and launch
 //
