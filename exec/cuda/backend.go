@@ -825,7 +825,7 @@ func (r *Rank) initComm(ctx context.Context) error {
 	select {
 	case x := <-ch:
 		if x.err == nil {
-			r.nc = &commGuard{c: x.c, cctx: r.ctx}
+			r.nc = newCommGuard(x.c, r.ctx)
 		}
 		return x.err
 	case <-ctx.Done():

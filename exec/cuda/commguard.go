@@ -29,8 +29,25 @@ type commGuard struct {
 	c     nccl.Comm  // 0 once aborted or destroyed
 	cctx  cu.Context // the rank's context, current on the aborting thread
 	why   string     // what aborted it ("" while live)
-	stuck bool       // ncclCommAbort had not returned after abortWait
+	stuck bool       // ncclCommAbort had not returned after wait
 	watch *time.Timer
+
+	abortFn func(nccl.Comm, cu.Context) // abortComm; tests substitute it
+	wait    time.Duration               // abortWait; tests shorten it
+}
+
+func newCommGuard(c nccl.Comm, cctx cu.Context) *commGuard {
+	return &commGuard{c: c, cctx: cctx, abortFn: abortComm, wait: abortWait}
+}
+
+// abortComm calls ncclCommAbort on a thread of its own with the rank's
+// context current.
+func abortComm(c nccl.Comm, cctx cu.Context) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	if cu.SetCurrent(cctx) == nil {
+		_ = nccl.Abort(c)
+	}
 }
 
 // call runs f with the live communicator under mu, or returns the error
@@ -48,7 +65,7 @@ func (g *commGuard) call(f func(c nccl.Comm) error) error {
 func (g *commGuard) abortedErr() error {
 	state := "aborted"
 	if g.stuck {
-		state = fmt.Sprintf("abort requested (ncclCommAbort had not returned after %v; left running)", abortWait)
+		state = fmt.Sprintf("abort requested (ncclCommAbort had not returned after %v; left running)", g.wait)
 	}
 	if g.why == "" {
 		return fmt.Errorf("NCCL communicator destroyed")
@@ -57,7 +74,7 @@ func (g *commGuard) abortedErr() error {
 }
 
 // abort aborts the communicator (once; why says what for), waiting at most
-// abortWait. An abort that does not return in time is left running (its
+// g.wait. An abort that does not return in time is left running (its
 // thread ends with the process) and the guard is marked stuck: Close then
 // leaves the device alone, since freeing memory or synchronising could
 // wait on NCCL's kernels or threads.
@@ -71,16 +88,12 @@ func (g *commGuard) abort(why string) {
 	g.c, g.why = 0, why
 	done := make(chan struct{})
 	go func() {
-		runtime.LockOSThread()
-		defer runtime.UnlockOSThread()
 		defer close(done)
-		if cu.SetCurrent(g.cctx) == nil {
-			_ = nccl.Abort(c)
-		}
+		g.abortFn(c, g.cctx)
 	}()
 	select {
 	case <-done:
-	case <-time.After(abortWait):
+	case <-time.After(g.wait):
 		g.stuck = true
 	}
 }
