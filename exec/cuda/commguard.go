@@ -20,9 +20,9 @@ const abortWait = 10 * time.Second
 // communicator (an abort from the timer's thread while the rank's was
 // inside ncclAllReduce crashed NCCL on the H200), so every call holds mu.
 // The watchdog must still run on a thread of its own: the rank's thread
-// can be blocked outside NCCL behind the stuck collective (on the H200, in
-// a cuBLAS call loading its kernel), where only the abort, which ends
-// NCCL's kernels, releases it. A call holding mu does not wait on peers:
+// can be blocked outside NCCL behind the stuck collective (on the H200,
+// in the cuBLAS GEMM enqueued after it), where only an abort, which ends
+// NCCL's kernels, can release it. A call holding mu does not wait on peers:
 // they connect at init (runtimeConnectEnv).
 type commGuard struct {
 	mu    sync.Mutex
