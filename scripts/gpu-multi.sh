@@ -76,13 +76,14 @@ trap 'rm -rf "$W"' EXIT
 mkdir -p "$W/coll" "$W/traces" "$W/cal"
 exec > >(tee -a "$OUT/log.txt") 2>&1
 
-# step LIMIT CMD...: run one step under a time limit, logged; a failure is
+# step LIMIT CMD...: run one step under a time limit (then SIGQUIT: tpscope's
+# output ends with every goroutine's stack, where it hung), logged; a failure is
 # recorded in $W/failed (steps may run inside pipelines, i.e. subshells) and
 # does not stop the script.
 step() {
   local limit=$1; shift
   echo "+ [$(date -u +%H:%M:%S)] $*"
-  timeout --kill-after=20 "$limit" "$@"
+  GOTRACEBACK=all timeout --signal=QUIT --kill-after=20 "$limit" "$@"
   local rc=$?
   if [ $rc -ne 0 ]; then
     local why="exit $rc"
@@ -225,7 +226,7 @@ if has fault; then
     opt=(--custom-ar off)
     [ "$mode" = eager ] && opt+=(--cuda-graphs=false)
     t0=$(date +%s)
-    timeout --kill-after=20 "$LIMIT" "$TPS" run --backend "$BACKEND" --model "$FAULT_MODEL" --tp "$N" "${BOX[@]}" --batch 1 --context "$CONTEXT" "${opt[@]}" \
+    GOTRACEBACK=all timeout --signal=QUIT --kill-after=20 "$LIMIT" "$TPS" run --backend "$BACKEND" --model "$FAULT_MODEL" --tp "$N" "${BOX[@]}" --batch 1 --context "$CONTEXT" "${opt[@]}" \
       --steps 3 --warmup 1 --trace none --watchdog "$WATCHDOG" --fault-hang "$((N - 1)):L01.attn.allreduce" > "$W/fault.out" 2>&1
     rc=$?
     took=$(( $(date +%s) - t0 ))
