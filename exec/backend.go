@@ -88,6 +88,12 @@ type SessionConfig struct {
 	// backend ends the wait with an error (WithWatchdog); 0 means the
 	// backend's own default. A backend with no blocking waits ignores it.
 	Watchdog time.Duration
+	// Fail ends the run with err, from any goroutine: for a backend's
+	// watchdog that fires while its rank's goroutine is blocked in a call
+	// the runner cannot reach. The runner then cancels every rank as it does
+	// for a failed op, and reports a rank that does not stop within its
+	// cleanup timeout. Never nil when the runner opens a session.
+	Fail func(err error)
 }
 
 // Session is one Run of one Schedule on a Backend.

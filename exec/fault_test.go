@@ -2,6 +2,7 @@ package exec_test
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -127,4 +128,38 @@ type configSpy struct {
 func (c *configSpy) Open(ctx context.Context, s *model.Schedule, cfg exec.SessionConfig) (exec.Session, error) {
 	c.seen(cfg)
 	return c.Backend.Open(ctx, s, cfg)
+}
+
+// TestSessionFailEndsRun: SessionConfig.Fail (a backend watchdog that fires
+// while its rank is blocked where the runner cannot reach) ends the run with
+// its error, every rank closed and aborted; called before the run starts
+// (from Open), it ends the run as soon as it starts.
+func TestSessionFailEndsRun(t *testing.T) {
+	errWatch := errors.New("cuda rank 1: NCCL communicator aborted: the step did not finish within 10s (watchdog)")
+	for _, early := range []bool{false, true} {
+		t.Run(map[bool]string{false: "during a step", true: "from Open"}[early], func(t *testing.T) {
+			defer goleak.VerifyNone(t)
+			var fail func(error)
+			b := exectest.New(exectest.WithFailure(func(rank, step int, op *model.Op) error {
+				if !early && rank == 1 && step == 2 && op.ID == "L00.attn.core" {
+					go fail(errWatch) // from the backend's own goroutine, as a timer would
+					time.Sleep(20 * time.Millisecond)
+				}
+				return nil
+			}))
+			spy := &configSpy{Backend: b, seen: func(c exec.SessionConfig) {
+				fail = c.Fail
+				if early {
+					c.Fail(errWatch)
+				}
+			}}
+			_, err := exec.Run(context.Background(), exectest.Schedule(2, 1), spy, exec.WithSteps(4), exec.WithWarmup(1))
+			if !errors.Is(err, errWatch) {
+				t.Fatalf("run error %v, want it to wrap the backend's %v", err, errWatch)
+			}
+			if b.RanksClosed.Load() != b.RanksOpened.Load() || b.RanksAborted.Load() != b.RanksOpened.Load() {
+				t.Errorf("ranks opened %d, closed %d, aborted %d", b.RanksOpened.Load(), b.RanksClosed.Load(), b.RanksAborted.Load())
+			}
+		})
+	}
 }

@@ -109,7 +109,7 @@ func Run(ctx context.Context, sched *model.Schedule, backend Backend, opts ...Op
 		r.flush = f.ForceFlush
 	}
 	r.res = newResult(sched, backend.Name(), local, warmup, cfg.steps)
-	sess, err := backend.Open(ctx, sched, SessionConfig{LocalRanks: local, Steps: total, Graphs: cfg.graphs, Watchdog: cfg.watchdog})
+	sess, err := backend.Open(ctx, sched, SessionConfig{LocalRanks: local, Steps: total, Graphs: cfg.graphs, Watchdog: cfg.watchdog, Fail: r.backendFail})
 	if err != nil {
 		return nil, fmt.Errorf("open %s backend: %w", backend.Name(), err)
 	}
@@ -142,6 +142,8 @@ type runner struct {
 	graphs bool // every rank can capture and replay (decided after OpenRank)
 
 	cancel context.CancelCauseFunc
+	failMu sync.Mutex  // guards cancel and early against SessionConfig.Fail
+	early  error       // a backend failure before the run started
 	stop   atomic.Bool // set when the run context is done; polled between ops
 
 	timing string // schema.AttrTiming value, fixed after every rank opened
@@ -197,10 +199,29 @@ func (r *runner) now() int64 { return int64(time.Since(r.anchor)) }
 // fail ends the run with err (the first failure wins).
 func (r *runner) fail(err error) { r.cancel(err) }
 
+// backendFail is SessionConfig.Fail: fail from any goroutine, and before
+// the run's context exists (kept until it does).
+func (r *runner) backendFail(err error) {
+	r.failMu.Lock()
+	defer r.failMu.Unlock()
+	if r.cancel == nil {
+		if r.early == nil {
+			r.early = err
+		}
+		return
+	}
+	r.cancel(err)
+}
+
 func (r *runner) run(parent context.Context, sess Session) error {
 	ctx, cancel := context.WithCancelCause(parent)
 	defer cancel(nil)
+	r.failMu.Lock()
 	r.cancel = cancel
+	if r.early != nil {
+		cancel(r.early)
+	}
+	r.failMu.Unlock()
 	stopWatch := context.AfterFunc(ctx, func() { r.stop.Store(true) })
 	defer stopWatch()
 

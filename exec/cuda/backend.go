@@ -826,6 +826,10 @@ func (r *Rank) initComm(ctx context.Context) error {
 	case x := <-ch:
 		if x.err == nil {
 			r.nc = newCommGuard(x.c, r.ctx)
+			if fail := r.s.cfg.Fail; fail != nil {
+				rank := r.rank
+				r.nc.onFire = func(err error) { fail(fmt.Errorf("cuda rank %d: %w", rank, err)) }
+			}
 		}
 		return x.err
 	case <-ctx.Done():

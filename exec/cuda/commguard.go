@@ -34,6 +34,7 @@ type commGuard struct {
 
 	abortFn func(nccl.Comm, cu.Context) // abortComm; tests substitute it
 	wait    time.Duration               // abortWait; tests shorten it
+	onFire  func(error)                 // told the watchdog's error after its abort (the run's SessionConfig.Fail)
 }
 
 func newCommGuard(c nccl.Comm, cctx cu.Context) *commGuard {
@@ -99,10 +100,17 @@ func (g *commGuard) abort(why string) {
 }
 
 // arm starts the watchdog of one step or graph capture: unless disarm
-// comes first, the communicator is aborted after d.
+// comes first, the communicator is aborted after d and onFire is told, so
+// the run ends even while the rank's thread stays blocked.
 func (g *commGuard) arm(d time.Duration, what string) {
 	g.disarm()
-	g.watch = time.AfterFunc(d, func() { g.abort(fmt.Sprintf("the %s did not finish within %v (watchdog)", what, d)) })
+	g.watch = time.AfterFunc(d, func() {
+		g.abort(fmt.Sprintf("the %s did not finish within %v (watchdog)", what, d))
+		if g.onFire != nil {
+			_, err := g.state()
+			g.onFire(err)
+		}
+	})
 }
 
 // disarm stops the watchdog (an abort it already began completes).

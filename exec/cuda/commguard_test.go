@@ -33,19 +33,26 @@ func guardWith(f *fakeAbort, wait time.Duration) *commGuard {
 }
 
 // TestCommGuardWatchdogAborts: an armed step that is never disarmed has its
-// communicator aborted once, after the timeout; later calls get the
-// watchdog's error instead of reaching NCCL, and take finds nothing to
-// destroy.
+// communicator aborted once, after the timeout, and the run is told (onFire,
+// the run's SessionConfig.Fail); later calls get the watchdog's error
+// instead of reaching NCCL, and take finds nothing to destroy.
 func TestCommGuardWatchdogAborts(t *testing.T) {
 	f := &fakeAbort{}
 	g := guardWith(f, time.Second)
+	told := make(chan error, 2)
+	g.onFire = func(err error) { told <- err }
 	g.arm(20*time.Millisecond, "step")
-	deadline := time.Now().Add(5 * time.Second)
-	for f.calls.Load() == 0 && time.Now().Before(deadline) {
-		time.Sleep(time.Millisecond)
+	var fired error
+	select {
+	case fired = <-told:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the watchdog did not report its abort")
 	}
 	if f.calls.Load() != 1 || f.comm.Load() != 0xbeef {
 		t.Fatalf("abort calls %d on comm %#x, want 1 on 0xbeef", f.calls.Load(), f.comm.Load())
+	}
+	if fired == nil || !strings.Contains(fired.Error(), "NCCL communicator aborted: the step did not finish within 20ms (watchdog)") {
+		t.Errorf("onFire got %v", fired)
 	}
 	reached := false
 	err := g.call(func(nccl.Comm) error { reached = true; return nil })
@@ -66,6 +73,8 @@ func TestCommGuardWatchdogAborts(t *testing.T) {
 func TestCommGuardDisarmed(t *testing.T) {
 	f := &fakeAbort{}
 	g := guardWith(f, time.Second)
+	var told atomic.Int32
+	g.onFire = func(error) { told.Add(1) }
 	g.arm(50*time.Millisecond, "step")
 	if err := g.call(func(c nccl.Comm) error {
 		if c != 0xbeef {
@@ -77,8 +86,8 @@ func TestCommGuardDisarmed(t *testing.T) {
 	}
 	g.disarm()
 	time.Sleep(100 * time.Millisecond)
-	if f.calls.Load() != 0 {
-		t.Fatalf("disarmed watchdog aborted (%d calls)", f.calls.Load())
+	if f.calls.Load() != 0 || told.Load() != 0 {
+		t.Fatalf("disarmed watchdog aborted (%d calls) or reported (%d)", f.calls.Load(), told.Load())
 	}
 	if c, stuck := g.take(); c != 0xbeef || stuck {
 		t.Errorf("take = %#x, %v; want 0xbeef, false", c, stuck)

@@ -67,8 +67,10 @@
 // on cancellation or an NCCL asynchronous error the communicator is
 // aborted (ncclCommAbort) instead of hanging, and a step or graph capture
 // that outlives the watchdog (DefaultWatchdog) has it aborted by a timer,
-// which also releases a rank thread blocked behind the stuck collective
-// outside NCCL; NCCL calls on one communicator never overlap (commGuard).
+// which can also release a rank thread blocked behind the stuck collective
+// outside NCCL, and ends the run (exec.SessionConfig.Fail) even if that
+// thread stays blocked; NCCL calls on one communicator never overlap
+// (commGuard).
 // After a failed run every rank's communicator is aborted rather than
 // destroyed (exec.Aborter): ncclCommDestroy may wait on peers that are
 // gone. An abort is waited for at most 10 s, since ncclCommAbort can
