@@ -1084,7 +1084,8 @@ func (r *Rank) Close() error {
 		_ = cu.StreamSync(r.stream)
 	}
 	// The graph goes first: NCCL's work captured in it holds a reference
-	// on the communicator, and ncclCommDestroy waits for it (on the H200
+	// on the communicator, and ncclCommDestroy waits until no graph does
+	// (commDestroySync polls while localPersistentRefs != 0; on the H200
 	// both ranks of a clean graph run hung there while it came after).
 	keep(cu.DestroyGraph(r.graph, r.gexec))
 	r.graph, r.gexec = 0, 0
