@@ -836,7 +836,7 @@ func (r *Rank) initComm(ctx context.Context) error {
 		// ncclCommInitRank cannot be interrupted; abandon it.
 		go func() {
 			if x := <-ch; x.err == nil {
-				_ = nccl.Abort(x.c)
+				abortComm(x.c, r.ctx)
 			}
 		}()
 		return fmt.Errorf("ncclCommInitRank: %w", ctx.Err())

@@ -288,8 +288,10 @@ func benchMLA(e *env, emit func(benchRow), rot func(uint64) (cu.DevPtr, int, err
 			extraSplits = append(extraSplits, n)
 		}
 	}
+	var wantKernels []string // empty: all
 	if kernelList != "" {
-		for _, k := range strings.Split(kernelList, ",") {
+		wantKernels = strings.Split(kernelList, ",")
+		for _, k := range wantKernels {
 			if !slices.Contains(cuda.MLAFwdKernels, k) {
 				return fmt.Errorf("-mla-kernels %q: want names from %s", k, strings.Join(cuda.MLAFwdKernels, ","))
 			}
@@ -372,7 +374,7 @@ func benchMLA(e *env, emit func(benchRow), rot func(uint64) (cu.DevPtr, int, err
 				}
 			}
 			for _, k := range cuda.MLAFwdKernels {
-				if strings.Contains(k, "fp8") != fp8 || kernelList != "" && !strings.Contains(","+kernelList+",", ","+k+",") {
+				if strings.Contains(k, "fp8") != fp8 || len(wantKernels) > 0 && !slices.Contains(wantKernels, k) {
 					continue
 				}
 				// Every variant runs with the planner's split rule for its own
