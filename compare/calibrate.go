@@ -34,11 +34,14 @@ type CalibrateOptions struct {
 type Calibration struct {
 	// Scenario is the first scenario; Scenarios all of them (one per
 	// workload or option set the traces hold, all on one box).
-	Scenario  sim.Scenario                `json:"scenario"`
-	Scenarios []sim.Scenario              `json:"scenarios,omitempty"`
-	Families  []sim.FamilyFit             `json:"families"`
-	Device    sim.DeviceFit               `json:"device"`
-	Coll      []topology.CollectiveParams `json:"collectives,omitempty"`
+	Scenario  sim.Scenario   `json:"scenario"`
+	Scenarios []sim.Scenario `json:"scenarios,omitempty"`
+	// From says, per scenario, where its fields came from
+	// (ScenarioReport.From).
+	From     []string                    `json:"from,omitempty"`
+	Families []sim.FamilyFit             `json:"families"`
+	Device   sim.DeviceFit               `json:"device"`
+	Coll     []topology.CollectiveParams `json:"collectives,omitempty"`
 	// ComputeSamples and CollSamples count the fit samples (even steps).
 	ComputeSamples int `json:"compute_samples"`
 	CollSamples    int `json:"collective_samples"`
@@ -89,6 +92,7 @@ func Calibrate(results []*traces.Result, o CalibrateOptions) (*Calibration, erro
 	c := &Calibration{}
 	for _, sc := range scens {
 		c.Scenarios = append(c.Scenarios, sc.g.sc)
+		c.From = append(c.From, sc.g.from)
 		c.FitSteps += sc.fitSteps()
 	}
 	c.Scenario = c.Scenarios[0]

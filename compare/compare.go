@@ -94,8 +94,11 @@ type KindRow struct {
 
 // ScenarioReport is the comparison of one scenario.
 type ScenarioReport struct {
-	Scenario       sim.Scenario `json:"scenario"`
-	Sources        []string     `json:"sources"`
+	Scenario sim.Scenario `json:"scenario"`
+	// From says where the scenario's fields came from: the trace's
+	// record, the flags that override it, or the flags alone.
+	From           string   `json:"from"`
+	Sources        []string `json:"sources"`
 	UnknownOptions []string     `json:"unknown_options,omitempty"`
 	Mode           string       `json:"mode"`
 	Traces         int          `json:"traces"`
@@ -161,6 +164,7 @@ const maxSourceSkips = 20
 type group struct {
 	first   int64 // earliest span start, ns
 	sc      sim.Scenario
+	from    string // ScenarioReport.From
 	key     string
 	unknown []string
 	traces  [][]traces.Span
@@ -173,11 +177,11 @@ type group struct {
 func groupTraces(results []*traces.Result, scs *Scenarios, is *issues) []*group {
 	var groups []*group
 	byKey := map[string]*group{}
-	get := func(sc sim.Scenario, unknown []string, src string) *group {
+	get := func(sc sim.Scenario, unknown []string, src, from string) *group {
 		k := scenarioKey(sc)
 		g := byKey[k]
 		if g == nil {
-			g = &group{sc: sc, key: k, unknown: unknown}
+			g = &group{sc: sc, key: k, unknown: unknown, from: from}
 			byKey[k] = g
 			groups = append(groups, g)
 		}
@@ -190,13 +194,14 @@ func groupTraces(results []*traces.Result, scs *Scenarios, is *issues) []*group 
 		sc      sim.Scenario
 		unknown []string
 		err     error
+		from    string
 	}
 	for _, res := range results {
 		of := map[trace.TraceID]*resolved{}
 		var recs []*resolved
 		for i := range res.Scenarios {
 			rec := &res.Scenarios[i]
-			r := &resolved{}
+			r := &resolved{from: scs.from(true)}
 			r.sc, r.unknown, r.err = scs.resolve(rec)
 			if r.err == nil && rec.JSON == "" && scheduleScaled(res, rec) {
 				r.err = fmt.Errorf("trace of a schedule shrunk by %s without a recorded scenario: the prediction cannot rebuild the shrunk model", schema.AttrScheduleScale)
@@ -209,7 +214,7 @@ func groupTraces(results []*traces.Result, scs *Scenarios, is *issues) []*group 
 		var orphan *resolved
 		switch {
 		case scs.Default != nil:
-			orphan = &resolved{sc: *scs.Default}
+			orphan = &resolved{sc: *scs.Default, from: scs.from(false)}
 		case len(recs) == 1:
 			orphan = recs[0]
 		}
@@ -228,7 +233,7 @@ func groupTraces(results []*traces.Result, scs *Scenarios, is *issues) []*group 
 			case r.err != nil:
 				is.add("scenario that cannot be predicted: "+r.err.Error(), len(tr), res.Source+" trace "+tr[0].TraceID.String())
 			default:
-				g := get(r.sc, r.unknown, res.Source)
+				g := get(r.sc, r.unknown, res.Source, r.from)
 				if len(g.traces) == 0 || tr[0].Start < g.first {
 					g.first = tr[0].Start
 				}
@@ -324,7 +329,7 @@ func compareGroup(g *group, o *Options) (*ScenarioReport, error) {
 }
 
 func buildReport(g *group, pr *sim.Prediction, sched *model.Schedule, al *Alignment, o *Options) *ScenarioReport {
-	sr := &ScenarioReport{Scenario: g.sc, Sources: g.sources, UnknownOptions: g.unknown, Mode: al.Mode,
+	sr := &ScenarioReport{Scenario: g.sc, From: g.from, Sources: g.sources, UnknownOptions: g.unknown, Mode: al.Mode,
 		Traces: len(g.traces), Spans: al.Spans, Matched: al.Matched, Issues: al.Issues,
 		Prediction: pr, Schedule: sched, Alignment: al, TraceSpans: g.traces}
 	keep := func(step int32) bool { return o.Steps == nil || o.Steps(int(step)) }

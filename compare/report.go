@@ -89,6 +89,7 @@ func (r *Report) write(w io.Writer, top int, md bool) error {
 	for i := range r.Scenarios {
 		sr := &r.Scenarios[i]
 		t.title(fmt.Sprintf("scenario %d: %s", i+1, sr.Scenario))
+		fmt.Fprintf(w, "scenario %s\n", sr.From)
 		fmt.Fprintf(w, "aligned by %s: %d of %d op spans matched, %d steps x %d ranks, %d traces\n", sr.Mode, sr.Matched, sr.Spans, sr.Steps, sr.Ranks, sr.Traces)
 		if len(sr.UnknownOptions) > 0 {
 			fmt.Fprintf(w, "options sim does not model (ignored): %s\n", strings.Join(sr.UnknownOptions, ", "))

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 
 	"github.com/tpscope/tpscope/model"
 	"github.com/tpscope/tpscope/sim"
@@ -31,6 +32,36 @@ type Scenarios struct {
 	// Topology, when not nil, replaces the recorded box (a calibrated
 	// topology the caller resolved).
 	Topology *topology.Topology
+	// Passed names what the caller set, as the user wrote it ("--topo
+	// cpu.json", "--batch 32"): said beside every recorded scenario it
+	// changed (Override and Topology) and every scenario built from it
+	// (Default), so no field's origin is silent.
+	Passed []string
+	// DefaultFrom says where Default's fields come from, for traces that
+	// record no scenario ("the flags --model kimi-k2.5 --batch 32 ...;
+	// tp 8 from the trace's world size").
+	DefaultFrom string
+}
+
+// Where a scenario's fields come from (ScenarioReport.From).
+const (
+	FromTrace = "recorded in the trace"
+	FromFlags = "from the flags (the trace records no scenario)"
+)
+
+// from says where a scenario resolved for a recorded one (recorded true)
+// or for a trace without one came from, in words.
+func (s *Scenarios) from(recorded bool) string {
+	if !recorded {
+		if s.DefaultFrom != "" {
+			return FromFlags + ": " + s.DefaultFrom
+		}
+		return FromFlags
+	}
+	if len(s.Passed) == 0 {
+		return FromTrace
+	}
+	return FromTrace + "; overridden by " + strings.Join(s.Passed, ", ")
 }
 
 // resolve turns a recorded scenario into the one to predict; unknown lists
@@ -167,7 +198,7 @@ func baseKey(sc sim.Scenario) string {
 }
 
 // errNoScenario: a trace without a step root and no scenario to give it.
-var errNoScenario = errors.New("trace without a step root span and no scenario given (pass --model, --tp, --batch, ... or record the trace with tpscope run)")
+var errNoScenario = errors.New("trace without a step root span and no scenario given (pass --model, --tp, --batch, --context and --topo, or record the trace with tpscope run)")
 
 // runBatchIssue says when the schedule rebuilt for a trace does not run
 // the batch the trace recorded (capture sizes changed since, say).

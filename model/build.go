@@ -136,7 +136,7 @@ func BuildWith(a *Arch, p Plan, w Workload, o BuildOptions) (*Schedule, error) {
 	if err := p.Validate(a); err != nil {
 		return nil, err
 	}
-	if err := w.Validate(); err != nil {
+	if err := w.ValidateFor(a); err != nil {
 		return nil, err
 	}
 	p, w = p.Normalized(), w.Normalized()

@@ -434,6 +434,24 @@ func TestDSA(t *testing.T) {
 	}
 }
 
+// TestSpecTokensNeedMTP: speculative tokens on a checkpoint without an MTP
+// layer are refused (a field error on spec_tokens naming the model), not
+// priced as a verify pass with no draft; 0 tokens build.
+func TestSpecTokensNeedMTP(t *testing.T) {
+	a := mustPreset(t, "kimi-k2.5-nvfp4")
+	if a.MTPLayers != 0 {
+		t.Fatalf("kimi-k2.5-nvfp4 has %d MTP layers; the case needs a model without", a.MTPLayers)
+	}
+	_, err := BuildWith(a, Plan{TP: 8}, Workload{Batch: 4, Context: 100, SpecTokens: 2}, BuildOptions{})
+	var pe *PlanError
+	if !errors.As(err, &pe) || pe.Field != "spec_tokens" || pe.Value != "2" || !strings.Contains(pe.Want, "kimi-k2.5-nvfp4 has no MTP layer") {
+		t.Fatalf("spec tokens 2 on a model without MTP: %v, want a spec_tokens field error naming the model", err)
+	}
+	if _, err := BuildWith(a, Plan{TP: 8}, Workload{Batch: 4, Context: 100}, BuildOptions{}); err != nil {
+		t.Fatalf("without spec tokens: %v", err)
+	}
+}
+
 // TestSpeculativeMTP: with k speculative tokens the main model runs
 // T = B x (1 + k); DeepSeek-V3's MTP layer drafts k passes: the first over
 // all T tokens, the next k-1 over B (vLLM's proposer). Each pass adds an
@@ -448,7 +466,6 @@ func TestSpeculativeMTP(t *testing.T) {
 	}{
 		{"deepseek-v3", 2, 4 * 3, []int64{12, 4}, 123 + 3*2},
 		{"deepseek-v3", 0, 4, nil, 123},
-		{"kimi-k2.5-nvfp4", 2, 12, nil, 123}, // no MTP layer: only the verification width changes
 	}
 	for _, c := range cases {
 		t.Run(fmt.Sprintf("%s/spec=%d", c.preset, c.spec), func(t *testing.T) {

@@ -126,10 +126,33 @@ func TestRefResolve(t *testing.T) {
 	if _, err := f.Ref.Resolve(); err != nil {
 		t.Fatal(err)
 	}
+	// The reference carries what was read: an edited or deleted file
+	// still resolves to the architecture that was recorded.
+	if f.Ref.Config != string(data) {
+		t.Fatalf("file ref holds %d config bytes, want the %d read", len(f.Ref.Config), len(data))
+	}
 	if err := os.WriteFile(cfg, append(data, ' '), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := f.Ref.Resolve(); err == nil || !strings.Contains(err.Error(), "changed since it was recorded") {
-		t.Fatalf("edited config: error %v, want it refused", err)
+	if err := os.Remove(cfg); err != nil {
+		t.Fatal(err)
+	}
+	back, err = f.Ref.Resolve()
+	if err != nil || back.Hidden != 256 || back.Ref.Path != cfg {
+		t.Fatalf("recorded content with the file gone: %v (hidden %d), want the preset's 256 at %s", err, back.Hidden, cfg)
+	}
+	// A record whose content does not hash to its SHA256 was damaged.
+	bad := f.Ref
+	bad.Config += " "
+	if _, err := bad.Resolve(); err == nil || !strings.Contains(err.Error(), "edited or damaged") {
+		t.Fatalf("damaged record: error %v, want it refused", err)
+	}
+	// A reference recorded before content travelled checks the file.
+	old := Ref{Path: cfg, SHA256: f.Ref.SHA256}
+	if err := os.WriteFile(cfg, append(data, ' '), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := old.Resolve(); err == nil || !strings.Contains(err.Error(), "changed since it was recorded") {
+		t.Fatalf("edited config of a path-only ref: error %v, want it refused", err)
 	}
 }

@@ -75,7 +75,7 @@ func Load(path string) (*Arch, error) {
 	}
 	a.Name = path
 	a.Source = path
-	if a.Ref, err = refOfFile(path); err != nil {
+	if a.Ref, err = refOfFile(path, cfg, quant); err != nil {
 		return nil, err
 	}
 	return a, nil

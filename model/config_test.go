@@ -389,7 +389,10 @@ func FuzzParse(f *testing.F) {
 		// Whatever parses must build and summarize without panicking
 		// (small models only, to keep fuzzing fast).
 		if a.Layers <= 64 && a.Hidden <= 8192 {
-			w := Workload{Batch: 2, Context: 3, SpecTokens: 1}
+			w := Workload{Batch: 2, Context: 3}
+			if a.MTPLayers > 0 {
+				w.SpecTokens = 1
+			}
 			if _, err := Build(a, Plan{}, w); err != nil {
 				t.Fatalf("TP-1 build of an accepted config failed: %v", err)
 			}

@@ -13,15 +13,22 @@ import (
 )
 
 // Ref says how to find an architecture again, in another process or on
-// another day: a preset by name, or a checkpoint's config by absolute path
-// and the SHA-256 of what was read (config.json, then hf_quant_config.json
-// when present), optionally with its widths scaled down (ScaleArch). It is
-// what a scenario records instead of the architecture's numbers.
+// another day: a preset by name, or a checkpoint's config by absolute path,
+// the SHA-256 of what was read (config.json, then hf_quant_config.json
+// when present) and that content itself, optionally with its widths scaled
+// down (ScaleArch). It is what a scenario records instead of the
+// architecture's numbers; the content makes a recorded scenario resolve on
+// a machine without the file.
 type Ref struct {
 	Name   string  `json:"name,omitempty"`   // preset name
 	Path   string  `json:"path,omitempty"`   // absolute path of a config.json or checkpoint directory
 	SHA256 string  `json:"sha256,omitempty"` // hex SHA-256 of the config file(s) at Path
 	Scale  float64 `json:"scale,omitempty"`  // widths divided by Scale (ScaleArch); 0 or 1 = none
+	// Config and QuantConfig are the bytes of config.json and
+	// hf_quant_config.json as read ("" when absent); references recorded
+	// before they travelled have neither and resolve Path.
+	Config      string `json:"config,omitempty"`
+	QuantConfig string `json:"quant_config,omitempty"`
 }
 
 // String is the preset name or path, with "@scale=F" when scaled.
@@ -36,9 +43,11 @@ func (r Ref) String() string {
 	return s
 }
 
-// Resolve loads the architecture the reference names: the preset, or the
-// config at Path after checking that its content still has SHA256, then
-// ScaleArch when Scale > 1. A changed file is an error naming both hashes.
+// Resolve loads the architecture the reference names: the preset; the
+// recorded config content (checked against SHA256), wherever Path is; or,
+// for a reference without content, the config at Path after checking that
+// it still has SHA256; then ScaleArch when Scale > 1. A changed file or
+// content is an error naming both hashes.
 func (r Ref) Resolve() (*Arch, error) {
 	var (
 		a   *Arch
@@ -49,6 +58,19 @@ func (r Ref) Resolve() (*Arch, error) {
 		return nil, fmt.Errorf("model reference names both preset %q and file %s: want one", r.Name, r.Path)
 	case r.Name != "":
 		a, err = Preset(r.Name)
+	case r.Config != "":
+		if got := contentHash([]byte(r.Config), []byte(r.QuantConfig)); r.SHA256 != "" && got != r.SHA256 {
+			return nil, fmt.Errorf("model config %s: recorded sha256 %s, its recorded content hashes to %s: the record was edited or damaged", r.Path, r.SHA256, got)
+		}
+		var quant []byte
+		if r.QuantConfig != "" {
+			quant = []byte(r.QuantConfig)
+		}
+		if a, err = Parse(r.Path+" (recorded config.json)", []byte(r.Config), "hf_quant_config.json (recorded)", quant); err != nil {
+			return nil, err
+		}
+		a.Name, a.Source = r.Path, r.Path
+		a.Ref = Ref{Path: r.Path, SHA256: r.SHA256, Config: r.Config, QuantConfig: r.QuantConfig}
 	case r.Path != "":
 		if r.SHA256 != "" {
 			got, herr := configHash(r.Path)
@@ -95,17 +117,23 @@ func configHash(path string) (string, error) {
 	return hex.EncodeToString(h.Sum(nil)), nil
 }
 
-// refOfFile is the reference of an architecture loaded from path.
-func refOfFile(path string) (Ref, error) {
+// contentHash is the SHA-256 of config.json's bytes followed by
+// hf_quant_config.json's (configHash of the files that hold them).
+func contentHash(cfg, quant []byte) string {
+	h := sha256.New()
+	h.Write(cfg)
+	h.Write(quant)
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// refOfFile is the reference of an architecture loaded from path, with
+// the bytes read from its config files.
+func refOfFile(path string, cfg, quant []byte) (Ref, error) {
 	abs, err := filepath.Abs(path)
 	if err != nil {
 		return Ref{}, &ConfigError{File: path, Want: "a path that resolves", Err: err}
 	}
-	sum, err := configHash(abs)
-	if err != nil {
-		return Ref{}, err
-	}
-	return Ref{Path: abs, SHA256: sum}, nil
+	return Ref{Path: abs, SHA256: contentHash(cfg, quant), Config: string(cfg), QuantConfig: string(quant)}, nil
 }
 
 // ScaleArch returns a copy of a whose widths are divided by f (>= 1), for

@@ -146,6 +146,21 @@ func (w Workload) Validate() error {
 	return nil
 }
 
+// ValidateFor is Validate, and checks the workload against the
+// architecture: speculative tokens need the checkpoint's MTP layers (a
+// model without one has nothing to draft with; pricing the verify pass
+// alone would count tokens no step produces). Errors are *PlanError.
+func (w Workload) ValidateFor(a *Arch) error {
+	if err := w.Validate(); err != nil {
+		return err
+	}
+	if a != nil && w.SpecTokens > 0 && a.MTPLayers == 0 {
+		return &PlanError{What: "workload", Field: "spec_tokens", Value: strconv.Itoa(w.SpecTokens),
+			Want: fmt.Sprintf("0: %s has no MTP layer (num_nextn_predict_layers 0), so it has no MTP draft", a.Name)}
+	}
+	return nil
+}
+
 // String renders the workload compactly: "decode b1 ctx8192 mtp0 kv=fp8".
 func (w Workload) String() string {
 	w = w.Normalized()

@@ -152,6 +152,10 @@ type AdviseInput struct {
 	// baseline's options against Stock (same box, plan and workload): do
 	// the earlier optimizations carry over from one model to the next?
 	Transfer []*model.Arch
+	// ImplyDenseDSA: the user did not choose --dense-dsa, so a Transfer
+	// model with a DSA indexer runs as the box's engines run it
+	// (ImpliedDenseDSA).
+	ImplyDenseDSA bool
 }
 
 // TransferRow is the baseline's options against stock on one model. The
@@ -332,6 +336,9 @@ func Advise(in AdviseInput) (*Advice, error) {
 		c := b
 		c.Arch = a
 		c.Workload.KVDtype = b.Workload.KVDtype
+		if in.ImplyDenseDSA {
+			c.Build.DenseDSA = ImpliedDenseDSA(a, c.Topo)
+		}
 		if err := c.Plan.Validate(a); err != nil {
 			adv.Transfer = append(adv.Transfer, TransferRow{Model: a.Name, Error: err.Error()})
 			continue

@@ -30,6 +30,15 @@ func (p *Predictor) Caveats(sc Scenario) []string {
 		out = append(out, "NVFP4 experts on SM12x: public Kimi-K2.5 runs decode 25-35 % slower with NVFP4 than with INT4 experts, which tpscope prices alike: likely optimistic (fix: tpscope calibrate --trace on this server's trace)")
 	}
 
+	// What SM12x engines run of a DSA model (ImpliedDenseDSA).
+	if sm12 && a.HasIndexer() {
+		if sc.Build.DenseDSA {
+			out = append(out, fmt.Sprintf("%s on SM12x: priced as dense MLA over the whole context without the indexer, as engines there run it (no DSA sparse kernels for SM12x); --dense-dsa=false prices the DSA path", a.Name))
+		} else {
+			out = append(out, fmt.Sprintf("%s on SM12x: priced with DSA sparse attention (--dense-dsa=false), which engines there do not run (no DSA sparse kernels for SM12x): read it as what such kernels would give", a.Name))
+		}
+	}
+
 	// TestPublicLongContextNoDCPGap: how many CTAs read a long cache at
 	// small batch depends on the vLLM build (SetTritonMLASplits).
 	w := sc.Workload

@@ -26,11 +26,23 @@ import (
 // Evaluator each), and SummarizePlan derives the front and capacities.
 // RunPlan does all three in one goroutine.
 
+// buildFor is the build options of the space's configurations on box t.
+func (s *PlanSpace) buildFor(t *topology.Topology) model.BuildOptions {
+	b := s.Build
+	if s.ImplyDenseDSA {
+		b.DenseDSA = ImpliedDenseDSA(s.Arch, t)
+	}
+	return b
+}
+
 // PlanSpace is the space a plan sweep covers. Nil slices take the
 // defaults listed with each field.
 type PlanSpace struct {
 	Arch  *model.Arch
 	Build model.BuildOptions
+	// ImplyDenseDSA: Build.DenseDSA was not chosen, so each box runs the
+	// DSA model as its engines do (ImpliedDenseDSA).
+	ImplyDenseDSA bool
 	// Topologies are the boxes; GPUCounts the GPU counts used on each
 	// (nil = every power of two from 2 up to the box's count, and the
 	// count itself). A count above a box's GPUs is skipped for that box.
@@ -293,7 +305,7 @@ func (s *PlanSpace) Configs() ([]PlanConfig, error) {
 									continue
 								}
 								out = append(out, PlanConfig{Box: bi, Scenario: Scenario{
-									Arch: s.Arch, Plan: p, Workload: w, Build: s.Build, Options: s.Options, Topo: t, Costs: costs[bi]}})
+									Arch: s.Arch, Plan: p, Workload: w, Build: s.buildFor(t), Options: s.Options, Topo: t, Costs: costs[bi]}})
 							}
 						}
 						// The load at which the KV cache is full, when the
@@ -304,12 +316,12 @@ func (s *PlanSpace) Configs() ([]PlanConfig, error) {
 								continue
 							}
 							w := model.Workload{Phase: model.Decode, Context: cx, SpecTokens: k, KVDtype: kv}
-							w.Batch = maxConcurrency(s.Arch, p, w, s.Build, t, s.Options.GPUMemUtilFrac)
+							w.Batch = maxConcurrency(s.Arch, p, w, s.buildFor(t), t, s.Options.GPUMemUtilFrac)
 							if w.Batch < 1 || w.Validate() != nil || slices.Contains(batches, w.Batch) {
 								continue
 							}
 							out = append(out, PlanConfig{Box: bi, AtCapacity: true, Scenario: Scenario{
-								Arch: s.Arch, Plan: p, Workload: w, Build: s.Build, Options: s.Options, Topo: t, Costs: costs[bi]}})
+								Arch: s.Arch, Plan: p, Workload: w, Build: s.buildFor(t), Options: s.Options, Topo: t, Costs: costs[bi]}})
 						}
 					}
 				}

@@ -290,7 +290,7 @@ func TestBuiltSymmetricMatchesCheck(t *testing.T) {
 		w     model.Workload
 	}{
 		{"kimi-k2.5-nvfp4", model.Plan{TP: 8}, model.Workload{Batch: 3, Context: 1000}},
-		{"kimi-k2.5-nvfp4", model.Plan{TP: 8, EP: true}, model.Workload{Batch: 8, Context: 1000, SpecTokens: 1}},
+		{"deepseek-v3", model.Plan{TP: 8, EP: true}, model.Workload{Batch: 8, Context: 1000, SpecTokens: 1}},
 		{"kimi-k2.5-nvfp4", model.Plan{TP: 2, DP: 4, EP: true}, model.Workload{Batch: 8, Context: 1000}},
 		{"kimi-k2.5-nvfp4", model.Plan{TP: 8, DCP: 4}, model.Workload{Batch: 2, Context: 8000}},
 		{"glm-5-nvfp4", model.Plan{TP: 4}, model.Workload{Batch: 1, Context: 4096}},

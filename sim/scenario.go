@@ -2,9 +2,12 @@ package sim
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 
 	"github.com/tpscope/tpscope/internal/jsonerr"
 	"github.com/tpscope/tpscope/model"
@@ -219,15 +222,22 @@ type scenarioJSON struct {
 	Workload model.Workload     `json:"workload"`
 	Options  Options            `json:"options"`
 	Topology topology.Ref       `json:"topology"`
-	RunBatch int                `json:"run_batch,omitempty"`
-	Costs    string             `json:"cost_source,omitempty"`
+	// Box is the topology by value (its compact JSON) and BoxSHA256 that
+	// text's hash: a trace compares on the box it ran on wherever it is
+	// read, with or without the file Topology names. Absent in scenarios
+	// recorded before boxes travelled by value.
+	Box       json.RawMessage `json:"box,omitempty"`
+	BoxSHA256 string          `json:"box_sha256,omitempty"`
+	RunBatch  int             `json:"run_batch,omitempty"`
+	Costs     string          `json:"cost_source,omitempty"`
 }
 
-// MarshalJSON encodes the scenario with the model and the topology as
-// references (model.Ref: preset name, or config path and hash, and scale;
-// topology.Ref: preset name, or file path and hash, and GPU subset), the
-// plan and the workload in their text forms, the options and build
-// options as objects. DecodeScenario reads it back.
+// MarshalJSON encodes the scenario with the model as a reference
+// (model.Ref: preset name, or config path, hash and content, and scale),
+// the topology as a reference (topology.Ref: preset name, or file path
+// and hash, and GPU subset) and by value (Box, the subset as priced, with
+// its hash), the plan and the workload in their text forms, the options
+// and build options as objects. DecodeScenario reads it back.
 func (sc Scenario) MarshalJSON() ([]byte, error) {
 	if sc.Arch == nil {
 		return nil, errors.New("scenario: no architecture to encode")
@@ -240,16 +250,33 @@ func (sc Scenario) MarshalJSON() ([]byte, error) {
 	if tr.IsZero() && sc.Topo != nil {
 		tr = topology.Ref{Name: sc.Topo.Name}
 	}
-	return json.Marshal(scenarioJSON{Model: mr, Build: sc.Build, Plan: sc.Plan.Normalized(), Workload: sc.Workload.Normalized(),
-		Options: sc.Options, Topology: tr, RunBatch: sc.RunBatch, Costs: sc.CostSourceName()})
+	j := scenarioJSON{Model: mr, Build: sc.Build, Plan: sc.Plan.Normalized(), Workload: sc.Workload.Normalized(),
+		Options: sc.Options, Topology: tr, RunBatch: sc.RunBatch, Costs: sc.CostSourceName()}
+	if sc.Topo != nil {
+		box, err := json.Marshal(sc.Topo)
+		if err != nil {
+			return nil, fmt.Errorf("scenario: encode box %s: %w", sc.Topo.Name, err)
+		}
+		j.Box, j.BoxSHA256 = box, boxHash(box)
+	}
+	return json.Marshal(j)
+}
+
+// boxHash is the hex SHA-256 of a box's recorded JSON.
+func boxHash(box []byte) string {
+	sum := sha256.Sum256(box)
+	return hex.EncodeToString(sum[:])
 }
 
 // DecodeScenario reads a scenario MarshalJSON wrote and resolves its model
 // and its topology; topo, when not nil, is used instead of the recorded
-// topology (a box the caller resolved, e.g. a calibrated one). Errors are
-// one line naming the field: a model or topology that cannot be found, a
-// file whose content changed since it was recorded, an invalid plan,
-// workload or option.
+// topology (a box the caller resolved, e.g. a calibrated one). The box
+// recorded by value is the topology otherwise, wherever the file its
+// reference names is (or whether it still exists); a scenario recorded
+// before boxes travelled by value resolves its reference. Errors are one
+// line naming the field: a model or topology that cannot be found, a file
+// whose content changed since it was recorded, a recorded box whose hash
+// does not match it, an invalid plan, workload or option.
 func DecodeScenario(data []byte, topo *topology.Topology) (Scenario, error) {
 	var j scenarioJSON
 	dec := json.NewDecoder(bytes.NewReader(data))
@@ -268,10 +295,23 @@ func DecodeScenario(data []byte, topo *topology.Topology) (Scenario, error) {
 		return Scenario{}, fmt.Errorf("scenario %w", err)
 	}
 	sc := Scenario{Arch: a, Build: j.Build, Plan: j.Plan, Workload: j.Workload, Options: j.Options, TopoRef: j.Topology, RunBatch: j.RunBatch, Topo: topo, CostsName: j.Costs}
-	if topo == nil {
-		if sc.Topo, err = j.Topology.Resolve(); err != nil {
-			return Scenario{}, fmt.Errorf("scenario topology %s: %w", j.Topology, err)
+	if topo != nil {
+		return sc, nil
+	}
+	if len(j.Box) > 0 {
+		if got := boxHash(j.Box); got != j.BoxSHA256 {
+			return Scenario{}, fmt.Errorf("scenario box %s: recorded sha256 %s, its content hashes to %s: the trace was edited or damaged", j.Topology, j.BoxSHA256, got)
 		}
+		if sc.Topo, err = topology.Parse(j.Box, "scenario box "+j.Topology.String()); err != nil {
+			return Scenario{}, err
+		}
+		return sc, nil
+	}
+	if sc.Topo, err = j.Topology.Resolve(); err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return Scenario{}, fmt.Errorf("scenario topology %s: the file is gone, and this trace was recorded before boxes travelled with it: pass --topo with that box", j.Topology)
+		}
+		return Scenario{}, fmt.Errorf("scenario topology %s: %w", j.Topology, err)
 	}
 	return sc, nil
 }

@@ -1,6 +1,9 @@
 package sim
 
 import (
+	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -60,5 +63,77 @@ func TestScenarioRoutingCodec(t *testing.T) {
 	bad := strings.Replace(string(js), `"build":{}`, `"build":{"moe_routing":"zipf"}`, 1)
 	if _, err := DecodeScenario([]byte(bad), topo); err == nil || !strings.Contains(err.Error(), "zipf") || !strings.Contains(err.Error(), "want uniform, balanced or power-law-ALPHA") {
 		t.Fatalf("bad routing: %v, want an error naming the value and the accepted forms", err)
+	}
+}
+
+// TestScenarioBoxTravels: a scenario records its box by value, so a trace
+// decodes on the box it ran on after the topology file moved or was
+// deleted; a recorded box whose hash does not match is refused; a box the
+// caller passes replaces the recorded one; a scenario recorded before
+// boxes travelled (no "box") whose file is gone says so and names --topo.
+func TestScenarioBoxTravels(t *testing.T) {
+	a, err := model.Preset("tiny-mla-moe")
+	if err != nil {
+		t.Fatal(err)
+	}
+	topo, err := topology.Preset(topology.DefaultPreset)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A box in a file, renamed so that only the file (or its record)
+	// has that name.
+	box := topo.Clone()
+	box.Name = "my-box"
+	file := filepath.Join(t.TempDir(), "box.json")
+	if err := box.Save(file); err != nil {
+		t.Fatal(err)
+	}
+	ref, err := topology.NewRef(file, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fromFile, err := ref.Resolve()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc := Scenario{Arch: a, Plan: model.Plan{TP: 2}, Workload: model.Workload{Phase: model.Decode, Batch: 4, Context: 256}, Topo: fromFile, TopoRef: ref}
+	js, err := sc.MarshalJSON()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(file); err != nil {
+		t.Fatal(err)
+	}
+	back, err := DecodeScenario(js, nil)
+	if err != nil {
+		t.Fatalf("decode with the box file gone: %v", err)
+	}
+	want, _ := json.Marshal(fromFile)
+	got, _ := json.Marshal(back.Topo)
+	if string(got) != string(want) || back.TopoRef != ref {
+		t.Fatalf("decoded box %s (ref %+v), want the recorded %s (ref %+v)", got, back.TopoRef, want, ref)
+	}
+
+	other, err := topology.Preset("h200-nvswitch")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if back, err = DecodeScenario(js, other); err != nil || back.Topo != other {
+		t.Fatalf("decode with a box given: %v, topo %v; want the given box", err, back.Topo.Name)
+	}
+
+	var raw map[string]json.RawMessage
+	if err := json.Unmarshal(js, &raw); err != nil {
+		t.Fatal(err)
+	}
+	damaged := strings.Replace(string(js), `"my-box"`, `"my-bux"`, 1)
+	if _, err := DecodeScenario([]byte(damaged), nil); err == nil || !strings.Contains(err.Error(), "edited or damaged") {
+		t.Fatalf("damaged box: %v, want it refused", err)
+	}
+	delete(raw, "box")
+	delete(raw, "box_sha256")
+	old, _ := json.Marshal(raw)
+	if _, err := DecodeScenario(old, nil); err == nil || !strings.Contains(err.Error(), "the file is gone") || !strings.Contains(err.Error(), "--topo") {
+		t.Fatalf("pre-box record with the file gone: %v, want an error saying so and naming --topo", err)
 	}
 }

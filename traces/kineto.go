@@ -9,6 +9,7 @@ import (
 	"hash/fnv"
 	"io"
 	"math"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -105,6 +106,8 @@ type kinetoLaunch struct {
 type kinetoRead struct {
 	o        *reader
 	src      string
+	world    int64    // distributedInfo.world_size (0: not recorded)
+	devices  []string // deviceProperties[].name, in order
 	kernels  kernelList
 	names    []string
 	infos    []kernelInfo
@@ -402,15 +405,39 @@ func readKinetoStream(r io.Reader, res *Result, src string) error {
 					return err
 				case "distributedInfo":
 					return o.wrongType(o.lx.object(func(k []byte) error {
-						if string(k) != "rank" {
+						var p *int64
+						switch string(k) {
+						case "rank":
+							p = &rank
+						case "world_size":
+							p = &kr.world
+						default:
 							return o.lx.skip()
 						}
 						v, ok, err := o.kinetoNum()
 						if ok {
-							rank = v
+							*p = v
 						}
 						return err
 					}), "distributedInfo")
+				case "deviceProperties":
+					// The GPUs the profiler saw, by name: what a trace
+					// without a scenario can say of its box.
+					return o.wrongType(o.lx.array(func() error {
+						return o.lx.object(func(k []byte) error {
+							if string(k) != "name" {
+								return o.lx.skip()
+							}
+							if c, err := o.lx.peek(); err != nil || c != '"' {
+								return o.lx.skip()
+							}
+							name, err := o.lx.str()
+							if err == nil && len(kr.devices) < maxKinetoDevices {
+								kr.devices = append(kr.devices, string(name))
+							}
+							return err
+						})
+					}), "deviceProperties")
 				}
 				return o.lx.skip()
 			})
@@ -477,6 +504,20 @@ type attrKey struct {
 	fused  int32
 }
 
+// maxKinetoDevices bounds the device names kept from one file.
+const maxKinetoDevices = 64
+
+// distinct returns the names in first-seen order without repeats.
+func distinct(names []string) []string {
+	var out []string
+	for _, n := range names {
+		if !slices.Contains(out, n) {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
 // emit finishes the kernels' spans: step, rank, IDs, placement, attributes;
 // drops kernels outside every step; writes the file's report.
 func (kr *kinetoRead) emit(res *Result, baseNs, rank int64) {
@@ -491,7 +532,7 @@ func (kr *kinetoRead) emit(res *Result, baseNs, rank int64) {
 		b, _ := json.Marshal(ids)
 		fusedJSON[i] = string(b)
 	}
-	rep := KinetoFile{Source: kr.src, Engine: kr.engine, StepRule: kr.rule}
+	rep := KinetoFile{Source: kr.src, Engine: kr.engine, StepRule: kr.rule, World: int(kr.world), Devices: distinct(kr.devices)}
 	type sk struct{ step, rank int }
 	stepAt := map[sk]int{}
 	unplaced := map[int32]*KernelCount{}

@@ -10,11 +10,15 @@ import (
 // trace): which rule split it into steps, the steps, and how much of the
 // kernel time it placed on op IDs. Result.Kineto holds one per file read.
 type KinetoFile struct {
-	Source   string       `json:"source"`
-	Engine   string       `json:"engine,omitempty"` // EngineVLLM, EngineSGLang, EngineTRTLLM; "" when no engine range was found
-	StepRule string       `json:"step_rule"`        // StepRuleEngineRange, StepRuleProfilerStep, ...
-	Ranks    []int        `json:"ranks"`
-	Steps    []KinetoStep `json:"steps"`
+	Source   string `json:"source"`
+	Engine   string `json:"engine,omitempty"` // EngineVLLM, EngineSGLang, EngineTRTLLM; "" when no engine range was found
+	StepRule string `json:"step_rule"`        // StepRuleEngineRange, StepRuleProfilerStep, ...
+	Ranks    []int  `json:"ranks"`
+	// World is distributedInfo.world_size (0: not recorded); Devices the
+	// GPU names of deviceProperties, distinct, in order.
+	World   int          `json:"world,omitempty"`
+	Devices []string     `json:"devices,omitempty"`
+	Steps   []KinetoStep `json:"steps"`
 	// KernelNs is the kernel time of the steps (kernels outside every step
 	// are not counted); PlacedNs the part on kernels with an op ID.
 	KernelNs int64 `json:"kernel_ns"`

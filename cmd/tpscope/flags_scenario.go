@@ -119,7 +119,7 @@ func newScenarioFlags(fs *pflag.FlagSet) *scenarioFlags {
 func (f *scenarioFlags) addModelFlags() {
 	fs := f.fs
 	fs.StringVar(&f.model, "model", model.DefaultPreset, "model preset ("+strings.Join(model.PresetNames(), ", ")+") or a config.json / model directory")
-	fs.BoolVar(&f.denseDSA, "dense-dsa", false, "run a DSA model (GLM-5) as dense MLA without the indexer, as SM120 engines do")
+	fs.BoolVar(&f.denseDSA, "dense-dsa", false, "run a DSA model (GLM-5) as dense MLA without the indexer (default: as the box's engines run it: dense on SM12x, which has no DSA sparse kernels; sparse elsewhere)")
 	fs.StringVar(&f.dispatch, "moe-dispatch", model.DispatchAllToAll, "MoE dispatch under --dp > 1: alltoall or allgather_reducescatter (vLLM's all2all backend)")
 	fs.StringVar(&f.dispatchDtype, "dispatch-dtype", "bf16", "payload dtype of the MoE dispatch under --dp > 1: bf16 or fp8")
 	fs.StringVar(&f.moeRouting, "moe-routing", model.UniformRouting.String(), "how the MoE router spreads tokens over the experts: uniform (random), or balanced or power-law-ALPHA as aiconfigurator's MoE tables were measured (power-law-1.01, power-law-1.2); with --perf-db the default is the tables' balanced")
@@ -316,6 +316,13 @@ func (f *scenarioFlags) scenario() (sim.Scenario, error) {
 	if sc.Topo, sc.TopoRef, err = f.box(); err != nil {
 		return sc, err
 	}
+	if !f.fs.Changed("dense-dsa") {
+		// Unchosen, the DSA model runs as the box's engines run it.
+		sc.Build.DenseDSA = sim.ImpliedDenseDSA(a, sc.Topo)
+	}
+	if err := sc.Workload.ValidateFor(a); err != nil {
+		return sc, usageErrorf("%v", flagWords(err))
+	}
 	if w := sc.Plan.World(); w > sc.Topo.NumGPUs() {
 		return sc, usageErrorf("--tp %d x --dp %d needs %d GPUs; --topo %s has %d", sc.Plan.Normalized().TP, sc.Plan.Normalized().DP, w, sc.Topo.Name, sc.Topo.NumGPUs())
 	}
@@ -346,7 +353,7 @@ func (f *scenarioFlags) override() func(*sim.Scenario) error {
 		if err := sc.Plan.Validate(sc.Arch); err != nil {
 			return usageErrorf("%s: %v", sc.Arch.Name, flagWords(err))
 		}
-		if err := sc.Workload.Validate(); err != nil {
+		if err := sc.Workload.ValidateFor(sc.Arch); err != nil {
 			return usageErrorf("%v", flagWords(err))
 		}
 		return nil

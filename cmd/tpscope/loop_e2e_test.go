@@ -20,7 +20,8 @@ import (
 // calibrate this machine for the CPU backend, run tiny-mla-moe at TP 4
 // exporting once to a real Jaeger (started on free loopback ports, stopped
 // by PID) and once to a file, then compare each trace with the prediction
-// on the calibrated topology. Expected counts come from model.Build:
+// on the calibrated topology; the CLI's compare with only --topo predicts
+// the step run --compare predicted. Expected counts come from model.Build:
 // every op of every rank and step is matched by op ID (ops x ranks x
 // steps), none unknown or missing.
 //
@@ -50,7 +51,14 @@ func TestLoopCPUJaegerAndFile(t *testing.T) {
 		"--steps", "3", "--warmup", "1", "--topo", topo}
 	j := jaegertest.Start(t)
 	file := filepath.Join(dir, "run.otlp.jsonl")
-	run(append([]string{"run", "--trace", "otlp://" + j.OTLPGRPC}, scenario...)...)
+	var ran struct {
+		Comparison struct {
+			PredictedStepUs float64 `json:"predicted_step_us"`
+		} `json:"comparison"`
+	}
+	if err := json.Unmarshal([]byte(run(append([]string{"run", "--trace", "otlp://" + j.OTLPGRPC, "--compare", "--output", "json"}, scenario...)...)), &ran); err != nil {
+		t.Fatal(err)
+	}
 	run(append([]string{"run", "--trace", "file:" + file}, scenario...)...)
 
 	a, err := model.Preset("tiny-mla-moe")
@@ -101,6 +109,20 @@ func TestLoopCPUJaegerAndFile(t *testing.T) {
 			}
 			b, _ := json.Marshal(sr.Step)
 			t.Logf("%s: step %s", src, b)
+			// The README's loop: compare with only --topo predicts the
+			// step run --compare predicted (the recorded TP 4, not the
+			// --tp default).
+			var cmp struct {
+				Scenarios []struct {
+					Step compare.Stat `json:"step"`
+				} `json:"scenarios"`
+			}
+			if err := json.Unmarshal([]byte(run("compare", "--trace", src, "--topo", topo, "--output", "json")), &cmp); err != nil || len(cmp.Scenarios) != 1 {
+				t.Fatalf("compare --trace %s --topo: %v", src, err)
+			}
+			if got, want := cmp.Scenarios[0].Step.PredictedUs, ran.Comparison.PredictedStepUs; math.Abs(got-want) > 1e-3*want {
+				t.Errorf("compare --topo predicted %.1f us, run --compare %.1f us", got, want)
+			}
 		})
 	}
 }

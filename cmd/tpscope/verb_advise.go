@@ -93,7 +93,7 @@ the DeepSeek-V3 report's 85-90 %).`,
 					}
 					others = append(others, o)
 				}
-				in := sim.AdviseInput{Transfer: others, Base: base,
+				in := sim.AdviseInput{Transfer: others, Base: base, ImplyDenseDSA: !fs.Changed("dense-dsa"),
 					Entries: cat, Batches: bs, Contexts: cs, NoSweep: *noSweep, ThresholdFrac: *threshold}
 				bar := newLazyBar(stderr, "advise sweep")
 				in.Progress = bar.update

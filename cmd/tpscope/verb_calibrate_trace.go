@@ -21,11 +21,14 @@ func init() {
 func bindTraceCalibrateMode(fs *pflag.FlagSet) func(*calibrateCommon, io.Writer, io.Writer) error {
 	srcs := addTraceFlag(fs, "fit compute efficiencies per kernel family, the host launch cost and collective latency/bandwidth to measured spans; several workloads of one box are fitted together; fit on even steps, error shown on odd steps")
 	return func(c *calibrateCommon, stdout, stderr io.Writer) error {
-		scs, err := traceScenarios(c.sc)
-		if err != nil {
+		if err := c.sc.checkPassed(); err != nil {
 			return err
 		}
 		results, err := readTraces(*srcs, stderr)
+		if err != nil {
+			return err
+		}
+		scs, err := c.sc.traceScenarios(results, true)
 		if err != nil {
 			return err
 		}
@@ -49,8 +52,11 @@ func bindTraceCalibrateMode(fs *pflag.FlagSet) func(*calibrateCommon, io.Writer,
 }
 
 func writeTraceCalibration(w io.Writer, out string, tc *compare.Calibration) error {
-	for _, sc := range tc.Scenarios {
+	for i, sc := range tc.Scenarios {
 		fmt.Fprintf(w, "# %s\n", sc)
+		if i < len(tc.From) {
+			fmt.Fprintf(w, "#   scenario %s\n", tc.From[i])
+		}
 	}
 	fmt.Fprintf(w, "# fit on %d even steps: %d compute samples, %d collective samples\n", tc.FitSteps, tc.ComputeSamples, tc.CollSamples)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)

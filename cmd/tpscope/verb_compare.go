@@ -18,23 +18,6 @@ func addTraceFlag(fs *pflag.FlagSet, what string) *[]string {
 	return fs.StringSlice("trace", nil, "SRC: trace source (OTLP-JSON file, directory, jaeger://host:16686?service=tpscope, Kineto JSON); repeat or comma-separate for several; "+what)
 }
 
-// traceScenarios says how compare and calibrate predict each trace: the
-// scenario flags the user set change what the trace recorded; all the
-// flags (defaults included) are the scenario of traces that record none
-// (PyTorch-profiler traces); --topo/--gpus, when set, replace the recorded
-// box before it is resolved.
-func traceScenarios(sc *scenarioFlags) (compare.Scenarios, error) {
-	def, err := sc.scenario()
-	if err != nil {
-		return compare.Scenarios{}, err
-	}
-	scs := compare.Scenarios{Default: &def, Override: sc.override()}
-	if sc.fs.Changed("topo") || sc.fs.Changed("gpus") {
-		scs.Topology = def.Topo
-	}
-	return scs, nil
-}
-
 // readTraces reads every source; Ctrl-C stops a long read.
 func readTraces(srcs []string, stderr io.Writer) ([]*traces.Result, error) {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
@@ -59,8 +42,11 @@ func init() {
 		Short: "compare measured traces with the prediction, per op, per kind and per step",
 		Long: `Reads traces (OTLP-JSON files from 'tpscope run', Jaeger, or PyTorch-profiler
 Kineto traces), predicts the scenario each step span records (the whole scenario as
-tpscope.scenario; the scenario flags you set override it, and all of them are the
-scenario of Kineto traces, which record none) and aligns measured spans with predicted ops: by op ID, or for Kineto traces by
+tpscope.scenario, its box included, so a moved trace compares anywhere; a scenario
+flag you pass overrides its field and is named in the output, a default never does)
+and aligns measured spans with predicted ops. A Kineto trace records no scenario: it
+needs --model, --batch and --context (its world size gives --tp unless you pass it;
+--topo must be a box of the GPU it ran on). Alignment: by op ID, or for Kineto traces by
 kernel kind and order (the k-th attention kernel of a step to the k-th attention op;
 NCCL kernels to the collectives in order; per layer or per step when the counts differ).
 
@@ -91,11 +77,14 @@ tpscope compare --trace rank0.pt.trace.json.gz --model kimi-k2.5-nvfp4 --tp 8 --
 				if err := checkPlotPath(*plotFile); err != nil {
 					return err
 				}
-				scs, err := traceScenarios(sc)
-				if err != nil {
+				if err := sc.checkPassed(); err != nil {
 					return err
 				}
 				results, err := readTraces(*srcs, stderr)
+				if err != nil {
+					return err
+				}
+				scs, err := sc.traceScenarios(results, false)
 				if err != nil {
 					return err
 				}

@@ -139,6 +139,16 @@ func showModel(sc *scenarioFlags, mem *memFlags, out string, w io.Writer) error 
 		d.RoutedExperts, d.TopK, d.SharedExperts, d.MoEIntermediate, d.Intermediate, d.Vocab, d.MTPLayers)
 	if d.IndexHeads > 0 {
 		fmt.Fprintf(tw, "dsa indexer\t%d heads x %d, top-%d tokens\n", d.IndexHeads, d.IndexHeadDim, d.IndexTopK)
+		// Whether the step runs it: chosen (--dense-dsa) or the box's engines'.
+		mode := "sparse: the indexer picks the top-k tokens attention reads"
+		if scen.Build.DenseDSA {
+			mode = "dense: attention over the whole context, no indexer cache or ops"
+		}
+		why := "--dense-dsa"
+		if !sc.fs.Changed("dense-dsa") {
+			why = "as the engines of " + scen.Topo.Name + " run it (--dense-dsa chooses)"
+		}
+		fmt.Fprintf(tw, "dsa runs\t%s (%s)\n", mode, why)
 	}
 	fmt.Fprintf(tw, "params\t%s total, %s active per token, %s MTP\n", units.Count(s.ParamsTotal), units.Count(s.ParamsActive), units.Count(s.ParamsMTP))
 	fmt.Fprintf(tw, "quantization\t%s, KV cache %s\n", s.Quant["method"], s.Quant["kv_cache"])

@@ -142,19 +142,30 @@ func TestModelLoadReference(t *testing.T) {
 	dir := t.TempDir()
 	_ = os.WriteFile(filepath.Join(dir, "config.json"), cfg, 0o644)
 	_ = os.WriteFile(filepath.Join(dir, "hf_quant_config.json"), quant, 0o644)
-	code, out, errs := runCLI(t, "model", "load", dir, "--output", "json")
-	if code != 0 {
-		t.Fatalf("exit %d: %s", code, errs)
-	}
-	var s struct {
+	type summary struct {
 		KV    map[string]float64 `json:"kv_bytes_per_token"`
 		Quant map[string]string  `json:"quant"`
 	}
-	if err := json.Unmarshal([]byte(out), &s); err != nil {
-		t.Fatal(err)
+	load := func(args ...string) summary {
+		t.Helper()
+		code, out, errs := runCLI(t, append([]string{"model", "load", dir, "--output", "json"}, args...)...)
+		if code != 0 {
+			t.Fatalf("exit %d: %s", code, errs)
+		}
+		var s summary
+		if err := json.Unmarshal([]byte(out), &s); err != nil {
+			t.Fatal(err)
+		}
+		return s
 	}
-	// 78 x (576 x 2 + 132 indexer) = 100,152 B in bf16; 78 x (576 + 132) = 55,224 in fp8.
-	if s.KV["bf16"] != 100152 || s.KV["fp8"] != 55224 || s.Quant["routed_experts"] != "nvfp4" || s.Quant["kv_cache"] != "fp8" {
-		t.Errorf("kv %v quant %v", s.KV, s.Quant)
+	// On an H200 box DSA runs sparse: 78 x (576 x 2 + 132 indexer) =
+	// 100,152 B per token in bf16; 78 x (576 + 132) = 55,224 in fp8.
+	if s := load("--topo", "h200-nvswitch"); s.KV["bf16"] != 100152 || s.KV["fp8"] != 55224 || s.Quant["routed_experts"] != "nvfp4" || s.Quant["kv_cache"] != "fp8" {
+		t.Errorf("h200: kv %v quant %v", s.KV, s.Quant)
+	}
+	// On the default SM120 box its engines run it dense, with no indexer
+	// cache: 78 x 576 x 2 = 89,856 B and 78 x 576 = 44,928.
+	if s := load(); s.KV["bf16"] != 89856 || s.KV["fp8"] != 44928 {
+		t.Errorf("SM120: kv %v, want the dense-MLA cache", s.KV)
 	}
 }

@@ -61,7 +61,7 @@ with --nccl-proto LL --p2p-level SYS.`,
 			batches := newIntList(fs, "batch", sim.DefaultAdviseBatches, 1, "batch sizes")
 			contexts := newIntList(fs, "context", sim.DefaultAdviseContexts, 1, "context lengths (4K = 4096)")
 			kvs := fs.StringSlice("kv-dtype", []string{"bf16", "fp8"}, "KV-cache dtypes")
-			specs := newIntList(fs, "mtp", []int{0}, 0, "MTP speculative tokens (skipped on models without MTP)")
+			specs := newIntList(fs, "mtp", []int{0}, 0, "MTP speculative tokens (0 on models without an MTP layer)")
 			sc.addCostFlags()
 			sc.addOptionFlags()
 			slo := fs.Float64("slo-ms", 0, "per-request latency SLO in ms per token (0 = none)")
@@ -93,7 +93,7 @@ with --nccl-proto LL --p2p-level SYS.`,
 				if err != nil {
 					return err
 				}
-				space := sim.PlanSpace{Arch: a, Build: build, MaxMsPerToken: *slo, GPUCounts: gpuCounts.v,
+				space := sim.PlanSpace{Arch: a, Build: build, ImplyDenseDSA: !fs.Changed("dense-dsa"), MaxMsPerToken: *slo, GPUCounts: gpuCounts.v,
 					Batches: batches.v, Contexts: contexts.v, SpecTokens: specs.v}
 				for _, name := range *topos {
 					sc.topo = name
@@ -143,6 +143,10 @@ with --nccl-proto LL --p2p-level SYS.`,
 				for _, k := range specs.v {
 					if k > 16 {
 						return usageErrorf("--mtp %d: want integers from 0 to 16", k)
+					}
+					// The one workload check of every verb: MTP tokens need an MTP layer.
+					if err := (model.Workload{Batch: 1, Context: 1, SpecTokens: k}).ValidateFor(a); err != nil {
+						return usageErrorf("%v", flagWords(err))
 					}
 				}
 				cfgs, err := space.Configs()

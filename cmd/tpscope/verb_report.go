@@ -100,11 +100,14 @@ tpscope report --trace rank0.pt.trace.json.gz --model kimi-k2.5-nvfp4 --tp 8 --b
 					return usageErrorf("--from gave a prediction and the scenario flags name another; a report shows one")
 				}
 				if len(*srcs) > 0 {
-					scs, err := traceScenarios(sc)
-					if err != nil {
+					if err := sc.checkPassed(); err != nil {
 						return err
 					}
 					results, err := readTraces(*srcs, stderr)
+					if err != nil {
+						return err
+					}
+					scs, err := sc.traceScenarios(results, false)
 					if err != nil {
 						return err
 					}

@@ -215,11 +215,14 @@ func comparisonSections(sr *compare.ScenarioReport, i, n, maxRows int) []report.
 		title = fmt.Sprintf("Scenario %d of %d", i+1, n)
 	}
 	st := sr.Step
-	lines := []string{
-		sr.Scenario.String(),
+	lines := []string{sr.Scenario.String()}
+	if sr.From != "" {
+		lines = append(lines, "scenario "+sr.From)
+	}
+	lines = append(lines,
 		fmt.Sprintf("aligned by %s: %d of %d op spans matched; %d traces, %d steps x %d ranks", sr.Mode, sr.Matched, sr.Spans, sr.Traces, sr.Steps, sr.Ranks),
 		fmt.Sprintf("step: predicted %.1f us, measured median %.1f us (p10-p90 %.1f-%.1f us over %d steps), error %+.1f %%", st.PredictedUs, st.MedianUs, st.P10Us, st.P90Us, st.N, st.ErrPct),
-	}
+	)
 	if len(sr.UnknownOptions) > 0 {
 		lines = append(lines, "options the prediction does not model (ignored): "+strings.Join(sr.UnknownOptions, ", "))
 	}

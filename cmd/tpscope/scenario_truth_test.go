@@ -1,0 +1,271 @@
+package main
+
+import (
+	"encoding/json"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// The scenario a trace is predicted with is the one it records: flags the
+// user passes override a field and are named, defaults never override, and
+// a trace that records none needs the flags that matter.
+
+// kimiKineto is a PyTorch-profiler trace of one Kimi-K2.5 TP-8 rank on an
+// H200 (vLLM ranges: decode batch 32); it records no tpscope scenario.
+const kimiKineto = "../../traces/testdata/kineto/vllm_kimi-k2.5_tp8_rank0_graph_b32.pt.trace.json.gz"
+
+// TestKinetoTraceNeedsScenarioFlags: calibrate, compare and report refuse a
+// trace without a scenario (exit 2, before any fit or file is written)
+// naming the missing flags and what the trace does show (its GPU, world
+// size and the batch its engine's ranges name); calibrate writes nothing.
+func TestKinetoTraceNeedsScenarioFlags(t *testing.T) {
+	dir := t.TempDir()
+	out := filepath.Join(dir, "k.json")
+	cases := []struct {
+		name string
+		args []string
+		want []string
+	}{
+		{"calibrate", []string{"calibrate", "--trace", kimiKineto, "-o", out},
+			[]string{"records no scenario", "pass --model, --batch, --context and --topo", "NVIDIA H200", "world size 8", "decode batch 32"}},
+		{"calibrate-topo-missing", []string{"calibrate", "--trace", kimiKineto, "--model", "kimi-k2.5", "--batch", "32", "--context", "4096", "-o", out},
+			[]string{"pass --topo"}},
+		{"compare", []string{"compare", "--trace", kimiKineto},
+			[]string{"records no scenario", "pass --model, --batch and --context"}},
+		{"compare-batch-missing", []string{"compare", "--trace", kimiKineto, "--model", "kimi-k2.5", "--context", "4096"},
+			[]string{"pass --batch"}},
+		{"report", []string{"report", "--trace", kimiKineto, "-o", filepath.Join(dir, "r.html")},
+			[]string{"records no scenario", "pass --model, --batch and --context"}},
+		// The default box is of another GPU than the trace's.
+		{"compare-other-gpu", []string{"compare", "--trace", kimiKineto, "--model", "kimi-k2.5", "--batch", "32", "--context", "4096"},
+			[]string{"ran on NVIDIA H200", "pass --topo"}},
+		{"calibrate-other-gpu", []string{"calibrate", "--trace", kimiKineto, "--model", "kimi-k2.5", "--batch", "32", "--context", "4096", "--topo", "rtxpro6000-2s", "-o", out},
+			[]string{"--topo rtxpro6000-2s", "NVIDIA H200"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			code, _, stderr := runCLI(t, tc.args...)
+			if code != 2 {
+				t.Fatalf("exit %d, want 2; stderr %q", code, stderr)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(stderr, w) {
+					t.Errorf("stderr %q lacks %q", stderr, w)
+				}
+			}
+			if _, err := os.Stat(out); err == nil {
+				t.Fatalf("%s was written", out)
+			}
+		})
+	}
+}
+
+// TestKinetoTraceScenarioFromFlags: with the flags that matter the trace
+// is predicted from them; its world size gives TP 8 (no --tp passed), and
+// the output says where each part came from.
+func TestKinetoTraceScenarioFromFlags(t *testing.T) {
+	code, out, stderr := runCLI(t, "compare", "--trace", kimiKineto, "--model", "kimi-k2.5", "--batch", "32", "--context", "4096", "--topo", "h200-nvswitch", "--output", "json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	var rep struct {
+		Scenarios []struct {
+			From     string          `json:"from"`
+			Scenario json.RawMessage `json:"scenario"`
+		} `json:"scenarios"`
+	}
+	if err := json.Unmarshal([]byte(out), &rep); err != nil || len(rep.Scenarios) != 1 {
+		t.Fatalf("%v, %d scenarios", err, len(rep.Scenarios))
+	}
+	sr := rep.Scenarios[0]
+	for _, w := range []string{"the trace records no scenario", "--model kimi-k2.5", "--batch 32", "--topo h200-nvswitch", "tp 8 from the trace's world size"} {
+		if !strings.Contains(sr.From, w) {
+			t.Errorf("from %q lacks %q", sr.From, w)
+		}
+	}
+	var sc struct {
+		Plan     string `json:"plan"`
+		Workload string `json:"workload"`
+	}
+	if err := json.Unmarshal(sr.Scenario, &sc); err != nil {
+		t.Fatal(err)
+	}
+	if sc.Plan != "tp8" || !strings.Contains(sc.Workload, "b32 ctx4096") {
+		t.Errorf("scenario plan %q workload %q, want tp8 and b32 ctx4096", sc.Plan, sc.Workload)
+	}
+}
+
+// TestRecordedScenarioOverrides: a recorded CPU-rank trace at TP 4 compared
+// with --topo alone keeps its recorded plan (the --tp default of 8 does
+// not override it: on fb5e1b0 this failed "--tp 8 x --dp 1 needs 8 GPUs;
+// --topo cpu-4r has 4"), and the output names the flag that overrode the
+// box; a passed --batch overrides the batch and is named too.
+func TestRecordedScenarioOverrides(t *testing.T) {
+	trace := filepath.Join(cpuRanksDir, "cpu4-tiny-mla-moe-tp4-b1-eager.otlp.jsonl.gz")
+	box := filepath.Join(cpuRanksDir, "cpu-4r.json")
+	for _, tc := range []struct {
+		name      string
+		args      []string
+		plan, wl  string
+		fromParts []string
+	}{
+		{"topo", []string{"--topo", box}, "tp4", "decode b1 ctx512", []string{"recorded in the trace", "overridden by --topo " + box}},
+		{"topo-batch", []string{"--topo", box, "--batch", "8"}, "tp4", "decode b8 ctx512", []string{"--batch 8", "--topo " + box}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, out, stderr := runCLI(t, append([]string{"compare", "--trace", trace, "--output", "json"}, tc.args...)...)
+			if code != 0 {
+				t.Fatalf("exit %d: %s", code, stderr)
+			}
+			var rep struct {
+				Scenarios []struct {
+					From     string `json:"from"`
+					Scenario struct {
+						Plan     string `json:"plan"`
+						Workload string `json:"workload"`
+					} `json:"scenario"`
+				} `json:"scenarios"`
+			}
+			if err := json.Unmarshal([]byte(out), &rep); err != nil || len(rep.Scenarios) != 1 {
+				t.Fatalf("%v, %d scenarios", err, len(rep.Scenarios))
+			}
+			sr := rep.Scenarios[0]
+			if sr.Scenario.Plan != tc.plan || !strings.HasPrefix(sr.Scenario.Workload, tc.wl) {
+				t.Errorf("plan %q workload %q, want %q %q", sr.Scenario.Plan, sr.Scenario.Workload, tc.plan, tc.wl)
+			}
+			for _, w := range tc.fromParts {
+				if !strings.Contains(sr.From, w) {
+					t.Errorf("from %q lacks %q", sr.From, w)
+				}
+			}
+		})
+	}
+}
+
+// TestCPULoopPortable is the README's CPU loop as written: calibrate the
+// CPU backend, run a TP-2 schedule on the calibrated box with --compare
+// into a file trace, then compare that trace with only --topo: the same
+// predicted step as run --compare (to 0.1 %); then move the trace, delete
+// the box file and compare with no flag at all: the same step again (the
+// box travels in the trace). A pre-box trace whose file is gone says so.
+func TestCPULoopPortable(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: calibrates and runs the CPU backend")
+	}
+	dir := t.TempDir()
+	box := filepath.Join(dir, "cpu.json")
+	trace := filepath.Join(dir, "tiny.otlp.jsonl")
+	mustRun := func(args ...string) string {
+		t.Helper()
+		code, out, stderr := runCLI(t, args...)
+		if code != 0 {
+			t.Fatalf("tpscope %s: exit %d: %s", strings.Join(args, " "), code, stderr)
+		}
+		return out
+	}
+	mustRun("calibrate", "--backend", "cpu", "--ranks", "2", "--bench-ms", "50", "-o", box)
+	var run struct {
+		Comparison struct {
+			PredictedStepUs float64 `json:"predicted_step_us"`
+		} `json:"comparison"`
+	}
+	out := mustRun("run", "--backend", "cpu", "--model", "tiny-mla-moe", "--tp", "2", "--batch", "2", "--context", "256",
+		"--steps", "2", "--warmup", "1", "--topo", box, "--trace", "file:"+trace, "--compare", "--output", "json")
+	if err := json.Unmarshal([]byte(out), &run); err != nil || !(run.Comparison.PredictedStepUs > 0) {
+		t.Fatalf("run --compare: %v, predicted %v", err, run.Comparison.PredictedStepUs)
+	}
+	predicted := func(args ...string) float64 {
+		t.Helper()
+		var rep struct {
+			Scenarios []struct {
+				Step struct {
+					PredictedUs float64 `json:"predicted_us"`
+				} `json:"step"`
+			} `json:"scenarios"`
+		}
+		if err := json.Unmarshal([]byte(mustRun(append([]string{"compare", "--output", "json"}, args...)...)), &rep); err != nil || len(rep.Scenarios) != 1 {
+			t.Fatalf("compare %v: %v", args, err)
+		}
+		return rep.Scenarios[0].Step.PredictedUs
+	}
+	want := run.Comparison.PredictedStepUs
+	if got := predicted("--trace", trace, "--topo", box); math.Abs(got-want) > 1e-3*want {
+		t.Errorf("compare --topo: predicted step %.1f us, run --compare %.1f us", got, want)
+	}
+	moved := filepath.Join(t.TempDir(), "moved.otlp.jsonl")
+	if err := os.Rename(trace, moved); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(box); err != nil {
+		t.Fatal(err)
+	}
+	if got := predicted("--trace", moved); math.Abs(got-want) > 1e-3*want {
+		t.Errorf("moved trace, box file deleted: predicted step %.1f us, run --compare %.1f us", got, want)
+	}
+	// A trace recorded before boxes travelled, its box file gone.
+	code, _, stderr := runCLI(t, "compare", "--trace", filepath.Join(cpuRanksDir, "cpu4-tiny-mla-moe-tp4-b1-eager.otlp.jsonl.gz"))
+	if code != 1 || !strings.Contains(stderr, "the file is gone") || !strings.Contains(stderr, "--topo") {
+		t.Errorf("pre-box trace with its box gone: exit %d, %q; want 1 and a line saying the file is gone and naming --topo", code, stderr)
+	}
+}
+
+// TestMeaninglessOptionsRefused: the same workload check on every verb that
+// prices a scenario: MTP tokens on a model without an MTP layer are a usage
+// error naming --mtp and the model (on fb5e1b0 predict priced them: 55.5
+// against 25.4 tok/s).
+func TestMeaninglessOptionsRefused(t *testing.T) {
+	want := "--mtp 2: want 0: kimi-k2.5-nvfp4 has no MTP layer"
+	var cases []usageCase
+	for _, verb := range [][]string{{"predict"}, {"advise", "--no-sweep"}, {"schedule"}, {"model", "show"}, {"plan"},
+		{"run", "--backend", "cpu", "--scale", "64"}, {"verdict", "--backend", "cpu"}} {
+		cases = append(cases, usageCase{name: strings.Join(verb, "-"), args: append(append([]string(nil), verb...), "--model", "kimi-k2.5-nvfp4", "--mtp", "2"), want: want})
+	}
+	checkUsageErrors(t, cases)
+}
+
+// TestDSAAsTheBoxRunsIt: GLM-5 on an SM120 box is priced as the engines
+// there run it, dense MLA without the indexer (the same step as
+// --dense-dsa), and says so; --dense-dsa=false prices the sparse path with
+// a caveat that SM120 engines do not run it; on an H200 box the default is
+// the sparse path. On fb5e1b0 the SM120 default priced the indexer with no
+// caveat.
+func TestDSAAsTheBoxRunsIt(t *testing.T) {
+	type pred struct {
+		StepUs  float64  `json:"step_us"`
+		Caveats []string `json:"caveats"`
+	}
+	predict := func(args ...string) pred {
+		t.Helper()
+		code, out, stderr := runCLI(t, append([]string{"predict", "--model", "glm-5-nvfp4", "--output", "json"}, args...)...)
+		if code != 0 {
+			t.Fatalf("predict %v: exit %d: %s", args, code, stderr)
+		}
+		var p pred
+		if err := json.Unmarshal([]byte(out), &p); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	hasCaveat := func(p pred, s string) bool {
+		for _, c := range p.Caveats {
+			if strings.Contains(c, s) {
+				return true
+			}
+		}
+		return false
+	}
+	def, dense, sparse := predict(), predict("--dense-dsa"), predict("--dense-dsa=false")
+	if def.StepUs != dense.StepUs || def.StepUs == sparse.StepUs {
+		t.Errorf("SM120 default %.1f us, --dense-dsa %.1f us, --dense-dsa=false %.1f us: want the default to be the dense step", def.StepUs, dense.StepUs, sparse.StepUs)
+	}
+	if !hasCaveat(def, "priced as dense MLA") || !hasCaveat(sparse, "which engines there do not run") {
+		t.Errorf("caveats: default %q, sparse %q", def.Caveats, sparse.Caveats)
+	}
+	h200, h200Sparse := predict("--topo", "h200-nvswitch"), predict("--topo", "h200-nvswitch", "--dense-dsa=false")
+	if h200.StepUs != h200Sparse.StepUs || hasCaveat(h200, "SM12x") {
+		t.Errorf("H200 default %.1f us, sparse %.1f us, caveats %q: want the sparse path without an SM12x caveat", h200.StepUs, h200Sparse.StepUs, h200.Caveats)
+	}
+}
