@@ -99,13 +99,13 @@ type ScenarioReport struct {
 	// record, the flags that override it, or the flags alone.
 	From           string   `json:"from"`
 	Sources        []string `json:"sources"`
-	UnknownOptions []string     `json:"unknown_options,omitempty"`
-	Mode           string       `json:"mode"`
-	Traces         int          `json:"traces"`
-	Steps          int          `json:"steps"`
-	Ranks          int          `json:"ranks"`
-	Spans          int          `json:"spans"`
-	Matched        int          `json:"matched"`
+	UnknownOptions []string `json:"unknown_options,omitempty"`
+	Mode           string   `json:"mode"`
+	Traces         int      `json:"traces"`
+	Steps          int      `json:"steps"`
+	Ranks          int      `json:"ranks"`
+	Spans          int      `json:"spans"`
+	Matched        int      `json:"matched"`
 	// Step: predicted step time against the measured step (per step the
 	// longest rank's extent of op spans).
 	Step  Stat      `json:"step"`
