@@ -9,8 +9,12 @@ JAEGER_RUN := .jaeger
 
 .PHONY: build run test bench lint fmt clean jaeger jaeger-stop chromium
 
+# The commit in `tpscope --version`, with +dirty for a changed tree.
+REV    := $(shell git rev-parse --short=12 HEAD 2>/dev/null)
+COMMIT := $(if $(REV),$(REV)$(shell git diff --quiet HEAD -- 2>/dev/null || echo +dirty))
+
 build:
-	$(GO) build -o $(BIN) ./cmd/tpscope
+	$(GO) build -ldflags "-X main.commit=$(COMMIT)" -o $(BIN) ./cmd/tpscope
 
 # The main job on the built-in default scenario.
 run: build

@@ -88,8 +88,8 @@ func ParseSizeRange(s string) ([]int64, error) {
 type CollectiveRow struct {
 	Bytes      int64   `json:"bytes"`
 	TimeUs     float64 `json:"time_us"`
-	AlgBWGBps  float64 `json:"algbw_gbps"`
-	BusBWGBps  float64 `json:"busbw_gbps"`
+	AlgBWGBps  float64 `json:"algbw_GBps"`
+	BusBWGBps  float64 `json:"busbw_GBps"`
 	Algo       string  `json:"algo"`
 	Proto      string  `json:"proto"`
 	LatencyUs  float64 `json:"latency_us"`

@@ -33,6 +33,9 @@ type OptionField struct {
 	Help string     // one line for --help
 	// Env is the NCCL variable the field sets ("" when none).
 	Env string
+	// Hidden marks a field the measuring harness sets (run), not a user:
+	// it is accepted but left out of help.
+	Hidden bool
 	// Get renders the field's value ("" for the zero value); Set parses a
 	// value into the field, erroring with what is accepted.
 	Get func(o *Options) string
@@ -77,10 +80,10 @@ var optionFields = []OptionField{
 	{Name: "gpu-mem-util", Kind: OptionFloat, Help: "vLLM's gpu_memory_utilization (0 = its default 0.9)",
 		Get: func(o *Options) string { return floatText(o.GPUMemUtilFrac) },
 		Set: func(o *Options, v string) (err error) { o.GPUMemUtilFrac, err = parseFloat(v); return }},
-	{Name: "executor", Kind: OptionBool, Help: "price tpscope's executor running the schedule (its kernels only, none of a serving engine's auxiliary ones; set by run)",
+	{Name: "executor", Kind: OptionBool, Hidden: true, Help: "price tpscope's executor running the schedule (its kernels only, none of a serving engine's auxiliary ones; set by run)",
 		Get: func(o *Options) string { return boolText(o.Executor) },
 		Set: func(o *Options, v string) (err error) { o.Executor, err = parseBool(v); return }},
-	{Name: "timing-events", Kind: OptionInt, Help: "CUDA events a measuring harness records around each kernel (tpscope's CUDA executor: 2; set by run, 0 for a serving engine)",
+	{Name: "timing-events", Kind: OptionInt, Hidden: true, Help: "CUDA events a measuring harness records around each kernel (tpscope's CUDA executor: 2; set by run, 0 for a serving engine)",
 		Get: func(o *Options) string { return intText(o.TimingEventsPerOp) },
 		Set: func(o *Options, v string) (err error) { o.TimingEventsPerOp, err = parseInt(v); return }},
 	{Name: "attention-backend", Kind: OptionString, Help: "MLA decode kernel: triton_mla or flashmla (default: by compute capability)",

@@ -147,6 +147,9 @@ func (f *scenarioFlags) addOptionFlags() {
 		if of.Kind == sim.OptionBool {
 			f.fs.Lookup(of.Name).NoOptDefVal = "true"
 		}
+		if of.Hidden {
+			_ = f.fs.MarkHidden(of.Name)
+		}
 	}
 }
 

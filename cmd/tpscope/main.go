@@ -11,7 +11,9 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/spf13/pflag"
@@ -57,6 +59,13 @@ func main() {
 // interrupted.
 func dispatch(args []string, stdout, stderr io.Writer) int {
 	sort.Slice(verbs, func(i, j int) bool { return verbs[i].Name < verbs[j].Name })
+	if len(args) > 0 && (args[0] == "--version" || args[0] == "-V") {
+		args = append([]string{"version"}, args[1:]...)
+	}
+	if len(args) > 1 && args[0] == "help" {
+		// "tpscope help VERB" is "tpscope VERB --help".
+		args = append(append([]string(nil), args[1:]...), "--help")
+	}
 	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
 		printVerbs(stdout, "")
 		if len(args) == 0 {
@@ -84,7 +93,7 @@ func dispatch(args []string, stdout, stderr io.Writer) int {
 	fs.SetOutput(io.Discard)
 	run := v.Flags(fs)
 	fs.Usage = func() {}
-	if err := fs.Parse(rest); err != nil {
+	if err := fs.Parse(joinOptionalValues(fs, rest)); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
 			printHelp(stdout, v, fs)
 			return 0
@@ -160,6 +169,48 @@ func printHelp(w io.Writer, v *Verb, fs *pflag.FlagSet) {
 	}
 	fmt.Fprintf(w, "\nFlags:\n%s", fs.FlagUsages())
 	fmt.Fprintf(w, "\nExample:\n  %s\n", strings.ReplaceAll(strings.TrimSpace(v.Example), "\n", "\n  "))
+}
+
+// valuesAnnotation lists, on a flag whose value is optional (pflag's
+// NoOptDefVal), the values it takes besides its bare form, so that
+// "--ep both" reads as "--ep=both" (joinOptionalValues).
+const valuesAnnotation = "tpscope-values"
+
+// joinOptionalValues rewrites "--flag VALUE" as "--flag=VALUE" for flags
+// whose value is optional (a bare --flag means NoOptDefVal), where VALUE is
+// one the flag takes: a boolean for a bool flag, one of valuesAnnotation's
+// otherwise. pflag alone reads "--ep both" as --ep and a stray argument
+// "both"; a word the flag does not take stays an argument ("model load
+// --dense-dsa DIR").
+func joinOptionalValues(fs *pflag.FlagSet, args []string) []string {
+	out := make([]string, 0, len(args))
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if a == "--" {
+			return append(out, args[i:]...)
+		}
+		out = append(out, a)
+		if !strings.HasPrefix(a, "--") || strings.Contains(a, "=") || i+1 == len(args) {
+			continue
+		}
+		fl := fs.Lookup(strings.TrimPrefix(a, "--"))
+		if fl == nil || fl.NoOptDefVal == "" {
+			continue
+		}
+		next := args[i+1]
+		takes := false
+		if fl.Value.Type() == "bool" {
+			_, err := strconv.ParseBool(next)
+			takes = err == nil
+		} else {
+			takes = slices.Contains(fl.Annotations[valuesAnnotation], next)
+		}
+		if takes {
+			out[len(out)-1] = a + "=" + next
+			i++
+		}
+	}
+	return out
 }
 
 // usageErrorf returns an error that dispatch reports with exit code 2.

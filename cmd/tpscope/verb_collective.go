@@ -125,7 +125,7 @@ collective (nccl-tests itself, or scripts/gpu-collectives-torch.py) beside it.`,
 					cells = append(cells, []string{strconv.FormatInt(r.Bytes, 10), fmt.Sprintf("%.2f", r.TimeUs), fmt.Sprintf("%.2f", r.AlgBWGBps), fmt.Sprintf("%.2f", r.BusBWGBps),
 						r.Algo, r.Proto, fmt.Sprintf("%.2f", r.NCCLTimeUs), strconv.Itoa(r.SHMHops), strconv.FormatBool(r.Calibrated)})
 				}
-				header := []string{"size_bytes", "time_us", "algbw_gbps", "busbw_gbps", "algo", "proto", "nccl_us", "shm_hops", "calibrated"}
+				header := []string{"size_bytes", "time_us", "algbw_GBps", "busbw_GBps", "algo", "proto", "nccl_us", "shm_hops", "calibrated"}
 				if *out == formatCSV {
 					return writeCSV(stdout, header, cells)
 				}

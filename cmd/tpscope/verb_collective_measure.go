@@ -131,8 +131,8 @@ type measured struct {
 	TimeUs      float64 `json:"time_us"` // mean over steps, iterations and ranks
 	MinUs       float64 `json:"min_us"`
 	MaxUs       float64 `json:"max_us"`
-	AlgBWGBps   float64 `json:"algbw_gbps"`
-	BusBWGBps   float64 `json:"busbw_gbps"`
+	AlgBWGBps   float64 `json:"algbw_GBps"`
+	BusBWGBps   float64 `json:"busbw_GBps"`
 	PredictedUs float64 `json:"predicted_us"`
 	// ErrPct is (predicted - measured) / measured.
 	ErrPct float64 `json:"err_pct"`
@@ -313,7 +313,7 @@ func writeMeasuredLog(path string, res *collbench.Result, mr *measureRun, no sim
 
 // measuredTable is the table of a --measure run.
 func measuredTable(mr *measureRun, pred []sim.CollectiveRow) ([]string, [][]string) {
-	header := []string{"size_bytes", "measured_us", "min_us", "max_us", "busbw_gbps", "predicted_us", "error", "algo", "proto"}
+	header := []string{"size_bytes", "measured_us", "min_us", "max_us", "busbw_GBps", "predicted_us", "error", "algo", "proto"}
 	if mr.Reference != "" {
 		header = append(header, "reference_us", "vs_reference")
 	}

@@ -21,7 +21,7 @@ func TestCollectiveVerb(t *testing.T) {
 	if len(res.Rows) != 3 {
 		t.Fatalf("%d rows, want 3 (512, 1K, 2K)", len(res.Rows))
 	}
-	for _, k := range []string{"bytes", "time_us", "algo", "proto", "algbw_gbps", "busbw_gbps"} {
+	for _, k := range []string{"bytes", "time_us", "algo", "proto", "algbw_GBps", "busbw_GBps"} {
 		if _, ok := res.Rows[0][k]; !ok {
 			t.Errorf("row lacks %q: %v", k, res.Rows[0])
 		}
@@ -37,7 +37,7 @@ func TestCollectiveVerb(t *testing.T) {
 		t.Errorf("512 B: %v us %v, want %.4f LL", got, res.Rows[0]["proto"], want)
 	}
 	code, out, _ = runCLI(t, "collective", "--sizes", "1M")
-	if code != 0 || !strings.Contains(out, "busbw_gbps") || !strings.Contains(out, "1048576") {
+	if code != 0 || !strings.Contains(out, "busbw_GBps") || !strings.Contains(out, "1048576") {
 		t.Errorf("table: exit %d\n%s", code, out)
 	}
 	for _, bad := range [][]string{{"--op", "bcast"}, {"--sizes", "x"}, {"--ranks", "9"}, {"--nccl-proto", "LL7"}, {"--output", "xml"}, {"--custom-ar", "threeshot"}} {

@@ -58,6 +58,7 @@ with --nccl-proto LL --p2p-level SYS.`,
 			dcps := newIntList(fs, "dcp", nil, 1, "decode context parallel degrees (default: every valid plan)")
 			eps := fs.String("ep", "both", "expert parallelism: true, false or both")
 			fs.Lookup("ep").NoOptDefVal = "true"
+			_ = fs.SetAnnotation("ep", valuesAnnotation, []string{"true", "false", "both"})
 			batches := newIntList(fs, "batch", sim.DefaultAdviseBatches, 1, "batch sizes")
 			contexts := newIntList(fs, "context", sim.DefaultAdviseContexts, 1, "context lengths (4K = 4096)")
 			kvs := fs.StringSlice("kv-dtype", []string{"bf16", "fp8"}, "KV-cache dtypes")

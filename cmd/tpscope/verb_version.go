@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"runtime"
+	"runtime/debug"
 
 	"github.com/spf13/pflag"
 )
@@ -11,16 +12,48 @@ import (
 func init() {
 	register(&Verb{
 		Name:    "version",
-		Short:   "print tpscope's version and Go runtime",
-		Example: "tpscope version",
+		Short:   "print tpscope's version, commit and Go runtime (also --version, -V)",
+		Example: "tpscope version\ntpscope --version",
 		Flags: func(fs *pflag.FlagSet) func([]string, io.Writer, io.Writer) error {
 			return func(args []string, stdout, _ io.Writer) error {
 				if len(args) > 0 {
 					return usageErrorf("version takes no arguments, got %q", args)
 				}
-				fmt.Fprintf(stdout, "tpscope 0.1.0 (%s %s/%s)\n", runtime.Version(), runtime.GOOS, runtime.GOARCH)
+				fmt.Fprintf(stdout, "tpscope 0.1.0 (%s%s %s/%s)\n", buildCommit(), runtime.Version(), runtime.GOOS, runtime.GOARCH)
 				return nil
 			}
 		},
 	})
+}
+
+// commit is the commit the binary was built from, set by make build
+// (-ldflags -X main.commit=...) where go build's own VCS stamp is off.
+var commit string
+
+// buildCommit is "commit ABCDEF123456, " (with "+dirty" for a build of a
+// changed tree) from make build's stamp or the VCS stamp go build records,
+// or "" without either (go run, -buildvcs=false).
+func buildCommit() string {
+	if commit != "" {
+		return "commit " + commit + ", "
+	}
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return ""
+	}
+	var rev, dirty string
+	for _, s := range bi.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			rev = s.Value
+		case "vcs.modified":
+			if s.Value == "true" {
+				dirty = "+dirty"
+			}
+		}
+	}
+	if rev == "" {
+		return ""
+	}
+	return "commit " + rev[:min(12, len(rev))] + dirty + ", "
 }
