@@ -50,7 +50,8 @@ type PlanSpace struct {
 	Lists PlanLists
 	// Batches (nil = DefaultAdviseBatches), Contexts (nil =
 	// DefaultAdviseContexts), KVDtypes (nil = bf16 and fp8), SpecTokens
-	// (nil = {0}; MTP tokens are skipped on models without an MTP layer).
+	// (nil = {0}; MTP tokens on a model without an MTP layer are left
+	// out, see PlanCoverage).
 	Batches    []int
 	Contexts   []int
 	KVDtypes   []model.Dtype

@@ -70,7 +70,7 @@ with --nccl-proto LL --p2p-level SYS.`,
 			batches := newIntList(fs, "batch", sim.DefaultAdviseBatches, 1, "batch sizes")
 			contexts := newIntList(fs, "context", sim.DefaultAdviseContexts, 1, "context lengths (4K = 4096)")
 			kvs := fs.StringSlice("kv-dtype", []string{"bf16", "fp8"}, "KV-cache dtypes")
-			specs := newIntList(fs, "mtp", []int{0}, 0, "MTP speculative tokens (skipped on models without MTP)")
+			specs := newIntList(fs, "mtp", []int{0}, 0, "MTP speculative tokens (left out, and said, on models without MTP)")
 			sc.addCostFlags()
 			sc.addOptionFlags()
 			slo := fs.Float64("slo-ms", 0, "per-request latency SLO in ms per token (0 = none)")
