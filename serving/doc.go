@@ -37,6 +37,15 @@
 // the engine's host-side overheads between steps (detokenization, the
 // API server), asynchronous scheduling, and DCP with prefill chunks.
 //
+// Overload: every run reports the offered request rate against the rate
+// the queue in front of the running batch is served at, both over the
+// requests arriving in the second half of the load, read from the trend
+// of their time to first token. When the queue grows by more than 5 % of
+// the offered rate and that trend stands clear of the requests' scatter,
+// the run is overloaded (OverloadGrowthFrac): its TTFT and end-to-end
+// latency describe a queue that grows with the run's length, so they are
+// not reported as latencies (null in JSON) and the run meets no SLO.
+//
 // Load (Traffic): open loop (Poisson, constant or gamma-distributed
 // gaps of a QPS, as `vllm bench serve --request-rate --burstiness`),
 // closed loop (N clients each sending its next request when the previous

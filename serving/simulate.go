@@ -2,6 +2,7 @@ package serving
 
 import (
 	"container/heap"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -196,10 +197,132 @@ type Result struct {
 	// window of RunOptions (0 without one).
 	WindowOutputTokensPerS float64 `json:"window_output_tokens_per_s,omitempty"`
 
+	// Load against capacity, over the requests arriving in the second
+	// half of the span of arrivals (the overload rule, OverloadGrowthFrac):
+	// OfferedRequestsPerS is their arrival rate, ServedRequestsPerS the
+	// rate they left the queue for the running batch, QueueGrowthPerS =
+	// offered - served (negative while the queue drains); both read from
+	// the trend of TTFT against arrival time (loadBalance). All 0 when
+	// fewer than three requests arrive in that half or the arrivals span
+	// no time.
+	OfferedRequestsPerS float64 `json:"offered_requests_per_s"`
+	ServedRequestsPerS  float64 `json:"served_requests_per_s"`
+	QueueGrowthPerS     float64 `json:"queue_growth_requests_per_s"`
+	// Overloaded: the queue grows by more than OverloadGrowthFrac of the
+	// offered rate. TTFT and E2E then measure a queue that grows with the
+	// run's length, not the deployment: TTFTMs and E2EMs still hold this
+	// run's figures, JSON writes them null, and the run does not meet an
+	// SLO (MeetsSLO false).
+	Overloaded bool `json:"overloaded"`
+
 	// Timeline: TimelineWindows equal slices of [0, DurationS).
 	Timeline []Window `json:"timeline"`
 	// PerRequest holds every request's outcome, in issue order.
 	PerRequest []RequestResult `json:"-"`
+}
+
+// The overload rule. A run is overloaded when, over the requests that
+// arrive in the second half of the span of arrivals (the first half is the
+// ramp-up, from an empty engine), the queue in front of the running batch
+// grows by more than OverloadGrowthFrac of the offered rate, and the rise
+// of time to first token that shows it stands at least overloadSigmas
+// standard errors above zero (loadBalance). A deployment that carries its
+// load keeps TTFT stationary however long the run, so neither holds; one
+// that cannot grows TTFT in proportion to arrival time. The trend is read
+// from TTFT rather than from the count of requests in the system, which
+// rises through the ramp-up even when the load is carried, and over many
+// requests rather than from the queue length at two instants, which
+// swings with the KV cache's fill-and-preempt cycles. A closed loop's
+// queue is bounded by its clients: never overloaded.
+const (
+	OverloadGrowthFrac = 0.05
+	overloadSigmas     = 3
+)
+
+// MarshalJSON writes r with TTFT and E2E null when the run is overloaded
+// (their percentiles describe the queue, which grows with the run).
+func (r Result) MarshalJSON() ([]byte, error) {
+	type plain Result
+	out := struct {
+		plain
+		TTFTMs *Stats `json:"ttft_ms"`
+		E2EMs  *Stats `json:"e2e_ms"`
+	}{plain: plain(r)}
+	if !r.Overloaded {
+		out.TTFTMs, out.E2EMs = &r.TTFTMs, &r.E2EMs
+	}
+	return json.Marshal(out)
+}
+
+// loadBalance measures, over the judging window of OverloadGrowthFrac
+// (the requests arriving in the second half of the span of arrivals), the
+// offered rate, the rate the queue admits requests (served) and its
+// growth, from the trend of time to first token against arrival time.
+//
+// A request waits in the queue for those ahead of it; when requests
+// arrive at rate offered and leave the queue at rate served, the one
+// arriving at t has its first token at about t x offered / served, so its
+// TTFT rises with slope s = offered / served - 1 while the queue grows by
+// offered - served = offered x s / (1 + s). s is the least-squares slope
+// of TTFT on arrival time over the window's requests; sigmas is s over
+// its standard error (how clearly the trend stands out of the requests'
+// scatter). A load that is carried has no trend: s is noise around 0.
+// All zero when fewer than three requests arrive in the window or the
+// arrivals span no time.
+func loadBalance(reqs []RequestResult) (offered, served, growth, sigmas float64) {
+	if len(reqs) < 3 {
+		return 0, 0, 0, 0
+	}
+	first, last := math.Inf(1), math.Inf(-1)
+	for i := range reqs {
+		first, last = math.Min(first, reqs[i].ArrivalS), math.Max(last, reqs[i].ArrivalS)
+	}
+	a, b := first+(last-first)/2, last
+	if !(b > a) {
+		return 0, 0, 0, 0
+	}
+	var n, sx, sy float64
+	for i := range reqs {
+		if t := reqs[i].ArrivalS; t >= a && t <= b {
+			n++
+			sx += t
+			sy += reqs[i].TTFTS()
+		}
+	}
+	if n < 3 {
+		return 0, 0, 0, 0
+	}
+	offered = n / (b - a)
+	mx, my := sx/n, sy/n
+	var sxx, sxy float64
+	for i := range reqs {
+		if t := reqs[i].ArrivalS; t >= a && t <= b {
+			sxx += (t - mx) * (t - mx)
+			sxy += (t - mx) * (reqs[i].TTFTS() - my)
+		}
+	}
+	if sxx == 0 {
+		return 0, 0, 0, 0
+	}
+	slope := sxy / sxx
+	var sse float64
+	for i := range reqs {
+		if t := reqs[i].ArrivalS; t >= a && t <= b {
+			e := reqs[i].TTFTS() - my - slope*(t-mx)
+			sse += e * e
+		}
+	}
+	if se := math.Sqrt(sse / (n - 2) / sxx); se > 0 {
+		sigmas = slope / se
+	} else if slope != 0 {
+		sigmas = math.Inf(1) // every point on the line
+	}
+	// A queue emptying faster than half its arrivals' span is a
+	// transient the rates cannot describe: the slope is held at -1/2
+	// (served twice the offered rate) so served stays finite.
+	slope = math.Max(slope, -0.5)
+	served = offered / (1 + slope)
+	return offered, served, offered - served, sigmas
 }
 
 // RunOptions are the reporting choices of a run.
@@ -614,7 +737,13 @@ func (r *run) result(o RunOptions) *Result {
 	if res.Steps > 0 {
 		res.MeanStepMs = r.stepSum / float64(res.Steps) * 1e3
 	}
-	res.MeetsSLO = o.SLO.set() && o.SLO.Meets(res)
+	var sigmas float64
+	res.OfferedRequestsPerS, res.ServedRequestsPerS, res.QueueGrowthPerS, sigmas = loadBalance(res.PerRequest)
+	res.Overloaded = r.t.Concurrency == 0 && res.OfferedRequestsPerS > 0 &&
+		res.QueueGrowthPerS > OverloadGrowthFrac*res.OfferedRequestsPerS && sigmas >= overloadSigmas
+	// A rate the deployment cannot carry meets no latency objective: its
+	// TTFT grows with the run however the percentiles of this run fall.
+	res.MeetsSLO = o.SLO.set() && !res.Overloaded && o.SLO.Meets(res)
 	if w := o.MeasureToS - o.MeasureFromS; w > 0 {
 		res.WindowOutputTokensPerS = float64(r.windowTokens) / w
 	}

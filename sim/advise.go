@@ -274,10 +274,46 @@ type Advice struct {
 	StockChange Delta `json:"stock_change"` // baseline - stock
 	// Rows, best speedup first (rows with errors last).
 	Rows []AdviceRow `json:"rows"`
+	// WorthBuilding answers "which optimization is worth building next":
+	// the software entries (no box moves) not in the baseline, predicted,
+	// not refused on this box, whose tokens/s gain reaches ThresholdFrac,
+	// best first. An entry whose Applicability is an UpperBound is not
+	// among them but in UpperBounds: its own evidence says it may not pay
+	// here, so its gain is only the most it could give.
+	WorthBuilding []Pick `json:"worth_building"`
+	UpperBounds   []Pick `json:"worth_building_upper_bounds,omitempty"`
 	// Transfer: the baseline model first, then AdviseInput.Transfer.
 	Transfer []TransferRow `json:"transfer,omitempty"`
 	Batches  []int         `json:"batches,omitempty"`
 	Contexts []int         `json:"contexts,omitempty"`
+}
+
+// Pick is one entry of Advice.WorthBuilding or Advice.UpperBounds: its
+// predicted tokens/s gain with the applicability that qualifies it.
+type Pick struct {
+	Entry         string        `json:"entry"`
+	TokensPerSPct float64       `json:"tokens_per_s_gain_pct"`
+	Applicability Applicability `json:"applicability"`
+}
+
+// worthBuilding splits the ranked rows' candidates for "worth building
+// next" into those the model stands behind and upper bounds (rows are
+// already best first).
+func worthBuilding(rows []AdviceRow, thresholdFrac float64) (sure, upper []Pick) {
+	sure = []Pick{} // JSON: an empty answer reads [], not null
+	for i := range rows {
+		r := &rows[i]
+		if r.InBaseline || r.Error != "" || r.Applicability.Status == NotApplicable || r.Kind == "box" || r.Gain.TokensPerSPct < 100*thresholdFrac {
+			continue
+		}
+		p := Pick{Entry: r.Entry, TokensPerSPct: r.Gain.TokensPerSPct, Applicability: r.Applicability}
+		if r.Applicability.UpperBound {
+			upper = append(upper, p)
+		} else {
+			sure = append(sure, p)
+		}
+	}
+	return sure, upper
 }
 
 // predictVariant predicts c with per-op detail.
@@ -464,6 +500,7 @@ func Advise(in AdviseInput) (*Advice, error) {
 		}
 		return a.Gain.TokensPerSPct > b.Gain.TokensPerSPct
 	})
+	adv.WorthBuilding, adv.UpperBounds = worthBuilding(adv.Rows, in.ThresholdFrac)
 	return adv, nil
 }
 

@@ -2,6 +2,7 @@ package sim
 
 import (
 	"math"
+	"slices"
 	"testing"
 
 	"github.com/tpscope/tpscope/model"
@@ -244,5 +245,92 @@ func TestAdviseMTP(t *testing.T) {
 	want := (1 + accept) / r.With.StepUs * r.Without.StepUs
 	if math.Abs(r.Gain.Speedup()-want) > 1e-9*want {
 		t.Errorf("speedup %.4f, want %.4f from the step times", r.Gain.Speedup(), want)
+	}
+}
+
+// TestWorthBuilding: "worth building next" lists the predicted software
+// entries not in the baseline and not refused whose gain reaches the
+// threshold, best first; an entry whose applicability is an upper bound
+// goes to the upper bounds instead, whatever its gain.
+func TestWorthBuilding(t *testing.T) {
+	row := func(name string, pct float64, a Applicability) AdviceRow {
+		return AdviceRow{Entry: name, Kind: "collective", Applicability: a, Gain: Gain{TokensPerSPct: pct}}
+	}
+	applies := Applicability{Status: Applies}
+	cond := Applicability{Status: Conditional, Needs: "a kernel"}
+	upper := Applicability{Status: Conditional, Needs: "a kernel", UpperBound: true, Caution: "measured slower"}
+	inBase := row("in-base", 30, applies)
+	inBase.InBaseline = true
+	failed := row("failed", 30, applies)
+	failed.Error = "cannot apply"
+	box := row("box-x", 40, cond)
+	box.Kind = "box"
+	for _, tc := range []struct {
+		name        string
+		rows        []AdviceRow
+		sure, upper []string
+	}{
+		{"upper bound kept apart", []AdviceRow{row("oneshot", 15.7, upper), row("fusion", 3.5, cond)}, nil, []string{"oneshot"}},
+		{"sure first, then upper", []AdviceRow{row("oneshot", 20, upper), row("fusion", 8, cond), row("ep", 6, applies)}, []string{"fusion", "ep"}, []string{"oneshot"}},
+		{"below threshold, refused, in baseline, failed, box", []AdviceRow{inBase, failed, box, row("no", 50, Applicability{Status: NotApplicable}), row("small", 4.9, applies), row("small-upper", 4.9, upper)}, nil, nil},
+		{"at the threshold", []AdviceRow{row("edge", 5, applies)}, []string{"edge"}, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			sure, up := worthBuilding(tc.rows, 0.05)
+			names := func(ps []Pick) []string {
+				var out []string
+				for _, p := range ps {
+					out = append(out, p.Entry)
+				}
+				return out
+			}
+			if got := names(sure); !slices.Equal(got, tc.sure) {
+				t.Errorf("worth building %v, want %v", got, tc.sure)
+			}
+			if got := names(up); !slices.Equal(got, tc.upper) {
+				t.Errorf("upper bounds %v, want %v", got, tc.upper)
+			}
+			for _, p := range up {
+				if !p.Applicability.UpperBound || p.Applicability.Caution == "" {
+					t.Errorf("%s: upper bound without its caution: %+v", p.Entry, p.Applicability)
+				}
+			}
+		})
+	}
+}
+
+// TestAdviseOneShotUpperBound: on the seed's dual-socket box the one-shot
+// all-reduce gains the threshold (it removes most of the 124 collectives'
+// NCCL latency) but is only an upper bound there, so advise does not name
+// it worth building and carries its caution; on the one-CPU switch box
+// the same entry is worth building, qualified by what it needs.
+func TestAdviseOneShotUpperBound(t *testing.T) {
+	seed := seedConfig(t)
+	sw := seed
+	sw.Topo = mustTopo(t, "rtxpro6000-switch")
+	for _, tc := range []struct {
+		name      string
+		base      Scenario
+		wantUpper bool
+	}{{"rtxpro6000-2s", seed, true}, {"rtxpro6000-switch", sw, false}} {
+		t.Run(tc.name, func(t *testing.T) {
+			adv, err := Advise(AdviseInput{Base: tc.base, Entries: []Entry{entryByName(t, "oneshot-ar")}, NoSweep: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r := rowByEntry(t, adv, "oneshot-ar"); r.Gain.TokensPerSPct < 5 {
+				t.Fatalf("oneshot-ar gains %.1f %%: the test needs a gain above the 5 %% threshold", r.Gain.TokensPerSPct)
+			}
+			list, other := adv.WorthBuilding, adv.UpperBounds
+			if tc.wantUpper {
+				list, other = other, list
+			}
+			if len(list) != 1 || list[0].Entry != "oneshot-ar" || len(other) != 0 {
+				t.Fatalf("worth building %+v, upper bounds %+v", adv.WorthBuilding, adv.UpperBounds)
+			}
+			if a := list[0].Applicability; a.UpperBound != tc.wantUpper || a.Needs == "" {
+				t.Errorf("applicability %+v: want upper bound %v and what it needs", a, tc.wantUpper)
+			}
+		})
 	}
 }

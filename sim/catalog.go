@@ -37,9 +37,20 @@ const (
 )
 
 // Applicability is an entry's verdict for one Scenario, with its reason.
+// Headlines (advise's "worth building next") quote Needs and Caution, not
+// Reason, so a one-line answer keeps the qualifiers its row has.
 type Applicability struct {
 	Status Status `json:"status"`
 	Reason string `json:"reason"`
+	// Needs is the condition of a Conditional entry in a few words ("an
+	// out-of-tree one-shot PCIe kernel"), set where the reason is written.
+	Needs string `json:"needs,omitempty"`
+	// UpperBound: public evidence says the entry may not pay on this box
+	// for a cause the model does not price (Caution, in a few words), so
+	// its predicted gain is at most what it gives. Set where the evidence
+	// is cited, never inferred from Reason's text.
+	UpperBound bool   `json:"upper_bound,omitempty"`
+	Caution    string `json:"caution,omitempty"`
 }
 
 // How says how to run an optimization: environment variables, serving
@@ -144,7 +155,7 @@ func Catalog(o CatalogOptions) []Entry {
 			Apply:   opt(func(o *Options) { o.CUDAGraphs = true }),
 			Revert:  opt(func(o *Options) { o.CUDAGraphs = false }),
 			Check: func(c Scenario) Applicability {
-				return Applicability{Applies, "vLLM captures decode graphs for batches up to 512 tokens by default (serving-facts.md); larger batches run eagerly"}
+				return Applicability{Status: Applies, Reason: "vLLM captures decode graphs for batches up to 512 tokens by default (serving-facts.md); larger batches run eagerly"}
 			},
 			HowTo: func(Scenario) How {
 				return How{Engine: []string{"no --enforce-eager (graphs are vLLM's default)"}, Exec: "run --cuda-graphs (captures one step, replays it)"}
@@ -157,7 +168,7 @@ func Catalog(o CatalogOptions) []Entry {
 			Apply:   opt(func(o *Options) { o.NCCL.Proto = "LL" }),
 			Revert:  opt(func(o *Options) { o.NCCL.Proto = "" }),
 			Check: func(c Scenario) Applicability {
-				return Applicability{Applies, "environment only; LL has the lowest latency and half the wire efficiency (nccl-model.md)"}
+				return Applicability{Status: Applies, Reason: "environment only; LL has the lowest latency and half the wire efficiency (nccl-model.md)"}
 			},
 			HowTo: func(Scenario) How { return How{Env: []string{"NCCL_PROTO=LL"}} },
 			Sweep: true,
@@ -179,7 +190,7 @@ func Catalog(o CatalogOptions) []Entry {
 			Apply:   opt(func(o *Options) { o.NCCL.P2PDisable = true }),
 			Revert:  opt(func(o *Options) { o.NCCL.P2PDisable = false }),
 			Check: func(c Scenario) Applicability {
-				return Applicability{Applies, "a setting to avoid: shows what P2P is worth (hardware.md: a host bounce costs about 14 us)"}
+				return Applicability{Status: Applies, Reason: "a setting to avoid: shows what P2P is worth (hardware.md: a host bounce costs about 14 us)"}
 			},
 			HowTo: func(Scenario) How { return How{Env: []string{"NCCL_P2P_DISABLE=1"}} },
 		},
@@ -216,14 +227,14 @@ func Catalog(o CatalogOptions) []Entry {
 			},
 			Check: func(c Scenario) Applicability {
 				if c.Plan.Normalized().DP > 1 {
-					return Applicability{NotApplicable, "the plan already runs DP attention, which implies EP"}
+					return Applicability{Status: NotApplicable, Reason: "the plan already runs DP attention, which implies EP"}
 				}
 				p := c.Plan
 				p.EP = true
 				if err := p.Validate(c.Arch); err != nil {
-					return Applicability{NotApplicable, err.Error()}
+					return Applicability{Status: NotApplicable, Reason: err.Error()}
 				}
-				return Applicability{Applies, fmt.Sprintf("each rank holds %d whole experts; still one all-reduce per MoE layer, no all-to-all (serving-facts.md)", c.Arch.RoutedExperts/p.World())}
+				return Applicability{Status: Applies, Reason: fmt.Sprintf("each rank holds %d whole experts; still one all-reduce per MoE layer, no all-to-all (serving-facts.md)", c.Arch.RoutedExperts/p.World())}
 			},
 			HowTo: func(Scenario) How { return How{Engine: []string{"--enable-expert-parallel"}} },
 			Sweep: true,
@@ -272,9 +283,9 @@ func Catalog(o CatalogOptions) []Entry {
 			},
 			Check: func(c Scenario) Applicability {
 				if c.Arch.MTPLayers == 0 {
-					return Applicability{NotApplicable, fmt.Sprintf("%s has no MTP layer: config num_nextn_predict_layers = 0 (a separate draft model would be needed)", c.Arch.Name)}
+					return Applicability{Status: NotApplicable, Reason: fmt.Sprintf("%s has no MTP layer: config num_nextn_predict_layers = 0 (a separate draft model would be needed)", c.Arch.Name)}
 				}
-				return Applicability{Applies, fmt.Sprintf("%d MTP layer(s) in the checkpoint; acceptance %.2f is an input (DeepSeek-V3 report: 85-90 %%)", c.Arch.MTPLayers, o.MTPAcceptFrac)}
+				return Applicability{Status: Applies, Reason: fmt.Sprintf("%d MTP layer(s) in the checkpoint; acceptance %.2f is an input (DeepSeek-V3 report: 85-90 %%)", c.Arch.MTPLayers, o.MTPAcceptFrac)}
 			},
 			HowTo: func(Scenario) How {
 				return How{Engine: []string{fmt.Sprintf(`--speculative-config '{"method":"deepseek_mtp","num_speculative_tokens":%d}'`, o.MTPTokens)}}
@@ -315,17 +326,17 @@ func dpEntry(name, title string, tp int) Entry {
 		},
 		Check: func(c Scenario) Applicability {
 			if c.Plan.World()%tp != 0 || c.Plan.World()/tp < 2 {
-				return Applicability{NotApplicable, fmt.Sprintf("%d GPUs do not form two or more DP groups of TP %d", c.Plan.World(), tp)}
+				return Applicability{Status: NotApplicable, Reason: fmt.Sprintf("%d GPUs do not form two or more DP groups of TP %d", c.Plan.World(), tp)}
 			}
 			p := to(c)
 			if err := p.Validate(c.Arch); err != nil {
-				return Applicability{NotApplicable, err.Error()}
+				return Applicability{Status: NotApplicable, Reason: err.Error()}
 			}
 			r := "needs EP (serving-facts.md: all-to-all dispatch/combine only with DP > 1 plus EP)"
 			if c.Workload.Batch < p.DP {
 				r += fmt.Sprintf("; at batch %d only %d of %d DP groups have a sequence, the others run padding", c.Workload.Batch, c.Workload.Batch, p.DP)
 			}
-			return Applicability{Applies, r}
+			return Applicability{Status: Applies, Reason: r}
 		},
 		HowTo: func(c Scenario) How {
 			p := to(c)
@@ -364,17 +375,17 @@ func topoEntry(name string) Entry {
 		Check: func(c Scenario) Applicability {
 			t, err := topology.Preset(name)
 			if err != nil {
-				return Applicability{NotApplicable, err.Error()}
+				return Applicability{Status: NotApplicable, Reason: err.Error()}
 			}
 			if c.Plan.World() > t.NumGPUs() {
-				return Applicability{NotApplicable, fmt.Sprintf("%s has %d GPUs; the plan needs %d", name, t.NumGPUs(), c.Plan.World())}
+				return Applicability{Status: NotApplicable, Reason: fmt.Sprintf("%s has %d GPUs; the plan needs %d", name, t.NumGPUs(), c.Plan.World())}
 			}
 			d := t.DeviceOf(0)
 			r := fmt.Sprintf("another box: %s, %d x %s (%s)", name, t.NumGPUs(), d.Name, t.Description)
 			if _, ok := d.TFLOPS("fp4"); !ok && usesDtype(c.Arch, model.NVFP4) {
 				r += "; no FP4 tensor cores there: NVFP4 weights run as a weight-only 16-bit kernel (sim: bf16 peak)"
 			}
-			return Applicability{Conditional, r}
+			return Applicability{Status: Conditional, Reason: r, Needs: "moving to " + name}
 		},
 		HowTo: func(Scenario) How { return How{Exec: "predict --topo " + name} },
 		Sweep: true,
@@ -471,15 +482,18 @@ func checkFP8KV(c Scenario) Applicability {
 	major, minor := computeCapability(cc)
 	switch {
 	case major == 0:
-		return Applicability{Conditional, "unknown compute capability: FP8 KV needs SM89+ and an MLA backend that reads FP8"}
+		return Applicability{Status: Conditional, Reason: "unknown compute capability: FP8 KV needs SM89+ and an MLA backend that reads FP8",
+			Needs: "SM89+ and an MLA backend that reads FP8 KV"}
 	case major < 8 || (major == 8 && minor < 9):
-		return Applicability{NotApplicable, fmt.Sprintf("SM%s: FP8 needs SM89 or newer", cc)}
+		return Applicability{Status: NotApplicable, Reason: fmt.Sprintf("SM%s: FP8 needs SM89 or newer", cc)}
 	case major == 12:
-		return Applicability{Conditional, "SM120: only TRITON_MLA runs MLA here; it raised NotImplementedError for FP8 KV until dequantize-on-load support was merged (2026): needs a vLLM build with it"}
+		return Applicability{Status: Conditional, Reason: "SM120: only TRITON_MLA runs MLA here; it raised NotImplementedError for FP8 KV until dequantize-on-load support was merged (2026): needs a vLLM build with it",
+			Needs: "a vLLM build whose TRITON_MLA reads FP8 KV"}
 	case major == 9 || major == 10:
-		return Applicability{Applies, fmt.Sprintf("SM%s: FlashMLA reads an FP8 KV cache", cc)}
+		return Applicability{Status: Applies, Reason: fmt.Sprintf("SM%s: FlashMLA reads an FP8 KV cache", cc)}
 	}
-	return Applicability{Conditional, fmt.Sprintf("SM%s: needs an MLA backend that reads FP8 KV (TRITON_MLA with dequantize-on-load)", cc)}
+	return Applicability{Status: Conditional, Reason: fmt.Sprintf("SM%s: needs an MLA backend that reads FP8 KV (TRITON_MLA with dequantize-on-load)", cc),
+		Needs: "an MLA backend that reads FP8 KV"}
 }
 
 // checkP2PSys counts the GPU pairs that NCCL_P2P_LEVEL=SYS moves from SHM
@@ -487,7 +501,7 @@ func checkFP8KV(c Scenario) Applicability {
 func checkP2PSys(c Scenario) Applicability {
 	t := c.Topo
 	if t == nil {
-		return Applicability{Conditional, "no topology"}
+		return Applicability{Status: Conditional, Reason: "no topology", Needs: "a topology"}
 	}
 	n := t.NumGPUs()
 	moved, refused := 0, 0
@@ -505,12 +519,12 @@ func checkP2PSys(c Scenario) Applicability {
 	}
 	switch {
 	case moved == 0 && refused == 0:
-		return Applicability{Applies, "no effect on this box: every GPU pair already uses P2P at the default level"}
+		return Applicability{Status: Applies, Reason: "no effect on this box: every GPU pair already uses P2P at the default level"}
 	case moved == 0:
-		return Applicability{NotApplicable, fmt.Sprintf("%d GPU pairs cannot use P2P at all (driver refuses)", refused)}
+		return Applicability{Status: NotApplicable, Reason: fmt.Sprintf("%d GPU pairs cannot use P2P at all (driver refuses)", refused)}
 	}
 	r := fmt.Sprintf("%d of %d GPU pairs move from host-memory SHM to P2P across host bridges/sockets; needs ACS off and P2P allowed by BIOS/driver (hardware.md)", moved, n*(n-1)/2)
-	return Applicability{Applies, r}
+	return Applicability{Status: Applies, Reason: r}
 }
 
 // checkOneShot: vLLM's custom all-reduce (one-shot below 256 KB) runs only
@@ -520,33 +534,37 @@ func checkP2PSys(c Scenario) Applicability {
 func checkOneShot(c Scenario) Applicability {
 	t := c.Topo
 	if t == nil {
-		return Applicability{Conditional, "no topology"}
+		return Applicability{Status: Conditional, Reason: "no topology", Needs: "a topology"}
 	}
 	if c.Options.NCCL.P2PDisable {
-		return Applicability{NotApplicable, "needs P2P between every pair of GPUs (NCCL_P2P_DISABLE=1 is set)"}
+		return Applicability{Status: NotApplicable, Reason: "needs P2P between every pair of GPUs (NCCL_P2P_DISABLE=1 is set)"}
 	}
 	n := c.Plan.Normalized().TP
 	if a, b, refused := p2pRefused(t, firstRanks(min(n, t.NumGPUs()))); refused {
-		return Applicability{NotApplicable, fmt.Sprintf("GPUs %d and %d cannot use P2P: a one-shot all-reduce reads peers' buffers directly", a, b)}
+		return Applicability{Status: NotApplicable, Reason: fmt.Sprintf("GPUs %d and %d cannot use P2P: a one-shot all-reduce reads peers' buffers directly", a, b)}
 	}
 	if allNVLink(t, nil) || n <= 2 {
-		return Applicability{Applies, "vLLM's custom all-reduce already runs one-shot below 256 KB here (serving-facts.md)"}
+		return Applicability{Status: Applies, Reason: "vLLM's custom all-reduce already runs one-shot below 256 KB here (serving-facts.md)"}
 	}
 	sym := "symmetric-memory all-reduce needs SM 9.0/10.x"
 	if m := ccMajor(t); m == 9 || m == 10 {
 		sym = "symmetric-memory all-reduce (SM 9.0/10.x) is an option here"
 	}
-	r := fmt.Sprintf("vLLM disables its custom all-reduce on more than two PCIe-only GPUs; needs an out-of-tree one-shot PCIe kernel (%s; this box is SM%s)", sym, ccString(t))
+	a := Applicability{Status: Conditional, Needs: "an out-of-tree one-shot PCIe kernel",
+		Reason: fmt.Sprintf("vLLM disables its custom all-reduce on more than two PCIe-only GPUs; needs an out-of-tree one-shot PCIe kernel (%s; this box is SM%s)", sym, ccString(t))}
 	if spansSockets(t, n) {
 		// Public report (GitHub voipmonitor/rtx6kpro,
 		// hardware/pcie-bandwidth.md at 070506f, "Custom Allreduce vs
 		// NCCL"): a one-shot kernel that beat NCCL 1.5-3.3x below 32 KB
 		// on a PCIe-switch box "was actually slower than NCCL on dual-CPU
 		// systems without switches". The model prices cross-socket P2P
-		// reads at the link's bandwidth x 0.8 with no extra latency.
-		r += "; on dual-CPU boxes a public one-shot kernel measured slower than NCCL (cross-socket P2P reads, not modeled): read this row as an upper bound"
+		// reads at the link's bandwidth x 0.8 with no extra latency, so
+		// the predicted gain is the most it can give here.
+		a.Reason += "; on dual-CPU boxes a public one-shot kernel measured slower than NCCL (cross-socket P2P reads, not modeled): read this row as an upper bound"
+		a.UpperBound = true
+		a.Caution = "a public one-shot kernel measured slower than NCCL on dual-CPU boxes"
 	}
-	return Applicability{Conditional, r}
+	return a
 }
 
 // spansSockets reports whether the first n GPUs sit on more than one CPU
@@ -568,7 +586,8 @@ func spansSockets(t *topology.Topology, n int) bool {
 func checkARNorm(c Scenario) Applicability {
 	m := ccMajor(c.Topo)
 	if allNVLink(c.Topo, nil) && (m == 9 || m == 10) {
-		return Applicability{Applies, fmt.Sprintf("SM%s with NVLink: vLLM's all-reduce fusion pass (FlashInfer kernels; assumption: available since 2025)", ccString(c.Topo))}
+		return Applicability{Status: Applies, Reason: fmt.Sprintf("SM%s with NVLink: vLLM's all-reduce fusion pass (FlashInfer kernels; assumption: available since 2025)", ccString(c.Topo))}
 	}
-	return Applicability{Conditional, fmt.Sprintf("NCCL carries the all-reduce on this box (SM%s, PCIe): fusing the residual add + RMSNorm needs a custom all-reduce kernel (assumption: vLLM's fusion pass targets SM90/SM100 with NVLink)", ccString(c.Topo))}
+	return Applicability{Status: Conditional, Reason: fmt.Sprintf("NCCL carries the all-reduce on this box (SM%s, PCIe): fusing the residual add + RMSNorm needs a custom all-reduce kernel (assumption: vLLM's fusion pass targets SM90/SM100 with NVLink)", ccString(c.Topo)),
+		Needs: "a custom all-reduce kernel fused with RMSNorm"}
 }

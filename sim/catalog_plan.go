@@ -30,17 +30,17 @@ func PlanEntries() []Entry {
 			Check: func(c Scenario) Applicability {
 				tp := c.Plan.Normalized().TP
 				if tp < 2 {
-					return Applicability{NotApplicable, "needs TP > 1: the KV cache splits by tokens over the TP ranks"}
+					return Applicability{Status: NotApplicable, Reason: "needs TP > 1: the KV cache splits by tokens over the TP ranks"}
 				}
 				if c.Arch.HasIndexer() && !c.Build.DenseDSA {
-					return Applicability{NotApplicable, fmt.Sprintf("%s runs DSA sparse attention: decode context parallelism is modeled for the dense-DSA build only (--dense-dsa)", c.Arch.Name)}
+					return Applicability{Status: NotApplicable, Reason: fmt.Sprintf("%s runs DSA sparse attention: decode context parallelism is modeled for the dense-DSA build only (--dense-dsa)", c.Arch.Name)}
 				}
 				p := c.Plan
 				p.DCP = tp
 				if err := p.Validate(c.Arch); err != nil {
-					return Applicability{NotApplicable, err.Error()}
+					return Applicability{Status: NotApplicable, Reason: err.Error()}
 				}
-				return Applicability{Applies, fmt.Sprintf("each rank keeps 1/%d of every sequence's KV cache and attends all heads over it; per layer a q all-gather, an LSE all-gather and an output reduce-scatter (vLLM --decode-context-parallel-size)", tp)}
+				return Applicability{Status: Applies, Reason: fmt.Sprintf("each rank keeps 1/%d of every sequence's KV cache and attends all heads over it; per layer a q all-gather, an LSE all-gather and an output reduce-scatter (vLLM --decode-context-parallel-size)", tp)}
 			},
 			HowTo: func(c Scenario) How {
 				return How{Engine: []string{fmt.Sprintf("--decode-context-parallel-size %d", c.Plan.Normalized().TP)}}
@@ -62,9 +62,9 @@ func PlanEntries() []Entry {
 			},
 			Check: func(c Scenario) Applicability {
 				if !c.Arch.HasIndexer() {
-					return Applicability{NotApplicable, fmt.Sprintf("%s has no DSA indexer (index_n_heads = 0)", c.Arch.Name)}
+					return Applicability{Status: NotApplicable, Reason: fmt.Sprintf("%s has no DSA indexer (index_n_heads = 0)", c.Arch.Name)}
 				}
-				return Applicability{Applies, "the indexer scores the whole context, then attention reads only the top-k tokens; engines without DSA kernels (SM120) run dense MLA over the whole context"}
+				return Applicability{Status: Applies, Reason: "the indexer scores the whole context, then attention reads only the top-k tokens; engines without DSA kernels (SM120) run dense MLA over the whole context"}
 			},
 			HowTo: func(Scenario) How {
 				return How{Exec: "model.BuildOptions.DenseDSA false (--dense-dsa=false)"}

@@ -6,6 +6,8 @@ import (
 	"math"
 	"slices"
 	"sort"
+	"strconv"
+	"strings"
 
 	"github.com/tpscope/tpscope/model"
 	"github.com/tpscope/tpscope/topology"
@@ -51,11 +53,17 @@ type PlanSpace struct {
 	// Costs, index-aligned with Topologies (nil or shorter = priors), is
 	// the cost source of each box's configurations.
 	Costs []CostSource
-	// Plans to try; nil = PlansFor(Arch, n) for each GPU count n.
+	// Plans to try, each on the GPU counts equal to its TP x DP; with
+	// Lists, the plans the lists give are tried too. Both unset:
+	// PlansFor(Arch, n) for each GPU count n.
 	Plans []model.Plan
+	// Lists narrow the plans by degree (tpscope plan's --tp, --dp, --dcp,
+	// --ep); see PlanLists.
+	Lists PlanLists
 	// Batches (nil = DefaultAdviseBatches), Contexts (nil =
 	// DefaultAdviseContexts), KVDtypes (nil = bf16 and fp8), SpecTokens
-	// (nil = {0}; MTP tokens are skipped on models without an MTP layer).
+	// (nil = {0}; MTP tokens on a model without an MTP layer are left
+	// out, see PlanCoverage).
 	Batches    []int
 	Contexts   []int
 	KVDtypes   []model.Dtype
@@ -65,6 +73,111 @@ type PlanSpace struct {
 	// MaxMsPerToken is the per-request latency SLO: a configuration meets
 	// it when step time / tokens per step <= MaxMsPerToken ms (0 = none).
 	MaxMsPerToken float64
+}
+
+// PlanLists give the plans of a sweep by their degrees: on n GPUs, every
+// valid plan with TP in TP, DP in DP (TP x DP = n), DCP in DCP and EP in
+// EP. A nil list is free: TP and DP take whatever makes TP x DP = n, DCP
+// is 1, EP off and on. Only the lists given make combinations (see
+// PlanLeftOut): tp 8 with no DP list is one combination per GPU count.
+type PlanLists struct {
+	TP, DP, DCP []int
+	EP          []bool
+}
+
+// IsZero reports whether no list is given.
+func (l PlanLists) IsZero() bool { return l.TP == nil && l.DP == nil && l.DCP == nil && l.EP == nil }
+
+// LeftOutReason says why a combination of a sweep's lists cannot run.
+type LeftOutReason string
+
+const (
+	// LeftOutBoxGPUs: the GPU count is above the box's.
+	LeftOutBoxGPUs LeftOutReason = "gpus-above-box"
+	// LeftOutPlanGPUs: no TP x DP of the plan or the degrees equals the
+	// GPU count (a count of the GPU list, or any default count of the
+	// box when no list was given).
+	LeftOutPlanGPUs LeftOutReason = "plan-gpus"
+	// LeftOutPlanModel: TP x DP can match the GPU count, but the model
+	// runs none of those plans (Detail: model.Plan.Validate's error).
+	LeftOutPlanModel LeftOutReason = "plan-model"
+	// LeftOutNoMTP: speculative tokens on a model without an MTP layer.
+	LeftOutNoMTP LeftOutReason = "no-mtp-layer"
+)
+
+// PlanLeftOut is one combination of a sweep's lists that can never run,
+// named by the list values that make it: the box and, when the GPU
+// counts were listed, the count; the plan, or the degrees of the lists
+// given (0 or "" where that list was not given); or the MTP tokens.
+type PlanLeftOut struct {
+	Reason     LeftOutReason `json:"reason"`
+	Topology   string        `json:"topology,omitempty"`
+	BoxGPUs    int           `json:"box_gpus,omitempty"`
+	GPUs       int           `json:"gpus,omitempty"`
+	Plan       string        `json:"plan,omitempty"`
+	TP         int           `json:"tp,omitempty"`
+	DP         int           `json:"dp,omitempty"`
+	DCP        int           `json:"dcp,omitempty"`
+	EP         string        `json:"ep,omitempty"` // "on", "off" or "" (not listed)
+	SpecTokens int           `json:"spec_tokens,omitempty"`
+	Detail     string        `json:"detail"`
+}
+
+// PlanCoverage is how much of a sweep's lists can run: Combinations
+// counts box x GPU count (when listed) x plan (each of Plans, each tuple
+// of the lists given, or "any valid plan"), LeftOut those that can never
+// run, and the MTP values the model cannot take.
+type PlanCoverage struct {
+	Combinations int           `json:"combinations"`
+	LeftOut      []PlanLeftOut `json:"left_out,omitempty"`
+}
+
+// PlanSpaceError: no configuration of the lists can run. It carries the
+// coverage, whose LeftOut says why for each combination.
+type PlanSpaceError struct {
+	Coverage PlanCoverage
+}
+
+func (e *PlanSpaceError) Error() string {
+	var parts []string
+	for i, l := range e.Coverage.LeftOut {
+		if i == 3 {
+			parts = append(parts, fmt.Sprintf("and %d more", len(e.Coverage.LeftOut)-i))
+			break
+		}
+		parts = append(parts, l.Combination()+": "+l.Detail)
+	}
+	return "plan: no combination of the lists can run: " + strings.Join(parts, "; ")
+}
+
+// Combination names the left-out combination by its list values:
+// "rtxpro6000-2s, 3 GPUs, tp 8", "2 MTP tokens".
+func (l PlanLeftOut) Combination() string {
+	var parts []string
+	if l.Topology != "" {
+		parts = append(parts, l.Topology)
+	}
+	if l.GPUs > 0 {
+		parts = append(parts, fmt.Sprintf("%d GPUs", l.GPUs))
+	}
+	if l.Plan != "" {
+		parts = append(parts, "plan "+l.Plan)
+	}
+	for _, d := range []struct {
+		name string
+		v    int
+	}{{"tp", l.TP}, {"dp", l.DP}, {"dcp", l.DCP}} {
+		if d.v != 0 {
+			parts = append(parts, fmt.Sprintf("%s %d", d.name, d.v))
+		}
+	}
+	if l.EP != "" {
+		parts = append(parts, "ep "+l.EP)
+	}
+	if l.SpecTokens > 0 {
+		parts = append(parts, fmt.Sprintf("%d MTP tokens", l.SpecTokens))
+	}
+	return strings.Join(parts, ", ")
 }
 
 // PlanConfig is one configuration of the sweep.
@@ -116,12 +229,31 @@ type PlanPoint struct {
 	// (all DP groups).
 	KVCapacityTokens int64 `json:"kv_capacity_tokens"`
 	MaxConcurrency   int   `json:"max_concurrency"`
-	MeetsSLO         bool  `json:"meets_slo"`
+	// SLO is the point against the latency SLO: "" when the sweep has
+	// none, so nothing is said of one that was not given.
+	SLO SLOVerdict `json:"slo,omitempty"`
 	// AtCapacity: the batch is the maximum concurrency (added to the
-	// sweep), not one of the swept batches.
+	// sweep), not one of the swept batches: reported beside its context's
+	// capacity, never picked (Best, Pareto, CapacityRow.Best), since the
+	// batches the sweep picks from are the ones it was given.
 	AtCapacity bool   `json:"at_capacity,omitempty"`
 	Error      string `json:"error,omitempty"`
 }
+
+// SLOVerdict is a point's standing against the sweep's latency SLO.
+type SLOVerdict string
+
+const (
+	// NoSLO: the sweep has no SLO.
+	NoSLO SLOVerdict = ""
+	// SLOMet: the per-token latency is within the SLO.
+	SLOMet SLOVerdict = "met"
+	// SLOMissed: the per-token latency is above the SLO.
+	SLOMissed SLOVerdict = "missed"
+)
+
+// WithinSLO reports whether the point meets the SLO or there is none.
+func (p *PlanPoint) WithinSLO() bool { return p.SLO != SLOMissed }
 
 // CapacityRow is the capacity of one (box, plan, KV dtype, MTP, context).
 type CapacityRow struct {
@@ -132,9 +264,9 @@ type CapacityRow struct {
 	SpecTokens     int    `json:"spec_tokens"`
 	Context        int    `json:"context"`
 	MaxConcurrency int    `json:"max_concurrency"`
-	// Best is the index into Points of the batch with the most tokens/s
-	// per GPU that fits and meets the SLO (-1 none); Full the point at
-	// MaxConcurrency sequences (-1 when not evaluated).
+	// Best is the index into Points of the swept batch with the most
+	// tokens/s per GPU that fits and meets the SLO, if any (-1 none); Full
+	// the point at MaxConcurrency sequences (-1 when not evaluated).
 	Best int `json:"best"`
 	Full int `json:"full"`
 }
@@ -142,19 +274,23 @@ type CapacityRow struct {
 // PlanResult is the outcome of a sweep.
 type PlanResult struct {
 	Points []PlanPoint `json:"points"`
-	// Pareto indexes Points on the front (fitting, meeting the SLO, no
-	// other point better in both throughput per GPU and per-request
-	// tokens/s), by per-request tokens/s descending.
+	// Pareto indexes Points on the front (swept, fitting, within the SLO
+	// if any, no other point better in both throughput per GPU and
+	// per-request tokens/s), by per-request tokens/s descending.
 	Pareto []int `json:"pareto"`
-	// Best is the fitting point that meets the SLO with the highest
-	// throughput per GPU (-1 none).
+	// Best is the swept, fitting point within the SLO (if any) with the
+	// highest throughput per GPU (-1 none). Points at capacity are not
+	// candidates: every pick is a combination of the lists given.
 	Best       int           `json:"best"`
 	Capacity   []CapacityRow `json:"capacity"`
 	Evaluated  int           `json:"evaluated"`
 	NotFitting int           `json:"not_fitting"`
-	MissSLO    int           `json:"miss_slo"`
+	MissSLO    int           `json:"miss_slo,omitempty"`
 	Errors     int           `json:"errors"`
 	SLOMs      float64       `json:"slo_ms_per_token,omitempty"`
+	// Coverage: the combinations of the lists and those left out
+	// (Enumerate).
+	Coverage PlanCoverage `json:"coverage"`
 	// Caveats: known gaps of the sweep's numbers (PlanCaveats).
 	Caveats []string `json:"caveats,omitempty"`
 }
@@ -205,10 +341,7 @@ func (s *PlanSpace) boxes() ([]*topology.Topology, []CostSource, error) {
 		}
 		counts := s.GPUCounts
 		if counts == nil {
-			for n := 2; n < t.NumGPUs(); n *= 2 {
-				counts = append(counts, n)
-			}
-			counts = append(counts, t.NumGPUs())
+			counts = defaultGPUCounts(t.NumGPUs())
 		}
 		for _, n := range counts {
 			switch {
@@ -230,21 +363,184 @@ func (s *PlanSpace) boxes() ([]*topology.Topology, []CostSource, error) {
 	return out, costs, nil
 }
 
-// Configs enumerates the sweep. Boxes with the same GPU count are the
-// innermost loop, so consecutive configurations share a schedule.
+// Configs enumerates the sweep (Enumerate without the coverage).
 func (s *PlanSpace) Configs() ([]PlanConfig, error) {
+	cfgs, _, err := s.Enumerate()
+	return cfgs, err
+}
+
+// defaultGPUCounts are the GPU counts tried on a box of n GPUs when none
+// are listed: every power of two from 2 below n, and n.
+func defaultGPUCounts(n int) []int {
+	var out []int
+	for c := 2; c < n; c *= 2 {
+		out = append(out, c)
+	}
+	return append(out, n)
+}
+
+// planCand is one plan value of the lists: an explicit plan, a tuple of
+// the degrees listed (0 where a list was not given; ep 0 free, 1 off, 2
+// on), or any valid plan.
+type planCand struct {
+	plan         *model.Plan
+	tp, dp, dcp  int
+	ep           int8
+	anyValidPlan bool
+}
+
+func (s *PlanSpace) planCands() []planCand {
+	var out []planCand
+	for i := range s.Plans {
+		out = append(out, planCand{plan: &s.Plans[i]})
+	}
+	if !s.Lists.IsZero() {
+		or0 := func(v []int) []int {
+			if v == nil {
+				return []int{0}
+			}
+			return v
+		}
+		eps := []int8{0}
+		if s.Lists.EP != nil {
+			eps = nil
+			for _, e := range s.Lists.EP {
+				eps = append(eps, map[bool]int8{false: 1, true: 2}[e])
+			}
+		}
+		for _, tp := range or0(s.Lists.TP) {
+			for _, dp := range or0(s.Lists.DP) {
+				for _, dcp := range or0(s.Lists.DCP) {
+					for _, ep := range eps {
+						out = append(out, planCand{tp: tp, dp: dp, dcp: dcp, ep: ep})
+					}
+				}
+			}
+		}
+	}
+	if len(out) == 0 {
+		out = []planCand{{anyValidPlan: true}}
+	}
+	return out
+}
+
+func (c planCand) epWord() string {
+	return map[int8]string{0: "", 1: "off", 2: "on"}[c.ep]
+}
+
+// fills returns the valid plans of c on n GPUs; when there is none, why:
+// LeftOutPlanGPUs when no TP x DP of c equals n, else LeftOutPlanModel
+// with the last validation error.
+func (c planCand) fills(a *model.Arch, n int) ([]model.Plan, LeftOutReason, error) {
+	switch {
+	case c.plan != nil:
+		if c.plan.World() != n {
+			return nil, LeftOutPlanGPUs, nil
+		}
+		return []model.Plan{*c.plan}, "", nil
+	case c.anyValidPlan:
+		if ps := PlansFor(a, n); len(ps) > 0 {
+			return ps, "", nil
+		}
+		return nil, LeftOutPlanModel, fmt.Errorf("no plan of %s runs on %d GPUs", a.Name, n)
+	}
+	tps := []int{c.tp}
+	if c.tp == 0 {
+		tps = nil
+		for d := 1; d <= n; d++ {
+			if n%d == 0 {
+				tps = append(tps, d)
+			}
+		}
+	}
+	dcps := []int{max(1, c.dcp)}
+	eps := []bool{false, true}
+	if c.ep != 0 {
+		eps = []bool{c.ep == 2}
+	}
+	var out []model.Plan
+	var last error
+	worldOK := false
+	for _, tp := range tps {
+		if tp < 1 || n%tp != 0 || (c.dp != 0 && tp*c.dp != n) {
+			continue
+		}
+		worldOK = true
+		for _, dcp := range dcps {
+			for _, ep := range eps {
+				p := model.Plan{TP: tp, DP: n / tp, DCP: dcp, EP: ep}
+				if err := p.Validate(a); err != nil {
+					last = err
+					continue
+				}
+				out = append(out, p)
+			}
+		}
+	}
+	switch {
+	case len(out) > 0:
+		return out, "", nil
+	case !worldOK:
+		return nil, LeftOutPlanGPUs, nil
+	}
+	return nil, LeftOutPlanModel, last
+}
+
+// needGPUs says how many GPUs c's TP x DP needs, for messages: "16", "a
+// multiple of 8".
+func (c planCand) needGPUs() string {
+	switch {
+	case c.plan != nil:
+		return strconv.Itoa(c.plan.World())
+	case c.tp != 0 && c.dp != 0:
+		return strconv.Itoa(c.tp * c.dp)
+	case c.tp != 0:
+		return fmt.Sprintf("a multiple of %d", c.tp)
+	case c.dp != 0:
+		return fmt.Sprintf("a multiple of %d", c.dp)
+	}
+	return "any number of"
+}
+
+func countsText(counts []int) string {
+	s := make([]string, len(counts))
+	for i, c := range counts {
+		s[i] = strconv.Itoa(c)
+	}
+	if len(s) > 1 {
+		return strings.Join(s[:len(s)-1], ", ") + " or " + s[len(s)-1]
+	}
+	return strings.Join(s, "")
+}
+
+// Enumerate lists the sweep's configurations and how much of the lists
+// they cover. Boxes with the same GPU count are the innermost loop, so
+// consecutive configurations share a schedule.
+//
+// A combination of the lists (box x GPU count when counts are listed x
+// plan candidate, see PlanCoverage) that can never run is left out and
+// said in the coverage: a count above the box's GPUs, a plan whose TP x
+// DP is none of the counts, degrees the model runs no plan of; MTP tokens
+// on a model without an MTP layer likewise. When nothing is left to run,
+// the error is a *PlanSpaceError carrying the coverage. Errors are also
+// a missing model, a negative SLO, batches or contexts below 1, GPU
+// counts below 1 and explicit plans the model cannot run.
+func (s *PlanSpace) Enumerate() ([]PlanConfig, PlanCoverage, error) {
+	var cov PlanCoverage
 	if s.Arch == nil {
-		return nil, errors.New("plan: no architecture")
+		return nil, cov, errors.New("plan: no architecture")
 	}
 	if s.MaxMsPerToken < 0 {
-		return nil, fmt.Errorf("plan: latency SLO %v ms/token: want >= 0", s.MaxMsPerToken)
+		return nil, cov, fmt.Errorf("plan: latency SLO %v ms/token: want >= 0", s.MaxMsPerToken)
+	}
+	for _, p := range s.Plans {
+		if err := p.Validate(s.Arch); err != nil {
+			return nil, cov, fmt.Errorf("plan %s: %w", p.Normalized(), err)
+		}
 	}
 	boxes, costs, err := s.boxes()
 	if err != nil {
-		return nil, err
-	}
-	if len(boxes) == 0 {
-		return nil, errors.New("plan: no box: every GPU count exceeds the topologies' GPUs")
+		return nil, cov, err
 	}
 	batches, contexts, kvs, specs := s.Batches, s.Contexts, s.KVDtypes, s.SpecTokens
 	if batches == nil {
@@ -261,44 +557,102 @@ func (s *PlanSpace) Configs() ([]PlanConfig, error) {
 	}
 	for _, b := range batches {
 		if b < 1 {
-			return nil, fmt.Errorf("plan: batch %d: want at least 1", b)
+			return nil, cov, fmt.Errorf("plan: batch %d: want at least 1", b)
 		}
 	}
 	for _, c := range contexts {
 		if c < 1 {
-			return nil, fmt.Errorf("plan: context %d: want at least 1 token", c)
+			return nil, cov, fmt.Errorf("plan: context %d: want at least 1 token", c)
 		}
 	}
-	// GPU counts in first-seen order.
+
+	// The plans of each GPU count, in first-seen order, from the
+	// candidates that can run there; each combination that cannot run
+	// anywhere it is tried is left out with its reason.
 	var worlds []int
-	for _, t := range boxes {
-		if !slices.Contains(worlds, t.NumGPUs()) {
-			worlds = append(worlds, t.NumGPUs())
+	plansOf := map[int][]model.Plan{}
+	addPlans := func(n int, ps []model.Plan) {
+		if !slices.Contains(worlds, n) {
+			worlds = append(worlds, n)
+		}
+		for _, p := range ps {
+			if !slices.ContainsFunc(plansOf[n], func(q model.Plan) bool { return q.Normalized() == p.Normalized() }) {
+				plansOf[n] = append(plansOf[n], p)
+			}
 		}
 	}
-	var out []PlanConfig
-	for _, n := range worlds {
-		plans := s.Plans
-		if plans == nil {
-			plans = PlansFor(s.Arch, n)
+	cands := s.planCands()
+	for _, t := range s.Topologies {
+		listed := s.GPUCounts != nil
+		groups := [][]int{defaultGPUCounts(t.NumGPUs())}
+		if listed {
+			groups = nil
+			for _, n := range s.GPUCounts {
+				groups = append(groups, []int{n})
+			}
 		}
-		for _, p := range plans {
-			if p.World() != n {
-				continue
-			}
-			if err := p.Validate(s.Arch); err != nil {
-				return nil, fmt.Errorf("plan %s: %w", p.Normalized(), err)
-			}
-			for _, kv := range kvs {
-				for _, k := range specs {
-					if k > 0 && s.Arch.MTPLayers == 0 {
+		for _, g := range groups {
+			for _, c := range cands {
+				cov.Combinations++
+				lo := PlanLeftOut{Topology: t.Name, BoxGPUs: t.NumGPUs(), TP: c.tp, DP: c.dp, DCP: c.dcp, EP: c.epWord()}
+				if listed {
+					lo.GPUs = g[0]
+				}
+				if c.plan != nil {
+					lo.Plan = c.plan.Normalized().String()
+				}
+				if g[0] > t.NumGPUs() {
+					lo.Reason = LeftOutBoxGPUs
+					lo.Detail = fmt.Sprintf("GPU count %d above the %d GPUs of %s", g[0], t.NumGPUs(), t.Name)
+					cov.LeftOut = append(cov.LeftOut, lo)
+					continue
+				}
+				ran := false
+				lo.Reason = LeftOutPlanGPUs
+				var why error
+				for _, n := range g {
+					ps, reason, err := c.fills(s.Arch, n)
+					if len(ps) > 0 {
+						ran = true
+						addPlans(n, ps)
 						continue
 					}
+					if reason == LeftOutPlanModel {
+						lo.Reason, why = reason, err
+					}
+				}
+				if ran {
+					continue
+				}
+				if lo.Reason == LeftOutPlanGPUs {
+					lo.Detail = fmt.Sprintf("TP x DP needs %s GPUs, not %s, on %s", c.needGPUs(), countsText(g), t.Name)
+				} else {
+					lo.Detail = fmt.Sprintf("on %s GPUs of %s: %v", countsText(g), t.Name, why)
+				}
+				cov.LeftOut = append(cov.LeftOut, lo)
+			}
+		}
+	}
+	var runSpecs []int
+	for _, k := range specs {
+		if k > 0 && s.Arch.MTPLayers == 0 {
+			cov.LeftOut = append(cov.LeftOut, PlanLeftOut{Reason: LeftOutNoMTP, SpecTokens: k,
+				Detail: fmt.Sprintf("%s has no MTP layer: num_nextn_predict_layers = 0", s.Arch.Name)})
+			continue
+		}
+		runSpecs = append(runSpecs, k)
+	}
+
+	var out []PlanConfig
+	for _, n := range worlds {
+		for _, p := range plansOf[n] {
+			for _, kv := range kvs {
+				for _, k := range runSpecs {
 					for _, cx := range contexts {
 						for _, b := range batches {
 							w := model.Workload{Phase: model.Decode, Batch: b, Context: cx, SpecTokens: k, KVDtype: kv}
 							if err := w.Validate(); err != nil {
-								return nil, err
+								return nil, cov, err
 							}
 							for bi, t := range boxes {
 								if t.NumGPUs() != n {
@@ -328,7 +682,13 @@ func (s *PlanSpace) Configs() ([]PlanConfig, error) {
 			}
 		}
 	}
-	return out, nil
+	if len(out) == 0 {
+		if len(cov.LeftOut) > 0 {
+			return nil, cov, &PlanSpaceError{Coverage: cov}
+		}
+		return nil, cov, errors.New("plan: no configuration: an empty batch, context or KV dtype list")
+	}
+	return out, cov, nil
 }
 
 // EvaluatePlan evaluates cfgs into out (same length) with ev, calling
@@ -366,7 +726,14 @@ func evaluatePoint(ev *Evaluator, c *Scenario, slo float64) PlanPoint {
 			pt.MaxConcurrency = int(m.KVCapacityTokens/perSeq) * p.DP
 		}
 	}
-	pt.MeetsSLO = slo <= 0 || pt.MsPerToken <= slo
+	switch {
+	case slo <= 0:
+		pt.SLO = NoSLO
+	case pt.MsPerToken <= slo:
+		pt.SLO = SLOMet
+	default:
+		pt.SLO = SLOMissed
+	}
 	return pt
 }
 
@@ -384,9 +751,11 @@ func SummarizePlan(points []PlanPoint, slo float64) *PlanResult {
 		case !pt.Fits:
 			r.NotFitting++
 			continue
-		case !pt.MeetsSLO:
+		case !pt.WithinSLO():
 			r.MissSLO++
 			continue
+		case pt.AtCapacity:
+			continue // reported with its context's capacity, not picked
 		}
 		ok = append(ok, i)
 		if r.Best < 0 || pt.TokensPerSPerGPU > points[r.Best].TokensPerSPerGPU {
@@ -416,7 +785,7 @@ func SummarizePlan(points []PlanPoint, slo float64) *PlanResult {
 		if pt.Batch == row.MaxConcurrency && row.MaxConcurrency > 0 {
 			row.Full = i
 		}
-		if pt.Fits && pt.MeetsSLO && (row.Best < 0 || pt.TokensPerSPerGPU > points[row.Best].TokensPerSPerGPU) {
+		if pt.Fits && pt.WithinSLO() && !pt.AtCapacity && (row.Best < 0 || pt.TokensPerSPerGPU > points[row.Best].TokensPerSPerGPU) {
 			row.Best = i
 		}
 	}
@@ -449,7 +818,7 @@ func paretoFront(points []PlanPoint, idx []int) []int {
 // RunPlan runs the whole sweep in the calling goroutine. progress (if
 // set) gets (done, total) after each configuration.
 func RunPlan(s *PlanSpace, progress func(done, total int)) (*PlanResult, error) {
-	cfgs, err := s.Configs()
+	cfgs, cov, err := s.Enumerate()
 	if err != nil {
 		return nil, err
 	}
@@ -461,6 +830,7 @@ func RunPlan(s *PlanSpace, progress func(done, total int)) (*PlanResult, error) 
 	}
 	EvaluatePlan(&ev, cfgs, points, s.MaxMsPerToken, pf)
 	r := SummarizePlan(points, s.MaxMsPerToken)
+	r.Coverage = cov
 	r.Caveats = PlanCaveats(cfgs, r)
 	return r, nil
 }

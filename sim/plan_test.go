@@ -1,8 +1,10 @@
 package sim
 
 import (
+	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"sync"
 	"syscall"
 	"testing"
@@ -268,5 +270,159 @@ func BenchmarkPlan(b *testing.B) {
 				b.ReportMetric(float64(len(cfgs)*b.N)/cpu, "configs/cpu-s")
 			}
 		})
+	}
+}
+
+// TestPlanEnumerateLeftOut: combinations of the lists that can never run
+// are left out with their reason, the rest run, and when nothing is left
+// the error is a *PlanSpaceError. By hand for Kimi-K2.5 (64 heads, 384
+// experts, no MTP layer) on rtxpro6000-2s (8 GPUs; default counts 2, 4,
+// 8): TP 8 runs only on 8 GPUs (DP 1, EP off or on); DP 2 with TP 8 needs
+// 16; TP 2 on 8 GPUs is DP 4, which needs EP.
+func TestPlanEnumerateLeftOut(t *testing.T) {
+	kimi := mustPreset(t, "kimi-k2.5-nvfp4")
+	box := mustTopo(t, "rtxpro6000-2s")
+	type lo struct {
+		reason     LeftOutReason
+		gpus, tp   int
+		dp         int
+		plan       string
+		specTokens int
+	}
+	for _, tc := range []struct {
+		name     string
+		s        PlanSpace
+		combos   int
+		leftOut  []lo
+		plans    []string // plans run, in order, with their GPU count
+		runSpecs []int
+		fails    bool
+	}{
+		{name: "tp 8 on 3 GPUs", s: PlanSpace{GPUCounts: []int{3}, Lists: PlanLists{TP: []int{8}}},
+			combos: 1, leftOut: []lo{{reason: LeftOutPlanGPUs, gpus: 3, tp: 8}}, fails: true},
+		{name: "tp 8 on 4 and 8 GPUs", s: PlanSpace{GPUCounts: []int{4, 8}, Lists: PlanLists{TP: []int{8}}},
+			combos: 2, leftOut: []lo{{reason: LeftOutPlanGPUs, gpus: 4, tp: 8}}, plans: []string{"8:tp8", "8:tp8-ep"}},
+		{name: "tp 8, dp 1 or 2, default counts", s: PlanSpace{Lists: PlanLists{TP: []int{8}, DP: []int{1, 2}}},
+			combos: 2, leftOut: []lo{{reason: LeftOutPlanGPUs, tp: 8, dp: 2}}, plans: []string{"8:tp8", "8:tp8-ep"}},
+		{name: "16 GPUs on an 8-GPU box", s: PlanSpace{GPUCounts: []int{8, 16}, Plans: []model.Plan{{TP: 8}}},
+			combos: 2, leftOut: []lo{{reason: LeftOutBoxGPUs, gpus: 16, plan: "tp8"}}, plans: []string{"8:tp8"}},
+		{name: "explicit plans on other counts", s: PlanSpace{GPUCounts: []int{4, 8}, Plans: []model.Plan{{TP: 8}, {TP: 4}}},
+			combos: 4, leftOut: []lo{{reason: LeftOutPlanGPUs, gpus: 4, plan: "tp8"}, {reason: LeftOutPlanGPUs, gpus: 8, plan: "tp4"}},
+			plans: []string{"4:tp4", "8:tp8"}},
+		{name: "tp 2 without ep on 8 GPUs", s: PlanSpace{GPUCounts: []int{8}, Lists: PlanLists{TP: []int{2}, EP: []bool{false}}},
+			combos: 1, leftOut: []lo{{reason: LeftOutPlanModel, gpus: 8, tp: 2}}, fails: true},
+		{name: "mtp on a model without MTP", s: PlanSpace{GPUCounts: []int{8}, Plans: []model.Plan{{TP: 8}}, SpecTokens: []int{0, 1}},
+			combos: 1, leftOut: []lo{{reason: LeftOutNoMTP, specTokens: 1}}, plans: []string{"8:tp8"}, runSpecs: []int{0}},
+		{name: "only mtp", s: PlanSpace{GPUCounts: []int{8}, Plans: []model.Plan{{TP: 8}}, SpecTokens: []int{2}},
+			combos: 1, leftOut: []lo{{reason: LeftOutNoMTP, specTokens: 2}}, fails: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := tc.s
+			s.Arch, s.Topologies, s.Batches, s.Contexts, s.KVDtypes = kimi, []*topology.Topology{box}, []int{1}, []int{4096}, []model.Dtype{model.BF16}
+			cfgs, cov, err := s.Enumerate()
+			var se *PlanSpaceError
+			if tc.fails != (err != nil) || (err != nil && !errors.As(err, &se)) {
+				t.Fatalf("error %v (%T), want a *PlanSpaceError: %v", err, err, tc.fails)
+			}
+			if cov.Combinations != tc.combos {
+				t.Errorf("%d combinations, want %d", cov.Combinations, tc.combos)
+			}
+			var got []lo
+			for _, l := range cov.LeftOut {
+				got = append(got, lo{l.Reason, l.GPUs, l.TP, l.DP, l.Plan, l.SpecTokens})
+				if l.Detail == "" {
+					t.Errorf("left out %+v without a detail", l)
+				}
+			}
+			if !slices.Equal(got, tc.leftOut) {
+				t.Errorf("left out %+v, want %+v", got, tc.leftOut)
+			}
+			var plans []string
+			specs := map[int]bool{}
+			for _, c := range cfgs {
+				specs[c.Scenario.Workload.SpecTokens] = true
+				if c.AtCapacity {
+					continue
+				}
+				p := fmt.Sprintf("%d:%s", c.Scenario.Topo.NumGPUs(), c.Scenario.Plan.Normalized())
+				if !slices.Contains(plans, p) {
+					plans = append(plans, p)
+				}
+			}
+			if !slices.Equal(plans, tc.plans) {
+				t.Errorf("plans run %v, want %v", plans, tc.plans)
+			}
+			if tc.runSpecs != nil && (len(specs) != len(tc.runSpecs) || !specs[tc.runSpecs[0]]) {
+				t.Errorf("MTP tokens run %v, want %v", specs, tc.runSpecs)
+			}
+		})
+	}
+}
+
+// TestPlanPicksWithinLists: the best point, the front and each capacity
+// row's best batch are swept points, so every pick is a batch of the
+// list given; the point at capacity (batch = max concurrency, here about
+// 100 sequences of 4097 tokens for TP 8 in bf16: 207,317 tokens / 4097)
+// is evaluated and reported, never picked.
+func TestPlanPicksWithinLists(t *testing.T) {
+	s := &PlanSpace{Arch: mustPreset(t, "kimi-k2.5-nvfp4"), Options: seedOptions, Topologies: []*topology.Topology{mustTopo(t, "rtxpro6000-2s")},
+		GPUCounts: []int{8}, Plans: []model.Plan{{TP: 8}, {TP: 8, EP: true}}, Batches: []int{1, 8}, Contexts: []int{4096}, KVDtypes: []model.Dtype{model.BF16}}
+	res, err := RunPlan(s, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	atCap := 0
+	for _, p := range res.Points {
+		if p.AtCapacity && p.Fits && p.Batch > 8 {
+			atCap++
+		}
+	}
+	if atCap == 0 {
+		t.Fatal("no fitting point at capacity above the listed batches: the test needs one")
+	}
+	listed := func(i int) bool {
+		p := &res.Points[i]
+		return !p.AtCapacity && (p.Batch == 1 || p.Batch == 8) && p.Context == 4096
+	}
+	if res.Best < 0 || !listed(res.Best) {
+		t.Errorf("best %d: %+v, want a point of batch 1 or 8", res.Best, res.Points[max(res.Best, 0)])
+	}
+	for _, i := range res.Pareto {
+		if !listed(i) {
+			t.Errorf("front point %+v is not of the lists", res.Points[i])
+		}
+	}
+	for _, c := range res.Capacity {
+		if c.Best >= 0 && !listed(c.Best) {
+			t.Errorf("capacity row %s %s: best batch %d, not of the lists", c.Plan, c.KVDtype, res.Points[c.Best].Batch)
+		}
+		if c.Full < 0 || !res.Points[c.Full].AtCapacity {
+			t.Errorf("capacity row %s %s: no point at full load", c.Plan, c.KVDtype)
+		}
+	}
+}
+
+// TestPlanSLOVerdict: without an SLO no point is said to meet or miss
+// one; with 100 ms/token, a TP 8 step of batch 1 (about 16 ms, one token
+// per step) meets it.
+func TestPlanSLOVerdict(t *testing.T) {
+	for _, tc := range []struct {
+		slo  float64
+		want SLOVerdict
+	}{{0, NoSLO}, {100, SLOMet}, {0.001, SLOMissed}} {
+		s := &PlanSpace{Arch: mustPreset(t, "kimi-k2.5-nvfp4"), Options: seedOptions, Topologies: []*topology.Topology{mustTopo(t, "rtxpro6000-2s")},
+			GPUCounts: []int{8}, Plans: []model.Plan{{TP: 8}}, Batches: []int{1}, Contexts: []int{4096}, KVDtypes: []model.Dtype{model.BF16}, MaxMsPerToken: tc.slo}
+		res, err := RunPlan(s, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range res.Points {
+			if !p.AtCapacity && p.SLO != tc.want {
+				t.Errorf("SLO %v ms/token: batch %d at %.2f ms/token: %q, want %q", tc.slo, p.Batch, p.MsPerToken, p.SLO, tc.want)
+			}
+		}
+		if tc.want == NoSLO && res.MissSLO != 0 {
+			t.Errorf("no SLO: %d points miss it", res.MissSLO)
+		}
 	}
 }

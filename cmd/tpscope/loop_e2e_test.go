@@ -76,8 +76,11 @@ func TestLoopCPUJaegerAndFile(t *testing.T) {
 		src, name := src.src, src.name
 		t.Run(name, func(t *testing.T) {
 			var res *traces.Result
-			// A flushed trace is queryable in Jaeger after a short delay.
-			for deadline := time.Now().Add(10 * time.Second); ; {
+			// A flushed trace is queryable in Jaeger after a short delay,
+			// longer on a loaded machine: poll until every span is there,
+			// with a deadline far beyond that delay (the loop ends as soon
+			// as the spans are in, so the margin costs nothing).
+			for deadline := time.Now().Add(60 * time.Second); ; {
 				res, err = traces.ReadAll(context.Background(), src)
 				if err == nil && countOps(res) >= want || time.Now().After(deadline) {
 					break

@@ -353,21 +353,44 @@ func adviceAnswers(adv *sim.Advice) []string {
 		}
 		out = append(out, line+".")
 	}
-	var next []string
-	for i := range adv.Rows {
-		r := &adv.Rows[i]
-		if r.InBaseline || r.Error != "" || r.Applicability.Status == sim.NotApplicable || r.Kind == "box" || r.Gain.TokensPerSPct < 100*adv.ThresholdFrac {
-			continue
-		}
-		next = append(next, fmt.Sprintf("%s %+.1f %% tokens/s (%s)", r.Entry, r.Gain.TokensPerSPct, r.Applicability.Status))
+	pct := 100 * adv.ThresholdFrac
+	var sure, upper []string
+	for _, p := range adv.WorthBuilding {
+		sure = append(sure, pickText(p))
+	}
+	for _, p := range adv.UpperBounds {
+		upper = append(upper, pickText(p))
 	}
 	switch {
-	case len(next) > 0:
-		out = append(out, "worth building next, on this box at this load: "+strings.Join(next, ", then ")+".")
+	case len(sure) > 0 && len(upper) > 0:
+		out = append(out, fmt.Sprintf("worth building next, on this box at this load: %s; upper bounds only: %s.", strings.Join(sure, ", then "), strings.Join(upper, ", then ")))
+	case len(sure) > 0:
+		out = append(out, "worth building next, on this box at this load: "+strings.Join(sure, ", then ")+".")
+	case len(upper) > 0:
+		out = append(out, fmt.Sprintf("worth building next, on this box at this load: only upper bounds reach %.0f %%: %s.", pct, strings.Join(upper, ", then ")))
 	default:
-		out = append(out, fmt.Sprintf("worth building next: no software entry gains %.0f %% tokens/s here on top of the baseline.", 100*adv.ThresholdFrac))
+		out = append(out, fmt.Sprintf("worth building next: no software entry gains %.0f %% tokens/s here on top of the baseline.", pct))
 	}
 	return out
+}
+
+// pickText is one entry of the "worth building next" answer with the
+// qualifiers of its row: what a conditional entry needs, and for an upper
+// bound that the gain is the most it gives and why it may not pay here.
+func pickText(p sim.Pick) string {
+	a := p.Applicability
+	gain := fmt.Sprintf("%s %+.1f %% tokens/s", p.Entry, p.TokensPerSPct)
+	var q []string
+	if a.Status != sim.Applies && a.Needs != "" {
+		q = append(q, string(a.Status)+": needs "+a.Needs)
+	} else {
+		q = append(q, string(a.Status))
+	}
+	if a.UpperBound {
+		gain += " at most"
+		q = append(q, "may not pay here: "+a.Caution)
+	}
+	return gain + " (" + strings.Join(q, "; ") + ")"
 }
 
 // writeTransfer renders question 1 of the seed: do the baseline's settings

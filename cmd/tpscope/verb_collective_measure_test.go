@@ -5,6 +5,8 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -82,8 +84,8 @@ func TestCollectiveMeasureCPU(t *testing.T) {
 				t.Fatalf("log: op %q ranks %d rows %d skipped %d devices %q", lg.Op, lg.Ranks, len(lg.Rows), lg.Skipped, lg.Devices)
 			}
 			for i, r := range lg.Rows {
-				if r.Bytes != m.Rows[i].Bytes || math.Abs(r.OutTimeUs-m.Rows[i].TimeUs) > 0.005 || r.InTimeUs != 0 || r.Type != "float" || r.Count != r.Bytes/4 {
-					t.Errorf("log row %d: %+v, measured %+v", i, r, m.Rows[i])
+				if r.Bytes != m.Rows[i].Bytes || math.Abs(r.OutTimeUs-m.Rows[i].TimeUs) > nccltests.ReadBackTolUs(m.Rows[i].TimeUs) || r.InTimeUs != 0 || r.Type != "float" || r.Count != r.Bytes/4 {
+					t.Errorf("log row %d: %+v, measured %+v (read back within %v us)", i, r, m.Rows[i], nccltests.ReadBackTolUs(m.Rows[i].TimeUs))
 				}
 			}
 			code, out, errs = runCLI(t, "calibrate", "--nccl-tests", log, "--topo", "rtxpro6000-2s", "--gpus", "4", "-o", filepath.Join(dir, tc.op+"-cal.json"))
@@ -176,6 +178,10 @@ func TestCollectiveMeasureRefused(t *testing.T) {
 // issuing L02.attn.allreduce fails (exit 1) with the watchdog's error
 // naming the collective and the missing rank, after saying which fault it
 // injected; bad --fault-hang values are usage errors before any work.
+// The missing ranks are those not yet arrived when a waiting rank's
+// watchdog fires: rank 3 always, and on a loaded machine possibly a peer
+// whose goroutine has not been scheduled within the 300 ms, so the check
+// is that rank 3 is among them, not that it is alone.
 func TestRunFaultWatchdog(t *testing.T) {
 	code, _, errs := runCLI(t, "run", "--backend", "cpu", "--model", "tiny-mla-moe", "--tp", "4", "--batch", "2", "--context", "64",
 		"--steps", "2", "--warmup", "1", "--trace", "none", "--watchdog", "300ms", "--fault-hang", "3:L02.attn.allreduce")
@@ -184,11 +190,15 @@ func TestRunFaultWatchdog(t *testing.T) {
 	}
 	for _, want := range []string{
 		"injected fault: rank 3 never issues op L02.attn.allreduce (from step 0), for at most 900ms",
-		"allreduce L02.attn.allreduce over ranks [0 1 2 3]", "waited 300ms for rank(s) [3], which never arrived (collective watchdog",
+		"allreduce L02.attn.allreduce over ranks [0 1 2 3]", "which never arrived (collective watchdog",
 	} {
 		if !strings.Contains(errs, want) {
 			t.Errorf("stderr lacks %q:\n%s", want, errs)
 		}
+	}
+	m := regexp.MustCompile(`rank ([0-2]) waited 300ms for rank\(s\) \[([0-3 ]+)\], which never arrived`).FindStringSubmatch(errs)
+	if m == nil || !slices.Contains(strings.Fields(m[2]), "3") || slices.Contains(strings.Fields(m[2]), m[1]) {
+		t.Errorf("stderr does not name rank 3 among the ranks a waiting rank missed for 300ms:\n%s", errs)
 	}
 	base := []string{"run", "--model", "tiny-mla-moe", "--tp", "4", "--trace", "none"}
 	checkUsageErrors(t, []usageCase{

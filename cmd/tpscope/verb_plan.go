@@ -2,11 +2,13 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"image/color"
 	"io"
 	"runtime"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -33,12 +35,19 @@ simulated on the discrete-event engine and extrapolated per layer, checked
 against the full engine in sim's tests) and checks the memory fit.
 
 Reports the Pareto front of throughput per GPU against per-request
-tokens/s, the best configuration under the per-token latency SLO
-(--slo-ms, ms per token per request), the maximum concurrency per box,
-plan, KV dtype and context, and every configuration that does not fit with
-its shortfall in GB (they are reported, not dropped). --plot draws all
-fitting points and the front. A progress bar appears on stderr when the
-sweep runs longer than a second.
+tokens/s, the best configuration (within the per-token latency SLO when
+--slo-ms gives one, in ms per token per request), the maximum concurrency
+per box, plan, KV dtype and context, and every configuration that does not
+fit with its shortfall in GB (they are reported, not dropped). Picks come
+from the lists given: the box at full load (batch = max concurrency) is
+shown beside each capacity row, never picked. --plot draws all fitting
+points and the front. A progress bar appears on stderr when the sweep runs
+longer than a second.
+
+A combination of the lists that can never run (TP x DP above or not
+dividing a --gpus count, a count above the box's GPUs, degrees the model
+cannot run, --mtp on a model without MTP) is left out and counted, with
+its reason; when nothing is left, it is a usage error naming the flags.
 
 Run-time options are the other verbs' flags with their defaults (a stock
 deployment: CUDA graphs, NCCL's own choices); pass the seed's settings
@@ -62,7 +71,7 @@ with --nccl-proto LL --p2p-level SYS.`,
 			batches := newIntList(fs, "batch", sim.DefaultAdviseBatches, 1, "batch sizes")
 			contexts := newIntList(fs, "context", sim.DefaultAdviseContexts, 1, "context lengths (4K = 4096)")
 			kvs := fs.StringSlice("kv-dtype", []string{"bf16", "fp8"}, "KV-cache dtypes")
-			specs := newIntList(fs, "mtp", []int{0}, 0, "MTP speculative tokens (0 on models without an MTP layer)")
+			specs := newIntList(fs, "mtp", []int{0}, 0, "MTP speculative tokens (left out, and said, on models without MTP)")
 			sc.addCostFlags()
 			sc.addOptionFlags()
 			slo := fs.Float64("slo-ms", 0, "per-request latency SLO in ms per token (0 = none)")
@@ -102,18 +111,7 @@ with --nccl-proto LL --p2p-level SYS.`,
 					if err != nil {
 						return err
 					}
-					// A box whose GPU the perf DB has no tables of is
-					// priced from the priors, and the sweep says so.
-					src, err := sc.costs(t, build.Routing)
-					if err != nil && sc.perfDB != "" && len(*topos) > 1 {
-						fmt.Fprintf(stderr, "plan: %s priced from the priors: %v\n", name, err)
-						src, err = nil, nil
-					}
-					if err != nil {
-						return err
-					}
 					space.Topologies = append(space.Topologies, t)
-					space.Costs = append(space.Costs, src)
 				}
 				if len(space.Topologies) == 0 {
 					return usageErrorf("--topo: no box named")
@@ -121,7 +119,7 @@ with --nccl-proto LL --p2p-level SYS.`,
 				if space.Options, err = sc.options(); err != nil {
 					return err
 				}
-				if space.Plans, err = planList(a, tps.v, dps.v, dcps.v, *eps, fs); err != nil {
+				if space.Lists, err = planLists(tps.v, dps.v, dcps.v, *eps, fs); err != nil {
 					return err
 				}
 				for _, ps := range *plans {
@@ -145,19 +143,34 @@ with --nccl-proto LL --p2p-level SYS.`,
 					if k > 16 {
 						return usageErrorf("--mtp %d: want integers from 0 to 16", k)
 					}
-					// The one workload check of every verb: MTP tokens need an MTP layer.
-					if err := (model.Workload{Batch: 1, Context: 1, SpecTokens: k}).ValidateFor(a); err != nil {
-						return usageErrorf("%v", flagWords(err))
-					}
 				}
-				cfgs, err := space.Configs()
+				// The lists are checked before any cost source is loaded:
+				// a combination that can never run is the flags' fault.
+				if _, _, err := space.Enumerate(); err != nil {
+					return planSpaceUsage(err, len(space.Topologies))
+				}
+				for _, t := range space.Topologies {
+					// A box whose GPU the perf DB has no tables of is
+					// priced from the priors, and the sweep says so.
+					src, err := sc.costs(t, build.Routing)
+					if err != nil && sc.perfDB != "" && len(*topos) > 1 {
+						fmt.Fprintf(stderr, "plan: %s priced from the priors: %v\n", t.Name, err)
+						src, err = nil, nil
+					}
+					if err != nil {
+						return err
+					}
+					space.Costs = append(space.Costs, src)
+				}
+				cfgs, cov, err := space.Enumerate()
 				if err != nil {
-					return usageErrorf("%v", err)
+					return planSpaceUsage(err, len(space.Topologies))
 				}
 				start := time.Now()
 				points := evaluateParallel(cfgs, *slo, *workers, newLazyBar(stderr, "plan sweep"))
 				elapsed := time.Since(start)
 				res := sim.SummarizePlan(points, *slo)
+				res.Coverage = cov
 				if elapsed > 0 {
 					fmt.Fprintf(stderr, "plan: %d configurations evaluated in %.2f s (%.0f/s)\n", res.Evaluated, elapsed.Seconds(), float64(res.Evaluated)/elapsed.Seconds())
 				}
@@ -173,11 +186,11 @@ with --nccl-proto LL --p2p-level SYS.`,
 					enc.SetIndent("", " ")
 					return enc.Encode(res)
 				case formatMarkdown:
-					return writePlanText(stdout, a.Name, res, *top, true)
+					return writePlanText(stdout, a.Name, res, len(space.Topologies), *top, true)
 				case formatCSV:
 					return writePlanCSV(stdout, res)
 				}
-				return writePlanText(stdout, a.Name, res, *top, false)
+				return writePlanText(stdout, a.Name, res, len(space.Topologies), *top, false)
 			}
 		},
 	})
@@ -220,12 +233,25 @@ func evaluateParallel(cfgs []sim.PlanConfig, slo float64, workers int, bar *lazy
 	return out
 }
 
-// planList is the plans the --tp/--dp/--dcp/--ep lists name: their cross
-// product less the plans the model cannot run; nil (every valid plan)
-// when none of them was given.
-func planList(a *model.Arch, tps, dps, dcps []int, ep string, fs *pflag.FlagSet) ([]model.Plan, error) {
-	if !fs.Changed("tp") && !fs.Changed("dp") && !fs.Changed("dcp") && !fs.Changed("ep") {
-		return nil, nil
+// planLists binds the --tp/--dp/--dcp/--ep lists the user gave (a list
+// not given stays free: see sim.PlanLists); which combinations can run is
+// the sweep's to say (sim.PlanSpace.Enumerate).
+func planLists(tps, dps, dcps []int, ep string, fs *pflag.FlagSet) (sim.PlanLists, error) {
+	var l sim.PlanLists
+	for _, d := range []struct {
+		flag string
+		v    []int
+		dst  *[]int
+	}{{"tp", tps, &l.TP}, {"dp", dps, &l.DP}, {"dcp", dcps, &l.DCP}} {
+		if !fs.Changed(d.flag) {
+			continue
+		}
+		for _, x := range d.v {
+			if x < 1 {
+				return l, usageErrorf("--%s %d: want positive degrees", d.flag, x)
+			}
+		}
+		*d.dst = d.v
 	}
 	var eps []bool
 	switch ep {
@@ -236,54 +262,126 @@ func planList(a *model.Arch, tps, dps, dcps []int, ep string, fs *pflag.FlagSet)
 	case "false":
 		eps = []bool{false}
 	default:
-		return nil, usageErrorf("--ep %q: want true, false or both", ep)
+		return l, usageErrorf("--ep %q: want true, false or both", ep)
 	}
-	or := func(v []int, all []int) []int {
-		if len(v) == 0 {
-			return all
+	if fs.Changed("ep") {
+		l.EP = eps
+	}
+	return l, nil
+}
+
+// leftOutFlags names a left-out combination by the flags that make it:
+// "--gpus 3 --tp 8", "--mtp 1"; --topo only among several boxes.
+func leftOutFlags(l sim.PlanLeftOut, boxes int) string {
+	var f []string
+	if l.Topology != "" && (boxes > 1 || l.Reason == sim.LeftOutBoxGPUs) {
+		f = append(f, "--topo "+l.Topology)
+	}
+	if l.GPUs > 0 {
+		f = append(f, "--gpus "+strconv.Itoa(l.GPUs))
+	}
+	if l.Plan != "" {
+		f = append(f, "--plan "+l.Plan)
+	}
+	for _, d := range []struct {
+		flag string
+		v    int
+	}{{"--tp", l.TP}, {"--dp", l.DP}, {"--dcp", l.DCP}} {
+		if d.v != 0 {
+			f = append(f, fmt.Sprintf("%s %d", d.flag, d.v))
 		}
-		return v
 	}
-	pow2 := []int{1, 2, 4, 8, 16, 32, 64}
-	var out []model.Plan
-	var last error
-	for _, tp := range or(tps, pow2) {
-		for _, dp := range or(dps, pow2) {
-			for _, dcp := range or(dcps, []int{1}) {
-				for _, e := range eps {
-					p := model.Plan{TP: tp, DP: dp, DCP: dcp, EP: e}
-					if tp < 1 || dp < 1 || dcp < 1 {
-						return nil, usageErrorf("--tp %d --dp %d --dcp %d: want positive degrees", tp, dp, dcp)
-					}
-					if err := p.Validate(a); err != nil {
-						last = err
-						continue
-					}
-					out = append(out, p)
-				}
+	if l.EP != "" {
+		f = append(f, "--ep "+map[string]string{"on": "true", "off": "false"}[l.EP])
+	}
+	if l.SpecTokens > 0 {
+		f = append(f, "--mtp "+strconv.Itoa(l.SpecTokens))
+	}
+	if len(f) == 0 {
+		return "the default plans"
+	}
+	return strings.Join(f, " ")
+}
+
+// planSpaceUsage turns a sweep with nothing left to run into a usage
+// error naming the flags of each combination and why it cannot run.
+func planSpaceUsage(err error, boxes int) error {
+	var se *sim.PlanSpaceError
+	if !errors.As(err, &se) {
+		return usageErrorf("%v", err)
+	}
+	var parts []string
+	for i, l := range se.Coverage.LeftOut {
+		if i == 4 {
+			parts = append(parts, fmt.Sprintf("and %d more", len(se.Coverage.LeftOut)-i))
+			break
+		}
+		parts = append(parts, leftOutFlags(l, boxes)+": "+l.Detail)
+	}
+	return usageErrorf("%s (no combination of the lists can run)", strings.Join(parts, "; "))
+}
+
+// leftOutLines say, per reason, how many combinations of the lists were
+// left out, with up to three of them by their flags.
+func leftOutLines(cov sim.PlanCoverage, boxes int) []string {
+	var out []string
+	for _, reason := range []sim.LeftOutReason{sim.LeftOutBoxGPUs, sim.LeftOutPlanGPUs, sim.LeftOutPlanModel, sim.LeftOutNoMTP} {
+		var ex []string
+		n := 0
+		for _, l := range cov.LeftOut {
+			if l.Reason != reason {
+				continue
+			}
+			n++
+			if len(ex) < 3 {
+				ex = append(ex, leftOutFlags(l, boxes)+" ("+l.Detail+")")
 			}
 		}
+		if n == 0 {
+			continue
+		}
+		why := map[sim.LeftOutReason]string{
+			sim.LeftOutBoxGPUs:   "GPU count above the box's",
+			sim.LeftOutPlanGPUs:  "TP x DP is not the GPU count",
+			sim.LeftOutPlanModel: "the model runs none of these plans",
+			sim.LeftOutNoMTP:     "no MTP layer",
+		}[reason]
+		if reason == sim.LeftOutNoMTP {
+			out = append(out, fmt.Sprintf("left out: %s", strings.Join(ex, ", ")))
+			continue
+		}
+		more := ""
+		if n > len(ex) {
+			more = fmt.Sprintf(", and %d more", n-len(ex))
+		}
+		out = append(out, fmt.Sprintf("left out %d of %d combinations of the lists (box x GPU count x plan), %s: %s%s", n, cov.Combinations, why, strings.Join(ex, "; "), more))
 	}
-	if len(out) == 0 {
-		return nil, usageErrorf("no valid plan in --tp %v --dp %v --dcp %v --ep %s for %s: %s", tps, dps, dcps, ep, a.Name, flagWords(last))
-	}
-	return out, nil
+	return out
 }
 
-func pointCells(p *sim.PlanPoint) []string {
-	slo := "yes"
-	if !p.MeetsSLO {
-		slo = "no"
-	}
-	return []string{p.Topology, strconv.Itoa(p.GPUs), p.Plan, p.KVDtype, strconv.Itoa(p.SpecTokens), strconv.Itoa(p.Context), strconv.Itoa(p.Batch),
+// pointCells are a point's table cells; the "slo" column only when the
+// sweep has an SLO.
+func pointCells(p *sim.PlanPoint, withSLO bool) []string {
+	cells := []string{p.Topology, strconv.Itoa(p.GPUs), p.Plan, p.KVDtype, strconv.Itoa(p.SpecTokens), strconv.Itoa(p.Context), strconv.Itoa(p.Batch),
 		fmt.Sprintf("%.2f", p.MsPerToken), fmt.Sprintf("%.1f", p.TokensPerSPerRequest), fmt.Sprintf("%.1f", p.TokensPerS),
-		fmt.Sprintf("%.1f", p.TokensPerSPerGPU), strconv.Itoa(p.MaxConcurrency), fitCell(p.Fits, p.ShortfallGB), slo}
+		fmt.Sprintf("%.1f", p.TokensPerSPerGPU), strconv.Itoa(p.MaxConcurrency), fitCell(p.Fits, p.ShortfallGB)}
+	if withSLO {
+		cells = append(cells, map[sim.SLOVerdict]string{sim.SLOMet: "yes", sim.SLOMissed: "no"}[p.SLO])
+	}
+	return cells
 }
 
-var pointHeader = []string{"topology", "gpus", "plan", "kv", "mtp", "context", "batch", "ms/token", "tok/s/req", "tok/s", "tok/s/GPU", "max conc.", "fits", "slo"}
+func pointHeader(withSLO bool) []string {
+	h := []string{"topology", "gpus", "plan", "kv", "mtp", "context", "batch", "ms/token", "tok/s/req", "tok/s", "tok/s/GPU", "max conc.", "fits"}
+	if withSLO {
+		h = append(h, "slo")
+	}
+	return h
+}
 
-// writePlanText renders the plan as aligned text or markdown tables.
-func writePlanText(w io.Writer, modelName string, res *sim.PlanResult, top int, md bool) error {
+// writePlanText renders the plan as aligned text or markdown tables. It
+// speaks of an SLO only when the sweep has one.
+func writePlanText(w io.Writer, modelName string, res *sim.PlanResult, boxes, top int, md bool) error {
 	table := func(title string, header []string, rows [][]string) error {
 		return writeTable(w, title, "", header, rows, md)
 	}
@@ -297,31 +395,39 @@ func writePlanText(w io.Writer, modelName string, res *sim.PlanResult, top int, 
 		fmt.Fprintln(w, "## tpscope plan")
 		fmt.Fprintln(w)
 	}
-	slo := "none"
-	if res.SLOMs > 0 {
-		slo = fmt.Sprintf("%.2f ms/token per request", res.SLOMs)
+	withSLO := res.SLOMs > 0
+	if withSLO {
+		fmt.Fprintf(w, "plan: %s, %d configurations; %d do not fit, %d miss the SLO (%.2f ms/token per request), %d invalid\n",
+			modelName, res.Evaluated, res.NotFitting, res.MissSLO, res.SLOMs, res.Errors)
+	} else {
+		fmt.Fprintf(w, "plan: %s, %d configurations; %d do not fit, %d invalid\n", modelName, res.Evaluated, res.NotFitting, res.Errors)
 	}
-	fmt.Fprintf(w, "plan: %s, %d configurations; %d do not fit, %d miss the SLO (%s), %d invalid\n",
-		modelName, res.Evaluated, res.NotFitting, res.MissSLO, slo, res.Errors)
+	for _, l := range leftOutLines(res.Coverage, boxes) {
+		fmt.Fprintln(w, l)
+	}
+	within, none := "", "no swept configuration fits"
+	if withSLO {
+		within, none = " within the SLO", "no swept configuration fits and meets the SLO"
+	}
 	if res.Best >= 0 {
 		b := &res.Points[res.Best]
-		fmt.Fprintf(w, "best throughput per GPU within the SLO: %s x%d %s, kv %s, batch %d at context %d: %.1f tok/s/GPU, %.1f tok/s per request (%.2f ms/token)\n",
-			b.Topology, b.GPUs, b.Plan, b.KVDtype, b.Batch, b.Context, b.TokensPerSPerGPU, b.TokensPerSPerRequest, b.MsPerToken)
+		fmt.Fprintf(w, "best throughput per GPU%s: %s x%d %s, kv %s, batch %d at context %d: %.1f tok/s/GPU, %.1f tok/s per request (%.2f ms/token)\n",
+			within, b.Topology, b.GPUs, b.Plan, b.KVDtype, b.Batch, b.Context, b.TokensPerSPerGPU, b.TokensPerSPerRequest, b.MsPerToken)
 	} else {
-		fmt.Fprintln(w, "no configuration fits and meets the SLO")
+		fmt.Fprintln(w, none)
 	}
 	for _, c := range res.Caveats {
 		fmt.Fprintf(w, "caveat: %s\n", c)
 	}
 	var rows [][]string
 	for _, i := range res.Pareto[:limit(len(res.Pareto))] {
-		rows = append(rows, pointCells(&res.Points[i]))
+		rows = append(rows, pointCells(&res.Points[i], withSLO))
 	}
-	if err := table(fmt.Sprintf("Pareto front: throughput per GPU vs per-request tokens/s (%d points)", len(res.Pareto)), pointHeader, rows); err != nil {
+	if err := table(fmt.Sprintf("Pareto front: throughput per GPU vs per-request tokens/s (%d points)", len(res.Pareto)), pointHeader(withSLO), rows); err != nil {
 		return err
 	}
 	rows = rows[:0]
-	capHeader := []string{"topology", "gpus", "plan", "kv", "mtp", "context", "max concurrency", "best batch", "tok/s/GPU", "tok/s/req", "ms/token", "full: tok/s/GPU", "full: ms/token"}
+	capHeader := []string{"topology", "gpus", "plan", "kv", "mtp", "context", "max concurrency", "best batch", "tok/s/GPU", "tok/s/req", "ms/token", "full: batch", "full: tok/s/GPU", "full: ms/token"}
 	var fitting []sim.CapacityRow
 	for _, c := range res.Capacity {
 		if c.MaxConcurrency > 0 {
@@ -329,18 +435,18 @@ func writePlanText(w io.Writer, modelName string, res *sim.PlanResult, top int, 
 		}
 	}
 	for _, c := range fitting[:limit(len(fitting))] {
-		r := []string{c.Topology, strconv.Itoa(c.GPUs), c.Plan, c.KVDtype, strconv.Itoa(c.SpecTokens), strconv.Itoa(c.Context), strconv.Itoa(c.MaxConcurrency), "-", "-", "-", "-", "-", "-"}
+		r := []string{c.Topology, strconv.Itoa(c.GPUs), c.Plan, c.KVDtype, strconv.Itoa(c.SpecTokens), strconv.Itoa(c.Context), strconv.Itoa(c.MaxConcurrency), "-", "-", "-", "-", "-", "-", "-"}
 		if c.Best >= 0 {
 			p := &res.Points[c.Best]
 			r[7], r[8], r[9], r[10] = strconv.Itoa(p.Batch), fmt.Sprintf("%.1f", p.TokensPerSPerGPU), fmt.Sprintf("%.1f", p.TokensPerSPerRequest), fmt.Sprintf("%.2f", p.MsPerToken)
 		}
 		if c.Full >= 0 {
 			p := &res.Points[c.Full]
-			r[11], r[12] = fmt.Sprintf("%.1f", p.TokensPerSPerGPU), fmt.Sprintf("%.2f", p.MsPerToken)
+			r[11], r[12], r[13] = strconv.Itoa(p.Batch), fmt.Sprintf("%.1f", p.TokensPerSPerGPU), fmt.Sprintf("%.2f", p.MsPerToken)
 		}
 		rows = append(rows, r)
 	}
-	if err := table(fmt.Sprintf("capacity: sequences of each context that fit (KV cache), best batch within the SLO, and the box at full load (%d of %d rows have room; all in --output json)", len(fitting), len(res.Capacity)), capHeader, rows); err != nil {
+	if err := table(fmt.Sprintf("capacity: sequences of each context that fit (KV cache), best swept batch%s, and the box at full load (%d of %d rows have room; all in --output json)", within, len(fitting), len(res.Capacity)), capHeader, rows); err != nil {
 		return err
 	}
 	// Configurations that do not fit: one row per (box, plan, kv, mtp),
@@ -379,7 +485,7 @@ func writePlanPlot(path, modelName string, res *sim.PlanResult) error {
 			continue
 		}
 		xy := plotter.XY{X: p.TokensPerSPerRequest, Y: p.TokensPerSPerGPU}
-		if p.MeetsSLO {
+		if p.WithinSLO() {
 			all = append(all, xy)
 		} else {
 			miss = append(miss, xy)
@@ -441,8 +547,9 @@ func writePlanCSV(w io.Writer, res *sim.PlanResult) error {
 	for _, p := range res.Points {
 		rows = append(rows, []string{p.Topology, strconv.Itoa(p.GPUs), p.Plan, strconv.Itoa(p.Batch), strconv.Itoa(p.Context), p.KVDtype, strconv.Itoa(p.SpecTokens),
 			f(p.StepUs), f(p.MsPerToken), f(p.TokensPerS), f(p.TokensPerSPerGPU), f(p.TokensPerSPerRequest), strconv.FormatBool(p.Fits), f(p.ShortfallGB),
-			strconv.FormatInt(p.KVCapacityTokens, 10), strconv.Itoa(p.MaxConcurrency), strconv.FormatBool(p.MeetsSLO), strconv.FormatBool(p.AtCapacity), p.Error})
+			strconv.FormatInt(p.KVCapacityTokens, 10), strconv.Itoa(p.MaxConcurrency), string(p.SLO), strconv.FormatBool(p.AtCapacity), p.Error})
 	}
+	// slo: met, missed, or empty when the sweep has no SLO.
 	return writeCSV(w, []string{"topology", "gpus", "plan", "batch", "context", "kv_dtype", "spec_tokens", "step_us", "ms_per_token", "tokens_per_s",
-		"tokens_per_s_per_gpu", "tokens_per_s_per_request", "fits", "shortfall_gb", "kv_capacity_tokens", "max_concurrency", "meets_slo", "at_capacity", "error"}, rows)
+		"tokens_per_s_per_gpu", "tokens_per_s_per_request", "fits", "shortfall_gb", "kv_capacity_tokens", "max_concurrency", "slo", "at_capacity", "error"}, rows)
 }

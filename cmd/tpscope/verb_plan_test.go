@@ -6,11 +6,12 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"regexp"
 	"strings"
 	"testing"
 
 	"github.com/spf13/pflag"
-	"github.com/tpscope/tpscope/model"
+	"github.com/tpscope/tpscope/sim"
 )
 
 func TestPlanJSON(t *testing.T) {
@@ -96,30 +97,124 @@ func TestPlanBadFlags(t *testing.T) {
 	})
 }
 
-// TestPlanList: the --tp/--dp/--dcp/--ep lists give their cross product
-// less what the model cannot run. For Kimi-K2.5 (64 heads, 384 experts)
-// --tp 8 --dp 1,2 with EP both ways: tp8, tp8-ep and tp8-dp2-ep (tp8-dp2
-// without EP is refused: DP attention needs EP).
+// TestPlanList: the --tp/--dp/--dcp/--ep lists bind as given, a list
+// not given stays free (nil), whatever its default value, and a degree
+// below 1 is a usage error naming its flag. Which plans the lists give is
+// sim's (TestPlanEnumerateLeftOut).
 func TestPlanList(t *testing.T) {
-	a, err := model.Preset("kimi-k2.5-nvfp4")
-	if err != nil {
-		t.Fatal(err)
+	for _, tc := range []struct {
+		name string
+		args []string
+		want sim.PlanLists
+		err  string
+	}{
+		{"tp and dp", []string{"--tp", "8", "--dp", "1,2"}, sim.PlanLists{TP: []int{8}, DP: []int{1, 2}}, ""},
+		{"ep only", []string{"--ep=false"}, sim.PlanLists{EP: []bool{false}}, ""},
+		{"ep both, dcp", []string{"--ep", "--dcp", "2"}, sim.PlanLists{DCP: []int{2}, EP: []bool{true}}, ""},
+		{"none", nil, sim.PlanLists{}, ""},
+		{"tp 0", []string{"--tp", "0"}, sim.PlanLists{}, "--tp 0: want positive degrees"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fs := pflag.NewFlagSet("plan", pflag.ContinueOnError)
+			tps := newIntList(fs, "tp", nil, 0, "")
+			dps := newIntList(fs, "dp", nil, 0, "")
+			dcps := newIntList(fs, "dcp", nil, 0, "")
+			ep := fs.String("ep", "both", "")
+			fs.Lookup("ep").NoOptDefVal = "true"
+			if err := fs.Parse(tc.args); err != nil {
+				t.Fatal(err)
+			}
+			got, err := planLists(tps.v, dps.v, dcps.v, *ep, fs)
+			if tc.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.err) {
+					t.Errorf("error %v, want one with %q", err, tc.err)
+				}
+				return
+			}
+			if err != nil || !reflect.DeepEqual(got, tc.want) {
+				t.Errorf("lists %+v (%v), want %+v", got, err, tc.want)
+			}
+		})
 	}
-	fs := pflag.NewFlagSet("plan", pflag.ContinueOnError)
-	fs.IntSlice("tp", nil, "")
-	fs.IntSlice("dp", nil, "")
-	if err := fs.Parse([]string{"--tp", "8", "--dp", "1,2"}); err != nil {
-		t.Fatal(err)
+}
+
+// TestPlanImpossibleLists: a list combination that can never run is a
+// usage error (exit 2, one line, nothing on stdout, no sweep) naming its
+// flags when nothing else is left, and a line saying how many were left
+// out and why when something is. By hand: rtxpro6000-2s has 8 GPUs; TP 8
+// x DP needs a multiple of 8 GPUs; Kimi-K2.5-NVFP4 has no MTP layer.
+func TestPlanImpossibleLists(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"tp 8 on 3 GPUs", []string{"--gpus", "3", "--tp", "8"}, "--gpus 3 --tp 8: TP x DP needs a multiple of 8 GPUs, not 3"},
+		{"more GPUs than the box", []string{"--gpus", "16"}, "--topo rtxpro6000-2s --gpus 16: GPU count 16 above the 8 GPUs of rtxpro6000-2s"},
+		{"tp 16 on the default counts", []string{"--tp", "16"}, "--tp 16: TP x DP needs a multiple of 16 GPUs, not 2, 4 or 8"},
+		{"dp without ep", []string{"--gpus", "8", "--tp", "2", "--ep=false"}, "--gpus 8 --tp 2 --ep false: on 8 GPUs of rtxpro6000-2s"},
+		{"mtp without an MTP layer", []string{"--mtp", "1"}, "--mtp 1: kimi-k2.5-nvfp4 has no MTP layer"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, out, errs := runCLI(t, append([]string{"plan"}, tc.args...)...)
+			if code != 2 || !strings.Contains(errs, tc.want) || out != "" || strings.Count(strings.TrimSpace(errs), "\n") != 0 || strings.Contains(errs, "evaluated") {
+				t.Errorf("exit %d (want 2), stdout %q, stderr %q (want one line with %q, no sweep)", code, out, errs, tc.want)
+			}
+		})
 	}
-	got, err := planList(a, []int{8}, []int{1, 2}, nil, "both", fs)
-	if err != nil {
-		t.Fatal(err)
+	for _, tc := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"tp 8 on 4 and 8 GPUs", []string{"--gpus", "4,8", "--tp", "8"},
+			"left out 1 of 2 combinations of the lists (box x GPU count x plan), TP x DP is not the GPU count: --gpus 4 --tp 8 (TP x DP needs a multiple of 8 GPUs, not 4, on rtxpro6000-2s)"},
+		{"mtp 0 and 1", []string{"--gpus", "8", "--tp", "8", "--mtp", "0,1"}, "left out: --mtp 1 (kimi-k2.5-nvfp4 has no MTP layer"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, out, errs := runCLI(t, append([]string{"plan", "--batch", "1", "--context", "4096"}, tc.args...)...)
+			if code != 0 || !strings.Contains(out, tc.want) {
+				t.Errorf("exit %d, stderr %q; output lacks %q:\n%s", code, errs, tc.want, out)
+			}
+			code, js, _ := runCLI(t, append([]string{"plan", "--batch", "1", "--context", "4096", "--output", "json"}, tc.args...)...)
+			var res struct {
+				Coverage sim.PlanCoverage `json:"coverage"`
+			}
+			if err := json.Unmarshal([]byte(js), &res); code != 0 || err != nil || len(res.Coverage.LeftOut) != 1 {
+				t.Errorf("JSON: exit %d, %v, coverage %+v; want one left out", code, err, res.Coverage)
+			}
+		})
 	}
-	want := []model.Plan{{TP: 8, DP: 1, DCP: 1}, {TP: 8, DP: 1, DCP: 1, EP: true}, {TP: 8, DP: 2, DCP: 1, EP: true}}
-	if !reflect.DeepEqual(got, want) {
-		t.Errorf("plans %+v, want %+v", got, want)
+}
+
+// TestPlanSpeaksOfSLOOnlyWhenGiven: without --slo-ms the output says
+// nothing of an SLO (no "SLO" line or word, no slo column, no slo field
+// in the points); with it, the best line is "within the SLO", the points
+// say met or missed, and the count of those missing it is given.
+func TestPlanSpeaksOfSLOOnlyWhenGiven(t *testing.T) {
+	base := []string{"plan", "--gpus", "8", "--tp", "8", "--batch", "1,8", "--context", "4096"}
+	code, out, errs := runCLI(t, base...)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
 	}
-	if _, err := planList(a, []int{3}, nil, nil, "false", fs); err == nil || !strings.Contains(err.Error(), "--tp 3") {
-		t.Errorf("tp 3: error %v, want one naming --tp 3", err)
+	if strings.Contains(out, "SLO") || regexp.MustCompile(`\bslo\b`).MatchString(out) || !strings.Contains(out, "best throughput per GPU: ") {
+		t.Errorf("no SLO given, but the output speaks of one (or has no best line):\n%s", out)
+	}
+	code, js, _ := runCLI(t, append(base, "--output", "json")...)
+	if code != 0 || strings.Contains(js, `"slo"`) || strings.Contains(js, "miss_slo") || strings.Contains(js, "meets_slo") {
+		t.Errorf("no SLO given, but the JSON speaks of one")
+	}
+	code, out, _ = runCLI(t, append(base, "--slo-ms", "45")...)
+	// Stock (eager) TP 8 steps take about 39 ms at batch 1 and 49 ms at
+	// batch 8 (one token per step; the Pareto rows without an SLO): one
+	// meets 45 ms/token, the other misses it.
+	for _, want := range []string{"miss the SLO (45.00 ms/token per request)", "best throughput per GPU within the SLO: ", "  slo"} {
+		if code != 0 || !strings.Contains(out, want) {
+			t.Errorf("SLO given: output lacks %q:\n%s", want, out)
+		}
+	}
+	code, js, _ = runCLI(t, append(base, "--slo-ms", "45", "--output", "json")...)
+	if code != 0 || !strings.Contains(js, `"slo": "met"`) || !strings.Contains(js, `"slo": "missed"`) {
+		t.Errorf("SLO given: JSON points lack met and missed")
 	}
 }

@@ -47,9 +47,14 @@ or the log-normal coefficient of variation, as a fraction of the mean). One
 then complete.
 
 Reports TTFT, TPOT, ITL and end-to-end latency at p50/p90/p99, throughput
-(tokens/s, requests/s, per GPU), goodput (requests/s meeting --slo-ttft-ms
-and --slo-tpot-ms), KV-cache use and preemptions, and for a single run a
-timeline of them. --sweep-qps (or --sweep-concurrency) searches the largest
+(tokens/s, requests/s, per GPU), the offered request rate against the rate
+served (over the second half of the arrivals), goodput (requests/s meeting
+--slo-ttft-ms and --slo-tpot-ms), KV-cache use and preemptions, and for a
+single run a timeline of them. A run whose queue grows by more than 5 % of
+the offered rate (read from the rise of TTFT with arrival time) is
+overloaded: it says "overloaded: offered X req/s, served Y req/s, queue
+grows by Z requests/s", prints its TTFT and E2E as "unbounded" (null in
+JSON) since they grow with the run's length, and meets no SLO. --sweep-qps (or --sweep-concurrency) searches the largest
 load whose --slo-percentile (99) TTFT and TPOT meet the SLO. --plot draws
 latency percentiles against load (PNG or SVG).
 
@@ -412,8 +417,9 @@ func writeSimulateTables(w io.Writer, o *simulateOutput, timelineRows int, md bo
 		}
 	}
 	header := []string{"load", "requests", "duration s", "TTFT ms p50/p90/p99", "TPOT ms p50/p90/p99", "ITL ms p50/p99",
-		"E2E s p50/p90/p99", "out tok/s", "tok/s/GPU", "req/s", "goodput req/s", "in system", "KV peak", "preemptions", "SLO"}
+		"E2E s p50/p90/p99", "out tok/s", "tok/s/GPU", "req/s offered/served", "goodput req/s", "in system", "KV peak", "preemptions", "SLO"}
 	var rows [][]string
+	var overloaded []string
 	for _, r := range o.Runs {
 		slo, goodput := "-", "-"
 		if r.SLO.TTFTMs > 0 || r.SLO.TPOTMs > 0 {
@@ -422,17 +428,30 @@ func writeSimulateTables(w io.Writer, o *simulateOutput, timelineRows int, md bo
 				slo = "yes"
 			}
 		}
-		rows = append(rows, []string{r.Load, strconv.Itoa(r.Requests), fmt.Sprintf("%.1f", r.DurationS),
-			fmt.Sprintf("%.0f / %.0f / %.0f", r.TTFTMs.P50, r.TTFTMs.P90, r.TTFTMs.P99),
+		// An overloaded run's TTFT and E2E are those of a queue that
+		// grows with the run: no percentile of them describes the box.
+		ttft := fmt.Sprintf("%.0f / %.0f / %.0f", r.TTFTMs.P50, r.TTFTMs.P90, r.TTFTMs.P99)
+		e2e := fmt.Sprintf("%.2f / %.2f / %.2f", r.E2EMs.P50/1e3, r.E2EMs.P90/1e3, r.E2EMs.P99/1e3)
+		if r.Overloaded {
+			ttft, e2e = "unbounded", "unbounded"
+			overloaded = append(overloaded, fmt.Sprintf("%s: %s", r.Load, overloadText(r)))
+		}
+		rows = append(rows, []string{r.Load, strconv.Itoa(r.Requests), fmt.Sprintf("%.1f", r.DurationS), ttft,
 			fmt.Sprintf("%.1f / %.1f / %.1f", r.TPOTMs.P50, r.TPOTMs.P90, r.TPOTMs.P99),
-			fmt.Sprintf("%.1f / %.1f", r.ITLMs.P50, r.ITLMs.P99),
-			fmt.Sprintf("%.2f / %.2f / %.2f", r.E2EMs.P50/1e3, r.E2EMs.P90/1e3, r.E2EMs.P99/1e3),
-			fmt.Sprintf("%.1f", r.OutputTokensPerS), fmt.Sprintf("%.1f", r.OutputTokensPerSPerGPU), fmt.Sprintf("%.3f", r.RequestsPerS),
+			fmt.Sprintf("%.1f / %.1f", r.ITLMs.P50, r.ITLMs.P99), e2e,
+			fmt.Sprintf("%.1f", r.OutputTokensPerS), fmt.Sprintf("%.1f", r.OutputTokensPerSPerGPU), rateCell(r),
 			goodput, fmt.Sprintf("%.1f", r.MeanConcurrency),
 			fmt.Sprintf("%.0f %%", 100*r.PeakKVUseFrac), strconv.Itoa(r.Preemptions), slo})
 	}
-	if err := writeTable(w, "runs", "runs (TTFT, TPOT, ITL, end-to-end latency; throughput over the run; KV peak of all blocks)", header, rows, md); err != nil {
+	if err := writeTable(w, "runs", "runs (TTFT, TPOT, ITL, end-to-end latency; throughput over the run; request rates over the second half of the arrivals; KV peak of all blocks)", header, rows, md); err != nil {
 		return err
+	}
+	for _, l := range overloaded {
+		if md {
+			fmt.Fprintf(w, "\n%s  \n", l)
+		} else {
+			fmt.Fprintln(w, l)
+		}
 	}
 	if len(o.Runs) != 1 || timelineRows == 0 {
 		return nil
@@ -447,6 +466,21 @@ func writeSimulateTables(w io.Writer, o *simulateOutput, timelineRows int, md bo
 	}
 	return writeTable(w, "timeline", "timeline (time-weighted means per window)",
 		[]string{"time s", "out tok/s", "running", "waiting", "KV use", "KV peak", "preemptions"}, trows, md)
+}
+
+// overloadText is the overload verdict of a run in one phrase.
+func overloadText(r *serving.Result) string {
+	return fmt.Sprintf("overloaded: offered %#.3g req/s, served %#.3g req/s, queue grows by %#.3g requests/s (TTFT and end-to-end latency grow with the run's length)",
+		r.OfferedRequestsPerS, r.ServedRequestsPerS, r.QueueGrowthPerS)
+}
+
+// rateCell is the offered and served request rates of a run, "-" where
+// the arrivals span no time.
+func rateCell(r *serving.Result) string {
+	if r.OfferedRequestsPerS == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.3f / %.3f", r.OfferedRequestsPerS, r.ServedRequestsPerS)
 }
 
 // coarsen merges the timeline's windows into at most n rows.
@@ -495,7 +529,22 @@ func writeSimulatePlot(path string, o *simulateOutput) error {
 			xLabel = "requests/s (trace)"
 		}
 	}
-	panel := func(title, unit string, get func(r *serving.Result) serving.Stats, limit float64) (*plot.Plot, error) {
+	// An overloaded run's TTFT is that of a queue growing with the run:
+	// its points are left out of the TTFT panel (the title says how many).
+	panel := func(title, unit string, get func(r *serving.Result) serving.Stats, limit float64, skipOverloaded bool) (*plot.Plot, error) {
+		runs := runs
+		if skipOverloaded {
+			var kept []*serving.Result
+			for _, r := range runs {
+				if !r.Overloaded {
+					kept = append(kept, r)
+				}
+			}
+			if n := len(runs) - len(kept); n > 0 {
+				title += fmt.Sprintf(" (%d overloaded run(s) left out: unbounded)", n)
+			}
+			runs = kept
+		}
 		p := plot.New()
 		p.Title.Text = title
 		p.X.Label.Text = xLabel
@@ -511,6 +560,9 @@ func writeSimulatePlot(path string, o *simulateOutput) error {
 			{"p99", func(s serving.Stats) float64 { return s.P99 }, color.RGBA{R: 200, G: 40, B: 40, A: 255}},
 		}
 		for _, s := range series {
+			if len(runs) == 0 {
+				break
+			}
 			xy := make(plotter.XYs, len(runs))
 			for i, r := range runs {
 				xy[i] = plotter.XY{X: xOf(r), Y: s.v(get(r))}
@@ -540,11 +592,11 @@ func writeSimulatePlot(path string, o *simulateOutput) error {
 		return p, nil
 	}
 	top, err := panel(fmt.Sprintf("%s %s on %s: time to first token", o.Model, o.Plan, o.Topology), "ms",
-		func(r *serving.Result) serving.Stats { return r.TTFTMs }, o.SLO.TTFTMs)
+		func(r *serving.Result) serving.Stats { return r.TTFTMs }, o.SLO.TTFTMs, true)
 	if err != nil {
 		return err
 	}
-	bottom, err := panel("time per output token", "ms", func(r *serving.Result) serving.Stats { return r.TPOTMs }, o.SLO.TPOTMs)
+	bottom, err := panel("time per output token", "ms", func(r *serving.Result) serving.Stats { return r.TPOTMs }, o.SLO.TPOTMs, false)
 	if err != nil {
 		return err
 	}

@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -129,5 +131,75 @@ func TestSimulateTable(t *testing.T) {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}
+	}
+}
+
+// TestSimulateOverloaded: 10 requests/s of 1024 + 256 tokens on the
+// default box is far beyond what it serves (its completions over the run,
+// requests / duration, are under 3/s): the run says it is overloaded,
+// with the offered rate (the Poisson arrivals of --qps 10, within 15 %),
+// the served rate (within 15 % of the completion rate, which an
+// overloaded engine sets) and the queue's growth (their difference), and
+// prints TTFT and E2E as "unbounded" (null in JSON). At 0.5 requests/s the
+// same box carries the load: served = offered within 5 %, latencies
+// printed, no overload line.
+func TestSimulateOverloaded(t *testing.T) {
+	type run struct {
+		Load       string  `json:"load"`
+		Requests   int     `json:"requests"`
+		DurationS  float64 `json:"duration_s"`
+		Offered    float64 `json:"offered_requests_per_s"`
+		Served     float64 `json:"served_requests_per_s"`
+		Growth     float64 `json:"queue_growth_requests_per_s"`
+		Overloaded bool    `json:"overloaded"`
+	}
+	for _, tc := range []struct {
+		qps        string
+		overloaded bool
+	}{{"10", true}, {"0.5", false}} {
+		t.Run("qps "+tc.qps, func(t *testing.T) {
+			code, out, errs := runCLI(t, "simulate", "--qps", tc.qps, "--timeline", "0", "--output", "json")
+			if code != 0 {
+				t.Fatalf("exit %d: %s", code, errs)
+			}
+			var res struct {
+				Runs []map[string]json.RawMessage `json:"runs"`
+			}
+			if err := json.Unmarshal([]byte(out), &res); err != nil || len(res.Runs) != 1 {
+				t.Fatalf("%v: %d runs", err, len(res.Runs))
+			}
+			raw := res.Runs[0]
+			var r run
+			b, _ := json.Marshal(raw)
+			if err := json.Unmarshal(b, &r); err != nil {
+				t.Fatal(err)
+			}
+			qps := map[string]float64{"10": 10, "0.5": 0.5}[tc.qps]
+			if r.Overloaded != tc.overloaded || math.Abs(r.Offered/qps-1) > 0.15 || math.Abs(r.Offered-r.Served-r.Growth) > 1e-9*r.Offered {
+				t.Fatalf("overloaded %v (want %v), offered %.3f (qps %v), served %.3f, growth %.3f", r.Overloaded, tc.overloaded, r.Offered, qps, r.Served, r.Growth)
+			}
+			completions := float64(r.Requests) / r.DurationS
+			nullLatency := string(raw["ttft_ms"]) == "null" && string(raw["e2e_ms"]) == "null" && string(raw["tpot_ms"]) != "null"
+			code, table, _ := runCLI(t, "simulate", "--qps", tc.qps, "--timeline", "0")
+			if code != 0 {
+				t.Fatalf("table: exit %d", code)
+			}
+			line := fmt.Sprintf("qps %s poisson: overloaded: offered %#.3g req/s, served %#.3g req/s, queue grows by %#.3g requests/s", tc.qps, r.Offered, r.Served, r.Growth)
+			if tc.overloaded {
+				if completions >= 3 || math.Abs(r.Served/completions-1) > 0.15 || r.Growth <= 0.05*r.Offered {
+					t.Errorf("served %.3f req/s against %.3f completions/s, growth %.3f", r.Served, completions, r.Growth)
+				}
+				if !nullLatency || !strings.Contains(table, line) || strings.Count(table, "unbounded") != 2 {
+					t.Errorf("null TTFT and E2E in JSON %v; table lacks %q or two \"unbounded\":\n%s", nullLatency, line, table)
+				}
+				return
+			}
+			if math.Abs(r.Served/r.Offered-1) > 0.05 || nullLatency || strings.Contains(table, "overloaded") || strings.Contains(table, "unbounded") {
+				t.Errorf("carried load: served %.3f of %.3f, null latencies %v, table:\n%s", r.Served, r.Offered, nullLatency, table)
+			}
+			if !strings.Contains(table, fmt.Sprintf("%.3f / %.3f", r.Offered, r.Served)) {
+				t.Errorf("table lacks offered / served %.3f / %.3f:\n%s", r.Offered, r.Served, table)
+			}
+		})
 	}
 }

@@ -4,6 +4,8 @@ import (
 	"bufio"
 	"fmt"
 	"io"
+	"math"
+	"strconv"
 	"strings"
 )
 
@@ -147,11 +149,37 @@ func Write(w io.Writer, lg *Log, o WriteOptions) error {
 // fmtTime writes a time as nccl-tests does, with two decimals (three
 // significant digits more than its 0.01 us resolution needs below 1 us).
 func fmtTime(us float64) string {
+	return strconv.FormatFloat(us, 'f', timeDecimals(us), 64)
+}
+
+// timeDecimals is how many decimals fmtTime writes for a time of us
+// microseconds: none from 10000 us (nccl-tests' %7.0f there keeps the
+// column's width), four below 1 us, else two.
+func timeDecimals(us float64) int {
 	switch {
 	case us >= 10000:
-		return fmt.Sprintf("%.0f", us)
+		return 0
 	case us > 0 && us < 1:
-		return fmt.Sprintf("%.4f", us)
+		return 4
 	}
-	return fmt.Sprintf("%.2f", us)
+	return 2
+}
+
+// TimeUnitUs is the unit of the last digit Write prints for a time of us
+// microseconds: 1 from 10000 us, 0.0001 below 1 us, else 0.01. Write
+// rounds to nearest, so a time Parse reads back differs from the one
+// written by at most half of it (plus the float error of the decimal).
+func TimeUnitUs(us float64) float64 {
+	return math.Pow10(-timeDecimals(us))
+}
+
+// ReadBackTolUs bounds how far a time Parse reads from Write's output lies
+// from the time us written: half the unit of its last printed digit
+// (TimeUnitUs), plus two float64 ulps for the decimal's own rounding and
+// the difference (46.805 written "46.80" reads back 0.005000000000002
+// away in float64).
+func ReadBackTolUs(us float64) float64 {
+	unit := TimeUnitUs(us)
+	a := math.Max(math.Abs(us), unit)
+	return unit/2 + 2*(math.Nextafter(a, math.Inf(1))-a)
 }

@@ -83,9 +83,12 @@ func TestWriteParseRoundTrip(t *testing.T) {
 				if r.Bytes != w.Bytes || r.Count != w.Count || r.Type != w.Type || r.RedOp != w.RedOp || r.Root != -1 {
 					t.Errorf("row %d: %+v, want %+v", i, r, w)
 				}
-				for _, p := range [][2]float64{{r.OutTimeUs, w.OutTimeUs}, {r.OutAlgBWGBps, w.OutAlgBWGBps}, {r.OutBusBWGBps, w.OutBusBWGBps}, {r.InTimeUs, 0}} {
-					if math.Abs(p[0]-p[1]) > 0.005+1e-4*p[1] {
-						t.Errorf("row %d: %v read back as %v", i, p[1], p[0])
+				// Times to half their printed unit, bandwidths (%6.2f) to
+				// half of 0.01, each plus the decimal's float error.
+				for _, p := range [][3]float64{{r.OutTimeUs, w.OutTimeUs, ReadBackTolUs(w.OutTimeUs)}, {r.InTimeUs, 0, ReadBackTolUs(0)},
+					{r.OutAlgBWGBps, w.OutAlgBWGBps, 0.005 + 1e-12}, {r.OutBusBWGBps, w.OutBusBWGBps, 0.005 + 1e-12}} {
+					if math.Abs(p[0]-p[1]) > p[2] {
+						t.Errorf("row %d: %v read back as %v (within %v)", i, p[1], p[0], p[2])
 					}
 				}
 			}
@@ -111,5 +114,51 @@ func TestWriteRefuses(t *testing.T) {
 	}
 	if _, err := NewRow("allreduce", 2, 512, 2, "bfloat16", 0, 0); err == nil {
 		t.Error("NewRow without a time accepted")
+	}
+}
+
+// TestTimeUnit: the unit of a time's last printed digit follows Write's
+// format (nccl-tests' time column: %.0f from 10000 us, %.4f below 1 us,
+// %.2f otherwise), ReadBackTolUs is half of it within float slack, and
+// every time read back from Write's output lies within that; among them
+// 46.805 us, which Write prints as 46.80 and a fixed 0.005 bound
+// rejected.
+func TestTimeUnit(t *testing.T) {
+	for _, tc := range []struct {
+		us, unit float64
+		printed  string
+	}{
+		{46.805, 0.01, "46.80"},
+		{1, 0.01, "1.00"},
+		{9999.994, 0.01, "9999.99"},
+		{10000, 1, "10000"},
+		{12345.5, 1, "12346"},
+		{0.99996, 0.0001, "1.0000"},
+		{0.12345, 0.0001, "0.1235"},
+	} {
+		if got := TimeUnitUs(tc.us); got != tc.unit {
+			t.Errorf("TimeUnitUs(%v) = %v, want %v", tc.us, got, tc.unit)
+		}
+		if tol := ReadBackTolUs(tc.us); tol < tc.unit/2 || tol > tc.unit/2*(1+1e-9) {
+			t.Errorf("ReadBackTolUs(%v) = %v, want %v plus float slack", tc.us, tol, tc.unit/2)
+		}
+		r, err := NewRow("allgather", 4, 4096, 4, "float", tc.us, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var buf bytes.Buffer
+		if err := Write(&buf, &Log{Op: "allgather", Ranks: 4, Rows: []Row{r}}, WriteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(buf.String(), " "+tc.printed+" ") {
+			t.Errorf("%v us: %q not printed:\n%s", tc.us, tc.printed, buf.String())
+		}
+		back, err := Parse(bytes.NewReader(buf.Bytes()), "all_gather_perf.txt")
+		if err != nil || len(back.Rows) != 1 {
+			t.Fatalf("%v us: parse: %v", tc.us, err)
+		}
+		if d := math.Abs(back.Rows[0].OutTimeUs - tc.us); d > ReadBackTolUs(tc.us) {
+			t.Errorf("%v us read back as %v: %v away, over %v", tc.us, back.Rows[0].OutTimeUs, d, ReadBackTolUs(tc.us))
+		}
 	}
 }
