@@ -102,7 +102,12 @@ func dispatch(args []string, stdout, stderr io.Writer) int {
 		return exitUsage
 	}
 	if err := run(fs.Args(), stdout, stderr); err != nil {
-		fmt.Fprintf(stderr, "tpscope %s: %v\n", v.Name, err)
+		msg := err.Error()
+		if errors.Is(err, context.Canceled) && !errors.Is(err, errInterrupted) {
+			// Go's "context canceled" says nothing to a user.
+			msg = strings.ReplaceAll(msg, context.Canceled.Error(), "interrupted")
+		}
+		fmt.Fprintf(stderr, "tpscope %s: %s\n", v.Name, msg)
 		switch {
 		case errors.Is(err, errUsage):
 			return exitUsage

@@ -152,7 +152,7 @@ func checkShape(op *model.Op) error {
 		return fmt.Errorf("shape M=%d N=%d K=%d Batch=%v: want non-negative finite values", op.M, op.N, op.K, op.Batch)
 	}
 	if float64(op.M)*float64(op.K)*max(op.Batch, 1) > maxElems || float64(op.K)*float64(op.N)*max(op.Batch, 1) > maxElems {
-		return fmt.Errorf("shape M=%d N=%d K=%d Batch=%v is too large for the CPU backend; shrink the model (model.ScaleArch, tpscope run --scale)", op.M, op.N, op.K, op.Batch)
+		return fmt.Errorf("shape M=%d N=%d K=%d Batch=%v is too large for the CPU backend; shrink the model (tpscope run --scale)", op.M, op.N, op.K, op.Batch)
 	}
 	return nil
 }

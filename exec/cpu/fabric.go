@@ -348,6 +348,6 @@ func (b *groupBarrier) timeout(i int) error {
 			missing = append(missing, b.group[j])
 		}
 	}
-	return fmt.Errorf("%s: rank %d waited %v for rank(s) %v, which never arrived (collective watchdog; set with --watchdog / exec.WithWatchdog)",
+	return fmt.Errorf("%s: rank %d waited %v for rank(s) %v, which never arrived (collective watchdog; set with --watchdog)",
 		b.desc, b.group[i], b.watchdog, missing)
 }

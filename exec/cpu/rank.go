@@ -127,7 +127,7 @@ func newRank(ss *session, rk int) (*rank, error) {
 				return nil, fmt.Errorf("op %s: moe_gemm without a router op before it", op.ID)
 			}
 			if op.MoE == nil {
-				return nil, fmt.Errorf("op %s: moe_gemm without its routing shape (model.Op.MoE)", op.ID)
+				return nil, fmt.Errorf("op %s: moe_gemm without its routing shape (a schedule from another build)", op.ID)
 			}
 			routers[i] = lastRouter
 			a := 0

@@ -319,7 +319,7 @@ func (pl *planner) planGEMM(op *model.Op, batch int, subst string) (opPlan, erro
 func (pl *planner) planMoE(ops []model.Op, i int) (opPlan, error) {
 	op := &ops[i]
 	if op.MoE == nil {
-		return opPlan{}, fmt.Errorf("moe_gemm without its routing shape (model.Op.MoE)")
+		return opPlan{}, fmt.Errorf("moe_gemm without its routing shape (a schedule from another build)")
 	}
 	rowsPer := op.MoE.Executed()
 	touched := max(1, len(rowsPer))
