@@ -153,9 +153,9 @@ func (s *VerdictStatus) UnmarshalText(b []byte) error {
 // VerdictRow is one optimization's verdict.
 type VerdictRow struct {
 	// Status is VerdictMeasured or VerdictInconclusive.
-	Status VerdictStatus `json:"status"`
-	Without RunStats `json:"without"`
-	With    RunStats `json:"with"`
+	Status  VerdictStatus `json:"status"`
+	Without RunStats      `json:"without"`
+	With    RunStats      `json:"with"`
 	// PredictedBox is the gain over the whole box (collectives included);
 	// Predicted the gain of what ran; Measured the gain of the median
 	// steps, Low and High its spread (the slowest decile of the faster

@@ -124,7 +124,9 @@ type TraceSetupError struct {
 	Err  error
 }
 
-func (e *TraceSetupError) Error() string { return fmt.Sprintf("trace destination %s: %v", e.Dest, e.Err) }
+func (e *TraceSetupError) Error() string {
+	return fmt.Sprintf("trace destination %s: %v", e.Dest, e.Err)
+}
 func (e *TraceSetupError) Unwrap() error { return e.Err }
 
 // Run runs p: in this process, or in fresh processes (see Isolation). The
