@@ -103,8 +103,10 @@ that none fired.`,
 					return usageErrorf("--fault-step needs --fault-hang")
 				}
 				withTopo := fs.Changed("topo")
-				if *compare && !withTopo {
-					return usageErrorf("--compare needs --topo (a preset, or the JSON of 'tpscope calibrate --backend cpu' for the cpu backend)")
+				if *compare {
+					if err := checkMeasuredBox("--compare", *backend, withTopo, true); err != nil {
+						return err
+					}
 				}
 				scen, err := sc.scenario()
 				if err != nil {
@@ -274,22 +276,6 @@ func isTerminal(w io.Writer) bool {
 	}
 	st, err := f.Stat()
 	return err == nil && st.Mode()&os.ModeCharDevice != 0
-}
-
-// predictedByOpID maps op ID to predicted device time on the first rank
-// the prediction holds (every rank of a symmetric schedule).
-func predictedByOpID(pr *sim.Prediction) map[string]float64 {
-	m := make(map[string]float64, len(pr.Ops))
-	rank := -1
-	for _, op := range pr.Ops {
-		if rank < 0 {
-			rank = op.Rank
-		}
-		if op.Rank == rank {
-			m[op.ID] = op.Us
-		}
-	}
-	return m
 }
 
 func writeRunSummary(w io.Writer, res *exec.Result, s *model.Schedule, cmp *exec.Comparison, md bool) {
