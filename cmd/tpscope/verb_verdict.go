@@ -179,8 +179,8 @@ kept as DIR/<run>.partial.otlp.jsonl) and exits with code 130.`,
 
 // verdictEntry is one catalog entry's row.
 type verdictEntry struct {
-	Entry      string `json:"entry"`
-	Title      string `json:"title"`
+	Entry      string                `json:"entry"`
+	Title      string                `json:"title"`
 	Kind       string                `json:"kind"`
 	Status     compare.VerdictStatus `json:"status"`
 	Reason     string                `json:"reason,omitempty"`
