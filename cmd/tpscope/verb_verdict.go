@@ -276,7 +276,7 @@ func (v *verdictRunner) verdict(ctx context.Context, base sim.Scenario, cat []si
 	rep.Runs = append(rep.Runs, rep.Baseline)
 	for i := range cat {
 		e := &cat[i]
-		row := verdictEntry{Entry: e.Name, Title: e.Title, Kind: e.Kind}
+		row := verdictEntry{Entry: e.Name, Title: e.Title, Kind: e.Kind, InBaseline: e.Enabled(base)}
 		ap := e.Check(base)
 		switch {
 		case ap.Status == sim.NotApplicable:
@@ -284,7 +284,7 @@ func (v *verdictRunner) verdict(ctx context.Context, base sim.Scenario, cat []si
 		case e.Kind == "box":
 			row.Status, row.Reason = compare.VerdictAnotherBox, "runs on "+strings.TrimPrefix(e.Name, "box-")+": "+ap.Reason
 		case peersOnly(e) && !v.caps.CollectiveSettings:
-			row.Status, row.Reason = compare.VerdictNotOnBackend, fmt.Sprintf("changes only NCCL's collectives; the %s backend's collectives are its own, which it leaves unchanged", v.backend)
+			row.Status, row.Reason = compare.VerdictNotOnBackend, fmt.Sprintf("changes only the collectives; the %s backend's collectives are its own, which neither NCCL's settings nor the choice of all-reduce reach", v.backend)
 		case e.Name == "oneshot-ar":
 			row.Status, row.Reason = compare.VerdictNotBuilt, "the executor's all-reduces are NCCL's: a one-shot P2P kernel is not built; "+ap.Reason
 		case peersOnly(e) && shard:
@@ -298,8 +298,7 @@ func (v *verdictRunner) verdict(ctx context.Context, base sim.Scenario, cat []si
 		}
 		var other sim.Scenario
 		label := e.Name
-		if e.Enabled(base) {
-			row.InBaseline = true
+		if row.InBaseline {
 			other, err = e.Revert(base)
 			label = "without-" + e.Name
 		} else {
