@@ -178,10 +178,6 @@ func Prepare(spec Spec) (*Prepared, error) {
 	return p, nil
 }
 
-// ScenarioJSON is the scenario as run in its codec (sim.Scenario's
-// MarshalJSON), as the step spans record it.
-func (p *Prepared) ScenarioJSON() []byte { return p.scenarioJSON }
-
 // localRanks is Spec.LocalRanks, or every rank of the schedule.
 func (p *Prepared) localRanks() []int {
 	if len(p.Spec.LocalRanks) > 0 {
