@@ -1,6 +1,7 @@
 package compare
 
 import (
+	"fmt"
 	"math"
 	"sort"
 	"strings"
@@ -23,7 +24,9 @@ import (
 //
 // Gains are sim.Gain (step time and tokens/s); an optimization pays when
 // its tokens/s gain reaches the threshold (advise's, 5 %), and the verdict
-// held when the as-run prediction and the measurement agree on that.
+// held when the as-run prediction and the measurement agree on that. When
+// the measured gain's spread straddles the threshold, the measurements
+// support neither answer and the verdict is inconclusive.
 // Where they differ, the op names (an op ID without its layer: attn.mla_decode,
 // moe.experts_gate_up) whose change of time was mispredicted the most say
 // why.
@@ -77,10 +80,82 @@ type OpDelta struct {
 // node overhead, idle).
 const GapsOp = "(between ops)"
 
+// VerdictStatus is what a verdict row says about an optimization: measured
+// (and then whether the prediction held), or why it could not be.
+type VerdictStatus uint8
+
+const (
+	// VerdictMeasured: both runs measured and their spread decides whether
+	// it pays; VerdictRow.Held says whether the prediction agreed.
+	VerdictMeasured VerdictStatus = iota + 1
+	// VerdictInconclusive: both runs measured, but the measured gain's
+	// spread (MeasuredLow to MeasuredHigh) straddles the threshold, so the
+	// measurements support neither "pays" nor "does not pay".
+	VerdictInconclusive
+	// VerdictNeedsGPUs: it changes only collectives, which a one-rank
+	// shard skips.
+	VerdictNeedsGPUs
+	// VerdictNotOnBackend: it changes nothing where it would run (NCCL
+	// settings on ranks whose collectives are not NCCL's, CUDA graphs on
+	// a backend that runs every step eagerly).
+	VerdictNotOnBackend
+	// VerdictNotBuilt: the executor has no kernel for it.
+	VerdictNotBuilt
+	// VerdictAnotherBox: a move to another box, not run here.
+	VerdictAnotherBox
+	// VerdictNotApplicable: it cannot run on this scenario.
+	VerdictNotApplicable
+	// VerdictError: its run failed.
+	VerdictError
+	// VerdictInterrupted: its run was cut short (Ctrl-C).
+	VerdictInterrupted
+)
+
+var verdictStatusText = [...]string{
+	VerdictMeasured:      "measured",
+	VerdictInconclusive:  "inconclusive",
+	VerdictNeedsGPUs:     "needs several GPUs",
+	VerdictNotOnBackend:  "not on this backend",
+	VerdictNotBuilt:      "not in the executor",
+	VerdictAnotherBox:    "another box",
+	VerdictNotApplicable: "not applicable",
+	VerdictError:         "error",
+	VerdictInterrupted:   "interrupted",
+}
+
+// String is the status in words, as tables and JSON show it.
+func (s VerdictStatus) String() string {
+	if int(s) < len(verdictStatusText) && verdictStatusText[s] != "" {
+		return verdictStatusText[s]
+	}
+	return fmt.Sprintf("status(%d)", uint8(s))
+}
+
+// MarshalText writes String.
+func (s VerdictStatus) MarshalText() ([]byte, error) {
+	if int(s) >= len(verdictStatusText) || verdictStatusText[s] == "" {
+		return nil, fmt.Errorf("verdict status %d: not a status", uint8(s))
+	}
+	return []byte(s.String()), nil
+}
+
+// UnmarshalText reads what MarshalText wrote.
+func (s *VerdictStatus) UnmarshalText(b []byte) error {
+	for v, t := range verdictStatusText {
+		if t != "" && t == string(b) {
+			*s = VerdictStatus(v)
+			return nil
+		}
+	}
+	return fmt.Errorf("verdict status %q: want one of measured, inconclusive, needs several GPUs, not on this backend, not in the executor, another box, not applicable, error, interrupted", b)
+}
+
 // VerdictRow is one optimization's verdict.
 type VerdictRow struct {
-	Without RunStats `json:"without"`
-	With    RunStats `json:"with"`
+	// Status is VerdictMeasured or VerdictInconclusive.
+	Status  VerdictStatus `json:"status"`
+	Without RunStats      `json:"without"`
+	With    RunStats      `json:"with"`
 	// PredictedBox is the gain over the whole box (collectives included);
 	// Predicted the gain of what ran; Measured the gain of the median
 	// steps, Low and High its spread (the slowest decile of the faster
@@ -100,7 +175,10 @@ type VerdictRow struct {
 	PredPays     bool    `json:"predicted_pays"`
 	MeasPays     bool    `json:"measured_pays"`
 	BoxPays      bool    `json:"box_predicted_pays"`
-	Held         bool    `json:"held"`
+	// Held: the as-run prediction and the measured median agree on
+	// whether it pays. It decides only where Status is VerdictMeasured: an
+	// inconclusive measurement confirms no prediction.
+	Held bool `json:"held"`
 	// Off: the op names whose change was mispredicted the most, largest
 	// first (at most five).
 	Off []OpDelta `json:"off"`
@@ -246,6 +324,12 @@ func Verdict(without, with *VerdictRun, thresholdPct float64) VerdictRow {
 	row.PredPays = row.Predicted.TokensPerSPct >= thresholdPct
 	row.MeasPays = row.Measured.TokensPerSPct >= thresholdPct
 	row.BoxPays = row.PredictedBox.TokensPerSPct >= thresholdPct
+	row.Status = VerdictMeasured
+	lo := min(row.MeasuredLow.TokensPerSPct, row.MeasuredHigh.TokensPerSPct)
+	hi := max(row.MeasuredLow.TokensPerSPct, row.MeasuredHigh.TokensPerSPct)
+	if lo < thresholdPct && hi >= thresholdPct {
+		row.Status = VerdictInconclusive
+	}
 	row.Held = row.PredPays == row.MeasPays
 
 	pa, ma := without.byName()

@@ -269,3 +269,50 @@ type OpAnnotator interface {
 type StepAnnotator interface {
 	StepAttributes(step int) []attribute.KeyValue
 }
+
+// Capabilities a caller asks a Backend about before it runs anything, to
+// know what a run can show there (tpscope verdict says "not on this
+// backend" for a setting that changes nothing where it runs) and how its
+// ranks may be placed.
+
+// CollectiveSettingsReader is implemented by a Backend whose collectives
+// run through a library configured from BackendConfig.Env (NCCL reads
+// NCCL_PROTO, NCCL_ALGO, NCCL_P2P_LEVEL and NCCL_P2P_DISABLE when a
+// communicator is created), so those settings, and the choice of the
+// library's all-reduce, change what its ranks run.
+// ReadsCollectiveSettings reports whether they do.
+// Fallback: assumed to read them; a caller runs the settings and measures
+// whatever they change.
+type CollectiveSettingsReader interface {
+	ReadsCollectiveSettings() bool
+}
+
+// GraphSupporter is implemented by a Backend that can say before a run
+// whether its ranks capture and replay a step (GraphCapturer), so a caller
+// knows whether WithGraphs changes anything there.
+// Fallback: unknown before the run; the step span says what ran
+// (schema.AttrGraphs).
+type GraphSupporter interface {
+	SupportsGraphs() bool
+}
+
+// MultiProcessRanker is implemented by a Backend whose ranks can run one
+// per process, each process told its place by a launcher's environment as
+// torchrun sets it (RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR,
+// MASTER_PORT) and the processes joined by the backend's own rendezvous.
+// MultiProcessRanks reports whether they can.
+// Fallback: every rank of a run lives in one process (the CPU backend's
+// collectives are shared memory).
+type MultiProcessRanker interface {
+	MultiProcessRanks() bool
+}
+
+// ResourceDescriber is implemented by a Backend that knows facts about the
+// machine for a trace's resource (GPU model and count, driver, CUDA and
+// NCCL versions) of the given device ordinals (nil: the first device). It
+// is called before a Session exists, must be cheap, and leaves out what it
+// cannot find.
+// Fallback: the resource names the service and the host only.
+type ResourceDescriber interface {
+	ResourceAttributes(ordinals ...int) []attribute.KeyValue
+}

@@ -15,7 +15,9 @@
 // injects a rank that never issues a collective, to check that the
 // watchdog ends every rank. Backend (backend.go) is the plug-in contract,
 // with optional capabilities discovered by type assertion (ThreadLocker,
-// DeviceTimer, GraphCapturer, OpAnnotator, StepAnnotator); backends register
+// DeviceTimer, GraphCapturer, OpAnnotator, StepAnnotator; before a run:
+// CollectiveSettingsReader, GraphSupporter, MultiProcessRanker,
+// ResourceDescriber, MemoryEstimator, TimingEventer); backends register
 // by name (RegisterBackend) so the command can pick one with --backend.
 //
 // Units: Result times are microseconds (float64); span times are the wall

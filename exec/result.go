@@ -1,6 +1,8 @@
 package exec
 
 import (
+	"errors"
+	"fmt"
 	"math"
 	"slices"
 	"sort"
@@ -153,4 +155,73 @@ func (res *Result) byKind(s *model.Schedule) []KindTime {
 		return out[i].Kind < out[j].Kind
 	})
 	return out
+}
+
+// MergeResults joins the Results of the processes of one multi-process run
+// of sched, each of which ran some of its ranks (one rank per process under
+// a launcher): the local ranks of all parts in ascending order, the
+// measured steps that every part completed, and the summary recomputed.
+// A merged step's time is the longest any part measured for it: each
+// process times its own ranks from the earliest op start to the latest op
+// end, and without a clock shared between processes the union of those
+// intervals is not known; the slowest part bounds it from below (ranks
+// that meet in collectives every layer end within one collective of each
+// other). Parts must agree on backend, timing, warm-up and requested
+// steps; a rank in two parts is an error.
+func MergeResults(sched *model.Schedule, parts ...*Result) (*Result, error) {
+	if len(parts) == 0 {
+		return nil, errors.New("merge results: no parts")
+	}
+	type owner struct{ part, k int }
+	var order []int
+	where := map[int]owner{}
+	steps := math.MaxInt
+	p0 := parts[0]
+	graphs := true
+	for pi, p := range parts {
+		if p == nil {
+			return nil, fmt.Errorf("merge results: part %d is missing", pi)
+		}
+		if p.Backend != p0.Backend || p.Timing != p0.Timing || p.Warmup != p0.Warmup || p.Requested != p0.Requested {
+			return nil, fmt.Errorf("merge results: part %d ran backend %s, timing %s, %d warm-up, %d steps asked; part 0 %s, %s, %d, %d",
+				pi, p.Backend, p.Timing, p.Warmup, p.Requested, p0.Backend, p0.Timing, p0.Warmup, p0.Requested)
+		}
+		for k, r := range p.LocalRanks {
+			if r < 0 || r >= len(sched.Ranks) {
+				return nil, fmt.Errorf("merge results: part %d ran rank %d; the schedule has %d", pi, r, len(sched.Ranks))
+			}
+			if _, dup := where[r]; dup {
+				return nil, fmt.Errorf("merge results: rank %d is in two parts", r)
+			}
+			where[r] = owner{pi, k}
+			order = append(order, r)
+		}
+		steps = min(steps, p.Steps, len(p.StepUs), len(p.OpUs), len(p.LaunchUs))
+		graphs = graphs && p.Graphs
+	}
+	slices.Sort(order)
+	res := newResult(sched, p0.Backend, order, p0.Warmup, p0.Requested)
+	res.Timing, res.Graphs = p0.Timing, graphs
+	for s := range steps {
+		opUs, launchUs := make([][]float64, len(order)), make([][]float64, len(order))
+		stepUs := 0.0
+		for k, r := range order {
+			o := where[r]
+			p := parts[o.part]
+			if o.k >= len(p.OpUs[s]) || o.k >= len(p.LaunchUs[s]) || len(p.OpUs[s][o.k]) != len(sched.Ranks[r]) || len(p.LaunchUs[s][o.k]) != len(sched.Ranks[r]) {
+				return nil, fmt.Errorf("merge results: part %d step %d: rank %d's op times do not match its %d ops", o.part, s, r, len(sched.Ranks[r]))
+			}
+			opUs[k] = p.OpUs[s][o.k]
+			launchUs[k] = p.LaunchUs[s][o.k]
+		}
+		for _, p := range parts {
+			stepUs = max(stepUs, p.StepUs[s])
+		}
+		res.StepUs = append(res.StepUs, stepUs)
+		res.OpUs = append(res.OpUs, opUs)
+		res.LaunchUs = append(res.LaunchUs, launchUs)
+	}
+	res.Steps = len(res.StepUs)
+	res.summarize(sched)
+	return res, nil
 }

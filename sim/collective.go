@@ -247,6 +247,23 @@ func (o *NCCLOptions) Env() map[string]string {
 	return env
 }
 
+// NCCLCached is the part of NCCLOptions that NCCL reads once per process
+// and keeps (its parameters are cached on first use: the P2P level, P2P
+// disable, the protocol and algorithm choices), in a canonical spelling
+// (NCCL compares these names without case), so two values compare with ==.
+// Two runs whose NCCLCached differ cannot share a process: the second
+// would run with the first one's settings whatever its environment says.
+type NCCLCached struct {
+	Proto, Algo, P2PLevel string
+	P2PDisable            bool
+}
+
+// CachedPerProcess is o's NCCLCached.
+func (o NCCLOptions) CachedPerProcess() NCCLCached {
+	return NCCLCached{Proto: strings.ToUpper(o.Proto), Algo: strings.ToUpper(o.Algo),
+		P2PLevel: strings.ToUpper(o.P2PLevel), P2PDisable: o.P2PDisable}
+}
+
 // CollectiveCost is the predicted cost of one collective call.
 type CollectiveCost struct {
 	// TimeUs is the predicted time = LatencyUs + LinkUs.

@@ -25,6 +25,9 @@ type Verb struct {
 	Short   string // one line for the verb list
 	Long    string // paragraph(s) for --help
 	Example string // at least one runnable example for --help
+	// Hidden keeps the verb out of the verb list ('tpscope help'): a verb
+	// tpscope starts itself, not one for people.
+	Hidden bool
 	// Flags builds the verb's flag set, bound to an options value that Run
 	// reads. It is called once per invocation.
 	Flags func(fs *pflag.FlagSet) func(args []string, stdout, stderr io.Writer) error
@@ -159,7 +162,7 @@ func printVerbs(w io.Writer, group string) {
 		fmt.Fprintf(w, "Usage: tpscope %s <verb> [flags]\n\nVerbs:\n", group)
 	}
 	for _, v := range verbs {
-		if group != "" && !strings.HasPrefix(v.Name, group+" ") {
+		if v.Hidden || group != "" && !strings.HasPrefix(v.Name, group+" ") {
 			continue
 		}
 		fmt.Fprintf(w, "  %-18s %s\n", v.Name, v.Short)

@@ -24,6 +24,7 @@ import (
 	"github.com/tpscope/tpscope/exec"
 	"github.com/tpscope/tpscope/exec/collbench"
 	"github.com/tpscope/tpscope/model"
+	"github.com/tpscope/tpscope/pipeline"
 	"github.com/tpscope/tpscope/sim"
 	"github.com/tpscope/tpscope/sim/nccltests"
 	"github.com/tpscope/tpscope/traces/schema"
@@ -159,31 +160,28 @@ type measureRun struct {
 // run measures cfg through the executor, returns the result beside the
 // predictions (rows, at the sizes as run) and writes -o.
 func (m *measureFlags) run(coll model.Collective, ranks int, sizes []int64, no sim.NCCLOptions, cm *sim.CollectiveModel, ref *nccltests.Log, stderr io.Writer) (*measureRun, []sim.CollectiveRow, error) {
-	b, err := exec.NewBackend(m.backend, exec.BackendConfig{Seed: 1, Env: no.Env()})
+	p, err := pipeline.PrepareCollective(pipeline.CollectiveSpec{Backend: m.backend, NCCL: no, Bench: m.config(coll, ranks, sizes),
+		Steps: m.steps, Warmup: m.warmup, Graphs: m.graphs, Watchdog: m.watchdog})
 	if err != nil {
 		return nil, nil, err
 	}
-	cfg := m.config(coll, ranks, sizes)
+	b := p.Backend
 	if me, ok := b.(exec.MemoryEstimator); ok {
-		s, _, err := collbench.Schedule(cfg)
-		if err != nil {
-			return nil, nil, err
-		}
-		if est, err := me.EstimateMemory(s, nil); err == nil && est.NeedBytes > est.FreeBytes {
+		if est, err := me.EstimateMemory(p.Schedule, nil); err == nil && est.NeedBytes > est.FreeBytes {
 			return nil, nil, usageErrorf("the %s backend would allocate %s of %s for %d x %s of %s over %d ranks; %s available: use fewer --iters or smaller --sizes",
 				b.Name(), units.Bytes(float64(est.NeedBytes)), est.Where, m.iters, coll, fmtSizes(sizes), ranks, units.Bytes(float64(est.FreeBytes)))
 		}
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	opts := []exec.Option{exec.WithSteps(m.steps), exec.WithWarmup(m.warmup), exec.WithGraphs(m.graphs), exec.WithWatchdog(m.watchdog)}
+	var progress func(done, total int)
 	if isTerminal(stderr) {
 		bar := progressbar.NewOptions(m.warmup+m.steps, progressbar.OptionSetWriter(stderr),
 			progressbar.OptionSetDescription("measure "+string(coll)), progressbar.OptionClearOnFinish())
-		opts = append(opts, exec.WithProgress(func(done, total int) { _ = bar.Set(done) }))
+		progress = func(done, total int) { _ = bar.Set(done) }
 		defer bar.Finish()
 	}
-	res, err := collbench.Measure(ctx, b, cfg, opts...)
+	res, err := p.Measure(ctx, progress)
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, nil, fmt.Errorf("%w: %v", errInterrupted, err)

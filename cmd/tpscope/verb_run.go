@@ -23,6 +23,7 @@ import (
 	"github.com/tpscope/tpscope/exec/cpu"
 	"github.com/tpscope/tpscope/exec/cuda"
 	"github.com/tpscope/tpscope/model"
+	"github.com/tpscope/tpscope/pipeline"
 	"github.com/tpscope/tpscope/sim"
 	"github.com/tpscope/tpscope/traces"
 )
@@ -102,8 +103,10 @@ that none fired.`,
 					return usageErrorf("--fault-step needs --fault-hang")
 				}
 				withTopo := fs.Changed("topo")
-				if *compare && !withTopo {
-					return usageErrorf("--compare needs --topo (a preset, or the JSON of 'tpscope calibrate --backend cpu' for the cpu backend)")
+				if *compare {
+					if err := checkMeasuredBox("--compare", *backend, withTopo, true); err != nil {
+						return err
+					}
 				}
 				scen, err := sc.scenario()
 				if err != nil {
@@ -114,20 +117,12 @@ that none fired.`,
 						return usageErrorf("--scale: %v", err)
 					}
 				}
-				b, err := exec.NewBackend(*backend, exec.BackendConfig{Seed: *seed, Env: scen.Options.NCCL.Env()})
-				if err != nil {
-					return err
-				}
-				// The executor runs the schedule's kernels and nothing else.
-				scen.Options.Executor = true
-				if te, ok := b.(exec.TimingEventer); ok {
-					// What is measured is the instrumented run: price its
-					// timing events (the scenario records them).
-					scen.Options.TimingEventsPerOp = te.TimingEventsPerOp()
-				}
-				// The schedule the engine runs (the batch padded for CUDA
-				// graphs), which the prediction prices and the spans record.
-				sched, graphed, err := sim.BuildSchedule(scen)
+				// One path to a measurement (pipeline): the backend is told
+				// what the scenario asks (NCCL settings, all-reduce + RMSNorm
+				// fusion), and the prediction prices what runs.
+				p, err := pipeline.Prepare(pipeline.Spec{Scenario: scen, Backend: *backend, Seed: *seed,
+					Steps: *steps, Warmup: *warmup, LocalRanks: *localRanks, Watchdog: *watchdog,
+					ScheduleScale: *scale, Predict: withTopo, Trace: *trace})
 				if err != nil {
 					var pe *model.PlanError
 					if errors.As(err, &pe) {
@@ -135,24 +130,7 @@ that none fired.`,
 					}
 					return err
 				}
-				scen.RunBatch = sched.Workload.Batch
-				scenJSON, err := scen.MarshalJSON()
-				if err != nil {
-					return err
-				}
-
-				var pred *sim.Prediction
-				var predUs map[string]float64
-				if withTopo {
-					p, err := scen.NewPredictor()
-					if err != nil {
-						return err
-					}
-					if pred, err = p.Predict(sched); err != nil {
-						return fmt.Errorf("predict on %s: %w", scen.Topo.Name, err)
-					}
-					predUs = predictedByOpID(pred)
-				}
+				scen, sched, pred := p.Scenario, p.Schedule, p.Prediction
 
 				for _, r := range *localRanks {
 					if r < 0 || r >= len(sched.Ranks) {
@@ -168,51 +146,36 @@ that none fired.`,
 						return usageErrorf("--fault-step %d: the run has %d steps (--warmup + --steps), so the fault would never fire", fault.Step, total)
 					}
 				}
-				if err := checkRunMemory(b, scen, sched, *localRanks); err != nil {
+				if err := checkRunMemory(p.Backend, scen, sched, *localRanks); err != nil {
 					return err
 				}
 
 				ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 				defer stop()
-				exp, err := traces.Setup(ctx, *trace, traces.WithResource(backendResource(*backend, nil)...))
-				if err != nil {
-					return fmt.Errorf("--trace %s: %w", *trace, err)
-				}
-				opts := []exec.Option{
-					exec.WithTracerProvider(exp.TracerProvider()),
-					// Op spans built in bulk off the launch path (nil: the SDK path).
-					exec.WithSpanExporter(exp.SpanExporter()),
-					exec.WithSteps(*steps), exec.WithWarmup(*warmup),
-					exec.WithGraphs(graphed),
-					exec.WithScheduleScale(*scale),
-					exec.WithScenario(string(scenJSON), scen.TopoRef.String(), scen.Options.Names()),
-				}
-				if withTopo {
-					opts = append(opts, exec.WithPredictedUs(predUs))
-				}
-				if len(*localRanks) > 0 {
-					opts = append(opts, exec.WithLocalRanks(*localRanks...))
-				}
-				if *watchdog > 0 {
-					opts = append(opts, exec.WithWatchdog(*watchdog))
-				}
+				ro := pipeline.RunOptions{Fault: fault}
 				if fault != nil {
-					opts = append(opts, exec.WithFault(*fault))
 					fmt.Fprintf(stderr, "tpscope run: injected fault: %s; expecting the watchdog to end the run\n", fault)
 				}
 				var bar *progressbar.ProgressBar
 				if isTerminal(stderr) {
 					bar = progressbar.NewOptions(*warmup+*steps, progressbar.OptionSetWriter(stderr),
 						progressbar.OptionSetDescription("run "+*backend), progressbar.OptionClearOnFinish())
-					opts = append(opts, exec.WithProgress(func(done, total int) { _ = bar.Set(done) }))
+					ro.Progress = func(done, total int) { _ = bar.Set(done) }
 				}
 
-				res, runErr := exec.Run(ctx, sched, b, opts...)
+				out, runErr := pipeline.NewRunner(pipeline.WithStderr(stderr)).Run(ctx, p, ro)
 				if bar != nil {
 					_ = bar.Finish()
 				}
-				shutErr := exp.Shutdown(context.Background())
-				stats := exp.Stats()
+				var te *pipeline.TraceSetupError
+				if errors.As(runErr, &te) {
+					return fmt.Errorf("--trace %s: %w", te.Dest, te.Err)
+				}
+				var res *exec.Result
+				var stats traces.ExportStats
+				if out != nil {
+					res, stats = out.Run, out.Trace
+				}
 				interrupted := ctx.Err() != nil
 				if runErr != nil && !(interrupted && res != nil) {
 					if res != nil && res.Steps > 0 {
@@ -220,12 +183,9 @@ that none fired.`,
 					}
 					return runErr
 				}
-				if shutErr != nil {
-					return fmt.Errorf("flush trace: %w; %s", shutErr, stats)
-				}
 				var cmp *exec.Comparison
 				if *compare && res.Steps > 0 {
-					c := res.Compare(sched, predUs, pred.StepUs)
+					c := res.Compare(sched, p.PredictedUs, pred.StepUs)
 					cmp = &c
 				}
 				if res.Steps > 0 {
@@ -316,22 +276,6 @@ func isTerminal(w io.Writer) bool {
 	}
 	st, err := f.Stat()
 	return err == nil && st.Mode()&os.ModeCharDevice != 0
-}
-
-// predictedByOpID maps op ID to predicted device time on the first rank
-// the prediction holds (every rank of a symmetric schedule).
-func predictedByOpID(pr *sim.Prediction) map[string]float64 {
-	m := make(map[string]float64, len(pr.Ops))
-	rank := -1
-	for _, op := range pr.Ops {
-		if rank < 0 {
-			rank = op.Rank
-		}
-		if op.Rank == rank {
-			m[op.ID] = op.Us
-		}
-	}
-	return m
 }
 
 func writeRunSummary(w io.Writer, res *exec.Result, s *model.Schedule, cmp *exec.Comparison, md bool) {

@@ -17,10 +17,9 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/tpscope/tpscope/compare"
-	"github.com/tpscope/tpscope/exec"
 	"github.com/tpscope/tpscope/model"
+	"github.com/tpscope/tpscope/pipeline"
 	"github.com/tpscope/tpscope/sim"
-	"github.com/tpscope/tpscope/traces"
 )
 
 func init() {
@@ -48,15 +47,30 @@ rules and warm-up, several measured steps each. Each row gives:
                was mispredicted the most (an op ID without its layer), the
                predicted and the measured change per step
 
-Entries that change only collectives (the NCCL settings, one-shot
-all-reduce) need the plan's ranks on as many GPUs and say so in a one-rank
-shard; the "move to another box" entries are not run. All-reduce + RMSNorm
-fusion runs the fused kernel's local part (the norm on the reduced buffer);
-its reduction waits for several GPUs. MTP's tokens per step count the
-acceptance --mtp-accept (an input, as in advise).
+A row is inconclusive when the measured spread straddles the threshold:
+the measurements then say neither that it pays nor that it does not (more
+steps, or a quieter machine). Entries that change nothing where they run
+say "not on this backend": the NCCL settings and one-shot all-reduce on
+the CPU backend's goroutine ranks, CUDA graphs on a backend that runs
+every step eagerly. Entries that change only collectives need the plan's
+ranks on as many GPUs and say so in a one-rank shard; the "move to
+another box" entries are not run. All-reduce + RMSNorm fusion runs the
+fused kernel's local part (the norm on the reduced buffer); its reduction
+waits for several GPUs. MTP's tokens per step count the acceptance
+--mtp-accept (an input, as in advise).
+
+Each run predicts and measures the executor's own kernels, as run does.
+An entry that changes a setting NCCL keeps for the life of a process (the
+protocol, the algorithm, the P2P level, P2P disable) runs in fresh
+processes of this binary, so no run inherits another's NCCL settings.
+--backend cpu needs --topo: the JSON 'tpscope calibrate --backend cpu'
+writes (the default box is a GPU box).
 
 -o/--out DIR writes every run's trace (DIR/<run>.otlp.jsonl), for 'tpscope
-compare' and Jaeger, and the report as DIR/verdict.json and DIR/verdict.md.`,
+compare' and Jaeger, and the report as DIR/verdict.json and DIR/verdict.md.
+Ctrl-C stops the run in progress after its current op, prints the entries
+that finished, writes the report (saying which run was cut; its trace is
+kept as DIR/<run>.partial.otlp.jsonl) and exits with code 130.`,
 		Example: `tpscope verdict --backend cuda --model kimi-k2.5 --tp 8 --local-ranks 0 --batch 32 --context 4096 --kv-dtype bf16 --topo h200-nvswitch --steps 10 -o verdict-traces`,
 		Flags: func(fs *pflag.FlagSet) func(args []string, stdout, stderr io.Writer) error {
 			sc := addScenarioFlags(fs)
@@ -85,6 +99,9 @@ compare' and Jaeger, and the report as DIR/verdict.json and DIR/verdict.md.`,
 				}
 				if *mtpTokens < 1 || *mtpTokens > 16 {
 					return usageErrorf("--mtp-tokens %d: want 1 to 16", *mtpTokens)
+				}
+				if err := checkMeasuredBox("verdict", *backend, fs.Changed("topo"), false); err != nil {
+					return err
 				}
 				base, err := sc.scenario()
 				if err != nil {
@@ -121,7 +138,8 @@ compare' and Jaeger, and the report as DIR/verdict.json and DIR/verdict.md.`,
 				ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 				defer stop()
 				v := &verdictRunner{backend: *backend, seed: *seed, steps: *steps, warmup: *warmup,
-					local: *localRanks, outDir: *outDir, stderr: stderr}
+					local: *localRanks, outDir: *outDir, stderr: stderr, interrupt: stop,
+					runner: pipeline.NewRunner(pipeline.WithStderr(stderr))}
 				rep, err := v.verdict(ctx, base, cat, world, 100**threshold)
 				if err != nil {
 					return err
@@ -135,34 +153,38 @@ compare' and Jaeger, and the report as DIR/verdict.json and DIR/verdict.md.`,
 				case "json":
 					enc := json.NewEncoder(stdout)
 					enc.SetIndent("", " ")
-					return enc.Encode(rep)
+					err = enc.Encode(rep)
 				case "markdown":
-					return writeVerdict(stdout, rep, true)
+					err = writeVerdict(stdout, rep, true)
+				default:
+					err = writeVerdict(stdout, rep, false)
 				}
-				return writeVerdict(stdout, rep, false)
+				if err != nil {
+					return err
+				}
+				if in := rep.Interrupted; in != nil {
+					done := 0
+					for _, e := range rep.Entries {
+						if e.Status != compare.VerdictInterrupted {
+							done++
+						}
+					}
+					return fmt.Errorf("%w during the %s run: %d of %d entries finished (report above)", errInterrupted, in.Run, done, len(cat))
+				}
+				return nil
 			}
 		},
 	})
 }
 
-// Verdict row statuses.
-const (
-	verdictMeasured      = "measured"
-	verdictNeedsGPUs     = "needs several GPUs"
-	verdictNotBuilt      = "not in the executor"
-	verdictAnotherBox    = "another box"
-	verdictNotApplicable = "not applicable"
-	verdictError         = "error"
-)
-
 // verdictEntry is one catalog entry's row.
 type verdictEntry struct {
-	Entry      string `json:"entry"`
-	Title      string `json:"title"`
-	Kind       string `json:"kind"`
-	Status     string `json:"status"`
-	Reason     string `json:"reason,omitempty"`
-	InBaseline bool   `json:"in_baseline"`
+	Entry      string                `json:"entry"`
+	Title      string                `json:"title"`
+	Kind       string                `json:"kind"`
+	Status     compare.VerdictStatus `json:"status"`
+	Reason     string                `json:"reason,omitempty"`
+	InBaseline bool                  `json:"in_baseline"`
 	// Verdict: the run with the optimization against the run without it
 	// (one of them the baseline).
 	Verdict *compare.VerdictRow `json:"verdict,omitempty"`
@@ -181,7 +203,26 @@ type verdictReport struct {
 	Baseline     compare.RunStats   `json:"baseline"`
 	Entries      []verdictEntry     `json:"entries"`
 	Runs         []compare.RunStats `json:"runs"`
+	// Interrupted says which run Ctrl-C cut and what was not run; nil
+	// when every entry ran.
+	Interrupted *verdictInterruption `json:"interrupted,omitempty"`
 }
+
+// verdictInterruption is where a verdict was cut.
+type verdictInterruption struct {
+	// Run is the label of the run that was cut: "baseline", an entry's
+	// name or "without-" and its name.
+	Run string `json:"run"`
+	// Trace is that run's partial trace file ("" when it wrote none).
+	Trace string `json:"partial_trace,omitempty"`
+	// NotRun are the entries after it, which did not run.
+	NotRun []string `json:"not_run,omitempty"`
+}
+
+// verdictProgress, when set (by tests), is called after every step of
+// every run with the run's label, the steps done (warm-up included) and
+// the function that interrupts the verdict as Ctrl-C does.
+var verdictProgress func(label string, done int, interrupt func())
 
 type verdictRunner struct {
 	backend       string
@@ -190,12 +231,22 @@ type verdictRunner struct {
 	local         []int
 	outDir        string
 	stderr        io.Writer
+	// runner runs every run of the verdict, in this process or in fresh
+	// ones where NCCL's per-process settings would leak (pipeline).
+	runner *pipeline.Runner
+	// interrupt stops the verdict as Ctrl-C does.
+	interrupt func()
+	// caps are the backend's capabilities, known once the baseline is
+	// prepared.
+	caps pipeline.Capabilities
 }
 
 // peersOnly reports entries whose whole effect is on collectives.
 func peersOnly(e *sim.Entry) bool { return e.Kind == "nccl" || e.Name == "oneshot-ar" }
 
-// verdict runs the baseline and every entry the executor can realize.
+// verdict runs the baseline and every entry the executor can realize. An
+// interruption (ctx cancelled) ends it with the report of what finished
+// and rep.Interrupted set; the error is for failures only.
 func (v *verdictRunner) verdict(ctx context.Context, base sim.Scenario, cat []sim.Entry, world int, thresholdPct float64) (*verdictReport, error) {
 	local := v.local
 	if len(local) == 0 {
@@ -206,34 +257,48 @@ func (v *verdictRunner) verdict(ctx context.Context, base sim.Scenario, cat []si
 	shard := len(local) < world
 	rep := &verdictReport{Scenario: base.String(), Backend: v.backend, Ranks: world, LocalRanks: local, Shard: shard,
 		Steps: v.steps, Warmup: v.warmup, ThresholdPct: thresholdPct}
-	baseRun, err := v.run(ctx, "baseline", base)
+	names := func(es []sim.Entry) []string {
+		var n []string
+		for i := range es {
+			n = append(n, es[i].Name)
+		}
+		return n
+	}
+	baseRun, partial, err := v.run(ctx, "baseline", base)
 	if err != nil {
+		if ctx.Err() != nil {
+			rep.Interrupted = &verdictInterruption{Run: "baseline", Trace: partial, NotRun: names(cat)}
+			return rep, nil
+		}
 		return nil, fmt.Errorf("baseline: %w", err)
 	}
 	rep.Baseline = baseRun.Stats()
 	rep.Runs = append(rep.Runs, rep.Baseline)
 	for i := range cat {
 		e := &cat[i]
-		row := verdictEntry{Entry: e.Name, Title: e.Title, Kind: e.Kind}
+		row := verdictEntry{Entry: e.Name, Title: e.Title, Kind: e.Kind, InBaseline: e.Enabled(base)}
 		ap := e.Check(base)
 		switch {
 		case ap.Status == sim.NotApplicable:
-			row.Status, row.Reason = verdictNotApplicable, ap.Reason
+			row.Status, row.Reason = compare.VerdictNotApplicable, ap.Reason
 		case e.Kind == "box":
-			row.Status, row.Reason = verdictAnotherBox, "runs on "+strings.TrimPrefix(e.Name, "box-")+": "+ap.Reason
+			row.Status, row.Reason = compare.VerdictAnotherBox, "runs on "+strings.TrimPrefix(e.Name, "box-")+": "+ap.Reason
+		case peersOnly(e) && !v.caps.CollectiveSettings:
+			row.Status, row.Reason = compare.VerdictNotOnBackend, fmt.Sprintf("changes only the collectives; the %s backend's collectives are its own, which neither NCCL's settings nor the choice of all-reduce reach", v.backend)
 		case e.Name == "oneshot-ar":
-			row.Status, row.Reason = verdictNotBuilt, "the executor's all-reduces are NCCL's: a one-shot P2P kernel is not built; "+ap.Reason
+			row.Status, row.Reason = compare.VerdictNotBuilt, "the executor's all-reduces are NCCL's: a one-shot P2P kernel is not built; "+ap.Reason
 		case peersOnly(e) && shard:
-			row.Status, row.Reason = verdictNeedsGPUs, fmt.Sprintf("changes only collectives, which a one-rank shard skips: run the plan's %d ranks on %d GPUs", world, world)
+			row.Status, row.Reason = compare.VerdictNeedsGPUs, fmt.Sprintf("changes only collectives, which a one-rank shard skips: run the plan's %d ranks on %d GPUs", world, world)
+		case e.Name == "cuda-graphs" && !v.caps.Graphs:
+			row.Status, row.Reason = compare.VerdictNotOnBackend, fmt.Sprintf("the %s backend runs every step eagerly: graphs change nothing it runs", v.backend)
 		}
-		if row.Status != "" {
+		if row.Status != 0 {
 			rep.Entries = append(rep.Entries, row)
 			continue
 		}
 		var other sim.Scenario
 		label := e.Name
-		if e.Enabled(base) {
-			row.InBaseline = true
+		if row.InBaseline {
 			other, err = e.Revert(base)
 			label = "without-" + e.Name
 		} else {
@@ -241,17 +306,19 @@ func (v *verdictRunner) verdict(ctx context.Context, base sim.Scenario, cat []si
 		}
 		var run *compare.VerdictRun
 		if err == nil {
-			run, err = v.run(ctx, label, other)
+			run, partial, err = v.run(ctx, label, other)
 		}
 		if err != nil {
 			if ctx.Err() != nil {
-				return nil, ctx.Err()
+				row.Status, row.Reason = compare.VerdictInterrupted, "interrupted during its run"
+				rep.Entries = append(rep.Entries, row)
+				rep.Interrupted = &verdictInterruption{Run: label, Trace: partial, NotRun: names(cat[i+1:])}
+				return rep, nil
 			}
-			row.Status, row.Reason = verdictError, err.Error()
+			row.Status, row.Reason = compare.VerdictError, err.Error()
 			rep.Entries = append(rep.Entries, row)
 			continue
 		}
-		row.Status = verdictMeasured
 		if e.Name == "ar-norm-fusion" && shard {
 			row.Reason = "the fused kernel's local part runs (residual add + RMSNorm of the reduced buffer); the reduction waits for several GPUs"
 		}
@@ -260,74 +327,76 @@ func (v *verdictRunner) verdict(ctx context.Context, base sim.Scenario, cat []si
 			without, with = run, baseRun
 		}
 		vr := compare.Verdict(without, with, thresholdPct)
-		row.Verdict = &vr
+		row.Status, row.Verdict = vr.Status, &vr
+		if vr.Status == compare.VerdictInconclusive {
+			row.Reason = strings.TrimPrefix(row.Reason+"; "+fmt.Sprintf("the measured spread %+.1f..%+.1f %% straddles the %.0f %% threshold: the steps say neither that it pays nor that it does not (more --steps, or a quieter machine)",
+				vr.MeasuredLow.TokensPerSPct, vr.MeasuredHigh.TokensPerSPct, thresholdPct), "; ")
+		}
 		rep.Runs = append(rep.Runs, run.Stats())
 		rep.Entries = append(rep.Entries, row)
 	}
 	return rep, nil
 }
 
-// run builds, predicts and runs one scenario.
-func (v *verdictRunner) run(ctx context.Context, label string, scen sim.Scenario) (*compare.VerdictRun, error) {
-	sched, graphed, err := sim.BuildSchedule(scen)
-	if err != nil {
-		return nil, err
-	}
-	scen.RunBatch = sched.Workload.Batch
-	pr, _, err := sim.Predict(scen)
-	if err != nil {
-		return nil, fmt.Errorf("predict: %w", err)
-	}
-	scenJSON, err := scen.MarshalJSON()
-	if err != nil {
-		return nil, err
-	}
-	b, err := exec.NewBackend(v.backend, exec.BackendConfig{Seed: v.seed, Env: scen.Options.NCCL.Env(), ARNormFusion: scen.Options.ARNormFusion})
-	if err != nil {
-		return nil, err
-	}
+// run builds, predicts and runs one scenario through the pipeline. When
+// the run is interrupted its trace file, if any, is renamed to
+// <label>.partial.otlp.jsonl and returned with the error.
+func (v *verdictRunner) run(ctx context.Context, label string, scen sim.Scenario) (*compare.VerdictRun, string, error) {
 	dest := "none"
 	if v.outDir != "" {
 		dest = "file:" + filepath.Join(v.outDir, label+".otlp.jsonl")
 	}
-	exp, err := traces.Setup(ctx, dest, traces.WithResource(backendResource(v.backend, nil)...))
+	p, err := pipeline.Prepare(pipeline.Spec{Scenario: scen, Backend: v.backend, Seed: v.seed, Steps: v.steps, Warmup: v.warmup,
+		LocalRanks: v.local, Predict: true, Trace: dest})
 	if err != nil {
-		return nil, fmt.Errorf("trace %s: %w", dest, err)
+		return nil, "", err
 	}
-	opts := []exec.Option{
-		exec.WithTracerProvider(exp.TracerProvider()), exec.WithSpanExporter(exp.SpanExporter()),
-		exec.WithSteps(v.steps), exec.WithWarmup(v.warmup), exec.WithGraphs(graphed),
-		exec.WithScenario(string(scenJSON), scen.TopoRef.String(), scen.Options.Names()),
-		exec.WithPredictedUs(predictedByOpID(pr)),
+	if label == "baseline" {
+		v.caps = p.Capabilities
 	}
-	if len(v.local) > 0 {
-		opts = append(opts, exec.WithLocalRanks(v.local...))
+	ro := pipeline.RunOptions{}
+	if hook := verdictProgress; hook != nil {
+		ro.Progress = func(done, _ int) { hook(label, done, v.interrupt) }
 	}
 	fmt.Fprintf(v.stderr, "verdict: running %s (%s)\n", label, scen)
-	res, runErr := exec.Run(ctx, sched, b, opts...)
-	shutErr := exp.Shutdown(context.Background())
+	res, runErr := v.runner.Run(ctx, p, ro)
 	if runErr != nil {
-		return nil, runErr
+		partial := ""
+		if ctx.Err() != nil && res != nil && res.TracePath != "" {
+			partial = markPartial(res.TracePath)
+		}
+		return nil, partial, runErr
 	}
-	if shutErr != nil {
-		return nil, fmt.Errorf("flush trace %s: %w", dest, shutErr)
-	}
-	rank := res.LocalRanks[0]
-	opUs := make([]float64, len(sched.Ranks[rank]))
-	col := make([]float64, len(res.OpUs))
+	run := res.Run
+	rank := run.LocalRanks[0]
+	opUs := make([]float64, len(p.Schedule.Ranks[rank]))
+	col := make([]float64, len(run.OpUs))
 	for i := range opUs {
-		for s := range res.OpUs {
-			col[s] = res.OpUs[s][0][i]
+		for s := range run.OpUs {
+			col[s] = run.OpUs[s][0][i]
 		}
 		sort.Float64s(col)
 		opUs[i] = col[len(col)/2]
 	}
-	trace := ""
-	if v.outDir != "" {
-		trace = strings.TrimPrefix(dest, "file:")
+	return &compare.VerdictRun{Label: label, Scenario: p.Scenario, Prediction: p.Prediction, Schedule: p.Schedule, Rank: rank,
+		StepUs: run.StepUs, OpUs: opUs, Trace: res.TracePath}, "", nil
+}
+
+// partialSuffix names the trace of a run Ctrl-C cut: its steps are the
+// ones that finished, and the last step's spans may be incomplete.
+const partialSuffix = ".partial.otlp.jsonl"
+
+// markPartial renames an interrupted run's trace file to say it is
+// partial and returns the new path ("" when there is no file).
+func markPartial(path string) string {
+	if _, err := os.Stat(path); err != nil {
+		return ""
 	}
-	return &compare.VerdictRun{Label: label, Scenario: scen, Prediction: pr, Schedule: sched, Rank: rank,
-		StepUs: res.StepUs, OpUs: opUs, Trace: trace}, nil
+	to := strings.TrimSuffix(path, ".otlp.jsonl") + partialSuffix
+	if err := os.Rename(path, to); err != nil {
+		return path
+	}
+	return to
 }
 
 // saveVerdict writes the report beside the traces, as JSON and markdown.
@@ -381,6 +450,9 @@ func writeVerdict(w io.Writer, rep *verdictReport, md bool) error {
 	b := rep.Baseline
 	baseLine := fmt.Sprintf("baseline: measured %.1f us [%.1f..%.1f]; predicted %.1f us for the box, %.1f us as run (%d ops not run: %.1f us)",
 		b.MedianUs, b.P10Us, b.P90Us, b.PredictedUs, b.AsRunUs, b.NotRunOps, b.NotRunUs)
+	if in := rep.Interrupted; in != nil && in.Run == "baseline" {
+		baseLine = "baseline: interrupted before it finished; no entry ran"
+	}
 	if md {
 		fmt.Fprintf(w, "## tpscope verdict\n\n%s\n\n%s\n\n", head, baseLine)
 	} else {
@@ -396,16 +468,21 @@ func writeVerdict(w io.Writer, rep *verdictReport, md bool) error {
 		}
 		r := e.Verdict
 		if r == nil {
-			rows = append(rows, []string{name, e.Status, "-", "-", "-", "-", "-", "-", e.Reason})
+			rows = append(rows, []string{name, e.Status.String(), "-", "-", "-", "-", "-", "-", e.Reason})
 			continue
 		}
 		why := e.Reason
-		if !r.Held {
+		pays, held := yesNo(r.PredPays)+"/"+yesNo(r.MeasPays), yesNo(r.Held)
+		switch {
+		case r.Status == compare.VerdictInconclusive:
+			// The measurements support neither answer.
+			pays, held = yesNo(r.PredPays)+"/?", "-"
+		case !r.Held:
 			why = strings.TrimPrefix(why+"; "+whyCell(r), "; ")
 		}
-		rows = append(rows, []string{name, e.Status, pct(r.PredictedBox.TokensPerSPct), pct(r.Predicted.TokensPerSPct),
+		rows = append(rows, []string{name, e.Status.String(), pct(r.PredictedBox.TokensPerSPct), pct(r.Predicted.TokensPerSPct),
 			fmt.Sprintf("%s [%+.1f..%+.1f]", pct(r.Measured.TokensPerSPct), r.MeasuredLow.TokensPerSPct, r.MeasuredHigh.TokensPerSPct),
-			fmt.Sprintf("%+.1f", r.ErrPts), yesNo(r.PredPays) + "/" + yesNo(r.MeasPays), yesNo(r.Held), why})
+			fmt.Sprintf("%+.1f", r.ErrPts), pays, held, why})
 	}
 	if md {
 		for _, r := range rows {
@@ -414,5 +491,21 @@ func writeVerdict(w io.Writer, rep *verdictReport, md bool) error {
 			}
 		}
 	}
-	return writeRows(w, header, rows, md)
+	if err := writeRows(w, header, rows, md); err != nil {
+		return err
+	}
+	if in := rep.Interrupted; in != nil {
+		line := fmt.Sprintf("interrupted: the %s run was cut (Ctrl-C)", in.Run)
+		if in.Trace != "" {
+			line += "; its partial trace: " + in.Trace
+		}
+		if len(in.NotRun) > 0 {
+			line += "; not run: " + strings.Join(in.NotRun, ", ")
+		}
+		if md {
+			line = "\n**" + line + "**"
+		}
+		fmt.Fprintln(w, line)
+	}
+	return nil
 }

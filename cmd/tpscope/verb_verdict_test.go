@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tpscope/tpscope/compare"
 	"github.com/tpscope/tpscope/exec"
 	"github.com/tpscope/tpscope/exec/exectest"
 	"github.com/tpscope/tpscope/model"
@@ -78,7 +79,7 @@ func TestVerdictMeasuresEntries(t *testing.T) {
 	for name, g := range wantGain {
 		t.Run(name, func(t *testing.T) {
 			e, ok := byName[name]
-			if !ok || e.Status != verdictMeasured || e.Verdict == nil {
+			if !ok || e.Status != compare.VerdictMeasured || e.Verdict == nil {
 				t.Fatalf("row %+v: want it measured", e)
 			}
 			v := e.Verdict
@@ -104,11 +105,11 @@ func TestVerdictMeasuresEntries(t *testing.T) {
 			}
 		})
 	}
-	for name, status := range map[string]string{
-		"cuda-graphs": verdictMeasured, "ar-norm-fusion": verdictMeasured,
-		"nccl-proto-ll": verdictNeedsGPUs, "nccl-p2p-sys": verdictNeedsGPUs, "nccl-p2p-disable": verdictNeedsGPUs,
-		"oneshot-ar": verdictNotBuilt, "box-rtxpro6000-switch": verdictAnotherBox, "box-h200-nvswitch": verdictAnotherBox,
-		"dsa": verdictNotApplicable, "dp-attn-ep-tp2": verdictNotApplicable,
+	for name, status := range map[string]compare.VerdictStatus{
+		"cuda-graphs": compare.VerdictMeasured, "ar-norm-fusion": compare.VerdictMeasured,
+		"nccl-proto-ll": compare.VerdictNeedsGPUs, "nccl-p2p-sys": compare.VerdictNeedsGPUs, "nccl-p2p-disable": compare.VerdictNeedsGPUs,
+		"oneshot-ar": compare.VerdictNotBuilt, "box-rtxpro6000-switch": compare.VerdictAnotherBox, "box-h200-nvswitch": compare.VerdictAnotherBox,
+		"dsa": compare.VerdictNotApplicable, "dp-attn-ep-tp2": compare.VerdictNotApplicable,
 	} {
 		if e := byName[name]; e.Status != status {
 			t.Errorf("%s: status %q (%s), want %q", name, e.Status, e.Reason, status)

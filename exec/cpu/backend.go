@@ -47,7 +47,12 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"os"
+	"slices"
+	"strings"
 	"time"
+
+	"go.opentelemetry.io/otel/attribute"
 
 	"github.com/tpscope/tpscope/exec"
 	"github.com/tpscope/tpscope/model"
@@ -94,6 +99,38 @@ func New(opts ...Option) *Backend {
 
 // Name implements exec.Backend.
 func (b *Backend) Name() string { return "cpu" }
+
+// ReadsCollectiveSettings implements exec.CollectiveSettingsReader: the
+// ranks' collectives are this package's shared-memory rings, which no
+// NCCL setting reaches.
+func (b *Backend) ReadsCollectiveSettings() bool { return false }
+
+// SupportsGraphs implements exec.GraphSupporter: ranks run every step
+// eagerly.
+func (b *Backend) SupportsGraphs() bool { return false }
+
+// MultiProcessRanks implements exec.MultiProcessRanker: the collectives
+// share memory, so every rank of a run lives in one process.
+func (b *Backend) MultiProcessRanks() bool { return false }
+
+// AttrNCCLEnv is on every rank span: the NCCL_* variables of the process
+// environment when the session opened, sorted "KEY=VALUE" pairs joined by
+// spaces ("" when there were none). They change nothing on CPU ranks; the
+// attribute shows which settings a run's process held, so a sequence of
+// runs can be checked for settings that leaked from one run into the next.
+const AttrNCCLEnv attribute.Key = "tpscope.cpu.nccl_env"
+
+// ncclEnviron is the process's NCCL_* variables as AttrNCCLEnv writes them.
+func ncclEnviron() string {
+	var kv []string
+	for _, e := range os.Environ() {
+		if strings.HasPrefix(e, "NCCL_") {
+			kv = append(kv, e)
+		}
+	}
+	slices.Sort(kv)
+	return strings.Join(kv, " ")
+}
 
 // Open implements exec.Backend: it checks that every op kind is one the
 // backend runs and builds the shared-memory fabric for the collectives. A
@@ -142,7 +179,7 @@ func (b *Backend) Open(ctx context.Context, s *model.Schedule, cfg exec.SessionC
 			}
 		}
 	}
-	return &session{b: b, s: s, fabric: f}, nil
+	return &session{b: b, s: s, fabric: f, rankAttrs: []attribute.KeyValue{AttrNCCLEnv.String(ncclEnviron())}}, nil
 }
 
 // checkShape rejects shapes that would make buffers negative or absurd.
@@ -161,6 +198,8 @@ type session struct {
 	b      *Backend
 	s      *model.Schedule
 	fabric *fabric
+	// rankAttrs go on every rank span (AttrNCCLEnv); fixed at Open.
+	rankAttrs []attribute.KeyValue
 }
 
 // OpenRank implements exec.Session: it allocates the rank's weights,

@@ -491,6 +491,10 @@ func (r *rank) EndStep(ctx context.Context) error {
 // OpAttributes implements exec.OpAnnotator.
 func (r *rank) OpAttributes(i int) []attribute.KeyValue { return r.annot[i] }
 
+// StepAttributes implements exec.StepAnnotator: the session's facts for
+// the rank span (AttrNCCLEnv).
+func (r *rank) StepAttributes(int) []attribute.KeyValue { return r.ss.rankAttrs }
+
 // Close implements exec.Rank; the buffers are garbage-collected.
 func (r *rank) Close() error {
 	r.h, r.act, r.out, r.aux, r.kern = nil, nil, nil, nil, nil

@@ -85,6 +85,29 @@ func LoadLibraries(withNCCL bool) error {
 // Name implements exec.Backend.
 func (b *Backend) Name() string { return "cuda" }
 
+// ReadsCollectiveSettings implements exec.CollectiveSettingsReader: the
+// ranks' collectives are NCCL's, configured by the NCCL_* variables of
+// BackendConfig.Env.
+func (b *Backend) ReadsCollectiveSettings() bool { return true }
+
+// SupportsGraphs implements exec.GraphSupporter: ranks capture a step as a
+// CUDA graph and replay it.
+func (b *Backend) SupportsGraphs() bool { return true }
+
+// MultiProcessRanks implements exec.MultiProcessRanker: a process launched
+// with torchrun's or Slurm's variables runs its rank and joins the others
+// through the NCCL id rendezvous (LaunchEnv).
+func (b *Backend) MultiProcessRanks() bool { return true }
+
+// ResourceAttributes implements exec.ResourceDescriber (the package's
+// ResourceAttributes; the first device when ordinals is empty).
+func (b *Backend) ResourceAttributes(ordinals ...int) []attribute.KeyValue {
+	if len(ordinals) == 0 {
+		ordinals = []int{0}
+	}
+	return ResourceAttributes(ordinals...)
+}
+
 // Session is one Run on the CUDA backend.
 type Session struct {
 	b       *Backend
@@ -99,6 +122,8 @@ type Session struct {
 	caps    devCaps
 	cubin   []byte
 	info    cu.DeviceInfo
+	// restoreEnv puts back the environment Open changed (applyEnv).
+	restoreEnv func()
 }
 
 // Open implements exec.Backend.
@@ -106,7 +131,19 @@ func (b *Backend) Open(ctx context.Context, sched *model.Schedule, cfg exec.Sess
 	if sched == nil || len(sched.Ranks) == 0 {
 		return nil, fmt.Errorf("cuda: empty schedule")
 	}
-	applyEnv(b.cfg.Env)
+	// The settings hold for this session only: Close puts back what the
+	// process had, so the next session (another run's) starts from it.
+	restore := applyEnv(b.cfg.Env)
+	s, err := b.open(ctx, sched, cfg)
+	if err != nil {
+		restore()
+		return nil, err
+	}
+	s.restoreEnv = restore
+	return s, nil
+}
+
+func (b *Backend) open(ctx context.Context, sched *model.Schedule, cfg exec.SessionConfig) (*Session, error) {
 	s := &Session{b: b, sched: sched, cfg: cfg, world: len(sched.Ranks)}
 	s.local = append([]int(nil), cfg.LocalRanks...)
 	if len(s.local) == 0 {
@@ -186,10 +223,25 @@ const runtimeConnectEnv = "NCCL_RUNTIME_CONNECT"
 
 // applyEnv sets NCCL_* settings (sorted keys) before any communicator
 // exists, so NCCL reads them at init, and NCCL_RUNTIME_CONNECT=0 where
-// neither they nor the environment set it.
-func applyEnv(env map[string]string) {
-	if _, set := env[runtimeConnectEnv]; !set && os.Getenv(runtimeConnectEnv) == "" {
-		os.Setenv(runtimeConnectEnv, "0")
+// neither they nor the environment set it. It returns the function that
+// puts every variable it touched back as it was: the previous value, or
+// unset where it was unset. A process that runs several sessions one
+// after another (tpscope verdict) must not hand one run's settings to the
+// next; NCCL itself keeps some settings for the life of the process, which
+// is why a caller runs a change of those in a fresh process.
+func applyEnv(env map[string]string) (restore func()) {
+	type prev struct {
+		key, val string
+		set      bool
+	}
+	var saved []prev
+	set := func(k, v string) {
+		old, ok := os.LookupEnv(k)
+		saved = append(saved, prev{k, old, ok})
+		os.Setenv(k, v)
+	}
+	if _, given := env[runtimeConnectEnv]; !given && os.Getenv(runtimeConnectEnv) == "" {
+		set(runtimeConnectEnv, "0")
 	}
 	keys := make([]string, 0, len(env))
 	for k := range env {
@@ -198,7 +250,17 @@ func applyEnv(env map[string]string) {
 	sort.Strings(keys)
 	for _, k := range keys {
 		if strings.HasPrefix(k, "NCCL_") {
-			os.Setenv(k, env[k])
+			set(k, env[k])
+		}
+	}
+	return func() {
+		// In reverse, so a key set twice ends at its first saved value.
+		for i := len(saved) - 1; i >= 0; i-- {
+			if p := saved[i]; p.set {
+				os.Setenv(p.key, p.val)
+			} else {
+				os.Unsetenv(p.key)
+			}
 		}
 	}
 }
@@ -264,7 +326,13 @@ func ResourceAttributes(ordinals ...int) []attribute.KeyValue {
 }
 
 // Close implements exec.Session.
-func (s *Session) Close() error { return nil }
+func (s *Session) Close() error {
+	if s.restoreEnv != nil {
+		s.restoreEnv()
+		s.restoreEnv = nil
+	}
+	return nil
+}
 
 // watchdog is the run's exec.WithWatchdog, else DefaultWatchdog.
 func (s *Session) watchdog() time.Duration {

@@ -91,6 +91,10 @@ func WithIgnoreCancel(release <-chan struct{}) Option {
 // Name implements exec.Backend.
 func (b *Backend) Name() string { return b.name }
 
+// SupportsGraphs implements exec.GraphSupporter: whether ranks capture and
+// replay (WithGraphs).
+func (b *Backend) SupportsGraphs() bool { return b.graphs }
+
 // Open implements exec.Backend.
 func (b *Backend) Open(ctx context.Context, s *model.Schedule, cfg exec.SessionConfig) (exec.Session, error) {
 	if err := ctx.Err(); err != nil {

@@ -4,7 +4,7 @@
 //	cudacheck kernels                    kernel arithmetic against float64 references on random inputs
 //	cudacheck gemm [-json F] SHAPE...    cuBLAS/cuBLASLt GEMM device times (median of events per call)
 //	cudacheck bench [-json F]            copy bandwidth, launch floor, and every kernel's time and achieved bandwidth
-//	cudacheck run -model M -tp N ...     exec.Run of a model.Build schedule with spans to a file
+//	cudacheck run -model M -tp N ...     a scenario's schedule run through the pipeline (as tpscope run) with spans to a file
 //
 // SHAPE is MxNxK[xBATCH]:DTYPE with DTYPE bf16 or fp8, the nn.Linear
 // convention Y[M,N] = X[M,K]·W[N,K]^T. GEMM timing: weights rotate through
@@ -29,14 +29,14 @@ import (
 	"time"
 	"unsafe"
 
-	"github.com/tpscope/tpscope/exec"
 	"github.com/tpscope/tpscope/exec/cuda"
 	"github.com/tpscope/tpscope/exec/cuda/internal/cu"
 	"github.com/tpscope/tpscope/exec/cuda/internal/cublas"
 	"github.com/tpscope/tpscope/exec/cuda/internal/nccl"
 	"github.com/tpscope/tpscope/exec/cuda/internal/nvrtc"
 	"github.com/tpscope/tpscope/model"
-	"github.com/tpscope/tpscope/traces"
+	"github.com/tpscope/tpscope/pipeline"
+	"github.com/tpscope/tpscope/sim"
 )
 
 func main() {
@@ -880,7 +880,7 @@ func gemm(args []string) error {
 	return nil
 }
 
-// ---- whole-schedule runs through exec.Run ----
+// ---- whole-schedule runs through the pipeline ----
 
 func runModel(args []string) error {
 	fs := flag.NewFlagSet("run", flag.ContinueOnError)
@@ -908,23 +908,11 @@ func runModel(args []string) error {
 			return err
 		}
 	}
-	sched, err := model.Build(a, model.Plan{TP: *tp}, w)
-	if err != nil {
-		return err
-	}
-	ctx := context.Background()
-	exp, err := traces.Setup(ctx, *traceDest, traces.WithResource(cuda.ResourceAttributes(0)...))
-	if err != nil {
-		return err
-	}
-	defer exp.Shutdown(ctx)
-	b, err := exec.NewBackend("cuda", exec.BackendConfig{Seed: 1})
-	if err != nil {
-		return err
-	}
-	opts := []exec.Option{exec.WithTracerProvider(exp.TracerProvider()), exec.WithSpanExporter(exp.SpanExporter()), exec.WithSteps(*steps), exec.WithWarmup(*warmup), exec.WithGraphs(*graphs)}
+	// The same path as tpscope run (pipeline): the schedule as sim builds
+	// it for the scenario (a graphed batch padded to vLLM's capture sizes),
+	// the backend configured from the scenario, spans to the destination.
+	var lr []int
 	if *local != "" {
-		var lr []int
 		for _, f := range strings.Split(*local, ",") {
 			v, err := strconv.Atoi(f)
 			if err != nil {
@@ -932,16 +920,19 @@ func runModel(args []string) error {
 			}
 			lr = append(lr, v)
 		}
-		opts = append(opts, exec.WithLocalRanks(lr...))
 	}
-	t0 := time.Now()
-	res, err := exec.Run(ctx, sched, b, opts...)
+	p, err := pipeline.Prepare(pipeline.Spec{Scenario: sim.Scenario{Arch: a, Plan: model.Plan{TP: *tp}, Workload: w, Options: sim.Options{CUDAGraphs: *graphs}},
+		Backend: "cuda", Seed: 1, Steps: *steps, Warmup: *warmup, LocalRanks: lr, Trace: *traceDest})
 	if err != nil {
 		return err
 	}
-	if err := exp.Shutdown(ctx); err != nil {
+	sched := p.Schedule
+	t0 := time.Now()
+	out, err := pipeline.NewRunner(pipeline.WithIsolation(pipeline.IsolateNever)).Run(context.Background(), p, pipeline.RunOptions{})
+	if err != nil {
 		return err
 	}
+	res := out.Run
 	s := res.Summary
 	fmt.Printf("%s tp=%d local=%v batch=%d ctx=%d graphs=%v(used %v) trace=%s: step median %.1f us (p10 %.1f, p90 %.1f, min %.1f), %.0f tok/s, %d ops/rank, wall %v\n",
 		*name, *tp, res.LocalRanks, *batch, *ctxLen, *graphs, res.Graphs, *traceDest, s.StepMedianUs, s.StepP10Us, s.StepP90Us, s.StepMinUs, s.TokensPerS, len(sched.Ranks[res.LocalRanks[0]]), time.Since(t0).Round(time.Millisecond))

@@ -1,0 +1,176 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/tpscope/tpscope/compare"
+	"github.com/tpscope/tpscope/exec"
+	"github.com/tpscope/tpscope/exec/exectest"
+	"github.com/tpscope/tpscope/pipeline"
+)
+
+// testConfigBackend records the configuration its factory was given (the
+// last one), so a test can check what a verb tells the backend.
+const testConfigBackend = "test-config"
+
+var (
+	lastConfigMu sync.Mutex
+	lastConfig   *exec.BackendConfig
+)
+
+func init() {
+	exec.RegisterBackend(testConfigBackend, func(cfg exec.BackendConfig) (exec.Backend, error) {
+		lastConfigMu.Lock()
+		lastConfig = &cfg
+		lastConfigMu.Unlock()
+		return exectest.New(exectest.WithName(testConfigBackend)), nil
+	})
+}
+
+// TestRunTellsBackendTheScenario: what run predicts is what the backend is
+// told: all-reduce + RMSNorm fusion (the fused norm was predicted and the
+// unfused one measured), the NCCL settings in NCCL's spelling, the seed.
+func TestRunTellsBackendTheScenario(t *testing.T) {
+	cases := []struct {
+		name string
+		args []string
+		want exec.BackendConfig
+	}{
+		{"defaults", nil, exec.BackendConfig{Seed: 1}},
+		{"ar-norm-fusion", []string{"--ar-norm-fusion"}, exec.BackendConfig{Seed: 1, ARNormFusion: true}},
+		{"nccl settings", []string{"--nccl-proto", "LL", "--p2p-level", "SYS"},
+			exec.BackendConfig{Seed: 1, Env: map[string]string{"NCCL_PROTO": "LL", "NCCL_P2P_LEVEL": "SYS"}}},
+		{"seed", []string{"--seed", "7", "--ar-norm-fusion"}, exec.BackendConfig{Seed: 7, ARNormFusion: true}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			lastConfigMu.Lock()
+			lastConfig = nil
+			lastConfigMu.Unlock()
+			args := append([]string{"run", "--backend", testConfigBackend, "--model", "tiny-mla-moe", "--tp", "2", "--batch", "1", "--context", "64",
+				"--steps", "1", "--warmup", "0", "--trace", "none"}, tc.args...)
+			if code, _, errs := runCLI(t, args...); code != 0 {
+				t.Fatalf("exit %d: %s", code, errs)
+			}
+			lastConfigMu.Lock()
+			got := lastConfig
+			lastConfigMu.Unlock()
+			if got == nil || !reflect.DeepEqual(*got, tc.want) {
+				t.Errorf("backend config %+v, want %+v", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestMeasuredBoxNeedsTopo: a CPU run set beside a prediction needs the
+// box it runs on, for run --compare and verdict alike, refused before any
+// work; verdict on other backends may price the default box.
+func TestMeasuredBoxNeedsTopo(t *testing.T) {
+	scen := []string{"--model", "tiny-mla-moe", "--tp", "2", "--batch", "1", "--context", "64"}
+	checkUsageErrors(t, []usageCase{
+		{"verdict cpu", append([]string{"verdict", "--backend", "cpu"}, scen...), "verdict --backend cpu needs --topo"},
+		{"run compare cpu", append([]string{"run", "--backend", "cpu", "--compare"}, scen...), "--compare needs --topo"},
+		{"run compare other backend", append([]string{"run", "--backend", testGraphsBackend, "--compare"}, scen...), "--compare needs --topo"},
+	})
+	if err := checkMeasuredBox("verdict", testKVBackend, false, false); err != nil {
+		t.Errorf("verdict on %s without --topo: %v", testKVBackend, err)
+	}
+}
+
+// TestVerdictCPUNotOnBackend: on CPU goroutine ranks NCCL's settings and
+// the all-reduce choice change nothing, and every step runs eagerly: those
+// entries are not run, and say why, instead of measuring noise as a verdict.
+func TestVerdictCPUNotOnBackend(t *testing.T) {
+	code, out, errs := runCLI(t, "verdict", "--backend", "cpu", "--model", "tiny-mla-moe", "--tp", "2", "--batch", "1", "--context", "64",
+		"--topo", "h200-nvswitch", "--steps", "1", "--warmup", "0", "--output", "json",
+		"--entries", "nccl-proto-ll,nccl-p2p-sys,nccl-p2p-disable,oneshot-ar,cuda-graphs")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	var rep verdictReport
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if rep.Shard || len(rep.Entries) != 5 {
+		t.Fatalf("shard %v, %d entries: want every rank here and 5 entries", rep.Shard, len(rep.Entries))
+	}
+	for _, e := range rep.Entries {
+		if e.Status != compare.VerdictNotOnBackend || e.Verdict != nil || !strings.Contains(e.Reason, "cpu backend") {
+			t.Errorf("%s: status %v (%s), verdict %v: want not on this backend, not run", e.Entry, e.Status, e.Reason, e.Verdict)
+		}
+	}
+	if len(rep.Runs) != 1 {
+		t.Errorf("%d runs, want the baseline only", len(rep.Runs))
+	}
+}
+
+// TestVerdictInterrupted: Ctrl-C during an entry's run (here after its
+// first measured step) leaves the table and the report of what finished,
+// names the run that was cut and the entries not run, keeps the cut run's
+// trace as a partial file, and exits 130.
+func TestVerdictInterrupted(t *testing.T) {
+	dir := t.TempDir()
+	verdictProgress = func(label string, done int, interrupt func()) {
+		// Warm-up (1) plus the first measured step.
+		if label == "expert-parallel" && done == 2 {
+			interrupt()
+		}
+	}
+	t.Cleanup(func() { verdictProgress = nil })
+	code, out, errs := runCLI(t, "verdict", "--backend", testKVBackend, "--model", "tiny-mla-moe", "--tp", "2", "--local-ranks", "0",
+		"--batch", "8", "--context", "4096", "--kv-dtype", "bf16", "--topo", "h200-nvswitch", "--steps", "3", "--warmup", "1",
+		"--entries", "fp8-kv,expert-parallel,mtp", "-o", dir)
+	if code != exitInterrupted {
+		t.Fatalf("exit %d, want %d: %s", code, exitInterrupted, errs)
+	}
+	if !strings.Contains(errs, "interrupted during the expert-parallel run: 1 of 3 entries finished") || strings.Contains(errs, "context canceled") {
+		t.Errorf("stderr %q: want the cut run and the count of finished entries in words", errs)
+	}
+	for _, want := range []string{"fp8-kv", "measured", "expert-parallel", "interrupted: the expert-parallel run was cut", "not run: mtp"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("table lacks %q:\n%s", want, out)
+		}
+	}
+	js, err := os.ReadFile(filepath.Join(dir, "verdict.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rep verdictReport
+	if err := json.Unmarshal(js, &rep); err != nil {
+		t.Fatal(err)
+	}
+	partial := filepath.Join(dir, "expert-parallel"+partialSuffix)
+	if in := rep.Interrupted; in == nil || in.Run != "expert-parallel" || in.Trace != partial || !reflect.DeepEqual(in.NotRun, []string{"mtp"}) {
+		t.Fatalf("interrupted %+v: want the expert-parallel run, its partial trace %s, mtp not run", rep.Interrupted, partial)
+	}
+	if len(rep.Entries) != 2 || rep.Entries[0].Entry != "fp8-kv" || rep.Entries[0].Verdict == nil ||
+		rep.Entries[1].Entry != "expert-parallel" || rep.Entries[1].Status != compare.VerdictInterrupted {
+		t.Errorf("entries %+v: want fp8-kv measured, then expert-parallel interrupted", rep.Entries)
+	}
+	for path, want := range map[string]bool{partial: true, filepath.Join(dir, "expert-parallel.otlp.jsonl"): false,
+		filepath.Join(dir, "fp8-kv.otlp.jsonl"): true, filepath.Join(dir, "mtp.otlp.jsonl"): false} {
+		if _, err := os.Stat(path); (err == nil) != want {
+			t.Errorf("%s exists: %v, want %v", path, err == nil, want)
+		}
+	}
+	if md, err := os.ReadFile(filepath.Join(dir, "verdict.md")); err != nil || !strings.Contains(string(md), "the expert-parallel run was cut") {
+		t.Errorf("verdict.md does not say it was interrupted (%v)", err)
+	}
+}
+
+// The verb tpscope starts for a run in fresh processes is not listed.
+func TestChildVerbHidden(t *testing.T) {
+	code, out, _ := runCLI(t, "help")
+	if code != 0 || strings.Contains(out, pipeline.ChildVerb) || !strings.Contains(out, "verdict") {
+		t.Errorf("help (exit %d) lists %q or lacks verdict:\n%s", code, pipeline.ChildVerb, out)
+	}
+	if v, _ := findVerb([]string{pipeline.ChildVerb}); v == nil || !v.Hidden {
+		t.Errorf("verb %q: %+v, want it registered and hidden", pipeline.ChildVerb, v)
+	}
+}

@@ -1,0 +1,216 @@
+package pipeline
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+
+	"github.com/tpscope/tpscope/exec"
+	"github.com/tpscope/tpscope/model"
+	"github.com/tpscope/tpscope/sim"
+)
+
+// Spec is one run: what to run, on which backend, for how long, and where
+// its spans go. The zero value of a field is its default, as noted.
+type Spec struct {
+	// Scenario is what runs: its schedule (sim.BuildSchedule), its
+	// prediction on Scenario.Topo (with Predict) and the backend's settings
+	// (BackendConfig) all come from it.
+	Scenario sim.Scenario
+	// Backend is a registered backend's name (exec.Backends).
+	Backend string
+	// Seed seeds the backend's weights, inputs and MoE routing.
+	Seed int64
+	// Steps is the number of measured steps (0: exec.DefaultSteps);
+	// Warmup the warm-up steps run before them (0: none).
+	Steps, Warmup int
+	// LocalRanks are the ranks to run (nil: every rank of the plan).
+	LocalRanks []int
+	// Watchdog bounds how long a rank waits for its peers (0: the
+	// backend's default).
+	Watchdog time.Duration
+	// ScheduleScale is the factor the model's widths were divided by
+	// (model.ScaleArch) before Scenario was made, recorded on the spans
+	// (0 or 1: not scaled).
+	ScheduleScale float64
+	// Predict prices the schedule on Scenario.Topo; each op span then
+	// carries its predicted time.
+	Predict bool
+	// Trace is the span destination traces.Setup takes (file:PATH,
+	// otlp://HOST:PORT, otlphttp://HOST:PORT, none; "" the
+	// OTEL_EXPORTER_OTLP_* variables).
+	Trace string
+}
+
+// Prepared is a Spec made ready to run: the scenario as run, its schedule
+// and prediction, and the backend built with its configuration. Nothing
+// has run yet; a caller may still refuse the run (a memory estimate, a
+// fault that does not fit the schedule) before Runner.Run.
+type Prepared struct {
+	Spec Spec
+	// Scenario is Spec.Scenario as run: the executor's kernels
+	// (Options.Executor), the backend's timing events per op, and
+	// RunBatch the batch the schedule runs (padded under CUDA graphs).
+	Scenario sim.Scenario
+	// Schedule is what every rank runs; Graphed whether the step is
+	// captured and replayed as a CUDA graph.
+	Schedule *model.Schedule
+	Graphed  bool
+	// Prediction is the whole scenario's prediction (nil without
+	// Spec.Predict); PredictedUs its device time per op ID on the first
+	// rank it holds.
+	Prediction  *sim.Prediction
+	PredictedUs map[string]float64
+	// Backend is the backend, built with BackendConfig.
+	Backend       exec.Backend
+	BackendConfig exec.BackendConfig
+	// Capabilities are what the backend says a run can show there.
+	Capabilities Capabilities
+
+	scenarioJSON []byte
+}
+
+// Capabilities are what a backend says, before a run, about what its runs
+// can show: a setting that changes nothing where it runs cannot be
+// measured there.
+type Capabilities struct {
+	// CollectiveSettings: NCCL's settings and the choice of all-reduce
+	// change what the ranks run (exec.CollectiveSettingsReader; a backend
+	// that does not say is taken to read them).
+	CollectiveSettings bool
+	// Graphs: steps are captured and replayed as CUDA graphs when asked
+	// (exec.GraphSupporter; a backend that does not say is taken to).
+	Graphs bool
+	// MultiProcess: ranks can run one per process under a launcher
+	// (exec.MultiProcessRanker; a backend that does not say runs all its
+	// ranks in one process).
+	MultiProcess bool
+}
+
+// CapabilitiesOf asks b (see Capabilities for the fallbacks).
+func CapabilitiesOf(b exec.Backend) Capabilities {
+	c := Capabilities{CollectiveSettings: true, Graphs: true}
+	if r, ok := b.(exec.CollectiveSettingsReader); ok {
+		c.CollectiveSettings = r.ReadsCollectiveSettings()
+	}
+	if g, ok := b.(exec.GraphSupporter); ok {
+		c.Graphs = g.SupportsGraphs()
+	}
+	if m, ok := b.(exec.MultiProcessRanker); ok {
+		c.MultiProcess = m.MultiProcessRanks()
+	}
+	return c
+}
+
+// BackendConfig is the backend's configuration for a run of sc: the one
+// place where a scenario's options become what the backend is told.
+// Seed seeds the backend; the NCCL settings (sc.Options.NCCL) become its
+// environment, which a backend with NCCL sets for the session and puts
+// back afterwards; all-reduce + RMSNorm fusion (sc.Options.ARNormFusion)
+// asks for the fused kernel. The other options change the schedule
+// (sim.BuildSchedule) or the runner (CUDA graphs: exec.WithGraphs), not
+// the backend.
+func BackendConfig(sc sim.Scenario, seed int64) exec.BackendConfig {
+	env := sc.Options.NCCL.Env()
+	if len(env) == 0 {
+		env = nil
+	}
+	return exec.BackendConfig{Seed: seed, Env: env, ARNormFusion: sc.Options.ARNormFusion}
+}
+
+// Prepare builds what spec runs, checking on the way what can be checked
+// before any work: the backend exists (its constructor loads its
+// libraries), the scenario builds a schedule (a *model.PlanError for a
+// plan the model cannot take) and the schedule is priced when asked. The
+// local ranks are checked against the schedule by the run (exec.Run); a
+// caller that wants its own message checks Schedule first.
+func Prepare(spec Spec) (*Prepared, error) {
+	if spec.Backend == "" {
+		return nil, errors.New("pipeline: no backend named")
+	}
+	if spec.Steps < 0 || spec.Warmup < 0 {
+		return nil, fmt.Errorf("pipeline: steps %d, warmup %d: want steps >= 0 (0: the default) and warmup >= 0", spec.Steps, spec.Warmup)
+	}
+	if spec.Steps == 0 {
+		spec.Steps = exec.DefaultSteps
+	}
+	scen := spec.Scenario
+	cfg := BackendConfig(scen, spec.Seed)
+	b, err := exec.NewBackend(spec.Backend, cfg)
+	if err != nil {
+		return nil, err
+	}
+	// The executor runs the schedule's kernels and nothing else.
+	scen.Options.Executor = true
+	if te, ok := b.(exec.TimingEventer); ok {
+		// What is measured is the instrumented run: price its timing
+		// events (the scenario records them).
+		scen.Options.TimingEventsPerOp = te.TimingEventsPerOp()
+	}
+	// The schedule the engine runs (the batch padded for CUDA graphs),
+	// which the prediction prices and the spans record.
+	sched, graphed, err := sim.BuildSchedule(scen)
+	if err != nil {
+		return nil, err
+	}
+	scen.RunBatch = sched.Workload.Batch
+	js, err := scen.MarshalJSON()
+	if err != nil {
+		return nil, err
+	}
+	p := &Prepared{Spec: spec, Scenario: scen, Schedule: sched, Graphed: graphed, Backend: b, BackendConfig: cfg,
+		Capabilities: CapabilitiesOf(b), scenarioJSON: js}
+	if spec.Predict {
+		if scen.Topo == nil {
+			return nil, errors.New("pipeline: a prediction needs the scenario's topology")
+		}
+		pr, err := scen.NewPredictor()
+		if err != nil {
+			return nil, err
+		}
+		if p.Prediction, _, err = pr.PredictScenarioSchedule(scen); err != nil {
+			return nil, fmt.Errorf("predict on %s: %w", scen.Topo.Name, err)
+		}
+		p.PredictedUs = PredictedByOpID(p.Prediction)
+	}
+	return p, nil
+}
+
+// localRanks is Spec.LocalRanks, or every rank of the schedule.
+func (p *Prepared) localRanks() []int {
+	if len(p.Spec.LocalRanks) > 0 {
+		return p.Spec.LocalRanks
+	}
+	all := make([]int, len(p.Schedule.Ranks))
+	for r := range all {
+		all[r] = r
+	}
+	return all
+}
+
+// resource is what the backend knows about the machine for the trace
+// resource (exec.ResourceDescriber), nil when it says nothing.
+func resource(b exec.Backend, ordinals []int) []attribute.KeyValue {
+	if rd, ok := b.(exec.ResourceDescriber); ok {
+		return rd.ResourceAttributes(ordinals...)
+	}
+	return nil
+}
+
+// PredictedByOpID maps op ID to predicted device time (us) on the first
+// rank the prediction holds (every rank of a symmetric schedule).
+func PredictedByOpID(pr *sim.Prediction) map[string]float64 {
+	m := make(map[string]float64, len(pr.Ops))
+	rank := -1
+	for _, op := range pr.Ops {
+		if rank < 0 {
+			rank = op.Rank
+		}
+		if op.Rank == rank {
+			m[op.ID] = op.Us
+		}
+	}
+	return m
+}
