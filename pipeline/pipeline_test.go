@@ -276,3 +276,32 @@ func TestChildEnv(t *testing.T) {
 		t.Errorf("got %q, want %q", got, want)
 	}
 }
+
+// TestPrepareEagerWhereNoGraphs: on a backend that cannot capture CUDA
+// graphs (the CPU backend) the scenario asked with graphs is recorded and
+// priced eager, as it runs: the prediction equals the one of the same
+// scenario without graphs, and differs from the graphed one (the launch
+// cost graphs hide), so a compare of the trace and run --compare agree.
+func TestPrepareEagerWhereNoGraphs(t *testing.T) {
+	graphed := tinyScenario(t, sim.Options{CUDAGraphs: true})
+	eager := tinyScenario(t, sim.Options{})
+	p, err := Prepare(Spec{Scenario: graphed, Backend: "cpu", Seed: 1, Steps: 1, Predict: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Scenario.Options.CUDAGraphs || p.Graphed {
+		t.Fatalf("CPU backend: scenario cuda_graphs %v, graphed %v; want eager", p.Scenario.Options.CUDAGraphs, p.Graphed)
+	}
+	eager.Options.Executor = true
+	want, _, err := sim.Predict(eager)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Prediction.StepUs != want.StepUs {
+		t.Errorf("predicted %.3f us, the eager scenario %.3f us", p.Prediction.StepUs, want.StepUs)
+	}
+	graphed.Options.Executor = true
+	if g, _, err := sim.Predict(graphed); err != nil || g.StepUs == want.StepUs {
+		t.Errorf("the graphed prediction %v (%v) should differ from the eager one %.3f", g, err, want.StepUs)
+	}
+}

@@ -142,6 +142,13 @@ func Prepare(spec Spec) (*Prepared, error) {
 	if err != nil {
 		return nil, err
 	}
+	caps := CapabilitiesOf(b)
+	if !caps.Graphs {
+		// A backend that cannot capture runs the steps eagerly: the
+		// scenario recorded and priced says so (compare prices what
+		// ran, and run --compare must agree with it).
+		scen.Options.CUDAGraphs = false
+	}
 	// The executor runs the schedule's kernels and nothing else.
 	scen.Options.Executor = true
 	if te, ok := b.(exec.TimingEventer); ok {
@@ -161,7 +168,7 @@ func Prepare(spec Spec) (*Prepared, error) {
 		return nil, err
 	}
 	p := &Prepared{Spec: spec, Scenario: scen, Schedule: sched, Graphed: graphed, Backend: b, BackendConfig: cfg,
-		Capabilities: CapabilitiesOf(b), scenarioJSON: js}
+		Capabilities: caps, scenarioJSON: js}
 	if spec.Predict {
 		if scen.Topo == nil {
 			return nil, errors.New("pipeline: a prediction needs the scenario's topology")

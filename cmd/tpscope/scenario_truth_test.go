@@ -220,7 +220,7 @@ func TestMeaninglessOptionsRefused(t *testing.T) {
 	want := "--mtp 2: want 0: kimi-k2.5-nvfp4 has no MTP layer"
 	var cases []usageCase
 	for _, verb := range [][]string{{"predict"}, {"advise", "--no-sweep"}, {"schedule"}, {"model", "show"},
-		{"run", "--backend", "cpu", "--scale", "64"}, {"verdict", "--backend", "cpu"}} {
+		{"run", "--backend", "cpu", "--scale", "64"}, {"verdict", "--backend", "cpu", "--topo", filepath.Join(cpuRanksDir, "cpu-4r.json")}} {
 		cases = append(cases, usageCase{name: strings.Join(verb, "-"), args: append(append([]string(nil), verb...), "--model", "kimi-k2.5-nvfp4", "--mtp", "2"), want: want})
 	}
 	// plan sweeps lists: a list with nothing the model can take is refused.
