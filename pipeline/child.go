@@ -183,8 +183,9 @@ func launchedHere() bool {
 // as torchrun would, where the backend runs ranks in separate processes
 // and this process runs every rank of the plan (not a shard, not itself
 // one process of a launch); else one process holding all of p's local
-// ranks.
-func placement(p *Prepared, launched bool) ([]childProc, error) {
+// ranks. shared puts every rank's process on device 0 with its own NCCL
+// host id (WithSharedDevice).
+func placement(p *Prepared, launched, shared bool) ([]childProc, error) {
 	local := p.localRanks()
 	if launched || !p.Capabilities.MultiProcess || len(local) < len(p.Schedule.Ranks) || len(local) < 2 {
 		return []childProc{{local: p.Spec.LocalRanks, device: p.BackendConfig.Devices}}, nil
@@ -199,14 +200,24 @@ func placement(p *Prepared, launched bool) ([]childProc, error) {
 	}
 	procs := make([]childProc, len(local))
 	for k, r := range local {
+		// The device of the k-th local rank, as in a single process; 0
+		// for every rank when they share it.
+		dev := k
+		if shared {
+			dev = 0
+		}
 		procs[k] = childProc{local: []int{r}, env: []string{
 			"RANK=" + strconv.Itoa(r), "WORLD_SIZE=" + strconv.Itoa(len(p.Schedule.Ranks)),
-			// The device of the k-th local rank, as in a single process.
-			"LOCAL_RANK=" + strconv.Itoa(k),
+			"LOCAL_RANK=" + strconv.Itoa(dev),
 			"MASTER_ADDR=127.0.0.1", "MASTER_PORT=" + strconv.Itoa(master), "TPSCOPE_RDZV_PORT=" + strconv.Itoa(rdzv),
 		}}
 		if d := p.BackendConfig.Devices; len(d) == len(local) {
 			procs[k].device = []int{d[k]}
+		}
+		if shared {
+			// A host of its own for NCCL (WithSharedDevice).
+			procs[k].env = append(procs[k].env, "NCCL_HOSTID=tpscope-shared-"+strconv.Itoa(r))
+			procs[k].device = []int{0}
 		}
 	}
 	return procs, nil
@@ -268,7 +279,7 @@ func (r *Runner) runChildren(ctx context.Context, p *Prepared) (*Result, error) 
 		}
 		argv = []string{exe, ChildVerb}
 	}
-	procs, err := placement(p, launchedHere())
+	procs, err := placement(p, launchedHere(), r.shared)
 	if err != nil {
 		return nil, err
 	}

@@ -225,7 +225,7 @@ func TestPlacement(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			p := &Prepared{Spec: Spec{LocalRanks: tc.local}, Schedule: sched, Capabilities: Capabilities{MultiProcess: tc.multi}}
-			procs, err := placement(p, tc.launched)
+			procs, err := placement(p, tc.launched, false)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -303,5 +303,46 @@ func TestPrepareEagerWhereNoGraphs(t *testing.T) {
 	graphed.Options.Executor = true
 	if g, _, err := sim.Predict(graphed); err != nil || g.StepUs == want.StepUs {
 		t.Errorf("the graphed prediction %v (%v) should differ from the eager one %.3f", g, err, want.StepUs)
+	}
+}
+
+// TestPlacementSharedDevice: the one-GPU rehearsal puts each rank's
+// process on device 0 with a host id of its own for NCCL, and sends every
+// multi-rank run to fresh processes, whatever its settings.
+func TestPlacementSharedDevice(t *testing.T) {
+	a, err := model.Resolve("tiny-mla-moe")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sched, err := model.Build(a, model.Plan{TP: 2}, model.Workload{Phase: model.Decode, Batch: 1, Context: 64})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &Prepared{Schedule: sched, Capabilities: Capabilities{MultiProcess: true}}
+	procs, err := placement(p, false, true)
+	if err != nil || len(procs) != 2 {
+		t.Fatalf("%d processes (%v), want 2", len(procs), err)
+	}
+	hosts := map[string]bool{}
+	for k, pr := range procs {
+		env := map[string]string{}
+		for _, kv := range pr.env {
+			key, v, _ := strings.Cut(kv, "=")
+			env[key] = v
+		}
+		if env["LOCAL_RANK"] != "0" || !reflect.DeepEqual(pr.device, []int{0}) || env["RANK"] != fmt.Sprint(k) || env["NCCL_HOSTID"] == "" {
+			t.Errorf("process %d: env %v devices %v; want rank %d on device 0 with a host id", k, env, pr.device, k)
+		}
+		hosts[env["NCCL_HOSTID"]] = true
+	}
+	if len(hosts) != 2 {
+		t.Errorf("host ids %v, want one per process", hosts)
+	}
+	r := NewRunner(WithSharedDevice(true))
+	if !r.freshProcesses(p) {
+		t.Error("a two-rank run under WithSharedDevice stays in this process")
+	}
+	if NewRunner().freshProcesses(p) {
+		t.Error("a first run without WithSharedDevice goes to fresh processes")
 	}
 }

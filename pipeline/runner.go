@@ -55,6 +55,7 @@ type Runner struct {
 	isolation Isolation
 	command   []string
 	stderr    io.Writer
+	shared    bool // WithSharedDevice
 	// cached is what the first run here that NCCL read fixed for the
 	// process (nil before it).
 	cached *sim.NCCLCached
@@ -65,6 +66,18 @@ type Option func(*Runner)
 
 // WithIsolation sets when runs go to fresh processes. Default IsolateAuto.
 func WithIsolation(i Isolation) Option { return func(r *Runner) { r.isolation = i } }
+
+// SharedDeviceEnv, set to 1, asks the CLI for WithSharedDevice: the
+// one-GPU rehearsal of the multi-process path.
+const SharedDeviceEnv = "TPSCOPE_SHARED_GPU"
+
+// WithSharedDevice rehearses the multi-process path on one GPU: every run
+// with several ranks runs one fresh process per rank, all on device 0,
+// each with its own NCCL host id (NCCL_HOSTID), so NCCL takes them for
+// separate hosts and joins them through its socket transport (it refuses
+// two ranks of a communicator on one GPU of one host). The processes
+// time-slice the GPU: the runs are correct, their timings mean nothing.
+func WithSharedDevice(on bool) Option { return func(r *Runner) { r.shared = on } }
 
 // WithChildCommand sets the command line a child process starts with; the
 // Runner appends "--spec FILE --result FILE". Default: this executable
@@ -155,6 +168,9 @@ func (r *Runner) Run(ctx context.Context, p *Prepared, o RunOptions) (*Result, e
 
 // freshProcesses decides where p runs (see Isolation).
 func (r *Runner) freshProcesses(p *Prepared) bool {
+	if r.shared && p.Capabilities.MultiProcess && len(p.localRanks()) > 1 {
+		return true
+	}
 	switch r.isolation {
 	case IsolateAlways:
 		return true

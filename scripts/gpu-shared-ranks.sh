@@ -14,8 +14,13 @@
 #                        rank N-1 never enters L01.attn.allreduce (run --fault-hang): the
 #                        other ranks end with the watchdog's error and the stalled one with
 #                        the fault's own, every process exits 1 and none is killed by the
-#                        time limit (a hang), its communicator aborted (exec.Aborter).
-# CHECKS picks some of them (default: all four). A process still running after LIMIT seconds
+#                        time limit (a hang), its communicator aborted (exec.Aborter);
+#   verdict-nccl         one tpscope verdict of a TP-N plan whose entries change NCCL's
+#                        per-process settings (NCCL_PROTO=LL, NCCL_P2P_LEVEL=SYS), with
+#                        TPSCOPE_SHARED_GPU=1: every run in fresh processes, one per rank on
+#                        GPU 0. NCCL's own log (NCCL_DEBUG_SUBSYS=ENV) must show each setting
+#                        read by exactly the N processes of its entry and by no other run.
+# CHECKS picks some of them (default: all five). A process still running after LIMIT seconds
 # gets SIGQUIT, so its output ends with every goroutine's stack (where it hung).
 # Results in $OUT (default out/gpu-shared-ranks): shared-ranks.txt (verdicts and the end of
 # every process's output), logs.tar.gz (whole outputs). Needs $BIN/tpscope (see
@@ -35,7 +40,7 @@ MODEL=${MODEL:-tiny-mla-moe}
 WATCHDOG=${WATCHDOG:-10s}
 LIMIT=${LIMIT:-150}  # seconds per process
 PORT=${PORT:-29610}
-CHECKS=${CHECKS:-ok-eager ok-graph fault-eager fault-graph}
+CHECKS=${CHECKS:-ok-eager ok-graph fault-eager fault-graph verdict-nccl}
 
 if [ ! -x "$TPS" ]; then echo "! $TPS not found or not executable: build it first" >&2; exit 1; fi
 mkdir -p "$OUT" || exit 1
@@ -149,6 +154,31 @@ for mode in eager graph; do
   done
   verdict "$name" $res "$why"
 done
+
+if has verdict-nccl; then
+  name=verdict-nccl
+  # A box of this GPU for the prediction (the timings mean nothing here).
+  case "$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)" in
+    *H200*) box=nvswitch:8xh200-sxm ;;
+    *) box=nvswitch:8xh100-sxm ;;
+  esac
+  t0=$(date +%s)
+  TPSCOPE_SHARED_GPU=1 NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=ENV GOTRACEBACK=all timeout --signal=QUIT --kill-after=10 $((4 * LIMIT)) \
+    "$TPS" verdict --backend cuda --model "$MODEL" --tp "$N" --batch 1 --context 4096 --custom-ar off --topo "$box" --gpus "$N" \
+    --entries nccl-proto-ll,nccl-p2p-sys --steps 3 --warmup 1 -o "$W/verdict" > "$W/$name.out" 2>&1
+  rc=$?
+  secs=$(( $(date +%s) - t0 ))
+  ll=$(grep -c "NCCL_PROTO set by environment to LL" "$W/$name.out")
+  sys=$(grep -c "NCCL_P2P_LEVEL set by environment to SYS" "$W/$name.out")
+  res=PASS
+  why="exit 0 in ${secs}s; NCCL_PROTO=LL read by $ll processes, NCCL_P2P_LEVEL=SYS by $sys (want $N each: the entry's own ranks, no other run)"
+  if [ "$rc" != 0 ]; then res=FAIL; why="verdict exit $rc after ${secs}s"
+  elif [ "$ll" -ne "$N" ] || [ "$sys" -ne "$N" ]; then res=FAIL
+  fi
+  [ -f "$W/verdict/verdict.md" ] && cp "$W/verdict/verdict.md" "$OUT/verdict-nccl.md"
+  [ $res = FAIL ] && FAILS=$((FAILS + 1))
+  { echo "$name: $res: $why"; grep -v "NCCL INFO" "$W/$name.out" | tail -40 | sed 's/^/    /'; } | tee -a "$REPORT"
+fi
 
 (cd "$W" && ls *.out >/dev/null 2>&1 && tar czf "$OUT/logs.tar.gz" *.out)
 echo "== done $(date -u +%Y-%m-%dT%H:%M:%SZ): $FAILS failed check(s)" | tee -a "$REPORT"

@@ -163,7 +163,7 @@ that none fired.`,
 					ro.Progress = func(done, total int) { _ = bar.Set(done) }
 				}
 
-				out, runErr := pipeline.NewRunner(pipeline.WithStderr(stderr)).Run(ctx, p, ro)
+				out, runErr := pipeline.NewRunner(pipeline.WithStderr(stderr), pipeline.WithSharedDevice(os.Getenv(pipeline.SharedDeviceEnv) == "1")).Run(ctx, p, ro)
 				if bar != nil {
 					_ = bar.Finish()
 				}

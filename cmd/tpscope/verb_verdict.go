@@ -139,7 +139,7 @@ kept as DIR/<run>.partial.otlp.jsonl) and exits with code 130.`,
 				defer stop()
 				v := &verdictRunner{backend: *backend, seed: *seed, steps: *steps, warmup: *warmup,
 					local: *localRanks, outDir: *outDir, stderr: stderr, interrupt: stop,
-					runner: pipeline.NewRunner(pipeline.WithStderr(stderr))}
+					runner: pipeline.NewRunner(pipeline.WithStderr(stderr), pipeline.WithSharedDevice(os.Getenv(pipeline.SharedDeviceEnv) == "1"))}
 				rep, err := v.verdict(ctx, base, cat, world, 100**threshold)
 				if err != nil {
 					return err
