@@ -227,7 +227,7 @@ func TestBadInput(t *testing.T) {
 		{name: "trace/every span bad", files: map[string]string{"t.json": otlpBadSpan}, args: []string{"compare", "--trace", "@t.json", "--plot", "@p.svg"}, code: 1,
 			want: []string{"@t.json: no span read (otlp-json): 1 left out", `traceId "zz" is not 32 hex digits`}, out: "@p.svg"},
 		{name: "trace/truncated", files: map[string]string{"t.json": `{"resourceSpans":[{"scopeSpans":[`}, args: []string{"trace", "read", "@t.json"}, code: 1,
-			want: []string{"@t.json: byte", "truncated: the file ends inside its first JSON document"}},
+			want: []string{"@t.json: JSON ends inside resourceSpans[0].scopeSpans at byte 33 (line 1): the file was cut"}},
 		{name: "trace/wrong forced format", files: map[string]string{"t.json": otlpBadSpan}, args: []string{"trace", "read", "--format", "jaeger-v1", "@t.json"}, code: 1,
 			want: []string{"no span read (jaeger-v1)", "read as jaeger-v1 as asked, but its content looks like otlp-json"}},
 		{name: "trace/kineto without ph and cat", files: map[string]string{"t.json": `{"traceEvents":[{"name":"fused_moe_kernel","ts":1,"dur":2}]}`},
