@@ -513,15 +513,21 @@ func (o *reader) eventArray(event func() error) error {
 // ended before the last kernel read started: the profiler writes events
 // in time order and a step's kernels run before the next step's, so every
 // kernel of such a step was read; the step the last kernel read belongs
-// to, and any later one, may have lost kernels to the break.
+// to, and any later one, may have lost kernels to the break. Kernels that
+// run after the last step read, outside every step, are the beginning of
+// a step the break cut before its rule could see it (its range not read,
+// its forward not whole) or work between steps; they are counted apart
+// (res.cutSteps.after), not as a step.
 func (kr *kinetoRead) dropCutSteps(res *Result) {
 	end := make([]int64, len(kr.steps))
 	has := make([]bool, len(kr.steps))
+	lastEnd := int64(math.MinInt64)
 	for i := range kr.kernels.len() {
 		k := kr.kernels.at(i)
 		if k.step >= 0 {
 			end[k.step] = max(end[k.step], k.start+k.dur)
 			has[k.step] = true
+			lastEnd = max(lastEnd, k.start+k.dur)
 		}
 	}
 	dropped := make([]bool, len(kr.steps))
@@ -536,11 +542,17 @@ func (kr *kinetoRead) dropCutSteps(res *Result) {
 		}
 	}
 	for i := range kr.kernels.len() {
-		if k := kr.kernels.at(i); k.step >= 0 && dropped[k.step] {
+		k := kr.kernels.at(i)
+		switch {
+		case k.step >= 0 && dropped[k.step]:
 			k.step = -1
-			k.flags |= kfCut
 			res.cutSteps.spans++
+		case k.step < 0 && k.start > lastEnd:
+			res.cutSteps.after++
+		default:
+			continue
 		}
+		k.flags |= kfCut
 	}
 }
 

@@ -53,6 +53,10 @@ type Partial struct {
 	Steps        int             `json:"steps"`         // steps with spans read from the damaged files
 	StepsKept    int             `json:"steps_kept"`    // the complete ones, kept
 	SpansDropped int             `json:"spans_dropped"` // the spans of the others, left out
+	// SpansAfter counts the Kineto kernels left out because they ran after
+	// the last step read, outside every step: the start of a step the
+	// break cut before it could be told a step, or work between steps.
+	SpansAfter int `json:"spans_after_last_step,omitempty"`
 }
 
 // String is one line: what was kept and dropped, and the first break.
@@ -60,6 +64,9 @@ func (p *Partial) String() string {
 	dropped := p.Steps - p.StepsKept
 	s := fmt.Sprintf("kept %d complete %s of %d; dropped %d %s (%d %s) that the break cut short",
 		p.StepsKept, plural(p.StepsKept, "step", "steps"), p.Steps, dropped, plural(dropped, "step", "steps"), p.SpansDropped, plural(p.SpansDropped, "span", "spans"))
+	if p.SpansAfter > 0 {
+		s += fmt.Sprintf(", and %d %s after the last step read", p.SpansAfter, plural(p.SpansAfter, "kernel", "kernels"))
+	}
 	if len(p.Breaks) > 0 {
 		s += ": " + p.Breaks[0].Error()
 	}
@@ -242,7 +249,7 @@ func (r *Result) keepComplete(breaks []breakRange) {
 	if len(breaks) == 0 {
 		return
 	}
-	p := &Partial{Steps: r.cutSteps.steps, StepsKept: r.cutSteps.kept, SpansDropped: r.cutSteps.spans}
+	p := &Partial{Steps: r.cutSteps.steps, StepsKept: r.cutSteps.kept, SpansDropped: r.cutSteps.spans, SpansAfter: r.cutSteps.after}
 	touched := map[trace.TraceID]bool{}
 	for _, b := range breaks {
 		p.Breaks = append(p.Breaks, b.err)
@@ -306,4 +313,4 @@ func (r *Result) keepComplete(breaks []breakRange) {
 
 // partialSteps is what the Kineto reader kept and dropped of the files a
 // break cut.
-type partialSteps struct{ steps, kept, spans int }
+type partialSteps struct{ steps, kept, spans, after int }
