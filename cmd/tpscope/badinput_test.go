@@ -214,6 +214,14 @@ func TestBadInput(t *testing.T) {
 		{name: "nccl-tests/no rows", files: map[string]string{"log.txt": "# nThread 1 nGpus 8\nNCCL INFO hello\n"},
 			args: []string{"calibrate", "--nccl-tests", "@log.txt", "-o", "@cal.json"}, code: 1,
 			want: []string{"@log.txt:2: no nccl-tests result rows", "want lines like"}, out: "@cal.json"},
+		// The 8-rank log cut inside its row of 134217728 B (line 45), and
+		// after that row, before the table's closing lines.
+		{name: "nccl-tests/cut mid-row", files: map[string]string{"log.txt": allReduce[:strings.Index(allReduce, "11424.39   11.75")+len("11424.39   ")]},
+			args: []string{"calibrate", "--nccl-tests", "@log.txt", "-o", "@cal.json"}, code: 1,
+			want: []string{"@log.txt:45: the nccl-tests log is cut or damaged: the log ends mid-row", "the file was cut"}, out: "@cal.json"},
+		{name: "nccl-tests/cut after a row", files: map[string]string{"log.txt": allReduce[:strings.Index(allReduce, "   268435456")]},
+			args: []string{"calibrate", "--nccl-tests", "@log.txt", "-o", "@cal.json"}, code: 1,
+			want: []string{"@log.txt:45: the nccl-tests log is cut or damaged: the table headed at line 19 stops after 25 result rows"}, out: "@cal.json"},
 		{name: "nccl-tests/missing file", args: []string{"calibrate", "--nccl-tests", "@none.txt", "-o", "@cal.json"}, code: 1,
 			want: []string{"@none.txt", "no such file"}, out: "@cal.json"},
 
