@@ -36,7 +36,9 @@ A cut or damaged source (a file that ends early, a gzip stream without its
 end, bytes that are not JSON) is an error naming the file, the byte (and line)
 where it ends or breaks and what is missing; --allow-partial reads it anyway,
 keeping the complete steps (a trace with its root "step" span and every
-span's parent) and saying how many steps and spans were dropped.
+span's parent, none of it in the batch the break cut; of a profiler trace,
+the steps that ended before the last kernel read started) and saying how
+many steps and spans were dropped.
 
 Times: start is Unix nanoseconds, durations in microseconds.`,
 		Example: `tpscope trace read run.otlp.jsonl
