@@ -9,6 +9,8 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"sort"
@@ -339,6 +341,42 @@ func TestPartialJaeger(t *testing.T) {
 				t.Errorf("Partial %+v, %d spans: want %d of %d steps of 3 spans", res.Partial, len(res.Spans), c.kept, c.steps)
 			}
 		})
+	}
+}
+
+// TestPartialJaegerHTTP: a Jaeger query whose response is cut off (fewer
+// bytes than its Content-Length) is a *PartialError naming the query URL;
+// WithAllowPartial keeps the trace whose object was whole. The body is
+// the two-trace download of TestPartialJaeger cut inside the second trace.
+func TestPartialJaegerHTTP(t *testing.T) {
+	one, err := os.ReadFile("testdata/jaeger_ui_download.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const head, tail = `{"data":[`, `],"total":0,"limit":0,"offset":0,"errors":null}`
+	inner := bytes.TrimSuffix(bytes.TrimPrefix(bytes.TrimSpace(one), []byte(head)), []byte(tail))
+	second := bytes.ReplaceAll(inner, []byte("4bf92f3577b34da6a3ce929d0e0e4736"), []byte("5bf92f3577b34da6a3ce929d0e0e4736"))
+	body := []byte(head + string(inner) + ",\n" + string(second) + tail)
+	sent := len(head) + len(inner) + 2 + len(inner)*2/3
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Length", fmt.Sprint(len(body)))
+		w.Write(body[:sent]) // the handler returns early: the connection closes short
+	}))
+	defer srv.Close()
+	src := "jaeger://" + strings.TrimPrefix(srv.URL, "http://") + "?api=v1&trace=0102030405060708090a0b0c0d0e0f10"
+	_, err = ReadAll(context.Background(), src)
+	var pe *PartialError
+	want := fmt.Sprintf("the data ends at byte %d before its end, inside data[1].spans[2]", sent)
+	if !errors.As(err, &pe) || !strings.HasPrefix(pe.Source, srv.URL+"/api/traces/") || pe.Offset != int64(sent) ||
+		!strings.HasPrefix(pe.What, want) || !strings.HasSuffix(pe.What, ": the transfer or read was cut") {
+		t.Fatalf("error %v: want a *PartialError on the query URL saying %q ...: the transfer or read was cut", err, want)
+	}
+	res, err := ReadAll(context.Background(), src, WithAllowPartial(true))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := res.Partial; p == nil || p.StepsKept != 1 || p.Steps != 2 || len(res.Spans) != 3 {
+		t.Errorf("Partial %+v, %d spans: want 1 of 2 steps kept, its 3 spans", res.Partial, len(res.Spans))
 	}
 }
 
