@@ -122,9 +122,10 @@ type kinetoRead struct {
 	placements []placement
 	stepNotes  []string // left-out steps, for Result.Skipped
 
-	// cut: the file ends early or breaks; lastKernelNs is the latest
-	// start of a kernel read before it (dropCutSteps).
-	cut          bool
+	// cut: the trace ends early or breaks; broken: the trace is whole but
+	// the input breaks after it (a gzip stream cut after its text);
+	// lastKernelNs is the latest start of a kernel read (dropCutSteps).
+	cut, broken  bool
 	lastKernelNs int64
 }
 
@@ -432,7 +433,11 @@ func readKinetoStream(r io.Reader, res *Result, src string) error {
 	// are dropped below.
 	var brk error
 	if err := body(); err != nil {
-		brk = o.broke(err, "in the top-level "+map[byte]string{'[': "array", '{': "object"}[first])
+		top := "object"
+		if first == '[' {
+			top = "array"
+		}
+		brk = o.broke(err, "in the top-level "+top)
 		kr.cut = true
 	} else if c, err := o.lx.peek(); err != io.EOF {
 		// The trace is whole, but the input goes on: a gzip stream cut
@@ -441,6 +446,7 @@ func readKinetoStream(r io.Reader, res *Result, src string) error {
 			err = o.lx.errorf("want the end of the input after the trace, got %q", c)
 		}
 		brk = o.broke(err, "after the trace")
+		kr.broken = true
 	}
 
 	cats := make([]string, 0, len(ignored))
@@ -453,7 +459,7 @@ func readKinetoStream(r io.Reader, res *Result, src string) error {
 	}
 	kr.resolveGraphs()
 	kr.splitSteps()
-	if kr.cut {
+	if kr.cut || kr.broken {
 		kr.dropCutSteps(res)
 	}
 	if kr.place {
@@ -517,7 +523,8 @@ func (o *reader) eventArray(event func() error) error {
 // run after the last step read, outside every step, are the beginning of
 // a step the break cut before its rule could see it (its range not read,
 // its forward not whole) or work between steps; they are counted apart
-// (res.cutSteps.after), not as a step.
+// (res.cutSteps.after), not as a step. When only the input after a
+// whole trace broke (kr.broken), every step is complete: counted, kept.
 func (kr *kinetoRead) dropCutSteps(res *Result) {
 	end := make([]int64, len(kr.steps))
 	has := make([]bool, len(kr.steps))
@@ -534,7 +541,7 @@ func (kr *kinetoRead) dropCutSteps(res *Result) {
 	for s := range kr.steps {
 		if has[s] {
 			res.cutSteps.steps++
-			if end[s] <= kr.lastKernelNs {
+			if kr.broken || end[s] <= kr.lastKernelNs {
 				res.cutSteps.kept++
 			} else {
 				dropped[s] = true
@@ -547,7 +554,7 @@ func (kr *kinetoRead) dropCutSteps(res *Result) {
 		case k.step >= 0 && dropped[k.step]:
 			k.step = -1
 			res.cutSteps.spans++
-		case k.step < 0 && k.start > lastEnd:
+		case k.step < 0 && k.start > lastEnd && !kr.broken:
 			res.cutSteps.after++
 		default:
 			continue

@@ -530,6 +530,39 @@ func kinetoBase(text []byte) int64 {
 	return 0
 }
 
+// TestPartialKinetoWhole: a Kineto trace whose JSON is whole but whose
+// gzip stream lost its trailer (CRC-32 and size, 8 bytes) cannot be
+// checked: an error; read with WithAllowPartial, every step is complete
+// and the spans are those of the intact file.
+func TestPartialKinetoWhole(t *testing.T) {
+	full := "testdata/kineto/vllm_tiny_tp4_rank0_eager.pt.trace.json.gz"
+	b, err := os.ReadFile(full)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "cut.json.gz")
+	if err := os.WriteFile(path, b[:len(b)-8], 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err = ReadAll(context.Background(), path)
+	var pe *PartialError
+	if !errors.As(err, &pe) || pe.Offset != int64(len(b)-8) || !strings.Contains(err.Error(), "before its end: the file was cut") || !strings.HasSuffix(err.Error(), ", after the trace)") {
+		t.Fatalf("error %v: want a *PartialError at byte %d, after the trace", err, len(b)-8)
+	}
+	whole, err := ReadAll(context.Background(), full)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := ReadAll(context.Background(), path, WithAllowPartial(true))
+	if err != nil {
+		t.Fatal(err)
+	}
+	steps := countTraces(whole.Spans)
+	if p := res.Partial; p == nil || p.Steps != steps || p.StepsKept != steps || p.SpansDropped != 0 || len(res.Spans) != len(whole.Spans) {
+		t.Errorf("Partial %+v, %d spans: want all %d steps and %d spans kept", res.Partial, len(res.Spans), steps, len(whole.Spans))
+	}
+}
+
 // spanLine is a Kineto kernel span as one comparable line.
 func spanLine(s *Span) string {
 	return fmt.Sprintf("step %d rank %d %s %d+%d op %s layer %d", s.Step, s.Rank, s.Name, s.Start, s.Duration, s.OpID, s.Layer)
