@@ -73,6 +73,9 @@ func readColumns(path, label string, cols []column) (int, error) {
 	if err != nil {
 		return 0, &FileError{Path: label, Row: -1, Err: err}
 	}
+	if err := checkMagic(f, st.Size()); err != nil {
+		return 0, &FileError{Path: label, Row: -1, Err: err}
+	}
 	pf, err := parquet.OpenFile(f, st.Size(), parquet.SkipPageIndex(true), parquet.SkipBloomFilters(true))
 	if err != nil {
 		return 0, &FileError{Path: label, Row: -1, Err: fmt.Errorf("not a readable Parquet file: %w", err)}
@@ -115,6 +118,28 @@ func readColumns(path, label string, cols []column) (int, error) {
 		}
 	}
 	return n, nil
+}
+
+// parquetMagic opens and closes every Parquet file; the footer (the
+// schema and where each column's pages are) sits just before the closing
+// one, so a file cut short has lost its footer, and with it every column.
+const parquetMagic = "PAR1"
+
+// checkMagic tells a file cut short (it starts as Parquet but does not end
+// as Parquet) from one that is not Parquet at all, which parquet-go
+// reports alike ("invalid magic footer").
+func checkMagic(f io.ReaderAt, size int64) error {
+	var head, tail [4]byte
+	if _, err := f.ReadAt(head[:], 0); err != nil || string(head[:]) != parquetMagic {
+		return fmt.Errorf("not a readable Parquet file: it does not start with Parquet's magic %q", parquetMagic)
+	}
+	if size < 12 { // head magic, footer length, tail magic
+		return fmt.Errorf("the file was cut: it ends at byte %d, before Parquet's footer and closing magic %q", size, parquetMagic)
+	}
+	if _, err := f.ReadAt(tail[:], size-4); err != nil || string(tail[:]) != parquetMagic {
+		return fmt.Errorf("the file was cut: it ends at byte %d without Parquet's closing magic %q (the footer that locates every column is lost)", size, parquetMagic)
+	}
+	return nil
 }
 
 func (c *column) len() int {

@@ -66,6 +66,18 @@ type ncclNullable struct {
 	Latency      *float64 `parquet:"latency,optional"`
 }
 
+// cutFile truncates path to to(its size) bytes.
+func cutFile(t *testing.T, path string, to func(int64) int64) {
+	t.Helper()
+	st, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(path, to(st.Size())); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func writeParquet[T any](t *testing.T, path string, rows []T) {
 	t.Helper()
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
@@ -143,6 +155,20 @@ func TestBadTables(t *testing.T) {
 		{"empty", func(t *testing.T, p string) {
 			writeParquet(t, p, []ncclRow{})
 		}, "", -1, "no rows"},
+		// A table cut short: half its bytes, all but its closing magic,
+		// only its opening magic.
+		{"cut at half", func(t *testing.T, p string) {
+			writeParquet(t, p, goodNCCLRows())
+			cutFile(t, p, func(n int64) int64 { return n / 2 })
+		}, "", -1, "the file was cut: it ends at byte"},
+		{"cut before the closing magic", func(t *testing.T, p string) {
+			writeParquet(t, p, goodNCCLRows())
+			cutFile(t, p, func(n int64) int64 { return n - 4 })
+		}, "", -1, `without Parquet's closing magic "PAR1"`},
+		{"opening magic only", func(t *testing.T, p string) {
+			writeParquet(t, p, goodNCCLRows())
+			cutFile(t, p, func(int64) int64 { return 4 })
+		}, "", -1, "the file was cut: it ends at byte 4, before Parquet's footer"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -179,4 +205,38 @@ func TestBadTables(t *testing.T) {
 			t.Error("a path accepted as a version")
 		}
 	})
+}
+
+// TestSystemForDamaged: looking up the system of a GPU names a system
+// file or table that could not be read, instead of only saying that no
+// system was measured on it: the cut file may be the one sought.
+func TestSystemForDamaged(t *testing.T) {
+	cases := []struct {
+		name string
+		cut  func(t *testing.T, root string)
+		want string
+	}{
+		{"yaml cut before misc", func(t *testing.T, root string) {
+			y := strings.Replace(goodYAML, "data/rtx_pro_6000_server", "data/x", 1)
+			os.WriteFile(filepath.Join(root, "x.yaml"), []byte(y[:strings.Index(y, "misc:")]), 0o644)
+		}, "x.yaml: misc.nccl_version: missing: aiconfigurator writes it last in every system file, so this file was cut short"},
+		{"table cut", func(t *testing.T, root string) {
+			cutFile(t, filepath.Join(root, "data", "x", "comm", "nccl", "2.29.2", "nccl_perf.parquet"), func(n int64) int64 { return n / 2 })
+		}, "nccl_perf.parquet: the file was cut"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			s := testSystem(t, func(p string) { writeParquet(t, p, goodNCCLRows()) })
+			root := strings.TrimSuffix(s.dir, filepath.Join("data", "x"))
+			tc.cut(t, root)
+			db, err := Open(root)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = db.SystemFor("GPU X")
+			if err == nil || !strings.Contains(err.Error(), "1 could not be read") || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "\n") {
+				t.Fatalf("error %v: want one line naming the unreadable file and saying %q", err, tc.want)
+			}
+		})
+	}
 }

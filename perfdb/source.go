@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"os"
 	"path/filepath"
 	"sort"
 	"strconv"
@@ -237,20 +238,30 @@ func (s *Source) Check(dev *topology.Device) error {
 
 // SystemFor returns the name of the system whose tables were measured on
 // the GPU named device (the tables' device column), reading one small
-// table per system.
+// table per system. When none was, the error also names the first system
+// that could not be read (a cut or damaged YAML or table): it may be the
+// one sought.
 func (db *DB) SystemFor(device string) (string, error) {
-	names, err := db.Systems()
+	names, err := db.yamlNames()
 	if err != nil {
 		return "", err
 	}
 	var seen []string
+	var broken []error
 	for _, n := range names {
 		s, err := db.System(n)
 		if err != nil {
+			if !errors.Is(err, errNoDataDir) { // not a system spec: nothing lost
+				broken = append(broken, err)
+			}
 			continue
+		}
+		if st, err := os.Stat(s.dir); err != nil || !st.IsDir() {
+			continue // a system the database has no tables of
 		}
 		d, err := s.device()
 		if err != nil {
+			broken = append(broken, err)
 			continue
 		}
 		if d == device {
@@ -258,7 +269,11 @@ func (db *DB) SystemFor(device string) (string, error) {
 		}
 		seen = append(seen, fmt.Sprintf("%s (%s)", n, d))
 	}
-	return "", fmt.Errorf("perfdb: no system in %s was measured on %q (systems: %s)", db.root, device, strings.Join(seen, ", "))
+	msg := fmt.Sprintf("perfdb: no system in %s was measured on %q (systems: %s)", db.root, device, strings.Join(seen, ", "))
+	if len(broken) > 0 {
+		msg += fmt.Sprintf("; %d could not be read, the first: %s", len(broken), strings.TrimPrefix(broken[0].Error(), "perfdb: "))
+	}
+	return "", errors.New(msg)
 }
 
 // device reads the device column of the system's smallest table.

@@ -53,7 +53,7 @@ type Spec struct {
 	InterNodeGBps float64 // node.inter_node_bw
 	PCIeGBps      float64 // node.pcie_bw
 	P2PLatencyUs  float64 // node.p2p_latency
-	NCCLVersion   string  // misc.nccl_version ("" when absent)
+	NCCLVersion   string  // misc.nccl_version ("" on a system with misc.oneccl_version instead)
 }
 
 // Fabric classifies the node's GPU interconnect from its bandwidths: an
@@ -91,7 +91,8 @@ type systemYAML struct {
 		P2PLatency *float64 `yaml:"p2p_latency"`
 	} `yaml:"node"`
 	Misc struct {
-		NCCLVersion *string `yaml:"nccl_version"`
+		NCCLVersion   *string `yaml:"nccl_version"`
+		OneCCLVersion *string `yaml:"oneccl_version"` // Intel GPUs (the b60 system)
 	} `yaml:"misc"`
 }
 
@@ -106,7 +107,7 @@ func ParseSpec(name string, data []byte) (*Spec, error) {
 		return &FileError{Path: name, Field: field, Row: -1, Err: fmt.Errorf(format, a...)}
 	}
 	if y.DataDir == nil || strings.TrimSpace(*y.DataDir) == "" {
-		return nil, fe("data_dir", "missing: want the table directory relative to the systems root")
+		return nil, &FileError{Path: name, Field: "data_dir", Row: -1, Err: errNoDataDir}
 	}
 	dd := strings.TrimSpace(*y.DataDir)
 	if path.IsAbs(dd) || filepath.IsAbs(dd) || strings.ContainsRune(dd, '\\') {
@@ -170,11 +171,22 @@ func ParseSpec(name string, data []byte) (*Spec, error) {
 		return nil, fe("node.num_gpus_per_node", "%v: want a whole number of GPUs", gpus)
 	}
 	s.SMVersion, s.GPUsPerNode = int(sm), int(gpus)
+	// aiconfigurator writes the collective library's version last in
+	// every system file (misc.nccl_version, or misc.oneccl_version on
+	// Intel's): a file without it was cut short, and the fields it lost
+	// would read as absent (zero) without a word.
+	if y.Misc.NCCLVersion == nil && y.Misc.OneCCLVersion == nil {
+		return nil, fe("misc.nccl_version", "missing: aiconfigurator writes it last in every system file, so this file was cut short (want misc: nccl_version: 'X.Y.Z')")
+	}
 	if y.Misc.NCCLVersion != nil {
 		s.NCCLVersion = strings.TrimSpace(*y.Misc.NCCLVersion)
 	}
 	return s, nil
 }
+
+// errNoDataDir is the error of a YAML without data_dir: not a system spec
+// (aiconfigurator's perf_data_reuse_manifest.yaml, say).
+var errNoDataDir = errors.New("missing: want the table directory relative to the systems root")
 
 // FileError is a failure to read a perf-database file: the file, the
 // field or column at fault (when known), the row (0-based in file order;

@@ -99,6 +99,61 @@ func TestParseSpec(t *testing.T) {
 	}
 }
 
+// TestParseSpecCut: a system YAML cut short is a FileError naming the
+// file. aiconfigurator writes misc.nccl_version last in every system file,
+// so a cut anywhere before it is refused; a cut inside its quoted value
+// breaks the YAML. Every prefix of goodYAML either fails so or, cut only
+// in the last newline, reads as the whole file.
+func TestParseSpecCut(t *testing.T) {
+	whole, err := ParseSpec("sys/x.yaml", []byte(goodYAML))
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := func(s string) int { return strings.Index(goodYAML, s) }
+	cases := []struct {
+		name, yaml, field string
+	}{
+		// Cut after other_mem: every gpu and node field is there, the
+		// version is not.
+		{"before nccl_version", goodYAML[:at("  nccl_version")], "misc.nccl_version"},
+		{"before misc", goodYAML[:at("misc:")], "misc.nccl_version"},
+		// p2p_latency 0.00001 cut to 0.0000 is a valid 0, which the file
+		// would have meant as 10 us.
+		{"inside a number", goodYAML[:at("0.00001")+6], "misc.nccl_version"},
+		{"inside the version", goodYAML[:at("'2.29.2'")+3], ""},
+		{"after the version key", goodYAML[:at("'2.29.2'")], "misc.nccl_version"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := ParseSpec("sys/x.yaml", []byte(tc.yaml))
+			var fe *FileError
+			if !errors.As(err, &fe) || fe.Path != "sys/x.yaml" || fe.Field != tc.field || strings.Contains(err.Error(), "\n") {
+				t.Fatalf("error %v: want a one-line FileError on sys/x.yaml field %q", err, tc.field)
+			}
+			if tc.field != "" && !strings.Contains(err.Error(), "cut short") {
+				t.Errorf("error %q: want it to say the file was cut short", err)
+			}
+		})
+	}
+	t.Run("every prefix", func(t *testing.T) {
+		for n := 0; n < len(goodYAML); n++ {
+			s, err := ParseSpec("sys/x.yaml", []byte(goodYAML[:n]))
+			var fe *FileError
+			switch {
+			case err != nil && !errors.As(err, &fe):
+				t.Fatalf("cut at %d: error %v is not a FileError", n, err)
+			case err == nil && *s != *whole:
+				t.Fatalf("cut at %d (%q): accepted as %+v, want an error or the whole file's spec", n, goodYAML[max(0, n-20):n], *s)
+			}
+		}
+	})
+	// Intel's b60 names its collective library oneCCL instead.
+	oneccl := strings.Replace(goodYAML, "nccl_version", "oneccl_version", 1)
+	if s, err := ParseSpec("b60.yaml", []byte(oneccl)); err != nil || s.NCCLVersion != "" {
+		t.Errorf("oneccl_version: %v, NCCL version %q; want it read, with no NCCL version", err, s.NCCLVersion)
+	}
+}
+
 // The sample's system YAMLs all parse; the fabric classes follow their
 // bandwidths (rtx_pro_6000_server and l40s: PCIe only per their comments;
 // h200_sxm, b200_sxm: NVLink).
@@ -171,6 +226,9 @@ func FuzzParseSpec(f *testing.F) {
 	f.Add([]byte("data_dir: d\ngpu: {mem_bw: .inf}\n"))
 	f.Add([]byte("misc:\n  nccl_version: 2.27\n"))
 	f.Add([]byte("- a\n- b\n"))
+	f.Add([]byte(goodYAML[:len(goodYAML)/2]))                           // cut in the gpu section
+	f.Add([]byte(goodYAML[:strings.Index(goodYAML, "'2.29.2'")+3]))     // cut in the version
+	f.Add([]byte(goodYAML[:strings.Index(goodYAML, "  nccl_version")])) // cut before it
 	f.Add([]byte("data_dir: [1, 2]\n"))
 	if dir, err := filepath.Abs("."); err == nil {
 		for i := 0; i < 6; i++ {

@@ -120,8 +120,18 @@ func TestJaegerLimit(t *testing.T) {
 }
 
 // FuzzReadAll: any file content read through Open gives spans or a
-// one-line error naming the file, never an empty result.
+// one-line error naming the file, never an empty result. A break is a
+// *PartialError within the file's bytes; read with WithAllowPartial,
+// every trace kept of it is a complete step (its root read, no span
+// without its parent), and an intact file reads as without the option.
 func FuzzReadAll(f *testing.F) {
+	good := otlpLine(tidA, "m", otlpSpanJSON(tidA, "0000000000000002", "L00.attn.o_proj", "L00.attn.o_proj"))
+	two := good + otlpLine(tidB, "m", otlpSpanJSON(tidB, "0000000000000002", "L00.attn.o_proj", "L00.attn.o_proj"))
+	f.Add([]byte(two[:len(two)*3/4]))
+	f.Add(gzipAll([]byte(two))[:40])
+	if b, err := os.ReadFile("testdata/jaeger_ui_download.json"); err == nil {
+		f.Add(b[:len(b)/2])
+	}
 	f.Add([]byte(`{"resourceSpans":[]}`))
 	f.Add([]byte(`{"resourceSpans":3}`))
 	f.Add([]byte(`{"data":[]}`))
@@ -141,10 +151,44 @@ func FuzzReadAll(f *testing.F) {
 			if msg := err.Error(); !strings.HasPrefix(msg, path) || strings.Contains(msg, "\n") {
 				t.Fatalf("error %q: want one line naming the file", msg)
 			}
-			return
-		}
-		if len(res.Spans) == 0 {
+			var pe *PartialError
+			if errors.As(err, &pe) && (pe.Source != path || pe.Offset < 0 || pe.Offset > int64(len(data)) || pe.Line < 0) {
+				t.Fatalf("PartialError %+v: want the file, an offset in 0..%d and a line >= 0", pe, len(data))
+			}
+		} else if len(res.Spans) == 0 {
 			t.Fatal("no spans and no error")
+		}
+		part, perr := ReadAll(context.Background(), path, WithAllowPartial(true))
+		switch {
+		case err == nil && (perr != nil || part.Partial != nil || len(part.Spans) != len(res.Spans)):
+			t.Fatalf("intact input read with WithAllowPartial: error %v, %d spans, want the %d spans of the plain read", perr, len(part.Spans), len(res.Spans))
+		case perr != nil:
+			if msg := perr.Error(); !strings.HasPrefix(msg, path) || strings.Contains(msg, "\n") {
+				t.Fatalf("error %q: want one line naming the file", msg)
+			}
+			return
+		case len(part.Spans) == 0:
+			t.Fatal("no spans and no error with WithAllowPartial")
+		}
+		if p := part.Partial; p != nil {
+			if p.StepsKept < 0 || p.StepsKept > p.Steps || p.SpansDropped < 0 {
+				t.Fatalf("Partial %+v", p)
+			}
+			for _, tr := range SplitTraces(part.Spans) {
+				if tr[0].kernel {
+					continue
+				}
+				ids, root := map[[8]byte]bool{}, false
+				for i := range tr {
+					ids[tr[i].SpanID] = true
+					root = root || tr[i].Name == "step" && tr[i].IsRoot()
+				}
+				for i := range tr {
+					if !root || !tr[i].IsRoot() && !ids[tr[i].ParentID] {
+						t.Fatalf("kept trace %s of damaged input is not a complete step (root %v)", tr[0].TraceID, root)
+					}
+				}
+			}
 		}
 	})
 }

@@ -22,7 +22,10 @@
 // query API v3 or v1 (jaeger://host:16686?service=...), Jaeger JSON from its
 // UI, Chrome/Kineto traces from the PyTorch profiler (.json, .json.gz) — into
 // one normalized, time-ordered []Span plus a report of what was left out and
-// why (Result.Skipped). Files are streamed through a small JSON lexer
+// why (Result.Skipped). A source that ends early or breaks (a cut file, a
+// gzip stream without its end, bytes that are not JSON) is a *PartialError
+// naming the byte, the line and the place in the document (partial.go);
+// WithAllowPartial keeps its complete steps instead (Result.Partial). Files are streamed through a small JSON lexer
 // (lexer.go): memory holds the span list, not the document. Kineto traces
 // (kineto.go) are split into steps by the serving engine's step ranges,
 // ProfilerStep#N, CUDA-graph replays or the layer pattern of eager kernels

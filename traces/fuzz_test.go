@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"os"
+	"strings"
 	"testing"
 
 	"github.com/tpscope/tpscope/traces/internal/kinetogen"
@@ -48,8 +49,28 @@ func addFile(f *testing.F, path string) {
 	f.Add(b)
 }
 
+// readSeed reads a seed file, or fails the fuzz test.
+func readSeed(f *testing.F, path string) []byte {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		f.Fatal(err)
+	}
+	return b
+}
+
+// cutSeeds adds data cut at a quarter, half and three quarters of its
+// bytes: inputs that end early, which readers must report, not panic on.
+func cutSeeds(f *testing.F, data []byte) {
+	for _, frac := range []int{1, 2, 3} {
+		f.Add(data[:len(data)*frac/4])
+	}
+}
+
 func FuzzReadOTLPJSON(f *testing.F) {
-	f.Add([]byte(otlpLine(tidA, "m", otlpSpanJSON(tidA, "0000000000000002", "L00.attn.o_proj", "L00.attn.o_proj"))))
+	good := otlpLine(tidA, "m", otlpSpanJSON(tidA, "0000000000000002", "L00.attn.o_proj", "L00.attn.o_proj"))
+	f.Add([]byte(good))
+	cutSeeds(f, []byte(good+otlpLine(tidB, "m", otlpSpanJSON(tidB, "0000000000000002", "L00.attn.o_proj", "L00.attn.o_proj"))))
+	f.Add([]byte(strings.Replace(good, `},{"traceId"`, `}{"traceId"`, 1))) // a comma missing
 	f.Add([]byte(`{"result":{"resourceSpans":[{"scopeSpans":[{"spans":[{"traceId":"AQIDBAUGBwgJCgsMDQ4PEA==","spanId":"AQIDBAUGBwg=","name":"x","kind":"SPAN_KIND_SERVER","status":{"code":"STATUS_CODE_ERROR"},"attributes":[{"key":"a","value":{"arrayValue":{"values":[{"intValue":"1"},{"doubleValue":"NaN"}]}}}]}]}],"resource":{"attributes":[]}}]}}`))
 	f.Add([]byte(`{"resourceSpans":null}`))
 	f.Fuzz(func(t *testing.T, data []byte) { fuzzRead(t, data, FormatOTLPJSON) })
@@ -57,12 +78,15 @@ func FuzzReadOTLPJSON(f *testing.F) {
 
 func FuzzReadJaegerV1(f *testing.F) {
 	addFile(f, "testdata/jaeger_ui_download.json")
+	cutSeeds(f, readSeed(f, "testdata/jaeger_ui_download.json"))
 	f.Add([]byte(`{"data":[{"spans":[{"traceID":"1","spanID":"2","startTime":1,"duration":-1,"tags":[{"key":"k","type":"float64","value":"NaN"}]}]}],"errors":[{"code":1,"msg":"m"}]}`))
 	f.Fuzz(func(t *testing.T, data []byte) { fuzzRead(t, data, FormatJaegerV1) })
 }
 
 func FuzzReadKineto(f *testing.F) {
 	addFile(f, "testdata/kineto_two_steps.json")
+	cutSeeds(f, readSeed(f, "testdata/kineto_two_steps.json"))
+	f.Add([]byte(`[{"ph":"X","cat":"kernel","name":"k","ts":1,"dur":2},`)) // an open array (allowed)
 	// Engine ranges, piecewise graph replays, layers to place: one-step
 	// traces of a 2-layer model (written by TestKinetoFuzzSeedsUpToDate).
 	for _, name := range kinetoFuzzSeedFiles {
@@ -82,6 +106,10 @@ func FuzzOpenSniff(f *testing.F) {
 	f.Add([]byte(`{"schemaVersion":1,"traceEvents":[{"ph":"X","cat":"kernel","name":"fused_moe_kernel","ts":1,"dur":2}]}`))
 	f.Add([]byte(otlpLine(tidA, "m")))
 	f.Add([]byte{0x1f, 0x8b, 0x08, 0x00})
+	// A gzip stream cut in its data and before its trailer.
+	gz := gzipAll([]byte(otlpLine(tidA, "m") + otlpLine(tidB, "m")))
+	f.Add(gz[:len(gz)/2])
+	f.Add(gz[:len(gz)-8])
 	f.Fuzz(func(t *testing.T, data []byte) { fuzzRead(t, data, "") })
 }
 

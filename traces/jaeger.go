@@ -153,8 +153,13 @@ func readJaegerHTTP(ctx context.Context, client *http.Client, q JaegerQuery, res
 	}
 	if q.API == "v1" {
 		res.Format = FormatJaegerV1
-		return readJaegerV1Stream(resp.Body, res, u)
+		err = readJaegerV1Stream(resp.Body, res, u)
+	} else {
+		res.Format = FormatJaegerV3
+		err = readOTLPStream(resp.Body, res, u)
 	}
-	res.Format = FormatJaegerV3
-	return readOTLPStream(resp.Body, res, u)
+	if cerr := ctx.Err(); cerr != nil {
+		return fmt.Errorf("%s: %w", src, cerr)
+	}
+	return partialError(err, u, nil)
 }

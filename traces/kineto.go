@@ -72,6 +72,7 @@ const (
 	kfGraphArg                   // the kernel event says it ran from a graph (graph id)
 	kfGraph                      // resolved: launched from a CUDA graph
 	kfLaunch                     // a launch event with its correlation ID exists
+	kfCut                        // of a step the break in the file cut short (dropCutSteps)
 )
 
 // kernelList holds the kernels in fixed-size chunks: a growing slice would
@@ -123,6 +124,12 @@ type kinetoRead struct {
 	opIDs      map[int32]string
 	placements []placement
 	stepNotes  []string // left-out steps, for Result.Skipped
+
+	// cut: the trace ends early or breaks; broken: the trace is whole but
+	// the input breaks after it (a gzip stream cut after its text);
+	// lastKernelNs is the latest start of a kernel read (dropCutSteps).
+	cut, broken  bool
+	lastKernelNs int64
 }
 
 func (kr *kinetoRead) nameID(name string) int32 {
@@ -304,7 +311,7 @@ func readKinetoStream(r io.Reader, res *Result, src string) error {
 		if err == io.EOF {
 			err = io.ErrUnexpectedEOF
 		}
-		return fmt.Errorf("%s: %w", src, err)
+		return o.broke(err, "before the trace")
 	}
 	readEvent := func() error {
 		events++
@@ -383,13 +390,16 @@ func readKinetoStream(r io.Reader, res *Result, src string) error {
 			k.flags |= kfGraphArg
 		}
 		kr.kernels.add(k)
+		if kr.kernels.len() == 1 || ev.ts > kr.lastKernelNs {
+			kr.lastKernelNs = ev.ts
+		}
 		return nil
 	}
 
 	var body func() error
 	switch first {
 	case '[': // a bare array of events (Chrome trace "JSON Array Format")
-		body = func() error { return o.lx.array(readEvent) }
+		body = func() error { return o.eventArray(readEvent) }
 	case '{':
 		body = func() error {
 			return o.lx.object(func(key []byte) error {
@@ -445,11 +455,25 @@ func readKinetoStream(r io.Reader, res *Result, src string) error {
 	default:
 		return fmt.Errorf("%s: want a Chrome trace JSON object {\"traceEvents\":[...]} or array, got %q", src, first)
 	}
+	// A break keeps what was read: the caller decides whether partial
+	// input is used (WithAllowPartial), and then the steps the break cut
+	// are dropped below.
+	var brk error
 	if err := body(); err != nil {
-		// The step ranges read so far count as something read.
-		if err := truncated(res, src, o.lx.offset(), err, len(kr.ranges)); err != nil {
-			return err
+		top := "object"
+		if first == '[' {
+			top = "array"
 		}
+		brk = o.broke(err, "in the top-level "+top)
+		kr.cut = true
+	} else if c, err := o.lx.peek(); err != io.EOF {
+		// The trace is whole, but the input goes on: a gzip stream cut
+		// after it, a read error, or bytes that are not JSON.
+		if err == nil {
+			err = o.lx.errorf("want the end of the input after the trace, got %q", c)
+		}
+		brk = o.broke(err, "after the trace")
+		kr.broken = true
 	}
 
 	cats := make([]string, 0, len(ignored))
@@ -462,11 +486,108 @@ func readKinetoStream(r io.Reader, res *Result, src string) error {
 	}
 	kr.resolveGraphs()
 	kr.splitSteps()
+	if kr.cut || kr.broken {
+		kr.dropCutSteps(res)
+	}
 	if kr.place {
 		kr.placeSteps()
 	}
 	kr.emit(res, baseNs, rank)
-	return nil
+	return brk
+}
+
+// eventArray reads the events of a trace in the JSON Array Format, whose
+// closing ']' is optional (Trace Event Format: a process that dies while
+// tracing leaves the array open, and viewers read it), so the input may
+// end after any complete event; it may not end inside one.
+func (o *reader) eventArray(event func() error) error {
+	l := o.lx
+	if err := l.expect('['); err != nil {
+		return err
+	}
+	for n := 0; ; n++ {
+		c, err := l.peek()
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if c == ']' {
+			l.pos++
+			return nil
+		}
+		if n > 0 {
+			if c != ',' {
+				return l.errorf("want ',' or ']' in array, got %q", c)
+			}
+			l.pos++
+			if _, err := l.peek(); err == io.EOF {
+				return nil // an open array ends with its separator
+			}
+		}
+		if err := event(); err != nil {
+			if errors.Is(err, errWrongType) {
+				return err
+			}
+			var pe *pathError
+			if !errors.As(err, &pe) {
+				pe = &pathError{err: err}
+				err = pe
+			}
+			pe.segs = append(pe.segs, "["+strconv.Itoa(n)+"]")
+			return err
+		}
+	}
+}
+
+// dropCutSteps drops the steps a break in the file cut short and counts
+// what it kept and dropped in res.cutSteps. A step is complete when it
+// ended before the last kernel read started: the profiler writes events
+// in time order and a step's kernels run before the next step's, so every
+// kernel of such a step was read; the step the last kernel read belongs
+// to, and any later one, may have lost kernels to the break. Kernels that
+// run after the last step read, outside every step, are the beginning of
+// a step the break cut before its rule could see it (its range not read,
+// its forward not whole) or work between steps; they are counted apart
+// (res.cutSteps.after), not as a step. When only the input after a
+// whole trace broke (kr.broken), every step is complete: counted, kept.
+func (kr *kinetoRead) dropCutSteps(res *Result) {
+	end := make([]int64, len(kr.steps))
+	has := make([]bool, len(kr.steps))
+	lastEnd := int64(math.MinInt64)
+	for i := range kr.kernels.len() {
+		k := kr.kernels.at(i)
+		if k.step >= 0 {
+			end[k.step] = max(end[k.step], k.start+k.dur)
+			has[k.step] = true
+			lastEnd = max(lastEnd, k.start+k.dur)
+		}
+	}
+	dropped := make([]bool, len(kr.steps))
+	for s := range kr.steps {
+		if has[s] {
+			res.cutSteps.steps++
+			if kr.broken || end[s] <= kr.lastKernelNs {
+				res.cutSteps.kept++
+			} else {
+				dropped[s] = true
+			}
+		}
+	}
+	for i := range kr.kernels.len() {
+		k := kr.kernels.at(i)
+		switch {
+		case k.step >= 0 && dropped[k.step]:
+			k.step = -1
+			res.cutSteps.spans++
+		case k.step < 0 && k.start > lastEnd && !kr.broken:
+			res.cutSteps.after++
+		default:
+			continue
+		}
+		k.flags |= kfCut
+	}
 }
 
 // resolveGraphs marks the kernels launched from a CUDA graph: their
@@ -550,7 +671,9 @@ func (kr *kinetoRead) emit(res *Result, baseNs, rank int64) {
 		sp := res.at(int(k.span))
 		if k.step < 0 {
 			sp.drop = true
-			outside++
+			if k.flags&kfCut == 0 { // cut steps are reported in Result.Partial
+				outside++
+			}
 			continue
 		}
 		r := rank

@@ -1,10 +1,13 @@
 package traces
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"strconv"
+	"strings"
 	"unicode/utf8"
 )
 
@@ -22,14 +25,23 @@ import (
 // io.ErrUnexpectedEOF (input ends inside a value), or a *readError from
 // the underlying reader. Semantic problems (a string where a number
 // belongs) are the parser's business: it skips the value and goes on.
+// A fatal error leaving a container is wrapped in a *pathError that says
+// where in the document it happened (resourceSpans[0].scopeSpans[0].spans[31]),
+// so a cut or damaged file is reported by place, not by byte alone.
 type lexer struct {
 	r        io.Reader
 	buf      []byte
 	pos, end int
 	off      int64 // input offset of buf[0]
+	lines    int64 // newlines in the input before buf[0]
 	rerr     error // sticky error from r (io.EOF at the end)
 	scratch  []byte
-	key      []byte // the current object key (see object)
+	// depth is the number of open containers; keys[d] holds the key of
+	// the member being read in the object at depth d+1 (empty between
+	// members), kept per depth so that an error leaving a nested value
+	// still finds the key of every object around it.
+	depth int
+	keys  [][]byte
 }
 
 type syntaxError struct {
@@ -46,6 +58,18 @@ func newLexer(r io.Reader) *lexer {
 // offset is the input offset of the next unread byte.
 func (l *lexer) offset() int64 { return l.off + int64(l.pos) }
 
+// inputEnd is the offset just past the last byte read from the input: where
+// the input ended, once a read has failed or found its end.
+func (l *lexer) inputEnd() int64 { return l.off + int64(l.end) }
+
+// lineAt is the 1-based line of input offset off, which must lie in the
+// window the lexer still holds (buf[0] .. buf[end]); an offset before it
+// gets the window's first line.
+func (l *lexer) lineAt(off int64) int64 {
+	i := min(max(off-l.off, 0), int64(l.end))
+	return 1 + l.lines + int64(bytes.Count(l.buf[:i], []byte{'\n'}))
+}
+
 func (l *lexer) errorf(format string, a ...any) error {
 	return &syntaxError{off: l.offset(), msg: fmt.Sprintf(format, a...)}
 }
@@ -58,6 +82,10 @@ func (l *lexer) fill(keep int) bool {
 		return false
 	}
 	if keep > 0 {
+		// Count the lines of what is let go: bytes.Count is vectorized,
+		// a small cost next to lexing the same bytes, and a damaged file
+		// is then reported by line as well as by byte.
+		l.lines += int64(bytes.Count(l.buf[:keep], []byte{'\n'}))
 		n := copy(l.buf, l.buf[keep:l.end])
 		l.off += int64(keep)
 		l.pos -= keep
@@ -357,16 +385,19 @@ func (l *lexer) isNull() (bool, error) {
 // object; another kind of value is skipped and reported as errWrongType.
 func (l *lexer) object(fn func(key []byte) error) error {
 	return l.container('{', '}', "object", func() error {
+		d := l.depth - 1
+		l.keys[d] = l.keys[d][:0]
 		key, err := l.str()
 		if err != nil {
 			return err
 		}
 		// expect may refill the buffer, which moves the bytes key points to.
-		l.key = append(l.key[:0], key...)
+		l.keys[d] = append(l.keys[d], key...)
 		if err := l.expect(':'); err != nil {
+			l.keys[d] = l.keys[d][:0] // not inside the member's value yet
 			return err
 		}
-		return fn(l.key)
+		return fn(l.keys[d])
 	})
 }
 
@@ -398,27 +429,79 @@ func (l *lexer) container(open, close byte, kind string, entry func() error) err
 		return errWrongType
 	}
 	l.pos++
-	first := true
-	for {
+	if l.depth == len(l.keys) {
+		l.keys = append(l.keys, nil)
+	}
+	l.depth++
+	for n := 0; ; n++ {
 		c, err := l.next()
 		if err != nil {
-			return err
+			return l.leave(err, open, n, false)
 		}
 		if c == close {
 			l.pos++
+			l.depth--
 			return nil
 		}
-		if !first {
+		if n > 0 {
 			if c != ',' {
-				return l.errorf("want ',' or '%c' in %s, got %q", close, kind, c)
+				return l.leave(l.errorf("want ',' or '%c' in %s, got %q", close, kind, c), open, n, false)
 			}
 			l.pos++
 		}
-		first = false
 		if err := entry(); err != nil {
-			return err
+			return l.leave(err, open, n, true)
 		}
 	}
+}
+
+// pathError is a fatal error inside a JSON document with the place it
+// happened: segs, innermost first, are ".key" for an object member and
+// "[i]" for an array element.
+type pathError struct {
+	segs []string
+	err  error
+}
+
+func (e *pathError) Error() string { return e.err.Error() }
+func (e *pathError) Unwrap() error { return e.err }
+
+// path is the place as one string, outermost first:
+// resourceSpans[0].scopeSpans[0].spans[31] ("" at the top level).
+func (e *pathError) path() string {
+	var b strings.Builder
+	for i := len(e.segs) - 1; i >= 0; i-- {
+		b.WriteString(e.segs[i])
+	}
+	return strings.TrimPrefix(b.String(), ".")
+}
+
+// leave closes the container at l.depth on err and adds its place to the
+// error: the element or member being read when inEntry (the error came
+// from inside it), nothing when it came between entries. errWrongType is
+// the readers' signal to skip a value, not a failure: it passes as is.
+func (l *lexer) leave(err error, open byte, n int, inEntry bool) error {
+	l.depth--
+	if errors.Is(err, errWrongType) {
+		return err
+	}
+	seg := ""
+	switch {
+	case !inEntry:
+	case open == '[':
+		seg = "[" + strconv.Itoa(n) + "]"
+	case len(l.keys[l.depth]) > 0:
+		seg = "." + string(l.keys[l.depth])
+	}
+	var pe *pathError
+	if !errors.As(err, &pe) {
+		pe = &pathError{err: err}
+		err = pe
+	}
+	if seg != "" {
+		pe.segs = append(pe.segs, seg)
+	}
+	return err
 }
 
 // skip consumes one value of any kind and size.

@@ -22,11 +22,14 @@ import (
 // Reader reads one trace source into the normalized span list.
 //
 // Read is called once, from one goroutine; it blocks until the source is
-// read, ctx is done, or a fatal error occurs. Problems with parts of the
-// source (a span without IDs, a truncated tail, an unknown value type) are
-// not errors: the parts are left out and listed in Result.Skipped. An error
-// means nothing usable could be read (missing file, unknown format,
-// collector unreachable); it names the source.
+// read, ctx is done, or a fatal error occurs. Problems with parts of an
+// intact source (a span without IDs, an unknown value type, a kernel
+// outside every step) are not errors: the parts are left out and listed
+// in Result.Skipped. A source that ends early or breaks (a cut file, a
+// gzip stream without its end, bytes that are not JSON) is a
+// *PartialError, unless WithAllowPartial(true) keeps its complete steps.
+// Other errors mean nothing usable could be read (missing file, unknown
+// format, collector unreachable). Every error names the source.
 type Reader interface {
 	Read(ctx context.Context) (*Result, error)
 	// Source is what Open was given.
@@ -37,9 +40,10 @@ type Reader interface {
 type ReadOption func(*readConfig)
 
 type readConfig struct {
-	client  *http.Client
-	format  string
-	noPlace bool
+	client       *http.Client
+	format       string
+	noPlace      bool
+	allowPartial bool
 }
 
 // WithHTTPClient sets the client for jaeger:// and http(s):// sources.
@@ -143,10 +147,16 @@ func (f *fileReader) Source() string { return f.src }
 func (f *fileReader) Read(ctx context.Context) (*Result, error) {
 	res := &Result{Source: f.src, noKernelPlacement: f.rc.noPlace}
 	looks := ""
+	var breaks []breakRange
 	for _, p := range f.paths {
+		lo := res.count()
 		format, l, err := readFile(ctx, p, f.rc.format, res)
 		if err != nil {
-			return nil, err
+			var pe *PartialError
+			if !f.rc.allowPartial || !errors.As(err, &pe) {
+				return nil, err
+			}
+			breaks = append(breaks, breakRange{err: pe, lo: lo, hi: res.count()})
 		}
 		if res.Format == "" {
 			res.Format = format
@@ -157,8 +167,12 @@ func (f *fileReader) Read(ctx context.Context) (*Result, error) {
 			looks = l
 		}
 	}
+	res.keepComplete(breaks)
 	res.finish()
 	if len(res.Spans) == 0 {
+		if res.Partial != nil {
+			return nil, noCompleteStep(res.Partial)
+		}
 		what := f.src
 		if len(f.paths) > 1 {
 			what = fmt.Sprintf("%s (%d files)", f.src, len(f.paths))
@@ -166,6 +180,12 @@ func (f *fileReader) Read(ctx context.Context) (*Result, error) {
 		return nil, noSpans(res, what, f.rc.format, looks)
 	}
 	return res, nil
+}
+
+// noCompleteStep is the error for partial input of which no step was
+// complete: the first break, which it wraps, and that nothing was kept.
+func noCompleteStep(p *Partial) error {
+	return fmt.Errorf("%w; no step read before it is complete, so none is kept", p.Breaks[0])
 }
 
 // ErrNoSpans is wrapped by the error of a file or URL source in which no
@@ -225,19 +245,31 @@ func readBody(ctx context.Context, r io.Reader, src, format string, res *Result)
 
 // readBodyLooks is readBody that also returns the format the content looks
 // like when format was given and the content sniffs as another ("" when
-// they agree or the content cannot be told).
+// they agree or the content cannot be told). Input that ends early or
+// breaks is a *PartialError; the format is returned with it, and the
+// spans read before the break are in res.
 func readBodyLooks(ctx context.Context, r io.Reader, src, format string, res *Result) (string, string, error) {
 	br := bufio.NewReaderSize(&ctxReader{ctx: ctx, r: r}, 1<<16)
+	var gz *countReader
 	if magic, _ := br.Peek(2); len(magic) == 2 && magic[0] == 0x1f && magic[1] == 0x8b {
-		zr, err := gzip.NewReader(br)
+		gz = &countReader{r: br}
+		zr, err := gzip.NewReader(gz)
 		if err != nil {
-			return "", "", fmt.Errorf("%s: gzip: %w", src, err)
+			if cerr := ctx.Err(); cerr != nil {
+				return "", "", fmt.Errorf("%s: %w", src, cerr)
+			}
+			return "", "", gzipHeaderError(src, gz.n, err)
 		}
 		defer zr.Close()
 		br = bufio.NewReaderSize(zr, 1<<16)
 	}
 	looks := ""
-	head, _ := br.Peek(1 << 16)
+	head, herr := br.Peek(1 << 16)
+	if len(head) == 0 && herr != nil && herr != io.EOF && ctx.Err() == nil && gz != nil {
+		// The gzip stream failed before its first byte of text.
+		b := &streamBreak{err: &readError{herr}, where: "before any text"}
+		return format, "", partialError(b, src, gz)
+	}
 	if format == "" {
 		var err error
 		if format, err = sniff(head); err != nil {
@@ -258,7 +290,20 @@ func readBodyLooks(ctx context.Context, r io.Reader, src, format string, res *Re
 	if cerr := ctx.Err(); cerr != nil {
 		return "", "", fmt.Errorf("%s: %w", src, cerr)
 	}
-	return format, looks, err
+	return format, looks, partialError(err, src, gz)
+}
+
+// gzipHeaderError is the error for a gzip header that ends early or is
+// damaged (n: the bytes of it read).
+func gzipHeaderError(src string, n int64, err error) error {
+	pe := &PartialError{Source: src, Offset: n, Err: err}
+	if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) {
+		pe.Err = io.ErrUnexpectedEOF
+		pe.What = fmt.Sprintf("gzip header ends at byte %d: the file was cut", n)
+	} else {
+		pe.What = fmt.Sprintf("gzip header is damaged at byte %d: %v", n, err)
+	}
+	return pe
 }
 
 // sniff tells the format from the first bytes of a document.
@@ -332,9 +377,16 @@ func (j *jaegerReader) Source() string { return j.src }
 func (j *jaegerReader) Read(ctx context.Context) (*Result, error) {
 	res := &Result{Source: j.src}
 	if err := readJaegerHTTP(ctx, j.rc.client, j.q, res, j.src); err != nil {
-		return nil, err
+		var pe *PartialError
+		if !j.rc.allowPartial || !errors.As(err, &pe) {
+			return nil, err
+		}
+		res.keepComplete([]breakRange{{err: pe, lo: 0, hi: res.count()}})
 	}
 	res.finish()
+	if len(res.Spans) == 0 && res.Partial != nil {
+		return nil, noCompleteStep(res.Partial)
+	}
 	// Jaeger answers at most limit traces: as many means there may be
 	// more, and what was read is not all the service recorded.
 	if n := countTraces(res.Spans); j.q.TraceID == "" && n >= j.q.Limit {
@@ -375,11 +427,18 @@ func (u *urlReader) Read(ctx context.Context) (*Result, error) {
 	res := &Result{Source: u.src, noKernelPlacement: u.rc.noPlace}
 	format, looks, err := readBodyLooks(ctx, resp.Body, u.src, u.rc.format, res)
 	if err != nil {
-		return nil, err
+		var pe *PartialError
+		if !u.rc.allowPartial || !errors.As(err, &pe) {
+			return nil, err
+		}
+		res.keepComplete([]breakRange{{err: pe, lo: 0, hi: res.count()}})
 	}
 	res.Format = format
 	res.finish()
 	if len(res.Spans) == 0 {
+		if res.Partial != nil {
+			return nil, noCompleteStep(res.Partial)
+		}
 		return nil, noSpans(res, u.src, u.rc.format, looks)
 	}
 	return res, nil

@@ -4,9 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
 	"math"
 	"os"
 	"strconv"
@@ -299,21 +297,6 @@ func (e *FileExporter) Shutdown(context.Context) error {
 }
 
 // ---- reading helpers ----
-
-// truncated turns a mid-stream error into a skip entry when something was
-// read (a span, or docs > 0: what the caller counts besides spans), so a
-// truncated file still yields its complete spans.
-func truncated(res *Result, src string, off int64, err error, docs int) error {
-	if res.count() == 0 && docs == 0 {
-		return fmt.Errorf("%s: byte %d: %w", src, off, err)
-	}
-	if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) {
-		res.skip(fmt.Sprintf("%s:byte %d", src, off), "file ends mid-document (truncated); the rest is lost")
-	} else {
-		res.skip(fmt.Sprintf("%s:byte %d", src, off), "stopped reading: "+err.Error())
-	}
-	return nil
-}
 
 func sortAttrs(a []Attr) {
 	// insertion sort: attribute lists are short and often already sorted

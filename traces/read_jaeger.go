@@ -226,6 +226,9 @@ func (o *reader) jaegerTrace() error {
 		}
 		return o.lx.skip()
 	})
+	if err != nil && !errors.Is(err, errWrongType) {
+		o.res.markCut(start) // the rest of this trace object is lost
+	}
 	// Attach processes to the spans read (also when the trace is cut short).
 	for i, pid := range pids {
 		sp := o.res.at(start + i)

@@ -129,7 +129,9 @@ func readOTLPStream(r io.Reader, res *Result, src string) error {
 // documents reads the JSON objects of o's stream one after another (JSON
 // Lines, or objects merely concatenated), calling doc to consume each. want
 // says what the objects should be, for a stream that holds something else;
-// empty says what was expected, for a stream with no object at all.
+// empty says what was expected, for a stream with no object at all. A
+// stream that ends inside a document or breaks is a *streamBreak: the
+// spans read before it stay in o.res for a caller that keeps partial input.
 func (o *reader) documents(want, empty string, doc func() error) error {
 	docs := 0
 	for {
@@ -138,16 +140,13 @@ func (o *reader) documents(want, empty string, doc func() error) error {
 			break
 		}
 		if err != nil {
-			return truncated(o.res, o.src, o.lx.offset(), err, docs)
+			return o.broke(err, "between documents")
 		}
 		if c != '{' {
-			return fmt.Errorf("%s: byte %d: want a JSON object %s, got %q", o.src, o.lx.offset(), want, c)
+			return o.broke(o.lx.errorf("want a JSON object %s, got %q", want, c), "between documents")
 		}
 		if err := doc(); err != nil {
-			if docs == 0 && o.res.count() == 0 && errors.Is(err, io.ErrUnexpectedEOF) {
-				return fmt.Errorf("%s: byte %d: truncated: the file ends inside its first JSON document (want a complete %s)", o.src, o.lx.offset(), empty)
-			}
-			return truncated(o.res, o.src, o.lx.offset(), err, docs)
+			return o.broke(err, "in the top-level object")
 		}
 		docs++
 	}
@@ -211,6 +210,9 @@ func (o *reader) otlpResourceSpans() error {
 				s.Resource, s.Service = res, svc
 			}
 		}
+	}
+	if err != nil && !errors.Is(err, errWrongType) {
+		o.res.markCut(start) // the rest of this batch is lost
 	}
 	return o.wrongType(err, "resourceSpans[]")
 }

@@ -122,7 +122,8 @@ func TestBadTraces(t *testing.T) {
 		wantSkips []string // substrings of skip reasons, in order
 		scenarios int
 	}{
-		{name: "otlp/truncated", in: good + good[:len(good)/2], wantSpans: 2, wantSkips: []string{"truncated"}, scenarios: 1},
+		// A cut file is an error (TestPartialInput reads it with WithAllowPartial).
+		{name: "otlp/truncated", in: good + good[:len(good)/2], wantErr: "the file was cut"},
 		{name: "otlp/span without trace ID", in: otlpLine(tidA, "m", otlpSpanJSON("", "0000000000000002", "L00.attn.o_proj", "L00.attn.o_proj")),
 			wantSpans: 1, wantSkips: []string{`traceId "" is not 32 hex digits`}, scenarios: 1},
 		{name: "otlp/span without span ID", in: otlpLine(tidA, "m", otlpSpanJSON(tidA, "", "L00.attn.o_proj", "L00.attn.o_proj")),
@@ -134,21 +135,21 @@ func TestBadTraces(t *testing.T) {
 		{name: "otlp/ends before start", in: strings.Replace(good, `"endTimeUnixNano":"3000"`, `"endTimeUnixNano":"1500"`, 1),
 			wantSpans: 1, wantSkips: []string{"ends (1500) before it starts (2000)"}, scenarios: 1},
 		{name: "otlp/mixed scenarios", in: good + otlpLine(tidB, "kimi-k2.5"), wantSpans: 3, scenarios: 2},
-		{name: "otlp/truncated in first document", in: good[:40], wantErr: "truncated: the file ends inside its first JSON document"},
+		// good[:40] is `{"resourceSpans":[{"resource":{"attribut`.
+		{name: "otlp/truncated in first document", in: good[:40], wantErr: "JSON ends inside resourceSpans[0].resource at byte 40 (line 1): the file was cut"},
 		{name: "not json", in: "hello", wantErr: "not JSON"},
 		{name: "empty", in: "  \n", wantErr: "empty"},
 		{name: "unknown object", in: `{"foo":1}`, wantErr: "unknown trace format"},
-		{name: "jaeger/truncated", in: string(jaegerUI[:len(jaegerUI)*2/3]), wantSpans: 2, wantSkips: []string{"truncated"}},
+		// 2/3 of the fixture's bytes end on line 4, its third span (data[0].spans[2]).
+		{name: "jaeger/truncated", in: string(jaegerUI[:len(jaegerUI)*2/3]), wantErr: "JSON ends inside data[0].spans[2] at byte 1307 (line 4)"},
 		{name: "jaeger/bad tag type", in: strings.Replace(string(jaegerUI), `"type":"int64","value":3`, `"type":"int64","value":"three"`, 1),
 			wantSpans: 3, wantSkips: []string{`tag "tpscope.layer": want an int64 value`}, scenarios: 1},
 		{name: "jaeger/span without ID", in: strings.Replace(string(jaegerUI), `"spanID":"a1b2c3d4e5f60718"`, `"spanID":""`, 1),
 			wantSpans: 2, wantSkips: []string{`spanID "" is not hex`}, scenarios: 1},
-		// Cut inside the 17th kernel event: kept are the 11 kernels of step 1
-		// and 4 of step 2 (the warm-up kernel is outside every step).
-		{name: "kineto/truncated", in: string(kineto[:nthIndex(kineto, `"cat": "kernel"`, 17)]), wantSpans: 11 + 4,
-			wantSkips: []string{"truncated", "outside every ProfilerStep"}},
-		// Cut before any event: nothing read, an error (not a skip).
-		{name: "kineto/truncated before any event", in: string(kineto[:nthIndex(kineto, `"traceEvents"`, 1)+20]), wantErr: "unexpected EOF"},
+		// Cut inside the 17th kernel event, event 43 of traceEvents.
+		{name: "kineto/truncated", in: string(kineto[:nthIndex(kineto, `"cat": "kernel"`, 17)]), wantErr: "JSON ends inside traceEvents[43]"},
+		// Cut before any event is complete.
+		{name: "kineto/truncated before any event", in: string(kineto[:nthIndex(kineto, `"traceEvents"`, 1)+20]), wantErr: "JSON ends inside traceEvents[0]"},
 		// Event 4 is step 1's first kernel: 22 step kernels less that one.
 		{name: "kineto/bad ts", in: strings.Replace(string(kineto), `"ts": 1012.0`, `"ts": "soon"`, 1), wantSpans: 21,
 			wantSkips: []string{"kernel event 4 "}},

@@ -218,9 +218,17 @@ type Result struct {
 	// other formats).
 	Kineto []KinetoFile
 
+	// Partial says what was kept of a source that ended early or broke,
+	// read with WithAllowPartial(true); nil for an intact source.
+	Partial *Partial
+
 	// noKernelPlacement: leave Kineto kernels without op IDs
 	// (WithKernelPlacement(false)).
 	noKernelPlacement bool
+	// cut: traces with spans in a batch a break cut (markCut);
+	// cutSteps: what the Kineto reader kept of cut files.
+	cut      map[trace.TraceID]bool
+	cutSteps partialSteps
 
 	chunks [][]Span // spans being read (see add)
 	n      int      // spans in chunks

@@ -19,6 +19,7 @@ type Summary struct {
 	Kinds        []KindCount `json:"kinds"`    // op spans per kind, by kind name
 	Services     []string    `json:"services"` // distinct service names, sorted
 	Scenarios    []Scenario  `json:"scenarios"`
+	Partial      *Partial    `json:"partial,omitempty"` // what was kept of a damaged source (WithAllowPartial)
 	SkippedTotal int         `json:"skipped_total"`
 	Skipped      []Skip      `json:"skipped"`
 }
@@ -33,7 +34,7 @@ type KindCount struct {
 // Summarize counts res's spans by trace, rank, step, kind and service.
 func Summarize(res *Result) Summary {
 	s := Summary{Source: res.Source, Format: res.Format, Spans: len(res.Spans), Scenarios: res.Scenarios,
-		SkippedTotal: res.SkippedTotal, Skipped: res.Skipped}
+		Partial: res.Partial, SkippedTotal: res.SkippedTotal, Skipped: res.Skipped}
 	ranks, steps, svcs := map[int]bool{}, map[int]bool{}, map[string]bool{}
 	kinds := map[string]*KindCount{}
 	for i := range res.Spans {

@@ -214,6 +214,14 @@ func TestBadInput(t *testing.T) {
 		{name: "nccl-tests/no rows", files: map[string]string{"log.txt": "# nThread 1 nGpus 8\nNCCL INFO hello\n"},
 			args: []string{"calibrate", "--nccl-tests", "@log.txt", "-o", "@cal.json"}, code: 1,
 			want: []string{"@log.txt:2: no nccl-tests result rows", "want lines like"}, out: "@cal.json"},
+		// The 8-rank log cut inside its row of 134217728 B (line 45), and
+		// after that row, before the table's closing lines.
+		{name: "nccl-tests/cut mid-row", files: map[string]string{"log.txt": allReduce[:strings.Index(allReduce, "11424.39   11.75")+len("11424.39   ")]},
+			args: []string{"calibrate", "--nccl-tests", "@log.txt", "-o", "@cal.json"}, code: 1,
+			want: []string{"@log.txt:45: the nccl-tests log is cut or damaged: the log ends mid-row", "the file was cut"}, out: "@cal.json"},
+		{name: "nccl-tests/cut after a row", files: map[string]string{"log.txt": allReduce[:strings.Index(allReduce, "   268435456")]},
+			args: []string{"calibrate", "--nccl-tests", "@log.txt", "-o", "@cal.json"}, code: 1,
+			want: []string{"@log.txt:45: the nccl-tests log is cut or damaged: the table headed at line 19 stops after 25 result rows"}, out: "@cal.json"},
 		{name: "nccl-tests/missing file", args: []string{"calibrate", "--nccl-tests", "@none.txt", "-o", "@cal.json"}, code: 1,
 			want: []string{"@none.txt", "no such file"}, out: "@cal.json"},
 
@@ -227,7 +235,7 @@ func TestBadInput(t *testing.T) {
 		{name: "trace/every span bad", files: map[string]string{"t.json": otlpBadSpan}, args: []string{"compare", "--trace", "@t.json", "--plot", "@p.svg"}, code: 1,
 			want: []string{"@t.json: no span read (otlp-json): 1 left out", `traceId "zz" is not 32 hex digits`}, out: "@p.svg"},
 		{name: "trace/truncated", files: map[string]string{"t.json": `{"resourceSpans":[{"scopeSpans":[`}, args: []string{"trace", "read", "@t.json"}, code: 1,
-			want: []string{"@t.json: byte", "truncated: the file ends inside its first JSON document"}},
+			want: []string{"@t.json: JSON ends inside resourceSpans[0].scopeSpans at byte 33 (line 1): the file was cut"}},
 		{name: "trace/wrong forced format", files: map[string]string{"t.json": otlpBadSpan}, args: []string{"trace", "read", "--format", "jaeger-v1", "@t.json"}, code: 1,
 			want: []string{"no span read (jaeger-v1)", "read as jaeger-v1 as asked, but its content looks like otlp-json"}},
 		{name: "trace/kineto without ph and cat", files: map[string]string{"t.json": `{"traceEvents":[{"name":"fused_moe_kernel","ts":1,"dur":2}]}`},

@@ -58,12 +58,17 @@ NCCL_PROTO/NCCL_ALGO did), then per pair the base latency, per-step latency and 
 are fitted in log space with NCCL's constants as the prior. Give --p2p-level/--p2p-disable as
 the run had them: the parameters apply only under that setting.
 
---trace SRC: measured spans (see --help of the flag); --backend cpu: this machine.`,
+--trace SRC: measured spans (see --help of the flag); --backend cpu: this machine.
+
+Calibrate never writes a calibrated box from partial input: a cut or damaged trace or
+nccl-tests log is an error naming the file and where it ends, even with --allow-partial
+(which compare, report and trace read take to keep the complete steps).`,
 		Example: "tpscope calibrate --nccl-tests all_reduce_perf.txt --topo rtxpro6000-2s -o box.json\ntpscope calibrate --nccl-tests ar_ll.txt --nccl-proto LL --p2p-level SYS -o box.json\ntpscope calibrate --trace run.otlp.jsonl --topo h200-nvswitch -o h200.json",
 		Flags: func(fs *pflag.FlagSet) func([]string, io.Writer, io.Writer) error {
 			c := &calibrateCommon{sc: addScenarioFlags(fs)}
 			fs.StringVarP(&c.out, "out", "o", "", "write the calibrated topology JSON here (required)")
 			fs.StringVar(&c.output, "output", "table", "report format on stdout: table or json")
+			fs.Bool("allow-partial", false, "not honoured here: calibrate refuses a cut or damaged trace or nccl-tests log even with it (a box fitted to part of a run would look as if fitted to all of it)")
 			sort.SliceStable(calibrateModes, func(i, j int) bool { return calibrateModes[i].Flag < calibrateModes[j].Flag })
 			runs := make([]func(*calibrateCommon, io.Writer, io.Writer) error, len(calibrateModes))
 			for i, m := range calibrateModes {

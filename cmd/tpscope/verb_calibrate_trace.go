@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"maps"
@@ -11,7 +12,11 @@ import (
 
 	"github.com/spf13/pflag"
 	"github.com/tpscope/tpscope/compare"
+	"github.com/tpscope/tpscope/traces"
 )
+
+// calibrateRefusesPartial ends calibrate's error for damaged input.
+const calibrateRefusesPartial = "calibrate refuses damaged input, even with --allow-partial: a box fitted to part of a run would look as if fitted to all of it (re-export the trace; 'tpscope trace read --allow-partial' shows what survives)"
 
 func init() {
 	registerCalibrateMode(calibrateMode{Flag: "trace", Arg: "SRC", Bind: bindTraceCalibrateMode})
@@ -24,8 +29,12 @@ func bindTraceCalibrateMode(fs *pflag.FlagSet) func(*calibrateCommon, io.Writer,
 		if err := c.sc.checkPassed(); err != nil {
 			return err
 		}
-		results, err := readTraces(*srcs, stderr)
+		results, err := readTraces(*srcs, stderr, false)
 		if err != nil {
+			var pe *traces.PartialError
+			if errors.As(err, &pe) {
+				return fmt.Errorf("%w; %s", err, calibrateRefusesPartial)
+			}
 			return err
 		}
 		scs, err := c.sc.traceScenarios(results, true)

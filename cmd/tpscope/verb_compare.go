@@ -18,22 +18,47 @@ func addTraceFlag(fs *pflag.FlagSet, what string) *[]string {
 	return fs.StringSlice("trace", nil, "SRC: trace source (OTLP-JSON file, directory, jaeger://host:16686?service=tpscope, Kineto JSON); repeat or comma-separate for several; "+what)
 }
 
-// readTraces reads every source; Ctrl-C stops a long read.
-func readTraces(srcs []string, stderr io.Writer) ([]*traces.Result, error) {
+// addAllowPartialFlag registers --allow-partial on a verb that reads
+// traces to show or compare them.
+func addAllowPartialFlag(fs *pflag.FlagSet) *bool {
+	return fs.Bool("allow-partial", false, "read a cut or damaged trace (a file that ends early, a gzip stream without its end, bytes that are not JSON) by keeping its complete steps and dropping the steps the break cut short; without it such input is an error")
+}
+
+// readTraces reads every source; Ctrl-C stops a long read. A source that
+// ends early or breaks is an error unless allowPartial, which keeps its
+// complete steps and says on stderr what was dropped.
+func readTraces(srcs []string, stderr io.Writer, allowPartial bool) ([]*traces.Result, error) {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
 	var out []*traces.Result
 	for _, src := range srcs {
-		res, err := traces.ReadAll(ctx, src)
+		res, err := traces.ReadAll(ctx, src, traces.WithAllowPartial(allowPartial))
 		if err != nil {
 			return nil, err
 		}
-		if res.SkippedTotal > 0 {
-			fmt.Fprintf(stderr, "%s: left out %d items (see the report)\n", src, res.SkippedTotal)
+		notePartial(stderr, src, res)
+		if n := res.SkippedTotal - partialSkips(res); n > 0 {
+			fmt.Fprintf(stderr, "%s: left out %d items (see the report)\n", src, n)
 		}
 		out = append(out, res)
 	}
 	return out, nil
+}
+
+// notePartial says on stderr what --allow-partial kept of a damaged source.
+func notePartial(stderr io.Writer, src string, res *traces.Result) {
+	if res.Partial != nil {
+		fmt.Fprintf(stderr, "%s: --allow-partial: %s\n", src, res.Partial)
+	}
+}
+
+// partialSkips is the number of Skipped entries that report the damage
+// (the first one, when the source was read partially).
+func partialSkips(res *traces.Result) int {
+	if res.Partial != nil {
+		return 1
+	}
+	return 0
 }
 
 func init() {
@@ -55,8 +80,11 @@ over steps and ranks, and error = (predicted - measured) / measured; ops with th
 largest absolute error first. A source that mixes scenarios is compared per scenario.
 Traces of one scenario run with different options give each optimization's predicted
 and measured gain and a verdict: worth it, not worth it, or model wrong here by X %.
-Spans without op IDs, unknown op IDs, ops never measured and damaged input are
-counted with their reason.`,
+Spans without op IDs, unknown op IDs and ops never measured are counted with
+their reason. A cut or damaged trace (a file that ends early, a gzip stream
+without its end, bytes that are not JSON) is an error naming the file and the
+byte where it ends; --allow-partial compares its complete steps instead and
+says how many steps and spans it dropped.`,
 		Example: `tpscope compare --trace run.json
 tpscope compare --trace base.json --trace graphs.json --output markdown --plot cmp.png
 tpscope compare --trace rank0.pt.trace.json.gz --model kimi-k2.5-nvfp4 --tp 8 --batch 8 --context 4096`,
@@ -66,6 +94,7 @@ tpscope compare --trace rank0.pt.trace.json.gz --model kimi-k2.5-nvfp4 --tp 8 --
 			output := addOutputFlag(fs, "one row per compared op of every scenario", allFormats...)
 			plotFile := fs.String("plot", "", "write a predicted-vs-measured scatter and per-kind bars to FILE.png or FILE.svg")
 			top := fs.Int("top", 20, "op rows per scenario in table and markdown output (0 = all)")
+			allowPartial := addAllowPartialFlag(fs)
 			return func(args []string, stdout, stderr io.Writer) error {
 				*srcs = append(*srcs, args...)
 				if len(*srcs) == 0 {
@@ -80,7 +109,7 @@ tpscope compare --trace rank0.pt.trace.json.gz --model kimi-k2.5-nvfp4 --tp 8 --
 				if err := sc.checkPassed(); err != nil {
 					return err
 				}
-				results, err := readTraces(*srcs, stderr)
+				results, err := readTraces(*srcs, stderr, *allowPartial)
 				if err != nil {
 					return err
 				}

@@ -36,7 +36,9 @@ Inputs (any combination):
                  override it (all of them are the scenario of Kineto traces,
                  which record none); one step is drawn (the one nearest the
                  median step time) and every op's hover holds its median and
-                 spread over all steps.
+                 spread over all steps. A cut or damaged trace is an error
+                 naming the file and the byte where it ends; with
+                 --allow-partial its complete steps are drawn instead.
   --from FILE    a saved 'tpscope predict', 'advise' or 'compare' result
                  (--output json); repeatable. A saved comparison has no op
                  timings: it gives bars and tables, not a timeline; a saved
@@ -58,6 +60,7 @@ tpscope report --trace rank0.pt.trace.json.gz --model kimi-k2.5-nvfp4 --tp 8 --b
 			out := fs.StringP("out", "o", "", "the HTML file to write (required)")
 			title := fs.String("title", "", "the report's title (default: the scenarios shown)")
 			top := fs.Int("top", build.DefaultMaxOpRows, "op rows per table")
+			allowPartial := addAllowPartialFlag(fs)
 			return func(args []string, stdout, stderr io.Writer) error {
 				*srcs = append(*srcs, args...)
 				if *out == "" {
@@ -103,7 +106,7 @@ tpscope report --trace rank0.pt.trace.json.gz --model kimi-k2.5-nvfp4 --tp 8 --b
 					if err := sc.checkPassed(); err != nil {
 						return err
 					}
-					results, err := readTraces(*srcs, stderr)
+					results, err := readTraces(*srcs, stderr, *allowPartial)
 					if err != nil {
 						return err
 					}

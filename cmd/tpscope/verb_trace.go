@@ -32,16 +32,26 @@ kernels are classified into op kinds), a directory of such files, an
 http(s) URL, or Jaeger's query API:
 jaeger://HOST:16686?service=tpscope&limit=20&api=v3|v1&lookback=24h&trace=ID.
 
+A cut or damaged source (a file that ends early, a gzip stream without its
+end, bytes that are not JSON) is an error naming the file, the byte (and line)
+where it ends or breaks and what is missing; --allow-partial reads it anyway,
+keeping the complete steps (a trace with its root "step" span and every
+span's parent, none of it in the batch the break cut; of a profiler trace,
+the steps that ended before the last kernel read started) and saying how
+many steps and spans were dropped.
+
 Times: start is Unix nanoseconds, durations in microseconds.`,
 		Example: `tpscope trace read run.otlp.jsonl
 tpscope trace read --trace run-a.otlp.jsonl,run-b.otlp.jsonl --spans 0
 tpscope trace read 'jaeger://127.0.0.1:16686?service=tpscope&limit=5' --spans 0
-tpscope trace read rank0.pt.trace.json.gz --output json > spans.json`,
+tpscope trace read rank0.pt.trace.json.gz --output json > spans.json
+tpscope trace read --allow-partial cut.otlp.jsonl.gz --spans 0`,
 		Flags: func(fs *pflag.FlagSet) func([]string, io.Writer, io.Writer) error {
 			srcs := addTraceFlag(fs, "the sources to read (also as arguments)")
 			output := addOutputFlag(fs, "one row per listed span", allFormats...)
 			limit := fs.Int("spans", 50, "spans to list per source (0: none, -1: all)")
 			format := fs.String("format", "", "force the source format: otlp-json, jaeger-v1, jaeger-v3, kineto (default: from the content)")
+			allowPartial := addAllowPartialFlag(fs)
 			return func(args []string, stdout, stderr io.Writer) error {
 				*srcs = append(*srcs, args...)
 				if len(*srcs) == 0 {
@@ -56,7 +66,7 @@ tpscope trace read rank0.pt.trace.json.gz --output json > spans.json`,
 				if err := traces.CheckFormat(*format); err != nil {
 					return usageErrorf("--format: %v", err)
 				}
-				var opts []traces.ReadOption
+				opts := []traces.ReadOption{traces.WithAllowPartial(*allowPartial)}
 				if *format != "" {
 					opts = append(opts, traces.WithFormat(*format))
 				}
@@ -71,6 +81,7 @@ tpscope trace read rank0.pt.trace.json.gz --output json > spans.json`,
 					if err != nil {
 						return err
 					}
+					notePartial(stderr, src, res)
 					if i > 0 && *output != formatJSON && *output != formatCSV {
 						fmt.Fprintln(stdout)
 					}
@@ -135,6 +146,9 @@ func writeTraceSummary(w io.Writer, s traces.Summary, md bool) {
 	}
 	for _, k := range s.Kinds {
 		rows = append(rows, [2]string{"kind " + k.Kind, fmt.Sprintf("%d spans, %.1f us total", k.Spans, k.TotalUs)})
+	}
+	if s.Partial != nil {
+		rows = append(rows, [2]string{"partial", s.Partial.String()})
 	}
 	rows = append(rows, [2]string{"left out", strconv.Itoa(s.SkippedTotal)})
 	for i, sk := range s.Skipped {

@@ -10,7 +10,10 @@
 //
 // (out-of-place then in-place). Lines starting with '#' are comments or
 // header; any other line that is not a result row (NCCL INFO output, a
-// hostname, a blank line) is skipped and counted.
+// hostname, a blank line) is skipped and counted. A log that is cut or
+// damaged is an error (ErrPartial): a line that starts like a row (size
+// and count) but is not one, a last line cut mid-row, or a table that
+// stops before the lines nccl-tests closes it with.
 //
 // Write (write.go) writes the same format, so timings measured elsewhere
 // (tpscope's executor, a PyTorch harness) go through the same reader.
@@ -86,10 +89,21 @@ func (e *ParseError) Unwrap() error { return e.Err }
 // row.
 var ErrNoData = errors.New("no nccl-tests result rows")
 
+// ErrPartial is wrapped by the error returned for a log that is cut or
+// damaged: a result row that is garbled or cut mid-line, or a table that
+// ends before its closing lines. Fitting what is left would fit part of
+// a run as if it were all of it.
+var ErrPartial = errors.New("the nccl-tests log is cut or damaged")
+
 var (
-	reHeader   = regexp.MustCompile(`nThread\s+(\d+)\s+nGpus\s+(\d+)`)
-	reRank     = regexp.MustCompile(`^#\s*Rank\s+(\d+)\b.*?device\s+\d+\s+\[[^\]]*\]\s*(.*)$`)
-	reTest     = regexp.MustCompile(`(all_reduce|all_gather|reduce_scatter|alltoall|broadcast|reduce|sendrecv|gather|scatter|hypercube)_perf`)
+	reHeader = regexp.MustCompile(`nThread\s+(\d+)\s+nGpus\s+(\d+)`)
+	reRank   = regexp.MustCompile(`^#\s*Rank\s+(\d+)\b.*?device\s+\d+\s+\[[^\]]*\]\s*(.*)$`)
+	reTest   = regexp.MustCompile(`(all_reduce|all_gather|reduce_scatter|alltoall|broadcast|reduce|sendrecv|gather|scatter|hypercube)_perf`)
+	// reHeading is the column heading nccl-tests prints before its rows;
+	// reClose the lines it prints after them (every version prints "Avg
+	// bus bandwidth"; 2.13 adds "Collective test concluded").
+	reHeading  = regexp.MustCompile(`^#\s*size\s+count\s+type\b`)
+	reClose    = regexp.MustCompile(`^#\s*(Out of bounds values|Avg bus bandwidth|Collective test concluded)\b`)
 	opByBinary = map[string]string{
 		"all_reduce": "allreduce", "all_gather": "allgather", "reduce_scatter": "reducescatter",
 		"alltoall": "alltoall", "broadcast": "broadcast", "reduce": "reduce", "sendrecv": "sendrecv",
@@ -118,7 +132,8 @@ func Parse(r io.Reader, name string) (*Log, error) {
 	if m := reTest.FindStringSubmatch(filepath.Base(name)); m != nil {
 		lg.Op = opByBinary[m[1]]
 	}
-	sc := bufio.NewScanner(r)
+	lr := &lastByteReader{r: r}
+	sc := bufio.NewScanner(lr)
 	sc.Buffer(make([]byte, 64*1024), maxLine)
 	var threads, gpus int
 	ranks := map[int]string{}
@@ -130,13 +145,35 @@ func Parse(r io.Reader, name string) (*Log, error) {
 	rowsHeader := ""
 	var repeats []int // lines of headers after rows that repeat the first run's
 	wrong, firstWrong := 0, 0
+	// The table being read: the line of its column heading (0 when none
+	// is open) and its rows so far. nccl-tests closes every table it
+	// heads; one that stops before that was cut.
+	tableAt, tableRows := 0, 0
+	cutTable := func(at int) error {
+		return &ParseError{name, at, fmt.Errorf("%w: the table headed at line %d stops after %d result rows, before nccl-tests' closing \"# Avg bus bandwidth\" line: the run's output was cut", ErrPartial, tableAt, tableRows)}
+	}
+	var bad *ParseError // a row-like line that is not a row, kept until the next line says garbled or cut
+	var badCut error
+	cols := "11 to 13 columns" // as many as the rows read, once there are some
 	for sc.Scan() {
 		line++
+		if bad != nil {
+			return nil, bad
+		}
 		text := strings.TrimSpace(sc.Text())
 		if text == "" {
 			continue
 		}
 		if strings.HasPrefix(text, "#") {
+			switch {
+			case reHeading.MatchString(text):
+				if tableAt > 0 && tableRows > 0 {
+					return nil, cutTable(line)
+				}
+				tableAt, tableRows = line, 0
+			case reClose.MatchString(text):
+				tableAt, tableRows = 0, 0
+			}
 			if m := reHeader.FindStringSubmatch(text); m != nil {
 				threads, _ = strconv.Atoi(m[1])
 				gpus, _ = strconv.Atoi(m[2])
@@ -168,7 +205,16 @@ func Parse(r io.Reader, name string) (*Log, error) {
 			}
 			continue
 		}
-		row, nwrong, ok := parseRow(strings.Fields(text))
+		fields := strings.Fields(text)
+		row, nwrong, ok, problem := parseRow(fields)
+		if problem != "" {
+			// Garbled, or cut if it is the last line and has no newline:
+			// the next line (or the end of the input) tells.
+			row := truncate(strings.Join(fields, " "))
+			bad = &ParseError{name, line, fmt.Errorf("%w: garbled result row %q: %s", ErrPartial, row, problem)}
+			badCut = fmt.Errorf("%w: the log ends mid-row (%q: %d columns, a row has %s): the file was cut", ErrPartial, row, len(fields), cols)
+			continue
+		}
 		if !ok {
 			lg.Skipped++
 			if lg.FirstSkipped == 0 {
@@ -187,9 +233,20 @@ func Parse(r io.Reader, name string) (*Log, error) {
 		}
 		row.Line = line
 		lg.Rows = append(lg.Rows, row)
+		tableRows++
+		cols = fmt.Sprintf("%d like the one before it", len(fields))
 	}
 	if err := sc.Err(); err != nil {
 		return nil, &ParseError{name, line + 1, err}
+	}
+	if bad != nil {
+		if lr.last != '\n' {
+			bad.Err = badCut
+		}
+		return nil, bad
+	}
+	if tableAt > 0 && tableRows > 0 {
+		return nil, cutTable(line)
 	}
 	if len(repeats) > 0 {
 		lg.Warnings = append(lg.Warnings, fmt.Sprintf("%d more runs of the same test follow the first (headers at lines %s); their rows are fitted together, so they must have run with the same NCCL settings",
@@ -232,17 +289,24 @@ func mixed(name string, line int, second string, rows int, first string) error {
 
 // parseRow parses the fields of a result row: two integers, a type, up to
 // two optional columns (redop, root), then eight result columns. wrong is
-// the larger of the two #wrong counts (0 for "N/A").
-func parseRow(f []string) (r Row, wrong int64, ok bool) {
-	if len(f) < 11 || len(f) > 13 {
-		return r, 0, false
+// the larger of the two #wrong counts (0 for "N/A"). A line that is not a
+// row (its first two fields are not a size and a count) gives ok false
+// and no problem; one that starts like a row but is not one gives the
+// problem, for a garbled or cut row. A row with no time > 0 is not used:
+// ok false, no problem.
+func parseRow(f []string) (r Row, wrong int64, ok bool, problem string) {
+	if len(f) < 2 {
+		return r, 0, false, ""
 	}
 	var err error
 	if r.Bytes, err = strconv.ParseInt(f[0], 10, 64); err != nil || r.Bytes < 0 {
-		return r, 0, false
+		return r, 0, false, ""
 	}
 	if r.Count, err = strconv.ParseInt(f[1], 10, 64); err != nil || r.Count < 0 {
-		return r, 0, false
+		return r, 0, false, ""
+	}
+	if len(f) < 11 || len(f) > 13 {
+		return r, 0, false, fmt.Sprintf("%d columns, want size count type [redop [root]] and time algbw busbw #wrong out of place and in place (11 to 13)", len(f))
 	}
 	r.Type, r.Root = f[2], -1
 	extra := f[3 : len(f)-8]
@@ -251,17 +315,18 @@ func parseRow(f []string) (r Row, wrong int64, ok bool) {
 	}
 	if len(extra) == 2 {
 		if r.Root, err = strconv.Atoi(extra[1]); err != nil {
-			return r, 0, false
+			return r, 0, false, fmt.Sprintf("root %q: want an integer", f[4])
 		}
 	}
 	res := f[len(f)-8:]
+	names := [8]string{"time", "algbw", "busbw", "#wrong", "in-place time", "in-place algbw", "in-place busbw", "in-place #wrong"}
 	vals := make([]float64, 8)
 	for i, s := range res {
 		if i == 3 || i == 7 { // #wrong: an integer or N/A
 			if s != "N/A" {
 				n, err := strconv.ParseInt(s, 10, 64)
 				if err != nil || n < 0 {
-					return r, 0, false
+					return r, 0, false, fmt.Sprintf("%s %q: want a count >= 0 or N/A", names[i], s)
 				}
 				wrong = max(wrong, n)
 			}
@@ -269,16 +334,39 @@ func parseRow(f []string) (r Row, wrong int64, ok bool) {
 		}
 		v, err := strconv.ParseFloat(s, 64)
 		if err != nil || v < 0 || math.IsNaN(v) || math.IsInf(v, 0) {
-			return r, 0, false
+			return r, 0, false, fmt.Sprintf("%s %q: want a finite number >= 0", names[i], s)
 		}
 		vals[i] = v
 	}
 	r.OutTimeUs, r.OutAlgBWGBps, r.OutBusBWGBps = vals[0], vals[1], vals[2]
 	r.InTimeUs, r.InAlgBWGBps, r.InBusBWGBps = vals[4], vals[5], vals[6]
 	if r.OutTimeUs <= 0 && r.InTimeUs <= 0 {
-		return r, 0, false
+		return r, 0, false, ""
 	}
-	return r, wrong, true
+	return r, wrong, true, ""
+}
+
+// lastByteReader remembers the last byte read, so the parser can tell a
+// last line cut before its newline.
+type lastByteReader struct {
+	r    io.Reader
+	last byte
+}
+
+func (l *lastByteReader) Read(p []byte) (int, error) {
+	n, err := l.r.Read(p)
+	if n > 0 {
+		l.last = p[n-1]
+	}
+	return n, err
+}
+
+// truncate shortens a quoted line to what a one-line message holds.
+func truncate(s string) string {
+	if len(s) > 120 {
+		return s[:120] + "..."
+	}
+	return s
 }
 
 // Times returns the measured times of a row: out-of-place and in-place,

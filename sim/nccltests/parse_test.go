@@ -2,6 +2,7 @@ package nccltests
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"strings"
 	"testing"
@@ -80,7 +81,7 @@ func TestParseTestdata(t *testing.T) {
 }
 
 func TestParseNoData(t *testing.T) {
-	for _, text := range []string{"", "# only comments\n#\n", "garbage\nmore garbage\n", "8 2 float sum -1 x y z 0 a b c 0\n"} {
+	for _, text := range []string{"", "# only comments\n#\n", "garbage\nmore garbage\n"} {
 		_, err := Parse(strings.NewReader(text), "f.txt")
 		var pe *ParseError
 		if !errors.As(err, &pe) || !errors.Is(err, ErrNoData) || pe.Name != "f.txt" || pe.Line < 1 {
@@ -100,7 +101,13 @@ func FuzzParse(f *testing.F) {
 	f.Add(oldLayout)
 	if b, err := os.ReadFile("../testdata/nccltests/all_reduce_perf_8x_pcie.txt"); err == nil {
 		f.Add(string(b))
+		// Cut mid-row, at a row boundary and in the closing lines.
+		for _, frac := range []int{1, 2, 3} {
+			f.Add(string(b[:len(b)*frac/4]))
+		}
+		f.Add(string(b[:strings.Index(string(b), "# Out of bounds")+10]))
 	}
+	f.Add(allGather2[:len(allGather2)-30])
 	f.Add("#  Rank 99999999999 Group 0 device 0 [0x1] X\n8 2 float sum -1 1 1 1 0 1 1 1 0\n")
 	f.Add("8 2 float sum -1 NaN 1 1 0 Inf 1 1 0\n")
 	f.Add(allReduce2 + "# Collective test starting: all_gather_perf\n" + allGather2)
@@ -191,6 +198,73 @@ func TestParseMixed(t *testing.T) {
 				t.Errorf("warnings %q, want none", lg.Warnings)
 			case c.wantWarn != "" && (len(lg.Warnings) != 1 || !strings.Contains(lg.Warnings[0], c.wantWarn)):
 				t.Errorf("warnings %q, want one saying %q", lg.Warnings, c.wantWarn)
+			}
+		})
+	}
+}
+
+// TestParsePartial: a log that is cut or damaged is a ParseError wrapping
+// ErrPartial at the line where it shows: a last row cut before its
+// newline, a table whose closing lines (nccl-tests prints "# Out of bounds
+// values" and "# Avg bus bandwidth" after every table it heads) are
+// missing, a garbled row. Complete logs, with or without a final newline,
+// and excerpts without a column heading still read. Line numbers are
+// those of the 8-rank log: heading at line 19, rows 21-47 (134217728 B
+// at line 45), closing lines 48-49.
+func TestParsePartial(t *testing.T) {
+	b, err := os.ReadFile("../testdata/nccltests/all_reduce_perf_8x_pcie.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	log := string(b)
+	lineStart := func(n int) int { // offset of line n (1-based)
+		off := 0
+		for i := 1; i < n; i++ {
+			off += strings.IndexByte(log[off:], '\n') + 1
+		}
+		return off
+	}
+	row45 := log[lineStart(45):lineStart(46)]
+	garbled := strings.Replace(log, row45, strings.Replace(row45, "11424.39", "11424.3x", 1), 1)
+	short := strings.Replace(log, row45, "   134217728      33554432     float     sum      -1  11424.39   11.75\n", 1)
+	cases := []struct {
+		name     string
+		text     string
+		wantLine int    // 0: no error
+		want     string // in the error
+		wantRows int    // rows when there is no error
+	}{
+		{name: "cut mid-row", text: log[:lineStart(45)+strings.Index(row45, "11.75")], wantLine: 45,
+			want: `the log ends mid-row ("134217728 33554432 float sum -1 11424.39": 6 columns, a row has 13 like the one before it): the file was cut`},
+		{name: "cut at a row boundary", text: log[:lineStart(46)], wantLine: 45,
+			want: "the table headed at line 19 stops after 25 result rows, before nccl-tests' closing"},
+		{name: "cut in the closing lines", text: log[:lineStart(48)+12], wantLine: 48, want: "stops after 27 result rows"},
+		{name: "garbled row", text: garbled, wantLine: 45, want: `garbled result row "134217728 33554432 float sum -1 11424.3x 11.75 20.56 0 11175.05 12.01 21.02 0": time "11424.3x": want a finite number >= 0`},
+		{name: "row with columns missing", text: short, wantLine: 45, want: "garbled result row", wantRows: 0},
+		// allReduce2 closes with "Collective test concluded"; the second
+		// copy's heading is line 9, its rows 10-11.
+		{name: "second run cut", text: allReduce2 + allReduce2[:len(allReduce2)-len("# Collective test concluded: all_reduce_perf\n")], wantLine: 11,
+			want: "the table headed at line 9 stops after 2 result rows"},
+		{name: "complete log", text: log, wantRows: 27},
+		{name: "complete log without its last newline", text: strings.TrimSuffix(allGather2, "\n"), wantRows: 3},
+		{name: "closed by the concluded line", text: allReduce2, wantRows: 2},
+		{name: "excerpt without a heading", text: oldLayout, wantRows: 2},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			lg, err := Parse(strings.NewReader(c.text), "all_reduce_perf.txt")
+			if c.wantLine == 0 {
+				if err != nil || len(lg.Rows) != c.wantRows {
+					t.Fatalf("error %v; want %d rows", err, c.wantRows)
+				}
+				return
+			}
+			var pe *ParseError
+			if !errors.As(err, &pe) || !errors.Is(err, ErrPartial) || pe.Line != c.wantLine || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("error %v; want a ParseError at line %d wrapping ErrPartial saying %q", err, c.wantLine, c.want)
+			}
+			if msg := err.Error(); !strings.HasPrefix(msg, fmt.Sprintf("all_reduce_perf.txt:%d: ", c.wantLine)) || strings.Contains(msg, "\n") {
+				t.Errorf("error %q: want one line starting with file:line", msg)
 			}
 		})
 	}
