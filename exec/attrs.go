@@ -1,6 +1,10 @@
 package exec
 
 import (
+	"os"
+	"slices"
+	"strings"
+
 	"github.com/tpscope/tpscope/traces/schema"
 	"go.opentelemetry.io/otel/attribute"
 )
@@ -27,4 +31,22 @@ const (
 	// AttrWarmup on the step span: number of warm-up steps before the
 	// measured ones.
 	AttrWarmup attribute.Key = "tpscope.warmup" // int64
+	// AttrNCCLEnv on a rank span: the NCCL_* variables of the rank's
+	// process when its session opened (NCCLEnviron), so a sequence of
+	// runs can be checked for settings that leaked from one run into the
+	// next (and, on the CUDA backend, for what NCCL was told).
+	AttrNCCLEnv attribute.Key = "tpscope.nccl_env" // string
 )
+
+// NCCLEnviron is the process's NCCL_* variables as AttrNCCLEnv records
+// them: sorted "KEY=VALUE" pairs joined by spaces ("" when none).
+func NCCLEnviron() string {
+	var kv []string
+	for _, e := range os.Environ() {
+		if strings.HasPrefix(e, "NCCL_") {
+			kv = append(kv, e)
+		}
+	}
+	slices.Sort(kv)
+	return strings.Join(kv, " ")
+}

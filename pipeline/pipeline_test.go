@@ -12,7 +12,7 @@ import (
 	"testing"
 
 	"github.com/tpscope/tpscope/exec"
-	"github.com/tpscope/tpscope/exec/cpu"
+	_ "github.com/tpscope/tpscope/exec/cpu"
 	"github.com/tpscope/tpscope/model"
 	"github.com/tpscope/tpscope/sim"
 	"github.com/tpscope/tpscope/topology"
@@ -132,7 +132,7 @@ func clearNCCLEnv(t *testing.T) {
 // TestFreshProcessesKeepNCCLSettingsApart runs a verdict-like sequence of
 // runs with different NCCL settings on CPU ranks, each forced into a fresh
 // process, and reads the NCCL environment every rank was opened with from
-// its rank spans (cpu.AttrNCCLEnv): each run must see exactly its own
+// its rank spans (exec.AttrNCCLEnv): each run must see exactly its own
 // settings (Env in NCCL's spelling) and none of the run before it — the
 // run after nccl-proto-ll is the one that, sharing a process, inherited
 // NCCL_PROTO=LL.
@@ -182,9 +182,9 @@ func TestFreshProcessesKeepNCCLSettingsApart(t *testing.T) {
 			if !strings.HasPrefix(sp.Name, schema.SpanRankPrefix) {
 				continue
 			}
-			v, ok := sp.Attr(string(cpu.AttrNCCLEnv))
+			v, ok := sp.Attr(string(exec.AttrNCCLEnv))
 			if !ok {
-				t.Fatalf("%s: rank span %s has no %s", r.label, sp.Name, cpu.AttrNCCLEnv)
+				t.Fatalf("%s: rank span %s has no %s", r.label, sp.Name, exec.AttrNCCLEnv)
 			}
 			seen[v.AsString()]++
 		}

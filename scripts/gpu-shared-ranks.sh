@@ -18,8 +18,9 @@
 #   verdict-nccl         one tpscope verdict of a TP-N plan whose entries change NCCL's
 #                        per-process settings (NCCL_PROTO=LL, NCCL_P2P_LEVEL=SYS), with
 #                        TPSCOPE_SHARED_GPU=1: every run in fresh processes, one per rank on
-#                        GPU 0. NCCL's own log (NCCL_DEBUG_SUBSYS=ENV) must show each setting
-#                        read by exactly the N processes of its entry and by no other run.
+#                        GPU 0. Every rank span of each run's trace must record (tpscope.nccl_env)
+#                        exactly its entry's settings and none of another run's; NCCL's own
+#                        logs (NCCL_DEBUG_FILE, one per process) are kept and quoted beside.
 # CHECKS picks some of them (default: all five). A process still running after LIMIT seconds
 # gets SIGQUIT, so its output ends with every goroutine's stack (where it hung).
 # Results in $OUT (default out/gpu-shared-ranks): shared-ranks.txt (verdicts and the end of
@@ -162,22 +163,56 @@ if has verdict-nccl; then
     *H200*) box=nvswitch:8xh200-sxm ;;
     *) box=nvswitch:8xh100-sxm ;;
   esac
+  mkdir -p "$W/nccl"
   t0=$(date +%s)
-  TPSCOPE_SHARED_GPU=1 NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=ENV GOTRACEBACK=all timeout --signal=QUIT --kill-after=10 $((4 * LIMIT)) \
+  TPSCOPE_SHARED_GPU=1 NCCL_DEBUG=INFO NCCL_DEBUG_FILE="$W/nccl/nccl.%h.%p.log" GOTRACEBACK=all timeout --signal=QUIT --kill-after=10 $((4 * LIMIT)) \
     "$TPS" verdict --backend cuda --model "$MODEL" --tp "$N" --batch 1 --context 4096 --custom-ar off --topo "$box" --gpus "$N" \
     --entries nccl-proto-ll,nccl-p2p-sys --steps 3 --warmup 1 -o "$W/verdict" > "$W/$name.out" 2>&1
   rc=$?
   secs=$(( $(date +%s) - t0 ))
-  ll=$(grep -c "NCCL_PROTO set by environment to LL" "$W/$name.out")
-  sys=$(grep -c "NCCL_P2P_LEVEL set by environment to SYS" "$W/$name.out")
+  # What each run's rank processes held (tpscope.nccl_env on every rank
+  # span of its trace): the entry's own settings, none of another run's.
+  env=$(python3 - "$W/verdict" "$N" <<'PY'
+import json, os, sys
+d, n = sys.argv[1], int(sys.argv[2])
+want = {"baseline": set(), "nccl-proto-ll": {"NCCL_PROTO=LL"}, "nccl-p2p-sys": {"NCCL_P2P_LEVEL=SYS"}}
+watch = {"NCCL_PROTO=LL", "NCCL_P2P_LEVEL=SYS"}
+bad = []
+for run, w in want.items():
+    path = os.path.join(d, run + ".otlp.jsonl")
+    seen, ranks = set(), 0
+    try:
+        lines = open(path).read().splitlines()
+    except OSError as e:
+        bad.append(f"{run}: {e}"); continue
+    for line in lines:
+        for rs in json.loads(line).get("resourceSpans", []):
+            for ss in rs.get("scopeSpans", []):
+                for s in ss.get("spans", []):
+                    a = {x["key"]: list(x["value"].values())[0] for x in s.get("attributes", [])}
+                    if "tpscope.nccl_env" in a:
+                        ranks += 1
+                        got = set(a["tpscope.nccl_env"].split()) & watch
+                        if got != w:
+                            bad.append(f"{run}: a rank span held {sorted(got)}, want {sorted(w)}")
+    print(f"{run}: {ranks} rank spans")
+    if ranks == 0:
+        bad.append(f"{run}: no rank span records its NCCL environment")
+for b in bad:
+    print("BAD " + b)
+PY
+)
+  nlogs=$(ls "$W/nccl" 2>/dev/null | wc -l)
+  ncclsaid=$(cat "$W"/nccl/*.log 2>/dev/null | grep -E "NCCL_PROTO|NCCL_P2P_LEVEL" | sed 's/^[^ ]* //' | sort | uniq -c | tr '\n' ';')
   res=PASS
-  why="exit 0 in ${secs}s; NCCL_PROTO=LL read by $ll processes, NCCL_P2P_LEVEL=SYS by $sys (want $N each: the entry's own ranks, no other run)"
+  why="exit 0 in ${secs}s; $(echo "$env" | grep -v '^BAD' | tr '\n' ';') NCCL logs of $nlogs processes say: ${ncclsaid:-nothing about NCCL_PROTO/NCCL_P2P_LEVEL}"
   if [ "$rc" != 0 ]; then res=FAIL; why="verdict exit $rc after ${secs}s"
-  elif [ "$ll" -ne "$N" ] || [ "$sys" -ne "$N" ]; then res=FAIL
+  elif echo "$env" | grep -q '^BAD'; then res=FAIL; why="$why $(echo "$env" | grep '^BAD' | tr '\n' ';')"
   fi
   [ -f "$W/verdict/verdict.md" ] && cp "$W/verdict/verdict.md" "$OUT/verdict-nccl.md"
   [ $res = FAIL ] && FAILS=$((FAILS + 1))
   { echo "$name: $res: $why"; grep -v "NCCL INFO" "$W/$name.out" | tail -40 | sed 's/^/    /'; } | tee -a "$REPORT"
+  (cd "$W/nccl" 2>/dev/null && tar czf "$OUT/nccl-logs.tar.gz" *.log 2>/dev/null)
 fi
 
 (cd "$W" && ls *.out >/dev/null 2>&1 && tar czf "$OUT/logs.tar.gz" *.out)

@@ -47,9 +47,6 @@ import (
 	"context"
 	"fmt"
 	"math"
-	"os"
-	"slices"
-	"strings"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -113,25 +110,6 @@ func (b *Backend) SupportsGraphs() bool { return false }
 // share memory, so every rank of a run lives in one process.
 func (b *Backend) MultiProcessRanks() bool { return false }
 
-// AttrNCCLEnv is on every rank span: the NCCL_* variables of the process
-// environment when the session opened, sorted "KEY=VALUE" pairs joined by
-// spaces ("" when there were none). They change nothing on CPU ranks; the
-// attribute shows which settings a run's process held, so a sequence of
-// runs can be checked for settings that leaked from one run into the next.
-const AttrNCCLEnv attribute.Key = "tpscope.cpu.nccl_env"
-
-// ncclEnviron is the process's NCCL_* variables as AttrNCCLEnv writes them.
-func ncclEnviron() string {
-	var kv []string
-	for _, e := range os.Environ() {
-		if strings.HasPrefix(e, "NCCL_") {
-			kv = append(kv, e)
-		}
-	}
-	slices.Sort(kv)
-	return strings.Join(kv, " ")
-}
-
 // Open implements exec.Backend: it checks that every op kind is one the
 // backend runs and builds the shared-memory fabric for the collectives. A
 // collective with a member this process does not run is skipped on every
@@ -179,7 +157,7 @@ func (b *Backend) Open(ctx context.Context, s *model.Schedule, cfg exec.SessionC
 			}
 		}
 	}
-	return &session{b: b, s: s, fabric: f, rankAttrs: []attribute.KeyValue{AttrNCCLEnv.String(ncclEnviron())}}, nil
+	return &session{b: b, s: s, fabric: f, rankAttrs: []attribute.KeyValue{exec.AttrNCCLEnv.String(exec.NCCLEnviron())}}, nil
 }
 
 // checkShape rejects shapes that would make buffers negative or absurd.
@@ -198,7 +176,7 @@ type session struct {
 	b      *Backend
 	s      *model.Schedule
 	fabric *fabric
-	// rankAttrs go on every rank span (AttrNCCLEnv); fixed at Open.
+	// rankAttrs go on every rank span (exec.AttrNCCLEnv); fixed at Open.
 	rankAttrs []attribute.KeyValue
 }
 

@@ -492,7 +492,7 @@ func (r *rank) EndStep(ctx context.Context) error {
 func (r *rank) OpAttributes(i int) []attribute.KeyValue { return r.annot[i] }
 
 // StepAttributes implements exec.StepAnnotator: the session's facts for
-// the rank span (AttrNCCLEnv).
+// the rank span (exec.AttrNCCLEnv).
 func (r *rank) StepAttributes(int) []attribute.KeyValue { return r.ss.rankAttrs }
 
 // Close implements exec.Rank; the buffers are garbage-collected.

@@ -124,6 +124,9 @@ type Session struct {
 	info    cu.DeviceInfo
 	// restoreEnv puts back the environment Open changed (applyEnv).
 	restoreEnv func()
+	// ncclEnv is the NCCL_* environment the session opened with
+	// (exec.AttrNCCLEnv on rank spans).
+	ncclEnv string
 }
 
 // Open implements exec.Backend.
@@ -140,6 +143,7 @@ func (b *Backend) Open(ctx context.Context, sched *model.Schedule, cfg exec.Sess
 		return nil, err
 	}
 	s.restoreEnv = restore
+	s.ncclEnv = exec.NCCLEnviron()
 	return s, nil
 }
 
@@ -1110,14 +1114,16 @@ const (
 	AttrTempC       attribute.Key = "tpscope.gpu.temp_c"        // float64
 )
 
-// StepAttributes implements exec.StepAnnotator with one NVML sample (SM and
-// memory clock, power, temperature) taken after the step; none without NVML.
+// StepAttributes implements exec.StepAnnotator: the NCCL settings the
+// session opened with (exec.AttrNCCLEnv) and one NVML sample (SM and
+// memory clock, power, temperature) taken after the step, where NVML is.
 func (r *Rank) StepAttributes(step int) []attribute.KeyValue {
+	r.stepKV = append(r.stepKV[:0], exec.AttrNCCLEnv.String(r.s.ncclEnv))
 	if !r.hasNVML {
-		return nil
+		return r.stepKV
 	}
 	s := r.nvdev.Read()
-	r.stepKV = append(r.stepKV[:0],
+	r.stepKV = append(r.stepKV,
 		AttrSMClockMHz.Float64(s.SMClockMHz), AttrMemClockMHz.Float64(s.MemClockMHz),
 		AttrPowerW.Float64(s.PowerW), AttrTempC.Float64(s.TempC))
 	return r.stepKV
