@@ -22,7 +22,7 @@ func flagSetOf(t *testing.T, name string) *pflag.FlagSet {
 	}
 	fs := pflag.NewFlagSet(name, pflag.ContinueOnError)
 	fs.SetOutput(io.Discard)
-	v.Flags(fs)
+	v.New().Bind(fs)
 	return fs
 }
 
@@ -32,7 +32,7 @@ func flagSetOf(t *testing.T, name string) *pflag.FlagSet {
 // identical).
 func TestScenarioFlagsIdentical(t *testing.T) {
 	ref := pflag.NewFlagSet("ref", pflag.ContinueOnError)
-	addScenarioFlags(ref)
+	newScenarioFlags().Bind(ref)
 	swept := map[string]bool{"topo": true, "gpus": true, "tp": true, "dp": true, "dcp": true, "ep": true,
 		"batch": true, "context": true, "kv-dtype": true, "mtp": true, "phase": true}
 	for _, name := range []string{"predict", "advise", "run", "schedule", "model show", "model load", "compare", "calibrate", "report", "plan"} {

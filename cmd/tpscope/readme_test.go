@@ -198,9 +198,9 @@ func TestREADMECommandsParse(t *testing.T) {
 			t.Errorf("README line %d: no verb in %q", i+1, line)
 			continue
 		}
-		fs := pflag.NewFlagSet(v.Name, pflag.ContinueOnError)
+		fs := pflag.NewFlagSet(v.Name(), pflag.ContinueOnError)
 		fs.SetOutput(io.Discard)
-		v.Flags(fs)
+		v.New().Bind(fs)
 		if err := fs.Parse(args); err != nil {
 			t.Errorf("README line %d: %s: %v", i+1, line, err)
 		}
