@@ -27,7 +27,7 @@ func flagSetOf(t *testing.T, name string) *pflag.FlagSet {
 }
 
 // TestScenarioFlagsIdentical: every verb that takes a scenario has each
-// scenario flag with the same type, default and help as addScenarioFlags
+// scenario flag with the same type, default and help as scenarioFlags.Bind
 // gives (plan: the flags it sweeps as lists of the same names, the rest
 // identical).
 func TestScenarioFlagsIdentical(t *testing.T) {

@@ -404,7 +404,7 @@ func (f *scenarioFlags) override() func(*sim.Scenario) error {
 	}
 }
 
-// scenarioFlagNames are the flags addScenarioFlags registers besides the
+// scenarioFlagNames are the flags Bind registers besides the
 // option flags.
 var scenarioFlagNames = []string{"model", "tp", "ep", "dp", "dcp", "phase", "batch", "context", "mtp", "kv-dtype",
 	"dense-dsa", "moe-dispatch", "dispatch-dtype", "moe-routing", "topo", "gpus", "perf-db", "perf-db-system"}

@@ -54,6 +54,14 @@ type Options interface {
 	Run(ctx context.Context, args []string, std IO) error
 }
 
+// interruptible is implemented by the options of a verb that has work to
+// save when it is interrupted (run exports the steps it finished, verdict
+// writes the entries it finished, internal-run its result): their Run
+// watches ctx and returns soon after it ends, saying what it finished.
+// Any other verb ends at the signal itself (endOnInterrupt), exit code
+// 130, as it would without a handler: its work has nothing to save.
+type interruptible interface{ interruptible() }
+
 // IO is where a verb writes.
 type IO struct {
 	Stdout io.Writer // results, in the --output format
@@ -119,7 +127,7 @@ func main() {
 var interruptSignals = []os.Signal{os.Interrupt, syscall.SIGTERM}
 
 // signalContext returns a context that ends when one of interruptSignals
-// arrives, its cause errInterrupted naming the signal. notify subscribes a
+// arrives, its cause errInterrupted (saying SIGTERM for that one). notify subscribes a
 // channel to signals (signal.Notify; a test passes its own, so that it can
 // deliver a signal without sending one to the process). stop unsubscribes
 // and ends the context: after it, a signal does what it does by default.
@@ -130,13 +138,29 @@ func signalContext(parent context.Context, notify func(chan<- os.Signal, ...os.S
 	go func() {
 		select {
 		case s := <-ch:
-			cancel(fmt.Errorf("%w (%v)", errInterrupted, s))
+			cause := errInterrupted // Ctrl-C: the user knows
+			if s == syscall.SIGTERM {
+				cause = fmt.Errorf("%w by SIGTERM", errInterrupted)
+			}
+			cancel(cause)
 		case <-ctx.Done():
 		}
 	}()
 	return ctx, func() {
 		signal.Stop(ch)
 		cancel(context.Canceled)
+	}
+}
+
+// endOnInterrupt waits for ctx to end and, when a signal ended it, says
+// so and exits with code 130 (exit is os.Exit, a parameter for tests). A
+// verb that is not interruptible runs under it: Ctrl-C stops it at once,
+// as the signal's default action would.
+func endOnInterrupt(ctx context.Context, name string, stderr io.Writer, exit func(int)) {
+	<-ctx.Done()
+	if cause := context.Cause(ctx); errors.Is(cause, errInterrupted) {
+		fmt.Fprintf(stderr, "tpscope %s: %v\n", name, cause)
+		exit(exitInterrupted)
 	}
 }
 
@@ -190,6 +214,9 @@ func dispatch(args []string, stdout, stderr io.Writer) int {
 	}
 	ctx, stop := signalContext(context.Background(), signal.Notify)
 	defer stop()
+	if _, ok := opts.(interruptible); !ok {
+		go endOnInterrupt(ctx, name, stderr, os.Exit)
+	}
 	err := opts.Run(ctx, fs.Args(), IO{Stdout: stdout, Stderr: stderr})
 	if err == nil {
 		return exitOK

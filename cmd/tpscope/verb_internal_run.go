@@ -36,6 +36,9 @@ func (o *internalRunOptions) Bind(fs *pflag.FlagSet) {
 	fs.StringVar(&o.result, "result", o.result, "where to write the result")
 }
 
+// interruptible: Run saves what it finished when ctx ends.
+func (o *internalRunOptions) interruptible() {}
+
 func (o *internalRunOptions) Run(ctx context.Context, args []string, std IO) error {
 	if err := noArgs(args); err != nil {
 		return err

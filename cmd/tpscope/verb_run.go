@@ -102,6 +102,9 @@ func (o *runOptions) Bind(fs *pflag.FlagSet) {
 	fs.IntVar(&o.faultStep, "fault-step", o.faultStep, "with --fault-hang: the first step (warm-up included, from 0) in which the rank stalls")
 }
 
+// interruptible: Run saves what it finished when ctx ends.
+func (o *runOptions) interruptible() {}
+
 func (o *runOptions) Run(ctx context.Context, args []string, std IO) error {
 	stdout, stderr := std.Stdout, std.Stderr
 	if err := noArgs(args); err != nil {

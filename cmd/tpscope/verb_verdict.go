@@ -107,6 +107,9 @@ func (o *verdictOptions) Bind(fs *pflag.FlagSet) {
 	fs.IntSliceVar(&o.localRanks, "local-ranks", o.localRanks, "ranks this process runs (default: all of the plan's ranks); --tp 8 --local-ranks 0 runs one rank's shard on one GPU")
 }
 
+// interruptible: Run saves what it finished when ctx ends.
+func (o *verdictOptions) interruptible() {}
+
 func (o *verdictOptions) Run(ctx context.Context, args []string, std IO) error {
 	if err := noArgs(args); err != nil {
 		return err

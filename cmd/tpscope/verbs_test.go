@@ -8,6 +8,7 @@ import (
 	"go/ast"
 	"go/parser"
 	"go/token"
+	"io"
 	"math"
 	"os"
 	"path/filepath"
@@ -162,14 +163,30 @@ func TestSignalContext(t *testing.T) {
 			if code, msg := exitCode(ctx.Err()); code != exitInterrupted || msg != "interrupted" {
 				t.Errorf("ctx.Err(): exit %d %q, want 130 and interrupted", code, msg)
 			}
+			// A verb with nothing to save ends at the signal.
+			var errb bytes.Buffer
+			exited := -1
+			endOnInterrupt(ctx, "plan", &errb, func(code int) { exited = code })
+			if exited != exitInterrupted || !strings.HasPrefix(errb.String(), "tpscope plan: interrupted") {
+				t.Errorf("exit %d, stderr %q: want 130 and the verb interrupted", exited, errb.String())
+			}
 		})
 	}
-	// stop ends the context without a signal: not an interruption.
+	// stop ends the context without a signal: not an interruption, and
+	// the verb's exit code is its own.
 	ctx, stop := signalContext(context.Background(), func(chan<- os.Signal, ...os.Signal) {})
 	stop()
 	<-ctx.Done()
 	if errors.Is(context.Cause(ctx), errInterrupted) {
 		t.Error("stop's end reads as an interruption")
+	}
+	endOnInterrupt(ctx, "plan", io.Discard, func(code int) { t.Errorf("exit %d after stop, want none", code) })
+	// The verbs with work to save watch the context instead.
+	for _, name := range []string{"run", "verdict", "internal-run"} {
+		v, _ := findVerb(strings.Fields(name))
+		if _, ok := v.New().(interruptible); !ok {
+			t.Errorf("%s: not interruptible, so Ctrl-C would lose what it finished", name)
+		}
 	}
 }
 
