@@ -55,11 +55,12 @@ type Options interface {
 }
 
 // interruptible is implemented by the options of a verb that has work to
-// save when it is interrupted (run exports the steps it finished, verdict
-// writes the entries it finished, internal-run its result): their Run
-// watches ctx and returns soon after it ends, saying what it finished.
-// Any other verb ends at the signal itself (endOnInterrupt), exit code
-// 130, as it would without a handler: its work has nothing to save.
+// save or a run to end cleanly when it is interrupted (run exports the
+// steps it finished, verdict writes the entries it finished, internal-run
+// its result, collective --measure stops its ranks): their Run watches ctx
+// and returns soon after it ends, saying what it finished. Any other verb
+// ends at the signal itself (endOnInterrupt), exit code 130, as it would
+// without a handler: its work has nothing to save.
 type interruptible interface{ interruptible() }
 
 // IO is where a verb writes.

@@ -79,6 +79,9 @@ func (o *collectiveOptions) Bind(fs *pflag.FlagSet) {
 	o.meas.bind(fs)
 }
 
+// interruptible: a --measure run stops its ranks when ctx ends.
+func (o *collectiveOptions) interruptible() {}
+
 func (o *collectiveOptions) Run(ctx context.Context, args []string, std IO) error {
 	if len(args) > 0 {
 		return usageErrorf("collective takes no arguments, got %q", args)

@@ -182,7 +182,7 @@ func TestSignalContext(t *testing.T) {
 	}
 	endOnInterrupt(ctx, "plan", io.Discard, func(code int) { t.Errorf("exit %d after stop, want none", code) })
 	// The verbs with work to save watch the context instead.
-	for _, name := range []string{"run", "verdict", "internal-run"} {
+	for _, name := range []string{"run", "verdict", "internal-run", "collective"} {
 		v, _ := findVerb(strings.Fields(name))
 		if _, ok := v.New().(interruptible); !ok {
 			t.Errorf("%s: not interruptible, so Ctrl-C would lose what it finished", name)
