@@ -260,6 +260,8 @@ type verdictRunner struct {
 	// caps are the backend's capabilities, known once the baseline is
 	// prepared.
 	caps pipeline.Capabilities
+	// baseRan is the baseline scenario as it ran (the report's head).
+	baseRan string
 }
 
 // peersOnly reports entries whose whole effect is on collectives.
@@ -295,6 +297,7 @@ func (v *verdictRunner) verdict(ctx context.Context, base sim.Scenario, cat []si
 	}
 	rep.Baseline = baseRun.Stats()
 	rep.Runs = append(rep.Runs, rep.Baseline)
+	rep.Scenario = v.baseRan
 	for i := range cat {
 		e := &cat[i]
 		row := verdictEntry{Entry: e.Name, Title: e.Title, Kind: e.Kind, InBaseline: e.Enabled(base)}
@@ -303,7 +306,7 @@ func (v *verdictRunner) verdict(ctx context.Context, base sim.Scenario, cat []si
 		case ap.Status == sim.NotApplicable:
 			row.Status, row.Reason = compare.VerdictNotApplicable, ap.Reason
 		case e.Kind == "box":
-			row.Status, row.Reason = compare.VerdictAnotherBox, "runs on "+strings.TrimPrefix(e.Name, "box-")+": "+ap.Reason
+			row.Status, row.Reason = compare.VerdictAnotherBox, ap.Reason
 		case peersOnly(e) && !v.caps.CollectiveSettings:
 			row.Status, row.Reason = compare.VerdictNotOnBackend, fmt.Sprintf("changes only the collectives; the %s backend's collectives are its own, which neither NCCL's settings nor the choice of all-reduce reach", v.backend)
 		case e.Name == "oneshot-ar":
@@ -379,7 +382,12 @@ func (v *verdictRunner) run(ctx context.Context, label string, scen sim.Scenario
 	if hook := verdictProgress; hook != nil {
 		ro.Progress = func(done, _ int) { hook(label, done, v.interrupt) }
 	}
-	fmt.Fprintf(v.stderr, "verdict: running %s (%s)\n", label, scen)
+	// The scenario as it runs on this backend (eager where it cannot
+	// capture graphs, the executor's kernels).
+	fmt.Fprintf(v.stderr, "verdict: running %s (%s)\n", label, p.Scenario)
+	if label == "baseline" {
+		v.baseRan = p.Scenario.String()
+	}
 	res, runErr := v.runner.Run(ctx, p, ro)
 	if runErr != nil {
 		partial := ""
