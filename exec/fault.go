@@ -59,7 +59,7 @@ func WithWatchdog(d time.Duration) Option { return func(c *config) { c.watchdog 
 // wants to refuse a bad fault before any other work.
 func (f Fault) Check(s *model.Schedule, localRanks []int) error {
 	if s == nil {
-		return fmt.Errorf("exec options: fault: nil schedule")
+		return &FaultError{Msg: "with no schedule"}
 	}
 	if localRanks == nil {
 		localRanks = make([]int, len(s.Ranks))
@@ -71,18 +71,29 @@ func (f Fault) Check(s *model.Schedule, localRanks []int) error {
 	return err
 }
 
+// FaultError is a Fault that cannot be injected into a run. Msg says
+// why without the "exec options: fault " Error prefixes, for a caller
+// that names its own flag instead.
+type FaultError struct{ Msg string }
+
+func (e *FaultError) Error() string { return "exec options: fault " + e.Msg }
+
+func faultErrorf(format string, a ...any) error {
+	return &FaultError{Msg: fmt.Sprintf(format, a...)}
+}
+
 // checkFault validates the configured fault against the schedule and the
 // local ranks and returns the index of the faulted op in its rank's list.
 func checkFault(f *Fault, s *model.Schedule, local []int) (int, error) {
 	if f.Step < 0 || f.Hold < 0 {
-		return 0, fmt.Errorf("exec options: fault step %d, hold %v: want both >= 0", f.Step, f.Hold)
+		return 0, faultErrorf("step %d, hold %v: want both >= 0", f.Step, f.Hold)
 	}
 	isLocal := false
 	for _, r := range local {
 		isLocal = isLocal || r == f.Rank
 	}
 	if !isLocal || f.Rank >= len(s.Ranks) {
-		return 0, fmt.Errorf("exec options: fault rank %d: not a rank this run executes (local ranks %v)", f.Rank, local)
+		return 0, faultErrorf("rank %d: not a rank this run executes (local ranks %v)", f.Rank, local)
 	}
 	for i := range s.Ranks[f.Rank] {
 		op := &s.Ranks[f.Rank][i]
@@ -90,12 +101,12 @@ func checkFault(f *Fault, s *model.Schedule, local []int) (int, error) {
 			continue
 		}
 		if !op.IsCollective() || len(op.Group) < 2 {
-			return 0, fmt.Errorf("exec options: fault op %s on rank %d is a %s over %d rank(s): want a collective with peers (only they notice a rank that never arrives)",
+			return 0, faultErrorf("op %s on rank %d is a %s over %d rank(s): want a collective with peers (only they notice a rank that never arrives)",
 				op.ID, f.Rank, op.Kind, max(1, len(op.Group)))
 		}
 		return i, nil
 	}
-	return 0, fmt.Errorf("exec options: fault op %q: rank %d has no op with that ID", f.OpID, f.Rank)
+	return 0, faultErrorf("op %q: rank %d has no op with that ID", f.OpID, f.Rank)
 }
 
 // stall is the faulted rank's stand-in for issuing op i: it waits until

@@ -40,10 +40,10 @@ type sysEntry struct {
 func Open(dir string) (*DB, error) {
 	st, err := os.Stat(dir)
 	if err != nil {
-		return nil, fmt.Errorf("perfdb: %w", err)
+		return nil, errorf("%w", err)
 	}
 	if !st.IsDir() {
-		return nil, fmt.Errorf("perfdb: %s: not a directory (want an aiconfigurator systems/ root)", dir)
+		return nil, errorf("%s: not a directory (want an aiconfigurator systems/ root)", dir)
 	}
 	db := &DB{root: dir, systems: map[string]*sysEntry{}}
 	names, err := db.yamlNames()
@@ -51,7 +51,7 @@ func Open(dir string) (*DB, error) {
 		return nil, err
 	}
 	if len(names) == 0 {
-		return nil, fmt.Errorf("perfdb: %s: no system YAML (want an aiconfigurator systems/ root with <system>.yaml files)", dir)
+		return nil, errorf("%s: no system YAML (want an aiconfigurator systems/ root with <system>.yaml files)", dir)
 	}
 	return db, nil
 }
@@ -62,7 +62,7 @@ func (db *DB) Root() string { return db.root }
 func (db *DB) yamlNames() ([]string, error) {
 	ents, err := os.ReadDir(db.root)
 	if err != nil {
-		return nil, fmt.Errorf("perfdb: %w", err)
+		return nil, errorf("%w", err)
 	}
 	var out []string
 	for _, e := range ents {
@@ -99,7 +99,7 @@ func (db *DB) Systems() ([]string, error) {
 // parsing the YAML on first use.
 func (db *DB) System(name string) (*System, error) {
 	if name == "" || strings.ContainsAny(name, `/\`) || name == "." || name == ".." {
-		return nil, fmt.Errorf("perfdb: system %q: want a system name such as rtx_pro_6000_server", name)
+		return nil, errorf("system %q: want a system name such as rtx_pro_6000_server", name)
 	}
 	db.mu.Lock()
 	e := db.systems[name]
@@ -118,9 +118,9 @@ func (db *DB) loadSystem(name string) (*System, error) {
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			known, _ := db.yamlNames()
-			return nil, fmt.Errorf("perfdb: system %q: no %s (systems here: %s)", name, file, strings.Join(known, ", "))
+			return nil, errorf("system %q: no %s (systems here: %s)", name, file, strings.Join(known, ", "))
 		}
-		return nil, fmt.Errorf("perfdb: %w", err)
+		return nil, errorf("%w", err)
 	}
 	spec, err := ParseSpec(file, data)
 	if err != nil {
@@ -218,7 +218,7 @@ func (s *System) table(rel string, load func(path string) (any, error)) (any, er
 
 func checkPart(what, v string) error {
 	if v == "" || strings.ContainsAny(v, `/\`) || v == "." || v == ".." {
-		return fmt.Errorf("perfdb: %s %q: want a directory name", what, v)
+		return errorf("%s %q: want a directory name", what, v)
 	}
 	return nil
 }

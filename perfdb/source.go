@@ -84,12 +84,12 @@ type Source struct {
 // lists directories; no table is read until used (see Load).
 func NewSource(db *DB, cfg SourceConfig) (*Source, error) {
 	if db == nil {
-		return nil, errors.New("perfdb: nil database")
+		return nil, errorf("nil database")
 	}
 	name := cfg.System
 	if name == "" {
 		if cfg.Device == "" {
-			return nil, errors.New("perfdb: source: want a system name or a device to find it by")
+			return nil, errorf("source: want a system name or a device to find it by")
 		}
 		var err error
 		if name, err = db.SystemFor(cfg.Device); err != nil {
@@ -113,7 +113,7 @@ func NewSource(db *DB, cfg SourceConfig) (*Source, error) {
 			all = append(all, sys.Versions(f, s.engine)...)
 		}
 		if len(all) == 0 {
-			return nil, fmt.Errorf("perfdb: system %s has no tables of engine %q under %s", name, s.engine, sys.dir)
+			return nil, errorf("system %s has no tables of engine %q under %s", name, s.engine, sys.dir)
 		}
 		sort.Slice(all, func(i, j int) bool { return versionLess(all[i], all[j]) })
 		s.version = all[len(all)-1]
@@ -200,7 +200,7 @@ func (s *Source) CheckRouting(r model.Routing) error {
 		}
 		names[i] = x.String()
 	}
-	return fmt.Errorf("perfdb: %s measured MoE layers under %s routing, not %s", s.name, strings.Join(names, ", "), r)
+	return errorf("%s measured MoE layers under %s routing, not %s", s.name, strings.Join(names, ", "), r)
 }
 
 // Err reports the tables that failed to load while pricing (each once);
@@ -231,7 +231,7 @@ func (s *Source) Check(dev *topology.Device) error {
 		return err
 	}
 	if got != dev.Name {
-		return fmt.Errorf("perfdb: system %s was measured on %q; the topology's GPU is %q", s.sys.Name, got, dev.Name)
+		return errorf("system %s was measured on %q; the topology's GPU is %q", s.sys.Name, got, dev.Name)
 	}
 	return nil
 }
@@ -269,11 +269,11 @@ func (db *DB) SystemFor(device string) (string, error) {
 		}
 		seen = append(seen, fmt.Sprintf("%s (%s)", n, d))
 	}
-	msg := fmt.Sprintf("perfdb: no system in %s was measured on %q (systems: %s)", db.root, device, strings.Join(seen, ", "))
+	msg := fmt.Sprintf("no system in %s was measured on %q (systems: %s)", db.root, device, strings.Join(seen, ", "))
 	if len(broken) > 0 {
 		msg += fmt.Sprintf("; %d could not be read, the first: %s", len(broken), strings.TrimPrefix(broken[0].Error(), "perfdb: "))
 	}
-	return "", errors.New(msg)
+	return "", &Error{Msg: msg}
 }
 
 // device reads the device column of the system's smallest table.
@@ -294,7 +294,7 @@ func (s *System) device() (string, error) {
 		return nil
 	})
 	if err != nil || best == "" {
-		return "", fmt.Errorf("perfdb: system %s: no table under %s", s.Name, s.dir)
+		return "", errorf("system %s: no table under %s", s.Name, s.dir)
 	}
 	var dev []string
 	n, err := readColumns(best, best, []column{strCol("device", &dev)})

@@ -110,33 +110,50 @@ type Options struct {
 	AttentionBackend AttentionBackend `json:"attention_backend,omitempty"`
 }
 
-// Validate checks the options; errors name the field.
+// OptionsError is an option value Validate refuses. Msg names the field
+// and what it wants without the "options: " Error prefixes, for a caller
+// that names its own flag instead.
+type OptionsError struct {
+	Msg string
+	Err error // the cause, when there is one
+}
+
+func (e *OptionsError) Error() string { return "options: " + e.Msg }
+
+func (e *OptionsError) Unwrap() error { return e.Err }
+
+func optionsErrorf(format string, a ...any) error {
+	return &OptionsError{Msg: fmt.Sprintf(format, a...)}
+}
+
+// Validate checks the options; an error is an *OptionsError naming the
+// field.
 func (o *Options) Validate() error {
 	if !(o.MTPAcceptFrac >= 0 && o.MTPAcceptFrac <= 1) {
-		return fmt.Errorf("options: mtp_accept_rate must be in [0,1], got %v", o.MTPAcceptFrac)
+		return optionsErrorf("mtp_accept_rate must be in [0,1], got %v", o.MTPAcceptFrac)
 	}
 	if !(o.GPUMemUtilFrac >= 0 && o.GPUMemUtilFrac <= 1) {
-		return fmt.Errorf("options: gpu_mem_utilization must be in (0,1], got %v", o.GPUMemUtilFrac)
+		return optionsErrorf("gpu_mem_utilization must be in (0,1], got %v", o.GPUMemUtilFrac)
 	}
 	switch o.CustomAR {
 	case CustomARAuto, CustomAROff, CustomAROneShot, CustomARTwoShot:
 	default:
-		return fmt.Errorf("options: custom_ar %q: want auto, off, oneshot or twoshot", o.CustomAR)
+		return optionsErrorf("custom_ar %q: want auto, off, oneshot or twoshot", o.CustomAR)
 	}
 	switch o.AttentionBackend {
 	case AttnAuto, AttnTritonMLA, AttnFlashMLA:
 	default:
-		return fmt.Errorf("options: attention_backend %q: want triton_mla or flashmla", o.AttentionBackend)
+		return optionsErrorf("attention_backend %q: want triton_mla or flashmla", o.AttentionBackend)
 	}
 	if err := o.NCCL.Validate(); err != nil {
-		return fmt.Errorf("options: %w", err)
+		return &OptionsError{Msg: err.Error(), Err: err}
 	}
 	if o.TimingEventsPerOp < 0 || o.TimingEventsPerOp > 8 {
-		return fmt.Errorf("options: timing_events_per_op %d: want 0 to 8", o.TimingEventsPerOp)
+		return optionsErrorf("timing_events_per_op %d: want 0 to 8", o.TimingEventsPerOp)
 	}
 	for i, s := range o.GraphSizes {
 		if s <= 0 || (i > 0 && s <= o.GraphSizes[i-1]) {
-			return fmt.Errorf("options: graph_sizes must be positive and increasing, got %v", o.GraphSizes)
+			return optionsErrorf("graph_sizes must be positive and increasing, got %v", o.GraphSizes)
 		}
 	}
 	return nil

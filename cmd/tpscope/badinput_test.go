@@ -175,7 +175,7 @@ func TestBadInput(t *testing.T) {
 		{name: "config/hf_quant_config algo", files: map[string]string{"m/config.json": tinyCfg(t, nil), "m/hf_quant_config.json": `{"quantization": {"quant_algo": "INT8"}}`},
 			args: []string{"predict", "--model", "@m"}, code: 1, want: []string{`@m/hf_quant_config.json: field "quantization.quant_algo": "INT8", want "NVFP4" or "FP8"`}},
 		{name: "config/directory without config.json", files: map[string]string{"m/README.md": "weights elsewhere"},
-			args: []string{"predict", "--model", "@m"}, code: 1, want: []string{"@m/config.json: no such file, want a config.json"}},
+			args: []string{"predict", "--model", "@m"}, code: 2, want: []string{"--model @m/config.json: no such file or directory, want a config.json"}},
 
 		// ---- topologies: --topo FILE is a usage error (exit 2), topo show FILE exit 1 ----
 		{name: "topo/empty", files: map[string]string{"box.json": ""}, args: []string{"predict", "--topo", "@box.json"}, code: 2,
@@ -222,8 +222,8 @@ func TestBadInput(t *testing.T) {
 		{name: "nccl-tests/cut after a row", files: map[string]string{"log.txt": allReduce[:strings.Index(allReduce, "   268435456")]},
 			args: []string{"calibrate", "--nccl-tests", "@log.txt", "-o", "@cal.json"}, code: 1,
 			want: []string{"@log.txt:45: the nccl-tests log is cut or damaged: the table headed at line 19 stops after 25 result rows"}, out: "@cal.json"},
-		{name: "nccl-tests/missing file", args: []string{"calibrate", "--nccl-tests", "@none.txt", "-o", "@cal.json"}, code: 1,
-			want: []string{"@none.txt", "no such file"}, out: "@cal.json"},
+		{name: "nccl-tests/missing file", args: []string{"calibrate", "--nccl-tests", "@none.txt", "-o", "@cal.json"}, code: 2,
+			want: []string{"--nccl-tests @none.txt: no such file"}, out: "@cal.json"},
 
 		// ---- traces (exit 1, nothing written) ----
 		{name: "trace/empty file", files: map[string]string{"t.json": ""}, args: []string{"trace", "read", "@t.json"}, code: 1,
@@ -352,8 +352,8 @@ func TestBadInputHowIsCLI(t *testing.T) {
 			if v == nil {
 				t.Fatalf("Exec %q: no verb %q", h.Exec, args[0])
 			}
-			fs := pflag.NewFlagSet(v.Name, pflag.ContinueOnError)
-			v.Flags(fs)
+			fs := pflag.NewFlagSet(v.Name(), pflag.ContinueOnError)
+			v.New().Bind(fs)
 			if err := fs.Parse(rest); err != nil {
 				t.Errorf("Exec %q: %v", h.Exec, err)
 			}

@@ -22,17 +22,17 @@ func flagSetOf(t *testing.T, name string) *pflag.FlagSet {
 	}
 	fs := pflag.NewFlagSet(name, pflag.ContinueOnError)
 	fs.SetOutput(io.Discard)
-	v.Flags(fs)
+	v.New().Bind(fs)
 	return fs
 }
 
 // TestScenarioFlagsIdentical: every verb that takes a scenario has each
-// scenario flag with the same type, default and help as addScenarioFlags
+// scenario flag with the same type, default and help as scenarioFlags.Bind
 // gives (plan: the flags it sweeps as lists of the same names, the rest
 // identical).
 func TestScenarioFlagsIdentical(t *testing.T) {
 	ref := pflag.NewFlagSet("ref", pflag.ContinueOnError)
-	addScenarioFlags(ref)
+	newScenarioFlags().Bind(ref)
 	swept := map[string]bool{"topo": true, "gpus": true, "tp": true, "dp": true, "dcp": true, "ep": true,
 		"batch": true, "context": true, "kv-dtype": true, "mtp": true, "phase": true}
 	for _, name := range []string{"predict", "advise", "run", "schedule", "model show", "model load", "compare", "calibrate", "report", "plan"} {

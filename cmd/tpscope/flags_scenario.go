@@ -3,7 +3,9 @@ package main
 import (
 	"errors"
 	"fmt"
-	"strconv"
+	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/spf13/pflag"
@@ -22,7 +24,7 @@ import (
 // CUDA graphs, NCCL's own protocol, algorithm and P2P level, the
 // checkpoint's KV dtype).
 type scenarioFlags struct {
-	fs *pflag.FlagSet
+	boundFlags
 
 	model          string
 	tp, dp, dcp    int
@@ -44,85 +46,122 @@ type scenarioFlags struct {
 
 	// arch, when set, is used instead of resolving --model (model load).
 	arch *model.Arch
-	// planFlags: --tp, --dp, --dcp are these flags (addScenarioFlags), not
-	// a verb's own lists of degrees (plan).
+	// planFlags: --tp, --dp, --dcp are these flags (Bind), not a verb's
+	// own lists of degrees (plan).
 	planFlags bool
+	// counts are the verb's flags that count rows to print (--top), which
+	// cannot be negative (0 means all); checked with the scenario flags,
+	// before any work.
+	counts []countFlag
 }
 
-// addScenarioFlags registers the scenario flags on fs.
-func addScenarioFlags(fs *pflag.FlagSet) *scenarioFlags {
-	f := newScenarioFlags(fs)
-	f.planFlags = true
-	f.addModelFlags()
-	fs.IntVar(&f.tp, "tp", 8, "tensor-parallel degree (must divide the attention heads)")
-	fs.BoolVar(&f.ep, "ep", false, "expert parallelism: whole experts per rank (vLLM --enable-expert-parallel)")
-	fs.IntVar(&f.dp, "dp", 1, "data-parallel attention degree; GPUs = tp x dp (needs --ep)")
-	fs.IntVar(&f.dcp, "dcp", 1, "decode context parallelism: KV cache split by tokens over this many ranks (divides --tp)")
-	fs.StringVar(&f.phase, "phase", "decode", "step to model: decode or prefill")
-	fs.IntVar(&f.batch, "batch", 1, "concurrent sequences (decode) or prompts (prefill), over all DP groups")
-	fs.IntVar(&f.context, "context", 4096, "tokens in each sequence's KV cache (decode) or prompt length (prefill)")
-	fs.IntVar(&f.mtp, "mtp", 0, "MTP speculative tokens per sequence and step (vLLM num_speculative_tokens)")
-	fs.StringVar(&f.kvDtype, "kv-dtype", "", "KV-cache dtype: bf16 or fp8 (default: the checkpoint's, vLLM --kv-cache-dtype auto)")
-	fs.StringVar(&f.topo, "topo", topology.DefaultPreset, topoHelp)
-	fs.IntVar(&f.gpus, "gpus", 0, "use only the first N GPUs of the box (0 = all)")
-	f.addCostFlags()
-	f.addOptionFlags()
-	return f
+// countFlag is one of a verb's count flags and its field.
+type countFlag struct {
+	name string
+	v    *int
 }
 
-// addCostFlags registers --perf-db and --perf-db-system.
-func (f *scenarioFlags) addCostFlags() {
-	f.fs.StringVar(&f.perfDB, "perf-db", "", "price ops from measured tables first: the systems/ directory of an aiconfigurator install (vLLM's newest tables of the box's GPU); ops without a table keep the priors, and each op says where its cost came from")
-	f.fs.StringVar(&f.perfDBSystem, "perf-db-system", "", "system of --perf-db to read (its YAML name, e.g. rtx_pro_6000_server; default: the one measured on the box's GPU)")
+// newScenarioFlags returns the scenario flags at their defaults: a stock
+// deployment of the default model on the default box.
+func newScenarioFlags() *scenarioFlags {
+	return &scenarioFlags{model: model.DefaultPreset, tp: 8, dp: 1, dcp: 1, phase: "decode", batch: 1, context: 4096,
+		topo: topology.DefaultPreset, opts: sim.DefaultOptions(), dispatchDtype: "bf16", dispatch: model.DispatchAllToAll,
+		moeRouting: model.UniformRouting.String(), planFlags: true}
+}
+
+// Bind registers every scenario flag on fs.
+func (f *scenarioFlags) Bind(fs *pflag.FlagSet) {
+	f.bindModelFlags(fs)
+	fs.IntVar(&f.tp, "tp", f.tp, "tensor-parallel degree (must divide the attention heads)")
+	fs.BoolVar(&f.ep, "ep", f.ep, "expert parallelism: whole experts per rank (vLLM --enable-expert-parallel)")
+	fs.IntVar(&f.dp, "dp", f.dp, "data-parallel attention degree; GPUs = tp x dp (needs --ep)")
+	fs.IntVar(&f.dcp, "dcp", f.dcp, "decode context parallelism: KV cache split by tokens over this many ranks (divides --tp)")
+	fs.StringVar(&f.phase, "phase", f.phase, "step to model: decode or prefill")
+	fs.IntVar(&f.batch, "batch", f.batch, "concurrent sequences (decode) or prompts (prefill), over all DP groups")
+	fs.IntVar(&f.context, "context", f.context, "tokens in each sequence's KV cache (decode) or prompt length (prefill)")
+	fs.IntVar(&f.mtp, "mtp", f.mtp, "MTP speculative tokens per sequence and step (vLLM num_speculative_tokens)")
+	fs.StringVar(&f.kvDtype, "kv-dtype", f.kvDtype, "KV-cache dtype: bf16 or fp8 (default: the checkpoint's, vLLM --kv-cache-dtype auto)")
+	fs.StringVar(&f.topo, "topo", f.topo, topoHelp)
+	fs.IntVar(&f.gpus, "gpus", f.gpus, "use only the first N GPUs of the box (0 = all)")
+	f.bindCostFlags(fs)
+	f.bindOptionFlags(fs)
+}
+
+// bindCostFlags registers --perf-db and --perf-db-system.
+func (f *scenarioFlags) bindCostFlags(fs *pflag.FlagSet) {
+	f.fs = fs
+	fs.StringVar(&f.perfDB, "perf-db", f.perfDB, "price ops from measured tables first: the systems/ directory of an aiconfigurator install (vLLM's newest tables of the box's GPU); ops without a table keep the priors, and each op says where its cost came from")
+	fs.StringVar(&f.perfDBSystem, "perf-db-system", f.perfDBSystem, "system of --perf-db to read (its YAML name, e.g. rtx_pro_6000_server; default: the one measured on the box's GPU)")
+}
+
+// checkPerfDB refuses a --perf-db that is not there or cannot be read,
+// before any work; what it holds is checked when it is opened.
+func (f *scenarioFlags) checkPerfDB() error {
+	if f.perfDB == "" && f.perfDBSystem != "" {
+		return flagError("--perf-db-system", f.perfDBSystem, "needs --perf-db")
+	}
+	return checkInputPath("--perf-db", f.perfDB, "the systems/ directory of an aiconfigurator install")
+}
+
+// perfDBError is a perf database that cannot price the scenario: a usage
+// error naming flag and its value with perfdb's reason, or, for a file of
+// the database that cannot be read (cut or damaged), a failure naming the
+// file.
+func perfDBError(flag, value string, err error) error {
+	var fe *perfdb.FileError
+	if errors.As(err, &fe) {
+		return err
+	}
+	var pe *perfdb.Error
+	if errors.As(err, &pe) {
+		return &usageError{Flag: flag, Value: value, Want: pe.Msg, Err: err}
+	}
+	return causeError(flag, value, err)
 }
 
 // costs is the cost source --perf-db names for topo's GPU, nil without
 // the flag; its MoE table must have rows under routing, the schedule's.
 func (f *scenarioFlags) costs(topo *topology.Topology, routing model.Routing) (sim.CostSource, error) {
-	if f.perfDB == "" {
-		if f.perfDBSystem != "" {
-			return nil, usageErrorf("--perf-db-system %s: needs --perf-db", f.perfDBSystem)
-		}
-		return nil, nil
+	if err := f.checkPerfDB(); err != nil || f.perfDB == "" {
+		return nil, err
 	}
 	if f.db == nil {
 		db, err := perfdb.Open(f.perfDB)
 		if err != nil {
-			return nil, usageErrorf("--perf-db %s: %v", f.perfDB, strings.TrimPrefix(err.Error(), "perfdb: "))
+			return nil, perfDBError("--perf-db", f.perfDB, err)
 		}
 		f.db = db
 	}
 	dev := topo.DeviceOf(0)
 	src, err := perfdb.NewSource(f.db, perfdb.SourceConfig{System: f.perfDBSystem, Device: dev.Name})
 	if err != nil {
-		return nil, usageErrorf("--perf-db %s: %v", f.perfDB, strings.TrimPrefix(err.Error(), "perfdb: "))
+		return nil, perfDBError("--perf-db", f.perfDB, err)
 	}
 	if err := src.Check(dev); err != nil {
-		return nil, usageErrorf("--perf-db-system %s: %v", f.perfDBSystem, strings.TrimPrefix(err.Error(), "perfdb: "))
+		return nil, perfDBError("--perf-db-system", f.perfDBSystem, err)
 	}
 	// The schedule's MoE routing and the rows that price it are one fact.
 	if err := src.CheckRouting(routing); err != nil {
-		msg := strings.TrimPrefix(err.Error(), "perfdb: ")
-		if f.fs.Changed("moe-routing") {
-			return nil, usageErrorf("--moe-routing %s: %s", routing, msg)
+		if f.changed("moe-routing") {
+			return nil, perfDBError("--moe-routing", routing.String(), err)
 		}
-		return nil, usageErrorf("--perf-db %s: %s (pass --moe-routing with one of them)", f.perfDB, msg)
+		err := perfDBError("--perf-db", f.perfDB, err)
+		if ue, ok := err.(*usageError); ok {
+			ue.Want += " (pass --moe-routing with one of them)"
+		}
+		return nil, err
 	}
 	return src, nil
 }
 
-func newScenarioFlags(fs *pflag.FlagSet) *scenarioFlags {
-	return &scenarioFlags{fs: fs, opts: sim.DefaultOptions(), dispatchDtype: "bf16", dispatch: model.DispatchAllToAll}
-}
-
-// addModelFlags registers --model and the build options.
-func (f *scenarioFlags) addModelFlags() {
-	fs := f.fs
-	fs.StringVar(&f.model, "model", model.DefaultPreset, "model preset ("+strings.Join(model.PresetNames(), ", ")+") or a config.json / model directory")
-	fs.BoolVar(&f.denseDSA, "dense-dsa", false, "run a DSA model (GLM-5) as dense MLA without the indexer (default: as the box's engines run it: dense on SM12x, which has no DSA sparse kernels; sparse elsewhere)")
-	fs.StringVar(&f.dispatch, "moe-dispatch", model.DispatchAllToAll, "MoE dispatch under --dp > 1: alltoall or allgather_reducescatter (vLLM's all2all backend)")
-	fs.StringVar(&f.dispatchDtype, "dispatch-dtype", "bf16", "payload dtype of the MoE dispatch under --dp > 1: bf16 or fp8")
-	fs.StringVar(&f.moeRouting, "moe-routing", model.UniformRouting.String(), "how the MoE router spreads tokens over the experts: uniform (random), or balanced or power-law-ALPHA as aiconfigurator's MoE tables were measured (power-law-1.01, power-law-1.2); with --perf-db the default is the tables' balanced")
+// bindModelFlags registers --model and the build options.
+func (f *scenarioFlags) bindModelFlags(fs *pflag.FlagSet) {
+	f.fs = fs
+	fs.StringVar(&f.model, "model", f.model, "model preset ("+strings.Join(model.PresetNames(), ", ")+") or a config.json / model directory")
+	fs.BoolVar(&f.denseDSA, "dense-dsa", f.denseDSA, "run a DSA model (GLM-5) as dense MLA without the indexer (default: as the box's engines run it: dense on SM12x, which has no DSA sparse kernels; sparse elsewhere)")
+	fs.StringVar(&f.dispatch, "moe-dispatch", f.dispatch, "MoE dispatch under --dp > 1: alltoall or allgather_reducescatter (vLLM's all2all backend)")
+	fs.StringVar(&f.dispatchDtype, "dispatch-dtype", f.dispatchDtype, "payload dtype of the MoE dispatch under --dp > 1: bf16 or fp8")
+	fs.StringVar(&f.moeRouting, "moe-routing", f.moeRouting, "how the MoE router spreads tokens over the experts: uniform (random), or balanced or power-law-ALPHA as aiconfigurator's MoE tables were measured (power-law-1.01, power-law-1.2); with --perf-db the default is the tables' balanced")
 }
 
 // routing is the MoE routing the flags name: --moe-routing when set;
@@ -132,23 +171,24 @@ func (f *scenarioFlags) addModelFlags() {
 func (f *scenarioFlags) routing() (model.Routing, error) {
 	r, err := model.ParseRouting(f.moeRouting)
 	if err != nil {
-		return r, usageErrorf("--moe-routing %q: want %s", f.moeRouting, model.RoutingAccepted)
+		return r, flagError("--moe-routing", quote(f.moeRouting), "want %s", model.RoutingAccepted)
 	}
-	if f.perfDB != "" && !f.fs.Changed("moe-routing") {
+	if f.perfDB != "" && !f.changed("moe-routing") {
 		r = perfdb.DefaultRouting
 	}
 	return r, nil
 }
 
-// addOptionFlags registers one flag per field of sim.Options.
-func (f *scenarioFlags) addOptionFlags() {
+// bindOptionFlags registers one flag per field of sim.Options.
+func (f *scenarioFlags) bindOptionFlags(fs *pflag.FlagSet) {
+	f.fs = fs
 	for _, of := range sim.OptionFields() {
-		f.fs.Var(&optionValue{f: of, o: &f.opts}, of.Name, of.Help)
+		fs.Var(&optionValue{f: of, o: &f.opts}, of.Name, of.Help)
 		if of.Kind == sim.OptionBool {
-			f.fs.Lookup(of.Name).NoOptDefVal = "true"
+			fs.Lookup(of.Name).NoOptDefVal = "true"
 		}
 		if of.Hidden {
-			_ = f.fs.MarkHidden(of.Name)
+			_ = fs.MarkHidden(of.Name)
 		}
 	}
 }
@@ -198,10 +238,14 @@ func (f *scenarioFlags) options() (sim.Options, error) {
 			continue
 		}
 		if err := of.Set(&one, v); err != nil {
-			return sim.Options{}, usageErrorf("--%s %s: %v", of.Name, v, err)
+			return sim.Options{}, causeError("--"+of.Name, v, err)
 		}
 		if err := one.Validate(); err != nil {
-			return sim.Options{}, usageErrorf("--%s %s: %s", of.Name, v, strings.TrimPrefix(err.Error(), "options: "))
+			var oe *sim.OptionsError
+			if errors.As(err, &oe) {
+				return sim.Options{}, &usageError{Flag: "--" + of.Name, Value: v, Want: oe.Msg, Err: err}
+			}
+			return sim.Options{}, causeError("--"+of.Name, v, err)
 		}
 	}
 	return f.opts, nil
@@ -213,12 +257,12 @@ func (f *scenarioFlags) workload() (model.Workload, error) {
 	if f.kvDtype != "" {
 		d, err := model.ParseDtype(f.kvDtype)
 		if err != nil {
-			return w, usageErrorf("--kv-dtype: %v", err)
+			return w, causeError("--kv-dtype", nil, err)
 		}
 		w.KVDtype = d
 	}
 	if err := w.Validate(); err != nil {
-		return w, usageErrorf("%v", flagWords(err))
+		return w, planFlagError("", err)
 	}
 	return w, nil
 }
@@ -226,11 +270,11 @@ func (f *scenarioFlags) workload() (model.Workload, error) {
 // build is the build options the flags name.
 func (f *scenarioFlags) build() (model.BuildOptions, error) {
 	if f.dispatch != model.DispatchAllToAll && f.dispatch != model.DispatchAllGather {
-		return model.BuildOptions{}, usageErrorf("--moe-dispatch %q: want %s or %s", f.dispatch, model.DispatchAllToAll, model.DispatchAllGather)
+		return model.BuildOptions{}, flagError("--moe-dispatch", quote(f.dispatch), "want %s or %s", model.DispatchAllToAll, model.DispatchAllGather)
 	}
 	d, err := model.ParseDtype(f.dispatchDtype)
 	if err != nil || (d != model.BF16 && d != model.FP8) {
-		return model.BuildOptions{}, usageErrorf("--dispatch-dtype %q: want bf16 or fp8", f.dispatchDtype)
+		return model.BuildOptions{}, flagError("--dispatch-dtype", quote(f.dispatchDtype), "want bf16 or fp8")
 	}
 	r, err := f.routing()
 	if err != nil {
@@ -247,11 +291,6 @@ func (f *scenarioFlags) modelArch() (*model.Arch, error) {
 	return resolveModel(f.model)
 }
 
-// countFlags are flags a verb registers beside the scenario flags that
-// count rows to print and so cannot be negative (0 means all); checked
-// with the scenario flags, before any work.
-var countFlags = []string{"top"}
-
 // checkCounts refuses a parallel degree below 1 (the plan codec reads 0 as
 // 1, a flag must not) and a negative count flag of the verb.
 func (f *scenarioFlags) checkCounts() error {
@@ -260,14 +299,12 @@ func (f *scenarioFlags) checkCounts() error {
 		v    int
 	}{{"tp", f.tp}, {"dp", f.dp}, {"dcp", f.dcp}} {
 		if f.planFlags && d.v < 1 {
-			return usageErrorf("--%s %d: want an integer from 1", d.name, d.v)
+			return flagError("--"+d.name, d.v, "want an integer from 1")
 		}
 	}
-	for _, name := range countFlags {
-		if fl := f.fs.Lookup(name); fl != nil && fl.Value.Type() == "int" {
-			if n, err := strconv.Atoi(fl.Value.String()); err == nil && n < 0 {
-				return usageErrorf("--%s %d: want 0 (all) or more", name, n)
-			}
+	for _, c := range f.counts {
+		if *c.v < 0 {
+			return flagError("--"+c.name, *c.v, "want 0 (all) or more")
 		}
 	}
 	return nil
@@ -279,15 +316,15 @@ func (f *scenarioFlags) box() (*topology.Topology, topology.Ref, error) {
 		return nil, topology.Ref{}, err
 	}
 	if f.gpus < 0 {
-		return nil, topology.Ref{}, usageErrorf("--gpus %d: want 0 (all) or more", f.gpus)
+		return nil, topology.Ref{}, flagError("--gpus", f.gpus, "want 0 (all) or more")
 	}
 	ref, err := topology.NewRef(f.topo, f.gpus)
 	if err != nil {
-		return nil, ref, usageErrorf("--topo %s: %v", f.topo, err)
+		return nil, ref, causeError("--topo", f.topo, err)
 	}
 	t, err := ref.Resolve()
 	if err != nil {
-		return nil, ref, usageErrorf("--topo %s: %v", f.topo, err)
+		return nil, ref, causeError("--topo", f.topo, err)
 	}
 	return t, ref, nil
 }
@@ -303,9 +340,12 @@ func (f *scenarioFlags) scenario() (sim.Scenario, error) {
 	if err != nil {
 		return sim.Scenario{}, err
 	}
+	if err := f.checkPerfDB(); err != nil {
+		return sim.Scenario{}, err
+	}
 	sc := sim.Scenario{Arch: a, Plan: model.Plan{TP: f.tp, EP: f.ep, DP: f.dp, DCP: f.dcp}}
 	if err := sc.Plan.Validate(a); err != nil {
-		return sc, usageErrorf("%s: %v", a.Name, flagWords(err))
+		return sc, planFlagError(a.Name, err)
 	}
 	if sc.Workload, err = f.workload(); err != nil {
 		return sc, err
@@ -319,15 +359,16 @@ func (f *scenarioFlags) scenario() (sim.Scenario, error) {
 	if sc.Topo, sc.TopoRef, err = f.box(); err != nil {
 		return sc, err
 	}
-	if !f.fs.Changed("dense-dsa") {
+	if !f.changed("dense-dsa") {
 		// Unchosen, the DSA model runs as the box's engines run it.
 		sc.Build.DenseDSA = sim.ImpliedDenseDSA(a, sc.Topo)
 	}
 	if err := sc.Workload.ValidateFor(a); err != nil {
-		return sc, usageErrorf("%v", flagWords(err))
+		return sc, planFlagError("", err)
 	}
 	if w := sc.Plan.World(); w > sc.Topo.NumGPUs() {
-		return sc, usageErrorf("--tp %d x --dp %d needs %d GPUs; --topo %s has %d", sc.Plan.Normalized().TP, sc.Plan.Normalized().DP, w, sc.Topo.Name, sc.Topo.NumGPUs())
+		n := sc.Plan.Normalized()
+		return sc, flagError(fmt.Sprintf("--tp %d x --dp %d", n.TP, n.DP), nil, "needs %d GPUs; --topo %s has %d", w, sc.Topo.Name, sc.Topo.NumGPUs())
 	}
 	if sc.Costs, err = f.costs(sc.Topo, sc.Build.Routing); err != nil {
 		return sc, err
@@ -339,7 +380,7 @@ func (f *scenarioFlags) scenario() (sim.Scenario, error) {
 // scenario (compare, calibrate), nil when none was set.
 func (f *scenarioFlags) override() func(*sim.Scenario) error {
 	var set []string
-	f.fs.Visit(func(fl *pflag.Flag) {
+	f.visitChanged(func(fl *pflag.Flag) {
 		if f.isScenarioFlag(fl.Name) {
 			set = append(set, fl.Name)
 		}
@@ -354,16 +395,16 @@ func (f *scenarioFlags) override() func(*sim.Scenario) error {
 			}
 		}
 		if err := sc.Plan.Validate(sc.Arch); err != nil {
-			return usageErrorf("%s: %v", sc.Arch.Name, flagWords(err))
+			return planFlagError(sc.Arch.Name, err)
 		}
 		if err := sc.Workload.ValidateFor(sc.Arch); err != nil {
-			return usageErrorf("%v", flagWords(err))
+			return planFlagError("", err)
 		}
 		return nil
 	}
 }
 
-// scenarioFlagNames are the flags addScenarioFlags registers besides the
+// scenarioFlagNames are the flags Bind registers besides the
 // option flags.
 var scenarioFlagNames = []string{"model", "tp", "ep", "dp", "dcp", "phase", "batch", "context", "mtp", "kv-dtype",
 	"dense-dsa", "moe-dispatch", "dispatch-dtype", "moe-routing", "topo", "gpus", "perf-db", "perf-db-system"}
@@ -442,24 +483,32 @@ func (f *scenarioFlags) apply(name string, sc *sim.Scenario) error {
 	return err
 }
 
-// flagWords rewrites the field names of model's plan and workload errors
-// as the flags that set them.
-func flagWords(err error) string {
+// planFieldFlags are the flags that set the fields of model's plan and
+// workload errors.
+var planFieldFlags = map[string]string{"tp": "--tp", "dp": "--dp", "dcp": "--dcp", "ep": "--ep", "phase": "--phase", "batch": "--batch",
+	"context": "--context", "spec_tokens": "--mtp", "kv_dtype": "--kv-dtype"}
+
+// planFlagError is the usage error of a plan or workload the model
+// refuses: a *model.PlanError names its field, the error the flag that
+// sets it. of, when set, is the model the plan's fields were judged
+// against.
+func planFlagError(of string, err error) error {
+	ue := &usageError{Of: of, Want: err.Error(), Err: err}
 	var pe *model.PlanError
-	if !errors.As(err, &pe) {
-		return err.Error()
+	if errors.As(err, &pe) && planFieldFlags[pe.Field] != "" {
+		ue.Flag, ue.Value, ue.Want = planFieldFlags[pe.Field], pe.Value, "want "+pe.Want
 	}
-	flag := map[string]string{"tp": "--tp", "dp": "--dp", "dcp": "--dcp", "ep": "--ep", "phase": "--phase", "batch": "--batch",
-		"context": "--context", "spec_tokens": "--mtp", "kv_dtype": "--kv-dtype"}[pe.Field]
-	if flag == "" {
-		return err.Error()
-	}
-	return fmt.Sprintf("%s %s: want %s", flag, pe.Value, pe.Want)
+	return ue
 }
 
-// resolveModel finds a preset or loads a config; a name that is neither
-// is a usage error.
+// resolveModel finds a preset or loads a config; a name that is neither,
+// or a config file that is not there or cannot be read, is a usage error
+// naming --model; a config that does not parse is a failure naming its
+// file and field.
 func resolveModel(name string) (*model.Arch, error) {
+	if err := checkModelPath("--model", name); err != nil {
+		return nil, err
+	}
 	a, err := model.Resolve(name)
 	if err == nil {
 		return a, nil
@@ -468,61 +517,23 @@ func resolveModel(name string) (*model.Arch, error) {
 	if errors.As(err, &ce) {
 		return nil, err
 	}
-	return nil, usageErrorf("--model: %v", err)
+	return nil, causeError("--model", nil, err)
 }
 
-// checkOutput validates an --output value against the formats a verb has.
-func checkOutput(got string, allowed ...string) error {
-	for _, a := range allowed {
-		if got == a {
-			return nil
-		}
+// checkModelPath refuses a model path (not a preset name) whose config
+// file is not there or cannot be read: path itself, or a directory's
+// config.json. flag names where the path came from ("" for an argument).
+func checkModelPath(flag, path string) error {
+	if slices.Contains(model.PresetNames(), path) {
+		return nil
 	}
-	return usageErrorf("--output %q: want one of %s", got, strings.Join(allowed, ", "))
-}
-
-// intList is a list flag of integers: comma-separated, repeatable, with
-// K and M suffixes (1024 multiples); min is the smallest value accepted.
-type intList struct {
-	v   []int
-	set bool
-	min int
-}
-
-func newIntList(fs *pflag.FlagSet, name string, def []int, min int, usage string) *intList {
-	l := &intList{v: def, min: min}
-	fs.Var(l, name, usage)
-	return l
-}
-
-func (l *intList) String() string {
-	s := make([]string, len(l.v))
-	for i, x := range l.v {
-		s[i] = strconv.Itoa(x)
+	st, err := os.Stat(path)
+	if err != nil {
+		return nil // not a file: model.Resolve says what it takes
 	}
-	return strings.Join(s, ",")
-}
-
-func (l *intList) Type() string { return "ints" }
-
-func (l *intList) Set(s string) error {
-	if !l.set {
-		l.v, l.set = nil, true
+	cfg := path
+	if st.IsDir() {
+		cfg = filepath.Join(path, "config.json")
 	}
-	for _, p := range strings.Split(s, ",") {
-		p = strings.TrimSpace(p)
-		mult := 1
-		switch {
-		case strings.HasSuffix(p, "K") || strings.HasSuffix(p, "k"):
-			mult, p = 1024, p[:len(p)-1]
-		case strings.HasSuffix(p, "M") || strings.HasSuffix(p, "m"):
-			mult, p = 1024*1024, p[:len(p)-1]
-		}
-		n, err := strconv.Atoi(p)
-		if err != nil || n < l.min || n > 1<<26 {
-			return fmt.Errorf("%q: want integers from %d (K and M suffixes allowed)", p, l.min)
-		}
-		l.v = append(l.v, n*mult)
-	}
-	return nil
+	return checkInputFile(flag, cfg, "a config.json (a Hugging Face model directory or its config file)")
 }

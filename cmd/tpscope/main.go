@@ -1,8 +1,9 @@
 // Command tpscope predicts, runs and explains the performance of large
 // Mixture-of-Experts LLM inference on multi-GPU boxes.
 //
-// Usage: tpscope <verb> [flags]. Each verb lives in its own file
-// (verb_*.go) and registers itself in the verb list; main only dispatches.
+// Usage: tpscope <verb> [flags]. Each verb is a value in the verbs list
+// below, its options and Run in its own file (verb_*.go); main only
+// dispatches.
 package main
 
 import (
@@ -11,35 +12,99 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
+	"syscall"
 
 	"github.com/spf13/pflag"
 )
 
-// Verb is one CLI verb. Run receives the arguments after the verb name.
+// Verb is one CLI verb (as cmd/go's base.Command): its usage, help and
+// example, and the options it runs with.
 type Verb struct {
-	Name    string // e.g. "predict", or "model show" for a two-word verb
-	Short   string // one line for the verb list
-	Long    string // paragraph(s) for --help
-	Example string // at least one runnable example for --help
+	// UsageLine is the verb's words and what follows them: "predict
+	// [flags]", "model load DIR_OR_FILE [flags]". Its leading words of
+	// lower-case letters and dashes, each starting with a letter, are the
+	// verb's name (Name).
+	UsageLine string
+	Short     string // one line for the verb list
+	Long      string // paragraph(s) for --help
+	Example   string // at least one runnable example for --help
 	// Hidden keeps the verb out of the verb list ('tpscope help'): a verb
 	// tpscope starts itself, not one for people.
 	Hidden bool
-	// Flags builds the verb's flag set, bound to an options value that Run
-	// reads. It is called once per invocation.
-	Flags func(fs *pflag.FlagSet) func(args []string, stdout, stderr io.Writer) error
+	// New returns the verb's options at their defaults. dispatch binds
+	// them to a fresh flag set, parses the command line into them and
+	// calls Run; a test may build them in code and call Run directly.
+	New func() Options
 }
 
-var verbs []*Verb
+// Options are one verb's options, each flag a field, and the verb's work.
+type Options interface {
+	// Bind registers the verb's flags on fs, each bound to its field
+	// with the field's present value as the default (so the defaults are
+	// the ones New set).
+	Bind(fs *pflag.FlagSet)
+	// Run does the verb's work with args, the words left after the
+	// flags. ctx ends on Ctrl-C or SIGTERM; results go to std.Stdout,
+	// progress and notes to std.Stderr. A bad command line is a
+	// *usageError (exit 2), found before any work.
+	Run(ctx context.Context, args []string, std IO) error
+}
 
-// register adds a verb to the list; called from init in each verb file.
-func register(v *Verb) { verbs = append(verbs, v) }
+// interruptible is implemented by the options of a verb that has work to
+// save or a run to end cleanly when it is interrupted (run exports the
+// steps it finished, verdict writes the entries it finished, internal-run
+// its result, collective --measure stops its ranks): their Run watches ctx
+// and returns soon after it ends, saying what it finished. Any other verb
+// ends at the signal itself (endOnInterrupt), exit code 130, as it would
+// without a handler: its work has nothing to save.
+type interruptible interface{ interruptible() }
 
-// errUsage marks an error whose message is a usage error (exit code 2).
-var errUsage = errors.New("usage")
+// IO is where a verb writes.
+type IO struct {
+	Stdout io.Writer // results, in the --output format
+	Stderr io.Writer // progress, warnings and notes
+}
+
+// verbs is every verb, in the order 'tpscope help' lists them.
+var verbs = []*Verb{
+	adviseVerb,
+	calibrateVerb,
+	collectiveVerb,
+	compareVerb,
+	completionVerb,
+	internalRunVerb,
+	modelListVerb,
+	modelLoadVerb,
+	modelShowVerb,
+	planVerb,
+	predictVerb,
+	reportVerb,
+	runVerb,
+	scheduleVerb,
+	simulateVerb,
+	topoDiscoverVerb,
+	topoGPUsVerb,
+	topoShowVerb,
+	traceReadVerb,
+	verdictVerb,
+	versionVerb,
+}
+
+// Name is the verb's words: "predict", "model show".
+func (v *Verb) Name() string {
+	var words []string
+	for _, w := range strings.Fields(v.UsageLine) {
+		if w[0] < 'a' || w[0] > 'z' || strings.Trim(w, "abcdefghijklmnopqrstuvwxyz-") != "" {
+			break
+		}
+		words = append(words, w)
+	}
+	return strings.Join(words, " ")
+}
 
 // errInterrupted marks a verb stopped by Ctrl-C or SIGTERM after it said
 // what it finished (exit code 130, as a shell reports SIGINT).
@@ -57,11 +122,53 @@ func main() {
 	os.Exit(dispatch(os.Args[1:], os.Stdout, os.Stderr))
 }
 
+// interruptSignals end a verb's context: Ctrl-C and SIGTERM (what a
+// terminal, a service manager or a parent process sends), the same for
+// every verb.
+var interruptSignals = []os.Signal{os.Interrupt, syscall.SIGTERM}
+
+// signalContext returns a context that ends when one of interruptSignals
+// arrives, its cause errInterrupted (saying SIGTERM for that one). notify subscribes a
+// channel to signals (signal.Notify; a test passes its own, so that it can
+// deliver a signal without sending one to the process). stop unsubscribes
+// and ends the context: after it, a signal does what it does by default.
+func signalContext(parent context.Context, notify func(chan<- os.Signal, ...os.Signal)) (ctx context.Context, stop func()) {
+	ctx, cancel := context.WithCancelCause(parent)
+	ch := make(chan os.Signal, 1)
+	notify(ch, interruptSignals...)
+	go func() {
+		select {
+		case s := <-ch:
+			cause := errInterrupted // Ctrl-C: the user knows
+			if s == syscall.SIGTERM {
+				cause = fmt.Errorf("%w by SIGTERM", errInterrupted)
+			}
+			cancel(cause)
+		case <-ctx.Done():
+		}
+	}()
+	return ctx, func() {
+		signal.Stop(ch)
+		cancel(context.Canceled)
+	}
+}
+
+// endOnInterrupt waits for ctx to end and, when a signal ended it, says
+// so and exits with code 130 (exit is os.Exit, a parameter for tests). A
+// verb that is not interruptible runs under it: Ctrl-C stops it at once,
+// as the signal's default action would.
+func endOnInterrupt(ctx context.Context, name string, stderr io.Writer, exit func(int)) {
+	<-ctx.Done()
+	if cause := context.Cause(ctx); errors.Is(cause, errInterrupted) {
+		fmt.Fprintf(stderr, "tpscope %s: %v\n", name, cause)
+		exit(exitInterrupted)
+	}
+}
+
 // dispatch finds the verb (one or two words), parses its flags and runs it.
 // It returns the process exit code: 0 ok, 1 failure, 2 usage error, 130
 // interrupted.
 func dispatch(args []string, stdout, stderr io.Writer) int {
-	sort.Slice(verbs, func(i, j int) bool { return verbs[i].Name < verbs[j].Name })
 	if len(args) > 0 && (args[0] == "--version" || args[0] == "-V") {
 		args = append([]string{"version"}, args[1:]...)
 	}
@@ -92,60 +199,76 @@ func dispatch(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "tpscope: unknown verb %q; run 'tpscope help' for the list\n", strings.Join(args[:min(2, len(args))], " "))
 		return exitUsage
 	}
-	fs := pflag.NewFlagSet("tpscope "+v.Name, pflag.ContinueOnError)
+	name := v.Name()
+	fs := pflag.NewFlagSet("tpscope "+name, pflag.ContinueOnError)
 	fs.SetOutput(io.Discard)
-	run := v.Flags(fs)
 	fs.Usage = func() {}
+	opts := v.New()
+	opts.Bind(fs)
 	if err := fs.Parse(joinOptionalValues(fs, rest)); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
 			printHelp(stdout, v, fs)
-			return 0
+			return exitOK
 		}
-		fmt.Fprintf(stderr, "tpscope %s: %v (see 'tpscope %s --help')\n", v.Name, err, v.Name)
+		fmt.Fprintf(stderr, "tpscope %s: %v (see 'tpscope %s --help')\n", name, err, name)
 		return exitUsage
 	}
-	if err := run(fs.Args(), stdout, stderr); err != nil {
-		msg := err.Error()
-		if errors.Is(err, context.Canceled) && !errors.Is(err, errInterrupted) {
-			// Go's "context canceled" says nothing to a user.
-			msg = strings.ReplaceAll(msg, context.Canceled.Error(), "interrupted")
-		}
-		fmt.Fprintf(stderr, "tpscope %s: %s\n", v.Name, msg)
-		switch {
-		case errors.Is(err, errUsage):
-			return exitUsage
-		case errors.Is(err, errInterrupted), errors.Is(err, context.Canceled):
-			return exitInterrupted
-		}
-		return exitFailed
+	ctx, stop := signalContext(context.Background(), signal.Notify)
+	defer stop()
+	if _, ok := opts.(interruptible); !ok {
+		go endOnInterrupt(ctx, name, stderr, os.Exit)
 	}
-	return exitOK
+	err := opts.Run(ctx, fs.Args(), IO{Stdout: stdout, Stderr: stderr})
+	if err == nil {
+		return exitOK
+	}
+	code, msg := exitCode(err)
+	fmt.Fprintf(stderr, "tpscope %s: %s\n", name, msg)
+	return code
+}
+
+// exitCode is an error's exit code and the line that reports it: a usage
+// error (2) says so once; an interruption (130) says "interrupted" where
+// Go would say "context canceled"; anything else is a failure (1).
+func exitCode(err error) (int, string) {
+	var ue *usageError
+	msg := err.Error()
+	switch {
+	case errors.As(err, &ue):
+		return exitUsage, "usage: " + msg
+	case errors.Is(err, errInterrupted):
+		return exitInterrupted, msg
+	case errors.Is(err, context.Canceled):
+		// Go's "context canceled" says nothing to a user.
+		return exitInterrupted, strings.ReplaceAll(msg, context.Canceled.Error(), "interrupted")
+	}
+	return exitFailed, msg
 }
 
 // verbGroup returns word when it is the first word of two-word verbs
 // (model, topo, trace), else "".
 func verbGroup(word string) string {
 	for _, v := range verbs {
-		if g, _, ok := strings.Cut(v.Name, " "); ok && g == word {
+		if g, _, ok := strings.Cut(v.Name(), " "); ok && g == word {
 			return g
 		}
 	}
 	return ""
 }
 
-// findVerb matches the longest registered verb name against the first one
-// or two arguments.
+// findVerb matches the longest verb name against the first one or two
+// arguments.
 func findVerb(args []string) (*Verb, []string) {
 	if len(args) >= 2 {
 		two := args[0] + " " + args[1]
 		for _, v := range verbs {
-			if v.Name == two {
+			if v.Name() == two {
 				return v, args[2:]
 			}
 		}
 	}
 	for _, v := range verbs {
-		if v.Name == args[0] {
+		if v.Name() == args[0] {
 			return v, args[1:]
 		}
 	}
@@ -162,16 +285,16 @@ func printVerbs(w io.Writer, group string) {
 		fmt.Fprintf(w, "Usage: tpscope %s <verb> [flags]\n\nVerbs:\n", group)
 	}
 	for _, v := range verbs {
-		if v.Hidden || group != "" && !strings.HasPrefix(v.Name, group+" ") {
+		if v.Hidden || group != "" && !strings.HasPrefix(v.Name(), group+" ") {
 			continue
 		}
-		fmt.Fprintf(w, "  %-18s %s\n", v.Name, v.Short)
+		fmt.Fprintf(w, "  %-18s %s\n", v.Name(), v.Short)
 	}
 	fmt.Fprintln(w, "\nRun 'tpscope <verb> --help' for the verb's flags and an example.")
 }
 
 func printHelp(w io.Writer, v *Verb, fs *pflag.FlagSet) {
-	fmt.Fprintf(w, "Usage: tpscope %s [flags]\n\n%s\n", v.Name, v.Short)
+	fmt.Fprintf(w, "Usage: tpscope %s\n\n%s\n", v.UsageLine, v.Short)
 	if v.Long != "" {
 		fmt.Fprintf(w, "\n%s\n", strings.TrimSpace(v.Long))
 	}
@@ -201,7 +324,7 @@ func joinOptionalValues(fs *pflag.FlagSet, args []string) []string {
 		if !strings.HasPrefix(a, "--") || strings.Contains(a, "=") || i+1 == len(args) {
 			continue
 		}
-		fl := fs.Lookup(strings.TrimPrefix(a, "--"))
+		fl := fs.Lookup(a[len("--"):])
 		if fl == nil || fl.NoOptDefVal == "" {
 			continue
 		}
@@ -219,9 +342,4 @@ func joinOptionalValues(fs *pflag.FlagSet, args []string) []string {
 		}
 	}
 	return out
-}
-
-// usageErrorf returns an error that dispatch reports with exit code 2.
-func usageErrorf(format string, a ...any) error {
-	return fmt.Errorf("%w: %s", errUsage, fmt.Sprintf(format, a...))
 }

@@ -13,14 +13,14 @@ func TestEveryVerbHasHelpWithExample(t *testing.T) {
 		t.Fatal("no verbs registered")
 	}
 	for _, v := range verbs {
-		t.Run(v.Name, func(t *testing.T) {
+		t.Run(v.Name(), func(t *testing.T) {
 			var out, errb bytes.Buffer
-			args := append(strings.Fields(v.Name), "--help")
+			args := append(strings.Fields(v.Name()), "--help")
 			if code := dispatch(args, &out, &errb); code != 0 {
 				t.Fatalf("exit %d, stderr %q", code, errb.String())
 			}
-			if !strings.Contains(out.String(), "Example:\n  tpscope "+v.Name) {
-				t.Errorf("help lacks an example starting with 'tpscope %s':\n%s", v.Name, out.String())
+			if !strings.Contains(out.String(), "Example:\n  tpscope "+v.Name()) {
+				t.Errorf("help lacks an example starting with 'tpscope %s':\n%s", v.Name(), out.String())
 			}
 			if v.Short == "" {
 				t.Error("empty Short")

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 
 	"github.com/spf13/pflag"
@@ -24,21 +25,69 @@ const (
 // allFormats is what a verb that prints rows writes.
 var allFormats = []string{formatTable, formatJSON, formatCSV, formatMarkdown}
 
-// addOutputFlag registers --output; its help names exactly the formats
-// the verb writes, and what csv holds when it is one of them.
-func addOutputFlag(fs *pflag.FlagSet, csvHolds string, formats ...string) *string {
+// bindOutputFlag registers --output on *v; its help names exactly the
+// formats the verb writes, and what csv holds when it is one of them.
+func bindOutputFlag(fs *pflag.FlagSet, v *string, csvHolds string, formats ...string) {
 	help := "output format: " + strings.Join(formats, ", ")
 	if csvHolds != "" {
 		help += " (csv: " + csvHolds + ")"
 	}
-	return fs.String("output", formatTable, help)
+	fs.StringVar(v, "output", *v, help)
 }
 
-// writeJSON writes v indented.
+// checkOutput validates an --output value against the formats a verb has.
+func checkOutput(got string, allowed ...string) error {
+	for _, a := range allowed {
+		if got == a {
+			return nil
+		}
+	}
+	return flagError("--output", quote(got), "want one of %s", strings.Join(allowed, ", "))
+}
+
+// view is a verb's result in each output format it has: the value JSON
+// encodes, the CSV table, and the text, as a table for people or as
+// markdown. A verb without a format leaves its field nil (its --output
+// refuses the format before any work).
+type view struct {
+	JSON any
+	CSV  func(w io.Writer) error
+	Text func(w io.Writer, md bool) error
+}
+
+// render writes v in format: every verb's output goes through here.
+func render(w io.Writer, format string, v view) error {
+	switch format {
+	case formatJSON:
+		return writeJSON(w, v.JSON)
+	case formatCSV:
+		return v.CSV(w)
+	}
+	return v.Text(w, format == formatMarkdown)
+}
+
+// writeJSON writes v as JSON, indented one space per level: the one
+// encoder of the CLI, for --output json and the JSON files verbs write.
 func writeJSON(w io.Writer, v any) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", " ")
 	return enc.Encode(v)
+}
+
+// writeJSONFile writes v to path as writeJSON does; errors name flag.
+func writeJSONFile(flag, path string, v any) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return fmt.Errorf("%s %s: %s", flag, path, pathReason(err))
+	}
+	if err := writeJSON(f, v); err != nil {
+		f.Close()
+		return fmt.Errorf("%s %s: %w", flag, path, err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("%s %s: %w", flag, path, err)
+	}
+	return nil
 }
 
 // writeCSV writes a header and rows as CSV.

@@ -3,9 +3,11 @@ package main
 import (
 	"bytes"
 	"flag"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -13,24 +15,48 @@ import (
 	"github.com/spf13/pflag"
 )
 
-var updateREADME = flag.Bool("update-readme", false, "rewrite the README's unabridged command outputs from the binary's")
+var updateREADME = flag.Bool("update-readme", false, "rewrite the README's unabridged command outputs from the binary's (abridged ones, with \"...\" lines, are left as they are)")
 
 // TestREADMEOutputs runs every README code block that starts with
 // "$ tpscope ..." in the repository root and checks that its text is what
 // the command prints: line by line, trailing spaces ignored, a line "..."
 // standing for any number of lines (abridged output is marked so). With
-// -update-readme the blocks without "..." are rewritten from the output
-// and the abridged ones keep as many leading lines as they showed (review
-// the diff before committing).
+// -update-readme the blocks without "..." are rewritten from the output;
+// abridged ones are never rewritten, only checked (review the diff before
+// committing).
 func TestREADMEOutputs(t *testing.T) {
 	t.Chdir("../..")
 	raw, err := os.ReadFile("README.md")
 	if err != nil {
 		t.Fatal(err)
 	}
-	lines := strings.Split(string(raw), "\n")
-	var out []string
-	checked := 0
+	run := func(args []string) (string, int, string) {
+		var stdout, stderr bytes.Buffer
+		code := dispatch(args, &stdout, &stderr)
+		return stdout.String(), code, stderr.String()
+	}
+	out, problems, checked := checkREADME(strings.Split(string(raw), "\n"), run, *updateREADME)
+	for _, p := range problems {
+		t.Error(p)
+	}
+	if checked == 0 {
+		t.Fatal("no '$ tpscope' block in README.md")
+	}
+	if *updateREADME {
+		if err := os.WriteFile(filepath.Clean("README.md"), []byte(strings.Join(out, "\n")), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Logf("%d README commands checked", checked)
+}
+
+// checkREADME checks each "$ tpscope" block of the README's lines against
+// what run prints for its command, and returns the lines with, when
+// update is set, every unabridged block's output replaced by run's (an
+// abridged block, with "..." lines, is kept as written: its cuts and the
+// text after them were chosen by hand), the problems found (a block that
+// does not match, a command that fails), and how many blocks it checked.
+func checkREADME(lines []string, run func(args []string) (stdout string, code int, stderr string), update bool) (out, problems []string, checked int) {
 	for i := 0; i < len(lines); i++ {
 		out = append(out, lines[i])
 		if !strings.HasPrefix(lines[i], "```") || i+1 >= len(lines) || !strings.HasPrefix(lines[i+1], "$ tpscope ") {
@@ -50,13 +76,14 @@ func TestREADMEOutputs(t *testing.T) {
 		}
 		args, err := shellWords(strings.TrimPrefix(cmdLine, "$ tpscope "))
 		if err != nil {
-			t.Fatalf("README line %d: %v", i+2, err)
+			problems = append(problems, fmt.Sprintf("README line %d: %v", i+2, err))
+			continue
 		}
-		var stdout, stderr bytes.Buffer
-		if code := dispatch(args, &stdout, &stderr); code != 0 {
-			t.Errorf("README line %d: %s: exit %d: %s", i+2, cmdLine, code, stderr.String())
+		stdout, code, stderr := run(args)
+		if code != 0 {
+			problems = append(problems, fmt.Sprintf("README line %d: %s: exit %d: %s", i+2, cmdLine, code, stderr))
 		}
-		got := strings.Split(strings.Trim(stdout.String(), "\n"), "\n")
+		got := strings.Split(strings.Trim(stdout, "\n"), "\n")
 		checked++
 		abridged := false
 		for _, w := range want {
@@ -64,36 +91,53 @@ func TestREADMEOutputs(t *testing.T) {
 				abridged = true
 			}
 		}
-		if *updateREADME {
-			// Unabridged blocks take the whole output; abridged ones keep as
-			// many leading lines as they showed, then "...".
+		if update && !abridged {
 			out = append(out, cmdLine)
-			if abridged {
-				k := 0
-				for k < len(want) && strings.TrimSpace(want[k]) != "..." {
-					k++
-				}
-				out = append(out, got[:min(k, len(got))]...)
-				out = append(out, "...")
-			} else {
-				out = append(out, got...)
-			}
+			out = append(out, got...)
 			i = j - 1
 			continue
 		}
 		if msg := matchLines(want, got); msg != "" {
-			t.Errorf("README line %d: %s: %s (go test ./cmd/tpscope -run TestREADMEOutputs -update-readme rewrites unabridged blocks)", i+2, cmdLine, msg)
+			problems = append(problems, fmt.Sprintf("README line %d: %s: %s (go test ./cmd/tpscope -run TestREADMEOutputs -update-readme rewrites unabridged blocks; abridged ones are edited by hand)", i+2, cmdLine, msg))
 		}
 	}
-	if checked == 0 {
-		t.Fatal("no '$ tpscope' block in README.md")
+	return out, problems, checked
+}
+
+// TestREADMEUpdateKeepsAbridged: -update-readme rewrites a block shown in
+// full from the command's output, and leaves an abridged block (its lines
+// after "..." included) and the text around both as they were.
+func TestREADMEUpdateKeepsAbridged(t *testing.T) {
+	readme := []string{
+		"intro",
+		"```",
+		"$ tpscope model list",
+		"stale line",
+		"```",
+		"between",
+		"```",
+		"$ tpscope topo gpus",
+		"first",
+		"...",
+		"a line chosen by hand, after the cut",
+		"```",
+		"end",
 	}
-	if *updateREADME {
-		if err := os.WriteFile(filepath.Clean("README.md"), []byte(strings.Join(out, "\n")), 0o644); err != nil {
-			t.Fatal(err)
-		}
+	outputs := map[string]string{
+		"model list": "row 1\nrow 2\n",
+		"topo gpus":  "first\nsecond\nthird\n",
 	}
-	t.Logf("%d README commands checked", checked)
+	run := func(args []string) (string, int, string) { return outputs[strings.Join(args, " ")], 0, "" }
+	got, problems, checked := checkREADME(readme, run, true)
+	want := append(append(slices.Clone(readme[:3]), "row 1", "row 2"), readme[4:]...)
+	if !slices.Equal(got, want) {
+		t.Errorf("rewritten README:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	// The abridged block's last line is not what the command prints:
+	// reported, not rewritten.
+	if checked != 2 || len(problems) != 1 || !strings.Contains(problems[0], "tpscope topo gpus") {
+		t.Errorf("checked %d, problems %q: want 2 checked and one problem, the abridged block's", checked, problems)
+	}
 }
 
 // matchLines matches want (with "..." lines skipping any output lines)
@@ -198,9 +242,9 @@ func TestREADMECommandsParse(t *testing.T) {
 			t.Errorf("README line %d: no verb in %q", i+1, line)
 			continue
 		}
-		fs := pflag.NewFlagSet(v.Name, pflag.ContinueOnError)
+		fs := pflag.NewFlagSet(v.Name(), pflag.ContinueOnError)
 		fs.SetOutput(io.Discard)
-		v.Flags(fs)
+		v.New().Bind(fs)
 		if err := fs.Parse(args); err != nil {
 			t.Errorf("README line %d: %s: %v", i+1, line, err)
 		}

@@ -9,16 +9,16 @@ import (
 )
 
 // checkPlotPath refuses a --plot file that is neither .png nor .svg (any
-// case), so a verb fails before its work rather than after; "" (no plot)
-// passes.
+// case) or cannot be written, so a verb fails before its work rather than
+// after; "" (no plot) passes.
 func checkPlotPath(path string) error {
 	if path == "" {
 		return nil
 	}
 	if ext := strings.ToLower(filepath.Ext(path)); ext != ".png" && ext != ".svg" {
-		return usageErrorf("--plot %s: want a .png or .svg file", path)
+		return flagError("--plot", path, "want a .png or .svg file")
 	}
-	return nil
+	return checkOutputFile("--plot", path)
 }
 
 // writeTable writes a table as a markdown section "### heading" with note

@@ -36,14 +36,14 @@ func (f *scenarioFlags) checkPassed() error {
 	if _, err := f.options(); err != nil {
 		return err
 	}
-	if f.fs.Changed("model") {
+	if f.changed("model") {
 		a, err := f.modelArch()
 		if err != nil {
 			return err
 		}
 		p := model.Plan{TP: f.tp, EP: f.ep, DP: f.dp, DCP: f.dcp}
 		if err := p.Validate(a); err != nil && f.anyChanged("tp", "ep", "dp", "dcp") {
-			return usageErrorf("%s: %v", a.Name, flagWords(err))
+			return planFlagError(a.Name, err)
 		}
 	}
 	if f.anyChanged("topo", "gpus") {
@@ -51,26 +51,13 @@ func (f *scenarioFlags) checkPassed() error {
 			return err
 		}
 	}
-	if f.anyChanged("perf-db", "perf-db-system") && f.perfDB == "" {
-		return usageErrorf("--perf-db-system %s: needs --perf-db", f.perfDBSystem)
-	}
-	return nil
-}
-
-// anyChanged reports whether the user set one of the flags.
-func (f *scenarioFlags) anyChanged(names ...string) bool {
-	for _, n := range names {
-		if f.fs.Changed(n) {
-			return true
-		}
-	}
-	return false
+	return f.checkPerfDB()
 }
 
 // passed lists the scenario flags the user set as written ("--batch 32").
 func (f *scenarioFlags) passed() []string {
 	var out []string
-	f.fs.Visit(func(fl *pflag.Flag) {
+	f.visitChanged(func(fl *pflag.Flag) {
 		if f.isScenarioFlag(fl.Name) {
 			out = append(out, "--"+fl.Name+" "+fl.Value.String())
 		}
@@ -116,7 +103,7 @@ func (f *scenarioFlags) traceScenarios(results []*traces.Result, calibrate bool)
 	}
 	var missing []string
 	for _, n := range traceScenarioNeeds(calibrate) {
-		if !f.fs.Changed(n) {
+		if !f.changed(n) {
 			missing = append(missing, "--"+n)
 		}
 	}
@@ -132,12 +119,12 @@ func (f *scenarioFlags) traceScenarios(results []*traces.Result, calibrate bool)
 	if err != nil {
 		return scs, err
 	}
-	if err := checkTraceGPU(bare, def.Topo, f.fs.Changed("topo")); err != nil {
+	if err := checkTraceGPU(bare, def.Topo, f.changed("topo")); err != nil {
 		return scs, err
 	}
 	var defaults []string
 	for _, n := range []string{"tp", "phase", "kv-dtype", "topo"} {
-		if !f.fs.Changed(n) && !(n == "tp" && len(from) > 0) {
+		if !f.changed(n) && !(n == "tp" && len(from) > 0) {
 			defaults = append(defaults, n)
 		}
 	}
@@ -223,7 +210,7 @@ func checkTraceGPU(rs []*traces.Result, t *topology.Topology, topoSet bool) erro
 					continue
 				}
 				if topoSet {
-					return usageErrorf("--topo %s: its GPUs are %s, and %s ran on %s: pass a box of that GPU", t.Name, box, r.Source, name)
+					return flagError("--topo", t.Name, "its GPUs are %s, and %s ran on %s: pass a box of that GPU", box, r.Source, name)
 				}
 				return usageErrorf("%s ran on %s; the default box %s has %s: pass --topo with the box the trace ran on", r.Source, name, t.Name, box)
 			}

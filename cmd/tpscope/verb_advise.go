@@ -1,7 +1,7 @@
 package main
 
 import (
-	"encoding/json"
+	"context"
 	"fmt"
 	"io"
 	"slices"
@@ -18,11 +18,10 @@ import (
 	"gonum.org/v1/plot/vg"
 )
 
-func init() {
-	register(&Verb{
-		Name:  "advise",
-		Short: "rank optimizations (NCCL, graphs, FP8 KV, EP, DP attention, one-shot AR, fusion, MTP, another box) by predicted gain",
-		Long: `Predicts the baseline (the configuration given by the flags: what runs
+var adviseVerb = &Verb{
+	UsageLine: "advise [flags]",
+	Short:     "rank optimizations (NCCL, graphs, FP8 KV, EP, DP attention, one-shot AR, fusion, MTP, another box) by predicted gain",
+	Long: `Predicts the baseline (the configuration given by the flags: what runs
 today), the stock configuration (eager, default NCCL) and, for every entry
 of the optimization catalog, the same configuration with the entry turned
 on (or, when the baseline already has it, turned off, to show what it is
@@ -41,105 +40,118 @@ CUDA graphs, NCCL's own choices); the seed user's settings are
 --kv-dtype bf16 --nccl-proto LL --p2p-level SYS (what 'make run' passes).
 The MTP entry's acceptance rate is --mtp-accept (default 0.85: low end of
 the DeepSeek-V3 report's 85-90 %).`,
-		Example: `tpscope advise --model kimi-k2.5-nvfp4 --topo rtxpro6000-2s --tp 8 --batch 1 --context 4096 --kv-dtype bf16 --nccl-proto LL --p2p-level SYS --plot advise.png`,
-		Flags: func(fs *pflag.FlagSet) func(args []string, stdout, stderr io.Writer) error {
-			sc := addScenarioFlags(fs)
-			output := addOutputFlag(fs, "one row per catalog entry", allFormats...)
-			plotFile := fs.String("plot", "", "write a bar chart of the speedups to FILE.png or FILE.svg")
-			threshold := fs.Float64("threshold", 0.05, "relative change of tokens/s at which an optimization pays")
-			batches := newIntList(fs, "sweep-batch", sim.DefaultAdviseBatches, 1, "batch sizes of the sweep")
-			contexts := newIntList(fs, "sweep-context", sim.DefaultAdviseContexts, 1, "context lengths of the sweep (4K = 4096)")
-			noSweep := fs.Bool("no-sweep", false, "skip the batch x context sweep")
-			mtpTokens := fs.Int("mtp-tokens", 1, "speculative tokens of the MTP entry")
-			boxes := fs.String("compare-topos", strings.Join(sim.DefaultCatalogTopologies, ","), "preset boxes the 'move to' entries try (comma list)")
-			only := fs.String("entries", "", "only these catalog entries (comma list; default all)")
-			transfer := fs.String("transfer", "glm-5-nvfp4", "other models on which to compare the baseline's settings with stock (comma list; '' for none)")
-			return func(args []string, stdout, stderr io.Writer) error {
-				if len(args) > 0 {
-					return usageErrorf("unexpected arguments %q", args)
-				}
-				if err := checkOutput(*output, allFormats...); err != nil {
-					return err
-				}
-				if err := checkPlotPath(*plotFile); err != nil {
-					return err
-				}
-				if *threshold <= 0 || *threshold >= 1 {
-					return usageErrorf("--threshold %v: want a fraction in (0,1)", *threshold)
-				}
-				if *mtpTokens < 1 || *mtpTokens > 16 {
-					return usageErrorf("--mtp-tokens %d: want 1 to 16", *mtpTokens)
-				}
-				bs, cs := batches.v, contexts.v
-				base, err := sc.scenario()
-				if err != nil {
-					return err
-				}
-				a, opts := base.Arch, base.Options
-				cat := sim.Catalog(sim.CatalogOptions{MTPTokens: *mtpTokens, MTPAcceptFrac: opts.MTPAcceptFrac, Topologies: splitList(*boxes)})
-				if *only != "" {
-					if cat, err = filterEntries(cat, splitList(*only)); err != nil {
-						return err
-					}
-				}
-				var others []*model.Arch
-				for _, name := range splitList(*transfer) {
-					if name == a.Name {
-						continue
-					}
-					o, err := resolveModel(name)
-					if err != nil {
-						return err
-					}
-					others = append(others, o)
-				}
-				in := sim.AdviseInput{Transfer: others, Base: base, ImplyDenseDSA: !fs.Changed("dense-dsa"),
-					Entries: cat, Batches: bs, Contexts: cs, NoSweep: *noSweep, ThresholdFrac: *threshold}
-				bar := newLazyBar(stderr, "advise sweep")
-				in.Progress = bar.update
-				adv, err := sim.Advise(in)
-				bar.finish()
-				if err != nil {
-					return err
-				}
-				if m := adv.Baseline.Footprint; !m.Fits {
-					fmt.Fprintf(stderr, "warning: the baseline does not fit in GPU memory: short by %.1f GB per GPU\n", m.ShortfallGB)
-				}
-				if *plotFile != "" {
-					if err := writeAdvisePlot(*plotFile, adv); err != nil {
-						return err
-					}
-				}
-				switch *output {
-				case "json":
-					enc := json.NewEncoder(stdout)
-					enc.SetIndent("", " ")
-					return enc.Encode(adv)
-				case formatMarkdown:
-					return writeAdviceMarkdown(stdout, adv)
-				case formatCSV:
-					cells := make([][]string, len(adv.Rows))
-					for i := range adv.Rows {
-						cells[i] = adviceCells(&adv.Rows[i])
-					}
-					return writeCSV(stdout, adviceHeader, cells)
-				}
-				return writeAdviceTable(stdout, adv)
-			}
-		},
-	})
+	Example: `tpscope advise --model kimi-k2.5-nvfp4 --topo rtxpro6000-2s --tp 8 --batch 1 --context 4096 --kv-dtype bf16 --nccl-proto LL --p2p-level SYS --plot advise.png`,
+	New:     func() Options { return newAdviseOptions() },
 }
 
-// setFlagDefault changes a registered flag's default (value and help).
-func setFlagDefault(fs *pflag.FlagSet, name, v string) {
-	f := fs.Lookup(name)
-	if f == nil {
-		panic("setFlagDefault: no flag " + name) // programmer error
+// adviseOptions are advise's flags.
+type adviseOptions struct {
+	boundFlags
+	sc           *scenarioFlags
+	output       string
+	plot         string
+	threshold    float64
+	batches      intList // the sweep's
+	contexts     intList
+	noSweep      bool
+	mtpTokens    int
+	compareTopos string // comma list of preset boxes
+	entries      string // comma list; "" all
+	transfer     string // comma list of other models
+}
+
+func newAdviseOptions() *adviseOptions {
+	return &adviseOptions{sc: newScenarioFlags(), output: formatTable, threshold: 0.05,
+		batches: intList{v: sim.DefaultAdviseBatches, min: 1}, contexts: intList{v: sim.DefaultAdviseContexts, min: 1},
+		mtpTokens: 1, compareTopos: strings.Join(sim.DefaultCatalogTopologies, ","), transfer: "glm-5-nvfp4"}
+}
+
+func (o *adviseOptions) Bind(fs *pflag.FlagSet) {
+	o.fs = fs
+	o.sc.Bind(fs)
+	bindOutputFlag(fs, &o.output, "one row per catalog entry", allFormats...)
+	fs.StringVar(&o.plot, "plot", o.plot, "write a bar chart of the speedups to FILE.png or FILE.svg")
+	fs.Float64Var(&o.threshold, "threshold", o.threshold, "relative change of tokens/s at which an optimization pays")
+	fs.Var(&o.batches, "sweep-batch", "batch sizes of the sweep")
+	fs.Var(&o.contexts, "sweep-context", "context lengths of the sweep (4K = 4096)")
+	fs.BoolVar(&o.noSweep, "no-sweep", o.noSweep, "skip the batch x context sweep")
+	fs.IntVar(&o.mtpTokens, "mtp-tokens", o.mtpTokens, "speculative tokens of the MTP entry")
+	fs.StringVar(&o.compareTopos, "compare-topos", o.compareTopos, "preset boxes the 'move to' entries try (comma list)")
+	fs.StringVar(&o.entries, "entries", o.entries, "only these catalog entries (comma list; default all)")
+	fs.StringVar(&o.transfer, "transfer", o.transfer, "other models on which to compare the baseline's settings with stock (comma list; '' for none)")
+}
+
+func (o *adviseOptions) Run(ctx context.Context, args []string, std IO) error {
+	if err := noArgs(args); err != nil {
+		return err
 	}
-	if err := f.Value.Set(v); err != nil {
-		panic(fmt.Sprintf("setFlagDefault %s=%s: %v", name, v, err))
+	if err := checkOutput(o.output, allFormats...); err != nil {
+		return err
 	}
-	f.DefValue = v
+	if err := checkPlotPath(o.plot); err != nil {
+		return err
+	}
+	if o.threshold <= 0 || o.threshold >= 1 {
+		return flagError("--threshold", o.threshold, "want a fraction in (0,1)")
+	}
+	if o.mtpTokens < 1 || o.mtpTokens > 16 {
+		return flagError("--mtp-tokens", o.mtpTokens, "want 1 to 16")
+	}
+	base, err := o.sc.scenario()
+	if err != nil {
+		return err
+	}
+	a, opts := base.Arch, base.Options
+	cat := sim.Catalog(sim.CatalogOptions{MTPTokens: o.mtpTokens, MTPAcceptFrac: opts.MTPAcceptFrac, Topologies: splitList(o.compareTopos)})
+	if o.entries != "" {
+		if cat, err = filterEntries(cat, splitList(o.entries)); err != nil {
+			return err
+		}
+	}
+	var others []*model.Arch
+	for _, name := range splitList(o.transfer) {
+		if name == a.Name {
+			continue
+		}
+		m, err := resolveModel(name)
+		if err != nil {
+			return err
+		}
+		others = append(others, m)
+	}
+	in := sim.AdviseInput{Transfer: others, Base: base, ImplyDenseDSA: !o.changed("dense-dsa"),
+		Entries: cat, Batches: o.batches.v, Contexts: o.contexts.v, NoSweep: o.noSweep, ThresholdFrac: o.threshold}
+	bar := newLazyBar(std.Stderr, "advise sweep")
+	in.Progress = bar.update
+	adv, err := sim.Advise(in)
+	bar.finish()
+	if err != nil {
+		return err
+	}
+	if m := adv.Baseline.Footprint; !m.Fits {
+		fmt.Fprintf(std.Stderr, "warning: the baseline does not fit in GPU memory: short by %.1f GB per GPU\n", m.ShortfallGB)
+	}
+	if o.plot != "" {
+		if err := writeAdvisePlot(o.plot, adv); err != nil {
+			return err
+		}
+	}
+	return render(std.Stdout, o.output, view{
+		JSON: adv,
+		CSV: func(w io.Writer) error {
+			cells := make([][]string, len(adv.Rows))
+			for i := range adv.Rows {
+				cells[i] = adviceCells(&adv.Rows[i])
+			}
+			return writeCSV(w, adviceHeader, cells)
+		},
+		Text: func(w io.Writer, md bool) error {
+			if md {
+				return writeAdviceMarkdown(w, adv)
+			}
+			return writeAdviceTable(w, adv)
+		},
+	})
 }
 
 func joinInts(v []int) string {
@@ -148,16 +160,6 @@ func joinInts(v []int) string {
 		s[i] = strconv.Itoa(x)
 	}
 	return strings.Join(s, ",")
-}
-
-func splitList(s string) []string {
-	var out []string
-	for _, p := range strings.Split(s, ",") {
-		if p = strings.TrimSpace(p); p != "" {
-			out = append(out, p)
-		}
-	}
-	return out
 }
 
 func filterEntries(cat []sim.Entry, names []string) ([]sim.Entry, error) {
@@ -174,7 +176,7 @@ func filterEntries(cat []sim.Entry, names []string) ([]sim.Entry, error) {
 			for _, e := range cat {
 				all = append(all, e.Name)
 			}
-			return nil, usageErrorf("--entries: unknown entry %q (want one of %s)", n, strings.Join(all, ", "))
+			return nil, flagError("--entries", nil, "unknown entry %q (want one of %s)", n, strings.Join(all, ", "))
 		}
 	}
 	return out, nil

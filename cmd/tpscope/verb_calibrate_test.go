@@ -38,7 +38,7 @@ func TestCalibrateUsage(t *testing.T) {
 	}{
 		{"no mode", []string{"-o", "x.json"}, 2, "no measurements: pass one of "},
 		{"no -o", []string{"--nccl-tests", "f.txt"}, 2, "-o FILE is required"},
-		{"missing file", []string{"--nccl-tests", "does-not-exist.txt", "-o", "x.json"}, 1, "does-not-exist.txt"},
+		{"missing file", []string{"--nccl-tests", "does-not-exist.txt", "-o", "x.json"}, 2, "--nccl-tests does-not-exist.txt: no such file"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

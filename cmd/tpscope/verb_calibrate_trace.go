@@ -1,7 +1,7 @@
 package main
 
 import (
-	"encoding/json"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -18,46 +18,54 @@ import (
 // calibrateRefusesPartial ends calibrate's error for damaged input.
 const calibrateRefusesPartial = "calibrate refuses damaged input, even with --allow-partial: a box fitted to part of a run would look as if fitted to all of it (re-export the trace; 'tpscope trace read --allow-partial' shows what survives)"
 
-func init() {
-	registerCalibrateMode(calibrateMode{Flag: "trace", Arg: "SRC", Bind: bindTraceCalibrateMode})
+// traceCalibrateMode is the --trace mode of calibrate.
+type traceCalibrateMode struct {
+	srcs []string // --trace
 }
 
-// bindTraceCalibrateMode is the --trace mode of calibrate.
-func bindTraceCalibrateMode(fs *pflag.FlagSet) func(*calibrateCommon, io.Writer, io.Writer) error {
-	srcs := addTraceFlag(fs, "fit compute efficiencies per kernel family, the host launch cost and collective latency/bandwidth to measured spans; several workloads of one box are fitted together; fit on even steps, error shown on odd steps")
-	return func(c *calibrateCommon, stdout, stderr io.Writer) error {
-		if err := c.sc.checkPassed(); err != nil {
-			return err
-		}
-		results, err := readTraces(*srcs, stderr, false)
-		if err != nil {
-			var pe *traces.PartialError
-			if errors.As(err, &pe) {
-				return fmt.Errorf("%w; %s", err, calibrateRefusesPartial)
-			}
-			return err
-		}
-		scs, err := c.sc.traceScenarios(results, true)
-		if err != nil {
-			return err
-		}
-		tc, err := compare.Calibrate(results, compare.CalibrateOptions{Scenarios: scs, Source: strings.Join(*srcs, ",")})
-		if err != nil {
-			return err
-		}
-		if err := tc.Topology.Save(c.out); err != nil {
-			return err
-		}
-		if c.output == "json" {
-			enc := json.NewEncoder(stdout)
-			enc.SetIndent("", "  ")
-			return enc.Encode(struct {
-				Out string `json:"out"`
-				*compare.Calibration
-			}{c.out, tc})
-		}
-		return writeTraceCalibration(stdout, c.out, tc)
+func (m *traceCalibrateMode) flag() (string, string) { return "trace", "SRC" }
+
+func (m *traceCalibrateMode) chosen(c *calibrateOptions) bool {
+	return c.given("trace", len(m.srcs) > 0)
+}
+
+func (m *traceCalibrateMode) bind(fs *pflag.FlagSet) {
+	bindTraceFlag(fs, &m.srcs, "fit compute efficiencies per kernel family, the host launch cost and collective latency/bandwidth to measured spans; several workloads of one box are fitted together; fit on even steps, error shown on odd steps")
+}
+
+func (m *traceCalibrateMode) run(ctx context.Context, c *calibrateOptions, std IO) error {
+	if err := c.sc.checkPassed(); err != nil {
+		return err
 	}
+	if err := checkTraceSources("--trace", m.srcs); err != nil {
+		return err
+	}
+	results, err := readTraces(ctx, m.srcs, std.Stderr, false)
+	if err != nil {
+		var pe *traces.PartialError
+		if errors.As(err, &pe) {
+			return fmt.Errorf("%w; %s", err, calibrateRefusesPartial)
+		}
+		return err
+	}
+	scs, err := c.sc.traceScenarios(results, true)
+	if err != nil {
+		return err
+	}
+	tc, err := compare.Calibrate(results, compare.CalibrateOptions{Scenarios: scs, Source: strings.Join(m.srcs, ",")})
+	if err != nil {
+		return err
+	}
+	if err := tc.Topology.Save(c.out); err != nil {
+		return err
+	}
+	return render(std.Stdout, c.output, view{
+		JSON: struct {
+			Out string `json:"out"`
+			*compare.Calibration
+		}{c.out, tc},
+		Text: func(w io.Writer, _ bool) error { return writeTraceCalibration(w, c.out, tc) },
+	})
 }
 
 func writeTraceCalibration(w io.Writer, out string, tc *compare.Calibration) error {

@@ -7,13 +7,10 @@ import (
 	"io"
 	"math"
 	"os"
-	"os/signal"
-	"path/filepath"
 	"runtime"
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/tpscope/tpscope/internal/units"
@@ -35,7 +32,7 @@ import (
 // beside the prediction (and a reference log), and written as nccl-tests
 // output with -o.
 type measureFlags struct {
-	fs        *pflag.FlagSet
+	boundFlags
 	on        bool
 	backend   string
 	steps     int
@@ -50,18 +47,21 @@ type measureFlags struct {
 // measureOnly are the flags that mean something only with --measure.
 var measureOnly = []string{"backend", "steps", "warmup", "iters", "cuda-graphs", "out", "reference", "watchdog"}
 
-func addMeasureFlags(fs *pflag.FlagSet) *measureFlags {
-	m := &measureFlags{fs: fs}
-	fs.BoolVar(&m.on, "measure", false, "also run the collective through the executor (--backend) at each size and print the measured time beside the prediction")
-	fs.StringVar(&m.backend, "backend", "cpu", "--measure: where to run: cpu (goroutine ranks) or cuda (one process, NCCL on the first --ranks GPUs)")
-	fs.IntVar(&m.steps, "steps", exec.DefaultSteps, "--measure: measured steps (each runs every size --iters times)")
-	fs.IntVar(&m.warmup, "warmup", exec.DefaultWarmup, "--measure: warm-up steps before the measured ones")
-	fs.IntVar(&m.iters, "iters", collbench.DefaultIters, "--measure: back-to-back ops per size and step (nccl-tests' iterations)")
-	fs.BoolVar(&m.graphs, "cuda-graphs", false, "--measure: capture one step as a CUDA graph and replay it (cuda backend)")
-	fs.StringVarP(&m.out, "out", "o", "", "--measure: write the measured times to FILE as nccl-tests output (readable by calibrate --nccl-tests)")
-	fs.StringVar(&m.reference, "reference", "", "--measure: nccl-tests log of the same collective and ranks (nccl-tests, or scripts/gpu-collectives-torch.py) to show beside the measurement")
-	fs.DurationVar(&m.watchdog, "watchdog", 0, "--measure: how long a rank waits for its peers before the run ends with an error (0: the backend's default, 5m)")
-	return m
+func newMeasureFlags() *measureFlags {
+	return &measureFlags{backend: "cpu", steps: exec.DefaultSteps, warmup: exec.DefaultWarmup, iters: collbench.DefaultIters}
+}
+
+func (m *measureFlags) bind(fs *pflag.FlagSet) {
+	m.fs = fs
+	fs.BoolVar(&m.on, "measure", m.on, "also run the collective through the executor (--backend) at each size and print the measured time beside the prediction")
+	fs.StringVar(&m.backend, "backend", m.backend, "--measure: where to run: cpu (goroutine ranks) or cuda (one process, NCCL on the first --ranks GPUs)")
+	fs.IntVar(&m.steps, "steps", m.steps, "--measure: measured steps (each runs every size --iters times)")
+	fs.IntVar(&m.warmup, "warmup", m.warmup, "--measure: warm-up steps before the measured ones")
+	fs.IntVar(&m.iters, "iters", m.iters, "--measure: back-to-back ops per size and step (nccl-tests' iterations)")
+	fs.BoolVar(&m.graphs, "cuda-graphs", m.graphs, "--measure: capture one step as a CUDA graph and replay it (cuda backend)")
+	fs.StringVarP(&m.out, "out", "o", m.out, "--measure: write the measured times to FILE as nccl-tests output (readable by calibrate --nccl-tests)")
+	fs.StringVar(&m.reference, "reference", m.reference, "--measure: nccl-tests log of the same collective and ranks (nccl-tests, or scripts/gpu-collectives-torch.py) to show beside the measurement")
+	fs.DurationVar(&m.watchdog, "watchdog", m.watchdog, "--measure: how long a rank waits for its peers before the run ends with an error (0: the backend's default, 5m)")
 }
 
 // check refuses bad --measure flags before any work and returns the
@@ -69,47 +69,52 @@ func addMeasureFlags(fs *pflag.FlagSet) *measureFlags {
 func (m *measureFlags) check(coll model.Collective, ranks int, sizes []int64, custom string) (*nccltests.Log, error) {
 	if !m.on {
 		for _, name := range measureOnly {
-			if m.fs.Changed(name) {
-				return nil, usageErrorf("--%s needs --measure", name)
+			if m.changed(name) {
+				return nil, flagError("--"+name, nil, "needs --measure")
 			}
 		}
 		return nil, nil
 	}
 	if custom != "" {
-		return nil, usageErrorf("--custom-ar %s with --measure: the executor runs NCCL's all-reduce, not a custom one", custom)
+		return nil, flagError("--custom-ar", custom+" with --measure", "the executor runs NCCL's all-reduce, not a custom one")
 	}
 	if !slices.Contains(exec.Backends(), m.backend) {
-		return nil, usageErrorf("--backend %q: want one of %s", m.backend, strings.Join(exec.Backends(), ", "))
+		return nil, flagError("--backend", quote(m.backend), "want one of %s", strings.Join(exec.Backends(), ", "))
 	}
 	if m.steps < 1 || m.warmup < 0 {
-		return nil, usageErrorf("--steps %d --warmup %d: want steps >= 1 and warmup >= 0", m.steps, m.warmup)
+		return nil, flagError(fmt.Sprintf("--steps %d --warmup %d", m.steps, m.warmup), nil, "want steps >= 1 and warmup >= 0")
 	}
 	if m.iters < 1 || m.iters > 1000 {
-		return nil, usageErrorf("--iters %d: want 1..1000", m.iters)
+		return nil, flagError("--iters", m.iters, "want 1..1000")
 	}
 	if m.watchdog < 0 {
-		return nil, usageErrorf("--watchdog %v: want > 0, or 0 for the backend's default", m.watchdog)
+		return nil, flagError("--watchdog", m.watchdog, "want > 0, or 0 for the backend's default")
 	}
 	if _, _, err := collbench.Schedule(m.config(coll, ranks, sizes)); err != nil {
-		return nil, usageErrorf("--sizes %s over --ranks %d: %s", fmtSizes(sizes), ranks, strings.TrimPrefix(err.Error(), "collbench: "))
-	}
-	if m.out != "" {
-		if st, err := os.Stat(filepath.Dir(m.out)); err != nil || !st.IsDir() {
-			return nil, usageErrorf("-o %s: directory %s does not exist", m.out, filepath.Dir(m.out))
+		var ce *collbench.ConfigError
+		if !errors.As(err, &ce) {
+			return nil, err
 		}
+		return nil, &usageError{Flag: "--sizes", Value: fmt.Sprintf("%s over --ranks %d", fmtSizes(sizes), ranks), Want: ce.Msg, Err: err}
+	}
+	if err := checkOutputFile("-o", m.out); err != nil {
+		return nil, err
 	}
 	if m.reference == "" {
 		return nil, nil
+	}
+	if err := checkInputFile("--reference", m.reference, "an nccl-tests log"); err != nil {
+		return nil, err
 	}
 	ref, err := nccltests.ParseFile(m.reference)
 	if err != nil {
 		return nil, err
 	}
 	if ref.Op != string(coll) {
-		return nil, usageErrorf("--reference %s: measured %q, want %s (--op)", m.reference, ref.Op, coll)
+		return nil, flagError("--reference", m.reference, "measured %q, want %s (--op)", ref.Op, coll)
 	}
 	if ref.Ranks != 0 && ref.Ranks != ranks {
-		return nil, usageErrorf("--reference %s: %d ranks, want %d (--ranks)", m.reference, ref.Ranks, ranks)
+		return nil, flagError("--reference", m.reference, "%d ranks, want %d (--ranks)", ref.Ranks, ranks)
 	}
 	return ref, nil
 }
@@ -159,7 +164,7 @@ type measureRun struct {
 
 // run measures cfg through the executor, returns the result beside the
 // predictions (rows, at the sizes as run) and writes -o.
-func (m *measureFlags) run(coll model.Collective, ranks int, sizes []int64, no sim.NCCLOptions, cm *sim.CollectiveModel, ref *nccltests.Log, stderr io.Writer) (*measureRun, []sim.CollectiveRow, error) {
+func (m *measureFlags) run(ctx context.Context, coll model.Collective, ranks int, sizes []int64, no sim.NCCLOptions, cm *sim.CollectiveModel, ref *nccltests.Log, stderr io.Writer) (*measureRun, []sim.CollectiveRow, error) {
 	p, err := pipeline.PrepareCollective(pipeline.CollectiveSpec{Backend: m.backend, NCCL: no, Bench: m.config(coll, ranks, sizes),
 		Steps: m.steps, Warmup: m.warmup, Graphs: m.graphs, Watchdog: m.watchdog})
 	if err != nil {
@@ -172,8 +177,6 @@ func (m *measureFlags) run(coll model.Collective, ranks int, sizes []int64, no s
 				b.Name(), units.Bytes(float64(est.NeedBytes)), est.Where, m.iters, coll, fmtSizes(sizes), ranks, units.Bytes(float64(est.FreeBytes)))
 		}
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
 	var progress func(done, total int)
 	if isTerminal(stderr) {
 		bar := progressbar.NewOptions(m.warmup+m.steps, progressbar.OptionSetWriter(stderr),

@@ -146,9 +146,9 @@ func TestCollectiveMeasureRefused(t *testing.T) {
 	}
 	m := []string{"collective", "--measure", "--ranks", "4", "--sizes", "512:2K", "-o", log}
 	cases := []usageCase{
-		{"steps without measure", []string{"collective", "--steps", "3"}, "--steps needs --measure"},
-		{"out without measure", []string{"collective", "-o", log}, "--out needs --measure"},
-		{"reference without measure", []string{"collective", "--reference", arRef}, "--reference needs --measure"},
+		{"steps without measure", []string{"collective", "--steps", "3"}, "--steps: needs --measure"},
+		{"out without measure", []string{"collective", "-o", log}, "--out: needs --measure"},
+		{"reference without measure", []string{"collective", "--reference", arRef}, "--reference: needs --measure"},
 		{"custom all-reduce", append(m, "--custom-ar", "oneshot"), "--custom-ar oneshot with --measure"},
 		{"unknown backend", append(m, "--backend", "tpu"), `--backend "tpu": want one of`},
 		{"iters", append(m, "--iters", "0"), "--iters 0: want 1..1000"},
@@ -169,7 +169,7 @@ func TestCollectiveMeasureRefused(t *testing.T) {
 			t.Errorf("%s: exit %d, %d extra stderr lines", tc.name, code, n)
 		}
 	}
-	if code, _, errs := runCLI(t, append(m, "--reference", filepath.Join(dir, "missing.txt"))...); code != 1 || !strings.Contains(errs, "missing.txt") {
+	if code, _, errs := runCLI(t, append(m, "--reference", filepath.Join(dir, "missing.txt"))...); code != 2 || !strings.Contains(errs, "--reference "+filepath.Join(dir, "missing.txt")+": no such file") {
 		t.Errorf("missing reference: exit %d %q", code, errs)
 	}
 }
@@ -207,7 +207,7 @@ func TestRunFaultWatchdog(t *testing.T) {
 		{"not a collective", append(base, "--fault-hang", "1:L00.attn.o_proj"), "is a gemm over 1 rank(s): want a collective with peers"},
 		{"rank out of range", append(base, "--fault-hang", "4:L00.attn.allreduce"), "rank 4: not a rank this run executes"},
 		{"rank not local", append(base, "--local-ranks", "0", "--fault-hang", "1:L00.attn.allreduce"), "rank 1: not a rank this run executes (local ranks [0])"},
-		{"step without fault", append(base, "--fault-step", "1"), "--fault-step needs --fault-hang"},
+		{"step without fault", append(base, "--fault-step", "1"), "--fault-step: needs --fault-hang"},
 		{"negative step", append(base, "--fault-hang", "1:L00.attn.allreduce", "--fault-step", "-1"), "--fault-step -1: want 0 or more"},
 		{"step after the run", append(base, "--fault-hang", "1:L00.attn.allreduce", "--fault-step", "12"), "--fault-step 12: the run has 12 steps"},
 		{"negative watchdog", append(base, "--watchdog", "-2s"), "--watchdog -2s: want > 0"},

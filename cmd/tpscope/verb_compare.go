@@ -4,32 +4,29 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"os"
-	"os/signal"
+	"slices"
 
 	"github.com/spf13/pflag"
 	"github.com/tpscope/tpscope/compare"
 	"github.com/tpscope/tpscope/traces"
 )
 
-// addTraceFlag registers --trace: trace sources (file, directory, Jaeger
-// URL), repeatable and comma-separated.
-func addTraceFlag(fs *pflag.FlagSet, what string) *[]string {
-	return fs.StringSlice("trace", nil, "SRC: trace source (OTLP-JSON file, directory, jaeger://host:16686?service=tpscope, Kineto JSON); repeat or comma-separate for several; "+what)
+// bindTraceFlag registers --trace on *v: trace sources (file, directory,
+// Jaeger URL), repeatable and comma-separated.
+func bindTraceFlag(fs *pflag.FlagSet, v *[]string, what string) {
+	fs.StringSliceVar(v, "trace", *v, "SRC: trace source (OTLP-JSON file, directory, jaeger://host:16686?service=tpscope, Kineto JSON); repeat or comma-separate for several; "+what)
 }
 
-// addAllowPartialFlag registers --allow-partial on a verb that reads
-// traces to show or compare them.
-func addAllowPartialFlag(fs *pflag.FlagSet) *bool {
-	return fs.Bool("allow-partial", false, "read a cut or damaged trace (a file that ends early, a gzip stream without its end, bytes that are not JSON) by keeping its complete steps and dropping the steps the break cut short; without it such input is an error")
+// bindAllowPartialFlag registers --allow-partial on *v, for a verb that
+// reads traces to show or compare them.
+func bindAllowPartialFlag(fs *pflag.FlagSet, v *bool) {
+	fs.BoolVar(v, "allow-partial", *v, "read a cut or damaged trace (a file that ends early, a gzip stream without its end, bytes that are not JSON) by keeping its complete steps and dropping the steps the break cut short; without it such input is an error")
 }
 
-// readTraces reads every source; Ctrl-C stops a long read. A source that
-// ends early or breaks is an error unless allowPartial, which keeps its
-// complete steps and says on stderr what was dropped.
-func readTraces(srcs []string, stderr io.Writer, allowPartial bool) ([]*traces.Result, error) {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
-	defer stop()
+// readTraces reads every source; ctx's end (Ctrl-C) stops a long read. A
+// source that ends early or breaks is an error unless allowPartial, which
+// keeps its complete steps and says on stderr what was dropped.
+func readTraces(ctx context.Context, srcs []string, stderr io.Writer, allowPartial bool) ([]*traces.Result, error) {
 	var out []*traces.Result
 	for _, src := range srcs {
 		res, err := traces.ReadAll(ctx, src, traces.WithAllowPartial(allowPartial))
@@ -61,11 +58,10 @@ func partialSkips(res *traces.Result) int {
 	return 0
 }
 
-func init() {
-	register(&Verb{
-		Name:  "compare",
-		Short: "compare measured traces with the prediction, per op, per kind and per step",
-		Long: `Reads traces (OTLP-JSON files from 'tpscope run', Jaeger, or PyTorch-profiler
+var compareVerb = &Verb{
+	UsageLine: "compare [--trace] SRC... [flags]",
+	Short:     "compare measured traces with the prediction, per op, per kind and per step",
+	Long: `Reads traces (OTLP-JSON files from 'tpscope run', Jaeger, or PyTorch-profiler
 Kineto traces), predicts the scenario each step span records (the whole scenario as
 tpscope.scenario, its box included, so a moved trace compares anywhere; a scenario
 flag you pass overrides its field and is named in the output, a default never does)
@@ -85,57 +81,82 @@ their reason. A cut or damaged trace (a file that ends early, a gzip stream
 without its end, bytes that are not JSON) is an error naming the file and the
 byte where it ends; --allow-partial compares its complete steps instead and
 says how many steps and spans it dropped.`,
-		Example: `tpscope compare --trace run.json
+	Example: `tpscope compare --trace run.json
 tpscope compare --trace base.json --trace graphs.json --output markdown --plot cmp.png
 tpscope compare --trace rank0.pt.trace.json.gz --model kimi-k2.5-nvfp4 --tp 8 --batch 8 --context 4096`,
-		Flags: func(fs *pflag.FlagSet) func(args []string, stdout, stderr io.Writer) error {
-			srcs := addTraceFlag(fs, "the measurements to compare")
-			sc := addScenarioFlags(fs)
-			output := addOutputFlag(fs, "one row per compared op of every scenario", allFormats...)
-			plotFile := fs.String("plot", "", "write a predicted-vs-measured scatter and per-kind bars to FILE.png or FILE.svg")
-			top := fs.Int("top", 20, "op rows per scenario in table and markdown output (0 = all)")
-			allowPartial := addAllowPartialFlag(fs)
-			return func(args []string, stdout, stderr io.Writer) error {
-				*srcs = append(*srcs, args...)
-				if len(*srcs) == 0 {
-					return usageErrorf("no trace: pass --trace SRC")
-				}
-				if err := checkOutput(*output, allFormats...); err != nil {
-					return err
-				}
-				if err := checkPlotPath(*plotFile); err != nil {
-					return err
-				}
-				if err := sc.checkPassed(); err != nil {
-					return err
-				}
-				results, err := readTraces(*srcs, stderr, *allowPartial)
-				if err != nil {
-					return err
-				}
-				scs, err := sc.traceScenarios(results, false)
-				if err != nil {
-					return err
-				}
-				rep, err := compare.Compare(results, compare.Options{Scenarios: scs})
-				if err != nil {
-					return err
-				}
-				if *plotFile != "" {
-					if err := compare.WritePlot(*plotFile, rep); err != nil {
-						return err
-					}
-				}
-				switch *output {
-				case "json":
-					return rep.WriteJSON(stdout)
-				case formatMarkdown:
-					return rep.WriteMarkdown(stdout, *top)
-				case formatCSV:
-					return rep.WriteCSV(stdout)
-				}
-				return rep.WriteTable(stdout, *top)
+	New: func() Options { return newCompareOptions() },
+}
+
+// compareOptions are compare's flags.
+type compareOptions struct {
+	traces       []string // --trace sources
+	sc           *scenarioFlags
+	output       string
+	plot         string
+	top          int
+	allowPartial bool
+}
+
+func newCompareOptions() *compareOptions {
+	o := &compareOptions{sc: newScenarioFlags(), output: formatTable, top: 20}
+	o.sc.counts = []countFlag{{"top", &o.top}}
+	return o
+}
+
+func (o *compareOptions) Bind(fs *pflag.FlagSet) {
+	bindTraceFlag(fs, &o.traces, "the measurements to compare")
+	o.sc.Bind(fs)
+	bindOutputFlag(fs, &o.output, "one row per compared op of every scenario", allFormats...)
+	fs.StringVar(&o.plot, "plot", o.plot, "write a predicted-vs-measured scatter and per-kind bars to FILE.png or FILE.svg")
+	fs.IntVar(&o.top, "top", o.top, "op rows per scenario in table and markdown output (0 = all)")
+	bindAllowPartialFlag(fs, &o.allowPartial)
+}
+
+func (o *compareOptions) Run(ctx context.Context, args []string, std IO) error {
+	if len(o.traces)+len(args) == 0 {
+		return usageErrorf("no trace: pass --trace SRC")
+	}
+	if err := checkOutput(o.output, allFormats...); err != nil {
+		return err
+	}
+	if err := checkPlotPath(o.plot); err != nil {
+		return err
+	}
+	if err := o.sc.checkPassed(); err != nil {
+		return err
+	}
+	if err := checkTraceSources("--trace", o.traces); err != nil {
+		return err
+	}
+	if err := checkTraceSources("", args); err != nil {
+		return err
+	}
+	srcs := append(slices.Clip(o.traces), args...)
+	results, err := readTraces(ctx, srcs, std.Stderr, o.allowPartial)
+	if err != nil {
+		return err
+	}
+	scs, err := o.sc.traceScenarios(results, false)
+	if err != nil {
+		return err
+	}
+	rep, err := compare.Compare(results, compare.Options{Scenarios: scs})
+	if err != nil {
+		return err
+	}
+	if o.plot != "" {
+		if err := compare.WritePlot(o.plot, rep); err != nil {
+			return err
+		}
+	}
+	return render(std.Stdout, o.output, view{
+		JSON: rep,
+		CSV:  rep.WriteCSV,
+		Text: func(w io.Writer, md bool) error {
+			if md {
+				return rep.WriteMarkdown(w, o.top)
 			}
+			return rep.WriteTable(w, o.top)
 		},
 	})
 }

@@ -90,7 +90,7 @@ func TestCompareAndCalibrateTraceVerbs(t *testing.T) {
 		{"bad output", []string{"compare", "--trace", run, "--output", "xml"}, 2, ""},
 		{"csv", []string{"compare", "--trace", run, "--output", "csv"}, 0, "scenario,key,kind"},
 		{"bad plot", []string{"compare", "--trace", run, "--plot", "x.gif"}, 2, ""},
-		{"missing file", []string{"compare", "--trace", filepath.Join(dir, "nope.json")}, 1, ""},
+		{"missing file", []string{"compare", "--trace", filepath.Join(dir, "nope.json")}, 2, ""},
 		{"calibrate", []string{"calibrate", "--trace", run, "-o", box}, 0, "held-out odd steps (2)"},
 	}
 	for _, tc := range tests {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"sort"
@@ -9,37 +10,40 @@ import (
 	"github.com/spf13/pflag"
 )
 
-func init() {
-	register(&Verb{
-		Name:  "completion",
-		Short: "print a shell completion script (bash, zsh or fish)",
-		Long: `Prints a script that completes tpscope's verbs and each verb's flags (files
+var completionVerb = &Verb{
+	UsageLine: "completion bash|zsh|fish",
+	Short:     "print a shell completion script (bash, zsh or fish)",
+	Long: `Prints a script that completes tpscope's verbs and each verb's flags (files
 elsewhere). Load it in the current shell or install it:
 
   bash   source <(tpscope completion bash)      # or into /etc/bash_completion.d/tpscope
   zsh    source <(tpscope completion zsh)       # bash-style completion through bashcompinit
   fish   tpscope completion fish > ~/.config/fish/completions/tpscope.fish`,
-		Example: "tpscope completion bash > /etc/bash_completion.d/tpscope\nsource <(tpscope completion zsh)",
-		Flags: func(fs *pflag.FlagSet) func([]string, io.Writer, io.Writer) error {
-			return func(args []string, stdout, _ io.Writer) error {
-				if len(args) != 1 {
-					return usageErrorf("completion takes one shell: bash, zsh or fish (got %q)", args)
-				}
-				specs := completionSpecs()
-				switch args[0] {
-				case "bash":
-					writeBashCompletion(stdout, specs, false)
-				case "zsh":
-					writeBashCompletion(stdout, specs, true)
-				case "fish":
-					writeFishCompletion(stdout, specs)
-				default:
-					return usageErrorf("completion %q: want bash, zsh or fish", args[0])
-				}
-				return nil
-			}
-		},
-	})
+	Example: "tpscope completion bash > /etc/bash_completion.d/tpscope\nsource <(tpscope completion zsh)",
+	New:     func() Options { return completionOptions{} },
+}
+
+// completionOptions: completion has no flags; the shell is its argument.
+type completionOptions struct{}
+
+func (completionOptions) Bind(*pflag.FlagSet) {}
+
+func (completionOptions) Run(ctx context.Context, args []string, std IO) error {
+	if len(args) != 1 {
+		return usageErrorf("completion takes one shell: bash, zsh or fish (got %q)", args)
+	}
+	specs := completionSpecs()
+	switch args[0] {
+	case "bash":
+		writeBashCompletion(std.Stdout, specs, false)
+	case "zsh":
+		writeBashCompletion(std.Stdout, specs, true)
+	case "fish":
+		writeFishCompletion(std.Stdout, specs)
+	default:
+		return flagError("completion", quote(args[0]), "want bash, zsh or fish")
+	}
+	return nil
 }
 
 // completionSpec is one verb's words and flags for a completion script.
@@ -59,9 +63,9 @@ type completionFlag struct {
 func completionSpecs() []completionSpec {
 	var out []completionSpec
 	for _, v := range verbs {
-		fs := pflag.NewFlagSet(v.Name, pflag.ContinueOnError)
-		v.Flags(fs)
-		sp := completionSpec{words: strings.Fields(v.Name), short: v.Short}
+		fs := pflag.NewFlagSet(v.Name(), pflag.ContinueOnError)
+		v.New().Bind(fs)
+		sp := completionSpec{words: strings.Fields(v.Name()), short: v.Short}
 		fs.VisitAll(func(f *pflag.Flag) {
 			if f.Hidden {
 				return

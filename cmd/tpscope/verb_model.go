@@ -1,7 +1,7 @@
 package main
 
 import (
-	"encoding/json"
+	"context"
 	"fmt"
 	"io"
 	"strconv"
@@ -20,10 +20,8 @@ type memFlags struct {
 	gb float64
 }
 
-func addMemFlags(fs *pflag.FlagSet) *memFlags {
-	m := &memFlags{}
-	fs.Float64Var(&m.gb, "gpu-mem-gb", 0, "GPU memory in GB (1e9 B) for the KV capacity (default: the memory of --topo's GPUs)")
-	return m
+func (m *memFlags) bind(fs *pflag.FlagSet) {
+	fs.Float64Var(&m.gb, "gpu-mem-gb", m.gb, "GPU memory in GB (1e9 B) for the KV capacity (default: the memory of --topo's GPUs)")
 }
 
 // bytes is the memory per GPU and the fraction the engine may use.
@@ -33,7 +31,7 @@ func (m *memFlags) bytes(sc *sim.Scenario) (float64, float64, error) {
 		util = model.DefaultGPUMemUtilization
 	}
 	if m.gb < 0 {
-		return 0, 0, usageErrorf("--gpu-mem-gb %g: want a positive size", m.gb)
+		return 0, 0, flagError("--gpu-mem-gb", m.gb, "want a positive size")
 	}
 	if m.gb > 0 {
 		return m.gb * 1e9, util, nil
@@ -41,73 +39,99 @@ func (m *memFlags) bytes(sc *sim.Scenario) (float64, float64, error) {
 	return float64(sc.Topo.DeviceOf(0).MemBytes), util, nil
 }
 
-func init() {
-	register(&Verb{
-		Name:  "model show",
-		Short: "summarize a model: dims, quantization, parameters, weights and KV per GPU, KV capacity",
-		Long: `Shows a built-in model (or a config file or directory) under a parallel plan:
+var modelShowVerb = &Verb{
+	UsageLine: "model show [MODEL] [flags]",
+	Short:     "summarize a model: dims, quantization, parameters, weights and KV per GPU, KV capacity",
+	Long: `Shows a built-in model (or a config file or directory) under a parallel plan:
 parameter counts (total and active per token), which components are quantized
 to which dtype, weight bytes per GPU by component (replicated vs sharded),
 KV-cache bytes per token per GPU for bf16 and fp8, the activation workspace
 estimate, and how many tokens of KV cache fit per GPU at the given memory size
 and utilization.`,
-		Example: "tpscope model show kimi-k2.5-nvfp4 --tp 8 --output json\ntpscope model show glm-5-nvfp4 --tp 8 --dcp 8 --dense-dsa --gpu-mem-gb 96",
-		Flags: func(fs *pflag.FlagSet) func([]string, io.Writer, io.Writer) error {
-			sc := addScenarioFlags(fs)
-			mem := addMemFlags(fs)
-			out := fs.String("output", "table", "output format: table or json")
-			return func(args []string, stdout, _ io.Writer) error {
-				if len(args) > 1 {
-					return usageErrorf("model show takes at most one model name, got %q", args)
-				}
-				if len(args) == 1 {
-					sc.model = args[0]
-				}
-				return showModel(sc, mem, *out, stdout)
-			}
-		},
-	})
-	register(&Verb{
-		Name:  "model load",
-		Short: "parse a user's config.json (+ hf_quant_config.json) and show its summary",
-		Long: `Loads DIR_OR_FILE: a model directory holding config.json and optionally
+	Example: "tpscope model show kimi-k2.5-nvfp4 --tp 8 --output json\ntpscope model show glm-5-nvfp4 --tp 8 --dcp 8 --dense-dsa --gpu-mem-gb 96",
+	New:     func() Options { return newModelShowOptions() },
+}
+
+// modelShowOptions are the flags of model show and model load.
+type modelShowOptions struct {
+	sc     *scenarioFlags
+	mem    memFlags
+	output string
+}
+
+func newModelShowOptions() *modelShowOptions {
+	return &modelShowOptions{sc: newScenarioFlags(), output: formatTable}
+}
+
+func (o *modelShowOptions) Bind(fs *pflag.FlagSet) {
+	o.sc.Bind(fs)
+	o.mem.bind(fs)
+	fs.StringVar(&o.output, "output", o.output, "output format: table or json")
+}
+
+func (o *modelShowOptions) Run(ctx context.Context, args []string, std IO) error {
+	if len(args) > 1 {
+		return usageErrorf("model show takes at most one model name, got %q", args)
+	}
+	if len(args) == 1 {
+		o.sc.model = args[0]
+	}
+	return showModel(o.sc, &o.mem, o.output, std.Stdout)
+}
+
+var modelLoadVerb = &Verb{
+	UsageLine: "model load DIR_OR_FILE [flags]",
+	Short:     "parse a user's config.json (+ hf_quant_config.json) and show its summary",
+	Long: `Loads DIR_OR_FILE: a model directory holding config.json and optionally
 hf_quant_config.json, or a single config file. Prints the same summary as
 'model show'. Errors name the file, the field and what was expected.`,
-		Example: "tpscope model load ./Kimi-K2.5-NVFP4 --tp 8\ntpscope model load ./GLM-5/config.json --output json",
-		Flags: func(fs *pflag.FlagSet) func([]string, io.Writer, io.Writer) error {
-			sc := addScenarioFlags(fs)
-			mem := addMemFlags(fs)
-			out := fs.String("output", "table", "output format: table or json")
-			return func(args []string, stdout, _ io.Writer) error {
-				if len(args) != 1 {
-					return usageErrorf("model load takes one DIR_OR_FILE argument, got %d", len(args))
-				}
-				a, err := model.Load(args[0])
-				if err != nil {
-					return err
-				}
-				sc.arch = a
-				return showModel(sc, mem, *out, stdout)
-			}
-		},
-	})
-	register(&Verb{
-		Name:    "model list",
-		Short:   "list the built-in models",
-		Example: "tpscope model list --output json",
-		Flags: func(fs *pflag.FlagSet) func([]string, io.Writer, io.Writer) error {
-			out := addOutputFlag(fs, "one row per model", allFormats...)
-			return func(args []string, stdout, _ io.Writer) error {
-				if len(args) > 0 {
-					return usageErrorf("model list takes no arguments, got %q", args)
-				}
-				if err := checkOutput(*out, allFormats...); err != nil {
-					return err
-				}
-				return listModels(*out, stdout)
-			}
-		},
-	})
+	Example: "tpscope model load ./Kimi-K2.5-NVFP4 --tp 8\ntpscope model load ./GLM-5/config.json --output json",
+	New:     func() Options { return &modelLoadOptions{*newModelShowOptions()} },
+}
+
+// modelLoadOptions are model show's, with the model an argument.
+type modelLoadOptions struct{ modelShowOptions }
+
+func (o *modelLoadOptions) Run(ctx context.Context, args []string, std IO) error {
+	if len(args) != 1 {
+		return usageErrorf("model load takes one DIR_OR_FILE argument, got %d", len(args))
+	}
+	if err := checkInputPath("", args[0], "a model directory or its config.json"); err != nil {
+		return err
+	}
+	if err := checkModelPath("", args[0]); err != nil {
+		return err
+	}
+	a, err := model.Load(args[0])
+	if err != nil {
+		return err
+	}
+	o.sc.arch = a
+	return showModel(o.sc, &o.mem, o.output, std.Stdout)
+}
+
+var modelListVerb = &Verb{
+	UsageLine: "model list [flags]",
+	Short:     "list the built-in models",
+	Example:   "tpscope model list --output json",
+	New:       func() Options { return &modelListOptions{output: formatTable} },
+}
+
+// modelListOptions are model list's flags.
+type modelListOptions struct{ output string }
+
+func (o *modelListOptions) Bind(fs *pflag.FlagSet) {
+	bindOutputFlag(fs, &o.output, "one row per model", allFormats...)
+}
+
+func (o *modelListOptions) Run(ctx context.Context, args []string, std IO) error {
+	if len(args) > 0 {
+		return usageErrorf("model list takes no arguments, got %q", args)
+	}
+	if err := checkOutput(o.output, allFormats...); err != nil {
+		return err
+	}
+	return listModels(o.output, std.Stdout)
 }
 
 func showModel(sc *scenarioFlags, mem *memFlags, out string, w io.Writer) error {
@@ -123,11 +147,15 @@ func showModel(sc *scenarioFlags, mem *memFlags, out string, w io.Writer) error 
 		return err
 	}
 	s := model.Summarize(scen.Arch, scen.Plan, scen.Workload, scen.Build, memBytes, util)
-	if out == "json" {
-		enc := json.NewEncoder(w)
-		enc.SetIndent("", "  ")
-		return enc.Encode(s)
-	}
+	return render(w, out, view{
+		JSON: s,
+		Text: func(w io.Writer, _ bool) error { return writeModelSummary(w, &s, &scen, sc.changed("dense-dsa")) },
+	})
+}
+
+// writeModelSummary is model show's table; denseDSAChosen says whether
+// --dense-dsa was passed rather than implied by the box.
+func writeModelSummary(w io.Writer, s *model.Summary, scen *sim.Scenario, denseDSAChosen bool) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintf(tw, "model\t%s (%s)\n", s.Model, s.ModelType)
 	fmt.Fprintf(tw, "source\t%s\n", s.Source)
@@ -145,7 +173,7 @@ func showModel(sc *scenarioFlags, mem *memFlags, out string, w io.Writer) error 
 			mode = "dense: attention over the whole context, no indexer cache or ops"
 		}
 		why := "--dense-dsa"
-		if !sc.fs.Changed("dense-dsa") {
+		if !denseDSAChosen {
 			why = "as the engines of " + scen.Topo.Name + " run it (--dense-dsa chooses)"
 		}
 		fmt.Fprintf(tw, "dsa runs\t%s (%s)\n", mode, why)
@@ -201,25 +229,36 @@ func listModels(out string, w io.Writer) error {
 		rows = append(rows, row{n, a.ModelType, a.Layers, a.RoutedExperts, p.Total, p.Active,
 			string(a.Quant.RoutedExperts), string(a.Quant.KV), a.Source, n == model.DefaultPreset})
 	}
-	if out == formatJSON {
-		return writeJSON(w, rows)
-	}
-	header := []string{"name", "model_type", "layers", "experts", "params", "active", "experts dtype", "KV"}
-	cells := make([][]string, 0, len(rows))
-	for _, r := range rows {
-		name := r.Name
-		if r.Default && out != formatCSV {
-			name += " (default)"
+	// The table's cells; CSV's keep the name bare and the parameter
+	// counts whole.
+	table := func(csv bool) ([]string, [][]string) {
+		header := []string{"name", "model_type", "layers", "experts", "params", "active", "experts dtype", "KV"}
+		cells := make([][]string, 0, len(rows))
+		for _, r := range rows {
+			name, total, active := r.Name, units.Count(r.ParamsTotal), units.Count(r.ParamsActive)
+			if r.Default && !csv {
+				name += " (default)"
+			}
+			if csv {
+				total, active = strconv.FormatFloat(r.ParamsTotal, 'g', -1, 64), strconv.FormatFloat(r.ParamsActive, 'g', -1, 64)
+			}
+			cells = append(cells, []string{name, r.ModelType, strconv.Itoa(r.Layers), strconv.Itoa(r.Experts),
+				total, active, r.RoutedExperts, r.KVCache})
 		}
-		cells = append(cells, []string{name, r.ModelType, strconv.Itoa(r.Layers), strconv.Itoa(r.Experts),
-			units.Count(r.ParamsTotal), units.Count(r.ParamsActive), r.RoutedExperts, r.KVCache})
-	}
-	if out == formatCSV {
-		header[4], header[5] = "params_total", "params_active"
-		for i, r := range rows {
-			cells[i][4], cells[i][5] = strconv.FormatFloat(r.ParamsTotal, 'g', -1, 64), strconv.FormatFloat(r.ParamsActive, 'g', -1, 64)
+		if csv {
+			header[4], header[5] = "params_total", "params_active"
 		}
-		return writeCSV(w, header, cells)
+		return header, cells
 	}
-	return writeRows(w, header, cells, out == formatMarkdown)
+	return render(w, out, view{
+		JSON: rows,
+		CSV: func(w io.Writer) error {
+			header, cells := table(true)
+			return writeCSV(w, header, cells)
+		},
+		Text: func(w io.Writer, md bool) error {
+			header, cells := table(false)
+			return writeRows(w, header, cells, md)
+		},
+	})
 }

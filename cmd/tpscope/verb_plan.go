@@ -1,7 +1,7 @@
 package main
 
 import (
-	"encoding/json"
+	"context"
 	"errors"
 	"fmt"
 	"image/color"
@@ -22,11 +22,10 @@ import (
 	"gonum.org/v1/plot/vg/draw"
 )
 
-func init() {
-	register(&Verb{
-		Name:  "plan",
-		Short: "capacity planning: sweep boxes, plans, batch, context and KV dtype; max concurrency, throughput per GPU, Pareto front",
-		Long: `Sweeps every combination of box (--topo, a comma list of presets or
+var planVerb = &Verb{
+	UsageLine: "plan [flags]",
+	Short:     "capacity planning: sweep boxes, plans, batch, context and KV dtype; max concurrency, throughput per GPU, Pareto front",
+	Long: `Sweeps every combination of box (--topo, a comma list of presets or
 files, at --gpus GPU counts), parallel plan (TP, EP, DP attention + EP,
 DCP; all valid ones unless --tp/--dp/--dcp/--ep narrow them), batch,
 context, KV dtype and MTP tokens (--batch, --context, --kv-dtype, --mtp:
@@ -52,146 +51,174 @@ its reason; when nothing is left, it is a usage error naming the flags.
 Run-time options are the other verbs' flags with their defaults (a stock
 deployment: CUDA graphs, NCCL's own choices); pass the seed's settings
 with --nccl-proto LL --p2p-level SYS.`,
-		Example: `tpscope plan --model kimi-k2.5-nvfp4 --topo rtxpro6000-2s,h200-nvswitch --gpus 8 --context 4096,32768 --nccl-proto LL --p2p-level SYS --slo-ms 50 --plot pareto.png`,
-		Flags: func(fs *pflag.FlagSet) func(args []string, stdout, stderr io.Writer) error {
-			// The scenario flags, with the swept ones as lists of the same
-			// names: --topo, --gpus, --tp, --dp, --dcp, --ep, --batch,
-			// --context, --kv-dtype, --mtp.
-			sc := newScenarioFlags(fs)
-			sc.addModelFlags()
-			topos := fs.StringSlice("topo", []string{topology.DefaultPreset}, "boxes (a list); each "+topoHelp)
-			gpuCounts := newIntList(fs, "gpus", nil, 1, "GPU counts to use on each box (default: powers of two up to the box's GPUs, and its count)")
-			plans := fs.StringSlice("plan", nil, "plans to try, e.g. tp8,tp8-ep,tp4-dp2-ep,tp8-dcp4 (default: every valid plan, or the --tp/--dp/--dcp/--ep lists)")
-			tps := newIntList(fs, "tp", nil, 1, "tensor-parallel degrees (default: every valid plan)")
-			dps := newIntList(fs, "dp", nil, 1, "data-parallel attention degrees (default: every valid plan)")
-			dcps := newIntList(fs, "dcp", nil, 1, "decode context parallel degrees (default: every valid plan)")
-			eps := fs.String("ep", "both", "expert parallelism: true, false or both")
-			fs.Lookup("ep").NoOptDefVal = "true"
-			_ = fs.SetAnnotation("ep", valuesAnnotation, []string{"true", "false", "both"})
-			batches := newIntList(fs, "batch", sim.DefaultAdviseBatches, 1, "batch sizes")
-			contexts := newIntList(fs, "context", sim.DefaultAdviseContexts, 1, "context lengths (4K = 4096)")
-			kvs := fs.StringSlice("kv-dtype", []string{"bf16", "fp8"}, "KV-cache dtypes")
-			specs := newIntList(fs, "mtp", []int{0}, 0, "MTP speculative tokens (left out, and said, on models without MTP)")
-			sc.addCostFlags()
-			sc.addOptionFlags()
-			slo := fs.Float64("slo-ms", 0, "per-request latency SLO in ms per token (0 = none)")
-			output := addOutputFlag(fs, "one row per configuration", allFormats...)
-			plotFile := fs.String("plot", "", "write the throughput/GPU vs per-request tokens/s scatter and Pareto front to FILE.png or FILE.svg")
-			top := fs.Int("top", 20, "rows of the front and of the capacity table to print (0 = all)")
-			workers := fs.Int("workers", runtime.NumCPU(), "goroutines evaluating the sweep")
-			return func(args []string, stdout, stderr io.Writer) error {
-				if len(args) > 0 {
-					return usageErrorf("unexpected arguments %q", args)
-				}
-				if err := checkOutput(*output, allFormats...); err != nil {
-					return err
-				}
-				if *workers < 1 {
-					return usageErrorf("--workers %d: want at least 1", *workers)
-				}
-				if *slo < 0 {
-					return usageErrorf("--slo-ms %v: want 0 (none) or a positive latency", *slo)
-				}
-				if err := checkPlotPath(*plotFile); err != nil {
-					return err
-				}
-				a, err := sc.modelArch()
-				if err != nil {
-					return err
-				}
-				build, err := sc.build()
-				if err != nil {
-					return err
-				}
-				space := sim.PlanSpace{Arch: a, Build: build, ImplyDenseDSA: !fs.Changed("dense-dsa"), MaxMsPerToken: *slo, GPUCounts: gpuCounts.v,
-					Batches: batches.v, Contexts: contexts.v, SpecTokens: specs.v}
-				for _, name := range *topos {
-					sc.topo = name
-					t, _, err := sc.box()
-					if err != nil {
-						return err
-					}
-					space.Topologies = append(space.Topologies, t)
-				}
-				if len(space.Topologies) == 0 {
-					return usageErrorf("--topo: no box named")
-				}
-				if space.Options, err = sc.options(); err != nil {
-					return err
-				}
-				if space.Lists, err = planLists(tps.v, dps.v, dcps.v, *eps, fs); err != nil {
-					return err
-				}
-				for _, ps := range *plans {
-					p, err := model.ParsePlan(ps)
-					if err != nil || p.TP == 0 {
-						return usageErrorf("--plan %q: want tpN[-dpN][-ep][-dcpN], e.g. tp8, tp8-ep, tp4-dp2-ep, tp8-dcp4", ps)
-					}
-					if err := p.Validate(a); err != nil {
-						return usageErrorf("--plan %s: %s: %s", ps, a.Name, flagWords(err))
-					}
-					space.Plans = append(space.Plans, p)
-				}
-				for _, s := range *kvs {
-					d, err := model.ParseDtype(s)
-					if err != nil || (d != model.BF16 && d != model.FP16 && d != model.FP8) {
-						return usageErrorf("--kv-dtype %q: want bf16, fp16 or fp8", s)
-					}
-					space.KVDtypes = append(space.KVDtypes, d)
-				}
-				for _, k := range specs.v {
-					if k > 16 {
-						return usageErrorf("--mtp %d: want integers from 0 to 16", k)
-					}
-				}
-				// The lists are checked before any cost source is loaded:
-				// a combination that can never run is the flags' fault.
-				if _, _, err := space.Enumerate(); err != nil {
-					return planSpaceUsage(err, len(space.Topologies))
-				}
-				for _, t := range space.Topologies {
-					// A box whose GPU the perf DB has no tables of is
-					// priced from the priors, and the sweep says so.
-					src, err := sc.costs(t, build.Routing)
-					if err != nil && sc.perfDB != "" && len(*topos) > 1 {
-						fmt.Fprintf(stderr, "plan: %s priced from the priors: %v\n", t.Name, err)
-						src, err = nil, nil
-					}
-					if err != nil {
-						return err
-					}
-					space.Costs = append(space.Costs, src)
-				}
-				cfgs, cov, err := space.Enumerate()
-				if err != nil {
-					return planSpaceUsage(err, len(space.Topologies))
-				}
-				start := time.Now()
-				points := evaluateParallel(cfgs, *slo, *workers, newLazyBar(stderr, "plan sweep"))
-				elapsed := time.Since(start)
-				res := sim.SummarizePlan(points, *slo)
-				res.Coverage = cov
-				if elapsed > 0 {
-					fmt.Fprintf(stderr, "plan: %d configurations evaluated in %.2f s (%.0f/s)\n", res.Evaluated, elapsed.Seconds(), float64(res.Evaluated)/elapsed.Seconds())
-				}
-				res.Caveats = sim.PlanCaveats(cfgs, res)
-				if *plotFile != "" {
-					if err := writePlanPlot(*plotFile, a.Name, res); err != nil {
-						return err
-					}
-				}
-				switch *output {
-				case "json":
-					enc := json.NewEncoder(stdout)
-					enc.SetIndent("", " ")
-					return enc.Encode(res)
-				case formatMarkdown:
-					return writePlanText(stdout, a.Name, res, len(space.Topologies), *top, true)
-				case formatCSV:
-					return writePlanCSV(stdout, res)
-				}
-				return writePlanText(stdout, a.Name, res, len(space.Topologies), *top, false)
-			}
+	Example: `tpscope plan --model kimi-k2.5-nvfp4 --topo rtxpro6000-2s,h200-nvswitch --gpus 8 --context 4096,32768 --nccl-proto LL --p2p-level SYS --slo-ms 50 --plot pareto.png`,
+	New:     func() Options { return newPlanOptions() },
+}
+
+// planOptions are plan's flags: the scenario flags, with the swept ones as
+// lists of the same names (--topo, --gpus, --tp, --dp, --dcp, --ep,
+// --batch, --context, --kv-dtype, --mtp).
+type planOptions struct {
+	boundFlags
+	sc           *scenarioFlags
+	topos        []string
+	gpus         intList
+	plans        []string
+	tp, dp, dcp  intList
+	ep           string // true, false or both
+	batch, ctx   intList
+	kvDtypes     []string
+	mtp          intList
+	sloMs        float64
+	output, plot string
+	top, workers int
+}
+
+func newPlanOptions() *planOptions {
+	o := &planOptions{sc: newScenarioFlags(), topos: []string{topology.DefaultPreset}, gpus: intList{min: 1},
+		tp: intList{min: 1}, dp: intList{min: 1}, dcp: intList{min: 1}, ep: "both",
+		batch: intList{v: sim.DefaultAdviseBatches, min: 1}, ctx: intList{v: sim.DefaultAdviseContexts, min: 1},
+		kvDtypes: []string{"bf16", "fp8"}, mtp: intList{v: []int{0}}, output: formatTable, top: 20, workers: runtime.NumCPU()}
+	o.sc.planFlags = false
+	o.sc.counts = []countFlag{{"top", &o.top}}
+	return o
+}
+
+func (o *planOptions) Bind(fs *pflag.FlagSet) {
+	o.fs = fs
+	o.sc.bindModelFlags(fs)
+	fs.StringSliceVar(&o.topos, "topo", o.topos, "boxes (a list); each "+topoHelp)
+	fs.Var(&o.gpus, "gpus", "GPU counts to use on each box (default: powers of two up to the box's GPUs, and its count)")
+	fs.StringSliceVar(&o.plans, "plan", o.plans, "plans to try, e.g. tp8,tp8-ep,tp4-dp2-ep,tp8-dcp4 (default: every valid plan, or the --tp/--dp/--dcp/--ep lists)")
+	fs.Var(&o.tp, "tp", "tensor-parallel degrees (default: every valid plan)")
+	fs.Var(&o.dp, "dp", "data-parallel attention degrees (default: every valid plan)")
+	fs.Var(&o.dcp, "dcp", "decode context parallel degrees (default: every valid plan)")
+	fs.StringVar(&o.ep, "ep", o.ep, "expert parallelism: true, false or both")
+	fs.Lookup("ep").NoOptDefVal = "true"
+	_ = fs.SetAnnotation("ep", valuesAnnotation, []string{"true", "false", "both"})
+	fs.Var(&o.batch, "batch", "batch sizes")
+	fs.Var(&o.ctx, "context", "context lengths (4K = 4096)")
+	fs.StringSliceVar(&o.kvDtypes, "kv-dtype", o.kvDtypes, "KV-cache dtypes")
+	fs.Var(&o.mtp, "mtp", "MTP speculative tokens (left out, and said, on models without MTP)")
+	o.sc.bindCostFlags(fs)
+	o.sc.bindOptionFlags(fs)
+	fs.Float64Var(&o.sloMs, "slo-ms", o.sloMs, "per-request latency SLO in ms per token (0 = none)")
+	bindOutputFlag(fs, &o.output, "one row per configuration", allFormats...)
+	fs.StringVar(&o.plot, "plot", o.plot, "write the throughput/GPU vs per-request tokens/s scatter and Pareto front to FILE.png or FILE.svg")
+	fs.IntVar(&o.top, "top", o.top, "rows of the front and of the capacity table to print (0 = all)")
+	fs.IntVar(&o.workers, "workers", o.workers, "goroutines evaluating the sweep")
+}
+
+func (o *planOptions) Run(ctx context.Context, args []string, std IO) error {
+	sc := o.sc
+	if err := noArgs(args); err != nil {
+		return err
+	}
+	if err := checkOutput(o.output, allFormats...); err != nil {
+		return err
+	}
+	if o.workers < 1 {
+		return flagError("--workers", o.workers, "want at least 1")
+	}
+	if o.sloMs < 0 {
+		return flagError("--slo-ms", o.sloMs, "want 0 (none) or a positive latency")
+	}
+	if err := checkPlotPath(o.plot); err != nil {
+		return err
+	}
+	if err := sc.checkPerfDB(); err != nil {
+		return err
+	}
+	a, err := sc.modelArch()
+	if err != nil {
+		return err
+	}
+	build, err := sc.build()
+	if err != nil {
+		return err
+	}
+	space := sim.PlanSpace{Arch: a, Build: build, ImplyDenseDSA: !o.changed("dense-dsa"), MaxMsPerToken: o.sloMs, GPUCounts: o.gpus.v,
+		Batches: o.batch.v, Contexts: o.ctx.v, SpecTokens: o.mtp.v}
+	for _, name := range o.topos {
+		sc.topo = name
+		t, _, err := sc.box()
+		if err != nil {
+			return err
+		}
+		space.Topologies = append(space.Topologies, t)
+	}
+	if len(space.Topologies) == 0 {
+		return flagError("--topo", nil, "no box named")
+	}
+	if space.Options, err = sc.options(); err != nil {
+		return err
+	}
+	if space.Lists, err = o.planLists(); err != nil {
+		return err
+	}
+	for _, ps := range o.plans {
+		p, err := model.ParsePlan(ps)
+		if err != nil || p.TP == 0 {
+			return flagError("--plan", quote(ps), "want tpN[-dpN][-ep][-dcpN], e.g. tp8, tp8-ep, tp4-dp2-ep, tp8-dcp4")
+		}
+		if err := p.Validate(a); err != nil {
+			return &usageError{Flag: "--plan", Value: ps, Want: a.Name + ": " + planFlagError("", err).Error(), Err: err}
+		}
+		space.Plans = append(space.Plans, p)
+	}
+	for _, s := range o.kvDtypes {
+		d, err := model.ParseDtype(s)
+		if err != nil || (d != model.BF16 && d != model.FP16 && d != model.FP8) {
+			return flagError("--kv-dtype", quote(s), "want bf16, fp16 or fp8")
+		}
+		space.KVDtypes = append(space.KVDtypes, d)
+	}
+	for _, k := range o.mtp.v {
+		if k > 16 {
+			return flagError("--mtp", k, "want integers from 0 to 16")
+		}
+	}
+	// The lists are checked before any cost source is loaded: a
+	// combination that can never run is the flags' fault.
+	if _, _, err := space.Enumerate(); err != nil {
+		return planSpaceUsage(err, len(space.Topologies))
+	}
+	for _, t := range space.Topologies {
+		// A box whose GPU the perf DB has no tables of is priced from
+		// the priors, and the sweep says so.
+		src, err := sc.costs(t, build.Routing)
+		if err != nil && sc.perfDB != "" && len(o.topos) > 1 {
+			fmt.Fprintf(std.Stderr, "plan: %s priced from the priors: %v\n", t.Name, err)
+			src, err = nil, nil
+		}
+		if err != nil {
+			return err
+		}
+		space.Costs = append(space.Costs, src)
+	}
+	cfgs, cov, err := space.Enumerate()
+	if err != nil {
+		return planSpaceUsage(err, len(space.Topologies))
+	}
+	start := time.Now()
+	points := evaluateParallel(cfgs, o.sloMs, o.workers, newLazyBar(std.Stderr, "plan sweep"))
+	elapsed := time.Since(start)
+	res := sim.SummarizePlan(points, o.sloMs)
+	res.Coverage = cov
+	if elapsed > 0 {
+		fmt.Fprintf(std.Stderr, "plan: %d configurations evaluated in %.2f s (%.0f/s)\n", res.Evaluated, elapsed.Seconds(), float64(res.Evaluated)/elapsed.Seconds())
+	}
+	res.Caveats = sim.PlanCaveats(cfgs, res)
+	if o.plot != "" {
+		if err := writePlanPlot(o.plot, a.Name, res); err != nil {
+			return err
+		}
+	}
+	return render(std.Stdout, o.output, view{
+		JSON: res,
+		CSV:  func(w io.Writer) error { return writePlanCSV(w, res) },
+		Text: func(w io.Writer, md bool) error {
+			return writePlanText(w, a.Name, res, len(space.Topologies), o.top, md)
 		},
 	})
 }
@@ -234,26 +261,28 @@ func evaluateParallel(cfgs []sim.PlanConfig, slo float64, workers int, bar *lazy
 }
 
 // planLists binds the --tp/--dp/--dcp/--ep lists the user gave (a list
-// not given stays free: see sim.PlanLists); which combinations can run is
-// the sweep's to say (sim.PlanSpace.Enumerate).
-func planLists(tps, dps, dcps []int, ep string, fs *pflag.FlagSet) (sim.PlanLists, error) {
+// not given stays free: see sim.PlanLists; options built in code give
+// the lists that are not empty); which combinations can run is the
+// sweep's to say (sim.PlanSpace.Enumerate).
+func (o *planOptions) planLists() (sim.PlanLists, error) {
 	var l sim.PlanLists
 	for _, d := range []struct {
 		flag string
 		v    []int
 		dst  *[]int
-	}{{"tp", tps, &l.TP}, {"dp", dps, &l.DP}, {"dcp", dcps, &l.DCP}} {
-		if !fs.Changed(d.flag) {
+	}{{"tp", o.tp.v, &l.TP}, {"dp", o.dp.v, &l.DP}, {"dcp", o.dcp.v, &l.DCP}} {
+		if !o.given(d.flag, len(d.v) > 0) {
 			continue
 		}
 		for _, x := range d.v {
 			if x < 1 {
-				return l, usageErrorf("--%s %d: want positive degrees", d.flag, x)
+				return l, flagError("--"+d.flag, x, "want positive degrees")
 			}
 		}
 		*d.dst = d.v
 	}
 	var eps []bool
+	ep := o.ep
 	switch ep {
 	case "both":
 		eps = []bool{false, true}
@@ -262,9 +291,9 @@ func planLists(tps, dps, dcps []int, ep string, fs *pflag.FlagSet) (sim.PlanList
 	case "false":
 		eps = []bool{false}
 	default:
-		return l, usageErrorf("--ep %q: want true, false or both", ep)
+		return l, flagError("--ep", quote(ep), "want true, false or both")
 	}
-	if fs.Changed("ep") {
+	if o.given("ep", ep != "both") {
 		l.EP = eps
 	}
 	return l, nil
@@ -308,7 +337,7 @@ func leftOutFlags(l sim.PlanLeftOut, boxes int) string {
 func planSpaceUsage(err error, boxes int) error {
 	var se *sim.PlanSpaceError
 	if !errors.As(err, &se) {
-		return usageErrorf("%v", err)
+		return causeError("", nil, err)
 	}
 	var parts []string
 	for i, l := range se.Coverage.LeftOut {
@@ -318,7 +347,7 @@ func planSpaceUsage(err error, boxes int) error {
 		}
 		parts = append(parts, leftOutFlags(l, boxes)+": "+l.Detail)
 	}
-	return usageErrorf("%s (no combination of the lists can run)", strings.Join(parts, "; "))
+	return &usageError{Want: strings.Join(parts, "; ") + " (no combination of the lists can run)", Err: err}
 }
 
 // leftOutLines say, per reason, how many combinations of the lists were

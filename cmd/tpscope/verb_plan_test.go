@@ -115,16 +115,16 @@ func TestPlanList(t *testing.T) {
 		{"tp 0", []string{"--tp", "0"}, sim.PlanLists{}, "--tp 0: want positive degrees"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			// The lists parse 0 here (the flag refuses it itself) so that
+			// planLists' own check is what is tested.
+			o := newPlanOptions()
+			o.tp.min, o.dp.min, o.dcp.min = 0, 0, 0
 			fs := pflag.NewFlagSet("plan", pflag.ContinueOnError)
-			tps := newIntList(fs, "tp", nil, 0, "")
-			dps := newIntList(fs, "dp", nil, 0, "")
-			dcps := newIntList(fs, "dcp", nil, 0, "")
-			ep := fs.String("ep", "both", "")
-			fs.Lookup("ep").NoOptDefVal = "true"
+			o.Bind(fs)
 			if err := fs.Parse(tc.args); err != nil {
 				t.Fatal(err)
 			}
-			got, err := planLists(tps.v, dps.v, dcps.v, *ep, fs)
+			got, err := o.planLists()
 			if tc.err != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.err) {
 					t.Errorf("error %v, want one with %q", err, tc.err)

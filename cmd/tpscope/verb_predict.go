@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -12,11 +13,10 @@ import (
 	"github.com/tpscope/tpscope/sim"
 )
 
-func init() {
-	register(&Verb{
-		Name:  "predict",
-		Short: "predict one step of a model on a box: step time, tokens/s, where the time goes",
-		Long: `Builds the step's schedule (model, plan, workload), prices every op on the
+var predictVerb = &Verb{
+	UsageLine: "predict [flags]",
+	Short:     "predict one step of a model on a box: step time, tokens/s, where the time goes",
+	Long: `Builds the step's schedule (model, plan, workload), prices every op on the
 topology (compute roofline per kernel family, NCCL collectives per
 algorithm x protocol on the box's links) and runs the discrete-event engine
 (host launch queue, streams, collectives synchronizing their groups).
@@ -29,53 +29,67 @@ traces back to its inputs. --plot writes a PNG or SVG of the breakdown.
 
 A scenario whose weights and KV cache do not fit in GPU memory is an error
 that names the shortfall in GB.`,
-		Example: `tpscope predict --model kimi-k2.5-nvfp4 --tp 8 --batch 1 --context 4096 --kv-dtype bf16 --nccl-proto LL --p2p-level SYS`,
-		Flags: func(fs *pflag.FlagSet) func(args []string, stdout, stderr io.Writer) error {
-			sc := addScenarioFlags(fs)
-			output := addOutputFlag(fs, "one row per op of every simulated rank", allFormats...)
-			plotFile := fs.String("plot", "", "write a breakdown chart to FILE.png or FILE.svg")
-			top := fs.Int("top", 10, "how many op names and ops to list in the table")
-			return func(args []string, stdout, stderr io.Writer) error {
-				if len(args) > 0 {
-					return usageErrorf("unexpected arguments %q", args)
-				}
-				if err := checkOutput(*output, allFormats...); err != nil {
-					return err
-				}
-				if err := checkPlotPath(*plotFile); err != nil {
-					return err
-				}
-				scen, err := sc.scenario()
-				if err != nil {
-					return err
-				}
-				topo := scen.Topo
-				pr, _, err := sim.Predict(scen)
-				if err != nil {
-					var pe *model.PlanError
-					if errors.As(err, &pe) {
-						return usageErrorf("%v", flagWords(err))
-					}
-					return err
-				}
-				if m := pr.Memory; m != nil && !m.Fits {
-					return fmt.Errorf("%s %s on %s does not fit in GPU memory: short by %.1f GB per GPU (weights %.1f GB + activations %.1f GB + KV %.1f GB for %d tokens, usable %.1f GB of %.1f GB)",
-						scen.Arch.Name, scen.Plan.Normalized(), topo.Name, m.ShortfallGB, gb(m.WeightBytes), gb(m.ActivationBytes), gb(m.KVBytes), m.KVTokensNeeded, gb(m.UsableBytes), gb(m.DeviceBytes))
-				}
-				if *plotFile != "" {
-					if err := writePredictPlot(*plotFile, pr); err != nil {
-						return err
-					}
-				}
-				switch *output {
-				case formatJSON:
-					return writeJSON(stdout, pr)
-				case formatCSV:
-					return writePredictCSV(stdout, pr)
-				}
-				return writePredictTable(stdout, pr, *top, *output == formatMarkdown)
-			}
-		},
+	Example: `tpscope predict --model kimi-k2.5-nvfp4 --tp 8 --batch 1 --context 4096 --kv-dtype bf16 --nccl-proto LL --p2p-level SYS`,
+	New:     func() Options { return newPredictOptions() },
+}
+
+// predictOptions are predict's flags.
+type predictOptions struct {
+	sc     *scenarioFlags
+	output string
+	plot   string // --plot FILE.png|svg, "" for none
+	top    int    // op names and ops in the table
+}
+
+func newPredictOptions() *predictOptions {
+	o := &predictOptions{sc: newScenarioFlags(), output: formatTable, top: 10}
+	o.sc.counts = []countFlag{{"top", &o.top}}
+	return o
+}
+
+func (o *predictOptions) Bind(fs *pflag.FlagSet) {
+	o.sc.Bind(fs)
+	bindOutputFlag(fs, &o.output, "one row per op of every simulated rank", allFormats...)
+	fs.StringVar(&o.plot, "plot", o.plot, "write a breakdown chart to FILE.png or FILE.svg")
+	fs.IntVar(&o.top, "top", o.top, "how many op names and ops to list in the table")
+}
+
+func (o *predictOptions) Run(ctx context.Context, args []string, std IO) error {
+	if err := noArgs(args); err != nil {
+		return err
+	}
+	if err := checkOutput(o.output, allFormats...); err != nil {
+		return err
+	}
+	if err := checkPlotPath(o.plot); err != nil {
+		return err
+	}
+	scen, err := o.sc.scenario()
+	if err != nil {
+		return err
+	}
+	topo := scen.Topo
+	pr, _, err := sim.Predict(scen)
+	if err != nil {
+		var pe *model.PlanError
+		if errors.As(err, &pe) {
+			return planFlagError("", err)
+		}
+		return err
+	}
+	if m := pr.Memory; m != nil && !m.Fits {
+		return fmt.Errorf("%s %s on %s does not fit in GPU memory: short by %.1f GB per GPU (weights %.1f GB + activations %.1f GB + KV %.1f GB for %d tokens, usable %.1f GB of %.1f GB)",
+			scen.Arch.Name, scen.Plan.Normalized(), topo.Name, m.ShortfallGB, gb(m.WeightBytes), gb(m.ActivationBytes), gb(m.KVBytes), m.KVTokensNeeded, gb(m.UsableBytes), gb(m.DeviceBytes))
+	}
+	if o.plot != "" {
+		if err := writePredictPlot(o.plot, pr); err != nil {
+			return err
+		}
+	}
+	return render(std.Stdout, o.output, view{
+		JSON: pr,
+		CSV:  func(w io.Writer) error { return writePredictCSV(w, pr) },
+		Text: func(w io.Writer, md bool) error { return writePredictTable(w, pr, o.top, md) },
 	})
 }
 

@@ -1,10 +1,11 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
+	"slices"
 
 	"github.com/spf13/pflag"
 	"github.com/tpscope/tpscope/compare"
@@ -14,11 +15,10 @@ import (
 	"github.com/tpscope/tpscope/sim"
 )
 
-func init() {
-	register(&Verb{
-		Name:  "report",
-		Short: "write one self-contained HTML report: timeline per rank predicted vs measured, bars, tables",
-		Long: `Writes one HTML file (-o FILE) that opens from disk with no network: the data
+var reportVerb = &Verb{
+	UsageLine: "report -o FILE.html [--trace SRC...] [--from FILE...] [flags]",
+	Short:     "write one self-contained HTML report: timeline per rank predicted vs measured, bars, tables",
+	Long: `Writes one HTML file (-o FILE) that opens from disk with no network: the data
 embedded as JSON, its script and styles inline.
 
 It shows a zoomable timeline of one step per rank, the predicted lane above the
@@ -48,99 +48,132 @@ Inputs (any combination):
                  predict' takes them) without --trace: the predicted step.
                  Used when neither --trace nor --from is given, or when one
                  of them is set next to --from.`,
-		Example: `tpscope report --model kimi-k2.5-nvfp4 --tp 8 --batch 1 --context 4096 --cuda-graphs -o predicted.html
+	Example: `tpscope report --model kimi-k2.5-nvfp4 --tp 8 --batch 1 --context 4096 --cuda-graphs -o predicted.html
 tpscope report --trace exec/cuda/testdata/h200/h200-kimi-k2.5-tp8-rank0-graph.otlp.jsonl.gz -o h200.html
 tpscope advise --output json > advice.json && tpscope report --from advice.json -o advice.html
 tpscope report --trace rank0.pt.trace.json.gz --model kimi-k2.5-nvfp4 --tp 8 --batch 8 --context 4096 -o vllm.html`,
-		Flags: func(fs *pflag.FlagSet) func(args []string, stdout, stderr io.Writer) error {
-			srcs := addTraceFlag(fs, "the measurements to draw and compare")
-			sc := addScenarioFlags(fs)
-			var saved []string
-			fs.StringArrayVar(&saved, "from", nil, "a saved 'predict', 'advise' or 'compare' result (--output json); repeat for several")
-			out := fs.StringP("out", "o", "", "the HTML file to write (required)")
-			title := fs.String("title", "", "the report's title (default: the scenarios shown)")
-			top := fs.Int("top", build.DefaultMaxOpRows, "op rows per table")
-			allowPartial := addAllowPartialFlag(fs)
-			return func(args []string, stdout, stderr io.Writer) error {
-				*srcs = append(*srcs, args...)
-				if *out == "" {
-					return usageErrorf("no output file: pass -o FILE.html")
-				}
-				if *top < 1 {
-					return usageErrorf("--top %d: want at least 1", *top)
-				}
-				scenarioSet := false
-				fs.Visit(func(f *pflag.Flag) { scenarioSet = scenarioSet || sc.isScenarioFlag(f.Name) })
-				in := build.Input{Title: *title, MaxOpRows: *top}
-				// Saved results first: a bad file fails before any work.
-				for _, path := range saved {
-					s, err := build.ReadSavedFile(path)
-					if err != nil {
-						return usageErrorf("--from %v", err)
-					}
-					switch {
-					case s.Advice != nil && in.Advice != nil:
-						return usageErrorf("--from %s: a second advise result; a report shows one", path)
-					case s.Advice != nil:
-						in.Advice = s.Advice
-					case s.Prediction != nil && in.Prediction != nil:
-						return usageErrorf("--from %s: a second prediction; a report shows one", path)
-					case s.Prediction != nil:
-						in.Prediction = s.Prediction
-					case in.Comparison != nil:
-						return usageErrorf("--from %s: a second compare result; a report shows one (compare several traces in one run instead)", path)
-					default:
-						in.Comparison = s.Comparison
-					}
-				}
-				if len(*srcs) > 0 && in.Comparison != nil {
-					return usageErrorf("--trace and a saved compare result (--from) both give measurements; pass one")
-				}
-				// Without traces the scenario flags name a step to predict:
-				// always when nothing was saved, else only when one is set.
-				predict := len(*srcs) == 0 && (len(saved) == 0 || scenarioSet)
-				if predict && in.Prediction != nil {
-					return usageErrorf("--from gave a prediction and the scenario flags name another; a report shows one")
-				}
-				if len(*srcs) > 0 {
-					if err := sc.checkPassed(); err != nil {
-						return err
-					}
-					results, err := readTraces(*srcs, stderr, *allowPartial)
-					if err != nil {
-						return err
-					}
-					scs, err := sc.traceScenarios(results, false)
-					if err != nil {
-						return err
-					}
-					if in.Comparison, err = compare.Compare(results, compare.Options{Scenarios: scs}); err != nil {
-						return err
-					}
-				}
-				if predict {
-					pr, sched, err := predictForReport(sc)
-					if err != nil {
-						return err
-					}
-					in.Prediction, in.Schedule = pr, sched
-				}
-				r, err := build.Build(in)
-				if err != nil {
-					return err
-				}
-				if err := report.WriteFile(*out, r); err != nil {
-					return err
-				}
-				st, err := os.Stat(*out)
-				if err != nil {
-					return err
-				}
-				fmt.Fprintf(stdout, "wrote %s (%.2f MB): %d sections, %d op boxes\n", *out, float64(st.Size())/1e6, len(r.Sections), r.BoxCount())
-				return nil
-			}
-		},
-	})
+	New: func() Options { return newReportOptions() },
+}
+
+// reportOptions are report's flags.
+type reportOptions struct {
+	boundFlags
+	traces       []string // --trace sources
+	sc           *scenarioFlags
+	saved        []string // --from files
+	out          string
+	title        string
+	top          int
+	allowPartial bool
+}
+
+func newReportOptions() *reportOptions {
+	return &reportOptions{sc: newScenarioFlags(), top: build.DefaultMaxOpRows}
+}
+
+func (o *reportOptions) Bind(fs *pflag.FlagSet) {
+	o.fs = fs
+	bindTraceFlag(fs, &o.traces, "the measurements to draw and compare")
+	o.sc.Bind(fs)
+	fs.StringArrayVar(&o.saved, "from", o.saved, "a saved 'predict', 'advise' or 'compare' result (--output json); repeat for several")
+	fs.StringVarP(&o.out, "out", "o", o.out, "the HTML file to write (required)")
+	fs.StringVar(&o.title, "title", o.title, "the report's title (default: the scenarios shown)")
+	fs.IntVar(&o.top, "top", o.top, "op rows per table")
+	bindAllowPartialFlag(fs, &o.allowPartial)
+}
+
+func (o *reportOptions) Run(ctx context.Context, args []string, std IO) error {
+	sc := o.sc
+	if o.out == "" {
+		return usageErrorf("no output file: pass -o FILE.html")
+	}
+	if err := checkOutputFile("-o", o.out); err != nil {
+		return err
+	}
+	if o.top < 1 {
+		return flagError("--top", o.top, "want at least 1")
+	}
+	if err := checkTraceSources("--trace", o.traces); err != nil {
+		return err
+	}
+	if err := checkTraceSources("", args); err != nil {
+		return err
+	}
+	srcs := append(slices.Clip(o.traces), args...)
+	scenarioSet := false
+	o.visitChanged(func(f *pflag.Flag) { scenarioSet = scenarioSet || sc.isScenarioFlag(f.Name) })
+	in := build.Input{Title: o.title, MaxOpRows: o.top}
+	// Saved results first: a bad file fails before any work.
+	for _, path := range o.saved {
+		if err := checkInputFile("--from", path, "a saved 'predict', 'advise' or 'compare' result"); err != nil {
+			return err
+		}
+	}
+	for _, path := range o.saved {
+		s, err := build.ReadSavedFile(path)
+		if err != nil {
+			return causeError("--from", nil, err)
+		}
+		switch {
+		case s.Advice != nil && in.Advice != nil:
+			return flagError("--from", path, "a second advise result; a report shows one")
+		case s.Advice != nil:
+			in.Advice = s.Advice
+		case s.Prediction != nil && in.Prediction != nil:
+			return flagError("--from", path, "a second prediction; a report shows one")
+		case s.Prediction != nil:
+			in.Prediction = s.Prediction
+		case in.Comparison != nil:
+			return flagError("--from", path, "a second compare result; a report shows one (compare several traces in one run instead)")
+		default:
+			in.Comparison = s.Comparison
+		}
+	}
+	if len(srcs) > 0 && in.Comparison != nil {
+		return flagError("--trace and --from", nil, "both give measurements (a saved compare result); pass one")
+	}
+	// Without traces the scenario flags name a step to predict: always
+	// when nothing was saved, else only when one is set.
+	predict := len(srcs) == 0 && (len(o.saved) == 0 || scenarioSet)
+	if predict && in.Prediction != nil {
+		return flagError("--from", nil, "gave a prediction and the scenario flags name another; a report shows one")
+	}
+	if len(srcs) > 0 {
+		if err := sc.checkPassed(); err != nil {
+			return err
+		}
+		results, err := readTraces(ctx, srcs, std.Stderr, o.allowPartial)
+		if err != nil {
+			return err
+		}
+		scs, err := sc.traceScenarios(results, false)
+		if err != nil {
+			return err
+		}
+		if in.Comparison, err = compare.Compare(results, compare.Options{Scenarios: scs}); err != nil {
+			return err
+		}
+	}
+	if predict {
+		pr, sched, err := predictForReport(sc)
+		if err != nil {
+			return err
+		}
+		in.Prediction, in.Schedule = pr, sched
+	}
+	r, err := build.Build(in)
+	if err != nil {
+		return err
+	}
+	if err := report.WriteFile(o.out, r); err != nil {
+		return err
+	}
+	st, err := os.Stat(o.out)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(std.Stdout, "wrote %s (%.2f MB): %d sections, %d op boxes\n", o.out, float64(st.Size())/1e6, len(r.Sections), r.BoxCount())
+	return nil
 }
 
 // predictForReport predicts the scenario the flags name, with its schedule
@@ -155,7 +188,7 @@ func predictForReport(sc *scenarioFlags) (*sim.Prediction, *model.Schedule, erro
 	if err != nil {
 		var pe *model.PlanError
 		if errors.As(err, &pe) {
-			return nil, nil, usageErrorf("%v", flagWords(err))
+			return nil, nil, planFlagError("", err)
 		}
 		return nil, nil, err
 	}

@@ -2,16 +2,13 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"math"
 	"os"
-	"os/signal"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/tpscope/tpscope/internal/units"
@@ -25,14 +22,14 @@ import (
 	"github.com/tpscope/tpscope/model"
 	"github.com/tpscope/tpscope/pipeline"
 	"github.com/tpscope/tpscope/sim"
+	"github.com/tpscope/tpscope/topology"
 	"github.com/tpscope/tpscope/traces"
 )
 
-func init() {
-	register(&Verb{
-		Name:  "run",
-		Short: "run a scenario's schedule on a backend (cpu or cuda), time every op, export the trace",
-		Long: `Builds the schedule of the scenario (the same one predict uses), runs it on the
+var runVerb = &Verb{
+	UsageLine: "run [flags]",
+	Short:     "run a scenario's schedule on a backend (cpu or cuda), time every op, export the trace",
+	Long: `Builds the schedule of the scenario (the same one predict uses), runs it on the
 chosen backend with one goroutine per rank — warm-up steps first, then the
 measured steps — and exports one OpenTelemetry trace per measured step: a
 root span "step", a span per rank, a span per op named by its op ID with the
@@ -62,147 +59,179 @@ OP_ID (from step --fault-step on, warm-up steps counted), so its peers
 must give up; the run is expected to fail (exit 1) with the watchdog's
 error, and the stalled rank itself gives up after 3 x the watchdog saying
 that none fired.`,
-		Example: `tpscope run --backend cpu --model tiny-mla-moe --tp 4 --batch 8 --context 512 --steps 20 --trace file:run.otlp.jsonl --topo cpu.json --compare`,
-		Flags: func(fs *pflag.FlagSet) func(args []string, stdout, stderr io.Writer) error {
-			sc := addScenarioFlags(fs)
-			backend := fs.String("backend", "cpu", "where to run: cpu or cuda")
-			steps := fs.Int("steps", exec.DefaultSteps, "measured steps")
-			warmup := fs.Int("warmup", exec.DefaultWarmup, "warm-up steps before the measured ones (no spans)")
-			trace := fs.String("trace", "", "span destination: file:PATH, otlp://HOST:PORT, otlphttp://HOST:PORT, none (empty: OTEL_EXPORTER_OTLP_* variables)")
-			seed := fs.Int64("seed", 1, "seed of weights, inputs and MoE routing")
-			scale := fs.Float64("scale", 1, "divide the model's widths by this factor before building the schedule (cpu backend; >= 1)")
-			compare := fs.Bool("compare", false, "print measured vs predicted time per op kind (needs --topo)")
-			output := addOutputFlag(fs, "one row per op kind", allFormats...)
-			localRanks := fs.IntSlice("local-ranks", nil, "ranks this process runs (default: all of the plan's ranks); e.g. --tp 8 --local-ranks 0 runs one rank's shard on one GPU, its collectives skipped and marked on the spans")
-			watchdog := fs.Duration("watchdog", 0, "how long a rank waits for its peers before the run ends with an error (0: the backend's default, 5m)")
-			faultHang := fs.String("fault-hang", "", "RANK:OP_ID: inject a fault: that rank never issues that collective, to check that the watchdog ends every rank (the run then fails)")
-			faultStep := fs.Int("fault-step", 0, "with --fault-hang: the first step (warm-up included, from 0) in which the rank stalls")
-			return func(args []string, stdout, stderr io.Writer) error {
-				if len(args) > 0 {
-					return usageErrorf("unexpected arguments %q", args)
-				}
-				if err := checkOutput(*output, allFormats...); err != nil {
-					return err
-				}
-				if *steps < 1 || *warmup < 0 {
-					return usageErrorf("--steps %d --warmup %d: want steps >= 1 and warmup >= 0", *steps, *warmup)
-				}
-				if !(*scale >= 1) || math.IsInf(*scale, 0) {
-					return usageErrorf("--scale %v: want a finite factor >= 1", *scale)
-				}
-				if *scale != 1 && *backend != "cpu" {
-					return usageErrorf("--scale is for the cpu backend (got --backend %s)", *backend)
-				}
-				if err := traces.CheckDestination(*trace); err != nil {
-					return usageErrorf("--trace: %v", err)
-				}
-				if *watchdog < 0 {
-					return usageErrorf("--watchdog %v: want > 0, or 0 for the backend's default", *watchdog)
-				}
-				if fs.Changed("fault-step") && *faultHang == "" {
-					return usageErrorf("--fault-step needs --fault-hang")
-				}
-				withTopo := fs.Changed("topo")
-				if *compare {
-					if err := checkMeasuredBox("--compare", *backend, withTopo, true); err != nil {
-						return err
-					}
-				}
-				scen, err := sc.scenario()
-				if err != nil {
-					return err
-				}
-				if *scale != 1 {
-					if scen.Arch, err = model.ScaleArch(scen.Arch, *scale); err != nil {
-						return usageErrorf("--scale: %v", err)
-					}
-				}
-				// One path to a measurement (pipeline): the backend is told
-				// what the scenario asks (NCCL settings, all-reduce + RMSNorm
-				// fusion), and the prediction prices what runs.
-				p, err := pipeline.Prepare(pipeline.Spec{Scenario: scen, Backend: *backend, Seed: *seed,
-					Steps: *steps, Warmup: *warmup, LocalRanks: *localRanks, Watchdog: *watchdog,
-					ScheduleScale: *scale, Predict: withTopo, Trace: *trace})
-				if err != nil {
-					var pe *model.PlanError
-					if errors.As(err, &pe) {
-						return usageErrorf("%v", flagWords(err))
-					}
-					return err
-				}
-				scen, sched, pred := p.Scenario, p.Schedule, p.Prediction
+	Example: `tpscope run --backend cpu --model tiny-mla-moe --tp 4 --batch 8 --context 512 --steps 20 --trace file:run.otlp.jsonl --topo cpu.json --compare`,
+	New:     func() Options { return newRunOptions() },
+}
 
-				for _, r := range *localRanks {
-					if r < 0 || r >= len(sched.Ranks) {
-						return usageErrorf("--local-ranks %v: rank %d is not one of the plan's %d ranks", *localRanks, r, len(sched.Ranks))
-					}
-				}
-				var fault *exec.Fault
-				if *faultHang != "" {
-					if fault, err = parseFault(*faultHang, *faultStep, *watchdog, sched, *localRanks); err != nil {
-						return err
-					}
-					if total := *warmup + *steps; fault.Step >= total {
-						return usageErrorf("--fault-step %d: the run has %d steps (--warmup + --steps), so the fault would never fire", fault.Step, total)
-					}
-				}
-				if err := checkRunMemory(p.Backend, scen, sched, *localRanks); err != nil {
-					return err
-				}
+// runOptions are run's flags.
+type runOptions struct {
+	boundFlags
+	sc         *scenarioFlags
+	backend    string
+	steps      int
+	warmup     int
+	trace      string // span destination
+	seed       int64
+	scale      float64
+	compare    bool
+	output     string
+	localRanks []int
+	watchdog   time.Duration
+	faultHang  string // RANK:OP_ID
+	faultStep  int
+}
 
-				ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-				defer stop()
-				ro := pipeline.RunOptions{Fault: fault}
-				if fault != nil {
-					fmt.Fprintf(stderr, "tpscope run: injected fault: %s; expecting the watchdog to end the run\n", fault)
-				}
-				var bar *progressbar.ProgressBar
-				if isTerminal(stderr) {
-					bar = progressbar.NewOptions(*warmup+*steps, progressbar.OptionSetWriter(stderr),
-						progressbar.OptionSetDescription("run "+*backend), progressbar.OptionClearOnFinish())
-					ro.Progress = func(done, total int) { _ = bar.Set(done) }
-				}
+func newRunOptions() *runOptions {
+	return &runOptions{sc: newScenarioFlags(), backend: "cpu", steps: exec.DefaultSteps, warmup: exec.DefaultWarmup, seed: 1, scale: 1, output: formatTable}
+}
 
-				out, runErr := pipeline.NewRunner(pipeline.WithStderr(stderr), pipeline.WithSharedDevice(os.Getenv(pipeline.SharedDeviceEnv) == "1")).Run(ctx, p, ro)
-				if bar != nil {
-					_ = bar.Finish()
-				}
-				var te *pipeline.TraceSetupError
-				if errors.As(runErr, &te) {
-					return fmt.Errorf("--trace %s: %w", te.Dest, te.Err)
-				}
-				var res *exec.Result
-				var stats traces.ExportStats
-				if out != nil {
-					res, stats = out.Run, out.Trace
-				}
-				interrupted := ctx.Err() != nil
-				if runErr != nil && !(interrupted && res != nil) {
-					if res != nil && res.Steps > 0 {
-						fmt.Fprintf(stderr, "tpscope run: %d of %d measured steps finished before the error; %s\n", res.Steps, *steps, stats)
-					}
-					return runErr
-				}
-				var cmp *exec.Comparison
-				if *compare && res.Steps > 0 {
-					c := res.Compare(sched, p.PredictedUs, pred.StepUs)
-					cmp = &c
-				}
-				if res.Steps > 0 {
-					if err := writeRun(stdout, *output, scen, res, sched, cmp, stats); err != nil {
-						return err
-					}
-				}
-				switch {
-				case interrupted:
-					return fmt.Errorf("%w after %d of %d measured steps (summary above, spans of finished steps exported: %s)", errInterrupted, res.Steps, *steps, stats)
-				case stats.Lost > 0 || stats.FallbackSpans > 0:
-					return fmt.Errorf("trace export failed: %s", stats)
-				}
-				return nil
-			}
-		},
-	})
+func (o *runOptions) Bind(fs *pflag.FlagSet) {
+	o.fs = fs
+	o.sc.Bind(fs)
+	fs.StringVar(&o.backend, "backend", o.backend, "where to run: cpu or cuda")
+	fs.IntVar(&o.steps, "steps", o.steps, "measured steps")
+	fs.IntVar(&o.warmup, "warmup", o.warmup, "warm-up steps before the measured ones (no spans)")
+	fs.StringVar(&o.trace, "trace", o.trace, "span destination: file:PATH, otlp://HOST:PORT, otlphttp://HOST:PORT, none (empty: OTEL_EXPORTER_OTLP_* variables)")
+	fs.Int64Var(&o.seed, "seed", o.seed, "seed of weights, inputs and MoE routing")
+	fs.Float64Var(&o.scale, "scale", o.scale, "divide the model's widths by this factor before building the schedule (cpu backend; >= 1)")
+	fs.BoolVar(&o.compare, "compare", o.compare, "print measured vs predicted time per op kind (needs --topo)")
+	bindOutputFlag(fs, &o.output, "one row per op kind", allFormats...)
+	fs.IntSliceVar(&o.localRanks, "local-ranks", o.localRanks, "ranks this process runs (default: all of the plan's ranks); e.g. --tp 8 --local-ranks 0 runs one rank's shard on one GPU, its collectives skipped and marked on the spans")
+	fs.DurationVar(&o.watchdog, "watchdog", o.watchdog, "how long a rank waits for its peers before the run ends with an error (0: the backend's default, 5m)")
+	fs.StringVar(&o.faultHang, "fault-hang", o.faultHang, "RANK:OP_ID: inject a fault: that rank never issues that collective, to check that the watchdog ends every rank (the run then fails)")
+	fs.IntVar(&o.faultStep, "fault-step", o.faultStep, "with --fault-hang: the first step (warm-up included, from 0) in which the rank stalls")
+}
+
+// interruptible: Run saves what it finished when ctx ends.
+func (o *runOptions) interruptible() {}
+
+func (o *runOptions) Run(ctx context.Context, args []string, std IO) error {
+	stdout, stderr := std.Stdout, std.Stderr
+	if err := noArgs(args); err != nil {
+		return err
+	}
+	if err := checkOutput(o.output, allFormats...); err != nil {
+		return err
+	}
+	if o.steps < 1 || o.warmup < 0 {
+		return flagError(fmt.Sprintf("--steps %d --warmup %d", o.steps, o.warmup), nil, "want steps >= 1 and warmup >= 0")
+	}
+	if !(o.scale >= 1) || math.IsInf(o.scale, 0) {
+		return flagError("--scale", o.scale, "want a finite factor >= 1")
+	}
+	if o.scale != 1 && o.backend != "cpu" {
+		return flagError("--scale", o.scale, "only the cpu backend runs a scaled model (got --backend %s)", o.backend)
+	}
+	if err := traces.CheckDestination(o.trace); err != nil {
+		return causeError("--trace", nil, err)
+	}
+	if path, ok := strings.CutPrefix(o.trace, "file:"); ok {
+		if err := checkOutputFile("--trace", path); err != nil {
+			return err
+		}
+	}
+	if o.watchdog < 0 {
+		return flagError("--watchdog", o.watchdog, "want > 0, or 0 for the backend's default")
+	}
+	if o.changed("fault-step") && o.faultHang == "" {
+		return flagError("--fault-step", nil, "needs --fault-hang")
+	}
+	withTopo := o.given("topo", o.sc.topo != topology.DefaultPreset)
+	if o.compare {
+		if err := checkMeasuredBox("--compare", o.backend, withTopo, true); err != nil {
+			return err
+		}
+	}
+	scen, err := o.sc.scenario()
+	if err != nil {
+		return err
+	}
+	if o.scale != 1 {
+		if scen.Arch, err = model.ScaleArch(scen.Arch, o.scale); err != nil {
+			return causeError("--scale", nil, err)
+		}
+	}
+	// One path to a measurement (pipeline): the backend is told what the
+	// scenario asks (NCCL settings, all-reduce + RMSNorm fusion), and the
+	// prediction prices what runs.
+	p, err := pipeline.Prepare(pipeline.Spec{Scenario: scen, Backend: o.backend, Seed: o.seed,
+		Steps: o.steps, Warmup: o.warmup, LocalRanks: o.localRanks, Watchdog: o.watchdog,
+		ScheduleScale: o.scale, Predict: withTopo, Trace: o.trace})
+	if err != nil {
+		var pe *model.PlanError
+		if errors.As(err, &pe) {
+			return planFlagError("", err)
+		}
+		return err
+	}
+	scen, sched, pred := p.Scenario, p.Schedule, p.Prediction
+
+	for _, r := range o.localRanks {
+		if r < 0 || r >= len(sched.Ranks) {
+			return flagError("--local-ranks", fmt.Sprint(o.localRanks), "rank %d is not one of the plan's %d ranks", r, len(sched.Ranks))
+		}
+	}
+	var fault *exec.Fault
+	if o.faultHang != "" {
+		if fault, err = parseFault(o.faultHang, o.faultStep, o.watchdog, sched, o.localRanks); err != nil {
+			return err
+		}
+		if total := o.warmup + o.steps; fault.Step >= total {
+			return flagError("--fault-step", fault.Step, "the run has %d steps (--warmup + --steps), so the fault would never fire", total)
+		}
+	}
+	if err := checkRunMemory(p.Backend, scen, sched, o.localRanks); err != nil {
+		return err
+	}
+
+	ro := pipeline.RunOptions{Fault: fault}
+	if fault != nil {
+		fmt.Fprintf(stderr, "tpscope run: injected fault: %s; expecting the watchdog to end the run\n", fault)
+	}
+	var bar *progressbar.ProgressBar
+	if isTerminal(stderr) {
+		bar = progressbar.NewOptions(o.warmup+o.steps, progressbar.OptionSetWriter(stderr),
+			progressbar.OptionSetDescription("run "+o.backend), progressbar.OptionClearOnFinish())
+		ro.Progress = func(done, total int) { _ = bar.Set(done) }
+	}
+
+	out, runErr := pipeline.NewRunner(pipeline.WithStderr(stderr), pipeline.WithSharedDevice(os.Getenv(pipeline.SharedDeviceEnv) == "1")).Run(ctx, p, ro)
+	if bar != nil {
+		_ = bar.Finish()
+	}
+	var te *pipeline.TraceSetupError
+	if errors.As(runErr, &te) {
+		return fmt.Errorf("--trace %s: %w", te.Dest, te.Err)
+	}
+	var res *exec.Result
+	var stats traces.ExportStats
+	if out != nil {
+		res, stats = out.Run, out.Trace
+	}
+	interrupted := ctx.Err() != nil
+	if runErr != nil && !(interrupted && res != nil) {
+		if res != nil && res.Steps > 0 {
+			fmt.Fprintf(stderr, "tpscope run: %d of %d measured steps finished before the error; %s\n", res.Steps, o.steps, stats)
+		}
+		return runErr
+	}
+	var cmp *exec.Comparison
+	if o.compare && res.Steps > 0 {
+		c := res.Compare(sched, p.PredictedUs, pred.StepUs)
+		cmp = &c
+	}
+	if res.Steps > 0 {
+		if err := writeRun(stdout, o.output, scen, res, sched, cmp, stats); err != nil {
+			return err
+		}
+	}
+	switch {
+	case interrupted:
+		return fmt.Errorf("%w after %d of %d measured steps (summary above, spans of finished steps exported: %s)", errInterrupted, res.Steps, o.steps, stats)
+	case stats.Lost > 0 || stats.FallbackSpans > 0:
+		return fmt.Errorf("trace export failed: %s", stats)
+	}
+	return nil
 }
 
 // checkRunMemory refuses, before anything is allocated, a run whose
@@ -248,23 +277,20 @@ func checkRunMemory(b exec.Backend, sc sim.Scenario, sched *model.Schedule, loca
 
 // writeRun prints the run's summary (and comparison) in the output format.
 func writeRun(w io.Writer, format string, scen sim.Scenario, res *exec.Result, sched *model.Schedule, cmp *exec.Comparison, stats traces.ExportStats) error {
-	if format == "json" {
-		enc := json.NewEncoder(w)
-		enc.SetIndent("", " ")
-		return enc.Encode(struct {
+	return render(w, format, view{
+		JSON: struct {
 			Scenario   sim.Scenario     `json:"scenario"`
 			Result     *exec.Result     `json:"result"`
 			Comparison *exec.Comparison `json:"comparison,omitempty"`
 			Trace      string           `json:"trace"`
-		}{scen, res, cmp, stats.String()})
-	}
-	if format == formatCSV {
-		return writeCSV(w, runKindHeader(cmp), runKindRows(res, cmp))
-	}
-	md := format == formatMarkdown
-	writeRunSummary(w, res, sched, cmp, md)
-	fmt.Fprintf(w, "trace: %s\n", stats)
-	return nil
+		}{scen, res, cmp, stats.String()},
+		CSV: func(w io.Writer) error { return writeCSV(w, runKindHeader(cmp), runKindRows(res, cmp)) },
+		Text: func(w io.Writer, md bool) error {
+			writeRunSummary(w, res, sched, cmp, md)
+			_, err := fmt.Fprintf(w, "trace: %s\n", stats)
+			return err
+		},
+	})
 }
 
 // isTerminal reports whether w is a character device (progress bars only
@@ -346,17 +372,21 @@ func parseFault(v string, step int, watchdog time.Duration, sched *model.Schedul
 	rs, id, ok := strings.Cut(v, ":")
 	rank, err := strconv.Atoi(rs)
 	if !ok || err != nil || id == "" {
-		return nil, usageErrorf("--fault-hang %q: want RANK:OP_ID, e.g. 1:L03.attn.allreduce", v)
+		return nil, flagError("--fault-hang", quote(v), "want RANK:OP_ID, e.g. 1:L03.attn.allreduce")
 	}
 	if step < 0 {
-		return nil, usageErrorf("--fault-step %d: want 0 or more", step)
+		return nil, flagError("--fault-step", step, "want 0 or more")
 	}
 	if watchdog == 0 {
 		watchdog = defaultWatchdog
 	}
 	f := &exec.Fault{Rank: rank, OpID: id, Step: step, Hold: faultHoldFactor * watchdog}
 	if err := f.Check(sched, local); err != nil {
-		return nil, usageErrorf("--fault-hang %s: %s", v, strings.TrimPrefix(strings.TrimPrefix(err.Error(), "exec options: "), "fault "))
+		var fe *exec.FaultError
+		if errors.As(err, &fe) {
+			return nil, &usageError{Flag: "--fault-hang", Value: v, Want: fe.Msg, Err: err}
+		}
+		return nil, causeError("--fault-hang", v, err)
 	}
 	return f, nil
 }

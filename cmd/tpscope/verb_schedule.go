@@ -1,8 +1,7 @@
 package main
 
 import (
-	"encoding/csv"
-	"encoding/json"
+	"context"
 	"fmt"
 	"io"
 	"strconv"
@@ -52,11 +51,10 @@ type scheduleJSON struct {
 	Ops      []scheduleOpJSON `json:"ops"`
 }
 
-func init() {
-	register(&Verb{
-		Name:  "schedule",
-		Short: "print the per-rank op list of one decode or prefill step",
-		Long: `Builds the Schedule of one step — every kernel and collective on every rank,
+var scheduleVerb = &Verb{
+	UsageLine: "schedule [flags]",
+	Short:     "print the per-rank op list of one decode or prefill step",
+	Long: `Builds the Schedule of one step — every kernel and collective on every rank,
 with GEMM shapes and dtypes, FLOPs, bytes read and written (weights and KV
 cache separately) and collective sizes and groups — as vLLM lays the model
 out under the plan. Op IDs (L07.attn.o_proj, L07.moe.allreduce, embed.*,
@@ -64,34 +62,43 @@ head.*, mtp.*) are the ones predictions and traces are joined on.
 The batch is the one the engine runs: padded up to the next CUDA-graph
 capture size when the decode step is graphed (--cuda-graphs, vLLM's
 default). By default only rank 0 is printed; --rank -1 prints every rank.`,
-		Example: "tpscope schedule --model kimi-k2.5-nvfp4 --tp 8 --batch 4 --context 8192\n" +
-			"tpscope schedule --model glm-5 --tp 8 --output json --rank -1",
-		Flags: func(fs *pflag.FlagSet) func([]string, io.Writer, io.Writer) error {
-			sc := addScenarioFlags(fs)
-			out := addOutputFlag(fs, "every column of every op", allFormats...)
-			rank := fs.Int("rank", 0, "rank to print; -1 for all ranks")
-			return func(args []string, stdout, _ io.Writer) error {
-				if len(args) > 0 {
-					return usageErrorf("schedule takes no arguments, got %q (use --model)", args)
-				}
-				if err := checkOutput(*out, allFormats...); err != nil {
-					return err
-				}
-				scen, err := sc.scenario()
-				if err != nil {
-					return err
-				}
-				s, _, err := sim.BuildSchedule(scen)
-				if err != nil {
-					return usageErrorf("%v", flagWords(err))
-				}
-				if *rank < -1 || *rank >= len(s.Ranks) {
-					return usageErrorf("--rank %d: want -1 or 0..%d", *rank, len(s.Ranks)-1)
-				}
-				return printSchedule(s, *rank, *out, stdout)
-			}
-		},
-	})
+	Example: "tpscope schedule --model kimi-k2.5-nvfp4 --tp 8 --batch 4 --context 8192\n" +
+		"tpscope schedule --model glm-5 --tp 8 --output json --rank -1",
+	New: func() Options { return &scheduleOptions{sc: newScenarioFlags(), output: formatTable} },
+}
+
+// scheduleOptions are schedule's flags.
+type scheduleOptions struct {
+	sc     *scenarioFlags
+	output string
+	rank   int // -1: every rank
+}
+
+func (o *scheduleOptions) Bind(fs *pflag.FlagSet) {
+	o.sc.Bind(fs)
+	bindOutputFlag(fs, &o.output, "every column of every op", allFormats...)
+	fs.IntVar(&o.rank, "rank", o.rank, "rank to print; -1 for all ranks")
+}
+
+func (o *scheduleOptions) Run(ctx context.Context, args []string, std IO) error {
+	if len(args) > 0 {
+		return usageErrorf("schedule takes no arguments, got %q (use --model)", args)
+	}
+	if err := checkOutput(o.output, allFormats...); err != nil {
+		return err
+	}
+	scen, err := o.sc.scenario()
+	if err != nil {
+		return err
+	}
+	s, _, err := sim.BuildSchedule(scen)
+	if err != nil {
+		return planFlagError("", err)
+	}
+	if o.rank < -1 || o.rank >= len(s.Ranks) {
+		return flagError("--rank", o.rank, "want -1 or 0..%d", len(s.Ranks)-1)
+	}
+	return printSchedule(s, o.rank, o.output, std.Stdout)
 }
 
 func opsOf(s *model.Schedule, rank int) []*model.Op {
@@ -109,42 +116,49 @@ func opsOf(s *model.Schedule, rank int) []*model.Op {
 
 func printSchedule(s *model.Schedule, rank int, out string, w io.Writer) error {
 	ops := opsOf(s, rank)
-	switch out {
-	case "json":
-		doc := scheduleJSON{Model: s.Model, Plan: s.Plan.String(), Workload: s.Workload.String(), Ranks: len(s.Ranks),
-			Ops: make([]scheduleOpJSON, 0, len(ops))}
+	doc := scheduleJSON{Model: s.Model, Plan: s.Plan.String(), Workload: s.Workload.String(), Ranks: len(s.Ranks),
+		Ops: make([]scheduleOpJSON, 0, len(ops))}
+	if out == formatJSON {
 		for _, op := range ops {
 			doc.Ops = append(doc.Ops, scheduleOpJSON{op.ID, op.Rank, string(op.Kind), op.Layer, op.Block, op.Name,
 				op.M, op.N, op.K, op.Batch, string(op.WeightDtype), string(op.ActDtype), string(op.KVDtype),
 				op.FLOPs, op.Bytes(), op.BytesRead, op.BytesWritten, op.WeightBytes, op.KVBytes,
 				string(op.Collective), op.CommBytes, op.Group, op.MoE})
 		}
-		enc := json.NewEncoder(w)
-		enc.SetIndent("", " ")
-		return enc.Encode(doc)
-	case "csv":
-		cw := csv.NewWriter(w)
-		_ = cw.Write([]string{"rank", "id", "kind", "layer", "block", "name", "m", "n", "k", "batch", "weight_dtype",
-			"act_dtype", "kv_dtype", "flops", "bytes", "bytes_read", "bytes_written", "weight_bytes", "kv_bytes",
-			"collective", "comm_bytes", "group"})
-		g := func(f float64) string { return strconv.FormatFloat(f, 'g', -1, 64) }
-		for _, op := range ops {
-			grp := ""
-			for i, r := range op.Group {
-				if i > 0 {
-					grp += " "
-				}
-				grp += strconv.Itoa(r)
-			}
-			_ = cw.Write([]string{strconv.Itoa(op.Rank), op.ID, string(op.Kind), strconv.Itoa(op.Layer), op.Block, op.Name,
-				strconv.FormatInt(op.M, 10), strconv.FormatInt(op.N, 10), strconv.FormatInt(op.K, 10), g(op.Batch),
-				string(op.WeightDtype), string(op.ActDtype), string(op.KVDtype), g(op.FLOPs), g(op.Bytes()),
-				g(op.BytesRead), g(op.BytesWritten), g(op.WeightBytes), g(op.KVBytes), string(op.Collective),
-				strconv.FormatInt(op.CommBytes, 10), grp})
-		}
-		cw.Flush()
-		return cw.Error()
 	}
+	return render(w, out, view{
+		JSON: doc,
+		CSV:  func(w io.Writer) error { return writeScheduleCSV(w, ops) },
+		Text: func(w io.Writer, md bool) error { return writeScheduleTable(w, s, rank, ops, md) },
+	})
+}
+
+// writeScheduleCSV writes every column of every op.
+func writeScheduleCSV(w io.Writer, ops []*model.Op) error {
+	g := func(f float64) string { return strconv.FormatFloat(f, 'g', -1, 64) }
+	rows := make([][]string, 0, len(ops))
+	for _, op := range ops {
+		grp := ""
+		for i, r := range op.Group {
+			if i > 0 {
+				grp += " "
+			}
+			grp += strconv.Itoa(r)
+		}
+		rows = append(rows, []string{strconv.Itoa(op.Rank), op.ID, string(op.Kind), strconv.Itoa(op.Layer), op.Block, op.Name,
+			strconv.FormatInt(op.M, 10), strconv.FormatInt(op.N, 10), strconv.FormatInt(op.K, 10), g(op.Batch),
+			string(op.WeightDtype), string(op.ActDtype), string(op.KVDtype), g(op.FLOPs), g(op.Bytes()),
+			g(op.BytesRead), g(op.BytesWritten), g(op.WeightBytes), g(op.KVBytes), string(op.Collective),
+			strconv.FormatInt(op.CommBytes, 10), grp})
+	}
+	return writeCSV(w, []string{"rank", "id", "kind", "layer", "block", "name", "m", "n", "k", "batch", "weight_dtype",
+		"act_dtype", "kv_dtype", "flops", "bytes", "bytes_read", "bytes_written", "weight_bytes", "kv_bytes",
+		"collective", "comm_bytes", "group"}, rows)
+}
+
+// writeScheduleTable is the schedule for people: one row per op and a
+// total.
+func writeScheduleTable(w io.Writer, s *model.Schedule, rank int, ops []*model.Op, md bool) error {
 	rows := make([][]string, 0, len(ops)+1)
 	for _, op := range ops {
 		shape, dt, comm := "", string(op.WeightDtype), ""
@@ -170,5 +184,5 @@ func printSchedule(s *model.Schedule, rank int, out string, w io.Writer) error {
 	rows = append(rows, []string{"total", fmt.Sprintf("%d ops", t.Ops), "", "", "", units.Count(t.FLOPs), units.Bytes(t.Bytes),
 		units.Bytes(t.WeightBytes), units.Bytes(t.KVBytes), fmt.Sprintf("%d collectives, %s", t.Collectives, units.Bytes(float64(t.CommBytes)))})
 	title := fmt.Sprintf("%s  %s  %s  (%d ranks)", s.Model, s.Plan.String(), s.Workload.String(), len(s.Ranks))
-	return writeTable(w, title, "", []string{"rank", "id", "kind", "shape", "dtype", "flops", "bytes", "weights", "kv", "comm"}, rows, out == formatMarkdown)
+	return writeTable(w, title, "", []string{"rank", "id", "kind", "shape", "dtype", "flops", "bytes", "weights", "kv", "comm"}, rows, md)
 }

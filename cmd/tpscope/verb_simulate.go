@@ -1,7 +1,7 @@
 package main
 
 import (
-	"encoding/json"
+	"context"
 	"errors"
 	"fmt"
 	"image/color"
@@ -22,11 +22,10 @@ import (
 	"gonum.org/v1/plot/vg/vgsvg"
 )
 
-func init() {
-	register(&Verb{
-		Name:  "simulate",
-		Short: "capacity in requests: simulate vLLM's scheduler under a load; TTFT, TPOT, goodput, the largest QPS within an SLO",
-		Long: `Simulates the serving engine request by request: vLLM v1's scheduler
+var simulateVerb = &Verb{
+	UsageLine: "simulate (--qps R,... | --concurrency N,... | --requests-file FILE | --sweep-qps | --sweep-concurrency) [flags]",
+	Short:     "capacity in requests: simulate vLLM's scheduler under a load; TTFT, TPOT, goodput, the largest QPS within an SLO",
+	Long: `Simulates the serving engine request by request: vLLM v1's scheduler
 (continuous batching, max_num_seqs, a token budget of max_num_batched_tokens
 per step, chunked prefill, running requests first, a paged KV cache whose
 blocks come from the memory model, preemption by recompute) as a
@@ -63,26 +62,40 @@ several engines behind --router round-robin|least-loaded. Run-time options
 are the other verbs' flags with their defaults (a stock deployment; the
 seed's settings are --nccl-proto LL --p2p-level SYS). Not modelled: prefix caching, speculative decoding,
 host overheads between steps, DCP with prefill.`,
-		Example: `tpscope simulate --model kimi-k2.5 --tp 8 --kv-dtype fp8 --qps 0.5,1,2,3 --isl 1024 --osl 256 --slo-ttft-ms 2000 --slo-tpot-ms 50 --plot latency.png
+	Example: `tpscope simulate --model kimi-k2.5 --tp 8 --kv-dtype fp8 --qps 0.5,1,2,3 --isl 1024 --osl 256 --slo-ttft-ms 2000 --slo-tpot-ms 50 --plot latency.png
 tpscope simulate --model glm-5-nvfp4 --dense-dsa --kv-dtype bf16 --concurrency 1,8,64 --isl 100 --osl 1000 --output markdown
 tpscope simulate --model kimi-k2.5 --kv-dtype fp8 --sweep-qps --isl 2000 --isl-dist lognormal --isl-spread 0.5 --osl 300 --duration 600 --slo-ttft-ms 2000 --slo-tpot-ms 50`,
-		Flags: func(fs *pflag.FlagSet) func(args []string, stdout, stderr io.Writer) error {
-			sc := addScenarioFlags(fs)
-			f := &simulateFlags{}
-			f.add(fs)
-			return func(args []string, stdout, stderr io.Writer) error {
-				if len(args) > 0 {
-					return usageErrorf("unexpected arguments %q", args)
-				}
-				for _, n := range []string{"phase", "batch", "context", "mtp"} {
-					if fs.Changed(n) {
-						return usageErrorf("--%s: not used by simulate (the scheduler forms the steps; the load is --qps, --concurrency or --requests-file)", n)
-					}
-				}
-				return runSimulate(sc, f, stdout, stderr)
-			}
-		},
-	})
+	New: func() Options { return newSimulateOptions() },
+}
+
+// simulateOptions are simulate's flags: the scenario flags and its own.
+type simulateOptions struct {
+	boundFlags
+	sc *scenarioFlags
+	simulateFlags
+}
+
+func newSimulateOptions() *simulateOptions {
+	return &simulateOptions{sc: newScenarioFlags(), simulateFlags: simulateFlags{arrival: "poisson", burstiness: 1, isl: 1024, osl: 256,
+		islDist: "fixed", oslDist: "fixed", sloPct: 99, instances: 1, router: "round-robin", output: formatTable, timeline: 12}}
+}
+
+func (o *simulateOptions) Bind(fs *pflag.FlagSet) {
+	o.fs = fs
+	o.sc.Bind(fs)
+	o.simulateFlags.bind(fs)
+}
+
+func (o *simulateOptions) Run(ctx context.Context, args []string, std IO) error {
+	if err := noArgs(args); err != nil {
+		return err
+	}
+	for _, n := range []string{"phase", "batch", "context", "mtp"} {
+		if o.changed(n) {
+			return flagError("--"+n, nil, "not used by simulate (the scheduler forms the steps; the load is --qps, --concurrency or --requests-file)")
+		}
+	}
+	return runSimulate(o.sc, &o.simulateFlags, std.Stdout, std.Stderr)
 }
 
 // simulateFlags are simulate's own flags.
@@ -111,39 +124,39 @@ type simulateFlags struct {
 	timeline             int
 }
 
-func (f *simulateFlags) add(fs *pflag.FlagSet) {
-	fs.StringVar(&f.qps, "qps", "", "open loop: request rates per second (comma list, one run each)")
-	fs.StringVar(&f.concurrency, "concurrency", "", "closed loop: client counts (comma list, one run each; vllm bench serve --max-concurrency)")
-	fs.StringVar(&f.arrival, "arrival", "poisson", "open-loop arrivals: poisson, constant or gamma")
-	fs.Float64Var(&f.burstiness, "burstiness", 1, "gamma arrivals' shape (vllm bench serve --burstiness: 1 = Poisson, < 1 burstier)")
-	fs.IntVar(&f.isl, "isl", 1024, "mean prompt tokens")
-	fs.IntVar(&f.osl, "osl", 256, "mean output tokens")
-	fs.StringVar(&f.islDist, "isl-dist", "fixed", "prompt lengths: fixed, uniform or lognormal")
-	fs.StringVar(&f.oslDist, "osl-dist", "fixed", "output lengths: fixed, uniform or lognormal")
-	fs.Float64Var(&f.islSpread, "isl-spread", 0, "prompt spread: uniform half-width or log-normal coefficient of variation, a fraction of --isl")
-	fs.Float64Var(&f.oslSpread, "osl-spread", 0, "output spread: uniform half-width or log-normal coefficient of variation, a fraction of --osl")
-	fs.IntVar(&f.requests, "requests", 0, "requests per run (default 1000 unless --duration)")
-	fs.Float64Var(&f.durationS, "duration", 0, "seconds of load per run (requests stop arriving then; those in flight complete)")
-	fs.StringVar(&f.requestsFile, "requests-file", "", "request file: JSON lines or CSV of arrival_s, prompt_tokens, output_tokens")
-	fs.Uint64Var(&f.seed, "seed", 0, "seed of every random draw (lengths, arrivals)")
-	fs.Float64Var(&f.sloTTFT, "slo-ttft-ms", 0, "SLO: time to first token in ms (0 = none)")
-	fs.Float64Var(&f.sloTPOT, "slo-tpot-ms", 0, "SLO: time per output token in ms (0 = none)")
-	fs.Float64Var(&f.sloPct, "slo-percentile", 99, "percentile the SLO is judged at: 50, 90 or 99")
-	fs.BoolVar(&f.sweepQPS, "sweep-qps", false, "search the largest QPS meeting the SLO (from the first --qps, default 1)")
-	fs.BoolVar(&f.sweepConc, "sweep-concurrency", false, "search the largest client count meeting the SLO")
-	fs.IntVar(&f.maxSeqs, "max-num-seqs", 0, "vLLM max_num_seqs per scheduler (0 = vLLM's default: 1024 on GPUs of 70 GiB or more, else 256)")
-	fs.IntVar(&f.maxTokens, "max-num-batched-tokens", 0, "vLLM max_num_batched_tokens, the token budget of a step (0 = 8192 on GPUs of 70 GiB or more, else 2048)")
-	fs.IntVar(&f.blockSize, "block-size", 0, "vLLM block_size, tokens per KV block (0 = 16)")
-	fs.IntVar(&f.gpuBlocks, "num-gpu-blocks-override", 0, "vLLM num_gpu_blocks_override: KV blocks per scheduler (0 = from the memory model)")
-	fs.IntVar(&f.longPrefill, "long-prefill-token-threshold", 0, "vLLM long_prefill_token_threshold: most prompt tokens of one request per step (0 = no limit)")
-	fs.BoolVar(&f.noChunked, "no-enable-chunked-prefill", false, "vLLM --no-enable-chunked-prefill: prompts are not cut to the step's budget")
-	fs.BoolVar(&f.noFullISL, "no-scheduler-reserve-full-isl", false, "vLLM --no-scheduler-reserve-full-isl: admit on the first chunk's blocks, not the whole input's")
-	fs.Float64Var(&f.watermark, "watermark", 0, "vLLM --watermark: fraction of KV blocks kept free when admitting while others run (0 = off)")
-	fs.IntVar(&f.instances, "instances", 1, "engine instances, each its own copy of the plan")
-	fs.StringVar(&f.router, "router", "round-robin", "request router over instances and DP ranks: round-robin or least-loaded")
-	fs.StringVar(&f.output, "output", "table", "output format: table, json or markdown")
-	fs.StringVar(&f.plotFile, "plot", "", "write latency percentiles against load to FILE.png or FILE.svg")
-	fs.IntVar(&f.timeline, "timeline", 12, "timeline rows of a single run (0 = none)")
+func (f *simulateFlags) bind(fs *pflag.FlagSet) {
+	fs.StringVar(&f.qps, "qps", f.qps, "open loop: request rates per second (comma list, one run each)")
+	fs.StringVar(&f.concurrency, "concurrency", f.concurrency, "closed loop: client counts (comma list, one run each; vllm bench serve --max-concurrency)")
+	fs.StringVar(&f.arrival, "arrival", f.arrival, "open-loop arrivals: poisson, constant or gamma")
+	fs.Float64Var(&f.burstiness, "burstiness", f.burstiness, "gamma arrivals' shape (vllm bench serve --burstiness: 1 = Poisson, < 1 burstier)")
+	fs.IntVar(&f.isl, "isl", f.isl, "mean prompt tokens")
+	fs.IntVar(&f.osl, "osl", f.osl, "mean output tokens")
+	fs.StringVar(&f.islDist, "isl-dist", f.islDist, "prompt lengths: fixed, uniform or lognormal")
+	fs.StringVar(&f.oslDist, "osl-dist", f.oslDist, "output lengths: fixed, uniform or lognormal")
+	fs.Float64Var(&f.islSpread, "isl-spread", f.islSpread, "prompt spread: uniform half-width or log-normal coefficient of variation, a fraction of --isl")
+	fs.Float64Var(&f.oslSpread, "osl-spread", f.oslSpread, "output spread: uniform half-width or log-normal coefficient of variation, a fraction of --osl")
+	fs.IntVar(&f.requests, "requests", f.requests, "requests per run (default 1000 unless --duration)")
+	fs.Float64Var(&f.durationS, "duration", f.durationS, "seconds of load per run (requests stop arriving then; those in flight complete)")
+	fs.StringVar(&f.requestsFile, "requests-file", f.requestsFile, "request file: JSON lines or CSV of arrival_s, prompt_tokens, output_tokens")
+	fs.Uint64Var(&f.seed, "seed", f.seed, "seed of every random draw (lengths, arrivals)")
+	fs.Float64Var(&f.sloTTFT, "slo-ttft-ms", f.sloTTFT, "SLO: time to first token in ms (0 = none)")
+	fs.Float64Var(&f.sloTPOT, "slo-tpot-ms", f.sloTPOT, "SLO: time per output token in ms (0 = none)")
+	fs.Float64Var(&f.sloPct, "slo-percentile", f.sloPct, "percentile the SLO is judged at: 50, 90 or 99")
+	fs.BoolVar(&f.sweepQPS, "sweep-qps", f.sweepQPS, "search the largest QPS meeting the SLO (from the first --qps, default 1)")
+	fs.BoolVar(&f.sweepConc, "sweep-concurrency", f.sweepConc, "search the largest client count meeting the SLO")
+	fs.IntVar(&f.maxSeqs, "max-num-seqs", f.maxSeqs, "vLLM max_num_seqs per scheduler (0 = vLLM's default: 1024 on GPUs of 70 GiB or more, else 256)")
+	fs.IntVar(&f.maxTokens, "max-num-batched-tokens", f.maxTokens, "vLLM max_num_batched_tokens, the token budget of a step (0 = 8192 on GPUs of 70 GiB or more, else 2048)")
+	fs.IntVar(&f.blockSize, "block-size", f.blockSize, "vLLM block_size, tokens per KV block (0 = 16)")
+	fs.IntVar(&f.gpuBlocks, "num-gpu-blocks-override", f.gpuBlocks, "vLLM num_gpu_blocks_override: KV blocks per scheduler (0 = from the memory model)")
+	fs.IntVar(&f.longPrefill, "long-prefill-token-threshold", f.longPrefill, "vLLM long_prefill_token_threshold: most prompt tokens of one request per step (0 = no limit)")
+	fs.BoolVar(&f.noChunked, "no-enable-chunked-prefill", f.noChunked, "vLLM --no-enable-chunked-prefill: prompts are not cut to the step's budget")
+	fs.BoolVar(&f.noFullISL, "no-scheduler-reserve-full-isl", f.noFullISL, "vLLM --no-scheduler-reserve-full-isl: admit on the first chunk's blocks, not the whole input's")
+	fs.Float64Var(&f.watermark, "watermark", f.watermark, "vLLM --watermark: fraction of KV blocks kept free when admitting while others run (0 = off)")
+	fs.IntVar(&f.instances, "instances", f.instances, "engine instances, each its own copy of the plan")
+	fs.StringVar(&f.router, "router", f.router, "request router over instances and DP ranks: round-robin or least-loaded")
+	fs.StringVar(&f.output, "output", f.output, "output format: table, json or markdown")
+	fs.StringVar(&f.plotFile, "plot", f.plotFile, "write latency percentiles against load to FILE.png or FILE.svg")
+	fs.IntVar(&f.timeline, "timeline", f.timeline, "timeline rows of a single run (0 = none)")
 }
 
 // simLoad is one run's load: a QPS or a client count.
@@ -160,6 +173,9 @@ func runSimulate(sc *scenarioFlags, f *simulateFlags, stdout, stderr io.Writer) 
 	if err := checkPlotPath(f.plotFile); err != nil {
 		return err
 	}
+	if err := checkInputFile("--requests-file", f.requestsFile, "JSON lines or CSV of requests"); err != nil {
+		return err
+	}
 	var loads []simLoad
 	if f.qps != "" {
 		qs, err := parseFloats("--qps", f.qps)
@@ -173,11 +189,11 @@ func runSimulate(sc *scenarioFlags, f *simulateFlags, stdout, stderr io.Writer) 
 	if f.concurrency != "" {
 		l := &intList{min: 1}
 		if err := l.Set(f.concurrency); err != nil {
-			return usageErrorf("--concurrency: %v", err)
+			return causeError("--concurrency", nil, err)
 		}
 		cs := l.v
 		if f.qps != "" {
-			return usageErrorf("--qps and --concurrency: want an open loop (--qps) or a closed loop (--concurrency), not both")
+			return flagError("--qps and --concurrency", nil, "want an open loop (--qps) or a closed loop (--concurrency), not both")
 		}
 		for _, c := range cs {
 			loads = append(loads, simLoad{concurrency: c})
@@ -185,42 +201,42 @@ func runSimulate(sc *scenarioFlags, f *simulateFlags, stdout, stderr io.Writer) 
 	}
 	switch {
 	case f.sweepQPS && f.sweepConc:
-		return usageErrorf("--sweep-qps and --sweep-concurrency: want one search")
+		return flagError("--sweep-qps and --sweep-concurrency", nil, "want one search")
 	case f.sweepQPS && f.concurrency != "":
-		return usageErrorf("--sweep-qps with --concurrency: the search sets the rate; use --sweep-concurrency for clients")
+		return flagError("--sweep-qps with --concurrency", nil, "the search sets the rate; use --sweep-concurrency for clients")
 	case f.sweepConc && f.qps != "":
-		return usageErrorf("--sweep-concurrency with --qps: the search sets the clients; use --sweep-qps for rates")
+		return flagError("--sweep-concurrency with --qps", nil, "the search sets the clients; use --sweep-qps for rates")
 	case (f.sweepQPS || f.sweepConc) && f.sloTTFT <= 0 && f.sloTPOT <= 0:
-		return usageErrorf("--sweep-qps/--sweep-concurrency need an SLO: --slo-ttft-ms and/or --slo-tpot-ms")
+		return flagError("--sweep-qps/--sweep-concurrency", nil, "need an SLO: --slo-ttft-ms and/or --slo-tpot-ms")
 	case (f.sweepQPS || f.sweepConc) && len(loads) > 1:
-		return usageErrorf("a sweep takes at most one starting --qps or --concurrency, got %d", len(loads))
+		return flagError("--qps/--concurrency", nil, "a sweep takes at most one starting --qps or --concurrency, got %d", len(loads))
 	case len(loads) == 0 && f.requestsFile == "" && !f.sweepQPS && !f.sweepConc:
 		return usageErrorf("no load: want --qps, --concurrency, --requests-file, --sweep-qps or --sweep-concurrency")
 	}
 	if f.sloTTFT < 0 || f.sloTPOT < 0 {
-		return usageErrorf("--slo-ttft-ms %v, --slo-tpot-ms %v: want 0 (none) or positive limits", f.sloTTFT, f.sloTPOT)
+		return flagError(fmt.Sprintf("--slo-ttft-ms %v, --slo-tpot-ms %v", f.sloTTFT, f.sloTPOT), nil, "want 0 (none) or positive limits")
 	}
 	if f.sloPct != 50 && f.sloPct != 90 && f.sloPct != 99 {
-		return usageErrorf("--slo-percentile %v: want 50, 90 or 99", f.sloPct)
+		return flagError("--slo-percentile", f.sloPct, "want 50, 90 or 99")
 	}
 	if f.timeline < 0 {
-		return usageErrorf("--timeline %d: want 0 or more rows", f.timeline)
+		return flagError("--timeline", f.timeline, "want 0 or more rows")
 	}
 	arrival, err := serving.ParseArrival(f.arrival)
 	if err != nil {
-		return usageErrorf("--arrival: %v", err)
+		return causeError("--arrival", nil, err)
 	}
 	router, err := serving.ParseRouter(f.router)
 	if err != nil {
-		return usageErrorf("--router: %v", err)
+		return causeError("--router", nil, err)
 	}
 	islDist, err := serving.ParseDist(f.islDist)
 	if err != nil {
-		return usageErrorf("--isl-dist: %v", err)
+		return causeError("--isl-dist", nil, err)
 	}
 	oslDist, err := serving.ParseDist(f.oslDist)
 	if err != nil {
-		return usageErrorf("--osl-dist: %v", err)
+		return causeError("--osl-dist", nil, err)
 	}
 	traffic := serving.Traffic{Arrival: arrival, NumRequests: f.requests, DurationS: f.durationS, Seed: f.seed,
 		Prompt: serving.Lengths{Dist: islDist, Mean: f.isl, Spread: f.islSpread},
@@ -231,7 +247,7 @@ func runSimulate(sc *scenarioFlags, f *simulateFlags, stdout, stderr io.Writer) 
 	if f.requestsFile != "" {
 		reqs, err := serving.LoadRequests(f.requestsFile)
 		if err != nil {
-			return usageErrorf("--requests-file: %v", err)
+			return causeError("--requests-file", nil, err)
 		}
 		traffic.Requests = reqs
 	} else if f.requests == 0 && f.durationS == 0 {
@@ -248,7 +264,7 @@ func runSimulate(sc *scenarioFlags, f *simulateFlags, stdout, stderr io.Writer) 
 		check.Concurrency = 1
 	}
 	if err := check.Validate(); err != nil {
-		return usageErrorf("%v", err)
+		return causeError("", nil, err)
 	}
 	scen, err := sc.scenario()
 	if err != nil {
@@ -259,7 +275,7 @@ func runSimulate(sc *scenarioFlags, f *simulateFlags, stdout, stderr io.Writer) 
 		NumGPUBlocksOverride: f.gpuBlocks, LongPrefillTokenThreshold: f.longPrefill, DisableChunkedPrefill: f.noChunked,
 		NoSchedulerReserveFullISL: f.noFullISL, Watermark: f.watermark}
 	if err := engine.Validate(); err != nil {
-		return usageErrorf("%v", err)
+		return causeError("", nil, err)
 	}
 	dep := serving.Deployment{Scenario: scen, Engine: engine, Instances: f.instances, Router: router}
 	s, err := serving.New(dep)
@@ -269,7 +285,7 @@ func runSimulate(sc *scenarioFlags, f *simulateFlags, stdout, stderr io.Writer) 
 		if errors.Is(err, sim.ErrDoesNotFit) {
 			return err
 		}
-		return usageErrorf("%v", err)
+		return causeError("", nil, err)
 	}
 	slo := serving.SLO{TTFTMs: f.sloTTFT, TPOTMs: f.sloTPOT, Percentile: f.sloPct}
 	out := simulateOutput{Model: scen.Arch.Name, Topology: topo.Name, Plan: scen.Plan.Normalized().String(), GPUs: s.GPUs(),
@@ -317,12 +333,10 @@ func runSimulate(sc *scenarioFlags, f *simulateFlags, stdout, stderr io.Writer) 
 			return err
 		}
 	}
-	if f.output == "json" {
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", " ")
-		return enc.Encode(&out)
-	}
-	return writeSimulateTables(stdout, &out, f.timeline, f.output == "markdown")
+	return render(stdout, f.output, view{
+		JSON: &out,
+		Text: func(w io.Writer, md bool) error { return writeSimulateTables(w, &out, f.timeline, md) },
+	})
 }
 
 // simulateOutput is what simulate reports (its JSON form).
@@ -350,12 +364,12 @@ func parseFloats(flag, s string) ([]float64, error) {
 	for _, p := range splitList(s) {
 		v, err := strconv.ParseFloat(p, 64)
 		if err != nil || !(v > 0) || v > 1e7 {
-			return nil, usageErrorf("%s: %q is not a positive number up to 1e7", flag, p)
+			return nil, flagError(flag, nil, "%q is not a positive number up to 1e7", p)
 		}
 		out = append(out, v)
 	}
 	if len(out) == 0 {
-		return nil, usageErrorf("%s: no value", flag)
+		return nil, flagError(flag, nil, "no value")
 	}
 	return out, nil
 }

@@ -1,7 +1,7 @@
 package main
 
 import (
-	"encoding/json"
+	"context"
 	"fmt"
 	"io"
 	"os"
@@ -17,41 +17,44 @@ import (
 // in for NVML.
 var discover = nvmldiscover.Discover
 
-func init() {
-	register(&Verb{
-		Name:  "topo gpus",
-		Short: "list the GPU catalog: SMs, clocks, dense peaks, memory, links and kernel priors per GPU",
-		Long: `Lists the GPU catalog that box descriptions (nvswitch:8xh100-sxm) and discovery read:
+var topoGPUsVerb = &Verb{
+	UsageLine: "topo gpus [flags]",
+	Short:     "list the GPU catalog: SMs, clocks, dense peaks, memory, links and kernel priors per GPU",
+	Long: `Lists the GPU catalog that box descriptions (nvswitch:8xh100-sxm) and discovery read:
 per GPU its compute capability, SMs, the clock the dense peaks are quoted at, dense tensor
 peaks (TFLOPS) for bf16, fp8 and fp4 where the chip has them, memory, bandwidth, L2, its
 NVLink or PCIe link, and the kernel priors of its architecture: the node gap inside a CUDA
 graph and the kernel floors of a small GEMM, norm and elementwise op (us). Every number has a
 source in the JSON output (--output json).`,
-		Example: "tpscope topo gpus\ntpscope topo gpus --output json",
-		Flags: func(fs *pflag.FlagSet) func([]string, io.Writer, io.Writer) error {
-			out := fs.String("output", "table", "output format: table or json")
-			return func(args []string, stdout, _ io.Writer) error {
-				if err := checkOutput(*out, "table", "json"); err != nil {
-					return err
-				}
-				if len(args) > 0 {
-					return usageErrorf("topo gpus takes no arguments, got %q", args)
-				}
-				gpus := topology.GPUs()
-				if *out == "json" {
-					enc := json.NewEncoder(stdout)
-					enc.SetIndent("", "  ")
-					return enc.Encode(gpus)
-				}
-				writeGPUTable(stdout, gpus)
-				return nil
-			}
-		},
+	Example: "tpscope topo gpus\ntpscope topo gpus --output json",
+	New:     func() Options { return &topoGPUsOptions{output: formatTable} },
+}
+
+// topoGPUsOptions are topo gpus' flags.
+type topoGPUsOptions struct{ output string }
+
+func (o *topoGPUsOptions) Bind(fs *pflag.FlagSet) {
+	fs.StringVar(&o.output, "output", o.output, "output format: table or json")
+}
+
+func (o *topoGPUsOptions) Run(ctx context.Context, args []string, std IO) error {
+	if err := checkOutput(o.output, formatTable, formatJSON); err != nil {
+		return err
+	}
+	if len(args) > 0 {
+		return usageErrorf("topo gpus takes no arguments, got %q", args)
+	}
+	gpus := topology.GPUs()
+	return render(std.Stdout, o.output, view{
+		JSON: gpus,
+		Text: func(w io.Writer, _ bool) error { return writeGPUTable(w, gpus) },
 	})
-	register(&Verb{
-		Name:  "topo show",
-		Short: "print a topology's GPU link levels (like nvidia-smi topo -m) and modeled P2P bandwidth and latency",
-		Long: `Shows a preset or a topology JSON file: the level of every GPU pair (X, NV#, PIX, PXB,
+}
+
+var topoShowVerb = &Verb{
+	UsageLine: "topo show [TOPOLOGY] [flags]",
+	Short:     "print a topology's GPU link levels (like nvidia-smi topo -m) and modeled P2P bandwidth and latency",
+	Long: `Shows a preset or a topology JSON file: the level of every GPU pair (X, NV#, PIX, PXB,
 PHB, NODE, SYS), whether NCCL uses P2P on it under NCCL_P2P_LEVEL (default PXB; pairs beyond
 it go through host memory and are marked *), the modeled bandwidth per direction (GB/s) of
 that transfer and NCCL's own model of it, and the latency (us).
@@ -62,69 +65,89 @@ Presets: ` + strings.Join(topology.PresetNames(), ", ") + `; suffixes -gen4 (PCI
 A box can also be described in one word, <fabric>:<count>x<gpu> with the same suffixes:
 fabrics ` + strings.Join(topology.Fabrics(), ", ") + `; GPUs as 'tpscope topo gpus'
 lists them, e.g. nvswitch:8xh100-sxm, pcie-switch:8xl40s, pcie-2s:8xrtxpro6000-server-gen4.`,
-		Example: "tpscope topo show rtxpro6000-2s\ntpscope topo show rtxpro6000-switch --gpus 4 --p2p-level SYS --output json\ntpscope topo show nvswitch:8xh100-sxm\ntpscope topo show box.json -o copy.json",
-		Flags: func(fs *pflag.FlagSet) func([]string, io.Writer, io.Writer) error {
-			gpus := fs.Int("gpus", 0, "use only the first N GPUs (0 = all)")
-			level := fs.String("p2p-level", "", "NCCL_P2P_LEVEL: LOC, NVL, PIX, PXB, PHB, SYS (default PXB)")
-			disable := fs.Bool("p2p-disable", false, "NCCL_P2P_DISABLE=1")
-			out := fs.String("output", "table", "output format: table, json, or dot (the link graph for Graphviz)")
-			save := fs.StringP("out", "o", "", "also write the topology (after --gpus) as JSON to FILE")
-			return func(args []string, stdout, _ io.Writer) error {
-				if err := checkOutput(*out, "table", "json", "dot"); err != nil {
-					return err
-				}
-				if len(args) > 1 {
-					return usageErrorf("topo show takes one topology name or file, got %q", args)
-				}
-				name := topology.DefaultPreset
-				if len(args) == 1 {
-					name = args[0]
-				}
-				lv, err := topology.ParseP2PLevel(*level)
-				if err != nil {
-					return usageErrorf("--p2p-level: %v", err)
-				}
-				if *gpus < 0 {
-					return usageErrorf("--gpus %d: want 0 (all) or more", *gpus)
-				}
-				t, err := topology.Resolve(name, *gpus)
-				if err != nil {
-					return err
-				}
-				if *save != "" {
-					if err := t.Save(*save); err != nil {
-						return err
-					}
-				}
-				if *out == "dot" {
-					_, err := io.WriteString(stdout, t.DOT())
-					return err
-				}
-				m := t.Matrices(lv, *disable)
-				if *out == "json" {
-					enc := json.NewEncoder(stdout)
-					enc.SetIndent("", "  ")
-					return enc.Encode(m)
-				}
-				if t.Description != "" {
-					fmt.Fprintf(stdout, "%s\n", t.Description)
-				}
-				if t.Host.CPU != "" {
-					fmt.Fprintf(stdout, "Host: %s, %d socket(s); NCCL models the socket link at %.0f GB/s\n", t.Host.CPU, t.Host.Sockets, t.Host.InterSocketNCCLGBps)
-				}
-				if t.Calibration != nil {
-					fmt.Fprintf(stdout, "Calibrated: %d collective parameter sets from %s\n", len(t.Calibration.Collectives), t.Calibration.Source)
-				}
-				fmt.Fprintln(stdout)
-				m.WriteTable(stdout)
-				return nil
+	Example: "tpscope topo show rtxpro6000-2s\ntpscope topo show rtxpro6000-switch --gpus 4 --p2p-level SYS --output json\ntpscope topo show nvswitch:8xh100-sxm\ntpscope topo show box.json -o copy.json",
+	New:     func() Options { return &topoShowOptions{output: formatTable} },
+}
+
+// topoShowOptions are topo show's flags.
+type topoShowOptions struct {
+	gpus       int
+	p2pLevel   string
+	p2pDisable bool
+	output     string // table, json or dot
+	out        string // -o: the topology as JSON
+}
+
+func (o *topoShowOptions) Bind(fs *pflag.FlagSet) {
+	fs.IntVar(&o.gpus, "gpus", o.gpus, "use only the first N GPUs (0 = all)")
+	fs.StringVar(&o.p2pLevel, "p2p-level", o.p2pLevel, "NCCL_P2P_LEVEL: LOC, NVL, PIX, PXB, PHB, SYS (default PXB)")
+	fs.BoolVar(&o.p2pDisable, "p2p-disable", o.p2pDisable, "NCCL_P2P_DISABLE=1")
+	fs.StringVar(&o.output, "output", o.output, "output format: table, json, or dot (the link graph for Graphviz)")
+	fs.StringVarP(&o.out, "out", "o", o.out, "also write the topology (after --gpus) as JSON to FILE")
+}
+
+func (o *topoShowOptions) Run(ctx context.Context, args []string, std IO) error {
+	if err := checkOutput(o.output, formatTable, formatJSON, "dot"); err != nil {
+		return err
+	}
+	if len(args) > 1 {
+		return usageErrorf("topo show takes one topology name or file, got %q", args)
+	}
+	name := topology.DefaultPreset
+	if len(args) == 1 {
+		name = args[0]
+	}
+	lv, err := topology.ParseP2PLevel(o.p2pLevel)
+	if err != nil {
+		return causeError("--p2p-level", nil, err)
+	}
+	if o.gpus < 0 {
+		return flagError("--gpus", o.gpus, "want 0 (all) or more")
+	}
+	if err := checkOutputFile("-o", o.out); err != nil {
+		return err
+	}
+	t, err := topology.Resolve(name, o.gpus)
+	if err != nil {
+		if _, serr := os.Stat(name); serr != nil {
+			// Neither a preset, a box description nor a file there.
+			return causeError("", nil, err)
+		}
+		return err
+	}
+	if o.out != "" {
+		if err := t.Save(o.out); err != nil {
+			return err
+		}
+	}
+	if o.output == "dot" {
+		_, err := io.WriteString(std.Stdout, t.DOT())
+		return err
+	}
+	m := t.Matrices(lv, o.p2pDisable)
+	return render(std.Stdout, o.output, view{
+		JSON: m,
+		Text: func(w io.Writer, _ bool) error {
+			if t.Description != "" {
+				fmt.Fprintf(w, "%s\n", t.Description)
 			}
+			if t.Host.CPU != "" {
+				fmt.Fprintf(w, "Host: %s, %d socket(s); NCCL models the socket link at %.0f GB/s\n", t.Host.CPU, t.Host.Sockets, t.Host.InterSocketNCCLGBps)
+			}
+			if t.Calibration != nil {
+				fmt.Fprintf(w, "Calibrated: %d collective parameter sets from %s\n", len(t.Calibration.Collectives), t.Calibration.Source)
+			}
+			fmt.Fprintln(w)
+			m.WriteTable(w)
+			return nil
 		},
 	})
-	register(&Verb{
-		Name:  "topo discover",
-		Short: "read the local box through NVML and write it as a topology JSON",
-		Long: `Discovers the GPUs of this machine through NVML (libnvidia-ml.so.1 from the NVIDIA driver):
+}
+
+var topoDiscoverVerb = &Verb{
+	UsageLine: "topo discover [flags]",
+	Short:     "read the local box through NVML and write it as a topology JSON",
+	Long: `Discovers the GPUs of this machine through NVML (libnvidia-ml.so.1 from the NVIDIA driver):
 names, PCIe bus IDs, link generation and width, the common PCIe ancestor of every pair, P2P
 status, NVLink state, NUMA node and CPU affinity, memory and clocks. The PCIe tree (switches,
 host bridges, sockets) is rebuilt from the pairwise levels; device specs come from the GPU
@@ -135,61 +158,75 @@ that 'topo show' and every --topo flag read.
 --as <fabric>:<count> writes instead the local GPU, as discovered, replicated onto that
 fabric (fabrics ` + strings.Join(topology.Fabrics(), ", ") + `; suffixes -gen4, -intel-spr, ...):
 the box you would have with N of this GPU.`,
-		Example: "tpscope topo discover -o box.json\ntpscope topo discover --probe-out probe.json\ntpscope topo discover --as nvswitch:8 -o hgx.json",
-		Flags: func(fs *pflag.FlagSet) func([]string, io.Writer, io.Writer) error {
-			outFile := fs.StringP("out", "o", "", "write the topology JSON to this file (default: stdout)")
-			probeOut := fs.String("probe-out", "", "also write the raw NVML readings as JSON to this file")
-			as := fs.String("as", "", "replicate the local GPU onto a fabric: <fabric>:<count>, e.g. nvswitch:8 or pcie-2s:8")
-			return func(args []string, stdout, stderr io.Writer) error {
-				if len(args) > 0 {
-					return usageErrorf("topo discover takes no arguments, got %q", args)
-				}
-				if *as != "" {
-					b, err := topology.ParseBox(*as)
-					if err != nil {
-						return usageErrorf("--as: %v", err)
-					}
-					if b.GPU != "" {
-						return usageErrorf("--as %q: name a fabric and a count only (e.g. %s:%d): the GPU is the discovered one", *as, b.Fabric, b.GPUs)
-					}
-				}
-				t, p, err := discover()
-				if err != nil {
-					return err
-				}
-				if *as != "" {
-					if t, err = topology.ReplicateOnto(t, *as); err != nil {
-						return err
-					}
-				}
-				if *probeOut != "" {
-					b, _ := json.MarshalIndent(p, "", "  ")
-					if err := os.WriteFile(*probeOut, append(b, '\n'), 0o644); err != nil {
-						return err
-					}
-				}
-				if *outFile == "" {
-					b, err := t.Marshal()
-					if err != nil {
-						return err
-					}
-					_, err = stdout.Write(b)
-					return err
-				}
-				if err := t.Save(*outFile); err != nil {
-					return err
-				}
-				fmt.Fprintf(stderr, "wrote %s: %d GPUs (%s)\n", *outFile, t.NumGPUs(), t.Devices[0].Name)
-				m := t.Matrices(topology.DefaultP2PLevel, false)
-				m.WriteTable(stdout)
-				return nil
-			}
-		},
-	})
+	Example: "tpscope topo discover -o box.json\ntpscope topo discover --probe-out probe.json\ntpscope topo discover --as nvswitch:8 -o hgx.json",
+	New:     func() Options { return &topoDiscoverOptions{} },
+}
+
+// topoDiscoverOptions are topo discover's flags.
+type topoDiscoverOptions struct {
+	out      string // -o: the topology JSON ("" stdout)
+	probeOut string // the raw NVML readings
+	as       string // <fabric>:<count>
+}
+
+func (o *topoDiscoverOptions) Bind(fs *pflag.FlagSet) {
+	fs.StringVarP(&o.out, "out", "o", o.out, "write the topology JSON to this file (default: stdout)")
+	fs.StringVar(&o.probeOut, "probe-out", o.probeOut, "also write the raw NVML readings as JSON to this file")
+	fs.StringVar(&o.as, "as", o.as, "replicate the local GPU onto a fabric: <fabric>:<count>, e.g. nvswitch:8 or pcie-2s:8")
+}
+
+func (o *topoDiscoverOptions) Run(ctx context.Context, args []string, std IO) error {
+	if len(args) > 0 {
+		return usageErrorf("topo discover takes no arguments, got %q", args)
+	}
+	if o.as != "" {
+		b, err := topology.ParseBox(o.as)
+		if err != nil {
+			return causeError("--as", nil, err)
+		}
+		if b.GPU != "" {
+			return flagError("--as", quote(o.as), "name a fabric and a count only (e.g. %s:%d): the GPU is the discovered one", b.Fabric, b.GPUs)
+		}
+	}
+	if err := checkOutputFile("-o", o.out); err != nil {
+		return err
+	}
+	if err := checkOutputFile("--probe-out", o.probeOut); err != nil {
+		return err
+	}
+	t, p, err := discover()
+	if err != nil {
+		return err
+	}
+	if o.as != "" {
+		if t, err = topology.ReplicateOnto(t, o.as); err != nil {
+			return err
+		}
+	}
+	if o.probeOut != "" {
+		if err := writeJSONFile("--probe-out", o.probeOut, p); err != nil {
+			return err
+		}
+	}
+	if o.out == "" {
+		b, err := t.Marshal()
+		if err != nil {
+			return err
+		}
+		_, err = std.Stdout.Write(b)
+		return err
+	}
+	if err := t.Save(o.out); err != nil {
+		return err
+	}
+	fmt.Fprintf(std.Stderr, "wrote %s: %d GPUs (%s)\n", o.out, t.NumGPUs(), t.Devices[0].Name)
+	m := t.Matrices(topology.DefaultP2PLevel, false)
+	m.WriteTable(std.Stdout)
+	return nil
 }
 
 // writeGPUTable prints the catalog, one GPU a line.
-func writeGPUTable(w io.Writer, gpus []topology.GPUSpec) {
+func writeGPUTable(w io.Writer, gpus []topology.GPUSpec) error {
 	peak := func(d topology.Device, k string) string {
 		if v, ok := d.PeakTFLOPS[k]; ok {
 			return fmt.Sprintf("%.0f", v)
@@ -210,5 +247,6 @@ func writeGPUTable(w io.Writer, gpus []topology.GPUSpec) {
 			d.MinKernelUsByKind["gemm"], d.MinKernelUsByKind["norm"], d.MinKernelUsByKind["elementwise"])
 	}
 	fmt.Fprintln(w, "\nMHz: the clock the dense peaks (TFLOPS) are quoted at; link: NVLink generation, fabric and GB/s per direction;")
-	fmt.Fprintln(w, "graph: device gap per CUDA-graph kernel node (us); gemm/norm/ew: kernel floors (us), derived per architecture.")
+	_, err := fmt.Fprintln(w, "graph: device gap per CUDA-graph kernel node (us); gemm/norm/ew: kernel floors (us), derived per architecture.")
+	return err
 }

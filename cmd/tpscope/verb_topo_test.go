@@ -34,7 +34,7 @@ func TestTopoShow(t *testing.T) {
 	if code, out, _ = runCLI(t, "topo", "show", save); code != 0 || !strings.Contains(out, "PIX") {
 		t.Errorf("reload of saved file: exit %d", code)
 	}
-	if code, _, errs = runCLI(t, "topo", "show", "nope"); code != 1 || !strings.Contains(errs, "not a preset") || strings.Count(errs, "\n") != 1 {
+	if code, _, errs = runCLI(t, "topo", "show", "nope"); code != 2 || !strings.Contains(errs, "not a preset") || strings.Count(errs, "\n") != 1 {
 		t.Errorf("unknown topology: exit %d, %q", code, errs)
 	}
 	if code, _, _ = runCLI(t, "topo", "show", "--p2p-level", "XYZ"); code != 2 {
@@ -95,7 +95,7 @@ func TestTopoShowDescription(t *testing.T) {
 		t.Errorf("exit %d %s: %+v", code, errs, m)
 	}
 	code, _, errs = runCLI(t, "topo", "show", "pcie-2s:3xl40s")
-	if code != 1 || !strings.Contains(errs, "pcie-2s needs an even GPU count") || strings.Count(errs, "\n") != 1 {
+	if code != 2 || !strings.Contains(errs, "pcie-2s needs an even GPU count") || strings.Count(errs, "\n") != 1 {
 		t.Errorf("bad description: exit %d, %q", code, errs)
 	}
 }

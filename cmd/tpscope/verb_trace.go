@@ -2,12 +2,9 @@ package main
 
 import (
 	"context"
-	"encoding/csv"
-	"encoding/json"
 	"fmt"
 	"io"
-	"os"
-	"os/signal"
+	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -17,11 +14,10 @@ import (
 	"github.com/tpscope/tpscope/traces"
 )
 
-func init() {
-	register(&Verb{
-		Name:  "trace read",
-		Short: "read a trace source and print its normalized spans",
-		Long: `Reads one trace source into the normalized span list that compare and
+var traceReadVerb = &Verb{
+	UsageLine: "trace read [--trace] SRC... [flags]",
+	Short:     "read a trace source and print its normalized spans",
+	Long: `Reads one trace source into the normalized span list that compare and
 calibrate use, and prints a summary (format, traces, steps, ranks, op spans
 per kind, scenarios, what was left out and why) and the spans.
 
@@ -41,58 +37,72 @@ the steps that ended before the last kernel read started) and saying how
 many steps and spans were dropped.
 
 Times: start is Unix nanoseconds, durations in microseconds.`,
-		Example: `tpscope trace read run.otlp.jsonl
+	Example: `tpscope trace read run.otlp.jsonl
 tpscope trace read --trace run-a.otlp.jsonl,run-b.otlp.jsonl --spans 0
 tpscope trace read 'jaeger://127.0.0.1:16686?service=tpscope&limit=5' --spans 0
 tpscope trace read rank0.pt.trace.json.gz --output json > spans.json
 tpscope trace read --allow-partial cut.otlp.jsonl.gz --spans 0`,
-		Flags: func(fs *pflag.FlagSet) func([]string, io.Writer, io.Writer) error {
-			srcs := addTraceFlag(fs, "the sources to read (also as arguments)")
-			output := addOutputFlag(fs, "one row per listed span", allFormats...)
-			limit := fs.Int("spans", 50, "spans to list per source (0: none, -1: all)")
-			format := fs.String("format", "", "force the source format: otlp-json, jaeger-v1, jaeger-v3, kineto (default: from the content)")
-			allowPartial := addAllowPartialFlag(fs)
-			return func(args []string, stdout, stderr io.Writer) error {
-				*srcs = append(*srcs, args...)
-				if len(*srcs) == 0 {
-					return usageErrorf("no source: pass --trace SRC (or SRC as an argument)")
-				}
-				if err := checkOutput(*output, allFormats...); err != nil {
-					return err
-				}
-				if *limit < -1 {
-					return usageErrorf("--spans %d: want -1 (all), 0 (none) or a count", *limit)
-				}
-				if err := traces.CheckFormat(*format); err != nil {
-					return usageErrorf("--format: %v", err)
-				}
-				opts := []traces.ReadOption{traces.WithAllowPartial(*allowPartial)}
-				if *format != "" {
-					opts = append(opts, traces.WithFormat(*format))
-				}
-				ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
-				defer stop()
-				for i, src := range *srcs {
-					r, err := traces.Open(src, opts...)
-					if err != nil {
-						return err
-					}
-					res, err := r.Read(ctx)
-					if err != nil {
-						return err
-					}
-					notePartial(stderr, src, res)
-					if i > 0 && *output != formatJSON && *output != formatCSV {
-						fmt.Fprintln(stdout)
-					}
-					if err := writeTraceRead(stdout, res, *output, *limit); err != nil {
-						return err
-					}
-				}
-				return nil
-			}
-		},
-	})
+	New: func() Options { return &traceReadOptions{output: formatTable, spans: 50} },
+}
+
+// traceReadOptions are trace read's flags.
+type traceReadOptions struct {
+	traces       []string // --trace sources
+	output       string
+	spans        int    // spans to list per source: -1 all
+	format       string // forced source format
+	allowPartial bool
+}
+
+func (o *traceReadOptions) Bind(fs *pflag.FlagSet) {
+	bindTraceFlag(fs, &o.traces, "the sources to read (also as arguments)")
+	bindOutputFlag(fs, &o.output, "one row per listed span", allFormats...)
+	fs.IntVar(&o.spans, "spans", o.spans, "spans to list per source (0: none, -1: all)")
+	fs.StringVar(&o.format, "format", o.format, "force the source format: otlp-json, jaeger-v1, jaeger-v3, kineto (default: from the content)")
+	bindAllowPartialFlag(fs, &o.allowPartial)
+}
+
+func (o *traceReadOptions) Run(ctx context.Context, args []string, std IO) error {
+	if len(o.traces)+len(args) == 0 {
+		return usageErrorf("no source: pass --trace SRC (or SRC as an argument)")
+	}
+	if err := checkOutput(o.output, allFormats...); err != nil {
+		return err
+	}
+	if o.spans < -1 {
+		return flagError("--spans", o.spans, "want -1 (all), 0 (none) or a count")
+	}
+	if err := traces.CheckFormat(o.format); err != nil {
+		return causeError("--format", nil, err)
+	}
+	opts := []traces.ReadOption{traces.WithAllowPartial(o.allowPartial)}
+	if o.format != "" {
+		opts = append(opts, traces.WithFormat(o.format))
+	}
+	if err := checkTraceSources("--trace", o.traces, opts...); err != nil {
+		return err
+	}
+	if err := checkTraceSources("", args, opts...); err != nil {
+		return err
+	}
+	for i, src := range append(slices.Clip(o.traces), args...) {
+		r, err := traces.Open(src, opts...)
+		if err != nil {
+			return err
+		}
+		res, err := r.Read(ctx)
+		if err != nil {
+			return err
+		}
+		notePartial(std.Stderr, src, res)
+		if i > 0 && o.output != formatJSON && o.output != formatCSV {
+			fmt.Fprintln(std.Stdout)
+		}
+		if err := writeTraceRead(std.Stdout, res, o.output, o.spans); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // writeTraceRead prints one source's summary and its first limit spans.
@@ -102,23 +112,27 @@ func writeTraceRead(w io.Writer, res *traces.Result, output string, limit int) e
 		spans = spans[:limit]
 	}
 	sum := traces.Summarize(res)
-	switch output {
-	case formatJSON:
-		return writeTraceJSON(w, sum, spans)
-	case formatCSV:
-		return writeTraceCSV(w, spans)
+	var js any
+	if output == formatJSON {
+		js = traceJSON(sum, spans)
 	}
-	writeTraceSummary(w, sum, output == formatMarkdown)
-	if len(spans) > 0 {
-		fmt.Fprintln(w)
-		if err := writeSpanTable(w, spans, output == formatMarkdown); err != nil {
-			return err
-		}
-		if len(spans) < len(res.Spans) {
-			fmt.Fprintf(w, "(%d of %d spans; --spans -1 lists all)\n", len(spans), len(res.Spans))
-		}
-	}
-	return nil
+	return render(w, output, view{
+		JSON: js,
+		CSV:  func(w io.Writer) error { return writeTraceCSV(w, spans) },
+		Text: func(w io.Writer, md bool) error {
+			writeTraceSummary(w, sum, md)
+			if len(spans) > 0 {
+				fmt.Fprintln(w)
+				if err := writeSpanTable(w, spans, md); err != nil {
+					return err
+				}
+				if len(spans) < len(res.Spans) {
+					fmt.Fprintf(w, "(%d of %d spans; --spans -1 lists all)\n", len(spans), len(res.Spans))
+				}
+			}
+			return nil
+		},
+	})
 }
 
 func traceJoinInts(v []int) string {
@@ -211,13 +225,11 @@ func writeSpanTable(w io.Writer, spans []traces.Span, md bool) error {
 }
 
 func writeTraceCSV(w io.Writer, spans []traces.Span) error {
-	cw := csv.NewWriter(w)
-	cw.Write(spanColumns)
+	rows := make([][]string, len(spans))
 	for i := range spans {
-		cw.Write(spanRow(&spans[i]))
+		rows[i] = spanRow(&spans[i])
 	}
-	cw.Flush()
-	return cw.Error()
+	return writeCSV(w, spanColumns, rows)
 }
 
 type spanJSON struct {
@@ -241,11 +253,15 @@ type spanJSON struct {
 	Attributes  map[string]any `json:"attributes,omitempty"`
 }
 
-func writeTraceJSON(w io.Writer, sum traces.Summary, spans []traces.Span) error {
-	out := struct {
-		Summary traces.Summary `json:"summary"`
-		Spans   []spanJSON     `json:"spans"`
-	}{Summary: sum, Spans: make([]spanJSON, 0, len(spans))}
+// traceReadJSON is trace read's JSON output of one source.
+type traceReadJSON struct {
+	Summary traces.Summary `json:"summary"`
+	Spans   []spanJSON     `json:"spans"`
+}
+
+// traceJSON is one source's summary and spans as trace read's JSON.
+func traceJSON(sum traces.Summary, spans []traces.Span) traceReadJSON {
+	out := traceReadJSON{Summary: sum, Spans: make([]spanJSON, 0, len(spans))}
 	for i := range spans {
 		s := &spans[i]
 		j := spanJSON{TraceID: s.TraceID.String(), SpanID: s.SpanID.String(), Name: s.Name, Service: s.Service,
@@ -262,7 +278,5 @@ func writeTraceJSON(w io.Writer, sum traces.Summary, spans []traces.Span) error 
 		}
 		out.Spans = append(out.Spans, j)
 	}
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(out)
+	return out
 }

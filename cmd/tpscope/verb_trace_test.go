@@ -22,7 +22,7 @@ func TestTraceRead(t *testing.T) {
 		{"kineto table", []string{"trace", "read", kineto, "--spans", "5"}, 0, []string{"kineto", "ranks             3", "kind collective   4 spans", "(5 of 22 spans", "ncclDevKernel_AllReduce"}},
 		{"markdown", []string{"trace", "read", kineto, "--output", "markdown", "--spans", "0"}, 0, []string{"| format | kineto |"}},
 		{"csv", []string{"trace", "read", kineto, "--output", "csv", "--spans", "2"}, 0, []string{"trace,span,parent,name"}},
-		{"missing file", []string{"trace", "read", "no/such/file.json"}, 1, []string{"no such file"}},
+		{"missing file", []string{"trace", "read", "no/such/file.json"}, 2, []string{"no/such/file.json: no such file"}},
 		{"bad output", []string{"trace", "read", kineto, "--output", "xml"}, 2, []string{"--output"}},
 		{"bad format", []string{"trace", "read", kineto, "--format", "zipkin"}, 2, []string{`trace format "zipkin"`}},
 		{"no source", []string{"trace", "read"}, 2, []string{"no source: pass --trace SRC"}},

@@ -2,17 +2,14 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"math"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"sort"
 	"strings"
-	"syscall"
 
 	"github.com/spf13/pflag"
 
@@ -20,13 +17,13 @@ import (
 	"github.com/tpscope/tpscope/model"
 	"github.com/tpscope/tpscope/pipeline"
 	"github.com/tpscope/tpscope/sim"
+	"github.com/tpscope/tpscope/topology"
 )
 
-func init() {
-	register(&Verb{
-		Name:  "verdict",
-		Short: "measure each optimization on the executor and set its gain beside the predicted one",
-		Long: `For the scenario the flags give (the baseline), runs the schedule on the
+var verdictVerb = &Verb{
+	UsageLine: "verdict [flags]",
+	Short:     "measure each optimization on the executor and set its gain beside the predicted one",
+	Long: `For the scenario the flags give (the baseline), runs the schedule on the
 backend, then, for every optimization of the catalog (and the plan entries:
 decode context parallelism, DSA against dense attention) that the executor
 can realize here, the same scenario with the optimization turned on (or,
@@ -71,110 +68,134 @@ compare' and Jaeger, and the report as DIR/verdict.json and DIR/verdict.md.
 Ctrl-C stops the run in progress after its current op, prints the entries
 that finished, writes the report (saying which run was cut; its trace is
 kept as DIR/<run>.partial.otlp.jsonl) and exits with code 130.`,
-		Example: `tpscope verdict --backend cuda --model kimi-k2.5 --tp 8 --local-ranks 0 --batch 32 --context 4096 --kv-dtype bf16 --topo h200-nvswitch --steps 10 -o verdict-traces`,
-		Flags: func(fs *pflag.FlagSet) func(args []string, stdout, stderr io.Writer) error {
-			sc := addScenarioFlags(fs)
-			backend := fs.String("backend", "cuda", "where to run: cuda or cpu")
-			only := fs.String("entries", "", "only these entries (comma list; default every entry)")
-			steps := fs.Int("steps", 10, "measured steps per run")
-			warmup := fs.Int("warmup", 3, "warm-up steps per run before the measured ones")
-			outDir := fs.StringP("out", "o", "", "write every run's trace to DIR/<run>.otlp.jsonl")
-			output := fs.String("output", "table", "output format: table, json or markdown")
-			seed := fs.Int64("seed", 1, "seed of weights, inputs and MoE routing, the same for every run")
-			threshold := fs.Float64("threshold", 0.05, "relative change of tokens/s at which an optimization pays")
-			mtpTokens := fs.Int("mtp-tokens", 1, "speculative tokens of the MTP entry")
-			localRanks := fs.IntSlice("local-ranks", nil, "ranks this process runs (default: all of the plan's ranks); --tp 8 --local-ranks 0 runs one rank's shard on one GPU")
-			return func(args []string, stdout, stderr io.Writer) error {
-				if len(args) > 0 {
-					return usageErrorf("unexpected arguments %q", args)
-				}
-				if err := checkOutput(*output, "table", "json", "markdown"); err != nil {
-					return err
-				}
-				if *steps < 1 || *warmup < 0 {
-					return usageErrorf("--steps %d --warmup %d: want steps >= 1 and warmup >= 0", *steps, *warmup)
-				}
-				if *threshold <= 0 || *threshold >= 1 {
-					return usageErrorf("--threshold %v: want a fraction in (0,1)", *threshold)
-				}
-				if *mtpTokens < 1 || *mtpTokens > 16 {
-					return usageErrorf("--mtp-tokens %d: want 1 to 16", *mtpTokens)
-				}
-				if err := checkMeasuredBox("verdict", *backend, fs.Changed("topo"), false); err != nil {
-					return err
-				}
-				base, err := sc.scenario()
-				if err != nil {
-					return err
-				}
-				if base.Workload.KVDtype == "" {
-					base.Workload.KVDtype = base.Workload.KVDtypeFor(base.Arch)
-				}
-				cat := append(sim.Catalog(sim.CatalogOptions{MTPTokens: *mtpTokens, MTPAcceptFrac: base.Options.MTPAcceptFrac}), sim.PlanEntries()...)
-				if *only != "" {
-					if cat, err = filterEntries(cat, splitList(*only)); err != nil {
-						return err
-					}
-				}
-				sched, _, err := sim.BuildSchedule(base)
-				if err != nil {
-					var pe *model.PlanError
-					if errors.As(err, &pe) {
-						return usageErrorf("%v", flagWords(err))
-					}
-					return err
-				}
-				world := len(sched.Ranks)
-				for _, r := range *localRanks {
-					if r < 0 || r >= world {
-						return usageErrorf("--local-ranks %v: rank %d is not one of the plan's %d ranks", *localRanks, r, world)
-					}
-				}
-				if *outDir != "" {
-					if err := os.MkdirAll(*outDir, 0o755); err != nil {
-						return fmt.Errorf("--out %s: %w", *outDir, err)
-					}
-				}
-				ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-				defer stop()
-				v := &verdictRunner{backend: *backend, seed: *seed, steps: *steps, warmup: *warmup,
-					local: *localRanks, outDir: *outDir, stderr: stderr, interrupt: stop,
-					runner: pipeline.NewRunner(pipeline.WithStderr(stderr), pipeline.WithSharedDevice(os.Getenv(pipeline.SharedDeviceEnv) == "1"))}
-				rep, err := v.verdict(ctx, base, cat, world, 100**threshold)
-				if err != nil {
-					return err
-				}
-				if *outDir != "" {
-					if err := saveVerdict(*outDir, rep); err != nil {
-						return err
-					}
-				}
-				switch *output {
-				case "json":
-					enc := json.NewEncoder(stdout)
-					enc.SetIndent("", " ")
-					err = enc.Encode(rep)
-				case "markdown":
-					err = writeVerdict(stdout, rep, true)
-				default:
-					err = writeVerdict(stdout, rep, false)
-				}
-				if err != nil {
-					return err
-				}
-				if in := rep.Interrupted; in != nil {
-					done := 0
-					for _, e := range rep.Entries {
-						if e.Status != compare.VerdictInterrupted {
-							done++
-						}
-					}
-					return fmt.Errorf("%w during the %s run: %d of %d entries finished (report above)", errInterrupted, in.Run, done, len(cat))
-				}
-				return nil
+	Example: `tpscope verdict --backend cuda --model kimi-k2.5 --tp 8 --local-ranks 0 --batch 32 --context 4096 --kv-dtype bf16 --topo h200-nvswitch --steps 10 -o verdict-traces`,
+	New:     func() Options { return newVerdictOptions() },
+}
+
+// verdictOptions are verdict's flags.
+type verdictOptions struct {
+	boundFlags
+	sc         *scenarioFlags
+	backend    string
+	entries    string // comma list; "" every entry
+	steps      int
+	warmup     int
+	outDir     string // -o DIR
+	output     string
+	seed       int64
+	threshold  float64
+	mtpTokens  int
+	localRanks []int
+}
+
+func newVerdictOptions() *verdictOptions {
+	return &verdictOptions{sc: newScenarioFlags(), backend: "cuda", steps: 10, warmup: 3, output: formatTable, seed: 1, threshold: 0.05, mtpTokens: 1}
+}
+
+func (o *verdictOptions) Bind(fs *pflag.FlagSet) {
+	o.fs = fs
+	o.sc.Bind(fs)
+	fs.StringVar(&o.backend, "backend", o.backend, "where to run: cuda or cpu")
+	fs.StringVar(&o.entries, "entries", o.entries, "only these entries (comma list; default every entry)")
+	fs.IntVar(&o.steps, "steps", o.steps, "measured steps per run")
+	fs.IntVar(&o.warmup, "warmup", o.warmup, "warm-up steps per run before the measured ones")
+	fs.StringVarP(&o.outDir, "out", "o", o.outDir, "write every run's trace to DIR/<run>.otlp.jsonl")
+	fs.StringVar(&o.output, "output", o.output, "output format: table, json or markdown")
+	fs.Int64Var(&o.seed, "seed", o.seed, "seed of weights, inputs and MoE routing, the same for every run")
+	fs.Float64Var(&o.threshold, "threshold", o.threshold, "relative change of tokens/s at which an optimization pays")
+	fs.IntVar(&o.mtpTokens, "mtp-tokens", o.mtpTokens, "speculative tokens of the MTP entry")
+	fs.IntSliceVar(&o.localRanks, "local-ranks", o.localRanks, "ranks this process runs (default: all of the plan's ranks); --tp 8 --local-ranks 0 runs one rank's shard on one GPU")
+}
+
+// interruptible: Run saves what it finished when ctx ends.
+func (o *verdictOptions) interruptible() {}
+
+func (o *verdictOptions) Run(ctx context.Context, args []string, std IO) error {
+	if err := noArgs(args); err != nil {
+		return err
+	}
+	if err := checkOutput(o.output, formatTable, formatJSON, formatMarkdown); err != nil {
+		return err
+	}
+	if o.steps < 1 || o.warmup < 0 {
+		return flagError(fmt.Sprintf("--steps %d --warmup %d", o.steps, o.warmup), nil, "want steps >= 1 and warmup >= 0")
+	}
+	if o.threshold <= 0 || o.threshold >= 1 {
+		return flagError("--threshold", o.threshold, "want a fraction in (0,1)")
+	}
+	if o.mtpTokens < 1 || o.mtpTokens > 16 {
+		return flagError("--mtp-tokens", o.mtpTokens, "want 1 to 16")
+	}
+	if err := checkOutputDir("-o", o.outDir); err != nil {
+		return err
+	}
+	if err := checkMeasuredBox("verdict", o.backend, o.given("topo", o.sc.topo != topology.DefaultPreset), false); err != nil {
+		return err
+	}
+	base, err := o.sc.scenario()
+	if err != nil {
+		return err
+	}
+	if base.Workload.KVDtype == "" {
+		base.Workload.KVDtype = base.Workload.KVDtypeFor(base.Arch)
+	}
+	cat := append(sim.Catalog(sim.CatalogOptions{MTPTokens: o.mtpTokens, MTPAcceptFrac: base.Options.MTPAcceptFrac}), sim.PlanEntries()...)
+	if o.entries != "" {
+		if cat, err = filterEntries(cat, splitList(o.entries)); err != nil {
+			return err
+		}
+	}
+	sched, _, err := sim.BuildSchedule(base)
+	if err != nil {
+		var pe *model.PlanError
+		if errors.As(err, &pe) {
+			return planFlagError("", err)
+		}
+		return err
+	}
+	world := len(sched.Ranks)
+	for _, r := range o.localRanks {
+		if r < 0 || r >= world {
+			return flagError("--local-ranks", fmt.Sprint(o.localRanks), "rank %d is not one of the plan's %d ranks", r, world)
+		}
+	}
+	if o.outDir != "" {
+		if err := mkdirOutput("-o", o.outDir); err != nil {
+			return err
+		}
+	}
+	// interrupt stops the verdict as Ctrl-C does (tests call it through
+	// verdictProgress).
+	ctx, interrupt := context.WithCancel(ctx)
+	defer interrupt()
+	v := &verdictRunner{backend: o.backend, seed: o.seed, steps: o.steps, warmup: o.warmup,
+		local: o.localRanks, outDir: o.outDir, stderr: std.Stderr, interrupt: interrupt,
+		runner: pipeline.NewRunner(pipeline.WithStderr(std.Stderr), pipeline.WithSharedDevice(os.Getenv(pipeline.SharedDeviceEnv) == "1"))}
+	rep, err := v.verdict(ctx, base, cat, world, 100*o.threshold)
+	if err != nil {
+		return err
+	}
+	if o.outDir != "" {
+		if err := saveVerdict(o.outDir, rep); err != nil {
+			return err
+		}
+	}
+	if err := render(std.Stdout, o.output, view{
+		JSON: rep,
+		Text: func(w io.Writer, md bool) error { return writeVerdict(w, rep, md) },
+	}); err != nil {
+		return err
+	}
+	if in := rep.Interrupted; in != nil {
+		done := 0
+		for _, e := range rep.Entries {
+			if e.Status != compare.VerdictInterrupted {
+				done++
 			}
-		},
-	})
+		}
+		return fmt.Errorf("%w during the %s run: %d of %d entries finished (report above)", errInterrupted, in.Run, done, len(cat))
+	}
+	return nil
 }
 
 // verdictEntry is one catalog entry's row.
@@ -409,12 +430,8 @@ func markPartial(path string) string {
 
 // saveVerdict writes the report beside the traces, as JSON and markdown.
 func saveVerdict(dir string, rep *verdictReport) error {
-	js, err := json.MarshalIndent(rep, "", " ")
-	if err != nil {
+	if err := writeJSONFile("--out", filepath.Join(dir, "verdict.json"), rep); err != nil {
 		return err
-	}
-	if err := os.WriteFile(filepath.Join(dir, "verdict.json"), append(js, '\n'), 0o644); err != nil {
-		return fmt.Errorf("--out: %w", err)
 	}
 	f, err := os.Create(filepath.Join(dir, "verdict.md"))
 	if err != nil {

@@ -1,29 +1,32 @@
 package main
 
 import (
+	"context"
 	"fmt"
-	"io"
 	"runtime"
 	"runtime/debug"
 
 	"github.com/spf13/pflag"
 )
 
-func init() {
-	register(&Verb{
-		Name:    "version",
-		Short:   "print tpscope's version, commit and Go runtime (also --version, -V)",
-		Example: "tpscope version\ntpscope --version",
-		Flags: func(fs *pflag.FlagSet) func([]string, io.Writer, io.Writer) error {
-			return func(args []string, stdout, _ io.Writer) error {
-				if len(args) > 0 {
-					return usageErrorf("version takes no arguments, got %q", args)
-				}
-				fmt.Fprintf(stdout, "tpscope 0.1.0 (%s%s %s/%s)\n", buildCommit(), runtime.Version(), runtime.GOOS, runtime.GOARCH)
-				return nil
-			}
-		},
-	})
+var versionVerb = &Verb{
+	UsageLine: "version",
+	Short:     "print tpscope's version, commit and Go runtime (also --version, -V)",
+	Example:   "tpscope version\ntpscope --version",
+	New:       func() Options { return versionOptions{} },
+}
+
+// versionOptions: version has no flags.
+type versionOptions struct{}
+
+func (versionOptions) Bind(*pflag.FlagSet) {}
+
+func (versionOptions) Run(ctx context.Context, args []string, std IO) error {
+	if len(args) > 0 {
+		return usageErrorf("version takes no arguments, got %q", args)
+	}
+	fmt.Fprintf(std.Stdout, "tpscope 0.1.0 (%s%s %s/%s)\n", buildCommit(), runtime.Version(), runtime.GOOS, runtime.GOARCH)
+	return nil
 }
 
 // commit is the commit the binary was built from, set by make build

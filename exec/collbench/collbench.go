@@ -59,31 +59,43 @@ type Result struct {
 	Run    *exec.Result `json:"-"` // the runner's result (per-op times, step summary)
 }
 
+// ConfigError is a Config that cannot be benchmarked (a collective,
+// rank count, iteration count or size out of range). Msg says which
+// without the "collbench: " Error prefixes, for a caller that names its
+// own flags instead.
+type ConfigError struct{ Msg string }
+
+func (e *ConfigError) Error() string { return "collbench: " + e.Msg }
+
+func configErrorf(format string, a ...any) error {
+	return &ConfigError{Msg: fmt.Sprintf(format, a...)}
+}
+
 // normalize checks cfg and returns the sizes as run: rounded down to a
 // multiple of 4 bytes per rank, ascending, without repeats.
 func (cfg *Config) normalize() ([]int64, error) {
 	switch cfg.Op {
 	case model.AllReduce, model.AllGather, model.ReduceScatter, model.AllToAll:
 	default:
-		return nil, fmt.Errorf("collbench: collective %q: want allreduce, allgather, reducescatter or alltoall", cfg.Op)
+		return nil, configErrorf("collective %q: want allreduce, allgather, reducescatter or alltoall", cfg.Op)
 	}
 	if cfg.Ranks < 2 || cfg.Ranks > 1<<12 {
-		return nil, fmt.Errorf("collbench: %d ranks: want 2..4096 (a collective needs peers)", cfg.Ranks)
+		return nil, configErrorf("%d ranks: want 2..4096 (a collective needs peers)", cfg.Ranks)
 	}
 	if cfg.Iters == 0 {
 		cfg.Iters = DefaultIters
 	}
 	if cfg.Iters < 1 || cfg.Iters > 1000 {
-		return nil, fmt.Errorf("collbench: %d iterations: want 1..1000", cfg.Iters)
+		return nil, configErrorf("%d iterations: want 1..1000", cfg.Iters)
 	}
 	if len(cfg.Sizes) == 0 {
-		return nil, errors.New("collbench: no sizes")
+		return nil, configErrorf("no sizes")
 	}
 	unit := int64(4 * cfg.Ranks)
 	var sizes []int64
 	for _, b := range cfg.Sizes {
 		if b < unit || b > 1<<40 {
-			return nil, fmt.Errorf("collbench: size %d B: want %d B (4 bytes per rank) to 1 TiB", b, unit)
+			return nil, configErrorf("size %d B: want %d B (4 bytes per rank) to 1 TiB", b, unit)
 		}
 		sizes = append(sizes, b/unit*unit)
 	}
