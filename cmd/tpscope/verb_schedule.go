@@ -81,7 +81,7 @@ default). By default only rank 0 is printed; --rank -1 prints every rank.`,
 				if err != nil {
 					return err
 				}
-				s, _, err := sim.BuildSchedule(scen)
+				s, err := sim.BuildSchedule(scen)
 				if err != nil {
 					return usageErrorf("%v", flagWords(err))
 				}

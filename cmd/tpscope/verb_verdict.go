@@ -116,7 +116,7 @@ kept as DIR/<run>.partial.otlp.jsonl) and exits with code 130.`,
 						return err
 					}
 				}
-				sched, _, err := sim.BuildSchedule(base)
+				sched, err := sim.BuildSchedule(base)
 				if err != nil {
 					var pe *model.PlanError
 					if errors.As(err, &pe) {
