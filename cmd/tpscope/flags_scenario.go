@@ -207,7 +207,8 @@ func (f *scenarioFlags) options() (sim.Options, error) {
 	return f.opts, nil
 }
 
-// workload is the workload the flags name; errors are usage errors.
+// workload is the workload the flags name, parsed (model.Validate checks
+// its values); errors are usage errors.
 func (f *scenarioFlags) workload() (model.Workload, error) {
 	w := model.Workload{Phase: model.Phase(f.phase), Batch: f.batch, Context: f.context, SpecTokens: f.mtp}
 	if f.kvDtype != "" {
@@ -217,17 +218,12 @@ func (f *scenarioFlags) workload() (model.Workload, error) {
 		}
 		w.KVDtype = d
 	}
-	if err := w.Validate(); err != nil {
-		return w, usageErrorf("%v", flagWords(err))
-	}
 	return w, nil
 }
 
-// build is the build options the flags name.
+// build is the build options the flags name (model.Validate checks the
+// MoE dispatch; the CLI takes only the dispatch dtypes engines offer).
 func (f *scenarioFlags) build() (model.BuildOptions, error) {
-	if f.dispatch != model.DispatchAllToAll && f.dispatch != model.DispatchAllGather {
-		return model.BuildOptions{}, usageErrorf("--moe-dispatch %q: want %s or %s", f.dispatch, model.DispatchAllToAll, model.DispatchAllGather)
-	}
 	d, err := model.ParseDtype(f.dispatchDtype)
 	if err != nil || (d != model.BF16 && d != model.FP8) {
 		return model.BuildOptions{}, usageErrorf("--dispatch-dtype %q: want bf16 or fp8", f.dispatchDtype)
@@ -304,9 +300,6 @@ func (f *scenarioFlags) scenario() (sim.Scenario, error) {
 		return sim.Scenario{}, err
 	}
 	sc := sim.Scenario{Arch: a, Plan: model.Plan{TP: f.tp, EP: f.ep, DP: f.dp, DCP: f.dcp}}
-	if err := sc.Plan.Validate(a); err != nil {
-		return sc, usageErrorf("%s: %v", a.Name, flagWords(err))
-	}
 	if sc.Workload, err = f.workload(); err != nil {
 		return sc, err
 	}
@@ -323,8 +316,10 @@ func (f *scenarioFlags) scenario() (sim.Scenario, error) {
 		// Unchosen, the DSA model runs as the box's engines run it.
 		sc.Build.DenseDSA = sim.ImpliedDenseDSA(a, sc.Topo)
 	}
-	if err := sc.Workload.ValidateFor(a); err != nil {
-		return sc, usageErrorf("%v", flagWords(err))
+	// What the builder checks, once: plan, workload and build options
+	// against the model and each other.
+	if err := model.Validate(a, sc.Plan, sc.Workload, sc.Build); err != nil {
+		return sc, buildError(a, err)
 	}
 	if w := sc.Plan.World(); w > sc.Topo.NumGPUs() {
 		return sc, usageErrorf("--tp %d x --dp %d needs %d GPUs; --topo %s has %d", sc.Plan.Normalized().TP, sc.Plan.Normalized().DP, w, sc.Topo.Name, sc.Topo.NumGPUs())
@@ -353,11 +348,8 @@ func (f *scenarioFlags) override() func(*sim.Scenario) error {
 				return err
 			}
 		}
-		if err := sc.Plan.Validate(sc.Arch); err != nil {
-			return usageErrorf("%s: %v", sc.Arch.Name, flagWords(err))
-		}
-		if err := sc.Workload.ValidateFor(sc.Arch); err != nil {
-			return usageErrorf("%v", flagWords(err))
+		if err := model.Validate(sc.Arch, sc.Plan, sc.Workload, sc.Build); err != nil {
+			return buildError(sc.Arch, err)
 		}
 		return nil
 	}
@@ -442,15 +434,27 @@ func (f *scenarioFlags) apply(name string, sc *sim.Scenario) error {
 	return err
 }
 
-// flagWords rewrites the field names of model's plan and workload errors
-// as the flags that set them.
+// buildError is the usage error of a scenario the builder refuses
+// (model.Validate): its field named as the flag that set it, a plan's
+// after the model it does not fit.
+func buildError(a *model.Arch, err error) error {
+	var pe *model.PlanError
+	if errors.As(err, &pe) && pe.What == "plan" {
+		return usageErrorf("%s: %s", a.Name, flagWords(err))
+	}
+	return usageErrorf("%s", flagWords(err))
+}
+
+// flagWords rewrites the field names of model's plan, workload and build
+// option errors (*model.PlanError) as the flags that set them.
 func flagWords(err error) string {
 	var pe *model.PlanError
 	if !errors.As(err, &pe) {
 		return err.Error()
 	}
 	flag := map[string]string{"tp": "--tp", "dp": "--dp", "dcp": "--dcp", "ep": "--ep", "phase": "--phase", "batch": "--batch",
-		"context": "--context", "spec_tokens": "--mtp", "kv_dtype": "--kv-dtype"}[pe.Field]
+		"context": "--context", "spec_tokens": "--mtp", "kv_dtype": "--kv-dtype",
+		"moe_dispatch": "--moe-dispatch", "dispatch_dtype": "--dispatch-dtype", "moe_routing": "--moe-routing"}[pe.Field]
 	if flag == "" {
 		return err.Error()
 	}
