@@ -226,6 +226,10 @@ func (b *builder) build() *Schedule {
 	b.moeOf = make([]int32, 0, cap(b.tmpl))
 	b.idBuf = make([]byte, 0, 32*cap(b.tmpl))
 	b.idEnd = make([]int, 0, cap(b.tmpl))
+	// At most 6 modules a layer (the layer, attention, indexer, MoE, routed
+	// and shared experts), the embedding and the head, and per draft pass
+	// those of a layer, its embedding, its head and the pass itself.
+	b.mods = make(Modules, 0, 6*b.a.Layers+2+9*b.mtpSteps())
 	b.pass = -1
 	b.buildStep()
 	ids, start := string(b.idBuf), 0
