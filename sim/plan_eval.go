@@ -35,8 +35,8 @@ import (
 // engine's own symmetry test; rank 0 then stands for all, as in
 // Predictor.run), and one engine run of about (m + dense) layers
 // instead of 61-78 layers. The short schedule is cached per
-// (architecture, plan, workload, padded batch, graphed), so one build serves every
-// topology and option set of a sweep.
+// (architecture, plan, workload, padded batch, graphed), so one build
+// serves every topology and option set of a sweep.
 const fastLayers = 2
 
 // Evaluator predicts Configs quickly (see the model above). It keeps one
@@ -187,6 +187,12 @@ func (e *Evaluator) Evaluate(c Scenario) (Summary, error) {
 	p, err := e.Predictor(&c)
 	if err != nil {
 		return Summary{}, err
+	}
+	// The view cache serves every box: check this one holds the plan (the
+	// builder checks the plan, workload and options when a view is built;
+	// an invalid scenario never has one).
+	if w := c.Plan.World(); w > c.Topo.NumGPUs() {
+		return Summary{}, fmt.Errorf("sim: plan %s needs %d GPUs; topology %s has %d", c.Plan.Normalized(), w, c.Topo.Name, c.Topo.NumGPUs())
 	}
 	short := e.shortArch(c.Arch)
 	v, err := e.viewsFor(p, c, short)
