@@ -18,9 +18,19 @@
 //     dense MLP, router, shared and routed experts, lm_head, embedding, MTP)
 //     its dtype, decided by the checkpoint's ignore / exclude lists, and the
 //     KV-cache dtype from kv_cache_quant_algo / kv_cache_scheme.
-//   - Plans and workloads: Plan.Validate, Workload.Validate (*PlanError).
+//   - Plans and workloads: Plan.Validate, Workload.Validate, and Validate,
+//     the one check BuildWith runs on plan, workload and build options
+//     together (*PlanError naming the field).
+//   - The op vocabulary: every op's Role (typed constants, roles.go), the
+//     block tables the builder follows (table.go: the op order of the
+//     embedding, attention with the DSA indexer, MoE, dense MLP, head and
+//     MTP input), and the Schedule's Modules with their op ranges. Other
+//     packages tell ops apart by role and module, never by name.
 //   - The Schedule: Build / BuildWith (see BuildWith for the op list, the
-//     token counts, EP, DP-attention + EP and DCP semantics).
+//     token counts, EP, DP-attention + EP and DCP semantics), with its
+//     Deployment (NewDeployment: sequences and tokens per DP group, the
+//     batch padded to a CUDA-graph capture size, graphed or not), decided
+//     once.
 //   - MoE routing: Routing (uniform, or the balanced and power-law routings
 //     aiconfigurator's MoE tables were measured under) decides each
 //     routed-expert op's MoEShape: expected rows and distinct experts on

@@ -216,159 +216,20 @@ func BuildIteration(a *Arch, p Plan, it Iteration, o BuildOptions) (*Schedule, e
 		return nil, &PlanError{What: "plan", Field: "dcp", Value: strconv.Itoa(p.DCP),
 			Want: "1 in an iteration with prefill chunks (decode context parallelism is modelled for decode only)"}
 	}
-	sparse := a.HasIndexer() && !o.DenseDSA
-	if p.DCP > 1 && sparse {
-		return nil, &PlanError{What: "plan", Field: "dcp", Value: strconv.Itoa(p.DCP), Want: "1 with DSA sparse attention (use the dense-DSA option to model DCP on GLM-5)"}
+	if err := validateDCPSparse(a, p, o); err != nil {
+		return nil, err
 	}
 	// The Workload carries the KV dtype the shared layer code reads; phase
 	// decode keeps the step's sites out of the Workload prefill form.
 	w := Workload{Phase: Decode, KVDtype: it.KVDtype}
-	b := &builder{a: a, p: p, w: w, o: o, sparse: sparse, kvBytes: it.KVDtype.BytesPerValue(), it: &it}
+	b := &builder{a: a, p: p, w: w, o: o, d: iterationDeployment(&it, o.Graphs), sparse: a.HasIndexer() && !o.DenseDSA,
+		kvBytes: it.KVDtype.BytesPerValue(), it: &it}
 	b.bg = it.DecodeSeqs
-	b.tokens = it.Tokens() + int64(it.PadTokens)
+	b.tokens = b.d.TokensPerGroup
 	b.outTokens = int64(it.Requests())
 	s := b.build()
 	s.Workload = Workload{KVDtype: it.KVDtype}
 	return s, nil
-}
-
-// iterAttention appends the attention core of a mixed iteration, after
-// attnProjections (see BuildIteration for the op list and its source).
-func (b *builder) iterAttention(s *site) {
-	a, p, it := b.a, b.p, b.it
-	h := int64(a.Hidden)
-	hl := int64(a.Heads / p.TP)
-	kvl := int64(a.KVLoraRank)
-	rope, nope, v := int64(a.QKRopeHeadDim), int64(a.QKNopeHeadDim), int64(a.VHeadDim)
-	lat, qk := kvl+rope, nope+rope
-	attnDt := s.dtype(CompAttention)
-	d, pt, c := int64(it.DecodeSeqs), it.PrefillTokens, int64(it.PrefillSeqs)
-	real := d + pt
-
-	kvd := float64(it.DecodeKVTokens)
-	causal, prefix := it.PrefillCausalPairs, it.PrefillPrefixPairs
-	if b.sparse {
-		b.indexer(s)
-		topk := float64(a.IndexTopK)
-		kvd = math.Min(kvd, float64(d)*topk)
-		if all, lim := causal+prefix, float64(pt)*topk; all > lim {
-			causal, prefix = causal*lim/all, prefix*lim/all
-		}
-	}
-
-	if d > 0 {
-		b.gemm(b.op(s, "attn", "w_uk", KindGEMM, gNone), d, kvl, nope, float64(hl), a.Quant.Base)
-	}
-	if pt > 0 {
-		b.linear(s, "attn", "kv_b_proj", pt, hl*(nope+v), kvl, attnDt)
-	}
-	b.rope(s, real, hl)
-	b.kvWrite(s, real, lat)
-
-	if pt > 0 {
-		op := b.op(s, "attn", "mla_prefill", KindAttention, gNone)
-		op.M, op.N, op.K, op.Batch = pt, ceilDiv64(pt, c), qk, float64(hl)
-		op.ActDtype, op.KVDtype = BF16, b.w.KVDtype
-		op.FLOPs = float64(hl) * causal * 2 * float64(qk+v)
-		op.BytesRead = float64(pt*hl*(qk+qk+v)) * actBytes
-		op.BytesWritten = float64(pt*hl*v) * actBytes
-		if x := it.PrefillPrefixTokens; x > 0 {
-			b.prefillContext(s, pt, c, x, prefix)
-		}
-	}
-
-	if d > 0 {
-		dcp := int64(p.DCP)
-		heads := hl * dcp
-		if dcp > 1 {
-			op := b.op(s, "attn", "dcp_q_allgather", KindCollective, gDCP)
-			op.Collective = AllGather
-			op.CommBytes = d * heads * lat * actBytes
-			op.BytesRead = float64(d*hl*lat) * actBytes
-			op.BytesWritten = float64(op.CommBytes)
-		}
-		// Per sequence ceil(context/dcp) cached tokens on this rank, from
-		// the average context (exact for equal contexts).
-		cached := int64(math.Ceil(kvd / float64(d*dcp)))
-		op := b.op(s, "attn", "mla_decode", KindAttention, gNone)
-		op.M, op.N, op.K, op.Batch = d, cached, lat, float64(heads)
-		op.ActDtype, op.KVDtype = BF16, b.w.KVDtype
-		op.FLOPs = float64(d) * float64(heads) * float64(cached) * 2 * float64(lat+kvl)
-		op.KVBytes = float64(d) * float64(cached) * float64(lat) * b.kvBytes
-		op.BytesRead = op.KVBytes + float64(d*heads*lat)*actBytes
-		op.BytesWritten = float64(d*heads*kvl) * actBytes
-		if dcp > 1 {
-			op := b.op(s, "attn", "dcp_lse_allgather", KindCollective, gDCP)
-			op.Collective = AllGather
-			op.CommBytes = dcp * d * heads * 4
-			op.BytesRead = float64(d * heads * 4)
-			op.BytesWritten = float64(op.CommBytes)
-			op = b.op(s, "attn", "dcp_out_reducescatter", KindCollective, gDCP)
-			op.Collective = ReduceScatter
-			op.CommBytes = d * heads * kvl * actBytes
-			op.BytesRead = float64(op.CommBytes)
-			op.BytesWritten = float64(d*hl*kvl) * actBytes
-		}
-		b.gemm(b.op(s, "attn", "w_uv", KindGEMM, gNone), d, v, kvl, float64(hl), a.Quant.Base)
-	}
-	t := s.tokens
-	b.linear(s, "attn", "o_proj", t, h, hl*v, attnDt)
-	b.allreduce(s, "attn", "allreduce", gTP, t*h*actBytes)
-}
-
-// prefillContext appends the context pass of chunks of pt tokens (c
-// chunks) over x cached prefix tokens, pairs query-key pairs in all.
-func (b *builder) prefillContext(s *site, pt, c, x int64, pairs float64) {
-	a := b.a
-	hl := int64(a.Heads / b.p.TP)
-	kvl := int64(a.KVLoraRank)
-	rope, nope, v := int64(a.QKRopeHeadDim), int64(a.QKNopeHeadDim), int64(a.VHeadDim)
-	lat, qk := kvl+rope, nope+rope
-
-	op := b.op(s, "attn", "prefill_ctx_gather", KindElementwise, gNone)
-	elementwise(op, 0, float64(x*lat)*b.kvBytes, float64(x*lat)*actBytes)
-	op.KVBytes = float64(x*lat) * b.kvBytes
-	op.M, op.N = x, lat
-	op.KVDtype = b.w.KVDtype
-	b.linear(s, "attn", "prefill_ctx_kv_b_proj", x, hl*(nope+v), kvl, s.dtype(CompAttention))
-	op = b.op(s, "attn", "mla_prefill_ctx", KindAttention, gNone)
-	op.M, op.N, op.K, op.Batch = pt, ceilDiv64(x, c), qk, float64(hl)
-	op.ActDtype, op.KVDtype = BF16, b.w.KVDtype
-	op.FLOPs = float64(hl) * pairs * 2 * float64(qk+v)
-	// Queries of the chunk, expanded K and V of the prefix; output and
-	// its fp32 log-sum-exp per head and query.
-	op.BytesRead = float64(pt*hl*qk)*actBytes + float64(x*hl*(qk+v))*actBytes
-	op.BytesWritten = float64(pt*hl*v)*actBytes + float64(pt*hl)*4
-	op = b.op(s, "attn", "prefill_ctx_merge", KindElementwise, gNone)
-	n := float64(pt * hl * v)
-	elementwise(op, 4*n, 2*n*actBytes+2*float64(pt*hl)*4, n*actBytes)
-	op.M, op.N = pt, hl*v
-}
-
-// iterIndexerScore appends the indexer's scoring and top-k selection of a
-// mixed iteration: each decode token scores its sequence's cache, each
-// chunk token its prompt's prefix and the chunk tokens before it.
-func (b *builder) iterIndexerScore(s *site) {
-	it := b.it
-	topk := int64(b.a.IndexTopK)
-	d, pt, c := int64(it.DecodeSeqs), it.PrefillTokens, int64(it.PrefillSeqs)
-	real := d + pt
-	pairs := float64(it.DecodeKVTokens) + it.PrefillCausalPairs + it.PrefillPrefixPairs
-	keys := float64(it.DecodeKVTokens + it.PrefillPrefixTokens + pt)
-	// Each query writes min(keys it may see, topk) indices: the longest
-	// context of its part, from the part's average.
-	var n, selected int64
-	if d > 0 {
-		dk := ceilDiv64(it.DecodeKVTokens, d)
-		n = dk
-		selected += d * min(dk, topk)
-	}
-	if pt > 0 {
-		pk := ceilDiv64(it.PrefillPrefixTokens+pt, c)
-		n = max(n, pk)
-		selected += pt * min(pk, topk)
-	}
-	b.indexerScore(s, real, n, pairs, keys, float64(selected))
 }
 
 func ceilDiv64(a, b int64) int64 {

@@ -47,9 +47,12 @@ type Op struct {
 	ID    string // stable op ID: L{layer:02}.{block}.{name}, embed.*, head.*, mtp.*
 	Kind  OpKind
 	Layer int    // decoder layer index; -1 for embed/head ops
-	Block string // attn, moe, mlp, embed, head, mtp
-	Name  string // the last part of ID
-	Rank  int
+	Block string // attn, moe, mlp, embed, head, mtp (every op of an MTP pass)
+	Name  string // the last part of ID (Role.Name())
+	// Role is what the op does (the ID without its layer or MTP-pass
+	// prefix); packages tell ops apart by it.
+	Role Role
+	Rank int
 
 	// GEMM shape per problem: C[M,N] = A[M,K] x B[K,N]. Batch counts
 	// independent problems of that shape (heads of an absorbed MLA GEMM);
@@ -216,8 +219,23 @@ type Schedule struct {
 	// Iteration is the mixed engine step a BuildIteration schedule holds
 	// (nil for a Workload step); Workload then carries only its KV dtype.
 	Iteration *Iteration
+	// Deploy is what the step serves per DP group and whether it replays
+	// a CUDA graph, decided once by the builder (NewDeployment).
+	Deploy Deployment
+	// Modules are the step's modules with their op ranges, the same on
+	// every rank (shared by copies of the schedule; must not be modified).
+	Modules Modules
 	// Ranks[r] is rank r's op list in issue order.
 	Ranks [][]Op
+}
+
+// WithRanks returns a copy of the schedule that holds ranks instead of
+// its op lists (one rank standing for all in a prediction, a subset), with
+// every other field shared.
+func (s *Schedule) WithRanks(ranks [][]Op) *Schedule {
+	c := *s
+	c.Ranks = ranks
+	return &c
 }
 
 // NumOps is the total number of ops over all ranks.

@@ -46,15 +46,17 @@ var DefaultRouting = model.BalancedRouting
 // are read on first use; a Source is safe for concurrent use.
 //
 // How a schedule's ops map to tables:
-//   - an MLA block (fused_qkv_a_proj through o_proj of one layer, with
-//     the input quantizations of FP8 block-scaled projections, decode or
-//     prefill, without DCP or DSA ops, one query token per sequence)
-//     whose dims are a table model's: the MLA module table, shared over
+//   - an MLA block (the schedule's model.ModAttention module from
+//     fused_qkv_a_proj through o_proj, with the input quantizations of FP8
+//     block-scaled projections, decode or prefill, without DCP or DSA ops,
+//     one query token per sequence) whose dims are a table model's: the
+//     MLA module table, shared over
 //     the block's ops by sim (the module time in proportion to each op's
 //     prior time). Decode step = cached tokens + 1 (the new token is
 //     attended too, collect_mla_module.py); prefill isl = context.
-//   - the routed experts of a MoE layer (experts_gate_up, experts_act,
-//     experts_down, the op's model.MoEShape): the MoE table keyed by
+//   - the routed experts of a MoE layer (its model.ModRoutedExperts
+//     module: experts_gate_up, experts_act, experts_down, with the ops'
+//     model.MoEShape): the MoE table keyed by
 //     dtype, hidden, per-rank intermediate size, top-k, experts and EP =
 //     experts / local experts, at RoutedTokens tokens, under the shape's
 //     Routing (its distribution column: balanced, power_law_ALPHA; a
@@ -344,26 +346,22 @@ func kvDtype(d model.Dtype) string {
 }
 
 // OpCost implements sim.CostSource.
-func (s *Source) OpCost(ops []model.Op, i int, dev *topology.Device) (sim.Measured, bool) {
-	m, _, ok := s.price(ops, i)
+func (s *Source) OpCost(ops []model.Op, mods model.Modules, i int, dev *topology.Device) (sim.Measured, bool) {
+	m, _, ok := s.price(ops, mods, i)
 	return m, ok
 }
 
 // price is OpCost with the table lookup's Result.
-func (s *Source) price(ops []model.Op, i int) (sim.Measured, Result, bool) {
+func (s *Source) price(ops []model.Op, mods model.Modules, i int) (sim.Measured, Result, bool) {
 	op := &ops[i]
-	if m, r, ok := s.mlaModule(ops, i); ok {
+	if m, r, ok := s.mlaModule(ops, mods, i); ok {
 		return m, r, true
 	}
-	switch op.Kind {
-	case model.KindMoEGEMM:
-		return s.moe(ops, i)
-	case model.KindElementwise:
-		if op.MoE != nil && op.Name == "experts_act" {
-			return s.moe(ops, i)
-		}
-	case model.KindGEMM:
-		if op.Name == "w_uk" || op.Name == "w_uv" {
+	if op.Role.Module() == model.ModRoutedExperts && op.MoE != nil {
+		return s.moe(ops, mods, i)
+	}
+	if op.Kind == model.KindGEMM {
+		if op.Role == model.RoleWUK || op.Role == model.RoleWUV {
 			return s.bmm(op, i)
 		}
 		return s.gemm(op, i)
@@ -414,7 +412,7 @@ func (s *Source) gemm(op *model.Op, i int) (sim.Measured, Result, bool) {
 func (s *Source) bmm(op *model.Op, i int) (sim.Measured, Result, bool) {
 	name := "mla_gen_pre"
 	in, out := int64(bmmNope), int64(bmmLatent)
-	if op.Name == "w_uv" {
+	if op.Role == model.RoleWUV {
 		name, in, out = "mla_gen_post", bmmLatent, bmmV
 	}
 	dt := gemmDtype(op.WeightDtype)
@@ -434,22 +432,25 @@ func (s *Source) bmm(op *model.Op, i int) (sim.Measured, Result, bool) {
 }
 
 // moe prices the routed experts (experts_gate_up, experts_act,
-// experts_down) of the MoE layer op i belongs to, from the op's routing
-// shape.
-func (s *Source) moe(ops []model.Op, i int) (sim.Measured, Result, bool) {
-	first := i - indexIn(moeOps, ops[i].Name)
-	last := first + 2
-	if first > i || first < 0 || last >= len(ops) {
+// experts_down: the model.ModRoutedExperts module) of the MoE layer op i
+// belongs to, from the ops' routing shape.
+func (s *Source) moe(ops []model.Op, mods model.Modules, i int) (sim.Measured, Result, bool) {
+	mod, ok := mods.At(i, model.ModRoutedExperts)
+	if !ok || mod.End > len(ops) {
 		return sim.Measured{}, Result{}, false
 	}
-	for j, n := range moeOps {
-		if o := &ops[first+j]; o.Name != n || o.Layer != ops[i].Layer || o.Block != ops[i].Block {
+	first, last := mod.First, mod.End-1
+	up, down := &ops[first], &ops[last]
+	if up.Role != model.RoleExpertsGateUp || down.Role != model.RoleExpertsDown {
+		return sim.Measured{}, Result{}, false
+	}
+	sh := up.MoE
+	for j := first; j <= last; j++ {
+		if ops[j].MoE != sh {
 			return sim.Measured{}, Result{}, false
 		}
 	}
-	up, down := &ops[first], &ops[last]
-	sh := up.MoE
-	if sh == nil || ops[first+1].MoE != sh || down.MoE != sh || i < first || i > last {
+	if sh == nil {
 		return sim.Measured{}, Result{}, false
 	}
 	dt := moeDtype(up.WeightDtype)
@@ -477,90 +478,106 @@ func (s *Source) moe(ops []model.Op, i int) (sim.Measured, Result, bool) {
 	return sim.Measured{Us: r.Us, First: first, Last: last, GapsIncluded: true, Where: s.where("moe_perf", k.String(), &r)}, r, true
 }
 
-// moeOps are the routed experts' ops of a MoE layer, in issue order.
-var moeOps = []string{"experts_gate_up", "experts_act", "experts_down"}
-
-// MLA block ops as model.BuildWith names them (decode: absorbed form;
-// prefill: kv_b_proj expands K and V), and the same with FP8 block-scaled
-// projections, each after the quantization of its input (<name>_quant):
-// the module's forward runs those kernels too.
-var (
-	mlaDecodeOps  = []string{"fused_qkv_a_proj", "q_a_norm", "kv_a_norm", "q_b_proj", "w_uk", "rope", "kv_cache_write", "mla_decode", "w_uv", "o_proj"}
-	mlaPrefillOps = []string{"fused_qkv_a_proj", "q_a_norm", "kv_a_norm", "q_b_proj", "kv_b_proj", "rope", "kv_cache_write", "mla_prefill", "o_proj"}
-	mlaBlocks     = [][]string{mlaDecodeOps, mlaPrefillOps, withActQuant(mlaDecodeOps), withActQuant(mlaPrefillOps)}
-)
-
-// withActQuant is an MLA block's op names with FP8 block-scaled weights:
-// each Linear (the projections; w_uk and w_uv stay bf16) after the op
-// that quantizes its input.
-func withActQuant(names []string) []string {
-	out := make([]string, 0, len(names)+4)
-	for _, n := range names {
-		switch n {
-		case "fused_qkv_a_proj", "q_b_proj", "kv_b_proj", "o_proj":
-			out = append(out, n+model.ActQuantSuffix)
-		}
-		out = append(out, n)
-	}
-	return out
+// The MLA module tables time one layer's attention from fused_qkv_a_proj
+// to o_proj (aiconfigurator's MLA module: the projections, the latent
+// norms, RoPE, the cache write, the attention kernel and the absorbed
+// GEMMs in decode or kv_b_proj in prefill), with the input quantizations
+// of FP8 block-scaled projections. mlaForms are the roles of the plain
+// block in each phase, from the attention table (no DCP, no DSA
+// indexer, no cached-prefix pass); a block holding any other op is not
+// the measured module.
+var mlaForms = [2]map[model.Role]bool{
+	mlaForm(model.CondDecode), mlaForm(model.CondPrefill),
 }
 
-func indexIn(names []string, n string) int {
-	for i, x := range names {
-		if x == n {
-			return i
+// mlaForm is the set of roles of the attention table from
+// fused_qkv_a_proj's quantization to o_proj in the phase cond selects.
+func mlaForm(phase model.Cond) map[model.Role]bool {
+	form := map[model.Role]bool{}
+	in := false
+	for _, sl := range model.Select(model.Table(model.ModAttention), model.CondTP|model.CondActQuant|phase) {
+		if sl.Role == model.RoleFusedQKVAProj.ActQuant() {
+			in = true
+		}
+		if in {
+			form[sl.Role] = true
+		}
+		if sl.Role == model.RoleOProj {
+			break
 		}
 	}
-	return -1
+	return form
 }
 
-// mlaBlock finds the MLA block op i belongs to: its first index and the
-// op list it follows, or ok false (op i is no block member, or the block
-// is not the plain one the module table measured: DCP collectives or
-// DSA indexer ops inside it).
-func mlaBlock(ops []model.Op, i int) (first int, names []string, ok bool) {
-	op := &ops[i]
-	if op.Kind == model.KindCollective {
-		return 0, nil, false
+// mlaBlock finds the measured span of the MLA block op i belongs to:
+// [first, last] from fused_qkv_a_proj (or its input quantization) to
+// o_proj inside the schedule's model.ModAttention module, and whether it
+// is the prefill form; ok false when op i is no member or the block is
+// not one a module table measured (DCP collectives, DSA indexer ops,
+// a chunk's cached-prefix pass, decode and prefill together).
+func mlaBlock(ops []model.Op, mods model.Modules, i int) (first, last int, prefill, ok bool) {
+	if ops[i].Kind == model.KindCollective {
+		return 0, 0, false, false
 	}
-	for _, names := range mlaBlocks {
-		k := indexIn(names, op.Name)
-		if k < 0 {
-			continue
-		}
-		first := i - k
-		if first < 0 || first+len(names) > len(ops) {
-			continue
-		}
-		good := true
-		for j, n := range names {
-			o := &ops[first+j]
-			if o.Name != n || o.Layer != op.Layer || o.Block != op.Block || o.Rank != op.Rank {
-				good = false
-				break
+	mod, found := mods.At(i, model.ModAttention)
+	if !found || mod.End > len(ops) {
+		return 0, 0, false, false
+	}
+	first, last = -1, -1
+	for j := mod.First; j < mod.End; j++ {
+		switch ops[j].Role {
+		case model.RoleFusedQKVAProjQuant, model.RoleFusedQKVAProj:
+			if first < 0 {
+				first = j
 			}
-		}
-		if good {
-			return first, names, true
+		case model.RoleOProj:
+			last = j
+		case model.RoleMLAPrefill:
+			prefill = true
 		}
 	}
-	return 0, nil, false
+	if first < 0 || last < first || i < first || i > last {
+		return 0, 0, false, false
+	}
+	form := mlaForms[0]
+	if prefill {
+		form = mlaForms[1]
+	}
+	for j := first; j <= last; j++ {
+		if !form[ops[j].Role] {
+			return 0, 0, false, false
+		}
+	}
+	return first, last, prefill, true
 }
 
 // mlaModule prices the MLA block op i belongs to from the module table.
-func (s *Source) mlaModule(ops []model.Op, i int) (sim.Measured, Result, bool) {
-	first, names, ok := mlaBlock(ops, i)
+func (s *Source) mlaModule(ops []model.Op, mods model.Modules, i int) (sim.Measured, Result, bool) {
+	first, last, prefill, ok := mlaBlock(ops, mods, i)
 	if !ok {
 		return sim.Measured{}, Result{}, false
 	}
-	at := func(n string) *model.Op { return &ops[first+indexIn(names, n)] }
-	fqa, qb, o := at("fused_qkv_a_proj"), at("q_b_proj"), at("o_proj")
-	prefill := indexIn(names, "mla_prefill") >= 0
+	// at is the block's op of role r (each is in the block once).
+	at := func(r model.Role) *model.Op {
+		for j := first; j <= last; j++ {
+			if ops[j].Role == r {
+				return &ops[j]
+			}
+		}
+		return nil
+	}
+	fqa, qb, o := at(model.RoleFusedQKVAProj), at(model.RoleQBProj), at(model.RoleOProj)
+	if fqa == nil || qb == nil {
+		return sim.Measured{}, Result{}, false
+	}
 	var d MLADims
 	var heads, batch, step float64
 	var kvd model.Dtype
 	if prefill {
-		kvb, attn := at("kv_b_proj"), at("mla_prefill")
+		kvb, attn := at(model.RoleKVBProj), at(model.RoleMLAPrefill)
+		if kvb == nil {
+			return sim.Measured{}, Result{}, false
+		}
 		heads = attn.Batch
 		if heads < 1 || attn.N < 1 || attn.M%attn.N != 0 {
 			return sim.Measured{}, Result{}, false
@@ -575,7 +592,10 @@ func (s *Source) mlaModule(ops []model.Op, i int) (sim.Measured, Result, bool) {
 			return sim.Measured{}, Result{}, false
 		}
 	} else {
-		uk, uv, attn := at("w_uk"), at("w_uv"), at("mla_decode")
+		uk, uv, attn := at(model.RoleWUK), at(model.RoleWUV), at(model.RoleMLADecode)
+		if uk == nil || uv == nil || attn == nil {
+			return sim.Measured{}, Result{}, false
+		}
 		heads = uk.Batch
 		if heads < 1 || uv.Batch != heads || attn.Batch != heads {
 			return sim.Measured{}, Result{}, false // DCP gathers heads: not the measured module
@@ -625,7 +645,7 @@ func (s *Source) mlaModule(ops []model.Op, i int) (sim.Measured, Result, bool) {
 			return sim.Measured{}, Result{}, false
 		}
 		key := k.Model + " kv " + k.KVDtype + " gemm " + k.GEMMType
-		return sim.Measured{Us: r.Us, First: first, Last: first + len(names) - 1, GapsIncluded: true,
+		return sim.Measured{Us: r.Us, First: first, Last: last, GapsIncluded: true,
 			Where: s.where("mla_"+string(phase)+"_module_perf", key, &r)}, r, true
 	}
 	return sim.Measured{}, Result{}, false

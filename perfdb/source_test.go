@@ -124,7 +124,7 @@ func measuredOps(t *testing.T, p *sim.Predictor, src *Source, b box, c decodeCas
 			out = append(out, measuredOp{res.ID, fam, r, m.Us, res.Us})
 			continue
 		}
-		m, r, ok := src.price(ops, i)
+		m, r, ok := src.price(ops, s.Modules, i)
 		if !ok {
 			t.Fatalf("%s: priced from %q but the source does not price it", res.ID, res.Cost.Source)
 		}

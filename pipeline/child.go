@@ -129,12 +129,12 @@ func runChild(ctx context.Context, specPath string) (*Result, error) {
 	if err != nil {
 		return nil, fmt.Errorf("--spec %s: %w", specPath, err)
 	}
-	sched, graphed, err := sim.BuildSchedule(sc)
+	sched, err := sim.BuildSchedule(sc)
 	if err != nil {
 		return nil, fmt.Errorf("--spec %s: %w", specPath, err)
 	}
 	ops := opsPerRank(sched)
-	if graphed != spec.Graphed || !slices.Equal(ops, spec.OpsPerRank) {
+	if graphed := sched.Deploy.Graphed; graphed != spec.Graphed || !slices.Equal(ops, spec.OpsPerRank) {
 		return nil, fmt.Errorf("--spec %s: the schedule rebuilt here (%d ranks, ops per rank %v, graphed %v) is not the parent's (%v, graphed %v)",
 			specPath, len(ops), ops, graphed, spec.OpsPerRank, spec.Graphed)
 	}
@@ -144,7 +144,7 @@ func runChild(ctx context.Context, specPath string) (*Result, error) {
 	}
 	return runHere(ctx, sched, b, runParams{
 		steps: spec.Steps, warmup: spec.Warmup, local: spec.LocalRanks, watchdog: spec.WatchdogNs,
-		scale: spec.ScheduleScale, graphed: graphed, predicted: spec.PredictedUs,
+		scale: spec.ScheduleScale, predicted: spec.PredictedUs,
 		scenarioJSON: string(spec.Scenario), topology: sc.TopoRef.String(), options: sc.Options.Names(),
 		trace: spec.Trace, resource: resource(b, nil),
 	})
@@ -291,7 +291,7 @@ func (r *Runner) runChildren(ctx context.Context, p *Prepared) (*Result, error) 
 	tracePath, toFile := strings.CutPrefix(p.Spec.Trace, "file:")
 	base := childSpec{Version: childSpecVersion, Scenario: p.scenarioJSON, Backend: p.Spec.Backend, Config: p.BackendConfig,
 		Steps: p.Spec.Steps, Warmup: p.Spec.Warmup, WatchdogNs: p.Spec.Watchdog, ScheduleScale: p.Spec.ScheduleScale,
-		PredictedUs: p.PredictedUs, Trace: p.Spec.Trace, Graphed: p.Graphed, OpsPerRank: opsPerRank(p.Schedule)}
+		PredictedUs: p.PredictedUs, Trace: p.Spec.Trace, Graphed: p.Schedule.Deploy.Graphed, OpsPerRank: opsPerRank(p.Schedule)}
 	cmds := make([]*osexec.Cmd, len(procs))
 	results := make([]string, len(procs))
 	parts := make([]string, len(procs))

@@ -289,8 +289,8 @@ func TestPrepareEagerWhereNoGraphs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p.Scenario.Options.CUDAGraphs || p.Graphed {
-		t.Fatalf("CPU backend: scenario cuda_graphs %v, graphed %v; want eager", p.Scenario.Options.CUDAGraphs, p.Graphed)
+	if p.Scenario.Options.CUDAGraphs || p.Schedule.Deploy.Graphed {
+		t.Fatalf("CPU backend: scenario cuda_graphs %v, graphed %v; want eager", p.Scenario.Options.CUDAGraphs, p.Schedule.Deploy.Graphed)
 	}
 	eager.Options.Executor = true
 	want, _, err := sim.Predict(eager)

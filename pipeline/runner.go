@@ -155,7 +155,7 @@ func (r *Runner) Run(ctx context.Context, p *Prepared, o RunOptions) (*Result, e
 	}
 	res, err := runHere(ctx, p.Schedule, p.Backend, runParams{
 		steps: p.Spec.Steps, warmup: p.Spec.Warmup, local: p.Spec.LocalRanks, watchdog: p.Spec.Watchdog,
-		scale: p.Spec.ScheduleScale, graphed: p.Graphed, predicted: p.PredictedUs,
+		scale: p.Spec.ScheduleScale, predicted: p.PredictedUs,
 		scenarioJSON: string(p.scenarioJSON), topology: p.Scenario.TopoRef.String(), options: p.Scenario.Options.Names(),
 		trace: p.Spec.Trace, resource: resource(p.Backend, nil), fault: o.Fault, progress: o.Progress,
 	})
@@ -194,7 +194,6 @@ type runParams struct {
 	local         []int
 	watchdog      time.Duration
 	scale         float64
-	graphed       bool
 	predicted     map[string]float64
 	scenarioJSON  string
 	topology      string
@@ -217,7 +216,9 @@ func runHere(ctx context.Context, sched *model.Schedule, b exec.Backend, prm run
 		// Op spans built in bulk off the launch path (nil: the SDK path).
 		exec.WithSpanExporter(exp.SpanExporter()),
 		exec.WithSteps(prm.steps), exec.WithWarmup(prm.warmup),
-		exec.WithGraphs(prm.graphed),
+		// The step replays a CUDA graph when the schedule's builder
+		// decided it does (sim.BuildSchedule under the scenario's capture).
+		exec.WithGraphs(sched.Deploy.Graphed),
 		exec.WithScenario(prm.scenarioJSON, prm.topology, prm.options),
 	}
 	if prm.scale > 1 {

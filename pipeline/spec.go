@@ -54,10 +54,9 @@ type Prepared struct {
 	// (Options.Executor), the backend's timing events per op, and
 	// RunBatch the batch the schedule runs (padded under CUDA graphs).
 	Scenario sim.Scenario
-	// Schedule is what every rank runs; Graphed whether the step is
-	// captured and replayed as a CUDA graph.
+	// Schedule is what every rank runs; its Deploy says whether the step
+	// is captured and replayed as a CUDA graph, and for which batch.
 	Schedule *model.Schedule
-	Graphed  bool
 	// Prediction is the whole scenario's prediction (nil without
 	// Spec.Predict); PredictedUs its device time per op ID on the first
 	// rank it holds.
@@ -158,16 +157,16 @@ func Prepare(spec Spec) (*Prepared, error) {
 	}
 	// The schedule the engine runs (the batch padded for CUDA graphs),
 	// which the prediction prices and the spans record.
-	sched, graphed, err := sim.BuildSchedule(scen)
+	sched, err := sim.BuildSchedule(scen)
 	if err != nil {
 		return nil, err
 	}
-	scen.RunBatch = sched.Workload.Batch
+	scen.RunBatch = sched.Deploy.PaddedBatch
 	js, err := scen.MarshalJSON()
 	if err != nil {
 		return nil, err
 	}
-	p := &Prepared{Spec: spec, Scenario: scen, Schedule: sched, Graphed: graphed, Backend: b, BackendConfig: cfg,
+	p := &Prepared{Spec: spec, Scenario: scen, Schedule: sched, Backend: b, BackendConfig: cfg,
 		Capabilities: caps, scenarioJSON: js}
 	if spec.Predict {
 		if scen.Topo == nil {

@@ -26,7 +26,7 @@ func (p *Predictor) Caveats(sc Scenario) []string {
 
 	// TestPublicNVFP4Gap: NVFP4 experts decode 25-35 % slower than INT4
 	// ones on SM120; the priors price them alike.
-	if sm12 && a.RoutedExperts > 0 && a.Quant.Dtype(model.CompRoutedExperts) == model.NVFP4 && !p.calibratedFamily("moe_gemm") && !measured["experts_gate_up"] {
+	if sm12 && a.RoutedExperts > 0 && a.Quant.Dtype(model.CompRoutedExperts) == model.NVFP4 && !p.calibratedFamily("moe_gemm") && !measured.role[model.RoleExpertsGateUp] {
 		out = append(out, "NVFP4 experts on SM12x: public Kimi-K2.5 runs decode 25-35 % slower with NVFP4 than with INT4 experts, which tpscope prices alike: likely optimistic (fix: tpscope calibrate --trace on this server's trace)")
 	}
 
@@ -42,13 +42,13 @@ func (p *Predictor) Caveats(sc Scenario) []string {
 	// TestPublicLongContextNoDCPGap: how many CTAs read a long cache at
 	// small batch depends on the vLLM build (SetTritonMLASplits).
 	w := sc.Workload
-	if (w.Phase == "" || w.Phase == model.Decode) && p.cm.attn == AttnTritonMLA && plan.DCP <= 1 && w.Context >= 65536 && !p.calibratedFamily("attention") && !measured["mla_decode"] {
+	if (w.Phase == "" || w.Phase == model.Decode) && p.cm.attn == AttnTritonMLA && plan.DCP <= 1 && w.Context >= 65536 && !p.calibratedFamily("attention") && !measured.role[model.RoleMLADecode] {
 		out = append(out, "long context on TRITON_MLA without DCP: tpscope prices vLLM 0.24, which splits the cache over up to 2x the SMs; builds with a fixed 4 KV splits are several times slower here (a public 150K-token run: ~6-7 tok/s, which tpscope reproduces with 4 splits) (fix: --dcp, or tpscope calibrate --trace)")
 	}
 
 	// TestPublicAllReduce and the seed: small NCCL all-reduces on PCIe
 	// boxes differ from NCCL's constants, in both directions.
-	if cm, ok := p.coll.(*CollectiveModel); ok && plan.World() > 1 && !allNVLink(p.topo, nil) && !cm.calibrated() && !measured["allreduce"] {
+	if cm, ok := p.coll.(*CollectiveModel); ok && plan.World() > 1 && !allNVLink(p.topo, nil) && !cm.calibrated() && !measured.allReduce {
 		out = append(out, "NCCL collectives priced with NCCL's stock constants: on PCIe boxes small all-reduces measure off them in both directions (on a public 8-GPU switch box they predict 18-42 % above the measured time up to 64 KB) (fix: tpscope calibrate --nccl-tests on this box's all_reduce_perf log)")
 		// TestPublicSHMGap: ring steps through host memory.
 		if g := cm.group(firstRanks(plan.TP)); g.shmHops > 0 {
@@ -65,30 +65,42 @@ func (p *Predictor) Caveats(sc Scenario) []string {
 	return out
 }
 
-// measuredOps names the ops of sc's rank-0 schedule (by op name, e.g.
-// "experts_gate_up", "mla_decode", "allreduce") whose first instance the
-// cost source prices; nil without a source. It prices them the way a
-// prediction does, so a caveat goes quiet exactly when the table is used.
-func (p *Predictor) measuredOps(sc Scenario) map[string]bool {
+// measured says which ops of a scenario's rank-0 schedule the cost
+// source prices: per role, its first instance; allReduce, the first
+// all-reduce. Zero without a source.
+type measured struct {
+	role      map[model.Role]bool
+	allReduce bool
+}
+
+// measuredOps prices the first instance of every role of sc's rank-0
+// schedule the way a prediction does, so a caveat goes quiet exactly when
+// the table is used.
+func (p *Predictor) measuredOps(sc Scenario) measured {
 	if p.src == nil {
-		return nil
+		return measured{}
 	}
-	s, _, graphed, err := p.schedule(sc)
+	s, err := p.schedule(sc)
 	if err != nil || len(s.Ranks) == 0 {
-		return nil
+		return measured{}
 	}
 	saved := p.graphed
-	p.graphed = graphed
-	defer func() { p.graphed = saved; p.cmemo.clear() }()
-	out := map[string]bool{}
-	seen := map[string]bool{}
+	p.graphed, p.mods = s.Deploy.Graphed, s.Modules
+	defer func() { p.graphed = saved; p.endRun() }()
+	out := measured{role: map[model.Role]bool{}}
+	seen := map[model.Role]bool{}
+	firstAR := true
 	ops := s.Ranks[0]
 	for i := range ops {
 		op := &ops[i]
-		if seen[op.Name] {
+		ar := firstAR && op.Collective == model.AllReduce
+		if ar {
+			firstAR = false
+		}
+		if seen[op.Role] {
 			continue
 		}
-		seen[op.Name] = true
+		seen[op.Role] = true
 		var c OpCost
 		if op.IsCollective() {
 			if c, err = p.collectiveCost(op); err != nil {
@@ -97,7 +109,10 @@ func (p *Predictor) measuredOps(sc Scenario) map[string]bool {
 		} else {
 			c = p.computeCost(ops, i)
 		}
-		out[op.Name] = c.Source != SourcePrior
+		out.role[op.Role] = c.Source != SourcePrior
+		if ar {
+			out.allReduce = out.role[op.Role]
+		}
 	}
 	return out
 }

@@ -114,7 +114,7 @@ const perSMMemGBps = perSMInflightBytes / (dramLatencyUs * 1e3)
 // splits at batch 1) streams at CTAs x this / DRAM latency: 73.7 KB /
 // 0.6 us = 123 GB/s per CTA in bf16, where the generic 32 KiB gave 55.
 func (cm *computeModel) attnInflightBytes(op *model.Op) float64 {
-	if cm.attn == AttnTritonMLA && op.Name == "mla_decode" && op.K > 0 {
+	if cm.attn == AttnTritonMLA && op.Role == model.RoleMLADecode && op.K > 0 {
 		if b := op.KVDtype.BytesPerValue(); b > 0 {
 			return tritonMLAStages * tritonMLABlockN * float64(op.K) * b
 		}
@@ -415,10 +415,10 @@ func (cm *computeModel) cost(op *model.Op) OpCost {
 	if t := c.RampUs + c.MemoryUs; c.MemoryUs > 0 && t > c.Us {
 		c.Us, c.Bound = t, BoundMemory
 	}
-	if op.Kind == model.KindMoEGEMM && op.Name == "experts_gate_up" && !cm.executor {
+	if op.Role == model.RoleExpertsGateUp && !cm.executor {
 		c.ExtraKernels = moeExtraKernels(op.WeightDtype)
 	}
-	if op.Kind == model.KindAttention && op.Name == "mla_decode" {
+	if op.Role == model.RoleMLADecode {
 		c.ExtraKernels = flashMLAExtraKernels
 		if cm.attn == AttnTritonMLA {
 			if c.LoopUs = cm.tritonMLALoopUs(op, &c); c.LoopUs > c.Us {

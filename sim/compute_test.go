@@ -104,7 +104,7 @@ func TestComputeCost(t *testing.T) {
 			// by the loop (floor + compute = 2.74 + 15.07 = 17.81 us is
 			// below it).
 			name: "triton mla decode batch 1", dev: rtx,
-			op: model.Op{Kind: model.KindAttention, Name: "mla_decode", M: 1, N: 4096, K: 576, Batch: 8, ActDtype: model.BF16, KVDtype: model.BF16,
+			op: model.Op{Kind: model.KindAttention, Role: model.RoleMLADecode, M: 1, N: 4096, K: 576, Batch: 8, ActDtype: model.BF16, KVDtype: model.BF16,
 				FLOPs: 8 * 4096 * 2 * 1088, BytesRead: 4096 * 576 * 2, KVBytes: 4096 * 576 * 2},
 			wantUs: 42.97, wantBound: BoundLoop, wantCTAs: 8, wantGBps: 983.04, wantPeak: 317.78, wantDtype: "bf16",
 		},
@@ -115,14 +115,14 @@ func TestComputeCost(t *testing.T) {
 			// of compute; the loop (32.01) still binds: 32.01 + 10.96 =
 			// 42.97 us.
 			name: "triton mla decode fp8 kv dequant", dev: rtx,
-			op: model.Op{Kind: model.KindAttention, Name: "mla_decode", M: 1, N: 4096, K: 576, Batch: 8, ActDtype: model.BF16, KVDtype: model.FP8,
+			op: model.Op{Kind: model.KindAttention, Role: model.RoleMLADecode, M: 1, N: 4096, K: 576, Batch: 8, ActDtype: model.BF16, KVDtype: model.FP8,
 				FLOPs: 8 * 4096 * 2 * 1088, BytesRead: 4096 * 576, KVBytes: 4096 * 576},
 			wantUs: 42.97, wantBound: BoundLoop, wantCTAs: 8, wantGBps: 491.52, wantPeak: 317.78, wantDtype: "bf16", wantDequan: 3.99,
 		},
 		{
 			// FlashMLA on Hopper fills all 132 SMs.
 			name: "flashmla fills the gpu", dev: h200,
-			op: model.Op{Kind: model.KindAttention, Name: "mla_decode", M: 1, N: 4096, K: 576, Batch: 8, ActDtype: model.BF16, KVDtype: model.BF16,
+			op: model.Op{Kind: model.KindAttention, Role: model.RoleMLADecode, M: 1, N: 4096, K: 576, Batch: 8, ActDtype: model.BF16, KVDtype: model.BF16,
 				FLOPs: 8 * 4096 * 2 * 1088, BytesRead: 4096 * 576 * 2, KVBytes: 4096 * 576 * 2},
 			// memory 4,718,592 / (4800 x 0.8 = 3840 GB/s) = 1.229 us;
 			// compute 71.3e6 / (989e6 x 0.55 x 1) = 0.131 us; attention

@@ -13,9 +13,10 @@ import (
 type costMemo struct {
 	op   [costMemoSize]*model.Op
 	cost [costMemoSize]OpCost
-	// named: ops must also share their name to share a cost (a cost
-	// source may price an op by what it is, e.g. a member of an MLA
-	// module, not only by its shape).
+	// named: ops must also share their role and name to share a cost (a
+	// cost source may price an op by what it is, e.g. a member of an MLA
+	// module, not only by its shape; an op not made by model's builder
+	// may have a name and no role).
 	named bool
 }
 
@@ -40,14 +41,17 @@ func costHash(op *model.Op) uint64 {
 // set associative: slots h and h^1.
 func (m *costMemo) get(op *model.Op) (*OpCost, uint64) {
 	h := costHash(op)
-	if o := m.op[h]; o != nil && sameCost(o, op) && (!m.named || o.Name == op.Name) {
+	if o := m.op[h]; o != nil && sameCost(o, op) && (!m.named || sameRole(o, op)) {
 		return &m.cost[h], h
 	}
-	if o := m.op[h^1]; o != nil && sameCost(o, op) && (!m.named || o.Name == op.Name) {
+	if o := m.op[h^1]; o != nil && sameCost(o, op) && (!m.named || sameRole(o, op)) {
 		return &m.cost[h^1], h
 	}
 	return nil, h
 }
+
+// sameRole: a and b are the same op of their layers to a cost source.
+func sameRole(a, b *model.Op) bool { return a.Role == b.Role && a.Name == b.Name }
 
 func (m *costMemo) put(h uint64, op *model.Op, c OpCost) {
 	if m.op[h] != nil {

@@ -21,7 +21,7 @@ const SourcePrior = "prior"
 // Contract: the Predictor calls OpCost from the goroutine running
 // Predict, once per distinct op shape of a step (repeats are memoized
 // within a prediction); OpCost must be deterministic, must not retain
-// ops or dev, and must not modify them. It may block on its first calls
+// ops, mods or dev, and must not modify them. It may block on its first calls
 // (loading a table); errors of its own (a table that cannot be read) are
 // reported by answering ok false for the ops it cannot price, never by
 // panicking. Implementations used by several Predictors on several
@@ -31,9 +31,12 @@ type CostSource interface {
 	// "perfdb rtx_pro_6000_server/vllm/0.24.0".
 	Name() string
 	// OpCost prices ops[i], a compute op of one rank's op list in issue
-	// order (the list lets a source that measured a whole module find the
-	// module's other ops), on dev. ok false: no measurement covers it.
-	OpCost(ops []model.Op, i int, dev *topology.Device) (m Measured, ok bool)
+	// order, on dev; mods are the schedule's modules (their op ranges
+	// hold in ops), so that a source that measured a whole module (an MLA
+	// block, a layer's routed experts) finds the module's other ops. A
+	// schedule not made by model's builder may have none. ok false: no
+	// measurement covers it.
+	OpCost(ops []model.Op, mods model.Modules, i int, dev *topology.Device) (m Measured, ok bool)
 }
 
 // Measured is a measurement a CostSource answers with.
@@ -138,7 +141,7 @@ func (p *Predictor) UseCostSource(src CostSource) error {
 // MemoryUs, Bound...) for reference; Us, PriorUs and Source say what
 // replaced them.
 func (p *Predictor) measuredCost(ops []model.Op, i int) (OpCost, bool) {
-	m, ok := p.src.OpCost(ops, i, p.dev)
+	m, ok := p.src.OpCost(ops, p.mods, i, p.dev)
 	if !ok || !(m.Us > 0) {
 		return OpCost{}, false
 	}

@@ -26,7 +26,7 @@ type fakeSource struct {
 
 func (f *fakeSource) Name() string { return "fake" }
 
-func (f *fakeSource) OpCost(ops []model.Op, i int, dev *topology.Device) (Measured, bool) {
+func (f *fakeSource) OpCost(ops []model.Op, mods model.Modules, i int, dev *topology.Device) (Measured, bool) {
 	for j := i; j >= 0 && j > i-8; j-- {
 		if m, ok := f.modules[ops[j].Name]; ok && ops[j].Layer == ops[i].Layer && i < j+m.n {
 			return Measured{Us: m.us, First: j, Last: j + m.n - 1, GapsIncluded: true, Where: "fake module " + ops[j].Name}, true

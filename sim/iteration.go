@@ -86,9 +86,6 @@ func NewIterationCoster(p *Predictor, sc Scenario) (*IterationCoster, error) {
 	if sc.Arch == nil {
 		return nil, errors.New("sim: scenario has no architecture")
 	}
-	if err := sc.Plan.Validate(sc.Arch); err != nil {
-		return nil, err
-	}
 	plan := sc.Plan.Normalized()
 	if world := plan.World(); world > p.topo.NumGPUs() {
 		return nil, fmt.Errorf("sim: plan %s needs %d GPUs; topology %s has %d", plan, world, p.topo.Name, p.topo.NumGPUs())
@@ -105,8 +102,8 @@ func NewIterationCoster(p *Predictor, sc Scenario) (*IterationCoster, error) {
 		short.Layers = sc.Arch.DenseLayers + fastLayers
 		c.short = &short
 	}
-	// Build one step now so that an invalid option or plan fails here,
-	// before any simulation starts.
+	// Build one step now so that an invalid option or plan fails here
+	// (the builder's *model.PlanError), before any simulation starts.
 	if _, err := c.ExactStepUs(model.Iteration{DecodeSeqs: 1, DecodeKVTokens: 1}); err != nil {
 		return nil, err
 	}
@@ -131,8 +128,9 @@ func (c *IterationCoster) Stats() IterationCostStats { return c.stats }
 // budget (model.KVCapacity at the options' gpu_memory_utilization). An
 // error when the weights and workspace do not fit.
 func (c *IterationCoster) KVCapacityTokens() (int64, error) {
-	m := c.p.memoryFit(Scenario{Arch: c.arch, Plan: c.plan, Build: c.build,
-		Workload: model.Workload{Phase: model.Decode, Batch: 1, Context: 1, KVDtype: c.kv}})
+	sc := Scenario{Arch: c.arch, Plan: c.plan, Build: c.build,
+		Workload: model.Workload{Phase: model.Decode, Batch: 1, Context: 1, KVDtype: c.kv}}
+	m := c.p.memoryFit(sc, model.NewDeployment(sc.Plan, sc.Workload, nil))
 	if m.KVCapacityTokens <= 0 {
 		short := float64(m.WeightBytes+m.ActivationBytes-m.UsableBytes) / 1e9
 		return 0, fmt.Errorf("sim: %s %s on %s: weights %.1f GB + activations %.1f GB exceed the usable %.1f GB per GPU by %.1f GB: %w",
@@ -187,7 +185,7 @@ func (c *IterationCoster) graph(it model.Iteration) (padded int64, graphed bool,
 	if n > math.MaxInt32 {
 		return n, false, nil
 	}
-	s, g := c.p.opts.GraphTokens(int(n))
+	s, g := c.p.capture.Tokens(int(n))
 	return int64(s), g, nil
 }
 
@@ -257,7 +255,9 @@ func roundUpBits(v int64, nbits int) int64 {
 }
 
 // price builds it (padding included) on the short architecture
-// (extrapolated) or the full one and runs the engine.
+// (extrapolated) or the full one and runs the engine, launched as a CUDA
+// graph when graphed (the coster's decision, graph: its tokens fit a
+// captured size, which the schedule's Deploy repeats).
 func (c *IterationCoster) price(it model.Iteration, graphed, full bool) (float64, error) {
 	if it.KVDtype == "" {
 		it.KVDtype = c.kv
@@ -266,20 +266,21 @@ func (c *IterationCoster) price(it model.Iteration, graphed, full bool) (float64
 	if full || arch == nil {
 		arch = c.arch
 	}
-	s, err := model.BuildIteration(arch, c.plan, it, c.build)
+	o := c.build
+	o.Graphs = c.p.capture
+	s, err := model.BuildIteration(arch, c.plan, it, o)
 	if err != nil {
 		return 0, err
 	}
 	if builtSymmetric(s) {
-		s = &model.Schedule{Model: s.Model, Plan: s.Plan, Workload: s.Workload, Options: s.Options,
-			Iteration: s.Iteration, Ranks: s.Ranks[:1]}
+		s = s.WithRanks(s.Ranks[:1])
 	}
 	step, err := c.p.stepUs(s, symBuilt, graphed)
 	if err != nil {
 		return 0, err
 	}
 	if arch == c.short {
-		prev, last := lastOpOfLayer(s.Ranks[0], arch.Layers-2), lastOpOfLayer(s.Ranks[0], arch.Layers-1)
+		prev, last := lastOpOfLayer(s, arch.Layers-2), lastOpOfLayer(s, arch.Layers-1)
 		if prev < 0 || last <= prev {
 			return 0, fmt.Errorf("sim: iteration: layers %d and %d of %s not found in order", arch.Layers-2, arch.Layers-1, c.arch.Name)
 		}
@@ -287,16 +288,4 @@ func (c *IterationCoster) price(it model.Iteration, graphed, full bool) (float64
 		step += float64(c.arch.MoELayers()-fastLayers) * (c.p.eng.end[last] - c.p.eng.end[prev])
 	}
 	return step, nil
-}
-
-// iterationGraphed is graphStep for a schedule built by
-// model.BuildIteration: graphed when its tokens (padding included) fit a
-// capture size.
-func iterationGraphed(o *Options, it *model.Iteration) bool {
-	n := it.Tokens() + int64(it.PadTokens)
-	if n > math.MaxInt32 {
-		return false
-	}
-	_, g := o.GraphTokens(int(n))
-	return g
 }

@@ -4,16 +4,16 @@ import "github.com/tpscope/tpscope/model"
 
 // memoryFit checks that the scenario's weights, activation workspace and
 // the KV cache its sequences need fit in one GPU (model.KVCapacity: vLLM's
-// budget, gpu_memory_utilization x memory). The KV cache needed is
-// sequences per attention group x (context + the step's new tokens) x
-// bytes per token per GPU; every rank of a group holds the same latent
-// cache (serving-facts.md), divided by DCP.
-func (p *Predictor) memoryFit(sc Scenario) *MemoryFit {
+// budget, gpu_memory_utilization x memory). The KV cache needed is the
+// real sequences per attention group (d.SeqsPerGroup: padding holds no
+// cache) x (context + the step's new tokens) x bytes per token per GPU;
+// every rank of a group holds the same latent cache (serving-facts.md),
+// divided by DCP.
+func (p *Predictor) memoryFit(sc Scenario, d model.Deployment) *MemoryFit {
 	plan := sc.Plan.Normalized()
 	w := sc.Workload
 	c := model.KVCapacity(sc.Arch, plan, w, sc.Build, float64(p.dev.MemBytes), p.opts.GPUMemUtilFrac)
-	perGroup := (w.Batch + plan.DP - 1) / plan.DP
-	tokens := int64(perGroup) * int64(w.Context+1+w.SpecTokens)
+	tokens := int64(d.SeqsPerGroup) * int64(w.Context+1+w.SpecTokens)
 	m := &MemoryFit{
 		DeviceBytes:      p.dev.MemBytes,
 		UsableBytes:      int64(c.Utilization * c.GPUMemBytes),

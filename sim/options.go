@@ -3,6 +3,8 @@ package sim
 import (
 	"fmt"
 	"strings"
+
+	"github.com/tpscope/tpscope/model"
 )
 
 // CustomAR selects the all-reduce implementation for TP all-reduces.
@@ -180,19 +182,31 @@ var defaultCaptureSizes = func() []int {
 	return s
 }()
 
+// GraphCapture is the CUDA-graph capture the options ask of the serving
+// engine, as the schedule's builder takes it (model.BuildOptions.Graphs):
+// nil when CUDAGraphs is off, else the capture sizes (CaptureSizes).
+func (o *Options) GraphCapture() *model.GraphCapture {
+	if !o.CUDAGraphs {
+		return nil
+	}
+	if len(o.GraphSizes) == 0 {
+		return &defaultCapture
+	}
+	return &model.GraphCapture{Sizes: o.GraphSizes}
+}
+
+var defaultCapture = model.GraphCapture{Sizes: defaultCaptureSizes}
+
 // GraphTokens is the token count a CUDA-graph step runs for tokens real
 // tokens: the smallest capture size >= tokens, or tokens itself when graphs
-// are off or tokens exceeds the largest size (vLLM then runs eagerly).
+// are off or tokens exceeds the largest size (vLLM then runs eagerly);
+// model.GraphCapture.Tokens decides.
 func (o *Options) GraphTokens(tokens int) (padded int, graphed bool) {
 	if !o.CUDAGraphs {
 		return tokens, false
 	}
-	for _, s := range o.CaptureSizes() {
-		if s >= tokens {
-			return s, true
-		}
-	}
-	return tokens, false
+	g := model.GraphCapture{Sizes: o.CaptureSizes()}
+	return g.Tokens(tokens)
 }
 
 // TokensPerStep is the expected tokens one sequence gains per decode step

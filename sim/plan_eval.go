@@ -35,8 +35,8 @@ import (
 // engine's own symmetry test; rank 0 then stands for all, as in
 // Predictor.run), and one engine run of about (m + dense) layers
 // instead of 61-78 layers. The short schedule is cached per
-// (architecture, plan, workload, padded batch), so one build serves every
-// topology and option set of a sweep.
+// (architecture, plan, workload, padded batch, graphed), so one build
+// serves every topology and option set of a sweep.
 const fastLayers = 2
 
 // Evaluator predicts Configs quickly (see the model above). It keeps one
@@ -64,11 +64,12 @@ type reducedArch struct {
 }
 
 type schedKey struct {
-	arch   *model.Arch
-	plan   model.Plan
-	w      model.Workload
-	build  model.BuildOptions
-	padded int
+	arch    *model.Arch
+	plan    model.Plan
+	w       model.Workload
+	build   model.BuildOptions
+	padded  int
+	graphed bool
 }
 
 // schedViews is the short schedule (one rank standing for all when
@@ -121,79 +122,54 @@ func (e *Evaluator) shortArch(a *model.Arch) *model.Arch {
 	return &c
 }
 
-// graphStep decides whether a step of w under plan runs as a CUDA graph
-// and the batch its schedule is built for. vLLM captures decode graphs per
-// engine, that is per DP group, for token counts up to the largest capture
-// size and runs larger batches and prefill eagerly (serving-facts.md "CUDA
-// graphs"): a decode step is graphed when its tokens per DP group fit a
-// captured size, and its batch is then padded so each group fills that
-// size. Otherwise the batch is left as it is. Predictor.schedule builds for
-// padded and the engine launches as graphed says; the evaluator keys its
-// view cache on padded.
-func graphStep(o *Options, plan model.Plan, w model.Workload) (padded int, graphed bool) {
-	if !o.CUDAGraphs || w.Phase == model.Prefill {
-		return w.Batch, false
-	}
-	dp := max(plan.DP, 1)
-	perGroup := (w.Batch + dp - 1) / dp
-	tok := perGroup * (1 + w.SpecTokens)
-	pt, ok := o.GraphTokens(tok)
-	if !ok {
-		return w.Batch, false
-	}
-	if pt != tok {
-		return (pt + w.SpecTokens) / (1 + w.SpecTokens) * dp, true
-	}
-	return w.Batch, true
-}
-
-// viewsFor returns the (cached) one-rank schedules of the scenario.
-func (e *Evaluator) viewsFor(p *Predictor, sc Scenario, short *model.Arch) (*schedViews, int, bool, error) {
+// viewsFor returns the (cached) one-rank schedules of the scenario and
+// their deployment. The cache is keyed on the deployment the builder will
+// decide (model.NewDeployment under the Predictor's capture: the padded
+// batch and whether it is graphed), so one build serves every topology
+// and option set that lays the same step.
+func (e *Evaluator) viewsFor(p *Predictor, sc Scenario, short *model.Arch) (*schedViews, error) {
 	plan := sc.Plan.Normalized()
-	padded, graphed := graphStep(&p.opts, plan, sc.Workload)
-	key := schedKey{arch: sc.Arch, plan: plan, w: sc.Workload.Normalized(), build: sc.Build, padded: padded}
+	d := model.NewDeployment(plan, sc.Workload, p.capture)
+	key := schedKey{arch: sc.Arch, plan: plan, w: sc.Workload.Normalized(), build: sc.Build, padded: d.PaddedBatch, graphed: d.Graphed}
 	if v := e.views[key]; v != nil {
-		return v, padded, graphed, nil
+		return v, nil
 	}
 	bsc := sc
 	if short != nil {
 		bsc.Arch = short
 	}
-	s, _, _, err := p.schedule(bsc)
+	s, err := p.schedule(bsc)
 	if err != nil {
-		return nil, 0, false, err
+		return nil, err
 	}
 	v := &schedViews{s: s, prevEnd: -1, end: -1}
 	// s comes straight from model.BuildWith (Predictor.schedule), so the
 	// collective-group comparison decides symmetry (builtSymmetric).
 	if builtSymmetric(s) {
-		r0 := append([]model.Op(nil), s.Ranks[0]...)
-		v.s = &model.Schedule{Model: s.Model, Plan: s.Plan, Workload: s.Workload, Options: s.Options, Ranks: [][]model.Op{r0}}
+		v.s = s.WithRanks([][]model.Op{append([]model.Op(nil), s.Ranks[0]...)})
 	}
 	if short != nil {
-		v.prevEnd = lastOpOfLayer(v.s.Ranks[0], short.Layers-2)
-		v.end = lastOpOfLayer(v.s.Ranks[0], short.Layers-1)
+		v.prevEnd = lastOpOfLayer(v.s, short.Layers-2)
+		v.end = lastOpOfLayer(v.s, short.Layers-1)
 		if v.prevEnd < 0 || v.end <= v.prevEnd {
-			return nil, 0, false, fmt.Errorf("sim: evaluator: layers %d and %d of %s not found in order", short.Layers-2, short.Layers-1, sc.Arch.Name)
+			return nil, fmt.Errorf("sim: evaluator: layers %d and %d of %s not found in order", short.Layers-2, short.Layers-1, sc.Arch.Name)
 		}
 	}
 	if e.views == nil || len(e.views) >= maxCachedSchedules {
 		e.views = make(map[schedKey]*schedViews)
 	}
 	e.views[key] = v
-	return v, padded, graphed, nil
+	return v, nil
 }
 
-// lastOpOfLayer is the index of the last op of main layer l in ops (-1
-// none).
-func lastOpOfLayer(ops []model.Op, l int) int {
-	last := -1
-	for i := range ops {
-		if ops[i].Layer == l && ops[i].Block != "mtp" {
-			last = i
-		}
+// lastOpOfLayer is the index of the last op of main decoder layer l in s
+// (its module's end; -1 none).
+func lastOpOfLayer(s *model.Schedule, l int) int {
+	m, ok := s.Modules.Find(model.ModDecoderLayer, l, -1)
+	if !ok || m.End <= m.First {
+		return -1
 	}
-	return last
+	return m.End - 1
 }
 
 // Evaluate predicts the step of c: StepUs, tokens per second (per request
@@ -208,27 +184,25 @@ func (e *Evaluator) Evaluate(c Scenario) (Summary, error) {
 	if c.Arch == nil {
 		return Summary{}, errors.New("sim: config has no architecture")
 	}
-	if c.Workload.Batch <= 0 {
-		return Summary{}, fmt.Errorf("sim: workload batch %d: want at least 1 sequence", c.Workload.Batch)
-	}
 	p, err := e.Predictor(&c)
 	if err != nil {
 		return Summary{}, err
 	}
-	if err := c.Plan.Validate(c.Arch); err != nil {
-		return Summary{}, err
-	}
+	// The view cache serves every box: check this one holds the plan (the
+	// builder checks the plan, workload and options when a view is built;
+	// an invalid scenario never has one).
 	if w := c.Plan.World(); w > c.Topo.NumGPUs() {
 		return Summary{}, fmt.Errorf("sim: plan %s needs %d GPUs; topology %s has %d", c.Plan.Normalized(), w, c.Topo.Name, c.Topo.NumGPUs())
 	}
 	short := e.shortArch(c.Arch)
-	v, padded, graphed, err := e.viewsFor(p, c, short)
+	v, err := e.viewsFor(p, c, short)
 	if err != nil {
 		return Summary{}, err
 	}
 	// v.s is model.BuildWith's schedule or its rank-0 copy, unmodified:
 	// symBuilt skips the ranks x ops symmetry pass.
-	step, err := p.stepUs(v.s, symBuilt, graphed)
+	d := v.s.Deploy
+	step, err := p.stepUs(v.s, symBuilt, d.Graphed)
 	if err != nil {
 		return Summary{}, err
 	}
@@ -237,8 +211,8 @@ func (e *Evaluator) Evaluate(c Scenario) (Summary, error) {
 		layerUs := p.eng.end[v.end] - p.eng.end[v.prevEnd]
 		step += float64(c.Arch.MoELayers()-fastLayers) * layerUs
 	}
-	sum := Summary{StepUs: step, Graphed: graphed}
-	p.fixTokens(&sum, c, padded)
-	sum.Memory = p.memoryFit(c)
+	sum := Summary{StepUs: step, Graphed: d.Graphed}
+	p.fixTokens(&sum, c, d)
+	sum.Memory = p.memoryFit(c, d)
 	return sum, nil
 }

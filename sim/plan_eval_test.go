@@ -106,7 +106,7 @@ func TestFastEvalAgreesWithEngine(t *testing.T) {
 }
 
 // TestGraphStep: whether a step runs as a CUDA graph is decided once
-// (graphStep), per DP group and for decode only, and every path reports
+// (model.NewDeployment), per DP group and for decode only, and every path reports
 // the padding and the launch mode that follow from it. vLLM captures decode
 // graphs per engine (one per DP group) for up to 512 tokens and runs
 // prefill eagerly (serving-facts.md "CUDA graphs").
@@ -131,8 +131,8 @@ func TestGraphStep(t *testing.T) {
 	var ev Evaluator
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			if padded, graphed := graphStep(&seedOptions, c.plan.Normalized(), c.w); padded != c.padded || graphed != c.graphed {
-				t.Fatalf("graphStep: padded %d graphed %v, want %d %v", padded, graphed, c.padded, c.graphed)
+			if d := model.NewDeployment(c.plan.Normalized(), c.w, seedOptions.GraphCapture()); d.PaddedBatch != c.padded || d.Graphed != c.graphed {
+				t.Fatalf("NewDeployment: padded %d graphed %v, want %d %v", d.PaddedBatch, d.Graphed, c.padded, c.graphed)
 			}
 			sc := Scenario{Arch: kimi, Plan: c.plan, Workload: c.w}
 			p, err := New(box, seedOptions)

@@ -19,9 +19,12 @@ type Predictor struct {
 	topo *topology.Topology
 	dev  *topology.Device
 	opts Options
-	cm   *computeModel
-	coll CollectiveCoster
-	memo collMemo
+	// capture is opts' CUDA-graph capture (Options.GraphCapture), handed
+	// to the schedule's builder.
+	capture *model.GraphCapture
+	cm      *computeModel
+	coll    CollectiveCoster
+	memo    collMemo
 	// cmemo holds pointers into the schedule being predicted; cleared
 	// after each prediction so no schedule is retained.
 	cmemo costMemo
@@ -40,6 +43,9 @@ type Predictor struct {
 	srcColl CollectiveSource
 	refColl *CollectiveModel
 	graphed bool
+	// mods are the modules of the schedule being priced (a cost source
+	// that measured a module finds its ops by them); nil between runs.
+	mods model.Modules
 }
 
 // New returns a Predictor for the box under opts, with NCCL's collective
@@ -76,7 +82,7 @@ func NewWithCollectives(topo *topology.Topology, opts Options, coll CollectiveCo
 			return nil, fmt.Errorf("sim: topology %s: GPU %d is not a %s (mixed devices are not modeled)", topo.Name, i, dev.Name)
 		}
 	}
-	return &Predictor{topo: topo, dev: dev, opts: opts, coll: coll,
+	return &Predictor{topo: topo, dev: dev, opts: opts, capture: opts.GraphCapture(), coll: coll,
 		cm: newComputeModel(dev, opts.AttentionBackend, opts.Executor)}, nil
 }
 
@@ -210,15 +216,12 @@ func (p *Predictor) predict(s *model.Schedule, mode int, graphed bool) (*Predict
 	return p.assemble(s, graphed), nil
 }
 
-// graphedAsBuilt is graphStep's decision for a schedule as it is (its
-// batch already padded, or not run under graphs), for callers that hand
-// the Predictor a schedule rather than a Scenario.
+// graphedAsBuilt is whether s, as built (its batch already padded, or
+// not), replays a CUDA graph under the Predictor's capture
+// (model.Schedule.GraphedUnder), for callers that hand the Predictor a
+// schedule rather than a Scenario.
 func (p *Predictor) graphedAsBuilt(s *model.Schedule) bool {
-	if s.Iteration != nil {
-		return iterationGraphed(&p.opts, s.Iteration)
-	}
-	_, g := graphStep(&p.opts, s.Plan.Normalized(), s.Workload)
-	return g
+	return s.GraphedUnder(p.capture)
 }
 
 // StepUsBuilt is Predict without the per-op result, the step time only,
@@ -347,8 +350,16 @@ func builtSymmetric(s *model.Schedule) bool {
 	return true
 }
 
+// endRun drops what a run held of its schedule (the cost memo's op
+// pointers, the modules), so that no schedule is retained.
+func (p *Predictor) endRun() {
+	p.cmemo.clear()
+	p.mods = nil
+}
+
 // run prices every op of s and runs the engine, launching the step as a
-// CUDA graph when graphed (graphStep's decision).
+// CUDA graph when graphed (the schedule's Deploy.Graphed, or
+// graphedAsBuilt).
 func (p *Predictor) run(s *model.Schedule, mode int, graphed bool) error {
 	if s == nil || len(s.Ranks) == 0 {
 		return errors.New("sim: empty schedule")
@@ -356,9 +367,10 @@ func (p *Predictor) run(s *model.Schedule, mode int, graphed bool) error {
 	if len(s.Ranks) > p.topo.NumGPUs() {
 		return fmt.Errorf("sim: schedule has %d ranks but topology %s has %d GPUs", len(s.Ranks), p.topo.Name, p.topo.NumGPUs())
 	}
-	defer p.cmemo.clear()
+	defer p.endRun()
 	p.memo.reset()
 	p.graphed = graphed
+	p.mods = s.Modules
 	var sym bool
 	switch {
 	case mode == symNever:

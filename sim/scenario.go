@@ -89,32 +89,23 @@ type Summary struct {
 // cache do not fit in device memory (see MemoryFit.ShortfallGB).
 var ErrDoesNotFit = errors.New("does not fit in GPU memory")
 
-// schedule validates the scenario and builds the schedule the engine
-// runs: under CUDA graphs the per-group token count is padded up to the
-// next captured size (vLLM pads decode batches; serving-facts.md).
-func (p *Predictor) schedule(sc Scenario) (s *model.Schedule, padded int, graphed bool, err error) {
+// schedule builds the schedule the engine runs for the scenario: the
+// options' CUDA-graph capture goes to the builder, which pads a graphed
+// decode step up to its captured size (vLLM pads decode batches;
+// serving-facts.md) and says so on the schedule (Schedule.Deploy). The
+// builder validates the plan, workload and build options (a
+// *model.PlanError naming the field); the box must hold the plan's GPUs.
+func (p *Predictor) schedule(sc Scenario) (*model.Schedule, error) {
 	if sc.Arch == nil {
-		return nil, 0, false, errors.New("sim: scenario has no architecture")
-	}
-	w := sc.Workload
-	if w.Phase == "" {
-		w.Phase = model.Decode
-	}
-	if w.Batch <= 0 {
-		return nil, 0, false, fmt.Errorf("sim: workload batch %d: want at least 1 sequence", w.Batch)
+		return nil, errors.New("sim: scenario has no architecture")
 	}
 	plan := sc.Plan.Normalized()
 	if world := plan.World(); p.topo != nil && world > p.topo.NumGPUs() {
-		return nil, 0, false, fmt.Errorf("sim: plan %s needs %d GPUs; topology %s has %d", plan, world, p.topo.Name, p.topo.NumGPUs())
+		return nil, fmt.Errorf("sim: plan %s needs %d GPUs; topology %s has %d", plan, world, p.topo.Name, p.topo.NumGPUs())
 	}
-	padded, graphed = graphStep(&p.opts, plan, w)
-	bw := w
-	bw.Batch = padded
-	s, err = model.BuildWith(sc.Arch, sc.Plan, bw, sc.Build)
-	if err != nil {
-		return nil, 0, false, err
-	}
-	return s, padded, graphed, nil
+	o := sc.Build
+	o.Graphs = p.capture
+	return model.BuildWith(sc.Arch, sc.Plan, sc.Workload, o)
 }
 
 // Predict predicts one step of the whole scenario on its box with its
@@ -133,18 +124,16 @@ func Predict(sc Scenario) (*Prediction, *model.Schedule, error) {
 }
 
 // BuildSchedule returns the schedule the serving engine runs for the
-// scenario: model.BuildWith at the batch padded up to the next CUDA-graph
-// capture size when the step is graphed (decode, CUDA graphs on, tokens
-// per DP group within the capture sizes), and whether it is graphed. It
-// is what Predict prices and what a run executes, so both see one
-// schedule.
-func BuildSchedule(sc Scenario) (*model.Schedule, bool, error) {
+// scenario: model.BuildWith under the options' CUDA-graph capture, so a
+// graphed decode step is built at the batch padded up to its captured size
+// (Schedule.Deploy says whether it is graphed and for which batch). It is
+// what Predict prices and what a run executes, so both see one schedule.
+func BuildSchedule(sc Scenario) (*model.Schedule, error) {
 	if err := sc.Options.Validate(); err != nil {
-		return nil, false, err
+		return nil, err
 	}
-	p := &Predictor{opts: sc.Options, topo: sc.Topo}
-	s, _, graphed, err := p.schedule(sc)
-	return s, graphed, err
+	p := &Predictor{opts: sc.Options, topo: sc.Topo, capture: sc.Options.GraphCapture()}
+	return p.schedule(sc)
 }
 
 // PredictScenario predicts one step of the scenario with per-op detail and
@@ -161,33 +150,33 @@ func (p *Predictor) PredictScenario(sc Scenario) (*Prediction, error) {
 // that align predicted ops with measured ones or read op fields a
 // Prediction does not carry (advise).
 func (p *Predictor) PredictScenarioSchedule(sc Scenario) (*Prediction, *model.Schedule, error) {
-	s, padded, graphed, err := p.schedule(sc)
+	s, err := p.schedule(sc)
 	if err != nil {
 		return nil, nil, err
 	}
-	pr, err := p.predict(s, symBuilt, graphed)
+	pr, err := p.predict(s, symBuilt, s.Deploy.Graphed)
 	if err != nil {
 		return nil, nil, err
 	}
 	// pr.Workload stays the workload priced (the padded batch); Sequences
 	// counts the real ones.
-	p.fixTokens(&pr.Summary, sc, padded)
-	pr.Memory = p.memoryFit(sc)
+	p.fixTokens(&pr.Summary, sc, s.Deploy)
+	pr.Memory = p.memoryFit(sc, s.Deploy)
 	pr.Caveats = p.Caveats(sc)
 	return pr, s, nil
 }
 
 // Evaluate is PredictScenario without per-op results, for sweeps.
 func (p *Predictor) Evaluate(sc Scenario) (Summary, error) {
-	s, padded, graphed, err := p.schedule(sc)
+	s, err := p.schedule(sc)
 	if err != nil {
 		return Summary{}, err
 	}
-	step, err := p.stepUs(s, symBuilt, graphed)
+	step, err := p.stepUs(s, symBuilt, s.Deploy.Graphed)
 	if err != nil {
 		return Summary{}, err
 	}
-	sum := Summary{StepUs: step, Graphed: graphed}
+	sum := Summary{StepUs: step, Graphed: s.Deploy.Graphed}
 	if step > 0 {
 		comm := 0.0
 		for g := int32(0); g < p.eng.rankOff[1]; g++ {
@@ -197,15 +186,16 @@ func (p *Predictor) Evaluate(sc Scenario) (Summary, error) {
 		}
 		sum.CommShareFrac = comm / step
 	}
-	p.fixTokens(&sum, sc, padded)
-	sum.Memory = p.memoryFit(sc)
+	p.fixTokens(&sum, sc, s.Deploy)
+	sum.Memory = p.memoryFit(sc, s.Deploy)
 	return sum, nil
 }
 
-// fixTokens counts tokens of the real sequences, not the padding.
-func (p *Predictor) fixTokens(sum *Summary, sc Scenario, padded int) {
-	sum.Sequences = sc.Workload.Batch
-	sum.PaddedBatch = padded
+// fixTokens counts tokens of the real sequences (d.Batch), not the
+// padding.
+func (p *Predictor) fixTokens(sum *Summary, sc Scenario, d model.Deployment) {
+	sum.Sequences = d.Batch
+	sum.PaddedBatch = d.PaddedBatch
 	sum.TokensPerStep = p.opts.TokensPerStep(sc.Workload.SpecTokens)
 	if sum.StepUs > 0 {
 		sum.TokensPerSPerRequest = sum.TokensPerStep / (sum.StepUs * 1e-6)

@@ -5,6 +5,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/tpscope/tpscope/model"
 )
 
 // Layer and role recovery: the kernels of one step on one rank get the op
@@ -88,84 +90,166 @@ import (
 // MLP/MoE part: the schedule has no mixed layer.
 
 // role is what a kernel implements within its layer (or the embedding /
-// head), in model.Build's op names.
+// head): a model.Role, held in a byte per kernel record (its index in
+// model.Roles() plus one; roleNone for none).
 type role uint8
 
-const (
-	roleNone role = iota
-	roleEmbedLookup
-	roleEmbedAllreduce
-	roleInputNorm
-	roleQKVAProj
-	roleQANorm
-	roleKVANorm
-	roleQBProj
-	roleKVBProj
-	roleWUK
-	roleRope
-	roleKVWrite
-	roleMLADecode
-	roleMLAPrefill
-	roleWUV
-	roleOProj
-	roleAttnAllreduce
-	roleMoEPostNorm
-	roleMoEGate
-	roleMoETopk
-	roleExpertsGateUp
-	roleExpertsAct
-	roleExpertsDown
-	roleSharedGateUp
-	roleSharedAct
-	roleSharedDown
-	roleMoEAllreduce
-	roleMLPPostNorm
-	roleMLPGateUp
-	roleMLPAct
-	roleMLPDown
-	roleMLPAllreduce
-	// The per-token-group FP8 quantization of a block-scaled Linear's
-	// input (model.BuildWith's <name>_quant ops).
-	roleQKVAQuant
-	roleQBQuant
-	roleKVBQuant
-	roleOProjQuant
-	roleMLPGateUpQuant
-	roleMLPDownQuant
-	roleSharedGateUpQuant
-	roleSharedDownQuant
-	roleFinalNorm
-	roleLMHead
-	roleLogitsGather
-	numRoles
-)
+const roleNone role = 0
 
-// roleNames are the op names of model/build.go (block.name).
-var roleNames = [numRoles]string{
-	"", "embed.lookup", "embed.allreduce",
-	"attn.input_norm", "attn.fused_qkv_a_proj", "attn.q_a_norm", "attn.kv_a_norm", "attn.q_b_proj", "attn.kv_b_proj",
-	"attn.w_uk", "attn.rope", "attn.kv_cache_write", "attn.mla_decode", "attn.mla_prefill", "attn.w_uv", "attn.o_proj",
-	"attn.allreduce",
-	"moe.post_attn_norm", "moe.gate", "moe.topk", "moe.experts_gate_up", "moe.experts_act", "moe.experts_down",
-	"moe.shared_gate_up", "moe.shared_act", "moe.shared_down", "moe.allreduce",
-	"mlp.post_attn_norm", "mlp.gate_up", "mlp.act", "mlp.down", "mlp.allreduce",
-	"attn.fused_qkv_a_proj_quant", "attn.q_b_proj_quant", "attn.kv_b_proj_quant", "attn.o_proj_quant",
-	"mlp.gate_up_quant", "mlp.down_quant", "moe.shared_gate_up_quant", "moe.shared_down_quant",
-	"head.final_norm", "head.lm_head", "head.logits_allgather",
-}
+// roleOf indexes model.Roles().
+var roleOf = func() map[model.Role]role {
+	m := map[model.Role]role{}
+	for i, r := range model.Roles() {
+		m[r] = role(i + 1)
+	}
+	return m
+}()
 
-// quantRole is the role of the per-token-group FP8 quantization of a
-// Linear's input, by the Linear's role (roleNone: the Linear has none in
-// the schedule).
-var quantRole = map[role]role{
-	roleQKVAProj: roleQKVAQuant, roleQBProj: roleQBQuant, roleKVBProj: roleKVBQuant, roleOProj: roleOProjQuant,
-	roleMLPGateUp: roleMLPGateUpQuant, roleMLPDown: roleMLPDownQuant,
-	roleSharedGateUp: roleSharedGateUpQuant, roleSharedDown: roleSharedDownQuant,
+// roleFor is the kernel record's role of r (roleNone for "").
+func roleFor(r model.Role) role { return roleOf[r] }
+
+// model is the model.Role r stands for ("" for roleNone).
+func (r role) model() model.Role {
+	if r == roleNone {
+		return ""
+	}
+	return model.Roles()[r-1]
 }
 
 // outsideLayers: roles of the embedding and the head (Op.Layer -1).
-func (r role) outsideLayers() bool {
-	return r == roleEmbedLookup || r == roleEmbedAllreduce || r >= roleFinalNorm
+func (r role) outsideLayers() bool { return r != roleNone && !r.model().OfLayer() }
+
+// actQuant is the role of the per-token-group FP8 quantization of Linear
+// r's input (model.Role.ActQuant; roleNone: r has none).
+func (r role) actQuant() role { return roleFor(r.model().ActQuant()) }
+
+// placed are the roles the placer gives kernels, in the order model's
+// block tables lay them for the plain step a serving engine's trace shows
+// (TP > 1, one DP group, no DCP, no DSA indexer, shared experts, no input
+// quantization ops: those attach to their Linears by kernel, see
+// attachHelpers). Reading them from the tables keeps the placement's
+// order the builder's.
+var placed = placedRoles()
+
+type placerRoles struct {
+	embedLookup, embedAllReduce role
+	// attnNorms are the RMSNorms before attention: the input norm first,
+	// then the latent norms.
+	attnNorms     []role
+	decode        attnForm // absorbed decode attention
+	prefill       attnForm // non-absorbed prefill attention
+	rope, kvWrite role
+	attnAllReduce role
+	// MoE block: post-attention norm, router GEMM, top-k, routed and
+	// shared experts (gate/up GEMM, activation, down GEMM), all-reduce.
+	moePostNorm, moeGate, moeTopK, moeAllReduce role
+	experts, shared                             [3]role
+	// Dense MLP: post-attention norm, gate/up, activation, down,
+	// all-reduce.
+	mlpPostNorm, mlpAllReduce role
+	mlp                       [3]role
+	// Head: final norm, lm_head, logits gather.
+	finalNorm, lmHead, logitsGather role
+}
+
+// attnForm is one form of the attention block: the GEMMs before and after
+// its attention kernel, and the attention op.
+type attnForm struct {
+	pre, post []role
+	attn      role
+}
+
+func placedRoles() placerRoles {
+	var pr placerRoles
+	plain := model.CondTP | model.CondNoDP | model.CondShared | model.CondMain
+	for _, sl := range model.Select(model.Table(model.ModEmbedding), plain) {
+		switch sl.Kind {
+		case model.KindEmbedding:
+			pr.embedLookup = roleFor(sl.Role)
+		case model.KindCollective:
+			pr.embedAllReduce = roleFor(sl.Role)
+		}
+	}
+	form := func(phase model.Cond) attnForm {
+		var f attnForm
+		seen := false
+		for _, sl := range model.Select(model.Table(model.ModAttention), plain|phase) {
+			r := roleFor(sl.Role)
+			switch {
+			case sl.Kind == model.KindAttention:
+				f.attn, seen = r, true
+			case sl.Kind == model.KindGEMM && !seen:
+				f.pre = append(f.pre, r)
+			case sl.Kind == model.KindGEMM:
+				f.post = append(f.post, r)
+			case sl.Kind == model.KindNorm && !seen && phase == model.CondDecode:
+				pr.attnNorms = append(pr.attnNorms, r)
+			case sl.Kind == model.KindCollective:
+				pr.attnAllReduce = r
+			case sl.Role.RoPE():
+				pr.rope = r
+			case sl.Role.CacheWrite():
+				pr.kvWrite = r
+			}
+		}
+		return f
+	}
+	pr.decode, pr.prefill = form(model.CondDecode), form(model.CondPrefill)
+	// triple is a gate/up GEMM, its activation and the down GEMM of slots.
+	triple := func(slots []model.Slot) (t [3]role) {
+		for _, sl := range slots {
+			switch {
+			case sl.Kind == model.KindElementwise:
+				t[1] = roleFor(sl.Role)
+			case t[0] == roleNone:
+				t[0] = roleFor(sl.Role)
+			default:
+				t[2] = roleFor(sl.Role)
+			}
+		}
+		return t
+	}
+	var routed, shared []model.Slot
+	for _, sl := range model.Select(model.Table(model.ModMoE), plain|model.CondDecode) {
+		switch {
+		case sl.Module == model.ModRoutedExperts:
+			routed = append(routed, sl)
+		case sl.Module == model.ModSharedExperts:
+			shared = append(shared, sl)
+		case sl.Kind == model.KindNorm:
+			pr.moePostNorm = roleFor(sl.Role)
+		case sl.Kind == model.KindGEMM:
+			pr.moeGate = roleFor(sl.Role)
+		case sl.Kind == model.KindRouter:
+			pr.moeTopK = roleFor(sl.Role)
+		case sl.Kind == model.KindCollective:
+			pr.moeAllReduce = roleFor(sl.Role)
+		}
+	}
+	pr.experts, pr.shared = triple(routed), triple(shared)
+	var mlp []model.Slot
+	for _, sl := range model.Select(model.Table(model.ModDenseMLP), plain) {
+		switch sl.Kind {
+		case model.KindNorm:
+			pr.mlpPostNorm = roleFor(sl.Role)
+		case model.KindCollective:
+			pr.mlpAllReduce = roleFor(sl.Role)
+		default:
+			mlp = append(mlp, sl)
+		}
+	}
+	pr.mlp = triple(mlp)
+	for _, sl := range model.Select(model.Table(model.ModLMHead), plain) {
+		switch sl.Kind {
+		case model.KindNorm:
+			pr.finalNorm = roleFor(sl.Role)
+		case model.KindGEMM:
+			pr.lmHead = roleFor(sl.Role)
+		case model.KindCollective:
+			pr.logitsGather = roleFor(sl.Role)
+		}
+	}
+	return pr
 }
 
 // opRef is one op of a fused kernel.
@@ -177,7 +261,7 @@ type opRef struct {
 // opID is the op ID of (layer, r), shared by every kernel that needs it.
 func (kr *kinetoRead) opID(layer int16, r role) string {
 	if r.outsideLayers() {
-		return roleNames[r]
+		return string(r.model())
 	}
 	key := int32(layer)<<8 | int32(r)
 	if s, ok := kr.opIDs[key]; ok {
@@ -190,7 +274,7 @@ func (kr *kinetoRead) opID(layer int16, r role) string {
 	}
 	b.WriteString(strconv.Itoa(int(layer)))
 	b.WriteByte('.')
-	b.WriteString(roleNames[r])
+	b.WriteString(string(r.model()))
 	s := b.String()
 	if kr.opIDs == nil {
 		kr.opIDs = map[int32]string{}
@@ -357,25 +441,25 @@ func (p *placer) place() (int, string) {
 		p.ffnPart(L.ffnLo, L.ffnHi, li, isMoE, postCovered)
 		if L.attnAR >= 0 {
 			if postCovered {
-				p.setFused(L.attnAR, opRef{int16(li), roleAttnAllreduce}, opRef{int16(li), postNormRole(isMoE)})
+				p.setFused(L.attnAR, opRef{int16(li), placed.attnAllReduce}, opRef{int16(li), postNormRole(isMoE)})
 			} else {
-				p.set(L.attnAR, li, roleAttnAllreduce)
+				p.set(L.attnAR, li, placed.attnAllReduce)
 			}
 		}
 		if L.ffnAR >= 0 {
-			r := roleMLPAllreduce
+			r := placed.mlpAllReduce
 			if isMoE {
-				r = roleMoEAllreduce
+				r = placed.moeAllReduce
 			}
 			next := opRef{role: roleNone}
 			if p.ki(L.ffnAR).fusedNorm {
 				if li+1 < len(layers) {
 					N := &layers[li+1]
 					if len(p.positions(N.attnLo, p.firstAttn(N.attnLo, N.attnHi), clsNorm)) == 2 {
-						next = opRef{int16(li + 1), roleInputNorm}
+						next = opRef{int16(li + 1), placed.attnNorms[0]}
 					}
 				} else if len(p.positions(headLo, headHi, clsNorm)) == 0 {
-					next = opRef{-1, roleFinalNorm}
+					next = opRef{-1, placed.finalNorm}
 				}
 			}
 			if next.role != roleNone {
@@ -395,9 +479,9 @@ func (p *placer) place() (int, string) {
 
 func postNormRole(isMoE bool) role {
 	if isMoE {
-		return roleMoEPostNorm
+		return placed.moePostNorm
 	}
-	return roleMLPPostNorm
+	return placed.mlpPostNorm
 }
 
 // prevAR is the all-reduce before layer li's attention part.
@@ -572,11 +656,11 @@ func (p *placer) embedPart(lo, hi, ar int) {
 					continue
 				}
 			}
-			p.set(i, -1, roleEmbedLookup)
+			p.set(i, -1, placed.embedLookup)
 		}
 	}
 	if ar >= 0 {
-		p.set(ar, -1, roleEmbedAllreduce)
+		p.set(ar, -1, placed.embedAllReduce)
 	}
 }
 
@@ -596,7 +680,7 @@ func (p *placer) attnPart(lo, hi, layer int, inputCovered bool) {
 
 	// Norms before attention.
 	norms := p.positions(lo, first, clsNorm)
-	want := []role{roleInputNorm, roleQANorm, roleKVANorm}
+	want := placed.attnNorms
 	if inputCovered {
 		want = want[1:]
 	}
@@ -604,35 +688,38 @@ func (p *placer) attnPart(lo, hi, layer int, inputCovered bool) {
 	// RoPE and the cache write, by name.
 	kv := p.positions(lo, hi, clsKVWrite)
 	for _, i := range kv {
-		p.set(i, layer, roleKVWrite)
+		p.set(i, layer, placed.kvWrite)
 	}
 	for _, i := range p.positions(lo, hi, clsRope) {
 		if len(kv) == 0 && p.ki(i).ropeCache {
-			p.setFused(i, opRef{int16(layer), roleRope}, opRef{int16(layer), roleKVWrite})
+			p.setFused(i, opRef{int16(layer), placed.rope}, opRef{int16(layer), placed.kvWrite})
 		} else {
-			p.set(i, layer, roleRope)
+			p.set(i, layer, placed.rope)
 		}
 	}
 	switch {
 	case mixed:
 		// Prefill and decode attention in one layer: only what both share.
+		// The projections both forms run: the first two GEMMs before
+		// attention and the last one after it.
+		shared := placed.decode
 		if len(pre) >= 2 {
-			p.set(pre[0], layer, roleQKVAProj)
-			p.set(pre[1], layer, roleQBProj)
+			p.set(pre[0], layer, shared.pre[0])
+			p.set(pre[1], layer, shared.pre[1])
 		}
 		if len(post) >= 1 {
-			p.set(post[len(post)-1], layer, roleOProj)
+			p.set(post[len(post)-1], layer, shared.post[len(shared.post)-1])
 		}
 		p.note("L%02d: mixed prefill+decode attention left unplaced (the schedule has no mixed layer)", layer)
 	case decode || prefill:
-		wantPre, wantPost, attnRole := []role{roleQKVAProj, roleQBProj, roleWUK}, []role{roleWUV, roleOProj}, roleMLADecode
+		f := placed.decode
 		if !decode {
-			wantPre, wantPost, attnRole = []role{roleQKVAProj, roleQBProj, roleKVBProj}, []role{roleOProj}, roleMLAPrefill
+			f = placed.prefill
 		}
-		p.assign(pre, wantPre, layer, "L%02d: %d GEMM kernels before attention, the layer has %d", layer)
-		p.assign(post, wantPost, layer, "L%02d: %d GEMM kernels after attention, the layer has %d", layer)
+		p.assign(pre, f.pre, layer, "L%02d: %d GEMM kernels before attention, the layer has %d", layer)
+		p.assign(post, f.post, layer, "L%02d: %d GEMM kernels after attention, the layer has %d", layer)
 		for _, i := range attn {
-			p.set(i, layer, attnRole)
+			p.set(i, layer, f.attn)
 		}
 	default:
 		p.note("L%02d: %d GEMM kernels after attention: neither decode (2) nor prefill (1)", layer, len(post))
@@ -671,7 +758,7 @@ func (p *placer) ffnPart(lo, hi, layer int, isMoE, postCovered bool) {
 			p.attachHelpers(lo, hi)
 			return
 		}
-		p.pairAround(acts[0], gemms, used, layer, roleMLPGateUp, roleMLPAct, roleMLPDown)
+		p.pairAround(acts[0], gemms, used, layer, placed.mlp)
 		p.attachHelpers(lo, hi)
 		return
 	}
@@ -679,44 +766,44 @@ func (p *placer) ffnPart(lo, hi, layer int, isMoE, postCovered bool) {
 	expertAct := -1
 	switch len(moe) {
 	case 2:
-		p.set(moe[0], layer, roleExpertsGateUp)
-		p.set(moe[1], layer, roleExpertsDown)
+		p.set(moe[0], layer, placed.experts[0])
+		p.set(moe[1], layer, placed.experts[2])
 		for _, a := range acts {
 			if a > moe[0] && a < moe[1] && p.k(a).stream == p.k(moe[0]).stream {
 				expertAct = a
-				p.set(a, layer, roleExpertsAct)
+				p.set(a, layer, placed.experts[1])
 				break
 			}
 		}
 		if expertAct < 0 {
-			p.setFused(moe[0], opRef{int16(layer), roleExpertsGateUp}, opRef{int16(layer), roleExpertsAct})
+			p.setFused(moe[0], opRef{int16(layer), placed.experts[0]}, opRef{int16(layer), placed.experts[1]})
 		}
 	case 1:
-		p.setFused(moe[0], opRef{int16(layer), roleExpertsGateUp}, opRef{int16(layer), roleExpertsAct}, opRef{int16(layer), roleExpertsDown})
+		p.setFused(moe[0], opRef{int16(layer), placed.experts[0]}, opRef{int16(layer), placed.experts[1]}, opRef{int16(layer), placed.experts[2]})
 	default:
 		p.note("L%02d: %d grouped-GEMM kernels in the MoE block, want 1 (fused) or 2", layer, len(moe))
 	}
 	routers := p.positions(lo, hi, clsRouter)
 	for _, i := range routers {
-		p.set(i, layer, roleMoETopk)
+		p.set(i, layer, placed.moeTopK)
 	}
 	if len(routers) > 0 {
 		// The router's scoring (sigmoid) right before the top-k.
 		for i := routers[0] - 1; i >= lo && p.cls(i) == clsOther && p.ki(i).scoring; i-- {
-			p.set(i, layer, roleMoETopk)
+			p.set(i, layer, placed.moeTopK)
 		}
 	}
 	if len(moe) > 0 {
 		for _, i := range p.positions(lo, hi, clsMoEPermute) {
-			p.set(i, layer, roleExpertsGateUp)
+			p.set(i, layer, placed.experts[0])
 		}
 		for _, i := range p.positions(lo, hi, clsMoEFinalize) {
-			p.set(i, layer, roleExpertsDown)
+			p.set(i, layer, placed.experts[2])
 		}
 	}
 	routerGEMM := p.positions(lo, hi, clsRouterGEMM)
 	for _, i := range routerGEMM {
-		p.set(i, layer, roleMoEGate)
+		p.set(i, layer, placed.moeGate)
 	}
 	// The shared expert: the activation that is not the experts'.
 	var shared []int
@@ -728,7 +815,7 @@ func (p *placer) ffnPart(lo, hi, layer int, isMoE, postCovered bool) {
 	switch len(shared) {
 	case 0:
 	case 1:
-		p.pairAround(shared[0], gemms, used, layer, roleSharedGateUp, roleSharedAct, roleSharedDown)
+		p.pairAround(shared[0], gemms, used, layer, placed.shared)
 	default:
 		p.note("L%02d: %d activation kernels besides the experts', the layer has 1 shared expert", layer, len(shared))
 	}
@@ -740,7 +827,7 @@ func (p *placer) ffnPart(lo, hi, layer int, isMoE, postCovered bool) {
 	}
 	switch {
 	case len(routerGEMM) == 0 && len(rest) == 1:
-		p.set(rest[0], layer, roleMoEGate)
+		p.set(rest[0], layer, placed.moeGate)
 	case len(rest) > 0:
 		p.note("L%02d: %d dense GEMM kernels in the MoE block not paired with the shared expert's activation (want the router gate only)", layer, len(rest))
 	}
@@ -748,8 +835,8 @@ func (p *placer) ffnPart(lo, hi, layer int, isMoE, postCovered bool) {
 }
 
 // pairAround places an activation with the unused GEMM right before it
-// and the one right after it.
-func (p *placer) pairAround(act int, gemms []int, used map[int]bool, layer int, up, mid, down role) {
+// and the one right after it, as roles (gate/up, activation, down).
+func (p *placer) pairAround(act int, gemms []int, used map[int]bool, layer int, roles [3]role) {
 	before, after := -1, -1
 	for _, g := range gemms {
 		if used[g] {
@@ -766,9 +853,9 @@ func (p *placer) pairAround(act int, gemms []int, used map[int]bool, layer int, 
 		return
 	}
 	used[before], used[after] = true, true
-	p.set(before, layer, up)
-	p.set(act, layer, mid)
-	p.set(after, layer, down)
+	p.set(before, layer, roles[0])
+	p.set(act, layer, roles[1])
+	p.set(after, layer, roles[2])
 }
 
 // headPart places the final norm, the LM head and the logits gather.
@@ -777,7 +864,7 @@ func (p *placer) headPart(lo, hi int, finalCovered bool) {
 	if !finalCovered {
 		for i := lo; i < hi; i++ {
 			if p.cls(i) == clsNorm {
-				p.set(i, -1, roleFinalNorm)
+				p.set(i, -1, placed.finalNorm)
 				from = i + 1
 				break
 			}
@@ -787,7 +874,7 @@ func (p *placer) headPart(lo, hi int, finalCovered bool) {
 	for i := from; i < hi; i++ {
 		if p.cls(i) == clsGEMM {
 			lm = i
-			p.set(i, -1, roleLMHead)
+			p.set(i, -1, placed.lmHead)
 			break
 		}
 	}
@@ -796,7 +883,7 @@ func (p *placer) headPart(lo, hi int, finalCovered bool) {
 	}
 	for i := lm + 1; i < hi; i++ {
 		if p.cls(i) == clsColl {
-			p.set(i, -1, roleLogitsGather)
+			p.set(i, -1, placed.logitsGather)
 			break
 		}
 	}
@@ -816,7 +903,7 @@ func (p *placer) attachHelpers(lo, hi int) {
 		if (c == clsGEMM || c == clsMoEGEMM || c == clsRouterGEMM || c == clsAttn) && p.k(i).role != roleNone {
 			next = i
 		} else if c == clsQuant && p.k(i).role == roleNone && next >= 0 {
-			if q, ok := quantRole[p.k(next).role]; ok && p.ki(i).groupQuant && p.k(next).fused == 0 {
+			if q := p.k(next).role.actQuant(); q != roleNone && p.ki(i).groupQuant && p.k(next).fused == 0 {
 				p.set(i, int(p.k(next).layer), q)
 			} else {
 				p.copyOp(i, next)

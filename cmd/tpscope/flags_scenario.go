@@ -251,7 +251,8 @@ func (f *scenarioFlags) options() (sim.Options, error) {
 	return f.opts, nil
 }
 
-// workload is the workload the flags name; errors are usage errors.
+// workload is the workload the flags name, parsed (model.Validate checks
+// its values); errors are usage errors.
 func (f *scenarioFlags) workload() (model.Workload, error) {
 	w := model.Workload{Phase: model.Phase(f.phase), Batch: f.batch, Context: f.context, SpecTokens: f.mtp}
 	if f.kvDtype != "" {
@@ -261,17 +262,12 @@ func (f *scenarioFlags) workload() (model.Workload, error) {
 		}
 		w.KVDtype = d
 	}
-	if err := w.Validate(); err != nil {
-		return w, planFlagError("", err)
-	}
 	return w, nil
 }
 
-// build is the build options the flags name.
+// build is the build options the flags name (model.Validate checks the
+// MoE dispatch; the CLI takes only the dispatch dtypes engines offer).
 func (f *scenarioFlags) build() (model.BuildOptions, error) {
-	if f.dispatch != model.DispatchAllToAll && f.dispatch != model.DispatchAllGather {
-		return model.BuildOptions{}, flagError("--moe-dispatch", quote(f.dispatch), "want %s or %s", model.DispatchAllToAll, model.DispatchAllGather)
-	}
 	d, err := model.ParseDtype(f.dispatchDtype)
 	if err != nil || (d != model.BF16 && d != model.FP8) {
 		return model.BuildOptions{}, flagError("--dispatch-dtype", quote(f.dispatchDtype), "want bf16 or fp8")
@@ -344,9 +340,6 @@ func (f *scenarioFlags) scenario() (sim.Scenario, error) {
 		return sim.Scenario{}, err
 	}
 	sc := sim.Scenario{Arch: a, Plan: model.Plan{TP: f.tp, EP: f.ep, DP: f.dp, DCP: f.dcp}}
-	if err := sc.Plan.Validate(a); err != nil {
-		return sc, planFlagError(a.Name, err)
-	}
 	if sc.Workload, err = f.workload(); err != nil {
 		return sc, err
 	}
@@ -363,8 +356,10 @@ func (f *scenarioFlags) scenario() (sim.Scenario, error) {
 		// Unchosen, the DSA model runs as the box's engines run it.
 		sc.Build.DenseDSA = sim.ImpliedDenseDSA(a, sc.Topo)
 	}
-	if err := sc.Workload.ValidateFor(a); err != nil {
-		return sc, planFlagError("", err)
+	// What the builder checks, once: plan, workload and build options
+	// against the model and each other.
+	if err := model.Validate(a, sc.Plan, sc.Workload, sc.Build); err != nil {
+		return sc, buildFlagError(a, err)
 	}
 	if w := sc.Plan.World(); w > sc.Topo.NumGPUs() {
 		n := sc.Plan.Normalized()
@@ -394,11 +389,8 @@ func (f *scenarioFlags) override() func(*sim.Scenario) error {
 				return err
 			}
 		}
-		if err := sc.Plan.Validate(sc.Arch); err != nil {
-			return planFlagError(sc.Arch.Name, err)
-		}
-		if err := sc.Workload.ValidateFor(sc.Arch); err != nil {
-			return planFlagError("", err)
+		if err := model.Validate(sc.Arch, sc.Plan, sc.Workload, sc.Build); err != nil {
+			return buildFlagError(sc.Arch, err)
 		}
 		return nil
 	}
@@ -483,10 +475,11 @@ func (f *scenarioFlags) apply(name string, sc *sim.Scenario) error {
 	return err
 }
 
-// planFieldFlags are the flags that set the fields of model's plan and
-// workload errors.
+// planFieldFlags are the flags that set the fields of the builder's
+// errors (*model.PlanError: plan, workload and build options).
 var planFieldFlags = map[string]string{"tp": "--tp", "dp": "--dp", "dcp": "--dcp", "ep": "--ep", "phase": "--phase", "batch": "--batch",
-	"context": "--context", "spec_tokens": "--mtp", "kv_dtype": "--kv-dtype"}
+	"context": "--context", "spec_tokens": "--mtp", "kv_dtype": "--kv-dtype",
+	"moe_dispatch": "--moe-dispatch", "dispatch_dtype": "--dispatch-dtype", "moe_routing": "--moe-routing"}
 
 // planFlagError is the usage error of a plan or workload the model
 // refuses: a *model.PlanError names its field, the error the flag that
@@ -499,6 +492,16 @@ func planFlagError(of string, err error) error {
 		ue.Flag, ue.Value, ue.Want = planFieldFlags[pe.Field], pe.Value, "want "+pe.Want
 	}
 	return ue
+}
+
+// buildFlagError is planFlagError of a scenario the builder refuses
+// (model.Validate): a plan's field after the model it does not fit.
+func buildFlagError(a *model.Arch, err error) error {
+	var pe *model.PlanError
+	if errors.As(err, &pe) && pe.What == "plan" {
+		return planFlagError(a.Name, err)
+	}
+	return planFlagError("", err)
 }
 
 // resolveModel finds a preset or loads a config; a name that is neither,

@@ -27,8 +27,12 @@ func (f *scenarioFlags) checkPassed() error {
 	if err := f.checkCounts(); err != nil {
 		return err
 	}
-	if _, err := f.workload(); err != nil {
+	w, err := f.workload()
+	if err != nil {
 		return err
+	}
+	if err := w.Validate(); err != nil {
+		return planFlagError("", err)
 	}
 	if _, err := f.build(); err != nil {
 		return err

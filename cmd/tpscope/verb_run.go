@@ -259,7 +259,7 @@ func checkRunMemory(b exec.Backend, sc sim.Scenario, sched *model.Schedule, loca
 		}
 		s := sc
 		s.Arch = a
-		ss, _, err := sim.BuildSchedule(s)
+		ss, err := sim.BuildSchedule(s)
 		if err != nil {
 			break
 		}

@@ -91,7 +91,7 @@ func (o *scheduleOptions) Run(ctx context.Context, args []string, std IO) error 
 	if err != nil {
 		return err
 	}
-	s, _, err := sim.BuildSchedule(scen)
+	s, err := sim.BuildSchedule(scen)
 	if err != nil {
 		return planFlagError("", err)
 	}

@@ -145,7 +145,7 @@ func (o *verdictOptions) Run(ctx context.Context, args []string, std IO) error {
 			return err
 		}
 	}
-	sched, _, err := sim.BuildSchedule(base)
+	sched, err := sim.BuildSchedule(base)
 	if err != nil {
 		var pe *model.PlanError
 		if errors.As(err, &pe) {

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"strings"
 
 	"go.opentelemetry.io/otel/attribute"
 
@@ -63,18 +62,14 @@ func elemsOf(bytes float64, dt model.Dtype) int {
 	return int(math.Ceil(bytes / bpv))
 }
 
-func isAct(name string) bool  { return name == "act" || strings.HasSuffix(name, "_act") }
-func isRope(name string) bool { return name == "rope" || strings.HasSuffix(name, "_rope") }
-
-// sequences returns (sequences, tokens per sequence) of a decode step with
-// m tokens: Workload.Batch over DP, each with 1+SpecTokens tokens; when the
-// op's token count does not split that way, every token is its own sequence.
+// sequences returns (sequences, tokens per sequence) of an attention op
+// of m query tokens: the sequences each DP group's ops are sized for
+// (Deploy.PaddedSeqsPerGroup), each with m / sequences tokens (1 +
+// SpecTokens in decode, one per sequence in a later MTP pass, the prompt
+// in prefill). An engine iteration mixes decode and prefill queries, which
+// its requests do not split evenly: each token is then its own sequence.
 func (r *rank) sequences(m int) (int, int) {
-	w, p := r.ss.s.Workload, r.ss.s.Plan
-	seqs := w.Batch
-	if p.DP > 1 {
-		seqs = (w.Batch + p.DP - 1) / p.DP
-	}
+	seqs := r.ss.s.Deploy.PaddedSeqsPerGroup
 	if seqs > 0 && m%seqs == 0 {
 		return seqs, m / seqs
 	}
@@ -136,8 +131,8 @@ func newRank(ss *session, rk int) (*rank, error) {
 			}
 			z.need(0, max(a, lastRouter.tokens)*k, a*n, a*k)
 		case model.KindAttention:
-			switch op.Name {
-			case "mla_prefill":
+			switch op.Role {
+			case model.RoleMLAPrefill:
 				v := prefillV(op)
 				z.need(0, m*b*(2*k+v), m*b*v, n*n)
 			default:
@@ -145,7 +140,7 @@ func newRank(ss *session, rk int) (*rank, error) {
 				rows := tps * b
 				z.need(0, m*b*k, max(m*b*k, m*n), rows*n)
 				cache := latent
-				if op.Name != "mla_decode" {
+				if op.Role != model.RoleMLADecode {
 					cache = indexer
 				}
 				if cache[op.Layer] == nil {
@@ -156,7 +151,7 @@ func newRank(ss *session, rk int) (*rank, error) {
 			}
 		case model.KindElementwise:
 			e := elemsOf(max(op.BytesRead, op.BytesWritten), op.ActDtype)
-			if isAct(op.Name) {
+			if op.Role.SiLUMul() {
 				z.need(0, m*2*n, m*n, 0)
 			} else {
 				z.need(0, e, e, 0)
@@ -332,7 +327,7 @@ func (r *rank) bind(op *model.Op, rt *routing, latent, indexer map[int][]float32
 // same way), else the embedding's tokens.
 func (r *rank) localVocab() int {
 	for i := range r.ops {
-		if op := &r.ops[i]; op.Kind == model.KindGEMM && op.Name == "lm_head" && op.N > 0 {
+		if op := &r.ops[i]; op.Role == model.RoleLMHead && op.N > 0 {
 			return int(op.N)
 		}
 	}
@@ -342,8 +337,8 @@ func (r *rank) localVocab() int {
 func (r *rank) bindAttention(op *model.Op, latent, indexer map[int][]float32) (func(context.Context) error, error) {
 	m, n, k, heads := int(op.M), int(op.N), int(op.K), batchOf(op)
 	q, out, aux := r.act, r.out, r.aux
-	switch op.Name {
-	case "mla_prefill":
+	switch op.Role {
+	case model.RoleMLAPrefill:
 		seqs, v := max(1, m/max(n, 1)), prefillV(op)
 		scale := float32(1 / math.Sqrt(float64(k)))
 		return func(context.Context) error {
@@ -358,7 +353,7 @@ func (r *rank) bindAttention(op *model.Op, latent, indexer map[int][]float32) (f
 			}
 			return nil
 		}, nil
-	case "mla_decode":
+	case model.RoleMLADecode:
 		seqs, tps := r.sequences(m)
 		rows := tps * heads
 		// FLOPs = tokens*heads*ctx*2*(lat+kvLora): recover kvLora (the
@@ -409,9 +404,9 @@ func (r *rank) bindElementwise(op *model.Op, latent, indexer map[int][]float32) 
 	e := elemsOf(max(op.BytesRead, op.BytesWritten), op.ActDtype)
 	act, out := r.act, r.out
 	switch {
-	case isAct(op.Name):
+	case op.Role.SiLUMul():
 		return func(context.Context) error { siluMul(act, out, m, n); return nil }, nil
-	case isRope(op.Name):
+	case op.Role.RoPE():
 		pairs := e / 2
 		cos, sin := make([]float32, pairs), make([]float32, pairs)
 		for i := range pairs {
@@ -419,9 +414,9 @@ func (r *rank) bindElementwise(op *model.Op, latent, indexer map[int][]float32) 
 			cos[i], sin[i] = float32(math.Cos(th)), float32(math.Sin(th))
 		}
 		return func(context.Context) error { rope(act[:2*pairs], cos, sin); return nil }, nil
-	case strings.HasSuffix(op.Name, "cache_write"):
+	case op.Role.CacheWrite():
 		cache := latent[op.Layer]
-		if strings.HasPrefix(op.Name, "indexer") {
+		if op.Role.Module() == model.ModIndexer {
 			cache = indexer[op.Layer]
 		}
 		if cache == nil {

@@ -473,7 +473,7 @@ func (r *Rank) open(ctx context.Context) error {
 			return err
 		}
 		switch {
-		case strings.HasPrefix(n, "mla_decode"):
+		case strings.HasPrefix(n, "mla_decode_"):
 			if err := cu.SetMaxDynamicSmem(f, mlaSmem(16, latentDim)); err != nil {
 				return err
 			}

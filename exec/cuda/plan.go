@@ -354,10 +354,12 @@ func (pl *planner) planAttention(op *model.Op) (opPlan, error) {
 		kvb = 1
 	}
 	p.tokens = int(op.M)
-	seqs := max(1, w.Batch)
+	// The sequences of the op's DP group (the builder's deployment), each
+	// with tokens / seqs query tokens.
+	seqs := max(1, pl.sched.Deploy.PaddedSeqsPerGroup)
 	var notes []string
 	switch {
-	case op.Name == "mla_decode" && op.K > 0 && op.K%8 == 0 && op.K <= latentDim && w.Phase != model.Prefill:
+	case op.Role == model.RoleMLADecode && op.K > 0 && op.K%8 == 0 && op.K <= latentDim && w.Phase != model.Prefill:
 		// MLA decode (model/build.go): M tokens, N cached tokens per
 		// sequence, K latent width (kv_lora + rope), Batch heads; the
 		// output is kv_lora wide: BytesWritten = M x heads x kv_lora x 2.
@@ -775,10 +777,10 @@ func followsAllReduce(ops []model.Op, i int) bool {
 }
 
 // isSiLUMul reports whether an elementwise op is a SiLU-and-mul of N
-// outputs per row: an *act op of model/build.go that reads twice the bf16
-// values it writes.
+// outputs per row: an activation of the schedule (Role.SiLUMul) that
+// reads twice the bf16 values it writes.
 func isSiLUMul(op *model.Op) bool {
-	return op.N > 0 && op.BytesWritten > 0 && strings.HasSuffix(op.Name, "act") && op.BytesRead == 2*op.BytesWritten
+	return op.N > 0 && op.BytesWritten > 0 && op.Role.SiLUMul() && op.BytesRead == 2*op.BytesWritten
 }
 
 func (pl *planner) planElementwise(op *model.Op, read, written float64, subst string) (opPlan, error) {

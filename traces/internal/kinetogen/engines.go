@@ -1,6 +1,10 @@
 package kinetogen
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/tpscope/tpscope/model"
+)
 
 // Model is a decoder's layer structure (DeepSeek-V3 family: MLA attention,
 // the first DenseLayers layers with a dense MLP, the rest MoE with one
@@ -17,11 +21,14 @@ var (
 	TinyMLAMoE = Model{Name: "tiny-mla-moe", Layers: 4, DenseLayers: 1}
 )
 
-// Dur is the device time of each op, us, keyed by op name without the
-// layer ("attn.mla_decode", "embed.lookup", ...), plus "glue" for the
-// small elementwise kernels the schedule has no op for. A program that
-// runs an op as several kernels splits the op's time among them.
-type Dur map[string]float64
+// Dur is the device time of each op, us, keyed by its role (the op ID
+// without the layer), and of the small elementwise kernels the schedule
+// has no op for (Glue). A program that runs an op as several kernels
+// splits the op's time among them.
+type Dur struct {
+	Ops  map[model.Role]float64
+	Glue float64
+}
 
 // KimiH200Decode32 are plausible times for rank 0 of Kimi-K2.5 at TP 8,
 // decode batch 32, context 4096, on one H200: the medians over 3 steps of
@@ -35,42 +42,45 @@ type Dur map[string]float64
 // 32 x 7168 x 2 bytes and NCCL's all-gather of the logits, and glue
 // kernels (adds, copies, fills of a few hundred KB) take 2-3 us, the
 // minimum time of a kernel launch on the GPU.
-var KimiH200Decode32 = Dur{
-	"embed.lookup": 21.25, "embed.allreduce": 8.0,
-	"attn.input_norm": 8.45, "attn.fused_qkv_a_proj": 16.16, "attn.q_a_norm": 4.82, "attn.kv_a_norm": 4.70,
-	"attn.q_b_proj": 8.42, "attn.w_uk": 6.21, "attn.rope": 4.03, "attn.kv_cache_write": 4.00,
-	"attn.mla_decode": 54.0, "attn.w_uv": 6.14, "attn.o_proj": 9.36, "attn.allreduce": 8.0,
-	"moe.post_attn_norm": 8.29, "moe.gate": 9.89, "moe.topk": 6.91, "moe.experts_gate_up": 96.32,
-	"moe.experts_act": 4.98, "moe.experts_down": 52.50, "moe.shared_gate_up": 10.30, "moe.shared_act": 4.29,
-	"moe.shared_down": 6.72, "moe.allreduce": 8.0,
-	"mlp.post_attn_norm": 8.99, "mlp.gate_up": 25.63, "mlp.act": 5.05, "mlp.down": 14.02, "mlp.allreduce": 8.0,
-	"head.final_norm": 6.62, "head.lm_head": 79.23, "head.logits_allgather": 50.46,
-	"glue": 2.5,
-}
+var KimiH200Decode32 = Dur{Glue: 2.5, Ops: map[model.Role]float64{
+	model.RoleEmbedLookup: 21.25, model.RoleEmbedAllReduce: 8.0,
+	model.RoleInputNorm: 8.45, model.RoleFusedQKVAProj: 16.16, model.RoleQANorm: 4.82, model.RoleKVANorm: 4.70,
+	model.RoleQBProj: 8.42, model.RoleWUK: 6.21, model.RoleRope: 4.03, model.RoleKVCacheWrite: 4.00,
+	model.RoleMLADecode: 54.0, model.RoleWUV: 6.14, model.RoleOProj: 9.36, model.RoleAttnAllReduce: 8.0,
+	model.RoleMoEPostAttnNorm: 8.29, model.RoleMoEGate: 9.89, model.RoleMoETopK: 6.91, model.RoleExpertsGateUp: 96.32,
+	model.RoleExpertsAct: 4.98, model.RoleExpertsDown: 52.50, model.RoleSharedGateUp: 10.30, model.RoleSharedAct: 4.29,
+	model.RoleSharedDown: 6.72, model.RoleMoEAllReduce: 8.0,
+	model.RoleMLPPostAttnNorm: 8.99, model.RoleMLPGateUp: 25.63, model.RoleMLPAct: 5.05, model.RoleMLPDown: 14.02, model.RoleMLPAllReduce: 8.0,
+	model.RoleFinalNorm: 6.62, model.RoleLMHead: 79.23, model.RoleLogitsAllGather: 50.46,
+}}
 
 // TinyDecode are times for the tiny model: every op near the minimum
 // kernel time (the tiny model's ops move a few KB).
-var TinyDecode = Dur{"glue": 1.8, "attn.mla_decode": 6.0, "mlp.gate_up": 3.0, "moe.experts_gate_up": 4.0, "moe.experts_down": 3.5,
-	"head.lm_head": 4.0, "embed.lookup": 2.6, "attn.allreduce": 5.0, "moe.allreduce": 5.0, "mlp.allreduce": 5.0,
-	"embed.allreduce": 5.0, "head.logits_allgather": 6.0, "attn.mla_prefill": 30.0}
+var TinyDecode = Dur{Glue: 1.8, Ops: map[model.Role]float64{model.RoleMLADecode: 6.0, model.RoleMLPGateUp: 3.0, model.RoleExpertsGateUp: 4.0, model.RoleExpertsDown: 3.5,
+	model.RoleLMHead: 4.0, model.RoleEmbedLookup: 2.6, model.RoleAttnAllReduce: 5.0, model.RoleMoEAllReduce: 5.0, model.RoleMLPAllReduce: 5.0,
+	model.RoleEmbedAllReduce: 5.0, model.RoleLogitsAllGather: 6.0, model.RoleMLAPrefill: 30.0}}
 
-func (d Dur) of(op string) float64 {
-	if v, ok := d[op]; ok {
+func (d Dur) of(op model.Role) float64 {
+	if v, ok := d.Ops[op]; ok {
 		return v
 	}
 	return 2.2 // ops a table leaves out run near the minimum kernel time
 }
 
+// oid is the op ID of an op outside the layers (the embedding's, the
+// head's): its role.
+func oid(op model.Role) string { return string(op) }
+
 // lop is the op ID of op in layer l.
-func lop(l int, op string) string { return fmt.Sprintf("L%02d.%s", l, op) }
+func lop(l int, op model.Role) string { return fmt.Sprintf("L%02d.%s", l, op) }
 
 // k makes a kernel implementing op (an op ID) in frac of the op's time.
-func k(name, op, key string, d Dur, frac float64) Kernel {
+func k(name, op string, key model.Role, d Dur, frac float64) Kernel {
 	return Kernel{Name: name, Op: op, Us: d.of(key) * frac}
 }
 
 // glue is a kernel with no schedule op.
-func glue(name string, d Dur) Kernel { return Kernel{Name: name, Us: d.of("glue")} }
+func glue(name string, d Dur) Kernel { return Kernel{Name: name, Us: d.Glue} }
 
 // Kernel names, as the engines' kernels are named in profiler traces.
 const (
@@ -134,47 +144,47 @@ func VLLMDecodeLayer(l int, dense bool, d Dur, ar string) []Kernel {
 		inNorm = vllmRMSNorm // no residual before the first layer
 	}
 	ks := []Kernel{
-		k(inNorm, lop(l, "attn.input_norm"), "attn.input_norm", d, 1),
-		k(nvjetA, lop(l, "attn.fused_qkv_a_proj"), "attn.fused_qkv_a_proj", d, 1),
-		k(vllmRMSNorm, lop(l, "attn.q_a_norm"), "attn.q_a_norm", d, 1),
-		k(nvjetB, lop(l, "attn.q_b_proj"), "attn.q_b_proj", d, 1),
-		k(vllmRMSNorm, lop(l, "attn.kv_a_norm"), "attn.kv_a_norm", d, 1),
-		k(vllmRotary, lop(l, "attn.rope"), "attn.rope", d, 1),
-		k(vllmCacheMLA, lop(l, "attn.kv_cache_write"), "attn.kv_cache_write", d, 1),
-		k(cublasBM, lop(l, "attn.w_uk"), "attn.w_uk", d, 1),
+		k(inNorm, lop(l, model.RoleInputNorm), model.RoleInputNorm, d, 1),
+		k(nvjetA, lop(l, model.RoleFusedQKVAProj), model.RoleFusedQKVAProj, d, 1),
+		k(vllmRMSNorm, lop(l, model.RoleQANorm), model.RoleQANorm, d, 1),
+		k(nvjetB, lop(l, model.RoleQBProj), model.RoleQBProj, d, 1),
+		k(vllmRMSNorm, lop(l, model.RoleKVANorm), model.RoleKVANorm, d, 1),
+		k(vllmRotary, lop(l, model.RoleRope), model.RoleRope, d, 1),
+		k(vllmCacheMLA, lop(l, model.RoleKVCacheWrite), model.RoleKVCacheWrite, d, 1),
+		k(cublasBM, lop(l, model.RoleWUK), model.RoleWUK, d, 1),
 		glue(torchCat, d), // q = cat(ql_nope, q_pe) for FlashMLA
-		k(flashMLA, lop(l, "attn.mla_decode"), "attn.mla_decode", d, 0.92),
-		k(flashMLACombine, lop(l, "attn.mla_decode"), "attn.mla_decode", d, 0.08),
-		k(cublasBM, lop(l, "attn.w_uv"), "attn.w_uv", d, 1),
+		k(flashMLA, lop(l, model.RoleMLADecode), model.RoleMLADecode, d, 0.92),
+		k(flashMLACombine, lop(l, model.RoleMLADecode), model.RoleMLADecode, d, 0.08),
+		k(cublasBM, lop(l, model.RoleWUV), model.RoleWUV, d, 1),
 		glue(torchCopy, d), // transpose back after the per-head W_UV
-		k(nvjetA, lop(l, "attn.o_proj"), "attn.o_proj", d, 1),
-		k(ar, lop(l, "attn.allreduce"), "attn.allreduce", d, 1),
+		k(nvjetA, lop(l, model.RoleOProj), model.RoleOProj, d, 1),
+		k(ar, lop(l, model.RoleAttnAllReduce), model.RoleAttnAllReduce, d, 1),
 	}
 	if dense {
 		return append(ks,
-			k(vllmFusedAddNorm, lop(l, "mlp.post_attn_norm"), "mlp.post_attn_norm", d, 1),
-			k(nvjetA, lop(l, "mlp.gate_up"), "mlp.gate_up", d, 1),
-			k(vllmSiluMul, lop(l, "mlp.act"), "mlp.act", d, 1),
-			k(nvjetA, lop(l, "mlp.down"), "mlp.down", d, 1),
-			k(ar, lop(l, "mlp.allreduce"), "mlp.allreduce", d, 1),
+			k(vllmFusedAddNorm, lop(l, model.RoleMLPPostAttnNorm), model.RoleMLPPostAttnNorm, d, 1),
+			k(nvjetA, lop(l, model.RoleMLPGateUp), model.RoleMLPGateUp, d, 1),
+			k(vllmSiluMul, lop(l, model.RoleMLPAct), model.RoleMLPAct, d, 1),
+			k(nvjetA, lop(l, model.RoleMLPDown), model.RoleMLPDown, d, 1),
+			k(ar, lop(l, model.RoleMLPAllReduce), model.RoleMLPAllReduce, d, 1),
 		)
 	}
 	return append(ks,
-		k(vllmFusedAddNorm, lop(l, "moe.post_attn_norm"), "moe.post_attn_norm", d, 1),
-		k(nvjetB, lop(l, "moe.gate"), "moe.gate", d, 1),
+		k(vllmFusedAddNorm, lop(l, model.RoleMoEPostAttnNorm), model.RoleMoEPostAttnNorm, d, 1),
+		k(nvjetB, lop(l, model.RoleMoEGate), model.RoleMoEGate, d, 1),
 		// SharedFusedMoE runs the shared expert first.
-		k(nvjetB, lop(l, "moe.shared_gate_up"), "moe.shared_gate_up", d, 1),
-		k(vllmSiluMul, lop(l, "moe.shared_act"), "moe.shared_act", d, 1),
-		k(nvjetB, lop(l, "moe.shared_down"), "moe.shared_down", d, 1),
-		k(vllmGroupedTopk, lop(l, "moe.topk"), "moe.topk", d, 0.65),
-		k(vllmAlign, lop(l, "moe.topk"), "moe.topk", d, 0.35),
+		k(nvjetB, lop(l, model.RoleSharedGateUp), model.RoleSharedGateUp, d, 1),
+		k(vllmSiluMul, lop(l, model.RoleSharedAct), model.RoleSharedAct, d, 1),
+		k(nvjetB, lop(l, model.RoleSharedDown), model.RoleSharedDown, d, 1),
+		k(vllmGroupedTopk, lop(l, model.RoleMoETopK), model.RoleMoETopK, d, 0.65),
+		k(vllmAlign, lop(l, model.RoleMoETopK), model.RoleMoETopK, d, 0.35),
 		glue(torchFillInt, d), // Marlin's zeroed workspace
-		k(vllmMarlinMoE, lop(l, "moe.experts_gate_up"), "moe.experts_gate_up", d, 1),
-		k(vllmSiluMul, lop(l, "moe.experts_act"), "moe.experts_act", d, 1),
-		k(vllmMarlinMoE, lop(l, "moe.experts_down"), "moe.experts_down", d, 0.95),
-		k(vllmMoeSum, lop(l, "moe.experts_down"), "moe.experts_down", d, 0.05),
+		k(vllmMarlinMoE, lop(l, model.RoleExpertsGateUp), model.RoleExpertsGateUp, d, 1),
+		k(vllmSiluMul, lop(l, model.RoleExpertsAct), model.RoleExpertsAct, d, 1),
+		k(vllmMarlinMoE, lop(l, model.RoleExpertsDown), model.RoleExpertsDown, d, 0.95),
+		k(vllmMoeSum, lop(l, model.RoleExpertsDown), model.RoleExpertsDown, d, 0.05),
 		glue(torchAdd, d), // shared + routed
-		k(ar, lop(l, "moe.allreduce"), "moe.allreduce", d, 1),
+		k(ar, lop(l, model.RoleMoEAllReduce), model.RoleMoEAllReduce, d, 1),
 	)
 }
 
@@ -183,10 +193,10 @@ func VLLMDecodeLayer(l int, dense bool, d Dur, ar string) []Kernel {
 // all-reduce.
 func VLLMEmbed(d Dur, ar string) []Kernel {
 	return []Kernel{
-		k(inductorMask, "embed.lookup", "embed.lookup", d, 0.2),
-		k(torchIndexSelect, "embed.lookup", "embed.lookup", d, 0.6),
-		k(torchMaskFill, "embed.lookup", "embed.lookup", d, 0.2),
-		k(ar, "embed.allreduce", "embed.allreduce", d, 1),
+		k(inductorMask, oid(model.RoleEmbedLookup), model.RoleEmbedLookup, d, 0.2),
+		k(torchIndexSelect, oid(model.RoleEmbedLookup), model.RoleEmbedLookup, d, 0.6),
+		k(torchMaskFill, oid(model.RoleEmbedLookup), model.RoleEmbedLookup, d, 0.2),
+		k(ar, oid(model.RoleEmbedAllReduce), model.RoleEmbedAllReduce, d, 1),
 	}
 }
 
@@ -270,14 +280,14 @@ func VLLMGraphDecode(w *Writer, sc Scenario) {
 			for l := 0; l < m.Layers; l++ {
 				fwd = append(fwd, VLLMDecodeLayer(l, l < m.DenseLayers, d, sc.ar())...)
 			}
-			fwd = append(fwd, k(vllmRMSNorm, "head.final_norm", "head.final_norm", d, 1))
+			fwd = append(fwd, k(vllmRMSNorm, oid(model.RoleFinalNorm), model.RoleFinalNorm, d, 1))
 		}
 		w.Idle(20)
 		w.Graph(scaled(fwd, &j), s)
 		w.Eager(scaled([]Kernel{
-			k(nvjetC, "head.lm_head", "head.lm_head", d, 0.94),
-			k(splitK, "head.lm_head", "head.lm_head", d, 0.06),
-			k(ncclAllGather, "head.logits_allgather", "head.logits_allgather", d, 1),
+			k(nvjetC, oid(model.RoleLMHead), model.RoleLMHead, d, 0.94),
+			k(splitK, oid(model.RoleLMHead), model.RoleLMHead, d, 0.06),
+			k(ncclAllGather, oid(model.RoleLogitsAllGather), model.RoleLogitsAllGather, d, 1),
 		}, &j), s)
 		hi := w.CPU() + 2
 		w.CPURange(name, lo, hi, ext)

@@ -1,6 +1,10 @@
 package kinetogen
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/tpscope/tpscope/model"
+)
 
 // vLLM's prefill layer in three parts: before the attention custom op,
 // the op itself (the splitting op of piecewise CUDA graphs: the cache
@@ -11,21 +15,21 @@ func vllmPrefillLayer(l int, dense bool, d Dur, ar string, moe moeKernels) (pre,
 		inNorm = vllmRMSNorm
 	}
 	pre = []Kernel{
-		k(inNorm, lop(l, "attn.input_norm"), "attn.input_norm", d, 1),
-		k(nvjetA, lop(l, "attn.fused_qkv_a_proj"), "attn.fused_qkv_a_proj", d, 1),
-		k(vllmRMSNorm, lop(l, "attn.q_a_norm"), "attn.q_a_norm", d, 1),
-		k(nvjetB, lop(l, "attn.q_b_proj"), "attn.q_b_proj", d, 1),
-		k(vllmRMSNorm, lop(l, "attn.kv_a_norm"), "attn.kv_a_norm", d, 1),
-		k(vllmRotary, lop(l, "attn.rope"), "attn.rope", d, 1),
+		k(inNorm, lop(l, model.RoleInputNorm), model.RoleInputNorm, d, 1),
+		k(nvjetA, lop(l, model.RoleFusedQKVAProj), model.RoleFusedQKVAProj, d, 1),
+		k(vllmRMSNorm, lop(l, model.RoleQANorm), model.RoleQANorm, d, 1),
+		k(nvjetB, lop(l, model.RoleQBProj), model.RoleQBProj, d, 1),
+		k(vllmRMSNorm, lop(l, model.RoleKVANorm), model.RoleKVANorm, d, 1),
+		k(vllmRotary, lop(l, model.RoleRope), model.RoleRope, d, 1),
 	}
 	attn = []Kernel{
-		k(vllmCacheMLA, lop(l, "attn.kv_cache_write"), "attn.kv_cache_write", d, 1),
-		k(nvjetA, lop(l, "attn.kv_b_proj"), "attn.kv_b_proj", d, 1),
-		k(fa3Prefill, lop(l, "attn.mla_prefill"), "attn.mla_prefill", d, 1),
+		k(vllmCacheMLA, lop(l, model.RoleKVCacheWrite), model.RoleKVCacheWrite, d, 1),
+		k(nvjetA, lop(l, model.RoleKVBProj), model.RoleKVBProj, d, 1),
+		k(fa3Prefill, lop(l, model.RoleMLAPrefill), model.RoleMLAPrefill, d, 1),
 	}
 	post = []Kernel{
-		k(nvjetA, lop(l, "attn.o_proj"), "attn.o_proj", d, 1),
-		k(ar, lop(l, "attn.allreduce"), "attn.allreduce", d, 1),
+		k(nvjetA, lop(l, model.RoleOProj), model.RoleOProj, d, 1),
+		k(ar, lop(l, model.RoleAttnAllReduce), model.RoleAttnAllReduce, d, 1),
 	}
 	return pre, attn, append(post, vllmFFN(l, dense, d, ar, moe)...)
 }
@@ -45,27 +49,27 @@ var (
 func vllmFFN(l int, dense bool, d Dur, ar string, m moeKernels) []Kernel {
 	if dense {
 		return []Kernel{
-			k(vllmFusedAddNorm, lop(l, "mlp.post_attn_norm"), "mlp.post_attn_norm", d, 1),
-			k(nvjetA, lop(l, "mlp.gate_up"), "mlp.gate_up", d, 1),
-			k(vllmSiluMul, lop(l, "mlp.act"), "mlp.act", d, 1),
-			k(nvjetA, lop(l, "mlp.down"), "mlp.down", d, 1),
-			k(ar, lop(l, "mlp.allreduce"), "mlp.allreduce", d, 1),
+			k(vllmFusedAddNorm, lop(l, model.RoleMLPPostAttnNorm), model.RoleMLPPostAttnNorm, d, 1),
+			k(nvjetA, lop(l, model.RoleMLPGateUp), model.RoleMLPGateUp, d, 1),
+			k(vllmSiluMul, lop(l, model.RoleMLPAct), model.RoleMLPAct, d, 1),
+			k(nvjetA, lop(l, model.RoleMLPDown), model.RoleMLPDown, d, 1),
+			k(ar, lop(l, model.RoleMLPAllReduce), model.RoleMLPAllReduce, d, 1),
 		}
 	}
 	return []Kernel{
-		k(vllmFusedAddNorm, lop(l, "moe.post_attn_norm"), "moe.post_attn_norm", d, 1),
-		k(nvjetB, lop(l, "moe.gate"), "moe.gate", d, 1),
-		k(nvjetB, lop(l, "moe.shared_gate_up"), "moe.shared_gate_up", d, 1),
-		k(vllmSiluMul, lop(l, "moe.shared_act"), "moe.shared_act", d, 1),
-		k(nvjetB, lop(l, "moe.shared_down"), "moe.shared_down", d, 1),
-		k(vllmGroupedTopk, lop(l, "moe.topk"), "moe.topk", d, 0.65),
-		k(vllmAlign, lop(l, "moe.topk"), "moe.topk", d, 0.35),
-		k(m.gemm, lop(l, "moe.experts_gate_up"), "moe.experts_gate_up", d, 1),
-		k(vllmSiluMul, lop(l, "moe.experts_act"), "moe.experts_act", d, 1),
-		k(m.gemm, lop(l, "moe.experts_down"), "moe.experts_down", d, 0.95),
-		k(m.sum, lop(l, "moe.experts_down"), "moe.experts_down", d, 0.05),
+		k(vllmFusedAddNorm, lop(l, model.RoleMoEPostAttnNorm), model.RoleMoEPostAttnNorm, d, 1),
+		k(nvjetB, lop(l, model.RoleMoEGate), model.RoleMoEGate, d, 1),
+		k(nvjetB, lop(l, model.RoleSharedGateUp), model.RoleSharedGateUp, d, 1),
+		k(vllmSiluMul, lop(l, model.RoleSharedAct), model.RoleSharedAct, d, 1),
+		k(nvjetB, lop(l, model.RoleSharedDown), model.RoleSharedDown, d, 1),
+		k(vllmGroupedTopk, lop(l, model.RoleMoETopK), model.RoleMoETopK, d, 0.65),
+		k(vllmAlign, lop(l, model.RoleMoETopK), model.RoleMoETopK, d, 0.35),
+		k(m.gemm, lop(l, model.RoleExpertsGateUp), model.RoleExpertsGateUp, d, 1),
+		k(vllmSiluMul, lop(l, model.RoleExpertsAct), model.RoleExpertsAct, d, 1),
+		k(m.gemm, lop(l, model.RoleExpertsDown), model.RoleExpertsDown, d, 0.95),
+		k(m.sum, lop(l, model.RoleExpertsDown), model.RoleExpertsDown, d, 0.05),
 		glue(torchAdd, d),
-		k(ar, lop(l, "moe.allreduce"), "moe.allreduce", d, 1),
+		k(ar, lop(l, model.RoleMoEAllReduce), model.RoleMoEAllReduce, d, 1),
 	}
 }
 
@@ -73,9 +77,9 @@ func vllmFFN(l int, dense bool, d Dur, ar string, m moeKernels) []Kernel {
 // vocab shards.
 func vllmLogits(d Dur) []Kernel {
 	return []Kernel{
-		k(nvjetC, "head.lm_head", "head.lm_head", d, 0.94),
-		k(splitK, "head.lm_head", "head.lm_head", d, 0.06),
-		k(ncclAllGather, "head.logits_allgather", "head.logits_allgather", d, 1),
+		k(nvjetC, oid(model.RoleLMHead), model.RoleLMHead, d, 0.94),
+		k(splitK, oid(model.RoleLMHead), model.RoleLMHead, d, 0.06),
+		k(ncclAllGather, oid(model.RoleLogitsAllGather), model.RoleLogitsAllGather, d, 1),
 	}
 }
 
@@ -120,7 +124,7 @@ func VLLMPiecewise(w *Writer, sc Scenario, kinds []StepKind, ranges bool) {
 				w.Eager(scaled(attn, &j), s)
 				piece = post
 			}
-			piece = append(piece, k(vllmRMSNorm, "head.final_norm", "head.final_norm", d, 1))
+			piece = append(piece, k(vllmRMSNorm, oid(model.RoleFinalNorm), model.RoleFinalNorm, d, 1))
 			w.Graph(scaled(piece, &j), s)
 		case DecodeFullGraph:
 			name = fmt.Sprintf("execute_context_0(0)_generation_%d(%d)", sc.Batch, sc.Batch)
@@ -128,7 +132,7 @@ func VLLMPiecewise(w *Writer, sc Scenario, kinds []StepKind, ranges bool) {
 			for l := 0; l < m.Layers; l++ {
 				fwd = append(fwd, VLLMDecodeLayer(l, l < m.DenseLayers, d, ar)...)
 			}
-			fwd = append(fwd, k(vllmRMSNorm, "head.final_norm", "head.final_norm", d, 1))
+			fwd = append(fwd, k(vllmRMSNorm, oid(model.RoleFinalNorm), model.RoleFinalNorm, d, 1))
 			w.Graph(scaled(fwd, &j), s)
 		}
 		w.Eager(scaled(vllmLogits(d), &j), eagerStep)
@@ -159,7 +163,7 @@ func VLLMEager(w *Writer, sc Scenario, ranges bool) {
 		for l := 0; l < m.Layers; l++ {
 			fwd = append(fwd, VLLMDecodeLayer(l, l < m.DenseLayers, d, ar)...)
 		}
-		fwd = append(fwd, k(vllmRMSNorm, "head.final_norm", "head.final_norm", d, 1))
+		fwd = append(fwd, k(vllmRMSNorm, oid(model.RoleFinalNorm), model.RoleFinalNorm, d, 1))
 		fwd = append(fwd, vllmLogits(d)...)
 		fwd = append(fwd, vllmSampler(d)...)
 		g0, _ := w.Eager(scaled(fwd, &j), s)
@@ -202,46 +206,46 @@ func SGLangLayer(l int, dense bool, d Dur, ar string) []Kernel {
 		inNorm = fiRMSNorm
 	}
 	ks := []Kernel{
-		k(inNorm, lop(l, "attn.input_norm"), "attn.input_norm", d, 1),
-		k(nvjetA, lop(l, "attn.fused_qkv_a_proj"), "attn.fused_qkv_a_proj", d, 1),
-		k(fiRMSNorm, lop(l, "attn.q_a_norm"), "attn.q_a_norm", d, 1),
-		k(fiRMSNorm, lop(l, "attn.kv_a_norm"), "attn.kv_a_norm", d, 1),
-		k(nvjetB, lop(l, "attn.q_b_proj"), "attn.q_b_proj", d, 1),
-		k(cublasBM, lop(l, "attn.w_uk"), "attn.w_uk", d, 1),
-		k(fiRope, lop(l, "attn.rope"), "attn.rope", d, 1),
-		k(sglSetKV, lop(l, "attn.kv_cache_write"), "attn.kv_cache_write", d, 1),
-		k(fiMLA, lop(l, "attn.mla_decode"), "attn.mla_decode", d, 1),
-		k(cublasBM, lop(l, "attn.w_uv"), "attn.w_uv", d, 1),
+		k(inNorm, lop(l, model.RoleInputNorm), model.RoleInputNorm, d, 1),
+		k(nvjetA, lop(l, model.RoleFusedQKVAProj), model.RoleFusedQKVAProj, d, 1),
+		k(fiRMSNorm, lop(l, model.RoleQANorm), model.RoleQANorm, d, 1),
+		k(fiRMSNorm, lop(l, model.RoleKVANorm), model.RoleKVANorm, d, 1),
+		k(nvjetB, lop(l, model.RoleQBProj), model.RoleQBProj, d, 1),
+		k(cublasBM, lop(l, model.RoleWUK), model.RoleWUK, d, 1),
+		k(fiRope, lop(l, model.RoleRope), model.RoleRope, d, 1),
+		k(sglSetKV, lop(l, model.RoleKVCacheWrite), model.RoleKVCacheWrite, d, 1),
+		k(fiMLA, lop(l, model.RoleMLADecode), model.RoleMLADecode, d, 1),
+		k(cublasBM, lop(l, model.RoleWUV), model.RoleWUV, d, 1),
 		glue(torchCopy, d),
-		k(nvjetA, lop(l, "attn.o_proj"), "attn.o_proj", d, 1),
-		k(ar, lop(l, "attn.allreduce"), "attn.allreduce", d, 1),
+		k(nvjetA, lop(l, model.RoleOProj), model.RoleOProj, d, 1),
+		k(ar, lop(l, model.RoleAttnAllReduce), model.RoleAttnAllReduce, d, 1),
 	}
 	if dense {
 		return append(ks,
-			k(fiFusedAddNorm, lop(l, "mlp.post_attn_norm"), "mlp.post_attn_norm", d, 1),
-			k(nvjetA, lop(l, "mlp.gate_up"), "mlp.gate_up", d, 1),
-			k(fiSiluMul, lop(l, "mlp.act"), "mlp.act", d, 1),
-			k(nvjetA, lop(l, "mlp.down"), "mlp.down", d, 1),
-			k(ar, lop(l, "mlp.allreduce"), "mlp.allreduce", d, 1),
+			k(fiFusedAddNorm, lop(l, model.RoleMLPPostAttnNorm), model.RoleMLPPostAttnNorm, d, 1),
+			k(nvjetA, lop(l, model.RoleMLPGateUp), model.RoleMLPGateUp, d, 1),
+			k(fiSiluMul, lop(l, model.RoleMLPAct), model.RoleMLPAct, d, 1),
+			k(nvjetA, lop(l, model.RoleMLPDown), model.RoleMLPDown, d, 1),
+			k(ar, lop(l, model.RoleMLPAllReduce), model.RoleMLPAllReduce, d, 1),
 		)
 	}
 	return append(ks,
-		k(fiFusedAddNorm, lop(l, "moe.post_attn_norm"), "moe.post_attn_norm", d, 1),
-		k(nvjetB, lop(l, "moe.shared_gate_up"), "moe.shared_gate_up", d, 1),
-		k(fiSiluMul, lop(l, "moe.shared_act"), "moe.shared_act", d, 1),
-		k(nvjetB, lop(l, "moe.shared_down"), "moe.shared_down", d, 1),
-		k(nvjetB, lop(l, "moe.gate"), "moe.gate", d, 1),
-		k(sglScore, lop(l, "moe.topk"), "moe.topk", d, 0.2),
-		k(sglTopk1, lop(l, "moe.topk"), "moe.topk", d, 0.2),
-		k(sglTopk2, lop(l, "moe.topk"), "moe.topk", d, 0.3),
-		k(sglAlign, lop(l, "moe.topk"), "moe.topk", d, 0.2),
-		k(sglSort, lop(l, "moe.topk"), "moe.topk", d, 0.1),
-		k(tritonFusedMoE, lop(l, "moe.experts_gate_up"), "moe.experts_gate_up", d, 1),
-		k(fiSiluMul, lop(l, "moe.experts_act"), "moe.experts_act", d, 1),
-		k(tritonFusedMoE, lop(l, "moe.experts_down"), "moe.experts_down", d, 0.95),
-		k(sglMoeSum, lop(l, "moe.experts_down"), "moe.experts_down", d, 0.05),
+		k(fiFusedAddNorm, lop(l, model.RoleMoEPostAttnNorm), model.RoleMoEPostAttnNorm, d, 1),
+		k(nvjetB, lop(l, model.RoleSharedGateUp), model.RoleSharedGateUp, d, 1),
+		k(fiSiluMul, lop(l, model.RoleSharedAct), model.RoleSharedAct, d, 1),
+		k(nvjetB, lop(l, model.RoleSharedDown), model.RoleSharedDown, d, 1),
+		k(nvjetB, lop(l, model.RoleMoEGate), model.RoleMoEGate, d, 1),
+		k(sglScore, lop(l, model.RoleMoETopK), model.RoleMoETopK, d, 0.2),
+		k(sglTopk1, lop(l, model.RoleMoETopK), model.RoleMoETopK, d, 0.2),
+		k(sglTopk2, lop(l, model.RoleMoETopK), model.RoleMoETopK, d, 0.3),
+		k(sglAlign, lop(l, model.RoleMoETopK), model.RoleMoETopK, d, 0.2),
+		k(sglSort, lop(l, model.RoleMoETopK), model.RoleMoETopK, d, 0.1),
+		k(tritonFusedMoE, lop(l, model.RoleExpertsGateUp), model.RoleExpertsGateUp, d, 1),
+		k(fiSiluMul, lop(l, model.RoleExpertsAct), model.RoleExpertsAct, d, 1),
+		k(tritonFusedMoE, lop(l, model.RoleExpertsDown), model.RoleExpertsDown, d, 0.95),
+		k(sglMoeSum, lop(l, model.RoleExpertsDown), model.RoleExpertsDown, d, 0.05),
 		glue(torchAdd, d),
-		k(ar, lop(l, "moe.allreduce"), "moe.allreduce", d, 1),
+		k(ar, lop(l, model.RoleMoEAllReduce), model.RoleMoEAllReduce, d, 1),
 	)
 }
 
@@ -267,9 +271,9 @@ func SGLangGraphDecode(w *Writer, sc Scenario) {
 			fwd = append(fwd, SGLangLayer(l, l < m.DenseLayers, d, ar)...)
 		}
 		fwd = append(fwd,
-			k(fiRMSNorm, "head.final_norm", "head.final_norm", d, 1),
-			k(nvjetC, "head.lm_head", "head.lm_head", d, 1),
-			k(ncclAllGather, "head.logits_allgather", "head.logits_allgather", d, 1),
+			k(fiRMSNorm, oid(model.RoleFinalNorm), model.RoleFinalNorm, d, 1),
+			k(nvjetC, oid(model.RoleLMHead), model.RoleLMHead, d, 1),
+			k(ncclAllGather, oid(model.RoleLogitsAllGather), model.RoleLogitsAllGather, d, 1),
 		)
 		g0, _ := w.Graph(scaled(fwd, &j), s)
 		w.CPURange(name, lo, w.CPU()+1, ext)
@@ -307,55 +311,55 @@ const (
 func TRTLLMLayer(l, layers int, dense bool, d Dur) []Kernel {
 	var ks []Kernel
 	if l == 0 {
-		ks = append(ks, k(fiRMSNorm, lop(l, "attn.input_norm"), "attn.input_norm", d, 1))
+		ks = append(ks, k(fiRMSNorm, lop(l, model.RoleInputNorm), model.RoleInputNorm, d, 1))
 	}
-	post := lop(l, "moe.post_attn_norm")
+	post := lop(l, model.RoleMoEPostAttnNorm)
 	if dense {
-		post = lop(l, "mlp.post_attn_norm")
+		post = lop(l, model.RoleMLPPostAttnNorm)
 	}
 	ks = append(ks,
-		k(trtFusedA, lop(l, "attn.fused_qkv_a_proj"), "attn.fused_qkv_a_proj", d, 1),
-		k(fiRMSNorm, lop(l, "attn.q_a_norm"), "attn.q_a_norm", d, 1),
-		k(fiRMSNorm, lop(l, "attn.kv_a_norm"), "attn.kv_a_norm", d, 1),
-		k(nvjetSM100, lop(l, "attn.q_b_proj"), "attn.q_b_proj", d, 1),
-		k(nvjetSM100, lop(l, "attn.w_uk"), "attn.w_uk", d, 1),
-		fused(trtRopeKV, d, "attn.rope", lop(l, "attn.rope"), lop(l, "attn.kv_cache_write")),
-		k(trtFMHA, lop(l, "attn.mla_decode"), "attn.mla_decode", d, 0.9),
-		k(trtFMHARed, lop(l, "attn.mla_decode"), "attn.mla_decode", d, 0.1),
-		k(nvjetSM100, lop(l, "attn.w_uv"), "attn.w_uv", d, 1),
-		k(nvjetSM100, lop(l, "attn.o_proj"), "attn.o_proj", d, 1),
-		fused(trtARNorm, d, "attn.allreduce", lop(l, "attn.allreduce"), post),
+		k(trtFusedA, lop(l, model.RoleFusedQKVAProj), model.RoleFusedQKVAProj, d, 1),
+		k(fiRMSNorm, lop(l, model.RoleQANorm), model.RoleQANorm, d, 1),
+		k(fiRMSNorm, lop(l, model.RoleKVANorm), model.RoleKVANorm, d, 1),
+		k(nvjetSM100, lop(l, model.RoleQBProj), model.RoleQBProj, d, 1),
+		k(nvjetSM100, lop(l, model.RoleWUK), model.RoleWUK, d, 1),
+		fused(trtRopeKV, d, model.RoleRope, lop(l, model.RoleRope), lop(l, model.RoleKVCacheWrite)),
+		k(trtFMHA, lop(l, model.RoleMLADecode), model.RoleMLADecode, d, 0.9),
+		k(trtFMHARed, lop(l, model.RoleMLADecode), model.RoleMLADecode, d, 0.1),
+		k(nvjetSM100, lop(l, model.RoleWUV), model.RoleWUV, d, 1),
+		k(nvjetSM100, lop(l, model.RoleOProj), model.RoleOProj, d, 1),
+		fused(trtARNorm, d, model.RoleAttnAllReduce, lop(l, model.RoleAttnAllReduce), post),
 	)
-	next := "head.final_norm"
+	next := oid(model.RoleFinalNorm)
 	if l+1 < layers {
-		next = lop(l+1, "attn.input_norm")
+		next = lop(l+1, model.RoleInputNorm)
 	}
 	if dense {
 		return append(ks,
-			k(nvjetSM100, lop(l, "mlp.gate_up"), "mlp.gate_up", d, 1),
-			k(fiSiluMul, lop(l, "mlp.act"), "mlp.act", d, 1),
-			k(nvjetSM100, lop(l, "mlp.down"), "mlp.down", d, 1),
-			fused(trtARNorm, d, "mlp.allreduce", lop(l, "mlp.allreduce"), next),
+			k(nvjetSM100, lop(l, model.RoleMLPGateUp), model.RoleMLPGateUp, d, 1),
+			k(fiSiluMul, lop(l, model.RoleMLPAct), model.RoleMLPAct, d, 1),
+			k(nvjetSM100, lop(l, model.RoleMLPDown), model.RoleMLPDown, d, 1),
+			fused(trtARNorm, d, model.RoleMLPAllReduce, lop(l, model.RoleMLPAllReduce), next),
 		)
 	}
 	shared := func(kk Kernel) Kernel { kk.Stream = 23; return kk }
 	return append(ks,
-		k(nvjetSM100, lop(l, "moe.gate"), "moe.gate", d, 1),
-		k(trtRouting1, lop(l, "moe.topk"), "moe.topk", d, 0.6),
-		k(trtRouting2, lop(l, "moe.topk"), "moe.topk", d, 0.4),
-		fused(trtBmmUp, d, "moe.experts_gate_up", lop(l, "moe.experts_gate_up"), lop(l, "moe.experts_act")),
-		shared(k(nvjetSM100, lop(l, "moe.shared_gate_up"), "moe.shared_gate_up", d, 1)),
-		shared(k(fiSiluMul, lop(l, "moe.shared_act"), "moe.shared_act", d, 1)),
-		shared(k(nvjetSM100, lop(l, "moe.shared_down"), "moe.shared_down", d, 1)),
-		k(trtBmmDown, lop(l, "moe.experts_down"), "moe.experts_down", d, 0.9),
-		k(trtFinalize, lop(l, "moe.experts_down"), "moe.experts_down", d, 0.1),
-		fused(trtARNorm, d, "moe.allreduce", lop(l, "moe.allreduce"), next),
+		k(nvjetSM100, lop(l, model.RoleMoEGate), model.RoleMoEGate, d, 1),
+		k(trtRouting1, lop(l, model.RoleMoETopK), model.RoleMoETopK, d, 0.6),
+		k(trtRouting2, lop(l, model.RoleMoETopK), model.RoleMoETopK, d, 0.4),
+		fused(trtBmmUp, d, model.RoleExpertsGateUp, lop(l, model.RoleExpertsGateUp), lop(l, model.RoleExpertsAct)),
+		shared(k(nvjetSM100, lop(l, model.RoleSharedGateUp), model.RoleSharedGateUp, d, 1)),
+		shared(k(fiSiluMul, lop(l, model.RoleSharedAct), model.RoleSharedAct, d, 1)),
+		shared(k(nvjetSM100, lop(l, model.RoleSharedDown), model.RoleSharedDown, d, 1)),
+		k(trtBmmDown, lop(l, model.RoleExpertsDown), model.RoleExpertsDown, d, 0.9),
+		k(trtFinalize, lop(l, model.RoleExpertsDown), model.RoleExpertsDown, d, 0.1),
+		fused(trtARNorm, d, model.RoleMoEAllReduce, lop(l, model.RoleMoEAllReduce), next),
 	)
 }
 
 // fused is a kernel implementing several ops (ops[0] its own), taking the
 // time of the op named key.
-func fused(name string, d Dur, key string, ops ...string) Kernel {
+func fused(name string, d Dur, key model.Role, ops ...string) Kernel {
 	return Kernel{Name: name, Us: d.of(key), Op: ops[0], Ops: ops}
 }
 
@@ -374,8 +378,8 @@ func TRTLLMGraphDecode(w *Writer, sc Scenario) {
 			fwd = append(fwd, TRTLLMLayer(l, m.Layers, l < m.DenseLayers, d)...)
 		}
 		fwd = append(fwd,
-			k(nvjetSM100, "head.lm_head", "head.lm_head", d, 1),
-			k(ncclAllGather, "head.logits_allgather", "head.logits_allgather", d, 1),
+			k(nvjetSM100, oid(model.RoleLMHead), model.RoleLMHead, d, 1),
+			k(ncclAllGather, oid(model.RoleLogitsAllGather), model.RoleLogitsAllGather, d, 1),
 		)
 		w.Graph(scaled(fwd, &j), s)
 		w.Idle(6)
