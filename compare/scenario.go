@@ -3,6 +3,7 @@ package compare
 import (
 	"errors"
 	"fmt"
+	"github.com/tpscope/tpscope/engine"
 	"strconv"
 	"strings"
 
@@ -147,7 +148,7 @@ func (s *Scenarios) legacy(rec *traces.Scenario) (sim.Scenario, []string, error)
 		// kernels only; its CUDA backend has always bracketed each op with
 		// two timing events. Traces from before the scenario JSON do not
 		// say.
-		o.Executor = true
+		o.Engine = engine.ExecutorRef
 		if rec.Backend == "cuda" {
 			o.TimingEventsPerOp = 2
 		}

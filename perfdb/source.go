@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/tpscope/tpscope/engine"
 	"github.com/tpscope/tpscope/model"
 	"github.com/tpscope/tpscope/sim"
 	"github.com/tpscope/tpscope/topology"
@@ -27,9 +28,17 @@ type SourceConfig struct {
 	// (topology.Device.Name, e.g. "NVIDIA RTX PRO 6000 Blackwell Server
 	// Edition").
 	Device string
-	// Engine is the serving engine's directory name; "" = "vllm".
+	// Profile is the engine profile whose kernels the tables should be
+	// of (the scenario's --engine; the zero Ref is the default engine):
+	// it names the engine's directory and version (engine.Profile.PerfDB)
+	// when Engine and Version are "", and which kernel_source rows price
+	// an op where a table holds several kernels' rows (the profile's
+	// attention backend, MoE and GEMM kernels).
+	Profile engine.Ref
+	// Engine is the serving engine's directory name; "" = the profile's.
 	Engine string
-	// Version of the engine; "" = the newest one with tables.
+	// Version of the engine; "" = the profile's, or the newest one with
+	// tables.
 	Version string
 	// NCCLVersion picks comm/nccl/<version>; "" = the YAML's
 	// misc.nccl_version when that directory exists, else the newest.

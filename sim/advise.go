@@ -373,7 +373,7 @@ func Advise(in AdviseInput) (*Advice, error) {
 		c.Arch = a
 		c.Workload.KVDtype = b.Workload.KVDtype
 		if in.ImplyDenseDSA {
-			c.Build.DenseDSA = ImpliedDenseDSA(a, c.Topo)
+			c.Build.DenseDSA = ImpliedDenseDSA(a, c.Topo, c.Options.Engine)
 		}
 		if err := c.Plan.Validate(a); err != nil {
 			adv.Transfer = append(adv.Transfer, TransferRow{Model: a.Name, Error: err.Error()})

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	engprof "github.com/tpscope/tpscope/engine"
 	"github.com/tpscope/tpscope/model"
 )
 
@@ -42,8 +43,8 @@ func (p *Predictor) Caveats(sc Scenario) []string {
 	// TestPublicLongContextNoDCPGap: how many CTAs read a long cache at
 	// small batch depends on the vLLM build (SetTritonMLASplits).
 	w := sc.Workload
-	if (w.Phase == "" || w.Phase == model.Decode) && p.cm.attn == AttnTritonMLA && plan.DCP <= 1 && w.Context >= 65536 && !p.calibratedFamily("attention") && !measured["mla_decode"] {
-		out = append(out, "long context on TRITON_MLA without DCP: tpscope prices vLLM 0.24, which splits the cache over up to 2x the SMs; builds with a fixed 4 KV splits are several times slower here (a public 150K-token run: ~6-7 tok/s, which tpscope reproduces with 4 splits) (fix: --dcp, or tpscope calibrate --trace)")
+	if b := p.decodeBackend(sc); (w.Phase == "" || w.Phase == model.Decode) && b != nil && b.Grid.Kind == engprof.GridSplitKV && b.Grid.FixedSplits == 0 && p.cm.tritonFixedSplits == 0 && plan.DCP <= 1 && w.Context >= 65536 && !p.calibratedFamily("attention") && !measured["mla_decode"] {
+		out = append(out, fmt.Sprintf("long context on %s without DCP: tpscope prices %s, which splits the cache over up to %dx the SMs; builds with a fixed 4 KV splits are several times slower here (a public 150K-token run: ~6-7 tok/s, which --engine vllm@0.16-nightly reproduces) (fix: --dcp, or tpscope calibrate --trace)", b.Name, p.cm.prof.Name(), b.Grid.SplitOccupancy))
 	}
 
 	// TestPublicAllReduce and the seed: small NCCL all-reduces on PCIe

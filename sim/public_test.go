@@ -1,6 +1,7 @@
 package sim
 
 import (
+	engprof "github.com/tpscope/tpscope/engine"
 	"math"
 	"testing"
 
@@ -142,7 +143,7 @@ func TestPublicKimiDecode(t *testing.T) {
 // SGLang, not vLLM, with NCCL_P2P_LEVEL=SYS and an NCCL graph file that
 // makes NCCL pick LL. SGLang runs GLM-5 on SM120 as dense MLA through
 // FlashInfer's FA2 MLA kernel, which splits the KV sequence over the SMs:
-// tpscope's SM-filling grid (AttnFlashMLA) stands for it. Aggregate
+// the sglang@0.5 profile's flashinfer backend (an SM-filling grid) stands for it. Aggregate
 // tokens/s by concurrency at context 0, and single-request tokens/s by
 // context.
 var (
@@ -156,7 +157,7 @@ func glmPublicPredict(t *testing.T, batch, context int) *Prediction {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := New(tp, Options{CUDAGraphs: true, AttentionBackend: AttnFlashMLA, NCCL: NCCLOptions{Proto: "LL", P2PLevel: "SYS"}})
+	p, err := New(tp, Options{CUDAGraphs: true, Engine: engprof.Ref{Name: "sglang"}, AttentionBackend: "flashinfer", NCCL: NCCLOptions{Proto: "LL", P2PLevel: "SYS"}})
 	if err != nil {
 		t.Fatal(err)
 	}

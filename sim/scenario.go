@@ -174,6 +174,7 @@ func (p *Predictor) PredictScenarioSchedule(sc Scenario) (*Prediction, *model.Sc
 	p.fixTokens(&pr.Summary, sc, padded)
 	pr.Memory = p.memoryFit(sc)
 	pr.Caveats = p.Caveats(sc)
+	pr.Engine = p.EngineSummary(sc)
 	return pr, s, nil
 }
 
