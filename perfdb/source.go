@@ -40,6 +40,9 @@ type SourceConfig struct {
 	// Version of the engine; "" = the profile's, or the newest one with
 	// tables.
 	Version string
+	// AttentionBackend and MoEKernel are the scenario's choices among the
+	// profile's kernels (sim.Options); "" = the profile's own choice.
+	AttentionBackend, MoEKernel string
 	// NCCLVersion picks comm/nccl/<version>; "" = the YAML's
 	// misc.nccl_version when that directory exists, else the newest.
 	NCCLVersion string
@@ -83,10 +86,18 @@ type Source struct {
 	sys                   *System
 	engine, version, nccl string
 	name                  string
+	// The engine profile whose kernels' rows price ops, and the user's
+	// choices among them (engine.go).
+	prof                      *engine.Profile
+	attnOverride, moeOverride string
 
-	mu   sync.Mutex
-	errs []error
-	seen map[string]bool
+	mu    sync.Mutex
+	errs  []error
+	notes []string
+	seen  map[string]bool
+
+	legacyOnce sync.Once
+	legacy     bool // the MLA module tables predate fused norms (eagerNormUs)
 }
 
 // NewSource prepares a Source over db. It reads the system's YAML and
@@ -109,9 +120,20 @@ func NewSource(db *DB, cfg SourceConfig) (*Source, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Source{sys: sys, engine: cfg.Engine, version: cfg.Version, seen: map[string]bool{}}
+	prof, err := engine.Lookup(cfg.Profile)
+	if err != nil {
+		return nil, fmt.Errorf("perfdb: %w", err)
+	}
+	s := &Source{sys: sys, engine: cfg.Engine, version: cfg.Version, seen: map[string]bool{},
+		prof: prof, attnOverride: cfg.AttentionBackend, moeOverride: cfg.MoEKernel}
 	if s.engine == "" {
-		s.engine = "vllm"
+		s.engine = prof.PerfDB.Framework
+		if s.version == "" {
+			s.version = prof.PerfDB.Version
+		}
+		if s.engine == "" {
+			s.engine = "vllm"
+		}
 	}
 	if err := checkPart("engine", s.engine); err != nil {
 		return nil, err
@@ -128,6 +150,8 @@ func NewSource(db *DB, cfg SourceConfig) (*Source, error) {
 		s.version = all[len(all)-1]
 	} else if err := checkPart("version", s.version); err != nil {
 		return nil, err
+	} else if !sys.hasVersion(s.engine, s.version) {
+		return nil, fmt.Errorf("perfdb: system %s has no %s %s tables (engine %s's) under %s", name, s.engine, s.version, prof.Name(), sys.dir)
 	}
 	s.nccl = cfg.NCCLVersion
 	if s.nccl == "" {
@@ -354,28 +378,38 @@ func kvDtype(d model.Dtype) string {
 
 // OpCost implements sim.CostSource.
 func (s *Source) OpCost(ops []model.Op, i int, dev *topology.Device) (sim.Measured, bool) {
-	m, _, ok := s.price(ops, i)
+	m, _, ok := s.price(ops, i, dev)
 	return m, ok
 }
 
 // price is OpCost with the table lookup's Result.
-func (s *Source) price(ops []model.Op, i int) (sim.Measured, Result, bool) {
+func (s *Source) price(ops []model.Op, i int, dev *topology.Device) (sim.Measured, Result, bool) {
+	return s.priceAs(ops, i, archOf(dev), dev)
+}
+
+// priceAs is price choosing the engine's kernels for family a, which is
+// another GPU's when a Transfer borrows these tables.
+func (s *Source) priceAs(ops []model.Op, i int, a engine.Arch, dev *topology.Device) (sim.Measured, Result, bool) {
 	op := &ops[i]
-	if m, r, ok := s.mlaModule(ops, i); ok {
+	if m, r, ok := s.mlaModule(ops, i, a, dev); ok {
 		return m, r, true
 	}
 	switch op.Kind {
 	case model.KindMoEGEMM:
-		return s.moe(ops, i)
+		return s.moe(ops, i, a)
 	case model.KindElementwise:
 		if op.MoE != nil && op.Name == "experts_act" {
-			return s.moe(ops, i)
+			return s.moe(ops, i, a)
+		}
+	case model.KindRouter:
+		if op.Name == "topk" {
+			return s.moe(ops, i, a)
 		}
 	case model.KindGEMM:
 		if op.Name == "w_uk" || op.Name == "w_uv" {
 			return s.bmm(op, i)
 		}
-		return s.gemm(op, i)
+		return s.gemm(op, i, a)
 	}
 	return sim.Measured{}, Result{}, false
 }
@@ -401,7 +435,7 @@ func (s *Source) where(table, key string, r *Result) string {
 	return b.String()
 }
 
-func (s *Source) gemm(op *model.Op, i int) (sim.Measured, Result, bool) {
+func (s *Source) gemm(op *model.Op, i int, a engine.Arch) (sim.Measured, Result, bool) {
 	dt := gemmDtype(op.WeightDtype)
 	if dt == "" || op.Batch > 1 || op.M < 1 || op.N < 1 || op.K < 1 {
 		return sim.Measured{}, Result{}, false
@@ -411,11 +445,19 @@ func (s *Source) gemm(op *model.Op, i int) (sim.Measured, Result, bool) {
 		s.fail(err)
 		return sim.Measured{}, Result{}, false
 	}
-	r, ok := t.Lookup(dt, float64(op.M), float64(op.N), float64(op.K))
+	kern, ok := s.gemmKernel(t, dt, op.WeightDtype, a)
 	if !ok {
 		return sim.Measured{}, Result{}, false
 	}
-	return sim.Measured{Us: r.Us, First: i, Last: i, GapsIncluded: true, Where: s.where("gemm_perf", dt, &r)}, r, true
+	if floor, bad := t.Floor(dt, kern); bad {
+		s.note(fmt.Sprintf("%s: %s GEMM rows (%s) floor at %.0f us at every decode shape, far above their speed of light: the collector's overhead, not the kernel's; those GEMMs keep the priors", s.name, dt, kern, floor))
+		return sim.Measured{}, Result{}, false
+	}
+	r, ok := t.LookupKernel(dt, kern, float64(op.M), float64(op.N), float64(op.K))
+	if !ok {
+		return sim.Measured{}, Result{}, false
+	}
+	return sim.Measured{Us: r.Us, First: i, Last: i, GapsIncluded: true, Where: s.where("gemm_perf", dt+" "+kern, &r)}, r, true
 }
 
 // bmm prices the absorbed W_UK (mla_gen_pre) and W_UV (mla_gen_post)
@@ -444,8 +486,19 @@ func (s *Source) bmm(op *model.Op, i int) (sim.Measured, Result, bool) {
 
 // moe prices the routed experts (experts_gate_up, experts_act,
 // experts_down) of the MoE layer op i belongs to, from the op's routing
-// shape.
-func (s *Source) moe(ops []model.Op, i int) (sim.Measured, Result, bool) {
+// shape, and the top-k selection before them (topk), which the table's
+// FusedMoE call runs too (MoETable).
+func (s *Source) moe(ops []model.Op, i int, a engine.Arch) (sim.Measured, Result, bool) {
+	if ops[i].Name == "topk" {
+		if i+1 >= len(ops) || ops[i+1].Name != moeOps[0] || ops[i+1].Layer != ops[i].Layer || ops[i+1].Block != ops[i].Block {
+			return sim.Measured{}, Result{}, false
+		}
+		m, r, ok := s.moe(ops, i+1, a)
+		if !ok || m.First != i {
+			return sim.Measured{}, Result{}, false
+		}
+		return m, r, true
+	}
 	first := i - indexIn(moeOps, ops[i].Name)
 	last := first + 2
 	if first > i || first < 0 || last >= len(ops) {
@@ -479,11 +532,21 @@ func (s *Source) moe(ops []model.Op, i int) (sim.Measured, Result, bool) {
 	if sh.RoutedTokens < 1 {
 		return sim.Measured{}, Result{}, false
 	}
+	var stand string
+	k.Kernel, stand, ok = s.moeKernel(t, k, up.WeightDtype, a)
+	if !ok {
+		return sim.Measured{}, Result{}, false
+	}
 	r, ok := t.Lookup(k, float64(sh.RoutedTokens))
 	if !ok {
 		return sim.Measured{}, Result{}, false
 	}
-	return sim.Measured{Us: r.Us, First: first, Last: last, GapsIncluded: true, Where: s.where("moe_perf", k.String(), &r)}, r, true
+	// The top-k selection right before the experts is in the measured
+	// call (MoETable).
+	if first > 0 && ops[first-1].Name == "topk" && ops[first-1].Layer == up.Layer && ops[first-1].Block == up.Block {
+		first--
+	}
+	return sim.Measured{Us: r.Us, First: first, Last: last, GapsIncluded: true, Where: s.where("moe_perf", k.String()+stand, &r)}, r, true
 }
 
 // moeOps are the routed experts' ops of a MoE layer, in issue order.
@@ -556,8 +619,12 @@ func mlaBlock(ops []model.Op, i int) (first int, names []string, ok bool) {
 	return 0, nil, false
 }
 
-// mlaModule prices the MLA block op i belongs to from the module table.
-func (s *Source) mlaModule(ops []model.Op, i int) (sim.Measured, Result, bool) {
+// mlaModule prices the MLA block op i belongs to from the module table:
+// the rows of the attention backend the engine runs (mlaKernel), within
+// the head counts the table measured, less the eager norm and rotary
+// kernels of a module collected before aiconfigurator ran them fused
+// (eagerNormUs).
+func (s *Source) mlaModule(ops []model.Op, i int, a engine.Arch, dev *topology.Device) (sim.Measured, Result, bool) {
 	first, names, ok := mlaBlock(ops, i)
 	if !ok {
 		return sim.Measured{}, Result{}, false
@@ -622,6 +689,7 @@ func (s *Source) mlaModule(ops []model.Op, i int) (sim.Measured, Result, bool) {
 		s.fail(err)
 		return sim.Measured{}, Result{}, false
 	}
+	var cands []MLAKey
 	for _, k := range t.Keys() {
 		if k.MLADtype != "bfloat16" || k.KVDtype != kvDtype(kvd) || k.GEMMType != gt {
 			continue
@@ -629,15 +697,34 @@ func (s *Source) mlaModule(ops []model.Op, i int) (sim.Measured, Result, bool) {
 		if dims, ok := DimsOf(k.Model); !ok || dims != d {
 			continue
 		}
-		r, ok := t.Lookup(k, heads, batch, step)
-		if !ok {
-			return sim.Measured{}, Result{}, false
-		}
-		key := k.Model + " kv " + k.KVDtype + " gemm " + k.GEMMType
-		return sim.Measured{Us: r.Us, First: first, Last: first + len(names) - 1, GapsIncluded: true,
-			Where: s.where("mla_"+string(phase)+"_module_perf", key, &r)}, r, true
+		cands = append(cands, k)
 	}
-	return sim.Measured{}, Result{}, false
+	k, stand, ok := s.mlaKernel(cands, kvd, int(d.QKNope), a)
+	if !ok {
+		return sim.Measured{}, Result{}, false
+	}
+	if lo, hi := t.HeadsRange(k); heads < lo || heads > hi {
+		// Known bias: with an FP8 cache the rtx_pro_6000_server module
+		// table has rows at 1 head only; holding their utilization out
+		// to 8 or 16 heads prices projections and attention of another
+		// shape. Out of the measured heads, the module keeps the priors.
+		s.note(fmt.Sprintf("%s: the %s MLA module rows (%s, kv %s) measure %g-%g local heads only; %g-head modules keep the priors", s.name, phase, k.Kernel, k.KVDtype, lo, hi, heads))
+		return sim.Measured{}, Result{}, false
+	}
+	r, ok := t.Lookup(k, heads, batch, step)
+	if !ok {
+		return sim.Measured{}, Result{}, false
+	}
+	key := k.Model + " kv " + k.KVDtype + " gemm " + k.GEMMType + " " + k.Kernel + stand
+	us := r.Us
+	if phase == Generation {
+		if c := s.eagerNormUs(dev, batch, heads); c > 0 && c < us {
+			us -= c
+			key += fmt.Sprintf(", less %.1f us of eager norm and rotary kernels", c)
+		}
+	}
+	return sim.Measured{Us: us, First: first, Last: first + len(names) - 1, GapsIncluded: true,
+		Where: s.where("mla_"+string(phase)+"_module_perf", key, &r)}, r, true
 }
 
 // CollectiveCost implements sim.CollectiveSource: the NCCL table, or the

@@ -58,6 +58,12 @@ func (p *Predictor) Caveats(sc Scenario) []string {
 		}
 	}
 
+	// Known biases of measured tables that kept ops at their priors or
+	// corrected a measurement (perfdb.Source.Notes).
+	if n, ok := p.src.(interface{ Notes() []string }); ok && measured != nil {
+		out = append(out, n.Notes()...)
+	}
+
 	// checkOneShot: a public one-shot kernel lost to NCCL on dual-CPU
 	// boxes; the model prices cross-socket reads optimistically.
 	if (p.opts.CustomAR == CustomAROneShot || p.opts.CustomAR == CustomARTwoShot) && spansSockets(p.topo, plan.TP) && !allNVLink(p.topo, nil) {

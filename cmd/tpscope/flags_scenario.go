@@ -3,7 +3,6 @@ package main
 import (
 	"errors"
 	"fmt"
-	"github.com/tpscope/tpscope/engine"
 	"strconv"
 	"strings"
 
@@ -77,10 +76,10 @@ func (f *scenarioFlags) addCostFlags() {
 	f.fs.StringVar(&f.perfDBSystem, "perf-db-system", "", "system of --perf-db to read (its YAML name, e.g. rtx_pro_6000_server; default: the one measured on the box's GPU)")
 }
 
-// costs is the cost source --perf-db names for topo's GPU and engine
-// eng's tables, nil without the flag; its MoE table must have rows under
+// costs is the cost source --perf-db names for topo's GPU and the
+// tables of the options' engine and its kernels, nil without the flag; its MoE table must have rows under
 // routing, the schedule's.
-func (f *scenarioFlags) costs(topo *topology.Topology, routing model.Routing, eng engine.Ref) (sim.CostSource, error) {
+func (f *scenarioFlags) costs(topo *topology.Topology, routing model.Routing, o sim.Options) (sim.CostSource, error) {
 	if f.perfDB == "" {
 		if f.perfDBSystem != "" {
 			return nil, usageErrorf("--perf-db-system %s: needs --perf-db", f.perfDBSystem)
@@ -95,7 +94,8 @@ func (f *scenarioFlags) costs(topo *topology.Topology, routing model.Routing, en
 		f.db = db
 	}
 	dev := topo.DeviceOf(0)
-	src, err := perfdb.NewSource(f.db, perfdb.SourceConfig{System: f.perfDBSystem, Device: dev.Name, Profile: eng})
+	src, err := perfdb.NewSource(f.db, perfdb.SourceConfig{System: f.perfDBSystem, Device: dev.Name, Profile: o.Engine,
+		AttentionBackend: string(o.AttentionBackend), MoEKernel: o.MoEKernel})
 	if err != nil {
 		return nil, usageErrorf("--perf-db %s: %v", f.perfDB, strings.TrimPrefix(err.Error(), "perfdb: "))
 	}
@@ -334,7 +334,7 @@ func (f *scenarioFlags) scenario() (sim.Scenario, error) {
 	if w := sc.Plan.World(); w > sc.Topo.NumGPUs() {
 		return sc, usageErrorf("--tp %d x --dp %d needs %d GPUs; --topo %s has %d", sc.Plan.Normalized().TP, sc.Plan.Normalized().DP, w, sc.Topo.Name, sc.Topo.NumGPUs())
 	}
-	if sc.Costs, err = f.costs(sc.Topo, sc.Build.Routing, sc.Options.Engine); err != nil {
+	if sc.Costs, err = f.costs(sc.Topo, sc.Build.Routing, sc.Options); err != nil {
 		return sc, err
 	}
 	return sc, nil
@@ -428,13 +428,13 @@ func (f *scenarioFlags) apply(name string, sc *sim.Scenario) error {
 	case "topo", "gpus":
 		sc.Topo, sc.TopoRef, err = f.box()
 		if err == nil && sc.Costs != nil {
-			sc.Costs, err = f.costs(sc.Topo, sc.Build.Routing, sc.Options.Engine)
+			sc.Costs, err = f.costs(sc.Topo, sc.Build.Routing, sc.Options)
 		}
 	case "perf-db", "perf-db-system":
 		// A recorded scenario keeps the routing it ran under; tables
 		// without rows under it are refused (costs), not silently
 		// re-routed.
-		sc.Costs, err = f.costs(sc.Topo, sc.Build.Routing, sc.Options.Engine)
+		sc.Costs, err = f.costs(sc.Topo, sc.Build.Routing, sc.Options)
 	default:
 		for _, of := range sim.OptionFields() {
 			if of.Name == name {

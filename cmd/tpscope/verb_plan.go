@@ -152,7 +152,7 @@ with --nccl-proto LL --p2p-level SYS.`,
 				for _, t := range space.Topologies {
 					// A box whose GPU the perf DB has no tables of is
 					// priced from the priors, and the sweep says so.
-					src, err := sc.costs(t, build.Routing, space.Options.Engine)
+					src, err := sc.costs(t, build.Routing, space.Options)
 					if err != nil && sc.perfDB != "" && len(*topos) > 1 {
 						fmt.Fprintf(stderr, "plan: %s priced from the priors: %v\n", t.Name, err)
 						src, err = nil, nil
