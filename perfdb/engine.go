@@ -1,6 +1,7 @@
 package perfdb
 
 import (
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/tpscope/tpscope/engine"
 	"github.com/tpscope/tpscope/model"
+	"github.com/tpscope/tpscope/sim"
 	"github.com/tpscope/tpscope/topology"
 )
 
@@ -154,10 +156,15 @@ func (s *System) hasVersion(eng, version string) bool {
 // "run module collectors with engine-fused ops (#1396) (#1423)"), which
 // measured on B200 (MLA generation module, 64 heads, kv 8192, fp8, vLLM
 // 0.22.0 and 0.24.0): batch 1 109.5 -> 78.6 us, batch 16 143.7 -> 95.2,
-// batch 64 198.6 -> 147.9. Tables collected before that fix say
-// "provenance: legacy" in their collection_meta.yaml (the sample's MLA
-// tables were last written 2026-07-24, before it). eagerNormUs is that
-// inflation for a module of batch sequences and heads local heads on dev:
+// batch 64 198.6 -> 147.9. A table re-collected with the fix says so in
+// its collection_meta.yaml (b200_sxm's: "Re-collected 2026-07-27 on
+// B200 with the fused-op collector fix", norm_dispatch
+// vllm_c_eager_surrogate under mla_generation_module_perf; its h64 b1
+// kv8192 fp8 row reads 78.1 us, the fixed figure); one without a
+// norm_dispatch there was collected before it (the sample's
+// rtx_pro_6000_server, h200_sxm and l40s MLA tables, last written
+// 2026-07-24). eagerNormUs is that inflation for a module of batch
+// sequences and heads local heads on dev:
 //
 //	c = eagerBaseUs x r + excess(batch x heads) x r
 //
@@ -168,8 +175,6 @@ func (s *System) hasVersion(eng, version string) bool {
 // the native ops touch (tokens x heads for the rotary of the query),
 // interpolated in log2(batch x heads) between B200's points (64 heads:
 // 1 token 0, 16 tokens 17.6 us, 64 tokens 19.8 us) and held beyond.
-// Assumption: a recollection with the fixed collector writes another
-// provenance; tables that do not say legacy are not corrected.
 const eagerBaseUs = 109.5 - 78.6
 
 var eagerExcess = [][2]float64{{64, 0}, {16 * 64, (143.7 - 95.2) - eagerBaseUs}, {64 * 64, (198.6 - 147.9) - eagerBaseUs}}
@@ -229,23 +234,62 @@ func b200SmallKernelUs() float64 {
 	return smallKernelUs(&g.Device)
 }
 
-// mlaLegacy reports whether the source's MLA module tables say
-// "provenance: legacy" (read once).
+// mlaLegacy reports whether the source's MLA generation module table
+// ran the eager native norms (read once; MLANormsEager).
 func (s *Source) mlaLegacy() bool {
-	s.legacyOnce.Do(func() { s.legacy = s.sys.Legacy(FamilyMLA, s.engine, s.version) })
+	s.legacyOnce.Do(func() { s.legacy = s.sys.MLANormsEager(s.engine, s.version) })
 	return s.legacy
 }
 
-// Legacy reports whether the family's tables of engine at version say
-// "provenance: legacy" in their collection_meta.yaml (collected before
-// aiconfigurator's collectors ran vLLM's fused ops, see eagerBaseUs).
-func (s *System) Legacy(family, engine, version string) bool {
-	data, err := os.ReadFile(filepath.Join(s.dir, family, engine, version, "collection_meta.yaml"))
+// MLANormsEager reports whether engine's MLA generation module table at
+// version was collected before aiconfigurator's fused-op fix (see
+// eagerBaseUs): its collection_meta.yaml exists and names no
+// norm_dispatch for mla_generation_module_perf.
+func (s *System) MLANormsEager(engine, version string) bool {
+	data, err := os.ReadFile(filepath.Join(s.dir, FamilyMLA, engine, version, "collection_meta.yaml"))
 	if err != nil {
 		return false
 	}
 	var m struct {
-		Provenance string `yaml:"provenance"`
+		Tables map[string]struct {
+			NormDispatch string `yaml:"norm_dispatch"`
+		} `yaml:"tables"`
 	}
-	return yaml.Unmarshal(data, &m) == nil && m.Provenance == "legacy"
+	if yaml.Unmarshal(data, &m) != nil {
+		return false
+	}
+	return m.Tables["mla_generation_module_perf"].NormDispatch == ""
+}
+
+// Known bias, corrected: aiconfigurator's collectors replay one layer's
+// kernels on the same weights, so rows whose weights fit in the GPU's L2
+// are L2 measurements (collector/vllm/collect_gemm.py times 6 copies of
+// a bf16 or fp8 GEMM, 1 of an nvfp4 or fp8_block one; the MoE and MLA
+// module collectors replay one module with no copy and no flush), while a
+// decode step reads every layer's own weights from DRAM once (a step's
+// weights are tens of GB against an L2 of 50-128 MB). On the L40S (96 MB
+// of L2) the bf16 GEMM row of a 7.3 MB weight (n 512, k 7168, m 1)
+// measures 7.1 us, above the 8.5 us those bytes take at the datasheet's
+// 864 GB/s. dramFloor raises a measurement to the time the weights and
+// KV cache it covers take at the datasheet bandwidth, plus one graph
+// node gap per covered op (the measurement includes them): a bound no
+// DRAM-fed kernel beats, so rows measured from DRAM are untouched.
+func dramFloor(m sim.Measured, ops []model.Op, dev *topology.Device) sim.Measured {
+	if dev == nil || !(dev.MemBWGBps > 0) {
+		return m
+	}
+	bytes, n := 0.0, 0.0
+	for j := m.First; j <= m.Last && j < len(ops); j++ {
+		if ops[j].IsCollective() {
+			continue
+		}
+		bytes += ops[j].WeightBytes + ops[j].KVBytes
+		n++
+	}
+	floor := bytes/(dev.MemBWGBps*1e3) + n*dev.LaunchGraphUs
+	if m.Us < floor {
+		m.Where += fmt.Sprintf(", raised from %.1f to %.1f us: below its %.1f MB at the DRAM bandwidth, an L2-warm row", m.Us, floor, bytes/1e6)
+		m.Us = floor
+	}
+	return m
 }

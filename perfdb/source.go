@@ -388,8 +388,18 @@ func (s *Source) price(ops []model.Op, i int, dev *topology.Device) (sim.Measure
 }
 
 // priceAs is price choosing the engine's kernels for family a, which is
-// another GPU's when a Transfer borrows these tables.
+// another GPU's when a Transfer borrows these tables; a measurement below
+// the DRAM floor of what it covers is raised to it (dramFloor).
 func (s *Source) priceAs(ops []model.Op, i int, a engine.Arch, dev *topology.Device) (sim.Measured, Result, bool) {
+	m, r, ok := s.priceRaw(ops, i, a, dev)
+	if ok {
+		m = dramFloor(m, ops, dev)
+	}
+	return m, r, ok
+}
+
+// priceRaw is priceAs without the DRAM floor.
+func (s *Source) priceRaw(ops []model.Op, i int, a engine.Arch, dev *topology.Device) (sim.Measured, Result, bool) {
 	op := &ops[i]
 	if m, r, ok := s.mlaModule(ops, i, a, dev); ok {
 		return m, r, true

@@ -253,12 +253,13 @@ func loadGEMM(path string, spec *Spec) (*GEMMTable, error) {
 	return t, nil
 }
 
-// Known bias: a GEMM grid whose fastest decode-size row (m <= 16) takes
+// Known bias: a GEMM grid whose fastest decode-size row (m <= 64) takes
 // at least gemmFloorMinUs, ten times that row's speed-of-light time, is
 // flat in the work it does: every fp8_block table of the sample (DeepGEMM,
 // CUTLASS, FlashInfer and Triton block-scaled kernels on h200_sxm,
-// b200_sxm, rtx_pro_6000_server and l40s) stays at 55-290 us from m = 1
-// to 1024 and across shapes whose weights stream in a few us, where the
+// b200_sxm, rtx_pro_6000_server and l40s; h200_sxm's DeepGEMM rows start
+// at m = 32) stays at 55-290 us from m = 1 to 1024 and across shapes
+// whose weights stream in a few us, where the
 // same systems' bf16, fp8 and nvfp4 tables reach 1.6-7 us; the floor is
 // the collector's (host-side quantization and dispatch around the
 // block-scaled kernel), not the kernel's, and such rows do not price a
@@ -266,10 +267,10 @@ func loadGEMM(path string, spec *Spec) (*GEMMTable, error) {
 const (
 	gemmFloorMinUs   = 20.0
 	gemmFloorFactor  = 10.0
-	gemmFloorDecodeM = 16
+	gemmFloorDecodeM = 64
 )
 
-// gemmFloor returns the grid's floor (its fastest row of m <= 16) when
+// gemmFloor returns the grid's floor (its fastest row of m <= 64) when
 // the grid is floored as above.
 func gemmFloor(pts []gpoint, sol func(gridPoint) float64) (float64, bool) {
 	best, bestSOL := math.Inf(1), 0.0

@@ -100,7 +100,7 @@ func (t *Transfer) OpCost(ops []model.Op, i int, dev *topology.Device) (sim.Meas
 			us := fixedT + math.Max(0, m.Us-fixedD)*solT/solD
 			m.Where = "transfer " + m.Where + ", moved from " + d.dev.Name + " by x" + strconv.FormatFloat(solT/solD, 'f', 2, 64) + " past " + strconv.FormatFloat(fixedD, 'f', 1, 64) + " us of launches"
 			m.Us = us
-			return m, true
+			return dramFloor(m, ops, dev), true
 		}
 	}
 	return sim.Measured{}, false

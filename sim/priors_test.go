@@ -221,7 +221,7 @@ func TestPriorMLAAndMoE(t *testing.T) {
 		t.Fatal(err)
 	}
 	key := perfdb.MLAKey{Model: "deepseek-ai/DeepSeek-V3", MLADtype: "bfloat16", KVDtype: "bfloat16", GEMMType: "bfloat16"}
-	legacy := s.Legacy(perfdb.FamilyMLA, "vllm", "0.24.0")
+	legacy := s.MLANormsEager("vllm", "0.24.0")
 	mk := perfdb.MoEKey{Dtype: "nvfp4", Hidden: 7168, InterLocal: 256, TopK: 8, Experts: 384, EP: 1, Distribution: "balanced"}
 	var mlaErr, moeErr []float64
 	moeSeen := map[int]bool{}
