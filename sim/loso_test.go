@@ -40,6 +40,13 @@ type losoSystem struct {
 	opts        sim.Options
 }
 
+// The measured bounds of the priors leave one system out (median and
+// worst step error per system and batch; README "Leave one system out").
+const (
+	losoMedianBand = 0.15
+	losoWorstBand  = 0.45
+)
+
 var (
 	losoSystems = []losoSystem{
 		{"rtx_pro_6000_server", "pcie-2s:8xrtx-pro-6000-server", sim.Options{CUDAGraphs: true, NCCL: sim.NCCLOptions{P2PLevel: "SYS"}}},
@@ -176,12 +183,30 @@ func mustArch(t *testing.T, name string) *model.Arch {
 // TestLeaveOneSystemOut prints, per held-out system and batch, the step
 // error of the priors and of the transfer against the system's own
 // tables (median and worst over the three models and two contexts), and
-// per family the median error over every point; it asserts the bounds
-// measured (README "Leave one system out").
+// per family the median error over every point. Asserted: the priors'
+// median step error within losoMedianBand per system and batch, their
+// worst within losoWorstBand (the measured bound, README "Leave one
+// system out": the worst points are small-batch FP8 and NVFP4-free MoE
+// layers and the B200's DeepSeek-V3 collectives). The transfer is
+// printed beside them; it holds no better leave-one-out (its L40S batch-1
+// median is 36 %), so the priors are what a GPU without tables gets.
 func TestLeaveOneSystemOut(t *testing.T) {
 	db := sampleDB(t)
 	for _, s := range losoSystems {
 		pts, donors := losoRun(t, db, s)
+		defer func(sys string, pts []losoPoint) {
+			for _, b := range losoBatches {
+				var ep []float64
+				for _, p := range pts {
+					if p.batch == b {
+						ep = append(ep, p.prior/p.own-1)
+					}
+				}
+				if m, w := medianAbs(ep), maxAbs(ep); m > losoMedianBand || w > losoWorstBand {
+					t.Errorf("%s batch %d: priors median %.1f %% (band %.0f), worst %.1f %% (band %.0f)", sys, b, 100*m, 100*losoMedianBand, 100*w, 100*losoWorstBand)
+				}
+			}
+		}(s.system, pts)
 		t.Logf("%s held out (transfer donors, nearest first: %s)", s.system, strings.Join(donors, ", "))
 		var allP, allX []float64
 		for _, b := range losoBatches {
