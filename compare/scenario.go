@@ -72,6 +72,11 @@ func (s *Scenarios) resolve(rec *traces.Scenario) (sc sim.Scenario, unknown []st
 		if sc, err = sim.DecodeScenario([]byte(rec.JSON), s.Topology); err != nil {
 			return sc, nil, err
 		}
+		if rec.Backend != "" && sc.Options.Engine.IsZero() {
+			// Recorded by tpscope's executor before scenarios named their
+			// engine: its kernels ran, not a serving engine's.
+			sc.Options.Engine = engine.ExecutorRef
+		}
 	} else if sc, unknown, err = s.legacy(rec); err != nil {
 		return sc, nil, err
 	}

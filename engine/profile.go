@@ -164,7 +164,8 @@ func normName(s string) string {
 }
 
 // valid reports why the backend cannot run (arch, kv, qkNope; 0 =
-// unknown, not checked; dcp: under decode context parallelism, which
+// unknown, not checked; an FP8 cache is not gated on a device no family
+// covers, a CPU stand-in; dcp: under decode context parallelism, which
 // merges partial results by their log-sum-exp), "" when it can.
 func (b *AttentionBackend) valid(a Arch, kv KVDtype, qkNope int, dcp bool) string {
 	if !b.Archs.Has(a) {
@@ -173,7 +174,7 @@ func (b *AttentionBackend) valid(a Arch, kv KVDtype, qkNope int, dcp bool) strin
 	if !slices.Contains(b.KV, kv) {
 		return fmt.Sprintf("has no %s KV cache (it takes %s)", kv, kvList(b.KV))
 	}
-	if kv == KVFP8 && len(b.FP8KVArchs) > 0 && !b.FP8KVArchs.Has(a) {
+	if kv == KVFP8 && len(b.FP8KVArchs) > 0 && !b.FP8KVArchs.Has(a) && a != ArchUnknown {
 		return fmt.Sprintf("takes an fp8 KV cache on %s only", archList(b.FP8KVArchs))
 	}
 	if qkNope > 0 && len(b.QKNope) > 0 && !slices.Contains(b.QKNope, qkNope) {

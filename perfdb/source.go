@@ -556,7 +556,7 @@ func (s *Source) moe(ops []model.Op, i int, a engine.Arch) (sim.Measured, Result
 	if first > 0 && ops[first-1].Name == "topk" && ops[first-1].Layer == up.Layer && ops[first-1].Block == up.Block {
 		first--
 	}
-	return sim.Measured{Us: r.Us, First: first, Last: last, GapsIncluded: true, Where: s.where("moe_perf", k.String()+stand, &r)}, r, true
+	return sim.Measured{Us: r.Us, First: first, Last: last, GapsIncluded: true, Where: s.where("moe_perf", k.String(), &r) + stand}, r, true
 }
 
 // moeOps are the routed experts' ops of a MoE layer, in issue order.

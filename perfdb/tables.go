@@ -362,11 +362,11 @@ type MoEKey struct {
 }
 
 func (k MoEKey) String() string {
-	s := fmt.Sprintf("%s hidden %d inter/rank %d top-%d of %d ep %d %s", k.Dtype, k.Hidden, k.InterLocal, k.TopK, k.Experts, k.EP, k.Distribution)
+	kern := ""
 	if k.Kernel != "" {
-		s += " " + k.Kernel
+		kern = k.Kernel + " "
 	}
-	return s
+	return fmt.Sprintf("%s hidden %d inter/rank %d top-%d of %d ep %d %s%s", k.Dtype, k.Hidden, k.InterLocal, k.TopK, k.Experts, k.EP, kern, k.Distribution)
 }
 
 func loadMoE(path string, spec *Spec) (*MoETable, error) {

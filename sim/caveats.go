@@ -28,7 +28,7 @@ func (p *Predictor) Caveats(sc Scenario) []string {
 	// TestPublicNVFP4Gap: NVFP4 experts decode 25-35 % slower than INT4
 	// ones on SM120; the priors price them alike.
 	if sm12 && a.RoutedExperts > 0 && a.Quant.Dtype(model.CompRoutedExperts) == model.NVFP4 && !p.calibratedFamily("moe_gemm") && !measured["experts_gate_up"] {
-		out = append(out, "NVFP4 experts on SM12x: public Kimi-K2.5 runs decode 25-35 % slower with NVFP4 than with INT4 experts, which tpscope prices alike: likely optimistic (fix: tpscope calibrate --trace on this server's trace)")
+		out = append(out, "NVFP4 experts on SM12x: public Kimi-K2.5 runs decode 25-45 % slower with NVFP4 than with INT4 experts, which tpscope's priors price alike (they have no figure for the CUTLASS MoE runner's fixed time): likely optimistic; vLLM 0.24's measured MoE rows put the ratio at 0.71 (fix: --perf-db with aiconfigurator's tables, or tpscope calibrate --trace on this server's trace)")
 	}
 
 	// What SM12x engines run of a DSA model (ImpliedDenseDSA).

@@ -325,14 +325,14 @@ func (f *scenarioFlags) scenario() (sim.Scenario, error) {
 		// Unchosen, the DSA model runs as the box's engines run it.
 		sc.Build.DenseDSA = sim.ImpliedDenseDSA(a, sc.Topo, sc.Options.Engine)
 	}
-	if err := sim.CheckEngine(sc); err != nil {
-		return sc, usageErrorf("%v", err)
-	}
 	if err := sc.Workload.ValidateFor(a); err != nil {
 		return sc, usageErrorf("%v", flagWords(err))
 	}
 	if w := sc.Plan.World(); w > sc.Topo.NumGPUs() {
 		return sc, usageErrorf("--tp %d x --dp %d needs %d GPUs; --topo %s has %d", sc.Plan.Normalized().TP, sc.Plan.Normalized().DP, w, sc.Topo.Name, sc.Topo.NumGPUs())
+	}
+	if err := sim.CheckEngine(sc); err != nil {
+		return sc, usageErrorf("%v", err)
 	}
 	if sc.Costs, err = f.costs(sc.Topo, sc.Build.Routing, sc.Options); err != nil {
 		return sc, err
