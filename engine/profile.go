@@ -139,9 +139,13 @@ type AttentionBackend struct {
 	// parallelism merges with.
 	DCP bool `yaml:"dcp"`
 	// Table is the kernel_source of its rows in aiconfigurator's MLA
-	// module tables ("" when none were measured).
-	Table string   `yaml:"table"`
-	Cite  []string `yaml:"cite"`
+	// module tables ("" when none were measured). NoStandIn: another
+	// backend's or version's module rows must not price it (a split rule
+	// that decides its time at long context differs from theirs); its
+	// modules keep the priors.
+	Table     string   `yaml:"table"`
+	NoStandIn bool     `yaml:"no_stand_in"`
+	Cite      []string `yaml:"cite"`
 }
 
 // Matches reports whether s names the backend (its name or an alias,

@@ -108,6 +108,9 @@ func (s *Source) mlaKernel(cands []MLAKey, kvd model.Dtype, qkNope int, a engine
 			}
 		}
 	}
+	if err == nil && b.NoStandIn {
+		return MLAKey{}, "", false
+	}
 	name := "?"
 	if err == nil {
 		name = b.Name
