@@ -26,7 +26,9 @@ import (
 //
 //   - every dense GEMM (kind gemm) runs at 0.6 x its prior compute
 //     efficiency: true time = overhead + max(min kernel, ComputeUs / 0.6,
-//     MemoryUs) from the op's prior cost terms;
+//     MemoryUs) from the op's prior cost terms, plus its companion
+//     kernels at their prior (the NVFP4 linear's input quantization that
+//     the engine profile adds);
 //   - every all-reduce takes 15 us longer than predicted;
 //
 // everything else takes its predicted time. Each op's time is multiplied
@@ -49,7 +51,7 @@ func trueUs(op *sim.OpResult, sop *model.Op) float64 {
 	switch {
 	case op.Kind == model.KindGEMM && !op.Cost.Fused:
 		c := op.Cost
-		return op.OverheadUs + math.Max(c.MinKernelUs, math.Max(c.ComputeUs/gemmEffFactor, c.MemoryUs))
+		return op.OverheadUs + math.Max(c.MinKernelUs, math.Max(c.ComputeUs/gemmEffFactor, c.MemoryUs)) + c.ExtraKernelsUs
 	case op.Kind == model.KindCollective && sop.Collective == model.AllReduce:
 		return op.Us + arExtraUs
 	}

@@ -3,6 +3,7 @@ package compare
 import (
 	"errors"
 	"fmt"
+	"github.com/tpscope/tpscope/engine"
 	"strconv"
 	"strings"
 
@@ -70,6 +71,11 @@ func (s *Scenarios) resolve(rec *traces.Scenario) (sc sim.Scenario, unknown []st
 	if rec.JSON != "" {
 		if sc, err = sim.DecodeScenario([]byte(rec.JSON), s.Topology); err != nil {
 			return sc, nil, err
+		}
+		if rec.Backend != "" && sc.Options.Engine.IsZero() {
+			// Recorded by tpscope's executor before scenarios named their
+			// engine: its kernels ran, not a serving engine's.
+			sc.Options.Engine = engine.ExecutorRef
 		}
 	} else if sc, unknown, err = s.legacy(rec); err != nil {
 		return sc, nil, err
@@ -147,7 +153,7 @@ func (s *Scenarios) legacy(rec *traces.Scenario) (sim.Scenario, []string, error)
 		// kernels only; its CUDA backend has always bracketed each op with
 		// two timing events. Traces from before the scenario JSON do not
 		// say.
-		o.Executor = true
+		o.Engine = engine.ExecutorRef
 		if rec.Backend == "cuda" {
 			o.TimingEventsPerOp = 2
 		}

@@ -55,8 +55,8 @@ func BenchmarkLookup(b *testing.B) {
 	m, _ := s.MoE("vllm", "0.24.0")
 	ml, _ := s.MLAModule("vllm", "0.24.0", Generation)
 	n, _ := s.NCCL("2.29.2")
-	mk := MoEKey{"nvfp4", 7168, 256, 8, 384, 1, "balanced"}
-	lk := MLAKey{"deepseek-ai/DeepSeek-V3", "bfloat16", "bfloat16", "bfloat16"}
+	mk := MoEKey{"nvfp4", 7168, 256, 8, 384, 1, "balanced", ""}
+	lk := MLAKey{"deepseek-ai/DeepSeek-V3", "bfloat16", "bfloat16", "bfloat16", ""}
 	bench(b, "table=gemm,how=interpolated", func(b *testing.B) {
 		for i := 0; i < b.N; i++ {
 			g.Lookup("bfloat16", 1, 2112, 7168)

@@ -324,3 +324,11 @@ func (g *grid) each(f func(x []float64, us float64, row int32)) {
 	}
 	walk(&g.root, 0)
 }
+
+// size is the number of measured points (0 for a nil grid).
+func (g *grid) size() int {
+	if g == nil {
+		return 0
+	}
+	return g.n
+}

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/tpscope/tpscope/engine"
 	"github.com/tpscope/tpscope/model"
 	"github.com/tpscope/tpscope/sim"
 	"github.com/tpscope/tpscope/topology"
@@ -27,10 +28,21 @@ type SourceConfig struct {
 	// (topology.Device.Name, e.g. "NVIDIA RTX PRO 6000 Blackwell Server
 	// Edition").
 	Device string
-	// Engine is the serving engine's directory name; "" = "vllm".
+	// Profile is the engine profile whose kernels the tables should be
+	// of (the scenario's --engine; the zero Ref is the default engine):
+	// it names the engine's directory and version (engine.Profile.PerfDB)
+	// when Engine and Version are "", and which kernel_source rows price
+	// an op where a table holds several kernels' rows (the profile's
+	// attention backend, MoE and GEMM kernels).
+	Profile engine.Ref
+	// Engine is the serving engine's directory name; "" = the profile's.
 	Engine string
-	// Version of the engine; "" = the newest one with tables.
+	// Version of the engine; "" = the profile's, or the newest one with
+	// tables.
 	Version string
+	// AttentionBackend and MoEKernel are the scenario's choices among the
+	// profile's kernels (sim.Options); "" = the profile's own choice.
+	AttentionBackend, MoEKernel string
 	// NCCLVersion picks comm/nccl/<version>; "" = the YAML's
 	// misc.nccl_version when that directory exists, else the newest.
 	NCCLVersion string
@@ -76,10 +88,18 @@ type Source struct {
 	sys                   *System
 	engine, version, nccl string
 	name                  string
+	// The engine profile whose kernels' rows price ops, and the user's
+	// choices among them (engine.go).
+	prof                      *engine.Profile
+	attnOverride, moeOverride string
 
-	mu   sync.Mutex
-	errs []error
-	seen map[string]bool
+	mu    sync.Mutex
+	errs  []error
+	notes []string
+	seen  map[string]bool
+
+	legacyOnce sync.Once
+	legacy     bool // the MLA module tables predate fused norms (eagerNormUs)
 }
 
 // NewSource prepares a Source over db. It reads the system's YAML and
@@ -102,9 +122,20 @@ func NewSource(db *DB, cfg SourceConfig) (*Source, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Source{sys: sys, engine: cfg.Engine, version: cfg.Version, seen: map[string]bool{}}
+	prof, err := engine.Lookup(cfg.Profile)
+	if err != nil {
+		return nil, errorf("%w", err)
+	}
+	s := &Source{sys: sys, engine: cfg.Engine, version: cfg.Version, seen: map[string]bool{},
+		prof: prof, attnOverride: cfg.AttentionBackend, moeOverride: cfg.MoEKernel}
 	if s.engine == "" {
-		s.engine = "vllm"
+		s.engine = prof.PerfDB.Framework
+		if s.version == "" {
+			s.version = prof.PerfDB.Version
+		}
+		if s.engine == "" {
+			s.engine = "vllm"
+		}
 	}
 	if err := checkPart("engine", s.engine); err != nil {
 		return nil, err
@@ -121,6 +152,8 @@ func NewSource(db *DB, cfg SourceConfig) (*Source, error) {
 		s.version = all[len(all)-1]
 	} else if err := checkPart("version", s.version); err != nil {
 		return nil, err
+	} else if !sys.hasVersion(s.engine, s.version) {
+		return nil, errorf("system %s has no %s %s tables (engine %s's) under %s", name, s.engine, s.version, prof.Name(), sys.dir)
 	}
 	s.nccl = cfg.NCCLVersion
 	if s.nccl == "" {
@@ -347,24 +380,40 @@ func kvDtype(d model.Dtype) string {
 
 // OpCost implements sim.CostSource.
 func (s *Source) OpCost(ops []model.Op, mods model.Modules, i int, dev *topology.Device) (sim.Measured, bool) {
-	m, _, ok := s.price(ops, mods, i)
+	m, _, ok := s.price(ops, mods, i, dev)
 	return m, ok
 }
 
 // price is OpCost with the table lookup's Result.
-func (s *Source) price(ops []model.Op, mods model.Modules, i int) (sim.Measured, Result, bool) {
+func (s *Source) price(ops []model.Op, mods model.Modules, i int, dev *topology.Device) (sim.Measured, Result, bool) {
+	return s.priceAs(ops, mods, i, archOf(dev), dev)
+}
+
+// priceAs is price choosing the engine's kernels for family a, which is
+// another GPU's when a Transfer borrows these tables; a measurement below
+// the DRAM floor of what it covers is raised to it (dramFloor).
+func (s *Source) priceAs(ops []model.Op, mods model.Modules, i int, a engine.Arch, dev *topology.Device) (sim.Measured, Result, bool) {
+	m, r, ok := s.priceRaw(ops, mods, i, a, dev)
+	if ok {
+		m = dramFloor(m, ops, dev)
+	}
+	return m, r, ok
+}
+
+// priceRaw is priceAs without the DRAM floor.
+func (s *Source) priceRaw(ops []model.Op, mods model.Modules, i int, a engine.Arch, dev *topology.Device) (sim.Measured, Result, bool) {
 	op := &ops[i]
-	if m, r, ok := s.mlaModule(ops, mods, i); ok {
+	if m, r, ok := s.mlaModule(ops, mods, i, a, dev); ok {
 		return m, r, true
 	}
-	if op.Role.Module() == model.ModRoutedExperts && op.MoE != nil {
-		return s.moe(ops, mods, i)
-	}
-	if op.Kind == model.KindGEMM {
+	switch {
+	case op.Role.Module() == model.ModRoutedExperts && op.MoE != nil, op.Role == model.RoleMoETopK:
+		return s.moe(ops, mods, i, a)
+	case op.Kind == model.KindGEMM:
 		if op.Role == model.RoleWUK || op.Role == model.RoleWUV {
 			return s.bmm(op, i)
 		}
-		return s.gemm(op, i)
+		return s.gemm(op, i, a)
 	}
 	return sim.Measured{}, Result{}, false
 }
@@ -390,7 +439,7 @@ func (s *Source) where(table, key string, r *Result) string {
 	return b.String()
 }
 
-func (s *Source) gemm(op *model.Op, i int) (sim.Measured, Result, bool) {
+func (s *Source) gemm(op *model.Op, i int, a engine.Arch) (sim.Measured, Result, bool) {
 	dt := gemmDtype(op.WeightDtype)
 	if dt == "" || op.Batch > 1 || op.M < 1 || op.N < 1 || op.K < 1 {
 		return sim.Measured{}, Result{}, false
@@ -400,11 +449,19 @@ func (s *Source) gemm(op *model.Op, i int) (sim.Measured, Result, bool) {
 		s.fail(err)
 		return sim.Measured{}, Result{}, false
 	}
-	r, ok := t.Lookup(dt, float64(op.M), float64(op.N), float64(op.K))
+	kern, ok := s.gemmKernel(t, dt, op.WeightDtype, a)
 	if !ok {
 		return sim.Measured{}, Result{}, false
 	}
-	return sim.Measured{Us: r.Us, First: i, Last: i, GapsIncluded: true, Where: s.where("gemm_perf", dt, &r)}, r, true
+	if floor, bad := t.Floor(dt, kern); bad {
+		s.note(fmt.Sprintf("%s: %s GEMM rows (%s) floor at %.0f us at every decode shape, far above their speed of light: the collector's overhead, not the kernel's; those GEMMs keep the priors", s.name, dt, kern, floor))
+		return sim.Measured{}, Result{}, false
+	}
+	r, ok := t.LookupKernel(dt, kern, float64(op.M), float64(op.N), float64(op.K))
+	if !ok {
+		return sim.Measured{}, Result{}, false
+	}
+	return sim.Measured{Us: r.Us, First: i, Last: i, GapsIncluded: true, Where: s.where("gemm_perf", dt+" "+kern, &r)}, r, true
 }
 
 // bmm prices the absorbed W_UK (mla_gen_pre) and W_UV (mla_gen_post)
@@ -433,8 +490,20 @@ func (s *Source) bmm(op *model.Op, i int) (sim.Measured, Result, bool) {
 
 // moe prices the routed experts (experts_gate_up, experts_act,
 // experts_down: the model.ModRoutedExperts module) of the MoE layer op i
-// belongs to, from the ops' routing shape.
-func (s *Source) moe(ops []model.Op, mods model.Modules, i int) (sim.Measured, Result, bool) {
+// belongs to, from the ops' routing shape, and the top-k selection right
+// before them (moe.topk), which the table's FusedMoE call runs too
+// (MoETable).
+func (s *Source) moe(ops []model.Op, mods model.Modules, i int, a engine.Arch) (sim.Measured, Result, bool) {
+	if ops[i].Role == model.RoleMoETopK {
+		if i+1 >= len(ops) || ops[i+1].Role != model.RoleExpertsGateUp || ops[i+1].Layer != ops[i].Layer {
+			return sim.Measured{}, Result{}, false
+		}
+		m, r, ok := s.moe(ops, mods, i+1, a)
+		if !ok || m.First != i {
+			return sim.Measured{}, Result{}, false
+		}
+		return m, r, true
+	}
 	mod, ok := mods.At(i, model.ModRoutedExperts)
 	if !ok || mod.End > len(ops) {
 		return sim.Measured{}, Result{}, false
@@ -471,11 +540,21 @@ func (s *Source) moe(ops []model.Op, mods model.Modules, i int) (sim.Measured, R
 	if sh.RoutedTokens < 1 {
 		return sim.Measured{}, Result{}, false
 	}
+	var stand string
+	k.Kernel, stand, ok = s.moeKernel(t, k, up.WeightDtype, a)
+	if !ok {
+		return sim.Measured{}, Result{}, false
+	}
 	r, ok := t.Lookup(k, float64(sh.RoutedTokens))
 	if !ok {
 		return sim.Measured{}, Result{}, false
 	}
-	return sim.Measured{Us: r.Us, First: first, Last: last, GapsIncluded: true, Where: s.where("moe_perf", k.String(), &r)}, r, true
+	// The top-k selection right before the experts is in the measured
+	// call (MoETable).
+	if first > 0 && ops[first-1].Role == model.RoleMoETopK && ops[first-1].Layer == up.Layer {
+		first--
+	}
+	return sim.Measured{Us: r.Us, First: first, Last: last, GapsIncluded: true, Where: s.where("moe_perf", k.String(), &r) + stand}, r, true
 }
 
 // The MLA module tables time one layer's attention from fused_qkv_a_proj
@@ -551,8 +630,12 @@ func mlaBlock(ops []model.Op, mods model.Modules, i int) (first, last int, prefi
 	return first, last, prefill, true
 }
 
-// mlaModule prices the MLA block op i belongs to from the module table.
-func (s *Source) mlaModule(ops []model.Op, mods model.Modules, i int) (sim.Measured, Result, bool) {
+// mlaModule prices the MLA block op i belongs to from the module table:
+// the rows of the attention backend the engine runs (mlaKernel), within
+// the head counts the table measured, less the eager norm and rotary
+// kernels of a module collected before aiconfigurator ran them fused
+// (eagerNormUs).
+func (s *Source) mlaModule(ops []model.Op, mods model.Modules, i int, a engine.Arch, dev *topology.Device) (sim.Measured, Result, bool) {
 	first, last, prefill, ok := mlaBlock(ops, mods, i)
 	if !ok {
 		return sim.Measured{}, Result{}, false
@@ -633,6 +716,7 @@ func (s *Source) mlaModule(ops []model.Op, mods model.Modules, i int) (sim.Measu
 		s.fail(err)
 		return sim.Measured{}, Result{}, false
 	}
+	var cands []MLAKey
 	for _, k := range t.Keys() {
 		if k.MLADtype != "bfloat16" || k.KVDtype != kvDtype(kvd) || k.GEMMType != gt {
 			continue
@@ -640,15 +724,45 @@ func (s *Source) mlaModule(ops []model.Op, mods model.Modules, i int) (sim.Measu
 		if dims, ok := DimsOf(k.Model); !ok || dims != d {
 			continue
 		}
-		r, ok := t.Lookup(k, heads, batch, step)
-		if !ok {
+		cands = append(cands, k)
+	}
+	k, stand, ok := s.mlaKernel(cands, kvd, int(d.QKNope), a)
+	if !ok {
+		return sim.Measured{}, Result{}, false
+	}
+	if lo, hi := t.HeadsRange(k); heads < lo || heads > hi {
+		// Known bias: with an FP8 cache the rtx_pro_6000_server module
+		// table has rows at 1 head only; holding their utilization out
+		// to 8 or 16 heads prices projections and attention of another
+		// shape. The same backend's BF16-cache rows stand in when they
+		// cover the heads (the FP8 cache reads half the bytes: at 4K
+		// tokens 2.4 MB a layer less, about 1.5 us on this GPU, so they
+		// are slightly pessimistic at long context); else the module
+		// keeps the priors.
+		alt := k
+		alt.KVDtype = "bfloat16"
+		if lo2, hi2 := t.HeadsRange(alt); k.KVDtype != alt.KVDtype && heads >= lo2 && heads <= hi2 {
+			s.note(fmt.Sprintf("%s: the %s MLA module rows (%s, kv %s) measure %g-%g local heads only; the kv bfloat16 rows stand in at %g heads", s.name, phase, k.Kernel, k.KVDtype, lo, hi, heads))
+			k, stand = alt, stand+", kv bfloat16 rows standing in (kv "+k.KVDtype+" rows: "+fmt.Sprint(lo)+" head only)"
+		} else {
+			s.note(fmt.Sprintf("%s: the %s MLA module rows (%s, kv %s) measure %g-%g local heads only; %g-head modules keep the priors", s.name, phase, k.Kernel, k.KVDtype, lo, hi, heads))
 			return sim.Measured{}, Result{}, false
 		}
-		key := k.Model + " kv " + k.KVDtype + " gemm " + k.GEMMType
-		return sim.Measured{Us: r.Us, First: first, Last: last, GapsIncluded: true,
-			Where: s.where("mla_"+string(phase)+"_module_perf", key, &r)}, r, true
 	}
-	return sim.Measured{}, Result{}, false
+	r, ok := t.Lookup(k, heads, batch, step)
+	if !ok {
+		return sim.Measured{}, Result{}, false
+	}
+	key := k.Model + " kv " + k.KVDtype + " gemm " + k.GEMMType + " " + k.Kernel + stand
+	us := r.Us
+	if phase == Generation {
+		if c := s.eagerNormUs(dev, batch, heads); c > 0 && c < us {
+			us -= c
+			key += fmt.Sprintf(", less %.1f us of eager norm and rotary kernels", c)
+		}
+	}
+	return sim.Measured{Us: us, First: first, Last: last, GapsIncluded: true,
+		Where: s.where("mla_"+string(phase)+"_module_perf", key, &r)}, r, true
 }
 
 // CollectiveCost implements sim.CollectiveSource: the NCCL table, or the

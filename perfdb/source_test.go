@@ -124,7 +124,7 @@ func measuredOps(t *testing.T, p *sim.Predictor, src *Source, b box, c decodeCas
 			out = append(out, measuredOp{res.ID, fam, r, m.Us, res.Us})
 			continue
 		}
-		m, r, ok := src.price(ops, s.Modules, i)
+		m, r, ok := src.price(ops, s.Modules, i, mustPresetTopo(t, b.topo).DeviceOf(0))
 		if !ok {
 			t.Fatalf("%s: priced from %q but the source does not price it", res.ID, res.Cost.Source)
 		}
@@ -384,7 +384,7 @@ func TestSourceRouting(t *testing.T) {
 				}
 				return
 			}
-			r, ok := moe.Lookup(MoEKey{"nvfp4", 7168, 256, 8, 384, 1, tc.dist}, 64)
+			r, ok := moe.Lookup(MoEKey{"nvfp4", 7168, 256, 8, 384, 1, tc.dist, ""}, 64)
 			if !ok || r.How != Exact {
 				t.Fatalf("no exact %s row at 64 tokens", tc.dist)
 			}
@@ -393,4 +393,13 @@ func TestSourceRouting(t *testing.T) {
 			}
 		})
 	}
+}
+
+func mustPresetTopo(t testing.TB, name string) *topology.Topology {
+	t.Helper()
+	tp, err := topology.Preset(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tp
 }

@@ -195,8 +195,16 @@ type GEMMTable struct {
 	M, N, K []int64
 	Us      []float64
 	Kernel  []string
-	grids   map[string]*grid
+	// grids per (gemm_dtype, kernel_source): a table may hold several
+	// kernels' rows for one dtype (h200_sxm fp8_block: DeepGEMM,
+	// FlashInfer and CUTLASS), which are different kernels, not samples
+	// of one; kernels lists each dtype's, most rows first.
+	grids   map[gemmKey]*grid
+	kernels map[string][]string
+	floors  map[gemmKey]float64
 }
+
+type gemmKey struct{ dtype, kernel string }
 
 func loadGEMM(path string, spec *Spec) (*GEMMTable, error) {
 	t := &GEMMTable{}
@@ -207,16 +215,19 @@ func loadGEMM(path string, spec *Spec) (*GEMMTable, error) {
 	}
 	t.header, t.Kernel = h, cc.kernel
 	t.Us = scaleAll(cc.latency, msToUs)
-	pts := map[string][]gpoint{}
+	pts := map[gemmKey][]gpoint{}
 	xs := make([]float64, 3*n)
 	for i := 0; i < n; i++ {
 		x := xs[3*i : 3*i+3 : 3*i+3]
 		x[0], x[1], x[2] = float64(t.N[i]), float64(t.K[i]), float64(t.M[i])
-		pts[t.Dtype[i]] = append(pts[t.Dtype[i]], gpoint{x: x, us: t.Us[i], row: int32(i)})
+		k := gemmKey{t.Dtype[i], t.Kernel[i]}
+		pts[k] = append(pts[k], gpoint{x: x, us: t.Us[i], row: int32(i)})
 	}
-	t.grids = map[string]*grid{}
-	for dt, p := range pts {
-		dt := dt
+	t.grids = map[gemmKey]*grid{}
+	t.kernels = map[string][]string{}
+	t.floors = map[gemmKey]float64{}
+	for k, p := range pts {
+		dt := k.dtype
 		wb, ab, peak := bytesPerValue(dt), actBytes(dt), spec.peakTFLOPS(dt)
 		sol := func(x gridPoint) float64 {
 			nn, kk, mm := x[0], x[1], x[2]
@@ -224,30 +235,103 @@ func loadGEMM(path string, spec *Spec) (*GEMMTable, error) {
 		}
 		g := newGrid([]string{"n", "k", "m"}, []blend{blendUtil, blendUtil, blendRaw}, sol, p)
 		g.maxHold = []float64{gemmSiteReach, gemmSiteReach, 0}
-		t.grids[dt] = g
+		t.grids[k] = g
+		t.kernels[dt] = append(t.kernels[dt], k.kernel)
+		if f, ok := gemmFloor(p, sol); ok {
+			t.floors[k] = f
+		}
+	}
+	for dt, ks := range t.kernels {
+		sort.Slice(ks, func(i, j int) bool {
+			a, b := len(pts[gemmKey{dt, ks[i]}]), len(pts[gemmKey{dt, ks[j]}])
+			if a != b {
+				return a > b
+			}
+			return ks[i] < ks[j]
+		})
 	}
 	return t, nil
 }
 
+// Known bias: a GEMM grid whose fastest decode-size row (m <= 64) takes
+// at least gemmFloorMinUs, ten times that row's speed-of-light time, is
+// flat in the work it does: every fp8_block table of the sample (DeepGEMM,
+// CUTLASS, FlashInfer and Triton block-scaled kernels on h200_sxm,
+// b200_sxm, rtx_pro_6000_server and l40s; h200_sxm's DeepGEMM rows start
+// at m = 32) stays at 55-290 us from m = 1 to 1024 and across shapes
+// whose weights stream in a few us, where the
+// same systems' bf16, fp8 and nvfp4 tables reach 1.6-7 us; the floor is
+// the collector's (host-side quantization and dispatch around the
+// block-scaled kernel), not the kernel's, and such rows do not price a
+// decode step (gemmFloor, Source.gemm).
+const (
+	gemmFloorMinUs   = 20.0
+	gemmFloorFactor  = 10.0
+	gemmFloorDecodeM = 64
+)
+
+// gemmFloor returns the grid's floor (its fastest row of m <= 64) when
+// the grid is floored as above.
+func gemmFloor(pts []gpoint, sol func(gridPoint) float64) (float64, bool) {
+	best, bestSOL := math.Inf(1), 0.0
+	for _, p := range pts {
+		if p.x[2] > gemmFloorDecodeM {
+			continue
+		}
+		if p.us < best {
+			var q gridPoint
+			copy(q[:], p.x)
+			best, bestSOL = p.us, sol(q)
+		}
+	}
+	if math.IsInf(best, 1) || best < gemmFloorMinUs || !(best >= gemmFloorFactor*bestSOL) {
+		return 0, false
+	}
+	return best, true
+}
+
 // Dtypes lists the table's gemm_dtype values, sorted.
-func (t *GEMMTable) Dtypes() []string { return sortedKeys(t.grids) }
+func (t *GEMMTable) Dtypes() []string { return sortedKeys(t.kernels) }
+
+// Kernels lists the kernel_source values of dtype's rows, most rows
+// first.
+func (t *GEMMTable) Kernels(dtype string) []string { return t.kernels[dtype] }
+
+// Floor reports the floor of a floored (dtype, kernel) grid (see
+// gemmFloor): ok true when its rows do not price decode GEMMs.
+func (t *GEMMTable) Floor(dtype, kernel string) (us float64, ok bool) {
+	us, ok = t.floors[gemmKey{dtype, kernel}]
+	return us, ok
+}
 
 // Lookup prices a GEMM of dtype (a gemm_dtype value: bfloat16, fp8,
-// fp8_block, nvfp4) and shape m x n x k. ok is false when the table has
-// no such dtype.
+// fp8_block, nvfp4) and shape m x n x k from the dtype's kernel with the
+// most rows. ok is false when the table has no such dtype.
 func (t *GEMMTable) Lookup(dtype string, m, n, k float64) (Result, bool) {
-	return t.grids[dtype].lookup(n, k, m)
+	ks := t.kernels[dtype]
+	if len(ks) == 0 {
+		return Result{}, false
+	}
+	return t.LookupKernel(dtype, ks[0], m, n, k)
+}
+
+// LookupKernel is Lookup from the rows of one kernel_source.
+func (t *GEMMTable) LookupKernel(dtype, kernel string, m, n, k float64) (Result, bool) {
+	return t.grids[gemmKey{dtype, kernel}].lookup(n, k, m)
 }
 
 // ----------------------------------------------------------------- MoE
 
 // MoETable is moe/<engine>/<version>/moe_perf.parquet: the routed
-// experts of one MoE layer (activation quantization, gate_up grouped
-// GEMM, activation, down grouped GEMM, weighted sum), timed with the
-// routing precomputed (aiconfigurator collector/vllm/collect_moe.py: the
-// top-k ids are an input; router GEMM, top-k and shared experts are
-// not in the time). inter_size is the model's expert intermediate size,
-// sharded moe_tp_size ways.
+// experts of one MoE layer (top-k selection from the router logits,
+// activation quantization, gate_up grouped GEMM, activation, down grouped
+// GEMM, weighted sum): aiconfigurator's vLLM 0.24 collector times
+// FusedMoE(hidden_states, router_logits), so vLLM's own routing (the
+// top-k kernel) is in the time and the router GEMM and shared experts
+// are not (collector/vllm/collect_moe.py at d5bad971c, 2026-07-13, the
+// collector of the 0.24.0 data: "FusedMoE so vLLM owns routing",
+// moe_module(hidden_states, router_logits)). inter_size is the model's
+// expert intermediate size, sharded moe_tp_size ways.
 type MoETable struct {
 	header
 	Dtype                                                []string
@@ -272,10 +356,17 @@ type MoEKey struct {
 	Hidden, InterLocal, TopK, Experts int64
 	EP                                int64
 	Distribution                      string
+	// Kernel is the rows' kernel_source ("" in a lookup: the kernel with
+	// the most rows for the rest of the key).
+	Kernel string
 }
 
 func (k MoEKey) String() string {
-	return fmt.Sprintf("%s hidden %d inter/rank %d top-%d of %d ep %d %s", k.Dtype, k.Hidden, k.InterLocal, k.TopK, k.Experts, k.EP, k.Distribution)
+	kern := ""
+	if k.Kernel != "" {
+		kern = k.Kernel + " "
+	}
+	return fmt.Sprintf("%s hidden %d inter/rank %d top-%d of %d ep %d %s%s", k.Dtype, k.Hidden, k.InterLocal, k.TopK, k.Experts, k.EP, kern, k.Distribution)
 }
 
 func loadMoE(path string, spec *Spec) (*MoETable, error) {
@@ -302,7 +393,7 @@ func loadMoE(path string, spec *Spec) (*MoETable, error) {
 	xs := make([]float64, n)
 	for i := 0; i < n; i++ {
 		k := MoEKey{Dtype: t.Dtype[i], Hidden: t.Hidden[i], InterLocal: t.Inter[i] / t.TPSize[i], TopK: t.TopK[i],
-			Experts: t.Experts[i], EP: t.EPSize[i], Distribution: t.Distribution[i]}
+			Experts: t.Experts[i], EP: t.EPSize[i], Distribution: t.Distribution[i], Kernel: t.Kernel[i]}
 		xs[i] = float64(t.Tokens[i])
 		pts[k] = append(pts[k], gpoint{x: xs[i : i+1 : i+1], us: t.Us[i], row: int32(i)})
 	}
@@ -381,9 +472,41 @@ func (t *MoETable) Keys() []MoEKey {
 }
 
 // Lookup prices the routed experts of configuration k for tokens tokens.
-// ok is false when the table did not measure the configuration.
+// ok is false when the table did not measure the configuration. A key
+// without Kernel takes the kernel with the most rows for the rest of it
+// (ties: the first by name).
 func (t *MoETable) Lookup(k MoEKey, tokens float64) (Result, bool) {
-	return t.grids[k].lookup(tokens)
+	return t.grids[t.resolve(k)].lookup(tokens)
+}
+
+// KernelsFor lists the kernel_source values measured for k (its Kernel
+// ignored), sorted by name.
+func (t *MoETable) KernelsFor(k MoEKey) []string {
+	var out []string
+	for g := range t.grids {
+		kk := g
+		kk.Kernel = k.Kernel
+		if kk == k {
+			out = append(out, g.Kernel)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+func (t *MoETable) resolve(k MoEKey) MoEKey {
+	if k.Kernel != "" || t.grids[k] != nil {
+		return k
+	}
+	best, n := k, -1
+	for _, kern := range t.KernelsFor(k) {
+		kk := k
+		kk.Kernel = kern
+		if c := t.grids[kk].size(); c > n {
+			best, n = kk, c
+		}
+	}
+	return best
 }
 
 // --------------------------------------------------------- MLA module
@@ -453,6 +576,10 @@ type MLAModuleTable struct {
 // fp8_block).
 type MLAKey struct {
 	Model, MLADtype, KVDtype, GEMMType string
+	// Kernel is the rows' kernel_source, the attention backend the module
+	// ran (TRITON_MLA, FLASHMLA, FLASH_ATTN_MLA, FLASHINFER_MLA); "" in a
+	// lookup: the backend with the most rows for the rest of the key.
+	Kernel string
 }
 
 func loadMLAModule(path string, phase Phase, spec *Spec) (*MLAModuleTable, error) {
@@ -471,7 +598,7 @@ func loadMLAModule(path string, phase Phase, spec *Spec) (*MLAModuleTable, error
 		if t.TPSize[i] != 1 {
 			continue // num_heads is the per-GPU head count only at tp_size 1
 		}
-		k := MLAKey{Model: t.Model[i], MLADtype: t.MLADtype[i], KVDtype: t.KVDtype[i], GEMMType: t.GEMMType[i]}
+		k := MLAKey{Model: t.Model[i], MLADtype: t.MLADtype[i], KVDtype: t.KVDtype[i], GEMMType: t.GEMMType[i], Kernel: t.Kernel[i]}
 		third := float64(t.Step[i])
 		if phase == Context {
 			third = float64(t.ISL[i])
@@ -547,7 +674,32 @@ func (t *MLAModuleTable) Keys() []MLAKey {
 // batch sequences at step (generation: tokens attended incl. the new
 // one; context: prompt length). ok false: not measured.
 func (t *MLAModuleTable) Lookup(k MLAKey, heads, batch, step float64) (Result, bool) {
+	if k.Kernel == "" && t.grids[k] == nil {
+		best, pick := -1, k
+		for g, gr := range t.grids {
+			kk := g
+			kk.Kernel = ""
+			if kk == k && (gr.size() > best || (gr.size() == best && g.Kernel < pick.Kernel)) {
+				best, pick = gr.size(), g
+			}
+		}
+		k = pick
+	}
 	return t.grids[k].lookup(heads, batch, step)
+}
+
+// HeadsRange is the smallest and largest local head count measured for
+// k (zero when k was not measured).
+func (t *MLAModuleTable) HeadsRange(k MLAKey) (lo, hi float64) {
+	g := t.grids[k]
+	if g == nil {
+		return 0, 0
+	}
+	lo, hi = math.Inf(1), 0
+	g.each(func(x []float64, _ float64, _ int32) {
+		lo, hi = math.Min(lo, x[0]), math.Max(hi, x[0])
+	})
+	return lo, hi
 }
 
 // ------------------------------------------------------------- MLA BMM

@@ -58,11 +58,11 @@ func TestSampleKnownRows(t *testing.T) {
 		us   float64
 	}{
 		{"moe nvfp4 kimi tp8 1 token", func() (Result, bool) {
-			return moe.Lookup(MoEKey{"nvfp4", 7168, 256, 8, 384, 1, "balanced"}, 1)
+			return moe.Lookup(MoEKey{"nvfp4", 7168, 256, 8, 384, 1, "balanced", ""}, 1)
 		}, 88.70933453241985},
 		{"gemm nvfp4 1x512x7168", func() (Result, bool) { return gemm.Lookup("nvfp4", 1, 512, 7168) }, 31.33866687615713},
 		{"mla module b1 s131072 h8", func() (Result, bool) {
-			return mla.Lookup(MLAKey{"deepseek-ai/DeepSeek-V3", "bfloat16", "bfloat16", "bfloat16"}, 8, 1, 131072)
+			return mla.Lookup(MLAKey{"deepseek-ai/DeepSeek-V3", "bfloat16", "bfloat16", "bfloat16", ""}, 8, 1, 131072)
 		}, 293.7},
 		{"all-reduce 16 MB", func() (Result, bool) { return nccl.Lookup(OpAllReduce, 8, 16<<20) }, 1247.96},
 		{"all-reduce 128 MB", func() (Result, bool) { return nccl.Lookup(OpAllReduce, 8, 128<<20) }, 9757.43},
@@ -103,7 +103,7 @@ func sampleGrids(t *testing.T) []namedGrid {
 			switch tt := tab.(type) {
 			case *GEMMTable:
 				for k, g := range tt.grids {
-					out = append(out, namedGrid{name, family, k, g})
+					out = append(out, namedGrid{name, family, k.dtype + " " + k.kernel, g})
 				}
 			case *MoETable:
 				for k, g := range tt.grids {
@@ -192,7 +192,7 @@ func TestSampleLoad(t *testing.T) {
 		t.Errorf("moe: %d rows, footer says %d", len(moe.Us), n)
 	}
 	for i := range moe.Us {
-		k := MoEKey{moe.Dtype[i], moe.Hidden[i], moe.Inter[i] / moe.TPSize[i], moe.TopK[i], moe.Experts[i], moe.EPSize[i], moe.Distribution[i]}
+		k := MoEKey{moe.Dtype[i], moe.Hidden[i], moe.Inter[i] / moe.TPSize[i], moe.TopK[i], moe.Experts[i], moe.EPSize[i], moe.Distribution[i], moe.Kernel[i]}
 		r, ok := moe.Lookup(k, float64(moe.Tokens[i]))
 		if !ok || r.How != Exact || r.Us != moe.Us[r.Row] {
 			t.Fatalf("moe row %d: %+v %v", i, r, ok)
@@ -206,7 +206,7 @@ func TestSampleLoad(t *testing.T) {
 		t.Errorf("mla: %d rows, footer says %d", len(mla.Us), n)
 	}
 	for i := range mla.Us {
-		k := MLAKey{mla.Model[i], mla.MLADtype[i], mla.KVDtype[i], mla.GEMMType[i]}
+		k := MLAKey{mla.Model[i], mla.MLADtype[i], mla.KVDtype[i], mla.GEMMType[i], mla.Kernel[i]}
 		r, ok := mla.Lookup(k, float64(mla.Heads[i]), float64(mla.Batch[i]), float64(mla.Step[i]))
 		if !ok || r.How != Exact || r.Us != mla.Us[r.Row] {
 			t.Fatalf("mla row %d: %+v %v", i, r, ok)

@@ -15,7 +15,7 @@
 //     (BackendConfig: seed, NCCL environment, all-reduce + RMSNorm fusion),
 //     so that what a run predicts and what the backend is told cannot
 //     drift apart;
-//   - the scenario as run: the executor's own kernels (sim.Options.Executor)
+//   - the scenario as run: the executor's own kernels (sim.Options.Engine = executor)
 //     and the timing events the backend records around each op
 //     (exec.TimingEventer), the batch as padded for CUDA graphs, recorded
 //     on every step span so a comparison re-predicts exactly what ran;

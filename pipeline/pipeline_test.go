@@ -5,6 +5,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"github.com/tpscope/tpscope/engine"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -292,7 +293,7 @@ func TestPrepareEagerWhereNoGraphs(t *testing.T) {
 	if p.Scenario.Options.CUDAGraphs || p.Schedule.Deploy.Graphed {
 		t.Fatalf("CPU backend: scenario cuda_graphs %v, graphed %v; want eager", p.Scenario.Options.CUDAGraphs, p.Schedule.Deploy.Graphed)
 	}
-	eager.Options.Executor = true
+	eager.Options.Engine = engine.ExecutorRef
 	want, _, err := sim.Predict(eager)
 	if err != nil {
 		t.Fatal(err)
@@ -300,7 +301,7 @@ func TestPrepareEagerWhereNoGraphs(t *testing.T) {
 	if p.Prediction.StepUs != want.StepUs {
 		t.Errorf("predicted %.3f us, the eager scenario %.3f us", p.Prediction.StepUs, want.StepUs)
 	}
-	graphed.Options.Executor = true
+	graphed.Options.Engine = engine.ExecutorRef
 	if g, _, err := sim.Predict(graphed); err != nil || g.StepUs == want.StepUs {
 		t.Errorf("the graphed prediction %v (%v) should differ from the eager one %.3f", g, err, want.StepUs)
 	}

@@ -3,6 +3,7 @@ package pipeline
 import (
 	"errors"
 	"fmt"
+	"github.com/tpscope/tpscope/engine"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -51,7 +52,7 @@ type Spec struct {
 type Prepared struct {
 	Spec Spec
 	// Scenario is Spec.Scenario as run: the executor's kernels
-	// (Options.Executor), the backend's timing events per op, and
+	// (Options.Engine = executor), the backend's timing events per op, and
 	// RunBatch the batch the schedule runs (padded under CUDA graphs).
 	Scenario sim.Scenario
 	// Schedule is what every rank runs; its Deploy says whether the step
@@ -149,7 +150,7 @@ func Prepare(spec Spec) (*Prepared, error) {
 		scen.Options.CUDAGraphs = false
 	}
 	// The executor runs the schedule's kernels and nothing else.
-	scen.Options.Executor = true
+	scen.Options.Engine = engine.ExecutorRef
 	if te, ok := b.(exec.TimingEventer); ok {
 		// What is measured is the instrumented run: price its timing
 		// events (the scenario records them).

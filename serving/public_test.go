@@ -2,6 +2,7 @@ package serving
 
 import (
 	"fmt"
+	"github.com/tpscope/tpscope/engine"
 	"math"
 	"testing"
 
@@ -15,7 +16,7 @@ import (
 // figures sim/public_test.go judges the static model with): SGLang, TP 8,
 // BF16 KV, NCCL_P2P_LEVEL=SYS with an NCCL graph file that makes NCCL
 // pick LL, GLM-5 run as dense MLA through FlashInfer's FA2 kernel
-// (modelled by the SM-filling grid, AttnFlashMLA). The tool
+// (the sglang@0.5 profile's flashinfer backend, an SM-filling grid). The tool
 // (voipmonitor/llm-inference-bench, llm_decode_bench.py) runs N streams
 // of one short generation prompt ("context 0": about 100 tokens with the
 // chat template, an assumption from the prompt's ~400 characters) with
@@ -46,7 +47,7 @@ func TestPublicGLM5ClosedLoop(t *testing.T) {
 		Scenario: sim.Scenario{Arch: mustPreset(t, "glm-5-nvfp4"), Plan: model.Plan{TP: 8},
 			Workload: model.Workload{KVDtype: model.BF16}, Build: model.BuildOptions{DenseDSA: true},
 			Topo:    mustTopo(t, "rtxpro6000-2s"),
-			Options: sim.Options{CUDAGraphs: true, NCCL: sim.NCCLOptions{Proto: "LL", P2PLevel: "SYS"}, AttentionBackend: sim.AttnFlashMLA}},
+			Options: sim.Options{CUDAGraphs: true, NCCL: sim.NCCLOptions{Proto: "LL", P2PLevel: "SYS"}, Engine: engine.Ref{Name: "sglang"}, AttentionBackend: "flashinfer"}},
 	}
 	s := mustNew(t, d)
 	p, err := sim.New(d.Scenario.Topo, d.Scenario.Options)

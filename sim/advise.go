@@ -201,6 +201,9 @@ type Variant struct {
 	Topology      string    `json:"topology"`
 	// Caveats: known gaps of this prediction on the box (Predictor.Caveats).
 	Caveats []string `json:"caveats,omitempty"`
+	// Engine: the engine profile and kernels that priced it
+	// (Predictor.EngineSummary).
+	Engine string `json:"engine,omitempty"`
 }
 
 // AdviceRow is one catalog entry's verdict.
@@ -330,7 +333,7 @@ func predictVariant(ev *Evaluator, name string, c Scenario) (*Variant, error) {
 	footprintDetail(&f, s)
 	return &Variant{Name: name, StepUs: pr.StepUs, TokensPerS: pr.TokensPerS, PerRequest: pr.TokensPerSPerRequest,
 		CommShareFrac: pr.CommShareFrac, Footprint: f, Options: c.Options, Plan: c.Plan.Normalized().String(),
-		Workload: c.Workload.Normalized().String(), Topology: c.Topo.Name, Caveats: pr.Caveats}, nil
+		Workload: c.Workload.Normalized().String(), Topology: c.Topo.Name, Caveats: pr.Caveats, Engine: pr.Engine}, nil
 }
 
 // Advise predicts the baseline, stock and every entry, and sweeps.
@@ -373,7 +376,7 @@ func Advise(in AdviseInput) (*Advice, error) {
 		c.Arch = a
 		c.Workload.KVDtype = b.Workload.KVDtype
 		if in.ImplyDenseDSA {
-			c.Build.DenseDSA = ImpliedDenseDSA(a, c.Topo)
+			c.Build.DenseDSA = ImpliedDenseDSA(a, c.Topo, c.Options.Engine)
 		}
 		if err := c.Plan.Validate(a); err != nil {
 			adv.Transfer = append(adv.Transfer, TransferRow{Model: a.Name, Error: err.Error()})

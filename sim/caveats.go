@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	engprof "github.com/tpscope/tpscope/engine"
 	"github.com/tpscope/tpscope/model"
 )
 
@@ -27,7 +28,7 @@ func (p *Predictor) Caveats(sc Scenario) []string {
 	// TestPublicNVFP4Gap: NVFP4 experts decode 25-35 % slower than INT4
 	// ones on SM120; the priors price them alike.
 	if sm12 && a.RoutedExperts > 0 && a.Quant.Dtype(model.CompRoutedExperts) == model.NVFP4 && !p.calibratedFamily("moe_gemm") && !measured.role[model.RoleExpertsGateUp] {
-		out = append(out, "NVFP4 experts on SM12x: public Kimi-K2.5 runs decode 25-35 % slower with NVFP4 than with INT4 experts, which tpscope prices alike: likely optimistic (fix: tpscope calibrate --trace on this server's trace)")
+		out = append(out, "NVFP4 experts on SM12x: public Kimi-K2.5 runs decode 25-45 % slower with NVFP4 than with INT4 experts, which tpscope's priors price alike (they have no figure for the CUTLASS MoE runner's fixed time): likely optimistic; vLLM 0.24's measured MoE rows put the ratio at 0.71 (fix: --perf-db with aiconfigurator's tables, or tpscope calibrate --trace on this server's trace)")
 	}
 
 	// What SM12x engines run of a DSA model (ImpliedDenseDSA).
@@ -42,8 +43,8 @@ func (p *Predictor) Caveats(sc Scenario) []string {
 	// TestPublicLongContextNoDCPGap: how many CTAs read a long cache at
 	// small batch depends on the vLLM build (SetTritonMLASplits).
 	w := sc.Workload
-	if (w.Phase == "" || w.Phase == model.Decode) && p.cm.attn == AttnTritonMLA && plan.DCP <= 1 && w.Context >= 65536 && !p.calibratedFamily("attention") && !measured.role[model.RoleMLADecode] {
-		out = append(out, "long context on TRITON_MLA without DCP: tpscope prices vLLM 0.24, which splits the cache over up to 2x the SMs; builds with a fixed 4 KV splits are several times slower here (a public 150K-token run: ~6-7 tok/s, which tpscope reproduces with 4 splits) (fix: --dcp, or tpscope calibrate --trace)")
+	if b := p.decodeBackend(sc); (w.Phase == "" || w.Phase == model.Decode) && b != nil && b.Grid.Kind == engprof.GridSplitKV && b.Grid.FixedSplits == 0 && p.cm.tritonFixedSplits == 0 && plan.DCP <= 1 && w.Context >= 65536 && !p.calibratedFamily("attention") && !measured.role[model.RoleMLADecode] {
+		out = append(out, fmt.Sprintf("long context on %s without DCP: tpscope prices %s, which splits the cache over up to %dx the SMs; builds with a fixed 4 KV splits are several times slower here (a public 150K-token run: ~6-7 tok/s, which --engine vllm@0.16-nightly reproduces) (fix: --dcp, or tpscope calibrate --trace)", b.Name, p.cm.prof.Name(), b.Grid.SplitOccupancy))
 	}
 
 	// TestPublicAllReduce and the seed: small NCCL all-reduces on PCIe
@@ -55,6 +56,12 @@ func (p *Predictor) Caveats(sc Scenario) []string {
 			out = append(out, fmt.Sprintf("host-memory ring hops: %d of %d go through host memory (P2P level or P2P disabled), priced at %.3g us a step, the cudaMemcpy bounce latency; a public run with P2P disabled and 32-64 NCCL channels implied ~2.4 us: these collectives may be priced too slow (fix: tpscope calibrate --nccl-tests under the same P2P setting)",
 				g.shmHops, g.n, p.topo.Host.SHMLatUs))
 		}
+	}
+
+	// Known biases of measured tables that kept ops at their priors or
+	// corrected a measurement (perfdb.Source.Notes).
+	if n, ok := p.src.(interface{ Notes() []string }); ok && measured.role != nil {
+		out = append(out, n.Notes()...)
 	}
 
 	// checkOneShot: a public one-shot kernel lost to NCCL on dual-CPU

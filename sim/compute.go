@@ -3,6 +3,7 @@ package sim
 import (
 	"math"
 
+	engprof "github.com/tpscope/tpscope/engine"
 	"github.com/tpscope/tpscope/model"
 	"github.com/tpscope/tpscope/topology"
 )
@@ -50,39 +51,10 @@ const (
 	// split (assumption: 4 k-tiles of 128). Decode-size GEMM heuristics
 	// (cuBLAS, CUTLASS, Marlin) split K until the SMs are filled.
 	gemmSplitKMinK = 512
-	// mlaHeadBlock: heads one CTA of vLLM's Triton MLA decode kernel
-	// handles (vLLM ops/triton_decode_attention.py: BLOCK_H = 16; grid =
-	// (batch, cdiv(heads, min(BLOCK_H, kv_group_num)), NUM_KV_SPLITS)).
-	mlaHeadBlock = 16
-	// tritonMLAMinWorkPerSplit, tritonMLASplitOccupancy: how vLLM's
-	// TRITON_MLA backend sizes NUM_KV_SPLITS (vLLM
-	// v1/attention/backends/mla/triton_mla.py, _compute_num_kv_splits:
-	// next_power_of_2(max(1, max_seq_len // 512)), at most 2 x the SM
-	// count; see tritonMLASplits). Older releases used a fixed 4, which
-	// leaves a long cache at batch 1 to 4 CTAs.
-	tritonMLAMinWorkPerSplit = 512
-	tritonMLASplitOccupancy  = 2
-	// tritonMLABlockN, tritonMLAStages: the cached tokens one iteration of
-	// TRITON_MLA's decode loop loads and the software-pipeline depth
-	// Triton gives it (vLLM v1/attention/ops/triton_decode_attention.py,
-	// _decode_grouped_att_m_fwd: BLOCK = 32, num_stages = 2, for the
-	// 576-value latent of kv_lora 512 + rope 64). One CTA keeps
-	// stages x BLOCK_N x 576 values in flight: 73.7 KB in bf16, 36.9 KB in
-	// FP8 (see attnInflightBytes).
-	tritonMLABlockN = 32
-	tritonMLAStages = 2
-	// tritonMLAExtraKernels: kernels TRITON_MLA's decode launches beside
-	// the split-KV stage 1 the schedule's op stands for (vLLM
-	// v1/attention/backends/mla/triton_mla.py forward_mqa: torch.cat of the
-	// query halves, torch.zeros of the output and of the LSE, and
-	// decode_attention_fwd's stage 2, which merges the splits). Each costs
-	// at least the shortest kernel and a launch gap.
-	tritonMLAExtraKernels = 4
-	// flashMLAExtraKernels: the same for FlashMLA (vLLM's FlashMLA MLA
-	// backend, forward_mqa: the query concat; flash_mla_with_kvcache
-	// launches its split-KV kernel, which the op stands for, and a
-	// combine kernel that merges the splits).
-	flashMLAExtraKernels = 2
+	// The attention backends' grids (heads per CTA, KV splits, tokens
+	// per iteration, pipeline stages) and the kernels each engine launches
+	// beside the schedule's ops are facts of the engine profile (package
+	// engine, profiles/*.yaml), each citing its source.
 	// dequantOpsPerKVValue: CUDA-core operations to turn one FP8 KV value
 	// into BF16 on load (convert + multiply by the scale). Assumption from
 	// the kernel's arithmetic, not measured.
@@ -108,65 +80,52 @@ const (
 const perSMMemGBps = perSMInflightBytes / (dramLatencyUs * 1e3)
 
 // attnInflightBytes is what one CTA of an MLA decode kernel keeps in
-// flight when the kernel's own pipeline is known (TRITON_MLA: stages x
-// BLOCK_N tokens x the latent's values x the KV dtype's bytes), else
-// perSMInflightBytes. A long cache read by few CTAs (TRITON_MLA's 4
-// splits at batch 1) streams at CTAs x this / DRAM latency: 73.7 KB /
-// 0.6 us = 123 GB/s per CTA in bf16, where the generic 32 KiB gave 55.
-func (cm *computeModel) attnInflightBytes(op *model.Op) float64 {
-	if cm.attn == AttnTritonMLA && op.Role == model.RoleMLADecode && op.K > 0 {
-		if b := op.KVDtype.BytesPerValue(); b > 0 {
-			return tritonMLAStages * tritonMLABlockN * float64(op.K) * b
+// flight when the kernel's own pipeline is known (a split_kv grid such
+// as TRITON_MLA's: stages x BLOCK_N tokens x the latent's values x the KV
+// dtype's bytes), else perSMInflightBytes. A long cache read by few CTAs
+// (TRITON_MLA's 4 splits at batch 1) streams at CTAs x this / DRAM
+// latency: 73.7 KB / 0.6 us = 123 GB/s per CTA in bf16, where the generic
+// 32 KiB gave 55.
+func (cm *computeModel) attnInflightBytes(op *model.Op, b *engprof.AttentionBackend) float64 {
+	if b != nil && b.Grid.Kind == engprof.GridSplitKV && op.Role == model.RoleMLADecode && op.K > 0 {
+		if v := op.KVDtype.BytesPerValue(); v > 0 {
+			return float64(b.Grid.Stages*b.Grid.BlockN) * float64(op.K) * v
 		}
 	}
 	return perSMInflightBytes
 }
 
-// AttentionBackend names the MLA decode kernel whose grid decides how many
-// SMs attention fills.
+// AttentionBackend names one of the engine's MLA attention backends (its
+// name or an alias, engprof.AttentionBackend.Matches); "" is the engine's
+// own choice.
 type AttentionBackend string
 
 const (
-	// AttnAuto picks by compute capability: TRITON_MLA on SM 12.x (the
-	// only MLA backend there, serving-facts.md), FlashMLA elsewhere.
+	// AttnAuto takes the engine profile's choice for the GPU family and KV
+	// dtype (vLLM: TRITON_MLA on SM 12.x, FLASH_ATTN_MLA / FLASHMLA on
+	// SM 9.x, FLASHINFER_MLA on SM 10.x).
 	AttnAuto AttentionBackend = ""
-	// AttnTritonMLA: fixed 4 KV splits per (sequence, head block).
+	// AttnTritonMLA is vLLM's TRITON_MLA by its alias.
 	AttnTritonMLA AttentionBackend = "triton_mla"
-	// AttnFlashMLA: splits the KV sequence until every SM has work
-	// (FlashMLA's num_sm_parts scheduling).
+	// AttnFlashMLA is vLLM's FLASHMLA by its alias (SM 9.x and 10.x).
 	AttnFlashMLA AttentionBackend = "flashmla"
 )
 
-// moeExtraKernels is how many kernels a fused MoE layer launches beside
-// the schedule's gate_up GEMM, activation and down GEMM: for NVFP4
-// experts FlashInfer's CUTLASS fused MoE (TensorRT-LLM's MoE runner) adds
-// the activations' FP4 quantization, the expert-map build and token sort,
-// the expansion of input rows into expert order, and the finalize that
-// un-permutes and sums the top-k outputs (4); vLLM's Triton fused_moe and
-// Marlin MoE add moe_align_block_size and moe_sum (2). Charged to the
-// gate_up op (OpCost.ExtraKernels).
-func moeExtraKernels(d model.Dtype) int {
-	if d == model.NVFP4 {
-		return 4
-	}
-	return 2
-}
-
-// tritonSplits is the NUM_KV_SPLITS the Predictor prices TRITON_MLA with
-// for a longest sequence of seqLen tokens.
-func (cm *computeModel) tritonSplits(seqLen float64) float64 {
-	if cm.tritonFixedSplits > 0 {
+// splits is the KV-split count a split_kv backend launches for a longest
+// sequence of seqLen tokens: the Predictor's override
+// (SetTritonMLASplits), the profile's fixed count, or the length rule:
+// the power of two at or above seqLen / MinWorkPerSplit, at most
+// SplitOccupancy x the SM count (vLLM 0.24 TRITON_MLA
+// _compute_num_kv_splits).
+func (cm *computeModel) splits(b *engprof.AttentionBackend, seqLen float64) float64 {
+	switch {
+	case cm.tritonFixedSplits > 0:
 		return float64(cm.tritonFixedSplits)
+	case b.Grid.FixedSplits > 0:
+		return float64(b.Grid.FixedSplits)
 	}
-	return tritonMLASplits(seqLen, cm.sms)
-}
-
-// tritonMLASplits is TRITON_MLA's NUM_KV_SPLITS for a batch whose
-// longest sequence holds seqLen tokens (the new one included) on a GPU of
-// sms SMs: the power of two at or above seqLen / 512, capped at 2 x sms.
-func tritonMLASplits(seqLen, sms float64) float64 {
-	ideal := math.Max(1, math.Floor(seqLen/tritonMLAMinWorkPerSplit))
-	return math.Min(math.Exp2(math.Ceil(math.Log2(ideal))), tritonMLASplitOccupancy*sms)
+	ideal := math.Max(1, math.Floor(seqLen/float64(b.Grid.MinWorkPerSplit)))
+	return math.Min(math.Exp2(math.Ceil(math.Log2(ideal))), float64(b.Grid.SplitOccupancy)*cm.sms)
 }
 
 // kindIndex maps an OpKind to a dense index for the precomputed tables.
@@ -237,19 +196,17 @@ type computeParams struct {
 	rampUs      float64 // the family's fixed ramp (RampUs), 0 when none
 }
 
-// computeModel holds the per-(kind, dtype) parameters of a device.
+// computeModel holds the per-(kind, dtype) parameters of a device and
+// the engine profile's kernels (engineKernels, engine_profile.go).
 type computeModel struct {
 	sms float64
-	// tritonFixedSplits > 0 prices TRITON_MLA with that fixed
-	// NUM_KV_SPLITS (vLLM builds before _compute_num_kv_splits: 4); 0
-	// sizes it as vLLM 0.24 does (tritonMLASplits).
+	// tritonFixedSplits > 0 prices a split_kv attention backend with that
+	// fixed KV-split count whatever the profile says
+	// (SetTritonMLASplits); 0 follows the profile.
 	tritonFixedSplits int
 	fp32TFLOPS        float64 // CUDA-core peak for dequantization work (0: not modeled)
-	attn              AttentionBackend
-	// executor: the step runs on tpscope's executor, which launches the
-	// schedule's kernels only (Options.Executor): no ExtraKernels.
-	executor bool
-	cells    [numKinds][numDtypes]computeParams
+	engineKernels
+	cells [numKinds][numDtypes]computeParams
 }
 
 // newComputeModel precomputes every (kind, dtype) cell for dev.
@@ -267,18 +224,12 @@ type computeModel struct {
 // (documented extension of the topology key space: a kernel family such as
 // small-batch FP4 MoE on SM120 may stream weights below the device's
 // STREAM figure).
-func newComputeModel(dev *topology.Device, attn AttentionBackend, executor bool) *computeModel {
-	cm := &computeModel{sms: float64(dev.SMs), attn: attn, executor: executor}
+func newComputeModel(dev *topology.Device, prof *engprof.Profile, opts *Options) *computeModel {
+	cm := &computeModel{sms: float64(dev.SMs)}
 	if cm.sms < 1 {
 		cm.sms = 1
 	}
-	if attn == AttnAuto {
-		if major, _ := computeCapability(dev.ComputeCapability); major == 12 {
-			cm.attn = AttnTritonMLA
-		} else {
-			cm.attn = AttnFlashMLA
-		}
-	}
+	cm.engineKernels.init(dev, prof, opts)
 	if v, ok := dev.TFLOPS("fp32"); ok {
 		cm.fp32TFLOPS = v
 	}
@@ -364,7 +315,7 @@ type OpCost struct {
 	ExtraKernels   int     `json:"extra_kernels,omitempty"`
 	ExtraKernelsUs float64 `json:"extra_kernels_us,omitempty"`
 	// LoopUs: a split-KV attention kernel's serial loop per CTA
-	// (tritonMLALoopUs), a third bound beside compute and memory.
+	// (splitLoopUs), a third bound beside compute and memory.
 	LoopUs float64 `json:"loop_us,omitempty"`
 
 	// Collectives.
@@ -400,8 +351,10 @@ func (cm *computeModel) cost(op *model.Op) OpCost {
 	}
 	active := math.Min(ctas, cm.sms)
 	perCTA := perSMMemGBps
+	var attn *engprof.AttentionBackend
 	if op.Kind == model.KindAttention {
-		perCTA = cm.attnInflightBytes(op) / (dramLatencyUs * 1e3)
+		attn = cm.attention(op)
+		perCTA = cm.attnInflightBytes(op, attn) / (dramLatencyUs * 1e3)
 	}
 	c.MemGBps = math.Min(p.memGBps, active*perCTA)
 	if b := op.BytesRead + op.BytesWritten; b > 0 && c.MemGBps > 0 {
@@ -415,19 +368,20 @@ func (cm *computeModel) cost(op *model.Op) OpCost {
 	if t := c.RampUs + c.MemoryUs; c.MemoryUs > 0 && t > c.Us {
 		c.Us, c.Bound = t, BoundMemory
 	}
-	if op.Role == model.RoleExpertsGateUp && !cm.executor {
-		c.ExtraKernels = moeExtraKernels(op.WeightDtype)
+	if op.Role == model.RoleExpertsGateUp {
+		if k := cm.moeKernel(op.WeightDtype); k != nil {
+			c.ExtraKernels = len(k.Companions)
+		}
 	}
-	if op.Role == model.RoleMLADecode {
-		c.ExtraKernels = flashMLAExtraKernels
-		if cm.attn == AttnTritonMLA {
-			if c.LoopUs = cm.tritonMLALoopUs(op, &c); c.LoopUs > c.Us {
+	if op.Kind == model.KindGEMM {
+		c.ExtraKernels = cm.linearCompanions(op)
+	}
+	if op.Kind == model.KindAttention && op.Role == model.RoleMLADecode && attn != nil {
+		c.ExtraKernels = len(attn.Companions)
+		if attn.Grid.Kind == engprof.GridSplitKV {
+			if c.LoopUs = cm.splitLoopUs(op, &c, attn); c.LoopUs > c.Us {
 				c.Us, c.Bound = c.LoopUs, BoundLoop
 			}
-			c.ExtraKernels = tritonMLAExtraKernels
-		}
-		if cm.executor {
-			c.ExtraKernels = 0
 		}
 	}
 	c.ExtraKernelsUs = float64(c.ExtraKernels) * c.MinKernelUs
@@ -435,23 +389,24 @@ func (cm *computeModel) cost(op *model.Op) OpCost {
 	return c
 }
 
-// tritonMLALoopUs is the time TRITON_MLA's decode takes when each CTA's
-// loop over its split, not bandwidth or tensor throughput, sets it: every
-// CTA walks ceil(tokens per split / BLOCK_N) iterations one after the
-// other, and one iteration takes at least the dependent load pair that
-// feeds it (the page-table entry, then the cache tile it points to: 2 x
-// DRAM latency) or its own tensor work on one SM (BLOCK_H x BLOCK_N query
-// rows x keys, at the SM's share of the peak and the attention
-// efficiency), whichever is longer; waves of CTAs run one after another.
-func (cm *computeModel) tritonMLALoopUs(op *model.Op, c *OpCost) float64 {
+// splitLoopUs is the time a split_kv decode (TRITON_MLA's) takes when
+// each CTA's loop over its split, not bandwidth or tensor throughput,
+// sets it: every CTA walks ceil(tokens per split / BLOCK_N) iterations
+// one after the other, and one iteration takes at least the dependent
+// load pair that feeds it (the page-table entry, then the cache tile it
+// points to: 2 x DRAM latency) or its own tensor work on one SM (BLOCK_H
+// x BLOCK_N query rows x keys, at the SM's share of the peak and the
+// attention efficiency), whichever is longer; waves of CTAs run one
+// after another.
+func (cm *computeModel) splitLoopUs(op *model.Op, c *OpCost, b *engprof.AttentionBackend) float64 {
 	if op.M < 1 || op.N < 1 || op.Batch < 1 || c.PeakTFLOPS <= 0 || c.Efficiency <= 0 {
 		return 0
 	}
 	seq := float64(op.N) + 1
-	perSplit := math.Ceil(seq / cm.tritonSplits(seq))
-	iters := math.Ceil(perSplit / tritonMLABlockN)
+	perSplit := math.Ceil(seq / cm.splits(b, seq))
+	iters := math.Ceil(perSplit / float64(b.Grid.BlockN))
 	perPair := op.FLOPs / (float64(op.M) * op.Batch * float64(op.N)) // FLOPs per (query head, cached token)
-	iterUs := math.Max(2*dramLatencyUs, mlaHeadBlock*tritonMLABlockN*perPair/(c.PeakTFLOPS/cm.sms*1e6*c.Efficiency))
+	iterUs := math.Max(2*dramLatencyUs, float64(b.Grid.BlockH*b.Grid.BlockN)*perPair/(c.PeakTFLOPS/cm.sms*1e6*c.Efficiency))
 	return math.Ceil(c.CTAs/cm.sms) * iters * iterUs
 }
 
@@ -469,9 +424,10 @@ func (cm *computeModel) cell(op *model.Op) (*computeParams, model.Dtype) {
 
 // ctas estimates the thread blocks a kernel launches (documented shapes
 // above): GEMMs tile the output 128x128 and split K until the SMs are
-// filled; Triton MLA decode launches tokens x cdiv(heads, 16) x
-// tritonMLASplits;
-// FlashMLA fills every SM; row kernels (norm, router, elementwise,
+// filled (a MoE kernel by its profile grid: Marlin one CTA per SM, a
+// grouped CUTLASS or Triton GEMM its tiles); a split_kv MLA decode
+// (TRITON_MLA) launches tokens x cdiv(heads, BLOCK_H) x splits; an
+// sm_fill backend (FlashMLA, FA3, FlashInfer) fills every SM; row kernels (norm, router, elementwise,
 // embedding) launch one CTA per token row.
 func (cm *computeModel) ctas(op *model.Op) float64 {
 	m, n, k := float64(op.M), float64(op.N), float64(op.K)
@@ -487,14 +443,25 @@ func (cm *computeModel) ctas(op *model.Op) float64 {
 		if n < 1 {
 			n = 1
 		}
-		tiles := math.Ceil(m/gemmTileM) * math.Ceil(n/gemmTileN) * batch
-		if tiles < cm.sms && k > gemmSplitKMinK {
+		tileM, tileN, splitK := float64(gemmTileM), float64(gemmTileN), true
+		if op.Kind == model.KindMoEGEMM {
+			if mk := cm.moeKernel(op.WeightDtype); mk != nil {
+				if mk.Grid == engprof.GridPersistent {
+					// One CTA per SM striping the problem (Marlin).
+					return cm.sms
+				}
+				tileM, tileN, splitK = float64(mk.TileM), float64(mk.TileN), mk.SplitK
+			}
+		}
+		tiles := math.Ceil(m/tileM) * math.Ceil(n/tileN) * batch
+		if splitK && tiles < cm.sms && k > gemmSplitKMinK {
 			split := math.Min(math.Ceil(cm.sms/tiles), math.Ceil(k/gemmSplitKMinK))
 			tiles *= split
 		}
 		return math.Max(1, tiles)
 	case model.KindAttention:
-		if cm.attn == AttnFlashMLA {
+		b := cm.attention(op)
+		if b == nil || b.Grid.Kind != engprof.GridSplitKV {
 			return cm.sms
 		}
 		// model.Build: attention M = query tokens (vLLM's decode grid
@@ -503,7 +470,7 @@ func (cm *computeModel) ctas(op *model.Op) float64 {
 		if m < 1 {
 			m = 1
 		}
-		return m * math.Ceil(heads/mlaHeadBlock) * cm.tritonSplits(n+1)
+		return m * math.Ceil(heads/float64(b.Grid.BlockH)) * cm.splits(b, n+1)
 	default:
 		if m < 1 {
 			m = 1

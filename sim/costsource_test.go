@@ -185,7 +185,7 @@ func TestCostSourceCollectives(t *testing.T) {
 			pr := tinyPredict(t, tc.topo, tc.opts, src)
 			gap := mustTopo(t, tc.topo).DeviceOf(0).LaunchGraphUs
 			n := 0
-			for _, o := range pr.Ops {
+			for i, o := range pr.Ops {
 				if o.Kind != model.KindCollective || o.CommBytes != 4*256*2 {
 					continue // the all-reduces of T x hidden x 2 B
 				}
@@ -193,7 +193,14 @@ func TestCostSourceCollectives(t *testing.T) {
 				if tc.measured != (o.Cost.Source == "fake collective") {
 					t.Errorf("%s: source %q (%s/%s), measured %v wanted", o.ID, o.Cost.Source, o.Cost.Algo, o.Cost.Proto, tc.measured)
 				}
-				if tc.measured && (math.Abs(o.Cost.Us-(7-gap)) > 1e-9 || o.Cost.PriorUs <= 0) {
+				// vLLM fuses the RMSNorm after an all-reduce into it on
+				// SM90 (the vllm@0.24 profile): the norm's traffic rides on
+				// the measured all-reduce.
+				fused := 0.0
+				if i+1 < len(pr.Ops) && pr.Ops[i+1].Cost.Fused {
+					fused = pr.Ops[i+1].Cost.MemoryUs
+				}
+				if tc.measured && (math.Abs(o.Cost.Us-(7-gap+fused)) > 1e-9 || o.Cost.PriorUs <= 0) {
 					t.Errorf("%s: %.3f us (prior %.3f), want 7 - one graph gap", o.ID, o.Cost.Us, o.Cost.PriorUs)
 				}
 			}

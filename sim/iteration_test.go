@@ -2,6 +2,7 @@ package sim
 
 import (
 	"fmt"
+	engprof "github.com/tpscope/tpscope/engine"
 	"math"
 	"math/rand/v2"
 	"testing"
@@ -25,7 +26,7 @@ func iterCases(t testing.TB) []iterCase {
 			Options{CUDAGraphs: true, NCCL: NCCLOptions{Proto: "LL", P2PLevel: "SYS"}}},
 		{"glm5-nvfp4-dense/tp8/graphs", Scenario{Arch: mustPreset(t, "glm-5-nvfp4"), Plan: model.Plan{TP: 8},
 			Workload: model.Workload{KVDtype: model.BF16}, Build: model.BuildOptions{DenseDSA: true}}, "rtxpro6000-2s",
-			Options{CUDAGraphs: true, NCCL: NCCLOptions{Proto: "LL", P2PLevel: "SYS"}, AttentionBackend: AttnFlashMLA}},
+			Options{CUDAGraphs: true, NCCL: NCCLOptions{Proto: "LL", P2PLevel: "SYS"}, Engine: engprof.Ref{Name: "sglang"}, AttentionBackend: "flashinfer"}},
 		{"deepseek-v3/tp2-dp4-ep/eager", Scenario{Arch: mustPreset(t, "deepseek-v3"), Plan: model.Plan{TP: 2, DP: 4, EP: true}},
 			"h200-nvswitch", Options{}},
 	}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	engprof "github.com/tpscope/tpscope/engine"
 	"github.com/tpscope/tpscope/model"
 )
 
@@ -92,12 +93,20 @@ type Options struct {
 	// (0 = vLLM's default 0.9).
 	GPUMemUtilFrac float64 `json:"gpu_mem_util_frac,omitempty"`
 
-	// Executor says the step runs on tpscope's executor, which launches
-	// exactly the schedule's kernels, not the auxiliary ones a serving
-	// engine launches beside them (MLA split-KV reductions, MoE
-	// alignment and quantization: OpCost.ExtraKernels), so a prediction
-	// of the executor's run leaves those out. Set by run.
-	Executor bool `json:"executor,omitempty"`
+	// Engine names the serving engine's profile (package engine): which
+	// attention backend, MoE and GEMM kernels run each op and what they
+	// launch beside it (OpCost.ExtraKernels), its fusions, CUDA-graph
+	// capture sizes, custom all-reduce rules and whether DSA runs dense.
+	// The zero value is the default engine (vLLM's default version);
+	// engprof.ExecutorRef is tpscope's executor, which launches exactly the
+	// schedule's kernels (set by run). Scenarios recorded before profiles
+	// wrote "executor": true instead (UnmarshalJSON reads it).
+	Engine engprof.Ref `json:"engine,omitzero"`
+
+	// MoEKernel picks the engine's fused-MoE kernel by name (SGLang's
+	// --moe-runner-backend); "" takes the engine's choice for the
+	// experts' weight format.
+	MoEKernel string `json:"moe_kernel,omitempty"`
 
 	// TimingEventsPerOp is how many CUDA events the measuring harness
 	// records around each kernel: tpscope's CUDA executor brackets every
@@ -107,8 +116,10 @@ type Options struct {
 	// prices them; a prediction of the engine leaves them out.
 	TimingEventsPerOp int `json:"timing_events_per_op,omitempty"`
 
-	// AttentionBackend picks the MLA decode kernel's grid; "" chooses by
-	// compute capability (TRITON_MLA on SM 12.x, FlashMLA elsewhere).
+	// AttentionBackend picks one of the engine's MLA attention backends
+	// by name or alias (vLLM's TRITON_MLA, SGLang's flashinfer, ...); ""
+	// takes the engine's own choice for the GPU family and KV dtype
+	// (engprof.Profile.Backend).
 	AttentionBackend AttentionBackend `json:"attention_backend,omitempty"`
 }
 
@@ -142,10 +153,8 @@ func (o *Options) Validate() error {
 	default:
 		return optionsErrorf("custom_ar %q: want auto, off, oneshot or twoshot", o.CustomAR)
 	}
-	switch o.AttentionBackend {
-	case AttnAuto, AttnTritonMLA, AttnFlashMLA:
-	default:
-		return optionsErrorf("attention_backend %q: want triton_mla or flashmla", o.AttentionBackend)
+	if _, err := engprof.Lookup(o.Engine); err != nil {
+		return &OptionsError{Msg: err.Error(), Err: err}
 	}
 	if err := o.NCCL.Validate(); err != nil {
 		return &OptionsError{Msg: err.Error(), Err: err}
@@ -162,11 +171,15 @@ func (o *Options) Validate() error {
 }
 
 // CaptureSizes returns the CUDA-graph capture sizes in tokens: GraphSizes,
-// or vLLM's default 1, 2, 4, 8..248 step 8, 256..512 step 16
-// (serving-facts.md "CUDA graphs").
+// or the engine profile's default list (vLLM's 1, 2, 4, 8..248 step 8,
+// 256..512 step 16, serving-facts.md "CUDA graphs"; SGLang's and
+// TensorRT-LLM's in their profiles).
 func (o *Options) CaptureSizes() []int {
 	if len(o.GraphSizes) > 0 {
 		return o.GraphSizes
+	}
+	if p, err := engprof.Lookup(o.Engine); err == nil {
+		return p.CaptureSizes()
 	}
 	return defaultCaptureSizes
 }
@@ -189,13 +202,8 @@ func (o *Options) GraphCapture() *model.GraphCapture {
 	if !o.CUDAGraphs {
 		return nil
 	}
-	if len(o.GraphSizes) == 0 {
-		return &defaultCapture
-	}
-	return &model.GraphCapture{Sizes: o.GraphSizes}
+	return &model.GraphCapture{Sizes: o.CaptureSizes()}
 }
-
-var defaultCapture = model.GraphCapture{Sizes: defaultCaptureSizes}
 
 // GraphTokens is the token count a CUDA-graph step runs for tokens real
 // tokens: the smallest capture size >= tokens, or tokens itself when graphs

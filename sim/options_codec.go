@@ -5,6 +5,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	engprof "github.com/tpscope/tpscope/engine"
 )
 
 // The text codec of Options: one table (optionFields) gives every field its
@@ -36,6 +38,9 @@ type OptionField struct {
 	// Hidden marks a field the measuring harness sets (run), not a user:
 	// it is accepted but left out of help.
 	Hidden bool
+	// ReadOnly marks a spelling older recordings wrote for a field that
+	// now has another name: read (Set), never written (Get is "").
+	ReadOnly bool
 	// Get renders the field's value ("" for the zero value); Set parses a
 	// value into the field, erroring with what is accepted.
 	Get func(o *Options) string
@@ -80,16 +85,31 @@ var optionFields = []OptionField{
 	{Name: "gpu-mem-util", Kind: OptionFloat, Help: "vLLM's gpu_memory_utilization (0 = its default 0.9)",
 		Get: func(o *Options) string { return floatText(o.GPUMemUtilFrac) },
 		Set: func(o *Options, v string) (err error) { o.GPUMemUtilFrac, err = parseFloat(v); return }},
-	{Name: "executor", Kind: OptionBool, Hidden: true, Help: "price tpscope's executor running the schedule (its kernels only, none of a serving engine's auxiliary ones; set by run)",
-		Get: func(o *Options) string { return boolText(o.Executor) },
-		Set: func(o *Options, v string) (err error) { o.Executor, err = parseBool(v); return }},
+	{Name: "engine", Kind: OptionString, Help: "serving engine whose kernels price the step: " + strings.Join(engprof.Names(), ", ") + ", or a name alone for its default version (default: " + engprof.DefaultEngine + "); executor is tpscope's own kernels",
+		Get: func(o *Options) string { return o.Engine.String() },
+		Set: func(o *Options, v string) (err error) { o.Engine, err = engprof.ParseRef(v); return }},
+	// executor: the spelling scenarios recorded before engine profiles
+	// wrote (tpscope.options "executor"); read as --engine executor,
+	// never written.
+	{Name: "executor", Kind: OptionBool, Hidden: true, ReadOnly: true, Help: "the same as --engine executor (older recordings)",
+		Get: func(o *Options) string { return "" },
+		Set: func(o *Options, v string) error {
+			b, err := parseBool(v)
+			if err == nil && b {
+				o.Engine = engprof.ExecutorRef
+			}
+			return err
+		}},
+	{Name: "moe-kernel", Kind: OptionString, Help: "the engine's fused-MoE kernel by name (SGLang's --moe-runner-backend: marlin, flashinfer_cutlass, cutlass, triton, ...; default: the engine's choice for the experts' format)",
+		Get: func(o *Options) string { return o.MoEKernel },
+		Set: func(o *Options, v string) error { o.MoEKernel = strings.ToLower(strings.TrimSpace(v)); return nil }},
 	{Name: "timing-events", Kind: OptionInt, Hidden: true, Help: "CUDA events a measuring harness records around each kernel (tpscope's CUDA executor: 2; set by run, 0 for a serving engine)",
 		Get: func(o *Options) string { return intText(o.TimingEventsPerOp) },
 		Set: func(o *Options, v string) (err error) { o.TimingEventsPerOp, err = parseInt(v); return }},
-	{Name: "attention-backend", Kind: OptionString, Help: "MLA decode kernel: triton_mla or flashmla (default: by compute capability)",
+	{Name: "attention-backend", Kind: OptionString, Help: "the engine's MLA attention backend by name (vLLM: TRITON_MLA, FLASHMLA, FLASH_ATTN_MLA, FLASHINFER_MLA, CUTLASS_MLA; SGLang: triton, flashinfer, fa3, flashmla, trtllm_mla; default: the engine's choice for the GPU and KV dtype)",
 		Get: func(o *Options) string { return string(o.AttentionBackend) },
 		Set: func(o *Options, v string) error {
-			o.AttentionBackend = AttentionBackend(strings.ToLower(v))
+			o.AttentionBackend = AttentionBackend(strings.ToLower(strings.TrimSpace(v)))
 			return nil
 		}},
 }

@@ -32,7 +32,7 @@ import (
 func (s *PlanSpace) buildFor(t *topology.Topology) model.BuildOptions {
 	b := s.Build
 	if s.ImplyDenseDSA {
-		b.DenseDSA = ImpliedDenseDSA(s.Arch, t)
+		b.DenseDSA = ImpliedDenseDSA(s.Arch, t, s.Options.Engine)
 	}
 	return b
 }

@@ -82,8 +82,12 @@ func NewWithCollectives(topo *topology.Topology, opts Options, coll CollectiveCo
 			return nil, fmt.Errorf("sim: topology %s: GPU %d is not a %s (mixed devices are not modeled)", topo.Name, i, dev.Name)
 		}
 	}
+	prof, err := profileOf(&opts)
+	if err != nil {
+		return nil, err
+	}
 	return &Predictor{topo: topo, dev: dev, opts: opts, capture: opts.GraphCapture(), coll: coll,
-		cm: newComputeModel(dev, opts.AttentionBackend, opts.Executor)}, nil
+		cm: newComputeModel(dev, prof, &opts)}, nil
 }
 
 // OpResult is one simulated op: when it ran, for how long, why, and the
@@ -135,6 +139,10 @@ type Prediction struct {
 	Plan     model.Plan     `json:"plan"`
 	Workload model.Workload `json:"workload"`
 	Options  Options        `json:"options"`
+	// Engine says which engine profile priced the step and which of its
+	// kernels (attention backend, MoE kernel, all-reduce) ran the ops
+	// (Predictor.EngineSummary; PredictScenario only).
+	Engine string `json:"engine,omitempty"`
 	// MoERouting is the routing the schedule's MoE layers were built
 	// under (model.BuildOptions.Routing; omitted when uniform).
 	MoERouting model.Routing `json:"moe_routing,omitzero"`
@@ -371,6 +379,7 @@ func (p *Predictor) run(s *model.Schedule, mode int, graphed bool) error {
 	p.memo.reset()
 	p.graphed = graphed
 	p.mods = s.Modules
+	p.cm.noteSchedule(s)
 	var sym bool
 	switch {
 	case mode == symNever:
@@ -456,7 +465,7 @@ func (p *Predictor) run(s *model.Schedule, mode int, graphed bool) error {
 			}
 			e.ops = append(e.ops, eop)
 		}
-		if p.opts.ARNormFusion {
+		if p.opts.ARNormFusion || p.cm.arFused(s.Plan) {
 			p.fuseNorms(ops, g)
 		}
 		g += len(ops)
@@ -575,10 +584,11 @@ func (p *Predictor) priceCollective(op *model.Op) (CollectiveCost, error) {
 		case CustomAROneShot, CustomARTwoShot:
 			variant = string(p.opts.CustomAR)
 		case CustomARAuto:
-			// vLLM's rule: two GPUs, or NVLink between every pair.
-			if len(op.Group) == 2 || allNVLink(p.topo, op.Group) {
+			// The engine's rule (its profile): vLLM's and SGLang's run on
+			// 2 GPUs, or on GPUs with NVLink between every pair.
+			if ok, one := p.cm.prof.AllReduce.Runs(len(op.Group), allNVLink(p.topo, op.Group), op.CommBytes); ok {
 				variant = string(CustomARTwoShot)
-				if op.CommBytes < customAROneShotBytes {
+				if one {
 					variant = string(CustomAROneShot)
 				}
 			}

@@ -1,6 +1,7 @@
 package sim
 
 import (
+	engprof "github.com/tpscope/tpscope/engine"
 	"math"
 	"testing"
 
@@ -78,15 +79,14 @@ func publicPredict(t *testing.T, modelName, topo string, kv model.Dtype, dcp, co
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := New(tp, Options{CUDAGraphs: true, GPUMemUtilFrac: util, NCCL: NCCLOptions{P2PLevel: "SYS"}})
-	if err != nil {
-		t.Fatal(err)
-	}
 	// [kimi]'s vLLM runs used a patched nightly (vllm-openai
 	// cu130-nightly-patched with PR #34597, FP8 KV for TRITON_MLA, and
 	// #34795), whose TRITON_MLA still split the KV sequence a fixed 4
-	// ways; vLLM 0.24 sizes the splits from the sequence length.
-	if err := p.SetTritonMLASplits(TritonMLAFixedSplits); err != nil {
+	// ways: the vllm@0.16-nightly profile; vLLM 0.24 sizes the splits
+	// from the sequence length.
+	p, err := New(tp, Options{CUDAGraphs: true, GPUMemUtilFrac: util, NCCL: NCCLOptions{P2PLevel: "SYS"},
+		Engine: engprof.Ref{Name: "vllm", Version: "0.16-nightly"}})
+	if err != nil {
 		t.Fatal(err)
 	}
 	pr, err := p.PredictScenario(Scenario{Arch: a, Plan: model.Plan{TP: 8, DCP: dcp},
@@ -142,7 +142,7 @@ func TestPublicKimiDecode(t *testing.T) {
 // SGLang, not vLLM, with NCCL_P2P_LEVEL=SYS and an NCCL graph file that
 // makes NCCL pick LL. SGLang runs GLM-5 on SM120 as dense MLA through
 // FlashInfer's FA2 MLA kernel, which splits the KV sequence over the SMs:
-// tpscope's SM-filling grid (AttnFlashMLA) stands for it. Aggregate
+// the sglang@0.5 profile's flashinfer backend (an SM-filling grid) stands for it. Aggregate
 // tokens/s by concurrency at context 0, and single-request tokens/s by
 // context.
 var (
@@ -156,7 +156,7 @@ func glmPublicPredict(t *testing.T, batch, context int) *Prediction {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := New(tp, Options{CUDAGraphs: true, AttentionBackend: AttnFlashMLA, NCCL: NCCLOptions{Proto: "LL", P2PLevel: "SYS"}})
+	p, err := New(tp, Options{CUDAGraphs: true, Engine: engprof.Ref{Name: "sglang"}, AttentionBackend: "flashinfer", NCCL: NCCLOptions{Proto: "LL", P2PLevel: "SYS"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -235,11 +235,9 @@ func TestPublicSHMGap(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := New(tp, Options{CUDAGraphs: true, NCCL: NCCLOptions{P2PDisable: true}})
+	p, err := New(tp, Options{CUDAGraphs: true, NCCL: NCCLOptions{P2PDisable: true},
+		Engine: engprof.Ref{Name: "vllm", Version: "0.16-nightly"}}) // the same vLLM build as publicPredict's
 	if err != nil {
-		t.Fatal(err)
-	}
-	if err := p.SetTritonMLASplits(TritonMLAFixedSplits); err != nil { // the same vLLM build as publicPredict's
 		t.Fatal(err)
 	}
 	for ctx, measured := range map[int]float64{512: 44, 100_000: 29, 200_000: 23} {
@@ -343,9 +341,10 @@ func TestPublicAllReduce(t *testing.T) {
 	}
 }
 
-// TestPublicNVFP4Gap documents a known gap with its evidence: on these
-// boxes the NVFP4 checkpoint of Kimi-K2.5 decodes slower than the native
-// INT4 one — [kimi] "Available Checkpoints": NVFP4 53-55 tok/s against
+// TestPublicNVFP4Gap documents a known gap of the priors with its
+// evidence (with the tables the ratio is inside the public range:
+// TestPublicNVFP4RatioTables): on these boxes the NVFP4 checkpoint of
+// Kimi-K2.5 decodes slower than the native INT4 one — [kimi] "Available Checkpoints": NVFP4 53-55 tok/s against
 // INT4 79-90 (FP8 / BF16 KV); the seed's user saw ~60 tok/s with NVFP4 in
 // vLLM where [kimi] has INT4 at 78 with the same backend and KV dtype.
 // ../shared/reference/hardware.md: "Small-batch FP4 MoE kernels on SM120

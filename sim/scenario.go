@@ -163,6 +163,7 @@ func (p *Predictor) PredictScenarioSchedule(sc Scenario) (*Prediction, *model.Sc
 	p.fixTokens(&pr.Summary, sc, s.Deploy)
 	pr.Memory = p.memoryFit(sc, s.Deploy)
 	pr.Caveats = p.Caveats(sc)
+	pr.Engine = p.EngineSummary(sc)
 	return pr, s, nil
 }
 

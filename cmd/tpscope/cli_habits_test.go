@@ -124,7 +124,7 @@ func TestCompletionScripts(t *testing.T) {
 	}{
 		{"tpscope pre", []string{"predict"}},
 		{"tpscope model s", []string{"show"}},
-		{"tpscope predict --mo", []string{"--model", "--moe-dispatch", "--moe-routing"}},
+		{"tpscope predict --mo", []string{"--model", "--moe-dispatch", "--moe-kernel", "--moe-routing"}},
 		{"tpscope model show --gpu-m", []string{"--gpu-mem-gb", "--gpu-mem-util"}},
 	} {
 		w := strings.Fields(tc.words)

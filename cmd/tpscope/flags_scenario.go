@@ -119,9 +119,10 @@ func perfDBError(flag, value string, err error) error {
 	return causeError(flag, value, err)
 }
 
-// costs is the cost source --perf-db names for topo's GPU, nil without
-// the flag; its MoE table must have rows under routing, the schedule's.
-func (f *scenarioFlags) costs(topo *topology.Topology, routing model.Routing) (sim.CostSource, error) {
+// costs is the cost source --perf-db names for topo's GPU and the
+// tables of the options' engine and its kernels, nil without the flag;
+// its MoE table must have rows under routing, the schedule's.
+func (f *scenarioFlags) costs(topo *topology.Topology, routing model.Routing, o sim.Options) (sim.CostSource, error) {
 	if err := f.checkPerfDB(); err != nil || f.perfDB == "" {
 		return nil, err
 	}
@@ -133,7 +134,8 @@ func (f *scenarioFlags) costs(topo *topology.Topology, routing model.Routing) (s
 		f.db = db
 	}
 	dev := topo.DeviceOf(0)
-	src, err := perfdb.NewSource(f.db, perfdb.SourceConfig{System: f.perfDBSystem, Device: dev.Name})
+	src, err := perfdb.NewSource(f.db, perfdb.SourceConfig{System: f.perfDBSystem, Device: dev.Name, Profile: o.Engine,
+		AttentionBackend: string(o.AttentionBackend), MoEKernel: o.MoEKernel})
 	if err != nil {
 		return nil, perfDBError("--perf-db", f.perfDB, err)
 	}
@@ -354,7 +356,7 @@ func (f *scenarioFlags) scenario() (sim.Scenario, error) {
 	}
 	if !f.changed("dense-dsa") {
 		// Unchosen, the DSA model runs as the box's engines run it.
-		sc.Build.DenseDSA = sim.ImpliedDenseDSA(a, sc.Topo)
+		sc.Build.DenseDSA = sim.ImpliedDenseDSA(a, sc.Topo, sc.Options.Engine)
 	}
 	// What the builder checks, once: plan, workload and build options
 	// against the model and each other.
@@ -365,7 +367,10 @@ func (f *scenarioFlags) scenario() (sim.Scenario, error) {
 		n := sc.Plan.Normalized()
 		return sc, flagError(fmt.Sprintf("--tp %d x --dp %d", n.TP, n.DP), nil, "needs %d GPUs; --topo %s has %d", w, sc.Topo.Name, sc.Topo.NumGPUs())
 	}
-	if sc.Costs, err = f.costs(sc.Topo, sc.Build.Routing); err != nil {
+	if err := sim.CheckEngine(sc); err != nil {
+		return sc, usageErrorf("%v", err)
+	}
+	if sc.Costs, err = f.costs(sc.Topo, sc.Build.Routing, sc.Options); err != nil {
 		return sc, err
 	}
 	return sc, nil
@@ -456,13 +461,13 @@ func (f *scenarioFlags) apply(name string, sc *sim.Scenario) error {
 	case "topo", "gpus":
 		sc.Topo, sc.TopoRef, err = f.box()
 		if err == nil && sc.Costs != nil {
-			sc.Costs, err = f.costs(sc.Topo, sc.Build.Routing)
+			sc.Costs, err = f.costs(sc.Topo, sc.Build.Routing, sc.Options)
 		}
 	case "perf-db", "perf-db-system":
 		// A recorded scenario keeps the routing it ran under; tables
 		// without rows under it are refused (costs), not silently
 		// re-routed.
-		sc.Costs, err = f.costs(sc.Topo, sc.Build.Routing)
+		sc.Costs, err = f.costs(sc.Topo, sc.Build.Routing, sc.Options)
 	default:
 		for _, of := range sim.OptionFields() {
 			if of.Name == name {

@@ -254,6 +254,9 @@ func writeAdviceHead(w io.Writer, adv *sim.Advice) {
 		bo.MTPAcceptFrac, so.MTPAcceptFrac = 0, 0
 	}
 	fmt.Fprintf(w, "advise: %s on %s, %s, %s\n", adv.Model, adv.Topology, adv.Plan, adv.Workload)
+	if b.Engine != "" {
+		fmt.Fprintf(w, "engine: %s\n", b.Engine)
+	}
 	for _, a := range adviceAnswers(adv) {
 		fmt.Fprintln(w, a)
 	}

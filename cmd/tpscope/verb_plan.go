@@ -186,7 +186,7 @@ func (o *planOptions) Run(ctx context.Context, args []string, std IO) error {
 	for _, t := range space.Topologies {
 		// A box whose GPU the perf DB has no tables of is priced from
 		// the priors, and the sweep says so.
-		src, err := sc.costs(t, build.Routing)
+		src, err := sc.costs(t, build.Routing, space.Options)
 		if err != nil && sc.perfDB != "" && len(o.topos) > 1 {
 			fmt.Fprintf(std.Stderr, "plan: %s priced from the priors: %v\n", t.Name, err)
 			src, err = nil, nil

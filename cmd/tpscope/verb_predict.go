@@ -105,6 +105,9 @@ func writePredictTable(w io.Writer, pr *sim.Prediction, top int, md bool) error 
 		{"workload", fmt.Sprintf("%s batch %d (run as %d), context %d, spec tokens %d, kv %s", pr.Workload.Phase, pr.Sequences, pr.PaddedBatch, pr.Workload.Context, pr.Workload.SpecTokens, pr.Workload.KVDtype)},
 		{"options", pr.Options.Label()},
 	}
+	if pr.Engine != "" {
+		kv = append(kv, [2]string{"engine", pr.Engine})
+	}
 	if !pr.MoERouting.IsZero() {
 		kv = append(kv, [2]string{"moe routing", pr.MoERouting.String()})
 	}

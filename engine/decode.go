@@ -1,0 +1,433 @@
+package engine
+
+import (
+	"bytes"
+	"embed"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"path"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+
+	"go.yaml.in/yaml/v3"
+)
+
+//go:embed profiles/*.yaml
+var embedded embed.FS
+
+// ParseError is a profile that does not decode or validate: the file,
+// the field (a YAML path such as attention.backends[2].grid.kind) and
+// what was wrong.
+type ParseError struct {
+	File  string
+	Field string
+	Err   error
+}
+
+func (e *ParseError) Error() string {
+	if e.Field == "" {
+		return fmt.Sprintf("engine profile %s: %v", e.File, e.Err)
+	}
+	return fmt.Sprintf("engine profile %s: %s: %v", e.File, e.Field, e.Err)
+}
+
+func (e *ParseError) Unwrap() error { return e.Err }
+
+// Parse decodes and validates one profile; file names it in errors.
+// Decoding is strict: an unknown field, a second document or a value of
+// the wrong type is an error, as is a profile that fails validation (see
+// validate).
+func Parse(data []byte, file string) (*Profile, error) {
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	var p Profile
+	if err := dec.Decode(&p); err != nil {
+		if errors.Is(err, io.EOF) {
+			return nil, &ParseError{File: file, Err: errors.New("empty document: want a profile")}
+		}
+		return nil, &ParseError{File: file, Err: oneLine(err)}
+	}
+	var extra yaml.Node
+	if err := dec.Decode(&extra); !errors.Is(err, io.EOF) {
+		return nil, &ParseError{File: file, Err: errors.New("more than one YAML document: want one profile per file")}
+	}
+	p.file = file
+	if err := p.validate(); err != nil {
+		return nil, err
+	}
+	return &p, nil
+}
+
+func oneLine(err error) error {
+	return errors.New(strings.Join(strings.Fields(strings.ReplaceAll(err.Error(), "yaml: ", "")), " "))
+}
+
+// maxCaptureSize bounds a profile's CUDA-graph capture sizes (engines
+// capture at most a few thousand tokens; TensorRT-LLM recipes list up to
+// 8192).
+const maxCaptureSize = 1 << 16
+
+// validate checks what the decoder cannot: required fields, names unique
+// and referenced ones defined, every fact cited from Sources, sizes and
+// grid parameters in range.
+func (p *Profile) validate() error {
+	bad := func(field, format string, a ...any) error {
+		return &ParseError{File: p.file, Field: field, Err: fmt.Errorf(format, a...)}
+	}
+	if _, err := ParseRef(p.Engine); err != nil || p.Engine == "" || strings.Contains(p.Engine, "@") {
+		return bad("engine", "%q: want a lower-case engine name", p.Engine)
+	}
+	if p.Version == "" {
+		return bad("version", "missing: want the engine version the facts hold for")
+	}
+	if _, err := ParseRef(p.Engine + "@" + p.Version); err != nil {
+		return bad("version", "%v", err)
+	}
+	if len(p.Sources) == 0 {
+		return bad("sources", "missing: every fact cites a source")
+	}
+	cite := func(field string, keys []string) error {
+		if len(keys) == 0 {
+			return bad(field+".cite", "missing: want the source keys of this fact")
+		}
+		for _, k := range keys {
+			if _, ok := p.Sources[k]; !ok {
+				return bad(field+".cite", "%q is not a key of sources", k)
+			}
+		}
+		return nil
+	}
+	if p.PerfDB.Framework != "" {
+		if p.PerfDB.Version == "" {
+			return bad("perfdb.version", "missing: want the table version of %s", p.PerfDB.Framework)
+		}
+		if err := cite("perfdb", p.PerfDB.Cite); err != nil {
+			return err
+		}
+	}
+	// Attention.
+	seen := map[string]bool{}
+	for i := range p.Attention.Backends {
+		b := &p.Attention.Backends[i]
+		f := fmt.Sprintf("attention.backends[%d]", i)
+		if b.Name == "" {
+			return bad(f+".name", "missing")
+		}
+		own := map[string]bool{}
+		for _, n := range append([]string{b.Name}, b.Aliases...) {
+			k := normName(n)
+			if seen[k] && !own[k] {
+				return bad(f+".name", "%q names two backends", n)
+			}
+			seen[k], own[k] = true, true
+		}
+		if len(b.Archs) == 0 {
+			return bad(f+".archs", "missing: want the families it runs on")
+		}
+		if len(b.KV) == 0 {
+			return bad(f+".kv", "missing: want the KV dtypes it takes")
+		}
+		switch b.Grid.Kind {
+		case GridSMFill:
+		case GridSplitKV:
+			g := b.Grid
+			if g.BlockH < 1 || g.BlockN < 1 || g.Stages < 1 {
+				return bad(f+".grid", "split_kv needs block_h, block_n and stages of at least 1")
+			}
+			if g.FixedSplits < 0 || (g.FixedSplits == 0 && (g.MinWorkPerSplit < 1 || g.SplitOccupancy < 1)) {
+				return bad(f+".grid", "split_kv needs fixed_splits >= 1, or min_work_per_split and split_occupancy >= 1")
+			}
+		default:
+			return bad(f+".grid.kind", "%q: want %s or %s", b.Grid.Kind, GridSplitKV, GridSMFill)
+		}
+		if b.Kernel == "" {
+			return bad(f+".kernel", "missing: want the decode kernel's name")
+		}
+		if b.CUDAGraph != "full" && b.CUDAGraph != "piecewise" {
+			return bad(f+".cuda_graph", "%q: want full or piecewise", b.CUDAGraph)
+		}
+		if err := cite(f, b.Cite); err != nil {
+			return err
+		}
+	}
+	for i, r := range p.Attention.Select {
+		f := fmt.Sprintf("attention.select[%d]", i)
+		if len(r.Archs) == 0 || len(r.Order) == 0 {
+			return bad(f, "want archs and a non-empty order")
+		}
+		for _, n := range r.Order {
+			if p.backend(n) == nil {
+				return bad(f+".order", "%q is not a backend of this profile", n)
+			}
+		}
+		if err := cite(f, r.Cite); err != nil {
+			return err
+		}
+	}
+	// MoE and linear kernels.
+	names := map[string]bool{}
+	for i := range p.MoE.Kernels {
+		k := &p.MoE.Kernels[i]
+		f := fmt.Sprintf("moe.kernels[%d]", i)
+		if k.Name == "" || names[k.Name] {
+			return bad(f+".name", "%q: want a unique name", k.Name)
+		}
+		names[k.Name] = true
+		if len(k.Formats) == 0 || len(k.Archs) == 0 || k.Kernel == "" {
+			return bad(f, "want formats, archs and kernel")
+		}
+		switch k.Grid {
+		case GridPersistent:
+		case GridTiles:
+			if k.TileM < 1 || k.TileN < 1 {
+				return bad(f, "grid tiles needs tile_m and tile_n of at least 1")
+			}
+		default:
+			return bad(f+".grid", "%q: want %s or %s", k.Grid, GridPersistent, GridTiles)
+		}
+		if err := cite(f, k.Cite); err != nil {
+			return err
+		}
+	}
+	if err := p.checkRules("moe.select", p.MoE.Select, func(n string) ([]WeightFormat, ArchSet, bool) {
+		for _, k := range p.MoE.Kernels {
+			if k.Name == n {
+				return k.Formats, k.Archs, true
+			}
+		}
+		return nil, nil, false
+	}, cite); err != nil {
+		return err
+	}
+	lnames := map[string]bool{}
+	for i := range p.Linear.Kernels {
+		k := &p.Linear.Kernels[i]
+		f := fmt.Sprintf("linear.kernels[%d]", i)
+		if k.Name == "" || lnames[k.Name] {
+			return bad(f+".name", "%q: want a unique name", k.Name)
+		}
+		lnames[k.Name] = true
+		if len(k.Formats) == 0 || len(k.Archs) == 0 {
+			return bad(f, "want formats and archs")
+		}
+		if k.FusedBy != "" && !slices.ContainsFunc(p.Fusions, func(x Fusion) bool { return x.Name == k.FusedBy }) {
+			return bad(f+".fused_by", "%q is not a fusion of this profile", k.FusedBy)
+		}
+		if err := cite(f, k.Cite); err != nil {
+			return err
+		}
+	}
+	if err := p.checkRules("linear.select", p.Linear.Select, func(n string) ([]WeightFormat, ArchSet, bool) {
+		for _, k := range p.Linear.Kernels {
+			if k.Name == n {
+				return k.Formats, k.Archs, true
+			}
+		}
+		return nil, nil, false
+	}, cite); err != nil {
+		return err
+	}
+	fnames := map[string]bool{}
+	for i, fu := range p.Fusions {
+		f := fmt.Sprintf("fusions[%d]", i)
+		switch fu.Name {
+		case FuseAllReduceRMSNorm, FuseActQuant, FuseNormQuant:
+		default:
+			return bad(f+".name", "%q: want %s, %s or %s", fu.Name, FuseAllReduceRMSNorm, FuseActQuant, FuseNormQuant)
+		}
+		if fnames[fu.Name] {
+			return bad(f+".name", "%q listed twice", fu.Name)
+		}
+		fnames[fu.Name] = true
+		if fu.MinTP < 0 {
+			return bad(f+".min_tp", "%d: want 0 or more", fu.MinTP)
+		}
+		if err := cite(f, fu.Cite); err != nil {
+			return err
+		}
+	}
+	// Graphs.
+	g := p.Graphs
+	for i, s := range g.Sizes {
+		if s < 1 || s > maxCaptureSize {
+			return bad(fmt.Sprintf("cuda_graphs.sizes[%d]", i), "%d: want a batch size from 1 to %d", s, maxCaptureSize)
+		}
+	}
+	for i, r := range g.Ranges {
+		if r.From < 1 || r.Step < 1 || r.To < r.From || r.To > maxCaptureSize {
+			return bad(fmt.Sprintf("cuda_graphs.ranges[%d]", i), "from %d to %d step %d: want 1 <= from <= to <= %d, step >= 1", r.From, r.To, r.Step, maxCaptureSize)
+		}
+	}
+	if p.sizes = g.CaptureSizes(); len(p.sizes) == 0 {
+		return bad("cuda_graphs", "no capture sizes: want sizes or ranges")
+	}
+	if err := cite("cuda_graphs", g.Cite); err != nil {
+		return err
+	}
+	// Custom all-reduce.
+	c := p.AllReduce
+	if c.Enabled {
+		if len(c.WorldSizes) == 0 || c.MaxBytes < 1 || c.OneShotBelowBytes < 0 || c.PCIeMaxGPUs < 0 {
+			return bad("custom_allreduce", "enabled needs world_sizes, max_bytes >= 1, oneshot_below_bytes and pcie_max_gpus >= 0")
+		}
+	}
+	if err := cite("custom_allreduce", c.Cite); err != nil {
+		return err
+	}
+	if err := cite("dsa", p.DSA.Cite); err != nil {
+		return err
+	}
+	for i, r := range p.Unsupported {
+		f := fmt.Sprintf("unsupported[%d]", i)
+		if r.Option == "" || r.Why == "" {
+			return bad(f, "want option and why")
+		}
+		if err := cite(f, r.Cite); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (p *Profile) checkRules(field string, rules []FormatRule, kernel func(string) ([]WeightFormat, ArchSet, bool), cite func(string, []string) error) error {
+	for i, r := range rules {
+		f := fmt.Sprintf("%s[%d]", field, i)
+		formats, archs, ok := kernel(r.Kernel)
+		if !ok {
+			return &ParseError{File: p.file, Field: f + ".kernel", Err: fmt.Errorf("%q is not a kernel of this profile", r.Kernel)}
+		}
+		if r.Format == FormatUnknown || len(r.Archs) == 0 {
+			return &ParseError{File: p.file, Field: f, Err: errors.New("want format and archs")}
+		}
+		if !slices.Contains(formats, r.Format) {
+			return &ParseError{File: p.file, Field: f, Err: fmt.Errorf("kernel %s does not take %s weights", r.Kernel, r.Format)}
+		}
+		for _, a := range r.Archs {
+			if !archs.Has(a) {
+				return &ParseError{File: p.file, Field: f, Err: fmt.Errorf("kernel %s does not run on %s", r.Kernel, a)}
+			}
+		}
+		if err := cite(f, r.Cite); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// The embedded profiles, read once.
+var (
+	loadOnce sync.Once
+	loaded   []*Profile
+	loadErr  error
+)
+
+func load() ([]*Profile, error) {
+	loadOnce.Do(func() { loaded, loadErr = loadFS(embedded, "profiles") })
+	return loaded, loadErr
+}
+
+// loadFS reads every *.yaml under dir, checks that no two profiles share
+// engine@version and that each engine has exactly one default version.
+func loadFS(fsys fs.FS, dir string) ([]*Profile, error) {
+	ents, err := fs.ReadDir(fsys, dir)
+	if err != nil {
+		return nil, fmt.Errorf("engine profiles: %w", err)
+	}
+	var out []*Profile
+	byRef := map[string]string{}
+	defaults := map[string]string{}
+	for _, e := range ents {
+		if e.IsDir() || !strings.HasSuffix(e.Name(), ".yaml") {
+			continue
+		}
+		file := path.Join(dir, e.Name())
+		data, err := fs.ReadFile(fsys, file)
+		if err != nil {
+			return nil, fmt.Errorf("engine profile %s: %w", file, err)
+		}
+		p, err := Parse(data, file)
+		if err != nil {
+			return nil, err
+		}
+		if f, ok := byRef[p.Name()]; ok {
+			return nil, &ParseError{File: file, Field: "version", Err: fmt.Errorf("%s is also defined by %s", p.Name(), f)}
+		}
+		byRef[p.Name()] = file
+		if p.Default {
+			if f, ok := defaults[p.Engine]; ok {
+				return nil, &ParseError{File: file, Field: "default", Err: fmt.Errorf("%s's default version is also set by %s", p.Engine, f)}
+			}
+			defaults[p.Engine] = file
+		}
+		out = append(out, p)
+	}
+	for _, p := range out {
+		if _, ok := defaults[p.Engine]; !ok {
+			return nil, &ParseError{File: p.file, Field: "default", Err: fmt.Errorf("no profile of %s is its default version", p.Engine)}
+		}
+	}
+	if _, ok := defaults[DefaultEngine]; !ok {
+		return nil, fmt.Errorf("engine profiles: none for the default engine %s", DefaultEngine)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name() < out[j].Name() })
+	return out, nil
+}
+
+// Profiles returns the embedded profiles, sorted by engine@version.
+func Profiles() ([]*Profile, error) { return load() }
+
+// Names lists the embedded profiles' engine@version, sorted.
+func Names() []string {
+	ps, _ := load()
+	out := make([]string, len(ps))
+	for i, p := range ps {
+		out[i] = p.Name()
+	}
+	return out
+}
+
+// Lookup returns the profile r names: the zero Ref the default engine's
+// default version; a name alone that engine's default version; a version
+// the profile with that version, or the only one whose version starts
+// with it followed by '.' or '-' ("0" for 0.24 when it is the only 0.x).
+// The error is one line naming r and the profiles there are.
+func Lookup(r Ref) (*Profile, error) {
+	ps, err := load()
+	if err != nil {
+		return nil, err
+	}
+	if r.IsZero() {
+		r = Ref{Name: DefaultEngine}
+	}
+	var cands []*Profile
+	for _, p := range ps {
+		if p.Engine != r.Name {
+			continue
+		}
+		switch {
+		case r.Version == "" && p.Default, r.Version == p.Version:
+			return p, nil
+		case r.Version != "" && (strings.HasPrefix(p.Version, r.Version+".") || strings.HasPrefix(p.Version, r.Version+"-")):
+			cands = append(cands, p)
+		}
+	}
+	if len(cands) == 1 {
+		return cands[0], nil
+	}
+	return nil, fmt.Errorf("no engine profile %s (there are %s)", r, strings.Join(Names(), ", "))
+}
+
+// MustDefault is the default engine's default profile; it panics only
+// when the embedded profiles are broken, which TestEmbeddedProfiles
+// rules out.
+func MustDefault() *Profile {
+	p, err := Lookup(Ref{})
+	if err != nil {
+		panic(err)
+	}
+	return p
+}

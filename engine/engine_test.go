@@ -1,0 +1,384 @@
+package engine
+
+import (
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+	"testing/fstest"
+)
+
+// TestEmbeddedProfiles: every embedded profile decodes strictly and
+// validates; each engine has one default; the default engine is vLLM.
+func TestEmbeddedProfiles(t *testing.T) {
+	ps, err := Profiles()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"executor@1", "sglang@0.5", "trtllm@1.3", "vllm@0.16-nightly", "vllm@0.24"}
+	if got := Names(); !slices.Equal(got, want) {
+		t.Fatalf("profiles %v, want %v", got, want)
+	}
+	for _, p := range ps {
+		if p.File() == "" || p.Title == "" {
+			t.Errorf("%s: file %q title %q", p.Name(), p.File(), p.Title)
+		}
+	}
+	if d := MustDefault(); d.Name() != "vllm@0.24" {
+		t.Errorf("default profile %s, want vllm@0.24", d.Name())
+	}
+}
+
+func mustLookup(t *testing.T, s string) *Profile {
+	t.Helper()
+	r, err := ParseRef(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := Lookup(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// TestLookup: names, versions and prefixes resolve as documented; an
+// unknown one is one line naming it and the profiles there are.
+func TestLookup(t *testing.T) {
+	cases := []struct {
+		ref, want string
+	}{
+		{"", "vllm@0.24"},
+		{"vllm", "vllm@0.24"},
+		{"VLLM@0.24", "vllm@0.24"},
+		{"vllm@0.16-nightly", "vllm@0.16-nightly"},
+		{"vllm@0.16", "vllm@0.16-nightly"},
+		{"sglang", "sglang@0.5"},
+		{"sglang@0.5", "sglang@0.5"},
+		{"trtllm@1", "trtllm@1.3"},
+		{"executor", "executor@1"},
+	}
+	for _, c := range cases {
+		if got := mustLookup(t, c.ref).Name(); got != c.want {
+			t.Errorf("%q: %s, want %s", c.ref, got, c.want)
+		}
+	}
+	for _, bad := range []string{"vllm@0.9", "tensorrt", "sglang@0.4"} {
+		r, _ := ParseRef(bad)
+		_, err := Lookup(r)
+		if err == nil || strings.Contains(err.Error(), "\n") || !strings.Contains(err.Error(), bad) || !strings.Contains(err.Error(), "vllm@0.24") {
+			t.Errorf("%q: error %v, want one line naming it and the profiles", bad, err)
+		}
+	}
+	for _, bad := range []string{"vllm@", "@0.24", "vllm 0.24", "vllm@0.24;rm"} {
+		if _, err := ParseRef(bad); err == nil {
+			t.Errorf("ParseRef(%q) accepted", bad)
+		}
+	}
+}
+
+// TestAttentionSelection: the backend each engine picks per family and
+// KV dtype, with the sources the profiles cite: vLLM's priority lists
+// (cuda.py) and the backends aiconfigurator's vLLM 0.24 tables record per
+// GPU; SGLang's per-family default (server_args.py).
+func TestAttentionSelection(t *testing.T) {
+	cases := []struct {
+		engine   string
+		arch     Arch
+		kv       KVDtype
+		qkNope   int
+		dcp      bool
+		override string
+		want     string // backend name, or "error: <substring>"
+	}{
+		// aiconfigurator vLLM 0.24: TRITON_MLA on RTX PRO 6000 and L40S.
+		{"vllm", SM120, KV16, 128, false, "", "TRITON_MLA"},
+		{"vllm", SM120, KVFP8, 128, false, "", "TRITON_MLA"},
+		{"vllm", SM89, KV16, 128, false, "", "TRITON_MLA"},
+		// ... FLASH_ATTN_MLA with a bf16 cache, FLASHMLA with fp8 on H200.
+		{"vllm", SM90, KV16, 128, false, "", "FLASH_ATTN_MLA"},
+		{"vllm", SM90, KVFP8, 128, false, "", "FLASHMLA"},
+		// ... FLASHINFER_MLA on B200; qk_nope 192 (GLM-5) or DCP: CUTLASS_MLA.
+		{"vllm", SM100, KV16, 128, false, "", "FLASHINFER_MLA"},
+		{"vllm", SM100, KV16, 192, false, "", "CUTLASS_MLA"},
+		{"vllm", SM100, KV16, 128, true, "", "CUTLASS_MLA"},
+		// Triton's FP8 path needs SM89+ (fp8e4nv).
+		{"vllm", SM80, KVFP8, 128, false, "", "error: fp8"},
+		{"vllm", SM120, KV16, 128, false, "flashmla", "error: runs on sm90, sm100 only"},
+		{"vllm", SM120, KV16, 128, false, "flashinfer", "error: no attention backend \"flashinfer\""},
+		{"vllm", SM120, KV16, 128, false, "triton", "TRITON_MLA"},
+		{"sglang", SM120, KV16, 128, false, "", "triton"},
+		{"sglang", SM120, KV16, 192, false, "flashinfer", "flashinfer"},
+		{"sglang", SM120, KVFP8, 128, false, "flashinfer", "error: fp8 KV cache on sm100 only"},
+		{"sglang", SM90, KV16, 128, false, "", "fa3"},
+		{"sglang", SM90, KVFP8, 128, false, "", "flashmla"},
+		{"sglang", SM100, KV16, 128, false, "", "flashinfer"},
+		{"trtllm", SM120, KV16, 128, false, "", "error: no MLA attention backend on sm120"},
+		{"trtllm", SM90, KVFP8, 128, false, "", "TRTLLM"},
+		{"executor", SM90, KV16, 128, false, "", "executor_mla"},
+		{"executor", ArchUnknown, KVFP8, 192, true, "", "executor_mla"},
+	}
+	for _, c := range cases {
+		p := mustLookup(t, c.engine)
+		b, err := p.Backend(c.arch, c.kv, c.qkNope, c.dcp, c.override)
+		name := c.engine + " " + c.arch.String() + " " + c.kv.String() + " " + c.override
+		if sub, ok := strings.CutPrefix(c.want, "error: "); ok {
+			if err == nil || !strings.Contains(err.Error(), sub) || strings.Contains(err.Error(), "\n") {
+				t.Errorf("%s: %v, %v; want one-line error containing %q", name, b, err, sub)
+			}
+			continue
+		}
+		if err != nil || b.Name != c.want {
+			t.Errorf("%s: %v %v, want %s", name, b, err, c.want)
+		}
+	}
+}
+
+// TestSplitRules: the KV-split rule is the profile's: vLLM 0.24 sizes by
+// length, the Feb-Mar 2026 nightly splits 4 ways, SGLang's triton 8.
+func TestSplitRules(t *testing.T) {
+	for _, c := range []struct {
+		engine         string
+		fixed, minWork int
+		blockH, blockN int
+		companions     int
+	}{
+		{"vllm@0.24", 0, 512, 16, 32, 4},
+		{"vllm@0.16-nightly", 4, 0, 16, 32, 4},
+		{"sglang", 8, 0, 16, 32, 2},
+	} {
+		p := mustLookup(t, c.engine)
+		b, err := p.Backend(SM120, KV16, 128, false, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		g := b.Grid
+		if g.Kind != GridSplitKV || g.FixedSplits != c.fixed || g.MinWorkPerSplit != c.minWork || g.BlockH != c.blockH || g.BlockN != c.blockN || len(b.Companions) != c.companions {
+			t.Errorf("%s: %+v with %d companions", c.engine, g, len(b.Companions))
+		}
+	}
+}
+
+// TestMoESelection: the MoE kernel per weight format and family.
+func TestMoESelection(t *testing.T) {
+	cases := []struct {
+		engine   string
+		arch     Arch
+		f        WeightFormat
+		override string
+		want     string
+		grid     GEMMGrid
+	}{
+		{"vllm", SM120, INT4, "", "marlin", GridPersistent},
+		{"vllm", SM120, NVFP4, "", "flashinfer_cutlass", GridTiles},
+		{"vllm", SM100, NVFP4, "", "flashinfer_trtllm", GridTiles},
+		{"vllm", SM90, FP8Block, "", "triton", GridTiles},
+		{"vllm", SM90, NVFP4, "", "marlin", GridPersistent},
+		{"sglang", SM90, NVFP4, "", "error: no MoE kernel for nvfp4 experts on sm90", ""},
+		{"sglang", SM120, NVFP4, "", "flashinfer_cutlass", GridTiles},
+		{"sglang", SM120, NVFP4, "triton", "triton", GridTiles},
+		{"sglang", SM120, INT4, "flashinfer_cutlass", "error: does not take int4-g32", ""},
+		{"sglang", SM120, NVFP4, "b12x", "error: no MoE kernel \"b12x\"", ""},
+		{"trtllm", SM90, INT4, "", "error: no MoE kernel", ""},
+		{"executor", SM120, NVFP4, "", "cublas", GridTiles},
+	}
+	for _, c := range cases {
+		p := mustLookup(t, c.engine)
+		k, err := p.MoEKernel(c.arch, c.f, c.override)
+		name := c.engine + " " + c.arch.String() + " " + c.f.String() + " " + c.override
+		if sub, ok := strings.CutPrefix(c.want, "error: "); ok {
+			if err == nil || !strings.Contains(err.Error(), sub) {
+				t.Errorf("%s: %v, %v; want error containing %q", name, k, err, sub)
+			}
+			continue
+		}
+		if err != nil || k.Name != c.want || k.Grid != c.grid {
+			t.Errorf("%s: %v %v, want %s (%s)", name, k, err, c.want, c.grid)
+		}
+	}
+}
+
+// TestCustomAllReduceRules: vLLM's and SGLang's custom all-reduce runs on
+// 2 GPUs or NVLink-connected ones, up to 8 MiB, one-shot below 256 KiB;
+// the executor has none.
+func TestCustomAllReduceRules(t *testing.T) {
+	cases := []struct {
+		engine      string
+		n           int
+		nvlink      bool
+		bytes       int64
+		ok, oneShot bool
+	}{
+		{"vllm", 8, false, 14336, false, false},
+		{"vllm", 2, false, 14336, true, true},
+		{"vllm", 8, true, 14336, true, true},
+		{"vllm", 8, true, 512 << 10, true, false},
+		{"vllm", 8, true, 16 << 20, false, false},
+		{"vllm", 16, true, 14336, false, false},
+		{"sglang", 8, false, 14336, false, false},
+		{"sglang", 4, true, 14336, true, true},
+		{"trtllm", 2, false, 14336, false, false},
+		{"executor", 8, true, 14336, false, false},
+	}
+	for _, c := range cases {
+		ok, one := mustLookup(t, c.engine).AllReduce.Runs(c.n, c.nvlink, c.bytes)
+		if ok != c.ok || one != c.oneShot {
+			t.Errorf("%s %d GPUs nvlink %v %d B: runs %v one-shot %v, want %v %v", c.engine, c.n, c.nvlink, c.bytes, ok, one, c.ok, c.oneShot)
+		}
+	}
+}
+
+// TestFactsPerArch: DSA dense on SM120 for vLLM and SGLang (no sparse MLA
+// kernels there), the executor runs what the schedule has; graph sizes;
+// refusals; fusions.
+func TestFactsPerArch(t *testing.T) {
+	for _, c := range []struct {
+		engine string
+		arch   Arch
+		dense  bool
+	}{{"vllm", SM120, true}, {"vllm", SM90, false}, {"sglang", SM120, true}, {"sglang", SM100, false}, {"executor", SM120, false}, {"trtllm", SM120, false}} {
+		if got := mustLookup(t, c.engine).DenseDSA(c.arch); got != c.dense {
+			t.Errorf("%s on %s: dense DSA %v, want %v", c.engine, c.arch, got, c.dense)
+		}
+	}
+	v := mustLookup(t, "vllm").CaptureSizes()
+	if len(v) != 51 || v[0] != 1 || v[3] != 8 || v[33] != 248 || v[34] != 256 || v[50] != 512 {
+		t.Errorf("vLLM capture sizes %v: want 1, 2, 4, 8..248 step 8, 256..512 step 16 (51 sizes)", v)
+	}
+	s := mustLookup(t, "sglang").CaptureSizes()
+	if !slices.Contains(s, 12) || slices.Contains(s, 264) || s[len(s)-1] != 512 {
+		t.Errorf("SGLang capture sizes %v: want 12 and 512 captured, 264 not", s)
+	}
+	if tr := mustLookup(t, "trtllm").CaptureSizes(); tr[len(tr)-1] != 128 {
+		t.Errorf("TensorRT-LLM capture sizes end at %d, want 128", tr[len(tr)-1])
+	}
+	if err := mustLookup(t, "executor").Refuse("custom-ar", "oneshot", SM90); err == nil || !strings.HasPrefix(err.Error(), "--custom-ar oneshot: executor@1 ") {
+		t.Errorf("executor one-shot: %v", err)
+	}
+	if err := mustLookup(t, "executor").Refuse("custom-ar", "off", SM90); err != nil {
+		t.Errorf("executor custom-ar off refused: %v", err)
+	}
+	if err := mustLookup(t, "vllm").Refuse("custom-ar", "oneshot", SM120); err != nil {
+		t.Errorf("vllm one-shot what-if refused: %v", err)
+	}
+	vl := mustLookup(t, "vllm")
+	if !vl.Fused(FuseActQuant, SM120, 8) || vl.Fused(FuseAllReduceRMSNorm, SM120, 8) || vl.Fused(FuseNormQuant, SM90, 8) {
+		t.Errorf("vLLM fusions: act_quant on, all-reduce + RMSNorm off on SM120, norm_quant off")
+	}
+	lk := vl.LinearKernel(SM120, NVFP4)
+	if lk == nil || len(lk.Companions) != 1 || lk.FusedBy != FuseActQuant || vl.LinearKernel(SM120, BF16) != nil {
+		t.Errorf("vLLM NVFP4 linear on SM120: %+v", lk)
+	}
+}
+
+func TestArchOf(t *testing.T) {
+	for cc, want := range map[string]Arch{"8.0": SM80, "8.6": SM80, "8.9": SM89, "9.0": SM90, "10.0": SM100, "10.3": SM100, "12.0": SM120, "12.1": SM120, "7.5": ArchUnknown, "": ArchUnknown, "x": ArchUnknown} {
+		if got, _ := ArchOf(cc); got != want {
+			t.Errorf("ArchOf(%q) = %s, want %s", cc, got, want)
+		}
+	}
+}
+
+// TestParseErrors: a broken profile is one error naming the file and the
+// field.
+func TestParseErrors(t *testing.T) {
+	base, err := embedded.ReadFile("profiles/vllm-0.24.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		name, edit, with, field string
+	}{
+		{"unknown field", "title:", "titel:", "field titel not found"},
+		{"second document", "dsa:\n", "---\nengine: x\n---\ndsa:\n", "more than one YAML document"},
+		{"bad arch", "archs: [sm100]\n      order", "archs: [sm110]\n      order", "architecture \"sm110\""},
+		{"uncited", "      cite: [flashmla, backends-doc, aic-mla]", "      cite: []", "attention.backends[1].cite"},
+		{"unknown source", "cite: [custom-ar]", "cite: [nowhere]", "custom_allreduce.cite: \"nowhere\" is not a key of sources"},
+		{"unknown backend in order", "order: [FLASHINFER_MLA, CUTLASS_MLA", "order: [FLASHINFER, CUTLASS_MLA", "attention.select[0].order: \"FLASHINFER\""},
+		{"bad grid", "kind: split_kv", "kind: splitkv", "attention.backends[0].grid.kind"},
+		{"bad format", "format: int4-g32, kernel: marlin", "format: int3, kernel: marlin", "weight format \"int3\""},
+		{"kernel without format", "format: int4-g32, kernel: marlin", "format: bf16, kernel: marlin", "kernel marlin does not take bf16"},
+		{"bad graph range", "{from: 8, to: 248, step: 8}", "{from: 8, to: 248, step: 0}", "cuda_graphs.ranges[0]"},
+		{"missing version", "version: \"0.24\"", "version: \"\"", "version: missing"},
+		{"bad fusion", "name: norm_quant", "name: rope_quant", "fusions[2].name"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			data := strings.Replace(string(base), c.edit, c.with, 1)
+			if data == string(base) {
+				t.Fatalf("edit %q not found in the profile", c.edit)
+			}
+			_, err := Parse([]byte(data), "edited.yaml")
+			var pe *ParseError
+			if !errors.As(err, &pe) || !strings.Contains(err.Error(), c.field) || !strings.HasPrefix(err.Error(), "engine profile edited.yaml: ") || strings.Contains(err.Error(), "\n") {
+				t.Errorf("error %v, want one line naming edited.yaml and %q", err, c.field)
+			}
+		})
+	}
+}
+
+// TestLoadFSRules: two profiles of one engine@version, or an engine
+// without a default version, are refused.
+func TestLoadFSRules(t *testing.T) {
+	base, _ := embedded.ReadFile("profiles/executor.yaml")
+	dup := fstest.MapFS{"p/a.yaml": {Data: base}, "p/b.yaml": {Data: base}, "p/v.yaml": {Data: mustRead(t, "profiles/vllm-0.24.yaml")}}
+	if _, err := loadFS(dup, "p"); err == nil || !strings.Contains(err.Error(), "also defined by") {
+		t.Errorf("duplicate: %v", err)
+	}
+	nodef := fstest.MapFS{"p/a.yaml": {Data: []byte(strings.Replace(string(base), "default: true", "default: false", 1))}, "p/v.yaml": {Data: mustRead(t, "profiles/vllm-0.24.yaml")}}
+	if _, err := loadFS(nodef, "p"); err == nil || !strings.Contains(err.Error(), "no profile of executor is its default") {
+		t.Errorf("no default: %v", err)
+	}
+	novllm := fstest.MapFS{"p/a.yaml": {Data: base}}
+	if _, err := loadFS(novllm, "p"); err == nil || !strings.Contains(err.Error(), "default engine vllm") {
+		t.Errorf("no vllm: %v", err)
+	}
+}
+
+func mustRead(t *testing.T, name string) []byte {
+	t.Helper()
+	b, err := embedded.ReadFile(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// FuzzParse: any input either parses into a profile that validates and
+// answers every query without panicking, or is a ParseError naming the
+// file.
+func FuzzParse(f *testing.F) {
+	ents, _ := embedded.ReadDir("profiles")
+	for _, e := range ents {
+		b, _ := embedded.ReadFile("profiles/" + e.Name())
+		f.Add(b)
+	}
+	f.Add([]byte("engine: x\nversion: 1\n"))
+	f.Add([]byte("{}"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		p, err := Parse(data, "fuzz.yaml")
+		if err != nil {
+			var pe *ParseError
+			if !errors.As(err, &pe) || pe.File != "fuzz.yaml" {
+				t.Fatalf("error %v is not a ParseError naming the file", err)
+			}
+			return
+		}
+		for _, a := range anyArch() {
+			for _, kv := range []KVDtype{KV16, KVFP8} {
+				_, _ = p.Backend(a, kv, 128, false, "")
+				_, _ = p.Backend(a, kv, 192, true, "triton")
+			}
+			for f := BF16; f <= INT4; f++ {
+				_, _ = p.MoEKernel(a, f, "")
+				_ = p.LinearKernel(a, f)
+			}
+			_ = p.Refuse("custom-ar", "oneshot", a)
+			_ = p.DenseDSA(a)
+		}
+		_, _ = p.AllReduce.Runs(8, false, 1<<14)
+		if s := p.CaptureSizes(); len(s) == 0 || !slices.IsSorted(s) {
+			t.Fatalf("capture sizes %v", s)
+		}
+	})
+}

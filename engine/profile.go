@@ -1,0 +1,536 @@
+package engine
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// Profile is one engine version's facts (see the package doc). Field
+// names are the YAML keys; every fact carries Cite, keys into Sources.
+type Profile struct {
+	Engine  string `yaml:"engine"`
+	Version string `yaml:"version"`
+	// Default marks the version a Ref without one means.
+	Default bool   `yaml:"default"`
+	Title   string `yaml:"title"`
+	// Sources maps a citation key to the source it stands for (repository,
+	// path and version, issue or document).
+	Sources map[string]string `yaml:"sources"`
+
+	// PerfDB names the engine's directory and version in aiconfigurator's
+	// systems/data tree (systems/data/<system>/<family>/<framework>/<version>),
+	// the tables measured with this engine; empty Framework: none.
+	PerfDB PerfDBRef `yaml:"perfdb"`
+
+	Attention AttentionFacts `yaml:"attention"`
+	MoE       MoEFacts       `yaml:"moe"`
+	Linear    LinearFacts    `yaml:"linear"`
+	Fusions   []Fusion       `yaml:"fusions"`
+	Graphs    CUDAGraphs     `yaml:"cuda_graphs"`
+	AllReduce CustomAR       `yaml:"custom_allreduce"`
+	DSA       DSAFacts       `yaml:"dsa"`
+	// Unsupported lists options (as tpscope's flags name them) the engine
+	// has no implementation of; a scenario that sets one is refused.
+	Unsupported []Refusal `yaml:"unsupported"`
+
+	file  string // where the profile was read from, for error messages
+	sizes []int  // Graphs.CaptureSizes(), computed once by validate
+}
+
+// CaptureSizes are the CUDA-graph capture sizes of the profile, increasing
+// (Graphs.CaptureSizes, computed once; callers must not modify it).
+func (p *Profile) CaptureSizes() []int {
+	if p.sizes == nil {
+		p.sizes = p.Graphs.CaptureSizes()
+	}
+	return p.sizes
+}
+
+// PerfDBRef names an engine's tables in aiconfigurator's tree.
+type PerfDBRef struct {
+	Framework string   `yaml:"framework"`
+	Version   string   `yaml:"version"`
+	Cite      []string `yaml:"cite"`
+}
+
+// Ref is the profile's own Ref (engine@version).
+func (p *Profile) Ref() Ref { return Ref{Name: p.Engine, Version: p.Version} }
+
+// Name is engine@version.
+func (p *Profile) Name() string { return p.Ref().String() }
+
+// File is where the profile was read from.
+func (p *Profile) File() string { return p.file }
+
+// ------------------------------------------------------------ attention
+
+// AttentionFacts are the MLA attention backends and how the engine picks
+// one.
+type AttentionFacts struct {
+	Backends []AttentionBackend `yaml:"backends"`
+	// Select is the automatic choice: per family, the backends in the
+	// engine's priority order; the first one valid for the KV dtype and
+	// model wins (vLLM get_valid_backends; SGLang's default per family).
+	Select []AttentionRule `yaml:"select"`
+}
+
+// AttentionRule is one family group's priority list.
+type AttentionRule struct {
+	Archs ArchSet  `yaml:"archs"`
+	Order []string `yaml:"order"`
+	Cite  []string `yaml:"cite"`
+}
+
+// GridKind is how an attention backend lays its decode work over the
+// GPU.
+type GridKind string
+
+const (
+	// GridSplitKV: one CTA per (query token, head block, KV split), the
+	// splits a fixed count or sized from the sequence (Grid's fields):
+	// Triton's grouped MLA decode.
+	GridSplitKV GridKind = "split_kv"
+	// GridSMFill: a scheduler splits the KV sequence until every SM has
+	// work (FlashMLA num_sm_parts, FA3's scheduler metadata, FlashInfer's
+	// plan).
+	GridSMFill GridKind = "sm_fill"
+)
+
+// Grid are a backend's decode-grid facts.
+type Grid struct {
+	Kind GridKind `yaml:"kind"`
+	// FixedSplits > 0: that many KV splits always; 0: sized from the
+	// longest sequence, next_pow2(max(1, seq / MinWorkPerSplit)), at most
+	// SplitOccupancy x the SM count.
+	FixedSplits     int `yaml:"fixed_splits"`
+	MinWorkPerSplit int `yaml:"min_work_per_split"`
+	SplitOccupancy  int `yaml:"split_occupancy"`
+	// BlockH heads per CTA, BlockN cached tokens per loop iteration,
+	// Stages software-pipeline depth (split_kv).
+	BlockH int `yaml:"block_h"`
+	BlockN int `yaml:"block_n"`
+	Stages int `yaml:"stages"`
+}
+
+// AttentionBackend is one MLA attention backend.
+type AttentionBackend struct {
+	// Name is the engine's spelling (TRITON_MLA, flashinfer); Aliases
+	// are other spellings --attention-backend accepts.
+	Name    string    `yaml:"name"`
+	Aliases []string  `yaml:"aliases"`
+	Archs   ArchSet   `yaml:"archs"`
+	KV      []KVDtype `yaml:"kv"`
+	// FP8KVArchs narrows an FP8 cache to these families (empty: Archs).
+	FP8KVArchs ArchSet `yaml:"fp8_kv_archs"`
+	// QKNope, when set, lists the qk_nope_head_dim values the backend
+	// runs (FlashInfer's trtllm-gen MLA: 128 only).
+	QKNope []int `yaml:"qk_nope"`
+	Grid   Grid  `yaml:"grid"`
+	// Kernel is the decode kernel the schedule's attention op stands
+	// for; Companions the other kernels one decode call launches (split
+	// merges, metadata, buffer fills, query concatenation).
+	Kernel     string   `yaml:"kernel"`
+	Companions []string `yaml:"companions"`
+	// CUDAGraph: "full" (decode captured whole) or "piecewise" (the
+	// attention call runs eagerly between captured pieces).
+	CUDAGraph string `yaml:"cuda_graph"`
+	// DCP: the backend returns the log-sum-exp decode context
+	// parallelism merges with.
+	DCP bool `yaml:"dcp"`
+	// Table is the kernel_source of its rows in aiconfigurator's MLA
+	// module tables ("" when none were measured). NoStandIn: another
+	// backend's or version's module rows must not price it (a split rule
+	// that decides its time at long context differs from theirs); its
+	// modules keep the priors.
+	Table     string   `yaml:"table"`
+	NoStandIn bool     `yaml:"no_stand_in"`
+	Cite      []string `yaml:"cite"`
+}
+
+// Matches reports whether s names the backend (its name or an alias,
+// case and '-'/'_' ignored).
+func (b *AttentionBackend) Matches(s string) bool {
+	k := normName(s)
+	if k == normName(b.Name) {
+		return true
+	}
+	for _, a := range b.Aliases {
+		if k == normName(a) {
+			return true
+		}
+	}
+	return false
+}
+
+func normName(s string) string {
+	return strings.ReplaceAll(strings.ToLower(strings.TrimSpace(s)), "-", "_")
+}
+
+// valid reports why the backend cannot run (arch, kv, qkNope; 0 =
+// unknown, not checked; an FP8 cache is not gated on a device no family
+// covers, a CPU stand-in; dcp: under decode context parallelism, which
+// merges partial results by their log-sum-exp), "" when it can.
+func (b *AttentionBackend) valid(a Arch, kv KVDtype, qkNope int, dcp bool) string {
+	if !b.Archs.Has(a) {
+		return fmt.Sprintf("runs on %s only", archList(b.Archs))
+	}
+	if !slices.Contains(b.KV, kv) {
+		return fmt.Sprintf("has no %s KV cache (it takes %s)", kv, kvList(b.KV))
+	}
+	if kv == KVFP8 && len(b.FP8KVArchs) > 0 && !b.FP8KVArchs.Has(a) && a != ArchUnknown {
+		return fmt.Sprintf("takes an fp8 KV cache on %s only", archList(b.FP8KVArchs))
+	}
+	if qkNope > 0 && len(b.QKNope) > 0 && !slices.Contains(b.QKNope, qkNope) {
+		return fmt.Sprintf("needs qk_nope_head_dim %v (the model has %d)", b.QKNope, qkNope)
+	}
+	if dcp && !b.DCP {
+		return "returns no log-sum-exp for decode context parallelism"
+	}
+	return ""
+}
+
+// Backend returns the backend that runs MLA decode for family a, KV
+// dtype kv, a model whose qk_nope_head_dim is qkNope (0: not checked),
+// with or without decode context parallelism: the one named by override
+// when set (an error when the engine has no such backend or it cannot
+// run here), else the first valid one of the family's priority list.
+func (p *Profile) Backend(a Arch, kv KVDtype, qkNope int, dcp bool, override string) (*AttentionBackend, error) {
+	if override != "" {
+		for i := range p.Attention.Backends {
+			b := &p.Attention.Backends[i]
+			if !b.Matches(override) {
+				continue
+			}
+			if why := b.valid(a, kv, qkNope, dcp); why != "" {
+				return nil, fmt.Errorf("%s's attention backend %s %s", p.Name(), b.Name, why)
+			}
+			return b, nil
+		}
+		return nil, fmt.Errorf("%s has no attention backend %q (it has %s)", p.Name(), override, strings.Join(p.backendNames(), ", "))
+	}
+	for _, r := range p.Attention.Select {
+		if !r.Archs.Has(a) {
+			continue
+		}
+		var whys []string
+		for _, n := range r.Order {
+			b := p.backend(n)
+			if b == nil {
+				continue
+			}
+			why := b.valid(a, kv, qkNope, dcp)
+			if why == "" {
+				return b, nil
+			}
+			whys = append(whys, b.Name+" "+why)
+		}
+		return nil, fmt.Errorf("%s has no MLA attention backend for %s with a %s KV cache (%s)", p.Name(), a, kv, strings.Join(whys, "; "))
+	}
+	return nil, fmt.Errorf("%s has no MLA attention backend on %s", p.Name(), a)
+}
+
+func (p *Profile) backend(name string) *AttentionBackend {
+	for i := range p.Attention.Backends {
+		if p.Attention.Backends[i].Name == name {
+			return &p.Attention.Backends[i]
+		}
+	}
+	return nil
+}
+
+func (p *Profile) backendNames() []string {
+	out := make([]string, len(p.Attention.Backends))
+	for i, b := range p.Attention.Backends {
+		out[i] = b.Name
+	}
+	return out
+}
+
+// ------------------------------------------------------------------ MoE
+
+// MoEFacts are the fused-MoE kernels and the choice per family and
+// weight format.
+type MoEFacts struct {
+	Kernels []MoEKernel  `yaml:"kernels"`
+	Select  []FormatRule `yaml:"select"`
+}
+
+// GEMMGrid is how a (grouped) GEMM kernel lays its work over the GPU.
+type GEMMGrid string
+
+const (
+	// GridPersistent: one CTA per SM striping the whole problem
+	// (Marlin): every SM streams weights whatever the token count.
+	GridPersistent GEMMGrid = "persistent"
+	// GridTiles: one CTA per TileM x TileN output tile of each expert
+	// with rows, split along K only when SplitK (CUTLASS grouped GEMM,
+	// Triton fused_moe).
+	GridTiles GEMMGrid = "tiles"
+)
+
+// MoEKernel is one fused-MoE implementation.
+type MoEKernel struct {
+	Name    string         `yaml:"name"`
+	Formats []WeightFormat `yaml:"formats"`
+	Archs   ArchSet        `yaml:"archs"`
+	Grid    GEMMGrid       `yaml:"grid"`
+	TileM   int            `yaml:"tile_m"`
+	TileN   int            `yaml:"tile_n"`
+	SplitK  bool           `yaml:"split_k"`
+	// Kernel is the expert GEMM kernel; Companions the kernels one layer
+	// call launches besides the schedule's gate_up GEMM, activation and
+	// down GEMM (alignment and sort, activation quantization, row
+	// expansion, finalize / top-k sum).
+	Kernel     string   `yaml:"kernel"`
+	Companions []string `yaml:"companions"`
+	// Table is a substring of the kernel_source of its rows in
+	// aiconfigurator's MoE tables.
+	Table string   `yaml:"table"`
+	Cite  []string `yaml:"cite"`
+}
+
+// FormatRule picks a kernel for a weight format on some families.
+type FormatRule struct {
+	Archs  ArchSet      `yaml:"archs"`
+	Format WeightFormat `yaml:"format"`
+	Kernel string       `yaml:"kernel"`
+	Cite   []string     `yaml:"cite"`
+}
+
+// MoEKernel returns the fused-MoE kernel the engine runs for weights f on
+// family a: the one named by override when set (an error when the engine
+// has no such kernel or it cannot run f here), else the first selection
+// rule that matches.
+func (p *Profile) MoEKernel(a Arch, f WeightFormat, override string) (*MoEKernel, error) {
+	if override != "" {
+		for i := range p.MoE.Kernels {
+			k := &p.MoE.Kernels[i]
+			if normName(k.Name) != normName(override) {
+				continue
+			}
+			if !slices.Contains(k.Formats, f) {
+				return nil, fmt.Errorf("%s's MoE kernel %s does not take %s experts", p.Name(), k.Name, f)
+			}
+			if !k.Archs.Has(a) {
+				return nil, fmt.Errorf("%s's MoE kernel %s runs on %s only", p.Name(), k.Name, archList(k.Archs))
+			}
+			return k, nil
+		}
+		names := make([]string, len(p.MoE.Kernels))
+		for i, k := range p.MoE.Kernels {
+			names[i] = k.Name
+		}
+		return nil, fmt.Errorf("%s has no MoE kernel %q (it has %s)", p.Name(), override, strings.Join(names, ", "))
+	}
+	for _, r := range p.MoE.Select {
+		if r.Format != f || !r.Archs.Has(a) {
+			continue
+		}
+		for i := range p.MoE.Kernels {
+			if p.MoE.Kernels[i].Name == r.Kernel {
+				return &p.MoE.Kernels[i], nil
+			}
+		}
+	}
+	return nil, fmt.Errorf("%s has no MoE kernel for %s experts on %s", p.Name(), f, a)
+}
+
+// --------------------------------------------------------------- linear
+
+// LinearFacts are the dense-GEMM kernels per weight format.
+type LinearFacts struct {
+	Kernels []LinearKernel `yaml:"kernels"`
+	Select  []FormatRule   `yaml:"select"`
+}
+
+// LinearKernel is a dense GEMM (nn.Linear) implementation.
+type LinearKernel struct {
+	Name    string         `yaml:"name"`
+	Formats []WeightFormat `yaml:"formats"`
+	Archs   ArchSet        `yaml:"archs"`
+	// Companions are kernels each call launches besides the GEMM (the
+	// input's quantization for a W4A4 or W8A8 kernel), unless a fusion
+	// named in FusedBy folds them into the op before.
+	Companions []string `yaml:"companions"`
+	FusedBy    string   `yaml:"fused_by"`
+	Table      string   `yaml:"table"`
+	Cite       []string `yaml:"cite"`
+}
+
+// LinearKernel returns the dense-GEMM kernel for weights f on family a;
+// nil (no error) when the profile states none for f, which then runs as
+// the schedule lists it.
+func (p *Profile) LinearKernel(a Arch, f WeightFormat) *LinearKernel {
+	for _, r := range p.Linear.Select {
+		if r.Format != f || !r.Archs.Has(a) {
+			continue
+		}
+		for i := range p.Linear.Kernels {
+			if p.Linear.Kernels[i].Name == r.Kernel {
+				return &p.Linear.Kernels[i]
+			}
+		}
+	}
+	return nil
+}
+
+// ------------------------------------------------------------- fusions
+
+// Fusion names, as profiles spell them.
+const (
+	// FuseAllReduceRMSNorm: the all-reduce and the residual add + RMSNorm
+	// after it run as one kernel (vLLM fuse_allreduce_rms).
+	FuseAllReduceRMSNorm = "allreduce_rmsnorm"
+	// FuseActQuant: SiLU-and-mul and the next GEMM's input quantization
+	// in one kernel (vLLM fuse_act_quant).
+	FuseActQuant = "act_quant"
+	// FuseNormQuant: RMSNorm and the next GEMM's input quantization in
+	// one kernel (vLLM fuse_norm_quant).
+	FuseNormQuant = "norm_quant"
+)
+
+// Fusion is a compiler fusion at the profile's version.
+type Fusion struct {
+	Name string `yaml:"name"`
+	// Archs the pass applies on; Default whether it is on without a
+	// flag; MinTP the smallest tensor-parallel degree it applies at.
+	Archs   ArchSet  `yaml:"archs"`
+	Default bool     `yaml:"default"`
+	MinTP   int      `yaml:"min_tp"`
+	Cite    []string `yaml:"cite"`
+}
+
+// Fused reports whether fusion name is on by default on family a at
+// tensor-parallel degree tp.
+func (p *Profile) Fused(name string, a Arch, tp int) bool {
+	for _, f := range p.Fusions {
+		if f.Name == name && f.Default && f.Archs.Has(a) && tp >= f.MinTP {
+			return true
+		}
+	}
+	return false
+}
+
+// ---------------------------------------------------------- CUDA graphs
+
+// CUDAGraphs is the engine's default graph mode and capture sizes.
+type CUDAGraphs struct {
+	// Mode: the engine's name for its default (FULL_AND_PIECEWISE, ...).
+	Mode string `yaml:"mode"`
+	// Sizes are the captured batch sizes in tokens: the listed ones and
+	// every Ranges entry's From, From+Step, ... up to To.
+	Sizes  []int       `yaml:"sizes"`
+	Ranges []SizeRange `yaml:"ranges"`
+	Cite   []string    `yaml:"cite"`
+}
+
+// SizeRange is From, From+Step, ..., up to To inclusive.
+type SizeRange struct {
+	From int `yaml:"from"`
+	To   int `yaml:"to"`
+	Step int `yaml:"step"`
+}
+
+// CaptureSizes lists the capture sizes, increasing.
+func (g *CUDAGraphs) CaptureSizes() []int {
+	out := slices.Clone(g.Sizes)
+	for _, r := range g.Ranges {
+		for s := r.From; s <= r.To && r.Step > 0; s += r.Step {
+			out = append(out, s)
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// ------------------------------------------------------ custom all-reduce
+
+// CustomAR are the rules under which the engine runs its own all-reduce
+// kernel instead of NCCL for a TP all-reduce.
+type CustomAR struct {
+	// Enabled: the engine has one at all.
+	Enabled bool `yaml:"enabled"`
+	// WorldSizes it supports; PCIeMaxGPUs the largest group it runs on
+	// GPUs without NVLink between every pair (above it, NCCL).
+	WorldSizes  []int `yaml:"world_sizes"`
+	PCIeMaxGPUs int   `yaml:"pcie_max_gpus"`
+	// MaxBytes the largest message; OneShotBelowBytes where it switches
+	// from one-shot to two-shot.
+	MaxBytes          int64    `yaml:"max_bytes"`
+	OneShotBelowBytes int64    `yaml:"oneshot_below_bytes"`
+	Cite              []string `yaml:"cite"`
+}
+
+// Runs reports whether the custom all-reduce carries a group of n GPUs
+// (allNVLink: NVLink joins every pair) for a message of b bytes, and
+// whether one-shot.
+func (c *CustomAR) Runs(n int, allNVLink bool, b int64) (ok, oneShot bool) {
+	if !c.Enabled || n < 2 || b > c.MaxBytes || !slices.Contains(c.WorldSizes, n) {
+		return false, false
+	}
+	if !allNVLink && n > c.PCIeMaxGPUs {
+		return false, false
+	}
+	return true, b < c.OneShotBelowBytes
+}
+
+// ------------------------------------------------------------------ DSA
+
+// DSAFacts say where the engine runs DeepSeek sparse attention (an
+// indexer selecting the top-k cached tokens) as dense MLA.
+type DSAFacts struct {
+	DenseArchs ArchSet  `yaml:"dense_archs"`
+	Cite       []string `yaml:"cite"`
+}
+
+// DenseDSA reports whether the engine runs a DSA model's attention dense
+// (no indexer) on family a.
+func (p *Profile) DenseDSA(a Arch) bool { return p.DSA.DenseArchs.Has(a) }
+
+// ---------------------------------------------------------- refusals
+
+// Refusal is an option the engine has no implementation of.
+type Refusal struct {
+	// Option is tpscope's flag name (custom-ar, dcp, attention-backend);
+	// Values, when set, the values refused (else every non-default one);
+	// Archs, when set, the families where (else all).
+	Option string   `yaml:"option"`
+	Values []string `yaml:"values"`
+	Archs  ArchSet  `yaml:"archs"`
+	Why    string   `yaml:"why"`
+	Cite   []string `yaml:"cite"`
+}
+
+// Refuse returns an error naming the option when the engine has no
+// implementation of option=value on family a, else nil. value "" (or
+// "false", "0", "1" for a degree) is the option's default and never
+// refused.
+func (p *Profile) Refuse(option, value string, a Arch) error {
+	for _, r := range p.Unsupported {
+		if r.Option != option || (len(r.Archs) > 0 && !r.Archs.Has(a)) {
+			continue
+		}
+		if len(r.Values) > 0 && !slices.ContainsFunc(r.Values, func(v string) bool { return strings.EqualFold(v, value) }) {
+			continue
+		}
+		return fmt.Errorf("--%s %s: %s %s", option, value, p.Name(), r.Why)
+	}
+	return nil
+}
+
+func archList(s ArchSet) string {
+	n := make([]string, len(s))
+	for i, a := range s {
+		n[i] = a.String()
+	}
+	return strings.Join(n, ", ")
+}
+
+func kvList(s []KVDtype) string {
+	n := make([]string, len(s))
+	for i, k := range s {
+		n[i] = k.String()
+	}
+	return strings.Join(n, ", ")
+}

@@ -1,0 +1,128 @@
+package perfdb
+
+import (
+	"math"
+	"strconv"
+	"strings"
+
+	"github.com/tpscope/tpscope/model"
+	"github.com/tpscope/tpscope/sim"
+	"github.com/tpscope/tpscope/topology"
+)
+
+// Transfer prices a GPU the database has no tables of (the target) from
+// other systems' tables (the donors), the way aiconfigurator's
+// perf_data_reuse_manifest.yaml reuses one system's rows for another:
+// for each op, the first donor with rows of the kernel the target's
+// engine runs there (its profile's choice for the target's family),
+// else the first donor with any rows for it, and the measurement moved
+// to the target by the datasheets:
+//
+//	us_target = n x small_target + max(0, us_donor - n x small_donor) x SOL_target / SOL_donor
+//
+// n is the number of kernels the measurement covers (its ops), small the
+// device's graph-launched small-kernel cost (elementwise floor + graph
+// node gap), whose launch-bound time does not scale with bandwidth or
+// FLOPs, and SOL the covered ops' speed-of-light time on each device
+// (max of FLOPs at the dtype's dense peak and bytes at the datasheet
+// bandwidth, per op, summed). Collectives do not transfer (another box's
+// fabric): they keep the priors. Safe for concurrent use as its donors
+// are.
+type Transfer struct {
+	donors []transferDonor
+	name   string
+}
+
+type transferDonor struct {
+	src *Source
+	dev *topology.Device
+}
+
+// NewTransfer prepares a Transfer from db's systems donors (in order of
+// preference, nearest first), each read with cfg (its Profile is the
+// target's engine; System and Device are set per donor). A donor whose
+// GPU the catalog does not know is an error.
+func NewTransfer(db *DB, donors []string, cfg SourceConfig) (*Transfer, error) {
+	if len(donors) == 0 {
+		return nil, errorf("transfer: no donor system")
+	}
+	t := &Transfer{name: "transfer from " + strings.Join(donors, ", ")}
+	for _, name := range donors {
+		c := cfg
+		c.System, c.Device = name, ""
+		src, err := NewSource(db, c)
+		if err != nil {
+			return nil, err
+		}
+		devName, err := src.sys.device()
+		if err != nil {
+			return nil, err
+		}
+		g, ok := topology.MatchNVMLName(devName)
+		if !ok {
+			return nil, errorf("transfer: system %s's GPU %q is not in tpscope's catalog", name, devName)
+		}
+		d := g.Device
+		t.donors = append(t.donors, transferDonor{src: src, dev: &d})
+	}
+	return t, nil
+}
+
+// Name implements sim.CostSource.
+func (t *Transfer) Name() string { return t.name }
+
+// OpCost implements sim.CostSource: the first donor whose rows are the
+// target kernel's, else the first with any, moved to dev.
+func (t *Transfer) OpCost(ops []model.Op, mods model.Modules, i int, dev *topology.Device) (sim.Measured, bool) {
+	a := archOf(dev)
+	for pass := 0; pass < 2; pass++ {
+		for _, d := range t.donors {
+			m, _, ok := d.src.priceAs(ops, mods, i, a, d.dev)
+			if !ok || (pass == 0 && strings.Contains(m.Where, "stand")) {
+				continue
+			}
+			n := 0.0
+			solD, solT := 0.0, 0.0
+			for j := m.First; j <= m.Last; j++ {
+				if ops[j].IsCollective() {
+					continue
+				}
+				n++
+				solD += solUs(&ops[j], d.dev)
+				solT += solUs(&ops[j], dev)
+			}
+			if !(solD > 0) || !(solT > 0) {
+				continue
+			}
+			fixedD, fixedT := n*smallKernelUs(d.dev), n*smallKernelUs(dev)
+			us := fixedT + math.Max(0, m.Us-fixedD)*solT/solD
+			m.Where = "transfer " + m.Where + ", moved from " + d.dev.Name + " by x" + strconv.FormatFloat(solT/solD, 'f', 2, 64) + " past " + strconv.FormatFloat(fixedD, 'f', 1, 64) + " us of launches"
+			m.Us = us
+			return dramFloor(m, ops, dev), true
+		}
+	}
+	return sim.Measured{}, false
+}
+
+// solUs is an op's speed-of-light time on dev: max(FLOPs at the dense
+// peak of its weights' compute dtype, bf16 where the GPU lacks it; bytes
+// at the datasheet bandwidth).
+func solUs(op *model.Op, dev *topology.Device) float64 {
+	cd := string(op.WeightDtype.ComputeDtype())
+	if op.WeightDtype == "" {
+		cd = "bf16"
+	}
+	peak, ok := dev.TFLOPS(cd)
+	if !ok || peak <= 0 {
+		peak, _ = dev.TFLOPS("bf16")
+	}
+	c := 0.0
+	if peak > 0 {
+		c = op.FLOPs / (peak * 1e6)
+	}
+	m := 0.0
+	if dev.MemBWGBps > 0 {
+		m = (op.BytesRead + op.BytesWritten) / (dev.MemBWGBps * 1e3)
+	}
+	return math.Max(c, m)
+}

@@ -1,0 +1,323 @@
+package sim
+
+import (
+	"fmt"
+	"strings"
+
+	engprof "github.com/tpscope/tpscope/engine"
+	"github.com/tpscope/tpscope/model"
+	"github.com/tpscope/tpscope/topology"
+)
+
+// engineKernels is the part of the compute model that comes from the
+// engine profile (package engine): which attention backend, MoE kernel and
+// dense-GEMM kernel runs each op on this GPU family, resolved once per
+// (KV dtype, model) or weight format and kept, so the per-op path reads a
+// pointer.
+type engineKernels struct {
+	prof *engprof.Profile
+	arch engprof.Arch
+	// attnOverride, moeOverride: the user's --attention-backend and
+	// --moe-kernel ("" = the engine's choice).
+	attnOverride, moeOverride string
+	// qkNope and dcp describe the schedule being priced (set by the
+	// Predictor before each run: Predictor.noteSchedule): the model's
+	// qk_nope_head_dim (some backends take only 128) and whether decode
+	// context parallelism merges partial attention.
+	qkNope int
+	dcp    bool
+
+	attnMemo []attnSlot
+	moeMemo  [numDtypes]*engprof.MoEKernel
+	moeDone  [numDtypes]bool
+	linMemo  [numDtypes]*engprof.LinearKernel
+	linDone  [numDtypes]bool
+}
+
+type attnSlot struct {
+	kv     engprof.KVDtype
+	qkNope int
+	dcp    bool
+	b      *engprof.AttentionBackend
+}
+
+func (k *engineKernels) init(dev *topology.Device, prof *engprof.Profile, opts *Options) {
+	k.prof = prof
+	k.arch, _ = engprof.ArchOf(dev.ComputeCapability)
+	k.attnOverride = string(opts.AttentionBackend)
+	k.moeOverride = opts.MoEKernel
+}
+
+// kvOf is the attention backends' view of a KV dtype.
+func kvOf(d model.Dtype) engprof.KVDtype {
+	if d == model.FP8 || d == model.FP8Block128 {
+		return engprof.KVFP8
+	}
+	return engprof.KV16
+}
+
+// attention is the backend that runs attention op op: the user's choice
+// when it can run here, else the engine's; nil when the engine has none
+// (CheckEngine refuses such a scenario before any work; priced then as an
+// SM-filling kernel without companions).
+func (k *engineKernels) attention(op *model.Op) *engprof.AttentionBackend {
+	kv := kvOf(op.KVDtype)
+	for i := range k.attnMemo {
+		if s := &k.attnMemo[i]; s.kv == kv && s.qkNope == k.qkNope && s.dcp == k.dcp {
+			return s.b
+		}
+	}
+	b, err := k.prof.Backend(k.arch, kv, k.qkNope, k.dcp, k.attnOverride)
+	if err != nil && k.attnOverride != "" {
+		b, _ = k.prof.Backend(k.arch, kv, k.qkNope, k.dcp, "")
+	}
+	k.attnMemo = append(k.attnMemo, attnSlot{kv: kv, qkNope: k.qkNope, dcp: k.dcp, b: b})
+	return b
+}
+
+// moeKernel is the fused-MoE kernel for experts stored in d, nil when the
+// engine has none (priced then as the generic tiled GEMM without
+// companions; CheckEngine refuses such a scenario).
+func (k *engineKernels) moeKernel(d model.Dtype) *engprof.MoEKernel {
+	di := dtypeIndex(d)
+	if k.moeDone[di] {
+		return k.moeMemo[di]
+	}
+	var mk *engprof.MoEKernel
+	if f, err := engprof.ParseWeightFormat(string(d)); err == nil {
+		var e error
+		if mk, e = k.prof.MoEKernel(k.arch, f, k.moeOverride); e != nil && k.moeOverride != "" {
+			mk, _ = k.prof.MoEKernel(k.arch, f, "")
+		}
+	}
+	k.moeMemo[di], k.moeDone[di] = mk, true
+	return mk
+}
+
+// linearCompanions is how many kernels the engine's dense GEMM for op's
+// weight format launches beside it: the input quantization of a W4A4
+// kernel (vLLM's scaled_fp4_quant before an NVFP4 linear), unless the
+// profile's fusion named in FusedBy folds it into the op before, which
+// for act_quant is SiLU-and-mul: the down projections of the dense MLP
+// and the shared experts take their input from one.
+func (k *engineKernels) linearCompanions(op *model.Op) int {
+	di := dtypeIndex(op.WeightDtype)
+	if !k.linDone[di] {
+		if f, err := engprof.ParseWeightFormat(string(op.WeightDtype)); err == nil {
+			k.linMemo[di] = k.prof.LinearKernel(k.arch, f)
+		}
+		k.linDone[di] = true
+	}
+	lk := k.linMemo[di]
+	if lk == nil {
+		return 0
+	}
+	if lk.FusedBy == engprof.FuseActQuant && k.prof.Fused(engprof.FuseActQuant, k.arch, 0) && (op.Role == model.RoleMLPDown || op.Role == model.RoleSharedDown) {
+		return 0
+	}
+	return len(lk.Companions)
+}
+
+// noteSchedule records what the backends' validity depends on in the
+// schedule about to be priced: the model's qk_nope_head_dim (the K of
+// the absorbed W_UK GEMM, the first "w_uk" op; prefill: the attention's
+// K less the rope dims is not known here, so 0) and DCP.
+func (k *engineKernels) noteSchedule(s *model.Schedule) {
+	k.dcp = s.Plan.Normalized().DCP > 1
+	k.qkNope = 0
+	if len(s.Ranks) == 0 {
+		return
+	}
+	for i := range s.Ranks[0] {
+		op := &s.Ranks[0][i]
+		if op.Role == model.RoleWUK {
+			k.qkNope = int(op.K)
+			return
+		}
+		if op.Kind == model.KindAttention {
+			return
+		}
+	}
+}
+
+// arFused reports whether the engine fuses every all-reduce with the
+// RMSNorm after it by default under plan (vLLM's fuse_allreduce_rms on
+// SM90/SM100 at TP > 1 without DP attention).
+func (k *engineKernels) arFused(plan model.Plan) bool {
+	plan = plan.Normalized()
+	return plan.DP <= 1 && k.prof.Fused(engprof.FuseAllReduceRMSNorm, k.arch, plan.TP)
+}
+
+// profileOf resolves o's engine profile (the default engine for the
+// zero Ref).
+func profileOf(o *Options) (*engprof.Profile, error) {
+	p, err := engprof.Lookup(o.Engine)
+	if err != nil {
+		return nil, fmt.Errorf("sim: %w", err)
+	}
+	return p, nil
+}
+
+// archOf is the engine family of the topology's GPUs.
+func archOf(t *topology.Topology) engprof.Arch {
+	if t == nil || t.NumGPUs() == 0 || t.DeviceOf(0) == nil {
+		return engprof.ArchUnknown
+	}
+	a, _ := engprof.ArchOf(t.DeviceOf(0).ComputeCapability)
+	return a
+}
+
+// ImpliedDenseDSA reports whether engine eng runs a's DSA sparse
+// attention as dense MLA on box t (no indexer, attention over the whole
+// context): the engine profile's DSA fact for the box's GPU family (vLLM
+// and SGLang on SM12x, for which they build no sparse-MLA kernels; the
+// executor runs whatever the schedule has). A scenario whose user did not
+// choose --dense-dsa takes this value; one that chose otherwise is priced
+// as chosen and its prediction carries a caveat (Caveats).
+func ImpliedDenseDSA(a *model.Arch, t *topology.Topology, eng engprof.Ref) bool {
+	if a == nil || !a.HasIndexer() {
+		return false
+	}
+	p, err := engprof.Lookup(eng)
+	if err != nil {
+		return false
+	}
+	return p.DenseDSA(archOf(t))
+}
+
+// CheckEngine refuses, before any work, a scenario its engine cannot run:
+// an engine with no profile, an attention backend the engine lacks or
+// that cannot run the box's GPU family, KV dtype or model, a model whose
+// experts' weight format has no MoE kernel of the engine there, or an
+// option the profile lists as unsupported. The error is one line naming
+// the flag (--engine, --attention-backend, --moe-kernel, --dcp or the
+// option's).
+func CheckEngine(sc Scenario) error {
+	o := sc.Options
+	p, err := engprof.Lookup(o.Engine)
+	if err != nil {
+		return fmt.Errorf("--engine %s: %w", o.Engine, err)
+	}
+	a := archOf(sc.Topo)
+	flag := func(name, value string, err error) error {
+		return fmt.Errorf("--%s %s: %w", name, value, err)
+	}
+	if sc.Arch != nil && sc.Arch.KVLoraRank > 0 {
+		kv := kvOf(sc.Workload.KVDtypeFor(sc.Arch))
+		plan := sc.Plan.Normalized()
+		if _, err := p.Backend(a, kv, sc.Arch.QKNopeHeadDim, plan.DCP > 1, string(o.AttentionBackend)); err != nil {
+			switch {
+			case o.AttentionBackend != "":
+				return flag("attention-backend", string(o.AttentionBackend), err)
+			case plan.DCP > 1:
+				return flag("dcp", fmt.Sprint(plan.DCP), err)
+			}
+			return flag("engine", p.Name(), err)
+		}
+	}
+	if sc.Arch != nil && sc.Arch.RoutedExperts > 0 {
+		f, ferr := engprof.ParseWeightFormat(string(sc.Arch.Quant.Dtype(model.CompRoutedExperts)))
+		if ferr == nil {
+			if _, err := p.MoEKernel(a, f, o.MoEKernel); err != nil {
+				if o.MoEKernel != "" {
+					return flag("moe-kernel", o.MoEKernel, err)
+				}
+				return flag("engine", p.Name(), err)
+			}
+		}
+	} else if o.MoEKernel != "" {
+		return flag("moe-kernel", o.MoEKernel, fmt.Errorf("the model has no routed experts"))
+	}
+	for _, n := range o.Names() {
+		name, val, _ := strings.Cut(n, "=")
+		if err := p.Refuse(name, val, a); err != nil {
+			return err
+		}
+	}
+	if d := sc.Plan.Normalized().DCP; d > 1 {
+		if err := p.Refuse("dcp", fmt.Sprint(d), a); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// EngineSummary says which kernels the engine prices sc's step with: the
+// profile, the attention backend and its grid, the MoE kernel for the
+// experts' format, the all-reduce the TP group gets, and the DSA choice.
+// One line, for the CLI's "engine" row.
+func (p *Predictor) EngineSummary(sc Scenario) string {
+	k := &p.cm.engineKernels
+	name := k.prof.Name()
+	if p.opts.Engine.IsZero() {
+		name += " (the default engine; --engine picks another)"
+	}
+	parts := []string{name}
+	if sc.Arch != nil && sc.Arch.KVLoraRank > 0 {
+		kv := kvOf(sc.Workload.KVDtypeFor(sc.Arch))
+		if b, err := k.prof.Backend(k.arch, kv, sc.Arch.QKNopeHeadDim, sc.Plan.Normalized().DCP > 1, k.attnOverride); err == nil {
+			g := string(b.Grid.Kind)
+			if b.Grid.Kind == engprof.GridSplitKV {
+				n := p.cm.tritonFixedSplits
+				if n == 0 {
+					n = b.Grid.FixedSplits
+				}
+				if n > 0 {
+					g = fmt.Sprintf("%d KV splits", n)
+				} else {
+					g = fmt.Sprintf("KV splits by length, up to %dx SMs", b.Grid.SplitOccupancy)
+				}
+			}
+			parts = append(parts, fmt.Sprintf("attention %s (%s, %s)", b.Name, g, companions(len(b.Companions))))
+		}
+	}
+	if sc.Arch != nil && sc.Arch.RoutedExperts > 0 {
+		d := sc.Arch.Quant.Dtype(model.CompRoutedExperts)
+		if mk := k.moeKernel(d); mk != nil {
+			parts = append(parts, fmt.Sprintf("MoE %s for %s experts (%s)", mk.Name, d, companions(len(mk.Companions))))
+		}
+	}
+	if plan := sc.Plan.Normalized(); plan.TP > 1 {
+		switch {
+		case p.opts.CustomAR == CustomARAuto:
+			if ok, _ := k.prof.AllReduce.Runs(plan.TP, allNVLink(p.topo, firstRanks(plan.TP)), 0); ok {
+				parts = append(parts, "custom all-reduce")
+			} else {
+				parts = append(parts, "NCCL all-reduce")
+			}
+		case p.opts.CustomAR == CustomAROff:
+			parts = append(parts, "NCCL all-reduce")
+		default:
+			parts = append(parts, string(p.opts.CustomAR)+" all-reduce (forced)")
+		}
+		if k.arFused(plan) {
+			parts = append(parts, "all-reduce + RMSNorm fused")
+		}
+	}
+	if sc.Arch != nil && sc.Arch.HasIndexer() && k.prof.DenseDSA(k.arch) {
+		parts = append(parts, "DSA run dense")
+	}
+	return strings.Join(parts, ", ")
+}
+
+// decodeBackend is the attention backend sc's decode runs with on this
+// Predictor's engine and GPU, nil when none (or no MLA).
+func (p *Predictor) decodeBackend(sc Scenario) *engprof.AttentionBackend {
+	if sc.Arch == nil || sc.Arch.KVLoraRank == 0 {
+		return nil
+	}
+	k := &p.cm.engineKernels
+	b, err := k.prof.Backend(k.arch, kvOf(sc.Workload.KVDtypeFor(sc.Arch)), sc.Arch.QKNopeHeadDim, sc.Plan.Normalized().DCP > 1, k.attnOverride)
+	if err != nil {
+		b, _ = k.prof.Backend(k.arch, kvOf(sc.Workload.KVDtypeFor(sc.Arch)), sc.Arch.QKNopeHeadDim, sc.Plan.Normalized().DCP > 1, "")
+	}
+	return b
+}
+
+// companions is "n companion kernels" for people.
+func companions(n int) string {
+	if n == 1 {
+		return "1 companion kernel"
+	}
+	return fmt.Sprintf("%d companion kernels", n)
+}

@@ -1,0 +1,159 @@
+package sim
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	engprof "github.com/tpscope/tpscope/engine"
+	"github.com/tpscope/tpscope/model"
+	"github.com/tpscope/tpscope/topology"
+)
+
+// TestOptionsEngineCodec: --engine round-trips through names and JSON;
+// scenarios recorded before engine profiles ("executor": true in JSON,
+// the name "executor" on spans) read back as --engine executor; an
+// unknown field is still an error.
+func TestOptionsEngineCodec(t *testing.T) {
+	o, unknown, err := ParseNames([]string{"engine=sglang@0.5", "cuda-graphs"})
+	if err != nil || len(unknown) != 0 || o.Engine != (engprof.Ref{Name: "sglang", Version: "0.5"}) {
+		t.Fatalf("ParseNames: %+v %v %v", o, unknown, err)
+	}
+	if got := strings.Join(o.Names(), " "); got != "cuda-graphs engine=sglang@0.5" {
+		t.Errorf("names %q", got)
+	}
+	legacy, _, err := ParseNames([]string{"cuda-graphs", "executor"})
+	if err != nil || !legacy.Engine.IsExecutor() || strings.Contains(strings.Join(legacy.Names(), " "), "executor=") {
+		t.Errorf("legacy name: %+v %v (names %v)", legacy, err, legacy.Names())
+	}
+	for _, c := range []struct {
+		in   string
+		want engprof.Ref
+		bad  string
+	}{
+		{`{"nccl":{},"cuda_graphs":true,"executor":true}`, engprof.ExecutorRef, ""},
+		{`{"nccl":{},"engine":"vllm@0.16-nightly"}`, engprof.Ref{Name: "vllm", Version: "0.16-nightly"}, ""},
+		{`{"nccl":{}}`, engprof.Ref{}, ""},
+		{`{"nccl":{},"engine":"sglang","executor":true}`, engprof.Ref{}, "want one engine"},
+		{`{"nccl":{},"executer":true}`, engprof.Ref{}, "unknown field"},
+		{`{"nccl":{},"engine":"vllm@"}`, engprof.Ref{}, "want NAME or NAME@VERSION"},
+	} {
+		var o Options
+		err := json.Unmarshal([]byte(c.in), &o)
+		if c.bad != "" {
+			if err == nil || !strings.Contains(err.Error(), c.bad) {
+				t.Errorf("%s: %v, want error %q", c.in, err, c.bad)
+			}
+			continue
+		}
+		if err != nil || o.Engine != c.want {
+			t.Errorf("%s: %+v %v, want engine %v", c.in, o.Engine, err, c.want)
+		}
+		b, _ := json.Marshal(o)
+		if strings.Contains(string(b), "executor\":") || (c.want.IsZero() && strings.Contains(string(b), "engine")) {
+			t.Errorf("%s re-encoded as %s", c.in, b)
+		}
+	}
+}
+
+// TestCheckEngine: a scenario the engine cannot run is refused in one line
+// naming the flag; one it can run passes.
+func TestCheckEngine(t *testing.T) {
+	cases := []struct {
+		name  string
+		model string
+		topo  string
+		opts  Options
+		kv    model.Dtype
+		dcp   int
+		want  string // "" = accepted, else a prefix of the error
+	}{
+		{"seed", "kimi-k2.5-nvfp4", "rtxpro6000-2s", Options{}, model.BF16, 1, ""},
+		{"no FA2 MLA in vLLM", "kimi-k2.5", "rtxpro6000-2s", Options{AttentionBackend: "flashinfer"}, model.BF16, 1, "--attention-backend flashinfer: vllm@0.24 has no attention backend"},
+		{"SGLang FA2 MLA", "kimi-k2.5", "rtxpro6000-2s", Options{Engine: engprof.Ref{Name: "sglang"}, AttentionBackend: "flashinfer"}, model.BF16, 1, ""},
+		{"SGLang FA2 MLA fp8", "kimi-k2.5", "rtxpro6000-2s", Options{Engine: engprof.Ref{Name: "sglang"}, AttentionBackend: "flashinfer"}, model.FP8, 1, "--attention-backend flashinfer: sglang@0.5's attention backend flashinfer takes an fp8 KV cache on sm100 only"},
+		{"FlashMLA on SM120", "kimi-k2.5", "rtxpro6000-2s", Options{AttentionBackend: AttnFlashMLA}, model.BF16, 1, "--attention-backend flashmla: vllm@0.24's attention backend FLASHMLA runs on sm90, sm100 only"},
+		{"no MLA in TRT-LLM on SM120", "kimi-k2.5", "rtxpro6000-2s", Options{Engine: engprof.Ref{Name: "trtllm"}}, model.BF16, 1, "--engine trtllm@1.3: trtllm@1.3 has no MLA attention backend on sm120"},
+		{"executor one-shot", "kimi-k2.5", "h200-nvswitch", Options{Engine: engprof.ExecutorRef, CustomAR: CustomAROneShot}, model.BF16, 1, "--custom-ar oneshot: executor@1 has no custom all-reduce kernel"},
+		{"moe kernel for the format", "kimi-k2.5", "rtxpro6000-2s", Options{Engine: engprof.Ref{Name: "sglang"}, MoEKernel: "triton"}, model.BF16, 1, "--moe-kernel triton: sglang@0.5's MoE kernel triton does not take int4-g32 experts"},
+		{"DCP with FlashInfer-MLA picks CUTLASS_MLA", "deepseek-v3", "nvswitch:8xb200-sxm", Options{}, model.BF16, 8, ""},
+		{"DCP with FlashInfer-MLA forced", "deepseek-v3", "nvswitch:8xb200-sxm", Options{AttentionBackend: "FLASHINFER_MLA"}, model.BF16, 8, "--attention-backend FLASHINFER_MLA: vllm@0.24's attention backend FLASHINFER_MLA returns no log-sum-exp"},
+		{"unknown engine", "kimi-k2.5", "rtxpro6000-2s", Options{Engine: engprof.Ref{Name: "lmdeploy"}}, model.BF16, 1, "--engine lmdeploy: no engine profile lmdeploy"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			topo, err := topology.Resolve(c.topo, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			sc := Scenario{Arch: mustPreset(t, c.model), Topo: topo, Options: c.opts, Plan: model.Plan{TP: 8, DCP: c.dcp},
+				Workload: model.Workload{Phase: model.Decode, Batch: 1, Context: 4096, KVDtype: c.kv}}
+			err = CheckEngine(sc)
+			switch {
+			case c.want == "" && err != nil:
+				t.Errorf("refused: %v", err)
+			case c.want != "" && (err == nil || !strings.HasPrefix(err.Error(), c.want) || strings.Contains(err.Error(), "\n")):
+				t.Errorf("error %v, want one line starting %q", err, c.want)
+			}
+		})
+	}
+}
+
+// TestEngineKernelsPriced: the profile's kernels change what is priced:
+// the fixed-split nightly is slower than vLLM 0.24 at long context and
+// batch 1 (4 CTAs walk the cache); the executor launches no companion
+// kernels; vLLM's NVFP4 shared-expert GEMM pays its input quantization
+// but the down projection after SiLU does not (fuse_act_quant).
+func TestEngineKernelsPriced(t *testing.T) {
+	pred := func(o Options, modelName string, ctx int) *Prediction {
+		t.Helper()
+		o.CUDAGraphs = true
+		o.NCCL = NCCLOptions{P2PLevel: "SYS"}
+		p, err := New(mustTopo(t, "rtxpro6000-2s"), o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pr, err := p.PredictScenario(Scenario{Arch: mustPreset(t, modelName), Plan: model.Plan{TP: 8},
+			Workload: model.Workload{Phase: model.Decode, Batch: 1, Context: ctx, KVDtype: model.BF16}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return pr
+	}
+	attnUs := func(pr *Prediction) float64 {
+		for _, o := range pr.Ops {
+			if strings.HasSuffix(o.ID, "L05.attn.mla_decode") {
+				return o.Us
+			}
+		}
+		t.Fatal("no L05.attn.mla_decode")
+		return 0
+	}
+	v24 := pred(Options{}, "kimi-k2.5", 150_000)
+	nightly := pred(Options{Engine: engprof.Ref{Name: "vllm", Version: "0.16-nightly"}}, "kimi-k2.5", 150_000)
+	if a, b := attnUs(v24), attnUs(nightly); !(b > 3*a) {
+		t.Errorf("attention at 150K: vllm@0.24 %.1f us, 4-split nightly %.1f us: want the nightly several times slower", a, b)
+	}
+	seed := pred(Options{}, "kimi-k2.5-nvfp4", 4096)
+	exe := pred(Options{Engine: engprof.ExecutorRef}, "kimi-k2.5-nvfp4", 4096)
+	for _, o := range exe.Ops {
+		if o.Cost.ExtraKernels != 0 {
+			t.Errorf("executor: %s has %d companion kernels", o.ID, o.Cost.ExtraKernels)
+		}
+	}
+	want := map[string]int{"L05.moe.shared_gate_up": 1, "L05.moe.shared_down": 0, "L05.moe.experts_gate_up": 4, "L05.attn.mla_decode": 4}
+	for _, o := range seed.Ops {
+		if n, ok := want[o.ID]; ok {
+			if o.Cost.ExtraKernels != n {
+				t.Errorf("vllm: %s has %d companion kernels, want %d", o.ID, o.Cost.ExtraKernels, n)
+			}
+			delete(want, o.ID)
+		}
+	}
+	if len(want) != 0 {
+		t.Errorf("ops not found: %v", want)
+	}
+	if !strings.HasPrefix(seed.Engine, "vllm@0.24 (the default engine") || !strings.Contains(seed.Engine, "attention TRITON_MLA") || !strings.Contains(seed.Engine, "MoE flashinfer_cutlass") {
+		t.Errorf("engine line %q", seed.Engine)
+	}
+}

@@ -1,0 +1,276 @@
+package sim_test
+
+// Leave one system out (issue 30, part 3): can tpscope price a GPU it
+// has no measured tables of? Each system of the sample database with
+// tables (rtx_pro_6000_server, h200_sxm, b200_sxm, l40s) is held out in
+// turn; its decode steps are priced with its own tables (the reference:
+// what a user with those tables gets), then without them, two ways:
+//
+//   - priors: tpscope's first-principles cost model with the GPU's
+//     catalog datasheet (no table at all);
+//   - transfer: the other systems' tables, the nearest first (by
+//     datasheet memory bandwidth), each op from the first donor with rows
+//     of the kernel the engine runs on the held-out GPU, moved there by
+//     the datasheets (perfdb.Transfer), as aiconfigurator's
+//     perf_data_reuse_manifest.yaml reuses tables across systems.
+//
+// Workloads: Kimi-K2.5 (INT4 experts), DeepSeek-V3 (FP8 block) and
+// GLM-5 (BF16), TP 8 decode, batch 1-128, context 4K-32K, BF16 KV,
+// under the tables' balanced MoE routing, vLLM 0.24 (the tables'
+// engine). Compared per step and per family (MLA block, routed experts
+// with their top-k, other GEMMs, collectives, the rest).
+
+import (
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/tpscope/tpscope/model"
+	"github.com/tpscope/tpscope/perfdb"
+	"github.com/tpscope/tpscope/sim"
+	"github.com/tpscope/tpscope/topology"
+)
+
+type losoSystem struct {
+	system, box string
+	opts        sim.Options
+}
+
+// The measured bounds of the priors leave one system out (median and
+// worst step error per system and batch; README "Leave one system out").
+const (
+	losoMedianBand = 0.15
+	losoWorstBand  = 0.45
+)
+
+var (
+	losoSystems = []losoSystem{
+		{"rtx_pro_6000_server", "pcie-2s:8xrtx-pro-6000-server", sim.Options{CUDAGraphs: true, NCCL: sim.NCCLOptions{P2PLevel: "SYS"}}},
+		{"h200_sxm", "nvswitch:8xh200-sxm", sim.Options{CUDAGraphs: true}},
+		{"b200_sxm", "nvswitch:8xb200", sim.Options{CUDAGraphs: true}},
+		{"l40s", "pcie-2s:8xl40s", sim.Options{CUDAGraphs: true, NCCL: sim.NCCLOptions{P2PLevel: "SYS"}}},
+	}
+	losoModels   = []string{"kimi-k2.5", "deepseek-v3", "glm-5"}
+	losoBatches  = []int{1, 8, 32, 128}
+	losoContexts = []int{4096, 32768}
+	losoFamilies = []string{"mla", "moe", "gemm", "comm", "other"}
+)
+
+// losoFamily groups an op for the per-family comparison.
+func losoFamily(o *sim.OpResult) string {
+	switch {
+	case o.Kind == model.KindCollective:
+		return "comm"
+	case o.Block == "attn" && !strings.HasSuffix(o.ID, ".input_norm"):
+		return "mla"
+	case o.Block == "moe" && (strings.HasSuffix(o.ID, ".topk") || strings.Contains(o.ID, ".experts_")):
+		return "moe"
+	case o.Kind == model.KindGEMM:
+		return "gemm"
+	}
+	return "other"
+}
+
+type losoPoint struct {
+	model            string
+	batch, ctx       int
+	own, prior, xfer float64 // step, us
+	famOwn, famPrior map[string]float64
+	famXfer          map[string]float64
+}
+
+// losoDonors orders the other systems by how close their datasheet
+// memory bandwidth is to the held-out GPU's (|log ratio|).
+func losoDonors(t *testing.T, db *perfdb.DB, held string, bw float64) []string {
+	t.Helper()
+	type d struct {
+		name string
+		dist float64
+	}
+	var ds []d
+	for _, s := range losoSystems {
+		if s.system == held {
+			continue
+		}
+		sys, err := db.System(s.system)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ds = append(ds, d{s.system, math.Abs(math.Log(sys.Spec.MemBWGBps / bw))})
+	}
+	sort.Slice(ds, func(i, j int) bool { return ds[i].dist < ds[j].dist })
+	out := make([]string, len(ds))
+	for i, x := range ds {
+		out[i] = x.name
+	}
+	return out
+}
+
+func losoPredict(t *testing.T, topo *topology.Topology, opts sim.Options, src sim.CostSource, a *model.Arch, b, ctx int) *sim.Prediction {
+	t.Helper()
+	p, err := sim.New(topo, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if src != nil {
+		if err := p.UseCostSource(src); err != nil {
+			t.Fatal(err)
+		}
+	}
+	pr, err := p.PredictScenario(sim.Scenario{Arch: a, Plan: model.Plan{TP: 8}, Build: model.BuildOptions{Routing: model.BalancedRouting, DenseDSA: sim.ImpliedDenseDSA(a, topo, opts.Engine)},
+		Workload: model.Workload{Phase: model.Decode, Batch: b, Context: ctx, KVDtype: model.BF16}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pr
+}
+
+func families(pr *sim.Prediction) map[string]float64 {
+	out := map[string]float64{}
+	for i := range pr.Ops {
+		out[losoFamily(&pr.Ops[i])] += pr.Ops[i].Us
+	}
+	return out
+}
+
+// losoRun prices every point of held out three ways.
+func losoRun(t *testing.T, db *perfdb.DB, s losoSystem) ([]losoPoint, []string) {
+	t.Helper()
+	topo, err := topology.Resolve(s.box, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Graph sizes cover every batch exactly (the tables time the exact
+	// batch).
+	s.opts.GraphSizes = []int{1, 8, 32, 128}
+	own, err := perfdb.NewSource(db, perfdb.SourceConfig{System: s.system})
+	if err != nil {
+		t.Fatal(err)
+	}
+	donors := losoDonors(t, db, s.system, own.System().Spec.MemBWGBps)
+	xfer, err := perfdb.NewTransfer(db, donors, perfdb.SourceConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pts []losoPoint
+	for _, m := range losoModels {
+		a := mustArch(t, m)
+		for _, b := range losoBatches {
+			for _, ctx := range losoContexts {
+				po := losoPredict(t, topo, s.opts, own, a, b, ctx)
+				pp := losoPredict(t, topo, s.opts, nil, a, b, ctx)
+				px := losoPredict(t, topo, s.opts, xfer, a, b, ctx)
+				pts = append(pts, losoPoint{m, b, ctx, po.StepUs, pp.StepUs, px.StepUs, families(po), families(pp), families(px)})
+			}
+		}
+	}
+	return pts, donors
+}
+
+func mustArch(t *testing.T, name string) *model.Arch {
+	t.Helper()
+	a, err := model.Preset(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a
+}
+
+// TestLeaveOneSystemOut prints, per held-out system and batch, the step
+// error of the priors and of the transfer against the system's own
+// tables (median and worst over the three models and two contexts), and
+// per family the median error over every point. Asserted: the priors'
+// median step error within losoMedianBand per system and batch, their
+// worst within losoWorstBand (the measured bound, README "Leave one
+// system out": the worst points are small-batch FP8 and NVFP4-free MoE
+// layers and the B200's DeepSeek-V3 collectives). The transfer is
+// printed beside them; it holds no better leave-one-out (its L40S batch-1
+// median is 36 %), so the priors are what a GPU without tables gets.
+func TestLeaveOneSystemOut(t *testing.T) {
+	db := sampleDB(t)
+	for _, s := range losoSystems {
+		pts, donors := losoRun(t, db, s)
+		defer func(sys string, pts []losoPoint) {
+			for _, b := range losoBatches {
+				var ep []float64
+				for _, p := range pts {
+					if p.batch == b {
+						ep = append(ep, p.prior/p.own-1)
+					}
+				}
+				if m, w := medianAbs(ep), maxAbs(ep); m > losoMedianBand || w > losoWorstBand {
+					t.Errorf("%s batch %d: priors median %.1f %% (band %.0f), worst %.1f %% (band %.0f)", sys, b, 100*m, 100*losoMedianBand, 100*w, 100*losoWorstBand)
+				}
+			}
+		}(s.system, pts)
+		t.Logf("%s held out (transfer donors, nearest first: %s)", s.system, strings.Join(donors, ", "))
+		var allP, allX []float64
+		for _, b := range losoBatches {
+			var ep, ex []float64
+			for _, p := range pts {
+				if p.batch != b {
+					continue
+				}
+				ep = append(ep, p.prior/p.own-1)
+				ex = append(ex, p.xfer/p.own-1)
+			}
+			allP, allX = append(allP, ep...), append(allX, ex...)
+			t.Logf("  batch %3d: priors median %5.1f %% (worst %+6.1f %%), transfer median %5.1f %% (worst %+6.1f %%)",
+				b, 100*medianAbs(ep), 100*signedWorst(ep), 100*medianAbs(ex), 100*signedWorst(ex))
+		}
+		for _, p := range pts {
+			fam := ""
+			for _, f := range losoFamilies[:4] {
+				if p.famOwn[f] > 0 {
+					fam += fmt.Sprintf(" %s %.0f: %+.0f/%+.0f %%", f, p.famOwn[f], 100*(p.famPrior[f]/p.famOwn[f]-1), 100*(p.famXfer[f]/p.famOwn[f]-1))
+				}
+			}
+			t.Logf("    %-11s b%3d ctx%6d: own %8.0f us, priors %+6.1f %%, transfer %+6.1f %%;%s", p.model, p.batch, p.ctx, p.own, 100*(p.prior/p.own-1), 100*(p.xfer/p.own-1), fam)
+		}
+		for _, f := range losoFamilies {
+			var ep, ex []float64
+			for _, p := range pts {
+				if p.famOwn[f] <= 0 {
+					continue
+				}
+				ep = append(ep, p.famPrior[f]/p.famOwn[f]-1)
+				ex = append(ex, p.famXfer[f]/p.famOwn[f]-1)
+			}
+			t.Logf("  family %-5s: priors median %5.1f %% (worst %+6.1f %%), transfer median %5.1f %% (worst %+6.1f %%)", f,
+				100*medianAbs(ep), 100*signedWorst(ep), 100*medianAbs(ex), 100*signedWorst(ex))
+		}
+		t.Logf("  all steps: priors median %.1f %%, transfer median %.1f %%", 100*medianAbs(allP), 100*medianAbs(allX))
+	}
+}
+
+func signedWorst(v []float64) float64 {
+	w := 0.0
+	for _, x := range v {
+		if math.Abs(x) > math.Abs(w) {
+			w = x
+		}
+	}
+	return w
+}
+
+func sampleDB(t *testing.T) *perfdb.DB {
+	t.Helper()
+	dir, _ := filepath.Abs(".")
+	for i := 0; i < 6; i++ {
+		p := filepath.Join(dir, "shared", "reference", "perfdb", "systems")
+		if st, err := os.Stat(p); err == nil && st.IsDir() {
+			db, err := perfdb.Open(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return db
+		}
+		dir = filepath.Dir(dir)
+	}
+	t.Skip("sample perf database not found above the package directory: skipping")
+	return nil
+}

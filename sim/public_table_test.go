@@ -1,0 +1,255 @@
+package sim_test
+
+// The public end-to-end table (issue 30, part 4): every public decode
+// measurement of an MLA + MoE model that tpscope's flags can express,
+// each with the flags that express it, its source, and a band the test
+// checks; README "Public measurements" prints the same rows. Rows that
+// cannot be expressed are listed in publicUnexpressed with why.
+//
+// Sources (see /work/research/public_rows.md for the full list):
+//   - [kimi] voipmonitor/rtx6kpro models/kimi-k25.md at 07e8898 (the
+//     same text in sjug/rtx6kpro@738985bb): Kimi-K2.5 INT4 (and NVFP4),
+//     8x RTX PRO 6000, single request.
+//   - [kimi26] sjug/rtx6kpro@738985bb models/kimi-k26-v5.md: Kimi-K2.6
+//     (Kimi-K2.5's architecture and INT4 experts), a vLLM fork of
+//     upstream main (May 2026), TRITON_MLA, FP8 KV, custom all-reduce
+//     off.
+//   - [glm5] voipmonitor/rtx6kpro models/glm5.md at 07e8898, "Decode
+//     throughput - MTP OFF": GLM-5-NVFP4, SGLang, FlashInfer MLA,
+//     --moe-runner-backend cutlass, BF16 KV.
+//   - [seed] ../shared/reference/seed-scenario.md.
+//
+// Each row is predicted with the priors alone and, where the box's GPU
+// has tables in the sample database and the row's engine has tables
+// there (vLLM 0.24's on the RTX PRO 6000), with them.
+
+import (
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/tpscope/tpscope/engine"
+	"github.com/tpscope/tpscope/model"
+	"github.com/tpscope/tpscope/perfdb"
+	"github.com/tpscope/tpscope/sim"
+	"github.com/tpscope/tpscope/topology"
+)
+
+// publicRow is one public measurement and the scenario that expresses it.
+type publicRow struct {
+	id, who  string
+	model    string
+	topo     string
+	engine   string // engine@version
+	attn     string // --attention-backend
+	moe      string // --moe-kernel
+	kv       model.Dtype
+	tp, dcp  int
+	ep       bool
+	batch    int
+	context  int
+	customAR sim.CustomAR
+	proto    string  // NCCL_PROTO
+	measured float64 // aggregate tokens/s (x batch)
+	// band is the claimed accuracy of the priors (fraction); tableBand
+	// that with the tables (0: not priced with tables). A row whose band
+	// is wider than the issue's 15 % / 10 % says why in note.
+	band, tableBand float64
+	note            string
+}
+
+// flags are the CLI flags that express the row (what README prints).
+func (r *publicRow) flags() string {
+	f := []string{"--model " + r.model, "--topo " + r.topo, "--engine " + r.engine}
+	if r.attn != "" {
+		f = append(f, "--attention-backend "+r.attn)
+	}
+	if r.moe != "" {
+		f = append(f, "--moe-kernel "+r.moe)
+	}
+	f = append(f, "--kv-dtype "+string(r.kv))
+	if r.dcp > 1 {
+		f = append(f, fmt.Sprintf("--dcp %d", r.dcp))
+	}
+	if r.ep {
+		f = append(f, "--ep")
+	}
+	if r.batch != 1 {
+		f = append(f, fmt.Sprintf("--batch %d", r.batch))
+	}
+	f = append(f, fmt.Sprintf("--context %d", r.context), "--p2p-level SYS")
+	if r.proto != "" {
+		f = append(f, "--nccl-proto "+r.proto)
+	}
+	if r.customAR != "" {
+		f = append(f, "--custom-ar "+string(r.customAR))
+	}
+	return strings.Join(f, " ")
+}
+
+// The Kimi-K2.5 runs of [kimi] used voipmonitor/vllm-openai
+// cu130-nightly-patched (engine vllm@0.16-nightly: TRITON_MLA with 4 KV
+// splits, FP8 KV from PR #34597); "0K" and the peak figures decode from a
+// short prompt: context 512 (assumption; README). Grimulkan's and luke's
+// boxes have PCIe switches (rtxpro6000-switch), Festr's is a dual Turin
+// (rtxpro6000-2s), the seed's a dual-socket box (rtxpro6000-2s).
+var publicRows = []publicRow{
+	{id: "K7a", who: "[kimi] Grimulkan, peak, TRITON_MLA DCP 1 bf16", model: "kimi-k2.5", topo: "rtxpro6000-switch", engine: "vllm@0.16-nightly", kv: model.BF16, tp: 8, dcp: 1, batch: 1, context: 512, band: 0.15, tableBand: 0.1, measured: 78},
+	{id: "K7b", who: "[kimi] Grimulkan, peak, TRITON_MLA DCP 1 fp8", model: "kimi-k2.5", topo: "rtxpro6000-switch", engine: "vllm@0.16-nightly", kv: model.FP8, tp: 8, dcp: 1, batch: 1, context: 512, band: 0.15, tableBand: 0.1, measured: 79},
+	{id: "K7c", who: "[kimi] Grimulkan, peak, TRITON_MLA DCP 8 bf16", model: "kimi-k2.5", topo: "rtxpro6000-switch", engine: "vllm@0.16-nightly", kv: model.BF16, tp: 8, dcp: 8, batch: 1, context: 512, band: 0.2, tableBand: 0.1, measured: 67, note: "priors: DCP 8 adds an all-gather and a reduce-scatter per layer at NCCL's stock small-message constants, which run high on PCIe switch boxes (TestPublicAllReduce: x1.18-1.42 up to 64 KB) on top of the MLA module's fixed time (see K7a)"},
+	{id: "K7d", who: "[kimi] Grimulkan, peak, TRITON_MLA DCP 8 fp8", model: "kimi-k2.5", topo: "rtxpro6000-switch", engine: "vllm@0.16-nightly", kv: model.FP8, tp: 8, dcp: 8, batch: 1, context: 512, band: 0.2, tableBand: 0.1, measured: 68, note: "as K7c"},
+	{id: "K4a", who: "[kimi] Grimulkan (switches), single-batch, 0K", model: "kimi-k2.5", topo: "rtxpro6000-switch", engine: "vllm@0.16-nightly", kv: model.FP8, tp: 8, dcp: 8, batch: 1, context: 512, band: 0.15, tableBand: 0.1, measured: 62},
+	{id: "K4b", who: "[kimi] Grimulkan (switches), single-batch, 100K", model: "kimi-k2.5", topo: "rtxpro6000-switch", engine: "vllm@0.16-nightly", kv: model.FP8, tp: 8, dcp: 8, batch: 1, context: 100_000, band: 0.15, tableBand: 0.2, measured: 32, note: "tables: their NCCL rows are another box's (aiconfigurator's rtx_pro_6000_server node); this box has PCIe switches, and at 100-200K the DCP collectives carry larger messages"},
+	{id: "K4c", who: "[kimi] Grimulkan (switches), single-batch, 200K", model: "kimi-k2.5", topo: "rtxpro6000-switch", engine: "vllm@0.16-nightly", kv: model.FP8, tp: 8, dcp: 8, batch: 1, context: 200_000, band: 0.2, tableBand: 0.3, measured: 21, note: "as K4b; priors: the rate's fall with context on this box is steeper than predicted"},
+	{id: "K1a", who: "[kimi] Festr dual Turin, P2P, 0K", model: "kimi-k2.5", topo: "rtxpro6000-2s", engine: "vllm@0.16-nightly", kv: model.FP8, tp: 8, dcp: 8, batch: 1, context: 512, band: 0.15, tableBand: 0.1, measured: 65},
+	{id: "K1b", who: "[kimi] Festr dual Turin, P2P, 100K", model: "kimi-k2.5", topo: "rtxpro6000-2s", engine: "vllm@0.16-nightly", kv: model.FP8, tp: 8, dcp: 8, batch: 1, context: 100_000, band: 0.15, tableBand: 0.1, measured: 36},
+	{id: "K1c", who: "[kimi] Festr dual Turin, P2P, 200K", model: "kimi-k2.5", topo: "rtxpro6000-2s", engine: "vllm@0.16-nightly", kv: model.FP8, tp: 8, dcp: 8, batch: 1, context: 200_000, band: 0.15, tableBand: 0.1, measured: 27},
+	{id: "K1d", who: "[kimi] Festr dual Turin, DCP 8, 150K (28-35)", model: "kimi-k2.5", topo: "rtxpro6000-2s", engine: "vllm@0.16-nightly", kv: model.FP8, tp: 8, dcp: 8, batch: 1, context: 150_000, band: 0.15, tableBand: 0.1, measured: 31.5},
+	{id: "K1e", who: "[kimi] Festr, no DCP, 150K (~6-7)", model: "kimi-k2.5", topo: "rtxpro6000-2s", engine: "vllm@0.16-nightly", kv: model.FP8, tp: 8, dcp: 1, batch: 1, context: 150_000, band: 0.15, tableBand: 0.1, measured: 6.5},
+	{id: "K8", who: "[kimi] SGLang, --attention-backend flashinfer, c1 ~2K (73-90)", model: "kimi-k2.5", topo: "rtxpro6000-2s", engine: "sglang@0.5", attn: "flashinfer", kv: model.BF16, tp: 8, dcp: 1, batch: 1, context: 2048, band: 0.15, measured: 81.5},
+	{id: "K9", who: "[kimi] SGLang, luke's one-shot PCIe all-reduce fork, EP 8, Max-Q GPUs (GDDR7 overclocked)", model: "kimi-k2.5", topo: "pcie-switch:8xrtx-pro-6000-maxq", engine: "sglang@0.5", kv: model.FP8, tp: 8, dcp: 1, ep: true, batch: 1, context: 512, customAR: sim.CustomAROneShot, band: 0.15, measured: 101, note: "the GPUs' GDDR7 overclock is not modeled"},
+	{id: "K10", who: "[kimi] Kimi-K2.5-NVFP4, SGLang --moe-runner-backend triton, fp8 KV (53-55)", model: "kimi-k2.5-nvfp4", topo: "rtxpro6000-2s", engine: "sglang@0.5", moe: "triton", kv: model.FP8, tp: 8, dcp: 1, batch: 1, context: 512, band: 0.45, measured: 54, note: "priors: SGLang's Triton MoE for NVFP4 on SM120 is priced as any tiled MoE kernel; small-batch FP4 MoE kernels on SM120 are far from roofline (hardware.md) and no figure gives their fixed cost without tables"},
+	{id: "K13", who: "[seed] Kimi-K2.5-NVFP4, vLLM, CUDA graphs, LL, P2P SYS, 16-bit KV (~60)", model: "kimi-k2.5-nvfp4", topo: "rtxpro6000-2s", engine: "vllm@0.24", kv: model.BF16, tp: 8, dcp: 1, batch: 1, context: 4096, proto: "LL", band: 0.15, tableBand: 0.1, measured: 60, note: "the seed's vLLM build is not stated: priced with the default profile, as make run prices it"},
+	{id: "K24a", who: "[kimi26] Kimi-K2.6, vLLM fork of May 2026, DCP 1, c1", model: "kimi-k2.5", topo: "rtxpro6000-2s", engine: "vllm@0.24", kv: model.FP8, tp: 8, dcp: 1, batch: 1, context: 512, band: 0.35, tableBand: 0.1, measured: 89.7, note: "a fork of upstream main (May 2026) with fixes no profile states (full graphs for TRITON_MLA decode, its runner); the nearest profile, vllm@0.24, prices it 20-30 % slow from the priors (their MLA module's fixed time, TestPriorMLAAndMoE), within 10 % from the tables"},
+	{id: "K24b", who: "[kimi26] same, c32", model: "kimi-k2.5", topo: "rtxpro6000-2s", engine: "vllm@0.24", kv: model.FP8, tp: 8, dcp: 1, batch: 32, context: 512, band: 0.45, tableBand: 0.5, measured: 999.4, note: "as K24a; at 32 requests the tables' balanced routing reads 256 of 384 experts per layer, a real router fewer"},
+	{id: "K24c", who: "[kimi26] same, DCP 4, c1", model: "kimi-k2.5", topo: "rtxpro6000-2s", engine: "vllm@0.24", kv: model.FP8, tp: 8, dcp: 4, batch: 1, context: 512, band: 0.25, tableBand: 0.1, measured: 76.1, note: "as K24a"},
+	{id: "G2a", who: "[glm5] GLM-5-NVFP4, SGLang, cutlass MoE, c1", model: "glm-5-nvfp4", topo: "rtxpro6000-2s", engine: "sglang@0.5", attn: "flashinfer", moe: "cutlass", kv: model.BF16, tp: 8, dcp: 1, batch: 1, context: 512, proto: "LL", band: 0.2, measured: 50.4, note: "priors: the small-batch NVFP4 MoE gap (K10)"},
+	{id: "G2b", who: "[glm5] same, c8", model: "glm-5-nvfp4", topo: "rtxpro6000-2s", engine: "sglang@0.5", attn: "flashinfer", moe: "cutlass", kv: model.BF16, tp: 8, dcp: 1, batch: 8, context: 512, proto: "LL", band: 0.15, measured: 276.9},
+	{id: "G2c", who: "[glm5] same, c32", model: "glm-5-nvfp4", topo: "rtxpro6000-2s", engine: "sglang@0.5", attn: "flashinfer", moe: "cutlass", kv: model.BF16, tp: 8, dcp: 1, batch: 32, context: 512, proto: "LL", band: 0.15, measured: 659.7},
+	{id: "G2d", who: "[glm5] same, c64", model: "glm-5-nvfp4", topo: "rtxpro6000-2s", engine: "sglang@0.5", attn: "flashinfer", moe: "cutlass", kv: model.BF16, tp: 8, dcp: 1, batch: 64, context: 512, proto: "LL", band: 0.2, measured: 1010.6, note: "priors: half the step is NVFP4 expert weights streamed at 0.8 x the catalog's 1,597 GB/s (README \"Where it is not yet accurate\")"},
+	{id: "G1c", who: "[glm5] same, c1, 64K context", model: "glm-5-nvfp4", topo: "rtxpro6000-2s", engine: "sglang@0.5", attn: "flashinfer", moe: "cutlass", kv: model.BF16, tp: 8, dcp: 1, batch: 1, context: 65536, proto: "LL", band: 0.35, measured: 35.5, note: "priors: the small-batch NVFP4 gap of G2a and a fall with context 13 % shallower than measured (TestPublicGLM5Decode)"},
+}
+
+// publicUnexpressed are public rows tpscope's flags cannot express, and
+// why (README).
+var publicUnexpressed = [][2]string{
+	{"[kimi] K6/K7: vLLM with FlashInfer's FA2 MLA backend, 90 tok/s (DCP 1) / 72 (DCP 8)", "the backend is vLLM PR #36322, never in a release: no vLLM profile has it (SGLang's flashinfer backend, row K8, is the same kernel)"},
+	{"[kimi] K11: SGLang Kimi-K2.5 INT4 with FP8 KV, 16 tok/s", "reported as a broken configuration (\"unusable\"), not a kernel's speed"},
+	{"[kimi] K2: P2P disabled, 32-64 NCCL channels, 44 / 29 / 23 tok/s", "NCCL channel counts are not an option; priced by the stock SHM model in TestPublicSHMGap (x0.39-0.53)"},
+	{"[glm5] G1: SGLang with the b12x MoE kernel; G6-G13: vLLM forks with the B12X sparse MLA backend", "fork kernels no profile states"},
+	{"[kimi26] K14-K23, K25: PCIe custom all-reduce forks, EAGLE-3 drafts", "fork all-reduce cutoffs and draft models tpscope does not model (Kimi has no MTP layer)"},
+	{"H1-H4: TensorRT-LLM DeepSeek-R1 max-throughput (DEP, ISL/OSL mixes)", "serving throughput with prefill mixed in under attention DP, not one decode step"},
+	{"H6-H9: DeepSeek-V3 / V3.2 single-request rows (SGLang 0.4, vLLM 0.13 on H20)", "engine versions without a profile, unstated GPUs, or DeepSeek-V3.2 (no preset)"},
+	{"H12: Kimi-K2 INT4 MoE through Triton WNA16 on H200 (vLLM, Jan 2026)", "that vLLM ran INT4 experts through Triton there; the vllm@0.24 profile runs Marlin"},
+}
+
+type publicResult struct {
+	prior, tables float64 // tokens/s (tables 0: not priced)
+}
+
+func predictRow(t *testing.T, r *publicRow, db *perfdb.DB) publicResult {
+	t.Helper()
+	ref, err := engine.ParseRef(r.engine)
+	if err != nil {
+		t.Fatal(err)
+	}
+	topo, err := topology.Resolve(r.topo, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := mustArch(t, r.model)
+	o := sim.Options{CUDAGraphs: true, Engine: ref, AttentionBackend: sim.AttentionBackend(r.attn), MoEKernel: r.moe, CustomAR: r.customAR,
+		NCCL: sim.NCCLOptions{P2PLevel: "SYS", Proto: r.proto}}
+	plan := model.Plan{TP: r.tp, DCP: r.dcp}
+	plan.EP = r.ep
+	sc := sim.Scenario{Arch: a, Plan: plan, Options: o, Topo: topo,
+		Workload: model.Workload{Phase: model.Decode, Batch: r.batch, Context: r.context, KVDtype: r.kv}}
+	sc.Build.DenseDSA = sim.ImpliedDenseDSA(a, topo, ref)
+	if err := sim.CheckEngine(sc); err != nil {
+		t.Fatalf("%s: %v", r.id, err)
+	}
+	pr, _, err := sim.Predict(sc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := publicResult{prior: pr.TokensPerS}
+	if r.tableBand > 0 && db != nil {
+		src, err := perfdb.NewSource(db, perfdb.SourceConfig{Device: topo.DeviceOf(0).Name, Profile: ref, AttentionBackend: r.attn, MoEKernel: r.moe})
+		if err != nil {
+			t.Fatalf("%s: %v", r.id, err)
+		}
+		sc.Costs = src
+		sc.Build.Routing = perfdb.DefaultRouting
+		pt, _, err := sim.Predict(sc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.tables = pt.TokensPerS
+	}
+	return res
+}
+
+// TestPublicTable predicts every row and checks its band.
+func TestPublicTable(t *testing.T) {
+	db := sampleDBOrNil(t)
+	for i := range publicRows {
+		r := &publicRows[i]
+		res := predictRow(t, r, db)
+		e := res.prior/r.measured - 1
+		line := fmt.Sprintf("%-5s %-72s measured %7.1f, priors %7.1f (%+6.1f %%)", r.id, r.who, r.measured, res.prior, 100*e)
+		if res.tables > 0 {
+			line += fmt.Sprintf(", tables %7.1f (%+6.1f %%)", res.tables, 100*(res.tables/r.measured-1))
+		}
+		t.Log(line)
+		t.Logf("      %s", r.flags())
+		if r.band > 0 && math.Abs(e) > r.band {
+			t.Errorf("%s: priors %+.1f %% outside +-%.0f %%", r.id, 100*e, 100*r.band)
+		}
+		if r.tableBand > 0 {
+			if et := res.tables/r.measured - 1; math.Abs(et) > r.tableBand {
+				t.Errorf("%s: tables %+.1f %% outside +-%.0f %%", r.id, 100*et, 100*r.tableBand)
+			}
+		}
+	}
+	for _, u := range publicUnexpressed {
+		t.Logf("not expressed: %s: %s", u[0], u[1])
+	}
+}
+
+// sampleDBOrNil is the sample database, nil when it is not found (the
+// rows are then checked with the priors only).
+func sampleDBOrNil(t *testing.T) *perfdb.DB {
+	t.Helper()
+	dir, _ := filepath.Abs(".")
+	for i := 0; i < 6; i++ {
+		p := filepath.Join(dir, "shared", "reference", "perfdb", "systems")
+		if st, err := os.Stat(p); err == nil && st.IsDir() {
+			db, err := perfdb.Open(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return db
+		}
+		dir = filepath.Dir(dir)
+	}
+	return nil
+}
+
+// TestPublicNVFP4RatioTables: the NVFP4 / INT4 decode-rate ratio of
+// Kimi-K2.5 on 8x RTX PRO 6000 (vLLM, one request, BF16 KV, graphs, LL,
+// P2P SYS) must lie in the public range, 0.55-0.80: [kimi] NVFP4 53-55
+// tok/s against INT4 78-90, the seed's ~60 against [kimi]'s 78 with the
+// same backend ("NVFP4 25-45 % slower"). With vLLM 0.24's tables the
+// experts are priced from vLLM's own CUTLASS NVFP4 and Marlin INT4 MoE
+// rows (the profile's kernels) and the ratio lands inside; with the
+// priors alone it is 0.99 (TestPublicNVFP4Gap): they have no figure for
+// the CUTLASS MoE runner's fixed time on SM120.
+func TestPublicNVFP4RatioTables(t *testing.T) {
+	db := sampleDBOrNil(t)
+	if db == nil {
+		t.Skip("sample perf database not found")
+	}
+	rate := func(m string) float64 {
+		r := publicRow{id: m, model: m, topo: "rtxpro6000-2s", engine: "vllm@0.24", kv: model.BF16, tp: 8, dcp: 1, batch: 1, context: 4096, proto: "LL", tableBand: 1}
+		return predictRow(t, &r, db).tables
+	}
+	fp4, int4 := rate("kimi-k2.5-nvfp4"), rate("kimi-k2.5")
+	r := fp4 / int4
+	t.Logf("NVFP4 / INT4 with vLLM 0.24's tables: %.2f (%.1f / %.1f tok/s); public 0.55-0.80", r, fp4, int4)
+	if r < 0.55 || r > 0.80 {
+		t.Errorf("NVFP4 / INT4 %.2f outside the public 0.55-0.80", r)
+	}
+}
