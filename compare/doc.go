@@ -16,5 +16,10 @@
 // that priced them, fit_compute.go fits kernel floors, per-family compute
 // and memory efficiencies (sim.FitCompute) and the eager launch cost,
 // fit_collective.go the collectives' latency and bandwidth (sim.Calibrate),
-// holdout.go the held-out errors. Units: microseconds, bytes.
+// holdout.go the held-out errors.
+//
+// Run (run.go) sets the executor's own result of a schedule
+// (exec.Result, tpscope run --compare) beside its prediction per step and
+// per op kind, from the result's per-op times, without spans. Units:
+// microseconds, bytes.
 package compare

@@ -16,6 +16,7 @@ import (
 	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/pflag"
 
+	"github.com/tpscope/tpscope/compare"
 	"github.com/tpscope/tpscope/exec"
 	"github.com/tpscope/tpscope/exec/cpu"
 	"github.com/tpscope/tpscope/exec/cuda"
@@ -215,9 +216,9 @@ func (o *runOptions) Run(ctx context.Context, args []string, std IO) error {
 		}
 		return runErr
 	}
-	var cmp *exec.Comparison
+	var cmp *compare.RunComparison
 	if o.compare && res.Steps > 0 {
-		c := res.Compare(sched, p.PredictedUs, pred.StepUs)
+		c := compare.Run(res, sched, p.PredictedUs, pred.StepUs)
 		cmp = &c
 	}
 	if res.Steps > 0 {
@@ -276,12 +277,12 @@ func checkRunMemory(b exec.Backend, sc sim.Scenario, sched *model.Schedule, loca
 }
 
 // writeRun prints the run's summary (and comparison) in the output format.
-func writeRun(w io.Writer, format string, scen sim.Scenario, res *exec.Result, sched *model.Schedule, cmp *exec.Comparison, stats traces.ExportStats) error {
+func writeRun(w io.Writer, format string, scen sim.Scenario, res *exec.Result, sched *model.Schedule, cmp *compare.RunComparison, stats traces.ExportStats) error {
 	return render(w, format, view{
 		JSON: struct {
 			Scenario   sim.Scenario     `json:"scenario"`
 			Result     *exec.Result     `json:"result"`
-			Comparison *exec.Comparison `json:"comparison,omitempty"`
+			Comparison *compare.RunComparison `json:"comparison,omitempty"`
 			Trace      string           `json:"trace"`
 		}{scen, res, cmp, stats.String()},
 		CSV: func(w io.Writer) error { return writeCSV(w, runKindHeader(cmp), runKindRows(res, cmp)) },
@@ -304,7 +305,7 @@ func isTerminal(w io.Writer) bool {
 	return err == nil && st.Mode()&os.ModeCharDevice != 0
 }
 
-func writeRunSummary(w io.Writer, res *exec.Result, s *model.Schedule, cmp *exec.Comparison, md bool) {
+func writeRunSummary(w io.Writer, res *exec.Result, s *model.Schedule, cmp *compare.RunComparison, md bool) {
 	sm := res.Summary
 	mode := res.Timing
 	if res.Graphs {
@@ -324,7 +325,7 @@ func writeRunSummary(w io.Writer, res *exec.Result, s *model.Schedule, cmp *exec
 	}
 }
 
-func runKindHeader(cmp *exec.Comparison) []string {
+func runKindHeader(cmp *compare.RunComparison) []string {
 	if cmp == nil {
 		return []string{"kind", "ops/rank", "us/step", "share"}
 	}
@@ -333,7 +334,7 @@ func runKindHeader(cmp *exec.Comparison) []string {
 
 // runKindRows is the per-kind table of a run (measured against predicted
 // when cmp is set).
-func runKindRows(res *exec.Result, cmp *exec.Comparison) [][]string {
+func runKindRows(res *exec.Result, cmp *compare.RunComparison) [][]string {
 	sm := res.Summary
 	var rows [][]string
 	if cmp == nil {
