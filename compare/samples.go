@@ -5,6 +5,7 @@ import (
 	"sort"
 
 	"github.com/tpscope/tpscope/model"
+	"github.com/tpscope/tpscope/ncclenv"
 	"github.com/tpscope/tpscope/sim"
 	"github.com/tpscope/tpscope/traces"
 )
@@ -27,7 +28,7 @@ type samples struct {
 type collKey struct {
 	op    model.Collective
 	ranks int
-	nccl  sim.NCCLOptions
+	nccl  ncclenv.Settings
 }
 
 func collectSamples(scens []*calScenario) *samples {

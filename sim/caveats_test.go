@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/tpscope/tpscope/model"
+	"github.com/tpscope/tpscope/ncclenv"
 	"github.com/tpscope/tpscope/topology"
 )
 
@@ -45,14 +46,14 @@ func TestCaveats(t *testing.T) {
 		{"one GPU: no collectives", "tiny-mla-moe", mustTopo(t, "rtxpro6000-2s"), model.Plan{TP: 1}, 4096, tuned, nil},
 		{"H200 NVSwitch: FlashMLA, NVLink, no FP4", "kimi-k2.5-nvfp4", mustTopo(t, "h200-nvswitch"), model.Plan{TP: 8}, 131072, tuned, nil},
 		{"one-shot across sockets", "kimi-k2.5", mustTopo(t, "rtxpro6000-2s"), model.Plan{TP: 8}, 4096,
-			Options{CUDAGraphs: true, CustomAR: CustomAROneShot, NCCL: NCCLOptions{P2PLevel: "SYS"}}, []string{nccl, custom}},
+			Options{CUDAGraphs: true, CustomAR: CustomAROneShot, NCCL: ncclenv.Settings{P2PLevel: "SYS"}}, []string{nccl, custom}},
 		{"one-shot on the switch box", "kimi-k2.5", mustTopo(t, "rtxpro6000-switch"), model.Plan{TP: 8}, 4096,
-			Options{CUDAGraphs: true, CustomAR: CustomAROneShot, NCCL: NCCLOptions{P2PLevel: "SYS"}}, []string{nccl}},
+			Options{CUDAGraphs: true, CustomAR: CustomAROneShot, NCCL: ncclenv.Settings{P2PLevel: "SYS"}}, []string{nccl}},
 		{"calibrated collectives and MoE GEMMs", "kimi-k2.5-nvfp4", calibrated("moe_gemm/nvfp4"), model.Plan{TP: 8}, 4096, tuned, nil},
 		{"collective calibration under another P2P level", "kimi-k2.5-nvfp4", calibrated("moe_gemm"), model.Plan{TP: 8}, 4096,
 			Options{CUDAGraphs: true}, []string{nccl, shm}},
 		{"P2P disabled", "kimi-k2.5", mustTopo(t, "rtxpro6000-switch"), model.Plan{TP: 8}, 4096,
-			Options{CUDAGraphs: true, NCCL: NCCLOptions{P2PDisable: true}}, []string{nccl, shm}},
+			Options{CUDAGraphs: true, NCCL: ncclenv.Settings{P2PDisable: true}}, []string{nccl, shm}},
 		{"calibrated attention", "kimi-k2.5", calibrated("attention/bf16"), model.Plan{TP: 8}, 131072, tuned, nil},
 	}
 	for _, c := range cases {

@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/tpscope/tpscope/model"
+	"github.com/tpscope/tpscope/ncclenv"
 )
 
 func TestParseSizes(t *testing.T) {
@@ -54,7 +55,7 @@ func TestParseCollective(t *testing.T) {
 
 // TestSweep: the rows carry Cost's numbers; JSON fields per the CLI contract.
 func TestSweep(t *testing.T) {
-	m := collModel(t, "rtxpro6000-2s", 8, NCCLOptions{Proto: "LL", P2PLevel: "SYS"})
+	m := collModel(t, "rtxpro6000-2s", 8, ncclenv.Settings{Proto: "LL", P2PLevel: "SYS"})
 	rows, err := m.Sweep(model.AllReduce, []int{0, 1, 2, 3, 4, 5, 6, 7}, []int64{512, 1024}, "")
 	if err != nil {
 		t.Fatal(err)
@@ -71,7 +72,7 @@ func TestSweep(t *testing.T) {
 	if _, err := m.Sweep(model.AllGather, nil, []int64{512}, "oneshot"); err == nil {
 		t.Error("one-shot all-gather accepted")
 	}
-	if _, err := collModel(t, "rtxpro6000-2s", 8, NCCLOptions{P2PDisable: true}).Sweep(model.AllReduce, nil, []int64{512}, "oneshot"); err == nil {
+	if _, err := collModel(t, "rtxpro6000-2s", 8, ncclenv.Settings{P2PDisable: true}).Sweep(model.AllReduce, nil, []int64{512}, "oneshot"); err == nil {
 		t.Error("one-shot with P2P disabled accepted")
 	}
 }

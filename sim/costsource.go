@@ -5,6 +5,7 @@ import (
 	"strconv"
 
 	"github.com/tpscope/tpscope/model"
+	"github.com/tpscope/tpscope/ncclenv"
 	"github.com/tpscope/tpscope/topology"
 )
 
@@ -120,7 +121,7 @@ func (p *Predictor) UseCostSource(src CostSource) error {
 	if p.srcColl != nil {
 		if cm, ok := p.coll.(*CollectiveModel); ok {
 			o := cm.Options()
-			ref, err := NewCollectiveModel(p.topo, NCCLOptions{P2PLevel: o.P2PLevel, P2PDisable: o.P2PDisable, IgnoreCalibration: o.IgnoreCalibration})
+			ref, err := NewCollectiveModel(p.topo, ncclenv.Settings{P2PLevel: o.P2PLevel, P2PDisable: o.P2PDisable, IgnoreCalibration: o.IgnoreCalibration})
 			if err != nil {
 				return fmt.Errorf("sim: cost source %s: %w", src.Name(), err)
 			}

@@ -26,6 +26,7 @@ import (
 	"gonum.org/v1/gonum/optimize"
 
 	"github.com/tpscope/tpscope/model"
+	"github.com/tpscope/tpscope/ncclenv"
 	"github.com/tpscope/tpscope/topology"
 )
 
@@ -44,7 +45,7 @@ type CalibrateOptions struct {
 	// NCCL holds the environment of the measurement: Proto/Algo restrict
 	// which pair a sample is assigned to; P2PLevel/P2PDisable are recorded
 	// in the fitted entries (sim applies them only under the same setting).
-	NCCL NCCLOptions
+	NCCL ncclenv.Settings
 	// PriorWeight is w above (0 = DefaultPriorWeight).
 	PriorWeight float64
 	// Source and Created are stored as the calibration's provenance.
@@ -170,7 +171,7 @@ func Calibrate(t *topology.Topology, samples []CalSample, o CalibrateOptions) (*
 		sq += psq
 		fit.Params = append(fit.Params, topology.CollectiveParams{
 			Op: string(o.Op), Algo: algoNames[k.a], Proto: protoNames[k.p], Ranks: o.Ranks,
-			P2PLevel:  P2PCondition(o.NCCL),
+			P2PLevel:  o.NCCL.P2PCondition(),
 			BaseLatUs: round4(math.Exp(x[0])), HwLatUs: round4(math.Exp(x[1])), BusBWGBps: round4(math.Exp(x[2])),
 			Samples: len(ss), RMSRelErr: round4(math.Sqrt(psq / float64(len(ss)))),
 		})

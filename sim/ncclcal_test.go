@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/tpscope/tpscope/model"
+	"github.com/tpscope/tpscope/ncclenv"
 	"github.com/tpscope/tpscope/sim/nccltests"
 )
 
@@ -36,7 +37,7 @@ func TestCalibrateHoldOut(t *testing.T) {
 	if !(fit.RMSErrFrac < fit.PriorRMSErrFrac) {
 		t.Errorf("fit RMS rel err %.3f not below the prior's %.3f", fit.RMSErrFrac, fit.PriorRMSErrFrac)
 	}
-	m, err := NewCollectiveModel(fit.Topology, NCCLOptions{})
+	m, err := NewCollectiveModel(fit.Topology, ncclenv.Settings{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -55,7 +56,7 @@ func TestCalibrateHoldOut(t *testing.T) {
 		}
 	}
 	// A second calibration under another P2P level keeps the first.
-	fit2, err := Calibrate(fit.Topology, fitOn, CalibrateOptions{Op: model.AllReduce, Ranks: 8, NCCL: NCCLOptions{P2PLevel: "SYS"}})
+	fit2, err := Calibrate(fit.Topology, fitOn, CalibrateOptions{Op: model.AllReduce, Ranks: 8, NCCL: ncclenv.Settings{P2PLevel: "SYS"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -74,7 +75,7 @@ func TestCalibrateRecoversConstants(t *testing.T) {
 	for b := int64(1024); b <= 64<<20; b *= 2 {
 		ss = append(ss, CalSample{Bytes: b, TimeUs: 38 + float64(b)/(1000*12*8.0/14)})
 	}
-	fit, err := Calibrate(tp, ss, CalibrateOptions{NCCL: NCCLOptions{Proto: "LL", Algo: "Ring"}})
+	fit, err := Calibrate(tp, ss, CalibrateOptions{NCCL: ncclenv.Settings{Proto: "LL", Algo: "Ring"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -133,7 +134,7 @@ func TestCalibrateHoldOutDetail(t *testing.T) {
 		t.Fatal(err)
 	}
 	worst := 0.0
-	m, _ := NewCollectiveModel(fit.Topology, NCCLOptions{})
+	m, _ := NewCollectiveModel(fit.Topology, ncclenv.Settings{})
 	for i, r := range lg.Rows {
 		if i%2 == 1 {
 			ts := r.Times()
@@ -150,7 +151,7 @@ func TestCalibrateHoldOutDetail(t *testing.T) {
 // NCCL's hwLat prices, so a prior without it would pull the fit away.
 func TestCalibratePriorIsTheModel(t *testing.T) {
 	tp := collTopo(t, "rtxpro6000-switch", 0)
-	o := NCCLOptions{Proto: "LL", Algo: "Ring"}
+	o := ncclenv.Settings{Proto: "LL", Algo: "Ring"}
 	m, err := NewCollectiveModel(tp, o)
 	if err != nil {
 		t.Fatal(err)

@@ -6,6 +6,7 @@ import (
 
 	engprof "github.com/tpscope/tpscope/engine"
 	"github.com/tpscope/tpscope/model"
+	"github.com/tpscope/tpscope/ncclenv"
 )
 
 // CustomAR selects the all-reduce implementation for TP all-reduces.
@@ -60,7 +61,7 @@ func ParseCustomAR(s string) (CustomAR, error) {
 type Options struct {
 	// NCCL is NCCL's environment (NCCL_PROTO, NCCL_ALGO, NCCL_P2P_LEVEL,
 	// NCCL_P2P_DISABLE); the zero value is NCCL's defaults.
-	NCCL NCCLOptions `json:"nccl"`
+	NCCL ncclenv.Settings `json:"nccl"`
 
 	// CUDAGraphs replays the decode step as a captured CUDA graph: one host
 	// launch per step instead of one per kernel, Device.LaunchGraphUs of

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	engprof "github.com/tpscope/tpscope/engine"
+	"github.com/tpscope/tpscope/ncclenv"
 )
 
 // The text codec of Options: one table (optionFields) gives every field its
@@ -14,7 +15,7 @@ import (
 // ("nccl-proto=LL", "cuda-graphs"), how to read and write its value, and
 // its help line. Names renders the non-default fields, ParseNames reads them
 // back, the CLI registers its flags from OptionFields, and the span
-// attribute tpscope.options carries the names; NCCLOptions.Env is the
+// attribute tpscope.options carries the names; ncclenv.Settings.Env is the
 // same NCCL fields in NCCL's spelling. The JSON form is the struct tags.
 
 // OptionKind is the value type of an option field.
@@ -58,16 +59,16 @@ var optionFields = []OptionField{
 	{Name: "graph-sizes", Kind: OptionInts, Help: "CUDA-graph capture sizes in tokens, increasing (default: vLLM's 1, 2, 4, 8..512)",
 		Get: func(o *Options) string { return intsText(o.GraphSizes) },
 		Set: func(o *Options, v string) (err error) { o.GraphSizes, err = parseInts(v); return }},
-	{Name: "nccl-proto", Kind: OptionString, Env: "NCCL_PROTO", Help: "NCCL_PROTO: LL, LL128, Simple, a comma list or ^exclusions (default: NCCL's choice)",
+	{Name: "nccl-proto", Kind: OptionString, Env: ncclenv.EnvProto, Help: "NCCL_PROTO: LL, LL128, Simple, a comma list or ^exclusions (default: NCCL's choice)",
 		Get: func(o *Options) string { return o.NCCL.Proto },
 		Set: func(o *Options, v string) error { o.NCCL.Proto = v; return nil }},
-	{Name: "nccl-algo", Kind: OptionString, Env: "NCCL_ALGO", Help: "NCCL_ALGO: Ring, Tree, a comma list or ^exclusions (default: NCCL's choice)",
+	{Name: "nccl-algo", Kind: OptionString, Env: ncclenv.EnvAlgo, Help: "NCCL_ALGO: Ring, Tree, a comma list or ^exclusions (default: NCCL's choice)",
 		Get: func(o *Options) string { return o.NCCL.Algo },
 		Set: func(o *Options, v string) error { o.NCCL.Algo = v; return nil }},
-	{Name: "p2p-level", Kind: OptionString, Env: "NCCL_P2P_LEVEL", Help: "NCCL_P2P_LEVEL: LOC, NVL, NVB, PIX, PXB, PXN, PHB, SYS (default: NCCL's PXB)",
+	{Name: "p2p-level", Kind: OptionString, Env: ncclenv.EnvP2PLevel, Help: "NCCL_P2P_LEVEL: LOC, NVL, NVB, PIX, PXB, PXN, PHB, SYS (default: NCCL's PXB)",
 		Get: func(o *Options) string { return o.NCCL.P2PLevel },
 		Set: func(o *Options, v string) error { o.NCCL.P2PLevel = v; return nil }},
-	{Name: "p2p-disable", Kind: OptionBool, Env: "NCCL_P2P_DISABLE", Help: "NCCL_P2P_DISABLE=1: every GPU-to-GPU hop through host memory",
+	{Name: "p2p-disable", Kind: OptionBool, Env: ncclenv.EnvP2PDisable, Help: "NCCL_P2P_DISABLE=1: every GPU-to-GPU hop through host memory",
 		Get: func(o *Options) string { return boolText(o.NCCL.P2PDisable) },
 		Set: func(o *Options, v string) (err error) { o.NCCL.P2PDisable, err = parseBool(v); return }},
 	{Name: "custom-ar", Kind: OptionString, Help: "TP all-reduce: auto (vLLM's rule), off (NCCL), oneshot, twoshot",
@@ -190,7 +191,7 @@ func ParseNames(names []string) (o Options, unknown []string, err error) {
 		if f.Kind == OptionBool && !hasVal {
 			val = "true"
 		}
-		if f.Env == "NCCL_P2P_DISABLE" && val == "0" {
+		if f.Env == ncclenv.EnvP2PDisable && val == "0" {
 			val = "false"
 		}
 		if err := f.Set(&o, val); err != nil {

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/tpscope/tpscope/model"
+	"github.com/tpscope/tpscope/ncclenv"
 	"github.com/tpscope/tpscope/topology"
 )
 
@@ -29,7 +30,7 @@ func mustTopo(t testing.TB, name string) *topology.Topology {
 
 // seedOptions is what the seed scenario's users run (seed-scenario.md):
 // CUDA graphs, NCCL_PROTO=LL, NCCL_P2P_LEVEL=SYS.
-var seedOptions = Options{CUDAGraphs: true, NCCL: NCCLOptions{Proto: "LL", P2PLevel: "SYS"}}
+var seedOptions = Options{CUDAGraphs: true, NCCL: ncclenv.Settings{Proto: "LL", P2PLevel: "SYS"}}
 
 // TestFastEvalAgreesWithEngine checks the layer extrapolation of Evaluator
 // against the full engine on the full schedule (Predictor.Evaluate): the
@@ -57,7 +58,7 @@ func TestFastEvalAgreesWithEngine(t *testing.T) {
 		{"kimi/seed", kimi, box, seedOptions, model.Plan{TP: 8}, model.Workload{Batch: 1, Context: 4096, KVDtype: model.BF16}},
 		{"kimi/eager-stock", kimi, box, eager, model.Plan{TP: 8}, model.Workload{Batch: 1, Context: 4096, KVDtype: model.BF16}},
 		{"kimi/eager-queue16", kimi, shallow, eager, model.Plan{TP: 8}, model.Workload{Batch: 1, Context: 4096, KVDtype: model.BF16}},
-		{"kimi/eager-queue16-b128", kimi, shallow, Options{NCCL: NCCLOptions{Proto: "LL", P2PLevel: "SYS"}}, model.Plan{TP: 8}, model.Workload{Batch: 128, Context: 16384, KVDtype: model.FP8}},
+		{"kimi/eager-queue16-b128", kimi, shallow, Options{NCCL: ncclenv.Settings{Proto: "LL", P2PLevel: "SYS"}}, model.Plan{TP: 8}, model.Workload{Batch: 128, Context: 16384, KVDtype: model.FP8}},
 		{"kimi/eager-b64", kimi, box, eager, model.Plan{TP: 8}, model.Workload{Batch: 64, Context: 2048, KVDtype: model.FP8}},
 		{"kimi/graphs-b37-padded", kimi, box, seedOptions, model.Plan{TP: 8}, model.Workload{Batch: 37, Context: 8192, KVDtype: model.FP8}},
 		{"kimi/graphs-b600-eager-fallback", kimi, box, seedOptions, model.Plan{TP: 8}, model.Workload{Batch: 600, Context: 256, KVDtype: model.FP8}},
@@ -71,7 +72,7 @@ func TestFastEvalAgreesWithEngine(t *testing.T) {
 		{"kimi/h200", kimi, h200, Options{CUDAGraphs: true}, model.Plan{TP: 8}, model.Workload{Batch: 32, Context: 4096}},
 		{"glm5/seed-opts", glm, box, seedOptions, model.Plan{TP: 8}, model.Workload{Batch: 1, Context: 4096}},
 		{"glm5/eager", glm, box, eager, model.Plan{TP: 8}, model.Workload{Batch: 1, Context: 4096}},
-		{"dsv3/mtp", ds, box, Options{CUDAGraphs: true, MTPAcceptFrac: 0.8, NCCL: NCCLOptions{Proto: "LL", P2PLevel: "SYS"}}, model.Plan{TP: 8}, model.Workload{Batch: 4, Context: 4096, SpecTokens: 1}},
+		{"dsv3/mtp", ds, box, Options{CUDAGraphs: true, MTPAcceptFrac: 0.8, NCCL: ncclenv.Settings{Proto: "LL", P2PLevel: "SYS"}}, model.Plan{TP: 8}, model.Workload{Batch: 4, Context: 4096, SpecTokens: 1}},
 	}
 	var ev Evaluator
 	for _, c := range cases {

@@ -7,6 +7,7 @@ import (
 	"unsafe"
 
 	"github.com/tpscope/tpscope/model"
+	"github.com/tpscope/tpscope/ncclenv"
 	"github.com/tpscope/tpscope/topology"
 )
 
@@ -145,7 +146,7 @@ func TestSymmetricEqualsAllRanks(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, opts := range []Options{{}, {CUDAGraphs: true, NCCL: NCCLOptions{Proto: "LL", P2PLevel: "SYS"}}} {
+	for _, opts := range []Options{{}, {CUDAGraphs: true, NCCL: ncclenv.Settings{Proto: "LL", P2PLevel: "SYS"}}} {
 		p, err := New(topo, opts)
 		if err != nil {
 			t.Fatal(err)
@@ -204,15 +205,15 @@ func TestPredictErrors(t *testing.T) {
 	if _, err := NewWithCollectives(topo, Options{MTPAcceptFrac: 1.5}, fixedColl{1}); err == nil || !strings.Contains(err.Error(), "mtp_accept_rate") {
 		t.Errorf("accept rate 1.5: err %v", err)
 	}
-	if _, err := New(topo, Options{NCCL: NCCLOptions{P2PLevel: "FOO"}}); err == nil || !strings.Contains(err.Error(), "NCCL_P2P_LEVEL") {
+	if _, err := New(topo, Options{NCCL: ncclenv.Settings{P2PLevel: "FOO"}}); err == nil || !strings.Contains(err.Error(), "NCCL_P2P_LEVEL") {
 		t.Errorf("bad P2P level: err %v", err)
 	}
 	// Options.Validate checks the level itself, naming the field, whatever
 	// the collective model.
-	if _, err := NewWithCollectives(topo, Options{NCCL: NCCLOptions{P2PLevel: "FOO"}}, fixedColl{1}); err == nil || !strings.Contains(err.Error(), "p2p_level") {
+	if _, err := NewWithCollectives(topo, Options{NCCL: ncclenv.Settings{P2PLevel: "FOO"}}, fixedColl{1}); err == nil || !strings.Contains(err.Error(), "p2p_level") {
 		t.Errorf("bad P2P level with a custom collective model: err %v", err)
 	}
-	if err := (&Options{NCCL: NCCLOptions{P2PLevel: "sys"}}).Validate(); err != nil {
+	if err := (&Options{NCCL: ncclenv.Settings{P2PLevel: "sys"}}).Validate(); err != nil {
 		t.Errorf("P2P level sys: %v", err)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/tpscope/tpscope/model"
+	"github.com/tpscope/tpscope/ncclenv"
 	"github.com/tpscope/tpscope/topology"
 )
 
@@ -13,7 +14,7 @@ import (
 
 // tuned is what the seed team ended with: CUDA graphs, NCCL_PROTO=LL,
 // NCCL_P2P_LEVEL=SYS.
-var tuned = Options{CUDAGraphs: true, NCCL: NCCLOptions{Proto: "LL", P2PLevel: "SYS"}}
+var tuned = Options{CUDAGraphs: true, NCCL: ncclenv.Settings{Proto: "LL", P2PLevel: "SYS"}}
 
 func seedPredict(t *testing.T, modelName string, w model.Workload, build model.BuildOptions, opts Options) *Prediction {
 	t.Helper()

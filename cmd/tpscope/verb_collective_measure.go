@@ -21,6 +21,7 @@ import (
 	"github.com/tpscope/tpscope/exec"
 	"github.com/tpscope/tpscope/exec/collbench"
 	"github.com/tpscope/tpscope/model"
+	"github.com/tpscope/tpscope/ncclenv"
 	"github.com/tpscope/tpscope/pipeline"
 	"github.com/tpscope/tpscope/sim"
 	"github.com/tpscope/tpscope/sim/nccltests"
@@ -164,7 +165,7 @@ type measureRun struct {
 
 // run measures cfg through the executor, returns the result beside the
 // predictions (rows, at the sizes as run) and writes -o.
-func (m *measureFlags) run(ctx context.Context, coll model.Collective, ranks int, sizes []int64, no sim.NCCLOptions, cm *sim.CollectiveModel, ref *nccltests.Log, stderr io.Writer) (*measureRun, []sim.CollectiveRow, error) {
+func (m *measureFlags) run(ctx context.Context, coll model.Collective, ranks int, sizes []int64, no ncclenv.Settings, cm *sim.CollectiveModel, ref *nccltests.Log, stderr io.Writer) (*measureRun, []sim.CollectiveRow, error) {
 	p, err := pipeline.PrepareCollective(pipeline.CollectiveSpec{Backend: m.backend, NCCL: no, Bench: m.config(coll, ranks, sizes),
 		Steps: m.steps, Warmup: m.warmup, Graphs: m.graphs, Watchdog: m.watchdog})
 	if err != nil {
@@ -235,7 +236,7 @@ func (m *measureFlags) run(ctx context.Context, coll model.Collective, ranks int
 
 // writeMeasuredLog writes the measurement as nccl-tests output, its header
 // saying what ran where and how it was timed.
-func writeMeasuredLog(path string, res *collbench.Result, mr *measureRun, no sim.NCCLOptions, ranks int) error {
+func writeMeasuredLog(path string, res *collbench.Result, mr *measureRun, no ncclenv.Settings, ranks int) error {
 	typ, elem := "bfloat16", 2
 	if mr.Backend == "cpu" {
 		typ, elem = "float", 4 // the CPU backend moves float32 values

@@ -280,10 +280,10 @@ func checkRunMemory(b exec.Backend, sc sim.Scenario, sched *model.Schedule, loca
 func writeRun(w io.Writer, format string, scen sim.Scenario, res *exec.Result, sched *model.Schedule, cmp *compare.RunComparison, stats traces.ExportStats) error {
 	return render(w, format, view{
 		JSON: struct {
-			Scenario   sim.Scenario     `json:"scenario"`
-			Result     *exec.Result     `json:"result"`
+			Scenario   sim.Scenario           `json:"scenario"`
+			Result     *exec.Result           `json:"result"`
 			Comparison *compare.RunComparison `json:"comparison,omitempty"`
-			Trace      string           `json:"trace"`
+			Trace      string                 `json:"trace"`
 		}{scen, res, cmp, stats.String()},
 		CSV: func(w io.Writer) error { return writeCSV(w, runKindHeader(cmp), runKindRows(res, cmp)) },
 		Text: func(w io.Writer, md bool) error {
