@@ -9,7 +9,7 @@
 // per kind and per step the predicted time against the measured median and
 // p10-p90 (ErrPct = (predicted - measured) / measured x 100), and for
 // scenarios that differ only by run-time options the predicted and measured
-// gain (sim.Gain) with a verdict.
+// gain (advise.Gain) with a verdict.
 //
 // Calibrate fits on the even steps and reports the held-out odd steps
 // before and after: samples.go collects measured ops with the prior cost

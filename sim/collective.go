@@ -709,7 +709,7 @@ func (m *CollectiveModel) buildGroup(mask uint64, ranks []int) *groupInfo {
 
 	// All pairs: all-to-all (NCCL transport per pair) and custom AR (P2P).
 	var a2a, pairs []topology.Flow
-	_, _, refused := p2pRefused(t, ranks)
+	_, _, refused := t.P2PRefused(ranks)
 	g.customOK = !refused
 	for _, i := range ranks {
 		for _, j := range ranks {

@@ -204,7 +204,7 @@ func (p *Predictor) collectiveMeasured(op *model.Op, cc CollectiveCost) (OpCost,
 		return OpCost{}, false
 	}
 	q := CollectiveQuery{Op: op.Collective, Bytes: op.CommBytes, Ranks: len(op.Group), Fabric: FabricPCIe, Graphed: p.graphed}
-	if allNVLink(p.topo, op.Group) {
+	if p.topo.AllNVLink(op.Group) {
 		q.Fabric = FabricNVLink
 	}
 	switch cc.Algo {

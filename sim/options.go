@@ -51,6 +51,14 @@ func ParseCustomAR(s string) (CustomAR, error) {
 	return "", fmt.Errorf("unknown custom all-reduce %q: want auto, off, oneshot or twoshot", s)
 }
 
+// defaultMTPAcceptFrac is the default acceptance rate of one MTP draft
+// token (DefaultOptions, and advise's MTP entry): 0.85, the low end of
+// the 85-90 % acceptance of the second token that the DeepSeek-V3
+// Technical Report (arXiv:2412.19437, section 5.4.3) gives for its MTP
+// module. Acceptance depends on the model and the traffic; it is an
+// input (serving-facts.md), so advise and plan take it as a flag.
+const defaultMTPAcceptFrac = 0.85
+
 // Options are the run-time choices a prediction depends on besides the
 // schedule (model, plan, workload) and the topology. Every optimization
 // of the catalog that is not a change of plan, workload or box is a field

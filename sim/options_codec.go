@@ -119,10 +119,10 @@ var optionFields = []OptionField{
 // that a scenario nobody tuned predicts a stock deployment: vLLM captures
 // decode CUDA graphs (its default; --enforce-eager turns them off), NCCL
 // picks protocol, algorithm and P2P level (PXB), vLLM's custom all-reduce
-// rule, and MTP drafts accepted at DefaultMTPAcceptFrac (used only when
+// rule, and MTP drafts accepted at defaultMTPAcceptFrac (used only when
 // the workload has speculative tokens).
 func DefaultOptions() Options {
-	return Options{CUDAGraphs: true, MTPAcceptFrac: DefaultMTPAcceptFrac}
+	return Options{CUDAGraphs: true, MTPAcceptFrac: defaultMTPAcceptFrac}
 }
 
 // Names renders the fields of o that differ from zero as sorted option
@@ -157,7 +157,7 @@ func (o Options) String() string {
 // CUDA graphs are off (a stock engine captures them), the default MTP
 // acceptance left out, "none" when nothing is set.
 func (o Options) Label() string {
-	if o.MTPAcceptFrac == DefaultMTPAcceptFrac {
+	if o.MTPAcceptFrac == defaultMTPAcceptFrac {
 		o.MTPAcceptFrac = 0 // the default draft acceptance goes without saying
 	}
 	n := o.Names()

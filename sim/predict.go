@@ -586,7 +586,7 @@ func (p *Predictor) priceCollective(op *model.Op) (CollectiveCost, error) {
 		case CustomARAuto:
 			// The engine's rule (its profile): vLLM's and SGLang's run on
 			// 2 GPUs, or on GPUs with NVLink between every pair.
-			if ok, one := p.cm.prof.AllReduce.Runs(len(op.Group), allNVLink(p.topo, op.Group), op.CommBytes); ok {
+			if ok, one := p.cm.prof.AllReduce.Runs(len(op.Group), p.topo.AllNVLink(op.Group), op.CommBytes); ok {
 				variant = string(CustomARTwoShot)
 				if one {
 					variant = string(CustomAROneShot)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/tpscope/tpscope/advise"
 	"github.com/tpscope/tpscope/model"
 	"github.com/tpscope/tpscope/sim"
 	"github.com/tpscope/tpscope/topology"
@@ -333,7 +334,7 @@ func TestBadInputHowIsCLI(t *testing.T) {
 	sc := sim.Scenario{Arch: a, Plan: model.Plan{TP: 8}, Workload: model.Workload{Batch: 1, Context: 4096}, Topo: box, Options: sim.DefaultOptions()}
 	apiName := regexp.MustCompile(`\b[a-z]+\.[A-Z][A-Za-z]*`)
 	n := 0
-	for _, e := range sim.Catalog(sim.CatalogOptions{}) {
+	for _, e := range advise.Catalog(advise.CatalogOptions{}) {
 		if e.HowTo == nil {
 			continue
 		}
