@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tpscope/tpscope/calibrate"
 	"github.com/tpscope/tpscope/model"
 	"github.com/tpscope/tpscope/sim"
 	"github.com/tpscope/tpscope/topology"
@@ -15,9 +16,9 @@ import (
 // Calibration of a topology from measured spans, in four parts: samples.go
 // collects the even steps' samples (measured op times with the prior cost
 // the prediction gave each op), fit_compute.go fits the kernel floors, the
-// compute efficiencies per kernel family (sim.FitCompute) and the eager
+// compute efficiencies per kernel family (calibrate.Compute) and the eager
 // launch cost, fit_collective.go the collectives' latency and bandwidth
-// (sim.Calibrate), and holdout.go reports the prediction error on the
+// (calibrate.Collective), and holdout.go reports the prediction error on the
 // held-out odd steps before and after.
 
 // CalibrateOptions configure Calibrate. The zero value calibrates the
@@ -27,7 +28,7 @@ type CalibrateOptions struct {
 	// Source names the traces in the provenance; Created is the date
 	// (RFC 3339; "" = now, UTC).
 	Source, Created string
-	Fit             sim.FitOptions
+	Fit             calibrate.ComputeOptions
 }
 
 // Calibration is the result of Calibrate.
@@ -39,8 +40,8 @@ type Calibration struct {
 	// From says, per scenario, where its fields came from
 	// (ScenarioReport.From).
 	From     []string                    `json:"from,omitempty"`
-	Families []sim.FamilyFit             `json:"families"`
-	Device   sim.DeviceFit               `json:"device"`
+	Families []calibrate.FamilyFit       `json:"families"`
+	Device   calibrate.DeviceFit         `json:"device"`
 	Coll     []topology.CollectiveParams `json:"collectives,omitempty"`
 	// ComputeSamples and CollSamples count the fit samples (even steps).
 	ComputeSamples int `json:"compute_samples"`

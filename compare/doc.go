@@ -14,8 +14,8 @@
 // Calibrate fits on the even steps and reports the held-out odd steps
 // before and after: samples.go collects measured ops with the prior cost
 // that priced them, fit_compute.go fits kernel floors, per-family compute
-// and memory efficiencies (sim.FitCompute) and the eager launch cost,
-// fit_collective.go the collectives' latency and bandwidth (sim.Calibrate),
+// and memory efficiencies (calibrate.Compute) and the eager launch cost,
+// fit_collective.go the collectives' latency and bandwidth (calibrate.Collective),
 // holdout.go the held-out errors.
 //
 // Run (run.go) sets the executor's own result of a schedule

@@ -5,6 +5,7 @@ import (
 	"math"
 	"sort"
 
+	"github.com/tpscope/tpscope/calibrate"
 	"github.com/tpscope/tpscope/internal/stats"
 	"github.com/tpscope/tpscope/sim"
 	"github.com/tpscope/tpscope/topology"
@@ -25,7 +26,7 @@ const sizeResidualNotePct = 5
 // fitted floor (a floor left at its prior would push the memory or
 // compute efficiency of a family's small kernels down to explain their
 // time, and mis-price its large ones).
-func fitCompute(base *topology.Topology, smp *samples, fo sim.FitOptions, prov string, c *Calibration) (*topology.Topology, error) {
+func fitCompute(base *topology.Topology, smp *samples, fo calibrate.ComputeOptions, prov string, c *Calibration) (*topology.Topology, error) {
 	comp := smp.compute
 	c.Device.MinKernelUs, c.Device.MinKernelUsByKind = fitMinKernel(comp, &c.Notes)
 	if len(smp.eager) > 0 && c.Device.MinKernelUsByKind != nil {
@@ -43,7 +44,7 @@ func fitCompute(base *topology.Topology, smp *samples, fo sim.FitOptions, prov s
 			comp[i].Cost.MinKernelUs = f
 			if tied {
 				// The prior's ramp is its floor (catalog.go), and so is
-				// the fitted one (sim.ApplyComputeFit): the families are
+				// the fitted one (calibrate.ApplyCompute): the families are
 				// fitted on top of both.
 				comp[i].Cost.RampUs = f
 			}
@@ -53,7 +54,7 @@ func fitCompute(base *topology.Topology, smp *samples, fo sim.FitOptions, prov s
 	}
 	if len(comp) > 0 {
 		var err error
-		if c.Families, err = sim.FitCompute(comp, fo); err != nil {
+		if c.Families, err = calibrate.Compute(comp, fo); err != nil {
 			return nil, fmt.Errorf("calibrate: %w", err)
 		}
 		for _, f := range c.Families {
@@ -71,7 +72,7 @@ func fitCompute(base *topology.Topology, smp *samples, fo sim.FitOptions, prov s
 	} else {
 		c.Notes = append(c.Notes, "CUDA-graph run: host launch cost per kernel not fitted")
 	}
-	out, err := sim.ApplyComputeFit(base, c.Families, c.Device, prov)
+	out, err := calibrate.ApplyCompute(base, c.Families, c.Device, prov)
 	if err != nil {
 		return nil, fmt.Errorf("calibrate: %w", err)
 	}
@@ -115,7 +116,7 @@ func fitLaunchEager(trs [][]traces.Span, notes *[]string) float64 {
 // ones the floor dominates, the same ops max(floor, roofline) prices at
 // the floor), as their measured time less the overhead and the prior's
 // roofline term.
-func fitMinKernel(comp []sim.ComputeSample, notes *[]string) (float64, map[string]float64) {
+func fitMinKernel(comp []calibrate.ComputeSample, notes *[]string) (float64, map[string]float64) {
 	var all []float64
 	byKind := map[string][]float64{}
 	for i := range comp {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"sort"
 
+	"github.com/tpscope/tpscope/calibrate"
 	"github.com/tpscope/tpscope/model"
 	"github.com/tpscope/tpscope/ncclenv"
 	"github.com/tpscope/tpscope/sim"
@@ -15,8 +16,8 @@ import (
 // collectives keyed by (op, ranks, NCCL setting), since a calibration
 // applies under the setting it was measured with.
 type samples struct {
-	compute   []sim.ComputeSample
-	coll      map[collKey][]sim.CalSample
+	compute   []calibrate.ComputeSample
+	coll      map[collKey][]calibrate.CollectiveSample
 	collKeys  []collKey // in a fixed order
 	collCount int
 	// eager holds the traces of the scenarios that ran without CUDA
@@ -32,7 +33,7 @@ type collKey struct {
 }
 
 func collectSamples(scens []*calScenario) *samples {
-	smp := &samples{coll: map[collKey][]sim.CalSample{}}
+	smp := &samples{coll: map[collKey][]calibrate.CollectiveSample{}}
 	grouped, badGroup := 0, 0
 	for _, sc := range scens {
 		if !sc.g.sc.Options.CUDAGraphs {
@@ -53,7 +54,7 @@ func collectSamples(scens []*calScenario) *samples {
 			if !op.IsCollective() {
 				// The span holds the op's overhead less the gap after its
 				// closing timing event (OpResult.SpanGapUs).
-				smp.compute = append(smp.compute, sim.ComputeSample{Family: sc.p.CostFamily(op), Cost: res.Cost, OverheadUs: res.OverheadUs - res.SpanGapUs, MeasuredUs: s.Us})
+				smp.compute = append(smp.compute, calibrate.ComputeSample{Family: sc.p.CostFamily(op), Cost: res.Cost, OverheadUs: res.OverheadUs - res.SpanGapUs, MeasuredUs: s.Us})
 				continue
 			}
 			if !firstRanks(op.Group) || (op.Collective != model.AllReduce && op.Collective != model.AllGather && op.Collective != model.ReduceScatter) {
@@ -64,7 +65,7 @@ func collectSamples(scens []*calScenario) *samples {
 			if _, ok := smp.coll[k]; !ok {
 				smp.collKeys = append(smp.collKeys, k)
 			}
-			smp.coll[k] = append(smp.coll[k], sim.CalSample{Bytes: op.CommBytes, TimeUs: s.Us})
+			smp.coll[k] = append(smp.coll[k], calibrate.CollectiveSample{Bytes: op.CommBytes, TimeUs: s.Us})
 			smp.collCount++
 		}
 	}

@@ -432,6 +432,44 @@ func (m *CollectiveModel) CostWith(op model.Collective, group []int, bytes int64
 	return c, true
 }
 
+// CollectivePrior is the uncalibrated model of one (algorithm, protocol)
+// pair of a collective on a group, in the terms a calibration fits
+// (package calibrate):
+//
+//	time_us = BaseLatUs + Steps x StepLatUs + bytes / (1000 x BusBWGBps x BusToAlg)
+//
+// BaseLatUs is NCCL's baseLat; StepLatUs tpscope's latency per ring step
+// (NCCL's hwLat for the group's link class, host-memory hops and the
+// ring's slowest P2P hop beyond the one hwLat prices); BusBWGBps the
+// group's bus bandwidth after the protocol's factors and caps; Steps and
+// BusToAlg NCCL's step count and bus-to-algorithm bandwidth ratio.
+type CollectivePrior struct {
+	BaseLatUs, StepLatUs, BusBWGBps float64
+	Steps, BusToAlg                 float64
+}
+
+// Prior returns the uncalibrated model of (algo, proto) for op over
+// group (nil: every GPU), whatever calibration the topology carries; ok
+// is false when the pair does not exist for op (Tree is all-reduce only;
+// all-to-all is NCCL's send/recv) or the group has one rank. It panics
+// on a group outside the topology, as Cost does.
+func (m *CollectiveModel) Prior(op model.Collective, group []int, algo ncclenv.Algorithm, proto ncclenv.Protocol) (CollectivePrior, bool) {
+	a, p := int(algo), int(proto)
+	if a >= numAlgos || p >= numProtos || opIndex(op) < 0 || op == model.AllToAll || (a == algoTree && op != model.AllReduce) {
+		return CollectivePrior{}, false
+	}
+	g := m.group(group)
+	if g.n <= 1 {
+		return CollectivePrior{}, false
+	}
+	bus := g.ringBw
+	if a == algoTree {
+		bus = g.treeBw
+	}
+	return CollectivePrior{BaseLatUs: ncclBaseLatUs[a][p], StepLatUs: m.stepLatUs(g, a, p), BusBWGBps: m.protoBusBw(g, a, p, bus),
+		Steps: steps(op, a, g.n), BusToAlg: busToAlg(op, a, g.n)}, true
+}
+
 // steps is the number of sequential ring steps of op on n ranks.
 func steps(op model.Collective, a, n int) float64 {
 	if op == model.AllReduce {

@@ -90,7 +90,7 @@ func boxGPU(m map[string]any, i int) map[string]any { return m["gpus"].([]any)[i
 
 // TestBadInput runs every case and checks the promises of badCase.
 func TestBadInput(t *testing.T) {
-	arLog, err := os.ReadFile("../../sim/testdata/nccltests/all_reduce_perf_8x_pcie.txt")
+	arLog, err := os.ReadFile("../../calibrate/testdata/nccltests/all_reduce_perf_8x_pcie.txt")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -292,7 +292,7 @@ func TestBadInput(t *testing.T) {
 // with one warning line each on stderr. An nccl-tests row whose #wrong is
 // not 0 (the first row, line 21 of the log) is fitted and warned about.
 func TestBadInputWarnings(t *testing.T) {
-	b, err := os.ReadFile("../../sim/testdata/nccltests/all_reduce_perf_8x_pcie.txt")
+	b, err := os.ReadFile("../../calibrate/testdata/nccltests/all_reduce_perf_8x_pcie.txt")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -18,13 +18,13 @@ import (
 	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/pflag"
 
+	"github.com/tpscope/tpscope/calibrate/nccltests"
 	"github.com/tpscope/tpscope/exec"
 	"github.com/tpscope/tpscope/exec/collbench"
 	"github.com/tpscope/tpscope/model"
 	"github.com/tpscope/tpscope/ncclenv"
 	"github.com/tpscope/tpscope/pipeline"
 	"github.com/tpscope/tpscope/sim"
-	"github.com/tpscope/tpscope/sim/nccltests"
 	"github.com/tpscope/tpscope/traces/schema"
 )
 
