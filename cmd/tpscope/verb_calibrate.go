@@ -13,7 +13,6 @@ import (
 	"github.com/tpscope/tpscope/calibrate"
 	"github.com/tpscope/tpscope/calibrate/nccltests"
 	"github.com/tpscope/tpscope/model"
-	"github.com/tpscope/tpscope/sim"
 	"github.com/tpscope/tpscope/topology"
 )
 
@@ -169,7 +168,7 @@ func (m *ncclTestsMode) run(ctx context.Context, c *calibrateOptions, std IO) er
 	if opName == "" {
 		return flagError("--op", nil, "%s does not say which collective it measured; pass it", m.file)
 	}
-	coll, err := sim.ParseCollective(opName)
+	coll, err := parseCollective(opName)
 	if err != nil {
 		return fmt.Errorf("%s: %v", m.file, err)
 	}

@@ -90,11 +90,11 @@ func (o *collectiveOptions) Run(ctx context.Context, args []string, std IO) erro
 	if err := checkOutput(o.output, allFormats...); err != nil {
 		return err
 	}
-	coll, err := sim.ParseCollective(o.op)
+	coll, err := parseCollective(o.op)
 	if err != nil {
 		return causeError("--op", nil, err)
 	}
-	sz, err := sim.ParseSizeRange(o.sizes)
+	sz, err := parseSizeRange(o.sizes)
 	if err != nil {
 		return causeError("--sizes", nil, err)
 	}
@@ -136,7 +136,7 @@ func (o *collectiveOptions) Run(ctx context.Context, args []string, std IO) erro
 	for i := range group {
 		group[i] = i
 	}
-	rows, err := m.Sweep(coll, group, sz, o.customAR)
+	rows, err := sweepCollective(m, coll, group, sz, o.customAR)
 	if err != nil {
 		return err
 	}
@@ -150,11 +150,11 @@ func (o *collectiveOptions) Run(ctx context.Context, args []string, std IO) erro
 	header := []string{"size_bytes", "time_us", "algbw_GBps", "busbw_GBps", "algo", "proto", "nccl_us", "shm_hops", "calibrated"}
 	return render(std.Stdout, o.output, view{
 		JSON: struct {
-			Topology string              `json:"topology"`
-			Op       string              `json:"op"`
-			Ranks    int                 `json:"ranks"`
-			Options  ncclenv.Settings    `json:"options"`
-			Rows     []sim.CollectiveRow `json:"rows"`
+			Topology string           `json:"topology"`
+			Op       string           `json:"op"`
+			Ranks    int              `json:"ranks"`
+			Options  ncclenv.Settings `json:"options"`
+			Rows     []collectiveRow  `json:"rows"`
 		}{t.Name, string(coll), n, m.Options(), rows},
 		CSV:  func(w io.Writer) error { return writeCSV(w, header, cells) },
 		Text: func(w io.Writer, md bool) error { return writeTable(w, title, "", header, cells, md) },
@@ -170,16 +170,16 @@ func (o *collectiveOptions) ncclOption(name string) string {
 }
 
 // writeMeasured prints a --measure run in the output format.
-func writeMeasured(w io.Writer, format, topo string, coll model.Collective, n int, opts ncclenv.Settings, mr *measureRun, pred []sim.CollectiveRow) error {
+func writeMeasured(w io.Writer, format, topo string, coll model.Collective, n int, opts ncclenv.Settings, mr *measureRun, pred []collectiveRow) error {
 	header, rows := measuredTable(mr, pred)
 	return render(w, format, view{
 		JSON: struct {
-			Topology string              `json:"topology"`
-			Op       string              `json:"op"`
-			Ranks    int                 `json:"ranks"`
-			Options  ncclenv.Settings    `json:"options"`
-			Rows     []sim.CollectiveRow `json:"rows"`
-			Measured *measureRun         `json:"measured"`
+			Topology string           `json:"topology"`
+			Op       string           `json:"op"`
+			Ranks    int              `json:"ranks"`
+			Options  ncclenv.Settings `json:"options"`
+			Rows     []collectiveRow  `json:"rows"`
+			Measured *measureRun      `json:"measured"`
 		}{topo, string(coll), n, opts, pred, mr},
 		CSV:  func(w io.Writer) error { return writeCSV(w, header, rows) },
 		Text: func(w io.Writer, md bool) error { return writeMeasuredTable(w, topo, coll, n, mr, header, rows, md) },

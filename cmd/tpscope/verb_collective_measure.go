@@ -165,7 +165,7 @@ type measureRun struct {
 
 // run measures cfg through the executor, returns the result beside the
 // predictions (rows, at the sizes as run) and writes -o.
-func (m *measureFlags) run(ctx context.Context, coll model.Collective, ranks int, sizes []int64, no ncclenv.Settings, cm *sim.CollectiveModel, ref *nccltests.Log, stderr io.Writer) (*measureRun, []sim.CollectiveRow, error) {
+func (m *measureFlags) run(ctx context.Context, coll model.Collective, ranks int, sizes []int64, no ncclenv.Settings, cm *sim.CollectiveModel, ref *nccltests.Log, stderr io.Writer) (*measureRun, []collectiveRow, error) {
 	p, err := pipeline.PrepareCollective(pipeline.CollectiveSpec{Backend: m.backend, NCCL: no, Bench: m.config(coll, ranks, sizes),
 		Steps: m.steps, Warmup: m.warmup, Graphs: m.graphs, Watchdog: m.watchdog})
 	if err != nil {
@@ -197,7 +197,7 @@ func (m *measureFlags) run(ctx context.Context, coll model.Collective, ranks int
 	for i := range group {
 		group[i] = i
 	}
-	pred, err := cm.Sweep(coll, group, sizes, "")
+	pred, err := sweepCollective(cm, coll, group, sizes, "")
 	if err != nil {
 		return nil, nil, err
 	}
@@ -314,7 +314,7 @@ func writeMeasuredLog(path string, res *collbench.Result, mr *measureRun, no ncc
 }
 
 // measuredTable is the table of a --measure run.
-func measuredTable(mr *measureRun, pred []sim.CollectiveRow) ([]string, [][]string) {
+func measuredTable(mr *measureRun, pred []collectiveRow) ([]string, [][]string) {
 	header := []string{"size_bytes", "measured_us", "min_us", "max_us", "busbw_GBps", "predicted_us", "error", "algo", "proto"}
 	if mr.Reference != "" {
 		header = append(header, "reference_us", "vs_reference")
