@@ -36,8 +36,8 @@ const (
 	customAROneShotBytes = 256 << 10 // one-shot below 256 KB on 8 GPUs
 )
 
-// ParseCustomAR accepts auto, off, oneshot, twoshot.
-func ParseCustomAR(s string) (CustomAR, error) {
+// parseCustomAR accepts auto, off, oneshot, twoshot.
+func parseCustomAR(s string) (CustomAR, error) {
 	switch strings.ToLower(s) {
 	case "", "auto":
 		return CustomARAuto, nil

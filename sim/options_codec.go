@@ -73,7 +73,7 @@ var optionFields = []OptionField{
 		Set: func(o *Options, v string) (err error) { o.NCCL.P2PDisable, err = parseBool(v); return }},
 	{Name: "custom-ar", Kind: OptionString, Help: "TP all-reduce: auto (vLLM's rule), off (NCCL), oneshot, twoshot",
 		Get: func(o *Options) string { return string(o.CustomAR) },
-		Set: func(o *Options, v string) (err error) { o.CustomAR, err = ParseCustomAR(v); return }},
+		Set: func(o *Options, v string) (err error) { o.CustomAR, err = parseCustomAR(v); return }},
 	{Name: "ar-norm-fusion", Kind: OptionBool, Help: "fuse each all-reduce with the RMSNorm after it",
 		Get: func(o *Options) string { return boolText(o.ARNormFusion) },
 		Set: func(o *Options, v string) (err error) { o.ARNormFusion, err = parseBool(v); return }},

@@ -23,7 +23,7 @@ type Predictor struct {
 	// to the schedule's builder.
 	capture *model.GraphCapture
 	cm      *computeModel
-	coll    CollectiveCoster
+	coll    collectiveCoster
 	memo    collMemo
 	// cmemo holds pointers into the schedule being predicted; cleared
 	// after each prediction so no schedule is retained.
@@ -58,12 +58,12 @@ func New(topo *topology.Topology, opts Options) (*Predictor, error) {
 	if err != nil {
 		return nil, fmt.Errorf("sim: %w", err)
 	}
-	return NewWithCollectives(topo, opts, coll)
+	return newWithCollectives(topo, opts, coll)
 }
 
-// NewWithCollectives is New with an explicit collective cost model (a
+// newWithCollectives is New with an explicit collective cost model (a
 // calibrated one, or a test double).
-func NewWithCollectives(topo *topology.Topology, opts Options, coll CollectiveCoster) (*Predictor, error) {
+func newWithCollectives(topo *topology.Topology, opts Options, coll collectiveCoster) (*Predictor, error) {
 	if topo == nil || topo.NumGPUs() == 0 {
 		return nil, errors.New("sim: topology has no GPUs")
 	}
@@ -594,7 +594,7 @@ func (p *Predictor) priceCollective(op *model.Op) (CollectiveCost, error) {
 			}
 		}
 		if variant != "" {
-			if car, ok := p.coll.(CustomAllReducer); ok {
+			if car, ok := p.coll.(customAllReducer); ok {
 				if c, ok := car.CustomAllReduce(op.Group, op.CommBytes, variant == string(CustomARTwoShot)); ok {
 					return c, nil
 				}

@@ -95,7 +95,7 @@ func TestPredictOptions(t *testing.T) {
 // priced at 20 us.
 func predictTiny(t *testing.T, topo *topology.Topology, opts Options) *Prediction {
 	t.Helper()
-	p, err := NewWithCollectives(topo, opts, fixedColl{20})
+	p, err := newWithCollectives(topo, opts, fixedColl{20})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -175,7 +175,7 @@ func TestSymmetricEqualsAllRanks(t *testing.T) {
 
 func TestPredictErrors(t *testing.T) {
 	topo := mustTopo(t, "rtxpro6000-2s")
-	p, err := NewWithCollectives(topo, Options{}, fixedColl{1})
+	p, err := newWithCollectives(topo, Options{}, fixedColl{1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -202,7 +202,7 @@ func TestPredictErrors(t *testing.T) {
 			}
 		})
 	}
-	if _, err := NewWithCollectives(topo, Options{MTPAcceptFrac: 1.5}, fixedColl{1}); err == nil || !strings.Contains(err.Error(), "mtp_accept_rate") {
+	if _, err := newWithCollectives(topo, Options{MTPAcceptFrac: 1.5}, fixedColl{1}); err == nil || !strings.Contains(err.Error(), "mtp_accept_rate") {
 		t.Errorf("accept rate 1.5: err %v", err)
 	}
 	if _, err := New(topo, Options{NCCL: ncclenv.Settings{P2PLevel: "FOO"}}); err == nil || !strings.Contains(err.Error(), "NCCL_P2P_LEVEL") {
@@ -210,7 +210,7 @@ func TestPredictErrors(t *testing.T) {
 	}
 	// Options.Validate checks the level itself, naming the field, whatever
 	// the collective model.
-	if _, err := NewWithCollectives(topo, Options{NCCL: ncclenv.Settings{P2PLevel: "FOO"}}, fixedColl{1}); err == nil || !strings.Contains(err.Error(), "p2p_level") {
+	if _, err := newWithCollectives(topo, Options{NCCL: ncclenv.Settings{P2PLevel: "FOO"}}, fixedColl{1}); err == nil || !strings.Contains(err.Error(), "p2p_level") {
 		t.Errorf("bad P2P level with a custom collective model: err %v", err)
 	}
 	if err := (&Options{NCCL: ncclenv.Settings{P2PLevel: "sys"}}).Validate(); err != nil {
