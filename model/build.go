@@ -631,7 +631,7 @@ func (b *builder) logitTokens(s *site) int64 {
 // the bf16 input into FP8 with one scale per token and group of 128
 // values (QuantFP8 / per_token_group_quant_fp8, a kernel of its own:
 // torch.ops._C.per_token_group_fp8_quant) and then launches the
-// block-scaled GEMM. That kernel is the op "<name>_quant" (ActQuantSuffix)
+// block-scaled GEMM. That kernel is the op "<name>_quant" (actQuantSuffix)
 // before the GEMM (actQuant). vLLM's torch.compile fusion passes can fold
 // it into a preceding RMSNorm or SiLU-and-mul when enabled; the schedule
 // keeps the kernel the layer itself launches.
@@ -676,9 +676,9 @@ func (b *builder) linearShape(s *site, r Role) (m, n, k int64, dt Dtype) {
 	return 0, 0, 0, ""
 }
 
-// ActQuantSuffix ends the name of the op that quantizes a Linear's input
-// (see linearShape): "q_b_proj" + ActQuantSuffix.
-const ActQuantSuffix = "_quant"
+// actQuantSuffix ends the name of the op that quantizes a Linear's input
+// (see linearShape): "q_b_proj" + actQuantSuffix.
+const actQuantSuffix = "_quant"
 
 // actQuantGroup is the activation group of FP8 block-scaled Linear
 // layers: one FP32 scale per token and 128 input values (the weights'

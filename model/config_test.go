@@ -423,7 +423,7 @@ func TestLoadNamesPath(t *testing.T) {
 }
 
 // TestWorkloadBounds: batch x context is bounded so that the KV cache of
-// the workload (tokens x at most MaxKVBytesPerToken) fits int64 bytes.
+// the workload (tokens x at most maxKVBytesPerToken) fits int64 bytes.
 func TestWorkloadBounds(t *testing.T) {
 	cases := []struct {
 		name string
@@ -443,7 +443,7 @@ func TestWorkloadBounds(t *testing.T) {
 		})
 	}
 	// The bound times the per-token bound fits int64.
-	if float64(maxKVTokens)*MaxKVBytesPerToken >= math.MaxInt64 {
-		t.Error("maxKVTokens x MaxKVBytesPerToken overflows int64")
+	if float64(maxKVTokens)*maxKVBytesPerToken >= math.MaxInt64 {
+		t.Error("maxKVTokens x maxKVBytesPerToken overflows int64")
 	}
 }

@@ -129,7 +129,7 @@ func TestKVBytesPerToken(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			got := KVBytesPerToken(mustPreset(t, c.preset), c.plan, c.kv, c.mtp, c.dsa)
+			got := kvBytesPerToken(mustPreset(t, c.preset), c.plan, c.kv, c.mtp, c.dsa)
 			if !near(got, c.want, 1e-12) {
 				t.Errorf("got %.2f B/token, want %.2f", got, c.want)
 			}

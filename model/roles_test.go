@@ -88,7 +88,7 @@ func TestRoleRelations(t *testing.T) {
 		{RoleSharedGateUp, RoleSharedGateUpQuant}, {RoleSharedDown, RoleSharedDownQuant},
 	}
 	for _, q := range quant {
-		if q.linear.ActQuant() != q.quant || q.quant.Quantizes() != q.linear || string(q.quant) != string(q.linear)+ActQuantSuffix {
+		if q.linear.ActQuant() != q.quant || q.quant.Quantizes() != q.linear || string(q.quant) != string(q.linear)+actQuantSuffix {
 			t.Errorf("%s: ActQuant %q, %s quantizes %q", q.linear, q.linear.ActQuant(), q.quant, q.quant.Quantizes())
 		}
 	}

@@ -107,7 +107,7 @@ func Summarize(a *Arch, p Plan, w Workload, o BuildOptions, gpuMemBytes, util fl
 	for _, c := range wm {
 		s.WeightComponents = append(s.WeightComponents, SummaryWeight{string(c.Component), string(c.Dtype), c.Placement, c.BytesPerGPU})
 	}
-	s.WeightBytesPerGPU = TotalBytes(wm)
+	s.WeightBytesPerGPU = totalBytes(wm)
 	s.KVBytesPerToken = map[string]float64{}
 	s.KVCapacityByDtype = map[string]int64{}
 	// KVCapacity depends on the workload only through its KV dtype and
@@ -117,7 +117,7 @@ func Summarize(a *Arch, p Plan, w Workload, o BuildOptions, gpuMemBytes, util fl
 	var c Capacity
 	found := false
 	for _, d := range KVDtypes {
-		s.KVBytesPerToken[string(d)] = KVBytesPerToken(a, p, d, withMTP, dsa)
+		s.KVBytesPerToken[string(d)] = kvBytesPerToken(a, p, d, withMTP, dsa)
 		wd := w
 		wd.KVDtype = d
 		cd := KVCapacity(a, p, wd, o, gpuMemBytes, util)
