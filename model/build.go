@@ -142,6 +142,48 @@ func Build(a *Arch, p Plan, w Workload) (*Schedule, error) {
 //
 // Errors are Validate's: a *PlanError naming the field.
 func BuildWith(a *Arch, p Plan, w Workload, o BuildOptions) (*Schedule, error) {
+	return buildWith(a, p, w, o, nil)
+}
+
+// Builder builds schedules as BuildWith does into memory it keeps from
+// one build to the next, for callers that build thousands of schedules
+// and are done with each before the next (capacity sweeps): a Schedule a
+// Builder returns is valid until its next Build, which overwrites it. The
+// zero value is ready; a Builder is not safe for concurrent use.
+type Builder struct {
+	// OneRank lays rank 0's op list alone when it stands for every rank:
+	// every rank's list is a copy of rank 0's but for Op.Rank and
+	// MoEShape.FirstExpert, and every collective's group is the same on
+	// every rank (a single TP, DCP or world group; not DP attention, nor
+	// DCP below the world). The Schedule's Ranks then has one entry while
+	// its Plan keeps every rank; otherwise every rank's list is laid.
+	OneRank bool
+
+	a buildArena
+}
+
+// Build is BuildWith into the Builder's memory (see Builder).
+func (bd *Builder) Build(a *Arch, p Plan, w Workload, o BuildOptions) (*Schedule, error) {
+	return buildWith(a, p, w, o, bd)
+}
+
+// buildArena is the memory a Builder keeps: the builder's template
+// buffers and the schedule laid from them.
+type buildArena struct {
+	tmpl       []Op
+	kinds      []groupKind
+	shapes     []MoEShape
+	moeOf      []int32
+	idBuf      []byte
+	idEnd      []int
+	mods       Modules
+	all        []Op
+	rankShapes []MoEShape
+	ranks      [][]Op
+	sched      Schedule
+}
+
+func buildWith(a *Arch, p Plan, w Workload, o BuildOptions, bd *Builder) (*Schedule, error) {
 	if err := Validate(a, p, w, o); err != nil {
 		return nil, err
 	}
@@ -152,6 +194,9 @@ func BuildWith(a *Arch, p Plan, w Workload, o BuildOptions) (*Schedule, error) {
 	w.Batch = d.PaddedBatch
 
 	b := &builder{a: a, p: p, w: w, o: o, d: d, sparse: a.HasIndexer() && !o.DenseDSA, kvBytes: w.KVDtype.BytesPerValue()}
+	if bd != nil {
+		b.arena, b.oneRank = &bd.a, bd.OneRank
+	}
 	b.bg = d.PaddedSeqsPerGroup
 	b.tokens = d.TokensPerGroup
 	b.outTokens = b.tokens
@@ -218,18 +263,29 @@ func (o BuildOptions) normalized() (BuildOptions, error) {
 }
 
 // build lays the step's op template (buildStep) and copies it to every
-// rank, setting each rank's index, collective groups and MoE shapes.
+// rank, setting each rank's index, collective groups and MoE shapes. With
+// an arena (Builder) every buffer comes from it and goes back to it.
 func (b *builder) build() *Schedule {
 	a, p, w, o := b.a, b.p, b.w, b.o
-	b.tmpl = make([]Op, 0, b.estimateOps())
-	b.kinds = make([]groupKind, 0, cap(b.tmpl))
-	b.moeOf = make([]int32, 0, cap(b.tmpl))
-	b.idBuf = make([]byte, 0, 32*cap(b.tmpl))
-	b.idEnd = make([]int, 0, cap(b.tmpl))
+	n := b.estimateOps()
 	// At most 6 modules a layer (the layer, attention, indexer, MoE, routed
 	// and shared experts), the embedding and the head, and per draft pass
 	// those of a layer, its embedding, its head and the pass itself.
-	b.mods = make(Modules, 0, 6*b.a.Layers+2+9*b.mtpSteps())
+	nMods := 6*b.a.Layers + 2 + 9*b.mtpSteps()
+	if ar := b.arena; ar != nil {
+		b.tmpl, b.kinds, b.moeOf = reuse(ar.tmpl, n), reuse(ar.kinds, n), reuse(ar.moeOf, n)
+		b.idBuf, b.idEnd, b.mods, b.shapes = reuse(ar.idBuf, 32*n), reuse(ar.idEnd, n), reuse(ar.mods, nMods), ar.shapes[:0]
+		defer func() {
+			ar.tmpl, ar.kinds, ar.moeOf, ar.idBuf, ar.idEnd, ar.mods, ar.shapes = b.tmpl, b.kinds, b.moeOf, b.idBuf, b.idEnd, b.mods, b.shapes
+		}()
+	} else {
+		b.tmpl = make([]Op, 0, n)
+		b.kinds = make([]groupKind, 0, n)
+		b.moeOf = make([]int32, 0, n)
+		b.idBuf = make([]byte, 0, 32*n)
+		b.idEnd = make([]int, 0, n)
+		b.mods = make(Modules, 0, nMods)
+	}
 	b.pass = -1
 	b.buildStep()
 	ids, start := string(b.idBuf), 0
@@ -240,13 +296,38 @@ func (b *builder) build() *Schedule {
 
 	world := p.World()
 	groups := b.groups(world)
-	s := &Schedule{Model: a.Name, Plan: p, Workload: w, Options: o, Deploy: b.d, Modules: b.mods, Ranks: make([][]Op, world)}
-	if b.it != nil {
-		it := *b.it
-		s.Iteration = &it
+	var s *Schedule
+	var all []Op
+	var shapes []MoEShape
+	if ar := b.arena; ar != nil {
+		ar.sched = Schedule{Model: a.Name, Plan: p, Workload: w, Options: o, Deploy: b.d, Modules: b.mods}
+		s = &ar.sched
+		b.noteIteration(s)
+		if b.oneRank && b.ranksAlike(groups, world) {
+			// Rank 0's list is the template itself: its groups and shapes
+			// are rank 0's (FirstExpert 0).
+			for i := range b.tmpl {
+				if k := b.kinds[i]; k != gNone {
+					b.tmpl[i].Group = groups[k][0]
+				}
+				if j := b.moeOf[i]; j >= 0 {
+					b.tmpl[i].MoE = &b.shapes[j]
+				}
+			}
+			ar.ranks = append(ar.ranks[:0], b.tmpl)
+			s.Ranks = ar.ranks
+			return s
+		}
+		ar.all = grow(ar.all, world*len(b.tmpl))
+		ar.rankShapes = grow(ar.rankShapes, world*len(b.shapes))
+		ar.ranks = grow(ar.ranks, world)
+		all, shapes, s.Ranks = ar.all, ar.rankShapes, ar.ranks
+	} else {
+		s = &Schedule{Model: a.Name, Plan: p, Workload: w, Options: o, Deploy: b.d, Modules: b.mods, Ranks: make([][]Op, world)}
+		b.noteIteration(s)
+		all = make([]Op, world*len(b.tmpl))
+		shapes = make([]MoEShape, world*len(b.shapes))
 	}
-	all := make([]Op, world*len(b.tmpl))
-	shapes := make([]MoEShape, world*len(b.shapes))
 	for r := 0; r < world; r++ {
 		ops := all[r*len(b.tmpl) : (r+1)*len(b.tmpl) : (r+1)*len(b.tmpl)]
 		copy(ops, b.tmpl)
@@ -272,6 +353,11 @@ func (b *builder) build() *Schedule {
 }
 
 type builder struct {
+	// arena, when set (Builder), provides and keeps every buffer; oneRank
+	// is Builder.OneRank.
+	arena   *buildArena
+	oneRank bool
+
 	a       *Arch
 	p       Plan
 	w       Workload
@@ -323,6 +409,45 @@ func (b *builder) mtpSteps() int {
 		return 0
 	}
 	return b.w.SpecTokens
+}
+
+// noteIteration records the mixed iteration built (BuildIteration) on s.
+func (b *builder) noteIteration(s *Schedule) {
+	if b.it != nil {
+		it := *b.it
+		s.Iteration = &it
+	}
+}
+
+// ranksAlike reports whether rank 0's op list stands for every rank's:
+// every collective of the template spans one group of all the ranks
+// (groups of a kind are the same slice on every rank exactly when the
+// kind's group size is the world; see groups).
+func (b *builder) ranksAlike(groups [4][][]int, world int) bool {
+	for _, k := range b.kinds {
+		if k != gNone && len(groups[k][0]) != world {
+			return false
+		}
+	}
+	return true
+}
+
+// reuse returns s emptied, with room for n elements (its own array when
+// large enough).
+func reuse[T any](s []T, n int) []T {
+	if cap(s) < n {
+		return make([]T, 0, n)
+	}
+	return s[:0]
+}
+
+// grow returns s resized to n, reusing its array when large enough (the
+// contents are left: every caller overwrites them).
+func grow[T any](s []T, n int) []T {
+	if cap(s) < n {
+		return make([]T, n)
+	}
+	return s[:n]
 }
 
 // groups returns, per group kind, each rank's sorted member list. Members
