@@ -181,6 +181,8 @@ type buildArena struct {
 	rankShapes []MoEShape
 	ranks      [][]Op
 	sched      Schedule
+	groupsKey  [3]int // TP, DCP, world of groups
+	groups     [4][][]int
 }
 
 func buildWith(a *Arch, p Plan, w Workload, o BuildOptions, bd *Builder) (*Schedule, error) {
@@ -295,7 +297,17 @@ func (b *builder) build() *Schedule {
 	}
 
 	world := p.World()
-	groups := b.groups(world)
+	var groups [4][][]int
+	if ar := b.arena; ar != nil {
+		// Groups depend on the degrees alone and are never modified:
+		// the arena keeps the last plan's.
+		if k := [3]int{p.TP, p.DCP, world}; ar.groupsKey != k || ar.groups[gWorld] == nil {
+			ar.groupsKey, ar.groups = k, b.groups(world)
+		}
+		groups = ar.groups
+	} else {
+		groups = b.groups(world)
+	}
 	var s *Schedule
 	var all []Op
 	var shapes []MoEShape

@@ -205,6 +205,17 @@ type ComponentMemory struct {
 // MLP, embedding and lm_head are split over the TP ranks of a DP group and
 // replicated across groups, and the shared experts are replicated.
 func WeightMemory(a *Arch, p Plan, withMTP bool) []ComponentMemory {
+	out := new([numWeightComponents]ComponentMemory)
+	weightMemory(out, a, p, withMTP)
+	return out[:]
+}
+
+// numWeightComponents is the length of WeightMemory's list.
+const numWeightComponents = 10
+
+// weightMemory fills out with WeightMemory's list; KVCapacity passes an
+// array of its own, so that a sweep's memory fit does not allocate.
+func weightMemory(out *[numWeightComponents]ComponentMemory, a *Arch, p Plan, withMTP bool) {
 	p = p.Normalized()
 	lp := a.layerParams()
 	q := &a.Quant
@@ -237,7 +248,7 @@ func WeightMemory(a *Arch, p Plan, withMTP bool) []ComponentMemory {
 	if p.DP > 1 {
 		sharedDiv, sharedPlace = 1, "replicated"
 	}
-	out := []ComponentMemory{
+	*out = [numWeightComponents]ComponentMemory{
 		{CompEmbedding, q.Embedding, "vocab", vocabRows * h * q.Embedding.BytesPerValue()},
 		{CompAttention, q.Attention, "mixed", nl * attnLayer(q.Attention)},
 		{CompIndexer, q.Indexer, "replicated", nl * lp.indexer * q.Indexer.BytesPerValue()},
@@ -270,7 +281,6 @@ func WeightMemory(a *Arch, p Plan, withMTP bool) []ComponentMemory {
 		out[9].BytesPerGPU = m * perLayer
 		out[9].Dtype = d(CompRoutedExperts)
 	}
-	return out
 }
 
 // totalBytes sums a component list.
@@ -358,7 +368,9 @@ func KVCapacity(a *Arch, p Plan, w Workload, o BuildOptions, gpuMemBytes, util f
 	}
 	withMTP := w.SpecTokens > 0 && a.MTPLayers > 0
 	c := Capacity{GPUMemBytes: gpuMemBytes, Utilization: util}
-	c.WeightBytes = totalBytes(WeightMemory(a, p, withMTP))
+	var weights [numWeightComponents]ComponentMemory
+	weightMemory(&weights, a, p, withMTP)
+	c.WeightBytes = totalBytes(weights[:])
 	c.ActivationBytes = activationBytes(a, p, defaultMaxBatchedTokens)
 	c.KVBytesPerToken = kvBytesPerToken(a, p, w.KVDtypeFor(a), withMTP, a.HasIndexer() && !o.DenseDSA)
 	left := util*gpuMemBytes - c.WeightBytes - c.ActivationBytes

@@ -188,6 +188,9 @@ type Config struct {
 	// AtCapacity marks the configuration added at the box's maximum
 	// concurrency for its context (not one of the swept batches).
 	AtCapacity bool
+	// planName is Scenario.Plan's normalized name, made once per plan by
+	// Enumerate ("" for a Config made elsewhere: evaluatePoint names it).
+	planName string
 }
 
 // maxConcurrency is how many sequences of w's context fit in the KV cache
@@ -647,6 +650,7 @@ func (s *Space) Enumerate() ([]Config, Coverage, error) {
 	var out []Config
 	for _, n := range worlds {
 		for _, p := range plansOf[n] {
+			pname := p.Normalized().String()
 			for _, kv := range kvs {
 				for _, k := range runSpecs {
 					for _, cx := range contexts {
@@ -659,7 +663,7 @@ func (s *Space) Enumerate() ([]Config, Coverage, error) {
 								if t.NumGPUs() != n {
 									continue
 								}
-								out = append(out, Config{Box: bi, Scenario: sim.Scenario{
+								out = append(out, Config{Box: bi, planName: pname, Scenario: sim.Scenario{
 									Arch: s.Arch, Plan: p, Workload: w, Build: s.buildFor(t), Options: s.Options, Topo: t, Costs: costs[bi]}})
 							}
 						}
@@ -675,7 +679,7 @@ func (s *Space) Enumerate() ([]Config, Coverage, error) {
 							if w.Batch < 1 || w.Validate() != nil || slices.Contains(batches, w.Batch) {
 								continue
 							}
-							out = append(out, Config{Box: bi, AtCapacity: true, Scenario: sim.Scenario{
+							out = append(out, Config{Box: bi, AtCapacity: true, planName: pname, Scenario: sim.Scenario{
 								Arch: s.Arch, Plan: p, Workload: w, Build: s.buildFor(t), Options: s.Options, Topo: t, Costs: costs[bi]}})
 						}
 					}
@@ -696,7 +700,7 @@ func (s *Space) Enumerate() ([]Config, Coverage, error) {
 // progress (if set) after each with the count done in this call.
 func evaluateRange(ev *sim.Evaluator, cfgs []Config, out []Point, slo float64, progress func(done int)) {
 	for i := range cfgs {
-		out[i] = evaluatePoint(ev, &cfgs[i].Scenario, slo)
+		out[i] = evaluatePoint(ev, &cfgs[i], slo)
 		out[i].AtCapacity = cfgs[i].AtCapacity
 		if progress != nil {
 			progress(i + 1)
@@ -704,9 +708,14 @@ func evaluateRange(ev *sim.Evaluator, cfgs []Config, out []Point, slo float64, p
 	}
 }
 
-func evaluatePoint(ev *sim.Evaluator, c *sim.Scenario, slo float64) Point {
+func evaluatePoint(ev *sim.Evaluator, cfg *Config, slo float64) Point {
+	c := &cfg.Scenario
 	p := c.Plan.Normalized()
-	pt := Point{Topology: c.Topo.Name, GPUs: c.Topo.NumGPUs(), Plan: p.String(), Batch: c.Workload.Batch,
+	name := cfg.planName
+	if name == "" {
+		name = p.String()
+	}
+	pt := Point{Topology: c.Topo.Name, GPUs: c.Topo.NumGPUs(), Plan: name, Batch: c.Workload.Batch,
 		Context: c.Workload.Context, KVDtype: string(c.Workload.KVDtypeFor(c.Arch)), SpecTokens: c.Workload.SpecTokens}
 	sum, err := ev.Evaluate(*c)
 	if err != nil {

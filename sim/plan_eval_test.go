@@ -3,8 +3,11 @@ package sim
 import (
 	"fmt"
 	"math"
+	"reflect"
+	"strings"
 	"testing"
 
+	engprof "github.com/tpscope/tpscope/engine"
 	"github.com/tpscope/tpscope/model"
 	"github.com/tpscope/tpscope/ncclenv"
 	"github.com/tpscope/tpscope/topology"
@@ -234,4 +237,41 @@ func BenchmarkEvaluate(b *testing.B) {
 func withRun(sc Scenario, o Options, t *topology.Topology) Scenario {
 	sc.Options, sc.Topo = o, t
 	return sc
+}
+
+// TestOptionsEqualSeesEveryField: the Evaluator's predictor cache tells
+// apart options that differ in any one field, nested ones included (the
+// NCCL settings field by field).
+func TestOptionsEqualSeesEveryField(t *testing.T) {
+	var walk func(v reflect.Value, path string)
+	fields := 0
+	walk = func(v reflect.Value, path string) {
+		for i := 0; i < v.NumField(); i++ {
+			f := v.Field(i)
+			name := path + v.Type().Field(i).Name
+			if f.Kind() == reflect.Struct && f.Type() != reflect.TypeOf(engprof.Ref{}) {
+				walk(f, name+".")
+				continue
+			}
+			t.Run(name, func(t *testing.T) {
+				var a, b Options
+				target := reflect.ValueOf(&b).Elem().FieldByName(strings.Split(name, ".")[0])
+				if strings.Contains(name, ".") {
+					target = target.FieldByName(strings.Split(name, ".")[1])
+				}
+				setSome(target)
+				if optionsEqual(&a, &b) || optionsEqual(&b, &a) {
+					t.Errorf("options differing in %s compare equal", name)
+				}
+				if c := b; !optionsEqual(&b, &c) {
+					t.Errorf("options equal but for nothing compare unequal (%s)", name)
+				}
+			})
+			fields++
+		}
+	}
+	walk(reflect.ValueOf(Options{}), "")
+	if fields < 15 {
+		t.Errorf("%d fields walked; Options has more", fields)
+	}
 }

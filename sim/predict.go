@@ -31,6 +31,7 @@ type Predictor struct {
 	eng   engine
 
 	costs    []OpCost // per simulated op
+	costs0   []OpCost // rank 0's, before norm fusion (run: ranks that are copies)
 	overhead []float64
 	// spanGapUs is OpResult.SpanGapUs of the current run.
 	spanGapUs float64
@@ -421,9 +422,16 @@ func (p *Predictor) run(s *model.Schedule, mode int, graphed bool) error {
 		p.spanGapUs = overUs
 	}
 	overUs += float64(p.opts.TimingEventsPerOp) * p.dev.LaunchGraphUs
+	// Every rank of a built schedule is a copy of one template but for its
+	// collectives' groups (builtSymmetric's premise): rank r's compute op
+	// i has rank 0's op i's cost fields, so ranks after the first take
+	// rank 0's compute costs (as priced, before norm fusion: costs0) and
+	// price only their collectives.
+	copies := mode == symBuilt && nSim > 1
 	g := 0
 	for r := 0; r < nSim; r++ {
 		ops := s.Ranks[r]
+		fromRank0 := copies && r > 0 && len(ops) == len(s.Ranks[0])
 		for i := range ops {
 			op := &ops[i]
 			var c OpCost
@@ -433,6 +441,8 @@ func (p *Predictor) run(s *model.Schedule, mode int, graphed bool) error {
 				if err != nil {
 					return fmt.Errorf("sim: op %s on rank %d: %w", op.ID, r, err)
 				}
+			} else if fromRank0 {
+				c = p.costs0[i]
 			} else {
 				if cp, h := p.cmemo.get(op); cp != nil {
 					c = *cp
@@ -464,6 +474,9 @@ func (p *Predictor) run(s *model.Schedule, mode int, graphed bool) error {
 				eop.depHi = int32(len(e.deps))
 			}
 			e.ops = append(e.ops, eop)
+		}
+		if copies && r == 0 {
+			p.costs0 = append(p.costs0[:0], p.costs[:len(ops)]...)
 		}
 		if p.opts.ARNormFusion || p.cm.arFused(s.Plan) {
 			p.fuseNorms(ops, g)

@@ -96,6 +96,12 @@ var ErrDoesNotFit = errors.New("does not fit in GPU memory")
 // builder validates the plan, workload and build options (a
 // *model.PlanError naming the field); the box must hold the plan's GPUs.
 func (p *Predictor) schedule(sc Scenario) (*model.Schedule, error) {
+	return p.scheduleWith(nil, sc)
+}
+
+// scheduleWith is schedule built by bd (model.Builder: into its memory,
+// valid until its next build), or by model.BuildWith when bd is nil.
+func (p *Predictor) scheduleWith(bd *model.Builder, sc Scenario) (*model.Schedule, error) {
 	if sc.Arch == nil {
 		return nil, errors.New("sim: scenario has no architecture")
 	}
@@ -105,6 +111,9 @@ func (p *Predictor) schedule(sc Scenario) (*model.Schedule, error) {
 	}
 	o := sc.Build
 	o.Graphs = p.capture
+	if bd != nil {
+		return bd.Build(sc.Arch, sc.Plan, sc.Workload, o)
+	}
 	return model.BuildWith(sc.Arch, sc.Plan, sc.Workload, o)
 }
 
