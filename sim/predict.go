@@ -247,11 +247,29 @@ func (p *Predictor) stepUs(s *model.Schedule, mode int, graphed bool) (float64, 
 	if err := p.run(s, mode, graphed); err != nil {
 		return 0, err
 	}
-	step := 0.0
-	for _, e := range p.eng.end[:len(p.eng.ops)] {
-		step = math.Max(step, e)
+	return latestEnd(p.eng.end[:len(p.eng.ops)]), nil
+}
+
+// latestEnd is math.Max folded over ends from 0, without math.Max's
+// per-call sign and NaN tests (the step's hottest loop after pricing):
+// without a NaN, > picks what math.Max picks (+Inf included, +0 over
+// -0); with one, the fold with math.Max decides.
+func latestEnd(ends []float64) float64 {
+	step, nan := 0.0, false
+	for _, e := range ends {
+		if e > step {
+			step = e
+		} else if e != e {
+			nan = true
+		}
 	}
-	return step, nil
+	if nan {
+		step = 0
+		for _, e := range ends {
+			step = math.Max(step, e)
+		}
+	}
+	return step
 }
 
 // symmetric reports whether every rank's op list has the same costs and

@@ -310,3 +310,21 @@ func TestBuiltSymmetricMatchesCheck(t *testing.T) {
 		}
 	}
 }
+
+// TestLatestEnd: the step's end is math.Max folded over the ops' ends
+// from 0, NaN included.
+func TestLatestEnd(t *testing.T) {
+	nan, inf := math.NaN(), math.Inf(1)
+	for _, ends := range [][]float64{
+		nil, {3}, {1, 5, 2}, {math.Copysign(0, -1)}, {-1, -2}, {2, nan, 7}, {inf, nan}, {nan, inf}, {1, inf},
+	} {
+		want := 0.0
+		for _, e := range ends {
+			want = math.Max(want, e)
+		}
+		got := latestEnd(ends)
+		if !(got == want && math.Signbit(got) == math.Signbit(want)) && !(math.IsNaN(got) && math.IsNaN(want)) {
+			t.Errorf("latestEnd(%v) = %v, want %v", ends, got, want)
+		}
+	}
+}
