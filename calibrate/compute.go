@@ -420,7 +420,7 @@ func ApplyCompute(t *topology.Topology, fits []FamilyFit, dev DeviceFit, provena
 				d.MinKernelUsByKind = map[string]float64{}
 			}
 			v := d.MinKernelUsByKind[k]
-			// A kind whose prior ramp is its prior floor (catalog.go: a
+			// A kind whose prior ramp is its prior floor (topology/catalog.go: a
 			// kernel costs floor + max(compute, memory)) keeps the two
 			// one latency: the fitted floor is its ramp too.
 			tied := v > 0 && d.RampUs[k] == v

@@ -105,7 +105,7 @@ func TestFitComputeRecoversScales(t *testing.T) {
 // TestFitComputeRamp: memory-bound GEMMs of 1-100 us on the default
 // preset, whose catalog device already carries a ramp for the family (the
 // gemm floor, (800 + 700) cycles / 1650 MHz + 2 x 0.55 us = 2.01 us;
-// catalog.go), so the samples carry it as the prior, as a real trace's
+// topology/catalog.go), so the samples carry it as the prior, as a real trace's
 // would. The measured times are made by hand from t = 3 + b x memory, a
 // 3 us ramp (1 us more than the prior) and b = 1.25 (memory efficiency
 // 0.80 -> 0.64). The fit must move the ramp from the prior to 3 us and

@@ -125,7 +125,7 @@ func (p *Predictor) measuredOps(sc Scenario) measured {
 }
 
 // calibratedFamily reports whether trace calibration set a parameter of
-// the kernel family (sim/fit.go writes "efficiency.<family>[/<dtype>]",
+// the kernel family (calibrate.ApplyCompute writes "efficiency.<family>[/<dtype>]",
 // "efficiency.mem/<family>[/<dtype>]" and "ramp_us.<family>[/<dtype>]"
 // sources starting "calibrated").
 func (p *Predictor) calibratedFamily(family string) bool {
