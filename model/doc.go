@@ -35,11 +35,14 @@
 //     aiconfigurator's MoE tables were measured under) decides each
 //     routed-expert op's MoEShape: expected rows and distinct experts on
 //     the rank, and the integer shape executors run (MoEShape.Executed).
-//   - Memory: Arch.Params, WeightMemory, KVBytesPerToken, ActivationBytes,
-//     KVCapacity, and Summarize for the CLI's `model show`.
+//   - Memory: Arch.Params, WeightMemory and KVCapacity (weights, activation
+//     workspace and KV cache per GPU), and Summarize for the CLI's `model
+//     show`.
 //
 // Complexity: Build is O(layers x ranks) ops; the op list of one rank is
 // built once and copied to the others (every rank of a plan runs the same
 // shapes under every Routing: balanced and power-law shapes are the timed
-// rank's).
+// rank's). A Builder, for sweeps, lays into memory it keeps between
+// builds, and with OneRank lays that one list alone when it stands for
+// every rank.
 package model
