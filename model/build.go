@@ -183,6 +183,7 @@ type buildArena struct {
 	sched      Schedule
 	groupsKey  [3]int // TP, DCP, world of groups
 	groups     [4][][]int
+	ids        string // the last build's op IDs, end to end (strings are immutable: shared)
 }
 
 func buildWith(a *Arch, p Plan, w Workload, o BuildOptions, bd *Builder) (*Schedule, error) {
@@ -290,7 +291,16 @@ func (b *builder) build() *Schedule {
 	}
 	b.pass = -1
 	b.buildStep()
-	ids, start := string(b.idBuf), 0
+	var ids string
+	if ar := b.arena; ar != nil && string(b.idBuf) == ar.ids {
+		ids = ar.ids // the same op list as the last build's (another batch or context): its IDs
+	} else {
+		ids = string(b.idBuf)
+		if ar != nil {
+			ar.ids = ids
+		}
+	}
+	start := 0
 	for i, end := range b.idEnd {
 		b.tmpl[i].ID = ids[start:end]
 		start = end

@@ -48,7 +48,7 @@ func Evaluate(cfgs []Config, slo float64, workers int, progress func(done, total
 		defer wg.Done()
 		// A worker's blocks follow Enumerate's order, which visits each
 		// schedule once over its boxes: a few cached schedules serve it.
-		ev := sim.Evaluator{Schedules: 4}
+		ev := sim.Evaluator{Schedules: 2}
 		for {
 			b := int(next.Add(1)) - 1
 			if b >= len(blocks)-1 {

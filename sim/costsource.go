@@ -106,7 +106,7 @@ type SourceChecker interface {
 func (p *Predictor) UseCostSource(src CostSource) error {
 	if src == nil {
 		p.src, p.srcColl, p.refColl = nil, nil, nil
-		p.cmemo.named = false
+		p.named = false
 		return nil
 	}
 	if ch, ok := src.(SourceChecker); ok {
@@ -115,7 +115,7 @@ func (p *Predictor) UseCostSource(src CostSource) error {
 		}
 	}
 	p.src = src
-	p.cmemo.named = true
+	p.named = true
 	p.srcColl, _ = src.(CollectiveSource)
 	p.refColl = nil
 	if p.srcColl != nil {

@@ -46,7 +46,9 @@ const fastLayers = 2
 // Predictor per (topology, options) and a cache of schedule views. Not
 // safe for concurrent use; the zero value is ready.
 type Evaluator struct {
-	preds   []evalPredictor
+	preds []evalPredictor
+	// scratch is the run memory its predictors share.
+	scratch *runScratch
 	reduced []reducedArch
 	// views maps a schedule's key to its slot; slots are evicted in
 	// order (next), their Builders' memory reused.
@@ -109,7 +111,10 @@ type viewSlot struct {
 const maxCachedSchedules = 64
 
 // Predictor returns the cached Predictor for c's box, options and cost
-// source (Scenario.NewPredictor), building it on first use.
+// source (Scenario.NewPredictor), building it on first use. The
+// Evaluator's predictors share their run memory: use them one at a time
+// (a Prediction they return is the caller's; the engine's arrays are the
+// next run's).
 func (e *Evaluator) Predictor(c *Scenario) (*Predictor, error) {
 	topo, opts := c.Topo, c.Options
 	for i := range e.preds {
@@ -117,7 +122,12 @@ func (e *Evaluator) Predictor(c *Scenario) (*Predictor, error) {
 			return e.preds[i].p, nil
 		}
 	}
-	p, err := c.NewPredictor()
+	// One run at a time: every predictor of the Evaluator writes the same
+	// scratch, so a sweep over many boxes keeps one set of run arrays.
+	if e.scratch == nil {
+		e.scratch = new(runScratch)
+	}
+	p, err := c.newPredictor(e.scratch)
 	if err != nil {
 		return nil, err
 	}

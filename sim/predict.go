@@ -24,15 +24,12 @@ type Predictor struct {
 	capture *model.GraphCapture
 	cm      *computeModel
 	coll    collectiveCoster
-	memo    collMemo
-	// cmemo holds pointers into the schedule being predicted; cleared
-	// after each prediction so no schedule is retained.
-	cmemo costMemo
-	eng   engine
-
-	costs    []OpCost // per simulated op
-	costs0   []OpCost // rank 0's, before norm fusion (run: ranks that are copies)
-	overhead []float64
+	// runScratch is what a run writes and the next one reuses; an
+	// Evaluator's predictors share one (it runs one at a time).
+	*runScratch
+	// named: the cost memo matches ops by role and name too (a cost
+	// source is in use; costMemo.get).
+	named bool
 	// spanGapUs is OpResult.SpanGapUs of the current run.
 	spanGapUs float64
 
@@ -52,6 +49,11 @@ type Predictor struct {
 // New returns a Predictor for the box under opts, with NCCL's collective
 // model (NewCollectiveModel) for the options' NCCL settings.
 func New(topo *topology.Topology, opts Options) (*Predictor, error) {
+	return newPredictor(topo, opts, nil)
+}
+
+// newPredictor is New writing its runs into scratch (nil: its own).
+func newPredictor(topo *topology.Topology, opts Options, scratch *runScratch) (*Predictor, error) {
 	if topo == nil {
 		return nil, errors.New("sim: nil topology")
 	}
@@ -59,12 +61,18 @@ func New(topo *topology.Topology, opts Options) (*Predictor, error) {
 	if err != nil {
 		return nil, fmt.Errorf("sim: %w", err)
 	}
-	return newWithCollectives(topo, opts, coll)
+	return newWithScratch(topo, opts, coll, scratch)
 }
 
 // newWithCollectives is New with an explicit collective cost model (a
 // calibrated one, or a test double).
 func newWithCollectives(topo *topology.Topology, opts Options, coll collectiveCoster) (*Predictor, error) {
+	return newWithScratch(topo, opts, coll, nil)
+}
+
+// newWithScratch is newWithCollectives writing its runs into scratch
+// (nil: its own).
+func newWithScratch(topo *topology.Topology, opts Options, coll collectiveCoster, scratch *runScratch) (*Predictor, error) {
 	if topo == nil || topo.NumGPUs() == 0 {
 		return nil, errors.New("sim: topology has no GPUs")
 	}
@@ -87,8 +95,25 @@ func newWithCollectives(topo *topology.Topology, opts Options, coll collectiveCo
 	if err != nil {
 		return nil, err
 	}
-	return &Predictor{topo: topo, dev: dev, opts: opts, capture: opts.GraphCapture(), coll: coll,
+	if scratch == nil {
+		scratch = new(runScratch)
+	}
+	return &Predictor{topo: topo, dev: dev, opts: opts, capture: opts.GraphCapture(), coll: coll, runScratch: scratch,
 		cm: newComputeModel(dev, prof, &opts)}, nil
+}
+
+// runScratch is the memory of one prediction run that the next run
+// overwrites: the engine's arrays, the per-op costs and the memos. The
+// memos hold pointers into the schedule being predicted and are cleared
+// after every run, so no schedule is retained and predictors that run
+// one after another may share one scratch.
+type runScratch struct {
+	memo     collMemo
+	cmemo    costMemo
+	eng      engine
+	costs    []OpCost // per simulated op
+	costs0   []OpCost // rank 0's, before norm fusion (run: ranks that are copies)
+	overhead []float64
 }
 
 // OpResult is one simulated op: when it ran, for how long, why, and the
@@ -462,7 +487,7 @@ func (p *Predictor) run(s *model.Schedule, mode int, graphed bool) error {
 			} else if fromRank0 {
 				c = p.costs0[i]
 			} else {
-				if cp, h := p.cmemo.get(op); cp != nil {
+				if cp, h := p.cmemo.get(op, p.named); cp != nil {
 					c = *cp
 				} else {
 					c = p.computeCost(ops, i)

@@ -61,7 +61,13 @@ func (sc *Scenario) CostSourceName() string {
 // NewPredictor returns a Predictor for the scenario's box and options
 // that consults its cost source first (New, then UseCostSource).
 func (sc *Scenario) NewPredictor() (*Predictor, error) {
-	p, err := New(sc.Topo, sc.Options)
+	return sc.newPredictor(nil)
+}
+
+// newPredictor is NewPredictor writing its runs into scratch (nil: its
+// own).
+func (sc *Scenario) newPredictor(scratch *runScratch) (*Predictor, error) {
+	p, err := newPredictor(sc.Topo, sc.Options, scratch)
 	if err != nil {
 		return nil, err
 	}
