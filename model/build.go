@@ -673,7 +673,23 @@ func (b *builder) buildStep() {
 	b.pass = -1
 }
 
+// layerPrefixes are the prefixes of the first layers, made once: a
+// sweep builds thousands of schedules.
+var layerPrefixes = func() (p [128]string) {
+	for l := range p {
+		p[l] = layerPrefixOf(l)
+	}
+	return p
+}()
+
 func layerPrefix(l int) string {
+	if l >= 0 && l < len(layerPrefixes) {
+		return layerPrefixes[l]
+	}
+	return layerPrefixOf(l)
+}
+
+func layerPrefixOf(l int) string {
 	if l < 10 {
 		return "L0" + strconv.Itoa(l) + "."
 	}

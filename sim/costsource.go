@@ -104,6 +104,7 @@ type SourceChecker interface {
 // measurement conditions hold. The error is SourceChecker's: src was not
 // measured on this topology's GPU.
 func (p *Predictor) UseCostSource(src CostSource) error {
+	p.collCache, p.collCosts = nil, nil // costs priced with the old source
 	if src == nil {
 		p.src, p.srcColl, p.refColl = nil, nil, nil
 		p.named = false

@@ -50,8 +50,9 @@ type Evaluator struct {
 	// scratch is the run memory its predictors share.
 	scratch *runScratch
 	reduced []reducedArch
-	// views maps a schedule's key to its slot; slots are evicted in
-	// order (next), their Builders' memory reused.
+	// views maps a schedule's key to its slot (nil: few slots, searched
+	// in order); slots are evicted in order (next), their Builders'
+	// memory reused.
 	views map[schedKey]int
 	slots []*viewSlot
 	next  int
@@ -94,11 +95,13 @@ type schedViews struct {
 	prevEnd, end int
 }
 
-// viewSlot is one cached schedule and the Builder whose memory holds it.
+// viewSlot is one cached schedule and the Builder whose memory holds it;
+// cached is false while it holds none.
 type viewSlot struct {
-	key schedKey
-	v   schedViews
-	bd  model.Builder
+	key    schedKey
+	cached bool
+	v      schedViews
+	bd     model.Builder
 }
 
 // maxCachedSchedules bounds the view cache. A plan sweep visits each
@@ -173,7 +176,16 @@ func (e *Evaluator) viewsFor(p *Predictor, sc Scenario, short *model.Arch) (*sch
 	plan := sc.Plan.Normalized()
 	d := model.NewDeployment(plan, sc.Workload, p.capture)
 	key := schedKey{arch: sc.Arch, plan: plan, w: sc.Workload.Normalized(), build: sc.Build, padded: d.PaddedBatch, graphed: d.Graphed}
-	if i, ok := e.views[key]; ok {
+	capacity := e.Schedules
+	if capacity <= 0 {
+		capacity = maxCachedSchedules
+	}
+	// A few slots are searched in order; more through a map (a key this
+	// large is stored out of line in a map, one allocation per insert).
+	if e.views == nil && capacity > linearSlots {
+		e.views = make(map[schedKey]int)
+	}
+	if i, ok := e.lookup(key); ok {
 		return &e.slots[i].v, nil
 	}
 	bsc := sc
@@ -182,26 +194,21 @@ func (e *Evaluator) viewsFor(p *Predictor, sc Scenario, short *model.Arch) (*sch
 	}
 	// The slot to fill: a new one until the cache is full, then the
 	// oldest, whose schedule the build overwrites.
-	if e.views == nil {
-		e.views = make(map[schedKey]int)
-	}
 	i := e.next
 	if i < len(e.slots) {
-		delete(e.views, e.slots[i].key)
+		if e.views != nil && e.slots[i].cached {
+			delete(e.views, e.slots[i].key)
+		}
 	} else {
 		e.slots = append(e.slots, &viewSlot{bd: model.Builder{OneRank: true}})
 	}
-	capacity := e.Schedules
-	if capacity <= 0 {
-		capacity = maxCachedSchedules
-	}
 	e.next = (i + 1) % capacity
 	slot := e.slots[i]
+	slot.cached = false
 	// One rank stands for all exactly when builtSymmetric would say so
 	// of the whole schedule (model.Builder.OneRank).
 	s, err := p.scheduleWith(&slot.bd, bsc)
 	if err != nil {
-		slot.key = schedKey{} // nothing cached here
 		e.next = i
 		return nil, err
 	}
@@ -216,8 +223,28 @@ func (e *Evaluator) viewsFor(p *Predictor, sc Scenario, short *model.Arch) (*sch
 			return nil, fmt.Errorf("sim: evaluator: layers %d and %d of %s not found in order", short.Layers-2, short.Layers-1, sc.Arch.Name)
 		}
 	}
-	e.views[key] = i
+	slot.cached = true
+	if e.views != nil {
+		e.views[key] = i
+	}
 	return v, nil
+}
+
+// linearSlots is the most slots lookup searches in order.
+const linearSlots = 8
+
+// lookup finds the slot caching key.
+func (e *Evaluator) lookup(key schedKey) (int, bool) {
+	if e.views != nil {
+		i, ok := e.views[key]
+		return i, ok
+	}
+	for i, s := range e.slots {
+		if s.cached && s.key == key {
+			return i, true
+		}
+	}
+	return 0, false
 }
 
 // lastOpOfLayer is the index of the last op of main decoder layer l in s

@@ -30,6 +30,10 @@ type Predictor struct {
 	// named: the cost memo matches ops by role and name too (a cost
 	// source is in use; costMemo.get).
 	named bool
+	// collCache indexes collCosts, the collective costs of earlier runs
+	// (collectiveCost); UseCostSource empties it.
+	collCache map[collCacheKey]int32
+	collCosts []OpCost
 	// spanGapUs is OpResult.SpanGapUs of the current run.
 	spanGapUs float64
 
@@ -406,6 +410,7 @@ func builtSymmetric(s *model.Schedule) bool {
 // pointers, the modules), so that no schedule is retained.
 func (p *Predictor) endRun() {
 	p.cmemo.clear()
+	p.memo.reset() // the scratch may be the next predictor's
 	p.mods = nil
 }
 
@@ -596,6 +601,18 @@ func (p *Predictor) collectiveCost(op *model.Op) (OpCost, error) {
 	if c, ok := p.memo.get(op.Collective, op.Group, op.CommBytes); ok {
 		return c, nil
 	}
+	// Across runs (a sweep's configurations share collective sizes: every
+	// context and KV dtype of a batch moves the same bytes), by the
+	// group's members: the cost depends on which GPUs, not their order.
+	key, keyed := collCacheKey{op: op.Collective, bytes: op.CommBytes, graphed: p.graphed}, false
+	key.mask, keyed = groupBits(op.Group, p.topo.NumGPUs())
+	if keyed {
+		if i, ok := p.collCache[key]; ok {
+			c := p.collCosts[i]
+			p.memo.put(op.Collective, op.Group, op.CommBytes, c)
+			return c, nil
+		}
+	}
 	if len(op.Group) == 0 {
 		return OpCost{}, errors.New("collective has an empty group")
 	}
@@ -626,7 +643,49 @@ func (p *Predictor) collectiveCost(op *model.Op) (OpCost, error) {
 		}
 	}
 	p.memo.put(op.Collective, op.Group, op.CommBytes, c)
+	if keyed {
+		if p.collCache == nil || len(p.collCache) >= maxCollCache {
+			p.collCache = make(map[collCacheKey]int32, 512)
+			p.collCosts = append(make([]OpCost, 0, 512), p.collCosts[:0]...)
+		}
+		// The costs in a slice, the map holding their index: a map stores
+		// a value as large as an OpCost out of line, one allocation per
+		// entry.
+		p.collCache[key] = int32(len(p.collCosts))
+		p.collCosts = append(p.collCosts, c)
+	}
 	return c, nil
+}
+
+// collCacheKey is a collective's cost across runs: the call, its group's
+// members as a bit set, and the run's launch mode (a measured table can
+// tell graphs from eager).
+type collCacheKey struct {
+	op      model.Collective
+	mask    uint64
+	bytes   int64
+	graphed bool
+}
+
+// maxCollCache bounds a Predictor's cache of collective costs; a sweep
+// that exceeds it starts over (costs are recomputed, results do not
+// change).
+const maxCollCache = 1 << 14
+
+// groupBits is group's members as a bit set; ok is false for a group
+// that collectiveCost refuses (empty, a member outside the n GPUs, a
+// member twice), which is never cached.
+func groupBits(group []int, n int) (mask uint64, ok bool) {
+	if len(group) == 0 || n > 64 {
+		return 0, false
+	}
+	for _, m := range group {
+		if m < 0 || m >= n || mask&(1<<uint(m)) != 0 {
+			return 0, false
+		}
+		mask |= 1 << uint(m)
+	}
+	return mask, true
 }
 
 // priceCollective picks the implementation (custom all-reduce or NCCL). A
