@@ -21,7 +21,7 @@ func TestCaveats(t *testing.T) {
 		shm     = "host-memory ring hops"
 	)
 	// calibrated returns the 2-socket preset with a calibrated ring LL
-	// all-reduce under P2P SYS and a trace-calibrated family (fit.go's
+	// all-reduce under P2P SYS and a trace-calibrated family (calibrate's
 	// source format).
 	calibrated := func(family string) *topology.Topology {
 		tp := mustTopo(t, "rtxpro6000-2s")
