@@ -108,6 +108,9 @@ func Parse(cfgName string, cfg []byte, quantName string, quant []byte) (*Arch, e
 	if err != nil {
 		return nil, err
 	}
+	if isEagle3Config(root) {
+		return parseEagle3(cfgFile, root)
+	}
 	p := &parser{file: cfgFile}
 	mt := p.str(root, "", "model_type", true)
 	if p.err != nil {
@@ -137,7 +140,7 @@ func Parse(cfgName string, cfg []byte, quantName string, quant []byte) (*Arch, e
 	a.Hidden = p.posInt(text, prefix, "hidden_size", maxDim)
 	a.Layers = p.posInt(text, prefix, "num_hidden_layers", maxLayers)
 	a.Heads = p.posInt(text, prefix, "num_attention_heads", maxHeads)
-	a.QLoraRank = p.posInt(text, prefix, "q_lora_rank", maxRank)
+	a.QLoraRank = p.nullablePosInt(text, prefix, "q_lora_rank", maxRank)
 	a.KVLoraRank = p.posInt(text, prefix, "kv_lora_rank", maxRank)
 	a.QKNopeHeadDim = p.posInt(text, prefix, "qk_nope_head_dim", maxHeadDim)
 	a.QKRopeHeadDim = p.posInt(text, prefix, "qk_rope_head_dim", maxHeadDim)
@@ -266,6 +269,17 @@ func (p *parser) posInt(m map[string]any, prefix, key string, max int) int {
 		return 0
 	}
 	return int(n)
+}
+
+// nullablePosInt is posInt that also accepts an explicit null as 0: a
+// config that states no value (q_lora_rank null: DeepSeek-V2-Lite and
+// Moonlight project the query directly from the hidden state). A missing
+// key is still an error.
+func (p *parser) nullablePosInt(m map[string]any, prefix, key string, max int) int {
+	if v, ok := m[key]; ok && v == nil {
+		return 0
+	}
+	return p.posInt(m, prefix, key, max)
 }
 
 func (p *parser) optInt(m map[string]any, prefix, key string, def, max int) int {

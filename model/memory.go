@@ -54,7 +54,11 @@ func (a *Arch) layerParams() layerParams {
 	var lp layerParams
 	lp.attnReplicated = h * (ql + kvl + rope)
 	lp.kvB = kvl * nh * (nope + v)
-	lp.attnSharded = ql*nh*(nope+rope) + lp.kvB + nh*v*h
+	qin := ql // q_b_proj's input: the query latent, or the hidden state without a query LoRA
+	if ql == 0 {
+		qin = h
+	}
+	lp.attnSharded = qin*nh*(nope+rope) + lp.kvB + nh*v*h
 	lp.indexer = ql*ih*id + h*id + h*ih
 	lp.norms = 2*h + ql + kvl
 	if a.HasIndexer() {
@@ -356,11 +360,11 @@ func KVCapacity(a *Arch, p Plan, w Workload, o BuildOptions, gpuMemBytes, util f
 	if util <= 0 {
 		util = DefaultGPUMemUtilization
 	}
-	withMTP := w.SpecTokens > 0 && a.MTPLayers > 0
+	withMTP := withMTPLayers(a, w, o)
 	c := Capacity{GPUMemBytes: gpuMemBytes, Utilization: util}
-	c.WeightBytes = TotalBytes(WeightMemory(a, p, withMTP))
+	c.WeightBytes = TotalBytes(WeightMemory(a, p, withMTP)) + DrafterWeightBytes(p, w, o)
 	c.ActivationBytes = ActivationBytes(a, p, DefaultMaxBatchedTokens)
-	c.KVBytesPerToken = KVBytesPerToken(a, p, w.KVDtypeFor(a), withMTP, a.HasIndexer() && !o.DenseDSA)
+	c.KVBytesPerToken = KVBytesPerToken(a, p, w.KVDtypeFor(a), withMTP, a.HasIndexer() && !o.DenseDSA) + DrafterKVBytesPerToken(w, o, w.KVDtypeFor(a))
 	left := util*gpuMemBytes - c.WeightBytes - c.ActivationBytes
 	if left <= 0 {
 		c.WeightsDoNotFitBy = -left

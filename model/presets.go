@@ -95,6 +95,9 @@ func Preset(name string) (*Arch, error) {
 	}
 	a, ok := presetMap[name]
 	if !ok {
+		if d, ok, err := drafterPreset(name); ok || err != nil {
+			return d, err
+		}
 		return nil, fmt.Errorf("unknown model %q: want a preset (%s) or a path to a config.json or its directory",
 			name, strings.Join(PresetNames(), ", "))
 	}

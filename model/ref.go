@@ -193,5 +193,10 @@ func ScaleArch(a *Arch, f float64) (*Arch, error) {
 	c.MoEIntermediate = div(a.MoEIntermediate)
 	c.Vocab = div(a.Vocab)
 	c.IndexHeadDim = even(a.IndexHeadDim)
+	if a.Eagle3 != nil {
+		e := *a.Eagle3
+		e.TargetHidden, e.DraftVocab = div(e.TargetHidden), div(e.DraftVocab)
+		c.Eagle3 = &e
+	}
 	return &c, nil
 }

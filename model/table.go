@@ -53,6 +53,13 @@ const (
 	// weights, so its input is quantized by an op of its own first (see
 	// builder.linearShape).
 	CondActQuant
+	// CondQLora: the model projects its query through a LoRA (q_lora_rank
+	// > 0), whose latent has a norm of its own; without one (q_lora_rank
+	// null) q_b_proj reads the hidden state.
+	CondQLora
+	// CondFirstPass: the first draft pass of a speculative step, which
+	// reads every token the target model just verified.
+	CondFirstPass
 )
 
 // Slot is one op of a block's table.
@@ -75,7 +82,7 @@ var (
 		{Role: RoleInputNorm, Kind: KindNorm},
 		{Role: RoleFusedQKVAProjQuant, Kind: KindElementwise, When: CondActQuant},
 		{Role: RoleFusedQKVAProj, Kind: KindGEMM},
-		{Role: RoleQANorm, Kind: KindNorm},
+		{Role: RoleQANorm, Kind: KindNorm, When: CondQLora},
 		{Role: RoleKVANorm, Kind: KindNorm},
 		{Role: RoleQBProjQuant, Kind: KindElementwise, When: CondActQuant},
 		{Role: RoleQBProj, Kind: KindGEMM},
@@ -146,6 +153,20 @@ var (
 		{Role: RoleMTPHNorm, Kind: KindNorm},
 		{Role: RoleMTPEHProj, Kind: KindGEMM},
 	}
+	// eagleTable is an EAGLE-3 draft pass's own input (vLLM
+	// deepseek_eagle3.py): the first pass combines the target's auxiliary
+	// hidden states (fc); every pass normalizes the token's embedding and
+	// the carried hidden state, whose concatenation (2 x hidden) feeds the
+	// head's attention.
+	eagleTable = []Slot{
+		{Role: RoleEagleFC, Kind: KindGEMM, When: CondFirstPass},
+		{Role: RoleEagleENorm, Kind: KindNorm},
+		{Role: RoleEagleHNorm, Kind: KindNorm},
+	}
+	// specTable follows the target's head in a speculative step.
+	specTable = []Slot{
+		{Role: RoleSpecRejectSample, Kind: KindElementwise},
+	}
 	// blockTables pairs each block's module with its table, in step order.
 	blockTables = []struct {
 		module ModuleKind
@@ -153,13 +174,15 @@ var (
 	}{
 		{ModEmbedding, embeddingTable}, {ModAttention, attentionTable}, {ModMoE, moeTable},
 		{ModDenseMLP, denseMLPTable}, {ModLMHead, headTable}, {ModMTP, mtpTable},
+		{ModEagle3, eagleTable}, {ModSpecVerify, specTable},
 	}
 )
 
 // Table returns the slots of the block whose module is m, in issue order:
 // ModEmbedding, ModAttention (the indexer's slots inside it), ModMoE,
-// ModDenseMLP, ModLMHead, or ModMTP (a draft pass's own ops between its
-// embedding and its decoder layer); nil for another module. The slice is
+// ModDenseMLP, ModLMHead, ModMTP (a draft pass's own ops between its
+// embedding and its decoder layer), ModEagle3 (the same of an EAGLE-3
+// pass) or ModSpecVerify (the rejection sampler); nil for another module. The slice is
 // shared: callers must not modify it.
 func Table(m ModuleKind) []Slot {
 	for _, t := range blockTables {
