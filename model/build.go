@@ -421,9 +421,6 @@ func (b *builder) siteConds(s *site) *site {
 	} else {
 		c |= CondMain
 	}
-	if a.QLoraRank > 0 {
-		c |= CondQLora
-	}
 	if s.first {
 		c |= CondFirstPass
 	}
@@ -478,6 +475,9 @@ func (b *builder) block(s *site, m ModuleKind, tbl []Slot) {
 // condition of its When holds, CondActQuant meaning the next slot's
 // Linear is present with FP8 block-scaled weights.
 func (b *builder) present(s *site, tbl []Slot, i int) bool {
+	if tbl[i].Role == RoleQANorm && b.a.QLoraRank == 0 {
+		return false // no query LoRA (q_lora_rank null): no query latent to normalize
+	}
 	w := tbl[i].When
 	if w&CondActQuant != 0 {
 		if i+1 >= len(tbl) || !b.present(s, tbl, i+1) {

@@ -53,10 +53,6 @@ const (
 	// weights, so its input is quantized by an op of its own first (see
 	// builder.linearShape).
 	CondActQuant
-	// CondQLora: the model projects its query through a LoRA (q_lora_rank
-	// > 0), whose latent has a norm of its own; without one (q_lora_rank
-	// null) q_b_proj reads the hidden state.
-	CondQLora
 	// CondFirstPass: the first draft pass of a speculative step, which
 	// reads every token the target model just verified.
 	CondFirstPass
@@ -82,7 +78,7 @@ var (
 		{Role: RoleInputNorm, Kind: KindNorm},
 		{Role: RoleFusedQKVAProjQuant, Kind: KindElementwise, When: CondActQuant},
 		{Role: RoleFusedQKVAProj, Kind: KindGEMM},
-		{Role: RoleQANorm, Kind: KindNorm, When: CondQLora},
+		{Role: RoleQANorm, Kind: KindNorm},
 		{Role: RoleKVANorm, Kind: KindNorm},
 		{Role: RoleQBProjQuant, Kind: KindElementwise, When: CondActQuant},
 		{Role: RoleQBProj, Kind: KindGEMM},

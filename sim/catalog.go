@@ -125,7 +125,7 @@ var DefaultCatalogTopologies = []string{"rtxpro6000-switch", "h200-nvswitch"}
 // custom all-reduce rule, no fusion, no overlap. Plan, workload, box,
 // memory utilization and attention backend are kept.
 func Stock(c Scenario) Scenario {
-	o := Options{MTPAcceptFrac: c.Options.MTPAcceptFrac, GPUMemUtilFrac: c.Options.GPUMemUtilFrac,
+	o := Options{MTPAcceptFrac: c.Options.MTPAcceptFrac, SpecAccept: c.Options.SpecAccept, GPUMemUtilFrac: c.Options.GPUMemUtilFrac,
 		AttentionBackend: c.Options.AttentionBackend}
 	c.Options = o
 	return c

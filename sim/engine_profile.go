@@ -239,7 +239,7 @@ func CheckEngine(sc Scenario) error {
 			return err
 		}
 	}
-	return nil
+	return checkSpecEngine(sc, p)
 }
 
 // EngineSummary says which kernels the engine prices sc's step with: the

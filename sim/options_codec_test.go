@@ -97,6 +97,10 @@ func setSome(v reflect.Value) {
 		v.Set(reflect.ValueOf(engprof.ExecutorRef))
 		return
 	}
+	if v.Type() == reflect.TypeOf(SpecAccept{}) {
+		v.Set(reflect.ValueOf(SpecAccept{PerToken: 0.5}))
+		return
+	}
 	switch v.Kind() {
 	case reflect.Bool:
 		v.SetBool(true)
