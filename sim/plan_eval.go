@@ -211,7 +211,8 @@ func (e *Evaluator) Evaluate(c Scenario) (Summary, error) {
 		layerUs := p.eng.end[v.end] - p.eng.end[v.prevEnd]
 		step += float64(c.Arch.MoELayers()-fastLayers) * layerUs
 	}
-	sum := Summary{StepUs: step, Graphed: d.Graphed}
+	sum := Summary{StepUs: step, Graphed: d.Graphed, SpecHostUs: SpecHostUs(c)}
+	sum.StepUs += sum.SpecHostUs
 	p.fixTokens(&sum, c, d)
 	sum.Memory = p.memoryFit(c, d)
 	return sum, nil

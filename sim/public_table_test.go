@@ -130,7 +130,7 @@ var publicUnexpressed = [][2]string{
 	{"[kimi] K11: SGLang Kimi-K2.5 INT4 with FP8 KV, 16 tok/s", "reported as a broken configuration (\"unusable\"), not a kernel's speed"},
 	{"[kimi] K2: P2P disabled, 32-64 NCCL channels, 44 / 29 / 23 tok/s", "NCCL channel counts are not an option; priced by the stock SHM model in TestPublicSHMGap (x0.39-0.53)"},
 	{"[glm5] G1: SGLang with the b12x MoE kernel; G6-G13: vLLM forks with the B12X sparse MLA backend", "fork kernels no profile states"},
-	{"[kimi26] K14-K23, K25: PCIe custom all-reduce forks, EAGLE-3 drafts", "fork all-reduce cutoffs and draft models tpscope does not model (Kimi has no MTP layer)"},
+	{"[kimi26] K14-K23, K25: PCIe custom all-reduce forks, EAGLE-3 drafts", "fork all-reduce cutoffs; the rows with EAGLE-3 drafts and a stated acceptance are in the speculative table (public_spec_test.go)"},
 	{"H1-H4: TensorRT-LLM DeepSeek-R1 max-throughput (DEP, ISL/OSL mixes)", "serving throughput with prefill mixed in under attention DP, not one decode step"},
 	{"H6-H9: DeepSeek-V3 / V3.2 single-request rows (SGLang 0.4, vLLM 0.13 on H20)", "engine versions without a profile, unstated GPUs, or DeepSeek-V3.2 (no preset)"},
 	{"H12: Kimi-K2 INT4 MoE through Triton WNA16 on H200 (vLLM, Jan 2026)", "that vLLM ran INT4 experts through Triton there; the vllm@0.24 profile runs Marlin"},

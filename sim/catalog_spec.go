@@ -1,0 +1,207 @@
+package sim
+
+import (
+	"fmt"
+	"strings"
+
+	engprof "github.com/tpscope/tpscope/engine"
+	"github.com/tpscope/tpscope/model"
+)
+
+// The speculative-decoding entries of the catalog, one per method
+// (model.SpecMethods): "mtp" (its name from before methods had names),
+// "spec-eagle3", "spec-draft", "spec-ngram", "spec-suffix". Each turns the
+// method on with its drafter (the built-in head or draft model of the
+// model's family, scaled as the model is) and K draft tokens, or off when
+// the baseline has it; a baseline with another method is compared with
+// this one in its place. Acceptance is an input: each row says which
+// figure priced it and advise adds the acceptance at which it breaks even
+// (advise_spec.go).
+
+// DefaultSpecTokens is the draft tokens of the EAGLE-3, draft-model,
+// n-gram and suffix entries: 3, the k of lightseekorg's Kimi EAGLE-3
+// recipe (--speculative-num-steps 3, num_speculative_tokens 3) and of the
+// public Kimi-K2.6 runs on 8x RTX PRO 6000 (/work/research/public_rows.md
+// K15-K25).
+const DefaultSpecTokens = 3
+
+// specEntryName is the catalog name of method m's entry.
+func specEntryName(m model.SpecMethod) string {
+	if m == model.SpecMTP {
+		return "mtp"
+	}
+	return "spec-" + string(m)
+}
+
+// specEntries are the speculative-decoding entries.
+func specEntries(o CatalogOptions) []Entry {
+	var out []Entry
+	for _, m := range model.SpecMethods {
+		out = append(out, specEntry(o, m))
+	}
+	return out
+}
+
+// specTokensFor is the K an entry applies: MTPTokens for MTP (default 1,
+// the one MTP layer DeepSeek-V3 and GLM-5 ship), SpecTokens (default
+// DefaultSpecTokens) for the others.
+func specTokensFor(o CatalogOptions, m model.SpecMethod) int {
+	if m == model.SpecMTP {
+		return max(1, o.MTPTokens)
+	}
+	if o.SpecTokens > 0 {
+		return o.SpecTokens
+	}
+	return DefaultSpecTokens
+}
+
+func specEntry(o CatalogOptions, m model.SpecMethod) Entry {
+	k := specTokensFor(o, m)
+	title := map[model.SpecMethod]string{
+		model.SpecMTP:        "MTP speculative decoding (the checkpoint's MTP layers)",
+		model.SpecEagle3:     "EAGLE-3 speculative decoding (a draft head over the target's hidden states)",
+		model.SpecDraftModel: "speculative decoding with a draft model",
+		model.SpecNgram:      "n-gram speculative decoding (prompt lookup on the host)",
+		model.SpecSuffix:     "suffix-tree speculative decoding (on the host)",
+	}[m]
+	title += fmt.Sprintf(", %d draft token", k)
+	if k > 1 {
+		title += "s"
+	}
+	apply := func(c Scenario) (Scenario, error) {
+		spec := model.Spec{Method: m}
+		if c.Build.Spec.MethodFor(c.Workload) == m {
+			spec = c.Build.Spec
+		} else if d, err := DefaultDrafter(m, c.Arch); err != nil {
+			return c, err
+		} else if d != nil {
+			spec.Draft, spec.Drafter = d.Ref, d
+		}
+		if m == model.SpecMTP {
+			spec.Method = "" // scenarios before methods had names spelled MTP so
+			if o.MTPAcceptFrac > 0 {
+				c.Options.MTPAcceptFrac = o.MTPAcceptFrac
+			}
+		}
+		c.Build.Spec = spec
+		c.Workload.SpecTokens = k
+		if err := model.Validate(c.Arch, c.Plan, c.Workload, c.Build); err != nil {
+			return c, err
+		}
+		return c, nil
+	}
+	return Entry{
+		Name: specEntryName(m), Title: title, Kind: "speculative",
+		Enabled: func(c Scenario) bool { return c.Build.Spec.MethodFor(c.Workload) == m },
+		Apply:   apply,
+		Revert: func(c Scenario) (Scenario, error) {
+			c.Workload.SpecTokens = 0
+			c.Build.Spec = model.Spec{}
+			return c, nil
+		},
+		Check: func(c Scenario) Applicability { return checkSpecEntry(c, m, apply) },
+		HowTo: func(c Scenario) How {
+			w, err := apply(c)
+			if err != nil {
+				return How{}
+			}
+			h := How{Exec: specExecFlags(w)}
+			if f := SpecEngineFlag(w); f != "" {
+				h.Engine = []string{f}
+			}
+			return h
+		},
+		Sweep: true,
+	}
+}
+
+// specExecFlags is the tpscope command line that prices the scenario's
+// speculative method.
+func specExecFlags(c Scenario) string {
+	s := c.Build.Spec
+	m := s.MethodFor(c.Workload)
+	f := []string{"predict --spec " + string(m), fmt.Sprintf("--spec-tokens %d", c.Workload.SpecTokens)}
+	if d := s.Draft.String(); d != "" {
+		f = append(f, "--draft-model "+d)
+	}
+	if s.TopK > 1 {
+		f = append(f, fmt.Sprintf("--spec-topk %d --spec-steps %d", s.TopK, s.DraftSteps(c.Workload)))
+	}
+	return strings.Join(f, " ")
+}
+
+// checkSpecEntry: the model must have what the method drafts with (MTP
+// layers, a head or draft model of its family, built in or given), the
+// engine must implement it; the status is conditional where the priced
+// acceptance is no measurement of this pairing (a stand-in figure) or
+// depends on the traffic's repetition (ngram, suffix).
+func checkSpecEntry(c Scenario, m model.SpecMethod, apply func(Scenario) (Scenario, error)) Applicability {
+	w, err := apply(c)
+	if err != nil {
+		return Applicability{Status: NotApplicable, Reason: err.Error()}
+	}
+	if p, err := engprof.Lookup(c.Options.Engine); err == nil {
+		if err := checkSpecEngine(w, p); err != nil {
+			return Applicability{Status: NotApplicable, Reason: err.Error()}
+		}
+	}
+	y := SpecYieldOf(w)
+	r := fmt.Sprintf("%s; %.2f tokens per step at the acceptance priced (%s)", w.Build.Spec.String(w.Workload), y.TokensPerStep, y.Source)
+	switch m {
+	case model.SpecMTP:
+		r = fmt.Sprintf("%d MTP layer(s) in the checkpoint; ", c.Arch.MTPLayers) + r
+	case model.SpecDraftModel:
+		if y.Default {
+			return Applicability{Status: Conditional, Reason: r, Needs: "a draft model that accepts as well as the figure priced (none is published for this family)"}
+		}
+	case model.SpecNgram, model.SpecSuffix:
+		return Applicability{Status: Conditional, Reason: r, Needs: "traffic that repeats its context (code edits, agents); drafting runs on the host between steps"}
+	}
+	return Applicability{Status: Applies, Reason: r}
+}
+
+// DefaultDrafter is the drafter method m uses for target a without one
+// named: the built-in EAGLE-3 head whose target width and vocabulary are
+// a's (eagle3), the built-in draft model of a's vocabulary with fewer
+// parameters (draft), scaled by a's scale; nil for the methods without a
+// drafter; an error naming what is missing when no built-in fits.
+func DefaultDrafter(m model.SpecMethod, a *model.Arch) (*model.Arch, error) {
+	if m != model.SpecEagle3 && m != model.SpecDraftModel {
+		return nil, nil
+	}
+	if a == nil {
+		return nil, fmt.Errorf("no model to draft for")
+	}
+	scale := a.Ref.Scale
+	unscaledHidden := a.Hidden
+	base := a
+	if scale > 1 {
+		if b, err := (model.Ref{Name: a.Ref.Name, Path: a.Ref.Path, SHA256: a.Ref.SHA256, Config: a.Ref.Config, QuantConfig: a.Ref.QuantConfig}).Resolve(); err == nil {
+			base, unscaledHidden = b, b.Hidden
+		}
+	}
+	for _, name := range model.DrafterPresetNames() {
+		d, err := model.ResolveDrafter(name)
+		if err != nil {
+			return nil, err
+		}
+		ok := false
+		switch m {
+		case model.SpecEagle3:
+			ok = d.IsEagle3Head() && d.Eagle3.TargetHidden == unscaledHidden && d.Vocab == base.Vocab
+		case model.SpecDraftModel:
+			ok = !d.IsEagle3Head() && d.Vocab == base.Vocab && d.Params().Total < base.Params().Total
+		}
+		if !ok {
+			continue
+		}
+		if scale > 1 {
+			if d, err = model.ScaleArch(d, scale); err != nil {
+				return nil, err
+			}
+		}
+		return d, nil
+	}
+	what := map[model.SpecMethod]string{model.SpecEagle3: "EAGLE-3 head", model.SpecDraftModel: "draft model"}[m]
+	return nil, fmt.Errorf("no built-in %s for %s (built-in drafters: %s): pass --draft-model with its config.json", what, a.Name, strings.Join(model.DrafterPresetNames(), ", "))
+}
