@@ -100,6 +100,9 @@ func ParseSpecAccept(v string) (SpecAccept, error) {
 		vals = append(vals, f)
 	}
 	if len(vals) == 1 {
+		if !(vals[0] > 0 && vals[0] <= 1) {
+			return s, fmt.Errorf("%q: want %s", v, want)
+		}
 		s.PerToken = vals[0]
 	} else {
 		s.PerPosition = vals

@@ -252,6 +252,7 @@ func writeAdviceHead(w io.Writer, adv *sim.Advice) {
 	if !strings.Contains(adv.Workload, " mtp") {
 		// The acceptance rate matters only with speculative tokens.
 		bo.MTPAcceptFrac, so.MTPAcceptFrac = 0, 0
+		bo.SpecAccept, so.SpecAccept = sim.SpecAccept{}, sim.SpecAccept{}
 	}
 	fmt.Fprintf(w, "advise: %s on %s, %s, %s\n", adv.Model, adv.Topology, adv.Plan, adv.Workload)
 	if b.Engine != "" {
@@ -305,6 +306,7 @@ func writeAdviceTable(w io.Writer, adv *sim.Advice) error {
 			}
 		}
 	}
+	writeSpecAdvice(w, adv, false)
 	return writeTransfer(w, adv, false)
 }
 
@@ -446,6 +448,7 @@ func writeAdviceMarkdown(w io.Writer, adv *sim.Advice) error {
 			}
 		}
 	}
+	writeSpecAdvice(w, adv, true)
 	return writeTransfer(w, adv, true)
 }
 
@@ -492,4 +495,31 @@ func writeAdvisePlot(path string, adv *sim.Advice) error {
 		return fmt.Errorf("plot %s: %w", path, err)
 	}
 	return nil
+}
+
+// writeSpecAdvice prints, for each speculative row, its break-even
+// acceptance and where it pays (sim.SpecAdvice); nothing without one.
+func writeSpecAdvice(w io.Writer, adv *sim.Advice, md bool) {
+	var rows []*sim.AdviceRow
+	for i := range adv.Rows {
+		if adv.Rows[i].Spec != nil {
+			rows = append(rows, &adv.Rows[i])
+		}
+	}
+	if len(rows) == 0 {
+		return
+	}
+	head := "speculative decoding: the acceptance each row was priced at, where it breaks even (a chain's per-token acceptance; vLLM's draft acceptance rate; tokens per step) and how far each acceptance carries it (the acceptance is an input: the model prices the steps)"
+	if md {
+		fmt.Fprintf(w, "\n### Speculative decoding\n\n%s\n\n", head)
+	} else {
+		fmt.Fprintf(w, "\n%s\n", head)
+	}
+	for _, r := range rows {
+		if md {
+			fmt.Fprintf(w, "- **%s**: %s (acceptance: %s)\n", r.Entry, r.Spec, r.Spec.AcceptSource)
+			continue
+		}
+		fmt.Fprintf(w, "  %-22s %s\n  %-22s acceptance: %s\n", r.Entry, r.Spec, "", r.Spec.AcceptSource)
+	}
 }
