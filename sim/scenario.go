@@ -167,6 +167,7 @@ func (p *Predictor) PredictScenarioSchedule(sc Scenario) (*Prediction, *model.Sc
 	}
 	pr.SpecHostUs = SpecHostUs(sc)
 	pr.StepUs += pr.SpecHostUs
+	pr.Spec = specStepOf(sc)
 	// pr.Workload stays the workload priced (the padded batch); Sequences
 	// counts the real ones.
 	p.fixTokens(&pr.Summary, sc, s.Deploy)

@@ -476,3 +476,44 @@ var specDrafterHF = map[string]string{
 	"kimi-k2.5-eagle3-mla": "lightseekorg/kimi-k2.5-eagle3-mla",
 	"moonlight-16b-a3b":    "moonshotai/Moonlight-16B-A3B-Instruct",
 }
+
+// SpecStep is a prediction's speculative method, as the CLI prints and
+// JSON records it.
+type SpecStep struct {
+	SpecYield
+	// Spec is the method in one line ("eagle3(kimi-k2.5-eagle3-mla) k3").
+	Spec string `json:"spec"`
+	// Steps is the draft passes; EngineFlag how the scenario's engine
+	// turns the method on.
+	Steps      int    `json:"draft_steps"`
+	EngineFlag string `json:"engine_flag,omitempty"`
+	// Weights says the run's acceptance is an input, not something the
+	// executor's random weights could measure.
+	Note string `json:"note"`
+}
+
+func specStepOf(sc Scenario) *SpecStep {
+	y := SpecYieldOf(sc)
+	if y == nil {
+		return nil
+	}
+	return &SpecStep{SpecYield: *y, Spec: sc.Build.Spec.String(sc.Workload), Steps: sc.Build.Spec.DraftSteps(sc.Workload),
+		EngineFlag: SpecEngineFlag(sc),
+		Note:       "the acceptance is an input: tokens per step come from it, not from the model's weights (a run's weights are random)"}
+}
+
+// String is the step's speculation in one line.
+func (s *SpecStep) String() string {
+	if s == nil {
+		return ""
+	}
+	q := make([]string, len(s.Positions))
+	for i, v := range s.Positions {
+		q[i] = fmt.Sprintf("%.2f", v)
+	}
+	passes := fmt.Sprintf("%d draft passes", s.Steps)
+	if !s.Method.OnDevice() {
+		passes = "drafted on the host"
+	}
+	return fmt.Sprintf("%s, %s; %.2f tokens per step (sd %.2f), per-position acceptance %s from %s", s.Spec, passes, s.TokensPerStep, math.Sqrt(s.TokensVar), strings.Join(q, ", "), s.Source)
+}

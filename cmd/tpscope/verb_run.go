@@ -147,7 +147,7 @@ func (o *runOptions) Run(ctx context.Context, args []string, std IO) error {
 		return err
 	}
 	if o.scale != 1 {
-		if scen.Arch, err = model.ScaleArch(scen.Arch, o.scale); err != nil {
+		if err = scaleScenario(&scen, o.scale); err != nil {
 			return causeError("--scale", nil, err)
 		}
 	}
@@ -253,12 +253,10 @@ func checkRunMemory(b exec.Backend, sc sim.Scenario, sched *model.Schedule, loca
 	}
 	way := ""
 	for f := 2.0; f <= 1024; f *= 2 {
-		a, err := model.ScaleArch(sc.Arch, f)
-		if err != nil {
+		s := sc
+		if err := scaleScenario(&s, f); err != nil {
 			break
 		}
-		s := sc
-		s.Arch = a
 		ss, err := sim.BuildSchedule(s)
 		if err != nil {
 			break
