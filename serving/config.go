@@ -175,9 +175,5 @@ func (d *Deployment) validate() error {
 		return &model.PlanError{What: "plan", Field: "dcp", Value: fmt.Sprint(dcp),
 			Want: "1: decode context parallelism is modelled for decode steps only, and a served request needs prefill steps"}
 	}
-	if d.Scenario.Workload.SpecTokens > 0 {
-		return &model.PlanError{What: "workload", Field: "spec_tokens", Value: fmt.Sprint(d.Scenario.Workload.SpecTokens),
-			Want: "0: speculative decoding is not simulated at request level"}
-	}
 	return nil
 }

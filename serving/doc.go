@@ -32,9 +32,12 @@
 //     each its own copy of the plan, behind a round-robin or least-loaded
 //     router (vLLM's DP load balancer score: 4 x waiting + running).
 //
+// Speculative decoding (spec.go): a decoding request schedules 1 + K
+// tokens a step and gains 1 + A, A drawn from the acceptance per request
+// and step, so TPOT is a distribution over requests.
+//
 // Left out: prefix caching (synthetic prompts share no prefix; a
-// preempted request recomputes its whole progress), speculative decoding,
-// the engine's host-side overheads between steps (detokenization, the
+// preempted request recomputes its whole progress), the engine's host-side overheads between steps (detokenization, the
 // API server), asynchronous scheduling, and DCP with prefill chunks.
 //
 // Overload: every run reports the offered request rate against the rate

@@ -26,8 +26,9 @@ func (r *reqState) tokens() int { return r.PromptTokens + r.generated }
 
 // scheduledReq is one request's share of a step.
 type scheduledReq struct {
-	r *reqState
-	n int // tokens scheduled
+	r    *reqState
+	n    int  // tokens scheduled
+	spec bool // a speculative decode (spec.go)
 }
 
 // replica is one scheduler with its KV pool: an engine instance, or one
@@ -41,6 +42,9 @@ type replica struct {
 	totalBlocks int
 	// watermarkBlocks = int(watermark x blocks): kept free at admission.
 	watermarkBlocks int
+
+	// spec is the replica's speculative decoding (spec.go), nil without.
+	spec *specState
 
 	// The current step.
 	step      []scheduledReq
@@ -76,12 +80,15 @@ func (rp *replica) hasWork() bool { return len(rp.running) > 0 || rp.waiting.len
 func (rp *replica) schedule() bool {
 	rp.step = rp.step[:0]
 	rp.it = model.Iteration{}
+	if rp.spec != nil {
+		rp.it.SpecTokens = rp.spec.k
+	}
 	rp.preempted = 0
 	budget := rp.opts.MaxNumBatchedTokens
 	th := rp.opts.LongPrefillTokenThreshold
 	for i := 0; i < len(rp.running) && budget > 0; i++ {
 		r := rp.running[i]
-		n := r.tokens() - r.computed
+		n := rp.specScheduled(r, r.tokens()-r.computed)
 		if th > 0 && n > th {
 			n = th
 		}
@@ -151,8 +158,9 @@ func (rp *replica) schedule() bool {
 // one token as decode), anything else a prefill chunk after its cached
 // prefix.
 func (rp *replica) add(r *reqState, n int) {
-	rp.step = append(rp.step, scheduledReq{r, n})
-	if n == 1 && r.computed > 0 {
+	dec := rp.decoding(r, n)
+	rp.step = append(rp.step, scheduledReq{r, n, dec && rp.spec != nil})
+	if dec {
 		rp.it.AddDecode(r.computed)
 	} else {
 		rp.it.AddChunk(n, r.computed)
@@ -178,12 +186,14 @@ func (rp *replica) finish(endS float64, emit func(r *reqState, endS float64)) in
 	left := false
 	for _, s := range rp.step {
 		r := s.r
-		r.computed += s.n
+		computed, tokens := rp.gained(s)
+		r.computed += computed
 		if r.computed < r.tokens() {
 			continue
 		}
-		r.generated++
-		sampled++
+		tokens = min(tokens, r.OutputTokens-r.generated)
+		r.generated += tokens
+		sampled += tokens
 		emit(r, endS)
 		if r.generated >= r.OutputTokens {
 			rp.freeBlocks += r.blocks

@@ -434,6 +434,7 @@ func (s *Simulator) Run(t Traffic, o RunOptions) (*Result, error) {
 		in := &instance{}
 		for j := 0; j < s.dp; j++ {
 			rp := newReplica(s.engine, s.blocks)
+			rp.spec = newSpecState(s.d.Scenario, t.Seed, uint64(len(r.reps)))
 			in.reps = append(in.reps, rp)
 			r.reps = append(r.reps, rp)
 		}
@@ -636,6 +637,7 @@ func maxIteration(a, b model.Iteration) model.Iteration {
 		PrefillPrefixTokens: max(a.PrefillPrefixTokens, b.PrefillPrefixTokens),
 		PrefillCausalPairs:  math.Max(a.PrefillCausalPairs, b.PrefillCausalPairs),
 		PrefillPrefixPairs:  math.Max(a.PrefillPrefixPairs, b.PrefillPrefixPairs),
+		SpecTokens:          max(a.SpecTokens, b.SpecTokens),
 	}
 }
 

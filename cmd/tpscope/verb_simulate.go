@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"image/color"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -90,7 +91,7 @@ func (o *simulateOptions) Run(ctx context.Context, args []string, std IO) error 
 	if err := noArgs(args); err != nil {
 		return err
 	}
-	for _, n := range []string{"phase", "batch", "context", "mtp"} {
+	for _, n := range []string{"phase", "batch", "context"} {
 		if o.changed(n) {
 			return flagError("--"+n, nil, "not used by simulate (the scheduler forms the steps; the load is --qps, --concurrency or --requests-file)")
 		}
@@ -291,6 +292,11 @@ func runSimulate(sc *scenarioFlags, f *simulateFlags, stdout, stderr io.Writer) 
 	out := simulateOutput{Model: scen.Arch.Name, Topology: topo.Name, Plan: scen.Plan.Normalized().String(), GPUs: s.GPUs(),
 		KVDtype: string(s.KVDtype()), Options: opts, Engine: s.Engine(), KVBlocks: s.KVBlocks(), Schedulers: s.Schedulers(),
 		Instances: max(1, f.instances), Router: string(router), Traffic: traffic, SLO: slo}
+	if y := sim.SpecYieldOf(scen); y != nil {
+		out.Spec = y
+		out.SpecLine = fmt.Sprintf("speculative: %s; %.2f tokens per step per request (sd %.2f), drawn per request and step from %s",
+			scen.Build.Spec.String(scen.Workload), y.TokensPerStep, math.Sqrt(y.TokensVar), y.Source)
+	}
 	ro := serving.RunOptions{SLO: slo}
 	switch {
 	case f.sweepQPS || f.sweepConc:
@@ -356,6 +362,11 @@ type simulateOutput struct {
 	SLO        serving.SLO           `json:"slo"`
 	Runs       []*serving.Result     `json:"runs"`
 	Sweep      *serving.Sweep        `json:"sweep,omitempty"`
+	// Spec is the speculative method the steps run and its acceptance
+	// (each request's tokens per step drawn from it), nil without.
+	Spec *sim.SpecYield `json:"spec,omitempty"`
+	// SpecLine describes it for people.
+	SpecLine string `json:"-"`
 }
 
 // parseFloats parses a comma list of positive numbers.
@@ -410,6 +421,9 @@ func writeSimulateTables(w io.Writer, o *simulateOutput, timelineRows int, md bo
 		fmt.Sprintf("engine: max_num_seqs %d, max_num_batched_tokens %d, block_size %d; %d KV blocks per scheduler (%d tokens); %d scheduler(s), %d instance(s), router %s",
 			e.MaxNumSeqs, e.MaxNumBatchedTokens, e.BlockSize, o.KVBlocks, o.KVBlocks*e.BlockSize, o.Schedulers, o.Instances, o.Router),
 		fmt.Sprintf("load: %s, seed %d; SLO %s", load, o.Traffic.Seed, sloString(o.SLO)),
+	}
+	if o.SpecLine != "" {
+		head = append(head, o.SpecLine)
 	}
 	if s := o.Sweep; s != nil {
 		switch {
