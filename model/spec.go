@@ -161,7 +161,7 @@ func (s Spec) String(w Workload) string {
 // TP that divides the target's and its own heads; ngram and suffix take no
 // drafter; a tree (topk > 1) is the model-based methods' and verifies at
 // least its depth in tokens. Errors are *PlanError: What "spec" (Field
-// method, draft_model, draft_tp, topk, steps) or "workload" (spec_tokens).
+// method, draft_model, draft_tp, spec_topk, spec_steps) or "workload" (spec_tokens).
 func validateSpec(a *Arch, p Plan, w Workload, s Spec) error {
 	serr := func(field, v, want string) error { return &PlanError{What: "spec", Field: field, Value: v, Want: want} }
 	if s.Method != "" {
@@ -184,22 +184,22 @@ func validateSpec(a *Arch, p Plan, w Workload, s Spec) error {
 		return &PlanError{What: "workload", Field: "phase", Value: string(w.Phase), Want: "decode: a speculative step other than MTP is modelled for decode"}
 	}
 	if s.TopK < 0 || s.TopK > 16 {
-		return serr("topk", strconv.Itoa(s.TopK), "0 to 16 branches per draft pass (0 or 1: a chain)")
+		return serr("spec_topk", strconv.Itoa(s.TopK), "0 to 16 branches per draft pass (0 or 1: a chain)")
 	}
 	steps := s.DraftSteps(w)
 	if s.Steps < 0 || steps > w.SpecTokens {
-		return serr("steps", strconv.Itoa(s.Steps), fmt.Sprintf("1 to the verified draft tokens (%d): a tree is at most as deep as it has tokens", w.SpecTokens))
+		return serr("spec_steps", strconv.Itoa(s.Steps), fmt.Sprintf("1 to the verified draft tokens (%d): a tree is at most as deep as it has tokens", w.SpecTokens))
 	}
 	if s.TopK > 1 {
 		if !m.OnDevice() {
-			return serr("topk", strconv.Itoa(s.TopK), fmt.Sprintf("1: %s drafts one chain", m))
+			return serr("spec_topk", strconv.Itoa(s.TopK), fmt.Sprintf("1: %s drafts one chain", m))
 		}
 		if maxTok := s.TopK * (1 + (steps-1)*s.TopK); w.SpecTokens > maxTok {
 			return &PlanError{What: "workload", Field: "spec_tokens", Value: strconv.Itoa(w.SpecTokens),
 				Want: fmt.Sprintf("at most %d tree tokens for depth %d and topk %d", maxTok, steps, s.TopK)}
 		}
 	} else if s.Steps > 0 && s.Steps != w.SpecTokens {
-		return serr("steps", strconv.Itoa(s.Steps), fmt.Sprintf("%d: a chain drafts as many tokens as it has passes (a tree needs --spec-topk > 1)", w.SpecTokens))
+		return serr("spec_steps", strconv.Itoa(s.Steps), fmt.Sprintf("%d: a chain drafts as many tokens as it has passes (a tree needs --spec-topk > 1)", w.SpecTokens))
 	}
 	d := s.Drafter
 	switch m {

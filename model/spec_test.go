@@ -182,7 +182,7 @@ func TestSpecValidation(t *testing.T) {
 		{"draft model of another vocabulary", ds, w, specOpts(SpecDraftModel, moon), "draft_model", "vocabulary"},
 		{"draft TP not a divisor", kimi, w, BuildOptions{Spec: Spec{Method: SpecDraftModel, Drafter: moon, DraftTP: 3}}, "draft_tp", "divisor"},
 		{"ngram with a drafter", kimi, w, specOpts(SpecNgram, head), "draft_model", "none"},
-		{"tree on ngram", kimi, w, BuildOptions{Spec: Spec{Method: SpecNgram, TopK: 4}}, "topk", "one chain"},
+		{"tree on ngram", kimi, w, BuildOptions{Spec: Spec{Method: SpecNgram, TopK: 4}}, "spec_topk", "one chain"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

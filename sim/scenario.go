@@ -351,6 +351,9 @@ func (sc Scenario) String() string {
 	if !sc.Build.Routing.IsZero() {
 		b += " moe-routing=" + sc.Build.Routing.String()
 	}
+	if sp := sc.Build.Spec; sp.Method != "" && sp.Method != model.SpecMTP {
+		b += " spec=" + sp.String(sc.Workload)
+	}
 	costs := ""
 	if n := sc.CostSourceName(); n != "" {
 		costs = ", costs " + n

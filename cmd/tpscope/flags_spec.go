@@ -143,7 +143,7 @@ func (f *scenarioFlags) specAccept(o *sim.Options) error {
 
 // specFieldFlags are the flags that set the fields of a *model.PlanError
 // about speculation.
-var specFieldFlags = map[string]string{"method": "--spec", "draft_model": "--draft-model", "draft_tp": "--draft-tp", "topk": "--spec-topk", "steps": "--spec-steps"}
+var specFieldFlags = map[string]string{"method": "--spec", "draft_model": "--draft-model", "draft_tp": "--draft-tp", "spec_topk": "--spec-topk", "spec_steps": "--spec-steps"}
 
 // specFlagError names the flag a speculative PlanError is about: the
 // spec's fields, and K as --spec-tokens when the user gave that or --spec
