@@ -152,10 +152,15 @@ func checkSpecEntry(c Scenario, m model.SpecMethod, apply func(Scenario) (Scenar
 		r = fmt.Sprintf("%d MTP layer(s) in the checkpoint; ", c.Arch.MTPLayers) + r
 	case model.SpecDraftModel:
 		if y.Default {
-			return Applicability{Status: Conditional, Reason: r, Needs: "a draft model that accepts as well as the figure priced (none is published for this family)"}
+			return Applicability{Status: Conditional, Reason: r, Needs: "a draft model that accepts as well as the figure priced (none is published for this family)",
+				UpperBound: true, Caution: "the acceptance priced is an EAGLE-3 head's, trained on the target's outputs; a draft model not trained on them accepts less"}
 		}
 	case model.SpecNgram, model.SpecSuffix:
-		return Applicability{Status: Conditional, Reason: r, Needs: "traffic that repeats its context (code edits, agents); drafting runs on the host between steps"}
+		a := Applicability{Status: Conditional, Reason: r, Needs: "traffic that repeats its context (code edits, agents); drafting runs on the host between steps"}
+		if y.Default && m == model.SpecNgram {
+			a.UpperBound, a.Caution = true, "the acceptance priced is an editing dataset's; chat traffic repeats far less"
+		}
+		return a
 	}
 	return Applicability{Status: Applies, Reason: r}
 }

@@ -47,7 +47,7 @@ func (f *scenarioFlags) specMethodFlag() (model.SpecMethod, error) {
 	if err != nil {
 		return "", causeError("--spec", quote(f.specMethod), err)
 	}
-	if f.changed("mtp") && f.mtp > 0 {
+	if f.changed("mtp") && f.mtp != 0 {
 		if m != "" && m != model.SpecMTP {
 			return "", flagError(fmt.Sprintf("--mtp %d and --spec %s", f.mtp, m), nil, "--mtp N is --spec mtp --spec-tokens N: use --spec-tokens with --spec %s", m)
 		}
@@ -63,7 +63,7 @@ func (f *scenarioFlags) specTokensFlag(m model.SpecMethod) int {
 	switch {
 	case f.changed("spec-tokens"):
 		return f.specTokens
-	case f.mtp > 0:
+	case f.mtp != 0:
 		return f.mtp
 	case m == model.SpecMTP:
 		return 1

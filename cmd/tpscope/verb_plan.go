@@ -99,7 +99,8 @@ func (o *planOptions) Bind(fs *pflag.FlagSet) {
 	fs.Var(&o.batch, "batch", "batch sizes")
 	fs.Var(&o.ctx, "context", "context lengths (4K = 4096)")
 	fs.StringSliceVar(&o.kvDtypes, "kv-dtype", o.kvDtypes, "KV-cache dtypes")
-	fs.Var(&o.mtp, "mtp", "MTP speculative tokens (left out, and said, on models without MTP)")
+	fs.Var(&o.mtp, "mtp", "MTP speculative tokens (left out, and said, on models without MTP); with --spec, the speculative tokens of its method")
+	o.sc.bindSpecFlags(fs)
 	o.sc.bindCostFlags(fs)
 	o.sc.bindOptionFlags(fs)
 	fs.Float64Var(&o.sloMs, "slo-ms", o.sloMs, "per-request latency SLO in ms per token (0 = none)")
@@ -137,8 +138,21 @@ func (o *planOptions) Run(ctx context.Context, args []string, std IO) error {
 	if err != nil {
 		return err
 	}
+	specs := o.mtp.v
+	if sc.specMethod != "" {
+		m, err := model.ParseSpecMethod(sc.specMethod)
+		if err != nil {
+			return causeError("--spec", quote(sc.specMethod), err)
+		}
+		if build.Spec, err = sc.spec(a, m); err != nil {
+			return err
+		}
+		if !o.changed("mtp") {
+			specs = []int{sc.specTokensFlag(m)}
+		}
+	}
 	space := sim.PlanSpace{Arch: a, Build: build, ImplyDenseDSA: !o.changed("dense-dsa"), MaxMsPerToken: o.sloMs, GPUCounts: o.gpus.v,
-		Batches: o.batch.v, Contexts: o.ctx.v, SpecTokens: o.mtp.v}
+		Batches: o.batch.v, Contexts: o.ctx.v, SpecTokens: specs}
 	for _, name := range o.topos {
 		sc.topo = name
 		t, _, err := sc.box()
@@ -151,6 +165,9 @@ func (o *planOptions) Run(ctx context.Context, args []string, std IO) error {
 		return flagError("--topo", nil, "no box named")
 	}
 	if space.Options, err = sc.options(); err != nil {
+		return err
+	}
+	if err := sc.specAccept(&space.Options); err != nil {
 		return err
 	}
 	if space.Lists, err = o.planLists(); err != nil {
