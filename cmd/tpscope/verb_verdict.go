@@ -492,6 +492,12 @@ func writeVerdict(w io.Writer, rep *verdictReport, md bool) error {
 	if in := rep.Interrupted; in != nil && in.Run == "baseline" {
 		baseLine = "baseline: interrupted before it finished; no entry ran"
 	}
+	for i := range rep.Entries {
+		if rep.Entries[i].Kind == "speculative" {
+			baseLine += "\nspeculative entries: each step (verify and draft passes) is measured; the tokens a step yields are the acceptance's, an input (the executor's weights are random), as advise prices them"
+			break
+		}
+	}
 	if md {
 		fmt.Fprintf(w, "## tpscope verdict\n\n%s\n\n%s\n\n", head, baseLine)
 	} else {
