@@ -130,6 +130,9 @@ type kinetoRead struct {
 	// lastKernelNs is the latest start of a kernel read (dropCutSteps).
 	cut, broken  bool
 	lastKernelNs int64
+	// launched: some kernel's launch (the runtime call with its
+	// correlation ID) was recorded (resolveGraphs).
+	launched bool
 }
 
 func (kr *kinetoRead) nameID(name string) int32 {
@@ -330,7 +333,9 @@ func readKinetoStream(r io.Reader, res *Result, src string) error {
 		case "kernel", "Kernel":
 		case "cuda_runtime", "cuda_driver":
 			if ev.haveCorr && ev.tsOK {
-				graph := bytes.HasPrefix(ev.name, []byte("cudaGraphLaunch")) || bytes.HasPrefix(ev.name, []byte("cuGraphLaunch"))
+				// ROCm traces keep the category and name the HIP calls
+				// (hipGraphLaunch replays a graph as cudaGraphLaunch does).
+				graph := bytes.HasPrefix(ev.name, []byte("cudaGraphLaunch")) || bytes.HasPrefix(ev.name, []byte("cuGraphLaunch")) || bytes.HasPrefix(ev.name, []byte("hipGraphLaunch"))
 				kr.launches[ev.correlation] = kinetoLaunch{ts: ev.ts, graph: graph}
 			}
 			return nil
@@ -348,6 +353,13 @@ func readKinetoStream(r io.Reader, res *Result, src string) error {
 				rg.ext = ev.external
 			}
 			kr.ranges = append(kr.ranges, rg)
+			return nil
+		case "python_function":
+			info, ok := parseStepFrame(ev.name)
+			if !ok || !ev.tsOK || !ev.durOK || ev.dur < 0 {
+				return nil
+			}
+			kr.ranges = append(kr.ranges, kinetoRange{lo: ev.ts, hi: ev.ts + ev.dur, ext: -1, name: o.in.b(ev.name), info: info})
 			return nil
 		case "gpu_memcpy", "gpu_memset", "Memcpy", "Memset":
 			ignored[string(ev.cat)]++
@@ -603,6 +615,7 @@ func (kr *kinetoRead) resolveGraphs() {
 		if ok {
 			k.flags |= kfLaunch
 			k.launch = l.ts
+			kr.launched = true
 		}
 		if k.flags&kfGraphArg != 0 || (ok && l.graph) {
 			k.flags |= kfGraph
@@ -787,6 +800,8 @@ func outsideWhy(rule, engine string) string {
 		return "outside every ProfilerStep#N annotation (warm-up or between steps)"
 	case StepRuleEngineRange:
 		return "outside every " + engine + " step range (warm-up, between iterations, or work the engine runs outside the range, such as vLLM's sampler)"
+	case StepRuleEngineFrame:
+		return "launched outside every " + engine + " iteration frame (warm-up, between iterations)"
 	case StepRuleGraphLaunch:
 		return "eagerly outside the CUDA-graph replays that make the steps (input preparation, sampling)"
 	}
