@@ -73,6 +73,7 @@ const (
 	kfGraph                      // resolved: launched from a CUDA graph
 	kfLaunch                     // a launch event with its correlation ID exists
 	kfCut                        // of a step the break in the file cut short (dropCutSteps)
+	kfByName                     // placed by the kernel table (kineto_table.go), not by position
 )
 
 // kernelList holds the kernels in fixed-size chunks: a growing slice would
@@ -112,6 +113,10 @@ type kinetoRead struct {
 	kernels  kernelList
 	names    []string
 	infos    []kernelInfo
+	// table: the kernel names per role; tableRoles the role it gives each
+	// name (roleNone: none or several).
+	table      *kernelTable
+	tableRoles []role
 	nameIdx  map[string]int32
 	launches map[int64]kinetoLaunch
 	ranges   []kinetoRange
@@ -142,6 +147,7 @@ func (kr *kinetoRead) nameID(name string) int32 {
 	i := int32(len(kr.names))
 	kr.names = append(kr.names, name)
 	kr.infos = append(kr.infos, kr.o.classify(name))
+	kr.tableRoles = append(kr.tableRoles, kr.tableRole(name))
 	kr.nameIdx[name] = i
 	return i
 }
@@ -301,7 +307,10 @@ func (o *reader) kinetoEvent(ev *kinetoEvent) error {
 // readKinetoStream reads a Chrome/Kineto trace event by event.
 func readKinetoStream(r io.Reader, res *Result, src string) error {
 	o := newReader(r, res, src)
-	kr := &kinetoRead{o: o, src: src, nameIdx: map[string]int32{}, launches: map[int64]kinetoLaunch{}, place: !res.noKernelPlacement}
+	kr := &kinetoRead{o: o, src: src, nameIdx: map[string]int32{}, launches: map[int64]kinetoLaunch{}, place: !res.noKernelPlacement, table: res.kernelTable}
+	if kr.table == nil {
+		kr.table = defaultTable
+	}
 	var (
 		baseNs  int64
 		rank    int64 = -1
@@ -734,6 +743,13 @@ func (kr *kinetoRead) emit(res *Result, baseNs, rank int64) {
 		if k.role != roleNone {
 			s.PlacedNs += k.dur
 			rep.PlacedNs += k.dur
+			if k.flags&kfByName != 0 {
+				s.ByNameNs += k.dur
+				rep.ByNameNs += k.dur
+			} else {
+				s.ByPositionNs += k.dur
+				rep.ByPositionNs += k.dur
+			}
 		} else {
 			c := unplaced[k.name]
 			if c == nil {
@@ -781,8 +797,9 @@ func (kr *kinetoRead) emit(res *Result, baseNs, rank int64) {
 		for _, c := range rep.Unplaced {
 			kernels += c.Count
 		}
-		res.skip(kr.src, fmt.Sprintf("%d kernels (%.1f %% of the steps' kernel time, %d names) not placed on an op ID; kept without one (steps split by %s)",
-			kernels, 100*(1-rep.PlacedFrac()), n, kr.rule))
+		byName, byPos, _ := rep.Shares()
+		res.skip(kr.src, fmt.Sprintf("%d kernels (%.1f %% of the steps' kernel time, %d names) not placed on an op ID; kept without one (steps split by %s; placed %.1f %% by name, %.1f %% by position)",
+			kernels, 100*(1-rep.PlacedFrac()), n, kr.rule, 100*byName, 100*byPos))
 		for i, c := range rep.Unplaced {
 			if i == maxUnplacedReported {
 				res.skip(kr.src, fmt.Sprintf("... and %d more kernel names not placed (KinetoFile.Unplaced lists all)", n-i))

@@ -5,13 +5,17 @@ import (
 	"compress/gzip"
 	"context"
 	"encoding/json"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
+
+	"github.com/tpscope/tpscope/model"
 )
 
 // Real profiler traces (testdata/real/*/SOURCE.md, README.md): what the
@@ -369,4 +373,157 @@ func withoutAnnotations(t *testing.T, src string) string {
 		t.Fatal(err)
 	}
 	return path
+}
+
+// TestRealKimiStackPlacement: the naive PyTorch MLA + MoE traces
+// (testdata/real/kimi-stack: no engine kernel, no collective, attention
+// as bmm + softmax + bmm) place at least 90 % of every step's kernel time
+// on op IDs, by position; and each kernel's op agrees with the ATen
+// operator that launched it, read from the eager traces' cpu_op events
+// (linked by External id) — an independent account of what each kernel
+// runs, written by the profiler, not by the reader. The dense layers are
+// the first first_k_dense_replace of config.json's num_hidden_layers.
+func TestRealKimiStackPlacement(t *testing.T) {
+	var cfg struct {
+		TextConfig struct {
+			Layers int `json:"num_hidden_layers"`
+			Dense  int `json:"first_k_dense_replace"`
+		} `json:"text_config"`
+	}
+	b, err := os.ReadFile(filepath.Join(realDir, "kimi-stack", "config.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, &cfg); err != nil {
+		t.Fatal(err)
+	}
+	// What each ATen operator of the script's step may implement
+	// (scripts/gpu-kineto-torch.py; generic ones — mul, add, copy_, cat,
+	// fill_, index, gather — run inside several ops and are not checked).
+	norms := []model.Role{model.RoleInputNorm, model.RoleQANorm, model.RoleKVANorm, model.RoleMoEPostAttnNorm, model.RoleMLPPostAttnNorm, model.RoleFinalNorm}
+	routing := []model.Role{model.RoleMoETopK}
+	allowed := map[string][]model.Role{
+		"aten::_fused_rms_norm": norms,
+		"aten::_grouped_mm":     {model.RoleExpertsGateUp, model.RoleExpertsDown},
+		"aten::_softmax":        {model.RoleMLADecode},
+		"aten::topk":            routing, "aten::sort": routing, "aten::sigmoid": routing, "aten::cumsum": routing,
+		"aten::scatter_add_": routing, "aten::floor_divide": routing, "aten::arange": routing, "aten::div": routing, "aten::sum": routing,
+		"aten::index_copy_": {model.RoleKVCacheWrite},
+		"aten::index_add_":  {model.RoleExpertsDown},
+		"aten::bmm":         {model.RoleWUK, model.RoleWUV, model.RoleMLADecode},
+		"aten::mm": {model.RoleFusedQKVAProj, model.RoleQBProj, model.RoleOProj, model.RoleMoEGate, model.RoleSharedGateUp, model.RoleSharedDown,
+			model.RoleMLPGateUp, model.RoleMLPDown, model.RoleLMHead},
+		"aten::silu":   {model.RoleExpertsAct, model.RoleSharedAct, model.RoleMLPAct},
+		"aten::argmax": nil, // the sampler: no op of the schedule
+	}
+	for _, mode := range []string{"eager", "graph"} {
+		for _, batch := range []int{1, 32} {
+			rel := fmt.Sprintf("kimi-stack/kimi-stack-%s-b%d.pt.trace.json.gz", mode, batch)
+			t.Run(rel, func(t *testing.T) {
+				res := readReal(t, rel)
+				for _, s := range res.Kineto[0].Steps {
+					frac := float64(s.PlacedNs) / float64(s.KernelNs)
+					if frac < 0.9 || s.Layers != cfg.TextConfig.Layers {
+						t.Errorf("step %d: %.1f %% of kernel time placed over %d layers, want >= 90 %% over %d (%s)", s.Step, 100*frac, s.Layers, cfg.TextConfig.Layers, s.Note)
+					}
+				}
+				for i := range res.Spans {
+					sp := &res.Spans[i]
+					if sp.Layer < 0 || sp.OpID == "" {
+						continue
+					}
+					block := strings.SplitN(strings.TrimPrefix(sp.OpID, fmt.Sprintf("L%02d.", sp.Layer)), ".", 2)[0]
+					dense := sp.Layer < cfg.TextConfig.Dense
+					if block == "mlp" && !dense || block == "moe" && dense {
+						t.Errorf("%s: layer %d is %s in config.json", sp.OpID, sp.Layer, map[bool]string{true: "dense", false: "MoE"}[dense])
+					}
+				}
+				if mode != "eager" {
+					return
+				}
+				aten := atenOps(t, filepath.Join(realDir, rel))
+				checked, bad := 0, 0
+				for i := range res.Spans {
+					sp := &res.Spans[i]
+					op, ok := aten[sp.Start]
+					want, known := allowed[op]
+					if !ok || !known {
+						continue
+					}
+					checked++
+					got := model.Role("")
+					if sp.OpID != "" {
+						got = model.Role(sp.OpID)
+						if sp.Layer >= 0 {
+							got = model.Role(strings.TrimPrefix(sp.OpID, fmt.Sprintf("L%02d.", sp.Layer)))
+						}
+					}
+					if !(got == "" && want == nil) && !slices.Contains(want, got) {
+						if bad < 10 {
+							t.Errorf("step %d: a kernel of %s placed on %q, want one of %v", sp.Step, op, sp.OpID, want)
+						}
+						bad++
+					}
+				}
+				if checked < 100 {
+					t.Errorf("only %d kernels checked against their ATen operator", checked)
+				}
+				t.Logf("%d kernels checked against their ATen operator, %d wrong", checked, bad)
+			})
+		}
+	}
+}
+
+// atenOps maps each kernel's start (ns, as the reader puts it on the span)
+// to the name of the cpu_op that launched it (same External id).
+func atenOps(t *testing.T, path string) map[int64]string {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	z, err := gzip.NewReader(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Base        int64 `json:"baseTimeNanoseconds"`
+		TraceEvents []struct {
+			Ph, Cat, Name string
+			Ts            json.Number
+			Args          struct {
+				Ext *int64 `json:"External id"`
+			}
+		} `json:"traceEvents"`
+	}
+	if err := json.NewDecoder(z).Decode(&doc); err != nil {
+		t.Fatal(err)
+	}
+	ops := map[int64]string{}
+	for _, e := range doc.TraceEvents {
+		if e.Cat == "cpu_op" && e.Args.Ext != nil {
+			if _, ok := ops[*e.Args.Ext]; !ok {
+				ops[*e.Args.Ext] = e.Name
+			}
+		}
+	}
+	out := map[int64]string{}
+	for _, e := range doc.TraceEvents {
+		if e.Cat != "kernel" || e.Args.Ext == nil {
+			continue
+		}
+		// ts in us with up to 3 decimals: ns exactly.
+		us, frac, _ := strings.Cut(e.Ts.String(), ".")
+		frac = (frac + "000")[:3]
+		u, err1 := strconv.ParseInt(us, 10, 64)
+		n, err2 := strconv.ParseInt(frac, 10, 64)
+		if err1 != nil || err2 != nil {
+			t.Fatalf("ts %s", e.Ts)
+		}
+		if name, ok := ops[*e.Args.Ext]; ok {
+			out[doc.Base+u*1000+n] = name
+		}
+	}
+	return out
 }
