@@ -106,25 +106,25 @@ type kinetoLaunch struct {
 
 // kinetoRead holds one file's events between reading and emitting spans.
 type kinetoRead struct {
-	o        *reader
-	src      string
-	world    int64    // distributedInfo.world_size (0: not recorded)
-	devices  []string // deviceProperties[].name, in order
-	kernels  kernelList
-	names    []string
-	infos    []kernelInfo
+	o       *reader
+	src     string
+	world   int64    // distributedInfo.world_size (0: not recorded)
+	devices []string // deviceProperties[].name, in order
+	kernels kernelList
+	names   []string
+	infos   []kernelInfo
 	// table: the kernel names per role; tableRoles the role it gives each
 	// name (roleNone: none or several).
 	table      *kernelTable
 	tableRoles []role
-	nameIdx  map[string]int32
-	launches map[int64]kinetoLaunch
-	ranges   []kinetoRange
-	steps    []stepMeta
-	fused    [][]opRef
-	rule     string
-	engine   string
-	place    bool
+	nameIdx    map[string]int32
+	launches   map[int64]kinetoLaunch
+	ranges     []kinetoRange
+	steps      []stepMeta
+	fused      [][]opRef
+	rule       string
+	engine     string
+	place      bool
 
 	opIDs      map[int32]string
 	placements []placement

@@ -76,11 +76,11 @@ type KinetoStep struct {
 	DecodeTokens  int    `json:"decode_tokens,omitempty"`
 	GraphLaunches int    `json:"graph_launches"`
 	Kernels       int    `json:"kernels"`
-	KernelNs      int64  `json:"kernel_ns"` // sum of the step's kernel durations
-	PlacedNs      int64  `json:"placed_ns"` // of which on kernels with an op ID
+	KernelNs      int64  `json:"kernel_ns"`      // sum of the step's kernel durations
+	PlacedNs      int64  `json:"placed_ns"`      // of which on kernels with an op ID
 	ByNameNs      int64  `json:"by_name_ns"`     // of PlacedNs, by the kernel table (the name says the op)
 	ByPositionNs  int64  `json:"by_position_ns"` // of PlacedNs, by class and position in the layer
-	Layers        int    `json:"layers"`    // decoder layers recovered (0: not placed)
+	Layers        int    `json:"layers"`         // decoder layers recovered (0: not placed)
 	// Note says why the step's kernels were not placed, when they were not.
 	Note string `json:"note,omitempty"`
 }

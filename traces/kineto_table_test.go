@@ -22,7 +22,7 @@ func TestKernelTableMatch(t *testing.T) {
 		{"void at::native::sbtopk::gatherTopK<float, unsigned int, 2, false>(...)", roleFor(model.RoleMoETopK)},
 		{"void vllm::moe::moe_sum_kernel<c10::BFloat16, 8>(...)", roleFor(model.RoleExpertsDown)},
 		{"void at::native::bitonicSortKVInPlace<...>", roleNone}, // both roles name it
-		{"anything", roleNone},                                   // not a role: not placed
+		{"anything", roleNone}, // not a role: not placed
 		{"nvjet_sm90_tst_64x8_64x16_4x1_v_bz_TNT", roleNone},
 	}
 	for _, tc := range tests {
