@@ -34,15 +34,22 @@ import (
 // After the file is read:
 //
 //  1. Steps (kineto_steps.go): the first rule that applies splits the
-//     kernels into steps — engine ranges, ProfilerStep#N, graph launches,
-//     the layer pattern of eager kernels (StepRule* in schema_kineto.go).
-//     Kernels outside every step (warm-up, between iterations) are left
-//     out and counted in Result.Skipped.
-//  2. Layers and roles (kineto_layers.go): per step and rank, the decoder
-//     layers are recovered from the repeating kernel sequence and each
-//     kernel gets the op ID of the (layer, role) it implements, as
-//     model.Build names ops; kernels no rule places keep no op ID and are
-//     reported by name (KinetoFile.Unplaced, Result.Skipped).
+//     kernels into steps — engine ranges, ProfilerStep#N, the engine's
+//     iteration frames, graph launches, the layer pattern of eager kernels
+//     (StepRule* in schema_kineto.go). A kernel belongs to the step whose
+//     CPU range its launch (found by correlation ID: what the profiler's
+//     ac2g flow events draw) falls in, not to the one whose time window it
+//     runs in: under CUDA graphs a step's CPU range ends long before its
+//     kernels run. Kernels outside every step (warm-up, between
+//     iterations, launched before the profiler recorded) are left out and
+//     counted in Result.Skipped.
+//  2. Layers and roles (kineto_layers.go, kineto_glue.go,
+//     kineto_table.go): per step and rank, the decoder layers are
+//     recovered from the repeating kernel sequence and each kernel gets
+//     the op ID of the (layer, role) it implements, as model.Build names
+//     ops, by its name (a KernelTable) or its class and position; kernels
+//     no rule places keep no op ID and are reported by name
+//     (KinetoFile.Unplaced, Result.Skipped).
 //
 // Synthesized IDs: a step's trace ID is derived from the step number only,
 // so per-rank files of one run put the same step in the same trace; a
@@ -814,7 +821,7 @@ func (kr *kinetoRead) emit(res *Result, baseNs, rank int64) {
 func outsideWhy(rule, engine string) string {
 	switch rule {
 	case StepRuleProfilerStep:
-		return "outside every ProfilerStep#N annotation (warm-up or between steps)"
+		return "outside every ProfilerStep#N annotation (warm-up, between steps, or launched before the profiler recorded)"
 	case StepRuleEngineRange:
 		return "outside every " + engine + " step range (warm-up, between iterations, or work the engine runs outside the range, such as vLLM's sampler)"
 	case StepRuleEngineFrame:

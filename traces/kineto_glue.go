@@ -107,29 +107,42 @@ func (p *placer) unfusedDownProj(pre, norms []int, f attnForm) []int {
 // glueAttn places the generic kernels of an attention part [lo, hi) that
 // run RoPE or the cache write when no kernel of their own does.
 func (p *placer) glueAttn(lo, hi, layer int) {
-	attn := p.positions(lo, hi, clsAttn)
-	if len(attn) == 0 {
+	first := p.firstAttn(lo, hi)
+	if first == hi {
 		return
 	}
-	if len(p.positions(lo, hi, clsKVWrite)) == 0 {
-		for i := lo; i < attn[0]; i++ {
+	if !p.has(lo, hi, clsKVWrite) {
+		for i := lo; i < first; i++ {
 			if p.glue(i) && p.ki(i).indexCopy {
 				p.set(i, layer, placed.kvWrite)
 			}
 		}
 	}
-	if len(p.positions(lo, hi, clsRope)) > 0 {
+	if p.has(lo, hi, clsRope) {
 		return
 	}
-	norms := p.positions(lo, attn[0], clsNorm)
-	if len(norms) == 0 {
+	norm := first - 1
+	for norm >= lo && p.cls(norm) != clsNorm {
+		norm--
+	}
+	if norm < lo {
 		return
 	}
-	for i := norms[len(norms)-1] + 1; i < attn[0]; i++ {
+	for i := norm + 1; i < first; i++ {
 		if p.glue(i) {
 			p.set(i, layer, placed.rope)
 		}
 	}
+}
+
+// has reports whether a kernel of class c runs in [lo, hi).
+func (p *placer) has(lo, hi int, c kernelClass) bool {
+	for i := lo; i < hi; i++ {
+		if p.cls(i) == c {
+			return true
+		}
+	}
+	return false
 }
 
 // glueActs gives the multiply after each placed SiLU kernel that lacks it
@@ -153,16 +166,20 @@ func (p *placer) glueMoE(lo, hi, layer int, moe []int) {
 	if len(moe) == 0 {
 		return
 	}
-	routers := p.positions(lo, hi, clsRouter)
-	byHand := len(routers) > 0
-	for _, r := range routers {
-		byHand = byHand && p.ki(r).torchTopK
+	router0, byHand := -1, true
+	for i := lo; i < hi; i++ {
+		if p.cls(i) == clsRouter {
+			if router0 < 0 {
+				router0 = i
+			}
+			byHand = byHand && p.ki(i).torchTopK
+		}
 	}
-	if byHand && routers[0] < moe[0] {
+	if byHand && router0 >= 0 && router0 < moe[0] {
 		// The routing window: after the router's GEMM, up to the grouped
 		// GEMM and the kernels already given to it (its set-up).
 		from := lo
-		for i := lo; i < routers[0]; i++ {
+		for i := lo; i < router0; i++ {
 			if p.k(i).role == placed.moeGate {
 				from = i + 1
 			}
@@ -181,7 +198,7 @@ func (p *placer) glueMoE(lo, hi, layer int, moe []int) {
 			}
 		}
 	}
-	if last := moe[len(moe)-1]; len(moe) == 2 && len(p.positions(lo, hi, clsMoEFinalize)) == 0 && p.k(last).role != roleNone {
+	if last := moe[len(moe)-1]; len(moe) == 2 && !p.has(lo, hi, clsMoEFinalize) && p.k(last).role != roleNone {
 		for i := last + 1; i < hi && p.glue(i); i++ {
 			p.set(i, layer, placed.experts[2])
 		}

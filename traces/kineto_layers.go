@@ -21,10 +21,13 @@ import (
 // attention part (holding attention kernels, ended by a collective) and
 // an MLP/MoE part (no attention kernel, ended by a collective), then the
 // head (after the last layer's all-reduce). A step whose collectives do
-// not follow that pattern is not placed. Without collectives (TP = 1)
-// the attention runs mark the layers and the RMSNorms cut them: the first
-// norm after a layer's attention is its post-attention norm, the second
-// the next layer's input norm (or the final norm).
+// not follow that pattern is not placed. Without collectives (TP = 1, or
+// one rank's shard run alone) the attention runs mark the layers and the
+// RMSNorms cut them: the first norm after a layer's attention is its
+// post-attention norm, the second the next layer's input norm (or the
+// final norm). A step without attention kernels (a model run op by op in
+// PyTorch) has its attention found as a softmax between two GEMMs
+// (kineto_glue.go).
 //
 // Roles within a part, by kernel class (kernelClassOf) and order — the
 // order of the engines' layer code (vLLM model_executor/models/deepseek_v2.py
@@ -85,7 +88,12 @@ import (
 // Anything else — residual adds, copies, casts, fills, concatenations, the
 // sampler, kernels of a part whose counts do not match the rules — keeps
 // no op ID (Layer still says which layer it ran in) and is reported by
-// name. Mixed prefill+decode steps place only their norms, RoPE, cache
+// name, except PyTorch's generic kernels that run an op which has no
+// kernel of its own (RoPE, the cache write, SiLU's multiply, routing and
+// the sum over the top-k written in PyTorch, the residual add before a
+// norm that does not add it): kineto_glue.go places those by position. A
+// kernel-name table (kineto_table.go) then places by name the kernels it
+// names, in the layer found here. Mixed prefill+decode steps place only their norms, RoPE, cache
 // write, the first two and the last GEMM of the attention part and the
 // MLP/MoE part: the schedule has no mixed layer.
 

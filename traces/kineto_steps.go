@@ -144,21 +144,22 @@ func parseStepRange(b []byte) (rangeInfo, bool) {
 // They say nothing of the phase. The frames inside them (the model's
 // forward, the sampler) are not steps.
 func parseStepFrame(b []byte) (rangeInfo, bool) {
-	fn := b
-	if i := bytes.LastIndex(b, []byte("): ")); i >= 0 {
-		fn = b[i+3:]
-	} else {
-		return rangeInfo{}, false
-	}
-	file := b[:len(b)-len(fn)]
+	// The suffix first: a with_stack trace holds millions of frames.
 	switch {
-	case string(fn) == "execute_model" && bytes.Contains(file, []byte("gpu_model_runner.py(")):
+	case bytes.HasSuffix(b, frameExecuteModel) && bytes.Contains(b, fileModelRunner):
 		return rangeInfo{kind: rangeFrame, engine: EngineVLLM}, true
-	case string(fn) == "forward_batch_generation" && bytes.Contains(file, []byte("tp_worker.py(")):
+	case bytes.HasSuffix(b, frameForwardBatch) && bytes.Contains(b, fileTPWorker):
 		return rangeInfo{kind: rangeFrame, engine: EngineSGLang}, true
 	}
 	return rangeInfo{}, false
 }
+
+var (
+	frameExecuteModel = []byte("): execute_model")
+	fileModelRunner   = []byte("gpu_model_runner.py(")
+	frameForwardBatch = []byte("): forward_batch_generation")
+	fileTPWorker      = []byte("tp_worker.py(")
+)
 
 // parseVLLMContext reads vLLM's iteration range in the forms seen in
 // real traces: "execute_context_{n}({tok})_generation_{m}({tok})" (stock),
