@@ -527,3 +527,32 @@ func atenOps(t *testing.T, path string) map[int64]string {
 	}
 	return out
 }
+
+// TestRealKimiStackGraphAsEager: the graph traces replay the very step the
+// eager ones run op by op (the script captures Model.step), so one step of
+// each, at one batch, must hold the same kernels placed on the same ops,
+// in the same order — the eager placement being checked against ATen
+// above, the graph one follows.
+func TestRealKimiStackGraphAsEager(t *testing.T) {
+	for _, b := range []int{1, 32} {
+		seq := func(mode string) []string {
+			res := readReal(t, fmt.Sprintf("kimi-stack/kimi-stack-%s-b%d.pt.trace.json.gz", mode, b))
+			first := res.Kineto[0].Steps[0].Step
+			var out []string
+			for i := range res.Spans {
+				if s := &res.Spans[i]; s.Step == first {
+					out = append(out, s.OpID)
+				}
+			}
+			return out
+		}
+		eager, graph := seq("eager"), seq("graph")
+		if !slices.Equal(eager, graph) {
+			n := 0
+			for n < min(len(eager), len(graph)) && eager[n] == graph[n] {
+				n++
+			}
+			t.Errorf("batch %d: %d eager and %d graph kernels, first difference at %d", b, len(eager), len(graph), n)
+		}
+	}
+}
