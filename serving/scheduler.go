@@ -172,7 +172,7 @@ func (rp *replica) admitWaiting(budget int) {
 		}
 		rp.waiting.popFront()
 		if hit > r.computed {
-			r.cachedTokens += hit - r.computed
+			r.cachedTokens = hit
 			r.computed = hit
 		}
 		rp.freeBlocks -= need

@@ -182,6 +182,13 @@ type Result struct {
 
 	// KV cache: blocks per scheduler, the block size, the time-average and
 	// peak fraction of all blocks held, and the preemptions.
+	// PromptTokens is the prompt tokens of the run's requests;
+	// CachedPromptTokens those a prefix-cache hit spared computing
+	// (prefix caching, prefix.go), PrefixHitFrac their ratio.
+	PromptTokens       int64   `json:"prompt_tokens"`
+	CachedPromptTokens int64   `json:"cached_prompt_tokens"`
+	PrefixHitFrac      float64 `json:"prefix_hit_frac"`
+
 	KVBlocks      int     `json:"kv_blocks"`
 	BlockSize     int     `json:"block_size"`
 	MeanKVUseFrac float64 `json:"mean_kv_use_frac"`
@@ -355,6 +362,8 @@ type arrival struct {
 	client int
 	held   bool    // was held by the client (its successor already issued)
 	dueS   float64 // when the load wanted it sent (before a concurrency cap held it)
+	// turnDue: a session's turn released by its predecessor's completion.
+	turnDue bool
 }
 
 type arrivalHeap []arrival
@@ -579,7 +588,7 @@ func (r *run) loop() error {
 				}
 			}
 			switch {
-			case a.Session != 0 && r.sessBusy[a.Session]:
+			case a.Session != 0 && r.sessBusy[a.Session] && !a.turnDue:
 				// A turn follows its predecessor: it is due only then.
 				a.held = true
 				r.sessHeld[a.Session] = append(r.sessHeld[a.Session], a)
@@ -761,6 +770,7 @@ func (r *run) finishStep(in *instance) error {
 				next := held[0]
 				r.sessHeld[q.Session] = held[1:]
 				next.dueS = math.Max(next.ArrivalS, now+next.DelayS)
+				next.turnDue = true
 				r.release(next, now+next.DelayS)
 			} else {
 				r.sessBusy[q.Session] = false
@@ -838,11 +848,16 @@ func (r *run) result(o RunOptions) *Result {
 		}
 		outTok += float64(q.OutputTokens)
 		inTok += float64(q.PromptTokens)
+		res.PromptTokens += int64(q.PromptTokens)
+		res.CachedPromptTokens += int64(q.cachedTokens)
 		if o.SLO.set() && o.SLO.good(&rr) {
 			res.GoodRequests++
 		}
 	}
 	res.TTFTMs, res.TPOTMs, res.E2EMs, res.ITLMs = statsOf(ttft), statsOf(tpot), statsOf(e2e), r.itl.stats()
+	if res.PromptTokens > 0 {
+		res.PrefixHitFrac = float64(res.CachedPromptTokens) / float64(res.PromptTokens)
+	}
 	if d := res.DurationS; d > 0 {
 		res.OutputTokensPerS = outTok / d
 		res.TotalTokensPerS = (outTok + inTok) / d
