@@ -220,8 +220,12 @@ func (m *Measured) Label() string {
 
 // MeanPrompt and MeanOutput are the mean lengths of the completed
 // requests.
-func (m *Measured) MeanPrompt() float64 { return float64(m.PromptTokens) / float64(max(1, m.Completed)) }
-func (m *Measured) MeanOutput() float64 { return float64(m.OutputTokens) / float64(max(1, m.Completed)) }
+func (m *Measured) MeanPrompt() float64 {
+	return float64(m.PromptTokens) / float64(max(1, m.Completed))
+}
+func (m *Measured) MeanOutput() float64 {
+	return float64(m.OutputTokens) / float64(max(1, m.Completed))
+}
 
 // maxBenchFileBytes bounds a result file (256 MiB: a detailed vllm result
 // of 100,000 requests is well under).
