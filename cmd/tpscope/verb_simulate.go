@@ -118,16 +118,16 @@ type simulateFlags struct {
 	sloPct               float64
 	sweepQPS, sweepConc  bool
 	engineFlags
-	instances            int
-	router               string
-	output, plotFile     string
-	timeline             int
-	compare              []string
-	replayQPS            string
-	forQPS               float64
-	paretoFile           string
-	frontierFile         string
-	reportFile           string
+	instances        int
+	router           string
+	output, plotFile string
+	timeline         int
+	compare          []string
+	replayQPS        string
+	forQPS           float64
+	paretoFile       string
+	frontierFile     string
+	reportFile       string
 }
 
 func (f *simulateFlags) bind(fs *pflag.FlagSet) {
@@ -472,26 +472,26 @@ func writeFileWith(path string, write func(io.Writer) error) error {
 
 // simulateOutput is what simulate reports (its JSON form).
 type simulateOutput struct {
-	Model      string                      `json:"model"`
-	Topology   string                      `json:"topology"`
-	Plan       string                      `json:"plan"`
-	GPUs       int                         `json:"gpus"`
-	KVDtype    string                      `json:"kv_dtype"`
-	Options    sim.Options                 `json:"options"`
-	Engine     serving.EngineOptions       `json:"engine"`
-	Overheads  serving.Overheads           `json:"overheads"`
-	KVBlocks   int                         `json:"kv_blocks_per_scheduler"`
-	Schedulers int                         `json:"schedulers"`
-	Instances  int                         `json:"instances"`
-	Router     string                      `json:"router"`
-	Traffic    serving.Traffic             `json:"traffic"`
-	Trace      *serving.Trace              `json:"trace,omitempty"`
-	SLO        serving.SLO                 `json:"slo"`
-	Runs       []*serving.Result           `json:"runs"`
-	Sweep      *serving.Sweep              `json:"sweep,omitempty"`
-	Capacity   *serving.Capacity           `json:"capacity,omitempty"`
-	Compare    []*serving.LevelComparison  `json:"compare,omitempty"`
-	Frontier   *serving.Frontier           `json:"frontier"`
+	Model      string                     `json:"model"`
+	Topology   string                     `json:"topology"`
+	Plan       string                     `json:"plan"`
+	GPUs       int                        `json:"gpus"`
+	KVDtype    string                     `json:"kv_dtype"`
+	Options    sim.Options                `json:"options"`
+	Engine     serving.EngineOptions      `json:"engine"`
+	Overheads  serving.Overheads          `json:"overheads"`
+	KVBlocks   int                        `json:"kv_blocks_per_scheduler"`
+	Schedulers int                        `json:"schedulers"`
+	Instances  int                        `json:"instances"`
+	Router     string                     `json:"router"`
+	Traffic    serving.Traffic            `json:"traffic"`
+	Trace      *serving.Trace             `json:"trace,omitempty"`
+	SLO        serving.SLO                `json:"slo"`
+	Runs       []*serving.Result          `json:"runs"`
+	Sweep      *serving.Sweep             `json:"sweep,omitempty"`
+	Capacity   *serving.Capacity          `json:"capacity,omitempty"`
+	Compare    []*serving.LevelComparison `json:"compare,omitempty"`
+	Frontier   *serving.Frontier          `json:"frontier"`
 }
 
 // loadGroup names the runs' lengths: "ISL 1024 / OSL 256", the trace, or
