@@ -85,6 +85,15 @@ var seriesColors = []color.RGBA{
 // series as grey crosses, reference lines dashed, marks ringed and
 // labelled; axes from 0 to past the largest value so nothing is clipped.
 func writeScatterPlot(path, title string, sc *report.Scatter) error {
+	p, err := scatterPlot(title, sc)
+	if err != nil {
+		return err
+	}
+	return savePlot(path, 10*vg.Inch, 6.5*vg.Inch, p)
+}
+
+// scatterPlot is the gonum plot of a report.Scatter (writeScatterPlot).
+func scatterPlot(title string, sc *report.Scatter) (*plot.Plot, error) {
 	p := plot.New()
 	p.Title.Text = title
 	p.Title.Padding = vg.Points(6)
@@ -125,10 +134,10 @@ func writeScatterPlot(path, title string, sc *report.Scatter) error {
 		case s.Faint:
 			sp, err := plotter.NewScatter(xy)
 			if err != nil {
-				return fmt.Errorf("plot: %w", err)
+				return nil, fmt.Errorf("plot: %w", err)
 			}
-			sp.GlyphStyle.Shape, sp.GlyphStyle.Radius = draw.CrossGlyph{}, vg.Points(2)
-			sp.GlyphStyle.Color = color.Gray{Y: 150}
+			sp.GlyphStyle.Shape, sp.GlyphStyle.Radius = draw.CrossGlyph{}, vg.Points(3.5)
+			sp.GlyphStyle.Color = color.Gray{Y: 110}
 			p.Add(sp)
 			p.Legend.Add(s.Name, sp)
 		case s.Line:
@@ -136,10 +145,12 @@ func writeScatterPlot(path, title string, sc *report.Scatter) error {
 			// points), so a box's points and front read as one.
 			l, pts, err := plotter.NewLinePoints(xy)
 			if err != nil {
-				return fmt.Errorf("plot: %w", err)
+				return nil, fmt.Errorf("plot: %w", err)
 			}
 			l.Color, l.Width = lastColor, vg.Points(1.6)
-			pts.Color, pts.Radius, pts.Shape = lastColor, vg.Points(3), draw.CircleGlyph{}
+			// Rings, so a point under the front (a cross: missing the
+			// SLO) shows through.
+			pts.Color, pts.Radius, pts.Shape = lastColor, vg.Points(3.5), draw.RingGlyph{}
 			p.Add(l, pts)
 			p.Legend.Add(s.Name, l, pts)
 		default:
@@ -148,7 +159,7 @@ func writeScatterPlot(path, title string, sc *report.Scatter) error {
 			lastColor = c
 			sp, err := plotter.NewScatter(xy)
 			if err != nil {
-				return fmt.Errorf("plot: %w", err)
+				return nil, fmt.Errorf("plot: %w", err)
 			}
 			sp.GlyphStyle.Color, sp.GlyphStyle.Radius = c, vg.Points(2)
 			p.Add(sp)
@@ -159,7 +170,7 @@ func writeScatterPlot(path, title string, sc *report.Scatter) error {
 	for _, l := range sc.VLines {
 		ln, err := plotter.NewLine(plotter.XYs{{X: l.At, Y: 0}, {X: l.At, Y: p.Y.Max}})
 		if err != nil {
-			return fmt.Errorf("plot: %w", err)
+			return nil, fmt.Errorf("plot: %w", err)
 		}
 		ln.Color, ln.Width, ln.Dashes = red, vg.Points(1.4), []vg.Length{vg.Points(5), vg.Points(3)}
 		p.Add(ln)
@@ -168,7 +179,7 @@ func writeScatterPlot(path, title string, sc *report.Scatter) error {
 	for _, l := range sc.HLines {
 		ln, err := plotter.NewLine(plotter.XYs{{X: 0, Y: l.At}, {X: p.X.Max, Y: l.At}})
 		if err != nil {
-			return fmt.Errorf("plot: %w", err)
+			return nil, fmt.Errorf("plot: %w", err)
 		}
 		ln.Color, ln.Width, ln.Dashes = red, vg.Points(1.4), []vg.Length{vg.Points(5), vg.Points(3)}
 		p.Add(ln)
@@ -177,12 +188,12 @@ func writeScatterPlot(path, title string, sc *report.Scatter) error {
 	for _, m := range sc.Marks {
 		ring, err := plotter.NewScatter(plotter.XYs{{X: m.X, Y: m.Y}})
 		if err != nil {
-			return fmt.Errorf("plot: %w", err)
+			return nil, fmt.Errorf("plot: %w", err)
 		}
 		ring.GlyphStyle.Shape, ring.GlyphStyle.Radius, ring.GlyphStyle.Color = draw.RingGlyph{}, vg.Points(7), color.Black
 		lab, err := plotter.NewLabels(plotter.XYLabels{XYs: plotter.XYs{{X: m.X, Y: m.Y}}, Labels: []string{"  " + m.Label}})
 		if err != nil {
-			return fmt.Errorf("plot: %w", err)
+			return nil, fmt.Errorf("plot: %w", err)
 		}
 		lab.TextStyle[0].Font.Size = vg.Points(10)
 		if m.X > 0.6*p.X.Max {
@@ -191,7 +202,21 @@ func writeScatterPlot(path, title string, sc *report.Scatter) error {
 			lab.Labels[0] = m.Label + "  "
 		}
 		p.Add(ring, lab)
-		p.Legend.Add(m.Label, ring)
+		p.Legend.Add("chosen", ring)
 	}
-	return savePlot(path, 10*vg.Inch, 6.5*vg.Inch, p)
+	return p, nil
+}
+
+// fitBarAxis ends a horizontal bar chart's value axis a step past its
+// longest bar: gonum ends the axis at the largest value, so that bar
+// reaches the plot's edge and runs past the last tick.
+func fitBarAxis(p *plot.Plot, vals plotter.Values) {
+	hi := 0.0
+	for _, v := range vals {
+		hi = math.Max(hi, v)
+	}
+	if hi > 0 {
+		p.X.Min = 0
+		p.X.Max = hi * 1.08
+	}
 }

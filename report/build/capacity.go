@@ -49,12 +49,18 @@ func ServingScatter(f *serving.Frontier) *report.Scatter {
 		p := f.Points[i]
 		front.Points, front.Labels = append(front.Points, [2]float64{p.TokensPerSPerUser, p.TokensPerSPerGPU}), append(front.Labels, p.Load)
 	}
-	sc.Series = append(sc.Series, front, in)
+	// Points first, the front over them in their colour.
+	sc.Series = append(sc.Series, in)
 	if len(out.Points) > 0 {
 		sc.Series = append(sc.Series, out)
 	}
+	sc.Series = append(sc.Series, front)
 	if u := f.UserFloor(); u > 0 {
-		sc.VLines = append(sc.VLines, report.RefLine{At: u, Label: fmt.Sprintf("SLO: TPOT %g ms", f.SLO.TPOTMs)})
+		pct := f.SLO.Percentile
+		if pct == 0 {
+			pct = 99
+		}
+		sc.VLines = append(sc.VLines, report.RefLine{At: u, Label: fmt.Sprintf("SLO: TPOT %g ms (judged at p%g)", f.SLO.TPOTMs, pct)})
 	}
 	if f.Chosen >= 0 && f.Points[f.Chosen].TokensPerSPerUser > 0 {
 		p := f.Points[f.Chosen]
