@@ -194,7 +194,7 @@ func Parse(r io.Reader, name string) (*Log, error) {
 	var bad *ParseError // a row-like line that is not a row, kept until the next line says garbled or cut
 	var badCut error
 	cols := "11 to 13 columns (21 with per-iteration timing)" // as many as the rows read, once there are some
-	perIter := false // the table's heading names the -I columns
+	perIter := false                                          // the table's heading names the -I columns
 	for sc.Scan() {
 		line++
 		if bad != nil {
