@@ -273,7 +273,7 @@ func ReadMeasured(r io.Reader, name string) ([]Measured, error) {
 	case '[':
 		var arr []map[string]json.RawMessage
 		if err := json.Unmarshal(trim, &arr); err != nil {
-			return nil, &ParseError{File: name, Line: lineOf(data, err), Err: fmt.Errorf("want a JSON array of result objects: %v", err)}
+			return nil, &ParseError{File: name, Line: lineOf(data, err), Err: fmt.Errorf("want a JSON array of result objects%s", jsonWhy(err))}
 		}
 		for i, m := range arr {
 			recs = append(recs, record{obj: m, line: 1, index: i + 1})
@@ -325,11 +325,21 @@ func jsonLines(data []byte, name string) ([]record, error) {
 		}
 		var m map[string]json.RawMessage
 		if err := json.Unmarshal(ln, &m); err != nil {
-			return nil, &ParseError{File: name, Line: i + 1, Err: fmt.Errorf("want one JSON object per line: %v", err)}
+			return nil, &ParseError{File: name, Line: i + 1, Err: fmt.Errorf("want one JSON object per line%s", jsonWhy(err))}
 		}
 		out = append(out, record{obj: m, line: i + 1})
 	}
 	return out, nil
+}
+
+// jsonWhy is ": " and a JSON syntax error's own words, or "" for any
+// other error (a type mismatch, whose words name Go types).
+func jsonWhy(err error) string {
+	var se *json.SyntaxError
+	if errors.As(err, &se) {
+		return ": " + se.Error()
+	}
+	return ""
 }
 
 // lineOf is the 1-based line of a JSON syntax error's offset.
@@ -465,7 +475,7 @@ func (f fields) nums(key string) ([]float64, error) {
 	}
 	var v []*float64
 	if err := json.Unmarshal(raw, &v); err != nil {
-		return nil, f.err(key, fmt.Errorf("want a list of numbers: %v", err))
+		return nil, f.err(key, fmt.Errorf("want a list of numbers, got %s", shorten(string(raw))))
 	}
 	out := make([]float64, len(v))
 	for i, p := range v {
@@ -728,13 +738,13 @@ func readVLLMDetails(f fields, m *Measured) error {
 	var itls [][]float64
 	if raw, ok := f.m["itls"]; ok {
 		if err := json.Unmarshal(raw, &itls); err != nil {
-			return f.err("itls", fmt.Errorf("want a list of lists of seconds: %v", err))
+			return f.err("itls", fmt.Errorf("want a list of lists of seconds, got %s", shorten(string(raw))))
 		}
 	}
 	var errs []string
 	if raw, ok := f.m["errors"]; ok {
 		if err := json.Unmarshal(raw, &errs); err != nil {
-			return f.err("errors", fmt.Errorf("want a list of strings: %v", err))
+			return f.err("errors", fmt.Errorf("want a list of strings, got %s", shorten(string(raw))))
 		}
 	}
 	n := len(ttfts)
@@ -1043,7 +1053,7 @@ func guideDist(f fields, key string, scale float64) (l Latency, count, sum float
 func readGuideLLM(f fields) ([]Measured, error) {
 	var list []json.RawMessage
 	if err := json.Unmarshal(f.m["benchmarks"], &list); err != nil {
-		return nil, f.err("benchmarks", fmt.Errorf("want a list of benchmarks: %v", err))
+		return nil, f.err("benchmarks", fmt.Errorf("want a list of benchmarks, got %s", shorten(string(f.m["benchmarks"]))))
 	}
 	if len(list) == 0 {
 		return nil, f.err("benchmarks", errors.New("empty list"))
@@ -1053,7 +1063,7 @@ func readGuideLLM(f fields) ([]Measured, error) {
 		var bm map[string]json.RawMessage
 		where := fmt.Sprintf("benchmarks[%d].", i)
 		if err := json.Unmarshal(raw, &bm); err != nil {
-			return nil, &ParseError{File: f.file, Line: f.line, Field: where, Err: fmt.Errorf("want an object: %v", err)}
+			return nil, &ParseError{File: f.file, Line: f.line, Field: where, Err: fmt.Errorf("want an object, got %s", shorten(string(raw)))}
 		}
 		b := fields{m: bm, file: f.file, line: f.line, where: where}
 		m := newMeasured(FormatGuideLLM)

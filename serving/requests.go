@@ -245,7 +245,7 @@ func readJSONL(data []byte, tr *Trace) error {
 		}
 		var m map[string]json.RawMessage
 		if err := json.Unmarshal(b, &m); err != nil {
-			return &ParseError{File: name, Line: line, Err: fmt.Errorf("want a JSON object: %v", err)}
+			return &ParseError{File: name, Line: line, Err: fmt.Errorf("want a JSON object%s", jsonWhy(err))}
 		}
 		if tr.Format == "" {
 			tr.Format = TraceTpscope
@@ -322,7 +322,7 @@ func jsonRequest(m map[string]json.RawMessage, f TraceFormat, sessions sessionID
 	if raw, ok := m["hash_ids"]; ok && string(raw) != "null" {
 		var hs []float64
 		if err := json.Unmarshal(raw, &hs); err != nil {
-			return r, false, &fieldError{"hash_ids", fmt.Errorf("want a list of integers: %v", err)}
+			return r, false, &fieldError{"hash_ids", fmt.Errorf("want a list of integers, got %s", shorten(string(raw)))}
 		}
 		r.HashIDs = make([]uint64, len(hs))
 		for i, h := range hs {

@@ -134,7 +134,7 @@ func CompareCell(c serving.MetricCompare) string {
 
 // CapacityLine says how many copies, GPUs and boxes carry a target rate.
 func CapacityLine(c *serving.Capacity) string {
-	return fmt.Sprintf("%g requests/s within the SLO: %d copies of the deployment (%g req/s each at most, %d GPUs each) = %d GPUs = %d boxes of %d GPUs; one copy at %.4g req/s: TTFT p99 %.0f ms, TPOT p99 %.1f ms",
+	return fmt.Sprintf("%g requests/s within the SLO: %d copies of the deployment (%.4g req/s each at most, %d GPUs each) = %d GPUs = %d boxes of %d GPUs; one copy at %.4g req/s: TTFT p99 %.0f ms, TPOT p99 %.1f ms",
 		c.TargetQPS, c.Copies, c.PerCopyQPS, c.GPUsPerCopy, c.GPUs, c.Boxes, c.BoxGPUs, c.Check.QPS, c.Check.TTFTMs.P99, c.Check.TPOTMs.P99)
 }
 

@@ -225,7 +225,7 @@ func parseJSON(r io.Reader, lg *Log) (*Log, error) {
 		if errors.As(err, &te) {
 			return nil, &ParseError{name, line, fmt.Errorf("field %q: want %s, got %s", te.Field, te.Type, te.Value)}
 		}
-		return nil, &ParseError{name, line, fmt.Errorf("not nccl-tests JSON: %v", err)}
+		return nil, &ParseError{name, line, fmt.Errorf("not nccl-tests JSON (want the document nccl-tests -J writes)")}
 	}
 	if doc.Version != JSONVersion {
 		return nil, &ParseError{name, 1, fmt.Errorf("field \"version\": %d, want %d (nccl-tests 2.19's JSON)", doc.Version, JSONVersion)}
