@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/tpscope/tpscope/report/reporttest"
 	"github.com/tpscope/tpscope/serving"
 )
 
@@ -219,5 +220,64 @@ func TestCollectiveMeasureJSON(t *testing.T) {
 	}
 	if code, _, stderr := runCLI(t, "calibrate", "--nccl-tests", j, "--topo", "pcie-1s:2xrtx5090", "-o", filepath.Join(dir, "cal.json")); code != 0 {
 		t.Fatalf("calibrate: exit %d: %s", code, stderr)
+	}
+}
+
+// TestCapacityReportsInBrowser opens the HTML reports of a simulate sweep
+// and of a two-box plan in headless Chromium: no console error and no
+// request beyond the file; every capacity chart draws every point of its
+// data (the count the report's data holds), all inside the plotted area;
+// the simulate chart has its SLO line and chosen point; the plan has a
+// chart per context with a series and a front per box. Screenshots go to
+// $TPSCOPE_SCREENSHOT_DIR when set.
+func TestCapacityReportsInBrowser(t *testing.T) {
+	b := reporttest.New(t)
+	dir := t.TempDir()
+	simHTML, planHTML := filepath.Join(dir, "simulate.html"), filepath.Join(dir, "plan.html")
+	if code, _, stderr := runCLI(t, "simulate", "--model", "deepseek-v3", "--topo", "h200-nvswitch", "--tp", "8", "--qps", "1,4,8,12,16",
+		"--isl", "1024", "--osl", "128", "--requests", "200", "--slo-ttft-ms", "2000", "--slo-tpot-ms", "50", "--report", simHTML); code != 0 {
+		t.Fatalf("simulate: exit %d: %s", code, stderr)
+	}
+	if code, _, stderr := runCLI(t, "plan", "--topo", "rtxpro6000-2s,h200-nvswitch", "--gpus", "8", "--context", "4096,32768", "--slo-ms", "50", "--report", planHTML); code != 0 {
+		t.Fatalf("plan: exit %d: %s", code, stderr)
+	}
+	for _, c := range []struct {
+		path     string
+		scatters int
+		series   int // at least, in the first chart
+		slo      bool
+	}{{simHTML, 1, 2, true}, {planHTML, 2, 4, true}} {
+		t.Run(filepath.Base(c.path), func(t *testing.T) {
+			p := b.Open(t, c.path)
+			type chart struct {
+				Drawn, Want, Series, VLines, Marks int
+				Inside                             bool
+			}
+			got := reporttest.Eval[[]chart](t, p, `(function(){var d=JSON.parse(document.getElementById("tpscope-data").textContent);var sc=d.sections.filter(function(s){return s.scatter}).map(function(s){return s.scatter});
+				return tpscopeReport.scatters.map(function(x,i){var n=0;sc[i].series.forEach(function(s){n+=s.points.length});
+				return {Drawn:x.pointCount(),Want:n,Series:sc[i].series.length,VLines:(sc[i].v_lines||[]).length,Marks:(sc[i].marks||[]).length,Inside:x.inside()};});})()`)
+			if len(got) != c.scatters {
+				t.Fatalf("%d charts, want %d", len(got), c.scatters)
+			}
+			for i, g := range got {
+				if g.Drawn != g.Want || g.Want == 0 || !g.Inside {
+					t.Errorf("chart %d: %d of %d points drawn, all inside %v", i, g.Drawn, g.Want, g.Inside)
+				}
+			}
+			if g := got[0]; g.Series < c.series || (c.slo && g.VLines != 1) || g.Marks != 1 {
+				t.Errorf("first chart: %d series (want >= %d), %d SLO lines, %d marks", g.Series, c.series, g.VLines, g.Marks)
+			}
+			shots := dir
+			if d := os.Getenv("TPSCOPE_SCREENSHOT_DIR"); d != "" {
+				shots = d
+			}
+			p.Screenshot(t, filepath.Join(shots, "capacity-"+strings.TrimSuffix(filepath.Base(c.path), ".html")+".png"))
+			if probs := p.Problems(); len(probs) > 0 {
+				t.Errorf("console errors: %q", probs)
+			}
+			if reqs := p.ForeignRequests(); len(reqs) > 0 {
+				t.Errorf("the page requested %q", reqs)
+			}
+		})
 	}
 }

@@ -358,7 +358,8 @@
   function Scatter(sc) {
     var WIDTH = 980, HEIGHT = 520, L = 78, R = 24, T = 16, B = 54, LEG_H = 20;
     var series = sc.series || [], vl = sc.v_lines || [], hl = sc.h_lines || [], marks = sc.marks || [];
-    var top = T + LEG_H * Math.ceil((series.length + (vl.length + hl.length > 0 ? 1 : 0) + (marks.length > 0 ? 1 : 0)) / 4);
+    var PER_ROW = 3, LEG_W = 300;
+    var top = T + LEG_H * Math.ceil((series.length + (vl.length + hl.length > 0 ? 1 : 0) + (marks.length > 0 ? 1 : 0)) / PER_ROW);
     var maxX = 0, maxY = 0;
     series.forEach(function (s) { s.points.forEach(function (p) { maxX = Math.max(maxX, p[0]); maxY = Math.max(maxY, p[1]); }); });
     vl.forEach(function (l) { maxX = Math.max(maxX, l.at); });
@@ -384,9 +385,12 @@
     axis.append(svg("text", { x: L + pw / 2, y: HEIGHT - 14, "text-anchor": "middle" }, sc.x_label));
     axis.append(svg("text", { x: 16, y: top + ph / 2, "text-anchor": "middle", transform: "rotate(-90 16 " + (top + ph / 2) + ")" }, sc.y_label));
     root.append(axis);
-    var legend = [], drawn = 0, hover = [];
+    var legend = [], drawn = 0, hover = [], next = 0, last = SERIES_COLORS[0];
     series.forEach(function (s, i) {
-      var color = s.faint ? "#a8b0b8" : SERIES_COLORS[i % SERIES_COLORS.length];
+      // A joined series (a front) takes the colour of the points before
+      // it, so a box's points and its front read as one.
+      var color = s.faint ? "#a8b0b8" : s.line ? last : SERIES_COLORS[next++ % SERIES_COLORS.length];
+      if (!s.faint && !s.line) last = color;
       legend.push({ name: s.name, color: color, line: s.line });
       if (s.line && s.points.length > 1) {
         root.append(svg("polyline", { points: s.points.map(function (p) { return sx(p[0]) + "," + sy(p[1]); }).join(" "), fill: "none", stroke: color, "stroke-width": 2 }));
@@ -416,7 +420,7 @@
     if (vl.length + hl.length > 0) legend.push({ name: (vl.concat(hl))[0].label, color: "#c0392b", dash: true });
     if (marks.length > 0) legend.push({ name: "chosen", color: "#111", ring: true });
     legend.forEach(function (g, i) {
-      var x = L + (i % 4) * 225, y = T + Math.floor(i / 4) * LEG_H;
+      var x = L + (i % PER_ROW) * LEG_W, y = T + Math.floor(i / PER_ROW) * LEG_H;
       if (g.dash) root.append(svg("line", { x1: x, x2: x + 16, y1: y + 6, y2: y + 6, stroke: g.color, "stroke-dasharray": "4 3", "stroke-width": 2 }));
       else if (g.ring) root.append(svg("circle", { cx: x + 8, cy: y + 6, r: 6, fill: "none", stroke: g.color, "stroke-width": 2 }));
       else {
