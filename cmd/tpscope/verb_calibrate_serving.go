@@ -2,10 +2,8 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
-	"os"
 
 	"github.com/spf13/pflag"
 	"github.com/tpscope/tpscope/report/build"
@@ -88,12 +86,8 @@ func (m *servingCalibrateMode) run(ctx context.Context, c *calibrateOptions, std
 	}
 	src = append(src, fmt.Sprintf("%s %s on %s, %s policy; objective (squared log errors of median TTFT, median TPOT, output throughput) %.4g -> %.4g in %d evaluations",
 		scen.Arch.Name, scen.Plan.Normalized(), scen.Topo.Name, engine.Policy, cal.ObjectiveBefore, cal.ObjectiveAfter, cal.Evals))
-	data, err := json.MarshalIndent(serving.OverheadsFile{Overheads: cal.Overheads, Source: src}, "", "  ")
-	if err != nil {
+	if err := writeJSONFile("-o", c.out, serving.OverheadsFile{Overheads: cal.Overheads, Source: src}); err != nil {
 		return err
-	}
-	if err := os.WriteFile(c.out, append(data, '\n'), 0o644); err != nil {
-		return fmt.Errorf("calibrate: %w", err)
 	}
 	return render(std.Stdout, c.output, view{
 		JSON: cal,

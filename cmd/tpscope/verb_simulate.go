@@ -25,7 +25,7 @@ import (
 )
 
 var simulateVerb = &Verb{
-	UsageLine: "simulate (--qps R,... | --concurrency N,... | --requests-file FILE | --sweep-qps | --sweep-concurrency) [flags]",
+	UsageLine: "simulate (--qps R,... | --concurrency N,... | --requests-file FILE | --sweep-qps | --sweep-concurrency | --compare RESULT) [flags]",
 	Short:     "capacity in requests: simulate vLLM's scheduler under a load; TTFT, TPOT, goodput, the largest QPS within an SLO",
 	Long: `Simulates the serving engine request by request: vLLM v1's scheduler
 (continuous batching, max_num_seqs, a token budget of max_num_batched_tokens
@@ -37,9 +37,13 @@ padding), memoized within 3.1 % (see sim.IterationBucketBound).
 
 Load: an open loop (--qps, Poisson by default, --arrival constant|gamma with
 --burstiness as vllm bench serve), a closed loop (--concurrency clients, as
-vllm bench serve --max-concurrency), or a request file (--requests-file,
-JSON lines or CSV of arrival_s, prompt_tokens, output_tokens; with --qps or
---concurrency only its lengths are used). --qps and --concurrency take comma
+vllm bench serve --max-concurrency), or a request trace (--requests-file:
+tpscope's JSON lines or CSV of arrival_s, prompt_tokens, output_tokens and
+optionally hash_ids, session, delay_s; Mooncake JSON lines with hash IDs;
+Azure's 2023 CSV; BurstGPT's CSV; with --qps or --concurrency only its
+lengths are used, with --replay-qps it is replayed time-scaled to each
+rate). Prefix caching is priced for requests that name their blocks (hash
+IDs, sessions) unless --no-enable-prefix-caching. --qps and --concurrency take comma
 lists: one run per value. Lengths: --isl/--osl with --isl-dist/--osl-dist
 fixed|uniform|lognormal and --isl-spread/--osl-spread (the uniform half-width
 or the log-normal coefficient of variation, as a fraction of the mean). One
@@ -59,14 +63,32 @@ JSON) since they grow with the run's length, and meets no SLO. --sweep-qps (or -
 load whose --slo-percentile (99) TTFT and TPOT meet the SLO. --plot draws
 latency percentiles against load (PNG or SVG).
 
+--compare RESULT (repeatable) reads a measured serving benchmark (vllm bench
+serve --save-result JSON, SGLang bench_serving JSONL, aiperf's
+profile_export_aiperf.json, GuideLLM's benchmarks.json, InferenceX
+summaries, a request log), simulates each load level as measured and prints
+predicted beside measured for mean/p50/p90/p99 of TTFT, TPOT, ITL and E2E
+and the throughputs. --policy sglang runs SGLang's prefill-first scheduler
+instead of vLLM's; --serving-overheads takes the overheads calibrate
+--serving fitted.
+
+--pareto draws output tokens/s per GPU against tokens/s per user (1000 /
+median TPOT) of the runs with their front, the SLO and the run chosen;
+--frontier writes them as CSV, --report as an HTML report. With
+--sweep-qps, --for-qps N says how many copies of the deployment, GPUs and
+boxes carry N requests/s within the SLO.
+
 Plans with DP attention run one scheduler per DP rank; --instances runs
 several engines behind --router round-robin|least-loaded. Run-time options
 are the other verbs' flags with their defaults (a stock deployment; the
-seed's settings are --nccl-proto LL --p2p-level SYS). Not modelled: prefix caching, speculative decoding,
-host overheads between steps, DCP with prefill.`,
+seed's settings are --nccl-proto LL --p2p-level SYS). Not modelled:
+speculative decoding, asynchronous scheduling, DCP with prefill.`,
 	Example: `tpscope simulate --model kimi-k2.5 --tp 8 --kv-dtype fp8 --qps 0.5,1,2,3 --isl 1024 --osl 256 --slo-ttft-ms 2000 --slo-tpot-ms 50 --plot latency.png
 tpscope simulate --model glm-5-nvfp4 --dense-dsa --kv-dtype bf16 --concurrency 1,8,64 --isl 100 --osl 1000 --output markdown
-tpscope simulate --model kimi-k2.5 --kv-dtype fp8 --sweep-qps --isl 2000 --isl-dist lognormal --isl-spread 0.5 --osl 300 --duration 600 --slo-ttft-ms 2000 --slo-tpot-ms 50`,
+tpscope simulate --model kimi-k2.5 --kv-dtype fp8 --sweep-qps --isl 2000 --isl-dist lognormal --isl-spread 0.5 --osl 300 --duration 600 --slo-ttft-ms 2000 --slo-tpot-ms 50
+tpscope simulate --model deepseek-v3 --topo h200-nvswitch --sweep-qps --for-qps 50 --isl 1024 --osl 256 --slo-ttft-ms 2000 --slo-tpot-ms 50 --pareto pareto.png --report capacity.html
+tpscope simulate --model deepseek-v3 --topo h200-nvswitch --compare vllm-bench-result.json --serving-overheads overheads.json
+tpscope simulate --model kimi-k2.5 --topo h200-nvswitch --requests-file mooncake_trace.jsonl --replay-qps 0.5,1`,
 	New: func() Options { return newSimulateOptions() },
 }
 
