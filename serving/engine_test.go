@@ -1,6 +1,7 @@
 package serving
 
 import (
+	"errors"
 	"math"
 	"reflect"
 	"testing"
@@ -176,4 +177,25 @@ func TestSessions(t *testing.T) {
 	if res.CachedPromptTokens != 0 {
 		t.Errorf("no prefix caching: %d cached tokens, want 0", res.CachedPromptTokens)
 	}
+}
+
+// FuzzReadOverheads: any input is valid overheads or a *ParseError.
+func FuzzReadOverheads(f *testing.F) {
+	for _, s := range []string{`{"overheads": {"step_us": 1043, "per_seq_us": 23.8, "prefill_scale": 0.95, "frontend_ms": 330}, "source": ["x"]}`,
+		`{"step_us": 5}`, `{"overheads": {"step_us": -1}}`, `{"overheads": []}`, `[]`, ``} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		o, err := ReadOverheads([]byte(s), "o.json")
+		if err != nil {
+			var pe *ParseError
+			if !errors.As(err, &pe) {
+				t.Fatalf("error %v is not a *ParseError", err)
+			}
+			return
+		}
+		if err := o.Validate(); err != nil {
+			t.Fatalf("read %+v, invalid: %v", o, err)
+		}
+	})
 }

@@ -2,6 +2,7 @@ package serving
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"os"
@@ -111,9 +112,15 @@ func LoadOverheads(path string) (Overheads, error) {
 	if err != nil {
 		return Overheads{}, fmt.Errorf("overheads: %w", err)
 	}
+	return ReadOverheads(data, path)
+}
+
+// ReadOverheads parses an OverheadsFile (or a bare Overheads object)
+// named path; errors are a *ParseError naming the file.
+func ReadOverheads(data []byte, path string) (Overheads, error) {
 	var raw map[string]json.RawMessage
 	if err := json.Unmarshal(data, &raw); err != nil {
-		return Overheads{}, &ParseError{File: path, Line: 1, Err: fmt.Errorf("want a JSON object: %v", err)}
+		return Overheads{}, &ParseError{File: path, Line: 1, Err: fmt.Errorf("want a JSON object%s", jsonWhy(err))}
 	}
 	var o Overheads
 	body := data
@@ -121,7 +128,7 @@ func LoadOverheads(path string) (Overheads, error) {
 		body = b
 	}
 	if err := json.Unmarshal(body, &o); err != nil {
-		return Overheads{}, &ParseError{File: path, Line: 1, Field: "overheads", Err: fmt.Errorf("want step_us, per_seq_us, prefill_scale, frontend_ms numbers: %v", err)}
+		return Overheads{}, &ParseError{File: path, Line: 1, Field: "overheads", Err: errors.New("want an object of the numbers step_us, per_seq_us, prefill_scale, frontend_ms")}
 	}
 	if err := o.Validate(); err != nil {
 		return Overheads{}, &ParseError{File: path, Line: 1, Err: err}
