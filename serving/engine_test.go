@@ -199,3 +199,22 @@ func FuzzReadOverheads(f *testing.F) {
 		}
 	})
 }
+
+// TestFrontier places four runs by hand: A (10 tok/s/GPU, TPOT 10 ms:
+// 100 tok/s/user), B (50, 20 ms: 50), D (40, 25 ms: 40) and C (60, 50
+// ms: 20, overloaded). B beats D on both axes; C is never on the front;
+// the front is A then B, by tokens/s per user descending. The TPOT
+// objective of 40 ms is a floor of 25 tokens/s per user.
+func TestFrontier(t *testing.T) {
+	mk := func(load string, perGPU, tpot float64, over, meets bool) *Result {
+		return &Result{Load: load, OutputTokensPerSPerGPU: perGPU, TPOTMs: Stats{P50: tpot}, Overloaded: over, MeetsSLO: meets}
+	}
+	runs := []*Result{mk("A", 10, 10, false, true), mk("B", 50, 20, false, true), mk("C", 60, 50, true, false), mk("D", 40, 25, false, true)}
+	f := NewFrontier(runs, SLO{TPOTMs: 40}, "g", 1)
+	if !reflect.DeepEqual(f.Front, []int{0, 1}) || f.Chosen != 1 || f.UserFloor() != 25 {
+		t.Errorf("front %v, chosen %d, floor %v; want [0 1], 1, 25", f.Front, f.Chosen, f.UserFloor())
+	}
+	if p := f.Points[2]; p.OnFront || !p.Overloaded || p.SLO != "missed" || p.TokensPerSPerUser != 20 {
+		t.Errorf("C: %+v", p)
+	}
+}
