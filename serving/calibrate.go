@@ -85,6 +85,24 @@ type Calibration struct {
 	ObjectiveBefore float64 `json:"objective_before"`
 	ObjectiveAfter  float64 `json:"objective_after"`
 	Evals           int     `json:"evals"`
+	// Notes say which terms were left out of the fit and why.
+	Notes []string `json:"notes,omitempty"`
+}
+
+// distinctLoads counts the different loads (rate and concurrency) among
+// the levels fitted on.
+func distinctLoads(levels []Measured, fit []int) int {
+	type load struct {
+		qps float64
+		c   int
+	}
+	seen := map[load]bool{}
+	for _, i := range fit {
+		if i >= 0 && i < len(levels) {
+			seen[load{levels[i].QPS, levels[i].Concurrency}] = true
+		}
+	}
+	return len(seen)
 }
 
 // calibrateRidge weighs the pull of each scaled term towards none
@@ -141,6 +159,16 @@ func Calibrate(d Deployment, levels []Measured, opts CalibrateOptions) (*Calibra
 	terms := opts.Terms
 	if len(terms) == 0 {
 		terms = AllCalibrateTerms
+	}
+	// A host cost per step and one per running sequence move a level's
+	// TPOT alike: only levels of different loads (running batches) tell
+	// them apart. Fitted on one load, the per-sequence term keeps the
+	// deployment's value and the per-step term takes the whole gap;
+	// fitting both there trades one against the other and carries the
+	// wrong split to the held-out loads.
+	if loads := distinctLoads(levels, fit); loads < 2 && slices.Contains(terms, TermPerSeqUs) {
+		terms = slices.DeleteFunc(slices.Clone(terms), func(t CalibrateTerm) bool { return t == TermPerSeqUs })
+		cal.Notes = append(cal.Notes, fmt.Sprintf("%s not fitted: the fitted levels run %d load; a cost per sequence and one per step are told apart only by levels of different loads (fit on two or more)", TermPerSeqUs, loads))
 	}
 	maxEvals := opts.MaxEvals
 	if maxEvals <= 0 {

@@ -102,6 +102,9 @@ func writeServingCalibration(w io.Writer, out string, cal *serving.Calibration, 
 	for _, s := range src {
 		fmt.Fprintf(w, "  %s\n", s)
 	}
+	for _, n := range cal.Notes {
+		fmt.Fprintf(w, "  note: %s\n", n)
+	}
 	header := []string{"level", "load", "role", "TTFT p50 before", "TTFT p50 after", "TPOT p50 before", "TPOT p50 after", "out tok/s before", "out tok/s after"}
 	var rows [][]string
 	for i := range cal.Before {
