@@ -61,13 +61,23 @@ func (s *specState) accepted() int {
 }
 
 // specScheduled is the tokens a request schedules: 1 + K when it decodes
-// (its cache holds all but its last token) and the replica speculates, n
-// otherwise.
+// (it has sampled a token and its cache holds all but its last) and the
+// replica speculates, n otherwise (a prompt whose prefix cache holds all
+// but its last token computes that one alone: no drafts yet).
 func (rp *replica) specScheduled(r *reqState, n int) int {
-	if rp.spec != nil && n == 1 && r.computed > 0 {
+	if rp.spec != nil && n == 1 && r.generated > 0 {
 		return 1 + rp.spec.k
 	}
 	return n
+}
+
+// decodeWidth is the tokens a decoding request schedules a step: 1 + K
+// speculating, else 1.
+func (rp *replica) decodeWidth() int {
+	if rp.spec != nil {
+		return 1 + rp.spec.k
+	}
+	return 1
 }
 
 // decoding reports whether a share of n tokens of r is a decode: one
@@ -77,7 +87,7 @@ func (rp *replica) decoding(r *reqState, n int) bool {
 	if r.computed == 0 {
 		return false
 	}
-	return n == 1 || (rp.spec != nil && r.tokens()-r.computed == 1)
+	return n == 1 || (rp.spec != nil && r.generated > 0 && r.tokens()-r.computed == 1)
 }
 
 // gained is what a scheduled share computes and yields at the step's end:

@@ -16,8 +16,15 @@ import (
 // expected tokens per step, within 5 %; and the spread of TPOT over
 // requests must be what the acceptance's variance gives (renewal
 // approximation: sd = step x sqrt(V / (L E^3)) for L output tokens), within
-// 35 % (the sample's sd over 64 requests).
+// 35 % (the sample's sd over 64 requests). Under both policies: one
+// request at a time forms the same decode steps.
 func TestSpecEagle3LowLoad(t *testing.T) {
+	for _, p := range []Policy{PolicyVLLM, PolicySGLang} {
+		t.Run(string(p), func(t *testing.T) { testSpecEagle3LowLoad(t, p) })
+	}
+}
+
+func testSpecEagle3LowLoad(t *testing.T, policy Policy) {
 	head, err := model.ResolveDrafter("kimi-k2.5-eagle3-mla")
 	if err != nil {
 		t.Fatal(err)
@@ -26,7 +33,7 @@ func TestSpecEagle3LowLoad(t *testing.T) {
 		Workload: model.Workload{KVDtype: model.FP8, SpecTokens: 3},
 		Build:    model.BuildOptions{Spec: model.Spec{Method: model.SpecEagle3, Draft: head.Ref, Drafter: head}},
 		Options:  sim.Options{CUDAGraphs: true, NCCL: sim.NCCLOptions{Proto: "LL", P2PLevel: "SYS"}}}
-	s := mustNew(t, Deployment{Scenario: sc})
+	s := mustNew(t, Deployment{Scenario: sc, Engine: EngineOptions{Policy: policy}})
 	const prompt, output, n = 1024, 256, 64
 	res := mustRun(t, s, Traffic{Concurrency: 1, NumRequests: n, Prompt: Lengths{Mean: prompt}, Output: Lengths{Mean: output}, Seed: 7}, RunOptions{TimelineWindows: -1})
 

@@ -198,7 +198,9 @@ func TestPublicTable(t *testing.T) {
 		if r.band > 0 && math.Abs(e) > r.band {
 			t.Errorf("%s: priors %+.1f %% outside +-%.0f %%", r.id, 100*e, 100*r.band)
 		}
-		if r.tableBand > 0 {
+		// Without the sample tables (a clone without ../shared) only the
+		// priors' bands are checked.
+		if r.tableBand > 0 && db != nil {
 			if et := res.tables/r.measured - 1; math.Abs(et) > r.tableBand {
 				t.Errorf("%s: tables %+.1f %% outside +-%.0f %%", r.id, 100*et, 100*r.tableBand)
 			}

@@ -225,6 +225,9 @@ type Result struct {
 	// noKernelPlacement: leave Kineto kernels without op IDs
 	// (WithKernelPlacement(false)).
 	noKernelPlacement bool
+	// kernelTable: the kernel names per role (WithKernelTable); nil for
+	// DefaultKernelTable.
+	kernelTable *kernelTable
 	// cut: traces with spans in a batch a break cut (markCut);
 	// cutSteps: what the Kineto reader kept of cut files.
 	cut      map[trace.TraceID]bool

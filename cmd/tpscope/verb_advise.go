@@ -490,11 +490,8 @@ func writeAdvisePlot(path string, adv *sim.Advice) error {
 		p.Add(one)
 	}
 	p.NominalY(labels...)
-	h := vg.Points(float64(16*len(rows) + 90))
-	if err := p.Save(9*vg.Inch, h, path); err != nil {
-		return fmt.Errorf("plot %s: %w", path, err)
-	}
-	return nil
+	fitBarAxis(p, vals)
+	return savePlot(path, 9*vg.Inch, vg.Points(float64(16*len(rows)+100)), p)
 }
 
 // writeSpecAdvice prints, for each speculative row, its break-even
