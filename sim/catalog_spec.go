@@ -21,8 +21,8 @@ import (
 // DefaultSpecTokens is the draft tokens of the EAGLE-3, draft-model,
 // n-gram and suffix entries: 3, the k of lightseekorg's Kimi EAGLE-3
 // recipe (--speculative-num-steps 3, num_speculative_tokens 3) and of the
-// public Kimi-K2.6 runs on 8x RTX PRO 6000 (/work/research/public_rows.md
-// K15-K25).
+// public Kimi-K2.6 runs on 8x RTX PRO 6000 (sim/public_spec_test.go's
+// rows K20-K25).
 const DefaultSpecTokens = 3
 
 // specEntryName is the catalog name of method m's entry.

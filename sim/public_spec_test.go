@@ -4,8 +4,7 @@ package sim_test
 // every single-request or few-request decode measurement of a speculative
 // method on 8x RTX PRO 6000 whose page states the acceptance it ran at,
 // expressed with tpscope's flags, the acceptance passed as an input, and
-// predicted. Sources (sjug/rtx6kpro@738985bb unless noted; the rows of
-// /work/research/public_rows.md):
+// predicted. Sources (sjug/rtx6kpro@738985bb unless noted):
 //   - [k26v6] models/kimi-k26-v6.md, "DCP1 Sustained Decode" and "DCP1
 //     Speculative Acceptance Rate" (server_spec_accept_rate): Kimi-K2.6
 //     with lightseekorg's Eagle3.1 MLA head, k = 3, vLLM image

@@ -6,7 +6,7 @@ package sim_test
 // checks; README "Public measurements" prints the same rows. Rows that
 // cannot be expressed are listed in publicUnexpressed with why.
 //
-// Sources (see /work/research/public_rows.md for the full list):
+// Sources:
 //   - [kimi] voipmonitor/rtx6kpro models/kimi-k25.md at 07e8898 (the
 //     same text in sjug/rtx6kpro@738985bb): Kimi-K2.5 INT4 (and NVFP4),
 //     8x RTX PRO 6000, single request.

@@ -323,8 +323,8 @@ func specFamily(a *model.Arch) string {
 //     EAGLE-3 head's per-position rates on MT-Bench (vLLM PR #26498,
 //     K = 10: 0.74, 0.54, 0.41, 0.30, 0.22, 0.16, 0.12, 0.08, 0.05, 0.02).
 //     Public Kimi-K2.6 serving runs on 8x RTX PRO 6000 measured draft
-//     acceptance rates of 0.32-0.49 at k = 3 (K20, K23, K25 of
-//     /work/research/public_rows.md): traffic matters.
+//     acceptance rates of 0.32-0.49 at k = 3 (rows K20, K23, K25 of
+//     sim/public_spec_test.go): traffic matters.
 //   - draft: no published acceptance of a small model drafting for these
 //     families; the family's EAGLE-3 figure stands in, flagged as such (a
 //     model not trained on the target's outputs usually accepts less).

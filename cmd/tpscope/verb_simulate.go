@@ -81,13 +81,16 @@ boxes carry N requests/s within the SLO.
 Plans with DP attention run one scheduler per DP rank; --instances runs
 several engines behind --router round-robin|least-loaded. Run-time options
 are the other verbs' flags with their defaults (a stock deployment; the
-seed's settings are --nccl-proto LL --p2p-level SYS). Not modelled:
-speculative decoding, asynchronous scheduling, DCP with prefill.`,
+seed's settings are --nccl-proto LL --p2p-level SYS). With --spec, a
+decoding request schedules 1 + K tokens a step and gains 1 + A, A drawn
+per request and step from the acceptance: TPOT is a distribution. Not
+modelled: asynchronous scheduling, DCP with prefill.`,
 	Example: `tpscope simulate --model kimi-k2.5 --tp 8 --kv-dtype fp8 --qps 0.5,1,2,3 --isl 1024 --osl 256 --slo-ttft-ms 2000 --slo-tpot-ms 50 --plot latency.png
 tpscope simulate --model glm-5-nvfp4 --dense-dsa --kv-dtype bf16 --concurrency 1,8,64 --isl 100 --osl 1000 --output markdown
 tpscope simulate --model kimi-k2.5 --kv-dtype fp8 --sweep-qps --isl 2000 --isl-dist lognormal --isl-spread 0.5 --osl 300 --duration 600 --slo-ttft-ms 2000 --slo-tpot-ms 50
 tpscope simulate --model deepseek-v3 --topo h200-nvswitch --sweep-qps --for-qps 50 --isl 1024 --osl 256 --slo-ttft-ms 2000 --slo-tpot-ms 50 --pareto pareto.png --report capacity.html
 tpscope simulate --model deepseek-v3 --topo h200-nvswitch --compare vllm-bench-result.json --serving-overheads overheads.json
+tpscope simulate --model kimi-k2.5 --kv-dtype fp8 --spec eagle3 --concurrency 1,8 --isl 1024 --osl 256
 tpscope simulate --model kimi-k2.5 --topo h200-nvswitch --requests-file mooncake_trace.jsonl --replay-qps 0.5,1`,
 	New: func() Options { return newSimulateOptions() },
 }
