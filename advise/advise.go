@@ -230,6 +230,9 @@ type Row struct {
 	Change Delta `json:"change"`
 	// Sweep over batch x context (nil when not swept).
 	Sweep *EntrySweep `json:"sweep,omitempty"`
+	// Spec: a speculative entry's break-even acceptance and where it
+	// pays (advise_spec.go).
+	Spec *SpecAdvice `json:"spec,omitempty"`
 }
 
 // SweepCell is one (batch, context) of an entry's sweep.
@@ -497,6 +500,7 @@ func Advise(in Input) (*Advice, error) {
 			adv.Rows[i].Sweep = sw
 		}
 	}
+	adviseSpec(adv, in, &ev, b)
 	sort.SliceStable(adv.Rows, func(i, j int) bool {
 		a, b := &adv.Rows[i], &adv.Rows[j]
 		if (a.Error == "") != (b.Error == "") {

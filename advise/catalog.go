@@ -104,8 +104,11 @@ type CatalogOptions struct {
 	// serving-facts.md).
 	MTPTokens int
 	// MTPAcceptFrac is the acceptance probability of one MTP token
-	// (default sim.DefaultOptions's).
+	// (0: the scenario's acceptance, or the method's default).
 	MTPAcceptFrac float64
+	// SpecTokens is the draft tokens of the other speculative entries
+	// (default DefaultSpecTokens; catalog_spec.go).
+	SpecTokens int
 	// Topologies are the preset boxes the "box" entries move to (default
 	// rtxpro6000-switch and h200-nvswitch).
 	Topologies []string
@@ -119,7 +122,7 @@ var DefaultCatalogTopologies = []string{"rtxpro6000-switch", "h200-nvswitch"}
 // custom all-reduce rule, no fusion, no overlap. Plan, workload, box,
 // memory utilization and attention backend are kept.
 func Stock(c sim.Scenario) sim.Scenario {
-	o := sim.Options{MTPAcceptFrac: c.Options.MTPAcceptFrac, GPUMemUtilFrac: c.Options.GPUMemUtilFrac,
+	o := sim.Options{MTPAcceptFrac: c.Options.MTPAcceptFrac, SpecAccept: c.Options.SpecAccept, GPUMemUtilFrac: c.Options.GPUMemUtilFrac,
 		AttentionBackend: c.Options.AttentionBackend}
 	c.Options = o
 	return c
@@ -129,9 +132,6 @@ func Stock(c sim.Scenario) sim.Scenario {
 func Catalog(o CatalogOptions) []Entry {
 	if o.MTPTokens <= 0 {
 		o.MTPTokens = 1
-	}
-	if o.MTPAcceptFrac <= 0 {
-		o.MTPAcceptFrac = sim.DefaultOptions().MTPAcceptFrac
 	}
 	if o.Topologies == nil {
 		o.Topologies = DefaultCatalogTopologies
@@ -260,33 +260,8 @@ func Catalog(o CatalogOptions) []Entry {
 			},
 			Sweep: true,
 		},
-		{
-			Name: "mtp", Title: fmt.Sprintf("MTP speculative decoding (%d token, acceptance %.2f)", o.MTPTokens, o.MTPAcceptFrac), Kind: "speculative",
-			Enabled: func(c sim.Scenario) bool { return c.Workload.SpecTokens > 0 },
-			Apply: func(c sim.Scenario) (sim.Scenario, error) {
-				if c.Arch.MTPLayers == 0 {
-					return c, fmt.Errorf("%s has no MTP layer (num_nextn_predict_layers = 0)", c.Arch.Name)
-				}
-				c.Workload.SpecTokens = o.MTPTokens
-				c.Options.MTPAcceptFrac = o.MTPAcceptFrac
-				return c, nil
-			},
-			Revert: func(c sim.Scenario) (sim.Scenario, error) {
-				c.Workload.SpecTokens = 0
-				return c, nil
-			},
-			Check: func(c sim.Scenario) Applicability {
-				if c.Arch.MTPLayers == 0 {
-					return Applicability{Status: NotApplicable, Reason: fmt.Sprintf("%s has no MTP layer: config num_nextn_predict_layers = 0 (a separate draft model would be needed)", c.Arch.Name)}
-				}
-				return Applicability{Status: Applies, Reason: fmt.Sprintf("%d MTP layer(s) in the checkpoint; acceptance %.2f is an input (DeepSeek-V3 report: 85-90 %%)", c.Arch.MTPLayers, o.MTPAcceptFrac)}
-			},
-			HowTo: func(sim.Scenario) How {
-				return How{Engine: []string{fmt.Sprintf(`--speculative-config '{"method":"deepseek_mtp","num_speculative_tokens":%d}'`, o.MTPTokens)}}
-			},
-			Sweep: true,
-		},
 	}
+	entries = append(entries, specEntries(o)...)
 	for _, name := range o.Topologies {
 		entries = append(entries, topoEntry(name))
 	}

@@ -65,6 +65,14 @@ func TestCatalogApplicability(t *testing.T) {
 		// Kimi-K2.5: num_nextn_predict_layers 0; DeepSeek-V3: 1.
 		{"mtp", seed, NotApplicable},
 		{"mtp", ds, Applies},
+		// Kimi-K2.5 has a built-in EAGLE-3 head and draft model; the draft
+		// model's acceptance is a stand-in figure; host drafting depends
+		// on the traffic; DeepSeek-V3 has no built-in head.
+		{"spec-eagle3", seed, Applies},
+		{"spec-draft", seed, Conditional},
+		{"spec-ngram", seed, Conditional},
+		{"spec-suffix", seed, Conditional},
+		{"spec-eagle3", ds, NotApplicable},
 		// 384 experts over 8 ranks: 48 each.
 		{"expert-parallel", seed, Applies},
 		{"dp-attn-ep", seed, Applies},
@@ -147,6 +155,10 @@ func TestCatalogApplyRevert(t *testing.T) {
 	base.Arch = mustPreset(t, "deepseek-v3")
 	for _, e := range Catalog(CatalogOptions{}) {
 		t.Run(e.Name, func(t *testing.T) {
+			base := base
+			if e.Name == "spec-eagle3" || e.Name == "spec-draft" {
+				base.Arch = mustPreset(t, "kimi-k2.5-nvfp4") // the family with built-in drafters
+			}
 			if e.Enabled(base) {
 				t.Fatal("enabled on the stock configuration")
 			}

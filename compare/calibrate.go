@@ -13,13 +13,16 @@ import (
 	"github.com/tpscope/tpscope/traces"
 )
 
-// Calibration of a topology from measured spans, in four parts: samples.go
-// collects the even steps' samples (measured op times with the prior cost
-// the prediction gave each op), fit_compute.go fits the kernel floors, the
+// Calibration of a topology from measured spans: samples.go collects the
+// fitted steps' samples (measured op times with the prior cost the
+// prediction gave each op), fit_compute.go fits the kernel floors, the
 // compute efficiencies per kernel family (calibrate.Compute) and the eager
-// launch cost, fit_collective.go the collectives' latency and bandwidth
-// (calibrate.Collective), and holdout.go reports the prediction error on the
-// held-out odd steps before and after.
+// launch cost, and select.go fits the collectives' latency and bandwidth
+// (calibrate.Collective) and keeps, part by part, only what the held-out
+// steps support, then measures the held-out error before and after
+// (holdout.go). The held-out steps are the odd steps of the traces
+// fitted (on the even ones), or, with CalibrateOptions.HoldOut, every step
+// of other traces (the fit then uses every step of its own).
 
 // CalibrateOptions configure Calibrate. The zero value calibrates the
 // scenarios recorded in the traces, starting from their topology.
@@ -29,6 +32,13 @@ type CalibrateOptions struct {
 	// (RFC 3339; "" = now, UTC).
 	Source, Created string
 	Fit             calibrate.ComputeOptions
+	// HoldOut, when not empty, are traces only evaluated, never fitted
+	// (another load of the same box: fit on batch 1, judge on batch 32),
+	// each predicted with the scenario HoldOutScenarios gives it (its
+	// recorded one, or HoldOutScenarios.Default); every step of the
+	// fitted traces is then fitted.
+	HoldOut          []*traces.Result
+	HoldOutScenarios Scenarios
 }
 
 // Calibration is the result of Calibrate.
@@ -39,27 +49,55 @@ type Calibration struct {
 	Scenarios []sim.Scenario `json:"scenarios,omitempty"`
 	// From says, per scenario, where its fields came from
 	// (ScenarioReport.From).
-	From     []string                    `json:"from,omitempty"`
+	From []string `json:"from,omitempty"`
+	// Program is one line saying how the traces' program differs from
+	// the schedule they are predicted with — predicted ops never
+	// measured, kernel time placed on no op — said before any fit; ""
+	// when it does not.
+	Program string `json:"program,omitempty"`
+	// Families and Device are the fitted parameters kept (the held-out
+	// steps support them: Choices); Coll the collectives' kept.
 	Families []calibrate.FamilyFit       `json:"families"`
 	Device   calibrate.DeviceFit         `json:"device"`
 	Coll     []topology.CollectiveParams `json:"collectives,omitempty"`
-	// ComputeSamples and CollSamples count the fit samples (even steps).
+	// Choices lists every parameter fitted, kept or left at its prior,
+	// with the held-out figures that decided it.
+	Choices []ParamChoice `json:"choices"`
+	// ComputeSamples and CollSamples count the fit samples.
 	ComputeSamples int `json:"compute_samples"`
 	CollSamples    int `json:"collective_samples"`
 	FitSteps       int `json:"fit_steps"`
+	// HeldOutTraces: the held-out steps are other traces' (HoldOut), not
+	// the fitted traces' odd steps.
+	HeldOutTraces bool `json:"held_out_traces,omitempty"`
 	// Before and After: held-out error over all scenarios (the op errors
 	// of every scenario's units together; StepErrPct the mean of the
 	// scenarios' signed step errors). PerScenario has each one's.
 	Before      HoldOut            `json:"before"`
 	After       HoldOut            `json:"after"`
 	PerScenario []ScenarioHoldOuts `json:"per_scenario,omitempty"`
+	// Worse: the held-out op RMS error or |step error| is larger after
+	// than before. The calibrated box then predicts worse than the prior
+	// one: a caller must not write it unless told to (calibrate --force).
+	Worse bool `json:"worse"`
 	// Notes say what could not be fitted and why.
 	Notes    []string           `json:"notes,omitempty"`
 	Topology *topology.Topology `json:"-"`
 }
 
-func even(step int) bool { return step >= 0 && step%2 == 0 }
-func odd(step int) bool  { return step >= 0 && step%2 == 1 }
+// WorseError says how the held-out figures got worse, both before and
+// after ("" when they did not).
+func (c *Calibration) WorseError() string {
+	if !c.Worse {
+		return ""
+	}
+	return fmt.Sprintf("the calibrated box predicts the held-out steps worse than the prior: op RMS error %.1f %% -> %.1f %%, step error %+.1f %% -> %+.1f %%",
+		c.Before.OpRMSErrPct, c.After.OpRMSErrPct, c.Before.StepErrPct, c.After.StepErrPct)
+}
+
+func even(step int) bool    { return step >= 0 && step%2 == 0 }
+func odd(step int) bool     { return step >= 0 && step%2 == 1 }
+func anyStep(step int) bool { return step >= 0 }
 
 // calScenario is one scenario of a calibration with its prior prediction.
 type calScenario struct {
@@ -74,8 +112,10 @@ type calScenario struct {
 // spans may hold several scenarios (workloads, options) of one box: each
 // is predicted on the same starting topology and their samples are fitted
 // together, so a family whose ops differ in size across workloads shows
-// it. Every scenario needs at least two steps (one to fit, one to hold
-// out).
+// it. Without HoldOut every scenario needs at least two steps (one to
+// fit, one to hold out). A fitted parameter is kept only when the
+// held-out ops it prices are predicted better with it (select.go);
+// Calibration.Worse says when the held-out error still got worse.
 func Calibrate(results []*traces.Result, o CalibrateOptions) (*Calibration, error) {
 	var is issues
 	groups := groupTraces(results, &o.Scenarios, &is)
@@ -86,19 +126,44 @@ func Calibrate(results []*traces.Result, o CalibrateOptions) (*Calibration, erro
 		}
 		return nil, errors.New(msg)
 	}
-	base, scens, err := predictAll(groups, o.Topology)
+	holdout := len(o.HoldOut) > 0
+	fit, evalSteps := even, odd
+	if holdout {
+		fit, evalSteps = anyStep, anyStep
+	}
+	base, scens, err := predictAll(groups, o.Topology, fit, !holdout)
 	if err != nil {
 		return nil, err
 	}
-	c := &Calibration{}
+	evals := scens
+	if holdout {
+		hs := o.HoldOutScenarios
+		if hs.Topology == nil {
+			hs.Topology = base
+		}
+		var his issues
+		hgroups := groupTraces(o.HoldOut, &hs, &his)
+		if len(hgroups) == 0 {
+			msg := "calibrate: no span of the held-out traces belongs to a scenario"
+			if len(his.list) > 0 {
+				msg += ": " + his.list[0].Reason
+			}
+			return nil, errors.New(msg)
+		}
+		if _, evals, err = predictAll(hgroups, base, anyStep, false); err != nil {
+			return nil, err
+		}
+	}
+	c := &Calibration{HeldOutTraces: holdout}
 	for _, sc := range scens {
 		c.Scenarios = append(c.Scenarios, sc.g.sc)
 		c.From = append(c.From, sc.g.from)
-		c.FitSteps += sc.fitSteps()
+		c.FitSteps += sc.steps(fit)
 	}
 	c.Scenario = c.Scenarios[0]
+	c.Program = programLine(scens, results)
 
-	smp := collectSamples(scens)
+	smp := collectSamples(scens, fit)
 	c.ComputeSamples, c.CollSamples = len(smp.compute), smp.collCount
 	c.Notes = append(c.Notes, smp.notes...)
 
@@ -118,24 +183,32 @@ func Calibrate(results []*traces.Result, o CalibrateOptions) (*Calibration, erro
 	for _, sc := range c.Scenarios {
 		names = append(names, sc.String())
 	}
-	prov := fmt.Sprintf("trace %s (%s), %s; fit on %d even steps", source, strings.Join(names, "; "), created, c.FitSteps)
+	what := fmt.Sprintf("fit on %d even steps", c.FitSteps)
+	if holdout {
+		what = fmt.Sprintf("fit on %d steps, held out: other traces", c.FitSteps)
+	}
+	prov := fmt.Sprintf("trace %s (%s), %s; %s", source, strings.Join(names, "; "), created, what)
 
-	out, err := fitCompute(base, smp, o.Fit, prov, c)
+	sel, err := newSelector(base, evals, evalSteps, prov, c)
 	if err != nil {
 		return nil, err
 	}
-	out = fitCollectives(out, smp, prov, created, c)
+	out, err := sel.run(smp, o.Fit, created)
+	if err != nil {
+		return nil, err
+	}
 	out.Sources = append(out.Sources, "calibrated: "+prov)
 	c.Topology = out
-	if err := holdOuts(scens, out, c); err != nil {
+	if err := sel.finish(out); err != nil {
 		return nil, err
 	}
 	return c, nil
 }
 
 // predictAll predicts every group on one starting box: topo when given,
-// else the first group's; groups on other boxes are an error.
-func predictAll(groups []*group, topo *topology.Topology) (*topology.Topology, []*calScenario, error) {
+// else the first group's; groups on other boxes are an error. Each must
+// have measured ops on a step fit keeps, and, when needOdd, on an odd one.
+func predictAll(groups []*group, topo *topology.Topology, fit func(int) bool, needOdd bool) (*topology.Topology, []*calScenario, error) {
 	base := topo
 	scens := make([]*calScenario, 0, len(groups))
 	for _, g := range groups {
@@ -155,29 +228,24 @@ func predictAll(groups []*group, topo *topology.Topology) (*topology.Topology, [
 			return nil, nil, fmt.Errorf("calibrate: %s: predict: %w", sc, err)
 		}
 		cs := &calScenario{g: g, pr: pr, sched: sched, p: p, al: Align(g.traces, pr, "")}
-		if cs.fitSteps() == 0 || !cs.hasOdd() {
+		switch {
+		case needOdd && (cs.steps(fit) == 0 || cs.steps(odd) == 0):
 			return nil, nil, fmt.Errorf("calibrate: %s: need measured ops on at least one even and one odd step (fit on even, evaluate on odd); got %d aligned samples", sc, len(cs.al.Samples))
+		case cs.steps(fit) == 0:
+			return nil, nil, fmt.Errorf("calibrate: %s: no measured op aligned with the prediction (%d samples)", sc, len(cs.al.Samples))
 		}
 		scens = append(scens, cs)
 	}
 	return base, scens, nil
 }
 
-func (c *calScenario) fitSteps() int {
+// steps counts the steps keep keeps that have measured ops.
+func (c *calScenario) steps(keep func(int) bool) int {
 	steps := map[int32]bool{}
 	for _, s := range c.al.Samples {
-		if even(int(s.Step)) {
+		if keep(int(s.Step)) {
 			steps[s.Step] = true
 		}
 	}
 	return len(steps)
-}
-
-func (c *calScenario) hasOdd() bool {
-	for _, s := range c.al.Samples {
-		if odd(int(s.Step)) {
-			return true
-		}
-	}
-	return false
 }

@@ -1,6 +1,7 @@
 package compare_test
 
 import (
+	"fmt"
 	"math"
 	"strings"
 	"testing"
@@ -95,9 +96,22 @@ func TestCalibrateGraphRunFitsPerKindFloors(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The truth's floors are 3-6 us, above every per-kind prior of the
-	// catalog (at most attention's 2.74 us on SM120).
-	if tce.Device.MinKernelUsByKind != nil || !(tce.Device.MinKernelUs > 2.74) {
-		t.Errorf("eager run: floors %.3f / %v, want one device-wide floor above the 2.74 us largest prior and none per kind", tce.Device.MinKernelUs, tce.Device.MinKernelUsByKind)
+	// catalog (at most attention's 2.74 us on SM120). The device-wide
+	// floor is fitted, but every kind has a prior floor of its own, so it
+	// changes no prediction and is not written (the families' fitted
+	// ramps carry the floors: the prior's ramps are its floors).
+	deviceFit, perKind := 0.0, 0
+	for _, ch := range tce.Choices {
+		t.Logf("eager: %s", ch)
+		switch {
+		case ch.Param == "min_kernel_us":
+			deviceFit = ch.Fitted
+		case strings.HasPrefix(ch.Param, "min_kernel_us."):
+			perKind++
+		}
+	}
+	if perKind != 0 || !(deviceFit > 2.74) || tce.Device.MinKernelUsByKind != nil {
+		t.Errorf("eager run: device-wide floor fitted %.3f us, %d per-kind floors offered (%v written), want one device-wide floor above the 2.74 us largest prior and none per kind", deviceFit, perKind, tce.Device.MinKernelUsByKind)
 	}
 	if n := countNotes(tce.Notes, graphLaunchNote); n != 0 {
 		t.Errorf("eager run: %d notes %q, want none", n, graphLaunchNote)
@@ -149,5 +163,67 @@ func TestCalibrateSeveralScenarios(t *testing.T) {
 	_, err = compare.Calibrate(append(results, readSource(t, so.write(t, dir, "switch.json", other, 2, 30))), compare.CalibrateOptions{})
 	if err == nil || !strings.Contains(err.Error(), "rtxpro6000-2s") || !strings.Contains(err.Error(), "rtxpro6000-switch") {
 		t.Errorf("two boxes: error %v, want one naming both", err)
+	}
+}
+
+// TestCalibrateRefusesWorseStep: a calibration can predict every held-out
+// op better and the held-out step worse — here the dense GEMMs run 25 %
+// below the prior's memory efficiency in both traces, and in the held-out
+// one the routed experts run faster by as much, so that the prior's step
+// error is about 0: fitting the GEMMs (kept: their held-out ops improve)
+// leaves the experts' error uncompensated. Calibration.Worse must say so,
+// with both figures in WorseError.
+func TestCalibrateRefusesWorseStep(t *testing.T) {
+	sp := spec{Model: "kimi-k2.5-nvfp4", Topology: "rtxpro6000-2s", Plan: "tp8",
+		Workload: "decode b1 ctx4096 kv=bf16", Options: "cuda-graphs,executor,nccl-proto=LL,p2p-level=SYS"}
+	const memFactor = 0.75
+	slowGEMM := func(op *sim.OpResult) float64 {
+		c := op.Cost
+		return op.OverheadUs + max(c.LoopUs, c.MinKernelUs+max(c.ComputeUs, c.MemoryUs/memFactor))
+	}
+	fitTruth := func(op *sim.OpResult, _ *model.Op) float64 {
+		if op.Kind == model.KindGEMM && !op.Cost.Fused {
+			return slowGEMM(op)
+		}
+		return op.Us
+	}
+	// The experts' factor that gives back, in the held-out trace, the time
+	// the GEMMs lose: computed from the prediction, per rank 0's ops.
+	prior := newSynthTruth(t, sp, func(op *sim.OpResult, _ *model.Op) float64 { return op.Us })
+	var extra, moe float64
+	for i := range prior.pr.Ops {
+		op := &prior.pr.Ops[i]
+		switch {
+		case op.Kind == model.KindGEMM && !op.Cost.Fused:
+			extra += slowGEMM(op) - op.Us
+		case op.Kind == model.KindMoEGEMM:
+			moe += op.Us
+		}
+	}
+	f := 1 - extra/moe
+	if f < 0.3 {
+		t.Fatalf("the experts cannot give back the GEMMs' %.1f us (factor %.2f)", extra, f)
+	}
+	holdTruth := func(op *sim.OpResult, sop *model.Op) float64 {
+		if op.Kind == model.KindMoEGEMM {
+			return op.Us * f
+		}
+		return fitTruth(op, sop)
+	}
+	dir := t.TempDir()
+	fit := readSource(t, newSynthTruth(t, sp, fitTruth).write(t, dir, "fit.json", sp, 2, 41))
+	hold := readSource(t, newSynthTruth(t, sp, holdTruth).write(t, dir, "hold.json", sp, 2, 42))
+	tc, err := compare.Calibrate([]*traces.Result{fit}, compare.CalibrateOptions{HoldOut: []*traces.Result{hold}, Created: "2026-12-06T00:00:00Z"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("held out: op RMS %.2f %% -> %.2f %%, step %+.2f %% -> %+.2f %%", tc.Before.OpRMSErrPct, tc.After.OpRMSErrPct, tc.Before.StepErrPct, tc.After.StepErrPct)
+	if !(tc.After.OpRMSErrPct < tc.Before.OpRMSErrPct) || !(math.Abs(tc.After.StepErrPct) > math.Abs(tc.Before.StepErrPct)+compare.HeldOutTolerancePts) {
+		t.Fatalf("the case does not make ops better and the step worse")
+	}
+	msg := tc.WorseError()
+	if !tc.Worse || !strings.Contains(msg, fmt.Sprintf("%+.1f %% -> %+.1f %%", tc.Before.StepErrPct, tc.After.StepErrPct)) ||
+		!strings.Contains(msg, fmt.Sprintf("%.1f %% -> %.1f %%", tc.Before.OpRMSErrPct, tc.After.OpRMSErrPct)) {
+		t.Errorf("worse %v, message %q: want both figures", tc.Worse, msg)
 	}
 }

@@ -3,12 +3,12 @@ package compare
 import (
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 
 	"github.com/tpscope/tpscope/calibrate"
 	"github.com/tpscope/tpscope/internal/stats"
 	"github.com/tpscope/tpscope/sim"
-	"github.com/tpscope/tpscope/topology"
 	"github.com/tpscope/tpscope/traces"
 	"github.com/tpscope/tpscope/traces/schema"
 )
@@ -18,29 +18,45 @@ import (
 // kernel's median, ~1-2 %, with margin).
 const sizeResidualNotePct = 5
 
-// fitCompute fits the device's floors, its compute families and (from
-// eager runs) the host launch cost, and returns base with them applied.
+// The compute fit comes in three parts the calibration offers one by
+// one to the held-out steps (select.go): the floors (fitFloors), the
+// families fitted on top of the floors kept (fitFamilies), and, from eager
+// runs, the host launch cost (fitLaunchEager).
 //
 // The floor first: ops the prior prices at the minimum kernel time say
 // what the floor is, and the families are then fitted on top of the
 // fitted floor (a floor left at its prior would push the memory or
 // compute efficiency of a family's small kernels down to explain their
 // time, and mis-price its large ones).
-func fitCompute(base *topology.Topology, smp *samples, fo calibrate.ComputeOptions, prov string, c *Calibration) (*topology.Topology, error) {
-	comp := smp.compute
-	c.Device.MinKernelUs, c.Device.MinKernelUsByKind = fitMinKernel(comp, &c.Notes)
-	if len(smp.eager) > 0 && c.Device.MinKernelUsByKind != nil {
+
+// fitFloors fits the device-wide floor and, from CUDA-graph runs, the
+// per-kind floors.
+func fitFloors(smp *samples, notes *[]string) (float64, map[string]float64) {
+	device, byKind := fitMinKernel(smp.compute, notes)
+	if len(smp.eager) > 0 && byKind != nil {
 		// Eager: a kernel's measured interval also holds the host's delay
 		// between its start event and its launch, longest for the kinds
 		// with the slowest launch path (cuBLAS); per-kind floors would
 		// count that host time twice (once in launch_eager_us). Graph runs
 		// measure device time only.
-		c.Device.MinKernelUsByKind = nil
-		c.Notes = append(c.Notes, "eager run: one device-wide min_kernel_us (per-kind floors are fitted from CUDA-graph runs only)")
+		byKind = nil
+		*notes = append(*notes, "eager run: one device-wide min_kernel_us (per-kind floors are fitted from CUDA-graph runs only)")
+	}
+	return device, byKind
+}
+
+// fitFamilies fits every compute family's efficiencies on top of the
+// floors dev keeps (a kind's own, else the device-wide one, else the
+// prior's).
+func fitFamilies(smp *samples, dev calibrate.DeviceFit, fo calibrate.ComputeOptions, notes *[]string) ([]calibrate.FamilyFit, error) {
+	comp := slices.Clone(smp.compute)
+	if len(comp) == 0 {
+		*notes = append(*notes, "no compute op measured: efficiencies keep their priors")
+		return nil, nil
 	}
 	for i := range comp {
 		tied := floorIsRamp(&comp[i].Cost)
-		if f, ok := c.Device.MinKernelUsByKind[string(comp[i].Family.Kind)]; ok {
+		if f, ok := dev.MinKernelUsByKind[string(comp[i].Family.Kind)]; ok {
 			comp[i].Cost.MinKernelUs = f
 			if tied {
 				// The prior's ramp is its floor (catalog.go), and so is
@@ -48,47 +64,39 @@ func fitCompute(base *topology.Topology, smp *samples, fo calibrate.ComputeOptio
 				// fitted on top of both.
 				comp[i].Cost.RampUs = f
 			}
-		} else if c.Device.MinKernelUs > 0 {
-			comp[i].Cost.MinKernelUs = c.Device.MinKernelUs
+		} else if dev.MinKernelUs > 0 {
+			comp[i].Cost.MinKernelUs = dev.MinKernelUs
 		}
 	}
-	if len(comp) > 0 {
-		var err error
-		if c.Families, err = calibrate.Compute(comp, fo); err != nil {
-			return nil, fmt.Errorf("calibrate: %w", err)
-		}
-		for _, f := range c.Families {
-			for _, sz := range f.Sizes {
-				if sz.Samples >= 5 && math.Abs(sz.MedianErrPct) > sizeResidualNotePct {
-					c.Notes = append(c.Notes, fmt.Sprintf("%s ops of %g-%g us (%d samples): the fitted efficiency is off by %+.1f %% (median); one efficiency per family cannot follow size", f.Family, sz.LoUs, sz.HiUs, sz.Samples, sz.MedianErrPct))
-				}
-			}
-		}
-	} else {
-		c.Notes = append(c.Notes, "no compute op measured: efficiencies keep their priors")
-	}
-	if len(smp.eager) > 0 {
-		c.Device.LaunchEagerUs = fitLaunchEager(smp.eager, &c.Notes)
-	} else {
-		c.Notes = append(c.Notes, "CUDA-graph run: host launch cost per kernel not fitted")
-	}
-	out, err := calibrate.ApplyCompute(base, c.Families, c.Device, prov)
+	fams, err := calibrate.Compute(comp, fo)
 	if err != nil {
 		return nil, fmt.Errorf("calibrate: %w", err)
 	}
-	return out, nil
+	return fams, nil
+}
+
+// sizeNotes says where one efficiency per family cannot follow the ops'
+// sizes.
+func sizeNotes(fams []calibrate.FamilyFit, notes *[]string) {
+	for _, f := range fams {
+		for _, sz := range f.Sizes {
+			if sz.Samples >= 5 && math.Abs(sz.MedianErrPct) > sizeResidualNotePct {
+				*notes = append(*notes, fmt.Sprintf("%s ops of %g-%g us (%d samples): the fitted efficiency is off by %+.1f %% (median); one efficiency per family cannot follow size", f.Family, sz.LoUs, sz.HiUs, sz.Samples, sz.MedianErrPct))
+			}
+		}
+	}
 }
 
 // fitLaunchEager estimates the host launch cost per kernel from the op
-// spans' schema.AttrHostLaunchUs on even steps (median) of eager traces (under CUDA
+// spans' schema.AttrHostLaunchUs on the fitted steps (median) of eager traces (under CUDA
 // graphs the host launches the graph, not the kernels); 0 (the prior
 // stands) when fewer than 10 spans carry it.
-func fitLaunchEager(trs [][]traces.Span, notes *[]string) float64 {
+func fitLaunchEager(trs [][]traces.Span, fit func(step int) bool, notes *[]string) float64 {
 	var v []float64
 	for _, tr := range trs {
 		for i := range tr {
 			s := &tr[i]
-			if s.OpID == "" || !even(s.Step) {
+			if s.OpID == "" || !fit(s.Step) {
 				continue
 			}
 			if x, ok := s.Attr(string(schema.AttrHostLaunchUs)); ok {

@@ -1,14 +1,13 @@
 package compare
 
 import (
-	"fmt"
 	"math"
 
 	"github.com/tpscope/tpscope/sim"
-	"github.com/tpscope/tpscope/topology"
 )
 
-// HoldOut is the prediction error on the held-out (odd) steps.
+// HoldOut is the prediction error on the held-out steps (the odd steps
+// of the fitted traces, or every step of the held-out traces).
 type HoldOut struct {
 	Steps int `json:"steps"`
 	Units int `json:"units"`
@@ -24,27 +23,6 @@ type ScenarioHoldOuts struct {
 	Scenario sim.Scenario `json:"scenario"`
 	Before   HoldOut      `json:"before"`
 	After    HoldOut      `json:"after"`
-}
-
-// holdOuts reports the held-out (odd steps) error of every scenario before
-// the fit (its prior prediction) and after (predicted on out).
-func holdOuts(scens []*calScenario, out *topology.Topology, c *Calibration) error {
-	var befores, afters []*ScenarioReport
-	for _, sc := range scens {
-		before := buildReport(sc.g, sc.pr, sc.sched, sc.al, &Options{Steps: odd})
-		s := sc.g.sc
-		s.Topo = out
-		pr2, sched2, err := sim.Predict(s)
-		if err != nil {
-			return fmt.Errorf("calibrate: %s: predict with the calibrated topology: %w", s, err)
-		}
-		al2 := Align(sc.g.traces, pr2, sc.al.Mode)
-		after := buildReport(sc.g, pr2, sched2, al2, &Options{Steps: odd})
-		befores, afters = append(befores, before), append(afters, after)
-		c.PerScenario = append(c.PerScenario, ScenarioHoldOuts{Scenario: sc.g.sc, Before: holdOut(before), After: holdOut(after)})
-	}
-	c.Before, c.After = holdOut(befores...), holdOut(afters...)
-	return nil
 }
 
 // holdOut is the held-out error over one or several scenarios: op

@@ -53,7 +53,7 @@ func WritePlot(path string, r *Report) error {
 		plots[i] = []*plot.Plot{sc, bars}
 	}
 	dc := draw.New(canvas)
-	tiles := draw.Tiles{Rows: rows, Cols: 2, PadX: vg.Millimeter * 4, PadY: vg.Millimeter * 4, PadTop: vg.Millimeter * 2, PadBottom: vg.Millimeter * 2, PadLeft: vg.Millimeter * 2, PadRight: vg.Millimeter * 2}
+	tiles := draw.Tiles{Rows: rows, Cols: 2, PadX: vg.Millimeter * 10, PadY: vg.Millimeter * 6, PadTop: vg.Millimeter * 4, PadBottom: vg.Millimeter * 2, PadLeft: vg.Millimeter * 3, PadRight: vg.Millimeter * 3}
 	cs := plot.Align(plots, tiles, dc)
 	for i := range plots {
 		for j := range plots[i] {
@@ -63,9 +63,32 @@ func WritePlot(path string, r *Report) error {
 	return saveCanvas(path, canvas)
 }
 
+// titleChars is about what one line of a panel's title holds (a 7-inch
+// panel at gonum's 12-point title font); a longer title runs into the
+// next panel.
+const titleChars = 80
+
+// wrapTitle breaks a title at spaces into lines of at most n characters
+// (a word longer than n keeps its own line).
+func wrapTitle(s string, n int) string {
+	var lines []string
+	line := ""
+	for _, w := range strings.Fields(s) {
+		if line != "" && len(line)+1+len(w) > n {
+			lines = append(lines, line)
+			line = ""
+		}
+		if line != "" {
+			line += " "
+		}
+		line += w
+	}
+	return strings.Join(append(lines, line), "\n")
+}
+
 func scatterPlot(sr *ScenarioReport) (*plot.Plot, error) {
 	p := plot.New()
-	p.Title.Text = fmt.Sprintf("%s: predicted vs measured per op", sr.Scenario)
+	p.Title.Text = wrapTitle(fmt.Sprintf("%s: predicted vs measured per op", sr.Scenario), titleChars)
 	p.X.Label.Text = "measured median us (log)"
 	p.Y.Label.Text = "predicted us (log)"
 	p.X.Scale, p.Y.Scale = plot.LogScale{}, plot.LogScale{}
@@ -114,7 +137,7 @@ func scatterPlot(sr *ScenarioReport) (*plot.Plot, error) {
 
 func kindBars(sr *ScenarioReport) (*plot.Plot, error) {
 	p := plot.New()
-	p.Title.Text = fmt.Sprintf("per kind, us per step (step: predicted %.0f, measured %.0f us)", sr.Step.PredictedUs, sr.Step.MedianUs)
+	p.Title.Text = wrapTitle(fmt.Sprintf("per kind, us per step (step: predicted %.0f, measured %.0f us)", sr.Step.PredictedUs, sr.Step.MedianUs), titleChars)
 	p.Y.Label.Text = "us per step and rank"
 	pred := make(plotter.Values, len(sr.Kinds))
 	meas := make(plotter.Values, len(sr.Kinds))

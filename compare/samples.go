@@ -21,8 +21,10 @@ type samples struct {
 	collKeys  []collKey // in a fixed order
 	collCount int
 	// eager holds the traces of the scenarios that ran without CUDA
-	// graphs: their spans hold host delay (see fitCompute).
+	// graphs: their spans hold host delay (see fitCompute); fit says which
+	// of their steps are fitted.
 	eager [][]traces.Span
+	fit   func(step int) bool
 	notes []string
 }
 
@@ -32,8 +34,9 @@ type collKey struct {
 	nccl  ncclenv.Settings
 }
 
-func collectSamples(scens []*calScenario) *samples {
-	smp := &samples{coll: map[collKey][]calibrate.CollectiveSample{}}
+// collectSamples gathers the samples of the steps fit keeps.
+func collectSamples(scens []*calScenario, fit func(step int) bool) *samples {
+	smp := &samples{coll: map[collKey][]calibrate.CollectiveSample{}, fit: fit}
 	grouped, badGroup := 0, 0
 	for _, sc := range scens {
 		if !sc.g.sc.Options.CUDAGraphs {
@@ -41,7 +44,7 @@ func collectSamples(scens []*calScenario) *samples {
 		}
 		opAt := scheduleIndex(sc.pr, sc.sched)
 		for _, s := range sc.al.Samples {
-			if !even(int(s.Step)) {
+			if !fit(int(s.Step)) {
 				continue
 			}
 			u := &sc.al.Units[s.Unit]

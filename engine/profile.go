@@ -30,6 +30,8 @@ type Profile struct {
 	Graphs    CUDAGraphs     `yaml:"cuda_graphs"`
 	AllReduce CustomAR       `yaml:"custom_allreduce"`
 	DSA       DSAFacts       `yaml:"dsa"`
+	// Speculative are the speculative-decoding methods (spec.go).
+	Speculative SpecFacts `yaml:"speculative"`
 	// Unsupported lists options (as tpscope's flags name them) the engine
 	// has no implementation of; a scenario that sets one is refused.
 	Unsupported []Refusal `yaml:"unsupported"`

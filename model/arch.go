@@ -36,6 +36,10 @@ type Arch struct {
 	IndexHeadDim int // index_head_dim
 	IndexTopK    int // index_topk: tokens each query attends to
 
+	// eagle3 is set when the config is an EAGLE-3 draft head, not a model
+	// (drafter.go; IsEagle3Head); nil for a model.
+	eagle3 *eagle3Head
+
 	Quant Quant
 }
 

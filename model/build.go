@@ -36,6 +36,9 @@ type BuildOptions struct {
 	// marked graphed (NewDeployment; Schedule.Deploy). Not part of the
 	// JSON: the scenario's options carry the capture (sim.Options).
 	Graphs *GraphCapture `json:"-"`
+	// Spec is the speculative-decoding method of steps with speculative
+	// tokens (spec.go); the zero value is MTP, as before methods had names.
+	Spec Spec `json:"spec,omitzero"`
 }
 
 // MoE dispatch implementations under DP attention + EP (BuildOptions.MoEDispatch).
@@ -52,6 +55,8 @@ const (
 	gTP              // the rank's tensor-parallel (attention) group
 	gDCP             // the rank's decode-context-parallel subgroup of its TP group
 	gWorld           // all TP x DP ranks (MoE all-to-all under DP + EP)
+	gDraft           // a draft model's TP group (consecutive Spec.DraftTP ranks)
+	numGroupKinds
 )
 
 // Build lays one step of workload w on architecture a under plan p and
@@ -181,8 +186,8 @@ type buildArena struct {
 	rankShapes []MoEShape
 	ranks      [][]Op
 	sched      Schedule
-	groupsKey  [3]int // TP, DCP, world of groups
-	groups     [4][][]int
+	groupsKey  [4]int // TP, DCP, world and draft TP of groups
+	groups     [numGroupKinds][][]int
 	ids        string // the last build's op IDs, end to end (strings are immutable: shared)
 }
 
@@ -220,16 +225,22 @@ func Validate(a *Arch, p Plan, w Workload, o BuildOptions) error {
 	if a == nil {
 		return fmt.Errorf("build: nil architecture")
 	}
+	if a.IsEagle3Head() {
+		return &PlanError{What: "plan", Field: "model", Value: a.Name, Want: "a model to serve: an EAGLE-3 head drafts for one (--spec eagle3 --draft-model)"}
+	}
 	if err := p.Validate(a); err != nil {
 		return err
 	}
-	if err := w.ValidateFor(a); err != nil {
+	if err := w.Validate(); err != nil {
 		return err
 	}
 	if _, err := o.normalized(); err != nil {
 		return err
 	}
 	p, w = p.Normalized(), w.Normalized()
+	if err := validateSpec(a, p, w, o.Spec); err != nil {
+		return err
+	}
 	if p.DCP > 1 && w.Phase != Decode {
 		return &PlanError{What: "plan", Field: "dcp", Value: strconv.Itoa(p.DCP), Want: "1 in prefill (decode context parallelism is modelled for decode only)"}
 	}
@@ -307,11 +318,11 @@ func (b *builder) build() *Schedule {
 	}
 
 	world := p.World()
-	var groups [4][][]int
+	var groups [numGroupKinds][][]int
 	if ar := b.arena; ar != nil {
 		// Groups depend on the degrees alone and are never modified:
 		// the arena keeps the last plan's.
-		if k := [3]int{p.TP, p.DCP, world}; ar.groupsKey != k || ar.groups[gWorld] == nil {
+		if k := [4]int{p.TP, p.DCP, world, b.draftTP}; ar.groupsKey != k || ar.groups[gWorld] == nil {
 			ar.groupsKey, ar.groups = k, b.groups(world)
 		}
 		groups = ar.groups
@@ -406,10 +417,13 @@ type builder struct {
 	// end (one allocation instead of one per op).
 	idBuf []byte
 	idEnd []int
-	// mods are the modules laid so far; pass is the MTP draft pass being
+	// mods are the modules laid so far; pass is the draft pass being
 	// laid (-1: the main model).
 	mods Modules
 	pass int
+	// draftTP is the draft model's TP group size (0: none, or the
+	// target's); its collectives are laid over gDraft groups.
+	draftTP int
 
 	// The block being laid: its attention or MoE quantities, computed once
 	// when the block starts (attnDims, moeDims).
@@ -427,10 +441,10 @@ func (b *builder) estimateOps() int {
 }
 
 func (b *builder) mtpSteps() int {
-	if b.a.MTPLayers == 0 {
+	if b.a.MTPLayers == 0 || b.o.Spec.MethodFor(b.w) != SpecMTP {
 		return 0
 	}
-	return b.w.SpecTokens
+	return b.o.Spec.DraftSteps(b.w)
 }
 
 // noteIteration records the mixed iteration built (BuildIteration) on s.
@@ -445,7 +459,7 @@ func (b *builder) noteIteration(s *Schedule) {
 // every collective of the template spans one group of all the ranks
 // (groups of a kind are the same slice on every rank exactly when the
 // kind's group size is the world; see groups).
-func (b *builder) ranksAlike(groups [4][][]int, world int) bool {
+func (b *builder) ranksAlike(groups [numGroupKinds][][]int, world int) bool {
 	for _, k := range b.kinds {
 		if k != gNone && len(groups[k][0]) != world {
 			return false
@@ -474,8 +488,8 @@ func grow[T any](s []T, n int) []T {
 
 // groups returns, per group kind, each rank's sorted member list. Members
 // of one group share one slice; callers must not modify Op.Group.
-func (b *builder) groups(world int) [4][][]int {
-	var g [4][][]int
+func (b *builder) groups(world int) [numGroupKinds][][]int {
+	var g [numGroupKinds][][]int
 	tp, dcp := b.p.TP, b.p.DCP
 	mk := func(size int) [][]int {
 		per := make([][]int, world)
@@ -493,6 +507,10 @@ func (b *builder) groups(world int) [4][][]int {
 	g[gTP] = mk(tp)
 	g[gDCP] = mk(dcp)
 	g[gWorld] = mk(world)
+	g[gDraft] = g[gTP]
+	if b.draftTP > 0 && b.draftTP != tp {
+		g[gDraft] = mk(b.draftTP)
+	}
 	return g
 }
 
@@ -502,6 +520,16 @@ type site struct {
 	prefix string
 	layer  int
 	mtp    bool
+	// pass is the block of every op of a draft pass ("mtp", "eagle",
+	// "draft"), "" in the main model.
+	pass string
+	// first: the first draft pass of a step (over every verified token);
+	// eagleIn: the EAGLE-3 head's layer, whose attention reads the
+	// concatenated embedding and hidden state (2 x hidden).
+	first, eagleIn bool
+	// logits is the tokens a draft pass's head computes logits for (0:
+	// logitTokens' default).
+	logits int64
 	tokens int64 // tokens through this layer
 	seqs   int64 // sequences whose cache attention reads
 	// prefill: attention in the non-absorbed causal form over the prompt
@@ -539,6 +567,9 @@ func (b *builder) siteConds(s *site) *site {
 		c |= CondMTP
 	} else {
 		c |= CondMain
+	}
+	if s.first {
+		c |= CondFirstPass
 	}
 	switch it := b.it; {
 	case it != nil:
@@ -591,6 +622,9 @@ func (b *builder) block(s *site, m ModuleKind, tbl []Slot) {
 // condition of its When holds, CondActQuant meaning the next slot's
 // Linear is present with FP8 block-scaled weights.
 func (b *builder) present(s *site, tbl []Slot, i int) bool {
+	if tbl[i].Role == RoleQANorm && b.a.QLoraRank == 0 {
+		return false // no query LoRA (q_lora_rank null): no query latent to normalize
+	}
 	w := tbl[i].When
 	if w&CondActQuant != 0 {
 		if i+1 >= len(tbl) || !b.present(s, tbl, i+1) {
@@ -625,8 +659,8 @@ func (b *builder) close(i int) {
 // is valid until the next op.
 func (b *builder) op(s *site, r Role, kind OpKind) *Op {
 	blk := r.Block()
-	if s.mtp {
-		blk = "mtp"
+	if s.pass != "" {
+		blk = s.pass
 	}
 	b.idBuf = append(b.idBuf, s.prefix...)
 	b.idBuf = append(b.idBuf, r...)
@@ -649,28 +683,15 @@ func (b *builder) buildStep() {
 	}
 	b.head("", -1, false, b.tokens, main)
 
-	// MTP draft passes (vLLM v1 spec_decode/eagle.py proposer): the first
-	// pass runs over every token the target model just processed, the
-	// following SpecTokens-1 passes over one token per sequence.
-	mtpD := func(c Component) Dtype { return a.Quant.mtpDtype(c) }
-	for i := 0; i < b.mtpSteps(); i++ {
-		t := int64(b.bg)
-		if i == 0 {
-			t = b.tokens
-		}
-		pre := "mtp.s" + strconv.Itoa(i) + "."
-		ml := a.Layers + i%a.MTPLayers
-		b.pass = i
-		s := b.siteConds(&site{prefix: pre, layer: ml, mtp: true, tokens: t, seqs: int64(b.bg), dtype: mtpD,
-			prefill: b.w.Phase == Prefill && i == 0})
-		pass := b.open(ModMTP, s)
-		b.embed(pre, ml, true, t, mtpD)
-		b.block(s, "", mtpTable)
-		b.layer(s, false)
-		b.head(pre, ml, true, t, mtpD)
-		b.close(pass)
+	b.specPasses()
+}
+
+// mtpPass is the pass block of an MTP site ("" in the main model).
+func mtpPass(mtp bool) string {
+	if mtp {
+		return "mtp"
 	}
-	b.pass = -1
+	return ""
 }
 
 // layerPrefixes are the prefixes of the first layers, made once: a
@@ -698,14 +719,14 @@ func layerPrefixOf(l int) string {
 
 // embed lays the embedding of t tokens (embeddingTable).
 func (b *builder) embed(pre string, layer int, mtp bool, t int64, dt func(Component) Dtype) {
-	b.block(b.siteConds(&site{prefix: pre, layer: layer, mtp: mtp, tokens: t, dtype: dt}), ModEmbedding, embeddingTable)
+	b.block(b.siteConds(&site{prefix: pre, layer: layer, mtp: mtp, pass: mtpPass(mtp), tokens: t, dtype: dt}), ModEmbedding, embeddingTable)
 }
 
 // head lays the head of t tokens (headTable); logits are computed for
 // b.outTokens in the main model and one token per sequence in a draft
 // pass.
 func (b *builder) head(pre string, layer int, mtp bool, t int64, dt func(Component) Dtype) {
-	b.block(b.siteConds(&site{prefix: pre, layer: layer, mtp: mtp, tokens: t, dtype: dt}), ModLMHead, headTable)
+	b.block(b.siteConds(&site{prefix: pre, layer: layer, mtp: mtp, pass: mtpPass(mtp), tokens: t, dtype: dt}), ModLMHead, headTable)
 }
 
 // layer lays one decoder layer: attention and the MoE block or dense MLP.
@@ -744,9 +765,17 @@ func (b *builder) fill(s *site, op *Op, r Role) {
 	case RoleFinalNorm, RoleSharedHeadNorm:
 		b.norm(op, t, a.Hidden, false)
 	case RoleLMHead:
-		b.gemm(op, b.logitTokens(s), int64(ceilDiv(a.Vocab, p.TP)), h, 1, s.dtype(CompLMHead))
+		b.gemm(op, b.logitTokens(s), int64(ceilDiv(b.headVocab(), p.TP)), h, 1, s.dtype(CompLMHead))
 	case RoleLogitsAllGather:
-		out, vloc := b.logitTokens(s), int64(ceilDiv(a.Vocab, p.TP))
+		out, vloc := b.logitTokens(s), int64(ceilDiv(b.headVocab(), p.TP))
+		if a.IsEagle3Head() {
+			// vLLM's EAGLE-3 DeepSeek head (LocalArgmaxMixin) gathers each
+			// rank's argmax (an fp32 value and an int64 index per token),
+			// not its logits.
+			b.collective(op, gTP, AllGather, out*12*int64(p.TP))
+			op.BytesRead = float64(out * vloc * actBytes)
+			break
+		}
 		b.collective(op, gTP, AllGather, out*vloc*int64(p.TP)*actBytes)
 		op.BytesRead = float64(out * vloc * actBytes)
 
@@ -759,6 +788,8 @@ func (b *builder) fill(s *site, op *Op, r Role) {
 
 	case RoleMLPPostAttnNorm, RoleMoEPostAttnNorm:
 		b.norm(op, t, a.Hidden, true)
+	case RoleEagleFC, RoleEagleENorm, RoleEagleHNorm, RoleSpecRejectSample:
+		b.fillSpec(s, op, r)
 	case RoleMLPAct:
 		siluMul(op, float64(t), int64(a.Intermediate/p.TP))
 
@@ -778,6 +809,9 @@ func (b *builder) fill(s *site, op *Op, r Role) {
 // step's (b.outTokens) in the main model, one per sequence in a draft
 // pass.
 func (b *builder) logitTokens(s *site) int64 {
+	if s.logits > 0 {
+		return s.logits
+	}
 	if s.mtp {
 		return int64(b.bg)
 	}
@@ -806,8 +840,18 @@ func (b *builder) linearShape(s *site, r Role) (m, n, k int64, dt Dtype) {
 	rope, nope, v := int64(a.QKRopeHeadDim), int64(a.QKNopeHeadDim), int64(a.VHeadDim)
 	switch r {
 	case RoleFusedQKVAProj:
+		if s.eagleIn {
+			// EAGLE-3's layer 0 reads [embedding, hidden] (vLLM
+			// DeepseekV2MLAAttention with input_size 2 x hidden).
+			h *= 2
+		}
 		return t, ql + kvl + rope, h, s.dtype(CompAttention)
 	case RoleQBProj:
+		if ql == 0 {
+			// No query LoRA (q_lora_rank null): vLLM's q_proj reads the
+			// hidden state.
+			return t, hl * (nope + rope), h, s.dtype(CompAttention)
+		}
 		return t, hl * (nope + rope), ql, s.dtype(CompAttention)
 	case RoleKVBProj:
 		pt := t

@@ -88,7 +88,7 @@ func TestAllReduceCount(t *testing.T) {
 	}
 }
 
-var idPattern = regexp.MustCompile(`^(L\d{2,}\.(attn|moe|mlp)\.[a-z0-9_]+|(embed|head)\.[a-z_]+|mtp\.s\d+\.(embed|attn|moe|mlp|mtp|head)\.[a-z0-9_]+)$`)
+var idPattern = regexp.MustCompile(`^(L\d{2,}\.(attn|moe|mlp)\.[a-z0-9_]+|(embed|head|spec)\.[a-z_]+|mtp\.s\d+\.(embed|attn|moe|mlp|mtp|head)\.[a-z0-9_]+|eagle\.s\d+\.(embed|attn|mlp|head|eagle)\.[a-z0-9_]+|draft\.s\d+\.(L\d{2,}\.(attn|moe|mlp)|embed|head)\.[a-z0-9_]+)$`)
 
 // TestScheduleInvariants: op IDs follow DESIGN.md's format, are unique per
 // rank and identical across ranks; every collective's group is sorted,
@@ -142,8 +142,10 @@ func TestScheduleInvariants(t *testing.T) {
 					if strings.HasPrefix(op.ID, "L") && (op.Layer < 0 || !strings.HasPrefix(op.ID, fmt.Sprintf("L%02d.%s.", op.Layer, op.Block))) {
 						t.Errorf("%s: layer %d block %s disagree with ID", op.ID, op.Layer, op.Block)
 					}
-					if strings.HasPrefix(op.ID, "mtp.") && op.Block != "mtp" {
-						t.Errorf("%s: block %q, want mtp", op.ID, op.Block)
+					for _, pass := range []string{"mtp", "eagle", "draft"} {
+						if strings.HasPrefix(op.ID, pass+".") && op.Block != pass {
+							t.Errorf("%s: block %q, want %s", op.ID, op.Block, pass)
+						}
 					}
 					if op.FLOPs < 0 || op.BytesRead < 0 || op.BytesWritten < 0 || op.WeightBytes > op.BytesRead+1e-9 || op.KVBytes > op.BytesRead+1e-9 {
 						t.Errorf("%s: bad sizes %+v", op.ID, *op)

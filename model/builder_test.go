@@ -28,7 +28,7 @@ func TestBuilderMatchesBuildWith(t *testing.T) {
 		{"tp8-dcp8", kimi, Plan{TP: 8, DCP: 8}, decode(1, 32768), BuildOptions{}, 1},
 		{"tp8-dcp2", kimi, Plan{TP: 8, DCP: 2}, decode(1, 32768), BuildOptions{}, 8},
 		{"tp4-dp2-ep", kimi, Plan{TP: 4, DP: 2, EP: true}, decode(16, 4096), BuildOptions{}, 8},
-		{"dp8-ep power-law", kimi, Plan{TP: 1, DP: 8, EP: true}, decode(64, 1024), BuildOptions{Routing: PowerLawRouting(1.2)}, 1},
+		{"dp8-ep power-law", kimi, Plan{TP: 1, DP: 8, EP: true}, decode(64, 1024), BuildOptions{Routing: powerLawRouting(1.2)}, 1},
 		{"glm tp4 dense-dsa prefill", glm, Plan{TP: 4}, Workload{Phase: Prefill, Batch: 2, Context: 512}, BuildOptions{DenseDSA: true}, 1},
 	}
 	for _, oneRank := range []bool{false, true} {

@@ -60,7 +60,7 @@ func Load(path string) (*Arch, error) {
 			return nil, &ConfigError{File: quantPath, Want: "a readable hf_quant_config.json", Err: err}
 		}
 	}
-	a, err := Parse(cfgPath, cfg, quantPath, quant)
+	a, err := parse(cfgPath, cfg, quantPath, quant)
 	if err != nil {
 		// Parse names files by base name; name the path the user gave.
 		var ce *ConfigError
@@ -102,11 +102,14 @@ func configFiles(path string) (cfgPath, quantPath string, err error) {
 // errors) and optionally of an hf_quant_config.json (quant may be nil).
 // hf_quant_config.json, when given, decides the weight quantization and the
 // KV dtype, as vLLM's ModelOpt loader does.
-func Parse(cfgName string, cfg []byte, quantName string, quant []byte) (*Arch, error) {
+func parse(cfgName string, cfg []byte, quantName string, quant []byte) (*Arch, error) {
 	cfgFile := filepath.Base(cfgName)
 	root, err := decodeObject(cfgFile, cfg)
 	if err != nil {
 		return nil, err
+	}
+	if isEagle3Config(root) {
+		return parseEagle3(cfgFile, root)
 	}
 	p := &parser{file: cfgFile}
 	mt := p.str(root, "", "model_type", true)
@@ -137,7 +140,7 @@ func Parse(cfgName string, cfg []byte, quantName string, quant []byte) (*Arch, e
 	a.Hidden = p.posInt(text, prefix, "hidden_size", maxDim)
 	a.Layers = p.posInt(text, prefix, "num_hidden_layers", maxLayers)
 	a.Heads = p.posInt(text, prefix, "num_attention_heads", maxHeads)
-	a.QLoraRank = p.posInt(text, prefix, "q_lora_rank", maxRank)
+	a.QLoraRank = p.nullablePosInt(text, prefix, "q_lora_rank", maxRank)
 	a.KVLoraRank = p.posInt(text, prefix, "kv_lora_rank", maxRank)
 	a.QKNopeHeadDim = p.posInt(text, prefix, "qk_nope_head_dim", maxHeadDim)
 	a.QKRopeHeadDim = p.posInt(text, prefix, "qk_rope_head_dim", maxHeadDim)
@@ -266,6 +269,17 @@ func (p *parser) posInt(m map[string]any, prefix, key string, max int) int {
 		return 0
 	}
 	return int(n)
+}
+
+// nullablePosInt is posInt that also accepts an explicit null as 0: a
+// config that states no value (q_lora_rank null: DeepSeek-V2-Lite and
+// Moonlight project the query directly from the hidden state). A missing
+// key is still an error.
+func (p *parser) nullablePosInt(m map[string]any, prefix, key string, max int) int {
+	if v, ok := m[key]; ok && v == nil {
+		return 0
+	}
+	return p.posInt(m, prefix, key, max)
 }
 
 func (p *parser) optInt(m map[string]any, prefix, key string, def, max int) int {

@@ -281,7 +281,7 @@ func TestParseErrors(t *testing.T) {
 			if c.quant != "" {
 				quant = []byte(c.quant)
 			}
-			_, err := Parse("dir/config.json", data, "dir/hf_quant_config.json", quant)
+			_, err := parse("dir/config.json", data, "dir/hf_quant_config.json", quant)
 			var ce *ConfigError
 			if !errors.As(err, &ce) {
 				t.Fatalf("err = %v, want *ConfigError", err)
@@ -364,7 +364,7 @@ func FuzzParse(f *testing.F) {
 		}
 	}
 	f.Fuzz(func(t *testing.T, cfg, quant []byte) {
-		a, err := Parse("config.json", cfg, "hf_quant_config.json", quant)
+		a, err := parse("config.json", cfg, "hf_quant_config.json", quant)
 		if err != nil {
 			var ce *ConfigError
 			if !errors.As(err, &ce) {

@@ -35,7 +35,7 @@
 //     aiconfigurator's MoE tables were measured under) decides each
 //     routed-expert op's MoEShape: expected rows and distinct experts on
 //     the rank, and the integer shape executors run (MoEShape.Executed).
-//   - Memory: Arch.Params, WeightMemory and KVCapacity (weights, activation
+//   - Memory: Arch.Params, Arch.WeightMemory and KVCapacity (weights, activation
 //     workspace and KV cache per GPU), and Summarize for the CLI's `model
 //     show`.
 //

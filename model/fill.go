@@ -40,7 +40,8 @@ func (b *builder) attnDims(s *site) {
 	if it := b.it; it != nil {
 		// BuildIteration: decode and prefill parts of one step.
 		dd, pt, c := int64(it.DecodeSeqs), it.PrefillTokens, int64(it.PrefillSeqs)
-		d.dTok, d.dSeqs, d.pTok, d.rTok = dd, dd, pt, dd+pt
+		dq := it.DecodeTokens() // 1 + spec tokens per decoding sequence
+		d.dTok, d.dSeqs, d.pTok, d.rTok = dq, dd, pt, dq+pt
 		kvd := float64(it.DecodeKVTokens)
 		d.causal, d.prefix = it.PrefillCausalPairs, it.PrefillPrefixPairs
 		if b.sparse {
@@ -55,14 +56,14 @@ func (b *builder) attnDims(s *site) {
 			// before it; each query writes min(keys it may see, topk)
 			// indices, the longest context of its part from the part's
 			// average.
-			d.idxT = dd + pt
-			d.idxPairs = float64(it.DecodeKVTokens) + it.PrefillCausalPairs + it.PrefillPrefixPairs
+			d.idxT = dq + pt
+			d.idxPairs = float64(it.DecodeKVTokens)*float64(1+it.SpecTokens) + it.PrefillCausalPairs + it.PrefillPrefixPairs
 			d.idxKeys = float64(it.DecodeKVTokens + it.PrefillPrefixTokens + pt)
 			var selected int64
 			if dd > 0 {
 				dk := ceilDiv64(it.DecodeKVTokens, dd)
 				d.idxN = dk
-				selected += dd * min(dk, topk)
+				selected += dq * min(dk, topk)
 			}
 			if pt > 0 {
 				pk := ceilDiv64(it.PrefillPrefixTokens+pt, c)

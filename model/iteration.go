@@ -38,6 +38,11 @@ type Iteration struct {
 	// query against every cached token of its prompt.
 	PrefillCausalPairs float64 `json:"prefill_causal_pairs"`
 	PrefillPrefixPairs float64 `json:"prefill_prefix_pairs"`
+	// SpecTokens is the speculative tokens each decoding sequence
+	// verifies in the step (1 + SpecTokens query tokens each; spec.go):
+	// the scheduler's speculative decoding, its draft passes laid after
+	// the head by the BuildOptions' Spec method. 0: none.
+	SpecTokens int `json:"spec_tokens,omitempty"`
 	// PadTokens ride along every op outside attention without belonging to
 	// a sequence: the CUDA-graph padding of the step's token count. Rope,
 	// the KV-cache write and attention see the real tokens only (vLLM
@@ -64,9 +69,13 @@ func (it *Iteration) AddChunk(tokens, prefix int) {
 	it.PrefillPrefixPairs += n * x
 }
 
-// Tokens is the number of real tokens the step computes: one per decoding
-// sequence plus every prefill token (padding excluded).
-func (it *Iteration) Tokens() int64 { return int64(it.DecodeSeqs) + it.PrefillTokens }
+// Tokens is the number of real tokens the step computes: 1 + SpecTokens
+// per decoding sequence plus every prefill token (padding excluded).
+func (it *Iteration) Tokens() int64 { return it.DecodeTokens() + it.PrefillTokens }
+
+// DecodeTokens is the decode part's query tokens: 1 + SpecTokens per
+// decoding sequence.
+func (it *Iteration) DecodeTokens() int64 { return int64(it.DecodeSeqs) * int64(1+it.SpecTokens) }
 
 // Requests is the number of sequences the step serves (decoding
 // sequences plus prompts with a chunk); vLLM computes logits for the last
@@ -109,6 +118,8 @@ func (it Iteration) Validate() error {
 			fmt.Sprintf("at least prefill_seqs (%d), 0 without chunks, at most 67108864", c))
 	case x < 0 || x > maxIterKVTokens || (c == 0 && x != 0):
 		return ierr("prefill_prefix_tokens", strconv.FormatInt(x, 10), "from 0 to 2^40, 0 without chunks")
+	case it.SpecTokens < 0 || it.SpecTokens > 16:
+		return ierr("spec_tokens", strconv.Itoa(it.SpecTokens), "an integer from 0 to 16")
 	case it.PadTokens < 0 || it.PadTokens > maxIterPadTokens:
 		return ierr("pad_tokens", strconv.Itoa(it.PadTokens), "an integer from 0 to 1048576")
 	}
@@ -140,6 +151,9 @@ func (it Iteration) String() string {
 	var b strings.Builder
 	if it.DecodeSeqs > 0 {
 		fmt.Fprintf(&b, "d%d/kv%d", it.DecodeSeqs, it.DecodeKVTokens)
+		if it.SpecTokens > 0 {
+			fmt.Fprintf(&b, "+spec%d", it.SpecTokens)
+		}
 	}
 	if it.PrefillSeqs > 0 {
 		if b.Len() > 0 {
@@ -219,16 +233,24 @@ func BuildIteration(a *Arch, p Plan, it Iteration, o BuildOptions) (*Schedule, e
 	if err := validateDCPSparse(a, p, o); err != nil {
 		return nil, err
 	}
-	// The Workload carries the KV dtype the shared layer code reads; phase
-	// decode keeps the step's sites out of the Workload prefill form.
-	w := Workload{Phase: Decode, KVDtype: it.KVDtype}
+	// The Workload carries the KV dtype the shared layer code reads and the
+	// speculative tokens the draft passes follow; phase decode keeps the
+	// step's sites out of the Workload prefill form.
+	w := Workload{Phase: Decode, KVDtype: it.KVDtype, SpecTokens: it.SpecTokens}
+	if it.SpecTokens > 0 {
+		if err := validateSpec(a, p, w, o.Spec); err != nil {
+			return nil, err
+		}
+	}
 	b := &builder{a: a, p: p, w: w, o: o, d: iterationDeployment(&it, o.Graphs), sparse: a.HasIndexer() && !o.DenseDSA,
 		kvBytes: it.KVDtype.BytesPerValue(), it: &it}
 	b.bg = it.DecodeSeqs
 	b.tokens = b.d.TokensPerGroup
-	b.outTokens = int64(it.Requests())
+	// Logits for one token per request, and for every speculative token a
+	// decoding sequence verifies.
+	b.outTokens = int64(it.Requests()) + int64(it.DecodeSeqs)*int64(it.SpecTokens)
 	s := b.build()
-	s.Workload = Workload{KVDtype: it.KVDtype}
+	s.Workload = Workload{KVDtype: it.KVDtype, SpecTokens: it.SpecTokens}
 	return s, nil
 }
 

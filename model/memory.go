@@ -54,7 +54,11 @@ func (a *Arch) layerParams() layerParams {
 	var lp layerParams
 	lp.attnReplicated = h * (ql + kvl + rope)
 	lp.kvB = kvl * nh * (nope + v)
-	lp.attnSharded = ql*nh*(nope+rope) + lp.kvB + nh*v*h
+	qin := ql // q_b_proj's input: the query latent, or the hidden state without a query LoRA
+	if ql == 0 {
+		qin = h
+	}
+	lp.attnSharded = qin*nh*(nope+rope) + lp.kvB + nh*v*h
 	lp.indexer = ql*ih*id + h*id + h*ih
 	lp.norms = 2*h + ql + kvl
 	if a.HasIndexer() {
@@ -204,16 +208,16 @@ type ComponentMemory struct {
 // under attention. Under DP attention (DP > 1) attention, indexer, dense
 // MLP, embedding and lm_head are split over the TP ranks of a DP group and
 // replicated across groups, and the shared experts are replicated.
-func WeightMemory(a *Arch, p Plan, withMTP bool) []ComponentMemory {
+func (a *Arch) WeightMemory(p Plan, withMTP bool) []ComponentMemory {
 	out := new([numWeightComponents]ComponentMemory)
 	weightMemory(out, a, p, withMTP)
 	return out[:]
 }
 
-// numWeightComponents is the length of WeightMemory's list.
+// numWeightComponents is the length of Arch.WeightMemory's list.
 const numWeightComponents = 10
 
-// weightMemory fills out with WeightMemory's list; KVCapacity passes an
+// weightMemory fills out with Arch.WeightMemory's list; KVCapacity passes an
 // array of its own, so that a sweep's memory fit does not allocate.
 func weightMemory(out *[numWeightComponents]ComponentMemory, a *Arch, p Plan, withMTP bool) {
 	p = p.Normalized()
@@ -366,13 +370,13 @@ func KVCapacity(a *Arch, p Plan, w Workload, o BuildOptions, gpuMemBytes, util f
 	if util <= 0 {
 		util = DefaultGPUMemUtilization
 	}
-	withMTP := w.SpecTokens > 0 && a.MTPLayers > 0
+	withMTP := withMTPLayers(a, w, o)
 	c := Capacity{GPUMemBytes: gpuMemBytes, Utilization: util}
 	var weights [numWeightComponents]ComponentMemory
 	weightMemory(&weights, a, p, withMTP)
-	c.WeightBytes = totalBytes(weights[:])
+	c.WeightBytes = totalBytes(weights[:]) + drafterWeightBytes(p, w, o)
 	c.ActivationBytes = activationBytes(a, p, defaultMaxBatchedTokens)
-	c.KVBytesPerToken = kvBytesPerToken(a, p, w.KVDtypeFor(a), withMTP, a.HasIndexer() && !o.DenseDSA)
+	c.KVBytesPerToken = kvBytesPerToken(a, p, w.KVDtypeFor(a), withMTP, a.HasIndexer() && !o.DenseDSA) + drafterKVBytesPerToken(w, o, w.KVDtypeFor(a))
 	left := util*gpuMemBytes - c.WeightBytes - c.ActivationBytes
 	if left <= 0 {
 		c.WeightsDoNotFitBy = -left

@@ -16,6 +16,9 @@ const (
 	ModDenseMLP      ModuleKind = "dense_mlp"      // the dense MLP block of a first_k_dense_replace layer: mlp.*
 	ModLMHead        ModuleKind = "lm_head"        // head.*: the final (or shared-head) norm, lm_head, the logits gather
 	ModMTP           ModuleKind = "mtp"            // one MTP draft pass: its embedding, mtp.enorm/hnorm/eh_proj, decoder layer and head
+	ModEagle3        ModuleKind = "eagle3"         // one EAGLE-3 draft pass: eagle.fc (first pass), its embedding, eagle.enorm/hnorm, the head's decoder layer and head
+	ModDraftPass     ModuleKind = "draft_pass"     // one pass of a draft model: its embedding, every decoder layer, its head
+	ModSpecVerify    ModuleKind = "spec_verify"    // the rejection sampler of a speculative step
 )
 
 // Module is one module of a schedule: its kind, where it sits and the ops
@@ -26,8 +29,8 @@ type Module struct {
 	// Layer is its ops' Op.Layer: the decoder layer, -1 for the main
 	// model's embedding and head, the MTP layer for a draft pass.
 	Layer int `json:"layer"`
-	// Pass is the MTP draft pass its ops belong to (mtp.s{Pass}.*), -1
-	// in the main model.
+	// Pass is the draft pass its ops belong to (mtp.s{Pass}.*,
+	// eagle.s{Pass}.*, draft.s{Pass}.*), -1 in the main model.
 	Pass int `json:"pass"`
 	// First is the index of its first op in each rank's op list, End one
 	// past its last.

@@ -65,7 +65,7 @@ func loadPresets() {
 			presetErr = err
 			return
 		}
-		a, err := Parse("preset "+name, data, "", nil)
+		a, err := parse("preset "+name, data, "", nil)
 		if err != nil {
 			presetErr = fmt.Errorf("built-in preset %s: %w", name, err)
 			return
@@ -95,6 +95,9 @@ func Preset(name string) (*Arch, error) {
 	}
 	a, ok := presetMap[name]
 	if !ok {
+		if d, ok, err := drafterPreset(name); ok || err != nil {
+			return d, err
+		}
 		return nil, fmt.Errorf("unknown model %q: want a preset (%s) or a path to a config.json or its directory",
 			name, strings.Join(PresetNames(), ", "))
 	}

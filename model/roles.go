@@ -87,8 +87,11 @@ const (
 	RoleMLPAllReduce    Role = "mlp.allreduce"      // all-reduce of down's partial sums over the TP group
 )
 
-// The head (Op.Layer -1; an MTP pass's head carries its layer) and the
-// MTP draft pass's own input ops.
+// The head (Op.Layer -1; an MTP pass's head carries its layer), and a
+// speculative step's own ops: the MTP draft pass's and the EAGLE-3 head's
+// inputs (their decoder layers, heads and embeddings reuse the roles
+// above under the pass's prefix, "mtp.s0.", "eagle.s0.") and the rejection
+// sampler after the target's head.
 const (
 	RoleFinalNorm       Role = "head.final_norm"       // the main model's final RMSNorm
 	RoleSharedHeadNorm  Role = "head.shared_head_norm" // an MTP pass's RMSNorm before its head
@@ -97,10 +100,16 @@ const (
 	RoleMTPENorm        Role = "mtp.enorm"             // MTP: RMSNorm of the draft token's embedding
 	RoleMTPHNorm        Role = "mtp.hnorm"             // MTP: RMSNorm of the previous hidden state
 	RoleMTPEHProj       Role = "mtp.eh_proj"           // MTP: concat(embedding, hidden) 2H -> H projection
+
+	RoleEagleFC          Role = "eagle.fc"              // EAGLE-3: the target's auxiliary hidden states (3 layers) projected to the head's width (first pass only)
+	RoleEagleENorm       Role = "eagle.enorm"           // EAGLE-3: RMSNorm of the draft token's embedding (input_layernorm)
+	RoleEagleHNorm       Role = "eagle.hnorm"           // EAGLE-3: RMSNorm of the carried hidden state (hidden_norm)
+	RoleSpecRejectSample Role = "spec.rejection_sample" // the rejection sampler over the verify pass's logits
 )
 
 // Block is the sub-block part of the role: "attn", "moe", "mlp", "embed",
-// "head" or "mtp" (Op.Block is "mtp" for every op of an MTP pass).
+// "head", "mtp", "eagle" or "spec" (Op.Block is "mtp", "eagle" or "draft"
+// for every op of a draft pass).
 func (r Role) Block() string {
 	if i := strings.IndexByte(string(r), '.'); i >= 0 {
 		return string(r[:i])
@@ -121,7 +130,7 @@ func (r Role) Name() string {
 // for the embedding's and the head's (Op.Layer -1 in the main model).
 func (r Role) OfLayer() bool {
 	m := r.Module()
-	return m != ModEmbedding && m != ModLMHead
+	return m != ModEmbedding && m != ModLMHead && m != ModSpecVerify
 }
 
 // Kind is the kernel family of the role's ops ("" for a string that is no

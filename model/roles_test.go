@@ -43,6 +43,20 @@ func vocabSchedules(t *testing.T) map[string]*Schedule {
 	add("deepseek iteration with prefix", s, err)
 	s, err = BuildIteration(glm, Plan{TP: 8}, it, BuildOptions{})
 	add("glm-5 iteration", s, err)
+	head, err := ResolveDrafter("kimi-k2.5-eagle3-mla")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err = BuildWith(kimi, Plan{TP: 8}, Workload{Batch: 2, Context: 300, SpecTokens: 3},
+		BuildOptions{Spec: Spec{Method: SpecEagle3, Draft: head.Ref, Drafter: head}})
+	add("kimi tp8 eagle3", s, err)
+	moon, err := ResolveDrafter("moonlight-16b-a3b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err = BuildWith(kimi, Plan{TP: 8}, Workload{Batch: 2, Context: 300, SpecTokens: 2},
+		BuildOptions{Spec: Spec{Method: SpecDraftModel, Draft: moon.Ref, Drafter: moon, DraftTP: 2}})
+	add("kimi tp8 draft tp2", s, err)
 	return out
 }
 
@@ -60,8 +74,10 @@ func TestOpsCarryTheirRoles(t *testing.T) {
 			laid[r] = true
 			prefix := strings.TrimSuffix(op.ID, string(r))
 			wantBlock := r.Block()
-			if strings.HasPrefix(op.ID, "mtp.") {
-				wantBlock = "mtp"
+			for _, pass := range []string{"mtp", "eagle", "draft"} {
+				if strings.HasPrefix(op.ID, pass+".s") {
+					wantBlock = pass
+				}
 			}
 			if prefix == op.ID || op.Name != r.Name() || op.Block != wantBlock || op.Kind != r.Kind() {
 				t.Errorf("%s: op %s (name %q, block %q, kind %s) does not follow its role %s (name %q, block %q, kind %s)",
@@ -141,7 +157,7 @@ func TestModules(t *testing.T) {
 		// their embedding and head.
 		{"deepseek mtp2", "deepseek-v3", Plan{TP: 8}, Workload{Batch: 2, Context: 100, SpecTokens: 2},
 			map[ModuleKind]int{ModEmbedding: 3, ModDecoderLayer: 63, ModAttention: 63, ModDenseMLP: 3, ModMoE: 60,
-				ModRoutedExperts: 60, ModSharedExperts: 60, ModLMHead: 3, ModMTP: 2}},
+				ModRoutedExperts: 60, ModSharedExperts: 60, ModLMHead: 3, ModMTP: 2, ModSpecVerify: 1}},
 		// 78 layers with an indexer each.
 		{"glm-5 tp8", "glm-5", Plan{TP: 8}, Workload{Batch: 1, Context: 4096},
 			map[ModuleKind]int{ModEmbedding: 1, ModDecoderLayer: 78, ModAttention: 78, ModIndexer: 78, ModDenseMLP: 3,
@@ -171,17 +187,23 @@ func checkModules(t *testing.T, s *Schedule, want map[ModuleKind]int) {
 		prev = m.First
 		for i := m.First; i < m.End; i++ {
 			op := &ops[i]
-			in := op.Layer == m.Layer && (m.Pass < 0) == !strings.HasPrefix(op.ID, "mtp.")
+			passOf := ""
+			for _, p := range []string{"mtp", "eagle", "draft"} {
+				if strings.HasPrefix(op.ID, p+".s") {
+					passOf = p
+				}
+			}
+			in := (op.Layer == m.Layer || m.Kind == ModDraftPass) && (m.Pass < 0) == (passOf == "")
 			if m.Pass >= 0 {
-				in = in && strings.HasPrefix(op.ID, fmt.Sprintf("mtp.s%d.", m.Pass))
+				in = in && strings.HasPrefix(op.ID, fmt.Sprintf("%s.s%d.", passOf, m.Pass))
 			}
 			switch m.Kind {
-			case ModDecoderLayer, ModMTP:
+			case ModDecoderLayer, ModMTP, ModEagle3, ModDraftPass:
 			case ModAttention, ModMoE:
 				// A block holds its sub-modules' ops too.
-				in = in && Table(m.Kind) != nil && hasRole(Table(m.Kind), op.Role)
+				in = in && m.Kind.Table() != nil && hasRole(m.Kind.Table(), op.Role)
 			default:
-				in = in && (op.Role.Module() == m.Kind || hasRole(Table(m.Kind), op.Role))
+				in = in && (op.Role.Module() == m.Kind || hasRole(m.Kind.Table(), op.Role))
 			}
 			if !in {
 				t.Fatalf("module %+v holds op %d %s", m, i, op.ID)
@@ -226,8 +248,8 @@ func TestOpsFollowTheTables(t *testing.T) {
 	for name, s := range vocabSchedules(t) {
 		ops := s.Ranks[0]
 		for _, m := range s.Modules {
-			tbl := Table(m.Kind)
-			if tbl == nil || m.Kind == ModMTP {
+			tbl := m.Kind.Table()
+			if tbl == nil || m.Kind == ModMTP || m.Kind == ModEagle3 {
 				continue
 			}
 			pos := -1

@@ -77,7 +77,7 @@ func Summarize(a *Arch, p Plan, w Workload, o BuildOptions, gpuMemBytes, util fl
 		util = DefaultGPUMemUtilization
 	}
 	params := a.Params()
-	withMTP := w.SpecTokens > 0 && a.MTPLayers > 0
+	withMTP := withMTPLayers(a, w, o)
 	dsa := a.HasIndexer() && !o.DenseDSA
 	s := Summary{
 		Model: a.Name, Source: a.Source, ModelType: a.ModelType, Plan: p.String(), GPUs: p.World(),
@@ -103,11 +103,15 @@ func Summarize(a *Arch, p Plan, w Workload, o BuildOptions, gpuMemBytes, util fl
 	if a.Quant.MTPExcluded {
 		s.Quant[string(CompMTP)] = string(a.Quant.Base)
 	}
-	wm := WeightMemory(a, p, withMTP)
+	wm := a.WeightMemory(p, withMTP)
 	for _, c := range wm {
 		s.WeightComponents = append(s.WeightComponents, SummaryWeight{string(c.Component), string(c.Dtype), c.Placement, c.BytesPerGPU})
 	}
 	s.WeightBytesPerGPU = totalBytes(wm)
+	if db := drafterWeightBytes(p, w, o); db > 0 {
+		s.WeightComponents = append(s.WeightComponents, SummaryWeight{"drafter (" + string(o.Spec.MethodFor(w)) + ")", string(o.Spec.Drafter.Quant.Base), "mixed", db})
+		s.WeightBytesPerGPU += db
+	}
 	s.KVBytesPerToken = map[string]float64{}
 	s.KVCapacityByDtype = map[string]int64{}
 	// KVCapacity depends on the workload only through its KV dtype and
@@ -117,7 +121,7 @@ func Summarize(a *Arch, p Plan, w Workload, o BuildOptions, gpuMemBytes, util fl
 	var c Capacity
 	found := false
 	for _, d := range KVDtypes {
-		s.KVBytesPerToken[string(d)] = kvBytesPerToken(a, p, d, withMTP, dsa)
+		s.KVBytesPerToken[string(d)] = kvBytesPerToken(a, p, d, withMTP, dsa) + drafterKVBytesPerToken(w, o, d)
 		wd := w
 		wd.KVDtype = d
 		cd := KVCapacity(a, p, wd, o, gpuMemBytes, util)

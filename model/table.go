@@ -53,6 +53,9 @@ const (
 	// weights, so its input is quantized by an op of its own first (see
 	// builder.linearShape).
 	CondActQuant
+	// CondFirstPass: the first draft pass of a speculative step, which
+	// reads every token the target model just verified.
+	CondFirstPass
 )
 
 // Slot is one op of a block's table.
@@ -146,6 +149,20 @@ var (
 		{Role: RoleMTPHNorm, Kind: KindNorm},
 		{Role: RoleMTPEHProj, Kind: KindGEMM},
 	}
+	// eagleTable is an EAGLE-3 draft pass's own input (vLLM
+	// deepseek_eagle3.py): the first pass combines the target's auxiliary
+	// hidden states (fc); every pass normalizes the token's embedding and
+	// the carried hidden state, whose concatenation (2 x hidden) feeds the
+	// head's attention.
+	eagleTable = []Slot{
+		{Role: RoleEagleFC, Kind: KindGEMM, When: CondFirstPass},
+		{Role: RoleEagleENorm, Kind: KindNorm},
+		{Role: RoleEagleHNorm, Kind: KindNorm},
+	}
+	// specTable follows the target's head in a speculative step.
+	specTable = []Slot{
+		{Role: RoleSpecRejectSample, Kind: KindElementwise},
+	}
 	// blockTables pairs each block's module with its table, in step order.
 	blockTables = []struct {
 		module ModuleKind
@@ -153,15 +170,17 @@ var (
 	}{
 		{ModEmbedding, embeddingTable}, {ModAttention, attentionTable}, {ModMoE, moeTable},
 		{ModDenseMLP, denseMLPTable}, {ModLMHead, headTable}, {ModMTP, mtpTable},
+		{ModEagle3, eagleTable}, {ModSpecVerify, specTable},
 	}
 )
 
 // Table returns the slots of the block whose module is m, in issue order:
 // ModEmbedding, ModAttention (the indexer's slots inside it), ModMoE,
-// ModDenseMLP, ModLMHead, or ModMTP (a draft pass's own ops between its
-// embedding and its decoder layer); nil for another module. The slice is
+// ModDenseMLP, ModLMHead, ModMTP (a draft pass's own ops between its
+// embedding and its decoder layer), ModEagle3 (the same of an EAGLE-3
+// pass) or ModSpecVerify (the rejection sampler); nil for another module. The slice is
 // shared: callers must not modify it.
-func Table(m ModuleKind) []Slot {
+func (m ModuleKind) Table() []Slot {
 	for _, t := range blockTables {
 		if t.module == m {
 			return t.slots
@@ -170,12 +189,12 @@ func Table(m ModuleKind) []Slot {
 	return nil
 }
 
-// Select returns the slots of tbl present where have holds: those whose
-// conditions are all in have. CondActQuant in have stands for FP8
-// block-scaled weights on every Linear.
-func Select(tbl []Slot, have Cond) []Slot {
+// Select returns the slots of m's block (Table) present where have holds:
+// those whose conditions are all in have. CondActQuant in have stands for
+// FP8 block-scaled weights on every Linear.
+func (m ModuleKind) Select(have Cond) []Slot {
 	var out []Slot
-	for _, s := range tbl {
+	for _, s := range m.Table() {
 		if s.When&have == s.When {
 			out = append(out, s)
 		}

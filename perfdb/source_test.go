@@ -352,10 +352,10 @@ func TestSourceRouting(t *testing.T) {
 		dist    string // "" = not in the table
 	}{
 		{model.BalancedRouting, "balanced"},
-		{model.PowerLawRouting(1.01), "power_law_1.01"},
-		{model.PowerLawRouting(1.2), "power_law_1.2"},
+		{model.Routing{Kind: model.RoutingPowerLaw, Alpha: 1.01}, "power_law_1.01"},
+		{model.Routing{Kind: model.RoutingPowerLaw, Alpha: 1.2}, "power_law_1.2"},
 		{model.UniformRouting, ""},
-		{model.PowerLawRouting(1.5), ""},
+		{model.Routing{Kind: model.RoutingPowerLaw, Alpha: 1.5}, ""},
 	}
 	for _, tc := range cases {
 		t.Run(tc.routing.String(), func(t *testing.T) {

@@ -17,13 +17,53 @@ type Report struct {
 }
 
 // Section is a heading with any of: text lines, a timeline, a bar chart, a
-// table (drawn in that order).
+// scatter chart, a table (drawn in that order).
 type Section struct {
 	Title    string    `json:"title"`
 	Lines    []string  `json:"lines,omitempty"`
 	Timeline *Timeline `json:"timeline,omitempty"`
 	Bars     *Bars     `json:"bars,omitempty"`
+	Scatter  *Scatter  `json:"scatter,omitempty"`
 	Table    *Table    `json:"table,omitempty"`
+}
+
+// Scatter is an XY chart on linear axes: series of points (each point's
+// hover label alongside), a series optionally joined in its order (a
+// Pareto front), reference lines across the plot (an SLO), and marked
+// points (the configuration chosen). Axes start at 0 and end past the
+// largest value, so no point or line leaves them.
+type Scatter struct {
+	XLabel string          `json:"x_label"`
+	YLabel string          `json:"y_label"`
+	Series []ScatterSeries `json:"series"`
+	// VLines are vertical lines at x = At, HLines horizontal ones at y = At.
+	VLines []RefLine `json:"v_lines,omitempty"`
+	HLines []RefLine `json:"h_lines,omitempty"`
+	Marks  []Mark    `json:"marks,omitempty"`
+}
+
+// ScatterSeries is one legend entry: points [x, y], their hover labels
+// (empty or one per point), drawn as dots, joined by a line when Line,
+// muted when Faint (points that miss an objective).
+type ScatterSeries struct {
+	Name   string       `json:"name"`
+	Points [][2]float64 `json:"points"`
+	Labels []string     `json:"labels,omitempty"`
+	Line   bool         `json:"line,omitempty"`
+	Faint  bool         `json:"faint,omitempty"`
+}
+
+// RefLine is a labelled reference line.
+type RefLine struct {
+	At    float64 `json:"at"`
+	Label string  `json:"label"`
+}
+
+// Mark is a labelled point drawn over the series.
+type Mark struct {
+	X     float64 `json:"x"`
+	Y     float64 `json:"y"`
+	Label string  `json:"label"`
 }
 
 // Timeline is one step drawn per rank: lanes of boxes over a shared time
@@ -191,6 +231,11 @@ func (r *Report) Validate() error {
 				errs = append(errs, fmt.Errorf("%s: bars: %w", where, err))
 			}
 		}
+		if sc := s.Scatter; sc != nil {
+			if err := sc.validate(); err != nil {
+				errs = append(errs, fmt.Errorf("%s: scatter: %w", where, err))
+			}
+		}
 		if t := s.Table; t != nil {
 			for ri, row := range t.Rows {
 				if len(row.Cells) != len(t.Columns) {
@@ -253,6 +298,40 @@ func (b *Bars) validate() error {
 		}
 	}
 	return nil
+}
+
+func (s *Scatter) validate() error {
+	ok := func(v float64) bool { return finiteNonNeg(v) && !math.IsNaN(v) }
+	for si, se := range s.Series {
+		if len(se.Labels) != 0 && len(se.Labels) != len(se.Points) {
+			return fmt.Errorf("series %d (%q): %d labels for %d points: want none or one per point", si, se.Name, len(se.Labels), len(se.Points))
+		}
+		for pi, p := range se.Points {
+			if !ok(p[0]) || !ok(p[1]) {
+				return fmt.Errorf("series %d (%q) point %d: (%v, %v): want finite coordinates >= 0", si, se.Name, pi, p[0], p[1])
+			}
+		}
+	}
+	for _, l := range append(append([]RefLine(nil), s.VLines...), s.HLines...) {
+		if !ok(l.At) {
+			return fmt.Errorf("reference line %q at %v: want a finite value >= 0", l.Label, l.At)
+		}
+	}
+	for _, m := range s.Marks {
+		if !ok(m.X) || !ok(m.Y) {
+			return fmt.Errorf("mark %q at (%v, %v): want finite coordinates >= 0", m.Label, m.X, m.Y)
+		}
+	}
+	return nil
+}
+
+// PointCount is the number of points over every series of a scatter.
+func (s *Scatter) PointCount() int {
+	n := 0
+	for _, se := range s.Series {
+		n += len(se.Points)
+	}
+	return n
 }
 
 // BoxCount is the number of boxes over all lanes of every timeline.

@@ -209,3 +209,38 @@ func TestReportWriteFileInvalidLeavesNoFile(t *testing.T) {
 		t.Fatalf("an invalid report left %s (stat: %v)", path, err)
 	}
 }
+
+// TestScatterValidate: a scatter's points, lines and marks must be finite
+// and >= 0, and labels none or one per point; the error names the
+// section and what is wrong.
+func TestScatterValidate(t *testing.T) {
+	good := Scatter{XLabel: "x", YLabel: "y", Series: []ScatterSeries{{Name: "a", Points: [][2]float64{{1, 2}, {3, 4}}, Labels: []string{"p", "q"}}},
+		VLines: []RefLine{{At: 2, Label: "SLO"}}, Marks: []Mark{{X: 1, Y: 2, Label: "chosen"}}}
+	cases := []struct {
+		name string
+		edit func(s *Scatter)
+		want string
+	}{
+		{"good", func(*Scatter) {}, ""},
+		{"NaN point", func(s *Scatter) { s.Series[0].Points[1][0] = math.NaN() }, `series 0 ("a") point 1`},
+		{"negative line", func(s *Scatter) { s.VLines[0].At = -1 }, `reference line "SLO"`},
+		{"labels", func(s *Scatter) { s.Series[0].Labels = s.Series[0].Labels[:1] }, "1 labels for 2 points"},
+		{"infinite mark", func(s *Scatter) { s.Marks[0].Y = math.Inf(1) }, `mark "chosen"`},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			sc := good
+			sc.Series = []ScatterSeries{{Name: "a", Points: [][2]float64{{1, 2}, {3, 4}}, Labels: []string{"p", "q"}}}
+			sc.VLines = []RefLine{{At: 2, Label: "SLO"}}
+			sc.Marks = []Mark{{X: 1, Y: 2, Label: "chosen"}}
+			c.edit(&sc)
+			err := (&Report{Sections: []Section{{Title: "cap", Scatter: &sc}}}).Validate()
+			if (err == nil) != (c.want == "") || (err != nil && !strings.Contains(err.Error(), c.want)) {
+				t.Errorf("error %v, want one mentioning %q", err, c.want)
+			}
+			if c.want == "" && sc.PointCount() != 2 {
+				t.Errorf("PointCount %d, want 2", sc.PointCount())
+			}
+		})
+	}
+}

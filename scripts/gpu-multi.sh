@@ -94,6 +94,26 @@ step() {
   return $rc
 }
 
+# calibrate_trace TRACE NAME: calibrate --trace on one run, as step does; a
+# box the held-out steps predict worse than the prior is refused by tpscope
+# (exit 1, nothing written, both figures said): an outcome to report, not a
+# failure of the run.
+calibrate_trace() {
+  local t=$1 name=$2 log="$W/cal/$2.log"
+  echo "+ [$(date -u +%H:%M:%S)] $TPS calibrate --trace $t ${BOX[*]} --tp $N -o $W/cal/$name.json"
+  GOTRACEBACK=all timeout --signal=QUIT --kill-after=20 "$LIMIT" "$TPS" calibrate --trace "$t" "${BOX[@]}" --tp "$N" -o "$W/cal/$name.json" > "$log" 2>&1
+  local rc=$?
+  cat "$log"
+  if [ $rc -eq 1 ] && grep -q -- "--force writes it" "$log"; then
+    echo "refused: the calibrated box predicts the held-out steps worse (reported above, nothing written)"
+  elif [ $rc -ne 0 ]; then
+    local why="exit $rc"
+    [ $rc -eq 124 ] && why="timed out after ${LIMIT}s"
+    echo "! $why: calibrate --trace $t"
+    echo "$why: calibrate --trace $t" >> "$W/failed"
+  fi
+}
+
 echo "== gpu-multi.sh N=$N phases: $PHASES backend=$BACKEND $(date -u +%Y-%m-%dT%H:%M:%SZ)"
 if [ ! -x "$TPS" ]; then echo "! $TPS not found or not executable: build it first (see the header)"; exit 1; fi
 "$TPS" version
@@ -193,7 +213,7 @@ if has steps; then
       echo; echo "## compare $name" >> "$OUT/steps.md"
       step "$LIMIT" "$TPS" compare --trace "$t" "${BOX[@]}" --tp "$N" --top 10 --output markdown | tee -a "$OUT/steps.md"
       echo; echo "## calibrate $name (fit on even steps, held-out odd steps)" >> "$OUT/steps.md"
-      step "$LIMIT" "$TPS" calibrate --trace "$t" "${BOX[@]}" --tp "$N" -o "$W/cal/$name.json" | tee -a "$OUT/steps.md"
+      calibrate_trace "$t" "$name" | tee -a "$OUT/steps.md"
     done
     if [ ${#traces[@]} -gt 1 ]; then
       list=$(IFS=,; echo "${traces[*]}")
@@ -202,7 +222,7 @@ if has steps; then
     fi
   done
   echo "== steps: held-out odd steps after calibration (acceptance: within 10 %)"
-  grep -h -E "^## calibrate|held-out odd steps" "$OUT/steps.md" | sed 's#'"$W"'/traces/##'
+  grep -h -E "^## calibrate|held-out odd steps|^refused:" "$OUT/steps.md" | sed 's#'"$W"'/traces/##'
   # Bring back the traces matching KEEP, gzipped, while they fit 15 MB.
   (
     cd "$W/traces" || exit 0

@@ -47,6 +47,47 @@ type EngineOptions struct {
 	// into it instead of preempting the newly admitted (0 = off, vLLM's
 	// default).
 	Watermark float64 `json:"watermark,omitempty"`
+	// Policy is the scheduling policy of the engine being modelled ("" =
+	// vLLM v1's; see Policy).
+	Policy Policy `json:"policy,omitempty"`
+	// NoPrefixCaching is --no-enable-prefix-caching: requests that carry
+	// prefix-block hashes (Request.HashIDs, sessions) reuse nothing. vLLM
+	// v1 caches prefixes by default (CacheConfig.enable_prefix_caching).
+	NoPrefixCaching bool `json:"no_prefix_caching,omitempty"`
+}
+
+// Policy is how a scheduler forms a step out of its running and waiting
+// requests.
+type Policy string
+
+const (
+	// PolicyVLLM is vLLM v1's Scheduler.schedule
+	// (vllm/v1/core/sched/scheduler.py): one token budget per step spent
+	// first on the running requests (decode tokens, the next chunk of a
+	// prompt being prefilled), then on waiting ones; decode and prefill
+	// share a step (chunked prefill).
+	PolicyVLLM Policy = "vllm"
+	// PolicySGLang is SGLang's Scheduler.get_next_batch_to_run
+	// (python/sglang/srt/managers/scheduler.py) without
+	// --enable-mixed-chunk: a step is a prefill batch whenever a prompt
+	// waits (the chunked request first, then the waiting queue in order,
+	// up to chunked_prefill_size tokens, here MaxNumBatchedTokens, and
+	// max_running_requests, here MaxNumSeqs), else a decode batch of
+	// every running request. Prefill runs before decode, so a new
+	// request's first token is not held behind decode steps, and running
+	// requests pause while a prompt is prefilled.
+	PolicySGLang Policy = "sglang"
+)
+
+// ParsePolicy accepts vllm and sglang ("" is vllm).
+func ParsePolicy(s string) (Policy, error) {
+	switch Policy(strings.ToLower(s)) {
+	case "", PolicyVLLM, "vllm-v1":
+		return PolicyVLLM, nil
+	case PolicySGLang:
+		return PolicySGLang, nil
+	}
+	return "", fmt.Errorf("scheduling policy %q: want vllm or sglang", s)
 }
 
 // Defaults of EngineOptions (vLLM's EngineArgs.get_batch_defaults for the
@@ -79,6 +120,7 @@ func (o EngineOptions) withDefaults(dev *topology.Device) EngineOptions {
 	if o.BlockSize == 0 {
 		o.BlockSize = defaultBlockSize
 	}
+	o.Policy, _ = ParsePolicy(string(o.Policy))
 	return o
 }
 
@@ -90,12 +132,15 @@ func (o EngineOptions) Validate() error {
 		}
 		return nil
 	}
-	var wm error
+	var wm, pol error
 	if !(o.Watermark >= 0 && o.Watermark < 1) {
 		wm = fmt.Errorf("engine: watermark = %v: want a fraction in [0, 1)", o.Watermark)
 	}
+	if _, err := ParsePolicy(string(o.Policy)); err != nil {
+		pol = fmt.Errorf("engine: %w", err)
+	}
 	return errors.Join(
-		wm,
+		wm, pol,
 		check("max_num_seqs", o.MaxNumSeqs, 1, 1<<16),
 		check("max_num_batched_tokens", o.MaxNumBatchedTokens, 1, maxEngineOptionsBudget),
 		check("block_size", o.BlockSize, 1, 1024),
@@ -144,6 +189,9 @@ type Deployment struct {
 	// Router spreads requests over instances and DP ranks ("" =
 	// round-robin).
 	Router Router
+	// Overheads are the engine's costs outside the GPU step that sim
+	// prices (zero: none; calibrate --serving fits them).
+	Overheads Overheads
 }
 
 // validate checks the deployment before any work; errors name the field.
@@ -163,6 +211,9 @@ func (d *Deployment) validate() error {
 	if err := d.Engine.Validate(); err != nil {
 		return fmt.Errorf("serving: %w", err)
 	}
+	if err := d.Overheads.Validate(); err != nil {
+		return fmt.Errorf("serving: %w", err)
+	}
 	if err := d.Scenario.Plan.Validate(d.Scenario.Arch); err != nil {
 		return err
 	}
@@ -174,10 +225,6 @@ func (d *Deployment) validate() error {
 	if dcp := d.Scenario.Plan.Normalized().DCP; dcp > 1 {
 		return &model.PlanError{What: "plan", Field: "dcp", Value: fmt.Sprint(dcp),
 			Want: "1: decode context parallelism is modelled for decode steps only, and a served request needs prefill steps"}
-	}
-	if d.Scenario.Workload.SpecTokens > 0 {
-		return &model.PlanError{What: "workload", Field: "spec_tokens", Value: fmt.Sprint(d.Scenario.Workload.SpecTokens),
-			Want: "0: speculative decoding is not simulated at request level"}
 	}
 	return nil
 }

@@ -32,10 +32,38 @@
 //     each its own copy of the plan, behind a round-robin or least-loaded
 //     router (vLLM's DP load balancer score: 4 x waiting + running).
 //
-// Left out: prefix caching (synthetic prompts share no prefix; a
-// preempted request recomputes its whole progress), speculative decoding,
-// the engine's host-side overheads between steps (detokenization, the
-// API server), asynchronous scheduling, and DCP with prefill chunks.
+// Policies (Policy): vLLM v1's (above), or SGLang's prefill-first
+// scheduler (a prefill batch whenever a prompt waits, else a decode
+// batch of every running request; no mixed steps).
+//
+// Prefix caching (prefix.go): requests that carry their prompt's block
+// hashes (Mooncake's hash_ids) or belong to a session (multi-turn: each
+// turn's prompt is the conversation so far) start with the longest run of
+// leading blocks their scheduler has cached, in an LRU as large as its
+// KV pool; a session's turn is sent after its predecessor completes.
+//
+// Overheads (Overheads): the host's time per step and per request in a
+// step, a scale on the prefill part of a step and the frontend's latency
+// before the scheduler sees a request, zero unless given or fitted
+// (Calibrate) on measured benchmarks.
+//
+// Measured benchmarks (measured.go): vllm bench serve, SGLang
+// bench_serving, aiperf, GuideLLM, InferenceX summaries and request logs,
+// one Measured per load level; CompareMeasured simulates the level's load
+// and sets each statistic beside the measured one. Request traces
+// (requests.go): tpscope's own, Mooncake, Azure 2023, BurstGPT, scaled to
+// a rate by ScaleToQPS. The capacity plane (frontier.go): output tokens/s
+// per GPU against tokens/s per user per run, its front, and how many
+// copies of the deployment carry a target rate (CapacityFor).
+//
+// Speculative decoding (spec.go): a decoding request schedules 1 + K
+// tokens a step and gains 1 + A, A drawn from the acceptance per request
+// and step, so TPOT is a distribution over requests.
+//
+// Left out: asynchronous scheduling, DCP with
+// prefill chunks, SGLang's radix-cache scheduling order and its
+// reservation of decode memory, and streaming several tokens per chunk
+// (a benchmark's ITL is then not compared).
 //
 // Overload: every run reports the offered request rate against the rate
 // the queue in front of the running batch is served at, both over the
@@ -47,10 +75,11 @@
 // not reported as latencies (null in JSON) and the run meets no SLO.
 //
 // Load (Traffic): open loop (Poisson, constant or gamma-distributed
-// gaps of a QPS, as `vllm bench serve --request-rate --burstiness`),
-// closed loop (N clients each sending its next request when the previous
-// completes, `vllm bench serve --max-concurrency`), or a request file
-// (arrival time, prompt and output tokens; ReadRequests). Prompt and
+// gaps of a QPS, as `vllm bench serve --request-rate --burstiness`, with
+// at most Concurrency in flight when both are set), closed loop (N
+// clients each sending its next request when the previous completes,
+// `vllm bench serve --max-concurrency`), or a request trace (arrival
+// time, prompt and output tokens; ReadTrace). Prompt and
 // output lengths are fixed, uniform or log-normal. One seed drives every
 // random draw; the simulation has no goroutines, clocks or maps whose
 // order matters, and ties between simultaneous events are broken by

@@ -116,11 +116,25 @@ func (l Lengths) draw(r *rand.Rand) int {
 }
 
 // Request is one request of a load: when it arrives (seconds from the
-// start) and its prompt and output lengths in tokens.
+// start) and its prompt and output lengths in tokens; optionally the
+// hashes of its prompt's blocks (prefix caching) and the session it is a
+// turn of.
 type Request struct {
 	ArrivalS     float64 `json:"arrival_s"`
 	PromptTokens int     `json:"prompt_tokens"`
 	OutputTokens int     `json:"output_tokens"`
+	// HashIDs name the prompt's leading blocks of Traffic.HashBlockTokens
+	// tokens, in order (Mooncake's hash_ids): two requests whose first k
+	// IDs agree share their first k blocks. Only whole blocks are named.
+	HashIDs []uint64 `json:"hash_ids,omitempty"`
+	// Session, when not 0, makes the request a turn of that session: its
+	// prompt is the conversation so far (the previous turns' prompts and
+	// outputs, then the new message), and it is sent DelayS seconds after
+	// the previous turn completes, or at ArrivalS if that is later.
+	// Without HashIDs its blocks are named by the session (so a turn hits
+	// the previous turn's cached blocks).
+	Session int64   `json:"session,omitempty"`
+	DelayS  float64 `json:"delay_s,omitempty"`
 }
 
 // Traffic is the load offered to a deployment. Exactly one of QPS (open
@@ -135,10 +149,17 @@ type Traffic struct {
 	Arrival    Arrival `json:"arrival,omitempty"`
 	Burstiness float64 `json:"burstiness,omitempty"`
 	// Concurrency > 0: closed loop, this many clients each send a request
-	// at time 0 and the next one the moment the previous completes.
+	// at time 0 and the next one the moment the previous completes. With
+	// QPS too, an open loop of at most Concurrency requests in flight
+	// (vllm bench serve --request-rate R --max-concurrency C): a request
+	// due while C are in flight is sent when one completes.
 	Concurrency int `json:"concurrency,omitempty"`
 	// Requests: a trace (see ReadRequests).
 	Requests []Request `json:"-"`
+	// HashBlockTokens is the tokens of one block the requests' HashIDs
+	// name (0: 512, Mooncake's, when a request has HashIDs; else the
+	// engine's block size for sessions' blocks).
+	HashBlockTokens int `json:"hash_block_tokens,omitempty"`
 	// NumRequests stops issuing after this many requests, DurationS after
 	// this much time (whichever comes first; a trace stops at its end).
 	// Requests in flight then run to completion.
@@ -169,9 +190,6 @@ func (t *Traffic) Validate() error {
 			return fmt.Errorf("traffic: concurrency %d: want 1 to 1048576 clients", t.Concurrency)
 		}
 	}
-	if modes > 1 {
-		return errors.New("traffic: qps and concurrency both set: want an open loop (qps) or a closed loop (concurrency)")
-	}
 	if modes == 0 && len(t.Requests) == 0 {
 		return errors.New("traffic: no load: want qps, concurrency or a request file")
 	}
@@ -201,6 +219,9 @@ func (t *Traffic) Validate() error {
 	if t.QPS > 0 && t.DurationS > 0 && t.NumRequests == 0 && t.QPS*t.DurationS > maxRequests {
 		return fmt.Errorf("traffic: %v qps for %v s is %.0f requests: want at most %d", t.QPS, t.DurationS, t.QPS*t.DurationS, maxRequests)
 	}
+	if t.HashBlockTokens < 0 || t.HashBlockTokens > 1<<20 {
+		return fmt.Errorf("traffic: hash_block_tokens %d: want 1 to %d (0 = default)", t.HashBlockTokens, 1<<20)
+	}
 	replay := t.QPS == 0 && t.Concurrency == 0
 	for i, r := range t.Requests {
 		if err := r.validate(); err != nil {
@@ -221,6 +242,10 @@ func (r Request) validate() error {
 		return fmt.Errorf("prompt_tokens %d: want 1 to %d", r.PromptTokens, maxLengthTokens)
 	case r.OutputTokens < 1 || r.OutputTokens > maxLengthTokens:
 		return fmt.Errorf("output_tokens %d: want 1 to %d", r.OutputTokens, maxLengthTokens)
+	case !(r.DelayS >= 0) || math.IsInf(r.DelayS, 0):
+		return fmt.Errorf("delay_s %v: want a finite time >= 0", r.DelayS)
+	case r.Session < 0:
+		return fmt.Errorf("session %d: want >= 0 (0 = none)", r.Session)
 	}
 	return nil
 }

@@ -24,7 +24,7 @@ func TestLoadBalance(t *testing.T) {
 		out := make([]RequestResult, n)
 		for i := range out {
 			at := float64(i) / rate
-			out[i] = RequestResult{Request: Request{ArrivalS: at, OutputTokens: 2}, FirstTokenS: at + ttft(i, at)}
+			out[i] = RequestResult{Request: Request{ArrivalS: at, OutputTokens: 2}, DueS: at, FirstTokenS: at + ttft(i, at)}
 		}
 		return out
 	}

@@ -11,9 +11,11 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // ParseError is a request file's error: the file, the line (1-based) and
@@ -41,9 +43,20 @@ const (
 	colOutput  = "output_tokens"
 )
 
-// LoadRequests reads a request file (see ReadRequests); the format comes
-// from the extension (.jsonl, .json, .csv), else from the first byte.
+// LoadRequests reads a request file (see ReadTrace) and returns its
+// requests.
 func LoadRequests(path string) ([]Request, error) {
+	tr, err := LoadTrace(path)
+	if err != nil {
+		return nil, err
+	}
+	return tr.Requests, nil
+}
+
+// LoadTrace reads a request trace file (ReadTrace); the extension hints
+// the syntax (.jsonl, .json, .ndjson: JSON lines; .csv: CSV), else the
+// first byte.
+func LoadTrace(path string) (*Trace, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("requests: %w", err)
@@ -56,27 +69,94 @@ func LoadRequests(path string) ([]Request, error) {
 	case ".csv":
 		format = "csv"
 	}
-	return ReadRequests(f, path, format)
+	return ReadTrace(f, path, format)
 }
 
 // maxRequestFileBytes bounds a request file (1 GiB).
 const maxRequestFileBytes = 1 << 30
 
-// ReadRequests parses a request file named name in format "jsonl" or
-// "csv" ("" = JSON lines when the first non-blank byte is '{', else CSV):
-//
-//   - JSON lines: one object per line with the numbers arrival_s
-//     (seconds from the start, >= 0), prompt_tokens and output_tokens
-//     (integers from 1 to 2^24); other keys are ignored; blank lines and
-//     lines starting with '#' are skipped;
-//   - CSV: a header naming the columns arrival_s, prompt_tokens and
-//     output_tokens (any order, other columns ignored), then one request
-//     per row.
-//
-// Requests are returned sorted by arrival time (stable: file order on a
-// tie). An empty file, a missing column, a malformed line or a value out
-// of range is a *ParseError naming the file, the line and the field.
+// ReadRequests parses a request file (ReadTrace) and returns its
+// requests.
 func ReadRequests(r io.Reader, name, format string) ([]Request, error) {
+	tr, err := ReadTrace(r, name, format)
+	if err != nil {
+		return nil, err
+	}
+	return tr.Requests, nil
+}
+
+// TraceFormat names a request trace's format.
+type TraceFormat string
+
+const (
+	// TraceTpscope is tpscope's own: JSON lines of arrival_s,
+	// prompt_tokens, output_tokens (and optionally hash_ids, session,
+	// delay_s), or CSV with a header naming the first three.
+	TraceTpscope TraceFormat = "tpscope"
+	// TraceMooncake is the Mooncake FAST'25 traces (kvcache-ai/Mooncake
+	// FAST25-release/README.md): JSON lines of timestamp (ms from the
+	// start), input_length, output_length and hash_ids (the prompt's
+	// 512-token blocks, equal IDs for equal prefixes); aiperf's
+	// multi-turn variant adds session_id and delay (ms after the
+	// previous turn).
+	TraceMooncake TraceFormat = "mooncake"
+	// TraceAzure is Azure's LLM inference trace 2023 (Splitwise, ISCA'24;
+	// Azure/AzurePublicDataset AzureLLMInferenceDataset2023.md): CSV of
+	// TIMESTAMP (date and time), ContextTokens, GeneratedTokens.
+	TraceAzure TraceFormat = "azure-llm-2023"
+	// TraceBurstGPT is BurstGPT's CSV (HPMLL/BurstGPT): Timestamp (s from
+	// the start), Model, Request tokens, Response tokens, Total tokens,
+	// Log Type; a failed request has 0 response tokens.
+	TraceBurstGPT TraceFormat = "burstgpt"
+)
+
+// Trace is a request file read: the requests sorted by arrival, the
+// format, the hash block size its hash IDs name, and the rows left out.
+type Trace struct {
+	File     string      `json:"file"`
+	Format   TraceFormat `json:"format"`
+	Requests []Request   `json:"-"`
+	// HashBlockTokens is the tokens a hash ID names (Mooncake: 512; 0:
+	// the trace has no hash IDs).
+	HashBlockTokens int `json:"hash_block_tokens,omitempty"`
+	// Skipped counts rows left out (a failed request's zero tokens);
+	// FirstSkipped is the first one's line.
+	Skipped      int `json:"skipped,omitempty"`
+	FirstSkipped int `json:"first_skipped_line,omitempty"`
+	// Sessions counts the distinct sessions (multi-turn traces).
+	Sessions int `json:"sessions,omitempty"`
+}
+
+// SpanS is the time from the first arrival to the last.
+func (t *Trace) SpanS() float64 {
+	if len(t.Requests) == 0 {
+		return 0
+	}
+	return t.Requests[len(t.Requests)-1].ArrivalS - t.Requests[0].ArrivalS
+}
+
+// ReadTrace parses a request trace named name in syntax "jsonl" or "csv"
+// ("": JSON lines when the first non-blank byte is '{', else CSV); the
+// format (TraceFormat) comes from the first line's keys or the CSV
+// header:
+//
+//   - tpscope JSON lines: arrival_s (seconds from the start, >= 0),
+//     prompt_tokens and output_tokens (integers from 1 to 2^24), and
+//     optionally hash_ids (a list of integers), session (an integer or a
+//     string) and delay_s; other keys are ignored; blank lines and lines
+//     starting with '#' are skipped; tpscope CSV: a header naming
+//     arrival_s, prompt_tokens and output_tokens (any order, other
+//     columns ignored), then one request per row;
+//   - Mooncake JSON lines (TraceMooncake): timestamp in ms, input_length,
+//     output_length, hash_ids, optionally session_id and delay (ms);
+//   - Azure 2023 CSV (TraceAzure) and BurstGPT CSV (TraceBurstGPT).
+//
+// A trace's rows with zero prompt or output tokens (failed requests) are
+// left out and counted. Requests are returned sorted by arrival time
+// (stable: file order on a tie; a session's turns must be in order). An
+// empty file, a missing column, a malformed line or a value out of range
+// is a *ParseError naming the file, the line and the field.
+func ReadTrace(r io.Reader, name, format string) (*Trace, error) {
 	data, err := io.ReadAll(io.LimitReader(r, maxRequestFileBytes+1))
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
@@ -90,30 +170,73 @@ func ReadRequests(r io.Reader, name, format string) ([]Request, error) {
 			format = "jsonl"
 		}
 	}
-	var out []Request
+	tr := &Trace{File: name}
 	switch format {
 	case "jsonl":
-		out, err = readJSONL(data, name)
+		err = readJSONL(data, tr)
 	case "csv":
-		out, err = readCSV(data, name)
+		err = readCSV(data, tr)
 	default:
 		return nil, fmt.Errorf("%s: format %q: want jsonl or csv", name, format)
 	}
 	if err != nil {
 		return nil, err
 	}
-	if len(out) == 0 {
-		return nil, &ParseError{File: name, Line: 1, Err: errors.New("no requests")}
+	if len(tr.Requests) == 0 {
+		why := "no requests"
+		if tr.Skipped > 0 {
+			why = fmt.Sprintf("no requests: all %d rows have zero prompt or output tokens", tr.Skipped)
+		}
+		return nil, &ParseError{File: name, Line: 1, Err: errors.New(why)}
 	}
-	sort.SliceStable(out, func(i, j int) bool { return out[i].ArrivalS < out[j].ArrivalS })
-	return out, nil
+	// Times from the first arrival; a session's turns keep their order.
+	t0 := math.Inf(1)
+	for _, q := range tr.Requests {
+		t0 = math.Min(t0, q.ArrivalS)
+	}
+	last := map[int64]float64{}
+	for i := range tr.Requests {
+		q := &tr.Requests[i]
+		q.ArrivalS -= t0
+		if q.Session != 0 {
+			if prev, ok := last[q.Session]; ok && q.ArrivalS < prev {
+				return nil, &ParseError{File: name, Line: 1, Field: "session", Err: fmt.Errorf("request %d, a turn of session %d, arrives before the session's previous turn: want turns in order", i, q.Session)}
+			}
+			last[q.Session] = q.ArrivalS
+		}
+	}
+	tr.Sessions = len(last)
+	sort.SliceStable(tr.Requests, func(i, j int) bool { return tr.Requests[i].ArrivalS < tr.Requests[j].ArrivalS })
+	return tr, nil
 }
 
-func readJSONL(data []byte, name string) ([]Request, error) {
-	var out []Request
+// skip counts a left-out row.
+func (t *Trace) skip(line int) {
+	t.Skipped++
+	if t.FirstSkipped == 0 {
+		t.FirstSkipped = line
+	}
+}
+
+// sessionIDs numbers a trace's session names from 1 in order of first
+// appearance (so strings and numbers both name sessions, and the
+// simulation never depends on a hash of a name).
+type sessionIDs map[string]int64
+
+func (s sessionIDs) id(name string) int64 {
+	if v, ok := s[name]; ok {
+		return v
+	}
+	s[name] = int64(len(s) + 1)
+	return s[name]
+}
+
+func readJSONL(data []byte, tr *Trace) error {
+	name := tr.File
 	sc := bufio.NewScanner(bytes.NewReader(data))
 	sc.Buffer(make([]byte, 64<<10), 16<<20)
 	line := 0
+	sessions := sessionIDs{}
 	for sc.Scan() {
 		line++
 		b := bytes.TrimSpace(sc.Bytes())
@@ -122,40 +245,115 @@ func readJSONL(data []byte, name string) ([]Request, error) {
 		}
 		var m map[string]json.RawMessage
 		if err := json.Unmarshal(b, &m); err != nil {
-			return nil, &ParseError{File: name, Line: line, Err: fmt.Errorf("want a JSON object: %v", err)}
+			return &ParseError{File: name, Line: line, Err: fmt.Errorf("want a JSON object%s", jsonWhy(err))}
 		}
-		var r Request
-		var err error
-		if r.ArrivalS, err = jsonNumber(m, colArrival); err == nil {
-			var p, o float64
-			if p, err = jsonNumber(m, colPrompt); err == nil {
-				if o, err = jsonNumber(m, colOutput); err == nil {
-					r.PromptTokens, err = tokenCount(colPrompt, p)
-					if err == nil {
-						r.OutputTokens, err = tokenCount(colOutput, o)
-					}
-				}
+		if tr.Format == "" {
+			tr.Format = TraceTpscope
+			if _, ok := m["input_length"]; ok {
+				tr.Format = TraceMooncake
+				tr.HashBlockTokens = defaultHashBlockTokens
 			}
 		}
-		if err == nil {
-			err = arrivalOK(r.ArrivalS)
-		}
+		r, skip, err := jsonRequest(m, tr.Format, sessions)
 		if err != nil {
 			var fe *fieldError
 			if errors.As(err, &fe) {
-				return nil, &ParseError{File: name, Line: line, Field: fe.field, Err: fe.err}
+				return &ParseError{File: name, Line: line, Field: fe.field, Err: fe.err}
 			}
-			return nil, &ParseError{File: name, Line: line, Err: err}
+			return &ParseError{File: name, Line: line, Err: err}
 		}
-		out = append(out, r)
-		if len(out) > maxRequests {
-			return nil, &ParseError{File: name, Line: line, Err: fmt.Errorf("more than %d requests", maxRequests)}
+		if skip {
+			tr.skip(line)
+			continue
+		}
+		if len(r.HashIDs) > 0 && tr.HashBlockTokens == 0 {
+			tr.HashBlockTokens = defaultHashBlockTokens
+		}
+		tr.Requests = append(tr.Requests, r)
+		if len(tr.Requests) > maxRequests {
+			return &ParseError{File: name, Line: line, Err: fmt.Errorf("more than %d requests", maxRequests)}
 		}
 	}
 	if err := sc.Err(); err != nil {
-		return nil, &ParseError{File: name, Line: line + 1, Err: err}
+		return &ParseError{File: name, Line: line + 1, Err: err}
 	}
-	return out, nil
+	return nil
+}
+
+// jsonRequest reads one JSON line of format f: the request, or skip for a
+// trace row with zero tokens.
+func jsonRequest(m map[string]json.RawMessage, f TraceFormat, sessions sessionIDs) (Request, bool, error) {
+	var r Request
+	keys := struct{ arrival, prompt, output, session, delay string }{colArrival, colPrompt, colOutput, "session", "delay_s"}
+	arrivalScale, delayScale := 1.0, 1.0
+	if f == TraceMooncake {
+		keys = struct{ arrival, prompt, output, session, delay string }{"timestamp", "input_length", "output_length", "session_id", "delay"}
+		arrivalScale, delayScale = 1e-3, 1e-3
+	}
+	var err error
+	_, hasArrival := m[keys.arrival]
+	_, hasSession := m[keys.session]
+	if hasArrival || !hasSession {
+		if r.ArrivalS, err = jsonNumber(m, keys.arrival); err != nil {
+			return r, false, err
+		}
+		r.ArrivalS *= arrivalScale
+		if err := arrivalOK(keys.arrival, r.ArrivalS); err != nil {
+			return r, false, err
+		}
+	}
+	p, err := jsonNumber(m, keys.prompt)
+	if err != nil {
+		return r, false, err
+	}
+	o, err := jsonNumber(m, keys.output)
+	if err != nil {
+		return r, false, err
+	}
+	if f != TraceTpscope && (p == 0 || o == 0) {
+		return r, true, nil
+	}
+	if r.PromptTokens, err = tokenCount(keys.prompt, p); err != nil {
+		return r, false, err
+	}
+	if r.OutputTokens, err = tokenCount(keys.output, o); err != nil {
+		return r, false, err
+	}
+	if raw, ok := m["hash_ids"]; ok && string(raw) != "null" {
+		var hs []float64
+		if err := json.Unmarshal(raw, &hs); err != nil {
+			return r, false, &fieldError{"hash_ids", fmt.Errorf("want a list of integers, got %s", shorten(string(raw)))}
+		}
+		r.HashIDs = make([]uint64, len(hs))
+		for i, h := range hs {
+			if !(h >= 0 && h <= 1<<53) || h != math.Trunc(h) {
+				return r, false, &fieldError{"hash_ids", fmt.Errorf("entry %d: %v: want an integer from 0 to 2^53", i, h)}
+			}
+			r.HashIDs[i] = uint64(h)
+		}
+	}
+	if raw, ok := m[keys.session]; ok && string(raw) != "null" {
+		var sname string
+		if json.Unmarshal(raw, &sname) != nil {
+			var v float64
+			if err := json.Unmarshal(raw, &v); err != nil {
+				return r, false, &fieldError{keys.session, fmt.Errorf("want a string or a number, got %s", shorten(string(raw)))}
+			}
+			sname = strconv.FormatFloat(v, 'g', -1, 64)
+		}
+		r.Session = sessions.id(sname)
+		if _, ok := m[keys.delay]; ok {
+			d, err := jsonNumber(m, keys.delay)
+			if err != nil {
+				return r, false, err
+			}
+			r.DelayS = d * delayScale
+			if !(r.DelayS >= 0) || math.IsInf(r.DelayS, 0) {
+				return r, false, &fieldError{keys.delay, fmt.Errorf("want a finite time >= 0, got %v", d)}
+			}
+		}
+	}
+	return r, false, nil
 }
 
 // fieldError is an error about one field, before the line is known.
@@ -187,83 +385,156 @@ func tokenCount(field string, v float64) (int, error) {
 	return int(v), nil
 }
 
-func arrivalOK(v float64) error {
+func arrivalOK(field string, v float64) error {
 	if !(v >= 0) || math.IsInf(v, 0) {
-		return &fieldError{colArrival, fmt.Errorf("want a finite time in seconds >= 0, got %v", v)}
+		return &fieldError{field, fmt.Errorf("want a finite time >= 0, got %v", v)}
 	}
 	return nil
 }
 
-func readCSV(data []byte, name string) ([]Request, error) {
+// csvSchema is a CSV trace's columns: arrival, prompt, output, and how
+// an arrival cell reads (seconds, or a date and time).
+type csvSchema struct {
+	format                  TraceFormat
+	arrival, prompt, output string
+	dateTime                bool
+}
+
+var csvSchemas = []csvSchema{
+	{TraceTpscope, colArrival, colPrompt, colOutput, false},
+	{TraceAzure, "TIMESTAMP", "ContextTokens", "GeneratedTokens", true},
+	{TraceBurstGPT, "Timestamp", "Request tokens", "Response tokens", false},
+}
+
+// azureTime is the layout of Azure's TIMESTAMP (seven fractional
+// digits, no zone: the trace's own clock).
+const azureTime = "2006-01-02 15:04:05.999999999"
+
+func readCSV(data []byte, tr *Trace) error {
+	name := tr.File
 	cr := csv.NewReader(bytes.NewReader(data))
 	cr.Comment = '#'
 	cr.FieldsPerRecord = -1
 	cr.ReuseRecord = true
 	header, err := cr.Read()
 	if err == io.EOF {
-		return nil, &ParseError{File: name, Line: 1, Err: errors.New("no header: want a row naming arrival_s, prompt_tokens, output_tokens")}
+		return &ParseError{File: name, Line: 1, Err: errors.New("no header: want a row naming arrival_s, prompt_tokens, output_tokens (or Azure's TIMESTAMP, ContextTokens, GeneratedTokens, or BurstGPT's Timestamp, Request tokens, Response tokens)")}
 	}
 	if err != nil {
-		return nil, csvError(name, err)
+		return csvError(name, err)
 	}
-	col := map[string]int{colArrival: -1, colPrompt: -1, colOutput: -1}
+	idx := map[string]int{}
 	for i, h := range header {
 		h = strings.TrimSpace(strings.TrimPrefix(h, "\ufeff"))
-		if j, ok := col[h]; ok && j < 0 {
-			col[h] = i
+		if _, ok := idx[h]; !ok {
+			idx[h] = i
 		}
 	}
 	line, _ := cr.FieldPos(0)
-	for _, c := range []string{colArrival, colPrompt, colOutput} {
-		if col[c] < 0 {
-			return nil, &ParseError{File: name, Line: line, Field: c, Err: errors.New("missing column in the header")}
+	sc := csvSchemas[0]
+	for _, c := range csvSchemas {
+		if _, ok := idx[c.prompt]; ok {
+			sc = c
+			break
 		}
 	}
-	var out []Request
+	tr.Format = sc.format
+	for _, c := range []string{sc.arrival, sc.prompt, sc.output} {
+		if _, ok := idx[c]; !ok {
+			return &ParseError{File: name, Line: line, Field: c, Err: errors.New("missing column in the header")}
+		}
+	}
 	for {
 		rec, err := cr.Read()
 		if err == io.EOF {
 			break
 		}
 		if err != nil {
-			return nil, csvError(name, err)
+			return csvError(name, err)
 		}
 		line, _ = cr.FieldPos(0)
-		get := func(c string) (float64, error) {
-			i := col[c]
+		cell := func(c string) (string, error) {
+			i := idx[c]
 			if i >= len(rec) {
-				return 0, &fieldError{c, fmt.Errorf("missing: the row has %d columns", len(rec))}
+				return "", &fieldError{c, fmt.Errorf("missing: the row has %d columns", len(rec))}
 			}
-			v, err := strconv.ParseFloat(strings.TrimSpace(rec[i]), 64)
+			return strings.TrimSpace(rec[i]), nil
+		}
+		get := func(c string) (float64, error) {
+			s, err := cell(c)
 			if err != nil {
-				return 0, &fieldError{c, fmt.Errorf("want a number, got %s", shorten(rec[i]))}
+				return 0, err
+			}
+			v, err := strconv.ParseFloat(s, 64)
+			if err != nil {
+				return 0, &fieldError{c, fmt.Errorf("want a number, got %s", shorten(s))}
 			}
 			return v, nil
 		}
 		var r Request
-		r.ArrivalS, err = get(colArrival)
-		if err == nil {
-			err = arrivalOK(r.ArrivalS)
-		}
-		var v float64
-		if err == nil {
-			if v, err = get(colPrompt); err == nil {
-				r.PromptTokens, err = tokenCount(colPrompt, v)
+		var p, o float64
+		if sc.dateTime {
+			var s string
+			if s, err = cell(sc.arrival); err == nil {
+				ts, perr := time.Parse(azureTime, s)
+				if perr != nil {
+					err = &fieldError{sc.arrival, fmt.Errorf("want a date and time like 2023-11-16 18:17:03.9799600, got %s", shorten(s))}
+				} else {
+					r.ArrivalS = float64(ts.UnixNano()) * 1e-9
+				}
 			}
+		} else if r.ArrivalS, err = get(sc.arrival); err == nil {
+			err = arrivalOK(sc.arrival, r.ArrivalS)
 		}
 		if err == nil {
-			if v, err = get(colOutput); err == nil {
-				r.OutputTokens, err = tokenCount(colOutput, v)
-			}
+			p, err = get(sc.prompt)
+		}
+		if err == nil {
+			o, err = get(sc.output)
+		}
+		if err == nil && sc.format != TraceTpscope && (p == 0 || o == 0) {
+			tr.skip(line)
+			continue
+		}
+		if err == nil {
+			r.PromptTokens, err = tokenCount(sc.prompt, p)
+		}
+		if err == nil {
+			r.OutputTokens, err = tokenCount(sc.output, o)
 		}
 		if err != nil {
 			fe := err.(*fieldError)
-			return nil, &ParseError{File: name, Line: line, Field: fe.field, Err: fe.err}
+			return &ParseError{File: name, Line: line, Field: fe.field, Err: fe.err}
 		}
-		out = append(out, r)
-		if len(out) > maxRequests {
-			return nil, &ParseError{File: name, Line: line, Err: fmt.Errorf("more than %d requests", maxRequests)}
+		tr.Requests = append(tr.Requests, r)
+		if len(tr.Requests) > maxRequests {
+			return &ParseError{File: name, Line: line, Err: fmt.Errorf("more than %d requests", maxRequests)}
 		}
+	}
+	return nil
+}
+
+// ScaleToQPS returns the requests with their arrival times scaled so that
+// they arrive at qps requests per second on average over their span
+// ((n - 1) / (last - first)): the trace's shape (bursts, lulls) kept, its
+// rate set. An error when the trace has fewer than two requests or its
+// arrivals span no time.
+func ScaleToQPS(reqs []Request, qps float64) ([]Request, error) {
+	if !(qps > 0) || math.IsInf(qps, 0) {
+		return nil, fmt.Errorf("replay rate %v: want a positive rate", qps)
+	}
+	if len(reqs) < 2 {
+		return nil, fmt.Errorf("replay at %v req/s: the trace has %d request(s), want at least 2 to have a rate", qps, len(reqs))
+	}
+	span := reqs[len(reqs)-1].ArrivalS - reqs[0].ArrivalS
+	if !(span > 0) {
+		return nil, fmt.Errorf("replay at %v req/s: the trace's %d requests all arrive at once: it has no rate to scale", qps, len(reqs))
+	}
+	k := span / float64(len(reqs)-1) * qps // native rate / target rate
+	out := slices.Clone(reqs)
+	for i := range out {
+		out[i].ArrivalS = (reqs[i].ArrivalS - reqs[0].ArrivalS) / k
+		out[i].DelayS = reqs[i].DelayS / k
 	}
 	return out, nil
 }

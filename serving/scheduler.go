@@ -17,7 +17,14 @@ type reqState struct {
 	preempts  int
 
 	firstS, lastS float64 // first and latest token times
+	dueS          float64 // when the load wanted it sent (see RequestResult.DueS)
 	done          bool
+
+	// hashes are the prompt's prefix-block hashes (nil: no prefix
+	// caching for it); cachedTokens counts the tokens taken from the
+	// cache.
+	hashes       []uint64
+	cachedTokens int
 }
 
 // tokens is num_tokens: prompt plus output so far, what computed catches
@@ -26,8 +33,9 @@ func (r *reqState) tokens() int { return r.PromptTokens + r.generated }
 
 // scheduledReq is one request's share of a step.
 type scheduledReq struct {
-	r *reqState
-	n int // tokens scheduled
+	r    *reqState
+	n    int  // tokens scheduled
+	spec bool // a speculative decode (spec.go)
 }
 
 // replica is one scheduler with its KV pool: an engine instance, or one
@@ -41,6 +49,13 @@ type replica struct {
 	totalBlocks int
 	// watermarkBlocks = int(watermark x blocks): kept free at admission.
 	watermarkBlocks int
+
+	// cache is the prefix cache (nil when off or when no request carries
+	// hashes); hashTokens the tokens of one of its blocks.
+	cache      *prefixCache
+	hashTokens int
+	// spec is the replica's speculative decoding (spec.go), nil without.
+	spec *specState
 
 	// The current step.
 	step      []scheduledReq
@@ -64,24 +79,40 @@ func (rp *replica) load() int { return 4*rp.waiting.len() + len(rp.running) }
 
 func (rp *replica) hasWork() bool { return len(rp.running) > 0 || rp.waiting.len() > 0 }
 
-// schedule forms the next step: first the running requests in order (a
-// decode token each, or the next chunk of a prompt), allocating the blocks
-// their new tokens need and preempting the last running request while
-// none is free; then, if nothing was preempted, waiting requests in order
-// while the budget, max_num_seqs and the free blocks allow. It reports
-// whether any token was scheduled. A waiting request is admitted only
-// when the blocks of its whole input are free (unless
-// NoSchedulerReserveFullISL) and, while others run, the watermark's
-// blocks stay free.
+// schedule forms the next step by the engine's policy (Policy) and
+// reports whether any token was scheduled.
 func (rp *replica) schedule() bool {
 	rp.step = rp.step[:0]
 	rp.it = model.Iteration{}
+	if rp.spec != nil {
+		rp.it.SpecTokens = rp.spec.k
+	}
 	rp.preempted = 0
-	budget := rp.opts.MaxNumBatchedTokens
+	if rp.opts.Policy == PolicySGLang {
+		return rp.scheduleSGLang()
+	}
+	budget := rp.scheduleRunning(rp.opts.MaxNumBatchedTokens, false)
+	if rp.preempted == 0 {
+		rp.admitWaiting(budget)
+	}
+	return len(rp.step) > 0
+}
+
+// scheduleRunning is vLLM's first pass: the running requests in order (a
+// decode token each, or the next chunk of a prompt), allocating the blocks
+// their new tokens need and preempting the last running request while
+// none is free. With decodeOnly, requests still prefilling are passed
+// over (SGLang's decode batch holds no chunk). It returns the budget
+// left.
+func (rp *replica) scheduleRunning(budget int, decodeOnly bool) int {
 	th := rp.opts.LongPrefillTokenThreshold
 	for i := 0; i < len(rp.running) && budget > 0; i++ {
 		r := rp.running[i]
 		n := r.tokens() - r.computed
+		if decodeOnly && n != 1 {
+			continue
+		}
+		n = rp.specScheduled(r, n)
 		if th > 0 && n > th {
 			n = th
 		}
@@ -111,39 +142,93 @@ func (rp *replica) schedule() bool {
 		rp.add(r, n)
 		budget -= n
 	}
-	if rp.preempted == 0 {
-		for rp.waiting.len() > 0 && budget > 0 && len(rp.running) < rp.opts.MaxNumSeqs {
-			r := rp.waiting.front()
-			n := r.tokens() - r.computed
-			if th > 0 && n > th {
-				n = th
-			}
-			if rp.opts.DisableChunkedPrefill && n > budget {
-				break
-			}
-			n = min(n, budget)
-			// The watermark's headroom counts only while others run, so
-			// an idle engine always admits.
-			free := rp.freeBlocks
-			if len(rp.running) > 0 {
-				free -= rp.watermarkBlocks
-			}
-			if !rp.opts.NoSchedulerReserveFullISL && rp.blocksFor(r.tokens())-r.blocks > free {
-				break
-			}
+	return budget
+}
+
+// admitWaiting is vLLM's second pass: waiting requests in order while the
+// budget, max_num_seqs and the free blocks allow. A waiting request is
+// admitted only when the blocks of its whole input are free (unless
+// NoSchedulerReserveFullISL) and, while others run, the watermark's
+// blocks stay free. A request entering the running batch first takes
+// its cached prefix (prefix caching).
+func (rp *replica) admitWaiting(budget int) {
+	th := rp.opts.LongPrefillTokenThreshold
+	for rp.waiting.len() > 0 && budget > 0 && len(rp.running) < rp.opts.MaxNumSeqs {
+		r := rp.waiting.front()
+		hit := rp.prefixHit(r)
+		n := r.tokens() - hit
+		if th > 0 && n > th {
+			n = th
+		}
+		if rp.opts.DisableChunkedPrefill && n > budget {
+			break
+		}
+		n = min(n, budget)
+		// The watermark's headroom counts only while others run, so
+		// an idle engine always admits.
+		free := rp.freeBlocks
+		if len(rp.running) > 0 {
+			free -= rp.watermarkBlocks
+		}
+		if !rp.opts.NoSchedulerReserveFullISL && rp.blocksFor(r.tokens())-r.blocks > free {
+			break
+		}
+		need := rp.blocksFor(hit+n) - r.blocks
+		if need > free {
+			break
+		}
+		rp.waiting.popFront()
+		if hit > r.computed {
+			r.cachedTokens = hit
+			r.computed = hit
+		}
+		rp.freeBlocks -= need
+		r.blocks += need
+		rp.running = append(rp.running, r)
+		rp.add(r, n)
+		budget -= n
+	}
+}
+
+// scheduleSGLang forms SGLang's step (PolicySGLang): a prefill batch when
+// a prompt is being prefilled or waits and max_running_requests allows,
+// else a decode batch of the running requests.
+func (rp *replica) scheduleSGLang() bool {
+	budget := rp.opts.MaxNumBatchedTokens
+	// The chunked request (a prompt cut by the last prefill batch) goes
+	// first: SGLang keeps it as chunked_req and adds it before the queue.
+	for _, r := range rp.running {
+		if r.tokens()-r.computed > 1 && budget > 0 {
+			n := min(r.tokens()-r.computed, budget)
 			need := rp.blocksFor(r.computed+n) - r.blocks
-			if need > free {
+			if need > rp.freeBlocks {
 				break
 			}
-			rp.waiting.popFront()
 			rp.freeBlocks -= need
 			r.blocks += need
-			rp.running = append(rp.running, r)
 			rp.add(r, n)
 			budget -= n
 		}
 	}
+	rp.admitWaiting(budget)
+	if len(rp.step) > 0 {
+		return true
+	}
+	rp.scheduleRunning(rp.opts.MaxNumBatchedTokens+len(rp.running)*rp.decodeWidth(), true)
 	return len(rp.step) > 0
+}
+
+// prefixHit is how many of r's tokens are in the prefix cache when it
+// enters the running batch: whole cached blocks from its start, at most
+// its tokens less one (the last is computed to sample from), a multiple
+// of the block size; r.computed when there is no cache or no hash.
+func (rp *replica) prefixHit(r *reqState) int {
+	if rp.cache == nil || len(r.hashes) == 0 || r.computed > 0 {
+		return r.computed
+	}
+	k := rp.cache.match(r.hashes)
+	hit := min(k*rp.hashTokens, r.tokens()-1)
+	return hit / rp.opts.BlockSize * rp.opts.BlockSize
 }
 
 // add records n tokens of r in the step and its iteration: one token of a
@@ -151,8 +236,9 @@ func (rp *replica) schedule() bool {
 // one token as decode), anything else a prefill chunk after its cached
 // prefix.
 func (rp *replica) add(r *reqState, n int) {
-	rp.step = append(rp.step, scheduledReq{r, n})
-	if n == 1 && r.computed > 0 {
+	dec := rp.decoding(r, n)
+	rp.step = append(rp.step, scheduledReq{r, n, dec && rp.spec != nil})
+	if dec {
 		rp.it.AddDecode(r.computed)
 	} else {
 		rp.it.AddChunk(n, r.computed)
@@ -178,14 +264,24 @@ func (rp *replica) finish(endS float64, emit func(r *reqState, endS float64)) in
 	left := false
 	for _, s := range rp.step {
 		r := s.r
-		r.computed += s.n
+		prefilling := r.computed < r.PromptTokens
+		computed, tokens := rp.gained(s)
+		r.computed += computed
+		if rp.cache != nil && prefilling && r.computed >= r.PromptTokens {
+			rp.cache.insert(r.hashes)
+		}
 		if r.computed < r.tokens() {
 			continue
 		}
-		r.generated++
-		sampled++
+		tokens = min(tokens, r.OutputTokens-r.generated)
+		r.generated += tokens
+		sampled += tokens
 		emit(r, endS)
 		if r.generated >= r.OutputTokens {
+			if rp.cache != nil && r.Session != 0 {
+				// The next turn's prompt holds this one's output too.
+				rp.cache.insert(sessionHashes(r.Session, r.PromptTokens+r.OutputTokens-1, rp.hashTokens))
+			}
 			rp.freeBlocks += r.blocks
 			r.blocks = 0
 			r.done = true

@@ -76,6 +76,11 @@ func (s *Simulator) KVDtype() model.Dtype { return s.coster.KVDtype() }
 // RequestResult is one request's outcome.
 type RequestResult struct {
 	Request
+	// DueS is when the load wanted the request sent: its ArrivalS (when
+	// it was sent) unless a concurrency cap held it in the client
+	// (Traffic.Concurrency with QPS), or a session turn waited for its
+	// predecessor.
+	DueS        float64 `json:"due_s"`
 	FirstTokenS float64 `json:"first_token_s"`
 	FinishS     float64 `json:"finish_s"`
 	Preemptions int     `json:"preemptions"`
@@ -177,6 +182,13 @@ type Result struct {
 
 	// KV cache: blocks per scheduler, the block size, the time-average and
 	// peak fraction of all blocks held, and the preemptions.
+	// PromptTokens is the prompt tokens of the run's requests;
+	// CachedPromptTokens those a prefix-cache hit spared computing
+	// (prefix caching, prefix.go), PrefixHitFrac their ratio.
+	PromptTokens       int64   `json:"prompt_tokens"`
+	CachedPromptTokens int64   `json:"cached_prompt_tokens"`
+	PrefixHitFrac      float64 `json:"prefix_hit_frac"`
+
 	KVBlocks      int     `json:"kv_blocks"`
 	BlockSize     int     `json:"block_size"`
 	MeanKVUseFrac float64 `json:"mean_kv_use_frac"`
@@ -254,7 +266,9 @@ func (r Result) MarshalJSON() ([]byte, error) {
 	return json.Marshal(out)
 }
 
-// loadBalance measures, over the judging window of OverloadGrowthFrac
+// loadBalance measures, from the requests' due times (RequestResult.DueS:
+// a request a capped client held waits in the client's queue, which is
+// where an open loop's overload then shows) over the judging window of OverloadGrowthFrac
 // (the requests arriving in the second half of the span of arrivals), the
 // offered rate, the rate the queue admits requests (served) and its
 // growth, from the trend of time to first token against arrival time.
@@ -275,7 +289,7 @@ func loadBalance(reqs []RequestResult) (offered, served, growth, sigmas float64)
 	}
 	first, last := math.Inf(1), math.Inf(-1)
 	for i := range reqs {
-		first, last = math.Min(first, reqs[i].ArrivalS), math.Max(last, reqs[i].ArrivalS)
+		first, last = math.Min(first, reqs[i].DueS), math.Max(last, reqs[i].DueS)
 	}
 	a, b := first+(last-first)/2, last
 	if !(b > a) {
@@ -283,10 +297,10 @@ func loadBalance(reqs []RequestResult) (offered, served, growth, sigmas float64)
 	}
 	var n, sx, sy float64
 	for i := range reqs {
-		if t := reqs[i].ArrivalS; t >= a && t <= b {
+		if t := reqs[i].DueS; t >= a && t <= b {
 			n++
 			sx += t
-			sy += reqs[i].TTFTS()
+			sy += (reqs[i].FirstTokenS - reqs[i].DueS)
 		}
 	}
 	if n < 3 {
@@ -296,9 +310,9 @@ func loadBalance(reqs []RequestResult) (offered, served, growth, sigmas float64)
 	mx, my := sx/n, sy/n
 	var sxx, sxy float64
 	for i := range reqs {
-		if t := reqs[i].ArrivalS; t >= a && t <= b {
+		if t := reqs[i].DueS; t >= a && t <= b {
 			sxx += (t - mx) * (t - mx)
-			sxy += (t - mx) * (reqs[i].TTFTS() - my)
+			sxy += (t - mx) * ((reqs[i].FirstTokenS - reqs[i].DueS) - my)
 		}
 	}
 	if sxx == 0 {
@@ -307,8 +321,8 @@ func loadBalance(reqs []RequestResult) (offered, served, growth, sigmas float64)
 	slope := sxy / sxx
 	var sse float64
 	for i := range reqs {
-		if t := reqs[i].ArrivalS; t >= a && t <= b {
-			e := reqs[i].TTFTS() - my - slope*(t-mx)
+		if t := reqs[i].DueS; t >= a && t <= b {
+			e := (reqs[i].FirstTokenS - reqs[i].DueS) - my - slope*(t-mx)
 			sse += e * e
 		}
 	}
@@ -337,20 +351,27 @@ type RunOptions struct {
 	MeasureFromS, MeasureToS float64
 }
 
-// arrival is a request waiting to enter: its time, the order it was
+// arrival is a request on its way in: when the client sends it
+// (Request.ArrivalS), when the scheduler sees it (atS: the send time
+// plus the frontend's latency, Overheads.FrontendMs), the order it was
 // issued in (ties), the client that sent it (-1 open loop).
 type arrival struct {
 	Request
+	atS    float64
 	seq    int
 	client int
+	held   bool    // was held by the client (its successor already issued)
+	dueS   float64 // when the load wanted it sent (before a concurrency cap held it)
+	// turnDue: a session's turn released by its predecessor's completion.
+	turnDue bool
 }
 
 type arrivalHeap []arrival
 
 func (h arrivalHeap) Len() int { return len(h) }
 func (h arrivalHeap) Less(i, j int) bool {
-	if h[i].ArrivalS != h[j].ArrivalS {
-		return h[i].ArrivalS < h[j].ArrivalS
+	if h[i].atS != h[j].atS {
+		return h[i].atS < h[j].atS
 	}
 	return h[i].seq < h[j].seq
 }
@@ -386,6 +407,16 @@ type run struct {
 	itl   logHist
 	steps []stepRecord
 	seq   int
+
+	// Requests sent but held by the client: an open loop's requests due
+	// while Traffic.Concurrency are in flight (capped), and the later
+	// turns of a session whose turn is in flight (by session).
+	capped    []arrival
+	inFlight  int
+	sessBusy  map[int64]bool
+	sessHeld  map[int64][]arrival
+	frontendS float64
+	hashTok   int
 
 	nowS              float64
 	inSystem          int
@@ -429,11 +460,33 @@ func (s *Simulator) Run(t Traffic, o RunOptions) (*Result, error) {
 	if !(o.MeasureFromS >= 0) || !(o.MeasureToS >= 0) || math.IsInf(o.MeasureToS, 0) {
 		return nil, fmt.Errorf("serving: measurement window [%v, %v) s: want finite times >= 0", o.MeasureFromS, o.MeasureToS)
 	}
-	r := &run{s: s, t: t, src: newSource(&t), o: o}
+	r := &run{s: s, t: t, src: newSource(&t), o: o, frontendS: s.d.Overheads.FrontendMs * 1e-3,
+		sessBusy: map[int64]bool{}, sessHeld: map[int64][]arrival{}}
+	// Prefix caching applies when requests name their blocks (hashes or
+	// sessions) and the engine caches.
+	hashed, sessions := false, false
+	for i := range t.Requests {
+		hashed = hashed || len(t.Requests[i].HashIDs) > 0
+		sessions = sessions || t.Requests[i].Session != 0
+	}
+	if (hashed || sessions) && !s.engine.NoPrefixCaching {
+		r.hashTok = t.HashBlockTokens
+		if r.hashTok == 0 {
+			r.hashTok = s.engine.BlockSize
+			if hashed {
+				r.hashTok = defaultHashBlockTokens
+			}
+		}
+	}
 	for i := 0; i < s.inst; i++ {
 		in := &instance{}
 		for j := 0; j < s.dp; j++ {
 			rp := newReplica(s.engine, s.blocks)
+			if r.hashTok > 0 {
+				rp.cache = newPrefixCache(int(int64(s.blocks) * int64(s.engine.BlockSize) / int64(r.hashTok)))
+				rp.hashTokens = r.hashTok
+			}
+			rp.spec = newSpecState(s.d.Scenario, t.Seed, uint64(len(r.reps)))
 			in.reps = append(in.reps, rp)
 			r.reps = append(r.reps, rp)
 		}
@@ -444,6 +497,10 @@ func (s *Simulator) Run(t Traffic, o RunOptions) (*Result, error) {
 	}
 	return r.result(o), nil
 }
+
+// defaultHashBlockTokens is the block of a trace's hash IDs when the
+// traffic does not say: Mooncake's 512 tokens (FAST'25 release README).
+const defaultHashBlockTokens = 512
 
 func maxLen(l Lengths) int {
 	if l.Dist == Uniform {
@@ -471,16 +528,28 @@ func (r *run) issue(nowS float64, client int) error {
 	if err := r.s.fits(q); err != nil {
 		return fmt.Errorf("serving: request %d: %w", r.seq, err)
 	}
-	heap.Push(&r.arr, arrival{Request: q, seq: r.seq, client: client})
+	heap.Push(&r.arr, arrival{Request: q, atS: q.ArrivalS + r.frontendS, seq: r.seq, client: client, dueS: q.ArrivalS})
 	r.seq++
 	return nil
+}
+
+// closedLoop reports whether the traffic is a closed loop of clients
+// (Concurrency without QPS).
+func (r *run) closedLoop() bool { return r.t.Concurrency > 0 && r.t.QPS == 0 }
+
+// release lets a held arrival go at nowS: the client sends it then, and
+// the scheduler sees it after the frontend's latency.
+func (r *run) release(a arrival, nowS float64) {
+	a.ArrivalS = math.Max(a.ArrivalS, nowS)
+	a.atS = a.ArrivalS + r.frontendS
+	heap.Push(&r.arr, a)
 }
 
 // loop is the discrete-event simulation: at each event time, steps that
 // end complete (engine order), arrivals due enter their scheduler (arrival
 // order), and idle engines with work start a step.
 func (r *run) loop() error {
-	if r.t.Concurrency > 0 {
+	if r.closedLoop() {
 		for c := 0; c < r.t.Concurrency; c++ {
 			if err := r.issue(0, c); err != nil {
 				return err
@@ -492,7 +561,7 @@ func (r *run) loop() error {
 	for {
 		next := math.Inf(1)
 		if len(r.arr) > 0 {
-			next = r.arr[0].ArrivalS
+			next = r.arr[0].atS
 		}
 		for _, in := range r.insts {
 			if in.busy && in.endS < next {
@@ -510,13 +579,25 @@ func (r *run) loop() error {
 				}
 			}
 		}
-		for len(r.arr) > 0 && r.arr[0].ArrivalS <= next {
+		for len(r.arr) > 0 && r.arr[0].atS <= next {
 			a := heap.Pop(&r.arr).(arrival)
-			r.admit(a)
-			if a.client < 0 {
-				if err := r.issue(next, -1); err != nil {
+			if a.client < 0 && !a.held {
+				// The open loop's next request (issued once per request,
+				// whether this one goes in now or is held).
+				if err := r.issue(a.ArrivalS, -1); err != nil {
 					return err
 				}
+			}
+			switch {
+			case a.Session != 0 && r.sessBusy[a.Session] && !a.turnDue:
+				// A turn follows its predecessor: it is due only then.
+				a.held = true
+				r.sessHeld[a.Session] = append(r.sessHeld[a.Session], a)
+			case !r.closedLoop() && r.t.Concurrency > 0 && r.inFlight >= r.t.Concurrency:
+				a.held = true
+				r.capped = append(r.capped, a)
+			default:
+				r.admit(a)
 			}
 		}
 		for _, in := range r.insts {
@@ -561,10 +642,20 @@ func (r *run) admit(a arrival) {
 		k = r.rr % n
 		r.rr++
 	}
-	q := &reqState{Request: a.Request, id: len(r.reqs), client: a.client, replica: k}
+	q := &reqState{Request: a.Request, id: len(r.reqs), client: a.client, replica: k, dueS: a.dueS}
+	if r.hashTok > 0 {
+		q.hashes = a.HashIDs
+		if len(q.hashes) == 0 && a.Session != 0 {
+			q.hashes = sessionHashes(a.Session, a.PromptTokens, r.hashTok)
+		}
+	}
+	if a.Session != 0 {
+		r.sessBusy[a.Session] = true
+	}
 	r.reqs = append(r.reqs, q)
 	r.reps[k].waiting.pushBack(q)
 	r.inSystem++
+	r.inFlight++
 }
 
 // startStep schedules every DP rank of the instance and prices the step
@@ -600,11 +691,10 @@ func (r *run) startStep(in *instance) error {
 			}
 			return errors.New("serving: the scheduler made no progress (no request could be scheduled)")
 		}
-		us, err := r.s.coster.StepUs(it)
+		d, err := r.s.stepS(it)
 		if err != nil {
-			return fmt.Errorf("serving: pricing step %s: %w", it, err)
+			return err
 		}
-		d := us * 1e-6
 		in.busy, in.startS, in.endS = true, r.nowS, r.nowS+d
 		for _, rp := range in.reps {
 			rec.usedBlocks += int32(rp.usedBlocks())
@@ -636,6 +726,7 @@ func maxIteration(a, b model.Iteration) model.Iteration {
 		PrefillPrefixTokens: max(a.PrefillPrefixTokens, b.PrefillPrefixTokens),
 		PrefillCausalPairs:  math.Max(a.PrefillCausalPairs, b.PrefillCausalPairs),
 		PrefillPrefixPairs:  math.Max(a.PrefillPrefixPairs, b.PrefillPrefixPairs),
+		SpecTokens:          max(a.SpecTokens, b.SpecTokens),
 	}
 }
 
@@ -670,13 +761,52 @@ func (r *run) finishStep(in *instance) error {
 	}
 	for _, q := range finished {
 		r.inSystem--
+		r.inFlight--
 		if q.client >= 0 {
 			if err := r.issue(now, q.client); err != nil {
 				return err
 			}
 		}
+		if q.Session != 0 {
+			if held := r.sessHeld[q.Session]; len(held) > 0 {
+				next := held[0]
+				r.sessHeld[q.Session] = held[1:]
+				next.dueS = math.Max(next.ArrivalS, now+next.DelayS)
+				next.turnDue = true
+				r.release(next, now+next.DelayS)
+			} else {
+				r.sessBusy[q.Session] = false
+			}
+		}
+		if len(r.capped) > 0 && r.inFlight < r.t.Concurrency {
+			next := r.capped[0]
+			r.capped = r.capped[1:]
+			r.release(next, now)
+		}
 	}
 	return nil
+}
+
+// stepS is the duration in seconds of a step forming it: sim's price with
+// the deployment's overheads (Overheads.stepS).
+func (s *Simulator) stepS(it model.Iteration) (float64, error) {
+	us, err := s.coster.StepUs(it)
+	if err != nil {
+		return 0, fmt.Errorf("serving: pricing step %s: %w", it, err)
+	}
+	o := s.d.Overheads
+	if o.IsZero() {
+		return us * 1e-6, nil
+	}
+	decodeUs := 0.0
+	hasPrefill := it.PrefillSeqs > 0
+	if hasPrefill && o.prefillScale() != 1 && it.DecodeSeqs > 0 {
+		dec := model.Iteration{DecodeSeqs: it.DecodeSeqs, DecodeKVTokens: it.DecodeKVTokens, KVDtype: it.KVDtype}
+		if decodeUs, err = s.coster.StepUs(dec); err != nil {
+			return 0, fmt.Errorf("serving: pricing step %s: %w", dec, err)
+		}
+	}
+	return o.stepS(us, decodeUs, hasPrefill, it.Requests()), nil
 }
 
 // result summarizes the run.
@@ -695,6 +825,9 @@ func (r *run) result(o RunOptions) *Result {
 			}
 			res.Load += fmt.Sprintf(" (burstiness %g)", b)
 		}
+		if r.t.Concurrency > 0 {
+			res.Load += fmt.Sprintf(", max concurrency %d", r.t.Concurrency)
+		}
 	case r.t.Concurrency > 0:
 		res.Load = fmt.Sprintf("concurrency %d", r.t.Concurrency)
 	default:
@@ -707,7 +840,7 @@ func (r *run) result(o RunOptions) *Result {
 	e2e := make([]float64, 0, len(r.reqs))
 	var outTok, inTok float64
 	for i, q := range r.reqs {
-		rr := RequestResult{Request: q.Request, FirstTokenS: q.firstS, FinishS: q.lastS, Preemptions: q.preempts, Scheduler: q.replica}
+		rr := RequestResult{Request: q.Request, DueS: q.dueS, FirstTokenS: q.firstS, FinishS: q.lastS, Preemptions: q.preempts, Scheduler: q.replica}
 		res.PerRequest[i] = rr
 		res.DurationS = math.Max(res.DurationS, rr.FinishS)
 		ttft = append(ttft, rr.TTFTS()*1e3)
@@ -717,11 +850,16 @@ func (r *run) result(o RunOptions) *Result {
 		}
 		outTok += float64(q.OutputTokens)
 		inTok += float64(q.PromptTokens)
+		res.PromptTokens += int64(q.PromptTokens)
+		res.CachedPromptTokens += int64(q.cachedTokens)
 		if o.SLO.set() && o.SLO.good(&rr) {
 			res.GoodRequests++
 		}
 	}
 	res.TTFTMs, res.TPOTMs, res.E2EMs, res.ITLMs = statsOf(ttft), statsOf(tpot), statsOf(e2e), r.itl.stats()
+	if res.PromptTokens > 0 {
+		res.PrefixHitFrac = float64(res.CachedPromptTokens) / float64(res.PromptTokens)
+	}
 	if d := res.DurationS; d > 0 {
 		res.OutputTokensPerS = outTok / d
 		res.TotalTokensPerS = (outTok + inTok) / d
@@ -739,7 +877,7 @@ func (r *run) result(o RunOptions) *Result {
 	}
 	var sigmas float64
 	res.OfferedRequestsPerS, res.ServedRequestsPerS, res.QueueGrowthPerS, sigmas = loadBalance(res.PerRequest)
-	res.Overloaded = r.t.Concurrency == 0 && res.OfferedRequestsPerS > 0 &&
+	res.Overloaded = !r.closedLoop() && res.OfferedRequestsPerS > 0 &&
 		res.QueueGrowthPerS > OverloadGrowthFrac*res.OfferedRequestsPerS && sigmas >= overloadSigmas
 	// A rate the deployment cannot carry meets no latency objective: its
 	// TTFT grows with the run however the percentiles of this run fall.

@@ -19,7 +19,10 @@ func (p *Predictor) assemble(s *model.Schedule, graphed bool) *Prediction {
 		pr.CostSource = p.src.Name()
 	}
 	pr.Sequences = s.Workload.Batch
-	pr.TokensPerStep = p.opts.TokensPerStep(s.Workload.SpecTokens)
+	pr.TokensPerStep = 1
+	if y := specYield(p.opts, s.Options.Spec, s.Workload, nil); y != nil {
+		pr.TokensPerStep, pr.TokensPerStepVar = y.TokensPerStep, y.TokensVar
+	}
 	pr.Graphed = graphed
 	last := 0
 	for i := 0; i < n; i++ {

@@ -192,7 +192,7 @@ func ImpliedDenseDSA(a *model.Arch, t *topology.Topology, eng engprof.Ref) bool 
 // option the profile lists as unsupported. The error is one line naming
 // the flag (--engine, --attention-backend, --moe-kernel, --dcp or the
 // option's).
-func CheckEngine(sc Scenario) error {
+func (sc Scenario) CheckEngine() error {
 	o := sc.Options
 	p, err := engprof.Lookup(o.Engine)
 	if err != nil {
@@ -239,7 +239,7 @@ func CheckEngine(sc Scenario) error {
 			return err
 		}
 	}
-	return nil
+	return checkSpecEngine(sc, p)
 }
 
 // EngineSummary says which kernels the engine prices sc's step with: the

@@ -89,7 +89,7 @@ func TestCheckEngine(t *testing.T) {
 			}
 			sc := Scenario{Arch: mustPreset(t, c.model), Topo: topo, Options: c.opts, Plan: model.Plan{TP: 8, DCP: c.dcp},
 				Workload: model.Workload{Phase: model.Decode, Batch: 1, Context: 4096, KVDtype: c.kv}}
-			err = CheckEngine(sc)
+			err = sc.CheckEngine()
 			switch {
 			case c.want == "" && err != nil:
 				t.Errorf("refused: %v", err)

@@ -60,6 +60,12 @@ type IterationCoster struct {
 	bits  int
 	memo  map[iterKey]float64
 	stats IterationCostStats
+	// spec is the speculative tokens each decoding sequence verifies (the
+	// scenario's Workload.SpecTokens, with Build.Spec's method); capture
+	// the CUDA-graph capture its steps run under (the engine's spec list
+	// when it has one: Predictor.specCapture).
+	spec    int
+	capture *model.GraphCapture
 }
 
 // IterationCostStats counts the memo's work.
@@ -77,8 +83,10 @@ type iterKey struct {
 
 // NewIterationCoster returns a coster for the scenario's architecture,
 // plan, build options and KV dtype (Workload.KVDtype; its batch, context
-// and phase are not used). Speculative tokens are refused: iterations do
-// not model them.
+// and phase are not used). With speculative tokens every iteration's
+// decoding sequences verify that many drafts and the draft passes follow
+// (model.BuildIteration); the iterations StepUs is given carry them
+// (Iteration.SpecTokens, serving's scheduler sets it).
 func NewIterationCoster(p *Predictor, sc Scenario) (*IterationCoster, error) {
 	if p == nil {
 		return nil, errors.New("sim: nil predictor")
@@ -90,13 +98,10 @@ func NewIterationCoster(p *Predictor, sc Scenario) (*IterationCoster, error) {
 	if world := plan.World(); world > p.topo.NumGPUs() {
 		return nil, fmt.Errorf("sim: plan %s needs %d GPUs; topology %s has %d", plan, world, p.topo.Name, p.topo.NumGPUs())
 	}
-	if sc.Workload.SpecTokens > 0 {
-		return nil, &model.PlanError{What: "workload", Field: "spec_tokens", Value: fmt.Sprint(sc.Workload.SpecTokens),
-			Want: "0: speculative decoding is not modelled in engine iterations"}
-	}
 	kv := sc.Workload.KVDtypeFor(sc.Arch)
 	c := &IterationCoster{p: p, arch: sc.Arch, plan: plan, build: sc.Build, kv: kv,
-		bits: defaultIterationBucketBits, memo: make(map[iterKey]float64)}
+		bits: defaultIterationBucketBits, memo: make(map[iterKey]float64),
+		spec: sc.Workload.SpecTokens, capture: p.specCapture(sc)}
 	if sc.Arch.MoELayers() > fastLayers {
 		short := *sc.Arch
 		short.Layers = sc.Arch.DenseLayers + fastLayers
@@ -104,7 +109,7 @@ func NewIterationCoster(p *Predictor, sc Scenario) (*IterationCoster, error) {
 	}
 	// Build one step now so that an invalid option or plan fails here
 	// (the builder's *model.PlanError), before any simulation starts.
-	if _, err := c.ExactStepUs(model.Iteration{DecodeSeqs: 1, DecodeKVTokens: 1}); err != nil {
+	if _, err := c.ExactStepUs(model.Iteration{DecodeSeqs: 1, DecodeKVTokens: 1, SpecTokens: c.spec}); err != nil {
 		return nil, err
 	}
 	return c, nil
@@ -129,7 +134,7 @@ func (c *IterationCoster) Stats() IterationCostStats { return c.stats }
 // error when the weights and workspace do not fit.
 func (c *IterationCoster) KVCapacityTokens() (int64, error) {
 	sc := Scenario{Arch: c.arch, Plan: c.plan, Build: c.build,
-		Workload: model.Workload{Phase: model.Decode, Batch: 1, Context: 1, KVDtype: c.kv}}
+		Workload: model.Workload{Phase: model.Decode, Batch: 1, Context: 1, KVDtype: c.kv, SpecTokens: c.spec}}
 	m := c.p.memoryFit(sc, model.NewDeployment(sc.Plan, sc.Workload, nil))
 	if m.KVCapacityTokens <= 0 {
 		short := float64(m.WeightBytes+m.ActivationBytes-m.UsableBytes) / 1e9
@@ -185,7 +190,7 @@ func (c *IterationCoster) graph(it model.Iteration) (padded int64, graphed bool,
 	if n > math.MaxInt32 {
 		return n, false, nil
 	}
-	s, g := c.p.capture.Tokens(int(n))
+	s, g := c.capture.Tokens(int(n))
 	return int64(s), g, nil
 }
 
@@ -205,6 +210,9 @@ func (c *IterationCoster) bucket(it model.Iteration) (model.Iteration, iterKey, 
 	padded, graphed, err := c.graph(it)
 	if err != nil {
 		return model.Iteration{}, iterKey{}, false, err
+	}
+	if it.SpecTokens > 0 {
+		return c.bucketSpec(it, padded, graphed)
 	}
 	b := c.bits
 	t := rowUp(it.Tokens(), b)
@@ -267,7 +275,7 @@ func (c *IterationCoster) price(it model.Iteration, graphed, full bool) (float64
 		arch = c.arch
 	}
 	o := c.build
-	o.Graphs = c.p.capture
+	o.Graphs = c.capture
 	s, err := model.BuildIteration(arch, c.plan, it, o)
 	if err != nil {
 		return 0, err

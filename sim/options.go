@@ -96,6 +96,10 @@ type Options struct {
 	// 1 + a + a^2 + ... + a^k tokens per sequence (a draft token counts
 	// only if every earlier one was accepted).
 	MTPAcceptFrac float64 `json:"mtp_accept_frac,omitempty"`
+	// SpecAccept is the acceptance of speculative drafts of any method
+	// (spec.go); zero: MTPAcceptFrac when set, else the method's cited
+	// default for the model's family (defaultSpecAccept).
+	SpecAccept SpecAccept `json:"spec_accept,omitzero"`
 
 	// GPUMemUtilFrac is vLLM's gpu_memory_utilization, the fraction of
 	// device memory the engine may use for weights, workspace and KV cache
@@ -153,6 +157,9 @@ func optionsErrorf(format string, a ...any) error {
 func (o *Options) Validate() error {
 	if !(o.MTPAcceptFrac >= 0 && o.MTPAcceptFrac <= 1) {
 		return optionsErrorf("mtp_accept_rate must be in [0,1], got %v", o.MTPAcceptFrac)
+	}
+	if err := o.SpecAccept.Validate(); err != nil {
+		return &OptionsError{Msg: err.Error(), Err: err}
 	}
 	if !(o.GPUMemUtilFrac >= 0 && o.GPUMemUtilFrac <= 1) {
 		return optionsErrorf("gpu_mem_utilization must be in (0,1], got %v", o.GPUMemUtilFrac)

@@ -83,6 +83,9 @@ var optionFields = []OptionField{
 	{Name: "mtp-accept", Kind: OptionFloat, Help: "probability that one MTP speculative token is accepted (0..1)",
 		Get: func(o *Options) string { return floatText(o.MTPAcceptFrac) },
 		Set: func(o *Options, v string) (err error) { o.MTPAcceptFrac, err = parseFloat(v); return }},
+	{Name: "spec-accept", Kind: OptionString, Help: `acceptance of speculative drafts: a per-token rate ("0.8"), vLLM's per-position rates ("0.9,0.8,0.7"), a mean acceptance length "len=2.94[@K]" or a draft acceptance rate "rate=0.6[@K]" measured at K drafts (default: the method's published figure for the model family)`,
+		Get: func(o *Options) string { return o.SpecAccept.String() },
+		Set: func(o *Options, v string) (err error) { o.SpecAccept, err = parseSpecAccept(v); return }},
 	{Name: "gpu-mem-util", Kind: OptionFloat, Help: "vLLM's gpu_memory_utilization (0 = its default 0.9)",
 		Get: func(o *Options) string { return floatText(o.GPUMemUtilFrac) },
 		Set: func(o *Options, v string) (err error) { o.GPUMemUtilFrac, err = parseFloat(v); return }},
@@ -119,10 +122,11 @@ var optionFields = []OptionField{
 // that a scenario nobody tuned predicts a stock deployment: vLLM captures
 // decode CUDA graphs (its default; --enforce-eager turns them off), NCCL
 // picks protocol, algorithm and P2P level (PXB), vLLM's custom all-reduce
-// rule, and MTP drafts accepted at defaultMTPAcceptFrac (used only when
-// the workload has speculative tokens).
+// rule; speculative drafts are accepted at the method's published figure
+// for the model family (defaultSpecAccept; used only when the workload has
+// speculative tokens).
 func DefaultOptions() Options {
-	return Options{CUDAGraphs: true, MTPAcceptFrac: defaultMTPAcceptFrac}
+	return Options{CUDAGraphs: true}
 }
 
 // Names renders the fields of o that differ from zero as sorted option

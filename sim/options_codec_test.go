@@ -98,6 +98,10 @@ func setSome(v reflect.Value) {
 		v.Set(reflect.ValueOf(engprof.ExecutorRef))
 		return
 	}
+	if v.Type() == reflect.TypeOf(SpecAccept{}) {
+		v.Set(reflect.ValueOf(SpecAccept{PerToken: 0.5}))
+		return
+	}
 	switch v.Kind() {
 	case reflect.Bool:
 		v.SetBool(true)
@@ -108,6 +112,10 @@ func setSome(v reflect.Value) {
 	case reflect.Int:
 		v.SetInt(2)
 	case reflect.Slice:
+		if v.Type().Elem().Kind() == reflect.Float64 {
+			v.Set(reflect.ValueOf([]float64{0.5, 0.25}))
+			return
+		}
 		v.Set(reflect.ValueOf([]int{1, 2}))
 	}
 }

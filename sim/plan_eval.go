@@ -146,8 +146,13 @@ func (e *Evaluator) Predictor(c *Scenario) (*Predictor, error) {
 func optionsEqual(a, b *Options) bool {
 	return a.NCCL == b.NCCL && a.CUDAGraphs == b.CUDAGraphs && slices.Equal(a.GraphSizes, b.GraphSizes) &&
 		a.CustomAR == b.CustomAR && a.ARNormFusion == b.ARNormFusion && a.Overlap == b.Overlap &&
-		a.MTPAcceptFrac == b.MTPAcceptFrac && a.GPUMemUtilFrac == b.GPUMemUtilFrac && a.Engine == b.Engine &&
+		a.MTPAcceptFrac == b.MTPAcceptFrac && specAcceptEqual(&a.SpecAccept, &b.SpecAccept) && a.GPUMemUtilFrac == b.GPUMemUtilFrac && a.Engine == b.Engine &&
 		a.MoEKernel == b.MoEKernel && a.TimingEventsPerOp == b.TimingEventsPerOp && a.AttentionBackend == b.AttentionBackend
+}
+
+func specAcceptEqual(a, b *SpecAccept) bool {
+	return a.PerToken == b.PerToken && slices.Equal(a.PerPosition, b.PerPosition) && a.MeanLength == b.MeanLength &&
+		a.DraftRate == b.DraftRate && a.AtTokens == b.AtTokens && a.Source == b.Source
 }
 
 // shortArch returns the copy of a with fastLayers MoE layers, or nil when
@@ -296,7 +301,8 @@ func (e *Evaluator) Evaluate(c Scenario) (Summary, error) {
 		layerUs := p.eng.end[v.end] - p.eng.end[v.prevEnd]
 		step += float64(c.Arch.MoELayers()-fastLayers) * layerUs
 	}
-	sum := Summary{StepUs: step, Graphed: d.Graphed}
+	sum := Summary{StepUs: step, Graphed: d.Graphed, SpecHostUs: specHostUs(c)}
+	sum.StepUs += sum.SpecHostUs
 	p.fixTokens(&sum, c, d)
 	sum.Memory = p.memoryFit(c, d)
 	return sum, nil

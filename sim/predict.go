@@ -217,6 +217,10 @@ type Prediction struct {
 	// CriticalPath lists indices into Ops from the first op to the one
 	// that ends the step, each released by the previous one.
 	CriticalPath []int `json:"critical_path"`
+	// Spec is what a speculative step yields and what priced it (its
+	// method, drafter and acceptance; PredictScenario only), nil without
+	// speculation.
+	Spec *SpecStep `json:"spec,omitempty"`
 	// Caveats: known gaps of this prediction on this box and the
 	// measurement that would close each (Predictor.Caveats;
 	// PredictScenario only).

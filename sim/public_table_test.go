@@ -6,7 +6,7 @@ package sim_test
 // checks; README "Public measurements" prints the same rows. Rows that
 // cannot be expressed are listed in publicUnexpressed with why.
 //
-// Sources (see /work/research/public_rows.md for the full list):
+// Sources:
 //   - [kimi] voipmonitor/rtx6kpro models/kimi-k25.md at 07e8898 (the
 //     same text in sjug/rtx6kpro@738985bb): Kimi-K2.5 INT4 (and NVFP4),
 //     8x RTX PRO 6000, single request.
@@ -131,7 +131,7 @@ var publicUnexpressed = [][2]string{
 	{"[kimi] K11: SGLang Kimi-K2.5 INT4 with FP8 KV, 16 tok/s", "reported as a broken configuration (\"unusable\"), not a kernel's speed"},
 	{"[kimi] K2: P2P disabled, 32-64 NCCL channels, 44 / 29 / 23 tok/s", "NCCL channel counts are not an option; priced by the stock SHM model in TestPublicSHMGap (x0.39-0.53)"},
 	{"[glm5] G1: SGLang with the b12x MoE kernel; G6-G13: vLLM forks with the B12X sparse MLA backend", "fork kernels no profile states"},
-	{"[kimi26] K14-K23, K25: PCIe custom all-reduce forks, EAGLE-3 drafts", "fork all-reduce cutoffs and draft models tpscope does not model (Kimi has no MTP layer)"},
+	{"[kimi26] K14-K23, K25: PCIe custom all-reduce forks, EAGLE-3 drafts", "fork all-reduce cutoffs; the rows with EAGLE-3 drafts and a stated acceptance are in the speculative table (public_spec_test.go)"},
 	{"H1-H4: TensorRT-LLM DeepSeek-R1 max-throughput (DEP, ISL/OSL mixes)", "serving throughput with prefill mixed in under attention DP, not one decode step"},
 	{"H6-H9: DeepSeek-V3 / V3.2 single-request rows (SGLang 0.4, vLLM 0.13 on H20)", "engine versions without a profile, unstated GPUs, or DeepSeek-V3.2 (no preset)"},
 	{"H12: Kimi-K2 INT4 MoE through Triton WNA16 on H200 (vLLM, Jan 2026)", "that vLLM ran INT4 experts through Triton there; the vllm@0.24 profile runs Marlin"},
@@ -159,7 +159,7 @@ func predictRow(t *testing.T, r *publicRow, db *perfdb.DB) publicResult {
 	sc := sim.Scenario{Arch: a, Plan: plan, Options: o, Topo: topo,
 		Workload: model.Workload{Phase: model.Decode, Batch: r.batch, Context: r.context, KVDtype: r.kv}}
 	sc.Build.DenseDSA = sim.ImpliedDenseDSA(a, topo, ref)
-	if err := sim.CheckEngine(sc); err != nil {
+	if err := sc.CheckEngine(); err != nil {
 		t.Fatalf("%s: %v", r.id, err)
 	}
 	pr, _, err := sim.Predict(sc)
@@ -199,7 +199,9 @@ func TestPublicTable(t *testing.T) {
 		if r.band > 0 && math.Abs(e) > r.band {
 			t.Errorf("%s: priors %+.1f %% outside +-%.0f %%", r.id, 100*e, 100*r.band)
 		}
-		if r.tableBand > 0 {
+		// Without the sample tables (a clone without ../shared) only the
+		// priors' bands are checked.
+		if r.tableBand > 0 && db != nil {
 			if et := res.tables/r.measured - 1; math.Abs(et) > r.tableBand {
 				t.Errorf("%s: tables %+.1f %% outside +-%.0f %%", r.id, 100*et, 100*r.tableBand)
 			}

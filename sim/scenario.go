@@ -80,9 +80,16 @@ func (sc *Scenario) newPredictor(scratch *runScratch) (*Predictor, error) {
 // Summary is the cheap part of a prediction: what a sweep keeps per
 // configuration.
 type Summary struct {
-	StepUs               float64    `json:"step_us"`
-	Sequences            int        `json:"sequences"`
-	TokensPerStep        float64    `json:"tokens_per_step"`
+	StepUs        float64 `json:"step_us"`
+	Sequences     int     `json:"sequences"`
+	TokensPerStep float64 `json:"tokens_per_step"`
+	// TokensPerStepVar is the variance of the tokens a step yields a
+	// sequence (speculative decoding; 0 without): what spreads one
+	// request's time per output token (SpecYield).
+	TokensPerStepVar float64 `json:"tokens_per_step_var,omitempty"`
+	// SpecHostUs is the host's drafting time included in StepUs (ngram,
+	// suffix; 0 otherwise).
+	SpecHostUs           float64    `json:"spec_host_us,omitempty"`
 	TokensPerSPerRequest float64    `json:"tokens_per_s_per_request"`
 	TokensPerS           float64    `json:"tokens_per_s"`
 	CommShareFrac        float64    `json:"comm_share_frac"`
@@ -116,7 +123,7 @@ func (p *Predictor) scheduleWith(bd *model.Builder, sc Scenario) (*model.Schedul
 		return nil, fmt.Errorf("sim: plan %s needs %d GPUs; topology %s has %d", plan, world, p.topo.Name, p.topo.NumGPUs())
 	}
 	o := sc.Build
-	o.Graphs = p.capture
+	o.Graphs = p.specCapture(sc)
 	if bd != nil {
 		return bd.Build(sc.Arch, sc.Plan, sc.Workload, o)
 	}
@@ -173,6 +180,9 @@ func (p *Predictor) PredictScenarioSchedule(sc Scenario) (*Prediction, *model.Sc
 	if err != nil {
 		return nil, nil, err
 	}
+	pr.SpecHostUs = specHostUs(sc)
+	pr.StepUs += pr.SpecHostUs
+	pr.Spec = specStepOf(sc)
 	// pr.Workload stays the workload priced (the padded batch); Sequences
 	// counts the real ones.
 	p.fixTokens(&pr.Summary, sc, s.Deploy)
@@ -192,7 +202,9 @@ func (p *Predictor) Evaluate(sc Scenario) (Summary, error) {
 	if err != nil {
 		return Summary{}, err
 	}
-	sum := Summary{StepUs: step, Graphed: s.Deploy.Graphed}
+	sum := Summary{StepUs: step, Graphed: s.Deploy.Graphed, SpecHostUs: specHostUs(sc)}
+	step += sum.SpecHostUs
+	sum.StepUs = step
 	if step > 0 {
 		comm := 0.0
 		for g := int32(0); g < p.eng.rankOff[1]; g++ {
@@ -212,7 +224,10 @@ func (p *Predictor) Evaluate(sc Scenario) (Summary, error) {
 func (p *Predictor) fixTokens(sum *Summary, sc Scenario, d model.Deployment) {
 	sum.Sequences = d.Batch
 	sum.PaddedBatch = d.PaddedBatch
-	sum.TokensPerStep = p.opts.TokensPerStep(sc.Workload.SpecTokens)
+	sum.TokensPerStep, sum.TokensPerStepVar = 1, 0
+	if y := specYield(p.opts, sc.Build.Spec, sc.Workload, sc.Arch); y != nil {
+		sum.TokensPerStep, sum.TokensPerStepVar = y.TokensPerStep, y.TokensVar
+	}
 	if sum.StepUs > 0 {
 		sum.TokensPerSPerRequest = sum.TokensPerStep / (sum.StepUs * 1e-6)
 		sum.TokensPerS = sum.TokensPerSPerRequest * float64(sum.Sequences)
@@ -301,6 +316,11 @@ func DecodeScenario(data []byte, topo *topology.Topology) (Scenario, error) {
 		return Scenario{}, fmt.Errorf("scenario %w", err)
 	}
 	sc := Scenario{Arch: a, Build: j.Build, Plan: j.Plan, Workload: j.Workload, Options: j.Options, TopoRef: j.Topology, RunBatch: j.RunBatch, Topo: topo, CostsName: j.Costs}
+	if d := j.Build.Spec.Draft; d != (model.Ref{}) {
+		if sc.Build.Spec.Drafter, err = d.Resolve(); err != nil {
+			return Scenario{}, fmt.Errorf("scenario draft model %s: %w", d, err)
+		}
+	}
 	if topo != nil {
 		return sc, nil
 	}
@@ -345,6 +365,9 @@ func (sc Scenario) String() string {
 	}
 	if !sc.Build.Routing.IsZero() {
 		b += " moe-routing=" + sc.Build.Routing.String()
+	}
+	if sp := sc.Build.Spec; sp.Method != "" && sp.Method != model.SpecMTP {
+		b += " spec=" + sp.String(sc.Workload)
 	}
 	costs := ""
 	if n := sc.CostSourceName(); n != "" {

@@ -28,14 +28,19 @@
 // WithAllowPartial keeps its complete steps instead (Result.Partial). Files are streamed through a small JSON lexer
 // (lexer.go): memory holds the span list, not the document. Kineto traces
 // (kineto.go) are split into steps by the serving engine's step ranges,
-// ProfilerStep#N, CUDA-graph replays or the layer pattern of eager kernels
-// (kineto_steps.go, StepRule*); within a step the decoder layers are
-// recovered from the collectives and norms around attention, and every
-// kernel gets the op ID of the (layer, role) it implements as
-// model.Build names ops (kineto_layers.go), fused kernels listing all
-// their ops (AttrKinetoOps); Result.Kineto reports the rule, the steps and
-// the share of kernel time placed, and unplaced kernels are reported by
-// name. ClassifyKernel maps kernel names to op kinds (kineto_kernels.go);
+// ProfilerStep#N, the engine's iteration frames (execute_model,
+// forward_batch_generation), CUDA-graph replays or the layer pattern of
+// eager kernels (kineto_steps.go, StepRule*), a kernel belonging to the
+// step its launch came from; within a step the decoder layers are
+// recovered from the collectives and norms around attention (or, in a
+// model run op by op in PyTorch, around its unfused softmax attention),
+// and every kernel gets the op ID of the (layer, role) it implements as
+// model.Build names ops — by its name where a KernelTable names it
+// (kineto_table.go), else by its class and position in the layer
+// (kineto_layers.go, kineto_glue.go) — fused kernels listing all their
+// ops (AttrKinetoOps); Result.Kineto reports the rule, the steps and the
+// share of kernel time placed by name, by position and not at all, and
+// unplaced kernels are reported by name. ClassifyKernel maps kernel names to op kinds (kineto_kernels.go);
 // Span.Seq/KindSeq give the kernels' order per step and rank, so an
 // aligner can also match the n-th kernel of a kind with the n-th
 // predicted op of that kind (WithKernelPlacement(false)).

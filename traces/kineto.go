@@ -34,15 +34,22 @@ import (
 // After the file is read:
 //
 //  1. Steps (kineto_steps.go): the first rule that applies splits the
-//     kernels into steps — engine ranges, ProfilerStep#N, graph launches,
-//     the layer pattern of eager kernels (StepRule* in schema_kineto.go).
-//     Kernels outside every step (warm-up, between iterations) are left
-//     out and counted in Result.Skipped.
-//  2. Layers and roles (kineto_layers.go): per step and rank, the decoder
-//     layers are recovered from the repeating kernel sequence and each
-//     kernel gets the op ID of the (layer, role) it implements, as
-//     model.Build names ops; kernels no rule places keep no op ID and are
-//     reported by name (KinetoFile.Unplaced, Result.Skipped).
+//     kernels into steps — engine ranges, ProfilerStep#N, the engine's
+//     iteration frames, graph launches, the layer pattern of eager kernels
+//     (StepRule* in schema_kineto.go). A kernel belongs to the step whose
+//     CPU range its launch (found by correlation ID: what the profiler's
+//     ac2g flow events draw) falls in, not to the one whose time window it
+//     runs in: under CUDA graphs a step's CPU range ends long before its
+//     kernels run. Kernels outside every step (warm-up, between
+//     iterations, launched before the profiler recorded) are left out and
+//     counted in Result.Skipped.
+//  2. Layers and roles (kineto_layers.go, kineto_glue.go,
+//     kineto_table.go): per step and rank, the decoder layers are
+//     recovered from the repeating kernel sequence and each kernel gets
+//     the op ID of the (layer, role) it implements, as model.Build names
+//     ops, by its name (a KernelTable) or its class and position; kernels
+//     no rule places keep no op ID and are reported by name
+//     (KinetoFile.Unplaced, Result.Skipped).
 //
 // Synthesized IDs: a step's trace ID is derived from the step number only,
 // so per-rank files of one run put the same step in the same trace; a
@@ -73,6 +80,7 @@ const (
 	kfGraph                      // resolved: launched from a CUDA graph
 	kfLaunch                     // a launch event with its correlation ID exists
 	kfCut                        // of a step the break in the file cut short (dropCutSteps)
+	kfByName                     // placed by the kernel table (kineto_table.go), not by position
 )
 
 // kernelList holds the kernels in fixed-size chunks: a growing slice would
@@ -105,21 +113,25 @@ type kinetoLaunch struct {
 
 // kinetoRead holds one file's events between reading and emitting spans.
 type kinetoRead struct {
-	o        *reader
-	src      string
-	world    int64    // distributedInfo.world_size (0: not recorded)
-	devices  []string // deviceProperties[].name, in order
-	kernels  kernelList
-	names    []string
-	infos    []kernelInfo
-	nameIdx  map[string]int32
-	launches map[int64]kinetoLaunch
-	ranges   []kinetoRange
-	steps    []stepMeta
-	fused    [][]opRef
-	rule     string
-	engine   string
-	place    bool
+	o       *reader
+	src     string
+	world   int64    // distributedInfo.world_size (0: not recorded)
+	devices []string // deviceProperties[].name, in order
+	kernels kernelList
+	names   []string
+	infos   []kernelInfo
+	// table: the kernel names per role; tableRoles the role it gives each
+	// name (roleNone: none or several).
+	table      *kernelTable
+	tableRoles []role
+	nameIdx    map[string]int32
+	launches   map[int64]kinetoLaunch
+	ranges     []kinetoRange
+	steps      []stepMeta
+	fused      [][]opRef
+	rule       string
+	engine     string
+	place      bool
 
 	opIDs      map[int32]string
 	placements []placement
@@ -130,6 +142,9 @@ type kinetoRead struct {
 	// lastKernelNs is the latest start of a kernel read (dropCutSteps).
 	cut, broken  bool
 	lastKernelNs int64
+	// launched: some kernel's launch (the runtime call with its
+	// correlation ID) was recorded (resolveGraphs).
+	launched bool
 }
 
 func (kr *kinetoRead) nameID(name string) int32 {
@@ -139,6 +154,7 @@ func (kr *kinetoRead) nameID(name string) int32 {
 	i := int32(len(kr.names))
 	kr.names = append(kr.names, name)
 	kr.infos = append(kr.infos, kr.o.classify(name))
+	kr.tableRoles = append(kr.tableRoles, kr.tableRole(name))
 	kr.nameIdx[name] = i
 	return i
 }
@@ -298,7 +314,10 @@ func (o *reader) kinetoEvent(ev *kinetoEvent) error {
 // readKinetoStream reads a Chrome/Kineto trace event by event.
 func readKinetoStream(r io.Reader, res *Result, src string) error {
 	o := newReader(r, res, src)
-	kr := &kinetoRead{o: o, src: src, nameIdx: map[string]int32{}, launches: map[int64]kinetoLaunch{}, place: !res.noKernelPlacement}
+	kr := &kinetoRead{o: o, src: src, nameIdx: map[string]int32{}, launches: map[int64]kinetoLaunch{}, place: !res.noKernelPlacement, table: res.kernelTable}
+	if kr.table == nil {
+		kr.table = defaultTable
+	}
 	var (
 		baseNs  int64
 		rank    int64 = -1
@@ -330,7 +349,9 @@ func readKinetoStream(r io.Reader, res *Result, src string) error {
 		case "kernel", "Kernel":
 		case "cuda_runtime", "cuda_driver":
 			if ev.haveCorr && ev.tsOK {
-				graph := bytes.HasPrefix(ev.name, []byte("cudaGraphLaunch")) || bytes.HasPrefix(ev.name, []byte("cuGraphLaunch"))
+				// ROCm traces keep the category and name the HIP calls
+				// (hipGraphLaunch replays a graph as cudaGraphLaunch does).
+				graph := bytes.HasPrefix(ev.name, []byte("cudaGraphLaunch")) || bytes.HasPrefix(ev.name, []byte("cuGraphLaunch")) || bytes.HasPrefix(ev.name, []byte("hipGraphLaunch"))
 				kr.launches[ev.correlation] = kinetoLaunch{ts: ev.ts, graph: graph}
 			}
 			return nil
@@ -348,6 +369,13 @@ func readKinetoStream(r io.Reader, res *Result, src string) error {
 				rg.ext = ev.external
 			}
 			kr.ranges = append(kr.ranges, rg)
+			return nil
+		case "python_function":
+			info, ok := parseStepFrame(ev.name)
+			if !ok || !ev.tsOK || !ev.durOK || ev.dur < 0 {
+				return nil
+			}
+			kr.ranges = append(kr.ranges, kinetoRange{lo: ev.ts, hi: ev.ts + ev.dur, ext: -1, name: o.in.b(ev.name), info: info})
 			return nil
 		case "gpu_memcpy", "gpu_memset", "Memcpy", "Memset":
 			ignored[string(ev.cat)]++
@@ -603,6 +631,7 @@ func (kr *kinetoRead) resolveGraphs() {
 		if ok {
 			k.flags |= kfLaunch
 			k.launch = l.ts
+			kr.launched = true
 		}
 		if k.flags&kfGraphArg != 0 || (ok && l.graph) {
 			k.flags |= kfGraph
@@ -721,6 +750,13 @@ func (kr *kinetoRead) emit(res *Result, baseNs, rank int64) {
 		if k.role != roleNone {
 			s.PlacedNs += k.dur
 			rep.PlacedNs += k.dur
+			if k.flags&kfByName != 0 {
+				s.ByNameNs += k.dur
+				rep.ByNameNs += k.dur
+			} else {
+				s.ByPositionNs += k.dur
+				rep.ByPositionNs += k.dur
+			}
 		} else {
 			c := unplaced[k.name]
 			if c == nil {
@@ -768,8 +804,9 @@ func (kr *kinetoRead) emit(res *Result, baseNs, rank int64) {
 		for _, c := range rep.Unplaced {
 			kernels += c.Count
 		}
-		res.skip(kr.src, fmt.Sprintf("%d kernels (%.1f %% of the steps' kernel time, %d names) not placed on an op ID; kept without one (steps split by %s)",
-			kernels, 100*(1-rep.PlacedFrac()), n, kr.rule))
+		byName, byPos, _ := rep.Shares()
+		res.skip(kr.src, fmt.Sprintf("%d kernels (%.1f %% of the steps' kernel time, %d names) not placed on an op ID; kept without one (steps split by %s; placed %.1f %% by name, %.1f %% by position)",
+			kernels, 100*(1-rep.PlacedFrac()), n, kr.rule, 100*byName, 100*byPos))
 		for i, c := range rep.Unplaced {
 			if i == maxUnplacedReported {
 				res.skip(kr.src, fmt.Sprintf("... and %d more kernel names not placed (KinetoFile.Unplaced lists all)", n-i))
@@ -784,9 +821,11 @@ func (kr *kinetoRead) emit(res *Result, baseNs, rank int64) {
 func outsideWhy(rule, engine string) string {
 	switch rule {
 	case StepRuleProfilerStep:
-		return "outside every ProfilerStep#N annotation (warm-up or between steps)"
+		return "outside every ProfilerStep#N annotation (warm-up, between steps, or launched before the profiler recorded)"
 	case StepRuleEngineRange:
 		return "outside every " + engine + " step range (warm-up, between iterations, or work the engine runs outside the range, such as vLLM's sampler)"
+	case StepRuleEngineFrame:
+		return "launched outside every " + engine + " iteration frame (warm-up, between iterations)"
 	case StepRuleGraphLaunch:
 		return "eagerly outside the CUDA-graph replays that make the steps (input preparation, sampling)"
 	}

@@ -72,7 +72,9 @@ type kernelRule struct {
 // generic words they contain: "allreduce_fusion" (all-reduce + RMSNorm) is a
 // collective, not a norm; "router_gemm" is the router's GEMM, not the top-k;
 // "finalizeMoeRouting" is the MoE output reduction, not the router;
-// "grouped_topk" is the router, not a grouped GEMM; "activationDeepSeek"
+// "grouped_topk" is the router, not a grouped GEMM; PyTorch's
+// "prepare_grouped_gemm_data" (torch._grouped_mm's argument set-up) belongs
+// to the grouped GEMM after it, not a GEMM of its own; "activationDeepSeek"
 // is the MoE activation although it lives in a moe:: namespace;
 // trtllm-gen's batched GEMMs ("bmm_E2m1...swiGlu") are the MoE GEMM
 // although their names mention the fused activation; "concat_and_cache_mla"
@@ -86,6 +88,7 @@ var kernelRules = []kernelRule{
 	{"custom_allreduce", model.KindCollective, []string{"cross_device_reduce", "custom_all_reduce", "allreduce_fusion", "all_reduce", "allreduce", "oneshot_all", "twoshot_all", "lamport"}},
 	{"deepep", model.KindCollective, []string{"deep_ep", "deepep"}},
 	{"router_gemm", model.KindGEMM, []string{"router_gemm", "routergemm"}},
+	{"gemm_prep", model.KindElementwise, []string{"prepare_grouped_gemm"}},
 	{"moe_finalize", model.KindElementwise, []string{"moe_sum", "finalize", "unpermute"}},
 	{"moe_permute", model.KindElementwise, []string{"expandinputrows", "moe_permute", "shuffle_rows"}},
 	{"router", model.KindRouter, []string{"topk", "top_k", "router", "gating", "moe_align", "align_block_size", "count_and_sort_expert", "moe_fused_gate", "routing", "buildexpertmaps", "compute_problem_sizes", "compute_expert_offsets", "compute_arg_sorts"}},
@@ -172,6 +175,7 @@ const (
 	clsRope                           // rotary position embedding
 	clsQuant                          // quantizes a GEMM's input (FP8 per-token-group, NVFP4)
 	clsEmbed                          // the vocabulary embedding lookup
+	clsPrep                           // sets up the arguments of the GEMM after it (torch._grouped_mm's prepare_grouped_gemm_data)
 )
 
 // kernelInfo is the per-name result the reader caches.
@@ -199,6 +203,43 @@ type kernelInfo struct {
 	// (DeepSeek/Kimi noaux_tc routing compiled by Inductor:
 	// triton_poi_fused_..._sigmoid_...).
 	scoring bool
+
+	// What PyTorch's own kernels do, for layers a model runs op by op in
+	// PyTorch (no engine kernels: Hugging Face transformers, a plain port;
+	// testdata/real/kimi-stack). Their names say the ATen operator, not
+	// the model's op; the placement reads them by position
+	// (kineto_glue.go).
+	//
+	// softmax: a softmax kernel (cunn_SoftMaxForward*): between two GEMMs,
+	// unfused attention (scores, softmax, probabilities x values).
+	softmax bool
+	// sort: a sort (bitonicSortKVInPlace, radixSortKVInPlace, cub's radix
+	// sort): in a MoE block, the routing's bookkeeping (tokens sorted by
+	// expert).
+	sort bool
+	// gather: an indexed gather (vectorized_gather_kernel, the index
+	// kernel of x[idx]): right before the experts' first grouped GEMM,
+	// the tokens gathered into expert order.
+	gather bool
+	// indexCopy: index_copy_ (Hugging Face's StaticCache.update writes the
+	// new keys and values with it): in an attention block, the cache write.
+	indexCopy bool
+	// indexAdd: index_add_ (indexFuncSmallIndex / indexFuncLargeIndex):
+	// in a MoE block after the experts, the sum of each token's weighted
+	// expert outputs (Hugging Face's DeepseekV3MoE.moe).
+	indexAdd bool
+	// torchTopK: PyTorch's own top-k (at::native sbtopk / radixSelect):
+	// the router written in PyTorch, its scoring and bookkeeping kernels
+	// generic ones around it.
+	torchTopK bool
+	// plainAct: an activation kernel without the multiply (PyTorch's
+	// silu_kernel, not act_and_mul): the elementwise multiply after it is
+	// the rest of SiLU-and-mul.
+	plainAct bool
+	// addNorm: a norm kernel that also adds the residual
+	// (fused_add_rms_norm, FusedAddRMSNorm); PyTorch's layer/RMS norm
+	// kernels do not, so the residual add before them is a kernel of its own.
+	addNorm bool
 }
 
 var ruleClass = map[string]kernelClass{
@@ -207,15 +248,15 @@ var ruleClass = map[string]kernelClass{
 	"router": clsRouter, "moe_gemm_tg": clsMoEGEMM, "act": clsAct, "kv_cache_write": clsKVWrite,
 	"norm": clsNorm, "rope": clsRope, "attention": clsAttn, "moe_gemm": clsMoEGEMM,
 	"gemm_splitk": clsSplitK, "gemm": clsGEMM, "quant": clsQuant, "embedding": clsEmbed,
-	"elementwise": clsOther,
+	"elementwise": clsOther, "gemm_prep": clsPrep,
 }
 
 func kernelInfoOf(name string) kernelInfo {
 	r, coll := classifyRule(name)
-	if r == nil {
-		return kernelInfo{kind: model.KindElementwise, rule: "default", class: clsOther}
+	ki := kernelInfo{kind: model.KindElementwise, rule: "default", class: clsOther}
+	if r != nil {
+		ki = kernelInfo{kind: r.kind, coll: coll, rule: r.name, class: ruleClass[r.name]}
 	}
-	ki := kernelInfo{kind: r.kind, coll: coll, rule: r.name, class: ruleClass[r.name]}
 	lower := strings.ToLower(name)
 	switch ki.class {
 	case clsColl:
@@ -223,6 +264,17 @@ func kernelInfoOf(name string) kernelInfo {
 	case clsOther:
 		ki.lookup = strings.Contains(lower, "indexselect") || strings.Contains(lower, "index_select")
 		ki.scoring = strings.Contains(lower, "sigmoid")
+		ki.softmax = strings.Contains(lower, "softmax")
+		ki.sort = strings.Contains(lower, "sort")
+		ki.gather = strings.Contains(lower, "gather_kernel") || strings.Contains(lower, "gpu_index_kernel")
+		ki.indexCopy = strings.Contains(lower, "index_copy")
+		ki.indexAdd = strings.Contains(lower, "indexfunc") || strings.Contains(lower, "index_add")
+	case clsRouter:
+		ki.torchTopK = strings.Contains(lower, "at::native")
+	case clsAct:
+		ki.plainAct = !strings.Contains(lower, "and_mul") && !strings.Contains(lower, "andmul") && !strings.Contains(lower, "swiglu")
+	case clsNorm:
+		ki.addNorm = strings.Contains(lower, "fused_add") || strings.Contains(lower, "fusedadd") || strings.Contains(lower, "add_rms")
 	case clsRope:
 		ki.ropeCache = strings.Contains(lower, "cache") || strings.Contains(lower, "assign")
 	case clsQuant:

@@ -21,10 +21,13 @@ import (
 // attention part (holding attention kernels, ended by a collective) and
 // an MLP/MoE part (no attention kernel, ended by a collective), then the
 // head (after the last layer's all-reduce). A step whose collectives do
-// not follow that pattern is not placed. Without collectives (TP = 1)
-// the attention runs mark the layers and the RMSNorms cut them: the first
-// norm after a layer's attention is its post-attention norm, the second
-// the next layer's input norm (or the final norm).
+// not follow that pattern is not placed. Without collectives (TP = 1, or
+// one rank's shard run alone) the attention runs mark the layers and the
+// RMSNorms cut them: the first norm after a layer's attention is its
+// post-attention norm, the second the next layer's input norm (or the
+// final norm). A step without attention kernels (a model run op by op in
+// PyTorch) has its attention found as a softmax between two GEMMs
+// (kineto_glue.go).
 //
 // Roles within a part, by kernel class (kernelClassOf) and order — the
 // order of the engines' layer code (vLLM model_executor/models/deepseek_v2.py
@@ -85,7 +88,12 @@ import (
 // Anything else — residual adds, copies, casts, fills, concatenations, the
 // sampler, kernels of a part whose counts do not match the rules — keeps
 // no op ID (Layer still says which layer it ran in) and is reported by
-// name. Mixed prefill+decode steps place only their norms, RoPE, cache
+// name, except PyTorch's generic kernels that run an op which has no
+// kernel of its own (RoPE, the cache write, SiLU's multiply, routing and
+// the sum over the top-k written in PyTorch, the residual add before a
+// norm that does not add it): kineto_glue.go places those by position. A
+// kernel-name table (kineto_table.go) then places by name the kernels it
+// names, in the layer found here. Mixed prefill+decode steps place only their norms, RoPE, cache
 // write, the first two and the last GEMM of the attention part and the
 // MLP/MoE part: the schedule has no mixed layer.
 
@@ -162,7 +170,7 @@ type attnForm struct {
 func placedRoles() placerRoles {
 	var pr placerRoles
 	plain := model.CondTP | model.CondNoDP | model.CondShared | model.CondMain
-	for _, sl := range model.Select(model.Table(model.ModEmbedding), plain) {
+	for _, sl := range model.ModEmbedding.Select(plain) {
 		switch sl.Kind {
 		case model.KindEmbedding:
 			pr.embedLookup = roleFor(sl.Role)
@@ -173,7 +181,7 @@ func placedRoles() placerRoles {
 	form := func(phase model.Cond) attnForm {
 		var f attnForm
 		seen := false
-		for _, sl := range model.Select(model.Table(model.ModAttention), plain|phase) {
+		for _, sl := range model.ModAttention.Select(plain | phase) {
 			r := roleFor(sl.Role)
 			switch {
 			case sl.Kind == model.KindAttention:
@@ -210,7 +218,7 @@ func placedRoles() placerRoles {
 		return t
 	}
 	var routed, shared []model.Slot
-	for _, sl := range model.Select(model.Table(model.ModMoE), plain|model.CondDecode) {
+	for _, sl := range model.ModMoE.Select(plain | model.CondDecode) {
 		switch {
 		case sl.Module == model.ModRoutedExperts:
 			routed = append(routed, sl)
@@ -228,7 +236,7 @@ func placedRoles() placerRoles {
 	}
 	pr.experts, pr.shared = triple(routed), triple(shared)
 	var mlp []model.Slot
-	for _, sl := range model.Select(model.Table(model.ModDenseMLP), plain) {
+	for _, sl := range model.ModDenseMLP.Select(plain) {
 		switch sl.Kind {
 		case model.KindNorm:
 			pr.mlpPostNorm = roleFor(sl.Role)
@@ -239,7 +247,7 @@ func placedRoles() placerRoles {
 		}
 	}
 	pr.mlp = triple(mlp)
-	for _, sl := range model.Select(model.Table(model.ModLMHead), plain) {
+	for _, sl := range model.ModLMHead.Select(plain) {
 		switch sl.Kind {
 		case model.KindNorm:
 			pr.finalNorm = roleFor(sl.Role)
@@ -325,6 +333,15 @@ func (kr *kinetoRead) placeSteps() {
 					k := kr.kernels.at(int(i))
 					k.role, k.layer, k.fused = roleNone, -1, 0
 				}
+			} else {
+				moved := 0
+				kr.placeByName(g, kr.steps[s].info.phase, &moved)
+				if moved > 0 {
+					if note != "" {
+						note += "; "
+					}
+					note += movedNote(moved)
+				}
 			}
 			kr.placements = append(kr.placements, placement{step: s, device: kr.kernels.at(int(g[0])).device, layers: layers, note: note})
 		}
@@ -337,10 +354,13 @@ type placer struct {
 	ks    []int32
 	phase string
 	notes []string
+	// cl is each kernel's class: its name's, or what its position says
+	// (the kernels of an unfused attention, unfusedAttention).
+	cl []kernelClass
 }
 
 func (p *placer) k(pos int) *kinetoKernel { return p.kr.kernels.at(int(p.ks[pos])) }
-func (p *placer) cls(pos int) kernelClass { return p.kr.infos[p.k(pos).name].class }
+func (p *placer) cls(pos int) kernelClass { return p.cl[pos] }
 func (p *placer) ki(pos int) *kernelInfo  { return &p.kr.infos[p.k(pos).name] }
 func (p *placer) set(pos, layer int, r role) {
 	k := p.k(pos)
@@ -388,6 +408,11 @@ type layerSeg struct {
 // could not place.
 func (p *placer) place() (int, string) {
 	n := len(p.ks)
+	p.cl = make([]kernelClass, n)
+	for i := range n {
+		p.cl[i] = p.kr.infos[p.k(i).name].class
+	}
+	p.unfusedAttention()
 	var coll, attn []int
 	for i := 0; i < n; i++ {
 		switch p.cls(i) {
@@ -474,6 +499,7 @@ func (p *placer) place() (int, string) {
 		finalCovered = true
 	}
 	p.headPart(headLo, headHi, finalCovered)
+	p.residualAdds()
 	return len(layers), strings.Join(p.notes, "; ")
 }
 
@@ -553,13 +579,7 @@ func (p *placer) segmentByCollectives(coll, attn []int) (layers []layerSeg, embe
 // all-reduce marks it: the first norm after the lookup, or lo when no
 // lookup runs there.
 func (p *placer) splitEmbedding(lo, hi int) int {
-	anchor := -1
-	for i := lo; i < hi; i++ {
-		if c := p.cls(i); c == clsEmbed || p.ki(i).lookup {
-			anchor = i
-			break
-		}
-	}
+	anchor := p.lookupAnchor(lo, hi)
 	if anchor < 0 {
 		return lo
 	}
@@ -633,16 +653,28 @@ func (p *placer) isMoE(lo, hi int) bool {
 	return false
 }
 
+// lookupAnchor is the position of the embedding lookup in [lo, hi), the
+// part before the first layer: an embedding kernel or an index_select,
+// else the first indexed gather (PyTorch runs F.embedding's index_select
+// as its vectorized gather kernel for some shapes: a real trace at batch
+// 32); -1 when none runs there.
+func (p *placer) lookupAnchor(lo, hi int) int {
+	gather := -1
+	for i := lo; i < hi; i++ {
+		if c := p.cls(i); c == clsEmbed || p.ki(i).lookup {
+			return i
+		}
+		if gather < 0 && p.cls(i) == clsOther && p.ki(i).gather {
+			gather = i
+		}
+	}
+	return gather
+}
+
 // embedPart places the embedding: the lookup and the glue after it (and
 // before it in the same graph replay), and the all-reduce.
 func (p *placer) embedPart(lo, hi, ar int) {
-	anchor := -1
-	for i := lo; i < hi; i++ {
-		if p.cls(i) == clsEmbed || p.ki(i).lookup {
-			anchor = i
-			break
-		}
-	}
+	anchor := p.lookupAnchor(lo, hi)
 	if anchor >= 0 {
 		ak := p.k(anchor)
 		for i := lo; i < hi; i++ {
@@ -716,7 +748,21 @@ func (p *placer) attnPart(lo, hi, layer int, inputCovered bool) {
 		if !decode {
 			f = placed.prefill
 		}
-		p.assign(pre, f.pre, layer, "L%02d: %d GEMM kernels before attention, the layer has %d", layer)
+		if down := p.unfusedDownProj(pre, norms, f); down != nil {
+			// q_a and kv_a run as two GEMMs: both are the fused op's.
+			var rest []int
+			for _, g := range pre {
+				if g == down[0] || g == down[1] {
+					p.set(g, layer, f.pre[0])
+				} else {
+					rest = append(rest, g)
+				}
+			}
+			pre = rest
+			p.assign(pre, f.pre[1:], layer, "L%02d: %d GEMM kernels before attention, the layer has %d", layer)
+		} else {
+			p.assign(pre, f.pre, layer, "L%02d: %d GEMM kernels before attention, the layer has %d", layer)
+		}
 		p.assign(post, f.post, layer, "L%02d: %d GEMM kernels after attention, the layer has %d", layer)
 		for _, i := range attn {
 			p.set(i, layer, f.attn)
@@ -725,6 +771,7 @@ func (p *placer) attnPart(lo, hi, layer int, inputCovered bool) {
 		p.note("L%02d: %d GEMM kernels after attention: neither decode (2) nor prefill (1)", layer, len(post))
 	}
 	p.attachHelpers(lo, hi)
+	p.glueAttn(lo, hi, layer)
 }
 
 // assign gives the kernels at pos the roles want, one to one, or notes the
@@ -760,6 +807,7 @@ func (p *placer) ffnPart(lo, hi, layer int, isMoE, postCovered bool) {
 		}
 		p.pairAround(acts[0], gemms, used, layer, placed.mlp)
 		p.attachHelpers(lo, hi)
+		p.glueActs(lo, hi, acts)
 		return
 	}
 	moe := p.positions(lo, hi, clsMoEGEMM)
@@ -832,6 +880,8 @@ func (p *placer) ffnPart(lo, hi, layer int, isMoE, postCovered bool) {
 		p.note("L%02d: %d dense GEMM kernels in the MoE block not paired with the shared expert's activation (want the router gate only)", layer, len(rest))
 	}
 	p.attachHelpers(lo, hi)
+	p.glueActs(lo, hi, acts)
+	p.glueMoE(lo, hi, layer, moe)
 }
 
 // pairAround places an activation with the unused GEMM right before it
@@ -902,6 +952,8 @@ func (p *placer) attachHelpers(lo, hi int) {
 		c := p.cls(i)
 		if (c == clsGEMM || c == clsMoEGEMM || c == clsRouterGEMM || c == clsAttn) && p.k(i).role != roleNone {
 			next = i
+		} else if c == clsPrep && p.k(i).role == roleNone && next >= 0 {
+			p.copyOp(i, next)
 		} else if c == clsQuant && p.k(i).role == roleNone && next >= 0 {
 			if q := p.k(next).role.actQuant(); q != roleNone && p.ki(i).groupQuant && p.k(next).fused == 0 {
 				p.set(i, int(p.k(next).layer), q)

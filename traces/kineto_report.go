@@ -23,6 +23,11 @@ type KinetoFile struct {
 	// are not counted); PlacedNs the part on kernels with an op ID.
 	KernelNs int64 `json:"kernel_ns"`
 	PlacedNs int64 `json:"placed_ns"`
+	// ByNameNs and ByPositionNs split PlacedNs by how the kernels were
+	// placed: by the kernel table (KernelTable: the name says the op) or
+	// by their class and position in the recovered layer.
+	ByNameNs     int64 `json:"by_name_ns"`
+	ByPositionNs int64 `json:"by_position_ns"`
 	// Unplaced lists the kernels in steps without an op ID, by name, most
 	// time first.
 	Unplaced []KernelCount `json:"unplaced,omitempty"`
@@ -34,6 +39,25 @@ func (f *KinetoFile) PlacedFrac() float64 {
 		return 0
 	}
 	return float64(f.PlacedNs) / float64(f.KernelNs)
+}
+
+// Shares returns the fractions of KernelNs placed by name, placed by
+// position and not placed (0s without kernels).
+func (f *KinetoFile) Shares() (byName, byPosition, unplaced float64) {
+	return shares(f.KernelNs, f.ByNameNs, f.ByPositionNs)
+}
+
+// Shares is KinetoFile.Shares for one step.
+func (s *KinetoStep) Shares() (byName, byPosition, unplaced float64) {
+	return shares(s.KernelNs, s.ByNameNs, s.ByPositionNs)
+}
+
+func shares(total, name, pos int64) (float64, float64, float64) {
+	if total == 0 {
+		return 0, 0, 0
+	}
+	t := float64(total)
+	return float64(name) / t, float64(pos) / t, float64(total-name-pos) / t
 }
 
 // KinetoStep is one step of one rank.
@@ -52,9 +76,11 @@ type KinetoStep struct {
 	DecodeTokens  int    `json:"decode_tokens,omitempty"`
 	GraphLaunches int    `json:"graph_launches"`
 	Kernels       int    `json:"kernels"`
-	KernelNs      int64  `json:"kernel_ns"` // sum of the step's kernel durations
-	PlacedNs      int64  `json:"placed_ns"` // of which on kernels with an op ID
-	Layers        int    `json:"layers"`    // decoder layers recovered (0: not placed)
+	KernelNs      int64  `json:"kernel_ns"`      // sum of the step's kernel durations
+	PlacedNs      int64  `json:"placed_ns"`      // of which on kernels with an op ID
+	ByNameNs      int64  `json:"by_name_ns"`     // of PlacedNs, by the kernel table (the name says the op)
+	ByPositionNs  int64  `json:"by_position_ns"` // of PlacedNs, by class and position in the layer
+	Layers        int    `json:"layers"`         // decoder layers recovered (0: not placed)
 	// Note says why the step's kernels were not placed, when they were not.
 	Note string `json:"note,omitempty"`
 }

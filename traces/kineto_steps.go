@@ -1,6 +1,7 @@
 package traces
 
 import (
+	"bytes"
 	"cmp"
 	"fmt"
 	"slices"
@@ -46,6 +47,7 @@ const (
 	rangeEngine       rangeKind = iota + 1 // an engine's iteration
 	rangeDraft                             // a speculative draft forward (belongs to the iteration before it)
 	rangeProfilerStep                      // ProfilerStep#N
+	rangeFrame                             // the engine's Python frame that runs one iteration
 )
 
 // rangeInfo is what a step range's name says.
@@ -100,15 +102,8 @@ func parseStepRange(b []byte) (rangeInfo, bool) {
 	if n, ok := parseStepName(name); ok {
 		return rangeInfo{kind: rangeProfilerStep, profStep: n}, true
 	}
-	if rest, ok := strings.CutPrefix(name, "execute_context_"); ok {
-		// {n}({tok})_generation_{m}({tok})
-		ctx, rest, ok1 := cutCount(rest)
-		gen, rest2, ok2 := cutCount(strings.TrimPrefix(rest, "_generation_"))
-		if ok1 && ok2 && rest2 == "" && strings.HasPrefix(rest, "_generation_") {
-			return rangeInfo{kind: rangeEngine, engine: EngineVLLM, phase: phaseOf(ctx[0], gen[0]),
-				ctxReqs: ctx[0], ctxTok: ctx[1], genReqs: gen[0], genTok: gen[1]}, true
-		}
-		return rangeInfo{}, false
+	if ri, ok, isCtx := parseVLLMContext(name); isCtx {
+		return ri, ok
 	}
 	if rest, ok := strings.CutPrefix(name, "execute_new_"); ok {
 		newS, cached, ok := strings.Cut(rest, "_cached_")
@@ -135,7 +130,74 @@ func parseStepRange(b []byte) (rangeInfo, bool) {
 	return rangeInfo{}, false
 }
 
-// cutCount reads "{n}({tok})" from the start of s.
+// parseStepFrame recognises the Python frames (python_function events,
+// recorded with with_stack=True, vLLM's and SGLang's default) of the call
+// that runs one engine iteration:
+//
+//   - vLLM V1: "vllm/v1/worker/gpu_model_runner.py(2907): execute_model"
+//     (GPUModelRunner.execute_model, once per scheduler step; the file's
+//     line number changes between versions);
+//   - SGLang: "sglang/srt/managers/tp_worker.py(445): forward_batch_generation"
+//     (TpModelWorker.forward_batch_generation, once per batch the
+//     scheduler runs).
+//
+// They say nothing of the phase. The frames inside them (the model's
+// forward, the sampler) are not steps.
+func parseStepFrame(b []byte) (rangeInfo, bool) {
+	// The suffix first: a with_stack trace holds millions of frames.
+	switch {
+	case bytes.HasSuffix(b, frameExecuteModel) && bytes.Contains(b, fileModelRunner):
+		return rangeInfo{kind: rangeFrame, engine: EngineVLLM}, true
+	case bytes.HasSuffix(b, frameForwardBatch) && bytes.Contains(b, fileTPWorker):
+		return rangeInfo{kind: rangeFrame, engine: EngineSGLang}, true
+	}
+	return rangeInfo{}, false
+}
+
+var (
+	frameExecuteModel = []byte("): execute_model")
+	fileModelRunner   = []byte("gpu_model_runner.py(")
+	frameForwardBatch = []byte("): forward_batch_generation")
+	fileTPWorker      = []byte("tp_worker.py(")
+)
+
+// parseVLLMContext reads vLLM's iteration range in the forms seen in
+// real traces: "execute_context_{n}({tok})_generation_{m}({tok})" (stock),
+// "execute_context_1(888_788544)_generation_0(0)" (a build that appends the
+// sum of query x key lengths to the token count: 888 x 888 = 788544 on a
+// real B200 trace), and TraceLens' "execute_{tokens}_context_{n}(sq{tok}sk...)
+// _generation_{m}(sq{tok}sk...)". isCtx is false when name is not of the
+// execute_..._context_ family at all (other parsers then try it).
+func parseVLLMContext(name string) (ri rangeInfo, ok, isCtx bool) {
+	rest, found := strings.CutPrefix(name, "execute_")
+	if !found {
+		return ri, false, false
+	}
+	if !strings.HasPrefix(rest, "context_") {
+		// "{tokens}_context_": the iteration's scheduled tokens first.
+		tok, after, cut := strings.Cut(rest, "_")
+		if !cut || !strings.HasPrefix(after, "context_") {
+			return ri, false, false
+		}
+		if n, err := strconv.Atoi(tok); err != nil || n < 0 {
+			return ri, false, true
+		}
+		rest = after
+	}
+	rest = strings.TrimPrefix(rest, "context_")
+	ctx, rest, ok1 := cutCount(rest)
+	rest, ok2 := strings.CutPrefix(rest, "_generation_")
+	gen, rest, ok3 := cutCount(rest)
+	if !ok1 || !ok2 || !ok3 || rest != "" {
+		return ri, false, true
+	}
+	return rangeInfo{kind: rangeEngine, engine: EngineVLLM, phase: phaseOf(ctx[0], gen[0]),
+		ctxReqs: ctx[0], ctxTok: ctx[1], genReqs: gen[0], genTok: gen[1]}, true, true
+}
+
+// cutCount reads "{n}({detail})" from the start of s: n requests, and
+// their tokens as the detail's first number ("512", "888_788544",
+// "sq8155sk8430...").
 func cutCount(s string) ([2]int, string, bool) {
 	open := strings.IndexByte(s, '(')
 	closeAt := strings.IndexByte(s, ')')
@@ -143,9 +205,17 @@ func cutCount(s string) ([2]int, string, bool) {
 		return [2]int{}, s, false
 	}
 	n, err1 := strconv.Atoi(s[:open])
-	t, err2 := strconv.Atoi(s[open+1 : closeAt])
+	detail := strings.TrimPrefix(s[open+1:closeAt], "sq")
+	end := 0
+	for end < len(detail) && detail[end] >= '0' && detail[end] <= '9' {
+		end++
+	}
+	t, err2 := strconv.Atoi(detail[:end])
 	if err1 != nil || err2 != nil || n < 0 || t < 0 {
 		return [2]int{}, s, false
+	}
+	if end < len(detail) && detail[end] != '_' && detail[end] != 's' {
+		return [2]int{}, s, false // "512x": not a count
 	}
 	return [2]int{n, t}, s[closeAt+1:], true
 }
@@ -229,24 +299,33 @@ func parseTRTLLMStep(s string) (rangeInfo, bool) {
 // splitSteps assigns every kernel a step (kinetoKernel.step) by the first
 // rule that applies and records the rule.
 func (kr *kinetoRead) splitSteps() {
-	var engine, draft, prof []kinetoRange
+	var draft, prof []kinetoRange
+	engines := map[string][]kinetoRange{}
+	frames := map[string][]kinetoRange{}
 	for _, r := range kr.ranges {
 		switch r.info.kind {
 		case rangeEngine:
-			engine = append(engine, r)
+			engines[r.info.engine] = append(engines[r.info.engine], r)
 		case rangeDraft:
 			draft = append(draft, r)
 		case rangeProfilerStep:
 			prof = append(prof, r)
+		case rangeFrame:
+			frames[r.info.engine] = append(frames[r.info.engine], r)
 		}
 	}
 	switch {
-	case len(engine) > 0:
-		kr.rule, kr.engine = StepRuleEngineRange, engine[0].info.engine
-		kr.stepsFromRanges(engine, draft, false)
+	case len(engines) > 0:
+		kr.rule = StepRuleEngineRange
+		kr.engine = kr.pickFamily(engines, "range")
+		kr.stepsFromRanges(engines[kr.engine], draft, false)
 	case len(prof) > 0:
 		kr.rule = StepRuleProfilerStep
 		kr.stepsFromRanges(prof, nil, true)
+	case len(frames) > 0:
+		kr.rule = StepRuleEngineFrame
+		kr.engine = kr.pickFamily(frames, "frame")
+		kr.stepsFromRanges(frames[kr.engine], nil, false)
 	case kr.hasGraphKernels():
 		kr.rule = StepRuleGraphLaunch
 		kr.stepsFromGraphs()
@@ -261,6 +340,45 @@ func (kr *kinetoRead) splitSteps() {
 		}
 	}
 	kr.countGraphLaunches()
+}
+
+// pickFamily chooses, when the ranges (or frames) of more than one
+// engine's form mark the iterations, the one that makes the steps: the
+// form with the most CPU ranges, and among equals the innermost (the least
+// total CPU time: it bounds the launches most tightly). TraceLens writes
+// its own vLLM-form "execute_{tokens}_context_..." range around SGLang's
+// step[...] in the SGLang traces it keeps; both mark one iteration, and
+// SGLang's own is the inner one. The other forms are noted.
+func (kr *kinetoRead) pickFamily(fams map[string][]kinetoRange, what string) string {
+	names := make([]string, 0, len(fams))
+	for n := range fams {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	count := func(v []kinetoRange) (n int, ns int64) {
+		for _, r := range v {
+			if !r.gpu {
+				n++
+				ns += r.hi - r.lo
+			}
+		}
+		return n, ns
+	}
+	best := names[0]
+	for _, n := range names[1:] {
+		c, d := count(fams[n])
+		bc, bd := count(fams[best])
+		if c > bc || (c == bc && d < bd) {
+			best = n
+		}
+	}
+	for _, n := range names {
+		if n != best {
+			c, _ := count(fams[n])
+			kr.stepNotes = append(kr.stepNotes, fmt.Sprintf("%d %s %s(s) (%q) mark the same iterations as %s's; steps from %s's", c, n, what, truncName(fams[n][0].name), best, best))
+		}
+	}
+	return best
 }
 
 func (kr *kinetoRead) hasGraphKernels() bool {
@@ -385,7 +503,14 @@ func (kr *kinetoRead) stepsFromRanges(target, draft []kinetoRange, byNumber bool
 			}
 		}
 		// A kernel launched outside every CPU range was not launched by a
-		// step; GPU ranges place only kernels without a launch event.
+		// step. Where the profiler recorded launches, a kernel without one
+		// was launched before the recording began (the replay of a warm-up
+		// step still running when the first step's GPU range opens, on a
+		// real CUDA-graph trace): inside a step's GPU window, yet not the
+		// step's. GPU ranges place kernels only in traces without launches.
+		if !launched && kr.launched && len(cpu) > 0 {
+			continue
+		}
 		if len(gpu) > 0 && (!launched || len(cpu) == 0) {
 			if j := findRange(gpu, k.start); j >= 0 && gpuStep[j] >= 0 {
 				k.step = gpuStep[j]

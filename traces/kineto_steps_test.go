@@ -22,6 +22,14 @@ func TestParseStepRange(t *testing.T) {
 		{"execute_context_0(0)_generation_0(0)", true, rangeInfo{kind: rangeEngine, engine: EngineVLLM, phase: PhaseIdle}},
 		{"execute_context_1(512)_generation_0", false, rangeInfo{}},
 		{"execute_context_x(1)_generation_0(0)", false, rangeInfo{}},
+		// Real traces' forms (testdata/real): tokens then the sum of
+		// sq x sk (888 x 888), and TraceLens' extended form.
+		{"execute_context_1(888_788544)_generation_0(0)", true, rangeInfo{kind: rangeEngine, engine: EngineVLLM, phase: PhasePrefill, ctxReqs: 1, ctxTok: 888}},
+		{"execute_8192_context_9(sq8155sk8430sqsq7475785sqsk7671310)_generation_37(sq37sk34489sqsq37sqsk34489)", true, rangeInfo{kind: rangeEngine, engine: EngineVLLM, phase: PhaseMixed, ctxReqs: 9, ctxTok: 8155, genReqs: 37, genTok: 37}},
+		{"execute_32_context_0(sq0sk0sqsq0sqsk0)_generation_32(sq32sk32785sqsq32sqsk32785)", true, rangeInfo{kind: rangeEngine, engine: EngineVLLM, phase: PhaseDecode, genReqs: 32, genTok: 32}},
+		{"execute_x_context_0(0)_generation_1(1)", false, rangeInfo{}},
+		{"execute_context_1(512x)_generation_0(0)", false, rangeInfo{}},
+		{"execute_model", false, rangeInfo{}},
 		{"execute_new_3_cached_29", true, rangeInfo{kind: rangeEngine, engine: EngineVLLM, phase: PhaseMixed, ctxReqs: 3, genReqs: 29}},
 		{"execute_new_0_cached_8", true, rangeInfo{kind: rangeEngine, engine: EngineVLLM, phase: PhaseDecode, genReqs: 8}},
 		{"execute_new_-1_cached_8", false, rangeInfo{}},
@@ -45,6 +53,27 @@ func TestParseStepRange(t *testing.T) {
 				t.Errorf("parseStepRange(%q) = %+v, %v; want %+v, %v", tc.name, got, ok, tc.want, tc.ok)
 			}
 		})
+	}
+}
+
+func TestParseStepFrame(t *testing.T) {
+	tests := []struct {
+		name string
+		want rangeInfo
+		ok   bool
+	}{
+		{"vllm/v1/worker/gpu_model_runner.py(2907): execute_model", rangeInfo{kind: rangeFrame, engine: EngineVLLM}, true},
+		{"/sgl-workspace/sglang/python/sglang/srt/managers/tp_worker.py(445): forward_batch_generation", rangeInfo{kind: rangeFrame, engine: EngineSGLang}, true},
+		{"vllm/v1/worker/gpu_model_runner.py(2726): _model_forward", rangeInfo{}, false},
+		{"vllm/v1/worker/gpu_worker.py(600): execute_model", rangeInfo{}, false},
+		{"sglang/srt/model_executor/model_runner.py(3123): forward", rangeInfo{}, false},
+		{"execute_model", rangeInfo{}, false},
+	}
+	for _, tc := range tests {
+		got, ok := parseStepFrame([]byte(tc.name))
+		if ok != tc.ok || got != tc.want {
+			t.Errorf("parseStepFrame(%q) = %+v, %v; want %+v, %v", tc.name, got, ok, tc.want, tc.ok)
+		}
 	}
 }
 

@@ -44,6 +44,7 @@ type readConfig struct {
 	format       string
 	noPlace      bool
 	allowPartial bool
+	table        *kernelTable
 }
 
 // WithHTTPClient sets the client for jaeger:// and http(s):// sources.
@@ -145,7 +146,7 @@ type fileReader struct {
 func (f *fileReader) Source() string { return f.src }
 
 func (f *fileReader) Read(ctx context.Context) (*Result, error) {
-	res := &Result{Source: f.src, noKernelPlacement: f.rc.noPlace}
+	res := &Result{Source: f.src, noKernelPlacement: f.rc.noPlace, kernelTable: f.rc.table}
 	looks := ""
 	var breaks []breakRange
 	for _, p := range f.paths {
@@ -424,7 +425,7 @@ func (u *urlReader) Read(ctx context.Context) (*Result, error) {
 		b, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
 		return nil, fmt.Errorf("trace source %s: %s: %s", u.src, resp.Status, strings.TrimSpace(string(b)))
 	}
-	res := &Result{Source: u.src, noKernelPlacement: u.rc.noPlace}
+	res := &Result{Source: u.src, noKernelPlacement: u.rc.noPlace, kernelTable: u.rc.table}
 	format, looks, err := readBodyLooks(ctx, resp.Body, u.src, u.rc.format, res)
 	if err != nil {
 		var pe *PartialError

@@ -31,6 +31,13 @@ const (
 	// StepRuleProfilerStep: ProfilerStep#N ranges (torch.profiler with a
 	// schedule); the step is N.
 	StepRuleProfilerStep = "profiler-step"
+	// StepRuleEngineFrame: no step range; the engine's Python frame that
+	// runs one iteration (vLLM's gpu_model_runner.py execute_model,
+	// SGLang's tp_worker.py forward_batch_generation; python_function
+	// events, recorded with with_stack=True) is the step's CPU range, and
+	// kernels belong to the frame their launch falls in. Piecewise CUDA
+	// graphs launch tens of graphs per iteration: they are one step.
+	StepRuleEngineFrame = "engine-frame"
 	// StepRuleGraphLaunch: no step ranges; every kernel replayed by one
 	// cudaGraphLaunch (all share its correlation ID) is one step, and
 	// piecewise graphs — pieces joined by attention kernels launched

@@ -225,6 +225,9 @@ type Result struct {
 	// noKernelPlacement: leave Kineto kernels without op IDs
 	// (WithKernelPlacement(false)).
 	noKernelPlacement bool
+	// kernelTable: the kernel names per role (WithKernelTable); nil for
+	// DefaultKernelTable.
+	kernelTable *kernelTable
 	// cut: traces with spans in a batch a break cut (markCut);
 	// cutSteps: what the Kineto reader kept of cut files.
 	cut      map[trace.TraceID]bool
@@ -335,10 +338,11 @@ const (
 )
 
 // ValidOpID reports whether id has the op ID form of DESIGN.md:
-// L{layer:02}.{block}.{name} or embed.*, head.*, mtp.* (model/schedule.go
-// Op.ID), i.e. the regular expression
+// L{layer:02}.{block}.{name} or embed.*, head.*, mtp.*, eagle.*, draft.*,
+// spec.* (model/schedule.go Op.ID; model/build_spec.go), i.e. the regular
+// expression
 //
-//	^(L[0-9]{2,}\.[a-z0-9_]+\.[A-Za-z0-9_.-]+|(embed|head|mtp)\.[A-Za-z0-9_.-]+)$
+//	^(L[0-9]{2,}\.[a-z0-9_]+\.[A-Za-z0-9_.-]+|(embed|head|mtp|eagle|draft|spec)\.[A-Za-z0-9_.-]+)$
 //
 // written out by hand: it runs once per span of a million-span trace.
 func ValidOpID(id string) bool {
@@ -354,7 +358,7 @@ func ValidOpID(id string) bool {
 		}
 		return true
 	}
-	for _, p := range []string{"embed.", "head.", "mtp."} {
+	for _, p := range []string{"embed.", "head.", "mtp.", "eagle.", "draft.", "spec."} {
 		if rest, ok := strings.CutPrefix(id, p); ok {
 			return nameChars(rest)
 		}

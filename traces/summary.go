@@ -9,19 +9,22 @@ import (
 
 // Summary counts what a Result holds, for a quick look at a source.
 type Summary struct {
-	Source       string      `json:"source"`
-	Format       string      `json:"format"`
-	Spans        int         `json:"spans"`
-	Traces       int         `json:"traces"`
-	OpSpans      int         `json:"op_spans"` // op spans as compare counts them (isOpSpan): spans with an op ID, children of rank spans, Kineto kernels
-	Ranks        []int       `json:"ranks"`    // distinct ranks of op spans, sorted
-	Steps        []int       `json:"steps"`    // distinct steps, sorted
-	Kinds        []KindCount `json:"kinds"`    // op spans per kind, by kind name
-	Services     []string    `json:"services"` // distinct service names, sorted
-	Scenarios    []Scenario  `json:"scenarios"`
-	Partial      *Partial    `json:"partial,omitempty"` // what was kept of a damaged source (WithAllowPartial)
-	SkippedTotal int         `json:"skipped_total"`
-	Skipped      []Skip      `json:"skipped"`
+	Source    string      `json:"source"`
+	Format    string      `json:"format"`
+	Spans     int         `json:"spans"`
+	Traces    int         `json:"traces"`
+	OpSpans   int         `json:"op_spans"` // op spans as compare counts them (isOpSpan): spans with an op ID, children of rank spans, Kineto kernels
+	Ranks     []int       `json:"ranks"`    // distinct ranks of op spans, sorted
+	Steps     []int       `json:"steps"`    // distinct steps, sorted
+	Kinds     []KindCount `json:"kinds"`    // op spans per kind, by kind name
+	Services  []string    `json:"services"` // distinct service names, sorted
+	Scenarios []Scenario  `json:"scenarios"`
+	Partial   *Partial    `json:"partial,omitempty"` // what was kept of a damaged source (WithAllowPartial)
+	// Kineto: per profiler trace file, its steps (the rule that found
+	// them, phases) and how its kernel time was placed.
+	Kineto       []KinetoFile `json:"kineto,omitempty"`
+	SkippedTotal int          `json:"skipped_total"`
+	Skipped      []Skip       `json:"skipped"`
 }
 
 // KindCount is the number and total duration of the op spans of one kind.
@@ -34,7 +37,7 @@ type KindCount struct {
 // Summarize counts res's spans by trace, rank, step, kind and service.
 func Summarize(res *Result) Summary {
 	s := Summary{Source: res.Source, Format: res.Format, Spans: len(res.Spans), Scenarios: res.Scenarios,
-		Partial: res.Partial, SkippedTotal: res.SkippedTotal, Skipped: res.Skipped}
+		Partial: res.Partial, SkippedTotal: res.SkippedTotal, Skipped: res.Skipped, Kineto: res.Kineto}
 	ranks, steps, svcs := map[int]bool{}, map[int]bool{}, map[string]bool{}
 	kinds := map[string]*KindCount{}
 	for i := range res.Spans {

@@ -15,7 +15,19 @@
 // and count) but is not one, a last line cut mid-row, or a table that
 // stops before the lines nccl-tests closes it with.
 //
-// Write (write.go) writes the same format, so timings measured elsewhere
+// nccl-tests 2.19 added per-iteration timing (-I 1): after each
+// placement's #wrong four more columns, i_min, i_max, i_p99 and i_cv%
+// (the iterations' fastest, slowest and 99th-percentile times in us, and
+// their coefficient of variation in %), each iteration's time being the
+// slowest GPU's; and JSON output (-J FILE.json, format version 3): the
+// run's arguments, configuration and devices, and per size the same
+// figures, with -I each placement's every iteration (times_us) and
+// their min/max/avg/p50/p95/p99/stdev (NVIDIA/nccl-tests v2.19.6,
+// src/util.cu writeBenchmarkLineBody, writePerIterReport,
+// writeResultHeader, writeDeviceReport; src/common.cu BenchTime). Parse
+// reads both; a JSON document cut before its end is ErrPartial.
+//
+// Write (write.go) writes the same formats, so timings measured elsewhere
 // (tpscope's executor, a PyTorch harness) go through the same reader.
 package nccltests
 
@@ -44,6 +56,21 @@ type Row struct {
 	// report it.
 	OutTimeUs, OutAlgBWGBps, OutBusBWGBps float64
 	InTimeUs, InAlgBWGBps, InBusBWGBps    float64
+	// OutIter and InIter are the per-iteration timing (-I 1) of each
+	// placement; nil when the run did not collect it.
+	OutIter, InIter *PerIter
+}
+
+// PerIter is one placement's per-iteration timing: nccl-tests' summary
+// (text: MinUs, MaxUs, P99Us, CVPct; JSON adds the rest) over the
+// iterations after the first Skipped (-K), each iteration's time the
+// slowest GPU's, in microseconds.
+type PerIter struct {
+	MinUs, MaxUs, P99Us, CVPct float64
+	// JSON only (0 or nil in text).
+	AvgUs, P50Us, P95Us, StdevUs float64
+	TimesUs                      []float64
+	Skipped                      int
 }
 
 // Log is a parsed nccl-tests output.
@@ -67,6 +94,11 @@ type Log struct {
 	// line each, for the caller to show: rows whose validation failed
 	// (#wrong > 0).
 	Warnings []string
+	// JSONVersion is the version of a JSON log (-J), 0 for text.
+	JSONVersion int
+	// Iters and Warmup are the run's iterations and warm-up iterations,
+	// when the log says (0 otherwise).
+	Iters, Warmup int
 }
 
 // ErrMixed is wrapped by the error returned when the input holds more than
@@ -97,6 +129,9 @@ var ErrPartial = errors.New("the nccl-tests log is cut or damaged")
 
 var (
 	reHeader = regexp.MustCompile(`nThread\s+(\d+)\s+nGpus\s+(\d+)`)
+	reIters  = regexp.MustCompile(`warmup iters:\s*(\d+)\s+iters:\s*(\d+)`)
+	reDate   = regexp.MustCompile(`^\d{4}-\d\d-\d\d$`)
+	reClock  = regexp.MustCompile(`^\d\d:\d\d:\d\d$`)
 	reRank   = regexp.MustCompile(`^#\s*Rank\s+(\d+)\b.*?device\s+\d+\s+\[[^\]]*\]\s*(.*)$`)
 	reTest   = regexp.MustCompile(`(all_reduce|all_gather|reduce_scatter|alltoall|broadcast|reduce|sendrecv|gather|scatter|hypercube)_perf`)
 	// reHeading is the column heading nccl-tests prints before its rows;
@@ -132,7 +167,11 @@ func Parse(r io.Reader, name string) (*Log, error) {
 	if m := reTest.FindStringSubmatch(filepath.Base(name)); m != nil {
 		lg.Op = opByBinary[m[1]]
 	}
-	lr := &lastByteReader{r: r}
+	br := bufio.NewReader(r)
+	if isJSON(br) {
+		return parseJSON(br, lg)
+	}
+	lr := &lastByteReader{r: br}
 	sc := bufio.NewScanner(lr)
 	sc.Buffer(make([]byte, 64*1024), maxLine)
 	var threads, gpus int
@@ -154,7 +193,8 @@ func Parse(r io.Reader, name string) (*Log, error) {
 	}
 	var bad *ParseError // a row-like line that is not a row, kept until the next line says garbled or cut
 	var badCut error
-	cols := "11 to 13 columns" // as many as the rows read, once there are some
+	cols := "11 to 13 columns (21 with per-iteration timing)" // as many as the rows read, once there are some
+	perIter := false                                          // the table's heading names the -I columns
 	for sc.Scan() {
 		line++
 		if bad != nil {
@@ -171,8 +211,13 @@ func Parse(r io.Reader, name string) (*Log, error) {
 					return nil, cutTable(line)
 				}
 				tableAt, tableRows = line, 0
+				perIter = strings.Contains(text, "i_min")
 			case reClose.MatchString(text):
 				tableAt, tableRows = 0, 0
+			}
+			if m := reIters.FindStringSubmatch(text); m != nil {
+				lg.Warmup, _ = strconv.Atoi(m[1])
+				lg.Iters, _ = strconv.Atoi(m[2])
 			}
 			if m := reHeader.FindStringSubmatch(text); m != nil {
 				threads, _ = strconv.Atoi(m[1])
@@ -206,7 +251,11 @@ func Parse(r io.Reader, name string) (*Log, error) {
 			continue
 		}
 		fields := strings.Fields(text)
-		row, nwrong, ok, problem := parseRow(fields)
+		// -S appends the time of each row: a date and a clock.
+		if n := len(fields); n > 2 && reDate.MatchString(fields[n-2]) && reClock.MatchString(fields[n-1]) {
+			fields = fields[:n-2]
+		}
+		row, nwrong, ok, problem := parseRow(fields, perIter)
 		if problem != "" {
 			// Garbled, or cut if it is the last line and has no newline:
 			// the next line (or the end of the input) tells.
@@ -288,13 +337,16 @@ func mixed(name string, line int, second string, rows int, first string) error {
 }
 
 // parseRow parses the fields of a result row: two integers, a type, up to
-// two optional columns (redop, root), then eight result columns. wrong is
-// the larger of the two #wrong counts (0 for "N/A"). A line that is not a
-// row (its first two fields are not a size and a count) gives ok false
-// and no problem; one that starts like a row but is not one gives the
-// problem, for a garbled or cut row. A row with no time > 0 is not used:
-// ok false, no problem.
-func parseRow(f []string) (r Row, wrong int64, ok bool, problem string) {
+// two optional columns (redop, root), then four result columns per
+// placement (time, algbw, busbw, #wrong); with per-iteration timing
+// (perIter, or exactly 21 fields) redop and root are always there and
+// each placement has eight (the four, then i_min, i_max, i_p99, i_cv%).
+// wrong is the larger of the two #wrong counts (0 for "N/A").
+// A line that is not a row (its first two fields are not a size and a
+// count) gives ok false and no problem; one that starts like a row but is
+// not one gives the problem, for a garbled or cut row. A row with no time
+// > 0 is not used: ok false, no problem.
+func parseRow(f []string, perIter bool) (r Row, wrong int64, ok bool, problem string) {
 	if len(f) < 2 {
 		return r, 0, false, ""
 	}
@@ -305,11 +357,18 @@ func parseRow(f []string) (r Row, wrong int64, ok bool, problem string) {
 	if r.Count, err = strconv.ParseInt(f[1], 10, 64); err != nil || r.Count < 0 {
 		return r, 0, false, ""
 	}
-	if len(f) < 11 || len(f) > 13 {
+	perIter = perIter || len(f) == 21
+	per := 4 // result columns per placement
+	if perIter {
+		if len(f) != 21 {
+			return r, 0, false, fmt.Sprintf("%d columns, want size count type redop root and time algbw busbw #wrong i_min i_max i_p99 i_cv%% out of place and in place (21)", len(f))
+		}
+		per = 8
+	} else if len(f) < 11 || len(f) > 13 {
 		return r, 0, false, fmt.Sprintf("%d columns, want size count type [redop [root]] and time algbw busbw #wrong out of place and in place (11 to 13)", len(f))
 	}
 	r.Type, r.Root = f[2], -1
-	extra := f[3 : len(f)-8]
+	extra := f[3 : len(f)-2*per]
 	if len(extra) >= 1 {
 		r.RedOp = extra[0]
 	}
@@ -318,15 +377,18 @@ func parseRow(f []string) (r Row, wrong int64, ok bool, problem string) {
 			return r, 0, false, fmt.Sprintf("root %q: want an integer", f[4])
 		}
 	}
-	res := f[len(f)-8:]
-	names := [8]string{"time", "algbw", "busbw", "#wrong", "in-place time", "in-place algbw", "in-place busbw", "in-place #wrong"}
-	vals := make([]float64, 8)
-	for i, s := range res {
-		if i == 3 || i == 7 { // #wrong: an integer or N/A
+	names := []string{"time", "algbw", "busbw", "#wrong", "i_min", "i_max", "i_p99", "i_cv%"}
+	vals := make([]float64, 2*per)
+	for i, s := range f[len(f)-2*per:] {
+		name := names[i%per]
+		if i >= per {
+			name = "in-place " + name
+		}
+		if i%per == 3 { // #wrong: an integer or N/A
 			if s != "N/A" {
 				n, err := strconv.ParseInt(s, 10, 64)
 				if err != nil || n < 0 {
-					return r, 0, false, fmt.Sprintf("%s %q: want a count >= 0 or N/A", names[i], s)
+					return r, 0, false, fmt.Sprintf("%s %q: want a count >= 0 or N/A", name, s)
 				}
 				wrong = max(wrong, n)
 			}
@@ -334,12 +396,16 @@ func parseRow(f []string) (r Row, wrong int64, ok bool, problem string) {
 		}
 		v, err := strconv.ParseFloat(s, 64)
 		if err != nil || v < 0 || math.IsNaN(v) || math.IsInf(v, 0) {
-			return r, 0, false, fmt.Sprintf("%s %q: want a finite number >= 0", names[i], s)
+			return r, 0, false, fmt.Sprintf("%s %q: want a finite number >= 0", name, s)
 		}
 		vals[i] = v
 	}
 	r.OutTimeUs, r.OutAlgBWGBps, r.OutBusBWGBps = vals[0], vals[1], vals[2]
-	r.InTimeUs, r.InAlgBWGBps, r.InBusBWGBps = vals[4], vals[5], vals[6]
+	r.InTimeUs, r.InAlgBWGBps, r.InBusBWGBps = vals[per], vals[per+1], vals[per+2]
+	if perIter {
+		r.OutIter = &PerIter{MinUs: vals[4], MaxUs: vals[5], P99Us: vals[6], CVPct: vals[7]}
+		r.InIter = &PerIter{MinUs: vals[12], MaxUs: vals[13], P99Us: vals[14], CVPct: vals[15]}
+	}
 	if r.OutTimeUs <= 0 && r.InTimeUs <= 0 {
 		return r, 0, false, ""
 	}

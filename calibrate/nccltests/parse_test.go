@@ -114,6 +114,16 @@ func FuzzParse(f *testing.F) {
 	f.Add(oldLayout + allGather2)
 	f.Add(allReduce2 + allReduce2)
 	f.Add("8 2 float sum -1 1 1 1 7 1 1 1 -2\n")
+	// nccl-tests 2.19: -I columns, -S timestamps, -J JSON (generated
+	// fixtures, see the testdata README), whole and cut.
+	for _, name := range []string{"all_reduce_perf_8x_h200_I1.txt", "all_reduce_perf_8x_h200_J.json"} {
+		if b, err := os.ReadFile("../testdata/nccltests/" + name); err == nil {
+			f.Add(string(b))
+			f.Add(string(b[:len(b)*2/3]))
+		}
+	}
+	f.Add("8 2 float sum -1 1 1 1 0 1 1 1 0 2026-12-06 12:00:00\n")
+	f.Add(`{"version":3,"results":[{"size":8,"out_of_place":{"time":"nan"}}]}`)
 	f.Fuzz(func(t *testing.T, s string) {
 		lg, err := Parse(strings.NewReader(s), "fuzz")
 		if err != nil {

@@ -2,6 +2,7 @@ package nccltests
 
 import (
 	"bufio"
+	"encoding/json"
 	"fmt"
 	"io"
 	"math"
@@ -84,6 +85,31 @@ type WriteOptions struct {
 	Graph         bool
 }
 
+// perIterRows reports whether any row carries per-iteration timing: Write
+// then writes nccl-tests' -I layout.
+func perIterRows(lg *Log) bool {
+	for _, r := range lg.Rows {
+		if r.OutIter != nil || r.InIter != nil {
+			return true
+		}
+	}
+	return false
+}
+
+// floatStr writes v in width columns as nccl-tests' getFloatStr does: two
+// decimals, else one, else none, else exponent notation.
+func floatStr(v float64, width int) string {
+	for _, prec := range []int{2, 1, 0} {
+		if s := fmt.Sprintf("%*.*f", width, prec, v); len(s) <= width {
+			return s
+		}
+	}
+	if width >= 7 {
+		return fmt.Sprintf("%*.1e", width, v)
+	}
+	return fmt.Sprintf("%*.0e", width, v)
+}
+
 // Write writes lg in nccl-tests' text format, so that Parse (and people
 // used to nccl-tests) read it back: the comments, the nThread/nGpus header
 // of one process driving lg.Ranks devices, a rank line per device
@@ -112,9 +138,14 @@ func Write(w io.Writer, lg *Log, o WriteOptions) error {
 	if o.Graph {
 		graph = 1
 	}
+	perIter := perIterRows(lg)
 	fmt.Fprintf(bw, "# Collective test starting: %s\n", bin)
-	fmt.Fprintf(bw, "# nThread 1 nGpus %d minBytes %d maxBytes %d warmup iters: %d iters: %d agg iters: 1 validation: 0 graph: %d\n#\n# Using devices\n",
+	fmt.Fprintf(bw, "# nThread 1 nGpus %d minBytes %d maxBytes %d warmup iters: %d iters: %d agg iters: 1 validation: 0 graph: %d\n",
 		lg.Ranks, minB, maxB, o.Warmup, o.Iters, graph)
+	if perIter {
+		fmt.Fprintf(bw, "# Per-Iteration Report: CUDA event timing; i_* uses max over process rows \n")
+	}
+	fmt.Fprintf(bw, "#\n# Using devices\n")
 	host := o.Host
 	if host == "" {
 		host = "-"
@@ -126,9 +157,19 @@ func Write(w io.Writer, lg *Log, o WriteOptions) error {
 		}
 		fmt.Fprintf(bw, "#  Rank %2d Group  0 Pid %6d on %10s device %2d [-] %s\n", k, o.Pid, host, k, name)
 	}
-	fmt.Fprintf(bw, "#\n#%118s\n", "out-of-place                       in-place          ")
-	fmt.Fprintf(bw, "#%11s  %12s  %8s  %6s  %6s  %7s  %6s  %6s  %6s  %7s  %6s  %6s  %6s\n", "size", "count", "type", "redop", "root", "time", "algbw", "busbw", "#wrong", "time", "algbw", "busbw", "#wrong")
-	fmt.Fprintf(bw, "#%11s  %12s  %8s  %6s  %6s  %7s  %6s  %6s  %6s  %7s  %6s  %6s  %6s\n", "(B)", "(elements)", "", "", "", "(us)", "(GB/s)", "(GB/s)", "", "(us)", "(GB/s)", "(GB/s)", "")
+	if perIter {
+		// writeResultHeader's -I heading (src/util.cu).
+		fmt.Fprintf(bw, "#\n# %10s  %12s  %8s  %6s  %6s              out-of-place (+ per-iteration)                                in-place (+ per-iteration)\n", "", "", "", "", "")
+		fmt.Fprintf(bw, "# %10s  %12s  %8s  %6s  %6s  %7s  %6s  %6s  %6s  %7s  %7s  %7s  %7s  %7s  %6s  %6s  %6s  %7s  %7s  %7s  %7s\n",
+			"size", "count", "type", "redop", "root", "time", "algbw", "busbw", "#wrong", "i_min", "i_max", "i_p99", "i_cv%",
+			"time", "algbw", "busbw", "#wrong", "i_min", "i_max", "i_p99", "i_cv%")
+		fmt.Fprintf(bw, "# %10s  %12s  %8s  %6s  %6s  %7s  %6s  %6s  %6s  %7s  %7s  %7s  %7s  %7s  %6s  %6s  %6s  %7s  %7s  %7s  %7s\n",
+			"(B)", "(elements)", "", "", "", "(us)", "(GB/s)", "(GB/s)", "", "(us)", "(us)", "(us)", "(%)", "(us)", "(GB/s)", "(GB/s)", "", "(us)", "(us)", "(us)", "(%)")
+	} else {
+		fmt.Fprintf(bw, "#\n#%118s\n", "out-of-place                       in-place          ")
+		fmt.Fprintf(bw, "#%11s  %12s  %8s  %6s  %6s  %7s  %6s  %6s  %6s  %7s  %6s  %6s  %6s\n", "size", "count", "type", "redop", "root", "time", "algbw", "busbw", "#wrong", "time", "algbw", "busbw", "#wrong")
+		fmt.Fprintf(bw, "#%11s  %12s  %8s  %6s  %6s  %7s  %6s  %6s  %6s  %7s  %6s  %6s  %6s\n", "(B)", "(elements)", "", "", "", "(us)", "(GB/s)", "(GB/s)", "", "(us)", "(GB/s)", "(GB/s)", "")
+	}
 	sum := 0.0
 	for _, r := range lg.Rows {
 		redop, typ := r.RedOp, r.Type
@@ -138,8 +179,20 @@ func Write(w io.Writer, lg *Log, o WriteOptions) error {
 		if typ == "" {
 			typ = "-"
 		}
-		fmt.Fprintf(bw, "%12d  %12d  %8s  %6s  %6d  %7s  %6.2f  %6.2f  %6s  %7s  %6.2f  %6.2f  %6s\n",
-			r.Bytes, r.Count, typ, redop, r.Root, fmtTime(r.OutTimeUs), r.OutAlgBWGBps, r.OutBusBWGBps, "N/A", fmtTime(r.InTimeUs), r.InAlgBWGBps, r.InBusBWGBps, "N/A")
+		if perIter {
+			iter := func(p *PerIter) string {
+				if p == nil {
+					p = &PerIter{}
+				}
+				return fmt.Sprintf("%s  %s  %s  %s", floatStr(p.MinUs, 7), floatStr(p.MaxUs, 7), floatStr(p.P99Us, 7), floatStr(p.CVPct, 7))
+			}
+			fmt.Fprintf(bw, "%12d  %12d  %8s  %6s  %6d  %7s  %6.2f  %6.2f  %6s  %s  %7s  %6.2f  %6.2f  %6s  %s\n",
+				r.Bytes, r.Count, typ, redop, r.Root, fmtTime(r.OutTimeUs), r.OutAlgBWGBps, r.OutBusBWGBps, "N/A", iter(r.OutIter),
+				fmtTime(r.InTimeUs), r.InAlgBWGBps, r.InBusBWGBps, "N/A", iter(r.InIter))
+		} else {
+			fmt.Fprintf(bw, "%12d  %12d  %8s  %6s  %6d  %7s  %6.2f  %6.2f  %6s  %7s  %6.2f  %6.2f  %6s\n",
+				r.Bytes, r.Count, typ, redop, r.Root, fmtTime(r.OutTimeUs), r.OutAlgBWGBps, r.OutBusBWGBps, "N/A", fmtTime(r.InTimeUs), r.InAlgBWGBps, r.InBusBWGBps, "N/A")
+		}
 		sum += r.OutBusBWGBps
 	}
 	fmt.Fprintf(bw, "# Out of bounds values : N/A (not validated)\n# Avg bus bandwidth    : %.5g \n#\n", sum/float64(len(lg.Rows)))
@@ -182,4 +235,82 @@ func ReadBackTolUs(us float64) float64 {
 	unit := TimeUnitUs(us)
 	a := math.Max(math.Abs(us), unit)
 	return unit/2 + 2*(math.Nextafter(a, math.Inf(1))-a)
+}
+
+// WriteJSON writes lg as nccl-tests' -J document (format JSONVersion,
+// src/util.cu): args naming the program, the configuration of one
+// process driving lg.Ranks devices, a result per row (its times and
+// bandwidths, nwrong null as validation did not run, each placement's
+// per-iteration timing when the row has it) and the average bus
+// bandwidth; the comments go under "tpscope_comments". Parse reads it
+// back.
+func WriteJSON(w io.Writer, lg *Log, o WriteOptions) error {
+	bin := Binary(lg.Op)
+	if bin == "" {
+		return fmt.Errorf("nccl-tests write %s: collective %q: no nccl-tests program measures it", lg.Name, lg.Op)
+	}
+	if lg.Ranks < 1 || len(lg.Rows) == 0 {
+		return fmt.Errorf("nccl-tests write %s: %d ranks, %d rows: want at least one of each", lg.Name, lg.Ranks, len(lg.Rows))
+	}
+	graph := 0
+	if o.Graph {
+		graph = 1
+	}
+	host := o.Host
+	if host == "" {
+		host = "-"
+	}
+	minB, maxB := lg.Rows[0].Bytes, lg.Rows[0].Bytes
+	for _, r := range lg.Rows {
+		minB, maxB = min(minB, r.Bytes), max(maxB, r.Bytes)
+	}
+	// One process, as Write's header says: nccl-tests then lists its
+	// first device only.
+	dev := "-"
+	if len(lg.Devices) > 0 && lg.Devices[0] != "" {
+		dev = lg.Devices[0]
+	}
+	doc := jsonDoc{Version: JSONVersion, Args: []string{bin}, Comments: o.Comments, Errors: []string{},
+		Config: &jsonConf{NThreads: 1, NGpus: lg.Ranks, MinBytes: minB, MaxBytes: maxB, StepFactor: 2, Warmup: o.Warmup, Iters: o.Iters, AggIters: 1,
+			Graph: graph, PerIterTiming: jsonBool(perIterRows(lg)), Devices: []jsonDevice{{Pid: o.Pid, Hostname: host, DeviceHex: "-", DeviceInfo: dev}}}}
+	sum := 0.0
+	for _, r := range lg.Rows {
+		redop, typ := r.RedOp, r.Type
+		if redop == "" {
+			redop = "none"
+		}
+		if typ == "" {
+			typ = "-"
+		}
+		place := func(us, alg, bus float64) *jsonPlace {
+			t := jsonFloat(us)
+			return &jsonPlace{Time: &t, AlgBW: jsonFloat(alg), BusBW: jsonFloat(bus)}
+		}
+		iter := func(p *PerIter) *jsonPerIter {
+			if p == nil {
+				return nil
+			}
+			j := &jsonPerIter{Skipped: p.Skipped, MinUs: jsonFloat(p.MinUs), MaxUs: jsonFloat(p.MaxUs), AvgUs: jsonFloat(p.AvgUs), P50Us: jsonFloat(p.P50Us),
+				P95Us: jsonFloat(p.P95Us), P99Us: jsonFloat(p.P99Us), StdevUs: jsonFloat(p.StdevUs), CVPct: jsonFloat(p.CVPct), TimesUs: []jsonFloat{}}
+			for _, t := range p.TimesUs {
+				j.TimesUs = append(j.TimesUs, jsonFloat(t))
+			}
+			return j
+		}
+		doc.Results = append(doc.Results, jsonRow{Size: r.Bytes, Count: r.Count, Type: typ, RedOp: redop, Root: fmt.Sprintf("%6d", r.Root),
+			Out: place(r.OutTimeUs, r.OutAlgBWGBps, r.OutBusBWGBps), OutIter: iter(r.OutIter),
+			In: place(r.InTimeUs, r.InAlgBWGBps, r.InBusBWGBps), InIter: iter(r.InIter), Actual: o.Iters})
+		sum += r.OutBusBWGBps
+	}
+	doc.OutOfBound = &struct {
+		Count int      `json:"count"`
+		Okay  jsonBool `json:"okay"`
+	}{0, true}
+	doc.AvgBusBW = &struct {
+		Bandwidth jsonFloat `json:"bandwidth"`
+		Okay      any       `json:"okay"`
+	}{jsonFloat(sum / float64(len(lg.Rows))), "unchecked"}
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", " ")
+	return enc.Encode(&doc)
 }

@@ -243,6 +243,26 @@ func TestBadInput(t *testing.T) {
 			args: []string{"trace", "read", "@t.json"}, code: 1, want: []string{"@t.json: no span read (kineto)", `want complete events ("ph": "X")`}},
 		{name: "trace/calibrate from no spans", files: map[string]string{"t.json": otlpNoSpans}, args: []string{"calibrate", "--trace", "@t.json", "-o", "@cal.json"}, code: 1,
 			want: []string{"@t.json: no span read"}, out: "@cal.json"},
+
+		// ---- serving results and request traces: one line naming the
+		// file and field, before any work ----
+		{name: "serving/result field", files: map[string]string{"r.json": `{"median_ttft_ms": "fast", "completed": 4, "duration": 2, "total_input_tokens": 40, "total_output_tokens": 8}`},
+			args: []string{"simulate", "--compare", "@r.json", "--pareto", "@p.png"}, code: 2, want: []string{`@r.json:1: field "median_ttft_ms"`, "want a number"}, out: "@p.png"},
+		{name: "serving/result unknown", files: map[string]string{"r.json": `{"qps": 3}`},
+			args: []string{"calibrate", "--serving", "@r.json", "-o", "@o.json"}, code: 2, want: []string{"@r.json:1", "not a serving benchmark result"}, out: "@o.json"},
+		{name: "serving/result second line", files: map[string]string{"r.jsonl": "{\"mean_e2e_latency_ms\": 5, \"completed\": 2, \"duration\": 1, \"total_input_tokens\": 4, \"total_output_tokens\": 4}\n{\"mean_e2e_latency_ms\": [1]}\n"},
+			args: []string{"simulate", "--compare", "@r.jsonl"}, code: 2, want: []string{`@r.jsonl:2: field "mean_e2e_latency_ms"`}},
+		{name: "serving/compare with a load", files: map[string]string{"r.json": "{}"},
+			args: []string{"simulate", "--compare", "@r.json", "--qps", "2"}, code: 2, want: []string{"--compare with --qps", "drop --qps"}},
+		{name: "serving/mooncake hash", files: map[string]string{"t.jsonl": `{"timestamp": 0, "input_length": 600, "output_length": 5, "hash_ids": ["a"]}`},
+			args: []string{"simulate", "--requests-file", "@t.jsonl", "--report", "@r.html"}, code: 2, want: []string{`@t.jsonl:1: field "hash_ids"`, "want a list of integers"}, out: "@r.html"},
+		{name: "serving/replay without a trace", args: []string{"simulate", "--replay-qps", "2"}, code: 2, want: []string{"--replay-qps 2", "needs --requests-file"}},
+		{name: "serving/for-qps without a sweep", args: []string{"simulate", "--qps", "1", "--for-qps", "20"}, code: 2, want: []string{"--for-qps 20", "needs --sweep-qps"}},
+		{name: "serving/policy", args: []string{"simulate", "--qps", "1", "--policy", "trtllm"}, code: 2, want: []string{"--policy", "want vllm or sglang"}},
+		{name: "serving/overheads file", files: map[string]string{"o.json": `{"overheads": {"step_us": -3}}`},
+			args: []string{"simulate", "--qps", "1", "--serving-overheads", "@o.json"}, code: 2, want: []string{"@o.json:1", "step_us = -3"}},
+		{name: "nccl-tests/cut JSON", files: map[string]string{"a.json": `{"version":3,"args":["all_reduce_perf"],"results":[{"size":1024,`},
+			args: []string{"calibrate", "--nccl-tests", "@a.json", "-o", "@cal.json"}, code: 1, want: []string{"@a.json:1", "before its closing brace"}, out: "@cal.json"},
 	}
 	if len(cases) < 40 {
 		t.Fatalf("%d cases", len(cases))

@@ -43,6 +43,7 @@ type scenarioFlags struct {
 	perfDB         string
 	perfDBSystem   string
 	db             *perfdb.DB // --perf-db, opened once
+	specFlags
 
 	// arch, when set, is used instead of resolving --model (model load).
 	arch *model.Arch
@@ -79,7 +80,8 @@ func (f *scenarioFlags) Bind(fs *pflag.FlagSet) {
 	fs.StringVar(&f.phase, "phase", f.phase, "step to model: decode or prefill")
 	fs.IntVar(&f.batch, "batch", f.batch, "concurrent sequences (decode) or prompts (prefill), over all DP groups")
 	fs.IntVar(&f.context, "context", f.context, "tokens in each sequence's KV cache (decode) or prompt length (prefill)")
-	fs.IntVar(&f.mtp, "mtp", f.mtp, "MTP speculative tokens per sequence and step (vLLM num_speculative_tokens)")
+	fs.IntVar(&f.mtp, "mtp", f.mtp, "MTP speculative tokens per sequence and step (vLLM num_speculative_tokens): --spec mtp --spec-tokens N")
+	f.bindSpecFlags(fs)
 	fs.StringVar(&f.kvDtype, "kv-dtype", f.kvDtype, "KV-cache dtype: bf16 or fp8 (default: the checkpoint's, vLLM --kv-cache-dtype auto)")
 	fs.StringVar(&f.topo, "topo", f.topo, topoHelp)
 	fs.IntVar(&f.gpus, "gpus", f.gpus, "use only the first N GPUs of the box (0 = all)")
@@ -256,7 +258,11 @@ func (f *scenarioFlags) options() (sim.Options, error) {
 // workload is the workload the flags name, parsed (model.Validate checks
 // its values); errors are usage errors.
 func (f *scenarioFlags) workload() (model.Workload, error) {
-	w := model.Workload{Phase: model.Phase(f.phase), Batch: f.batch, Context: f.context, SpecTokens: f.mtp}
+	m, err := f.specMethodFlag()
+	if err != nil {
+		return model.Workload{}, err
+	}
+	w := model.Workload{Phase: model.Phase(f.phase), Batch: f.batch, Context: f.context, SpecTokens: f.specTokensFlag(m)}
 	if f.kvDtype != "" {
 		d, err := model.ParseDtype(f.kvDtype)
 		if err != nil {
@@ -351,6 +357,16 @@ func (f *scenarioFlags) scenario() (sim.Scenario, error) {
 	if sc.Options, err = f.options(); err != nil {
 		return sc, err
 	}
+	if err := f.specAccept(&sc.Options); err != nil {
+		return sc, err
+	}
+	m, err := f.specMethodFlag()
+	if err != nil {
+		return sc, err
+	}
+	if sc.Build.Spec, err = f.spec(a, m); err != nil {
+		return sc, err
+	}
 	if sc.Topo, sc.TopoRef, err = f.box(); err != nil {
 		return sc, err
 	}
@@ -361,13 +377,13 @@ func (f *scenarioFlags) scenario() (sim.Scenario, error) {
 	// What the builder checks, once: plan, workload and build options
 	// against the model and each other.
 	if err := model.Validate(a, sc.Plan, sc.Workload, sc.Build); err != nil {
-		return sc, buildFlagError(a, err)
+		return sc, f.specFlagError(buildFlagError(a, err))
 	}
 	if w := sc.Plan.World(); w > sc.Topo.NumGPUs() {
 		n := sc.Plan.Normalized()
 		return sc, flagError(fmt.Sprintf("--tp %d x --dp %d", n.TP, n.DP), nil, "needs %d GPUs; --topo %s has %d", w, sc.Topo.Name, sc.Topo.NumGPUs())
 	}
-	if err := sim.CheckEngine(sc); err != nil {
+	if err := sc.CheckEngine(); err != nil {
 		return sc, usageErrorf("%v", err)
 	}
 	if sc.Costs, err = f.costs(sc.Topo, sc.Build.Routing, sc.Options); err != nil {
@@ -395,7 +411,7 @@ func (f *scenarioFlags) override() func(*sim.Scenario) error {
 			}
 		}
 		if err := model.Validate(sc.Arch, sc.Plan, sc.Workload, sc.Build); err != nil {
-			return buildFlagError(sc.Arch, err)
+			return f.specFlagError(buildFlagError(sc.Arch, err))
 		}
 		return nil
 	}
@@ -414,6 +430,11 @@ func (f *scenarioFlags) isScenarioFlag(name string) bool {
 	}
 	for _, of := range sim.OptionFields() {
 		if of.Name == name {
+			return true
+		}
+	}
+	for _, n := range specFlagNames {
+		if n == name {
 			return true
 		}
 	}
@@ -442,6 +463,8 @@ func (f *scenarioFlags) apply(name string, sc *sim.Scenario) error {
 		sc.Workload.Context = f.context
 	case "mtp":
 		sc.Workload.SpecTokens = f.mtp
+	case "spec", "spec-tokens", "spec-topk", "spec-steps", "draft-model", "draft-tp", "spec-accept-file":
+		err = f.applySpec(name, sc)
 	case "kv-dtype":
 		var w model.Workload
 		if w, err = f.workload(); err == nil {

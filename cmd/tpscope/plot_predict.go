@@ -38,9 +38,6 @@ func writePredictPlot(path string, pr *sim.Prediction) error {
 	bars.Horizontal = true
 	p.Add(bars)
 	p.NominalY(labels...)
-	h := vg.Points(float64(14*len(rows) + 80))
-	if err := p.Save(9*vg.Inch, h, path); err != nil {
-		return fmt.Errorf("plot %s: %w", path, err)
-	}
-	return nil
+	fitBarAxis(p, vals)
+	return savePlot(path, 9*vg.Inch, vg.Points(float64(14*len(rows)+90)), p)
 }

@@ -193,8 +193,13 @@ func TestBenchGPUMultiScriptCPU(t *testing.T) {
 			}
 		}
 	}
-	if n := strings.Count(steps, "held-out odd steps (2):"); n != 4 {
-		t.Errorf("%d held-out lines in steps.md, want 4 (one per trace)", n)
+	// Each calibration is judged on its held-out steps: written (the
+	// held-out line) or refused as worse than the prior (which of the two
+	// depends on this machine's timings, CPU ranks time-sharing its cores).
+	written := strings.Count(steps, "held-out odd steps (2):")
+	refused := strings.Count(steps, "refused: the calibrated box predicts the held-out steps worse")
+	if written+refused != 4 {
+		t.Errorf("%d held-out lines and %d refusals in steps.md, want 4 together (one per trace)", written, refused)
 	}
 	if n := strings.Count(steps, "| collective | 10 |"); n < 8 {
 		t.Errorf("%d per-kind collective rows in steps.md, want one per run and per compare (8)", n)

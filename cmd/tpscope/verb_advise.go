@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/pflag"
 	"github.com/tpscope/tpscope/advise"
 	"github.com/tpscope/tpscope/model"
+	"github.com/tpscope/tpscope/sim"
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
@@ -252,6 +253,7 @@ func writeAdviceHead(w io.Writer, adv *advise.Advice) {
 	if !strings.Contains(adv.Workload, " mtp") {
 		// The acceptance rate matters only with speculative tokens.
 		bo.MTPAcceptFrac, so.MTPAcceptFrac = 0, 0
+		bo.SpecAccept, so.SpecAccept = sim.SpecAccept{}, sim.SpecAccept{}
 	}
 	fmt.Fprintf(w, "advise: %s on %s, %s, %s\n", adv.Model, adv.Topology, adv.Plan, adv.Workload)
 	if b.Engine != "" {
@@ -305,6 +307,7 @@ func writeAdviceTable(w io.Writer, adv *advise.Advice) error {
 			}
 		}
 	}
+	writeSpecAdvice(w, adv, false)
 	return writeTransfer(w, adv, false)
 }
 
@@ -446,6 +449,7 @@ func writeAdviceMarkdown(w io.Writer, adv *advise.Advice) error {
 			}
 		}
 	}
+	writeSpecAdvice(w, adv, true)
 	return writeTransfer(w, adv, true)
 }
 
@@ -487,9 +491,33 @@ func writeAdvisePlot(path string, adv *advise.Advice) error {
 		p.Add(one)
 	}
 	p.NominalY(labels...)
-	h := vg.Points(float64(16*len(rows) + 90))
-	if err := p.Save(9*vg.Inch, h, path); err != nil {
-		return fmt.Errorf("plot %s: %w", path, err)
+	fitBarAxis(p, vals)
+	return savePlot(path, 9*vg.Inch, vg.Points(float64(16*len(rows)+100)), p)
+}
+
+// writeSpecAdvice prints, for each speculative row, its break-even
+// acceptance and where it pays (advise.SpecAdvice); nothing without one.
+func writeSpecAdvice(w io.Writer, adv *advise.Advice, md bool) {
+	var rows []*advise.Row
+	for i := range adv.Rows {
+		if adv.Rows[i].Spec != nil {
+			rows = append(rows, &adv.Rows[i])
+		}
 	}
-	return nil
+	if len(rows) == 0 {
+		return
+	}
+	head := "speculative decoding: the acceptance each row was priced at, where it breaks even (a chain's per-token acceptance; vLLM's draft acceptance rate; tokens per step) and how far each acceptance carries it (the acceptance is an input: the model prices the steps)"
+	if md {
+		fmt.Fprintf(w, "\n### Speculative decoding\n\n%s\n\n", head)
+	} else {
+		fmt.Fprintf(w, "\n%s\n", head)
+	}
+	for _, r := range rows {
+		if md {
+			fmt.Fprintf(w, "- **%s**: %s (acceptance: %s)\n", r.Entry, r.Spec, r.Spec.AcceptSource)
+			continue
+		}
+		fmt.Fprintf(w, "  %-22s %s\n  %-22s acceptance: %s\n", r.Entry, r.Spec, "", r.Spec.AcceptSource)
+	}
 }

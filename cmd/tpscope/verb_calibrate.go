@@ -17,7 +17,7 @@ import (
 )
 
 var calibrateVerb = &Verb{
-	UsageLine: "calibrate (--nccl-tests FILE | --trace SRC | --backend cpu) -o FILE [flags]",
+	UsageLine: "calibrate (--nccl-tests FILE | --trace SRC | --serving RESULT... | --backend cpu) -o FILE [flags]",
 	Short:     "fit cost parameters to measurements and write a calibrated topology",
 	Long: `Fits cost parameters of a topology to measurements and writes the calibrated topology
 (JSON with a "calibration" section saying where the numbers came from); pass it anywhere a
@@ -31,10 +31,21 @@ the run had them: the parameters apply only under that setting.
 
 --trace SRC: measured spans (see --help of the flag); --backend cpu: this machine.
 
+--serving RESULT (repeatable): measured serving benchmarks (vllm bench serve --save-result
+JSON, SGLang bench_serving JSONL, aiperf, GuideLLM, request logs; simulate --compare reads the
+same). The terms the static step model cannot know are fitted by simulating each fitted load
+level as measured: host time per engine step (step), per request in a step (per-seq:
+scheduling, sampling, streaming), a scale on every step's prefill part (prefill) and the
+frontend's latency before the scheduler sees a request (frontend). --fit-levels picks the
+levels to fit on (default the first); every level is reported before and after, the others
+held out. -o writes the overheads as JSON, which simulate and calibrate take back with
+--serving-overheads. Pass the deployment as simulate takes it (scenario flags, --policy,
+--max-num-seqs, --max-num-batched-tokens).
+
 Calibrate never writes a calibrated box from partial input: a cut or damaged trace or
 nccl-tests log is an error naming the file and where it ends, even with --allow-partial
 (which compare, report and trace read take to keep the complete steps).`,
-	Example: "tpscope calibrate --nccl-tests all_reduce_perf.txt --topo rtxpro6000-2s -o box.json\ntpscope calibrate --nccl-tests ar_ll.txt --nccl-proto LL --p2p-level SYS -o box.json\ntpscope calibrate --trace run.otlp.jsonl --topo h200-nvswitch -o h200.json",
+	Example: "tpscope calibrate --nccl-tests all_reduce_perf.txt --topo rtxpro6000-2s -o box.json\ntpscope calibrate --nccl-tests ar_ll.txt --nccl-proto LL --p2p-level SYS -o box.json\ntpscope calibrate --trace run.otlp.jsonl --topo h200-nvswitch -o h200.json\ntpscope calibrate --serving conc16.json --serving conc64.json --fit-levels 1 --model deepseek-v3 --topo h200-nvswitch --tp 8 -o overheads.json",
 	New:     func() Options { return newCalibrateOptions() },
 }
 
@@ -72,7 +83,7 @@ type calibrateMode interface {
 
 func newCalibrateOptions() *calibrateOptions {
 	return &calibrateOptions{sc: newScenarioFlags(), output: formatTable,
-		modes: []calibrateMode{newCPUCalibrateMode(), &ncclTestsMode{}, &traceCalibrateMode{}}}
+		modes: []calibrateMode{newCPUCalibrateMode(), &ncclTestsMode{}, &servingCalibrateMode{}, &traceCalibrateMode{}}}
 }
 
 func (c *calibrateOptions) Bind(fs *pflag.FlagSet) {
@@ -119,7 +130,7 @@ func (c *calibrateOptions) Run(ctx context.Context, args []string, std IO) error
 	if err := checkOutputFile("-o", c.out); err != nil {
 		return err
 	}
-	if c.sc.perfDB != "" {
+	if _, serving := chosen.(*servingCalibrateMode); c.sc.perfDB != "" && !serving {
 		return flagError("--perf-db", c.sc.perfDB, "calibrate fits tpscope's own cost parameters, and ops priced from tables have none to fit (drop --perf-db here; pass it to predict with the calibrated topology)")
 	}
 	return chosen.run(ctx, c, std)

@@ -1,10 +1,13 @@
 package main
 
 import (
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/tpscope/tpscope/model"
+	"github.com/tpscope/tpscope/sim"
 	"github.com/tpscope/tpscope/topology"
 )
 
@@ -47,5 +50,62 @@ func TestCalibrateUsage(t *testing.T) {
 				t.Errorf("exit %d, stderr %q; want %d containing %q", code, errs, c.code, c.want)
 			}
 		})
+	}
+}
+
+// TestCalibrateTraceRefusesWorse: a calibration that predicts the held-out
+// steps worse is not written (exit 1, both figures in the message) unless
+// --force. The fitted run's dense GEMMs take 1.25 x their predicted time;
+// the held-out run's too, and its routed experts give the time back, so
+// the prior predicts its step exactly: the GEMMs' fit (kept: their ops
+// improve) makes the held-out step error worse.
+func TestCalibrateTraceRefusesWorse(t *testing.T) {
+	dir := t.TempDir()
+	slow := func(op *sim.OpResult) float64 {
+		if op.Kind == model.KindGEMM {
+			return op.Us * 1.25
+		}
+		return op.Us
+	}
+	fit, hold := filepath.Join(dir, "fit.json"), filepath.Join(dir, "hold.json")
+	writeScaledRun(t, fit, 2, slow)
+	// The experts' share of the GEMMs' extra time, from one step's prediction.
+	var extra, moe float64
+	writeScaledRun(t, filepath.Join(dir, "probe.json"), 1, func(op *sim.OpResult) float64 {
+		switch op.Kind {
+		case model.KindGEMM:
+			extra += op.Us * 0.25
+		case model.KindMoEGEMM:
+			moe += op.Us
+		}
+		return op.Us
+	})
+	f := 1 - extra/moe
+	if f < 0.2 {
+		t.Fatalf("the experts (%.1f us) cannot give back %.1f us", moe, extra)
+	}
+	writeScaledRun(t, hold, 2, func(op *sim.OpResult) float64 {
+		if op.Kind == model.KindMoEGEMM {
+			return op.Us * f
+		}
+		return slow(op)
+	})
+	out := filepath.Join(dir, "box.json")
+	code, _, errs := runCLI(t, "calibrate", "--trace", fit, "--holdout", hold, "-o", out)
+	if code != 1 || !strings.Contains(errs, "op RMS error") || !strings.Contains(errs, "step error ") || !strings.Contains(errs, "--force") {
+		t.Fatalf("exit %d, stderr %q; want 1 naming the op RMS and step errors before and after", code, errs)
+	}
+	if _, err := os.Stat(out); err == nil {
+		t.Errorf("%s written although refused", out)
+	}
+	code, stdout, errs := runCLI(t, "calibrate", "--trace", fit, "--holdout", hold, "-o", out, "--force")
+	if code != 0 || !strings.Contains(stdout, "warning: the calibrated box predicts the held-out steps worse") {
+		t.Fatalf("--force: exit %d, stderr %q, stdout:\n%s", code, errs, stdout)
+	}
+	if _, err := os.Stat(out); err != nil {
+		t.Errorf("--force: %v", err)
+	}
+	if code, _, errs = runCLI(t, "calibrate", "--trace", fit, "--holdout-batch", "4", "-o", out); code != 2 || !strings.Contains(errs, "--holdout-batch") {
+		t.Errorf("--holdout-batch without --holdout: exit %d, %q", code, errs)
 	}
 }

@@ -20,7 +20,10 @@ const calibrateRefusesPartial = "calibrate refuses damaged input, even with --al
 
 // traceCalibrateMode is the --trace mode of calibrate.
 type traceCalibrateMode struct {
-	srcs []string // --trace
+	srcs      []string // --trace
+	holdout   []string // --holdout: traces only evaluated
+	holdBatch int      // --holdout-batch: their batch when they record no scenario
+	force     bool     // --force: write a box that predicts the held-out steps worse
 }
 
 func (m *traceCalibrateMode) flag() (string, string) { return "trace", "SRC" }
@@ -30,7 +33,10 @@ func (m *traceCalibrateMode) chosen(c *calibrateOptions) bool {
 }
 
 func (m *traceCalibrateMode) bind(fs *pflag.FlagSet) {
-	bindTraceFlag(fs, &m.srcs, "fit compute efficiencies per kernel family, the host launch cost and collective latency/bandwidth to measured spans; several workloads of one box are fitted together; fit on even steps, error shown on odd steps")
+	bindTraceFlag(fs, &m.srcs, "fit compute efficiencies per kernel family, the host launch cost and collective latency/bandwidth to measured spans; several workloads of one box are fitted together; fit on even steps, error shown on odd steps; a fitted parameter is kept only when the held-out ops it prices are predicted no worse with it")
+	fs.StringSliceVar(&m.holdout, "holdout", m.holdout, "SRC: traces of the same box held out whole (another load: fit on batch 1, judge on batch 32): every step of --trace is fitted and the error is shown on these; repeat or comma-separate for several")
+	fs.IntVar(&m.holdBatch, "holdout-batch", m.holdBatch, "the batch of the --holdout traces that record no scenario (profiler traces); default: --batch")
+	fs.BoolVar(&m.force, "force", m.force, "write the calibrated topology even when it predicts the held-out steps worse than the prior (op RMS or step error); without it that is an error and nothing is written")
 }
 
 func (m *traceCalibrateMode) run(ctx context.Context, c *calibrateOptions, std IO) error {
@@ -52,9 +58,21 @@ func (m *traceCalibrateMode) run(ctx context.Context, c *calibrateOptions, std I
 	if err != nil {
 		return err
 	}
-	tc, err := compare.Calibrate(results, compare.CalibrateOptions{Scenarios: scs, Source: strings.Join(m.srcs, ",")})
+	opts := compare.CalibrateOptions{Scenarios: scs, Source: strings.Join(m.srcs, ",")}
+	if m.holdBatch != 0 && len(m.holdout) == 0 {
+		return flagError("--holdout-batch", m.holdBatch, "needs --holdout")
+	}
+	if len(m.holdout) > 0 {
+		if opts.HoldOut, opts.HoldOutScenarios, err = m.readHoldout(ctx, c, std); err != nil {
+			return err
+		}
+	}
+	tc, err := compare.Calibrate(results, opts)
 	if err != nil {
 		return err
+	}
+	if tc.Worse && !m.force {
+		return fmt.Errorf("%s; %s not written (--force writes it)", tc.WorseError(), c.out)
 	}
 	if err := tc.Topology.Save(c.out); err != nil {
 		return err
@@ -75,7 +93,14 @@ func writeTraceCalibration(w io.Writer, out string, tc *compare.Calibration) err
 			fmt.Fprintf(w, "#   scenario %s\n", tc.From[i])
 		}
 	}
-	fmt.Fprintf(w, "# fit on %d even steps: %d compute samples, %d collective samples\n", tc.FitSteps, tc.ComputeSamples, tc.CollSamples)
+	if tc.Program != "" {
+		fmt.Fprintf(w, "# %s\n", tc.Program)
+	}
+	fitWhat := "even steps"
+	if tc.HeldOutTraces {
+		fitWhat = "steps (all; held out: the --holdout traces)"
+	}
+	fmt.Fprintf(w, "# fit on %d %s: %d compute samples, %d collective samples\n", tc.FitSteps, fitWhat, tc.ComputeSamples, tc.CollSamples)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "family\tsamples\tcompute-bound\tefficiency\tprior\tmemory-bound\tmem eff\tprior\tramp us\tfit rms err\tprior rms err\t")
 	val := func(ok bool, v float64) string {
@@ -115,8 +140,46 @@ func writeTraceCalibration(w io.Writer, out string, tc *compare.Calibration) err
 		}
 		stepWord = "mean step error"
 	}
-	fmt.Fprintf(w, "held-out odd steps (%d): op RMS error %.1f %% -> %.1f %%, mean |error| %.1f %% -> %.1f %%, %s %+.1f %% -> %+.1f %%\n",
-		tc.After.Steps, tc.Before.OpRMSErrPct, tc.After.OpRMSErrPct, tc.Before.OpMeanAbsErrPct, tc.After.OpMeanAbsErrPct, stepWord, tc.Before.StepErrPct, tc.After.StepErrPct)
+	held := "held-out odd steps"
+	if tc.HeldOutTraces {
+		held = "held-out traces' steps"
+	}
+	fmt.Fprintf(w, "%s (%d): op RMS error %.1f %% -> %.1f %%, mean |error| %.1f %% -> %.1f %%, %s %+.1f %% -> %+.1f %%\n",
+		held, tc.After.Steps, tc.Before.OpRMSErrPct, tc.After.OpRMSErrPct, tc.Before.OpMeanAbsErrPct, tc.After.OpMeanAbsErrPct, stepWord, tc.Before.StepErrPct, tc.After.StepErrPct)
+	if tc.Worse {
+		fmt.Fprintf(w, "warning: %s (written because of --force)\n", tc.WorseError())
+	}
 	fmt.Fprintf(w, "wrote %s\n", out)
 	return nil
+}
+
+// readHoldout reads the --holdout traces and says how each is predicted:
+// as the fitted traces are, with --holdout-batch for the batch of those
+// that record no scenario.
+func (m *traceCalibrateMode) readHoldout(ctx context.Context, c *calibrateOptions, std IO) ([]*traces.Result, compare.Scenarios, error) {
+	if err := checkTraceSources("--holdout", m.holdout); err != nil {
+		return nil, compare.Scenarios{}, err
+	}
+	if m.holdBatch < 0 {
+		return nil, compare.Scenarios{}, flagError("--holdout-batch", m.holdBatch, "want a batch of 1 or more")
+	}
+	res, err := readTraces(ctx, m.holdout, std.Stderr, false)
+	if err != nil {
+		var pe *traces.PartialError
+		if errors.As(err, &pe) {
+			return nil, compare.Scenarios{}, fmt.Errorf("%w; %s", err, calibrateRefusesPartial)
+		}
+		return nil, compare.Scenarios{}, err
+	}
+	hs, err := c.sc.traceScenarios(res, true)
+	if err != nil {
+		return nil, compare.Scenarios{}, err
+	}
+	if hs.Default != nil && m.holdBatch > 0 {
+		d := *hs.Default
+		d.Workload.Batch = m.holdBatch
+		hs.Default = &d
+		hs.DefaultFrom += fmt.Sprintf("; batch %d from --holdout-batch", m.holdBatch)
+	}
+	return res, hs, nil
 }

@@ -7,6 +7,7 @@ import (
 	"io"
 	"math"
 	"os"
+	"path/filepath"
 	"runtime"
 	"slices"
 	"strconv"
@@ -60,7 +61,7 @@ func (m *measureFlags) bind(fs *pflag.FlagSet) {
 	fs.IntVar(&m.warmup, "warmup", m.warmup, "--measure: warm-up steps before the measured ones")
 	fs.IntVar(&m.iters, "iters", m.iters, "--measure: back-to-back ops per size and step (nccl-tests' iterations)")
 	fs.BoolVar(&m.graphs, "cuda-graphs", m.graphs, "--measure: capture one step as a CUDA graph and replay it (cuda backend)")
-	fs.StringVarP(&m.out, "out", "o", m.out, "--measure: write the measured times to FILE as nccl-tests output (readable by calibrate --nccl-tests)")
+	fs.StringVarP(&m.out, "out", "o", m.out, "--measure: write the measured times to FILE as nccl-tests output with its per-iteration (-I) columns, or as its -J JSON when FILE ends in .json (both read by calibrate --nccl-tests)")
 	fs.StringVar(&m.reference, "reference", m.reference, "--measure: nccl-tests log of the same collective and ranks (nccl-tests, or scripts/gpu-collectives-torch.py) to show beside the measurement")
 	fs.DurationVar(&m.watchdog, "watchdog", m.watchdog, "--measure: how long a rank waits for its peers before the run ends with an error (0: the backend's default, 5m)")
 }
@@ -247,7 +248,8 @@ func writeMeasuredLog(path string, res *collbench.Result, mr *measureRun, no ncc
 	// that column.
 	inPlace := mr.Backend == "cuda" && res.Config.Op == model.AllReduce
 	lg := &nccltests.Log{Name: path, Op: op, Ranks: ranks}
-	for _, r := range res.Rows {
+	iters := perIterTimes(res)
+	for j, r := range res.Rows {
 		out, in := r.TimeUs, 0.0
 		if inPlace {
 			out, in = 0, r.TimeUs
@@ -255,6 +257,18 @@ func writeMeasuredLog(path string, res *collbench.Result, mr *measureRun, no ncc
 		row, err := nccltests.NewRow(op, ranks, r.Bytes, elem, typ, out, in)
 		if err != nil {
 			return fmt.Errorf("-o %s: %w", path, err)
+		}
+		// nccl-tests -I: each iteration's slowest rank, summarized.
+		if j < len(iters) && len(iters[j]) > 0 {
+			it, err := nccltests.IterStats(iters[j], 0)
+			if err != nil {
+				return fmt.Errorf("-o %s: %w", path, err)
+			}
+			if inPlace {
+				row.InIter = it
+			} else {
+				row.OutIter = it
+			}
 		}
 		lg.Rows = append(lg.Rows, row)
 	}
@@ -273,6 +287,7 @@ func writeMeasuredLog(path string, res *collbench.Result, mr *measureRun, no ncc
 		fmt.Sprintf("time: %s per op, mean over %d measured steps x %d back-to-back ops per size x %d ranks (nccl-tests -a 1), after %d warm-up steps; %s; %s",
 			mr.Timing, mr.Steps, mr.Iters, ranks, mr.Warmup, map[bool]string{true: "CUDA graphs", false: "eager launches"}[mr.Graphs],
 			map[bool]string{true: "in place (out-of-place columns zeros)", false: "out of place (in-place columns zeros)"}[inPlace]),
+		"per-iteration columns (nccl-tests -I 1): each measured step's back-to-back ops, the slowest rank's time each, summarized as nccl-tests does",
 		env,
 	}
 	var dev string
@@ -306,11 +321,40 @@ func writeMeasuredLog(path string, res *collbench.Result, mr *measureRun, no ncc
 	if err != nil {
 		return fmt.Errorf("-o: %w", err)
 	}
-	werr := nccltests.Write(f, lg, nccltests.WriteOptions{Comments: comments, Host: host, Pid: os.Getpid(), Warmup: mr.Warmup, Iters: mr.Iters, Graph: mr.Graphs})
+	write := nccltests.Write
+	if strings.EqualFold(filepath.Ext(path), ".json") {
+		write = nccltests.WriteJSON // nccl-tests -J
+	}
+	werr := write(f, lg, nccltests.WriteOptions{Comments: comments, Host: host, Pid: os.Getpid(), Warmup: mr.Warmup, Iters: mr.Iters, Graph: mr.Graphs})
 	if err := errors.Join(werr, f.Close()); err != nil {
 		return fmt.Errorf("-o %s: %w", path, err)
 	}
 	return nil
+}
+
+// perIterTimes are, per size of res, the time of every measured
+// iteration (step x back-to-back op) as nccl-tests -I takes it: the
+// slowest rank's.
+func perIterTimes(res *collbench.Result) [][]float64 {
+	if res.Run == nil {
+		return nil
+	}
+	out := make([][]float64, len(res.Rows))
+	for j := range res.Rows {
+		for st := range res.Run.OpUs {
+			for k := range res.Config.Iters {
+				i := j*res.Config.Iters + k
+				worst := 0.0
+				for r := range res.Run.OpUs[st] {
+					if i < len(res.Run.OpUs[st][r]) {
+						worst = math.Max(worst, res.Run.OpUs[st][r][i])
+					}
+				}
+				out[j] = append(out[j], worst)
+			}
+		}
+	}
+	return out
 }
 
 // measuredTable is the table of a --measure run.

@@ -22,6 +22,16 @@ import (
 // takes exactly its predicted time: compare must report 0 % error.
 func writeExactRun(t *testing.T, path string, steps int) {
 	t.Helper()
+	writeScaledRun(t, path, steps, nil)
+}
+
+// writeScaledRun is writeExactRun with each op's time taken by us(op)
+// (nil: its predicted time).
+func writeScaledRun(t *testing.T, path string, steps int, us func(*sim.OpResult) float64) {
+	t.Helper()
+	if us == nil {
+		us = func(op *sim.OpResult) float64 { return op.Us }
+	}
 	a, err := model.Preset("tiny-mla-moe")
 	if err != nil {
 		t.Fatal(err)
@@ -56,9 +66,10 @@ func writeExactRun(t *testing.T, path string, steps int) {
 			cur := at
 			for i := range sched.Ranks[r] {
 				op := &sched.Ranks[r][i]
-				attrs := append(schema.OpAttributes(op), schema.AttrDeviceUs.Float64(pr.Ops[i].Us))
+				d := us(&pr.Ops[i])
+				attrs := append(schema.OpAttributes(op), schema.AttrDeviceUs.Float64(d))
 				_, sp := tr.Start(rctx, op.ID, trace.WithTimestamp(cur), trace.WithAttributes(attrs...))
-				cur = cur.Add(time.Duration(pr.Ops[i].Us * 1e3))
+				cur = cur.Add(time.Duration(d * 1e3))
 				sp.End(trace.WithTimestamp(cur))
 			}
 			rsp.End(trace.WithTimestamp(cur))

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"image/color"
 	"io"
 	"runtime"
 	"strconv"
@@ -15,9 +14,10 @@ import (
 	"github.com/tpscope/tpscope/advise"
 	"github.com/tpscope/tpscope/model"
 	"github.com/tpscope/tpscope/plan"
+	"github.com/tpscope/tpscope/report"
+	reportbuild "github.com/tpscope/tpscope/report/build"
 	"github.com/tpscope/tpscope/topology"
 	"gonum.org/v1/plot"
-	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
 )
@@ -71,6 +71,8 @@ type planOptions struct {
 	mtp          intList
 	sloMs        float64
 	output, plot string
+	frontier     string
+	reportFile   string
 	top, workers int
 }
 
@@ -99,12 +101,15 @@ func (o *planOptions) Bind(fs *pflag.FlagSet) {
 	fs.Var(&o.batch, "batch", "batch sizes")
 	fs.Var(&o.ctx, "context", "context lengths (4K = 4096)")
 	fs.StringSliceVar(&o.kvDtypes, "kv-dtype", o.kvDtypes, "KV-cache dtypes")
-	fs.Var(&o.mtp, "mtp", "MTP speculative tokens (left out, and said, on models without MTP)")
+	fs.Var(&o.mtp, "mtp", "MTP speculative tokens (left out, and said, on models without MTP); with --spec, the speculative tokens of its method")
+	o.sc.bindSpecFlags(fs)
 	o.sc.bindCostFlags(fs)
 	o.sc.bindOptionFlags(fs)
 	fs.Float64Var(&o.sloMs, "slo-ms", o.sloMs, "per-request latency SLO in ms per token (0 = none)")
 	bindOutputFlag(fs, &o.output, "one row per configuration", allFormats...)
-	fs.StringVar(&o.plot, "plot", o.plot, "write the throughput/GPU vs per-request tokens/s scatter and Pareto front to FILE.png or FILE.svg")
+	fs.StringVar(&o.plot, "plot", o.plot, "draw throughput per GPU against per-request tokens/s, one panel per context: every fitting point by box, each box's Pareto front, the SLO and the best point, to FILE.png or FILE.svg")
+	fs.StringVar(&o.frontier, "frontier", o.frontier, "write the Pareto front of each context and box (tokens/s per GPU and per request) as CSV to FILE")
+	fs.StringVar(&o.reportFile, "report", o.reportFile, "write a self-contained HTML report of the sweep (a capacity chart per context, the front) to FILE.html")
 	fs.IntVar(&o.top, "top", o.top, "rows of the front and of the capacity table to print (0 = all)")
 	fs.IntVar(&o.workers, "workers", o.workers, "goroutines evaluating the sweep")
 }
@@ -126,6 +131,12 @@ func (o *planOptions) Run(ctx context.Context, args []string, std IO) error {
 	if err := checkPlotPath(o.plot); err != nil {
 		return err
 	}
+	if err := checkOutputFile("--frontier", o.frontier); err != nil {
+		return err
+	}
+	if err := checkOutputExt("--report", o.reportFile, ".html", ".htm"); err != nil {
+		return err
+	}
 	if err := sc.checkPerfDB(); err != nil {
 		return err
 	}
@@ -137,8 +148,21 @@ func (o *planOptions) Run(ctx context.Context, args []string, std IO) error {
 	if err != nil {
 		return err
 	}
+	specs := o.mtp.v
+	if sc.specMethod != "" {
+		m, err := model.ParseSpecMethod(sc.specMethod)
+		if err != nil {
+			return causeError("--spec", quote(sc.specMethod), err)
+		}
+		if build.Spec, err = sc.spec(a, m); err != nil {
+			return err
+		}
+		if !o.changed("mtp") {
+			specs = []int{sc.specTokensFlag(m)}
+		}
+	}
 	space := plan.Space{Arch: a, Build: build, ImplyDenseDSA: !o.changed("dense-dsa"), MaxMsPerToken: o.sloMs, GPUCounts: o.gpus.v,
-		Batches: o.batch.v, Contexts: o.ctx.v, SpecTokens: o.mtp.v}
+		Batches: o.batch.v, Contexts: o.ctx.v, SpecTokens: specs}
 	for _, name := range o.topos {
 		sc.topo = name
 		t, _, err := sc.box()
@@ -151,6 +175,9 @@ func (o *planOptions) Run(ctx context.Context, args []string, std IO) error {
 		return flagError("--topo", nil, "no box named")
 	}
 	if space.Options, err = sc.options(); err != nil {
+		return err
+	}
+	if err := sc.specAccept(&space.Options); err != nil {
 		return err
 	}
 	if space.Lists, err = o.planLists(); err != nil {
@@ -213,6 +240,26 @@ func (o *planOptions) Run(ctx context.Context, args []string, std IO) error {
 	res.Caveats = plan.Caveats(cfgs, res)
 	if o.plot != "" {
 		if err := writePlanPlot(o.plot, a.Name, res); err != nil {
+			return err
+		}
+	}
+	if o.frontier != "" {
+		if err := writeFileWith(o.frontier, func(w io.Writer) error { return writePlanFrontierCSV(w, res) }); err != nil {
+			return err
+		}
+	}
+	if o.reportFile != "" {
+		lines := []string{fmt.Sprintf("%s: %d configurations; %d do not fit, %d invalid", a.Name, res.Evaluated, res.NotFitting, res.Errors)}
+		if res.SLOMs > 0 {
+			lines = append(lines, fmt.Sprintf("SLO: %.2f ms per token per request (%d configurations miss it)", res.SLOMs, res.MissSLO))
+		}
+		if res.Best >= 0 {
+			b := &res.Points[res.Best]
+			lines = append(lines, fmt.Sprintf("best throughput per GPU: %s x%d %s, kv %s, batch %d at context %d: %.1f tok/s/GPU, %.1f tok/s per request",
+				b.Topology, b.GPUs, b.Plan, b.KVDtype, b.Batch, b.Context, b.TokensPerSPerGPU, b.TokensPerSPerRequest))
+		}
+		lines = append(lines, res.Caveats...)
+		if err := report.WriteFile(o.reportFile, reportbuild.Plan(a.Name+": capacity plan", lines, res)); err != nil {
 			return err
 		}
 	}
@@ -469,69 +516,50 @@ func writePlanText(w io.Writer, modelName string, res *plan.Result, boxes, top i
 	return nil
 }
 
-// writePlanPlot draws every fitting point (throughput per GPU against
-// per-request tokens/s) and the Pareto front as a line.
+// writePlanPlot draws, per context (the plane is per ISL/OSL), every
+// fitting point by box with each box's own Pareto front, the points that
+// miss the SLO muted, the SLO as a vertical line and the best point
+// marked (build.PlanScatter), panels two to a row.
 func writePlanPlot(path, modelName string, res *plan.Result) error {
-	var all, miss plotter.XYs
-	for i := range res.Points {
-		p := &res.Points[i]
-		if p.Error != "" || !p.Fits {
-			continue
-		}
-		xy := plotter.XY{X: p.TokensPerSPerRequest, Y: p.TokensPerSPerGPU}
-		if p.WithinSLO() {
-			all = append(all, xy)
-		} else {
-			miss = append(miss, xy)
-		}
-	}
-	if len(all)+len(miss) == 0 {
+	ctxs := reportbuild.PlanContexts(res)
+	if len(ctxs) == 0 {
 		return fmt.Errorf("plot %s: no configuration fits", path)
 	}
-	p := plot.New()
-	p.Title.Text = fmt.Sprintf("%s: throughput per GPU vs per-request speed (fitting configurations)", modelName)
-	p.X.Label.Text = "tokens/s per request"
-	p.Y.Label.Text = "tokens/s per GPU"
-	p.Legend.Top = true
-	if len(all) > 0 {
-		s, err := plotter.NewScatter(all)
+	cols := min(2, len(ctxs))
+	rows := (len(ctxs) + cols - 1) / cols
+	grid := make([][]*plot.Plot, rows)
+	for i := range grid {
+		grid[i] = make([]*plot.Plot, cols)
+	}
+	for i, cx := range ctxs {
+		p, err := scatterPlot(fmt.Sprintf("%s, context %d: throughput per GPU vs per-request speed", modelName, cx), reportbuild.PlanScatter(res, cx))
 		if err != nil {
-			return fmt.Errorf("plot: %w", err)
+			return err
 		}
-		s.GlyphStyle.Radius = vg.Points(1.5)
-		s.GlyphStyle.Color = color.RGBA{R: 90, G: 120, B: 200, A: 255}
-		p.Add(s)
-		p.Legend.Add("configuration", s)
+		grid[i/cols][i%cols] = p
 	}
-	if len(miss) > 0 {
-		s, err := plotter.NewScatter(miss)
-		if err != nil {
-			return fmt.Errorf("plot: %w", err)
+	w := vg.Length(cols) * 8 * vg.Inch
+	h := vg.Length(rows) * 5.5 * vg.Inch
+	return savePlots(path, w, h, grid, draw.Tiles{PadX: vg.Points(24), PadY: vg.Points(24)})
+}
+
+// writePlanFrontierCSV writes each (context, box) Pareto front of the
+// sweep's fitting points within the SLO: one row per point on a front.
+func writePlanFrontierCSV(w io.Writer, res *plan.Result) error {
+	f := func(v float64) string { return strconv.FormatFloat(v, 'g', 8, 64) }
+	var rows [][]string
+	for _, cx := range reportbuild.PlanContexts(res) {
+		sc := reportbuild.PlanScatter(res, cx)
+		for _, se := range sc.Series {
+			if !se.Line {
+				continue
+			}
+			for i, pt := range se.Points {
+				rows = append(rows, []string{strconv.Itoa(cx), strings.TrimSuffix(se.Name, " front"), se.Labels[i], f(pt[0]), f(pt[1])})
+			}
 		}
-		s.GlyphStyle.Radius = vg.Points(1.5)
-		s.GlyphStyle.Shape = draw.CrossGlyph{}
-		s.GlyphStyle.Color = color.RGBA{R: 160, G: 160, B: 160, A: 255}
-		p.Add(s)
-		p.Legend.Add("misses the SLO", s)
 	}
-	if len(res.Pareto) > 0 {
-		front := make(plotter.XYs, len(res.Pareto))
-		for i, k := range res.Pareto {
-			front[i] = plotter.XY{X: res.Points[k].TokensPerSPerRequest, Y: res.Points[k].TokensPerSPerGPU}
-		}
-		l, pts, err := plotter.NewLinePoints(front)
-		if err != nil {
-			return fmt.Errorf("plot: %w", err)
-		}
-		l.Color = color.RGBA{R: 200, G: 40, B: 40, A: 255}
-		pts.Color = l.Color
-		p.Add(l, pts)
-		p.Legend.Add("Pareto front", l, pts)
-	}
-	if err := p.Save(9*vg.Inch, 6*vg.Inch, path); err != nil {
-		return fmt.Errorf("plot %s: %w", path, err)
-	}
-	return nil
+	return writeCSV(w, []string{"context", "box", "configuration", "tokens_per_s_per_request", "tokens_per_s_per_gpu"}, rows)
 }
 
 // writePlanCSV writes every configuration of the sweep, one per row.

@@ -125,6 +125,15 @@ func writePredictTable(w io.Writer, pr *sim.Prediction, top int, md bool) error 
 	} else {
 		kv = append(kv, [2]string{"tokens/s", fmt.Sprintf("%.1f per request, %.1f aggregate (%.2f tokens per step per request)", pr.TokensPerSPerRequest, pr.TokensPerS, pr.TokensPerStep)})
 	}
+	if pr.Spec != nil {
+		kv = append(kv, [2]string{"speculative", pr.Spec.String()})
+		if pr.SpecHostUs > 0 {
+			kv = append(kv, [2]string{"host drafting", fmt.Sprintf("%.0f us a step, in the step time", pr.SpecHostUs)})
+		}
+		if pr.Spec.EngineFlag != "" {
+			kv = append(kv, [2]string{"engine flag", pr.Spec.EngineFlag})
+		}
+	}
 	kv = append(kv, [2]string{"communication", fmt.Sprintf("%.1f us, %.1f %% of the step", pr.CommUs, 100*pr.CommShareFrac)},
 		[2]string{"critical path", criticalPathString(pr)})
 	if m := pr.Memory; m != nil {

@@ -148,7 +148,7 @@ func (o *runOptions) Run(ctx context.Context, args []string, std IO) error {
 		return err
 	}
 	if o.scale != 1 {
-		if scen.Arch, err = model.ScaleArch(scen.Arch, o.scale); err != nil {
+		if err = scaleScenario(&scen, o.scale); err != nil {
 			return causeError("--scale", nil, err)
 		}
 	}
@@ -254,12 +254,10 @@ func checkRunMemory(b exec.Backend, sc sim.Scenario, sched *model.Schedule, loca
 	}
 	way := ""
 	for f := 2.0; f <= 1024; f *= 2 {
-		a, err := model.ScaleArch(sc.Arch, f)
-		if err != nil {
+		s := sc
+		if err := scaleScenario(&s, f); err != nil {
 			break
 		}
-		s := sc
-		s.Arch = a
 		ss, err := sim.BuildSchedule(s)
 		if err != nil {
 			break
@@ -288,6 +286,7 @@ func writeRun(w io.Writer, format string, scen sim.Scenario, res *exec.Result, s
 		CSV: func(w io.Writer) error { return writeCSV(w, runKindHeader(cmp), runKindRows(res, cmp)) },
 		Text: func(w io.Writer, md bool) error {
 			writeRunSummary(w, res, sched, cmp, md)
+			writeRunSpec(w, scen, res)
 			_, err := fmt.Fprintf(w, "trace: %s\n", stats)
 			return err
 		},
@@ -390,4 +389,22 @@ func parseFault(v string, step int, watchdog time.Duration, sched *model.Schedul
 		return nil, causeError("--fault-hang", v, err)
 	}
 	return f, nil
+}
+
+// writeRunSpec says, for a speculative run, what was measured and what
+// was not: the step (verify and draft passes) is; the tokens a step
+// yields come from the acceptance, an input, since the executor's weights
+// are random and accept nothing of their own.
+func writeRunSpec(w io.Writer, scen sim.Scenario, res *exec.Result) {
+	y := scen.SpecYield()
+	if y == nil {
+		return
+	}
+	seqs := float64(scen.Workload.Batch)
+	perReq := 0.0
+	if res.Summary.StepMedianUs > 0 {
+		perReq = y.TokensPerStep / (res.Summary.StepMedianUs / 1e6)
+	}
+	fmt.Fprintf(w, "speculative %s: the step above is measured (verify pass and draft passes); the tokens it yields are not: the weights are random, so the acceptance is an input, %.2f tokens per step per sequence from %s: %.1f tokens/s per request, %.1f in all\n",
+		scen.Build.Spec.String(scen.Workload), y.TokensPerStep, y.Source, perReq, perReq*seqs)
 }

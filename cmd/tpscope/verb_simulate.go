@@ -6,24 +6,26 @@ import (
 	"fmt"
 	"image/color"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/spf13/pflag"
+	"github.com/tpscope/tpscope/report"
+	"github.com/tpscope/tpscope/report/build"
 	"github.com/tpscope/tpscope/serving"
 	"github.com/tpscope/tpscope/sim"
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
-	"gonum.org/v1/plot/vg/vgimg"
-	"gonum.org/v1/plot/vg/vgsvg"
 )
 
 var simulateVerb = &Verb{
-	UsageLine: "simulate (--qps R,... | --concurrency N,... | --requests-file FILE | --sweep-qps | --sweep-concurrency) [flags]",
+	UsageLine: "simulate (--qps R,... | --concurrency N,... | --requests-file FILE | --sweep-qps | --sweep-concurrency | --compare RESULT) [flags]",
 	Short:     "capacity in requests: simulate vLLM's scheduler under a load; TTFT, TPOT, goodput, the largest QPS within an SLO",
 	Long: `Simulates the serving engine request by request: vLLM v1's scheduler
 (continuous batching, max_num_seqs, a token budget of max_num_batched_tokens
@@ -35,9 +37,13 @@ padding), memoized within 3.1 % (see sim.IterationBucketBound).
 
 Load: an open loop (--qps, Poisson by default, --arrival constant|gamma with
 --burstiness as vllm bench serve), a closed loop (--concurrency clients, as
-vllm bench serve --max-concurrency), or a request file (--requests-file,
-JSON lines or CSV of arrival_s, prompt_tokens, output_tokens; with --qps or
---concurrency only its lengths are used). --qps and --concurrency take comma
+vllm bench serve --max-concurrency), or a request trace (--requests-file:
+tpscope's JSON lines or CSV of arrival_s, prompt_tokens, output_tokens and
+optionally hash_ids, session, delay_s; Mooncake JSON lines with hash IDs;
+Azure's 2023 CSV; BurstGPT's CSV; with --qps or --concurrency only its
+lengths are used, with --replay-qps it is replayed time-scaled to each
+rate). Prefix caching is priced for requests that name their blocks (hash
+IDs, sessions) unless --no-enable-prefix-caching. --qps and --concurrency take comma
 lists: one run per value. Lengths: --isl/--osl with --isl-dist/--osl-dist
 fixed|uniform|lognormal and --isl-spread/--osl-spread (the uniform half-width
 or the log-normal coefficient of variation, as a fraction of the mean). One
@@ -57,14 +63,35 @@ JSON) since they grow with the run's length, and meets no SLO. --sweep-qps (or -
 load whose --slo-percentile (99) TTFT and TPOT meet the SLO. --plot draws
 latency percentiles against load (PNG or SVG).
 
+--compare RESULT (repeatable) reads a measured serving benchmark (vllm bench
+serve --save-result JSON, SGLang bench_serving JSONL, aiperf's
+profile_export_aiperf.json, GuideLLM's benchmarks.json, InferenceX
+summaries, a request log), simulates each load level as measured and prints
+predicted beside measured for mean/p50/p90/p99 of TTFT, TPOT, ITL and E2E
+and the throughputs. --policy sglang runs SGLang's prefill-first scheduler
+instead of vLLM's; --serving-overheads takes the overheads calibrate
+--serving fitted.
+
+--pareto draws output tokens/s per GPU against tokens/s per user (1000 /
+median TPOT) of the runs with their front, the SLO and the run chosen;
+--frontier writes them as CSV, --report as an HTML report. With
+--sweep-qps, --for-qps N says how many copies of the deployment, GPUs and
+boxes carry N requests/s within the SLO.
+
 Plans with DP attention run one scheduler per DP rank; --instances runs
 several engines behind --router round-robin|least-loaded. Run-time options
 are the other verbs' flags with their defaults (a stock deployment; the
-seed's settings are --nccl-proto LL --p2p-level SYS). Not modelled: prefix caching, speculative decoding,
-host overheads between steps, DCP with prefill.`,
+seed's settings are --nccl-proto LL --p2p-level SYS). With --spec, a
+decoding request schedules 1 + K tokens a step and gains 1 + A, A drawn
+per request and step from the acceptance: TPOT is a distribution. Not
+modelled: asynchronous scheduling, DCP with prefill.`,
 	Example: `tpscope simulate --model kimi-k2.5 --tp 8 --kv-dtype fp8 --qps 0.5,1,2,3 --isl 1024 --osl 256 --slo-ttft-ms 2000 --slo-tpot-ms 50 --plot latency.png
 tpscope simulate --model glm-5-nvfp4 --dense-dsa --kv-dtype bf16 --concurrency 1,8,64 --isl 100 --osl 1000 --output markdown
-tpscope simulate --model kimi-k2.5 --kv-dtype fp8 --sweep-qps --isl 2000 --isl-dist lognormal --isl-spread 0.5 --osl 300 --duration 600 --slo-ttft-ms 2000 --slo-tpot-ms 50`,
+tpscope simulate --model kimi-k2.5 --kv-dtype fp8 --sweep-qps --isl 2000 --isl-dist lognormal --isl-spread 0.5 --osl 300 --duration 600 --slo-ttft-ms 2000 --slo-tpot-ms 50
+tpscope simulate --model deepseek-v3 --topo h200-nvswitch --sweep-qps --for-qps 50 --isl 1024 --osl 256 --slo-ttft-ms 2000 --slo-tpot-ms 50 --pareto pareto.png --report capacity.html
+tpscope simulate --model deepseek-v3 --topo h200-nvswitch --compare vllm-bench-result.json --serving-overheads overheads.json
+tpscope simulate --model kimi-k2.5 --kv-dtype fp8 --spec eagle3 --concurrency 1,8 --isl 1024 --osl 256
+tpscope simulate --model kimi-k2.5 --topo h200-nvswitch --requests-file mooncake_trace.jsonl --replay-qps 0.5,1`,
 	New: func() Options { return newSimulateOptions() },
 }
 
@@ -90,7 +117,7 @@ func (o *simulateOptions) Run(ctx context.Context, args []string, std IO) error 
 	if err := noArgs(args); err != nil {
 		return err
 	}
-	for _, n := range []string{"phase", "batch", "context", "mtp"} {
+	for _, n := range []string{"phase", "batch", "context"} {
 		if o.changed(n) {
 			return flagError("--"+n, nil, "not used by simulate (the scheduler forms the steps; the load is --qps, --concurrency or --requests-file)")
 		}
@@ -113,15 +140,17 @@ type simulateFlags struct {
 	sloTTFT, sloTPOT     float64
 	sloPct               float64
 	sweepQPS, sweepConc  bool
-	maxSeqs, maxTokens   int
-	blockSize, gpuBlocks int
-	longPrefill          int
-	noChunked, noFullISL bool
-	watermark            float64
-	instances            int
-	router               string
-	output, plotFile     string
-	timeline             int
+	engineFlags
+	instances        int
+	router           string
+	output, plotFile string
+	timeline         int
+	compare          []string
+	replayQPS        string
+	forQPS           float64
+	paretoFile       string
+	frontierFile     string
+	reportFile       string
 }
 
 func (f *simulateFlags) bind(fs *pflag.FlagSet) {
@@ -144,19 +173,18 @@ func (f *simulateFlags) bind(fs *pflag.FlagSet) {
 	fs.Float64Var(&f.sloPct, "slo-percentile", f.sloPct, "percentile the SLO is judged at: 50, 90 or 99")
 	fs.BoolVar(&f.sweepQPS, "sweep-qps", f.sweepQPS, "search the largest QPS meeting the SLO (from the first --qps, default 1)")
 	fs.BoolVar(&f.sweepConc, "sweep-concurrency", f.sweepConc, "search the largest client count meeting the SLO")
-	fs.IntVar(&f.maxSeqs, "max-num-seqs", f.maxSeqs, "vLLM max_num_seqs per scheduler (0 = vLLM's default: 1024 on GPUs of 70 GiB or more, else 256)")
-	fs.IntVar(&f.maxTokens, "max-num-batched-tokens", f.maxTokens, "vLLM max_num_batched_tokens, the token budget of a step (0 = 8192 on GPUs of 70 GiB or more, else 2048)")
-	fs.IntVar(&f.blockSize, "block-size", f.blockSize, "vLLM block_size, tokens per KV block (0 = 16)")
-	fs.IntVar(&f.gpuBlocks, "num-gpu-blocks-override", f.gpuBlocks, "vLLM num_gpu_blocks_override: KV blocks per scheduler (0 = from the memory model)")
-	fs.IntVar(&f.longPrefill, "long-prefill-token-threshold", f.longPrefill, "vLLM long_prefill_token_threshold: most prompt tokens of one request per step (0 = no limit)")
-	fs.BoolVar(&f.noChunked, "no-enable-chunked-prefill", f.noChunked, "vLLM --no-enable-chunked-prefill: prompts are not cut to the step's budget")
-	fs.BoolVar(&f.noFullISL, "no-scheduler-reserve-full-isl", f.noFullISL, "vLLM --no-scheduler-reserve-full-isl: admit on the first chunk's blocks, not the whole input's")
-	fs.Float64Var(&f.watermark, "watermark", f.watermark, "vLLM --watermark: fraction of KV blocks kept free when admitting while others run (0 = off)")
+	f.engineFlags.bind(fs)
 	fs.IntVar(&f.instances, "instances", f.instances, "engine instances, each its own copy of the plan")
 	fs.StringVar(&f.router, "router", f.router, "request router over instances and DP ranks: round-robin or least-loaded")
 	fs.StringVar(&f.output, "output", f.output, "output format: table, json or markdown")
 	fs.StringVar(&f.plotFile, "plot", f.plotFile, "write latency percentiles against load to FILE.png or FILE.svg")
 	fs.IntVar(&f.timeline, "timeline", f.timeline, "timeline rows of a single run (0 = none)")
+	fs.StringArrayVar(&f.compare, "compare", f.compare, "a measured benchmark result (vllm bench serve --save-result JSON, SGLang bench_serving JSONL, aiperf profile_export_aiperf.json, GuideLLM benchmarks.json, a request log): simulate each of its load levels and set predicted beside measured; repeatable")
+	fs.StringVar(&f.replayQPS, "replay-qps", f.replayQPS, "with --requests-file: replay the trace time-scaled to these request rates (comma list, one run each; its bursts and lulls kept)")
+	fs.Float64Var(&f.forQPS, "for-qps", f.forQPS, "with --sweep-qps: how many instances, GPUs and boxes carry this many requests/s within the SLO")
+	fs.StringVar(&f.paretoFile, "pareto", f.paretoFile, "draw output tokens/s per GPU against tokens/s per user (1000 / median TPOT) of the runs, the front, the SLO and the chosen run, to FILE.png or FILE.svg")
+	fs.StringVar(&f.frontierFile, "frontier", f.frontierFile, "write every run's tokens/s per GPU and per user, on the front or not, as CSV to FILE")
+	fs.StringVar(&f.reportFile, "report", f.reportFile, "write a self-contained HTML report of the runs (the Pareto chart, the runs' table, comparisons) to FILE.html")
 }
 
 // simLoad is one run's load: a QPS or a client count.
@@ -165,16 +193,60 @@ type simLoad struct {
 	concurrency int
 }
 
+// checkOutputExt refuses an output file flag names whose extension is
+// none of exts, or that cannot be written; "" passes.
+func checkOutputExt(flag, path string, exts ...string) error {
+	if path == "" {
+		return nil
+	}
+	ext := strings.ToLower(filepath.Ext(path))
+	if !slices.Contains(exts, ext) {
+		return flagError(flag, path, "want a %s file", strings.Join(exts, " or "))
+	}
+	return checkOutputFile(flag, path)
+}
+
 func runSimulate(sc *scenarioFlags, f *simulateFlags, stdout, stderr io.Writer) error {
-	// Every flag is checked before any work.
+	// Every flag is checked, and every input read, before any work.
 	if err := checkOutput(f.output, "table", "json", "markdown"); err != nil {
 		return err
 	}
 	if err := checkPlotPath(f.plotFile); err != nil {
 		return err
 	}
-	if err := checkInputFile("--requests-file", f.requestsFile, "JSON lines or CSV of requests"); err != nil {
+	if err := checkOutputExt("--pareto", f.paretoFile, ".png", ".svg"); err != nil {
 		return err
+	}
+	if err := checkOutputExt("--report", f.reportFile, ".html", ".htm"); err != nil {
+		return err
+	}
+	if err := checkOutputFile("--frontier", f.frontierFile); err != nil {
+		return err
+	}
+	if err := checkInputFile("--requests-file", f.requestsFile, "a request trace (tpscope JSON lines or CSV, Mooncake JSON lines, Azure 2023 or BurstGPT CSV)"); err != nil {
+		return err
+	}
+	if len(f.compare) > 0 {
+		for _, n := range []struct {
+			flag string
+			set  bool
+		}{{"--qps", f.qps != ""}, {"--concurrency", f.concurrency != ""}, {"--requests-file", f.requestsFile != ""}, {"--sweep-qps", f.sweepQPS},
+			{"--sweep-concurrency", f.sweepConc}, {"--replay-qps", f.replayQPS != ""}, {"--for-qps", f.forQPS != 0}} {
+			if n.set {
+				return flagError("--compare with "+n.flag, nil, "the measured result sets the load: drop %s", n.flag)
+			}
+		}
+	}
+	var measured []serving.Measured
+	for _, path := range f.compare {
+		if err := checkInputFile("--compare", path, "a serving benchmark result"); err != nil {
+			return err
+		}
+		ms, err := serving.LoadMeasured(path)
+		if err != nil {
+			return causeError("--compare", nil, err)
+		}
+		measured = append(measured, ms...)
 	}
 	var loads []simLoad
 	if f.qps != "" {
@@ -199,6 +271,19 @@ func runSimulate(sc *scenarioFlags, f *simulateFlags, stdout, stderr io.Writer) 
 			loads = append(loads, simLoad{concurrency: c})
 		}
 	}
+	var replay []float64
+	if f.replayQPS != "" {
+		if f.requestsFile == "" {
+			return flagError("--replay-qps", f.replayQPS, "needs --requests-file: the trace to replay")
+		}
+		if len(loads) > 0 || f.sweepQPS || f.sweepConc {
+			return flagError("--replay-qps with --qps, --concurrency or a sweep", nil, "the rates of a replay are the trace's, scaled: drop the others")
+		}
+		var err error
+		if replay, err = parseFloats("--replay-qps", f.replayQPS); err != nil {
+			return err
+		}
+	}
 	switch {
 	case f.sweepQPS && f.sweepConc:
 		return flagError("--sweep-qps and --sweep-concurrency", nil, "want one search")
@@ -210,8 +295,12 @@ func runSimulate(sc *scenarioFlags, f *simulateFlags, stdout, stderr io.Writer) 
 		return flagError("--sweep-qps/--sweep-concurrency", nil, "need an SLO: --slo-ttft-ms and/or --slo-tpot-ms")
 	case (f.sweepQPS || f.sweepConc) && len(loads) > 1:
 		return flagError("--qps/--concurrency", nil, "a sweep takes at most one starting --qps or --concurrency, got %d", len(loads))
-	case len(loads) == 0 && f.requestsFile == "" && !f.sweepQPS && !f.sweepConc:
-		return usageErrorf("no load: want --qps, --concurrency, --requests-file, --sweep-qps or --sweep-concurrency")
+	case f.forQPS < 0 || math.IsNaN(f.forQPS) || math.IsInf(f.forQPS, 0):
+		return flagError("--for-qps", f.forQPS, "want a rate above 0")
+	case f.forQPS > 0 && !f.sweepQPS:
+		return flagError("--for-qps", f.forQPS, "needs --sweep-qps: the largest rate one instance carries within the SLO")
+	case len(loads) == 0 && f.requestsFile == "" && !f.sweepQPS && !f.sweepConc && len(measured) == 0:
+		return usageErrorf("no load: want --qps, --concurrency, --requests-file, --sweep-qps, --sweep-concurrency or --compare")
 	}
 	if f.sloTTFT < 0 || f.sloTPOT < 0 {
 		return flagError(fmt.Sprintf("--slo-ttft-ms %v, --slo-tpot-ms %v", f.sloTTFT, f.sloTPOT), nil, "want 0 (none) or positive limits")
@@ -244,40 +333,46 @@ func runSimulate(sc *scenarioFlags, f *simulateFlags, stdout, stderr io.Writer) 
 	if arrival == serving.Gamma {
 		traffic.Burstiness = f.burstiness
 	}
+	var trace *serving.Trace
 	if f.requestsFile != "" {
-		reqs, err := serving.LoadRequests(f.requestsFile)
-		if err != nil {
+		if trace, err = serving.LoadTrace(f.requestsFile); err != nil {
 			return causeError("--requests-file", nil, err)
 		}
-		traffic.Requests = reqs
+		traffic.Requests = trace.Requests
+		traffic.HashBlockTokens = trace.HashBlockTokens
+		for _, q := range replay {
+			if _, err := serving.ScaleToQPS(trace.Requests, q); err != nil {
+				return causeError("--replay-qps", nil, err)
+			}
+		}
 	} else if f.requests == 0 && f.durationS == 0 {
 		traffic.NumRequests = 1000
 	}
 	// The traffic's own check, once per load, names the flag's field.
-	check := traffic
-	switch {
-	case len(loads) > 0:
-		check.QPS, check.Concurrency = loads[0].qps, loads[0].concurrency
-	case f.sweepQPS:
-		check.QPS = 1
-	case f.sweepConc:
-		check.Concurrency = 1
-	}
-	if err := check.Validate(); err != nil {
-		return causeError("", nil, err)
+	if len(measured) == 0 {
+		check := traffic
+		switch {
+		case len(loads) > 0:
+			check.QPS, check.Concurrency = loads[0].qps, loads[0].concurrency
+		case f.sweepQPS:
+			check.QPS = 1
+		case f.sweepConc:
+			check.Concurrency = 1
+		}
+		if err := check.Validate(); err != nil {
+			return causeError("", nil, err)
+		}
 	}
 	scen, err := sc.scenario()
 	if err != nil {
 		return err
 	}
 	topo, opts := scen.Topo, scen.Options
-	engine := serving.EngineOptions{MaxNumSeqs: f.maxSeqs, MaxNumBatchedTokens: f.maxTokens, BlockSize: f.blockSize,
-		NumGPUBlocksOverride: f.gpuBlocks, LongPrefillTokenThreshold: f.longPrefill, DisableChunkedPrefill: f.noChunked,
-		NoSchedulerReserveFullISL: f.noFullISL, Watermark: f.watermark}
-	if err := engine.Validate(); err != nil {
-		return causeError("", nil, err)
+	engine, overheads, err := f.engineFlags.engine()
+	if err != nil {
+		return err
 	}
-	dep := serving.Deployment{Scenario: scen, Engine: engine, Instances: f.instances, Router: router}
+	dep := serving.Deployment{Scenario: scen, Engine: engine, Instances: f.instances, Router: router, Overheads: overheads}
 	s, err := serving.New(dep)
 	if err != nil {
 		// A deployment that does not fit in memory is a finding; any
@@ -289,10 +384,24 @@ func runSimulate(sc *scenarioFlags, f *simulateFlags, stdout, stderr io.Writer) 
 	}
 	slo := serving.SLO{TTFTMs: f.sloTTFT, TPOTMs: f.sloTPOT, Percentile: f.sloPct}
 	out := simulateOutput{Model: scen.Arch.Name, Topology: topo.Name, Plan: scen.Plan.Normalized().String(), GPUs: s.GPUs(),
-		KVDtype: string(s.KVDtype()), Options: opts, Engine: s.Engine(), KVBlocks: s.KVBlocks(), Schedulers: s.Schedulers(),
-		Instances: max(1, f.instances), Router: string(router), Traffic: traffic, SLO: slo}
+		KVDtype: string(s.KVDtype()), Options: opts, Engine: s.Engine(), Overheads: overheads, KVBlocks: s.KVBlocks(), Schedulers: s.Schedulers(),
+		Instances: max(1, f.instances), Router: string(router), Traffic: traffic, SLO: slo, Trace: trace}
+	if y := scen.SpecYield(); y != nil {
+		out.Spec = y
+		out.SpecLine = fmt.Sprintf("speculative: %s; %.2f tokens per step per request (sd %.2f), drawn per request and step from %s",
+			scen.Build.Spec.String(scen.Workload), y.TokensPerStep, math.Sqrt(y.TokensVar), y.Source)
+	}
 	ro := serving.RunOptions{SLO: slo}
 	switch {
+	case len(measured) > 0:
+		for i := range measured {
+			lc, err := s.CompareMeasured(&measured[i], f.seed, ro)
+			if err != nil {
+				return err
+			}
+			out.Compare = append(out.Compare, lc)
+			out.Runs = append(out.Runs, lc.Result)
+		}
 	case f.sweepQPS || f.sweepConc:
 		so := serving.SweepOptions{}
 		var sw *serving.Sweep
@@ -311,6 +420,22 @@ func runSimulate(sc *scenarioFlags, f *simulateFlags, stdout, stderr io.Writer) 
 			return err
 		}
 		out.Runs, out.Sweep = sw.Runs, sw
+		if f.forQPS > 0 {
+			if out.Capacity, err = s.CapacityFor(traffic, slo, sw, f.forQPS); err != nil {
+				return err
+			}
+		}
+	case len(replay) > 0:
+		for _, q := range replay {
+			t := traffic
+			t.Requests, _ = serving.ScaleToQPS(trace.Requests, q)
+			res, err := s.Run(t, ro)
+			if err != nil {
+				return err
+			}
+			res.Load = fmt.Sprintf("trace at %s req/s", strconv.FormatFloat(q, 'g', 4, 64))
+			out.Runs = append(out.Runs, res)
+		}
 	case len(loads) == 0:
 		res, err := s.Run(traffic, ro)
 		if err != nil {
@@ -328,8 +453,26 @@ func runSimulate(sc *scenarioFlags, f *simulateFlags, stdout, stderr io.Writer) 
 			out.Runs = append(out.Runs, res)
 		}
 	}
+	out.Frontier = serving.NewFrontier(out.Runs, slo, out.loadGroup(), out.chosenRun())
 	if f.plotFile != "" {
 		if err := writeSimulatePlot(f.plotFile, &out); err != nil {
+			return err
+		}
+	}
+	if f.paretoFile != "" {
+		if err := writeScatterPlot(f.paretoFile, out.paretoTitle(), build.ServingScatter(out.Frontier)); err != nil {
+			return err
+		}
+	}
+	if f.frontierFile != "" {
+		if err := writeFileWith(f.frontierFile, out.Frontier.WriteCSV); err != nil {
+			return err
+		}
+	}
+	if f.reportFile != "" {
+		rep := build.Serving(build.ServingInput{Title: out.paretoTitle(), Subtitle: out.Frontier.Group, Setup: out.headLines(),
+			Runs: out.Runs, Frontier: out.Frontier, Compare: out.Compare, Capacity: out.Capacity})
+		if err := report.WriteFile(f.reportFile, rep); err != nil {
 			return err
 		}
 	}
@@ -339,23 +482,79 @@ func runSimulate(sc *scenarioFlags, f *simulateFlags, stdout, stderr io.Writer) 
 	})
 }
 
+// writeFileWith creates path and writes it with write.
+func writeFileWith(path string, write func(io.Writer) error) error {
+	fh, err := os.Create(path)
+	if err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	if err := write(fh); err != nil {
+		fh.Close()
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	if err := fh.Close(); err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	return nil
+}
+
 // simulateOutput is what simulate reports (its JSON form).
 type simulateOutput struct {
-	Model      string                `json:"model"`
-	Topology   string                `json:"topology"`
-	Plan       string                `json:"plan"`
-	GPUs       int                   `json:"gpus"`
-	KVDtype    string                `json:"kv_dtype"`
-	Options    sim.Options           `json:"options"`
-	Engine     serving.EngineOptions `json:"engine"`
-	KVBlocks   int                   `json:"kv_blocks_per_scheduler"`
-	Schedulers int                   `json:"schedulers"`
-	Instances  int                   `json:"instances"`
-	Router     string                `json:"router"`
-	Traffic    serving.Traffic       `json:"traffic"`
-	SLO        serving.SLO           `json:"slo"`
-	Runs       []*serving.Result     `json:"runs"`
-	Sweep      *serving.Sweep        `json:"sweep,omitempty"`
+	Model      string                     `json:"model"`
+	Topology   string                     `json:"topology"`
+	Plan       string                     `json:"plan"`
+	GPUs       int                        `json:"gpus"`
+	KVDtype    string                     `json:"kv_dtype"`
+	Options    sim.Options                `json:"options"`
+	Engine     serving.EngineOptions      `json:"engine"`
+	Overheads  serving.Overheads          `json:"overheads"`
+	KVBlocks   int                        `json:"kv_blocks_per_scheduler"`
+	Schedulers int                        `json:"schedulers"`
+	Instances  int                        `json:"instances"`
+	Router     string                     `json:"router"`
+	Traffic    serving.Traffic            `json:"traffic"`
+	Trace      *serving.Trace             `json:"trace,omitempty"`
+	SLO        serving.SLO                `json:"slo"`
+	Runs       []*serving.Result          `json:"runs"`
+	Sweep      *serving.Sweep             `json:"sweep,omitempty"`
+	Capacity   *serving.Capacity          `json:"capacity,omitempty"`
+	Compare    []*serving.LevelComparison `json:"compare,omitempty"`
+	Frontier   *serving.Frontier          `json:"frontier"`
+	// Spec is the speculative method the steps run and its acceptance
+	// (each request's tokens per step drawn from it), nil without.
+	Spec *sim.SpecYield `json:"spec,omitempty"`
+	// SpecLine describes it for people.
+	SpecLine string `json:"-"`
+}
+
+// loadGroup names the runs' lengths: "ISL 1024 / OSL 256", the trace, or
+// the measured file's.
+func (o *simulateOutput) loadGroup() string {
+	switch {
+	case len(o.Compare) > 0:
+		m := o.Compare[0].Measured
+		return fmt.Sprintf("ISL %.0f / OSL %.0f (measured)", m.MeanPrompt(), m.MeanOutput())
+	case o.Trace != nil:
+		return fmt.Sprintf("trace %s", filepath.Base(o.Trace.File))
+	}
+	return fmt.Sprintf("ISL %s / OSL %s", lengthsString(o.Traffic.Prompt), lengthsString(o.Traffic.Output))
+}
+
+// chosenRun is the run a sweep picked, else the one with the most output
+// tokens/s per GPU among those meeting the SLO (or not overloaded
+// without one); -1 when none qualifies.
+func (o *simulateOutput) chosenRun() int {
+	if o.Sweep != nil {
+		return o.Sweep.Best
+	}
+	best := -1
+	for i, r := range o.Runs {
+		ok := !r.Overloaded && (!(o.SLO.TTFTMs > 0 || o.SLO.TPOTMs > 0) || r.MeetsSLO)
+		if ok && (best < 0 || r.OutputTokensPerSPerGPU > o.Runs[best].OutputTokensPerSPerGPU) {
+			best = i
+		}
+	}
+	return best
 }
 
 // parseFloats parses a comma list of positive numbers.
@@ -399,17 +598,40 @@ func sloString(o serving.SLO) string {
 	return fmt.Sprintf("p%g %s", pct, strings.Join(parts, ", "))
 }
 
-func writeSimulateTables(w io.Writer, o *simulateOutput, timelineRows int, md bool) error {
+// paretoTitle names the deployment the charts and report are of.
+func (o *simulateOutput) paretoTitle() string {
+	return fmt.Sprintf("%s %s on %s (%d GPUs): throughput per GPU against speed per user", o.Model, o.Plan, o.Topology, o.GPUs)
+}
+
+// headLines are the lines above the runs' table: the deployment, the
+// engine, the load, a sweep's answer, a capacity answer.
+func (o *simulateOutput) headLines() []string {
 	e := o.Engine
 	load := "prompts " + lengthsString(o.Traffic.Prompt) + ", outputs " + lengthsString(o.Traffic.Output)
-	if len(o.Traffic.Requests) > 0 {
+	if t := o.Trace; t != nil {
+		load = fmt.Sprintf("trace %s (%s): %d requests over %.1f s", t.File, t.Format, len(t.Requests), t.SpanS())
+		if t.Sessions > 0 {
+			load += fmt.Sprintf(", %d sessions", t.Sessions)
+		}
+		if t.HashBlockTokens > 0 {
+			load += fmt.Sprintf(", prefix hashes of %d-token blocks", t.HashBlockTokens)
+		}
+		if t.Skipped > 0 {
+			load += fmt.Sprintf("; %d rows with zero tokens left out (first at line %d)", t.Skipped, t.FirstSkipped)
+		}
+	} else if len(o.Traffic.Requests) > 0 {
 		load = fmt.Sprintf("%d requests from a file", len(o.Traffic.Requests))
+	}
+	if len(o.Compare) > 0 {
+		load = fmt.Sprintf("%d measured load level(s), each simulated as measured", len(o.Compare))
 	}
 	head := []string{
 		fmt.Sprintf("simulate: %s %s on %s (%d GPUs), kv %s, %s", o.Model, o.Plan, o.Topology, o.GPUs, o.KVDtype, o.Options.Label()),
-		fmt.Sprintf("engine: max_num_seqs %d, max_num_batched_tokens %d, block_size %d; %d KV blocks per scheduler (%d tokens); %d scheduler(s), %d instance(s), router %s",
-			e.MaxNumSeqs, e.MaxNumBatchedTokens, e.BlockSize, o.KVBlocks, o.KVBlocks*e.BlockSize, o.Schedulers, o.Instances, o.Router),
+		engineLine(e, o.KVBlocks, o.Schedulers, o.Instances, o.Router, o.Overheads),
 		fmt.Sprintf("load: %s, seed %d; SLO %s", load, o.Traffic.Seed, sloString(o.SLO)),
+	}
+	if o.SpecLine != "" {
+		head = append(head, o.SpecLine)
 	}
 	if s := o.Sweep; s != nil {
 		switch {
@@ -423,12 +645,22 @@ func writeSimulateTables(w io.Writer, o *simulateOutput, timelineRows int, md bo
 				s.MaxConcurrency, s.Bracket, s.Runs[s.Best].OutputTokensPerS, s.Runs[s.Best].OutputTokensPerSPerGPU))
 		}
 	}
-	for _, h := range head {
+	if c := o.Capacity; c != nil {
+		head = append(head, "capacity: "+build.CapacityLine(c))
+	}
+	return head
+}
+
+func writeSimulateTables(w io.Writer, o *simulateOutput, timelineRows int, md bool) error {
+	for _, h := range o.headLines() {
 		if md {
 			fmt.Fprintf(w, "%s  \n", h)
 		} else {
 			fmt.Fprintln(w, h)
 		}
+	}
+	if len(o.Compare) > 0 {
+		return writeCompareTables(w, o.Compare, md)
 	}
 	header := []string{"load", "requests", "duration s", "TTFT ms p50/p90/p99", "TPOT ms p50/p90/p99", "ITL ms p50/p99",
 		"E2E s p50/p90/p99", "out tok/s", "tok/s/GPU", "req/s offered/served", "goodput req/s", "in system", "KV peak", "preemptions", "SLO"}
@@ -459,6 +691,11 @@ func writeSimulateTables(w io.Writer, o *simulateOutput, timelineRows int, md bo
 	}
 	if err := writeTable(w, "runs", "runs (TTFT, TPOT, ITL, end-to-end latency; throughput over the run; request rates over the second half of the arrivals; KV peak of all blocks)", header, rows, md); err != nil {
 		return err
+	}
+	for _, r := range o.Runs {
+		if r.CachedPromptTokens > 0 {
+			overloaded = append(overloaded, fmt.Sprintf("%s: prefix cache: %.1f %% of the prompt tokens hit (%d of %d)", r.Load, 100*r.PrefixHitFrac, r.CachedPromptTokens, r.PromptTokens))
+		}
 	}
 	for _, l := range overloaded {
 		if md {
@@ -614,31 +851,37 @@ func writeSimulatePlot(path string, o *simulateOutput) error {
 	if err != nil {
 		return err
 	}
-	w, h := 9*vg.Inch, 8*vg.Inch
-	var c interface {
-		vg.CanvasSizer
-		io.WriterTo
-	}
-	if strings.ToLower(filepath.Ext(path)) == ".svg" {
-		c = vgsvg.New(w, h)
-	} else {
-		c = vgimg.PngCanvas{Canvas: vgimg.New(w, h)}
-	}
-	plots := [][]*plot.Plot{{top}, {bottom}}
-	canvases := plot.Align(plots, draw.Tiles{Rows: 2, Cols: 1, PadY: vg.Points(12), PadTop: vg.Points(6), PadBottom: vg.Points(6),
-		PadLeft: vg.Points(6), PadRight: vg.Points(12)}, draw.New(c))
-	top.Draw(canvases[0][0])
-	bottom.Draw(canvases[1][0])
-	fh, err := os.Create(path)
-	if err != nil {
-		return fmt.Errorf("plot %s: %w", path, err)
-	}
-	if _, err := c.WriteTo(fh); err != nil {
-		fh.Close()
-		return fmt.Errorf("plot %s: %w", path, err)
-	}
-	if err := fh.Close(); err != nil {
-		return fmt.Errorf("plot %s: %w", path, err)
+	return savePlots(path, 9*vg.Inch, 8*vg.Inch, [][]*plot.Plot{{top}, {bottom}}, draw.Tiles{PadY: vg.Points(18)})
+}
+
+// writeCompareTables writes, per measured level, the simulated load's
+// statistics beside the measured ones (build.ComparisonTable's cells) and
+// what was inferred in rebuilding the load.
+func writeCompareTables(w io.Writer, cmps []*serving.LevelComparison, md bool) error {
+	for _, lc := range cmps {
+		m := lc.Measured
+		t := build.ComparisonTable(lc)
+		header := make([]string, len(t.Columns))
+		for i, c := range t.Columns {
+			header[i] = c.Name
+		}
+		header[1] = "mean (predicted / measured)"
+		rows := make([][]string, len(t.Rows))
+		for i, r := range t.Rows {
+			rows[i] = r.Cells
+		}
+		title := fmt.Sprintf("%s record %d (%s): %s, %d requests, mean %.0f prompt / %.0f output tokens; simulated as %s",
+			m.File, m.Record, m.Format, m.Label(), m.Completed, m.MeanPrompt(), m.MeanOutput(), lc.Load)
+		if err := writeTable(w, "predicted vs measured: "+m.Label(), title, header, rows, md); err != nil {
+			return err
+		}
+		for _, n := range append(append(append([]string(nil), lc.TrafficNotes...), lc.Notes...), m.Notes...) {
+			if md {
+				fmt.Fprintf(w, "\n%s  \n", n)
+			} else {
+				fmt.Fprintf(w, "  %s\n", n)
+			}
+		}
 	}
 	return nil
 }

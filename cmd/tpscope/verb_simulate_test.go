@@ -127,7 +127,7 @@ func TestSimulateTable(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
-	for _, want := range []string{"engine: max_num_seqs 1024, max_num_batched_tokens 8192, block_size 16", "concurrency 4", "timeline"} {
+	for _, want := range []string{"engine: vllm policy, max_num_seqs 1024, max_num_batched_tokens 8192, block_size 16", "concurrency 4", "timeline"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}

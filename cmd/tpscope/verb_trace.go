@@ -161,6 +161,9 @@ func writeTraceSummary(w io.Writer, s traces.Summary, md bool) {
 	for _, k := range s.Kinds {
 		rows = append(rows, [2]string{"kind " + k.Kind, fmt.Sprintf("%d spans, %.1f us total", k.Spans, k.TotalUs)})
 	}
+	for _, k := range s.Kineto {
+		rows = append(rows, [2]string{"step rule", kinetoStepsLine(&k)}, [2]string{"placed", kinetoPlacedLine(&k)})
+	}
 	if s.Partial != nil {
 		rows = append(rows, [2]string{"partial", s.Partial.String()})
 	}
@@ -279,4 +282,42 @@ func traceJSON(sum traces.Summary, spans []traces.Span) traceReadJSON {
 		out.Spans = append(out.Spans, j)
 	}
 	return out
+}
+
+// kinetoStepsLine says which rule split a profiler trace into how many
+// steps, with the phases its engine's ranges name.
+func kinetoStepsLine(k *traces.KinetoFile) string {
+	line := fmt.Sprintf("%s: %d steps", k.StepRule, len(k.Steps))
+	if k.Engine != "" {
+		line += " of " + k.Engine
+	}
+	phases := map[string]int{}
+	var order []string
+	for _, s := range k.Steps {
+		if s.Phase == "" {
+			continue
+		}
+		if phases[s.Phase] == 0 {
+			order = append(order, s.Phase)
+		}
+		phases[s.Phase]++
+	}
+	for i, p := range order {
+		sep := ", "
+		if i == 0 {
+			sep = " ("
+		}
+		line += fmt.Sprintf("%s%d %s", sep, phases[p], p)
+		if i == len(order)-1 {
+			line += ")"
+		}
+	}
+	return line
+}
+
+// kinetoPlacedLine splits a profiler trace's kernel time by how it was
+// placed on op IDs.
+func kinetoPlacedLine(k *traces.KinetoFile) string {
+	name, pos, none := k.Shares()
+	return fmt.Sprintf("%.1f %% of the steps' kernel time by name, %.1f %% by position, %.1f %% not placed", 100*name, 100*pos, 100*none)
 }

@@ -87,10 +87,11 @@ type verdictOptions struct {
 	threshold  float64
 	mtpTokens  int
 	localRanks []int
+	scale      float64
 }
 
 func newVerdictOptions() *verdictOptions {
-	return &verdictOptions{sc: newScenarioFlags(), backend: "cuda", steps: 10, warmup: 3, output: formatTable, seed: 1, threshold: 0.05, mtpTokens: 1}
+	return &verdictOptions{sc: newScenarioFlags(), backend: "cuda", steps: 10, warmup: 3, output: formatTable, seed: 1, threshold: 0.05, mtpTokens: 1, scale: 1}
 }
 
 func (o *verdictOptions) Bind(fs *pflag.FlagSet) {
@@ -106,6 +107,7 @@ func (o *verdictOptions) Bind(fs *pflag.FlagSet) {
 	fs.Float64Var(&o.threshold, "threshold", o.threshold, "relative change of tokens/s at which an optimization pays")
 	fs.IntVar(&o.mtpTokens, "mtp-tokens", o.mtpTokens, "speculative tokens of the MTP entry")
 	fs.IntSliceVar(&o.localRanks, "local-ranks", o.localRanks, "ranks this process runs (default: all of the plan's ranks); --tp 8 --local-ranks 0 runs one rank's shard on one GPU")
+	fs.Float64Var(&o.scale, "scale", o.scale, "divide the model's widths (and its drafter's) by this factor before building the schedule (cpu backend; >= 1)")
 }
 
 // interruptible: Run saves what it finished when ctx ends.
@@ -130,6 +132,12 @@ func (o *verdictOptions) Run(ctx context.Context, args []string, std IO) error {
 	if err := checkOutputDir("-o", o.outDir); err != nil {
 		return err
 	}
+	if !(o.scale >= 1) || math.IsInf(o.scale, 0) {
+		return flagError("--scale", o.scale, "want a finite factor >= 1")
+	}
+	if o.scale != 1 && o.backend != "cpu" {
+		return flagError("--scale", o.scale, "only the cpu backend runs a scaled model (got --backend %s)", o.backend)
+	}
 	if err := checkMeasuredBox("verdict", o.backend, o.given("topo", o.sc.topo != topology.DefaultPreset), false); err != nil {
 		return err
 	}
@@ -137,10 +145,15 @@ func (o *verdictOptions) Run(ctx context.Context, args []string, std IO) error {
 	if err != nil {
 		return err
 	}
+	if o.scale != 1 {
+		if err := scaleScenario(&base, o.scale); err != nil {
+			return causeError("--scale", nil, err)
+		}
+	}
 	if base.Workload.KVDtype == "" {
 		base.Workload.KVDtype = base.Workload.KVDtypeFor(base.Arch)
 	}
-	cat := append(advise.Catalog(advise.CatalogOptions{MTPTokens: o.mtpTokens, MTPAcceptFrac: base.Options.MTPAcceptFrac}), advise.PlanEntries()...)
+	cat := append(advise.Catalog(advise.CatalogOptions{MTPTokens: o.mtpTokens, MTPAcceptFrac: base.Options.MTPAcceptFrac, SpecTokens: o.sc.specTokensFlag("eagle3")}), advise.PlanEntries()...)
 	if o.entries != "" {
 		if cat, err = filterEntries(cat, splitList(o.entries)); err != nil {
 			return err
@@ -169,7 +182,7 @@ func (o *verdictOptions) Run(ctx context.Context, args []string, std IO) error {
 	// verdictProgress).
 	ctx, interrupt := context.WithCancel(ctx)
 	defer interrupt()
-	v := &verdictRunner{backend: o.backend, seed: o.seed, steps: o.steps, warmup: o.warmup,
+	v := &verdictRunner{backend: o.backend, scale: o.scale, seed: o.seed, steps: o.steps, warmup: o.warmup,
 		local: o.localRanks, outDir: o.outDir, stderr: std.Stderr, interrupt: interrupt,
 		runner: pipeline.NewRunner(pipeline.WithStderr(std.Stderr), pipeline.WithSharedDevice(os.Getenv(pipeline.SharedDeviceEnv) == "1"))}
 	rep, err := v.verdict(ctx, base, cat, world, 100*o.threshold)
@@ -248,6 +261,7 @@ var verdictProgress func(label string, done int, interrupt func())
 
 type verdictRunner struct {
 	backend       string
+	scale         float64 // the model's widths divided by it (--scale)
 	seed          int64
 	steps, warmup int
 	local         []int
@@ -372,7 +386,7 @@ func (v *verdictRunner) run(ctx context.Context, label string, scen sim.Scenario
 		dest = "file:" + filepath.Join(v.outDir, label+".otlp.jsonl")
 	}
 	p, err := pipeline.Prepare(pipeline.Spec{Scenario: scen, Backend: v.backend, Seed: v.seed, Steps: v.steps, Warmup: v.warmup,
-		LocalRanks: v.local, Predict: true, Trace: dest})
+		LocalRanks: v.local, Predict: true, Trace: dest, ScheduleScale: v.scale})
 	if err != nil {
 		return nil, "", err
 	}
@@ -478,6 +492,12 @@ func writeVerdict(w io.Writer, rep *verdictReport, md bool) error {
 		b.MedianUs, b.P10Us, b.P90Us, b.PredictedUs, b.AsRunUs, b.NotRunOps, b.NotRunUs)
 	if in := rep.Interrupted; in != nil && in.Run == "baseline" {
 		baseLine = "baseline: interrupted before it finished; no entry ran"
+	}
+	for i := range rep.Entries {
+		if rep.Entries[i].Kind == "speculative" {
+			baseLine += "\nspeculative entries: each step (verify and draft passes) is measured; the tokens a step yields are the acceptance's, an input (the executor's weights are random), as advise prices them"
+			break
+		}
 	}
 	if md {
 		fmt.Fprintf(w, "## tpscope verdict\n\n%s\n\n%s\n\n", head, baseLine)

@@ -5,7 +5,7 @@
   "use strict";
   var data = JSON.parse(document.getElementById("tpscope-data").textContent);
   var app = document.getElementById("app");
-  var api = { ready: false, renderMs: 0, timelines: [] };
+  var api = { ready: false, renderMs: 0, timelines: [], scatters: [] };
   window.tpscopeReport = api;
 
   var KIND_COLORS = {
@@ -352,6 +352,95 @@
     this.element = wrap;
   }
 
+  // ---- scatter --------------------------------------------------------
+  // Linear axes from 0 to a nice step past the largest value (points,
+  // reference lines and marks included), so nothing leaves the plot.
+  function Scatter(sc) {
+    var WIDTH = 980, HEIGHT = 520, L = 78, R = 24, T = 16, B = 54, LEG_H = 20;
+    var series = sc.series || [], vl = sc.v_lines || [], hl = sc.h_lines || [], marks = sc.marks || [];
+    var PER_ROW = 3, LEG_W = 300;
+    var top = T + LEG_H * Math.ceil((series.length + (vl.length + hl.length > 0 ? 1 : 0) + (marks.length > 0 ? 1 : 0)) / PER_ROW);
+    var maxX = 0, maxY = 0;
+    series.forEach(function (s) { s.points.forEach(function (p) { maxX = Math.max(maxX, p[0]); maxY = Math.max(maxY, p[1]); }); });
+    vl.forEach(function (l) { maxX = Math.max(maxX, l.at); });
+    hl.forEach(function (l) { maxY = Math.max(maxY, l.at); });
+    marks.forEach(function (m) { maxX = Math.max(maxX, m.x); maxY = Math.max(maxY, m.y); });
+    if (!(maxX > 0)) maxX = 1;
+    if (!(maxY > 0)) maxY = 1;
+    var stepX = niceStep(maxX / 8), stepY = niceStep(maxY / 6);
+    var x1 = Math.ceil(maxX * 1.04 / stepX) * stepX, y1 = Math.ceil(maxY * 1.06 / stepY) * stepY;
+    var pw = WIDTH - L - R, ph = HEIGHT - top - B;
+    var sx = function (v) { return L + v / x1 * pw; }, sy = function (v) { return top + ph - v / y1 * ph; };
+    var root = svg("svg", { viewBox: "0 0 " + WIDTH + " " + HEIGHT, role: "img" });
+    var axis = svg("g", { "class": "axis" });
+    for (var t = 0; t <= x1 + 1e-9; t += stepX) {
+      axis.append(svg("line", { x1: sx(t), x2: sx(t), y1: top, y2: top + ph, stroke: "#eceff2" }));
+      axis.append(svg("text", { x: sx(t), y: top + ph + 16, "text-anchor": "middle" }, fmtTick(t, stepX)));
+    }
+    for (t = 0; t <= y1 + 1e-9; t += stepY) {
+      axis.append(svg("line", { x1: L, x2: L + pw, y1: sy(t), y2: sy(t), stroke: "#eceff2" }));
+      axis.append(svg("text", { x: L - 6, y: sy(t) + 4, "text-anchor": "end" }, fmtTick(t, stepY)));
+    }
+    axis.append(svg("rect", { x: L, y: top, width: pw, height: ph, fill: "none", stroke: "#9aa5b1" }));
+    axis.append(svg("text", { x: L + pw / 2, y: HEIGHT - 14, "text-anchor": "middle" }, sc.x_label));
+    axis.append(svg("text", { x: 16, y: top + ph / 2, "text-anchor": "middle", transform: "rotate(-90 16 " + (top + ph / 2) + ")" }, sc.y_label));
+    root.append(axis);
+    var legend = [], drawn = 0, hover = [], next = 0, last = SERIES_COLORS[0];
+    series.forEach(function (s, i) {
+      // A joined series (a front) takes the colour of the points before
+      // it, so a box's points and its front read as one.
+      var color = s.faint ? "#a8b0b8" : s.line ? last : SERIES_COLORS[next++ % SERIES_COLORS.length];
+      if (!s.faint && !s.line) last = color;
+      legend.push({ name: s.name, color: color, line: s.line });
+      if (s.line && s.points.length > 1) {
+        root.append(svg("polyline", { points: s.points.map(function (p) { return sx(p[0]) + "," + sy(p[1]); }).join(" "), fill: "none", stroke: color, "stroke-width": 2 }));
+      }
+      s.points.forEach(function (p, pi) {
+        var c = svg("circle", { cx: sx(p[0]), cy: sy(p[1]), r: s.line ? 4 : 3, fill: s.faint ? "none" : color, stroke: color, "stroke-width": 1.2, "data-series": i });
+        var label = (s.labels && s.labels[pi] ? s.labels[pi] + ": " : "") + sc.x_label + " " + fmtNum(p[0]) + ", " + sc.y_label + " " + fmtNum(p[1]);
+        c.append(svg("title", {}, s.name + " \u2014 " + label));
+        root.append(c);
+        hover.push({ x: sx(p[0]), y: sy(p[1]), label: label });
+        drawn++;
+      });
+    });
+    vl.forEach(function (l) {
+      root.append(svg("line", { x1: sx(l.at), x2: sx(l.at), y1: top, y2: top + ph, stroke: "#c0392b", "stroke-dasharray": "6 4", "stroke-width": 1.5 }));
+      root.append(svg("text", { x: sx(l.at) + 4, y: top + 12, fill: "#c0392b" }, l.label));
+    });
+    hl.forEach(function (l) {
+      root.append(svg("line", { x1: L, x2: L + pw, y1: sy(l.at), y2: sy(l.at), stroke: "#c0392b", "stroke-dasharray": "6 4", "stroke-width": 1.5 }));
+      root.append(svg("text", { x: L + pw - 4, y: sy(l.at) - 4, fill: "#c0392b", "text-anchor": "end" }, l.label));
+    });
+    marks.forEach(function (m) {
+      root.append(svg("circle", { cx: sx(m.x), cy: sy(m.y), r: 8, fill: "none", stroke: "#111", "stroke-width": 2 }));
+      var right = sx(m.x) < L + pw * 0.7;
+      root.append(svg("text", { x: sx(m.x) + (right ? 12 : -12), y: sy(m.y) - 10, "text-anchor": right ? "start" : "end", "font-weight": "600" }, m.label));
+    });
+    if (vl.length + hl.length > 0) legend.push({ name: (vl.concat(hl))[0].label, color: "#c0392b", dash: true });
+    if (marks.length > 0) legend.push({ name: "chosen", color: "#111", ring: true });
+    legend.forEach(function (g, i) {
+      var x = L + (i % PER_ROW) * LEG_W, y = T + Math.floor(i / PER_ROW) * LEG_H;
+      if (g.dash) root.append(svg("line", { x1: x, x2: x + 16, y1: y + 6, y2: y + 6, stroke: g.color, "stroke-dasharray": "4 3", "stroke-width": 2 }));
+      else if (g.ring) root.append(svg("circle", { cx: x + 8, cy: y + 6, r: 6, fill: "none", stroke: g.color, "stroke-width": 2 }));
+      else {
+        if (g.line) root.append(svg("line", { x1: x, x2: x + 16, y1: y + 6, y2: y + 6, stroke: g.color, "stroke-width": 2 }));
+        root.append(svg("circle", { cx: x + 8, cy: y + 6, r: 4, fill: g.color }));
+      }
+      root.append(svg("text", { x: x + 22, y: y + 10 }, g.name));
+    });
+    var wrap = el("div", "scatter");
+    wrap.append(root);
+    this.element = wrap;
+    // Test hooks: points drawn, and the data-space extent the axes cover.
+    this.pointCount = function () { return drawn; };
+    this.extent = function () { return { x1: x1, y1: y1, maxX: maxX, maxY: maxY }; };
+    this.inside = function () {
+      var r = root.getBoundingClientRect(), k = r.width / WIDTH;
+      return hover.every(function (h) { return h.x >= L - 0.5 && h.x <= L + pw + 0.5 && h.y >= top - 0.5 && h.y <= top + ph + 0.5; }) && k > 0;
+    };
+  }
+
   // ---- table ----------------------------------------------------------
   function Table(t) {
     var wrap = el("div", "tablewrap");
@@ -401,6 +490,7 @@
     }
     if (s.timeline) { var tl = new Timeline(s.timeline, api.timelines.length); api.timelines.push(tl); sec.append(tl.element); started.push(tl); }
     if (s.bars) sec.append(new Bars(s.bars).element);
+    if (s.scatter) { var sc = new Scatter(s.scatter); api.scatters.push(sc); sec.append(sc.element); }
     if (s.table) sec.append(new Table(s.table).element);
     app.append(sec);
   });

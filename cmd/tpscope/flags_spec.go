@@ -1,0 +1,203 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/spf13/pflag"
+
+	"github.com/tpscope/tpscope/advise"
+	engprof "github.com/tpscope/tpscope/engine"
+	"github.com/tpscope/tpscope/model"
+	"github.com/tpscope/tpscope/sim"
+)
+
+// specFlags are the speculative-decoding flags of every verb that takes a
+// scenario: --spec METHOD with its drafter (--draft-model, --draft-tp), K
+// (--spec-tokens; --mtp N is --spec mtp --spec-tokens N), a tree
+// (--spec-topk, --spec-steps) and the acceptance read from an engine's
+// metrics (--spec-accept-file; --spec-accept is an option, sim.Options).
+type specFlags struct {
+	specMethod     string
+	specTokens     int
+	specTopK       int
+	specSteps      int
+	draftModel     string
+	draftTP        int
+	specAcceptFile string
+}
+
+func (f *scenarioFlags) bindSpecFlags(fs *pflag.FlagSet) {
+	fs.StringVar(&f.specMethod, "spec", f.specMethod, "speculative decoding: mtp (the checkpoint's MTP layers), eagle3 (a draft head: --draft-model), draft (a draft model: --draft-model), ngram or suffix (drafts from the context, on the host)")
+	fs.IntVar(&f.specTokens, "spec-tokens", f.specTokens, "draft tokens verified per sequence and step, K (default with --spec: 1 for mtp, 3 for the others); a tree's tokens with --spec-topk")
+	fs.IntVar(&f.specTopK, "spec-topk", f.specTopK, "a tree: branches each draft pass expands (SGLang --speculative-eagle-topk; 0 or 1 = a chain)")
+	fs.IntVar(&f.specSteps, "spec-steps", f.specSteps, "a tree's depth: draft passes per step (SGLang --speculative-num-steps; default: the spec tokens, a chain)")
+	fs.StringVar(&f.draftModel, "draft-model", f.draftModel, "the EAGLE-3 head or draft model: a built-in drafter ("+strings.Join(model.DrafterPresetNames(), ", ")+"), a model preset, or a config.json (default: the model family's built-in)")
+	fs.IntVar(&f.draftTP, "draft-tp", f.draftTP, "the draft model's tensor-parallel degree, a divisor of --tp (default: --tp); smaller groups each draft for themselves")
+	fs.StringVar(&f.specAcceptFile, "spec-accept-file", f.specAcceptFile, "read the acceptance from an engine's metrics: vLLM's /metrics text (per-position accepted-token counters), its \"SpecDecoding metrics\" log lines, or SGLang's \"accept len\" log lines")
+}
+
+// specFlagNames are the flags bindSpecFlags registers.
+var specFlagNames = []string{"spec", "spec-tokens", "spec-topk", "spec-steps", "draft-model", "draft-tp", "spec-accept-file"}
+
+// specMethod is the method the flags name: --spec, or mtp for --mtp N.
+func (f *scenarioFlags) specMethodFlag() (model.SpecMethod, error) {
+	m, err := model.ParseSpecMethod(f.specMethod)
+	if err != nil {
+		return "", causeError("--spec", quote(f.specMethod), err)
+	}
+	if f.changed("mtp") && f.mtp != 0 {
+		if m != "" && m != model.SpecMTP {
+			return "", flagError(fmt.Sprintf("--mtp %d and --spec %s", f.mtp, m), nil, "--mtp N is --spec mtp --spec-tokens N: use --spec-tokens with --spec %s", m)
+		}
+		if f.changed("spec-tokens") && f.specTokens != f.mtp {
+			return "", flagError(fmt.Sprintf("--mtp %d and --spec-tokens %d", f.mtp, f.specTokens), nil, "give one of them")
+		}
+	}
+	return m, nil
+}
+
+// specTokensFlag is K: --spec-tokens, --mtp, or the method's default.
+func (f *scenarioFlags) specTokensFlag(m model.SpecMethod) int {
+	switch {
+	case f.changed("spec-tokens"):
+		return f.specTokens
+	case f.mtp != 0:
+		return f.mtp
+	case m == model.SpecMTP:
+		return 1
+	case m != "":
+		return advise.DefaultSpecTokens
+	}
+	return 0
+}
+
+// spec is the speculative method the flags name, its drafter resolved
+// (the family's built-in when none is named); a bad flag is a usage error
+// naming it.
+func (f *scenarioFlags) spec(a *model.Arch, m model.SpecMethod) (model.Spec, error) {
+	s := model.Spec{Method: m, TopK: f.specTopK, Steps: f.specSteps, DraftTP: f.draftTP}
+	if m == model.SpecMTP && !f.changed("spec") {
+		s.Method = "" // --mtp N: recorded as scenarios before methods had names
+	}
+	switch {
+	case f.draftModel != "":
+		if err := checkModelPath("--draft-model", f.draftModel); err != nil {
+			return s, err
+		}
+		d, err := model.ResolveDrafter(f.draftModel)
+		if err != nil {
+			var ce *model.ConfigError
+			if errors.As(err, &ce) {
+				return s, err
+			}
+			return s, causeError("--draft-model", f.draftModel, err)
+		}
+		if a != nil && a.Ref.Scale > 1 {
+			if d, err = model.ScaleArch(d, a.Ref.Scale); err != nil {
+				return s, causeError("--draft-model", f.draftModel, err)
+			}
+		}
+		s.Draft, s.Drafter = d.Ref, d
+	case m == model.SpecEagle3 || m == model.SpecDraftModel:
+		d, err := m.DefaultDrafter(a)
+		if err != nil {
+			return s, flagError("--spec "+string(m), nil, "%v", err)
+		}
+		s.Draft, s.Drafter = d.Ref, d
+	}
+	return s, nil
+}
+
+// specAccept reads --spec-accept-file into the options' acceptance (a
+// file and --spec-accept together are refused).
+func (f *scenarioFlags) specAccept(o *sim.Options) error {
+	if f.specAcceptFile == "" {
+		return nil
+	}
+	if f.changed("spec-accept") {
+		return flagError("--spec-accept and --spec-accept-file", nil, "give one of them")
+	}
+	if err := checkInputFile("--spec-accept-file", f.specAcceptFile, "an engine's metrics text or log"); err != nil {
+		return err
+	}
+	data, err := os.ReadFile(f.specAcceptFile)
+	if err != nil {
+		return causeError("--spec-accept-file", f.specAcceptFile, err)
+	}
+	got, err := engprof.ParseSpecAcceptance(f.specAcceptFile, data)
+	if err != nil {
+		return causeError("--spec-accept-file", f.specAcceptFile, err)
+	}
+	a := sim.SpecAccept{PerPosition: got.PerPosition, MeanLength: got.MeanLength, Source: got.Source + " (" + f.specAcceptFile + ")"}
+	if len(a.PerPosition) == 1 {
+		a.PerToken, a.PerPosition = a.PerPosition[0], nil
+	}
+	if err := a.Validate(); err != nil {
+		return causeError("--spec-accept-file", f.specAcceptFile, err)
+	}
+	o.SpecAccept = a
+	return nil
+}
+
+// specFieldFlags are the flags that set the fields of a *model.PlanError
+// about speculation.
+var specFieldFlags = map[string]string{"method": "--spec", "draft_model": "--draft-model", "draft_tp": "--draft-tp", "spec_topk": "--spec-topk", "spec_steps": "--spec-steps"}
+
+// specFlagError names the flag a speculative PlanError is about: the
+// spec's fields, and K as --spec-tokens when the user gave that or --spec
+// (--mtp otherwise).
+func (f *scenarioFlags) specFlagError(err error) error {
+	var ue *usageError
+	var pe *model.PlanError
+	if !errors.As(err, &ue) || !errors.As(err, &pe) {
+		return err
+	}
+	switch {
+	case pe.What == "spec" && specFieldFlags[pe.Field] != "":
+		ue.Flag, ue.Value, ue.Want, ue.Of = specFieldFlags[pe.Field], pe.Value, "want "+pe.Want, ""
+	case pe.Field == "spec_tokens" && (f.changed("spec-tokens") || f.changed("spec")):
+		ue.Flag = "--spec-tokens"
+	}
+	return err
+}
+
+// applySpec sets the fields the speculative flags name on a recorded
+// scenario (compare, calibrate).
+func (f *scenarioFlags) applySpec(name string, sc *sim.Scenario) error {
+	m, err := f.specMethodFlag()
+	if err != nil {
+		return err
+	}
+	if name == "spec-accept-file" {
+		return f.specAccept(&sc.Options)
+	}
+	if m == "" {
+		m = sc.Build.Spec.MethodFor(sc.Workload)
+	}
+	s, err := f.spec(sc.Arch, m)
+	if err != nil {
+		return err
+	}
+	sc.Build.Spec = s
+	sc.Workload.SpecTokens = f.specTokensFlag(m)
+	return nil
+}
+
+// scaleScenario divides the widths of the scenario's model and of its
+// drafter by factor (run and verdict --scale).
+func scaleScenario(sc *sim.Scenario, factor float64) error {
+	var err error
+	if sc.Arch, err = model.ScaleArch(sc.Arch, factor); err != nil {
+		return err
+	}
+	if d := sc.Build.Spec.Drafter; d != nil {
+		if sc.Build.Spec.Drafter, err = model.ScaleArch(d, factor); err != nil {
+			return err
+		}
+		sc.Build.Spec.Draft = sc.Build.Spec.Drafter.Ref
+	}
+	return nil
+}

@@ -1,0 +1,222 @@
+package main
+
+import (
+	"fmt"
+	"image/color"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/tpscope/tpscope/report"
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
+	"gonum.org/v1/plot/vg/vgimg"
+	"gonum.org/v1/plot/vg/vgsvg"
+)
+
+// plotMargin is the blank border every chart is drawn inside: gonum
+// places a title's baseline so that its tallest glyphs reach the canvas'
+// top edge, and a PNG canvas clips what passes it.
+const plotMargin = 10 * vg.Millimeter / 4
+
+// newPlotCanvas is a PNG or SVG canvas of w x h by path's extension.
+func newPlotCanvas(path string, w, h vg.Length) (interface {
+	vg.CanvasSizer
+	io.WriterTo
+}, error) {
+	switch strings.ToLower(filepath.Ext(path)) {
+	case ".svg":
+		return vgsvg.New(w, h), nil
+	case ".png":
+		return vgimg.PngCanvas{Canvas: vgimg.New(w, h)}, nil
+	}
+	return nil, fmt.Errorf("plot %s: want a .png or .svg file", path)
+}
+
+// savePlots draws a grid of plots (rows of columns, aligned) into a w x h
+// canvas inside plotMargin and writes it to path (PNG or SVG).
+func savePlots(path string, w, h vg.Length, grid [][]*plot.Plot, tiles draw.Tiles) error {
+	c, err := newPlotCanvas(path, w, h)
+	if err != nil {
+		return err
+	}
+	dc := draw.Crop(draw.New(c), plotMargin, -plotMargin, plotMargin, -plotMargin)
+	tiles.Rows, tiles.Cols = len(grid), len(grid[0])
+	canvases := plot.Align(grid, tiles, dc)
+	for i := range grid {
+		for j := range grid[i] {
+			if grid[i][j] != nil {
+				grid[i][j].Draw(canvases[i][j])
+			}
+		}
+	}
+	fh, err := os.Create(path)
+	if err != nil {
+		return fmt.Errorf("plot %s: %w", path, err)
+	}
+	if _, err := c.WriteTo(fh); err != nil {
+		fh.Close()
+		return fmt.Errorf("plot %s: %w", path, err)
+	}
+	if err := fh.Close(); err != nil {
+		return fmt.Errorf("plot %s: %w", path, err)
+	}
+	return nil
+}
+
+// savePlot draws one plot inside plotMargin.
+func savePlot(path string, w, h vg.Length, p *plot.Plot) error {
+	return savePlots(path, w, h, [][]*plot.Plot{{p}}, draw.Tiles{})
+}
+
+// seriesColors are the charts' series colours (Tableau 10, as the HTML
+// report's).
+var seriesColors = []color.RGBA{
+	{R: 0x4e, G: 0x79, B: 0xa7, A: 255}, {R: 0xf2, G: 0x8e, B: 0x2b, A: 255}, {R: 0x59, G: 0xa1, B: 0x4f, A: 255},
+	{R: 0xe1, G: 0x57, B: 0x59, A: 255}, {R: 0xb0, G: 0x7a, B: 0xa1, A: 255}, {R: 0x76, G: 0xb7, B: 0xb2, A: 255},
+}
+
+// writeScatterPlot draws a report.Scatter (the same data the HTML report
+// draws) as PNG or SVG: each series in its colour, a front joined, faint
+// series as grey crosses, reference lines dashed, marks ringed and
+// labelled; axes from 0 to past the largest value so nothing is clipped.
+func writeScatterPlot(path, title string, sc *report.Scatter) error {
+	p, err := scatterPlot(title, sc)
+	if err != nil {
+		return err
+	}
+	return savePlot(path, 10*vg.Inch, 6.5*vg.Inch, p)
+}
+
+// scatterPlot is the gonum plot of a report.Scatter (writeScatterPlot).
+func scatterPlot(title string, sc *report.Scatter) (*plot.Plot, error) {
+	p := plot.New()
+	p.Title.Text = title
+	p.Title.Padding = vg.Points(6)
+	p.X.Label.Text, p.Y.Label.Text = sc.XLabel, sc.YLabel
+	p.Legend.Top, p.Legend.Left = true, false
+	p.Add(plotter.NewGrid())
+	maxX, maxY := 0.0, 0.0
+	for _, s := range sc.Series {
+		for _, pt := range s.Points {
+			maxX, maxY = math.Max(maxX, pt[0]), math.Max(maxY, pt[1])
+		}
+	}
+	for _, l := range sc.VLines {
+		maxX = math.Max(maxX, l.At)
+	}
+	for _, l := range sc.HLines {
+		maxY = math.Max(maxY, l.At)
+	}
+	if maxX <= 0 {
+		maxX = 1
+	}
+	if maxY <= 0 {
+		maxY = 1
+	}
+	p.X.Min, p.Y.Min = 0, 0
+	p.X.Max, p.Y.Max = maxX*1.06, maxY*1.12 // room for the legend above the points
+	colorIdx := 0
+	var lastColor color.Color = seriesColors[0]
+	for _, s := range sc.Series {
+		if len(s.Points) == 0 {
+			continue
+		}
+		xy := make(plotter.XYs, len(s.Points))
+		for i, pt := range s.Points {
+			xy[i] = plotter.XY{X: pt[0], Y: pt[1]}
+		}
+		switch {
+		case s.Faint:
+			sp, err := plotter.NewScatter(xy)
+			if err != nil {
+				return nil, fmt.Errorf("plot: %w", err)
+			}
+			sp.GlyphStyle.Shape, sp.GlyphStyle.Radius = draw.CrossGlyph{}, vg.Points(3.5)
+			sp.GlyphStyle.Color = color.Gray{Y: 110}
+			p.Add(sp)
+			p.Legend.Add(s.Name, sp)
+		case s.Line:
+			// A front takes the colour of the series before it (its
+			// points), so a box's points and front read as one.
+			l, pts, err := plotter.NewLinePoints(xy)
+			if err != nil {
+				return nil, fmt.Errorf("plot: %w", err)
+			}
+			l.Color, l.Width = lastColor, vg.Points(1.6)
+			// Rings, so a point under the front (a cross: missing the
+			// SLO) shows through.
+			pts.Color, pts.Radius, pts.Shape = lastColor, vg.Points(3.5), draw.RingGlyph{}
+			p.Add(l, pts)
+			p.Legend.Add(s.Name, l, pts)
+		default:
+			c := seriesColors[colorIdx%len(seriesColors)]
+			colorIdx++
+			lastColor = c
+			sp, err := plotter.NewScatter(xy)
+			if err != nil {
+				return nil, fmt.Errorf("plot: %w", err)
+			}
+			sp.GlyphStyle.Color, sp.GlyphStyle.Radius = c, vg.Points(2)
+			p.Add(sp)
+			p.Legend.Add(s.Name, sp)
+		}
+	}
+	red := color.RGBA{R: 0xc0, G: 0x39, B: 0x2b, A: 255}
+	for _, l := range sc.VLines {
+		ln, err := plotter.NewLine(plotter.XYs{{X: l.At, Y: 0}, {X: l.At, Y: p.Y.Max}})
+		if err != nil {
+			return nil, fmt.Errorf("plot: %w", err)
+		}
+		ln.Color, ln.Width, ln.Dashes = red, vg.Points(1.4), []vg.Length{vg.Points(5), vg.Points(3)}
+		p.Add(ln)
+		p.Legend.Add(l.Label, ln)
+	}
+	for _, l := range sc.HLines {
+		ln, err := plotter.NewLine(plotter.XYs{{X: 0, Y: l.At}, {X: p.X.Max, Y: l.At}})
+		if err != nil {
+			return nil, fmt.Errorf("plot: %w", err)
+		}
+		ln.Color, ln.Width, ln.Dashes = red, vg.Points(1.4), []vg.Length{vg.Points(5), vg.Points(3)}
+		p.Add(ln)
+		p.Legend.Add(l.Label, ln)
+	}
+	for _, m := range sc.Marks {
+		ring, err := plotter.NewScatter(plotter.XYs{{X: m.X, Y: m.Y}})
+		if err != nil {
+			return nil, fmt.Errorf("plot: %w", err)
+		}
+		ring.GlyphStyle.Shape, ring.GlyphStyle.Radius, ring.GlyphStyle.Color = draw.RingGlyph{}, vg.Points(7), color.Black
+		lab, err := plotter.NewLabels(plotter.XYLabels{XYs: plotter.XYs{{X: m.X, Y: m.Y}}, Labels: []string{"  " + m.Label}})
+		if err != nil {
+			return nil, fmt.Errorf("plot: %w", err)
+		}
+		lab.TextStyle[0].Font.Size = vg.Points(10)
+		if m.X > 0.6*p.X.Max {
+			// Label to the left of a point near the right edge.
+			lab.TextStyle[0].XAlign = draw.XRight
+			lab.Labels[0] = m.Label + "  "
+		}
+		p.Add(ring, lab)
+		p.Legend.Add("chosen", ring)
+	}
+	return p, nil
+}
+
+// fitBarAxis ends a horizontal bar chart's value axis a step past its
+// longest bar: gonum ends the axis at the largest value, so that bar
+// reaches the plot's edge and runs past the last tick.
+func fitBarAxis(p *plot.Plot, vals plotter.Values) {
+	hi := 0.0
+	for _, v := range vals {
+		hi = math.Max(hi, v)
+	}
+	if hi > 0 {
+		p.X.Min = 0
+		p.X.Max = hi * 1.08
+	}
+}

@@ -1,0 +1,283 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/tpscope/tpscope/report/reporttest"
+	"github.com/tpscope/tpscope/serving"
+)
+
+// dsr1 is the deployment of the real InferenceX DSR1 results (see
+// serving/testdata/bench/inferencex-dsr1-fp4-b200-sglang-tp8ep8/SOURCE.md):
+// 8 x B200, TP 8 with EP, FP8 KV, SGLang's policy with
+// --max-running-requests 256 and --chunked-prefill-size 16384.
+var dsr1 = []string{"--model", "../../serving/testdata/models/deepseek-r1-0528-fp4", "--topo", "nvswitch:8xb200", "--tp", "8", "--ep",
+	"--kv-dtype", "fp8", "--policy", "sglang", "--max-num-seqs", "256", "--max-num-batched-tokens", "16384"}
+
+const dsr1Dir = "../../serving/testdata/bench/inferencex-dsr1-fp4-b200-sglang-tp8ep8/"
+
+// TestSimulateCompare: simulate --compare sets each level of the files
+// beside its simulation; the measured numbers are the file's (median
+// TTFT 358.53 ms at 16 clients, 606.57 ms at 256), the load simulated is
+// the file's (16 and 256 clients, 160 and 2554 requests), and the
+// throughput row's measured value is the file's output_token_throughput.
+func TestSimulateCompare(t *testing.T) {
+	var out, errb bytes.Buffer
+	args := append([]string{"simulate", "--output", "json", "--compare", dsr1Dir + "conc16.json", "--compare", dsr1Dir + "conc256.json"}, dsr1...)
+	if code := dispatch(args, &out, &errb); code != 0 {
+		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+	var res struct {
+		Compare []struct {
+			Load     string `json:"load"`
+			Measured struct {
+				Completed int `json:"completed"`
+			} `json:"measured"`
+			Metrics []struct {
+				Metric    string   `json:"metric"`
+				Stat      string   `json:"stat"`
+				Predicted float64  `json:"predicted"`
+				Measured  *float64 `json:"measured"`
+			} `json:"metrics"`
+		} `json:"compare"`
+	}
+	if err := json.Unmarshal(out.Bytes(), &res); err != nil {
+		t.Fatal(err)
+	}
+	want := []struct {
+		load          string
+		n             int
+		ttft50, outPS float64
+	}{{"concurrency 16", 160, 358.53034793399274, 1121.5270840361031}, {"concurrency 256", 2554, 606.573797063902, 7197.241528905786}}
+	if len(res.Compare) != 2 {
+		t.Fatalf("%d levels compared, want 2", len(res.Compare))
+	}
+	for i, w := range want {
+		c := res.Compare[i]
+		if c.Load != w.load || c.Measured.Completed != w.n {
+			t.Errorf("level %d: load %q, %d requests; want %q, %d", i, c.Load, c.Measured.Completed, w.load, w.n)
+		}
+		for _, m := range c.Metrics {
+			switch {
+			case m.Metric == "ttft_ms" && m.Stat == "p50":
+				if m.Measured == nil || math.Abs(*m.Measured-w.ttft50) > 1e-6 || !(m.Predicted > 0) {
+					t.Errorf("level %d TTFT p50: %+v, want measured %v", i, m, w.ttft50)
+				}
+			case m.Metric == "output_tokens_per_s":
+				if m.Measured == nil || math.Abs(*m.Measured-w.outPS) > 1e-6 {
+					t.Errorf("level %d output tok/s: %+v, want measured %v", i, m, w.outPS)
+				}
+			case m.Metric == "ttft_ms" && m.Stat == "mean":
+				if m.Measured != nil {
+					t.Errorf("level %d mean TTFT measured %v: the file does not report it", i, *m.Measured)
+				}
+			}
+		}
+	}
+}
+
+// TestCalibrateServing: fitted on the 16-client level, the overheads file
+// is written and read back; on every held-out level the fit brings median
+// TPOT and output throughput closer to the measurement than before (the
+// uncalibrated errors are the static model's, the fitted terms the
+// engine's host time).
+func TestCalibrateServing(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "overheads.json")
+	args := []string{"calibrate", "--output", "json", "-o", out, "--fit-levels", "1"}
+	for _, c := range []string{"16", "64", "128", "256"} {
+		args = append(args, "--serving", dsr1Dir+"conc"+c+".json")
+	}
+	var stdout, errb bytes.Buffer
+	if code := dispatch(append(args, dsr1...), &stdout, &errb); code != 0 {
+		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+	var cal serving.Calibration
+	if err := json.Unmarshal(stdout.Bytes(), &cal); err != nil {
+		t.Fatal(err)
+	}
+	o, err := serving.LoadOverheads(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o != cal.Overheads || o.IsZero() {
+		t.Errorf("file %+v, report %+v", o, cal.Overheads)
+	}
+	if !cal.Fitted[0] || cal.Fitted[1] || len(cal.After) != 4 || !(cal.ObjectiveAfter < cal.ObjectiveBefore) {
+		t.Fatalf("fitted %v, %d levels after, objective %v -> %v", cal.Fitted, len(cal.After), cal.ObjectiveBefore, cal.ObjectiveAfter)
+	}
+	for i := 1; i < 4; i++ {
+		for _, m := range []struct{ metric, stat string }{{"tpot_ms", "p50"}, {"output_tokens_per_s", ""}} {
+			b, a := cal.Before[i].Get(m.metric, m.stat), cal.After[i].Get(m.metric, m.stat)
+			if !(math.Abs(a.ErrFrac()) < math.Abs(b.ErrFrac())) {
+				t.Errorf("held-out level %d %s: error %+.1f %% after, %+.1f %% before", i+1, m.metric, 100*a.ErrFrac(), 100*b.ErrFrac())
+			}
+		}
+	}
+	// The file feeds simulate back.
+	var so, se bytes.Buffer
+	if code := dispatch(append([]string{"simulate", "--output", "json", "--serving-overheads", out, "--compare", dsr1Dir + "conc64.json"}, dsr1...), &so, &se); code != 0 {
+		t.Fatalf("simulate with the overheads: exit %d: %s", code, se.String())
+	}
+}
+
+// TestSimulateReplay: the public Mooncake trace (its first 1000
+// requests) replayed time-scaled at two rates: one run each, every
+// request served, the offered rate of the second half of the arrivals
+// near the rate asked (a trace's bursts move it), and the prefix cache
+// hit on its shared blocks (hash IDs).
+func TestSimulateReplay(t *testing.T) {
+	res := runSimulateJSON(t, "--model", "kimi-k2.5", "--topo", "h200-nvswitch", "--tp", "8", "--kv-dtype", "fp8",
+		"--requests-file", "../../serving/testdata/traces/mooncake-fast25/conversation_trace.first1000.jsonl", "--replay-qps", "0.5,1")
+	if len(res.Runs) != 2 {
+		t.Fatalf("%d runs, want 2", len(res.Runs))
+	}
+	var raw struct {
+		Runs []struct {
+			Load               string  `json:"load"`
+			Requests           int     `json:"requests"`
+			CachedPromptTokens int64   `json:"cached_prompt_tokens"`
+			Offered            float64 `json:"offered_requests_per_s"`
+		} `json:"runs"`
+	}
+	var out, errb bytes.Buffer
+	if code := dispatch([]string{"simulate", "--output", "json", "--model", "kimi-k2.5", "--topo", "h200-nvswitch", "--tp", "8", "--kv-dtype", "fp8",
+		"--requests-file", "../../serving/testdata/traces/mooncake-fast25/conversation_trace.first1000.jsonl", "--replay-qps", "0.5,1"}, &out, &errb); code != 0 {
+		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+	if err := json.Unmarshal(out.Bytes(), &raw); err != nil {
+		t.Fatal(err)
+	}
+	for i, q := range []float64{0.5, 1} {
+		r := raw.Runs[i]
+		if r.Requests != 1000 || r.CachedPromptTokens == 0 || math.Abs(r.Offered/q-1) > 0.25 || !strings.Contains(r.Load, "trace at") {
+			t.Errorf("rate %v: %+v", q, r)
+		}
+	}
+}
+
+// TestSimulateCapacity: --sweep-qps --for-qps answers with copies =
+// ceil(target / the sweep's largest rate), 8 GPUs each, boxes of the
+// 8-GPU box; and the Pareto chart, frontier CSV and report are written.
+func TestSimulateCapacity(t *testing.T) {
+	dir := t.TempDir()
+	png, csvPath, html := filepath.Join(dir, "p.png"), filepath.Join(dir, "f.csv"), filepath.Join(dir, "r.html")
+	var out, errb bytes.Buffer
+	if code := dispatch([]string{"simulate", "--output", "json", "--model", "deepseek-v3", "--topo", "h200-nvswitch", "--tp", "8", "--sweep-qps",
+		"--for-qps", "30", "--isl", "1024", "--osl", "128", "--requests", "200", "--slo-ttft-ms", "2000", "--slo-tpot-ms", "50",
+		"--pareto", png, "--frontier", csvPath, "--report", html}, &out, &errb); code != 0 {
+		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+	var res struct {
+		Sweep struct {
+			MaxQPS float64 `json:"max_qps"`
+		} `json:"sweep"`
+		Capacity *serving.Capacity `json:"capacity"`
+	}
+	if err := json.Unmarshal(out.Bytes(), &res); err != nil {
+		t.Fatal(err)
+	}
+	c := res.Capacity
+	if c == nil {
+		t.Fatal("no capacity")
+	}
+	copies := int(math.Ceil(30 / res.Sweep.MaxQPS))
+	if c.Copies < copies || c.GPUs != 8*c.Copies || c.Boxes != c.Copies || !c.Check.MeetsSLO {
+		t.Errorf("capacity %+v; want at least %d copies of 8 GPUs, one box each, the check within the SLO", c, copies)
+	}
+	for _, p := range []string{png, csvPath, html} {
+		if st, err := os.Stat(p); err != nil || st.Size() == 0 {
+			t.Errorf("%s not written: %v", p, err)
+		}
+	}
+	b, _ := os.ReadFile(csvPath)
+	if lines := strings.Count(string(b), "\n"); lines < 3 || !strings.HasPrefix(string(b), "group,load,tokens_per_s_per_gpu,tokens_per_s_per_user") {
+		t.Errorf("frontier CSV:\n%s", b)
+	}
+}
+
+// TestCollectiveMeasureJSON: collective --measure -o FILE.json writes
+// nccl-tests' -J document with per-iteration timing, which calibrate
+// --nccl-tests reads.
+func TestCollectiveMeasureJSON(t *testing.T) {
+	dir := t.TempDir()
+	j := filepath.Join(dir, "all_gather_perf.json")
+	if code, _, stderr := runCLI(t, "collective", "--measure", "--backend", "cpu", "--ranks", "2", "--op", "allgather", "--sizes", "512:8K",
+		"--iters", "2", "--steps", "2", "-o", j); code != 0 {
+		t.Fatalf("measure: exit %d: %s", code, stderr)
+	}
+	b, err := os.ReadFile(j)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(b), `"version": 3`) || !strings.Contains(string(b), `"out_of_place_per_iter"`) {
+		t.Errorf("not nccl-tests JSON with per-iteration timing:\n%.400s", b)
+	}
+	if code, _, stderr := runCLI(t, "calibrate", "--nccl-tests", j, "--topo", "pcie-1s:2xrtx5090", "-o", filepath.Join(dir, "cal.json")); code != 0 {
+		t.Fatalf("calibrate: exit %d: %s", code, stderr)
+	}
+}
+
+// TestCapacityReportsInBrowser opens the HTML reports of a simulate sweep
+// and of a two-box plan in headless Chromium: no console error and no
+// request beyond the file; every capacity chart draws every point of its
+// data (the count the report's data holds), all inside the plotted area;
+// the simulate chart has its SLO line and chosen point; the plan has a
+// chart per context with a series and a front per box. Screenshots go to
+// $TPSCOPE_SCREENSHOT_DIR when set.
+func TestCapacityReportsInBrowser(t *testing.T) {
+	b := reporttest.New(t)
+	dir := t.TempDir()
+	simHTML, planHTML := filepath.Join(dir, "simulate.html"), filepath.Join(dir, "plan.html")
+	if code, _, stderr := runCLI(t, "simulate", "--model", "deepseek-v3", "--topo", "h200-nvswitch", "--tp", "8", "--qps", "1,4,8,12,16",
+		"--isl", "1024", "--osl", "128", "--requests", "200", "--slo-ttft-ms", "2000", "--slo-tpot-ms", "50", "--report", simHTML); code != 0 {
+		t.Fatalf("simulate: exit %d: %s", code, stderr)
+	}
+	if code, _, stderr := runCLI(t, "plan", "--topo", "rtxpro6000-2s,h200-nvswitch", "--gpus", "8", "--context", "4096,32768", "--slo-ms", "50", "--report", planHTML); code != 0 {
+		t.Fatalf("plan: exit %d: %s", code, stderr)
+	}
+	for _, c := range []struct {
+		path     string
+		scatters int
+		series   int // at least, in the first chart
+		slo      bool
+	}{{simHTML, 1, 2, true}, {planHTML, 2, 4, true}} {
+		t.Run(filepath.Base(c.path), func(t *testing.T) {
+			p := b.Open(t, c.path)
+			type chart struct {
+				Drawn, Want, Series, VLines, Marks int
+				Inside                             bool
+			}
+			got := reporttest.Eval[[]chart](t, p, `(function(){var d=JSON.parse(document.getElementById("tpscope-data").textContent);var sc=d.sections.filter(function(s){return s.scatter}).map(function(s){return s.scatter});
+				return tpscopeReport.scatters.map(function(x,i){var n=0;sc[i].series.forEach(function(s){n+=s.points.length});
+				return {Drawn:x.pointCount(),Want:n,Series:sc[i].series.length,VLines:(sc[i].v_lines||[]).length,Marks:(sc[i].marks||[]).length,Inside:x.inside()};});})()`)
+			if len(got) != c.scatters {
+				t.Fatalf("%d charts, want %d", len(got), c.scatters)
+			}
+			for i, g := range got {
+				if g.Drawn != g.Want || g.Want == 0 || !g.Inside {
+					t.Errorf("chart %d: %d of %d points drawn, all inside %v", i, g.Drawn, g.Want, g.Inside)
+				}
+			}
+			if g := got[0]; g.Series < c.series || (c.slo && g.VLines != 1) || g.Marks != 1 {
+				t.Errorf("first chart: %d series (want >= %d), %d SLO lines, %d marks", g.Series, c.series, g.VLines, g.Marks)
+			}
+			shots := dir
+			if d := os.Getenv("TPSCOPE_SCREENSHOT_DIR"); d != "" {
+				shots = d
+			}
+			p.Screenshot(t, filepath.Join(shots, "capacity-"+strings.TrimSuffix(filepath.Base(c.path), ".html")+".png"))
+			if probs := p.Problems(); len(probs) > 0 {
+				t.Errorf("console errors: %q", probs)
+			}
+			if reqs := p.ForeignRequests(); len(reqs) > 0 {
+				t.Errorf("the page requested %q", reqs)
+			}
+		})
+	}
+}

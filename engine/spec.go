@@ -1,0 +1,132 @@
+package engine
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// SpecFacts are an engine's speculative-decoding methods: which of
+// tpscope's methods (model.SpecMethod's names: mtp, eagle3, draft, ngram,
+// suffix) it implements, under which name, whether it drafts trees and a
+// draft model at a TP of its own, and the CUDA-graph capture it uses for
+// the verify pass when its list differs from the decode list.
+type SpecFacts struct {
+	Methods []SpecMethodFacts `yaml:"methods"`
+	// CaptureBatches and CaptureRanges, when set, are the capture sizes in
+	// sequences with speculation on (SGLang's spec capture list); each
+	// captures that many sequences x the tokens each verifies. Empty: the
+	// decode list (cuda_graphs) holds, in tokens.
+	CaptureBatches []int       `yaml:"capture_batches"`
+	CaptureRanges  []SizeRange `yaml:"capture_ranges"`
+	CaptureCite    []string    `yaml:"capture_cite"`
+
+	batches []int // computed once by validate
+}
+
+// SpecMethodFacts is one speculative method of an engine.
+type SpecMethodFacts struct {
+	// Method is tpscope's name; Name the engine's (vLLM's
+	// speculative_config method, SGLang's --speculative-algorithm).
+	Method string `yaml:"method"`
+	Name   string `yaml:"name"`
+	// Tree: drafts a tree (topk > 1 branches per draft pass).
+	Tree bool `yaml:"tree"`
+	// DraftTP: a draft model may run at a TP below the target's.
+	DraftTP bool `yaml:"draft_tp"`
+	// Flag is how to turn it on, with placeholders {k} (speculative tokens
+	// per sequence), {draft} (the drafter), {steps} (draft passes), {topk}
+	// (branches) and {tokens} (1 + k: SGLang's num-draft-tokens counts the
+	// root); FlagFor fills them.
+	Flag string   `yaml:"flag"`
+	Cite []string `yaml:"cite"`
+}
+
+// specMethodNames are the methods a profile may list (model's speculative
+// methods, model.ParseSpecMethod).
+var specMethodNames = []string{"mtp", "eagle3", "draft", "ngram", "suffix"}
+
+// SpecMethod returns the engine's facts of method m (tpscope's name), false
+// when the engine has no implementation of it.
+func (p *Profile) SpecMethod(m string) (SpecMethodFacts, bool) {
+	for _, f := range p.Speculative.Methods {
+		if f.Method == m {
+			return f, true
+		}
+	}
+	return SpecMethodFacts{}, false
+}
+
+// SpecMethodNames lists the methods the engine implements, in its
+// profile's order.
+func (p *Profile) SpecMethodNames() []string {
+	var n []string
+	for _, f := range p.Speculative.Methods {
+		n = append(n, f.Method)
+	}
+	return n
+}
+
+// SpecCaptureSizes are the verify pass's capture sizes in tokens for k
+// draft tokens per sequence: the spec capture list x (1 + k) when the
+// profile has one, else nil (the decode list holds).
+func (p *Profile) SpecCaptureSizes(k int) []int {
+	if len(p.Speculative.batches) == 0 || k <= 0 {
+		return nil
+	}
+	out := make([]int, len(p.Speculative.batches))
+	for i, b := range p.Speculative.batches {
+		out[i] = b * (1 + k)
+	}
+	return out
+}
+
+// validateSpec checks the speculative section: known method names, each
+// once and cited, capture sizes in range.
+func (p *Profile) validateSpec(bad func(field, format string, a ...any) error, cite func(string, []string) error) error {
+	seen := map[string]bool{}
+	for i, m := range p.Speculative.Methods {
+		f := fmt.Sprintf("speculative.methods[%d]", i)
+		if !slices.Contains(specMethodNames, m.Method) {
+			return bad(f+".method", "%q: want one of %s", m.Method, strings.Join(specMethodNames, ", "))
+		}
+		if seen[m.Method] {
+			return bad(f+".method", "%q listed twice", m.Method)
+		}
+		seen[m.Method] = true
+		if m.Name == "" {
+			return bad(f+".name", "missing: want the engine's name of the method")
+		}
+		if err := cite(f, m.Cite); err != nil {
+			return err
+		}
+	}
+	s := &p.Speculative
+	g := CUDAGraphs{Sizes: s.CaptureBatches, Ranges: s.CaptureRanges}
+	for i, b := range g.Sizes {
+		if b < 1 || b > maxCaptureSize {
+			return bad(fmt.Sprintf("speculative.capture_batches[%d]", i), "%d: want 1 to %d", b, maxCaptureSize)
+		}
+	}
+	for i, r := range g.Ranges {
+		if r.From < 1 || r.Step < 1 || r.To < r.From || r.To > maxCaptureSize {
+			return bad(fmt.Sprintf("speculative.capture_ranges[%d]", i), "from %d to %d step %d: want 1 <= from <= to <= %d, step >= 1", r.From, r.To, r.Step, maxCaptureSize)
+		}
+	}
+	if s.batches = g.CaptureSizes(); len(s.batches) > 0 {
+		if err := cite("speculative.capture", s.CaptureCite); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// FlagFor is the method's Flag with its placeholders filled.
+func (f SpecMethodFacts) FlagFor(k, steps, topk int, draft string) string {
+	if topk < 1 {
+		topk = 1
+	}
+	r := strings.NewReplacer("{k}", fmt.Sprint(k), "{draft}", draft, "{steps}", fmt.Sprint(steps),
+		"{topk}", fmt.Sprint(topk), "{tokens}", fmt.Sprint(k+1))
+	return r.Replace(f.Flag)
+}

@@ -1,0 +1,229 @@
+package engine
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"math"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// SpecAcceptance is what a serving engine reported of its speculative
+// decoding: the per-position acceptance rates (vLLM: position i's
+// accepted drafts over all drafts, so non-increasing, the chance that a
+// draft's i-th token is accepted) or, when the engine reports no
+// positions, the mean acceptance length (tokens a step yields per
+// sequence, the bonus token included: vLLM's "Mean acceptance length",
+// SGLang's "accept len").
+type SpecAcceptance struct {
+	PerPosition []float64 `json:"per_position,omitempty"`
+	MeanLength  float64   `json:"mean_length,omitempty"`
+	// Source says what was read: the format and how many lines or
+	// samples.
+	Source string `json:"source"`
+}
+
+// Prometheus counters of vLLM's SpecDecodingProm (v1/spec_decode/metrics.py),
+// exported with the _total suffix.
+var (
+	promDrafts    = "vllm:spec_decode_num_drafts_total"
+	promAccepted  = "vllm:spec_decode_num_accepted_tokens_total"
+	promPerPos    = "vllm:spec_decode_num_accepted_tokens_per_pos_total"
+	promLabelPos  = regexp.MustCompile(`position="(\d+)"`)
+	vllmLogLine   = regexp.MustCompile(`SpecDecoding metrics:.*`)
+	vllmMeanLen   = regexp.MustCompile(`Mean acceptance length: ([0-9.]+)`)
+	vllmAccepted  = regexp.MustCompile(`Accepted: ([0-9]+) tokens`)
+	vllmPerPos    = regexp.MustCompile(`Per-position acceptance rate: \[?([0-9., ]+?)\]?(?:,\s*Avg|$)`)
+	sglangAccLen  = regexp.MustCompile(`accept len: ([0-9.]+)`)
+	sglangDecoder = regexp.MustCompile(`Decode batch`)
+)
+
+// ParseSpecAcceptance reads an engine's acceptance from one of:
+//
+//   - vLLM's Prometheus /metrics text: the per-position counters
+//     vllm:spec_decode_num_accepted_tokens_per_pos_total{position="i"}
+//     over vllm:spec_decode_num_drafts_total (summed over engines);
+//   - vLLM's log lines "SpecDecoding metrics: Mean acceptance length: M,
+//     ..., Accepted: A tokens, Drafted: D tokens, Per-position acceptance
+//     rate: r0, r1, ..., Avg Draft acceptance rate: P%": the per-position
+//     rates averaged over the lines, weighted by their drafts (A / (M - 1);
+//     lines without accepted tokens count once);
+//   - SGLang's "Decode batch" log lines with "accept len: L": the mean of
+//     L over the lines.
+//
+// name names the input in errors. An input with none of them is an error
+// saying what was looked for.
+func ParseSpecAcceptance(name string, data []byte) (SpecAcceptance, error) {
+	if bytes.Contains(data, []byte(promPerPos)) || bytes.Contains(data, []byte(promDrafts)) {
+		return parseProm(name, data)
+	}
+	if vllmLogLine.Match(data) {
+		return parseVLLMLog(name, data)
+	}
+	if sglangAccLen.Match(data) {
+		return parseSGLangLog(name, data)
+	}
+	return SpecAcceptance{}, fmt.Errorf("%s: no speculative-decoding acceptance found: want vLLM's /metrics text (%s{position=...}), vLLM's \"SpecDecoding metrics:\" log lines or SGLang's \"accept len:\" log lines", name, promPerPos)
+}
+
+func parseProm(name string, data []byte) (SpecAcceptance, error) {
+	var drafts, accepted float64
+	perPos := map[int]float64{}
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	line := 0
+	for sc.Scan() {
+		line++
+		t := strings.TrimSpace(sc.Text())
+		if t == "" || strings.HasPrefix(t, "#") {
+			continue
+		}
+		metric, val, ok := cutValue(t)
+		if !ok {
+			continue
+		}
+		v, err := strconv.ParseFloat(val, 64)
+		if err != nil || v < 0 || math.IsInf(v, 0) || math.IsNaN(v) {
+			return SpecAcceptance{}, fmt.Errorf("%s:%d: %s: value %q: want a count", name, line, metric, val)
+		}
+		switch {
+		case strings.HasPrefix(metric, promPerPos):
+			m := promLabelPos.FindStringSubmatch(metric)
+			if m == nil {
+				return SpecAcceptance{}, fmt.Errorf("%s:%d: %s without a position label", name, line, promPerPos)
+			}
+			i, _ := strconv.Atoi(m[1])
+			if i > 64 {
+				return SpecAcceptance{}, fmt.Errorf("%s:%d: position %d: want at most 64", name, line, i)
+			}
+			perPos[i] += v
+		case strings.HasPrefix(metric, promDrafts):
+			drafts += v
+		case strings.HasPrefix(metric, promAccepted):
+			accepted += v
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return SpecAcceptance{}, fmt.Errorf("%s: %w", name, err)
+	}
+	if drafts <= 0 {
+		return SpecAcceptance{}, fmt.Errorf("%s: %s is missing or 0: no drafts to divide the accepted tokens by", name, promDrafts)
+	}
+	out := SpecAcceptance{Source: fmt.Sprintf("vLLM /metrics: %.0f drafts", drafts)}
+	if len(perPos) == 0 {
+		out.MeanLength = 1 + accepted/drafts
+		return out, nil
+	}
+	n := 0
+	for i := range perPos {
+		n = max(n, i+1)
+	}
+	for i := 0; i < n; i++ {
+		out.PerPosition = append(out.PerPosition, math.Min(1, perPos[i]/drafts))
+	}
+	return out, nil
+}
+
+// cutValue splits a Prometheus sample line into its metric (with labels)
+// and its value (a timestamp after it is ignored).
+func cutValue(t string) (metric, value string, ok bool) {
+	end := strings.LastIndexByte(t, '}')
+	rest := t
+	if end >= 0 {
+		metric, rest = t[:end+1], t[end+1:]
+	} else {
+		i := strings.IndexAny(t, " \t")
+		if i < 0 {
+			return "", "", false
+		}
+		metric, rest = t[:i], t[i:]
+	}
+	f := strings.Fields(rest)
+	if len(f) == 0 {
+		return "", "", false
+	}
+	return metric, f[0], true
+}
+
+func parseVLLMLog(name string, data []byte) (SpecAcceptance, error) {
+	var sum []float64
+	var weight float64
+	lines := 0
+	for ln, raw := range strings.Split(string(data), "\n") {
+		m := vllmLogLine.FindString(raw)
+		if m == "" {
+			continue
+		}
+		pp := vllmPerPos.FindStringSubmatch(m)
+		if pp == nil {
+			continue
+		}
+		var rates []float64
+		for _, f := range strings.Split(pp[1], ",") {
+			f = strings.TrimSpace(f)
+			if f == "" {
+				continue
+			}
+			v, err := strconv.ParseFloat(f, 64)
+			if err != nil || v < 0 || v > 1 {
+				return SpecAcceptance{}, fmt.Errorf("%s:%d: per-position acceptance rate %q: want rates in [0, 1]", name, ln+1, f)
+			}
+			rates = append(rates, v)
+		}
+		if len(rates) == 0 {
+			continue
+		}
+		// Weight by the line's drafts: accepted / (mean length - 1).
+		w := 1.0
+		if ml, ac := vllmMeanLen.FindStringSubmatch(m), vllmAccepted.FindStringSubmatch(m); ml != nil && ac != nil {
+			mean, _ := strconv.ParseFloat(ml[1], 64)
+			acc, _ := strconv.ParseFloat(ac[1], 64)
+			if mean > 1 && acc > 0 {
+				w = acc / (mean - 1)
+			}
+		}
+		if len(rates) > len(sum) {
+			sum = append(sum, make([]float64, len(rates)-len(sum))...)
+		}
+		for i, r := range rates {
+			sum[i] += w * r
+		}
+		weight += w
+		lines++
+	}
+	if lines == 0 {
+		return SpecAcceptance{}, fmt.Errorf("%s: \"SpecDecoding metrics:\" lines without a per-position acceptance rate", name)
+	}
+	out := SpecAcceptance{Source: fmt.Sprintf("vLLM log: %d SpecDecoding metrics lines", lines)}
+	for _, s := range sum {
+		out.PerPosition = append(out.PerPosition, s/weight)
+	}
+	return out, nil
+}
+
+func parseSGLangLog(name string, data []byte) (SpecAcceptance, error) {
+	var vals []float64
+	for ln, raw := range strings.Split(string(data), "\n") {
+		m := sglangAccLen.FindStringSubmatch(raw)
+		if m == nil || !sglangDecoder.MatchString(raw) && !strings.Contains(raw, "accept rate") {
+			continue
+		}
+		v, err := strconv.ParseFloat(m[1], 64)
+		if err != nil || v < 1 {
+			return SpecAcceptance{}, fmt.Errorf("%s:%d: accept len %q: want a length of at least 1", name, ln+1, m[1])
+		}
+		vals = append(vals, v)
+	}
+	if len(vals) == 0 {
+		return SpecAcceptance{}, fmt.Errorf("%s: no SGLang \"Decode batch ... accept len:\" line", name)
+	}
+	sort.Float64s(vals)
+	s := 0.0
+	for _, v := range vals {
+		s += v
+	}
+	return SpecAcceptance{MeanLength: s / float64(len(vals)), Source: fmt.Sprintf("SGLang log: %d decode batch lines", len(vals))}, nil
+}

@@ -1,0 +1,57 @@
+package engine
+
+import (
+	"math"
+	"strings"
+	"testing"
+)
+
+// TestParseSpecAcceptance reads each format; expected values worked out
+// from the inputs by hand.
+func TestParseSpecAcceptance(t *testing.T) {
+	prom := `# HELP vllm:spec_decode_num_drafts Number of spec decoding drafts.
+# TYPE vllm:spec_decode_num_drafts_total counter
+vllm:spec_decode_num_drafts_total{engine="0",model_name="kimi"} 1000.0
+vllm:spec_decode_num_draft_tokens_total{engine="0",model_name="kimi"} 3000.0
+vllm:spec_decode_num_accepted_tokens_total{engine="0",model_name="kimi"} 1650.0
+vllm:spec_decode_num_accepted_tokens_per_pos_total{engine="0",model_name="kimi",position="0"} 800.0
+vllm:spec_decode_num_accepted_tokens_per_pos_total{engine="0",model_name="kimi",position="1"} 550.0
+vllm:spec_decode_num_accepted_tokens_per_pos_total{engine="0",model_name="kimi",position="2"} 300.0
+`
+	// Two log lines of 100 and 300 drafts (accepted / (mean - 1)).
+	log := `(APIServer pid=1) INFO 08-04 20:51:08 [metrics.py:120] SpecDecoding metrics: Mean acceptance length: 2.50, Accepted throughput: 1.00 tokens/s, Drafted throughput: 2.00 tokens/s, Accepted: 150 tokens, Drafted: 300 tokens, Per-position acceptance rate: 0.800, 0.500, 0.200, Avg Draft acceptance rate: 50.0%
+(APIServer pid=1) INFO 08-04 20:51:18 [loggers.py:310] Engine 000: Avg prompt throughput: 0.0 tokens/s
+(APIServer pid=1) INFO 08-04 20:51:28 [metrics.py:120] SpecDecoding metrics: Mean acceptance length: 2.00, Accepted throughput: 1.00 tokens/s, Drafted throughput: 2.00 tokens/s, Accepted: 300 tokens, Drafted: 900 tokens, Per-position acceptance rate: 0.600, 0.300, 0.100, Avg Draft acceptance rate: 33.3%
+`
+	sg := `[2026-05-01 10:00:00] Decode batch, #running-req: 1, #token: 2048, token usage: 0.01, accept len: 2.60, accept rate: 0.53, cuda graph: True, gen throughput (token/s): 95.10, #queue-req: 0
+[2026-05-01 10:00:10] Decode batch, #running-req: 1, #token: 2090, token usage: 0.01, accept len: 2.80, accept rate: 0.60, cuda graph: True, gen throughput (token/s): 99.00, #queue-req: 0
+`
+	cases := []struct {
+		name, in string
+		pos      []float64
+		mean     float64
+	}{
+		{"prometheus", prom, []float64{0.8, 0.55, 0.3}, 0},
+		{"vllm log", log, []float64{(100*0.8 + 300*0.6) / 400, (100*0.5 + 300*0.3) / 400, (100*0.2 + 300*0.1) / 400}, 0},
+		{"sglang log", sg, nil, 2.7},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			got, err := ParseSpecAcceptance("in", []byte(c.in))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(got.PerPosition) != len(c.pos) || math.Abs(got.MeanLength-c.mean) > 1e-9 {
+				t.Fatalf("got %+v, want positions %v mean %v", got, c.pos, c.mean)
+			}
+			for i := range c.pos {
+				if math.Abs(got.PerPosition[i]-c.pos[i]) > 1e-9 {
+					t.Errorf("position %d: %v, want %v", i, got.PerPosition[i], c.pos[i])
+				}
+			}
+		})
+	}
+	if _, err := ParseSpecAcceptance("x.txt", []byte("nothing here\n")); err == nil || !strings.Contains(err.Error(), "x.txt") {
+		t.Errorf("err = %v, want one naming the input", err)
+	}
+}

@@ -1,0 +1,281 @@
+package serving
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+
+	"gonum.org/v1/gonum/optimize"
+)
+
+// Calibration of the engine's overheads (Overheads) from measured
+// benchmark results: the terms the static step model cannot know are
+// fitted on some load levels by Nelder-Mead, and every level is then
+// simulated again so the held-out ones say how far the fit carries.
+//
+// The objective is the sum over the fitted levels of the squared log
+// ratios predicted / measured of median TTFT, median TPOT and output
+// throughput (each where the benchmark reports it; the mean when it
+// reports no median), plus a small pull of every term towards none
+// (calibrateRidge x the squared scaled terms), so that terms the levels
+// cannot tell apart stay at zero instead of trading against each other.
+// The terms are searched in a transformed space that keeps them in range
+// (squares for the non-negative times, an exponential for the prefill
+// scale), starting from none.
+
+// CalibrateTerm names an overhead the fit may move.
+type CalibrateTerm string
+
+const (
+	TermStepUs       CalibrateTerm = "step"     // Overheads.StepUs
+	TermPerSeqUs     CalibrateTerm = "per-seq"  // Overheads.PerSeqUs
+	TermPrefillScale CalibrateTerm = "prefill"  // Overheads.PrefillScale
+	TermFrontendMs   CalibrateTerm = "frontend" // Overheads.FrontendMs
+)
+
+// AllCalibrateTerms is every term, the default.
+var AllCalibrateTerms = []CalibrateTerm{TermStepUs, TermPerSeqUs, TermPrefillScale, TermFrontendMs}
+
+// ParseCalibrateTerms parses a comma list of terms ("" or "all": every
+// term).
+func ParseCalibrateTerms(s string) ([]CalibrateTerm, error) {
+	if s == "" || s == "all" {
+		return AllCalibrateTerms, nil
+	}
+	var out []CalibrateTerm
+	for _, p := range strings.Split(s, ",") {
+		t := CalibrateTerm(strings.TrimSpace(strings.ToLower(p)))
+		if !slices.Contains(AllCalibrateTerms, t) {
+			return nil, fmt.Errorf("overhead term %q: want step, per-seq, prefill or frontend", p)
+		}
+		if !slices.Contains(out, t) {
+			out = append(out, t)
+		}
+	}
+	return out, nil
+}
+
+// CalibrateOptions choose what is fitted on what. Zero values: fit every
+// term on the first level, 400 objective evaluations, seed 0.
+type CalibrateOptions struct {
+	// Fit lists the indexes of the levels fitted on (nil: the first).
+	Fit []int
+	// Terms are the overheads fitted (nil: all); the others keep the
+	// deployment's values.
+	Terms []CalibrateTerm
+	// MaxEvals bounds the objective's evaluations (each simulates every
+	// fitted level once).
+	MaxEvals int
+	Seed     uint64
+}
+
+// Calibration is a fit's outcome.
+type Calibration struct {
+	Overheads Overheads `json:"overheads"`
+	// Fitted marks, per level, whether it was fitted on (the others are
+	// held out).
+	Fitted []bool `json:"fitted"`
+	// Before and After compare every level with the deployment's own
+	// overheads and with the fitted ones.
+	Before []*LevelComparison `json:"before"`
+	After  []*LevelComparison `json:"after"`
+	// Objective before and after the fit, and the evaluations used.
+	ObjectiveBefore float64 `json:"objective_before"`
+	ObjectiveAfter  float64 `json:"objective_after"`
+	Evals           int     `json:"evals"`
+	// Notes say which terms were left out of the fit and why.
+	Notes []string `json:"notes,omitempty"`
+}
+
+// distinctLoads counts the different loads (rate and concurrency) among
+// the levels fitted on.
+func distinctLoads(levels []Measured, fit []int) int {
+	type load struct {
+		qps float64
+		c   int
+	}
+	seen := map[load]bool{}
+	for _, i := range fit {
+		if i >= 0 && i < len(levels) {
+			seen[load{levels[i].QPS, levels[i].Concurrency}] = true
+		}
+	}
+	return len(seen)
+}
+
+// calibrateRidge weighs the pull of each scaled term towards none
+// against the squared log errors (a term moving the fit by 1 % costs
+// 1e-4).
+const calibrateRidge = 1e-4
+
+// calibrateTargets are the statistics fitted: metric, stat, and the stat
+// to use when the benchmark left it out.
+var calibrateTargets = []struct{ metric, stat, fallback string }{
+	{"ttft_ms", "p50", "mean"},
+	{"tpot_ms", "p50", "mean"},
+	{"output_tokens_per_s", "", ""},
+}
+
+// logErrors is the sum of squared log ratios of a comparison's targets.
+func logErrors(lc *LevelComparison) (float64, int) {
+	sum, n := 0.0, 0
+	for _, tg := range calibrateTargets {
+		c := lc.Get(tg.metric, tg.stat)
+		if math.IsNaN(c.Measured) && tg.fallback != "" {
+			c = lc.Get(tg.metric, tg.fallback)
+		}
+		if !(c.Measured > 0) || !(c.Predicted > 0) {
+			continue
+		}
+		e := math.Log(c.Predicted / c.Measured)
+		sum += e * e
+		n++
+	}
+	return sum, n
+}
+
+// Calibrate fits the deployment's overheads on the levels opts.Fit
+// selects and compares every level before and after (see the model
+// above). The levels run on one Simulator, whose step-cost memo serves
+// every evaluation. Errors: no level, a level index out of range, a
+// deployment New refuses, a level whose load cannot be simulated.
+func Calibrate(d Deployment, levels []Measured, opts CalibrateOptions) (*Calibration, error) {
+	if len(levels) == 0 {
+		return nil, errors.New("calibrate: no measured load level")
+	}
+	fit := opts.Fit
+	if len(fit) == 0 {
+		fit = []int{0}
+	}
+	cal := &Calibration{Fitted: make([]bool, len(levels))}
+	for _, i := range fit {
+		if i < 0 || i >= len(levels) {
+			return nil, fmt.Errorf("calibrate: level %d to fit on: want 1 to %d", i+1, len(levels))
+		}
+		cal.Fitted[i] = true
+	}
+	terms := opts.Terms
+	if len(terms) == 0 {
+		terms = AllCalibrateTerms
+	}
+	// A host cost per step and one per running sequence move a level's
+	// TPOT alike: only levels of different loads (running batches) tell
+	// them apart. Fitted on one load, the per-sequence term keeps the
+	// deployment's value and the per-step term takes the whole gap;
+	// fitting both there trades one against the other and carries the
+	// wrong split to the held-out loads.
+	if loads := distinctLoads(levels, fit); loads < 2 && slices.Contains(terms, TermPerSeqUs) {
+		terms = slices.DeleteFunc(slices.Clone(terms), func(t CalibrateTerm) bool { return t == TermPerSeqUs })
+		cal.Notes = append(cal.Notes, fmt.Sprintf("%s not fitted: the fitted levels run %d load; a cost per sequence and one per step are told apart only by levels of different loads (fit on two or more)", TermPerSeqUs, loads))
+	}
+	maxEvals := opts.MaxEvals
+	if maxEvals <= 0 {
+		maxEvals = 400
+	}
+	s, err := New(d)
+	if err != nil {
+		return nil, err
+	}
+	base := d.Overheads
+	compareAll := func(o Overheads) ([]*LevelComparison, float64, error) {
+		s.d.Overheads = o
+		out := make([]*LevelComparison, len(levels))
+		obj := 0.0
+		for i := range levels {
+			lc, err := s.CompareMeasured(&levels[i], opts.Seed, RunOptions{})
+			if err != nil {
+				return nil, 0, err
+			}
+			out[i] = lc
+			if cal.Fitted[i] {
+				e, _ := logErrors(lc)
+				obj += e
+			}
+		}
+		return out, obj, nil
+	}
+	if cal.Before, cal.ObjectiveBefore, err = compareAll(base); err != nil {
+		return nil, err
+	}
+	for i := range levels {
+		if _, n := logErrors(cal.Before[i]); cal.Fitted[i] && n == 0 {
+			return nil, fmt.Errorf("calibrate: %s record %d reports no TTFT, TPOT or output throughput to fit on", levels[i].File, levels[i].Record)
+		}
+	}
+	// The search space: u -> overheads. Times are squares of scaled
+	// coordinates (0 at the start), the prefill scale an exponential (1
+	// at the start); terms not fitted keep the deployment's value.
+	scales := map[CalibrateTerm]float64{TermStepUs: 300, TermPerSeqUs: 30, TermFrontendMs: 100}
+	decode := func(u []float64) Overheads {
+		o := base
+		for k, t := range terms {
+			switch t {
+			case TermStepUs:
+				o.StepUs = math.Min(maxOverheadStepUs, math.Pow(scales[t]*u[k], 2))
+			case TermPerSeqUs:
+				o.PerSeqUs = math.Min(maxOverheadPerSeqUs, math.Pow(scales[t]*u[k], 2))
+			case TermFrontendMs:
+				o.FrontendMs = math.Min(maxFrontendMs, math.Pow(scales[t]*u[k], 2))
+			case TermPrefillScale:
+				o.PrefillScale = math.Min(maxPrefillScale, math.Exp(math.Max(-10, math.Min(10, u[k]))))
+			}
+		}
+		return o
+	}
+	var simErr error
+	f := func(u []float64) float64 {
+		s.d.Overheads = decode(u)
+		obj := 0.0
+		for i := range levels {
+			if !cal.Fitted[i] {
+				continue
+			}
+			lc, err := s.CompareMeasured(&levels[i], opts.Seed, RunOptions{})
+			if err != nil {
+				simErr = err
+				return math.Inf(1)
+			}
+			e, _ := logErrors(lc)
+			obj += e
+		}
+		for _, x := range u {
+			obj += calibrateRidge * x * x
+		}
+		return obj
+	}
+	x0 := make([]float64, len(terms))
+	// Nelder-Mead's first simplex steps each coordinate by a fixed
+	// amount; start the square-root coordinates off zero so a step in
+	// either direction moves the term.
+	for k, t := range terms {
+		if t != TermPrefillScale {
+			x0[k] = 0.1
+		}
+	}
+	res, err := optimize.Minimize(optimize.Problem{Func: f}, x0,
+		&optimize.Settings{FuncEvaluations: maxEvals, Converger: &optimize.FunctionConverge{Absolute: 1e-6, Relative: 1e-4, Iterations: 40}},
+		&optimize.NelderMead{})
+	if simErr != nil {
+		return nil, simErr
+	}
+	if err != nil && res == nil {
+		return nil, fmt.Errorf("calibrate: %w", err)
+	}
+	cal.Evals = res.Stats.FuncEvaluations
+	best := decode(res.X)
+	// Keep the fit only if it beats where it started (a search that ends
+	// on its evaluation budget may not).
+	var after []*LevelComparison
+	var objAfter float64
+	if after, objAfter, err = compareAll(best); err != nil {
+		return nil, err
+	}
+	if objAfter > cal.ObjectiveBefore {
+		best, after, objAfter = base, cal.Before, cal.ObjectiveBefore
+	}
+	cal.Overheads, cal.After, cal.ObjectiveAfter = best, after, objAfter
+	s.d.Overheads = base
+	return cal, nil
+}

@@ -1,0 +1,141 @@
+package serving
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+)
+
+// MetricCompare is one statistic of a level, predicted against measured.
+type MetricCompare struct {
+	// Metric is ttft_ms, tpot_ms, itl_ms, e2e_ms, output_tokens_per_s,
+	// total_tokens_per_s or requests_per_s; Stat is mean, p50, p90 or
+	// p99 for a latency, "" for a throughput.
+	Metric    string  `json:"metric"`
+	Stat      string  `json:"stat,omitempty"`
+	Predicted float64 `json:"predicted"`
+	// Measured is NaN (null) when the benchmark did not report it.
+	Measured float64 `json:"measured"`
+}
+
+// ErrFrac is predicted / measured - 1 (NaN when either is missing or the
+// measurement is 0).
+func (c MetricCompare) ErrFrac() float64 {
+	if math.IsNaN(c.Measured) || math.IsNaN(c.Predicted) || c.Measured == 0 {
+		return math.NaN()
+	}
+	return c.Predicted/c.Measured - 1
+}
+
+// MarshalJSON writes NaN as null and adds err_frac.
+func (c MetricCompare) MarshalJSON() ([]byte, error) {
+	stat := ""
+	if c.Stat != "" {
+		stat = fmt.Sprintf(`"stat":%q,`, c.Stat)
+	}
+	return []byte(fmt.Sprintf(`{"metric":%q,%s"predicted":%s,"measured":%s,"err_frac":%s}`,
+		c.Metric, stat, jsonNum(c.Predicted), jsonNum(c.Measured), jsonNum(c.ErrFrac()))), nil
+}
+
+// LevelComparison is one measured load level beside the simulation of the
+// same load.
+type LevelComparison struct {
+	Measured *Measured `json:"measured"`
+	// Load is the load simulated, TrafficNotes how it was rebuilt from the
+	// file (Measured.Traffic).
+	Load         string   `json:"load"`
+	TrafficNotes []string `json:"traffic_notes,omitempty"`
+	Result       *Result  `json:"predicted"`
+	Metrics      []MetricCompare
+	// Notes: what makes a row not comparable.
+	Notes []string `json:"notes,omitempty"`
+}
+
+// MarshalJSON writes the metrics under "metrics".
+func (l LevelComparison) MarshalJSON() ([]byte, error) {
+	type plain LevelComparison
+	return json.Marshal(struct {
+		plain
+		Metrics []MetricCompare `json:"metrics"`
+	}{plain(l), l.Metrics})
+}
+
+// Get returns the row of metric and stat (a zero row with NaNs when
+// absent).
+func (l *LevelComparison) Get(metric, stat string) MetricCompare {
+	for _, c := range l.Metrics {
+		if c.Metric == metric && c.Stat == stat {
+			return c
+		}
+	}
+	return MetricCompare{Metric: metric, Stat: stat, Predicted: math.NaN(), Measured: math.NaN()}
+}
+
+// Latency statistics and throughputs a comparison holds, in order.
+var (
+	compareStats     = []string{"mean", "p50", "p90", "p99"}
+	compareLatencies = []string{"ttft_ms", "tpot_ms", "itl_ms", "e2e_ms"}
+	compareRates     = []string{"output_tokens_per_s", "total_tokens_per_s", "requests_per_s"}
+)
+
+// chunkedITLRatio: a measured median ITL this many times the median TPOT
+// means the server streams several tokens per chunk (SGLang's
+// --stream-interval, a detokenizer batching tokens): ITL then measures
+// chunks, which the simulation's per-token gaps do not.
+const chunkedITLRatio = 3
+
+// CompareMeasured simulates the load of m (Measured.Traffic with seed) on
+// s and sets every statistic beside the measured one.
+func (s *Simulator) CompareMeasured(m *Measured, seed uint64, o RunOptions) (*LevelComparison, error) {
+	t, notes, err := m.Traffic(seed)
+	if err != nil {
+		return nil, err
+	}
+	if o.TimelineWindows == 0 {
+		o.TimelineWindows = -1
+	}
+	res, err := s.Run(t, o)
+	if err != nil {
+		return nil, fmt.Errorf("%s record %d (%s): %w", m.File, m.Record, m.Label(), err)
+	}
+	lc := &LevelComparison{Measured: m, Load: res.Load, TrafficNotes: notes, Result: res}
+	pred := map[string]Stats{"ttft_ms": res.TTFTMs, "tpot_ms": res.TPOTMs, "itl_ms": res.ITLMs, "e2e_ms": res.E2EMs}
+	meas := map[string]Latency{"ttft_ms": m.TTFTMs, "tpot_ms": m.TPOTMs, "itl_ms": m.ITLMs, "e2e_ms": m.E2EMs}
+	for _, k := range compareLatencies {
+		p := pred[k]
+		pl := Latency{p.Mean, p.P50, p.P90, p.P99}
+		for _, st := range compareStats {
+			lc.Metrics = append(lc.Metrics, MetricCompare{Metric: k, Stat: st, Predicted: pl.Get(st), Measured: meas[k].Get(st)})
+		}
+	}
+	measRates := []float64{m.OutputTokensPerS, m.TotalTokensPerS, m.RequestsPerS}
+	// A benchmark that did not report a rate still has its totals over
+	// its duration, the definition vllm bench serve uses.
+	if d := m.DurationS; d > 0 {
+		derived := []float64{float64(m.OutputTokens) / d, float64(m.OutputTokens+m.PromptTokens) / d, float64(m.Completed) / d}
+		for i := range measRates {
+			if math.IsNaN(measRates[i]) {
+				measRates[i] = derived[i]
+			}
+		}
+	}
+	predRates := []float64{res.OutputTokensPerS, res.TotalTokensPerS, res.RequestsPerS}
+	for i, k := range compareRates {
+		lc.Metrics = append(lc.Metrics, MetricCompare{Metric: k, Predicted: predRates[i], Measured: measRates[i]})
+	}
+	if itl, tpot := m.ITLMs.P50, m.TPOTMs.P50; itl > chunkedITLRatio*tpot {
+		lc.Notes = append(lc.Notes, fmt.Sprintf("measured median ITL %.1f ms is %.1fx the median TPOT %.1f ms: the server streamed several tokens per chunk, so ITL measures chunks and is not compared", itl, itl/tpot, tpot))
+		for i := range lc.Metrics {
+			if lc.Metrics[i].Metric == "itl_ms" {
+				lc.Metrics[i].Measured = math.NaN()
+			}
+		}
+	}
+	if res.Overloaded {
+		lc.Notes = append(lc.Notes, fmt.Sprintf("the simulation is overloaded at this load (offered %.3g, served %.3g req/s): its TTFT and end-to-end latency grow with the run's length", res.OfferedRequestsPerS, res.ServedRequestsPerS))
+	}
+	if m.Format == FormatRequestLog {
+		lc.Notes = append(lc.Notes, "measured TTFT is server-side (queued to first token): set no frontend latency when comparing it")
+	}
+	return lc, nil
+}

@@ -1,0 +1,220 @@
+package serving
+
+import (
+	"errors"
+	"math"
+	"reflect"
+	"testing"
+
+	"github.com/tpscope/tpscope/model"
+)
+
+// TestSchedulerSGLang walks SGLang's prefill-first policy by hand on the
+// requests of TestSchedulerChunkedPrefill (budget 100 tokens): step 1 is
+// a prefill batch of A (80 tokens) and B cut to 20; step 2 prefills B's
+// other 30 tokens alone (the chunked request goes first and A's decode
+// waits, a prefill batch holding no decode); step 3 decodes both; step 4
+// decodes A. A's tokens come at 1, 3, 4 (vLLM's policy: 1, 2, 3), B's
+// at 2, 3.
+func TestSchedulerSGLang(t *testing.T) {
+	s := newStepper(EngineOptions{MaxNumSeqs: 8, MaxNumBatchedTokens: 100, Policy: PolicySGLang}, 100,
+		Request{PromptTokens: 80, OutputTokens: 3}, Request{PromptTokens: 50, OutputTokens: 2})
+	var want model.Iteration
+	want.AddChunk(80, 0)
+	want.AddChunk(20, 0)
+	sameIteration(t, 1, s.step(t), want)
+	want = model.Iteration{}
+	want.AddChunk(30, 20)
+	sameIteration(t, 2, s.step(t), want)
+	want = model.Iteration{}
+	want.AddDecode(80)
+	want.AddDecode(50)
+	sameIteration(t, 3, s.step(t), want)
+	want = model.Iteration{}
+	want.AddDecode(81)
+	sameIteration(t, 4, s.step(t), want)
+	if got := s.emitted[0]; !reflect.DeepEqual(got, []float64{1, 3, 4}) {
+		t.Errorf("A's tokens at %v, want 1, 3, 4", got)
+	}
+	if got := s.emitted[1]; !reflect.DeepEqual(got, []float64{2, 3}) {
+		t.Errorf("B's tokens at %v, want 2, 3", got)
+	}
+}
+
+// TestPrefixCacheLRU: a cache of two blocks. [1 2] in; [1 2 3] matches
+// 2 (and touches 1 then 2: 2 is the most recent); inserting 3 evicts 1,
+// the least recently used; then [1] matches nothing and [2 3] both.
+func TestPrefixCacheLRU(t *testing.T) {
+	c := newPrefixCache(2)
+	c.insert([]uint64{1, 2})
+	if k := c.match([]uint64{1, 2, 3}); k != 2 {
+		t.Fatalf("match [1 2 3] = %d, want 2", k)
+	}
+	c.insert([]uint64{3})
+	if k := c.match([]uint64{1}); k != 0 {
+		t.Errorf("match [1] after eviction = %d, want 0", k)
+	}
+	if k := c.match([]uint64{2, 3}); k != 2 {
+		t.Errorf("match [2 3] = %d, want 2", k)
+	}
+}
+
+// TestSchedulerPrefixHit: hash blocks of 512 tokens, engine blocks of 16,
+// budget 4096. A (1024 tokens, hashes [1 2]) prefills whole and enters
+// both blocks in the cache. B (1100 tokens, [1 2 9]) then finds 1024
+// tokens cached and prefills 76 after them; C (1024 tokens, [1 2]) is all
+// cached but must compute its last token: its hit is 1023 rounded down
+// to the block size, 1008, leaving a 16-token chunk.
+func TestSchedulerPrefixHit(t *testing.T) {
+	s := newStepper(EngineOptions{MaxNumSeqs: 8, MaxNumBatchedTokens: 4096}, 1000,
+		Request{PromptTokens: 1024, OutputTokens: 1})
+	s.rp.cache, s.rp.hashTokens = newPrefixCache(100), 512
+	s.rp.waiting.front().hashes = []uint64{1, 2}
+	var want model.Iteration
+	want.AddChunk(1024, 0)
+	sameIteration(t, 1, s.step(t), want)
+	for i, r := range []struct {
+		prompt int
+		hashes []uint64
+	}{{1100, []uint64{1, 2, 9}}, {1024, []uint64{1, 2}}} {
+		s.rp.waiting.pushBack(&reqState{Request: Request{PromptTokens: r.prompt, OutputTokens: 1}, id: 1 + i, client: -1, hashes: r.hashes})
+	}
+	want = model.Iteration{}
+	want.AddChunk(76, 1024)
+	want.AddChunk(16, 1008)
+	sameIteration(t, 2, s.step(t), want)
+}
+
+// TestOverheadsStep: a step sim prices at 1000 us whose decode tokens
+// alone cost 400 us, with prefill scaled x2, 100 us a step and 10 us a
+// request for 3 requests: 400 + 2 x 600 + 100 + 30 = 1730 us. Without
+// prefill the scale does not apply: 1000 + 100 + 30.
+func TestOverheadsStep(t *testing.T) {
+	o := Overheads{StepUs: 100, PerSeqUs: 10, PrefillScale: 2}
+	if got := o.stepS(1000, 400, true, 3); math.Abs(got-1730e-6) > 1e-12 {
+		t.Errorf("mixed step %v s, want 1730e-6", got)
+	}
+	if got := o.stepS(1000, 0, false, 3); math.Abs(got-1130e-6) > 1e-12 {
+		t.Errorf("decode step %v s, want 1130e-6", got)
+	}
+	bad := []Overheads{{StepUs: -1}, {PerSeqUs: math.NaN()}, {PrefillScale: 1e9}, {FrontendMs: math.Inf(1)}}
+	for _, b := range bad {
+		if b.Validate() == nil {
+			t.Errorf("%+v: no error", b)
+		}
+	}
+}
+
+// TestFrontendLatency: one request alone; the frontend's 50 ms delay the
+// scheduler's first sight of it, so TTFT and end-to-end latency grow by
+// exactly 50 ms and TPOT not at all.
+func TestFrontendLatency(t *testing.T) {
+	tr := Traffic{Requests: []Request{{PromptTokens: 512, OutputTokens: 8}}}
+	d := kimiDeployment(t)
+	base := mustRun(t, mustNew(t, d), tr, RunOptions{TimelineWindows: -1})
+	d.Overheads.FrontendMs = 50
+	with := mustRun(t, mustNew(t, d), tr, RunOptions{TimelineWindows: -1})
+	if dt := with.TTFTMs.P50 - base.TTFTMs.P50; math.Abs(dt-50) > 1e-6 {
+		t.Errorf("TTFT grew by %v ms, want 50", dt)
+	}
+	if dt := with.E2EMs.P50 - base.E2EMs.P50; math.Abs(dt-50) > 1e-6 {
+		t.Errorf("E2E grew by %v ms, want 50", dt)
+	}
+	if math.Abs(with.TPOTMs.P50-base.TPOTMs.P50) > 1e-9 {
+		t.Errorf("TPOT %v ms, want %v", with.TPOTMs.P50, base.TPOTMs.P50)
+	}
+}
+
+// TestCappedOpenLoop: 40 requests due over 0.04 s (1000 per second)
+// under a cap of 3 in flight: at no instant are more than 3 between their
+// send and their completion, every request is sent at or after it is due,
+// and the run, whose client queue grows at nearly the offered rate, is
+// overloaded.
+func TestCappedOpenLoop(t *testing.T) {
+	s := mustNew(t, kimiDeployment(t))
+	res := mustRun(t, s, Traffic{QPS: 1000, Arrival: Constant, Concurrency: 3, NumRequests: 40, Prompt: Lengths{Mean: 256}, Output: Lengths{Mean: 16}},
+		RunOptions{TimelineWindows: -1})
+	for _, a := range res.PerRequest {
+		if a.ArrivalS < a.DueS {
+			t.Fatalf("sent at %v before due at %v", a.ArrivalS, a.DueS)
+		}
+		n := 0
+		for _, b := range res.PerRequest {
+			if b.ArrivalS <= a.ArrivalS && a.ArrivalS < b.FinishS {
+				n++
+			}
+		}
+		if n > 3 {
+			t.Fatalf("%d requests in flight at %v s, cap 3", n, a.ArrivalS)
+		}
+	}
+	if !res.Overloaded {
+		t.Errorf("not overloaded: offered %.1f, served %.1f req/s", res.OfferedRequestsPerS, res.ServedRequestsPerS)
+	}
+}
+
+// TestSessions: two turns of one session, both stamped at 0. The second
+// (prompt 100 + 10 + 50 = 160 tokens, think time 1 s) is sent 1 s after
+// the first completes. Its first 109 tokens are the first turn's
+// conversation, whose 6 full blocks of 16 (96 tokens) the cache holds:
+// 96 cached prompt tokens of 260. With prefix caching off, none.
+func TestSessions(t *testing.T) {
+	tr := Traffic{Requests: []Request{
+		{PromptTokens: 100, OutputTokens: 10, Session: 7},
+		{PromptTokens: 160, OutputTokens: 5, Session: 7, DelayS: 1},
+	}}
+	d := kimiDeployment(t)
+	res := mustRun(t, mustNew(t, d), tr, RunOptions{TimelineWindows: -1})
+	first, second := res.PerRequest[0], res.PerRequest[1]
+	if math.Abs(second.ArrivalS-(first.FinishS+1)) > 1e-12 {
+		t.Errorf("second turn sent at %v, want the first's completion %v + 1 s", second.ArrivalS, first.FinishS)
+	}
+	if res.CachedPromptTokens != 96 || res.PromptTokens != 260 {
+		t.Errorf("cached %d of %d prompt tokens, want 96 of 260", res.CachedPromptTokens, res.PromptTokens)
+	}
+	d.Engine.NoPrefixCaching = true
+	res = mustRun(t, mustNew(t, d), tr, RunOptions{TimelineWindows: -1})
+	if res.CachedPromptTokens != 0 {
+		t.Errorf("no prefix caching: %d cached tokens, want 0", res.CachedPromptTokens)
+	}
+}
+
+// FuzzReadOverheads: any input is valid overheads or a *ParseError.
+func FuzzReadOverheads(f *testing.F) {
+	for _, s := range []string{`{"overheads": {"step_us": 1043, "per_seq_us": 23.8, "prefill_scale": 0.95, "frontend_ms": 330}, "source": ["x"]}`,
+		`{"step_us": 5}`, `{"overheads": {"step_us": -1}}`, `{"overheads": []}`, `[]`, ``} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		o, err := ReadOverheads([]byte(s), "o.json")
+		if err != nil {
+			var pe *ParseError
+			if !errors.As(err, &pe) {
+				t.Fatalf("error %v is not a *ParseError", err)
+			}
+			return
+		}
+		if err := o.Validate(); err != nil {
+			t.Fatalf("read %+v, invalid: %v", o, err)
+		}
+	})
+}
+
+// TestFrontier places four runs by hand: A (10 tok/s/GPU, TPOT 10 ms:
+// 100 tok/s/user), B (50, 20 ms: 50), D (40, 25 ms: 40) and C (60, 50
+// ms: 20, overloaded). B beats D on both axes; C is never on the front;
+// the front is A then B, by tokens/s per user descending. The TPOT
+// objective of 40 ms is a floor of 25 tokens/s per user.
+func TestFrontier(t *testing.T) {
+	mk := func(load string, perGPU, tpot float64, over, meets bool) *Result {
+		return &Result{Load: load, OutputTokensPerSPerGPU: perGPU, TPOTMs: Stats{P50: tpot}, Overloaded: over, MeetsSLO: meets}
+	}
+	runs := []*Result{mk("A", 10, 10, false, true), mk("B", 50, 20, false, true), mk("C", 60, 50, true, false), mk("D", 40, 25, false, true)}
+	f := NewFrontier(runs, SLO{TPOTMs: 40}, "g", 1)
+	if !reflect.DeepEqual(f.Front, []int{0, 1}) || f.Chosen != 1 || f.UserFloor() != 25 {
+		t.Errorf("front %v, chosen %d, floor %v; want [0 1], 1, 25", f.Front, f.Chosen, f.UserFloor())
+	}
+	if p := f.Points[2]; p.OnFront || !p.Overloaded || p.SLO != "missed" || p.TokensPerSPerUser != 20 {
+		t.Errorf("C: %+v", p)
+	}
+}

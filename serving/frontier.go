@@ -1,0 +1,184 @@
+package serving
+
+import (
+	"encoding/csv"
+	"fmt"
+	"io"
+	"math"
+	"sort"
+	"strconv"
+)
+
+// The chart capacity is decided with: output tokens per second per GPU
+// (what the box earns) against tokens per second per user (what each
+// user sees while tokens stream, 1000 / median TPOT, InferenceX's
+// "interactivity"), one point per load, at fixed prompt and output
+// lengths. The front is the points no other beats on both axes; a TPOT
+// objective is a floor on the per-user axis.
+
+// FrontierPoint is one run on that plane.
+type FrontierPoint struct {
+	// Run indexes the runs the frontier was built from; Load is its label.
+	Run  int    `json:"run"`
+	Load string `json:"load"`
+	// TokensPerSPerGPU is output tokens per second per GPU over the run;
+	// TokensPerSPerUser is 1000 / median TPOT (0 when no request had more
+	// than one output token).
+	TokensPerSPerGPU  float64 `json:"tokens_per_s_per_gpu"`
+	TokensPerSPerUser float64 `json:"tokens_per_s_per_user"`
+	MedianTPOTMs      float64 `json:"median_tpot_ms"`
+	MedianTTFTMs      float64 `json:"median_ttft_ms"`
+	// SLO is "met" or "missed" against the run's objective, "" without
+	// one.
+	SLO        string `json:"slo,omitempty"`
+	Overloaded bool   `json:"overloaded,omitempty"`
+	OnFront    bool   `json:"on_front"`
+}
+
+// Frontier is the runs of one load shape on the plane.
+type Frontier struct {
+	// Group names the load shape ("ISL 1024 / OSL 256").
+	Group  string          `json:"group"`
+	SLO    SLO             `json:"slo"`
+	Points []FrontierPoint `json:"points"`
+	// Front indexes Points on the front, by tokens/s per user
+	// descending: not overloaded, no other point higher on both axes.
+	Front []int `json:"front"`
+	// Chosen indexes Points: the run picked (a sweep's best, or the most
+	// tokens/s per GPU within the SLO); -1 none.
+	Chosen int `json:"chosen"`
+}
+
+// UserFloor is the tokens/s per user a TPOT objective requires (1000 /
+// its limit), 0 without one.
+func (f *Frontier) UserFloor() float64 {
+	if f.SLO.TPOTMs > 0 {
+		return 1000 / f.SLO.TPOTMs
+	}
+	return 0
+}
+
+// NewFrontier places runs on the plane. chosen indexes runs (-1 none).
+// Overloaded runs are placed (marked) but are never on the front: their
+// latencies describe a growing queue.
+func NewFrontier(runs []*Result, slo SLO, group string, chosen int) *Frontier {
+	f := &Frontier{Group: group, SLO: slo, Chosen: -1}
+	for i, r := range runs {
+		p := FrontierPoint{Run: i, Load: r.Load, TokensPerSPerGPU: r.OutputTokensPerSPerGPU, MedianTPOTMs: r.TPOTMs.P50,
+			MedianTTFTMs: r.TTFTMs.P50, Overloaded: r.Overloaded}
+		if r.TPOTMs.P50 > 0 {
+			p.TokensPerSPerUser = 1000 / r.TPOTMs.P50
+		}
+		if slo.set() {
+			p.SLO = "missed"
+			if r.MeetsSLO {
+				p.SLO = "met"
+			}
+		}
+		if i == chosen {
+			f.Chosen = len(f.Points)
+		}
+		f.Points = append(f.Points, p)
+	}
+	var cand []int
+	for i, p := range f.Points {
+		if !p.Overloaded && p.TokensPerSPerUser > 0 {
+			cand = append(cand, i)
+		}
+	}
+	sort.SliceStable(cand, func(a, b int) bool {
+		pa, pb := f.Points[cand[a]], f.Points[cand[b]]
+		if pa.TokensPerSPerUser != pb.TokensPerSPerUser {
+			return pa.TokensPerSPerUser > pb.TokensPerSPerUser
+		}
+		return pa.TokensPerSPerGPU > pb.TokensPerSPerGPU
+	})
+	best := math.Inf(-1)
+	for _, i := range cand {
+		if f.Points[i].TokensPerSPerGPU > best {
+			f.Front = append(f.Front, i)
+			f.Points[i].OnFront = true
+			best = f.Points[i].TokensPerSPerGPU
+		}
+	}
+	return f
+}
+
+// WriteCSV writes one row per point: group, load, the two axes, median
+// TPOT and TTFT, the SLO verdict, overloaded, on the front, chosen.
+func (f *Frontier) WriteCSV(w io.Writer) error {
+	cw := csv.NewWriter(w)
+	num := func(v float64) string { return strconv.FormatFloat(v, 'g', 8, 64) }
+	if err := cw.Write([]string{"group", "load", "tokens_per_s_per_gpu", "tokens_per_s_per_user", "median_tpot_ms", "median_ttft_ms", "slo", "overloaded", "on_front", "chosen"}); err != nil {
+		return err
+	}
+	for i, p := range f.Points {
+		if err := cw.Write([]string{f.Group, p.Load, num(p.TokensPerSPerGPU), num(p.TokensPerSPerUser), num(p.MedianTPOTMs), num(p.MedianTTFTMs),
+			p.SLO, strconv.FormatBool(p.Overloaded), strconv.FormatBool(p.OnFront), strconv.FormatBool(i == f.Chosen)}); err != nil {
+			return err
+		}
+	}
+	cw.Flush()
+	return cw.Error()
+}
+
+// Capacity answers "how many GPUs (boxes) carry this many requests per
+// second within the SLO": the deployment's largest rate within the SLO
+// (a QPS sweep), the copies of it the target needs, and a run of one copy
+// at its share of the target checking the answer.
+type Capacity struct {
+	TargetQPS float64 `json:"target_qps"`
+	// PerCopyQPS is the largest rate one copy of the deployment (its
+	// instances and GPUs) carries within the SLO.
+	PerCopyQPS  float64 `json:"per_copy_qps"`
+	Copies      int     `json:"copies"`
+	GPUsPerCopy int     `json:"gpus_per_copy"`
+	GPUs        int     `json:"gpus"`
+	// BoxGPUs is the GPUs of the box the deployment is on; Boxes how many
+	// such boxes hold GPUs.
+	BoxGPUs int `json:"box_gpus"`
+	Boxes   int `json:"boxes"`
+	// Check is the run of one copy at TargetQPS / Copies (it meets the
+	// SLO, or Copies grew until one did).
+	Check *Result `json:"check"`
+}
+
+// maxCapacityCopies bounds the copies CapacityFor tries.
+const maxCapacityCopies = 1 << 20
+
+// CapacityFor sizes the deployment for qps requests per second within
+// slo from a QPS sweep of t (SweepQPS): copies = ceil(qps / the sweep's
+// largest rate), each copy an independent deployment taking an equal
+// share of the load; the share is simulated and, should it miss the SLO
+// (the verdict can dip below the sweep's bracket), one copy more is tried,
+// up to 8 times. Errors: no rate met the SLO, or the answer needs more
+// copies than maxCapacityCopies.
+func (s *Simulator) CapacityFor(t Traffic, slo SLO, sw *Sweep, qps float64) (*Capacity, error) {
+	if !(qps > 0) || math.IsInf(qps, 0) {
+		return nil, fmt.Errorf("serving: capacity for %v req/s: want a positive rate", qps)
+	}
+	if sw == nil || sw.Best < 0 || !(sw.MaxQPS > 0) {
+		return nil, fmt.Errorf("serving: capacity for %v req/s: no rate tried meets the SLO, so no number of copies does", qps)
+	}
+	c := &Capacity{TargetQPS: qps, PerCopyQPS: sw.MaxQPS, GPUsPerCopy: s.GPUs(), BoxGPUs: s.d.Scenario.Topo.NumGPUs()}
+	copies := math.Ceil(qps / sw.MaxQPS)
+	if copies > maxCapacityCopies {
+		return nil, fmt.Errorf("serving: capacity for %v req/s: %.0f copies at %.4g req/s each: want at most %d", qps, copies, sw.MaxQPS, maxCapacityCopies)
+	}
+	c.Copies = int(copies)
+	for try := 0; ; try++ {
+		t.QPS = qps / float64(c.Copies)
+		res, err := s.Run(t, RunOptions{SLO: slo, TimelineWindows: -1})
+		if err != nil {
+			return nil, err
+		}
+		c.Check = res
+		if res.MeetsSLO || try == 8 {
+			break
+		}
+		c.Copies++
+	}
+	c.GPUs = c.Copies * c.GPUsPerCopy
+	c.Boxes = (c.GPUs + c.BoxGPUs - 1) / c.BoxGPUs
+	return c, nil
+}

@@ -1,0 +1,265 @@
+package serving
+
+import (
+	"errors"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// near reports whether got is want within 1e-9 relative, NaN matching NaN.
+func near(got, want float64) bool {
+	if math.IsNaN(want) {
+		return math.IsNaN(got)
+	}
+	return math.Abs(got-want) <= 1e-9*math.Max(1, math.Abs(want))
+}
+
+func sameLatency(t *testing.T, what string, got, want Latency) {
+	t.Helper()
+	if !near(got.Mean, want.Mean) || !near(got.P50, want.P50) || !near(got.P90, want.P90) || !near(got.P99, want.P99) {
+		t.Errorf("%s = %+v, want %+v", what, got, want)
+	}
+}
+
+var nan = math.NaN()
+
+// TestReadMeasured reads one file of each format and checks the level
+// against values worked out from the file by hand:
+//
+//   - vllm detailed: 4 requests; TTFT 100..400 ms: mean 250, p90 by
+//     numpy's interpolation at rank 2.7 = 300 + 0.7 x 100 = 370 (the
+//     summary has no p90); TPOT of the three outputs over one token
+//     (0.2-0.1)/2, (0.3-0.2)/2, (0.4-0.3)/1 s: 50, 50, 100 ms, mean
+//     66.67; ITL over the five gaps 50, 50, 60, 40, 100 ms: mean 60,
+//     median 50; sends at 0, 0, 0.2, 0.3 s;
+//   - InferenceX DSR1 at 16 clients (real): 160 requests at 2.2379 req/s:
+//     71.50 s; 1121.53 output tok/s x 71.50 s = 80,185 output tokens;
+//     (2287.87 - 1121.53) x 71.50 = 83,390 prompt tokens;
+//   - InferenceX GLM-5 token position (real, seconds): ISL 1024 at 16
+//     clients, median TTFT 0.29140 s = 291.40 ms;
+//   - SGLang: Infinity read as no rate; 16 clients; range ratio 0.5;
+//   - aiperf: TPOT from inter_token_latency; 16 clients, 100 requests;
+//   - GuideLLM: benchmark 1 concurrent 4, request latency 5.2 s = 5200 ms,
+//     104 s long; benchmark 2 at 2 req/s, constant;
+//   - request log (real, LLMServingSim): 300 requests, median TTFT 138.8
+//     ms as its SOURCE.md checked independently.
+func TestReadMeasured(t *testing.T) {
+	gen := "testdata/bench/generated/"
+	cases := []struct {
+		file   string
+		levels int
+		check  func(t *testing.T, ms []Measured)
+	}{
+		{gen + "vllm-detailed.json", 1, func(t *testing.T, ms []Measured) {
+			m := ms[0]
+			if m.Format != FormatVLLM || m.Concurrency != 2 || m.QPS != 0 || m.Completed != 4 || len(m.Requests) != 4 {
+				t.Fatalf("format %s, concurrency %d, qps %v, completed %d, %d requests", m.Format, m.Concurrency, m.QPS, m.Completed, len(m.Requests))
+			}
+			sameLatency(t, "TTFT", m.TTFTMs, Latency{250, 250, 370, 397})
+			sameLatency(t, "TPOT", m.TPOTMs, Latency{200.0 / 3, 50, 90, 99})
+			sameLatency(t, "ITL", m.ITLMs, Latency{60, 50, 84, 98.4})
+			sameLatency(t, "E2E", m.E2EMs, Latency{325, 350, 400, 400})
+			if got := []float64{m.Requests[0].SentS, m.Requests[2].SentS, m.Requests[3].SentS}; !near(got[0], 0) || !near(got[1], 0.2) || !near(got[2], 0.3) {
+				t.Errorf("send times %v, want 0, 0.2, 0.3", got)
+			}
+		}},
+		{gen + "vllm-append.jsonl", 2, func(t *testing.T, ms []Measured) {
+			if ms[0].QPS != 2 || ms[0].Concurrency != 0 || ms[1].QPS != 4 || ms[1].Burstiness != 0.5 || ms[1].Concurrency != 64 || ms[1].Failed != 1 || ms[1].Record != 2 {
+				t.Errorf("levels %+v", ms)
+			}
+			sameLatency(t, "TTFT", ms[0].TTFTMs, Latency{180.5, 170.25, 230, 310.75})
+		}},
+		{"testdata/bench/inferencex-dsr1-fp4-b200-sglang-tp8ep8/conc16.json", 1, func(t *testing.T, ms []Measured) {
+			m := ms[0]
+			if m.Format != FormatInferenceX || m.Concurrency != 16 || m.Completed != 160 || m.NominalPrompt != 1024 {
+				t.Fatalf("%+v", m)
+			}
+			if math.Abs(m.DurationS-71.498) > 0.01 || math.Abs(float64(m.OutputTokens)-80185) > 2 || math.Abs(float64(m.PromptTokens)-83390) > 2 {
+				t.Errorf("duration %.3f s, %d output, %d prompt tokens; want 71.50, 80185, 83390", m.DurationS, m.OutputTokens, m.PromptTokens)
+			}
+			sameLatency(t, "TTFT", m.TTFTMs, Latency{nan, 358.53034793399274, nan, 547.9667304037138})
+		}},
+		{"testdata/bench/inferencex-glm5-fp8-vllm-tp8-tokenpos/results/glm5_fp8_vllm_tp8_isl1024_osl128_conc16.json", 1, func(t *testing.T, ms []Measured) {
+			m := ms[0]
+			if m.Format != FormatSecondsSummary || m.Concurrency != 16 || m.PromptTokens != 163840 || m.OutputTokens != 20480 {
+				t.Fatalf("%+v", m)
+			}
+			sameLatency(t, "TTFT", m.TTFTMs, Latency{nan, 291.39942955225706, nan, 2077.586937993753})
+		}},
+		{gen + "sglang.jsonl", 2, func(t *testing.T, ms []Measured) {
+			m := ms[0]
+			if m.Format != FormatSGLang || m.QPS != 0 || m.Concurrency != 16 || m.RangeRatio != 0.5 || m.NominalPrompt != 1024 {
+				t.Fatalf("%+v", m)
+			}
+			sameLatency(t, "E2E", m.E2EMs, Latency{11800, 11700, nan, 16500})
+		}},
+		{gen + "profile_export_aiperf.json", 1, func(t *testing.T, ms []Measured) {
+			m := ms[0]
+			if m.Format != FormatAIPerf || m.Concurrency != 16 || m.Completed != 100 || m.PromptTokens != 204800 || m.DurationS != 40 {
+				t.Fatalf("%+v", m)
+			}
+			sameLatency(t, "TPOT", m.TPOTMs, Latency{24.5, 24.25, 26, 27.5})
+		}},
+		{gen + "benchmarks.json", 2, func(t *testing.T, ms []Measured) {
+			if ms[0].Format != FormatGuideLLM || ms[0].Concurrency != 4 || ms[0].Completed != 80 || ms[0].DurationS != 104 {
+				t.Fatalf("%+v", ms[0])
+			}
+			sameLatency(t, "E2E", ms[0].E2EMs, Latency{5200, 5100, 5600, 6000})
+			if ms[1].QPS != 2 || !math.IsInf(ms[1].Burstiness, 1) || ms[1].Record != 2 {
+				t.Errorf("second benchmark %+v", ms[1])
+			}
+		}},
+		{"testdata/bench/llmservingsim-rtxpro6000-qwen3-30b-a3b-dp2ep/vllm_requests.jsonl", 1, func(t *testing.T, ms []Measured) {
+			m := ms[0]
+			if m.Format != FormatRequestLog || m.Completed != 300 || !m.ArrivalsRecorded || math.Abs(m.TTFTMs.P50-138.8) > 0.05 {
+				t.Errorf("format %s, %d requests, median TTFT %.2f ms", m.Format, m.Completed, m.TTFTMs.P50)
+			}
+		}},
+	}
+	for _, c := range cases {
+		t.Run(filepath.Base(c.file), func(t *testing.T) {
+			ms, err := LoadMeasured(c.file)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(ms) != c.levels {
+				t.Fatalf("%d levels, want %d", len(ms), c.levels)
+			}
+			c.check(t, ms)
+		})
+	}
+}
+
+// TestReadMeasuredErrors: a file that is no result, or a field of the
+// wrong type, is one *ParseError naming the file, line and field.
+func TestReadMeasuredErrors(t *testing.T) {
+	cases := []struct {
+		name, text string
+		line       int
+		field, msg string
+	}{
+		{"empty", "  \n", 1, "", "empty file"},
+		{"not json", "size,count\n1,2\n", 1, "", "not JSON"},
+		{"unknown keys", `{"foo": 1, "bar": 2}`, 1, "", "not a serving benchmark result"},
+		{"wrong type", `{"median_ttft_ms": "fast", "completed": 1, "duration": 1, "total_input_tokens": 1, "total_output_tokens": 1}`, 1, "median_ttft_ms", "want a number"},
+		{"second line broken", "{\"median_ttft_ms\": 1, \"completed\": 1, \"duration\": 1, \"total_input_tokens\": 1, \"total_output_tokens\": 1}\n{oops\n", 2, "", "one JSON object per line"},
+		{"no duration", `{"median_ttft_ms": 1, "completed": 3, "total_input_tokens": 3, "total_output_tokens": 3}`, 1, "", "duration"},
+		{"ragged lists", `{"median_ttft_ms": 1, "completed": 2, "duration": 1, "total_input_tokens": 2, "total_output_tokens": 2, "ttfts": [0.1, 0.2], "input_lens": [1], "output_lens": [1, 1]}`, 1, "input_lens", "one per request"},
+		{"guidellm strategy", `{"benchmarks": [{"metrics": {}}]}`, 1, "benchmarks[0].config.strategy", "missing"},
+		{"log out of order", `{"input_toks": 1, "output_toks": 1, "arrival_time": 1, "queued_ts": 5, "first_token_ts": 4, "last_token_ts": 6}`, 1, "first_token_ts", "in that order"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := ReadMeasured(strings.NewReader(c.text), "res.json")
+			var pe *ParseError
+			if !errors.As(err, &pe) {
+				t.Fatalf("error %v, want a *ParseError", err)
+			}
+			if pe.File != "res.json" || pe.Line != c.line || pe.Field != c.field || !strings.Contains(err.Error(), c.msg) {
+				t.Errorf("error %q (line %d, field %q); want line %d, field %q, mentioning %q", err, pe.Line, pe.Field, c.line, c.field, c.msg)
+			}
+			if strings.Contains(err.Error(), "\n") {
+				t.Errorf("error spans lines: %q", err)
+			}
+		})
+	}
+}
+
+// TestMeasuredTraffic: the load rebuilt from a level. A detailed closed
+// loop keeps its requests' lengths in send order; an open loop with send
+// times replays them; InferenceX's DSR1 means (521 and 501 of a nominal
+// 1024) make uniform lengths up to 1024; SGLang's range ratio 0.5 makes
+// them uniform in [512, 1024] (mean 768, spread 256/768); a fixed-length
+// GLM-5 level keeps 1024 and 128.
+func TestMeasuredTraffic(t *testing.T) {
+	load := func(path string) []Measured {
+		ms, err := LoadMeasured(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ms
+	}
+	m := load("testdata/bench/generated/vllm-detailed.json")[0]
+	tr, _, err := m.Traffic(1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tr.Concurrency != 2 || len(tr.Requests) != 4 || tr.Requests[2].PromptTokens != 300 || tr.Requests[3].OutputTokens != 1 {
+		t.Errorf("detailed: %+v", tr)
+	}
+	x := load("testdata/bench/inferencex-dsr1-fp4-b200-sglang-tp8ep8/conc16.json")[0]
+	tr, _, err = x.Traffic(1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tr.Prompt.Dist != Uniform || tr.Prompt.Mean != 521 || math.Abs(tr.Prompt.Spread-503.0/521) > 1e-12 || tr.Output.Mean != 501 || tr.Concurrency != 16 || tr.NumRequests != 160 {
+		t.Errorf("inferencex: prompt %+v output %+v, %d clients, %d requests", tr.Prompt, tr.Output, tr.Concurrency, tr.NumRequests)
+	}
+	s := load("testdata/bench/generated/sglang.jsonl")[0]
+	tr, _, err = s.Traffic(1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tr.Prompt != (Lengths{Dist: Uniform, Mean: 768, Spread: 256.0 / 768}) || tr.Output != (Lengths{Dist: Uniform, Mean: 384, Spread: 128.0 / 384}) {
+		t.Errorf("sglang: prompt %+v, output %+v", tr.Prompt, tr.Output)
+	}
+	g := load("testdata/bench/inferencex-glm5-fp8-vllm-tp8-tokenpos/results/glm5_fp8_vllm_tp8_isl1024_osl128_conc16.json")[0]
+	tr, _, err = g.Traffic(1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tr.Prompt != (Lengths{Mean: 1024}) || tr.Output != (Lengths{Mean: 128}) || tr.Concurrency != 16 {
+		t.Errorf("glm-5: prompt %+v, output %+v, %d clients", tr.Prompt, tr.Output, tr.Concurrency)
+	}
+	l := load("testdata/bench/llmservingsim-rtxpro6000-qwen3-30b-a3b-dp2ep/vllm_requests.jsonl")[0]
+	tr, _, err = l.Traffic(1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tr.QPS != 0 || tr.Concurrency != 0 || len(tr.Requests) != 300 || tr.Requests[0].ArrivalS != 0 || tr.Requests[0].PromptTokens != 2361 {
+		t.Errorf("request log: qps %v, %d clients, %d requests, first %+v", tr.QPS, tr.Concurrency, len(tr.Requests), tr.Requests[0])
+	}
+}
+
+// FuzzReadMeasured: every input is levels that validate or one
+// single-line *ParseError; never a panic. Seeded with every fixture.
+func FuzzReadMeasured(f *testing.F) {
+	for _, glob := range []string{"testdata/bench/generated/*.json*", "testdata/bench/*/*.json", "testdata/bench/*/results/*isl1024*conc4.json"} {
+		files, _ := filepath.Glob(glob)
+		for _, p := range files {
+			if b, err := os.ReadFile(p); err == nil {
+				f.Add(string(b))
+			}
+		}
+	}
+	for _, s := range []string{`{}`, `[]`, `[{"median_ttft_ms": 1}]`, "{\"a\":NaN}", `{"benchmarks": null}`, "{\"input_toks\":1,\"first_token_ts\":1}\n"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, text string) {
+		ms, err := ReadMeasured(strings.NewReader(text), "fuzz")
+		if err != nil {
+			var pe *ParseError
+			if !errors.As(err, &pe) {
+				t.Fatalf("error %v is not a *ParseError", err)
+			}
+			if strings.Contains(err.Error(), "\n") {
+				t.Fatalf("error spans lines: %q", err)
+			}
+			return
+		}
+		for i := range ms {
+			if err := ms[i].validate(); err != nil {
+				t.Fatalf("level %d invalid: %v", i, err)
+			}
+			if ms[i].Completed > 1e5 {
+				continue // a million requests drawn per input would only slow the fuzzer
+			}
+			if _, _, err := ms[i].Traffic(1); err != nil && !strings.Contains(err.Error(), "traffic") {
+				t.Fatalf("level %d: traffic: %v", i, err)
+			}
+		}
+	})
+}

@@ -1,0 +1,147 @@
+package serving
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+)
+
+// Overheads are what a serving engine spends outside the GPU step that
+// sim prices, the terms a static step model cannot know: the host's work
+// between steps, the per-request share of scheduling and sampling, how
+// fast the engine's prefill kernels really run against sim's prices, and
+// the API server in front of the engine. The zero value adds nothing;
+// calibrate --serving fits them from measured benchmark results
+// (Calibrate), and a saved calibration is passed back with
+// --serving-overheads.
+//
+// A step of the simulation lasts
+//
+//	StepUs + PerSeqUs x (requests in the step) + decode part + PrefillScale x prefill part
+//
+// where the prefill part is the step's price less the price of its
+// decode tokens alone (sim.IterationCoster, both memoized), and a
+// request reaches the scheduler FrontendMs after the client sends it
+// (tokenization, HTTP and the engine's input processing), which TTFT and
+// end-to-end latency include.
+type Overheads struct {
+	// StepUs is host time per engine step in microseconds (input
+	// preparation, the scheduler's own pass, launching the step) that the
+	// GPU does not hide.
+	StepUs float64 `json:"step_us,omitempty"`
+	// PerSeqUs is host time per request in a step in microseconds
+	// (sampling, detokenization and streaming of its token).
+	PerSeqUs float64 `json:"per_seq_us,omitempty"`
+	// PrefillScale multiplies the prefill part of every step (0 = 1): the
+	// engine's prefill kernels and chunking against sim's prices.
+	PrefillScale float64 `json:"prefill_scale,omitempty"`
+	// FrontendMs is the time from the client sending a request to the
+	// scheduler seeing it, in milliseconds.
+	FrontendMs float64 `json:"frontend_ms,omitempty"`
+}
+
+// Bounds of the overheads (Validate): far beyond any engine, so that a
+// fit that wanders out is refused rather than simulated.
+const (
+	maxOverheadStepUs   = 1e6
+	maxOverheadPerSeqUs = 1e5
+	maxPrefillScale     = 100
+	maxFrontendMs       = 1e5
+)
+
+// Validate checks every field is finite and within its bound; the error
+// names the field.
+func (o Overheads) Validate() error {
+	check := func(name string, v, hi float64) error {
+		if !(v >= 0 && v <= hi) {
+			return fmt.Errorf("overheads: %s = %v: want 0 to %g", name, v, hi)
+		}
+		return nil
+	}
+	for _, c := range []struct {
+		name  string
+		v, hi float64
+	}{
+		{"step_us", o.StepUs, maxOverheadStepUs},
+		{"per_seq_us", o.PerSeqUs, maxOverheadPerSeqUs},
+		{"prefill_scale", o.PrefillScale, maxPrefillScale},
+		{"frontend_ms", o.FrontendMs, maxFrontendMs},
+	} {
+		if err := check(c.name, c.v, c.hi); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// IsZero reports whether the overheads add nothing.
+func (o Overheads) IsZero() bool {
+	return o.StepUs == 0 && o.PerSeqUs == 0 && (o.PrefillScale == 0 || o.PrefillScale == 1) && o.FrontendMs == 0
+}
+
+// prefillScale is PrefillScale with 0 read as 1.
+func (o Overheads) prefillScale() float64 {
+	if o.PrefillScale == 0 {
+		return 1
+	}
+	return o.PrefillScale
+}
+
+// String is the overheads in one phrase.
+func (o Overheads) String() string {
+	if o.IsZero() {
+		return "none"
+	}
+	return fmt.Sprintf("step %.0f us, per request %.1f us, prefill x%.3f, frontend %.1f ms", o.StepUs, o.PerSeqUs, o.prefillScale(), o.FrontendMs)
+}
+
+// OverheadsFile is the JSON a calibration writes: the overheads and where
+// they came from.
+type OverheadsFile struct {
+	Overheads Overheads `json:"overheads"`
+	// Source says what they were fitted on (files, load levels) and how
+	// well.
+	Source []string `json:"source,omitempty"`
+}
+
+// LoadOverheads reads an OverheadsFile (or a bare Overheads object).
+func LoadOverheads(path string) (Overheads, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return Overheads{}, fmt.Errorf("overheads: %w", err)
+	}
+	return ReadOverheads(data, path)
+}
+
+// ReadOverheads parses an OverheadsFile (or a bare Overheads object)
+// named path; errors are a *ParseError naming the file.
+func ReadOverheads(data []byte, path string) (Overheads, error) {
+	var raw map[string]json.RawMessage
+	if err := json.Unmarshal(data, &raw); err != nil {
+		return Overheads{}, &ParseError{File: path, Line: 1, Err: fmt.Errorf("want a JSON object%s", jsonWhy(err))}
+	}
+	var o Overheads
+	body := data
+	if b, ok := raw["overheads"]; ok {
+		body = b
+	}
+	if err := json.Unmarshal(body, &o); err != nil {
+		return Overheads{}, &ParseError{File: path, Line: 1, Field: "overheads", Err: errors.New("want an object of the numbers step_us, per_seq_us, prefill_scale, frontend_ms")}
+	}
+	if err := o.Validate(); err != nil {
+		return Overheads{}, &ParseError{File: path, Line: 1, Err: err}
+	}
+	return o, nil
+}
+
+// stepS is the duration in seconds of a step whose iteration sim prices
+// at us microseconds (decodeUs its decode tokens alone, meaningful when
+// the step has prefill), serving seqs requests.
+func (o Overheads) stepS(us, decodeUs float64, hasPrefill bool, seqs int) float64 {
+	if s := o.prefillScale(); s != 1 && hasPrefill {
+		us = decodeUs + s*math.Max(0, us-decodeUs)
+	}
+	return (us + o.StepUs + o.PerSeqUs*float64(seqs)) * 1e-6
+}

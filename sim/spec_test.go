@@ -1,0 +1,193 @@
+package sim
+
+import (
+	"math"
+	"strings"
+	"testing"
+
+	engprof "github.com/tpscope/tpscope/engine"
+	"github.com/tpscope/tpscope/model"
+	"github.com/tpscope/tpscope/topology"
+)
+
+func near(a, b, tol float64) bool { return math.Abs(a-b) <= tol }
+
+// TestSpecAcceptForms: each text form, its positions, and what Validate
+// refuses; expected values by hand.
+func TestSpecAcceptForms(t *testing.T) {
+	cases := []struct {
+		in    string
+		steps int
+		want  []float64
+	}{
+		{"0.8", 3, []float64{0.8, 0.64, 0.512}},
+		// Past the list the ratio of the last two carries on: 0.6/0.8.
+		{"0.8,0.6", 4, []float64{0.8, 0.6, 0.45, 0.3375}},
+		{"0.9,0.7,0.5", 2, []float64{0.9, 0.7}},
+	}
+	for _, c := range cases {
+		s, err := parseSpecAccept(c.in)
+		if err != nil {
+			t.Fatalf("%s: %v", c.in, err)
+		}
+		if s.String() != c.in {
+			t.Errorf("%q renders %q", c.in, s.String())
+		}
+		got := s.Positions(c.steps)
+		for i := range c.want {
+			if !near(got[i], c.want[i], 1e-12) {
+				t.Errorf("%s: position %d = %v, want %v", c.in, i+1, got[i], c.want[i])
+			}
+		}
+	}
+	// A mean length of 2.5 at K = 3: a + a^2 + a^3 = 1.5, checked by
+	// substitution; a draft rate of 0.5 at K = 3 is the same chain.
+	for _, in := range []string{"len=2.5@3", "rate=0.5@3"} {
+		s, err := parseSpecAccept(in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		q := s.Positions(3)
+		if a := q[0]; !near(a+a*a+a*a*a, 1.5, 1e-9) || !near(q[2], a*a*a, 1e-12) {
+			t.Errorf("%s: positions %v", in, q)
+		}
+	}
+	for _, bad := range []string{"1.2", "0", "0.5,0.7", "len=0.5", "len=5@3", "rate=2", "x=1", "0.8,abc", "len=2@0"} {
+		if _, err := parseSpecAccept(bad); err == nil {
+			t.Errorf("%q accepted", bad)
+		}
+	}
+}
+
+// TestYieldOf: q = 0.8, 0.5, 0.2 gives P(A = 0..3) = 0.2, 0.3, 0.3, 0.2:
+// E[A] = 1.5, E[A^2] = 0.3 + 1.2 + 1.8 = 3.3, Var = 3.3 - 2.25 = 1.05.
+func TestYieldOf(t *testing.T) {
+	m, v := yieldOf([]float64{0.8, 0.5, 0.2})
+	if !near(m, 2.5, 1e-12) || !near(v, 1.05, 1e-12) {
+		t.Errorf("mean %v var %v, want 2.5 and 1.05", m, v)
+	}
+}
+
+// TestSpecHostUs: n-gram drafting at batch 1 over 4096 tokens is the fixed
+// 20 us and 4096 x 1 ns; at batch 20 over 8 threads, 3 rounds.
+func TestSpecHostUs(t *testing.T) {
+	sc := Scenario{Workload: model.Workload{Batch: 1, Context: 4096, SpecTokens: 3}, Build: model.BuildOptions{Spec: model.Spec{Method: model.SpecNgram}}}
+	if got := specHostUs(sc); !near(got, 24.096, 1e-9) {
+		t.Errorf("ngram b1: %v us", got)
+	}
+	sc.Workload.Batch = 20
+	if got := specHostUs(sc); !near(got, 20+3*4.096, 1e-9) {
+		t.Errorf("ngram b20: %v us", got)
+	}
+	sc.Build.Spec.Method = model.SpecEagle3
+	if specHostUs(sc) != 0 {
+		t.Error("eagle3 drafts on the device")
+	}
+}
+
+// TestDefaultSpecAccept: each method and family gets its cited figure.
+func TestDefaultSpecAccept(t *testing.T) {
+	kimi, glm, ds := mustPreset(t, "kimi-k2.5-nvfp4"), mustPreset(t, "glm-5-nvfp4"), mustPreset(t, "deepseek-v3")
+	cases := []struct {
+		m    model.SpecMethod
+		a    *model.Arch
+		k    int
+		want float64 // tokens per step
+	}{
+		{model.SpecEagle3, kimi, 3, 2.94},
+		{model.SpecMTP, glm, 3, 1 + 0.80 + 0.575 + 0.295},
+		{model.SpecMTP, ds, 1, 1.85},
+		{model.SpecNgram, kimi, 5, 2.96},
+		{model.SpecSuffix, kimi, 1, 16993.0 / (16993 - 1226)},
+	}
+	for _, c := range cases {
+		d := defaultSpecAccept(c.m, c.a)
+		if d.Source == "" {
+			t.Errorf("%s/%s: no source", c.m, c.a.Name)
+		}
+		if m, _ := yieldOf(d.Positions(c.k)); !near(m, c.want, 1e-6) {
+			t.Errorf("%s/%s: %v tokens per step at k %d, want %v", c.m, c.a.Name, m, c.k, c.want)
+		}
+	}
+	if d := defaultSpecAccept(model.SpecDraftModel, kimi); !strings.Contains(d.Source, "no published acceptance") {
+		t.Errorf("draft default source %q: want it flagged as a stand-in", d.Source)
+	}
+}
+
+// TestSpecEngineRefusals: what an engine lacks is one line naming the
+// flag.
+func TestSpecEngineRefusals(t *testing.T) {
+	topo, err := topology.Resolve("rtxpro6000-2s", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kimi := mustPreset(t, "kimi-k2.5")
+	moon, _ := model.ResolveDrafter("moonlight-16b-a3b")
+	head, _ := model.ResolveDrafter("kimi-k2.5-eagle3-mla")
+	sc := func(engine string, spec model.Spec) Scenario {
+		ref, err := engprof.ParseRef(engine)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return Scenario{Arch: kimi, Plan: model.Plan{TP: 8}, Topo: topo, Options: Options{Engine: ref},
+			Workload: model.Workload{Batch: 1, Context: 100, SpecTokens: 3}, Build: model.BuildOptions{Spec: spec}}
+	}
+	cases := []struct {
+		engine string
+		spec   model.Spec
+		want   string
+	}{
+		{"sglang@0.5", model.Spec{Method: model.SpecSuffix}, "--spec suffix: sglang@0.5 has no speculative method suffix"},
+		{"vllm@0.24", model.Spec{Method: model.SpecEagle3, Drafter: head, TopK: 2, Steps: 2}, "--spec-topk 2: vllm@0.24 drafts no tree"},
+		{"vllm@0.24", model.Spec{Method: model.SpecDraftModel, Drafter: moon, DraftTP: 1}, "--draft-tp 1: vllm@0.24 runs a draft model at the target's TP 8 only"},
+	}
+	for _, c := range cases {
+		err := sc(c.engine, c.spec).CheckEngine()
+		if err == nil || !strings.HasPrefix(err.Error(), c.want) {
+			t.Errorf("%s %+v: err %v, want %q", c.engine, c.spec.Method, err, c.want)
+		}
+	}
+	h200 := sc("trtllm@1.3", model.Spec{Method: model.SpecNgram})
+	h200.Topo, _ = topology.Resolve("h200-nvswitch", 0)
+	h200.Arch = mustPreset(t, "deepseek-v3") // FP8 experts: TensorRT-LLM's CUTLASS MoE
+	if err := h200.CheckEngine(); err == nil || !strings.HasPrefix(err.Error(), "--spec ngram: trtllm@1.3 has no speculative method ngram") {
+		t.Errorf("trtllm ngram: %v", err)
+	}
+	for _, ok := range []struct {
+		engine string
+		spec   model.Spec
+	}{
+		{"sglang@0.5", model.Spec{Method: model.SpecEagle3, Drafter: head, TopK: 2, Steps: 2}},
+		{"executor", model.Spec{Method: model.SpecDraftModel, Drafter: moon, DraftTP: 1}},
+		{"vllm@0.24", model.Spec{Method: model.SpecSuffix}},
+	} {
+		if err := sc(ok.engine, ok.spec).CheckEngine(); err != nil {
+			t.Errorf("%s %s: %v", ok.engine, ok.spec.Method, err)
+		}
+	}
+}
+
+// TestSpecCaptureSGLang: SGLang captures its spec list in sequences, each
+// verifying 1 + K tokens: 5 sequences x 4 tokens = 20 is captured as is,
+// where vLLM's token list pads 20 to 24 (6 sequences).
+func TestSpecCaptureSGLang(t *testing.T) {
+	topo, err := topology.Resolve("rtxpro6000-2s", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		engine string
+		padded int
+	}{{"sglang@0.5", 5}, {"vllm@0.24", 6}} {
+		ref, _ := engprof.ParseRef(c.engine)
+		sc := Scenario{Arch: mustPreset(t, "kimi-k2.5"), Plan: model.Plan{TP: 8}, Topo: topo, Options: Options{Engine: ref, CUDAGraphs: true},
+			Workload: model.Workload{Batch: 5, Context: 100, SpecTokens: 3}, Build: model.BuildOptions{Spec: model.Spec{Method: model.SpecNgram}}}
+		_, s, err := Predict(sc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s.Deploy.PaddedBatch != c.padded || !s.Deploy.Graphed {
+			t.Errorf("%s: padded batch %d (graphed %v), want %d", c.engine, s.Deploy.PaddedBatch, s.Deploy.Graphed, c.padded)
+		}
+	}
+}
