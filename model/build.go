@@ -520,9 +520,9 @@ type site struct {
 	prefix string
 	layer  int
 	mtp    bool
-	// pass is the block of every op of a draft pass ("mtp", "eagle",
-	// "draft"), "" in the main model.
-	pass string
+	// pass is the draft pass the site lays, whose name every op of it
+	// has as its block (passBlocks); passNone in the main model.
+	pass passKind
 	// first: the first draft pass of a step (over every verified token);
 	// eagleIn: the EAGLE-3 head's layer, whose attention reads the
 	// concatenated embedding and hidden state (2 x hidden).
@@ -659,8 +659,8 @@ func (b *builder) close(i int) {
 // is valid until the next op.
 func (b *builder) op(s *site, r Role, kind OpKind) *Op {
 	blk := r.Block()
-	if s.pass != "" {
-		blk = s.pass
+	if s.pass != passNone {
+		blk = passBlocks[s.pass]
 	}
 	b.idBuf = append(b.idBuf, s.prefix...)
 	b.idBuf = append(b.idBuf, r...)
@@ -686,12 +686,27 @@ func (b *builder) buildStep() {
 	b.specPasses()
 }
 
-// mtpPass is the pass block of an MTP site ("" in the main model).
-func mtpPass(mtp bool) string {
+// passKind is the draft pass a site belongs to.
+type passKind uint8
+
+const (
+	passNone passKind = iota // the main model
+	passMTP
+	passEagle
+	passDraft
+)
+
+// passBlocks is the Op.Block of a draft pass's ops. A site's pass is an
+// index, not the name itself: an op's block taken from the site would
+// move every site (and its dtype function) to the heap.
+var passBlocks = [...]string{passMTP: "mtp", passEagle: "eagle", passDraft: "draft"}
+
+// mtpPass is the pass of an MTP site (passNone in the main model).
+func mtpPass(mtp bool) passKind {
 	if mtp {
-		return "mtp"
+		return passMTP
 	}
-	return ""
+	return passNone
 }
 
 // layerPrefixes are the prefixes of the first layers, made once: a

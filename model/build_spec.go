@@ -59,17 +59,17 @@ func (b *builder) passSeqs() int64 {
 
 // laterPass sets the builder up for a draft pass after the first: in an
 // engine iteration, attention becomes decode of branches tokens per
-// request over its cache after this step; it returns the function that
-// restores the iteration.
-func (b *builder) laterPass(branches int) func() {
-	if b.it == nil {
-		return func() {}
-	}
+// request over its cache after this step. The caller puts b.it back once
+// the pass is laid (a restoring closure would move the builder to the
+// heap, and a sweep builds thousands of schedules).
+func (b *builder) laterPass(branches int) {
 	it := b.it
+	if it == nil {
+		return
+	}
 	kv := it.DecodeKVTokens + it.PrefillPrefixTokens + it.PrefillTokens
 	req := it.Requests()
 	b.it = &Iteration{DecodeSeqs: req, DecodeKVTokens: max(kv, int64(req)), SpecTokens: branches - 1, KVDtype: it.KVDtype}
-	return func() { b.it = it }
 }
 
 // mtpPasses lays the MTP draft passes (vLLM v1 spec_decode/eagle.py
@@ -83,16 +83,16 @@ func (b *builder) mtpPasses(steps int) {
 	seqs, br := b.passSeqs(), int64(b.o.Spec.Branches())
 	for i := 0; i < steps; i++ {
 		t, logits := seqs*br, seqs*br
-		restore := func() {}
+		saved := b.it
 		if i == 0 {
 			t, logits = b.tokens, 0
 		} else {
-			restore = b.laterPass(int(br))
+			b.laterPass(int(br))
 		}
 		pre := "mtp.s" + strconv.Itoa(i) + "."
 		ml := a.Layers + i%a.MTPLayers
 		b.pass = i
-		s := b.siteConds(&site{prefix: pre, layer: ml, mtp: true, pass: "mtp", tokens: t, seqs: int64(b.bg), dtype: mtpD,
+		s := b.siteConds(&site{prefix: pre, layer: ml, mtp: true, pass: passMTP, tokens: t, seqs: int64(b.bg), dtype: mtpD,
 			prefill: b.w.Phase == Prefill && i == 0, logits: logits})
 		pass := b.open(ModMTP, s)
 		b.embed(pre, ml, true, t, mtpD)
@@ -102,7 +102,7 @@ func (b *builder) mtpPasses(steps int) {
 		hs.prefix = pre
 		b.block(b.siteConds(&hs), ModLMHead, headTable)
 		b.close(pass)
-		restore()
+		b.it = saved
 	}
 }
 
@@ -123,18 +123,18 @@ func (b *builder) eaglePasses(steps int) {
 	seqs, br := b.passSeqs(), int64(b.o.Spec.Branches())
 	for i := 0; i < steps; i++ {
 		t, logits := seqs*br, seqs*br
-		restore := func() {}
+		saved := c.it
 		if i == 0 {
 			t, logits = b.tokens, seqs
 		} else {
-			restore = c.laterPass(int(br))
+			c.laterPass(int(br))
 		}
 		pre := "eagle.s" + strconv.Itoa(i) + "."
 		c.pass = i
-		s := c.siteConds(&site{prefix: pre, layer: base, pass: "eagle", first: i == 0, tokens: t, seqs: int64(b.bg), dtype: dt, logits: logits})
+		s := c.siteConds(&site{prefix: pre, layer: base, pass: passEagle, first: i == 0, tokens: t, seqs: int64(b.bg), dtype: dt, logits: logits})
 		pass := c.open(ModEagle3, s)
 		c.block(s, "", eagleTable)
-		c.block(c.siteConds(&site{prefix: pre, layer: base, pass: "eagle", tokens: t, dtype: dt}), ModEmbedding, embeddingTable)
+		c.block(c.siteConds(&site{prefix: pre, layer: base, pass: passEagle, tokens: t, dtype: dt}), ModEmbedding, embeddingTable)
 		for l := 0; l < d.Layers; l++ {
 			ls := *s
 			ls.layer, ls.eagleIn = base+l, l == 0
@@ -143,9 +143,9 @@ func (b *builder) eaglePasses(steps int) {
 			}
 			c.layer(c.siteConds(&ls), true)
 		}
-		c.block(c.siteConds(&site{prefix: pre, layer: base, pass: "eagle", tokens: t, dtype: dt, logits: logits}), ModLMHead, headTable)
+		c.block(c.siteConds(&site{prefix: pre, layer: base, pass: passEagle, tokens: t, dtype: dt, logits: logits}), ModLMHead, headTable)
 		c.close(pass)
-		restore()
+		c.it = saved
 	}
 	b.merge(c, false)
 }
@@ -168,24 +168,24 @@ func (b *builder) draftModelPasses(steps int) {
 	seqs, br := b.passSeqs(), int64(b.o.Spec.Branches())
 	for i := 0; i < steps; i++ {
 		t, logits := seqs*br, seqs*br
-		restore := func() {}
+		saved := c.it
 		if i == 0 {
 			t, logits = b.tokens, seqs
 		} else {
-			restore = c.laterPass(int(br))
+			c.laterPass(int(br))
 		}
 		pre := "draft.s" + strconv.Itoa(i) + "."
 		c.pass = i
-		ps := &site{prefix: pre, layer: base, pass: "draft", tokens: t, dtype: dt}
+		ps := &site{prefix: pre, layer: base, pass: passDraft, tokens: t, dtype: dt}
 		pass := c.open(ModDraftPass, ps)
 		c.block(c.siteConds(ps), ModEmbedding, embeddingTable)
 		for l := 0; l < d.Layers; l++ {
-			ls := &site{prefix: pre + layerPrefix(l), layer: base + l, pass: "draft", tokens: t, seqs: int64(b.bg), dtype: dt}
+			ls := &site{prefix: pre + layerPrefix(l), layer: base + l, pass: passDraft, tokens: t, seqs: int64(b.bg), dtype: dt}
 			c.layer(c.siteConds(ls), l < d.DenseLayers)
 		}
-		c.block(c.siteConds(&site{prefix: pre, layer: base, pass: "draft", tokens: t, dtype: dt, logits: logits}), ModLMHead, headTable)
+		c.block(c.siteConds(&site{prefix: pre, layer: base, pass: passDraft, tokens: t, dtype: dt, logits: logits}), ModLMHead, headTable)
 		c.close(pass)
-		restore()
+		c.it = saved
 	}
 	b.merge(c, dtp != b.p.TP)
 }

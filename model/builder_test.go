@@ -10,11 +10,26 @@ import (
 // exactly when every collective spans all ranks (TP, TP + EP, DCP over
 // the whole TP group, DP 8 with TP 1: no TP collective, dispatch over all
 // ranks), every rank's list otherwise (TP groups of a DP group, DCP
-// below the world).
+// below the world). Speculative steps too: an EAGLE-3 head at the
+// target's TP, and a draft model at TP 4 right after a plain TP-8 step
+// (its draft groups are not the TP groups the Builder kept).
 func TestBuilderMatchesBuildWith(t *testing.T) {
 	kimi := mustPreset(t, "kimi-k2.5-nvfp4")
 	glm := mustPreset(t, "glm-5-nvfp4")
+	head, err := ResolveDrafter("kimi-k2.5-eagle3-mla")
+	if err != nil {
+		t.Fatal(err)
+	}
+	moon, err := ResolveDrafter("moonlight-16b-a3b")
+	if err != nil {
+		t.Fatal(err)
+	}
 	decode := func(batch, ctx int) Workload { return Workload{Phase: Decode, Batch: batch, Context: ctx} }
+	spec := func(batch, ctx, k int) Workload {
+		w := decode(batch, ctx)
+		w.SpecTokens = k
+		return w
+	}
 	cases := []struct {
 		name     string
 		a        *Arch
@@ -24,6 +39,8 @@ func TestBuilderMatchesBuildWith(t *testing.T) {
 		oneRanks int // ranks laid under OneRank
 	}{
 		{"tp8", kimi, Plan{TP: 8}, decode(8, 4096), BuildOptions{}, 1},
+		{"tp8 draft model at tp4", kimi, Plan{TP: 8}, spec(4, 4096, 3), BuildOptions{Spec: Spec{Method: SpecDraftModel, Draft: moon.Ref, Drafter: moon, DraftTP: 4}}, 8},
+		{"tp8 eagle3", kimi, Plan{TP: 8}, spec(4, 4096, 3), BuildOptions{Spec: Spec{Method: SpecEagle3, Draft: head.Ref, Drafter: head}}, 1},
 		{"tp8-ep graphed", kimi, Plan{TP: 8, EP: true}, decode(3, 4096), BuildOptions{Graphs: &GraphCapture{Sizes: []int{1, 2, 4, 8}}}, 1},
 		{"tp8-dcp8", kimi, Plan{TP: 8, DCP: 8}, decode(1, 32768), BuildOptions{}, 1},
 		{"tp8-dcp2", kimi, Plan{TP: 8, DCP: 2}, decode(1, 32768), BuildOptions{}, 8},
@@ -69,5 +86,22 @@ func TestBuilderErrors(t *testing.T) {
 	_, want := BuildWith(kimi, Plan{TP: 3}, Workload{Phase: Decode, Batch: 1, Context: 64}, BuildOptions{})
 	if err == nil || want == nil || err.Error() != want.Error() {
 		t.Errorf("error %v, want %v", err, want)
+	}
+}
+
+// TestBuilderAllocs: a Builder that lays a step of the shape it laid last
+// allocates nothing, speculative passes or not (a sweep builds thousands
+// of schedules).
+func TestBuilderAllocs(t *testing.T) {
+	kimi := mustPreset(t, "kimi-k2.5-nvfp4")
+	w := Workload{Phase: Decode, Batch: 8, Context: 4096}
+	for _, oneRank := range []bool{false, true} {
+		bd := Builder{OneRank: oneRank}
+		if _, err := bd.Build(kimi, Plan{TP: 8}, w, BuildOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if n := testing.AllocsPerRun(5, func() { _, _ = bd.Build(kimi, Plan{TP: 8}, w, BuildOptions{}) }); n != 0 {
+			t.Errorf("one rank %v: %v allocations a build, want 0", oneRank, n)
+		}
 	}
 }
