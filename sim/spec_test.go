@@ -191,3 +191,45 @@ func TestSpecCaptureSGLang(t *testing.T) {
 		}
 	}
 }
+
+// TestEvaluatorSpecCapture: the Evaluator's schedules serve every box and
+// option set that lays the same step, so its key must be the deployment
+// the scenario's engine decides: the same n-gram step under vLLM (padded
+// to 6 sequences) and SGLang (its spec list: 5 as is) evaluated by one
+// Evaluator, in either order, gives each engine's own step.
+func TestEvaluatorSpecCapture(t *testing.T) {
+	topo, err := topology.Resolve("rtxpro6000-2s", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kimi := mustPreset(t, "kimi-k2.5")
+	scen := func(engine string) Scenario {
+		ref, _ := engprof.ParseRef(engine)
+		return Scenario{Arch: kimi, Plan: model.Plan{TP: 8}, Topo: topo, Options: Options{Engine: ref, CUDAGraphs: true},
+			Workload: model.Workload{Batch: 5, Context: 100, SpecTokens: 3}, Build: model.BuildOptions{Spec: model.Spec{Method: model.SpecNgram}}}
+	}
+	want := map[string]Summary{}
+	for _, e := range []string{"vllm@0.24", "sglang@0.5"} {
+		var ev Evaluator
+		s, err := ev.Evaluate(scen(e))
+		if err != nil {
+			t.Fatal(err)
+		}
+		want[e] = s
+	}
+	if want["vllm@0.24"].PaddedBatch != 6 || want["sglang@0.5"].PaddedBatch != 5 {
+		t.Fatalf("padded batches vLLM %d, SGLang %d: want 6 and 5", want["vllm@0.24"].PaddedBatch, want["sglang@0.5"].PaddedBatch)
+	}
+	for _, order := range [][]string{{"vllm@0.24", "sglang@0.5"}, {"sglang@0.5", "vllm@0.24"}} {
+		var ev Evaluator
+		for _, e := range order {
+			got, err := ev.Evaluate(scen(e))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.PaddedBatch != want[e].PaddedBatch || got.StepUs != want[e].StepUs {
+				t.Errorf("%v: %s: padded %d, step %.3f us; alone: padded %d, step %.3f us", order, e, got.PaddedBatch, got.StepUs, want[e].PaddedBatch, want[e].StepUs)
+			}
+		}
+	}
+}
