@@ -17,5 +17,10 @@
 // capacity. Entries are ranked by the tokens/s gain; WorthBuilding keeps
 // the software entries the model stands behind. For entries marked
 // Sweep, the fast sim.Evaluator sweeps batch x context and finds where
-// each starts to pay (EntrySweep). Units: microseconds, bytes, tokens/s.
+// each starts to pay (EntrySweep). The speculative-decoding entries, one
+// per method (catalog_spec.go), price the acceptance an input gives or the
+// method's cited default; advise adds where each pays (advise_spec.go:
+// the acceptance it breaks even at, per batch, and the largest batch each
+// acceptance level carries it to, SpecAdvice). Units: microseconds,
+// bytes, tokens/s.
 package advise

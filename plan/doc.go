@@ -1,9 +1,11 @@
 // Package plan is capacity planning: it sweeps boxes (topology x GPU
 // count), parallel plans (TP, EP, DP attention, DCP), batch, context, KV
-// dtype and MTP tokens, predicts every configuration with sim's fast
-// Evaluator (a short copy of the model on the discrete-event engine,
-// extrapolated per layer), checks the memory fit, applies a per-request
-// latency SLO, and reports the maximum concurrency per (box, plan, KV
+// dtype and speculative tokens (MTP, or the method of Space.Build.Spec),
+// predicts every configuration with sim's fast Evaluator (a short copy of
+// the model on the discrete-event engine, extrapolated per layer), checks
+// the memory fit, applies a per-request latency SLO (with speculative
+// decoding, to a request's 90th-percentile time per output token:
+// spec.go), and reports the maximum concurrency per (box, plan, KV
 // dtype, context), throughput per GPU, per-request tokens/s and the
 // Pareto front of the two (plan.go), with the sweep's caveats
 // (caveats.go).
