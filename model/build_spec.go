@@ -122,13 +122,8 @@ func (b *builder) eaglePasses(steps int) {
 	dt := func(cp Component) Dtype { return d.Quant.Dtype(cp) }
 	seqs, br := b.passSeqs(), int64(b.o.Spec.Branches())
 	for i := 0; i < steps; i++ {
-		t, logits := seqs*br, seqs*br
 		saved := c.it
-		if i == 0 {
-			t, logits = b.tokens, seqs
-		} else {
-			c.laterPass(int(br))
-		}
+		t, logits := b.draftPassTokens(c, i, seqs, br)
 		pre := "eagle.s" + strconv.Itoa(i) + "."
 		c.pass = i
 		s := c.siteConds(&site{prefix: pre, layer: base, pass: passEagle, first: i == 0, tokens: t, seqs: int64(b.bg), dtype: dt, logits: logits})
@@ -150,6 +145,19 @@ func (b *builder) eaglePasses(steps int) {
 	b.merge(c, false)
 }
 
+// draftPassTokens is draft pass i's tokens and logits rows: the first pass
+// runs over every verified token (extending the drafter's own KV cache)
+// and samples one token per sequence; each later pass runs br branches per
+// sequence, c set up for it by laterPass (the caller puts c.it back when
+// the pass is laid).
+func (b *builder) draftPassTokens(c *builder, i int, seqs, br int64) (tokens, logits int64) {
+	if i == 0 {
+		return b.tokens, seqs
+	}
+	c.laterPass(int(br))
+	return seqs * br, seqs * br
+}
+
 // draftModelPasses lays a draft model's passes (vLLM's draft_model
 // proposer, SGLang's STANDALONE worker): each pass is the whole draft
 // model (embedding, every layer, final norm, LM head and the logits'
@@ -167,13 +175,8 @@ func (b *builder) draftModelPasses(steps int) {
 	dt := func(cp Component) Dtype { return d.Quant.Dtype(cp) }
 	seqs, br := b.passSeqs(), int64(b.o.Spec.Branches())
 	for i := 0; i < steps; i++ {
-		t, logits := seqs*br, seqs*br
 		saved := c.it
-		if i == 0 {
-			t, logits = b.tokens, seqs
-		} else {
-			c.laterPass(int(br))
-		}
+		t, logits := b.draftPassTokens(c, i, seqs, br)
 		pre := "draft.s" + strconv.Itoa(i) + "."
 		c.pass = i
 		ps := &site{prefix: pre, layer: base, pass: passDraft, tokens: t, dtype: dt}

@@ -46,7 +46,7 @@ func ParsePlan(s string) (Plan, error) {
 }
 
 // ParseWorkload reads a workload in Workload's String form
-// ("decode b1 ctx8192 mtp2 kv=fp8") or the key=value form ("decode
+// ("decode b1 ctx8192 spec2 kv=fp8"; "mtp2" is read as spec2) or the key=value form ("decode
 // batch=32 ctx=4096 spec=2 kv=fp8").
 func ParseWorkload(s string) (Workload, error) {
 	w := Workload{Phase: Decode}

@@ -41,6 +41,7 @@ func TestParsePlanWorkload(t *testing.T) {
 		want Workload
 		err  bool
 	}{
+		{"decode b1 ctx8192 spec2 kv=fp8", Workload{Phase: Decode, Batch: 1, Context: 8192, SpecTokens: 2, KVDtype: FP8}, false},
 		{"decode b1 ctx8192 mtp2 kv=fp8", Workload{Phase: Decode, Batch: 1, Context: 8192, SpecTokens: 2, KVDtype: FP8}, false},
 		{"prefill b1 ctx2048", Workload{Phase: Prefill, Batch: 1, Context: 2048}, false},
 		{"decode batch=32 ctx=4096", Workload{Phase: Decode, Batch: 32, Context: 4096}, false},

@@ -161,13 +161,15 @@ func (w Workload) ValidateFor(a *Arch) error {
 	return nil
 }
 
-// String renders the workload compactly: "decode b1 ctx8192 mtp0 kv=fp8".
+// String renders the workload compactly: "decode b1 ctx8192 spec2 kv=fp8"
+// (spec: the speculative tokens a sequence verifies per step, whichever
+// method drafts them; the scenario names the method).
 func (w Workload) String() string {
 	w = w.Normalized()
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s b%d ctx%d", w.Phase, w.Batch, w.Context)
 	if w.SpecTokens > 0 {
-		fmt.Fprintf(&b, " mtp%d", w.SpecTokens)
+		fmt.Fprintf(&b, " spec%d", w.SpecTokens)
 	}
 	if w.KVDtype != "" {
 		fmt.Fprintf(&b, " kv=%s", w.KVDtype)

@@ -65,7 +65,7 @@ func TestRunSpansPredictionEqualsCompare(t *testing.T) {
 		{"graphs padded batch", []string{"--model", "kimi-k2.5-nvfp4", "--batch", "9"}, "decode b16 ctx4096 kv=bf16"},
 		{"dense dsa", []string{"--model", "glm-5-nvfp4", "--dense-dsa", "--batch", "1"}, "decode b1 ctx4096 kv=bf16"},
 		{"dp ep", []string{"--model", "kimi-k2.5-nvfp4", "--tp", "1", "--dp", "8", "--ep", "--batch", "64"}, "decode b64 ctx4096 kv=bf16"},
-		{"mtp", []string{"--model", "deepseek-v3", "--mtp", "1", "--batch", "3"}, "decode b4 ctx4096 mtp1 kv=bf16"},
+		{"mtp", []string{"--model", "deepseek-v3", "--mtp", "1", "--batch", "3"}, "decode b4 ctx4096 spec1 kv=bf16"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

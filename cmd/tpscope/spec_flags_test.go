@@ -1,0 +1,44 @@
+package main
+
+import (
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestSpecFlagsRefused: a speculative scenario that cannot be priced is one
+// line naming the flag, exit 2, on every verb that prices one, before any
+// work (run and verdict would otherwise start ranks).
+func TestSpecFlagsRefused(t *testing.T) {
+	bad := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"method", []string{"--spec", "medusa"}, `--spec "medusa": speculative method "medusa": want one of mtp, eagle3, draft, ngram, suffix`},
+		{"tokens", []string{"--spec", "eagle3", "--spec-tokens", "0"}, "--spec-tokens 0: want at least 1 draft token per step for --spec eagle3"},
+		{"head-for-another-model", []string{"--model", "glm-5-nvfp4", "--spec", "eagle3", "--draft-model", "kimi-k2.5-eagle3-mla"},
+			"--draft-model kimi-k2.5-eagle3-mla: want a head for glm-5-nvfp4"},
+		{"model-as-head", []string{"--spec", "eagle3", "--draft-model", "moonlight-16b-a3b"}, "--draft-model moonlight-16b-a3b: want an EAGLE-3 head"},
+		{"accept", []string{"--spec", "eagle3", "--spec-accept", "1.5"}, "--spec-accept"},
+	}
+	verbs := [][]string{{"predict"}, {"advise", "--no-sweep"}, {"schedule"}, {"plan"},
+		{"simulate", "--concurrency", "1", "--isl", "128", "--osl", "16"},
+		{"run", "--backend", "cpu", "--scale", "64"},
+		{"verdict", "--backend", "cpu", "--topo", filepath.Join(cpuRanksDir, "cpu-4r.json")}}
+	for _, b := range bad {
+		for _, verb := range verbs {
+			args := append(append([]string(nil), verb...), b.args...)
+			if !strings.Contains(strings.Join(b.args, " "), "--model") {
+				args = append(args, "--model", "kimi-k2.5")
+			}
+			t.Run(b.name+"/"+verb[0], func(t *testing.T) {
+				code, _, stderr := runCLI(t, args...)
+				line := strings.TrimSuffix(stderr, "\n")
+				if code != 2 || !strings.Contains(line, b.want) || strings.Contains(line, "\n") {
+					t.Fatalf("%v: exit %d (want 2), stderr %q (want one line with %q)", args, code, stderr, b.want)
+				}
+			})
+		}
+	}
+}
