@@ -5,7 +5,7 @@ package model
 // the quantization of its checkpoint. Field names follow the Hugging Face
 // config.json keys they come from.
 //
-// An Arch is produced by Load, Parse or Preset and is read-only afterwards;
+// An Arch is produced by Load, Preset or Ref.Resolve and is read-only afterwards;
 // Build and the memory functions never modify it.
 type Arch struct {
 	Name      string // preset name, or the path it was loaded from

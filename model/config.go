@@ -98,7 +98,7 @@ func configFiles(path string) (cfgPath, quantPath string, err error) {
 	return cfgPath, quantPath, nil
 }
 
-// Parse builds an Arch from the bytes of a config.json (named cfgName in
+// parse builds an Arch from the bytes of a config.json (named cfgName in
 // errors) and optionally of an hf_quant_config.json (quant may be nil).
 // hf_quant_config.json, when given, decides the weight quantization and the
 // KV dtype, as vLLM's ModelOpt loader does.

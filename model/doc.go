@@ -11,9 +11,11 @@
 // Pieces:
 //
 //   - Architectures: Load (a directory with config.json and optional
-//     hf_quant_config.json, or one file), Parse (bytes), Preset / Resolve /
-//     PresetNames (hand-written presets in presets/*.json, embedded). Errors
-//     are *ConfigError naming file, field and expectation.
+//     hf_quant_config.json, or one file), Ref.Resolve (a recorded config's
+//     bytes), Preset / Resolve / PresetNames (hand-written presets in
+//     presets/*.json, embedded); drafters (drafter.go): ResolveDrafter,
+//     DrafterPresetNames, SpecMethod.DefaultDrafter. Errors are
+//     *ConfigError naming file, field and expectation.
 //   - Quantization as data: Quant gives each Component (attention, indexer,
 //     dense MLP, router, shared and routed experts, lm_head, embedding, MTP)
 //     its dtype, decided by the checkpoint's ignore / exclude lists, and the

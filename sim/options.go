@@ -98,7 +98,7 @@ type Options struct {
 	MTPAcceptFrac float64 `json:"mtp_accept_frac,omitempty"`
 	// SpecAccept is the acceptance of speculative drafts of any method
 	// (spec.go); zero: MTPAcceptFrac when set, else the method's cited
-	// default for the model's family (defaultSpecAccept).
+	// default for the model's family (Scenario.SpecYield says which).
 	SpecAccept SpecAccept `json:"spec_accept,omitzero"`
 
 	// GPUMemUtilFrac is vLLM's gpu_memory_utilization, the fraction of

@@ -123,8 +123,8 @@ var optionFields = []OptionField{
 // decode CUDA graphs (its default; --enforce-eager turns them off), NCCL
 // picks protocol, algorithm and P2P level (PXB), vLLM's custom all-reduce
 // rule; speculative drafts are accepted at the method's published figure
-// for the model family (defaultSpecAccept; used only when the workload has
-// speculative tokens).
+// for the model family (Scenario.SpecYield says which; used only when the
+// workload has speculative tokens).
 func DefaultOptions() Options {
 	return Options{CUDAGraphs: true}
 }
