@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tpscope/tpscope/calibrate"
 	"github.com/tpscope/tpscope/model"
 	"github.com/tpscope/tpscope/sim"
 	"github.com/tpscope/tpscope/topology"
@@ -15,11 +16,11 @@ import (
 // Calibration of a topology from measured spans: samples.go collects the
 // fitted steps' samples (measured op times with the prior cost the
 // prediction gave each op), fit_compute.go fits the kernel floors, the
-// compute efficiencies per kernel family (sim.FitCompute) and the eager
-// launch cost, fit_collective.go the collectives' latency and bandwidth
-// (sim.Calibrate), and select.go keeps, part by part, only what the
-// held-out steps support, then measures the held-out error before and
-// after (holdout.go). The held-out steps are the odd steps of the traces
+// compute efficiencies per kernel family (calibrate.Compute) and the eager
+// launch cost, and select.go fits the collectives' latency and bandwidth
+// (calibrate.Collective) and keeps, part by part, only what the held-out
+// steps support, then measures the held-out error before and after
+// (holdout.go). The held-out steps are the odd steps of the traces
 // fitted (on the even ones), or, with CalibrateOptions.HoldOut, every step
 // of other traces (the fit then uses every step of its own).
 
@@ -30,7 +31,7 @@ type CalibrateOptions struct {
 	// Source names the traces in the provenance; Created is the date
 	// (RFC 3339; "" = now, UTC).
 	Source, Created string
-	Fit             sim.FitOptions
+	Fit             calibrate.ComputeOptions
 	// HoldOut, when not empty, are traces only evaluated, never fitted
 	// (another load of the same box: fit on batch 1, judge on batch 32),
 	// each predicted with the scenario HoldOutScenarios gives it (its
@@ -56,8 +57,8 @@ type Calibration struct {
 	Program string `json:"program,omitempty"`
 	// Families and Device are the fitted parameters kept (the held-out
 	// steps support them: Choices); Coll the collectives' kept.
-	Families []sim.FamilyFit             `json:"families"`
-	Device   sim.DeviceFit               `json:"device"`
+	Families []calibrate.FamilyFit       `json:"families"`
+	Device   calibrate.DeviceFit         `json:"device"`
 	Coll     []topology.CollectiveParams `json:"collectives,omitempty"`
 	// Choices lists every parameter fitted, kept or left at its prior,
 	// with the held-out figures that decided it.

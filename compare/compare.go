@@ -6,6 +6,7 @@ import (
 	"math"
 	"sort"
 
+	"github.com/tpscope/tpscope/advise"
 	"github.com/tpscope/tpscope/internal/stats"
 	"github.com/tpscope/tpscope/model"
 	"github.com/tpscope/tpscope/sim"
@@ -128,10 +129,10 @@ type GainRow struct {
 	Scenario string `json:"scenario"` // the baseline scenario
 	Baseline string `json:"baseline"` // options of the baseline
 	Options  string `json:"options"`  // options of the optimized run
-	// Predicted and Measured gains (sim.Gain: step-time based, tokens/s
+	// Predicted and Measured gains (advise.Gain: step-time based, tokens/s
 	// beside it).
-	Predicted sim.Gain `json:"predicted"`
-	Measured  sim.Gain `json:"measured"`
+	Predicted advise.Gain `json:"predicted"`
+	Measured  advise.Gain `json:"measured"`
 	// ModelErrPct = (predicted speedup / measured speedup - 1) x 100,
 	// speedup = base step / optimized step.
 	ModelErrPct float64 `json:"model_err_pct"`
@@ -468,8 +469,8 @@ func gains(srs []ScenarioReport, o *Options) []GainRow {
 			}
 			bt, st := b.Prediction.TokensPerStep, s.Prediction.TokensPerStep
 			g := GainRow{Scenario: b.Scenario.String(), Baseline: b.Scenario.Options.String(), Options: s.Scenario.Options.String(),
-				Predicted: sim.GainOf(b.Step.PredictedUs, s.Step.PredictedUs, bt/b.Step.PredictedUs, st/s.Step.PredictedUs),
-				Measured:  sim.GainOf(b.Step.MedianUs, s.Step.MedianUs, bt/b.Step.MedianUs, st/s.Step.MedianUs)}
+				Predicted: advise.GainOf(b.Step.PredictedUs, s.Step.PredictedUs, bt/b.Step.PredictedUs, st/s.Step.PredictedUs),
+				Measured:  advise.GainOf(b.Step.MedianUs, s.Step.MedianUs, bt/b.Step.MedianUs, st/s.Step.MedianUs)}
 			g.ModelErrPct = (g.Predicted.StepSpeedup()/g.Measured.StepSpeedup() - 1) * 100
 			g.Verdict = verdict(g, o)
 			out = append(out, g)

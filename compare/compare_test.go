@@ -14,6 +14,7 @@ import (
 
 	"github.com/tpscope/tpscope/compare"
 	"github.com/tpscope/tpscope/model"
+	"github.com/tpscope/tpscope/ncclenv"
 	"github.com/tpscope/tpscope/sim"
 	"github.com/tpscope/tpscope/traces"
 	"github.com/tpscope/tpscope/traces/schema"
@@ -327,11 +328,11 @@ func TestCalibrateSyntheticRecoversPerturbation(t *testing.T) {
 		}
 	}
 	group := []int{0, 1, 2, 3, 4, 5, 6, 7}
-	prior, err := sim.NewCollectiveModel(tc.Topology, sim.NCCLOptions{IgnoreCalibration: true})
+	prior, err := sim.NewCollectiveModel(tc.Topology, ncclenv.Settings{IgnoreCalibration: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	cal, err := sim.NewCollectiveModel(tc.Topology, sim.NCCLOptions{})
+	cal, err := sim.NewCollectiveModel(tc.Topology, ncclenv.Settings{})
 	if err != nil {
 		t.Fatal(err)
 	}

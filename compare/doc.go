@@ -9,12 +9,19 @@
 // per kind and per step the predicted time against the measured median and
 // p10-p90 (ErrPct = (predicted - measured) / measured x 100), and for
 // scenarios that differ only by run-time options the predicted and measured
-// gain (sim.Gain) with a verdict.
+// gain (advise.Gain) with a verdict.
 //
-// Calibrate fits on the even steps and reports the held-out odd steps
-// before and after: samples.go collects measured ops with the prior cost
-// that priced them, fit_compute.go fits kernel floors, per-family compute
-// and memory efficiencies (sim.FitCompute) and the eager launch cost,
-// fit_collective.go the collectives' latency and bandwidth (sim.Calibrate),
-// holdout.go the held-out errors. Units: microseconds, bytes.
+// Calibrate fits on the even steps (or every step, with traces of another
+// load held out) and reports the held-out steps before and after:
+// samples.go collects measured ops with the prior cost that priced them,
+// fit_compute.go fits kernel floors, per-family compute and memory
+// efficiencies (calibrate.Compute) and the eager launch cost, select.go
+// the collectives' latency and bandwidth (calibrate.Collective) and keeps
+// each fitted parameter only where the held-out steps support it,
+// holdout.go the held-out errors.
+//
+// Run (run.go) sets the executor's own result of a schedule
+// (exec.Result, tpscope run --compare) beside its prediction per step and
+// per op kind, from the result's per-op times, without spans. Units:
+// microseconds, bytes.
 package compare

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"sort"
 
+	"github.com/tpscope/tpscope/calibrate"
 	"github.com/tpscope/tpscope/internal/stats"
 	"github.com/tpscope/tpscope/sim"
 	"github.com/tpscope/tpscope/traces"
@@ -47,7 +48,7 @@ func fitFloors(smp *samples, notes *[]string) (float64, map[string]float64) {
 // fitFamilies fits every compute family's efficiencies on top of the
 // floors dev keeps (a kind's own, else the device-wide one, else the
 // prior's).
-func fitFamilies(smp *samples, dev sim.DeviceFit, fo sim.FitOptions, notes *[]string) ([]sim.FamilyFit, error) {
+func fitFamilies(smp *samples, dev calibrate.DeviceFit, fo calibrate.ComputeOptions, notes *[]string) ([]calibrate.FamilyFit, error) {
 	comp := slices.Clone(smp.compute)
 	if len(comp) == 0 {
 		*notes = append(*notes, "no compute op measured: efficiencies keep their priors")
@@ -59,7 +60,7 @@ func fitFamilies(smp *samples, dev sim.DeviceFit, fo sim.FitOptions, notes *[]st
 			comp[i].Cost.MinKernelUs = f
 			if tied {
 				// The prior's ramp is its floor (catalog.go), and so is
-				// the fitted one (sim.ApplyComputeFit): the families are
+				// the fitted one (calibrate.ApplyCompute): the families are
 				// fitted on top of both.
 				comp[i].Cost.RampUs = f
 			}
@@ -67,7 +68,7 @@ func fitFamilies(smp *samples, dev sim.DeviceFit, fo sim.FitOptions, notes *[]st
 			comp[i].Cost.MinKernelUs = dev.MinKernelUs
 		}
 	}
-	fams, err := sim.FitCompute(comp, fo)
+	fams, err := calibrate.Compute(comp, fo)
 	if err != nil {
 		return nil, fmt.Errorf("calibrate: %w", err)
 	}
@@ -76,7 +77,7 @@ func fitFamilies(smp *samples, dev sim.DeviceFit, fo sim.FitOptions, notes *[]st
 
 // sizeNotes says where one efficiency per family cannot follow the ops'
 // sizes.
-func sizeNotes(fams []sim.FamilyFit, notes *[]string) {
+func sizeNotes(fams []calibrate.FamilyFit, notes *[]string) {
 	for _, f := range fams {
 		for _, sz := range f.Sizes {
 			if sz.Samples >= 5 && math.Abs(sz.MedianErrPct) > sizeResidualNotePct {
@@ -123,7 +124,7 @@ func fitLaunchEager(trs [][]traces.Span, fit func(step int) bool, notes *[]strin
 // ones the floor dominates, the same ops max(floor, roofline) prices at
 // the floor), as their measured time less the overhead and the prior's
 // roofline term.
-func fitMinKernel(comp []sim.ComputeSample, notes *[]string) (float64, map[string]float64) {
+func fitMinKernel(comp []calibrate.ComputeSample, notes *[]string) (float64, map[string]float64) {
 	var all []float64
 	byKind := map[string][]float64{}
 	for i := range comp {

@@ -4,7 +4,9 @@ import (
 	"fmt"
 	"sort"
 
+	"github.com/tpscope/tpscope/calibrate"
 	"github.com/tpscope/tpscope/model"
+	"github.com/tpscope/tpscope/ncclenv"
 	"github.com/tpscope/tpscope/sim"
 	"github.com/tpscope/tpscope/traces"
 )
@@ -14,8 +16,8 @@ import (
 // collectives keyed by (op, ranks, NCCL setting), since a calibration
 // applies under the setting it was measured with.
 type samples struct {
-	compute   []sim.ComputeSample
-	coll      map[collKey][]sim.CalSample
+	compute   []calibrate.ComputeSample
+	coll      map[collKey][]calibrate.CollectiveSample
 	collKeys  []collKey // in a fixed order
 	collCount int
 	// eager holds the traces of the scenarios that ran without CUDA
@@ -29,12 +31,12 @@ type samples struct {
 type collKey struct {
 	op    model.Collective
 	ranks int
-	nccl  sim.NCCLOptions
+	nccl  ncclenv.Settings
 }
 
 // collectSamples gathers the samples of the steps fit keeps.
 func collectSamples(scens []*calScenario, fit func(step int) bool) *samples {
-	smp := &samples{coll: map[collKey][]sim.CalSample{}, fit: fit}
+	smp := &samples{coll: map[collKey][]calibrate.CollectiveSample{}, fit: fit}
 	grouped, badGroup := 0, 0
 	for _, sc := range scens {
 		if !sc.g.sc.Options.CUDAGraphs {
@@ -55,7 +57,7 @@ func collectSamples(scens []*calScenario, fit func(step int) bool) *samples {
 			if !op.IsCollective() {
 				// The span holds the op's overhead less the gap after its
 				// closing timing event (OpResult.SpanGapUs).
-				smp.compute = append(smp.compute, sim.ComputeSample{Family: sc.p.CostFamily(op), Cost: res.Cost, OverheadUs: res.OverheadUs - res.SpanGapUs, MeasuredUs: s.Us})
+				smp.compute = append(smp.compute, calibrate.ComputeSample{Family: sc.p.CostFamily(op), Cost: res.Cost, OverheadUs: res.OverheadUs - res.SpanGapUs, MeasuredUs: s.Us})
 				continue
 			}
 			if !firstRanks(op.Group) || (op.Collective != model.AllReduce && op.Collective != model.AllGather && op.Collective != model.ReduceScatter) {
@@ -66,7 +68,7 @@ func collectSamples(scens []*calScenario, fit func(step int) bool) *samples {
 			if _, ok := smp.coll[k]; !ok {
 				smp.collKeys = append(smp.collKeys, k)
 			}
-			smp.coll[k] = append(smp.coll[k], sim.CalSample{Bytes: op.CommBytes, TimeUs: s.Us})
+			smp.coll[k] = append(smp.coll[k], calibrate.CollectiveSample{Bytes: op.CommBytes, TimeUs: s.Us})
 			smp.collCount++
 		}
 	}

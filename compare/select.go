@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/tpscope/tpscope/calibrate"
 	"github.com/tpscope/tpscope/sim"
 	"github.com/tpscope/tpscope/topology"
 	"github.com/tpscope/tpscope/traces"
@@ -101,8 +102,8 @@ type selector struct {
 	before *evaluation
 	cur    *evaluation
 	topo   *topology.Topology // base with what is kept so far
-	dev    sim.DeviceFit
-	fams   []sim.FamilyFit
+	dev    calibrate.DeviceFit
+	fams   []calibrate.FamilyFit
 }
 
 func newSelector(base *topology.Topology, evals []*calScenario, steps func(int) bool, prov string, c *Calibration) (*selector, error) {
@@ -174,8 +175,8 @@ func (s *selector) offer(param, value string, fitted float64, cand *topology.Top
 }
 
 // withDevice is base with the families and device parameters given.
-func (s *selector) withDevice(fams []sim.FamilyFit, dev sim.DeviceFit) (*topology.Topology, error) {
-	out, err := sim.ApplyComputeFit(s.base, fams, dev, s.prov)
+func (s *selector) withDevice(fams []calibrate.FamilyFit, dev calibrate.DeviceFit) (*topology.Topology, error) {
+	out, err := calibrate.ApplyCompute(s.base, fams, dev, s.prov)
 	if err != nil {
 		return nil, fmt.Errorf("calibrate: %w", err)
 	}
@@ -184,7 +185,7 @@ func (s *selector) withDevice(fams []sim.FamilyFit, dev sim.DeviceFit) (*topolog
 
 // run fits and offers every parameter; it returns the box with those
 // kept.
-func (s *selector) run(smp *samples, fo sim.FitOptions, created string) (*topology.Topology, error) {
+func (s *selector) run(smp *samples, fo calibrate.ComputeOptions, created string) (*topology.Topology, error) {
 	c := s.c
 	prior := s.base.DeviceOf(0)
 	device, byKind := fitFloors(smp, &c.Notes)
@@ -241,7 +242,7 @@ func (s *selector) run(smp *samples, fo sim.FitOptions, created string) (*topolo
 	}
 	c.Families, c.Device = s.fams, s.dev
 	for _, k := range smp.collKeys {
-		fit, err := sim.Calibrate(s.topo, smp.coll[k], sim.CalibrateOptions{Op: k.op, Ranks: k.ranks, NCCL: k.nccl, Source: s.prov, Created: created})
+		fit, err := calibrate.Collective(s.topo, smp.coll[k], calibrate.CollectiveOptions{Op: k.op, Ranks: k.ranks, NCCL: k.nccl, Source: s.prov, Created: created})
 		if err != nil {
 			c.Notes = append(c.Notes, fmt.Sprintf("%s over %d ranks: %v", k.op, k.ranks, err))
 			continue
@@ -258,7 +259,7 @@ func (s *selector) run(smp *samples, fo sim.FitOptions, created string) (*topolo
 }
 
 // offerDevice offers the device parameters dev (the kept ones plus one).
-func (s *selector) offerDevice(param, value string, fitted float64, dev sim.DeviceFit) error {
+func (s *selector) offerDevice(param, value string, fitted float64, dev calibrate.DeviceFit) error {
 	t, err := s.withDevice(s.fams, dev)
 	if err != nil {
 		return err
@@ -302,7 +303,7 @@ func priorFloor(d *topology.Device, k string) float64 {
 }
 
 // familyValue says a family's fitted efficiencies against the priors.
-func familyValue(f sim.FamilyFit) string {
+func familyValue(f calibrate.FamilyFit) string {
 	var parts []string
 	if f.ComputeDetermined {
 		parts = append(parts, fmt.Sprintf("compute %.3g, prior %.3g", f.EfficiencyFrac, f.PriorEfficiencyFrac))

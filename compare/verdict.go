@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/tpscope/tpscope/advise"
 	"github.com/tpscope/tpscope/internal/stats"
 	"github.com/tpscope/tpscope/model"
 	"github.com/tpscope/tpscope/sim"
@@ -22,7 +23,7 @@ import (
 // prediction for the whole box, collectives included, stands beside it:
 // that is what advise ranks by.
 //
-// Gains are sim.Gain (step time and tokens/s); an optimization pays when
+// Gains are advise.Gain (step time and tokens/s); an optimization pays when
 // its tokens/s gain reaches the threshold (advise's, 5 %), and the verdict
 // held when the as-run prediction and the measurement agree on that. When
 // the measured gain's spread straddles the threshold, the measurements
@@ -160,11 +161,11 @@ type VerdictRow struct {
 	// Predicted the gain of what ran; Measured the gain of the median
 	// steps, Low and High its spread (the slowest decile of the faster
 	// configuration against the fastest of the slower, and the reverse).
-	PredictedBox sim.Gain `json:"predicted_box"`
-	Predicted    sim.Gain `json:"predicted"`
-	Measured     sim.Gain `json:"measured"`
-	MeasuredLow  sim.Gain `json:"measured_low"`
-	MeasuredHigh sim.Gain `json:"measured_high"`
+	PredictedBox advise.Gain `json:"predicted_box"`
+	Predicted    advise.Gain `json:"predicted"`
+	Measured     advise.Gain `json:"measured"`
+	MeasuredLow  advise.Gain `json:"measured_low"`
+	MeasuredHigh advise.Gain `json:"measured_high"`
 	// ErrPts is Predicted - Measured tokens/s gain, percentage points;
 	// ModelErrPct = (predicted step speedup / measured - 1) x 100, as
 	// compare's GainRow.
@@ -309,8 +310,8 @@ func Verdict(without, with *VerdictRun, thresholdPct float64) VerdictRow {
 		}
 		return tps / (us * 1e-6)
 	}
-	gain := func(x, y float64) sim.Gain {
-		return sim.GainOf(x, y, tok(a.TokensPerStep, x), tok(b.TokensPerStep, y))
+	gain := func(x, y float64) advise.Gain {
+		return advise.GainOf(x, y, tok(a.TokensPerStep, x), tok(b.TokensPerStep, y))
 	}
 	row.PredictedBox = gain(a.PredictedUs, b.PredictedUs)
 	row.Predicted = gain(a.AsRunUs, b.AsRunUs)

@@ -42,7 +42,8 @@ type SpecMethodFacts struct {
 	Cite []string `yaml:"cite"`
 }
 
-// specMethodNames are the methods a profile may list (model.SpecMethods).
+// specMethodNames are the methods a profile may list (model's speculative
+// methods, model.ParseSpecMethod).
 var specMethodNames = []string{"mtp", "eagle3", "draft", "ngram", "suffix"}
 
 // SpecMethod returns the engine's facts of method m (tpscope's name), false

@@ -276,7 +276,7 @@ type StepAnnotator interface {
 // ranks may be placed.
 
 // CollectiveSettingsReader is implemented by a Backend whose collectives
-// run through a library configured from BackendConfig.Env (NCCL reads
+// run through a library configured from BackendConfig.NCCL (NCCL reads
 // NCCL_PROTO, NCCL_ALGO, NCCL_P2P_LEVEL and NCCL_P2P_DISABLE when a
 // communicator is created), so those settings, and the choice of the
 // library's all-reduce, change what its ranks run.

@@ -5,6 +5,8 @@ import (
 	"sort"
 	"strings"
 	"sync"
+
+	"github.com/tpscope/tpscope/ncclenv"
 )
 
 // BackendConfig is what a Factory gets from the command line: the settings
@@ -18,11 +20,11 @@ type BackendConfig struct {
 	// order; nil means device i for the i-th local rank. The CPU backend
 	// ignores it.
 	Devices []int
-	// Env holds environment settings from the optimization catalog (e.g.
-	// NCCL_PROTO=LL128) that the backend applies before it initialises
-	// its libraries. A backend applies them in sorted key order and
-	// ignores keys it does not know.
-	Env map[string]string
+	// NCCL are the run's NCCL settings (the scenario's, ncclenv.Settings):
+	// a backend with NCCL sets their environment (NCCL.Env) in its
+	// process before it initialises NCCL and puts it back afterwards; a
+	// backend without NCCL ignores them.
+	NCCL ncclenv.Settings
 	// ARNormFusion asks for all-reduce + RMSNorm fusion (the catalog's
 	// ar-norm-fusion): the RMSNorm right after an all-reduce works on the
 	// all-reduce's output as one fused kernel's tail. A backend that cannot

@@ -5,7 +5,7 @@ package model
 // the quantization of its checkpoint. Field names follow the Hugging Face
 // config.json keys they come from.
 //
-// An Arch is produced by Load, Parse or Preset and is read-only afterwards;
+// An Arch is produced by Load, Preset or Ref.Resolve and is read-only afterwards;
 // Build and the memory functions never modify it.
 type Arch struct {
 	Name      string // preset name, or the path it was loaded from
@@ -36,9 +36,9 @@ type Arch struct {
 	IndexHeadDim int // index_head_dim
 	IndexTopK    int // index_topk: tokens each query attends to
 
-	// Eagle3 is set when the config is an EAGLE-3 draft head, not a model
-	// (drafter.go); nil for a model.
-	Eagle3 *Eagle3Head
+	// eagle3 is set when the config is an EAGLE-3 draft head, not a model
+	// (drafter.go; IsEagle3Head); nil for a model.
+	eagle3 *eagle3Head
 
 	Quant Quant
 }

@@ -147,6 +147,51 @@ func Build(a *Arch, p Plan, w Workload) (*Schedule, error) {
 //
 // Errors are Validate's: a *PlanError naming the field.
 func BuildWith(a *Arch, p Plan, w Workload, o BuildOptions) (*Schedule, error) {
+	return buildWith(a, p, w, o, nil)
+}
+
+// Builder builds schedules as BuildWith does into memory it keeps from
+// one build to the next, for callers that build thousands of schedules
+// and are done with each before the next (capacity sweeps): a Schedule a
+// Builder returns is valid until its next Build, which overwrites it. The
+// zero value is ready; a Builder is not safe for concurrent use.
+type Builder struct {
+	// OneRank lays rank 0's op list alone when it stands for every rank:
+	// every rank's list is a copy of rank 0's but for Op.Rank and
+	// MoEShape.FirstExpert, and every collective's group is the same on
+	// every rank (a single TP, DCP or world group; not DP attention, nor
+	// DCP below the world). The Schedule's Ranks then has one entry while
+	// its Plan keeps every rank; otherwise every rank's list is laid.
+	OneRank bool
+
+	a buildArena
+}
+
+// Build is BuildWith into the Builder's memory (see Builder).
+func (bd *Builder) Build(a *Arch, p Plan, w Workload, o BuildOptions) (*Schedule, error) {
+	return buildWith(a, p, w, o, bd)
+}
+
+// buildArena is the memory a Builder keeps: the builder's template
+// buffers and the schedule laid from them.
+type buildArena struct {
+	tmpl       []Op
+	kinds      []groupKind
+	shapes     []MoEShape
+	moeOf      []int32
+	idBuf      []byte
+	idEnd      []int
+	mods       Modules
+	all        []Op
+	rankShapes []MoEShape
+	ranks      [][]Op
+	sched      Schedule
+	groupsKey  [4]int // TP, DCP, world and draft TP of groups
+	groups     [numGroupKinds][][]int
+	ids        string // the last build's op IDs, end to end (strings are immutable: shared)
+}
+
+func buildWith(a *Arch, p Plan, w Workload, o BuildOptions, bd *Builder) (*Schedule, error) {
 	if err := Validate(a, p, w, o); err != nil {
 		return nil, err
 	}
@@ -157,6 +202,9 @@ func BuildWith(a *Arch, p Plan, w Workload, o BuildOptions) (*Schedule, error) {
 	w.Batch = d.PaddedBatch
 
 	b := &builder{a: a, p: p, w: w, o: o, d: d, sparse: a.HasIndexer() && !o.DenseDSA, kvBytes: w.KVDtype.BytesPerValue()}
+	if bd != nil {
+		b.arena, b.oneRank = &bd.a, bd.OneRank
+	}
 	b.bg = d.PaddedSeqsPerGroup
 	b.tokens = d.TokensPerGroup
 	b.outTokens = b.tokens
@@ -229,35 +277,90 @@ func (o BuildOptions) normalized() (BuildOptions, error) {
 }
 
 // build lays the step's op template (buildStep) and copies it to every
-// rank, setting each rank's index, collective groups and MoE shapes.
+// rank, setting each rank's index, collective groups and MoE shapes. With
+// an arena (Builder) every buffer comes from it and goes back to it.
 func (b *builder) build() *Schedule {
 	a, p, w, o := b.a, b.p, b.w, b.o
-	b.tmpl = make([]Op, 0, b.estimateOps())
-	b.kinds = make([]groupKind, 0, cap(b.tmpl))
-	b.moeOf = make([]int32, 0, cap(b.tmpl))
-	b.idBuf = make([]byte, 0, 32*cap(b.tmpl))
-	b.idEnd = make([]int, 0, cap(b.tmpl))
+	n := b.estimateOps()
 	// At most 6 modules a layer (the layer, attention, indexer, MoE, routed
 	// and shared experts), the embedding and the head, and per draft pass
 	// those of a layer, its embedding, its head and the pass itself.
-	b.mods = make(Modules, 0, 6*b.a.Layers+2+9*b.mtpSteps())
+	nMods := 6*b.a.Layers + 2 + 9*b.mtpSteps()
+	if ar := b.arena; ar != nil {
+		b.tmpl, b.kinds, b.moeOf = reuse(ar.tmpl, n), reuse(ar.kinds, n), reuse(ar.moeOf, n)
+		b.idBuf, b.idEnd, b.mods, b.shapes = reuse(ar.idBuf, 32*n), reuse(ar.idEnd, n), reuse(ar.mods, nMods), ar.shapes[:0]
+		defer func() {
+			ar.tmpl, ar.kinds, ar.moeOf, ar.idBuf, ar.idEnd, ar.mods, ar.shapes = b.tmpl, b.kinds, b.moeOf, b.idBuf, b.idEnd, b.mods, b.shapes
+		}()
+	} else {
+		b.tmpl = make([]Op, 0, n)
+		b.kinds = make([]groupKind, 0, n)
+		b.moeOf = make([]int32, 0, n)
+		b.idBuf = make([]byte, 0, 32*n)
+		b.idEnd = make([]int, 0, n)
+		b.mods = make(Modules, 0, nMods)
+	}
 	b.pass = -1
 	b.buildStep()
-	ids, start := string(b.idBuf), 0
+	var ids string
+	if ar := b.arena; ar != nil && string(b.idBuf) == ar.ids {
+		ids = ar.ids // the same op list as the last build's (another batch or context): its IDs
+	} else {
+		ids = string(b.idBuf)
+		if ar != nil {
+			ar.ids = ids
+		}
+	}
+	start := 0
 	for i, end := range b.idEnd {
 		b.tmpl[i].ID = ids[start:end]
 		start = end
 	}
 
 	world := p.World()
-	groups := b.groups(world)
-	s := &Schedule{Model: a.Name, Plan: p, Workload: w, Options: o, Deploy: b.d, Modules: b.mods, Ranks: make([][]Op, world)}
-	if b.it != nil {
-		it := *b.it
-		s.Iteration = &it
+	var groups [numGroupKinds][][]int
+	if ar := b.arena; ar != nil {
+		// Groups depend on the degrees alone and are never modified:
+		// the arena keeps the last plan's.
+		if k := [4]int{p.TP, p.DCP, world, b.draftTP}; ar.groupsKey != k || ar.groups[gWorld] == nil {
+			ar.groupsKey, ar.groups = k, b.groups(world)
+		}
+		groups = ar.groups
+	} else {
+		groups = b.groups(world)
 	}
-	all := make([]Op, world*len(b.tmpl))
-	shapes := make([]MoEShape, world*len(b.shapes))
+	var s *Schedule
+	var all []Op
+	var shapes []MoEShape
+	if ar := b.arena; ar != nil {
+		ar.sched = Schedule{Model: a.Name, Plan: p, Workload: w, Options: o, Deploy: b.d, Modules: b.mods}
+		s = &ar.sched
+		b.noteIteration(s)
+		if b.oneRank && b.ranksAlike(groups, world) {
+			// Rank 0's list is the template itself: its groups and shapes
+			// are rank 0's (FirstExpert 0).
+			for i := range b.tmpl {
+				if k := b.kinds[i]; k != gNone {
+					b.tmpl[i].Group = groups[k][0]
+				}
+				if j := b.moeOf[i]; j >= 0 {
+					b.tmpl[i].MoE = &b.shapes[j]
+				}
+			}
+			ar.ranks = append(ar.ranks[:0], b.tmpl)
+			s.Ranks = ar.ranks
+			return s
+		}
+		ar.all = grow(ar.all, world*len(b.tmpl))
+		ar.rankShapes = grow(ar.rankShapes, world*len(b.shapes))
+		ar.ranks = grow(ar.ranks, world)
+		all, shapes, s.Ranks = ar.all, ar.rankShapes, ar.ranks
+	} else {
+		s = &Schedule{Model: a.Name, Plan: p, Workload: w, Options: o, Deploy: b.d, Modules: b.mods, Ranks: make([][]Op, world)}
+		b.noteIteration(s)
+		all = make([]Op, world*len(b.tmpl))
+		shapes = make([]MoEShape, world*len(b.shapes))
+	}
 	for r := 0; r < world; r++ {
 		ops := all[r*len(b.tmpl) : (r+1)*len(b.tmpl) : (r+1)*len(b.tmpl)]
 		copy(ops, b.tmpl)
@@ -283,6 +386,11 @@ func (b *builder) build() *Schedule {
 }
 
 type builder struct {
+	// arena, when set (Builder), provides and keeps every buffer; oneRank
+	// is Builder.OneRank.
+	arena   *buildArena
+	oneRank bool
+
 	a       *Arch
 	p       Plan
 	w       Workload
@@ -339,6 +447,45 @@ func (b *builder) mtpSteps() int {
 	return b.o.Spec.DraftSteps(b.w)
 }
 
+// noteIteration records the mixed iteration built (BuildIteration) on s.
+func (b *builder) noteIteration(s *Schedule) {
+	if b.it != nil {
+		it := *b.it
+		s.Iteration = &it
+	}
+}
+
+// ranksAlike reports whether rank 0's op list stands for every rank's:
+// every collective of the template spans one group of all the ranks
+// (groups of a kind are the same slice on every rank exactly when the
+// kind's group size is the world; see groups).
+func (b *builder) ranksAlike(groups [numGroupKinds][][]int, world int) bool {
+	for _, k := range b.kinds {
+		if k != gNone && len(groups[k][0]) != world {
+			return false
+		}
+	}
+	return true
+}
+
+// reuse returns s emptied, with room for n elements (its own array when
+// large enough).
+func reuse[T any](s []T, n int) []T {
+	if cap(s) < n {
+		return make([]T, 0, n)
+	}
+	return s[:0]
+}
+
+// grow returns s resized to n, reusing its array when large enough (the
+// contents are left: every caller overwrites them).
+func grow[T any](s []T, n int) []T {
+	if cap(s) < n {
+		return make([]T, n)
+	}
+	return s[:n]
+}
+
 // groups returns, per group kind, each rank's sorted member list. Members
 // of one group share one slice; callers must not modify Op.Group.
 func (b *builder) groups(world int) [numGroupKinds][][]int {
@@ -373,9 +520,9 @@ type site struct {
 	prefix string
 	layer  int
 	mtp    bool
-	// pass is the block of every op of a draft pass ("mtp", "eagle",
-	// "draft"), "" in the main model.
-	pass string
+	// pass is the draft pass the site lays, whose name every op of it
+	// has as its block (passBlocks); passNone in the main model.
+	pass passKind
 	// first: the first draft pass of a step (over every verified token);
 	// eagleIn: the EAGLE-3 head's layer, whose attention reads the
 	// concatenated embedding and hidden state (2 x hidden).
@@ -512,8 +659,8 @@ func (b *builder) close(i int) {
 // is valid until the next op.
 func (b *builder) op(s *site, r Role, kind OpKind) *Op {
 	blk := r.Block()
-	if s.pass != "" {
-		blk = s.pass
+	if s.pass != passNone {
+		blk = passBlocks[s.pass]
 	}
 	b.idBuf = append(b.idBuf, s.prefix...)
 	b.idBuf = append(b.idBuf, r...)
@@ -539,15 +686,46 @@ func (b *builder) buildStep() {
 	b.specPasses()
 }
 
-// mtpPass is the pass block of an MTP site ("" in the main model).
-func mtpPass(mtp bool) string {
+// passKind is the draft pass a site belongs to.
+type passKind uint8
+
+const (
+	passNone passKind = iota // the main model
+	passMTP
+	passEagle
+	passDraft
+)
+
+// passBlocks is the Op.Block of a draft pass's ops. A site's pass is an
+// index, not the name itself: an op's block taken from the site would
+// move every site (and its dtype function) to the heap.
+var passBlocks = [...]string{passMTP: "mtp", passEagle: "eagle", passDraft: "draft"}
+
+// mtpPass is the pass of an MTP site (passNone in the main model).
+func mtpPass(mtp bool) passKind {
 	if mtp {
-		return "mtp"
+		return passMTP
 	}
-	return ""
+	return passNone
 }
 
+// layerPrefixes are the prefixes of the first layers, made once: a
+// sweep builds thousands of schedules.
+var layerPrefixes = func() (p [128]string) {
+	for l := range p {
+		p[l] = layerPrefixOf(l)
+	}
+	return p
+}()
+
 func layerPrefix(l int) string {
+	if l >= 0 && l < len(layerPrefixes) {
+		return layerPrefixes[l]
+	}
+	return layerPrefixOf(l)
+}
+
+func layerPrefixOf(l int) string {
 	if l < 10 {
 		return "L0" + strconv.Itoa(l) + "."
 	}
@@ -665,7 +843,7 @@ func (b *builder) logitTokens(s *site) int64 {
 // the bf16 input into FP8 with one scale per token and group of 128
 // values (QuantFP8 / per_token_group_quant_fp8, a kernel of its own:
 // torch.ops._C.per_token_group_fp8_quant) and then launches the
-// block-scaled GEMM. That kernel is the op "<name>_quant" (ActQuantSuffix)
+// block-scaled GEMM. That kernel is the op "<name>_quant" (actQuantSuffix)
 // before the GEMM (actQuant). vLLM's torch.compile fusion passes can fold
 // it into a preceding RMSNorm or SiLU-and-mul when enabled; the schedule
 // keeps the kernel the layer itself launches.
@@ -720,9 +898,9 @@ func (b *builder) linearShape(s *site, r Role) (m, n, k int64, dt Dtype) {
 	return 0, 0, 0, ""
 }
 
-// ActQuantSuffix ends the name of the op that quantizes a Linear's input
-// (see linearShape): "q_b_proj" + ActQuantSuffix.
-const ActQuantSuffix = "_quant"
+// actQuantSuffix ends the name of the op that quantizes a Linear's input
+// (see linearShape): "q_b_proj" + actQuantSuffix.
+const actQuantSuffix = "_quant"
 
 // actQuantGroup is the activation group of FP8 block-scaled Linear
 // layers: one FP32 scale per token and 128 input values (the weights'

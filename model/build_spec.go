@@ -15,7 +15,7 @@ import "strconv"
 //
 // Every op of a pass has Op.Block "mtp", "eagle" or "draft". Op.Layer is
 // the MTP layer's index (num_hidden_layers + j), the EAGLE head's layer
-// DraftLayerBase(target), or a draft model layer's DraftLayerBase + ll:
+// draftLayerBase(target), or a draft model layer's draftLayerBase + ll:
 // layers of their own, past the target's, so no cache or layer bar is
 // shared with a target layer.
 //
@@ -59,17 +59,17 @@ func (b *builder) passSeqs() int64 {
 
 // laterPass sets the builder up for a draft pass after the first: in an
 // engine iteration, attention becomes decode of branches tokens per
-// request over its cache after this step; it returns the function that
-// restores the iteration.
-func (b *builder) laterPass(branches int) func() {
-	if b.it == nil {
-		return func() {}
-	}
+// request over its cache after this step. The caller puts b.it back once
+// the pass is laid (a restoring closure would move the builder to the
+// heap, and a sweep builds thousands of schedules).
+func (b *builder) laterPass(branches int) {
 	it := b.it
+	if it == nil {
+		return
+	}
 	kv := it.DecodeKVTokens + it.PrefillPrefixTokens + it.PrefillTokens
 	req := it.Requests()
 	b.it = &Iteration{DecodeSeqs: req, DecodeKVTokens: max(kv, int64(req)), SpecTokens: branches - 1, KVDtype: it.KVDtype}
-	return func() { b.it = it }
 }
 
 // mtpPasses lays the MTP draft passes (vLLM v1 spec_decode/eagle.py
@@ -83,16 +83,16 @@ func (b *builder) mtpPasses(steps int) {
 	seqs, br := b.passSeqs(), int64(b.o.Spec.Branches())
 	for i := 0; i < steps; i++ {
 		t, logits := seqs*br, seqs*br
-		restore := func() {}
+		saved := b.it
 		if i == 0 {
 			t, logits = b.tokens, 0
 		} else {
-			restore = b.laterPass(int(br))
+			b.laterPass(int(br))
 		}
 		pre := "mtp.s" + strconv.Itoa(i) + "."
 		ml := a.Layers + i%a.MTPLayers
 		b.pass = i
-		s := b.siteConds(&site{prefix: pre, layer: ml, mtp: true, pass: "mtp", tokens: t, seqs: int64(b.bg), dtype: mtpD,
+		s := b.siteConds(&site{prefix: pre, layer: ml, mtp: true, pass: passMTP, tokens: t, seqs: int64(b.bg), dtype: mtpD,
 			prefill: b.w.Phase == Prefill && i == 0, logits: logits})
 		pass := b.open(ModMTP, s)
 		b.embed(pre, ml, true, t, mtpD)
@@ -102,7 +102,7 @@ func (b *builder) mtpPasses(steps int) {
 		hs.prefix = pre
 		b.block(b.siteConds(&hs), ModLMHead, headTable)
 		b.close(pass)
-		restore()
+		b.it = saved
 	}
 }
 
@@ -118,17 +118,18 @@ func (b *builder) mtpPasses(steps int) {
 func (b *builder) eaglePasses(steps int) {
 	d := b.o.Spec.Drafter
 	c := b.sub(d, Plan{TP: b.p.TP})
-	base := DraftLayerBase(b.a)
+	base := draftLayerBase(b.a)
 	dt := func(cp Component) Dtype { return d.Quant.Dtype(cp) }
 	seqs, br := b.passSeqs(), int64(b.o.Spec.Branches())
 	for i := 0; i < steps; i++ {
-		t, logits, restore := b.draftPassTokens(c, i, seqs, br)
+		saved := c.it
+		t, logits := b.draftPassTokens(c, i, seqs, br)
 		pre := "eagle.s" + strconv.Itoa(i) + "."
 		c.pass = i
-		s := c.siteConds(&site{prefix: pre, layer: base, pass: "eagle", first: i == 0, tokens: t, seqs: int64(b.bg), dtype: dt, logits: logits})
+		s := c.siteConds(&site{prefix: pre, layer: base, pass: passEagle, first: i == 0, tokens: t, seqs: int64(b.bg), dtype: dt, logits: logits})
 		pass := c.open(ModEagle3, s)
 		c.block(s, "", eagleTable)
-		c.block(c.siteConds(&site{prefix: pre, layer: base, pass: "eagle", tokens: t, dtype: dt}), ModEmbedding, embeddingTable)
+		c.block(c.siteConds(&site{prefix: pre, layer: base, pass: passEagle, tokens: t, dtype: dt}), ModEmbedding, embeddingTable)
 		for l := 0; l < d.Layers; l++ {
 			ls := *s
 			ls.layer, ls.eagleIn = base+l, l == 0
@@ -137,9 +138,9 @@ func (b *builder) eaglePasses(steps int) {
 			}
 			c.layer(c.siteConds(&ls), true)
 		}
-		c.block(c.siteConds(&site{prefix: pre, layer: base, pass: "eagle", tokens: t, dtype: dt, logits: logits}), ModLMHead, headTable)
+		c.block(c.siteConds(&site{prefix: pre, layer: base, pass: passEagle, tokens: t, dtype: dt, logits: logits}), ModLMHead, headTable)
 		c.close(pass)
-		restore()
+		c.it = saved
 	}
 	b.merge(c, false)
 }
@@ -147,13 +148,14 @@ func (b *builder) eaglePasses(steps int) {
 // draftPassTokens is draft pass i's tokens and logits rows: the first pass
 // runs over every verified token (extending the drafter's own KV cache)
 // and samples one token per sequence; each later pass runs br branches per
-// sequence, c set up for it by laterPass (call restore when the pass is
-// laid).
-func (b *builder) draftPassTokens(c *builder, i int, seqs, br int64) (tokens, logits int64, restore func()) {
+// sequence, c set up for it by laterPass (the caller puts c.it back when
+// the pass is laid).
+func (b *builder) draftPassTokens(c *builder, i int, seqs, br int64) (tokens, logits int64) {
 	if i == 0 {
-		return b.tokens, seqs, func() {}
+		return b.tokens, seqs
 	}
-	return seqs * br, seqs * br, c.laterPass(int(br))
+	c.laterPass(int(br))
+	return seqs * br, seqs * br
 }
 
 // draftModelPasses lays a draft model's passes (vLLM's draft_model
@@ -169,23 +171,24 @@ func (b *builder) draftModelPasses(steps int) {
 	}
 	b.draftTP = dtp
 	c := b.sub(d, Plan{TP: dtp})
-	base := DraftLayerBase(b.a)
+	base := draftLayerBase(b.a)
 	dt := func(cp Component) Dtype { return d.Quant.Dtype(cp) }
 	seqs, br := b.passSeqs(), int64(b.o.Spec.Branches())
 	for i := 0; i < steps; i++ {
-		t, logits, restore := b.draftPassTokens(c, i, seqs, br)
+		saved := c.it
+		t, logits := b.draftPassTokens(c, i, seqs, br)
 		pre := "draft.s" + strconv.Itoa(i) + "."
 		c.pass = i
-		ps := &site{prefix: pre, layer: base, pass: "draft", tokens: t, dtype: dt}
+		ps := &site{prefix: pre, layer: base, pass: passDraft, tokens: t, dtype: dt}
 		pass := c.open(ModDraftPass, ps)
 		c.block(c.siteConds(ps), ModEmbedding, embeddingTable)
 		for l := 0; l < d.Layers; l++ {
-			ls := &site{prefix: pre + layerPrefix(l), layer: base + l, pass: "draft", tokens: t, seqs: int64(b.bg), dtype: dt}
+			ls := &site{prefix: pre + layerPrefix(l), layer: base + l, pass: passDraft, tokens: t, seqs: int64(b.bg), dtype: dt}
 			c.layer(c.siteConds(ls), l < d.DenseLayers)
 		}
-		c.block(c.siteConds(&site{prefix: pre, layer: base, pass: "draft", tokens: t, dtype: dt, logits: logits}), ModLMHead, headTable)
+		c.block(c.siteConds(&site{prefix: pre, layer: base, pass: passDraft, tokens: t, dtype: dt, logits: logits}), ModLMHead, headTable)
 		c.close(pass)
-		restore()
+		c.it = saved
 	}
 	b.merge(c, dtp != b.p.TP)
 }
@@ -217,7 +220,7 @@ func (b *builder) merge(c *builder, draftGroups bool) {
 // head's draft vocabulary, else the model's.
 func (b *builder) headVocab() int {
 	if b.a.IsEagle3Head() {
-		return b.a.Eagle3.DraftVocab
+		return b.a.eagle3.DraftVocab
 	}
 	return b.a.Vocab
 }
@@ -230,7 +233,7 @@ func (b *builder) fillSpec(s *site, op *Op, r Role) {
 	case RoleEagleFC:
 		// ReplicatedLinear AuxLayers x target hidden -> hidden, in the
 		// head's dtype, over every verified token.
-		e := a.Eagle3
+		e := a.eagle3
 		b.gemm(op, t, int64(a.Hidden), int64(e.AuxLayers*e.TargetHidden), 1, a.Quant.Base)
 	case RoleEagleENorm, RoleEagleHNorm:
 		b.norm(op, t, a.Hidden, false)

@@ -60,7 +60,7 @@ func Load(path string) (*Arch, error) {
 			return nil, &ConfigError{File: quantPath, Want: "a readable hf_quant_config.json", Err: err}
 		}
 	}
-	a, err := Parse(cfgPath, cfg, quantPath, quant)
+	a, err := parse(cfgPath, cfg, quantPath, quant)
 	if err != nil {
 		// Parse names files by base name; name the path the user gave.
 		var ce *ConfigError
@@ -98,11 +98,11 @@ func configFiles(path string) (cfgPath, quantPath string, err error) {
 	return cfgPath, quantPath, nil
 }
 
-// Parse builds an Arch from the bytes of a config.json (named cfgName in
+// parse builds an Arch from the bytes of a config.json (named cfgName in
 // errors) and optionally of an hf_quant_config.json (quant may be nil).
 // hf_quant_config.json, when given, decides the weight quantization and the
 // KV dtype, as vLLM's ModelOpt loader does.
-func Parse(cfgName string, cfg []byte, quantName string, quant []byte) (*Arch, error) {
+func parse(cfgName string, cfg []byte, quantName string, quant []byte) (*Arch, error) {
 	cfgFile := filepath.Base(cfgName)
 	root, err := decodeObject(cfgFile, cfg)
 	if err != nil {

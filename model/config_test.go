@@ -281,7 +281,7 @@ func TestParseErrors(t *testing.T) {
 			if c.quant != "" {
 				quant = []byte(c.quant)
 			}
-			_, err := Parse("dir/config.json", data, "dir/hf_quant_config.json", quant)
+			_, err := parse("dir/config.json", data, "dir/hf_quant_config.json", quant)
 			var ce *ConfigError
 			if !errors.As(err, &ce) {
 				t.Fatalf("err = %v, want *ConfigError", err)
@@ -364,7 +364,7 @@ func FuzzParse(f *testing.F) {
 		}
 	}
 	f.Fuzz(func(t *testing.T, cfg, quant []byte) {
-		a, err := Parse("config.json", cfg, "hf_quant_config.json", quant)
+		a, err := parse("config.json", cfg, "hf_quant_config.json", quant)
 		if err != nil {
 			var ce *ConfigError
 			if !errors.As(err, &ce) {
@@ -423,7 +423,7 @@ func TestLoadNamesPath(t *testing.T) {
 }
 
 // TestWorkloadBounds: batch x context is bounded so that the KV cache of
-// the workload (tokens x at most MaxKVBytesPerToken) fits int64 bytes.
+// the workload (tokens x at most maxKVBytesPerToken) fits int64 bytes.
 func TestWorkloadBounds(t *testing.T) {
 	cases := []struct {
 		name string
@@ -443,7 +443,7 @@ func TestWorkloadBounds(t *testing.T) {
 		})
 	}
 	// The bound times the per-token bound fits int64.
-	if float64(maxKVTokens)*MaxKVBytesPerToken >= math.MaxInt64 {
-		t.Error("maxKVTokens x MaxKVBytesPerToken overflows int64")
+	if float64(maxKVTokens)*maxKVBytesPerToken >= math.MaxInt64 {
+		t.Error("maxKVTokens x maxKVBytesPerToken overflows int64")
 	}
 }

@@ -11,9 +11,11 @@
 // Pieces:
 //
 //   - Architectures: Load (a directory with config.json and optional
-//     hf_quant_config.json, or one file), Parse (bytes), Preset / Resolve /
-//     PresetNames (hand-written presets in presets/*.json, embedded). Errors
-//     are *ConfigError naming file, field and expectation.
+//     hf_quant_config.json, or one file), Ref.Resolve (a recorded config's
+//     bytes), Preset / Resolve / PresetNames (hand-written presets in
+//     presets/*.json, embedded); drafters (drafter.go): ResolveDrafter,
+//     DrafterPresetNames, SpecMethod.DefaultDrafter. Errors are
+//     *ConfigError naming file, field and expectation.
 //   - Quantization as data: Quant gives each Component (attention, indexer,
 //     dense MLP, router, shared and routed experts, lm_head, embedding, MTP)
 //     its dtype, decided by the checkpoint's ignore / exclude lists, and the
@@ -35,11 +37,14 @@
 //     aiconfigurator's MoE tables were measured under) decides each
 //     routed-expert op's MoEShape: expected rows and distinct experts on
 //     the rank, and the integer shape executors run (MoEShape.Executed).
-//   - Memory: Arch.Params, WeightMemory, KVBytesPerToken, ActivationBytes,
-//     KVCapacity, and Summarize for the CLI's `model show`.
+//   - Memory: Arch.Params, Arch.WeightMemory and KVCapacity (weights, activation
+//     workspace and KV cache per GPU), and Summarize for the CLI's `model
+//     show`.
 //
 // Complexity: Build is O(layers x ranks) ops; the op list of one rank is
 // built once and copied to the others (every rank of a plan runs the same
 // shapes under every Routing: balanced and power-law shapes are the timed
-// rank's).
+// rank's). A Builder, for sweeps, lays into memory it keeps between
+// builds, and with OneRank lays that one list alone when it stands for
+// every rank.
 package model

@@ -14,12 +14,13 @@ import (
 // Drafters: the models a speculative step drafts with besides the target's
 // own MTP layers. Two kinds are Arch values:
 //
-//   - an EAGLE-3 head (Arch.Eagle3 set): one decoder layer over the
+//   - an EAGLE-3 head (Arch.eagle3 set): one decoder layer over the
 //     target's hidden states with the target's MLA attention and a dense
 //     MLP, its own embedding and LM head (vLLM
 //     model_executor/models/deepseek_eagle3.py, Eagle3DeepseekV2ForCausalLM;
 //     SGLang's Eagle3DeepseekV2ForCausalLM). Its config.json names an
-//     Eagle3 architecture; Parse reads it as a head (parseEagle3).
+//     Eagle3 architecture; the config parser reads it as a head
+//     (parseEagle3).
 //   - a whole small model of the family's vocabulary (the "draft" method:
 //     vLLM's draft_model, SGLang's STANDALONE), parsed like any model.
 //
@@ -47,8 +48,8 @@ import (
 // A drafter may also be any target preset (tiny-mla-moe drafts for
 // itself in tests) or a config.json path.
 
-// Eagle3Head is what an EAGLE-3 head's config adds to its decoder dims.
-type Eagle3Head struct {
+// eagle3Head is what an EAGLE-3 head's config adds to its decoder dims.
+type eagle3Head struct {
 	// AuxLayers is the number of target layers whose hidden states the
 	// head's fc combines (eagle_config.eagle_aux_hidden_state_layer_ids;
 	// vLLM's default 3).
@@ -84,7 +85,7 @@ func loadDrafters() {
 			drafterErr = err
 			return
 		}
-		a, err := Parse("preset "+name, data, "", nil)
+		a, err := parse("preset "+name, data, "", nil)
 		if err != nil {
 			drafterErr = fmt.Errorf("built-in drafter %s: %w", name, err)
 			return
@@ -140,7 +141,7 @@ func ResolveDrafter(nameOrPath string) (*Arch, error) {
 }
 
 // IsEagle3Head reports whether a is an EAGLE-3 head, not a whole model.
-func (a *Arch) IsEagle3Head() bool { return a != nil && a.Eagle3 != nil }
+func (a *Arch) IsEagle3Head() bool { return a != nil && a.eagle3 != nil }
 
 // isEagle3Config reports whether a config's architectures name an EAGLE-3
 // draft class (Eagle3DeepseekV2ForCausalLM, LlamaForCausalLMEagle3, ...).
@@ -174,7 +175,7 @@ func parseEagle3(cfgFile string, root map[string]any) (*Arch, error) {
 	a.Intermediate = p.posInt(root, "", "intermediate_size", maxDim)
 	a.Vocab = p.posInt(root, "", "vocab_size", maxVocab)
 	a.DenseLayers = a.Layers
-	h := &Eagle3Head{AuxLayers: 3, TargetHidden: a.Hidden, DraftVocab: a.Vocab}
+	h := &eagle3Head{AuxLayers: 3, TargetHidden: a.Hidden, DraftVocab: a.Vocab}
 	h.DraftVocab = p.optInt(root, "", "draft_vocab_size", a.Vocab, maxVocab)
 	h.TargetHidden = p.optInt(root, "", "target_hidden_size", a.Hidden, maxDim)
 	if n := p.optInt(root, "", "num_aux_hidden_states", 0, 16); n > 0 {
@@ -190,7 +191,7 @@ func parseEagle3(cfgFile string, root map[string]any) (*Arch, error) {
 	if h.DraftVocab < 1 {
 		return nil, &ConfigError{File: cfgFile, Field: "draft_vocab_size", Got: strconv.Itoa(h.DraftVocab), Want: "a positive integer"}
 	}
-	a.Eagle3 = h
+	a.eagle3 = h
 	base := BF16
 	if s := p.str(root, "", "torch_dtype", false); s == "float16" {
 		base = FP16
@@ -207,8 +208,54 @@ func parseEagle3(cfgFile string, root map[string]any) (*Arch, error) {
 	return a, nil
 }
 
-// DraftLayerBase is the Op.Layer of a drafter's first layer in a
+// draftLayerBase is the Op.Layer of a drafter's first layer in a
 // schedule of target a: past the target's layers and MTP layers, as vLLM
 // numbers an EAGLE head's layer (start_layer_id = the target's layer
-// count). A draft model's layer l is DraftLayerBase + l.
-func DraftLayerBase(a *Arch) int { return a.Layers + a.MTPLayers }
+// count). A draft model's layer l is draftLayerBase + l.
+func draftLayerBase(a *Arch) int { return a.Layers + a.MTPLayers }
+
+// DefaultDrafter is the drafter method m uses for target a without one
+// named: the built-in EAGLE-3 head whose target width and vocabulary are
+// a's (eagle3), the built-in draft model of a's vocabulary with fewer
+// parameters (draft), scaled by a's scale; nil for the methods without a
+// drafter; an error naming what is missing when no built-in fits.
+func (m SpecMethod) DefaultDrafter(a *Arch) (*Arch, error) {
+	if m != SpecEagle3 && m != SpecDraftModel {
+		return nil, nil
+	}
+	if a == nil {
+		return nil, fmt.Errorf("no model to draft for")
+	}
+	scale := a.Ref.Scale
+	unscaledHidden := a.Hidden
+	base := a
+	if scale > 1 {
+		if b, err := (Ref{Name: a.Ref.Name, Path: a.Ref.Path, SHA256: a.Ref.SHA256, Config: a.Ref.Config, QuantConfig: a.Ref.QuantConfig}).Resolve(); err == nil {
+			base, unscaledHidden = b, b.Hidden
+		}
+	}
+	for _, name := range DrafterPresetNames() {
+		d, err := ResolveDrafter(name)
+		if err != nil {
+			return nil, err
+		}
+		ok := false
+		switch m {
+		case SpecEagle3:
+			ok = d.IsEagle3Head() && d.eagle3.TargetHidden == unscaledHidden && d.Vocab == base.Vocab
+		case SpecDraftModel:
+			ok = !d.IsEagle3Head() && d.Vocab == base.Vocab && d.Params().Total < base.Params().Total
+		}
+		if !ok {
+			continue
+		}
+		if scale > 1 {
+			if d, err = ScaleArch(d, scale); err != nil {
+				return nil, err
+			}
+		}
+		return d, nil
+	}
+	what := map[SpecMethod]string{SpecEagle3: "EAGLE-3 head", SpecDraftModel: "draft model"}[m]
+	return nil, fmt.Errorf("no built-in %s for %s (built-in drafters: %s): pass --draft-model with its config.json", what, a.Name, strings.Join(DrafterPresetNames(), ", "))
+}

@@ -40,7 +40,7 @@ func parseRef(t testing.TB, cfg, quant string) *Arch {
 	if quant != "" {
 		quantJSON = readRef(t, quant)
 	}
-	a, err := Parse(cfg, readRef(t, cfg), quant, quantJSON)
+	a, err := parse(cfg, readRef(t, cfg), quant, quantJSON)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -114,27 +114,27 @@ func (a *Arch) Params() Params {
 // and cache sizes are exact in float64 (integers up to 2^53) and fit the
 // int64 byte counts of predictions and reports.
 const (
-	// MaxParams bounds a model's parameters, MTP layers included: 2^50
+	// maxParams bounds a model's parameters, MTP layers included: 2^50
 	// (1.1e15), a thousand times the largest open MoE model (Kimi-K2,
 	// 1.04e12), so that weight bytes (at most 4 per parameter, fp32) stay
 	// below 2^52.
-	MaxParams = 1 << 50
-	// MaxKVBytesPerToken bounds one token's KV cache on one GPU, all
+	maxParams = 1 << 50
+	// maxKVBytesPerToken bounds one token's KV cache on one GPU, all
 	// layers and MTP layers, at 4 bytes per value plus the DSA indexer
 	// cache: 2^22 (4 MiB), twenty times GLM-5's in fp32 ((78+1) x
 	// (576 x 4 + 132) = 192,444 B), so that the cache of the largest
 	// workload Workload.Validate admits (2^40 tokens) stays below 2^62
 	// bytes.
-	MaxKVBytesPerToken = 1 << 22
+	maxKVBytesPerToken = 1 << 22
 )
 
 // checkSize reports whether the architecture's parameter count and KV
-// cache per token are within MaxParams and MaxKVBytesPerToken; the error
+// cache per token are within maxParams and maxKVBytesPerToken; the error
 // is a *ConfigError naming the config fields (under prefix, e.g.
 // "text_config.") whose product is too large, in file.
 func (a *Arch) checkSize(file, prefix string) error {
 	p := a.Params()
-	if total := p.Total + p.MTP; !(total <= MaxParams) {
+	if total := p.Total + p.MTP; !(total <= maxParams) {
 		big := ComponentParams{}
 		for _, c := range p.ByComponent {
 			if c.Params > big.Params {
@@ -143,17 +143,17 @@ func (a *Arch) checkSize(file, prefix string) error {
 		}
 		return &ConfigError{File: file, Field: productFields(big.Component, prefix),
 			Got:  fmt.Sprintf("got %.3g parameters in all, %.3g of them in %s", total, big.Params, strings.ReplaceAll(string(big.Component), "_", " ")),
-			Want: fmt.Sprintf("at most %d (2^50) parameters", int64(MaxParams))}
+			Want: fmt.Sprintf("at most %d (2^50) parameters", int64(maxParams))}
 	}
 	kv := float64(a.Layers+a.MTPLayers) * (float64(a.KVLatentDim())*FP32.BytesPerValue() + float64(a.IndexerCacheBytesPerTokenLayer()))
-	if !(kv <= MaxKVBytesPerToken) {
+	if !(kv <= maxKVBytesPerToken) {
 		f := "(num_hidden_layers + num_nextn_predict_layers) x (kv_lora_rank + qk_rope_head_dim)"
 		if a.HasIndexer() {
 			f += " + index_head_dim"
 		}
 		return &ConfigError{File: file, Field: withPrefix(f, prefix),
 			Got:  fmt.Sprintf("got %.0f bytes of KV cache per token at 4 bytes per value", kv),
-			Want: fmt.Sprintf("at most %d (4 MiB)", MaxKVBytesPerToken)}
+			Want: fmt.Sprintf("at most %d (4 MiB)", maxKVBytesPerToken)}
 	}
 	return nil
 }
@@ -208,7 +208,18 @@ type ComponentMemory struct {
 // under attention. Under DP attention (DP > 1) attention, indexer, dense
 // MLP, embedding and lm_head are split over the TP ranks of a DP group and
 // replicated across groups, and the shared experts are replicated.
-func WeightMemory(a *Arch, p Plan, withMTP bool) []ComponentMemory {
+func (a *Arch) WeightMemory(p Plan, withMTP bool) []ComponentMemory {
+	out := new([numWeightComponents]ComponentMemory)
+	weightMemory(out, a, p, withMTP)
+	return out[:]
+}
+
+// numWeightComponents is the length of Arch.WeightMemory's list.
+const numWeightComponents = 10
+
+// weightMemory fills out with Arch.WeightMemory's list; KVCapacity passes an
+// array of its own, so that a sweep's memory fit does not allocate.
+func weightMemory(out *[numWeightComponents]ComponentMemory, a *Arch, p Plan, withMTP bool) {
 	p = p.Normalized()
 	lp := a.layerParams()
 	q := &a.Quant
@@ -241,7 +252,7 @@ func WeightMemory(a *Arch, p Plan, withMTP bool) []ComponentMemory {
 	if p.DP > 1 {
 		sharedDiv, sharedPlace = 1, "replicated"
 	}
-	out := []ComponentMemory{
+	*out = [numWeightComponents]ComponentMemory{
 		{CompEmbedding, q.Embedding, "vocab", vocabRows * h * q.Embedding.BytesPerValue()},
 		{CompAttention, q.Attention, "mixed", nl * attnLayer(q.Attention)},
 		{CompIndexer, q.Indexer, "replicated", nl * lp.indexer * q.Indexer.BytesPerValue()},
@@ -274,11 +285,10 @@ func WeightMemory(a *Arch, p Plan, withMTP bool) []ComponentMemory {
 		out[9].BytesPerGPU = m * perLayer
 		out[9].Dtype = d(CompRoutedExperts)
 	}
-	return out
 }
 
-// TotalBytes sums a component list.
-func TotalBytes(cs []ComponentMemory) float64 {
+// totalBytes sums a component list.
+func totalBytes(cs []ComponentMemory) float64 {
 	t := 0.0
 	for _, c := range cs {
 		t += c.BytesPerGPU
@@ -286,7 +296,7 @@ func TotalBytes(cs []ComponentMemory) float64 {
 	return t
 }
 
-// KVBytesPerToken is the KV cache one token of context costs on one GPU,
+// kvBytesPerToken is the KV cache one token of context costs on one GPU,
 // all layers: (kv_lora_rank + qk_rope_head_dim) values per layer in dtype
 // kv, plus the DSA indexer key cache (IndexerCacheBytesPerTokenLayer) when
 // the model has one and it is used (dsa), plus the MTP layers' caches when
@@ -294,7 +304,7 @@ func TotalBytes(cs []ComponentMemory) float64 {
 // does not change it; DCP = k splits the cache by tokens over k ranks and
 // divides it by k. DeepSeek-V3 / Kimi-K2.5: 61 x 576 x 2 = 70,272 B in
 // bf16; GLM-5: 78 x 576 x 2 = 89,856 B plus 78 x 132 for the indexer.
-func KVBytesPerToken(a *Arch, p Plan, kv Dtype, withMTP, dsa bool) float64 {
+func kvBytesPerToken(a *Arch, p Plan, kv Dtype, withMTP, dsa bool) float64 {
 	p = p.Normalized()
 	layers := a.Layers
 	if withMTP {
@@ -307,13 +317,13 @@ func KVBytesPerToken(a *Arch, p Plan, kv Dtype, withMTP, dsa bool) float64 {
 	return float64(layers) * per / float64(p.DCP)
 }
 
-// DefaultMaxBatchedTokens is the token budget of one engine step the
+// defaultMaxBatchedTokens is the token budget of one engine step the
 // activation estimate assumes: vLLM V1's default max_num_batched_tokens for
 // the OpenAI server on large GPUs (8192). An assumption, not a measurement.
-const DefaultMaxBatchedTokens = 8192
+const defaultMaxBatchedTokens = 8192
 
-// ActivationBytes estimates the peak activation workspace on one GPU for a
-// step of tokens tokens (use DefaultMaxBatchedTokens for vLLM's profiling
+// activationBytes estimates the peak activation workspace on one GPU for a
+// step of tokens tokens (use defaultMaxBatchedTokens for vLLM's profiling
 // run). Assumption, documented because it is one: the peak is the live
 // tensors of the widest layer in bf16 — hidden state, residual and norm
 // output (3 x hidden), the prefill query/key/value of the local heads, the
@@ -321,7 +331,7 @@ const DefaultMaxBatchedTokens = 8192
 // experts' permuted inputs and gate_up outputs (top_k copies of each
 // token) — plus fp32 logits for up to 1024 sampled tokens. CUDA graphs,
 // NCCL buffers and the CUDA context are not included.
-func ActivationBytes(a *Arch, p Plan, tokens int) float64 {
+func activationBytes(a *Arch, p Plan, tokens int) float64 {
 	p = p.Normalized()
 	hl := float64(a.Heads / p.TP)
 	h := float64(a.Hidden)
@@ -362,9 +372,11 @@ func KVCapacity(a *Arch, p Plan, w Workload, o BuildOptions, gpuMemBytes, util f
 	}
 	withMTP := withMTPLayers(a, w, o)
 	c := Capacity{GPUMemBytes: gpuMemBytes, Utilization: util}
-	c.WeightBytes = TotalBytes(WeightMemory(a, p, withMTP)) + DrafterWeightBytes(p, w, o)
-	c.ActivationBytes = ActivationBytes(a, p, DefaultMaxBatchedTokens)
-	c.KVBytesPerToken = KVBytesPerToken(a, p, w.KVDtypeFor(a), withMTP, a.HasIndexer() && !o.DenseDSA) + DrafterKVBytesPerToken(w, o, w.KVDtypeFor(a))
+	var weights [numWeightComponents]ComponentMemory
+	weightMemory(&weights, a, p, withMTP)
+	c.WeightBytes = totalBytes(weights[:]) + drafterWeightBytes(p, w, o)
+	c.ActivationBytes = activationBytes(a, p, defaultMaxBatchedTokens)
+	c.KVBytesPerToken = kvBytesPerToken(a, p, w.KVDtypeFor(a), withMTP, a.HasIndexer() && !o.DenseDSA) + drafterKVBytesPerToken(w, o, w.KVDtypeFor(a))
 	left := util*gpuMemBytes - c.WeightBytes - c.ActivationBytes
 	if left <= 0 {
 		c.WeightsDoNotFitBy = -left

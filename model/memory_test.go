@@ -129,7 +129,7 @@ func TestKVBytesPerToken(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			got := KVBytesPerToken(mustPreset(t, c.preset), c.plan, c.kv, c.mtp, c.dsa)
+			got := kvBytesPerToken(mustPreset(t, c.preset), c.plan, c.kv, c.mtp, c.dsa)
 			if !near(got, c.want, 1e-12) {
 				t.Errorf("got %.2f B/token, want %.2f", got, c.want)
 			}
@@ -162,7 +162,7 @@ func TestWeightMemory(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			for _, cm := range WeightMemory(a, c.plan, false) {
+			for _, cm := range a.WeightMemory(c.plan, false) {
 				if want, ok := c.want[cm.Component]; ok && !near(cm.BytesPerGPU, want, 1e-12) {
 					t.Errorf("%s: %.0f B, want %.0f", cm.Component, cm.BytesPerGPU, want)
 				}
@@ -184,7 +184,7 @@ func TestWeightMemory(t *testing.T) {
 func TestWeightMemoryDequantCopy(t *testing.T) {
 	a := mustPreset(t, "deepseek-v3")
 	want := 61 * ((15138816+171966464.0/8)*(1+4.0/16384) + 16777216.0/8*2)
-	for _, c := range WeightMemory(a, Plan{TP: 8}, false) {
+	for _, c := range a.WeightMemory(Plan{TP: 8}, false) {
 		if c.Component == CompAttention && !near(c.BytesPerGPU, want, 1e-12) {
 			t.Errorf("attention %.0f B, want %.0f", c.BytesPerGPU, want)
 		}

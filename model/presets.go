@@ -65,7 +65,7 @@ func loadPresets() {
 			presetErr = err
 			return
 		}
-		a, err := Parse("preset "+name, data, "", nil)
+		a, err := parse("preset "+name, data, "", nil)
 		if err != nil {
 			presetErr = fmt.Errorf("built-in preset %s: %w", name, err)
 			return

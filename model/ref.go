@@ -66,7 +66,7 @@ func (r Ref) Resolve() (*Arch, error) {
 		if r.QuantConfig != "" {
 			quant = []byte(r.QuantConfig)
 		}
-		if a, err = Parse(r.Path+" (recorded config.json)", []byte(r.Config), "hf_quant_config.json (recorded)", quant); err != nil {
+		if a, err = parse(r.Path+" (recorded config.json)", []byte(r.Config), "hf_quant_config.json (recorded)", quant); err != nil {
 			return nil, err
 		}
 		a.Name, a.Source = r.Path, r.Path
@@ -193,10 +193,10 @@ func ScaleArch(a *Arch, f float64) (*Arch, error) {
 	c.MoEIntermediate = div(a.MoEIntermediate)
 	c.Vocab = div(a.Vocab)
 	c.IndexHeadDim = even(a.IndexHeadDim)
-	if a.Eagle3 != nil {
-		e := *a.Eagle3
+	if a.eagle3 != nil {
+		e := *a.eagle3
 		e.TargetHidden, e.DraftVocab = div(e.TargetHidden), div(e.DraftVocab)
-		c.Eagle3 = &e
+		c.eagle3 = &e
 	}
 	return &c, nil
 }

@@ -87,8 +87,11 @@ const (
 	RoleMLPAllReduce    Role = "mlp.allreduce"      // all-reduce of down's partial sums over the TP group
 )
 
-// The head (Op.Layer -1; an MTP pass's head carries its layer) and the
-// MTP draft pass's own input ops.
+// The head (Op.Layer -1; an MTP pass's head carries its layer), and a
+// speculative step's own ops: the MTP draft pass's and the EAGLE-3 head's
+// inputs (their decoder layers, heads and embeddings reuse the roles
+// above under the pass's prefix, "mtp.s0.", "eagle.s0.") and the rejection
+// sampler after the target's head.
 const (
 	RoleFinalNorm       Role = "head.final_norm"       // the main model's final RMSNorm
 	RoleSharedHeadNorm  Role = "head.shared_head_norm" // an MTP pass's RMSNorm before its head
@@ -97,12 +100,7 @@ const (
 	RoleMTPENorm        Role = "mtp.enorm"             // MTP: RMSNorm of the draft token's embedding
 	RoleMTPHNorm        Role = "mtp.hnorm"             // MTP: RMSNorm of the previous hidden state
 	RoleMTPEHProj       Role = "mtp.eh_proj"           // MTP: concat(embedding, hidden) 2H -> H projection
-)
 
-// A speculative step's own ops: the EAGLE-3 head's input (its decoder
-// layer, head and embedding reuse the roles above under the pass's prefix
-// "eagle.s0.") and the rejection sampler after the target's head.
-const (
 	RoleEagleFC          Role = "eagle.fc"              // EAGLE-3: the target's auxiliary hidden states (3 layers) projected to the head's width (first pass only)
 	RoleEagleENorm       Role = "eagle.enorm"           // EAGLE-3: RMSNorm of the draft token's embedding (input_layernorm)
 	RoleEagleHNorm       Role = "eagle.hnorm"           // EAGLE-3: RMSNorm of the carried hidden state (hidden_norm)

@@ -104,7 +104,7 @@ func TestRoleRelations(t *testing.T) {
 		{RoleSharedGateUp, RoleSharedGateUpQuant}, {RoleSharedDown, RoleSharedDownQuant},
 	}
 	for _, q := range quant {
-		if q.linear.ActQuant() != q.quant || q.quant.Quantizes() != q.linear || string(q.quant) != string(q.linear)+ActQuantSuffix {
+		if q.linear.ActQuant() != q.quant || q.quant.Quantizes() != q.linear || string(q.quant) != string(q.linear)+actQuantSuffix {
 			t.Errorf("%s: ActQuant %q, %s quantizes %q", q.linear, q.linear.ActQuant(), q.quant, q.quant.Quantizes())
 		}
 	}
@@ -201,9 +201,9 @@ func checkModules(t *testing.T, s *Schedule, want map[ModuleKind]int) {
 			case ModDecoderLayer, ModMTP, ModEagle3, ModDraftPass:
 			case ModAttention, ModMoE:
 				// A block holds its sub-modules' ops too.
-				in = in && Table(m.Kind) != nil && hasRole(Table(m.Kind), op.Role)
+				in = in && m.Kind.Table() != nil && hasRole(m.Kind.Table(), op.Role)
 			default:
-				in = in && (op.Role.Module() == m.Kind || hasRole(Table(m.Kind), op.Role))
+				in = in && (op.Role.Module() == m.Kind || hasRole(m.Kind.Table(), op.Role))
 			}
 			if !in {
 				t.Fatalf("module %+v holds op %d %s", m, i, op.ID)
@@ -248,7 +248,7 @@ func TestOpsFollowTheTables(t *testing.T) {
 	for name, s := range vocabSchedules(t) {
 		ops := s.Ranks[0]
 		for _, m := range s.Modules {
-			tbl := Table(m.Kind)
+			tbl := m.Kind.Table()
 			if tbl == nil || m.Kind == ModMTP || m.Kind == ModEagle3 {
 				continue
 			}

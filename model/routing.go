@@ -75,8 +75,8 @@ var (
 	BalancedRouting = Routing{Kind: RoutingBalanced}
 )
 
-// PowerLawRouting is the power-law routing of exponent alpha.
-func PowerLawRouting(alpha float64) Routing { return Routing{Kind: RoutingPowerLaw, Alpha: alpha} }
+// powerLawRouting is the power-law routing of exponent alpha.
+func powerLawRouting(alpha float64) Routing { return Routing{Kind: RoutingPowerLaw, Alpha: alpha} }
 
 // maxPowerLawAlpha bounds the exponent: beyond it the truncated law is a
 // point mass at its lower end and x^(1-α) overflows float64 at 0.01.
@@ -122,7 +122,7 @@ func ParseRouting(s string) (Routing, error) {
 	if err != nil {
 		return Routing{}, fmt.Errorf("routing %q: %s", s, routingWant)
 	}
-	r := PowerLawRouting(a)
+	r := powerLawRouting(a)
 	if err := r.Validate(); err != nil {
 		return Routing{}, fmt.Errorf("routing %q: %s", s, routingWant)
 	}

@@ -21,9 +21,9 @@ func TestRoutingText(t *testing.T) {
 	}{
 		{in: "uniform", want: UniformRouting, text: "uniform"},
 		{in: " Balanced ", want: BalancedRouting, text: "balanced"},
-		{in: "power-law-1.01", want: PowerLawRouting(1.01), text: "power-law-1.01"},
-		{in: "power_law_1.2", want: PowerLawRouting(1.2), text: "power-law-1.2"},
-		{in: "power-law-2.0", want: PowerLawRouting(2), text: "power-law-2"},
+		{in: "power-law-1.01", want: powerLawRouting(1.01), text: "power-law-1.01"},
+		{in: "power_law_1.2", want: powerLawRouting(1.2), text: "power-law-1.2"},
+		{in: "power-law-2.0", want: powerLawRouting(2), text: "power-law-2"},
 		{in: "power-law-1", err: true},
 		{in: "power-law-0.5", err: true},
 		{in: "power-law-11", err: true},
@@ -58,7 +58,7 @@ func TestRoutingText(t *testing.T) {
 		want string
 	}{
 		{BuildOptions{}, `{}`},
-		{BuildOptions{Routing: PowerLawRouting(1.2)}, `{"moe_routing":"power-law-1.2"}`},
+		{BuildOptions{Routing: powerLawRouting(1.2)}, `{"moe_routing":"power-law-1.2"}`},
 	} {
 		b, err := json.Marshal(tc.o)
 		var back BuildOptions
@@ -289,7 +289,7 @@ func TestPowerLawShapeMonteCarlo(t *testing.T) {
 	}
 	for _, alpha := range []float64{1.01, 1.2} {
 		for _, tc := range cases {
-			name := PowerLawRouting(alpha).String() + "/e" + strconv.Itoa(tc.e) + "/ep" + strconv.Itoa(tc.ep) + "/t" + strconv.FormatInt(tc.tokens, 10)
+			name := powerLawRouting(alpha).String() + "/e" + strconv.Itoa(tc.e) + "/ep" + strconv.Itoa(tc.ep) + "/t" + strconv.FormatInt(tc.tokens, 10)
 			t.Run(name, func(t *testing.T) {
 				rng := rand.New(rand.NewPCG(13, uint64(tc.tokens)))
 				local := tc.e / tc.ep
@@ -305,7 +305,7 @@ func TestPowerLawShapeMonteCarlo(t *testing.T) {
 				}
 				rows /= trials
 				touched /= trials
-				s := PowerLawRouting(alpha).Shape(tc.tokens, 8, tc.e, local, 0)
+				s := powerLawRouting(alpha).Shape(tc.tokens, 8, tc.e, local, 0)
 				t.Logf("rows %.2f (generator %.2f), touched %.2f (generator %.2f)", s.Rows, rows, s.ExpertsTouched, touched)
 				if math.Abs(s.Rows/rows-1) > 0.05 || math.Abs(s.ExpertsTouched/touched-1) > 0.05 {
 					t.Errorf("rows %.2f touched %.2f, generator %.2f and %.2f: want within 5 %%", s.Rows, s.ExpertsTouched, rows, touched)
@@ -338,10 +338,10 @@ func TestExecutedSpread(t *testing.T) {
 	}{
 		{"balanced/ep8/64", BalancedRouting.Shape(64, 8, 384, 48, 96), append(repeat(2, 16), repeat(1, 32)...)},
 		{"balanced/tp/16", BalancedRouting.Shape(16, 8, 384, 384, 0), repeat(1, 128)},
-		{"power-law/ep8/256", PowerLawRouting(1.2).Shape(256, 8, 384, 48, 0), nil},
-		{"power-law/tp/64", PowerLawRouting(1.01).Shape(64, 8, 384, 384, 0), nil},
-		{"power-law/ep8/2", PowerLawRouting(1.01).Shape(2, 8, 384, 48, 0), nil},
-		{"power-law/ep16/1024", PowerLawRouting(1.01).Shape(1024, 8, 256, 16, 0), nil},
+		{"power-law/ep8/256", powerLawRouting(1.2).Shape(256, 8, 384, 48, 0), nil},
+		{"power-law/tp/64", powerLawRouting(1.01).Shape(64, 8, 384, 384, 0), nil},
+		{"power-law/ep8/2", powerLawRouting(1.01).Shape(2, 8, 384, 48, 0), nil},
+		{"power-law/ep16/1024", powerLawRouting(1.01).Shape(1024, 8, 256, 16, 0), nil},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -37,8 +37,8 @@ const (
 	SpecSuffix     SpecMethod = "suffix" // suffix-tree lookup on the host (vLLM suffix, Arctic Inference)
 )
 
-// SpecMethods lists the methods in a fixed order.
-var SpecMethods = []SpecMethod{SpecMTP, SpecEagle3, SpecDraftModel, SpecNgram, SpecSuffix}
+// specMethods lists the methods in a fixed order.
+var specMethods = []SpecMethod{SpecMTP, SpecEagle3, SpecDraftModel, SpecNgram, SpecSuffix}
 
 // ParseSpecMethod reads a method name; "" is none.
 func ParseSpecMethod(s string) (SpecMethod, error) {
@@ -53,13 +53,13 @@ func ParseSpecMethod(s string) (SpecMethod, error) {
 	case "nextn", "deepseek_mtp":
 		return SpecMTP, nil
 	}
-	for _, m := range SpecMethods {
+	for _, m := range specMethods {
 		if k == m {
 			return m, nil
 		}
 	}
-	names := make([]string, len(SpecMethods))
-	for i, m := range SpecMethods {
+	names := make([]string, len(specMethods))
+	for i, m := range specMethods {
 		names[i] = string(m)
 	}
 	return "", fmt.Errorf("speculative method %q: want one of %s", s, strings.Join(names, ", "))
@@ -218,9 +218,9 @@ func validateSpec(a *Arch, p Plan, w Workload, s Spec) error {
 		if !d.IsEagle3Head() {
 			return serr("draft_model", d.Name, "an EAGLE-3 head (its config names an Eagle3 architecture); a whole model drafts with --spec draft")
 		}
-		if d.Eagle3.TargetHidden != a.Hidden || d.Vocab != a.Vocab {
+		if d.eagle3.TargetHidden != a.Hidden || d.Vocab != a.Vocab {
 			return serr("draft_model", d.Name, fmt.Sprintf("a head for %s: its target width %d and vocabulary %d are not the target's %d and %d (a head trained for another model)",
-				a.Name, d.Eagle3.TargetHidden, d.Vocab, a.Hidden, a.Vocab))
+				a.Name, d.eagle3.TargetHidden, d.Vocab, a.Hidden, a.Vocab))
 		}
 		if err := (Plan{TP: p.TP}).Validate(d); err != nil {
 			return serr("draft_model", d.Name, fmt.Sprintf("heads divisible by the target's TP %d (the head runs at the target's TP)", p.TP))

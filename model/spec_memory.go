@@ -2,27 +2,27 @@ package model
 
 // The memory a speculative method adds on each GPU: the drafter's weights
 // and its KV cache per token of context (spec.go). MTP's layers are
-// counted by WeightMemory and KVBytesPerToken (withMTP); this file covers
+// counted by Arch.WeightMemory and kvBytesPerToken (withMTP); this file covers
 // the EAGLE-3 head and the draft model. ngram and suffix add nothing on
 // the GPU.
 
-// DrafterWeightBytes is the drafter's weights on one GPU of plan p for a
+// drafterWeightBytes is the drafter's weights on one GPU of plan p for a
 // step of w under o: an EAGLE-3 head at the target's TP (its embedding
 // and LM head vocab-parallel, fc and the fused q_a/kv_a down-projection
 // replicated, q_b, kv_b, o_proj and the dense MLP split, as vLLM's
-// DeepseekV2Eagle3Model lays them), or the draft model's WeightMemory at
+// DeepseekV2Eagle3Model lays them), or the draft model's Arch.WeightMemory at
 // its TP; 0 for the other methods.
-func DrafterWeightBytes(p Plan, w Workload, o BuildOptions) float64 {
+func drafterWeightBytes(p Plan, w Workload, o BuildOptions) float64 {
 	d := o.Spec.Drafter
 	switch o.Spec.MethodFor(w) {
 	case SpecEagle3:
-		if d == nil || d.Eagle3 == nil {
+		if d == nil || d.eagle3 == nil {
 			return 0
 		}
 		p = p.Normalized()
 		tp := float64(p.TP)
 		lp := d.layerParams()
-		h, e := float64(d.Hidden), d.Eagle3
+		h, e := float64(d.Hidden), d.eagle3
 		bpv := d.Quant.Base.BytesPerValue()
 		fc := float64(e.AuxLayers*e.TargetHidden) * h
 		// Layer 0's fused q_a/kv_a reads [embedding, hidden]: twice the
@@ -41,17 +41,19 @@ func DrafterWeightBytes(p Plan, w Workload, o BuildOptions) float64 {
 		if tp == 0 {
 			tp = p.Normalized().TP
 		}
-		return TotalBytes(WeightMemory(d, Plan{TP: tp}, false))
+		var ws [numWeightComponents]ComponentMemory
+		weightMemory(&ws, d, Plan{TP: tp}, false)
+		return totalBytes(ws[:])
 	}
 	return 0
 }
 
-// DrafterKVBytesPerToken is the drafter's KV cache per token of context
+// drafterKVBytesPerToken is the drafter's KV cache per token of context
 // on one GPU: its layers' latents (kv_lora + rope values each) in the
 // target's KV dtype kv, replicated on every rank of its group like the
-// target's; 0 for MTP (KVBytesPerToken counts its layers), ngram and
+// target's; 0 for MTP (kvBytesPerToken counts its layers), ngram and
 // suffix.
-func DrafterKVBytesPerToken(w Workload, o BuildOptions, kv Dtype) float64 {
+func drafterKVBytesPerToken(w Workload, o BuildOptions, kv Dtype) float64 {
 	d := o.Spec.Drafter
 	switch o.Spec.MethodFor(w) {
 	case SpecEagle3, SpecDraftModel:

@@ -265,10 +265,10 @@ func TestDrafterMemory(t *testing.T) {
 	o := specOpts(SpecEagle3, head)
 	vals := 3*7168.0*7168 + 14336*2112 + (1536*64*192+512*64*256+64*128*7168)/8.0 + 3*7168*18432/8.0 +
 		2*20480*7168 + (2*7168 + 1536 + 512) + 2*7168
-	if got, want := DrafterWeightBytes(Plan{TP: 8}, w, o), 2*vals; abs(got/want-1) > 1e-9 {
+	if got, want := drafterWeightBytes(Plan{TP: 8}, w, o), 2*vals; abs(got/want-1) > 1e-9 {
 		t.Errorf("head weights %.0f B, want %.0f", got, want)
 	}
-	if got := DrafterKVBytesPerToken(w, o, FP8); got != 576 {
+	if got := drafterKVBytesPerToken(w, o, FP8); got != 576 {
 		t.Errorf("head KV %v B per token in fp8, want 576", got)
 	}
 	base := KVCapacity(kimi, Plan{TP: 8}, Workload{Batch: 1, Context: 100}, BuildOptions{}, 96e9, 0.9)

@@ -103,12 +103,12 @@ func Summarize(a *Arch, p Plan, w Workload, o BuildOptions, gpuMemBytes, util fl
 	if a.Quant.MTPExcluded {
 		s.Quant[string(CompMTP)] = string(a.Quant.Base)
 	}
-	wm := WeightMemory(a, p, withMTP)
+	wm := a.WeightMemory(p, withMTP)
 	for _, c := range wm {
 		s.WeightComponents = append(s.WeightComponents, SummaryWeight{string(c.Component), string(c.Dtype), c.Placement, c.BytesPerGPU})
 	}
-	s.WeightBytesPerGPU = TotalBytes(wm)
-	if db := DrafterWeightBytes(p, w, o); db > 0 {
+	s.WeightBytesPerGPU = totalBytes(wm)
+	if db := drafterWeightBytes(p, w, o); db > 0 {
 		s.WeightComponents = append(s.WeightComponents, SummaryWeight{"drafter (" + string(o.Spec.MethodFor(w)) + ")", string(o.Spec.Drafter.Quant.Base), "mixed", db})
 		s.WeightBytesPerGPU += db
 	}
@@ -121,7 +121,7 @@ func Summarize(a *Arch, p Plan, w Workload, o BuildOptions, gpuMemBytes, util fl
 	var c Capacity
 	found := false
 	for _, d := range KVDtypes {
-		s.KVBytesPerToken[string(d)] = KVBytesPerToken(a, p, d, withMTP, dsa) + DrafterKVBytesPerToken(w, o, d)
+		s.KVBytesPerToken[string(d)] = kvBytesPerToken(a, p, d, withMTP, dsa) + drafterKVBytesPerToken(w, o, d)
 		wd := w
 		wd.KVDtype = d
 		cd := KVCapacity(a, p, wd, o, gpuMemBytes, util)

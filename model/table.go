@@ -180,7 +180,7 @@ var (
 // embedding and its decoder layer), ModEagle3 (the same of an EAGLE-3
 // pass) or ModSpecVerify (the rejection sampler); nil for another module. The slice is
 // shared: callers must not modify it.
-func Table(m ModuleKind) []Slot {
+func (m ModuleKind) Table() []Slot {
 	for _, t := range blockTables {
 		if t.module == m {
 			return t.slots
@@ -189,12 +189,12 @@ func Table(m ModuleKind) []Slot {
 	return nil
 }
 
-// Select returns the slots of tbl present where have holds: those whose
-// conditions are all in have. CondActQuant in have stands for FP8
-// block-scaled weights on every Linear.
-func Select(tbl []Slot, have Cond) []Slot {
+// Select returns the slots of m's block (Table) present where have holds:
+// those whose conditions are all in have. CondActQuant in have stands for
+// FP8 block-scaled weights on every Linear.
+func (m ModuleKind) Select(have Cond) []Slot {
 	var out []Slot
-	for _, s := range tbl {
+	for _, s := range m.Table() {
 		if s.When&have == s.When {
 			out = append(out, s)
 		}

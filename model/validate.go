@@ -131,7 +131,7 @@ func (w Workload) Validate() error {
 	if w.Phase == Prefill && int64(w.Batch)*int64(w.Context) > 1<<26 {
 		return werr("batch", strconv.Itoa(w.Batch), "batch x context at most 67108864 tokens in one prefill step")
 	}
-	// The KV cache of batch x context tokens times MaxKVBytesPerToken must
+	// The KV cache of batch x context tokens times maxKVBytesPerToken must
 	// fit int64 bytes: 2^40 tokens, a million times what a GPU box holds.
 	if int64(w.Batch)*int64(w.Context) > maxKVTokens {
 		return werr("batch", strconv.Itoa(w.Batch), fmt.Sprintf("batch x context at most %d cached tokens", int64(maxKVTokens)))

@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/tpscope/tpscope/model"
+	"github.com/tpscope/tpscope/ncclenv"
 	"github.com/tpscope/tpscope/sim"
 )
 
@@ -89,7 +90,7 @@ func BenchmarkPredict(b *testing.B) {
 		b.Fatal(err)
 	}
 	sc := sim.Scenario{Arch: a, Plan: model.Plan{TP: 8}, Workload: model.Workload{Phase: model.Decode, Batch: 1, Context: 4096, KVDtype: model.BF16}}
-	opts := sim.Options{CUDAGraphs: true, NCCL: sim.NCCLOptions{Proto: "LL", P2PLevel: "SYS"}}
+	opts := sim.Options{CUDAGraphs: true, NCCL: ncclenv.Settings{Proto: "LL", P2PLevel: "SYS"}}
 	for _, withSource := range []bool{false, true} {
 		p, src := newPredictor(b, db, sampleBoxes[0], opts)
 		name := "source=tables"

@@ -574,7 +574,7 @@ var mlaForms = [2]map[model.Role]bool{
 func mlaForm(phase model.Cond) map[model.Role]bool {
 	form := map[model.Role]bool{}
 	in := false
-	for _, sl := range model.Select(model.Table(model.ModAttention), model.CondTP|model.CondActQuant|phase) {
+	for _, sl := range model.ModAttention.Select(model.CondTP | model.CondActQuant | phase) {
 		if sl.Role == model.RoleFusedQKVAProj.ActQuant() {
 			in = true
 		}

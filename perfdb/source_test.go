@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/tpscope/tpscope/model"
+	"github.com/tpscope/tpscope/ncclenv"
 	"github.com/tpscope/tpscope/sim"
 	"github.com/tpscope/tpscope/topology"
 )
@@ -151,7 +152,7 @@ func measuredOps(t *testing.T, p *sim.Predictor, src *Source, b box, c decodeCas
 func TestDecodeOpsExactHits(t *testing.T) {
 	db := sampleDB(t)
 	for _, b := range sampleBoxes {
-		p, src := newPredictor(t, db, b, sim.Options{CUDAGraphs: true, NCCL: sim.NCCLOptions{P2PLevel: "SYS"}})
+		p, src := newPredictor(t, db, b, sim.Options{CUDAGraphs: true, NCCL: ncclenv.Settings{P2PLevel: "SYS"}})
 		byFam := map[string][2]int{} // exact, interpolated or held
 		for _, c := range decodeCases() {
 			ops, _ := measuredOps(t, p, src, b, c)
@@ -201,7 +202,7 @@ func TestDecodeOpsHeldOut(t *testing.T) {
 	db := sampleDB(t)
 	interior, frontier := familyLOOSplit(t)
 	for _, b := range sampleBoxes {
-		p, src := newPredictor(t, db, b, sim.Options{CUDAGraphs: true, NCCL: sim.NCCLOptions{P2PLevel: "SYS"}})
+		p, src := newPredictor(t, db, b, sim.Options{CUDAGraphs: true, NCCL: ncclenv.Settings{P2PLevel: "SYS"}})
 		errs := map[string][]float64{}
 		seen := map[string]bool{}
 		for _, c := range decodeCases() {
@@ -287,7 +288,7 @@ func familyLOOSplit(t *testing.T) (interior, frontier map[[2]string]looBound) {
 // measure 53-55; the seed team ~60, seed-scenario.md).
 func TestSeedWithTables(t *testing.T) {
 	db := sampleDB(t)
-	p, src := newPredictor(t, db, sampleBoxes[0], sim.Options{CUDAGraphs: true, NCCL: sim.NCCLOptions{Proto: "LL", P2PLevel: "SYS"}})
+	p, src := newPredictor(t, db, sampleBoxes[0], sim.Options{CUDAGraphs: true, NCCL: ncclenv.Settings{Proto: "LL", P2PLevel: "SYS"}})
 	a, err := model.Preset("kimi-k2.5-nvfp4")
 	if err != nil {
 		t.Fatal(err)
@@ -351,10 +352,10 @@ func TestSourceRouting(t *testing.T) {
 		dist    string // "" = not in the table
 	}{
 		{model.BalancedRouting, "balanced"},
-		{model.PowerLawRouting(1.01), "power_law_1.01"},
-		{model.PowerLawRouting(1.2), "power_law_1.2"},
+		{model.Routing{Kind: model.RoutingPowerLaw, Alpha: 1.01}, "power_law_1.01"},
+		{model.Routing{Kind: model.RoutingPowerLaw, Alpha: 1.2}, "power_law_1.2"},
 		{model.UniformRouting, ""},
-		{model.PowerLawRouting(1.5), ""},
+		{model.Routing{Kind: model.RoutingPowerLaw, Alpha: 1.5}, ""},
 	}
 	for _, tc := range cases {
 		t.Run(tc.routing.String(), func(t *testing.T) {

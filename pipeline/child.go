@@ -317,7 +317,7 @@ func (r *Runner) runChildren(ctx context.Context, p *Prepared) (*Result, error) 
 		// stops after the current op and writes what it finished.
 		cmd.Cancel = func() error { return cmd.Process.Signal(os.Interrupt) }
 		cmd.WaitDelay = childWaitDelay
-		cmd.Env = childEnv(os.Environ(), p.BackendConfig.Env, pr.env)
+		cmd.Env = childEnv(os.Environ(), p.BackendConfig.NCCL.Env(), pr.env)
 		cmd.Stdout, cmd.Stderr = r.stderr, r.stderr
 		cmds[i] = cmd
 	}

@@ -8,6 +8,7 @@ import (
 	"github.com/tpscope/tpscope/exec"
 	"github.com/tpscope/tpscope/exec/collbench"
 	"github.com/tpscope/tpscope/model"
+	"github.com/tpscope/tpscope/ncclenv"
 	"github.com/tpscope/tpscope/sim"
 )
 
@@ -18,7 +19,7 @@ type CollectiveSpec struct {
 	// Backend is a registered backend's name.
 	Backend string
 	// NCCL are the NCCL settings the collective runs with (BackendConfig).
-	NCCL sim.NCCLOptions
+	NCCL ncclenv.Settings
 	// Bench is the collective, its ranks, sizes and iterations.
 	Bench collbench.Config
 	// Steps is the number of measured steps (0: exec.DefaultSteps); Warmup

@@ -23,7 +23,7 @@
 //     after);
 //   - where a run's ranks execute (Runner). NCCL reads its protocol,
 //     algorithm and P2P settings once per process and keeps them
-//     (sim.NCCLCached), so a run whose settings differ from those an
+//     (ncclenv.Cached), so a run whose settings differ from those an
 //     earlier run fixed in this process runs in fresh processes of this
 //     binary: the hidden verb ChildVerb, given a serialized run spec,
 //     writes its result to a file. Where the backend runs ranks in

@@ -15,6 +15,7 @@ import (
 	"github.com/tpscope/tpscope/exec"
 	_ "github.com/tpscope/tpscope/exec/cpu"
 	"github.com/tpscope/tpscope/model"
+	"github.com/tpscope/tpscope/ncclenv"
 	"github.com/tpscope/tpscope/sim"
 	"github.com/tpscope/tpscope/topology"
 	"github.com/tpscope/tpscope/traces"
@@ -58,26 +59,31 @@ func tinyScenario(t *testing.T, o sim.Options) sim.Scenario {
 }
 
 // TestBackendConfig: the backend is told the scenario's seed, NCCL
-// settings and all-reduce + RMSNorm fusion, and nothing that belongs to
-// the schedule or the runner.
+// settings (env: their environment in NCCL's spelling) and all-reduce +
+// RMSNorm fusion, and nothing that belongs to the schedule or the runner.
 func TestBackendConfig(t *testing.T) {
 	cases := []struct {
 		name string
 		opts sim.Options
 		seed int64
 		want exec.BackendConfig
+		env  map[string]string
 	}{
-		{"defaults", sim.Options{}, 1, exec.BackendConfig{Seed: 1}},
-		{"fusion", sim.Options{ARNormFusion: true}, 7, exec.BackendConfig{Seed: 7, ARNormFusion: true}},
-		{"nccl", sim.Options{NCCL: sim.NCCLOptions{Proto: "LL", P2PLevel: "SYS", P2PDisable: true, Algo: "Ring"}}, 1,
-			exec.BackendConfig{Seed: 1, Env: map[string]string{"NCCL_PROTO": "LL", "NCCL_P2P_LEVEL": "SYS", "NCCL_P2P_DISABLE": "1", "NCCL_ALGO": "Ring"}}},
-		{"graphs and custom all-reduce are not the backend's", sim.Options{CUDAGraphs: true, CustomAR: sim.CustomAROneShot}, 1, exec.BackendConfig{Seed: 1}},
+		{"defaults", sim.Options{}, 1, exec.BackendConfig{Seed: 1}, nil},
+		{"fusion", sim.Options{ARNormFusion: true}, 7, exec.BackendConfig{Seed: 7, ARNormFusion: true}, nil},
+		{"nccl", sim.Options{NCCL: ncclenv.Settings{Proto: "LL", P2PLevel: "SYS", P2PDisable: true, Algo: "Ring"}}, 1,
+			exec.BackendConfig{Seed: 1, NCCL: ncclenv.Settings{Proto: "LL", P2PLevel: "SYS", P2PDisable: true, Algo: "Ring"}},
+			map[string]string{"NCCL_PROTO": "LL", "NCCL_P2P_LEVEL": "SYS", "NCCL_P2P_DISABLE": "1", "NCCL_ALGO": "Ring"}},
+		{"graphs and custom all-reduce are not the backend's", sim.Options{CUDAGraphs: true, CustomAR: sim.CustomAROneShot}, 1, exec.BackendConfig{Seed: 1}, nil},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			got := BackendConfig(sim.Scenario{Options: tc.opts}, tc.seed)
 			if !reflect.DeepEqual(got, tc.want) {
 				t.Errorf("got %+v, want %+v", got, tc.want)
+			}
+			if env := got.NCCL.Env(); len(env)+len(tc.env) > 0 && !reflect.DeepEqual(env, tc.env) {
+				t.Errorf("environment %v, want %v", env, tc.env)
 			}
 		})
 	}
@@ -89,21 +95,21 @@ func TestBackendConfig(t *testing.T) {
 // one with the same ones (or differing only in spelling) stays. A backend
 // that does not read them never needs one.
 func TestNeedsFreshProcess(t *testing.T) {
-	baseline := sim.NCCLOptions{Proto: "LL", P2PLevel: "SYS"}
+	baseline := ncclenv.Settings{Proto: "LL", P2PLevel: "SYS"}
 	seq := []struct {
 		name  string
-		o     sim.NCCLOptions
+		o     ncclenv.Settings
 		fresh bool
 	}{
 		{"baseline", baseline, false},
 		{"fp8-kv (same settings)", baseline, false},
-		{"without-nccl-proto-ll", sim.NCCLOptions{P2PLevel: "SYS"}, true},
-		{"spelled differently", sim.NCCLOptions{Proto: "ll", P2PLevel: "sys"}, false},
-		{"nccl-p2p-disable", sim.NCCLOptions{Proto: "LL", P2PLevel: "SYS", P2PDisable: true}, true},
-		{"without calibration (tpscope's own)", sim.NCCLOptions{Proto: "LL", P2PLevel: "SYS", IgnoreCalibration: true}, false},
+		{"without-nccl-proto-ll", ncclenv.Settings{P2PLevel: "SYS"}, true},
+		{"spelled differently", ncclenv.Settings{Proto: "ll", P2PLevel: "sys"}, false},
+		{"nccl-p2p-disable", ncclenv.Settings{Proto: "LL", P2PLevel: "SYS", P2PDisable: true}, true},
+		{"without calibration (tpscope's own)", ncclenv.Settings{Proto: "LL", P2PLevel: "SYS", IgnoreCalibration: true}, false},
 	}
 	for _, reads := range []bool{true, false} {
-		var cached *sim.NCCLCached
+		var cached *ncclenv.Cached
 		for _, s := range seq {
 			got := needsFreshProcess(cached, reads, s.o)
 			if want := s.fresh && reads; got != want {
@@ -149,15 +155,15 @@ func TestFreshProcessesKeepNCCLSettingsApart(t *testing.T) {
 	dir := t.TempDir()
 	runs := []struct {
 		label string
-		nccl  sim.NCCLOptions
+		nccl  ncclenv.Settings
 		want  string
 	}{
-		{"baseline", sim.NCCLOptions{}, ""},
-		{"nccl-proto-ll", sim.NCCLOptions{Proto: "LL"}, "NCCL_PROTO=LL"},
-		{"after-proto-ll", sim.NCCLOptions{}, ""},
-		{"nccl-p2p-sys", sim.NCCLOptions{P2PLevel: "SYS"}, "NCCL_P2P_LEVEL=SYS"},
-		{"algo-and-p2p-disable", sim.NCCLOptions{Algo: "Ring", P2PDisable: true}, "NCCL_ALGO=Ring NCCL_P2P_DISABLE=1"},
-		{"proto-simple", sim.NCCLOptions{Proto: "Simple"}, "NCCL_PROTO=Simple"},
+		{"baseline", ncclenv.Settings{}, ""},
+		{"nccl-proto-ll", ncclenv.Settings{Proto: "LL"}, "NCCL_PROTO=LL"},
+		{"after-proto-ll", ncclenv.Settings{}, ""},
+		{"nccl-p2p-sys", ncclenv.Settings{P2PLevel: "SYS"}, "NCCL_P2P_LEVEL=SYS"},
+		{"algo-and-p2p-disable", ncclenv.Settings{Algo: "Ring", P2PDisable: true}, "NCCL_ALGO=Ring NCCL_P2P_DISABLE=1"},
+		{"proto-simple", ncclenv.Settings{Proto: "Simple"}, "NCCL_PROTO=Simple"},
 	}
 	for _, r := range runs {
 		path := filepath.Join(dir, r.label+".otlp.jsonl")

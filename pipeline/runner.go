@@ -13,7 +13,7 @@ import (
 
 	"github.com/tpscope/tpscope/exec"
 	"github.com/tpscope/tpscope/model"
-	"github.com/tpscope/tpscope/sim"
+	"github.com/tpscope/tpscope/ncclenv"
 	"github.com/tpscope/tpscope/traces"
 )
 
@@ -22,7 +22,7 @@ type Isolation uint8
 
 const (
 	// IsolateAuto (the default): a run whose NCCL settings that NCCL keeps
-	// per process (sim.NCCLCached) differ from those an earlier run of
+	// per process (ncclenv.Cached) differ from those an earlier run of
 	// this Runner fixed in this process runs in fresh processes, on a
 	// backend whose collectives read those settings
 	// (Capabilities.CollectiveSettings); every other run runs here.
@@ -58,7 +58,7 @@ type Runner struct {
 	shared    bool // WithSharedDevice
 	// cached is what the first run here that NCCL read fixed for the
 	// process (nil before it).
-	cached *sim.NCCLCached
+	cached *ncclenv.Cached
 }
 
 // Option configures NewRunner.
@@ -183,7 +183,7 @@ func (r *Runner) freshProcesses(p *Prepared) bool {
 // needsFreshProcess: a run with NCCL settings o may not share a process
 // whose NCCL already holds cached (nil: none yet) when its backend's
 // collectives read the settings and they differ.
-func needsFreshProcess(cached *sim.NCCLCached, readsSettings bool, o sim.NCCLOptions) bool {
+func needsFreshProcess(cached *ncclenv.Cached, readsSettings bool, o ncclenv.Settings) bool {
 	return readsSettings && cached != nil && *cached != o.CachedPerProcess()
 }
 

@@ -106,18 +106,15 @@ func CapabilitiesOf(b exec.Backend) Capabilities {
 
 // BackendConfig is the backend's configuration for a run of sc: the one
 // place where a scenario's options become what the backend is told.
-// Seed seeds the backend; the NCCL settings (sc.Options.NCCL) become its
-// environment, which a backend with NCCL sets for the session and puts
-// back afterwards; all-reduce + RMSNorm fusion (sc.Options.ARNormFusion)
+// Seed seeds the backend; the NCCL settings (sc.Options.NCCL) travel as
+// the one typed value (exec.BackendConfig.NCCL), whose environment a
+// backend with NCCL sets for the session and puts back afterwards;
+// all-reduce + RMSNorm fusion (sc.Options.ARNormFusion)
 // asks for the fused kernel. The other options change the schedule
 // (sim.BuildSchedule) or the runner (CUDA graphs: exec.WithGraphs), not
 // the backend.
 func BackendConfig(sc sim.Scenario, seed int64) exec.BackendConfig {
-	env := sc.Options.NCCL.Env()
-	if len(env) == 0 {
-		env = nil
-	}
-	return exec.BackendConfig{Seed: seed, Env: env, ARNormFusion: sc.Options.ARNormFusion}
+	return exec.BackendConfig{Seed: seed, NCCL: sc.Options.NCCL, ARNormFusion: sc.Options.ARNormFusion}
 }
 
 // Prepare builds what spec runs, checking on the way what can be checked

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/tpscope/tpscope/model"
+	"github.com/tpscope/tpscope/ncclenv"
 	"github.com/tpscope/tpscope/sim"
 )
 
@@ -47,7 +48,7 @@ func TestPublicGLM5ClosedLoop(t *testing.T) {
 		Scenario: sim.Scenario{Arch: mustPreset(t, "glm-5-nvfp4"), Plan: model.Plan{TP: 8},
 			Workload: model.Workload{KVDtype: model.BF16}, Build: model.BuildOptions{DenseDSA: true},
 			Topo:    mustTopo(t, "rtxpro6000-2s"),
-			Options: sim.Options{CUDAGraphs: true, NCCL: sim.NCCLOptions{Proto: "LL", P2PLevel: "SYS"}, Engine: engine.Ref{Name: "sglang"}, AttentionBackend: "flashinfer"}},
+			Options: sim.Options{CUDAGraphs: true, NCCL: ncclenv.Settings{Proto: "LL", P2PLevel: "SYS"}, Engine: engine.Ref{Name: "sglang"}, AttentionBackend: "flashinfer"}},
 	}
 	s := mustNew(t, d)
 	p, err := sim.New(d.Scenario.Topo, d.Scenario.Options)

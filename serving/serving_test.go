@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/tpscope/tpscope/model"
+	"github.com/tpscope/tpscope/ncclenv"
 	"github.com/tpscope/tpscope/sim"
 	"github.com/tpscope/tpscope/topology"
 )
@@ -35,7 +36,7 @@ func kimiDeployment(t testing.TB) Deployment {
 	return Deployment{
 		Scenario: sim.Scenario{Arch: mustPreset(t, "kimi-k2.5"), Plan: model.Plan{TP: 8}, Workload: model.Workload{KVDtype: model.FP8},
 			Topo:    mustTopo(t, "rtxpro6000-2s"),
-			Options: sim.Options{CUDAGraphs: true, NCCL: sim.NCCLOptions{P2PLevel: "SYS"}}},
+			Options: sim.Options{CUDAGraphs: true, NCCL: ncclenv.Settings{P2PLevel: "SYS"}}},
 	}
 }
 

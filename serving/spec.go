@@ -31,7 +31,7 @@ type specState struct {
 // newSpecState returns the scheduler's speculative state for the
 // deployment (nil without speculation); seed and stream pick its draws.
 func newSpecState(sc sim.Scenario, seed uint64, stream uint64) *specState {
-	y := sim.SpecYieldOf(sc)
+	y := sc.SpecYield()
 	if y == nil || sc.Workload.SpecTokens <= 0 {
 		return nil
 	}

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/tpscope/tpscope/model"
+	"github.com/tpscope/tpscope/ncclenv"
 	"github.com/tpscope/tpscope/sim"
 )
 
@@ -32,7 +33,7 @@ func testSpecEagle3LowLoad(t *testing.T, policy Policy) {
 	sc := sim.Scenario{Arch: mustPreset(t, "kimi-k2.5"), Plan: model.Plan{TP: 8}, Topo: mustTopo(t, "rtxpro6000-2s"),
 		Workload: model.Workload{KVDtype: model.FP8, SpecTokens: 3},
 		Build:    model.BuildOptions{Spec: model.Spec{Method: model.SpecEagle3, Draft: head.Ref, Drafter: head}},
-		Options:  sim.Options{CUDAGraphs: true, NCCL: sim.NCCLOptions{Proto: "LL", P2PLevel: "SYS"}}}
+		Options:  sim.Options{CUDAGraphs: true, NCCL: ncclenv.Settings{Proto: "LL", P2PLevel: "SYS"}}}
 	s := mustNew(t, Deployment{Scenario: sc, Engine: EngineOptions{Policy: policy}})
 	const prompt, output, n = 1024, 256, 64
 	res := mustRun(t, s, Traffic{Concurrency: 1, NumRequests: n, Prompt: Lengths{Mean: prompt}, Output: Lengths{Mean: output}, Seed: 7}, RunOptions{TimelineWindows: -1})
@@ -43,7 +44,7 @@ func testSpecEagle3LowLoad(t *testing.T, policy Policy) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	y := sim.SpecYieldOf(static)
+	y := static.SpecYield()
 	want := pr.StepUs / 1e3 / y.TokensPerStep
 	got := res.TPOTMs.P50
 	t.Logf("median TPOT %.3f ms, static step %.2f ms / %.3f tokens per step = %.3f ms (x%.3f)", got, pr.StepUs/1e3, y.TokensPerStep, want, got/want)

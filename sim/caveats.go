@@ -22,7 +22,7 @@ func (p *Predictor) Caveats(sc Scenario) []string {
 	}
 	measured := p.measuredOps(sc)
 	plan := sc.Plan.Normalized()
-	major, _ := computeCapability(p.dev.ComputeCapability)
+	major, _ := p.dev.CCVersion()
 	sm12 := major == 12
 
 	// TestPublicNVFP4Gap: NVFP4 experts decode 25-35 % slower than INT4
@@ -49,7 +49,7 @@ func (p *Predictor) Caveats(sc Scenario) []string {
 
 	// TestPublicAllReduce and the seed: small NCCL all-reduces on PCIe
 	// boxes differ from NCCL's constants, in both directions.
-	if cm, ok := p.coll.(*CollectiveModel); ok && plan.World() > 1 && !allNVLink(p.topo, nil) && !cm.calibrated() && !measured.allReduce {
+	if cm, ok := p.coll.(*CollectiveModel); ok && plan.World() > 1 && !p.topo.AllNVLink(nil) && !cm.calibrated() && !measured.allReduce {
 		out = append(out, "NCCL collectives priced with NCCL's stock constants: on PCIe boxes small all-reduces measure off them in both directions (on a public 8-GPU switch box they predict 18-42 % above the measured time up to 64 KB) (fix: tpscope calibrate --nccl-tests on this box's all_reduce_perf log)")
 		// TestPublicSHMGap: ring steps through host memory.
 		if g := cm.group(firstRanks(plan.TP)); g.shmHops > 0 {
@@ -66,7 +66,7 @@ func (p *Predictor) Caveats(sc Scenario) []string {
 
 	// checkOneShot: a public one-shot kernel lost to NCCL on dual-CPU
 	// boxes; the model prices cross-socket reads optimistically.
-	if (p.opts.CustomAR == CustomAROneShot || p.opts.CustomAR == CustomARTwoShot) && spansSockets(p.topo, plan.TP) && !allNVLink(p.topo, nil) {
+	if (p.opts.CustomAR == CustomAROneShot || p.opts.CustomAR == CustomARTwoShot) && p.topo.SpansSockets(plan.TP) && !p.topo.AllNVLink(nil) {
 		out = append(out, "custom all-reduce across CPU sockets: a public one-shot PCIe kernel ran slower than NCCL on dual-CPU boxes; read this prediction as an upper bound")
 	}
 	return out
@@ -125,7 +125,7 @@ func (p *Predictor) measuredOps(sc Scenario) measured {
 }
 
 // calibratedFamily reports whether trace calibration set a parameter of
-// the kernel family (sim/fit.go writes "efficiency.<family>[/<dtype>]",
+// the kernel family (calibrate.ApplyCompute writes "efficiency.<family>[/<dtype>]",
 // "efficiency.mem/<family>[/<dtype>]" and "ramp_us.<family>[/<dtype>]"
 // sources starting "calibrated").
 func (p *Predictor) calibratedFamily(family string) bool {
@@ -156,25 +156,6 @@ func (m *CollectiveModel) calibrated() bool {
 		}
 	}
 	return false
-}
-
-// capacityCaveat: TestPublicKimiKVCapacity and the seed scenario's report.
-const capacityCaveat = "KV capacity and max concurrency leave out CUDA-graph pools, NCCL buffers and the CUDA context: public vLLM pools on 8x RTX PRO 6000 measured 8 % below tpscope's, and the seed scenario reported ~11.7 GB of KV per GPU where tpscope gives 14.6 GB: read them as upper bounds"
-
-// PlanCaveats lists the caveats of a sweep: the capacity caveat, then
-// those of the best point's scenario on its box (Predictor.Caveats); cfgs
-// and r.Points are index-aligned (EvaluatePlan).
-func PlanCaveats(cfgs []PlanConfig, r *PlanResult) []string {
-	out := []string{capacityCaveat}
-	if r == nil || r.Best < 0 || r.Best >= len(cfgs) {
-		return out
-	}
-	c := &cfgs[r.Best].Scenario
-	p, err := c.NewPredictor()
-	if err != nil {
-		return out
-	}
-	return append(out, p.Caveats(*c)...)
 }
 
 // firstRanks is the group 0..n-1.

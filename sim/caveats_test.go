@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/tpscope/tpscope/model"
+	"github.com/tpscope/tpscope/ncclenv"
 	"github.com/tpscope/tpscope/topology"
 )
 
@@ -20,7 +21,7 @@ func TestCaveats(t *testing.T) {
 		shm     = "host-memory ring hops"
 	)
 	// calibrated returns the 2-socket preset with a calibrated ring LL
-	// all-reduce under P2P SYS and a trace-calibrated family (fit.go's
+	// all-reduce under P2P SYS and a trace-calibrated family (calibrate's
 	// source format).
 	calibrated := func(family string) *topology.Topology {
 		tp := mustTopo(t, "rtxpro6000-2s")
@@ -45,14 +46,14 @@ func TestCaveats(t *testing.T) {
 		{"one GPU: no collectives", "tiny-mla-moe", mustTopo(t, "rtxpro6000-2s"), model.Plan{TP: 1}, 4096, tuned, nil},
 		{"H200 NVSwitch: FlashMLA, NVLink, no FP4", "kimi-k2.5-nvfp4", mustTopo(t, "h200-nvswitch"), model.Plan{TP: 8}, 131072, tuned, nil},
 		{"one-shot across sockets", "kimi-k2.5", mustTopo(t, "rtxpro6000-2s"), model.Plan{TP: 8}, 4096,
-			Options{CUDAGraphs: true, CustomAR: CustomAROneShot, NCCL: NCCLOptions{P2PLevel: "SYS"}}, []string{nccl, custom}},
+			Options{CUDAGraphs: true, CustomAR: CustomAROneShot, NCCL: ncclenv.Settings{P2PLevel: "SYS"}}, []string{nccl, custom}},
 		{"one-shot on the switch box", "kimi-k2.5", mustTopo(t, "rtxpro6000-switch"), model.Plan{TP: 8}, 4096,
-			Options{CUDAGraphs: true, CustomAR: CustomAROneShot, NCCL: NCCLOptions{P2PLevel: "SYS"}}, []string{nccl}},
+			Options{CUDAGraphs: true, CustomAR: CustomAROneShot, NCCL: ncclenv.Settings{P2PLevel: "SYS"}}, []string{nccl}},
 		{"calibrated collectives and MoE GEMMs", "kimi-k2.5-nvfp4", calibrated("moe_gemm/nvfp4"), model.Plan{TP: 8}, 4096, tuned, nil},
 		{"collective calibration under another P2P level", "kimi-k2.5-nvfp4", calibrated("moe_gemm"), model.Plan{TP: 8}, 4096,
 			Options{CUDAGraphs: true}, []string{nccl, shm}},
 		{"P2P disabled", "kimi-k2.5", mustTopo(t, "rtxpro6000-switch"), model.Plan{TP: 8}, 4096,
-			Options{CUDAGraphs: true, NCCL: NCCLOptions{P2PDisable: true}}, []string{nccl, shm}},
+			Options{CUDAGraphs: true, NCCL: ncclenv.Settings{P2PDisable: true}}, []string{nccl, shm}},
 		{"calibrated attention", "kimi-k2.5", calibrated("attention/bf16"), model.Plan{TP: 8}, 131072, tuned, nil},
 	}
 	for _, c := range cases {
@@ -75,30 +76,5 @@ func TestCaveats(t *testing.T) {
 				}
 			}
 		})
-	}
-}
-
-// TestPlanCaveats: a sweep's caveats are the capacity caveat, then the
-// best point's own (the seed box, Kimi NVFP4: NVFP4 experts and
-// uncalibrated NCCL); without a best point only the capacity caveat.
-func TestPlanCaveats(t *testing.T) {
-	res, err := RunPlan(planSpace(t), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if res.Best < 0 {
-		t.Fatal("no best point")
-	}
-	want := []string{"KV capacity and max concurrency", "NVFP4 experts on SM12x", "NCCL collectives priced"}
-	if len(res.Caveats) != len(want) {
-		t.Fatalf("caveats %q, want ones starting %q", res.Caveats, want)
-	}
-	for i, w := range want {
-		if !strings.HasPrefix(res.Caveats[i], w) {
-			t.Errorf("caveat %d = %q, want it to start %q", i, res.Caveats[i], w)
-		}
-	}
-	if c := PlanCaveats(nil, &PlanResult{Best: -1}); len(c) != 1 || !strings.HasPrefix(c[0], want[0]) {
-		t.Errorf("no best point: caveats %q, want the capacity caveat alone", c)
 	}
 }

@@ -38,6 +38,7 @@ package sim
 // Units: bytes, microseconds, GB/s (1e9 B/s).
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"math/bits"
@@ -45,26 +46,25 @@ import (
 	"sync"
 
 	"github.com/tpscope/tpscope/model"
+	"github.com/tpscope/tpscope/ncclenv"
 	"github.com/tpscope/tpscope/topology"
 )
 
-// Algorithm and protocol indices.
+// Algorithm and protocol indices: ncclenv's, as array indices.
 const (
-	algoRing = iota
-	algoTree
-	numAlgos
-)
+	algoRing = int(ncclenv.Ring)
+	algoTree = int(ncclenv.Tree)
+	numAlgos = int(ncclenv.NumAlgorithms)
 
-const (
-	protoLL = iota
-	protoLL128
-	protoSimple
-	numProtos
+	protoLL     = int(ncclenv.LL)
+	protoLL128  = int(ncclenv.LL128)
+	protoSimple = int(ncclenv.Simple)
+	numProtos   = int(ncclenv.NumProtocols)
 )
 
 var (
-	algoNames  = [numAlgos]string{"Ring", "Tree"}
-	protoNames = [numProtos]string{"LL", "LL128", "Simple"}
+	algoNames  = [numAlgos]string{ncclenv.Ring.String(), ncclenv.Tree.String()}
+	protoNames = [numProtos]string{ncclenv.LL.String(), ncclenv.LL128.String(), ncclenv.Simple.String()}
 )
 
 // NCCL constants (nccl-model.md, from NCCL src/graph/tuning.cc 2.23-2.30).
@@ -191,79 +191,6 @@ const (
 	p2pReadEfficiency = 0.8
 )
 
-// NCCLOptions are the NCCL environment knobs the model honours. The zero
-// value is NCCL's defaults.
-type NCCLOptions struct {
-	// Proto is NCCL_PROTO: "" (default), a comma list ("LL,Simple"), or a
-	// "^" exclusion list ("^LL128").
-	Proto string `json:"proto,omitempty"`
-	// Algo is NCCL_ALGO: "", "Ring", "Tree", "Ring,Tree", "^Tree". NCCL
-	// names tpscope does not model (NVLS, NVLSTree, CollNetDirect,
-	// CollNetChain, PAT) are accepted and ignored.
-	Algo string `json:"algo,omitempty"`
-	// P2PLevel is NCCL_P2P_LEVEL (LOC, NVL, NVB, PIX, PXB, PXN, PHB, SYS;
-	// "" = PXB). Ring hops farther than the level go through host memory.
-	P2PLevel string `json:"p2p_level,omitempty"`
-	// P2PDisable is NCCL_P2P_DISABLE=1: every hop through host memory.
-	P2PDisable bool `json:"p2p_disable,omitempty"`
-	// IgnoreCalibration uses NCCL's constants even when the topology
-	// carries calibrated ones.
-	IgnoreCalibration bool `json:"ignore_calibration,omitempty"`
-}
-
-// Validate checks every field against NCCL's grammar; errors name the
-// field (nccl.proto, nccl.algo, nccl.p2p_level) and what is accepted.
-func (o *NCCLOptions) Validate() error {
-	if _, err := parseProto(o.Proto); err != nil {
-		return fmt.Errorf("nccl.proto: %w", err)
-	}
-	if _, err := parseAlgo(o.Algo); err != nil {
-		return fmt.Errorf("nccl.algo: %w", err)
-	}
-	if _, err := topology.ParseP2PLevel(o.P2PLevel); err != nil {
-		return fmt.Errorf("nccl.p2p_level: %w", err)
-	}
-	return nil
-}
-
-// Env is the environment that asks NCCL for these options, in NCCL's
-// spelling (NCCL_PROTO, NCCL_ALGO, NCCL_P2P_LEVEL, NCCL_P2P_DISABLE=1);
-// empty for NCCL's defaults. IgnoreCalibration is tpscope's own and has
-// no variable.
-func (o *NCCLOptions) Env() map[string]string {
-	env := map[string]string{}
-	if o.Proto != "" {
-		env["NCCL_PROTO"] = o.Proto
-	}
-	if o.Algo != "" {
-		env["NCCL_ALGO"] = o.Algo
-	}
-	if o.P2PLevel != "" {
-		env["NCCL_P2P_LEVEL"] = o.P2PLevel
-	}
-	if o.P2PDisable {
-		env["NCCL_P2P_DISABLE"] = "1"
-	}
-	return env
-}
-
-// NCCLCached is the part of NCCLOptions that NCCL reads once per process
-// and keeps (its parameters are cached on first use: the P2P level, P2P
-// disable, the protocol and algorithm choices), in a canonical spelling
-// (NCCL compares these names without case), so two values compare with ==.
-// Two runs whose NCCLCached differ cannot share a process: the second
-// would run with the first one's settings whatever its environment says.
-type NCCLCached struct {
-	Proto, Algo, P2PLevel string
-	P2PDisable            bool
-}
-
-// CachedPerProcess is o's NCCLCached.
-func (o NCCLOptions) CachedPerProcess() NCCLCached {
-	return NCCLCached{Proto: strings.ToUpper(o.Proto), Algo: strings.ToUpper(o.Algo),
-		P2PLevel: strings.ToUpper(o.P2PLevel), P2PDisable: o.P2PDisable}
-}
-
 // CollectiveCost is the predicted cost of one collective call.
 type CollectiveCost struct {
 	// TimeUs is the predicted time = LatencyUs + LinkUs.
@@ -333,7 +260,7 @@ type groupInfo struct {
 // concurrent use.
 type CollectiveModel struct {
 	topo       *topology.Topology
-	opts       NCCLOptions
+	opts       ncclenv.Settings
 	level      topology.P2PLevel
 	caps       archCaps
 	protoOn    [numProtos]int8 // 1 on, 0 off, -1 default (LL128: NVLink only)
@@ -351,7 +278,7 @@ type CollectiveModel struct {
 
 // NewCollectiveModel validates the options and prepares the model. The
 // topology must be validated (Load, Resolve, Preset).
-func NewCollectiveModel(t *topology.Topology, o NCCLOptions) (*CollectiveModel, error) {
+func NewCollectiveModel(t *topology.Topology, o ncclenv.Settings) (*CollectiveModel, error) {
 	if t == nil || t.NumGPUs() == 0 {
 		return nil, fmt.Errorf("collective model: empty topology")
 	}
@@ -359,16 +286,11 @@ func NewCollectiveModel(t *topology.Topology, o NCCLOptions) (*CollectiveModel, 
 		return nil, fmt.Errorf("collective model: %d GPUs; at most 64 per box are modeled", t.NumGPUs())
 	}
 	m := &CollectiveModel{topo: t, opts: o, groups: map[uint64]*groupInfo{}}
-	var err error
-	if m.level, err = topology.ParseP2PLevel(o.P2PLevel); err != nil {
-		return nil, err
+	parsed, err := o.Parse()
+	if err != nil {
+		return nil, errors.Unwrap(err) // NCCL's message, without the field
 	}
-	if m.protoOn, err = parseProto(o.Proto); err != nil {
-		return nil, err
-	}
-	if m.algoOn, err = parseAlgo(o.Algo); err != nil {
-		return nil, err
-	}
+	m.level, m.protoOn, m.algoOn = parsed.P2PLevel, parsed.Protocols, parsed.Algorithms
 	dev := t.DeviceOf(0)
 	m.caps = capsFor(dev.Arch)
 	m.refLatUs = [2]float64{math.Inf(1), pcieRefHopUs}
@@ -379,7 +301,7 @@ func NewCollectiveModel(t *topology.Topology, o NCCLOptions) (*CollectiveModel, 
 			}
 		}
 	}
-	m.calibLevel = P2PCondition(o)
+	m.calibLevel = o.P2PCondition()
 	if c := t.Calibration; c != nil && !o.IgnoreCalibration {
 		for k := range c.Collectives {
 			p := &c.Collectives[k]
@@ -414,20 +336,6 @@ func (m *CollectiveModel) hopExtra(pa *topology.Path) float64 {
 	return math.Max(0, pa.LatUs-m.refLatUs[pathClass(pa)])
 }
 
-// P2PCondition names the P2P setting a measurement ran under, as stored in
-// CollectiveParams.P2PLevel: "disabled" or the NCCL_P2P_LEVEL name ("PXB"
-// by default).
-func P2PCondition(o NCCLOptions) string {
-	if o.P2PDisable {
-		return "disabled"
-	}
-	l, err := topology.ParseP2PLevel(o.P2PLevel)
-	if err != nil {
-		return strings.ToUpper(o.P2PLevel)
-	}
-	return l.String()
-}
-
 var collOps = [4]model.Collective{model.AllReduce, model.AllGather, model.ReduceScatter, model.AllToAll}
 
 func opIndex(op model.Collective) int {
@@ -446,69 +354,6 @@ func indexOf(names []string, s string) int {
 		}
 	}
 	return -1
-}
-
-// parseProto parses NCCL_PROTO into per-protocol on (1), off (0) or
-// default (-1: LL and Simple on, LL128 on NVLink only).
-func parseProto(s string) ([numProtos]int8, error) {
-	on := [numProtos]int8{-1, -1, -1}
-	s = strings.TrimSpace(s)
-	if s == "" {
-		return on, nil
-	}
-	exclude := strings.HasPrefix(s, "^")
-	s = strings.TrimPrefix(s, "^")
-	if !exclude {
-		on = [numProtos]int8{0, 0, 0}
-	}
-	for _, f := range strings.Split(s, ",") {
-		f = strings.TrimSpace(f)
-		i := indexOf(protoNames[:], f)
-		if i < 0 {
-			return on, fmt.Errorf("NCCL_PROTO %q: unknown protocol %q (want LL, LL128, Simple, optionally ^ to exclude)", s, f)
-		}
-		if exclude {
-			on[i] = 0
-		} else {
-			on[i] = 1
-		}
-	}
-	if !exclude && on == [numProtos]int8{} {
-		return on, fmt.Errorf("NCCL_PROTO %q enables no protocol", s)
-	}
-	if on == [numProtos]int8{} {
-		return on, fmt.Errorf("NCCL_PROTO %q excludes every protocol", "^"+s)
-	}
-	return on, nil
-}
-
-func parseAlgo(s string) ([numAlgos]bool, error) {
-	on := [numAlgos]bool{true, true}
-	s = strings.TrimSpace(s)
-	if s == "" {
-		return on, nil
-	}
-	exclude := strings.HasPrefix(s, "^")
-	s = strings.TrimPrefix(s, "^")
-	if !exclude {
-		on = [numAlgos]bool{}
-	}
-	for _, f := range strings.Split(s, ",") {
-		f = strings.TrimSpace(f)
-		if i := indexOf(algoNames[:], f); i >= 0 {
-			on[i] = !exclude
-			continue
-		}
-		switch strings.ToLower(f) {
-		case "nvls", "nvlstree", "collnet", "collnetdirect", "collnetchain", "pat":
-			continue // valid NCCL names, not modeled
-		}
-		return on, fmt.Errorf("NCCL_ALGO %q: unknown algorithm %q (want Ring, Tree, optionally ^ to exclude)", s, f)
-	}
-	if on == [numAlgos]bool{} {
-		return on, fmt.Errorf("NCCL_ALGO %q enables neither Ring nor Tree", s)
-	}
-	return on, nil
 }
 
 // ValidateGroup checks that group names distinct GPUs of the topology.
@@ -585,6 +430,44 @@ func (m *CollectiveModel) CostWith(op model.Collective, group []int, bytes int64
 	c = g.result(oi, op, a, p, float64(bytes))
 	c.NCCLTimeUs = g.ncclLat[oi][a][p] + float64(bytes)*g.ncclUsPerByte[oi][a][p]
 	return c, true
+}
+
+// CollectivePrior is the uncalibrated model of one (algorithm, protocol)
+// pair of a collective on a group, in the terms a calibration fits
+// (package calibrate):
+//
+//	time_us = BaseLatUs + Steps x StepLatUs + bytes / (1000 x BusBWGBps x BusToAlg)
+//
+// BaseLatUs is NCCL's baseLat; StepLatUs tpscope's latency per ring step
+// (NCCL's hwLat for the group's link class, host-memory hops and the
+// ring's slowest P2P hop beyond the one hwLat prices); BusBWGBps the
+// group's bus bandwidth after the protocol's factors and caps; Steps and
+// BusToAlg NCCL's step count and bus-to-algorithm bandwidth ratio.
+type CollectivePrior struct {
+	BaseLatUs, StepLatUs, BusBWGBps float64
+	Steps, BusToAlg                 float64
+}
+
+// Prior returns the uncalibrated model of (algo, proto) for op over
+// group (nil: every GPU), whatever calibration the topology carries; ok
+// is false when the pair does not exist for op (Tree is all-reduce only;
+// all-to-all is NCCL's send/recv) or the group has one rank. It panics
+// on a group outside the topology, as Cost does.
+func (m *CollectiveModel) Prior(op model.Collective, group []int, algo ncclenv.Algorithm, proto ncclenv.Protocol) (CollectivePrior, bool) {
+	a, p := int(algo), int(proto)
+	if a >= numAlgos || p >= numProtos || opIndex(op) < 0 || op == model.AllToAll || (a == algoTree && op != model.AllReduce) {
+		return CollectivePrior{}, false
+	}
+	g := m.group(group)
+	if g.n <= 1 {
+		return CollectivePrior{}, false
+	}
+	bus := g.ringBw
+	if a == algoTree {
+		bus = g.treeBw
+	}
+	return CollectivePrior{BaseLatUs: ncclBaseLatUs[a][p], StepLatUs: m.stepLatUs(g, a, p), BusBWGBps: m.protoBusBw(g, a, p, bus),
+		Steps: steps(op, a, g.n), BusToAlg: busToAlg(op, a, g.n)}, true
 }
 
 // steps is the number of sequential ring steps of op on n ranks.
@@ -864,7 +747,7 @@ func (m *CollectiveModel) buildGroup(mask uint64, ranks []int) *groupInfo {
 
 	// All pairs: all-to-all (NCCL transport per pair) and custom AR (P2P).
 	var a2a, pairs []topology.Flow
-	_, _, refused := p2pRefused(t, ranks)
+	_, _, refused := t.P2PRefused(ranks)
 	g.customOK = !refused
 	for _, i := range ranks {
 		for _, j := range ranks {
@@ -905,4 +788,4 @@ func (m *CollectiveModel) buildGroup(mask uint64, ranks []int) *groupInfo {
 }
 
 // Options returns the options the model was built with.
-func (m *CollectiveModel) Options() NCCLOptions { return m.opts }
+func (m *CollectiveModel) Options() ncclenv.Settings { return m.opts }

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/tpscope/tpscope/model"
+	"github.com/tpscope/tpscope/ncclenv"
 	"github.com/tpscope/tpscope/topology"
 )
 
@@ -18,7 +19,7 @@ func collTopo(t testing.TB, name string, gpus int) *topology.Topology {
 	return tp
 }
 
-func collModel(t testing.TB, name string, gpus int, o NCCLOptions) *CollectiveModel {
+func collModel(t testing.TB, name string, gpus int, o ncclenv.Settings) *CollectiveModel {
 	t.Helper()
 	m, err := NewCollectiveModel(collTopo(t, name, gpus), o)
 	if err != nil {
@@ -68,7 +69,7 @@ func TestNCCLLatencyByHand(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			m := collModel(t, c.topo, c.gpus, NCCLOptions{Proto: c.proto, Algo: "Ring", P2PLevel: "SYS"})
+			m := collModel(t, c.topo, c.gpus, ncclenv.Settings{Proto: c.proto, Algo: "Ring", P2PLevel: "SYS"})
 			got := m.Cost(model.AllReduce, nil, 1024)
 			if got.Proto != c.proto || got.Algo != "Ring" {
 				t.Fatalf("chose %s/%s, want Ring/%s", got.Algo, got.Proto, c.proto)
@@ -86,7 +87,7 @@ func TestNCCLLatencyByHand(t *testing.T) {
 // TestBusAlgRatio: nccl-tests busbw = algbw x 2(n-1)/n for all-reduce
 // (1.75 at 8 ranks), (n-1)/n for the others (0.875 at 8).
 func TestBusAlgRatio(t *testing.T) {
-	m := collModel(t, "rtxpro6000-2s", 8, NCCLOptions{})
+	m := collModel(t, "rtxpro6000-2s", 8, ncclenv.Settings{})
 	for _, c := range []struct {
 		op   model.Collective
 		want float64
@@ -144,7 +145,7 @@ func TestBandwidthByHand(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			m := collModel(t, c.topo, 8, NCCLOptions{P2PLevel: "SYS"})
+			m := collModel(t, c.topo, 8, ncclenv.Settings{P2PLevel: "SYS"})
 			got, ok := m.CostWith(c.op, nil, bytes, c.algo, c.proto)
 			if !ok {
 				t.Fatal("pair not available")
@@ -169,30 +170,30 @@ func TestNCCLChoice(t *testing.T) {
 	cases := []struct {
 		name      string
 		topo      string
-		o         NCCLOptions
+		o         ncclenv.Settings
 		op        model.Collective
 		bytes     int64
 		wantAlgo  string
 		wantProto string
 	}{
-		{"2s/small/LL", "rtxpro6000-2s", NCCLOptions{P2PLevel: "SYS"}, model.AllReduce, 512 << 10, "Ring", "LL"},
-		{"2s/large/Simple", "rtxpro6000-2s", NCCLOptions{P2PLevel: "SYS"}, model.AllReduce, 1 << 20, "Ring", "Simple"},
-		{"2s/proto=LL/large", "rtxpro6000-2s", NCCLOptions{Proto: "LL"}, model.AllReduce, 256 << 20, "Ring", "LL"},
+		{"2s/small/LL", "rtxpro6000-2s", ncclenv.Settings{P2PLevel: "SYS"}, model.AllReduce, 512 << 10, "Ring", "LL"},
+		{"2s/large/Simple", "rtxpro6000-2s", ncclenv.Settings{P2PLevel: "SYS"}, model.AllReduce, 1 << 20, "Ring", "Simple"},
+		{"2s/proto=LL/large", "rtxpro6000-2s", ncclenv.Settings{Proto: "LL"}, model.AllReduce, 256 << 20, "Ring", "LL"},
 		// Without LL, NCCL's table favours Tree for tiny messages: Tree
 		// Simple 8.4 + 14 x 4.0 = 64.4 us < Ring Simple 88.2 us.
-		{"2s/proto=^LL/small", "rtxpro6000-2s", NCCLOptions{Proto: "^LL"}, model.AllReduce, 1024, "Tree", "Simple"},
-		{"2s/proto=^LL/algo=Ring/small", "rtxpro6000-2s", NCCLOptions{Proto: "^LL", Algo: "Ring"}, model.AllReduce, 1024, "Ring", "Simple"},
+		{"2s/proto=^LL/small", "rtxpro6000-2s", ncclenv.Settings{Proto: "^LL"}, model.AllReduce, 1024, "Tree", "Simple"},
+		{"2s/proto=^LL/algo=Ring/small", "rtxpro6000-2s", ncclenv.Settings{Proto: "^LL", Algo: "Ring"}, model.AllReduce, 1024, "Ring", "Simple"},
 		// Explicit LL128 is honoured off NVLink: Tree 14 + 14 x 1.9 = 40.6 <
 		// Ring 14 + 14 x 2.5 = 49.0.
-		{"2s/proto=LL128 forced on PCIe", "rtxpro6000-2s", NCCLOptions{Proto: "LL128"}, model.AllReduce, 1024, "Tree", "LL128"},
-		{"2s/algo=Tree", "rtxpro6000-2s", NCCLOptions{Algo: "Tree"}, model.AllReduce, 1024, "Tree", "LL"},
-		{"2s/algo=Tree/allgather falls back to Ring", "rtxpro6000-2s", NCCLOptions{Algo: "Tree"}, model.AllGather, 1024, "Ring", "LL"},
+		{"2s/proto=LL128 forced on PCIe", "rtxpro6000-2s", ncclenv.Settings{Proto: "LL128"}, model.AllReduce, 1024, "Tree", "LL128"},
+		{"2s/algo=Tree", "rtxpro6000-2s", ncclenv.Settings{Algo: "Tree"}, model.AllReduce, 1024, "Tree", "LL"},
+		{"2s/algo=Tree/allgather falls back to Ring", "rtxpro6000-2s", ncclenv.Settings{Algo: "Tree"}, model.AllGather, 1024, "Ring", "LL"},
 		// H200: LL128 allowed on NVLink; at 4 MiB NCCL's view: LL 15.0 +
 		// b/(1000 x 141 x 8/14) = 67.0 us, LL128 40.6 + b/(1000 x 341.1 x
 		// 8/14) = 62.1 us, Simple 56.0 + b/(1000 x 370.8 x 8/14) = 75.8 us.
-		{"h200/4MiB/LL128", "h200-nvswitch", NCCLOptions{}, model.AllReduce, 4 << 20, "Ring", "LL128"},
-		{"h200/small/LL", "h200-nvswitch", NCCLOptions{}, model.AllReduce, 4096, "Ring", "LL"},
-		{"h200/proto=^LL128/4MiB", "h200-nvswitch", NCCLOptions{Proto: "^LL128"}, model.AllReduce, 4 << 20, "Ring", "LL"},
+		{"h200/4MiB/LL128", "h200-nvswitch", ncclenv.Settings{}, model.AllReduce, 4 << 20, "Ring", "LL128"},
+		{"h200/small/LL", "h200-nvswitch", ncclenv.Settings{}, model.AllReduce, 4096, "Ring", "LL"},
+		{"h200/proto=^LL128/4MiB", "h200-nvswitch", ncclenv.Settings{Proto: "^LL128"}, model.AllReduce, 4 << 20, "Ring", "LL"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -217,18 +218,18 @@ func TestSHMLatency(t *testing.T) {
 	cases := []struct {
 		name    string
 		topo    string
-		o       NCCLOptions
+		o       ncclenv.Settings
 		wantLat float64
 		wantSHM int
 	}{
-		{"2s/default", "rtxpro6000-2s", NCCLOptions{Proto: "LL"}, 216.6, 8},
+		{"2s/default", "rtxpro6000-2s", ncclenv.Settings{Proto: "LL"}, 216.6, 8},
 		// + 14 x 0.4 for the cross-socket P2P hops (TestNCCLLatencyByHand).
-		{"2s/SYS", "rtxpro6000-2s", NCCLOptions{Proto: "LL", P2PLevel: "SYS"}, 20.6 + 14*0.4, 0},
+		{"2s/SYS", "rtxpro6000-2s", ncclenv.Settings{Proto: "LL", P2PLevel: "SYS"}, 20.6 + 14*0.4, 0},
 		// The two cross-socket hops bounce; the slowest P2P hop joins the
 		// socket's two host bridges: + 0.5 - 0.4 per step.
-		{"2s/PHB", "rtxpro6000-2s", NCCLOptions{Proto: "LL", P2PLevel: "PHB"}, 6.6 + 14*(1+14*2.0/8+0.1), 2},
-		{"switch/default", "rtxpro6000-switch", NCCLOptions{Proto: "LL"}, 118.6 + 14*0.1, 4},
-		{"switch/p2p-disabled", "rtxpro6000-switch", NCCLOptions{Proto: "LL", P2PDisable: true}, 216.6, 8},
+		{"2s/PHB", "rtxpro6000-2s", ncclenv.Settings{Proto: "LL", P2PLevel: "PHB"}, 6.6 + 14*(1+14*2.0/8+0.1), 2},
+		{"switch/default", "rtxpro6000-switch", ncclenv.Settings{Proto: "LL"}, 118.6 + 14*0.1, 4},
+		{"switch/p2p-disabled", "rtxpro6000-switch", ncclenv.Settings{Proto: "LL", P2PDisable: true}, 216.6, 8},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -244,7 +245,7 @@ func TestSHMLatency(t *testing.T) {
 func TestDirection(t *testing.T) {
 	type setup struct {
 		topo string
-		o    NCCLOptions
+		o    ncclenv.Settings
 	}
 	cases := []struct {
 		name           string
@@ -253,15 +254,15 @@ func TestDirection(t *testing.T) {
 	}{
 		// PIX pairs inside a switch keep P2P at the default level; the
 		// dual-socket box bounces every hop through host memory.
-		{"switch beats 2s at default level, 16 KiB", setup{"rtxpro6000-switch", NCCLOptions{}}, setup{"rtxpro6000-2s", NCCLOptions{}}, 16 << 10},
+		{"switch beats 2s at default level, 16 KiB", setup{"rtxpro6000-switch", ncclenv.Settings{}}, setup{"rtxpro6000-2s", ncclenv.Settings{}}, 16 << 10},
 		// At SYS both are all-P2P; the switch uplink (54) beats xGMI (45).
-		{"switch beats 2s at SYS, 256 MiB", setup{"rtxpro6000-switch", NCCLOptions{P2PLevel: "SYS"}}, setup{"rtxpro6000-2s", NCCLOptions{P2PLevel: "SYS"}}, 256 << 20},
-		{"SYS beats default on 2s, 16 KiB", setup{"rtxpro6000-2s", NCCLOptions{P2PLevel: "SYS"}}, setup{"rtxpro6000-2s", NCCLOptions{}}, 16 << 10},
-		{"SYS beats default on 2s, 64 MiB", setup{"rtxpro6000-2s", NCCLOptions{P2PLevel: "SYS"}}, setup{"rtxpro6000-2s", NCCLOptions{}}, 64 << 20},
-		{"Gen5 beats Gen4 (switch, SYS), 64 MiB", setup{"rtxpro6000-switch", NCCLOptions{P2PLevel: "SYS"}}, setup{"rtxpro6000-switch-gen4", NCCLOptions{P2PLevel: "SYS"}}, 64 << 20},
-		{"Gen5 beats Gen4 (2s, default), 64 MiB", setup{"rtxpro6000-2s", NCCLOptions{}}, setup{"rtxpro6000-2s-gen4", NCCLOptions{}}, 64 << 20},
-		{"P2P beats P2P disabled (switch)", setup{"rtxpro6000-switch", NCCLOptions{}}, setup{"rtxpro6000-switch", NCCLOptions{P2PDisable: true}}, 1 << 20},
-		{"NVSwitch beats PCIe", setup{"h200-nvswitch", NCCLOptions{}}, setup{"rtxpro6000-2s", NCCLOptions{P2PLevel: "SYS"}}, 1 << 20},
+		{"switch beats 2s at SYS, 256 MiB", setup{"rtxpro6000-switch", ncclenv.Settings{P2PLevel: "SYS"}}, setup{"rtxpro6000-2s", ncclenv.Settings{P2PLevel: "SYS"}}, 256 << 20},
+		{"SYS beats default on 2s, 16 KiB", setup{"rtxpro6000-2s", ncclenv.Settings{P2PLevel: "SYS"}}, setup{"rtxpro6000-2s", ncclenv.Settings{}}, 16 << 10},
+		{"SYS beats default on 2s, 64 MiB", setup{"rtxpro6000-2s", ncclenv.Settings{P2PLevel: "SYS"}}, setup{"rtxpro6000-2s", ncclenv.Settings{}}, 64 << 20},
+		{"Gen5 beats Gen4 (switch, SYS), 64 MiB", setup{"rtxpro6000-switch", ncclenv.Settings{P2PLevel: "SYS"}}, setup{"rtxpro6000-switch-gen4", ncclenv.Settings{P2PLevel: "SYS"}}, 64 << 20},
+		{"Gen5 beats Gen4 (2s, default), 64 MiB", setup{"rtxpro6000-2s", ncclenv.Settings{}}, setup{"rtxpro6000-2s-gen4", ncclenv.Settings{}}, 64 << 20},
+		{"P2P beats P2P disabled (switch)", setup{"rtxpro6000-switch", ncclenv.Settings{}}, setup{"rtxpro6000-switch", ncclenv.Settings{P2PDisable: true}}, 1 << 20},
+		{"NVSwitch beats PCIe", setup{"h200-nvswitch", ncclenv.Settings{}}, setup{"rtxpro6000-2s", ncclenv.Settings{P2PLevel: "SYS"}}, 1 << 20},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -278,7 +279,7 @@ func TestDirection(t *testing.T) {
 // 8 MiB to each of 7 peers at once; each GPU's NVLink to the NVSwitch
 // carries 7 flows out: 7 x 8 MiB / 450 GB/s. Latency: Simple, 8.4 + 7 x 3.4.
 func TestAllToAllByHand(t *testing.T) {
-	m := collModel(t, "h200-nvswitch", 8, NCCLOptions{})
+	m := collModel(t, "h200-nvswitch", 8, ncclenv.Settings{})
 	const b = 64 << 20
 	got := m.Cost(model.AllToAll, nil, b)
 	want := 8.4 + 7*3.4 + 7*float64(b/8)/(1000*450)
@@ -288,7 +289,7 @@ func TestAllToAllByHand(t *testing.T) {
 	// 2s at SYS: the socket link carries 4 x 4 = 16 flows of b/8 per
 	// direction at 45 GB/s; the GPU links 7 flows at 54: xGMI binds. The
 	// slowest pair crosses the sockets: 7 rounds x (0.8 - 0.4) us.
-	m2 := collModel(t, "rtxpro6000-2s", 8, NCCLOptions{P2PLevel: "SYS"})
+	m2 := collModel(t, "rtxpro6000-2s", 8, ncclenv.Settings{P2PLevel: "SYS"})
 	got = m2.Cost(model.AllToAll, nil, b)
 	want = 8.4 + 7*(5.7+0.4) + 16*float64(b/8)/(1000*45)
 	if !collNear(got.TimeUs, want, 1e-6*want) {
@@ -302,7 +303,7 @@ func TestAllToAllByHand(t *testing.T) {
 // link carries 16 flows per direction at 45 GB/s, PCIe read efficiency 0.8.
 // Two-shot: 3 + 3 x 0.8 = 5.4 us; 2 x b/8 per pair.
 func TestCustomAllReduceByHand(t *testing.T) {
-	m := collModel(t, "rtxpro6000-2s", 8, NCCLOptions{})
+	m := collModel(t, "rtxpro6000-2s", 8, ncclenv.Settings{})
 	const b = 1 << 20
 	one, ok := m.CustomAllReduce(nil, b, false)
 	if !ok {
@@ -322,7 +323,7 @@ func TestCustomAllReduceByHand(t *testing.T) {
 	if nc := m.Cost(model.AllReduce, nil, 16<<10); !(small.TimeUs < nc.TimeUs) {
 		t.Errorf("one-shot 16 KiB %.2f us not below NCCL %.2f us", small.TimeUs, nc.TimeUs)
 	}
-	if _, ok := collModel(t, "rtxpro6000-2s", 8, NCCLOptions{P2PDisable: true}).CustomAllReduce(nil, b, false); ok {
+	if _, ok := collModel(t, "rtxpro6000-2s", 8, ncclenv.Settings{P2PDisable: true}).CustomAllReduce(nil, b, false); ok {
 		t.Error("custom all-reduce available with P2P disabled")
 	}
 }
@@ -338,7 +339,7 @@ func TestCalibrationOverride(t *testing.T) {
 	if err := tp.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	m, err := NewCollectiveModel(tp, NCCLOptions{Proto: "LL", P2PLevel: "SYS"})
+	m, err := NewCollectiveModel(tp, ncclenv.Settings{Proto: "LL", P2PLevel: "SYS"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -359,7 +360,7 @@ func TestCalibrationOverride(t *testing.T) {
 		t.Errorf("4-rank calibrated time %.3f, want %.3f", got.TimeUs, want)
 	}
 	// Another P2P level: the entry does not apply.
-	m2, _ := NewCollectiveModel(tp, NCCLOptions{Proto: "LL"})
+	m2, _ := NewCollectiveModel(tp, ncclenv.Settings{Proto: "LL"})
 	if m2.Cost(model.AllReduce, nil, b).Calibrated {
 		t.Error("calibration measured at SYS applied at PXB")
 	}
@@ -367,14 +368,14 @@ func TestCalibrationOverride(t *testing.T) {
 
 func TestOptionErrors(t *testing.T) {
 	tp := collTopo(t, "rtxpro6000-2s", 0)
-	for _, o := range []NCCLOptions{{Proto: "LL129"}, {Proto: "^LL,LL128,Simple"}, {Algo: "Ringg"}, {Algo: "^Ring,Tree"}, {P2PLevel: "FOO"}} {
+	for _, o := range []ncclenv.Settings{{Proto: "LL129"}, {Proto: "^LL,LL128,Simple"}, {Algo: "Ringg"}, {Algo: "^Ring,Tree"}, {P2PLevel: "FOO"}} {
 		t.Run(fmt.Sprintf("%+v", o), func(t *testing.T) {
 			if _, err := NewCollectiveModel(tp, o); err == nil {
 				t.Errorf("no error for %+v", o)
 			}
 		})
 	}
-	m, _ := NewCollectiveModel(tp, NCCLOptions{})
+	m, _ := NewCollectiveModel(tp, ncclenv.Settings{})
 	if err := m.ValidateGroup([]int{0, 9}); err == nil {
 		t.Error("group with rank 9 on 8 GPUs accepted")
 	}
@@ -392,7 +393,7 @@ func BenchmarkCollectiveCost(b *testing.B) {
 		op   model.Collective
 	}{{"rtxpro6000-2s", model.AllReduce}, {"h200-nvswitch", model.AllReduce}, {"rtxpro6000-2s", model.AllToAll}} {
 		b.Run(fmt.Sprintf("topo=%s/op=%s/ranks=8", c.topo, c.op), func(b *testing.B) {
-			m := collModel(b, c.topo, 8, NCCLOptions{})
+			m := collModel(b, c.topo, 8, ncclenv.Settings{})
 			group := []int{0, 1, 2, 3, 4, 5, 6, 7}
 			m.Cost(c.op, group, 1)
 			b.ReportAllocs()
@@ -411,8 +412,8 @@ func BenchmarkCollectiveCost(b *testing.B) {
 // groups the others are building and must get the same answer as a fresh
 // model.
 func TestConcurrentCost(t *testing.T) {
-	m := collModel(t, "rtxpro6000-2s", 8, NCCLOptions{})
-	fresh := collModel(t, "rtxpro6000-2s", 8, NCCLOptions{})
+	m := collModel(t, "rtxpro6000-2s", 8, ncclenv.Settings{})
+	fresh := collModel(t, "rtxpro6000-2s", 8, ncclenv.Settings{})
 	groups := [][]int{{0, 1}, {0, 1, 2, 3}, {4, 5, 6, 7}, nil}
 	done := make(chan error, 8)
 	for w := 0; w < 8; w++ {

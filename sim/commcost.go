@@ -2,20 +2,20 @@ package sim
 
 import "github.com/tpscope/tpscope/model"
 
-// CollectiveCoster prices collective calls on one box under one set of
+// collectiveCoster prices collective calls on one box under one set of
 // NCCL options; *CollectiveModel (collective.go) is the implementation.
 // Predict calls it once per distinct (op, group, bytes) of a step, from
 // one goroutine, with a group of distinct GPUs of the topology; it must be
 // deterministic and must not retain group.
-type CollectiveCoster interface {
+type collectiveCoster interface {
 	Cost(op model.Collective, group []int, bytes int64) CollectiveCost
 }
 
-// CustomAllReducer is the optional capability of a collective model to
+// customAllReducer is the optional capability of a collective model to
 // price a custom all-reduce over P2P (one-shot or two-shot); ok is false
 // when P2P is not available between every pair. Without the capability
 // every all-reduce is priced as NCCL.
-type CustomAllReducer interface {
+type customAllReducer interface {
 	CustomAllReduce(group []int, bytes int64, twoShot bool) (c CollectiveCost, ok bool)
 }
 

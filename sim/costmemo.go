@@ -13,11 +13,6 @@ import (
 type costMemo struct {
 	op   [costMemoSize]*model.Op
 	cost [costMemoSize]OpCost
-	// named: ops must also share their role and name to share a cost (a
-	// cost source may price an op by what it is, e.g. a member of an MLA
-	// module, not only by its shape; an op not made by model's builder
-	// may have a name and no role).
-	named bool
 }
 
 const (
@@ -37,14 +32,17 @@ func costHash(op *model.Op) uint64 {
 	return x >> (64 - costMemoBits)
 }
 
-// get returns the memoized cost of an op with op's cost fields. Two-way
-// set associative: slots h and h^1.
-func (m *costMemo) get(op *model.Op) (*OpCost, uint64) {
+// get returns the memoized cost of an op with op's cost fields; named:
+// it must also share their role and name (a cost source may price an op
+// by what it is, e.g. a member of an MLA module, not only by its shape;
+// an op not made by model's builder may have a name and no role).
+// Two-way set associative: slots h and h^1.
+func (m *costMemo) get(op *model.Op, named bool) (*OpCost, uint64) {
 	h := costHash(op)
-	if o := m.op[h]; o != nil && sameCost(o, op) && (!m.named || sameRole(o, op)) {
+	if o := m.op[h]; o != nil && sameCost(o, op) && (!named || sameRole(o, op)) {
 		return &m.cost[h], h
 	}
-	if o := m.op[h^1]; o != nil && sameCost(o, op) && (!m.named || sameRole(o, op)) {
+	if o := m.op[h^1]; o != nil && sameCost(o, op) && (!named || sameRole(o, op)) {
 		return &m.cost[h^1], h
 	}
 	return nil, h

@@ -5,6 +5,7 @@ import (
 	"strconv"
 
 	"github.com/tpscope/tpscope/model"
+	"github.com/tpscope/tpscope/ncclenv"
 	"github.com/tpscope/tpscope/topology"
 )
 
@@ -103,9 +104,10 @@ type SourceChecker interface {
 // measurement conditions hold. The error is SourceChecker's: src was not
 // measured on this topology's GPU.
 func (p *Predictor) UseCostSource(src CostSource) error {
+	p.collCache, p.collCosts = nil, nil // costs priced with the old source
 	if src == nil {
 		p.src, p.srcColl, p.refColl = nil, nil, nil
-		p.cmemo.named = false
+		p.named = false
 		return nil
 	}
 	if ch, ok := src.(SourceChecker); ok {
@@ -114,13 +116,13 @@ func (p *Predictor) UseCostSource(src CostSource) error {
 		}
 	}
 	p.src = src
-	p.cmemo.named = true
+	p.named = true
 	p.srcColl, _ = src.(CollectiveSource)
 	p.refColl = nil
 	if p.srcColl != nil {
 		if cm, ok := p.coll.(*CollectiveModel); ok {
 			o := cm.Options()
-			ref, err := NewCollectiveModel(p.topo, NCCLOptions{P2PLevel: o.P2PLevel, P2PDisable: o.P2PDisable, IgnoreCalibration: o.IgnoreCalibration})
+			ref, err := NewCollectiveModel(p.topo, ncclenv.Settings{P2PLevel: o.P2PLevel, P2PDisable: o.P2PDisable, IgnoreCalibration: o.IgnoreCalibration})
 			if err != nil {
 				return fmt.Errorf("sim: cost source %s: %w", src.Name(), err)
 			}
@@ -203,7 +205,7 @@ func (p *Predictor) collectiveMeasured(op *model.Op, cc CollectiveCost) (OpCost,
 		return OpCost{}, false
 	}
 	q := CollectiveQuery{Op: op.Collective, Bytes: op.CommBytes, Ranks: len(op.Group), Fabric: FabricPCIe, Graphed: p.graphed}
-	if allNVLink(p.topo, op.Group) {
+	if p.topo.AllNVLink(op.Group) {
 		q.Fabric = FabricNVLink
 	}
 	switch cc.Algo {

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/tpscope/tpscope/model"
+	"github.com/tpscope/tpscope/ncclenv"
 	"github.com/tpscope/tpscope/topology"
 )
 
@@ -81,7 +82,7 @@ func tinyPredict(t *testing.T, topo string, opts Options, src CostSource) *Predi
 // replay included them); single ops cost their row; everything else
 // keeps the prior and says so.
 func TestCostSourceModules(t *testing.T) {
-	opts := Options{CUDAGraphs: true, NCCL: NCCLOptions{P2PLevel: "SYS"}}
+	opts := Options{CUDAGraphs: true, NCCL: ncclenv.Settings{P2PLevel: "SYS"}}
 	base := tinyPredict(t, "rtxpro6000-2s", opts, nil)
 	src := &fakeSource{checkOK: true, single: map[string]float64{"o_proj": 20}}
 	src.modules = map[string]struct {
@@ -167,15 +168,15 @@ func TestCostSourceCollectives(t *testing.T) {
 		fabric   Fabric
 	}{
 		// P2P on every hop, NCCL free to choose: the table applies.
-		{"p2p sys", "rtxpro6000-2s", Options{CUDAGraphs: true, NCCL: NCCLOptions{P2PLevel: "SYS"}}, true, false, FabricPCIe},
+		{"p2p sys", "rtxpro6000-2s", Options{CUDAGraphs: true, NCCL: ncclenv.Settings{P2PLevel: "SYS"}}, true, false, FabricPCIe},
 		// NCCL_PROTO=LL: NCCL picks LL for these small messages anyway.
-		{"LL forced, same pick", "rtxpro6000-2s", Options{CUDAGraphs: true, NCCL: NCCLOptions{P2PLevel: "SYS", Proto: "LL"}}, true, false, FabricPCIe},
+		{"LL forced, same pick", "rtxpro6000-2s", Options{CUDAGraphs: true, NCCL: ncclenv.Settings{P2PLevel: "SYS", Proto: "LL"}}, true, false, FabricPCIe},
 		// Simple forced: not what the table measured at these sizes.
-		{"Simple forced", "rtxpro6000-2s", Options{CUDAGraphs: true, NCCL: NCCLOptions{P2PLevel: "SYS", Proto: "Simple"}}, false, false, ""},
+		{"Simple forced", "rtxpro6000-2s", Options{CUDAGraphs: true, NCCL: ncclenv.Settings{P2PLevel: "SYS", Proto: "Simple"}}, false, false, ""},
 		// Default P2P level: cross-socket hops through host memory.
 		{"host-memory hops", "rtxpro6000-2s", Options{CUDAGraphs: true}, false, false, ""},
 		// A one-shot kernel forced where vLLM would not run one.
-		{"forced one-shot", "rtxpro6000-2s", Options{CUDAGraphs: true, CustomAR: CustomAROneShot, NCCL: NCCLOptions{P2PLevel: "SYS"}}, false, false, ""},
+		{"forced one-shot", "rtxpro6000-2s", Options{CUDAGraphs: true, CustomAR: CustomAROneShot, NCCL: ncclenv.Settings{P2PLevel: "SYS"}}, false, false, ""},
 		// NVLink box: vLLM's custom all-reduce, its own table.
 		{"nvlink custom", "h200-nvswitch", Options{CUDAGraphs: true}, true, true, FabricNVLink},
 	}

@@ -37,6 +37,27 @@
 // Predictor (predict.go) ties them together: New(topology, Options) once,
 // then Predict(schedule) or PredictScenario / Evaluate(Scenario) many
 // times. Every op result carries its bound and the parameters that
-// produced it. sim has no goroutines, files or clocks; results are
-// deterministic.
+// produced it. The Evaluator (plan_eval.go) is the sweeps' fast path (a
+// short copy of the model, extrapolated per layer); IterationCoster
+// (iteration.go) prices a serving engine's mixed iterations from a memo.
+//
+// Around the models: the Scenario (scenario.go) and its JSON, the
+// run-time Options and their text codec (options*.go; NCCL's settings
+// are package ncclenv's one value), the engine profile's kernels per op
+// (engine_profile.go), the memory fit (memory.go), and speculative
+// decoding (spec.go, iteration_spec.go): a speculative step is its
+// schedule (the verify pass, the draft passes) priced like any other, plus
+// the host's drafting time for the methods that draft on the host; what it
+// yields a sequence comes from the acceptance, an input
+// (Options.SpecAccept) or the method's cited figure for the model's
+// family (Scenario.SpecYield). Caveats (caveats.go)
+// are part of pricing: which gaps a prediction has depends on which
+// source priced each op and on what the box's parameters were calibrated
+// from, which only the Predictor knows, so PredictScenario attaches them.
+//
+// Above sim: package advise ranks the optimization catalog (its
+// speculative entries with the acceptance each breaks even at), package
+// plan sweeps capacity on several cores, package calibrate fits the cost
+// parameters to measurements. sim has no goroutines, files or clocks;
+// results are deterministic.
 package sim

@@ -192,7 +192,7 @@ func ImpliedDenseDSA(a *model.Arch, t *topology.Topology, eng engprof.Ref) bool 
 // option the profile lists as unsupported. The error is one line naming
 // the flag (--engine, --attention-backend, --moe-kernel, --dcp or the
 // option's).
-func CheckEngine(sc Scenario) error {
+func (sc Scenario) CheckEngine() error {
 	o := sc.Options
 	p, err := engprof.Lookup(o.Engine)
 	if err != nil {
@@ -280,7 +280,7 @@ func (p *Predictor) EngineSummary(sc Scenario) string {
 	if plan := sc.Plan.Normalized(); plan.TP > 1 {
 		switch {
 		case p.opts.CustomAR == CustomARAuto:
-			if ok, _ := k.prof.AllReduce.Runs(plan.TP, allNVLink(p.topo, firstRanks(plan.TP)), 0); ok {
+			if ok, _ := k.prof.AllReduce.Runs(plan.TP, p.topo.AllNVLink(firstRanks(plan.TP)), 0); ok {
 				parts = append(parts, "custom all-reduce")
 			} else {
 				parts = append(parts, "NCCL all-reduce")

@@ -7,6 +7,7 @@ import (
 
 	engprof "github.com/tpscope/tpscope/engine"
 	"github.com/tpscope/tpscope/model"
+	"github.com/tpscope/tpscope/ncclenv"
 	"github.com/tpscope/tpscope/topology"
 )
 
@@ -88,7 +89,7 @@ func TestCheckEngine(t *testing.T) {
 			}
 			sc := Scenario{Arch: mustPreset(t, c.model), Topo: topo, Options: c.opts, Plan: model.Plan{TP: 8, DCP: c.dcp},
 				Workload: model.Workload{Phase: model.Decode, Batch: 1, Context: 4096, KVDtype: c.kv}}
-			err = CheckEngine(sc)
+			err = sc.CheckEngine()
 			switch {
 			case c.want == "" && err != nil:
 				t.Errorf("refused: %v", err)
@@ -108,7 +109,7 @@ func TestEngineKernelsPriced(t *testing.T) {
 	pred := func(o Options, modelName string, ctx int) *Prediction {
 		t.Helper()
 		o.CUDAGraphs = true
-		o.NCCL = NCCLOptions{P2PLevel: "SYS"}
+		o.NCCL = ncclenv.Settings{P2PLevel: "SYS"}
 		p, err := New(mustTopo(t, "rtxpro6000-2s"), o)
 		if err != nil {
 			t.Fatal(err)

@@ -43,9 +43,9 @@ import (
 // graph (optimistic by the attention launches when the step is
 // launch-bound). Larger steps run eagerly.
 
-// DefaultIterationBucketBits is the memo's grid: 5 bits, steps of at most
+// defaultIterationBucketBits is the memo's grid: 5 bits, steps of at most
 // 1/32 of a value.
-const DefaultIterationBucketBits = 5
+const defaultIterationBucketBits = 5
 
 // IterationCoster prices engine iterations of one architecture, plan,
 // build options and KV dtype on the Predictor's box and options. Not safe
@@ -100,7 +100,7 @@ func NewIterationCoster(p *Predictor, sc Scenario) (*IterationCoster, error) {
 	}
 	kv := sc.Workload.KVDtypeFor(sc.Arch)
 	c := &IterationCoster{p: p, arch: sc.Arch, plan: plan, build: sc.Build, kv: kv,
-		bits: DefaultIterationBucketBits, memo: make(map[iterKey]float64),
+		bits: defaultIterationBucketBits, memo: make(map[iterKey]float64),
 		spec: sc.Workload.SpecTokens, capture: p.specCapture(sc)}
 	if sc.Arch.MoELayers() > fastLayers {
 		short := *sc.Arch
@@ -120,7 +120,7 @@ func NewIterationCoster(p *Predictor, sc Scenario) (*IterationCoster, error) {
 // [-IterationBucketBound.Below, IterationBucketBound.Above] (see the
 // memo's model above; TestIterationBucketBound checks it), before the
 // layer extrapolation's own 0.5 %.
-var IterationBucketBound = struct{ Below, Above float64 }{Below: 0.005, Above: 1.0 / (1 << DefaultIterationBucketBits)}
+var IterationBucketBound = struct{ Below, Above float64 }{Below: 0.005, Above: 1.0 / (1 << defaultIterationBucketBits)}
 
 // KVDtype is the KV-cache dtype the iterations run with.
 func (c *IterationCoster) KVDtype() model.Dtype { return c.kv }

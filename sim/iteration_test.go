@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/tpscope/tpscope/model"
+	"github.com/tpscope/tpscope/ncclenv"
 	"github.com/tpscope/tpscope/topology"
 )
 
@@ -23,10 +24,10 @@ func iterCases(t testing.TB) []iterCase {
 	return []iterCase{
 		{"kimi-nvfp4/tp8/graphs", Scenario{Arch: mustPreset(t, "kimi-k2.5-nvfp4"), Plan: model.Plan{TP: 8},
 			Workload: model.Workload{KVDtype: model.BF16}}, "rtxpro6000-2s",
-			Options{CUDAGraphs: true, NCCL: NCCLOptions{Proto: "LL", P2PLevel: "SYS"}}},
+			Options{CUDAGraphs: true, NCCL: ncclenv.Settings{Proto: "LL", P2PLevel: "SYS"}}},
 		{"glm5-nvfp4-dense/tp8/graphs", Scenario{Arch: mustPreset(t, "glm-5-nvfp4"), Plan: model.Plan{TP: 8},
 			Workload: model.Workload{KVDtype: model.BF16}, Build: model.BuildOptions{DenseDSA: true}}, "rtxpro6000-2s",
-			Options{CUDAGraphs: true, NCCL: NCCLOptions{Proto: "LL", P2PLevel: "SYS"}, Engine: engprof.Ref{Name: "sglang"}, AttentionBackend: "flashinfer"}},
+			Options{CUDAGraphs: true, NCCL: ncclenv.Settings{Proto: "LL", P2PLevel: "SYS"}, Engine: engprof.Ref{Name: "sglang"}, AttentionBackend: "flashinfer"}},
 		{"deepseek-v3/tp2-dp4-ep/eager", Scenario{Arch: mustPreset(t, "deepseek-v3"), Plan: model.Plan{TP: 2, DP: 4, EP: true}},
 			"h200-nvswitch", Options{}},
 	}

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/tpscope/tpscope/model"
+	"github.com/tpscope/tpscope/ncclenv"
 )
 
 func TestBoundWaitTextRoundTrip(t *testing.T) {
@@ -78,7 +79,7 @@ func TestPredictionJSONRoundTrip(t *testing.T) {
 	}{
 		{"kimi tp8 graphs", "kimi-k2.5-nvfp4", model.Plan{TP: 8}, model.Workload{Phase: model.Decode, Batch: 4, Context: 2048}, DefaultOptions()},
 		{"kimi tp8 eager LL SYS", "kimi-k2.5-nvfp4", model.Plan{TP: 8}, model.Workload{Phase: model.Decode, Batch: 1, Context: 4096},
-			Options{NCCL: NCCLOptions{Proto: "LL", P2PLevel: "SYS"}}},
+			Options{NCCL: ncclenv.Settings{Proto: "LL", P2PLevel: "SYS"}}},
 		{"tiny prefill tp4", "tiny-mla-moe", model.Plan{TP: 4}, model.Workload{Phase: model.Prefill, Batch: 2, Context: 512}, DefaultOptions()},
 	}
 	for _, c := range cases {

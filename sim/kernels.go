@@ -2,13 +2,13 @@ package sim
 
 import "fmt"
 
-// TritonMLAFixedSplits is NUM_KV_SPLITS of the vLLM builds whose
+// tritonMLAFixedSplits is NUM_KV_SPLITS of the vLLM builds whose
 // TRITON_MLA used a fixed split count (v1/attention/backends/mla/
 // triton_mla.py: num_kv_splits = 4, including the builds that first
 // carried FP8 KV support, vLLM PR #34597): the vllm@0.16-nightly profile.
 // vLLM 0.24 sizes the splits from the sequence length and the SM count
 // instead (the vllm@0.24 profile's split rule).
-const TritonMLAFixedSplits = 4
+const tritonMLAFixedSplits = 4
 
 // SetTritonMLASplits prices a split_kv attention backend (TRITON_MLA)
 // with a fixed KV-split count of n whatever the engine profile says, or,

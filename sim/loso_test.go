@@ -30,6 +30,7 @@ import (
 	"testing"
 
 	"github.com/tpscope/tpscope/model"
+	"github.com/tpscope/tpscope/ncclenv"
 	"github.com/tpscope/tpscope/perfdb"
 	"github.com/tpscope/tpscope/sim"
 	"github.com/tpscope/tpscope/topology"
@@ -49,10 +50,10 @@ const (
 
 var (
 	losoSystems = []losoSystem{
-		{"rtx_pro_6000_server", "pcie-2s:8xrtx-pro-6000-server", sim.Options{CUDAGraphs: true, NCCL: sim.NCCLOptions{P2PLevel: "SYS"}}},
+		{"rtx_pro_6000_server", "pcie-2s:8xrtx-pro-6000-server", sim.Options{CUDAGraphs: true, NCCL: ncclenv.Settings{P2PLevel: "SYS"}}},
 		{"h200_sxm", "nvswitch:8xh200-sxm", sim.Options{CUDAGraphs: true}},
 		{"b200_sxm", "nvswitch:8xb200", sim.Options{CUDAGraphs: true}},
-		{"l40s", "pcie-2s:8xl40s", sim.Options{CUDAGraphs: true, NCCL: sim.NCCLOptions{P2PLevel: "SYS"}}},
+		{"l40s", "pcie-2s:8xl40s", sim.Options{CUDAGraphs: true, NCCL: ncclenv.Settings{P2PLevel: "SYS"}}},
 	}
 	losoModels   = []string{"kimi-k2.5", "deepseek-v3", "glm-5"}
 	losoBatches  = []int{1, 8, 32, 128}

@@ -6,6 +6,7 @@ import (
 
 	engprof "github.com/tpscope/tpscope/engine"
 	"github.com/tpscope/tpscope/model"
+	"github.com/tpscope/tpscope/ncclenv"
 )
 
 // CustomAR selects the all-reduce implementation for TP all-reduces.
@@ -35,8 +36,8 @@ const (
 	customAROneShotBytes = 256 << 10 // one-shot below 256 KB on 8 GPUs
 )
 
-// ParseCustomAR accepts auto, off, oneshot, twoshot.
-func ParseCustomAR(s string) (CustomAR, error) {
+// parseCustomAR accepts auto, off, oneshot, twoshot.
+func parseCustomAR(s string) (CustomAR, error) {
 	switch strings.ToLower(s) {
 	case "", "auto":
 		return CustomARAuto, nil
@@ -50,6 +51,14 @@ func ParseCustomAR(s string) (CustomAR, error) {
 	return "", fmt.Errorf("unknown custom all-reduce %q: want auto, off, oneshot or twoshot", s)
 }
 
+// defaultMTPAcceptFrac is the default acceptance rate of one MTP draft
+// token (DefaultOptions, and advise's MTP entry): 0.85, the low end of
+// the 85-90 % acceptance of the second token that the DeepSeek-V3
+// Technical Report (arXiv:2412.19437, section 5.4.3) gives for its MTP
+// module. Acceptance depends on the model and the traffic; it is an
+// input (serving-facts.md), so advise and plan take it as a flag.
+const defaultMTPAcceptFrac = 0.85
+
 // Options are the run-time choices a prediction depends on besides the
 // schedule (model, plan, workload) and the topology. Every optimization
 // of the catalog that is not a change of plan, workload or box is a field
@@ -60,7 +69,7 @@ func ParseCustomAR(s string) (CustomAR, error) {
 type Options struct {
 	// NCCL is NCCL's environment (NCCL_PROTO, NCCL_ALGO, NCCL_P2P_LEVEL,
 	// NCCL_P2P_DISABLE); the zero value is NCCL's defaults.
-	NCCL NCCLOptions `json:"nccl"`
+	NCCL ncclenv.Settings `json:"nccl"`
 
 	// CUDAGraphs replays the decode step as a captured CUDA graph: one host
 	// launch per step instead of one per kernel, Device.LaunchGraphUs of
@@ -89,7 +98,7 @@ type Options struct {
 	MTPAcceptFrac float64 `json:"mtp_accept_frac,omitempty"`
 	// SpecAccept is the acceptance of speculative drafts of any method
 	// (spec.go); zero: MTPAcceptFrac when set, else the method's cited
-	// default for the model's family (DefaultSpecAccept).
+	// default for the model's family (Scenario.SpecYield says which).
 	SpecAccept SpecAccept `json:"spec_accept,omitzero"`
 
 	// GPUMemUtilFrac is vLLM's gpu_memory_utilization, the fraction of

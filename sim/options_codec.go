@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	engprof "github.com/tpscope/tpscope/engine"
+	"github.com/tpscope/tpscope/ncclenv"
 )
 
 // The text codec of Options: one table (optionFields) gives every field its
@@ -14,7 +15,7 @@ import (
 // ("nccl-proto=LL", "cuda-graphs"), how to read and write its value, and
 // its help line. Names renders the non-default fields, ParseNames reads them
 // back, the CLI registers its flags from OptionFields, and the span
-// attribute tpscope.options carries the names; NCCLOptions.Env is the
+// attribute tpscope.options carries the names; ncclenv.Settings.Env is the
 // same NCCL fields in NCCL's spelling. The JSON form is the struct tags.
 
 // OptionKind is the value type of an option field.
@@ -58,21 +59,21 @@ var optionFields = []OptionField{
 	{Name: "graph-sizes", Kind: OptionInts, Help: "CUDA-graph capture sizes in tokens, increasing (default: vLLM's 1, 2, 4, 8..512)",
 		Get: func(o *Options) string { return intsText(o.GraphSizes) },
 		Set: func(o *Options, v string) (err error) { o.GraphSizes, err = parseInts(v); return }},
-	{Name: "nccl-proto", Kind: OptionString, Env: "NCCL_PROTO", Help: "NCCL_PROTO: LL, LL128, Simple, a comma list or ^exclusions (default: NCCL's choice)",
+	{Name: "nccl-proto", Kind: OptionString, Env: ncclenv.EnvProto, Help: "NCCL_PROTO: LL, LL128, Simple, a comma list or ^exclusions (default: NCCL's choice)",
 		Get: func(o *Options) string { return o.NCCL.Proto },
 		Set: func(o *Options, v string) error { o.NCCL.Proto = v; return nil }},
-	{Name: "nccl-algo", Kind: OptionString, Env: "NCCL_ALGO", Help: "NCCL_ALGO: Ring, Tree, a comma list or ^exclusions (default: NCCL's choice)",
+	{Name: "nccl-algo", Kind: OptionString, Env: ncclenv.EnvAlgo, Help: "NCCL_ALGO: Ring, Tree, a comma list or ^exclusions (default: NCCL's choice)",
 		Get: func(o *Options) string { return o.NCCL.Algo },
 		Set: func(o *Options, v string) error { o.NCCL.Algo = v; return nil }},
-	{Name: "p2p-level", Kind: OptionString, Env: "NCCL_P2P_LEVEL", Help: "NCCL_P2P_LEVEL: LOC, NVL, NVB, PIX, PXB, PXN, PHB, SYS (default: NCCL's PXB)",
+	{Name: "p2p-level", Kind: OptionString, Env: ncclenv.EnvP2PLevel, Help: "NCCL_P2P_LEVEL: LOC, NVL, NVB, PIX, PXB, PXN, PHB, SYS (default: NCCL's PXB)",
 		Get: func(o *Options) string { return o.NCCL.P2PLevel },
 		Set: func(o *Options, v string) error { o.NCCL.P2PLevel = v; return nil }},
-	{Name: "p2p-disable", Kind: OptionBool, Env: "NCCL_P2P_DISABLE", Help: "NCCL_P2P_DISABLE=1: every GPU-to-GPU hop through host memory",
+	{Name: "p2p-disable", Kind: OptionBool, Env: ncclenv.EnvP2PDisable, Help: "NCCL_P2P_DISABLE=1: every GPU-to-GPU hop through host memory",
 		Get: func(o *Options) string { return boolText(o.NCCL.P2PDisable) },
 		Set: func(o *Options, v string) (err error) { o.NCCL.P2PDisable, err = parseBool(v); return }},
 	{Name: "custom-ar", Kind: OptionString, Help: "TP all-reduce: auto (vLLM's rule), off (NCCL), oneshot, twoshot",
 		Get: func(o *Options) string { return string(o.CustomAR) },
-		Set: func(o *Options, v string) (err error) { o.CustomAR, err = ParseCustomAR(v); return }},
+		Set: func(o *Options, v string) (err error) { o.CustomAR, err = parseCustomAR(v); return }},
 	{Name: "ar-norm-fusion", Kind: OptionBool, Help: "fuse each all-reduce with the RMSNorm after it",
 		Get: func(o *Options) string { return boolText(o.ARNormFusion) },
 		Set: func(o *Options, v string) (err error) { o.ARNormFusion, err = parseBool(v); return }},
@@ -84,7 +85,7 @@ var optionFields = []OptionField{
 		Set: func(o *Options, v string) (err error) { o.MTPAcceptFrac, err = parseFloat(v); return }},
 	{Name: "spec-accept", Kind: OptionString, Help: `acceptance of speculative drafts: a per-token rate ("0.8"), vLLM's per-position rates ("0.9,0.8,0.7"), a mean acceptance length "len=2.94[@K]" or a draft acceptance rate "rate=0.6[@K]" measured at K drafts (default: the method's published figure for the model family)`,
 		Get: func(o *Options) string { return o.SpecAccept.String() },
-		Set: func(o *Options, v string) (err error) { o.SpecAccept, err = ParseSpecAccept(v); return }},
+		Set: func(o *Options, v string) (err error) { o.SpecAccept, err = parseSpecAccept(v); return }},
 	{Name: "gpu-mem-util", Kind: OptionFloat, Help: "vLLM's gpu_memory_utilization (0 = its default 0.9)",
 		Get: func(o *Options) string { return floatText(o.GPUMemUtilFrac) },
 		Set: func(o *Options, v string) (err error) { o.GPUMemUtilFrac, err = parseFloat(v); return }},
@@ -122,8 +123,8 @@ var optionFields = []OptionField{
 // decode CUDA graphs (its default; --enforce-eager turns them off), NCCL
 // picks protocol, algorithm and P2P level (PXB), vLLM's custom all-reduce
 // rule; speculative drafts are accepted at the method's published figure
-// for the model family (DefaultSpecAccept; used only when the workload has
-// speculative tokens).
+// for the model family (Scenario.SpecYield says which; used only when the
+// workload has speculative tokens).
 func DefaultOptions() Options {
 	return Options{CUDAGraphs: true}
 }
@@ -160,7 +161,7 @@ func (o Options) String() string {
 // CUDA graphs are off (a stock engine captures them), the default MTP
 // acceptance left out, "none" when nothing is set.
 func (o Options) Label() string {
-	if o.MTPAcceptFrac == DefaultMTPAcceptFrac {
+	if o.MTPAcceptFrac == defaultMTPAcceptFrac {
 		o.MTPAcceptFrac = 0 // the default draft acceptance goes without saying
 	}
 	n := o.Names()
@@ -194,7 +195,7 @@ func ParseNames(names []string) (o Options, unknown []string, err error) {
 		if f.Kind == OptionBool && !hasVal {
 			val = "true"
 		}
-		if f.Env == "NCCL_P2P_DISABLE" && val == "0" {
+		if f.Env == ncclenv.EnvP2PDisable && val == "0" {
 			val = "false"
 		}
 		if err := f.Set(&o, val); err != nil {

@@ -2,6 +2,7 @@ package sim
 
 import (
 	engprof "github.com/tpscope/tpscope/engine"
+	"github.com/tpscope/tpscope/ncclenv"
 	"reflect"
 	"strings"
 	"testing"
@@ -15,9 +16,9 @@ func TestOptionNames(t *testing.T) {
 		err     string
 	}{
 		{nil, Options{}, nil, ""},
-		{[]string{"cuda-graphs", "nccl-proto=LL"}, Options{CUDAGraphs: true, NCCL: NCCLOptions{Proto: "LL"}}, nil, ""},
-		{[]string{"p2p-level=SYS", "ar-norm-fusion", "fp8-kv"}, Options{ARNormFusion: true, NCCL: NCCLOptions{P2PLevel: "SYS"}}, []string{"fp8-kv"}, ""},
-		{[]string{"eager", "NCCL_PROTO=LL128", "NCCL_P2P_DISABLE=1"}, Options{NCCL: NCCLOptions{Proto: "LL128", P2PDisable: true}}, nil, ""},
+		{[]string{"cuda-graphs", "nccl-proto=LL"}, Options{CUDAGraphs: true, NCCL: ncclenv.Settings{Proto: "LL"}}, nil, ""},
+		{[]string{"p2p-level=SYS", "ar-norm-fusion", "fp8-kv"}, Options{ARNormFusion: true, NCCL: ncclenv.Settings{P2PLevel: "SYS"}}, []string{"fp8-kv"}, ""},
+		{[]string{"eager", "NCCL_PROTO=LL128", "NCCL_P2P_DISABLE=1"}, Options{NCCL: ncclenv.Settings{Proto: "LL128", P2PDisable: true}}, nil, ""},
 		{[]string{"cuda_graphs=false", "graph-sizes=1+2+4", "mtp_accept_rate=0.7"}, Options{GraphSizes: []int{1, 2, 4}, MTPAcceptFrac: 0.7}, nil, ""},
 		{[]string{"mtp-accept=2"}, Options{}, nil, "mtp_accept_rate"},
 		{[]string{"custom-ar=threeshot"}, Options{}, nil, "custom-ar"},
@@ -111,6 +112,10 @@ func setSome(v reflect.Value) {
 	case reflect.Int:
 		v.SetInt(2)
 	case reflect.Slice:
+		if v.Type().Elem().Kind() == reflect.Float64 {
+			v.Set(reflect.ValueOf([]float64{0.5, 0.25}))
+			return
+		}
 		v.Set(reflect.ValueOf([]int{1, 2}))
 	}
 }

@@ -3,7 +3,7 @@ package sim
 import (
 	"errors"
 	"fmt"
-	"reflect"
+	"slices"
 
 	"github.com/tpscope/tpscope/model"
 	"github.com/tpscope/tpscope/topology"
@@ -31,24 +31,39 @@ import (
 // full architecture.
 //
 // Cost: one build of the short copy, of which only rank 0's op list is
-// kept when every rank is a copy of one template (checked once with the
-// engine's own symmetry test; rank 0 then stands for all, as in
-// Predictor.run), and one engine run of about (m + dense) layers
-// instead of 61-78 layers. The short schedule is cached per
-// (architecture, plan, workload, padded batch, graphed), so one build
-// serves every topology and option set of a sweep.
+// laid when every rank is a copy of one template (model.Builder.OneRank:
+// every collective spans all ranks, the condition of the engine's own
+// symmetry shortcut for built schedules, builtSymmetric; rank 0 then
+// stands for all, as in Predictor.run), and one engine run of about
+// (m + dense) layers instead of 61-78 layers. The short schedule is
+// cached per (architecture, plan, workload, padded batch, graphed), so
+// one build serves every topology and option set of a sweep; each cache
+// slot keeps its own model.Builder, so a build after the first reuses
+// the memory of the schedule it evicts and a sweep allocates little.
 const fastLayers = 2
 
 // Evaluator predicts Configs quickly (see the model above). It keeps one
 // Predictor per (topology, options) and a cache of schedule views. Not
 // safe for concurrent use; the zero value is ready.
 type Evaluator struct {
-	preds   []evalPredictor
+	preds []evalPredictor
+	// scratch is the run memory its predictors share.
+	scratch *runScratch
 	reduced []reducedArch
-	views   map[schedKey]*schedViews
+	// views maps a schedule's key to its slot (nil: few slots, searched
+	// in order); slots are evicted in order (next), their Builders'
+	// memory reused.
+	views map[schedKey]int
+	slots []*viewSlot
+	next  int
 	// Full disables the layer extrapolation: every Scenario is simulated
 	// with its whole schedule on every rank (the reference path).
 	Full bool
+	// Schedules is how many short schedules the Evaluator keeps for
+	// reuse (0 = maxCachedSchedules, a batch x context grid's worth); a
+	// sweep that visits each schedule once, over its boxes (plan), needs
+	// a few, and so keeps less memory warm.
+	Schedules int
 }
 
 type evalPredictor struct {
@@ -80,12 +95,29 @@ type schedViews struct {
 	prevEnd, end int
 }
 
-// maxCachedSchedules bounds the view cache; a sweep that exceeds it starts
-// over (views are rebuilt, results do not change).
-const maxCachedSchedules = 8192
+// viewSlot is one cached schedule and the Builder whose memory holds it;
+// cached is false while it holds none.
+type viewSlot struct {
+	key    schedKey
+	cached bool
+	v      schedViews
+	bd     model.Builder
+}
+
+// maxCachedSchedules bounds the view cache. A plan sweep visits each
+// schedule once, over its boxes, so a handful of slots serve it; advise
+// sweeps a grid of batch x context (60 cells by default) per entry, and
+// entries that change only options come back to the baseline's cells,
+// so the bound keeps one grid. A key evicted is rebuilt when it comes
+// back; results do not change. Each slot keeps its schedule's memory
+// (a short schedule of every rank: about 200 KB at 8 ranks).
+const maxCachedSchedules = 64
 
 // Predictor returns the cached Predictor for c's box, options and cost
-// source (Scenario.NewPredictor), building it on first use.
+// source (Scenario.NewPredictor), building it on first use. The
+// Evaluator's predictors share their run memory: use them one at a time
+// (a Prediction they return is the caller's; the engine's arrays are the
+// next run's).
 func (e *Evaluator) Predictor(c *Scenario) (*Predictor, error) {
 	topo, opts := c.Topo, c.Options
 	for i := range e.preds {
@@ -93,7 +125,12 @@ func (e *Evaluator) Predictor(c *Scenario) (*Predictor, error) {
 			return e.preds[i].p, nil
 		}
 	}
-	p, err := c.NewPredictor()
+	// One run at a time: every predictor of the Evaluator writes the same
+	// scratch, so a sweep over many boxes keeps one set of run arrays.
+	if e.scratch == nil {
+		e.scratch = new(runScratch)
+	}
+	p, err := c.newPredictor(e.scratch)
 	if err != nil {
 		return nil, err
 	}
@@ -101,9 +138,22 @@ func (e *Evaluator) Predictor(c *Scenario) (*Predictor, error) {
 	return p, nil
 }
 
-// optionsEqual compares every field (reflect, so that a field added to
-// Options later is never ignored by the cache).
-func optionsEqual(a, b *Options) bool { return reflect.DeepEqual(a, b) }
+// optionsEqual compares every field of Options, the capture sizes by
+// their elements (TestOptionsEqualSeesEveryField fails when a field is
+// added to Options and not here). A cache hit must never hand one
+// configuration another's options; reflect.DeepEqual would say the same
+// but allocates on every call of a sweep's hot path.
+func optionsEqual(a, b *Options) bool {
+	return a.NCCL == b.NCCL && a.CUDAGraphs == b.CUDAGraphs && slices.Equal(a.GraphSizes, b.GraphSizes) &&
+		a.CustomAR == b.CustomAR && a.ARNormFusion == b.ARNormFusion && a.Overlap == b.Overlap &&
+		a.MTPAcceptFrac == b.MTPAcceptFrac && specAcceptEqual(&a.SpecAccept, &b.SpecAccept) && a.GPUMemUtilFrac == b.GPUMemUtilFrac && a.Engine == b.Engine &&
+		a.MoEKernel == b.MoEKernel && a.TimingEventsPerOp == b.TimingEventsPerOp && a.AttentionBackend == b.AttentionBackend
+}
+
+func specAcceptEqual(a, b *SpecAccept) bool {
+	return a.PerToken == b.PerToken && slices.Equal(a.PerPosition, b.PerPosition) && a.MeanLength == b.MeanLength &&
+		a.DraftRate == b.DraftRate && a.AtTokens == b.AtTokens && a.Source == b.Source
+}
 
 // shortArch returns the copy of a with fastLayers MoE layers, or nil when
 // a is too short to gain from extrapolation.
@@ -124,42 +174,83 @@ func (e *Evaluator) shortArch(a *model.Arch) *model.Arch {
 
 // viewsFor returns the (cached) one-rank schedules of the scenario and
 // their deployment. The cache is keyed on the deployment the builder will
-// decide (model.NewDeployment under the Predictor's capture: the padded
-// batch and whether it is graphed), so one build serves every topology
-// and option set that lays the same step.
+// decide (model.NewDeployment under the capture the Predictor builds the
+// scenario's step with, Predictor.specCapture: the padded batch and
+// whether it is graphed), so one build serves every topology and option
+// set that lays the same step.
 func (e *Evaluator) viewsFor(p *Predictor, sc Scenario, short *model.Arch) (*schedViews, error) {
 	plan := sc.Plan.Normalized()
-	d := model.NewDeployment(plan, sc.Workload, p.capture)
+	d := model.NewDeployment(plan, sc.Workload, p.specCapture(sc))
 	key := schedKey{arch: sc.Arch, plan: plan, w: sc.Workload.Normalized(), build: sc.Build, padded: d.PaddedBatch, graphed: d.Graphed}
-	if v := e.views[key]; v != nil {
-		return v, nil
+	capacity := e.Schedules
+	if capacity <= 0 {
+		capacity = maxCachedSchedules
+	}
+	// A few slots are searched in order; more through a map (a key this
+	// large is stored out of line in a map, one allocation per insert).
+	if e.views == nil && capacity > linearSlots {
+		e.views = make(map[schedKey]int)
+	}
+	if i, ok := e.lookup(key); ok {
+		return &e.slots[i].v, nil
 	}
 	bsc := sc
 	if short != nil {
 		bsc.Arch = short
 	}
-	s, err := p.schedule(bsc)
+	// The slot to fill: a new one until the cache is full, then the
+	// oldest, whose schedule the build overwrites.
+	i := e.next
+	if i < len(e.slots) {
+		if e.views != nil && e.slots[i].cached {
+			delete(e.views, e.slots[i].key)
+		}
+	} else {
+		e.slots = append(e.slots, &viewSlot{bd: model.Builder{OneRank: true}})
+	}
+	e.next = (i + 1) % capacity
+	slot := e.slots[i]
+	slot.cached = false
+	// One rank stands for all exactly when builtSymmetric would say so
+	// of the whole schedule (model.Builder.OneRank).
+	s, err := p.scheduleWith(&slot.bd, bsc)
 	if err != nil {
+		e.next = i
 		return nil, err
 	}
-	v := &schedViews{s: s, prevEnd: -1, end: -1}
-	// s comes straight from model.BuildWith (Predictor.schedule), so the
-	// collective-group comparison decides symmetry (builtSymmetric).
-	if builtSymmetric(s) {
-		v.s = s.WithRanks([][]model.Op{append([]model.Op(nil), s.Ranks[0]...)})
-	}
+	slot.key = key
+	slot.v = schedViews{s: s, prevEnd: -1, end: -1}
+	v := &slot.v
 	if short != nil {
 		v.prevEnd = lastOpOfLayer(v.s, short.Layers-2)
 		v.end = lastOpOfLayer(v.s, short.Layers-1)
 		if v.prevEnd < 0 || v.end <= v.prevEnd {
+			e.next = i
 			return nil, fmt.Errorf("sim: evaluator: layers %d and %d of %s not found in order", short.Layers-2, short.Layers-1, sc.Arch.Name)
 		}
 	}
-	if e.views == nil || len(e.views) >= maxCachedSchedules {
-		e.views = make(map[schedKey]*schedViews)
+	slot.cached = true
+	if e.views != nil {
+		e.views[key] = i
 	}
-	e.views[key] = v
 	return v, nil
+}
+
+// linearSlots is the most slots lookup searches in order.
+const linearSlots = 8
+
+// lookup finds the slot caching key.
+func (e *Evaluator) lookup(key schedKey) (int, bool) {
+	if e.views != nil {
+		i, ok := e.views[key]
+		return i, ok
+	}
+	for i, s := range e.slots {
+		if s.cached && s.key == key {
+			return i, true
+		}
+	}
+	return 0, false
 }
 
 // lastOpOfLayer is the index of the last op of main decoder layer l in s
@@ -211,7 +302,7 @@ func (e *Evaluator) Evaluate(c Scenario) (Summary, error) {
 		layerUs := p.eng.end[v.end] - p.eng.end[v.prevEnd]
 		step += float64(c.Arch.MoELayers()-fastLayers) * layerUs
 	}
-	sum := Summary{StepUs: step, Graphed: d.Graphed, SpecHostUs: SpecHostUs(c)}
+	sum := Summary{StepUs: step, Graphed: d.Graphed, SpecHostUs: specHostUs(c)}
 	sum.StepUs += sum.SpecHostUs
 	p.fixTokens(&sum, c, d)
 	sum.Memory = p.memoryFit(c, d)

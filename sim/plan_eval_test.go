@@ -3,9 +3,13 @@ package sim
 import (
 	"fmt"
 	"math"
+	"reflect"
+	"strings"
 	"testing"
 
+	engprof "github.com/tpscope/tpscope/engine"
 	"github.com/tpscope/tpscope/model"
+	"github.com/tpscope/tpscope/ncclenv"
 	"github.com/tpscope/tpscope/topology"
 )
 
@@ -29,7 +33,7 @@ func mustTopo(t testing.TB, name string) *topology.Topology {
 
 // seedOptions is what the seed scenario's users run (seed-scenario.md):
 // CUDA graphs, NCCL_PROTO=LL, NCCL_P2P_LEVEL=SYS.
-var seedOptions = Options{CUDAGraphs: true, NCCL: NCCLOptions{Proto: "LL", P2PLevel: "SYS"}}
+var seedOptions = Options{CUDAGraphs: true, NCCL: ncclenv.Settings{Proto: "LL", P2PLevel: "SYS"}}
 
 // TestFastEvalAgreesWithEngine checks the layer extrapolation of Evaluator
 // against the full engine on the full schedule (Predictor.Evaluate): the
@@ -57,7 +61,7 @@ func TestFastEvalAgreesWithEngine(t *testing.T) {
 		{"kimi/seed", kimi, box, seedOptions, model.Plan{TP: 8}, model.Workload{Batch: 1, Context: 4096, KVDtype: model.BF16}},
 		{"kimi/eager-stock", kimi, box, eager, model.Plan{TP: 8}, model.Workload{Batch: 1, Context: 4096, KVDtype: model.BF16}},
 		{"kimi/eager-queue16", kimi, shallow, eager, model.Plan{TP: 8}, model.Workload{Batch: 1, Context: 4096, KVDtype: model.BF16}},
-		{"kimi/eager-queue16-b128", kimi, shallow, Options{NCCL: NCCLOptions{Proto: "LL", P2PLevel: "SYS"}}, model.Plan{TP: 8}, model.Workload{Batch: 128, Context: 16384, KVDtype: model.FP8}},
+		{"kimi/eager-queue16-b128", kimi, shallow, Options{NCCL: ncclenv.Settings{Proto: "LL", P2PLevel: "SYS"}}, model.Plan{TP: 8}, model.Workload{Batch: 128, Context: 16384, KVDtype: model.FP8}},
 		{"kimi/eager-b64", kimi, box, eager, model.Plan{TP: 8}, model.Workload{Batch: 64, Context: 2048, KVDtype: model.FP8}},
 		{"kimi/graphs-b37-padded", kimi, box, seedOptions, model.Plan{TP: 8}, model.Workload{Batch: 37, Context: 8192, KVDtype: model.FP8}},
 		{"kimi/graphs-b600-eager-fallback", kimi, box, seedOptions, model.Plan{TP: 8}, model.Workload{Batch: 600, Context: 256, KVDtype: model.FP8}},
@@ -71,7 +75,7 @@ func TestFastEvalAgreesWithEngine(t *testing.T) {
 		{"kimi/h200", kimi, h200, Options{CUDAGraphs: true}, model.Plan{TP: 8}, model.Workload{Batch: 32, Context: 4096}},
 		{"glm5/seed-opts", glm, box, seedOptions, model.Plan{TP: 8}, model.Workload{Batch: 1, Context: 4096}},
 		{"glm5/eager", glm, box, eager, model.Plan{TP: 8}, model.Workload{Batch: 1, Context: 4096}},
-		{"dsv3/mtp", ds, box, Options{CUDAGraphs: true, MTPAcceptFrac: 0.8, NCCL: NCCLOptions{Proto: "LL", P2PLevel: "SYS"}}, model.Plan{TP: 8}, model.Workload{Batch: 4, Context: 4096, SpecTokens: 1}},
+		{"dsv3/mtp", ds, box, Options{CUDAGraphs: true, MTPAcceptFrac: 0.8, NCCL: ncclenv.Settings{Proto: "LL", P2PLevel: "SYS"}}, model.Plan{TP: 8}, model.Workload{Batch: 4, Context: 4096, SpecTokens: 1}},
 	}
 	var ev Evaluator
 	for _, c := range cases {
@@ -233,4 +237,41 @@ func BenchmarkEvaluate(b *testing.B) {
 func withRun(sc Scenario, o Options, t *topology.Topology) Scenario {
 	sc.Options, sc.Topo = o, t
 	return sc
+}
+
+// TestOptionsEqualSeesEveryField: the Evaluator's predictor cache tells
+// apart options that differ in any one field, nested ones included (the
+// NCCL settings field by field).
+func TestOptionsEqualSeesEveryField(t *testing.T) {
+	var walk func(v reflect.Value, path string)
+	fields := 0
+	walk = func(v reflect.Value, path string) {
+		for i := 0; i < v.NumField(); i++ {
+			f := v.Field(i)
+			name := path + v.Type().Field(i).Name
+			if f.Kind() == reflect.Struct && f.Type() != reflect.TypeOf(engprof.Ref{}) {
+				walk(f, name+".")
+				continue
+			}
+			t.Run(name, func(t *testing.T) {
+				var a, b Options
+				target := reflect.ValueOf(&b).Elem().FieldByName(strings.Split(name, ".")[0])
+				if strings.Contains(name, ".") {
+					target = target.FieldByName(strings.Split(name, ".")[1])
+				}
+				setSome(target)
+				if optionsEqual(&a, &b) || optionsEqual(&b, &a) {
+					t.Errorf("options differing in %s compare equal", name)
+				}
+				if c := b; !optionsEqual(&b, &c) {
+					t.Errorf("options equal but for nothing compare unequal (%s)", name)
+				}
+			})
+			fields++
+		}
+	}
+	walk(reflect.ValueOf(Options{}), "")
+	if fields < 15 {
+		t.Errorf("%d fields walked; Options has more", fields)
+	}
 }

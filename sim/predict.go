@@ -23,15 +23,17 @@ type Predictor struct {
 	// to the schedule's builder.
 	capture *model.GraphCapture
 	cm      *computeModel
-	coll    CollectiveCoster
-	memo    collMemo
-	// cmemo holds pointers into the schedule being predicted; cleared
-	// after each prediction so no schedule is retained.
-	cmemo costMemo
-	eng   engine
-
-	costs    []OpCost // per simulated op
-	overhead []float64
+	coll    collectiveCoster
+	// runScratch is what a run writes and the next one reuses; an
+	// Evaluator's predictors share one (it runs one at a time).
+	*runScratch
+	// named: the cost memo matches ops by role and name too (a cost
+	// source is in use; costMemo.get).
+	named bool
+	// collCache indexes collCosts, the collective costs of earlier runs
+	// (collectiveCost); UseCostSource empties it.
+	collCache map[collCacheKey]int32
+	collCosts []OpCost
 	// spanGapUs is OpResult.SpanGapUs of the current run.
 	spanGapUs float64
 
@@ -51,6 +53,11 @@ type Predictor struct {
 // New returns a Predictor for the box under opts, with NCCL's collective
 // model (NewCollectiveModel) for the options' NCCL settings.
 func New(topo *topology.Topology, opts Options) (*Predictor, error) {
+	return newPredictor(topo, opts, nil)
+}
+
+// newPredictor is New writing its runs into scratch (nil: its own).
+func newPredictor(topo *topology.Topology, opts Options, scratch *runScratch) (*Predictor, error) {
 	if topo == nil {
 		return nil, errors.New("sim: nil topology")
 	}
@@ -58,12 +65,18 @@ func New(topo *topology.Topology, opts Options) (*Predictor, error) {
 	if err != nil {
 		return nil, fmt.Errorf("sim: %w", err)
 	}
-	return NewWithCollectives(topo, opts, coll)
+	return newWithScratch(topo, opts, coll, scratch)
 }
 
-// NewWithCollectives is New with an explicit collective cost model (a
+// newWithCollectives is New with an explicit collective cost model (a
 // calibrated one, or a test double).
-func NewWithCollectives(topo *topology.Topology, opts Options, coll CollectiveCoster) (*Predictor, error) {
+func newWithCollectives(topo *topology.Topology, opts Options, coll collectiveCoster) (*Predictor, error) {
+	return newWithScratch(topo, opts, coll, nil)
+}
+
+// newWithScratch is newWithCollectives writing its runs into scratch
+// (nil: its own).
+func newWithScratch(topo *topology.Topology, opts Options, coll collectiveCoster, scratch *runScratch) (*Predictor, error) {
 	if topo == nil || topo.NumGPUs() == 0 {
 		return nil, errors.New("sim: topology has no GPUs")
 	}
@@ -86,8 +99,25 @@ func NewWithCollectives(topo *topology.Topology, opts Options, coll CollectiveCo
 	if err != nil {
 		return nil, err
 	}
-	return &Predictor{topo: topo, dev: dev, opts: opts, capture: opts.GraphCapture(), coll: coll,
+	if scratch == nil {
+		scratch = new(runScratch)
+	}
+	return &Predictor{topo: topo, dev: dev, opts: opts, capture: opts.GraphCapture(), coll: coll, runScratch: scratch,
 		cm: newComputeModel(dev, prof, &opts)}, nil
+}
+
+// runScratch is the memory of one prediction run that the next run
+// overwrites: the engine's arrays, the per-op costs and the memos. The
+// memos hold pointers into the schedule being predicted and are cleared
+// after every run, so no schedule is retained and predictors that run
+// one after another may share one scratch.
+type runScratch struct {
+	memo     collMemo
+	cmemo    costMemo
+	eng      engine
+	costs    []OpCost // per simulated op
+	costs0   []OpCost // rank 0's, before norm fusion (run: ranks that are copies)
+	overhead []float64
 }
 
 // OpResult is one simulated op: when it ran, for how long, why, and the
@@ -250,11 +280,29 @@ func (p *Predictor) stepUs(s *model.Schedule, mode int, graphed bool) (float64, 
 	if err := p.run(s, mode, graphed); err != nil {
 		return 0, err
 	}
-	step := 0.0
-	for _, e := range p.eng.end[:len(p.eng.ops)] {
-		step = math.Max(step, e)
+	return latestEnd(p.eng.end[:len(p.eng.ops)]), nil
+}
+
+// latestEnd is math.Max folded over ends from 0, without math.Max's
+// per-call sign and NaN tests (the step's hottest loop after pricing):
+// without a NaN, > picks what math.Max picks (+Inf included, +0 over
+// -0); with one, the fold with math.Max decides.
+func latestEnd(ends []float64) float64 {
+	step, nan := 0.0, false
+	for _, e := range ends {
+		if e > step {
+			step = e
+		} else if e != e {
+			nan = true
+		}
 	}
-	return step, nil
+	if nan {
+		step = 0
+		for _, e := range ends {
+			step = math.Max(step, e)
+		}
+	}
+	return step
 }
 
 // symmetric reports whether every rank's op list has the same costs and
@@ -366,6 +414,7 @@ func builtSymmetric(s *model.Schedule) bool {
 // pointers, the modules), so that no schedule is retained.
 func (p *Predictor) endRun() {
 	p.cmemo.clear()
+	p.memo.reset() // the scratch may be the next predictor's
 	p.mods = nil
 }
 
@@ -425,9 +474,16 @@ func (p *Predictor) run(s *model.Schedule, mode int, graphed bool) error {
 		p.spanGapUs = overUs
 	}
 	overUs += float64(p.opts.TimingEventsPerOp) * p.dev.LaunchGraphUs
+	// Every rank of a built schedule is a copy of one template but for its
+	// collectives' groups (builtSymmetric's premise): rank r's compute op
+	// i has rank 0's op i's cost fields, so ranks after the first take
+	// rank 0's compute costs (as priced, before norm fusion: costs0) and
+	// price only their collectives.
+	copies := mode == symBuilt && nSim > 1
 	g := 0
 	for r := 0; r < nSim; r++ {
 		ops := s.Ranks[r]
+		fromRank0 := copies && r > 0 && len(ops) == len(s.Ranks[0])
 		for i := range ops {
 			op := &ops[i]
 			var c OpCost
@@ -437,8 +493,10 @@ func (p *Predictor) run(s *model.Schedule, mode int, graphed bool) error {
 				if err != nil {
 					return fmt.Errorf("sim: op %s on rank %d: %w", op.ID, r, err)
 				}
+			} else if fromRank0 {
+				c = p.costs0[i]
 			} else {
-				if cp, h := p.cmemo.get(op); cp != nil {
+				if cp, h := p.cmemo.get(op, p.named); cp != nil {
 					c = *cp
 				} else {
 					c = p.computeCost(ops, i)
@@ -468,6 +526,9 @@ func (p *Predictor) run(s *model.Schedule, mode int, graphed bool) error {
 				eop.depHi = int32(len(e.deps))
 			}
 			e.ops = append(e.ops, eop)
+		}
+		if copies && r == 0 {
+			p.costs0 = append(p.costs0[:0], p.costs[:len(ops)]...)
 		}
 		if p.opts.ARNormFusion || p.cm.arFused(s.Plan) {
 			p.fuseNorms(ops, g)
@@ -544,6 +605,18 @@ func (p *Predictor) collectiveCost(op *model.Op) (OpCost, error) {
 	if c, ok := p.memo.get(op.Collective, op.Group, op.CommBytes); ok {
 		return c, nil
 	}
+	// Across runs (a sweep's configurations share collective sizes: every
+	// context and KV dtype of a batch moves the same bytes), by the
+	// group's members: the cost depends on which GPUs, not their order.
+	key, keyed := collCacheKey{op: op.Collective, bytes: op.CommBytes, graphed: p.graphed}, false
+	key.mask, keyed = groupBits(op.Group, p.topo.NumGPUs())
+	if keyed {
+		if i, ok := p.collCache[key]; ok {
+			c := p.collCosts[i]
+			p.memo.put(op.Collective, op.Group, op.CommBytes, c)
+			return c, nil
+		}
+	}
 	if len(op.Group) == 0 {
 		return OpCost{}, errors.New("collective has an empty group")
 	}
@@ -574,7 +647,49 @@ func (p *Predictor) collectiveCost(op *model.Op) (OpCost, error) {
 		}
 	}
 	p.memo.put(op.Collective, op.Group, op.CommBytes, c)
+	if keyed {
+		if p.collCache == nil || len(p.collCache) >= maxCollCache {
+			p.collCache = make(map[collCacheKey]int32, 512)
+			p.collCosts = append(make([]OpCost, 0, 512), p.collCosts[:0]...)
+		}
+		// The costs in a slice, the map holding their index: a map stores
+		// a value as large as an OpCost out of line, one allocation per
+		// entry.
+		p.collCache[key] = int32(len(p.collCosts))
+		p.collCosts = append(p.collCosts, c)
+	}
 	return c, nil
+}
+
+// collCacheKey is a collective's cost across runs: the call, its group's
+// members as a bit set, and the run's launch mode (a measured table can
+// tell graphs from eager).
+type collCacheKey struct {
+	op      model.Collective
+	mask    uint64
+	bytes   int64
+	graphed bool
+}
+
+// maxCollCache bounds a Predictor's cache of collective costs; a sweep
+// that exceeds it starts over (costs are recomputed, results do not
+// change).
+const maxCollCache = 1 << 14
+
+// groupBits is group's members as a bit set; ok is false for a group
+// that collectiveCost refuses (empty, a member outside the n GPUs, a
+// member twice), which is never cached.
+func groupBits(group []int, n int) (mask uint64, ok bool) {
+	if len(group) == 0 || n > 64 {
+		return 0, false
+	}
+	for _, m := range group {
+		if m < 0 || m >= n || mask&(1<<uint(m)) != 0 {
+			return 0, false
+		}
+		mask |= 1 << uint(m)
+	}
+	return mask, true
 }
 
 // priceCollective picks the implementation (custom all-reduce or NCCL). A
@@ -590,7 +705,7 @@ func (p *Predictor) priceCollective(op *model.Op) (CollectiveCost, error) {
 		case CustomARAuto:
 			// The engine's rule (its profile): vLLM's and SGLang's run on
 			// 2 GPUs, or on GPUs with NVLink between every pair.
-			if ok, one := p.cm.prof.AllReduce.Runs(len(op.Group), allNVLink(p.topo, op.Group), op.CommBytes); ok {
+			if ok, one := p.cm.prof.AllReduce.Runs(len(op.Group), p.topo.AllNVLink(op.Group), op.CommBytes); ok {
 				variant = string(CustomARTwoShot)
 				if one {
 					variant = string(CustomAROneShot)
@@ -598,7 +713,7 @@ func (p *Predictor) priceCollective(op *model.Op) (CollectiveCost, error) {
 			}
 		}
 		if variant != "" {
-			if car, ok := p.coll.(CustomAllReducer); ok {
+			if car, ok := p.coll.(customAllReducer); ok {
 				if c, ok := car.CustomAllReduce(op.Group, op.CommBytes, variant == string(CustomARTwoShot)); ok {
 					return c, nil
 				}

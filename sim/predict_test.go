@@ -7,6 +7,7 @@ import (
 	"unsafe"
 
 	"github.com/tpscope/tpscope/model"
+	"github.com/tpscope/tpscope/ncclenv"
 	"github.com/tpscope/tpscope/topology"
 )
 
@@ -94,7 +95,7 @@ func TestPredictOptions(t *testing.T) {
 // priced at 20 us.
 func predictTiny(t *testing.T, topo *topology.Topology, opts Options) *Prediction {
 	t.Helper()
-	p, err := NewWithCollectives(topo, opts, fixedColl{20})
+	p, err := newWithCollectives(topo, opts, fixedColl{20})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -145,7 +146,7 @@ func TestSymmetricEqualsAllRanks(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, opts := range []Options{{}, {CUDAGraphs: true, NCCL: NCCLOptions{Proto: "LL", P2PLevel: "SYS"}}} {
+	for _, opts := range []Options{{}, {CUDAGraphs: true, NCCL: ncclenv.Settings{Proto: "LL", P2PLevel: "SYS"}}} {
 		p, err := New(topo, opts)
 		if err != nil {
 			t.Fatal(err)
@@ -174,7 +175,7 @@ func TestSymmetricEqualsAllRanks(t *testing.T) {
 
 func TestPredictErrors(t *testing.T) {
 	topo := mustTopo(t, "rtxpro6000-2s")
-	p, err := NewWithCollectives(topo, Options{}, fixedColl{1})
+	p, err := newWithCollectives(topo, Options{}, fixedColl{1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -201,18 +202,18 @@ func TestPredictErrors(t *testing.T) {
 			}
 		})
 	}
-	if _, err := NewWithCollectives(topo, Options{MTPAcceptFrac: 1.5}, fixedColl{1}); err == nil || !strings.Contains(err.Error(), "mtp_accept_rate") {
+	if _, err := newWithCollectives(topo, Options{MTPAcceptFrac: 1.5}, fixedColl{1}); err == nil || !strings.Contains(err.Error(), "mtp_accept_rate") {
 		t.Errorf("accept rate 1.5: err %v", err)
 	}
-	if _, err := New(topo, Options{NCCL: NCCLOptions{P2PLevel: "FOO"}}); err == nil || !strings.Contains(err.Error(), "NCCL_P2P_LEVEL") {
+	if _, err := New(topo, Options{NCCL: ncclenv.Settings{P2PLevel: "FOO"}}); err == nil || !strings.Contains(err.Error(), "NCCL_P2P_LEVEL") {
 		t.Errorf("bad P2P level: err %v", err)
 	}
 	// Options.Validate checks the level itself, naming the field, whatever
 	// the collective model.
-	if _, err := NewWithCollectives(topo, Options{NCCL: NCCLOptions{P2PLevel: "FOO"}}, fixedColl{1}); err == nil || !strings.Contains(err.Error(), "p2p_level") {
+	if _, err := newWithCollectives(topo, Options{NCCL: ncclenv.Settings{P2PLevel: "FOO"}}, fixedColl{1}); err == nil || !strings.Contains(err.Error(), "p2p_level") {
 		t.Errorf("bad P2P level with a custom collective model: err %v", err)
 	}
-	if err := (&Options{NCCL: NCCLOptions{P2PLevel: "sys"}}).Validate(); err != nil {
+	if err := (&Options{NCCL: ncclenv.Settings{P2PLevel: "sys"}}).Validate(); err != nil {
 		t.Errorf("P2P level sys: %v", err)
 	}
 }
@@ -306,6 +307,24 @@ func TestBuiltSymmetricMatchesCheck(t *testing.T) {
 		}
 		if got, want := builtSymmetric(s), symmetric(s); got != want {
 			t.Errorf("%s %s: builtSymmetric %v, full check %v", c.model, c.plan, got, want)
+		}
+	}
+}
+
+// TestLatestEnd: the step's end is math.Max folded over the ops' ends
+// from 0, NaN included.
+func TestLatestEnd(t *testing.T) {
+	nan, inf := math.NaN(), math.Inf(1)
+	for _, ends := range [][]float64{
+		nil, {3}, {1, 5, 2}, {math.Copysign(0, -1)}, {-1, -2}, {2, nan, 7}, {inf, nan}, {nan, inf}, {1, inf},
+	} {
+		want := 0.0
+		for _, e := range ends {
+			want = math.Max(want, e)
+		}
+		got := latestEnd(ends)
+		if !(got == want && math.Signbit(got) == math.Signbit(want)) && !(math.IsNaN(got) && math.IsNaN(want)) {
+			t.Errorf("latestEnd(%v) = %v, want %v", ends, got, want)
 		}
 	}
 }

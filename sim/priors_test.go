@@ -15,6 +15,7 @@ import (
 	"testing"
 
 	"github.com/tpscope/tpscope/model"
+	"github.com/tpscope/tpscope/ncclenv"
 	"github.com/tpscope/tpscope/perfdb"
 	"github.com/tpscope/tpscope/sim"
 	"github.com/tpscope/tpscope/topology"
@@ -71,7 +72,7 @@ func maxAbs(v []float64) float64 {
 // allReduceErrors predicts 8-GPU all-reduces on topo under opts for
 // every size of the table's 16-bit all_reduce rows (512 B - 512 MB) and
 // returns the relative errors, printing each.
-func allReduceErrors(t *testing.T, system, topo string, opts sim.NCCLOptions) []float64 {
+func allReduceErrors(t *testing.T, system, topo string, opts ncclenv.Settings) []float64 {
 	t.Helper()
 	s := sampleSystem(t, system)
 	tab, err := s.NCCL("2.29.2")
@@ -109,7 +110,7 @@ func allReduceErrors(t *testing.T, system, topo string, opts sim.NCCLOptions) []
 // 2.29.2 table, 512 B - 512 MB. Target: median |error| <= 15 %, no size
 // worse than 35 %.
 func TestPriorAllReducePCIe(t *testing.T) {
-	errs := allReduceErrors(t, "rtx_pro_6000_server", "rtxpro6000-2s", sim.NCCLOptions{P2PLevel: "SYS"})
+	errs := allReduceErrors(t, "rtx_pro_6000_server", "rtxpro6000-2s", ncclenv.Settings{P2PLevel: "SYS"})
 	med, worst := medianAbs(errs), maxAbs(errs)
 	t.Logf("median |error| %.1f %%, worst %.1f %%", 100*med, 100*worst)
 	if med > 0.15 || worst > 0.35 {
@@ -120,7 +121,7 @@ func TestPriorAllReducePCIe(t *testing.T) {
 // TestPriorAllReduceNVSwitch: h200-nvswitch against the h200_sxm NCCL
 // table. Target: median |error| <= 10 %.
 func TestPriorAllReduceNVSwitch(t *testing.T) {
-	errs := allReduceErrors(t, "h200_sxm", "h200-nvswitch", sim.NCCLOptions{})
+	errs := allReduceErrors(t, "h200_sxm", "h200-nvswitch", ncclenv.Settings{})
 	med, worst := medianAbs(errs), maxAbs(errs)
 	t.Logf("median |error| %.1f %%, worst %.1f %%", 100*med, 100*worst)
 	if med > 0.10 {
@@ -212,7 +213,7 @@ func TestPriorMLAAndMoE(t *testing.T) {
 	}
 	// Graph sizes cover every batch exactly (no padding: the tables time
 	// the exact batch).
-	p, err := sim.New(tp, sim.Options{CUDAGraphs: true, NCCL: sim.NCCLOptions{P2PLevel: "SYS"}, GraphSizes: []int{1, 2, 4, 8, 16, 32, 64, 128, 256}})
+	p, err := sim.New(tp, sim.Options{CUDAGraphs: true, NCCL: ncclenv.Settings{P2PLevel: "SYS"}, GraphSizes: []int{1, 2, 4, 8, 16, 32, 64, 128, 256}})
 	if err != nil {
 		t.Fatal(err)
 	}

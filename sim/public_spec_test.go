@@ -43,6 +43,7 @@ import (
 
 	"github.com/tpscope/tpscope/engine"
 	"github.com/tpscope/tpscope/model"
+	"github.com/tpscope/tpscope/ncclenv"
 	"github.com/tpscope/tpscope/perfdb"
 	"github.com/tpscope/tpscope/sim"
 	"github.com/tpscope/tpscope/topology"
@@ -140,12 +141,13 @@ func predictSpecRow(t *testing.T, r *specRow, db *perfdb.DB) specResult {
 		t.Fatal(err)
 	}
 	a := mustArch(t, r.model)
-	acc, err := sim.ParseSpecAccept(r.accept)
+	parsed, _, err := sim.ParseNames([]string{"spec-accept=" + r.accept})
 	if err != nil {
 		t.Fatal(err)
 	}
+	acc := parsed.SpecAccept
 	o := sim.Options{CUDAGraphs: true, Engine: ref, AttentionBackend: sim.AttentionBackend(r.attn), MoEKernel: r.moe, CustomAR: r.customAR,
-		NCCL: sim.NCCLOptions{P2PLevel: "SYS", Proto: r.proto}, SpecAccept: acc}
+		NCCL: ncclenv.Settings{P2PLevel: "SYS", Proto: r.proto}, SpecAccept: acc}
 	sc := sim.Scenario{Arch: a, Plan: model.Plan{TP: 8}, Options: o, Topo: topo,
 		Workload: model.Workload{Phase: model.Decode, Batch: r.batch, Context: r.context, KVDtype: r.kv, SpecTokens: r.k}}
 	sc.Build.DenseDSA = sim.ImpliedDenseDSA(a, topo, ref)
@@ -160,7 +162,7 @@ func predictSpecRow(t *testing.T, r *specRow, db *perfdb.DB) specResult {
 	if err := model.Validate(a, sc.Plan, sc.Workload, sc.Build); err != nil {
 		t.Fatalf("%s: %v", r.id, err)
 	}
-	if err := sim.CheckEngine(sc); err != nil {
+	if err := sc.CheckEngine(); err != nil {
 		t.Fatalf("%s: %v", r.id, err)
 	}
 	noSpec := func(c sim.Scenario) float64 {
@@ -245,7 +247,7 @@ func TestPublicGLM5MTPSeedRange(t *testing.T) {
 	}
 	a := mustArch(t, "glm-5-nvfp4")
 	sc := sim.Scenario{Arch: a, Plan: model.Plan{TP: 8}, Topo: topo,
-		Options:  sim.Options{CUDAGraphs: true, NCCL: sim.NCCLOptions{Proto: "LL", P2PLevel: "SYS"}},
+		Options:  sim.Options{CUDAGraphs: true, NCCL: ncclenv.Settings{Proto: "LL", P2PLevel: "SYS"}},
 		Workload: model.Workload{Batch: 1, Context: 4096, KVDtype: model.BF16, SpecTokens: 3}}
 	sc.Build.DenseDSA = sim.ImpliedDenseDSA(a, topo, sc.Options.Engine)
 	sc.Build.Spec.Method = model.SpecMTP
@@ -253,7 +255,7 @@ func TestPublicGLM5MTPSeedRange(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	y := sim.SpecYieldOf(sc)
+	y := sc.SpecYield()
 	t.Logf("GLM-5-NVFP4 MTP k=3 on the seed box: %.1f tok/s (%.2f tokens per step at %s); public 70-105", pr.TokensPerS, y.TokensPerStep, y.Source)
 	if pr.TokensPerS < 70 || pr.TokensPerS > 105 {
 		t.Errorf("%.1f tok/s outside the public 70-105", pr.TokensPerS)

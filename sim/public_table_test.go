@@ -33,6 +33,7 @@ import (
 
 	"github.com/tpscope/tpscope/engine"
 	"github.com/tpscope/tpscope/model"
+	"github.com/tpscope/tpscope/ncclenv"
 	"github.com/tpscope/tpscope/perfdb"
 	"github.com/tpscope/tpscope/sim"
 	"github.com/tpscope/tpscope/topology"
@@ -152,13 +153,13 @@ func predictRow(t *testing.T, r *publicRow, db *perfdb.DB) publicResult {
 	}
 	a := mustArch(t, r.model)
 	o := sim.Options{CUDAGraphs: true, Engine: ref, AttentionBackend: sim.AttentionBackend(r.attn), MoEKernel: r.moe, CustomAR: r.customAR,
-		NCCL: sim.NCCLOptions{P2PLevel: "SYS", Proto: r.proto}}
+		NCCL: ncclenv.Settings{P2PLevel: "SYS", Proto: r.proto}}
 	plan := model.Plan{TP: r.tp, DCP: r.dcp}
 	plan.EP = r.ep
 	sc := sim.Scenario{Arch: a, Plan: plan, Options: o, Topo: topo,
 		Workload: model.Workload{Phase: model.Decode, Batch: r.batch, Context: r.context, KVDtype: r.kv}}
 	sc.Build.DenseDSA = sim.ImpliedDenseDSA(a, topo, ref)
-	if err := sim.CheckEngine(sc); err != nil {
+	if err := sc.CheckEngine(); err != nil {
 		t.Fatalf("%s: %v", r.id, err)
 	}
 	pr, _, err := sim.Predict(sc)

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/tpscope/tpscope/model"
+	"github.com/tpscope/tpscope/ncclenv"
 	"github.com/tpscope/tpscope/topology"
 )
 
@@ -84,7 +85,7 @@ func publicPredict(t *testing.T, modelName, topo string, kv model.Dtype, dcp, co
 	// #34795), whose TRITON_MLA still split the KV sequence a fixed 4
 	// ways: the vllm@0.16-nightly profile; vLLM 0.24 sizes the splits
 	// from the sequence length.
-	p, err := New(tp, Options{CUDAGraphs: true, GPUMemUtilFrac: util, NCCL: NCCLOptions{P2PLevel: "SYS"},
+	p, err := New(tp, Options{CUDAGraphs: true, GPUMemUtilFrac: util, NCCL: ncclenv.Settings{P2PLevel: "SYS"},
 		Engine: engprof.Ref{Name: "vllm", Version: "0.16-nightly"}})
 	if err != nil {
 		t.Fatal(err)
@@ -156,7 +157,7 @@ func glmPublicPredict(t *testing.T, batch, context int) *Prediction {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := New(tp, Options{CUDAGraphs: true, Engine: engprof.Ref{Name: "sglang"}, AttentionBackend: "flashinfer", NCCL: NCCLOptions{Proto: "LL", P2PLevel: "SYS"}})
+	p, err := New(tp, Options{CUDAGraphs: true, Engine: engprof.Ref{Name: "sglang"}, AttentionBackend: "flashinfer", NCCL: ncclenv.Settings{Proto: "LL", P2PLevel: "SYS"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -235,7 +236,7 @@ func TestPublicSHMGap(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := New(tp, Options{CUDAGraphs: true, NCCL: NCCLOptions{P2PDisable: true},
+	p, err := New(tp, Options{CUDAGraphs: true, NCCL: ncclenv.Settings{P2PDisable: true},
 		Engine: engprof.Ref{Name: "vllm", Version: "0.16-nightly"}}) // the same vLLM build as publicPredict's
 	if err != nil {
 		t.Fatal(err)
@@ -313,7 +314,7 @@ func TestPublicAllReduce(t *testing.T) {
 	sizes := []int64{256, 1 << 10, 8 << 10, 32 << 10, 64 << 10, 256 << 10}
 	ncclUs := []float64{24.6, 24.1, 24.2, 24.5, 24.1, 28.0}
 	oneShotUs := []float64{7.5, 7.5, 9.2, 16.5, 25.9, 73.6}
-	m := collModel(t, "rtxpro6000-switch", 8, NCCLOptions{P2PLevel: "SYS"})
+	m := collModel(t, "rtxpro6000-switch", 8, ncclenv.Settings{P2PLevel: "SYS"})
 	group := []int{0, 1, 2, 3, 4, 5, 6, 7}
 	for i, b := range sizes {
 		nc := m.Cost(model.AllReduce, group, b)

@@ -61,7 +61,13 @@ func (sc *Scenario) CostSourceName() string {
 // NewPredictor returns a Predictor for the scenario's box and options
 // that consults its cost source first (New, then UseCostSource).
 func (sc *Scenario) NewPredictor() (*Predictor, error) {
-	p, err := New(sc.Topo, sc.Options)
+	return sc.newPredictor(nil)
+}
+
+// newPredictor is NewPredictor writing its runs into scratch (nil: its
+// own).
+func (sc *Scenario) newPredictor(scratch *runScratch) (*Predictor, error) {
+	p, err := newPredictor(sc.Topo, sc.Options, scratch)
 	if err != nil {
 		return nil, err
 	}
@@ -103,6 +109,12 @@ var ErrDoesNotFit = errors.New("does not fit in GPU memory")
 // builder validates the plan, workload and build options (a
 // *model.PlanError naming the field); the box must hold the plan's GPUs.
 func (p *Predictor) schedule(sc Scenario) (*model.Schedule, error) {
+	return p.scheduleWith(nil, sc)
+}
+
+// scheduleWith is schedule built by bd (model.Builder: into its memory,
+// valid until its next build), or by model.BuildWith when bd is nil.
+func (p *Predictor) scheduleWith(bd *model.Builder, sc Scenario) (*model.Schedule, error) {
 	if sc.Arch == nil {
 		return nil, errors.New("sim: scenario has no architecture")
 	}
@@ -112,6 +124,9 @@ func (p *Predictor) schedule(sc Scenario) (*model.Schedule, error) {
 	}
 	o := sc.Build
 	o.Graphs = p.specCapture(sc)
+	if bd != nil {
+		return bd.Build(sc.Arch, sc.Plan, sc.Workload, o)
+	}
 	return model.BuildWith(sc.Arch, sc.Plan, sc.Workload, o)
 }
 
@@ -165,7 +180,7 @@ func (p *Predictor) PredictScenarioSchedule(sc Scenario) (*Prediction, *model.Sc
 	if err != nil {
 		return nil, nil, err
 	}
-	pr.SpecHostUs = SpecHostUs(sc)
+	pr.SpecHostUs = specHostUs(sc)
 	pr.StepUs += pr.SpecHostUs
 	pr.Spec = specStepOf(sc)
 	// pr.Workload stays the workload priced (the padded batch); Sequences
@@ -187,7 +202,7 @@ func (p *Predictor) Evaluate(sc Scenario) (Summary, error) {
 	if err != nil {
 		return Summary{}, err
 	}
-	sum := Summary{StepUs: step, Graphed: s.Deploy.Graphed, SpecHostUs: SpecHostUs(sc)}
+	sum := Summary{StepUs: step, Graphed: s.Deploy.Graphed, SpecHostUs: specHostUs(sc)}
 	step += sum.SpecHostUs
 	sum.StepUs = step
 	if step > 0 {

@@ -33,7 +33,7 @@ func TestScenarioRoutingCodec(t *testing.T) {
 	}{
 		{"uniform", model.UniformRouting, "", ""},
 		{"balanced", model.BalancedRouting, `"build":{"moe_routing":"balanced"}`, " moe-routing=balanced "},
-		{"power-law", model.PowerLawRouting(1.2), `"build":{"moe_routing":"power-law-1.2"}`, " moe-routing=power-law-1.2 "},
+		{"power-law", model.Routing{Kind: model.RoutingPowerLaw, Alpha: 1.2}, `"build":{"moe_routing":"power-law-1.2"}`, " moe-routing=power-law-1.2 "},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

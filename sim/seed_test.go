@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/tpscope/tpscope/model"
+	"github.com/tpscope/tpscope/ncclenv"
 	"github.com/tpscope/tpscope/topology"
 )
 
@@ -13,7 +14,7 @@ import (
 
 // tuned is what the seed team ended with: CUDA graphs, NCCL_PROTO=LL,
 // NCCL_P2P_LEVEL=SYS.
-var tuned = Options{CUDAGraphs: true, NCCL: NCCLOptions{Proto: "LL", P2PLevel: "SYS"}}
+var tuned = Options{CUDAGraphs: true, NCCL: ncclenv.Settings{Proto: "LL", P2PLevel: "SYS"}}
 
 func seedPredict(t *testing.T, modelName string, w model.Workload, build model.BuildOptions, opts Options) *Prediction {
 	t.Helper()
@@ -190,7 +191,7 @@ func TestSeedFP8KV(t *testing.T) {
 
 // A scenario that does not fit is predicted and flagged with its
 // shortfall: GLM-5 in BF16 needs 744 B params x 2 B / 8 GPUs ~ 186 GB of
-// weights per GPU (model.WeightMemory: 189.7 GB), against 0.9 x 97,887 MiB
+// weights per GPU (Arch.WeightMemory: 189.7 GB), against 0.9 x 97,887 MiB
 // = 92.4 GB usable: short by ~99.7 GB incl. workspace and KV.
 func TestSeedDoesNotFit(t *testing.T) {
 	a, err := model.Preset("glm-5")

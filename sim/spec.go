@@ -59,10 +59,10 @@ func (s SpecAccept) IsZero() bool {
 	return s.PerToken == 0 && len(s.PerPosition) == 0 && s.MeanLength == 0 && s.DraftRate == 0
 }
 
-// ParseSpecAccept reads the text form: "0.8" (per token), "0.9,0.8,0.7"
+// parseSpecAccept reads the text form: "0.8" (per token), "0.9,0.8,0.7"
 // (per position), "len=2.94" or "len=2.94@3" (mean acceptance length at
 // 3 drafts), "rate=0.316@3" (draft acceptance rate).
-func ParseSpecAccept(v string) (SpecAccept, error) {
+func parseSpecAccept(v string) (SpecAccept, error) {
 	var s SpecAccept
 	v = strings.TrimSpace(v)
 	if v == "" {
@@ -110,7 +110,7 @@ func ParseSpecAccept(v string) (SpecAccept, error) {
 	return s, s.Validate()
 }
 
-// String is the text form ParseSpecAccept reads ("" for the zero value).
+// String is the text form parseSpecAccept reads ("" for the zero value).
 func (s SpecAccept) String() string {
 	at := ""
 	if s.AtTokens > 0 {
@@ -250,8 +250,8 @@ type SpecYield struct {
 	Default bool `json:"default,omitempty"`
 }
 
-// YieldOf is the yield of positions q (see the model above).
-func YieldOf(q []float64) (mean, variance float64) {
+// yieldOf is the yield of positions q (see the model above).
+func yieldOf(q []float64) (mean, variance float64) {
 	ea, ea2 := 0.0, 0.0
 	for i, v := range q {
 		ea += v
@@ -260,9 +260,9 @@ func YieldOf(q []float64) (mean, variance float64) {
 	return 1 + ea, math.Max(0, ea2-ea*ea)
 }
 
-// SpecYieldOf is the scenario's yield: its acceptance input, or the
+// SpecYield is the scenario's yield: its acceptance input, or the
 // method's default for the model's family; nil without speculation.
-func SpecYieldOf(sc Scenario) *SpecYield {
+func (sc Scenario) SpecYield() *SpecYield {
 	return specYield(sc.Options, sc.Build.Spec, sc.Workload, sc.Arch)
 }
 
@@ -281,11 +281,11 @@ func specYield(o Options, spec model.Spec, w model.Workload, a *model.Arch) *Spe
 	case o.MTPAcceptFrac > 0:
 		in, src = SpecAccept{PerToken: o.MTPAcceptFrac}, "--mtp-accept "+floatText(o.MTPAcceptFrac)
 	default:
-		d := DefaultSpecAccept(m, a)
+		d := defaultSpecAccept(m, a)
 		in, src, def = d, d.Source, true
 	}
 	y := &SpecYield{Method: m, Positions: in.Positions(steps), Source: src, Default: def}
-	y.TokensPerStep, y.TokensVar = YieldOf(y.Positions)
+	y.TokensPerStep, y.TokensVar = yieldOf(y.Positions)
 	return y
 }
 
@@ -308,7 +308,7 @@ func specFamily(a *model.Arch) string {
 	return ""
 }
 
-// DefaultSpecAccept is the cited acceptance a method gets without an
+// defaultSpecAccept is the cited acceptance a method gets without an
 // input, per model family (Source says which figure):
 //
 //   - mtp: GLM-5: GLM-5.1-NVFP4's per-position rates with MTP k = 3 on
@@ -339,7 +339,7 @@ func specFamily(a *model.Arch) string {
 // The host methods draft only where the context repeats; their figures
 // are per step over every step, and each step is priced as verifying K
 // drafts (an upper bound of the verify pass's cost for them).
-func DefaultSpecAccept(m model.SpecMethod, a *model.Arch) SpecAccept {
+func defaultSpecAccept(m model.SpecMethod, a *model.Arch) SpecAccept {
 	fam := specFamily(a)
 	eagle := func() SpecAccept {
 		if fam == "kimi" {
@@ -354,7 +354,7 @@ func DefaultSpecAccept(m model.SpecMethod, a *model.Arch) SpecAccept {
 			return SpecAccept{PerPosition: []float64{0.80, 0.575, 0.295},
 				Source: "GLM-5.1-NVFP4 MTP k=3 on 8x RTX PRO 6000, one request: per-position 0.75-0.85 / 0.50-0.65 / 0.24-0.35 (sjug/rtx6kpro glm51-v2 glm-dcp1-mtp1 log), midpoints"}
 		}
-		return SpecAccept{PerToken: DefaultMTPAcceptFrac, Source: "DeepSeek-V3 Technical Report: 85-90 % acceptance of the second token (low end)"}
+		return SpecAccept{PerToken: defaultMTPAcceptFrac, Source: "DeepSeek-V3 Technical Report: 85-90 % acceptance of the second token (low end)"}
 	case model.SpecEagle3:
 		return eagle()
 	case model.SpecDraftModel:
@@ -386,9 +386,9 @@ const (
 	specHostFixedUs     = 20.0
 )
 
-// SpecHostUs is the host drafting time of a step of sc (0 for the methods
+// specHostUs is the host drafting time of a step of sc (0 for the methods
 // that draft on the device).
-func SpecHostUs(sc Scenario) float64 {
+func specHostUs(sc Scenario) float64 {
 	m := sc.Build.Spec.MethodFor(sc.Workload)
 	b := float64(sc.Workload.Batch)
 	switch m {
@@ -418,6 +418,17 @@ func (p *Predictor) specCapture(sc Scenario) *model.GraphCapture {
 		return &model.GraphCapture{Sizes: s}
 	}
 	return p.capture
+}
+
+// CheckSpec refuses, in one line naming the flag, a speculative method, a
+// tree or a draft TP the scenario's engine has no implementation of (nil
+// without speculation, and for an engine not found: CheckEngine says so).
+func (sc Scenario) CheckSpec() error {
+	p, err := engprof.Lookup(sc.Options.Engine)
+	if err != nil {
+		return nil
+	}
+	return checkSpecEngine(sc, p)
 }
 
 // checkSpecEngine refuses a speculative method, a tree or a draft TP the
@@ -451,7 +462,7 @@ func checkSpecEngine(sc Scenario, p *engprof.Profile) error {
 
 // SpecEngineFlag is how the scenario's engine turns its speculative method
 // on ("" without speculation, or when the engine has none).
-func SpecEngineFlag(sc Scenario) string {
+func (sc Scenario) SpecEngineFlag() string {
 	m := sc.Build.Spec.MethodFor(sc.Workload)
 	if m == "" {
 		return ""
@@ -493,12 +504,12 @@ type SpecStep struct {
 }
 
 func specStepOf(sc Scenario) *SpecStep {
-	y := SpecYieldOf(sc)
+	y := sc.SpecYield()
 	if y == nil {
 		return nil
 	}
 	return &SpecStep{SpecYield: *y, Spec: sc.Build.Spec.String(sc.Workload), Steps: sc.Build.Spec.DraftSteps(sc.Workload),
-		EngineFlag: SpecEngineFlag(sc),
+		EngineFlag: sc.SpecEngineFlag(),
 		Note:       "the acceptance is an input: tokens per step come from it, not from the model's weights (a run's weights are random)"}
 }
 

@@ -26,7 +26,7 @@ func TestSpecAcceptForms(t *testing.T) {
 		{"0.9,0.7,0.5", 2, []float64{0.9, 0.7}},
 	}
 	for _, c := range cases {
-		s, err := ParseSpecAccept(c.in)
+		s, err := parseSpecAccept(c.in)
 		if err != nil {
 			t.Fatalf("%s: %v", c.in, err)
 		}
@@ -43,7 +43,7 @@ func TestSpecAcceptForms(t *testing.T) {
 	// A mean length of 2.5 at K = 3: a + a^2 + a^3 = 1.5, checked by
 	// substitution; a draft rate of 0.5 at K = 3 is the same chain.
 	for _, in := range []string{"len=2.5@3", "rate=0.5@3"} {
-		s, err := ParseSpecAccept(in)
+		s, err := parseSpecAccept(in)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -53,7 +53,7 @@ func TestSpecAcceptForms(t *testing.T) {
 		}
 	}
 	for _, bad := range []string{"1.2", "0", "0.5,0.7", "len=0.5", "len=5@3", "rate=2", "x=1", "0.8,abc", "len=2@0"} {
-		if _, err := ParseSpecAccept(bad); err == nil {
+		if _, err := parseSpecAccept(bad); err == nil {
 			t.Errorf("%q accepted", bad)
 		}
 	}
@@ -62,35 +62,9 @@ func TestSpecAcceptForms(t *testing.T) {
 // TestYieldOf: q = 0.8, 0.5, 0.2 gives P(A = 0..3) = 0.2, 0.3, 0.3, 0.2:
 // E[A] = 1.5, E[A^2] = 0.3 + 1.2 + 1.8 = 3.3, Var = 3.3 - 2.25 = 1.05.
 func TestYieldOf(t *testing.T) {
-	m, v := YieldOf([]float64{0.8, 0.5, 0.2})
+	m, v := yieldOf([]float64{0.8, 0.5, 0.2})
 	if !near(m, 2.5, 1e-12) || !near(v, 1.05, 1e-12) {
 		t.Errorf("mean %v var %v, want 2.5 and 1.05", m, v)
-	}
-}
-
-// TestBreakEven: a spec step twice the plain one needs 2 tokens per step:
-// a chain of 3 with a + a^2 + a^3 = 1 (a = 0.543689, the real root of
-// x^3 + x^2 + x - 1), a draft rate of 1/3; a spec step 5 times longer
-// never pays with 3 drafts (at most 4 tokens).
-func TestBreakEven(t *testing.T) {
-	b := breakEven(20, 10, 3)
-	if !near(b.TokensPerStep, 2, 1e-12) || !near(b.PerToken, 0.543689, 1e-6) || !near(b.DraftRate, 1.0/3, 1e-12) || b.Never {
-		t.Errorf("break-even %+v", b)
-	}
-	if b := breakEven(50, 10, 3); !b.Never {
-		t.Errorf("x5 step: %+v, want never", b)
-	}
-	if !near(chainTokens(0.5, 3), 1.875, 1e-12) {
-		t.Error("chainTokens(0.5, 3)")
-	}
-}
-
-// TestSpecTPOTQuantile: step 10 ms, 2 tokens per step with variance 1, a
-// 256-token request: sd = sqrt(1 / (256 x 8)) = 0.0221, so the 90th
-// percentile is (0.5 + 1.2816 x 0.0221) x 10 = 5.283 ms.
-func TestSpecTPOTQuantile(t *testing.T) {
-	if got := SpecTPOTQuantileMs(10000, 2, 1, 256, z90); !near(got, 5.2832, 1e-3) {
-		t.Errorf("%v ms, want 5.283", got)
 	}
 }
 
@@ -98,15 +72,15 @@ func TestSpecTPOTQuantile(t *testing.T) {
 // 20 us and 4096 x 1 ns; at batch 20 over 8 threads, 3 rounds.
 func TestSpecHostUs(t *testing.T) {
 	sc := Scenario{Workload: model.Workload{Batch: 1, Context: 4096, SpecTokens: 3}, Build: model.BuildOptions{Spec: model.Spec{Method: model.SpecNgram}}}
-	if got := SpecHostUs(sc); !near(got, 24.096, 1e-9) {
+	if got := specHostUs(sc); !near(got, 24.096, 1e-9) {
 		t.Errorf("ngram b1: %v us", got)
 	}
 	sc.Workload.Batch = 20
-	if got := SpecHostUs(sc); !near(got, 20+3*4.096, 1e-9) {
+	if got := specHostUs(sc); !near(got, 20+3*4.096, 1e-9) {
 		t.Errorf("ngram b20: %v us", got)
 	}
 	sc.Build.Spec.Method = model.SpecEagle3
-	if SpecHostUs(sc) != 0 {
+	if specHostUs(sc) != 0 {
 		t.Error("eagle3 drafts on the device")
 	}
 }
@@ -127,15 +101,15 @@ func TestDefaultSpecAccept(t *testing.T) {
 		{model.SpecSuffix, kimi, 1, 16993.0 / (16993 - 1226)},
 	}
 	for _, c := range cases {
-		d := DefaultSpecAccept(c.m, c.a)
+		d := defaultSpecAccept(c.m, c.a)
 		if d.Source == "" {
 			t.Errorf("%s/%s: no source", c.m, c.a.Name)
 		}
-		if m, _ := YieldOf(d.Positions(c.k)); !near(m, c.want, 1e-6) {
+		if m, _ := yieldOf(d.Positions(c.k)); !near(m, c.want, 1e-6) {
 			t.Errorf("%s/%s: %v tokens per step at k %d, want %v", c.m, c.a.Name, m, c.k, c.want)
 		}
 	}
-	if d := DefaultSpecAccept(model.SpecDraftModel, kimi); !strings.Contains(d.Source, "no published acceptance") {
+	if d := defaultSpecAccept(model.SpecDraftModel, kimi); !strings.Contains(d.Source, "no published acceptance") {
 		t.Errorf("draft default source %q: want it flagged as a stand-in", d.Source)
 	}
 }
@@ -168,7 +142,7 @@ func TestSpecEngineRefusals(t *testing.T) {
 		{"vllm@0.24", model.Spec{Method: model.SpecDraftModel, Drafter: moon, DraftTP: 1}, "--draft-tp 1: vllm@0.24 runs a draft model at the target's TP 8 only"},
 	}
 	for _, c := range cases {
-		err := CheckEngine(sc(c.engine, c.spec))
+		err := sc(c.engine, c.spec).CheckEngine()
 		if err == nil || !strings.HasPrefix(err.Error(), c.want) {
 			t.Errorf("%s %+v: err %v, want %q", c.engine, c.spec.Method, err, c.want)
 		}
@@ -176,7 +150,7 @@ func TestSpecEngineRefusals(t *testing.T) {
 	h200 := sc("trtllm@1.3", model.Spec{Method: model.SpecNgram})
 	h200.Topo, _ = topology.Resolve("h200-nvswitch", 0)
 	h200.Arch = mustPreset(t, "deepseek-v3") // FP8 experts: TensorRT-LLM's CUTLASS MoE
-	if err := CheckEngine(h200); err == nil || !strings.HasPrefix(err.Error(), "--spec ngram: trtllm@1.3 has no speculative method ngram") {
+	if err := h200.CheckEngine(); err == nil || !strings.HasPrefix(err.Error(), "--spec ngram: trtllm@1.3 has no speculative method ngram") {
 		t.Errorf("trtllm ngram: %v", err)
 	}
 	for _, ok := range []struct {
@@ -187,7 +161,7 @@ func TestSpecEngineRefusals(t *testing.T) {
 		{"executor", model.Spec{Method: model.SpecDraftModel, Drafter: moon, DraftTP: 1}},
 		{"vllm@0.24", model.Spec{Method: model.SpecSuffix}},
 	} {
-		if err := CheckEngine(sc(ok.engine, ok.spec)); err != nil {
+		if err := sc(ok.engine, ok.spec).CheckEngine(); err != nil {
 			t.Errorf("%s %s: %v", ok.engine, ok.spec.Method, err)
 		}
 	}
@@ -218,41 +192,44 @@ func TestSpecCaptureSGLang(t *testing.T) {
 	}
 }
 
-// TestAdviseSpecRows: on the seed scenario advise ranks the speculative
-// methods Kimi-K2.5 and vLLM allow (EAGLE-3, a draft model, n-gram,
-// suffix; not MTP) with their break-even acceptance, the break-even at the
-// baseline being the ratio of the two steps the row priced.
-func TestAdviseSpecRows(t *testing.T) {
-	base := seedConfig(t)
-	var specs []Entry
-	for _, e := range Catalog(CatalogOptions{}) {
-		if e.Kind == "speculative" {
-			specs = append(specs, e)
-		}
-	}
-	adv, err := Advise(AdviseInput{Base: base, Entries: specs, Batches: []int{1, 8}, Contexts: []int{base.Workload.Context}})
+// TestEvaluatorSpecCapture: the Evaluator's schedules serve every box and
+// option set that lays the same step, so its key must be the deployment
+// the scenario's engine decides: the same n-gram step under vLLM (padded
+// to 6 sequences) and SGLang (its spec list: 5 as is) evaluated by one
+// Evaluator, in either order, gives each engine's own step.
+func TestEvaluatorSpecCapture(t *testing.T) {
+	topo, err := topology.Resolve("rtxpro6000-2s", 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := map[string]*AdviceRow{}
-	for i := range adv.Rows {
-		got[adv.Rows[i].Entry] = &adv.Rows[i]
+	kimi := mustPreset(t, "kimi-k2.5")
+	scen := func(engine string) Scenario {
+		ref, _ := engprof.ParseRef(engine)
+		return Scenario{Arch: kimi, Plan: model.Plan{TP: 8}, Topo: topo, Options: Options{Engine: ref, CUDAGraphs: true},
+			Workload: model.Workload{Batch: 5, Context: 100, SpecTokens: 3}, Build: model.BuildOptions{Spec: model.Spec{Method: model.SpecNgram}}}
 	}
-	for _, name := range []string{"spec-eagle3", "spec-draft", "spec-ngram", "spec-suffix"} {
-		r := got[name]
-		if r == nil || r.Error != "" || r.Spec == nil {
-			t.Fatalf("%s: %+v", name, r)
+	want := map[string]Summary{}
+	for _, e := range []string{"vllm@0.24", "sglang@0.5"} {
+		var ev Evaluator
+		s, err := ev.Evaluate(scen(e))
+		if err != nil {
+			t.Fatal(err)
 		}
-		want := r.With.StepUs / r.Without.StepUs
-		if !near(r.Spec.BreakEven.TokensPerStep, want, 1e-9) || r.Spec.BreakEven.PerToken <= 0 || r.Spec.BreakEven.PerToken >= 1 {
-			t.Errorf("%s: break-even %+v, want %.3f tokens per step at a per-token acceptance in (0, 1)", name, r.Spec.BreakEven, want)
-		}
-		if len(r.Spec.ByBatch) != 2 || len(r.Spec.PaysUpTo) != len(specAcceptLevels) {
-			t.Errorf("%s: sweep %+v", name, r.Spec)
-		}
-		t.Logf("%s: %s", name, r.Spec)
+		want[e] = s
 	}
-	if r := got["mtp"]; r == nil || r.Error == "" {
-		t.Errorf("mtp on Kimi-K2.5 should not be predicted: %+v", r)
+	if want["vllm@0.24"].PaddedBatch != 6 || want["sglang@0.5"].PaddedBatch != 5 {
+		t.Fatalf("padded batches vLLM %d, SGLang %d: want 6 and 5", want["vllm@0.24"].PaddedBatch, want["sglang@0.5"].PaddedBatch)
+	}
+	for _, order := range [][]string{{"vllm@0.24", "sglang@0.5"}, {"sglang@0.5", "vllm@0.24"}} {
+		var ev Evaluator
+		for _, e := range order {
+			got, err := ev.Evaluate(scen(e))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.PaddedBatch != want[e].PaddedBatch || got.StepUs != want[e].StepUs {
+				t.Errorf("%v: %s: padded %d, step %.3f us; alone: padded %d, step %.3f us", order, e, got.PaddedBatch, got.StepUs, want[e].PaddedBatch, want[e].StepUs)
+			}
+		}
 	}
 }

@@ -112,6 +112,23 @@ func ComputeKey(dtype string) string {
 	return dtype
 }
 
+// CCVersion parses ComputeCapability ("12.0", "9.0"); a part it cannot
+// read is 0.
+func (d *Device) CCVersion() (major, minor int) {
+	part := &major
+	for _, r := range d.ComputeCapability {
+		switch {
+		case r >= '0' && r <= '9':
+			*part = 10**part + int(r-'0')
+		case r == '.' && part == &major:
+			part = &minor
+		default:
+			return major, minor
+		}
+	}
+	return major, minor
+}
+
 // TFLOPS is the dense peak for dtype at the sustained clock SMClockMHz:
 // PeakTFLOPS[ComputeKey(dtype)] * SMClockMHz / BoostClockMHz. ok is false
 // when the device has no native support for the dtype.

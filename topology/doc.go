@@ -32,7 +32,9 @@
 // vendor's inter-socket constant, Intel's x 5/6 root-complex overhead),
 // and a latency (sum of link latencies). Share and MaxLinkTimeUs count the
 // flows crossing each directed link, so two GPUs behind one switch uplink
-// share it.
+// share it. Group predicates (AllNVLink, P2PRefused, SpansSockets) are
+// what the collective model and the optimization catalog both ask of a
+// box.
 //
 // Units: bandwidth GB/s (1e9 B/s) per direction, latency and durations in
 // microseconds, memory in bytes, clocks in MHz, throughput in TFLOPS.

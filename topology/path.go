@@ -539,3 +539,52 @@ func (t *Topology) MaxLinkTimeUs(flows []Flow, bytesPerFlow float64, ncclBW bool
 	}
 	return worst
 }
+
+// AllNVLink reports whether NVLink joins every pair of gpus (every GPU of
+// the box when gpus is nil); false for a nil Topology.
+func (t *Topology) AllNVLink(gpus []int) bool {
+	if t == nil {
+		return false
+	}
+	if gpus == nil {
+		gpus = make([]int, t.NumGPUs())
+		for i := range gpus {
+			gpus[i] = i
+		}
+	}
+	for _, a := range gpus {
+		for _, b := range gpus {
+			if a != b && t.Path(a, b).Level != LevelNV {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// P2PRefused returns the first pair of gpus (in order a, then b) between
+// which the driver refuses P2P at any NCCL_P2P_LEVEL (no P2P path, or
+// P2PUnsupported); refused is false when every pair may use it. A kernel
+// that reads peers' buffers directly (a custom all-reduce) needs every
+// pair.
+func (t *Topology) P2PRefused(gpus []int) (a, b int, refused bool) {
+	for _, a := range gpus {
+		for _, b := range gpus {
+			if a != b && !t.P2PAllowed(a, b, P2PSYS) {
+				return a, b, true
+			}
+		}
+	}
+	return 0, 0, false
+}
+
+// SpansSockets reports whether the first n GPUs sit on more than one CPU
+// socket.
+func (t *Topology) SpansSockets(n int) bool {
+	for i := 1; i < n && i < t.NumGPUs(); i++ {
+		if t.GPUs[i].Socket != t.GPUs[0].Socket {
+			return true
+		}
+	}
+	return false
+}

@@ -566,3 +566,19 @@ func TestRecordedProbe(t *testing.T) {
 		t.Errorf("rebuilt GPUs/links differ:\n got %s\nwant %s", g, w)
 	}
 }
+
+// TestCCVersion: the one parser of Device.ComputeCapability
+// ("major.minor") that the catalog checks, the caveats and the attention
+// backend choice read.
+func TestCCVersion(t *testing.T) {
+	for _, c := range []struct {
+		cc           string
+		major, minor int
+	}{
+		{"12.0", 12, 0}, {"9.0", 9, 0}, {"8.9", 8, 9}, {"10.3", 10, 3}, {"12", 12, 0}, {"?", 0, 0}, {"", 0, 0},
+	} {
+		if major, minor := (&Device{ComputeCapability: c.cc}).CCVersion(); major != c.major || minor != c.minor {
+			t.Errorf("CCVersion(%q) = %d.%d, want %d.%d", c.cc, major, minor, c.major, c.minor)
+		}
+	}
+}

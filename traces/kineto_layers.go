@@ -170,7 +170,7 @@ type attnForm struct {
 func placedRoles() placerRoles {
 	var pr placerRoles
 	plain := model.CondTP | model.CondNoDP | model.CondShared | model.CondMain
-	for _, sl := range model.Select(model.Table(model.ModEmbedding), plain) {
+	for _, sl := range model.ModEmbedding.Select(plain) {
 		switch sl.Kind {
 		case model.KindEmbedding:
 			pr.embedLookup = roleFor(sl.Role)
@@ -181,7 +181,7 @@ func placedRoles() placerRoles {
 	form := func(phase model.Cond) attnForm {
 		var f attnForm
 		seen := false
-		for _, sl := range model.Select(model.Table(model.ModAttention), plain|phase) {
+		for _, sl := range model.ModAttention.Select(plain | phase) {
 			r := roleFor(sl.Role)
 			switch {
 			case sl.Kind == model.KindAttention:
@@ -218,7 +218,7 @@ func placedRoles() placerRoles {
 		return t
 	}
 	var routed, shared []model.Slot
-	for _, sl := range model.Select(model.Table(model.ModMoE), plain|model.CondDecode) {
+	for _, sl := range model.ModMoE.Select(plain | model.CondDecode) {
 		switch {
 		case sl.Module == model.ModRoutedExperts:
 			routed = append(routed, sl)
@@ -236,7 +236,7 @@ func placedRoles() placerRoles {
 	}
 	pr.experts, pr.shared = triple(routed), triple(shared)
 	var mlp []model.Slot
-	for _, sl := range model.Select(model.Table(model.ModDenseMLP), plain) {
+	for _, sl := range model.ModDenseMLP.Select(plain) {
 		switch sl.Kind {
 		case model.KindNorm:
 			pr.mlpPostNorm = roleFor(sl.Role)
@@ -247,7 +247,7 @@ func placedRoles() placerRoles {
 		}
 	}
 	pr.mlp = triple(mlp)
-	for _, sl := range model.Select(model.Table(model.ModLMHead), plain) {
+	for _, sl := range model.ModLMHead.Select(plain) {
 		switch sl.Kind {
 		case model.KindNorm:
 			pr.finalNorm = roleFor(sl.Role)

@@ -90,7 +90,7 @@ func compileTable(t KernelTable) *kernelTable {
 		pats[i], roles[i] = kt.pats[j], kt.roles[j]
 	}
 	kt.pats, kt.roles = pats, roles
-	for _, sl := range model.Table(model.ModAttention) {
+	for _, sl := range model.ModAttention.Table() {
 		switch {
 		case sl.When&model.CondDecode != 0:
 			kt.decodeOnly[roleFor(sl.Role)] = true

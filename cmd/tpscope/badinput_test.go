@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/tpscope/tpscope/advise"
 	"github.com/tpscope/tpscope/model"
 	"github.com/tpscope/tpscope/sim"
 	"github.com/tpscope/tpscope/topology"
@@ -89,7 +90,7 @@ func boxGPU(m map[string]any, i int) map[string]any { return m["gpus"].([]any)[i
 
 // TestBadInput runs every case and checks the promises of badCase.
 func TestBadInput(t *testing.T) {
-	arLog, err := os.ReadFile("../../sim/testdata/nccltests/all_reduce_perf_8x_pcie.txt")
+	arLog, err := os.ReadFile("../../calibrate/testdata/nccltests/all_reduce_perf_8x_pcie.txt")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -311,7 +312,7 @@ func TestBadInput(t *testing.T) {
 // with one warning line each on stderr. An nccl-tests row whose #wrong is
 // not 0 (the first row, line 21 of the log) is fitted and warned about.
 func TestBadInputWarnings(t *testing.T) {
-	b, err := os.ReadFile("../../sim/testdata/nccltests/all_reduce_perf_8x_pcie.txt")
+	b, err := os.ReadFile("../../calibrate/testdata/nccltests/all_reduce_perf_8x_pcie.txt")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -353,7 +354,7 @@ func TestBadInputHowIsCLI(t *testing.T) {
 	sc := sim.Scenario{Arch: a, Plan: model.Plan{TP: 8}, Workload: model.Workload{Batch: 1, Context: 4096}, Topo: box, Options: sim.DefaultOptions()}
 	apiName := regexp.MustCompile(`\b[a-z]+\.[A-Z][A-Za-z]*`)
 	n := 0
-	for _, e := range sim.Catalog(sim.CatalogOptions{}) {
+	for _, e := range advise.Catalog(advise.CatalogOptions{}) {
 		if e.HowTo == nil {
 			continue
 		}

@@ -8,8 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/tpscope/tpscope/calibrate/nccltests"
 	"github.com/tpscope/tpscope/model"
-	"github.com/tpscope/tpscope/sim/nccltests"
 )
 
 // The CPU-rank recordings of testdata/cpu-ranks (README there: command,

@@ -383,7 +383,7 @@ func (f *scenarioFlags) scenario() (sim.Scenario, error) {
 		n := sc.Plan.Normalized()
 		return sc, flagError(fmt.Sprintf("--tp %d x --dp %d", n.TP, n.DP), nil, "needs %d GPUs; --topo %s has %d", w, sc.Topo.Name, sc.Topo.NumGPUs())
 	}
-	if err := sim.CheckEngine(sc); err != nil {
+	if err := sc.CheckEngine(); err != nil {
 		return sc, usageErrorf("%v", err)
 	}
 	if sc.Costs, err = f.costs(sc.Topo, sc.Build.Routing, sc.Options); err != nil {

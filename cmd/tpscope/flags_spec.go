@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/tpscope/tpscope/advise"
 	engprof "github.com/tpscope/tpscope/engine"
 	"github.com/tpscope/tpscope/model"
 	"github.com/tpscope/tpscope/sim"
@@ -68,7 +69,7 @@ func (f *scenarioFlags) specTokensFlag(m model.SpecMethod) int {
 	case m == model.SpecMTP:
 		return 1
 	case m != "":
-		return sim.DefaultSpecTokens
+		return advise.DefaultSpecTokens
 	}
 	return 0
 }
@@ -101,7 +102,7 @@ func (f *scenarioFlags) spec(a *model.Arch, m model.SpecMethod) (model.Spec, err
 		}
 		s.Draft, s.Drafter = d.Ref, d
 	case m == model.SpecEagle3 || m == model.SpecDraftModel:
-		d, err := sim.DefaultDrafter(m, a)
+		d, err := m.DefaultDrafter(a)
 		if err != nil {
 			return s, flagError("--spec "+string(m), nil, "%v", err)
 		}

@@ -12,6 +12,7 @@ import (
 	"github.com/tpscope/tpscope/compare"
 	"github.com/tpscope/tpscope/exec"
 	"github.com/tpscope/tpscope/exec/exectest"
+	"github.com/tpscope/tpscope/ncclenv"
 	"github.com/tpscope/tpscope/pipeline"
 )
 
@@ -41,12 +42,13 @@ func TestRunTellsBackendTheScenario(t *testing.T) {
 		name string
 		args []string
 		want exec.BackendConfig
+		env  map[string]string // want.NCCL in NCCL's spelling
 	}{
-		{"defaults", nil, exec.BackendConfig{Seed: 1}},
-		{"ar-norm-fusion", []string{"--ar-norm-fusion"}, exec.BackendConfig{Seed: 1, ARNormFusion: true}},
+		{"defaults", nil, exec.BackendConfig{Seed: 1}, nil},
+		{"ar-norm-fusion", []string{"--ar-norm-fusion"}, exec.BackendConfig{Seed: 1, ARNormFusion: true}, nil},
 		{"nccl settings", []string{"--nccl-proto", "LL", "--p2p-level", "SYS"},
-			exec.BackendConfig{Seed: 1, Env: map[string]string{"NCCL_PROTO": "LL", "NCCL_P2P_LEVEL": "SYS"}}},
-		{"seed", []string{"--seed", "7", "--ar-norm-fusion"}, exec.BackendConfig{Seed: 7, ARNormFusion: true}},
+			exec.BackendConfig{Seed: 1, NCCL: ncclenv.Settings{Proto: "LL", P2PLevel: "SYS"}}, map[string]string{"NCCL_PROTO": "LL", "NCCL_P2P_LEVEL": "SYS"}},
+		{"seed", []string{"--seed", "7", "--ar-norm-fusion"}, exec.BackendConfig{Seed: 7, ARNormFusion: true}, nil},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -63,6 +65,11 @@ func TestRunTellsBackendTheScenario(t *testing.T) {
 			lastConfigMu.Unlock()
 			if got == nil || !reflect.DeepEqual(*got, tc.want) {
 				t.Errorf("backend config %+v, want %+v", got, tc.want)
+			}
+			if got != nil {
+				if env := got.NCCL.Env(); len(env)+len(tc.env) > 0 && !reflect.DeepEqual(env, tc.env) {
+					t.Errorf("backend environment %v, want %v", env, tc.env)
+				}
 			}
 		})
 	}

@@ -12,7 +12,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/tpscope/tpscope/sim/nccltests"
+	"github.com/tpscope/tpscope/calibrate/nccltests"
 )
 
 // envAsCLI makes the test binary run as the tpscope command (dispatch on

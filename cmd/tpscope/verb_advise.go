@@ -11,6 +11,7 @@ import (
 
 	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/pflag"
+	"github.com/tpscope/tpscope/advise"
 	"github.com/tpscope/tpscope/model"
 	"github.com/tpscope/tpscope/sim"
 	"gonum.org/v1/plot"
@@ -62,8 +63,8 @@ type adviseOptions struct {
 
 func newAdviseOptions() *adviseOptions {
 	return &adviseOptions{sc: newScenarioFlags(), output: formatTable, threshold: 0.05,
-		batches: intList{v: sim.DefaultAdviseBatches, min: 1}, contexts: intList{v: sim.DefaultAdviseContexts, min: 1},
-		mtpTokens: 1, compareTopos: strings.Join(sim.DefaultCatalogTopologies, ","), transfer: "glm-5-nvfp4"}
+		batches: intList{v: advise.DefaultBatches, min: 1}, contexts: intList{v: advise.DefaultContexts, min: 1},
+		mtpTokens: 1, compareTopos: strings.Join(advise.DefaultCatalogTopologies, ","), transfer: "glm-5-nvfp4"}
 }
 
 func (o *adviseOptions) Bind(fs *pflag.FlagSet) {
@@ -102,7 +103,7 @@ func (o *adviseOptions) Run(ctx context.Context, args []string, std IO) error {
 		return err
 	}
 	a, opts := base.Arch, base.Options
-	cat := sim.Catalog(sim.CatalogOptions{MTPTokens: o.mtpTokens, MTPAcceptFrac: opts.MTPAcceptFrac, Topologies: splitList(o.compareTopos)})
+	cat := advise.Catalog(advise.CatalogOptions{MTPTokens: o.mtpTokens, MTPAcceptFrac: opts.MTPAcceptFrac, Topologies: splitList(o.compareTopos)})
 	if o.entries != "" {
 		if cat, err = filterEntries(cat, splitList(o.entries)); err != nil {
 			return err
@@ -119,11 +120,11 @@ func (o *adviseOptions) Run(ctx context.Context, args []string, std IO) error {
 		}
 		others = append(others, m)
 	}
-	in := sim.AdviseInput{Transfer: others, Base: base, ImplyDenseDSA: !o.changed("dense-dsa"),
+	in := advise.Input{Transfer: others, Base: base, ImplyDenseDSA: !o.changed("dense-dsa"),
 		Entries: cat, Batches: o.batches.v, Contexts: o.contexts.v, NoSweep: o.noSweep, ThresholdFrac: o.threshold}
 	bar := newLazyBar(std.Stderr, "advise sweep")
 	in.Progress = bar.update
-	adv, err := sim.Advise(in)
+	adv, err := advise.Advise(in)
 	bar.finish()
 	if err != nil {
 		return err
@@ -162,8 +163,8 @@ func joinInts(v []int) string {
 	return strings.Join(s, ",")
 }
 
-func filterEntries(cat []sim.Entry, names []string) ([]sim.Entry, error) {
-	var out []sim.Entry
+func filterEntries(cat []advise.Entry, names []string) ([]advise.Entry, error) {
+	var out []advise.Entry
 	for _, n := range names {
 		found := false
 		for _, e := range cat {
@@ -218,7 +219,7 @@ func (l *lazyBar) finish() {
 }
 
 // adviceCells are the table cells of one row, shared by table and markdown.
-func adviceCells(r *sim.AdviceRow) []string {
+func adviceCells(r *advise.Row) []string {
 	state := "added"
 	if r.InBaseline {
 		state = "in baseline"
@@ -246,7 +247,7 @@ func adviceCells(r *sim.AdviceRow) []string {
 
 var adviceHeader = []string{"entry", "applies", "state", "step ms", "speedup", "tok/s", "d.compute us", "d.comm us", "d.launch us", "d.kernels", "d.collectives", "d.comm MB", "d.mem MB", "KV cap"}
 
-func writeAdviceHead(w io.Writer, adv *sim.Advice) {
+func writeAdviceHead(w io.Writer, adv *advise.Advice) {
 	b, s := adv.Baseline, adv.Stock
 	bo, so := b.Options, s.Options
 	if !strings.Contains(adv.Workload, " mtp") {
@@ -277,7 +278,7 @@ func writeAdviceHead(w io.Writer, adv *sim.Advice) {
 	fmt.Fprintf(w, "rows: 'added' = the entry on top of the baseline; 'in baseline' = the baseline vs the baseline without it. d.* = with - without (rank 0, one step).\n")
 }
 
-func writeAdviceTable(w io.Writer, adv *sim.Advice) error {
+func writeAdviceTable(w io.Writer, adv *advise.Advice) error {
 	writeAdviceHead(w, adv)
 	fmt.Fprintln(w)
 	rows := make([][]string, len(adv.Rows))
@@ -315,7 +316,7 @@ func writeAdviceTable(w io.Writer, adv *sim.Advice) error {
 // models (and which part is the box's, which the model's); does FP8 KV
 // speed decode or only add capacity, and where it starts to pay; which
 // optimization is worth building next.
-func adviceAnswers(adv *sim.Advice) []string {
+func adviceAnswers(adv *advise.Advice) []string {
 	var out []string
 	if len(adv.Transfer) > 1 {
 		var gains, perCall, calls, compute []string
@@ -355,7 +356,7 @@ func adviceAnswers(adv *sim.Advice) []string {
 		} else if sw != nil {
 			line += "; it never reaches the threshold in the sweep"
 		}
-		if r.Applicability.Status != sim.Applies {
+		if r.Applicability.Status != advise.Applies {
 			line += " (" + string(r.Applicability.Status) + " on this box: see its row)"
 		}
 		out = append(out, line+".")
@@ -384,11 +385,11 @@ func adviceAnswers(adv *sim.Advice) []string {
 // pickText is one entry of the "worth building next" answer with the
 // qualifiers of its row: what a conditional entry needs, and for an upper
 // bound that the gain is the most it gives and why it may not pay here.
-func pickText(p sim.Pick) string {
+func pickText(p advise.Pick) string {
 	a := p.Applicability
 	gain := fmt.Sprintf("%s %+.1f %% tokens/s", p.Entry, p.TokensPerSPct)
 	var q []string
-	if a.Status != sim.Applies && a.Needs != "" {
+	if a.Status != advise.Applies && a.Needs != "" {
 		q = append(q, string(a.Status)+": needs "+a.Needs)
 	} else {
 		q = append(q, string(a.Status))
@@ -404,7 +405,7 @@ func pickText(p sim.Pick) string {
 // carry over to other models on this box, and which part of the
 // communication is the box's (time per collective) and which the
 // model's (collectives per step).
-func writeTransfer(w io.Writer, adv *sim.Advice, md bool) error {
+func writeTransfer(w io.Writer, adv *advise.Advice, md bool) error {
 	if len(adv.Transfer) < 2 {
 		return nil
 	}
@@ -423,7 +424,7 @@ func writeTransfer(w io.Writer, adv *sim.Advice, md bool) error {
 	return writeTable(w, "Transfer", title, header, rows, md)
 }
 
-func writeAdviceMarkdown(w io.Writer, adv *sim.Advice) error {
+func writeAdviceMarkdown(w io.Writer, adv *advise.Advice) error {
 	fmt.Fprintln(w, "## tpscope advise")
 	fmt.Fprintln(w)
 	writeAdviceHead(w, adv)
@@ -454,8 +455,8 @@ func writeAdviceMarkdown(w io.Writer, adv *sim.Advice) error {
 
 // writeAdvisePlot draws the speedup of every predicted entry as horizontal
 // bars (1 = no change), best first at the top.
-func writeAdvisePlot(path string, adv *sim.Advice) error {
-	var rows []*sim.AdviceRow
+func writeAdvisePlot(path string, adv *advise.Advice) error {
+	var rows []*advise.Row
 	for i := range adv.Rows {
 		if adv.Rows[i].Error == "" {
 			rows = append(rows, &adv.Rows[i])
@@ -495,9 +496,9 @@ func writeAdvisePlot(path string, adv *sim.Advice) error {
 }
 
 // writeSpecAdvice prints, for each speculative row, its break-even
-// acceptance and where it pays (sim.SpecAdvice); nothing without one.
-func writeSpecAdvice(w io.Writer, adv *sim.Advice, md bool) {
-	var rows []*sim.AdviceRow
+// acceptance and where it pays (advise.SpecAdvice); nothing without one.
+func writeSpecAdvice(w io.Writer, adv *advise.Advice, md bool) {
+	var rows []*advise.Row
 	for i := range adv.Rows {
 		if adv.Rows[i].Spec != nil {
 			rows = append(rows, &adv.Rows[i])

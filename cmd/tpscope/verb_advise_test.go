@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tpscope/tpscope/sim"
+	"github.com/tpscope/tpscope/advise"
 )
 
 // With the seed user's settings (seed-scenario.md: bf16 KV, NCCL_PROTO=LL,
@@ -169,7 +169,7 @@ func TestAdviseAnswersFirst(t *testing.T) {
 	if code != 0 {
 		t.Fatal(errs)
 	}
-	var adv sim.Advice
+	var adv advise.Advice
 	if err := json.Unmarshal([]byte(js), &adv); err != nil {
 		t.Fatal(err)
 	}

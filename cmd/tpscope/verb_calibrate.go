@@ -10,9 +10,9 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/tpscope/tpscope/calibrate"
+	"github.com/tpscope/tpscope/calibrate/nccltests"
 	"github.com/tpscope/tpscope/model"
-	"github.com/tpscope/tpscope/sim"
-	"github.com/tpscope/tpscope/sim/nccltests"
 	"github.com/tpscope/tpscope/topology"
 )
 
@@ -179,7 +179,7 @@ func (m *ncclTestsMode) run(ctx context.Context, c *calibrateOptions, std IO) er
 	if opName == "" {
 		return flagError("--op", nil, "%s does not say which collective it measured; pass it", m.file)
 	}
-	coll, err := sim.ParseCollective(opName)
+	coll, err := parseCollective(opName)
 	if err != nil {
 		return fmt.Errorf("%s: %v", m.file, err)
 	}
@@ -194,13 +194,13 @@ func (m *ncclTestsMode) run(ctx context.Context, c *calibrateOptions, std IO) er
 	for _, w := range lg.Warnings {
 		fmt.Fprintf(std.Stderr, "%s: warning: %s\n", m.file, w)
 	}
-	var samples []sim.CalSample
+	var samples []calibrate.CollectiveSample
 	for _, r := range lg.Rows {
 		for _, tm := range r.Times() {
-			samples = append(samples, sim.CalSample{Bytes: r.Bytes, TimeUs: tm})
+			samples = append(samples, calibrate.CollectiveSample{Bytes: r.Bytes, TimeUs: tm})
 		}
 	}
-	fit, err := sim.Calibrate(t, samples, sim.CalibrateOptions{
+	fit, err := calibrate.Collective(t, samples, calibrate.CollectiveOptions{
 		Op: coll, Ranks: ranks,
 		NCCL:    opts.NCCL,
 		Source:  fmt.Sprintf("nccl-tests %s, %d ranks, %d sizes", m.file, ranks, len(lg.Rows)),
@@ -215,7 +215,7 @@ func (m *ncclTestsMode) run(ctx context.Context, c *calibrateOptions, std IO) er
 	return reportFit(std.Stdout, c.output, c.out, coll, fit)
 }
 
-func reportFit(w io.Writer, format, out string, coll model.Collective, fit *sim.CalibrationFit) error {
+func reportFit(w io.Writer, format, out string, coll model.Collective, fit *calibrate.CollectiveFit) error {
 	return render(w, format, view{
 		JSON: struct {
 			Out             string                      `json:"out"`
@@ -230,7 +230,7 @@ func reportFit(w io.Writer, format, out string, coll model.Collective, fit *sim.
 }
 
 // writeFit is the table of an nccl-tests fit.
-func writeFit(w io.Writer, out string, coll model.Collective, fit *sim.CalibrationFit) error {
+func writeFit(w io.Writer, out string, coll model.Collective, fit *calibrate.CollectiveFit) error {
 	fmt.Fprintf(w, "# %s: %d samples; RMS relative error %.1f %% calibrated, %.1f %% with NCCL's constants\n",
 		coll, fit.Samples, 100*fit.RMSErrFrac, 100*fit.PriorRMSErrFrac)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)

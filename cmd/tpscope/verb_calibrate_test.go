@@ -13,7 +13,7 @@ import (
 
 func TestCalibrateNCCLTests(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "box.json")
-	code, stdout, errs := runCLI(t, "calibrate", "--nccl-tests", "../../sim/testdata/nccltests/all_reduce_perf_8x_pcie.txt", "--topo", "rtxpro6000-2s", "-o", out)
+	code, stdout, errs := runCLI(t, "calibrate", "--nccl-tests", "../../calibrate/testdata/nccltests/all_reduce_perf_8x_pcie.txt", "--topo", "rtxpro6000-2s", "-o", out)
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errs)
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/tpscope/tpscope/model"
+	"github.com/tpscope/tpscope/ncclenv"
 	"github.com/tpscope/tpscope/sim"
 	"github.com/tpscope/tpscope/topology"
 )
@@ -89,11 +90,11 @@ func (o *collectiveOptions) Run(ctx context.Context, args []string, std IO) erro
 	if err := checkOutput(o.output, allFormats...); err != nil {
 		return err
 	}
-	coll, err := sim.ParseCollective(o.op)
+	coll, err := parseCollective(o.op)
 	if err != nil {
 		return causeError("--op", nil, err)
 	}
-	sz, err := sim.ParseSizeRange(o.sizes)
+	sz, err := parseSizeRange(o.sizes)
 	if err != nil {
 		return causeError("--sizes", nil, err)
 	}
@@ -111,7 +112,7 @@ func (o *collectiveOptions) Run(ctx context.Context, args []string, std IO) erro
 	if n < 1 || n > t.NumGPUs() {
 		return flagError("--ranks", n, "topology %s has %d GPUs", t.Name, t.NumGPUs())
 	}
-	no := sim.NCCLOptions{Proto: o.ncclOption("nccl-proto"), Algo: o.ncclOption("nccl-algo"), P2PLevel: o.ncclOption("p2p-level"),
+	no := ncclenv.Settings{Proto: o.ncclOption("nccl-proto"), Algo: o.ncclOption("nccl-algo"), P2PLevel: o.ncclOption("p2p-level"),
 		P2PDisable: o.p2pDisable, IgnoreCalibration: o.noCal}
 	if err := no.Validate(); err != nil {
 		return causeError("", nil, err)
@@ -135,12 +136,12 @@ func (o *collectiveOptions) Run(ctx context.Context, args []string, std IO) erro
 	for i := range group {
 		group[i] = i
 	}
-	rows, err := m.Sweep(coll, group, sz, o.customAR)
+	rows, err := sweepCollective(m, coll, group, sz, o.customAR)
 	if err != nil {
 		return err
 	}
 	title := fmt.Sprintf("%s on %d ranks of %s (NCCL_PROTO=%q NCCL_ALGO=%q NCCL_P2P_LEVEL=%s%s)",
-		coll, n, t.Name, no.Proto, no.Algo, sim.P2PCondition(m.Options()), map[bool]string{true: " custom=" + o.customAR, false: ""}[o.customAR != ""])
+		coll, n, t.Name, no.Proto, no.Algo, m.Options().P2PCondition(), map[bool]string{true: " custom=" + o.customAR, false: ""}[o.customAR != ""])
 	cells := make([][]string, 0, len(rows))
 	for _, r := range rows {
 		cells = append(cells, []string{strconv.FormatInt(r.Bytes, 10), fmt.Sprintf("%.2f", r.TimeUs), fmt.Sprintf("%.2f", r.AlgBWGBps), fmt.Sprintf("%.2f", r.BusBWGBps),
@@ -149,11 +150,11 @@ func (o *collectiveOptions) Run(ctx context.Context, args []string, std IO) erro
 	header := []string{"size_bytes", "time_us", "algbw_GBps", "busbw_GBps", "algo", "proto", "nccl_us", "shm_hops", "calibrated"}
 	return render(std.Stdout, o.output, view{
 		JSON: struct {
-			Topology string              `json:"topology"`
-			Op       string              `json:"op"`
-			Ranks    int                 `json:"ranks"`
-			Options  sim.NCCLOptions     `json:"options"`
-			Rows     []sim.CollectiveRow `json:"rows"`
+			Topology string           `json:"topology"`
+			Op       string           `json:"op"`
+			Ranks    int              `json:"ranks"`
+			Options  ncclenv.Settings `json:"options"`
+			Rows     []collectiveRow  `json:"rows"`
 		}{t.Name, string(coll), n, m.Options(), rows},
 		CSV:  func(w io.Writer) error { return writeCSV(w, header, cells) },
 		Text: func(w io.Writer, md bool) error { return writeTable(w, title, "", header, cells, md) },
@@ -169,16 +170,16 @@ func (o *collectiveOptions) ncclOption(name string) string {
 }
 
 // writeMeasured prints a --measure run in the output format.
-func writeMeasured(w io.Writer, format, topo string, coll model.Collective, n int, opts sim.NCCLOptions, mr *measureRun, pred []sim.CollectiveRow) error {
+func writeMeasured(w io.Writer, format, topo string, coll model.Collective, n int, opts ncclenv.Settings, mr *measureRun, pred []collectiveRow) error {
 	header, rows := measuredTable(mr, pred)
 	return render(w, format, view{
 		JSON: struct {
-			Topology string              `json:"topology"`
-			Op       string              `json:"op"`
-			Ranks    int                 `json:"ranks"`
-			Options  sim.NCCLOptions     `json:"options"`
-			Rows     []sim.CollectiveRow `json:"rows"`
-			Measured *measureRun         `json:"measured"`
+			Topology string           `json:"topology"`
+			Op       string           `json:"op"`
+			Ranks    int              `json:"ranks"`
+			Options  ncclenv.Settings `json:"options"`
+			Rows     []collectiveRow  `json:"rows"`
+			Measured *measureRun      `json:"measured"`
 		}{topo, string(coll), n, opts, pred, mr},
 		CSV:  func(w io.Writer) error { return writeCSV(w, header, rows) },
 		Text: func(w io.Writer, md bool) error { return writeMeasuredTable(w, topo, coll, n, mr, header, rows, md) },

@@ -19,12 +19,13 @@ import (
 	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/pflag"
 
+	"github.com/tpscope/tpscope/calibrate/nccltests"
 	"github.com/tpscope/tpscope/exec"
 	"github.com/tpscope/tpscope/exec/collbench"
 	"github.com/tpscope/tpscope/model"
+	"github.com/tpscope/tpscope/ncclenv"
 	"github.com/tpscope/tpscope/pipeline"
 	"github.com/tpscope/tpscope/sim"
-	"github.com/tpscope/tpscope/sim/nccltests"
 	"github.com/tpscope/tpscope/traces/schema"
 )
 
@@ -165,7 +166,7 @@ type measureRun struct {
 
 // run measures cfg through the executor, returns the result beside the
 // predictions (rows, at the sizes as run) and writes -o.
-func (m *measureFlags) run(ctx context.Context, coll model.Collective, ranks int, sizes []int64, no sim.NCCLOptions, cm *sim.CollectiveModel, ref *nccltests.Log, stderr io.Writer) (*measureRun, []sim.CollectiveRow, error) {
+func (m *measureFlags) run(ctx context.Context, coll model.Collective, ranks int, sizes []int64, no ncclenv.Settings, cm *sim.CollectiveModel, ref *nccltests.Log, stderr io.Writer) (*measureRun, []collectiveRow, error) {
 	p, err := pipeline.PrepareCollective(pipeline.CollectiveSpec{Backend: m.backend, NCCL: no, Bench: m.config(coll, ranks, sizes),
 		Steps: m.steps, Warmup: m.warmup, Graphs: m.graphs, Watchdog: m.watchdog})
 	if err != nil {
@@ -197,7 +198,7 @@ func (m *measureFlags) run(ctx context.Context, coll model.Collective, ranks int
 	for i := range group {
 		group[i] = i
 	}
-	pred, err := cm.Sweep(coll, group, sizes, "")
+	pred, err := sweepCollective(cm, coll, group, sizes, "")
 	if err != nil {
 		return nil, nil, err
 	}
@@ -236,7 +237,7 @@ func (m *measureFlags) run(ctx context.Context, coll model.Collective, ranks int
 
 // writeMeasuredLog writes the measurement as nccl-tests output, its header
 // saying what ran where and how it was timed.
-func writeMeasuredLog(path string, res *collbench.Result, mr *measureRun, no sim.NCCLOptions, ranks int) error {
+func writeMeasuredLog(path string, res *collbench.Result, mr *measureRun, no ncclenv.Settings, ranks int) error {
 	typ, elem := "bfloat16", 2
 	if mr.Backend == "cpu" {
 		typ, elem = "float", 4 // the CPU backend moves float32 values
@@ -357,7 +358,7 @@ func perIterTimes(res *collbench.Result) [][]float64 {
 }
 
 // measuredTable is the table of a --measure run.
-func measuredTable(mr *measureRun, pred []sim.CollectiveRow) ([]string, [][]string) {
+func measuredTable(mr *measureRun, pred []collectiveRow) ([]string, [][]string) {
 	header := []string{"size_bytes", "measured_us", "min_us", "max_us", "busbw_GBps", "predicted_us", "error", "algo", "proto"}
 	if mr.Reference != "" {
 		header = append(header, "reference_us", "vs_reference")

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/tpscope/tpscope/sim/nccltests"
+	"github.com/tpscope/tpscope/calibrate/nccltests"
 )
 
 // measuredJSON is what collective --measure --output json holds.

@@ -8,14 +8,14 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/spf13/pflag"
+	"github.com/tpscope/tpscope/advise"
 	"github.com/tpscope/tpscope/model"
+	"github.com/tpscope/tpscope/plan"
 	"github.com/tpscope/tpscope/report"
 	reportbuild "github.com/tpscope/tpscope/report/build"
-	"github.com/tpscope/tpscope/sim"
 	"github.com/tpscope/tpscope/topology"
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/vg"
@@ -79,7 +79,7 @@ type planOptions struct {
 func newPlanOptions() *planOptions {
 	o := &planOptions{sc: newScenarioFlags(), topos: []string{topology.DefaultPreset}, gpus: intList{min: 1},
 		tp: intList{min: 1}, dp: intList{min: 1}, dcp: intList{min: 1}, ep: "both",
-		batch: intList{v: sim.DefaultAdviseBatches, min: 1}, ctx: intList{v: sim.DefaultAdviseContexts, min: 1},
+		batch: intList{v: advise.DefaultBatches, min: 1}, ctx: intList{v: advise.DefaultContexts, min: 1},
 		kvDtypes: []string{"bf16", "fp8"}, mtp: intList{v: []int{0}}, output: formatTable, top: 20, workers: runtime.NumCPU()}
 	o.sc.planFlags = false
 	o.sc.counts = []countFlag{{"top", &o.top}}
@@ -171,7 +171,7 @@ func (o *planOptions) Run(ctx context.Context, args []string, std IO) error {
 			}
 		}
 	}
-	space := sim.PlanSpace{Arch: a, Build: build, ImplyDenseDSA: !o.changed("dense-dsa"), MaxMsPerToken: o.sloMs, GPUCounts: o.gpus.v,
+	space := plan.Space{Arch: a, Build: build, ImplyDenseDSA: !o.changed("dense-dsa"), MaxMsPerToken: o.sloMs, GPUCounts: o.gpus.v,
 		Batches: o.batch.v, Contexts: o.ctx.v, SpecTokens: specs}
 	for _, name := range o.topos {
 		sc.topo = name
@@ -238,14 +238,16 @@ func (o *planOptions) Run(ctx context.Context, args []string, std IO) error {
 		return planSpaceUsage(err, len(space.Topologies))
 	}
 	start := time.Now()
-	points := evaluateParallel(cfgs, o.sloMs, o.workers, newLazyBar(std.Stderr, "plan sweep"))
+	bar := newLazyBar(std.Stderr, "plan sweep")
+	points := plan.Evaluate(cfgs, o.sloMs, o.workers, bar.update)
+	bar.finish()
 	elapsed := time.Since(start)
-	res := sim.SummarizePlan(points, o.sloMs)
+	res := plan.Summarize(points, o.sloMs)
 	res.Coverage = cov
 	if elapsed > 0 {
 		fmt.Fprintf(std.Stderr, "plan: %d configurations evaluated in %.2f s (%.0f/s)\n", res.Evaluated, elapsed.Seconds(), float64(res.Evaluated)/elapsed.Seconds())
 	}
-	res.Caveats = sim.PlanCaveats(cfgs, res)
+	res.Caveats = plan.Caveats(cfgs, res)
 	if o.plot != "" {
 		if err := writePlanPlot(o.plot, a.Name, res); err != nil {
 			return err
@@ -280,49 +282,12 @@ func (o *planOptions) Run(ctx context.Context, args []string, std IO) error {
 	})
 }
 
-// evaluateParallel splits the sweep into contiguous ranges, one Evaluator
-// per goroutine (consecutive configurations share schedules), and reports
-// progress from all of them.
-func evaluateParallel(cfgs []sim.PlanConfig, slo float64, workers int, bar *lazyBar) []sim.PlanPoint {
-	out := make([]sim.PlanPoint, len(cfgs))
-	if len(cfgs) == 0 {
-		return out
-	}
-	workers = min(workers, len(cfgs))
-	chunk := (len(cfgs) + workers - 1) / workers
-	var mu sync.Mutex
-	done := 0
-	var wg sync.WaitGroup
-	for lo := 0; lo < len(cfgs); lo += chunk {
-		hi := min(lo+chunk, len(cfgs))
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			var ev sim.Evaluator
-			last := 0
-			sim.EvaluatePlan(&ev, cfgs[lo:hi], out[lo:hi], slo, func(d int) {
-				if d-last < 64 && d != hi-lo {
-					return
-				}
-				mu.Lock()
-				done += d - last
-				bar.update(done, len(cfgs))
-				mu.Unlock()
-				last = d
-			})
-		}()
-	}
-	wg.Wait()
-	bar.finish()
-	return out
-}
-
 // planLists binds the --tp/--dp/--dcp/--ep lists the user gave (a list
-// not given stays free: see sim.PlanLists; options built in code give
+// not given stays free: see plan.Lists; options built in code give
 // the lists that are not empty); which combinations can run is the
-// sweep's to say (sim.PlanSpace.Enumerate).
-func (o *planOptions) planLists() (sim.PlanLists, error) {
-	var l sim.PlanLists
+// sweep's to say (plan.Space.Enumerate).
+func (o *planOptions) planLists() (plan.Lists, error) {
+	var l plan.Lists
 	for _, d := range []struct {
 		flag string
 		v    []int
@@ -358,9 +323,9 @@ func (o *planOptions) planLists() (sim.PlanLists, error) {
 
 // leftOutFlags names a left-out combination by the flags that make it:
 // "--gpus 3 --tp 8", "--mtp 1"; --topo only among several boxes.
-func leftOutFlags(l sim.PlanLeftOut, boxes int) string {
+func leftOutFlags(l plan.LeftOut, boxes int) string {
 	var f []string
-	if l.Topology != "" && (boxes > 1 || l.Reason == sim.LeftOutBoxGPUs) {
+	if l.Topology != "" && (boxes > 1 || l.Reason == plan.LeftOutBoxGPUs) {
 		f = append(f, "--topo "+l.Topology)
 	}
 	if l.GPUs > 0 {
@@ -392,7 +357,7 @@ func leftOutFlags(l sim.PlanLeftOut, boxes int) string {
 // planSpaceUsage turns a sweep with nothing left to run into a usage
 // error naming the flags of each combination and why it cannot run.
 func planSpaceUsage(err error, boxes int) error {
-	var se *sim.PlanSpaceError
+	var se *plan.SpaceError
 	if !errors.As(err, &se) {
 		return causeError("", nil, err)
 	}
@@ -409,9 +374,9 @@ func planSpaceUsage(err error, boxes int) error {
 
 // leftOutLines say, per reason, how many combinations of the lists were
 // left out, with up to three of them by their flags.
-func leftOutLines(cov sim.PlanCoverage, boxes int) []string {
+func leftOutLines(cov plan.Coverage, boxes int) []string {
 	var out []string
-	for _, reason := range []sim.LeftOutReason{sim.LeftOutBoxGPUs, sim.LeftOutPlanGPUs, sim.LeftOutPlanModel, sim.LeftOutNoMTP} {
+	for _, reason := range []plan.LeftOutReason{plan.LeftOutBoxGPUs, plan.LeftOutPlanGPUs, plan.LeftOutPlanModel, plan.LeftOutNoMTP} {
 		var ex []string
 		n := 0
 		for _, l := range cov.LeftOut {
@@ -426,13 +391,13 @@ func leftOutLines(cov sim.PlanCoverage, boxes int) []string {
 		if n == 0 {
 			continue
 		}
-		why := map[sim.LeftOutReason]string{
-			sim.LeftOutBoxGPUs:   "GPU count above the box's",
-			sim.LeftOutPlanGPUs:  "TP x DP is not the GPU count",
-			sim.LeftOutPlanModel: "the model runs none of these plans",
-			sim.LeftOutNoMTP:     "no MTP layer",
+		why := map[plan.LeftOutReason]string{
+			plan.LeftOutBoxGPUs:   "GPU count above the box's",
+			plan.LeftOutPlanGPUs:  "TP x DP is not the GPU count",
+			plan.LeftOutPlanModel: "the model runs none of these plans",
+			plan.LeftOutNoMTP:     "no MTP layer",
 		}[reason]
-		if reason == sim.LeftOutNoMTP {
+		if reason == plan.LeftOutNoMTP {
 			out = append(out, fmt.Sprintf("left out: %s", strings.Join(ex, ", ")))
 			continue
 		}
@@ -447,12 +412,12 @@ func leftOutLines(cov sim.PlanCoverage, boxes int) []string {
 
 // pointCells are a point's table cells; the "slo" column only when the
 // sweep has an SLO.
-func pointCells(p *sim.PlanPoint, withSLO bool) []string {
+func pointCells(p *plan.Point, withSLO bool) []string {
 	cells := []string{p.Topology, strconv.Itoa(p.GPUs), p.Plan, p.KVDtype, strconv.Itoa(p.SpecTokens), strconv.Itoa(p.Context), strconv.Itoa(p.Batch),
 		fmt.Sprintf("%.2f", p.MsPerToken), fmt.Sprintf("%.1f", p.TokensPerSPerRequest), fmt.Sprintf("%.1f", p.TokensPerS),
 		fmt.Sprintf("%.1f", p.TokensPerSPerGPU), strconv.Itoa(p.MaxConcurrency), fitCell(p.Fits, p.ShortfallGB)}
 	if withSLO {
-		cells = append(cells, map[sim.SLOVerdict]string{sim.SLOMet: "yes", sim.SLOMissed: "no"}[p.SLO])
+		cells = append(cells, map[plan.SLOVerdict]string{plan.SLOMet: "yes", plan.SLOMissed: "no"}[p.SLO])
 	}
 	return cells
 }
@@ -467,7 +432,7 @@ func pointHeader(withSLO bool) []string {
 
 // writePlanText renders the plan as aligned text or markdown tables. It
 // speaks of an SLO only when the sweep has one.
-func writePlanText(w io.Writer, modelName string, res *sim.PlanResult, boxes, top int, md bool) error {
+func writePlanText(w io.Writer, modelName string, res *plan.Result, boxes, top int, md bool) error {
 	table := func(title string, header []string, rows [][]string) error {
 		return writeTable(w, title, "", header, rows, md)
 	}
@@ -514,7 +479,7 @@ func writePlanText(w io.Writer, modelName string, res *sim.PlanResult, boxes, to
 	}
 	rows = rows[:0]
 	capHeader := []string{"topology", "gpus", "plan", "kv", "mtp", "context", "max concurrency", "best batch", "tok/s/GPU", "tok/s/req", "ms/token", "full: batch", "full: tok/s/GPU", "full: ms/token"}
-	var fitting []sim.CapacityRow
+	var fitting []plan.CapacityRow
 	for _, c := range res.Capacity {
 		if c.MaxConcurrency > 0 {
 			fitting = append(fitting, c)
@@ -565,7 +530,7 @@ func writePlanText(w io.Writer, modelName string, res *sim.PlanResult, boxes, to
 // fitting point by box with each box's own Pareto front, the points that
 // miss the SLO muted, the SLO as a vertical line and the best point
 // marked (build.PlanScatter), panels two to a row.
-func writePlanPlot(path, modelName string, res *sim.PlanResult) error {
+func writePlanPlot(path, modelName string, res *plan.Result) error {
 	ctxs := reportbuild.PlanContexts(res)
 	if len(ctxs) == 0 {
 		return fmt.Errorf("plot %s: no configuration fits", path)
@@ -590,7 +555,7 @@ func writePlanPlot(path, modelName string, res *sim.PlanResult) error {
 
 // writePlanFrontierCSV writes each (context, box) Pareto front of the
 // sweep's fitting points within the SLO: one row per point on a front.
-func writePlanFrontierCSV(w io.Writer, res *sim.PlanResult) error {
+func writePlanFrontierCSV(w io.Writer, res *plan.Result) error {
 	f := func(v float64) string { return strconv.FormatFloat(v, 'g', 8, 64) }
 	var rows [][]string
 	for _, cx := range reportbuild.PlanContexts(res) {
@@ -608,7 +573,7 @@ func writePlanFrontierCSV(w io.Writer, res *sim.PlanResult) error {
 }
 
 // writePlanCSV writes every configuration of the sweep, one per row.
-func writePlanCSV(w io.Writer, res *sim.PlanResult) error {
+func writePlanCSV(w io.Writer, res *plan.Result) error {
 	f := func(v float64) string { return strconv.FormatFloat(v, 'g', 8, 64) }
 	rows := make([][]string, 0, len(res.Points))
 	for _, p := range res.Points {

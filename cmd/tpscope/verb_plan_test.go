@@ -11,7 +11,7 @@ import (
 	"testing"
 
 	"github.com/spf13/pflag"
-	"github.com/tpscope/tpscope/sim"
+	"github.com/tpscope/tpscope/plan"
 )
 
 func TestPlanJSON(t *testing.T) {
@@ -105,14 +105,14 @@ func TestPlanList(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		args []string
-		want sim.PlanLists
+		want plan.Lists
 		err  string
 	}{
-		{"tp and dp", []string{"--tp", "8", "--dp", "1,2"}, sim.PlanLists{TP: []int{8}, DP: []int{1, 2}}, ""},
-		{"ep only", []string{"--ep=false"}, sim.PlanLists{EP: []bool{false}}, ""},
-		{"ep both, dcp", []string{"--ep", "--dcp", "2"}, sim.PlanLists{DCP: []int{2}, EP: []bool{true}}, ""},
-		{"none", nil, sim.PlanLists{}, ""},
-		{"tp 0", []string{"--tp", "0"}, sim.PlanLists{}, "--tp 0: want positive degrees"},
+		{"tp and dp", []string{"--tp", "8", "--dp", "1,2"}, plan.Lists{TP: []int{8}, DP: []int{1, 2}}, ""},
+		{"ep only", []string{"--ep=false"}, plan.Lists{EP: []bool{false}}, ""},
+		{"ep both, dcp", []string{"--ep", "--dcp", "2"}, plan.Lists{DCP: []int{2}, EP: []bool{true}}, ""},
+		{"none", nil, plan.Lists{}, ""},
+		{"tp 0", []string{"--tp", "0"}, plan.Lists{}, "--tp 0: want positive degrees"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			// The lists parse 0 here (the flag refuses it itself) so that
@@ -178,7 +178,7 @@ func TestPlanImpossibleLists(t *testing.T) {
 			}
 			code, js, _ := runCLI(t, append([]string{"plan", "--batch", "1", "--context", "4096", "--output", "json"}, tc.args...)...)
 			var res struct {
-				Coverage sim.PlanCoverage `json:"coverage"`
+				Coverage plan.Coverage `json:"coverage"`
 			}
 			if err := json.Unmarshal([]byte(js), &res); code != 0 || err != nil || len(res.Coverage.LeftOut) != 1 {
 				t.Errorf("JSON: exit %d, %v, coverage %+v; want one left out", code, err, res.Coverage)

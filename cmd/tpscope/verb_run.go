@@ -16,6 +16,7 @@ import (
 	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/pflag"
 
+	"github.com/tpscope/tpscope/compare"
 	"github.com/tpscope/tpscope/exec"
 	"github.com/tpscope/tpscope/exec/cpu"
 	"github.com/tpscope/tpscope/exec/cuda"
@@ -215,9 +216,9 @@ func (o *runOptions) Run(ctx context.Context, args []string, std IO) error {
 		}
 		return runErr
 	}
-	var cmp *exec.Comparison
+	var cmp *compare.RunComparison
 	if o.compare && res.Steps > 0 {
-		c := res.Compare(sched, p.PredictedUs, pred.StepUs)
+		c := compare.Run(res, sched, p.PredictedUs, pred.StepUs)
 		cmp = &c
 	}
 	if res.Steps > 0 {
@@ -274,13 +275,13 @@ func checkRunMemory(b exec.Backend, sc sim.Scenario, sched *model.Schedule, loca
 }
 
 // writeRun prints the run's summary (and comparison) in the output format.
-func writeRun(w io.Writer, format string, scen sim.Scenario, res *exec.Result, sched *model.Schedule, cmp *exec.Comparison, stats traces.ExportStats) error {
+func writeRun(w io.Writer, format string, scen sim.Scenario, res *exec.Result, sched *model.Schedule, cmp *compare.RunComparison, stats traces.ExportStats) error {
 	return render(w, format, view{
 		JSON: struct {
-			Scenario   sim.Scenario     `json:"scenario"`
-			Result     *exec.Result     `json:"result"`
-			Comparison *exec.Comparison `json:"comparison,omitempty"`
-			Trace      string           `json:"trace"`
+			Scenario   sim.Scenario           `json:"scenario"`
+			Result     *exec.Result           `json:"result"`
+			Comparison *compare.RunComparison `json:"comparison,omitempty"`
+			Trace      string                 `json:"trace"`
 		}{scen, res, cmp, stats.String()},
 		CSV: func(w io.Writer) error { return writeCSV(w, runKindHeader(cmp), runKindRows(res, cmp)) },
 		Text: func(w io.Writer, md bool) error {
@@ -303,7 +304,7 @@ func isTerminal(w io.Writer) bool {
 	return err == nil && st.Mode()&os.ModeCharDevice != 0
 }
 
-func writeRunSummary(w io.Writer, res *exec.Result, s *model.Schedule, cmp *exec.Comparison, md bool) {
+func writeRunSummary(w io.Writer, res *exec.Result, s *model.Schedule, cmp *compare.RunComparison, md bool) {
 	sm := res.Summary
 	mode := res.Timing
 	if res.Graphs {
@@ -323,7 +324,7 @@ func writeRunSummary(w io.Writer, res *exec.Result, s *model.Schedule, cmp *exec
 	}
 }
 
-func runKindHeader(cmp *exec.Comparison) []string {
+func runKindHeader(cmp *compare.RunComparison) []string {
 	if cmp == nil {
 		return []string{"kind", "ops/rank", "us/step", "share"}
 	}
@@ -332,7 +333,7 @@ func runKindHeader(cmp *exec.Comparison) []string {
 
 // runKindRows is the per-kind table of a run (measured against predicted
 // when cmp is set).
-func runKindRows(res *exec.Result, cmp *exec.Comparison) [][]string {
+func runKindRows(res *exec.Result, cmp *compare.RunComparison) [][]string {
 	sm := res.Summary
 	var rows [][]string
 	if cmp == nil {
@@ -395,7 +396,7 @@ func parseFault(v string, step int, watchdog time.Duration, sched *model.Schedul
 // yields come from the acceptance, an input, since the executor's weights
 // are random and accept nothing of their own.
 func writeRunSpec(w io.Writer, scen sim.Scenario, res *exec.Result) {
-	y := sim.SpecYieldOf(scen)
+	y := scen.SpecYield()
 	if y == nil {
 		return
 	}

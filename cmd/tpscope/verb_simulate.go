@@ -386,7 +386,7 @@ func runSimulate(sc *scenarioFlags, f *simulateFlags, stdout, stderr io.Writer) 
 	out := simulateOutput{Model: scen.Arch.Name, Topology: topo.Name, Plan: scen.Plan.Normalized().String(), GPUs: s.GPUs(),
 		KVDtype: string(s.KVDtype()), Options: opts, Engine: s.Engine(), Overheads: overheads, KVBlocks: s.KVBlocks(), Schedulers: s.Schedulers(),
 		Instances: max(1, f.instances), Router: string(router), Traffic: traffic, SLO: slo, Trace: trace}
-	if y := sim.SpecYieldOf(scen); y != nil {
+	if y := scen.SpecYield(); y != nil {
 		out.Spec = y
 		out.SpecLine = fmt.Sprintf("speculative: %s; %.2f tokens per step per request (sd %.2f), drawn per request and step from %s",
 			scen.Build.Spec.String(scen.Workload), y.TokensPerStep, math.Sqrt(y.TokensVar), y.Source)

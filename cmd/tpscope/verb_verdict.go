@@ -13,6 +13,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/tpscope/tpscope/advise"
 	"github.com/tpscope/tpscope/compare"
 	"github.com/tpscope/tpscope/model"
 	"github.com/tpscope/tpscope/pipeline"
@@ -152,7 +153,7 @@ func (o *verdictOptions) Run(ctx context.Context, args []string, std IO) error {
 	if base.Workload.KVDtype == "" {
 		base.Workload.KVDtype = base.Workload.KVDtypeFor(base.Arch)
 	}
-	cat := append(sim.Catalog(sim.CatalogOptions{MTPTokens: o.mtpTokens, MTPAcceptFrac: base.Options.MTPAcceptFrac, SpecTokens: o.sc.specTokensFlag("eagle3")}), sim.PlanEntries()...)
+	cat := append(advise.Catalog(advise.CatalogOptions{MTPTokens: o.mtpTokens, MTPAcceptFrac: base.Options.MTPAcceptFrac, SpecTokens: o.sc.specTokensFlag("eagle3")}), advise.PlanEntries()...)
 	if o.entries != "" {
 		if cat, err = filterEntries(cat, splitList(o.entries)); err != nil {
 			return err
@@ -279,12 +280,12 @@ type verdictRunner struct {
 }
 
 // peersOnly reports entries whose whole effect is on collectives.
-func peersOnly(e *sim.Entry) bool { return e.Kind == "nccl" || e.Name == "oneshot-ar" }
+func peersOnly(e *advise.Entry) bool { return e.Kind == "nccl" || e.Name == "oneshot-ar" }
 
 // verdict runs the baseline and every entry the executor can realize. An
 // interruption (ctx cancelled) ends it with the report of what finished
 // and rep.Interrupted set; the error is for failures only.
-func (v *verdictRunner) verdict(ctx context.Context, base sim.Scenario, cat []sim.Entry, world int, thresholdPct float64) (*verdictReport, error) {
+func (v *verdictRunner) verdict(ctx context.Context, base sim.Scenario, cat []advise.Entry, world int, thresholdPct float64) (*verdictReport, error) {
 	local := v.local
 	if len(local) == 0 {
 		for r := 0; r < world; r++ {
@@ -294,7 +295,7 @@ func (v *verdictRunner) verdict(ctx context.Context, base sim.Scenario, cat []si
 	shard := len(local) < world
 	rep := &verdictReport{Scenario: base.String(), Backend: v.backend, Ranks: world, LocalRanks: local, Shard: shard,
 		Steps: v.steps, Warmup: v.warmup, ThresholdPct: thresholdPct}
-	names := func(es []sim.Entry) []string {
+	names := func(es []advise.Entry) []string {
 		var n []string
 		for i := range es {
 			n = append(n, es[i].Name)
@@ -317,7 +318,7 @@ func (v *verdictRunner) verdict(ctx context.Context, base sim.Scenario, cat []si
 		row := verdictEntry{Entry: e.Name, Title: e.Title, Kind: e.Kind, InBaseline: e.Enabled(base)}
 		ap := e.Check(base)
 		switch {
-		case ap.Status == sim.NotApplicable:
+		case ap.Status == advise.NotApplicable:
 			row.Status, row.Reason = compare.VerdictNotApplicable, ap.Reason
 		case e.Kind == "box":
 			row.Status, row.Reason = compare.VerdictAnotherBox, ap.Reason

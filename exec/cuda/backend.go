@@ -87,7 +87,7 @@ func (b *Backend) Name() string { return "cuda" }
 
 // ReadsCollectiveSettings implements exec.CollectiveSettingsReader: the
 // ranks' collectives are NCCL's, configured by the NCCL_* variables of
-// BackendConfig.Env.
+// BackendConfig.NCCL.
 func (b *Backend) ReadsCollectiveSettings() bool { return true }
 
 // SupportsGraphs implements exec.GraphSupporter: ranks capture a step as a
@@ -136,7 +136,7 @@ func (b *Backend) Open(ctx context.Context, sched *model.Schedule, cfg exec.Sess
 	}
 	// The settings hold for this session only: Close puts back what the
 	// process had, so the next session (another run's) starts from it.
-	restore := applyEnv(b.cfg.Env)
+	restore := applyEnv(b.cfg.NCCL.Env())
 	s, err := b.open(ctx, sched, cfg)
 	if err != nil {
 		restore()

@@ -60,7 +60,7 @@
 // event recorded at BeginStep (on an idle stream) maps device times onto the
 // wall clock. In graph mode the step is captured once (cuStreamBeginCapture,
 // thread-local) with the events as external event-record nodes, and replayed.
-// NCCL_* settings from the optimization catalog (exec.BackendConfig.Env) are
+// NCCL_* settings from the optimization catalog (exec.BackendConfig.NCCL) are
 // exported before any communicator exists, and NCCL_RUNTIME_CONNECT=0
 // unless set: peers connect at init, under the init timeout, so that no
 // collective's host call waits on a peer. A step with NCCL work is polled;

@@ -1,7 +1,7 @@
 // Package build turns tpscope's results into the plain data of a
 // report.Report: a prediction (sim.Prediction and its schedule), a
 // comparison of traces with their predictions (compare.Report, whose
-// scenarios keep their traces' spans in memory) and advice (sim.Advice).
+// scenarios keep their traces' spans in memory) and advice (advise.Advice).
 // It is the one place that knows both the result types and the report's
 // data, so the renderer (package report) imports neither sim nor compare.
 //
@@ -33,6 +33,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/tpscope/tpscope/advise"
 	"github.com/tpscope/tpscope/compare"
 	"github.com/tpscope/tpscope/model"
 	"github.com/tpscope/tpscope/report"
@@ -57,8 +58,8 @@ type Input struct {
 	// and tables, no timeline.
 	Comparison *compare.Report
 
-	// Advice is sim.Advise's result.
-	Advice *sim.Advice
+	// Advice is advise.Advise's result.
+	Advice *advise.Advice
 
 	// MaxOpRows bounds the op tables (0 = DefaultMaxOpRows).
 	MaxOpRows int
@@ -273,7 +274,7 @@ func comparisonSections(sr *compare.ScenarioReport, i, n, maxRows int) []report.
 func comparisonTail(c *compare.Report) []report.Section {
 	var secs []report.Section
 	if len(c.Gains) > 0 {
-		// Gains as sim.Gain defines them: step = (base - step) / base;
+		// Gains as advise.Gain defines them: step = (base - step) / base;
 		// tokens/s, which the verdict tests, differs when the option
 		// changes the tokens a step yields (MTP).
 		t := &report.Table{Columns: []report.Column{{Name: "scenario"}, {Name: "baseline"}, {Name: "options"},
@@ -353,7 +354,7 @@ func layerCell(l int) string {
 }
 
 // adviceSections: the baseline, the speedup bars and the table of entries.
-func adviceSections(a *sim.Advice) []report.Section {
+func adviceSections(a *advise.Advice) []report.Section {
 	var lines []string
 	if b := a.Baseline; b != nil {
 		lines = append(lines, fmt.Sprintf("baseline (%s): step %.2f ms, %.1f tokens/s per request, %.1f tokens/s, communication %.0f %% of the step, KV capacity %d tokens",

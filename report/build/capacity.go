@@ -6,14 +6,14 @@ import (
 	"sort"
 	"strconv"
 
+	"github.com/tpscope/tpscope/plan"
 	"github.com/tpscope/tpscope/report"
 	"github.com/tpscope/tpscope/serving"
-	"github.com/tpscope/tpscope/sim"
 )
 
 // The capacity charts: throughput per GPU against per-user speed, from a
 // request-level simulation (serving.Frontier) or a static plan sweep
-// (sim.PlanResult). The same report.Scatter is drawn in the HTML page
+// (plan.Result). The same report.Scatter is drawn in the HTML page
 // and, by the CLI, as PNG or SVG.
 
 // Axis labels of the capacity plane.
@@ -73,7 +73,7 @@ func ServingScatter(f *serving.Frontier) *report.Scatter {
 // series per box (topology and GPU count) with its own front, the points
 // missing the SLO muted, the SLO as a vertical line at 1000 / its ms per
 // token, and the best point marked. context 0 takes every context.
-func PlanScatter(res *sim.PlanResult, context int) *report.Scatter {
+func PlanScatter(res *plan.Result, context int) *report.Scatter {
 	sc := &report.Scatter{XLabel: AxisUserTokensPerS, YLabel: "tokens/s per GPU"}
 	type boxKey struct {
 		topo string
@@ -132,7 +132,7 @@ func PlanScatter(res *sim.PlanResult, context int) *report.Scatter {
 }
 
 // planPointLabel names a plan point: "h200-nvswitch x8 tp8 fp8 b64 ctx4096".
-func planPointLabel(p *sim.PlanPoint) string {
+func planPointLabel(p *plan.Point) string {
 	s := fmt.Sprintf("%s x%d %s %s b%d ctx%d", p.Topology, p.GPUs, p.Plan, p.KVDtype, p.Batch, p.Context)
 	if p.SpecTokens > 0 {
 		s += " mtp" + strconv.Itoa(p.SpecTokens)
@@ -142,7 +142,7 @@ func planPointLabel(p *sim.PlanPoint) string {
 
 // paretoOf is the points of idx no other of idx beats in both per-request
 // and per-GPU tokens/s, by per-request tokens/s descending.
-func paretoOf(points []sim.PlanPoint, idx []int) []int {
+func paretoOf(points []plan.Point, idx []int) []int {
 	s := append([]int(nil), idx...)
 	sort.SliceStable(s, func(i, j int) bool {
 		a, b := &points[s[i]], &points[s[j]]
@@ -164,7 +164,7 @@ func paretoOf(points []sim.PlanPoint, idx []int) []int {
 
 // PlanContexts lists the contexts of a sweep's fitting points, ascending:
 // one chart each, the plane being per ISL/OSL.
-func PlanContexts(res *sim.PlanResult) []int {
+func PlanContexts(res *plan.Result) []int {
 	seen := map[int]bool{}
 	var out []int
 	for _, p := range res.Points {

@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/tpscope/tpscope/advise"
 	"github.com/tpscope/tpscope/compare"
 	"github.com/tpscope/tpscope/model"
 	"github.com/tpscope/tpscope/sim"
@@ -19,7 +20,7 @@ import (
 // Saved is a result a verb wrote with --output json: exactly one of its
 // fields is set.
 type Saved struct {
-	Advice *sim.Advice // tpscope advise --output json
+	Advice *advise.Advice // tpscope advise --output json
 	// Prediction is 'tpscope predict --output json': the predicted step
 	// without its schedule (no collective is linked across ranks).
 	Prediction *sim.Prediction
@@ -81,7 +82,7 @@ func ReadSaved(r io.Reader, name string) (*Saved, error) {
 	}
 	switch {
 	case has("baseline", "rows"):
-		var a sim.Advice
+		var a advise.Advice
 		if err := decode(&a); err != nil {
 			return nil, fmt.Errorf("advise result %w", err)
 		}

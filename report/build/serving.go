@@ -5,9 +5,9 @@ import (
 	"math"
 	"strconv"
 
+	"github.com/tpscope/tpscope/plan"
 	"github.com/tpscope/tpscope/report"
 	"github.com/tpscope/tpscope/serving"
-	"github.com/tpscope/tpscope/sim"
 )
 
 // ServingInput is a request-level simulation to report: its setup lines,
@@ -154,7 +154,7 @@ func f1(v float64) string {
 // Plan builds the report of a capacity-planning sweep: a capacity chart
 // per context (PlanScatter), the best configuration and the front's
 // table.
-func Plan(title string, lines []string, res *sim.PlanResult) *report.Report {
+func Plan(title string, lines []string, res *plan.Result) *report.Report {
 	r := &report.Report{Title: title}
 	r.Sections = append(r.Sections, report.Section{Title: "Sweep", Lines: lines})
 	for _, cx := range PlanContexts(res) {

@@ -1,15 +1,15 @@
-package sim
+package calibrate
 
 // Calibration of the compute cost model from measured op times (the
 // executor's traces, a profiler trace aligned to a schedule).
 //
-// The compute model prices an op as (compute.go, OpCost)
+// sim's compute model prices an op as (sim/compute.go, sim.OpCost)
 //
 //	t = overhead + max(MinKernelUs, RampUs + max(ComputeUs, MemoryUs), LoopUs) + ExtraKernels x MinKernelUs
 //	ComputeUs = FLOPs / (peak x eff x fill),  MemoryUs = bytes / (BW x memEff)
 //
 // so a kernel family's efficiency enters as a factor on one term and its
-// ramp as a fixed time beside it. FitCompute fits, per family (model.OpKind
+// ramp as a fixed time beside it. Compute fits, per family (model.OpKind
 // + dtype, the key of Device.Efficiency), two scale factors a (compute) and
 // b (memory) that multiply the prior terms and the ramp r, by minimizing
 // over x = (ln a, ln b, r)
@@ -35,49 +35,17 @@ import (
 
 	"gonum.org/v1/gonum/optimize"
 
-	"github.com/tpscope/tpscope/model"
+	"github.com/tpscope/tpscope/sim"
 	"github.com/tpscope/tpscope/topology"
 )
-
-// CostFamily is the kernel family an op's compute cost is keyed on, with
-// the prior parameters the Predictor used for it.
-type CostFamily struct {
-	// Key is the Device.Efficiency key: "<opkind>/<dtype>" ("gemm/nvfp4",
-	// "attention/bf16") or "<opkind>" for ops without a dtype ("norm").
-	Key  string
-	Kind model.OpKind
-	// Efficiency is the compute efficiency used; MemEfficiency the memory
-	// efficiency; MemGBps the device-limited achieved bandwidth
-	// (MemBWGBps x MemEfficiency) before the per-SM limit.
-	EfficiencyFrac    float64
-	MemEfficiencyFrac float64
-	MemGBps           float64
-}
-
-// CostFamily returns op's kernel family under the Predictor's device, the
-// same (kind, dtype) cell compute.go's cost reads (computeModel.cell):
-// attention is keyed by its KV dtype, other ops by their weight dtype, ops
-// without weights by kind alone. Collectives have no compute family (Key
-// "").
-func (p *Predictor) CostFamily(op *model.Op) CostFamily {
-	if op.Kind == model.KindCollective {
-		return CostFamily{Kind: op.Kind}
-	}
-	cell, dt := p.cm.cell(op)
-	key := string(op.Kind)
-	if dt != "" {
-		key += "/" + string(dt)
-	}
-	return CostFamily{Key: key, Kind: op.Kind, EfficiencyFrac: cell.efficiency, MemEfficiencyFrac: cell.memEff, MemGBps: cell.memGBps}
-}
 
 // ComputeSample is one measured non-collective op with the prior cost the
 // Predictor gave it.
 type ComputeSample struct {
-	Family     CostFamily
-	Cost       OpCost  // prior cost terms (OpResult.Cost)
-	OverheadUs float64 // OpResult.OverheadUs (CUDA-graph per-kernel time), not fitted
-	MeasuredUs float64 // measured device time, us
+	Family     sim.CostFamily
+	Cost       sim.OpCost // prior cost terms (OpResult.Cost)
+	OverheadUs float64    // OpResult.OverheadUs (CUDA-graph per-kernel time), not fitted
+	MeasuredUs float64    // measured device time, us
 }
 
 // FamilyFit is the fit of one kernel family.
@@ -126,26 +94,26 @@ type SizeFit struct {
 	MedianErrPct float64
 }
 
-// FitOptions tune FitCompute. The zero value is the documented default.
-type FitOptions struct {
-	// PriorWeight is w above (0 = DefaultFitPriorWeight).
+// ComputeOptions tune Compute. The zero value is the documented default.
+type ComputeOptions struct {
+	// PriorWeight is w above (0 = DefaultComputePriorWeight).
 	PriorWeight float64
 	// MinBoundSamples is how many samples a term must bind before its
 	// factor counts as determined (0 = 3).
 	MinBoundSamples int
 }
 
-// DefaultFitPriorWeight: moving a factor by e costs as much as a mean log
+// DefaultComputePriorWeight: moving a factor by e costs as much as a mean log
 // error of 1 % (assumption: negligible against any real misfit, enough to
 // pin a factor no sample constrains).
-const DefaultFitPriorWeight = 1e-4
+const DefaultComputePriorWeight = 1e-4
 
-// FitCompute fits a compute and a memory scale per family. Samples with a
+// Compute fits a compute and a memory scale per family. Samples with a
 // non-positive or non-finite measured time are ignored; families come back
 // sorted by key.
-func FitCompute(samples []ComputeSample, o FitOptions) ([]FamilyFit, error) {
+func Compute(samples []ComputeSample, o ComputeOptions) ([]FamilyFit, error) {
 	if o.PriorWeight <= 0 {
-		o.PriorWeight = DefaultFitPriorWeight
+		o.PriorWeight = DefaultComputePriorWeight
 	}
 	if o.MinBoundSamples <= 0 {
 		o.MinBoundSamples = 3
@@ -242,7 +210,7 @@ func boundSpan(ss []ComputeSample, a, b, r float64, minBound int) (compute, memo
 	return compute, memory, compute+memory >= minBound && lo > 0 && hi >= rampMinSpan*lo
 }
 
-func fitFamily(key string, ss []ComputeSample, o FitOptions) (FamilyFit, error) {
+func fitFamily(key string, ss []ComputeSample, o ComputeOptions) (FamilyFit, error) {
 	fam := ss[0].Family
 	r0 := ss[0].Cost.RampUs
 	f := FamilyFit{Family: key, Samples: len(ss), PriorEfficiencyFrac: fam.EfficiencyFrac, PriorMemEfficiencyFrac: fam.MemEfficiencyFrac, PriorRampUs: r0}
@@ -406,12 +374,12 @@ type DeviceFit struct {
 	MinKernelUsByKind map[string]float64 `json:"min_kernel_us_by_kind,omitempty"`
 }
 
-// ApplyComputeFit returns a copy of t whose devices carry the fitted
+// ApplyCompute returns a copy of t whose devices carry the fitted
 // efficiencies (Efficiency[family], Efficiency["mem/"+family]) of the
 // determined factors and the fitted device parameters, each with a
 // Sources entry saying where it came from (provenance, e.g. "trace
 // run.json, 2026-12-02, 4096 samples").
-func ApplyComputeFit(t *topology.Topology, fits []FamilyFit, dev DeviceFit, provenance string) (*topology.Topology, error) {
+func ApplyCompute(t *topology.Topology, fits []FamilyFit, dev DeviceFit, provenance string) (*topology.Topology, error) {
 	out := t.Clone()
 	for di := range out.Devices {
 		d := &out.Devices[di]
@@ -452,7 +420,7 @@ func ApplyComputeFit(t *topology.Topology, fits []FamilyFit, dev DeviceFit, prov
 				d.MinKernelUsByKind = map[string]float64{}
 			}
 			v := d.MinKernelUsByKind[k]
-			// A kind whose prior ramp is its prior floor (catalog.go: a
+			// A kind whose prior ramp is its prior floor (topology/catalog.go: a
 			// kernel costs floor + max(compute, memory)) keeps the two
 			// one latency: the fitted floor is its ramp too.
 			tied := v > 0 && d.RampUs[k] == v

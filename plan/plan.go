@@ -1,4 +1,4 @@
-package sim
+package plan
 
 import (
 	"errors"
@@ -9,7 +9,9 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/tpscope/tpscope/advise"
 	"github.com/tpscope/tpscope/model"
+	"github.com/tpscope/tpscope/sim"
 	"github.com/tpscope/tpscope/topology"
 )
 
@@ -22,24 +24,23 @@ import (
 // GPU, per-request tokens/s and the Pareto front of throughput per GPU
 // against per-request tokens/s.
 //
-// The sweep is split into three calls so that a caller may spread it over
-// goroutines (sim itself runs none): PlanSpace.Configs enumerates, any
-// number of EvaluatePlan calls fill disjoint ranges of points (one
-// Evaluator each), and SummarizePlan derives the front and capacities.
-// RunPlan does all three in one goroutine.
+// The sweep is three calls: Space.Enumerate lists the configurations,
+// Evaluate predicts them on any number of goroutines (workers.go: one
+// sim.Evaluator each, blocks of configurations that share schedules), and
+// Summarize derives the front and capacities. Run does all three.
 
 // buildFor is the build options of the space's configurations on box t.
-func (s *PlanSpace) buildFor(t *topology.Topology) model.BuildOptions {
+func (s *Space) buildFor(t *topology.Topology) model.BuildOptions {
 	b := s.Build
 	if s.ImplyDenseDSA {
-		b.DenseDSA = ImpliedDenseDSA(s.Arch, t, s.Options.Engine)
+		b.DenseDSA = sim.ImpliedDenseDSA(s.Arch, t, s.Options.Engine)
 	}
 	return b
 }
 
-// PlanSpace is the space a plan sweep covers. Nil slices take the
+// Space is the space a plan sweep covers. Nil slices take the
 // defaults listed with each field.
-type PlanSpace struct {
+type Space struct {
 	Arch  *model.Arch
 	Build model.BuildOptions
 	// ImplyDenseDSA: Build.DenseDSA was not chosen, so each box runs the
@@ -52,41 +53,41 @@ type PlanSpace struct {
 	GPUCounts  []int
 	// Costs, index-aligned with Topologies (nil or shorter = priors), is
 	// the cost source of each box's configurations.
-	Costs []CostSource
+	Costs []sim.CostSource
 	// Plans to try, each on the GPU counts equal to its TP x DP; with
 	// Lists, the plans the lists give are tried too. Both unset:
 	// PlansFor(Arch, n) for each GPU count n.
 	Plans []model.Plan
 	// Lists narrow the plans by degree (tpscope plan's --tp, --dp, --dcp,
-	// --ep); see PlanLists.
-	Lists PlanLists
-	// Batches (nil = DefaultAdviseBatches), Contexts (nil =
-	// DefaultAdviseContexts), KVDtypes (nil = bf16 and fp8), SpecTokens
+	// --ep); see Lists.
+	Lists Lists
+	// Batches (nil = advise.DefaultBatches), Contexts (nil =
+	// advise.DefaultContexts), KVDtypes (nil = bf16 and fp8), SpecTokens
 	// (nil = {0}; MTP tokens on a model without an MTP layer are left
-	// out, see PlanCoverage).
+	// out, see Coverage).
 	Batches    []int
 	Contexts   []int
 	KVDtypes   []model.Dtype
 	SpecTokens []int
 	// Options are the run-time options of every configuration.
-	Options Options
+	Options sim.Options
 	// MaxMsPerToken is the per-request latency SLO: a configuration meets
 	// it when step time / tokens per step <= MaxMsPerToken ms (0 = none).
 	MaxMsPerToken float64
 }
 
-// PlanLists give the plans of a sweep by their degrees: on n GPUs, every
+// Lists give the plans of a sweep by their degrees: on n GPUs, every
 // valid plan with TP in TP, DP in DP (TP x DP = n), DCP in DCP and EP in
 // EP. A nil list is free: TP and DP take whatever makes TP x DP = n, DCP
 // is 1, EP off and on. Only the lists given make combinations (see
-// PlanLeftOut): tp 8 with no DP list is one combination per GPU count.
-type PlanLists struct {
+// LeftOut): tp 8 with no DP list is one combination per GPU count.
+type Lists struct {
 	TP, DP, DCP []int
 	EP          []bool
 }
 
 // IsZero reports whether no list is given.
-func (l PlanLists) IsZero() bool { return l.TP == nil && l.DP == nil && l.DCP == nil && l.EP == nil }
+func (l Lists) IsZero() bool { return l.TP == nil && l.DP == nil && l.DCP == nil && l.EP == nil }
 
 // LeftOutReason says why a combination of a sweep's lists cannot run.
 type LeftOutReason string
@@ -105,11 +106,11 @@ const (
 	LeftOutNoMTP LeftOutReason = "no-mtp-layer"
 )
 
-// PlanLeftOut is one combination of a sweep's lists that can never run,
+// LeftOut is one combination of a sweep's lists that can never run,
 // named by the list values that make it: the box and, when the GPU
 // counts were listed, the count; the plan, or the degrees of the lists
 // given (0 or "" where that list was not given); or the MTP tokens.
-type PlanLeftOut struct {
+type LeftOut struct {
 	Reason     LeftOutReason `json:"reason"`
 	Topology   string        `json:"topology,omitempty"`
 	BoxGPUs    int           `json:"box_gpus,omitempty"`
@@ -123,22 +124,22 @@ type PlanLeftOut struct {
 	Detail     string        `json:"detail"`
 }
 
-// PlanCoverage is how much of a sweep's lists can run: Combinations
+// Coverage is how much of a sweep's lists can run: Combinations
 // counts box x GPU count (when listed) x plan (each of Plans, each tuple
 // of the lists given, or "any valid plan"), LeftOut those that can never
 // run, and the MTP values the model cannot take.
-type PlanCoverage struct {
-	Combinations int           `json:"combinations"`
-	LeftOut      []PlanLeftOut `json:"left_out,omitempty"`
+type Coverage struct {
+	Combinations int       `json:"combinations"`
+	LeftOut      []LeftOut `json:"left_out,omitempty"`
 }
 
-// PlanSpaceError: no configuration of the lists can run. It carries the
+// SpaceError: no configuration of the lists can run. It carries the
 // coverage, whose LeftOut says why for each combination.
-type PlanSpaceError struct {
-	Coverage PlanCoverage
+type SpaceError struct {
+	Coverage Coverage
 }
 
-func (e *PlanSpaceError) Error() string {
+func (e *SpaceError) Error() string {
 	var parts []string
 	for i, l := range e.Coverage.LeftOut {
 		if i == 3 {
@@ -152,7 +153,7 @@ func (e *PlanSpaceError) Error() string {
 
 // Combination names the left-out combination by its list values:
 // "rtxpro6000-2s, 3 GPUs, tp 8", "2 MTP tokens".
-func (l PlanLeftOut) Combination() string {
+func (l LeftOut) Combination() string {
 	var parts []string
 	if l.Topology != "" {
 		parts = append(parts, l.Topology)
@@ -180,13 +181,16 @@ func (l PlanLeftOut) Combination() string {
 	return strings.Join(parts, ", ")
 }
 
-// PlanConfig is one configuration of the sweep.
-type PlanConfig struct {
-	Box      int // index into PlanSpace boxes (see PlanSpace.Boxes)
-	Scenario Scenario
+// Config is one configuration of the sweep.
+type Config struct {
+	Box      int // index into Space boxes (see Space.Boxes)
+	Scenario sim.Scenario
 	// AtCapacity marks the configuration added at the box's maximum
 	// concurrency for its context (not one of the swept batches).
 	AtCapacity bool
+	// planName is Scenario.Plan's normalized name, made once per plan by
+	// Enumerate ("" for a Config made elsewhere: evaluatePoint names it).
+	planName string
 }
 
 // maxConcurrency is how many sequences of w's context fit in the KV cache
@@ -206,8 +210,8 @@ func maxConcurrency(a *model.Arch, p model.Plan, w model.Workload, o model.Build
 	return int(c.KVCapacityTokens/int64(w.Context+1+w.SpecTokens)) * p.Normalized().DP
 }
 
-// PlanPoint is one evaluated configuration.
-type PlanPoint struct {
+// Point is one evaluated configuration.
+type Point struct {
 	Topology   string `json:"topology"`
 	GPUs       int    `json:"gpus"`
 	Plan       string `json:"plan"`
@@ -220,7 +224,7 @@ type PlanPoint struct {
 	MsPerToken float64 `json:"ms_per_token"` // per request: step / tokens per step
 	// TokensPerStep is what a step yields a sequence; MsPerTokenP90, with
 	// speculative decoding, the 90th percentile of a request's time per
-	// output token (plan_spec.go), what a latency SLO is judged by.
+	// output token (spec.go), what a latency SLO is judged by.
 	TokensPerStep        float64 `json:"tokens_per_step,omitempty"`
 	MsPerTokenP90        float64 `json:"ms_per_token_p90,omitempty"`
 	TokensPerS           float64 `json:"tokens_per_s"`
@@ -258,7 +262,7 @@ const (
 )
 
 // WithinSLO reports whether the point meets the SLO or there is none.
-func (p *PlanPoint) WithinSLO() bool { return p.SLO != SLOMissed }
+func (p *Point) WithinSLO() bool { return p.SLO != SLOMissed }
 
 // CapacityRow is the capacity of one (box, plan, KV dtype, MTP, context).
 type CapacityRow struct {
@@ -276,9 +280,9 @@ type CapacityRow struct {
 	Full int `json:"full"`
 }
 
-// PlanResult is the outcome of a sweep.
-type PlanResult struct {
-	Points []PlanPoint `json:"points"`
+// Result is the outcome of a sweep.
+type Result struct {
+	Points []Point `json:"points"`
 	// Pareto indexes Points on the front (swept, fitting, within the SLO
 	// if any, no other point better in both throughput per GPU and
 	// per-request tokens/s), by per-request tokens/s descending.
@@ -295,8 +299,8 @@ type PlanResult struct {
 	SLOMs      float64       `json:"slo_ms_per_token,omitempty"`
 	// Coverage: the combinations of the lists and those left out
 	// (Enumerate).
-	Coverage PlanCoverage `json:"coverage"`
-	// Caveats: known gaps of the sweep's numbers (PlanCaveats).
+	Coverage Coverage `json:"coverage"`
+	// Caveats: known gaps of the sweep's numbers (Caveats).
 	Caveats []string `json:"caveats,omitempty"`
 }
 
@@ -327,17 +331,17 @@ func PlansFor(a *model.Arch, n int) []model.Plan {
 
 // Boxes returns every (topology, GPU count) of the space as a topology
 // (a Subset when fewer GPUs than the box has).
-func (s *PlanSpace) Boxes() ([]*topology.Topology, error) {
+func (s *Space) Boxes() ([]*topology.Topology, error) {
 	out, _, err := s.boxes()
 	return out, err
 }
 
 // boxes is Boxes with each box's cost source.
-func (s *PlanSpace) boxes() ([]*topology.Topology, []CostSource, error) {
+func (s *Space) boxes() ([]*topology.Topology, []sim.CostSource, error) {
 	var out []*topology.Topology
-	var costs []CostSource
+	var costs []sim.CostSource
 	for ti, t := range s.Topologies {
-		var src CostSource
+		var src sim.CostSource
 		if ti < len(s.Costs) {
 			src = s.Costs[ti]
 		}
@@ -369,7 +373,7 @@ func (s *PlanSpace) boxes() ([]*topology.Topology, []CostSource, error) {
 }
 
 // Configs enumerates the sweep (Enumerate without the coverage).
-func (s *PlanSpace) Configs() ([]PlanConfig, error) {
+func (s *Space) Configs() ([]Config, error) {
 	cfgs, _, err := s.Enumerate()
 	return cfgs, err
 }
@@ -394,7 +398,7 @@ type planCand struct {
 	anyValidPlan bool
 }
 
-func (s *PlanSpace) planCands() []planCand {
+func (s *Space) planCands() []planCand {
 	var out []planCand
 	for i := range s.Plans {
 		out = append(out, planCand{plan: &s.Plans[i]})
@@ -523,15 +527,15 @@ func countsText(counts []int) string {
 // consecutive configurations share a schedule.
 //
 // A combination of the lists (box x GPU count when counts are listed x
-// plan candidate, see PlanCoverage) that can never run is left out and
+// plan candidate, see Coverage) that can never run is left out and
 // said in the coverage: a count above the box's GPUs, a plan whose TP x
 // DP is none of the counts, degrees the model runs no plan of; MTP tokens
 // on a model without an MTP layer likewise. When nothing is left to run,
-// the error is a *PlanSpaceError carrying the coverage. Errors are also
+// the error is a *SpaceError carrying the coverage. Errors are also
 // a missing model, a negative SLO, batches or contexts below 1, GPU
 // counts below 1 and explicit plans the model cannot run.
-func (s *PlanSpace) Enumerate() ([]PlanConfig, PlanCoverage, error) {
-	var cov PlanCoverage
+func (s *Space) Enumerate() ([]Config, Coverage, error) {
+	var cov Coverage
 	if s.Arch == nil {
 		return nil, cov, errors.New("plan: no architecture")
 	}
@@ -549,10 +553,10 @@ func (s *PlanSpace) Enumerate() ([]PlanConfig, PlanCoverage, error) {
 	}
 	batches, contexts, kvs, specs := s.Batches, s.Contexts, s.KVDtypes, s.SpecTokens
 	if batches == nil {
-		batches = DefaultAdviseBatches
+		batches = advise.DefaultBatches
 	}
 	if contexts == nil {
-		contexts = DefaultAdviseContexts
+		contexts = advise.DefaultContexts
 	}
 	if kvs == nil {
 		kvs = model.KVDtypes
@@ -599,7 +603,7 @@ func (s *PlanSpace) Enumerate() ([]PlanConfig, PlanCoverage, error) {
 		for _, g := range groups {
 			for _, c := range cands {
 				cov.Combinations++
-				lo := PlanLeftOut{Topology: t.Name, BoxGPUs: t.NumGPUs(), TP: c.tp, DP: c.dp, DCP: c.dcp, EP: c.epWord()}
+				lo := LeftOut{Topology: t.Name, BoxGPUs: t.NumGPUs(), TP: c.tp, DP: c.dp, DCP: c.dcp, EP: c.epWord()}
 				if listed {
 					lo.GPUs = g[0]
 				}
@@ -641,16 +645,17 @@ func (s *PlanSpace) Enumerate() ([]PlanConfig, PlanCoverage, error) {
 	var runSpecs []int
 	for _, k := range specs {
 		if k > 0 && s.Build.Spec.MethodFor(model.Workload{SpecTokens: k}) == model.SpecMTP && s.Arch.MTPLayers == 0 {
-			cov.LeftOut = append(cov.LeftOut, PlanLeftOut{Reason: LeftOutNoMTP, SpecTokens: k,
+			cov.LeftOut = append(cov.LeftOut, LeftOut{Reason: LeftOutNoMTP, SpecTokens: k,
 				Detail: fmt.Sprintf("%s has no MTP layer: num_nextn_predict_layers = 0", s.Arch.Name)})
 			continue
 		}
 		runSpecs = append(runSpecs, k)
 	}
 
-	var out []PlanConfig
+	var out []Config
 	for _, n := range worlds {
 		for _, p := range plansOf[n] {
+			pname := p.Normalized().String()
 			for _, kv := range kvs {
 				for _, k := range runSpecs {
 					for _, cx := range contexts {
@@ -663,7 +668,7 @@ func (s *PlanSpace) Enumerate() ([]PlanConfig, PlanCoverage, error) {
 								if t.NumGPUs() != n {
 									continue
 								}
-								out = append(out, PlanConfig{Box: bi, Scenario: Scenario{
+								out = append(out, Config{Box: bi, planName: pname, Scenario: sim.Scenario{
 									Arch: s.Arch, Plan: p, Workload: w, Build: s.buildFor(t), Options: s.Options, Topo: t, Costs: costs[bi]}})
 							}
 						}
@@ -679,7 +684,7 @@ func (s *PlanSpace) Enumerate() ([]PlanConfig, PlanCoverage, error) {
 							if w.Batch < 1 || w.Validate() != nil || slices.Contains(batches, w.Batch) {
 								continue
 							}
-							out = append(out, PlanConfig{Box: bi, AtCapacity: true, Scenario: Scenario{
+							out = append(out, Config{Box: bi, AtCapacity: true, planName: pname, Scenario: sim.Scenario{
 								Arch: s.Arch, Plan: p, Workload: w, Build: s.buildFor(t), Options: s.Options, Topo: t, Costs: costs[bi]}})
 						}
 					}
@@ -689,18 +694,18 @@ func (s *PlanSpace) Enumerate() ([]PlanConfig, PlanCoverage, error) {
 	}
 	if len(out) == 0 {
 		if len(cov.LeftOut) > 0 {
-			return nil, cov, &PlanSpaceError{Coverage: cov}
+			return nil, cov, &SpaceError{Coverage: cov}
 		}
 		return nil, cov, errors.New("plan: no configuration: an empty batch, context or KV dtype list")
 	}
 	return out, cov, nil
 }
 
-// EvaluatePlan evaluates cfgs into out (same length) with ev, calling
+// evaluateRange evaluates cfgs into out (same length) with ev, calling
 // progress (if set) after each with the count done in this call.
-func EvaluatePlan(ev *Evaluator, cfgs []PlanConfig, out []PlanPoint, slo float64, progress func(done int)) {
+func evaluateRange(ev *sim.Evaluator, cfgs []Config, out []Point, slo float64, progress func(done int)) {
 	for i := range cfgs {
-		out[i] = evaluatePoint(ev, &cfgs[i].Scenario, slo)
+		out[i] = evaluatePoint(ev, &cfgs[i], slo)
 		out[i].AtCapacity = cfgs[i].AtCapacity
 		if progress != nil {
 			progress(i + 1)
@@ -708,9 +713,14 @@ func EvaluatePlan(ev *Evaluator, cfgs []PlanConfig, out []PlanPoint, slo float64
 	}
 }
 
-func evaluatePoint(ev *Evaluator, c *Scenario, slo float64) PlanPoint {
+func evaluatePoint(ev *sim.Evaluator, cfg *Config, slo float64) Point {
+	c := &cfg.Scenario
 	p := c.Plan.Normalized()
-	pt := PlanPoint{Topology: c.Topo.Name, GPUs: c.Topo.NumGPUs(), Plan: p.String(), Batch: c.Workload.Batch,
+	name := cfg.planName
+	if name == "" {
+		name = p.String()
+	}
+	pt := Point{Topology: c.Topo.Name, GPUs: c.Topo.NumGPUs(), Plan: name, Batch: c.Workload.Batch,
 		Context: c.Workload.Context, KVDtype: string(c.Workload.KVDtypeFor(c.Arch)), SpecTokens: c.Workload.SpecTokens}
 	sum, err := ev.Evaluate(*c)
 	if err != nil {
@@ -747,10 +757,10 @@ func evaluatePoint(ev *Evaluator, c *Scenario, slo float64) PlanPoint {
 	return pt
 }
 
-// SummarizePlan derives the Pareto front, the best point and the capacity
+// Summarize derives the Pareto front, the best point and the capacity
 // rows from evaluated points.
-func SummarizePlan(points []PlanPoint, slo float64) *PlanResult {
-	r := &PlanResult{Points: points, Best: -1, SLOMs: slo, Evaluated: len(points)}
+func Summarize(points []Point, slo float64) *Result {
+	r := &Result{Points: points, Best: -1, SLOMs: slo, Evaluated: len(points)}
 	var ok []int
 	for i := range points {
 		pt := &points[i]
@@ -805,7 +815,7 @@ func SummarizePlan(points []PlanPoint, slo float64) *PlanResult {
 // paretoFront returns the points of idx not dominated in (tokens/s per
 // GPU, per-request tokens/s), by per-request tokens/s descending; equal
 // points keep the first.
-func paretoFront(points []PlanPoint, idx []int) []int {
+func paretoFront(points []Point, idx []int) []int {
 	s := append([]int(nil), idx...)
 	sort.SliceStable(s, func(i, j int) bool {
 		a, b := &points[s[i]], &points[s[j]]
@@ -825,22 +835,16 @@ func paretoFront(points []PlanPoint, idx []int) []int {
 	return front
 }
 
-// RunPlan runs the whole sweep in the calling goroutine. progress (if
-// set) gets (done, total) after each configuration.
-func RunPlan(s *PlanSpace, progress func(done, total int)) (*PlanResult, error) {
+// Run runs the whole sweep on workers goroutines (Evaluate). progress
+// (if set) gets (done, total) as Evaluate gives it.
+func Run(s *Space, workers int, progress func(done, total int)) (*Result, error) {
 	cfgs, cov, err := s.Enumerate()
 	if err != nil {
 		return nil, err
 	}
-	points := make([]PlanPoint, len(cfgs))
-	var ev Evaluator
-	var pf func(int)
-	if progress != nil {
-		pf = func(d int) { progress(d, len(cfgs)) }
-	}
-	EvaluatePlan(&ev, cfgs, points, s.MaxMsPerToken, pf)
-	r := SummarizePlan(points, s.MaxMsPerToken)
+	points := Evaluate(cfgs, s.MaxMsPerToken, workers, progress)
+	r := Summarize(points, s.MaxMsPerToken)
 	r.Coverage = cov
-	r.Caveats = PlanCaveats(cfgs, r)
+	r.Caveats = Caveats(cfgs, r)
 	return r, nil
 }

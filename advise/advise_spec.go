@@ -1,9 +1,11 @@
-package sim
+package advise
 
 import (
 	"fmt"
 	"math"
 	"strings"
+
+	"github.com/tpscope/tpscope/sim"
 )
 
 // Where a speculative method pays. A speculative step costs more than a
@@ -96,6 +98,33 @@ func breakEven(specUs, baseUs float64, steps int) SpecBreakEven {
 	return be
 }
 
+// perTokenForMean is the per-token rate a whose chain of k drafts accepts
+// mean drafts on average: a + a^2 + ... + a^k = mean (bisection; 1 when
+// mean >= k), as sim converts a mean acceptance length.
+func perTokenForMean(mean float64, k int) float64 {
+	if mean <= 0 {
+		return 0
+	}
+	if mean >= float64(k) {
+		return 1
+	}
+	lo, hi := 0.0, 1.0
+	for range 60 {
+		a := (lo + hi) / 2
+		s, p := 0.0, 1.0
+		for i := 0; i < k; i++ {
+			p *= a
+			s += p
+		}
+		if s < mean {
+			lo = a
+		} else {
+			hi = a
+		}
+	}
+	return (lo + hi) / 2
+}
+
 // chainTokens is 1 + a + ... + a^k.
 func chainTokens(a float64, k int) float64 {
 	t, p := 1.0, 1.0
@@ -108,7 +137,7 @@ func chainTokens(a float64, k int) float64 {
 
 // adviseSpec fills the speculative rows' SpecAdvice (see the model
 // above); rows without a prediction are left alone.
-func adviseSpec(adv *Advice, in AdviseInput, ev *Evaluator, b Scenario) {
+func adviseSpec(adv *Advice, in Input, ev *sim.Evaluator, b sim.Scenario) {
 	entries := map[string]*Entry{}
 	for i := range in.Entries {
 		entries[in.Entries[i].Name] = &in.Entries[i]
@@ -129,7 +158,7 @@ func adviseSpec(adv *Advice, in AdviseInput, ev *Evaluator, b Scenario) {
 		if err != nil {
 			continue
 		}
-		y := SpecYieldOf(with)
+		y := with.SpecYield()
 		if y == nil {
 			continue
 		}

@@ -1,9 +1,10 @@
-package sim
+package advise
 
 import (
 	"testing"
 
 	"github.com/tpscope/tpscope/model"
+	"github.com/tpscope/tpscope/sim"
 )
 
 // The plan entries' rules: DCP over the TP ranks needs TP > 1 and, on a
@@ -22,24 +23,24 @@ func TestPlanEntries(t *testing.T) {
 	for _, e := range PlanEntries() {
 		byName[e.Name] = e
 	}
-	sc := func(a *model.Arch, tp int, dense bool) Scenario {
-		return Scenario{Arch: a, Plan: model.Plan{TP: tp}, Build: model.BuildOptions{DenseDSA: dense},
+	sc := func(a *model.Arch, tp int, dense bool) sim.Scenario {
+		return sim.Scenario{Arch: a, Plan: model.Plan{TP: tp}, Build: model.BuildOptions{DenseDSA: dense},
 			Workload: model.Workload{Phase: model.Decode, Batch: 8, Context: 4096}}
 	}
 	for _, c := range []struct {
 		name    string
 		entry   string
-		sc      Scenario
+		sc      sim.Scenario
 		status  Status
 		enabled bool
-		check   func(Scenario) bool // of Apply's result; nil: Apply must fail
+		check   func(sim.Scenario) bool // of Apply's result; nil: Apply must fail
 	}{
-		{"dcp kimi tp8", "dcp", sc(kimi, 8, false), Applies, false, func(s Scenario) bool { return s.Plan.Normalized().DCP == 8 }},
+		{"dcp kimi tp8", "dcp", sc(kimi, 8, false), Applies, false, func(s sim.Scenario) bool { return s.Plan.Normalized().DCP == 8 }},
 		{"dcp tp1", "dcp", sc(kimi, 1, false), NotApplicable, false, nil},
 		{"dcp glm sparse", "dcp", sc(glm, 8, false), NotApplicable, false, nil},
-		{"dcp glm dense", "dcp", sc(glm, 8, true), Applies, false, func(s Scenario) bool { return s.Plan.Normalized().DCP == 8 }},
-		{"dsa glm", "dsa", sc(glm, 8, false), Applies, true, func(s Scenario) bool { return !s.Build.DenseDSA }},
-		{"dsa glm dense", "dsa", sc(glm, 8, true), Applies, false, func(s Scenario) bool { return !s.Build.DenseDSA }},
+		{"dcp glm dense", "dcp", sc(glm, 8, true), Applies, false, func(s sim.Scenario) bool { return s.Plan.Normalized().DCP == 8 }},
+		{"dsa glm", "dsa", sc(glm, 8, false), Applies, true, func(s sim.Scenario) bool { return !s.Build.DenseDSA }},
+		{"dsa glm dense", "dsa", sc(glm, 8, true), Applies, false, func(s sim.Scenario) bool { return !s.Build.DenseDSA }},
 		{"dsa kimi", "dsa", sc(kimi, 8, false), NotApplicable, false, nil},
 	} {
 		t.Run(c.name, func(t *testing.T) {

@@ -10,7 +10,7 @@ import (
 )
 
 // TestParsePerIter reads the generated nccl-tests 2.19 outputs (see
-// sim/testdata/nccltests/README.md): the -I 1 text and the -J JSON of
+// calibrate/testdata/nccltests/README.md): the -I 1 text and the -J JSON of
 // the same run. Sizes 1 KiB, 1 MiB, 16 MiB on 8 ranks; the 1 MiB row's
 // five iterations 55, 52, 51, 53, 59 us: time (mean) 54, i_min 51, i_max
 // 59, i_p99 = sorted[min(4, ceil(5 x 99 / 100) - 1)] = 59, p50 =

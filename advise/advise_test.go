@@ -1,4 +1,4 @@
-package sim
+package advise
 
 import (
 	"math"
@@ -6,9 +6,10 @@ import (
 	"testing"
 
 	"github.com/tpscope/tpscope/model"
+	"github.com/tpscope/tpscope/sim"
 )
 
-func rowByEntry(t *testing.T, adv *Advice, name string) *AdviceRow {
+func rowByEntry(t *testing.T, adv *Advice, name string) *Row {
 	t.Helper()
 	for i := range adv.Rows {
 		if adv.Rows[i].Entry == name {
@@ -26,7 +27,7 @@ func rowByEntry(t *testing.T, adv *Advice, name string) *AdviceRow {
 // serving-facts.md.
 func TestAdviseSeed(t *testing.T) {
 	glm := mustPreset(t, "glm-5-nvfp4")
-	adv, err := Advise(AdviseInput{Base: seedConfig(t), Batches: []int{1, 2, 32, 256}, Contexts: []int{4096, 131072},
+	adv, err := Advise(Input{Base: seedConfig(t), Batches: []int{1, 2, 32, 256}, Contexts: []int{4096, 131072},
 		Transfer: []*model.Arch{glm}})
 	if err != nil {
 		t.Fatal(err)
@@ -227,7 +228,7 @@ func TestAdviseMTP(t *testing.T) {
 			mtp = append(mtp, e)
 		}
 	}
-	adv, err := Advise(AdviseInput{Base: c, Entries: mtp, NoSweep: true})
+	adv, err := Advise(Input{Base: c, Entries: mtp, NoSweep: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -253,8 +254,8 @@ func TestAdviseMTP(t *testing.T) {
 // threshold, best first; an entry whose applicability is an upper bound
 // goes to the upper bounds instead, whatever its gain.
 func TestWorthBuilding(t *testing.T) {
-	row := func(name string, pct float64, a Applicability) AdviceRow {
-		return AdviceRow{Entry: name, Kind: "collective", Applicability: a, Gain: Gain{TokensPerSPct: pct}}
+	row := func(name string, pct float64, a Applicability) Row {
+		return Row{Entry: name, Kind: "collective", Applicability: a, Gain: Gain{TokensPerSPct: pct}}
 	}
 	applies := Applicability{Status: Applies}
 	cond := Applicability{Status: Conditional, Needs: "a kernel"}
@@ -267,13 +268,13 @@ func TestWorthBuilding(t *testing.T) {
 	box.Kind = "box"
 	for _, tc := range []struct {
 		name        string
-		rows        []AdviceRow
+		rows        []Row
 		sure, upper []string
 	}{
-		{"upper bound kept apart", []AdviceRow{row("oneshot", 15.7, upper), row("fusion", 3.5, cond)}, nil, []string{"oneshot"}},
-		{"sure first, then upper", []AdviceRow{row("oneshot", 20, upper), row("fusion", 8, cond), row("ep", 6, applies)}, []string{"fusion", "ep"}, []string{"oneshot"}},
-		{"below threshold, refused, in baseline, failed, box", []AdviceRow{inBase, failed, box, row("no", 50, Applicability{Status: NotApplicable}), row("small", 4.9, applies), row("small-upper", 4.9, upper)}, nil, nil},
-		{"at the threshold", []AdviceRow{row("edge", 5, applies)}, []string{"edge"}, nil},
+		{"upper bound kept apart", []Row{row("oneshot", 15.7, upper), row("fusion", 3.5, cond)}, nil, []string{"oneshot"}},
+		{"sure first, then upper", []Row{row("oneshot", 20, upper), row("fusion", 8, cond), row("ep", 6, applies)}, []string{"fusion", "ep"}, []string{"oneshot"}},
+		{"below threshold, refused, in baseline, failed, box", []Row{inBase, failed, box, row("no", 50, Applicability{Status: NotApplicable}), row("small", 4.9, applies), row("small-upper", 4.9, upper)}, nil, nil},
+		{"at the threshold", []Row{row("edge", 5, applies)}, []string{"edge"}, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			sure, up := worthBuilding(tc.rows, 0.05)
@@ -310,11 +311,11 @@ func TestAdviseOneShotUpperBound(t *testing.T) {
 	sw.Topo = mustTopo(t, "rtxpro6000-switch")
 	for _, tc := range []struct {
 		name      string
-		base      Scenario
+		base      sim.Scenario
 		wantUpper bool
 	}{{"rtxpro6000-2s", seed, true}, {"rtxpro6000-switch", sw, false}} {
 		t.Run(tc.name, func(t *testing.T) {
-			adv, err := Advise(AdviseInput{Base: tc.base, Entries: []Entry{entryByName(t, "oneshot-ar")}, NoSweep: true})
+			adv, err := Advise(Input{Base: tc.base, Entries: []Entry{entryByName(t, "oneshot-ar")}, NoSweep: true})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -1,11 +1,10 @@
-package sim
+package plan
 
 import (
 	"errors"
 	"fmt"
 	"math"
 	"slices"
-	"sync"
 	"syscall"
 	"testing"
 
@@ -43,7 +42,7 @@ func TestPlansFor(t *testing.T) {
 
 func TestParetoFront(t *testing.T) {
 	// (per-GPU, per-request): C is dominated by B; E duplicates A.
-	pts := []PlanPoint{
+	pts := []Point{
 		{Plan: "A", TokensPerSPerGPU: 10, TokensPerSPerRequest: 100},
 		{Plan: "B", TokensPerSPerGPU: 50, TokensPerSPerRequest: 60},
 		{Plan: "C", TokensPerSPerGPU: 40, TokensPerSPerRequest: 50},
@@ -60,8 +59,8 @@ func TestParetoFront(t *testing.T) {
 	}
 }
 
-func planSpace(t testing.TB) *PlanSpace {
-	return &PlanSpace{Arch: mustPreset(t, "kimi-k2.5-nvfp4"), Options: seedOptions,
+func planSpace(t testing.TB) *Space {
+	return &Space{Arch: mustPreset(t, "kimi-k2.5-nvfp4"), Options: seedOptions,
 		Topologies: []*topology.Topology{mustTopo(t, "rtxpro6000-2s")}, GPUCounts: []int{4, 8},
 		Plans: nil, Batches: []int{1, 64}, Contexts: []int{4096}, KVDtypes: []model.Dtype{model.BF16, model.FP8}}
 }
@@ -71,7 +70,7 @@ func planSpace(t testing.TB) *PlanSpace {
 // filters.
 func TestPlanSweep(t *testing.T) {
 	s := planSpace(t)
-	res, err := RunPlan(s, nil)
+	res, err := Run(s, 1, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -104,7 +103,7 @@ func TestPlanSweep(t *testing.T) {
 			t.Error("no point at capacity")
 		}
 	})
-	find := func(gpus int, plan string, batch int, kv string) *PlanPoint {
+	find := func(gpus int, plan string, batch int, kv string) *Point {
 		for i := range res.Points {
 			p := &res.Points[i]
 			if p.GPUs == gpus && p.Plan == plan && p.Batch == batch && p.KVDtype == kv {
@@ -164,7 +163,7 @@ func TestPlanSweep(t *testing.T) {
 		// No decode step of a 61-layer model is under 1 us per token.
 		s2 := *s
 		s2.MaxMsPerToken = 0.001
-		r2, err := RunPlan(&s2, nil)
+		r2, err := Run(&s2, 1, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -179,14 +178,14 @@ func TestPlanSpaceErrors(t *testing.T) {
 	box := mustTopo(t, "rtxpro6000-2s")
 	cases := []struct {
 		name string
-		s    PlanSpace
+		s    Space
 	}{
-		{"no-arch", PlanSpace{Topologies: []*topology.Topology{box}}},
-		{"batch-0", PlanSpace{Arch: kimi, Topologies: []*topology.Topology{box}, Batches: []int{0}}},
-		{"context-0", PlanSpace{Arch: kimi, Topologies: []*topology.Topology{box}, Contexts: []int{0}}},
-		{"gpus-too-many", PlanSpace{Arch: kimi, Topologies: []*topology.Topology{box}, GPUCounts: []int{16}}},
-		{"bad-plan", PlanSpace{Arch: kimi, Topologies: []*topology.Topology{box}, GPUCounts: []int{8}, Plans: []model.Plan{{TP: 8, DP: 1, DCP: 3}}}},
-		{"negative-slo", PlanSpace{Arch: kimi, Topologies: []*topology.Topology{box}, MaxMsPerToken: -1}},
+		{"no-arch", Space{Topologies: []*topology.Topology{box}}},
+		{"batch-0", Space{Arch: kimi, Topologies: []*topology.Topology{box}, Batches: []int{0}}},
+		{"context-0", Space{Arch: kimi, Topologies: []*topology.Topology{box}, Contexts: []int{0}}},
+		{"gpus-too-many", Space{Arch: kimi, Topologies: []*topology.Topology{box}, GPUCounts: []int{16}}},
+		{"bad-plan", Space{Arch: kimi, Topologies: []*topology.Topology{box}, GPUCounts: []int{8}, Plans: []model.Plan{{TP: 8, DP: 1, DCP: 3}}}},
+		{"negative-slo", Space{Arch: kimi, Topologies: []*topology.Topology{box}, MaxMsPerToken: -1}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -197,25 +196,6 @@ func TestPlanSpaceErrors(t *testing.T) {
 	}
 }
 
-// runPlanWorkers evaluates cfgs on workers goroutines, each with its own
-// Evaluator over a contiguous range (as tpscope plan does).
-func runPlanWorkers(cfgs []PlanConfig, slo float64, workers int) []PlanPoint {
-	out := make([]PlanPoint, len(cfgs))
-	var wg sync.WaitGroup
-	chunk := (len(cfgs) + workers - 1) / workers
-	for lo := 0; lo < len(cfgs); lo += chunk {
-		hi := min(lo+chunk, len(cfgs))
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			var ev Evaluator
-			EvaluatePlan(&ev, cfgs[lo:hi], out[lo:hi], slo, nil)
-		}()
-	}
-	wg.Wait()
-	return out
-}
-
 // TestPlanWorkersDeterministic: splitting the sweep does not change it.
 func TestPlanWorkersDeterministic(t *testing.T) {
 	s := planSpace(t)
@@ -223,20 +203,18 @@ func TestPlanWorkersDeterministic(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	one := runPlanWorkers(cfgs, 0, 1)
-	two := runPlanWorkers(cfgs, 0, 2)
-	for i := range one {
-		if one[i] != two[i] {
-			t.Fatalf("point %d differs: %+v vs %+v", i, one[i], two[i])
+	one := Evaluate(cfgs, 0, 1, nil)
+	for _, workers := range []int{2, 3} {
+		other := Evaluate(cfgs, 0, workers, nil)
+		for i := range one {
+			if one[i] != other[i] {
+				t.Fatalf("%d workers: point %d differs: %+v vs %+v", workers, i, one[i], other[i])
+			}
 		}
 	}
 }
 
-// BenchmarkPlan measures tpscope plan's default sweep shape for
-// Kimi-K2.5-NVFP4 over the three preset boxes at 4 and 8 GPUs, every valid
-// plan, 10 batches x 6 contexts x 2 KV dtypes, and reports
-// configurations per second. The target (issue 4) is 10,000 per second on
-// 2 cores.
+// cpuSeconds is the CPU time of the process so far (user + system).
 func cpuSeconds() float64 {
 	var ru syscall.Rusage
 	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
@@ -245,12 +223,18 @@ func cpuSeconds() float64 {
 	return float64(ru.Utime.Sec+ru.Stime.Sec) + float64(ru.Utime.Usec+ru.Stime.Usec)/1e6
 }
 
+// BenchmarkPlan measures tpscope plan's default sweep shape for
+// Kimi-K2.5-NVFP4 over the three preset boxes at 4 and 8 GPUs, every valid
+// plan, 10 batches x 6 contexts x 2 KV dtypes, on 1 and 2 workers
+// (Evaluate), and reports configurations per second of wall time and per
+// second of the process's CPU time. The targets (issue 29): 50,000 per
+// second on 2 cores, 2 workers at least 1.7x one.
 func BenchmarkPlan(b *testing.B) {
 	var topos []*topology.Topology
 	for _, n := range []string{"rtxpro6000-2s", "rtxpro6000-switch", "h200-nvswitch"} {
 		topos = append(topos, mustTopo(b, n))
 	}
-	s := &PlanSpace{Arch: mustPreset(b, "kimi-k2.5-nvfp4"), Options: seedOptions, Topologies: topos, GPUCounts: []int{4, 8}}
+	s := &Space{Arch: mustPreset(b, "kimi-k2.5-nvfp4"), Options: seedOptions, Topologies: topos, GPUCounts: []int{4, 8}}
 	cfgs, err := s.Configs()
 	if err != nil {
 		b.Fatal(err)
@@ -260,8 +244,8 @@ func BenchmarkPlan(b *testing.B) {
 			b.ReportAllocs()
 			cpu0 := cpuSeconds()
 			for i := 0; i < b.N; i++ {
-				pts := runPlanWorkers(cfgs, 0, workers)
-				SummarizePlan(pts, 0)
+				pts := Evaluate(cfgs, 0, workers, nil)
+				Summarize(pts, 0)
 			}
 			b.ReportMetric(float64(len(cfgs)*b.N)/b.Elapsed().Seconds(), "configs/s")
 			// CPU time of the process, so a number taken on a busy machine
@@ -275,7 +259,7 @@ func BenchmarkPlan(b *testing.B) {
 
 // TestPlanEnumerateLeftOut: combinations of the lists that can never run
 // are left out with their reason, the rest run, and when nothing is left
-// the error is a *PlanSpaceError. By hand for Kimi-K2.5 (64 heads, 384
+// the error is a *SpaceError. By hand for Kimi-K2.5 (64 heads, 384
 // experts, no MTP layer) on rtxpro6000-2s (8 GPUs; default counts 2, 4,
 // 8): TP 8 runs only on 8 GPUs (DP 1, EP off or on); DP 2 with TP 8 needs
 // 16; TP 2 on 8 GPUs is DP 4, which needs EP.
@@ -291,36 +275,36 @@ func TestPlanEnumerateLeftOut(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		name     string
-		s        PlanSpace
+		s        Space
 		combos   int
 		leftOut  []lo
 		plans    []string // plans run, in order, with their GPU count
 		runSpecs []int
 		fails    bool
 	}{
-		{name: "tp 8 on 3 GPUs", s: PlanSpace{GPUCounts: []int{3}, Lists: PlanLists{TP: []int{8}}},
+		{name: "tp 8 on 3 GPUs", s: Space{GPUCounts: []int{3}, Lists: Lists{TP: []int{8}}},
 			combos: 1, leftOut: []lo{{reason: LeftOutPlanGPUs, gpus: 3, tp: 8}}, fails: true},
-		{name: "tp 8 on 4 and 8 GPUs", s: PlanSpace{GPUCounts: []int{4, 8}, Lists: PlanLists{TP: []int{8}}},
+		{name: "tp 8 on 4 and 8 GPUs", s: Space{GPUCounts: []int{4, 8}, Lists: Lists{TP: []int{8}}},
 			combos: 2, leftOut: []lo{{reason: LeftOutPlanGPUs, gpus: 4, tp: 8}}, plans: []string{"8:tp8", "8:tp8-ep"}},
-		{name: "tp 8, dp 1 or 2, default counts", s: PlanSpace{Lists: PlanLists{TP: []int{8}, DP: []int{1, 2}}},
+		{name: "tp 8, dp 1 or 2, default counts", s: Space{Lists: Lists{TP: []int{8}, DP: []int{1, 2}}},
 			combos: 2, leftOut: []lo{{reason: LeftOutPlanGPUs, tp: 8, dp: 2}}, plans: []string{"8:tp8", "8:tp8-ep"}},
-		{name: "16 GPUs on an 8-GPU box", s: PlanSpace{GPUCounts: []int{8, 16}, Plans: []model.Plan{{TP: 8}}},
+		{name: "16 GPUs on an 8-GPU box", s: Space{GPUCounts: []int{8, 16}, Plans: []model.Plan{{TP: 8}}},
 			combos: 2, leftOut: []lo{{reason: LeftOutBoxGPUs, gpus: 16, plan: "tp8"}}, plans: []string{"8:tp8"}},
-		{name: "explicit plans on other counts", s: PlanSpace{GPUCounts: []int{4, 8}, Plans: []model.Plan{{TP: 8}, {TP: 4}}},
+		{name: "explicit plans on other counts", s: Space{GPUCounts: []int{4, 8}, Plans: []model.Plan{{TP: 8}, {TP: 4}}},
 			combos: 4, leftOut: []lo{{reason: LeftOutPlanGPUs, gpus: 4, plan: "tp8"}, {reason: LeftOutPlanGPUs, gpus: 8, plan: "tp4"}},
 			plans: []string{"4:tp4", "8:tp8"}},
-		{name: "tp 2 without ep on 8 GPUs", s: PlanSpace{GPUCounts: []int{8}, Lists: PlanLists{TP: []int{2}, EP: []bool{false}}},
+		{name: "tp 2 without ep on 8 GPUs", s: Space{GPUCounts: []int{8}, Lists: Lists{TP: []int{2}, EP: []bool{false}}},
 			combos: 1, leftOut: []lo{{reason: LeftOutPlanModel, gpus: 8, tp: 2}}, fails: true},
-		{name: "mtp on a model without MTP", s: PlanSpace{GPUCounts: []int{8}, Plans: []model.Plan{{TP: 8}}, SpecTokens: []int{0, 1}},
+		{name: "mtp on a model without MTP", s: Space{GPUCounts: []int{8}, Plans: []model.Plan{{TP: 8}}, SpecTokens: []int{0, 1}},
 			combos: 1, leftOut: []lo{{reason: LeftOutNoMTP, specTokens: 1}}, plans: []string{"8:tp8"}, runSpecs: []int{0}},
-		{name: "only mtp", s: PlanSpace{GPUCounts: []int{8}, Plans: []model.Plan{{TP: 8}}, SpecTokens: []int{2}},
+		{name: "only mtp", s: Space{GPUCounts: []int{8}, Plans: []model.Plan{{TP: 8}}, SpecTokens: []int{2}},
 			combos: 1, leftOut: []lo{{reason: LeftOutNoMTP, specTokens: 2}}, fails: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := tc.s
 			s.Arch, s.Topologies, s.Batches, s.Contexts, s.KVDtypes = kimi, []*topology.Topology{box}, []int{1}, []int{4096}, []model.Dtype{model.BF16}
 			cfgs, cov, err := s.Enumerate()
-			var se *PlanSpaceError
+			var se *SpaceError
 			if tc.fails != (err != nil) || (err != nil && !errors.As(err, &se)) {
 				t.Fatalf("error %v (%T), want a *PlanSpaceError: %v", err, err, tc.fails)
 			}
@@ -365,9 +349,9 @@ func TestPlanEnumerateLeftOut(t *testing.T) {
 // 100 sequences of 4097 tokens for TP 8 in bf16: 207,317 tokens / 4097)
 // is evaluated and reported, never picked.
 func TestPlanPicksWithinLists(t *testing.T) {
-	s := &PlanSpace{Arch: mustPreset(t, "kimi-k2.5-nvfp4"), Options: seedOptions, Topologies: []*topology.Topology{mustTopo(t, "rtxpro6000-2s")},
+	s := &Space{Arch: mustPreset(t, "kimi-k2.5-nvfp4"), Options: seedOptions, Topologies: []*topology.Topology{mustTopo(t, "rtxpro6000-2s")},
 		GPUCounts: []int{8}, Plans: []model.Plan{{TP: 8}, {TP: 8, EP: true}}, Batches: []int{1, 8}, Contexts: []int{4096}, KVDtypes: []model.Dtype{model.BF16}}
-	res, err := RunPlan(s, nil)
+	res, err := Run(s, 1, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -410,9 +394,9 @@ func TestPlanSLOVerdict(t *testing.T) {
 		slo  float64
 		want SLOVerdict
 	}{{0, NoSLO}, {100, SLOMet}, {0.001, SLOMissed}} {
-		s := &PlanSpace{Arch: mustPreset(t, "kimi-k2.5-nvfp4"), Options: seedOptions, Topologies: []*topology.Topology{mustTopo(t, "rtxpro6000-2s")},
+		s := &Space{Arch: mustPreset(t, "kimi-k2.5-nvfp4"), Options: seedOptions, Topologies: []*topology.Topology{mustTopo(t, "rtxpro6000-2s")},
 			GPUCounts: []int{8}, Plans: []model.Plan{{TP: 8}}, Batches: []int{1}, Contexts: []int{4096}, KVDtypes: []model.Dtype{model.BF16}, MaxMsPerToken: tc.slo}
-		res, err := RunPlan(s, nil)
+		res, err := Run(s, 1, nil)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -1,4 +1,4 @@
-package sim
+package main
 
 import (
 	"fmt"
@@ -7,13 +7,14 @@ import (
 	"strings"
 
 	"github.com/tpscope/tpscope/model"
+	"github.com/tpscope/tpscope/sim"
 )
 
-// ParseCollective accepts the names model.Collective uses and the
+// parseCollective accepts the names model.Collective uses and the
 // nccl-tests / NCCL spellings: "allreduce", "all_reduce", "all-reduce",
 // "AllReduce", "ar"; the same for allgather (ag), reducescatter (rs) and
 // alltoall (a2a).
-func ParseCollective(s string) (model.Collective, error) {
+func parseCollective(s string) (model.Collective, error) {
 	k := strings.ToLower(strings.NewReplacer("_", "", "-", "", " ", "").Replace(s))
 	switch k {
 	case "allreduce", "ar":
@@ -28,9 +29,9 @@ func ParseCollective(s string) (model.Collective, error) {
 	return "", fmt.Errorf("collective %q: want allreduce, allgather, reducescatter or alltoall", s)
 }
 
-// ParseBytes parses a size like "512", "64K", "1M", "2G", "8KiB", "1MB":
+// parseBytes parses a size like "512", "64K", "1M", "2G", "8KiB", "1MB":
 // K/M/G are binary (1024) multiples, as nccl-tests' -b/-e flags use them.
-func ParseBytes(s string) (int64, error) {
+func parseBytes(s string) (int64, error) {
 	t := strings.ToUpper(strings.TrimSpace(s))
 	t = strings.TrimSuffix(strings.TrimSuffix(t, "B"), "I")
 	mult := int64(1)
@@ -56,11 +57,11 @@ func ParseBytes(s string) (int64, error) {
 	return int64(v * float64(mult)), nil
 }
 
-// ParseSizeRange parses "MIN:MAX" (doubling from MIN up to MAX, like
+// parseSizeRange parses "MIN:MAX" (doubling from MIN up to MAX, like
 // nccl-tests -b MIN -e MAX -f 2) or a single size.
-func ParseSizeRange(s string) ([]int64, error) {
+func parseSizeRange(s string) ([]int64, error) {
 	lo, hi, isRange := strings.Cut(s, ":")
-	a, err := ParseBytes(lo)
+	a, err := parseBytes(lo)
 	if err != nil {
 		return nil, err
 	}
@@ -70,7 +71,7 @@ func ParseSizeRange(s string) ([]int64, error) {
 		}
 		return []int64{a}, nil
 	}
-	b, err := ParseBytes(hi)
+	b, err := parseBytes(hi)
 	if err != nil {
 		return nil, err
 	}
@@ -84,8 +85,9 @@ func ParseSizeRange(s string) ([]int64, error) {
 	return out, nil
 }
 
-// CollectiveRow is one size of a collective sweep (nccl-tests columns).
-type CollectiveRow struct {
+// collectiveRow is one size of a collective sweep (nccl-tests columns;
+// the JSON of tpscope collective's rows).
+type collectiveRow struct {
 	Bytes      int64   `json:"bytes"`
 	TimeUs     float64 `json:"time_us"`
 	AlgBWGBps  float64 `json:"algbw_GBps"`
@@ -99,19 +101,20 @@ type CollectiveRow struct {
 	Bottleneck string  `json:"bottleneck,omitempty"`
 }
 
-// Sweep predicts op over group for every size. custom selects a custom
-// all-reduce ("oneshot", "twoshot"; "" = NCCL); it returns an error when
-// the custom all-reduce is not available on the group.
-func (m *CollectiveModel) Sweep(op model.Collective, group []int, sizes []int64, custom string) ([]CollectiveRow, error) {
+// sweepCollective predicts op over group with m for every size, as
+// nccl-tests reports a size range. custom selects a custom all-reduce
+// ("oneshot", "twoshot"; "" = NCCL); it returns an error when the custom
+// all-reduce is not available on the group.
+func sweepCollective(m *sim.CollectiveModel, op model.Collective, group []int, sizes []int64, custom string) ([]collectiveRow, error) {
 	if err := m.ValidateGroup(group); err != nil {
 		return nil, err
 	}
 	if custom != "" && op != model.AllReduce {
 		return nil, fmt.Errorf("custom %s all-reduce: the collective is %s", custom, op)
 	}
-	rows := make([]CollectiveRow, 0, len(sizes))
+	rows := make([]collectiveRow, 0, len(sizes))
 	for _, b := range sizes {
-		var c CollectiveCost
+		var c sim.CollectiveCost
 		switch custom {
 		case "":
 			c = m.Cost(op, group, b)
@@ -123,7 +126,7 @@ func (m *CollectiveModel) Sweep(op model.Collective, group []int, sizes []int64,
 		default:
 			return nil, fmt.Errorf("custom all-reduce %q: want oneshot or twoshot", custom)
 		}
-		r := CollectiveRow{Bytes: b, TimeUs: c.TimeUs, AlgBWGBps: c.AlgBWGBps, BusBWGBps: c.BusBWGBps, Algo: c.Algo, Proto: c.Proto,
+		r := collectiveRow{Bytes: b, TimeUs: c.TimeUs, AlgBWGBps: c.AlgBWGBps, BusBWGBps: c.BusBWGBps, Algo: c.Algo, Proto: c.Proto,
 			LatencyUs: c.LatencyUs, SHMHops: c.SHMHops, Calibrated: c.Calibrated, Bottleneck: c.Bottleneck}
 		if !math.IsNaN(c.NCCLTimeUs) {
 			r.NCCLTimeUs = c.NCCLTimeUs

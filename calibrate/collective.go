@@ -1,4 +1,4 @@
-package sim
+package calibrate
 
 // Calibration of the collective model from measured times (an nccl-tests
 // log, the executor's own collectives).
@@ -26,40 +26,42 @@ import (
 	"gonum.org/v1/gonum/optimize"
 
 	"github.com/tpscope/tpscope/model"
+	"github.com/tpscope/tpscope/ncclenv"
+	"github.com/tpscope/tpscope/sim"
 	"github.com/tpscope/tpscope/topology"
 )
 
-// CalSample is one measured collective time.
-type CalSample struct {
+// CollectiveSample is one measured collective time.
+type CollectiveSample struct {
 	Bytes  int64
 	TimeUs float64
 }
 
-// CalibrateOptions describe the measurement. The zero value means: an
+// CollectiveOptions describe the measurement. The zero value means: an
 // all-reduce over every GPU of the topology under NCCL's defaults.
-type CalibrateOptions struct {
+type CollectiveOptions struct {
 	Op model.Collective // "" = all-reduce
 	// Ranks: the measured group is the first Ranks GPUs (0 = all).
 	Ranks int
 	// NCCL holds the environment of the measurement: Proto/Algo restrict
 	// which pair a sample is assigned to; P2PLevel/P2PDisable are recorded
 	// in the fitted entries (sim applies them only under the same setting).
-	NCCL NCCLOptions
-	// PriorWeight is w above (0 = DefaultPriorWeight).
+	NCCL ncclenv.Settings
+	// PriorWeight is w above (0 = DefaultCollectivePriorWeight).
 	PriorWeight float64
 	// Source and Created are stored as the calibration's provenance.
 	Source, Created string
 }
 
-// DefaultPriorWeight weighs the prior against the mean squared log error
+// DefaultCollectivePriorWeight weighs the prior against the mean squared log error
 // of the data: moving a parameter by a factor e costs as much as a mean
 // log error of sqrt(0.001) = 3 % (assumption; enough to pin directions the
 // data leave free, such as baseLat versus hwLat, while biasing those they
 // determine by well under 1 %).
-const DefaultPriorWeight = 0.001
+const DefaultCollectivePriorWeight = 0.001
 
-// CalibrationFit is the result of Calibrate.
-type CalibrationFit struct {
+// CollectiveFit is the result of Collective.
+type CollectiveFit struct {
 	// Params holds one entry per (algo, proto) that received samples.
 	Params []topology.CollectiveParams
 	// Topology is a copy of the input with the entries merged into its
@@ -71,13 +73,14 @@ type CalibrationFit struct {
 	Samples                     int
 }
 
-// Calibrate fits per-protocol latency and bandwidth to samples.
-func Calibrate(t *topology.Topology, samples []CalSample, o CalibrateOptions) (*CalibrationFit, error) {
+// Collective fits per-protocol latency and bandwidth to samples.
+func Collective(t *topology.Topology, samples []CollectiveSample, o CollectiveOptions) (*CollectiveFit, error) {
 	if o.Op == "" {
 		o.Op = model.AllReduce
 	}
-	oi := opIndex(o.Op)
-	if oi < 0 || o.Op == model.AllToAll {
+	switch o.Op {
+	case model.AllReduce, model.AllGather, model.ReduceScatter:
+	default:
 		return nil, fmt.Errorf("calibrate: collective %q: only allreduce, allgather and reducescatter can be calibrated", o.Op)
 	}
 	if o.Ranks == 0 {
@@ -87,19 +90,24 @@ func Calibrate(t *topology.Topology, samples []CalSample, o CalibrateOptions) (*
 		return nil, fmt.Errorf("calibrate: the measurement has %d ranks; topology %q has %d GPUs (pass a topology with at least as many)", o.Ranks, t.Name, t.NumGPUs())
 	}
 	if o.PriorWeight <= 0 {
-		o.PriorWeight = DefaultPriorWeight
+		o.PriorWeight = DefaultCollectivePriorWeight
 	}
 	prior := o.NCCL
 	prior.IgnoreCalibration = true
-	m, err := NewCollectiveModel(t, prior)
+	m, err := sim.NewCollectiveModel(t, prior)
 	if err != nil {
 		return nil, fmt.Errorf("calibrate: %w", err)
 	}
-	group := firstRanks(o.Ranks)
-	g := m.group(group)
+	group := make([]int, o.Ranks)
+	for i := range group {
+		group[i] = i
+	}
 
-	type key struct{ a, p int }
-	byPair := map[key][]CalSample{}
+	type key struct {
+		a ncclenv.Algorithm
+		p ncclenv.Protocol
+	}
+	byPair := map[key][]CollectiveSample{}
 	var priorSq float64
 	n := 0
 	for _, s := range samples {
@@ -107,7 +115,9 @@ func Calibrate(t *topology.Topology, samples []CalSample, o CalibrateOptions) (*
 			continue
 		}
 		c := m.Cost(o.Op, group, s.Bytes)
-		k := key{indexOf(algoNames[:], c.Algo), indexOf(protoNames[:], c.Proto)}
+		a, _ := ncclenv.ParseAlgorithm(c.Algo)
+		pr, _ := ncclenv.ParseProtocol(c.Proto)
+		k := key{a, pr}
 		byPair[k] = append(byPair[k], s)
 		r := c.TimeUs/s.TimeUs - 1
 		priorSq += r * r
@@ -120,25 +130,22 @@ func Calibrate(t *topology.Topology, samples []CalSample, o CalibrateOptions) (*
 	for k := range byPair {
 		keys = append(keys, k)
 	}
-	sort.Slice(keys, func(i, j int) bool { return keys[i].a*numProtos+keys[i].p < keys[j].a*numProtos+keys[j].p })
+	sort.Slice(keys, func(i, j int) bool {
+		return int(keys[i].a)*int(ncclenv.NumProtocols)+int(keys[i].p) < int(keys[j].a)*int(ncclenv.NumProtocols)+int(keys[j].p)
+	})
 
-	fit := &CalibrationFit{Samples: n, PriorRMSErrFrac: math.Sqrt(priorSq / float64(n))}
+	fit := &CollectiveFit{Samples: n, PriorRMSErrFrac: math.Sqrt(priorSq / float64(n))}
 	var sq float64
 	for _, k := range keys {
 		ss := byPair[k]
-		st := steps(o.Op, k.a, g.n)
-		ratio := busToAlg(o.Op, k.a, g.n)
-		bus0 := g.ringBw
-		if k.a == algoTree {
-			bus0 = g.treeBw
+		// The prior is the uncalibrated model (sim.CollectiveModel.Prior):
+		// a calibrated hwLat replaces its whole latency per step.
+		pm, ok := m.Prior(o.Op, group, k.a, k.p)
+		if !ok {
+			return nil, fmt.Errorf("calibrate %s/%s: no such pair for %s on %d ranks", k.a, k.p, o.Op, o.Ranks)
 		}
-		// The prior is the uncalibrated model (precompute): a calibrated
-		// hwLat replaces its whole latency per step.
-		x0 := []float64{
-			math.Log(ncclBaseLatUs[k.a][k.p]),
-			math.Log(m.stepLatUs(g, k.a, k.p)),
-			math.Log(m.protoBusBw(g, k.a, k.p, bus0)),
-		}
+		st, ratio := pm.Steps, pm.BusToAlg
+		x0 := []float64{math.Log(pm.BaseLatUs), math.Log(pm.StepLatUs), math.Log(pm.BusBWGBps)}
 		predict := func(x []float64, b float64) float64 {
 			return math.Exp(x[0]) + st*math.Exp(x[1]) + b/(1000*math.Exp(x[2])*ratio)
 		}
@@ -159,7 +166,7 @@ func Calibrate(t *topology.Topology, samples []CalSample, o CalibrateOptions) (*
 			&optimize.Settings{FuncEvaluations: 20000, Converger: &optimize.FunctionConverge{Absolute: 1e-12, Relative: 1e-12, Iterations: 200}},
 			&optimize.NelderMead{})
 		if err != nil && res == nil {
-			return nil, fmt.Errorf("calibrate %s/%s: %w", algoNames[k.a], protoNames[k.p], err)
+			return nil, fmt.Errorf("calibrate %s/%s: %w", k.a, k.p, err)
 		}
 		x := res.X
 		var psq float64
@@ -169,8 +176,8 @@ func Calibrate(t *topology.Topology, samples []CalSample, o CalibrateOptions) (*
 		}
 		sq += psq
 		fit.Params = append(fit.Params, topology.CollectiveParams{
-			Op: string(o.Op), Algo: algoNames[k.a], Proto: protoNames[k.p], Ranks: o.Ranks,
-			P2PLevel:  P2PCondition(o.NCCL),
+			Op: string(o.Op), Algo: k.a.String(), Proto: k.p.String(), Ranks: o.Ranks,
+			P2PLevel:  o.NCCL.P2PCondition(),
 			BaseLatUs: round4(math.Exp(x[0])), HwLatUs: round4(math.Exp(x[1])), BusBWGBps: round4(math.Exp(x[2])),
 			Samples: len(ss), RMSRelErr: round4(math.Sqrt(psq / float64(len(ss)))),
 		})

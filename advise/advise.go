@@ -1,4 +1,4 @@
-package sim
+package advise
 
 import (
 	"errors"
@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/tpscope/tpscope/model"
+	"github.com/tpscope/tpscope/sim"
 )
 
 // Advise: rank the catalog's optimizations for one Scenario.
@@ -27,7 +28,7 @@ import (
 // the fast Evaluator for every entry marked Sweep and reports, per cell,
 // the change of aggregate tokens/s; PaysFrom is the cell with the fewest
 // KV tokens (batch x context, ties by smaller batch) at which the gain
-// reaches AdviseInput.ThresholdFrac while both configurations fit in memory,
+// reaches Input.ThresholdFrac while both configurations fit in memory,
 // and FitsFrom the first cell only the optimization makes fit.
 
 // Footprint is what one prediction moved and spent on rank 0 during one
@@ -57,7 +58,7 @@ type Footprint struct {
 }
 
 // FootprintOf summarizes a prediction (rank 0's ops).
-func FootprintOf(pr *Prediction) Footprint {
+func FootprintOf(pr *sim.Prediction) Footprint {
 	f := Footprint{StepUs: pr.StepUs, CommUs: pr.CommUs, IdleUs: pr.IdleUs, LaunchUs: pr.HostUs,
 		Kernels: pr.Kernels, TokensPerStep: pr.TokensPerStep}
 	for i := range pr.Ops {
@@ -130,15 +131,15 @@ func Diff(a, b Footprint) Delta {
 	return d
 }
 
-// AdviseInput is what Advise needs. Zero fields take the documented
+// Input is what Advise needs. Zero fields take the documented
 // defaults.
-type AdviseInput struct {
+type Input struct {
 	// Base is the configuration the user runs (the baseline).
-	Base Scenario
+	Base sim.Scenario
 	// Entries to rank; nil = Catalog(CatalogOptions{}).
 	Entries []Entry
-	// Batches and Contexts span the sweep grid; nil = DefaultAdviseBatches
-	// and DefaultAdviseContexts. NoSweep skips the sweep.
+	// Batches and Contexts span the sweep grid; nil = DefaultBatches
+	// and DefaultContexts. NoSweep skips the sweep.
 	Batches  []int
 	Contexts []int
 	NoSweep  bool
@@ -183,22 +184,22 @@ type TransferRow struct {
 // Default sweep grid of advise: batch sizes of vLLM's capture list and
 // beyond, contexts from 1K to 128K tokens.
 var (
-	DefaultAdviseBatches  = []int{1, 2, 4, 8, 16, 32, 64, 128, 256, 512}
-	DefaultAdviseContexts = []int{1024, 4096, 16384, 32768, 65536, 131072}
+	DefaultBatches  = []int{1, 2, 4, 8, 16, 32, 64, 128, 256, 512}
+	DefaultContexts = []int{1024, 4096, 16384, 32768, 65536, 131072}
 )
 
 // Variant is one predicted configuration of the advice.
 type Variant struct {
-	Name          string    `json:"name"`
-	StepUs        float64   `json:"step_us"`
-	TokensPerS    float64   `json:"tokens_per_s"`
-	PerRequest    float64   `json:"tokens_per_s_per_request"`
-	CommShareFrac float64   `json:"comm_share_frac"`
-	Footprint     Footprint `json:"footprint"`
-	Options       Options   `json:"options"`
-	Plan          string    `json:"plan"`
-	Workload      string    `json:"workload"`
-	Topology      string    `json:"topology"`
+	Name          string      `json:"name"`
+	StepUs        float64     `json:"step_us"`
+	TokensPerS    float64     `json:"tokens_per_s"`
+	PerRequest    float64     `json:"tokens_per_s_per_request"`
+	CommShareFrac float64     `json:"comm_share_frac"`
+	Footprint     Footprint   `json:"footprint"`
+	Options       sim.Options `json:"options"`
+	Plan          string      `json:"plan"`
+	Workload      string      `json:"workload"`
+	Topology      string      `json:"topology"`
 	// Caveats: known gaps of this prediction on the box (Predictor.Caveats).
 	Caveats []string `json:"caveats,omitempty"`
 	// Engine: the engine profile and kernels that priced it
@@ -206,8 +207,8 @@ type Variant struct {
 	Engine string `json:"engine,omitempty"`
 }
 
-// AdviceRow is one catalog entry's verdict.
-type AdviceRow struct {
+// Row is one catalog entry's verdict.
+type Row struct {
 	Entry         string        `json:"entry"`
 	Title         string        `json:"title"`
 	Kind          string        `json:"kind"`
@@ -279,7 +280,7 @@ type Advice struct {
 	StockGain   Gain  `json:"stock_gain"`
 	StockChange Delta `json:"stock_change"` // baseline - stock
 	// Rows, best speedup first (rows with errors last).
-	Rows []AdviceRow `json:"rows"`
+	Rows []Row `json:"rows"`
 	// WorthBuilding answers "which optimization is worth building next":
 	// the software entries (no box moves) not in the baseline, predicted,
 	// not refused on this box, whose tokens/s gain reaches ThresholdFrac,
@@ -288,7 +289,7 @@ type Advice struct {
 	// here, so its gain is only the most it could give.
 	WorthBuilding []Pick `json:"worth_building"`
 	UpperBounds   []Pick `json:"worth_building_upper_bounds,omitempty"`
-	// Transfer: the baseline model first, then AdviseInput.Transfer.
+	// Transfer: the baseline model first, then Input.Transfer.
 	Transfer []TransferRow `json:"transfer,omitempty"`
 	Batches  []int         `json:"batches,omitempty"`
 	Contexts []int         `json:"contexts,omitempty"`
@@ -305,7 +306,7 @@ type Pick struct {
 // worthBuilding splits the ranked rows' candidates for "worth building
 // next" into those the model stands behind and upper bounds (rows are
 // already best first).
-func worthBuilding(rows []AdviceRow, thresholdFrac float64) (sure, upper []Pick) {
+func worthBuilding(rows []Row, thresholdFrac float64) (sure, upper []Pick) {
 	sure = []Pick{} // JSON: an empty answer reads [], not null
 	for i := range rows {
 		r := &rows[i]
@@ -323,7 +324,7 @@ func worthBuilding(rows []AdviceRow, thresholdFrac float64) (sure, upper []Pick)
 }
 
 // predictVariant predicts c with per-op detail.
-func predictVariant(ev *Evaluator, name string, c Scenario) (*Variant, error) {
+func predictVariant(ev *sim.Evaluator, name string, c sim.Scenario) (*Variant, error) {
 	p, err := ev.Predictor(&c)
 	if err != nil {
 		return nil, err
@@ -340,7 +341,7 @@ func predictVariant(ev *Evaluator, name string, c Scenario) (*Variant, error) {
 }
 
 // Advise predicts the baseline, stock and every entry, and sweeps.
-func Advise(in AdviseInput) (*Advice, error) {
+func Advise(in Input) (*Advice, error) {
 	b := in.Base
 	if b.Arch == nil || b.Topo == nil {
 		return nil, errors.New("advise: the baseline needs an architecture and a topology")
@@ -355,12 +356,12 @@ func Advise(in AdviseInput) (*Advice, error) {
 		in.ThresholdFrac = 0.05
 	}
 	if in.Batches == nil {
-		in.Batches = DefaultAdviseBatches
+		in.Batches = DefaultBatches
 	}
 	if in.Contexts == nil {
-		in.Contexts = DefaultAdviseContexts
+		in.Contexts = DefaultContexts
 	}
-	var ev Evaluator
+	var ev sim.Evaluator
 	base, err := predictVariant(&ev, "baseline", b)
 	if err != nil {
 		return nil, fmt.Errorf("advise: baseline: %w", err)
@@ -379,7 +380,7 @@ func Advise(in AdviseInput) (*Advice, error) {
 		c.Arch = a
 		c.Workload.KVDtype = b.Workload.KVDtype
 		if in.ImplyDenseDSA {
-			c.Build.DenseDSA = ImpliedDenseDSA(a, c.Topo, c.Options.Engine)
+			c.Build.DenseDSA = sim.ImpliedDenseDSA(a, c.Topo, c.Options.Engine)
 		}
 		if err := c.Plan.Validate(a); err != nil {
 			adv.Transfer = append(adv.Transfer, TransferRow{Model: a.Name, Error: err.Error()})
@@ -399,12 +400,12 @@ func Advise(in AdviseInput) (*Advice, error) {
 
 	// One side of every pair is the baseline itself: baseWith says which.
 	type pair struct {
-		with, without Scenario
+		with, without sim.Scenario
 		baseWith      bool
 	}
 	pairs := make([]*pair, len(in.Entries))
 	for i, e := range in.Entries {
-		row := AdviceRow{Entry: e.Name, Title: e.Title, Kind: e.Kind, Applicability: e.Check(b), How: e.HowTo(b)}
+		row := Row{Entry: e.Name, Title: e.Title, Kind: e.Kind, Applicability: e.Check(b), How: e.HowTo(b)}
 		var pc pair
 		if e.Enabled(b) {
 			row.InBaseline = true
@@ -452,7 +453,7 @@ func Advise(in AdviseInput) (*Advice, error) {
 			fits bool
 		}
 		var baseGrid []point
-		eval := func(c Scenario, bt, cx int) (p point) {
+		eval := func(c sim.Scenario, bt, cx int) (p point) {
 			c.Workload.Batch, c.Workload.Context = bt, cx
 			if sum, err := ev.Evaluate(c); err == nil {
 				p = point{sum.TokensPerS, sum.Memory != nil && sum.Memory.Fits}

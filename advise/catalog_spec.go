@@ -1,15 +1,15 @@
-package sim
+package advise
 
 import (
 	"fmt"
 	"strings"
 
-	engprof "github.com/tpscope/tpscope/engine"
 	"github.com/tpscope/tpscope/model"
+	"github.com/tpscope/tpscope/sim"
 )
 
 // The speculative-decoding entries of the catalog, one per method
-// (model.SpecMethods): "mtp" (its name from before methods had names),
+// (specMethods): "mtp" (its name from before methods had names),
 // "spec-eagle3", "spec-draft", "spec-ngram", "spec-suffix". Each turns the
 // method on with its drafter (the built-in head or draft model of the
 // model's family, scaled as the model is) and K draft tokens, or off when
@@ -33,10 +33,14 @@ func specEntryName(m model.SpecMethod) string {
 	return "spec-" + string(m)
 }
 
+// specMethods are the methods the catalog has an entry for, in its order:
+// every method model.ParseSpecMethod reads.
+var specMethods = []model.SpecMethod{model.SpecMTP, model.SpecEagle3, model.SpecDraftModel, model.SpecNgram, model.SpecSuffix}
+
 // specEntries are the speculative-decoding entries.
 func specEntries(o CatalogOptions) []Entry {
 	var out []Entry
-	for _, m := range model.SpecMethods {
+	for _, m := range specMethods {
 		out = append(out, specEntry(o, m))
 	}
 	return out
@@ -68,11 +72,11 @@ func specEntry(o CatalogOptions, m model.SpecMethod) Entry {
 	if k > 1 {
 		title += "s"
 	}
-	apply := func(c Scenario) (Scenario, error) {
+	apply := func(c sim.Scenario) (sim.Scenario, error) {
 		spec := model.Spec{Method: m}
 		if c.Build.Spec.MethodFor(c.Workload) == m {
 			spec = c.Build.Spec
-		} else if d, err := DefaultDrafter(m, c.Arch); err != nil {
+		} else if d, err := m.DefaultDrafter(c.Arch); err != nil {
 			return c, err
 		} else if d != nil {
 			spec.Draft, spec.Drafter = d.Ref, d
@@ -92,21 +96,21 @@ func specEntry(o CatalogOptions, m model.SpecMethod) Entry {
 	}
 	return Entry{
 		Name: specEntryName(m), Title: title, Kind: "speculative",
-		Enabled: func(c Scenario) bool { return c.Build.Spec.MethodFor(c.Workload) == m },
+		Enabled: func(c sim.Scenario) bool { return c.Build.Spec.MethodFor(c.Workload) == m },
 		Apply:   apply,
-		Revert: func(c Scenario) (Scenario, error) {
+		Revert: func(c sim.Scenario) (sim.Scenario, error) {
 			c.Workload.SpecTokens = 0
 			c.Build.Spec = model.Spec{}
 			return c, nil
 		},
-		Check: func(c Scenario) Applicability { return checkSpecEntry(c, m, apply) },
-		HowTo: func(c Scenario) How {
+		Check: func(c sim.Scenario) Applicability { return checkSpecEntry(c, m, apply) },
+		HowTo: func(c sim.Scenario) How {
 			w, err := apply(c)
 			if err != nil {
 				return How{}
 			}
 			h := How{Exec: specExecFlags(w)}
-			if f := SpecEngineFlag(w); f != "" {
+			if f := w.SpecEngineFlag(); f != "" {
 				h.Engine = []string{f}
 			}
 			return h
@@ -117,7 +121,7 @@ func specEntry(o CatalogOptions, m model.SpecMethod) Entry {
 
 // specExecFlags is the tpscope command line that prices the scenario's
 // speculative method.
-func specExecFlags(c Scenario) string {
+func specExecFlags(c sim.Scenario) string {
 	s := c.Build.Spec
 	m := s.MethodFor(c.Workload)
 	f := []string{"predict --spec " + string(m), fmt.Sprintf("--spec-tokens %d", c.Workload.SpecTokens)}
@@ -135,17 +139,15 @@ func specExecFlags(c Scenario) string {
 // engine must implement it; the status is conditional where the priced
 // acceptance is no measurement of this pairing (a stand-in figure) or
 // depends on the traffic's repetition (ngram, suffix).
-func checkSpecEntry(c Scenario, m model.SpecMethod, apply func(Scenario) (Scenario, error)) Applicability {
+func checkSpecEntry(c sim.Scenario, m model.SpecMethod, apply func(sim.Scenario) (sim.Scenario, error)) Applicability {
 	w, err := apply(c)
 	if err != nil {
 		return Applicability{Status: NotApplicable, Reason: err.Error()}
 	}
-	if p, err := engprof.Lookup(c.Options.Engine); err == nil {
-		if err := checkSpecEngine(w, p); err != nil {
-			return Applicability{Status: NotApplicable, Reason: err.Error()}
-		}
+	if err := w.CheckSpec(); err != nil {
+		return Applicability{Status: NotApplicable, Reason: err.Error()}
 	}
-	y := SpecYieldOf(w)
+	y := w.SpecYield()
 	r := fmt.Sprintf("%s; %.2f tokens per step at the acceptance priced (%s)", w.Build.Spec.String(w.Workload), y.TokensPerStep, y.Source)
 	switch m {
 	case model.SpecMTP:
@@ -163,50 +165,4 @@ func checkSpecEntry(c Scenario, m model.SpecMethod, apply func(Scenario) (Scenar
 		return a
 	}
 	return Applicability{Status: Applies, Reason: r}
-}
-
-// DefaultDrafter is the drafter method m uses for target a without one
-// named: the built-in EAGLE-3 head whose target width and vocabulary are
-// a's (eagle3), the built-in draft model of a's vocabulary with fewer
-// parameters (draft), scaled by a's scale; nil for the methods without a
-// drafter; an error naming what is missing when no built-in fits.
-func DefaultDrafter(m model.SpecMethod, a *model.Arch) (*model.Arch, error) {
-	if m != model.SpecEagle3 && m != model.SpecDraftModel {
-		return nil, nil
-	}
-	if a == nil {
-		return nil, fmt.Errorf("no model to draft for")
-	}
-	scale := a.Ref.Scale
-	unscaledHidden := a.Hidden
-	base := a
-	if scale > 1 {
-		if b, err := (model.Ref{Name: a.Ref.Name, Path: a.Ref.Path, SHA256: a.Ref.SHA256, Config: a.Ref.Config, QuantConfig: a.Ref.QuantConfig}).Resolve(); err == nil {
-			base, unscaledHidden = b, b.Hidden
-		}
-	}
-	for _, name := range model.DrafterPresetNames() {
-		d, err := model.ResolveDrafter(name)
-		if err != nil {
-			return nil, err
-		}
-		ok := false
-		switch m {
-		case model.SpecEagle3:
-			ok = d.IsEagle3Head() && d.Eagle3.TargetHidden == unscaledHidden && d.Vocab == base.Vocab
-		case model.SpecDraftModel:
-			ok = !d.IsEagle3Head() && d.Vocab == base.Vocab && d.Params().Total < base.Params().Total
-		}
-		if !ok {
-			continue
-		}
-		if scale > 1 {
-			if d, err = model.ScaleArch(d, scale); err != nil {
-				return nil, err
-			}
-		}
-		return d, nil
-	}
-	what := map[model.SpecMethod]string{model.SpecEagle3: "EAGLE-3 head", model.SpecDraftModel: "draft model"}[m]
-	return nil, fmt.Errorf("no built-in %s for %s (built-in drafters: %s): pass --draft-model with its config.json", what, a.Name, strings.Join(model.DrafterPresetNames(), ", "))
 }

@@ -1,4 +1,4 @@
-package sim
+package advise
 
 // Gain is what an optimization is worth against a baseline, the one
 // definition advise and compare share. StepPct = (base step - step) / base

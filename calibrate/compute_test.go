@@ -1,4 +1,4 @@
-package sim
+package calibrate
 
 import (
 	"math"
@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/tpscope/tpscope/model"
+	"github.com/tpscope/tpscope/sim"
 	"github.com/tpscope/tpscope/topology"
 )
 
@@ -15,17 +16,17 @@ import (
 // 0.80 -> 0.64) on memory-bound ops of one family, and a second family
 // with memory-bound ops only, whose compute factor cannot be seen.
 func TestFitComputeRecoversScales(t *testing.T) {
-	gemm := CostFamily{Key: "gemm/bf16", Kind: model.KindGEMM, EfficiencyFrac: 0.70, MemEfficiencyFrac: 0.80, MemGBps: 1000}
-	norm := CostFamily{Key: "norm", Kind: model.KindNorm, EfficiencyFrac: 0.50, MemEfficiencyFrac: 0.80, MemGBps: 1000}
+	gemm := sim.CostFamily{Key: "gemm/bf16", Kind: model.KindGEMM, EfficiencyFrac: 0.70, MemEfficiencyFrac: 0.80, MemGBps: 1000}
+	norm := sim.CostFamily{Key: "norm", Kind: model.KindNorm, EfficiencyFrac: 0.50, MemEfficiencyFrac: 0.80, MemGBps: 1000}
 	var ss []ComputeSample
 	for i := 1; i <= 20; i++ {
 		c := 10 * float64(i) // compute-bound: compute 10..200 us, memory a third of it
-		ss = append(ss, ComputeSample{Family: gemm, Cost: OpCost{ComputeUs: c, MemoryUs: c / 3, MinKernelUs: 2, MemGBps: 1000}, MeasuredUs: 2 * c})
+		ss = append(ss, ComputeSample{Family: gemm, Cost: sim.OpCost{ComputeUs: c, MemoryUs: c / 3, MinKernelUs: 2, MemGBps: 1000}, MeasuredUs: 2 * c})
 		m := 5 * float64(i) // memory-bound: memory 5..100 us, compute a fifth
-		ss = append(ss, ComputeSample{Family: gemm, Cost: OpCost{ComputeUs: m / 5, MemoryUs: m, MinKernelUs: 2, MemGBps: 1000}, MeasuredUs: 1.25 * m})
-		ss = append(ss, ComputeSample{Family: norm, Cost: OpCost{ComputeUs: 0.1, MemoryUs: m, MinKernelUs: 2, MemGBps: 1000}, MeasuredUs: m})
+		ss = append(ss, ComputeSample{Family: gemm, Cost: sim.OpCost{ComputeUs: m / 5, MemoryUs: m, MinKernelUs: 2, MemGBps: 1000}, MeasuredUs: 1.25 * m})
+		ss = append(ss, ComputeSample{Family: norm, Cost: sim.OpCost{ComputeUs: 0.1, MemoryUs: m, MinKernelUs: 2, MemGBps: 1000}, MeasuredUs: m})
 	}
-	fits, err := FitCompute(ss, FitOptions{})
+	fits, err := Compute(ss, ComputeOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -77,7 +78,7 @@ func TestFitComputeRecoversScales(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cal, err := ApplyComputeFit(topo, fits, DeviceFit{LaunchEagerUs: 4.5}, "trace x.json, 2026-12-02, 60 samples")
+	cal, err := ApplyCompute(topo, fits, DeviceFit{LaunchEagerUs: 4.5}, "trace x.json, 2026-12-02, 60 samples")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -91,7 +92,7 @@ func TestFitComputeRecoversScales(t *testing.T) {
 	if !strings.Contains(d.Sources["efficiency.gemm/bf16"], "x.json") {
 		t.Errorf("provenance missing: %q", d.Sources["efficiency.gemm/bf16"])
 	}
-	p, err := New(cal, Options{})
+	p, err := sim.New(cal, sim.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -104,7 +105,7 @@ func TestFitComputeRecoversScales(t *testing.T) {
 // TestFitComputeRamp: memory-bound GEMMs of 1-100 us on the default
 // preset, whose catalog device already carries a ramp for the family (the
 // gemm floor, (800 + 700) cycles / 1650 MHz + 2 x 0.55 us = 2.01 us;
-// catalog.go), so the samples carry it as the prior, as a real trace's
+// topology/catalog.go), so the samples carry it as the prior, as a real trace's
 // would. The measured times are made by hand from t = 3 + b x memory, a
 // 3 us ramp (1 us more than the prior) and b = 1.25 (memory efficiency
 // 0.80 -> 0.64). The fit must move the ramp from the prior to 3 us and
@@ -123,14 +124,14 @@ func TestFitComputeRamp(t *testing.T) {
 	if math.Abs(prior["gemm"]-priorGEMMRampUs) > 0.006 || math.Abs(prior["norm"]-priorNormRampUs) > 0.006 {
 		t.Fatalf("default preset's prior ramps %v, want gemm %.2f and norm %.2f", prior, priorGEMMRampUs, priorNormRampUs)
 	}
-	gemm := CostFamily{Key: "gemm/bf16", Kind: model.KindGEMM, EfficiencyFrac: 0.70, MemEfficiencyFrac: 0.80, MemGBps: 1000}
+	gemm := sim.CostFamily{Key: "gemm/bf16", Kind: model.KindGEMM, EfficiencyFrac: 0.70, MemEfficiencyFrac: 0.80, MemGBps: 1000}
 	var ss []ComputeSample
 	for i := 1; i <= 30; i++ {
 		m := math.Pow(100, float64(i-1)/29) // 1..100 us, log-spaced
-		ss = append(ss, ComputeSample{Family: gemm, Cost: OpCost{ComputeUs: m / 10, MemoryUs: m, MinKernelUs: priorGEMMRampUs, RampUs: priorGEMMRampUs, MemGBps: 1000},
+		ss = append(ss, ComputeSample{Family: gemm, Cost: sim.OpCost{ComputeUs: m / 10, MemoryUs: m, MinKernelUs: priorGEMMRampUs, RampUs: priorGEMMRampUs, MemGBps: 1000},
 			MeasuredUs: math.Max(priorGEMMRampUs, 3+1.25*m)})
 	}
-	fits, err := FitCompute(ss, FitOptions{})
+	fits, err := Compute(ss, ComputeOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -142,7 +143,7 @@ func TestFitComputeRamp(t *testing.T) {
 	if !f.RampDetermined || math.Abs(f.RampUs-3) > 0.06 || math.Abs(f.MemEfficiencyFrac/0.64-1) > 0.01 {
 		t.Fatalf("ramp %.4f us (determined %v), mem eff %.4f; want 3 ± 2 %% and 0.64 ± 1 %%", f.RampUs, f.RampDetermined, f.MemEfficiencyFrac)
 	}
-	cal, err := ApplyComputeFit(topo, fits, DeviceFit{}, "trace r.json")
+	cal, err := ApplyCompute(topo, fits, DeviceFit{}, "trace r.json")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -152,18 +153,31 @@ func TestFitComputeRamp(t *testing.T) {
 	}
 	// A 64 MB bf16 weight stream at 1,597 x 0.64 GB/s is 62.6 us; the
 	// ramp adds 3 us.
-	p, err := New(cal, Options{})
+	p, err := sim.New(cal, sim.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	op := &model.Op{Kind: model.KindGEMM, WeightDtype: model.BF16, M: 1, N: 4096, K: 8192, FLOPs: 2 * 4096 * 8192, BytesRead: 64e6}
-	c := p.cm.cost(op)
-	if c.RampUs != d.RampUs["gemm/bf16"] || math.Abs(c.Us-(c.RampUs+c.MemoryUs)) > 1e-9 || c.Bound != BoundMemory {
+	c := priorCost(t, p, op)
+	if c.RampUs != d.RampUs["gemm/bf16"] || math.Abs(c.Us-(c.RampUs+c.MemoryUs)) > 1e-9 || c.Bound != sim.BoundMemory {
 		t.Errorf("cost %.3f us (ramp %.3f, memory %.3f, %s), want ramp + memory", c.Us, c.RampUs, c.MemoryUs, c.Bound)
 	}
 	// A family the trace did not fit keeps its prior ramp: the norm floor.
 	norm := &model.Op{Kind: model.KindNorm, M: 1, BytesRead: 64e6}
-	if c := p.cm.cost(norm); math.Abs(c.RampUs-priorNormRampUs) > 0.006 || math.Abs(c.Us-(c.RampUs+c.MemoryUs)) > 1e-9 {
+	if c := priorCost(t, p, norm); math.Abs(c.RampUs-priorNormRampUs) > 0.006 || math.Abs(c.Us-(c.RampUs+c.MemoryUs)) > 1e-9 {
 		t.Errorf("norm cost %.3f us with ramp %.3f, want the prior ramp %.2f + memory %.3f", c.Us, c.RampUs, priorNormRampUs, c.MemoryUs)
 	}
+}
+
+// priorCost is the cost p gives op alone: a one-op schedule on rank 0,
+// predicted.
+func priorCost(t *testing.T, p *sim.Predictor, op *model.Op) sim.OpCost {
+	t.Helper()
+	o := *op
+	o.ID = "L00.op"
+	pr, err := p.Predict(&model.Schedule{Ranks: [][]model.Op{{o}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pr.Ops[0].Cost
 }

@@ -1,11 +1,14 @@
-package sim
+package calibrate
 
 import (
 	"math"
 	"testing"
 
+	"github.com/tpscope/tpscope/calibrate/nccltests"
 	"github.com/tpscope/tpscope/model"
-	"github.com/tpscope/tpscope/sim/nccltests"
+	"github.com/tpscope/tpscope/ncclenv"
+	"github.com/tpscope/tpscope/sim"
+	"github.com/tpscope/tpscope/topology"
 )
 
 // TestCalibrateHoldOut fits on the even-indexed sizes of a hand-made
@@ -21,22 +24,22 @@ func TestCalibrateHoldOut(t *testing.T) {
 		t.Fatalf("log: %d ranks, op %q; want 8, allreduce", lg.Ranks, lg.Op)
 	}
 	tp := collTopo(t, "rtxpro6000-2s", 0)
-	var fitOn []CalSample
+	var fitOn []CollectiveSample
 	for i, r := range lg.Rows {
 		if i%2 == 0 {
 			for _, tm := range r.Times() {
-				fitOn = append(fitOn, CalSample{Bytes: r.Bytes, TimeUs: tm})
+				fitOn = append(fitOn, CollectiveSample{Bytes: r.Bytes, TimeUs: tm})
 			}
 		}
 	}
-	fit, err := Calibrate(tp, fitOn, CalibrateOptions{Op: model.AllReduce, Ranks: lg.Ranks, Source: "test"})
+	fit, err := Collective(tp, fitOn, CollectiveOptions{Op: model.AllReduce, Ranks: lg.Ranks, Source: "test"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !(fit.RMSErrFrac < fit.PriorRMSErrFrac) {
 		t.Errorf("fit RMS rel err %.3f not below the prior's %.3f", fit.RMSErrFrac, fit.PriorRMSErrFrac)
 	}
-	m, err := NewCollectiveModel(fit.Topology, NCCLOptions{})
+	m, err := sim.NewCollectiveModel(fit.Topology, ncclenv.Settings{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -55,7 +58,7 @@ func TestCalibrateHoldOut(t *testing.T) {
 		}
 	}
 	// A second calibration under another P2P level keeps the first.
-	fit2, err := Calibrate(fit.Topology, fitOn, CalibrateOptions{Op: model.AllReduce, Ranks: 8, NCCL: NCCLOptions{P2PLevel: "SYS"}})
+	fit2, err := Collective(fit.Topology, fitOn, CollectiveOptions{Op: model.AllReduce, Ranks: 8, NCCL: ncclenv.Settings{P2PLevel: "SYS"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -70,11 +73,11 @@ func TestCalibrateHoldOut(t *testing.T) {
 // rank count, so the test checks their sum at 8 ranks and the bandwidth.
 func TestCalibrateRecoversConstants(t *testing.T) {
 	tp := collTopo(t, "rtxpro6000-2s", 0)
-	var ss []CalSample
+	var ss []CollectiveSample
 	for b := int64(1024); b <= 64<<20; b *= 2 {
-		ss = append(ss, CalSample{Bytes: b, TimeUs: 38 + float64(b)/(1000*12*8.0/14)})
+		ss = append(ss, CollectiveSample{Bytes: b, TimeUs: 38 + float64(b)/(1000*12*8.0/14)})
 	}
-	fit, err := Calibrate(tp, ss, CalibrateOptions{NCCL: NCCLOptions{Proto: "LL", Algo: "Ring"}})
+	fit, err := Collective(tp, ss, CollectiveOptions{NCCL: ncclenv.Settings{Proto: "LL", Algo: "Ring"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -97,17 +100,17 @@ func TestCalibrateErrors(t *testing.T) {
 	tp := collTopo(t, "rtxpro6000-2s", 4)
 	cases := []struct {
 		name string
-		ss   []CalSample
-		o    CalibrateOptions
+		ss   []CollectiveSample
+		o    CollectiveOptions
 	}{
-		{"no samples", nil, CalibrateOptions{}},
-		{"only bad samples", []CalSample{{0, 10}, {100, -1}}, CalibrateOptions{}},
-		{"more ranks than GPUs", []CalSample{{1024, 10}}, CalibrateOptions{Ranks: 8}},
-		{"alltoall", []CalSample{{1024, 10}}, CalibrateOptions{Op: model.AllToAll}},
+		{"no samples", nil, CollectiveOptions{}},
+		{"only bad samples", []CollectiveSample{{0, 10}, {100, -1}}, CollectiveOptions{}},
+		{"more ranks than GPUs", []CollectiveSample{{1024, 10}}, CollectiveOptions{Ranks: 8}},
+		{"alltoall", []CollectiveSample{{1024, 10}}, CollectiveOptions{Op: model.AllToAll}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			if _, err := Calibrate(tp, c.ss, c.o); err == nil {
+			if _, err := Collective(tp, c.ss, c.o); err == nil {
 				t.Error("no error")
 			}
 		})
@@ -120,20 +123,20 @@ func TestCalibrateHoldOutDetail(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var fitOn []CalSample
+	var fitOn []CollectiveSample
 	for i, r := range lg.Rows {
 		if i%2 == 0 {
 			for _, tm := range r.Times() {
-				fitOn = append(fitOn, CalSample{Bytes: r.Bytes, TimeUs: tm})
+				fitOn = append(fitOn, CollectiveSample{Bytes: r.Bytes, TimeUs: tm})
 			}
 		}
 	}
-	fit, err := Calibrate(collTopo(t, "rtxpro6000-2s", 0), fitOn, CalibrateOptions{})
+	fit, err := Collective(collTopo(t, "rtxpro6000-2s", 0), fitOn, CollectiveOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	worst := 0.0
-	m, _ := NewCollectiveModel(fit.Topology, NCCLOptions{})
+	m, _ := sim.NewCollectiveModel(fit.Topology, ncclenv.Settings{})
 	for i, r := range lg.Rows {
 		if i%2 == 1 {
 			ts := r.Times()
@@ -150,20 +153,30 @@ func TestCalibrateHoldOutDetail(t *testing.T) {
 // NCCL's hwLat prices, so a prior without it would pull the fit away.
 func TestCalibratePriorIsTheModel(t *testing.T) {
 	tp := collTopo(t, "rtxpro6000-switch", 0)
-	o := NCCLOptions{Proto: "LL", Algo: "Ring"}
-	m, err := NewCollectiveModel(tp, o)
+	o := ncclenv.Settings{Proto: "LL", Algo: "Ring"}
+	m, err := sim.NewCollectiveModel(tp, o)
 	if err != nil {
 		t.Fatal(err)
 	}
-	g := m.group(firstRanks(8))
-	if g.hopExtraUs <= 0 {
-		t.Fatalf("ring hop latency beyond NCCL's hwLat %.3f us: want > 0 for this test", g.hopExtraUs)
+	prior, ok := m.Prior(model.AllReduce, nil, ncclenv.Ring, ncclenv.LL)
+	if !ok {
+		t.Fatal("no Ring/LL prior for all-reduce")
 	}
-	var ss []CalSample
+	// The ring's latency per step beyond NCCL's hwLat (NCCL's own
+	// estimate, NCCLLatencyUs = baseLat + steps x hwLat) and the
+	// host-memory hops' share of the SHM latency is its slowest P2P hop's
+	// extra latency.
+	c := m.Cost(model.AllReduce, nil, 1024)
+	hwLatUs := (c.NCCLLatencyUs - prior.BaseLatUs) / prior.Steps
+	hopExtraUs := prior.StepLatUs - hwLatUs - float64(c.SHMHops)/8*tp.Host.SHMLatUs
+	if hopExtraUs <= 1e-9 {
+		t.Fatalf("ring hop latency beyond NCCL's hwLat %.3f us: want > 0 for this test", hopExtraUs)
+	}
+	var ss []CollectiveSample
 	for b := int64(1 << 10); b <= 1<<20; b *= 2 {
-		ss = append(ss, CalSample{Bytes: b, TimeUs: m.Cost(model.AllReduce, nil, b).TimeUs})
+		ss = append(ss, CollectiveSample{Bytes: b, TimeUs: m.Cost(model.AllReduce, nil, b).TimeUs})
 	}
-	fit, err := Calibrate(tp, ss, CalibrateOptions{NCCL: o})
+	fit, err := Collective(tp, ss, CollectiveOptions{NCCL: o})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -172,18 +185,27 @@ func TestCalibratePriorIsTheModel(t *testing.T) {
 	}
 	p := fit.Params[0]
 	// The prior fits the samples exactly, so the fit stays on it: the
-	// fitted values are the model's, to the 4 significant digits Calibrate
+	// fitted values are the model's, to the 4 significant digits Collective
 	// keeps (round4).
 	for _, c := range []struct {
 		name      string
 		got, want float64
 	}{
-		{"base latency", p.BaseLatUs, ncclBaseLatUs[algoRing][protoLL]},
-		{"latency per step", p.HwLatUs, m.stepLatUs(g, algoRing, protoLL)},
-		{"bus bandwidth", p.BusBWGBps, m.protoBusBw(g, algoRing, protoLL, g.ringBw)},
+		{"base latency", p.BaseLatUs, prior.BaseLatUs},
+		{"latency per step", p.HwLatUs, prior.StepLatUs},
+		{"bus bandwidth", p.BusBWGBps, prior.BusBWGBps},
 	} {
 		if c.got != round4(c.want) {
 			t.Errorf("%s %v, model %v", c.name, c.got, round4(c.want))
 		}
 	}
+}
+
+func collTopo(t testing.TB, name string, gpus int) *topology.Topology {
+	t.Helper()
+	tp, err := topology.Resolve(name, gpus)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tp
 }

@@ -1,12 +1,14 @@
-package sim
+package advise
 
 import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"reflect"
 	"testing"
 
 	"github.com/tpscope/tpscope/model"
+	"github.com/tpscope/tpscope/sim"
 )
 
 func entryByName(t *testing.T, name string) Entry {
@@ -20,8 +22,8 @@ func entryByName(t *testing.T, name string) Entry {
 	return Entry{}
 }
 
-func seedConfig(t testing.TB) Scenario {
-	return Scenario{Arch: mustPreset(t, "kimi-k2.5-nvfp4"), Plan: model.Plan{TP: 8},
+func seedConfig(t testing.TB) sim.Scenario {
+	return sim.Scenario{Arch: mustPreset(t, "kimi-k2.5-nvfp4"), Plan: model.Plan{TP: 8},
 		Workload: model.Workload{Batch: 1, Context: 4096, KVDtype: model.BF16},
 		Options:  seedOptions, Topo: mustTopo(t, "rtxpro6000-2s")}
 }
@@ -45,7 +47,7 @@ func TestCatalogApplicability(t *testing.T) {
 	ds.Arch = mustPreset(t, "deepseek-v3")
 	cases := []struct {
 		entry string
-		c     Scenario
+		c     sim.Scenario
 		want  Status
 	}{
 		// TRITON_MLA is the only MLA backend on SM120 and needs the 2026
@@ -108,7 +110,7 @@ func TestOneShotCrossSocketCaveat(t *testing.T) {
 	four.Plan = model.Plan{TP: 4}
 	for _, c := range []struct {
 		name string
-		c    Scenario
+		c    sim.Scenario
 		want bool
 	}{{"2-socket tp8", seed, true}, {"switch tp8", sw, false}, {"2-socket tp4 (socket 0)", four, false}} {
 		a := entryByName(t, "oneshot-ar").Check(c.c)
@@ -149,7 +151,7 @@ func TestMTPRuleMatchesConfig(t *testing.T) {
 // TestCatalogApplyRevert: every entry turns itself on and off.
 func TestCatalogApplyRevert(t *testing.T) {
 	base := seedConfig(t)
-	base.Options = Options{} // stock: nothing enabled
+	base.Options = sim.Options{} // stock: nothing enabled
 	base.Arch = mustPreset(t, "deepseek-v3")
 	for _, e := range Catalog(CatalogOptions{}) {
 		t.Run(e.Name, func(t *testing.T) {
@@ -183,29 +185,13 @@ func TestCatalogApplyRevert(t *testing.T) {
 
 func TestStock(t *testing.T) {
 	c := seedConfig(t)
-	c.Options.ARNormFusion, c.Options.CustomAR, c.Options.GPUMemUtilFrac = true, CustomAROneShot, 0.8
+	c.Options.ARNormFusion, c.Options.CustomAR, c.Options.GPUMemUtilFrac = true, sim.CustomAROneShot, 0.8
 	s := Stock(c)
-	want := Options{GPUMemUtilFrac: 0.8}
-	if !optionsEqual(&s.Options, &want) {
+	want := sim.Options{GPUMemUtilFrac: 0.8}
+	if !reflect.DeepEqual(s.Options, want) {
 		t.Errorf("stock options %+v, want %+v", s.Options, want)
 	}
 	if s.Plan != c.Plan || s.Workload != c.Workload || s.Topo != c.Topo {
 		t.Error("stock changed plan, workload or box")
-	}
-}
-
-// TestComputeCapability: the one parser of Device.ComputeCapability
-// ("major.minor") that the catalog checks, the caveats and the attention
-// backend choice read.
-func TestComputeCapability(t *testing.T) {
-	for _, c := range []struct {
-		cc           string
-		major, minor int
-	}{
-		{"12.0", 12, 0}, {"9.0", 9, 0}, {"8.9", 8, 9}, {"10.3", 10, 3}, {"12", 12, 0}, {"?", 0, 0}, {"", 0, 0},
-	} {
-		if major, minor := computeCapability(c.cc); major != c.major || minor != c.minor {
-			t.Errorf("computeCapability(%q) = %d.%d, want %d.%d", c.cc, major, minor, c.major, c.minor)
-		}
 	}
 }

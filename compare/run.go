@@ -1,30 +1,35 @@
-package exec
+package compare
 
 import (
 	"encoding/json"
 	"math"
 	"sort"
 
+	"github.com/tpscope/tpscope/exec"
 	"github.com/tpscope/tpscope/model"
 )
 
-// Comparison sets a Result beside a prediction of the same schedule.
-// Errors are relative: (predicted - measured) / measured, so -0.2 means the
-// prediction was 20 % too fast.
-type Comparison struct {
+// RunComparison sets a run's result (exec.Result, the executor's own
+// measurement of a schedule, tpscope run --compare) beside a prediction
+// of the same schedule, per step and per op kind. Trace comparisons
+// (Compare) align spans instead; this one reads the result's per-op
+// times directly. Errors are relative: (predicted - measured) / measured,
+// so -0.2 means the prediction was 20 % too fast.
+type RunComparison struct {
 	MeasuredStepUs  float64 `json:"measured_step_us"` // median measured step
 	PredictedStepUs float64 `json:"predicted_step_us"`
 	// StepErrPct = (predicted - measured) / measured x 100.
-	StepErrPct float64          `json:"step_err_pct"`
-	ByKind     []KindComparison `json:"by_kind"` // largest measured first
+	StepErrPct float64   `json:"step_err_pct"`
+	ByKind     []RunKind `json:"by_kind"` // largest measured first
 	// Unpredicted lists op IDs of the local ranks with no predicted time
 	// (sorted, each once).
 	Unpredicted []string `json:"unpredicted,omitempty"`
 }
 
-// KindComparison is one op kind's time per step (mean over local ranks of
-// the per-rank sums; measured: per-op medians over steps, as Summary.ByKind).
-type KindComparison struct {
+// RunKind is one op kind's time per step (mean over local ranks of the
+// per-rank sums; measured: per-op medians over steps, as
+// exec.Summary.ByKind).
+type RunKind struct {
 	Kind        model.OpKind `json:"kind"`
 	MeasuredUs  float64      `json:"measured_us"`
 	PredictedUs float64      `json:"predicted_us"`
@@ -37,10 +42,10 @@ type KindComparison struct {
 	NotRun int `json:"not_run"`
 }
 
-// Compare compares res (of schedule s) with predicted times per op ID in
+// Run compares res (a run of schedule s) with predicted times per op ID in
 // microseconds and a predicted step time.
-func (res *Result) Compare(s *model.Schedule, predictedUs map[string]float64, predictedStepUs float64) Comparison {
-	c := Comparison{MeasuredStepUs: res.Summary.StepMedianUs, PredictedStepUs: predictedStepUs, StepErrPct: relErrPct(predictedStepUs, res.Summary.StepMedianUs)}
+func Run(res *exec.Result, s *model.Schedule, predictedUs map[string]float64, predictedStepUs float64) RunComparison {
+	c := RunComparison{MeasuredStepUs: res.Summary.StepMedianUs, PredictedStepUs: predictedStepUs, StepErrPct: relErrPct(predictedStepUs, res.Summary.StepMedianUs)}
 	pred := map[model.OpKind]float64{}
 	notRun := map[model.OpKind]int{}
 	missing := map[string]bool{}
@@ -53,7 +58,7 @@ func (res *Result) Compare(s *model.Schedule, predictedUs map[string]float64, pr
 				continue
 			}
 			pred[op.Kind] += us
-			if res.neverTimed(k, i) {
+			if neverTimed(res, k, i) {
 				notRun[op.Kind]++
 				notRunUs += us
 			}
@@ -68,11 +73,11 @@ func (res *Result) Compare(s *model.Schedule, predictedUs map[string]float64, pr
 	seen := map[model.OpKind]bool{}
 	for _, k := range res.Summary.ByKind {
 		seen[k.Kind] = true
-		c.ByKind = append(c.ByKind, KindComparison{Kind: k.Kind, MeasuredUs: k.Us, PredictedUs: pred[k.Kind] / nr, ErrPct: relErrPct(pred[k.Kind]/nr, k.Us)})
+		c.ByKind = append(c.ByKind, RunKind{Kind: k.Kind, MeasuredUs: k.Us, PredictedUs: pred[k.Kind] / nr, ErrPct: relErrPct(pred[k.Kind]/nr, k.Us)})
 	}
 	for k, us := range pred {
 		if !seen[k] {
-			c.ByKind = append(c.ByKind, KindComparison{Kind: k, PredictedUs: us / nr, ErrPct: math.NaN()})
+			c.ByKind = append(c.ByKind, RunKind{Kind: k, PredictedUs: us / nr, ErrPct: math.NaN()})
 		}
 	}
 	for i := range c.ByKind {
@@ -100,8 +105,8 @@ func relErrPct(pred, meas float64) float64 {
 
 // MarshalJSON writes ErrPct as null when nothing was measured (JSON has no
 // NaN).
-func (k KindComparison) MarshalJSON() ([]byte, error) {
-	type plain KindComparison
+func (k RunKind) MarshalJSON() ([]byte, error) {
+	type plain RunKind
 	var errPct *float64
 	if !math.IsNaN(k.ErrPct) {
 		errPct = &k.ErrPct
@@ -114,7 +119,7 @@ func (k KindComparison) MarshalJSON() ([]byte, error) {
 
 // neverTimed reports whether op i of local rank k has no measured time in
 // any step (the backend skipped it).
-func (res *Result) neverTimed(k, i int) bool {
+func neverTimed(res *exec.Result, k, i int) bool {
 	if len(res.OpUs) == 0 {
 		return false
 	}

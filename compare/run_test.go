@@ -1,14 +1,15 @@
-package exec
+package compare
 
 import (
 	"math"
 	"testing"
 
+	"github.com/tpscope/tpscope/exec"
 	"github.com/tpscope/tpscope/model"
 )
 
 // A one-rank shard run never times its collectives (the backend skips
-// them): Compare shows their predicted time but leaves it out of the
+// them): Run shows their predicted time but leaves it out of the
 // predicted step. Hand-built: ops gemm 10 us, allreduce 4 us, gemm 6 us
 // predicted (step 20 us); measured gemm 12 and 8 us, allreduce 0 in both
 // steps, step 20 us. Predicted step without the all-reduce: 16 us,
@@ -19,17 +20,17 @@ func TestCompareLeavesUntimedOpsOutOfTheStep(t *testing.T) {
 		{ID: "L00.attn.allreduce", Kind: model.KindCollective, Collective: model.AllReduce},
 		{ID: "L00.moe.down", Kind: model.KindGEMM},
 	}}}
-	res := &Result{
+	res := &exec.Result{
 		LocalRanks: []int{0},
 		OpUs:       [][][]float64{{{12, 0, 8}}, {{12, 0, 8}}},
-		Summary:    Summary{StepMedianUs: 20, ByKind: []KindTime{{Kind: model.KindGEMM, Us: 20}}},
+		Summary:    exec.Summary{StepMedianUs: 20, ByKind: []exec.KindTime{{Kind: model.KindGEMM, Us: 20}}},
 	}
 	pred := map[string]float64{"L00.attn.o_proj": 10, "L00.attn.allreduce": 4, "L00.moe.down": 6}
-	c := res.Compare(s, pred, 20)
+	c := Run(res, s, pred, 20)
 	if c.PredictedStepUs != 16 || math.Abs(c.StepErrPct-(-20)) > 1e-10 {
 		t.Errorf("predicted step %v (err %v), want 16 (-20 %%)", c.PredictedStepUs, c.StepErrPct)
 	}
-	var coll *KindComparison
+	var coll *RunKind
 	for i := range c.ByKind {
 		if c.ByKind[i].Kind == model.KindCollective {
 			coll = &c.ByKind[i]

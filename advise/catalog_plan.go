@@ -1,6 +1,9 @@
-package sim
+package advise
 
-import "fmt"
+import (
+	"fmt"
+	"github.com/tpscope/tpscope/sim"
+)
 
 // PlanEntries are optimizations of the plan and the build that the
 // executor runs and Catalog does not list: decode context parallelism, and
@@ -11,8 +14,8 @@ func PlanEntries() []Entry {
 	return []Entry{
 		{
 			Name: "dcp", Title: "decode context parallelism over the TP ranks", Kind: "parallelism",
-			Enabled: func(c Scenario) bool { return c.Plan.Normalized().DCP > 1 },
-			Apply: func(c Scenario) (Scenario, error) {
+			Enabled: func(c sim.Scenario) bool { return c.Plan.Normalized().DCP > 1 },
+			Apply: func(c sim.Scenario) (sim.Scenario, error) {
 				tp := c.Plan.Normalized().TP
 				if tp < 2 {
 					return c, fmt.Errorf("plan %s: decode context parallelism needs TP > 1", c.Plan.Normalized())
@@ -23,11 +26,11 @@ func PlanEntries() []Entry {
 				c.Plan.DCP = tp
 				return c, c.Plan.Validate(c.Arch)
 			},
-			Revert: func(c Scenario) (Scenario, error) {
+			Revert: func(c sim.Scenario) (sim.Scenario, error) {
 				c.Plan.DCP = 1
 				return c, c.Plan.Validate(c.Arch)
 			},
-			Check: func(c Scenario) Applicability {
+			Check: func(c sim.Scenario) Applicability {
 				tp := c.Plan.Normalized().TP
 				if tp < 2 {
 					return Applicability{Status: NotApplicable, Reason: "needs TP > 1: the KV cache splits by tokens over the TP ranks"}
@@ -42,31 +45,31 @@ func PlanEntries() []Entry {
 				}
 				return Applicability{Status: Applies, Reason: fmt.Sprintf("each rank keeps 1/%d of every sequence's KV cache and attends all heads over it; per layer a q all-gather, an LSE all-gather and an output reduce-scatter (vLLM --decode-context-parallel-size)", tp)}
 			},
-			HowTo: func(c Scenario) How {
+			HowTo: func(c sim.Scenario) How {
 				return How{Engine: []string{fmt.Sprintf("--decode-context-parallel-size %d", c.Plan.Normalized().TP)}}
 			},
 		},
 		{
 			Name: "dsa", Title: "DSA sparse attention (indexer top-k) instead of dense MLA", Kind: "attention",
-			Enabled: func(c Scenario) bool { return c.Arch.HasIndexer() && !c.Build.DenseDSA },
-			Apply: func(c Scenario) (Scenario, error) {
+			Enabled: func(c sim.Scenario) bool { return c.Arch.HasIndexer() && !c.Build.DenseDSA },
+			Apply: func(c sim.Scenario) (sim.Scenario, error) {
 				if !c.Arch.HasIndexer() {
 					return c, fmt.Errorf("%s has no DSA indexer", c.Arch.Name)
 				}
 				c.Build.DenseDSA = false
 				return c, nil
 			},
-			Revert: func(c Scenario) (Scenario, error) {
+			Revert: func(c sim.Scenario) (sim.Scenario, error) {
 				c.Build.DenseDSA = true
 				return c, nil
 			},
-			Check: func(c Scenario) Applicability {
+			Check: func(c sim.Scenario) Applicability {
 				if !c.Arch.HasIndexer() {
 					return Applicability{Status: NotApplicable, Reason: fmt.Sprintf("%s has no DSA indexer (index_n_heads = 0)", c.Arch.Name)}
 				}
 				return Applicability{Status: Applies, Reason: "the indexer scores the whole context, then attention reads only the top-k tokens; engines without DSA kernels (SM120) run dense MLA over the whole context"}
 			},
-			HowTo: func(Scenario) How {
+			HowTo: func(sim.Scenario) How {
 				return How{Exec: "model.BuildOptions.DenseDSA false (--dense-dsa=false)"}
 			},
 		},

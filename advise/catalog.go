@@ -1,10 +1,11 @@
-package sim
+package advise
 
 import (
 	"fmt"
 	"strings"
 
 	"github.com/tpscope/tpscope/model"
+	"github.com/tpscope/tpscope/sim"
 	"github.com/tpscope/tpscope/topology"
 )
 
@@ -87,11 +88,11 @@ type Entry struct {
 	// (all-reduce kernels), "kv", "parallelism", "speculative", "box".
 	Kind string `json:"kind"`
 
-	Enabled func(c Scenario) bool              `json:"-"`
-	Apply   func(c Scenario) (Scenario, error) `json:"-"`
-	Revert  func(c Scenario) (Scenario, error) `json:"-"`
-	Check   func(c Scenario) Applicability     `json:"-"`
-	HowTo   func(c Scenario) How               `json:"-"`
+	Enabled func(c sim.Scenario) bool                  `json:"-"`
+	Apply   func(c sim.Scenario) (sim.Scenario, error) `json:"-"`
+	Revert  func(c sim.Scenario) (sim.Scenario, error) `json:"-"`
+	Check   func(c sim.Scenario) Applicability         `json:"-"`
+	HowTo   func(c sim.Scenario) How                   `json:"-"`
 	// Sweep: advise sweeps batch x context for this entry.
 	Sweep bool `json:"-"`
 }
@@ -113,13 +114,6 @@ type CatalogOptions struct {
 	Topologies []string
 }
 
-// DefaultMTPAcceptFrac is the MTP entry's default acceptance rate: 0.85,
-// the low end of the 85-90 % acceptance of the second token that the
-// DeepSeek-V3 Technical Report (arXiv:2412.19437, section 5.4.3) gives for
-// its MTP module. Acceptance depends on the model and the traffic; it is
-// an input (serving-facts.md), so advise and plan take it as a flag.
-const DefaultMTPAcceptFrac = 0.85
-
 // DefaultCatalogTopologies are the boxes the "box" entries move to.
 var DefaultCatalogTopologies = []string{"rtxpro6000-switch", "h200-nvswitch"}
 
@@ -127,8 +121,8 @@ var DefaultCatalogTopologies = []string{"rtxpro6000-switch", "h200-nvswitch"}
 // with its defaults (no NCCL_PROTO, NCCL_P2P_LEVEL=PXB, P2P on), vLLM's
 // custom all-reduce rule, no fusion, no overlap. Plan, workload, box,
 // memory utilization and attention backend are kept.
-func Stock(c Scenario) Scenario {
-	o := Options{MTPAcceptFrac: c.Options.MTPAcceptFrac, SpecAccept: c.Options.SpecAccept, GPUMemUtilFrac: c.Options.GPUMemUtilFrac,
+func Stock(c sim.Scenario) sim.Scenario {
+	o := sim.Options{MTPAcceptFrac: c.Options.MTPAcceptFrac, SpecAccept: c.Options.SpecAccept, GPUMemUtilFrac: c.Options.GPUMemUtilFrac,
 		AttentionBackend: c.Options.AttentionBackend}
 	c.Options = o
 	return c
@@ -142,8 +136,8 @@ func Catalog(o CatalogOptions) []Entry {
 	if o.Topologies == nil {
 		o.Topologies = DefaultCatalogTopologies
 	}
-	opt := func(set func(*Options)) func(Scenario) (Scenario, error) {
-		return func(c Scenario) (Scenario, error) {
+	opt := func(set func(*sim.Options)) func(sim.Scenario) (sim.Scenario, error) {
+		return func(c sim.Scenario) (sim.Scenario, error) {
 			set(&c.Options)
 			return c, nil
 		}
@@ -151,81 +145,81 @@ func Catalog(o CatalogOptions) []Entry {
 	entries := []Entry{
 		{
 			Name: "cuda-graphs", Title: "CUDA graphs for decode", Kind: "runtime",
-			Enabled: func(c Scenario) bool { return c.Options.CUDAGraphs },
-			Apply:   opt(func(o *Options) { o.CUDAGraphs = true }),
-			Revert:  opt(func(o *Options) { o.CUDAGraphs = false }),
-			Check: func(c Scenario) Applicability {
+			Enabled: func(c sim.Scenario) bool { return c.Options.CUDAGraphs },
+			Apply:   opt(func(o *sim.Options) { o.CUDAGraphs = true }),
+			Revert:  opt(func(o *sim.Options) { o.CUDAGraphs = false }),
+			Check: func(c sim.Scenario) Applicability {
 				return Applicability{Status: Applies, Reason: "vLLM captures decode graphs for batches up to 512 tokens by default (serving-facts.md); larger batches run eagerly"}
 			},
-			HowTo: func(Scenario) How {
+			HowTo: func(sim.Scenario) How {
 				return How{Engine: []string{"no --enforce-eager (graphs are vLLM's default)"}, Exec: "run --cuda-graphs (captures one step, replays it)"}
 			},
 			Sweep: true,
 		},
 		{
 			Name: "nccl-proto-ll", Title: "NCCL_PROTO=LL", Kind: "nccl",
-			Enabled: func(c Scenario) bool { return strings.EqualFold(c.Options.NCCL.Proto, "LL") },
-			Apply:   opt(func(o *Options) { o.NCCL.Proto = "LL" }),
-			Revert:  opt(func(o *Options) { o.NCCL.Proto = "" }),
-			Check: func(c Scenario) Applicability {
+			Enabled: func(c sim.Scenario) bool { return strings.EqualFold(c.Options.NCCL.Proto, "LL") },
+			Apply:   opt(func(o *sim.Options) { o.NCCL.Proto = "LL" }),
+			Revert:  opt(func(o *sim.Options) { o.NCCL.Proto = "" }),
+			Check: func(c sim.Scenario) Applicability {
 				return Applicability{Status: Applies, Reason: "environment only; LL has the lowest latency and half the wire efficiency (nccl-model.md)"}
 			},
-			HowTo: func(Scenario) How { return How{Env: []string{"NCCL_PROTO=LL"}} },
+			HowTo: func(sim.Scenario) How { return How{Env: []string{"NCCL_PROTO=LL"}} },
 			Sweep: true,
 		},
 		{
 			Name: "nccl-p2p-sys", Title: "NCCL_P2P_LEVEL=SYS", Kind: "nccl",
-			Enabled: func(c Scenario) bool {
+			Enabled: func(c sim.Scenario) bool {
 				return strings.EqualFold(c.Options.NCCL.P2PLevel, "SYS") && !c.Options.NCCL.P2PDisable
 			},
-			Apply:  opt(func(o *Options) { o.NCCL.P2PLevel, o.NCCL.P2PDisable = "SYS", false }),
-			Revert: opt(func(o *Options) { o.NCCL.P2PLevel = "" }),
+			Apply:  opt(func(o *sim.Options) { o.NCCL.P2PLevel, o.NCCL.P2PDisable = "SYS", false }),
+			Revert: opt(func(o *sim.Options) { o.NCCL.P2PLevel = "" }),
 			Check:  checkP2PSys,
-			HowTo:  func(Scenario) How { return How{Env: []string{"NCCL_P2P_LEVEL=SYS"}} },
+			HowTo:  func(sim.Scenario) How { return How{Env: []string{"NCCL_P2P_LEVEL=SYS"}} },
 			Sweep:  true,
 		},
 		{
 			Name: "nccl-p2p-disable", Title: "NCCL_P2P_DISABLE=1 (reference: every hop through host memory)", Kind: "nccl",
-			Enabled: func(c Scenario) bool { return c.Options.NCCL.P2PDisable },
-			Apply:   opt(func(o *Options) { o.NCCL.P2PDisable = true }),
-			Revert:  opt(func(o *Options) { o.NCCL.P2PDisable = false }),
-			Check: func(c Scenario) Applicability {
+			Enabled: func(c sim.Scenario) bool { return c.Options.NCCL.P2PDisable },
+			Apply:   opt(func(o *sim.Options) { o.NCCL.P2PDisable = true }),
+			Revert:  opt(func(o *sim.Options) { o.NCCL.P2PDisable = false }),
+			Check: func(c sim.Scenario) Applicability {
 				return Applicability{Status: Applies, Reason: "a setting to avoid: shows what P2P is worth (hardware.md: a host bounce costs about 14 us)"}
 			},
-			HowTo: func(Scenario) How { return How{Env: []string{"NCCL_P2P_DISABLE=1"}} },
+			HowTo: func(sim.Scenario) How { return How{Env: []string{"NCCL_P2P_DISABLE=1"}} },
 		},
 		{
 			Name: "fp8-kv", Title: "FP8 KV cache", Kind: "kv",
-			Enabled: func(c Scenario) bool { return c.Workload.KVDtypeFor(c.Arch) == model.FP8 },
-			Apply: func(c Scenario) (Scenario, error) {
+			Enabled: func(c sim.Scenario) bool { return c.Workload.KVDtypeFor(c.Arch) == model.FP8 },
+			Apply: func(c sim.Scenario) (sim.Scenario, error) {
 				c.Workload.KVDtype = model.FP8
 				return c, nil
 			},
-			Revert: func(c Scenario) (Scenario, error) {
+			Revert: func(c sim.Scenario) (sim.Scenario, error) {
 				c.Workload.KVDtype = model.BF16
 				return c, nil
 			},
 			Check: checkFP8KV,
-			HowTo: func(Scenario) How {
+			HowTo: func(sim.Scenario) How {
 				return How{Engine: []string{"--kv-cache-dtype fp8"}, Exec: "run --kv-dtype fp8"}
 			},
 			Sweep: true,
 		},
 		{
 			Name: "expert-parallel", Title: "EP instead of TP for the experts", Kind: "parallelism",
-			Enabled: func(c Scenario) bool { return c.Plan.EP && c.Plan.Normalized().DP == 1 },
-			Apply: func(c Scenario) (Scenario, error) {
+			Enabled: func(c sim.Scenario) bool { return c.Plan.EP && c.Plan.Normalized().DP == 1 },
+			Apply: func(c sim.Scenario) (sim.Scenario, error) {
 				if c.Plan.Normalized().DP > 1 {
 					return c, fmt.Errorf("plan %s already runs DP attention with EP", c.Plan.Normalized())
 				}
 				c.Plan.EP = true
 				return c, c.Plan.Validate(c.Arch)
 			},
-			Revert: func(c Scenario) (Scenario, error) {
+			Revert: func(c sim.Scenario) (sim.Scenario, error) {
 				c.Plan.EP = false
 				return c, c.Plan.Validate(c.Arch)
 			},
-			Check: func(c Scenario) Applicability {
+			Check: func(c sim.Scenario) Applicability {
 				if c.Plan.Normalized().DP > 1 {
 					return Applicability{Status: NotApplicable, Reason: "the plan already runs DP attention, which implies EP"}
 				}
@@ -236,19 +230,19 @@ func Catalog(o CatalogOptions) []Entry {
 				}
 				return Applicability{Status: Applies, Reason: fmt.Sprintf("each rank holds %d whole experts; still one all-reduce per MoE layer, no all-to-all (serving-facts.md)", c.Arch.RoutedExperts/p.World())}
 			},
-			HowTo: func(Scenario) How { return How{Engine: []string{"--enable-expert-parallel"}} },
+			HowTo: func(sim.Scenario) How { return How{Engine: []string{"--enable-expert-parallel"}} },
 			Sweep: true,
 		},
 		dpEntry("dp-attn-ep", "DP attention + EP (TP 1)", 1),
 		dpEntry("dp-attn-ep-tp2", "DP attention + EP (TP 2 per DP group)", 2),
 		{
 			Name: "oneshot-ar", Title: "one-shot P2P all-reduce", Kind: "collective",
-			Enabled: func(c Scenario) bool { return c.Options.CustomAR == CustomAROneShot },
-			Apply:   opt(func(o *Options) { o.CustomAR = CustomAROneShot }),
-			Revert:  opt(func(o *Options) { o.CustomAR = CustomARAuto }),
+			Enabled: func(c sim.Scenario) bool { return c.Options.CustomAR == sim.CustomAROneShot },
+			Apply:   opt(func(o *sim.Options) { o.CustomAR = sim.CustomAROneShot }),
+			Revert:  opt(func(o *sim.Options) { o.CustomAR = sim.CustomARAuto }),
 			Check:   checkOneShot,
-			HowTo: func(c Scenario) How {
-				if allNVLink(c.Topo, nil) {
+			HowTo: func(c sim.Scenario) How {
+				if c.Topo.AllNVLink(nil) {
 					return How{Engine: []string{"default (vLLM custom all-reduce)"}}
 				}
 				return How{Exec: "predict --custom-ar oneshot (the executor has no one-shot kernel: on PCIe it is a custom kernel over CUDA IPC P2P buffers, out of tree)"}
@@ -257,11 +251,11 @@ func Catalog(o CatalogOptions) []Entry {
 		},
 		{
 			Name: "ar-norm-fusion", Title: "all-reduce + RMSNorm fusion", Kind: "collective",
-			Enabled: func(c Scenario) bool { return c.Options.ARNormFusion },
-			Apply:   opt(func(o *Options) { o.ARNormFusion = true }),
-			Revert:  opt(func(o *Options) { o.ARNormFusion = false }),
+			Enabled: func(c sim.Scenario) bool { return c.Options.ARNormFusion },
+			Apply:   opt(func(o *sim.Options) { o.ARNormFusion = true }),
+			Revert:  opt(func(o *sim.Options) { o.ARNormFusion = false }),
 			Check:   checkARNorm,
-			HowTo: func(c Scenario) How {
+			HowTo: func(c sim.Scenario) How {
 				return How{Exec: "predict --ar-norm-fusion (the executor has no fused kernel: an all-reduce that adds the residual and applies RMSNorm on the reduced buffer)"}
 			},
 			Sweep: true,
@@ -278,28 +272,28 @@ func Catalog(o CatalogOptions) []Entry {
 // GPUs: DP groups of tp ranks each serve their own sequences, experts
 // spread over all ranks, tokens move by all-to-all.
 func dpEntry(name, title string, tp int) Entry {
-	to := func(c Scenario) model.Plan {
+	to := func(c sim.Scenario) model.Plan {
 		w := c.Plan.World()
 		return model.Plan{TP: tp, DP: w / tp, EP: true}
 	}
 	return Entry{
 		Name: name, Title: title, Kind: "parallelism",
-		Enabled: func(c Scenario) bool {
+		Enabled: func(c sim.Scenario) bool {
 			p := c.Plan.Normalized()
 			return p.DP > 1 && p.TP == tp
 		},
-		Apply: func(c Scenario) (Scenario, error) {
+		Apply: func(c sim.Scenario) (sim.Scenario, error) {
 			if c.Plan.World()%tp != 0 || c.Plan.World()/tp < 2 {
 				return c, fmt.Errorf("plan %s: %d GPUs do not form DP groups of TP %d", c.Plan.Normalized(), c.Plan.World(), tp)
 			}
 			c.Plan = to(c)
 			return c, c.Plan.Validate(c.Arch)
 		},
-		Revert: func(c Scenario) (Scenario, error) {
+		Revert: func(c sim.Scenario) (sim.Scenario, error) {
 			c.Plan = model.Plan{TP: c.Plan.World()}
 			return c, c.Plan.Validate(c.Arch)
 		},
-		Check: func(c Scenario) Applicability {
+		Check: func(c sim.Scenario) Applicability {
 			if c.Plan.World()%tp != 0 || c.Plan.World()/tp < 2 {
 				return Applicability{Status: NotApplicable, Reason: fmt.Sprintf("%d GPUs do not form two or more DP groups of TP %d", c.Plan.World(), tp)}
 			}
@@ -313,7 +307,7 @@ func dpEntry(name, title string, tp int) Entry {
 			}
 			return Applicability{Status: Applies, Reason: r}
 		},
-		HowTo: func(c Scenario) How {
+		HowTo: func(c sim.Scenario) How {
 			p := to(c)
 			return How{Engine: []string{fmt.Sprintf("--tensor-parallel-size %d --data-parallel-size %d --enable-expert-parallel", p.TP, p.DP)}}
 		},
@@ -325,8 +319,8 @@ func dpEntry(name, title string, tp int) Entry {
 func topoEntry(name string) Entry {
 	return Entry{
 		Name: "box-" + name, Title: "move to " + name, Kind: "box",
-		Enabled: func(c Scenario) bool { return c.Topo != nil && baseTopoName(c.Topo.Name) == name },
-		Apply: func(c Scenario) (Scenario, error) {
+		Enabled: func(c sim.Scenario) bool { return c.Topo != nil && baseTopoName(c.Topo.Name) == name },
+		Apply: func(c sim.Scenario) (sim.Scenario, error) {
 			t, err := topology.Preset(name)
 			if err != nil {
 				return c, err
@@ -339,15 +333,15 @@ func topoEntry(name string) Entry {
 			c.Topo = t
 			// Tables measured on the old box's GPU do not price the new
 			// one: the moved scenario is priced from the priors.
-			if ch, ok := c.Costs.(SourceChecker); ok && ch.Check(t.DeviceOf(0)) != nil {
+			if ch, ok := c.Costs.(sim.SourceChecker); ok && ch.Check(t.DeviceOf(0)) != nil {
 				c.Costs = nil
 			}
 			return c, nil
 		},
-		Revert: func(c Scenario) (Scenario, error) {
+		Revert: func(c sim.Scenario) (sim.Scenario, error) {
 			return c, fmt.Errorf("box entries are never part of a baseline")
 		},
-		Check: func(c Scenario) Applicability {
+		Check: func(c sim.Scenario) Applicability {
 			t, err := topology.Preset(name)
 			if err != nil {
 				return Applicability{Status: NotApplicable, Reason: err.Error()}
@@ -362,7 +356,7 @@ func topoEntry(name string) Entry {
 			}
 			return Applicability{Status: Conditional, Reason: r, Needs: "moving to " + name}
 		},
-		HowTo: func(Scenario) How { return How{Exec: "predict --topo " + name} },
+		HowTo: func(sim.Scenario) How { return How{Exec: "predict --topo " + name} },
 		Sweep: true,
 	}
 }
@@ -383,27 +377,19 @@ func usesDtype(a *model.Arch, d model.Dtype) bool {
 	return false
 }
 
-// computeCapability parses a "major.minor" compute capability ("12.0",
-// "9.0"; Device.ComputeCapability); a part it cannot read is 0.
-func computeCapability(cc string) (major, minor int) {
-	part := &major
-	for _, r := range cc {
-		switch {
-		case r >= '0' && r <= '9':
-			*part = 10**part + int(r-'0')
-		case r == '.' && part == &major:
-			part = &minor
-		default:
-			return major, minor
-		}
+// ccVersion is the compute capability of the box's GPUs
+// (Device.CCVersion; 0.0 when unknown).
+func ccVersion(t *topology.Topology) (major, minor int) {
+	if t == nil || t.NumGPUs() == 0 || t.DeviceOf(0) == nil {
+		return 0, 0
 	}
-	return major, minor
+	return t.DeviceOf(0).CCVersion()
 }
 
 // ccMajor returns the major compute capability of the box's GPUs (0 when
 // unknown).
 func ccMajor(t *topology.Topology) int {
-	major, _ := computeCapability(ccString(t))
+	major, _ := ccVersion(t)
 	return major
 }
 
@@ -414,47 +400,22 @@ func ccString(t *topology.Topology) string {
 	return t.DeviceOf(0).ComputeCapability
 }
 
-// allNVLink reports whether NVLink joins every pair of gpus (every GPU of
-// t when gpus is nil).
-func allNVLink(t *topology.Topology, gpus []int) bool {
-	if t == nil {
-		return false
+// firstRanks is the group 0..n-1.
+func firstRanks(n int) []int {
+	g := make([]int, n)
+	for i := range g {
+		g[i] = i
 	}
-	if gpus == nil {
-		gpus = firstRanks(t.NumGPUs())
-	}
-	for _, a := range gpus {
-		for _, b := range gpus {
-			if a != b && t.Path(a, b).Level != topology.LevelNV {
-				return false
-			}
-		}
-	}
-	return true
-}
-
-// p2pRefused returns the first pair of gpus (in order a, then b) between
-// which the driver refuses P2P at any NCCL_P2P_LEVEL (no P2P path, or
-// Topology.P2PUnsupported); refused is false when every pair may use it. A
-// custom all-reduce reads peers' buffers directly and needs every pair.
-func p2pRefused(t *topology.Topology, gpus []int) (a, b int, refused bool) {
-	for _, a := range gpus {
-		for _, b := range gpus {
-			if a != b && !t.P2PAllowed(a, b, topology.P2PSYS) {
-				return a, b, true
-			}
-		}
-	}
-	return 0, 0, false
+	return g
 }
 
 // checkFP8KV: FP8 KV needs an MLA decode backend that reads an FP8 cache
 // (serving-facts.md "Attention backends and FP8 KV"): FlashMLA on SM90 and
 // SM100; on SM120 only TRITON_MLA, which refused FP8 KV until its
 // dequantize-on-load support was merged in 2026; FP8 needs SM89+.
-func checkFP8KV(c Scenario) Applicability {
+func checkFP8KV(c sim.Scenario) Applicability {
 	cc := ccString(c.Topo)
-	major, minor := computeCapability(cc)
+	major, minor := ccVersion(c.Topo)
 	switch {
 	case major == 0:
 		return Applicability{Status: Conditional, Reason: "unknown compute capability: FP8 KV needs SM89+ and an MLA backend that reads FP8",
@@ -473,7 +434,7 @@ func checkFP8KV(c Scenario) Applicability {
 
 // checkP2PSys counts the GPU pairs that NCCL_P2P_LEVEL=SYS moves from SHM
 // to P2P (nccl-model.md: the default PXB stops at a host bridge).
-func checkP2PSys(c Scenario) Applicability {
+func checkP2PSys(c sim.Scenario) Applicability {
 	t := c.Topo
 	if t == nil {
 		return Applicability{Status: Conditional, Reason: "no topology", Needs: "a topology"}
@@ -506,7 +467,7 @@ func checkP2PSys(c Scenario) Applicability {
 // on 2 GPUs or NVLink-connected GPUs; on more than two PCIe-only GPUs it is
 // disabled, and symmetric-memory all-reduce exists only on SM 9.0/10.x
 // (serving-facts.md "Custom all-reduce").
-func checkOneShot(c Scenario) Applicability {
+func checkOneShot(c sim.Scenario) Applicability {
 	t := c.Topo
 	if t == nil {
 		return Applicability{Status: Conditional, Reason: "no topology", Needs: "a topology"}
@@ -515,10 +476,10 @@ func checkOneShot(c Scenario) Applicability {
 		return Applicability{Status: NotApplicable, Reason: "needs P2P between every pair of GPUs (NCCL_P2P_DISABLE=1 is set)"}
 	}
 	n := c.Plan.Normalized().TP
-	if a, b, refused := p2pRefused(t, firstRanks(min(n, t.NumGPUs()))); refused {
+	if a, b, refused := t.P2PRefused(firstRanks(min(n, t.NumGPUs()))); refused {
 		return Applicability{Status: NotApplicable, Reason: fmt.Sprintf("GPUs %d and %d cannot use P2P: a one-shot all-reduce reads peers' buffers directly", a, b)}
 	}
-	if allNVLink(t, nil) || n <= 2 {
+	if t.AllNVLink(nil) || n <= 2 {
 		return Applicability{Status: Applies, Reason: "vLLM's custom all-reduce already runs one-shot below 256 KB here (serving-facts.md)"}
 	}
 	sym := "symmetric-memory all-reduce needs SM 9.0/10.x"
@@ -527,7 +488,7 @@ func checkOneShot(c Scenario) Applicability {
 	}
 	a := Applicability{Status: Conditional, Needs: "an out-of-tree one-shot PCIe kernel",
 		Reason: fmt.Sprintf("vLLM disables its custom all-reduce on more than two PCIe-only GPUs; needs an out-of-tree one-shot PCIe kernel (%s; this box is SM%s)", sym, ccString(t))}
-	if spansSockets(t, n) {
+	if t.SpansSockets(n) {
 		// Public report (GitHub voipmonitor/rtx6kpro,
 		// hardware/pcie-bandwidth.md at 070506f, "Custom Allreduce vs
 		// NCCL"): a one-shot kernel that beat NCCL 1.5-3.3x below 32 KB
@@ -542,25 +503,14 @@ func checkOneShot(c Scenario) Applicability {
 	return a
 }
 
-// spansSockets reports whether the first n GPUs sit on more than one CPU
-// socket.
-func spansSockets(t *topology.Topology, n int) bool {
-	for i := 1; i < n && i < t.NumGPUs(); i++ {
-		if t.GPUs[i].Socket != t.GPUs[0].Socket {
-			return true
-		}
-	}
-	return false
-}
-
 // checkARNorm: the fused all-reduce + RMSNorm kernel must own the
 // all-reduce. Assumption (vLLM 2025, not in the reference notes): vLLM's
 // fusion pass uses FlashInfer's all-reduce kernels, built for SM90/SM100
 // GPUs joined by NVLink; where NCCL carries the all-reduce (PCIe, more
 // than two GPUs) it needs a custom kernel.
-func checkARNorm(c Scenario) Applicability {
+func checkARNorm(c sim.Scenario) Applicability {
 	m := ccMajor(c.Topo)
-	if allNVLink(c.Topo, nil) && (m == 9 || m == 10) {
+	if c.Topo.AllNVLink(nil) && (m == 9 || m == 10) {
 		return Applicability{Status: Applies, Reason: fmt.Sprintf("SM%s with NVLink: vLLM's all-reduce fusion pass (FlashInfer kernels; assumption: available since 2025)", ccString(c.Topo))}
 	}
 	return Applicability{Status: Conditional, Reason: fmt.Sprintf("NCCL carries the all-reduce on this box (SM%s, PCIe): fusing the residual add + RMSNorm needs a custom all-reduce kernel (assumption: vLLM's fusion pass targets SM90/SM100 with NVLink)", ccString(c.Topo)),

@@ -1,0 +1,265 @@
+// Package ncclenv is NCCL's run-time settings as one typed value
+// (Settings): the environment variables tpscope sets for a run
+// (NCCL_PROTO, NCCL_ALGO, NCCL_P2P_LEVEL, NCCL_P2P_DISABLE), NCCL's
+// grammar for each (Parse: which protocols and algorithms NCCL may pick,
+// at which P2P level), their spelling in NCCL's environment (Env) and
+// the part NCCL reads once per process and keeps (Cached).
+//
+// One value travels from the command line to both readers: sim's
+// collective model prices collectives under Parse's result, and a
+// backend with NCCL (exec.BackendConfig.NCCL) sets Env in its process
+// before NCCL initialises. Nothing else spells the variables. It imports
+// topology only, for the P2P levels.
+package ncclenv
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/tpscope/tpscope/topology"
+)
+
+// NCCL's names of the variables Settings sets.
+const (
+	EnvProto      = "NCCL_PROTO"
+	EnvAlgo       = "NCCL_ALGO"
+	EnvP2PLevel   = "NCCL_P2P_LEVEL"
+	EnvP2PDisable = "NCCL_P2P_DISABLE"
+)
+
+// Settings are the NCCL environment knobs tpscope models and sets, as the
+// user spelled them (the spelling is kept, so a recorded scenario says
+// what was asked). The zero value is NCCL's defaults.
+type Settings struct {
+	// Proto is NCCL_PROTO: "" (default), a comma list ("LL,Simple"), or a
+	// "^" exclusion list ("^LL128").
+	Proto string `json:"proto,omitempty"`
+	// Algo is NCCL_ALGO: "", "Ring", "Tree", "Ring,Tree", "^Tree". NCCL
+	// names tpscope does not model (NVLS, NVLSTree, CollNetDirect,
+	// CollNetChain, PAT) are accepted and ignored.
+	Algo string `json:"algo,omitempty"`
+	// P2PLevel is NCCL_P2P_LEVEL (LOC, NVL, NVB, PIX, PXB, PXN, PHB, SYS;
+	// "" = PXB). Ring hops farther than the level go through host memory.
+	P2PLevel string `json:"p2p_level,omitempty"`
+	// P2PDisable is NCCL_P2P_DISABLE=1: every hop through host memory.
+	P2PDisable bool `json:"p2p_disable,omitempty"`
+	// IgnoreCalibration is tpscope's own, not NCCL's (no variable, not in
+	// Env or Cached): the collective model uses NCCL's constants even
+	// when the topology carries calibrated ones.
+	IgnoreCalibration bool `json:"ignore_calibration,omitempty"`
+}
+
+// Protocol is one of NCCL's protocols.
+type Protocol uint8
+
+const (
+	LL Protocol = iota
+	LL128
+	Simple
+	NumProtocols
+)
+
+var protoNames = [NumProtocols]string{"LL", "LL128", "Simple"}
+
+// String is NCCL's name of the protocol.
+func (p Protocol) String() string {
+	if p < NumProtocols {
+		return protoNames[p]
+	}
+	return fmt.Sprintf("Protocol(%d)", uint8(p))
+}
+
+// Algorithm is one of NCCL's collective algorithms tpscope models.
+type Algorithm uint8
+
+const (
+	Ring Algorithm = iota
+	Tree
+	NumAlgorithms
+)
+
+var algoNames = [NumAlgorithms]string{"Ring", "Tree"}
+
+// String is NCCL's name of the algorithm.
+func (a Algorithm) String() string {
+	if a < NumAlgorithms {
+		return algoNames[a]
+	}
+	return fmt.Sprintf("Algorithm(%d)", uint8(a))
+}
+
+// ParseProtocol reads a protocol's name, ignoring case; ok is false for
+// any other text.
+func ParseProtocol(s string) (p Protocol, ok bool) {
+	i := indexOf(protoNames[:], s)
+	return Protocol(i), i >= 0
+}
+
+// ParseAlgorithm reads an algorithm's name (Ring, Tree), ignoring case;
+// ok is false for any other text.
+func ParseAlgorithm(s string) (a Algorithm, ok bool) {
+	i := indexOf(algoNames[:], s)
+	return Algorithm(i), i >= 0
+}
+
+// Parsed is Settings in NCCL's terms.
+type Parsed struct {
+	// Protocols says per Protocol whether NCCL may pick it: 1 on, 0 off,
+	// -1 NCCL's default (LL and Simple on; LL128 on NVLink only).
+	Protocols [NumProtocols]int8
+	// Algorithms says per Algorithm whether NCCL may pick it.
+	Algorithms [NumAlgorithms]bool
+	// P2PLevel is the farthest path NCCL uses P2P over (PXB by default).
+	P2PLevel topology.P2PLevel
+	// P2PDisable: no P2P at all.
+	P2PDisable bool
+}
+
+// Parse reads the settings with NCCL's grammar; an error names the
+// field (nccl.proto, nccl.algo, nccl.p2p_level) and what is accepted.
+func (s Settings) Parse() (Parsed, error) {
+	var p Parsed
+	var err error
+	if p.Protocols, err = parseProto(s.Proto); err != nil {
+		return p, fmt.Errorf("nccl.proto: %w", err)
+	}
+	if p.Algorithms, err = parseAlgo(s.Algo); err != nil {
+		return p, fmt.Errorf("nccl.algo: %w", err)
+	}
+	if p.P2PLevel, err = topology.ParseP2PLevel(s.P2PLevel); err != nil {
+		return p, fmt.Errorf("nccl.p2p_level: %w", err)
+	}
+	p.P2PDisable = s.P2PDisable
+	return p, nil
+}
+
+// Validate checks every field against NCCL's grammar (Parse).
+func (s *Settings) Validate() error {
+	_, err := s.Parse()
+	return err
+}
+
+// Env is the environment that asks NCCL for these settings, in NCCL's
+// spelling (NCCL_PROTO, NCCL_ALGO, NCCL_P2P_LEVEL, NCCL_P2P_DISABLE=1);
+// empty for NCCL's defaults.
+func (s Settings) Env() map[string]string {
+	env := map[string]string{}
+	if s.Proto != "" {
+		env[EnvProto] = s.Proto
+	}
+	if s.Algo != "" {
+		env[EnvAlgo] = s.Algo
+	}
+	if s.P2PLevel != "" {
+		env[EnvP2PLevel] = s.P2PLevel
+	}
+	if s.P2PDisable {
+		env[EnvP2PDisable] = "1"
+	}
+	return env
+}
+
+// Cached is the part of Settings that NCCL reads once per process and
+// keeps (its parameters are cached on first use: the P2P level, P2P
+// disable, the protocol and algorithm choices), in a canonical spelling
+// (NCCL compares these names without case), so two values compare with ==.
+// Two runs whose Cached differ cannot share a process: the second would
+// run with the first one's settings whatever its environment says.
+type Cached struct {
+	Proto, Algo, P2PLevel string
+	P2PDisable            bool
+}
+
+// CachedPerProcess is s's Cached.
+func (s Settings) CachedPerProcess() Cached {
+	return Cached{Proto: strings.ToUpper(s.Proto), Algo: strings.ToUpper(s.Algo),
+		P2PLevel: strings.ToUpper(s.P2PLevel), P2PDisable: s.P2PDisable}
+}
+
+// P2PCondition names the P2P setting a measurement ran under, as a
+// calibration stores it (topology.CollectiveParams.P2PLevel): "disabled"
+// or the NCCL_P2P_LEVEL name ("PXB" by default).
+func (s Settings) P2PCondition() string {
+	if s.P2PDisable {
+		return "disabled"
+	}
+	l, err := topology.ParseP2PLevel(s.P2PLevel)
+	if err != nil {
+		return strings.ToUpper(s.P2PLevel)
+	}
+	return l.String()
+}
+
+func indexOf(names []string, s string) int {
+	for i, n := range names {
+		if strings.EqualFold(n, s) {
+			return i
+		}
+	}
+	return -1
+}
+
+// parseProto parses NCCL_PROTO into per-protocol on (1), off (0) or
+// default (-1: LL and Simple on, LL128 on NVLink only).
+func parseProto(s string) ([NumProtocols]int8, error) {
+	on := [NumProtocols]int8{-1, -1, -1}
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return on, nil
+	}
+	exclude := strings.HasPrefix(s, "^")
+	s = strings.TrimPrefix(s, "^")
+	if !exclude {
+		on = [NumProtocols]int8{0, 0, 0}
+	}
+	for _, f := range strings.Split(s, ",") {
+		f = strings.TrimSpace(f)
+		i := indexOf(protoNames[:], f)
+		if i < 0 {
+			return on, fmt.Errorf("NCCL_PROTO %q: unknown protocol %q (want LL, LL128, Simple, optionally ^ to exclude)", s, f)
+		}
+		if exclude {
+			on[i] = 0
+		} else {
+			on[i] = 1
+		}
+	}
+	if !exclude && on == [NumProtocols]int8{} {
+		return on, fmt.Errorf("NCCL_PROTO %q enables no protocol", s)
+	}
+	if on == [NumProtocols]int8{} {
+		return on, fmt.Errorf("NCCL_PROTO %q excludes every protocol", "^"+s)
+	}
+	return on, nil
+}
+
+// parseAlgo parses NCCL_ALGO into the algorithms NCCL may pick (both by
+// default); NCCL names tpscope does not model are accepted and ignored.
+func parseAlgo(s string) ([NumAlgorithms]bool, error) {
+	on := [NumAlgorithms]bool{true, true}
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return on, nil
+	}
+	exclude := strings.HasPrefix(s, "^")
+	s = strings.TrimPrefix(s, "^")
+	if !exclude {
+		on = [NumAlgorithms]bool{}
+	}
+	for _, f := range strings.Split(s, ",") {
+		f = strings.TrimSpace(f)
+		if i := indexOf(algoNames[:], f); i >= 0 {
+			on[i] = !exclude
+			continue
+		}
+		switch strings.ToLower(f) {
+		case "nvls", "nvlstree", "collnet", "collnetdirect", "collnetchain", "pat":
+			continue // valid NCCL names, not modeled
+		}
+		return on, fmt.Errorf("NCCL_ALGO %q: unknown algorithm %q (want Ring, Tree, optionally ^ to exclude)", s, f)
+	}
+	if on == [NumAlgorithms]bool{} {
+		return on, fmt.Errorf("NCCL_ALGO %q enables neither Ring nor Tree", s)
+	}
+	return on, nil
+}
