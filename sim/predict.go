@@ -648,9 +648,15 @@ func (p *Predictor) collectiveCost(op *model.Op) (OpCost, error) {
 	}
 	p.memo.put(op.Collective, op.Group, op.CommBytes, c)
 	if keyed {
-		if p.collCache == nil || len(p.collCache) >= maxCollCache {
+		switch {
+		case p.collCache == nil:
 			p.collCache = make(map[collCacheKey]int32, 512)
-			p.collCosts = append(make([]OpCost, 0, 512), p.collCosts[:0]...)
+			p.collCosts = make([]OpCost, 0, 512)
+		case len(p.collCache) >= maxCollCache:
+			// Full: start again in the same memory (a sweep that moves
+			// past these sizes rarely comes back to them).
+			clear(p.collCache)
+			p.collCosts = p.collCosts[:0]
 		}
 		// The costs in a slice, the map holding their index: a map stores
 		// a value as large as an OpCost out of line, one allocation per
