@@ -91,6 +91,9 @@ func (s *Scenarios) resolve(rec *traces.Scenario) (sc sim.Scenario, unknown []st
 	if err := checkBackend(rec.Backend, sc.Topo); err != nil {
 		return sc, nil, err
 	}
+	if err := checkGPU(rec.GPU, sc.Topo); err != nil {
+		return sc, nil, err
+	}
 	if err := checkCosts(&sc); err != nil {
 		return sc, nil, err
 	}
@@ -184,6 +187,18 @@ func checkBackend(backend string, t *topology.Topology) error {
 		return fmt.Errorf("a %s run compared against the CPU calibration %s: pass --topo with the GPU box", backend, t.Name)
 	}
 	return nil
+}
+
+// checkGPU refuses to predict a run on a box of another GPU than the one
+// it ran on (by the catalog entry each name stands for: "NVIDIA H100 80GB
+// HBM3" is an H100 SXM): the measured and predicted steps would be of two
+// machines. A GPU the trace does not name, or the catalog does not know,
+// is not checked.
+func checkGPU(ran string, t *topology.Topology) error {
+	if same, known := t.RunsOn(ran); same || !known {
+		return nil
+	}
+	return fmt.Errorf("the trace ran on %s (%s) and the box %s has %s: pass --topo with a box of that GPU", ran, schema.ResGPUModel, t.Name, t.DeviceOf(0).Name)
 }
 
 // scenarioKey is the scenario's encoding: two traces of one scenario share

@@ -3,14 +3,16 @@ package pipeline
 import (
 	"errors"
 	"fmt"
-	"github.com/tpscope/tpscope/engine"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
 
+	"github.com/tpscope/tpscope/engine"
 	"github.com/tpscope/tpscope/exec"
 	"github.com/tpscope/tpscope/model"
 	"github.com/tpscope/tpscope/sim"
+	"github.com/tpscope/tpscope/topology"
+	"github.com/tpscope/tpscope/traces/schema"
 )
 
 // Spec is one run: what to run, on which backend, for how long, and where
@@ -139,6 +141,11 @@ func Prepare(spec Spec) (*Prepared, error) {
 	if err != nil {
 		return nil, err
 	}
+	if spec.Predict && scen.Topo != nil {
+		if err := checkDeviceGPU(b, scen.Topo); err != nil {
+			return nil, err
+		}
+	}
 	caps := CapabilitiesOf(b)
 	if !caps.Graphs {
 		// A backend that cannot capture runs the steps eagerly: the
@@ -180,6 +187,36 @@ func Prepare(spec Spec) (*Prepared, error) {
 		p.PredictedUs = PredictedByOpID(p.Prediction)
 	}
 	return p, nil
+}
+
+// GPUMismatchError: the box a run is predicted on has other GPUs than
+// the device the backend runs on, so the prediction and the measurement
+// would be of two machines.
+type GPUMismatchError struct {
+	Topology string // the box's name
+	BoxGPU   string // its GPUs
+	RunGPU   string // the device the backend runs on
+}
+
+func (e *GPUMismatchError) Error() string {
+	return fmt.Sprintf("the box %s has %s, and this run's GPU is %s: a prediction for that box would be judged against another GPU's measurement", e.Topology, e.BoxGPU, e.RunGPU)
+}
+
+// checkDeviceGPU refuses a box whose GPU is not the one the backend runs
+// on (by the catalog entry each name stands for: "NVIDIA H100 80GB HBM3"
+// is an H100 SXM). A backend that names no GPU (the CPU backend), or a
+// GPU the catalog does not know, is not checked.
+func checkDeviceGPU(b exec.Backend, t *topology.Topology) error {
+	var run string
+	for _, kv := range resource(b, nil) {
+		if kv.Key == schema.ResGPUModel {
+			run = kv.Value.AsString()
+		}
+	}
+	if same, known := t.RunsOn(run); same || !known {
+		return nil
+	}
+	return &GPUMismatchError{Topology: t.Name, BoxGPU: t.DeviceOf(0).Name, RunGPU: run}
 }
 
 // localRanks is Spec.LocalRanks, or every rank of the schedule.

@@ -12,7 +12,11 @@ B=${BIN:-bin}
 OUT=${OUT:-out/gpu}
 PARTS=${PARTS:-"discover shard dpep"}
 STEPS=${STEPS:-6}
-BOX=${BOX:-nvswitch:8xh200-sxm}
+# The catalog's 8-GPU box of this GPU (run refuses a box of another GPU).
+case "$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)" in
+  *H200*) BOX=${BOX:-nvswitch:8xh200-sxm} ;;
+  *) BOX=${BOX:-nvswitch:8xh100-sxm} ;;
+esac
 mkdir -p "$OUT"
 exec > >(tee "$OUT/log.txt") 2>&1
 has() { [[ " $PARTS " == *" $1 "* ]]; }

@@ -144,7 +144,10 @@ else
   step "$LIMIT" "$TPS" topo discover -o "$OUT/discover.json" && TOPO="$OUT/discover.json"
 fi
 if [ -z "${TOPO:-}" ]; then
-  TOPO=h200-nvswitch
+  case "$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1)" in
+    *H100*) TOPO=nvswitch:8xh100-sxm ;;
+    *) TOPO=h200-nvswitch ;;
+  esac
   echo "! no discovered topology: predicting on the $TOPO preset"
 fi
 # --gpus takes the first N GPUs of the box (0 = all).

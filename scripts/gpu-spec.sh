@@ -12,7 +12,13 @@ set -u
 B=${BIN:-bin}
 OUT=${OUT:-out/gpu-spec}
 STEPS=${STEPS:-6}
-TOPO=${TOPO:-nvswitch:8xh100-sxm}
+# The box is the catalog's 8-GPU box of this GPU (run and verdict refuse a
+# box of another GPU).
+case "$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)" in
+  *H200*) GPU_BOX=nvswitch:8xh200-sxm ;;
+  *) GPU_BOX=nvswitch:8xh100-sxm ;;
+esac
+TOPO=${TOPO:-$GPU_BOX}
 mkdir -p "$OUT"
 T=$(mktemp -d)
 exec > >(tee "$OUT/log.txt") 2>&1

@@ -70,7 +70,7 @@ if [ -x $B/tpscope ]; then
   if $B/tpscope run --help >/dev/null 2>&1; then
     echo "== tpscope run"
     timeout 120 $B/tpscope run --backend cuda --model tiny-mla-moe --tp 1 --steps 20 --trace none || echo "tpscope run failed"
-    timeout 120 $B/tpscope run --backend cuda --model tiny-mla-moe --tp 1 --steps 20 --cuda-graphs --trace none --topo topology/testdata/discover-h200.json --compare || echo "tpscope run --compare failed"
+    timeout 120 $B/tpscope run --backend cuda --model tiny-mla-moe --tp 1 --steps 20 --cuda-graphs --trace none --topo "$OUT/discover-h200.json" --compare || echo "tpscope run --compare failed"
   fi
 fi
 (cd "$T/traces" && for f in *.jsonl; do gzip -9 "$f"; done; tar cf "$OUT/traces.tar" *.gz)

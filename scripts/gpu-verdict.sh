@@ -25,7 +25,12 @@ if has bench; then
   echo "== kernel timings"
   timeout 420 $B/cudacheck bench -json "$OUT/bench.jsonl" || echo "BENCH FAILED"
 fi
-V="$B/tpscope verdict --backend cuda --tp 8 --local-ranks 0 --context 4096 --topo h200-nvswitch --steps $STEPS --warmup 3"
+# The catalog's 8-GPU box of this GPU (verdict refuses a box of another GPU).
+case "$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)" in
+  *H200*) BOX=${BOX:-h200-nvswitch} ;;
+  *) BOX=${BOX:-nvswitch:8xh100-sxm} ;;
+esac
+V="$B/tpscope verdict --backend cuda --tp 8 --local-ranks 0 --context 4096 --topo $BOX --steps $STEPS --warmup 3"
 verdict() { # name args...
   local name=$1; shift
   echo "== verdict $name"

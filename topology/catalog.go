@@ -528,3 +528,20 @@ func DeriveDevice(g ProbeGPU) (Device, bool) {
 	}
 	return out, true
 }
+
+// RunsOn reports whether the box's GPUs are the GPU a device name (NVML's
+// or CUDA's: "NVIDIA H100 80GB HBM3") stands for, by the catalog entry
+// each name matches; known is false when the catalog cannot tell what
+// name is, and then nothing is claimed either way.
+func (t *Topology) RunsOn(name string) (same, known bool) {
+	run, ok := MatchNVMLName(name)
+	if name == "" || !ok || t == nil {
+		return false, false
+	}
+	d := t.DeviceOf(0)
+	if d == nil {
+		return false, false
+	}
+	box, ok := MatchNVMLName(d.Name)
+	return ok && box.Key == run.Key, true
+}

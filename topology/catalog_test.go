@@ -393,3 +393,29 @@ func TestPresetGPUsFromHardwareMD(t *testing.T) {
 		})
 	}
 }
+
+// TestRunsOn: a box runs on the GPU a driver's name stands for by catalog
+// entry, whatever the spelling; a name the catalog does not know claims
+// nothing.
+func TestRunsOn(t *testing.T) {
+	for _, c := range []struct {
+		box, name   string
+		same, known bool
+	}{
+		{"nvswitch:8xh100-sxm", "NVIDIA H100 80GB HBM3", true, true},
+		{"nvswitch:8xh100-sxm", "NVIDIA H100-SXM5-80GB", true, true},
+		{"nvswitch:8xh100-sxm", "NVIDIA H200", false, true},
+		{"nvswitch:8xh100-sxm", "NVIDIA H100 PCIe", false, true},
+		{"rtxpro6000-2s", "NVIDIA RTX PRO 6000 Blackwell Server Edition", true, true},
+		{"rtxpro6000-2s", "Some Future GPU", false, false},
+		{"rtxpro6000-2s", "", false, false},
+	} {
+		tp, err := Resolve(c.box, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if same, known := tp.RunsOn(c.name); same != c.same || known != c.known {
+			t.Errorf("%s runs on %q: same %v known %v, want %v %v", c.box, c.name, same, known, c.same, c.known)
+		}
+	}
+}

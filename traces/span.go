@@ -251,12 +251,15 @@ type Scenario struct {
 	JSON                                     string
 	Graphs                                   string
 	Backend                                  string // schema.AttrBackend: cpu, cuda, or "" (Kineto, other harnesses)
-	Traces                                   []trace.TraceID
+	// GPU is the device the run executed on (the step root's resource,
+	// schema.ResGPUModel), "" where the trace does not say.
+	GPU    string
+	Traces []trace.TraceID
 }
 
 // Key is the scenario as one comparable string.
 func (s *Scenario) Key() string {
-	return s.Model + "|" + s.Topology + "|" + s.Plan + "|" + s.Workload + "|" + s.Options + "|" + s.Graphs + "|" + s.Backend + "|" + s.JSON
+	return s.Model + "|" + s.Topology + "|" + s.Plan + "|" + s.Workload + "|" + s.Options + "|" + s.Graphs + "|" + s.Backend + "|" + s.GPU + "|" + s.JSON
 }
 
 func (s *Scenario) String() string {
@@ -551,6 +554,9 @@ func (r *Result) finishTrace(spans []Span) {
 		}
 		if v, ok := root.Attr(string(schema.AttrBackend)); ok {
 			sc.Backend = v.String()
+		}
+		if v, ok := root.Resource.Attr(string(schema.ResGPUModel)); ok {
+			sc.GPU = v.String()
 		}
 		if v, ok := root.Attr(string(schema.AttrGraphs)); ok && v.Type() == TypeBool {
 			sc.Graphs = strconv.FormatBool(v.AsBool())

@@ -271,3 +271,21 @@ func TestDSAAsTheBoxRunsIt(t *testing.T) {
 		t.Errorf("H200 default %.1f us, sparse %.1f us, caveats %q: want the sparse path without an SM12x caveat", h200.StepUs, h200Sparse.StepUs, h200.Caveats)
 	}
 }
+
+// TestTraceGPUMustBeTheBoxs: a run recorded on one GPU (the trace's
+// resource names it) is not predicted on a box of another: the H200
+// recording compared or calibrated on an H100 box is refused in one line
+// naming both, and compares on its own box.
+func TestTraceGPUMustBeTheBoxs(t *testing.T) {
+	const trace = "../../exec/cuda/testdata/h200/h200-kimi-k2.5-tp8-rank0-graph-b8-catalog.otlp.jsonl.gz"
+	want := "the trace ran on NVIDIA H200 (tpscope.gpu.model) and the box nvswitch:8xh100-sxm has NVIDIA H100 80GB HBM3"
+	for _, verb := range [][]string{{"compare"}, {"calibrate", "-o", filepath.Join(t.TempDir(), "box.json")}} {
+		code, _, stderr := runCLI(t, append(append([]string(nil), verb...), "--trace", trace, "--topo", "nvswitch:8xh100-sxm")...)
+		if code != 1 || !strings.Contains(stderr, want) || strings.Count(strings.TrimSpace(stderr), "\n") > 0 {
+			t.Errorf("%s on the H100 box: exit %d, stderr %q; want exit 1, one line with %q", verb[0], code, stderr, want)
+		}
+	}
+	if code, out, stderr := runCLI(t, "compare", "--trace", trace, "--topo", "nvswitch:8xh200-sxm", "--top", "1"); code != 0 || !strings.Contains(out, "-12.3 %") {
+		t.Errorf("compare on its own box: exit %d, stderr %q, output %q", code, stderr, out)
+	}
+}

@@ -205,12 +205,10 @@ func traceWorld(rs []*traces.Result) int {
 // of two machines. A GPU name the catalog does not know is not checked.
 func checkTraceGPU(rs []*traces.Result, t *topology.Topology, topoSet bool) error {
 	box := t.DeviceOf(0).Name
-	boxSpec, boxKnown := topology.MatchNVMLName(box)
 	for _, r := range rs {
 		for _, k := range r.Kineto {
 			for _, name := range k.Devices {
-				spec, ok := topology.MatchNVMLName(name)
-				if !ok || boxKnown && spec.Key == boxSpec.Key {
+				if same, known := t.RunsOn(name); same || !known {
 					continue
 				}
 				if topoSet {

@@ -159,11 +159,7 @@ func (o *runOptions) Run(ctx context.Context, args []string, std IO) error {
 		Steps: o.steps, Warmup: o.warmup, LocalRanks: o.localRanks, Watchdog: o.watchdog,
 		ScheduleScale: o.scale, Predict: withTopo, Trace: o.trace})
 	if err != nil {
-		var pe *model.PlanError
-		if errors.As(err, &pe) {
-			return planFlagError("", err)
-		}
-		return err
+		return prepareError(err)
 	}
 	scen, sched, pred := p.Scenario, p.Schedule, p.Prediction
 
@@ -407,4 +403,19 @@ func writeRunSpec(w io.Writer, scen sim.Scenario, res *exec.Result) {
 	}
 	fmt.Fprintf(w, "speculative %s: the step above is measured (verify pass and draft passes); the tokens it yields are not: the weights are random, so the acceptance is an input, %.2f tokens per step per sequence from %s: %.1f tokens/s per request, %.1f in all\n",
 		scen.Build.Spec.String(scen.Workload), y.TokensPerStep, y.Source, perReq, perReq*seqs)
+}
+
+// prepareError names the flag behind a run the pipeline cannot prepare: a
+// plan the model cannot take, or a box of another GPU than the one the
+// backend runs on (--topo).
+func prepareError(err error) error {
+	var pe *model.PlanError
+	if errors.As(err, &pe) {
+		return planFlagError("", err)
+	}
+	var ge *pipeline.GPUMismatchError
+	if errors.As(err, &ge) {
+		return flagError("--topo", ge.Topology, "its GPUs are %s, and this run's GPU is %s: pass a box of that GPU (tpscope topo discover -o box.json describes this machine)", ge.BoxGPU, ge.RunGPU)
+	}
+	return err
 }

@@ -388,7 +388,7 @@ func (v *verdictRunner) run(ctx context.Context, label string, scen sim.Scenario
 	p, err := pipeline.Prepare(pipeline.Spec{Scenario: scen, Backend: v.backend, Seed: v.seed, Steps: v.steps, Warmup: v.warmup,
 		LocalRanks: v.local, Predict: true, Trace: dest, ScheduleScale: v.scale})
 	if err != nil {
-		return nil, "", err
+		return nil, "", prepareError(err)
 	}
 	if label == "baseline" {
 		v.caps = p.Capabilities
