@@ -99,30 +99,13 @@ func breakEven(specUs, baseUs float64, steps int) SpecBreakEven {
 }
 
 // perTokenForMean is the per-token rate a whose chain of k drafts accepts
-// mean drafts on average: a + a^2 + ... + a^k = mean (bisection; 1 when
-// mean >= k), as sim converts a mean acceptance length.
+// mean drafts on average (a + a^2 + ... + a^k = mean; 1 when mean >= k):
+// sim's conversion of a draft acceptance rate measured at k drafts.
 func perTokenForMean(mean float64, k int) float64 {
-	if mean <= 0 {
+	if mean <= 0 || k <= 0 {
 		return 0
 	}
-	if mean >= float64(k) {
-		return 1
-	}
-	lo, hi := 0.0, 1.0
-	for range 60 {
-		a := (lo + hi) / 2
-		s, p := 0.0, 1.0
-		for i := 0; i < k; i++ {
-			p *= a
-			s += p
-		}
-		if s < mean {
-			lo = a
-		} else {
-			hi = a
-		}
-	}
-	return (lo + hi) / 2
+	return sim.SpecAccept{DraftRate: mean / float64(k), AtTokens: k}.Positions(k)[0]
 }
 
 // chainTokens is 1 + a + ... + a^k.

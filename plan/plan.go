@@ -782,7 +782,7 @@ func Summarize(points []Point, slo float64) *Result {
 			r.Best = i
 		}
 	}
-	r.Pareto = paretoFront(points, ok)
+	r.Pareto = ParetoFront(points, ok)
 	type capKey struct {
 		topo, plan, kv  string
 		gpus, spec, ctx int
@@ -812,10 +812,10 @@ func Summarize(points []Point, slo float64) *Result {
 	return r
 }
 
-// paretoFront returns the points of idx not dominated in (tokens/s per
+// ParetoFront returns the points of idx not dominated in (tokens/s per
 // GPU, per-request tokens/s), by per-request tokens/s descending; equal
 // points keep the first.
-func paretoFront(points []Point, idx []int) []int {
+func ParetoFront(points []Point, idx []int) []int {
 	s := append([]int(nil), idx...)
 	sort.SliceStable(s, func(i, j int) bool {
 		a, b := &points[s[i]], &points[s[j]]

@@ -49,7 +49,7 @@ func TestParetoFront(t *testing.T) {
 		{Plan: "D", TokensPerSPerGPU: 200, TokensPerSPerRequest: 10},
 		{Plan: "E", TokensPerSPerGPU: 10, TokensPerSPerRequest: 100},
 	}
-	got := paretoFront(pts, []int{0, 1, 2, 3, 4})
+	got := ParetoFront(pts, []int{0, 1, 2, 3, 4})
 	var names []string
 	for _, i := range got {
 		names = append(names, pts[i].Plan)

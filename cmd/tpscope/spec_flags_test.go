@@ -42,3 +42,32 @@ func TestSpecFlagsRefused(t *testing.T) {
 		}
 	}
 }
+
+// TestAdviseHeadSpecAccept: advise's baseline line names the acceptance
+// it priced when the baseline speculates (read from the workload by its
+// codec; a substring test for "mtp" stopped matching when workloads
+// began to print specN) and leaves it out when it does not.
+func TestAdviseHeadSpecAccept(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want bool
+	}{
+		{[]string{"--mtp", "2", "--spec-accept", "0.7"}, true},
+		{[]string{"--spec-accept", "0.7"}, false},
+	} {
+		args := append([]string{"advise", "--model", "glm-5-nvfp4", "--no-sweep"}, c.args...)
+		code, out, stderr := runCLI(t, args...)
+		if code != 0 {
+			t.Fatalf("%v: exit %d: %s", args, code, stderr)
+		}
+		var base string
+		for _, l := range strings.Split(out, "\n") {
+			if strings.HasPrefix(l, "baseline (") {
+				base = l
+			}
+		}
+		if got := strings.Contains(base, "spec-accept=0.7"); got != c.want || base == "" {
+			t.Errorf("%v: baseline line %q names the acceptance: %v, want %v", args, base, got, c.want)
+		}
+	}
+}

@@ -250,7 +250,7 @@ var adviceHeader = []string{"entry", "applies", "state", "step ms", "speedup", "
 func writeAdviceHead(w io.Writer, adv *advise.Advice) {
 	b, s := adv.Baseline, adv.Stock
 	bo, so := b.Options, s.Options
-	if !strings.Contains(adv.Workload, " mtp") {
+	if w, err := model.ParseWorkload(adv.Workload); err != nil || w.SpecTokens == 0 {
 		// The acceptance rate matters only with speculative tokens.
 		bo.MTPAcceptFrac, so.MTPAcceptFrac = 0, 0
 		bo.SpecAccept, so.SpecAccept = sim.SpecAccept{}, sim.SpecAccept{}

@@ -423,7 +423,7 @@ func pointCells(p *plan.Point, withSLO bool) []string {
 }
 
 func pointHeader(withSLO bool) []string {
-	h := []string{"topology", "gpus", "plan", "kv", "mtp", "context", "batch", "ms/token", "tok/s/req", "tok/s", "tok/s/GPU", "max conc.", "fits"}
+	h := []string{"topology", "gpus", "plan", "kv", "spec", "context", "batch", "ms/token", "tok/s/req", "tok/s", "tok/s/GPU", "max conc.", "fits"}
 	if withSLO {
 		h = append(h, "slo")
 	}
@@ -478,7 +478,7 @@ func writePlanText(w io.Writer, modelName string, res *plan.Result, boxes, top i
 		return err
 	}
 	rows = rows[:0]
-	capHeader := []string{"topology", "gpus", "plan", "kv", "mtp", "context", "max concurrency", "best batch", "tok/s/GPU", "tok/s/req", "ms/token", "full: batch", "full: tok/s/GPU", "full: ms/token"}
+	capHeader := []string{"topology", "gpus", "plan", "kv", "spec", "context", "max concurrency", "best batch", "tok/s/GPU", "tok/s/req", "ms/token", "full: batch", "full: tok/s/GPU", "full: ms/token"}
 	var fitting []plan.CapacityRow
 	for _, c := range res.Capacity {
 		if c.MaxConcurrency > 0 {

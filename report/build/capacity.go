@@ -2,7 +2,6 @@ package build
 
 import (
 	"fmt"
-	"math"
 	"sort"
 	"strconv"
 
@@ -109,7 +108,7 @@ func PlanScatter(res *plan.Result, context int) *report.Scatter {
 			pts.Labels = append(pts.Labels, planPointLabel(p))
 		}
 		front := report.ScatterSeries{Name: name + " front", Line: true}
-		for _, i := range paretoOf(res.Points, idx) {
+		for _, i := range plan.ParetoFront(res.Points, idx) {
 			p := &res.Points[i]
 			front.Points = append(front.Points, [2]float64{p.TokensPerSPerRequest, p.TokensPerSPerGPU})
 			front.Labels = append(front.Labels, planPointLabel(p))
@@ -135,31 +134,9 @@ func PlanScatter(res *plan.Result, context int) *report.Scatter {
 func planPointLabel(p *plan.Point) string {
 	s := fmt.Sprintf("%s x%d %s %s b%d ctx%d", p.Topology, p.GPUs, p.Plan, p.KVDtype, p.Batch, p.Context)
 	if p.SpecTokens > 0 {
-		s += " mtp" + strconv.Itoa(p.SpecTokens)
+		s += " spec" + strconv.Itoa(p.SpecTokens)
 	}
 	return s
-}
-
-// paretoOf is the points of idx no other of idx beats in both per-request
-// and per-GPU tokens/s, by per-request tokens/s descending.
-func paretoOf(points []plan.Point, idx []int) []int {
-	s := append([]int(nil), idx...)
-	sort.SliceStable(s, func(i, j int) bool {
-		a, b := &points[s[i]], &points[s[j]]
-		if a.TokensPerSPerRequest != b.TokensPerSPerRequest {
-			return a.TokensPerSPerRequest > b.TokensPerSPerRequest
-		}
-		return a.TokensPerSPerGPU > b.TokensPerSPerGPU
-	})
-	var front []int
-	best := math.Inf(-1)
-	for _, i := range s {
-		if points[i].TokensPerSPerGPU > best {
-			front = append(front, i)
-			best = points[i].TokensPerSPerGPU
-		}
-	}
-	return front
 }
 
 // PlanContexts lists the contexts of a sweep's fitting points, ascending:
