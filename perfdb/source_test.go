@@ -7,11 +7,15 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/tpscope/tpscope/internal/testfix"
 	"github.com/tpscope/tpscope/model"
 	"github.com/tpscope/tpscope/ncclenv"
 	"github.com/tpscope/tpscope/sim"
 	"github.com/tpscope/tpscope/topology"
 )
+
+// mustPresetTopo resolves a box preset (testfix).
+var mustPresetTopo = testfix.Box
 
 // box pairs a topology preset with the sample system measured on its GPU.
 type box struct{ topo, system string }
@@ -394,13 +398,4 @@ func TestSourceRouting(t *testing.T) {
 			}
 		})
 	}
-}
-
-func mustPresetTopo(t testing.TB, name string) *topology.Topology {
-	t.Helper()
-	tp, err := topology.Preset(name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return tp
 }

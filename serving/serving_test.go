@@ -6,29 +6,14 @@ import (
 	"reflect"
 	"testing"
 
+	"github.com/tpscope/tpscope/internal/testfix"
 	"github.com/tpscope/tpscope/model"
 	"github.com/tpscope/tpscope/ncclenv"
 	"github.com/tpscope/tpscope/sim"
-	"github.com/tpscope/tpscope/topology"
 )
 
-func mustPreset(t testing.TB, name string) *model.Arch {
-	t.Helper()
-	a, err := model.Preset(name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return a
-}
-
-func mustTopo(t testing.TB, name string) *topology.Topology {
-	t.Helper()
-	tp, err := topology.Preset(name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return tp
-}
+// mustPreset and mustTopo resolve the scenario's model and box (testfix).
+var mustPreset, mustTopo = testfix.Arch, testfix.Box
 
 // kimiDeployment is Kimi-K2.5 (INT4 experts) at TP 8 with an FP8 cache on
 // the dual-socket RTX PRO 6000 box, CUDA graphs and NCCL_P2P_LEVEL=SYS.

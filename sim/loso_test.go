@@ -29,12 +29,16 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/tpscope/tpscope/internal/testfix"
 	"github.com/tpscope/tpscope/model"
 	"github.com/tpscope/tpscope/ncclenv"
 	"github.com/tpscope/tpscope/perfdb"
 	"github.com/tpscope/tpscope/sim"
 	"github.com/tpscope/tpscope/topology"
 )
+
+// mustArch resolves a model preset (testfix).
+var mustArch = testfix.Arch
 
 type losoSystem struct {
 	system, box string
@@ -170,15 +174,6 @@ func losoRun(t *testing.T, db *perfdb.DB, s losoSystem) ([]losoPoint, []string) 
 		}
 	}
 	return pts, donors
-}
-
-func mustArch(t *testing.T, name string) *model.Arch {
-	t.Helper()
-	a, err := model.Preset(name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return a
 }
 
 // TestLeaveOneSystemOut prints, per held-out system and batch, the step
