@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/tpscope/tpscope/internal/testfix"
 )
 
 // goodYAML is a system spec in aiconfigurator's layout (the numbers of
@@ -230,19 +232,15 @@ func FuzzParseSpec(f *testing.F) {
 	f.Add([]byte(goodYAML[:strings.Index(goodYAML, "'2.29.2'")+3]))     // cut in the version
 	f.Add([]byte(goodYAML[:strings.Index(goodYAML, "  nccl_version")])) // cut before it
 	f.Add([]byte("data_dir: [1, 2]\n"))
-	if dir, err := filepath.Abs("."); err == nil {
-		for i := 0; i < 6; i++ {
-			if ents, err := os.ReadDir(filepath.Join(dir, sampleRel)); err == nil {
-				for _, e := range ents {
-					if strings.HasSuffix(e.Name(), ".yaml") {
-						if b, err := os.ReadFile(filepath.Join(dir, sampleRel, e.Name())); err == nil {
-							f.Add(b)
-						}
-					}
+	// The sample database's system files seed the corpus where it is found.
+	if dir := testfix.SamplePerfDB(f); dir != "" {
+		ents, _ := os.ReadDir(dir)
+		for _, e := range ents {
+			if strings.HasSuffix(e.Name(), ".yaml") {
+				if b, err := os.ReadFile(filepath.Join(dir, e.Name())); err == nil {
+					f.Add(b)
 				}
-				break
 			}
-			dir = filepath.Dir(dir)
 		}
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {

@@ -23,8 +23,6 @@ package sim_test
 import (
 	"fmt"
 	"math"
-	"os"
-	"path/filepath"
 	"sort"
 	"strings"
 	"testing"
@@ -251,22 +249,4 @@ func signedWorst(v []float64) float64 {
 		}
 	}
 	return w
-}
-
-func sampleDB(t *testing.T) *perfdb.DB {
-	t.Helper()
-	dir, _ := filepath.Abs(".")
-	for i := 0; i < 6; i++ {
-		p := filepath.Join(dir, "shared", "reference", "perfdb", "systems")
-		if st, err := os.Stat(p); err == nil && st.IsDir() {
-			db, err := perfdb.Open(p)
-			if err != nil {
-				t.Fatal(err)
-			}
-			return db
-		}
-		dir = filepath.Dir(dir)
-	}
-	t.Skip("sample perf database not found above the package directory: skipping")
-	return nil
 }

@@ -9,8 +9,6 @@ package sim_test
 
 import (
 	"math"
-	"os"
-	"path/filepath"
 	"sort"
 	"testing"
 
@@ -20,31 +18,6 @@ import (
 	"github.com/tpscope/tpscope/sim"
 	"github.com/tpscope/tpscope/topology"
 )
-
-// sampleSystem opens a system of the sample database (found above the
-// package directory: ../shared/reference/perfdb/systems from the
-// repository root), skipping when it is absent.
-func sampleSystem(t *testing.T, name string) *perfdb.System {
-	t.Helper()
-	dir, _ := filepath.Abs(".")
-	for i := 0; i < 6; i++ {
-		p := filepath.Join(dir, "shared", "reference", "perfdb", "systems")
-		if st, err := os.Stat(p); err == nil && st.IsDir() {
-			db, err := perfdb.Open(p)
-			if err != nil {
-				t.Fatal(err)
-			}
-			s, err := db.System(name)
-			if err != nil {
-				t.Fatal(err)
-			}
-			return s
-		}
-		dir = filepath.Dir(dir)
-	}
-	t.Skip("sample perf database not found above the package directory: skipping")
-	return nil
-}
 
 func medianAbs(v []float64) float64 {
 	a := make([]float64, len(v))

@@ -26,12 +26,11 @@ package sim_test
 import (
 	"fmt"
 	"math"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/tpscope/tpscope/engine"
+	"github.com/tpscope/tpscope/internal/testfix"
 	"github.com/tpscope/tpscope/model"
 	"github.com/tpscope/tpscope/ncclenv"
 	"github.com/tpscope/tpscope/perfdb"
@@ -216,19 +215,36 @@ func TestPublicTable(t *testing.T) {
 // rows are then checked with the priors only).
 func sampleDBOrNil(t *testing.T) *perfdb.DB {
 	t.Helper()
-	dir, _ := filepath.Abs(".")
-	for i := 0; i < 6; i++ {
-		p := filepath.Join(dir, "shared", "reference", "perfdb", "systems")
-		if st, err := os.Stat(p); err == nil && st.IsDir() {
-			db, err := perfdb.Open(p)
-			if err != nil {
-				t.Fatal(err)
-			}
-			return db
-		}
-		dir = filepath.Dir(dir)
+	p := testfix.SamplePerfDB(t)
+	if p == "" {
+		return nil
 	}
-	return nil
+	db, err := perfdb.Open(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return db
+}
+
+// sampleDB is the sample database; tests that need it skip without it.
+func sampleDB(t *testing.T) *perfdb.DB {
+	t.Helper()
+	db := sampleDBOrNil(t)
+	if db == nil {
+		t.Skip("sample perf database not found above the package directory: skipping")
+	}
+	return db
+}
+
+// sampleSystem is one system of the sample database (skipping without
+// it).
+func sampleSystem(t *testing.T, name string) *perfdb.System {
+	t.Helper()
+	s, err := sampleDB(t).System(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
 }
 
 // TestPublicNVFP4RatioTables: the NVFP4 / INT4 decode-rate ratio of

@@ -2,10 +2,11 @@ package main
 
 import (
 	"encoding/json"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/tpscope/tpscope/internal/testfix"
 )
 
 // samplePerfDB is the sample of aiconfigurator's database the workspace
@@ -13,21 +14,11 @@ import (
 // from the package directory up; "" (or a skip with must) when absent.
 func samplePerfDB(t testing.TB, must bool) string {
 	t.Helper()
-	dir, err := filepath.Abs(".")
-	if err != nil {
-		t.Fatal(err)
+	p := testfix.SamplePerfDB(t)
+	if p == "" && must {
+		t.Skipf("sample perf database %s not found above the package: skipping", testfix.SamplePerfDBRel)
 	}
-	for i := 0; i < 6; i++ {
-		p := filepath.Join(dir, "shared", "reference", "perfdb", "systems")
-		if st, err := os.Stat(p); err == nil && st.IsDir() {
-			return p
-		}
-		dir = filepath.Dir(dir)
-	}
-	if must {
-		t.Skip("sample perf database shared/reference/perfdb/systems not found above the package: skipping")
-	}
-	return ""
+	return p
 }
 
 // TestPredictPerfDB: predict --perf-db on the seed scenario (Kimi-K2.5-

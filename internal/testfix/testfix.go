@@ -3,6 +3,8 @@
 package testfix
 
 import (
+	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/tpscope/tpscope/model"
@@ -27,4 +29,28 @@ func Box(t testing.TB, name string) *topology.Topology {
 		t.Fatal(err)
 	}
 	return tp
+}
+
+// SamplePerfDBRel is the sample of aiconfigurator's measured database the
+// workspace holds, relative to the workspace root
+// (../shared/reference/perfdb/systems from the repository root).
+const SamplePerfDBRel = "shared/reference/perfdb/systems"
+
+// SamplePerfDB is the sample database's directory, looked for in the
+// ancestors of the test's directory (so tests run from the main checkout
+// and from worktrees alike), "" when it is absent (a clone on its own: CI).
+func SamplePerfDB(t testing.TB) string {
+	t.Helper()
+	dir, err := filepath.Abs(".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 6; i++ {
+		p := filepath.Join(dir, SamplePerfDBRel)
+		if st, err := os.Stat(p); err == nil && st.IsDir() {
+			return p
+		}
+		dir = filepath.Dir(dir)
+	}
+	return ""
 }
