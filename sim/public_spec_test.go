@@ -37,11 +37,9 @@ package sim_test
 
 import (
 	"fmt"
-	"math"
 	"strings"
 	"testing"
 
-	"github.com/tpscope/tpscope/engine"
 	"github.com/tpscope/tpscope/model"
 	"github.com/tpscope/tpscope/ncclenv"
 	"github.com/tpscope/tpscope/perfdb"
@@ -132,25 +130,12 @@ type specResult struct {
 
 func predictSpecRow(t *testing.T, r *specRow, db *perfdb.DB) specResult {
 	t.Helper()
-	ref, err := engine.ParseRef(r.engine)
-	if err != nil {
-		t.Fatal(err)
-	}
-	topo, err := topology.Resolve(r.topo, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	a := mustArch(t, r.model)
 	parsed, _, err := sim.ParseNames([]string{"spec-accept=" + r.accept})
 	if err != nil {
 		t.Fatal(err)
 	}
-	acc := parsed.SpecAccept
-	o := sim.Options{CUDAGraphs: true, Engine: ref, AttentionBackend: sim.AttentionBackend(r.attn), MoEKernel: r.moe, CustomAR: r.customAR,
-		NCCL: ncclenv.Settings{P2PLevel: "SYS", Proto: r.proto}, SpecAccept: acc}
-	sc := sim.Scenario{Arch: a, Plan: model.Plan{TP: 8}, Options: o, Topo: topo,
-		Workload: model.Workload{Phase: model.Decode, Batch: r.batch, Context: r.context, KVDtype: r.kv, SpecTokens: r.k}}
-	sc.Build.DenseDSA = sim.ImpliedDenseDSA(a, topo, ref)
+	sc := rowScenario(t, rowKernels{id: r.id, model: r.model, topo: r.topo, engine: r.engine, attn: r.attn, moe: r.moe, customAR: r.customAR, proto: r.proto},
+		model.Plan{TP: 8}, model.Workload{Phase: model.Decode, Batch: r.batch, Context: r.context, KVDtype: r.kv, SpecTokens: r.k}, parsed.SpecAccept)
 	sc.Build.Spec.Method = r.method
 	if r.draft != "" {
 		d, err := model.ResolveDrafter(r.draft)
@@ -159,7 +144,7 @@ func predictSpecRow(t *testing.T, r *specRow, db *perfdb.DB) specResult {
 		}
 		sc.Build.Spec.Draft, sc.Build.Spec.Drafter = d.Ref, d
 	}
-	if err := model.Validate(a, sc.Plan, sc.Workload, sc.Build); err != nil {
+	if err := model.Validate(sc.Arch, sc.Plan, sc.Workload, sc.Build); err != nil {
 		t.Fatalf("%s: %v", r.id, err)
 	}
 	if err := sc.CheckEngine(); err != nil {
@@ -167,29 +152,11 @@ func predictSpecRow(t *testing.T, r *specRow, db *perfdb.DB) specResult {
 	}
 	noSpec := func(c sim.Scenario) float64 {
 		c.Build.Spec, c.Workload.SpecTokens = model.Spec{}, 0
-		p, _, err := sim.Predict(c)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return p.TokensPerS
+		return tokensPerS(t, c)
 	}
-	pr, _, err := sim.Predict(sc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	res := specResult{prior: pr.TokensPerS, priorBase: noSpec(sc)}
-	if r.tableBand > 0 && db != nil {
-		src, err := perfdb.NewSource(db, perfdb.SourceConfig{Device: topo.DeviceOf(0).Name, Profile: ref, AttentionBackend: r.attn, MoEKernel: r.moe})
-		if err != nil {
-			t.Fatalf("%s: %v", r.id, err)
-		}
-		sc.Costs = src
-		sc.Build.Routing = perfdb.DefaultRouting
-		pt, _, err := sim.Predict(sc)
-		if err != nil {
-			t.Fatal(err)
-		}
-		res.tables, res.tablesBase = pt.TokensPerS, noSpec(sc)
+	res := specResult{prior: tokensPerS(t, sc), priorBase: noSpec(sc)}
+	if tsc, ok := withTables(t, r.id, sc, r.tableBand, db, r.attn, r.moe); ok {
+		res.tables, res.tablesBase = tokensPerS(t, tsc), noSpec(tsc)
 	}
 	return res
 }
@@ -200,28 +167,15 @@ func TestPublicSpecRows(t *testing.T) {
 	for i := range specRows {
 		r := &specRows[i]
 		res := predictSpecRow(t, r, db)
-		e := res.prior/r.measured - 1
-		line := fmt.Sprintf("%-5s %-80s measured %7.1f, priors %7.1f (%+6.1f %%)", r.id, r.who, r.measured, res.prior, 100*e)
-		if res.tables > 0 {
-			line += fmt.Sprintf(", tables %7.1f (%+6.1f %%)", res.tables, 100*(res.tables/r.measured-1))
-		}
-		t.Log(line)
+		var after []string
 		if r.base > 0 {
-			ratio := fmt.Sprintf("      speedup over no speculation: measured x%.2f (%.1f -> %.1f), priors x%.2f", r.measured/r.base, r.base, r.measured, res.prior/res.priorBase)
+			ratio := fmt.Sprintf("speedup over no speculation: measured x%.2f (%.1f -> %.1f), priors x%.2f", r.measured/r.base, r.base, r.measured, res.prior/res.priorBase)
 			if res.tables > 0 {
 				ratio += fmt.Sprintf(", tables x%.2f", res.tables/res.tablesBase)
 			}
-			t.Log(ratio)
+			after = append(after, ratio)
 		}
-		t.Logf("      %s", r.flags())
-		if r.band > 0 && math.Abs(e) > r.band {
-			t.Errorf("%s: priors %+.1f %% outside +-%.0f %%", r.id, 100*e, 100*r.band)
-		}
-		if r.tableBand > 0 && res.tables > 0 {
-			if et := res.tables/r.measured - 1; math.Abs(et) > r.tableBand {
-				t.Errorf("%s: tables %+.1f %% outside +-%.0f %%", r.id, 100*et, 100*r.tableBand)
-			}
-		}
+		checkRow(t, r.id, r.who, r.measured, res.prior, res.tables, r.band, r.tableBand, append(after, r.flags())...)
 	}
 }
 

@@ -142,44 +142,98 @@ type publicResult struct {
 
 func predictRow(t *testing.T, r *publicRow, db *perfdb.DB) publicResult {
 	t.Helper()
-	ref, err := engine.ParseRef(r.engine)
-	if err != nil {
-		t.Fatal(err)
-	}
-	topo, err := topology.Resolve(r.topo, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	a := mustArch(t, r.model)
-	o := sim.Options{CUDAGraphs: true, Engine: ref, AttentionBackend: sim.AttentionBackend(r.attn), MoEKernel: r.moe, CustomAR: r.customAR,
-		NCCL: ncclenv.Settings{P2PLevel: "SYS", Proto: r.proto}}
 	plan := model.Plan{TP: r.tp, DCP: r.dcp}
 	plan.EP = r.ep
-	sc := sim.Scenario{Arch: a, Plan: plan, Options: o, Topo: topo,
-		Workload: model.Workload{Phase: model.Decode, Batch: r.batch, Context: r.context, KVDtype: r.kv}}
-	sc.Build.DenseDSA = sim.ImpliedDenseDSA(a, topo, ref)
+	sc := rowScenario(t, rowKernels{id: r.id, model: r.model, topo: r.topo, engine: r.engine, attn: r.attn, moe: r.moe, customAR: r.customAR, proto: r.proto},
+		plan, model.Workload{Phase: model.Decode, Batch: r.batch, Context: r.context, KVDtype: r.kv}, sim.SpecAccept{})
 	if err := sc.CheckEngine(); err != nil {
 		t.Fatalf("%s: %v", r.id, err)
 	}
-	pr, _, err := sim.Predict(sc)
+	res := publicResult{prior: tokensPerS(t, sc)}
+	if tsc, ok := withTables(t, r.id, sc, r.tableBand, db, r.attn, r.moe); ok {
+		res.tables = tokensPerS(t, tsc)
+	}
+	return res
+}
+
+// rowKernels are what a public row states of its deployment besides the
+// plan and the load: model, box, engine and its kernels, all-reduce.
+type rowKernels struct {
+	id, model, topo, engine, attn, moe, proto string
+	customAR                                  sim.CustomAR
+}
+
+// rowScenario is a public row's scenario as its flags express it: CUDA
+// graphs, P2P level SYS, DSA as the box's engines run it.
+func rowScenario(t *testing.T, k rowKernels, plan model.Plan, w model.Workload, acc sim.SpecAccept) sim.Scenario {
+	t.Helper()
+	ref, err := engine.ParseRef(k.engine)
 	if err != nil {
 		t.Fatal(err)
 	}
-	res := publicResult{prior: pr.TokensPerS}
-	if r.tableBand > 0 && db != nil {
-		src, err := perfdb.NewSource(db, perfdb.SourceConfig{Device: topo.DeviceOf(0).Name, Profile: ref, AttentionBackend: r.attn, MoEKernel: r.moe})
-		if err != nil {
-			t.Fatalf("%s: %v", r.id, err)
-		}
-		sc.Costs = src
-		sc.Build.Routing = perfdb.DefaultRouting
-		pt, _, err := sim.Predict(sc)
-		if err != nil {
-			t.Fatal(err)
-		}
-		res.tables = pt.TokensPerS
+	topo, err := topology.Resolve(k.topo, 0)
+	if err != nil {
+		t.Fatal(err)
 	}
-	return res
+	a := mustArch(t, k.model)
+	o := sim.Options{CUDAGraphs: true, Engine: ref, AttentionBackend: sim.AttentionBackend(k.attn), MoEKernel: k.moe, CustomAR: k.customAR,
+		NCCL: ncclenv.Settings{P2PLevel: "SYS", Proto: k.proto}, SpecAccept: acc}
+	sc := sim.Scenario{Arch: a, Plan: plan, Options: o, Topo: topo, Workload: w}
+	sc.Build.DenseDSA = sim.ImpliedDenseDSA(a, topo, ref)
+	return sc
+}
+
+// withTables is sc priced from the sample database's tables of its GPU
+// under its engine's kernels, the tables' balanced routing; ok is false
+// for a row not judged with tables (tableBand 0) or without the database.
+func withTables(t *testing.T, id string, sc sim.Scenario, tableBand float64, db *perfdb.DB, attn, moe string) (sim.Scenario, bool) {
+	t.Helper()
+	if tableBand <= 0 || db == nil {
+		return sc, false
+	}
+	src, err := perfdb.NewSource(db, perfdb.SourceConfig{Device: sc.Topo.DeviceOf(0).Name, Profile: sc.Options.Engine, AttentionBackend: attn, MoEKernel: moe})
+	if err != nil {
+		t.Fatalf("%s: %v", id, err)
+	}
+	sc.Costs = src
+	sc.Build.Routing = perfdb.DefaultRouting
+	return sc, true
+}
+
+// tokensPerS is sc's predicted decode tokens/s.
+func tokensPerS(t *testing.T, sc sim.Scenario) float64 {
+	t.Helper()
+	p, _, err := sim.Predict(sc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p.TokensPerS
+}
+
+// checkRow logs a row's measured and predicted tokens/s (and the lines
+// after it) and checks the priors' band and, where the tables priced it,
+// theirs.
+func checkRow(t *testing.T, id, who string, measured, prior, tables, band, tableBand float64, after ...string) {
+	t.Helper()
+	e := prior/measured - 1
+	line := fmt.Sprintf("%-5s %-80s measured %7.1f, priors %7.1f (%+6.1f %%)", id, who, measured, prior, 100*e)
+	if tables > 0 {
+		line += fmt.Sprintf(", tables %7.1f (%+6.1f %%)", tables, 100*(tables/measured-1))
+	}
+	t.Log(line)
+	for _, l := range after {
+		t.Log("      " + l)
+	}
+	if band > 0 && math.Abs(e) > band {
+		t.Errorf("%s: priors %+.1f %% outside +-%.0f %%", id, 100*e, 100*band)
+	}
+	// Without the sample tables (a clone without ../shared) only the
+	// priors' bands are checked.
+	if tableBand > 0 && tables > 0 {
+		if et := tables/measured - 1; math.Abs(et) > tableBand {
+			t.Errorf("%s: tables %+.1f %% outside +-%.0f %%", id, 100*et, 100*tableBand)
+		}
+	}
 }
 
 // TestPublicTable predicts every row and checks its band.
@@ -188,23 +242,7 @@ func TestPublicTable(t *testing.T) {
 	for i := range publicRows {
 		r := &publicRows[i]
 		res := predictRow(t, r, db)
-		e := res.prior/r.measured - 1
-		line := fmt.Sprintf("%-5s %-72s measured %7.1f, priors %7.1f (%+6.1f %%)", r.id, r.who, r.measured, res.prior, 100*e)
-		if res.tables > 0 {
-			line += fmt.Sprintf(", tables %7.1f (%+6.1f %%)", res.tables, 100*(res.tables/r.measured-1))
-		}
-		t.Log(line)
-		t.Logf("      %s", r.flags())
-		if r.band > 0 && math.Abs(e) > r.band {
-			t.Errorf("%s: priors %+.1f %% outside +-%.0f %%", r.id, 100*e, 100*r.band)
-		}
-		// Without the sample tables (a clone without ../shared) only the
-		// priors' bands are checked.
-		if r.tableBand > 0 && db != nil {
-			if et := res.tables/r.measured - 1; math.Abs(et) > r.tableBand {
-				t.Errorf("%s: tables %+.1f %% outside +-%.0f %%", r.id, 100*et, 100*r.tableBand)
-			}
-		}
+		checkRow(t, r.id, r.who, r.measured, res.prior, res.tables, r.band, r.tableBand, r.flags())
 	}
 	for _, u := range publicUnexpressed {
 		t.Logf("not expressed: %s: %s", u[0], u[1])
