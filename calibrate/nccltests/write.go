@@ -172,13 +172,7 @@ func Write(w io.Writer, lg *Log, o WriteOptions) error {
 	}
 	sum := 0.0
 	for _, r := range lg.Rows {
-		redop, typ := r.RedOp, r.Type
-		if redop == "" {
-			redop = "none"
-		}
-		if typ == "" {
-			typ = "-"
-		}
+		redop, typ := r.printedOp()
 		if perIter {
 			iter := func(p *PerIter) string {
 				if p == nil {
@@ -275,13 +269,7 @@ func WriteJSON(w io.Writer, lg *Log, o WriteOptions) error {
 			Graph: graph, PerIterTiming: jsonBool(perIterRows(lg)), Devices: []jsonDevice{{Pid: o.Pid, Hostname: host, DeviceHex: "-", DeviceInfo: dev}}}}
 	sum := 0.0
 	for _, r := range lg.Rows {
-		redop, typ := r.RedOp, r.Type
-		if redop == "" {
-			redop = "none"
-		}
-		if typ == "" {
-			typ = "-"
-		}
+		redop, typ := r.printedOp()
 		place := func(us, alg, bus float64) *jsonPlace {
 			t := jsonFloat(us)
 			return &jsonPlace{Time: &t, AlgBW: jsonFloat(alg), BusBW: jsonFloat(bus)}
@@ -313,4 +301,17 @@ func WriteJSON(w io.Writer, lg *Log, o WriteOptions) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", " ")
 	return enc.Encode(&doc)
+}
+
+// printedOp is the row's reduction and type as nccl-tests prints them:
+// "none" for a collective without one, "-" for an untyped row.
+func (r *Row) printedOp() (redop, typ string) {
+	redop, typ = r.RedOp, r.Type
+	if redop == "" {
+		redop = "none"
+	}
+	if typ == "" {
+		typ = "-"
+	}
+	return redop, typ
 }
