@@ -564,6 +564,18 @@ func (s *Space) Enumerate() ([]Config, Coverage, error) {
 	if specs == nil {
 		specs = []int{0}
 	}
+	if s.Build.Spec.Method != "" || s.Build.Spec.Drafter != nil {
+		// A speculative method, its tokens and its drafter hold or fail
+		// for every configuration alike: checked once, the error a
+		// *model.PlanError naming the field (a draft TP that must divide
+		// each plan's TP is left to each configuration).
+		for _, k := range specs {
+			w := model.Workload{Phase: model.Decode, Batch: 1, Context: 1, SpecTokens: k}
+			if err := model.Validate(s.Arch, model.Plan{TP: max(1, s.Build.Spec.DraftTP)}, w, s.Build); err != nil {
+				return nil, cov, err
+			}
+		}
+	}
 	for _, b := range batches {
 		if b < 1 {
 			return nil, cov, fmt.Errorf("plan: batch %d: want at least 1", b)

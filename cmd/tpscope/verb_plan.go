@@ -160,16 +160,6 @@ func (o *planOptions) Run(ctx context.Context, args []string, std IO) error {
 		if !o.changed("mtp") {
 			specs = []int{sc.specTokensFlag(m)}
 		}
-		// The method, its tokens and its drafter hold or fail for every
-		// configuration alike: check them once, before the sweep, rather
-		// than leave every configuration out (a draft TP that must divide
-		// each plan's TP is left to the sweep).
-		for _, k := range specs {
-			w := model.Workload{Phase: model.Decode, Batch: 1, Context: 1, SpecTokens: k}
-			if err := model.Validate(a, model.Plan{TP: max(1, build.Spec.DraftTP)}, w, build); err != nil {
-				return sc.specFlagError(buildFlagError(a, err))
-			}
-		}
 	}
 	space := plan.Space{Arch: a, Build: build, ImplyDenseDSA: !o.changed("dense-dsa"), MaxMsPerToken: o.sloMs, GPUCounts: o.gpus.v,
 		Batches: o.batch.v, Contexts: o.ctx.v, SpecTokens: specs}
@@ -218,6 +208,11 @@ func (o *planOptions) Run(ctx context.Context, args []string, std IO) error {
 	// The lists are checked before any cost source is loaded: a
 	// combination that can never run is the flags' fault.
 	if _, _, err := space.Enumerate(); err != nil {
+		var pe *model.PlanError
+		if errors.As(err, &pe) {
+			// The speculative flags, checked once for the sweep.
+			return sc.specFlagError(buildFlagError(a, err))
+		}
 		return planSpaceUsage(err, len(space.Topologies))
 	}
 	for _, t := range space.Topologies {
