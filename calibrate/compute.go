@@ -5,7 +5,7 @@ package calibrate
 //
 // sim's compute model prices an op as (sim/compute.go, sim.OpCost)
 //
-//	t = overhead + max(MinKernelUs, RampUs + max(ComputeUs, MemoryUs), LoopUs) + ExtraKernels x MinKernelUs
+//	t = overhead + max(MinKernelUs, RampUs + max(ComputeUs, MemoryUs), LoopUs) + MergeUs + ExtraKernels x MinKernelUs
 //	ComputeUs = FLOPs / (peak x eff x fill),  MemoryUs = bytes / (BW x memEff)
 //
 // so a kernel family's efficiency enters as a factor on one term and its
@@ -153,7 +153,8 @@ func memScaled(s *ComputeSample) bool {
 
 // modelUs is the fitted model's time for s with factors a, b and ramp r;
 // which says which term set it (0 floor or a split-KV loop, 1 compute, 2
-// memory). The loop bound (OpCost.LoopUs) and the engine's companion
+// memory). The loop bound (OpCost.LoopUs), a split launch's in-kernel
+// merge (OpCost.MergeUs, a fact of the backend) and the engine's companion
 // kernels (OpCost.ExtraKernels, one floor each; their gaps are in
 // OverheadUs) are not fitted: they follow the floor the samples carry.
 func modelUs(s *ComputeSample, a, b, r float64) (float64, int) {
@@ -168,13 +169,14 @@ func modelUs(s *ComputeSample, a, b, r float64) (float64, int) {
 	if s.Cost.MemoryUs > 0 && r+m > t {
 		t, which = r+m, 2
 	}
-	return s.OverheadUs + extraKernelsUs(s) + t, which
+	return s.OverheadUs + unfittedUs(s) + t, which
 }
 
-// extraKernelsUs is the device time of s's companion kernels at the floor
-// the sample carries.
-func extraKernelsUs(s *ComputeSample) float64 {
-	return float64(s.Cost.ExtraKernels) * s.Cost.MinKernelUs
+// unfittedUs is the device time of s the fit does not scale: its
+// companion kernels at the floor the sample carries, and a split launch's
+// in-kernel merge.
+func unfittedUs(s *ComputeSample) float64 {
+	return float64(s.Cost.ExtraKernels)*s.Cost.MinKernelUs + s.Cost.MergeUs
 }
 
 // rampMinSpan: the largest roofline term of a family's bound samples must
@@ -254,7 +256,7 @@ func fitFamily(key string, ss []ComputeSample, o ComputeOptions) (FamilyFit, err
 			rm = append(rm, logMeas[i]-math.Log(t))
 		}
 		if which != 0 {
-			bound = append(bound, ss[i].MeasuredUs-ss[i].OverheadUs-extraKernelsUs(&ss[i]))
+			bound = append(bound, ss[i].MeasuredUs-ss[i].OverheadUs-unfittedUs(&ss[i]))
 		}
 	}
 	if len(rc) > 0 {

@@ -20,7 +20,8 @@ import (
 // a bandwidth. The traces stand for tpscope's executor (one
 // span per op, no auxiliary kernels: the "executor" option), so every
 // non-collective op takes overhead + max(split-KV loop, floor + max(compute,
-// memory)) from its prior cost terms: the compute model's form with each
+// memory)) + the in-kernel split merge from its prior cost terms: the
+// compute model's form with each
 // kind's floor also its ramp, as the catalog prices a kernel
 // (topology/catalog.go), at other floors; collectives take their
 // predicted time.
@@ -35,7 +36,7 @@ func floorTrue(op *sim.OpResult, _ *model.Op) float64 {
 	if !ok {
 		f = c.MinKernelUs
 	}
-	return op.OverheadUs + max(c.LoopUs, f+max(c.ComputeUs, c.MemoryUs))
+	return op.OverheadUs + max(c.LoopUs, f+max(c.ComputeUs, c.MemoryUs)) + c.MergeUs
 }
 
 // TestCalibrateGraphRunFitsPerKindFloors: a CUDA-graph decode trace of the

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"math"
 	"path"
 	"slices"
 	"sort"
@@ -133,6 +134,13 @@ func (p *Profile) validate() error {
 		}
 		switch b.Grid.Kind {
 		case GridSMFill:
+			g := b.Grid
+			if g.MergeUs < 0 || math.IsNaN(g.MergeUs) || math.IsInf(g.MergeUs, 0) {
+				return bad(f+".grid.merge_us", "%v: want a time of 0 us or more", g.MergeUs)
+			}
+			if g.MergeUs > 0 && (g.RowsPerCTA < 1 || !(g.SplitBelowSMFrac > 0 && g.SplitBelowSMFrac <= 1)) {
+				return bad(f+".grid", "merge_us needs rows_per_cta >= 1 and split_below_sm_frac in (0, 1]")
+			}
 		case GridSplitKV:
 			g := b.Grid
 			if g.BlockH < 1 || g.BlockN < 1 || g.Stages < 1 {

@@ -113,6 +113,17 @@ type Grid struct {
 	BlockH int `yaml:"block_h"`
 	BlockN int `yaml:"block_n"`
 	Stages int `yaml:"stages"`
+	// MergeUs > 0 (sm_fill): the kernel merges its KV splits itself, and
+	// that merge costs a fixed time after the last byte of the cache is
+	// read (the splits' barrier, then the L2 reads of their partials),
+	// whatever the bytes. The launch is split when its blocks, one per
+	// (sequence, group of RowsPerCTA query rows), fill at most
+	// SplitBelowSMFrac of the SMs; a launch that fills more runs unsplit
+	// and merges nothing. 0: the backend merges in a companion kernel
+	// (Companions) or not at all.
+	MergeUs          float64 `yaml:"merge_us"`
+	RowsPerCTA       int     `yaml:"rows_per_cta"`
+	SplitBelowSMFrac float64 `yaml:"split_below_sm_frac"`
 }
 
 // AttentionBackend is one MLA attention backend.

@@ -317,6 +317,9 @@ type OpCost struct {
 	// LoopUs: a split-KV attention kernel's serial loop per CTA
 	// (splitLoopUs), a third bound beside compute and memory.
 	LoopUs float64 `json:"loop_us,omitempty"`
+	// MergeUs: the in-kernel merge of a split attention launch after its
+	// last byte (the backend's Grid.MergeUs; mergeUs), part of Us.
+	MergeUs float64 `json:"merge_us,omitempty"`
 
 	// Collectives.
 	LatencyUs float64 `json:"latency_us,omitempty"` // fixed part of the collective time
@@ -384,9 +387,36 @@ func (cm *computeModel) cost(op *model.Op) OpCost {
 			}
 		}
 	}
+	if attn != nil && attn.Grid.Kind == engprof.GridSMFill {
+		c.MergeUs = cm.mergeUs(op, attn)
+		c.Us += c.MergeUs
+	}
 	c.ExtraKernelsUs = float64(c.ExtraKernels) * c.MinKernelUs
 	c.Us += c.ExtraKernelsUs
 	return c
+}
+
+// mergeUs is the fixed time an sm_fill backend that merges its KV splits
+// in the kernel (Grid.MergeUs > 0: the executor's MLA kernels) spends
+// after the last byte, when the launch is split: its blocks, one per
+// (sequence, group of RowsPerCTA query rows), fill at most
+// SplitBelowSMFrac of the SMs, so the planner cuts the cache into splits
+// to fill the rest, and the splits meet at a barrier and merge their
+// partials through L2. A launch whose blocks fill more of the device runs
+// unsplit and merges nothing.
+func (cm *computeModel) mergeUs(op *model.Op, b *engprof.AttentionBackend) float64 {
+	g := &b.Grid
+	if g.MergeUs <= 0 || op.Role != model.RoleMLADecode || op.M < 1 {
+		return 0
+	}
+	seqs := int64(max(1, cm.seqs))
+	tokPerSeq := (op.M + seqs - 1) / seqs
+	rows := float64(tokPerSeq) * math.Max(1, op.Batch) // query rows per sequence: tokens x local heads
+	blocks := float64(seqs) * math.Ceil(rows/float64(g.RowsPerCTA))
+	if blocks > g.SplitBelowSMFrac*cm.sms {
+		return 0
+	}
+	return g.MergeUs
 }
 
 // splitLoopUs is the time a split_kv decode (TRITON_MLA's) takes when

@@ -26,6 +26,11 @@ type engineKernels struct {
 	// context parallelism merges partial attention.
 	qkNope int
 	dcp    bool
+	// seqs is the sequences each rank's attention serves in the schedule
+	// (Deploy.PaddedSeqsPerGroup): an attention op's query tokens over it
+	// are the tokens per sequence a split launch's blocks group
+	// (mergeUs).
+	seqs int
 
 	attnMemo []attnSlot
 	moeMemo  [numDtypes]*engprof.MoEKernel
@@ -38,6 +43,11 @@ type attnSlot struct {
 	kv     engprof.KVDtype
 	qkNope int
 	dcp    bool
+	// seqs is the sequences each rank's attention serves in the schedule
+	// (Deploy.PaddedSeqsPerGroup): an attention op's query tokens over it
+	// are the tokens per sequence a split launch's blocks group
+	// (mergeUs).
+	seqs int
 	b      *engprof.AttentionBackend
 }
 
@@ -125,6 +135,7 @@ func (k *engineKernels) linearCompanions(op *model.Op) int {
 func (k *engineKernels) noteSchedule(s *model.Schedule) {
 	k.dcp = s.Plan.Normalized().DCP > 1
 	k.qkNope = 0
+	k.seqs = s.Deploy.PaddedSeqsPerGroup
 	if len(s.Ranks) == 0 {
 		return
 	}

@@ -212,6 +212,9 @@ func costDetail(op *sim.OpResult) string {
 	if c.RampUs > 0 {
 		d += fmt.Sprintf(" + ramp %.1f us", c.RampUs)
 	}
+	if c.MergeUs > 0 {
+		d += fmt.Sprintf(" + split merge %.1f us", c.MergeUs)
+	}
 	return d
 }
 
