@@ -48,7 +48,7 @@ type attnSlot struct {
 	// are the tokens per sequence a split launch's blocks group
 	// (mergeUs).
 	seqs int
-	b      *engprof.AttentionBackend
+	b    *engprof.AttentionBackend
 }
 
 func (k *engineKernels) init(dev *topology.Device, prof *engprof.Profile, opts *Options) {
