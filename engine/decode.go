@@ -286,6 +286,18 @@ func (p *Profile) validate() error {
 	if err := cite("custom_allreduce", c.Cite); err != nil {
 		return err
 	}
+	switch p.Scheduler.Policy {
+	case "":
+		if len(p.Scheduler.Cite) > 0 {
+			return bad("scheduler.policy", "missing: want vllm or sglang beside its cite")
+		}
+	case SchedulerVLLM, SchedulerSGLang:
+		if err := cite("scheduler", p.Scheduler.Cite); err != nil {
+			return err
+		}
+	default:
+		return bad("scheduler.policy", "%q: want %s or %s", p.Scheduler.Policy, SchedulerVLLM, SchedulerSGLang)
+	}
 	if err := cite("dsa", p.DSA.Cite); err != nil {
 		return err
 	}

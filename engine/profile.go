@@ -30,6 +30,10 @@ type Profile struct {
 	Graphs    CUDAGraphs     `yaml:"cuda_graphs"`
 	AllReduce CustomAR       `yaml:"custom_allreduce"`
 	DSA       DSAFacts       `yaml:"dsa"`
+	// Scheduler is how the engine forms a serving step out of its running
+	// and waiting requests; none for an engine that serves no requests
+	// (the executor runs one step of a given workload).
+	Scheduler SchedulerFacts `yaml:"scheduler"`
 	// Speculative are the speculative-decoding methods (spec.go).
 	Speculative SpecFacts `yaml:"speculative"`
 	// Unsupported lists options (as tpscope's flags name them) the engine
@@ -48,6 +52,25 @@ func (p *Profile) CaptureSizes() []int {
 	}
 	return p.sizes
 }
+
+// SchedulerFacts name the engine's scheduling policy as the serving
+// simulation spells it (package serving's Policy: "vllm", a token budget
+// per step spent on running requests first with prefill chunks mixed in;
+// "sglang", a prefill batch whenever a prompt waits, else decode); ""
+// when the engine serves no requests.
+type SchedulerFacts struct {
+	Policy string   `yaml:"policy"`
+	Cite   []string `yaml:"cite"`
+}
+
+// The scheduling policies a profile may state (serving.Policy's values).
+const (
+	SchedulerVLLM   = "vllm"
+	SchedulerSGLang = "sglang"
+)
+
+// Serves reports whether the engine serves requests (states a scheduler).
+func (p *Profile) Serves() bool { return p.Scheduler.Policy != "" }
 
 // PerfDBRef names an engine's tables in aiconfigurator's tree.
 type PerfDBRef struct {

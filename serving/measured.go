@@ -12,6 +12,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	engprof "github.com/tpscope/tpscope/engine"
 )
 
 // Measured serving benchmarks: the results a client (vllm bench serve,
@@ -147,8 +149,14 @@ type Measured struct {
 	// Record is the level's place in the file: the 1-based line of a
 	// JSON-lines file, the 1-based benchmark of a GuideLLM file, else 1.
 	Record int    `json:"record"`
-	Model  string `json:"model,omitempty"`
+	Model string `json:"model,omitempty"`
+	// Engine is the serving engine or client backend the file names
+	// (vllm bench's and bench_serving's "backend", InferenceX's
+	// "framework"): "vllm", "sglang", or an API's name ("openai-chat");
+	// EngineRef maps it to an engine profile. GPU is the GPU the file
+	// names (InferenceX's "hw"), "" when it names none.
 	Engine string `json:"engine,omitempty"`
+	GPU    string `json:"gpu,omitempty"`
 
 	// The load: QPS > 0 an open loop at that rate (Burstiness its gamma
 	// shape, 1 = Poisson); Concurrency > 0 at most that many requests in
@@ -849,6 +857,9 @@ func readInferenceX(f fields) (*Measured, error) {
 	if m.Engine, err = f.str("framework"); err != nil {
 		return nil, err
 	}
+	if m.GPU, err = f.str("hw"); err != nil {
+		return nil, err
+	}
 	v, err := readNums(f, "isl", "osl", "conc")
 	if err != nil {
 		return nil, err
@@ -1408,4 +1419,21 @@ func cmpF(a, b float64) int {
 		return 1
 	}
 	return 0
+}
+
+// EngineRef is the engine profile the level's Engine names, by the names
+// the benchmark clients give their backends (vllm bench serve --backend
+// vllm; SGLang bench_serving --backend sglang, sglang-native, sglang-oai;
+// InferenceX's framework vllm, sglang, trt); ok is false for an API's
+// name (openai, openai-chat: any server) or none.
+func (m *Measured) EngineRef() (engprof.Ref, bool) {
+	switch n := strings.ToLower(strings.TrimSpace(m.Engine)); {
+	case n == "vllm":
+		return engprof.Ref{Name: "vllm"}, true
+	case n == "sglang" || strings.HasPrefix(n, "sglang-"):
+		return engprof.Ref{Name: "sglang"}, true
+	case n == "trt" || n == "trtllm" || n == "tensorrt-llm" || n == "tensorrt_llm":
+		return engprof.Ref{Name: "trtllm"}, true
+	}
+	return engprof.Ref{}, false
 }

@@ -81,6 +81,9 @@ func TestReadMeasured(t *testing.T) {
 				t.Errorf("duration %.3f s, %d output, %d prompt tokens; want 71.50, 80185, 83390", m.DurationS, m.OutputTokens, m.PromptTokens)
 			}
 			sameLatency(t, "TTFT", m.TTFTMs, Latency{nan, 358.53034793399274, nan, 547.9667304037138})
+			if r, ok := m.EngineRef(); !ok || r.Name != "sglang" || m.Engine != "sglang" || m.GPU != "b200" {
+				t.Errorf("engine %q (%v %v), GPU %q; want the file's framework sglang and hw b200", m.Engine, r, ok, m.GPU)
+			}
 		}},
 		{"testdata/bench/inferencex-glm5-fp8-vllm-tp8-tokenpos/results/glm5_fp8_vllm_tp8_isl1024_osl128_conc16.json", 1, func(t *testing.T, ms []Measured) {
 			m := ms[0]
@@ -262,4 +265,17 @@ func FuzzReadMeasured(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestMeasuredEngineRef: the clients' backend names map to the engine
+// profiles; an API's name names no engine.
+func TestMeasuredEngineRef(t *testing.T) {
+	for name, want := range map[string]string{"vllm": "vllm", "VLLM": "vllm", "sglang": "sglang", "sglang-oai": "sglang", "sglang-native": "sglang",
+		"trt": "trtllm", "tensorrt-llm": "trtllm", "openai": "", "openai-chat": "", "": "", "lmdeploy": ""} {
+		m := Measured{Engine: name}
+		r, ok := m.EngineRef()
+		if ok != (want != "") || r.Name != want {
+			t.Errorf("%q: %v %v, want %q", name, r, ok, want)
+		}
+	}
 }

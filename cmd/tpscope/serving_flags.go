@@ -4,7 +4,9 @@ import (
 	"fmt"
 
 	"github.com/spf13/pflag"
+	engprof "github.com/tpscope/tpscope/engine"
 	"github.com/tpscope/tpscope/serving"
+	"github.com/tpscope/tpscope/topology"
 )
 
 // engineFlags are the serving engine's settings, as simulate and
@@ -31,17 +33,34 @@ func (f *engineFlags) bind(fs *pflag.FlagSet) {
 	fs.BoolVar(&f.noChunked, "no-enable-chunked-prefill", f.noChunked, "vLLM --no-enable-chunked-prefill: prompts are not cut to the step's budget")
 	fs.BoolVar(&f.noFullISL, "no-scheduler-reserve-full-isl", f.noFullISL, "vLLM --no-scheduler-reserve-full-isl: admit on the first chunk's blocks, not the whole input's")
 	fs.Float64Var(&f.watermark, "watermark", f.watermark, "vLLM --watermark: fraction of KV blocks kept free when admitting while others run (0 = off)")
-	fs.StringVar(&f.policy, "policy", f.policy, "scheduling policy: vllm (chunked prefill mixed with decode, running requests first) or sglang (a prefill batch whenever a prompt waits, else decode)")
+	fs.StringVar(&f.policy, "policy", f.policy, "the engine's scheduling policy, which --engine decides (vllm and trtllm: chunked prefill mixed with decode, running requests first; sglang: a prefill batch whenever a prompt waits, else decode); given, it must be the engine's")
 	fs.BoolVar(&f.noPrefixCache, "no-enable-prefix-caching", f.noPrefixCache, "vLLM --no-enable-prefix-caching: requests with hash IDs or sessions reuse nothing")
 	fs.StringVar(&f.overheadsFile, "serving-overheads", f.overheadsFile, "the engine's overheads outside the GPU step, as calibrate --serving writes them (JSON)")
 }
 
-// engine returns the options and overheads the flags give; errors name
-// the flag.
-func (f *engineFlags) engine() (serving.EngineOptions, serving.Overheads, error) {
-	pol, err := serving.ParsePolicy(f.policy)
+// engine returns the options and overheads the flags give for the
+// scenario's engine prof; errors name the flag. The scheduling policy is
+// the engine's (its profile's scheduler): --policy may repeat it, and
+// another one is refused, since SGLang's kernels under vLLM's scheduler
+// (or the reverse) is a scenario no engine runs. An engine that serves no
+// requests (the executor) is refused.
+func (f *engineFlags) engine(prof *engprof.Profile, policyGiven bool) (serving.EngineOptions, serving.Overheads, error) {
+	if !prof.Serves() {
+		return serving.EngineOptions{}, serving.Overheads{}, flagError("--engine", prof.Name(), "want an engine that serves requests (vllm, sglang or trtllm): %s runs one step of a given workload and has no scheduler", prof.Name())
+	}
+	pol, err := serving.ParsePolicy(prof.Scheduler.Policy)
 	if err != nil {
-		return serving.EngineOptions{}, serving.Overheads{}, causeError("--policy", nil, err)
+		return serving.EngineOptions{}, serving.Overheads{}, causeError("--engine", prof.Name(), err)
+	}
+	if policyGiven {
+		p, err := serving.ParsePolicy(f.policy)
+		if err != nil {
+			return serving.EngineOptions{}, serving.Overheads{}, causeError("--policy", nil, err)
+		}
+		if p != pol {
+			return serving.EngineOptions{}, serving.Overheads{}, flagError("--policy", f.policy,
+				"want %s's own scheduler, %s (another engine's scheduler over its kernels is a scenario no engine runs; --engine picks the engine whose scheduler is %s)", prof.Name(), pol, p)
+		}
 	}
 	e := serving.EngineOptions{MaxNumSeqs: f.maxSeqs, MaxNumBatchedTokens: f.maxTokens, BlockSize: f.blockSize,
 		NumGPUBlocksOverride: f.gpuBlocks, LongPrefillTokenThreshold: f.longPrefill, DisableChunkedPrefill: f.noChunked,
@@ -59,6 +78,68 @@ func (f *engineFlags) engine() (serving.EngineOptions, serving.Overheads, error)
 		}
 	}
 	return e, o, nil
+}
+
+// resultsEngine is the engine the measured results name (their
+// framework or backend field, Measured.EngineRef), set as the scenario's
+// when the command line names none: the run the results measured is the
+// scenario to price, as a trace's recorded scenario is. The note says
+// where the engine came from, or which flag overrode the results' (a
+// default never does); results naming two engines are an error. Results
+// that name no engine (an API's backend, aiperf, GuideLLM) leave the
+// scenario as the flags give it.
+func resultsEngine(sc *scenarioFlags, flag string, levels []serving.Measured) (note string, err error) {
+	var ref engprof.Ref
+	var from *serving.Measured
+	for i := range levels {
+		r, ok := levels[i].EngineRef()
+		if !ok {
+			continue
+		}
+		if from != nil && r != ref {
+			return "", flagError(flag, nil, "want results of one engine: %s names %s (%q) and %s names %s (%q)",
+				from.File, ref, from.Engine, levels[i].File, r, levels[i].Engine)
+		}
+		if from == nil {
+			ref, from = r, &levels[i]
+		}
+	}
+	if from == nil {
+		return "", nil
+	}
+	prof, err := engprof.Lookup(ref)
+	if err != nil {
+		return "", causeError(flag, from.File, err)
+	}
+	if sc.changed("engine") {
+		if sc.opts.Engine.Name != ref.Name {
+			return fmt.Sprintf("engine recorded in the results: %s (%q in %s); overridden by --engine %s", ref, from.Engine, from.File, sc.opts.Engine), nil
+		}
+		return "", nil
+	}
+	sc.opts.Engine = ref
+	return fmt.Sprintf("engine %s: recorded in the results (%q in %s)", prof.Name(), from.Engine, from.File), nil
+}
+
+// resultsGPU refuses results that name a GPU (InferenceX's hw) other than
+// the box's: their latencies are another GPU's. A GPU name the catalog
+// does not know is not judged.
+func resultsGPU(topo *topology.Topology, flag string, levels []serving.Measured) error {
+	for i := range levels {
+		m := &levels[i]
+		if m.GPU == "" {
+			continue
+		}
+		g, err := topology.LookupGPU(m.GPU)
+		d := topo.DeviceOf(0)
+		if err != nil || d == nil {
+			continue
+		}
+		if box, ok := topology.MatchNVMLName(d.Name); ok && box.Key != g.Key {
+			return flagError("--topo", topo.Name, "want a box of the GPU the %s results ran on: %s ran on %s (%q), the box has %s", flag, m.File, g.Label, m.GPU, d.Name)
+		}
+	}
+	return nil
 }
 
 // engineLine is the engine's settings in one line.

@@ -6,6 +6,7 @@ import (
 	"io"
 
 	"github.com/spf13/pflag"
+	engprof "github.com/tpscope/tpscope/engine"
 	"github.com/tpscope/tpscope/report/build"
 	"github.com/tpscope/tpscope/serving"
 )
@@ -65,11 +66,22 @@ func (m *servingCalibrateMode) run(ctx context.Context, c *calibrateOptions, std
 			fit = append(fit, v-1)
 		}
 	}
-	engine, overheads, err := m.engineFlags.engine()
+	engineNote, err := resultsEngine(c.sc, "--serving", levels)
 	if err != nil {
 		return err
 	}
 	scen, err := c.sc.scenario()
+	if err != nil {
+		return err
+	}
+	if err := resultsGPU(scen.Topo, "--serving", levels); err != nil {
+		return err
+	}
+	prof, err := engprof.Lookup(scen.Options.Engine)
+	if err != nil {
+		return causeError("--engine", scen.Options.Engine, err)
+	}
+	engine, overheads, err := m.engineFlags.engine(prof, c.sc.changed("policy"))
 	if err != nil {
 		return err
 	}
@@ -83,6 +95,9 @@ func (m *servingCalibrateMode) run(ctx context.Context, c *calibrateOptions, std
 		if cal.Fitted[i] {
 			src = append(src, fmt.Sprintf("fitted on %s record %d (%s)", levels[i].File, levels[i].Record, levels[i].Label()))
 		}
+	}
+	if engineNote != "" {
+		src = append(src, engineNote)
 	}
 	src = append(src, fmt.Sprintf("%s %s on %s, %s policy; objective (squared log errors of median TTFT, median TPOT, output throughput) %.4g -> %.4g in %d evaluations",
 		scen.Arch.Name, scen.Plan.Normalized(), scen.Topo.Name, engine.Policy, cal.ObjectiveBefore, cal.ObjectiveAfter, cal.Evals))

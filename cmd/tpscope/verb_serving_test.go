@@ -15,10 +15,11 @@ import (
 
 // dsr1 is the deployment of the real InferenceX DSR1 results (see
 // serving/testdata/bench/inferencex-dsr1-fp4-b200-sglang-tp8ep8/SOURCE.md):
-// 8 x B200, TP 8 with EP, FP8 KV, SGLang's policy with
-// --max-running-requests 256 and --chunked-prefill-size 16384.
+// 8 x B200, TP 8 with EP, FP8 KV, --max-running-requests 256 and
+// --chunked-prefill-size 16384; the engine, SGLang, is the one the results
+// name.
 var dsr1 = []string{"--model", "../../serving/testdata/models/deepseek-r1-0528-fp4", "--topo", "nvswitch:8xb200", "--tp", "8", "--ep",
-	"--kv-dtype", "fp8", "--policy", "sglang", "--max-num-seqs", "256", "--max-num-batched-tokens", "16384"}
+	"--kv-dtype", "fp8", "--max-num-seqs", "256", "--max-num-batched-tokens", "16384"}
 
 const dsr1Dir = "../../serving/testdata/bench/inferencex-dsr1-fp4-b200-sglang-tp8ep8/"
 

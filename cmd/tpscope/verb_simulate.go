@@ -14,6 +14,7 @@ import (
 	"strings"
 
 	"github.com/spf13/pflag"
+	engprof "github.com/tpscope/tpscope/engine"
 	"github.com/tpscope/tpscope/report"
 	"github.com/tpscope/tpscope/report/build"
 	"github.com/tpscope/tpscope/serving"
@@ -68,9 +69,12 @@ serve --save-result JSON, SGLang bench_serving JSONL, aiperf's
 profile_export_aiperf.json, GuideLLM's benchmarks.json, InferenceX
 summaries, a request log), simulates each load level as measured and prints
 predicted beside measured for mean/p50/p90/p99 of TTFT, TPOT, ITL and E2E
-and the throughputs. --policy sglang runs SGLang's prefill-first scheduler
-instead of vLLM's; --serving-overheads takes the overheads calibrate
---serving fitted.
+and the throughputs. The engine the results name (their backend or
+framework) prices and schedules the run unless --engine names another;
+a GPU they name other than the box's is refused. The scheduler is the
+engine's (--engine sglang: SGLang's prefill-first scheduler; vllm and
+trtllm: vLLM's mixed steps). --serving-overheads takes the overheads
+calibrate --serving fitted.
 
 --pareto draws output tokens/s per GPU against tokens/s per user (1000 /
 median TPOT) of the runs with their front, the SLO and the run chosen;
@@ -363,12 +367,23 @@ func runSimulate(sc *scenarioFlags, f *simulateFlags, stdout, stderr io.Writer) 
 			return causeError("", nil, err)
 		}
 	}
+	engineNote, err := resultsEngine(sc, "--compare", measured)
+	if err != nil {
+		return err
+	}
 	scen, err := sc.scenario()
 	if err != nil {
 		return err
 	}
+	if err := resultsGPU(scen.Topo, "--compare", measured); err != nil {
+		return err
+	}
 	topo, opts := scen.Topo, scen.Options
-	engine, overheads, err := f.engineFlags.engine()
+	prof, err := engprof.Lookup(opts.Engine)
+	if err != nil {
+		return causeError("--engine", opts.Engine, err)
+	}
+	engine, overheads, err := f.engineFlags.engine(prof, sc.changed("policy"))
 	if err != nil {
 		return err
 	}
@@ -385,7 +400,7 @@ func runSimulate(sc *scenarioFlags, f *simulateFlags, stdout, stderr io.Writer) 
 	slo := serving.SLO{TTFTMs: f.sloTTFT, TPOTMs: f.sloTPOT, Percentile: f.sloPct}
 	out := simulateOutput{Model: scen.Arch.Name, Topology: topo.Name, Plan: scen.Plan.Normalized().String(), GPUs: s.GPUs(),
 		KVDtype: string(s.KVDtype()), Options: opts, Engine: s.Engine(), Overheads: overheads, KVBlocks: s.KVBlocks(), Schedulers: s.Schedulers(),
-		Instances: max(1, f.instances), Router: string(router), Traffic: traffic, SLO: slo, Trace: trace}
+		Instances: max(1, f.instances), Router: string(router), Traffic: traffic, SLO: slo, Trace: trace, EngineNote: engineNote}
 	if y := scen.SpecYield(); y != nil {
 		out.Spec = y
 		out.SpecLine = fmt.Sprintf("speculative: %s; %.2f tokens per step per request (sd %.2f), drawn per request and step from %s",
@@ -525,6 +540,9 @@ type simulateOutput struct {
 	Spec *sim.SpecYield `json:"spec,omitempty"`
 	// SpecLine describes it for people.
 	SpecLine string `json:"-"`
+	// EngineNote says where the engine came from when measured results
+	// named one (resultsEngine).
+	EngineNote string `json:"engine_note,omitempty"`
 }
 
 // loadGroup names the runs' lengths: "ISL 1024 / OSL 256", the trace, or
@@ -629,6 +647,9 @@ func (o *simulateOutput) headLines() []string {
 		fmt.Sprintf("simulate: %s %s on %s (%d GPUs), kv %s, %s", o.Model, o.Plan, o.Topology, o.GPUs, o.KVDtype, o.Options.Label()),
 		engineLine(e, o.KVBlocks, o.Schedulers, o.Instances, o.Router, o.Overheads),
 		fmt.Sprintf("load: %s, seed %d; SLO %s", load, o.Traffic.Seed, sloString(o.SLO)),
+	}
+	if o.EngineNote != "" {
+		head = append(head, o.EngineNote)
 	}
 	if o.SpecLine != "" {
 		head = append(head, o.SpecLine)
