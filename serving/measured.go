@@ -149,7 +149,7 @@ type Measured struct {
 	// Record is the level's place in the file: the 1-based line of a
 	// JSON-lines file, the 1-based benchmark of a GuideLLM file, else 1.
 	Record int    `json:"record"`
-	Model string `json:"model,omitempty"`
+	Model  string `json:"model,omitempty"`
 	// Engine is the serving engine or client backend the file names
 	// (vllm bench's and bench_serving's "backend", InferenceX's
 	// "framework"): "vllm", "sglang", or an API's name ("openai-chat");
