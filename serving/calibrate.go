@@ -32,23 +32,32 @@ const (
 	TermStepUs       CalibrateTerm = "step"     // Overheads.StepUs
 	TermPerSeqUs     CalibrateTerm = "per-seq"  // Overheads.PerSeqUs
 	TermPrefillScale CalibrateTerm = "prefill"  // Overheads.PrefillScale
+	TermDecodeScale  CalibrateTerm = "decode"   // Overheads.DecodeScale
 	TermFrontendMs   CalibrateTerm = "frontend" // Overheads.FrontendMs
 )
 
 // AllCalibrateTerms is every term, the default.
-var AllCalibrateTerms = []CalibrateTerm{TermStepUs, TermPerSeqUs, TermPrefillScale, TermFrontendMs}
+var AllCalibrateTerms = []CalibrateTerm{TermStepUs, TermPerSeqUs, TermDecodeScale, TermPrefillScale, TermFrontendMs}
 
-// ParseCalibrateTerms parses a comma list of terms ("" or "all": every
-// term).
+// scaleTerm reports whether t is a multiplicative term (searched as an
+// exponential, 1 at the start).
+func scaleTerm(t CalibrateTerm) bool { return t == TermPrefillScale || t == TermDecodeScale }
+
+// ParseCalibrateTerms parses a comma list of terms: "all" every term, ""
+// none named (nil: Calibrate picks what the fitted levels can tell
+// apart).
 func ParseCalibrateTerms(s string) ([]CalibrateTerm, error) {
-	if s == "" || s == "all" {
+	switch s {
+	case "":
+		return nil, nil
+	case "all":
 		return AllCalibrateTerms, nil
 	}
 	var out []CalibrateTerm
 	for _, p := range strings.Split(s, ",") {
 		t := CalibrateTerm(strings.TrimSpace(strings.ToLower(p)))
 		if !slices.Contains(AllCalibrateTerms, t) {
-			return nil, fmt.Errorf("overhead term %q: want step, per-seq, prefill or frontend", p)
+			return nil, fmt.Errorf("overhead term %q: want step, per-seq, decode, prefill or frontend", p)
 		}
 		if !slices.Contains(out, t) {
 			out = append(out, t)
@@ -62,8 +71,9 @@ func ParseCalibrateTerms(s string) ([]CalibrateTerm, error) {
 type CalibrateOptions struct {
 	// Fit lists the indexes of the levels fitted on (nil: the first).
 	Fit []int
-	// Terms are the overheads fitted (nil: all); the others keep the
-	// deployment's values.
+	// Terms are the overheads fitted (nil: every term the fitted levels
+	// can tell apart, Calibrate); the others keep the deployment's
+	// values.
 	Terms []CalibrateTerm
 	// MaxEvals bounds the objective's evaluations (each simulates every
 	// fitted level once).
@@ -89,20 +99,32 @@ type Calibration struct {
 	Notes []string `json:"notes,omitempty"`
 }
 
-// distinctLoads counts the different loads (rate and concurrency) among
-// the levels fitted on.
-func distinctLoads(levels []Measured, fit []int) int {
+// distinctLoads counts the different loads (rate and concurrency: the
+// running batch a step serves) among the levels fitted on, and the
+// different shapes (a load with the requests' mean prompt and output
+// lengths, to the token: how much of the load is prefill).
+func distinctLoads(levels []Measured, fit []int) (loads, shapes int) {
 	type load struct {
 		qps float64
 		c   int
 	}
-	seen := map[load]bool{}
+	type shape struct {
+		load
+		prompt, outputs int64
+	}
+	seenL, seenS := map[load]bool{}, map[shape]bool{}
 	for _, i := range fit {
 		if i >= 0 && i < len(levels) {
-			seen[load{levels[i].QPS, levels[i].Concurrency}] = true
+			m := &levels[i]
+			l := load{m.QPS, m.Concurrency}
+			sh := shape{load: l}
+			if m.Completed > 0 {
+				sh.prompt, sh.outputs = m.PromptTokens/int64(m.Completed), m.OutputTokens/int64(m.Completed)
+			}
+			seenL[l], seenS[sh] = true, true
 		}
 	}
-	return len(seen)
+	return len(seenL), len(seenS)
 }
 
 // calibrateRidge weighs the pull of each scaled term towards none
@@ -157,16 +179,40 @@ func Calibrate(d Deployment, levels []Measured, opts CalibrateOptions) (*Calibra
 		cal.Fitted[i] = true
 	}
 	terms := opts.Terms
+	loads, shapes := distinctLoads(levels, fit)
 	if len(terms) == 0 {
-		terms = AllCalibrateTerms
+		// Every term moves a level's TTFT or TPOT (a closed loop's
+		// throughput follows from both); the levels tell terms apart only
+		// where they differ. A scale on the decode part, a host cost per
+		// step and one per running sequence move the TPOT of one running
+		// batch alike: on one load the decode scale takes that gap, as
+		// calibrate --trace fits a kernel family (a ratio on the step
+		// model's price), and the other two need levels of different
+		// loads. The prefill scale and the frontend move the TTFT of one
+		// prompt length alike: on one shape (load and lengths) the
+		// frontend takes that gap, and the prefill scale needs levels of
+		// different lengths or loads.
+		var left []string
+		for _, t := range AllCalibrateTerms {
+			switch {
+			case loads < 2 && (t == TermStepUs || t == TermPerSeqUs):
+				left = append(left, string(t))
+			case shapes < 2 && t == TermPrefillScale:
+				left = append(left, string(t))
+			default:
+				terms = append(terms, t)
+			}
+		}
+		if len(left) > 0 {
+			cal.Notes = append(cal.Notes, fmt.Sprintf("%s not fitted: the fitted levels run %d load(s) and %d shape(s) (load and lengths), which the fitted terms already cover: a cost per step or per sequence moves one load's TPOT as the decode scale does, a prefill scale one shape's TTFT as the frontend does (fit on levels of two or more loads and lengths to tell them apart; --terms picks others)",
+				strings.Join(left, ", "), loads, shapes))
+		}
 	}
 	// A host cost per step and one per running sequence move a level's
 	// TPOT alike: only levels of different loads (running batches) tell
-	// them apart. Fitted on one load, the per-sequence term keeps the
-	// deployment's value and the per-step term takes the whole gap;
-	// fitting both there trades one against the other and carries the
-	// wrong split to the held-out loads.
-	if loads := distinctLoads(levels, fit); loads < 2 && slices.Contains(terms, TermPerSeqUs) {
+	// them apart; fitting both on one trades one against the other and
+	// carries the wrong split to the held-out loads.
+	if loads < 2 && slices.Contains(terms, TermPerSeqUs) {
 		terms = slices.DeleteFunc(slices.Clone(terms), func(t CalibrateTerm) bool { return t == TermPerSeqUs })
 		cal.Notes = append(cal.Notes, fmt.Sprintf("%s not fitted: the fitted levels run %d load; a cost per sequence and one per step are told apart only by levels of different loads (fit on two or more)", TermPerSeqUs, loads))
 	}
@@ -220,6 +266,8 @@ func Calibrate(d Deployment, levels []Measured, opts CalibrateOptions) (*Calibra
 				o.FrontendMs = math.Min(maxFrontendMs, math.Pow(scales[t]*u[k], 2))
 			case TermPrefillScale:
 				o.PrefillScale = math.Min(maxPrefillScale, math.Exp(math.Max(-10, math.Min(10, u[k]))))
+			case TermDecodeScale:
+				o.DecodeScale = math.Min(maxDecodeScale, math.Exp(math.Max(-10, math.Min(10, u[k]))))
 			}
 		}
 		return o
@@ -250,7 +298,7 @@ func Calibrate(d Deployment, levels []Measured, opts CalibrateOptions) (*Calibra
 	// amount; start the square-root coordinates off zero so a step in
 	// either direction moves the term.
 	for k, t := range terms {
-		if t != TermPrefillScale {
+		if !scaleTerm(t) {
 			x0[k] = 0.1
 		}
 	}

@@ -6,11 +6,14 @@ import (
 	"testing"
 )
 
-// TestCalibrateOneLoadKeepsPerSeq: fitted on levels of one load, the
-// per-sequence host cost is not a term of the fit (it and the per-step
-// cost move that load's TPOT alike) and a note says so; fitted on two
-// loads it is.
-func TestCalibrateOneLoadKeepsPerSeq(t *testing.T) {
+// TestCalibrateOneLoadTerms: fitted on levels of one load, which shows
+// one TTFT and one TPOT, the default fit moves the two terms that load
+// tells apart, the decode scale and the frontend; the per-step and
+// per-sequence host costs and the prefill scale keep the deployment's
+// values and a note says so. Named terms are fitted as named, but for
+// the per-sequence cost, which one load cannot tell from the per-step
+// one. Fitted on two loads every term is fitted.
+func TestCalibrateOneLoadTerms(t *testing.T) {
 	var levels []Measured
 	for _, f := range []string{"conc16.json", "conc64.json"} {
 		ms, err := LoadMeasured(filepath.Join("testdata", "bench", "inferencex-dsr1-fp4-b200-sglang-tp8ep8", f))
@@ -24,31 +27,36 @@ func TestCalibrateOneLoadKeepsPerSeq(t *testing.T) {
 	}
 	// Only which terms are fitted is checked: any deployment will do.
 	d := kimiDeployment(t)
+	d.Overheads = Overheads{StepUs: 7, PerSeqUs: 3, PrefillScale: 1.5}
 	for _, c := range []struct {
-		fit     []int
-		noted   bool
-		loads   int
-		perSeq0 bool
+		fit       []int
+		terms     []CalibrateTerm
+		loads     int
+		note      string // a note that must be there ("": none)
+		kept      bool   // step, per-seq and prefill keep the deployment's values
+		perSeqNot bool   // per-seq keeps the deployment's value
 	}{
-		{[]int{0}, true, 1, true},
-		{[]int{0, 1}, false, 2, false},
+		{[]int{0}, nil, 1, "step, per-seq, prefill not fitted: the fitted levels run 1 load(s) and 1 shape(s)", true, true},
+		{[]int{0}, []CalibrateTerm{TermStepUs, TermPerSeqUs, TermFrontendMs}, 1, "per-seq not fitted", false, true},
+		{[]int{0, 1}, nil, 2, "", false, false},
 	} {
-		if got := distinctLoads(levels, c.fit); got != c.loads {
-			t.Errorf("fit %v: %d distinct loads, want %d", c.fit, got, c.loads)
+		if got, shapes := distinctLoads(levels, c.fit); got != c.loads || shapes != c.loads {
+			t.Errorf("fit %v: %d distinct loads, %d shapes, want %d of each", c.fit, got, shapes, c.loads)
 		}
-		cal, err := Calibrate(d, levels, CalibrateOptions{Fit: c.fit, MaxEvals: 3})
+		cal, err := Calibrate(d, levels, CalibrateOptions{Fit: c.fit, Terms: c.terms, MaxEvals: 12})
 		if err != nil {
 			t.Fatal(err)
 		}
-		noted := false
-		for _, n := range cal.Notes {
-			noted = noted || strings.Contains(n, string(TermPerSeqUs)+" not fitted")
+		joined := strings.Join(cal.Notes, "; ")
+		if (c.note == "") != (len(cal.Notes) == 0) || !strings.Contains(joined, c.note) {
+			t.Errorf("fit %v, terms %v: notes %q, want %q", c.fit, c.terms, cal.Notes, c.note)
 		}
-		if noted != c.noted {
-			t.Errorf("fit %v: per-seq note %v, want %v (%q)", c.fit, noted, c.noted, cal.Notes)
+		o := cal.Overheads
+		if kept := o.StepUs == 7 && o.PerSeqUs == 3 && o.PrefillScale == 1.5; c.kept && !kept {
+			t.Errorf("fit %v, terms %v: overheads %+v, want step, per-seq and prefill kept at 7, 3, 1.5", c.fit, c.terms, o)
 		}
-		if c.perSeq0 && cal.Overheads.PerSeqUs != d.Overheads.PerSeqUs {
-			t.Errorf("fit %v: per-seq %v us moved from the deployment's %v", c.fit, cal.Overheads.PerSeqUs, d.Overheads.PerSeqUs)
+		if c.perSeqNot && o.PerSeqUs != 3 {
+			t.Errorf("fit %v, terms %v: per-seq %v us moved from the deployment's 3", c.fit, c.terms, o.PerSeqUs)
 		}
 	}
 }

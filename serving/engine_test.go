@@ -88,16 +88,29 @@ func TestSchedulerPrefixHit(t *testing.T) {
 // TestOverheadsStep: a step sim prices at 1000 us whose decode tokens
 // alone cost 400 us, with prefill scaled x2, 100 us a step and 10 us a
 // request for 3 requests: 400 + 2 x 600 + 100 + 30 = 1730 us. Without
-// prefill the scale does not apply: 1000 + 100 + 30.
+// prefill the prefill scale does not apply: 1000 + 100 + 30; a prefill
+// alone takes it: 2 x 1000 + 130. With decode scaled x1.5 as well the
+// mixed step is 1.5 x 400 + 2 x 600 + 130 = 1930 us and the decode step
+// 1.5 x 1000 + 130 = 1630 us.
 func TestOverheadsStep(t *testing.T) {
 	o := Overheads{StepUs: 100, PerSeqUs: 10, PrefillScale: 2}
-	if got := o.stepS(1000, 400, true, 3); math.Abs(got-1730e-6) > 1e-12 {
-		t.Errorf("mixed step %v s, want 1730e-6", got)
+	for _, c := range []struct {
+		o               Overheads
+		us, decodeUs    float64
+		prefill, decode bool
+		wantUs          float64
+	}{
+		{o, 1000, 400, true, true, 1730},
+		{o, 1000, 0, false, true, 1130},
+		{o, 1000, 0, true, false, 2130},
+		{Overheads{StepUs: 100, PerSeqUs: 10, PrefillScale: 2, DecodeScale: 1.5}, 1000, 400, true, true, 1930},
+		{Overheads{StepUs: 100, PerSeqUs: 10, PrefillScale: 2, DecodeScale: 1.5}, 1000, 0, false, true, 1630},
+	} {
+		if got := c.o.stepS(c.us, c.decodeUs, c.prefill, c.decode, 3); math.Abs(got-c.wantUs*1e-6) > 1e-12 {
+			t.Errorf("%+v, step %v us (decode %v us, prefill %v, decode %v): %v s, want %v us", c.o, c.us, c.decodeUs, c.prefill, c.decode, got, c.wantUs)
+		}
 	}
-	if got := o.stepS(1000, 0, false, 3); math.Abs(got-1130e-6) > 1e-12 {
-		t.Errorf("decode step %v s, want 1130e-6", got)
-	}
-	bad := []Overheads{{StepUs: -1}, {PerSeqUs: math.NaN()}, {PrefillScale: 1e9}, {FrontendMs: math.Inf(1)}}
+	bad := []Overheads{{StepUs: -1}, {PerSeqUs: math.NaN()}, {PrefillScale: 1e9}, {DecodeScale: -1}, {FrontendMs: math.Inf(1)}}
 	for _, b := range bad {
 		if b.Validate() == nil {
 			t.Errorf("%+v: no error", b)

@@ -19,10 +19,11 @@ import (
 //
 // A step of the simulation lasts
 //
-//	StepUs + PerSeqUs x (requests in the step) + decode part + PrefillScale x prefill part
+//	StepUs + PerSeqUs x (requests in the step) + DecodeScale x decode part + PrefillScale x prefill part
 //
-// where the prefill part is the step's price less the price of its
-// decode tokens alone (sim.IterationCoster, both memoized), and a
+// where the decode part is the price of the step's decode tokens alone
+// and the prefill part the step's price less it (sim.IterationCoster,
+// both memoized), and a
 // request reaches the scheduler FrontendMs after the client sends it
 // (tokenization, HTTP and the engine's input processing), which TTFT and
 // end-to-end latency include.
@@ -37,6 +38,11 @@ type Overheads struct {
 	// PrefillScale multiplies the prefill part of every step (0 = 1): the
 	// engine's prefill kernels and chunking against sim's prices.
 	PrefillScale float64 `json:"prefill_scale,omitempty"`
+	// DecodeScale multiplies the decode part of every step (0 = 1): the
+	// engine's decode kernels against sim's prices, the step model's own
+	// error, which shows as a ratio at every load where a host cost per
+	// step shows as a difference.
+	DecodeScale float64 `json:"decode_scale,omitempty"`
 	// FrontendMs is the time from the client sending a request to the
 	// scheduler seeing it, in milliseconds.
 	FrontendMs float64 `json:"frontend_ms,omitempty"`
@@ -48,6 +54,7 @@ const (
 	maxOverheadStepUs   = 1e6
 	maxOverheadPerSeqUs = 1e5
 	maxPrefillScale     = 100
+	maxDecodeScale      = 100
 	maxFrontendMs       = 1e5
 )
 
@@ -67,6 +74,7 @@ func (o Overheads) Validate() error {
 		{"step_us", o.StepUs, maxOverheadStepUs},
 		{"per_seq_us", o.PerSeqUs, maxOverheadPerSeqUs},
 		{"prefill_scale", o.PrefillScale, maxPrefillScale},
+		{"decode_scale", o.DecodeScale, maxDecodeScale},
 		{"frontend_ms", o.FrontendMs, maxFrontendMs},
 	} {
 		if err := check(c.name, c.v, c.hi); err != nil {
@@ -78,15 +86,26 @@ func (o Overheads) Validate() error {
 
 // IsZero reports whether the overheads add nothing.
 func (o Overheads) IsZero() bool {
-	return o.StepUs == 0 && o.PerSeqUs == 0 && (o.PrefillScale == 0 || o.PrefillScale == 1) && o.FrontendMs == 0
+	return o.StepUs == 0 && o.PerSeqUs == 0 && o.prefillScale() == 1 && o.decodeScale() == 1 && o.FrontendMs == 0
 }
 
 // prefillScale is PrefillScale with 0 read as 1.
-func (o Overheads) prefillScale() float64 {
-	if o.PrefillScale == 0 {
+func (o Overheads) prefillScale() float64 { return oneIfZero(o.PrefillScale) }
+
+// decodeScale is DecodeScale with 0 read as 1.
+func (o Overheads) decodeScale() float64 { return oneIfZero(o.DecodeScale) }
+
+func oneIfZero(v float64) float64 {
+	if v == 0 {
 		return 1
 	}
-	return o.PrefillScale
+	return v
+}
+
+// splitsParts reports whether a step's price must be split into its
+// decode and prefill parts: it has both and a scale tells them apart.
+func (o Overheads) splitsParts(hasPrefill, hasDecode bool) bool {
+	return hasPrefill && hasDecode && o.prefillScale() != o.decodeScale()
 }
 
 // String is the overheads in one phrase.
@@ -94,7 +113,7 @@ func (o Overheads) String() string {
 	if o.IsZero() {
 		return "none"
 	}
-	return fmt.Sprintf("step %.0f us, per request %.1f us, prefill x%.3f, frontend %.1f ms", o.StepUs, o.PerSeqUs, o.prefillScale(), o.FrontendMs)
+	return fmt.Sprintf("step %.0f us, per request %.1f us, decode x%.3f, prefill x%.3f, frontend %.1f ms", o.StepUs, o.PerSeqUs, o.decodeScale(), o.prefillScale(), o.FrontendMs)
 }
 
 // OverheadsFile is the JSON a calibration writes: the overheads and where
@@ -128,7 +147,7 @@ func ReadOverheads(data []byte, path string) (Overheads, error) {
 		body = b
 	}
 	if err := json.Unmarshal(body, &o); err != nil {
-		return Overheads{}, &ParseError{File: path, Line: 1, Field: "overheads", Err: errors.New("want an object of the numbers step_us, per_seq_us, prefill_scale, frontend_ms")}
+		return Overheads{}, &ParseError{File: path, Line: 1, Field: "overheads", Err: errors.New("want an object of the numbers step_us, per_seq_us, prefill_scale, decode_scale, frontend_ms")}
 	}
 	if err := o.Validate(); err != nil {
 		return Overheads{}, &ParseError{File: path, Line: 1, Err: err}
@@ -138,10 +157,15 @@ func ReadOverheads(data []byte, path string) (Overheads, error) {
 
 // stepS is the duration in seconds of a step whose iteration sim prices
 // at us microseconds (decodeUs its decode tokens alone, meaningful when
-// the step has prefill), serving seqs requests.
-func (o Overheads) stepS(us, decodeUs float64, hasPrefill bool, seqs int) float64 {
-	if s := o.prefillScale(); s != 1 && hasPrefill {
-		us = decodeUs + s*math.Max(0, us-decodeUs)
+// splitsParts), serving seqs requests.
+func (o Overheads) stepS(us, decodeUs float64, hasPrefill, hasDecode bool, seqs int) float64 {
+	switch {
+	case o.splitsParts(hasPrefill, hasDecode):
+		us = o.decodeScale()*decodeUs + o.prefillScale()*math.Max(0, us-decodeUs)
+	case hasPrefill:
+		us *= o.prefillScale()
+	default:
+		us *= o.decodeScale()
 	}
 	return (us + o.StepUs + o.PerSeqUs*float64(seqs)) * 1e-6
 }

@@ -799,14 +799,14 @@ func (s *Simulator) stepS(it model.Iteration) (float64, error) {
 		return us * 1e-6, nil
 	}
 	decodeUs := 0.0
-	hasPrefill := it.PrefillSeqs > 0
-	if hasPrefill && o.prefillScale() != 1 && it.DecodeSeqs > 0 {
+	hasPrefill, hasDecode := it.PrefillSeqs > 0, it.DecodeSeqs > 0
+	if o.splitsParts(hasPrefill, hasDecode) {
 		dec := model.Iteration{DecodeSeqs: it.DecodeSeqs, DecodeKVTokens: it.DecodeKVTokens, KVDtype: it.KVDtype}
 		if decodeUs, err = s.coster.StepUs(dec); err != nil {
 			return 0, fmt.Errorf("serving: pricing step %s: %w", dec, err)
 		}
 	}
-	return o.stepS(us, decodeUs, hasPrefill, it.Requests()), nil
+	return o.stepS(us, decodeUs, hasPrefill, hasDecode, it.Requests()), nil
 }
 
 // result summarizes the run.

@@ -86,8 +86,8 @@ func TestSimulateCompare(t *testing.T) {
 // TestCalibrateServing: fitted on the 16-client level, the overheads file
 // is written and read back; on every held-out level the fit brings median
 // TPOT and output throughput closer to the measurement than before (the
-// uncalibrated errors are the static model's, the fitted terms the
-// engine's host time).
+// uncalibrated errors are the static model's, which the decode scale
+// fitted on one load carries to the others).
 func TestCalibrateServing(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "overheads.json")
 	args := []string{"calibrate", "--output", "json", "-o", out, "--fit-levels", "1"}
@@ -108,6 +108,10 @@ func TestCalibrateServing(t *testing.T) {
 	}
 	if o != cal.Overheads || o.IsZero() {
 		t.Errorf("file %+v, report %+v", o, cal.Overheads)
+	}
+	// One load: the decode scale and the frontend are fitted, nothing else.
+	if !(o.DecodeScale > 1) || !(o.FrontendMs > 0) || o.StepUs != 0 || o.PerSeqUs != 0 || o.PrefillScale != 0 {
+		t.Errorf("overheads %+v: want only a decode scale above 1 and a frontend time", o)
 	}
 	if !cal.Fitted[0] || cal.Fitted[1] || len(cal.After) != 4 || !(cal.ObjectiveAfter < cal.ObjectiveBefore) {
 		t.Fatalf("fitted %v, %d levels after, objective %v -> %v", cal.Fitted, len(cal.After), cal.ObjectiveBefore, cal.ObjectiveAfter)
