@@ -22,8 +22,8 @@ import (
 // (calibrateRidge x the squared scaled terms), so that terms the levels
 // cannot tell apart stay at zero instead of trading against each other.
 // The terms are searched in a transformed space that keeps them in range
-// (squares for the non-negative times, an exponential for the prefill
-// scale), starting from none.
+// (squares for the non-negative times, an exponential for the decode and
+// prefill scales), starting from none.
 
 // CalibrateTerm names an overhead the fit may move.
 type CalibrateTerm string
@@ -36,7 +36,8 @@ const (
 	TermFrontendMs   CalibrateTerm = "frontend" // Overheads.FrontendMs
 )
 
-// AllCalibrateTerms is every term, the default.
+// AllCalibrateTerms is every term (--terms all); with none named,
+// Calibrate fits those the fitted levels tell apart.
 var AllCalibrateTerms = []CalibrateTerm{TermStepUs, TermPerSeqUs, TermDecodeScale, TermPrefillScale, TermFrontendMs}
 
 // scaleTerm reports whether t is a multiplicative term (searched as an
@@ -251,7 +252,7 @@ func Calibrate(d Deployment, levels []Measured, opts CalibrateOptions) (*Calibra
 		}
 	}
 	// The search space: u -> overheads. Times are squares of scaled
-	// coordinates (0 at the start), the prefill scale an exponential (1
+	// coordinates (0 at the start), the decode and prefill scales exponentials (1
 	// at the start); terms not fitted keep the deployment's value.
 	scales := map[CalibrateTerm]float64{TermStepUs: 300, TermPerSeqUs: 30, TermFrontendMs: 100}
 	decode := func(u []float64) Overheads {

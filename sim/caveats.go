@@ -93,6 +93,7 @@ func (p *Predictor) measuredOps(sc Scenario) measured {
 	}
 	saved := p.graphed
 	p.graphed, p.mods = s.Deploy.Graphed, s.Modules
+	p.cm.noteSchedule(s) // the backends and their grids are this schedule's
 	defer func() { p.graphed = saved; p.endRun() }()
 	out := measured{role: map[model.Role]bool{}}
 	seen := map[model.Role]bool{}

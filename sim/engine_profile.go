@@ -43,12 +43,7 @@ type attnSlot struct {
 	kv     engprof.KVDtype
 	qkNope int
 	dcp    bool
-	// seqs is the sequences each rank's attention serves in the schedule
-	// (Deploy.PaddedSeqsPerGroup): an attention op's query tokens over it
-	// are the tokens per sequence a split launch's blocks group
-	// (mergeUs).
-	seqs int
-	b    *engprof.AttentionBackend
+	b      *engprof.AttentionBackend
 }
 
 func (k *engineKernels) init(dev *topology.Device, prof *engprof.Profile, opts *Options) {
