@@ -273,6 +273,11 @@ func (p *Profile) validate() error {
 	if p.sizes = g.CaptureSizes(); len(p.sizes) == 0 {
 		return bad("cuda_graphs", "no capture sizes: want sizes or ranges")
 	}
+	for i, b := range p.Attention.Backends {
+		if b.CUDAGraph == "piecewise" && len(g.PiecewiseEager) == 0 {
+			return bad("cuda_graphs.piecewise_eager", "missing: attention.backends[%d] (%s) captures piecewise: want the roles a piecewise graph launches eagerly", i, b.Name)
+		}
+	}
 	if err := cite("cuda_graphs", g.Cite); err != nil {
 		return err
 	}

@@ -386,3 +386,22 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
+
+// TestPiecewiseNeedsEagerRoles: a profile with a backend that captures
+// piecewise only must say which of the schedule's ops its pieces leave
+// eager; the error names the field and the backend.
+func TestPiecewiseNeedsEagerRoles(t *testing.T) {
+	base := string(mustRead(t, "profiles/vllm-0.16-nightly.yaml"))
+	i := strings.Index(base, "  piecewise_eager: [")
+	if i < 0 || !strings.Contains(base, "cuda_graph: piecewise") {
+		t.Fatal("the nightly profile has no piecewise backend with its eager roles")
+	}
+	j := strings.Index(base[i:], "\n")
+	if _, err := Parse([]byte(base), "nightly.yaml"); err != nil {
+		t.Fatalf("the profile as it is: %v", err)
+	}
+	_, err := Parse([]byte(base[:i]+base[i+j+1:]), "edited.yaml")
+	if err == nil || !strings.Contains(err.Error(), "cuda_graphs.piecewise_eager: missing: attention.backends[0] (TRITON_MLA) captures piecewise") {
+		t.Errorf("error %v", err)
+	}
+}

@@ -458,7 +458,13 @@ type CUDAGraphs struct {
 	// every Ranges entry's From, From+Step, ... up to To.
 	Sizes  []int       `yaml:"sizes"`
 	Ranges []SizeRange `yaml:"ranges"`
-	Cite   []string    `yaml:"cite"`
+	// PiecewiseEager are the schedule's roles (model.Role's text) that a
+	// piecewise graph leaves out of its captured pieces: the ops inside
+	// the engine's attention custom op, launched eagerly between pieces
+	// (vLLM's splitting ops). A step runs piecewise when its decode
+	// attention backend captures piecewise only (AttentionBackend.CUDAGraph).
+	PiecewiseEager []string `yaml:"piecewise_eager"`
+	Cite           []string `yaml:"cite"`
 }
 
 // SizeRange is From, From+Step, ..., up to To inclusive.

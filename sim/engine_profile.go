@@ -31,6 +31,12 @@ type engineKernels struct {
 	// are the tokens per sequence a split launch's blocks group
 	// (mergeUs).
 	seqs int
+	// eagerRoles are the roles a piecewise graph launches eagerly
+	// (the profile's cuda_graphs.piecewise_eager); piecewise says whether
+	// the schedule about to be priced is captured piecewise: its decode
+	// attention backend captures piecewise only (noteSchedule).
+	eagerRoles map[model.Role]bool
+	piecewise  bool
 
 	attnMemo []attnSlot
 	moeMemo  [numDtypes]*engprof.MoEKernel
@@ -51,6 +57,16 @@ func (k *engineKernels) init(dev *topology.Device, prof *engprof.Profile, opts *
 	k.arch, _ = engprof.ArchOf(dev.ComputeCapability)
 	k.attnOverride = string(opts.AttentionBackend)
 	k.moeOverride = opts.MoEKernel
+	k.eagerRoles = map[model.Role]bool{}
+	for _, r := range prof.Graphs.PiecewiseEager {
+		k.eagerRoles[model.Role(r)] = true
+	}
+}
+
+// eagerInGraph reports whether op runs eagerly between the captured
+// pieces of a graphed step (a piecewise schedule's attention op).
+func (k *engineKernels) eagerInGraph(op *model.Op) bool {
+	return k.piecewise && k.eagerRoles[op.Role]
 }
 
 // kvOf is the attention backends' view of a KV dtype.
@@ -126,22 +142,32 @@ func (k *engineKernels) linearCompanions(op *model.Op) int {
 // noteSchedule records what the backends' validity depends on in the
 // schedule about to be priced: the model's qk_nope_head_dim (the K of
 // the absorbed W_UK GEMM, the first "w_uk" op; prefill: the attention's
-// K less the rope dims is not known here, so 0) and DCP.
+// K less the rope dims is not known here, so 0) and DCP; then whether
+// its graph is captured piecewise (the decode backend's CUDAGraph).
 func (k *engineKernels) noteSchedule(s *model.Schedule) {
 	k.dcp = s.Plan.Normalized().DCP > 1
 	k.qkNope = 0
 	k.seqs = s.Deploy.PaddedSeqsPerGroup
+	k.piecewise = false
 	if len(s.Ranks) == 0 {
 		return
 	}
-	for i := range s.Ranks[0] {
-		op := &s.Ranks[0][i]
-		if op.Role == model.RoleWUK {
-			k.qkNope = int(op.K)
-			return
+	ops := s.Ranks[0]
+	for i := range ops {
+		if ops[i].Role == model.RoleWUK {
+			k.qkNope = int(ops[i].K)
+			break
 		}
-		if op.Kind == model.KindAttention {
-			return
+		if ops[i].Kind == model.KindAttention {
+			break
+		}
+	}
+	for i := range ops {
+		if ops[i].Role == model.RoleMLADecode {
+			if b := k.attention(&ops[i]); b != nil && b.CUDAGraph == "piecewise" {
+				k.piecewise = true
+			}
+			break
 		}
 	}
 }

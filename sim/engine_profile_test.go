@@ -2,6 +2,7 @@ package sim
 
 import (
 	"encoding/json"
+	"math"
 	"strings"
 	"testing"
 
@@ -156,5 +157,80 @@ func TestEngineKernelsPriced(t *testing.T) {
 	}
 	if !strings.HasPrefix(seed.Engine, "vllm@0.24 (the default engine") || !strings.Contains(seed.Engine, "attention TRITON_MLA") || !strings.Contains(seed.Engine, "MoE flashinfer_cutlass") {
 		t.Errorf("engine line %q", seed.Engine)
+	}
+}
+
+// TestPiecewiseAttentionEager: the nightly's TRITON_MLA captures
+// piecewise only, so a graphed decode step runs the ops of vLLM's MLA
+// custom op (the profile's piecewise_eager roles) eagerly between the
+// captured pieces: each of their kernels pays the eager gap on the device
+// and an eager launch on the host, and the op after them a graph launch;
+// the captured ops keep the graph's gap. vLLM 0.24's TRITON_MLA captures
+// whole: no op of its step is eager. Every profile's eager roles are
+// roles of the schedule.
+func TestPiecewiseAttentionEager(t *testing.T) {
+	known := map[model.Role]bool{}
+	for _, r := range model.Roles() {
+		known[r] = true
+	}
+	profs, err := engprof.Profiles()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, prof := range profs {
+		for _, r := range prof.Graphs.PiecewiseEager {
+			if !known[model.Role(r)] {
+				t.Errorf("%s: cuda_graphs.piecewise_eager %q is no role of the schedule", prof.Name(), r)
+			}
+		}
+	}
+	pred := func(engine string) *Prediction {
+		t.Helper()
+		ref, err := engprof.ParseRef(engine)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := New(mustTopo(t, "rtxpro6000-2s"), Options{Engine: ref, CUDAGraphs: true, NCCL: ncclenv.Settings{P2PLevel: "SYS"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		pr, err := p.PredictScenario(Scenario{Arch: mustPreset(t, "kimi-k2.5"), Plan: model.Plan{TP: 8},
+			Workload: model.Workload{Phase: model.Decode, Batch: 1, Context: 512, KVDtype: model.FP8}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return pr
+	}
+	dev := mustTopo(t, "rtxpro6000-2s").DeviceOf(0)
+	eagerGap, graphGap := eagerKernelGapUs(dev), dev.LaunchGraphUs
+	if !(eagerGap > graphGap) {
+		t.Fatalf("eager gap %v us, graph gap %v us: the test needs them apart", eagerGap, graphGap)
+	}
+	for _, c := range []struct {
+		engine string
+		eager  map[string]bool // op IDs of layer 5 expected eager
+	}{
+		{"vllm@0.16-nightly", map[string]bool{"L05.attn.kv_cache_write": true, "L05.attn.w_uk": true, "L05.attn.mla_decode": true, "L05.attn.w_uv": true}},
+		{"vllm@0.24", map[string]bool{}},
+	} {
+		pr := pred(c.engine)
+		seen := 0
+		for _, o := range pr.Ops {
+			if !strings.HasPrefix(o.ID, "L05.attn.") {
+				continue
+			}
+			seen++
+			k := float64(1 + o.Cost.ExtraKernels)
+			want := graphGap * k
+			if c.eager[o.ID] {
+				want = eagerGap * k
+			}
+			if math.Abs(o.OverheadUs-want) > 1e-9 {
+				t.Errorf("%s %s: overhead %.3f us, want %.3f (eager %v)", c.engine, o.ID, o.OverheadUs, want, c.eager[o.ID])
+			}
+		}
+		if seen < 8 {
+			t.Errorf("%s: %d attention ops of layer 5", c.engine, seen)
+		}
 	}
 }

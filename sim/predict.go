@@ -474,6 +474,12 @@ func (p *Predictor) run(s *model.Schedule, mode int, graphed bool) error {
 		p.spanGapUs = overUs
 	}
 	overUs += float64(p.opts.TimingEventsPerOp) * p.dev.LaunchGraphUs
+	// A piecewise graph (engineKernels.piecewise) launches the ops of the
+	// engine's attention custom op eagerly between its captured pieces:
+	// each such kernel pays an eager launch on the host and the eager gap
+	// on the device, an NCCL one its host extra, and the piece after them
+	// one more graph launch, priced as one eager launch as the step's is.
+	eagerOverUs := eagerKernelGapUs(p.dev) + float64(p.opts.TimingEventsPerOp)*p.dev.LaunchGraphUs
 	// Every rank of a built schedule is a copy of one template but for its
 	// collectives' groups (builtSymmetric's premise): rank r's compute op
 	// i has rank 0's op i's cost fields, so ranks after the first take
@@ -484,6 +490,7 @@ func (p *Predictor) run(s *model.Schedule, mode int, graphed bool) error {
 	for r := 0; r < nSim; r++ {
 		ops := s.Ranks[r]
 		fromRank0 := copies && r > 0 && len(ops) == len(s.Ranks[0])
+		inPiece := true // the step's graph launch opens the first piece
 		for i := range ops {
 			op := &ops[i]
 			var c OpCost
@@ -507,10 +514,17 @@ func (p *Predictor) run(s *model.Schedule, mode int, graphed bool) error {
 			// Kernels the engine launches with the op (OpCost.ExtraKernels)
 			// pay the same gap and host launch as the op's own.
 			k := float64(1 + c.ExtraKernels)
-			p.overhead[g+i] = overUs * k
-			eop := engineOp{durUs: c.Us + overUs*k, launchUs: launchUs * k, depLo: -1, coll: op.IsCollective()}
+			opOver, opLaunch, opColl := overUs, launchUs, collExtraUs
+			var pieceUs float64
+			if graphed && p.cm.eagerInGraph(op) {
+				opOver, opLaunch, opColl, inPiece = eagerOverUs, p.dev.LaunchEagerUs, ncclHostExtraUs, false
+			} else if graphed && !inPiece {
+				pieceUs, inPiece = p.dev.LaunchEagerUs, true
+			}
+			p.overhead[g+i] = opOver * k
+			eop := engineOp{durUs: c.Us + opOver*k, launchUs: opLaunch*k + pieceUs, depLo: -1, coll: op.IsCollective()}
 			if eop.coll && ncclAlgo(c.Algo) {
-				eop.launchUs += collExtraUs
+				eop.launchUs += opColl
 			}
 			if op.IsCollective() && p.opts.Overlap {
 				eop.stream = 1
