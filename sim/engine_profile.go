@@ -63,11 +63,6 @@ func (k *engineKernels) init(dev *topology.Device, prof *engprof.Profile, opts *
 	}
 }
 
-// eagerInGraph reports whether op runs eagerly between the captured
-// pieces of a graphed step (a piecewise schedule's attention op).
-func (k *engineKernels) eagerInGraph(op *model.Op) bool {
-	return k.piecewise && k.eagerRoles[op.Role]
-}
 
 // kvOf is the attention backends' view of a KV dtype.
 func kvOf(d model.Dtype) engprof.KVDtype {

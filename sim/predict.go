@@ -480,6 +480,7 @@ func (p *Predictor) run(s *model.Schedule, mode int, graphed bool) error {
 	// on the device, an NCCL one its host extra, and the piece after them
 	// one more graph launch, priced as one eager launch as the step's is.
 	eagerOverUs := eagerKernelGapUs(p.dev) + float64(p.opts.TimingEventsPerOp)*p.dev.LaunchGraphUs
+	piecewise := graphed && p.cm.piecewise
 	// Every rank of a built schedule is a copy of one template but for its
 	// collectives' groups (builtSymmetric's premise): rank r's compute op
 	// i has rank 0's op i's cost fields, so ranks after the first take
@@ -516,10 +517,12 @@ func (p *Predictor) run(s *model.Schedule, mode int, graphed bool) error {
 			k := float64(1 + c.ExtraKernels)
 			opOver, opLaunch, opColl := overUs, launchUs, collExtraUs
 			var pieceUs float64
-			if graphed && p.cm.eagerInGraph(op) {
-				opOver, opLaunch, opColl, inPiece = eagerOverUs, p.dev.LaunchEagerUs, ncclHostExtraUs, false
-			} else if graphed && !inPiece {
-				pieceUs, inPiece = p.dev.LaunchEagerUs, true
+			if piecewise {
+				if p.cm.eagerRoles[op.Role] {
+					opOver, opLaunch, opColl, inPiece = eagerOverUs, p.dev.LaunchEagerUs, ncclHostExtraUs, false
+				} else if !inPiece {
+					pieceUs, inPiece = p.dev.LaunchEagerUs, true
+				}
 			}
 			p.overhead[g+i] = opOver * k
 			eop := engineOp{durUs: c.Us + opOver*k, launchUs: opLaunch*k + pieceUs, depLo: -1, coll: op.IsCollective()}
