@@ -211,27 +211,36 @@ func TestCatalogH200Shard(t *testing.T) {
 		{"h200-kimi-k2.5-tp8-rank0-graph-b32-catalog.otlp.jsonl.gz", 20},
 	} {
 		t.Run(tc.file, func(t *testing.T) {
-			res, err := traces.ReadAll(context.Background(), filepath.Join(dir, tc.file))
-			if err != nil {
-				t.Fatal(err)
-			}
-			rep, err := compare.Compare([]*traces.Result{res}, compare.Options{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			sr := rep.Scenarios[0]
-			if sr.Scenario.Topo.Name != "nvswitch:8xh200-sxm" || sr.Steps != 6 {
-				t.Fatalf("box %s, %d steps; want the catalog box and 6 steps", sr.Scenario.Topo.Name, sr.Steps)
-			}
-			t.Logf("step predicted %.0f us, measured %.0f us (%+.1f %%)", sr.Step.PredictedUs, sr.Step.MedianUs, sr.Step.ErrPct)
-			for _, k := range sr.Kinds {
-				t.Logf("  %-12s predicted %8.1f us, measured %8.1f us (%+.1f %%)", k.Kind, k.PredictedUs, k.MedianUs, k.ErrPct)
-			}
+			sr := catalogShard(t, filepath.Join(dir, tc.file), "nvswitch:8xh200-sxm")
 			if math.Abs(sr.Step.ErrPct) > tc.bandPc {
 				t.Errorf("step error %+.1f %%, want within %.0f %%", sr.Step.ErrPct, tc.bandPc)
 			}
 		})
 	}
+}
+
+// catalogShard compares one recorded shard with its prediction on the
+// box its scenario names, which must be box, over 6 steps, and logs the
+// step and each kind.
+func catalogShard(t *testing.T, path, box string) compare.ScenarioReport {
+	t.Helper()
+	res, err := traces.ReadAll(context.Background(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := compare.Compare([]*traces.Result{res}, compare.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sr := rep.Scenarios[0]
+	if sr.Scenario.Topo.Name != box || sr.Steps != 6 {
+		t.Fatalf("box %s, %d steps; want %s and 6 steps", sr.Scenario.Topo.Name, sr.Steps, box)
+	}
+	t.Logf("step predicted %.0f us, measured %.0f us (%+.1f %%)", sr.Step.PredictedUs, sr.Step.MedianUs, sr.Step.ErrPct)
+	for _, k := range sr.Kinds {
+		t.Logf("  %-12s predicted %8.1f us, measured %8.1f us (%+.1f %%)", k.Kind, k.PredictedUs, k.MedianUs, k.ErrPct)
+	}
+	return sr
 }
 
 // TestCatalogH100Shard: the same shard at batch 1, 8 and 32 on one H100
@@ -245,25 +254,15 @@ func TestCatalogH100Shard(t *testing.T) {
 	for _, b := range []int{1, 8, 32} {
 		file := fmt.Sprintf("h100-kimi-k2.5-tp8-rank0-graph-b%d.otlp.jsonl.gz", b)
 		t.Run(file, func(t *testing.T) {
-			res, err := traces.ReadAll(context.Background(), filepath.Join(dir, file))
-			if err != nil {
-				t.Fatal(err)
+			sr := catalogShard(t, filepath.Join(dir, file), "nvswitch:8xh100-sxm")
+			if sr.Scenario.Workload.Batch != b {
+				t.Fatalf("batch %d, want %d", sr.Scenario.Workload.Batch, b)
 			}
-			rep, err := compare.Compare([]*traces.Result{res}, compare.Options{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			sr := rep.Scenarios[0]
-			if sr.Scenario.Topo.Name != "nvswitch:8xh100-sxm" || sr.Steps != 6 || sr.Scenario.Workload.Batch != b {
-				t.Fatalf("box %s, %d steps, batch %d; want the catalog box, 6 steps, batch %d", sr.Scenario.Topo.Name, sr.Steps, sr.Scenario.Workload.Batch, b)
-			}
-			t.Logf("step predicted %.0f us, measured %.0f us (%+.1f %%)", sr.Step.PredictedUs, sr.Step.MedianUs, sr.Step.ErrPct)
 			if math.Abs(sr.Step.ErrPct) > 15 {
 				t.Errorf("step error %+.1f %%, want within 15 %%", sr.Step.ErrPct)
 			}
 			found := false
 			for _, k := range sr.Kinds {
-				t.Logf("  %-12s predicted %8.1f us, measured %8.1f us (%+.1f %%)", k.Kind, k.PredictedUs, k.MedianUs, k.ErrPct)
 				if k.Kind == model.KindAttention {
 					found = true
 					if math.Abs(k.ErrPct) > 15 {

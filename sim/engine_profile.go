@@ -63,7 +63,6 @@ func (k *engineKernels) init(dev *topology.Device, prof *engprof.Profile, opts *
 	}
 }
 
-
 // kvOf is the attention backends' view of a KV dtype.
 func kvOf(d model.Dtype) engprof.KVDtype {
 	if d == model.FP8 || d == model.FP8Block128 {
