@@ -23,10 +23,9 @@ import (
 //
 // where the decode part is the price of the step's decode tokens alone
 // and the prefill part the step's price less it (sim.IterationCoster,
-// both memoized), and a
-// request reaches the scheduler FrontendMs after the client sends it
-// (tokenization, HTTP and the engine's input processing), which TTFT and
-// end-to-end latency include.
+// both memoized), and a request reaches the scheduler FrontendMs after
+// the client sends it (tokenization, HTTP and the engine's input
+// processing), which TTFT and end-to-end latency include.
 type Overheads struct {
 	// StepUs is host time per engine step in microseconds (input
 	// preparation, the scheduler's own pass, launching the step) that the
