@@ -47,54 +47,22 @@ import (
 	"github.com/tpscope/tpscope/topology"
 )
 
-// specRow is one public speculative row.
+// specRow is one public speculative row: the scenario of a public row
+// (its TP the rows' 8, no DCP) and the speculation.
 type specRow struct {
-	id, who  string
-	model    string
-	topo     string
-	engine   string
-	attn     string
-	moe      string
-	kv       model.Dtype
-	batch    int
-	context  int
-	customAR sim.CustomAR
-	proto    string
-	method   model.SpecMethod
-	draft    string
-	k        int
-	accept   string // --spec-accept
-	measured float64
+	publicRow
+	method model.SpecMethod
+	draft  string
+	k      int
+	accept string // --spec-accept
 	// base is the same page's measurement without speculation (0: none),
 	// so that the speedup the method gives is checked apart from the
 	// base step's error.
 	base float64
-	// band: the claimed accuracy with the priors, tableBand with vLLM's
-	// tables (0: not priced with tables).
-	band, tableBand float64
-	note            string
 }
 
 func (r *specRow) flags() string {
-	f := []string{"--model " + r.model, "--topo " + r.topo, "--engine " + r.engine}
-	if r.attn != "" {
-		f = append(f, "--attention-backend "+r.attn)
-	}
-	if r.moe != "" {
-		f = append(f, "--moe-kernel "+r.moe)
-	}
-	f = append(f, "--kv-dtype "+string(r.kv))
-	if r.batch != 1 {
-		f = append(f, fmt.Sprintf("--batch %d", r.batch))
-	}
-	f = append(f, fmt.Sprintf("--context %d", r.context), "--p2p-level SYS")
-	if r.proto != "" {
-		f = append(f, "--nccl-proto "+r.proto)
-	}
-	if r.customAR != "" {
-		f = append(f, "--custom-ar "+string(r.customAR))
-	}
-	f = append(f, "--spec "+string(r.method))
+	f := []string{r.publicRow.flags(), "--spec " + string(r.method)}
 	if r.draft != "" {
 		f = append(f, "--draft-model "+r.draft)
 	}
@@ -103,24 +71,24 @@ func (r *specRow) flags() string {
 }
 
 var specRows = []specRow{
-	{id: "K25a", who: "[k26v6] Kimi-K2.6 + Eagle3.1 MLA, c1, ctx 0 (accept 41.7 %)", model: "kimi-k2.5", topo: "rtxpro6000-2s", engine: "vllm@0.24", kv: model.FP8, batch: 1, context: 512, proto: "LL,LL128,Simple",
-		method: model.SpecEagle3, draft: "kimi-k2.5-eagle3-mla", k: 3, accept: "rate=0.417", measured: 128.4, band: 0.25, tableBand: 0.10, note: "priors: the MLA module's fixed time at one request, the same -20 to -30 % as the no-speculation fork row K24a of the public table; the tables price it"},
-	{id: "K25b", who: "[k26v6] same, c8, ctx 0 (56.7 %)", model: "kimi-k2.5", topo: "rtxpro6000-2s", engine: "vllm@0.24", kv: model.FP8, batch: 8, context: 512, proto: "LL,LL128,Simple",
-		method: model.SpecEagle3, draft: "kimi-k2.5-eagle3-mla", k: 3, accept: "rate=0.567", measured: 493.4, band: 0.25, tableBand: 0.25, note: "the verify pass runs 8 x 4 = 32 tokens: the MoE regime where the no-speculation 32-request row K24b of the public table is -38 % (priors) / -43 % (tables): uniform or balanced routing reads more experts than the real router"},
-	{id: "K25c", who: "[k26v6] same, c1, 16K (32.1 %)", model: "kimi-k2.5", topo: "rtxpro6000-2s", engine: "vllm@0.24", kv: model.FP8, batch: 1, context: 16384, proto: "LL,LL128,Simple",
-		method: model.SpecEagle3, draft: "kimi-k2.5-eagle3-mla", k: 3, accept: "rate=0.321", measured: 111.3, band: 0.25, tableBand: 0.10, note: "as K25a"},
-	{id: "K25d", who: "[k26v6] same, c1, 64K (42.3 %)", model: "kimi-k2.5", topo: "rtxpro6000-2s", engine: "vllm@0.24", kv: model.FP8, batch: 1, context: 65536, proto: "LL,LL128,Simple",
-		method: model.SpecEagle3, draft: "kimi-k2.5-eagle3-mla", k: 3, accept: "rate=0.423", measured: 82.1, band: 0.10, tableBand: 0.25, note: "tables: at 64K the attention of the four verify rows (TRITON_MLA runs each query row as its own program over its extent) is priced from the priors while the other ops come from the tables, which run 10-20 % faster than the priors at one request"},
-	{id: "K23a", who: "[k26v4] Kimi-K2.6 + EAGLE-3 MLA, C++ PCIe AR, c1, ctx 0 (0.494)", model: "kimi-k2.5", topo: "rtxpro6000-2s", engine: "vllm@0.24", kv: model.FP8, batch: 1, context: 512, customAR: sim.CustomAROneShot,
-		method: model.SpecEagle3, draft: "kimi-k2.5-eagle3-mla", k: 3, accept: "rate=0.494", measured: 122.0, base: 92.4, band: 0.10, tableBand: 0.15, note: "the page's matrix predates its FlashInfer-autotune fix, which it says cost MTP runs at one request"},
-	{id: "K23b", who: "[k26v4] same, c8, ctx 0 (0.493): 458 KB all-reduces, above the C++ AR's 56 KiB", model: "kimi-k2.5", topo: "rtxpro6000-2s", engine: "vllm@0.24", kv: model.FP8, batch: 8, context: 512,
-		method: model.SpecEagle3, draft: "kimi-k2.5-eagle3-mla", k: 3, accept: "rate=0.493", measured: 492.6, band: 0.30, tableBand: 0.35, note: "as K25b, on the same pre-fix matrix as K23a"},
-	{id: "K20", who: "[k26turin] Kimi-K2.6 + K2.6 EAGLE-3 MLA (FP8 head), switch slice, c1, ctx 0 (0.316)", model: "kimi-k2.5", topo: "rtxpro6000-switch", engine: "vllm@0.24", kv: model.FP8, batch: 1, context: 512, customAR: sim.CustomAROneShot,
-		method: model.SpecEagle3, draft: "kimi-k2.5-eagle3-mla", k: 3, accept: "rate=0.316", measured: 125.0, band: 0.25, tableBand: 0.10, note: "as K25a; the head was converted to FP8 (tpscope prices the bf16 head: its LM head and MLP stream twice the bytes)"},
-	{id: "G7", who: "[glm51v2] GLM-5.1-NVFP4 MTP k=3, budgetserver, c1, ctx 0 (len 2.48-2.83)", model: "glm-5-nvfp4", topo: "rtxpro6000-2s", engine: "vllm@0.24", kv: model.FP8, batch: 1, context: 512, customAR: sim.CustomAROneShot, proto: "LL,LL128,Simple",
-		method: model.SpecMTP, k: 3, accept: "len=2.655@3", measured: 95.6, base: 59.0, band: 0.10, tableBand: 0.10, note: "the fork's B12X sparse MLA and MoE kernels are priced as vLLM 0.24's dense TRITON_MLA and FlashInfer CUTLASS MoE (SM120: DSA dense)"},
-	{id: "G4", who: "[glm5] GLM-5-NVFP4, SGLang NEXTN 3 steps, cutlass MoE, c1, ctx 0 (len 2.19-2.80)", model: "glm-5-nvfp4", topo: "rtxpro6000-2s", engine: "sglang@0.5", attn: "flashinfer", moe: "cutlass", kv: model.BF16, batch: 1, context: 512, proto: "LL",
-		method: model.SpecMTP, k: 3, accept: "len=2.495@3", measured: 93.6, base: 50.4, band: 0.15},
+	{publicRow: publicRow{id: "K25a", who: "[k26v6] Kimi-K2.6 + Eagle3.1 MLA, c1, ctx 0 (accept 41.7 %)", model: "kimi-k2.5", topo: "rtxpro6000-2s", engine: "vllm@0.24", kv: model.FP8, tp: 8, batch: 1, context: 512, proto: "LL,LL128,Simple", measured: 128.4, band: 0.25, tableBand: 0.10, note: "priors: the MLA module's fixed time at one request, the same -20 to -30 % as the no-speculation fork row K24a of the public table; the tables price it"},
+		method: model.SpecEagle3, draft: "kimi-k2.5-eagle3-mla", k: 3, accept: "rate=0.417"},
+	{publicRow: publicRow{id: "K25b", who: "[k26v6] same, c8, ctx 0 (56.7 %)", model: "kimi-k2.5", topo: "rtxpro6000-2s", engine: "vllm@0.24", kv: model.FP8, tp: 8, batch: 8, context: 512, proto: "LL,LL128,Simple", measured: 493.4, band: 0.25, tableBand: 0.25, note: "the verify pass runs 8 x 4 = 32 tokens: the MoE regime where the no-speculation 32-request row K24b of the public table is -38 % (priors) / -43 % (tables): uniform or balanced routing reads more experts than the real router"},
+		method: model.SpecEagle3, draft: "kimi-k2.5-eagle3-mla", k: 3, accept: "rate=0.567"},
+	{publicRow: publicRow{id: "K25c", who: "[k26v6] same, c1, 16K (32.1 %)", model: "kimi-k2.5", topo: "rtxpro6000-2s", engine: "vllm@0.24", kv: model.FP8, tp: 8, batch: 1, context: 16384, proto: "LL,LL128,Simple", measured: 111.3, band: 0.25, tableBand: 0.10, note: "as K25a"},
+		method: model.SpecEagle3, draft: "kimi-k2.5-eagle3-mla", k: 3, accept: "rate=0.321"},
+	{publicRow: publicRow{id: "K25d", who: "[k26v6] same, c1, 64K (42.3 %)", model: "kimi-k2.5", topo: "rtxpro6000-2s", engine: "vllm@0.24", kv: model.FP8, tp: 8, batch: 1, context: 65536, proto: "LL,LL128,Simple", measured: 82.1, band: 0.10, tableBand: 0.25, note: "tables: at 64K the attention of the four verify rows (TRITON_MLA runs each query row as its own program over its extent) is priced from the priors while the other ops come from the tables, which run 10-20 % faster than the priors at one request"},
+		method: model.SpecEagle3, draft: "kimi-k2.5-eagle3-mla", k: 3, accept: "rate=0.423"},
+	{publicRow: publicRow{id: "K23a", who: "[k26v4] Kimi-K2.6 + EAGLE-3 MLA, C++ PCIe AR, c1, ctx 0 (0.494)", model: "kimi-k2.5", topo: "rtxpro6000-2s", engine: "vllm@0.24", kv: model.FP8, tp: 8, batch: 1, context: 512, customAR: sim.CustomAROneShot, measured: 122.0, band: 0.10, tableBand: 0.15, note: "the page's matrix predates its FlashInfer-autotune fix, which it says cost MTP runs at one request"},
+		method: model.SpecEagle3, draft: "kimi-k2.5-eagle3-mla", k: 3, accept: "rate=0.494", base: 92.4},
+	{publicRow: publicRow{id: "K23b", who: "[k26v4] same, c8, ctx 0 (0.493): 458 KB all-reduces, above the C++ AR's 56 KiB", model: "kimi-k2.5", topo: "rtxpro6000-2s", engine: "vllm@0.24", kv: model.FP8, tp: 8, batch: 8, context: 512, measured: 492.6, band: 0.30, tableBand: 0.35, note: "as K25b, on the same pre-fix matrix as K23a"},
+		method: model.SpecEagle3, draft: "kimi-k2.5-eagle3-mla", k: 3, accept: "rate=0.493"},
+	{publicRow: publicRow{id: "K20", who: "[k26turin] Kimi-K2.6 + K2.6 EAGLE-3 MLA (FP8 head), switch slice, c1, ctx 0 (0.316)", model: "kimi-k2.5", topo: "rtxpro6000-switch", engine: "vllm@0.24", kv: model.FP8, tp: 8, batch: 1, context: 512, customAR: sim.CustomAROneShot, measured: 125.0, band: 0.25, tableBand: 0.10, note: "as K25a; the head was converted to FP8 (tpscope prices the bf16 head: its LM head and MLP stream twice the bytes)"},
+		method: model.SpecEagle3, draft: "kimi-k2.5-eagle3-mla", k: 3, accept: "rate=0.316"},
+	{publicRow: publicRow{id: "G7", who: "[glm51v2] GLM-5.1-NVFP4 MTP k=3, budgetserver, c1, ctx 0 (len 2.48-2.83)", model: "glm-5-nvfp4", topo: "rtxpro6000-2s", engine: "vllm@0.24", kv: model.FP8, tp: 8, batch: 1, context: 512, customAR: sim.CustomAROneShot, proto: "LL,LL128,Simple", measured: 95.6, band: 0.10, tableBand: 0.10, note: "the fork's B12X sparse MLA and MoE kernels are priced as vLLM 0.24's dense TRITON_MLA and FlashInfer CUTLASS MoE (SM120: DSA dense)"},
+		method: model.SpecMTP, k: 3, accept: "len=2.655@3", base: 59.0},
+	{publicRow: publicRow{id: "G4", who: "[glm5] GLM-5-NVFP4, SGLang NEXTN 3 steps, cutlass MoE, c1, ctx 0 (len 2.19-2.80)", model: "glm-5-nvfp4", topo: "rtxpro6000-2s", engine: "sglang@0.5", attn: "flashinfer", moe: "cutlass", kv: model.BF16, tp: 8, batch: 1, context: 512, proto: "LL", measured: 93.6, band: 0.15},
+		method: model.SpecMTP, k: 3, accept: "len=2.495@3", base: 50.4},
 }
 
 type specResult struct {
@@ -135,7 +103,7 @@ func predictSpecRow(t *testing.T, r *specRow, db *perfdb.DB) specResult {
 		t.Fatal(err)
 	}
 	sc := rowScenario(t, rowKernels{id: r.id, model: r.model, topo: r.topo, engine: r.engine, attn: r.attn, moe: r.moe, customAR: r.customAR, proto: r.proto},
-		model.Plan{TP: 8}, model.Workload{Phase: model.Decode, Batch: r.batch, Context: r.context, KVDtype: r.kv, SpecTokens: r.k}, parsed.SpecAccept)
+		model.Plan{TP: r.tp}, model.Workload{Phase: model.Decode, Batch: r.batch, Context: r.context, KVDtype: r.kv, SpecTokens: r.k}, parsed.SpecAccept)
 	sc.Build.Spec.Method = r.method
 	if r.draft != "" {
 		d, err := model.ResolveDrafter(r.draft)
