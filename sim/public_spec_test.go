@@ -102,8 +102,7 @@ func predictSpecRow(t *testing.T, r *specRow, db *perfdb.DB) specResult {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sc := rowScenario(t, rowKernels{id: r.id, model: r.model, topo: r.topo, engine: r.engine, attn: r.attn, moe: r.moe, customAR: r.customAR, proto: r.proto},
-		model.Plan{TP: r.tp}, model.Workload{Phase: model.Decode, Batch: r.batch, Context: r.context, KVDtype: r.kv, SpecTokens: r.k}, parsed.SpecAccept)
+	sc := r.scenario(t, r.k, parsed.SpecAccept)
 	sc.Build.Spec.Method = r.method
 	if r.draft != "" {
 		d, err := model.ResolveDrafter(r.draft)

@@ -142,10 +142,7 @@ type publicResult struct {
 
 func predictRow(t *testing.T, r *publicRow, db *perfdb.DB) publicResult {
 	t.Helper()
-	plan := model.Plan{TP: r.tp, DCP: r.dcp}
-	plan.EP = r.ep
-	sc := rowScenario(t, rowKernels{id: r.id, model: r.model, topo: r.topo, engine: r.engine, attn: r.attn, moe: r.moe, customAR: r.customAR, proto: r.proto},
-		plan, model.Workload{Phase: model.Decode, Batch: r.batch, Context: r.context, KVDtype: r.kv}, sim.SpecAccept{})
+	sc := r.scenario(t, 0, sim.SpecAccept{})
 	if err := sc.CheckEngine(); err != nil {
 		t.Fatalf("%s: %v", r.id, err)
 	}
@@ -156,29 +153,24 @@ func predictRow(t *testing.T, r *publicRow, db *perfdb.DB) publicResult {
 	return res
 }
 
-// rowKernels are what a public row states of its deployment besides the
-// plan and the load: model, box, engine and its kernels, all-reduce.
-type rowKernels struct {
-	id, model, topo, engine, attn, moe, proto string
-	customAR                                  sim.CustomAR
-}
-
-// rowScenario is a public row's scenario as its flags express it: CUDA
-// graphs, P2P level SYS, DSA as the box's engines run it.
-func rowScenario(t *testing.T, k rowKernels, plan model.Plan, w model.Workload, acc sim.SpecAccept) sim.Scenario {
+// scenario is the row's scenario, the way its flags express it, with
+// specTokens draft tokens a step at acceptance acc (0 and the zero value:
+// no speculation).
+func (r *publicRow) scenario(t *testing.T, specTokens int, acc sim.SpecAccept) sim.Scenario {
 	t.Helper()
-	ref, err := engine.ParseRef(k.engine)
+	ref, err := engine.ParseRef(r.engine)
 	if err != nil {
 		t.Fatal(err)
 	}
-	topo, err := topology.Resolve(k.topo, 0)
+	topo, err := topology.Resolve(r.topo, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	a := mustArch(t, k.model)
-	o := sim.Options{CUDAGraphs: true, Engine: ref, AttentionBackend: sim.AttentionBackend(k.attn), MoEKernel: k.moe, CustomAR: k.customAR,
-		NCCL: ncclenv.Settings{P2PLevel: "SYS", Proto: k.proto}, SpecAccept: acc}
-	sc := sim.Scenario{Arch: a, Plan: plan, Options: o, Topo: topo, Workload: w}
+	a := mustArch(t, r.model)
+	o := sim.Options{CUDAGraphs: true, Engine: ref, AttentionBackend: sim.AttentionBackend(r.attn), MoEKernel: r.moe, CustomAR: r.customAR,
+		NCCL: ncclenv.Settings{P2PLevel: "SYS", Proto: r.proto}, SpecAccept: acc}
+	sc := sim.Scenario{Arch: a, Plan: model.Plan{TP: r.tp, DCP: r.dcp, EP: r.ep}, Options: o, Topo: topo,
+		Workload: model.Workload{Phase: model.Decode, Batch: r.batch, Context: r.context, KVDtype: r.kv, SpecTokens: specTokens}}
 	sc.Build.DenseDSA = sim.ImpliedDenseDSA(a, topo, ref)
 	return sc
 }
