@@ -47,7 +47,8 @@ var (
 	reGraph     = regexp.MustCompile(`^(cuda|cu|hip)GraphLaunch`)
 )
 
-func countReal(t *testing.T, path string) realCount {
+// decodeGzipJSON decodes the gzipped JSON file path into v.
+func decodeGzipJSON(t *testing.T, path string, v any) {
 	t.Helper()
 	f, err := os.Open(path)
 	if err != nil {
@@ -56,17 +57,22 @@ func countReal(t *testing.T, path string) realCount {
 	defer f.Close()
 	z, err := gzip.NewReader(bufio.NewReader(f))
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("%s: %v", path, err)
 	}
+	if err := json.NewDecoder(z).Decode(v); err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+}
+
+func countReal(t *testing.T, path string) realCount {
+	t.Helper()
 	var doc struct {
 		TraceEvents []struct {
 			Ph, Cat, Name string
 			Ts            json.Number
 		} `json:"traceEvents"`
 	}
-	if err := json.NewDecoder(z).Decode(&doc); err != nil {
-		t.Fatalf("%s: %v", path, err)
-	}
+	decodeGzipJSON(t, path, &doc)
 	c := realCount{prof: map[int]bool{}}
 	for _, e := range doc.TraceEvents {
 		if e.Ph != "X" {
@@ -334,19 +340,8 @@ func TestRealFramesWithoutRanges(t *testing.T) {
 // gpu_user_annotation events (every step range) to a temporary file.
 func withoutAnnotations(t *testing.T, src string) string {
 	t.Helper()
-	f, err := os.Open(src)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	z, err := gzip.NewReader(f)
-	if err != nil {
-		t.Fatal(err)
-	}
 	var doc map[string]json.RawMessage
-	if err := json.NewDecoder(z).Decode(&doc); err != nil {
-		t.Fatal(err)
-	}
+	decodeGzipJSON(t, src, &doc)
 	var events []json.RawMessage
 	if err := json.Unmarshal(doc["traceEvents"], &events); err != nil {
 		t.Fatal(err)
@@ -478,15 +473,6 @@ func TestRealKimiStackPlacement(t *testing.T) {
 // to the name of the cpu_op that launched it (same External id).
 func atenOps(t *testing.T, path string) map[int64]string {
 	t.Helper()
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	z, err := gzip.NewReader(f)
-	if err != nil {
-		t.Fatal(err)
-	}
 	var doc struct {
 		Base        int64 `json:"baseTimeNanoseconds"`
 		TraceEvents []struct {
@@ -497,9 +483,7 @@ func atenOps(t *testing.T, path string) map[int64]string {
 			}
 		} `json:"traceEvents"`
 	}
-	if err := json.NewDecoder(z).Decode(&doc); err != nil {
-		t.Fatal(err)
-	}
+	decodeGzipJSON(t, path, &doc)
 	ops := map[int64]string{}
 	for _, e := range doc.TraceEvents {
 		if e.Cat == "cpu_op" && e.Args.Ext != nil {
