@@ -43,7 +43,7 @@ func TestServingEngineFromResults(t *testing.T) {
 		{"the executor", []string{"simulate", "--engine", "executor", "--concurrency", "4"},
 			"--engine executor@1: want an engine that serves requests"},
 		{"another GPU", []string{"simulate", "--compare", level, "--topo", "nvswitch:8xb300"},
-			"--topo nvswitch:8xb300: want a box of the GPU the --compare results ran on: " + level + " ran on B200 (\"b200\")"},
+			"--topo nvswitch:8xb300: want a box of the GPU the --compare results ran on: " + level + " ran on \"b200\""},
 		{"two engines", []string{"simulate", "--compare", level, "--compare", "../../serving/testdata/bench/generated/vllm-detailed.json"},
 			"--compare: want results of one engine: " + level + " names sglang (\"sglang\") and ../../serving/testdata/bench/generated/vllm-detailed.json names vllm (\"vllm\")"},
 		{"calibrate, another engine's policy", []string{"calibrate", "--serving", level, "--policy", "vllm", "-o", filepath.Join(t.TempDir(), "o.json")},

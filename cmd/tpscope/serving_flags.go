@@ -122,21 +122,13 @@ func resultsEngine(sc *scenarioFlags, flag string, levels []serving.Measured) (n
 }
 
 // resultsGPU refuses results that name a GPU (InferenceX's hw) other than
-// the box's: their latencies are another GPU's. A GPU name the catalog
-// does not know is not judged.
+// the box's (Topology.RunsOn, as for a trace's GPU): their latencies are
+// another GPU's. A GPU name the catalog does not know is not judged.
 func resultsGPU(topo *topology.Topology, flag string, levels []serving.Measured) error {
 	for i := range levels {
 		m := &levels[i]
-		if m.GPU == "" {
-			continue
-		}
-		g, err := topology.LookupGPU(m.GPU)
-		d := topo.DeviceOf(0)
-		if err != nil || d == nil {
-			continue
-		}
-		if box, ok := topology.MatchNVMLName(d.Name); ok && box.Key != g.Key {
-			return flagError("--topo", topo.Name, "want a box of the GPU the %s results ran on: %s ran on %s (%q), the box has %s", flag, m.File, g.Label, m.GPU, d.Name)
+		if same, known := topo.RunsOn(m.GPU); known && !same {
+			return flagError("--topo", topo.Name, "want a box of the GPU the %s results ran on: %s ran on %q, the box has %s", flag, m.File, m.GPU, topo.DeviceOf(0).Name)
 		}
 	}
 	return nil
