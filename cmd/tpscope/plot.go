@@ -166,24 +166,27 @@ func scatterPlot(title string, sc *report.Scatter) (*plot.Plot, error) {
 			p.Legend.Add(s.Name, sp)
 		}
 	}
+	// Threshold lines (an SLO), dashed red across the plot.
 	red := color.RGBA{R: 0xc0, G: 0x39, B: 0x2b, A: 255}
-	for _, l := range sc.VLines {
-		ln, err := plotter.NewLine(plotter.XYs{{X: l.At, Y: 0}, {X: l.At, Y: p.Y.Max}})
+	rule := func(label string, from, to plotter.XY) error {
+		ln, err := plotter.NewLine(plotter.XYs{from, to})
 		if err != nil {
-			return nil, fmt.Errorf("plot: %w", err)
+			return fmt.Errorf("plot: %w", err)
 		}
 		ln.Color, ln.Width, ln.Dashes = red, vg.Points(1.4), []vg.Length{vg.Points(5), vg.Points(3)}
 		p.Add(ln)
-		p.Legend.Add(l.Label, ln)
+		p.Legend.Add(label, ln)
+		return nil
+	}
+	for _, l := range sc.VLines {
+		if err := rule(l.Label, plotter.XY{X: l.At, Y: 0}, plotter.XY{X: l.At, Y: p.Y.Max}); err != nil {
+			return nil, err
+		}
 	}
 	for _, l := range sc.HLines {
-		ln, err := plotter.NewLine(plotter.XYs{{X: 0, Y: l.At}, {X: p.X.Max, Y: l.At}})
-		if err != nil {
-			return nil, fmt.Errorf("plot: %w", err)
+		if err := rule(l.Label, plotter.XY{X: 0, Y: l.At}, plotter.XY{X: p.X.Max, Y: l.At}); err != nil {
+			return nil, err
 		}
-		ln.Color, ln.Width, ln.Dashes = red, vg.Points(1.4), []vg.Length{vg.Points(5), vg.Points(3)}
-		p.Add(ln)
-		p.Legend.Add(l.Label, ln)
 	}
 	for _, m := range sc.Marks {
 		ring, err := plotter.NewScatter(plotter.XYs{{X: m.X, Y: m.Y}})
