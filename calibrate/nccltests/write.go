@@ -110,6 +110,19 @@ func floatStr(v float64, width int) string {
 	return fmt.Sprintf("%*.0e", width, v)
 }
 
+// writable is the nccl-tests program that measures lg's collective, or
+// the reason lg cannot be written as its output.
+func writable(lg *Log) (string, error) {
+	bin := Binary(lg.Op)
+	if bin == "" {
+		return "", fmt.Errorf("nccl-tests write %s: collective %q: no nccl-tests program measures it", lg.Name, lg.Op)
+	}
+	if lg.Ranks < 1 || len(lg.Rows) == 0 {
+		return "", fmt.Errorf("nccl-tests write %s: %d ranks, %d rows: want at least one of each", lg.Name, lg.Ranks, len(lg.Rows))
+	}
+	return bin, nil
+}
+
 // Write writes lg in nccl-tests' text format, so that Parse (and people
 // used to nccl-tests) read it back: the comments, the nThread/nGpus header
 // of one process driving lg.Ranks devices, a rank line per device
@@ -119,12 +132,9 @@ func floatStr(v float64, width int) string {
 // results were checked. lg.Op must be a collective nccl-tests has a
 // program for.
 func Write(w io.Writer, lg *Log, o WriteOptions) error {
-	bin := Binary(lg.Op)
-	if bin == "" {
-		return fmt.Errorf("nccl-tests write %s: collective %q: no nccl-tests program measures it", lg.Name, lg.Op)
-	}
-	if lg.Ranks < 1 || len(lg.Rows) == 0 {
-		return fmt.Errorf("nccl-tests write %s: %d ranks, %d rows: want at least one of each", lg.Name, lg.Ranks, len(lg.Rows))
+	bin, err := writable(lg)
+	if err != nil {
+		return err
 	}
 	bw := bufio.NewWriter(w)
 	for _, c := range o.Comments {
@@ -239,12 +249,9 @@ func ReadBackTolUs(us float64) float64 {
 // bandwidth; the comments go under "tpscope_comments". Parse reads it
 // back.
 func WriteJSON(w io.Writer, lg *Log, o WriteOptions) error {
-	bin := Binary(lg.Op)
-	if bin == "" {
-		return fmt.Errorf("nccl-tests write %s: collective %q: no nccl-tests program measures it", lg.Name, lg.Op)
-	}
-	if lg.Ranks < 1 || len(lg.Rows) == 0 {
-		return fmt.Errorf("nccl-tests write %s: %d ranks, %d rows: want at least one of each", lg.Name, lg.Ranks, len(lg.Rows))
+	bin, err := writable(lg)
+	if err != nil {
+		return err
 	}
 	graph := 0
 	if o.Graph {
