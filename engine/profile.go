@@ -464,7 +464,13 @@ type CUDAGraphs struct {
 	// (vLLM's splitting ops). A step runs piecewise when its decode
 	// attention backend captures piecewise only (AttentionBackend.CUDAGraph).
 	PiecewiseEager []string `yaml:"piecewise_eager"`
-	Cite           []string `yaml:"cite"`
+	// PrefillEager: graphs replay decode steps only, and a step with
+	// prefill tokens (a prompt's chunk, alone or beside decodes) runs
+	// eagerly (SGLang's CudaGraphRunner). Otherwise a step whose tokens fit
+	// a captured size replays one (vLLM v1's piecewise graphs for mixed
+	// steps).
+	PrefillEager bool     `yaml:"prefill_eager"`
+	Cite         []string `yaml:"cite"`
 }
 
 // SizeRange is From, From+Step, ..., up to To inclusive.

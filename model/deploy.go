@@ -1,5 +1,7 @@
 package model
 
+import "math"
+
 // GraphCapture is a serving engine's CUDA-graph capture: the token counts
 // per attention (DP) group it captured graphs for (vLLM's
 // cudagraph_capture_sizes; vLLM captures per engine, that is per DP
@@ -11,6 +13,23 @@ package model
 type GraphCapture struct {
 	// Sizes are the captured token counts, increasing.
 	Sizes []int
+	// DecodeOnly: only steps without prefill tokens replay a graph (SGLang's
+	// CudaGraphRunner runs decode batches; an extend batch, prefill or
+	// mixed, runs eagerly). Otherwise a step whose tokens fit replays one,
+	// as vLLM v1's piecewise graphs run mixed steps.
+	DecodeOnly bool
+}
+
+// Step is the captured size an engine iteration replays (Tokens of its
+// tokens with their padding) and whether it replays one: never a step with
+// prefill tokens under a DecodeOnly capture.
+func (g *GraphCapture) Step(it *Iteration) (int64, bool) {
+	n := it.Tokens() + int64(it.PadTokens)
+	if g == nil || (g.DecodeOnly && it.PrefillSeqs > 0) || n > math.MaxInt32 {
+		return n, false
+	}
+	s, ok := g.Tokens(int(n))
+	return int64(s), ok
 }
 
 // Tokens is the captured size a step of n tokens per group replays: the
@@ -87,13 +106,13 @@ func NewDeployment(p Plan, w Workload, g *GraphCapture) Deployment {
 
 // iterationDeployment is the deployment of an engine iteration (one DP
 // group): its requests, its tokens with their padding, graphed when they
-// fit a captured size.
+// fit a captured size (GraphCapture.Step).
 func iterationDeployment(it *Iteration, g *GraphCapture) Deployment {
 	n := it.Requests()
 	d := Deployment{Batch: n, SeqsPerGroup: n, PaddedBatch: n, PaddedSeqsPerGroup: n,
 		TokensPerGroup: it.Tokens() + int64(it.PadTokens)}
-	if pt, ok := g.Tokens(int(d.TokensPerGroup)); ok {
-		d.Graphed, d.GraphTokens = true, pt
+	if pt, ok := g.Step(it); ok {
+		d.Graphed, d.GraphTokens = true, int(pt)
 	}
 	return d
 }

@@ -340,3 +340,46 @@ func TestNewDeployment(t *testing.T) {
 		})
 	}
 }
+
+// TestGraphCaptureStep: an engine iteration replays the smallest captured
+// size at or above its tokens; under a decode-only capture (SGLang's) a
+// step with prefill tokens, alone or beside decodes, runs eagerly at its
+// own tokens whatever its size, and a decode-only step still replays.
+func TestGraphCaptureStep(t *testing.T) {
+	sizes := []int{1, 2, 4, 8, 16}
+	dec := Iteration{}
+	dec.AddDecode(10)
+	dec.AddDecode(10)
+	dec.AddDecode(10) // 3 tokens
+	mixed := dec
+	mixed.AddChunk(5, 0) // 8 tokens
+	pre := Iteration{}
+	pre.AddChunk(12, 0)
+	for _, c := range []struct {
+		name       string
+		decodeOnly bool
+		it         Iteration
+		want       int64
+		graphed    bool
+	}{
+		{"decode", false, dec, 4, true},
+		{"mixed", false, mixed, 8, true},
+		{"prefill", false, pre, 16, true},
+		{"decode, decode-only", true, dec, 4, true},
+		{"mixed, decode-only", true, mixed, 8, false},
+		{"prefill, decode-only", true, pre, 12, false},
+	} {
+		g := &GraphCapture{Sizes: sizes, DecodeOnly: c.decodeOnly}
+		n, ok := g.Step(&c.it)
+		if n != c.want || ok != c.graphed {
+			t.Errorf("%s: Step = %d, %v; want %d, %v", c.name, n, ok, c.want, c.graphed)
+		}
+		if d := iterationDeployment(&c.it, g); d.Graphed != c.graphed {
+			t.Errorf("%s: deployment graphed %v, want %v", c.name, d.Graphed, c.graphed)
+		}
+	}
+	var none *GraphCapture
+	if n, ok := none.Step(&pre); n != 12 || ok {
+		t.Errorf("no capture: Step = %d, %v; want 12, false", n, ok)
+	}
+}

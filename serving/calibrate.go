@@ -29,16 +29,17 @@ import (
 type CalibrateTerm string
 
 const (
-	TermStepUs       CalibrateTerm = "step"     // Overheads.StepUs
-	TermPerSeqUs     CalibrateTerm = "per-seq"  // Overheads.PerSeqUs
-	TermPrefillScale CalibrateTerm = "prefill"  // Overheads.PrefillScale
-	TermDecodeScale  CalibrateTerm = "decode"   // Overheads.DecodeScale
-	TermFrontendMs   CalibrateTerm = "frontend" // Overheads.FrontendMs
+	TermStepUs       CalibrateTerm = "step"         // Overheads.StepUs
+	TermPerSeqUs     CalibrateTerm = "per-seq"      // Overheads.PerSeqUs
+	TermPrefillScale CalibrateTerm = "prefill"      // Overheads.PrefillScale
+	TermPrefillStep  CalibrateTerm = "prefill-step" // Overheads.PrefillStepUs
+	TermDecodeScale  CalibrateTerm = "decode"       // Overheads.DecodeScale
+	TermFrontendMs   CalibrateTerm = "frontend"     // Overheads.FrontendMs
 )
 
 // AllCalibrateTerms is every term (--terms all); with none named,
 // Calibrate fits those the fitted levels tell apart.
-var AllCalibrateTerms = []CalibrateTerm{TermStepUs, TermPerSeqUs, TermDecodeScale, TermPrefillScale, TermFrontendMs}
+var AllCalibrateTerms = []CalibrateTerm{TermStepUs, TermPerSeqUs, TermDecodeScale, TermPrefillScale, TermPrefillStep, TermFrontendMs}
 
 // scaleTerm reports whether t is a multiplicative term (searched as an
 // exponential, 1 at the start).
@@ -58,7 +59,7 @@ func ParseCalibrateTerms(s string) ([]CalibrateTerm, error) {
 	for _, p := range strings.Split(s, ",") {
 		t := CalibrateTerm(strings.TrimSpace(strings.ToLower(p)))
 		if !slices.Contains(AllCalibrateTerms, t) {
-			return nil, fmt.Errorf("overhead term %q: want step, per-seq, decode, prefill or frontend", p)
+			return nil, fmt.Errorf("overhead term %q: want step, per-seq, decode, prefill, prefill-step or frontend", p)
 		}
 		if !slices.Contains(out, t) {
 			out = append(out, t)
@@ -198,14 +199,14 @@ func Calibrate(d Deployment, levels []Measured, opts CalibrateOptions) (*Calibra
 			switch {
 			case loads < 2 && (t == TermStepUs || t == TermPerSeqUs):
 				left = append(left, string(t))
-			case shapes < 2 && t == TermPrefillScale:
+			case shapes < 2 && (t == TermPrefillScale || t == TermPrefillStep):
 				left = append(left, string(t))
 			default:
 				terms = append(terms, t)
 			}
 		}
 		if len(left) > 0 {
-			cal.Notes = append(cal.Notes, fmt.Sprintf("%s not fitted: the fitted levels run %d load(s) and %d shape(s) (load and lengths), which the fitted terms already cover: a cost per step or per sequence moves one load's TPOT as the decode scale does, a prefill scale one shape's TTFT as the frontend does (fit on levels of two or more loads and lengths to tell them apart; --terms picks others)",
+			cal.Notes = append(cal.Notes, fmt.Sprintf("%s not fitted: the fitted levels run %d load(s) and %d shape(s) (load and lengths), which the fitted terms already cover: a cost per step or per sequence moves one load's TPOT as the decode scale does, a prefill scale or a time per prefill step one shape's TTFT as the frontend does (fit on levels of two or more loads and lengths to tell them apart; --terms picks others)",
 				strings.Join(left, ", "), loads, shapes))
 		}
 	}
@@ -254,7 +255,7 @@ func Calibrate(d Deployment, levels []Measured, opts CalibrateOptions) (*Calibra
 	// The search space: u -> overheads. Times are squares of scaled
 	// coordinates (0 at the start), the decode and prefill scales exponentials (1
 	// at the start); terms not fitted keep the deployment's value.
-	scales := map[CalibrateTerm]float64{TermStepUs: 300, TermPerSeqUs: 30, TermFrontendMs: 100}
+	scales := map[CalibrateTerm]float64{TermStepUs: 300, TermPerSeqUs: 30, TermPrefillStep: 300, TermFrontendMs: 100}
 	decode := func(u []float64) Overheads {
 		o := base
 		for k, t := range terms {
@@ -265,6 +266,8 @@ func Calibrate(d Deployment, levels []Measured, opts CalibrateOptions) (*Calibra
 				o.PerSeqUs = math.Min(maxOverheadPerSeqUs, math.Pow(scales[t]*u[k], 2))
 			case TermFrontendMs:
 				o.FrontendMs = math.Min(maxFrontendMs, math.Pow(scales[t]*u[k], 2))
+			case TermPrefillStep:
+				o.PrefillStepUs = math.Min(maxOverheadStepUs, math.Pow(scales[t]*u[k], 2))
 			case TermPrefillScale:
 				o.PrefillScale = math.Min(maxPrefillScale, math.Exp(math.Max(-10, math.Min(10, u[k]))))
 			case TermDecodeScale:

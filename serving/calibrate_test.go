@@ -36,7 +36,7 @@ func TestCalibrateOneLoadTerms(t *testing.T) {
 		kept      bool   // step, per-seq and prefill keep the deployment's values
 		perSeqNot bool   // per-seq keeps the deployment's value
 	}{
-		{[]int{0}, nil, 1, "step, per-seq, prefill not fitted: the fitted levels run 1 load(s) and 1 shape(s)", true, true},
+		{[]int{0}, nil, 1, "step, per-seq, prefill, prefill-step not fitted: the fitted levels run 1 load(s) and 1 shape(s)", true, true},
 		{[]int{0}, []CalibrateTerm{TermStepUs, TermPerSeqUs, TermFrontendMs}, 1, "per-seq not fitted", false, true},
 		{[]int{0, 1}, nil, 2, "", false, false},
 	} {

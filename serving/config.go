@@ -54,7 +54,24 @@ type EngineOptions struct {
 	// prefix-block hashes (Request.HashIDs, sessions) reuse nothing. vLLM
 	// v1 caches prefixes by default (CacheConfig.enable_prefix_caching).
 	NoPrefixCaching bool `json:"no_prefix_caching,omitempty"`
+	// SchedulerRecvInterval is SGLang's --scheduler-recv-interval (PolicySGLang
+	// only; 0 or 1: its default, every iteration): the scheduler reads new
+	// requests from its socket only when a counter, raised each iteration
+	// by the weight of the batch it last ran, reaches it (recvWeight), so a
+	// request may wait that many decode steps before it is seen.
+	SchedulerRecvInterval int `json:"scheduler_recv_interval,omitempty"`
 }
+
+// SGLang's iteration weights toward the receive interval
+// (python/sglang/srt/managers/scheduler_components/recv_skipper.py with
+// environ.py's SGLANG_SCHEDULER_RECV_SKIPPER_WEIGHT_*): a decode batch
+// (and a speculative verify) or an idle iteration adds 1; any other
+// batch, an extend (prefill, alone or mixed), adds the default 1000, so
+// the iteration after a prefill always reads the socket.
+const (
+	recvWeightDecode = 1
+	recvWeightExtend = 1000
+)
 
 // Policy is how a scheduler forms a step out of its running and waiting
 // requests.
@@ -136,8 +153,10 @@ func (o EngineOptions) Validate() error {
 	if !(o.Watermark >= 0 && o.Watermark < 1) {
 		wm = fmt.Errorf("engine: watermark = %v: want a fraction in [0, 1)", o.Watermark)
 	}
-	if _, err := ParsePolicy(string(o.Policy)); err != nil {
+	if p, err := ParsePolicy(string(o.Policy)); err != nil {
 		pol = fmt.Errorf("engine: %w", err)
+	} else if o.SchedulerRecvInterval > 1 && p != PolicySGLang {
+		pol = fmt.Errorf("engine: scheduler_recv_interval = %d: SGLang's option; the %s scheduler reads its requests every step (want 0 or 1)", o.SchedulerRecvInterval, p)
 	}
 	return errors.Join(
 		wm, pol,
@@ -146,6 +165,7 @@ func (o EngineOptions) Validate() error {
 		check("block_size", o.BlockSize, 1, 1024),
 		check("num_gpu_blocks_override", o.NumGPUBlocksOverride, 1, 1<<30),
 		check("long_prefill_token_threshold", o.LongPrefillTokenThreshold, 1, maxEngineOptionsBudget),
+		check("scheduler_recv_interval", o.SchedulerRecvInterval, 1, 1<<20),
 	)
 }
 

@@ -4,8 +4,10 @@ import (
 	"errors"
 	"math"
 	"reflect"
+	"strings"
 	"testing"
 
+	engprof "github.com/tpscope/tpscope/engine"
 	"github.com/tpscope/tpscope/model"
 )
 
@@ -105,12 +107,17 @@ func TestOverheadsStep(t *testing.T) {
 		{o, 1000, 0, true, false, 2130},
 		{Overheads{StepUs: 100, PerSeqUs: 10, PrefillScale: 2, DecodeScale: 1.5}, 1000, 400, true, true, 1930},
 		{Overheads{StepUs: 100, PerSeqUs: 10, PrefillScale: 2, DecodeScale: 1.5}, 1000, 0, false, true, 1630},
+		// A time per prefill step: on every step with prefill tokens, alone or
+		// mixed, never on a decode-only one.
+		{Overheads{PrefillStepUs: 500}, 1000, 400, true, true, 1500},
+		{Overheads{PrefillStepUs: 500}, 1000, 0, true, false, 1500},
+		{Overheads{PrefillStepUs: 500}, 1000, 0, false, true, 1000},
 	} {
 		if got := c.o.stepS(c.us, c.decodeUs, c.prefill, c.decode, 3); math.Abs(got-c.wantUs*1e-6) > 1e-12 {
 			t.Errorf("%+v, step %v us (decode %v us, prefill %v, decode %v): %v s, want %v us", c.o, c.us, c.decodeUs, c.prefill, c.decode, got, c.wantUs)
 		}
 	}
-	bad := []Overheads{{StepUs: -1}, {PerSeqUs: math.NaN()}, {PrefillScale: 1e9}, {DecodeScale: -1}, {FrontendMs: math.Inf(1)}}
+	bad := []Overheads{{StepUs: -1}, {PerSeqUs: math.NaN()}, {PrefillScale: 1e9}, {DecodeScale: -1}, {FrontendMs: math.Inf(1)}, {PrefillStepUs: -5}}
 	for _, b := range bad {
 		if b.Validate() == nil {
 			t.Errorf("%+v: no error", b)
@@ -229,5 +236,77 @@ func TestFrontier(t *testing.T) {
 	}
 	if p := f.Points[2]; p.OnFront || !p.Overloaded || p.SLO != "missed" || p.TokensPerSPerUser != 20 {
 		t.Errorf("C: %+v", p)
+	}
+}
+
+// TestRecvSkipper walks SGLang's receive counter (recv_skipper.py) by
+// hand at an interval of 4: a busy scheduler that last ran a decode batch
+// reads its socket on every 4th iteration; after a prefill batch it reads
+// on the next one (weight 1000); an idle one reads at once.
+func TestRecvSkipper(t *testing.T) {
+	rp := newReplica(EngineOptions{Policy: PolicySGLang, SchedulerRecvInterval: 4}.withDefaults(nil), 100)
+	rp.running = append(rp.running, &reqState{id: 0})
+	q := &reqState{id: 1}
+	rp.send(q)
+	if rp.waiting.len() != 0 || rp.inbox.len() != 1 || rp.queued() != 1 {
+		t.Fatalf("sent: waiting %d, inbox %d", rp.waiting.len(), rp.inbox.len())
+	}
+	for i := 1; i <= 3; i++ {
+		if rp.recv(); rp.waiting.len() != 0 {
+			t.Fatalf("read at decode iteration %d, want the 4th", i)
+		}
+	}
+	if rp.recv(); rp.waiting.len() != 1 || rp.inbox.len() != 0 {
+		t.Fatalf("not read at the 4th decode iteration: waiting %d, inbox %d", rp.waiting.len(), rp.inbox.len())
+	}
+	rp.waiting.popFront()
+	rp.lastExtend = true
+	rp.send(&reqState{id: 2})
+	if rp.recv(); rp.waiting.len() != 1 {
+		t.Error("not read on the iteration after a prefill")
+	}
+	rp.waiting.popFront()
+	rp.running, rp.lastExtend = nil, false
+	rp.send(&reqState{id: 3})
+	if rp.recv(); rp.waiting.len() != 1 {
+		t.Error("an idle scheduler did not read at once")
+	}
+	// Every step reads under vLLM's policy and SGLang's default.
+	for _, o := range []EngineOptions{{}, {Policy: PolicySGLang, SchedulerRecvInterval: 1}} {
+		rp := newReplica(o.withDefaults(nil), 100)
+		rp.send(&reqState{})
+		if rp.waiting.len() != 1 {
+			t.Errorf("%+v: a request not queued at once", o)
+		}
+	}
+	if err := (EngineOptions{SchedulerRecvInterval: 30}).Validate(); err == nil || !strings.Contains(err.Error(), "scheduler_recv_interval = 30: SGLang's option") {
+		t.Errorf("recv interval under vLLM's policy: %v", err)
+	}
+}
+
+// TestRecvIntervalTTFT: under SGLang's policy a closed loop of 16 clients
+// with a receive interval of 30 waits for the scheduler's read: a request
+// sent at a uniform time in a window of 30 decode steps waits 15 of them
+// on average, so the mean TTFT grows by about 15 median inter-token
+// latencies (the decode step; band 10-20 for the prefills inside the
+// windows and the initial burst); the decode steps themselves are the
+// same (median ITL within 10 %).
+func TestRecvIntervalTTFT(t *testing.T) {
+	d := kimiDeployment(t)
+	d.Engine = EngineOptions{Policy: PolicySGLang, MaxNumSeqs: 64}
+	d.Scenario.Options.Engine = engprof.Ref{Name: "sglang"}
+	// Output lengths drawn uniform in 13-243 so the clients' requests
+	// finish, and are sent again, at spread times.
+	tr := Traffic{Concurrency: 16, NumRequests: 400, Prompt: Lengths{Mean: 256}, Output: Lengths{Dist: Uniform, Mean: 128, Spread: 0.9}}
+	base := mustRun(t, mustNew(t, d), tr, RunOptions{TimelineWindows: -1})
+	d.Engine.SchedulerRecvInterval = 30
+	with := mustRun(t, mustNew(t, d), tr, RunOptions{TimelineWindows: -1})
+	steps := (with.TTFTMs.Mean - base.TTFTMs.Mean) / base.ITLMs.P50
+	t.Logf("mean TTFT %.1f -> %.1f ms, median ITL %.2f -> %.2f ms: +%.1f decode steps", base.TTFTMs.Mean, with.TTFTMs.Mean, base.ITLMs.P50, with.ITLMs.P50, steps)
+	if steps < 10 || steps > 20 {
+		t.Errorf("the receive interval added %.1f decode steps to the mean TTFT, want about 15", steps)
+	}
+	if math.Abs(with.ITLMs.P50/base.ITLMs.P50-1) > 0.1 {
+		t.Errorf("median ITL %.2f ms with the interval, %.2f without", with.ITLMs.P50, base.ITLMs.P50)
 	}
 }

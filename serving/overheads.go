@@ -20,6 +20,7 @@ import (
 // A step of the simulation lasts
 //
 //	StepUs + PerSeqUs x (requests in the step) + DecodeScale x decode part + PrefillScale x prefill part
+//	  [+ PrefillStepUs when it holds prefill tokens]
 //
 // where the decode part is the price of the step's decode tokens alone
 // and the prefill part the step's price less it (sim.IterationCoster,
@@ -37,6 +38,12 @@ type Overheads struct {
 	// PrefillScale multiplies the prefill part of every step (0 = 1): the
 	// engine's prefill kernels and chunking against sim's prices.
 	PrefillScale float64 `json:"prefill_scale,omitempty"`
+	// PrefillStepUs is host time in microseconds of every step that holds
+	// prefill tokens, beyond sim's price of it: an engine that runs such a
+	// step eagerly (SGLang's extend batches) spends its framework's time
+	// per launched op, whatever the tokens. Unlike the frontend, it holds
+	// the running requests' decode as well.
+	PrefillStepUs float64 `json:"prefill_step_us,omitempty"`
 	// DecodeScale multiplies the decode part of every step (0 = 1): the
 	// engine's decode kernels against sim's prices, the step model's own
 	// error, which shows as a ratio at every load where a host cost per
@@ -73,6 +80,7 @@ func (o Overheads) Validate() error {
 		{"step_us", o.StepUs, maxOverheadStepUs},
 		{"per_seq_us", o.PerSeqUs, maxOverheadPerSeqUs},
 		{"prefill_scale", o.PrefillScale, maxPrefillScale},
+		{"prefill_step_us", o.PrefillStepUs, maxOverheadStepUs},
 		{"decode_scale", o.DecodeScale, maxDecodeScale},
 		{"frontend_ms", o.FrontendMs, maxFrontendMs},
 	} {
@@ -85,7 +93,7 @@ func (o Overheads) Validate() error {
 
 // IsZero reports whether the overheads add nothing.
 func (o Overheads) IsZero() bool {
-	return o.StepUs == 0 && o.PerSeqUs == 0 && o.prefillScale() == 1 && o.decodeScale() == 1 && o.FrontendMs == 0
+	return o.StepUs == 0 && o.PerSeqUs == 0 && o.PrefillStepUs == 0 && o.prefillScale() == 1 && o.decodeScale() == 1 && o.FrontendMs == 0
 }
 
 // prefillScale is PrefillScale with 0 read as 1.
@@ -112,7 +120,7 @@ func (o Overheads) String() string {
 	if o.IsZero() {
 		return "none"
 	}
-	return fmt.Sprintf("step %.0f us, per request %.1f us, decode x%.3f, prefill x%.3f, frontend %.1f ms", o.StepUs, o.PerSeqUs, o.decodeScale(), o.prefillScale(), o.FrontendMs)
+	return fmt.Sprintf("step %.0f us, per request %.1f us, decode x%.3f, prefill x%.3f, prefill step %.0f us, frontend %.1f ms", o.StepUs, o.PerSeqUs, o.decodeScale(), o.prefillScale(), o.PrefillStepUs, o.FrontendMs)
 }
 
 // OverheadsFile is the JSON a calibration writes: the overheads and where
@@ -146,7 +154,7 @@ func ReadOverheads(data []byte, path string) (Overheads, error) {
 		body = b
 	}
 	if err := json.Unmarshal(body, &o); err != nil {
-		return Overheads{}, &ParseError{File: path, Line: 1, Field: "overheads", Err: errors.New("want an object of the numbers step_us, per_seq_us, prefill_scale, decode_scale, frontend_ms")}
+		return Overheads{}, &ParseError{File: path, Line: 1, Field: "overheads", Err: errors.New("want an object of the numbers step_us, per_seq_us, prefill_scale, prefill_step_us, decode_scale, frontend_ms")}
 	}
 	if err := o.Validate(); err != nil {
 		return Overheads{}, &ParseError{File: path, Line: 1, Err: err}
@@ -165,6 +173,9 @@ func (o Overheads) stepS(us, decodeUs float64, hasPrefill, hasDecode bool, seqs 
 		us *= o.prefillScale()
 	default:
 		us *= o.decodeScale()
+	}
+	if hasPrefill {
+		us += o.PrefillStepUs
 	}
 	return (us + o.StepUs + o.PerSeqUs*float64(seqs)) * 1e-6
 }

@@ -44,6 +44,13 @@ type scheduledReq struct {
 type replica struct {
 	opts        EngineOptions // defaults filled
 	waiting     deque
+	// inbox holds the requests sent to this scheduler that it has not
+	// read yet (EngineOptions.SchedulerRecvInterval > 1); recvCount is the
+	// receive counter and lastExtend whether the last batch had prefill
+	// tokens (recv).
+	inbox      deque
+	recvCount  int
+	lastExtend bool
 	running     []*reqState
 	freeBlocks  int
 	totalBlocks int
@@ -74,10 +81,49 @@ func (rp *replica) blocksFor(tokens int) int {
 // usedBlocks is the number of KV blocks requests hold.
 func (rp *replica) usedBlocks() int { return rp.totalBlocks - rp.freeBlocks }
 
-// load is vLLM's DP load-balancing score: 4 x waiting + running.
-func (rp *replica) load() int { return 4*rp.waiting.len() + len(rp.running) }
+// load is vLLM's DP load-balancing score: 4 x waiting + running (the
+// requests sent but not yet read wait too).
+func (rp *replica) load() int { return 4*rp.queued() + len(rp.running) }
+
+// queued counts the requests waiting: read and not yet read.
+func (rp *replica) queued() int { return rp.waiting.len() + rp.inbox.len() }
 
 func (rp *replica) hasWork() bool { return len(rp.running) > 0 || rp.waiting.len() > 0 }
+
+// send queues an arriving request: into the waiting queue, or, when the
+// scheduler reads its socket only every few iterations, its inbox.
+func (rp *replica) send(q *reqState) {
+	if rp.opts.SchedulerRecvInterval > 1 {
+		rp.inbox.pushBack(q)
+		return
+	}
+	rp.waiting.pushBack(q)
+}
+
+// recv is SGLang's receive at the top of an iteration (recv_skipper.py)
+// under a receive interval: the counter grows by the weight of the batch
+// the scheduler last ran (recvWeightDecode, recvWeightExtend) and, once it
+// reaches the interval, the inbox moves to the waiting queue and the
+// counter restarts. An idle scheduler spins through iterations of no
+// batch (weight 1 each, microseconds apart) and reads at once.
+func (rp *replica) recv() {
+	if rp.inbox.len() == 0 && rp.opts.SchedulerRecvInterval <= 1 {
+		return
+	}
+	if rp.hasWork() {
+		w := recvWeightDecode
+		if rp.lastExtend {
+			w = recvWeightExtend
+		}
+		if rp.recvCount += w; rp.recvCount < rp.opts.SchedulerRecvInterval {
+			return
+		}
+	}
+	rp.recvCount = 0
+	for rp.inbox.len() > 0 {
+		rp.waiting.pushBack(rp.inbox.popFront())
+	}
+}
 
 // schedule forms the next step by the engine's policy (Policy) and
 // reports whether any token was scheduled.

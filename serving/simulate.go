@@ -619,7 +619,7 @@ func (r *run) advance(t float64) {
 		nr, nw := 0, 0
 		for _, rp := range r.reps {
 			nr += len(rp.running)
-			nw += rp.waiting.len()
+			nw += rp.queued()
 		}
 		r.areaRun += float64(nr) * dt
 		r.areaWait += float64(nw) * dt
@@ -653,7 +653,7 @@ func (r *run) admit(a arrival) {
 		r.sessBusy[a.Session] = true
 	}
 	r.reqs = append(r.reqs, q)
-	r.reps[k].waiting.pushBack(q)
+	r.reps[k].send(q)
 	r.inSystem++
 	r.inFlight++
 }
@@ -664,6 +664,9 @@ func (r *run) admit(a arrival) {
 // nothing; a rank that preempted is scheduled again at once.
 func (r *run) startStep(in *instance) error {
 	rec := stepRecord{startS: r.nowS}
+	for _, rp := range in.reps {
+		rp.recv()
+	}
 	for attempt := 0; ; attempt++ {
 		scheduled, work := false, false
 		var it model.Iteration
@@ -674,6 +677,7 @@ func (r *run) startStep(in *instance) error {
 			}
 			work = true
 			if rp.schedule() {
+				rp.lastExtend = rp.it.PrefillSeqs > 0
 				scheduled = true
 				it = maxIteration(it, rp.it)
 				rec.decode += int32(rp.it.DecodeSeqs)
@@ -699,7 +703,7 @@ func (r *run) startStep(in *instance) error {
 		for _, rp := range in.reps {
 			rec.usedBlocks += int32(rp.usedBlocks())
 			rec.running += int32(len(rp.running))
-			rec.waiting += int32(rp.waiting.len())
+			rec.waiting += int32(rp.queued())
 		}
 		r.usedBlocks = 0
 		for _, rp := range r.reps {

@@ -37,7 +37,9 @@ import (
 // checks it against the whole engine within 0.5 %.
 //
 // CUDA graphs (Options.CUDAGraphs): a step whose tokens fit a capture size
-// runs graphed, padded to that size (PadTokens); vLLM v1 runs a
+// runs graphed, padded to that size (PadTokens), unless the engine replays
+// decode steps only (model.GraphCapture.DecodeOnly: SGLang runs every step
+// with prefill tokens eagerly); vLLM v1 runs a
 // decode-only step as a full graph and a mixed step as piecewise graphs
 // with attention launched eagerly between them, which this prices as one
 // graph (optimistic by the attention launches when the step is
@@ -186,12 +188,8 @@ func (c *IterationCoster) graph(it model.Iteration) (padded int64, graphed bool,
 	if err := it.Validate(); err != nil {
 		return 0, false, err
 	}
-	n := it.Tokens()
-	if n > math.MaxInt32 {
-		return n, false, nil
-	}
-	s, g := c.capture.Tokens(int(n))
-	return int64(s), g, nil
+	padded, graphed = c.capture.Step(&it)
+	return padded, graphed, nil
 }
 
 // bucket rounds it's features up to the memo's grid (see above) and

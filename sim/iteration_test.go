@@ -250,3 +250,38 @@ func BenchmarkIterationPrice(b *testing.B) {
 		})
 	}
 }
+
+// TestIterationGraphsByEngine: under vLLM's profile a step whose tokens
+// fit a capture size replays a graph, prefill tokens or not; under
+// SGLang's (cuda_graphs.prefill_eager: its CudaGraphRunner replays decode
+// batches only) a step with prefill tokens runs eagerly at its own size,
+// and its price is the eager one: the same iteration priced without
+// graphs at all.
+func TestIterationGraphsByEngine(t *testing.T) {
+	pre := model.Iteration{}
+	pre.AddChunk(100, 0)
+	dec := model.Iteration{}
+	dec.AddDecode(500)
+	for _, c := range iterCases(t)[:2] {
+		ic := newCoster(t, c)
+		sglang := c.opts.Engine.Name == "sglang"
+		if _, g, err := ic.graph(pre); err != nil || g == sglang {
+			t.Errorf("%s: prefill step graphed %v (err %v), want %v", c.name, g, err, !sglang)
+		}
+		if _, g, err := ic.graph(dec); err != nil || !g {
+			t.Errorf("%s: decode step graphed %v (err %v), want true", c.name, g, err)
+		}
+		if !sglang {
+			continue
+		}
+		eager := c
+		eager.opts.CUDAGraphs = false
+		want, err := newCoster(t, eager).ExactStepUs(pre)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, err := ic.ExactStepUs(pre); err != nil || math.Abs(got-want) > 1e-6*want {
+			t.Errorf("%s: prefill step %v us (err %v), the eager price %v", c.name, got, err, want)
+		}
+	}
+}

@@ -218,7 +218,14 @@ func (o *Options) GraphCapture() *model.GraphCapture {
 	if !o.CUDAGraphs {
 		return nil
 	}
-	return &model.GraphCapture{Sizes: o.CaptureSizes()}
+	return &model.GraphCapture{Sizes: o.CaptureSizes(), DecodeOnly: o.decodeOnlyGraphs()}
+}
+
+// decodeOnlyGraphs reports whether the engine replays graphs for decode
+// steps only (its profile's cuda_graphs.prefill_eager).
+func (o *Options) decodeOnlyGraphs() bool {
+	p, err := engprof.Lookup(o.Engine)
+	return err == nil && p.Graphs.PrefillEager
 }
 
 // GraphTokens is the token count a CUDA-graph step runs for tokens real

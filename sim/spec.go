@@ -415,7 +415,7 @@ func (p *Predictor) specCapture(sc Scenario) *model.GraphCapture {
 		return p.capture
 	}
 	if s := prof.SpecCaptureSizes(k); len(s) > 0 {
-		return &model.GraphCapture{Sizes: s}
+		return &model.GraphCapture{Sizes: s, DecodeOnly: p.capture.DecodeOnly}
 	}
 	return p.capture
 }

@@ -30,10 +30,19 @@ func TestREADMEOutputs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Files a command writes under /tmp go to the test's own directory, and
+	// its output names them as the README does.
+	tmp := t.TempDir()
 	run := func(args []string) (string, int, string) {
+		args = slices.Clone(args)
+		for i, a := range args {
+			if strings.HasPrefix(a, "/tmp/") || strings.Contains(a, "=/tmp/") {
+				args[i] = strings.Replace(a, "/tmp/", tmp+"/", 1)
+			}
+		}
 		var stdout, stderr bytes.Buffer
 		code := dispatch(args, &stdout, &stderr)
-		return stdout.String(), code, stderr.String()
+		return strings.ReplaceAll(stdout.String(), tmp+"/", "/tmp/"), code, strings.ReplaceAll(stderr.String(), tmp+"/", "/tmp/")
 	}
 	out, problems, checked := checkREADME(strings.Split(string(raw), "\n"), run, *updateREADME)
 	for _, p := range problems {
@@ -255,12 +264,24 @@ func TestREADMECommandsParse(t *testing.T) {
 	}
 }
 
-// writesFiles reports whether a command line writes a file (-o, --out, a
-// file: trace destination, a --plot).
+// writesFiles reports whether a command line writes a file into the
+// repository (-o, --out, a file: trace destination, a --plot, a
+// redirection): a path under /tmp does not count, the test redirects it
+// to its own directory.
 func writesFiles(cmd string) bool {
-	for _, w := range strings.Fields(cmd) {
-		if w == "-o" || w == "--out" || strings.HasPrefix(w, "--out=") || strings.HasPrefix(w, "file:") || w == "--plot" || w == ">" {
+	ws := strings.Fields(cmd)
+	for i, w := range ws {
+		switch {
+		case w == ">" || strings.HasPrefix(w, "file:"):
 			return true
+		case w == "-o" || w == "--out" || w == "--plot":
+			if i+1 == len(ws) || !strings.HasPrefix(ws[i+1], "/tmp/") {
+				return true
+			}
+		case strings.HasPrefix(w, "--out="):
+			if !strings.HasPrefix(strings.TrimPrefix(w, "--out="), "/tmp/") {
+				return true
+			}
 		}
 	}
 	return false

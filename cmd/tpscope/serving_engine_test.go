@@ -40,6 +40,8 @@ func TestServingEngineFromResults(t *testing.T) {
 			"--policy vllm: want sglang@0.5's own scheduler, sglang"},
 		{"a policy without its engine", []string{"simulate", "--policy", "sglang", "--concurrency", "4"},
 			"--policy sglang: want vllm@0.24's own scheduler, vllm"},
+		{"SGLang's receive interval under vLLM", []string{"simulate", "--engine", "vllm", "--scheduler-recv-interval", "30", "--concurrency", "4"},
+			"--scheduler-recv-interval 30: want 0 or 1 under vllm@0.24: SGLang's option"},
 		{"the executor", []string{"simulate", "--engine", "executor", "--concurrency", "4"},
 			"--engine executor@1: want an engine that serves requests"},
 		{"another GPU", []string{"simulate", "--compare", level, "--topo", "nvswitch:8xb300"},

@@ -21,6 +21,7 @@ type engineFlags struct {
 	watermark            float64
 	policy               string
 	noPrefixCache        bool
+	recvInterval         int
 	overheadsFile        string
 }
 
@@ -35,6 +36,7 @@ func (f *engineFlags) bind(fs *pflag.FlagSet) {
 	fs.Float64Var(&f.watermark, "watermark", f.watermark, "vLLM --watermark: fraction of KV blocks kept free when admitting while others run (0 = off)")
 	fs.StringVar(&f.policy, "policy", f.policy, "the engine's scheduling policy, which --engine decides (vllm and trtllm: chunked prefill mixed with decode, running requests first; sglang: a prefill batch whenever a prompt waits, else decode); given, it must be the engine's")
 	fs.BoolVar(&f.noPrefixCache, "no-enable-prefix-caching", f.noPrefixCache, "vLLM --no-enable-prefix-caching: requests with hash IDs or sessions reuse nothing")
+	fs.IntVar(&f.recvInterval, "scheduler-recv-interval", f.recvInterval, "SGLang --scheduler-recv-interval: the scheduler reads new requests once per this many decode steps (and after every prefill); 0 or 1 = every step, the default")
 	fs.StringVar(&f.overheadsFile, "serving-overheads", f.overheadsFile, "the engine's overheads outside the GPU step, as calibrate --serving writes them (JSON)")
 }
 
@@ -62,9 +64,14 @@ func (f *engineFlags) engine(prof *engprof.Profile, policyGiven bool) (serving.E
 				"want %s's own scheduler, %s (another engine's scheduler over its kernels is a scenario no engine runs; --engine picks the engine whose scheduler is %s)", prof.Name(), pol, p)
 		}
 	}
+	if f.recvInterval > 1 && pol != serving.PolicySGLang {
+		return serving.EngineOptions{}, serving.Overheads{}, flagError("--scheduler-recv-interval", f.recvInterval,
+			"want 0 or 1 under %s: SGLang's option, and %s's scheduler reads new requests every step", prof.Name(), prof.Name())
+	}
 	e := serving.EngineOptions{MaxNumSeqs: f.maxSeqs, MaxNumBatchedTokens: f.maxTokens, BlockSize: f.blockSize,
 		NumGPUBlocksOverride: f.gpuBlocks, LongPrefillTokenThreshold: f.longPrefill, DisableChunkedPrefill: f.noChunked,
-		NoSchedulerReserveFullISL: f.noFullISL, Watermark: f.watermark, Policy: pol, NoPrefixCaching: f.noPrefixCache}
+		NoSchedulerReserveFullISL: f.noFullISL, Watermark: f.watermark, Policy: pol, NoPrefixCaching: f.noPrefixCache,
+		SchedulerRecvInterval: f.recvInterval}
 	if err := e.Validate(); err != nil {
 		return e, serving.Overheads{}, causeError("", nil, err)
 	}
