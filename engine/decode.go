@@ -200,6 +200,9 @@ func (p *Profile) validate() error {
 		if err := cite(f, k.Cite); err != nil {
 			return err
 		}
+		if err := checkPadded(f+".padded", k.Padded, k.Formats, bad, cite); err != nil {
+			return err
+		}
 	}
 	if err := p.checkRules("moe.select", p.MoE.Select, func(n string) ([]WeightFormat, ArchSet, bool) {
 		for _, k := range p.MoE.Kernels {
@@ -226,6 +229,9 @@ func (p *Profile) validate() error {
 			return bad(f+".fused_by", "%q is not a fusion of this profile", k.FusedBy)
 		}
 		if err := cite(f, k.Cite); err != nil {
+			return err
+		}
+		if err := checkPadded(f+".padded", k.Padded, k.Formats, bad, cite); err != nil {
 			return err
 		}
 	}
@@ -458,4 +464,24 @@ func MustDefault() *Profile {
 		panic(err)
 	}
 	return p
+}
+
+// checkPadded validates a kernel's padded tiles (nil: none stated): tile
+// sizes of at least 1, formats the kernel takes, families and a source.
+func checkPadded(f string, t *PaddedTiles, formats []WeightFormat, bad func(string, string, ...any) error, cite func(string, []string) error) error {
+	if t == nil {
+		return nil
+	}
+	if t.TileM < 1 || t.TileN < 1 {
+		return bad(f, "want tile_m and tile_n of at least 1")
+	}
+	if len(t.Formats) == 0 || len(t.Archs) == 0 {
+		return bad(f, "want the formats and archs whose tiles are padded")
+	}
+	for _, x := range t.Formats {
+		if !slices.Contains(formats, x) {
+			return bad(f+".formats", "%s: not a format of the kernel", x)
+		}
+	}
+	return cite(f, t.Cite)
 }

@@ -324,6 +324,27 @@ type MoEKernel struct {
 	// aiconfigurator's MoE tables.
 	Table string   `yaml:"table"`
 	Cite  []string `yaml:"cite"`
+	// Padded, where stated, is how its MMAs fill whole tiles.
+	Padded *PaddedTiles `yaml:"padded"`
+}
+
+// PaddedTiles say that a GEMM kernel's MMAs compute every row of their
+// TileM x TileN output tiles however few tokens fill them, each tile one
+// CTA that walks the whole K (no split-K), for the formats and families
+// named: block-scaled FP4 tiles are at least 128 rows (the scale
+// factors' 128-row atom), so at decode a tile of one token does the
+// tensor work of 128, one K step after another on one SM.
+type PaddedTiles struct {
+	TileM   int            `yaml:"tile_m"`
+	TileN   int            `yaml:"tile_n"`
+	Formats []WeightFormat `yaml:"formats"`
+	Archs   ArchSet        `yaml:"archs"`
+	Cite    []string       `yaml:"cite"`
+}
+
+// On reports whether the tiles pad weights f on family a (false for nil).
+func (t *PaddedTiles) On(a Arch, f WeightFormat) bool {
+	return t != nil && t.Archs.Has(a) && slices.Contains(t.Formats, f)
 }
 
 // FormatRule picks a kernel for a weight format on some families.
@@ -392,6 +413,8 @@ type LinearKernel struct {
 	FusedBy    string   `yaml:"fused_by"`
 	Table      string   `yaml:"table"`
 	Cite       []string `yaml:"cite"`
+	// Padded, where stated, is how its MMAs fill whole tiles.
+	Padded *PaddedTiles `yaml:"padded"`
 }
 
 // LinearKernel returns the dense-GEMM kernel for weights f on family a;

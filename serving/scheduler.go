@@ -42,15 +42,15 @@ type scheduledReq struct {
 // DP rank of it. Its step follows vLLM v1's Scheduler.schedule (see the
 // package comment).
 type replica struct {
-	opts        EngineOptions // defaults filled
-	waiting     deque
+	opts    EngineOptions // defaults filled
+	waiting deque
 	// inbox holds the requests sent to this scheduler that it has not
 	// read yet (EngineOptions.SchedulerRecvInterval > 1); recvCount is the
 	// receive counter and lastExtend whether the last batch had prefill
 	// tokens (recv).
-	inbox      deque
-	recvCount  int
-	lastExtend bool
+	inbox       deque
+	recvCount   int
+	lastExtend  bool
 	running     []*reqState
 	freeBlocks  int
 	totalBlocks int

@@ -317,6 +317,10 @@ type OpCost struct {
 	// LoopUs: a split-KV attention kernel's serial loop per CTA
 	// (splitLoopUs), a third bound beside compute and memory.
 	LoopUs float64 `json:"loop_us,omitempty"`
+	// PaddedFLOPs: the tensor work of a kernel whose MMAs fill whole
+	// tiles (engprof.PaddedTiles), the rows without tokens included, which
+	// ComputeUs prices in place of FLOPs.
+	PaddedFLOPs float64 `json:"padded_flops,omitempty"`
 	// MergeUs: the in-kernel merge of a split attention launch after its
 	// last byte (the backend's Grid.MergeUs; mergeUs), part of Us.
 	MergeUs float64 `json:"merge_us,omitempty"`
@@ -346,6 +350,17 @@ func (cm *computeModel) cost(op *model.Op) OpCost {
 	c.Fill = ctas / (waves * cm.sms)
 	if op.FLOPs > 0 && c.PeakTFLOPS > 0 && c.Efficiency > 0 {
 		c.ComputeUs = op.FLOPs / (c.PeakTFLOPS * 1e6 * c.Efficiency * c.Fill)
+	}
+	if pt := cm.paddedTiles(op); pt != nil && op.FLOPs > 0 && c.PeakTFLOPS > 0 {
+		// Every CTA computes its whole tile, however few of its rows hold
+		// tokens, walking the whole K: the compute term is the padded
+		// tensor work (the catalog's efficiency for these kernels is that
+		// of a CTA issuing its MMAs back to back, 1.0 on SM120, where a
+		// padded FP4 GEMM's K loop runs at the SM's FP4 peak).
+		c.PaddedFLOPs = paddedFLOPs(op, pt)
+		if c.Efficiency > 0 {
+			c.ComputeUs = c.PaddedFLOPs / (c.PeakTFLOPS * 1e6 * c.Efficiency * c.Fill)
+		}
 	}
 	if op.Kind == model.KindAttention && (op.KVDtype == model.FP8 || op.KVDtype == model.FP8Block128) && cm.fp32TFLOPS > 0 && op.KVBytes > 0 {
 		vals := op.KVBytes / op.KVDtype.BytesPerValue()
@@ -394,6 +409,16 @@ func (cm *computeModel) cost(op *model.Op) OpCost {
 	c.ExtraKernelsUs = float64(c.ExtraKernels) * c.MinKernelUs
 	c.Us += c.ExtraKernelsUs
 	return c
+}
+
+// paddedFLOPs is the tensor work of GEMM op on padded tiles t: each of
+// its Batch groups (experts) computes ceil(M / TileM) x TileM rows and
+// ceil(N / TileN) x TileN columns over the whole K.
+func paddedFLOPs(op *model.Op, t *engprof.PaddedTiles) float64 {
+	m, n := max(op.M, 1), max(op.N, 1)
+	tm, tn := int64(t.TileM), int64(t.TileN)
+	rows, cols := float64((m+tm-1)/tm*tm), float64((n+tn-1)/tn*tn)
+	return 2 * rows * cols * float64(op.K) * math.Max(1, op.Batch)
 }
 
 // mergeUs is the fixed time an sm_fill backend that merges its KV splits
@@ -474,7 +499,10 @@ func (cm *computeModel) ctas(op *model.Op) float64 {
 			n = 1
 		}
 		tileM, tileN, splitK := float64(gemmTileM), float64(gemmTileN), true
-		if op.Kind == model.KindMoEGEMM {
+		if pt := cm.paddedTiles(op); pt != nil {
+			// One CTA per padded tile over the whole K.
+			tileM, tileN, splitK = float64(pt.TileM), float64(pt.TileN), false
+		} else if op.Kind == model.KindMoEGEMM {
 			if mk := cm.moeKernel(op.WeightDtype); mk != nil {
 				if mk.Grid == engprof.GridPersistent {
 					// One CTA per SM striping the problem (Marlin).

@@ -65,16 +65,17 @@ func TestComputeCost(t *testing.T) {
 			wantUs: 682.61, wantBound: BoundCompute, wantCTAs: 1024, wantPeak: 317.78, wantDtype: "bf16",
 		},
 		{
-			// Same GEMM in NVFP4 on SM120 runs at the fp4 peak with the
-			// gemm/nvfp4 prior 0.35: 1.3744e11 / (1269.75e6 x 0.35 x
-			// 0.9078) = 340.7 us, + 2.01 us floor = 342.7 us; vLLM's NVFP4
-			// linear quantizes its input in a kernel of its own first
-			// (the vllm@0.24 profile's scaled_fp4_quant, not fused here:
-			// the op is no down projection after SiLU): + one 2.01 us
-			// floor = 344.7 us.
+			// Same GEMM in NVFP4 on SM120: vLLM's FP4 linear runs 128 x
+			// 128 tiles (the profile's padded tiles, full here: 32 x 32 =
+			// 1024 CTAs, no split-K) at the SM's full FP4 rate:
+			// 1.3744e11 / (1269.75e6 x 0.9078) = 119.23 us, + 2.01 us
+			// floor = 121.24 us; vLLM's NVFP4 linear quantizes its input
+			// in a kernel of its own first (the vllm@0.24 profile's
+			// scaled_fp4_quant, not fused here: the op is no down
+			// projection after SiLU): + one 2.01 us floor = 123.25 us.
 			name: "nvfp4 gemm on fp4 tensor cores", dev: rtx,
 			op:     model.Op{Kind: model.KindGEMM, M: 4096, N: 4096, K: 4096, Batch: 1, WeightDtype: model.NVFP4, FLOPs: 2 * 4096 * 4096 * 4096, BytesRead: 1},
-			wantUs: 344.72, wantBound: BoundCompute, wantCTAs: 1024, wantPeak: 1269.75, wantDtype: "fp4",
+			wantUs: 123.25, wantBound: BoundCompute, wantCTAs: 1024, wantPeak: 1269.75, wantDtype: "fp4",
 		},
 		{
 			// H200 has no FP4: falls back to the bf16 peak 989 TF, gemm
@@ -169,7 +170,9 @@ func TestComputeMemEfficiencyOverride(t *testing.T) {
 	dev := catalogDevice(t, "rtx-pro-6000-server")
 	dev.Efficiency["mem/moe_gemm/nvfp4"] = 0.4
 	cm := newComputeModel(&dev, engprof.MustDefault(), &Options{})
-	op := model.Op{Kind: model.KindMoEGEMM, M: 1, N: 512, K: 7168, Batch: 8, WeightDtype: model.NVFP4, FLOPs: 1, BytesRead: 1e7}
+	// A down projection's shape (K = 256): its padded FP4 tiles, 8 x 56
+	// of 128 x 128 over K = 256, take 3.7 us, below the memory term.
+	op := model.Op{Kind: model.KindMoEGEMM, M: 1, N: 7168, K: 256, Batch: 8, WeightDtype: model.NVFP4, FLOPs: 1, BytesRead: 1e7}
 	// 1e7 B / (1597 x 0.4 = 638.8 GB/s) = 15.654 us, after the moe_gemm
 	// floor (800 + 700) / 1650 + 3 x 0.55 = 2.56 us: 18.214 us.
 	if c := cm.cost(&op); !relNear(c.Us, 18.214, 1e-3) {

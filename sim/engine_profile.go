@@ -116,14 +116,7 @@ func (k *engineKernels) moeKernel(d model.Dtype) *engprof.MoEKernel {
 // for act_quant is SiLU-and-mul: the down projections of the dense MLP
 // and the shared experts take their input from one.
 func (k *engineKernels) linearCompanions(op *model.Op) int {
-	di := dtypeIndex(op.WeightDtype)
-	if !k.linDone[di] {
-		if f, err := engprof.ParseWeightFormat(string(op.WeightDtype)); err == nil {
-			k.linMemo[di] = k.prof.LinearKernel(k.arch, f)
-		}
-		k.linDone[di] = true
-	}
-	lk := k.linMemo[di]
+	lk := k.linearKernel(op.WeightDtype)
 	if lk == nil {
 		return 0
 	}
@@ -131,6 +124,47 @@ func (k *engineKernels) linearCompanions(op *model.Op) int {
 		return 0
 	}
 	return len(lk.Companions)
+}
+
+// linearKernel is the engine's dense-GEMM kernel for weights stored in
+// d, nil when the profile states none (the GEMM runs as the schedule
+// lists it).
+func (k *engineKernels) linearKernel(d model.Dtype) *engprof.LinearKernel {
+	di := dtypeIndex(d)
+	if !k.linDone[di] {
+		if f, err := engprof.ParseWeightFormat(string(d)); err == nil {
+			k.linMemo[di] = k.prof.LinearKernel(k.arch, f)
+		}
+		k.linDone[di] = true
+	}
+	return k.linMemo[di]
+}
+
+// paddedTiles are the padded tiles (engprof.PaddedTiles) of the kernel
+// that runs GEMM or MoE GEMM op on this family, nil when its kernel
+// states none for the op's weight format.
+func (k *engineKernels) paddedTiles(op *model.Op) *engprof.PaddedTiles {
+	var t *engprof.PaddedTiles
+	switch op.Kind {
+	case model.KindGEMM:
+		if lk := k.linearKernel(op.WeightDtype); lk != nil {
+			t = lk.Padded
+		}
+	case model.KindMoEGEMM:
+		if mk := k.moeKernel(op.WeightDtype); mk != nil {
+			t = mk.Padded
+		}
+	default:
+		return nil
+	}
+	if t == nil {
+		return nil
+	}
+	f, err := engprof.ParseWeightFormat(string(op.WeightDtype))
+	if err != nil || !t.On(k.arch, f) {
+		return nil
+	}
+	return t
 }
 
 // noteSchedule records what the backends' validity depends on in the

@@ -234,3 +234,65 @@ func TestPiecewiseAttentionEager(t *testing.T) {
 		}
 	}
 }
+
+// TestPaddedFP4Tiles: on SM120 the engines' FP4 GEMMs run 128-row tiles,
+// one CTA per tile over the whole K (the profiles' padded tiles). The
+// shared experts' gate/up GEMM of Kimi-K2.5-NVFP4 at TP 8 (N = 2 x 2048 /
+// 8 = 512, K = 7168) then launches ceil(512 / 128) = 4 CTAs and does the
+// tensor work of 128 rows whatever the tokens: at 1 and at 64 requests
+// its compute term is 2 x 128 x 512 x 7168 FLOP over 4 SMs at the
+// device's FP4 rate (the catalog's peak over its SMs), the same at both;
+// the INT4 checkpoint's BF16 shared experts and the B200 (whose
+// trtllm-gen MoE and CuteDSL linear state no padding) are priced as
+// before, without padded work.
+func TestPaddedFP4Tiles(t *testing.T) {
+	price := func(modelName, topo string, batch int) OpCost {
+		t.Helper()
+		a, err := model.Preset(modelName)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tp, err := topology.Resolve(topo, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := New(tp, Options{CUDAGraphs: true, Engine: engprof.Ref{Name: "vllm", Version: "0.24"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		pr, err := p.PredictScenario(Scenario{Arch: a, Plan: model.Plan{TP: 8},
+			Workload: model.Workload{Phase: model.Decode, Batch: batch, Context: 4096, KVDtype: model.BF16}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, o := range pr.Ops {
+			if o.ID == "L05.moe.shared_gate_up" {
+				return o.Cost
+			}
+		}
+		t.Fatal("no L05.moe.shared_gate_up")
+		return OpCost{}
+	}
+	box, err := topology.Preset("rtxpro6000-2s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dev := box.DeviceOf(0)
+	fp4, ok := dev.TFLOPS("fp4")
+	if !ok {
+		t.Fatal("no FP4 peak for the RTX PRO 6000")
+	}
+	wantUs := 2 * 128 * 512 * 7168 / (fp4 * 1e6 * 4 / float64(dev.SMs))
+	for _, b := range []int{1, 64} {
+		c := price("kimi-k2.5-nvfp4", "rtxpro6000-2s", b)
+		if c.CTAs != 4 || math.Abs(c.ComputeUs/wantUs-1) > 1e-9 || c.PaddedFLOPs != 2*128*512*7168 {
+			t.Errorf("batch %d: %v CTAs, compute %.2f us, padded %.3g FLOP; want 4 CTAs and %.2f us", b, c.CTAs, c.ComputeUs, c.PaddedFLOPs, wantUs)
+		}
+	}
+	if c := price("kimi-k2.5", "rtxpro6000-2s", 1); c.PaddedFLOPs != 0 {
+		t.Errorf("BF16 shared experts: padded %.3g FLOP, want none", c.PaddedFLOPs)
+	}
+	if c := price("kimi-k2.5-nvfp4", "nvswitch:8xb200", 1); c.PaddedFLOPs != 0 {
+		t.Errorf("B200: padded %.3g FLOP, want none", c.PaddedFLOPs)
+	}
+}

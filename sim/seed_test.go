@@ -67,15 +67,17 @@ func seedPredict(t *testing.T, modelName string, w model.Workload, build model.B
 //     takes before it tunes.
 //   - The INT4 checkpoint of the same model is predicted within -1 % to
 //     +25 % of ten public vLLM runs, 0-200K context (TestPublicKimiDecode),
-//     but NVFP4 runs 25-35 % slower than INT4 on SM120 (TestPublicNVFP4Gap) and tpscope's
-//     priors do not separate them: the tokens/s gap is most plausibly
-//     the NVFP4 MoE kernels, which a trace of the user's server
-//     (calibrate --trace) would settle.
+//     and NVFP4 runs 25-45 % slower than INT4 on SM120: the priors
+//     separate them by the FP4 kernels' padded 128-row tiles only (0.83,
+//     TestPublicNVFP4Ratio); the rest of the tokens/s gap is most
+//     plausibly the NVFP4 MoE runner's helper kernels, which a trace of the
+//     user's server (calibrate --trace) would settle.
 //
 // So the band is not reachable from cited facts without contradicting
 // them; fitting the all-reduce to the seed is not done. The subtest
 // asserts the gap's size instead: tokens/s within 1.5x of the seed's 60,
-// share at least 0.2, and an all-reduce below the 71 us the band needs.
+// an all-reduce of at least 20 us (NCCL's constants, not a collapsed one) and below the
+// 71 us the band needs.
 // Once the user's nccl-tests log or trace is in a calibrated topology and
 // the prediction lands in the band, the band itself is asserted.
 func TestSeedKimiTuned(t *testing.T) {
@@ -112,8 +114,10 @@ func TestSeedKimiTuned(t *testing.T) {
 		if r := pr.TokensPerS / 60; r < 1/1.5 || r > 1.5 {
 			t.Errorf("%.1f tok/s is more than 1.5x from the seed's ~60", pr.TokensPerS)
 		}
-		if pr.CommShareFrac < 0.2 {
-			t.Errorf("comm share %.2f below 0.2: the all-reduces (%.1f us each) no longer weigh what NCCL's constants give", pr.CommShareFrac, perAR)
+		// NCCL's constants price a 14 KB all-reduce over this box at ~30
+		// us (public boxes of its class measure a flat ~24 us).
+		if perAR < 20 {
+			t.Errorf("all-reduce %.1f us (comm share %.2f): below 20 us, no longer what NCCL's constants give", perAR, pr.CommShareFrac)
 		}
 		if perAR >= lo {
 			t.Errorf("all-reduce %.1f us already reaches the %.0f us the band needs, yet the step is outside it: the gap is not the all-reduce's", perAR, lo)

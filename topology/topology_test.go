@@ -157,8 +157,8 @@ func TestDevice(t *testing.T) {
 	if _, ok := h.TFLOPS("nvfp4"); ok {
 		t.Error("H200 reports FP4 support")
 	}
-	if e := d.EfficiencyFor("moe_gemm", "nvfp4"); e != 0.25 {
-		t.Errorf("EfficiencyFor(moe_gemm, nvfp4) = %v, want the specific key's 0.25", e)
+	if e := d.EfficiencyFor("moe_gemm", "nvfp4"); e != 1.0 {
+		t.Errorf("EfficiencyFor(moe_gemm, nvfp4) = %v, want the specific key's 1.0 (the padded FP4 tiles' rate)", e)
 	}
 	if e := d.EfficiencyFor("moe_gemm", "int4-g32"); e != 0.45 {
 		t.Errorf("EfficiencyFor(moe_gemm, int4-g32) = %v, want the kind's 0.45", e)
