@@ -60,6 +60,12 @@ type EngineOptions struct {
 	// by the weight of the batch it last ran, reaches it (recvWeight), so a
 	// request may wait that many decode steps before it is seen.
 	SchedulerRecvInterval int `json:"scheduler_recv_interval,omitempty"`
+	// StreamInterval is the engines' --stream-interval (0 or 1: every
+	// token): a request's first token goes out at once, then one chunk per
+	// this many tokens and the last at its end (SGLang's output streamer,
+	// len(output_ids) % interval == 1; vLLM's OutputProcessor), so the
+	// client's inter-token latency measures chunks.
+	StreamInterval int `json:"stream_interval,omitempty"`
 }
 
 // SGLang's iteration weights toward the receive interval
@@ -166,6 +172,7 @@ func (o EngineOptions) Validate() error {
 		check("num_gpu_blocks_override", o.NumGPUBlocksOverride, 1, 1<<30),
 		check("long_prefill_token_threshold", o.LongPrefillTokenThreshold, 1, maxEngineOptionsBudget),
 		check("scheduler_recv_interval", o.SchedulerRecvInterval, 1, 1<<20),
+		check("stream_interval", o.StreamInterval, 1, 1<<20),
 	)
 }
 

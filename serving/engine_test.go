@@ -310,3 +310,23 @@ func TestRecvIntervalTTFT(t *testing.T) {
 		t.Errorf("median ITL %.2f ms with the interval, %.2f without", with.ITLMs.P50, base.ITLMs.P50)
 	}
 }
+
+// TestStreamInterval: with the engine streaming 10 tokens a chunk, the
+// client's inter-token latency is a chunk's, about 10 decode steps (the
+// median within 9-11 of the per-token median), while TTFT and TPOT, timed
+// from the first and the last token, do not change at all.
+func TestStreamInterval(t *testing.T) {
+	d := kimiDeployment(t)
+	tr := Traffic{Concurrency: 8, NumRequests: 80, Prompt: Lengths{Mean: 256}, Output: Lengths{Dist: Uniform, Mean: 128, Spread: 0.5}}
+	base := mustRun(t, mustNew(t, d), tr, RunOptions{TimelineWindows: -1})
+	d.Engine.StreamInterval = 10
+	chunked := mustRun(t, mustNew(t, d), tr, RunOptions{TimelineWindows: -1})
+	r := chunked.ITLMs.P50 / base.ITLMs.P50
+	t.Logf("median ITL %.2f ms per token, %.2f ms per chunk of 10 (x%.2f)", base.ITLMs.P50, chunked.ITLMs.P50, r)
+	if r < 9 || r > 11 {
+		t.Errorf("median ITL x%.2f with 10 tokens a chunk, want about 10", r)
+	}
+	if chunked.TTFTMs != base.TTFTMs || chunked.TPOTMs != base.TPOTMs {
+		t.Errorf("TTFT %+v / %+v, TPOT %+v / %+v: want them unchanged by the stream interval", chunked.TTFTMs, base.TTFTMs, chunked.TPOTMs, base.TPOTMs)
+	}
+}

@@ -17,6 +17,10 @@ type reqState struct {
 	preempts  int
 
 	firstS, lastS float64 // first and latest token times
+	// streamS and streamed: when the client last received a chunk
+	// (EngineOptions.StreamInterval) and how many tokens it held by then.
+	streamS  float64
+	streamed int
 	dueS          float64 // when the load wanted it sent (see RequestResult.DueS)
 	done          bool
 

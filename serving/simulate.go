@@ -734,6 +734,22 @@ func maxIteration(a, b model.Iteration) model.Iteration {
 	}
 }
 
+// stream sends q's tokens sampled at t to its client when the engine's
+// stream interval lets them go (every token by default; else the first
+// at once, then a chunk per interval of tokens, and the last at the
+// end) and records the gap since the previous chunk as an inter-token
+// latency, as a client timing its chunks does.
+func (r *run) stream(q *reqState, t float64) {
+	n := max(1, r.s.engine.StreamInterval)
+	if q.streamed > 0 && q.generated-q.streamed < n && q.generated < q.OutputTokens {
+		return
+	}
+	if q.streamed > 0 {
+		r.itl.add((t - q.streamS) * 1e3)
+	}
+	q.streamS, q.streamed = t, q.generated
+}
+
 // finishStep completes the instance's step at its end time: tokens are
 // sampled, finished requests leave (a closed loop's client sends its next
 // request at once).
@@ -746,9 +762,8 @@ func (r *run) finishStep(in *instance) error {
 		sampled += rp.finish(now, func(q *reqState, t float64) {
 			if q.generated == 1 {
 				q.firstS = t
-			} else {
-				r.itl.add((t - q.lastS) * 1e3)
 			}
+			r.stream(q, t)
 			q.lastS = t
 			if q.generated >= q.OutputTokens {
 				finished = append(finished, q)

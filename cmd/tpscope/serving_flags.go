@@ -22,6 +22,7 @@ type engineFlags struct {
 	policy               string
 	noPrefixCache        bool
 	recvInterval         int
+	streamInterval       int
 	overheadsFile        string
 }
 
@@ -37,6 +38,7 @@ func (f *engineFlags) bind(fs *pflag.FlagSet) {
 	fs.StringVar(&f.policy, "policy", f.policy, "the engine's scheduling policy, which --engine decides (vllm and trtllm: chunked prefill mixed with decode, running requests first; sglang: a prefill batch whenever a prompt waits, else decode); given, it must be the engine's")
 	fs.BoolVar(&f.noPrefixCache, "no-enable-prefix-caching", f.noPrefixCache, "vLLM --no-enable-prefix-caching: requests with hash IDs or sessions reuse nothing")
 	fs.IntVar(&f.recvInterval, "scheduler-recv-interval", f.recvInterval, "SGLang --scheduler-recv-interval: the scheduler reads new requests once per this many decode steps (and after every prefill); 0 or 1 = every step, the default")
+	fs.IntVar(&f.streamInterval, "stream-interval", f.streamInterval, "the engine's --stream-interval: the first token goes out at once, then one chunk per this many tokens, which ITL then measures (0 or 1 = every token, the default)")
 	fs.StringVar(&f.overheadsFile, "serving-overheads", f.overheadsFile, "the engine's overheads outside the GPU step, as calibrate --serving writes them (JSON)")
 }
 
@@ -71,7 +73,7 @@ func (f *engineFlags) engine(prof *engprof.Profile, policyGiven bool) (serving.E
 	e := serving.EngineOptions{MaxNumSeqs: f.maxSeqs, MaxNumBatchedTokens: f.maxTokens, BlockSize: f.blockSize,
 		NumGPUBlocksOverride: f.gpuBlocks, LongPrefillTokenThreshold: f.longPrefill, DisableChunkedPrefill: f.noChunked,
 		NoSchedulerReserveFullISL: f.noFullISL, Watermark: f.watermark, Policy: pol, NoPrefixCaching: f.noPrefixCache,
-		SchedulerRecvInterval: f.recvInterval}
+		SchedulerRecvInterval: f.recvInterval, StreamInterval: f.streamInterval}
 	if err := e.Validate(); err != nil {
 		return e, serving.Overheads{}, causeError("", nil, err)
 	}
