@@ -21,8 +21,8 @@ type reqState struct {
 	// (EngineOptions.StreamInterval) and how many tokens it held by then.
 	streamS  float64
 	streamed int
-	dueS          float64 // when the load wanted it sent (see RequestResult.DueS)
-	done          bool
+	dueS     float64 // when the load wanted it sent (see RequestResult.DueS)
+	done     bool
 
 	// hashes are the prompt's prefix-block hashes (nil: no prefix
 	// caching for it); cachedTokens counts the tokens taken from the
