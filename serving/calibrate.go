@@ -193,20 +193,23 @@ func Calibrate(d Deployment, levels []Measured, opts CalibrateOptions) (*Calibra
 		// loads. The prefill scale and the frontend move the TTFT of one
 		// prompt length alike: on one shape (load and lengths) the
 		// frontend takes that gap, and the prefill scale needs levels of
-		// different lengths or loads.
+		// different lengths or loads. A time per prefill step adds to one
+		// load's TTFT as the frontend does and to its TPOT (the decodes
+		// that wait) as the decode scale does: it needs levels of
+		// different loads, where different numbers of decodes wait.
 		var left []string
 		for _, t := range AllCalibrateTerms {
 			switch {
-			case loads < 2 && (t == TermStepUs || t == TermPerSeqUs):
+			case loads < 2 && (t == TermStepUs || t == TermPerSeqUs || t == TermPrefillStep):
 				left = append(left, string(t))
-			case shapes < 2 && (t == TermPrefillScale || t == TermPrefillStep):
+			case shapes < 2 && t == TermPrefillScale:
 				left = append(left, string(t))
 			default:
 				terms = append(terms, t)
 			}
 		}
 		if len(left) > 0 {
-			cal.Notes = append(cal.Notes, fmt.Sprintf("%s not fitted: the fitted levels run %d load(s) and %d shape(s) (load and lengths), which the fitted terms already cover: a cost per step or per sequence moves one load's TPOT as the decode scale does, a prefill scale or a time per prefill step one shape's TTFT as the frontend does (fit on levels of two or more loads and lengths to tell them apart; --terms picks others)",
+			cal.Notes = append(cal.Notes, fmt.Sprintf("%s not fitted: the fitted levels run %d load(s) and %d shape(s) (load and lengths), which the fitted terms already cover: a cost per step or per sequence moves one load's TPOT as the decode scale does, a time per prefill step one load's TTFT and TPOT as the frontend and the decode scale do, a prefill scale one shape's TTFT as the frontend does (fit on levels of two or more loads and lengths to tell them apart; --terms picks others)",
 				strings.Join(left, ", "), loads, shapes))
 		}
 	}
