@@ -202,3 +202,69 @@ func priceBench(t *testing.T, box string, arch *model.Arch, rows []benchRow, ban
 	}
 	return errs, bare
 }
+
+// benchH100Groups: the same bench on one H100 (12:15 UTC) over shapes of
+// several row groups a sequence (32 to 64 query rows: DP attention's
+// heads, a speculative verify's tokens) and a split sweep.
+var benchH100Groups = filepath.Join("..", "exec", "cuda", "testdata", "h100", "kernels-bench-groups-1215.jsonl")
+
+// TestExecutorMLARowGroupsGap documents a known gap with its evidence:
+// the executor's MLA launches over more than 8 query rows a sequence (its
+// 16-row kernel filled, or several row groups each walking the cache:
+// DP attention's heads, a speculative verify's tokens) measure 14-29 us
+// on an H100 where sim prices one read of the cache plus the merge, 22-48
+// % below; with 8 rows (Kimi-K2.5 at TP 8, one token) the same kernel is
+// priced within 25 %. The split sweep shows a block's tile loop (2.1-2.4
+// us a 64-token tile) and that more rows and more blocks cost more in the
+// merge (8 query rows, 64 splits: 11.4 us; 16 rows: 14.5 us; 2 groups of
+// 16: 19.6 us) than one read of the cache: what is missing is that cost
+// of the partials and barriers, which no first-principles term here
+// gives. The test fails when the gap closes (update the README and this
+// test) or widens.
+func TestExecutorMLARowGroupsGap(t *testing.T) {
+	rows := readBenchRows(t, benchH100Groups)
+	topo, err := topology.Resolve("nvswitch:8xh100-sxm", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := New(topo, Options{Engine: engprof.ExecutorRef, CUDAGraphs: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	kimi4 := *mustPreset(t, "kimi-k2.5")
+	kimi4.Layers = 4
+	tpOf := map[int]int{8: 8, 16: 4, 32: 2, 64: 1} // Kimi-K2.5's 64 heads over TP
+	seen := map[string]bool{}
+	n := 0
+	for _, r := range rows {
+		var bsz, heads, tps, ctx int
+		if _, err := fmt.Sscanf(r.Shape, "B=%d H=%d tps=%d ctx=%d", &bsz, &heads, &tps, &ctx); err != nil || tps != 1 || !strings.HasPrefix(r.Kernel, "mla_tc_bf16_r16") {
+			continue
+		}
+		// A shape's first row of a kernel is the planner's launch.
+		if key := r.Kernel + " " + r.Shape; seen[key] {
+			continue
+		} else {
+			seen[key] = true
+		}
+		groups := (heads + 15) / 16 // rows = heads at one token
+		pr, err := p.PredictScenario(Scenario{Arch: &kimi4, Plan: model.Plan{TP: tpOf[heads]},
+			Workload: model.Workload{Phase: model.Decode, Batch: bsz, Context: ctx - 1, KVDtype: model.BF16}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		i := slices.IndexFunc(pr.Ops, func(o OpResult) bool { return o.ID == "L01.attn.mla_decode" })
+		e := pr.Ops[i].Cost.Us/r.GraphUs - 1
+		t.Logf("%-24s %-24s %d group(s): measured %6.2f us, priced %6.2f (%+5.1f %%)", r.Kernel, r.Shape, groups, r.GraphUs, pr.Ops[i].Cost.Us, 100*e)
+		switch {
+		case heads <= 8 && math.Abs(e) > 0.25:
+			t.Errorf("%s, 8 query rows: %+.1f %%, want within 25 %%", r.Shape, 100*e)
+		case heads > 8 && (e < -0.55 || e > -0.15):
+			t.Errorf("%s, %d query rows: %+.1f %%; the documented gap is -15 to -55 %%", r.Shape, heads, 100*e)
+		}
+		n++
+	}
+	if n < 4 {
+		t.Fatalf("%d launches priced, want the bench's 5", n)
+	}
+}
