@@ -151,7 +151,7 @@ func (o EngineOptions) withDefaults(dev *topology.Device) EngineOptions {
 func (o EngineOptions) Validate() error {
 	check := func(name string, v, lo, hi int) error {
 		if v != 0 && (v < lo || v > hi) {
-			return fmt.Errorf("engine: %s = %d: want %d to %d (0 = vLLM's default)", name, v, lo, hi)
+			return fmt.Errorf("engine: %s = %d: want %d to %d (0 = the engine's default)", name, v, lo, hi)
 		}
 		return nil
 	}

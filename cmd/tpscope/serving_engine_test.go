@@ -42,6 +42,8 @@ func TestServingEngineFromResults(t *testing.T) {
 			"--policy sglang: want vllm@0.24's own scheduler, vllm"},
 		{"SGLang's receive interval under vLLM", []string{"simulate", "--engine", "vllm", "--scheduler-recv-interval", "30", "--concurrency", "4"},
 			"--scheduler-recv-interval 30: want 0 or 1 under vllm@0.24: SGLang's option"},
+		{"a negative stream interval", []string{"simulate", "--stream-interval", "-3", "--compare", level},
+			"--stream-interval -3: want a count of steps or tokens"},
 		{"the executor", []string{"simulate", "--engine", "executor", "--concurrency", "4"},
 			"--engine executor@1: want an engine that serves requests"},
 		{"another GPU", []string{"simulate", "--compare", level, "--topo", "nvswitch:8xb300"},

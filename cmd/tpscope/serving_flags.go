@@ -66,6 +66,14 @@ func (f *engineFlags) engine(prof *engprof.Profile, policyGiven bool) (serving.E
 				"want %s's own scheduler, %s (another engine's scheduler over its kernels is a scenario no engine runs; --engine picks the engine whose scheduler is %s)", prof.Name(), pol, p)
 		}
 	}
+	for _, c := range []struct {
+		flag string
+		v    int
+	}{{"--scheduler-recv-interval", f.recvInterval}, {"--stream-interval", f.streamInterval}} {
+		if c.v < 0 {
+			return serving.EngineOptions{}, serving.Overheads{}, flagError(c.flag, c.v, "want a count of steps or tokens, 1 or more (0 or 1: every one)")
+		}
+	}
 	if f.recvInterval > 1 && pol != serving.PolicySGLang {
 		return serving.EngineOptions{}, serving.Overheads{}, flagError("--scheduler-recv-interval", f.recvInterval,
 			"want 0 or 1 under %s: SGLang's option, and %s's scheduler reads new requests every step", prof.Name(), prof.Name())
