@@ -344,14 +344,15 @@ func (cm *computeModel) cost(op *model.Op) OpCost {
 		p16 := &cm.cells[kindIndex(op.Kind)][1]
 		c.PeakTFLOPS = p16.peakTFLOPS
 	}
-	ctas := cm.ctas(op)
+	pt := cm.paddedTiles(op)
+	ctas := cm.ctas(op, pt)
 	c.CTAs = ctas
 	waves := math.Ceil(ctas / cm.sms)
 	c.Fill = ctas / (waves * cm.sms)
 	if op.FLOPs > 0 && c.PeakTFLOPS > 0 && c.Efficiency > 0 {
 		c.ComputeUs = op.FLOPs / (c.PeakTFLOPS * 1e6 * c.Efficiency * c.Fill)
 	}
-	if pt := cm.paddedTiles(op); pt != nil && op.FLOPs > 0 && c.PeakTFLOPS > 0 {
+	if pt != nil && op.FLOPs > 0 && c.PeakTFLOPS > 0 {
 		// Every CTA computes its whole tile, however few of its rows hold
 		// tokens, walking the whole K: the compute term is the padded
 		// tensor work (the catalog's efficiency for these kernels is that
@@ -483,8 +484,9 @@ func (cm *computeModel) cell(op *model.Op) (*computeParams, model.Dtype) {
 // grouped CUTLASS or Triton GEMM its tiles); a split_kv MLA decode
 // (TRITON_MLA) launches tokens x cdiv(heads, BLOCK_H) x splits; an
 // sm_fill backend (FlashMLA, FA3, FlashInfer) fills every SM; row kernels (norm, router, elementwise,
-// embedding) launch one CTA per token row.
-func (cm *computeModel) ctas(op *model.Op) float64 {
+// embedding) launch one CTA per token row. A GEMM on padded tiles pt (the
+// op's paddedTiles, nil without) launches one CTA per tile, no split-K.
+func (cm *computeModel) ctas(op *model.Op, pt *engprof.PaddedTiles) float64 {
 	m, n, k := float64(op.M), float64(op.N), float64(op.K)
 	batch := op.Batch
 	if batch <= 0 {
@@ -499,7 +501,7 @@ func (cm *computeModel) ctas(op *model.Op) float64 {
 			n = 1
 		}
 		tileM, tileN, splitK := float64(gemmTileM), float64(gemmTileN), true
-		if pt := cm.paddedTiles(op); pt != nil {
+		if pt != nil {
 			// One CTA per padded tile over the whole K.
 			tileM, tileN, splitK = float64(pt.TileM), float64(pt.TileN), false
 		} else if op.Kind == model.KindMoEGEMM {
