@@ -111,8 +111,8 @@ func (rp *replica) send(q *reqState) {
 // counter restarts. An idle scheduler spins through iterations of no
 // batch (weight 1 each, microseconds apart) and reads at once.
 func (rp *replica) recv() {
-	if rp.inbox.len() == 0 && rp.opts.SchedulerRecvInterval <= 1 {
-		return
+	if rp.opts.SchedulerRecvInterval <= 1 {
+		return // every request went straight to the waiting queue (send)
 	}
 	if rp.hasWork() {
 		w := recvWeightDecode

@@ -260,18 +260,8 @@ func TestPaddedFP4Tiles(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		pr, err := p.PredictScenario(Scenario{Arch: a, Plan: model.Plan{TP: 8},
-			Workload: model.Workload{Phase: model.Decode, Batch: batch, Context: 4096, KVDtype: model.BF16}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, o := range pr.Ops {
-			if o.ID == "L05.moe.shared_gate_up" {
-				return o.Cost
-			}
-		}
-		t.Fatal("no L05.moe.shared_gate_up")
-		return OpCost{}
+		return opCost(t, p, Scenario{Arch: a, Plan: model.Plan{TP: 8},
+			Workload: model.Workload{Phase: model.Decode, Batch: batch, Context: 4096, KVDtype: model.BF16}}, "L05.moe.shared_gate_up")
 	}
 	box, err := topology.Preset("rtxpro6000-2s")
 	if err != nil {

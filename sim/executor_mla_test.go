@@ -148,6 +148,20 @@ func TestExecutorMLAMergeAgainstBench(t *testing.T) {
 	}
 }
 
+// opCost is the priced cost of op id in p's prediction of sc.
+func opCost(t *testing.T, p *Predictor, sc Scenario, id string) OpCost {
+	t.Helper()
+	pr, err := p.PredictScenario(sc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	i := slices.IndexFunc(pr.Ops, func(o OpResult) bool { return o.ID == id })
+	if i < 0 {
+		t.Fatalf("no %s in the prediction", id)
+	}
+	return pr.Ops[i].Cost
+}
+
 // plannerMLAKernels are the kernels the executor's planner launches for 8
 // query rows a sequence (exec/cuda MLAFwdKernel: the first family's
 // 8-row variant per KV dtype); a bench also times the other variants.
@@ -179,16 +193,8 @@ func priceBench(t *testing.T, box string, arch *model.Arch, rows []benchRow, ban
 		if strings.Contains(r.Kernel, "fp8") {
 			kv = model.FP8
 		}
-		pr, err := p.PredictScenario(Scenario{Arch: arch, Plan: model.Plan{TP: 8},
-			Workload: model.Workload{Phase: model.Decode, Batch: bsz, Context: ctx - 1, KVDtype: kv}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		i := slices.IndexFunc(pr.Ops, func(o OpResult) bool { return o.ID == "L01.attn.mla_decode" })
-		if i < 0 {
-			t.Fatal("no L01.attn.mla_decode")
-		}
-		c := pr.Ops[i].Cost
+		c := opCost(t, p, Scenario{Arch: arch, Plan: model.Plan{TP: 8},
+			Workload: model.Workload{Phase: model.Decode, Batch: bsz, Context: ctx - 1, KVDtype: kv}}, "L01.attn.mla_decode")
 		e := (c.Us - r.GraphUs) / r.GraphUs
 		t.Logf("%-26s %-28s measured %6.2f us, priced %6.2f (%+5.1f %%), merge %.1f", r.Kernel, r.Shape, r.GraphUs, c.Us, 100*e, c.MergeUs)
 		if math.Abs(e) > band {
@@ -248,14 +254,10 @@ func TestExecutorMLARowGroupsGap(t *testing.T) {
 			seen[key] = true
 		}
 		groups := (heads + 15) / 16 // rows = heads at one token
-		pr, err := p.PredictScenario(Scenario{Arch: &kimi4, Plan: model.Plan{TP: tpOf[heads]},
-			Workload: model.Workload{Phase: model.Decode, Batch: bsz, Context: ctx - 1, KVDtype: model.BF16}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		i := slices.IndexFunc(pr.Ops, func(o OpResult) bool { return o.ID == "L01.attn.mla_decode" })
-		e := pr.Ops[i].Cost.Us/r.GraphUs - 1
-		t.Logf("%-24s %-24s %d group(s): measured %6.2f us, priced %6.2f (%+5.1f %%)", r.Kernel, r.Shape, groups, r.GraphUs, pr.Ops[i].Cost.Us, 100*e)
+		c := opCost(t, p, Scenario{Arch: &kimi4, Plan: model.Plan{TP: tpOf[heads]},
+			Workload: model.Workload{Phase: model.Decode, Batch: bsz, Context: ctx - 1, KVDtype: model.BF16}}, "L01.attn.mla_decode")
+		e := c.Us/r.GraphUs - 1
+		t.Logf("%-24s %-24s %d group(s): measured %6.2f us, priced %6.2f (%+5.1f %%)", r.Kernel, r.Shape, groups, r.GraphUs, c.Us, 100*e)
 		switch {
 		case heads <= 8 && math.Abs(e) > 0.25:
 			t.Errorf("%s, 8 query rows: %+.1f %%, want within 25 %%", r.Shape, 100*e)
