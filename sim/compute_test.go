@@ -17,7 +17,9 @@ func relNear(got, want, rel float64) bool { return math.Abs(got-want) <= rel*mat
 //
 //	bf16 peak at the sustained clock = 468 TF x 1650/2430 = 317.78 TF
 //	fp4 peak = 1870 x 1650/2430 = 1269.75 TF; fp32 = 116.93 x 1650/2430 = 79.39 TF
-//	streaming bandwidth = 1597 GB/s x 0.80 = 1277.6 GB/s
+//	streaming bandwidth = 1597 GB/s x 0.80 = 1277.6 GB/s; dense GEMMs
+//	(the arch's mem/gemm: a GEMV's measured stream on GDDR7) 1597 x 0.86 =
+//	1373.42 GB/s
 //	one SM in flight: 32 KiB / 0.6 us = 54.61 GB/s
 //	kernel floors (catalog.json, arch blackwell-sm120: ramp 600 + drain 200
 //	cycles at 1,650 MHz, DRAM round trip 0.55 us): norm (800 + 300) / 1650
@@ -48,18 +50,18 @@ func TestComputeCost(t *testing.T) {
 		{
 			// Decode o_proj-like GEMV: 1 x 1024 x 7168 bf16 weights,
 			// 14,680,064 B. Tiles 56 (< 188 SMs), split-K min(ceil(188/56)=4,
-			// ceil(1024/512)=2) = 2 -> 112 CTAs, 112 x 54.61 GB/s > 1277.6,
-			// so 1277.6 GB/s: 14,680,064 / 1277.6e3 = 11.490 us (compute
-			// 0.11 us), after the 2.01 us gemm floor: 13.500 us.
+			// ceil(1024/512)=2) = 2 -> 112 CTAs, 112 x 54.61 GB/s > 1373.42,
+			// so 1373.42 GB/s: 14,680,064 / 1373.42e3 = 10.689 us (compute
+			// 0.11 us), after the 2.01 us gemm floor: 12.699 us.
 			name: "decode gemv memory bound", dev: rtx,
 			op:     model.Op{Kind: model.KindGEMM, M: 1, N: 7168, K: 1024, Batch: 1, WeightDtype: model.BF16, FLOPs: 2 * 7168 * 1024, BytesRead: 7168 * 1024 * 2},
-			wantUs: 13.5004, wantBound: BoundMemory, wantCTAs: 112, wantGBps: 1277.6, wantPeak: 317.78, wantDtype: "bf16",
+			wantUs: 12.6987, wantBound: BoundMemory, wantCTAs: 112, wantGBps: 1373.42, wantPeak: 317.78, wantDtype: "bf16",
 		},
 		{
 			// 4096^3 bf16 GEMM: 1024 tiles -> 6 waves of 188, fill
 			// 1024/1128 = 0.9078; 2 x 4096^3 = 1.3744e11 FLOP /
 			// (317.78e6 x 0.70 x 0.9078) = 680.6 us; memory 3 x 4096^2 x 2 B
-			// / 1277.6e3 = 78.8 us; plus the 2.01 us floor: 682.6 us.
+			// / 1373.42e3 = 73.3 us; plus the 2.01 us floor: 682.6 us.
 			name: "large gemm compute bound", dev: rtx,
 			op:     model.Op{Kind: model.KindGEMM, M: 4096, N: 4096, K: 4096, Batch: 1, WeightDtype: model.BF16, FLOPs: 2 * 4096 * 4096 * 4096, BytesRead: 2 * 4096 * 4096 * 2, BytesWritten: 4096 * 4096 * 2},
 			wantUs: 682.61, wantBound: BoundCompute, wantCTAs: 1024, wantPeak: 317.78, wantDtype: "bf16",
