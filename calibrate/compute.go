@@ -78,6 +78,11 @@ type FamilyFit struct {
 	RMSErrFrac      float64 `json:"rms_err_frac"`
 	// Clamped is true when an efficiency came out above 1 and was capped.
 	Clamped bool `json:"clamped,omitempty"`
+	// OneSize is true when the family's bound samples span too few sizes
+	// (rampMinSpan) to tell a fixed time from a rate: its error was then
+	// fitted as a fixed time per kernel (the ramp), the efficiencies kept
+	// at their priors.
+	OneSize bool `json:"one_size,omitempty"`
 	// Sizes splits the fitted model's residuals by op size (the prior
 	// time's decade): a family whose small and large ops need different
 	// efficiencies shows it here. Device.Efficiency has one value per
@@ -265,6 +270,32 @@ func fitFamily(key string, ss []ComputeSample, o ComputeOptions) (FamilyFit, err
 	if len(rm) > 0 {
 		x0[1] = medianOf(rm)
 	}
+	// Samples of one size (one batch's trace: each op role at one shape)
+	// show how far the prior is off, not whether by a fixed time or by a
+	// rate: the two fit them alike and part only at other sizes, where a
+	// rate fitted on small kernels scales their fixed costs with the bytes
+	// (on one H100, efficiencies fitted on a batch-1 trace put batch 32
+	// +29 % slow; the priors were -0.2 %). The error is then taken as a
+	// fixed time per kernel, the ramp, which carries to larger kernels as
+	// the same few microseconds and leaves their roofline to the priors.
+	if _, _, spans := boundSpan(ss, 1, 1, r0, o.MinBoundSamples); !spans && len(bound) > 0 {
+		sort.Float64s(bound)
+		res, err := minimize(func(x []float64) float64 {
+			dr := x[0] - r0
+			return msle([]float64{0, 0, x[0]}) + o.PriorWeight*dr*dr
+		}, []float64{math.Max(r0, 0.5*bound[0])})
+		if err != nil {
+			return f, err
+		}
+		r := math.Max(0, res.X[0])
+		f.OneSize = true
+		f.ComputeBound, f.MemoryBound, _ = boundSpan(ss, 1, 1, r, o.MinBoundSamples)
+		f.RampDetermined = r != r0
+		f.ComputeScale, f.MemoryScale, f.RampUs = 1, 1, r
+		f.EfficiencyFrac, f.MemEfficiencyFrac = fam.EfficiencyFrac, fam.MemEfficiencyFrac
+		f.finish(ss, 1, 1, r, r0)
+		return f, nil
+	}
 	// First the two factors at the prior ramp.
 	res2, err := minimize(func(x []float64) float64 {
 		return msle([]float64{x[0], x[1], r0}) + o.PriorWeight*(x[0]*x[0]+x[1]*x[1])
@@ -318,6 +349,13 @@ func fitFamily(key string, ss []ComputeSample, o ComputeOptions) (FamilyFit, err
 	if f.MemEfficiencyFrac > 1 {
 		f.MemEfficiencyFrac, f.Clamped = 1, true
 	}
+	f.finish(ss, a, b, r, r0)
+	return f, nil
+}
+
+// finish sets the fit's errors against the samples, prior (1, 1, r0)
+// and fitted (a, b, r), and its residuals by size.
+func (f *FamilyFit) finish(ss []ComputeSample, a, b, r, r0 float64) {
 	var pe, fe float64
 	for i := range ss {
 		t0, _ := modelUs(&ss[i], 1, 1, r0)
@@ -329,7 +367,6 @@ func fitFamily(key string, ss []ComputeSample, o ComputeOptions) (FamilyFit, err
 	f.PriorRMSErrFrac = math.Sqrt(pe / float64(len(ss)))
 	f.RMSErrFrac = math.Sqrt(fe / float64(len(ss)))
 	f.Sizes = sizeResiduals(ss, a, b, r, r0)
-	return f, nil
 }
 
 // sizeResiduals bins the samples by the decade of their prior time

@@ -76,9 +76,12 @@ func fitFamilies(smp *samples, dev calibrate.DeviceFit, fo calibrate.ComputeOpti
 }
 
 // sizeNotes says where one efficiency per family cannot follow the ops'
-// sizes.
+// sizes, and which families were fitted on one size.
 func sizeNotes(fams []calibrate.FamilyFit, notes *[]string) {
 	for _, f := range fams {
+		if f.OneSize && math.Abs(f.RampUs-f.PriorRampUs) > 0.02*f.PriorRampUs {
+			*notes = append(*notes, fmt.Sprintf("%s: its ops are of one size here, which cannot tell a fixed time from a rate: fitted as a fixed time per kernel (ramp %.2f us, prior %.2f), its efficiencies kept (traces of other batches, fitted together, tell a rate)", f.Family, f.RampUs, f.PriorRampUs))
+		}
 		for _, sz := range f.Sizes {
 			if sz.Samples >= 5 && math.Abs(sz.MedianErrPct) > sizeResidualNotePct {
 				*notes = append(*notes, fmt.Sprintf("%s ops of %g-%g us (%d samples): the fitted efficiency is off by %+.1f %% (median); one efficiency per family cannot follow size", f.Family, sz.LoUs, sz.HiUs, sz.Samples, sz.MedianErrPct))
