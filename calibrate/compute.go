@@ -278,7 +278,9 @@ func fitFamily(key string, ss []ComputeSample, o ComputeOptions) (FamilyFit, err
 	// +29 % slow; the priors were -0.2 %). The error is then taken as a
 	// fixed time per kernel, the ramp, which carries to larger kernels as
 	// the same few microseconds and leaves their roofline to the priors.
-	if _, _, spans := boundSpan(ss, 1, 1, r0, o.MinBoundSamples); !spans && len(bound) > 0 {
+	// (Fewer bound samples than MinBoundSamples determine nothing, as
+	// below.)
+	if c, m, spans := boundSpan(ss, 1, 1, r0, o.MinBoundSamples); !spans && c+m >= o.MinBoundSamples && len(bound) > 0 {
 		sort.Float64s(bound)
 		res, err := minimize(func(x []float64) float64 {
 			dr := x[0] - r0

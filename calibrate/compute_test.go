@@ -181,3 +181,53 @@ func priorCost(t *testing.T, p *sim.Predictor, op *model.Op) sim.OpCost {
 	}
 	return pr.Ops[0].Cost
 }
+
+// TestFitComputeOneSize: samples of one size (one op role at one batch,
+// 20 us of memory term, prior ramp 2 us) measured 3 us above the prior
+// fit a fixed time and a rate alike; the fit takes the fixed time (ramp
+// 2 + 3 = 5 us, less the prior's pull: r minimizing
+// ln((r + 20) / 25)^2 + w (r - 2)^2, solved below by bisection of its
+// derivative) and keeps the memory
+// efficiency at its prior, and says so (OneSize). The same excess on
+// samples spanning 5..100 us of memory term is no fixed time but a rate
+// (each measured 1.25 x its term): there the memory factor is fitted.
+func TestFitComputeOneSize(t *testing.T) {
+	fam := sim.CostFamily{Key: "attention/bf16", Kind: model.KindAttention, EfficiencyFrac: 0.55, MemEfficiencyFrac: 0.80, MemGBps: 1000}
+	var one, spread []ComputeSample
+	for i := 1; i <= 20; i++ {
+		c := sim.OpCost{ComputeUs: 1, MemoryUs: 20, MinKernelUs: 2, RampUs: 2, MemGBps: 1000}
+		one = append(one, ComputeSample{Family: fam, Cost: c, MeasuredUs: 2 + 20 + 3})
+		m := 5 * float64(i)
+		c.MemoryUs = m
+		spread = append(spread, ComputeSample{Family: fam, Cost: c, MeasuredUs: 2 + 1.25*m})
+	}
+	fits, err := Compute(one, ComputeOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := fits[0]
+	w := DefaultComputePriorWeight
+	dL := func(r float64) float64 { return 2*math.Log((r+20)/25)/(r+20) + 2*w*(r-2) }
+	lo, hi := 2.0, 5.0
+	for range 60 {
+		if mid := (lo + hi) / 2; dL(mid) < 0 {
+			lo = mid
+		} else {
+			hi = mid
+		}
+	}
+	if !f.OneSize || !f.RampDetermined || math.Abs(f.RampUs-lo) > 0.01 {
+		t.Errorf("one size: one-size %v, ramp %.3f us (determined %v), want %.3f us", f.OneSize, f.RampUs, f.RampDetermined, lo)
+	}
+	if f.MemoryDetermined || f.MemEfficiencyFrac != 0.80 || f.MemoryScale != 1 {
+		t.Errorf("one size: memory efficiency %.4f (scale %.4f, determined %v), want the prior 0.80 kept", f.MemEfficiencyFrac, f.MemoryScale, f.MemoryDetermined)
+	}
+	fits, err = Compute(spread, ComputeOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f = fits[0]
+	if f.OneSize || !f.MemoryDetermined || math.Abs(f.MemEfficiencyFrac/0.64-1) > 1e-3 {
+		t.Errorf("spread: one-size %v, memory efficiency %.4f (determined %v), want 0.80 / 1.25 = 0.64 fitted", f.OneSize, f.MemEfficiencyFrac, f.MemoryDetermined)
+	}
+}
