@@ -18,11 +18,19 @@ type fakeAbort struct {
 	calls atomic.Int32
 	comm  atomic.Uintptr
 	hold  time.Duration
+	// release, when set, holds the abort until it is closed (a stuck
+	// ncclCommAbort), and done is closed when the abort returns.
+	release, done chan struct{}
 }
 
 func (f *fakeAbort) abort(c nccl.Comm, _ cu.Context) {
 	f.calls.Add(1)
 	f.comm.Store(uintptr(c))
+	if f.release != nil {
+		<-f.release
+		close(f.done)
+		return
+	}
 	time.Sleep(f.hold)
 }
 
@@ -75,7 +83,9 @@ func TestCommGuardDisarmed(t *testing.T) {
 	g := guardWith(f, time.Second)
 	var told atomic.Int32
 	g.onFire = func(error) { told.Add(1) }
-	g.arm(50*time.Millisecond, "step")
+	// A timeout no host stall reaches (the test asserts what disarm does
+	// to the timer, not how fast a loaded machine gets there).
+	g.arm(time.Minute, "step")
 	if err := g.call(func(c nccl.Comm) error {
 		if c != 0xbeef {
 			return errors.New("wrong comm")
@@ -84,8 +94,11 @@ func TestCommGuardDisarmed(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
+	w := g.watch
 	g.disarm()
-	time.Sleep(100 * time.Millisecond)
+	if g.watch != nil || w == nil || w.Stop() {
+		t.Fatalf("disarm left the watchdog's timer running (timer %v, now %v)", w, g.watch)
+	}
 	if f.calls.Load() != 0 || told.Load() != 0 {
 		t.Fatalf("disarmed watchdog aborted (%d calls) or reported (%d)", f.calls.Load(), told.Load())
 	}
@@ -137,12 +150,19 @@ func TestCommGuardNoOverlap(t *testing.T) {
 // left running; the guard says so, and take reports it so that Close
 // leaves the device alone.
 func TestCommGuardStuckAbort(t *testing.T) {
-	f := &fakeAbort{hold: 300 * time.Millisecond}
+	// The fake abort never returns until the test releases it, so a guard
+	// that waited for it would never return: no wall-clock bound to meet.
+	f := &fakeAbort{release: make(chan struct{}), done: make(chan struct{})}
 	g := guardWith(f, 20*time.Millisecond)
-	start := time.Now()
-	g.abort("the run failed")
-	if took := time.Since(start); took > 200*time.Millisecond {
-		t.Errorf("abort waited %v for a stuck ncclCommAbort, want about the 20ms bound", took)
+	returned := make(chan struct{})
+	go func() {
+		g.abort("the run failed")
+		close(returned)
+	}()
+	select {
+	case <-returned:
+	case <-time.After(time.Minute):
+		t.Fatal("abort waited for a stuck ncclCommAbort, want it to return after its 20ms bound")
 	}
 	_, err := g.state()
 	if err == nil || !strings.Contains(err.Error(), "abort requested (ncclCommAbort had not returned after 20ms; left running): the run failed") {
@@ -151,5 +171,6 @@ func TestCommGuardStuckAbort(t *testing.T) {
 	if _, stuck := g.take(); !stuck {
 		t.Error("take does not report the stuck abort")
 	}
-	time.Sleep(f.hold) // let the fake abort return before the test ends
+	close(f.release) // let the fake abort return before the test ends
+	<-f.done
 }
