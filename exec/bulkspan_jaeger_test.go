@@ -53,7 +53,7 @@ func TestRunSpanExporterJaeger(t *testing.T) {
 	perRun := steps * (1 + ranks + s.NumOps())
 	src := "jaeger://" + strings.TrimPrefix(j.QueryHTTP, "http://") + "?service=tpscope&limit=100"
 	var spans []traces.Span
-	for deadline := time.Now().Add(15 * time.Second); ; time.Sleep(200 * time.Millisecond) {
+	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(200 * time.Millisecond) {
 		res, err := traces.ReadAll(ctx, src)
 		if err != nil {
 			t.Fatal(err)

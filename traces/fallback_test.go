@@ -65,7 +65,7 @@ func TestCollectorKilled(t *testing.T) {
 	}
 	var inJaeger map[string]bool
 	src := "jaeger://" + strings.TrimPrefix(j.QueryHTTP, "http://") + "?service=tpscope&limit=100"
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+	for deadline := time.Now().Add(60 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
 		if inJaeger = spanIDSet(t, src); len(inJaeger) >= len(first) {
 			break
 		}
