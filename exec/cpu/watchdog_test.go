@@ -24,7 +24,7 @@ func TestCollectiveWatchdog(t *testing.T) {
 			op := &model.Op{ID: "L03.attn.allreduce", Kind: model.KindCollective, Collective: kind, Group: group, CommBytes: 1024}
 			// Long enough that a complete round on a loaded machine (other
 			// test binaries on the same cores) never reaches it.
-			const watchdog = 200 * time.Millisecond
+			const watchdog = 500 * time.Millisecond
 			c := newCollective(op, true, watchdog)
 			for i := range group {
 				c.register(i, func([]float32) {})
@@ -56,7 +56,7 @@ func TestCollectiveWatchdog(t *testing.T) {
 				}
 				// Rank 2 is missing; a member slow to arrive under load may
 				// be named beside it.
-				for _, want := range []string{string(kind) + " L03.attn.allreduce over ranks [0 1 2 3]", "waited 200ms", "2], which never arrived", "watchdog"} {
+				for _, want := range []string{string(kind) + " L03.attn.allreduce over ranks [0 1 2 3]", "waited 500ms", "2], which never arrived", "watchdog"} {
 					if !strings.Contains(err.Error(), want) {
 						t.Errorf("member %d: error %q lacks %q", i, err, want)
 					}
