@@ -20,6 +20,7 @@ import (
 func TestCollectiveWatchdog(t *testing.T) {
 	for _, kind := range []model.Collective{model.AllReduce, model.AllGather, model.ReduceScatter, model.AllToAll} {
 		t.Run("op="+string(kind), func(t *testing.T) {
+			t.Parallel() // mostly waiting on timers
 			group := []int{0, 1, 2, 3}
 			op := &model.Op{ID: "L03.attn.allreduce", Kind: model.KindCollective, Collective: kind, Group: group, CommBytes: 1024}
 			// Long enough that a complete round on a loaded machine (other
