@@ -142,8 +142,15 @@ func TestSessionFailEndsRun(t *testing.T) {
 			var fail func(error)
 			b := exectest.New(exectest.WithFailure(func(rank, step int, op *model.Op) error {
 				if !early && rank == 1 && step == 2 && op.ID == "L00.attn.core" {
-					go fail(errWatch) // from the backend's own goroutine, as a timer would
-					time.Sleep(20 * time.Millisecond)
+					// From the backend's own goroutine, as a timer would;
+					// the rank goes on only once it has fired, so the run
+					// cannot end first on a slow machine.
+					fired := make(chan struct{})
+					go func() {
+						fail(errWatch)
+						close(fired)
+					}()
+					<-fired
 				}
 				return nil
 			}))
