@@ -270,48 +270,24 @@ func fitFamily(key string, ss []ComputeSample, o ComputeOptions) (FamilyFit, err
 	if len(rm) > 0 {
 		x0[1] = medianOf(rm)
 	}
-	// Samples of one size (one batch's trace: each op role at one shape)
-	// show how far the prior is off, not whether by a fixed time or by a
-	// rate: the two fit them alike and part only at other sizes, where a
-	// rate fitted on small kernels scales their fixed costs with the bytes
-	// (on one H100, efficiencies fitted on a batch-1 trace put batch 32
-	// +29 % slow; the priors were -0.2 %). The error is then taken as a
-	// fixed time per kernel, the ramp, which carries to larger kernels as
-	// the same few microseconds and leaves their roofline to the priors.
-	// (Fewer bound samples than MinBoundSamples determine nothing, as
-	// below.)
-	if c, m, spans := boundSpan(ss, 1, 1, r0, o.MinBoundSamples); !spans && c+m >= o.MinBoundSamples && len(bound) > 0 {
-		sort.Float64s(bound)
-		res, err := minimize(func(x []float64) float64 {
-			dr := x[0] - r0
-			return msle([]float64{0, 0, x[0]}) + o.PriorWeight*dr*dr
-		}, []float64{math.Max(r0, 0.5*bound[0])})
+	sort.Float64s(bound)
+	// factors fits the two factors at the prior ramp, then the ramp
+	// beside them, from the two-factor optimum and from a ramp that
+	// explains half the smallest bound sample; the ramp is kept only when
+	// it cuts the mean squared log error by rampMinGain (a parameter the
+	// data does not need stays at its prior) and the bound samples span
+	// sizes. It returns (ln a, ln b, r).
+	factors := func() ([]float64, error) {
+		res2, err := minimize(func(x []float64) float64 {
+			return msle([]float64{x[0], x[1], r0}) + o.PriorWeight*(x[0]*x[0]+x[1]*x[1])
+		}, x0)
 		if err != nil {
-			return f, err
+			return nil, err
 		}
-		r := math.Max(0, res.X[0])
-		f.OneSize = true
-		f.ComputeBound, f.MemoryBound, _ = boundSpan(ss, 1, 1, r, o.MinBoundSamples)
-		f.RampDetermined = r != r0
-		f.ComputeScale, f.MemoryScale, f.RampUs = 1, 1, r
-		f.EfficiencyFrac, f.MemEfficiencyFrac = fam.EfficiencyFrac, fam.MemEfficiencyFrac
-		f.finish(ss, 1, 1, r, r0)
-		return f, nil
-	}
-	// First the two factors at the prior ramp.
-	res2, err := minimize(func(x []float64) float64 {
-		return msle([]float64{x[0], x[1], r0}) + o.PriorWeight*(x[0]*x[0]+x[1]*x[1])
-	}, x0)
-	if err != nil {
-		return f, err
-	}
-	best := []float64{res2.X[0], res2.X[1], r0}
-	// Then the ramp beside them, from the two-factor optimum and from a
-	// ramp that explains half the smallest bound sample; it is kept only
-	// when it cuts the mean squared log error by rampMinGain (a parameter
-	// the data does not need stays at its prior).
-	if len(bound) > 0 {
-		sort.Float64s(bound)
+		best := []float64{res2.X[0], res2.X[1], r0}
+		if len(bound) == 0 {
+			return best, nil
+		}
 		obj3 := func(x []float64) float64 {
 			dr := x[2] - r0
 			return msle(x) + o.PriorWeight*(x[0]*x[0]+x[1]*x[1]+dr*dr)
@@ -320,7 +296,7 @@ func fitFamily(key string, ss []ComputeSample, o ComputeOptions) (FamilyFit, err
 		for _, st := range [][]float64{best, {best[0], best[1], 0.5 * bound[0]}} {
 			r, err := minimize(obj3, append([]float64(nil), st...))
 			if err != nil {
-				return f, err
+				return nil, err
 			}
 			if res3 == nil || r.F < res3.F {
 				res3 = r
@@ -331,12 +307,42 @@ func fitFamily(key string, ss []ComputeSample, o ComputeOptions) (FamilyFit, err
 				best = res3.X
 			}
 		}
+		return best, nil
+	}
+	// Samples of one size (one batch's trace: each op role at one shape)
+	// show how far the prior is off, not whether by a fixed time or by a
+	// rate: the two fit them alike and part only at other sizes, where a
+	// rate fitted on small kernels scales their fixed costs with the bytes
+	// (on one H100, efficiencies fitted on a batch-1 trace put batch 32
+	// +29 % slow; the priors were -0.2 %). The error is then taken as a
+	// fixed time per kernel, the ramp, which carries to larger kernels as
+	// the same few microseconds and leaves their roofline to the priors
+	// (the factors stay undetermined below). Fewer bound samples than
+	// MinBoundSamples determine nothing, as below.
+	c, m, spans := boundSpan(ss, 1, 1, r0, o.MinBoundSamples)
+	f.OneSize = !spans && c+m >= o.MinBoundSamples && len(bound) > 0
+	var best []float64
+	var err error
+	if f.OneSize {
+		var res *optimize.Result
+		res, err = minimize(func(x []float64) float64 {
+			dr := x[0] - r0
+			return msle([]float64{0, 0, x[0]}) + o.PriorWeight*dr*dr
+		}, []float64{math.Max(r0, 0.5*bound[0])})
+		if err == nil {
+			best = []float64{0, 0, res.X[0]}
+		}
+	} else {
+		best, err = factors()
+	}
+	if err != nil {
+		return f, err
 	}
 	a, b, r := math.Exp(best[0]), math.Exp(best[1]), math.Max(0, best[2])
 	f.ComputeBound, f.MemoryBound, _ = boundSpan(ss, a, b, r, o.MinBoundSamples)
 	f.RampDetermined = r != r0
-	f.ComputeDetermined = f.ComputeBound >= o.MinBoundSamples
-	f.MemoryDetermined = f.MemoryBound >= o.MinBoundSamples
+	f.ComputeDetermined = !f.OneSize && f.ComputeBound >= o.MinBoundSamples
+	f.MemoryDetermined = !f.OneSize && f.MemoryBound >= o.MinBoundSamples
 	if !f.ComputeDetermined {
 		a = 1
 	}
@@ -351,13 +357,6 @@ func fitFamily(key string, ss []ComputeSample, o ComputeOptions) (FamilyFit, err
 	if f.MemEfficiencyFrac > 1 {
 		f.MemEfficiencyFrac, f.Clamped = 1, true
 	}
-	f.finish(ss, a, b, r, r0)
-	return f, nil
-}
-
-// finish sets the fit's errors against the samples, prior (1, 1, r0)
-// and fitted (a, b, r), and its residuals by size.
-func (f *FamilyFit) finish(ss []ComputeSample, a, b, r, r0 float64) {
 	var pe, fe float64
 	for i := range ss {
 		t0, _ := modelUs(&ss[i], 1, 1, r0)
@@ -369,6 +368,7 @@ func (f *FamilyFit) finish(ss []ComputeSample, a, b, r, r0 float64) {
 	f.PriorRMSErrFrac = math.Sqrt(pe / float64(len(ss)))
 	f.RMSErrFrac = math.Sqrt(fe / float64(len(ss)))
 	f.Sizes = sizeResiduals(ss, a, b, r, r0)
+	return f, nil
 }
 
 // sizeResiduals bins the samples by the decade of their prior time
