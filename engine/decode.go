@@ -72,6 +72,10 @@ func oneLine(err error) error {
 // 8192).
 const maxCaptureSize = 1 << 16
 
+// maxEagerHostUs bounds a profile's eager host time per kernel: 1 ms, two
+// orders of magnitude above the Python eager paths measured (tens of us).
+const maxEagerHostUs = 1000
+
 // validate checks what the decoder cannot: required fields, names unique
 // and referenced ones defined, every fact cited from Sources, sizes and
 // grid parameters in range.
@@ -283,6 +287,9 @@ func (p *Profile) validate() error {
 		if b.CUDAGraph == "piecewise" && len(g.PiecewiseEager) == 0 {
 			return bad("cuda_graphs.piecewise_eager", "missing: attention.backends[%d] (%s) captures piecewise: want the roles a piecewise graph launches eagerly", i, b.Name)
 		}
+	}
+	if !(g.EagerHostUs >= 0 && g.EagerHostUs <= maxEagerHostUs) {
+		return bad("cuda_graphs.eager_host_us", "%g: want 0 (the device's launch cost) to %g us per kernel", g.EagerHostUs, float64(maxEagerHostUs))
 	}
 	if err := cite("cuda_graphs", g.Cite); err != nil {
 		return err

@@ -408,3 +408,23 @@ func TestPiecewiseNeedsEagerRoles(t *testing.T) {
 		t.Errorf("error %v", err)
 	}
 }
+
+// TestEagerHostUsBounds: a profile's eager host time per kernel must be 0
+// (the device's) up to 1 ms; anything else is one error naming the field.
+func TestEagerHostUsBounds(t *testing.T) {
+	base := string(mustRead(t, "profiles/sglang-0.5.yaml"))
+	if !strings.Contains(base, "  eager_host_us: 47\n") {
+		t.Fatal("the SGLang profile states no eager host time")
+	}
+	for _, v := range []string{"0", "1000"} {
+		if _, err := Parse([]byte(strings.Replace(base, "eager_host_us: 47", "eager_host_us: "+v, 1)), "edited.yaml"); err != nil {
+			t.Errorf("eager_host_us %s: %v", v, err)
+		}
+	}
+	for _, v := range []string{"-1", "1001", ".nan"} {
+		_, err := Parse([]byte(strings.Replace(base, "eager_host_us: 47", "eager_host_us: "+v, 1)), "edited.yaml")
+		if err == nil || !strings.Contains(err.Error(), "cuda_graphs.eager_host_us") {
+			t.Errorf("eager_host_us %s: error %v, want one naming cuda_graphs.eager_host_us", v, err)
+		}
+	}
+}

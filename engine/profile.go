@@ -492,8 +492,16 @@ type CUDAGraphs struct {
 	// eagerly (SGLang's CudaGraphRunner). Otherwise a step whose tokens fit
 	// a captured size replays one (vLLM v1's piecewise graphs for mixed
 	// steps).
-	PrefillEager bool     `yaml:"prefill_eager"`
-	Cite         []string `yaml:"cite"`
+	PrefillEager bool `yaml:"prefill_eager"`
+	// EagerHostUs is the host time per kernel of the engine's eager
+	// forward, microseconds: its Python model code, framework dispatch and
+	// launch, spread over the kernels tpscope schedules. It replaces the
+	// device's launch_eager_us (the catalog's assumption for a plain eager
+	// launch path, or a value fitted on tpscope's own runner) for the
+	// kernels this engine launches outside a graph, and decides how long
+	// an eager step that is host-bound takes. 0: the device's.
+	EagerHostUs float64  `yaml:"eager_host_us"`
+	Cite        []string `yaml:"cite"`
 }
 
 // SizeRange is From, From+Step, ..., up to To inclusive.

@@ -63,6 +63,16 @@ func (k *engineKernels) init(dev *topology.Device, prof *engprof.Profile, opts *
 	}
 }
 
+// eagerHostUs is the host time per kernel launched outside a graph: the
+// engine profile's (cuda_graphs.eager_host_us: its Python forward), else
+// the device's launch_eager_us.
+func (k *engineKernels) eagerHostUs(dev *topology.Device) float64 {
+	if k.prof != nil && k.prof.Graphs.EagerHostUs > 0 {
+		return k.prof.Graphs.EagerHostUs
+	}
+	return dev.LaunchEagerUs
+}
+
 // kvOf is the attention backends' view of a KV dtype.
 func kvOf(d model.Dtype) engprof.KVDtype {
 	if d == model.FP8 || d == model.FP8Block128 {

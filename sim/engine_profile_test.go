@@ -286,3 +286,50 @@ func TestPaddedFP4Tiles(t *testing.T) {
 		t.Errorf("B200: padded %.3g FLOP, want none", c.PaddedFLOPs)
 	}
 }
+
+// TestEagerHostPerKernel: a kernel launched outside a graph costs the
+// engine's host time (the profile's cuda_graphs.eager_host_us: 47 us for
+// SGLang's Python forward), or the device's launch_eager_us where the
+// profile states none (vLLM 0.24, 10 us on the H200); a graph's launch
+// stays one device launch. Each eager compute op is charged its kernels
+// (its own and the companions it launches) times that cost, and an
+// eager SGLang prefill of one token is host-bound: its step is the host's
+// time to launch every kernel.
+func TestEagerHostPerKernel(t *testing.T) {
+	topo := mustTopo(t, "h200-nvswitch")
+	dev := topo.DeviceOf(0)
+	for _, c := range []struct {
+		engine string
+		hostUs float64
+	}{{"sglang@0.5", 47}, {"vllm@0.24", dev.LaunchEagerUs}} {
+		ref, err := engprof.ParseRef(c.engine)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := New(topo, Options{Engine: ref})
+		if err != nil {
+			t.Fatal(err)
+		}
+		pr, err := p.PredictScenario(Scenario{Arch: mustPreset(t, "deepseek-v3"), Plan: model.Plan{TP: 8},
+			Workload: model.Workload{Phase: model.Prefill, Batch: 1, Context: 1, KVDtype: model.BF16}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		for _, o := range pr.Ops {
+			if o.Rank != 0 || o.Kind == model.KindCollective || o.Cost.Fused {
+				continue
+			}
+			n++
+			if want := c.hostUs * float64(1+o.Cost.ExtraKernels); math.Abs(o.LaunchUs-want) > 1e-9 {
+				t.Errorf("%s %s: host launch %.3f us, want %.3f", c.engine, o.ID, o.LaunchUs, want)
+			}
+		}
+		if n < 1000 {
+			t.Errorf("%s: %d eager compute ops on rank 0", c.engine, n)
+		}
+		if c.hostUs > dev.LaunchEagerUs && !(pr.HostUs >= 47*float64(pr.Kernels) && pr.StepUs >= pr.HostUs) {
+			t.Errorf("%s: step %.1f us, host %.1f us for %d kernels: want a host-bound step of at least 47 us a kernel", c.engine, pr.StepUs, pr.HostUs, pr.Kernels)
+		}
+	}
+}

@@ -463,7 +463,11 @@ func (p *Predictor) run(s *model.Schedule, mode int, graphed bool) error {
 	// and the smaller per-node gap LaunchGraphUs on the device. The eager
 	// gap is never below the graph's, so for the same ops a graph is never
 	// slower than eager.
-	launchUs, overUs, collExtraUs := p.dev.LaunchEagerUs, eagerKernelGapUs(p.dev), ncclHostExtraUs
+	// The per-kernel host cost of an eager launch is the engine's
+	// (engineKernels.eagerHostUs); a graph's launch is one call, priced at
+	// the device's.
+	eagerHostUs := p.cm.eagerHostUs(p.dev)
+	launchUs, overUs, collExtraUs := eagerHostUs, eagerKernelGapUs(p.dev), ncclHostExtraUs
 	if graphed {
 		e.stepLaunchUs, launchUs, overUs, collExtraUs = p.dev.LaunchEagerUs, 0, p.dev.LaunchGraphUs, 0
 	}
@@ -519,7 +523,7 @@ func (p *Predictor) run(s *model.Schedule, mode int, graphed bool) error {
 			var pieceUs float64
 			if piecewise {
 				if p.cm.eagerRoles[op.Role] {
-					opOver, opLaunch, opColl, inPiece = eagerOverUs, p.dev.LaunchEagerUs, ncclHostExtraUs, false
+					opOver, opLaunch, opColl, inPiece = eagerOverUs, eagerHostUs, ncclHostExtraUs, false
 				} else if !inPiece {
 					pieceUs, inPiece = p.dev.LaunchEagerUs, true
 				}
