@@ -331,5 +331,14 @@ func TestEagerHostPerKernel(t *testing.T) {
 		if c.hostUs > dev.LaunchEagerUs && !(pr.HostUs >= 47*float64(pr.Kernels) && pr.StepUs >= pr.HostUs) {
 			t.Errorf("%s: step %.1f us, host %.1f us for %d kernels: want a host-bound step of at least 47 us a kernel", c.engine, pr.StepUs, pr.HostUs, pr.Kernels)
 		}
+		// The profile's figure is sglang PR #12160's 82.6 ms eager
+		// forward of this very step over its kernels (the profile's
+		// eager-host source): the schedule must still launch about as
+		// many, or the derivation is stale.
+		if c.engine == "sglang@0.5" {
+			if perKernel := 82640.6 / float64(pr.Kernels); math.Abs(perKernel-c.hostUs) > 1 {
+				t.Errorf("%s: 82.6 ms over %d kernels is %.1f us a kernel, the profile states %g: re-derive cuda_graphs.eager_host_us", c.engine, pr.Kernels, perKernel, c.hostUs)
+			}
+		}
 	}
 }
