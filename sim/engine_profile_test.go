@@ -186,20 +186,9 @@ func TestPiecewiseAttentionEager(t *testing.T) {
 	}
 	pred := func(engine string) *Prediction {
 		t.Helper()
-		ref, err := engprof.ParseRef(engine)
-		if err != nil {
-			t.Fatal(err)
-		}
-		p, err := New(mustTopo(t, "rtxpro6000-2s"), Options{Engine: ref, CUDAGraphs: true, NCCL: ncclenv.Settings{P2PLevel: "SYS"}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		pr, err := p.PredictScenario(Scenario{Arch: mustPreset(t, "kimi-k2.5"), Plan: model.Plan{TP: 8},
-			Workload: model.Workload{Phase: model.Decode, Batch: 1, Context: 512, KVDtype: model.FP8}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return pr
+		return predictEngine(t, mustTopo(t, "rtxpro6000-2s"), engine, Options{CUDAGraphs: true, NCCL: ncclenv.Settings{P2PLevel: "SYS"}},
+			Scenario{Arch: mustPreset(t, "kimi-k2.5"), Plan: model.Plan{TP: 8},
+				Workload: model.Workload{Phase: model.Decode, Batch: 1, Context: 512, KVDtype: model.FP8}})
 	}
 	dev := mustTopo(t, "rtxpro6000-2s").DeviceOf(0)
 	eagerGap, graphGap := eagerKernelGapUs(dev), dev.LaunchGraphUs
@@ -302,19 +291,8 @@ func TestEagerHostPerKernel(t *testing.T) {
 		engine string
 		hostUs float64
 	}{{"sglang@0.5", 47}, {"vllm@0.24", dev.LaunchEagerUs}} {
-		ref, err := engprof.ParseRef(c.engine)
-		if err != nil {
-			t.Fatal(err)
-		}
-		p, err := New(topo, Options{Engine: ref})
-		if err != nil {
-			t.Fatal(err)
-		}
-		pr, err := p.PredictScenario(Scenario{Arch: mustPreset(t, "deepseek-v3"), Plan: model.Plan{TP: 8},
+		pr := predictEngine(t, topo, c.engine, Options{}, Scenario{Arch: mustPreset(t, "deepseek-v3"), Plan: model.Plan{TP: 8},
 			Workload: model.Workload{Phase: model.Prefill, Batch: 1, Context: 1, KVDtype: model.BF16}})
-		if err != nil {
-			t.Fatal(err)
-		}
 		n := 0
 		for _, o := range pr.Ops {
 			if o.Rank != 0 || o.Kind == model.KindCollective || o.Cost.Fused {
@@ -341,4 +319,24 @@ func TestEagerHostPerKernel(t *testing.T) {
 			}
 		}
 	}
+}
+
+// predictEngine predicts sc on topo under engine (a profile reference)
+// with the options o.
+func predictEngine(t *testing.T, topo *topology.Topology, engine string, o Options, sc Scenario) *Prediction {
+	t.Helper()
+	ref, err := engprof.ParseRef(engine)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o.Engine = ref
+	p, err := New(topo, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pr, err := p.PredictScenario(sc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pr
 }
