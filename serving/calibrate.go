@@ -190,7 +190,7 @@ func Calibrate(d Deployment, levels []Measured, opts CalibrateOptions) (*Calibra
 		// batch alike: on one load the decode scale takes that gap (a
 		// ratio on the step model's price: fitted on one level of the
 		// DSR1 results, it carries to the others better than a host time
-		// per step, held-out TPOT -8 to -20 % against -12 to -23 % from
+		// per step, held-out TPOT -3 to -16 % against -11 to -23 % from
 		// 16 clients), and the other two need levels of different loads. The prefill scale and the frontend move the TTFT of one
 		// prompt length alike: on one shape (load and lengths) the
 		// frontend takes that gap, and the prefill scale needs levels of

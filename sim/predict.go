@@ -472,18 +472,31 @@ func (p *Predictor) run(s *model.Schedule, mode int, graphed bool) error {
 		e.stepLaunchUs, launchUs, overUs, collExtraUs = p.dev.LaunchEagerUs, 0, p.dev.LaunchGraphUs, 0
 	}
 	// A harness's timing events are nodes of their own (see
-	// Options.TimingEventsPerOp).
+	// Options.TimingEventsPerOp): in a graph each adds TimingEventUs to
+	// its op, and the transition from one op's closing event to the next
+	// op's opening one lies between their spans; in an eager stream each
+	// is a command of its own, the gap between two events apiece, and the
+	// kernel's own gap lies between the spans.
+	events := float64(p.opts.TimingEventsPerOp)
+	eventUs, eventGapUs := p.dev.TimingEventCosts()
 	p.spanGapUs = 0
-	if p.opts.TimingEventsPerOp > 0 {
+	if events > 0 {
 		p.spanGapUs = overUs
+		if graphed {
+			p.spanGapUs = eventGapUs
+		}
 	}
-	overUs += float64(p.opts.TimingEventsPerOp) * p.dev.LaunchGraphUs
+	if graphed {
+		overUs += events * eventUs
+	} else {
+		overUs += events * eventGapUs
+	}
 	// A piecewise graph (engineKernels.piecewise) launches the ops of the
 	// engine's attention custom op eagerly between its captured pieces:
 	// each such kernel pays an eager launch on the host and the eager gap
 	// on the device, an NCCL one its host extra, and the piece after them
 	// one more graph launch, priced as one eager launch as the step's is.
-	eagerOverUs := eagerKernelGapUs(p.dev) + float64(p.opts.TimingEventsPerOp)*p.dev.LaunchGraphUs
+	eagerOverUs := eagerKernelGapUs(p.dev) + events*eventGapUs
 	piecewise := graphed && p.cm.piecewise
 	// Every rank of a built schedule is a copy of one template but for its
 	// collectives' groups (builtSymmetric's premise): rank r's compute op

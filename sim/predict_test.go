@@ -40,7 +40,8 @@ func tinySchedule(ranks int) *model.Schedule {
 // 300 cycles) / 1650 MHz + 2 x 0.55 us = 1.77 us, also the norm's ramp, so
 // a norm of 100 B (one CTA, 32 KiB / 0.6 us = 54.613 GB/s: 0.001831 us)
 // costs 1.771831 us; LaunchEagerUs 10, KernelGapEagerUs 1.6, LaunchGraphUs
-// 1.3; ncclHostExtraUs 10 (the fixed all-reduce says Ring, so it is
+// 0.28 (a kernel node), TimingEventUs 1.81 and TimingEventGapUs 1.3 (a
+// harness's timing events); ncclHostExtraUs 10 (the fixed all-reduce says Ring, so it is
 // NCCL's), and a 20 us all-reduce.
 func TestPredictOptions(t *testing.T) {
 	const normUs = 1.77 + 100/(32768/0.6) // floor + 100 B at one CTA's 32 KiB per 0.6 us
@@ -55,9 +56,9 @@ func TestPredictOptions(t *testing.T) {
 		// each kernel carries the 1.6 us stream gap: norm 10-13.371831,
 		// all-reduce 30-51.6 (launch-bound), norm 51.6-54.971831.
 		{"eager", Options{}, 51.6 + 1.6 + normUs, 3},
-		// Graph: one 10 us graph launch, then 3 kernels each +1.3 us:
-		// 10 + (1.771831+1.3) + (20+1.3) + (1.771831+1.3) = 37.443662.
-		{"graph", Options{CUDAGraphs: true}, 10 + 2*(normUs+1.3) + 21.3, 3},
+		// Graph: one 10 us graph launch, then 3 kernels each +0.28 us:
+		// 10 + (1.771831+0.28) + (20+0.28) + (1.771831+0.28) = 34.383662.
+		{"graph", Options{CUDAGraphs: true}, 10 + 2*(normUs+0.28) + 20.28, 3},
 		// Fusion removes the second norm (its 100 B ride on the all-reduce
 		// at 1597 x 0.8 = 1277.6 GB/s: +0.0000783 us): launches end at 10,
 		// 30; norm 10-13.371831, all-reduce 30-51.6000783.
@@ -107,12 +108,13 @@ func predictTiny(t *testing.T, topo *topology.Topology, opts Options) *Predictio
 }
 
 // TestSpanGapUs: with a harness's timing events each op is three graph
-// nodes (the kernel and its two events), so its overhead is 3 x the
-// 1.3 us graph gap, of which the span from the opening event to the
-// closing one holds two: the gap after the closing event is the op's
-// SpanGapUs (1.3 us). Eager, the gaps are the 1.6 us stream gap and the
-// events the 1.3 us graph gap each (sim/predict.go): 1.6 + 2 x 1.3. With
-// no events nothing lies between spans.
+// nodes, the kernel's (0.28 us) and its two events' (1.81 us each, the
+// catalog's measured figures), of which the span from the opening event
+// to the closing one holds all but the transition after the closing
+// event, the op's SpanGapUs (1.3 us, measured between consecutive event
+// nodes). Eager, the gaps are the 1.6 us stream gap and the events 1.3 us
+// each (sim/predict.go): 1.6 + 2 x 1.3. With no events nothing lies
+// between spans.
 func TestSpanGapUs(t *testing.T) {
 	topo := mustTopo(t, "rtxpro6000-2s")
 	for _, tc := range []struct {
@@ -120,9 +122,9 @@ func TestSpanGapUs(t *testing.T) {
 		opts               Options
 		overheadUs, spanUs float64
 	}{
-		{"graph, events", Options{CUDAGraphs: true, TimingEventsPerOp: 2}, 3 * 1.3, 1.3},
+		{"graph, events", Options{CUDAGraphs: true, TimingEventsPerOp: 2}, 0.28 + 2*1.81, 1.3},
 		{"eager, events", Options{TimingEventsPerOp: 2}, 1.6 + 2*1.3, 1.6},
-		{"graph, no events", Options{CUDAGraphs: true}, 1.3, 0},
+		{"graph, no events", Options{CUDAGraphs: true}, 0.28, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			pr := predictTiny(t, topo, tc.opts)

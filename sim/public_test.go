@@ -190,7 +190,9 @@ func glmPublicPredict(t *testing.T, batch, context int) *Prediction {
 //     GEMM table streams large weights at about 94 % of 1,597 GB/s: the
 //     streaming prior, not the schedule, is what this row measures (a
 //     calibration from the box's trace fixes it);
-//   - at 1-8 requests tpscope is within 0-10 % (x0.93-0.99 since the
+//   - at 1-8 requests tpscope is within 0-12 % (x1.03-1.10 since a
+//     kernel node costs its measured 0.28 us, not the 1.3 us of an event
+//     node, topology/catalog.json arch hopper; x0.93-0.99 before, since the
 //     dense GEMMs stream at a GEMV's measured 0.86 of GDDR7's bandwidth,
 //     the arch's mem/gemm; x0.92-0.98 before, at 0.80; with the FP4
 //     kernels' padded tiles, which the profiles state: the shared experts'
@@ -224,8 +226,8 @@ func TestPublicGLM5Decode(t *testing.T) {
 			t.Errorf("batch %d: x%.2f of the measured aggregate, want within 15 %%", b, r)
 		case b == 64 && (r < 0.80 || r > 0.90):
 			t.Errorf("batch %d: x%.2f of the measured aggregate; the documented streaming-bandwidth gap is x0.80-0.90", b, r)
-		case b <= 8 && (r < 0.90 || r > 1.00):
-			t.Errorf("batch %d: x%.2f of the measured aggregate; the documented small-batch NVFP4 gap is x0.90-1.00", b, r)
+		case b <= 8 && (r < 1.00 || r > 1.12):
+			t.Errorf("batch %d: x%.2f of the measured aggregate; the documented small-batch band is x1.00-1.12", b, r)
 		}
 	}
 }

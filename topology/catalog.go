@@ -27,7 +27,8 @@ import (
 // the dependent memory round trips and the serial SM work a kernel of that
 // kind cannot overlap, whatever its size) of catalog.json. The floor is the
 // kernel's own device time (what CUPTI reports); the gap between two kernel
-// nodes of a CUDA graph is LaunchGraphUs, charged by sim on top.
+// nodes of a CUDA graph is LaunchGraphUs, charged by sim on top (and a
+// measuring harness's timing events, TimingEventUs each).
 //
 // The same latency is the kind's ramp (Device.RampUs), so that sim prices
 // a kernel as floor + max(compute, memory), a latency plus a bandwidth
@@ -125,6 +126,8 @@ type ArchSpec struct {
 type KernelModel struct {
 	LaunchEagerUs    float64 `json:"launch_eager_us"`
 	LaunchGraphUs    float64 `json:"launch_graph_us"`
+	TimingEventUs    float64 `json:"timing_event_us"`
+	TimingEventGapUs float64 `json:"timing_event_gap_us"`
 	KernelGapEagerUs float64 `json:"kernel_gap_eager_us"`
 	// DRAMRoundTripUs is one dependent global-memory load under the load
 	// of a whole grid issuing at once.
@@ -199,8 +202,9 @@ func parseCatalog(data []byte) (*catalog, error) {
 		if a.Key == "" || c.archs[a.Key] != nil {
 			return nil, fmt.Errorf("archs[%d]: empty or repeated key %q", i, a.Key)
 		}
-		if a.FP32LanesPerSM <= 0 || len(a.DenseFLOPsPerClkPerSM) == 0 || a.Kernel.DRAMRoundTripUs <= 0 || a.Kernel.LaunchGraphUs <= 0 {
-			return nil, fmt.Errorf("arch %s: fp32_lanes_per_sm, dense_flops_per_clk_per_sm, kernel.dram_round_trip_us and kernel.launch_graph_us are required", a.Key)
+		if a.FP32LanesPerSM <= 0 || len(a.DenseFLOPsPerClkPerSM) == 0 || a.Kernel.DRAMRoundTripUs <= 0 || a.Kernel.LaunchGraphUs <= 0 ||
+			a.Kernel.TimingEventUs <= 0 || a.Kernel.TimingEventGapUs <= 0 {
+			return nil, fmt.Errorf("arch %s: fp32_lanes_per_sm, dense_flops_per_clk_per_sm, kernel.dram_round_trip_us, kernel.launch_graph_us, kernel.timing_event_us and kernel.timing_event_gap_us are required", a.Key)
 		}
 		c.archs[a.Key] = a
 	}
@@ -260,6 +264,14 @@ func completeDevice(d Device, a *ArchSpec, kinds map[string]KernelKind) (Device,
 	if d.LaunchGraphUs == 0 {
 		d.LaunchGraphUs = k.LaunchGraphUs
 		d.Sources["launch_graph_us"] = src("launch_graph_us", "arch "+a.Key)
+	}
+	if d.TimingEventUs == 0 {
+		d.TimingEventUs = k.TimingEventUs
+		d.Sources["timing_event_us"] = src("timing_event_us", "arch "+a.Key)
+	}
+	if d.TimingEventGapUs == 0 {
+		d.TimingEventGapUs = k.TimingEventGapUs
+		d.Sources["timing_event_gap_us"] = src("timing_event_gap_us", "arch "+a.Key)
 	}
 	if d.KernelGapEagerUs == 0 {
 		d.KernelGapEagerUs = k.KernelGapEagerUs

@@ -60,6 +60,16 @@ type Device struct {
 	LaunchEagerUs float64 `json:"launch_eager_us"`
 	LaunchGraphUs float64 `json:"launch_graph_us"`
 	MinKernelUs   float64 `json:"min_kernel_us"`
+	// TimingEventUs is the device time one timing CUDA event adds to its
+	// op when a measuring harness brackets every op of a graph with them
+	// (sim.Options.TimingEventsPerOp): the event's node and the next
+	// kernel's wait on its timestamp. TimingEventGapUs is what lies
+	// between two bracketed ops' spans: the transition from one op's
+	// closing event to the next op's opening one (and an event's cost in an
+	// eager stream). 0 (files written before they were measured apart):
+	// LaunchGraphUs each (TimingEventCosts).
+	TimingEventUs    float64 `json:"timing_event_us,omitempty"`
+	TimingEventGapUs float64 `json:"timing_event_gap_us,omitempty"`
 	// KernelGapEagerUs is the device-side gap between two kernels of one
 	// stream when each was launched on its own (eager): the GPU front end
 	// fetches and sets up every launch after the previous kernel drains,
@@ -189,6 +199,8 @@ func (d *Device) Validate() error {
 		{"l2_bytes", float64(d.L2Bytes)},
 		{"launch_eager_us", d.LaunchEagerUs},
 		{"launch_graph_us", d.LaunchGraphUs},
+		{"timing_event_us", d.TimingEventUs},
+		{"timing_event_gap_us", d.TimingEventGapUs},
 		{"kernel_gap_eager_us", d.KernelGapEagerUs},
 		{"min_kernel_us", d.MinKernelUs},
 	}
@@ -229,4 +241,19 @@ func (d *Device) Validate() error {
 		}
 	}
 	return nil
+}
+
+// TimingEventCosts returns the device time a timing event adds to its op
+// in a graph (TimingEventUs) and the part between two ops' spans
+// (TimingEventGapUs), each LaunchGraphUs where the device does not state
+// it.
+func (d *Device) TimingEventCosts() (eventUs, gapUs float64) {
+	eventUs, gapUs = d.TimingEventUs, d.TimingEventGapUs
+	if !(eventUs > 0) {
+		eventUs = d.LaunchGraphUs
+	}
+	if !(gapUs > 0) {
+		gapUs = d.LaunchGraphUs
+	}
+	return eventUs, gapUs
 }

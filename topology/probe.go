@@ -306,16 +306,18 @@ const (
 	// launchEagerUs: host time per op of a vLLM eager decode step (see
 	// srcLaunchEager).
 	launchEagerUs = 10.0
-	// launchGraphUs: device-side gap per kernel node of a graph replay.
-	launchGraphUs = 1.0
-	// kernelGapEagerUs: device-side gap per stream-launched kernel, about
-	// twice the graph's gap.
-	kernelGapEagerUs = 2 * launchGraphUs
+	// launchGraphUs: device-side gap per kernel node of a graph replay;
+	// timingEventUs, timingEventGapUs: a measuring harness's timing event
+	// (see srcLaunchGraph).
+	launchGraphUs, timingEventUs, timingEventGapUs = 0.28, 1.81, 1.3
+	// kernelGapEagerUs: device-side gap per stream-launched kernel.
+	kernelGapEagerUs = 2.0
 )
 
 const (
 	srcLaunchEager = "assumption: 10 us host time per op in vLLM eager mode = Python module call ~3 us + PyTorch dispatch ~3 us + cudaLaunchKernel ~3-4 us (jiahuanglin.xyz 'From PyTorch op to kernel launch': 5-25 us CPU path per op; susun-blog pegainfer (3): 4-6 us per launch, RTX 5070 Ti, CUDA 13); calibrate from traces"
-	srcLaunchGraph = "assumption: 1 us device-side gap per kernel node in a CUDA graph replay (NVIDIA blog 'Getting Started with CUDA Graphs': ~0.5 us per node on V100)"
+	srcLaunchGraph = "assumption: the catalog's Hopper figures, measured on an H100 and an H200: 0.28 us per kernel node of a CUDA graph replay, 1.81 us per timing event of a bracketed op, 1.3 us between two ops' events (arch hopper)"
+	srcEagerGap    = "assumption: 2 us device-side gap per stream-launched kernel (the catalog's Hopper figure, 1.6 us, rounded up for an unknown front end)"
 )
 
 // deviceFromProbe picks the catalog spec matching the NVML name
@@ -344,16 +346,20 @@ func deviceFromProbe(g ProbeGPU) Device {
 			ComputeCapability: g.ComputeCapability,
 			SMs:               g.CUDACores / 128,
 			MemEfficiency:     0.8,
-			LaunchEagerUs:     launchEagerUs, LaunchGraphUs: launchGraphUs, KernelGapEagerUs: kernelGapEagerUs, MinKernelUs: 2,
+			LaunchEagerUs:     launchEagerUs, LaunchGraphUs: launchGraphUs, TimingEventUs: timingEventUs, TimingEventGapUs: timingEventGapUs,
+			KernelGapEagerUs: kernelGapEagerUs, MinKernelUs: 2,
 			Sources: map[string]string{
-				"sms":             fmt.Sprintf("derived: NVML CUDA cores / 128 per SM (assumption: compute capability %q is not in the catalog)", g.ComputeCapability),
-				"mem_bw_gbps":     "derived: NVML max memory clock x 2 x bus width / 8",
-				"peak_tflops":     "derived: fp32 only, CUDA cores x 2 x max SM clock; tensor peaks unknown (architecture not in the catalog)",
-				"sm_clock_mhz":    "NVML max SM clock (boost; no sustained figure known)",
-				"mem_efficiency":  "assumption",
-				"launch_eager_us": srcLaunchEager,
-				"launch_graph_us": srcLaunchGraph,
-				"min_kernel_us":   "assumption: 2 us",
+				"sms":                 fmt.Sprintf("derived: NVML CUDA cores / 128 per SM (assumption: compute capability %q is not in the catalog)", g.ComputeCapability),
+				"mem_bw_gbps":         "derived: NVML max memory clock x 2 x bus width / 8",
+				"peak_tflops":         "derived: fp32 only, CUDA cores x 2 x max SM clock; tensor peaks unknown (architecture not in the catalog)",
+				"sm_clock_mhz":        "NVML max SM clock (boost; no sustained figure known)",
+				"mem_efficiency":      "assumption",
+				"launch_eager_us":     srcLaunchEager,
+				"launch_graph_us":     srcLaunchGraph,
+				"timing_event_us":     srcLaunchGraph,
+				"timing_event_gap_us": srcLaunchGraph,
+				"kernel_gap_eager_us": srcEagerGap,
+				"min_kernel_us":       "assumption: 2 us",
 			},
 		}
 		if d.SMs < 1 {
