@@ -71,7 +71,7 @@ func (r *specRow) flags() string {
 }
 
 var specRows = []specRow{
-	{publicRow: publicRow{id: "K25a", who: "[k26v6] Kimi-K2.6 + Eagle3.1 MLA, c1, ctx 0 (accept 41.7 %)", model: "kimi-k2.5", topo: "rtxpro6000-2s", engine: "vllm@0.24", kv: model.FP8, tp: 8, batch: 1, context: 512, proto: "LL,LL128,Simple", measured: 128.4, band: 0.25, tableBand: 0.10, note: "priors: the MLA module's fixed time at one request, the same -20 to -30 % as the no-speculation fork row K24a of the public table; the tables price it"},
+	{publicRow: publicRow{id: "K25a", who: "[k26v6] Kimi-K2.6 + Eagle3.1 MLA, c1, ctx 0 (accept 41.7 %)", model: "kimi-k2.5", topo: "rtxpro6000-2s", engine: "vllm@0.24", kv: model.FP8, tp: 8, batch: 1, context: 512, proto: "LL,LL128,Simple", measured: 128.4, band: 0.25, tableBand: 0.10, note: "priors: the MLA module's fixed time at one request, as the no-speculation fork row K24a of the public table (-20 %); the tables price it"},
 		method: model.SpecEagle3, draft: "kimi-k2.5-eagle3-mla", k: 3, accept: "rate=0.417"},
 	{publicRow: publicRow{id: "K25b", who: "[k26v6] same, c8, ctx 0 (56.7 %)", model: "kimi-k2.5", topo: "rtxpro6000-2s", engine: "vllm@0.24", kv: model.FP8, tp: 8, batch: 8, context: 512, proto: "LL,LL128,Simple", measured: 493.4, band: 0.25, tableBand: 0.25, note: "the verify pass runs 8 x 4 = 32 tokens: the MoE regime where the no-speculation 32-request row K24b of the public table is -38 % (priors) / -43 % (tables): uniform or balanced routing reads more experts than the real router"},
 		method: model.SpecEagle3, draft: "kimi-k2.5-eagle3-mla", k: 3, accept: "rate=0.567"},
