@@ -497,9 +497,9 @@ type CUDAGraphs struct {
 	// forward, microseconds: its Python model code, framework dispatch and
 	// launch, spread over the kernels tpscope schedules. It replaces the
 	// device's launch_eager_us (the catalog's assumption for a plain eager
-	// launch path, or a value fitted on tpscope's own runner) for the
-	// kernels this engine launches outside a graph, and decides how long
-	// an eager step that is host-bound takes. 0: the device's.
+	// launch path) for the kernels this engine launches outside a graph,
+	// and decides how long an eager step that is host-bound takes; a
+	// launch_eager_us calibrated from a trace is kept. 0: the device's.
 	EagerHostUs float64  `yaml:"eager_host_us"`
 	Cite        []string `yaml:"cite"`
 }

@@ -64,9 +64,14 @@ func (k *engineKernels) init(dev *topology.Device, prof *engprof.Profile, opts *
 }
 
 // eagerHostUs is the host time per kernel launched outside a graph: the
-// engine profile's (cuda_graphs.eager_host_us: its Python forward), else
-// the device's launch_eager_us.
+// device's launch_eager_us where a trace calibrated it (calibrate.
+// ApplyCompute's source "calibrated: ..."; the user's measurement wins),
+// else the engine profile's (cuda_graphs.eager_host_us: its Python
+// forward), else the device's.
 func (k *engineKernels) eagerHostUs(dev *topology.Device) float64 {
+	if strings.HasPrefix(dev.Sources["launch_eager_us"], "calibrated") {
+		return dev.LaunchEagerUs
+	}
 	if k.prof != nil && k.prof.Graphs.EagerHostUs > 0 {
 		return k.prof.Graphs.EagerHostUs
 	}
