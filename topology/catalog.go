@@ -252,31 +252,20 @@ func completeDevice(d Device, a *ArchSpec, kinds map[string]KernelKind) (Device,
 		}
 		return fallback
 	}
-	if d.MemEfficiency == 0 {
-		d.MemEfficiency = a.MemEfficiency
-		d.Sources["mem_efficiency"] = src("mem_efficiency", "arch "+a.Key)
+	// fill takes the arch's value of a field the device does not state.
+	fill := func(field string, dst *float64, v float64) {
+		if *dst == 0 {
+			*dst = v
+			d.Sources[field] = src(field, "arch "+a.Key)
+		}
 	}
 	k := a.Kernel
-	if d.LaunchEagerUs == 0 {
-		d.LaunchEagerUs = k.LaunchEagerUs
-		d.Sources["launch_eager_us"] = src("launch_eager_us", "arch "+a.Key)
-	}
-	if d.LaunchGraphUs == 0 {
-		d.LaunchGraphUs = k.LaunchGraphUs
-		d.Sources["launch_graph_us"] = src("launch_graph_us", "arch "+a.Key)
-	}
-	if d.TimingEventUs == 0 {
-		d.TimingEventUs = k.TimingEventUs
-		d.Sources["timing_event_us"] = src("timing_event_us", "arch "+a.Key)
-	}
-	if d.TimingEventGapUs == 0 {
-		d.TimingEventGapUs = k.TimingEventGapUs
-		d.Sources["timing_event_gap_us"] = src("timing_event_gap_us", "arch "+a.Key)
-	}
-	if d.KernelGapEagerUs == 0 {
-		d.KernelGapEagerUs = k.KernelGapEagerUs
-		d.Sources["kernel_gap_eager_us"] = src("kernel_gap_eager_us", "arch "+a.Key)
-	}
+	fill("mem_efficiency", &d.MemEfficiency, a.MemEfficiency)
+	fill("launch_eager_us", &d.LaunchEagerUs, k.LaunchEagerUs)
+	fill("launch_graph_us", &d.LaunchGraphUs, k.LaunchGraphUs)
+	fill("timing_event_us", &d.TimingEventUs, k.TimingEventUs)
+	fill("timing_event_gap_us", &d.TimingEventGapUs, k.TimingEventGapUs)
+	fill("kernel_gap_eager_us", &d.KernelGapEagerUs, k.KernelGapEagerUs)
 	if d.MinKernelUs == 0 && d.MinKernelUsByKind == nil {
 		if !(d.SMClockMHz > 0) {
 			return d, fmt.Errorf("sm_clock_mhz must be > 0 to derive the kernel floors")
