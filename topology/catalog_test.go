@@ -422,3 +422,27 @@ func TestRunsOn(t *testing.T) {
 		}
 	}
 }
+
+// TestUnknownArchLaunchCosts: a GPU whose architecture the catalog does
+// not know takes the graph-node and timing-event costs measured on
+// Hopper, the catalog's own figures (not a copy of them), each with a
+// source saying so.
+func TestUnknownArchLaunchCosts(t *testing.T) {
+	d := deviceFromProbe(ProbeGPU{Name: "Future GPU", ComputeCapability: "99.0", CUDACores: 16384, MaxSMClockMHz: 2000})
+	hop, ok := Arch("hopper")
+	if !ok {
+		t.Fatal("no arch hopper")
+	}
+	k := hop.Kernel
+	if d.LaunchGraphUs != k.LaunchGraphUs || d.TimingEventUs != k.TimingEventUs || d.TimingEventGapUs != k.TimingEventGapUs {
+		t.Errorf("node %g, event %g, gap %g us; want Hopper's %g, %g, %g", d.LaunchGraphUs, d.TimingEventUs, d.TimingEventGapUs, k.LaunchGraphUs, k.TimingEventUs, k.TimingEventGapUs)
+	}
+	for _, f := range []string{"launch_graph_us", "timing_event_us", "timing_event_gap_us"} {
+		if !strings.Contains(d.Sources[f], "arch hopper") {
+			t.Errorf("source of %s: %q", f, d.Sources[f])
+		}
+	}
+	if err := d.Validate(); err != nil {
+		t.Error(err)
+	}
+}

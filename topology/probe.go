@@ -306,18 +306,18 @@ const (
 	// launchEagerUs: host time per op of a vLLM eager decode step (see
 	// srcLaunchEager).
 	launchEagerUs = 10.0
-	// launchGraphUs: device-side gap per kernel node of a graph replay;
-	// timingEventUs, timingEventGapUs: a measuring harness's timing event
-	// (see srcLaunchGraph).
-	launchGraphUs, timingEventUs, timingEventGapUs = 0.28, 1.81, 1.3
 	// kernelGapEagerUs: device-side gap per stream-launched kernel.
 	kernelGapEagerUs = 2.0
+	// measuredArch is the catalog architecture whose graph-node and
+	// timing-event costs were measured; a device of an unknown
+	// architecture takes them (srcMeasuredArch).
+	measuredArch = "hopper"
 )
 
 const (
-	srcLaunchEager = "assumption: 10 us host time per op in vLLM eager mode = Python module call ~3 us + PyTorch dispatch ~3 us + cudaLaunchKernel ~3-4 us (jiahuanglin.xyz 'From PyTorch op to kernel launch': 5-25 us CPU path per op; susun-blog pegainfer (3): 4-6 us per launch, RTX 5070 Ti, CUDA 13); calibrate from traces"
-	srcLaunchGraph = "assumption: the catalog's Hopper figures, measured on an H100 and an H200: 0.28 us per kernel node of a CUDA graph replay, 1.81 us per timing event of a bracketed op, 1.3 us between two ops' events (arch hopper)"
-	srcEagerGap    = "assumption: 2 us device-side gap per stream-launched kernel (the catalog's Hopper figure, 1.6 us, rounded up for an unknown front end)"
+	srcLaunchEager  = "assumption: 10 us host time per op in vLLM eager mode = Python module call ~3 us + PyTorch dispatch ~3 us + cudaLaunchKernel ~3-4 us (jiahuanglin.xyz 'From PyTorch op to kernel launch': 5-25 us CPU path per op; susun-blog pegainfer (3): 4-6 us per launch, RTX 5070 Ti, CUDA 13); calibrate from traces"
+	srcMeasuredArch = "assumption: the figure the catalog measured on arch " + measuredArch + " (an H100's graphs, an H200's recordings)"
+	srcEagerGap     = "assumption: 2 us device-side gap per stream-launched kernel (the catalog's Hopper figure, 1.6 us, rounded up for an unknown front end)"
 )
 
 // deviceFromProbe picks the catalog spec matching the NVML name
@@ -342,11 +342,13 @@ func deviceFromProbe(g ProbeGPU) Device {
 	} else if dd, ok := DeriveDevice(g); ok {
 		d = dd
 	} else {
+		hop, _ := Arch(measuredArch)
 		d = Device{
 			ComputeCapability: g.ComputeCapability,
 			SMs:               g.CUDACores / 128,
 			MemEfficiency:     0.8,
-			LaunchEagerUs:     launchEagerUs, LaunchGraphUs: launchGraphUs, TimingEventUs: timingEventUs, TimingEventGapUs: timingEventGapUs,
+			LaunchEagerUs:     launchEagerUs, LaunchGraphUs: hop.Kernel.LaunchGraphUs,
+			TimingEventUs: hop.Kernel.TimingEventUs, TimingEventGapUs: hop.Kernel.TimingEventGapUs,
 			KernelGapEagerUs: kernelGapEagerUs, MinKernelUs: 2,
 			Sources: map[string]string{
 				"sms":                 fmt.Sprintf("derived: NVML CUDA cores / 128 per SM (assumption: compute capability %q is not in the catalog)", g.ComputeCapability),
@@ -355,9 +357,9 @@ func deviceFromProbe(g ProbeGPU) Device {
 				"sm_clock_mhz":        "NVML max SM clock (boost; no sustained figure known)",
 				"mem_efficiency":      "assumption",
 				"launch_eager_us":     srcLaunchEager,
-				"launch_graph_us":     srcLaunchGraph,
-				"timing_event_us":     srcLaunchGraph,
-				"timing_event_gap_us": srcLaunchGraph,
+				"launch_graph_us":     srcMeasuredArch,
+				"timing_event_us":     srcMeasuredArch,
+				"timing_event_gap_us": srcMeasuredArch,
 				"kernel_gap_eager_us": srcEagerGap,
 				"min_kernel_us":       "assumption: 2 us",
 			},
