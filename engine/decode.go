@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"math"
 	"path"
 	"slices"
@@ -303,6 +304,32 @@ func (p *Profile) validate() error {
 	}
 	if err := cite("custom_allreduce", c.Cite); err != nil {
 		return err
+	}
+	for i, r := range p.SymmMem.Rules {
+		f := fmt.Sprintf("symm_mem_allreduce.rules[%d]", i)
+		if len(r.Archs) == 0 || len(r.MaxBytes) == 0 {
+			return bad(f, "want archs and max_bytes (per world size)")
+		}
+		for _, n := range slices.Sorted(maps.Keys(r.MaxBytes)) {
+			if b := r.MaxBytes[n]; n < 2 || b < 1 {
+				return bad(f+".max_bytes", "%d: %d: want a world size >= 2 and bytes >= 1", n, r.MaxBytes[n])
+			}
+		}
+		for _, n := range slices.Sorted(maps.Keys(r.CustomMaxBytes)) {
+			if _, ok := r.MaxBytes[n]; !ok || r.CustomMaxBytes[n] < 0 {
+				return bad(f+".custom_max_bytes", "%d: %d: want a world size of max_bytes and bytes >= 0", n, r.CustomMaxBytes[n])
+			}
+		}
+		for _, n := range r.Multimem {
+			if _, ok := r.MaxBytes[n]; !ok {
+				return bad(f+".multimem_world_sizes", "%d: want a world size of max_bytes", n)
+			}
+		}
+	}
+	if len(p.SymmMem.Rules) > 0 || len(p.SymmMem.Cite) > 0 {
+		if err := cite("symm_mem_allreduce", p.SymmMem.Cite); err != nil {
+			return err
+		}
 	}
 	switch p.Scheduler.Policy {
 	case "":

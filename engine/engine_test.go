@@ -228,6 +228,48 @@ func TestCustomAllReduceRules(t *testing.T) {
 	}
 }
 
+// TestAllReducePaths: vLLM's dispatch of a TP all-reduce (the custom
+// all-reduce below its cap, torch symmetric memory below its own, NCCL
+// above) on 8 GPUs sharing an NVSwitch: Hopper caps the custom all-reduce
+// at 256 KiB and runs multimem to 64 MiB; Blackwell caps it at 1 MiB
+// (two-shot from 256 KiB) and runs multimem to 128 MiB; 2 Blackwell GPUs
+// run symmetric memory's two-shot kernel above 2 MiB. Without an NVSwitch
+// (no multicast) symmetric memory does not run and the custom all-reduce
+// keeps its 8 MiB; SGLang has no symmetric-memory rules.
+func TestAllReducePaths(t *testing.T) {
+	const kib, mib = 1 << 10, 1 << 20
+	cases := []struct {
+		engine           string
+		arch             Arch
+		n                int
+		nvlink, nvswitch bool
+		bytes            int64
+		want             ARPath
+	}{
+		{"vllm", SM90, 8, true, true, 14336, ARCustomOneShot},
+		{"vllm", SM90, 8, true, true, 256*kib - 16, ARCustomOneShot},
+		{"vllm", SM90, 8, true, true, 256 * kib, ARSymmMultimem},
+		{"vllm", SM90, 8, true, true, 458752, ARSymmMultimem},
+		{"vllm", SM90, 8, true, true, 64 * mib, ARNCCL},
+		{"vllm", SM100, 8, true, true, 128 * kib, ARCustomOneShot},
+		{"vllm", SM100, 8, true, true, 458752, ARCustomTwoShot},
+		{"vllm", SM100, 8, true, true, 1 * mib, ARSymmMultimem},
+		{"vllm", SM100, 8, true, true, 128 * mib, ARNCCL},
+		{"vllm", SM100, 2, true, true, 4 * mib, ARSymmTwoShot},
+		{"vllm", SM90, 8, true, false, 458752, ARCustomTwoShot},
+		{"vllm", SM90, 8, true, false, 16 * mib, ARNCCL},
+		{"vllm", SM120, 8, false, false, 14336, ARNCCL},
+		{"vllm", SM120, 2, false, false, 14336, ARCustomOneShot},
+		{"sglang", SM90, 8, true, true, 458752, ARCustomTwoShot},
+		{"executor", SM90, 8, true, true, 14336, ARNCCL},
+	}
+	for _, c := range cases {
+		if got := mustLookup(t, c.engine).AllReducePath(c.arch, c.n, c.nvlink, c.nvswitch, c.bytes); got != c.want {
+			t.Errorf("%s %s %d GPUs nvlink %v nvswitch %v %d B: %s, want %s", c.engine, c.arch, c.n, c.nvlink, c.nvswitch, c.bytes, got, c.want)
+		}
+	}
+}
+
 // TestFactsPerArch: DSA dense on SM120 for vLLM and SGLang (no sparse MLA
 // kernels there), the executor runs what the schedule has; graph sizes;
 // refusals; fusions.
@@ -425,6 +467,27 @@ func TestEagerHostUsBounds(t *testing.T) {
 		_, err := Parse([]byte(strings.Replace(base, "eager_host_us: 47", "eager_host_us: "+v, 1)), "edited.yaml")
 		if err == nil || !strings.Contains(err.Error(), "cuda_graphs.eager_host_us") {
 			t.Errorf("eager_host_us %s: error %v, want one naming cuda_graphs.eager_host_us", v, err)
+		}
+	}
+}
+
+// TestSymmMemRulesChecked: a symmetric-memory rule whose custom cap,
+// multimem world size or size names a world size it has no maximum for,
+// or that has no citation, is one error naming the field.
+func TestSymmMemRulesChecked(t *testing.T) {
+	base := string(mustRead(t, "profiles/vllm-0.24.yaml"))
+	for _, c := range []struct{ old, new, field string }{
+		{"multimem_world_sizes: [6, 8]", "multimem_world_sizes: [6, 8, 16]", "symm_mem_allreduce.rules[1].multimem_world_sizes"},
+		{"custom_max_bytes: {2: 2097152,", "custom_max_bytes: {3: 1, 2: 2097152,", "symm_mem_allreduce.rules[1].custom_max_bytes"},
+		{"max_bytes: {2: 67108864, 4: 33554432, 6: 67108864", "max_bytes: {2: 0, 4: 33554432, 6: 67108864", "symm_mem_allreduce.rules[0].max_bytes"},
+		{"  cite: [symm-mem]\n", "  cite: []\n", "symm_mem_allreduce.cite"},
+	} {
+		if !strings.Contains(base, c.old) {
+			t.Fatalf("the vLLM profile lacks %q", c.old)
+		}
+		_, err := Parse([]byte(strings.Replace(base, c.old, c.new, 1)), "edited.yaml")
+		if err == nil || !strings.Contains(err.Error(), c.field) || strings.Contains(err.Error(), "\n") {
+			t.Errorf("%s: error %v, want one line naming %s", c.new, err, c.field)
 		}
 	}
 }

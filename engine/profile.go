@@ -3,6 +3,7 @@ package engine
 import (
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 )
 
@@ -29,6 +30,7 @@ type Profile struct {
 	Fusions   []Fusion       `yaml:"fusions"`
 	Graphs    CUDAGraphs     `yaml:"cuda_graphs"`
 	AllReduce CustomAR       `yaml:"custom_allreduce"`
+	SymmMem   SymmMemAR      `yaml:"symm_mem_allreduce"`
 	DSA       DSAFacts       `yaml:"dsa"`
 	// Scheduler is how the engine forms a serving step out of its running
 	// and waiting requests; none for an engine that serves no requests
@@ -552,6 +554,108 @@ func (c *CustomAR) Runs(n int, allNVLink bool, b int64) (ok, oneShot bool) {
 		return false, false
 	}
 	return true, b < c.OneShotBelowBytes
+}
+
+// ------------------------------------------ symmetric-memory all-reduce
+
+// SymmMemAR is the engine's all-reduce over symmetric memory (vLLM's
+// SymmMemCommunicator: torch's multimem_all_reduce_ on the world sizes
+// that take it, two_shot_all_reduce_ on the rest). It runs on the listed
+// families where the group's GPUs share an NVSwitch (it needs multicast
+// memory), and there it also caps the custom all-reduce at smaller
+// messages than the custom all-reduce's own maximum.
+type SymmMemAR struct {
+	Rules []SymmMemRule `yaml:"rules"`
+	Cite  []string      `yaml:"cite"`
+}
+
+// SymmMemRule is the symmetric-memory all-reduce on some families, per
+// world size.
+type SymmMemRule struct {
+	Archs ArchSet `yaml:"archs"`
+	// CustomMaxBytes: the custom all-reduce carries messages below this
+	// where symmetric memory runs (vLLM's CUSTOM_ALL_REDUCE_MAX_SIZES).
+	CustomMaxBytes map[int]int64 `yaml:"custom_max_bytes"`
+	// MaxBytes: symmetric memory carries the messages below this that the
+	// custom all-reduce leaves (SYMM_MEM_ALL_REDUCE_MAX_SIZES); NCCL the
+	// rest. A world size without an entry does not run it.
+	MaxBytes map[int]int64 `yaml:"max_bytes"`
+	// Multimem: the world sizes that run multimem_all_reduce_ (the others
+	// two_shot_all_reduce_).
+	Multimem []int `yaml:"multimem_world_sizes"`
+}
+
+// ARPath is what carries one TP all-reduce.
+type ARPath uint8
+
+const (
+	ARNCCL ARPath = iota
+	ARCustomOneShot
+	ARCustomTwoShot
+	// ARSymmMultimem and ARSymmTwoShot: the symmetric-memory all-reduce's
+	// two kernels.
+	ARSymmMultimem
+	ARSymmTwoShot
+)
+
+var arPathNames = [...]string{"NCCL", "custom one-shot", "custom two-shot", "symmetric-memory multimem", "symmetric-memory two-shot"}
+
+func (a ARPath) String() string {
+	if int(a) < len(arPathNames) {
+		return arPathNames[a]
+	}
+	return "ARPath(" + strconv.Itoa(int(a)) + ")"
+}
+
+// symmRule is the rule of family a that runs symmetric memory on n GPUs
+// sharing an NVSwitch, or nil.
+func (s *SymmMemAR) symmRule(a Arch, n int, nvswitch bool) *SymmMemRule {
+	if !nvswitch {
+		return nil
+	}
+	for i := range s.Rules {
+		r := &s.Rules[i]
+		if _, ok := r.MaxBytes[n]; ok && r.Archs.Has(a) {
+			return r
+		}
+	}
+	return nil
+}
+
+// Runs reports whether the symmetric-memory all-reduce runs on n GPUs of
+// family a (nvswitch: they share an NVSwitch).
+func (s *SymmMemAR) Runs(a Arch, n int, nvswitch bool) bool {
+	return s.symmRule(a, n, nvswitch) != nil
+}
+
+// AllReducePath is what carries a TP all-reduce of b bytes over n GPUs of
+// family a (allNVLink: NVLink joins every pair; nvswitch: they share an
+// NVSwitch, so multicast memory exists), in the engine's order: its custom
+// all-reduce below its cap, then symmetric memory below its own, then NCCL
+// (vLLM CudaCommunicator.all_reduce).
+func (p *Profile) AllReducePath(a Arch, n int, allNVLink, nvswitch bool, b int64) ARPath {
+	rule := p.SymmMem.symmRule(a, n, nvswitch)
+	if ok, one := p.AllReduce.Runs(n, allNVLink, b); ok {
+		capped := false
+		if rule != nil {
+			if m, has := rule.CustomMaxBytes[n]; has && b >= m {
+				capped = true
+			}
+		}
+		if !capped {
+			if one {
+				return ARCustomOneShot
+			}
+			return ARCustomTwoShot
+		}
+	}
+	if rule != nil && b < rule.MaxBytes[n] {
+		if slices.Contains(rule.Multimem, n) {
+			return ARSymmMultimem
+		}
+		return ARSymmTwoShot
+	}
+	return ARNCCL
 }
 
 // ------------------------------------------------------------------ DSA

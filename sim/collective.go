@@ -191,6 +191,26 @@ const (
 	p2pReadEfficiency = 0.8
 )
 
+// Torch's symmetric-memory multimem all-reduce (vLLM's SymmMemCommunicator
+// on the world sizes that take it). multimem_all_reduce_ launches at most
+// 8 CTAs of 1,024 threads (pytorch torch/csrc/distributed/c10d/symm_mem/
+// CUDASymmetricMemoryOps.cu: init_elementwise_launch_config(..., 8, 1024,
+// ...)), each thread one 16-byte multimem ld_reduce and store per step
+// over its rank's share of the message between two barriers, so the
+// kernel runs far below the NVLink bandwidth (vLLM issue #33459: "Torch
+// symm AllReduce seems suboptimal on 8xB200 (fixed CTA count?)") and
+// costs a fixed part plus a time per byte of a rank's share. Both come
+// from vLLM's own measurement of the kernel on 8 Hopper GPUs (vLLM PR
+// #42324, its multimem column at 0.5-47.84 MiB: 11, 14, 16, 18, 23, 27,
+// 46, 87, 165, 244 us), fitted by relative least squares: 8.65 us and
+// 4.82 us per MiB of message, 38.55 us per MiB of a rank's share
+// (TestMultimemMatchesVLLM). No Blackwell figure was found; assumption:
+// Hopper's.
+const (
+	multimemBaseUs         = 8.65
+	multimemUsPerShareByte = 38.55 / (1 << 20)
+)
+
 // CollectiveCost is the predicted cost of one collective call.
 type CollectiveCost struct {
 	// TimeUs is the predicted time = LatencyUs + LinkUs.
@@ -245,7 +265,9 @@ type groupInfo struct {
 	customUsPerByte float64 // busiest link, us per byte per pair
 	customNeck      string
 	maxPairLatUs    float64
-	enabled         [numAlgos][numProtos]bool // NCCL's enabled set for this group
+	// nvswitch: the group shares an NVSwitch (multicast memory exists).
+	nvswitch bool
+	enabled  [numAlgos][numProtos]bool // NCCL's enabled set for this group
 
 	// Per (op, algo, proto), precomputed so Cost is a few multiply-adds:
 	// NCCL's latency and us per byte, tpscope's latency and us per byte.
@@ -656,6 +678,28 @@ func (m *CollectiveModel) CustomAllReduce(group []int, bytes int64, twoShot bool
 	return c, true
 }
 
+// MultimemAllReduce is torch's multimem all-reduce (see multimemBaseUs)
+// over group; ok is false where the group does not share an NVSwitch (no
+// multicast memory).
+func (m *CollectiveModel) MultimemAllReduce(group []int, bytes int64) (c CollectiveCost, ok bool) {
+	g := m.group(group)
+	if !g.nvswitch {
+		return CollectiveCost{}, false
+	}
+	c = CollectiveCost{Algo: "Multimem", Proto: "NVLS", Bottleneck: "8 CTAs"}
+	if g.n <= 1 || bytes <= 0 {
+		return c, true
+	}
+	b := float64(bytes)
+	c.LatencyUs = multimemBaseUs
+	c.LinkUs = b / float64(g.n) * multimemUsPerShareByte
+	c.TimeUs = c.LatencyUs + c.LinkUs
+	c.NCCLTimeUs = math.NaN()
+	c.AlgBWGBps = b / (1000 * c.TimeUs)
+	c.BusBWGBps = c.AlgBWGBps * busFactor(model.AllReduce, g.n)
+	return c, true
+}
+
 func (m *CollectiveModel) group(group []int) *groupInfo {
 	var mask uint64
 	if len(group) == 0 {
@@ -707,7 +751,7 @@ func (m *CollectiveModel) p2p(i, j int) bool {
 func (m *CollectiveModel) buildGroup(mask uint64, ranks []int) *groupInfo {
 	t := m.topo
 	n := len(ranks)
-	g := &groupInfo{mask: mask, n: n, pathType: pathNVLink, channels: nvlinkChannels}
+	g := &groupInfo{mask: mask, n: n, pathType: pathNVLink, channels: nvlinkChannels, nvswitch: t.NVSwitchJoined(ranks)}
 	if n <= 1 {
 		return g
 	}

@@ -19,6 +19,13 @@ type customAllReducer interface {
 	CustomAllReduce(group []int, bytes int64, twoShot bool) (c CollectiveCost, ok bool)
 }
 
+// multimemAllReducer is the optional capability of a collective model to
+// price torch's symmetric-memory multimem all-reduce; ok is false where
+// the group shares no NVSwitch. Without it NCCL carries such an op.
+type multimemAllReducer interface {
+	MultimemAllReduce(group []int, bytes int64) (c CollectiveCost, ok bool)
+}
+
 // collMemo caches collective op costs within one prediction run: a
 // decode step repeats the same (op, group, bytes) over 100+ layers, and a
 // pricing call costs far more than a lookup. Predictor.run resets it at

@@ -194,9 +194,10 @@ func (p *Predictor) measuredCost(ops []model.Op, i int) (OpCost, bool) {
 //     hops), and the NCCL_PROTO / NCCL_ALGO settings leave NCCL's own
 //     choice unchanged (the model's pick under the settings equals its
 //     pick under NCCL's defaults at the same P2P level);
-//   - or the engine's custom all-reduce carries it under its own rule
-//     (CustomAR auto: 2 GPUs or all NVLink), which is what the engine's
-//     table measured (vLLM falls back to NCCL elsewhere);
+//   - or the engine's custom or symmetric-memory all-reduce carries it
+//     under its own rule (CustomAR auto: 2 GPUs or all NVLink; symmetric
+//     memory on an NVSwitch), which is what the engine's table measured
+//     (its all-reduce entry point; vLLM falls back to NCCL elsewhere);
 //   - the topology carries no calibrated collective constants (a box's
 //     own measurements beat another box's table), and the collective
 //     model is tpscope's.
@@ -209,7 +210,7 @@ func (p *Predictor) collectiveMeasured(op *model.Op, cc CollectiveCost) (OpCost,
 		q.Fabric = FabricNVLink
 	}
 	switch cc.Algo {
-	case "OneShot", "TwoShot":
+	case "OneShot", "TwoShot", "Multimem":
 		if p.opts.CustomAR != CustomARAuto {
 			return OpCost{}, false // a forced custom kernel where the engine would not run one
 		}

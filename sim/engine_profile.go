@@ -355,10 +355,15 @@ func (p *Predictor) EngineSummary(sc Scenario) string {
 	if plan := sc.Plan.Normalized(); plan.TP > 1 {
 		switch {
 		case p.opts.CustomAR == CustomARAuto:
-			if ok, _ := k.prof.AllReduce.Runs(plan.TP, p.topo.AllNVLink(firstRanks(plan.TP)), 0); ok {
+			g := firstRanks(plan.TP)
+			nvl, nvs := p.topo.AllNVLink(g), p.topo.NVSwitchJoined(g)
+			if ok, _ := k.prof.AllReduce.Runs(plan.TP, nvl, 0); ok {
 				parts = append(parts, "custom all-reduce")
 			} else {
 				parts = append(parts, "NCCL all-reduce")
+			}
+			if k.prof.SymmMem.Runs(k.arch, plan.TP, nvs) {
+				parts = append(parts, "symmetric-memory all-reduce above the custom one's cap")
 			}
 		case p.opts.CustomAR == CustomAROff:
 			parts = append(parts, "NCCL all-reduce")

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 
+	engprof "github.com/tpscope/tpscope/engine"
 	"github.com/tpscope/tpscope/model"
 	"github.com/tpscope/tpscope/topology"
 )
@@ -732,29 +733,41 @@ func groupBits(group []int, n int) (mask uint64, ok bool) {
 	return mask, true
 }
 
-// priceCollective picks the implementation (custom all-reduce or NCCL). A
-// custom all-reduce needs P2P between every pair of the group (the
-// driver's; NCCL_P2P_LEVEL does not restrict it, NCCL_P2P_DISABLE does):
-// without it CustomAllReduce reports ok false and NCCL carries the op.
+// priceCollective picks the implementation (custom all-reduce, the
+// engine's symmetric-memory all-reduce, or NCCL). A custom all-reduce
+// needs P2P between every pair of the group (the driver's;
+// NCCL_P2P_LEVEL does not restrict it, NCCL_P2P_DISABLE does): without it
+// CustomAllReduce reports ok false and NCCL carries the op.
 func (p *Predictor) priceCollective(op *model.Op) (CollectiveCost, error) {
-	if op.Collective == model.AllReduce && op.CommBytes <= customARMaxBytes {
-		variant := ""
+	if op.Collective == model.AllReduce {
+		twoShot, custom := false, false
 		switch p.opts.CustomAR {
 		case CustomAROneShot, CustomARTwoShot:
-			variant = string(p.opts.CustomAR)
+			custom, twoShot = op.CommBytes <= customARMaxBytes, p.opts.CustomAR == CustomARTwoShot
 		case CustomARAuto:
-			// The engine's rule (its profile): vLLM's and SGLang's run on
-			// 2 GPUs, or on GPUs with NVLink between every pair.
-			if ok, one := p.cm.prof.AllReduce.Runs(len(op.Group), p.topo.AllNVLink(op.Group), op.CommBytes); ok {
-				variant = string(CustomARTwoShot)
-				if one {
-					variant = string(CustomAROneShot)
+			// The engine's rule (its profile): vLLM's and SGLang's custom
+			// all-reduce runs on 2 GPUs or on GPUs with NVLink between
+			// every pair; vLLM's symmetric memory where they share an
+			// NVSwitch, above the custom all-reduce's cap there.
+			switch p.cm.prof.AllReducePath(p.cm.arch, len(op.Group), p.topo.AllNVLink(op.Group), p.topo.NVSwitchJoined(op.Group), op.CommBytes) {
+			case engprof.ARCustomOneShot:
+				custom = true
+			case engprof.ARCustomTwoShot, engprof.ARSymmTwoShot:
+				// Torch's two-shot kernel (symmetric memory on the world
+				// sizes without multimem) is priced as the custom two-shot
+				// over P2P: no measurement of it was found.
+				custom, twoShot = true, true
+			case engprof.ARSymmMultimem:
+				if mm, ok := p.coll.(multimemAllReducer); ok {
+					if c, ok := mm.MultimemAllReduce(op.Group, op.CommBytes); ok {
+						return c, nil
+					}
 				}
 			}
 		}
-		if variant != "" {
+		if custom {
 			if car, ok := p.coll.(customAllReducer); ok {
-				if c, ok := car.CustomAllReduce(op.Group, op.CommBytes, variant == string(CustomARTwoShot)); ok {
+				if c, ok := car.CustomAllReduce(op.Group, op.CommBytes, twoShot); ok {
 					return c, nil
 				}
 			}

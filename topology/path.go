@@ -562,6 +562,47 @@ func (t *Topology) AllNVLink(gpus []int) bool {
 	return true
 }
 
+// NVSwitchJoined reports whether every GPU of gpus (nil: all) has an
+// NVLink to one NVSwitch fabric node: the group can map multicast memory
+// (NVLink SHARP), which an NVLink bridge or PCIe cannot.
+func (t *Topology) NVSwitchJoined(gpus []int) bool {
+	if t == nil || t.NumGPUs() == 0 {
+		return false
+	}
+	if gpus == nil {
+		gpus = make([]int, t.NumGPUs())
+		for i := range gpus {
+			gpus[i] = i
+		}
+	}
+	for _, n := range t.Nodes {
+		if n.Kind != NodeNVSwitch {
+			continue
+		}
+		all := true
+		for _, g := range gpus {
+			if g < 0 || g >= t.NumGPUs() || !t.nvLinked(t.GPUs[g].ID, n.ID) {
+				all = false
+				break
+			}
+		}
+		if all {
+			return true
+		}
+	}
+	return false
+}
+
+// nvLinked reports whether an NVLink joins nodes a and b.
+func (t *Topology) nvLinked(a, b string) bool {
+	for _, l := range t.Links {
+		if l.Type == LinkNVLink && (l.A == a && l.B == b || l.A == b && l.B == a) {
+			return true
+		}
+	}
+	return false
+}
+
 // P2PRefused returns the first pair of gpus (in order a, then b) between
 // which the driver refuses P2P at any NCCL_P2P_LEVEL (no P2P path, or
 // P2PUnsupported); refused is false when every pair may use it. A kernel
