@@ -12,8 +12,10 @@ import (
 // #42324, the multimem column of its 8-GPU SM 9.0 table): the constants
 // are re-derived here by relative least squares from the cited rows (so
 // they cannot drift from their source) and every row is within 5 %. The
-// same model on 6 GPUs, held out, against vLLM PR #24111's TP 6 H100
-// table (symm_mem_multimem, 0.5-4 MB): within 12 %.
+// same model on 6 GPUs, held out, against vLLM PR #24111's TP 6 table
+// (symm_mem_multimem, 0.5-4 MB; the PR's isolated-primitive results open
+// with H100's, the GPU of this table as far as its text was read):
+// within 12 %.
 func TestMultimemMatchesVLLM(t *testing.T) {
 	const mib = 1 << 20
 	fitted := []struct{ mib, us float64 }{
