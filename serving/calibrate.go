@@ -197,10 +197,29 @@ func Calibrate(d Deployment, levels []Measured, opts CalibrateOptions) (*Calibra
 		// different lengths or loads. A time per prefill step adds to one
 		// load's TTFT as the frontend does and to its TPOT (the decodes
 		// that wait) as the decode scale does: it needs levels of
-		// different loads, where different numbers of decodes wait.
+		// different loads, where different numbers of decodes wait; but
+		// an engine that runs its prefill batches eagerly (SGLang's
+		// scheduler: sglang PRs #28053 and #32785 keep the DeepSeek
+		// trtllm_mla prefill out of graphs) pays a host time per prefill
+		// step that is the mechanism of that TTFT gap, and a frontend is
+		// not: the same InferenceX client on the same B200 host measures
+		// a median TTFT of 26.3 ms at 16 clients under vLLM (gpt-oss-120b,
+		// SemiAnalysisAI/InferenceX@2a6a04c0 together_runner/baselines/
+		// b200/vllm/gptoss-fp4/1k1k/untuned/conc16.json), where the
+		// frontend fitted on the DSR1 results took 170 ms. So on one load
+		// under SGLang the prefill step takes the gap in the frontend's
+		// place (held out on the DSR1 results, 64-256 clients: TTFT -12.1
+		// / -8.2 / -12.6 % against -18.7 / -17.3 / -23.1 % with the
+		// frontend; with the B200 tables -9.5 / -7.5 / -3.8 against
+		// -12.1 / -16.7 / -21.2).
+		eagerPrefill := d.Engine.Policy == PolicySGLang
 		var left []string
 		for _, t := range AllCalibrateTerms {
 			switch {
+			case loads < 2 && eagerPrefill && t == TermPrefillStep:
+				terms = append(terms, t)
+			case loads < 2 && eagerPrefill && t == TermFrontendMs:
+				left = append(left, string(t))
 			case loads < 2 && (t == TermStepUs || t == TermPerSeqUs || t == TermPrefillStep):
 				left = append(left, string(t))
 			case shapes < 2 && t == TermPrefillScale:
@@ -210,8 +229,12 @@ func Calibrate(d Deployment, levels []Measured, opts CalibrateOptions) (*Calibra
 			}
 		}
 		if len(left) > 0 {
-			cal.Notes = append(cal.Notes, fmt.Sprintf("%s not fitted: the fitted levels run %d load(s) and %d shape(s) (load and lengths), which the fitted terms already cover: a cost per step or per sequence moves one load's TPOT as the decode scale does, a time per prefill step one load's TTFT and TPOT as the frontend and the decode scale do, a prefill scale one shape's TTFT as the frontend does (fit on levels of two or more loads and lengths to tell them apart; --terms picks others)",
-				strings.Join(left, ", "), loads, shapes))
+			why := "a time per prefill step one load's TTFT and TPOT as the frontend and the decode scale do, a prefill scale one shape's TTFT as the frontend does"
+			if eagerPrefill && loads < 2 {
+				why = "the frontend one load's TTFT as the time of the prefill steps the engine runs eagerly does, a prefill scale one shape's TTFT as that time does"
+			}
+			cal.Notes = append(cal.Notes, fmt.Sprintf("%s not fitted: the fitted levels run %d load(s) and %d shape(s) (load and lengths), which the fitted terms already cover: a cost per step or per sequence moves one load's TPOT as the decode scale does, %s (fit on levels of two or more loads and lengths to tell them apart; --terms picks others)",
+				strings.Join(left, ", "), loads, shapes, why))
 		}
 	}
 	// A host cost per step and one per running sequence move a level's

@@ -60,3 +60,28 @@ func TestCalibrateOneLoadTerms(t *testing.T) {
 		}
 	}
 }
+
+// TestCalibrateOneLoadSGLang: on one load under SGLang's scheduler, whose
+// prefill batches run eagerly, the default fit moves the decode scale and
+// the host time of a prefill step, and leaves the frontend at the
+// deployment's value with a note naming it.
+func TestCalibrateOneLoadSGLang(t *testing.T) {
+	ms, err := LoadMeasured(filepath.Join("testdata", "bench", "inferencex-dsr1-fp4-b200-sglang-tp8ep8", "conc16.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := kimiDeployment(t)
+	d.Engine.Policy = PolicySGLang
+	d.Overheads = Overheads{FrontendMs: 4, PrefillStepUs: 1}
+	cal, err := Calibrate(d, ms, CalibrateOptions{MaxEvals: 12})
+	if err != nil {
+		t.Fatal(err)
+	}
+	joined := strings.Join(cal.Notes, "; ")
+	if !strings.Contains(joined, "step, per-seq, prefill, frontend not fitted") || strings.Contains(joined, "prefill-step not fitted") {
+		t.Errorf("notes %q: want the frontend among the terms left and the prefill step fitted", cal.Notes)
+	}
+	if o := cal.Overheads; o.FrontendMs != 4 || o.PrefillStepUs == 1 {
+		t.Errorf("overheads %+v: want the frontend kept at 4 ms and the prefill step moved from 1 us", o)
+	}
+}
