@@ -28,6 +28,12 @@ func TestClassifyKernel(t *testing.T) {
 		{"ncclKernel_AllReduce_RING_LL_Sum_half(ncclWorkElem)", model.KindCollective, model.AllReduce},
 		{"void vllm::cross_device_reduce_1stage<__nv_bfloat16, 8>(vllm::RankData*, vllm::RankSignals, vllm::Signal*, __nv_bfloat16*, int, int)", model.KindCollective, model.AllReduce},
 		{"void vllm::cross_device_reduce_2stage<__nv_bfloat16, 8>(...)", model.KindCollective, model.AllReduce},
+		// torch's symmetric-memory all-reduce kernels, which vLLM runs above
+		// its custom all-reduce's cap on NVSwitch boxes (the multimem name
+		// as a public vLLM H200 profile's kernel table records it, the
+		// two-shot one as a public DCP cost study names it).
+		{"void (anonymous namespace)::multimem_all_reduce_kernel<c10::BFloat16, 16>(c10::BFloat16*, unsigned long, unsigned int**, unsigned long, unsigned long)", model.KindCollective, model.AllReduce},
+		{"two_shot_all_reduce_kernel_inplace", model.KindCollective, model.AllReduce},
 		{"void flashinfer::trtllm_allreduce_fusion::allreduce_fusion_kernel_oneshot_lamport<__nv_bfloat16, 8>", model.KindCollective, model.AllReduce},
 		{"void deep_ep::intranode::dispatch<8, 768, 8192>(...)", model.KindCollective, model.AllToAll},
 		{"void vllm::moe::grouped_topk_kernel<float>(float*, ...)", model.KindRouter, ""},
