@@ -123,8 +123,13 @@ func sweepCollective(m *sim.CollectiveModel, op model.Collective, group []int, s
 			if c, ok = m.CustomAllReduce(group, b, custom == "twoshot"); !ok {
 				return nil, fmt.Errorf("custom %s all-reduce needs P2P between every pair of the group (driver P2P, NCCL_P2P_DISABLE unset)", custom)
 			}
+		case "multimem":
+			var ok bool
+			if c, ok = m.MultimemAllReduce(group, b); !ok {
+				return nil, fmt.Errorf("the multimem all-reduce needs GPUs that share an NVSwitch (multicast memory)")
+			}
 		default:
-			return nil, fmt.Errorf("custom all-reduce %q: want oneshot or twoshot", custom)
+			return nil, fmt.Errorf("custom all-reduce %q: want oneshot, twoshot or multimem", custom)
 		}
 		r := collectiveRow{Bytes: b, TimeUs: c.TimeUs, AlgBWGBps: c.AlgBWGBps, BusBWGBps: c.BusBWGBps, Algo: c.Algo, Proto: c.Proto,
 			LatencyUs: c.LatencyUs, SHMHops: c.SHMHops, Calibrated: c.Calibrated, Bottleneck: c.Bottleneck}

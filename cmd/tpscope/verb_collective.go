@@ -34,7 +34,7 @@ sum), and prints the measured time (mean over steps, iterations and ranks, as nc
 it) beside the prediction. -o FILE writes the measurement as nccl-tests output, which
 'calibrate --nccl-tests FILE' reads; --reference FILE shows another nccl-tests log of the same
 collective (nccl-tests itself, or scripts/gpu-collectives-torch.py) beside it.`,
-	Example: "tpscope collective --topo rtxpro6000-2s --op allreduce --ranks 8 --sizes 512:512M\ntpscope collective --topo h200-nvswitch --op allgather --sizes 1K:1G --output json\ntpscope collective --op allreduce --sizes 8K:1M --p2p-level SYS --custom-ar oneshot\ntpscope collective --measure --backend cuda --topo h200-nvswitch --ranks 8 --op allreduce --sizes 512:512M -o all_reduce_perf.txt --reference torch-all_reduce_perf.txt\ntpscope collective --measure --backend cpu --ranks 4 --op allgather --sizes 512:1M --iters 3 -o all_gather_perf.txt",
+	Example: "tpscope collective --topo rtxpro6000-2s --op allreduce --ranks 8 --sizes 512:512M\ntpscope collective --topo h200-nvswitch --op allgather --sizes 1K:1G --output json\ntpscope collective --op allreduce --sizes 8K:1M --p2p-level SYS --custom-ar oneshot\ntpscope collective --topo h200-nvswitch --op allreduce --sizes 256K:64M --custom-ar multimem\ntpscope collective --measure --backend cuda --topo h200-nvswitch --ranks 8 --op allreduce --sizes 512:512M -o all_reduce_perf.txt --reference torch-all_reduce_perf.txt\ntpscope collective --measure --backend cpu --ranks 4 --op allgather --sizes 512:1M --iters 3 -o all_gather_perf.txt",
 	New:     func() Options { return newCollectiveOptions() },
 }
 
@@ -74,7 +74,7 @@ func (o *collectiveOptions) Bind(fs *pflag.FlagSet) {
 		}
 	}
 	fs.BoolVar(&o.p2pDisable, "p2p-disable", o.p2pDisable, "NCCL_P2P_DISABLE=1: every GPU-to-GPU hop through host memory")
-	fs.StringVar(&o.customAR, "custom-ar", o.customAR, "all-reduce only: oneshot or twoshot custom all-reduce over P2P instead of NCCL")
+	fs.StringVar(&o.customAR, "custom-ar", o.customAR, "all-reduce only: oneshot or twoshot custom all-reduce over P2P, or multimem (torch's symmetric-memory all-reduce, which vLLM runs on GPUs that share an NVSwitch), instead of NCCL")
 	fs.BoolVar(&o.noCal, "no-calibration", o.noCal, "ignore calibrated parameters in the topology file")
 	bindOutputFlag(fs, &o.output, "one row per size", allFormats...)
 	o.meas.bind(fs)
@@ -98,8 +98,11 @@ func (o *collectiveOptions) Run(ctx context.Context, args []string, std IO) erro
 	if err != nil {
 		return causeError("--sizes", nil, err)
 	}
-	if o.customAR != "" && o.customAR != "oneshot" && o.customAR != "twoshot" {
-		return flagError("--custom-ar", quote(o.customAR), "want oneshot or twoshot")
+	if o.customAR != "" && o.customAR != "oneshot" && o.customAR != "twoshot" && o.customAR != "multimem" {
+		return flagError("--custom-ar", quote(o.customAR), "want oneshot, twoshot or multimem")
+	}
+	if o.customAR != "" && coll != model.AllReduce {
+		return flagError("--custom-ar", o.customAR, "an all-reduce kernel; --op is %s", coll)
 	}
 	t, err := topology.Resolve(o.topo, 0)
 	if err != nil {
@@ -111,6 +114,13 @@ func (o *collectiveOptions) Run(ctx context.Context, args []string, std IO) erro
 	}
 	if n < 1 || n > t.NumGPUs() {
 		return flagError("--ranks", n, "topology %s has %d GPUs", t.Name, t.NumGPUs())
+	}
+	group := make([]int, n)
+	for i := range group {
+		group[i] = i
+	}
+	if o.customAR == "multimem" && !t.NVSwitchJoined(group) {
+		return flagError("--custom-ar", "multimem", "the multimem all-reduce needs GPUs that share an NVSwitch (multicast memory); the first %d GPUs of %s do not", n, t.Name)
 	}
 	no := ncclenv.Settings{Proto: o.ncclOption("nccl-proto"), Algo: o.ncclOption("nccl-algo"), P2PLevel: o.ncclOption("p2p-level"),
 		P2PDisable: o.p2pDisable, IgnoreCalibration: o.noCal}
@@ -131,10 +141,6 @@ func (o *collectiveOptions) Run(ctx context.Context, args []string, std IO) erro
 			return err
 		}
 		return writeMeasured(std.Stdout, o.output, t.Name, coll, n, m.Options(), mr, pred)
-	}
-	group := make([]int, n)
-	for i := range group {
-		group[i] = i
 	}
 	rows, err := sweepCollective(m, coll, group, sz, o.customAR)
 	if err != nil {

@@ -48,4 +48,24 @@ func TestCollectiveVerb(t *testing.T) {
 	if code, out, _ := runCLI(t, "collective", "--p2p-level", "SYS", "--custom-ar", "oneshot", "--sizes", "8K"); code != 0 || !strings.Contains(out, "OneShot") {
 		t.Errorf("one-shot: exit %d\n%s", code, out)
 	}
+	// torch's multimem all-reduce: on an NVSwitch box 8.65 us + 38.55 us
+	// per MiB of a rank's share (sim.TestMultimemMatchesVLLM derives the
+	// figures from vLLM's measurement); refused before any work on a PCIe
+	// box and for another collective.
+	code, out, _ = runCLI(t, "collective", "--topo", "h200-nvswitch", "--custom-ar", "multimem", "--sizes", "8M", "--output", "json")
+	var mm struct {
+		Rows []map[string]any `json:"rows"`
+	}
+	if code != 0 || json.Unmarshal([]byte(out), &mm) != nil || len(mm.Rows) != 1 {
+		t.Fatalf("multimem: exit %d\n%s", code, out)
+	}
+	if got, want := mm.Rows[0]["time_us"].(float64), 8.65+38.55*8/8; math.Abs(got-want) > 1e-9 || mm.Rows[0]["algo"] != "Multimem" {
+		t.Errorf("multimem 8 MiB on 8 GPUs: %v us (%v), want %.2f", got, mm.Rows[0]["algo"], want)
+	}
+	for _, bad := range [][]string{{"--topo", "rtxpro6000-2s", "--custom-ar", "multimem"}, {"--topo", "h200-nvswitch", "--op", "allgather", "--custom-ar", "multimem"}} {
+		code, _, errOut := runCLI(t, append([]string{"collective", "--sizes", "1M"}, bad...)...)
+		if code != 2 || !strings.Contains(errOut, "--custom-ar multimem") || strings.Count(strings.TrimSpace(errOut), "\n") > 0 {
+			t.Errorf("%v: exit %d, %q: want one usage line naming --custom-ar multimem", bad, code, errOut)
+		}
+	}
 }
