@@ -4,6 +4,8 @@ import (
 	"context"
 	"math"
 	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/tpscope/tpscope/compare"
@@ -61,6 +63,17 @@ func TestCalibrateVLLMKinetoFixture(t *testing.T) {
 	}
 	if cal.After.OpRMSErrPct >= cal.Before.OpRMSErrPct {
 		t.Errorf("op RMS error %.1f %% after, not below %.1f %% before", cal.After.OpRMSErrPct, cal.Before.OpRMSErrPct)
+	}
+	// The trace's all-reduces ran vLLM's own kernels (priced as its custom
+	// or symmetric-memory all-reduce), so none of them fits NCCL's
+	// constants, and a note says so.
+	for _, c := range cal.Coll {
+		if c.Op == string(model.AllReduce) {
+			t.Errorf("NCCL all-reduce constants fitted from the engine's own all-reduce kernels: %+v", c)
+		}
+	}
+	if !slices.ContainsFunc(cal.Notes, func(n string) bool { return strings.Contains(n, "ran the engine's own all-reduce kernel") }) {
+		t.Errorf("notes %q: want one saying the engine's all-reduce samples were not fitted as NCCL", cal.Notes)
 	}
 
 	// Per op and step, one sample: the sum of the op's kernels.

@@ -37,7 +37,7 @@ type collKey struct {
 // collectSamples gathers the samples of the steps fit keeps.
 func collectSamples(scens []*calScenario, fit func(step int) bool) *samples {
 	smp := &samples{coll: map[collKey][]calibrate.CollectiveSample{}, fit: fit}
-	grouped, badGroup := 0, 0
+	grouped, badGroup, notNCCL := 0, 0, 0
 	for _, sc := range scens {
 		if !sc.g.sc.Options.CUDAGraphs {
 			smp.eager = append(smp.eager, sc.g.traces...)
@@ -64,6 +64,13 @@ func collectSamples(scens []*calScenario, fit func(step int) bool) *samples {
 				badGroup++
 				continue
 			}
+			if a := res.Cost.Algo; a != "Ring" && a != "Tree" {
+				// The engine's own kernel carried it (a custom one-shot or
+				// two-shot all-reduce, torch's multimem one): its time says
+				// nothing of NCCL's constants, which the fit sets.
+				notNCCL++
+				continue
+			}
 			k := collKey{op.Collective, len(op.Group), sc.g.sc.Options.NCCL}
 			if _, ok := smp.coll[k]; !ok {
 				smp.collKeys = append(smp.collKeys, k)
@@ -80,6 +87,9 @@ func collectSamples(scens []*calScenario, fit func(step int) bool) *samples {
 	})
 	if grouped > 0 {
 		smp.notes = append(smp.notes, fmt.Sprintf("%d samples stand for several ops (kernels matched per layer or per step) and were not used to fit", grouped))
+	}
+	if notNCCL > 0 {
+		smp.notes = append(smp.notes, fmt.Sprintf("%d collective samples ran the engine's own all-reduce kernel (custom or symmetric-memory), not NCCL, and were not used to fit NCCL's constants", notNCCL))
 	}
 	if badGroup > 0 {
 		smp.notes = append(smp.notes, fmt.Sprintf("%d collective samples are all-to-all or run on a group other than ranks 0..n-1 and were not used to fit", badGroup))
