@@ -302,6 +302,16 @@ func (p *Profile) validate() error {
 			return bad("custom_allreduce", "enabled needs world_sizes, max_bytes >= 1, oneshot_below_bytes and pcie_max_gpus >= 0")
 		}
 	}
+	for _, n := range slices.Sorted(maps.Keys(c.OneShotBelowBytesByWorld)) {
+		if !slices.Contains(c.WorldSizes, n) || c.OneShotBelowBytesByWorld[n] < 0 {
+			return bad("custom_allreduce.oneshot_below_bytes_by_world", "%d: %d: want a world size of world_sizes and bytes >= 0", n, c.OneShotBelowBytesByWorld[n])
+		}
+	}
+	for _, n := range c.OneShotAlways {
+		if !slices.Contains(c.WorldSizes, n) {
+			return bad("custom_allreduce.oneshot_always", "%d: want a world size of world_sizes", n)
+		}
+	}
 	if err := cite("custom_allreduce", c.Cite); err != nil {
 		return err
 	}

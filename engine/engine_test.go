@@ -200,7 +200,8 @@ func TestMoESelection(t *testing.T) {
 
 // TestCustomAllReduceRules: vLLM's and SGLang's custom all-reduce runs on
 // 2 GPUs or NVLink-connected ones, up to 8 MiB, one-shot below 256 KiB;
-// the executor has none.
+// vLLM's one-stage kernel also runs below 512 KiB on 4 GPUs and at every
+// size on 2 (csrc/custom_all_reduce.cuh); the executor has none.
 func TestCustomAllReduceRules(t *testing.T) {
 	cases := []struct {
 		engine      string
@@ -213,6 +214,10 @@ func TestCustomAllReduceRules(t *testing.T) {
 		{"vllm", 2, false, 14336, true, true},
 		{"vllm", 8, true, 14336, true, true},
 		{"vllm", 8, true, 512 << 10, true, false},
+		{"vllm", 4, true, 384 << 10, true, true},
+		{"vllm", 4, true, 512 << 10, true, false},
+		{"vllm", 2, false, 4 << 20, true, true},
+		{"sglang", 4, true, 384 << 10, true, false},
 		{"vllm", 8, true, 16 << 20, false, false},
 		{"vllm", 16, true, 14336, false, false},
 		{"sglang", 8, false, 14336, false, false},
@@ -335,7 +340,9 @@ func TestParseErrors(t *testing.T) {
 		{"second document", "dsa:\n", "---\nengine: x\n---\ndsa:\n", "more than one YAML document"},
 		{"bad arch", "archs: [sm100]\n      order", "archs: [sm110]\n      order", "architecture \"sm110\""},
 		{"uncited", "      cite: [flashmla, backends-doc, aic-mla]", "      cite: []", "attention.backends[1].cite"},
-		{"unknown source", "cite: [custom-ar]", "cite: [nowhere]", "custom_allreduce.cite: \"nowhere\" is not a key of sources"},
+		{"unknown source", "cite: [custom-ar, custom-ar-stages]", "cite: [custom-ar, nowhere]", "custom_allreduce.cite: \"nowhere\" is not a key of sources"},
+		{"one-shot world size", "oneshot_always: [2]", "oneshot_always: [3]", "custom_allreduce.oneshot_always: 3"},
+		{"one-shot threshold world size", "oneshot_below_bytes_by_world: {4: 524288}", "oneshot_below_bytes_by_world: {5: 524288}", "custom_allreduce.oneshot_below_bytes_by_world: 5"},
 		{"unknown backend in order", "order: [FLASHINFER_MLA, CUTLASS_MLA", "order: [FLASHINFER, CUTLASS_MLA", "attention.select[0].order: \"FLASHINFER\""},
 		{"bad grid", "kind: split_kv", "kind: splitkv", "attention.backends[0].grid.kind"},
 		{"bad format", "format: int4-g32, kernel: marlin", "format: int3, kernel: marlin", "weight format \"int3\""},

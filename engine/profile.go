@@ -537,10 +537,14 @@ type CustomAR struct {
 	WorldSizes  []int `yaml:"world_sizes"`
 	PCIeMaxGPUs int   `yaml:"pcie_max_gpus"`
 	// MaxBytes the largest message; OneShotBelowBytes where it switches
-	// from one-shot to two-shot.
-	MaxBytes          int64    `yaml:"max_bytes"`
-	OneShotBelowBytes int64    `yaml:"oneshot_below_bytes"`
-	Cite              []string `yaml:"cite"`
+	// from one-shot to two-shot, OneShotBelowBytesByWorld where that
+	// differs by world size, and OneShotAlways the world sizes that run
+	// one-shot at every size.
+	MaxBytes                 int64         `yaml:"max_bytes"`
+	OneShotBelowBytes        int64         `yaml:"oneshot_below_bytes"`
+	OneShotBelowBytesByWorld map[int]int64 `yaml:"oneshot_below_bytes_by_world"`
+	OneShotAlways            []int         `yaml:"oneshot_always"`
+	Cite                     []string      `yaml:"cite"`
 }
 
 // Runs reports whether the custom all-reduce carries a group of n GPUs
@@ -553,7 +557,14 @@ func (c *CustomAR) Runs(n int, allNVLink bool, b int64) (ok, oneShot bool) {
 	if !allNVLink && n > c.PCIeMaxGPUs {
 		return false, false
 	}
-	return true, b < c.OneShotBelowBytes
+	if slices.Contains(c.OneShotAlways, n) {
+		return true, true
+	}
+	below := c.OneShotBelowBytes
+	if v, ok := c.OneShotBelowBytesByWorld[n]; ok {
+		below = v
+	}
+	return true, b < below
 }
 
 // ------------------------------------------ symmetric-memory all-reduce
