@@ -6,7 +6,9 @@
 // split-KV grid and the kernels it launches, the MoE kernel per weight
 // format and its launches, the dense-GEMM kernel per format, the
 // compiler's fusions, the CUDA-graph mode and capture sizes, the custom
-// all-reduce rules, whether DSA sparse attention runs dense, and the
+// all-reduce rules and, where GPUs share an NVSwitch, the
+// symmetric-memory all-reduce that takes over above their cap, whether
+// DSA sparse attention runs dense, and the
 // options the engine has no implementation of. Every fact names its
 // source (the engine's code, documentation, issues or a published
 // measurement), in the profile's sources table.
