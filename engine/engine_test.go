@@ -200,8 +200,9 @@ func TestMoESelection(t *testing.T) {
 
 // TestCustomAllReduceRules: vLLM's and SGLang's custom all-reduce runs on
 // 2 GPUs or NVLink-connected ones, up to 8 MiB, one-shot below 256 KiB;
-// vLLM's one-stage kernel also runs below 512 KiB on 4 GPUs and at every
-// size on 2 (csrc/custom_all_reduce.cuh); the executor has none.
+// vLLM's one-stage kernel (and SGLang's copy of it) also runs below 512 KiB
+// on 4 GPUs and at every size on 2 (csrc/custom_all_reduce.cuh); the
+// executor has none.
 func TestCustomAllReduceRules(t *testing.T) {
 	cases := []struct {
 		engine      string
@@ -217,7 +218,8 @@ func TestCustomAllReduceRules(t *testing.T) {
 		{"vllm", 4, true, 384 << 10, true, true},
 		{"vllm", 4, true, 512 << 10, true, false},
 		{"vllm", 2, false, 4 << 20, true, true},
-		{"sglang", 4, true, 384 << 10, true, false},
+		{"sglang", 4, true, 384 << 10, true, true},
+		{"sglang", 8, true, 384 << 10, true, false},
 		{"vllm", 8, true, 16 << 20, false, false},
 		{"vllm", 16, true, 14336, false, false},
 		{"sglang", 8, false, 14336, false, false},
