@@ -48,6 +48,9 @@ type pathTable struct {
 	edgeBW    []float64
 	edgeNCCL  []float64
 	edgeName  []string
+	// nvswitches[i]: the NVSwitch nodes GPU i has an NVLink to, bit k for
+	// the k-th NVSwitch node of Nodes (NVSwitchJoined).
+	nvswitches []uint64
 }
 
 // nonNVLinkPenaltyUs makes the router prefer any all-NVLink route over a
@@ -94,6 +97,26 @@ func (t *Topology) buildPaths() error {
 		pt.edgeName[2*li+1] = fmt.Sprintf("%s(%s->%s)", l.Type, l.B, l.A)
 	}
 	linkOf := func(e int32) *Link { return &t.Links[e/2] }
+	// Each NVSwitch node's bit, and each GPU's NVLinks to those nodes.
+	switchBit := make(map[int]uint64)
+	for i, nd := range t.Nodes {
+		if nd.Kind == NodeNVSwitch && len(switchBit) < 64 {
+			switchBit[n+i] = 1 << uint(len(switchBit))
+		}
+	}
+	pt.nvswitches = make([]uint64, n)
+	for _, l := range t.Links {
+		if l.Type != LinkNVLink {
+			continue
+		}
+		a, b := index[l.A], index[l.B]
+		if a < n {
+			pt.nvswitches[a] |= switchBit[b]
+		}
+		if b < n {
+			pt.nvswitches[b] |= switchBit[a]
+		}
+	}
 
 	// Dijkstra from src over latency (+ a tiny per-hop term so equal
 	// latency prefers fewer hops); GPUs other than src are sinks.
@@ -564,43 +587,27 @@ func (t *Topology) AllNVLink(gpus []int) bool {
 
 // NVSwitchJoined reports whether every GPU of gpus (nil: all) has an
 // NVLink to one NVSwitch fabric node: the group can map multicast memory
-// (NVLink SHARP), which an NVLink bridge or PCIe cannot.
+// (NVLink SHARP), which an NVLink bridge or PCIe cannot. False for a nil
+// Topology, an empty group or a GPU index out of range.
 func (t *Topology) NVSwitchJoined(gpus []int) bool {
 	if t == nil || t.NumGPUs() == 0 {
 		return false
 	}
+	pt := t.mustPaths()
+	shared := ^uint64(0)
 	if gpus == nil {
-		gpus = make([]int, t.NumGPUs())
-		for i := range gpus {
-			gpus[i] = i
+		for _, m := range pt.nvswitches {
+			shared &= m
 		}
+		return shared != 0
 	}
-	for _, n := range t.Nodes {
-		if n.Kind != NodeNVSwitch {
-			continue
+	for _, g := range gpus {
+		if g < 0 || g >= pt.n {
+			return false
 		}
-		all := true
-		for _, g := range gpus {
-			if g < 0 || g >= t.NumGPUs() || !t.nvLinked(t.GPUs[g].ID, n.ID) {
-				all = false
-				break
-			}
-		}
-		if all {
-			return true
-		}
+		shared &= pt.nvswitches[g]
 	}
-	return false
-}
-
-// nvLinked reports whether an NVLink joins nodes a and b.
-func (t *Topology) nvLinked(a, b string) bool {
-	for _, l := range t.Links {
-		if l.Type == LinkNVLink && (l.A == a && l.B == b || l.A == b && l.B == a) {
-			return true
-		}
-	}
-	return false
+	return len(gpus) > 0 && shared != 0
 }
 
 // P2PRefused returns the first pair of gpus (in order a, then b) between
