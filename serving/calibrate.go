@@ -208,9 +208,9 @@ func Calibrate(d Deployment, levels []Measured, opts CalibrateOptions) (*Calibra
 		// b200/vllm/gptoss-fp4/1k1k/untuned/conc16.json), where the
 		// frontend fitted on the DSR1 results took 170 ms. So on one load
 		// under SGLang the prefill step takes the gap in the frontend's
-		// place (held out on the DSR1 results, 64-256 clients: TTFT -12.1
-		// / -8.2 / -12.6 % against -18.7 / -17.3 / -23.1 % with the
-		// frontend; with the B200 tables -9.5 / -7.5 / -3.8 against
+		// place (held out on the DSR1 results, 64-256 clients, priors:
+		// TTFT -8.6 / -4.8 / -9.6 % against -15.8 / -15.1 / -18.9 % with
+		// the frontend; with the B200 tables -9.5 / -7.5 / -3.8 against
 		// -12.1 / -16.7 / -21.2).
 		eagerPrefill := d.Engine.Policy == PolicySGLang
 		var left []string

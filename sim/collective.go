@@ -45,6 +45,7 @@ import (
 	"strings"
 	"sync"
 
+	engprof "github.com/tpscope/tpscope/engine"
 	"github.com/tpscope/tpscope/model"
 	"github.com/tpscope/tpscope/ncclenv"
 	"github.com/tpscope/tpscope/topology"
@@ -184,12 +185,49 @@ const p2pLLThresholdBytes = 16384
 const (
 	// customARBaseUs: kernel start + flag setup of a custom all-reduce
 	// (assumption: one kernel of a CUDA graph, about 3 us; calibrate).
+	// Datacenter Blackwell takes vLLM's measurement instead
+	// (customARBlackwell).
 	customARBaseUs = 3.0
 	// p2pReadEfficiency: a custom all-reduce reads peers' buffers; PCIe
 	// P2P reads reach less than posted writes (assumption: 0.8). NVLink
 	// reads run at full speed.
 	p2pReadEfficiency = 0.8
 )
+
+// customARBlackwell: vLLM's custom all-reduce kernels on datacenter
+// Blackwell (compute capability 10.x), as vLLM measured them on SM 10.3
+// GPUs joined by NVSwitch (PR #37756, "Add SM 10.3 (B300/GB300)
+// all-reduce communicator tuning", its benchmark_device_communicators
+// table: bf16, CUDA graphs): the one-stage kernel (ca_1stage) takes 7 us
+// at 16 KiB and 8-9 us to 256 KiB, the two-stage one (ca_2stage) 19 us at
+// 16 KiB and 19-23 us to 1 MiB, where the link terms of the model above
+// (barriers x pair latency, bytes x link load) give 1.5-2 us and the 3 us
+// base 4.5-5. So the kernels' fixed time on these GPUs is the cited
+// 16-KiB time less the group's own link terms at 16 KiB (anchorBytes);
+// the terms carry the rest. The same kernel runs in SGLang (sgl-kernel's
+// copy). Checked, held out, against aiconfigurator's B200 custom
+// all-reduce table (TestCustomARBlackwell). The table's world size is not
+// in the text read (6 or 8); at 16 KiB the link terms differ by under
+// 0.1 us between them. Other families keep customARBaseUs: no Hopper
+// measurement of the kernels outside the tables tpscope is tested
+// against was found.
+var customARBlackwell = struct {
+	anchorBytes          float64
+	oneShotUs, twoShotUs float64
+}{16 << 10, 7, 19}
+
+// customARFixedUs is the fixed part (kernel start, flag setup and
+// fences) of the custom all-reduce's one-stage [0] and two-stage [1]
+// kernels on group g of devices of compute capability cc.
+func customARFixedUs(cc string, g *groupInfo) [2]float64 {
+	if a, ok := engprof.ArchOf(cc); !ok || a != engprof.SM100 {
+		return [2]float64{customARBaseUs, customARBaseUs}
+	}
+	b := customARBlackwell.anchorBytes
+	one := customARBlackwell.oneShotUs - (2*g.maxPairLatUs + b*g.customUsPerByte)
+	two := customARBlackwell.twoShotUs - (3*g.maxPairLatUs + 2*b/float64(g.n)*g.customUsPerByte)
+	return [2]float64{math.Max(0, one), math.Max(0, two)}
+}
 
 // Torch's symmetric-memory multimem all-reduce (vLLM's SymmMemCommunicator
 // on the world sizes that take it). multimem_all_reduce_ launches at most
@@ -204,8 +242,9 @@ const (
 // #42324, its multimem column at 0.5-47.84 MiB: 11, 14, 16, 18, 23, 27,
 // 46, 87, 165, 244 us), fitted by relative least squares: 8.65 us and
 // 4.82 us per MiB of message, 38.55 us per MiB of a rank's share
-// (TestMultimemMatchesVLLM). No Blackwell figure was found; assumption:
-// Hopper's.
+// (TestMultimemMatchesVLLM). Blackwell takes Hopper's figures (no fit):
+// held out against vLLM PR #24111's B200 rows, within 12 % on 6 GPUs and
+// 21 % on 8 (the same test).
 const (
 	multimemBaseUs         = 8.65
 	multimemUsPerShareByte = 38.55 / (1 << 20)
@@ -265,6 +304,7 @@ type groupInfo struct {
 	customUsPerByte float64 // busiest link, us per byte per pair
 	customNeck      string
 	maxPairLatUs    float64
+	customFixedUs   [2]float64 // one-stage, two-stage kernels' fixed time (customARFixedUs)
 	// nvswitch: the group shares an NVSwitch (multicast memory exists).
 	nvswitch bool
 	enabled  [numAlgos][numProtos]bool // NCCL's enabled set for this group
@@ -669,7 +709,11 @@ func (m *CollectiveModel) CustomAllReduce(group []int, bytes int64, twoShot bool
 	if twoShot {
 		c.Algo, barriers, perPair = "TwoShot", 3, 2*b/float64(g.n)
 	}
-	c.LatencyUs = customARBaseUs + barriers*g.maxPairLatUs
+	fixed := g.customFixedUs[0]
+	if twoShot {
+		fixed = g.customFixedUs[1]
+	}
+	c.LatencyUs = fixed + barriers*g.maxPairLatUs
 	c.LinkUs = perPair * g.customUsPerByte
 	c.TimeUs = c.LatencyUs + c.LinkUs
 	c.NCCLTimeUs = math.NaN()
@@ -817,6 +861,7 @@ func (m *CollectiveModel) buildGroup(mask uint64, ranks []int) *groupInfo {
 	if g.pathType == pathPCI {
 		g.customUsPerByte /= p2pReadEfficiency
 	}
+	g.customFixedUs = customARFixedUs(t.DeviceOf(ranks[0]).ComputeCapability, g)
 
 	for a := 0; a < numAlgos; a++ {
 		for p := 0; p < numProtos; p++ {
