@@ -110,7 +110,7 @@ func checkCosts(sc *sim.Scenario) error {
 	}
 	switch {
 	case sc.Costs == nil:
-		return fmt.Errorf("the trace was priced with %s: pass --perf-db with those tables", rec)
+		return fmt.Errorf("the trace was priced with %s: pass --perf-db with those tables (and --perf-db-transfer for a transfer)", rec)
 	case sc.Costs.Name() != rec:
 		return fmt.Errorf("the trace was priced with %s; --perf-db gives %s", rec, sc.Costs.Name())
 	}

@@ -2,6 +2,8 @@ package perfdb
 
 import (
 	"math"
+	"slices"
+	"sort"
 	"strconv"
 	"strings"
 
@@ -70,6 +72,69 @@ func NewTransfer(db *DB, donors []string, cfg SourceConfig) (*Transfer, error) {
 
 // Name implements sim.CostSource.
 func (t *Transfer) Name() string { return t.name }
+
+// Donors lists db's systems with tables whose GPU tpscope's catalog
+// knows, leaving out exclude, nearest first to a GPU of datasheet memory
+// bandwidth bwGBps (by |log| of the ratio of their systems' bandwidths,
+// then by name): the donor order of a Transfer to that GPU. A system
+// whose spec or tables cannot be read is left out; none left is an
+// error.
+func Donors(db *DB, bwGBps float64, exclude ...string) ([]string, error) {
+	if !(bwGBps > 0) {
+		return nil, errorf("transfer: the target GPU's memory bandwidth is %g GB/s; want a datasheet figure", bwGBps)
+	}
+	names, err := db.Systems()
+	if err != nil {
+		return nil, err
+	}
+	type donor struct {
+		name string
+		dist float64
+	}
+	var ds []donor
+	for _, n := range names {
+		if slices.Contains(exclude, n) {
+			continue
+		}
+		sys, err := db.System(n)
+		if err != nil || !(sys.Spec.MemBWGBps > 0) {
+			continue
+		}
+		dev, err := sys.device()
+		if err != nil {
+			continue
+		}
+		if _, ok := topology.MatchNVMLName(dev); !ok {
+			continue
+		}
+		ds = append(ds, donor{n, math.Abs(math.Log(sys.Spec.MemBWGBps / bwGBps))})
+	}
+	if len(ds) == 0 {
+		return nil, errorf("transfer: no system of %s has tables of a GPU tpscope's catalog knows", db.root)
+	}
+	sort.SliceStable(ds, func(i, j int) bool {
+		if ds[i].dist != ds[j].dist {
+			return ds[i].dist < ds[j].dist
+		}
+		return ds[i].name < ds[j].name
+	})
+	out := make([]string, len(ds))
+	for i, d := range ds {
+		out[i] = d.name
+	}
+	return out, nil
+}
+
+// CheckRouting is Source.CheckRouting for every donor: the schedule's
+// routing must be one each donor's MoE tables measured.
+func (t *Transfer) CheckRouting(r model.Routing) error {
+	for _, d := range t.donors {
+		if err := d.src.CheckRouting(r); err != nil {
+			return err
+		}
+	}
+	return nil
+}
 
 // OpCost implements sim.CostSource: the first donor whose rows are the
 // target kernel's, else the first with any, moved to dev.

@@ -23,7 +23,6 @@ package sim_test
 import (
 	"fmt"
 	"math"
-	"sort"
 	"strings"
 	"testing"
 
@@ -49,6 +48,20 @@ const (
 	losoMedianBand = 0.15
 	losoWorstBand  = 0.45
 )
+
+// losoTransferHolds are the systems on which the transfer from the
+// others' tables (perfdb.Transfer, --perf-db-transfer) holds the median
+// step error within losoMedianBand at every batch (2026-12-06: H200
+// 13.5 / 6.3 / 11.7 / 14.6 %, B200 9.5 / 5.6 / 11.2 / 12.4 %; worst
+// +31.6 and -23.8 %), where the priors miss it at one request: the
+// HBM GPUs joined by NVSwitch, each the other's nearest donor. On the
+// RTX PRO 6000 and the L40S the priors hold better (the L40S's transfer
+// is 45.5 % off at one request), README "Leave one system out".
+var losoTransferHolds = map[string]bool{"h200_sxm": true, "b200_sxm": true}
+
+// losoTransferWorstBand bounds the transfer's worst step error where it
+// holds (measured 31.6 %: the H200's Kimi-K2.5 step at 128 requests).
+const losoTransferWorstBand = 0.33
 
 // losoMedianMissed are the system and batch whose median misses
 // losoMedianBand, with the bound measured there (2026-12-06): since a
@@ -101,30 +114,15 @@ type losoPoint struct {
 }
 
 // losoDonors orders the other systems by how close their datasheet
-// memory bandwidth is to the held-out GPU's (|log ratio|).
+// memory bandwidth is to the held-out GPU's (perfdb.Donors, the order
+// --perf-db-transfer takes).
 func losoDonors(t *testing.T, db *perfdb.DB, held string, bw float64) []string {
 	t.Helper()
-	type d struct {
-		name string
-		dist float64
+	ds, err := perfdb.Donors(db, bw, held)
+	if err != nil {
+		t.Fatal(err)
 	}
-	var ds []d
-	for _, s := range losoSystems {
-		if s.system == held {
-			continue
-		}
-		sys, err := db.System(s.system)
-		if err != nil {
-			t.Fatal(err)
-		}
-		ds = append(ds, d{s.system, math.Abs(math.Log(sys.Spec.MemBWGBps / bw))})
-	}
-	sort.Slice(ds, func(i, j int) bool { return ds[i].dist < ds[j].dist })
-	out := make([]string, len(ds))
-	for i, x := range ds {
-		out[i] = x.name
-	}
-	return out
+	return ds
 }
 
 func losoPredict(t *testing.T, topo *topology.Topology, opts sim.Options, src sim.CostSource, a *model.Arch, b, ctx int) *sim.Prediction {
@@ -233,6 +231,11 @@ func TestLeaveOneSystemOut(t *testing.T) {
 			allP, allX = append(allP, ep...), append(allX, ex...)
 			t.Logf("  batch %3d: priors median %5.1f %% (worst %+6.1f %%), transfer median %5.1f %% (worst %+6.1f %%)",
 				b, 100*medianAbs(ep), 100*signedWorst(ep), 100*medianAbs(ex), 100*signedWorst(ex))
+			if losoTransferHolds[s.system] {
+				if m, w := medianAbs(ex), maxAbs(ex); m > losoMedianBand || w > losoTransferWorstBand {
+					t.Errorf("%s batch %d: transfer median %.1f %% (band %.0f), worst %.1f %% (band %.0f)", s.system, b, 100*m, 100*losoMedianBand, 100*w, 100*losoTransferWorstBand)
+				}
+			}
 		}
 		for _, p := range pts {
 			fam := ""

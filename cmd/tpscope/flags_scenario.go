@@ -42,6 +42,7 @@ type scenarioFlags struct {
 	opts           sim.Options
 	perfDB         string
 	perfDBSystem   string
+	perfDBTransfer bool
 	db             *perfdb.DB // --perf-db, opened once
 	specFlags
 
@@ -89,11 +90,13 @@ func (f *scenarioFlags) Bind(fs *pflag.FlagSet) {
 	f.bindOptionFlags(fs)
 }
 
-// bindCostFlags registers --perf-db and --perf-db-system.
+// bindCostFlags registers --perf-db, --perf-db-system and
+// --perf-db-transfer.
 func (f *scenarioFlags) bindCostFlags(fs *pflag.FlagSet) {
 	f.fs = fs
 	fs.StringVar(&f.perfDB, "perf-db", f.perfDB, "price ops from measured tables first: the systems/ directory of an aiconfigurator install (vLLM's newest tables of the box's GPU); ops without a table keep the priors, and each op says where its cost came from")
 	fs.StringVar(&f.perfDBSystem, "perf-db-system", f.perfDBSystem, "system of --perf-db to read (its YAML name, e.g. rtx_pro_6000_server; default: the one measured on the box's GPU)")
+	fs.BoolVar(&f.perfDBTransfer, "perf-db-transfer", f.perfDBTransfer, "for a GPU --perf-db has no tables of: price ops from the other systems' tables moved to it by the datasheets (nearest memory bandwidth first, past each row's launch-bound part), as aiconfigurator's perf_data_reuse_manifest reuses rows; collectives keep the priors. Held out, it holds HBM GPUs joined by NVSwitch better than the priors (README \"Leave one system out\")")
 }
 
 // checkPerfDB refuses a --perf-db that is not there or cannot be read,
@@ -101,6 +104,12 @@ func (f *scenarioFlags) bindCostFlags(fs *pflag.FlagSet) {
 func (f *scenarioFlags) checkPerfDB() error {
 	if f.perfDB == "" && f.perfDBSystem != "" {
 		return flagError("--perf-db-system", f.perfDBSystem, "needs --perf-db")
+	}
+	if f.perfDBTransfer && f.perfDB == "" {
+		return flagError("--perf-db-transfer", nil, "needs --perf-db")
+	}
+	if f.perfDBTransfer && f.perfDBSystem != "" {
+		return flagError("--perf-db-transfer and --perf-db-system", nil, "take one: --perf-db-system reads one system's own tables, --perf-db-transfer moves the others' to a GPU without tables")
 	}
 	return checkInputPath("--perf-db", f.perfDB, "the systems/ directory of an aiconfigurator install")
 }
@@ -136,10 +145,20 @@ func (f *scenarioFlags) costs(topo *topology.Topology, routing model.Routing, o 
 		f.db = db
 	}
 	dev := topo.DeviceOf(0)
-	src, err := perfdb.NewSource(f.db, perfdb.SourceConfig{System: f.perfDBSystem, Device: dev.Name, Profile: o.Engine,
-		AttentionBackend: string(o.AttentionBackend), MoEKernel: o.MoEKernel})
+	cfg := perfdb.SourceConfig{System: f.perfDBSystem, Device: dev.Name, Profile: o.Engine,
+		AttentionBackend: string(o.AttentionBackend), MoEKernel: o.MoEKernel}
+	if f.perfDBTransfer {
+		return f.transferCosts(dev, routing, cfg)
+	}
+	src, err := perfdb.NewSource(f.db, cfg)
 	if err != nil {
-		return nil, perfDBError("--perf-db", f.perfDB, err)
+		err := perfDBError("--perf-db", f.perfDB, err)
+		if ue, ok := err.(*usageError); ok && f.perfDBSystem == "" {
+			if _, miss := f.db.SystemFor(dev.Name); miss != nil {
+				ue.Want += " (--perf-db-transfer prices it from those systems' tables moved to this GPU by the datasheets)"
+			}
+		}
+		return nil, err
 	}
 	if err := src.Check(dev); err != nil {
 		return nil, perfDBError("--perf-db-system", f.perfDBSystem, err)
@@ -156,6 +175,32 @@ func (f *scenarioFlags) costs(topo *topology.Topology, routing model.Routing, o 
 		return nil, err
 	}
 	return src, nil
+}
+
+// transferCosts is --perf-db-transfer's cost source for a GPU dev the
+// database has no tables of: every other system's, nearest memory
+// bandwidth first (perfdb.Donors), read with cfg. A GPU the database
+// has tables of is refused: its own tables price it.
+func (f *scenarioFlags) transferCosts(dev *topology.Device, routing model.Routing, cfg perfdb.SourceConfig) (sim.CostSource, error) {
+	if own, err := f.db.SystemFor(dev.Name); err == nil {
+		return nil, flagError("--perf-db-transfer", nil, "%s has system %s measured on the box's GPU (%s); its own tables price it (drop --perf-db-transfer)", f.perfDB, own, dev.Name)
+	}
+	donors, err := perfdb.Donors(f.db, dev.MemBWGBps)
+	if err != nil {
+		return nil, perfDBError("--perf-db", f.perfDB, err)
+	}
+	cfg.System, cfg.Device = "", ""
+	xfer, err := perfdb.NewTransfer(f.db, donors, cfg)
+	if err != nil {
+		return nil, perfDBError("--perf-db", f.perfDB, err)
+	}
+	if err := xfer.CheckRouting(routing); err != nil {
+		if f.changed("moe-routing") {
+			return nil, perfDBError("--moe-routing", routing.String(), err)
+		}
+		return nil, perfDBError("--perf-db", f.perfDB, err)
+	}
+	return xfer, nil
 }
 
 // bindModelFlags registers --model and the build options.
@@ -420,7 +465,7 @@ func (f *scenarioFlags) override() func(*sim.Scenario) error {
 // scenarioFlagNames are the flags Bind registers besides the
 // option flags.
 var scenarioFlagNames = []string{"model", "tp", "ep", "dp", "dcp", "phase", "batch", "context", "mtp", "kv-dtype",
-	"dense-dsa", "moe-dispatch", "dispatch-dtype", "moe-routing", "topo", "gpus", "perf-db", "perf-db-system"}
+	"dense-dsa", "moe-dispatch", "dispatch-dtype", "moe-routing", "topo", "gpus", "perf-db", "perf-db-system", "perf-db-transfer"}
 
 func (f *scenarioFlags) isScenarioFlag(name string) bool {
 	for _, n := range scenarioFlagNames {
@@ -486,7 +531,7 @@ func (f *scenarioFlags) apply(name string, sc *sim.Scenario) error {
 		if err == nil && sc.Costs != nil {
 			sc.Costs, err = f.costs(sc.Topo, sc.Build.Routing, sc.Options)
 		}
-	case "perf-db", "perf-db-system":
+	case "perf-db", "perf-db-system", "perf-db-transfer":
 		// A recorded scenario keeps the routing it ran under; tables
 		// without rows under it are refused (costs), not silently
 		// re-routed.

@@ -107,6 +107,13 @@ func TestPerfDBBadInput(t *testing.T) {
 		// the MoE table has no rows of is refused, naming what it has.
 		{[]string{"predict", "--perf-db", db, "--moe-routing", "uniform"}, "--moe-routing uniform: perfdb rtx_pro_6000_server/vllm/0.24.0 measured MoE layers under balanced, power-law-1.01, power-law-1.2 routing, not uniform"},
 		{[]string{"schedule", "--perf-db", db, "--moe-routing", "power-law-1.5"}, "--moe-routing power-law-1.5:"},
+		// A GPU without tables: refused with the way to price it anyway;
+		// --perf-db-transfer where it means nothing is refused too.
+		{[]string{"predict", "--model", "glm-5-nvfp4", "--topo", "nvswitch:8xh100-sxm", "--perf-db", db}, `measured on "NVIDIA H100 80GB HBM3"`},
+		{[]string{"predict", "--model", "glm-5-nvfp4", "--topo", "nvswitch:8xh100-sxm", "--perf-db", db}, "(--perf-db-transfer prices it from those systems' tables"},
+		{[]string{"predict", "--perf-db-transfer"}, "--perf-db-transfer: needs --perf-db"},
+		{[]string{"predict", "--perf-db", db, "--perf-db-transfer", "--perf-db-system", "h200_sxm"}, "--perf-db-transfer and --perf-db-system: take one"},
+		{[]string{"predict", "--perf-db", db, "--perf-db-transfer", "--topo", "h200-nvswitch"}, "has system h200_sxm measured on the box's GPU (NVIDIA H200); its own tables price it"},
 	}
 	for _, tc := range cases {
 		code, out, errs := runCLI(t, tc.args...)
@@ -178,5 +185,51 @@ func TestPerfDBRoutingOneFact(t *testing.T) {
 	}
 	if code, _, errs := runCLI(t, "compare", "--trace", trace, "--perf-db", db, "--moe-routing", "balanced"); code != 0 {
 		t.Errorf("compare --moe-routing balanced --perf-db: exit %d: %s", code, errs)
+	}
+}
+
+// TestPerfDBTransfer: --perf-db-transfer prices a GPU the database has
+// no tables of (an H100 SXM) from the other systems' tables, nearest
+// memory bandwidth first (H200 4.8 TB/s against the H100's 3.35, then
+// the RTX PRO 6000's 1.8, the B200's 7.7, the L40S's 0.86), says so on the
+// costs line and per op, and keeps the priors for collectives.
+func TestPerfDBTransfer(t *testing.T) {
+	db := samplePerfDB(t, true)
+	args := []string{"predict", "--model", "glm-5-nvfp4", "--topo", "nvswitch:8xh100-sxm", "--batch", "8", "--perf-db", db, "--perf-db-transfer"}
+	code, out, errs := runCLI(t, append(args, "--output", "json")...)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	var pr struct {
+		CostSource  string `json:"cost_source"`
+		MeasuredOps int    `json:"measured_ops"`
+		Ops         []struct {
+			ID   string `json:"id"`
+			Kind string `json:"kind"`
+			Cost struct {
+				Source string `json:"source"`
+			} `json:"cost"`
+		} `json:"ops"`
+	}
+	if err := json.Unmarshal([]byte(out), &pr); err != nil {
+		t.Fatal(err)
+	}
+	if pr.CostSource != "transfer from h200_sxm, rtx_pro_6000_server, b200_sxm, l40s" || pr.MeasuredOps == 0 {
+		t.Errorf("cost source %q, %d measured ops", pr.CostSource, pr.MeasuredOps)
+	}
+	moved, coll := 0, 0
+	for _, op := range pr.Ops {
+		switch {
+		case op.Kind == "collective":
+			coll++
+			if op.Cost.Source != "prior" {
+				t.Errorf("%s: a collective priced from %q; another box's fabric does not transfer", op.ID, op.Cost.Source)
+			}
+		case strings.Contains(op.Cost.Source, "moved from NVIDIA H200"):
+			moved++
+		}
+	}
+	if moved == 0 || coll == 0 {
+		t.Errorf("%d ops moved from the H200's tables, %d collectives", moved, coll)
 	}
 }
