@@ -43,7 +43,11 @@ type scenarioFlags struct {
 	perfDB         string
 	perfDBSystem   string
 	perfDBTransfer bool
-	db             *perfdb.DB // --perf-db, opened once
+	// perfDBBoxes: the verb prices several boxes (plan --topo a,b), so
+	// --perf-db-transfer leaves a box with tables of its own to them
+	// instead of refusing it.
+	perfDBBoxes bool
+	db          *perfdb.DB // --perf-db, opened once
 	specFlags
 
 	// arch, when set, is used instead of resolving --model (model load).
@@ -148,7 +152,9 @@ func (f *scenarioFlags) costs(topo *topology.Topology, routing model.Routing, o 
 	cfg := perfdb.SourceConfig{System: f.perfDBSystem, Device: dev.Name, Profile: o.Engine,
 		AttentionBackend: string(o.AttentionBackend), MoEKernel: o.MoEKernel}
 	if f.perfDBTransfer {
-		return f.transferCosts(dev, routing, cfg)
+		if _, err := f.db.SystemFor(dev.Name); err != nil || !f.perfDBBoxes {
+			return f.transferCosts(dev, routing, cfg)
+		}
 	}
 	src, err := perfdb.NewSource(f.db, cfg)
 	if err != nil {

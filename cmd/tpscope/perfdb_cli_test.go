@@ -232,4 +232,11 @@ func TestPerfDBTransfer(t *testing.T) {
 	if moved == 0 || coll == 0 {
 		t.Errorf("%d ops moved from the H200's tables, %d collectives", moved, coll)
 	}
+	// A sweep over boxes with and without tables: each box with tables
+	// keeps its own, the others take the transfer, nothing is refused.
+	code, out, errs = runCLI(t, "plan", "--model", "glm-5-nvfp4", "--topo", "h200-nvswitch,nvswitch:8xh100-sxm", "--gpus", "8", "--context", "4096",
+		"--batch", "8", "--perf-db", db, "--perf-db-transfer")
+	if code != 0 || strings.Contains(errs, "priced from the priors") || !strings.Contains(out, "nvswitch:8xh100-sxm") {
+		t.Errorf("plan over h200-nvswitch and an H100 box with --perf-db-transfer: exit %d, stderr %q\n%s", code, errs, out)
+	}
 }

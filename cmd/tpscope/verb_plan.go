@@ -215,9 +215,11 @@ func (o *planOptions) Run(ctx context.Context, args []string, std IO) error {
 		}
 		return planSpaceUsage(err, len(space.Topologies))
 	}
+	sc.perfDBBoxes = len(space.Topologies) > 1
 	for _, t := range space.Topologies {
 		// A box whose GPU the perf DB has no tables of is priced from
-		// the priors, and the sweep says so.
+		// the priors (or, with --perf-db-transfer, from the others'
+		// tables), and the sweep says so.
 		src, err := sc.costs(t, build.Routing, space.Options)
 		if err != nil && sc.perfDB != "" && len(o.topos) > 1 {
 			fmt.Fprintf(std.Stderr, "plan: %s priced from the priors: %v\n", t.Name, err)
