@@ -209,7 +209,7 @@ func Calibrate(d Deployment, levels []Measured, opts CalibrateOptions) (*Calibra
 		// frontend fitted on the DSR1 results took 170 ms. So on one load
 		// under SGLang the prefill step takes the gap in the frontend's
 		// place (held out on the DSR1 results, 64-256 clients, priors:
-		// TTFT -8.6 / -4.8 / -9.6 % against -15.8 / -15.1 / -18.9 % with
+		// TTFT -8.6 / -4.8 / -9.4 % against -15.8 / -15.1 / -18.9 % with
 		// the frontend; with the B200 tables -9.5 / -7.5 / -3.8 against
 		// -12.1 / -16.7 / -21.2).
 		eagerPrefill := d.Engine.Policy == PolicySGLang

@@ -194,6 +194,19 @@ const (
 	p2pReadEfficiency = 0.8
 )
 
+// ncclBlackwellStepUs: the latency a step of NCCL's ring or tree adds on
+// NVLink between datacenter Blackwell GPUs (compute capability 10.x)
+// beyond the hwLat NCCL's tuning model carries for every NVLink
+// generation. vLLM measured NCCL's all-reduce (pynccl, CUDA graphs) on
+// SM 10.3 GPUs joined by NVSwitch at 29 us for 16 KiB (PR #37756, the
+// table customARBlackwell cites; its world size read as 8), where NCCL's
+// own model and the links give 15.1 us on 8 GPUs (Ring/LL, 14 steps): 1.0
+// us more a step (TestNCCLBlackwell re-derives it). Hopper's NCCL rows
+// (aiconfigurator's h200_sxm, 16 us at 4 KiB) match the model without
+// it. Held out against aiconfigurator's B200 NCCL table and vLLM PR
+// #24111's B200 pynccl rows (TestNCCLBlackwell).
+const ncclBlackwellStepUs = 1.0
+
 // customARBlackwell: vLLM's custom all-reduce kernels on datacenter
 // Blackwell (compute capability 10.x), as vLLM measured them on SM 10.3
 // GPUs joined by NVSwitch (PR #37756, "Add SM 10.3 (B300/GB300)
@@ -292,6 +305,10 @@ type groupInfo struct {
 	// tpscope's latency, not to NCCL's); a2aHopExtraUs the same over all
 	// P2P pairs (all-to-all).
 	hopExtraUs, a2aHopExtraUs float64
+	// archStepUs: what a step of NCCL's algorithms takes beyond NCCL's
+	// own hwLat on this group's NVLink generation (ncclBlackwellStepUs),
+	// added to tpscope's latency, not to NCCL's.
+	archStepUs float64
 	// Ring (and chain for Tree) bottleneck bus bandwidth, GB/s.
 	ringBw, ringNCCLBw float64
 	treeBw, treeNCCLBw float64
@@ -623,7 +640,7 @@ func (m *CollectiveModel) precompute(g *groupInfo) {
 // host-memory hops weighted by their share of the ring, plus the ring's
 // slowest P2P hop beyond the one NCCL's hwLat prices.
 func (m *CollectiveModel) stepLatUs(g *groupInfo, a, p int) float64 {
-	return ncclHwLatUs[g.pathType][a][p] + g.shmFrac*m.topo.Host.SHMLatUs + g.hopExtraUs
+	return ncclHwLatUs[g.pathType][a][p] + g.shmFrac*m.topo.Host.SHMLatUs + g.hopExtraUs + g.archStepUs
 }
 
 // result is the cost of (a, p) for b bytes from the tables.
@@ -820,6 +837,11 @@ func (m *CollectiveModel) buildGroup(mask uint64, ranks []int) *groupInfo {
 		}
 	}
 	g.shmFrac = float64(g.shmHops) / float64(len(ring))
+	if g.pathType == pathNVLink {
+		if a, ok := engprof.ArchOf(t.DeviceOf(ranks[0]).ComputeCapability); ok && a == engprof.SM100 {
+			g.archStepUs = ncclBlackwellStepUs
+		}
+	}
 	rs := t.Share(ring, false)
 	g.ringBw, g.ringNeck = rs.PerFlowGBps, rs.Bottleneck
 	g.ringNCCLBw = t.Share(ring, true).PerFlowGBps
