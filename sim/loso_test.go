@@ -52,7 +52,7 @@ const (
 // losoTransferHolds are the systems on which the transfer from the
 // others' tables (perfdb.Transfer, --perf-db-transfer) holds the median
 // step error within losoMedianBand at every batch (2026-12-06: H200
-// 13.5 / 6.3 / 11.7 / 14.6 %, B200 9.5 / 5.6 / 11.2 / 12.4 %; worst
+// 13.5 / 6.3 / 11.7 / 14.6 %, B200 9.4 / 5.6 / 11.1 / 12.4 %; worst
 // +31.6 and -23.8 %), where the priors miss it at one request: the
 // HBM GPUs joined by NVSwitch, each the other's nearest donor. On the
 // RTX PRO 6000 and the L40S the priors hold better (the L40S's transfer
@@ -74,7 +74,8 @@ const losoTransferWorstBand = 0.33
 // Marlin experts 24-47 % under them at every batch; the RTX PRO 6000's
 // median fell from 8.4 to 3.1 %. The B200's went from 21.1 to 17.2 %
 // when its custom all-reduce took vLLM's Blackwell measurement (sim
-// customARBlackwell: the step's one-stage all-reduces 7 us, not 4.5).
+// customARBlackwell: the step's one-stage all-reduces 7 us, not 4.5),
+// and to 17.1 % with NCCL's Blackwell step (ncclBlackwellStepUs).
 var losoMedianMissed = map[string]float64{"h200_sxm/1": 0.31, "b200_sxm/1": 0.18}
 
 var (
