@@ -335,6 +335,11 @@ func (p *Profile) validate() error {
 				return bad(f+".multimem_world_sizes", "%d: want a world size of max_bytes", n)
 			}
 		}
+		for _, cc := range r.Capabilities {
+			if a, ok := ArchOf(cc); !ok || !r.Archs.Has(a) || !strings.Contains(cc, ".") {
+				return bad(f+".capabilities", "%q: want a compute capability major.minor of the rule's archs", cc)
+			}
+		}
 	}
 	if len(p.SymmMem.Rules) > 0 || len(p.SymmMem.Cite) > 0 {
 		if err := cite("symm_mem_allreduce", p.SymmMem.Cite); err != nil {

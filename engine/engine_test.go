@@ -242,37 +242,48 @@ func TestCustomAllReduceRules(t *testing.T) {
 // (two-shot from 256 KiB) and runs multimem to 128 MiB; 2 Blackwell GPUs
 // run symmetric memory's two-shot kernel above 2 MiB. Without an NVSwitch
 // (no multicast) symmetric memory does not run and the custom all-reduce
-// keeps its 8 MiB; SGLang has no symmetric-memory rules.
+// keeps its 8 MiB; SGLang has no symmetric-memory rules. SM 10.3 GPUs
+// (B300) take vLLM's limits for that capability, not the family's.
 func TestAllReducePaths(t *testing.T) {
 	const kib, mib = 1 << 10, 1 << 20
 	cases := []struct {
 		engine           string
 		arch             Arch
+		cc               string
 		n                int
 		nvlink, nvswitch bool
 		bytes            int64
 		want             ARPath
 	}{
-		{"vllm", SM90, 8, true, true, 14336, ARCustomOneShot},
-		{"vllm", SM90, 8, true, true, 256*kib - 16, ARCustomOneShot},
-		{"vllm", SM90, 8, true, true, 256 * kib, ARSymmMultimem},
-		{"vllm", SM90, 8, true, true, 458752, ARSymmMultimem},
-		{"vllm", SM90, 8, true, true, 64 * mib, ARNCCL},
-		{"vllm", SM100, 8, true, true, 128 * kib, ARCustomOneShot},
-		{"vllm", SM100, 8, true, true, 458752, ARCustomTwoShot},
-		{"vllm", SM100, 8, true, true, 1 * mib, ARSymmMultimem},
-		{"vllm", SM100, 8, true, true, 128 * mib, ARNCCL},
-		{"vllm", SM100, 2, true, true, 4 * mib, ARSymmTwoShot},
-		{"vllm", SM90, 8, true, false, 458752, ARCustomTwoShot},
-		{"vllm", SM90, 8, true, false, 16 * mib, ARNCCL},
-		{"vllm", SM120, 8, false, false, 14336, ARNCCL},
-		{"vllm", SM120, 2, false, false, 14336, ARCustomOneShot},
-		{"sglang", SM90, 8, true, true, 458752, ARCustomTwoShot},
-		{"executor", SM90, 8, true, true, 14336, ARNCCL},
+		{"vllm", SM90, "9.0", 8, true, true, 14336, ARCustomOneShot},
+		{"vllm", SM90, "9.0", 8, true, true, 256*kib - 16, ARCustomOneShot},
+		{"vllm", SM90, "9.0", 8, true, true, 256 * kib, ARSymmMultimem},
+		{"vllm", SM90, "9.0", 8, true, true, 458752, ARSymmMultimem},
+		{"vllm", SM90, "9.0", 8, true, true, 64 * mib, ARNCCL},
+		{"vllm", SM100, "10.0", 8, true, true, 128 * kib, ARCustomOneShot},
+		{"vllm", SM100, "10.0", 8, true, true, 458752, ARCustomTwoShot},
+		{"vllm", SM100, "10.0", 8, true, true, 1 * mib, ARSymmMultimem},
+		{"vllm", SM100, "10.0", 8, true, true, 128 * mib, ARNCCL},
+		{"vllm", SM100, "10.0", 2, true, true, 4 * mib, ARSymmTwoShot},
+		{"vllm", SM90, "9.0", 8, true, false, 458752, ARCustomTwoShot},
+		{"vllm", SM90, "9.0", 8, true, false, 16 * mib, ARNCCL},
+		{"vllm", SM120, "12.0", 8, false, false, 14336, ARNCCL},
+		{"vllm", SM120, "12.0", 2, false, false, 14336, ARCustomOneShot},
+		{"sglang", SM90, "9.0", 8, true, true, 458752, ARCustomTwoShot},
+		{"executor", SM90, "9.0", 8, true, true, 14336, ARNCCL},
+		// SM 10.3 (B300) has limits of its own: the custom all-reduce to 4
+		// MiB on 8 GPUs, multimem from there to 64 MiB; on 2 GPUs both
+		// stop at 4 MiB.
+		{"vllm", SM100, "10.3", 8, true, true, 458752, ARCustomTwoShot},
+		{"vllm", SM100, "10.3", 8, true, true, 2 * mib, ARCustomTwoShot},
+		{"vllm", SM100, "10.3", 8, true, true, 4 * mib, ARSymmMultimem},
+		{"vllm", SM100, "10.3", 8, true, true, 64 * mib, ARNCCL},
+		{"vllm", SM100, "10.3", 2, true, true, 3 * mib, ARCustomOneShot},
+		{"vllm", SM100, "10.3", 2, true, true, 4 * mib, ARNCCL},
 	}
 	for _, c := range cases {
-		if got := mustLookup(t, c.engine).AllReducePath(c.arch, c.n, c.nvlink, c.nvswitch, c.bytes); got != c.want {
-			t.Errorf("%s %s %d GPUs nvlink %v nvswitch %v %d B: %s, want %s", c.engine, c.arch, c.n, c.nvlink, c.nvswitch, c.bytes, got, c.want)
+		if got := mustLookup(t, c.engine).AllReducePath(c.arch, c.cc, c.n, c.nvlink, c.nvswitch, c.bytes); got != c.want {
+			t.Errorf("%s %s (%s) %d GPUs nvlink %v nvswitch %v %d B: %s, want %s", c.engine, c.arch, c.cc, c.n, c.nvlink, c.nvswitch, c.bytes, got, c.want)
 		}
 	}
 }
@@ -482,14 +493,18 @@ func TestEagerHostUsBounds(t *testing.T) {
 
 // TestSymmMemRulesChecked: a symmetric-memory rule whose custom cap,
 // multimem world size or size names a world size it has no maximum for,
-// or that has no citation, is one error naming the field.
+// that names a compute capability outside its families, or that has no
+// citation, is one error naming the field.
 func TestSymmMemRulesChecked(t *testing.T) {
 	base := string(mustRead(t, "profiles/vllm-0.24.yaml"))
 	for _, c := range []struct{ old, new, field string }{
 		{"multimem_world_sizes: [6, 8]", "multimem_world_sizes: [6, 8, 16]", "symm_mem_allreduce.rules[1].multimem_world_sizes"},
 		{"custom_max_bytes: {2: 2097152,", "custom_max_bytes: {3: 1, 2: 2097152,", "symm_mem_allreduce.rules[1].custom_max_bytes"},
 		{"max_bytes: {2: 67108864, 4: 33554432, 6: 67108864", "max_bytes: {2: 0, 4: 33554432, 6: 67108864", "symm_mem_allreduce.rules[0].max_bytes"},
-		{"  cite: [symm-mem]\n", "  cite: []\n", "symm_mem_allreduce.cite"},
+		{"  cite: [symm-mem, symm-mem-sm103]\n", "  cite: []\n", "symm_mem_allreduce.cite"},
+		// A capability outside the rule's family, or not major.minor.
+		{`capabilities: ["10.3"]`, `capabilities: ["9.0"]`, "symm_mem_allreduce.rules[2].capabilities"},
+		{`capabilities: ["10.3"]`, `capabilities: ["10"]`, "symm_mem_allreduce.rules[2].capabilities"},
 	} {
 		if !strings.Contains(base, c.old) {
 			t.Fatalf("the vLLM profile lacks %q", c.old)

@@ -584,6 +584,12 @@ type SymmMemAR struct {
 // world size.
 type SymmMemRule struct {
 	Archs ArchSet `yaml:"archs"`
+	// Capabilities narrows the rule to devices of these exact compute
+	// capabilities ("10.3"): vLLM keys its tables by the capability string
+	// (all_reduce_utils.py), so SM 10.3 GPUs (B300, GB300) have limits of
+	// their own within the sm100 family. A rule naming the device's
+	// capability is taken before a rule of its family without any.
+	Capabilities []string `yaml:"capabilities"`
 	// CustomMaxBytes: the custom all-reduce carries messages below this
 	// where symmetric memory runs (vLLM's CUSTOM_ALL_REDUCE_MAX_SIZES).
 	CustomMaxBytes map[int]int64 `yaml:"custom_max_bytes"`
@@ -618,34 +624,42 @@ func (a ARPath) String() string {
 	return "ARPath(" + strconv.Itoa(int(a)) + ")"
 }
 
-// symmRule is the rule of family a that runs symmetric memory on n GPUs
-// sharing an NVSwitch, or nil.
-func (s *SymmMemAR) symmRule(a Arch, n int, nvswitch bool) *SymmMemRule {
+// symmRule is the rule that runs symmetric memory on n GPUs of family a
+// and compute capability cc sharing an NVSwitch (the one naming cc, else
+// the first of the family naming none), or nil.
+func (s *SymmMemAR) symmRule(a Arch, cc string, n int, nvswitch bool) *SymmMemRule {
 	if !nvswitch {
 		return nil
 	}
+	var family *SymmMemRule
 	for i := range s.Rules {
 		r := &s.Rules[i]
-		if _, ok := r.MaxBytes[n]; ok && r.Archs.Has(a) {
+		if _, ok := r.MaxBytes[n]; !ok || !r.Archs.Has(a) {
+			continue
+		}
+		switch {
+		case slices.Contains(r.Capabilities, cc):
 			return r
+		case len(r.Capabilities) == 0 && family == nil:
+			family = r
 		}
 	}
-	return nil
+	return family
 }
 
 // Runs reports whether the symmetric-memory all-reduce runs on n GPUs of
-// family a (nvswitch: they share an NVSwitch).
-func (s *SymmMemAR) Runs(a Arch, n int, nvswitch bool) bool {
-	return s.symmRule(a, n, nvswitch) != nil
+// family a and compute capability cc (nvswitch: they share an NVSwitch).
+func (s *SymmMemAR) Runs(a Arch, cc string, n int, nvswitch bool) bool {
+	return s.symmRule(a, cc, n, nvswitch) != nil
 }
 
 // AllReducePath is what carries a TP all-reduce of b bytes over n GPUs of
-// family a (allNVLink: NVLink joins every pair; nvswitch: they share an
-// NVSwitch, so multicast memory exists), in the engine's order: its custom
-// all-reduce below its cap, then symmetric memory below its own, then NCCL
-// (vLLM CudaCommunicator.all_reduce).
-func (p *Profile) AllReducePath(a Arch, n int, allNVLink, nvswitch bool, b int64) ARPath {
-	rule := p.SymmMem.symmRule(a, n, nvswitch)
+// family a and compute capability cc (allNVLink: NVLink joins every pair;
+// nvswitch: they share an NVSwitch, so multicast memory exists), in the
+// engine's order: its custom all-reduce below its cap, then symmetric
+// memory below its own, then NCCL (vLLM CudaCommunicator.all_reduce).
+func (p *Profile) AllReducePath(a Arch, cc string, n int, allNVLink, nvswitch bool, b int64) ARPath {
+	rule := p.SymmMem.symmRule(a, cc, n, nvswitch)
 	if ok, one := p.AllReduce.Runs(n, allNVLink, b); ok {
 		capped := false
 		if rule != nil {

@@ -17,6 +17,9 @@ import (
 type engineKernels struct {
 	prof *engprof.Profile
 	arch engprof.Arch
+	// cc is the GPU's compute capability ("10.3"): engines key some
+	// tables by it within a family (engprof.SymmMemRule.Capabilities).
+	cc string
 	// attnOverride, moeOverride: the user's --attention-backend and
 	// --moe-kernel ("" = the engine's choice).
 	attnOverride, moeOverride string
@@ -55,6 +58,7 @@ type attnSlot struct {
 func (k *engineKernels) init(dev *topology.Device, prof *engprof.Profile, opts *Options) {
 	k.prof = prof
 	k.arch, _ = engprof.ArchOf(dev.ComputeCapability)
+	k.cc = dev.ComputeCapability
 	k.attnOverride = string(opts.AttentionBackend)
 	k.moeOverride = opts.MoEKernel
 	k.eagerRoles = map[model.Role]bool{}
@@ -362,7 +366,7 @@ func (p *Predictor) EngineSummary(sc Scenario) string {
 			} else {
 				parts = append(parts, "NCCL all-reduce")
 			}
-			if k.prof.SymmMem.Runs(k.arch, plan.TP, nvs) {
+			if k.prof.SymmMem.Runs(k.arch, k.cc, plan.TP, nvs) {
 				parts = append(parts, "symmetric-memory all-reduce above the custom one's cap")
 			}
 		case p.opts.CustomAR == CustomAROff:

@@ -23,6 +23,8 @@ package sim_test
 import (
 	"fmt"
 	"math"
+	"os"
+	"slices"
 	"strings"
 	"testing"
 
@@ -117,9 +119,9 @@ type losoPoint struct {
 // losoDonors orders the other systems by how close their datasheet
 // memory bandwidth is to the held-out GPU's (perfdb.Donors, the order
 // --perf-db-transfer takes).
-func losoDonors(t *testing.T, db *perfdb.DB, held string, bw float64) []string {
+func losoDonors(t *testing.T, db *perfdb.DB, bw float64, held ...string) []string {
 	t.Helper()
-	ds, err := perfdb.Donors(db, bw, held)
+	ds, err := perfdb.Donors(db, bw, held...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -153,8 +155,9 @@ func families(pr *sim.Prediction) map[string]float64 {
 	return out
 }
 
-// losoRun prices every point of held out three ways.
-func losoRun(t *testing.T, db *perfdb.DB, s losoSystem) ([]losoPoint, []string) {
+// losoRun prices every point of held out three ways; the transfer's
+// donors are db's other systems but notDonors.
+func losoRun(t *testing.T, db *perfdb.DB, s losoSystem, notDonors ...string) ([]losoPoint, []string) {
 	t.Helper()
 	topo, err := topology.Resolve(s.box, 0)
 	if err != nil {
@@ -167,7 +170,7 @@ func losoRun(t *testing.T, db *perfdb.DB, s losoSystem) ([]losoPoint, []string) 
 	if err != nil {
 		t.Fatal(err)
 	}
-	donors := losoDonors(t, db, s.system, own.System().Spec.MemBWGBps)
+	donors := losoDonors(t, db, own.System().Spec.MemBWGBps, append([]string{s.system}, notDonors...)...)
 	xfer, err := perfdb.NewTransfer(db, donors, perfdb.SourceConfig{})
 	if err != nil {
 		t.Fatal(err)
@@ -194,73 +197,75 @@ func losoRun(t *testing.T, db *perfdb.DB, s losoSystem) ([]losoPoint, []string) 
 // median step error within losoMedianBand per system and batch, their
 // worst within losoWorstBand (the measured bound, README "Leave one
 // system out": the worst points are small-batch FP8 and NVFP4-free MoE
-// layers and the B200's DeepSeek-V3 collectives). The transfer is
-// printed beside them; it holds no better leave-one-out (its L40S batch-1
-// median is 36 %), so the priors are what a GPU without tables gets.
+// layers and the B200's DeepSeek-V3 collectives), and the transfer's
+// median within losoMedianBand where it holds (losoTransferHolds).
 func TestLeaveOneSystemOut(t *testing.T) {
 	db := sampleDB(t)
 	for _, s := range losoSystems {
 		pts, donors := losoRun(t, db, s)
-		defer func(sys string, pts []losoPoint) {
-			for _, b := range losoBatches {
-				var ep []float64
-				for _, p := range pts {
-					if p.batch == b {
-						ep = append(ep, p.prior/p.own-1)
-					}
-				}
-				band := losoMedianBand
-				if m, ok := losoMedianMissed[fmt.Sprintf("%s/%d", sys, b)]; ok {
-					band = m
-				}
-				if m, w := medianAbs(ep), maxAbs(ep); m > band || w > losoWorstBand {
-					t.Errorf("%s batch %d: priors median %.1f %% (band %.0f), worst %.1f %% (band %.0f)", sys, b, 100*m, 100*band, 100*w, 100*losoWorstBand)
-				}
+		prior, xfer := losoLog(t, s.system, donors, pts)
+		for i, b := range losoBatches {
+			band := losoMedianBand
+			if m, ok := losoMedianMissed[fmt.Sprintf("%s/%d", s.system, b)]; ok {
+				band = m
 			}
-		}(s.system, pts)
-		t.Logf("%s held out (transfer donors, nearest first: %s)", s.system, strings.Join(donors, ", "))
-		var allP, allX []float64
-		for _, b := range losoBatches {
-			var ep, ex []float64
-			for _, p := range pts {
-				if p.batch != b {
-					continue
-				}
-				ep = append(ep, p.prior/p.own-1)
-				ex = append(ex, p.xfer/p.own-1)
+			if m, w := medianAbs(prior[i]), maxAbs(prior[i]); m > band || w > losoWorstBand {
+				t.Errorf("%s batch %d: priors median %.1f %% (band %.0f), worst %.1f %% (band %.0f)", s.system, b, 100*m, 100*band, 100*w, 100*losoWorstBand)
 			}
-			allP, allX = append(allP, ep...), append(allX, ex...)
-			t.Logf("  batch %3d: priors median %5.1f %% (worst %+6.1f %%), transfer median %5.1f %% (worst %+6.1f %%)",
-				b, 100*medianAbs(ep), 100*signedWorst(ep), 100*medianAbs(ex), 100*signedWorst(ex))
 			if losoTransferHolds[s.system] {
-				if m, w := medianAbs(ex), maxAbs(ex); m > losoMedianBand || w > losoTransferWorstBand {
+				if m, w := medianAbs(xfer[i]), maxAbs(xfer[i]); m > losoMedianBand || w > losoTransferWorstBand {
 					t.Errorf("%s batch %d: transfer median %.1f %% (band %.0f), worst %.1f %% (band %.0f)", s.system, b, 100*m, 100*losoMedianBand, 100*w, 100*losoTransferWorstBand)
 				}
 			}
 		}
-		for _, p := range pts {
-			fam := ""
-			for _, f := range losoFamilies[:4] {
-				if p.famOwn[f] > 0 {
-					fam += fmt.Sprintf(" %s %.0f: %+.0f/%+.0f %%", f, p.famOwn[f], 100*(p.famPrior[f]/p.famOwn[f]-1), 100*(p.famXfer[f]/p.famOwn[f]-1))
-				}
-			}
-			t.Logf("    %-11s b%3d ctx%6d: own %8.0f us, priors %+6.1f %%, transfer %+6.1f %%;%s", p.model, p.batch, p.ctx, p.own, 100*(p.prior/p.own-1), 100*(p.xfer/p.own-1), fam)
-		}
-		for _, f := range losoFamilies {
-			var ep, ex []float64
-			for _, p := range pts {
-				if p.famOwn[f] <= 0 {
-					continue
-				}
-				ep = append(ep, p.famPrior[f]/p.famOwn[f]-1)
-				ex = append(ex, p.famXfer[f]/p.famOwn[f]-1)
-			}
-			t.Logf("  family %-5s: priors median %5.1f %% (worst %+6.1f %%), transfer median %5.1f %% (worst %+6.1f %%)", f,
-				100*medianAbs(ep), 100*signedWorst(ep), 100*medianAbs(ex), 100*signedWorst(ex))
-		}
-		t.Logf("  all steps: priors median %.1f %%, transfer median %.1f %%", 100*medianAbs(allP), 100*medianAbs(allX))
 	}
+}
+
+// losoLog logs a held-out system's points: per batch the priors' and the
+// transfer's median and worst step error, each point with its families,
+// the families' medians and the medians over every step. It returns the
+// step errors per batch (losoBatches' order), priors and transfer.
+func losoLog(t *testing.T, system string, donors []string, pts []losoPoint) (prior, xfer [][]float64) {
+	t.Helper()
+	t.Logf("%s held out (transfer donors, nearest first: %s)", system, strings.Join(donors, ", "))
+	var allP, allX []float64
+	for _, b := range losoBatches {
+		var ep, ex []float64
+		for _, p := range pts {
+			if p.batch != b {
+				continue
+			}
+			ep = append(ep, p.prior/p.own-1)
+			ex = append(ex, p.xfer/p.own-1)
+		}
+		prior, xfer = append(prior, ep), append(xfer, ex)
+		allP, allX = append(allP, ep...), append(allX, ex...)
+		t.Logf("  batch %3d: priors median %5.1f %% (worst %+6.1f %%), transfer median %5.1f %% (worst %+6.1f %%)",
+			b, 100*medianAbs(ep), 100*signedWorst(ep), 100*medianAbs(ex), 100*signedWorst(ex))
+	}
+	for _, p := range pts {
+		fam := ""
+		for _, f := range losoFamilies[:4] {
+			if p.famOwn[f] > 0 {
+				fam += fmt.Sprintf(" %s %.0f: %+.0f/%+.0f %%", f, p.famOwn[f], 100*(p.famPrior[f]/p.famOwn[f]-1), 100*(p.famXfer[f]/p.famOwn[f]-1))
+			}
+		}
+		t.Logf("    %-11s b%3d ctx%6d: own %8.0f us, priors %+6.1f %%, transfer %+6.1f %%;%s", p.model, p.batch, p.ctx, p.own, 100*(p.prior/p.own-1), 100*(p.xfer/p.own-1), fam)
+	}
+	for _, f := range losoFamilies {
+		var ep, ex []float64
+		for _, p := range pts {
+			if p.famOwn[f] <= 0 {
+				continue
+			}
+			ep = append(ep, p.famPrior[f]/p.famOwn[f]-1)
+			ex = append(ex, p.famXfer[f]/p.famOwn[f]-1)
+		}
+		t.Logf("  family %-5s: priors median %5.1f %% (worst %+6.1f %%), transfer median %5.1f %% (worst %+6.1f %%)", f,
+			100*medianAbs(ep), 100*signedWorst(ep), 100*medianAbs(ex), 100*signedWorst(ex))
+	}
+	t.Logf("  all steps: priors median %.1f %%, transfer median %.1f %%", 100*medianAbs(allP), 100*medianAbs(allX))
+	return prior, xfer
 }
 
 func signedWorst(v []float64) float64 {
@@ -271,4 +276,62 @@ func signedWorst(v []float64) float64 {
 		}
 	}
 	return w
+}
+
+// TestUnseenGPUTables: the leave-one-out harness on GPUs the sample
+// database has no tables of, against their own vLLM 0.24 tables from a
+// systems/ directory named by TPSCOPE_PERFDB_FULL that holds them beside
+// the sample's four (aiconfigurator 095f58a's h100_sxm and b300_sxm;
+// skipped without it: those tables are not in the workspace's sample).
+// The transfer's donors are the sample's four systems only, what a user
+// of the sample would have. Asserted, per batch, the measured medians
+// (2026-12-06, unseenBounds): on the H100 the priors within 15 % from 8
+// requests and 28 % at one, the transfer within 17 %; on the B300 the
+// transfer within 5 % and the priors within 18.5 %.
+func TestUnseenGPUTables(t *testing.T) {
+	dir := os.Getenv("TPSCOPE_PERFDB_FULL")
+	if dir == "" {
+		t.Skip("TPSCOPE_PERFDB_FULL (an aiconfigurator systems/ directory with h100_sxm and b300_sxm tables) not set")
+	}
+	db, err := perfdb.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	all, err := db.Systems()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var notDonors []string
+	for _, n := range all {
+		if !slices.ContainsFunc(losoSystems, func(s losoSystem) bool { return s.system == n }) {
+			notDonors = append(notDonors, n)
+		}
+	}
+	for _, s := range []losoSystem{
+		{"h100_sxm", "nvswitch:8xh100-sxm", sim.Options{CUDAGraphs: true}},
+		{"b300_sxm", "nvswitch:8xb300", sim.Options{CUDAGraphs: true}},
+	} {
+		if !slices.Contains(all, s.system) {
+			t.Errorf("%s has no %s tables", dir, s.system)
+			continue
+		}
+		pts, donors := losoRun(t, db, s, notDonors...)
+		prior, xfer := losoLog(t, s.system, donors, pts)
+		for i, bt := range losoBatches {
+			bound := unseenBounds[s.system][i]
+			if mp, mx := medianAbs(prior[i]), medianAbs(xfer[i]); mp > bound[0] || mx > bound[1] {
+				t.Errorf("%s batch %d: median priors %.1f %% (bound %.0f), transfer %.1f %% (bound %.0f)", s.system, bt, 100*mp, 100*bound[0], 100*mx, 100*bound[1])
+			}
+		}
+	}
+}
+
+// unseenBounds: per system and batch (losoBatches), the priors' and the
+// transfer's median step error bounds (TestUnseenGPUTables, measured
+// 2026-12-06: H100 priors 27.8 / 1.3 / 7.8 / 6.4 %, transfer 16.4 / 13.8
+// / 9.1 / 3.8 %; B300 priors 18.0 / 10.1 / 6.4 / 5.1 %, transfer 2.1 /
+// 4.9 / 3.1 / 2.3 %).
+var unseenBounds = map[string][4][2]float64{
+	"h100_sxm": {{0.28, 0.17}, {0.15, 0.15}, {0.15, 0.15}, {0.15, 0.15}},
+	"b300_sxm": {{0.185, 0.05}, {0.15, 0.05}, {0.15, 0.05}, {0.15, 0.05}},
 }

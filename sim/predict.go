@@ -749,7 +749,7 @@ func (p *Predictor) priceCollective(op *model.Op) (CollectiveCost, error) {
 			// all-reduce runs on 2 GPUs or on GPUs with NVLink between
 			// every pair; vLLM's symmetric memory where they share an
 			// NVSwitch, above the custom all-reduce's cap there.
-			switch p.cm.prof.AllReducePath(p.cm.arch, len(op.Group), p.topo.AllNVLink(op.Group), p.topo.NVSwitchJoined(op.Group), op.CommBytes) {
+			switch p.cm.prof.AllReducePath(p.cm.arch, p.cm.cc, len(op.Group), p.topo.AllNVLink(op.Group), p.topo.NVSwitchJoined(op.Group), op.CommBytes) {
 			case engprof.ARCustomOneShot:
 				custom = true
 			case engprof.ARCustomTwoShot, engprof.ARSymmTwoShot:
