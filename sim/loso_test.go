@@ -51,19 +51,19 @@ const (
 	losoWorstBand  = 0.45
 )
 
-// losoTransferHolds are the systems on which the transfer from the
-// others' tables (perfdb.Transfer, --perf-db-transfer) holds the median
-// step error within losoMedianBand at every batch (2026-12-06: H200
-// 13.5 / 6.3 / 11.7 / 14.6 %, B200 9.4 / 5.6 / 11.1 / 12.4 %; worst
-// +31.6 and -23.8 %), where the priors miss it at one request: the
-// HBM GPUs joined by NVSwitch, each the other's nearest donor. On the
-// RTX PRO 6000 and the L40S the priors hold better (the L40S's transfer
-// is 45.5 % off at one request), README "Leave one system out".
-var losoTransferHolds = map[string]bool{"h200_sxm": true, "b200_sxm": true}
+// losoTransferMissed are the system and batch whose transfer median (the
+// others' tables moved by the datasheets, perfdb.Transfer,
+// --perf-db-transfer) misses losoMedianBand, with the bound measured
+// there (2026-12-06): the H200 from the B200's rows, whose one-token
+// MLA and MoE kernels are other kernels than the H200's (18.8 %), and
+// the RTX PRO 6000 from the L40S's (15.1 %). Everywhere else the
+// transfer holds within the band (medians 2.8-13.2 %); on the H200, the
+// B200 and the L40S at one request closer than the priors.
+var losoTransferMissed = map[string]float64{"h200_sxm/1": 0.19, "rtx_pro_6000_server/1": 0.16}
 
-// losoTransferWorstBand bounds the transfer's worst step error where it
-// holds (measured 31.6 %: the H200's Kimi-K2.5 step at 128 requests).
-const losoTransferWorstBand = 0.33
+// losoTransferWorstBand bounds the transfer's worst step error (measured
+// 34.1 %: the H200's DeepSeek-V3 step at one request).
+const losoTransferWorstBand = 0.35
 
 // losoMedianMissed are the system and batch whose median misses
 // losoMedianBand, with the bound measured there (2026-12-06): since a
@@ -198,7 +198,8 @@ func losoRun(t *testing.T, db *perfdb.DB, s losoSystem, notDonors ...string) ([]
 // worst within losoWorstBand (the measured bound, README "Leave one
 // system out": the worst points are small-batch FP8 and NVFP4-free MoE
 // layers and the B200's DeepSeek-V3 collectives), and the transfer's
-// median within losoMedianBand where it holds (losoTransferHolds).
+// median within losoMedianBand but where losoTransferMissed says, its
+// worst within losoTransferWorstBand.
 func TestLeaveOneSystemOut(t *testing.T) {
 	db := sampleDB(t)
 	for _, s := range losoSystems {
@@ -212,10 +213,12 @@ func TestLeaveOneSystemOut(t *testing.T) {
 			if m, w := medianAbs(prior[i]), maxAbs(prior[i]); m > band || w > losoWorstBand {
 				t.Errorf("%s batch %d: priors median %.1f %% (band %.0f), worst %.1f %% (band %.0f)", s.system, b, 100*m, 100*band, 100*w, 100*losoWorstBand)
 			}
-			if losoTransferHolds[s.system] {
-				if m, w := medianAbs(xfer[i]), maxAbs(xfer[i]); m > losoMedianBand || w > losoTransferWorstBand {
-					t.Errorf("%s batch %d: transfer median %.1f %% (band %.0f), worst %.1f %% (band %.0f)", s.system, b, 100*m, 100*losoMedianBand, 100*w, 100*losoTransferWorstBand)
-				}
+			xband := losoMedianBand
+			if m, ok := losoTransferMissed[fmt.Sprintf("%s/%d", s.system, b)]; ok {
+				xband = m
+			}
+			if m, w := medianAbs(xfer[i]), maxAbs(xfer[i]); m > xband || w > losoTransferWorstBand {
+				t.Errorf("%s batch %d: transfer median %.1f %% (band %.0f), worst %.1f %% (band %.0f)", s.system, b, 100*m, 100*xband, 100*w, 100*losoTransferWorstBand)
 			}
 		}
 	}
@@ -286,7 +289,7 @@ func signedWorst(v []float64) float64 {
 // The transfer's donors are the sample's four systems only, what a user
 // of the sample would have. Asserted, per batch, the measured medians
 // (2026-12-06, unseenBounds): on the H100 the priors within 15 % from 8
-// requests and 28 % at one, the transfer within 17 %; on the B300 the
+// requests and 28 % at one, the transfer within 8 %; on the B300 the
 // transfer within 5 % and the priors within 18.5 %.
 func TestUnseenGPUTables(t *testing.T) {
 	dir := os.Getenv("TPSCOPE_PERFDB_FULL")
@@ -328,10 +331,11 @@ func TestUnseenGPUTables(t *testing.T) {
 
 // unseenBounds: per system and batch (losoBatches), the priors' and the
 // transfer's median step error bounds (TestUnseenGPUTables, measured
-// 2026-12-06: H100 priors 27.8 / 1.3 / 7.8 / 6.4 %, transfer 16.4 / 13.8
-// / 9.1 / 3.8 %; B300 priors 18.0 / 10.1 / 6.4 / 5.1 %, transfer 2.1 /
-// 4.9 / 3.1 / 2.3 %).
+// 2026-12-06: H100 priors 27.8 / 1.3 / 7.8 / 6.4 %, transfer 4.0 / 6.5 /
+// 7.7 / 2.5 %; B300 priors 18.0 / 10.1 / 6.4 / 5.1 %, transfer 2.7 / 4.3
+// / 3.0 / 2.1 %; the transfer before it split bandwidth from latency:
+// H100 16.4 / 13.8 / 9.1 / 3.8 %, B300 2.1 / 4.9 / 3.1 / 2.3 %).
 var unseenBounds = map[string][4][2]float64{
-	"h100_sxm": {{0.28, 0.17}, {0.15, 0.15}, {0.15, 0.15}, {0.15, 0.15}},
-	"b300_sxm": {{0.185, 0.05}, {0.15, 0.05}, {0.15, 0.05}, {0.15, 0.05}},
+	"h100_sxm": {{0.28, 0.045}, {0.15, 0.07}, {0.15, 0.08}, {0.15, 0.03}},
+	"b300_sxm": {{0.185, 0.03}, {0.15, 0.05}, {0.15, 0.035}, {0.15, 0.025}},
 }
