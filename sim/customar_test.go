@@ -7,7 +7,6 @@ import (
 	"testing"
 
 	engprof "github.com/tpscope/tpscope/engine"
-	"github.com/tpscope/tpscope/internal/testfix"
 	"github.com/tpscope/tpscope/model"
 	"github.com/tpscope/tpscope/ncclenv"
 	"github.com/tpscope/tpscope/perfdb"
@@ -17,6 +16,36 @@ import (
 
 // arRow is one measured all-reduce: message bytes and microseconds.
 type arRow struct{ bytes, us float64 }
+
+// collectiveModelOf is the collective model of box topo under NCCL's
+// defaults.
+func collectiveModelOf(t *testing.T, topo string) *sim.CollectiveModel {
+	t.Helper()
+	tp, err := topology.Resolve(topo, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := sim.NewCollectiveModel(tp, ncclenv.Settings{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+// sampleSystemOrNil is the sample database's system name, nil without
+// the sample.
+func sampleSystemOrNil(t *testing.T, name string) *perfdb.System {
+	t.Helper()
+	db := sampleDBOrNil(t)
+	if db == nil {
+		return nil
+	}
+	sys, err := db.System(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sys
+}
 
 // TestCustomARBlackwell: vLLM's custom all-reduce kernels on datacenter
 // Blackwell (sim/collective.go customARBlackwell). The model takes one
@@ -52,14 +81,7 @@ type arRow struct{ bytes, us float64 }
 // 8-GPU rows -40 % one-stage, -75 % two-stage).
 func TestCustomARBlackwell(t *testing.T) {
 	const kib, mib = 1 << 10, 1 << 20
-	tp, err := topology.Resolve("nvswitch:8xb200", 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, err := sim.NewCollectiveModel(tp, ncclenv.Settings{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	m := collectiveModelOf(t, "nvswitch:8xb200")
 	price := func(n int, b float64, two bool) float64 {
 		g := make([]int, n)
 		for i := range g {
@@ -102,17 +124,9 @@ func TestCustomARBlackwell(t *testing.T) {
 	}
 
 	// aiconfigurator's B200 table, by vLLM's dispatch.
-	p := testfix.SamplePerfDB(t)
-	if p == "" {
+	sys := sampleSystemOrNil(t, "b200_sxm")
+	if sys == nil {
 		return
-	}
-	db, err := perfdb.Open(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	sys, err := db.System("b200_sxm")
-	if err != nil {
-		t.Fatal(err)
 	}
 	tb, err := sys.CustomAllReduce("vllm", "0.24.0")
 	if err != nil {
@@ -176,17 +190,6 @@ func TestCustomARBlackwell(t *testing.T) {
 // all-reduce at 4 KiB (16.0 us) is within 10 % without a step term.
 func TestNCCLBlackwell(t *testing.T) {
 	const kib = 1 << 10
-	model8 := func(topo string) *sim.CollectiveModel {
-		tp, err := topology.Resolve(topo, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		m, err := sim.NewCollectiveModel(tp, ncclenv.Settings{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return m
-	}
 	group := func(n int) []int {
 		g := make([]int, n)
 		for i := range g {
@@ -194,12 +197,12 @@ func TestNCCLBlackwell(t *testing.T) {
 		}
 		return g
 	}
-	b := model8("nvswitch:8xb200")
+	b := collectiveModelOf(t, "nvswitch:8xb200")
 	c := b.Cost(model.AllReduce, group(8), 16*kib)
 	if c.Algo != "Ring" || c.Proto != "LL" || math.Abs(c.TimeUs-29) > 0.5 {
 		t.Errorf("16 KiB on 8 B200s: %.2f us (%s/%s), want the cited 29 by Ring/LL", c.TimeUs, c.Algo, c.Proto)
 	}
-	if h := model8("nvswitch:8xh200-sxm").Cost(model.AllReduce, group(8), 4*kib); math.Abs(h.TimeUs/16.0-1) > 0.10 {
+	if h := collectiveModelOf(t, "nvswitch:8xh200-sxm").Cost(model.AllReduce, group(8), 4*kib); math.Abs(h.TimeUs/16.0-1) > 0.10 {
 		t.Errorf("4 KiB on 8 H200s: %.1f us, the h200_sxm table 16.0", h.TimeUs)
 	}
 	for _, r := range []struct {
@@ -220,17 +223,9 @@ func TestNCCLBlackwell(t *testing.T) {
 			}
 		}
 	}
-	p := testfix.SamplePerfDB(t)
-	if p == "" {
+	sys := sampleSystemOrNil(t, "b200_sxm")
+	if sys == nil {
 		return
-	}
-	db, err := perfdb.Open(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	sys, err := db.System("b200_sxm")
-	if err != nil {
-		t.Fatal(err)
 	}
 	vs := sys.Versions("comm", "nccl")
 	if len(vs) == 0 {
