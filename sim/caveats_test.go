@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 
+	engprof "github.com/tpscope/tpscope/engine"
+
 	"github.com/tpscope/tpscope/model"
 	"github.com/tpscope/tpscope/ncclenv"
 	"github.com/tpscope/tpscope/topology"
@@ -19,6 +21,7 @@ func TestCaveats(t *testing.T) {
 		nccl    = "NCCL collectives priced"
 		custom  = "custom all-reduce across CPU sockets"
 		shm     = "host-memory ring hops"
+		hbm     = "one-request decode on an HBM datacenter GPU"
 	)
 	// calibrated returns the 2-socket preset with a calibrated ring LL
 	// all-reduce under P2P SYS and a trace-calibrated family (calibrate's
@@ -44,7 +47,8 @@ func TestCaveats(t *testing.T) {
 		{"128K without DCP", "kimi-k2.5", mustTopo(t, "rtxpro6000-2s"), model.Plan{TP: 8}, 131072, tuned, []string{longCtx, nccl}},
 		{"128K with DCP 8", "kimi-k2.5", mustTopo(t, "rtxpro6000-2s"), model.Plan{TP: 8, DCP: 8}, 131072, tuned, []string{nccl}},
 		{"one GPU: no collectives", "tiny-mla-moe", mustTopo(t, "rtxpro6000-2s"), model.Plan{TP: 1}, 4096, tuned, nil},
-		{"H200 NVSwitch: FlashMLA, NVLink, no FP4", "kimi-k2.5-nvfp4", mustTopo(t, "h200-nvswitch"), model.Plan{TP: 8}, 131072, tuned, nil},
+		{"H200 NVSwitch: FlashMLA, NVLink, no FP4", "kimi-k2.5-nvfp4", mustTopo(t, "h200-nvswitch"), model.Plan{TP: 8}, 131072, tuned, []string{hbm}},
+		{"H200, the executor's kernels", "kimi-k2.5-nvfp4", mustTopo(t, "h200-nvswitch"), model.Plan{TP: 8}, 131072, Options{CUDAGraphs: true, Engine: engprof.ExecutorRef}, nil},
 		{"one-shot across sockets", "kimi-k2.5", mustTopo(t, "rtxpro6000-2s"), model.Plan{TP: 8}, 4096,
 			Options{CUDAGraphs: true, CustomAR: CustomAROneShot, NCCL: ncclenv.Settings{P2PLevel: "SYS"}}, []string{nccl, custom}},
 		{"one-shot on the switch box", "kimi-k2.5", mustTopo(t, "rtxpro6000-switch"), model.Plan{TP: 8}, 4096,
@@ -76,5 +80,34 @@ func TestCaveats(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestCaveatHBMOneRequest: the HBM one-request rule speaks at one and two
+// requests on the H200 and the B200 and is quiet from 8 requests, on
+// PCIe GPUs and when the tables price the MLA module and the experts.
+func TestCaveatHBMOneRequest(t *testing.T) {
+	const hbm = "one-request decode on an HBM datacenter GPU"
+	for _, c := range []struct {
+		topo  string
+		batch int
+		want  bool
+	}{{"h200-nvswitch", 1, true}, {"h200-nvswitch", 2, true}, {"h200-nvswitch", 8, false}, {"nvswitch:8xb200", 1, true}, {"rtxpro6000-2s", 1, false}} {
+		p, err := New(collTopo(t, c.topo, 0), Options{CUDAGraphs: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		pr, err := p.PredictScenario(Scenario{Arch: mustPreset(t, "kimi-k2.5"), Plan: model.Plan{TP: 8},
+			Workload: model.Workload{Phase: model.Decode, Batch: c.batch, Context: 4096, KVDtype: model.BF16}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := false
+		for _, cv := range pr.Caveats {
+			got = got || strings.HasPrefix(cv, hbm)
+		}
+		if got != c.want {
+			t.Errorf("%s, %d requests: HBM one-request caveat %v, want %v (%q)", c.topo, c.batch, got, c.want, pr.Caveats)
+		}
 	}
 }
