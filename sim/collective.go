@@ -201,7 +201,7 @@ const (
 // SM 10.3 GPUs joined by NVSwitch at 29 us for 16 KiB (PR #37756, the
 // table customARBlackwell cites; its world size read as 8), where NCCL's
 // own model and the links give 15.1 us on 8 GPUs (Ring/LL, 14 steps): 1.0
-// us more a step (TestNCCLBlackwell re-derives it). Hopper's NCCL rows
+// us more a step (TestNCCLBlackwell checks the row is reproduced). Hopper's NCCL rows
 // (aiconfigurator's h200_sxm, 16 us at 4 KiB) match the model without
 // it. Held out against aiconfigurator's B200 NCCL table and vLLM PR
 // #24111's B200 pynccl rows (TestNCCLBlackwell).
@@ -231,9 +231,11 @@ var customARBlackwell = struct {
 
 // customARFixedUs is the fixed part (kernel start, flag setup and
 // fences) of the custom all-reduce's one-stage [0] and two-stage [1]
-// kernels on group g of devices of compute capability cc.
+// kernels on group g of devices of compute capability cc: vLLM's
+// Blackwell measurement where they are joined by NVLink, the base
+// elsewhere.
 func customARFixedUs(cc string, g *groupInfo) [2]float64 {
-	if a, ok := engprof.ArchOf(cc); !ok || a != engprof.SM100 {
+	if a, ok := engprof.ArchOf(cc); !ok || a != engprof.SM100 || g.pathType != pathNVLink {
 		return [2]float64{customARBaseUs, customARBaseUs}
 	}
 	b := customARBlackwell.anchorBytes
