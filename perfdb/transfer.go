@@ -148,13 +148,20 @@ func (t *Transfer) CheckRouting(r model.Routing) error {
 }
 
 // OpCost implements sim.CostSource: the first donor whose rows are the
-// target kernel's, else the first with any, moved to dev.
+// target kernel's, else the first with any, moved to dev. A row the
+// source raised to its bytes at the DRAM bandwidth (an L2-warm row,
+// dramFloor) measured no kernel time at that size, so it does not count
+// as the target kernel's: on the H200's DeepSeek-V3 FP8 experts at one
+// token the L40S's raised Triton row moved as pure bandwidth gave 13 us
+// against the H200's 59 (the H200's one-request median 18.8 %, 12.2 %
+// without such rows; the RTX PRO 6000's worst point then came from the
+// H200's Triton row, +47 %, TestLeaveOneSystemOut).
 func (t *Transfer) OpCost(ops []model.Op, mods model.Modules, i int, dev *topology.Device) (sim.Measured, bool) {
 	a := archOf(dev)
 	for pass := 0; pass < 2; pass++ {
 		for _, d := range t.donors {
 			m, _, ok := d.src.priceAs(ops, mods, i, a, d.dev)
-			if !ok || (pass == 0 && strings.Contains(m.Where, "stand")) {
+			if !ok || (pass == 0 && (strings.Contains(m.Where, "stand") || strings.Contains(m.Where, "L2-warm"))) {
 				continue
 			}
 			n := 0.0

@@ -51,19 +51,13 @@ const (
 	losoWorstBand  = 0.45
 )
 
-// losoTransferMissed are the system and batch whose transfer median (the
+// losoTransferWorstBand bounds the transfer's worst step error (the
 // others' tables moved by the datasheets, perfdb.Transfer,
-// --perf-db-transfer) misses losoMedianBand, with the bound measured
-// there (2026-12-06): the H200 from the B200's rows, whose one-token
-// MLA and MoE kernels are other kernels than the H200's (18.8 %), and
-// the RTX PRO 6000 from the L40S's (15.1 %). Everywhere else the
-// transfer holds within the band (medians 2.8-13.2 %); on the H200, the
-// B200 and the L40S at one request closer than the priors.
-var losoTransferMissed = map[string]float64{"h200_sxm/1": 0.19, "rtx_pro_6000_server/1": 0.16}
-
-// losoTransferWorstBand bounds the transfer's worst step error (measured
-// 34.1 %: the H200's DeepSeek-V3 step at one request).
-const losoTransferWorstBand = 0.35
+// --perf-db-transfer), whose median is asserted within losoMedianBand on
+// every system and batch (2026-12-06: 1.5-13.2 %). Measured worst 47.3 %:
+// the RTX PRO 6000's DeepSeek-V3 step at one request, its FP8 experts
+// moved from the H200's Triton row (the L40S's, nearer, is L2-warm).
+const losoTransferWorstBand = 0.48
 
 // losoMedianMissed are the system and batch whose median misses
 // losoMedianBand, with the bound measured there (2026-12-06): since a
@@ -198,8 +192,8 @@ func losoRun(t *testing.T, db *perfdb.DB, s losoSystem, notDonors ...string) ([]
 // worst within losoWorstBand (the measured bound, README "Leave one
 // system out": the worst points are small-batch FP8 and NVFP4-free MoE
 // layers and the B200's DeepSeek-V3 collectives), and the transfer's
-// median within losoMedianBand but where losoTransferMissed says, its
-// worst within losoTransferWorstBand.
+// median within losoMedianBand on every system and batch, its worst
+// within losoTransferWorstBand.
 func TestLeaveOneSystemOut(t *testing.T) {
 	db := sampleDB(t)
 	for _, s := range losoSystems {
@@ -213,12 +207,8 @@ func TestLeaveOneSystemOut(t *testing.T) {
 			if m, w := medianAbs(prior[i]), maxAbs(prior[i]); m > band || w > losoWorstBand {
 				t.Errorf("%s batch %d: priors median %.1f %% (band %.0f), worst %.1f %% (band %.0f)", s.system, b, 100*m, 100*band, 100*w, 100*losoWorstBand)
 			}
-			xband := losoMedianBand
-			if m, ok := losoTransferMissed[fmt.Sprintf("%s/%d", s.system, b)]; ok {
-				xband = m
-			}
-			if m, w := medianAbs(xfer[i]), maxAbs(xfer[i]); m > xband || w > losoTransferWorstBand {
-				t.Errorf("%s batch %d: transfer median %.1f %% (band %.0f), worst %.1f %% (band %.0f)", s.system, b, 100*m, 100*xband, 100*w, 100*losoTransferWorstBand)
+			if m, w := medianAbs(xfer[i]), maxAbs(xfer[i]); m > losoMedianBand || w > losoTransferWorstBand {
+				t.Errorf("%s batch %d: transfer median %.1f %% (band %.0f), worst %.1f %% (band %.0f)", s.system, b, 100*m, 100*losoMedianBand, 100*w, 100*losoTransferWorstBand)
 			}
 		}
 	}
