@@ -274,13 +274,14 @@ func signedWorst(v []float64) float64 {
 // TestUnseenGPUTables: the leave-one-out harness on GPUs the sample
 // database has no tables of, against their own vLLM 0.24 tables from a
 // systems/ directory named by TPSCOPE_PERFDB_FULL that holds them beside
-// the sample's four (aiconfigurator 095f58a's h100_sxm and b300_sxm;
-// skipped without it: those tables are not in the workspace's sample).
+// the sample's four (aiconfigurator 095f58a's h100_sxm, b300_sxm, gb200
+// and gb300; skipped without it: those tables are not in the workspace's
+// sample).
 // The transfer's donors are the sample's four systems only, what a user
 // of the sample would have. Asserted, per batch, the measured medians
 // (2026-12-06, unseenBounds): on the H100 the priors within 15 % from 8
-// requests and 28 % at one, the transfer within 8 %; on the B300 the
-// transfer within 5 % and the priors within 18.5 %.
+// requests and 28 % at one, the transfer within 8 %; on the B300, GB200
+// and GB300 the transfer within 5.5 % and the priors within 22 %.
 func TestUnseenGPUTables(t *testing.T) {
 	dir := os.Getenv("TPSCOPE_PERFDB_FULL")
 	if dir == "" {
@@ -303,6 +304,8 @@ func TestUnseenGPUTables(t *testing.T) {
 	for _, s := range []losoSystem{
 		{"h100_sxm", "nvswitch:8xh100-sxm", sim.Options{CUDAGraphs: true}},
 		{"b300_sxm", "nvswitch:8xb300", sim.Options{CUDAGraphs: true}},
+		{"gb200", "nvswitch:8xgb200", sim.Options{CUDAGraphs: true}},
+		{"gb300", "nvswitch:8xgb300", sim.Options{CUDAGraphs: true}},
 	} {
 		if !slices.Contains(all, s.system) {
 			t.Errorf("%s has no %s tables", dir, s.system)
@@ -323,9 +326,16 @@ func TestUnseenGPUTables(t *testing.T) {
 // transfer's median step error bounds (TestUnseenGPUTables, measured
 // 2026-12-06: H100 priors 27.8 / 1.3 / 7.8 / 6.4 %, transfer 4.0 / 6.5 /
 // 7.7 / 2.5 %; B300 priors 18.0 / 10.1 / 6.4 / 5.1 %, transfer 2.7 / 4.3
-// / 3.0 / 2.1 %; the transfer before it split bandwidth from latency:
-// H100 16.4 / 13.8 / 9.1 / 3.8 %, B300 2.1 / 4.9 / 3.1 / 2.3 %).
+// / 3.0 / 2.1 %; GB200 priors 21.6 / 13.8 / 8.4 / 6.8 %, transfer 5.1 /
+// 5.2 / 1.9 / 0.9 %; GB300 priors 17.9 / 11.6 / 8.0 / 6.2 %, transfer
+// 1.2 / 4.7 / 1.6 / 1.3 %; the transfer before it split bandwidth from
+// latency: H100 16.4 / 13.8 / 9.1 / 3.8 %, B300 2.1 / 4.9 / 3.1 / 2.3 %).
+// The GB200 and GB300 tables have no collective rows: their
+// collectives are priced by the priors on both sides, and eight of an
+// NVL72 domain's GPUs are taken as an 8-GPU NVSwitch box.
 var unseenBounds = map[string][4][2]float64{
 	"h100_sxm": {{0.28, 0.045}, {0.15, 0.07}, {0.15, 0.08}, {0.15, 0.03}},
 	"b300_sxm": {{0.185, 0.03}, {0.15, 0.05}, {0.15, 0.035}, {0.15, 0.025}},
+	"gb200":    {{0.22, 0.055}, {0.15, 0.055}, {0.15, 0.025}, {0.15, 0.015}},
+	"gb300":    {{0.185, 0.015}, {0.15, 0.05}, {0.15, 0.02}, {0.15, 0.015}},
 }
