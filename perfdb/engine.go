@@ -277,9 +277,10 @@ func (s *System) MLANormsEager(engine, version string) bool {
 // KV cache it covers take at the datasheet bandwidth, plus one graph
 // node gap per covered op (the measurement includes them): a bound no
 // DRAM-fed kernel beats, so rows measured from DRAM are untouched.
-func dramFloor(m sim.Measured, ops []model.Op, dev *topology.Device) sim.Measured {
+// raised says the row was below it (an L2-warm row).
+func dramFloor(m sim.Measured, ops []model.Op, dev *topology.Device) (_ sim.Measured, raised bool) {
 	if dev == nil || !(dev.MemBWGBps > 0) {
-		return m
+		return m, false
 	}
 	bytes, n := 0.0, 0.0
 	for j := m.First; j <= m.Last && j < len(ops); j++ {
@@ -293,6 +294,7 @@ func dramFloor(m sim.Measured, ops []model.Op, dev *topology.Device) sim.Measure
 	if m.Us < floor {
 		m.Where += fmt.Sprintf(", raised from %.1f to %.1f us: below its %.1f MB at the DRAM bandwidth, an L2-warm row", m.Us, floor, bytes/1e6)
 		m.Us = floor
+		raised = true
 	}
-	return m
+	return m, raised
 }

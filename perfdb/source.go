@@ -395,7 +395,7 @@ func (s *Source) price(ops []model.Op, mods model.Modules, i int, dev *topology.
 func (s *Source) priceAs(ops []model.Op, mods model.Modules, i int, a engine.Arch, dev *topology.Device) (sim.Measured, Result, bool) {
 	m, r, ok := s.priceRaw(ops, mods, i, a, dev)
 	if ok {
-		m = dramFloor(m, ops, dev)
+		m, _ = dramFloor(m, ops, dev)
 	}
 	return m, r, ok
 }

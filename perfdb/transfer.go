@@ -160,8 +160,12 @@ func (t *Transfer) OpCost(ops []model.Op, mods model.Modules, i int, dev *topolo
 	a := archOf(dev)
 	for pass := 0; pass < 2; pass++ {
 		for _, d := range t.donors {
-			m, _, ok := d.src.priceAs(ops, mods, i, a, d.dev)
-			if !ok || (pass == 0 && (strings.Contains(m.Where, "stand") || strings.Contains(m.Where, "L2-warm"))) {
+			m, _, ok := d.src.priceRaw(ops, mods, i, a, d.dev)
+			if !ok {
+				continue
+			}
+			m, warm := dramFloor(m, ops, d.dev)
+			if pass == 0 && (warm || strings.Contains(m.Where, "stand")) {
 				continue
 			}
 			n := 0.0
@@ -188,7 +192,8 @@ func (t *Transfer) OpCost(ops []model.Op, mods model.Modules, i int, dev *topolo
 			m.Where = "transfer " + m.Where + ", moved from " + d.dev.Name + ": " + strconv.FormatFloat(bw, 'f', 1, 64) + " us of bandwidth by x" + strconv.FormatFloat(solT/solD, 'f', 2, 64) +
 				", " + strconv.FormatFloat(rest-bw+fixedD, 'f', 1, 64) + " us of launches and latency by x" + strconv.FormatFloat(smallKernelUs(dev)/smallKernelUs(d.dev), 'f', 2, 64)
 			m.Us = us
-			return dramFloor(m, ops, dev), true
+			m, _ = dramFloor(m, ops, dev)
+			return m, true
 		}
 	}
 	return sim.Measured{}, false
