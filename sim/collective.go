@@ -231,11 +231,10 @@ var customARBlackwell = struct {
 
 // customARFixedUs is the fixed part (kernel start, flag setup and
 // fences) of the custom all-reduce's one-stage [0] and two-stage [1]
-// kernels on group g of devices of compute capability cc: vLLM's
-// Blackwell measurement where they are joined by NVLink, the base
-// elsewhere.
-func customARFixedUs(cc string, g *groupInfo) [2]float64 {
-	if a, ok := engprof.ArchOf(cc); !ok || a != engprof.SM100 || g.pathType != pathNVLink {
+// kernels on group g: vLLM's Blackwell measurement where datacenter
+// Blackwell GPUs are joined by NVLink, the base elsewhere.
+func (m *CollectiveModel) customARFixedUs(g *groupInfo) [2]float64 {
+	if !m.blackwellDC || g.pathType != pathNVLink {
 		return [2]float64{customARBaseUs, customARBaseUs}
 	}
 	b := customARBlackwell.anchorBytes
@@ -340,14 +339,18 @@ type groupInfo struct {
 // few arithmetic operations plus a cached per-group lookup. It is safe for
 // concurrent use.
 type CollectiveModel struct {
-	topo       *topology.Topology
-	opts       ncclenv.Settings
-	level      topology.P2PLevel
-	caps       archCaps
-	protoOn    [numProtos]int8 // 1 on, 0 off, -1 default (LL128: NVLink only)
-	algoOn     [numAlgos]bool
-	calib      [4][numAlgos][numProtos]*topology.CollectiveParams
-	calibLevel string
+	topo  *topology.Topology
+	opts  ncclenv.Settings
+	level topology.P2PLevel
+	caps  archCaps
+	// blackwellDC: the box's GPUs are datacenter Blackwell (compute
+	// capability 10.x), whose NVLink collectives take the measured terms
+	// (ncclBlackwellStepUs, customARBlackwell).
+	blackwellDC bool
+	protoOn     [numProtos]int8 // 1 on, 0 off, -1 default (LL128: NVLink only)
+	algoOn      [numAlgos]bool
+	calib       [4][numAlgos][numProtos]*topology.CollectiveParams
+	calibLevel  string
 
 	// refLatUs[pathNVLink|pathPCI]: the path latency of the hop NCCL's
 	// hwLat prices: the box's fastest NVLink pair; pcieRefHopUs for PCI.
@@ -374,6 +377,8 @@ func NewCollectiveModel(t *topology.Topology, o ncclenv.Settings) (*CollectiveMo
 	m.level, m.protoOn, m.algoOn = parsed.P2PLevel, parsed.Protocols, parsed.Algorithms
 	dev := t.DeviceOf(0)
 	m.caps = capsFor(dev.Arch)
+	a, ok := engprof.ArchOf(dev.ComputeCapability)
+	m.blackwellDC = ok && a == engprof.SM100
 	m.refLatUs = [2]float64{math.Inf(1), pcieRefHopUs}
 	for i := 0; i < t.NumGPUs(); i++ {
 		for j := 0; j < t.NumGPUs(); j++ {
@@ -839,10 +844,8 @@ func (m *CollectiveModel) buildGroup(mask uint64, ranks []int) *groupInfo {
 		}
 	}
 	g.shmFrac = float64(g.shmHops) / float64(len(ring))
-	if g.pathType == pathNVLink {
-		if a, ok := engprof.ArchOf(t.DeviceOf(ranks[0]).ComputeCapability); ok && a == engprof.SM100 {
-			g.archStepUs = ncclBlackwellStepUs
-		}
+	if g.pathType == pathNVLink && m.blackwellDC {
+		g.archStepUs = ncclBlackwellStepUs
 	}
 	rs := t.Share(ring, false)
 	g.ringBw, g.ringNeck = rs.PerFlowGBps, rs.Bottleneck
@@ -885,7 +888,7 @@ func (m *CollectiveModel) buildGroup(mask uint64, ranks []int) *groupInfo {
 	if g.pathType == pathPCI {
 		g.customUsPerByte /= p2pReadEfficiency
 	}
-	g.customFixedUs = customARFixedUs(t.DeviceOf(ranks[0]).ComputeCapability, g)
+	g.customFixedUs = m.customARFixedUs(g)
 
 	for a := 0; a < numAlgos; a++ {
 		for p := 0; p < numProtos; p++ {
