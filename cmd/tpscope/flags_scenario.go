@@ -152,9 +152,14 @@ func (f *scenarioFlags) costs(topo *topology.Topology, routing model.Routing, o 
 	cfg := perfdb.SourceConfig{System: f.perfDBSystem, Device: dev.Name, Profile: o.Engine,
 		AttentionBackend: string(o.AttentionBackend), MoEKernel: o.MoEKernel}
 	if f.perfDBTransfer {
-		if _, err := f.db.SystemFor(dev.Name); err != nil || !f.perfDBBoxes {
+		own, err := f.db.SystemFor(dev.Name)
+		switch {
+		case err != nil:
 			return f.transferCosts(dev, routing, cfg)
+		case !f.perfDBBoxes:
+			return nil, flagError("--perf-db-transfer", nil, "%s has system %s measured on the box's GPU (%s); its own tables price it (drop --perf-db-transfer)", f.perfDB, own, dev.Name)
 		}
+		// Several boxes: this one's own tables price it.
 	}
 	src, err := perfdb.NewSource(f.db, cfg)
 	if err != nil {
@@ -185,12 +190,8 @@ func (f *scenarioFlags) costs(topo *topology.Topology, routing model.Routing, o 
 
 // transferCosts is --perf-db-transfer's cost source for a GPU dev the
 // database has no tables of: every other system's, nearest memory
-// bandwidth first (perfdb.Donors), read with cfg. A GPU the database
-// has tables of is refused: its own tables price it.
+// bandwidth first (perfdb.Donors), read with cfg.
 func (f *scenarioFlags) transferCosts(dev *topology.Device, routing model.Routing, cfg perfdb.SourceConfig) (sim.CostSource, error) {
-	if own, err := f.db.SystemFor(dev.Name); err == nil {
-		return nil, flagError("--perf-db-transfer", nil, "%s has system %s measured on the box's GPU (%s); its own tables price it (drop --perf-db-transfer)", f.perfDB, own, dev.Name)
-	}
 	donors, err := perfdb.Donors(f.db, dev.MemBWGBps)
 	if err != nil {
 		return nil, perfDBError("--perf-db", f.perfDB, err)
