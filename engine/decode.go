@@ -209,15 +209,28 @@ func (p *Profile) validate() error {
 			return err
 		}
 	}
-	if err := p.checkRules("moe.select", p.MoE.Select, func(n string) ([]WeightFormat, ArchSet, bool) {
+	moeKernel := func(n string) ([]WeightFormat, ArchSet, bool) {
 		for _, k := range p.MoE.Kernels {
 			if k.Name == n {
 				return k.Formats, k.Archs, true
 			}
 		}
 		return nil, nil, false
-	}, cite); err != nil {
+	}
+	if err := p.checkRules("moe.select", p.MoE.Select, moeKernel, cite); err != nil {
 		return err
+	}
+	for i := range p.MoE.Kernels {
+		k := &p.MoE.Kernels[i]
+		f := fmt.Sprintf("moe.kernels[%d].runs", i)
+		if err := p.checkRules(f, k.Runs, moeKernel, cite); err != nil {
+			return err
+		}
+		for j, r := range k.Runs {
+			if r.Kernel == k.Name || slices.Contains(k.Formats, r.Format) {
+				return bad(fmt.Sprintf("%s[%d]", f, j), "%s to %s: want a format %s does not run itself, handed to another kernel", r.Format, r.Kernel, k.Name)
+			}
+		}
 	}
 	lnames := map[string]bool{}
 	for i := range p.Linear.Kernels {

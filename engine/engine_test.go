@@ -176,7 +176,11 @@ func TestMoESelection(t *testing.T) {
 		{"vllm", SM90, NVFP4, "", "marlin", GridPersistent},
 		{"sglang", SM90, NVFP4, "", "error: no MoE kernel for nvfp4 experts on sm90", ""},
 		{"sglang", SM120, NVFP4, "", "flashinfer_cutlass", GridTiles},
-		{"sglang", SM120, NVFP4, "triton", "triton", GridTiles},
+		// SGLang 0.5 hands NVFP4 experts to cutlass_moe_fp4 under its
+		// triton backend (modelopt_quant.py's apply falls through).
+		{"sglang", SM120, NVFP4, "triton", "cutlass", GridTiles},
+		{"sglang", SM120, BF16, "triton", "triton", GridTiles},
+		{"sglang", SM90, NVFP4, "triton", "error: does not take nvfp4", ""},
 		{"sglang", SM120, INT4, "flashinfer_cutlass", "error: does not take int4-g32", ""},
 		{"sglang", SM120, NVFP4, "b12x", "error: no MoE kernel \"b12x\"", ""},
 		{"trtllm", SM90, INT4, "", "error: no MoE kernel", ""},
@@ -513,5 +517,37 @@ func TestSymmMemRulesChecked(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), c.field) || strings.Contains(err.Error(), "\n") {
 			t.Errorf("%s: error %v, want one line naming %s", c.new, err, c.field)
 		}
+	}
+}
+
+// TestMoERunsChecked: a backend's hand-over of a weight format to another
+// kernel names a kernel of the profile that takes the format on those
+// families, a format the backend does not run itself, and its source;
+// anything else is one error naming the field.
+func TestMoERunsChecked(t *testing.T) {
+	base := string(mustRead(t, "profiles/sglang-0.5.yaml"))
+	const rule = "{archs: [sm100, sm120], format: nvfp4, kernel: cutlass, cite: [fp4-moe-apply, triton-nvfp4-row]}"
+	for _, c := range []struct{ new, field string }{
+		{"{archs: [sm100, sm120], format: nvfp4, kernel: cutlas, cite: [fp4-moe-apply]}", `moe.kernels[3].runs[0].kernel: "cutlas" is not a kernel of this profile`},
+		{"{archs: [sm90], format: nvfp4, kernel: cutlass, cite: [fp4-moe-apply]}", "moe.kernels[3].runs[0]: kernel cutlass does not run on sm90"},
+		{"{archs: [sm120], format: int4-g32, kernel: cutlass, cite: [fp4-moe-apply]}", "moe.kernels[3].runs[0]: kernel cutlass does not take int4-g32"},
+		{"{archs: [sm120], format: nvfp4, kernel: triton, cite: [fp4-moe-apply]}", "moe.kernels[3].runs[0]: kernel triton does not take nvfp4"},
+		{"{archs: [sm120], format: nvfp4, kernel: cutlass, cite: []}", "moe.kernels[3].runs[0].cite: missing"},
+	} {
+		if !strings.Contains(base, rule) {
+			t.Fatalf("the SGLang profile lacks %q", rule)
+		}
+		_, err := Parse([]byte(strings.Replace(base, rule, c.new, 1)), "edited.yaml")
+		if err == nil || !strings.Contains(err.Error(), c.field) || strings.Contains(err.Error(), "\n") {
+			t.Errorf("%s: error %v, want one line naming %s", c.new, err, c.field)
+		}
+	}
+	// A format the backend runs itself cannot also be handed over.
+	data := strings.Replace(base, "formats: [fp8-block128, fp8, bf16]\n      archs: any\n      grid: tiles\n      tile_m: 64", "formats: [nvfp4, fp8-block128, fp8, bf16]\n      archs: any\n      grid: tiles\n      tile_m: 64", 1)
+	if data == base {
+		t.Fatal("the SGLang profile's triton formats moved")
+	}
+	if _, err := Parse([]byte(data), "edited.yaml"); err == nil || !strings.Contains(err.Error(), "moe.kernels[3].runs[0]: nvfp4 to cutlass: want a format triton does not run itself") {
+		t.Errorf("a format run and handed over: error %v", err)
 	}
 }

@@ -328,6 +328,12 @@ type MoEKernel struct {
 	Cite  []string `yaml:"cite"`
 	// Padded, where stated, is how its MMAs fill whole tiles.
 	Padded *PaddedTiles `yaml:"padded"`
+	// Runs names, per weight format the backend does not run itself,
+	// the profile's kernel that the engine hands such weights to when
+	// this backend is asked for (SGLang 0.5's triton backend runs NVFP4
+	// experts through cutlass_moe_fp4): the user's spelling is kept, the
+	// kernel that runs is priced.
+	Runs []FormatRule `yaml:"runs"`
 }
 
 // PaddedTiles say that a GEMM kernel's MMAs compute every row of their
@@ -365,10 +371,13 @@ func (p *Profile) MoEKernel(a Arch, f WeightFormat, override string) (*MoEKernel
 	if override != "" {
 		for i := range p.MoE.Kernels {
 			k := &p.MoE.Kernels[i]
-			if normName(k.Name) != normName(override) {
+			if !k.Is(override) {
 				continue
 			}
 			if !slices.Contains(k.Formats, f) {
+				if t := p.moeRuns(k, a, f); t != nil {
+					return t, nil
+				}
 				return nil, fmt.Errorf("%s's MoE kernel %s does not take %s experts", p.Name(), k.Name, f)
 			}
 			if !k.Archs.Has(a) {
@@ -393,6 +402,25 @@ func (p *Profile) MoEKernel(a Arch, f WeightFormat, override string) (*MoEKernel
 		}
 	}
 	return nil, fmt.Errorf("%s has no MoE kernel for %s experts on %s", p.Name(), f, a)
+}
+
+// Is reports whether name (a user's spelling: case, dashes) names k.
+func (k *MoEKernel) Is(name string) bool { return normName(name) == normName(k.Name) }
+
+// moeRuns is the kernel k's Runs rule hands weights f on family a to, nil
+// when none does.
+func (p *Profile) moeRuns(k *MoEKernel, a Arch, f WeightFormat) *MoEKernel {
+	for _, r := range k.Runs {
+		if r.Format != f || !r.Archs.Has(a) {
+			continue
+		}
+		for i := range p.MoE.Kernels {
+			if p.MoE.Kernels[i].Name == r.Kernel {
+				return &p.MoE.Kernels[i]
+			}
+		}
+	}
+	return nil
 }
 
 // --------------------------------------------------------------- linear

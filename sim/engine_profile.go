@@ -353,7 +353,18 @@ func (p *Predictor) EngineSummary(sc Scenario) string {
 	if sc.Arch != nil && sc.Arch.RoutedExperts > 0 {
 		d := sc.Arch.Quant.Dtype(model.CompRoutedExperts)
 		if mk := k.moeKernel(d); mk != nil {
-			parts = append(parts, fmt.Sprintf("MoE %s for %s experts (%s)", mk.Name, d, companions(len(mk.Companions))))
+			runs := ""
+			if k.moeOverride != "" && !mk.Is(k.moeOverride) {
+				// The engine hands these weights to another kernel
+				// when the named one is asked for (MoEKernel.Runs),
+				// unless the name was refused (CheckEngine says so).
+				if f, err := engprof.ParseWeightFormat(string(d)); err == nil {
+					if got, err := k.prof.MoEKernel(k.arch, f, k.moeOverride); err == nil && got == mk {
+						runs = fmt.Sprintf("what --moe-kernel %s runs for them, ", k.moeOverride)
+					}
+				}
+			}
+			parts = append(parts, fmt.Sprintf("MoE %s for %s experts (%s%s)", mk.Name, d, runs, companions(len(mk.Companions))))
 		}
 	}
 	if plan := sc.Plan.Normalized(); plan.TP > 1 {

@@ -161,6 +161,43 @@ func TestEngineKernelsPriced(t *testing.T) {
 	}
 }
 
+// TestMoEBackendRunsAnotherKernel: SGLang 0.5 hands NVFP4 experts to
+// cutlass_moe_fp4 when --moe-runner-backend triton is asked for
+// (modelopt_quant.py's apply falls through), so the step prices that
+// kernel's chain (13 kernels besides the two GEMMs and the activation,
+// counted in cutlass_moe.py and sgl-kernel) exactly as when cutlass is
+// named, and the engine line says which kernel ran for the name asked.
+func TestMoEBackendRunsAnotherKernel(t *testing.T) {
+	pred := func(moe string) *Prediction {
+		t.Helper()
+		p, err := New(mustTopo(t, "rtxpro6000-2s"), Options{Engine: engprof.Ref{Name: "sglang"}, MoEKernel: moe, CUDAGraphs: true, NCCL: ncclenv.Settings{P2PLevel: "SYS"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		pr, err := p.PredictScenario(Scenario{Arch: mustPreset(t, "kimi-k2.5-nvfp4"), Plan: model.Plan{TP: 8},
+			Workload: model.Workload{Phase: model.Decode, Batch: 1, Context: 512, KVDtype: model.FP8}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return pr
+	}
+	asked, named := pred("triton"), pred("cutlass")
+	if asked.StepUs != named.StepUs || asked.Kernels != named.Kernels {
+		t.Errorf("triton backend: step %.1f us, %d kernels; cutlass: %.1f us, %d kernels: want the same", asked.StepUs, asked.Kernels, named.StepUs, named.Kernels)
+	}
+	for _, o := range asked.Ops {
+		if o.ID == "L05.moe.experts_gate_up" && o.Cost.ExtraKernels != 13 {
+			t.Errorf("%s: %d companion kernels, want 13", o.ID, o.Cost.ExtraKernels)
+		}
+	}
+	if !strings.Contains(asked.Engine, "MoE cutlass for nvfp4 experts (what --moe-kernel triton runs for them, 13 companion kernels)") {
+		t.Errorf("engine line %q", asked.Engine)
+	}
+	if strings.Contains(named.Engine, "what --moe-kernel") {
+		t.Errorf("engine line %q names a hand-over that did not happen", named.Engine)
+	}
+}
+
 // TestPiecewiseAttentionEager: the nightly's TRITON_MLA captures
 // piecewise only, so a graphed decode step runs the ops of vLLM's MLA
 // custom op (the profile's piecewise_eager roles) eagerly between the
