@@ -144,7 +144,7 @@ func TestEngineKernelsPriced(t *testing.T) {
 			t.Errorf("executor: %s has %d companion kernels", o.ID, o.Cost.ExtraKernels)
 		}
 	}
-	want := map[string]int{"L05.moe.shared_gate_up": 1, "L05.moe.shared_down": 0, "L05.moe.experts_gate_up": 4, "L05.attn.mla_decode": 4}
+	want := map[string]int{"L05.moe.shared_gate_up": 1, "L05.moe.shared_down": 0, "L05.moe.experts_gate_up": 5, "L05.attn.mla_decode": 4}
 	for _, o := range seed.Ops {
 		if n, ok := want[o.ID]; ok {
 			if o.Cost.ExtraKernels != n {
