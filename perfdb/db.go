@@ -23,6 +23,9 @@ var ErrNoTable = errors.New("no such table")
 // table is read on first use, once. A DB is safe for concurrent use.
 type DB struct {
 	root string
+	// layout says where root was found under the directory the DB was
+	// opened at ("" when that directory is the systems root itself).
+	layout string
 
 	mu      sync.Mutex
 	systems map[string]*sysEntry
@@ -34,9 +37,28 @@ type sysEntry struct {
 	err  error
 }
 
+// Layouts are where the systems/ root sits in the trees a user may name
+// instead of it, tried in this order when the named directory holds no
+// system YAML: aiconfigurator's checkouts before and after its July 2026
+// split into a core package (#1322: src/aiconfigurator/systems, then
+// aic-core/src/aiconfigurator_core/systems), AISimulate's checkout (the
+// same core package under python/aisimulate-core, aisimulate #2), and the
+// installed packages (site-packages/<package>/systems).
+var Layouts = []struct{ Rel, What string }{
+	{"systems", "a package directory"},
+	{"aiconfigurator_core/systems", "installed aiconfigurator-core or aisimulate-core packages"},
+	{"aisimulate_core/systems", "installed aisimulate-core packages"},
+	{"aiconfigurator/systems", "an installed aiconfigurator package (0.11 and before)"},
+	{"python/aisimulate-core/src/aiconfigurator_core/systems", "an AISimulate checkout"},
+	{"aic-core/src/aiconfigurator_core/systems", "an aiconfigurator checkout (from July 2026)"},
+	{"src/aiconfigurator/systems", "an aiconfigurator checkout (before July 2026)"},
+}
+
 // Open opens the systems root at dir (the directory holding the system
-// YAMLs). It fails when dir is not a readable directory with at least
-// one .yaml file.
+// YAMLs), or, when dir holds none, the one systems root of the Layouts
+// under it (DB.Layout says which). It fails when dir is not a readable
+// directory, when no layout under it holds a system YAML, and when
+// several do (naming them).
 func Open(dir string) (*DB, error) {
 	st, err := os.Stat(dir)
 	if err != nil {
@@ -50,14 +72,40 @@ func Open(dir string) (*DB, error) {
 	if err != nil {
 		return nil, err
 	}
-	if len(names) == 0 {
-		return nil, errorf("%s: no system YAML (want an aiconfigurator systems/ root with <system>.yaml files)", dir)
+	if len(names) > 0 {
+		return db, nil
+	}
+	var found []string
+	for _, l := range Layouts {
+		sub := &DB{root: filepath.Join(dir, filepath.FromSlash(l.Rel)), layout: l.What + " (" + l.Rel + ")"}
+		if n, err := sub.yamlNames(); err == nil && len(n) > 0 {
+			if db.layout == "" {
+				db.root, db.layout = sub.root, sub.layout
+			}
+			found = append(found, l.Rel)
+		}
+	}
+	switch {
+	case len(found) > 1:
+		return nil, errorf("%s: several systems/ roots under it (%s): name one", dir, strings.Join(found, ", "))
+	case len(found) == 0:
+		rels := make([]string, len(Layouts))
+		for i, l := range Layouts {
+			rels[i] = l.Rel
+		}
+		return nil, errorf("%s: no system YAML (want an aiconfigurator systems/ root with <system>.yaml files, or a tree holding one at %s)", dir, strings.Join(rels, ", "))
 	}
 	return db, nil
 }
 
-// Root is the directory the DB was opened at.
+// Root is the systems root the DB reads.
 func (db *DB) Root() string { return db.root }
+
+// Layout says where Root was found under the directory Open was given:
+// "" when that directory is the root itself, else the layout's
+// description and its path ("an AISimulate checkout
+// (python/aisimulate-core/src/aiconfigurator_core/systems)").
+func (db *DB) Layout() string { return db.layout }
 
 func (db *DB) yamlNames() ([]string, error) {
 	ents, err := os.ReadDir(db.root)
@@ -146,6 +194,9 @@ type tableEntry struct {
 	once sync.Once
 	t    any
 	err  error
+	// reused says which version's table a reuse.yaml put in its place
+	// ("" for a table of its own version); written under System.mu.
+	reused string
 }
 
 // Dir is the system's table directory.
@@ -208,8 +259,19 @@ func (s *System) table(rel string, load func(path string) (any, error)) (any, er
 	e.once.Do(func() {
 		p := filepath.Join(s.dir, filepath.FromSlash(rel))
 		if _, err := os.Stat(p); err != nil {
-			e.err = fmt.Errorf("perfdb: %s: %s: %w", s.Name, rel, ErrNoTable)
-			return
+			alt, why, rerr := s.reused(rel)
+			if rerr != nil {
+				e.err = rerr
+				return
+			}
+			if alt == "" {
+				e.err = fmt.Errorf("perfdb: %s: %s: %w", s.Name, rel, ErrNoTable)
+				return
+			}
+			p = filepath.Join(s.dir, filepath.FromSlash(alt))
+			s.mu.Lock()
+			e.reused = why
+			s.mu.Unlock()
 		}
 		e.t, e.err = load(p)
 	})

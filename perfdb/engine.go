@@ -134,8 +134,16 @@ func (s *Source) note(msg string) {
 // counts. sim reports them with the prediction's caveats.
 func (s *Source) Notes() []string {
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]string(nil), s.notes...)
+	out := append([]string(nil), s.notes...)
+	s.mu.Unlock()
+	// Tables another version's rows stood in for, by a reuse.yaml.
+	mine := "/" + s.engine + "/" + s.version + "/"
+	for _, r := range s.sys.Reuses() {
+		if strings.Contains(r, mine) || (s.nccl != "" && strings.HasPrefix(r, FamilyComm+"/nccl/"+s.nccl+"/")) {
+			out = append(out, s.name+": "+r)
+		}
+	}
+	return out
 }
 
 // hasVersion reports whether any family of the system has tables of

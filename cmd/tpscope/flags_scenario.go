@@ -98,7 +98,7 @@ func (f *scenarioFlags) Bind(fs *pflag.FlagSet) {
 // --perf-db-transfer.
 func (f *scenarioFlags) bindCostFlags(fs *pflag.FlagSet) {
 	f.fs = fs
-	fs.StringVar(&f.perfDB, "perf-db", f.perfDB, "price ops from measured tables first: the systems/ directory of an aiconfigurator install (vLLM's newest tables of the box's GPU); ops without a table keep the priors, and each op says where its cost came from")
+	fs.StringVar(&f.perfDB, "perf-db", f.perfDB, "price ops from measured tables first: the systems/ directory of an aiconfigurator or AISimulate install, or a checkout or site-packages holding one (the engine's tables of the box's GPU; a table a version's reuse.yaml takes from another version is read there, and the prediction says so); ops without a table keep the priors, and each op says where its cost came from")
 	fs.StringVar(&f.perfDBSystem, "perf-db-system", f.perfDBSystem, "system of --perf-db to read (its YAML name, e.g. rtx_pro_6000_server; default: the one measured on the box's GPU)")
 	fs.BoolVar(&f.perfDBTransfer, "perf-db-transfer", f.perfDBTransfer, "for a GPU --perf-db has no tables of: price ops from the other systems' tables moved to it by the datasheets (nearest memory bandwidth first; each row's bandwidth part by the speed-of-light ratio, its launches and latency by the small-kernel cost), as aiconfigurator's perf_data_reuse_manifest reuses rows; collectives keep the priors. Held out, closer than the priors on every HBM GPU (README \"Leave one system out\")")
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -238,5 +239,41 @@ func TestPerfDBTransfer(t *testing.T) {
 		"--batch", "8", "--perf-db", db, "--perf-db-transfer")
 	if code != 0 || strings.Contains(errs, "priced from the priors") || !strings.Contains(out, "nvswitch:8xh100-sxm") {
 		t.Errorf("plan over h200-nvswitch and an H100 box with --perf-db-transfer: exit %d, stderr %q\n%s", code, errs, out)
+	}
+}
+
+// TestPerfDBCheckoutLayout: --perf-db names an AISimulate checkout (here
+// a tree whose python/aisimulate-core/src/aiconfigurator_core/systems
+// links to the sample's systems root) and prices exactly as the root
+// itself.
+func TestPerfDBCheckoutLayout(t *testing.T) {
+	db := samplePerfDB(t, true)
+	tree := t.TempDir()
+	at := filepath.Join(tree, "python", "aisimulate-core", "src", "aiconfigurator_core")
+	if err := os.MkdirAll(at, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	abs, err := filepath.Abs(db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(abs, filepath.Join(at, "systems")); err != nil {
+		t.Skipf("no symlinks here: %v", err)
+	}
+	args := []string{"predict", "--model", "kimi-k2.5-nvfp4", "--topo", "rtxpro6000-2s", "--kv-dtype", "bf16", "--nccl-proto", "LL", "--p2p-level", "SYS", "--perf-db"}
+	code, want, errs := runCLI(t, append(args, db)...)
+	if code != 0 {
+		t.Fatalf("the root: exit %d: %s", code, errs)
+	}
+	code, got, errs := runCLI(t, append(args, tree)...)
+	if code != 0 {
+		t.Fatalf("the checkout: exit %d: %s", code, errs)
+	}
+	if got != want {
+		t.Errorf("the checkout priced otherwise than its systems/ root:\n%s\nwant\n%s", got, want)
+	}
+	code, _, errs = runCLI(t, append(args, t.TempDir())...)
+	if code == 0 || !strings.Contains(errs, "--perf-db") || !strings.Contains(errs, "aic-core/src/aiconfigurator_core/systems") {
+		t.Errorf("a tree without a systems/ root: exit %d, %q", code, errs)
 	}
 }
