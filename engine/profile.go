@@ -375,7 +375,7 @@ func (p *Profile) MoEKernel(a Arch, f WeightFormat, override string) (*MoEKernel
 				continue
 			}
 			if !slices.Contains(k.Formats, f) {
-				if t := p.moeRuns(k, a, f); t != nil {
+				if t := p.moeByRule(k.Runs, a, f); t != nil {
 					return t, nil
 				}
 				return nil, fmt.Errorf("%s's MoE kernel %s does not take %s experts", p.Name(), k.Name, f)
@@ -391,15 +391,8 @@ func (p *Profile) MoEKernel(a Arch, f WeightFormat, override string) (*MoEKernel
 		}
 		return nil, fmt.Errorf("%s has no MoE kernel %q (it has %s)", p.Name(), override, strings.Join(names, ", "))
 	}
-	for _, r := range p.MoE.Select {
-		if r.Format != f || !r.Archs.Has(a) {
-			continue
-		}
-		for i := range p.MoE.Kernels {
-			if p.MoE.Kernels[i].Name == r.Kernel {
-				return &p.MoE.Kernels[i], nil
-			}
-		}
+	if k := p.moeByRule(p.MoE.Select, a, f); k != nil {
+		return k, nil
 	}
 	return nil, fmt.Errorf("%s has no MoE kernel for %s experts on %s", p.Name(), f, a)
 }
@@ -407,10 +400,11 @@ func (p *Profile) MoEKernel(a Arch, f WeightFormat, override string) (*MoEKernel
 // Is reports whether name (a user's spelling: case, dashes) names k.
 func (k *MoEKernel) Is(name string) bool { return normName(name) == normName(k.Name) }
 
-// moeRuns is the kernel k's Runs rule hands weights f on family a to, nil
-// when none does.
-func (p *Profile) moeRuns(k *MoEKernel, a Arch, f WeightFormat) *MoEKernel {
-	for _, r := range k.Runs {
+// moeByRule is the MoE kernel the first of rules (the profile's select
+// rules, or a kernel's Runs) names for weights f on family a, nil when
+// none matches.
+func (p *Profile) moeByRule(rules []FormatRule, a Arch, f WeightFormat) *MoEKernel {
+	for _, r := range rules {
 		if r.Format != f || !r.Archs.Has(a) {
 			continue
 		}
