@@ -29,7 +29,7 @@ func (p *Predictor) Caveats(sc Scenario) []string {
 	// ones on SM120; the priors price the padded FP4 tiles, not the MoE
 	// runner's helper kernels.
 	if sm12 && a.RoutedExperts > 0 && a.Quant.Dtype(model.CompRoutedExperts) == model.NVFP4 && !p.calibratedFamily("moe_gemm") && !measured.role[model.RoleExpertsGateUp] {
-		out = append(out, "NVFP4 experts on SM12x: public Kimi-K2.5 runs decode 25-45 % slower with NVFP4 than with INT4 experts; tpscope's priors price the FP4 kernels' 128-row tiles and the CUTLASS MoE runner's helper kernels at the smallest kernel's time each (NVFP4 / INT4 0.82 on Kimi-K2.5), the routed experts about 24 us a layer under vLLM's table at one token: likely optimistic; vLLM 0.24's measured MoE rows put the ratio at 0.70 (fix: --perf-db with aiconfigurator's tables, or tpscope calibrate --trace on this server's trace)")
+		out = append(out, "NVFP4 experts on SM12x: public Kimi-K2.5 runs decode 25-45 % slower with NVFP4 than with INT4 experts; tpscope's priors price the FP4 kernels' 128-row tiles and the CUTLASS MoE runner's helper kernels at the MoE kernel floor each (NVFP4 / INT4 0.82 on Kimi-K2.5), the routed experts about 24 us a layer under vLLM's table at one token: likely optimistic; vLLM 0.24's measured MoE rows put the ratio at 0.70 (fix: --perf-db with aiconfigurator's tables, or tpscope calibrate --trace on this server's trace)")
 	}
 
 	// What SM12x engines run of a DSA model (ImpliedDenseDSA).
