@@ -7,6 +7,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 
 	"github.com/tpscope/tpscope/report"
@@ -120,6 +121,7 @@ func scatterPlot(title string, sc *report.Scatter) (*plot.Plot, error) {
 	}
 	p.X.Min, p.Y.Min = 0, 0
 	p.X.Max, p.Y.Max = maxX*1.06, maxY*1.12 // room for the legend above the points
+	p.X.Tick.Marker, p.Y.Tick.Marker = plainTicks{}, plainTicks{}
 	colorIdx := 0
 	var lastColor color.Color = seriesColors[0]
 	for _, s := range sc.Series {
@@ -222,4 +224,19 @@ func fitBarAxis(p *plot.Plot, vals plotter.Values) {
 		p.X.Min = 0
 		p.X.Max = hi * 1.08
 	}
+}
+
+// plainTicks are gonum's default ticks labelled in their shortest form:
+// gonum labels some ranges' ticks with a fixed two decimals ("500.00"
+// beside another panel's "1800").
+type plainTicks struct{}
+
+func (plainTicks) Ticks(min, max float64) []plot.Tick {
+	ts := plot.DefaultTicks{}.Ticks(min, max)
+	for i := range ts {
+		if ts[i].Label != "" {
+			ts[i].Label = strconv.FormatFloat(ts[i].Value, 'g', 6, 64)
+		}
+	}
+	return ts
 }
