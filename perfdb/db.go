@@ -37,14 +37,14 @@ type sysEntry struct {
 	err  error
 }
 
-// Layouts are where the systems/ root sits in the trees a user may name
+// layouts are where the systems/ root sits in the trees a user may name
 // instead of it, tried in this order when the named directory holds no
 // system YAML: aiconfigurator's checkouts before and after its July 2026
 // split into a core package (#1322: src/aiconfigurator/systems, then
 // aic-core/src/aiconfigurator_core/systems), AISimulate's checkout (the
 // same core package under python/aisimulate-core, aisimulate #2), and the
 // installed packages (site-packages/<package>/systems).
-var Layouts = []struct{ Rel, What string }{
+var layouts = []struct{ Rel, What string }{
 	{"systems", "a package directory"},
 	{"aiconfigurator_core/systems", "installed aiconfigurator-core or aisimulate-core packages"},
 	{"aisimulate_core/systems", "installed aisimulate-core packages"},
@@ -55,7 +55,7 @@ var Layouts = []struct{ Rel, What string }{
 }
 
 // Open opens the systems root at dir (the directory holding the system
-// YAMLs), or, when dir holds none, the one systems root of the Layouts
+// YAMLs), or, when dir holds none, the one systems root of the layouts
 // under it (DB.Layout says which). It fails when dir is not a readable
 // directory, when no layout under it holds a system YAML, and when
 // several do (naming them).
@@ -76,7 +76,7 @@ func Open(dir string) (*DB, error) {
 		return db, nil
 	}
 	var found []string
-	for _, l := range Layouts {
+	for _, l := range layouts {
 		sub := &DB{root: filepath.Join(dir, filepath.FromSlash(l.Rel)), layout: l.What + " (" + l.Rel + ")"}
 		if n, err := sub.yamlNames(); err == nil && len(n) > 0 {
 			if db.layout == "" {
@@ -89,8 +89,8 @@ func Open(dir string) (*DB, error) {
 	case len(found) > 1:
 		return nil, errorf("%s: several systems/ roots under it (%s): name one", dir, strings.Join(found, ", "))
 	case len(found) == 0:
-		rels := make([]string, len(Layouts))
-		for i, l := range Layouts {
+		rels := make([]string, len(layouts))
+		for i, l := range layouts {
 			rels[i] = l.Rel
 		}
 		return nil, errorf("%s: no system YAML (want an aiconfigurator systems/ root with <system>.yaml files, or a tree holding one at %s)", dir, strings.Join(rels, ", "))
