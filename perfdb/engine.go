@@ -136,10 +136,12 @@ func (s *Source) Notes() []string {
 	s.mu.Lock()
 	out := append([]string(nil), s.notes...)
 	s.mu.Unlock()
-	// Tables another version's rows stood in for, by a reuse.yaml.
-	mine := "/" + s.engine + "/" + s.version + "/"
+	// Tables another version's rows stood in for, by a reuse.yaml: the
+	// lines of this source's engine and version (family/engine/version/
+	// table: ...) and of its NCCL tables.
 	for _, r := range s.sys.Reuses() {
-		if strings.Contains(r, mine) || (s.nccl != "" && strings.HasPrefix(r, FamilyComm+"/nccl/"+s.nccl+"/")) {
+		_, rest, _ := strings.Cut(r, "/")
+		if strings.HasPrefix(rest, s.engine+"/"+s.version+"/") || (s.nccl != "" && strings.HasPrefix(r, FamilyComm+"/nccl/"+s.nccl+"/")) {
 			out = append(out, s.name+": "+r)
 		}
 	}
