@@ -44,6 +44,10 @@ type engineKernels struct {
 	attnMemo []attnSlot
 	moeMemo  [numDtypes]*engprof.MoEKernel
 	moeDone  [numDtypes]bool
+	// moeAsked: the memo's kernel is what --moe-kernel resolved to (the
+	// named kernel, or the one its Runs hands the weights to), not the
+	// default taken after the name was refused.
+	moeAsked [numDtypes]bool
 	linMemo  [numDtypes]*engprof.LinearKernel
 	linDone  [numDtypes]bool
 }
@@ -120,7 +124,9 @@ func (k *engineKernels) moeKernel(d model.Dtype) *engprof.MoEKernel {
 	var mk *engprof.MoEKernel
 	if f, err := engprof.ParseWeightFormat(string(d)); err == nil {
 		var e error
-		if mk, e = k.prof.MoEKernel(k.arch, f, k.moeOverride); e != nil && k.moeOverride != "" {
+		mk, e = k.prof.MoEKernel(k.arch, f, k.moeOverride)
+		k.moeAsked[di] = e == nil && k.moeOverride != ""
+		if e != nil && k.moeOverride != "" {
 			mk, _ = k.prof.MoEKernel(k.arch, f, "")
 		}
 	}
@@ -354,15 +360,10 @@ func (p *Predictor) EngineSummary(sc Scenario) string {
 		d := sc.Arch.Quant.Dtype(model.CompRoutedExperts)
 		if mk := k.moeKernel(d); mk != nil {
 			runs := ""
-			if k.moeOverride != "" && !mk.Is(k.moeOverride) {
+			if k.moeAsked[dtypeIndex(d)] && !mk.Is(k.moeOverride) {
 				// The engine hands these weights to another kernel
-				// when the named one is asked for (MoEKernel.Runs),
-				// unless the name was refused (CheckEngine says so).
-				if f, err := engprof.ParseWeightFormat(string(d)); err == nil {
-					if got, err := k.prof.MoEKernel(k.arch, f, k.moeOverride); err == nil && got == mk {
-						runs = fmt.Sprintf("what --moe-kernel %s runs for them, ", k.moeOverride)
-					}
-				}
+				// when the named one is asked for (MoEKernel.Runs).
+				runs = fmt.Sprintf("what --moe-kernel %s runs for them, ", k.moeOverride)
 			}
 			parts = append(parts, fmt.Sprintf("MoE %s for %s experts (%s%s)", mk.Name, d, runs, companions(len(mk.Companions))))
 		}
