@@ -95,7 +95,7 @@ func (o *planOptions) Bind(fs *pflag.FlagSet) {
 	fs.Var(&o.tp, "tp", "tensor-parallel degrees (default: every valid plan)")
 	fs.Var(&o.dp, "dp", "data-parallel attention degrees (default: every valid plan)")
 	fs.Var(&o.dcp, "dcp", "decode context parallel degrees (default: every valid plan)")
-	fs.StringVar(&o.ep, "ep", o.ep, "expert parallelism: true, false or both")
+	fs.StringVar(&o.ep, "ep", o.ep, "expert parallelism: true, false or both (every plan, EP off and on: the same as leaving it out)")
 	fs.Lookup("ep").NoOptDefVal = "true"
 	_ = fs.SetAnnotation("ep", valuesAnnotation, []string{"true", "false", "both"})
 	fs.Var(&o.batch, "batch", "batch sizes")
@@ -281,8 +281,8 @@ func (o *planOptions) Run(ctx context.Context, args []string, std IO) error {
 
 // planLists binds the --tp/--dp/--dcp/--ep lists the user gave (a list
 // not given stays free: see plan.Lists; options built in code give
-// the lists that are not empty); which combinations can run is the
-// sweep's to say (plan.Space.Enumerate).
+// the lists that are not empty; --ep both is free too); which
+// combinations can run is the sweep's to say (plan.Space.Enumerate).
 func (o *planOptions) planLists() (plan.Lists, error) {
 	var l plan.Lists
 	for _, d := range []struct {
@@ -300,20 +300,17 @@ func (o *planOptions) planLists() (plan.Lists, error) {
 		}
 		*d.dst = d.v
 	}
-	var eps []bool
-	ep := o.ep
-	switch ep {
+	// "both" is the free EP list (off and on, with every plan PlansFor
+	// gives, DCP included), whether or not it was typed: a list of
+	// false and true would narrow the sweep to TP x DP plans.
+	switch o.ep {
 	case "both":
-		eps = []bool{false, true}
 	case "true":
-		eps = []bool{true}
+		l.EP = []bool{true}
 	case "false":
-		eps = []bool{false}
+		l.EP = []bool{false}
 	default:
-		return l, flagError("--ep", quote(ep), "want true, false or both")
-	}
-	if o.given("ep", ep != "both") {
-		l.EP = eps
+		return l, flagError("--ep", quote(o.ep), "want true, false or both")
 	}
 	return l, nil
 }

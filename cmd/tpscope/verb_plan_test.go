@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -112,6 +113,8 @@ func TestPlanList(t *testing.T) {
 		{"ep only", []string{"--ep=false"}, plan.Lists{EP: []bool{false}}, ""},
 		{"ep both, dcp", []string{"--ep", "--dcp", "2"}, plan.Lists{DCP: []int{2}, EP: []bool{true}}, ""},
 		{"none", nil, plan.Lists{}, ""},
+		{"ep both is free", []string{"--ep=both"}, plan.Lists{}, ""},
+		{"ep both with tp", []string{"--ep=both", "--tp", "8"}, plan.Lists{TP: []int{8}}, ""},
 		{"tp 0", []string{"--tp", "0"}, plan.Lists{}, "--tp 0: want positive degrees"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -216,5 +219,45 @@ func TestPlanSpeaksOfSLOOnlyWhenGiven(t *testing.T) {
 	code, js, _ = runCLI(t, append(base, "--slo-ms", "45", "--output", "json")...)
 	if code != 0 || !strings.Contains(js, `"slo": "met"`) || !strings.Contains(js, `"slo": "missed"`) {
 		t.Errorf("SLO given: JSON points lack met and missed")
+	}
+}
+
+// TestPlanEPBothIsTheDefault: --ep both, the flag's stated default, sweeps
+// what leaving --ep out sweeps. By hand: on 8 GPUs of rtxpro6000-2s,
+// Kimi-K2.5 (64 attention heads, MLA) runs tp8, tp8-ep, tp8-dcp2/4/8
+// and the DP attention plans tp4-dp2-ep, tp2-dp4-ep, tp1-dp8-ep; the DCP
+// plans must be among them either way.
+func TestPlanEPBothIsTheDefault(t *testing.T) {
+	base := []string{"plan", "--gpus", "8", "--batch", "1", "--context", "4096", "--kv-dtype", "bf16", "--output", "json"}
+	plans := func(args ...string) []string {
+		code, out, errs := runCLI(t, append(append([]string{}, base...), args...)...)
+		if code != 0 {
+			t.Fatalf("%v: exit %d: %s", args, code, errs)
+		}
+		var res struct {
+			Points []struct {
+				Plan       string `json:"plan"`
+				AtCapacity bool   `json:"at_capacity"`
+			} `json:"points"`
+		}
+		if err := json.Unmarshal([]byte(out), &res); err != nil {
+			t.Fatal(err)
+		}
+		var ps []string
+		for _, p := range res.Points {
+			if !p.AtCapacity {
+				ps = append(ps, p.Plan)
+			}
+		}
+		return ps
+	}
+	def, both := plans(), plans("--ep", "both")
+	if !reflect.DeepEqual(def, both) {
+		t.Fatalf("--ep both swept %v, the default %v", both, def)
+	}
+	for _, want := range []string{"tp8", "tp8-ep", "tp8-dcp2", "tp8-dcp4", "tp8-dcp8", "tp2-dp4-ep"} {
+		if !slices.Contains(both, want) {
+			t.Errorf("--ep both swept %v, without %s", both, want)
+		}
 	}
 }
