@@ -296,3 +296,34 @@ func TestReplicateOnto(t *testing.T) {
 		t.Errorf("H800 PCIe on nvswitch: %v", err)
 	}
 }
+
+// TestSameBox: a preset and its description are one box; another
+// generation, another CPU, a subset or another fabric is not.
+func TestSameBox(t *testing.T) {
+	get := func(name string, gpus int) *Topology {
+		t.Helper()
+		top, err := Resolve(name, gpus)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return top
+	}
+	base := get("rtxpro6000-2s", 0)
+	for _, tc := range []struct {
+		name string
+		gpus int
+		same bool
+	}{
+		{"rtxpro6000-2s", 0, true},
+		{"pcie-2s:8xrtx-pro-6000-server", 0, true},
+		{"rtxpro6000-2s-gen4", 0, false},
+		{"rtxpro6000-2s-intel-emr", 0, false},
+		{"rtxpro6000-2s", 4, false},
+		{"rtxpro6000-switch", 0, false},
+		{"h200-nvswitch", 0, false},
+	} {
+		if got := base.SameBox(get(tc.name, tc.gpus)); got != tc.same {
+			t.Errorf("rtxpro6000-2s and %s@%d: same box %v, want %v", tc.name, tc.gpus, got, tc.same)
+		}
+	}
+}

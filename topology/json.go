@@ -89,3 +89,18 @@ func (t *Topology) copyData() *Topology {
 	}
 	return &c
 }
+
+// SameBox reports whether t and u are one box under two names: every
+// field but Name equal, as their JSON says (a preset and its description,
+// "rtxpro6000-2s" and "pcie-2s:8xrtx-pro-6000-server", are; a subset or
+// another PCIe generation is not).
+func (t *Topology) SameBox(u *Topology) bool {
+	if t == nil || u == nil {
+		return t == u
+	}
+	a, b := *t, *u
+	a.Name, b.Name = "", ""
+	ja, errA := json.Marshal(&a)
+	jb, errB := json.Marshal(&b)
+	return errA == nil && errB == nil && bytes.Equal(ja, jb)
+}

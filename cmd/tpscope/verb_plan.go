@@ -163,11 +163,26 @@ func (o *planOptions) Run(ctx context.Context, args []string, std IO) error {
 	}
 	space := plan.Space{Arch: a, Build: build, ImplyDenseDSA: !o.changed("dense-dsa"), MaxMsPerToken: o.sloMs, GPUCounts: o.gpus.v,
 		Batches: o.batch.v, Contexts: o.ctx.v, SpecTokens: specs}
-	for _, name := range o.topos {
+	for i, name := range o.topos {
+		// An empty element would be the default box, and a box named
+		// twice (a preset and its description are one box) would be
+		// swept twice, every row written twice.
+		if strings.TrimSpace(name) == "" {
+			return flagError("--topo", quote(strings.Join(o.topos, ",")), "element %d of the list is empty: want a preset, a box description or a topology JSON", i+1)
+		}
 		sc.topo = name
 		t, _, err := sc.box()
 		if err != nil {
 			return err
+		}
+		for j, prev := range space.Topologies {
+			if prev.SameBox(t) {
+				what := fmt.Sprintf("%s and %s are the same box", o.topos[j], name)
+				if o.topos[j] == name {
+					what = name + " is named twice"
+				}
+				return flagError("--topo", quote(strings.Join(o.topos, ",")), "%s: name each box once", what)
+			}
 		}
 		space.Topologies = append(space.Topologies, t)
 	}

@@ -261,3 +261,29 @@ func TestPlanEPBothIsTheDefault(t *testing.T) {
 		}
 	}
 }
+
+// TestPlanTopoList: an empty element of --topo (it would be the default
+// box) and a box named twice, by one name or by a preset and its
+// description, are refused in one line before any sweep.
+func TestPlanTopoList(t *testing.T) {
+	for _, tc := range []struct {
+		name, topo, want string
+	}{
+		{"trailing comma", "rtxpro6000-2s,", `--topo "rtxpro6000-2s,": element 2 of the list is empty`},
+		{"only a comma", ",", `--topo ",": element 1 of the list is empty`},
+		{"one name twice", "rtxpro6000-2s,rtxpro6000-2s", "rtxpro6000-2s is named twice: name each box once"},
+		{"a preset and its description", "rtxpro6000-2s,pcie-2s:8xrtx-pro-6000-server",
+			"rtxpro6000-2s and pcie-2s:8xrtx-pro-6000-server are the same box: name each box once"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, out, errs := runCLI(t, "plan", "--topo", tc.topo, "--batch", "1", "--context", "4096")
+			if code != 2 || out != "" || !strings.Contains(errs, tc.want) || strings.Count(strings.TrimSpace(errs), "\n") != 0 || strings.Contains(errs, "evaluated") {
+				t.Errorf("exit %d (want 2), stdout %q, stderr %q (want one line with %q, no sweep)", code, out, errs, tc.want)
+			}
+		})
+	}
+	// Two boxes that differ only in the PCIe generation are two boxes.
+	if code, _, errs := runCLI(t, "plan", "--topo", "rtxpro6000-2s,rtxpro6000-2s-gen4", "--gpus", "8", "--plan", "tp8", "--batch", "1", "--context", "4096"); code != 0 {
+		t.Errorf("two generations: exit %d: %s", code, errs)
+	}
+}
