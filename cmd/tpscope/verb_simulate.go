@@ -36,8 +36,9 @@ discrete-event simulation whose steps are priced by the same step model as
 predict (each step's mix of decode tokens and prefill chunks, with CUDA-graph
 padding), memoized within 3.1 % (see sim.IterationBucketBound).
 
-Load: an open loop (--qps, Poisson by default, --arrival constant|gamma with
---burstiness as vllm bench serve), a closed loop (--concurrency clients, as
+Load: an open loop (--qps, Poisson by default, --arrival constant|gamma;
+--burstiness X, as vllm bench serve's, draws gamma-distributed gaps of
+shape X and implies --arrival gamma), a closed loop (--concurrency clients, as
 vllm bench serve --max-concurrency), or a request trace (--requests-file:
 tpscope's JSON lines or CSV of arrival_s, prompt_tokens, output_tokens and
 optionally hash_ids, session, delay_s; Mooncake JSON lines with hash IDs;
@@ -126,24 +127,30 @@ func (o *simulateOptions) Run(ctx context.Context, args []string, std IO) error 
 			return flagError("--"+n, nil, "not used by simulate (the scheduler forms the steps; the load is --qps, --concurrency or --requests-file)")
 		}
 	}
+	o.arrivalGiven = o.given("arrival", o.arrival != "poisson")
+	o.burstinessGiven = o.given("burstiness", o.burstiness != 1)
 	return runSimulate(o.sc, &o.simulateFlags, std.Stdout, std.Stderr)
 }
 
 // simulateFlags are simulate's own flags.
 type simulateFlags struct {
-	qps, concurrency     string
-	arrival              string
-	burstiness           float64
-	isl, osl             int
-	islDist, oslDist     string
-	islSpread, oslSpread float64
-	requests             int
-	durationS            float64
-	requestsFile         string
-	seed                 uint64
-	sloTTFT, sloTPOT     float64
-	sloPct               float64
-	sweepQPS, sweepConc  bool
+	qps, concurrency string
+	arrival          string
+	burstiness       float64
+	// arrivalGiven and burstinessGiven: the command line set --arrival,
+	// --burstiness (a burstiness implies gamma arrivals unless --arrival
+	// says otherwise, which is refused).
+	arrivalGiven, burstinessGiven bool
+	isl, osl                      int
+	islDist, oslDist              string
+	islSpread, oslSpread          float64
+	requests                      int
+	durationS                     float64
+	requestsFile                  string
+	seed                          uint64
+	sloTTFT, sloTPOT              float64
+	sloPct                        float64
+	sweepQPS, sweepConc           bool
 	engineFlags
 	instances        int
 	router           string
@@ -161,7 +168,7 @@ func (f *simulateFlags) bind(fs *pflag.FlagSet) {
 	fs.StringVar(&f.qps, "qps", f.qps, "open loop: request rates per second (comma list, one run each)")
 	fs.StringVar(&f.concurrency, "concurrency", f.concurrency, "closed loop: client counts (comma list, one run each; vllm bench serve --max-concurrency)")
 	fs.StringVar(&f.arrival, "arrival", f.arrival, "open-loop arrivals: poisson, constant or gamma")
-	fs.Float64Var(&f.burstiness, "burstiness", f.burstiness, "gamma arrivals' shape (vllm bench serve --burstiness: 1 = Poisson, < 1 burstier)")
+	fs.Float64Var(&f.burstiness, "burstiness", f.burstiness, "open-loop arrivals with gamma-distributed gaps of this shape, as vllm bench serve --burstiness (1 = Poisson, < 1 burstier, > 1 more regular); another value than 1 implies --arrival gamma")
 	fs.IntVar(&f.isl, "isl", f.isl, "mean prompt tokens")
 	fs.IntVar(&f.osl, "osl", f.osl, "mean output tokens")
 	fs.StringVar(&f.islDist, "isl-dist", f.islDist, "prompt lengths: fixed, uniform or lognormal")
@@ -318,6 +325,9 @@ func runSimulate(sc *scenarioFlags, f *simulateFlags, stdout, stderr io.Writer) 
 	arrival, err := serving.ParseArrival(f.arrival)
 	if err != nil {
 		return causeError("--arrival", nil, err)
+	}
+	if arrival, err = f.arrivalWithBurstiness(arrival); err != nil {
+		return err
 	}
 	router, err := serving.ParseRouter(f.router)
 	if err != nil {
@@ -495,6 +505,32 @@ func runSimulate(sc *scenarioFlags, f *simulateFlags, stdout, stderr io.Writer) 
 		JSON: &out,
 		Text: func(w io.Writer, md bool) error { return writeSimulateTables(w, &out, f.timeline, md) },
 	})
+}
+
+// arrivalWithBurstiness is the arrival process --arrival and --burstiness
+// name together, as vllm bench serve reads --burstiness: the shape of
+// gamma-distributed gaps (1 = Poisson). A burstiness other than 1 implies
+// gamma arrivals when --arrival is not given; one that cannot shape the
+// arrivals (another --arrival, a closed loop, a trace's own times, a
+// measured result's load) is refused.
+func (f *simulateFlags) arrivalWithBurstiness(arrival serving.Arrival) (serving.Arrival, error) {
+	if !f.burstinessGiven {
+		return arrival, nil
+	}
+	b := strconv.FormatFloat(f.burstiness, 'g', -1, 64)
+	switch {
+	case f.concurrency != "" || f.sweepConc:
+		return "", flagError("--burstiness with --concurrency", nil, "a closed loop has no arrival process: its clients send the next request when the last completes")
+	case len(f.compare) > 0:
+		return "", flagError("--burstiness with --compare", nil, "the measured result sets the load, its burstiness included: drop --burstiness")
+	case f.requestsFile != "" && f.qps == "" && !f.sweepQPS:
+		return "", flagError("--burstiness with --requests-file", nil, "the trace's own arrival times are replayed: drop --burstiness, or give --qps for arrivals at a rate")
+	case f.burstiness == 1 || arrival == serving.Gamma:
+		return arrival, nil
+	case f.arrivalGiven:
+		return "", flagError("--arrival "+string(arrival)+" with --burstiness "+b, nil, "the burstiness is the shape of gamma arrivals: drop --arrival, or use --arrival gamma")
+	}
+	return serving.Gamma, nil
 }
 
 // writeFileWith creates path and writes it with write.

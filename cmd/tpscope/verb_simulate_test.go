@@ -203,3 +203,60 @@ func TestSimulateOverloaded(t *testing.T) {
 		})
 	}
 }
+
+// TestSimulateBurstiness: --burstiness X, as vllm bench serve reads it,
+// draws gamma gaps of shape X: alone it implies --arrival gamma (the same
+// run as naming it), 1 stays Poisson, and where it cannot shape the
+// arrivals (another --arrival, a closed loop) it is refused in one line.
+func TestSimulateBurstiness(t *testing.T) {
+	type traffic struct {
+		Traffic struct {
+			Arrival    string  `json:"arrival"`
+			Burstiness float64 `json:"burstiness"`
+		} `json:"traffic"`
+		Runs []struct {
+			Load string `json:"load"`
+		} `json:"runs"`
+	}
+	run := func(args ...string) (traffic, string) {
+		t.Helper()
+		code, out, errs := runCLI(t, append([]string{"simulate", "--qps", "1", "--requests", "50", "--output", "json"}, args...)...)
+		if code != 0 {
+			t.Fatalf("%v: exit %d: %s", args, code, errs)
+		}
+		var res traffic
+		if err := json.Unmarshal([]byte(out), &res); err != nil {
+			t.Fatal(err)
+		}
+		return res, out
+	}
+	implied, impliedOut := run("--burstiness", "0.5")
+	if implied.Traffic.Arrival != "gamma" || implied.Traffic.Burstiness != 0.5 || len(implied.Runs) != 1 || implied.Runs[0].Load != "qps 1 gamma (burstiness 0.5)" {
+		t.Errorf("--burstiness 0.5: traffic %+v, runs %+v; want gamma arrivals of shape 0.5", implied.Traffic, implied.Runs)
+	}
+	if _, named := run("--burstiness", "0.5", "--arrival", "gamma"); named != impliedOut {
+		t.Error("--burstiness 0.5 and --burstiness 0.5 --arrival gamma differ")
+	}
+	if one, _ := run("--burstiness", "1"); one.Traffic.Arrival != "poisson" || one.Runs[0].Load != "qps 1 poisson" {
+		t.Errorf("--burstiness 1: traffic %+v, runs %+v; want Poisson", one.Traffic, one.Runs)
+	}
+	reqs := filepath.Join(t.TempDir(), "reqs.csv")
+	if err := os.WriteFile(reqs, []byte("arrival_s,prompt_tokens,output_tokens\n0,100,10\n0.5,200,20\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []usageCase{
+		{"poisson", []string{"simulate", "--qps", "1", "--arrival", "poisson", "--burstiness", "0.5"}, "--arrival poisson with --burstiness 0.5: the burstiness is the shape of gamma arrivals"},
+		{"constant", []string{"simulate", "--qps", "1", "--arrival", "constant", "--burstiness", "2"}, "--arrival constant with --burstiness 2"},
+		{"closed loop", []string{"simulate", "--concurrency", "4", "--burstiness", "0.5"}, "--burstiness with --concurrency: a closed loop has no arrival process"},
+		{"closed loop, shape 1", []string{"simulate", "--concurrency", "4", "--burstiness", "1"}, "--burstiness with --concurrency"},
+		{"trace at its own times", []string{"simulate", "--requests-file", reqs, "--burstiness", "0.5"}, "--burstiness with --requests-file: the trace's own arrival times are replayed"},
+		{"measured load", []string{"simulate", "--compare", "../../serving/testdata/bench/generated/vllm-detailed.json", "--burstiness", "0.5"}, "--burstiness with --compare"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, out, errs := runCLI(t, tc.args...)
+			if code != 2 || out != "" || !strings.Contains(errs, tc.want) || strings.Count(strings.TrimSpace(errs), "\n") != 0 {
+				t.Errorf("exit %d (want 2), stdout %q, stderr %q (want one line with %q)", code, out, errs, tc.want)
+			}
+		})
+	}
+}
