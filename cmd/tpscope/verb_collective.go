@@ -31,7 +31,8 @@ step holds --iters back-to-back ops per size; warm-up steps, then --steps measur
 --backend cuda (NCCL on the first --ranks GPUs of this process; the NCCL flags are exported as
 NCCL_* variables) or cpu (goroutine ranks, shared-memory ring collectives checked against a serial
 sum), and prints the measured time (mean over steps, iterations and ranks, as nccl-tests reports
-it) beside the prediction. -o FILE writes the measurement as nccl-tests output, which
+it) beside the prediction on --topo's box; on the cpu backend only when --topo is given (goroutine
+ranks are no GPU box: without it the table says no prediction is beside them). -o FILE writes the measurement as nccl-tests output, which
 'calibrate --nccl-tests FILE' reads; --reference FILE shows another nccl-tests log of the same
 collective (nccl-tests itself, or scripts/gpu-collectives-torch.py) beside it.`,
 	Example: "tpscope collective --topo rtxpro6000-2s --op allreduce --ranks 8 --sizes 512:512M\ntpscope collective --topo h200-nvswitch --op allgather --sizes 1K:1G --output json\ntpscope collective --op allreduce --sizes 8K:1M --p2p-level SYS --custom-ar oneshot\ntpscope collective --topo h200-nvswitch --op allreduce --sizes 256K:64M --custom-ar multimem\ntpscope collective --measure --backend cuda --topo h200-nvswitch --ranks 8 --op allreduce --sizes 512:512M -o all_reduce_perf.txt --reference torch-all_reduce_perf.txt\ntpscope collective --measure --backend cpu --ranks 4 --op allgather --sizes 512:1M --iters 3 -o all_gather_perf.txt",
@@ -40,6 +41,7 @@ collective (nccl-tests itself, or scripts/gpu-collectives-torch.py) beside it.`,
 
 // collectiveOptions are collective's flags.
 type collectiveOptions struct {
+	boundFlags
 	topo       string
 	op         string
 	ranks      int // the first N GPUs; 0 = all
@@ -64,6 +66,7 @@ func newCollectiveOptions() *collectiveOptions {
 }
 
 func (o *collectiveOptions) Bind(fs *pflag.FlagSet) {
+	o.fs = fs
 	fs.StringVar(&o.topo, "topo", o.topo, topoHelp)
 	fs.StringVar(&o.op, "op", o.op, "collective: allreduce, allgather, reducescatter, alltoall")
 	fs.IntVar(&o.ranks, "ranks", o.ranks, "ranks taking part: the first N GPUs (0 = all)")
@@ -136,11 +139,18 @@ func (o *collectiveOptions) Run(ctx context.Context, args []string, std IO) erro
 		return causeError("", nil, err)
 	}
 	if o.meas.on {
-		mr, pred, err := o.meas.run(ctx, coll, n, sz, no, m, ref, std.Stderr)
+		// CPU ranks are no GPU box: their times are set beside a box's
+		// prediction only when --topo names the box (as run --compare
+		// asks for one).
+		predicted, box := m, t.Name
+		if o.meas.backend == "cpu" && !o.given("topo", o.topo != topology.DefaultPreset) {
+			predicted, box = nil, ""
+		}
+		mr, pred, err := o.meas.run(ctx, coll, n, sz, no, predicted, ref, std.Stderr)
 		if err != nil {
 			return err
 		}
-		return writeMeasured(std.Stdout, o.output, t.Name, coll, n, m.Options(), mr, pred)
+		return writeMeasured(std.Stdout, o.output, box, coll, n, m.Options(), mr, pred)
 	}
 	rows, err := sweepCollective(m, coll, group, sz, o.customAR)
 	if err != nil {
@@ -175,16 +185,17 @@ func (o *collectiveOptions) ncclOption(name string) string {
 	return ""
 }
 
-// writeMeasured prints a --measure run in the output format.
+// writeMeasured prints a --measure run in the output format; topo "" and
+// pred nil when no prediction is set beside it.
 func writeMeasured(w io.Writer, format, topo string, coll model.Collective, n int, opts ncclenv.Settings, mr *measureRun, pred []collectiveRow) error {
 	header, rows := measuredTable(mr, pred)
 	return render(w, format, view{
 		JSON: struct {
-			Topology string           `json:"topology"`
+			Topology string           `json:"topology,omitempty"`
 			Op       string           `json:"op"`
 			Ranks    int              `json:"ranks"`
 			Options  ncclenv.Settings `json:"options"`
-			Rows     []collectiveRow  `json:"rows"`
+			Rows     []collectiveRow  `json:"rows,omitempty"`
 			Measured *measureRun      `json:"measured"`
 		}{topo, string(coll), n, opts, pred, mr},
 		CSV:  func(w io.Writer) error { return writeCSV(w, header, rows) },
@@ -198,10 +209,16 @@ func writeMeasuredTable(w io.Writer, topo string, coll model.Collective, n int, 
 	if mr.Graphs {
 		mode = "CUDA graphs"
 	}
-	title := fmt.Sprintf("%s on %d ranks: measured on the %s backend (%s, %s; %d steps x %d ops per size) against the prediction on %s",
-		coll, n, mr.Backend, mr.Timing, mode, mr.Steps, mr.Iters, topo)
+	title := fmt.Sprintf("%s on %d ranks: measured on the %s backend (%s, %s; %d steps x %d ops per size)",
+		coll, n, mr.Backend, mr.Timing, mode, mr.Steps, mr.Iters)
+	if topo != "" {
+		title += " against the prediction on " + topo
+	}
 	if err := writeTable(w, title, "", header, rows, md); err != nil {
 		return err
+	}
+	if topo == "" {
+		fmt.Fprintf(w, "no prediction beside it: the %s backend's ranks are no GPU box (--topo names one to compare against)\n", mr.Backend)
 	}
 	if pct, b := worstVsReference(mr); !math.IsNaN(pct) {
 		fmt.Fprintf(w, "largest difference from %s: %+.1f %% at %d B\n", mr.Reference, pct, b)

@@ -55,7 +55,7 @@ func newMeasureFlags() *measureFlags {
 
 func (m *measureFlags) bind(fs *pflag.FlagSet) {
 	m.fs = fs
-	fs.BoolVar(&m.on, "measure", m.on, "also run the collective through the executor (--backend) at each size and print the measured time beside the prediction")
+	fs.BoolVar(&m.on, "measure", m.on, "also run the collective through the executor (--backend) at each size and print the measured time beside the prediction (on the cpu backend only when --topo names a box)")
 	fs.StringVar(&m.backend, "backend", m.backend, "--measure: where to run: cpu (goroutine ranks) or cuda (one process, NCCL on the first --ranks GPUs)")
 	fs.IntVar(&m.steps, "steps", m.steps, "--measure: measured steps (each runs every size --iters times)")
 	fs.IntVar(&m.warmup, "warmup", m.warmup, "--measure: warm-up steps before the measured ones")
@@ -135,15 +135,17 @@ func fmtSizes(sizes []int64) string {
 // measured is one size of a --measure run, beside its prediction and
 // reference.
 type measured struct {
-	Bytes       int64   `json:"bytes"`
-	TimeUs      float64 `json:"time_us"` // mean over steps, iterations and ranks
-	MinUs       float64 `json:"min_us"`
-	MaxUs       float64 `json:"max_us"`
-	AlgBWGBps   float64 `json:"algbw_GBps"`
-	BusBWGBps   float64 `json:"busbw_GBps"`
-	PredictedUs float64 `json:"predicted_us"`
-	// ErrPct is (predicted - measured) / measured.
-	ErrPct float64 `json:"err_pct"`
+	Bytes     int64   `json:"bytes"`
+	TimeUs    float64 `json:"time_us"` // mean over steps, iterations and ranks
+	MinUs     float64 `json:"min_us"`
+	MaxUs     float64 `json:"max_us"`
+	AlgBWGBps float64 `json:"algbw_GBps"`
+	BusBWGBps float64 `json:"busbw_GBps"`
+	// PredictedUs is the prediction at this size and ErrPct (predicted -
+	// measured) / measured; both nil when nothing is predicted (CPU
+	// ranks without --topo).
+	PredictedUs *float64 `json:"predicted_us,omitempty"`
+	ErrPct      *float64 `json:"err_pct,omitempty"`
 	// ReferenceUs is the reference log's time at this size (out-of-place,
 	// else in-place; 0 when the log has no such size); VsReferencePct is
 	// (measured - reference) / reference.
@@ -165,7 +167,8 @@ type measureRun struct {
 }
 
 // run measures cfg through the executor, returns the result beside the
-// predictions (rows, at the sizes as run) and writes -o.
+// predictions of cm (rows, at the sizes as run; none when cm is nil) and
+// writes -o.
 func (m *measureFlags) run(ctx context.Context, coll model.Collective, ranks int, sizes []int64, no ncclenv.Settings, cm *sim.CollectiveModel, ref *nccltests.Log, stderr io.Writer) (*measureRun, []collectiveRow, error) {
 	p, err := pipeline.PrepareCollective(pipeline.CollectiveSpec{Backend: m.backend, NCCL: no, Bench: m.config(coll, ranks, sizes),
 		Steps: m.steps, Warmup: m.warmup, Graphs: m.graphs, Watchdog: m.watchdog})
@@ -198,9 +201,11 @@ func (m *measureFlags) run(ctx context.Context, coll model.Collective, ranks int
 	for i := range group {
 		group[i] = i
 	}
-	pred, err := sweepCollective(cm, coll, group, sizes, "")
-	if err != nil {
-		return nil, nil, err
+	var pred []collectiveRow
+	if cm != nil {
+		if pred, err = sweepCollective(cm, coll, group, sizes, ""); err != nil {
+			return nil, nil, err
+		}
 	}
 	factor, err := nccltests.BusFactor(string(coll), ranks)
 	if err != nil {
@@ -217,10 +222,13 @@ func (m *measureFlags) run(ctx context.Context, coll model.Collective, ranks int
 	mr := &measureRun{Backend: b.Name(), Timing: res.Run.Timing, Graphs: res.Run.Graphs, Steps: res.Run.Steps, Warmup: res.Run.Warmup,
 		Iters: res.Config.Iters, Reference: m.reference, Out: m.out}
 	for i, r := range res.Rows {
-		row := measured{Bytes: r.Bytes, TimeUs: r.TimeUs, MinUs: r.MinUs, MaxUs: r.MaxUs, PredictedUs: pred[i].TimeUs}
+		row := measured{Bytes: r.Bytes, TimeUs: r.TimeUs, MinUs: r.MinUs, MaxUs: r.MaxUs}
 		row.AlgBWGBps = float64(r.Bytes) / 1e3 / r.TimeUs
 		row.BusBWGBps = row.AlgBWGBps * factor
-		row.ErrPct = 100 * (row.PredictedUs - r.TimeUs) / r.TimeUs
+		if pred != nil {
+			p, e := pred[i].TimeUs, 100*(pred[i].TimeUs-r.TimeUs)/r.TimeUs
+			row.PredictedUs, row.ErrPct = &p, &e
+		}
 		if u, ok := refUs[r.Bytes]; ok {
 			row.ReferenceUs = u
 			row.VsReferencePct = 100 * (r.TimeUs - u) / u
@@ -357,16 +365,23 @@ func perIterTimes(res *collbench.Result) [][]float64 {
 	return out
 }
 
-// measuredTable is the table of a --measure run.
+// measuredTable is the table of a --measure run; without predictions
+// (pred nil) it has no predicted columns.
 func measuredTable(mr *measureRun, pred []collectiveRow) ([]string, [][]string) {
-	header := []string{"size_bytes", "measured_us", "min_us", "max_us", "busbw_GBps", "predicted_us", "error", "algo", "proto"}
+	header := []string{"size_bytes", "measured_us", "min_us", "max_us", "busbw_GBps"}
+	if pred != nil {
+		header = append(header, "predicted_us", "error", "algo", "proto")
+	}
 	if mr.Reference != "" {
 		header = append(header, "reference_us", "vs_reference")
 	}
 	var rows [][]string
 	for i, r := range mr.Rows {
 		row := []string{strconv.FormatInt(r.Bytes, 10), fmt.Sprintf("%.2f", r.TimeUs), fmt.Sprintf("%.2f", r.MinUs), fmt.Sprintf("%.2f", r.MaxUs),
-			fmt.Sprintf("%.2f", r.BusBWGBps), fmt.Sprintf("%.2f", r.PredictedUs), fmt.Sprintf("%+.1f %%", r.ErrPct), pred[i].Algo, pred[i].Proto}
+			fmt.Sprintf("%.2f", r.BusBWGBps)}
+		if pred != nil {
+			row = append(row, fmt.Sprintf("%.2f", *r.PredictedUs), fmt.Sprintf("%+.1f %%", *r.ErrPct), pred[i].Algo, pred[i].Proto)
+		}
 		if mr.Reference != "" {
 			if r.ReferenceUs > 0 {
 				row = append(row, fmt.Sprintf("%.2f", r.ReferenceUs), fmt.Sprintf("%+.1f %%", r.VsReferencePct))

@@ -72,7 +72,7 @@ func TestCollectiveMeasureCPU(t *testing.T) {
 				}
 				alg := float64(r.Bytes) / 1e3 / r.TimeUs
 				if !(r.TimeUs > 0) || math.Abs(r.AlgBWGBps-alg) > 1e-9*alg || math.Abs(r.BusBWGBps-tc.factor*alg) > 1e-9*alg ||
-					r.PredictedUs != res.Rows[i].TimeUs || math.Abs(r.ErrPct-100*(r.PredictedUs-r.TimeUs)/r.TimeUs) > 1e-9 {
+					r.PredictedUs == nil || r.ErrPct == nil || *r.PredictedUs != res.Rows[i].TimeUs || math.Abs(*r.ErrPct-100*(*r.PredictedUs-r.TimeUs)/r.TimeUs) > 1e-9 {
 					t.Errorf("row %d: %+v (predicted %v)", i, r, res.Rows[i].TimeUs)
 				}
 			}
@@ -229,5 +229,43 @@ func TestCollectiveMeasureFormats(t *testing.T) {
 				t.Errorf("no measured column:\n%s", out)
 			}
 		})
+	}
+}
+
+// TestCollectiveMeasureCPUNoBox: CPU ranks are no GPU box, so without
+// --topo no prediction is set beside their times (no predicted columns,
+// no predicted rows or errors in the JSON, one line saying so); with
+// --topo the box's prediction is there (TestCollectiveMeasureCPU).
+func TestCollectiveMeasureCPUNoBox(t *testing.T) {
+	args := []string{"collective", "--measure", "--backend", "cpu", "--ranks", "2", "--op", "allgather", "--sizes", "512:2K", "--iters", "1", "--steps", "1", "--warmup", "0"}
+	code, out, errs := runCLI(t, args...)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	if strings.Contains(out, "predicted") || strings.Contains(out, "rtxpro6000") || strings.Contains(out, "error") ||
+		!strings.Contains(out, "no prediction beside it: the cpu backend's ranks are no GPU box (--topo names one to compare against)\n") {
+		t.Errorf("table compares CPU ranks with a box, or does not say it does not:\n%s", out)
+	}
+	code, out, errs = runCLI(t, append(args, "--output", "json")...)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	var res map[string]json.RawMessage
+	var mj measuredJSON
+	if err := json.Unmarshal([]byte(out), &res); err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal([]byte(out), &mj); err != nil {
+		t.Fatal(err)
+	}
+	_, topo := res["topology"]
+	_, rows := res["rows"]
+	if topo || rows || len(mj.Measured.Rows) != 3 {
+		t.Fatalf("JSON: topology %v, predicted rows %v, %d measured rows; want no box, no predictions and 3 sizes", topo, rows, len(mj.Measured.Rows))
+	}
+	for _, r := range mj.Measured.Rows {
+		if r.PredictedUs != nil || r.ErrPct != nil || !(r.TimeUs > 0) {
+			t.Errorf("row %+v: want a measured time and no prediction", r)
+		}
 	}
 }
