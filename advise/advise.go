@@ -416,6 +416,9 @@ func Advise(in Input) (*Advice, error) {
 			pc.with, err = e.Apply(b)
 		}
 		if err == nil {
+			err = runnable(&row, pc.with, pc.without)
+		}
+		if err == nil {
 			row.With, err = predictVariant(&ev, e.Name, pc.with)
 		}
 		if err == nil {
@@ -510,6 +513,38 @@ func Advise(in Input) (*Advice, error) {
 	})
 	adv.WorthBuilding, adv.UpperBounds = worthBuilding(adv.Rows, in.ThresholdFrac)
 	return adv, nil
+}
+
+// errCannotRun is the error of a row whose entry cannot run here: it is
+// not priced (no numbers, no sweep, no break-even), its reason says why.
+var errCannotRun = errors.New("it cannot run here (its reason says why)")
+
+// runnable refuses to price a row that cannot run: an entry its own check
+// says does not apply here, or whose configuration (the side of the pair
+// that is not the baseline) the engine cannot run (sim's CheckEngine, as
+// predict refuses it), which makes the entry not apply, the engine's
+// reason added to its own. A row the baseline has is priced whatever its
+// check says: the baseline runs, and the row is what removing it gives.
+func runnable(row *Row, with, without sim.Scenario) error {
+	changed := with
+	if row.InBaseline {
+		changed = without
+	}
+	if err := changed.CheckEngine(); err != nil {
+		a := &row.Applicability
+		if a.Status != NotApplicable {
+			reason := err.Error()
+			if a.Reason != "" {
+				reason = a.Reason + "; " + reason
+			}
+			*a = Applicability{Status: NotApplicable, Reason: reason}
+		}
+		return errCannotRun
+	}
+	if row.Applicability.Status == NotApplicable && !row.InBaseline {
+		return errCannotRun
+	}
+	return nil
 }
 
 func transferRow(name string, b, s *Variant) TransferRow {

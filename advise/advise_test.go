@@ -3,8 +3,10 @@ package advise
 import (
 	"math"
 	"slices"
+	"strings"
 	"testing"
 
+	engprof "github.com/tpscope/tpscope/engine"
 	"github.com/tpscope/tpscope/model"
 	"github.com/tpscope/tpscope/sim"
 )
@@ -333,5 +335,54 @@ func TestAdviseOneShotUpperBound(t *testing.T) {
 				t.Errorf("applicability %+v: want upper bound %v and what it needs", a, tc.wantUpper)
 			}
 		})
+	}
+}
+
+// TestAdviseDoesNotPriceWhatCannotRun: a row the engine cannot run is not
+// priced (no step, no sweep, no break-even, never worth building), its
+// reason saying why. By the engine profiles: TensorRT-LLM 1.3 speculates
+// only with MTP (no ngram, no suffix) and has no MLA attention backend on
+// SM120 (the RTX PRO 6000 boxes), where vLLM runs TRITON_MLA; MTP runs.
+func TestAdviseDoesNotPriceWhatCannotRun(t *testing.T) {
+	base := func(engine string) sim.Scenario {
+		ref, err := engprof.ParseRef(engine)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return sim.Scenario{Arch: mustPreset(t, "deepseek-v3"), Plan: model.Plan{TP: 8},
+			Workload: model.Workload{Batch: 1, Context: 4096, KVDtype: model.BF16},
+			Options:  sim.Options{CUDAGraphs: true, Engine: ref}, Topo: mustTopo(t, "h200-nvswitch")}
+	}
+	adv, err := Advise(Input{Base: base("trtllm"), Batches: []int{1, 8}, Contexts: []int{4096}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ entry, reason string }{
+		{"spec-ngram", "has no speculative method ngram"},
+		{"spec-suffix", "has no speculative method suffix"},
+		{"box-rtxpro6000-switch", "has no MLA attention backend on sm120"},
+	} {
+		r := rowByEntry(t, adv, tc.entry)
+		if r.Applicability.Status != NotApplicable || !strings.Contains(r.Applicability.Reason, tc.reason) {
+			t.Errorf("%s: %s: %q; want no, with %q", tc.entry, r.Applicability.Status, r.Applicability.Reason, tc.reason)
+		}
+		if r.Error == "" || r.With != nil || r.Without != nil || r.Sweep != nil || r.Spec != nil || r.Gain != (Gain{}) {
+			t.Errorf("%s priced: error %q, with %v, sweep %v, spec %v, gain %+v", tc.entry, r.Error, r.With, r.Sweep, r.Spec, r.Gain)
+		}
+		for _, p := range slices.Concat(adv.WorthBuilding, adv.UpperBounds) {
+			if p.Entry == tc.entry {
+				t.Errorf("%s is worth building", tc.entry)
+			}
+		}
+	}
+	if r := rowByEntry(t, adv, "mtp"); r.Error != "" || r.With == nil || r.Sweep == nil || r.Spec == nil {
+		t.Errorf("mtp under trtllm not priced: %q", r.Error)
+	}
+	vllm, err := Advise(Input{Base: base("vllm"), NoSweep: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := rowByEntry(t, vllm, "box-rtxpro6000-switch"); r.Applicability.Status == NotApplicable || r.Error != "" || r.With == nil {
+		t.Errorf("box-rtxpro6000-switch under vllm: %s %q, error %q; want it priced", r.Applicability.Status, r.Applicability.Reason, r.Error)
 	}
 }
