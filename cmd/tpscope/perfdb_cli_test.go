@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -275,5 +276,54 @@ func TestPerfDBCheckoutLayout(t *testing.T) {
 	code, _, errs = runCLI(t, append(args, t.TempDir())...)
 	if code == 0 || !strings.Contains(errs, "--perf-db") || !strings.Contains(errs, "aic-core/src/aiconfigurator_core/systems") {
 		t.Errorf("a tree without a systems/ root: exit %d, %q", code, errs)
+	}
+}
+
+// TestSimulateSaysWhatPricedIt: simulate's steps priced from the perf DB
+// say so as predict does: the step's engine and kernels, the tables'
+// balanced routing (their default), and how many of the ops of the decode
+// step predict prices with the same flags (batch 1, context 4096: the
+// scenario flags' defaults) came from the tables, the same count as
+// predict's; without the tables only the engine line, no routing or
+// costs line.
+func TestSimulateSaysWhatPricedIt(t *testing.T) {
+	db := samplePerfDB(t, true)
+	flags := []string{"--kv-dtype", "bf16", "--p2p-level", "SYS", "--perf-db", db}
+	code, out, errs := runCLI(t, append([]string{"predict", "--output", "json"}, flags...)...)
+	if code != 0 {
+		t.Fatalf("predict: exit %d: %s", code, errs)
+	}
+	var pr struct {
+		Engine      string            `json:"engine"`
+		CostSource  string            `json:"cost_source"`
+		MeasuredOps int               `json:"measured_ops"`
+		Ops         []json.RawMessage `json:"ops"`
+	}
+	if err := json.Unmarshal([]byte(out), &pr); err != nil {
+		t.Fatal(err)
+	}
+	if pr.MeasuredOps == 0 || pr.MeasuredOps >= len(pr.Ops) {
+		t.Fatalf("predict: %d of %d ops from the tables", pr.MeasuredOps, len(pr.Ops))
+	}
+	simArgs := []string{"simulate", "--qps", "1", "--requests", "20", "--timeline", "0"}
+	code, out, errs = runCLI(t, append(simArgs, flags...)...)
+	if code != 0 {
+		t.Fatalf("simulate: exit %d: %s", code, errs)
+	}
+	for _, want := range []string{
+		"\nstep engine: " + pr.Engine + "\n",
+		"\nmoe routing: balanced\n",
+		fmt.Sprintf("\ncosts: %s: %d of %d ops of a decode step at batch 1, context 4096 priced from its tables, the rest from the priors\n", pr.CostSource, pr.MeasuredOps, len(pr.Ops)),
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("simulate --perf-db: header lacks %q:\n%s", want, out)
+		}
+	}
+	code, out, errs = runCLI(t, append(simArgs, flags[:len(flags)-2]...)...)
+	if code != 0 {
+		t.Fatalf("simulate: exit %d: %s", code, errs)
+	}
+	if !strings.Contains(out, "\nstep engine: vllm@0.24 ") || strings.Contains(out, "\ncosts: ") || strings.Contains(out, "\nmoe routing: ") {
+		t.Errorf("simulate from the priors: want the step engine line and no costs or routing line:\n%s", out)
 	}
 }

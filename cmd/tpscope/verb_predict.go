@@ -105,15 +105,7 @@ func writePredictTable(w io.Writer, pr *sim.Prediction, top int, md bool) error 
 		{"workload", fmt.Sprintf("%s batch %d (run as %d), context %d, spec tokens %d, kv %s", pr.Workload.Phase, pr.Sequences, pr.PaddedBatch, pr.Workload.Context, pr.Workload.SpecTokens, pr.Workload.KVDtype)},
 		{"options", pr.Options.Label()},
 	}
-	if pr.Engine != "" {
-		kv = append(kv, [2]string{"engine", pr.Engine})
-	}
-	if !pr.MoERouting.IsZero() {
-		kv = append(kv, [2]string{"moe routing", pr.MoERouting.String()})
-	}
-	if pr.CostSource != "" {
-		kv = append(kv, [2]string{"costs", fmt.Sprintf("%s: %d of %d ops priced from its tables, the rest from the priors", pr.CostSource, pr.MeasuredOps, len(pr.Ops))})
-	}
+	kv = append(kv, pricedByOf(pr, "").lines("engine")...)
 	kv = append(kv, [][2]string{
 		{"step", fmt.Sprintf("%.1f us (%d kernels per rank, host launch %.0f us, idle %.0f us)", pr.StepUs, pr.Kernels, pr.HostUs, pr.IdleUs)},
 	}...)
@@ -183,6 +175,48 @@ func writePredictTable(w io.Writer, pr *sim.Prediction, top int, md bool) error 
 		cells = append(cells, []string{op.ID, fmt.Sprintf("%.1f", op.Us), op.Bound.String(), d})
 	}
 	return writeTable(w, "longest ops", "", []string{"id", "us", "bound", "detail"}, cells, md)
+}
+
+// pricedBy is what priced a prediction's step: the engine profile and its
+// kernels, the MoE routing the schedule was built under, and the measured
+// tables consulted before the priors with the ops they priced (the
+// Prediction's Engine, MoERouting, CostSource and MeasuredOps). predict
+// says it of its step; simulate and plan, which price many steps, say it
+// of the one step they name (Step).
+type pricedBy struct {
+	Engine      string        `json:"engine,omitempty"`
+	MoERouting  model.Routing `json:"moe_routing,omitzero"`
+	CostSource  string        `json:"cost_source,omitempty"`
+	MeasuredOps int           `json:"measured_ops,omitempty"`
+	Ops         int           `json:"ops"`
+	// Step names the step the ops were counted on ("" for predict's
+	// own), e.g. "a decode step at batch 1, context 4096".
+	Step string `json:"step,omitempty"`
+}
+
+func pricedByOf(pr *sim.Prediction, step string) *pricedBy {
+	return &pricedBy{Engine: pr.Engine, MoERouting: pr.MoERouting, CostSource: pr.CostSource, MeasuredOps: pr.MeasuredOps,
+		Ops: len(pr.Ops), Step: step}
+}
+
+// lines are predict's engine (keyed engineKey: simulate's "engine" is
+// its scheduler), moe routing and costs lines.
+func (p *pricedBy) lines(engineKey string) [][2]string {
+	var kv [][2]string
+	if p.Engine != "" {
+		kv = append(kv, [2]string{engineKey, p.Engine})
+	}
+	if !p.MoERouting.IsZero() {
+		kv = append(kv, [2]string{"moe routing", p.MoERouting.String()})
+	}
+	if p.CostSource != "" {
+		of := ""
+		if p.Step != "" {
+			of = " of " + p.Step
+		}
+		kv = append(kv, [2]string{"costs", fmt.Sprintf("%s: %d of %d ops%s priced from its tables, the rest from the priors", p.CostSource, p.MeasuredOps, p.Ops, of)})
+	}
+	return kv
 }
 
 // writePredictCSV writes one row per op of the prediction (rank 0's when

@@ -407,10 +407,18 @@ func runSimulate(sc *scenarioFlags, f *simulateFlags, stdout, stderr io.Writer) 
 		}
 		return causeError("", nil, err)
 	}
+	// The steps are priced by the scenario's engine, routing and cost
+	// source: say so as predict does, counting the tables' ops on the
+	// step predict would price with these flags.
+	pr, _, err := sim.Predict(scen)
+	if err != nil {
+		return err
+	}
+	priced := pricedByOf(pr, fmt.Sprintf("a %s step at batch %d, context %d", pr.Workload.Phase, pr.Sequences, pr.Workload.Context))
 	slo := serving.SLO{TTFTMs: f.sloTTFT, TPOTMs: f.sloTPOT, Percentile: f.sloPct}
 	out := simulateOutput{Model: scen.Arch.Name, Topology: topo.Name, Plan: scen.Plan.Normalized().String(), GPUs: s.GPUs(),
 		KVDtype: string(s.KVDtype()), Options: opts, Engine: s.Engine(), Overheads: overheads, KVBlocks: s.KVBlocks(), Schedulers: s.Schedulers(),
-		Instances: max(1, f.instances), Router: string(router), Traffic: traffic, SLO: slo, Trace: trace, EngineNote: engineNote}
+		Instances: max(1, f.instances), Router: string(router), Traffic: traffic, SLO: slo, Trace: trace, EngineNote: engineNote, PricedBy: priced}
 	if y := scen.SpecYield(); y != nil {
 		out.Spec = y
 		out.SpecLine = fmt.Sprintf("speculative: %s; %.2f tokens per step per request (sd %.2f), drawn per request and step from %s",
@@ -579,6 +587,9 @@ type simulateOutput struct {
 	// EngineNote says where the engine came from when measured results
 	// named one (resultsEngine).
 	EngineNote string `json:"engine_note,omitempty"`
+	// PricedBy is what priced the step model (predict's engine, moe
+	// routing and costs lines).
+	PricedBy *pricedBy `json:"priced_by,omitempty"`
 }
 
 // loadGroup names the runs' lengths: "ISL 1024 / OSL 256", the trace, or
@@ -682,8 +693,14 @@ func (o *simulateOutput) headLines() []string {
 	head := []string{
 		fmt.Sprintf("simulate: %s %s on %s (%d GPUs), kv %s, %s", o.Model, o.Plan, o.Topology, o.GPUs, o.KVDtype, o.Options.Label()),
 		engineLine(e, o.KVBlocks, o.Schedulers, o.Instances, o.Router, o.Overheads),
-		fmt.Sprintf("load: %s, seed %d; SLO %s", load, o.Traffic.Seed, sloString(o.SLO)),
 	}
+	if o.PricedBy != nil {
+		// "engine" above is the scheduler; these are the step's kernels.
+		for _, kv := range o.PricedBy.lines("step engine") {
+			head = append(head, kv[0]+": "+kv[1])
+		}
+	}
+	head = append(head, fmt.Sprintf("load: %s, seed %d; SLO %s", load, o.Traffic.Seed, sloString(o.SLO)))
 	if o.EngineNote != "" {
 		head = append(head, o.EngineNote)
 	}
