@@ -327,3 +327,58 @@ func TestSimulateSaysWhatPricedIt(t *testing.T) {
 		t.Errorf("simulate from the priors: want the step engine line and no costs or routing line:\n%s", out)
 	}
 }
+
+// TestPlanSaysWhatPricedIt: plan --perf-db says what priced its best
+// configuration's step as predict says it of the same configuration
+// (predict with the best point's box, plan, batch, context and KV dtype
+// gives the engine line and the count of ops from the tables), in the
+// text and in JSON; from the priors it prints the engine line alone.
+func TestPlanSaysWhatPricedIt(t *testing.T) {
+	db := samplePerfDB(t, true)
+	args := []string{"plan", "--gpus", "8", "--plan", "tp8", "--batch", "1,8", "--context", "4096", "--kv-dtype", "bf16", "--perf-db", db}
+	code, out, errs := runCLI(t, append(args, "--output", "json")...)
+	if code != 0 {
+		t.Fatalf("plan: exit %d: %s", code, errs)
+	}
+	var res struct {
+		Points []struct {
+			Batch int `json:"batch"`
+		} `json:"points"`
+		Best     int       `json:"best"`
+		PricedBy *pricedBy `json:"priced_by"`
+	}
+	if err := json.Unmarshal([]byte(out), &res); err != nil {
+		t.Fatal(err)
+	}
+	if res.Best < 0 || res.PricedBy == nil {
+		t.Fatalf("best %d, priced by %+v", res.Best, res.PricedBy)
+	}
+	batch := res.Points[res.Best].Batch
+	code, out, errs = runCLI(t, "predict", "--tp", "8", "--batch", fmt.Sprint(batch), "--context", "4096", "--kv-dtype", "bf16", "--perf-db", db, "--output", "json")
+	if code != 0 {
+		t.Fatalf("predict: exit %d: %s", code, errs)
+	}
+	var pr struct {
+		Engine      string            `json:"engine"`
+		CostSource  string            `json:"cost_source"`
+		MeasuredOps int               `json:"measured_ops"`
+		Ops         []json.RawMessage `json:"ops"`
+	}
+	if err := json.Unmarshal([]byte(out), &pr); err != nil {
+		t.Fatal(err)
+	}
+	p := res.PricedBy
+	if p.Engine != pr.Engine || p.CostSource != pr.CostSource || p.MeasuredOps != pr.MeasuredOps || p.Ops != len(pr.Ops) || p.MeasuredOps == 0 || p.MoERouting.String() != "balanced" {
+		t.Errorf("plan's best priced by %+v; predict of it: engine %q, %s, %d of %d ops", *p, pr.Engine, pr.CostSource, pr.MeasuredOps, len(pr.Ops))
+	}
+	code, out, errs = runCLI(t, args...)
+	want := fmt.Sprintf("\ncosts: %s: %d of %d ops of the best configuration's step (rtxpro6000-2s x8 tp8, kv bf16, batch %d, context 4096) priced from its tables, the rest from the priors\n",
+		pr.CostSource, pr.MeasuredOps, len(pr.Ops), batch)
+	if code != 0 || !strings.Contains(out, "\nengine: "+pr.Engine+"\n") || !strings.Contains(out, "\nmoe routing: balanced\n") || !strings.Contains(out, want) {
+		t.Errorf("plan --perf-db: exit %d (%s); want the engine, moe routing and %q lines:\n%s", code, errs, want, out)
+	}
+	code, out, _ = runCLI(t, args[:len(args)-2]...)
+	if code != 0 || !strings.Contains(out, "\nengine: vllm@0.24 ") || strings.Contains(out, "\ncosts: ") || strings.Contains(out, "\nmoe routing: ") {
+		t.Errorf("plan from the priors: exit %d; want the engine line and no costs or routing line:\n%s", code, out)
+	}
+}

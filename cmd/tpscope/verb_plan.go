@@ -16,6 +16,7 @@ import (
 	"github.com/tpscope/tpscope/plan"
 	"github.com/tpscope/tpscope/report"
 	reportbuild "github.com/tpscope/tpscope/report/build"
+	"github.com/tpscope/tpscope/sim"
 	"github.com/tpscope/tpscope/topology"
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/vg"
@@ -260,6 +261,10 @@ func (o *planOptions) Run(ctx context.Context, args []string, std IO) error {
 		fmt.Fprintf(std.Stderr, "plan: %d configurations evaluated in %.2f s (%.0f/s)\n", res.Evaluated, elapsed.Seconds(), float64(res.Evaluated)/elapsed.Seconds())
 	}
 	res.Caveats = plan.Caveats(cfgs, res)
+	priced, err := planPricedBy(cfgs, res)
+	if err != nil {
+		return err
+	}
 	if o.plot != "" {
 		if err := writePlanPlot(o.plot, a.Name, res); err != nil {
 			return err
@@ -280,18 +285,52 @@ func (o *planOptions) Run(ctx context.Context, args []string, std IO) error {
 			lines = append(lines, fmt.Sprintf("best throughput per GPU: %s x%d %s, kv %s, batch %d at context %d: %.1f tok/s/GPU, %.1f tok/s per request",
 				b.Topology, b.GPUs, b.Plan, b.KVDtype, b.Batch, b.Context, b.TokensPerSPerGPU, b.TokensPerSPerRequest))
 		}
+		for _, kv := range priced.lines("engine") {
+			lines = append(lines, kv[0]+": "+kv[1])
+		}
 		lines = append(lines, res.Caveats...)
 		if err := report.WriteFile(o.reportFile, reportbuild.Plan(a.Name+": capacity plan", lines, res)); err != nil {
 			return err
 		}
 	}
 	return render(std.Stdout, o.output, view{
-		JSON: res,
-		CSV:  func(w io.Writer) error { return writePlanCSV(w, res) },
+		JSON: struct {
+			*plan.Result
+			PricedBy *pricedBy `json:"priced_by,omitempty"`
+		}{res, priced},
+		CSV: func(w io.Writer) error { return writePlanCSV(w, res) },
 		Text: func(w io.Writer, md bool) error {
-			return writePlanText(w, a.Name, res, len(space.Topologies), o.top, md)
+			return writePlanText(w, a.Name, res, priced, len(space.Topologies), o.top, md)
 		},
 	})
+}
+
+// planPricedBy is what priced the sweep's steps, as predict says it, for
+// one configuration: the best (whose caveats the sweep prints too), else
+// the first evaluated; nil when none was.
+func planPricedBy(cfgs []plan.Config, res *plan.Result) (*pricedBy, error) {
+	i := res.Best
+	if i < 0 {
+		for k := range res.Points {
+			if res.Points[k].Error == "" {
+				i = k
+				break
+			}
+		}
+	}
+	if i < 0 || i >= len(cfgs) {
+		return nil, nil
+	}
+	pr, _, err := sim.Predict(cfgs[i].Scenario)
+	if err != nil {
+		return nil, err
+	}
+	p := &res.Points[i]
+	which := "the best configuration"
+	if i != res.Best {
+		which = "the first configuration"
+	}
+	return pricedByOf(pr, fmt.Sprintf("%s's step (%s x%d %s, kv %s, batch %d, context %d)", which, p.Topology, p.GPUs, p.Plan, p.KVDtype, p.Batch, p.Context)), nil
 }
 
 // planLists binds the --tp/--dp/--dcp/--ep lists the user gave (a list
@@ -441,7 +480,7 @@ func pointHeader(withSLO bool) []string {
 
 // writePlanText renders the plan as aligned text or markdown tables. It
 // speaks of an SLO only when the sweep has one.
-func writePlanText(w io.Writer, modelName string, res *plan.Result, boxes, top int, md bool) error {
+func writePlanText(w io.Writer, modelName string, res *plan.Result, priced *pricedBy, boxes, top int, md bool) error {
 	table := func(title string, header []string, rows [][]string) error {
 		return writeTable(w, title, "", header, rows, md)
 	}
@@ -475,6 +514,11 @@ func writePlanText(w io.Writer, modelName string, res *plan.Result, boxes, top i
 			within, b.Topology, b.GPUs, b.Plan, b.KVDtype, b.Batch, b.Context, b.TokensPerSPerGPU, b.TokensPerSPerRequest, b.MsPerToken)
 	} else {
 		fmt.Fprintln(w, none)
+	}
+	if priced != nil {
+		for _, kv := range priced.lines("engine") {
+			fmt.Fprintf(w, "%s: %s\n", kv[0], kv[1])
+		}
 	}
 	for _, c := range res.Caveats {
 		fmt.Fprintf(w, "caveat: %s\n", c)
