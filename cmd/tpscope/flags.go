@@ -46,8 +46,60 @@ func (b *boundFlags) visitChanged(fn func(*pflag.Flag)) {
 	}
 }
 
-// intList is a list flag of integers: comma-separated, repeatable, with
-// K and M suffixes (1024 multiples); min is the smallest value accepted.
+// countSuffixHelp is what the help of every flag that parseCount reads
+// says of its suffixes, once, the same words on every verb.
+const countSuffixHelp = " (K and M suffixes: 4K = 4096)"
+
+// maxCount bounds what parseCount returns, so that a suffix cannot
+// overflow an int (2^40: the most tokens of KV cache a workload may hold,
+// model.Validate's batch x context bound).
+const maxCount = 1 << 40
+
+// parseCount parses one count of tokens, sequences or requests: an
+// integer with an optional K or M suffix (1024 multiples: 4K = 4096,
+// 1M = 1048576), as every verb's token-count and size flags take it
+// (--context 32K on predict as on plan). Range checks are the caller's;
+// the error says only what the text should look like.
+func parseCount(s string) (int, error) {
+	t := strings.TrimSpace(s)
+	mult := 1
+	switch {
+	case strings.HasSuffix(t, "K") || strings.HasSuffix(t, "k"):
+		mult, t = 1<<10, t[:len(t)-1]
+	case strings.HasSuffix(t, "M") || strings.HasSuffix(t, "m"):
+		mult, t = 1<<20, t[:len(t)-1]
+	}
+	n, err := strconv.Atoi(t)
+	if err != nil || n > maxCount/mult || n < -maxCount/mult {
+		return 0, fmt.Errorf("want an integer%s", countSuffixHelp)
+	}
+	return n * mult, nil
+}
+
+// countValue is a flag of one count (parseCount): --context 32K.
+type countValue int
+
+func (c *countValue) String() string { return strconv.Itoa(int(*c)) }
+
+func (c *countValue) Type() string { return "int" }
+
+func (c *countValue) Set(s string) error {
+	n, err := parseCount(s)
+	if err != nil {
+		return err
+	}
+	*c = countValue(n)
+	return nil
+}
+
+// countVar registers a flag of one count at p, its help saying that it
+// takes the suffixes.
+func countVar(fs *pflag.FlagSet, p *int, name, usage string) {
+	fs.Var((*countValue)(p), name, usage+countSuffixHelp)
+}
+
+// intList is a list flag of counts (parseCount): comma-separated,
+// repeatable, with K and M suffixes; min is the smallest value accepted.
 // The first value given replaces the default list.
 type intList struct {
 	v   []int
@@ -70,19 +122,11 @@ func (l *intList) Set(s string) error {
 		l.v, l.set = nil, true
 	}
 	for _, p := range strings.Split(s, ",") {
-		p = strings.TrimSpace(p)
-		mult := 1
-		switch {
-		case strings.HasSuffix(p, "K") || strings.HasSuffix(p, "k"):
-			mult, p = 1024, p[:len(p)-1]
-		case strings.HasSuffix(p, "M") || strings.HasSuffix(p, "m"):
-			mult, p = 1024*1024, p[:len(p)-1]
+		n, err := parseCount(p)
+		if err != nil || n < l.min {
+			return fmt.Errorf("%q: want integers from %d%s", strings.TrimSpace(p), l.min, countSuffixHelp)
 		}
-		n, err := strconv.Atoi(p)
-		if err != nil || n < l.min || n > 1<<26 {
-			return fmt.Errorf("%q: want integers from %d (K and M suffixes allowed)", p, l.min)
-		}
-		l.v = append(l.v, n*mult)
+		l.v = append(l.v, n)
 	}
 	return nil
 }

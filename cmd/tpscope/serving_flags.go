@@ -27,11 +27,11 @@ type engineFlags struct {
 }
 
 func (f *engineFlags) bind(fs *pflag.FlagSet) {
-	fs.IntVar(&f.maxSeqs, "max-num-seqs", f.maxSeqs, "vLLM max_num_seqs (SGLang --max-running-requests) per scheduler (0 = vLLM's default: 1024 on GPUs of 70 GiB or more, else 256)")
-	fs.IntVar(&f.maxTokens, "max-num-batched-tokens", f.maxTokens, "vLLM max_num_batched_tokens (SGLang --chunked-prefill-size), the token budget of a step (0 = 8192 on GPUs of 70 GiB or more, else 2048)")
-	fs.IntVar(&f.blockSize, "block-size", f.blockSize, "vLLM block_size, tokens per KV block (0 = 16)")
-	fs.IntVar(&f.gpuBlocks, "num-gpu-blocks-override", f.gpuBlocks, "vLLM num_gpu_blocks_override: KV blocks per scheduler (0 = from the memory model)")
-	fs.IntVar(&f.longPrefill, "long-prefill-token-threshold", f.longPrefill, "vLLM long_prefill_token_threshold: most prompt tokens of one request per step (0 = no limit)")
+	countVar(fs, &f.maxSeqs, "max-num-seqs", "vLLM max_num_seqs (SGLang --max-running-requests) per scheduler (0 = vLLM's default: 1024 on GPUs of 70 GiB or more, else 256)")
+	countVar(fs, &f.maxTokens, "max-num-batched-tokens", "vLLM max_num_batched_tokens (SGLang --chunked-prefill-size), the token budget of a step (0 = 8192 on GPUs of 70 GiB or more, else 2048)")
+	countVar(fs, &f.blockSize, "block-size", "vLLM block_size, tokens per KV block (0 = 16)")
+	countVar(fs, &f.gpuBlocks, "num-gpu-blocks-override", "vLLM num_gpu_blocks_override: KV blocks per scheduler (0 = from the memory model)")
+	countVar(fs, &f.longPrefill, "long-prefill-token-threshold", "vLLM long_prefill_token_threshold: most prompt tokens of one request per step (0 = no limit)")
 	fs.BoolVar(&f.noChunked, "no-enable-chunked-prefill", f.noChunked, "vLLM --no-enable-chunked-prefill: prompts are not cut to the step's budget")
 	fs.BoolVar(&f.noFullISL, "no-scheduler-reserve-full-isl", f.noFullISL, "vLLM --no-scheduler-reserve-full-isl: admit on the first chunk's blocks, not the whole input's")
 	fs.Float64Var(&f.watermark, "watermark", f.watermark, "vLLM --watermark: fraction of KV blocks kept free when admitting while others run (0 = off)")

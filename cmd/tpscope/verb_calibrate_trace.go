@@ -35,7 +35,7 @@ func (m *traceCalibrateMode) chosen(c *calibrateOptions) bool {
 func (m *traceCalibrateMode) bind(fs *pflag.FlagSet) {
 	bindTraceFlag(fs, &m.srcs, "fit compute efficiencies per kernel family, the host launch cost and collective latency/bandwidth to measured spans; several workloads of one box are fitted together; fit on even steps, error shown on odd steps; a fitted parameter is kept only when the held-out ops it prices are predicted no worse with it")
 	fs.StringSliceVar(&m.holdout, "holdout", m.holdout, "SRC: traces of the same box held out whole (another load: fit on batch 1, judge on batch 32): every step of --trace is fitted and the error is shown on these; repeat or comma-separate for several")
-	fs.IntVar(&m.holdBatch, "holdout-batch", m.holdBatch, "the batch of the --holdout traces that record no scenario (profiler traces); default: --batch")
+	countVar(fs, &m.holdBatch, "holdout-batch", "the batch of the --holdout traces that record no scenario (profiler traces); default: --batch")
 	fs.BoolVar(&m.force, "force", m.force, "write the calibrated topology even when it predicts the held-out steps worse than the prior (op RMS or step error); without it that is an error and nothing is written")
 }
 

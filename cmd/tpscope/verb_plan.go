@@ -99,8 +99,8 @@ func (o *planOptions) Bind(fs *pflag.FlagSet) {
 	fs.StringVar(&o.ep, "ep", o.ep, "expert parallelism: true, false or both (every plan, EP off and on: the same as leaving it out)")
 	fs.Lookup("ep").NoOptDefVal = "true"
 	_ = fs.SetAnnotation("ep", valuesAnnotation, []string{"true", "false", "both"})
-	fs.Var(&o.batch, "batch", "batch sizes")
-	fs.Var(&o.ctx, "context", "context lengths (4K = 4096)")
+	fs.Var(&o.batch, "batch", "batch sizes"+countSuffixHelp)
+	fs.Var(&o.ctx, "context", "context lengths"+countSuffixHelp)
 	fs.StringSliceVar(&o.kvDtypes, "kv-dtype", o.kvDtypes, "KV-cache dtypes")
 	fs.Var(&o.mtp, "mtp", "MTP speculative tokens (left out, and said, on models without MTP); with --spec, the speculative tokens of its method")
 	o.sc.bindSpecFlags(fs)
