@@ -61,6 +61,25 @@ func (d Dtype) ComputeDtype() Dtype {
 // Valid reports whether d is one of the known dtypes.
 func (d Dtype) Valid() bool { return d.BytesPerValue() > 0 }
 
+// KVDtypesAccepted names the KV-cache dtypes a workload may have (BF16,
+// FP16, FP8: the ones the engines store the cache in), as the messages
+// of ParseKVDtype and Validate say them.
+const KVDtypesAccepted = "bf16, fp16 or fp8"
+
+// IsKVDtype reports whether d is a KV-cache dtype a workload may have.
+func IsKVDtype(d Dtype) bool { return d == BF16 || d == FP16 || d == FP8 }
+
+// ParseKVDtype is ParseDtype of a KV-cache dtype: a name (or alias) of
+// BF16, FP16 or FP8; any other, a weight format included, is refused
+// with the KV dtypes' list.
+func ParseKVDtype(s string) (Dtype, error) {
+	d, err := ParseDtype(s)
+	if err != nil || !IsKVDtype(d) {
+		return "", fmt.Errorf("want %s", KVDtypesAccepted)
+	}
+	return d, nil
+}
+
 // ParseDtype accepts the names above plus common aliases (fp8_e4m3, auto is
 // not accepted here: callers resolve it against the checkpoint).
 func ParseDtype(s string) (Dtype, error) {

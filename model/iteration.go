@@ -136,12 +136,8 @@ func (it Iteration) Validate() error {
 		return ierr("prefill_prefix_pairs", strconv.FormatFloat(it.PrefillPrefixPairs, 'g', -1, 64),
 			fmt.Sprintf("from 0 to prefill_tokens x prefill_prefix_tokens (%.0f)", hi))
 	}
-	if it.KVDtype != "" {
-		switch it.KVDtype {
-		case BF16, FP16, FP8:
-		default:
-			return ierr("kv_dtype", strconv.Quote(string(it.KVDtype)), "bf16, fp16 or fp8")
-		}
+	if it.KVDtype != "" && !IsKVDtype(it.KVDtype) {
+		return ierr("kv_dtype", strconv.Quote(string(it.KVDtype)), KVDtypesAccepted)
 	}
 	return nil
 }

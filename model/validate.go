@@ -136,12 +136,8 @@ func (w Workload) Validate() error {
 	if int64(w.Batch)*int64(w.Context) > maxKVTokens {
 		return werr("batch", strconv.Itoa(w.Batch), fmt.Sprintf("batch x context at most %d cached tokens", int64(maxKVTokens)))
 	}
-	if w.KVDtype != "" {
-		switch w.KVDtype {
-		case BF16, FP16, FP8:
-		default:
-			return werr("kv_dtype", strconv.Quote(string(w.KVDtype)), "bf16, fp16 or fp8")
-		}
+	if w.KVDtype != "" && !IsKVDtype(w.KVDtype) {
+		return werr("kv_dtype", strconv.Quote(string(w.KVDtype)), KVDtypesAccepted)
 	}
 	return nil
 }

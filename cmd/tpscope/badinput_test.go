@@ -123,6 +123,10 @@ func TestBadInput(t *testing.T) {
 			want: []string{"--batch 1000000", "batch x context at most 1099511627776"}},
 		{name: "flag/mtp negative", args: []string{"predict", "--mtp", "-1"}, code: 2, want: []string{"--mtp -1", "want an integer from 0 to 16"}},
 		{name: "flag/kv dtype", args: []string{"predict", "--kv-dtype", "int4"}, code: 2, want: []string{"--kv-dtype", "want bf16, fp16 or fp8"}},
+		// Unknown to every parser and a weight format: the same list, the KV dtypes'.
+		{name: "flag/kv dtype unknown", args: []string{"predict", "--kv-dtype", "int8"}, code: 2, want: []string{`--kv-dtype "int8": want bf16, fp16 or fp8`}},
+		{name: "flag/kv dtype weight format", args: []string{"predict", "--kv-dtype", "nvfp4"}, code: 2, want: []string{`--kv-dtype "nvfp4": want bf16, fp16 or fp8`}},
+		{name: "flag/kv dtype plan", args: []string{"plan", "--kv-dtype", "int8"}, code: 2, want: []string{`--kv-dtype "int8": want bf16, fp16 or fp8`}},
 		{name: "flag/moe routing", args: []string{"predict", "--moe-routing", "zipf", "--plot", "@p.svg"}, code: 2,
 			want: []string{`--moe-routing "zipf"`, "want uniform, balanced or power-law-ALPHA"}, out: "@p.svg"},
 		{name: "flag/moe routing exponent", args: []string{"plan", "--moe-routing", "power-law-0.9", "--plan", "tp8", "--batch", "1", "--context", "4096"}, code: 2,

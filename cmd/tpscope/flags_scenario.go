@@ -87,7 +87,7 @@ func (f *scenarioFlags) Bind(fs *pflag.FlagSet) {
 	countVar(fs, &f.context, "context", "tokens in each sequence's KV cache (decode) or prompt length (prefill)")
 	fs.IntVar(&f.mtp, "mtp", f.mtp, "MTP speculative tokens per sequence and step (vLLM num_speculative_tokens): --spec mtp --spec-tokens N")
 	f.bindSpecFlags(fs)
-	fs.StringVar(&f.kvDtype, "kv-dtype", f.kvDtype, "KV-cache dtype: bf16 or fp8 (default: the checkpoint's, vLLM --kv-cache-dtype auto)")
+	fs.StringVar(&f.kvDtype, "kv-dtype", f.kvDtype, "KV-cache dtype: "+model.KVDtypesAccepted+" (default: the checkpoint's, vLLM --kv-cache-dtype auto)")
 	fs.StringVar(&f.topo, "topo", f.topo, topoHelp)
 	fs.IntVar(&f.gpus, "gpus", f.gpus, "use only the first N GPUs of the box (0 = all)")
 	f.bindCostFlags(fs)
@@ -316,9 +316,9 @@ func (f *scenarioFlags) workload() (model.Workload, error) {
 	}
 	w := model.Workload{Phase: model.Phase(f.phase), Batch: f.batch, Context: f.context, SpecTokens: f.specTokensFlag(m)}
 	if f.kvDtype != "" {
-		d, err := model.ParseDtype(f.kvDtype)
+		d, err := model.ParseKVDtype(f.kvDtype)
 		if err != nil {
-			return w, causeError("--kv-dtype", nil, err)
+			return w, causeError("--kv-dtype", quote(f.kvDtype), err)
 		}
 		w.KVDtype = d
 	}

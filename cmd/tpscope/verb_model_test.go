@@ -114,7 +114,7 @@ func TestModelVerbErrors(t *testing.T) {
 		{"tp not dividing heads", []string{"schedule", "--tp", "3"}, 2, `--tp 3: want a divisor of num_attention_heads (64)`},
 		{"unknown model", []string{"model", "show", "--model", "llama-7b"}, 2, `unknown model "llama-7b"`},
 		{"bad output", []string{"model", "show", "--output", "xml"}, 2, `--output "xml"`},
-		{"bad kv dtype", []string{"schedule", "--kv-dtype", "int3"}, 2, "unknown dtype"},
+		{"bad kv dtype", []string{"schedule", "--kv-dtype", "int3"}, 2, `--kv-dtype "int3": want bf16, fp16 or fp8`},
 		{"dp without ep", []string{"schedule", "--tp", "1", "--dp", "8"}, 2, "needs expert parallelism"},
 		{"experts vs ep ranks", []string{"schedule", "--model", "deepseek-v3", "--tp", "1", "--dp", "3", "--ep"}, 2, "n_routed_experts (256) divisible"},
 		{"malformed config", []string{"model", "load", dir}, 1, `config.json: field "num_hidden_layers": missing, want a positive integer`},
@@ -167,5 +167,25 @@ func TestModelLoadReference(t *testing.T) {
 	// cache: 78 x 576 x 2 = 89,856 B and 78 x 576 = 44,928.
 	if s := load(); s.KV["bf16"] != 89856 || s.KV["fp8"] != 44928 {
 		t.Errorf("SM120: kv %v, want the dense-MLA cache", s.KV)
+	}
+}
+
+// TestKVDtypeHelpNamesAccepted: --kv-dtype's help lists what it takes
+// (fp16 included), on the scenario verbs and on plan.
+func TestKVDtypeHelpNamesAccepted(t *testing.T) {
+	for _, verb := range []string{"predict", "plan"} {
+		code, out, _ := runCLI(t, verb, "--help")
+		if code != 0 {
+			t.Fatalf("%s --help: exit %d", verb, code)
+		}
+		var line string
+		for _, l := range strings.Split(out, "\n") {
+			if strings.HasPrefix(strings.TrimSpace(l), "--kv-dtype ") {
+				line = l
+			}
+		}
+		if !strings.Contains(line, "bf16, fp16 or fp8") {
+			t.Errorf("%s --help: --kv-dtype does not list bf16, fp16 or fp8", verb)
+		}
 	}
 }

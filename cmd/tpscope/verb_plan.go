@@ -101,7 +101,7 @@ func (o *planOptions) Bind(fs *pflag.FlagSet) {
 	_ = fs.SetAnnotation("ep", valuesAnnotation, []string{"true", "false", "both"})
 	fs.Var(&o.batch, "batch", "batch sizes"+countSuffixHelp)
 	fs.Var(&o.ctx, "context", "context lengths"+countSuffixHelp)
-	fs.StringSliceVar(&o.kvDtypes, "kv-dtype", o.kvDtypes, "KV-cache dtypes")
+	fs.StringSliceVar(&o.kvDtypes, "kv-dtype", o.kvDtypes, "KV-cache dtypes: "+model.KVDtypesAccepted)
 	fs.Var(&o.mtp, "mtp", "MTP speculative tokens (left out, and said, on models without MTP); with --spec, the speculative tokens of its method")
 	o.sc.bindSpecFlags(fs)
 	o.sc.bindCostFlags(fs)
@@ -210,9 +210,9 @@ func (o *planOptions) Run(ctx context.Context, args []string, std IO) error {
 		space.Plans = append(space.Plans, p)
 	}
 	for _, s := range o.kvDtypes {
-		d, err := model.ParseDtype(s)
-		if err != nil || (d != model.BF16 && d != model.FP16 && d != model.FP8) {
-			return flagError("--kv-dtype", quote(s), "want bf16, fp16 or fp8")
+		d, err := model.ParseKVDtype(s)
+		if err != nil {
+			return causeError("--kv-dtype", quote(s), err)
 		}
 		space.KVDtypes = append(space.KVDtypes, d)
 	}
