@@ -234,18 +234,22 @@ func parseProto(s string) ([NumProtocols]int8, error) {
 }
 
 // parseAlgo parses NCCL_ALGO into the algorithms NCCL may pick (both by
-// default); NCCL names tpscope does not model are accepted and ignored.
+// default); NCCL names tpscope does not model are accepted and ignored
+// beside Ring or Tree, and a list of only those is refused as what it is:
+// an algorithm tpscope cannot price.
 func parseAlgo(s string) ([NumAlgorithms]bool, error) {
 	on := [NumAlgorithms]bool{true, true}
 	s = strings.TrimSpace(s)
 	if s == "" {
 		return on, nil
 	}
+	asked := s
 	exclude := strings.HasPrefix(s, "^")
 	s = strings.TrimPrefix(s, "^")
 	if !exclude {
 		on = [NumAlgorithms]bool{}
 	}
+	var unmodelled []string
 	for _, f := range strings.Split(s, ",") {
 		f = strings.TrimSpace(f)
 		if i := indexOf(algoNames[:], f); i >= 0 {
@@ -254,12 +258,17 @@ func parseAlgo(s string) ([NumAlgorithms]bool, error) {
 		}
 		switch strings.ToLower(f) {
 		case "nvls", "nvlstree", "collnet", "collnetdirect", "collnetchain", "pat":
+			unmodelled = append(unmodelled, f)
 			continue // valid NCCL names, not modeled
 		}
-		return on, fmt.Errorf("NCCL_ALGO %q: unknown algorithm %q (want Ring, Tree, optionally ^ to exclude)", s, f)
+		return on, fmt.Errorf("NCCL_ALGO %q: unknown algorithm %q (want Ring, Tree, optionally ^ to exclude)", asked, f)
 	}
 	if on == [NumAlgorithms]bool{} {
-		return on, fmt.Errorf("NCCL_ALGO %q enables neither Ring nor Tree", s)
+		if !exclude && len(unmodelled) > 0 {
+			return on, fmt.Errorf("NCCL_ALGO %q: %s not modelled (tpscope prices NCCL's Ring and Tree): want Ring or Tree among them",
+				asked, strings.Join(unmodelled, ", ")+map[bool]string{true: " is", false: " are"}[len(unmodelled) == 1])
+		}
+		return on, fmt.Errorf("NCCL_ALGO %q enables neither Ring nor Tree", asked)
 	}
 	return on, nil
 }

@@ -51,7 +51,10 @@ func TestParse(t *testing.T) {
 		{"exclusion", Settings{Proto: "^LL128", Algo: "^Tree"}, [NumProtocols]int8{-1, 0, -1}, [NumAlgorithms]bool{true, false}, "PXB", ""},
 		{"list and level", Settings{Proto: "LL,Simple", Algo: "Ring,NVLS", P2PLevel: "sys"}, [NumProtocols]int8{1, 0, 1}, [NumAlgorithms]bool{true, false}, "SYS", ""},
 		{"bad protocol", Settings{Proto: "LL256"}, [NumProtocols]int8{}, [NumAlgorithms]bool{}, "", "nccl.proto: "},
-		{"no algorithm", Settings{Algo: "NVLS"}, [NumProtocols]int8{}, [NumAlgorithms]bool{}, "", "nccl.algo: "},
+		{"only an unmodelled algorithm", Settings{Algo: "NVLS"}, [NumProtocols]int8{}, [NumAlgorithms]bool{}, "",
+			`nccl.algo: NCCL_ALGO "NVLS": NVLS is not modelled (tpscope prices NCCL's Ring and Tree): want Ring or Tree among them`},
+		{"every algorithm excluded", Settings{Algo: "^Ring,Tree"}, [NumProtocols]int8{}, [NumAlgorithms]bool{}, "",
+			`nccl.algo: NCCL_ALGO "^Ring,Tree" enables neither Ring nor Tree`},
 		{"bad level", Settings{P2PLevel: "far"}, [NumProtocols]int8{}, [NumAlgorithms]bool{}, "", "nccl.p2p_level: "},
 	}
 	for _, tc := range cases {
