@@ -36,9 +36,16 @@ const (
 	customAROneShotBytes = 256 << 10 // one-shot below 256 KB on 8 GPUs
 )
 
-// parseCustomAR accepts auto, off, oneshot, twoshot.
+// parseCustomAR accepts auto, off, oneshot, twoshot. Torch's
+// symmetric-memory multimem all-reduce is refused with the reason: it is
+// not a kernel to force on every all-reduce of a step but one of the
+// engine's own paths, which auto already takes where the engine does
+// (engine.Profile.AllReducePath: GPUs sharing an NVSwitch, messages
+// between the custom all-reduce's cap and its own).
 func parseCustomAR(s string) (CustomAR, error) {
 	switch strings.ToLower(s) {
+	case "multimem", "symm-mem", "symmetric-memory":
+		return "", fmt.Errorf("custom all-reduce %q is the engine's own choice, not one to force: auto runs torch's symmetric-memory multimem all-reduce where the engine does (GPUs that share an NVSwitch, messages above its custom all-reduce's cap; the engine line says so); want auto, off, oneshot or twoshot", s)
 	case "", "auto":
 		return CustomARAuto, nil
 	case "off", "none", "nccl":

@@ -71,7 +71,7 @@ var optionFields = []OptionField{
 	{Name: "p2p-disable", Kind: OptionBool, Env: ncclenv.EnvP2PDisable, Help: "NCCL_P2P_DISABLE=1: every GPU-to-GPU hop through host memory",
 		Get: func(o *Options) string { return boolText(o.NCCL.P2PDisable) },
 		Set: func(o *Options, v string) (err error) { o.NCCL.P2PDisable, err = parseBool(v); return }},
-	{Name: "custom-ar", Kind: OptionString, Help: "TP all-reduce: auto (vLLM's rule), off (NCCL), oneshot, twoshot",
+	{Name: "custom-ar", Kind: OptionString, Help: "TP all-reduce: auto (the engine's rule: its custom all-reduce, and torch's symmetric-memory multimem all-reduce where GPUs share an NVSwitch), off (NCCL), oneshot, twoshot",
 		Get: func(o *Options) string { return string(o.CustomAR) },
 		Set: func(o *Options, v string) (err error) { o.CustomAR, err = parseCustomAR(v); return }},
 	{Name: "ar-norm-fusion", Kind: OptionBool, Help: "fuse each all-reduce with the RMSNorm after it",

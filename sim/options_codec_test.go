@@ -22,6 +22,10 @@ func TestOptionNames(t *testing.T) {
 		{[]string{"cuda_graphs=false", "graph-sizes=1+2+4", "mtp_accept_rate=0.7"}, Options{GraphSizes: []int{1, 2, 4}, MTPAcceptFrac: 0.7}, nil, ""},
 		{[]string{"mtp-accept=2"}, Options{}, nil, "mtp_accept_rate"},
 		{[]string{"custom-ar=threeshot"}, Options{}, nil, "custom-ar"},
+		// multimem is collective's kernel, the engine's path under auto:
+		// the refusal says so rather than "unknown".
+		{[]string{"custom-ar=multimem"}, Options{}, nil, "is the engine's own choice, not one to force: auto runs torch's symmetric-memory multimem all-reduce"},
+		{[]string{"nccl-algo=NVLS"}, Options{}, nil, "NVLS is not modelled (tpscope prices NCCL's Ring and Tree)"},
 		{[]string{"nccl-proto=LLX"}, Options{}, nil, "nccl.proto"},
 		{[]string{"nccl-algo=Rign"}, Options{}, nil, "nccl.algo"},
 		{[]string{"p2p-level=FOO"}, Options{}, nil, "nccl.p2p_level"},

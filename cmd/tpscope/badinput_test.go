@@ -135,6 +135,10 @@ func TestBadInput(t *testing.T) {
 		{name: "flag/schedule rank", args: []string{"schedule", "--rank", "99"}, code: 2, want: []string{"--rank 99", "want -1 or 0..7"}},
 		{name: "flag/calibrate cpu ranks", args: []string{"calibrate", "--backend", "cpu", "--ranks", "0", "-o", "@cal.json"}, code: 2,
 			want: []string{"--ranks 0", "want 1..64"}, out: "@cal.json"},
+		{name: "flag/custom ar multimem", args: []string{"predict", "--custom-ar", "multimem", "--topo", "h200-nvswitch"}, code: 2,
+			want: []string{`"--custom-ar"`, `"multimem" is the engine's own choice`, "auto runs torch's symmetric-memory multimem all-reduce where the engine does"}},
+		{name: "flag/nccl algo NVLS", args: []string{"predict", "--nccl-algo", "NVLS", "--topo", "h200-nvswitch"}, code: 2,
+			want: []string{"--nccl-algo NVLS", "NVLS is not modelled"}},
 		{name: "flag/gpu mem util", args: []string{"predict", "--gpu-mem-util", "1.5"}, code: 2, want: []string{"--gpu-mem-util 1.5", "(0,1]"}},
 
 		// ---- configs: one line naming the file and field (exit 1) ----
