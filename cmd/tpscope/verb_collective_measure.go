@@ -80,8 +80,8 @@ func (m *measureFlags) check(coll model.Collective, ranks int, sizes []int64, cu
 	if custom != "" {
 		return nil, flagError("--custom-ar", custom+" with --measure", "the executor runs NCCL's all-reduce, not a custom one")
 	}
-	if !slices.Contains(exec.Backends(), m.backend) {
-		return nil, flagError("--backend", quote(m.backend), "want one of %s", strings.Join(exec.Backends(), ", "))
+	if err := checkBackend(m.backend); err != nil {
+		return nil, err
 	}
 	if m.steps < 1 || m.warmup < 0 {
 		return nil, flagError(fmt.Sprintf("--steps %d --warmup %d", m.steps, m.warmup), nil, "want steps >= 1 and warmup >= 0")

@@ -7,6 +7,7 @@ import (
 	"io"
 	"math"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -116,6 +117,9 @@ func (o *runOptions) Run(ctx context.Context, args []string, std IO) error {
 	}
 	if o.steps < 1 || o.warmup < 0 {
 		return flagError(fmt.Sprintf("--steps %d --warmup %d", o.steps, o.warmup), nil, "want steps >= 1 and warmup >= 0")
+	}
+	if err := checkBackend(o.backend); err != nil {
+		return err
 	}
 	if !(o.scale >= 1) || math.IsInf(o.scale, 0) {
 		return flagError("--scale", o.scale, "want a finite factor >= 1")
@@ -418,4 +422,13 @@ func prepareError(err error) error {
 		return flagError("--topo", ge.Topology, "its GPUs are %s, and this run's GPU is %s: pass a box of that GPU (tpscope topo discover -o box.json describes this machine)", ge.BoxGPU, ge.RunGPU)
 	}
 	return err
+}
+
+// checkBackend refuses a --backend that this build has not registered,
+// before any work, naming the ones it has (exec.Backends).
+func checkBackend(name string) error {
+	if !slices.Contains(exec.Backends(), name) {
+		return flagError("--backend", quote(name), "want one of %s (the backends of this build)", strings.Join(exec.Backends(), ", "))
+	}
+	return nil
 }

@@ -78,13 +78,13 @@ func TestRunBadFlags(t *testing.T) {
 		{"compare-without-topo", []string{"--compare"}, "--compare needs --topo"},
 		{"scale-below-1", []string{"--scale", "0.5"}, "--scale 0.5: want a finite factor >= 1"},
 		{"steps-0", []string{"--steps", "0"}, "--steps 0 --warmup 2"},
-		{"unknown-backend", []string{"--backend", "tpu"}, `backend "tpu" is not available in this build`},
+		{"unknown-backend", []string{"--backend", "tpu"}, `usage: --backend "tpu": want one of cpu, cuda`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var out, errOut bytes.Buffer
 			args := append([]string{"run", "--model", "tiny-mla-moe", "--tp", "2", "--trace", "none"}, tc.args...)
-			if code := dispatch(args, &out, &errOut); code == 0 || !strings.Contains(errOut.String(), tc.want) {
-				t.Errorf("exit %d, stderr %q; want failure containing %q", code, errOut.String(), tc.want)
+			if code := dispatch(args, &out, &errOut); code != 2 || !strings.Contains(errOut.String(), tc.want) {
+				t.Errorf("exit %d, stderr %q; want a usage error (2) containing %q", code, errOut.String(), tc.want)
 			}
 			if strings.Count(strings.TrimSpace(errOut.String()), "\n") > 0 {
 				t.Errorf("error is not one line: %q", errOut.String())

@@ -132,6 +132,9 @@ func (o *verdictOptions) Run(ctx context.Context, args []string, std IO) error {
 	if err := checkOutputDir("-o", o.outDir); err != nil {
 		return err
 	}
+	if err := checkBackend(o.backend); err != nil {
+		return err
+	}
 	if !(o.scale >= 1) || math.IsInf(o.scale, 0) {
 		return flagError("--scale", o.scale, "want a finite factor >= 1")
 	}
