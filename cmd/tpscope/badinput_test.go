@@ -139,50 +139,57 @@ func TestBadInput(t *testing.T) {
 			want: []string{`"--custom-ar"`, `"multimem" is the engine's own choice`, "auto runs torch's symmetric-memory multimem all-reduce where the engine does"}},
 		{name: "flag/nccl algo NVLS", args: []string{"predict", "--nccl-algo", "NVLS", "--topo", "h200-nvswitch"}, code: 2,
 			want: []string{"--nccl-algo NVLS", "NVLS is not modelled"}},
+		{name: "flag/verdict backend", args: []string{"verdict", "--backend", "gpu", "-o", "@v"}, code: 2,
+			want: []string{`--backend "gpu": want one of cpu, cuda`}, out: "@v"},
 		{name: "flag/gpu mem util", args: []string{"predict", "--gpu-mem-util", "1.5"}, code: 2, want: []string{"--gpu-mem-util 1.5", "(0,1]"}},
 
-		// ---- configs: one line naming the file and field (exit 1) ----
+		// ---- configs: --model FILE is a usage error naming the flag, the file
+		// and the field (exit 2), as --topo FILE is; model load FILE exit 1 ----
 		{name: "config/empty", files: map[string]string{"m/config.json": ""}, args: []string{"predict", "--model", "@m/config.json", "--plot", "@p.svg"},
-			code: 1, want: []string{"@m/config.json: empty: want a JSON object"}, out: "@p.svg"},
+			code: 2, want: []string{"--model: @m/config.json: empty: want a JSON object"}, out: "@p.svg"},
 		{name: "config/array", files: map[string]string{"m/config.json": "[1, 2]"}, args: []string{"model", "load", "@m/config.json"},
 			code: 1, want: []string{"@m/config.json: got an array, want a JSON object"}},
 		{name: "config/truncated", files: map[string]string{"m/config.json": `{"model_type": "deepseek_v3", "hidden_size": `}, args: []string{"model", "show", "--model", "@m"},
-			code: 1, want: []string{"@m/config.json: truncated"}},
+			code: 2, want: []string{"--model: @m/config.json: truncated"}},
 		{name: "config/not JSON", files: map[string]string{"m/config.json": "model_type = deepseek_v3"}, args: []string{"predict", "--model", "@m/config.json"},
-			code: 1, want: []string{"@m/config.json: line 1: not JSON"}},
+			code: 2, want: []string{"@m/config.json: line 1: not JSON"}},
 		{name: "config/unknown model_type", files: map[string]string{"m/config.json": tinyCfg(t, func(m map[string]any) { m["model_type"] = "llama" })},
-			args: []string{"predict", "--model", "@m/config.json"}, code: 1, want: []string{`field "model_type"`, "want one of deepseek_v3"}},
+			args: []string{"predict", "--model", "@m/config.json"}, code: 2, want: []string{`field "model_type"`, "want one of deepseek_v3"}},
 		{name: "config/missing field", files: map[string]string{"m/config.json": tinyCfg(t, func(m map[string]any) { delete(m, "hidden_size") })},
-			args: []string{"predict", "--model", "@m/config.json"}, code: 1, want: []string{`@m/config.json: field "hidden_size": missing, want a positive integer`}},
+			args: []string{"predict", "--model", "@m/config.json"}, code: 2, want: []string{`@m/config.json: field "hidden_size": missing, want a positive integer`}},
 		{name: "config/negative dim", files: map[string]string{"m/config.json": tinyCfg(t, func(m map[string]any) { m["num_attention_heads"] = -8 })},
-			args: []string{"schedule", "--model", "@m/config.json"}, code: 1, want: []string{`field "num_attention_heads": got -8, want a positive integer`}},
+			args: []string{"schedule", "--model", "@m/config.json"}, code: 2, want: []string{`field "num_attention_heads": got -8, want a positive integer`}},
 		{name: "config/string dim", files: map[string]string{"m/config.json": tinyCfg(t, func(m map[string]any) { m["vocab_size"] = "1024" })},
-			args: []string{"predict", "--model", "@m/config.json"}, code: 1, want: []string{`field "vocab_size": got string "1024"`}},
+			args: []string{"predict", "--model", "@m/config.json"}, code: 2, want: []string{`field "vocab_size": got string "1024"`}},
 		{name: "config/hidden above its bound", files: map[string]string{"m/config.json": tinyCfg(t, func(m map[string]any) { m["hidden_size"] = 1 << 21 })},
-			args: []string{"predict", "--model", "@m/config.json"}, code: 1, want: []string{`field "hidden_size": got 2097152`, "at most 1048576"}},
+			args: []string{"predict", "--model", "@m/config.json"}, code: 2, want: []string{`field "hidden_size": got 2097152`, "at most 1048576"}},
 		{name: "config/head dim above its bound", files: map[string]string{"m/config.json": tinyCfg(t, func(m map[string]any) { m["v_head_dim"] = 1 << 20 })},
-			args: []string{"predict", "--model", "@m/config.json"}, code: 1, want: []string{`field "v_head_dim"`, "at most 4096"}},
+			args: []string{"predict", "--model", "@m/config.json"}, code: 2, want: []string{`field "v_head_dim"`, "at most 4096"}},
 		// Every dim at its bound, the product not: 1023 MoE layers x 2^14
 		// experts x 3 x 2^20 x 2^20 = 5.53e19 parameters > 2^50 (the config
 		// that printed "weights -9223372036.9 GB" before).
 		{name: "config/parameters overflow", files: map[string]string{"m/config.json": tinyCfg(t, func(m map[string]any) {
 			m["num_hidden_layers"], m["n_routed_experts"], m["hidden_size"], m["moe_intermediate_size"] = 1024, 1<<14, 1<<20, 1<<20
-		})}, args: []string{"predict", "--model", "@m/config.json", "--plot", "@p.svg"}, code: 1,
+		})}, args: []string{"predict", "--model", "@m/config.json", "--plot", "@p.svg"}, code: 2,
 			want: []string{`field "num_hidden_layers x n_routed_experts x hidden_size x moe_intermediate_size"`, "5.53e+19 of them in routed experts", "want at most 1125899906842624 (2^50) parameters"}, out: "@p.svg"},
 		// 1024 layers x (65536 + 4096) values x 4 B = 285,212,672 B per token.
 		{name: "config/kv per token overflow", files: map[string]string{"m/config.json": tinyCfg(t, func(m map[string]any) {
 			m["num_hidden_layers"], m["kv_lora_rank"], m["qk_rope_head_dim"] = 1024, 1<<16, 1<<12
-		})}, args: []string{"model", "show", "--model", "@m/config.json"}, code: 1,
+		})}, args: []string{"model", "show", "--model", "@m/config.json"}, code: 2,
 			want: []string{"(kv_lora_rank + qk_rope_head_dim)", "got 285212672 bytes of KV cache per token", "want at most 4194304"}},
 		{name: "config/top-k above experts", files: map[string]string{"m/config.json": tinyCfg(t, func(m map[string]any) { m["num_experts_per_tok"] = 17 })},
-			args: []string{"predict", "--model", "@m/config.json"}, code: 1, want: []string{`field "num_experts_per_tok": 17`, "at most n_routed_experts (16)"}},
+			args: []string{"predict", "--model", "@m/config.json"}, code: 2, want: []string{`field "num_experts_per_tok": 17`, "at most n_routed_experts (16)"}},
 		{name: "config/quantization not an object", files: map[string]string{"m/config.json": tinyCfg(t, func(m map[string]any) { m["quantization_config"] = []int{1} })},
-			args: []string{"predict", "--model", "@m/config.json"}, code: 1, want: []string{`field "quantization_config": got an array, want an object`}},
+			args: []string{"predict", "--model", "@m/config.json"}, code: 2, want: []string{`field "quantization_config": got an array, want an object`}},
 		{name: "config/unknown quant method", files: map[string]string{"m/config.json": tinyCfg(t, func(m map[string]any) {
 			m["quantization_config"] = map[string]any{"quant_method": "gptq"}
-		})}, args: []string{"predict", "--model", "@m/config.json"}, code: 1, want: []string{`field "quantization_config.quant_method": "gptq"`, `want one of "fp8"`}},
+		})}, args: []string{"predict", "--model", "@m/config.json"}, code: 2, want: []string{`field "quantization_config.quant_method": "gptq"`, `want one of "fp8"`}},
 		{name: "config/hf_quant_config algo", files: map[string]string{"m/config.json": tinyCfg(t, nil), "m/hf_quant_config.json": `{"quantization": {"quant_algo": "INT8"}}`},
-			args: []string{"predict", "--model", "@m"}, code: 1, want: []string{`@m/hf_quant_config.json: field "quantization.quant_algo": "INT8", want "NVFP4" or "FP8"`}},
+			args: []string{"predict", "--model", "@m"}, code: 2, want: []string{`@m/hf_quant_config.json: field "quantization.quant_algo": "INT8", want "NVFP4" or "FP8"`}},
+		{name: "config/draft model truncated", files: map[string]string{"d/config.json": `{"model_type": "deepseek_v3", "hidden_size": `},
+			args: []string{"predict", "--spec", "draft", "--draft-model", "@d/config.json"}, code: 2, want: []string{"--draft-model: @d/config.json: truncated"}},
+		{name: "config/advise transfer truncated", files: map[string]string{"m/config.json": `{"model_type": "deepseek_v3", "hidden_size": `},
+			args: []string{"advise", "--transfer", "@m/config.json", "--plot", "@p.svg"}, code: 2, want: []string{"--transfer: @m/config.json: truncated"}, out: "@p.svg"},
 		{name: "config/directory without config.json", files: map[string]string{"m/README.md": "weights elsewhere"},
 			args: []string{"predict", "--model", "@m"}, code: 2, want: []string{"--model @m/config.json: no such file or directory, want a config.json"}},
 

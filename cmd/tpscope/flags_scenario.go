@@ -344,7 +344,7 @@ func (f *scenarioFlags) modelArch() (*model.Arch, error) {
 	if f.arch != nil {
 		return f.arch, nil
 	}
-	return resolveModel(f.model)
+	return resolveModel("--model", f.model)
 }
 
 // checkCounts refuses a parallel degree below 1 (the plan codec reads 0 as
@@ -386,8 +386,8 @@ func (f *scenarioFlags) box() (*topology.Topology, topology.Ref, error) {
 }
 
 // scenario is the whole scenario the flags name, every field resolved; a
-// bad flag is a usage error naming it, a config file that fails to parse
-// an ordinary error naming the file.
+// bad flag, or a --model or --topo file that fails to parse, is a usage
+// error naming the flag (the message names the file and field).
 func (f *scenarioFlags) scenario() (sim.Scenario, error) {
 	if err := f.checkCounts(); err != nil {
 		return sim.Scenario{}, err
@@ -584,23 +584,21 @@ func buildFlagError(a *model.Arch, err error) error {
 	return planFlagError("", err)
 }
 
-// resolveModel finds a preset or loads a config; a name that is neither,
-// or a config file that is not there or cannot be read, is a usage error
-// naming --model; a config that does not parse is a failure naming its
-// file and field.
-func resolveModel(name string) (*model.Arch, error) {
-	if err := checkModelPath("--model", name); err != nil {
+// resolveModel finds a preset or loads a config for flag (--model,
+// advise --transfer); a name that is neither, a config file that is not
+// there or cannot be read, and one that does not parse (the message names
+// its file and field) are usage errors naming the flag, as a --topo file
+// is: a scenario's input, refused before any work. (model load's argument
+// is the verb's work, a failure.)
+func resolveModel(flag, name string) (*model.Arch, error) {
+	if err := checkModelPath(flag, name); err != nil {
 		return nil, err
 	}
 	a, err := model.Resolve(name)
-	if err == nil {
-		return a, nil
+	if err != nil {
+		return nil, causeError(flag, nil, err)
 	}
-	var ce *model.ConfigError
-	if errors.As(err, &ce) {
-		return nil, err
-	}
-	return nil, causeError("--model", nil, err)
+	return a, nil
 }
 
 // checkModelPath refuses a model path (not a preset name) whose config

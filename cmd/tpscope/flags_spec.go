@@ -89,9 +89,10 @@ func (f *scenarioFlags) spec(a *model.Arch, m model.SpecMethod) (model.Spec, err
 		}
 		d, err := model.ResolveDrafter(f.draftModel)
 		if err != nil {
+			// A config that does not parse names its file and field.
 			var ce *model.ConfigError
 			if errors.As(err, &ce) {
-				return s, err
+				return s, causeError("--draft-model", nil, err)
 			}
 			return s, causeError("--draft-model", f.draftModel, err)
 		}

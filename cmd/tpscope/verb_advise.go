@@ -114,7 +114,7 @@ func (o *adviseOptions) Run(ctx context.Context, args []string, std IO) error {
 		if name == a.Name {
 			continue
 		}
-		m, err := resolveModel(name)
+		m, err := resolveModel("--transfer", name)
 		if err != nil {
 			return err
 		}
