@@ -173,6 +173,8 @@ func (s SpecAccept) Positions(steps int) []float64 {
 	if steps <= 0 {
 		return q
 	}
+	// Past the given positions, the ratio of the last two carries on (of
+	// the one given: a chain at that rate).
 	perToken := func(a float64) {
 		p := 1.0
 		for i := range q {
@@ -188,11 +190,7 @@ func (s SpecAccept) Positions(steps int) []float64 {
 	case s.PerToken > 0:
 		perToken(s.PerToken)
 	case len(s.PerPosition) > 0:
-		r := s.PerPosition
-		ratio := r[0]
-		if n := len(r); n >= 2 && r[n-2] > 0 {
-			ratio = r[n-1] / r[n-2]
-		}
+		r, ratio := s.PerPosition, s.positionRatio()
 		for i := range q {
 			if i < len(r) {
 				q[i] = r[i]
@@ -206,6 +204,21 @@ func (s SpecAccept) Positions(steps int) []float64 {
 		perToken(perTokenForMean(s.DraftRate*float64(at), at))
 	}
 	return q
+}
+
+// positionRatio is the factor per position that Positions carries the
+// per-position rates on with past the last one given: the ratio of the
+// last two, or the one rate given (a chain at that rate).
+func (s SpecAccept) positionRatio() float64 {
+	r := s.PerPosition
+	if len(r) == 0 {
+		return 0
+	}
+	ratio := r[0]
+	if n := len(r); n >= 2 && r[n-2] > 0 {
+		ratio = r[n-1] / r[n-2]
+	}
+	return ratio
 }
 
 // perTokenForMean is the per-token rate a whose chain of k drafts accepts
@@ -248,6 +261,14 @@ type SpecYield struct {
 	Source string `json:"source"`
 	// Default: no input was given; the figure is the method's default.
 	Default bool `json:"default,omitempty"`
+	// GivenPositions, when the input gave per-position rates for fewer
+	// positions than the step drafts, is how many it gave (measured, for
+	// a file or a cited figure): Positions past them are extrapolated, each
+	// the one before times ExtrapolationRatio (SpecAccept.Positions). 0:
+	// every position is the input's, or follows from one figure of a
+	// chain (a per-token rate, a mean length, a draft rate).
+	GivenPositions     int     `json:"given_positions,omitempty"`
+	ExtrapolationRatio float64 `json:"extrapolation_ratio,omitempty"`
 }
 
 // yieldOf is the yield of positions q (see the model above).
@@ -285,6 +306,9 @@ func specYield(o Options, spec model.Spec, w model.Workload, a *model.Arch) *Spe
 		in, src, def = d, d.Source, true
 	}
 	y := &SpecYield{Method: m, Positions: in.Positions(steps), Source: src, Default: def}
+	if n := len(in.PerPosition); n > 0 && n < steps {
+		y.GivenPositions, y.ExtrapolationRatio = n, in.positionRatio()
+	}
 	y.TokensPerStep, y.TokensVar = yieldOf(y.Positions)
 	return y
 }
@@ -526,5 +550,29 @@ func (s *SpecStep) String() string {
 	if !s.Method.OnDevice() {
 		passes = "drafted on the host"
 	}
-	return fmt.Sprintf("%s, %s; %.2f tokens per step (sd %.2f), per-position acceptance %s from %s", s.Spec, passes, s.TokensPerStep, math.Sqrt(s.TokensVar), strings.Join(q, ", "), s.Source)
+	return fmt.Sprintf("%s, %s; %.2f tokens per step (sd %.2f), per-position acceptance %s from %s%s", s.Spec, passes, s.TokensPerStep, math.Sqrt(s.TokensVar), strings.Join(q, ", "), s.Source, s.extrapolation())
+}
+
+// extrapolation says which positions the input gave and which were
+// extrapolated, and how ("" when the input gave them all).
+func (y *SpecYield) extrapolation() string {
+	n, k := y.GivenPositions, len(y.Positions)
+	if n <= 0 || n >= k {
+		return ""
+	}
+	span := func(lo, hi int) string {
+		if lo == hi {
+			return fmt.Sprintf("position %d", lo)
+		}
+		return fmt.Sprintf("positions %d-%d", lo, hi)
+	}
+	given := "given"
+	if !strings.HasPrefix(y.Source, "--spec-accept ") {
+		given = "measured" // a file read or a cited figure
+	}
+	how := fmt.Sprintf("the ratio of positions %d and %d", n-1, n)
+	if n == 1 {
+		how = "position 1's rate as a per-token chain"
+	}
+	return fmt.Sprintf("; %s %s, %s extrapolated (x%.2f a position: %s)", span(1, n), given, span(n+1, k), y.ExtrapolationRatio, how)
 }

@@ -59,6 +59,46 @@ func TestSpecAcceptForms(t *testing.T) {
 	}
 }
 
+// TestSpecYieldSaysExtrapolation: per-position rates for fewer positions
+// than the step drafts are extended, and the step's line says which
+// positions were given (measured, from a file) and how the rest were
+// extrapolated; a rate per token, or as many positions as the step
+// drafts, say nothing of it.
+func TestSpecYieldSaysExtrapolation(t *testing.T) {
+	w := model.Workload{Phase: model.Decode, Batch: 1, Context: 1024, SpecTokens: 3}
+	spec := model.Spec{Method: model.SpecNgram}
+	for _, c := range []struct {
+		name  string
+		in    SpecAccept
+		given int
+		ratio float64
+		want  string // the line's end; "" none
+	}{
+		// vLLM /metrics with position 0 only: 80 accepted of 100 drafts.
+		{"one measured position", SpecAccept{PerPosition: []float64{0.8}, Source: "vLLM /metrics: 100 drafts (m.prom)"}, 1, 0.8,
+			"from vLLM /metrics: 100 drafts (m.prom); position 1 measured, positions 2-3 extrapolated (x0.80 a position: position 1's rate as a per-token chain)"},
+		// 0.6 / 0.9 = 0.667 carries on to position 3.
+		{"two typed positions", SpecAccept{PerPosition: []float64{0.9, 0.6}}, 2, 0.6 / 0.9,
+			"from --spec-accept 0.9,0.6; positions 1-2 given, position 3 extrapolated (x0.67 a position: the ratio of positions 1 and 2)"},
+		{"every position", SpecAccept{PerPosition: []float64{0.9, 0.6, 0.3}, Source: "f"}, 0, 0, ""},
+		{"a chain", SpecAccept{PerToken: 0.8}, 0, 0, ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			y := specYield(Options{SpecAccept: c.in}, spec, w, nil)
+			if y.GivenPositions != c.given || !near(y.ExtrapolationRatio, c.ratio, 1e-12) {
+				t.Errorf("given %d, ratio %v; want %d, %v", y.GivenPositions, y.ExtrapolationRatio, c.given, c.ratio)
+			}
+			line := (&SpecStep{SpecYield: *y, Spec: "ngram k3"}).String()
+			switch {
+			case c.want != "" && !strings.HasSuffix(line, c.want):
+				t.Errorf("line %q\nwant it to end %q", line, c.want)
+			case c.want == "" && strings.Contains(line, "extrapolated"):
+				t.Errorf("line %q says extrapolated", line)
+			}
+		})
+	}
+}
+
 // TestYieldOf: q = 0.8, 0.5, 0.2 gives P(A = 0..3) = 0.2, 0.3, 0.3, 0.2:
 // E[A] = 1.5, E[A^2] = 0.3 + 1.2 + 1.8 = 3.3, Var = 3.3 - 2.25 = 1.05.
 func TestYieldOf(t *testing.T) {

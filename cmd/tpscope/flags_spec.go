@@ -132,10 +132,10 @@ func (f *scenarioFlags) specAccept(o *sim.Options) error {
 	if err != nil {
 		return causeError("--spec-accept-file", f.specAcceptFile, err)
 	}
+	// One position read stays one position (not a per-token rate), so
+	// that the step says which positions were measured and which carried
+	// on from it (sim.SpecYield).
 	a := sim.SpecAccept{PerPosition: got.PerPosition, MeanLength: got.MeanLength, Source: got.Source + " (" + f.specAcceptFile + ")"}
-	if len(a.PerPosition) == 1 {
-		a.PerToken, a.PerPosition = a.PerPosition[0], nil
-	}
 	if err := a.Validate(); err != nil {
 		return causeError("--spec-accept-file", f.specAcceptFile, err)
 	}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -68,6 +69,29 @@ func TestAdviseHeadSpecAccept(t *testing.T) {
 		}
 		if got := strings.Contains(base, "spec-accept=0.7"); got != c.want || base == "" {
 			t.Errorf("%v: baseline line %q names the acceptance: %v, want %v", args, base, got, c.want)
+		}
+	}
+}
+
+// TestSpecAcceptFileSaysExtrapolation: a vLLM /metrics file with only
+// position 0's counter (80 accepted of 100 drafts), priced at k = 3:
+// positions 2 and 3 are 0.8^2 = 0.64 and 0.8^3 = 0.51, and the line says
+// that position 1 was measured and those extrapolated.
+func TestSpecAcceptFileSaysExtrapolation(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "metrics.prom")
+	prom := "vllm:spec_decode_num_drafts_total 100\nvllm:spec_decode_num_accepted_tokens_total 80\n" +
+		"vllm:spec_decode_num_accepted_tokens_per_pos_total{position=\"0\"} 80\n"
+	if err := os.WriteFile(path, []byte(prom), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errs := runCLI(t, "predict", "--model", "kimi-k2.5", "--spec", "eagle3", "--spec-tokens", "3", "--spec-accept-file", path)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	for _, want := range []string{"per-position acceptance 0.80, 0.64, 0.51 from vLLM /metrics: 100 drafts",
+		"; position 1 measured, positions 2-3 extrapolated (x0.80 a position: position 1's rate as a per-token chain)"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
 		}
 	}
 }
