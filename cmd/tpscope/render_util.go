@@ -26,8 +26,15 @@ func checkPlotPath(path string) error {
 // note or, without one, the heading; the text and markdown outputs of a verb
 // thus list the same cells.
 func writeTable(w io.Writer, heading, note string, header []string, rows [][]string, md bool) error {
+	fmt.Fprintln(w) // apart from what the verb printed before it
+	return writeFirstTable(w, heading, note, header, rows, md)
+}
+
+// writeFirstTable is writeTable for the first thing a verb prints
+// (collective, schedule): no blank line before it.
+func writeFirstTable(w io.Writer, heading, note string, header []string, rows [][]string, md bool) error {
 	if md {
-		fmt.Fprintf(w, "\n### %s\n\n", heading)
+		fmt.Fprintf(w, "### %s\n\n", heading)
 		if note != "" {
 			fmt.Fprintf(w, "%s\n\n", note)
 		}
@@ -35,7 +42,7 @@ func writeTable(w io.Writer, heading, note string, header []string, rows [][]str
 		if note == "" {
 			note = heading
 		}
-		fmt.Fprintf(w, "\n%s\n", note)
+		fmt.Fprintf(w, "%s\n", note)
 	}
 	return writeRows(w, header, rows, md)
 }

@@ -173,7 +173,7 @@ func (o *collectiveOptions) Run(ctx context.Context, args []string, std IO) erro
 			Rows     []collectiveRow  `json:"rows"`
 		}{t.Name, string(coll), n, m.Options(), rows},
 		CSV:  func(w io.Writer) error { return writeCSV(w, header, cells) },
-		Text: func(w io.Writer, md bool) error { return writeTable(w, title, "", header, cells, md) },
+		Text: func(w io.Writer, md bool) error { return writeFirstTable(w, title, "", header, cells, md) },
 	})
 }
 
@@ -214,7 +214,7 @@ func writeMeasuredTable(w io.Writer, topo string, coll model.Collective, n int, 
 	if topo != "" {
 		title += " against the prediction on " + topo
 	}
-	if err := writeTable(w, title, "", header, rows, md); err != nil {
+	if err := writeFirstTable(w, title, "", header, rows, md); err != nil {
 		return err
 	}
 	if topo == "" {

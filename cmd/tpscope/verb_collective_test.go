@@ -69,3 +69,26 @@ func TestCollectiveVerb(t *testing.T) {
 		}
 	}
 }
+
+// TestTableVerbsStartWithTheTable: collective's and schedule's output is
+// the table, its title the first line (no blank line before it), in
+// table and markdown output.
+func TestTableVerbsStartWithTheTable(t *testing.T) {
+	for _, c := range []struct {
+		args  []string
+		first string
+	}{
+		{[]string{"collective", "--sizes", "8K"}, "allreduce on 8 ranks of rtxpro6000-2s"},
+		{[]string{"collective", "--sizes", "8K", "--output", "markdown"}, "### allreduce on 8 ranks of rtxpro6000-2s"},
+		{[]string{"schedule", "--model", "tiny-mla-moe", "--tp", "2"}, "tiny-mla-moe  tp2  decode"},
+		{[]string{"schedule", "--model", "tiny-mla-moe", "--tp", "2", "--output", "markdown"}, "### tiny-mla-moe  tp2  decode"},
+	} {
+		code, out, errs := runCLI(t, c.args...)
+		if code != 0 {
+			t.Fatalf("%v: exit %d: %s", c.args, code, errs)
+		}
+		if !strings.HasPrefix(out, c.first) {
+			t.Errorf("%v: output starts %q, want %q", c.args, out[:min(len(out), 60)], c.first)
+		}
+	}
+}

@@ -184,5 +184,5 @@ func writeScheduleTable(w io.Writer, s *model.Schedule, rank int, ops []*model.O
 	rows = append(rows, []string{"total", fmt.Sprintf("%d ops", t.Ops), "", "", "", units.Count(t.FLOPs), units.Bytes(t.Bytes),
 		units.Bytes(t.WeightBytes), units.Bytes(t.KVBytes), fmt.Sprintf("%d collectives, %s", t.Collectives, units.Bytes(float64(t.CommBytes)))})
 	title := fmt.Sprintf("%s  %s  %s  (%d ranks)", s.Model, s.Plan.String(), s.Workload.String(), len(s.Ranks))
-	return writeTable(w, title, "", []string{"rank", "id", "kind", "shape", "dtype", "flops", "bytes", "weights", "kv", "comm"}, rows, md)
+	return writeFirstTable(w, title, "", []string{"rank", "id", "kind", "shape", "dtype", "flops", "bytes", "weights", "kv", "comm"}, rows, md)
 }
