@@ -292,6 +292,11 @@ func TestCompareBadTraces(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), "shrunk") {
 			t.Fatalf("error %v, want one saying the schedule was shrunk", err)
 		}
+		// No "compare: " of its own: the verb's prefix ("tpscope
+		// compare: ") is the only one the line gets.
+		if !strings.HasPrefix(err.Error(), "no scenario of the traces could be compared: ") {
+			t.Errorf("error %q, want it to start \"no scenario of the traces could be compared: \"", err)
+		}
 		if len(rep.Issues) != 1 || rep.Issues[0].Count != 1+8+8*88 {
 			t.Errorf("issues %+v, want the trace's %d spans left out", rep.Issues, 1+8+8*88)
 		}

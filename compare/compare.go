@@ -288,7 +288,9 @@ func Compare(results []*traces.Result, o Options) (*Report, error) {
 		total += len(r.Spans)
 	}
 	if total == 0 {
-		return rep, errors.New("compare: the trace sources hold no span")
+		// No package prefix: the verb that calls (tpscope compare,
+		// report) names itself.
+		return rep, errors.New("the trace sources hold no span")
 	}
 	var is issues
 	groups := groupTraces(results, &o.Scenarios, &is)
@@ -306,7 +308,7 @@ func Compare(results []*traces.Result, o Options) (*Report, error) {
 	}
 	rep.Issues = is.list
 	if len(rep.Scenarios) == 0 {
-		msg := "compare: no scenario could be compared"
+		msg := "no scenario of the traces could be compared"
 		if len(is.list) > 0 {
 			msg += ": " + is.list[0].Reason
 		}
