@@ -442,7 +442,7 @@ func (f fields) num(key string) (float64, error) {
 			return v, nil
 		}
 	}
-	return 0, f.err(key, fmt.Errorf("want a number, got %s", shorten(string(raw))))
+	return 0, f.err(key, fmt.Errorf("want a number, got %s", shortenJSON(raw)))
 }
 
 // str reads a string; missing gives "".
@@ -457,7 +457,7 @@ func (f fields) str(key string) (string, error) {
 		if json.Unmarshal(raw, &v) == nil {
 			return strconv.FormatFloat(v, 'g', -1, 64), nil
 		}
-		return "", f.err(key, fmt.Errorf("want a string, got %s", shorten(string(raw))))
+		return "", f.err(key, fmt.Errorf("want a string, got %s", shortenJSON(raw)))
 	}
 	return s, nil
 }
@@ -470,7 +470,7 @@ func (f fields) obj(key string) (fields, bool, error) {
 	}
 	var m map[string]json.RawMessage
 	if err := json.Unmarshal(raw, &m); err != nil {
-		return fields{}, false, f.err(key, fmt.Errorf("want an object, got %s", shorten(string(raw))))
+		return fields{}, false, f.err(key, fmt.Errorf("want an object, got %s", shortenJSON(raw)))
 	}
 	return fields{m: m, file: f.file, line: f.line, where: f.where + key + "."}, true, nil
 }
@@ -483,7 +483,7 @@ func (f fields) nums(key string) ([]float64, error) {
 	}
 	var v []*float64
 	if err := json.Unmarshal(raw, &v); err != nil {
-		return nil, f.err(key, fmt.Errorf("want a list of numbers, got %s", shorten(string(raw))))
+		return nil, f.err(key, fmt.Errorf("want a list of numbers, got %s", shortenJSON(raw)))
 	}
 	out := make([]float64, len(v))
 	for i, p := range v {
@@ -746,13 +746,13 @@ func readVLLMDetails(f fields, m *Measured) error {
 	var itls [][]float64
 	if raw, ok := f.m["itls"]; ok {
 		if err := json.Unmarshal(raw, &itls); err != nil {
-			return f.err("itls", fmt.Errorf("want a list of lists of seconds, got %s", shorten(string(raw))))
+			return f.err("itls", fmt.Errorf("want a list of lists of seconds, got %s", shortenJSON(raw)))
 		}
 	}
 	var errs []string
 	if raw, ok := f.m["errors"]; ok {
 		if err := json.Unmarshal(raw, &errs); err != nil {
-			return f.err("errors", fmt.Errorf("want a list of strings, got %s", shorten(string(raw))))
+			return f.err("errors", fmt.Errorf("want a list of strings, got %s", shortenJSON(raw)))
 		}
 	}
 	n := len(ttfts)
@@ -1064,7 +1064,7 @@ func guideDist(f fields, key string, scale float64) (l Latency, count, sum float
 func readGuideLLM(f fields) ([]Measured, error) {
 	var list []json.RawMessage
 	if err := json.Unmarshal(f.m["benchmarks"], &list); err != nil {
-		return nil, f.err("benchmarks", fmt.Errorf("want a list of benchmarks, got %s", shorten(string(f.m["benchmarks"]))))
+		return nil, f.err("benchmarks", fmt.Errorf("want a list of benchmarks, got %s", shortenJSON(f.m["benchmarks"])))
 	}
 	if len(list) == 0 {
 		return nil, f.err("benchmarks", errors.New("empty list"))
@@ -1074,7 +1074,7 @@ func readGuideLLM(f fields) ([]Measured, error) {
 		var bm map[string]json.RawMessage
 		where := fmt.Sprintf("benchmarks[%d].", i)
 		if err := json.Unmarshal(raw, &bm); err != nil {
-			return nil, &ParseError{File: f.file, Line: f.line, Field: where, Err: fmt.Errorf("want an object, got %s", shorten(string(raw)))}
+			return nil, &ParseError{File: f.file, Line: f.line, Field: where, Err: fmt.Errorf("want an object, got %s", shortenJSON(raw))}
 		}
 		b := fields{m: bm, file: f.file, line: f.line, where: where}
 		m := newMeasured(FormatGuideLLM)

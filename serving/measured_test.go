@@ -147,7 +147,9 @@ func TestReadMeasuredErrors(t *testing.T) {
 		{"empty", "  \n", 1, "", "empty file"},
 		{"not json", "size,count\n1,2\n", 1, "", "not JSON"},
 		{"unknown keys", `{"foo": 1, "bar": 2}`, 1, "", "not a serving benchmark result"},
-		{"wrong type", `{"median_ttft_ms": "fast", "completed": 1, "duration": 1, "total_input_tokens": 1, "total_output_tokens": 1}`, 1, "median_ttft_ms", "want a number"},
+		{"wrong type", `{"median_ttft_ms": "fast", "completed": 1, "duration": 1, "total_input_tokens": 1, "total_output_tokens": 1}`, 1, "median_ttft_ms", `want a number, got "fast"`},
+		// A JSON value over lines is shown on one, as its JSON text.
+		{"wrong type, an object", "{\"median_ttft_ms\": {\n \"p50\": 1\n}, \"completed\": 1, \"duration\": 1, \"total_input_tokens\": 1, \"total_output_tokens\": 1}", 1, "median_ttft_ms", `want a number, got {"p50":1}`},
 		{"second line broken", "{\"median_ttft_ms\": 1, \"completed\": 1, \"duration\": 1, \"total_input_tokens\": 1, \"total_output_tokens\": 1}\n{oops\n", 2, "", "one JSON object per line"},
 		{"no duration", `{"median_ttft_ms": 1, "completed": 3, "total_input_tokens": 3, "total_output_tokens": 3}`, 1, "", "duration"},
 		{"ragged lists", `{"median_ttft_ms": 1, "completed": 2, "duration": 1, "total_input_tokens": 2, "total_output_tokens": 2, "ttfts": [0.1, 0.2], "input_lens": [1], "output_lens": [1, 1]}`, 1, "input_lens", "one per request"},

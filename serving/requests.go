@@ -322,7 +322,7 @@ func jsonRequest(m map[string]json.RawMessage, f TraceFormat, sessions sessionID
 	if raw, ok := m["hash_ids"]; ok && string(raw) != "null" {
 		var hs []float64
 		if err := json.Unmarshal(raw, &hs); err != nil {
-			return r, false, &fieldError{"hash_ids", fmt.Errorf("want a list of integers, got %s", shorten(string(raw)))}
+			return r, false, &fieldError{"hash_ids", fmt.Errorf("want a list of integers, got %s", shortenJSON(raw))}
 		}
 		r.HashIDs = make([]uint64, len(hs))
 		for i, h := range hs {
@@ -337,7 +337,7 @@ func jsonRequest(m map[string]json.RawMessage, f TraceFormat, sessions sessionID
 		if json.Unmarshal(raw, &sname) != nil {
 			var v float64
 			if err := json.Unmarshal(raw, &v); err != nil {
-				return r, false, &fieldError{keys.session, fmt.Errorf("want a string or a number, got %s", shorten(string(raw)))}
+				return r, false, &fieldError{keys.session, fmt.Errorf("want a string or a number, got %s", shortenJSON(raw))}
 			}
 			sname = strconv.FormatFloat(v, 'g', -1, 64)
 		}
@@ -371,7 +371,7 @@ func jsonNumber(m map[string]json.RawMessage, key string) (float64, error) {
 	}
 	var v float64
 	if err := json.Unmarshal(raw, &v); err != nil {
-		return 0, &fieldError{key, fmt.Errorf("want a number, got %s", shorten(string(raw)))}
+		return 0, &fieldError{key, fmt.Errorf("want a number, got %s", shortenJSON(raw))}
 	}
 	return v, nil
 }
@@ -553,4 +553,19 @@ func shorten(s string) string {
 		s = s[:40] + "..."
 	}
 	return strconv.Quote(s)
+}
+
+// shortenJSON is a JSON value as a message shows it: its own text,
+// compacted to one line and cut like shorten, but not quoted again (a
+// JSON string already is: got "fast", not got "\"fast\"").
+func shortenJSON(raw json.RawMessage) string {
+	var b bytes.Buffer
+	if err := json.Compact(&b, raw); err != nil {
+		return shortenJSON(raw)
+	}
+	s := b.String()
+	if len(s) > 40 {
+		s = s[:40] + "..."
+	}
+	return s
 }

@@ -262,7 +262,7 @@ func TestBadInput(t *testing.T) {
 		// ---- serving results and request traces: one line naming the
 		// file and field, before any work ----
 		{name: "serving/result field", files: map[string]string{"r.json": `{"median_ttft_ms": "fast", "completed": 4, "duration": 2, "total_input_tokens": 40, "total_output_tokens": 8}`},
-			args: []string{"simulate", "--compare", "@r.json", "--pareto", "@p.png"}, code: 2, want: []string{`@r.json:1: field "median_ttft_ms"`, "want a number"}, out: "@p.png"},
+			args: []string{"simulate", "--compare", "@r.json", "--pareto", "@p.png"}, code: 2, want: []string{`@r.json:1: field "median_ttft_ms": want a number, got "fast"`}, out: "@p.png"},
 		{name: "serving/result unknown", files: map[string]string{"r.json": `{"qps": 3}`},
 			args: []string{"calibrate", "--serving", "@r.json", "-o", "@o.json"}, code: 2, want: []string{"@r.json:1", "not a serving benchmark result"}, out: "@o.json"},
 		{name: "serving/result second line", files: map[string]string{"r.jsonl": "{\"mean_e2e_latency_ms\": 5, \"completed\": 2, \"duration\": 1, \"total_input_tokens\": 4, \"total_output_tokens\": 4}\n{\"mean_e2e_latency_ms\": [1]}\n"},
