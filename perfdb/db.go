@@ -165,7 +165,10 @@ func (db *DB) loadSystem(name string) (*System, error) {
 	data, err := os.ReadFile(file)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
-			known, _ := db.yamlNames()
+			// The systems (Systems), not every YAML of the root: the
+			// reuse manifest is none, and one without its data
+			// directory prices nothing.
+			known, _ := db.Systems()
 			return nil, errorf("system %q: no %s (systems here: %s)", name, file, strings.Join(known, ", "))
 		}
 		return nil, errorf("%w", err)

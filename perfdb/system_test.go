@@ -198,6 +198,9 @@ func TestSampleSystems(t *testing.T) {
 	}
 	if _, err := db.System("no_such_gpu"); err == nil || !strings.Contains(err.Error(), "rtx_pro_6000_server") {
 		t.Errorf("unknown system: %v (want an error listing the systems)", err)
+	} else if strings.Contains(err.Error(), "perf_data_reuse_manifest") || strings.Contains(err.Error(), "a100_pcie") {
+		// The sample has a100_pcie.yaml but not its data/a100_pcie.
+		t.Errorf("unknown system: %v lists the reuse manifest, or a YAML without its data, as a system", err)
 	}
 	if _, err := db.System("../x"); err == nil {
 		t.Error("a path was accepted as a system name")
