@@ -202,8 +202,10 @@ func groupTraces(results []*traces.Result, scs *Scenarios, is *issues) []*group 
 		var recs []*resolved
 		for i := range res.Scenarios {
 			rec := &res.Scenarios[i]
-			r := &resolved{from: scs.from(true)}
-			r.sc, r.unknown, r.err = scs.resolve(rec)
+			r := &resolved{}
+			var overridden bool
+			r.sc, r.unknown, overridden, r.err = scs.resolve(rec)
+			r.from = scs.from(true, overridden)
 			if r.err == nil && rec.JSON == "" && scheduleScaled(res, rec) {
 				r.err = fmt.Errorf("trace of a schedule shrunk by %s without a recorded scenario: the prediction cannot rebuild the shrunk model", schema.AttrScheduleScale)
 			}
@@ -215,7 +217,7 @@ func groupTraces(results []*traces.Result, scs *Scenarios, is *issues) []*group 
 		var orphan *resolved
 		switch {
 		case scs.Default != nil:
-			orphan = &resolved{sc: *scs.Default, from: scs.from(false)}
+			orphan = &resolved{sc: *scs.Default, from: scs.from(false, false)}
 		case len(recs) == 1:
 			orphan = recs[0]
 		}

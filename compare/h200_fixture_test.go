@@ -10,6 +10,7 @@ import (
 
 	"github.com/tpscope/tpscope/compare"
 	"github.com/tpscope/tpscope/model"
+	"github.com/tpscope/tpscope/sim"
 	"github.com/tpscope/tpscope/topology"
 	"github.com/tpscope/tpscope/traces"
 	"github.com/tpscope/tpscope/traces/schema"
@@ -362,5 +363,36 @@ func TestDPEPRunsTheScheduleRouting(t *testing.T) {
 	}
 	if n != 3*60*2 { // 3 steps x 60 MoE layers x (gate_up, down)
 		t.Errorf("%d MoE GEMM spans, want 360", n)
+	}
+}
+
+// TestOverrideOnlyWhatChanged: a flag that leaves the recorded scenario
+// as it was (--topo h200-nvswitch over a trace recorded on that box) is no
+// override, and the scenario's origin names none; one that changes it
+// (--batch 8 over the recorded 32) is named.
+func TestOverrideOnlyWhatChanged(t *testing.T) {
+	res, err := traces.ReadAll(context.Background(), filepath.Join("..", "exec", "cuda", "testdata", "h200", "h200-kimi-k2.5-tp8-rank0-graph.otlp.jsonl.gz"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name string
+		scs  compare.Scenarios
+		want string
+	}{
+		{"the same box", compare.Scenarios{Topology: h200Box(t), Passed: []string{"--topo h200-nvswitch"}}, compare.FromTrace},
+		{"the same batch", compare.Scenarios{Override: func(sc *sim.Scenario) error { sc.Workload.Batch = 32; return nil }, Passed: []string{"--batch 32"}}, compare.FromTrace},
+		{"another batch", compare.Scenarios{Override: func(sc *sim.Scenario) error { sc.Workload.Batch = 8; return nil }, Passed: []string{"--batch 8"}},
+			compare.FromTrace + "; overridden by --batch 8"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			rep, err := compare.Compare([]*traces.Result{res}, compare.Options{Scenarios: c.scs})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := rep.Scenarios[0].From; got != c.want {
+				t.Errorf("from %q, want %q", got, c.want)
+			}
+		})
 	}
 }

@@ -1,6 +1,8 @@
 package compare
 
 import (
+	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"github.com/tpscope/tpscope/engine"
@@ -51,23 +53,44 @@ const (
 )
 
 // from says where a scenario resolved for a recorded one (recorded true)
-// or for a trace without one came from, in words.
-func (s *Scenarios) from(recorded bool) string {
+// or for a trace without one came from, in words; overridden says the
+// flags passed changed the recorded one (resolve).
+func (s *Scenarios) from(recorded, overridden bool) string {
 	if !recorded {
 		if s.DefaultFrom != "" {
 			return FromFlags + ": " + s.DefaultFrom
 		}
 		return FromFlags
 	}
-	if len(s.Passed) == 0 {
+	if len(s.Passed) == 0 || !overridden {
 		return FromTrace
 	}
 	return FromTrace + "; overridden by " + strings.Join(s.Passed, ", ")
 }
 
 // resolve turns a recorded scenario into the one to predict; unknown lists
-// option names of an older trace that sim does not model.
-func (s *Scenarios) resolve(rec *traces.Scenario) (sc sim.Scenario, unknown []string, err error) {
+// option names of an older trace that sim does not model. overridden is
+// false when what the caller passed (Override, Topology) left a recorded
+// scenario as it was, the two encoded alike (--topo h200-nvswitch over a
+// trace recorded on that box): nothing was overridden, and from says so.
+func (s *Scenarios) resolve(rec *traces.Scenario) (sc sim.Scenario, unknown []string, overridden bool, err error) {
+	sc, unknown, err = s.resolveScenario(rec)
+	if err != nil || (s.Override == nil && s.Topology == nil) {
+		return sc, unknown, false, err
+	}
+	asRecorded := *s
+	asRecorded.Override, asRecorded.Topology = nil, nil
+	was, _, err := asRecorded.resolveScenario(rec)
+	if err != nil {
+		return sc, unknown, true, nil // the flags were needed (a perf DB's tables)
+	}
+	a, errA := json.Marshal(was)
+	b, errB := json.Marshal(sc)
+	return sc, unknown, errA != nil || errB != nil || !bytes.Equal(a, b), nil
+}
+
+// resolveScenario is resolve's scenario.
+func (s *Scenarios) resolveScenario(rec *traces.Scenario) (sc sim.Scenario, unknown []string, err error) {
 	if rec.JSON != "" {
 		if sc, err = sim.DecodeScenario([]byte(rec.JSON), s.Topology); err != nil {
 			return sc, nil, err
