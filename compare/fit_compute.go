@@ -8,6 +8,7 @@ import (
 
 	"github.com/tpscope/tpscope/calibrate"
 	"github.com/tpscope/tpscope/internal/stats"
+	"github.com/tpscope/tpscope/internal/units"
 	"github.com/tpscope/tpscope/sim"
 	"github.com/tpscope/tpscope/traces"
 	"github.com/tpscope/tpscope/traces/schema"
@@ -80,7 +81,7 @@ func fitFamilies(smp *samples, dev calibrate.DeviceFit, fo calibrate.ComputeOpti
 func sizeNotes(fams []calibrate.FamilyFit, notes *[]string) {
 	for _, f := range fams {
 		if f.OneSize && math.Abs(f.RampUs-f.PriorRampUs) > 0.02*f.PriorRampUs {
-			*notes = append(*notes, fmt.Sprintf("%s: its ops are of one size here, which cannot tell a fixed time from a rate: fitted as a fixed time per kernel (ramp %.2f us, prior %.2f), its efficiencies kept (traces of other batches, fitted together, tell a rate)", f.Family, f.RampUs, f.PriorRampUs))
+			*notes = append(*notes, fmt.Sprintf("%s: its ops are of one size here, which cannot tell a fixed time from a rate: fitted as a fixed time per kernel (ramp %s us, prior %s), its efficiencies kept (traces of other batches, fitted together, tell a rate)", f.Family, units.Us(f.RampUs), units.Us(f.PriorRampUs)))
 		}
 		for _, sz := range f.Sizes {
 			if sz.Samples >= 5 && math.Abs(sz.MedianErrPct) > sizeResidualNotePct {

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/tpscope/tpscope/calibrate"
+	"github.com/tpscope/tpscope/compare"
 	"github.com/tpscope/tpscope/model"
 	"github.com/tpscope/tpscope/sim"
 	"github.com/tpscope/tpscope/topology"
@@ -107,5 +109,36 @@ func TestCalibrateTraceRefusesWorse(t *testing.T) {
 	}
 	if code, _, errs = runCLI(t, "calibrate", "--trace", fit, "--holdout-batch", "4", "-o", out); code != 2 || !strings.Contains(errs, "--holdout-batch") {
 		t.Errorf("--holdout-batch without --holdout: exit %d, %q", code, errs)
+	}
+}
+
+// TestCalibrateRampTable: the ramp column is microseconds to the
+// hundredth, a fitted ramp that rounds to zero there is 0 (a fit's
+// 5.259e-14 us printed as such before), and an undetermined one (prior).
+func TestCalibrateRampTable(t *testing.T) {
+	tc := &compare.Calibration{Families: []calibrate.FamilyFit{
+		{Family: "moe_gemm/int4-g32", RampUs: 5.259e-14, RampDetermined: true},
+		{Family: "router", RampUs: 4.286, RampDetermined: true},
+		{Family: "gemm/bf16", RampUs: 1.5},
+	}}
+	var b strings.Builder
+	if err := writeTraceCalibration(&b, "", tc); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{"moe_gemm/int4-g32": "0", "router": "4.29", "gemm/bf16": "(prior)"}
+	for _, line := range strings.Split(b.String(), "\n") {
+		f := strings.Fields(line)
+		if len(f) < 9 || want[f[0]] == "" {
+			continue
+		}
+		// family, samples, compute-bound, efficiency, prior, memory-bound,
+		// mem eff, prior, ramp us: the 9th column.
+		if f[8] != want[f[0]] {
+			t.Errorf("%s: ramp %q, want %q\n%s", f[0], f[8], want[f[0]], line)
+		}
+		delete(want, f[0])
+	}
+	if len(want) > 0 {
+		t.Errorf("rows missing: %v\n%s", want, b.String())
 	}
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/spf13/pflag"
 	"github.com/tpscope/tpscope/compare"
+	"github.com/tpscope/tpscope/internal/units"
 	"github.com/tpscope/tpscope/traces"
 )
 
@@ -109,9 +110,16 @@ func writeTraceCalibration(w io.Writer, out string, tc *compare.Calibration) err
 		}
 		return fmt.Sprintf("%.4g", v)
 	}
+	// The ramp in microseconds to the hundredth, as the notes say it.
+	us := func(ok bool, v float64) string {
+		if !ok {
+			return "(prior)"
+		}
+		return units.Us(v)
+	}
 	for _, f := range tc.Families {
 		fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%.4g\t%d\t%s\t%.4g\t%s\t%.1f %%\t%.1f %%\t\n", f.Family, f.Samples, f.ComputeBound, val(f.ComputeDetermined, f.EfficiencyFrac), f.PriorEfficiencyFrac,
-			f.MemoryBound, val(f.MemoryDetermined, f.MemEfficiencyFrac), f.PriorMemEfficiencyFrac, val(f.RampDetermined, f.RampUs), 100*f.RMSErrFrac, 100*f.PriorRMSErrFrac)
+			f.MemoryBound, val(f.MemoryDetermined, f.MemEfficiencyFrac), f.PriorMemEfficiencyFrac, us(f.RampDetermined, f.RampUs), 100*f.RMSErrFrac, 100*f.PriorRMSErrFrac)
 	}
 	if err := tw.Flush(); err != nil {
 		return err

@@ -1,9 +1,22 @@
 // Package units renders quantities for people with their unit in the
 // text: bytes in decimal units (GB = 1e9 B, as GPU vendors and NCCL state
-// sizes) and counts with SI suffixes (parameters, FLOPs).
+// sizes) and counts with SI suffixes (parameters, FLOPs); microseconds
+// to the hundredth, the unit left to the caller's text.
 package units
 
-import "fmt"
+import (
+	"fmt"
+	"math"
+)
+
+// Us renders a time in microseconds to the hundredth ("30.66"), and one
+// that rounds to zero there as "0" (a fit's 5.259e-14 us is none).
+func Us(us float64) string {
+	if math.Abs(us) < 0.005 {
+		return "0"
+	}
+	return fmt.Sprintf("%.2f", us)
+}
 
 // Bytes renders b bytes: "1.50 GB", "12.3 kB", "512 B".
 func Bytes(b float64) string {

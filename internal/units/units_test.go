@@ -2,6 +2,16 @@ package units
 
 import "testing"
 
+// TestUs: hundredths of a microsecond; what rounds to zero there is 0,
+// not 0.00 or an exponent.
+func TestUs(t *testing.T) {
+	for in, want := range map[float64]string{30.664: "30.66", 4.286: "4.29", 0.005: "0.01", 0.0049: "0", 5.259e-14: "0", -1e-9: "0", 0: "0", -2.5: "-2.50"} {
+		if got := Us(in); got != want {
+			t.Errorf("Us(%g) = %q, want %q", in, got, want)
+		}
+	}
+}
+
 // The thresholds are the decimal unit boundaries; each case sits on or
 // just below one, so a shifted boundary fails.
 func TestBytesAndCount(t *testing.T) {
