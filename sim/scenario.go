@@ -360,7 +360,10 @@ func (sc Scenario) String() string {
 	if sc.Build.DenseDSA {
 		b += " dense-dsa"
 	}
-	if sc.Build.MoEDispatch != "" {
+	// The dispatch exists only under DP attention (the MoE block's
+	// dispatch and combine, model's CondDP); elsewhere the option prices
+	// nothing and the line leaves it out.
+	if sc.Build.MoEDispatch != "" && sc.Plan.Normalized().DP > 1 {
 		b += " moe-dispatch=" + sc.Build.MoEDispatch
 	}
 	if !sc.Build.Routing.IsZero() {

@@ -66,6 +66,35 @@ func TestScenarioRoutingCodec(t *testing.T) {
 	}
 }
 
+// TestScenarioLineDispatch: the one-line form names the MoE dispatch
+// only where the plan dispatches (DP attention + EP); at plain TP the
+// option prices nothing and is left out.
+func TestScenarioLineDispatch(t *testing.T) {
+	a, err := model.Preset("tiny-mla-moe")
+	if err != nil {
+		t.Fatal(err)
+	}
+	topo, err := topology.Preset(topology.DefaultPreset)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name string
+		plan model.Plan
+		want bool
+	}{
+		{"tp8", model.Plan{TP: 8}, false},
+		{"tp8 ep", model.Plan{TP: 8, EP: true}, false},
+		{"tp4 dp2 ep", model.Plan{TP: 4, DP: 2, EP: true}, true},
+	} {
+		sc := Scenario{Arch: a, Build: model.BuildOptions{MoEDispatch: model.DispatchAllToAll}, Plan: c.plan,
+			Workload: model.Workload{Phase: model.Decode, Batch: 4, Context: 256}, Topo: topo}
+		if got := strings.Contains(sc.String(), " moe-dispatch=alltoall "); got != c.want {
+			t.Errorf("%s: %q names the dispatch %v, want %v", c.name, sc.String(), got, c.want)
+		}
+	}
+}
+
 // TestScenarioBoxTravels: a scenario records its box by value, so a trace
 // decodes on the box it ran on after the topology file moved or was
 // deleted; a recorded box whose hash does not match is refused; a box the
