@@ -36,6 +36,15 @@ func (p Plan) ExpertRanks() int {
 	return p.World()
 }
 
+// DispatchesMoE reports whether tokens reach a's routed experts by a
+// dispatch and come back by a combine (moe.dispatch, moe.combine: the MoE
+// table's CondDP slots): under DP attention (DP > 1, which needs EP) on a
+// model with routed experts. Only then do BuildOptions.MoEDispatch and
+// DispatchDtype price anything.
+func (p Plan) DispatchesMoE(a *Arch) bool {
+	return p.Normalized().DP > 1 && a != nil && a.RoutedExperts > 0
+}
+
 // String renders the plan compactly: "tp8", "tp8-ep", "tp1-dp8-ep", "tp8-dcp8".
 func (p Plan) String() string {
 	p = p.Normalized()

@@ -390,10 +390,27 @@ func (p *Predictor) EngineSummary(sc Scenario) string {
 			parts = append(parts, "all-reduce + RMSNorm fused")
 		}
 	}
-	if sc.Arch != nil && sc.Arch.HasIndexer() && k.prof.DenseDSA(k.arch) {
-		parts = append(parts, "DSA run dense")
+	if sc.Arch != nil && sc.Arch.HasIndexer() {
+		parts = append(parts, dsaSummary(sc.Build.DenseDSA, sc.DenseDSAChosen, k.prof.DenseDSA(k.arch)))
 	}
 	return strings.Join(parts, ", ")
+}
+
+// dsaSummary says how a DSA model's attention was priced (dense or
+// sparse), whether --dense-dsa chose it, and, where the choice is not
+// what the engine runs on the box (engineDense), that it is not.
+func dsaSummary(dense, chosen, engineDense bool) string {
+	s, flag, engine := "DSA sparse", "--dense-dsa=false", "dense"
+	if dense {
+		s, flag, engine = "DSA run dense", "--dense-dsa", "sparse"
+	}
+	switch {
+	case !chosen:
+		return s
+	case dense == engineDense:
+		return s + " (" + flag + ")"
+	}
+	return s + " (" + flag + "; the engine runs it " + engine + " here)"
 }
 
 // decodeBackend is the attention backend sc's decode runs with on this

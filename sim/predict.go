@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strings"
 
 	engprof "github.com/tpscope/tpscope/engine"
 	"github.com/tpscope/tpscope/model"
@@ -182,6 +183,16 @@ type Prediction struct {
 	// (OpCost.Source of each says which table and row).
 	CostSource  string `json:"cost_source,omitempty"`
 	MeasuredOps int    `json:"measured_ops,omitempty"`
+	// DSA says how a DSA model's attention was priced, dense or sparse,
+	// and whether --dense-dsa chose it (Scenario.DenseDSAChosen); nil for
+	// a model without DSA (PredictScenario only).
+	DSA *DSAAttention `json:"dsa,omitempty"`
+	// MoEDispatch and DispatchDtype are how the tokens reached the
+	// experts and in which dtype (model.BuildOptions), set only when the
+	// step dispatches them (model.Plan.DispatchesMoE; PredictScenario
+	// only).
+	MoEDispatch   string      `json:"moe_dispatch,omitempty"`
+	DispatchDtype model.Dtype `json:"dispatch_dtype,omitempty"`
 
 	// Summary: StepUs is the time of one step (the latest op end over
 	// all ranks); Sequences the requests the step serves (Workload.Batch
@@ -226,6 +237,46 @@ type Prediction struct {
 	// measurement that would close each (Predictor.Caveats;
 	// PredictScenario only).
 	Caveats []string `json:"caveats,omitempty"`
+}
+
+// DSAAttention is how a DSA model's attention was priced.
+type DSAAttention struct {
+	// Dense: as dense MLA over the whole context without the indexer;
+	// false: DSA sparse attention.
+	Dense bool `json:"dense"`
+	// Chosen: by --dense-dsa; false: as the engine runs the model on the
+	// box (ImpliedDenseDSA).
+	Chosen bool `json:"chosen"`
+}
+
+// OptionsLabel is the prediction's options for people: the run-time
+// options (Options.Label) and the build options that priced the step
+// and were chosen or differ from their defaults: dense-dsa or
+// dense-dsa=false when --dense-dsa chose it, moe-dispatch and
+// dispatch-dtype under a dispatch when not alltoall and bf16.
+func (pr *Prediction) OptionsLabel() string {
+	var b []string
+	if d := pr.DSA; d != nil && d.Chosen {
+		if d.Dense {
+			b = append(b, "dense-dsa")
+		} else {
+			b = append(b, "dense-dsa=false")
+		}
+	}
+	if pr.MoEDispatch != "" && pr.MoEDispatch != model.DispatchAllToAll {
+		b = append(b, "moe-dispatch="+pr.MoEDispatch)
+	}
+	if pr.DispatchDtype != "" && pr.DispatchDtype != model.BF16 {
+		b = append(b, "dispatch-dtype="+string(pr.DispatchDtype))
+	}
+	l := pr.Options.Label()
+	if len(b) == 0 {
+		return l
+	}
+	if l == "none" {
+		return strings.Join(b, " ")
+	}
+	return l + " " + strings.Join(b, " ")
 }
 
 // MemoryFit is the per-GPU memory budget of a plan and workload.

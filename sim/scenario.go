@@ -47,6 +47,11 @@ type Scenario struct {
 	// CostsName is the name of the cost source the scenario was priced
 	// with when it was recorded ("" = priors only).
 	CostsName string
+	// DenseDSAChosen says Build.DenseDSA was chosen (--dense-dsa given)
+	// rather than taken from how the engine runs a DSA model on the box
+	// (ImpliedDenseDSA): the prediction shows a chosen value among its
+	// options, since it may differ from what the engine runs.
+	DenseDSAChosen bool
 }
 
 // CostSourceName is the name of the scenario's cost source, "" for
@@ -189,6 +194,16 @@ func (p *Predictor) PredictScenarioSchedule(sc Scenario) (*Prediction, *model.Sc
 	pr.Memory = p.memoryFit(sc, s.Deploy)
 	pr.Caveats = p.Caveats(sc)
 	pr.Engine = p.EngineSummary(sc)
+	if sc.Arch.HasIndexer() {
+		pr.DSA = &DSAAttention{Dense: sc.Build.DenseDSA, Chosen: sc.DenseDSAChosen}
+	}
+	if sc.Plan.DispatchesMoE(sc.Arch) {
+		// The schedule's build options, defaults filled.
+		pr.MoEDispatch, pr.DispatchDtype = s.Options.MoEDispatch, s.Options.DispatchDtype
+		if pr.MoEDispatch == "" {
+			pr.MoEDispatch = model.DispatchAllToAll
+		}
+	}
 	return pr, s, nil
 }
 
@@ -251,6 +266,9 @@ type scenarioJSON struct {
 	BoxSHA256 string          `json:"box_sha256,omitempty"`
 	RunBatch  int             `json:"run_batch,omitempty"`
 	Costs     string          `json:"cost_source,omitempty"`
+	// DenseDSAChosen: Build.DenseDSA was chosen, not the engine's
+	// (Scenario.DenseDSAChosen).
+	DenseDSAChosen bool `json:"dense_dsa_chosen,omitempty"`
 }
 
 // MarshalJSON encodes the scenario with the model as a reference
@@ -272,7 +290,7 @@ func (sc Scenario) MarshalJSON() ([]byte, error) {
 		tr = topology.Ref{Name: sc.Topo.Name}
 	}
 	j := scenarioJSON{Model: mr, Build: sc.Build, Plan: sc.Plan.Normalized(), Workload: sc.Workload.Normalized(),
-		Options: sc.Options, Topology: tr, RunBatch: sc.RunBatch, Costs: sc.CostSourceName()}
+		Options: sc.Options, Topology: tr, RunBatch: sc.RunBatch, Costs: sc.CostSourceName(), DenseDSAChosen: sc.DenseDSAChosen}
 	if sc.Topo != nil {
 		box, err := json.Marshal(sc.Topo)
 		if err != nil {
@@ -315,7 +333,8 @@ func DecodeScenario(data []byte, topo *topology.Topology) (Scenario, error) {
 	if err := j.Options.Validate(); err != nil {
 		return Scenario{}, fmt.Errorf("scenario %w", err)
 	}
-	sc := Scenario{Arch: a, Build: j.Build, Plan: j.Plan, Workload: j.Workload, Options: j.Options, TopoRef: j.Topology, RunBatch: j.RunBatch, Topo: topo, CostsName: j.Costs}
+	sc := Scenario{Arch: a, Build: j.Build, Plan: j.Plan, Workload: j.Workload, Options: j.Options, TopoRef: j.Topology, RunBatch: j.RunBatch, Topo: topo, CostsName: j.Costs,
+		DenseDSAChosen: j.DenseDSAChosen}
 	if d := j.Build.Spec.Draft; d != (model.Ref{}) {
 		if sc.Build.Spec.Drafter, err = d.Resolve(); err != nil {
 			return Scenario{}, fmt.Errorf("scenario draft model %s: %w", d, err)

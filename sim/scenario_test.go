@@ -166,3 +166,70 @@ func TestScenarioBoxTravels(t *testing.T) {
 		t.Fatalf("pre-box record with the file gone: %v, want an error saying so and naming --topo", err)
 	}
 }
+
+// TestScenarioRecordsDSA: a DSA model's prediction says how its attention
+// was priced and whether --dense-dsa chose it: the engine line names what
+// was priced (not the engine's own way when the flag chose otherwise),
+// the options line names a chosen value, and the choice travels in the
+// scenario's JSON. GLM-5 runs dense on SM120 (no DSA sparse kernels
+// there) and sparse on SM90 (the vLLM profile's DSA fact); a model
+// without an indexer has no DSA to report.
+func TestScenarioRecordsDSA(t *testing.T) {
+	glm, err := model.Preset("glm-5-nvfp4")
+	if err != nil {
+		t.Fatal(err)
+	}
+	kimi, err := model.Preset("kimi-k2.5-nvfp4")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		name          string
+		arch          *model.Arch
+		box           string
+		dense, chosen bool
+		engine        string // the engine line's last part
+		option        string // in the options line; "" = no dense-dsa there
+		dsa           *DSAAttention
+	}{
+		{"sm120 as the engine runs it", glm, "rtxpro6000-2s", true, false, "DSA run dense", "", &DSAAttention{Dense: true}},
+		{"sm120 chosen sparse", glm, "rtxpro6000-2s", false, true, "DSA sparse (--dense-dsa=false; the engine runs it dense here)", "dense-dsa=false", &DSAAttention{Chosen: true}},
+		{"sm120 chosen dense", glm, "rtxpro6000-2s", true, true, "DSA run dense (--dense-dsa)", "dense-dsa", &DSAAttention{Dense: true, Chosen: true}},
+		{"sm90 as the engine runs it", glm, "h200-nvswitch", false, false, "DSA sparse", "", &DSAAttention{}},
+		{"sm90 chosen dense", glm, "h200-nvswitch", true, true, "DSA run dense (--dense-dsa; the engine runs it sparse here)", "dense-dsa", &DSAAttention{Dense: true, Chosen: true}},
+		{"no indexer", kimi, "rtxpro6000-2s", false, false, "", "", nil},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			topo, err := topology.Preset(tc.box)
+			if err != nil {
+				t.Fatal(err)
+			}
+			sc := Scenario{Arch: tc.arch, Build: model.BuildOptions{DenseDSA: tc.dense}, DenseDSAChosen: tc.chosen, Plan: model.Plan{TP: 8},
+				Workload: model.Workload{Phase: model.Decode, Batch: 1, Context: 4096}, Options: DefaultOptions(), Topo: topo}
+			pr, _, err := Predict(sc)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if (pr.DSA == nil) != (tc.dsa == nil) || pr.DSA != nil && *pr.DSA != *tc.dsa {
+				t.Errorf("DSA %+v, want %+v", pr.DSA, tc.dsa)
+			}
+			last := pr.Engine[strings.LastIndex(pr.Engine, ", ")+2:]
+			if tc.engine != "" && last != tc.engine || tc.engine == "" && strings.Contains(pr.Engine, "DSA") {
+				t.Errorf("engine line %q: want it to end %q", pr.Engine, tc.engine)
+			}
+			opts := " " + pr.OptionsLabel() + " "
+			if tc.option != "" && !strings.Contains(opts, " "+tc.option+" ") || tc.option == "" && strings.Contains(opts, "dense-dsa") {
+				t.Errorf("options %q: want %q", opts, tc.option)
+			}
+			js, err := sc.MarshalJSON()
+			if err != nil {
+				t.Fatal(err)
+			}
+			back, err := DecodeScenario(js, topo)
+			if err != nil || back.DenseDSAChosen != tc.chosen || back.Build.DenseDSA != tc.dense {
+				t.Errorf("decoded dense %v chosen %v (%v), want %v %v", back.Build.DenseDSA, back.DenseDSAChosen, err, tc.dense, tc.chosen)
+			}
+		})
+	}
+}

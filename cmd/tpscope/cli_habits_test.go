@@ -35,9 +35,10 @@ func TestOptionalValueFlags(t *testing.T) {
 		})
 	}
 	// "model load --dense-dsa DIR": DIR is not a boolean, so it stays the
-	// verb's argument.
+	// verb's argument. A DSA model's config (--dense-dsa on a model
+	// without DSA is refused).
 	dir := t.TempDir()
-	data, err := os.ReadFile("../../model/presets/tiny-mla-moe.json")
+	data, err := os.ReadFile("../../model/presets/glm-5-nvfp4.json")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -55,6 +55,10 @@ type scenarioFlags struct {
 	// planFlags: --tp, --dp, --dcp are these flags (Bind), not a verb's
 	// own lists of degrees (plan).
 	planFlags bool
+	// otherModels: the verb prices other models beside --model (advise
+	// --transfer), which a build flag that does nothing on --model may
+	// apply to.
+	otherModels bool
 	// counts are the verb's flags that count rows to print (--top), which
 	// cannot be negative (0 means all); checked with the scenario flags,
 	// before any work.
@@ -339,6 +343,16 @@ func (f *scenarioFlags) build() (model.BuildOptions, error) {
 	return model.BuildOptions{DenseDSA: f.denseDSA, MoEDispatch: f.dispatch, DispatchDtype: d, Routing: r}, nil
 }
 
+// checkDenseDSA refuses --dense-dsa on a model without DSA sparse
+// attention (no indexer), which has nothing to run dense, unless the verb
+// also prices other models the flag may apply to (otherModels).
+func (f *scenarioFlags) checkDenseDSA(a *model.Arch) error {
+	if f.changed("dense-dsa") && a != nil && !a.HasIndexer() && !f.otherModels {
+		return flagError("--dense-dsa", nil, "%s has no DSA sparse attention (no indexer) to run dense: it runs dense MLA already", a.Name)
+	}
+	return nil
+}
+
 // modelArch resolves --model (or the loaded architecture).
 func (f *scenarioFlags) modelArch() (*model.Arch, error) {
 	if f.arch != nil {
@@ -422,7 +436,11 @@ func (f *scenarioFlags) scenario() (sim.Scenario, error) {
 	if sc.Topo, sc.TopoRef, err = f.box(); err != nil {
 		return sc, err
 	}
-	if !f.changed("dense-dsa") {
+	if err := f.checkDenseDSA(a); err != nil {
+		return sc, err
+	}
+	sc.DenseDSAChosen = f.changed("dense-dsa")
+	if !sc.DenseDSAChosen {
 		// Unchosen, the DSA model runs as the box's engines run it.
 		sc.Build.DenseDSA = sim.ImpliedDenseDSA(a, sc.Topo, sc.Options.Engine)
 	}
@@ -461,6 +479,12 @@ func (f *scenarioFlags) override() func(*sim.Scenario) error {
 			if err := f.apply(name, sc); err != nil {
 				return err
 			}
+		}
+		if f.changed("dense-dsa") {
+			if err := f.checkDenseDSA(sc.Arch); err != nil {
+				return err
+			}
+			sc.DenseDSAChosen = true
 		}
 		if err := model.Validate(sc.Arch, sc.Plan, sc.Workload, sc.Build); err != nil {
 			return f.specFlagError(buildFlagError(sc.Arch, err))

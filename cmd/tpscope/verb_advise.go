@@ -98,6 +98,9 @@ func (o *adviseOptions) Run(ctx context.Context, args []string, std IO) error {
 	if o.mtpTokens < 1 || o.mtpTokens > 16 {
 		return flagError("--mtp-tokens", o.mtpTokens, "want 1 to 16")
 	}
+	// --dense-dsa on a model without DSA still prices the --transfer
+	// models that have it.
+	o.sc.otherModels = len(splitList(o.transfer)) > 0
 	base, err := o.sc.scenario()
 	if err != nil {
 		return err

@@ -149,13 +149,12 @@ func showModel(sc *scenarioFlags, mem *memFlags, out string, w io.Writer) error 
 	s := model.Summarize(scen.Arch, scen.Plan, scen.Workload, scen.Build, memBytes, util)
 	return render(w, out, view{
 		JSON: s,
-		Text: func(w io.Writer, _ bool) error { return writeModelSummary(w, &s, &scen, sc.changed("dense-dsa")) },
+		Text: func(w io.Writer, _ bool) error { return writeModelSummary(w, &s, &scen) },
 	})
 }
 
-// writeModelSummary is model show's table; denseDSAChosen says whether
-// --dense-dsa was passed rather than implied by the box.
-func writeModelSummary(w io.Writer, s *model.Summary, scen *sim.Scenario, denseDSAChosen bool) error {
+// writeModelSummary is model show's table.
+func writeModelSummary(w io.Writer, s *model.Summary, scen *sim.Scenario) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintf(tw, "model\t%s (%s)\n", s.Model, s.ModelType)
 	fmt.Fprintf(tw, "source\t%s\n", s.Source)
@@ -173,7 +172,7 @@ func writeModelSummary(w io.Writer, s *model.Summary, scen *sim.Scenario, denseD
 			mode = "dense: attention over the whole context, no indexer cache or ops"
 		}
 		why := "--dense-dsa"
-		if !denseDSAChosen {
+		if !scen.DenseDSAChosen {
 			why = "as the engines of " + scen.Topo.Name + " run it (--dense-dsa chooses)"
 		}
 		fmt.Fprintf(tw, "dsa runs\t%s (%s)\n", mode, why)

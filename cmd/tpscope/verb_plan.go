@@ -145,6 +145,9 @@ func (o *planOptions) Run(ctx context.Context, args []string, std IO) error {
 	if err != nil {
 		return err
 	}
+	if err := sc.checkDenseDSA(a); err != nil {
+		return err
+	}
 	build, err := sc.build()
 	if err != nil {
 		return err

@@ -103,7 +103,7 @@ func writePredictTable(w io.Writer, pr *sim.Prediction, top int, md bool) error 
 		{"topology", pr.Topology},
 		{"plan", pr.Plan.String()},
 		{"workload", fmt.Sprintf("%s batch %d (run as %d), context %d, spec tokens %d, kv %s", pr.Workload.Phase, pr.Sequences, pr.PaddedBatch, pr.Workload.Context, pr.Workload.SpecTokens, pr.Workload.KVDtype)},
-		{"options", pr.Options.Label()},
+		{"options", pr.OptionsLabel()},
 	}
 	kv = append(kv, pricedByOf(pr, "").lines("engine")...)
 	kv = append(kv, [][2]string{

@@ -143,7 +143,7 @@ func dedupe(s []string) []string {
 // predictionSections: summary, timeline, bars by kind and layer, longest ops.
 func predictionSections(pr *sim.Prediction, sched *model.Schedule, maxRows int) []report.Section {
 	lines := []string{
-		fmt.Sprintf("model %s, topology %s, plan %s, workload %s, options: %s", pr.Model, pr.Topology, pr.Plan, pr.Workload, pr.Options.Label()),
+		fmt.Sprintf("model %s, topology %s, plan %s, workload %s, options: %s", pr.Model, pr.Topology, pr.Plan, pr.Workload, pr.OptionsLabel()),
 		fmt.Sprintf("predicted step %.1f us: %.1f tokens/s per request, %.1f tokens/s in all; %d kernels per rank; communication %.1f us (%.1f %% of the step); rank 0 idle %.1f us",
 			pr.StepUs, pr.TokensPerSPerRequest, pr.TokensPerS, pr.Kernels, pr.CommUs, 100*pr.CommShareFrac, pr.IdleUs),
 		criticalPathLine(pr),
