@@ -85,3 +85,53 @@ func TestPredictDenseDSAFlag(t *testing.T) {
 		{"plan on kimi", []string{"plan", "--model", "kimi-k2.5", "--dense-dsa", "--plan", "tp8"}, "--dense-dsa: kimi-k2.5 has no DSA sparse attention"},
 	})
 }
+
+// TestPredictDispatchFlags: under DP attention + EP the MoE dispatch is
+// priced, so the JSON names its kind and payload dtype (defaults
+// alltoall, bf16) and the options line names the flags' values that are
+// not the defaults; an FP8 payload moves half the bytes of a BF16 one, so
+// the step is shorter. A plan without DP attention dispatches nothing:
+// the flags are refused there, even at their default values, and the
+// JSON has no dispatch.
+func TestPredictDispatchFlags(t *testing.T) {
+	dp := []string{"--tp", "2", "--dp", "4", "--ep", "--batch", "64", "--context", "1024"}
+	base := predictJSONObject(t, dp...)
+	if base["moe_dispatch"] != "alltoall" || base["dispatch_dtype"] != "bf16" {
+		t.Errorf("default dispatch %v %v, want alltoall bf16", base["moe_dispatch"], base["dispatch_dtype"])
+	}
+	fp8 := predictJSONObject(t, append(dp, "--dispatch-dtype", "fp8")...)
+	if fp8["dispatch_dtype"] != "fp8" || !(fp8["step_us"].(float64) < base["step_us"].(float64)) {
+		t.Errorf("fp8 dispatch: dtype %v step %v, want fp8 and below bf16's %v", fp8["dispatch_dtype"], fp8["step_us"], base["step_us"])
+	}
+	ag := predictJSONObject(t, append(dp, "--moe-dispatch", "allgather_reducescatter")...)
+	if ag["moe_dispatch"] != "allgather_reducescatter" {
+		t.Errorf("moe_dispatch %v, want allgather_reducescatter", ag["moe_dispatch"])
+	}
+	for _, c := range []struct {
+		args []string
+		want string // the dispatch words of the options line
+	}{
+		{dp, ""},
+		{append(dp, "--moe-dispatch", "alltoall", "--dispatch-dtype", "bf16"), ""},
+		{append(dp, "--dispatch-dtype", "fp8"), "dispatch-dtype=fp8"},
+		{append(dp, "--moe-dispatch", "allgather_reducescatter"), "moe-dispatch=allgather_reducescatter"},
+	} {
+		var got []string
+		for _, w := range strings.Fields(predictLines(t, c.args...)["options"]) {
+			if strings.Contains(w, "dispatch") {
+				got = append(got, w)
+			}
+		}
+		if strings.Join(got, " ") != c.want {
+			t.Errorf("%v: options dispatch words %q, want %q", c.args, got, c.want)
+		}
+	}
+	if tp := predictJSONObject(t); tp["moe_dispatch"] != nil || tp["dispatch_dtype"] != nil {
+		t.Errorf("tp8 JSON has a dispatch: %v %v", tp["moe_dispatch"], tp["dispatch_dtype"])
+	}
+	checkUsageErrors(t, []usageCase{
+		{"dtype without dp", []string{"predict", "--dispatch-dtype", "fp8"}, "--dispatch-dtype fp8: plan tp8 has no MoE dispatch to price"},
+		{"kind without dp", []string{"predict", "--tp", "8", "--ep", "--moe-dispatch", "alltoall"}, "--moe-dispatch alltoall: plan tp8-ep has no MoE dispatch to price"},
+		{"schedule", []string{"schedule", "--moe-dispatch", "allgather_reducescatter"}, "--moe-dispatch allgather_reducescatter: plan tp8 has no MoE dispatch"},
+	})
+}

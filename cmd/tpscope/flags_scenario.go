@@ -59,6 +59,10 @@ type scenarioFlags struct {
 	// --transfer), which a build flag that does nothing on --model may
 	// apply to.
 	otherModels bool
+	// otherPlans: the verb prices other plans beside the flags' (advise's
+	// and verdict's DP-attention entries), which the MoE dispatch flags
+	// may apply to.
+	otherPlans bool
 	// counts are the verb's flags that count rows to print (--top), which
 	// cannot be negative (0 means all); checked with the scenario flags,
 	// before any work.
@@ -353,6 +357,31 @@ func (f *scenarioFlags) checkDenseDSA(a *model.Arch) error {
 	return nil
 }
 
+// checkDispatch refuses --moe-dispatch and --dispatch-dtype on a plan
+// that dispatches no tokens to the experts (model.Plan.DispatchesMoE:
+// only DP attention does), where they would price nothing, unless the
+// verb also prices other plans they may apply to (otherPlans).
+func (f *scenarioFlags) checkDispatch(a *model.Arch, p model.Plan) error {
+	if f.otherPlans || p.DispatchesMoE(a) {
+		return nil
+	}
+	for _, name := range []string{"moe-dispatch", "dispatch-dtype"} {
+		if !f.changed(name) {
+			continue
+		}
+		v := f.dispatch
+		if name == "dispatch-dtype" {
+			v = f.dispatchDtype
+		}
+		why := "tokens reach the experts by a dispatch only under DP attention (--dp > 1 with --ep)"
+		if a != nil && a.RoutedExperts == 0 {
+			why = a.Name + " has no routed experts"
+		}
+		return flagError("--"+name, v, "plan %s has no MoE dispatch to price: %s", p.Normalized(), why)
+	}
+	return nil
+}
+
 // modelArch resolves --model (or the loaded architecture).
 func (f *scenarioFlags) modelArch() (*model.Arch, error) {
 	if f.arch != nil {
@@ -449,6 +478,10 @@ func (f *scenarioFlags) scenario() (sim.Scenario, error) {
 	if err := model.Validate(a, sc.Plan, sc.Workload, sc.Build); err != nil {
 		return sc, f.specFlagError(buildFlagError(a, err))
 	}
+	// Then what is valid but would price nothing here.
+	if err := f.checkDispatch(a, sc.Plan); err != nil {
+		return sc, err
+	}
 	if w := sc.Plan.World(); w > sc.Topo.NumGPUs() {
 		n := sc.Plan.Normalized()
 		return sc, flagError(fmt.Sprintf("--tp %d x --dp %d", n.TP, n.DP), nil, "needs %d GPUs; --topo %s has %d", w, sc.Topo.Name, sc.Topo.NumGPUs())
@@ -489,7 +522,7 @@ func (f *scenarioFlags) override() func(*sim.Scenario) error {
 		if err := model.Validate(sc.Arch, sc.Plan, sc.Workload, sc.Build); err != nil {
 			return f.specFlagError(buildFlagError(sc.Arch, err))
 		}
-		return nil
+		return f.checkDispatch(sc.Arch, sc.Plan)
 	}
 }
 
