@@ -57,8 +57,10 @@ func (s *Source) gemmKernel(t *GEMMTable, dt string, wd model.Dtype, a engine.Ar
 // moeKernel is the kernel_source whose rows price the routed experts of
 // key k (its Kernel ignored): the one the profile's MoE kernel for wd on
 // family a names (its Table, a word of the kernel_source:
-// vllm_..._marlin_marlinexperts), else the one with the most rows.
-func (s *Source) moeKernel(t *MoETable, k MoEKey, wd model.Dtype, a engine.Arch) (kernel, stand string, ok bool) {
+// vllm_..._marlin_marlinexperts), else the one with the most rows; asked
+// is then the engine's kernel those rows stand in for ("" when its own
+// rows price it, or the profile names none).
+func (s *Source) moeKernel(t *MoETable, k MoEKey, wd model.Dtype, a engine.Arch) (kernel, asked string, ok bool) {
 	ks := t.KernelsFor(k)
 	if len(ks) == 0 {
 		return "", "", false
@@ -70,7 +72,7 @@ func (s *Source) moeKernel(t *MoETable, k MoEKey, wd model.Dtype, a engine.Arch)
 					return kern, "", true
 				}
 			}
-			stand = " standing in for " + s.prof.Name() + "'s " + mk.Name
+			asked = mk.Name
 		}
 	}
 	best, n := ks[0], -1
@@ -81,14 +83,14 @@ func (s *Source) moeKernel(t *MoETable, k MoEKey, wd model.Dtype, a engine.Arch)
 			best, n = kern, c
 		}
 	}
-	return best, stand, true
+	return best, asked, true
 }
 
 // mlaKernel picks among the module table's keys for one shape (cands,
 // differing only in Kernel) the rows of the attention backend the engine
-// runs for KV dtype kvd on family a; stand is "" for its own rows, else a
-// note that another backend's rows stand in.
-func (s *Source) mlaKernel(cands []MLAKey, kvd model.Dtype, qkNope int, a engine.Arch) (k MLAKey, stand string, ok bool) {
+// runs for KV dtype kvd on family a; asked is "" for its own rows, else
+// the backend another backend's rows stand in for.
+func (s *Source) mlaKernel(cands []MLAKey, kvd model.Dtype, qkNope int, a engine.Arch) (k MLAKey, asked string, ok bool) {
 	if len(cands) == 0 {
 		return MLAKey{}, "", false
 	}
@@ -115,7 +117,24 @@ func (s *Source) mlaKernel(cands []MLAKey, kvd model.Dtype, qkNope int, a engine
 	if err == nil {
 		name = b.Name
 	}
-	return cands[0], " standing in for " + s.prof.Name() + "'s " + name, true
+	return cands[0], name, true
+}
+
+// standIn is what an op's source says of rows of another kernel that
+// stand in for asked, the engine's ("" for none).
+func (s *Source) standIn(asked string) string {
+	if asked == "" {
+		return ""
+	}
+	return " standing in for " + s.prof.Name() + "'s " + asked
+}
+
+// noteStandIn records, as a caveat of the prediction (Notes), that rows
+// of kernel (what: which table's, and at which KV dtype or weights)
+// priced ops the engine runs with asked, which the tables do not hold.
+func (s *Source) noteStandIn(what, kernel, asked string) {
+	s.note(fmt.Sprintf("%s: %s's rows (%s) stand in for %s's %s, which the tables do not hold: those ops are priced as %s runs them",
+		s.name, kernel, what, s.prof.Name(), asked, kernel))
 }
 
 // note records a known bias the source met (each once): Notes.

@@ -540,14 +540,18 @@ func (s *Source) moe(ops []model.Op, mods model.Modules, i int, a engine.Arch) (
 	if sh.RoutedTokens < 1 {
 		return sim.Measured{}, Result{}, false
 	}
-	var stand string
-	k.Kernel, stand, ok = s.moeKernel(t, k, up.WeightDtype, a)
+	var asked string
+	k.Kernel, asked, ok = s.moeKernel(t, k, up.WeightDtype, a)
 	if !ok {
 		return sim.Measured{}, Result{}, false
 	}
 	r, ok := t.Lookup(k, float64(sh.RoutedTokens))
 	if !ok {
 		return sim.Measured{}, Result{}, false
+	}
+	stand := s.standIn(asked)
+	if asked != "" {
+		s.noteStandIn("MoE, "+string(dt), k.Kernel, asked)
 	}
 	// The top-k selection right before the experts is in the measured
 	// call (MoETable).
@@ -726,10 +730,11 @@ func (s *Source) mlaModule(ops []model.Op, mods model.Modules, i int, a engine.A
 		}
 		cands = append(cands, k)
 	}
-	k, stand, ok := s.mlaKernel(cands, kvd, int(d.QKNope), a)
+	k, asked, ok := s.mlaKernel(cands, kvd, int(d.QKNope), a)
 	if !ok {
 		return sim.Measured{}, Result{}, false
 	}
+	stand := s.standIn(asked)
 	if lo, hi := t.HeadsRange(k); heads < lo || heads > hi {
 		// Known bias: with an FP8 cache the rtx_pro_6000_server module
 		// table has rows at 1 head only; holding their utilization out
@@ -752,6 +757,9 @@ func (s *Source) mlaModule(ops []model.Op, mods model.Modules, i int, a engine.A
 	r, ok := t.Lookup(k, heads, batch, step)
 	if !ok {
 		return sim.Measured{}, Result{}, false
+	}
+	if asked != "" {
+		s.noteStandIn(fmt.Sprintf("%s MLA module, kv %s", phase, kvDtype(kvd)), k.Kernel, asked)
 	}
 	key := k.Model + " kv " + k.KVDtype + " gemm " + k.GEMMType + " " + k.Kernel + stand
 	us := r.Us

@@ -399,3 +399,48 @@ func TestSourceRouting(t *testing.T) {
 		})
 	}
 }
+
+// TestStandInCaveat: where the tables hold no rows of the kernel the
+// engine runs, another kernel's rows stand in and the prediction's
+// caveats name both. The sample h200_sxm MLA module tables hold
+// FLASH_ATTN_MLA rows with a BF16 cache and FLASHMLA rows with an FP8 one
+// (aiconfigurator recorded the backend vLLM 0.24 picked for each), so
+// --attention-backend FLASHMLA with a BF16 cache is priced from
+// FLASH_ATTN_MLA's rows, while vLLM's own pick (FLASH_ATTN_MLA for BF16)
+// and FLASHMLA with an FP8 cache are priced from their own.
+func TestStandInCaveat(t *testing.T) {
+	db := sampleDB(t)
+	a, err := model.Preset("deepseek-v3")
+	if err != nil {
+		t.Fatal(err)
+	}
+	topo := mustPresetTopo(t, "h200-nvswitch")
+	for _, c := range []struct {
+		backend sim.AttentionBackend
+		kv      model.Dtype
+		standIn bool
+	}{
+		{"FLASHMLA", model.BF16, true},
+		{"", model.BF16, false},
+		{"FLASHMLA", model.FP8, false},
+	} {
+		t.Run(string(c.backend)+"/"+string(c.kv), func(t *testing.T) {
+			opts := sim.Options{CUDAGraphs: true, AttentionBackend: c.backend}
+			src, err := NewSource(db, SourceConfig{Device: topo.DeviceOf(0).Name, AttentionBackend: string(c.backend)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			sc := sim.Scenario{Arch: a, Plan: model.Plan{TP: 8}, Build: model.BuildOptions{Routing: DefaultRouting},
+				Workload: model.Workload{Phase: model.Decode, Batch: 1, Context: 4096, KVDtype: c.kv}, Options: opts, Topo: topo, Costs: src}
+			pr, _, err := sim.Predict(sc)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := "FLASH_ATTN_MLA's rows (generation MLA module, kv bfloat16) stand in for vllm@0.24's FLASHMLA"
+			got := strings.Join(pr.Caveats, "\n")
+			if strings.Contains(got, want) != c.standIn || strings.Contains(got, "stand in for vllm@0.24's") != c.standIn {
+				t.Errorf("caveats %q: stand-in line %v, want %v (%q)", got, !c.standIn, c.standIn, want)
+			}
+		})
+	}
+}
