@@ -411,8 +411,10 @@ func firstRanks(n int) []int {
 
 // checkFP8KV: FP8 KV needs an MLA decode backend that reads an FP8 cache
 // (serving-facts.md "Attention backends and FP8 KV"): FlashMLA on SM90 and
-// SM100; on SM120 only TRITON_MLA, which refused FP8 KV until its
-// dequantize-on-load support was merged in 2026; FP8 needs SM89+.
+// SM100; on SM120 the backend the engine's profile runs with an FP8 cache
+// and what it needs of the build there (vLLM's TRITON_MLA refused FP8 KV
+// until its dequantize-on-load support was merged in 2026; the same
+// condition is a caveat of a prediction that runs it); FP8 needs SM89+.
 func checkFP8KV(c sim.Scenario) Applicability {
 	cc := ccString(c.Topo)
 	major, minor := ccVersion(c.Topo)
@@ -423,8 +425,14 @@ func checkFP8KV(c sim.Scenario) Applicability {
 	case major < 8 || (major == 8 && minor < 9):
 		return Applicability{Status: NotApplicable, Reason: fmt.Sprintf("SM%s: FP8 needs SM89 or newer", cc)}
 	case major == 12:
-		return Applicability{Status: Conditional, Reason: "SM120: only TRITON_MLA runs MLA here; it raised NotImplementedError for FP8 KV until dequantize-on-load support was merged (2026): needs a vLLM build with it",
-			Needs: "a vLLM build whose TRITON_MLA reads FP8 KV"}
+		b, needs, err := c.FP8KVBackend()
+		switch {
+		case err != nil:
+			return Applicability{Status: NotApplicable, Reason: fmt.Sprintf("SM120: %v", err)}
+		case needs != nil:
+			return Applicability{Status: Conditional, Reason: "SM120: " + needs.String(), Needs: needs.Needs}
+		}
+		return Applicability{Status: Applies, Reason: fmt.Sprintf("SM120: %s reads an FP8 KV cache", b)}
 	case major == 9 || major == 10:
 		return Applicability{Status: Applies, Reason: fmt.Sprintf("SM%s: FlashMLA reads an FP8 KV cache", cc)}
 	}

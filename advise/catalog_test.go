@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/tpscope/tpscope/model"
@@ -26,6 +27,43 @@ func seedConfig(t testing.TB) sim.Scenario {
 	return sim.Scenario{Arch: mustPreset(t, "kimi-k2.5-nvfp4"), Plan: model.Plan{TP: 8},
 		Workload: model.Workload{Batch: 1, Context: 4096, KVDtype: model.BF16},
 		Options:  seedOptions, Topo: mustTopo(t, "rtxpro6000-2s")}
+}
+
+// TestFP8KVConditionOneSource: the condition advise's fp8-kv row states
+// on SM120 (TRITON_MLA, the only MLA backend there, raised
+// NotImplementedError for an FP8 cache until 2026) is the caveat of a
+// prediction that runs an FP8 cache there, word for word after its
+// prefix; a BF16 cache, or an FP8 one on H200 (FLASHMLA reads it), has
+// no such caveat.
+func TestFP8KVConditionOneSource(t *testing.T) {
+	seed := seedConfig(t)
+	fp8 := seed
+	fp8.Workload.KVDtype = model.FP8
+	h200 := fp8
+	h200.Topo = mustTopo(t, "h200-nvswitch")
+	const prefix = "FP8 KV cache with TRITON_MLA on SM120: "
+	caveat := func(sc sim.Scenario) string {
+		pr, _, err := sim.Predict(sc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range pr.Caveats {
+			if strings.HasPrefix(c, "FP8 KV cache") {
+				return c
+			}
+		}
+		return ""
+	}
+	got := caveat(fp8)
+	row := entryByName(t, "fp8-kv").Check(seed)
+	if !strings.HasPrefix(got, prefix) || !strings.Contains(got, "NotImplementedError for FP8 KV") || row.Reason != "SM120: "+strings.TrimPrefix(got, prefix) {
+		t.Errorf("prediction caveat %q and advise reason %q: want one condition, %q then the reason's text after \"SM120: \"", got, row.Reason, prefix)
+	}
+	for name, sc := range map[string]sim.Scenario{"bf16": seed, "h200": h200} {
+		if c := caveat(sc); c != "" {
+			t.Errorf("%s: caveat %q, want none", name, c)
+		}
+	}
 }
 
 // TestCatalogApplicability checks each rule against the fact it encodes

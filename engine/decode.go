@@ -163,6 +163,14 @@ func (p *Profile) validate() error {
 		if b.CUDAGraph != "full" && b.CUDAGraph != "piecewise" {
 			return bad(f+".cuda_graph", "%q: want full or piecewise", b.CUDAGraph)
 		}
+		if c := b.FP8KVNeeds; c != nil {
+			if len(c.Archs) == 0 || c.Why == "" || c.Needs == "" {
+				return bad(f+".fp8_kv_needs", "want archs, why and needs")
+			}
+			if err := cite(f+".fp8_kv_needs", c.Cite); err != nil {
+				return err
+			}
+		}
 		if err := cite(f, b.Cite); err != nil {
 			return err
 		}

@@ -329,6 +329,26 @@ func TestFactsPerArch(t *testing.T) {
 	if !vl.Fused(FuseActQuant, SM120, 8) || vl.Fused(FuseAllReduceRMSNorm, SM120, 8) || vl.Fused(FuseNormQuant, SM90, 8) {
 		t.Errorf("vLLM fusions: act_quant on, all-reduce + RMSNorm off on SM120, norm_quant off")
 	}
+	// vLLM's TRITON_MLA refused an FP8 cache until 2026 (PR #34597): on
+	// SM120, where it is the only MLA backend, an FP8 cache needs a
+	// build with it; on SM90 FLASHMLA reads FP8 and TRITON_MLA has no
+	// such condition there.
+	for _, c := range []struct {
+		arch Arch
+		want string // the backend's condition, "" none
+	}{{SM120, "a vLLM build whose TRITON_MLA reads FP8 KV"}, {SM90, ""}} {
+		b, err := vl.Backend(c.arch, KVFP8, 128, false, "TRITON_MLA")
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := ""
+		if b.FP8KVNeeds.On(c.arch) {
+			got = b.FP8KVNeeds.Needs
+		}
+		if got != c.want || c.want != "" && !strings.Contains(b.FP8KVNeeds.String(), "NotImplementedError for FP8 KV") {
+			t.Errorf("vLLM TRITON_MLA FP8 KV on %s needs %q (%v), want %q", c.arch, got, b.FP8KVNeeds, c.want)
+		}
+	}
 	lk := vl.LinearKernel(SM120, NVFP4)
 	if lk == nil || len(lk.Companions) != 1 || lk.FusedBy != FuseActQuant || vl.LinearKernel(SM120, BF16) != nil {
 		t.Errorf("vLLM NVFP4 linear on SM120: %+v", lk)
@@ -374,6 +394,8 @@ func TestParseErrors(t *testing.T) {
 		{"padded tile of 0 rows", "padded: {tile_m: 128, tile_n: 128, formats: [nvfp4]", "padded: {tile_m: 0, tile_n: 128, formats: [nvfp4]", "moe.kernels[1].padded: want tile_m and tile_n of at least 1"},
 		{"padded format not the kernel's", "      padded: {tile_m: 128, tile_n: 128, formats: [nvfp4], archs: [sm120], cite: [fp4-tiles-sm120]}\n    - name: flashinfer_trtllm", "      padded: {tile_m: 128, tile_n: 128, formats: [int4-g32], archs: [sm120], cite: [fp4-tiles-sm120]}\n    - name: flashinfer_trtllm", "moe.kernels[1].padded.formats: int4-g32: not a format of the kernel"},
 		{"padded uncited", "archs: [sm120], cite: [fp4-tiles-sm120]}", "archs: [sm120], cite: []}", "moe.kernels[1].padded.cite: missing"},
+		{"fp8 kv needs uncited", "        cite: [triton-mla, backends-doc]\n", "        cite: []\n", "attention.backends[0].fp8_kv_needs.cite: missing"},
+		{"fp8 kv needs without needs", "        needs: \"a vLLM build whose TRITON_MLA reads FP8 KV\"\n", "", "attention.backends[0].fp8_kv_needs: want archs, why and needs"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -161,6 +161,11 @@ type AttentionBackend struct {
 	KV      []KVDtype `yaml:"kv"`
 	// FP8KVArchs narrows an FP8 cache to these families (empty: Archs).
 	FP8KVArchs ArchSet `yaml:"fp8_kv_archs"`
+	// FP8KVNeeds, when set, is what an FP8 cache on the backend needs of
+	// the engine's build on the families it names (vLLM's TRITON_MLA on
+	// SM120 refused one until 2026): a caveat of a prediction that runs
+	// it, and the condition advise's FP8-KV entry states.
+	FP8KVNeeds *Condition `yaml:"fp8_kv_needs"`
 	// QKNope, when set, lists the qk_nope_head_dim values the backend
 	// runs (FlashInfer's trtllm-gen MLA: 128 only).
 	QKNope []int `yaml:"qk_nope"`
@@ -185,6 +190,22 @@ type AttentionBackend struct {
 	NoStandIn bool     `yaml:"no_stand_in"`
 	Cite      []string `yaml:"cite"`
 }
+
+// Condition is what an engine's build must have for a fact of its
+// profile to hold on the families Archs: Why says what builds without it
+// did, Needs what the build must have.
+type Condition struct {
+	Archs ArchSet  `yaml:"archs"`
+	Why   string   `yaml:"why"`
+	Needs string   `yaml:"needs"`
+	Cite  []string `yaml:"cite"`
+}
+
+// On reports whether the condition holds for family a (false for nil).
+func (c *Condition) On(a Arch) bool { return c != nil && c.Archs.Has(a) }
+
+// String is the condition for people, one clause: "WHY: needs NEEDS".
+func (c *Condition) String() string { return c.Why + ": needs " + c.Needs }
 
 // Matches reports whether s names the backend (its name or an alias,
 // case and '-'/'_' ignored).

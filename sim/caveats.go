@@ -41,6 +41,13 @@ func (p *Predictor) Caveats(sc Scenario) []string {
 		}
 	}
 
+	// What an FP8 cache on the decode backend needs of the engine's
+	// build on this GPU family (the profile's fp8_kv_needs; advise's
+	// fp8-kv entry states the same condition).
+	if b := p.decodeBackend(sc); b != nil && kvOf(sc.Workload.KVDtypeFor(a)) == engprof.KVFP8 && b.FP8KVNeeds.On(p.cm.arch) {
+		out = append(out, fmt.Sprintf("FP8 KV cache with %s on %s: %s", b.Name, strings.ToUpper(p.cm.arch.String()), b.FP8KVNeeds))
+	}
+
 	// TestPublicLongContextNoDCPGap: how many CTAs read a long cache at
 	// small batch depends on the vLLM build (SetTritonMLASplits).
 	w := sc.Workload

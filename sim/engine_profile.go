@@ -270,6 +270,30 @@ func ImpliedDenseDSA(a *model.Arch, t *topology.Topology, eng engprof.Ref) bool 
 	return p.DenseDSA(archOf(t))
 }
 
+// FP8KVBackend is the MLA decode backend sc's engine runs with an FP8
+// cache on sc's box (its --attention-backend honoured) and what that
+// needs of the engine's build there (engprof.AttentionBackend.FP8KVNeeds;
+// nil when nothing), whatever KV dtype sc has; an error when no backend
+// of the engine reads an FP8 cache there.
+func (sc Scenario) FP8KVBackend() (string, *engprof.Condition, error) {
+	p, err := engprof.Lookup(sc.Options.Engine)
+	if err != nil {
+		return "", nil, err
+	}
+	a, qk := archOf(sc.Topo), 0
+	if sc.Arch != nil {
+		qk = sc.Arch.QKNopeHeadDim
+	}
+	b, err := p.Backend(a, engprof.KVFP8, qk, sc.Plan.Normalized().DCP > 1, string(sc.Options.AttentionBackend))
+	if err != nil {
+		return "", nil, err
+	}
+	if !b.FP8KVNeeds.On(a) {
+		return b.Name, nil, nil
+	}
+	return b.Name, b.FP8KVNeeds, nil
+}
+
 // CheckEngine refuses, before any work, a scenario its engine cannot run:
 // an engine with no profile, an attention backend the engine lacks or
 // that cannot run the box's GPU family, KV dtype or model, a model whose
