@@ -175,8 +175,17 @@ func validateSpec(a *Arch, p Plan, w Workload, s Spec) error {
 	}
 	m := s.MethodFor(w)
 	if m == "" {
-		if s.Drafter != nil || s.Draft != (Ref{}) {
+		// Without speculation a drafter, a tree or a draft TP would price
+		// nothing.
+		switch {
+		case s.Drafter != nil || s.Draft != (Ref{}):
 			return serr("draft_model", s.Draft.String(), "no draft model without --spec eagle3 or draft")
+		case s.TopK != 0:
+			return serr("spec_topk", strconv.Itoa(s.TopK), "no tree without --spec")
+		case s.Steps != 0:
+			return serr("spec_steps", strconv.Itoa(s.Steps), "no draft passes without --spec")
+		case s.DraftTP != 0:
+			return serr("draft_tp", strconv.Itoa(s.DraftTP), "no draft TP without --spec draft")
 		}
 		return nil
 	}

@@ -29,9 +29,15 @@ import (
 // sim.Evaluator each, blocks of configurations that share schedules), and
 // Summarize derives the front and capacities. Run does all three.
 
-// buildFor is the build options of the space's configurations on box t.
-func (s *Space) buildFor(t *topology.Topology) model.BuildOptions {
+// buildFor is the build options of the space's configurations on box t
+// with specTokens speculative tokens.
+func (s *Space) buildFor(t *topology.Topology, specTokens int) model.BuildOptions {
 	b := s.Build
+	if specTokens == 0 {
+		// A configuration without speculative tokens runs no drafter:
+		// the sweep's spec flags are for those with tokens.
+		b.Spec = model.Spec{}
+	}
 	if s.ImplyDenseDSA {
 		b.DenseDSA = sim.ImpliedDenseDSA(s.Arch, t, s.Options.Engine)
 	}
@@ -564,12 +570,18 @@ func (s *Space) Enumerate() ([]Config, Coverage, error) {
 	if specs == nil {
 		specs = []int{0}
 	}
-	if s.Build.Spec.Method != "" || s.Build.Spec.Drafter != nil {
+	if !s.Build.Spec.IsZero() {
 		// A speculative method, its tokens and its drafter hold or fail
 		// for every configuration alike: checked once, the error a
 		// *model.PlanError naming the field (a draft TP that must divide
-		// each plan's TP is left to each configuration).
-		for _, k := range specs {
+		// each plan's TP is left to each configuration). A tree or a
+		// drafter without speculative tokens is refused only when no
+		// configuration has any.
+		check := slices.DeleteFunc(slices.Clone(specs), func(k int) bool { return k <= 0 })
+		if len(check) == 0 {
+			check = []int{0}
+		}
+		for _, k := range check {
 			w := model.Workload{Phase: model.Decode, Batch: 1, Context: 1, SpecTokens: k}
 			if err := model.Validate(s.Arch, model.Plan{TP: max(1, s.Build.Spec.DraftTP)}, w, s.Build); err != nil {
 				return nil, cov, err
@@ -681,7 +693,7 @@ func (s *Space) Enumerate() ([]Config, Coverage, error) {
 									continue
 								}
 								out = append(out, Config{Box: bi, planName: pname, Scenario: sim.Scenario{
-									Arch: s.Arch, Plan: p, Workload: w, Build: s.buildFor(t), Options: s.Options, Topo: t, Costs: costs[bi]}})
+									Arch: s.Arch, Plan: p, Workload: w, Build: s.buildFor(t, k), Options: s.Options, Topo: t, Costs: costs[bi]}})
 							}
 						}
 						// The load at which the KV cache is full, when the
@@ -692,12 +704,12 @@ func (s *Space) Enumerate() ([]Config, Coverage, error) {
 								continue
 							}
 							w := model.Workload{Phase: model.Decode, Context: cx, SpecTokens: k, KVDtype: kv}
-							w.Batch = maxConcurrency(s.Arch, p, w, s.buildFor(t), t, s.Options.GPUMemUtilFrac)
+							w.Batch = maxConcurrency(s.Arch, p, w, s.buildFor(t, k), t, s.Options.GPUMemUtilFrac)
 							if w.Batch < 1 || w.Validate() != nil || slices.Contains(batches, w.Batch) {
 								continue
 							}
 							out = append(out, Config{Box: bi, AtCapacity: true, planName: pname, Scenario: sim.Scenario{
-								Arch: s.Arch, Plan: p, Workload: w, Build: s.buildFor(t), Options: s.Options, Topo: t, Costs: costs[bi]}})
+								Arch: s.Arch, Plan: p, Workload: w, Build: s.buildFor(t, k), Options: s.Options, Topo: t, Costs: costs[bi]}})
 						}
 					}
 				}

@@ -2,6 +2,8 @@ package main
 
 import (
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -134,4 +136,39 @@ func TestPredictDispatchFlags(t *testing.T) {
 		{"kind without dp", []string{"predict", "--tp", "8", "--ep", "--moe-dispatch", "alltoall"}, "--moe-dispatch alltoall: plan tp8-ep has no MoE dispatch to price"},
 		{"schedule", []string{"schedule", "--moe-dispatch", "allgather_reducescatter"}, "--moe-dispatch allgather_reducescatter: plan tp8 has no MoE dispatch"},
 	})
+}
+
+// TestSpecFlagsWithoutSpec: the speculative flags price nothing on a step
+// without draft tokens, so each is refused there in one line (as
+// --draft-model was), on predict and the verbs that price one scenario;
+// advise keeps the acceptance for its speculative rows
+// (TestAdviseHeadSpecAccept). A per-position --spec-accept longer than
+// the step's draft positions would lose its tail: refused, naming the
+// flag that set K. NCCL_P2P_DISABLE=1 leaves no P2P level to set.
+func TestSpecFlagsWithoutSpec(t *testing.T) {
+	dir := t.TempDir()
+	metrics := filepath.Join(dir, "vllm.log")
+	log := "INFO [metrics.py:120] SpecDecoding metrics: Mean acceptance length: 2.50, Accepted: 150 tokens, Drafted: 300 tokens, Per-position acceptance rate: 0.800, 0.500, 0.200, Avg Draft acceptance rate: 50.0%\n"
+	if err := os.WriteFile(metrics, []byte(log), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	const noAccept = "want no acceptance without --spec or --mtp"
+	checkUsageErrors(t, []usageCase{
+		{"spec-accept", []string{"predict", "--spec-accept", "0.7"}, "--spec-accept 0.7: " + noAccept},
+		{"mtp-accept", []string{"predict", "--mtp-accept", "0.9"}, "--mtp-accept 0.9: " + noAccept},
+		{"mtp-accept at mtp 0", []string{"schedule", "--model", "deepseek-v3", "--mtp", "0", "--mtp-accept", "0.9"}, "--mtp-accept 0.9: " + noAccept},
+		{"spec-accept-file", []string{"predict", "--spec-accept-file", metrics}, "--spec-accept-file " + metrics + ": " + noAccept},
+		{"draft-tp", []string{"predict", "--draft-tp", "2"}, "--draft-tp 2: want no draft TP without --spec draft"},
+		{"spec-topk", []string{"predict", "--spec-topk", "2"}, "--spec-topk 2: want no tree without --spec"},
+		{"spec-steps", []string{"predict", "--spec-steps", "2"}, "--spec-steps 2: want no draft passes without --spec"},
+		{"plan spec-topk", []string{"plan", "--spec-topk", "2", "--plan", "tp8"}, "--spec-topk 2: want no tree without --spec"},
+		{"rates past K (default K 3)", []string{"predict", "--spec", "eagle3", "--spec-accept", "0.9,0.8,0.7,0.6"},
+			"--spec-accept 0.9,0.8,0.7,0.6 and --spec eagle3: want at most 3 per-position rates"},
+		{"rates past K (--mtp)", []string{"predict", "--model", "deepseek-v3", "--mtp", "2", "--spec-accept", "0.9,0.8,0.7"},
+			"--spec-accept 0.9,0.8,0.7 and --mtp 2: want at most 2 per-position rates"},
+	})
+	// As many rates as draft positions is the input's form.
+	if l := predictLines(t, "--spec", "eagle3", "--spec-accept", "0.9,0.8,0.7"); !strings.Contains(l["options"], "spec-accept=0.9,0.8,0.7") {
+		t.Errorf("options %q: want spec-accept=0.9,0.8,0.7", l["options"])
+	}
 }

@@ -59,10 +59,11 @@ type scenarioFlags struct {
 	// --transfer), which a build flag that does nothing on --model may
 	// apply to.
 	otherModels bool
-	// otherPlans: the verb prices other plans beside the flags' (advise's
-	// and verdict's DP-attention entries), which the MoE dispatch flags
-	// may apply to.
-	otherPlans bool
+	// variants: the verb also prices variants of the flags' scenario
+	// (advise's and verdict's catalog entries: DP attention, speculative
+	// decoding), which the MoE dispatch and acceptance flags may apply to
+	// where the scenario itself has no dispatch or speculation.
+	variants bool
 	// counts are the verb's flags that count rows to print (--top), which
 	// cannot be negative (0 means all); checked with the scenario flags,
 	// before any work.
@@ -360,9 +361,9 @@ func (f *scenarioFlags) checkDenseDSA(a *model.Arch) error {
 // checkDispatch refuses --moe-dispatch and --dispatch-dtype on a plan
 // that dispatches no tokens to the experts (model.Plan.DispatchesMoE:
 // only DP attention does), where they would price nothing, unless the
-// verb also prices other plans they may apply to (otherPlans).
+// verb also prices variants they may apply to.
 func (f *scenarioFlags) checkDispatch(a *model.Arch, p model.Plan) error {
-	if f.otherPlans || p.DispatchesMoE(a) {
+	if f.variants || p.DispatchesMoE(a) {
 		return nil
 	}
 	for _, name := range []string{"moe-dispatch", "dispatch-dtype"} {
@@ -482,6 +483,9 @@ func (f *scenarioFlags) scenario() (sim.Scenario, error) {
 	if err := f.checkDispatch(a, sc.Plan); err != nil {
 		return sc, err
 	}
+	if err := f.checkAccept(sc); err != nil {
+		return sc, err
+	}
 	if w := sc.Plan.World(); w > sc.Topo.NumGPUs() {
 		n := sc.Plan.Normalized()
 		return sc, flagError(fmt.Sprintf("--tp %d x --dp %d", n.TP, n.DP), nil, "needs %d GPUs; --topo %s has %d", w, sc.Topo.Name, sc.Topo.NumGPUs())
@@ -522,7 +526,10 @@ func (f *scenarioFlags) override() func(*sim.Scenario) error {
 		if err := model.Validate(sc.Arch, sc.Plan, sc.Workload, sc.Build); err != nil {
 			return f.specFlagError(buildFlagError(sc.Arch, err))
 		}
-		return f.checkDispatch(sc.Arch, sc.Plan)
+		if err := f.checkDispatch(sc.Arch, sc.Plan); err != nil {
+			return err
+		}
+		return f.checkAccept(*sc)
 	}
 }
 

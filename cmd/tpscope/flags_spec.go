@@ -143,6 +143,39 @@ func (f *scenarioFlags) specAccept(o *sim.Options) error {
 	return nil
 }
 
+// checkAccept refuses an acceptance (--spec-accept, --spec-accept-file,
+// --mtp-accept) on a scenario without draft tokens to accept, unless the
+// verb also prices speculative variants (advise's and verdict's rows),
+// and a per-position --spec-accept with more rates than the step has
+// draft positions (a chain's tokens, a tree's depth), of which the rest
+// would be dropped.
+func (f *scenarioFlags) checkAccept(sc sim.Scenario) error {
+	steps := sc.Build.Spec.DraftSteps(sc.Workload)
+	if steps == 0 && !f.variants {
+		for _, name := range []string{"spec-accept", "spec-accept-file", "mtp-accept"} {
+			if !f.changed(name) {
+				continue
+			}
+			return flagError("--"+name, f.fs.Lookup(name).Value.String(), "want no acceptance without --spec or --mtp: the step drafts no tokens to accept")
+		}
+	}
+	n := len(f.opts.SpecAccept.PerPosition)
+	if !f.changed("spec-accept") || steps == 0 || n <= steps {
+		return nil
+	}
+	k := fmt.Sprintf("--spec %s", sc.Build.Spec.MethodFor(sc.Workload))
+	switch {
+	case f.changed("spec-steps"):
+		k = fmt.Sprintf("--spec-steps %d", f.specSteps)
+	case f.changed("spec-tokens"):
+		k = fmt.Sprintf("--spec-tokens %d", f.specTokens)
+	case f.changed("mtp"):
+		k = fmt.Sprintf("--mtp %d", f.mtp)
+	}
+	return flagError(fmt.Sprintf("--spec-accept %s and %s", f.opts.SpecAccept, k), nil,
+		"want at most %d per-position rates, one per draft position of the step (%d given)", steps, n)
+}
+
 // specFieldFlags are the flags that set the fields of a *model.PlanError
 // about speculation.
 var specFieldFlags = map[string]string{"method": "--spec", "draft_model": "--draft-model", "draft_tp": "--draft-tp", "spec_topk": "--spec-topk", "spec_steps": "--spec-steps"}

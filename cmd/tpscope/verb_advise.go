@@ -101,8 +101,9 @@ func (o *adviseOptions) Run(ctx context.Context, args []string, std IO) error {
 	// --dense-dsa on a model without DSA still prices the --transfer
 	// models that have it.
 	o.sc.otherModels = len(splitList(o.transfer)) > 0
-	// --moe-dispatch and --dispatch-dtype price the DP-attention rows.
-	o.sc.otherPlans = true
+	// --moe-dispatch and --dispatch-dtype price the DP-attention rows,
+	// the acceptance flags the speculative ones.
+	o.sc.variants = true
 	base, err := o.sc.scenario()
 	if err != nil {
 		return err

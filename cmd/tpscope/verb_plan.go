@@ -153,17 +153,17 @@ func (o *planOptions) Run(ctx context.Context, args []string, std IO) error {
 		return err
 	}
 	specs := o.mtp.v
-	if sc.specMethod != "" {
-		m, err := model.ParseSpecMethod(sc.specMethod)
-		if err != nil {
-			return causeError("--spec", quote(sc.specMethod), err)
-		}
-		if build.Spec, err = sc.spec(a, m); err != nil {
-			return err
-		}
-		if !o.changed("mtp") {
-			specs = []int{sc.specTokensFlag(m)}
-		}
+	m, err := model.ParseSpecMethod(sc.specMethod)
+	if err != nil {
+		return causeError("--spec", quote(sc.specMethod), err)
+	}
+	// Without --spec the spec flags still travel, so that a tree, a
+	// drafter or a draft TP the sweep cannot use is refused (Enumerate).
+	if build.Spec, err = sc.spec(a, m); err != nil {
+		return err
+	}
+	if m != "" && !o.changed("mtp") {
+		specs = []int{sc.specTokensFlag(m)}
 	}
 	space := plan.Space{Arch: a, Build: build, ImplyDenseDSA: !o.changed("dense-dsa"), MaxMsPerToken: o.sloMs, GPUCounts: o.gpus.v,
 		Batches: o.batch.v, Contexts: o.ctx.v, SpecTokens: specs}

@@ -144,8 +144,9 @@ func (o *verdictOptions) Run(ctx context.Context, args []string, std IO) error {
 	if err := checkMeasuredBox("verdict", o.backend, o.given("topo", o.sc.topo != topology.DefaultPreset), false); err != nil {
 		return err
 	}
-	// --moe-dispatch and --dispatch-dtype price the DP-attention rows.
-	o.sc.otherPlans = true
+	// --moe-dispatch and --dispatch-dtype price the DP-attention rows,
+	// the acceptance flags the speculative ones.
+	o.sc.variants = true
 	base, err := o.sc.scenario()
 	if err != nil {
 		return err
