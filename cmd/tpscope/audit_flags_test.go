@@ -166,6 +166,7 @@ func TestSpecFlagsWithoutSpec(t *testing.T) {
 			"--spec-accept 0.9,0.8,0.7,0.6 and --spec eagle3: want at most 3 per-position rates"},
 		{"rates past K (--mtp)", []string{"predict", "--model", "deepseek-v3", "--mtp", "2", "--spec-accept", "0.9,0.8,0.7"},
 			"--spec-accept 0.9,0.8,0.7 and --mtp 2: want at most 2 per-position rates"},
+		{"p2p disable and level", []string{"predict", "--p2p-disable", "--p2p-level", "SYS"}, "--p2p-disable and --p2p-level SYS: give one"},
 	})
 	// As many rates as draft positions is the input's form.
 	if l := predictLines(t, "--spec", "eagle3", "--spec-accept", "0.9,0.8,0.7"); !strings.Contains(l["options"], "spec-accept=0.9,0.8,0.7") {

@@ -313,6 +313,10 @@ func (f *scenarioFlags) options() (sim.Options, error) {
 			return sim.Options{}, causeError("--"+of.Name, v, err)
 		}
 	}
+	if n := f.opts.NCCL; n.P2PDisable && n.P2PLevel != "" {
+		return sim.Options{}, flagError("--p2p-disable and --p2p-level "+n.P2PLevel, nil,
+			"give one: NCCL_P2P_DISABLE=1 turns P2P off at every level, so there is no P2P level to set")
+	}
 	return f.opts, nil
 }
 
