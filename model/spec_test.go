@@ -175,6 +175,11 @@ func TestSpecValidation(t *testing.T) {
 		{"unknown method", kimi, w, BuildOptions{Spec: Spec{Method: "medusa"}}, "method", "one of mtp, eagle3"},
 		{"K < 1", kimi, Workload{Batch: 1, Context: 100}, specOpts(SpecEagle3, head), "spec_tokens", "at least 1 draft token"},
 		{"mtp without MTP layer", kimi, w, BuildOptions{}, "spec_tokens", "no MTP layer"},
+		// Without speculative tokens a tree, draft passes or a draft TP
+		// price nothing, as a draft model would not.
+		{"tree without speculation", kimi, Workload{Batch: 1, Context: 100}, BuildOptions{Spec: Spec{TopK: 2}}, "spec_topk", "no tree without --spec"},
+		{"steps without speculation", kimi, Workload{Batch: 1, Context: 100}, BuildOptions{Spec: Spec{Steps: 2}}, "spec_steps", "no draft passes without --spec"},
+		{"draft TP without speculation", kimi, Workload{Batch: 1, Context: 100}, BuildOptions{Spec: Spec{DraftTP: 2}}, "draft_tp", "no draft TP without --spec draft"},
 		{"eagle3 without head", kimi, w, specOpts(SpecEagle3, nil), "draft_model", "an EAGLE-3 head"},
 		{"head for another model", kimi, w, specOpts(SpecEagle3, tinyHead), "draft_model", "a head trained for another model"},
 		{"head of another vocabulary", ds, w, specOpts(SpecEagle3, head), "draft_model", "a head trained for another model"},
