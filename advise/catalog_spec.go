@@ -1,6 +1,7 @@
 package advise
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 
@@ -73,6 +74,10 @@ func specEntry(o CatalogOptions, m model.SpecMethod) Entry {
 		title += "s"
 	}
 	apply := func(c sim.Scenario) (sim.Scenario, error) {
+		if why := model.NoMTPDraft(c.Arch); m == model.SpecMTP && why != "" {
+			// In the row's words, not the builder's field.
+			return c, errors.New(why + "; the spec-eagle3, spec-draft, spec-ngram and spec-suffix rows draft without one")
+		}
 		spec := model.Spec{Method: m}
 		if c.Build.Spec.MethodFor(c.Workload) == m {
 			spec = c.Build.Spec

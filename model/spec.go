@@ -162,6 +162,15 @@ func (s Spec) String(w Workload) string {
 // drafter; a tree (topk > 1) is the model-based methods' and verifies at
 // least its depth in tokens. Errors are *PlanError: What "spec" (Field
 // method, draft_model, draft_tp, spec_topk, spec_steps) or "workload" (spec_tokens).
+// NoMTPDraft says why a has no MTP draft, in words for people: it has no
+// MTP layer; "" when it has one.
+func NoMTPDraft(a *Arch) string {
+	if a == nil || a.MTPLayers > 0 {
+		return ""
+	}
+	return fmt.Sprintf("%s has no MTP layer (num_nextn_predict_layers 0), so it has no MTP draft", a.Name)
+}
+
 func validateSpec(a *Arch, p Plan, w Workload, s Spec) error {
 	serr := func(field, v, want string) error { return &PlanError{What: "spec", Field: field, Value: v, Want: want} }
 	if s.Method != "" {
@@ -213,9 +222,13 @@ func validateSpec(a *Arch, p Plan, w Workload, s Spec) error {
 	d := s.Drafter
 	switch m {
 	case SpecMTP:
-		if a.MTPLayers == 0 {
+		if why := NoMTPDraft(a); why != "" {
+			if s.Method == SpecMTP {
+				// Named (--spec mtp): the method is at fault, not K.
+				return serr("method", string(SpecMTP), "a method with a draft: "+why+" (eagle3, draft, ngram or suffix draft without one)")
+			}
 			return &PlanError{What: "workload", Field: "spec_tokens", Value: strconv.Itoa(w.SpecTokens),
-				Want: fmt.Sprintf("0: %s has no MTP layer (num_nextn_predict_layers 0), so it has no MTP draft (--spec eagle3, draft, ngram or suffix draft without one)", a.Name)}
+				Want: fmt.Sprintf("0: %s (--spec eagle3, draft, ngram or suffix draft without one)", why)}
 		}
 		if d != nil {
 			return serr("draft_model", s.Draft.String(), "none: mtp drafts with the checkpoint's own MTP layers")

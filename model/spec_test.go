@@ -175,6 +175,8 @@ func TestSpecValidation(t *testing.T) {
 		{"unknown method", kimi, w, BuildOptions{Spec: Spec{Method: "medusa"}}, "method", "one of mtp, eagle3"},
 		{"K < 1", kimi, Workload{Batch: 1, Context: 100}, specOpts(SpecEagle3, head), "spec_tokens", "at least 1 draft token"},
 		{"mtp without MTP layer", kimi, w, BuildOptions{}, "spec_tokens", "no MTP layer"},
+		// --spec mtp names the method: it is the fault, not K.
+		{"mtp named without MTP layer", kimi, w, BuildOptions{Spec: Spec{Method: SpecMTP}}, "method", "a method with a draft: kimi-k2.5-nvfp4 has no MTP layer"},
 		// Without speculative tokens a tree, draft passes or a draft TP
 		// price nothing, as a draft model would not.
 		{"tree without speculation", kimi, Workload{Batch: 1, Context: 100}, BuildOptions{Spec: Spec{TopK: 2}}, "spec_topk", "no tree without --spec"},

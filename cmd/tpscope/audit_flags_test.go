@@ -173,3 +173,30 @@ func TestSpecFlagsWithoutSpec(t *testing.T) {
 		t.Errorf("options %q: want spec-accept=0.9,0.8,0.7", l["options"])
 	}
 }
+
+// TestNoMTPNamesTheFlag: Kimi-K2.5 has no MTP layer, so --spec mtp is the
+// fault and the error names it (not --spec-tokens, which the user may not
+// have passed); --mtp N still names --mtp. advise's mtp row says why in
+// the same words, not the builder's field name.
+func TestNoMTPNamesTheFlag(t *testing.T) {
+	const why = "kimi-k2.5-nvfp4 has no MTP layer (num_nextn_predict_layers 0), so it has no MTP draft"
+	checkUsageErrors(t, []usageCase{
+		{"spec mtp", []string{"predict", "--spec", "mtp"}, "--spec mtp: want a method with a draft: " + why},
+		{"spec mtp with tokens", []string{"predict", "--spec", "mtp", "--spec-tokens", "2"}, "--spec mtp: want a method with a draft: " + why},
+		{"mtp N", []string{"predict", "--mtp", "1"}, "--mtp 1: want 0: " + why},
+	})
+	code, out, stderr := runCLI(t, "advise", "--no-sweep", "--entries", "mtp")
+	if code != 0 {
+		t.Fatalf("advise: exit %d: %s", code, stderr)
+	}
+	var row string
+	for _, l := range strings.Split(out, "\n") {
+		if strings.HasPrefix(strings.TrimSpace(l), "mtp ") && strings.Contains(l, ": ") {
+			row = l
+			break
+		}
+	}
+	if !strings.Contains(row, "no: "+why) || strings.Contains(out, `field "`) {
+		t.Errorf("advise mtp row %q (output %q): want %q and no field name", row, out, "no: "+why)
+	}
+}
