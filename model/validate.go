@@ -61,6 +61,26 @@ func (p Plan) String() string {
 	return s
 }
 
+// ValidateTP checks what a needs of every plan of tensor-parallel degree
+// tp, whatever its DP, EP and DCP: tp divides the attention heads and,
+// with dense layers, their intermediate size. The error is a *PlanError
+// of field "tp".
+func ValidateTP(a *Arch, tp int) error {
+	perr := func(want string) error {
+		return &PlanError{What: "plan", Field: "tp", Value: strconv.Itoa(tp), Want: want}
+	}
+	if tp < 1 {
+		return perr("an integer from 1")
+	}
+	if a.Heads%tp != 0 {
+		return perr(fmt.Sprintf("a divisor of num_attention_heads (%d)", a.Heads))
+	}
+	if a.DenseLayers > 0 && a.Intermediate%tp != 0 {
+		return perr(fmt.Sprintf("a divisor of intermediate_size (%d)", a.Intermediate))
+	}
+	return nil
+}
+
 // Validate checks the plan against the architecture: TP divides the
 // attention heads (and the sharded intermediate sizes), DP > 1 needs EP,
 // under EP the experts divide evenly over the ranks, DCP divides TP.
@@ -81,11 +101,8 @@ func (p Plan) Validate(a *Arch) error {
 	if a == nil {
 		return nil
 	}
-	if a.Heads%p.TP != 0 {
-		return perr("tp", p.TP, fmt.Sprintf("a divisor of num_attention_heads (%d)", a.Heads))
-	}
-	if a.DenseLayers > 0 && a.Intermediate%p.TP != 0 {
-		return perr("tp", p.TP, fmt.Sprintf("a divisor of intermediate_size (%d)", a.Intermediate))
+	if err := ValidateTP(a, p.TP); err != nil {
+		return err
 	}
 	if a.SharedExperts > 0 && p.DP == 1 && (a.SharedExperts*a.MoEIntermediate)%p.TP != 0 {
 		return perr("tp", p.TP, fmt.Sprintf("a divisor of the shared experts' intermediate size (%d)", a.SharedExperts*a.MoEIntermediate))

@@ -459,6 +459,17 @@ func (c planCand) fills(a *model.Arch, n int) ([]model.Plan, LeftOutReason, erro
 		}
 		return nil, LeftOutPlanModel, fmt.Errorf("no plan of %s runs on %d GPUs", a.Name, n)
 	}
+	if c.tp != 0 {
+		// A TP the model cannot split by runs on no GPU count: that is
+		// the fault, whatever the count.
+		if err := model.ValidateTP(a, c.tp); err != nil {
+			var pe *model.PlanError
+			if errors.As(err, &pe) {
+				err = fmt.Errorf("%s runs no plan of TP %d: want %s", a.Name, c.tp, pe.Want)
+			}
+			return nil, LeftOutPlanModel, modelTPError{err}
+		}
+	}
 	tps := []int{c.tp}
 	if c.tp == 0 {
 		tps = nil
@@ -500,6 +511,10 @@ func (c planCand) fills(a *model.Arch, n int) ([]model.Plan, LeftOutReason, erro
 	}
 	return nil, LeftOutPlanModel, last
 }
+
+// modelTPError is a listed TP the model runs no plan of (model.ValidateTP),
+// on any GPU count.
+type modelTPError struct{ error }
 
 // needGPUs says how many GPUs c's TP x DP needs, for messages: "16", "a
 // multiple of 8".
@@ -657,9 +672,13 @@ func (s *Space) Enumerate() ([]Config, Coverage, error) {
 				if ran {
 					continue
 				}
-				if lo.Reason == LeftOutPlanGPUs {
+				var tpErr modelTPError
+				switch {
+				case lo.Reason == LeftOutPlanGPUs:
 					lo.Detail = fmt.Sprintf("TP x DP needs %s GPUs, not %s, on %s", c.needGPUs(), countsText(g), t.Name)
-				} else {
+				case errors.As(why, &tpErr):
+					lo.Detail = tpErr.Error()
+				default:
 					lo.Detail = fmt.Sprintf("on %s GPUs of %s: %v", countsText(g), t.Name, why)
 				}
 				cov.LeftOut = append(cov.LeftOut, lo)

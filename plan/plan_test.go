@@ -295,6 +295,10 @@ func TestPlanEnumerateLeftOut(t *testing.T) {
 			plans: []string{"4:tp4", "8:tp8"}},
 		{name: "tp 2 without ep on 8 GPUs", s: Space{GPUCounts: []int{8}, Lists: Lists{TP: []int{2}, EP: []bool{false}}},
 			combos: 1, leftOut: []lo{{reason: LeftOutPlanModel, gpus: 8, tp: 2}}, fails: true},
+		// 3 does not divide Kimi's 64 heads: the model's fault on every
+		// count, before TP x DP meets none of 2, 4 and 8.
+		{name: "tp 3 beside tp 8", s: Space{Lists: Lists{TP: []int{8, 3}}},
+			combos: 2, leftOut: []lo{{reason: LeftOutPlanModel, tp: 3}}, plans: []string{"8:tp8", "8:tp8-ep"}},
 		{name: "mtp on a model without MTP", s: Space{GPUCounts: []int{8}, Plans: []model.Plan{{TP: 8}}, SpecTokens: []int{0, 1}},
 			combos: 1, leftOut: []lo{{reason: LeftOutNoMTP, specTokens: 1}}, plans: []string{"8:tp8"}, runSpecs: []int{0}},
 		{name: "only mtp", s: Space{GPUCounts: []int{8}, Plans: []model.Plan{{TP: 8}}, SpecTokens: []int{2}},

@@ -157,6 +157,8 @@ func TestPlanImpossibleLists(t *testing.T) {
 		{"tp 16 on the default counts", []string{"--tp", "16"}, "--tp 16: TP x DP needs a multiple of 16 GPUs, not 2, 4 or 8"},
 		{"dp without ep", []string{"--gpus", "8", "--tp", "2", "--ep=false"}, "--gpus 8 --tp 2 --ep false: on 8 GPUs of rtxpro6000-2s"},
 		{"mtp without an MTP layer", []string{"--mtp", "1"}, "--mtp 1: kimi-k2.5-nvfp4 has no MTP layer"},
+		// 64 heads: 3 divides none of them evenly, on any GPU count.
+		{"tp 3 does not divide the heads", []string{"--tp", "3"}, "--tp 3: kimi-k2.5-nvfp4 runs no plan of TP 3: want a divisor of num_attention_heads (64)"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			code, out, errs := runCLI(t, append([]string{"plan"}, tc.args...)...)
@@ -173,6 +175,8 @@ func TestPlanImpossibleLists(t *testing.T) {
 		{"tp 8 on 4 and 8 GPUs", []string{"--gpus", "4,8", "--tp", "8"},
 			"left out 1 of 2 combinations of the lists (box x GPU count x plan), TP x DP is not the GPU count: --gpus 4 --tp 8 (TP x DP needs a multiple of 8 GPUs, not 4, on rtxpro6000-2s)"},
 		{"mtp 0 and 1", []string{"--gpus", "8", "--tp", "8", "--mtp", "0,1"}, "left out: --mtp 1 (kimi-k2.5-nvfp4 has no MTP layer"},
+		{"tp 8 and 3", []string{"--tp", "8,3"},
+			"left out 1 of 2 combinations of the lists (box x GPU count x plan), the model runs none of these plans: --tp 3 (kimi-k2.5-nvfp4 runs no plan of TP 3: want a divisor of num_attention_heads (64))"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			code, out, errs := runCLI(t, append([]string{"plan", "--batch", "1", "--context", "4096"}, tc.args...)...)
