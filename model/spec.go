@@ -153,15 +153,6 @@ func (s Spec) String(w Workload) string {
 	return out
 }
 
-// validateSpec checks the speculative method of a step of w against the
-// target a and plan p: the method is known; it needs K >= 1 draft tokens;
-// mtp needs the checkpoint's MTP layers; eagle3 needs an EAGLE-3 head whose
-// widths and vocabulary are the target's (a head trained for another model
-// is refused); draft needs a whole model of the target's vocabulary, at a
-// TP that divides the target's and its own heads; ngram and suffix take no
-// drafter; a tree (topk > 1) is the model-based methods' and verifies at
-// least its depth in tokens. Errors are *PlanError: What "spec" (Field
-// method, draft_model, draft_tp, spec_topk, spec_steps) or "workload" (spec_tokens).
 // NoMTPDraft says why a has no MTP draft, in words for people: it has no
 // MTP layer; "" when it has one.
 func NoMTPDraft(a *Arch) string {
@@ -171,6 +162,15 @@ func NoMTPDraft(a *Arch) string {
 	return fmt.Sprintf("%s has no MTP layer (num_nextn_predict_layers 0), so it has no MTP draft", a.Name)
 }
 
+// validateSpec checks the speculative method of a step of w against the
+// target a and plan p: the method is known; it needs K >= 1 draft tokens;
+// mtp needs the checkpoint's MTP layers; eagle3 needs an EAGLE-3 head whose
+// widths and vocabulary are the target's (a head trained for another model
+// is refused); draft needs a whole model of the target's vocabulary, at a
+// TP that divides the target's and its own heads; ngram and suffix take no
+// drafter; a tree (topk > 1) is the model-based methods' and verifies at
+// least its depth in tokens. Errors are *PlanError: What "spec" (Field
+// method, draft_model, draft_tp, spec_topk, spec_steps) or "workload" (spec_tokens).
 func validateSpec(a *Arch, p Plan, w Workload, s Spec) error {
 	serr := func(field, v, want string) error { return &PlanError{What: "spec", Field: field, Value: v, Want: want} }
 	if s.Method != "" {
