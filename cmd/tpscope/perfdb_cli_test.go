@@ -289,24 +289,12 @@ func TestPerfDBCheckoutLayout(t *testing.T) {
 func TestSimulateSaysWhatPricedIt(t *testing.T) {
 	db := samplePerfDB(t, true)
 	flags := []string{"--kv-dtype", "bf16", "--p2p-level", "SYS", "--perf-db", db}
-	code, out, errs := runCLI(t, append([]string{"predict", "--output", "json"}, flags...)...)
-	if code != 0 {
-		t.Fatalf("predict: exit %d: %s", code, errs)
-	}
-	var pr struct {
-		Engine      string            `json:"engine"`
-		CostSource  string            `json:"cost_source"`
-		MeasuredOps int               `json:"measured_ops"`
-		Ops         []json.RawMessage `json:"ops"`
-	}
-	if err := json.Unmarshal([]byte(out), &pr); err != nil {
-		t.Fatal(err)
-	}
+	pr := predictPricedBy(t, flags...)
 	if pr.MeasuredOps == 0 || pr.MeasuredOps >= len(pr.Ops) {
 		t.Fatalf("predict: %d of %d ops from the tables", pr.MeasuredOps, len(pr.Ops))
 	}
 	simArgs := []string{"simulate", "--qps", "1", "--requests", "20", "--timeline", "0"}
-	code, out, errs = runCLI(t, append(simArgs, flags...)...)
+	code, out, errs := runCLI(t, append(simArgs, flags...)...)
 	if code != 0 {
 		t.Fatalf("simulate: exit %d: %s", code, errs)
 	}
@@ -326,6 +314,25 @@ func TestSimulateSaysWhatPricedIt(t *testing.T) {
 	if !strings.Contains(out, "\nstep engine: vllm@0.24 ") || strings.Contains(out, "\ncosts: ") || strings.Contains(out, "\nmoe routing: ") {
 		t.Errorf("simulate from the priors: want the step engine line and no costs or routing line:\n%s", out)
 	}
+}
+
+// predictPricedBy runs predict with args and returns what its JSON says
+// priced the step: the engine, the tables and the ops they priced.
+func predictPricedBy(t *testing.T, args ...string) (pr struct {
+	Engine      string            `json:"engine"`
+	CostSource  string            `json:"cost_source"`
+	MeasuredOps int               `json:"measured_ops"`
+	Ops         []json.RawMessage `json:"ops"`
+}) {
+	t.Helper()
+	code, out, errs := runCLI(t, append([]string{"predict", "--output", "json"}, args...)...)
+	if code != 0 {
+		t.Fatalf("predict %s: exit %d: %s", strings.Join(args, " "), code, errs)
+	}
+	if err := json.Unmarshal([]byte(out), &pr); err != nil {
+		t.Fatal(err)
+	}
+	return pr
 }
 
 // TestPlanSaysWhatPricedIt: plan --perf-db says what priced its best
@@ -354,19 +361,7 @@ func TestPlanSaysWhatPricedIt(t *testing.T) {
 		t.Fatalf("best %d, priced by %+v", res.Best, res.PricedBy)
 	}
 	batch := res.Points[res.Best].Batch
-	code, out, errs = runCLI(t, "predict", "--tp", "8", "--batch", fmt.Sprint(batch), "--context", "4096", "--kv-dtype", "bf16", "--perf-db", db, "--output", "json")
-	if code != 0 {
-		t.Fatalf("predict: exit %d: %s", code, errs)
-	}
-	var pr struct {
-		Engine      string            `json:"engine"`
-		CostSource  string            `json:"cost_source"`
-		MeasuredOps int               `json:"measured_ops"`
-		Ops         []json.RawMessage `json:"ops"`
-	}
-	if err := json.Unmarshal([]byte(out), &pr); err != nil {
-		t.Fatal(err)
-	}
+	pr := predictPricedBy(t, "--tp", "8", "--batch", fmt.Sprint(batch), "--context", "4096", "--kv-dtype", "bf16", "--perf-db", db)
 	p := res.PricedBy
 	if p.Engine != pr.Engine || p.CostSource != pr.CostSource || p.MeasuredOps != pr.MeasuredOps || p.Ops != len(pr.Ops) || p.MeasuredOps == 0 || p.MoERouting.String() != "balanced" {
 		t.Errorf("plan's best priced by %+v; predict of it: engine %q, %s, %d of %d ops", *p, pr.Engine, pr.CostSource, pr.MeasuredOps, len(pr.Ops))
