@@ -105,6 +105,37 @@ func Preset(name string) (*Arch, error) {
 	return &c, nil
 }
 
+// presetCheckpoints maps the Hugging Face id of each checkpoint a preset
+// is the config of (the ids its doc above cites) to the preset: what a
+// serving benchmark names as its model (vllm bench serve's model_id,
+// InferenceX's model) becomes a preset by it. An id of another
+// quantization or revision (nvidia/DeepSeek-R1-0528-FP4, zai-org/GLM-5-FP8)
+// is no preset's: its config differs.
+var presetCheckpoints = map[string]string{
+	"nvidia/kimi-k2.5-nvfp4":  "kimi-k2.5-nvfp4",
+	"moonshotai/kimi-k2.5":    "kimi-k2.5",
+	"deepseek-ai/deepseek-v3": "deepseek-v3",
+	"zai-org/glm-5":           "glm-5",
+	"nvidia/glm-5-nvfp4":      "glm-5-nvfp4",
+}
+
+// PresetOf returns the preset whose config is the checkpoint's, given its
+// Hugging Face id ("deepseek-ai/DeepSeek-V3", case ignored) or a local
+// path ending in that id ("/models/deepseek-ai/DeepSeek-V3"); ok is false
+// for a checkpoint no preset is of.
+func PresetOf(checkpoint string) (name string, ok bool) {
+	id := strings.ToLower(strings.TrimRight(strings.TrimSpace(checkpoint), "/"))
+	if name, ok := presetCheckpoints[id]; ok {
+		return name, true
+	}
+	for k, name := range presetCheckpoints {
+		if strings.HasSuffix(id, "/"+k) {
+			return name, true
+		}
+	}
+	return "", false
+}
+
 // Resolve returns the preset called nameOrPath, or loads the config file or
 // directory at that path when no preset has that name.
 func Resolve(nameOrPath string) (*Arch, error) {

@@ -75,3 +75,39 @@ func TestTinyPreset(t *testing.T) {
 		t.Errorf("quant %+v, want all bf16", a.Quant)
 	}
 }
+
+// TestPresetOf: a benchmark's model id names a preset only when the
+// preset is that checkpoint's config (the ids of
+// TestPresetsMatchReferenceConfigs); another quantization or revision of
+// the same family is none.
+func TestPresetOf(t *testing.T) {
+	cases := []struct {
+		checkpoint, want string
+	}{
+		{"deepseek-ai/DeepSeek-V3", "deepseek-v3"},
+		{"DEEPSEEK-AI/deepseek-v3", "deepseek-v3"},
+		{"/models/deepseek-ai/DeepSeek-V3/", "deepseek-v3"},
+		{"nvidia/Kimi-K2.5-NVFP4", "kimi-k2.5-nvfp4"},
+		{"moonshotai/Kimi-K2.5", "kimi-k2.5"},
+		{"zai-org/GLM-5", "glm-5"},
+		{"nvidia/GLM-5-NVFP4", "glm-5-nvfp4"},
+		{"nvidia/DeepSeek-R1-0528-FP4", ""},
+		{"zai-org/GLM-5-FP8", ""},
+		{"nvidia/DeepSeek-V3-0324-NVFP4", ""},
+		{"DeepSeek-V3", ""},
+		{"other/deepseek-ai/DeepSeek-V3x", ""},
+		{"", ""},
+	}
+	for _, c := range cases {
+		got, ok := PresetOf(c.checkpoint)
+		if got != c.want || ok != (c.want != "") {
+			t.Errorf("PresetOf(%q) = %q, %v; want %q", c.checkpoint, got, ok, c.want)
+		}
+	}
+	// Every preset a checkpoint names exists.
+	for id, name := range presetCheckpoints {
+		if _, err := Preset(name); err != nil {
+			t.Errorf("%s: %v", id, err)
+		}
+	}
+}

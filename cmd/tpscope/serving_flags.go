@@ -5,6 +5,7 @@ import (
 
 	"github.com/spf13/pflag"
 	engprof "github.com/tpscope/tpscope/engine"
+	"github.com/tpscope/tpscope/model"
 	"github.com/tpscope/tpscope/serving"
 	"github.com/tpscope/tpscope/topology"
 )
@@ -146,6 +147,37 @@ func resultsGPU(topo *topology.Topology, flag string, levels []serving.Measured)
 		m := &levels[i]
 		if same, known := topo.RunsOn(m.GPU); known && !same {
 			return flagError("--topo", topo.Name, "want a box of the GPU the %s results ran on: %s ran on %q, the box has %s", flag, m.File, m.GPU, topo.DeviceOf(0).Name)
+		}
+	}
+	return nil
+}
+
+// resultsModel refuses results that name a model (vllm bench's model_id,
+// InferenceX's model) other than the scenario's, as resultsGPU does a
+// GPU: their latencies are another model's. A checkpoint is a preset's by
+// model.PresetOf. Without --model the default stands for no model the
+// results ran, so a checkpoint other than the default's is refused,
+// naming the --model to pass. A --model preset is refused against a
+// checkpoint of another preset; a checkpoint no preset is of (another
+// quantization, a fine-tune, a local path) against a --model the user
+// chose, or a --model config file against any, is not judged: the user
+// named what prices it.
+func resultsModel(a *model.Arch, modelGiven bool, flag string, levels []serving.Measured) error {
+	for i := range levels {
+		m := &levels[i]
+		if m.Model == "" {
+			continue
+		}
+		preset, known := model.PresetOf(m.Model)
+		switch {
+		case known && a.Ref.Path == "" && preset == a.Ref.Name:
+			continue
+		case !modelGiven && known:
+			return usageErrorf("%s ran %q; the default model is %s: pass --model %s", m.File, m.Model, a.Name, preset)
+		case !modelGiven:
+			return usageErrorf("%s ran %q; the default model is %s: pass --model with its config.json (a checkpoint directory or file)", m.File, m.Model, a.Name)
+		case known && a.Ref.Path == "":
+			return flagError("--model", a.Name, "want the model the %s results ran: %s ran %q, which is preset %s", flag, m.File, m.Model, preset)
 		}
 	}
 	return nil

@@ -40,7 +40,8 @@ frontend's latency before the scheduler sees a request (frontend). --fit-levels 
 levels to fit on (default the first); every level is reported before and after, the others
 held out. -o writes the overheads as JSON, which simulate and calibrate take back with
 --serving-overheads. Pass the deployment as simulate takes it (scenario flags, --policy,
---max-num-seqs, --max-num-batched-tokens).
+--max-num-seqs, --max-num-batched-tokens); the engine, GPU and model the results name are
+taken or checked as simulate --compare does.
 
 Calibrate never writes a calibrated box from partial input: a cut or damaged trace or
 nccl-tests log is an error naming the file and where it ends, even with --allow-partial

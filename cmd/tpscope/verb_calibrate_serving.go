@@ -77,6 +77,9 @@ func (m *servingCalibrateMode) run(ctx context.Context, c *calibrateOptions, std
 	if err := resultsGPU(scen.Topo, "--serving", levels); err != nil {
 		return err
 	}
+	if err := resultsModel(scen.Arch, c.sc.changed("model"), "--serving", levels); err != nil {
+		return err
+	}
 	prof, err := engprof.Lookup(scen.Options.Engine)
 	if err != nil {
 		return causeError("--engine", scen.Options.Engine, err)

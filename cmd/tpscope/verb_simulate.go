@@ -72,7 +72,10 @@ summaries, a request log), simulates each load level as measured and prints
 predicted beside measured for mean/p50/p90/p99 of TTFT, TPOT, ITL and E2E
 and the throughputs. The engine the results name (their backend or
 framework) prices and schedules the run unless --engine names another;
-a GPU they name other than the box's is refused. The scheduler is the
+a GPU they name other than the box's is refused, and so is a model they
+name that is not the scenario's (without --model, any but the default's
+checkpoint; with a --model preset, another preset's checkpoint). The
+scheduler is the
 engine's (--engine sglang: SGLang's prefill-first scheduler; vllm and
 trtllm: vLLM's mixed steps). --serving-overheads takes the overheads
 calibrate --serving fitted.
@@ -386,6 +389,9 @@ func runSimulate(sc *scenarioFlags, f *simulateFlags, stdout, stderr io.Writer) 
 		return err
 	}
 	if err := resultsGPU(scen.Topo, "--compare", measured); err != nil {
+		return err
+	}
+	if err := resultsModel(scen.Arch, sc.changed("model"), "--compare", measured); err != nil {
 		return err
 	}
 	topo, opts := scen.Topo, scen.Options

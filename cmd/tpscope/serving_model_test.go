@@ -1,0 +1,53 @@
+package main
+
+import (
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestServingModelFromResults: the model a result names (InferenceX's
+// model, vllm bench serve's model_id) is checked against the scenario's,
+// as its GPU is. The DSR1 results ran nvidia/DeepSeek-R1-0528-FP4 (their
+// SOURCE.md), no preset's checkpoint; the generated vLLM results ran
+// deepseek-ai/DeepSeek-V3, the deepseek-v3 preset's. Without --model, the
+// default (kimi-k2.5-nvfp4) is refused in one line naming the file, its
+// model and the --model to pass; a --model preset of another checkpoint
+// is refused naming both; the matching preset and a --model config file
+// run.
+func TestServingModelFromResults(t *testing.T) {
+	dsr1Level := dsr1Dir + "conc64.json"
+	vllmLevel := "../../serving/testdata/bench/generated/vllm-detailed.json"
+	o := filepath.Join(t.TempDir(), "o.json")
+	for _, c := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"simulate, default model, checkpoint of no preset", []string{"simulate", "--compare", dsr1Level, "--topo", "nvswitch:8xb200"},
+			dsr1Level + ` ran "nvidia/DeepSeek-R1-0528-FP4"; the default model is kimi-k2.5-nvfp4: pass --model with its config.json`},
+		{"calibrate, default model", []string{"calibrate", "--serving", dsr1Dir + "conc16.json", "--topo", "nvswitch:8xb200", "-o", o},
+			dsr1Dir + `conc16.json ran "nvidia/DeepSeek-R1-0528-FP4"; the default model is kimi-k2.5-nvfp4: pass --model`},
+		{"simulate, default model, a preset's checkpoint", []string{"simulate", "--compare", vllmLevel},
+			vllmLevel + ` ran "deepseek-ai/DeepSeek-V3"; the default model is kimi-k2.5-nvfp4: pass --model deepseek-v3`},
+		{"simulate, another preset", []string{"simulate", "--compare", vllmLevel, "--model", "kimi-k2.5"},
+			`--model kimi-k2.5: want the model the --compare results ran: ` + vllmLevel + ` ran "deepseek-ai/DeepSeek-V3", which is preset deepseek-v3`},
+		{"calibrate, another preset", []string{"calibrate", "--serving", vllmLevel, "--model", "glm-5", "-o", o},
+			`--model glm-5: want the model the --serving results ran: ` + vllmLevel + ` ran "deepseek-ai/DeepSeek-V3", which is preset deepseek-v3`},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			code, out, errs := runCLI(t, c.args...)
+			if code != 2 || !strings.Contains(errs, c.want) || strings.Count(strings.TrimSpace(errs), "\n") > 0 || out != "" {
+				t.Errorf("exit %d, stdout %q, stderr %q; want exit 2 and one line with %q", code, out, errs, c.want)
+			}
+		})
+	}
+	code, out, errs := runCLI(t, "simulate", "--compare", vllmLevel, "--model", "deepseek-v3", "--topo", "h200-nvswitch")
+	if code != 0 || !strings.HasPrefix(out, "simulate: deepseek-v3 tp8 on h200-nvswitch") {
+		t.Errorf("the results' own preset: exit %d, stderr %q, output:\n%s", code, errs, out)
+	}
+	code, out, errs = runCLI(t, append([]string{"simulate", "--compare", dsr1Level}, dsr1...)...)
+	if code != 0 || !strings.HasPrefix(out, "simulate: ../../serving/testdata/models/deepseek-r1-0528-fp4 tp8-ep") {
+		t.Errorf("a --model config of the results' checkpoint: exit %d, stderr %q, output:\n%s", code, errs, out)
+	}
+}
