@@ -202,7 +202,9 @@ func TestSessions(t *testing.T) {
 // FuzzReadOverheads: any input is valid overheads or a *ParseError.
 func FuzzReadOverheads(f *testing.F) {
 	for _, s := range []string{`{"overheads": {"step_us": 1043, "per_seq_us": 23.8, "prefill_scale": 0.95, "frontend_ms": 330}, "source": ["x"]}`,
-		`{"step_us": 5}`, `{"overheads": {"step_us": -1}}`, `{"overheads": []}`, `[]`, ``} {
+		`{"step_us": 5}`, `{"overheads": {"step_us": -1}}`,
+		`{"overheads": {"decode_scale": 0.9}, "fitted_on": {"engine": "sglang@0.5", "topology": "nvswitch:8xb200", "gpu": "NVIDIA B200", "model": "deepseek-v3"}}`,
+		`{"overheads": {}, "fitted_on": {"engine": "", "gpu": 3}}`, `{"overheads": []}`, `[]`, ``} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
@@ -328,5 +330,24 @@ func TestStreamInterval(t *testing.T) {
 	}
 	if chunked.TTFTMs != base.TTFTMs || chunked.TPOTMs != base.TPOTMs {
 		t.Errorf("TTFT %+v / %+v, TPOT %+v / %+v: want them unchanged by the stream interval", chunked.TTFTMs, base.TTFTMs, chunked.TPOTMs, base.TPOTMs)
+	}
+}
+
+// TestReadOverheadsFileOrigin: the deployment a file was fitted on is read
+// back as written; a file without one has none; one missing a field is a
+// *ParseError naming fitted_on.
+func TestReadOverheadsFileOrigin(t *testing.T) {
+	f, err := ReadOverheadsFile([]byte(`{"overheads": {"decode_scale": 0.9}, "fitted_on": {"engine": "sglang@0.5", "topology": "nvswitch:8xb200", "gpu": "NVIDIA B200", "model": "deepseek-v3"}}`), "o.json")
+	want := OverheadsOrigin{Engine: engprof.Ref{Name: "sglang", Version: "0.5"}, Topology: "nvswitch:8xb200", GPU: "NVIDIA B200", Model: "deepseek-v3"}
+	if err != nil || f.FittedOn == nil || *f.FittedOn != want || f.Overheads.DecodeScale != 0.9 {
+		t.Errorf("read %+v (origin %+v), %v; want decode 0.9 and origin %+v", f, f.FittedOn, err, want)
+	}
+	if f, err := ReadOverheadsFile([]byte(`{"overheads": {"decode_scale": 0.9}}`), "o.json"); err != nil || f.FittedOn != nil {
+		t.Errorf("no origin: read %+v, %v; want none", f.FittedOn, err)
+	}
+	_, err = ReadOverheadsFile([]byte(`{"overheads": {}, "fitted_on": {"engine": "sglang@0.5", "topology": "x"}}`), "o.json")
+	var pe *ParseError
+	if !errors.As(err, &pe) || pe.Field != "fitted_on" {
+		t.Errorf("origin without gpu and model: %v; want a *ParseError of fitted_on", err)
 	}
 }

@@ -6,6 +6,9 @@ import (
 	"fmt"
 	"math"
 	"os"
+
+	engprof "github.com/tpscope/tpscope/engine"
+	"github.com/tpscope/tpscope/sim"
 )
 
 // Overheads are what a serving engine spends outside the GPU step that
@@ -127,39 +130,100 @@ func (o Overheads) String() string {
 // they came from.
 type OverheadsFile struct {
 	Overheads Overheads `json:"overheads"`
+	// FittedOn is the deployment they were fitted on; nil in a file
+	// written before it was recorded, or a bare Overheads object.
+	FittedOn *OverheadsOrigin `json:"fitted_on,omitempty"`
 	// Source says what they were fitted on (files, load levels) and how
 	// well.
 	Source []string `json:"source,omitempty"`
 }
 
-// LoadOverheads reads an OverheadsFile (or a bare Overheads object).
-func LoadOverheads(path string) (Overheads, error) {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return Overheads{}, fmt.Errorf("overheads: %w", err)
-	}
-	return ReadOverheads(data, path)
+// OverheadsOrigin is the deployment overheads were fitted on. Its terms
+// are that engine's host time and its kernels' error against the step
+// model on that GPU for that model: they describe another engine or GPU
+// no better than none.
+type OverheadsOrigin struct {
+	// Engine is the engine profile that priced and scheduled the fit
+	// ("sglang@0.5").
+	Engine engprof.Ref `json:"engine"`
+	// Topology is the box's name, GPU its GPU's ("NVIDIA B200").
+	Topology string `json:"topology"`
+	GPU      string `json:"gpu"`
+	// Model is the architecture: a preset's name or a config's absolute
+	// path (model.Ref.String).
+	Model string `json:"model"`
 }
 
-// ReadOverheads parses an OverheadsFile (or a bare Overheads object)
-// named path; errors are a *ParseError naming the file.
+// OriginOf is the origin of overheads fitted on sc under engine.
+func OriginOf(sc sim.Scenario, engine engprof.Ref) OverheadsOrigin {
+	o := OverheadsOrigin{Engine: engine}
+	if t := sc.Topo; t != nil {
+		o.Topology = t.Name
+		if d := t.DeviceOf(0); d != nil {
+			o.GPU = d.Name
+		}
+	}
+	if a := sc.Arch; a != nil {
+		if o.Model = a.Ref.String(); o.Model == "" {
+			o.Model = a.Name
+		}
+	}
+	return o
+}
+
+// LoadOverheads reads the overheads of an OverheadsFile (or a bare
+// Overheads object).
+func LoadOverheads(path string) (Overheads, error) {
+	f, err := LoadOverheadsFile(path)
+	return f.Overheads, err
+}
+
+// LoadOverheadsFile reads an OverheadsFile (or a bare Overheads object,
+// with no origin).
+func LoadOverheadsFile(path string) (OverheadsFile, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return OverheadsFile{}, fmt.Errorf("overheads: %w", err)
+	}
+	return ReadOverheadsFile(data, path)
+}
+
+// ReadOverheads parses the overheads of an OverheadsFile (or a bare
+// Overheads object) named path; errors are a *ParseError naming the file.
 func ReadOverheads(data []byte, path string) (Overheads, error) {
+	f, err := ReadOverheadsFile(data, path)
+	return f.Overheads, err
+}
+
+// ReadOverheadsFile parses an OverheadsFile (or a bare Overheads object)
+// named path; errors are a *ParseError naming the file and field.
+func ReadOverheadsFile(data []byte, path string) (OverheadsFile, error) {
 	var raw map[string]json.RawMessage
 	if err := json.Unmarshal(data, &raw); err != nil {
-		return Overheads{}, &ParseError{File: path, Line: 1, Err: fmt.Errorf("want a JSON object%s", jsonWhy(err))}
+		return OverheadsFile{}, &ParseError{File: path, Line: 1, Err: fmt.Errorf("want a JSON object%s", jsonWhy(err))}
 	}
-	var o Overheads
+	var f OverheadsFile
 	body := data
 	if b, ok := raw["overheads"]; ok {
 		body = b
 	}
-	if err := json.Unmarshal(body, &o); err != nil {
-		return Overheads{}, &ParseError{File: path, Line: 1, Field: "overheads", Err: errors.New("want an object of the numbers step_us, per_seq_us, prefill_scale, prefill_step_us, decode_scale, frontend_ms")}
+	if err := json.Unmarshal(body, &f.Overheads); err != nil {
+		return OverheadsFile{}, &ParseError{File: path, Line: 1, Field: "overheads", Err: errors.New("want an object of the numbers step_us, per_seq_us, prefill_scale, prefill_step_us, decode_scale, frontend_ms")}
 	}
-	if err := o.Validate(); err != nil {
-		return Overheads{}, &ParseError{File: path, Line: 1, Err: err}
+	if err := f.Overheads.Validate(); err != nil {
+		return OverheadsFile{}, &ParseError{File: path, Line: 1, Err: err}
 	}
-	return o, nil
+	if b, ok := raw["fitted_on"]; ok && string(b) != "null" {
+		var o OverheadsOrigin
+		if err := json.Unmarshal(b, &o); err != nil || o.Engine.IsZero() || o.GPU == "" || o.Model == "" {
+			return OverheadsFile{}, &ParseError{File: path, Line: 1, Field: "fitted_on", Err: errors.New("want an object of the strings engine (NAME@VERSION), topology, gpu and model")}
+		}
+		f.FittedOn = &o
+	}
+	if b, ok := raw["source"]; ok {
+		_ = json.Unmarshal(b, &f.Source) // prose: kept when it reads as strings
+	}
+	return f, nil
 }
 
 // stepS is the duration in seconds of a step whose iteration sim prices

@@ -2,11 +2,13 @@ package main
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/spf13/pflag"
 	engprof "github.com/tpscope/tpscope/engine"
 	"github.com/tpscope/tpscope/model"
 	"github.com/tpscope/tpscope/serving"
+	"github.com/tpscope/tpscope/sim"
 	"github.com/tpscope/tpscope/topology"
 )
 
@@ -40,7 +42,7 @@ func (f *engineFlags) bind(fs *pflag.FlagSet) {
 	fs.BoolVar(&f.noPrefixCache, "no-enable-prefix-caching", f.noPrefixCache, "vLLM --no-enable-prefix-caching: requests with hash IDs or sessions reuse nothing")
 	fs.IntVar(&f.recvInterval, "scheduler-recv-interval", f.recvInterval, "SGLang --scheduler-recv-interval: the scheduler reads new requests once per this many decode steps (and after every prefill); 0 or 1 = every step, the default")
 	fs.IntVar(&f.streamInterval, "stream-interval", f.streamInterval, "the engine's --stream-interval: the first token goes out at once, then one chunk per this many tokens, which ITL then measures (0 or 1 = every token, the default)")
-	fs.StringVar(&f.overheadsFile, "serving-overheads", f.overheadsFile, "the engine's overheads outside the GPU step, as calibrate --serving writes them (JSON)")
+	fs.StringVar(&f.overheadsFile, "serving-overheads", f.overheadsFile, "the engine's overheads outside the GPU step, as calibrate --serving writes them (JSON); refused when fitted under another engine or on another GPU")
 }
 
 // engine returns the options and overheads the flags give for the
@@ -49,21 +51,21 @@ func (f *engineFlags) bind(fs *pflag.FlagSet) {
 // another one is refused, since SGLang's kernels under vLLM's scheduler
 // (or the reverse) is a scenario no engine runs. An engine that serves no
 // requests (the executor) is refused.
-func (f *engineFlags) engine(prof *engprof.Profile, policyGiven bool) (serving.EngineOptions, serving.Overheads, error) {
+func (f *engineFlags) engine(prof *engprof.Profile, policyGiven bool) (serving.EngineOptions, error) {
 	if !prof.Serves() {
-		return serving.EngineOptions{}, serving.Overheads{}, flagError("--engine", prof.Name(), "want an engine that serves requests (vllm, sglang or trtllm): %s runs one step of a given workload and has no scheduler", prof.Name())
+		return serving.EngineOptions{}, flagError("--engine", prof.Name(), "want an engine that serves requests (vllm, sglang or trtllm): %s runs one step of a given workload and has no scheduler", prof.Name())
 	}
 	pol, err := serving.ParsePolicy(prof.Scheduler.Policy)
 	if err != nil {
-		return serving.EngineOptions{}, serving.Overheads{}, causeError("--engine", prof.Name(), err)
+		return serving.EngineOptions{}, causeError("--engine", prof.Name(), err)
 	}
 	if policyGiven {
 		p, err := serving.ParsePolicy(f.policy)
 		if err != nil {
-			return serving.EngineOptions{}, serving.Overheads{}, causeError("--policy", nil, err)
+			return serving.EngineOptions{}, causeError("--policy", nil, err)
 		}
 		if p != pol {
-			return serving.EngineOptions{}, serving.Overheads{}, flagError("--policy", f.policy,
+			return serving.EngineOptions{}, flagError("--policy", f.policy,
 				"want %s's own scheduler, %s (another engine's scheduler over its kernels is a scenario no engine runs; --engine picks the engine whose scheduler is %s)", prof.Name(), pol, p)
 		}
 	}
@@ -72,11 +74,11 @@ func (f *engineFlags) engine(prof *engprof.Profile, policyGiven bool) (serving.E
 		v    int
 	}{{"--scheduler-recv-interval", f.recvInterval}, {"--stream-interval", f.streamInterval}} {
 		if c.v < 0 {
-			return serving.EngineOptions{}, serving.Overheads{}, flagError(c.flag, c.v, "want a count of steps or tokens, 1 or more (0 or 1: every one)")
+			return serving.EngineOptions{}, flagError(c.flag, c.v, "want a count of steps or tokens, 1 or more (0 or 1: every one)")
 		}
 	}
 	if f.recvInterval > 1 && pol != serving.PolicySGLang {
-		return serving.EngineOptions{}, serving.Overheads{}, flagError("--scheduler-recv-interval", f.recvInterval,
+		return serving.EngineOptions{}, flagError("--scheduler-recv-interval", f.recvInterval,
 			"want 0 or 1 under %s: SGLang's option, and %s's scheduler reads new requests every step", prof.Name(), prof.Name())
 	}
 	e := serving.EngineOptions{MaxNumSeqs: f.maxSeqs, MaxNumBatchedTokens: f.maxTokens, BlockSize: f.blockSize,
@@ -84,18 +86,55 @@ func (f *engineFlags) engine(prof *engprof.Profile, policyGiven bool) (serving.E
 		NoSchedulerReserveFullISL: f.noFullISL, Watermark: f.watermark, Policy: pol, NoPrefixCaching: f.noPrefixCache,
 		SchedulerRecvInterval: f.recvInterval, StreamInterval: f.streamInterval}
 	if err := e.Validate(); err != nil {
-		return e, serving.Overheads{}, causeError("", nil, err)
+		return e, causeError("", nil, err)
 	}
-	var o serving.Overheads
-	if f.overheadsFile != "" {
-		if err := checkInputFile("--serving-overheads", f.overheadsFile, "a JSON file of overheads (calibrate --serving -o)"); err != nil {
-			return e, o, err
-		}
-		if o, err = serving.LoadOverheads(f.overheadsFile); err != nil {
-			return e, o, causeError("--serving-overheads", nil, err)
-		}
+	return e, nil
+}
+
+// overheads reads --serving-overheads (none without it) for the
+// deployment scen priced and scheduled by engine prof. Its terms are the
+// engine's host time and its kernels' error against the step model on
+// one GPU: overheads fitted under another engine or on another GPU are
+// refused. Fitted on another box of the same GPU, another model or
+// another version of the engine, they apply with a caveat (note), as do
+// overheads whose origin the file does not record.
+func (f *engineFlags) overheads(prof *engprof.Profile, scen sim.Scenario) (o serving.Overheads, note string, err error) {
+	if f.overheadsFile == "" {
+		return o, "", nil
 	}
-	return e, o, nil
+	path := f.overheadsFile
+	if err := checkInputFile("--serving-overheads", path, "a JSON file of overheads (calibrate --serving -o)"); err != nil {
+		return o, "", err
+	}
+	file, err := serving.LoadOverheadsFile(path)
+	if err != nil {
+		return o, "", causeError("--serving-overheads", nil, err)
+	}
+	from := file.FittedOn
+	if from == nil {
+		return file.Overheads, fmt.Sprintf("overheads from %s: where they were fitted is not recorded (engine, GPU, model): applied as given", path), nil
+	}
+	here := serving.OriginOf(scen, prof.Ref())
+	if from.Engine.Name != here.Engine.Name {
+		return o, "", flagError("--serving-overheads", path, "want overheads fitted under this run's engine: fitted under %s, this run is %s (the terms are an engine's host time and its kernels' error)", from.Engine, here.Engine)
+	}
+	if same, known := scen.Topo.RunsOn(from.GPU); from.GPU != here.GPU && !(known && same) {
+		return o, "", flagError("--serving-overheads", path, "want overheads fitted on this box's GPU: fitted on %s (%s), the box %s has %s (the terms are that host's and GPU's)", from.GPU, from.Topology, here.Topology, here.GPU)
+	}
+	var differ []string
+	if from.Engine != here.Engine {
+		differ = append(differ, fmt.Sprintf("engine %s, not %s", from.Engine, here.Engine))
+	}
+	if from.Topology != here.Topology {
+		differ = append(differ, fmt.Sprintf("box %s, not %s", from.Topology, here.Topology))
+	}
+	if from.Model != here.Model {
+		differ = append(differ, fmt.Sprintf("model %s, not %s", from.Model, here.Model))
+	}
+	if len(differ) > 0 {
+		note = fmt.Sprintf("overheads from %s were fitted on another deployment (%s): applied as given", path, strings.Join(differ, "; "))
+	}
+	return file.Overheads, note, nil
 }
 
 // resultsEngine is the engine the measured results name (their

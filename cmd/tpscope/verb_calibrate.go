@@ -38,8 +38,10 @@ level as measured: host time per engine step (step), per request in a step (per-
 scheduling, sampling, streaming), a scale on every step's prefill part (prefill) and the
 frontend's latency before the scheduler sees a request (frontend). --fit-levels picks the
 levels to fit on (default the first); every level is reported before and after, the others
-held out. -o writes the overheads as JSON, which simulate and calibrate take back with
---serving-overheads. Pass the deployment as simulate takes it (scenario flags, --policy,
+held out. -o writes the overheads as JSON with the deployment they were fitted on (engine,
+box, GPU, model), which simulate and calibrate take back with --serving-overheads: refused
+under another engine or on another GPU, applied with a caveat line on another box, model or
+engine version, or when the file does not record its origin. Pass the deployment as simulate takes it (scenario flags, --policy,
 --max-num-seqs, --max-num-batched-tokens); the engine, GPU and model the results name are
 taken or checked as simulate --compare does.
 

@@ -84,7 +84,11 @@ func (m *servingCalibrateMode) run(ctx context.Context, c *calibrateOptions, std
 	if err != nil {
 		return causeError("--engine", scen.Options.Engine, err)
 	}
-	engine, overheads, err := m.engineFlags.engine(prof, c.sc.changed("policy"))
+	engine, err := m.engineFlags.engine(prof, c.sc.changed("policy"))
+	if err != nil {
+		return err
+	}
+	overheads, overheadsNote, err := m.engineFlags.overheads(prof, scen)
 	if err != nil {
 		return err
 	}
@@ -102,9 +106,13 @@ func (m *servingCalibrateMode) run(ctx context.Context, c *calibrateOptions, std
 	if engineNote != "" {
 		src = append(src, engineNote)
 	}
+	if overheadsNote != "" {
+		src = append(src, overheadsNote)
+	}
 	src = append(src, fmt.Sprintf("%s %s on %s, %s policy; objective (squared log errors of median TTFT, median TPOT, output throughput) %.4g -> %.4g in %d evaluations",
 		scen.Arch.Name, scen.Plan.Normalized(), scen.Topo.Name, engine.Policy, cal.ObjectiveBefore, cal.ObjectiveAfter, cal.Evals))
-	if err := writeJSONFile("-o", c.out, serving.OverheadsFile{Overheads: cal.Overheads, Source: src}); err != nil {
+	origin := serving.OriginOf(scen, prof.Ref())
+	if err := writeJSONFile("-o", c.out, serving.OverheadsFile{Overheads: cal.Overheads, FittedOn: &origin, Source: src}); err != nil {
 		return err
 	}
 	return render(std.Stdout, c.output, view{

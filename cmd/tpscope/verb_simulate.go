@@ -78,7 +78,8 @@ checkpoint; with a --model preset, another preset's checkpoint). The
 scheduler is the
 engine's (--engine sglang: SGLang's prefill-first scheduler; vllm and
 trtllm: vLLM's mixed steps). --serving-overheads takes the overheads
-calibrate --serving fitted.
+calibrate --serving fitted, under the engine and on the GPU they were
+fitted on (another box, model or engine version: a caveat line).
 
 --pareto draws output tokens/s per GPU against tokens/s per user (1000 /
 median TPOT) of the runs with their front, the SLO and the run chosen;
@@ -399,7 +400,11 @@ func runSimulate(sc *scenarioFlags, f *simulateFlags, stdout, stderr io.Writer) 
 	if err != nil {
 		return causeError("--engine", opts.Engine, err)
 	}
-	engine, overheads, err := f.engineFlags.engine(prof, sc.changed("policy"))
+	engine, err := f.engineFlags.engine(prof, sc.changed("policy"))
+	if err != nil {
+		return err
+	}
+	overheads, overheadsNote, err := f.engineFlags.overheads(prof, scen)
 	if err != nil {
 		return err
 	}
@@ -424,7 +429,7 @@ func runSimulate(sc *scenarioFlags, f *simulateFlags, stdout, stderr io.Writer) 
 	slo := serving.SLO{TTFTMs: f.sloTTFT, TPOTMs: f.sloTPOT, Percentile: f.sloPct}
 	out := simulateOutput{Model: scen.Arch.Name, Topology: topo.Name, Plan: scen.Plan.Normalized().String(), GPUs: s.GPUs(),
 		KVDtype: string(s.KVDtype()), Options: opts, Engine: s.Engine(), Overheads: overheads, KVBlocks: s.KVBlocks(), Schedulers: s.Schedulers(),
-		Instances: max(1, f.instances), Router: string(router), Traffic: traffic, SLO: slo, Trace: trace, EngineNote: engineNote, PricedBy: priced}
+		Instances: max(1, f.instances), Router: string(router), Traffic: traffic, SLO: slo, Trace: trace, EngineNote: engineNote, OverheadsNote: overheadsNote, PricedBy: priced}
 	if y := scen.SpecYield(); y != nil {
 		out.Spec = y
 		out.SpecLine = fmt.Sprintf("speculative: %s; %.2f tokens per step per request (sd %.2f), drawn per request and step from %s",
@@ -593,6 +598,9 @@ type simulateOutput struct {
 	// EngineNote says where the engine came from when measured results
 	// named one (resultsEngine).
 	EngineNote string `json:"engine_note,omitempty"`
+	// OverheadsNote is the caveat of --serving-overheads fitted on
+	// another box or model, or of unrecorded origin.
+	OverheadsNote string `json:"overheads_note,omitempty"`
 	// PricedBy is what priced the step model (predict's engine, moe
 	// routing and costs lines).
 	PricedBy *pricedBy `json:"priced_by,omitempty"`
@@ -699,6 +707,9 @@ func (o *simulateOutput) headLines() []string {
 	head := []string{
 		fmt.Sprintf("simulate: %s %s on %s (%d GPUs), kv %s, %s", o.Model, o.Plan, o.Topology, o.GPUs, o.KVDtype, o.Options.Label()),
 		engineLine(e, o.KVBlocks, o.Schedulers, o.Instances, o.Router, o.Overheads),
+	}
+	if o.OverheadsNote != "" {
+		head = append(head, o.OverheadsNote)
 	}
 	if o.PricedBy != nil {
 		// "engine" above is the scheduler; these are the step's kernels.
