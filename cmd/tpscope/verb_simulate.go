@@ -48,8 +48,10 @@ rate). Prefix caching is priced for requests that name their blocks (hash
 IDs, sessions) unless --no-enable-prefix-caching. --qps and --concurrency take comma
 lists: one run per value. Lengths: --isl/--osl with --isl-dist/--osl-dist
 fixed|uniform|lognormal and --isl-spread/--osl-spread (the uniform half-width
-or the log-normal coefficient of variation, as a fraction of the mean). One
---seed drives every draw. The load ends after --requests requests or
+or the log-normal coefficient of variation, as a fraction of the mean),
+refused with --requests-file and --compare, whose requests have their own
+lengths; --arrival is refused where nothing arrives at a rate (a closed
+loop, a trace's own times, a measured load). One --seed drives every draw. The load ends after --requests requests or
 --duration seconds (1000 requests when neither is given); requests in flight
 then complete.
 
@@ -133,6 +135,20 @@ func (o *simulateOptions) Run(ctx context.Context, args []string, std IO) error 
 	}
 	o.arrivalGiven = o.given("arrival", o.arrival != "poisson")
 	o.burstinessGiven = o.given("burstiness", o.burstiness != 1)
+	def := newSimulateOptions()
+	for _, l := range []struct {
+		name       string
+		nonDefault bool
+	}{
+		{"isl", o.isl != def.isl}, {"osl", o.osl != def.osl}, {"isl-dist", o.islDist != def.islDist}, {"osl-dist", o.oslDist != def.oslDist},
+		{"isl-spread", o.islSpread != def.islSpread}, {"osl-spread", o.oslSpread != def.oslSpread},
+	} {
+		if o.given(l.name, l.nonDefault) {
+			o.lengthsGiven = append(o.lengthsGiven, "--"+l.name)
+		}
+	}
+	o.requestsGiven = o.given("requests", o.requests != 0)
+	o.durationGiven = o.given("duration", o.durationS != 0)
 	return runSimulate(o.sc, &o.simulateFlags, std.Stdout, std.Stderr)
 }
 
@@ -145,16 +161,21 @@ type simulateFlags struct {
 	// --burstiness (a burstiness implies gamma arrivals unless --arrival
 	// says otherwise, which is refused).
 	arrivalGiven, burstinessGiven bool
-	isl, osl                      int
-	islDist, oslDist              string
-	islSpread, oslSpread          float64
-	requests                      int
-	durationS                     float64
-	requestsFile                  string
-	seed                          uint64
-	sloTTFT, sloTPOT              float64
-	sloPct                        float64
-	sweepQPS, sweepConc           bool
+	// lengthsGiven lists the length flags set (--isl, --isl-dist, ...);
+	// requestsGiven and durationGiven: --requests, --duration were set.
+	// A load that comes from a file takes none of them, or not all.
+	lengthsGiven                 []string
+	requestsGiven, durationGiven bool
+	isl, osl                     int
+	islDist, oslDist             string
+	islSpread, oslSpread         float64
+	requests                     int
+	durationS                    float64
+	requestsFile                 string
+	seed                         uint64
+	sloTTFT, sloTPOT             float64
+	sloPct                       float64
+	sweepQPS, sweepConc          bool
 	engineFlags
 	instances        int
 	router           string
@@ -246,10 +267,25 @@ func runSimulate(sc *scenarioFlags, f *simulateFlags, stdout, stderr io.Writer) 
 			flag string
 			set  bool
 		}{{"--qps", f.qps != ""}, {"--concurrency", f.concurrency != ""}, {"--requests-file", f.requestsFile != ""}, {"--sweep-qps", f.sweepQPS},
-			{"--sweep-concurrency", f.sweepConc}, {"--replay-qps", f.replayQPS != ""}, {"--for-qps", f.forQPS != 0}} {
+			{"--sweep-concurrency", f.sweepConc}, {"--replay-qps", f.replayQPS != ""}, {"--for-qps", f.forQPS != 0},
+			{"--arrival", f.arrivalGiven}, {"--requests", f.requestsGiven}, {"--duration", f.durationGiven}} {
 			if n.set {
 				return flagError("--compare with "+n.flag, nil, "the measured result sets the load: drop %s", n.flag)
 			}
+		}
+		if len(f.lengthsGiven) > 0 {
+			return flagError("--compare with "+f.lengthsGiven[0], nil, "the measured result sets the load, its prompt and output lengths included: drop %s", f.lengthsGiven[0])
+		}
+	}
+	if f.requestsFile != "" && len(f.lengthsGiven) > 0 {
+		return flagError("--requests-file with "+f.lengthsGiven[0], nil, "the trace gives every request's prompt and output tokens: drop %s", f.lengthsGiven[0])
+	}
+	if f.arrivalGiven {
+		switch {
+		case f.concurrency != "" || f.sweepConc:
+			return flagError("--arrival with --concurrency", nil, "a closed loop has no arrival process: its clients send the next request when the last completes")
+		case f.requestsFile != "" && f.qps == "" && !f.sweepQPS:
+			return flagError("--arrival with --requests-file", nil, "the trace's own arrival times are replayed: drop --arrival, or give --qps for arrivals at a rate")
 		}
 	}
 	var measured []serving.Measured

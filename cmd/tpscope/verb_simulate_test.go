@@ -260,3 +260,49 @@ func TestSimulateBurstiness(t *testing.T) {
 		})
 	}
 }
+
+// TestSimulateLoadFromFileRefusesLoadFlags: a load that comes from a file
+// takes no flag that would set it: with --compare every load flag (the
+// lengths, their distributions, --arrival, --requests, --duration); with
+// --requests-file the lengths, and --arrival unless --qps sets a rate;
+// a closed loop no --arrival. Each is one line naming the flag, before
+// any work. --requests with a trace (it stops the trace early) and
+// --arrival with a trace's lengths at --qps still run.
+func TestSimulateLoadFromFileRefusesLoadFlags(t *testing.T) {
+	measured := "../../serving/testdata/bench/generated/vllm-detailed.json"
+	reqs := filepath.Join(t.TempDir(), "reqs.csv")
+	if err := os.WriteFile(reqs, []byte("arrival_s,prompt_tokens,output_tokens\n0,100,10\n0.5,200,20\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var cases []usageCase
+	for _, fl := range [][]string{{"--isl", "100"}, {"--osl", "100"}, {"--isl-dist", "uniform"}, {"--osl-dist", "lognormal"},
+		{"--isl-spread", "0.5"}, {"--osl-spread", "0.5"}, {"--arrival", "constant"}, {"--requests", "10"}, {"--duration", "5"}} {
+		cases = append(cases, usageCase{"compare " + fl[0], append([]string{"simulate", "--model", "deepseek-v3", "--compare", measured}, fl...),
+			"--compare with " + fl[0] + ": the measured result sets the load"})
+	}
+	for _, fl := range [][]string{{"--isl", "100"}, {"--osl", "100"}, {"--isl-dist", "uniform"}, {"--osl-dist", "uniform"}, {"--isl-spread", "0.2"}, {"--osl-spread", "0.2"}} {
+		cases = append(cases, usageCase{"requests-file " + fl[0], append([]string{"simulate", "--requests-file", reqs}, fl...),
+			"--requests-file with " + fl[0] + ": the trace gives every request's prompt and output tokens"})
+	}
+	cases = append(cases,
+		usageCase{"requests-file --arrival", []string{"simulate", "--requests-file", reqs, "--arrival", "constant"},
+			"--arrival with --requests-file: the trace's own arrival times are replayed"},
+		usageCase{"closed loop --arrival", []string{"simulate", "--concurrency", "4", "--arrival", "gamma"},
+			"--arrival with --concurrency: a closed loop has no arrival process"})
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			code, out, errs := runCLI(t, tc.args...)
+			if code != 2 || out != "" || !strings.Contains(errs, tc.want) || strings.Count(strings.TrimSpace(errs), "\n") != 0 {
+				t.Errorf("exit %d (want 2), stdout %q, stderr %q (want one line with %q)", code, out, errs, tc.want)
+			}
+		})
+	}
+	res := runSimulateJSON(t, "--requests-file", reqs, "--requests", "1")
+	if res.Runs[0].Requests != 1 {
+		t.Errorf("--requests 1 over a 2-request trace: %d requests, want 1", res.Runs[0].Requests)
+	}
+	res = runSimulateJSON(t, "--requests-file", reqs, "--qps", "1", "--arrival", "constant")
+	if res.Runs[0].Load != "qps 1 constant" || res.Runs[0].Requests != 2 {
+		t.Errorf("a trace's lengths at --qps 1 --arrival constant: load %q, %d requests; want qps 1 constant, 2", res.Runs[0].Load, res.Runs[0].Requests)
+	}
+}
