@@ -49,6 +49,11 @@ type LevelComparison struct {
 	Metrics      []MetricCompare
 	// Notes: what makes a row not comparable.
 	Notes []string `json:"notes,omitempty"`
+	// MeasuredMeetsSLO is the measured level judged by the SLO's
+	// percentiles (SLO.MeetsMeasured); nil without an SLO or where the
+	// level does not report them. The predicted side's verdict and
+	// goodput are Result's.
+	MeasuredMeetsSLO *bool `json:"measured_meets_slo,omitempty"`
 }
 
 // MarshalJSON writes the metrics under "metrics".
@@ -99,6 +104,11 @@ func (s *Simulator) CompareMeasured(m *Measured, seed uint64, o RunOptions) (*Le
 		return nil, fmt.Errorf("%s record %d (%s): %w", m.File, m.Record, m.Label(), err)
 	}
 	lc := &LevelComparison{Measured: m, Load: res.Load, TrafficNotes: notes, Result: res}
+	if o.SLO.set() {
+		if meets, known := o.SLO.MeetsMeasured(m); known {
+			lc.MeasuredMeetsSLO = &meets
+		}
+	}
 	pred := map[string]Stats{"ttft_ms": res.TTFTMs, "tpot_ms": res.TPOTMs, "itl_ms": res.ITLMs, "e2e_ms": res.E2EMs}
 	meas := map[string]Latency{"ttft_ms": m.TTFTMs, "tpot_ms": m.TPOTMs, "itl_ms": m.ITLMs, "e2e_ms": m.E2EMs}
 	for _, k := range compareLatencies {

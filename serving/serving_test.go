@@ -343,3 +343,30 @@ func TestSweepConcurrency(t *testing.T) {
 		}
 	}
 }
+
+// TestSLOMeetsMeasured judges a measured level by its own percentiles, as
+// SLO.Meets judges a run: a reported percentile over a limit fails; one
+// the level does not report leaves the verdict unknown unless another
+// fails.
+func TestSLOMeetsMeasured(t *testing.T) {
+	nan := math.NaN()
+	// As InferenceX reports: median and p99, no p90.
+	m := &Measured{TTFTMs: Latency{Mean: nan, P50: 502.9, P90: nan, P99: 1420.3}, TPOTMs: Latency{Mean: nan, P50: 21.3, P90: nan, P99: 28.5}}
+	for _, c := range []struct {
+		name         string
+		slo          SLO
+		meets, known bool
+	}{
+		{"p99 both within", SLO{TTFTMs: 2000, TPOTMs: 30}, true, true},
+		{"p99 TPOT over", SLO{TTFTMs: 2000, TPOTMs: 28}, false, true},
+		{"p99 TTFT over", SLO{TTFTMs: 1000}, false, true},
+		{"p50 within", SLO{TTFTMs: 600, TPOTMs: 25, Percentile: 50}, true, true},
+		{"p50 TTFT over", SLO{TTFTMs: 500, Percentile: 50}, false, true},
+		{"p90 not reported", SLO{TTFTMs: 2000, Percentile: 90}, false, false},
+	} {
+		meets, known := c.slo.MeetsMeasured(m)
+		if meets != c.meets || known != c.known {
+			t.Errorf("%s: meets %v, known %v; want %v, %v", c.name, meets, known, c.meets, c.known)
+		}
+	}
+}

@@ -139,6 +139,31 @@ func (o SLO) Meets(r *Result) bool {
 	return (o.TTFTMs == 0 || r.TTFTMs.Percentile(p) <= o.TTFTMs) && (o.TPOTMs == 0 || r.TPOTMs.Percentile(p) <= o.TPOTMs)
 }
 
+// MeetsMeasured judges a measured level as Meets does a run, by the
+// level's own percentile of TTFT and TPOT; known is false when a limit's
+// percentile is not reported and no reported one fails. The measured
+// level has no requests to count goodput by.
+func (o SLO) MeetsMeasured(m *Measured) (meets, known bool) {
+	stat := fmt.Sprintf("p%g", o.percentile())
+	known = true
+	for _, c := range []struct {
+		limit float64
+		got   Latency
+	}{{o.TTFTMs, m.TTFTMs}, {o.TPOTMs, m.TPOTMs}} {
+		if c.limit == 0 {
+			continue
+		}
+		v := c.got.Get(stat)
+		switch {
+		case math.IsNaN(v):
+			known = false
+		case v > c.limit:
+			return false, true
+		}
+	}
+	return known, known
+}
+
 // Result is one run.
 type Result struct {
 	// Load describes the traffic ("qps 10 poisson", "concurrency 8",

@@ -376,3 +376,29 @@ func TestCapacityReportsInBrowser(t *testing.T) {
 		})
 	}
 }
+
+// TestSimulateCompareSLOVerdict: with --compare, an SLO gets a verdict
+// per level, the simulation's (met or not, its goodput) beside the
+// measured level's by its own percentiles. The conc64 file reports p99
+// TTFT 1420.3 ms, p99 TPOT 28.5 ms and no p90: limits of 2000 and 30 ms
+// are met there, 28 ms of TPOT is not, and p90 cannot be judged. Limits
+// no request can miss (100 s) are met by the simulation too; 1 us of
+// TTFT no request meets (goodput 0).
+func TestSimulateCompareSLOVerdict(t *testing.T) {
+	level := dsr1Dir + "conc64.json"
+	for _, c := range []struct {
+		slo  []string
+		want string
+	}{
+		{[]string{"--slo-ttft-ms", "100000", "--slo-tpot-ms", "100000"}, "  SLO p99 TTFT <= 100000 ms, TPOT <= 100000 ms: predicted met, goodput "},
+		{[]string{"--slo-ttft-ms", "2000", "--slo-tpot-ms", "30"}, "; measured met\n"},
+		{[]string{"--slo-ttft-ms", "2000", "--slo-tpot-ms", "28"}, "; measured not met\n"},
+		{[]string{"--slo-ttft-ms", "0.001"}, "  SLO p99 TTFT <= 0.001 ms: predicted not met, goodput 0.000 req/s; measured not met\n"},
+		{[]string{"--slo-ttft-ms", "2000", "--slo-percentile", "90"}, "; measured not judged (the file does not report that percentile)\n"},
+	} {
+		code, out, errs := runCLI(t, append(append([]string{"simulate", "--compare", level}, dsr1Run...), c.slo...)...)
+		if code != 0 || !strings.Contains(out, c.want) {
+			t.Errorf("%v: exit %d, stderr %q; output lacks %q:\n%s", c.slo, code, errs, c.want, out)
+		}
+	}
+}

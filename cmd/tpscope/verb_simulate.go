@@ -72,7 +72,8 @@ serve --save-result JSON, SGLang bench_serving JSONL, aiperf's
 profile_export_aiperf.json, GuideLLM's benchmarks.json, InferenceX
 summaries, a request log), simulates each load level as measured and prints
 predicted beside measured for mean/p50/p90/p99 of TTFT, TPOT, ITL and E2E
-and the throughputs. The engine the results name (their backend or
+and the throughputs; with an SLO, the simulation's verdict and goodput
+beside the measured level's verdict by its own percentiles. The engine the results name (their backend or
 framework) prices and schedules the run unless --engine names another;
 a GPU they name other than the box's is refused, and so is a model they
 name that is not the scenario's (without --model, any but the default's
@@ -981,6 +982,31 @@ func writeSimulatePlot(path string, o *simulateOutput) error {
 	return savePlots(path, 9*vg.Inch, 8*vg.Inch, [][]*plot.Plot{{top}, {bottom}}, draw.Tiles{PadY: vg.Points(18)})
 }
 
+// sloVerdict is a level's SLO verdict in one line: the simulation's
+// (met or not, its goodput) beside the measured level's by its own
+// percentiles; "" without an SLO.
+func sloVerdict(lc *serving.LevelComparison) string {
+	r := lc.Result
+	if r.SLO.TTFTMs <= 0 && r.SLO.TPOTMs <= 0 {
+		return ""
+	}
+	verdict := func(ok bool) string {
+		if ok {
+			return "met"
+		}
+		return "not met"
+	}
+	pred := verdict(r.MeetsSLO)
+	if r.Overloaded {
+		pred += " (overloaded)"
+	}
+	meas := "not judged (the file does not report that percentile)"
+	if lc.MeasuredMeetsSLO != nil {
+		meas = verdict(*lc.MeasuredMeetsSLO)
+	}
+	return fmt.Sprintf("SLO %s: predicted %s, goodput %.3f req/s; measured %s", sloString(r.SLO), pred, r.GoodputRequestsPerS, meas)
+}
+
 // writeCompareTables writes, per measured level, the simulated load's
 // statistics beside the measured ones (build.ComparisonTable's cells) and
 // what was inferred in rebuilding the load.
@@ -1002,7 +1028,11 @@ func writeCompareTables(w io.Writer, cmps []*serving.LevelComparison, md bool) e
 		if err := writeTable(w, "predicted vs measured: "+m.Label(), title, header, rows, md); err != nil {
 			return err
 		}
-		for _, n := range append(append(append([]string(nil), lc.TrafficNotes...), lc.Notes...), m.Notes...) {
+		notes := append(append(append([]string(nil), lc.TrafficNotes...), lc.Notes...), m.Notes...)
+		if v := sloVerdict(lc); v != "" {
+			notes = append([]string{v}, notes...)
+		}
+		for _, n := range notes {
 			if md {
 				fmt.Fprintf(w, "\n%s  \n", n)
 			} else {
