@@ -149,6 +149,7 @@ func (o *simulateOptions) Run(ctx context.Context, args []string, std IO) error 
 		}
 	}
 	o.requestsGiven = o.given("requests", o.requests != 0)
+	o.routerGiven = o.given("router", o.router != def.router)
 	o.durationGiven = o.given("duration", o.durationS != 0)
 	return runSimulate(o.sc, &o.simulateFlags, std.Stdout, std.Stderr)
 }
@@ -167,16 +168,18 @@ type simulateFlags struct {
 	// A load that comes from a file takes none of them, or not all.
 	lengthsGiven                 []string
 	requestsGiven, durationGiven bool
-	isl, osl                     int
-	islDist, oslDist             string
-	islSpread, oslSpread         float64
-	requests                     int
-	durationS                    float64
-	requestsFile                 string
-	seed                         uint64
-	sloTTFT, sloTPOT             float64
-	sloPct                       float64
-	sweepQPS, sweepConc          bool
+	// routerGiven: --router was set (it routes nothing to one scheduler).
+	routerGiven          bool
+	isl, osl             int
+	islDist, oslDist     string
+	islSpread, oslSpread float64
+	requests             int
+	durationS            float64
+	requestsFile         string
+	seed                 uint64
+	sloTTFT, sloTPOT     float64
+	sloPct               float64
+	sweepQPS, sweepConc  bool
 	engineFlags
 	instances        int
 	router           string
@@ -212,7 +215,7 @@ func (f *simulateFlags) bind(fs *pflag.FlagSet) {
 	fs.BoolVar(&f.sweepConc, "sweep-concurrency", f.sweepConc, "search the largest client count meeting the SLO")
 	f.engineFlags.bind(fs)
 	fs.IntVar(&f.instances, "instances", f.instances, "engine instances, each its own copy of the plan")
-	fs.StringVar(&f.router, "router", f.router, "request router over instances and DP ranks: round-robin or least-loaded")
+	fs.StringVar(&f.router, "router", f.router, "request router over instances and DP ranks: round-robin or least-loaded (refused with one scheduler, which has nothing to route)")
 	fs.StringVar(&f.output, "output", f.output, "output format: table, json or markdown")
 	fs.StringVar(&f.plotFile, "plot", f.plotFile, "write latency percentiles against load to FILE.png or FILE.svg")
 	fs.IntVar(&f.timeline, "timeline", f.timeline, "timeline rows of a single run (0 = none)")
@@ -454,6 +457,9 @@ func runSimulate(sc *scenarioFlags, f *simulateFlags, stdout, stderr io.Writer) 
 			return err
 		}
 		return causeError("", nil, err)
+	}
+	if f.routerGiven && s.Schedulers() == 1 {
+		return flagError("--router", f.router, "one scheduler takes every request (1 instance, DP 1), so nothing is routed: the router spreads requests over --instances x DP ranks; drop --router or give --instances 2 or more")
 	}
 	// The steps are priced by the scenario's engine, routing and cost
 	// source: say so as predict does, counting the tables' ops on the

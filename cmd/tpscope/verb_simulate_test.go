@@ -306,3 +306,31 @@ func TestSimulateLoadFromFileRefusesLoadFlags(t *testing.T) {
 		t.Errorf("a trace's lengths at --qps 1 --arrival constant: load %q, %d requests; want qps 1 constant, 2", res.Runs[0].Load, res.Runs[0].Requests)
 	}
 }
+
+// TestSimulateRouterNeedsSchedulers: --router picks among the schedulers
+// (--instances x DP ranks); with one (the default deployment: one
+// instance, TP 8, no DP) it routes nothing and is refused in one line,
+// whichever router it names; with two instances it runs as given.
+func TestSimulateRouterNeedsSchedulers(t *testing.T) {
+	checkUsageErrors(t, []usageCase{
+		{"least-loaded, one scheduler", []string{"simulate", "--qps", "2", "--requests", "20", "--router", "least-loaded"},
+			"--router least-loaded: one scheduler takes every request (1 instance, DP 1), so nothing is routed"},
+		{"round-robin, one scheduler", []string{"simulate", "--qps", "2", "--requests", "20", "--router", "round-robin"},
+			"--router round-robin: one scheduler takes every request"},
+	})
+	var out struct {
+		Router     string `json:"router"`
+		Schedulers int    `json:"schedulers"`
+	}
+	code, stdout, errs := runCLI(t, "simulate", "--model", "tiny-mla-moe", "--tp", "4", "--instances", "2", "--router", "least-loaded",
+		"--qps", "2", "--requests", "20", "--output", "json")
+	if code != 0 {
+		t.Fatalf("two instances: exit %d, stderr %q", code, errs)
+	}
+	if err := json.Unmarshal([]byte(stdout), &out); err != nil {
+		t.Fatal(err)
+	}
+	if out.Router != "least-loaded" || out.Schedulers != 2 {
+		t.Errorf("two instances: router %q over %d schedulers, want least-loaded over 2", out.Router, out.Schedulers)
+	}
+}
