@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/spf13/pflag"
+	engprof "github.com/tpscope/tpscope/engine"
 	"github.com/tpscope/tpscope/model"
 	"github.com/tpscope/tpscope/perfdb"
 	"github.com/tpscope/tpscope/sim"
@@ -64,6 +65,11 @@ type scenarioFlags struct {
 	// decoding), which the MoE dispatch and acceptance flags may apply to
 	// where the scenario itself has no dispatch or speculation.
 	variants bool
+	// executes: the verb runs tpscope's own kernels (run, verdict), so
+	// the scenario's engine is the executor (runsExecutor): another
+	// engine, or an engine option the executor cannot honour, is refused
+	// rather than priced for a run that would not have it.
+	executes bool
 	// counts are the verb's flags that count rows to print (--top), which
 	// cannot be negative (0 means all); checked with the scenario flags,
 	// before any work.
@@ -256,6 +262,33 @@ func (f *scenarioFlags) bindOptionFlags(fs *pflag.FlagSet) {
 			_ = fs.MarkHidden(of.Name)
 		}
 	}
+}
+
+// executorRefusal is what run and verdict say when the flags ask for
+// what only a serving engine has.
+const executorRefusal = "run and verdict execute tpscope's executor kernels, not a serving engine's"
+
+// runsExecutor makes the flags those of a verb that executes tpscope's
+// own kernels (run, verdict): the engine is the executor, which --engine's
+// help gives as its default, and scenario refuses another engine or an
+// option the executor's profile refuses (a custom all-reduce, an
+// attention backend or MoE kernel of a serving engine). Call it after
+// Bind.
+func (f *scenarioFlags) runsExecutor(fs *pflag.FlagSet) {
+	f.executes = true
+	f.opts.Engine = engprof.ExecutorRef
+	if fl := fs.Lookup("engine"); fl != nil {
+		fl.Usage = "the engine whose kernels run and price the step: executor (tpscope's own kernels), the only one this verb runs (default: executor)"
+	}
+}
+
+// checkExecutor refuses, for a verb that executes tpscope's kernels, an
+// --engine other than the executor.
+func (f *scenarioFlags) checkExecutor(o sim.Options) error {
+	if f.executes && !o.Engine.IsExecutor() {
+		return flagError("--engine", o.Engine, "%s: leave --engine out (or give executor)", executorRefusal)
+	}
+	return nil
 }
 
 // topoHelp describes what --topo accepts.
@@ -457,6 +490,9 @@ func (f *scenarioFlags) scenario() (sim.Scenario, error) {
 	if sc.Options, err = f.options(); err != nil {
 		return sc, err
 	}
+	if err := f.checkExecutor(sc.Options); err != nil {
+		return sc, err
+	}
 	if err := f.specAccept(&sc.Options); err != nil {
 		return sc, err
 	}
@@ -495,6 +531,9 @@ func (f *scenarioFlags) scenario() (sim.Scenario, error) {
 		return sc, flagError(fmt.Sprintf("--tp %d x --dp %d", n.TP, n.DP), nil, "needs %d GPUs; --topo %s has %d", w, sc.Topo.Name, sc.Topo.NumGPUs())
 	}
 	if err := sc.CheckEngine(); err != nil {
+		if f.executes {
+			return sc, usageErrorf("%v (%s)", err, executorRefusal)
+		}
 		return sc, usageErrorf("%v", err)
 	}
 	if sc.Costs, err = f.costs(sc.Topo, sc.Build.Routing, sc.Options); err != nil {

@@ -90,6 +90,7 @@ func newRunOptions() *runOptions {
 func (o *runOptions) Bind(fs *pflag.FlagSet) {
 	o.fs = fs
 	o.sc.Bind(fs)
+	o.sc.runsExecutor(fs)
 	fs.StringVar(&o.backend, "backend", o.backend, "where to run: cpu or cuda")
 	fs.IntVar(&o.steps, "steps", o.steps, "measured steps")
 	fs.IntVar(&o.warmup, "warmup", o.warmup, "warm-up steps before the measured ones (no spans)")

@@ -92,3 +92,57 @@ func TestRunBadFlags(t *testing.T) {
 		})
 	}
 }
+
+// TestExecutorVerbsEngine: run and verdict execute tpscope's own kernels,
+// so their engine is the executor. Another --engine, or an option only a
+// serving engine has (the executor's profile has no custom all-reduce, its
+// one attention backend is executor_mla and its one MoE kernel cublas), is
+// refused in one line before any work, saying why; --engine's help gives
+// the executor as the default.
+func TestExecutorVerbsEngine(t *testing.T) {
+	box := filepath.Join(cpuRanksDir, "cpu-4r.json")
+	run := []string{"run", "--backend", "cpu", "--model", "tiny-mla-moe", "--tp", "4", "--topo", box, "--trace", "none"}
+	verdict := []string{"verdict", "--backend", "cpu", "--model", "tiny-mla-moe", "--tp", "4", "--topo", box}
+	const why = "run and verdict execute tpscope's executor kernels, not a serving engine's"
+	var cases []usageCase
+	for _, verb := range [][]string{run, verdict} {
+		for _, c := range []struct {
+			name string
+			args []string
+			want string
+		}{
+			{"engine-sglang", []string{"--engine", "sglang"}, "--engine sglang: " + why},
+			{"engine-vllm-with-backend", []string{"--engine", "vllm", "--attention-backend", "TRITON_MLA"}, "--engine vllm: " + why},
+			{"attention-backend", []string{"--attention-backend", "TRITON_MLA"}, `--attention-backend triton_mla: executor@1 has no attention backend "triton_mla"`},
+			{"moe-kernel", []string{"--moe-kernel", "triton"}, `--moe-kernel triton: executor@1 has no MoE kernel "triton"`},
+			{"custom-ar-oneshot", []string{"--custom-ar", "oneshot", "--compare"}, "--custom-ar oneshot: executor@1 has no custom all-reduce kernel"},
+		} {
+			args := append(append([]string{}, verb...), c.args...)
+			if verb[0] == "verdict" && c.name == "custom-ar-oneshot" {
+				args = args[:len(args)-1] // verdict compares without --compare
+			}
+			cases = append(cases, usageCase{verb[0] + "/" + c.name, args, c.want})
+		}
+	}
+	checkUsageErrors(t, cases)
+	for _, c := range cases {
+		if c.name == "run/attention-backend" || c.name == "verdict/custom-ar-oneshot" {
+			_, _, stderr := runCLI(t, c.args...)
+			if !strings.Contains(stderr, why) || strings.Count(strings.TrimSpace(stderr), "\n") > 0 {
+				t.Errorf("%s: %q; want one line saying %q", c.name, stderr, why)
+			}
+		}
+	}
+	for _, verb := range []string{"run", "verdict"} {
+		code, stdout, stderr := runCLI(t, verb, "--help")
+		help := stdout + stderr
+		i := strings.Index(help, "--engine ")
+		if code != 0 || i < 0 {
+			t.Fatalf("%s --help: exit %d, no --engine in %q", verb, code, help)
+		}
+		line, _, _ := strings.Cut(help[i:], "\n")
+		if !strings.Contains(line, "(default: executor)") || strings.Contains(line, "vllm") {
+			t.Errorf("%s --help: %q; want the executor as --engine's default, no serving engine", verb, line)
+		}
+	}
+}

@@ -97,6 +97,7 @@ func newVerdictOptions() *verdictOptions {
 func (o *verdictOptions) Bind(fs *pflag.FlagSet) {
 	o.fs = fs
 	o.sc.Bind(fs)
+	o.sc.runsExecutor(fs)
 	fs.StringVar(&o.backend, "backend", o.backend, "where to run: cuda or cpu")
 	fs.StringVar(&o.entries, "entries", o.entries, "only these entries (comma list; default every entry)")
 	fs.IntVar(&o.steps, "steps", o.steps, "measured steps per run")
