@@ -202,7 +202,7 @@ func checkBackend(backend string, t *topology.Topology) error {
 	if t == nil || len(t.Devices) == 0 {
 		return nil
 	}
-	cpuBox := t.Devices[0].Arch == "cpu"
+	cpuBox := t.IsCPUBox()
 	switch {
 	case backend == "cpu" && !cpuBox:
 		return fmt.Errorf("a CPU run (%s cpu) compared against the GPU box %s: pass --topo with the JSON 'tpscope calibrate --backend cpu' wrote", schema.AttrBackend, t.Name)

@@ -195,6 +195,16 @@ func (l Level) String() string {
 // NumGPUs is the number of GPUs in the box.
 func (t *Topology) NumGPUs() int { return len(t.GPUs) }
 
+// ArchCPU is Device.Arch of a CPU rank: the devices of the box 'tpscope
+// calibrate --backend cpu' writes, which are cores of this machine.
+const ArchCPU = "cpu"
+
+// IsCPUBox reports whether the box's devices are CPU ranks (ArchCPU), not
+// GPUs: a measurement of the CPU backend is priced on such a box only.
+func (t *Topology) IsCPUBox() bool {
+	return len(t.Devices) > 0 && t.Devices[0].Arch == ArchCPU
+}
+
 // DeviceOf returns the spec of GPU i (nil if i is out of range or the GPU
 // names an unknown device; Validate rejects the latter).
 func (t *Topology) DeviceOf(i int) *Device {

@@ -14,6 +14,7 @@ import (
 	"github.com/tpscope/tpscope/exec/exectest"
 	"github.com/tpscope/tpscope/ncclenv"
 	"github.com/tpscope/tpscope/pipeline"
+	"github.com/tpscope/tpscope/topology"
 )
 
 // testConfigBackend records the configuration its factory was given (the
@@ -77,15 +78,42 @@ func TestRunTellsBackendTheScenario(t *testing.T) {
 
 // TestMeasuredBoxNeedsTopo: a CPU run set beside a prediction needs the
 // box it runs on, for run --compare and verdict alike, refused before any
-// work; verdict on other backends may price the default box.
+// work: no --topo, or a --topo of GPUs (h200-nvswitch's are H200s, a
+// description's are the GPUs it names), since the CPU backend's ranks are
+// CPU cores; verdict on other backends may price the default box.
 func TestMeasuredBoxNeedsTopo(t *testing.T) {
-	scen := []string{"--model", "tiny-mla-moe", "--tp", "2", "--batch", "1", "--context", "64"}
+	scen := []string{"--model", "tiny-mla-moe", "--tp", "2", "--batch", "1", "--context", "64", "--trace", "none"}
+	const gpuBox = "the cpu backend's ranks are CPU cores, and this box's devices are "
 	checkUsageErrors(t, []usageCase{
-		{"verdict cpu", append([]string{"verdict", "--backend", "cpu"}, scen...), "verdict --backend cpu needs --topo"},
+		{"verdict cpu", append([]string{"verdict", "--backend", "cpu"}, scen[:len(scen)-2]...), "verdict --backend cpu needs --topo"},
 		{"run compare cpu", append([]string{"run", "--backend", "cpu", "--compare"}, scen...), "--compare needs --topo"},
 		{"run compare other backend", append([]string{"run", "--backend", testGraphsBackend, "--compare"}, scen...), "--compare needs --topo"},
+		{"verdict cpu on a GPU preset", append([]string{"verdict", "--backend", "cpu", "--topo", "h200-nvswitch"}, scen[:len(scen)-2]...),
+			"--topo h200-nvswitch: " + gpuBox + "NVIDIA H200 GPUs: verdict needs a CPU box"},
+		{"run compare cpu on a GPU preset", append([]string{"run", "--backend", "cpu", "--compare", "--topo", "h200-nvswitch"}, scen...),
+			"--topo h200-nvswitch: " + gpuBox + "NVIDIA H200 GPUs: --compare needs a CPU box"},
+		{"run compare cpu on a GPU description", append([]string{"run", "--backend", "cpu", "--compare", "--topo", "nvswitch:8xh100-sxm"}, scen...),
+			gpuBox + "NVIDIA H100"},
 	})
-	if err := checkMeasuredBox("verdict", testKVBackend, false, false); err != nil {
+	// The CPU box passes, and a GPU box on a GPU backend is that
+	// backend's own check (its device against the box's GPU).
+	cpuBox, err := topology.Resolve(filepath.Join(cpuRanksDir, "cpu-4r.json"), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gpu, err := topology.Resolve("h200-nvswitch", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		backend string
+		box     *topology.Topology
+	}{{"cpu", cpuBox}, {testKVBackend, gpu}} {
+		if err := checkMeasuredBox("verdict", c.backend, true, false, c.box); err != nil {
+			t.Errorf("verdict --backend %s --topo %s: %v", c.backend, c.box.Name, err)
+		}
+	}
+	if err := checkMeasuredBox("verdict", testKVBackend, false, false, nil); err != nil {
 		t.Errorf("verdict on %s without --topo: %v", testKVBackend, err)
 	}
 }
@@ -95,7 +123,7 @@ func TestMeasuredBoxNeedsTopo(t *testing.T) {
 // entries are not run, and say why, instead of measuring noise as a verdict.
 func TestVerdictCPUNotOnBackend(t *testing.T) {
 	code, out, errs := runCLI(t, "verdict", "--backend", "cpu", "--model", "tiny-mla-moe", "--tp", "2", "--batch", "1", "--context", "64",
-		"--topo", "h200-nvswitch", "--steps", "1", "--warmup", "0", "--output", "json",
+		"--topo", filepath.Join(cpuRanksDir, "cpu-4r.json"), "--steps", "1", "--warmup", "0", "--output", "json",
 		"--entries", "nccl-proto-ll,nccl-p2p-sys,nccl-p2p-disable,oneshot-ar,cuda-graphs")
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errs)

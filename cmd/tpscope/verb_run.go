@@ -48,8 +48,9 @@ the machine; the prediction is then made for the same scaled model.
 --trace takes the destinations of the traces package: file:PATH (OTLP JSON
 lines), otlp://HOST:4317, otlphttp://HOST:4318, none; empty uses the
 OTEL_EXPORTER_OTLP_* variables. --compare (needs --topo: a preset, or for
-the CPU backend the JSON written by 'tpscope calibrate --backend cpu')
-prints measured against predicted time per op kind and for the step.
+the CPU backend the JSON written by 'tpscope calibrate --backend cpu', as
+a GPU box is refused there) prints measured against predicted time per op
+kind and for the step.
 Ctrl-C stops after the current op, exports the spans of the finished steps,
 prints their summary and exits with code 130.
 
@@ -143,14 +144,14 @@ func (o *runOptions) Run(ctx context.Context, args []string, std IO) error {
 		return flagError("--fault-step", nil, "needs --fault-hang")
 	}
 	withTopo := o.given("topo", o.sc.topo != topology.DefaultPreset)
-	if o.compare {
-		if err := checkMeasuredBox("--compare", o.backend, withTopo, true); err != nil {
-			return err
-		}
-	}
 	scen, err := o.sc.scenario()
 	if err != nil {
 		return err
+	}
+	if o.compare {
+		if err := checkMeasuredBox("--compare", o.backend, withTopo, true, scen.Topo); err != nil {
+			return err
+		}
 	}
 	if o.scale != 1 {
 		if err = scaleScenario(&scen, o.scale); err != nil {

@@ -62,7 +62,7 @@ An entry that changes a setting NCCL keeps for the life of a process (the
 protocol, the algorithm, the P2P level, P2P disable) runs in fresh
 processes of this binary, so no run inherits another's NCCL settings.
 --backend cpu needs --topo: the JSON 'tpscope calibrate --backend cpu'
-writes (the default box is a GPU box).
+writes (a GPU box, the default one included, is refused).
 
 -o/--out DIR writes every run's trace (DIR/<run>.otlp.jsonl), for 'tpscope
 compare' and Jaeger, and the report as DIR/verdict.json and DIR/verdict.md.
@@ -142,14 +142,14 @@ func (o *verdictOptions) Run(ctx context.Context, args []string, std IO) error {
 	if o.scale != 1 && o.backend != "cpu" {
 		return flagError("--scale", o.scale, "only the cpu backend runs a scaled model (got --backend %s)", o.backend)
 	}
-	if err := checkMeasuredBox("verdict", o.backend, o.given("topo", o.sc.topo != topology.DefaultPreset), false); err != nil {
-		return err
-	}
 	// --moe-dispatch and --dispatch-dtype price the DP-attention rows,
 	// the acceptance flags the speculative ones.
 	o.sc.variants = true
 	base, err := o.sc.scenario()
 	if err != nil {
+		return err
+	}
+	if err := checkMeasuredBox("verdict", o.backend, o.given("topo", o.sc.topo != topology.DefaultPreset), false, base.Topo); err != nil {
 		return err
 	}
 	if o.scale != 1 {

@@ -413,7 +413,7 @@ func cpuTopology(name string, rep *CalibrateReport, vendor string) (*topology.To
 	}
 	memTotal := physMemBytes()
 	dev := topology.Device{
-		Name: devName, Arch: "cpu", SMs: 1, SMClockMHz: 1, BoostClockMHz: 1,
+		Name: devName, Arch: topology.ArchCPU, SMs: 1, SMClockMHz: 1, BoostClockMHz: 1,
 		MemBytes:  max(1, memTotal/int64(R)),
 		MemBWGBps: rep.MemGBps / 2, MemEfficiency: 1,
 		L2Bytes:    2 << 20,
