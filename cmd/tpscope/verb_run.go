@@ -240,7 +240,9 @@ func (o *runOptions) Run(ctx context.Context, args []string, std IO) error {
 // checkRunMemory refuses, before anything is allocated, a run whose
 // backend says it needs more memory than is free, naming both figures and
 // the ways out: a --scale that fits (the model's widths divided: weights
-// shrink by about its square), one rank's shard, a smaller model.
+// shrink by about its square), one rank's shard, a smaller model (not
+// when the smallest, smallModel, already runs: then a smaller batch or
+// context, whose KV cache is what is left to shrink).
 func checkRunMemory(b exec.Backend, sc sim.Scenario, sched *model.Schedule, local []int) error {
 	me, ok := b.(exec.MemoryEstimator)
 	if !ok {
@@ -254,7 +256,10 @@ func checkRunMemory(b exec.Backend, sc sim.Scenario, sched *model.Schedule, loca
 	if ranks == 0 {
 		ranks = len(sched.Ranks)
 	}
-	way := ""
+	var ways []string
+	// A scaled model scales again by f (model.ScaleArch): the flag to
+	// give is the product.
+	given := max(1, sc.Arch.Ref.Scale)
 	for f := 2.0; f <= 1024; f *= 2 {
 		s := sc
 		if err := scaleScenario(&s, f); err != nil {
@@ -265,15 +270,36 @@ func checkRunMemory(b exec.Backend, sc sim.Scenario, sched *model.Schedule, loca
 			break
 		}
 		if e, err := me.EstimateMemory(ss, local); err == nil && e.NeedBytes <= est.FreeBytes*8/10 {
-			way = fmt.Sprintf("--scale %g (about %s), ", f, units.Bytes(float64(e.NeedBytes)))
+			ways = append(ways, fmt.Sprintf("--scale %g (about %s)", f*given, units.Bytes(float64(e.NeedBytes))))
 			break
 		}
 	}
 	if ranks > 1 {
-		way += "one rank's shard (--local-ranks 0), "
+		ways = append(ways, "one rank's shard (--local-ranks 0)")
 	}
-	return usageErrorf("the %s backend would allocate at least %s of %s for %s %s (%d ranks here); %s available: run %sor a smaller model (--model tiny-mla-moe)",
-		b.Name(), units.Bytes(float64(est.NeedBytes)), est.Where, sc.Arch.Name, sched.Plan, ranks, units.Bytes(float64(est.FreeBytes)), way)
+	if sc.Arch.Ref.Name != smallModel {
+		ways = append(ways, "a smaller model (--model "+smallModel+")")
+	} else {
+		ways = append(ways, "a smaller step (--batch or --context)")
+	}
+	return usageErrorf("the %s backend would allocate at least %s of %s for %s %s (%d ranks here); %s available: run %s",
+		b.Name(), units.Bytes(float64(est.NeedBytes)), est.Where, sc.Arch.Name, sched.Plan, ranks, units.Bytes(float64(est.FreeBytes)), orList(ways))
+}
+
+// smallModel is the smallest preset, tpscope's own model with
+// DeepSeek-V3's structure, which any machine runs.
+const smallModel = "tiny-mla-moe"
+
+// orList joins alternatives as a sentence does: "a", "a or b", "a, b,
+// or c".
+func orList(items []string) string {
+	switch n := len(items); {
+	case n == 2:
+		return items[0] + " or " + items[1]
+	case n > 2:
+		return strings.Join(items[:n-1], ", ") + ", or " + items[n-1]
+	}
+	return strings.Join(items, "")
 }
 
 // writeRun prints the run's summary (and comparison) in the output format.

@@ -3,11 +3,15 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
+	"github.com/tpscope/tpscope/exec"
 	"github.com/tpscope/tpscope/model"
+	"github.com/tpscope/tpscope/sim"
 	"github.com/tpscope/tpscope/traces"
 )
 
@@ -144,5 +148,87 @@ func TestExecutorVerbsEngine(t *testing.T) {
 		if !strings.Contains(line, "(default: executor)") || strings.Contains(line, "vllm") {
 			t.Errorf("%s --help: %q; want the executor as --engine's default, no serving engine", verb, line)
 		}
+	}
+}
+
+// memoryBackend is a backend whose runs need needAtScale1 / s^2 bytes for
+// a model scaled by s (its name's @scale= factors: weights shrink with the
+// square of the widths), with 1 GB free; it never runs.
+type memoryBackend struct{ needAtScale1 float64 }
+
+func (memoryBackend) Name() string { return "mem" }
+
+func (memoryBackend) Open(context.Context, *model.Schedule, exec.SessionConfig) (exec.Session, error) {
+	return nil, errors.New("memoryBackend does not run")
+}
+
+func (b memoryBackend) EstimateMemory(s *model.Schedule, _ []int) (exec.MemoryEstimate, error) {
+	scale := 1.0
+	parts := strings.Split(s.Model, "@scale=")
+	for _, p := range parts[1:] {
+		f, err := strconv.ParseFloat(p, 64)
+		if err != nil {
+			return exec.MemoryEstimate{}, err
+		}
+		scale *= f
+	}
+	return exec.MemoryEstimate{NeedBytes: int64(b.needAtScale1 / (scale * scale)), FreeBytes: 1e9, Where: "RAM"}, nil
+}
+
+// TestRunMemoryAdvice: a run that does not fit is refused with the ways
+// out that apply. With 1 GB free and 64 GB needed unscaled, a scale fits
+// within 80 % of the free memory from s^2 >= 80, the power of two 16
+// (64/256 = 0.25 GB); a model already scaled by 2 needs the same total
+// --scale 16. A model that fits at no scale of 2..1024 (1e15 B) gets no
+// --scale. The smaller model is suggested only when another runs: on
+// tiny-mla-moe the step is what is left to shrink.
+func TestRunMemoryAdvice(t *testing.T) {
+	for _, c := range []struct {
+		name    string
+		model   string
+		scale   float64
+		need    float64
+		want    []string
+		wantNot []string
+	}{
+		{"big model", "deepseek-v3", 1, 64e9,
+			[]string{"run --scale 16 (about 250.00 MB), one rank's shard (--local-ranks 0), or a smaller model (--model tiny-mla-moe)"}, nil},
+		{"big model scaled by 2", "deepseek-v3", 2, 64e9,
+			[]string{"run --scale 16 (about 250.00 MB),"}, []string{"--scale 8 "}},
+		{"tiny model", "tiny-mla-moe", 1, 1e15,
+			[]string{"run one rank's shard (--local-ranks 0) or a smaller step (--batch or --context)"}, []string{"--model tiny-mla-moe", "--scale"}},
+		{"tiny model scaled", "tiny-mla-moe", 4, 1e15,
+			[]string{"or a smaller step (--batch or --context)"}, []string{"--model tiny-mla-moe"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			a, err := model.Preset(c.model)
+			if err != nil {
+				t.Fatal(err)
+			}
+			sc := sim.Scenario{Arch: a, Plan: model.Plan{TP: 4}, Workload: model.Workload{Phase: model.Decode, Batch: 1, Context: 64}}
+			if c.scale != 1 {
+				if err := scaleScenario(&sc, c.scale); err != nil {
+					t.Fatal(err)
+				}
+			}
+			sched, err := sim.BuildSchedule(sc)
+			if err != nil {
+				t.Fatal(err)
+			}
+			err = checkRunMemory(memoryBackend{c.need}, sc, sched, nil)
+			if err == nil {
+				t.Fatal("no error; want the run refused")
+			}
+			for _, w := range c.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("%v\nwant %q", err, w)
+				}
+			}
+			for _, w := range c.wantNot {
+				if strings.Contains(err.Error(), w) {
+					t.Errorf("%v\nwant no %q", err, w)
+				}
+			}
+		})
 	}
 }
