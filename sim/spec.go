@@ -306,8 +306,14 @@ func specYield(o Options, spec model.Spec, w model.Workload, a *model.Arch) *Spe
 		in, src, def = d, d.Source, true
 	}
 	y := &SpecYield{Method: m, Positions: in.Positions(steps), Source: src, Default: def}
-	if n := len(in.PerPosition); n > 0 && n < steps {
+	switch n, at := len(in.PerPosition), in.AtTokens; {
+	case n > 0 && n < steps:
 		y.GivenPositions, y.ExtrapolationRatio = n, in.positionRatio()
+	case (in.MeanLength > 0 || in.DraftRate > 0) && at > 0 && at < steps:
+		// A figure measured at fewer drafts than the step makes gives
+		// positions 1..at; its chain carries on past them at its
+		// per-token rate, q_1.
+		y.GivenPositions, y.ExtrapolationRatio = at, y.Positions[0]
 	}
 	y.TokensPerStep, y.TokensVar = yieldOf(y.Positions)
 	return y
@@ -553,6 +559,19 @@ func (s *SpecStep) String() string {
 	return fmt.Sprintf("%s, %s; %.2f tokens per step (sd %.2f), per-position acceptance %s from %s%s", s.Spec, passes, s.TokensPerStep, math.Sqrt(s.TokensVar), strings.Join(q, ", "), s.Source, s.extrapolation())
 }
 
+// isChain reports whether positions 1..n are a per-token chain, q_i =
+// q_1^i (a mean length or draft rate becomes one), to a relative 1e-9.
+func (y *SpecYield) isChain(n int) bool {
+	a, p := y.Positions[0], 1.0
+	for i := range n {
+		p *= a
+		if math.Abs(y.Positions[i]-p) > 1e-9*p {
+			return false
+		}
+	}
+	return true
+}
+
 // extrapolation says which positions the input gave and which were
 // extrapolated, and how ("" when the input gave them all).
 func (y *SpecYield) extrapolation() string {
@@ -571,8 +590,11 @@ func (y *SpecYield) extrapolation() string {
 		given = "measured" // a file read or a cited figure
 	}
 	how := fmt.Sprintf("the ratio of positions %d and %d", n-1, n)
-	if n == 1 {
+	switch {
+	case n == 1:
 		how = "position 1's rate as a per-token chain"
+	case y.isChain(n):
+		how = fmt.Sprintf("the per-token chain %s follow", span(1, n))
 	}
 	return fmt.Sprintf("; %s %s, %s extrapolated (x%.2f a position: %s)", span(1, n), given, span(n+1, k), y.ExtrapolationRatio, how)
 }

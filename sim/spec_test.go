@@ -82,10 +82,21 @@ func TestSpecYieldSaysExtrapolation(t *testing.T) {
 			"from --spec-accept 0.9,0.6; positions 1-2 given, position 3 extrapolated (x0.67 a position: the ratio of positions 1 and 2)"},
 		{"every position", SpecAccept{PerPosition: []float64{0.9, 0.6, 0.3}, Source: "f"}, 0, 0, ""},
 		{"a chain", SpecAccept{PerToken: 0.8}, 0, 0, ""},
+		// A mean length or draft rate measured at the step's drafts, or
+		// at no stated count, gives every position.
+		{"a mean length at the step's drafts", SpecAccept{MeanLength: 2.5, AtTokens: 3}, 0, 0, ""},
+		{"a mean length at no stated drafts", SpecAccept{MeanLength: 2.5}, 0, 0, ""},
+		// Measured at fewer drafts than the step makes, the chain that
+		// gives it (ratio: a + a^2 = 1.2 at K = 2, a = (sqrt(5.8) - 1) / 2
+		// = 0.7042) carries on past them.
+		{"a draft rate at fewer drafts", SpecAccept{DraftRate: 0.6, AtTokens: 2}, 2, (math.Sqrt(5.8) - 1) / 2,
+			"from --spec-accept rate=0.6@2; positions 1-2 given, position 3 extrapolated (x0.70 a position: the per-token chain positions 1-2 follow)"},
+		{"a cited mean length at fewer drafts", SpecAccept{MeanLength: 1.7, AtTokens: 1, Source: "a card: 1.7 at K = 1"}, 1, 0.7,
+			"from a card: 1.7 at K = 1; position 1 measured, positions 2-3 extrapolated (x0.70 a position: position 1's rate as a per-token chain)"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			y := specYield(Options{SpecAccept: c.in}, spec, w, nil)
-			if y.GivenPositions != c.given || !near(y.ExtrapolationRatio, c.ratio, 1e-12) {
+			if y.GivenPositions != c.given || !near(y.ExtrapolationRatio, c.ratio, 1e-9) {
 				t.Errorf("given %d, ratio %v; want %d, %v", y.GivenPositions, y.ExtrapolationRatio, c.given, c.ratio)
 			}
 			line := (&SpecStep{SpecYield: *y, Spec: "ngram k3"}).String()
@@ -96,6 +107,28 @@ func TestSpecYieldSaysExtrapolation(t *testing.T) {
 				t.Errorf("line %q says extrapolated", line)
 			}
 		})
+	}
+}
+
+// TestSpecYieldCitedDefaultExtrapolation: Kimi's EAGLE-3 default is a
+// model card's accept length of 2.94 at 3 steps; a step of 6 drafts takes
+// positions 1-3 from it (the chain a + a^2 + a^3 = 1.94) and extrapolates
+// 4-6, and its line says so as a file's measured positions do.
+func TestSpecYieldCitedDefaultExtrapolation(t *testing.T) {
+	a, err := model.Preset("kimi-k2.5")
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := model.Workload{Phase: model.Decode, Batch: 1, Context: 1024, SpecTokens: 6}
+	y := specYield(Options{}, model.Spec{Method: model.SpecEagle3}, w, a)
+	r := y.ExtrapolationRatio
+	if !y.Default || y.GivenPositions != 3 || !near(r+r*r+r*r*r, 1.94, 1e-9) {
+		t.Fatalf("default %v, given %d, ratio %v; want the default, 3 positions given, a chain of mean 1.94 over 3", y.Default, y.GivenPositions, r)
+	}
+	line := (&SpecStep{SpecYield: *y, Spec: "eagle3 k6", Steps: 6}).String()
+	want := "accept length 2.94 on MT-Bench (3 steps, topk 1); positions 1-3 measured, positions 4-6 extrapolated (x0.80 a position: the per-token chain positions 1-3 follow)"
+	if !strings.HasSuffix(line, want) {
+		t.Errorf("line %q\nwant it to end %q", line, want)
 	}
 }
 
