@@ -8,11 +8,13 @@ import (
 	"slices"
 
 	"github.com/spf13/pflag"
+	"github.com/tpscope/tpscope/advise"
 	"github.com/tpscope/tpscope/compare"
 	"github.com/tpscope/tpscope/model"
 	"github.com/tpscope/tpscope/report"
 	"github.com/tpscope/tpscope/report/build"
 	"github.com/tpscope/tpscope/sim"
+	"github.com/tpscope/tpscope/topology"
 )
 
 var reportVerb = &Verb{
@@ -47,7 +49,10 @@ Inputs (any combination):
   scenario flags (--model, --tp, --batch, --cuda-graphs, ..., as 'tpscope
                  predict' takes them) without --trace: the predicted step.
                  Used when neither --trace nor --from is given, or when one
-                 of them is set next to --from.`,
+                 of them is set next to --from: then the step must be the
+                 saved result's (a saved advice's baseline, one of a saved
+                 comparison's scenarios; the flags that made it), as a
+                 report shows one scenario.`,
 	Example: `tpscope report --model kimi-k2.5-nvfp4 --tp 8 --batch 1 --context 4096 --cuda-graphs -o predicted.html
 tpscope report --trace exec/cuda/testdata/h200/h200-kimi-k2.5-tp8-rank0-graph.otlp.jsonl.gz -o h200.html
 tpscope advise --output json > advice.json && tpscope report --from advice.json -o advice.html
@@ -103,6 +108,7 @@ func (o *reportOptions) Run(ctx context.Context, args []string, std IO) error {
 	scenarioSet := false
 	o.visitChanged(func(f *pflag.Flag) { scenarioSet = scenarioSet || sc.isScenarioFlag(f.Name) })
 	in := build.Input{Title: o.title, MaxOpRows: o.top}
+	var advicePath, comparisonPath string // the --from files that gave them
 	// Saved results first: a bad file fails before any work.
 	for _, path := range o.saved {
 		if err := checkInputFile("--from", path, "a saved 'predict', 'advise' or 'compare' result"); err != nil {
@@ -118,7 +124,7 @@ func (o *reportOptions) Run(ctx context.Context, args []string, std IO) error {
 		case s.Advice != nil && in.Advice != nil:
 			return flagError("--from", path, "a second advise result; a report shows one")
 		case s.Advice != nil:
-			in.Advice = s.Advice
+			in.Advice, advicePath = s.Advice, path
 		case s.Prediction != nil && in.Prediction != nil:
 			return flagError("--from", path, "a second prediction; a report shows one")
 		case s.Prediction != nil:
@@ -126,7 +132,7 @@ func (o *reportOptions) Run(ctx context.Context, args []string, std IO) error {
 		case in.Comparison != nil:
 			return flagError("--from", path, "a second compare result; a report shows one (compare several traces in one run instead)")
 		default:
-			in.Comparison = s.Comparison
+			in.Comparison, comparisonPath = s.Comparison, path
 		}
 	}
 	if len(srcs) > 0 && in.Comparison != nil {
@@ -155,8 +161,14 @@ func (o *reportOptions) Run(ctx context.Context, args []string, std IO) error {
 		}
 	}
 	if predict {
-		pr, sched, err := predictForReport(sc)
+		scen, pr, sched, err := predictForReport(sc)
 		if err != nil {
+			return err
+		}
+		// A saved result beside the flags' step must be of that step, or
+		// the report would set one scenario's timeline beside another's
+		// advice or measurements.
+		if err := checkSavedScenario(advicePath, in.Advice, comparisonPath, in.Comparison, scen, pr); err != nil {
 			return err
 		}
 		in.Prediction, in.Schedule = pr, sched
@@ -179,18 +191,93 @@ func (o *reportOptions) Run(ctx context.Context, args []string, std IO) error {
 // predictForReport predicts the scenario the flags name, with its schedule
 // (the collectives' groups link the ranks' lanes). A scenario that does
 // not fit in GPU memory is still drawn: its memory line says by how much.
-func predictForReport(sc *scenarioFlags) (*sim.Prediction, *model.Schedule, error) {
+func predictForReport(sc *scenarioFlags) (sim.Scenario, *sim.Prediction, *model.Schedule, error) {
 	scen, err := sc.scenario()
 	if err != nil {
-		return nil, nil, err
+		return scen, nil, nil, err
 	}
 	pr, sched, err := sim.Predict(scen)
 	if err != nil {
 		var pe *model.PlanError
 		if errors.As(err, &pe) {
-			return nil, nil, planFlagError("", err)
+			return scen, nil, nil, planFlagError("", err)
 		}
-		return nil, nil, err
+		return scen, nil, nil, err
 	}
-	return pr, sched, nil
+	return scen, pr, sched, nil
+}
+
+// reportScenario is a step as a saved result names it: model, plan,
+// workload (its KV dtype resolved), options and box, each as the
+// scenario's codecs write it.
+type reportScenario struct{ model, plan, workload, options, box string }
+
+func (r reportScenario) String() string {
+	return fmt.Sprintf("%s %s %s on %s (options %s)", r.model, r.plan, r.workload, r.box, r.options)
+}
+
+// checkSavedScenario refuses saved advice or a saved comparison of
+// another step than the one the scenario flags predict (scen, priced as
+// pr), naming both: a report shows one scenario. Advice records its
+// baseline by name; a comparison records its scenarios by reference (the
+// model's, the box's: a file by its content hash, wherever it lies), any
+// of which may be the flags' step. A comparison's timing events are left
+// out: they are the measuring harness's, which the flags do not set.
+func checkSavedScenario(advicePath string, a *advise.Advice, cmpPath string, c *compare.Report, scen sim.Scenario, pr *sim.Prediction) error {
+	flags := reportScenario{pr.Model, pr.Plan.String(), pr.Workload.String(), pr.Options.Label(), pr.Topology}
+	refuse := func(path, what string, saved reportScenario, more int) error {
+		others := ""
+		if more > 0 {
+			others = fmt.Sprintf(" (and %d more)", more)
+		}
+		return flagError("--from", path, "%s of %s%s, and the scenario flags name %s: a report shows one scenario (pass the flags the result was made with, or none)", what, saved, others, flags)
+	}
+	if a != nil {
+		saved := reportScenario{a.Model, a.Plan, a.Workload, a.Baseline.Options.Label(), a.Topology}
+		if saved != flags {
+			return refuse(advicePath, "advice", saved, 0)
+		}
+	}
+	if c == nil || len(c.Scenarios) == 0 {
+		return nil
+	}
+	harnessFree := func(o sim.Options) string {
+		o.TimingEventsPerOp = 0
+		return o.Label()
+	}
+	mine := flags
+	mine.model, mine.options, mine.box = scen.Arch.Ref.String(), harnessFree(pr.Options), boxRefKey(scen.TopoRef)
+	for _, r := range c.Scenarios {
+		rs := r.Scenario
+		model := ""
+		if rs.Arch != nil {
+			model = rs.Arch.Ref.String()
+		}
+		w := rs.Workload
+		if w.KVDtype == "" {
+			// Recorded without a KV dtype: the checkpoint's, which is the
+			// flags' model's where the models agree (else they differ
+			// anyway).
+			w.KVDtype = w.KVDtypeFor(scen.Arch)
+		}
+		if (reportScenario{model, rs.Plan.String(), w.String(), harnessFree(rs.Options), boxRefKey(rs.TopoRef)}) == mine {
+			return nil
+		}
+	}
+	first := c.Scenarios[0].Scenario
+	saved := reportScenario{"no model", first.Plan.String(), first.Workload.String(), first.Options.Label(), first.TopoRef.String()}
+	if first.Arch != nil {
+		saved.model = first.Arch.Ref.String()
+	}
+	return refuse(cmpPath, "a comparison", saved, len(c.Scenarios)-1)
+}
+
+// boxRefKey is what makes two box references the same box: a preset's
+// name, or a file's content hash (its path differs between machines),
+// with the GPUs used.
+func boxRefKey(r topology.Ref) string {
+	if r.SHA256 != "" {
+		r.Name, r.Path = "", ""
+	}
+	return fmt.Sprintf("%s|%s|%d", r.Name, r.SHA256, r.GPUs)
 }

@@ -392,6 +392,41 @@ func TestReportVerb(t *testing.T) {
 		}
 	})
 
+	// Saved advice or a saved comparison beside the scenario flags: the
+	// flags' step is drawn beside it when it is the saved one's (the
+	// advice: tiny-mla-moe tp8 at the defaults, batch 1, context 4096;
+	// the comparison: tiny-mla-moe tp8 b8 ctx512 eager on rtxpro6000-2s,
+	// writeExactRun), and refused, naming both, when it is another.
+	for _, c := range []struct {
+		name string
+		from string
+		args []string
+	}{
+		{"saved advice and its scenario", adv, []string{"--model", "tiny-mla-moe", "--tp", "8"}},
+		{"saved comparison and its scenario", cmp, []string{"--model", "tiny-mla-moe", "--tp", "8", "--batch", "8", "--context", "512", "--cuda-graphs=false"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			out := filepath.Join(dir, "same.html")
+			if code, _, stderr := runCLI(t, append([]string{"report", "--from", c.from, "-o", out}, c.args...)...); code != 0 {
+				t.Fatalf("exit %d: %s", code, stderr)
+			}
+			if tls := timelines(reportData(t, out)); len(tls) != 1 || len(tls[0].Lanes) != 8 {
+				t.Fatalf("want one timeline of the flags' 8 predicted lanes beside the saved result")
+			}
+		})
+	}
+	other := func(from string, more ...string) []string {
+		return append([]string{"report", "--from", from, "--model", "tiny-mla-moe", "--tp", "8", "-o", filepath.Join(dir, "x.html")}, more...)
+	}
+	checkUsageErrors(t, []usageCase{
+		{"saved advice and another batch", other(adv, "--batch", "64"),
+			"--from " + adv + ": advice of tiny-mla-moe tp8 decode b1 ctx4096 kv=bf16 on rtxpro6000-2s (options cuda-graphs), and the scenario flags name tiny-mla-moe tp8 decode b64 ctx4096 kv=bf16 on rtxpro6000-2s (options cuda-graphs): a report shows one scenario"},
+		{"saved advice and another model", other(adv, "--model", "deepseek-v3"), "the scenario flags name deepseek-v3 tp8 decode b1"},
+		{"saved advice and other options", other(adv, "--cuda-graphs=false"), "(options eager): a report shows one scenario"},
+		{"saved comparison and the flags' defaults", other(cmp), "--from " + cmp + ": a comparison of tiny-mla-moe tp8 decode b8 ctx512"},
+		{"saved comparison and another box", other(cmp, "--batch", "8", "--context", "512", "--cuda-graphs=false", "--topo", "h200-nvswitch"), "on h200-nvswitch (options eager): a report shows one scenario"},
+	})
+
 	if err := os.WriteFile(run+"x", []byte("not json"), 0o644); err != nil {
 		t.Fatal(err)
 	}
