@@ -81,7 +81,7 @@ func (o *reportOptions) Bind(fs *pflag.FlagSet) {
 	bindTraceFlag(fs, &o.traces, "the measurements to draw and compare")
 	o.sc.Bind(fs)
 	fs.StringArrayVar(&o.saved, "from", o.saved, "a saved 'predict', 'advise' or 'compare' result (--output json); repeat for several")
-	fs.StringVarP(&o.out, "out", "o", o.out, "the HTML file to write (required)")
+	fs.StringVarP(&o.out, "out", "o", o.out, "the HTML file to write (required; .html or .htm)")
 	fs.StringVar(&o.title, "title", o.title, "the report's title (default: the scenarios shown)")
 	fs.IntVar(&o.top, "top", o.top, "op rows per table")
 	bindAllowPartialFlag(fs, &o.allowPartial)
@@ -92,7 +92,9 @@ func (o *reportOptions) Run(ctx context.Context, args []string, std IO) error {
 	if o.out == "" {
 		return usageErrorf("no output file: pass -o FILE.html")
 	}
-	if err := checkOutputFile("-o", o.out); err != nil {
+	// The file is HTML whatever its name: a name that says otherwise
+	// (report.png) would open as something it is not.
+	if err := checkOutputExt("-o", o.out, ".html", ".htm"); err != nil {
 		return err
 	}
 	if o.top < 1 {

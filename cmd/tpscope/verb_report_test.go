@@ -439,7 +439,18 @@ func TestReportVerb(t *testing.T) {
 		{"saved file not JSON", []string{"report", "--from", run + "x", "-o", filepath.Join(dir, "x.html")}, "--from"},
 		{"saved compare and trace", []string{"report", "--from", cmp, "--trace", run, "-o", filepath.Join(dir, "x.html")}, "pass one"},
 		{"bad top", []string{"report", "--top", "0", "-o", filepath.Join(dir, "x.html")}, "--top 0"},
+		{"output not html", []string{"report", "--model", "tiny-mla-moe", "-o", filepath.Join(dir, "x.png")}, "-o " + filepath.Join(dir, "x.png") + ": want a .html or .htm file"},
+		{"output without extension", []string{"report", "--model", "tiny-mla-moe", "-o", filepath.Join(dir, "x")}, "want a .html or .htm file"},
 	})
+	for _, name := range []string{"x.png", "x"} {
+		if _, err := os.Stat(filepath.Join(dir, name)); err == nil {
+			t.Errorf("a refused -o %s was written", name)
+		}
+	}
+	// Either extension, any case, is HTML.
+	if code, _, stderr := runCLI(t, "report", "--model", "tiny-mla-moe", "--tp", "4", "-o", filepath.Join(dir, "p.HTM")); code != 0 {
+		t.Errorf("-o p.HTM: exit %d: %s", code, stderr)
+	}
 }
 
 func fieldsOf(o report.Op) map[string]string {
