@@ -29,7 +29,7 @@ func flagSetOf(t *testing.T, name string) *pflag.FlagSet {
 // TestScenarioFlagsIdentical: every verb that takes a scenario has each
 // scenario flag with the same type, default and help as scenarioFlags.Bind
 // gives (plan: the flags it sweeps as lists of the same names, the rest
-// identical).
+// identical; run: --engine, whose only engine is the executor, says so).
 func TestScenarioFlagsIdentical(t *testing.T) {
 	ref := pflag.NewFlagSet("ref", pflag.ContinueOnError)
 	newScenarioFlags().Bind(ref)
@@ -52,6 +52,13 @@ func TestScenarioFlagsIdentical(t *testing.T) {
 				}
 				if got == nil {
 					t.Errorf("--%s missing", want.Name)
+					return
+				}
+				if name == "run" && want.Name == "engine" {
+					if got.Value.Type() != want.Value.Type() || !strings.HasSuffix(got.Usage, "(default: executor)") {
+						t.Errorf("--engine: %s %q, want %s and the executor as the default", got.Value.Type(), got.Usage, want.Value.Type())
+					}
+					n++
 					return
 				}
 				if got.Value.Type() != want.Value.Type() || got.DefValue != want.DefValue || got.Usage != want.Usage {
