@@ -81,13 +81,13 @@ func Collective(t *topology.Topology, samples []CollectiveSample, o CollectiveOp
 	switch o.Op {
 	case model.AllReduce, model.AllGather, model.ReduceScatter:
 	default:
-		return nil, fmt.Errorf("calibrate: collective %q: only allreduce, allgather and reducescatter can be calibrated", o.Op)
+		return nil, fmt.Errorf("collective %q: only allreduce, allgather and reducescatter can be calibrated", o.Op)
 	}
 	if o.Ranks == 0 {
 		o.Ranks = t.NumGPUs()
 	}
 	if o.Ranks < 2 || o.Ranks > t.NumGPUs() {
-		return nil, fmt.Errorf("calibrate: the measurement has %d ranks; topology %q has %d GPUs (pass a topology with at least as many)", o.Ranks, t.Name, t.NumGPUs())
+		return nil, fmt.Errorf("the measurement has %d ranks; topology %q has %d GPUs (pass a topology with at least as many)", o.Ranks, t.Name, t.NumGPUs())
 	}
 	if o.PriorWeight <= 0 {
 		o.PriorWeight = DefaultCollectivePriorWeight
@@ -96,7 +96,7 @@ func Collective(t *topology.Topology, samples []CollectiveSample, o CollectiveOp
 	prior.IgnoreCalibration = true
 	m, err := sim.NewCollectiveModel(t, prior)
 	if err != nil {
-		return nil, fmt.Errorf("calibrate: %w", err)
+		return nil, err
 	}
 	group := make([]int, o.Ranks)
 	for i := range group {
@@ -124,7 +124,7 @@ func Collective(t *topology.Topology, samples []CollectiveSample, o CollectiveOp
 		n++
 	}
 	if n == 0 {
-		return nil, errors.New("calibrate: no sample with bytes > 0 and time > 0")
+		return nil, errors.New("no sample with bytes > 0 and time > 0")
 	}
 	keys := make([]key, 0, len(byPair))
 	for k := range byPair {
@@ -142,7 +142,7 @@ func Collective(t *topology.Topology, samples []CollectiveSample, o CollectiveOp
 		// a calibrated hwLat replaces its whole latency per step.
 		pm, ok := m.Prior(o.Op, group, k.a, k.p)
 		if !ok {
-			return nil, fmt.Errorf("calibrate %s/%s: no such pair for %s on %d ranks", k.a, k.p, o.Op, o.Ranks)
+			return nil, fmt.Errorf("%s/%s: no such pair for %s on %d ranks", k.a, k.p, o.Op, o.Ranks)
 		}
 		st, ratio := pm.Steps, pm.BusToAlg
 		x0 := []float64{math.Log(pm.BaseLatUs), math.Log(pm.StepLatUs), math.Log(pm.BusBWGBps)}
@@ -166,7 +166,7 @@ func Collective(t *topology.Topology, samples []CollectiveSample, o CollectiveOp
 			&optimize.Settings{FuncEvaluations: 20000, Converger: &optimize.FunctionConverge{Absolute: 1e-12, Relative: 1e-12, Iterations: 200}},
 			&optimize.NelderMead{})
 		if err != nil && res == nil {
-			return nil, fmt.Errorf("calibrate %s/%s: %w", k.a, k.p, err)
+			return nil, fmt.Errorf("%s/%s: %w", k.a, k.p, err)
 		}
 		x := res.X
 		var psq float64
@@ -205,7 +205,7 @@ func Collective(t *topology.Topology, samples []CollectiveSample, o CollectiveOp
 	cal.Collectives = append(cal.Collectives, fit.Params...)
 	out.Calibration = cal
 	if err := out.Validate(); err != nil {
-		return nil, fmt.Errorf("calibrate: fitted topology: %w", err)
+		return nil, fmt.Errorf("fitted topology: %w", err)
 	}
 	fit.Topology = out
 	return fit, nil

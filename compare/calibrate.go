@@ -120,7 +120,9 @@ func Calibrate(results []*traces.Result, o CalibrateOptions) (*Calibration, erro
 	var is issues
 	groups := groupTraces(results, &o.Scenarios, &is)
 	if len(groups) == 0 {
-		msg := "calibrate: no span belongs to a scenario"
+		// No package prefix: the verb that calls (tpscope calibrate) names
+		// itself.
+		msg := "no span belongs to a scenario"
 		if len(is.list) > 0 {
 			msg += ": " + is.list[0].Reason
 		}
@@ -144,7 +146,7 @@ func Calibrate(results []*traces.Result, o CalibrateOptions) (*Calibration, erro
 		var his issues
 		hgroups := groupTraces(o.HoldOut, &hs, &his)
 		if len(hgroups) == 0 {
-			msg := "calibrate: no span of the held-out traces belongs to a scenario"
+			msg := "no span of the held-out traces belongs to a scenario"
 			if len(his.list) > 0 {
 				msg += ": " + his.list[0].Reason
 			}
@@ -215,24 +217,24 @@ func predictAll(groups []*group, topo *topology.Topology, fit func(int) bool, ne
 		if base == nil {
 			base = g.sc.Topo
 		} else if topo == nil && g.sc.Topo.Name != base.Name {
-			return nil, nil, fmt.Errorf("calibrate: the traces' scenarios run on different boxes (%s, %s); calibrate one box at a time (or name it with --topo)", base.Name, g.sc.Topo.Name)
+			return nil, nil, fmt.Errorf("the traces' scenarios run on different boxes (%s, %s); calibrate one box at a time (or name it with --topo)", base.Name, g.sc.Topo.Name)
 		}
 		sc := g.sc
 		sc.Topo = base
 		p, err := sim.New(base, sc.Options)
 		if err != nil {
-			return nil, nil, fmt.Errorf("calibrate: %s: %w", sc, err)
+			return nil, nil, fmt.Errorf("%s: %w", sc, err)
 		}
 		pr, sched, err := p.PredictScenarioSchedule(sc)
 		if err != nil {
-			return nil, nil, fmt.Errorf("calibrate: %s: predict: %w", sc, err)
+			return nil, nil, fmt.Errorf("%s: predict: %w", sc, err)
 		}
 		cs := &calScenario{g: g, pr: pr, sched: sched, p: p, al: Align(g.traces, pr, "")}
 		switch {
 		case needOdd && (cs.steps(fit) == 0 || cs.steps(odd) == 0):
-			return nil, nil, fmt.Errorf("calibrate: %s: need measured ops on at least one even and one odd step (fit on even, evaluate on odd); got %d aligned samples", sc, len(cs.al.Samples))
+			return nil, nil, fmt.Errorf("%s: need measured ops on at least one even and one odd step (fit on even, evaluate on odd); got %d aligned samples", sc, len(cs.al.Samples))
 		case cs.steps(fit) == 0:
-			return nil, nil, fmt.Errorf("calibrate: %s: no measured op aligned with the prediction (%d samples)", sc, len(cs.al.Samples))
+			return nil, nil, fmt.Errorf("%s: no measured op aligned with the prediction (%d samples)", sc, len(cs.al.Samples))
 		}
 		scens = append(scens, cs)
 	}
