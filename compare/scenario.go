@@ -89,22 +89,18 @@ func (s *Scenarios) resolve(rec *traces.Scenario) (sc sim.Scenario, unknown []st
 	return sc, unknown, errA != nil || errB != nil || !bytes.Equal(a, b), nil
 }
 
+// Recorded is the scenario rec records, read as resolve reads it (on the
+// caller's Topology when set) but without Override: what the trace
+// measured, for a caller to hold its flags against before any work.
+func (s *Scenarios) Recorded(rec *traces.Scenario) (sim.Scenario, error) {
+	sc, _, err := s.decode(rec)
+	return sc, err
+}
+
 // resolveScenario is resolve's scenario.
 func (s *Scenarios) resolveScenario(rec *traces.Scenario) (sc sim.Scenario, unknown []string, err error) {
-	if rec.JSON != "" {
-		if sc, err = sim.DecodeScenario([]byte(rec.JSON), s.Topology); err != nil {
-			return sc, nil, err
-		}
-		if rec.Backend != "" && sc.Options.Engine.IsZero() {
-			// Recorded by tpscope's executor before scenarios named their
-			// engine: its kernels ran, not a serving engine's.
-			sc.Options.Engine = engine.ExecutorRef
-		}
-	} else if sc, unknown, err = s.legacy(rec); err != nil {
+	if sc, unknown, err = s.decode(rec); err != nil {
 		return sc, nil, err
-	}
-	if rec.Graphs != "" {
-		sc.Options.CUDAGraphs = rec.Graphs == "true"
 	}
 	if s.Override != nil {
 		if err := s.Override(&sc); err != nil {
@@ -119,6 +115,26 @@ func (s *Scenarios) resolveScenario(rec *traces.Scenario) (sc sim.Scenario, unkn
 	}
 	if err := checkCosts(&sc); err != nil {
 		return sc, nil, err
+	}
+	return sc, unknown, nil
+}
+
+// decode reads the scenario rec records, on s.Topology when set.
+func (s *Scenarios) decode(rec *traces.Scenario) (sc sim.Scenario, unknown []string, err error) {
+	if rec.JSON != "" {
+		if sc, err = sim.DecodeScenario([]byte(rec.JSON), s.Topology); err != nil {
+			return sc, nil, err
+		}
+		if rec.Backend != "" && sc.Options.Engine.IsZero() {
+			// Recorded by tpscope's executor before scenarios named their
+			// engine: its kernels ran, not a serving engine's.
+			sc.Options.Engine = engine.ExecutorRef
+		}
+	} else if sc, unknown, err = s.legacy(rec); err != nil {
+		return sc, nil, err
+	}
+	if rec.Graphs != "" {
+		sc.Options.CUDAGraphs = rec.Graphs == "true"
 	}
 	return sc, unknown, nil
 }

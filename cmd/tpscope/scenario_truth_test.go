@@ -102,7 +102,7 @@ func TestKinetoTraceScenarioFromFlags(t *testing.T) {
 // with --topo alone keeps its recorded plan (the --tp default of 8 does
 // not override it: on fb5e1b0 this failed "--tp 8 x --dp 1 needs 8 GPUs;
 // --topo cpu-4r has 4"), and the output names the flag that overrode the
-// box; a passed --batch overrides the batch and is named too.
+// box; a passed --batch of the recorded batch changes nothing.
 func TestRecordedScenarioOverrides(t *testing.T) {
 	trace := filepath.Join(cpuRanksDir, "cpu4-tiny-mla-moe-tp4-b1-eager.otlp.jsonl.gz")
 	box := filepath.Join(cpuRanksDir, "cpu-4r.json")
@@ -113,7 +113,7 @@ func TestRecordedScenarioOverrides(t *testing.T) {
 		fromParts []string
 	}{
 		{"topo", []string{"--topo", box}, "tp4", "decode b1 ctx512", []string{"recorded in the trace", "overridden by --topo " + box}},
-		{"topo-batch", []string{"--topo", box, "--batch", "8"}, "tp4", "decode b8 ctx512", []string{"--batch 8", "--topo " + box}},
+		{"topo-batch", []string{"--topo", box, "--batch", "1", "--tp", "4"}, "tp4", "decode b1 ctx512", []string{"--topo " + box}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			code, out, stderr := runCLI(t, append([]string{"compare", "--trace", trace, "--output", "json"}, tc.args...)...)
@@ -142,6 +142,45 @@ func TestRecordedScenarioOverrides(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestRecordedScenarioFacts: the flags that say what a trace measured
+// (model, plan, workload) are refused over a recorded scenario they
+// contradict, in one line naming the flag, the trace's value and the file
+// (exit 2, nothing written), on compare, calibrate --trace and its
+// --holdout traces. The recorded values are the ones the fixtures' names
+// state (tp4, b1; the H200 run: tp8, b32).
+func TestRecordedScenarioFacts(t *testing.T) {
+	cpu := filepath.Join(cpuRanksDir, "cpu4-tiny-mla-moe-tp4-b1-eager.otlp.jsonl.gz")
+	h200 := "../../exec/cuda/testdata/h200/h200-kimi-k2.5-tp8-rank0-graph-b32-catalog.otlp.jsonl.gz"
+	out := filepath.Join(t.TempDir(), "box.json")
+	for _, tc := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"compare tp", []string{"compare", "--trace", h200, "--tp", "4"}, "--tp 4: " + h200 + " measured TP 8"},
+		{"compare phase", []string{"compare", "--trace", h200, "--phase", "prefill"}, "--phase prefill: " + h200 + " measured phase decode"},
+		{"compare context", []string{"compare", "--trace", h200, "--context", "8K"}, "--context 8192: " + h200 + " measured context 4096"},
+		{"compare model", []string{"compare", "--trace", h200, "--model", "deepseek-v3"}, "--model deepseek-v3: " + h200 + " measured model kimi-k2.5"},
+		{"compare kv", []string{"compare", "--trace", h200, "--kv-dtype", "fp8"}, "--kv-dtype fp8: " + h200 + " measured KV dtype bf16"},
+		{"calibrate batch", []string{"calibrate", "--trace", h200, "--batch", "1", "-o", out}, "--batch 1: " + h200 + " measured batch 32"},
+		{"calibrate holdout batch", []string{"calibrate", "--trace", h200, "--holdout", cpu, "--batch", "32", "--topo", "h200-nvswitch", "-o", out}, "--batch 32: " + cpu + " measured batch 1"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, _, stderr := runCLI(t, tc.args...)
+			if code != 2 || !strings.Contains(stderr, tc.want) || strings.Count(strings.TrimSpace(stderr), "\n") > 0 {
+				t.Errorf("exit %d, stderr %q; want 2 and one line with %q", code, stderr, tc.want)
+			}
+			if _, err := os.Stat(out); err == nil {
+				t.Fatalf("%s was written", out)
+			}
+		})
+	}
+	// The recorded values themselves are no contradiction.
+	if code, _, stderr := runCLI(t, "compare", "--trace", cpu, "--tp", "4", "--batch", "1", "--context", "512", "--phase", "decode", "--model", "tiny-mla-moe", "--topo", filepath.Join(cpuRanksDir, "cpu-4r.json")); code != 0 {
+		t.Errorf("the recorded values passed: exit %d: %s", code, stderr)
 	}
 }
 
@@ -275,14 +314,15 @@ func TestDSAAsTheBoxRunsIt(t *testing.T) {
 // TestTraceGPUMustBeTheBoxs: a run recorded on one GPU (the trace's
 // resource names it) is not predicted on a box of another: the H200
 // recording compared or calibrated on an H100 box is refused in one line
-// naming both, and compares on its own box.
+// naming --topo, both GPUs and the file (a usage fault: exit 2, one
+// prefix), and compares on its own box.
 func TestTraceGPUMustBeTheBoxs(t *testing.T) {
 	const trace = "../../exec/cuda/testdata/h200/h200-kimi-k2.5-tp8-rank0-graph-b8-catalog.otlp.jsonl.gz"
-	want := "the trace ran on NVIDIA H200 (tpscope.gpu.model) and the box nvswitch:8xh100-sxm has NVIDIA H100 80GB HBM3"
+	want := "usage: --topo nvswitch:8xh100-sxm: its GPUs are NVIDIA H100 80GB HBM3, and " + trace + " ran on NVIDIA H200: pass a box of that GPU"
 	for _, verb := range [][]string{{"compare"}, {"calibrate", "-o", filepath.Join(t.TempDir(), "box.json")}} {
 		code, _, stderr := runCLI(t, append(append([]string(nil), verb...), "--trace", trace, "--topo", "nvswitch:8xh100-sxm")...)
-		if code != 1 || !strings.Contains(stderr, want) || strings.Count(strings.TrimSpace(stderr), "\n") > 0 {
-			t.Errorf("%s on the H100 box: exit %d, stderr %q; want exit 1, one line with %q", verb[0], code, stderr, want)
+		if code != 2 || stderr != "tpscope "+verb[0]+": "+want+"\n" {
+			t.Errorf("%s on the H100 box: exit %d, stderr %q; want exit 2, one line %q", verb[0], code, stderr, want)
 		}
 	}
 	if code, out, stderr := runCLI(t, "compare", "--trace", trace, "--topo", "nvswitch:8xh200-sxm", "--top", "1"); code != 0 || !strings.Contains(out, "-10.1 %") {

@@ -8,14 +8,16 @@ import (
 
 	"github.com/tpscope/tpscope/compare"
 	"github.com/tpscope/tpscope/model"
+	"github.com/tpscope/tpscope/sim"
 	"github.com/tpscope/tpscope/topology"
 	"github.com/tpscope/tpscope/traces"
 )
 
 // The scenario of a trace is resolved here, once, for compare, calibrate
-// and report: a scenario the trace records is the truth; a scenario flag
-// the user passed overrides its field and is named beside it; a default
-// never overrides a recorded field. A trace that records no scenario
+// and report: a scenario the trace records is the truth; a flag of what it
+// measured (model, plan, workload) must agree with it (checkRecorded); any
+// other scenario flag the user passed overrides its field and is named
+// beside it; a default never overrides a recorded field. A trace that records no scenario
 // (a PyTorch-profiler trace) is predicted from the flags, and needs the
 // ones that matter.
 
@@ -96,6 +98,9 @@ func (f *scenarioFlags) traceScenarios(results []*traces.Result, calibrate bool)
 		}
 		scs.Topology = t
 	}
+	if err := f.checkRecorded(results, &scs); err != nil {
+		return scs, err
+	}
 	var bare []*traces.Result
 	for _, r := range results {
 		if len(r.Scenarios) == 0 {
@@ -141,6 +146,84 @@ func (f *scenarioFlags) traceScenarios(results []*traces.Result, calibrate bool)
 	}
 	scs.Default, scs.DefaultFrom = &def, desc
 	return scs, nil
+}
+
+// checkRecorded refuses, before any work, flags that contradict what a
+// recorded trace measured: a box of another GPU than the one it ran on
+// (--topo, --gpus), or a fact of its scenario (traceFacts) set to
+// another value than it recorded. A recorded scenario that cannot be read
+// is left to the comparison, which reports it.
+func (f *scenarioFlags) checkRecorded(results []*traces.Result, scs *compare.Scenarios) error {
+	for _, r := range results {
+		for i := range r.Scenarios {
+			rec := &r.Scenarios[i]
+			if scs.Topology != nil && rec.GPU != "" {
+				if err := checkRanOn(r.Source, "the trace", []string{rec.GPU}, scs.Topology, f.changed("topo")); err != nil {
+					return err
+				}
+			}
+			was, err := scs.Recorded(rec)
+			if err != nil {
+				continue
+			}
+			if err := f.checkFacts(r.Source, was); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// checkFacts refuses a flag the user set that names another model, plan
+// or workload than the trace src measured (was): those flags say what a
+// trace measured, and predicting another would compare (or fit) two runs
+// as one. The box, the run-time options and the cost tables re-price the
+// trace and stay overrides.
+func (f *scenarioFlags) checkFacts(src string, was sim.Scenario) error {
+	p, w := was.Plan.Normalized(), was.Workload.Normalized()
+	type fact struct {
+		flags         []string // the flags that set it
+		what          string   // how the message names it
+		trace, passed string
+	}
+	onOff := func(b bool) string {
+		if b {
+			return "on"
+		}
+		return "off"
+	}
+	facts := []fact{
+		{[]string{"tp"}, "TP", fmt.Sprint(p.TP), fmt.Sprint(f.tp)},
+		{[]string{"dp"}, "DP", fmt.Sprint(p.DP), fmt.Sprint(f.dp)},
+		{[]string{"dcp"}, "DCP", fmt.Sprint(p.DCP), fmt.Sprint(f.dcp)},
+		{[]string{"ep"}, "expert parallelism", onOff(p.EP), onOff(f.ep)},
+		{[]string{"phase"}, "phase", string(w.Phase), f.phase},
+		{[]string{"batch"}, "batch", fmt.Sprint(w.Batch), fmt.Sprint(f.batch)},
+		{[]string{"context"}, "context", fmt.Sprint(w.Context), fmt.Sprint(f.context)},
+	}
+	if f.changed("model") {
+		a, err := f.modelArch()
+		if err != nil {
+			return err
+		}
+		facts = append(facts, fact{[]string{"model"}, "model", was.Arch.Name, a.Name})
+	}
+	if f.anyChanged("kv-dtype", "mtp", "spec-tokens") {
+		fw, err := f.workload()
+		if err != nil {
+			return err
+		}
+		facts = append(facts, fact{[]string{"kv-dtype"}, "KV dtype", string(w.KVDtypeFor(was.Arch)), string(fw.KVDtypeFor(was.Arch))},
+			fact{[]string{"mtp", "spec-tokens"}, "speculative tokens per step", fmt.Sprint(w.SpecTokens), fmt.Sprint(fw.SpecTokens)})
+	}
+	for _, ft := range facts {
+		for _, name := range ft.flags {
+			if f.changed(name) && ft.passed != ft.trace {
+				return flagError("--"+name, f.fs.Lookup(name).Value.String(), "%s measured %s %s: a trace's model, plan and workload are what it measured (drop --%s; --topo and the options re-price it)", src, ft.what, ft.trace, name)
+			}
+		}
+	}
+	return nil
 }
 
 // traceShows says in a few words what a trace without a scenario does
@@ -201,22 +284,33 @@ func traceWorld(rs []*traces.Result) int {
 }
 
 // checkTraceGPU refuses to predict a trace on a box of another GPU than
-// the one its profiler recorded: the measured and predicted steps would be
-// of two machines. A GPU name the catalog does not know is not checked.
+// the one its profiler recorded (checkRanOn).
 func checkTraceGPU(rs []*traces.Result, t *topology.Topology, topoSet bool) error {
-	box := t.DeviceOf(0).Name
 	for _, r := range rs {
 		for _, k := range r.Kineto {
-			for _, name := range k.Devices {
-				if same, known := t.RunsOn(name); same || !known {
-					continue
-				}
-				if topoSet {
-					return flagError("--topo", t.Name, "its GPUs are %s, and %s ran on %s: pass a box of that GPU", box, r.Source, name)
-				}
-				return usageErrorf("%s ran on %s; the default box %s has %s: pass --topo with the box the trace ran on", r.Source, name, t.Name, box)
+			if err := checkRanOn(r.Source, "the trace", k.Devices, t, topoSet); err != nil {
+				return err
 			}
 		}
+	}
+	return nil
+}
+
+// checkRanOn refuses to predict or fit a measurement (src: a trace, an
+// nccl-tests log; what: how the message names it) on a box of another GPU
+// than the devices it lists: the measured and predicted times would be of
+// two machines. topoSet says whether --topo chose the box. A GPU name the
+// catalog does not know is not checked, nor a measurement that lists none.
+func checkRanOn(src, what string, devices []string, t *topology.Topology, topoSet bool) error {
+	box := t.DeviceOf(0).Name
+	for _, name := range devices {
+		if same, known := t.RunsOn(name); same || !known {
+			continue
+		}
+		if topoSet {
+			return flagError("--topo", t.Name, "its GPUs are %s, and %s ran on %s: pass a box of that GPU", box, src, name)
+		}
+		return usageErrorf("%s ran on %s; the default box %s has %s: pass --topo with the box %s ran on", src, name, t.Name, box, what)
 	}
 	return nil
 }

@@ -63,8 +63,9 @@ var compareVerb = &Verb{
 	Short:     "compare measured traces with the prediction, per op, per kind and per step",
 	Long: `Reads traces (OTLP-JSON files from 'tpscope run', Jaeger, or PyTorch-profiler
 Kineto traces), predicts the scenario each step span records (the whole scenario as
-tpscope.scenario, its box included, so a moved trace compares anywhere; a scenario
-flag you pass overrides its field and is named in the output, a default never does)
+tpscope.scenario, its box included, so a moved trace compares anywhere; --model and
+the plan and workload flags must agree with what it measured; --topo and the options
+override their field and are named in the output, a default never does)
 and aligns measured spans with predicted ops. A Kineto trace records no scenario: it
 needs --model, --batch and --context (its world size gives --tp unless you pass it;
 --topo must be a box of the GPU it ran on). Alignment: by op ID, or for Kineto traces by

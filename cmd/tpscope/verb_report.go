@@ -34,9 +34,10 @@ Inputs (any combination):
   --trace SRC    traces, as 'tpscope compare' reads them (OTLP JSON from
                  'tpscope run', Jaeger, PyTorch-profiler Kineto JSON);
                  repeatable. Each scenario they record is predicted and
-                 compared as compare does, and the scenario flags you set
-                 override it (all of them are the scenario of Kineto traces,
-                 which record none); one step is drawn (the one nearest the
+                 compared as compare does: --model and the plan and workload
+                 flags must agree with it, --topo and the options override it
+                 (all of them are the scenario of Kineto traces, which record
+                 none); one step is drawn (the one nearest the
                  median step time) and every op's hover holds its median and
                  spread over all steps. A cut or damaged trace is an error
                  naming the file and the byte where it ends; with
