@@ -153,7 +153,7 @@ func (m *ncclTestsMode) chosen(c *calibrateOptions) bool {
 
 func (m *ncclTestsMode) bind(fs *pflag.FlagSet) {
 	fs.StringVar(&m.file, "nccl-tests", m.file, "FILE: fit collective latency/bandwidth per protocol to an nccl-tests log (all_reduce_perf, all_gather_perf, reduce_scatter_perf); the NCCL flags say how it ran")
-	fs.StringVar(&m.op, "op", m.op, "collective of the log when neither its text nor its file name says (allreduce, allgather, reducescatter)")
+	fs.StringVar(&m.op, "op", m.op, "collective of the log when neither its text nor its file name says (allreduce, allgather, reducescatter); naming another than the log says is refused")
 }
 
 func (m *ncclTestsMode) run(ctx context.Context, c *calibrateOptions, std IO) error {
@@ -175,21 +175,20 @@ func (m *ncclTestsMode) run(ctx context.Context, c *calibrateOptions, std IO) er
 	if err != nil {
 		return err
 	}
-	opName := lg.Op
-	if m.op != "" {
-		opName = m.op
-	}
-	if opName == "" {
-		return flagError("--op", nil, "%s does not say which collective it measured; pass it", m.file)
-	}
-	coll, err := parseCollective(opName)
+	coll, err := m.collective(lg)
 	if err != nil {
-		return fmt.Errorf("%s: %v", m.file, err)
+		return err
+	}
+	if err := checkRanOn(m.file, "the log", lg.Devices, t, c.sc.changed("topo")); err != nil {
+		return err
 	}
 	ranks := lg.Ranks
 	if ranks == 0 {
 		ranks = t.NumGPUs()
 		fmt.Fprintf(std.Stderr, "%s: rank count not in the log; assuming %d (all GPUs of %s)\n", m.file, ranks, t.Name)
+	}
+	if err := checkLogRanks(c.sc, m.file, ranks, t); err != nil {
+		return err
 	}
 	if lg.Skipped > 0 {
 		fmt.Fprintf(std.Stderr, "%s: skipped %d lines that are not results (first at line %d)\n", m.file, lg.Skipped, lg.FirstSkipped)
@@ -216,6 +215,46 @@ func (m *ncclTestsMode) run(ctx context.Context, c *calibrateOptions, std IO) er
 		return err
 	}
 	return reportFit(std.Stdout, c.output, c.out, coll, fit)
+}
+
+// collective is the collective the log measured: what its text or file
+// name says (lg.Op), else --op; --op naming another than the log's is
+// refused, as fitting one collective's times as another's would be.
+func (m *ncclTestsMode) collective(lg *nccltests.Log) (model.Collective, error) {
+	if m.op == "" {
+		if lg.Op == "" {
+			return "", flagError("--op", nil, "%s does not say which collective it measured; pass it", m.file)
+		}
+		coll, err := parseCollective(lg.Op)
+		if err != nil {
+			return "", fmt.Errorf("%s: %v", m.file, err)
+		}
+		return coll, nil
+	}
+	coll, err := parseCollective(m.op)
+	if err != nil {
+		return "", causeError("--op", quote(m.op), err)
+	}
+	if lg.Op != "" && lg.Op != string(coll) {
+		return "", flagError("--op", m.op, "%s measured %s (its text or file name says so); --op is only for a log that does not say", m.file, lg.Op)
+	}
+	return coll, nil
+}
+
+// checkLogRanks refuses a box with fewer GPUs than the ranks an
+// nccl-tests log measured, naming the flag that chose it (--gpus, --topo)
+// or the default box.
+func checkLogRanks(sc *scenarioFlags, file string, ranks int, t *topology.Topology) error {
+	if ranks <= t.NumGPUs() {
+		return nil
+	}
+	switch {
+	case sc.changed("gpus"):
+		return flagError("--gpus", sc.gpus, "%s measured %d ranks: want at least as many GPUs", file, ranks)
+	case sc.changed("topo"):
+		return flagError("--topo", sc.topo, "%s has %d GPUs and %s measured %d ranks: pass a box with at least as many", t.Name, t.NumGPUs(), file, ranks)
+	}
+	return usageErrorf("%s measured %d ranks; the default box %s has %d GPUs: pass --topo with the box the log ran on", file, ranks, t.Name, t.NumGPUs())
 }
 
 func reportFit(w io.Writer, format, out string, coll model.Collective, fit *calibrate.CollectiveFit) error {

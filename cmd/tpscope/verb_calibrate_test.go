@@ -34,6 +34,54 @@ func TestCalibrateNCCLTests(t *testing.T) {
 	}
 }
 
+// TestCalibrateNCCLTestsMustFitTheLog: a log is fitted only as what it
+// measured: on a box of the GPU its rank lines name (the H200 log on the
+// default RTX PRO 6000 box, or on one named by --topo, is refused naming
+// the file, both GPUs and --topo), as the collective its text or name says
+// (--op naming another is refused naming both), and on a box with as many
+// GPUs as its ranks (--gpus 2 under an 8-rank log: exit 2, one prefix).
+// Each refusal is one line, exit 2, nothing written. A log whose devices
+// the catalog does not know (CPU ranks) is fitted on the default box as
+// before, and --op naming the log's own collective is taken.
+func TestCalibrateNCCLTestsMustFitTheLog(t *testing.T) {
+	const h200Log = "../../calibrate/testdata/nccltests/all_reduce_perf_8x_h200_I1.txt"
+	agLog := filepath.Join(cpuRanksDir, "cpu4-all_gather_perf.txt")
+	out := filepath.Join(t.TempDir(), "box.json")
+	for _, tc := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"default box", []string{"--nccl-tests", h200Log},
+			"usage: " + h200Log + " ran on NVIDIA H200; the default box rtxpro6000-2s has NVIDIA RTX PRO 6000 Blackwell Server Edition: pass --topo with the box the log ran on"},
+		{"--topo", []string{"--nccl-tests", h200Log, "--topo", "rtxpro6000-2s"},
+			"usage: --topo rtxpro6000-2s: its GPUs are NVIDIA RTX PRO 6000 Blackwell Server Edition, and " + h200Log + " ran on NVIDIA H200: pass a box of that GPU"},
+		{"--op", []string{"--nccl-tests", agLog, "--op", "allreduce"},
+			"usage: --op allreduce: " + agLog + " measured allgather (its text or file name says so); --op is only for a log that does not say"},
+		{"--gpus", []string{"--nccl-tests", h200Log, "--topo", "h200-nvswitch", "--gpus", "2"},
+			"usage: --gpus 2: " + h200Log + " measured 8 ranks: want at least as many GPUs"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, _, stderr := runCLI(t, append([]string{"calibrate", "-o", out}, tc.args...)...)
+			if code != 2 || stderr != "tpscope calibrate: "+tc.want+"\n" {
+				t.Errorf("exit %d, stderr %q; want 2 and the one line %q", code, stderr, tc.want)
+			}
+			if _, err := os.Stat(out); err == nil {
+				t.Fatalf("%s was written", out)
+			}
+		})
+	}
+	for _, args := range [][]string{
+		{"--nccl-tests", h200Log, "--topo", "h200-nvswitch"},
+		{"--nccl-tests", agLog},
+		{"--nccl-tests", agLog, "--op", "ag"},
+	} {
+		if code, _, stderr := runCLI(t, append([]string{"calibrate", "-o", out}, args...)...); code != 0 || strings.Contains(stderr, "ran on") {
+			t.Errorf("%q: exit %d, stderr %q; want the fit", args, code, stderr)
+		}
+	}
+}
+
 func TestCalibrateUsage(t *testing.T) {
 	cases := []struct {
 		name string
