@@ -13,6 +13,7 @@ import (
 	"github.com/tpscope/tpscope/calibrate"
 	"github.com/tpscope/tpscope/calibrate/nccltests"
 	"github.com/tpscope/tpscope/model"
+	"github.com/tpscope/tpscope/sim"
 	"github.com/tpscope/tpscope/topology"
 )
 
@@ -30,6 +31,10 @@ are fitted in log space with NCCL's constants as the prior. Give --p2p-level/--p
 the run had them: the parameters apply only under that setting.
 
 --trace SRC: measured spans (see --help of the flag); --backend cpu: this machine.
+
+A flag the chosen mode does not read is refused, not ignored: another mode's own flag
+(--ranks under --trace), a scenario flag under --backend cpu (it writes a box of its
+own), and under --nccl-tests any scenario flag but --topo, --gpus and the NCCL settings.
 
 --serving RESULT (repeatable): measured serving benchmarks (vllm bench serve --save-result
 JSON, SGLang bench_serving JSONL, aiperf, GuideLLM, request logs; simulate --compare reads the
@@ -66,6 +71,9 @@ type calibrateOptions struct {
 	// modes are the sources of measurements, sorted by flag; exactly one
 	// is chosen per run, by giving its flag.
 	modes []calibrateMode
+	// owner is the mode that registered each mode's own flag (--ranks:
+	// the cpu mode), for refusing it under another mode (Bind).
+	owner map[string]calibrateMode
 }
 
 // calibrateMode is one source of measurements for calibrate, selected by
@@ -79,6 +87,9 @@ type calibrateMode interface {
 	chosen(c *calibrateOptions) bool
 	// bind registers the selecting flag and the mode's own flags.
 	bind(fs *pflag.FlagSet)
+	// usesScenarioFlag reports whether the mode reads the scenario flag
+	// name; when not, why says in a clause what the mode reads instead.
+	usesScenarioFlag(name string) (uses bool, why string)
 	// run checks the mode's flags and inputs, then measures or reads,
 	// fits and writes c.out.
 	run(ctx context.Context, c *calibrateOptions, std IO) error
@@ -95,9 +106,43 @@ func (c *calibrateOptions) Bind(fs *pflag.FlagSet) {
 	fs.StringVarP(&c.out, "out", "o", c.out, "write the calibrated topology JSON here (required)")
 	fs.StringVar(&c.output, "output", c.output, "report format on stdout: table or json")
 	fs.BoolVar(&c.allowPartial, "allow-partial", c.allowPartial, "not honoured here: calibrate refuses a cut or damaged trace or nccl-tests log even with it (a box fitted to part of a run would look as if fitted to all of it)")
+	c.owner = map[string]calibrateMode{}
 	for _, m := range c.modes {
+		before := map[string]bool{}
+		fs.VisitAll(func(f *pflag.Flag) { before[f.Name] = true })
 		m.bind(fs)
+		fs.VisitAll(func(f *pflag.Flag) {
+			if !before[f.Name] {
+				c.owner[f.Name] = m
+			}
+		})
 	}
+}
+
+// checkModeFlags refuses a flag the chosen mode does not read, which would
+// change nothing and say nothing: another mode's own flag (--ranks under
+// --trace), or a scenario flag the mode has no use for (--model under
+// --backend cpu).
+func (c *calibrateOptions) checkModeFlags(chosen calibrateMode) error {
+	name, arg := chosen.flag()
+	var err error
+	c.visitChanged(func(f *pflag.Flag) {
+		if err != nil {
+			return
+		}
+		if m, ok := c.owner[f.Name]; ok && m != chosen {
+			on, onArg := m.flag()
+			err = flagError("--"+f.Name, nil, "used by calibrate --%s %s only", on, onArg)
+			return
+		}
+		if !c.sc.isScenarioFlag(f.Name) {
+			return
+		}
+		if uses, why := chosen.usesScenarioFlag(f.Name); !uses {
+			err = flagError("--"+f.Name, f.Value.String(), "not used by calibrate --%s %s: %s", name, arg, why)
+		}
+	})
+	return err
 }
 
 func (c *calibrateOptions) Run(ctx context.Context, args []string, std IO) error {
@@ -136,6 +181,9 @@ func (c *calibrateOptions) Run(ctx context.Context, args []string, std IO) error
 	if _, serving := chosen.(*servingCalibrateMode); c.sc.perfDB != "" && !serving {
 		return flagError("--perf-db", c.sc.perfDB, "calibrate fits tpscope's own cost parameters, and ops priced from tables have none to fit (drop --perf-db here; pass it to predict with the calibrated topology)")
 	}
+	if err := c.checkModeFlags(chosen); err != nil {
+		return err
+	}
 	return chosen.run(ctx, c, std)
 }
 
@@ -154,6 +202,25 @@ func (m *ncclTestsMode) chosen(c *calibrateOptions) bool {
 func (m *ncclTestsMode) bind(fs *pflag.FlagSet) {
 	fs.StringVar(&m.file, "nccl-tests", m.file, "FILE: fit collective latency/bandwidth per protocol to an nccl-tests log (all_reduce_perf, all_gather_perf, reduce_scatter_perf); the NCCL flags say how it ran")
 	fs.StringVar(&m.op, "op", m.op, "collective of the log when neither its text nor its file name says (allreduce, allgather, reducescatter); naming another than the log says is refused")
+}
+
+// usesScenarioFlag: a log is fitted on the box of --topo and --gpus under
+// the NCCL settings the run had; nothing else of a scenario enters it.
+func (m *ncclTestsMode) usesScenarioFlag(name string) (bool, string) {
+	if name == "topo" || name == "gpus" {
+		return true, ""
+	}
+	var nccl []string
+	for _, of := range sim.OptionFields() {
+		if of.Env == "" {
+			continue
+		}
+		if of.Name == name {
+			return true, ""
+		}
+		nccl = append(nccl, "--"+of.Name)
+	}
+	return false, "it fits the log on the box of --topo and --gpus under the NCCL settings the run had (" + strings.Join(nccl, ", ") + ")"
 }
 
 func (m *ncclTestsMode) run(ctx context.Context, c *calibrateOptions, std IO) error {

@@ -30,10 +30,16 @@ func (m *cpuCalibrateMode) chosen(c *calibrateOptions) bool {
 }
 
 func (m *cpuCalibrateMode) bind(fs *pflag.FlagSet) {
-	fs.StringVar(&m.backend, "backend", m.backend, "cpu: measure this machine for the CPU backend (GEMM rate, memory bandwidth, per-kind kernel rates, goroutine ring all-reduce) with --ranks goroutine ranks and write a topology with one device per rank (--topo is not used)")
+	fs.StringVar(&m.backend, "backend", m.backend, "cpu: measure this machine for the CPU backend (GEMM rate, memory bandwidth, per-kind kernel rates, goroutine ring all-reduce) with --ranks goroutine ranks and write a topology with one device per rank (--topo and the other scenario flags are refused)")
 	fs.IntVar(&m.ranks, "ranks", m.ranks, "--backend cpu: goroutine ranks to measure for (the --tp of the runs to predict)")
 	fs.IntVar(&m.benchMs, "bench-ms", m.benchMs, "--backend cpu: milliseconds per microbenchmark")
 	fs.StringVar(&m.name, "name", m.name, "--backend cpu: topology name (default cpu-<ranks>r)")
+}
+
+// usesScenarioFlag: the cpu mode measures this machine and writes its own
+// box; no scenario flag enters it.
+func (m *cpuCalibrateMode) usesScenarioFlag(string) (bool, string) {
+	return false, "it measures this machine with --ranks goroutine ranks and writes a box of its own"
 }
 
 func (m *cpuCalibrateMode) run(ctx context.Context, c *calibrateOptions, std IO) error {

@@ -36,6 +36,9 @@ func (m *servingCalibrateMode) bind(fs *pflag.FlagSet) {
 	m.engineFlags.bind(fs)
 }
 
+// usesScenarioFlag: the scenario flags are the deployment simulated.
+func (m *servingCalibrateMode) usesScenarioFlag(string) (bool, string) { return true, "" }
+
 func (m *servingCalibrateMode) run(ctx context.Context, c *calibrateOptions, std IO) error {
 	// Every input is read before any work.
 	var levels []serving.Measured

@@ -82,6 +82,44 @@ func TestCalibrateNCCLTestsMustFitTheLog(t *testing.T) {
 	}
 }
 
+// TestCalibrateModeFlags: a flag the chosen mode does not read is refused
+// in one line naming it and what reads it, before any work: another mode's
+// own flag, and a scenario flag the mode has no use for (the cpu mode
+// writes a box of its own; an nccl-tests log reads only the box and the
+// NCCL settings).
+func TestCalibrateModeFlags(t *testing.T) {
+	const h200 = "../../exec/cuda/testdata/h200/h200-kimi-k2.5-tp8-rank0-graph-b32-catalog.otlp.jsonl.gz"
+	const arLog = "../../calibrate/testdata/nccltests/all_reduce_perf_8x_pcie.txt"
+	out := filepath.Join(t.TempDir(), "box.json")
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--trace", h200, "--ranks", "2"}, "--ranks: used by calibrate --backend cpu only"},
+		{[]string{"--trace", h200, "--bench-ms", "5"}, "--bench-ms: used by calibrate --backend cpu only"},
+		{[]string{"--trace", h200, "--seed", "3"}, "--seed: used by calibrate --serving RESULT... only"},
+		{[]string{"--trace", h200, "--fit-levels", "1"}, "--fit-levels: used by calibrate --serving RESULT... only"},
+		{[]string{"--backend", "cpu", "--holdout", h200}, "--holdout: used by calibrate --trace SRC only"},
+		{[]string{"--backend", "cpu", "--topo", "h200-nvswitch"}, "--topo h200-nvswitch: not used by calibrate --backend cpu: "},
+		{[]string{"--backend", "cpu", "--model", "glm-5"}, "--model glm-5: not used by calibrate --backend cpu: "},
+		{[]string{"--backend", "cpu", "--batch", "64"}, "--batch 64: not used by calibrate --backend cpu: "},
+		{[]string{"--backend", "cpu", "--nccl-proto", "LL"}, "--nccl-proto LL: not used by calibrate --backend cpu: "},
+		{[]string{"--nccl-tests", arLog, "--batch", "64"}, "--batch 64: not used by calibrate --nccl-tests FILE: "},
+	} {
+		code, _, stderr := runCLI(t, append([]string{"calibrate", "-o", out}, tc.args...)...)
+		if code != 2 || !strings.HasPrefix(stderr, "tpscope calibrate: usage: "+tc.want) || strings.Count(strings.TrimSpace(stderr), "\n") > 0 {
+			t.Errorf("%q: exit %d, stderr %q; want 2 and one line starting %q", tc.args, code, stderr, tc.want)
+		}
+		if _, err := os.Stat(out); err == nil {
+			t.Fatalf("%q: %s was written", tc.args, out)
+		}
+	}
+	// The NCCL settings the log ran with are the nccl-tests mode's.
+	if code, _, stderr := runCLI(t, "calibrate", "--nccl-tests", arLog, "--nccl-proto", "LL", "--topo", "rtxpro6000-2s", "-o", out); code != 0 {
+		t.Errorf("--nccl-proto with --nccl-tests: exit %d: %s", code, stderr)
+	}
+}
+
 func TestCalibrateUsage(t *testing.T) {
 	cases := []struct {
 		name string

@@ -40,6 +40,10 @@ func (m *traceCalibrateMode) bind(fs *pflag.FlagSet) {
 	fs.BoolVar(&m.force, "force", m.force, "write the calibrated topology even when it predicts the held-out steps worse than the prior (op RMS or step error); without it that is an error and nothing is written")
 }
 
+// usesScenarioFlag: every scenario flag says what a trace measured (a
+// trace without a recorded scenario needs them) or re-prices it.
+func (m *traceCalibrateMode) usesScenarioFlag(string) (bool, string) { return true, "" }
+
 func (m *traceCalibrateMode) run(ctx context.Context, c *calibrateOptions, std IO) error {
 	if err := c.sc.checkPassed(); err != nil {
 		return err
