@@ -367,8 +367,8 @@ func TestDPEPRunsTheScheduleRouting(t *testing.T) {
 }
 
 // TestOverrideOnlyWhatChanged: a flag that leaves the recorded scenario
-// as it was (--topo h200-nvswitch over a trace recorded on that box) is no
-// override, and the scenario's origin names none; one that changes it
+// as it was (--topo h200-nvswitch over a trace recorded on that box, by
+// that name or by its description) is no override, and the scenario's origin names none; one that changes it
 // (--batch 8 over the recorded 32) is named.
 func TestOverrideOnlyWhatChanged(t *testing.T) {
 	res, err := traces.ReadAll(context.Background(), filepath.Join("..", "exec", "cuda", "testdata", "h200", "h200-kimi-k2.5-tp8-rank0-graph.otlp.jsonl.gz"))
@@ -394,5 +394,20 @@ func TestOverrideOnlyWhatChanged(t *testing.T) {
 				t.Errorf("from %q, want %q", got, c.want)
 			}
 		})
+	}
+	// A trace recorded on the box's description (nvswitch:8xh200-sxm) is
+	// on the same box as the preset h200-nvswitch (topology.SameBox): the
+	// name alone differs, and it is no override either.
+	cat, err := traces.ReadAll(context.Background(), filepath.Join("..", "exec", "cuda", "testdata", "h200", "h200-kimi-k2.5-tp8-rank0-graph-b8-catalog.otlp.jsonl.gz"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	scs := compare.Scenarios{Topology: h200Box(t), Passed: []string{"--topo h200-nvswitch"}}
+	rep, err := compare.Compare([]*traces.Result{cat}, compare.Options{Scenarios: scs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := rep.Scenarios[0].From; got != compare.FromTrace {
+		t.Errorf("the preset over its description: from %q, want %q", got, compare.FromTrace)
 	}
 }

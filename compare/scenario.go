@@ -71,8 +71,9 @@ func (s *Scenarios) from(recorded, overridden bool) string {
 // resolve turns a recorded scenario into the one to predict; unknown lists
 // option names of an older trace that sim does not model. overridden is
 // false when what the caller passed (Override, Topology) left a recorded
-// scenario as it was, the two encoded alike (--topo h200-nvswitch over a
-// trace recorded on that box): nothing was overridden, and from says so.
+// scenario as it was, the two encoded alike but for the box's name
+// (--topo h200-nvswitch over a trace recorded on that box, by that name or
+// as nvswitch:8xh200-sxm): nothing was overridden, and from says so.
 func (s *Scenarios) resolve(rec *traces.Scenario) (sc sim.Scenario, unknown []string, overridden bool, err error) {
 	sc, unknown, err = s.resolveScenario(rec)
 	if err != nil || (s.Override == nil && s.Topology == nil) {
@@ -83,6 +84,11 @@ func (s *Scenarios) resolve(rec *traces.Scenario) (sc sim.Scenario, unknown []st
 	was, _, err := asRecorded.resolveScenario(rec)
 	if err != nil {
 		return sc, unknown, true, nil // the flags were needed (a perf DB's tables)
+	}
+	if was.Topo.SameBox(sc.Topo) {
+		// One box under two names (a preset over its description): the
+		// name alone changed, which prices nothing.
+		was.Topo, was.TopoRef = sc.Topo, sc.TopoRef
 	}
 	a, errA := json.Marshal(was)
 	b, errB := json.Marshal(sc)
