@@ -83,7 +83,7 @@ func (r *Report) write(w io.Writer, top int, md bool) error {
 	t.end()
 	for _, s := range r.Sources {
 		for _, sk := range s.Skipped {
-			fmt.Fprintf(w, "  skipped in %s: %s\n", s.Source, sk)
+			fmt.Fprintf(w, "  skipped in %s: %s\n", s.Source, sk.In(s.Source))
 		}
 	}
 	for i := range r.Scenarios {

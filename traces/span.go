@@ -194,6 +194,19 @@ type Skip struct {
 
 func (s Skip) String() string { return s.Where + ": " + s.Reason }
 
+// In is the skip said under its source (a line that names source
+// already): Where less the source it often begins with ("byte 1234: ..."
+// for "SRC:byte 1234"), or the reason alone when Where is the source.
+func (s Skip) In(source string) string {
+	switch {
+	case s.Where == source:
+		return s.Reason
+	case strings.HasPrefix(s.Where, source+":"):
+		return strings.TrimPrefix(s.Where, source+":") + ": " + s.Reason
+	}
+	return s.String()
+}
+
 // Result is what a reader returns: the spans, trace by trace (traces in
 // order of their first span's start, ties by ID), within a trace by
 // (Start, SpanID); and the report of what was skipped.

@@ -38,3 +38,23 @@ func TestSummaryCountsOpSpans(t *testing.T) {
 		t.Errorf("trace read: %d spans, %d op spans; IsOpSpan: %d; want 4, 2, 2", s.Spans, s.OpSpans, n)
 	}
 }
+
+// TestSkipIn: a skip said under its source names the source once: the
+// reason alone where Where is the source (Kineto's notes), the byte
+// offset where Where is SRC:byte N, and Where whole otherwise (a span).
+func TestSkipIn(t *testing.T) {
+	const src = "run/a.json"
+	for _, c := range []struct {
+		sk   Skip
+		want string
+	}{
+		{Skip{Where: src, Reason: "8 gpu_memcpy events are copies"}, "8 gpu_memcpy events are copies"},
+		{Skip{Where: src + ":byte 42", Reason: "span: not a JSON object"}, "byte 42: span: not a JSON object"},
+		{Skip{Where: "span 00000000000000aa", Reason: "op ID bad"}, "span 00000000000000aa: op ID bad"},
+		{Skip{Where: src + "x", Reason: "r"}, src + "x: r"},
+	} {
+		if got := c.sk.In(src); got != c.want {
+			t.Errorf("%+v.In(%q) = %q, want %q", c.sk, src, got, c.want)
+		}
+	}
+}
