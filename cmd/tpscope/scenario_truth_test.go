@@ -1,12 +1,16 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/tpscope/tpscope/traces"
 )
 
 // The scenario a trace is predicted with is the one it records: flags the
@@ -327,5 +331,48 @@ func TestTraceGPUMustBeTheBoxs(t *testing.T) {
 	}
 	if code, out, stderr := runCLI(t, "compare", "--trace", trace, "--topo", "nvswitch:8xh200-sxm", "--top", "1"); code != 0 || !strings.Contains(out, "-10.1 %") {
 		t.Errorf("compare on its own box: exit %d, stderr %q, output %q", code, stderr, out)
+	}
+}
+
+// TestLeftOutItemsSaid: what the reader left out of a profiler trace is
+// said where it is listed: compare's note points at its output, whose
+// sources list each item under the file named once (not "FILE: FILE:");
+// calibrate, which has no such list, lists the items on stderr. The items
+// are the reader's own (traces.ReadAll).
+func TestLeftOutItemsSaid(t *testing.T) {
+	res, err := traces.ReadAll(context.Background(), kimiKineto)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.SkippedTotal == 0 || res.SkippedTotal > 10 {
+		t.Fatalf("the fixture leaves out %d items; the test wants 1 to 10", res.SkippedTotal)
+	}
+	flags := []string{"--trace", kimiKineto, "--model", "kimi-k2.5", "--batch", "32", "--context", "4096", "--topo", "h200-nvswitch"}
+	code, out, stderr := runCLI(t, append([]string{"compare"}, flags...)...)
+	if code != 0 {
+		t.Fatalf("compare: exit %d: %s", code, stderr)
+	}
+	if want := fmt.Sprintf("%s: left out %d items (listed in the output, under its sources)\n", kimiKineto, res.SkippedTotal); stderr != want {
+		t.Errorf("compare stderr %q, want %q", stderr, want)
+	}
+	if strings.Contains(out, kimiKineto+": "+kimiKineto) {
+		t.Errorf("compare names the file twice on a line:\n%s", out)
+	}
+	for _, sk := range res.Skipped {
+		if want := "  skipped in " + kimiKineto + ": " + sk.Reason + "\n"; !strings.Contains(out, want) {
+			t.Errorf("compare output lacks %q", want)
+		}
+	}
+	code, _, stderr = runCLI(t, append([]string{"calibrate", "-o", filepath.Join(t.TempDir(), "k.json")}, flags...)...)
+	if code != 0 {
+		t.Fatalf("calibrate: exit %d: %s", code, stderr)
+	}
+	if want := fmt.Sprintf("%s: left out %d items:\n", kimiKineto, res.SkippedTotal); !strings.HasPrefix(stderr, want) || strings.Contains(stderr, "see the report") {
+		t.Errorf("calibrate stderr %q, want it to start %q", stderr, want)
+	}
+	for _, sk := range res.Skipped {
+		if !strings.Contains(stderr, "\n  "+sk.Reason+"\n") {
+			t.Errorf("calibrate stderr lacks the item %q", sk.Reason)
+		}
 	}
 }

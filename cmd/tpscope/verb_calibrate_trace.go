@@ -51,7 +51,7 @@ func (m *traceCalibrateMode) run(ctx context.Context, c *calibrateOptions, std I
 	if err := checkTraceSources("--trace", m.srcs); err != nil {
 		return err
 	}
-	results, err := readTraces(ctx, m.srcs, std.Stderr, false)
+	results, err := readTraces(ctx, m.srcs, std.Stderr, false, "")
 	if err != nil {
 		var pe *traces.PartialError
 		if errors.As(err, &pe) {
@@ -175,7 +175,7 @@ func (m *traceCalibrateMode) readHoldout(ctx context.Context, c *calibrateOption
 	if m.holdBatch < 0 {
 		return nil, compare.Scenarios{}, flagError("--holdout-batch", m.holdBatch, "want a batch of 1 or more")
 	}
-	res, err := readTraces(ctx, m.holdout, std.Stderr, false)
+	res, err := readTraces(ctx, m.holdout, std.Stderr, false, "")
 	if err != nil {
 		var pe *traces.PartialError
 		if errors.As(err, &pe) {

@@ -25,8 +25,11 @@ func bindAllowPartialFlag(fs *pflag.FlagSet, v *bool) {
 
 // readTraces reads every source; ctx's end (Ctrl-C) stops a long read. A
 // source that ends early or breaks is an error unless allowPartial, which
-// keeps its complete steps and says on stderr what was dropped.
-func readTraces(ctx context.Context, srcs []string, stderr io.Writer, allowPartial bool) ([]*traces.Result, error) {
+// keeps its complete steps and says on stderr what was dropped. What a
+// reader left out (events that are no spans: copies, kernels outside
+// every step) is said per source: listedIn names where the verb's output
+// lists the items; "" lists them here, on stderr.
+func readTraces(ctx context.Context, srcs []string, stderr io.Writer, allowPartial bool, listedIn string) ([]*traces.Result, error) {
 	var out []*traces.Result
 	for _, src := range srcs {
 		res, err := traces.ReadAll(ctx, src, traces.WithAllowPartial(allowPartial))
@@ -34,12 +37,37 @@ func readTraces(ctx context.Context, srcs []string, stderr io.Writer, allowParti
 			return nil, err
 		}
 		notePartial(stderr, src, res)
-		if n := res.SkippedTotal - partialSkips(res); n > 0 {
-			fmt.Fprintf(stderr, "%s: left out %d items (see the report)\n", src, n)
-		}
+		noteLeftOut(stderr, src, res, listedIn)
 		out = append(out, res)
 	}
 	return out, nil
+}
+
+// maxLeftOutLines bounds the items noteLeftOut lists.
+const maxLeftOutLines = 10
+
+// noteLeftOut says on stderr how many items a source's reader left out,
+// and where they are listed (listedIn) or, for "", lists them.
+func noteLeftOut(stderr io.Writer, src string, res *traces.Result, listedIn string) {
+	n := res.SkippedTotal - partialSkips(res)
+	if n <= 0 {
+		return
+	}
+	if listedIn != "" {
+		fmt.Fprintf(stderr, "%s: left out %d items (listed in %s)\n", src, n, listedIn)
+		return
+	}
+	fmt.Fprintf(stderr, "%s: left out %d items:\n", src, n)
+	skips := res.Skipped[partialSkips(res):]
+	for i, sk := range skips {
+		if i == maxLeftOutLines {
+			break
+		}
+		fmt.Fprintf(stderr, "  %s\n", sk.In(src))
+	}
+	if n > min(len(skips), maxLeftOutLines) {
+		fmt.Fprintf(stderr, "  ... %d more\n", n-min(len(skips), maxLeftOutLines))
+	}
 }
 
 // notePartial says on stderr what --allow-partial kept of a damaged source.
@@ -133,7 +161,7 @@ func (o *compareOptions) Run(ctx context.Context, args []string, std IO) error {
 		return err
 	}
 	srcs := append(slices.Clip(o.traces), args...)
-	results, err := readTraces(ctx, srcs, std.Stderr, o.allowPartial)
+	results, err := readTraces(ctx, srcs, std.Stderr, o.allowPartial, "the output, under its sources")
 	if err != nil {
 		return err
 	}

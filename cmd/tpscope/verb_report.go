@@ -151,7 +151,7 @@ func (o *reportOptions) Run(ctx context.Context, args []string, std IO) error {
 		if err := sc.checkPassed(); err != nil {
 			return err
 		}
-		results, err := readTraces(ctx, srcs, std.Stderr, o.allowPartial)
+		results, err := readTraces(ctx, srcs, std.Stderr, o.allowPartial, "")
 		if err != nil {
 			return err
 		}
