@@ -395,5 +395,12 @@ func (sc Scenario) String() string {
 	if n := sc.CostSourceName(); n != "" {
 		costs = ", costs " + n
 	}
-	return fmt.Sprintf("%s%s %s %s on %s, options %s%s", name, b, sc.Plan.Normalized(), sc.Workload.Normalized(), box, sc.Options.Label(), costs)
+	// The KV dtype the step ran with, always: the checkpoint's when the
+	// workload names none, so that a scenario recorded with it named and
+	// one without read alike.
+	w := sc.Workload
+	if sc.Arch != nil {
+		w.KVDtype = w.KVDtypeFor(sc.Arch)
+	}
+	return fmt.Sprintf("%s%s %s %s on %s, options %s%s", name, b, sc.Plan.Normalized(), w.Normalized(), box, sc.Options.Label(), costs)
 }

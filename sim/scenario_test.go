@@ -95,6 +95,36 @@ func TestScenarioLineDispatch(t *testing.T) {
 	}
 }
 
+// TestScenarioLineKVDtype: the one-line form always names the KV dtype
+// the step runs with: a workload that names none reads as one that names
+// the checkpoint's (bf16 for DeepSeek-V3, fp8 for Kimi-K2.5-NVFP4, whose
+// checkpoint quantizes its KV cache), and a chosen one is named.
+func TestScenarioLineKVDtype(t *testing.T) {
+	topo, err := topology.Preset(topology.DefaultPreset)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		model string
+		kv    model.Dtype
+		want  string
+	}{
+		{"deepseek-v3", "", " decode b1 ctx4096 kv=bf16 on "},
+		{"deepseek-v3", model.BF16, " decode b1 ctx4096 kv=bf16 on "},
+		{"deepseek-v3", model.FP8, " decode b1 ctx4096 kv=fp8 on "},
+		{"kimi-k2.5-nvfp4", "", " decode b1 ctx4096 kv=fp8 on "},
+	} {
+		a, err := model.Preset(c.model)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sc := Scenario{Arch: a, Plan: model.Plan{TP: 8}, Workload: model.Workload{Phase: model.Decode, Batch: 1, Context: 4096, KVDtype: c.kv}, Topo: topo}
+		if line := sc.String(); !strings.Contains(line, c.want) {
+			t.Errorf("%s kv %q: %q, want it to contain %q", c.model, c.kv, line, c.want)
+		}
+	}
+}
+
 // TestScenarioBoxTravels: a scenario records its box by value, so a trace
 // decodes on the box it ran on after the topology file moved or was
 // deleted; a recorded box whose hash does not match is refused; a box the
