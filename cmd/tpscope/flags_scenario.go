@@ -654,12 +654,30 @@ func (f *scenarioFlags) apply(name string, sc *sim.Scenario) error {
 		for _, of := range sim.OptionFields() {
 			if of.Name == name {
 				if _, err = f.options(); err == nil {
-					err = of.Set(&sc.Options, of.Get(&f.opts))
+					err = of.Set(&sc.Options, optionText(of, &f.opts))
 				}
 			}
 		}
 	}
 	return err
+}
+
+// optionText is of's value in o as its Set reads it back: the codec
+// writes a field at its zero value (false, 0) as nothing, which the bool
+// and number parsers refuse, so that an override to it (--cuda-graphs=false
+// over a recorded graph run) would fail.
+func optionText(of sim.OptionField, o *sim.Options) string {
+	v := of.Get(o)
+	if v != "" {
+		return v
+	}
+	switch of.Kind {
+	case sim.OptionBool:
+		return "false"
+	case sim.OptionInt, sim.OptionFloat:
+		return "0"
+	}
+	return v
 }
 
 // planFieldFlags are the flags that set the fields of the builder's

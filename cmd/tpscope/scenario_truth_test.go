@@ -188,6 +188,35 @@ func TestRecordedScenarioFacts(t *testing.T) {
 	}
 }
 
+// TestRecordedScenarioOptionToZero: an option flag set to its zero value
+// over a recorded run (--cuda-graphs=false over the H200 graph run)
+// re-prices it as an override; the codec writes false as nothing, which
+// the override once fed back to the bool parser ('"": want true or
+// false', every scenario left out).
+func TestRecordedScenarioOptionToZero(t *testing.T) {
+	const trace = "../../exec/cuda/testdata/h200/h200-kimi-k2.5-tp8-rank0-graph-b8-catalog.otlp.jsonl.gz"
+	code, out, stderr := runCLI(t, "compare", "--trace", trace, "--cuda-graphs=false", "--output", "json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	var rep struct {
+		Scenarios []struct {
+			From     string `json:"from"`
+			Scenario struct {
+				Options struct {
+					CUDAGraphs *bool `json:"cuda_graphs"`
+				} `json:"options"`
+			} `json:"scenario"`
+		} `json:"scenarios"`
+	}
+	if err := json.Unmarshal([]byte(out), &rep); err != nil || len(rep.Scenarios) != 1 {
+		t.Fatalf("%v, %d scenarios", err, len(rep.Scenarios))
+	}
+	if sr := rep.Scenarios[0]; !strings.Contains(sr.From, "overridden by --cuda-graphs false") || sr.Scenario.Options.CUDAGraphs != nil && *sr.Scenario.Options.CUDAGraphs {
+		t.Errorf("from %q, cuda_graphs %v: want the override named and no CUDA graphs", sr.From, sr.Scenario.Options.CUDAGraphs)
+	}
+}
+
 // TestCPULoopPortable is the README's CPU loop as written: calibrate the
 // CPU backend, run a TP-2 schedule on the calibrated box with --compare
 // into a file trace, then compare that trace with only --topo: the same
