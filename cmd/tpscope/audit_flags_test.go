@@ -156,7 +156,7 @@ func TestSpecFlagsWithoutSpec(t *testing.T) {
 	checkUsageErrors(t, []usageCase{
 		{"spec-accept", []string{"predict", "--spec-accept", "0.7"}, "--spec-accept 0.7: " + noAccept},
 		{"mtp-accept", []string{"predict", "--mtp-accept", "0.9"}, "--mtp-accept 0.9: " + noAccept},
-		{"mtp-accept at mtp 0", []string{"schedule", "--model", "deepseek-v3", "--mtp", "0", "--mtp-accept", "0.9"}, "--mtp-accept 0.9: " + noAccept},
+		{"mtp-accept at mtp 0", []string{"predict", "--model", "deepseek-v3", "--mtp", "0", "--mtp-accept", "0.9"}, "--mtp-accept 0.9: " + noAccept},
 		{"spec-accept-file", []string{"predict", "--spec-accept-file", metrics}, "--spec-accept-file " + metrics + ": " + noAccept},
 		{"draft-tp", []string{"predict", "--draft-tp", "2"}, "--draft-tp 2: want no draft TP without --spec draft"},
 		{"spec-topk", []string{"predict", "--spec-topk", "2"}, "--spec-topk 2: want no tree without --spec"},

@@ -108,7 +108,7 @@ func TestPerfDBBadInput(t *testing.T) {
 		// The schedule's routing and the tables' are one fact: a routing
 		// the MoE table has no rows of is refused, naming what it has.
 		{[]string{"predict", "--perf-db", db, "--moe-routing", "uniform"}, "--moe-routing uniform: perfdb rtx_pro_6000_server/vllm/0.24.0 measured MoE layers under balanced, power-law-1.01, power-law-1.2 routing, not uniform"},
-		{[]string{"schedule", "--perf-db", db, "--moe-routing", "power-law-1.5"}, "--moe-routing power-law-1.5:"},
+		{[]string{"predict", "--perf-db", db, "--moe-routing", "power-law-1.5"}, "--moe-routing power-law-1.5:"},
 		// A GPU without tables: refused with the way to price it anyway;
 		// --perf-db-transfer where it means nothing is refused too.
 		{[]string{"predict", "--model", "glm-5-nvfp4", "--topo", "nvswitch:8xh100-sxm", "--perf-db", db}, `measured on "NVIDIA H100 80GB HBM3"`},

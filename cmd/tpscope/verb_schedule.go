@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+	"strings"
 
 	"github.com/tpscope/tpscope/internal/units"
 
@@ -54,14 +55,20 @@ type scheduleJSON struct {
 var scheduleVerb = &Verb{
 	UsageLine: "schedule [flags]",
 	Short:     "print the per-rank op list of one decode or prefill step",
-	Long: `Builds the Schedule of one step — every kernel and collective on every rank,
-with GEMM shapes and dtypes, FLOPs, bytes read and written (weights and KV
-cache separately) and collective sizes and groups — as vLLM lays the model
-out under the plan. Op IDs (L07.attn.o_proj, L07.moe.allreduce, embed.*,
-head.*, mtp.*) are the ones predictions and traces are joined on.
+	Long: `Builds the Schedule of one step — the model's ops on every rank, as vLLM lays the
+model out under the plan, before an engine's kernels and fusions — with GEMM shapes
+and dtypes, FLOPs, bytes read and written (weights and KV cache separately) and
+collective sizes and groups. Op IDs (L07.attn.o_proj, L07.moe.allreduce, embed.*,
+head.*, mtp.*) are the ones predictions and traces are joined on. The executor
+(run, --engine executor) runs exactly these ops; predict prices each as the
+engine's kernels (companion kernels, fused all-reduce + norm, its MoE kernel), so
+its kernel count per rank differs from the op count here.
 The batch is the one the engine runs: padded up to the next CUDA-graph
-capture size when the decode step is graphed (--cuda-graphs, vLLM's
-default). By default only rank 0 is printed; --rank -1 prints every rank.`,
+capture size when the decode step is graphed (--cuda-graphs, --graph-sizes, the
+engine's capture sizes; vLLM's default). A flag that changes only the pricing
+(NCCL settings, --custom-ar, --ar-norm-fusion, --overlap, --moe-kernel,
+--attention-backend, acceptance rates, --gpu-mem-util, --perf-db) is refused: pass
+it to predict. By default only rank 0 is printed; --rank -1 prints every rank.`,
 	Example: "tpscope schedule --model kimi-k2.5-nvfp4 --tp 8 --batch 4 --context 8192\n" +
 		"tpscope schedule --model glm-5 --tp 8 --output json --rank -1",
 	New: func() Options { return &scheduleOptions{sc: newScenarioFlags(), output: formatTable} },
@@ -87,6 +94,9 @@ func (o *scheduleOptions) Run(ctx context.Context, args []string, std IO) error 
 	if err := checkOutput(o.output, allFormats...); err != nil {
 		return err
 	}
+	if err := o.checkPricingFlags(); err != nil {
+		return err
+	}
 	scen, err := o.sc.scenario()
 	if err != nil {
 		return err
@@ -99,6 +109,38 @@ func (o *scheduleOptions) Run(ctx context.Context, args []string, std IO) error 
 		return flagError("--rank", o.rank, "want -1 or 0..%d", len(s.Ranks)-1)
 	}
 	return printSchedule(s, o.rank, o.output, std.Stdout)
+}
+
+// scheduleFlags are the scenario flags the Schedule depends on: the model,
+// plan, workload and build options (model.BuildWith's inputs), the box
+// (its GPU count bounds the plan; its GPU decides how a DSA model runs)
+// and what sets the CUDA-graph capture the batch is padded to (the
+// engine's capture sizes, its eager prefill and speculative capture).
+// Every other scenario flag only prices the ops (sim.Predictor), and is
+// refused rather than ignored; a flag added later is refused until it is
+// listed here.
+var scheduleFlags = map[string]bool{
+	"model": true, "tp": true, "ep": true, "dp": true, "dcp": true, "phase": true, "batch": true, "context": true,
+	"mtp": true, "kv-dtype": true, "dense-dsa": true, "moe-dispatch": true, "dispatch-dtype": true, "moe-routing": true,
+	"spec": true, "spec-tokens": true, "spec-topk": true, "spec-steps": true, "draft-model": true, "draft-tp": true,
+	"topo": true, "gpus": true, "cuda-graphs": true, "graph-sizes": true, "engine": true, "executor": true,
+}
+
+// checkPricingFlags refuses a scenario flag that changes only the pricing
+// of the ops schedule prints (scheduleFlags).
+func (o *scheduleOptions) checkPricingFlags() error {
+	var err error
+	o.sc.visitChanged(func(f *pflag.Flag) {
+		if err != nil || !o.sc.isScenarioFlag(f.Name) || scheduleFlags[f.Name] {
+			return
+		}
+		why := "it only prices the ops, and schedule lists them before pricing: pass it to predict"
+		if strings.HasPrefix(f.Name, "perf-db") {
+			why += " (for the routing its MoE tables were measured under, pass --moe-routing balanced)"
+		}
+		err = flagError("--"+f.Name, f.Value.String(), "%s", why)
+	})
+	return err
 }
 
 func opsOf(s *model.Schedule, rank int) []*model.Op {
@@ -183,6 +225,6 @@ func writeScheduleTable(w io.Writer, s *model.Schedule, rank int, ops []*model.O
 	t := s.Totals(rank)
 	rows = append(rows, []string{"total", fmt.Sprintf("%d ops", t.Ops), "", "", "", units.Count(t.FLOPs), units.Bytes(t.Bytes),
 		units.Bytes(t.WeightBytes), units.Bytes(t.KVBytes), fmt.Sprintf("%d collectives, %s", t.Collectives, units.Bytes(float64(t.CommBytes)))})
-	title := fmt.Sprintf("%s  %s  %s  (%d ranks)", s.Model, s.Plan.String(), s.Workload.String(), len(s.Ranks))
+	title := fmt.Sprintf("%s  %s  %s  (%d ranks; the model's ops, before an engine's kernels and fusions)", s.Model, s.Plan.String(), s.Workload.String(), len(s.Ranks))
 	return writeFirstTable(w, title, "", []string{"rank", "id", "kind", "shape", "dtype", "flops", "bytes", "weights", "kv", "comm"}, rows, md)
 }
