@@ -110,6 +110,10 @@ const (
 	LeftOutPlanModel LeftOutReason = "plan-model"
 	// LeftOutNoMTP: speculative tokens on a model without an MTP layer.
 	LeftOutNoMTP LeftOutReason = "no-mtp-layer"
+	// LeftOutEngine: the engine cannot run the configuration (box, plan,
+	// KV dtype, speculative tokens): sim's Scenario.CheckEngine, the check
+	// predict refuses it with (Detail: its error).
+	LeftOutEngine LeftOutReason = "engine"
 )
 
 // LeftOut is one combination of a sweep's lists that can never run,
@@ -126,6 +130,7 @@ type LeftOut struct {
 	DP         int           `json:"dp,omitempty"`
 	DCP        int           `json:"dcp,omitempty"`
 	EP         string        `json:"ep,omitempty"` // "on", "off" or "" (not listed)
+	KVDtype    string        `json:"kv_dtype,omitempty"`
 	SpecTokens int           `json:"spec_tokens,omitempty"`
 	Detail     string        `json:"detail"`
 }
@@ -144,6 +149,15 @@ type Coverage struct {
 type SpaceError struct {
 	Coverage Coverage
 }
+
+// EngineError: the engine refuses every configuration of the sweep for
+// one reason; Err is that reason, as predict gives it.
+type EngineError struct {
+	Err error
+}
+
+func (e *EngineError) Error() string { return e.Err.Error() }
+func (e *EngineError) Unwrap() error { return e.Err }
 
 func (e *SpaceError) Error() string {
 	var parts []string
@@ -180,6 +194,9 @@ func (l LeftOut) Combination() string {
 	}
 	if l.EP != "" {
 		parts = append(parts, "ep "+l.EP)
+	}
+	if l.KVDtype != "" {
+		parts = append(parts, "kv "+l.KVDtype)
 	}
 	if l.SpecTokens > 0 {
 		parts = append(parts, fmt.Sprintf("%d MTP tokens", l.SpecTokens))
@@ -695,6 +712,34 @@ func (s *Space) Enumerate() ([]Config, Coverage, error) {
 		runSpecs = append(runSpecs, k)
 	}
 
+	// A configuration the engine cannot run (sim's CheckEngine, as
+	// predict refuses it) is left out with the engine's reason, once per
+	// box, plan, KV dtype and speculative tokens: batch and context do
+	// not change what the engine can run.
+	type engineKey struct {
+		box      int
+		plan     string
+		kv       model.Dtype
+		specToks int
+	}
+	refusedBy := map[engineKey]error{}
+	var firstRefusal error
+	refused := func(bi int, pname string, sc sim.Scenario) bool {
+		key := engineKey{bi, pname, sc.Workload.KVDtype, sc.Workload.SpecTokens}
+		err, seen := refusedBy[key]
+		if !seen {
+			err = sc.CheckEngine()
+			refusedBy[key] = err
+			if err != nil {
+				if firstRefusal == nil {
+					firstRefusal = err
+				}
+				cov.LeftOut = append(cov.LeftOut, LeftOut{Reason: LeftOutEngine, Topology: sc.Topo.Name, BoxGPUs: sc.Topo.NumGPUs(),
+					Plan: pname, KVDtype: string(sc.Workload.KVDtypeFor(sc.Arch)), SpecTokens: sc.Workload.SpecTokens, Detail: err.Error()})
+			}
+		}
+		return err != nil
+	}
 	var out []Config
 	for _, n := range worlds {
 		for _, p := range plansOf[n] {
@@ -711,8 +756,11 @@ func (s *Space) Enumerate() ([]Config, Coverage, error) {
 								if t.NumGPUs() != n {
 									continue
 								}
-								out = append(out, Config{Box: bi, planName: pname, Scenario: sim.Scenario{
-									Arch: s.Arch, Plan: p, Workload: w, Build: s.buildFor(t, k), Options: s.Options, Topo: t, Costs: costs[bi]}})
+								sc := sim.Scenario{Arch: s.Arch, Plan: p, Workload: w, Build: s.buildFor(t, k), Options: s.Options, Topo: t, Costs: costs[bi]}
+								if refused(bi, pname, sc) {
+									continue
+								}
+								out = append(out, Config{Box: bi, planName: pname, Scenario: sc})
 							}
 						}
 						// The load at which the KV cache is full, when the
@@ -723,6 +771,9 @@ func (s *Space) Enumerate() ([]Config, Coverage, error) {
 								continue
 							}
 							w := model.Workload{Phase: model.Decode, Context: cx, SpecTokens: k, KVDtype: kv}
+							if refusedBy[engineKey{bi, pname, kv, k}] != nil {
+								continue
+							}
 							w.Batch = maxConcurrency(s.Arch, p, w, s.buildFor(t, k), t, s.Options.GPUMemUtilFrac)
 							if w.Batch < 1 || w.Validate() != nil || slices.Contains(batches, w.Batch) {
 								continue
@@ -736,6 +787,11 @@ func (s *Space) Enumerate() ([]Config, Coverage, error) {
 		}
 	}
 	if len(out) == 0 {
+		if firstRefusal != nil && !slices.ContainsFunc(cov.LeftOut, func(l LeftOut) bool {
+			return l.Reason == LeftOutEngine && l.Detail != firstRefusal.Error()
+		}) {
+			return nil, cov, &EngineError{Err: firstRefusal}
+		}
 		if len(cov.LeftOut) > 0 {
 			return nil, cov, &SpaceError{Coverage: cov}
 		}

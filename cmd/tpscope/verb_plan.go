@@ -47,7 +47,11 @@ longer than a second.
 A combination of the lists that can never run (TP x DP above or not
 dividing a --gpus count, a count above the box's GPUs, degrees the model
 cannot run, --mtp on a model without MTP) is left out and counted, with
-its reason; when nothing is left, it is a usage error naming the flags.
+its reason; so is a configuration the engine cannot run (predict's
+refusal: an attention backend, KV dtype or MoE kernel it lacks on the
+box's GPU, an option or speculative method it has not). When nothing is
+left, it is a usage error naming the flags, or predict's one line when
+the engine refuses every configuration for one reason.
 
 Run-time options are the other verbs' flags with their defaults (a stock
 deployment: CUDA graphs, NCCL's own choices); pass the seed's settings
@@ -396,6 +400,9 @@ func leftOutFlags(l plan.LeftOut, boxes int) string {
 	if l.EP != "" {
 		f = append(f, "--ep "+map[string]string{"on": "true", "off": "false"}[l.EP])
 	}
+	if l.KVDtype != "" {
+		f = append(f, "--kv-dtype "+l.KVDtype)
+	}
 	if l.SpecTokens > 0 {
 		f = append(f, "--mtp "+strconv.Itoa(l.SpecTokens))
 	}
@@ -408,17 +415,34 @@ func leftOutFlags(l plan.LeftOut, boxes int) string {
 // planSpaceUsage turns a sweep with nothing left to run into a usage
 // error naming the flags of each combination and why it cannot run.
 func planSpaceUsage(err error, boxes int) error {
+	var ee *plan.EngineError
+	if errors.As(err, &ee) {
+		// Every configuration refused for one reason: predict's line.
+		return usageErrorf("%v", ee.Err)
+	}
 	var se *plan.SpaceError
 	if !errors.As(err, &se) {
 		return causeError("", nil, err)
 	}
 	var parts []string
-	for i, l := range se.Coverage.LeftOut {
-		if i == 4 {
-			parts = append(parts, fmt.Sprintf("and %d more", len(se.Coverage.LeftOut)-i))
+	shown, seen := 0, map[string]bool{}
+	for _, l := range se.Coverage.LeftOut {
+		if l.Reason == plan.LeftOutEngine {
+			// The engine refuses many configurations for one reason:
+			// said once, with its first configuration.
+			if seen[l.Detail] {
+				continue
+			}
+			seen[l.Detail] = true
+		}
+		if len(parts) == 4 {
 			break
 		}
+		shown++
 		parts = append(parts, leftOutFlags(l, boxes)+": "+l.Detail)
+	}
+	if n := len(se.Coverage.LeftOut) - shown; n > 0 {
+		parts = append(parts, fmt.Sprintf("and %d more", n))
 	}
 	return &usageError{Want: strings.Join(parts, "; ") + " (no combination of the lists can run)", Err: err}
 }
@@ -427,7 +451,7 @@ func planSpaceUsage(err error, boxes int) error {
 // left out, with up to three of them by their flags.
 func leftOutLines(cov plan.Coverage, boxes int) []string {
 	var out []string
-	for _, reason := range []plan.LeftOutReason{plan.LeftOutBoxGPUs, plan.LeftOutPlanGPUs, plan.LeftOutPlanModel, plan.LeftOutNoMTP} {
+	for _, reason := range []plan.LeftOutReason{plan.LeftOutBoxGPUs, plan.LeftOutPlanGPUs, plan.LeftOutPlanModel, plan.LeftOutNoMTP, plan.LeftOutEngine} {
 		var ex []string
 		n := 0
 		for _, l := range cov.LeftOut {
@@ -448,6 +472,16 @@ func leftOutLines(cov plan.Coverage, boxes int) []string {
 			plan.LeftOutPlanModel: "the model runs none of these plans",
 			plan.LeftOutNoMTP:     "no MTP layer",
 		}[reason]
+		if reason == plan.LeftOutEngine {
+			// Configurations, not combinations of the lists: the engine's
+			// refusal depends on the box, plan, KV dtype and MTP tokens.
+			more := ""
+			if n > len(ex) {
+				more = fmt.Sprintf(", and %d more", n-len(ex))
+			}
+			out = append(out, fmt.Sprintf("left out %d configurations (box x plan x KV dtype x MTP tokens) the engine cannot run: %s%s", n, strings.Join(ex, "; "), more))
+			continue
+		}
 		if reason == plan.LeftOutNoMTP {
 			out = append(out, fmt.Sprintf("left out: %s", strings.Join(ex, ", ")))
 			continue

@@ -291,3 +291,63 @@ func TestPlanTopoList(t *testing.T) {
 		t.Errorf("two generations: exit %d: %s", code, errs)
 	}
 }
+
+// TestPlanEngineRefusals: plan applies predict's engine check to each
+// configuration. A sweep the engine refuses whole fails with predict's
+// own line; one the engine refuses in part leaves those configurations
+// out, counted with the engine's reason, and never picks one of them.
+func TestPlanEngineRefusals(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		args  []string
+		plans string // plan's --plan; predict runs the first at --tp 8
+	}{
+		// The engine's MLA backends (engine/profiles): trtllm has none on
+		// sm120; fa3 runs on sm90 only; --custom-ar needs a custom
+		// all-reduce, which the executor has not; trtllm has no ngram,
+		// sglang no suffix; vLLM's EAGLE-3 drafts a chain, no tree.
+		{"trtllm MLA on sm120", []string{"--engine", "trtllm", "--model", "deepseek-v3", "--topo", "rtxpro6000-2s", "--kv-dtype", "bf16"}, "tp8"},
+		{"fa3 on sm120", []string{"--engine", "sglang", "--attention-backend", "fa3", "--topo", "rtxpro6000-2s"}, "tp8"},
+		{"executor custom all-reduce", []string{"--engine", "executor", "--custom-ar", "oneshot"}, "tp8"},
+		{"trtllm ngram", []string{"--engine", "trtllm", "--model", "deepseek-v3", "--topo", "h200-nvswitch", "--spec", "ngram"}, "tp8"},
+		{"sglang suffix", []string{"--engine", "sglang", "--spec", "suffix"}, "tp8"},
+		{"vllm tree", []string{"--spec", "eagle", "--spec-topk", "2"}, "tp8"},
+		{"sglang cutlass on int4", []string{"--engine", "sglang", "--model", "kimi-k2.5", "--moe-kernel", "cutlass"}, "tp8"},
+		{"sglang nvfp4 on sm90", []string{"--engine", "sglang", "--model", "kimi-k2.5-nvfp4", "--topo", "h200-nvswitch"}, "tp8,tp4-dp2-ep"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			args := append([]string{"--batch", "1", "--context", "4096"}, tc.args...)
+			_, _, want := runCLI(t, append([]string{"predict", "--tp", "8"}, args...)...)
+			code, out, errs := runCLI(t, append([]string{"plan", "--plan", tc.plans}, args...)...)
+			want = strings.Replace(strings.TrimSpace(want), "tpscope predict:", "tpscope plan:", 1)
+			if want == "" || code != 2 || out != "" || strings.TrimSpace(errs) != want {
+				t.Errorf("plan: exit %d (want 2), stdout %q, stderr %q; want predict's line %q", code, out, errs, want)
+			}
+		})
+	}
+	// FLASH_ATTN_MLA takes a bf16 KV cache only: the fp8 rows are left
+	// out, the bf16 ones priced.
+	args := []string{"plan", "--attention-backend", "FLASH_ATTN_MLA", "--topo", "h200-nvswitch", "--gpus", "8", "--plan", "tp8,tp8-ep", "--kv-dtype", "bf16,fp8", "--batch", "1", "--context", "4096"}
+	code, out, errs := runCLI(t, args...)
+	if code != 0 || !strings.Contains(out, "left out 2 configurations (box x plan x KV dtype x MTP tokens) the engine cannot run: --plan tp8 --kv-dtype fp8 (--attention-backend") {
+		t.Errorf("exit %d, stderr %q; want the two fp8 configurations left out:\n%s", code, errs, out)
+	}
+	code, js, _ := runCLI(t, append(args, "--output", "json")...)
+	var res plan.Result
+	if err := json.Unmarshal([]byte(js), &res); code != 0 || err != nil {
+		t.Fatalf("JSON: exit %d, %v", code, err)
+	}
+	if len(res.Coverage.LeftOut) != 2 || len(res.Points) == 0 {
+		t.Errorf("coverage %+v, %d points; want 2 left out and the bf16 points", res.Coverage, len(res.Points))
+	}
+	for _, l := range res.Coverage.LeftOut {
+		if l.Reason != plan.LeftOutEngine || l.KVDtype != "fp8" {
+			t.Errorf("left out %+v; want the engine's, fp8", l)
+		}
+	}
+	for _, p := range res.Points {
+		if p.KVDtype != "bf16" {
+			t.Errorf("point %+v priced; FLASH_ATTN_MLA has no fp8 KV cache", p)
+		}
+	}
+}
