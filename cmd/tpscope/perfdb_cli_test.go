@@ -369,11 +369,11 @@ func TestPlanSaysWhatPricedIt(t *testing.T) {
 	code, out, errs = runCLI(t, args...)
 	want := fmt.Sprintf("\ncosts: %s: %d of %d ops of the best configuration's step (rtxpro6000-2s x8 tp8, kv bf16, batch %d, context 4096) priced from its tables, the rest from the priors\n",
 		pr.CostSource, pr.MeasuredOps, len(pr.Ops), batch)
-	if code != 0 || !strings.Contains(out, "\nengine: "+pr.Engine+"\n") || !strings.Contains(out, "\nmoe routing: balanced\n") || !strings.Contains(out, want) {
+	if code != 0 || !strings.Contains(out, "\nengine (best): "+pr.Engine+"\n") || !strings.Contains(out, "\nmoe routing: balanced\n") || !strings.Contains(out, want) {
 		t.Errorf("plan --perf-db: exit %d (%s); want the engine, moe routing and %q lines:\n%s", code, errs, want, out)
 	}
 	code, out, _ = runCLI(t, args[:len(args)-2]...)
-	if code != 0 || !strings.Contains(out, "\nengine: vllm@0.24 ") || strings.Contains(out, "\ncosts: ") || strings.Contains(out, "\nmoe routing: ") {
+	if code != 0 || !strings.Contains(out, "\nengine (best): vllm@0.24 ") || strings.Contains(out, "\ncosts: ") || strings.Contains(out, "\nmoe routing: ") {
 		t.Errorf("plan from the priors: exit %d; want the engine line and no costs or routing line:\n%s", code, out)
 	}
 }

@@ -292,7 +292,7 @@ func (o *planOptions) Run(ctx context.Context, args []string, std IO) error {
 			lines = append(lines, fmt.Sprintf("best throughput per GPU: %s x%d %s, kv %s, batch %d at context %d: %.1f tok/s/GPU, %.1f tok/s per request",
 				b.Topology, b.GPUs, b.Plan, b.KVDtype, b.Batch, b.Context, b.TokensPerSPerGPU, b.TokensPerSPerRequest))
 		}
-		for _, kv := range priced.lines("engine") {
+		for _, kv := range priced.lines(planEngineKey(res)) {
 			lines = append(lines, kv[0]+": "+kv[1])
 		}
 		lines = append(lines, res.Caveats...)
@@ -338,6 +338,16 @@ func planPricedBy(cfgs []plan.Config, res *plan.Result) (*pricedBy, error) {
 		which = "the first configuration"
 	}
 	return pricedByOf(pr, fmt.Sprintf("%s's step (%s x%d %s, kv %s, batch %d, context %d)", which, p.Topology, p.GPUs, p.Plan, p.KVDtype, p.Batch, p.Context)), nil
+}
+
+// planEngineKey keys the engine line by the configuration it describes
+// (planPricedBy's: the best, else the first evaluated), as its costs
+// line says of the step; other configurations may get other kernels.
+func planEngineKey(res *plan.Result) string {
+	if res.Best >= 0 {
+		return "engine (best)"
+	}
+	return "engine (first)"
 }
 
 // planLists binds the --tp/--dp/--dcp/--ep lists the user gave (a list
@@ -553,7 +563,7 @@ func writePlanText(w io.Writer, modelName string, res *plan.Result, priced *pric
 		fmt.Fprintln(w, none)
 	}
 	if priced != nil {
-		for _, kv := range priced.lines("engine") {
+		for _, kv := range priced.lines(planEngineKey(res)) {
 			fmt.Fprintf(w, "%s: %s\n", kv[0], kv[1])
 		}
 	}

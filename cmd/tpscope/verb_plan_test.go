@@ -351,3 +351,17 @@ func TestPlanEngineRefusals(t *testing.T) {
 		}
 	}
 }
+
+// TestPlanEngineLineSaysWhose: the engine line describes one
+// configuration (another may get other kernels), so its key says which:
+// the best, or, when none is picked (an SLO no point meets), the first.
+func TestPlanEngineLineSaysWhose(t *testing.T) {
+	for _, tc := range []struct {
+		slo, key string
+	}{{"0", "engine (best): vllm@0.24"}, {"0.001", "engine (first): vllm@0.24"}} {
+		code, out, errs := runCLI(t, "plan", "--batch", "1", "--context", "4096", "--gpus", "8", "--tp", "8", "--slo-ms", tc.slo)
+		if code != 0 || !strings.Contains(out, "\n"+tc.key) || strings.Contains(out, "\nengine: ") {
+			t.Errorf("--slo-ms %s: exit %d, stderr %q; want a line %q and no bare engine line:\n%s", tc.slo, code, errs, tc.key, out)
+		}
+	}
+}
