@@ -59,19 +59,21 @@ func (s *Source) gemmKernel(t *GEMMTable, dt string, wd model.Dtype, a engine.Ar
 // family a names (its Table, a word of the kernel_source:
 // vllm_..._marlin_marlinexperts), else the one with the most rows; asked
 // is then the engine's kernel those rows stand in for ("" when its own
-// rows price it, or the profile names none).
+// rows price it, or the profile names none for wd).
 func (s *Source) moeKernel(t *MoETable, k MoEKey, wd model.Dtype, a engine.Arch) (kernel, asked string, ok bool) {
 	ks := t.KernelsFor(k)
 	if len(ks) == 0 {
 		return "", "", false
 	}
 	if f, err := engine.ParseWeightFormat(string(wd)); err == nil {
-		if mk, err := s.prof.MoEKernel(a, f, s.moeOverride); err == nil && mk.Table != "" {
+		if mk, err := s.prof.MoEKernel(a, f, s.moeOverride); err == nil {
 			for _, kern := range ks {
-				if strings.Contains("_"+kern+"_", "_"+mk.Table+"_") {
+				if mk.Table != "" && strings.Contains("_"+kern+"_", "_"+mk.Table+"_") {
 					return kern, "", true
 				}
 			}
+			// A kernel with no table word (the executor's cublas,
+			// SGLang's cutlass) has no rows: any row stands in for it.
 			asked = mk.Name
 		}
 	}

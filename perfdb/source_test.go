@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/tpscope/tpscope/engine"
 	"github.com/tpscope/tpscope/internal/testfix"
 	"github.com/tpscope/tpscope/model"
 	"github.com/tpscope/tpscope/ncclenv"
@@ -440,6 +441,47 @@ func TestStandInCaveat(t *testing.T) {
 			got := strings.Join(pr.Caveats, "\n")
 			if strings.Contains(got, want) != c.standIn || strings.Contains(got, "stand in for vllm@0.24's") != c.standIn {
 				t.Errorf("caveats %q: stand-in line %v, want %v (%q)", got, !c.standIn, c.standIn, want)
+			}
+		})
+	}
+}
+
+// TestMoEStandInCaveat: a MoE kernel of the engine with no table word
+// (the executor's cublas, SGLang's cutlass) has no rows in any table, so
+// the rows that price its experts are another kernel's and the caveats
+// name both, as for the attention. vLLM's own pick for INT4 (marlin, whose
+// rows the sample h200_sxm table holds) gets no such caveat.
+func TestMoEStandInCaveat(t *testing.T) {
+	db := sampleDB(t)
+	for _, c := range []struct {
+		engine, model, moeKernel, topo string
+		want                           string // "" = no MoE stand-in
+	}{
+		{"executor", "kimi-k2.5", "", "h200-nvswitch", "marlinexperts's rows (MoE, int4_wo) stand in for executor@1's cublas"},
+		{"sglang", "kimi-k2.5-nvfp4", "cutlass", "rtxpro6000-2s", "flashinferexperts's rows (MoE, nvfp4) stand in for sglang@0.5's cutlass"},
+		{"", "kimi-k2.5", "", "h200-nvswitch", ""},
+	} {
+		t.Run(c.engine+"/"+c.model, func(t *testing.T) {
+			a, err := model.Preset(c.model)
+			if err != nil {
+				t.Fatal(err)
+			}
+			topo := mustPresetTopo(t, c.topo)
+			eng := engine.Ref{Name: c.engine}
+			src, err := NewSource(db, SourceConfig{Device: topo.DeviceOf(0).Name, Profile: eng, MoEKernel: c.moeKernel})
+			if err != nil {
+				t.Fatal(err)
+			}
+			sc := sim.Scenario{Arch: a, Plan: model.Plan{TP: 8}, Build: model.BuildOptions{Routing: DefaultRouting},
+				Workload: model.Workload{Phase: model.Decode, Batch: 1, Context: 4096},
+				Options:  sim.Options{CUDAGraphs: true, Engine: eng, MoEKernel: c.moeKernel}, Topo: topo, Costs: src}
+			pr, _, err := sim.Predict(sc)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := strings.Join(pr.Caveats, "\n")
+			if c.want == "" && strings.Contains(got, "(MoE, ") || c.want != "" && !strings.Contains(got, c.want) {
+				t.Errorf("caveats %q; want MoE stand-in %q", got, c.want)
 			}
 		})
 	}
