@@ -174,7 +174,7 @@ func TestMoESelection(t *testing.T) {
 		{"vllm", SM100, NVFP4, "", "flashinfer_trtllm", GridTiles},
 		{"vllm", SM90, FP8Block, "", "triton", GridTiles},
 		{"vllm", SM90, NVFP4, "", "marlin", GridPersistent},
-		{"sglang", SM90, NVFP4, "", "error: no MoE kernel for nvfp4 experts on sm90", ""},
+		{"sglang", SM90, NVFP4, "", "error: no default MoE kernel for nvfp4 experts on sm90: pass --moe-kernel flashinfer_cutlass", ""},
 		{"sglang", SM120, NVFP4, "", "flashinfer_cutlass", GridTiles},
 		// SGLang 0.5 hands NVFP4 experts to cutlass_moe_fp4 under its
 		// triton backend (modelopt_quant.py's apply falls through).
@@ -571,5 +571,28 @@ func TestMoERunsChecked(t *testing.T) {
 	}
 	if _, err := Parse([]byte(data), "edited.yaml"); err == nil || !strings.Contains(err.Error(), "moe.kernels[3].runs[0]: nvfp4 to cutlass: want a format triton does not run itself") {
 		t.Errorf("a format run and handed over: error %v", err)
+	}
+}
+
+// TestMoEKernelNoDefaultSaysWhichRun: SGLang 0.5's profile has no cited
+// rule picking a kernel for NVFP4 experts on sm90, yet lists
+// flashinfer_cutlass for NVFP4 there (and cutlass for sm100/sm120 only):
+// the refusal names the --moe-kernel that runs them, which then prices.
+// Where no listed kernel takes the weights on the family the refusal
+// stays as it was.
+func TestMoEKernelNoDefaultSaysWhichRun(t *testing.T) {
+	p := mustLookup(t, "sglang")
+	_, err := p.MoEKernel(SM90, NVFP4, "")
+	want := "sglang@0.5 has no default MoE kernel for nvfp4 experts on sm90: pass --moe-kernel flashinfer_cutlass"
+	if err == nil || err.Error() != want {
+		t.Errorf("default on sm90: %v; want %q", err, want)
+	}
+	if k, err := p.MoEKernel(SM90, NVFP4, "flashinfer_cutlass"); err != nil || k.Name != "flashinfer_cutlass" {
+		t.Errorf("--moe-kernel flashinfer_cutlass on sm90: %v, %v; want it to run", k, err)
+	}
+	// On sm80 none of its NVFP4 kernels runs (sm90 and up).
+	_, err = p.MoEKernel(SM80, NVFP4, "")
+	if want := "sglang@0.5 has no MoE kernel for nvfp4 experts on sm80"; err == nil || err.Error() != want {
+		t.Errorf("default on sm80: %v; want %q", err, want)
 	}
 }

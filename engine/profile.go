@@ -415,6 +415,18 @@ func (p *Profile) MoEKernel(a Arch, f WeightFormat, override string) (*MoEKernel
 	if k := p.moeByRule(p.MoE.Select, a, f); k != nil {
 		return k, nil
 	}
+	// No cited rule picks one, but a kernel the profile lists for these
+	// weights on this family runs when named: say which, rather than
+	// guess the engine's default.
+	var runs []string
+	for _, k := range p.MoE.Kernels {
+		if slices.Contains(k.Formats, f) && k.Archs.Has(a) {
+			runs = append(runs, k.Name)
+		}
+	}
+	if len(runs) > 0 {
+		return nil, fmt.Errorf("%s has no default MoE kernel for %s experts on %s: pass --moe-kernel %s", p.Name(), f, a, strings.Join(runs, " or "))
+	}
 	return nil, fmt.Errorf("%s has no MoE kernel for %s experts on %s", p.Name(), f, a)
 }
 
