@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	engprof "github.com/tpscope/tpscope/engine"
 	"github.com/tpscope/tpscope/model"
 	"github.com/tpscope/tpscope/sim"
 )
@@ -228,6 +229,12 @@ func TestStock(t *testing.T) {
 	want := sim.Options{GPUMemUtilFrac: 0.8}
 	if !reflect.DeepEqual(s.Options, want) {
 		t.Errorf("stock options %+v, want %+v", s.Options, want)
+	}
+	// Stock is the same engine's defaults: the engine and its MoE kernel
+	// stay, so the baseline's gain over stock never includes an engine change.
+	c.Options.Engine, c.Options.MoEKernel = engprof.Ref{Name: "sglang"}, "flashinfer_cutlass"
+	if s := Stock(c); s.Options.Engine != c.Options.Engine || s.Options.MoEKernel != c.Options.MoEKernel {
+		t.Errorf("stock engine %v kernel %q, want %v %q", s.Options.Engine, s.Options.MoEKernel, c.Options.Engine, c.Options.MoEKernel)
 	}
 	if s.Plan != c.Plan || s.Workload != c.Workload || s.Topo != c.Topo {
 		t.Error("stock changed plan, workload or box")
