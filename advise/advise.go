@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strings"
 
+	engprof "github.com/tpscope/tpscope/engine"
 	"github.com/tpscope/tpscope/model"
 	"github.com/tpscope/tpscope/sim"
 )
@@ -405,7 +406,7 @@ func Advise(in Input) (*Advice, error) {
 	}
 	pairs := make([]*pair, len(in.Entries))
 	for i, e := range in.Entries {
-		row := Row{Entry: e.Name, Title: e.Title, Kind: e.Kind, Applicability: e.Check(b), How: e.HowTo(b)}
+		row := Row{Entry: e.Name, Title: e.Title, Kind: e.Kind, Applicability: e.Check(b), How: withEngineFlag(e.HowTo(b), b.Options.Engine)}
 		var pc pair
 		if e.Enabled(b) {
 			row.InBaseline = true
@@ -432,6 +433,11 @@ func Advise(in Input) (*Advice, error) {
 			row.Error = err.Error()
 			row.With, row.Without = nil, nil
 		} else {
+			if e.Kind == "box" && row.With.Engine != "" {
+				// The box's own kernels price the row (another GPU
+				// family may take another backend): say which.
+				row.Applicability.Reason += "; engine there: " + row.With.Engine
+			}
 			row.Gain = gainOf(row.Without, row.With)
 			row.Change = Diff(row.Without.Footprint, row.With.Footprint)
 			if e.Sweep && !in.NoSweep {
@@ -648,4 +654,14 @@ func (sw *EntrySweep) String() string {
 		parts = append(parts, "smallest paying context per batch "+strings.Join(m, " "))
 	}
 	return strings.Join(parts, "; ")
+}
+
+// withEngineFlag makes a "tpscope predict" line of h price the baseline's
+// engine: without --engine, predict prices the default engine, so a row
+// priced under another would point at a different prediction.
+func withEngineFlag(h How, eng engprof.Ref) How {
+	if rest, ok := strings.CutPrefix(h.Exec, "predict"); ok && !eng.IsZero() {
+		h.Exec = "predict --engine " + eng.String() + rest
+	}
+	return h
 }

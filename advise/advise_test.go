@@ -386,3 +386,55 @@ func TestAdviseDoesNotPriceWhatCannotRun(t *testing.T) {
 		t.Errorf("box-rtxpro6000-switch under vllm: %s %q, error %q; want it priced", r.Applicability.Status, r.Applicability.Reason, r.Error)
 	}
 }
+
+// TestAdviseSpeaksForItsEngine: under another engine than vLLM, no reason
+// or how line states a vLLM fact. TensorRT-LLM 1.3's profile captures
+// decode graphs up to 128 tokens (1, 2, 4, then 8..128 step 8) and runs its
+// custom all-reduce one-shot below 256 KB on NVLink; SGLang's spec flag is
+// its profile's --speculative-algorithm. A predict line names the engine,
+// and a box row names the engine's kernels on that box.
+func TestAdviseSpeaksForItsEngine(t *testing.T) {
+	for _, eng := range []string{"trtllm", "sglang"} {
+		ref, err := engprof.ParseRef(eng)
+		if err != nil {
+			t.Fatal(err)
+		}
+		base := sim.Scenario{Arch: mustPreset(t, "deepseek-v3"), Plan: model.Plan{TP: 8},
+			Workload: model.Workload{Batch: 1, Context: 4096, KVDtype: model.BF16},
+			Options:  sim.Options{CUDAGraphs: true, Engine: ref}, Topo: mustTopo(t, "h200-nvswitch")}
+		adv, err := Advise(Input{Base: base, NoSweep: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range adv.Rows {
+			// A cited measurement may come from vLLM's tracker ("vLLM PR
+			// #24344"); a fact about the engine may not.
+			reason := strings.ReplaceAll(r.Applicability.Reason, "vLLM PR", "")
+			if h := r.How.String(); strings.Contains(h, "vLLM") || strings.Contains(reason, "vLLM") {
+				t.Errorf("%s %s: reason %q, how %q: states vLLM", eng, r.Entry, r.Applicability.Reason, h)
+			}
+			if h := r.How.String(); strings.Contains(h, "tpscope predict") && !strings.Contains(h, "predict --engine "+eng) {
+				t.Errorf("%s %s: how %q does not name the engine", eng, r.Entry, h)
+			}
+		}
+		if eng == "trtllm" {
+			if r := rowByEntry(t, adv, "cuda-graphs"); !strings.Contains(r.Applicability.Reason, "up to 128 tokens") {
+				t.Errorf("trtllm cuda-graphs: %q, want its capture limit of 128", r.Applicability.Reason)
+			}
+			if r := rowByEntry(t, adv, "oneshot-ar"); !strings.Contains(r.Applicability.Reason, "trtllm@1.3's custom all-reduce already runs one-shot below 256 KB") {
+				t.Errorf("trtllm oneshot-ar: %q", r.Applicability.Reason)
+			}
+			if h := rowByEntry(t, adv, "dp-attn-ep").How.String(); strings.Contains(h, "--tensor-parallel-size") || !strings.Contains(h, "in trtllm@1.3") {
+				t.Errorf("trtllm dp-attn-ep how %q: want the setting named in trtllm, no vLLM flag", h)
+			}
+		} else {
+			if h := rowByEntry(t, adv, "mtp").How.String(); !strings.HasPrefix(h, "sglang@0.5 --speculative-algorithm NEXTN") {
+				t.Errorf("sglang mtp how %q", h)
+			}
+			r := rowByEntry(t, adv, "box-rtxpro6000-switch")
+			if r.With == nil || !strings.Contains(r.Applicability.Reason, "engine there: sglang@0.5, attention triton") {
+				t.Errorf("sglang box row: %q, want the engine's backends on that box", r.Applicability.Reason)
+			}
+		}
+	}
+}

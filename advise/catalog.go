@@ -2,8 +2,10 @@ package advise
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
+	engprof "github.com/tpscope/tpscope/engine"
 	"github.com/tpscope/tpscope/model"
 	"github.com/tpscope/tpscope/sim"
 	"github.com/tpscope/tpscope/topology"
@@ -54,25 +56,36 @@ type Applicability struct {
 	Caution    string `json:"caution,omitempty"`
 }
 
-// How says how to run an optimization: environment variables, serving
-// engine (vLLM) arguments, and the tpscope command line that runs or
-// predicts it (Exec: the arguments after "tpscope", e.g. "run
-// --cuda-graphs"; never an internal API name).
+// How says how to run an optimization: environment variables, the
+// serving engine's arguments (Engine, spelled as EngineName's profile or
+// vLLM's documentation spells them), or, where no flag of that engine is
+// known, the setting to make in it (Setting), and the tpscope command
+// line that runs or predicts it (Exec: the arguments after "tpscope", e.g.
+// "run --cuda-graphs"; never an internal API name).
 type How struct {
-	Env    []string `json:"env,omitempty"`
-	Engine []string `json:"engine,omitempty"`
-	Exec   string   `json:"exec,omitempty"`
+	Env        []string `json:"env,omitempty"`
+	EngineName string   `json:"engine_name,omitempty"`
+	Engine     []string `json:"engine,omitempty"`
+	Setting    string   `json:"setting,omitempty"`
+	Exec       string   `json:"exec,omitempty"`
 }
 
-// String is how to run the entry in one line: "env K=V ...; vLLM
+// String is how to run the entry in one line: "env K=V ...; vllm@0.24
 // --flag ...; tpscope run ...", "" when nothing is said.
 func (h How) String() string {
 	var parts []string
 	if len(h.Env) > 0 {
 		parts = append(parts, "env "+strings.Join(h.Env, " "))
 	}
+	name := h.EngineName
+	if name == "" {
+		name = "the engine"
+	}
 	if len(h.Engine) > 0 {
-		parts = append(parts, "vLLM "+strings.Join(h.Engine, " "))
+		parts = append(parts, name+" "+strings.Join(h.Engine, " "))
+	}
+	if h.Setting != "" {
+		parts = append(parts, "set "+h.Setting+" in "+name)
 	}
 	if h.Exec != "" {
 		parts = append(parts, "tpscope "+h.Exec)
@@ -153,10 +166,20 @@ func Catalog(o CatalogOptions) []Entry {
 			Apply:   opt(func(o *sim.Options) { o.CUDAGraphs = true }),
 			Revert:  opt(func(o *sim.Options) { o.CUDAGraphs = false }),
 			Check: func(c sim.Scenario) Applicability {
-				return Applicability{Status: Applies, Reason: "vLLM captures decode graphs for batches up to 512 tokens by default (serving-facts.md); larger batches run eagerly"}
+				p := profileOf(c)
+				if p == nil {
+					return Applicability{Status: Applies, Reason: "engine without a profile: its capture sizes are unknown"}
+				}
+				sz := p.CaptureSizes()
+				if len(sz) == 0 {
+					return Applicability{Status: Applies, Reason: p.Name() + "'s profile lists no capture sizes"}
+				}
+				return Applicability{Status: Applies, Reason: fmt.Sprintf("%s captures decode graphs (%s) for batches up to %d tokens by default (its profile); larger batches run eagerly", p.Name(), p.Graphs.Mode, sz[len(sz)-1])}
 			},
-			HowTo: func(sim.Scenario) How {
-				return How{Engine: []string{"no --enforce-eager (graphs are vLLM's default)"}, Exec: "run --cuda-graphs (captures one step, replays it)"}
+			HowTo: func(c sim.Scenario) How {
+				h := engineHow(c, "no --enforce-eager (graphs are vLLM's default)", "CUDA graphs on (its default)")
+				h.Exec = "run --cuda-graphs (captures one step, replays it)"
+				return h
 			},
 			Sweep: true,
 		},
@@ -204,8 +227,10 @@ func Catalog(o CatalogOptions) []Entry {
 				return c, nil
 			},
 			Check: checkFP8KV,
-			HowTo: func(sim.Scenario) How {
-				return How{Engine: []string{"--kv-cache-dtype fp8"}, Exec: "run --kv-dtype fp8"}
+			HowTo: func(c sim.Scenario) How {
+				h := engineHow(c, "--kv-cache-dtype fp8", "an FP8 KV cache")
+				h.Exec = "run --kv-dtype fp8"
+				return h
 			},
 			Sweep: true,
 		},
@@ -234,7 +259,9 @@ func Catalog(o CatalogOptions) []Entry {
 				}
 				return Applicability{Status: Applies, Reason: fmt.Sprintf("each rank holds %d whole experts; still one all-reduce per MoE layer, no all-to-all (serving-facts.md)", c.Arch.RoutedExperts/p.World())}
 			},
-			HowTo: func(sim.Scenario) How { return How{Engine: []string{"--enable-expert-parallel"}} },
+			HowTo: func(c sim.Scenario) How {
+				return engineHow(c, "--enable-expert-parallel", "expert parallelism for the MoE layers")
+			},
 			Sweep: true,
 		},
 		dpEntry("dp-attn-ep", "DP attention + EP (TP 1)", 1),
@@ -246,8 +273,10 @@ func Catalog(o CatalogOptions) []Entry {
 			Revert:  opt(func(o *sim.Options) { o.CustomAR = sim.CustomARAuto }),
 			Check:   checkOneShot,
 			HowTo: func(c sim.Scenario) How {
-				if c.Topo.AllNVLink(nil) {
-					return How{Engine: []string{"default (vLLM custom all-reduce)"}}
+				if p := profileOf(c); p != nil && c.Topo.AllNVLink(nil) {
+					if ok, _ := p.AllReduce.Runs(c.Plan.Normalized().TP, true, 0); ok {
+						return How{EngineName: p.Name(), Engine: []string{"default (its custom all-reduce)"}}
+					}
 				}
 				return How{Exec: "predict --custom-ar oneshot (the executor has no one-shot kernel: on PCIe it is a custom kernel over CUDA IPC P2P buffers, out of tree)"}
 			},
@@ -313,7 +342,8 @@ func dpEntry(name, title string, tp int) Entry {
 		},
 		HowTo: func(c sim.Scenario) How {
 			p := to(c)
-			return How{Engine: []string{fmt.Sprintf("--tensor-parallel-size %d --data-parallel-size %d --enable-expert-parallel", p.TP, p.DP)}}
+			return engineHow(c, fmt.Sprintf("--tensor-parallel-size %d --data-parallel-size %d --enable-expert-parallel", p.TP, p.DP),
+				fmt.Sprintf("DP attention with expert parallelism (TP %d x DP %d)", p.TP, p.DP))
 		},
 		Sweep: true,
 	}
@@ -491,15 +521,38 @@ func checkOneShot(c sim.Scenario) Applicability {
 	if a, b, refused := t.P2PRefused(firstRanks(min(n, t.NumGPUs()))); refused {
 		return Applicability{Status: NotApplicable, Reason: fmt.Sprintf("GPUs %d and %d cannot use P2P: a one-shot all-reduce reads peers' buffers directly", a, b)}
 	}
-	if t.AllNVLink(nil) || n <= 2 {
-		return Applicability{Status: Applies, Reason: "vLLM's custom all-reduce already runs one-shot below 256 KB here (serving-facts.md)"}
+	p := profileOf(c)
+	name := "the engine"
+	if p != nil {
+		name = p.Name()
+		if ok, one := p.AllReduce.Runs(n, t.AllNVLink(nil), 0); ok && one {
+			if slices.Contains(p.AllReduce.OneShotAlways, n) {
+				return Applicability{Status: Applies, Reason: fmt.Sprintf("%s's custom all-reduce already runs one-shot at every size on %d GPUs (its profile)", name, n)}
+			}
+			below := p.AllReduce.OneShotBelowBytes
+			if v, ok := p.AllReduce.OneShotBelowBytesByWorld[n]; ok {
+				below = v
+			}
+			return Applicability{Status: Applies, Reason: fmt.Sprintf("%s's custom all-reduce already runs one-shot below %d KB here (its profile)", name, below>>10)}
+		}
+	}
+	why := name + " has no custom all-reduce"
+	switch {
+	case p != nil && p.AllReduce.Enabled && !t.AllNVLink(nil) && n > p.AllReduce.PCIeMaxGPUs:
+		why = fmt.Sprintf("%s runs its custom all-reduce on at most %d PCIe-only GPUs", name, p.AllReduce.PCIeMaxGPUs)
+	case p != nil && p.AllReduce.Enabled:
+		why = fmt.Sprintf("%s's custom all-reduce does not run on %d GPUs here", name, n)
 	}
 	sym := "symmetric-memory all-reduce needs SM 9.0/10.x"
 	if m := ccMajor(t); m == 9 || m == 10 {
 		sym = "symmetric-memory all-reduce (SM 9.0/10.x) is an option here"
 	}
-	a := Applicability{Status: Conditional, Needs: "an out-of-tree one-shot PCIe kernel",
-		Reason: fmt.Sprintf("vLLM disables its custom all-reduce on more than two PCIe-only GPUs; needs an out-of-tree one-shot PCIe kernel (%s; this box is SM%s)", sym, ccString(t))}
+	kernel := "an out-of-tree one-shot PCIe kernel"
+	if t.AllNVLink(nil) {
+		kernel = "an out-of-tree one-shot kernel"
+	}
+	a := Applicability{Status: Conditional, Needs: kernel,
+		Reason: fmt.Sprintf("%s; needs %s (%s; this box is SM%s)", why, kernel, sym, ccString(t))}
 	if t.SpansSockets(n) {
 		// Public report (GitHub voipmonitor/rtx6kpro,
 		// hardware/pcie-bandwidth.md at 070506f, "Custom Allreduce vs
@@ -522,9 +575,38 @@ func checkOneShot(c sim.Scenario) Applicability {
 // than two GPUs) it needs a custom kernel.
 func checkARNorm(c sim.Scenario) Applicability {
 	m := ccMajor(c.Topo)
-	if c.Topo.AllNVLink(nil) && (m == 9 || m == 10) {
-		return Applicability{Status: Applies, Reason: fmt.Sprintf("SM%s with NVLink: vLLM's all-reduce fusion pass (FlashInfer kernels; assumption: available since 2025)", ccString(c.Topo))}
+	name := "the engine"
+	if p := profileOf(c); p != nil {
+		name = p.Name()
 	}
-	return Applicability{Status: Conditional, Reason: fmt.Sprintf("NCCL carries the all-reduce on this box (SM%s, PCIe): fusing the residual add + RMSNorm needs a custom all-reduce kernel (assumption: vLLM's fusion pass targets SM90/SM100 with NVLink)", ccString(c.Topo)),
+	if c.Topo.AllNVLink(nil) && (m == 9 || m == 10) {
+		return Applicability{Status: Applies, Reason: fmt.Sprintf("SM%s with NVLink: %s's all-reduce + RMSNorm fusion (FlashInfer kernels; assumption: available since 2025)", ccString(c.Topo), name)}
+	}
+	return Applicability{Status: Conditional, Reason: fmt.Sprintf("NCCL carries the all-reduce on this box (SM%s, PCIe): fusing the residual add + RMSNorm needs a custom all-reduce kernel (assumption: %s's fusion targets SM90/SM100 with NVLink)", ccString(c.Topo), name),
 		Needs: "a custom all-reduce kernel fused with RMSNorm"}
+}
+
+// profileOf is the profile of c's engine; nil when it has none
+// (CheckEngine refuses such a scenario before it is priced).
+func profileOf(c sim.Scenario) *engprof.Profile {
+	p, err := engprof.Lookup(c.Options.Engine)
+	if err != nil {
+		return nil
+	}
+	return p
+}
+
+// engineHow is how c's engine turns a setting on: vllmFlags under vLLM,
+// whose flags the catalog knows; under another engine, whose profile
+// records no flag for it, the setting named ("set <setting> in <engine>")
+// rather than a flag it may not have.
+func engineHow(c sim.Scenario, vllmFlags, setting string) How {
+	p := profileOf(c)
+	if p == nil {
+		return How{Setting: setting}
+	}
+	if p.Engine == engprof.DefaultEngine {
+		return How{EngineName: p.Name(), Engine: []string{vllmFlags}}
+	}
+	return How{EngineName: p.Name(), Setting: setting}
 }

@@ -43,10 +43,11 @@ func PlanEntries() []Entry {
 				if err := p.Validate(c.Arch); err != nil {
 					return Applicability{Status: NotApplicable, Reason: err.Error()}
 				}
-				return Applicability{Status: Applies, Reason: fmt.Sprintf("each rank keeps 1/%d of every sequence's KV cache and attends all heads over it; per layer a q all-gather, an LSE all-gather and an output reduce-scatter (vLLM --decode-context-parallel-size)", tp)}
+				return Applicability{Status: Applies, Reason: fmt.Sprintf("each rank keeps 1/%d of every sequence's KV cache and attends all heads over it; per layer a q all-gather, an LSE all-gather and an output reduce-scatter", tp)}
 			},
 			HowTo: func(c sim.Scenario) How {
-				return How{Engine: []string{fmt.Sprintf("--decode-context-parallel-size %d", c.Plan.Normalized().TP)}}
+				tp := c.Plan.Normalized().TP
+				return engineHow(c, fmt.Sprintf("--decode-context-parallel-size %d", tp), fmt.Sprintf("decode context parallelism %d", tp))
 			},
 		},
 		{

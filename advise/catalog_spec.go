@@ -117,6 +117,9 @@ func specEntry(o CatalogOptions, m model.SpecMethod) Entry {
 			h := How{Exec: specExecFlags(w)}
 			if f := w.SpecEngineFlag(); f != "" {
 				h.Engine = []string{f}
+				if p := profileOf(w); p != nil {
+					h.EngineName = p.Name()
+				}
 			}
 			return h
 		},
