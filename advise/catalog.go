@@ -538,6 +538,8 @@ func checkOneShot(c sim.Scenario) Applicability {
 	}
 	why := name + " has no custom all-reduce"
 	switch {
+	case p != nil && p.AllReduce.Enabled && !t.AllNVLink(nil) && p.AllReduce.PCIeMaxGPUs < 2:
+		why = name + " runs its custom all-reduce only on GPUs joined by NVLink"
 	case p != nil && p.AllReduce.Enabled && !t.AllNVLink(nil) && n > p.AllReduce.PCIeMaxGPUs:
 		why = fmt.Sprintf("%s runs its custom all-reduce on at most %d PCIe-only GPUs", name, p.AllReduce.PCIeMaxGPUs)
 	case p != nil && p.AllReduce.Enabled:

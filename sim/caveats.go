@@ -89,6 +89,24 @@ func (p *Predictor) Caveats(sc Scenario) []string {
 	if (p.opts.CustomAR == CustomAROneShot || p.opts.CustomAR == CustomARTwoShot) && p.topo.SpansSockets(plan.TP) && !p.topo.AllNVLink(nil) {
 		out = append(out, "custom all-reduce across CPU sockets: a public one-shot PCIe kernel ran slower than NCCL on dual-CPU boxes; read this prediction as an upper bound")
 	}
+	// A forced custom all-reduce the engine does not run on this group
+	// (its profile's custom_allreduce rules) is a kernel someone must
+	// build and load beside it: the price is what it would give.
+	if forced := p.opts.CustomAR; (forced == CustomAROneShot || forced == CustomARTwoShot) && plan.TP > 1 {
+		g := firstRanks(plan.TP)
+		if ok, _ := p.cm.prof.AllReduce.Runs(plan.TP, p.topo.AllNVLink(g), 0); !ok {
+			why := "has no custom all-reduce"
+			switch ar := p.cm.prof.AllReduce; {
+			case ar.Enabled && !p.topo.AllNVLink(g) && ar.PCIeMaxGPUs < 2:
+				why = "runs its custom all-reduce only on GPUs joined by NVLink"
+			case ar.Enabled && !p.topo.AllNVLink(g) && plan.TP > ar.PCIeMaxGPUs:
+				why = fmt.Sprintf("runs its custom all-reduce on at most %d PCIe-only GPUs", ar.PCIeMaxGPUs)
+			case ar.Enabled:
+				why = fmt.Sprintf("runs no custom all-reduce on %d GPUs", plan.TP)
+			}
+			out = append(out, fmt.Sprintf("--custom-ar %s on %d GPUs: %s %s (its profile), so this needs an out-of-tree %s all-reduce kernel loaded into it; read this prediction as what such a kernel would give (--custom-ar auto prices what the engine runs)", forced, plan.TP, p.cm.prof.Name(), why, forced))
+		}
+	}
 	return out
 }
 

@@ -22,6 +22,9 @@ func TestCaveats(t *testing.T) {
 		custom  = "custom all-reduce across CPU sockets"
 		shm     = "host-memory ring hops"
 		hbm     = "one-request decode on an HBM datacenter GPU"
+		// vLLM 0.24's profile runs its custom all-reduce on at most 2
+		// PCIe-only GPUs: 8 forced onto one need a kernel of their own.
+		forced = "--custom-ar oneshot on 8 GPUs: vllm@0.24 runs its custom all-reduce on at most 2 PCIe-only GPUs (its profile), so this needs an out-of-tree"
 	)
 	// calibrated returns the 2-socket preset with a calibrated ring LL
 	// all-reduce under P2P SYS and a trace-calibrated family (calibrate's
@@ -50,9 +53,11 @@ func TestCaveats(t *testing.T) {
 		{"H200 NVSwitch: FlashMLA, NVLink, no FP4", "kimi-k2.5-nvfp4", mustTopo(t, "h200-nvswitch"), model.Plan{TP: 8}, 131072, tuned, []string{hbm}},
 		{"H200, the executor's kernels", "kimi-k2.5-nvfp4", mustTopo(t, "h200-nvswitch"), model.Plan{TP: 8}, 131072, Options{CUDAGraphs: true, Engine: engprof.ExecutorRef}, nil},
 		{"one-shot across sockets", "kimi-k2.5", mustTopo(t, "rtxpro6000-2s"), model.Plan{TP: 8}, 4096,
-			Options{CUDAGraphs: true, CustomAR: CustomAROneShot, NCCL: ncclenv.Settings{P2PLevel: "SYS"}}, []string{nccl, custom}},
+			Options{CUDAGraphs: true, CustomAR: CustomAROneShot, NCCL: ncclenv.Settings{P2PLevel: "SYS"}}, []string{nccl, custom, forced}},
 		{"one-shot on the switch box", "kimi-k2.5", mustTopo(t, "rtxpro6000-switch"), model.Plan{TP: 8}, 4096,
-			Options{CUDAGraphs: true, CustomAR: CustomAROneShot, NCCL: ncclenv.Settings{P2PLevel: "SYS"}}, []string{nccl}},
+			Options{CUDAGraphs: true, CustomAR: CustomAROneShot, NCCL: ncclenv.Settings{P2PLevel: "SYS"}}, []string{nccl, forced}},
+		{"one-shot on NVSwitch: the engine's own kernel", "kimi-k2.5-nvfp4", mustTopo(t, "h200-nvswitch"), model.Plan{TP: 8}, 131072,
+			Options{CUDAGraphs: true, CustomAR: CustomAROneShot}, []string{hbm}},
 		{"calibrated collectives and MoE GEMMs", "kimi-k2.5-nvfp4", calibrated("moe_gemm/nvfp4"), model.Plan{TP: 8}, 4096, tuned, nil},
 		{"collective calibration under another P2P level", "kimi-k2.5-nvfp4", calibrated("moe_gemm"), model.Plan{TP: 8}, 4096,
 			Options{CUDAGraphs: true}, []string{nccl, shm}},
