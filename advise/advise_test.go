@@ -424,6 +424,10 @@ func TestAdviseSpeaksForItsEngine(t *testing.T) {
 			if r := rowByEntry(t, adv, "oneshot-ar"); !strings.Contains(r.Applicability.Reason, "trtllm@1.3's custom all-reduce already runs one-shot below 256 KB") {
 				t.Errorf("trtllm oneshot-ar: %q", r.Applicability.Reason)
 			}
+			// TensorRT-LLM's profile lists no all-reduce + RMSNorm fusion.
+			if r := rowByEntry(t, adv, "ar-norm-fusion"); r.Applicability.Status != Conditional || !strings.Contains(r.Applicability.Reason, "records no all-reduce + RMSNorm fusion") {
+				t.Errorf("trtllm ar-norm-fusion: %s %q", r.Applicability.Status, r.Applicability.Reason)
+			}
 			if h := rowByEntry(t, adv, "dp-attn-ep").How.String(); strings.Contains(h, "--tensor-parallel-size") || !strings.Contains(h, "in trtllm@1.3") {
 				t.Errorf("trtllm dp-attn-ep how %q: want the setting named in trtllm, no vLLM flag", h)
 			}

@@ -580,6 +580,10 @@ func checkARNorm(c sim.Scenario) Applicability {
 	name := "the engine"
 	if p := profileOf(c); p != nil {
 		name = p.Name()
+		if _, listed := p.FusionArchs(engprof.FuseAllReduceRMSNorm); !listed {
+			return Applicability{Status: Conditional, Reason: name + "'s profile records no all-reduce + RMSNorm fusion",
+				Needs: "a fused all-reduce + RMSNorm kernel in " + name}
+		}
 	}
 	if c.Topo.AllNVLink(nil) && (m == 9 || m == 10) {
 		return Applicability{Status: Applies, Reason: fmt.Sprintf("SM%s with NVLink: %s's all-reduce + RMSNorm fusion (FlashInfer kernels; assumption: available since 2025)", ccString(c.Topo), name)}

@@ -517,6 +517,19 @@ type Fusion struct {
 	Cite    []string `yaml:"cite"`
 }
 
+// FusionArchs are the families the profile lists fusion name on, by
+// default or behind a flag; false when it lists the fusion nowhere.
+func (p *Profile) FusionArchs(name string) (ArchSet, bool) {
+	var out ArchSet
+	listed := false
+	for _, f := range p.Fusions {
+		if f.Name == name {
+			out, listed = append(out, f.Archs...), true
+		}
+	}
+	return out, listed
+}
+
 // Fused reports whether fusion name is on by default on family a at
 // tensor-parallel degree tp.
 func (p *Profile) Fused(name string, a Arch, tp int) bool {

@@ -89,6 +89,23 @@ func (p *Predictor) Caveats(sc Scenario) []string {
 	if (p.opts.CustomAR == CustomAROneShot || p.opts.CustomAR == CustomARTwoShot) && p.topo.SpansSockets(plan.TP) && !p.topo.AllNVLink(nil) {
 		out = append(out, "custom all-reduce across CPU sockets: a public one-shot PCIe kernel ran slower than NCCL on dual-CPU boxes; read this prediction as an upper bound")
 	}
+	// --ar-norm-fusion where the engine's profile lists no all-reduce +
+	// RMSNorm fusion for this GPU family: advise prices it as a kernel to
+	// build (its ar-norm-fusion row), so it is priced, not refused, and
+	// said so.
+	if p.opts.ARNormFusion && plan.TP > 1 {
+		name := p.cm.prof.Name()
+		switch archs, listed := p.cm.prof.FusionArchs(engprof.FuseAllReduceRMSNorm); {
+		case !listed:
+			out = append(out, fmt.Sprintf("--ar-norm-fusion: %s's profile records no all-reduce + RMSNorm fusion, so this needs a fused kernel loaded into it; read this prediction as what such a kernel would give", name))
+		case !archs.Has(p.cm.arch):
+			fams := make([]string, len(archs))
+			for i, a := range archs {
+				fams[i] = a.String()
+			}
+			out = append(out, fmt.Sprintf("--ar-norm-fusion on %s: %s fuses the all-reduce with RMSNorm only on %s (its profile's fusions), so this needs an out-of-tree fused kernel; read this prediction as what such a kernel would give", p.cm.arch, name, strings.Join(fams, ", ")))
+		}
+	}
 	// A forced custom all-reduce the engine does not run on this group
 	// (its profile's custom_allreduce rules) is a kernel someone must
 	// build and load beside it: the price is what it would give.

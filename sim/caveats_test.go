@@ -24,7 +24,11 @@ func TestCaveats(t *testing.T) {
 		hbm     = "one-request decode on an HBM datacenter GPU"
 		// vLLM 0.24's profile runs its custom all-reduce on at most 2
 		// PCIe-only GPUs: 8 forced onto one need a kernel of their own.
-		forced = "--custom-ar oneshot on 8 GPUs: vllm@0.24 runs its custom all-reduce on at most 2 PCIe-only GPUs (its profile), so this needs an out-of-tree"
+		// vLLM's and SGLang's profiles list the all-reduce + RMSNorm
+		// fusion on sm90 and sm100 only; TensorRT-LLM's lists none.
+		arNormSM120 = "--ar-norm-fusion on sm120: vllm@0.24 fuses the all-reduce with RMSNorm only on sm90, sm100"
+		arNormNone  = "--ar-norm-fusion: trtllm@1.3's profile records no all-reduce + RMSNorm fusion"
+		forced      = "--custom-ar oneshot on 8 GPUs: vllm@0.24 runs its custom all-reduce on at most 2 PCIe-only GPUs (its profile), so this needs an out-of-tree"
 	)
 	// calibrated returns the 2-socket preset with a calibrated ring LL
 	// all-reduce under P2P SYS and a trace-calibrated family (calibrate's
@@ -56,6 +60,12 @@ func TestCaveats(t *testing.T) {
 			Options{CUDAGraphs: true, CustomAR: CustomAROneShot, NCCL: ncclenv.Settings{P2PLevel: "SYS"}}, []string{nccl, custom, forced}},
 		{"one-shot on the switch box", "kimi-k2.5", mustTopo(t, "rtxpro6000-switch"), model.Plan{TP: 8}, 4096,
 			Options{CUDAGraphs: true, CustomAR: CustomAROneShot, NCCL: ncclenv.Settings{P2PLevel: "SYS"}}, []string{nccl, forced}},
+		{"AR+norm fusion on SM120", "kimi-k2.5", mustTopo(t, "rtxpro6000-switch"), model.Plan{TP: 8}, 4096,
+			Options{CUDAGraphs: true, ARNormFusion: true}, []string{nccl, shm, arNormSM120}},
+		{"AR+norm fusion on H200: vLLM's own", "kimi-k2.5-nvfp4", mustTopo(t, "h200-nvswitch"), model.Plan{TP: 8}, 131072,
+			Options{CUDAGraphs: true, ARNormFusion: true}, []string{hbm}},
+		{"AR+norm fusion under TensorRT-LLM", "deepseek-v3", mustTopo(t, "h200-nvswitch"), model.Plan{TP: 8}, 131072,
+			Options{CUDAGraphs: true, ARNormFusion: true, Engine: engprof.Ref{Name: "trtllm"}}, []string{hbm, arNormNone}},
 		{"one-shot on NVSwitch: the engine's own kernel", "kimi-k2.5-nvfp4", mustTopo(t, "h200-nvswitch"), model.Plan{TP: 8}, 131072,
 			Options{CUDAGraphs: true, CustomAR: CustomAROneShot}, []string{hbm}},
 		{"calibrated collectives and MoE GEMMs", "kimi-k2.5-nvfp4", calibrated("moe_gemm/nvfp4"), model.Plan{TP: 8}, 4096, tuned, nil},
