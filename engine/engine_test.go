@@ -596,3 +596,19 @@ func TestMoEKernelNoDefaultSaysWhichRun(t *testing.T) {
 		t.Errorf("default on sm80: %v; want %q", err, want)
 	}
 }
+
+// TestExecutorSpecFlagKeepsTheTree: the executor drafts trees (tree: true
+// for mtp, eagle3 and draft), so its run line for a 2x2 tree carries
+// --spec-topk 2 --spec-steps 2; a chain's carries neither.
+func TestExecutorSpecFlagKeepsTheTree(t *testing.T) {
+	f, ok := mustLookup(t, "executor").SpecMethod("mtp")
+	if !ok {
+		t.Fatal("executor has no mtp")
+	}
+	if got, want := f.FlagFor(4, 2, 2, ""), "tpscope run --spec mtp --spec-tokens 4 --spec-topk 2 --spec-steps 2"; got != want {
+		t.Errorf("tree flag %q, want %q", got, want)
+	}
+	if got, want := f.FlagFor(4, 4, 1, ""), "tpscope run --spec mtp --spec-tokens 4"; got != want {
+		t.Errorf("chain flag %q, want %q", got, want)
+	}
+}

@@ -36,8 +36,10 @@ type SpecMethodFacts struct {
 	DraftTP bool `yaml:"draft_tp"`
 	// Flag is how to turn it on, with placeholders {k} (speculative tokens
 	// per sequence), {draft} (the drafter), {steps} (draft passes), {topk}
-	// (branches) and {tokens} (1 + k: SGLang's num-draft-tokens counts the
-	// root); FlagFor fills them.
+	// (branches), {tokens} (1 + k: SGLang's num-draft-tokens counts the
+	// root) and {tree} (tpscope's own tree flags, " --spec-topk {topk}
+	// --spec-steps {steps}" for a tree, nothing for a chain); FlagFor
+	// fills them.
 	Flag string   `yaml:"flag"`
 	Cite []string `yaml:"cite"`
 }
@@ -126,7 +128,11 @@ func (f SpecMethodFacts) FlagFor(k, steps, topk int, draft string) string {
 	if topk < 1 {
 		topk = 1
 	}
+	tree := ""
+	if topk > 1 {
+		tree = fmt.Sprintf(" --spec-topk %d --spec-steps %d", topk, steps)
+	}
 	r := strings.NewReplacer("{k}", fmt.Sprint(k), "{draft}", draft, "{steps}", fmt.Sprint(steps),
-		"{topk}", fmt.Sprint(topk), "{tokens}", fmt.Sprint(k+1))
+		"{topk}", fmt.Sprint(topk), "{tokens}", fmt.Sprint(k+1), "{tree}", tree)
 	return r.Replace(f.Flag)
 }
