@@ -378,6 +378,12 @@ func (p *Predictor) EngineSummary(sc Scenario) string {
 				}
 			}
 			parts = append(parts, fmt.Sprintf("attention %s (%s, %s)", b.Name, g, companions(len(b.Companions))))
+			if p.opts.CUDAGraphs && b.CUDAGraph == "piecewise" {
+				// The backend captures piecewise only: its ops launch
+				// eagerly between the captured pieces (noteSchedule),
+				// which is where the step's host launch time goes.
+				parts = append(parts, fmt.Sprintf("CUDA graphs piecewise: attention eager between captured pieces (%s captures piecewise only)", b.Name))
+			}
 		}
 	}
 	if sc.Arch != nil && sc.Arch.RoutedExperts > 0 {

@@ -390,3 +390,35 @@ func predictEngine(t *testing.T, topo *topology.Topology, engine string, o Optio
 	}
 	return pr
 }
+
+// TestEngineLineSaysPiecewise: vLLM 0.16-nightly runs TRITON_MLA with a
+// fixed 4 KV splits, a backend its profile captures piecewise only, so
+// with graphs on the engine line says attention runs eagerly between the
+// captured pieces; 0.24's TRITON_MLA captures full graphs, and an eager
+// step has no pieces.
+func TestEngineLineSaysPiecewise(t *testing.T) {
+	const piecewise = "CUDA graphs piecewise: attention eager between captured pieces"
+	line := func(o Options) string {
+		t.Helper()
+		p, err := New(mustTopo(t, "rtxpro6000-2s"), o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pr, err := p.PredictScenario(Scenario{Arch: mustPreset(t, "kimi-k2.5"), Plan: model.Plan{TP: 8},
+			Workload: model.Workload{Phase: model.Decode, Batch: 1, Context: 4096, KVDtype: model.BF16}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return pr.Engine
+	}
+	nightly := engprof.Ref{Name: "vllm", Version: "0.16-nightly"}
+	if l := line(Options{CUDAGraphs: true, Engine: nightly}); !strings.Contains(l, piecewise) {
+		t.Errorf("0.16-nightly with graphs: %q, want %q", l, piecewise)
+	}
+	if l := line(Options{CUDAGraphs: true}); strings.Contains(l, piecewise) {
+		t.Errorf("0.24 with graphs: %q", l)
+	}
+	if l := line(Options{Engine: nightly}); strings.Contains(l, piecewise) {
+		t.Errorf("0.16-nightly eager: %q", l)
+	}
+}
