@@ -36,7 +36,8 @@ type Settings struct {
 	Proto string `json:"proto,omitempty"`
 	// Algo is NCCL_ALGO: "", "Ring", "Tree", "Ring,Tree", "^Tree". NCCL
 	// names tpscope does not model (NVLS, NVLSTree, CollNetDirect,
-	// CollNetChain, PAT) are accepted and ignored.
+	// CollNetChain, PAT) are accepted beside Ring or Tree and not priced
+	// (UnmodelledAlgos; a prediction's caveat says so).
 	Algo string `json:"algo,omitempty"`
 	// P2PLevel is NCCL_P2P_LEVEL (LOC, NVL, NVB, PIX, PXB, PXN, PHB, SYS;
 	// "" = PXB). Ring hops farther than the level go through host memory.
@@ -237,6 +238,36 @@ func parseProto(s string) ([NumProtocols]int8, error) {
 // default); NCCL names tpscope does not model are accepted and ignored
 // beside Ring or Tree, and a list of only those is refused as what it is:
 // an algorithm tpscope cannot price.
+// UnmodelledAlgos lists the algorithms NCCL_ALGO lets NCCL use that
+// tpscope does not price (NVLS, NVLSTree, CollNet*, PAT) and those of
+// the list it prices, as the user spelled them: "Ring,NVLS" prices Ring
+// alone where NCCL may pick NVLS. An exclusion list ("^NVLS") names
+// none.
+func (s Settings) UnmodelledAlgos() (unmodelled, priced []string) {
+	a := strings.TrimSpace(s.Algo)
+	if a == "" || strings.HasPrefix(a, "^") {
+		return nil, nil
+	}
+	for _, f := range strings.Split(a, ",") {
+		if f = strings.TrimSpace(f); unmodelledAlgo(f) {
+			unmodelled = append(unmodelled, f)
+		} else {
+			priced = append(priced, f)
+		}
+	}
+	return unmodelled, priced
+}
+
+// unmodelledAlgo reports whether f is a valid NCCL algorithm name that
+// tpscope does not model.
+func unmodelledAlgo(f string) bool {
+	switch strings.ToLower(f) {
+	case "nvls", "nvlstree", "collnet", "collnetdirect", "collnetchain", "pat":
+		return true
+	}
+	return false
+}
+
 func parseAlgo(s string) ([NumAlgorithms]bool, error) {
 	on := [NumAlgorithms]bool{true, true}
 	s = strings.TrimSpace(s)
@@ -256,8 +287,7 @@ func parseAlgo(s string) ([NumAlgorithms]bool, error) {
 			on[i] = !exclude
 			continue
 		}
-		switch strings.ToLower(f) {
-		case "nvls", "nvlstree", "collnet", "collnetdirect", "collnetchain", "pat":
+		if unmodelledAlgo(f) {
 			unmodelled = append(unmodelled, f)
 			continue // valid NCCL names, not modeled
 		}

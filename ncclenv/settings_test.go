@@ -99,3 +99,24 @@ func TestEnv(t *testing.T) {
 		}
 	}
 }
+
+// TestUnmodelledAlgos: an inclusive NCCL_ALGO list naming an algorithm
+// tpscope does not price says which, beside the ones it does; an
+// exclusion list or the default names none.
+func TestUnmodelledAlgos(t *testing.T) {
+	for _, c := range []struct {
+		algo          string
+		unmod, priced string
+	}{
+		{"Ring,NVLS", "NVLS", "Ring"},
+		{"Ring, Tree,nvlstree,PAT", "nvlstree PAT", "Ring Tree"},
+		{"^NVLS", "", ""},
+		{"Ring,Tree", "", "Ring Tree"},
+		{"", "", ""},
+	} {
+		un, pr := Settings{Algo: c.algo}.UnmodelledAlgos()
+		if strings.Join(un, " ") != c.unmod || (c.unmod != "" && strings.Join(pr, " ") != c.priced) {
+			t.Errorf("%q: unmodelled %q, priced %q; want %q and %q", c.algo, un, pr, c.unmod, c.priced)
+		}
+	}
+}

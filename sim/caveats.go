@@ -89,6 +89,12 @@ func (p *Predictor) Caveats(sc Scenario) []string {
 	if (p.opts.CustomAR == CustomAROneShot || p.opts.CustomAR == CustomARTwoShot) && p.topo.SpansSockets(plan.TP) && !p.topo.AllNVLink(nil) {
 		out = append(out, "custom all-reduce across CPU sockets: a public one-shot PCIe kernel ran slower than NCCL on dual-CPU boxes; read this prediction as an upper bound")
 	}
+	// NCCL_ALGO letting NCCL use an algorithm tpscope does not price
+	// (Ring,NVLS): the collectives are Ring's or Tree's, where NCCL may
+	// pick the other where it is faster.
+	if un, priced := p.opts.NCCL.UnmodelledAlgos(); len(un) > 0 {
+		out = append(out, fmt.Sprintf("--nccl-algo %s: %s not modelled; the collectives are priced with %s alone, where NCCL may pick %s: read them as an upper bound", p.opts.NCCL.Algo, strings.Join(un, ", "), strings.Join(priced, " and "), strings.Join(un, " or ")))
+	}
 	// --ar-norm-fusion where the engine's profile lists no all-reduce +
 	// RMSNorm fusion for this GPU family: advise prices it as a kernel to
 	// build (its ar-norm-fusion row), so it is priced, not refused, and

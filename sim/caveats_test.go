@@ -29,6 +29,9 @@ func TestCaveats(t *testing.T) {
 		arNormSM120 = "--ar-norm-fusion on sm120: vllm@0.24 fuses the all-reduce with RMSNorm only on sm90, sm100"
 		arNormNone  = "--ar-norm-fusion: trtllm@1.3's profile records no all-reduce + RMSNorm fusion"
 		forced      = "--custom-ar oneshot on 8 GPUs: vllm@0.24 runs its custom all-reduce on at most 2 PCIe-only GPUs (its profile), so this needs an out-of-tree"
+		// NCCL may take NVLS where the list allows it; tpscope prices
+		// Ring alone then.
+		nvls = "--nccl-algo Ring,NVLS: NVLS not modelled; the collectives are priced with Ring alone"
 	)
 	// calibrated returns the 2-socket preset with a calibrated ring LL
 	// all-reduce under P2P SYS and a trace-calibrated family (calibrate's
@@ -74,6 +77,10 @@ func TestCaveats(t *testing.T) {
 		{"P2P disabled", "kimi-k2.5", mustTopo(t, "rtxpro6000-switch"), model.Plan{TP: 8}, 4096,
 			Options{CUDAGraphs: true, NCCL: ncclenv.Settings{P2PDisable: true}}, []string{nccl, shm}},
 		{"calibrated attention", "kimi-k2.5", calibrated("attention/bf16"), model.Plan{TP: 8}, 131072, tuned, nil},
+		{"NVLS allowed beside Ring", "kimi-k2.5-nvfp4", mustTopo(t, "h200-nvswitch"), model.Plan{TP: 8}, 131072,
+			Options{CUDAGraphs: true, NCCL: ncclenv.Settings{Algo: "Ring,NVLS"}}, []string{hbm, nvls}},
+		{"NVLS excluded", "kimi-k2.5-nvfp4", mustTopo(t, "h200-nvswitch"), model.Plan{TP: 8}, 131072,
+			Options{CUDAGraphs: true, NCCL: ncclenv.Settings{Algo: "^NVLS"}}, []string{hbm}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
