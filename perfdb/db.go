@@ -101,12 +101,6 @@ func Open(dir string) (*DB, error) {
 // Root is the systems root the DB reads.
 func (db *DB) Root() string { return db.root }
 
-// Layout says where Root was found under the directory Open was given:
-// "" when that directory is the root itself, else the layout's
-// description and its path ("an AISimulate checkout
-// (python/aisimulate-core/src/aiconfigurator_core/systems)").
-func (db *DB) Layout() string { return db.layout }
-
 func (db *DB) yamlNames() ([]string, error) {
 	ents, err := os.ReadDir(db.root)
 	if err != nil {

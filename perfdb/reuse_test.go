@@ -218,13 +218,13 @@ func TestOpenLayouts(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", c.rel, err)
 		}
-		if db.Root() != filepath.Join(dir, filepath.FromSlash(c.rel)) || db.Layout() != c.what+" ("+c.rel+")" {
-			t.Errorf("%s: root %s, layout %q", c.rel, db.Root(), db.Layout())
+		if db.Root() != filepath.Join(dir, filepath.FromSlash(c.rel)) || db.layout != c.what+" ("+c.rel+")" {
+			t.Errorf("%s: root %s, layout %q", c.rel, db.Root(), db.layout)
 		}
 	}
 	db, err := Open(tree(""))
-	if err != nil || db.Layout() != "" {
-		t.Errorf("a systems root itself: layout %q, %v; want none", db.Layout(), err)
+	if err != nil || db.layout != "" {
+		t.Errorf("a systems root itself: layout %q, %v; want none", db.layout, err)
 	}
 	_, err = Open(tree("aiconfigurator_core/systems", "aisimulate_core/systems"))
 	if err == nil || !strings.Contains(err.Error(), "several systems/ roots under it (aiconfigurator_core/systems, aisimulate_core/systems)") {

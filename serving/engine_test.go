@@ -208,7 +208,8 @@ func FuzzReadOverheads(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		o, err := ReadOverheads([]byte(s), "o.json")
+		file, err := ReadOverheadsFile([]byte(s), "o.json")
+		o := file.Overheads
 		if err != nil {
 			var pe *ParseError
 			if !errors.As(err, &pe) {

@@ -171,13 +171,6 @@ func OriginOf(sc sim.Scenario, engine engprof.Ref) OverheadsOrigin {
 	return o
 }
 
-// LoadOverheads reads the overheads of an OverheadsFile (or a bare
-// Overheads object).
-func LoadOverheads(path string) (Overheads, error) {
-	f, err := LoadOverheadsFile(path)
-	return f.Overheads, err
-}
-
 // LoadOverheadsFile reads an OverheadsFile (or a bare Overheads object,
 // with no origin).
 func LoadOverheadsFile(path string) (OverheadsFile, error) {
@@ -186,13 +179,6 @@ func LoadOverheadsFile(path string) (OverheadsFile, error) {
 		return OverheadsFile{}, fmt.Errorf("overheads: %w", err)
 	}
 	return ReadOverheadsFile(data, path)
-}
-
-// ReadOverheads parses the overheads of an OverheadsFile (or a bare
-// Overheads object) named path; errors are a *ParseError naming the file.
-func ReadOverheads(data []byte, path string) (Overheads, error) {
-	f, err := ReadOverheadsFile(data, path)
-	return f.Overheads, err
 }
 
 // ReadOverheadsFile parses an OverheadsFile (or a bare Overheads object)

@@ -190,10 +190,11 @@ func TestCalibrateServing(t *testing.T) {
 	if err := json.Unmarshal(stdout.Bytes(), &cal); err != nil {
 		t.Fatal(err)
 	}
-	o, err := serving.LoadOverheads(out)
+	file, err := serving.LoadOverheadsFile(out)
 	if err != nil {
 		t.Fatal(err)
 	}
+	o := file.Overheads
 	if o != cal.Overheads || o.IsZero() {
 		t.Errorf("file %+v, report %+v", o, cal.Overheads)
 	}
