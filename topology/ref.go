@@ -60,6 +60,16 @@ func (r Ref) String() string {
 	return s
 }
 
+// Key is what makes two references the same box: a preset's name, or a
+// file's content hash (its path differs between machines), with the GPUs
+// used. Equal keys name the same box.
+func (r Ref) Key() string {
+	if r.SHA256 != "" {
+		r.Name, r.Path = "", ""
+	}
+	return fmt.Sprintf("%s|%s|%d", r.Name, r.SHA256, r.GPUs)
+}
+
 // IsZero reports whether the reference names nothing.
 func (r Ref) IsZero() bool { return r.Name == "" && r.Path == "" }
 

@@ -14,7 +14,6 @@ import (
 	"github.com/tpscope/tpscope/report"
 	"github.com/tpscope/tpscope/report/build"
 	"github.com/tpscope/tpscope/sim"
-	"github.com/tpscope/tpscope/topology"
 )
 
 var reportVerb = &Verb{
@@ -249,7 +248,7 @@ func checkSavedScenario(advicePath string, a *advise.Advice, cmpPath string, c *
 		return o.Label()
 	}
 	mine := flags
-	mine.model, mine.options, mine.box = scen.Arch.Ref.String(), harnessFree(pr.Options), boxRefKey(scen.TopoRef)
+	mine.model, mine.options, mine.box = scen.Arch.Ref.String(), harnessFree(pr.Options), scen.TopoRef.Key()
 	for _, r := range c.Scenarios {
 		rs := r.Scenario
 		model := ""
@@ -263,7 +262,7 @@ func checkSavedScenario(advicePath string, a *advise.Advice, cmpPath string, c *
 			// anyway).
 			w.KVDtype = w.KVDtypeFor(scen.Arch)
 		}
-		if (reportScenario{model, rs.Plan.String(), w.String(), harnessFree(rs.Options), boxRefKey(rs.TopoRef)}) == mine {
+		if (reportScenario{model, rs.Plan.String(), w.String(), harnessFree(rs.Options), rs.TopoRef.Key()}) == mine {
 			return nil
 		}
 	}
@@ -273,14 +272,4 @@ func checkSavedScenario(advicePath string, a *advise.Advice, cmpPath string, c *
 		saved.model = first.Arch.Ref.String()
 	}
 	return refuse(cmpPath, "a comparison", saved, len(c.Scenarios)-1)
-}
-
-// boxRefKey is what makes two box references the same box: a preset's
-// name, or a file's content hash (its path differs between machines),
-// with the GPUs used.
-func boxRefKey(r topology.Ref) string {
-	if r.SHA256 != "" {
-		r.Name, r.Path = "", ""
-	}
-	return fmt.Sprintf("%s|%s|%d", r.Name, r.SHA256, r.GPUs)
 }
