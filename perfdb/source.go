@@ -128,13 +128,25 @@ func NewSource(db *DB, cfg SourceConfig) (*Source, error) {
 	}
 	s := &Source{sys: sys, engine: cfg.Engine, version: cfg.Version, seen: map[string]bool{},
 		prof: prof, attnOverride: cfg.AttentionBackend, moeOverride: cfg.MoEKernel}
+	// Whose tables price the engine's ops when they are not its own:
+	// said once as a note, as a table row of another kernel is.
+	otherTables := ""
 	if s.engine == "" {
 		s.engine = prof.PerfDB.Framework
 		if s.version == "" {
 			s.version = prof.PerfDB.Version
 		}
-		if s.engine == "" {
-			s.engine = "vllm"
+		switch {
+		case s.engine == "":
+			s.engine, otherTables = "vllm", "its profile names no tables of its own"
+		case s.engine != "vllm" && !sys.hasVersion(s.engine, s.version):
+			// The engine's own tables are not in this database: vLLM's
+			// stand in for them, as they do for an engine whose profile
+			// names none, rather than pricing nothing from the tables.
+			otherTables = fmt.Sprintf("system %s has no %s %s tables", name, s.engine, s.version)
+			s.engine, s.version = "vllm", ""
+		case s.engine != prof.Engine:
+			otherTables = "its profile names them"
 		}
 	}
 	if err := checkPart("engine", s.engine); err != nil {
@@ -168,6 +180,10 @@ func NewSource(db *DB, cfg SourceConfig) (*Source, error) {
 		}
 	}
 	s.name = "perfdb " + name + "/" + s.engine + "/" + s.version
+	if otherTables != "" {
+		s.note(fmt.Sprintf("%s: %s %s's tables stand in for %s's kernels (%s): the ops they price are priced as %s's kernels ran them",
+			s.name, s.engine, s.version, prof.Name(), otherTables, s.engine))
+	}
 	return s, nil
 }
 

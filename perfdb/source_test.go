@@ -486,3 +486,40 @@ func TestMoEStandInCaveat(t *testing.T) {
 		})
 	}
 }
+
+// TestEngineTablesStandInNote: the sample database holds vLLM's tables
+// only. An engine whose profile names other tables (trtllm's) or none
+// (sglang's), or names vLLM's for kernels of its own (the executor), is
+// priced from vLLM's rows with a note saying whose tables stand in and
+// why; vLLM itself gets no such note. trtllm had been refused outright
+// while sglang and the executor took vLLM's rows, two policies for one
+// situation.
+func TestEngineTablesStandInNote(t *testing.T) {
+	db := sampleDB(t)
+	for _, c := range []struct {
+		engine, why string // why = "" for no note
+	}{
+		{"trtllm", "system h200_sxm has no trtllm 1.3.0rc20 tables"},
+		{"sglang", "its profile names no tables of its own"},
+		{"executor", "its profile names them"},
+		{"vllm", ""},
+	} {
+		src, err := NewSource(db, SourceConfig{System: "h200_sxm", Profile: engine.Ref{Name: c.engine}})
+		if err != nil {
+			t.Fatalf("%s: %v", c.engine, err)
+		}
+		if !strings.Contains(src.Name(), "/vllm/") {
+			t.Errorf("%s: source %q, want vLLM's tables", c.engine, src.Name())
+		}
+		notes := strings.Join(src.Notes(), "\n")
+		if c.why == "" {
+			if strings.Contains(notes, "tables stand in for") {
+				t.Errorf("%s: notes %q, want no stand-in note", c.engine, notes)
+			}
+			continue
+		}
+		if !strings.Contains(notes, "tables stand in for "+c.engine+"@") || !strings.Contains(notes, "("+c.why+")") {
+			t.Errorf("%s: notes %q, want vLLM's tables standing in (%s)", c.engine, notes, c.why)
+		}
+	}
+}
