@@ -75,7 +75,13 @@ func (p *Predictor) Caveats(sc Scenario) []string {
 	hbm := major == 9 || major == 10
 	if hbm && p.cm.prof.Engine != engprof.ExecutorRef.Name && (w.Phase == "" || w.Phase == model.Decode) && w.Batch >= 1 && w.Batch <= 2 &&
 		!measured.role[model.RoleMLADecode] && !measured.role[model.RoleExpertsGateUp] && !p.calibratedFamily("attention") && !p.calibratedFamily("moe_gemm") {
-		out = append(out, "one-request decode on an HBM datacenter GPU: held out against vLLM 0.24's measured tables the priors run 17-30 % under at one request (H200 30 %, H100 SXM 28 %, B300 18 %, B200 17 %; within 11 % from 8 requests): the engine's one-token MLA and INT4 Marlin kernels take more than their bytes and the catalog's floors: likely optimistic (fix: --perf-db with this GPU's tables, or another GPU's with --perf-db-transfer: within 3-13 % at one request; or tpscope calibrate --trace on this server's trace)")
+		// The evidence is vLLM's kernels: under another engine the caveat
+		// says its own one-token kernels were not measured.
+		whose := "the engine's one-token MLA and INT4 Marlin kernels take"
+		if p.cm.prof.Engine != "vllm" {
+			whose = fmt.Sprintf("vLLM's one-token MLA and INT4 Marlin kernels take (%s's own were not measured)", p.cm.prof.Name())
+		}
+		out = append(out, "one-request decode on an HBM datacenter GPU: held out against vLLM 0.24's measured tables the priors run 17-30 % under at one request (H200 30 %, H100 SXM 28 %, B300 18 %, B200 17 %; within 11 % from 8 requests): "+whose+" more than their bytes and the catalog's floors: likely optimistic (fix: --perf-db with this GPU's tables, or another GPU's with --perf-db-transfer: within 3-13 % at one request; or tpscope calibrate --trace on this server's trace)")
 	}
 
 	// Known biases of measured tables that kept ops at their priors or

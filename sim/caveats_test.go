@@ -133,3 +133,35 @@ func TestCaveatHBMOneRequest(t *testing.T) {
 		}
 	}
 }
+
+// TestCaveatHBMOneRequestEngine: the rule's evidence is vLLM's kernels,
+// so under another engine it names the engine whose own kernels were not
+// measured; under vLLM it speaks of the engine's kernels.
+func TestCaveatHBMOneRequestEngine(t *testing.T) {
+	const hbm = "one-request decode on an HBM datacenter GPU"
+	for _, c := range []struct {
+		engine, want string
+	}{{"sglang", "(sglang@0.5's own were not measured)"}, {"trtllm", "(trtllm@1.3's own were not measured)"}, {"vllm", "the engine's one-token MLA"}} {
+		p, err := New(collTopo(t, "h200-nvswitch", 0), Options{CUDAGraphs: true, Engine: engprof.Ref{Name: c.engine}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		pr, err := p.PredictScenario(Scenario{Arch: mustPreset(t, "deepseek-v3"), Plan: model.Plan{TP: 8},
+			Workload: model.Workload{Phase: model.Decode, Batch: 1, Context: 4096, KVDtype: model.BF16}})
+		if err != nil {
+			t.Fatalf("%s: %v", c.engine, err)
+		}
+		found := false
+		for _, cv := range pr.Caveats {
+			if strings.HasPrefix(cv, hbm) {
+				found = true
+				if !strings.Contains(cv, c.want) {
+					t.Errorf("%s: caveat %q, want it to contain %q", c.engine, cv, c.want)
+				}
+			}
+		}
+		if !found {
+			t.Errorf("%s: no HBM one-request caveat in %q", c.engine, pr.Caveats)
+		}
+	}
+}
