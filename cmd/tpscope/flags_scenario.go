@@ -176,6 +176,13 @@ func (f *scenarioFlags) costs(topo *topology.Topology, routing model.Routing, o 
 		}
 		// Several boxes: this one's own tables price it.
 	}
+	// A system the database lacks is the --perf-db-system flag's fault,
+	// not the database's.
+	if f.perfDBSystem != "" {
+		if _, err := f.db.System(f.perfDBSystem); err != nil {
+			return nil, perfDBError("--perf-db-system", f.perfDBSystem, err)
+		}
+	}
 	src, err := perfdb.NewSource(f.db, cfg)
 	if err != nil {
 		err := perfDBError("--perf-db", f.perfDB, err)

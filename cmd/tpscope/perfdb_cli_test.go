@@ -104,6 +104,8 @@ func TestPerfDBBadInput(t *testing.T) {
 		{[]string{"predict", "--perf-db", "perfdb_cli_test.go"}, "not a directory"},
 		{[]string{"predict", "--perf-db-system", "h200_sxm"}, "--perf-db-system h200_sxm: needs --perf-db"},
 		{[]string{"predict", "--perf-db", db, "--topo", "nvswitch:8xb200", "--perf-db-system", "rtx_pro_6000_server"}, "--perf-db-system rtx_pro_6000_server:"},
+		// A system the database lacks is the system flag's fault.
+		{[]string{"predict", "--perf-db", db, "--perf-db-system", "nosuch"}, `--perf-db-system nosuch: system "nosuch": no `},
 		{[]string{"calibrate", "--nccl-tests", "x.txt", "-o", "out.json", "--perf-db", db}, "calibrate fits tpscope's own cost parameters"},
 		// The schedule's routing and the tables' are one fact: a routing
 		// the MoE table has no rows of is refused, naming what it has.
