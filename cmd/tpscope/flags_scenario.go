@@ -295,6 +295,11 @@ func (f *scenarioFlags) checkExecutor(o sim.Options) error {
 	if f.executes && !o.Engine.IsExecutor() {
 		return flagError("--engine", o.Engine, "%s: leave --engine out (or give executor)", executorRefusal)
 	}
+	// The executor allocates the step's own KV, not an engine's pool, and
+	// neither verb prints a pool: the fraction would change nothing.
+	if f.executes && o.GPUMemUtilFrac != 0 {
+		return flagError("--gpu-mem-util", o.GPUMemUtilFrac, "run and verdict allocate the measured step's KV cache, not a serving engine's KV pool, so the fraction changes nothing they run or print: leave it out (predict, plan and simulate size the pool with it)")
+	}
 	return nil
 }
 

@@ -120,6 +120,8 @@ func TestExecutorVerbsEngine(t *testing.T) {
 			{"attention-backend", []string{"--attention-backend", "TRITON_MLA"}, `--attention-backend triton_mla: executor@1 has no attention backend "triton_mla"`},
 			{"moe-kernel", []string{"--moe-kernel", "triton"}, `--moe-kernel triton: executor@1 has no MoE kernel "triton"`},
 			{"custom-ar-oneshot", []string{"--custom-ar", "oneshot", "--compare"}, "--custom-ar oneshot: executor@1 has no custom all-reduce kernel"},
+			// An engine's KV pool fraction sizes nothing the executor runs.
+			{"gpu-mem-util", []string{"--gpu-mem-util", "0.5"}, "--gpu-mem-util 0.5: run and verdict allocate the measured step's KV cache, not a serving engine's KV pool"},
 		} {
 			args := append(append([]string{}, verb...), c.args...)
 			if verb[0] == "verdict" && c.name == "custom-ar-oneshot" {
