@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"strconv"
+	"strings"
 
 	"github.com/tpscope/tpscope/model"
 	"github.com/tpscope/tpscope/sim"
@@ -110,6 +111,22 @@ type SLO struct {
 }
 
 func (o SLO) set() bool { return o.TTFTMs > 0 || o.TPOTMs > 0 }
+
+// String is the objective as printed: "p99 TTFT <= 2000 ms, TPOT <= 50
+// ms", or "none".
+func (o SLO) String() string {
+	var parts []string
+	if o.TTFTMs > 0 {
+		parts = append(parts, fmt.Sprintf("TTFT <= %g ms", o.TTFTMs))
+	}
+	if o.TPOTMs > 0 {
+		parts = append(parts, fmt.Sprintf("TPOT <= %g ms", o.TPOTMs))
+	}
+	if len(parts) == 0 {
+		return "none"
+	}
+	return fmt.Sprintf("p%g %s", o.percentile(), strings.Join(parts, ", "))
+}
 
 func (o SLO) percentile() float64 {
 	if o.Percentile == 0 {

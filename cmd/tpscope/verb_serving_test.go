@@ -403,3 +403,29 @@ func TestSimulateCompareSLOVerdict(t *testing.T) {
 		}
 	}
 }
+
+// TestSimulateCompareReportSLOVerdict: the HTML report of a comparison
+// under an SLO carries the same verdict line as the text, in the level's
+// section (conc64 reports p99 TPOT 28.5 ms: 28 ms is not met there).
+func TestSimulateCompareReportSLOVerdict(t *testing.T) {
+	html := filepath.Join(t.TempDir(), "cmp.html")
+	args := append(append([]string{"simulate", "--compare", dsr1Dir + "conc64.json"}, dsr1Run...),
+		"--slo-ttft-ms", "2000", "--slo-tpot-ms", "28", "--report", html)
+	code, out, errs := runCLI(t, args...)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	i := strings.Index(out, "SLO p99 TTFT <= 2000 ms, TPOT <= 28 ms: predicted ")
+	if i < 0 {
+		t.Fatalf("text output lacks the SLO verdict:\n%s", out)
+	}
+	line := strings.TrimSpace(out[i : i+strings.Index(out[i:], "\n")])
+	page, err := os.ReadFile(html)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The page carries its data as JSON, "<" escaped.
+	if !strings.Contains(string(page), strings.ReplaceAll(line, "<=", `\u003c=`)) {
+		t.Errorf("report %s lacks the verdict %q", html, line)
+	}
+}

@@ -702,24 +702,6 @@ func lengthsString(l serving.Lengths) string {
 	return fmt.Sprintf("%d %s (spread %g)", l.Mean, l.Dist, l.Spread)
 }
 
-func sloString(o serving.SLO) string {
-	var parts []string
-	if o.TTFTMs > 0 {
-		parts = append(parts, fmt.Sprintf("TTFT <= %g ms", o.TTFTMs))
-	}
-	if o.TPOTMs > 0 {
-		parts = append(parts, fmt.Sprintf("TPOT <= %g ms", o.TPOTMs))
-	}
-	if len(parts) == 0 {
-		return "none"
-	}
-	pct := o.Percentile
-	if pct == 0 {
-		pct = 99
-	}
-	return fmt.Sprintf("p%g %s", pct, strings.Join(parts, ", "))
-}
-
 // paretoTitle names the deployment the charts and report are of.
 func (o *simulateOutput) paretoTitle() string {
 	return fmt.Sprintf("%s %s on %s (%d GPUs): throughput per GPU against speed per user", o.Model, o.Plan, o.Topology, o.GPUs)
@@ -760,7 +742,7 @@ func (o *simulateOutput) headLines() []string {
 			head = append(head, kv[0]+": "+kv[1])
 		}
 	}
-	head = append(head, fmt.Sprintf("load: %s, seed %d; SLO %s", load, o.Traffic.Seed, sloString(o.SLO)))
+	head = append(head, fmt.Sprintf("load: %s, seed %d; SLO %s", load, o.Traffic.Seed, o.SLO))
 	if o.EngineNote != "" {
 		head = append(head, o.EngineNote)
 	}
@@ -988,30 +970,6 @@ func writeSimulatePlot(path string, o *simulateOutput) error {
 	return savePlots(path, 9*vg.Inch, 8*vg.Inch, [][]*plot.Plot{{top}, {bottom}}, draw.Tiles{PadY: vg.Points(18)})
 }
 
-// sloVerdict is a level's SLO verdict in one line: the simulation's
-// (met or not, its goodput) beside the measured level's by its own
-// percentiles; "" without an SLO.
-func sloVerdict(lc *serving.LevelComparison) string {
-	r := lc.Result
-	if r.SLO.TTFTMs <= 0 && r.SLO.TPOTMs <= 0 {
-		return ""
-	}
-	verdict := func(ok bool) string {
-		if ok {
-			return "met"
-		}
-		return "not met"
-	}
-	pred := verdict(r.MeetsSLO)
-	if r.Overloaded {
-		pred += " (overloaded)"
-	}
-	meas := "not judged (the file does not report that percentile)"
-	if lc.MeasuredMeetsSLO != nil {
-		meas = verdict(*lc.MeasuredMeetsSLO)
-	}
-	return fmt.Sprintf("SLO %s: predicted %s, goodput %.3f req/s; measured %s", sloString(r.SLO), pred, r.GoodputRequestsPerS, meas)
-}
 
 // writeCompareTables writes, per measured level, the simulated load's
 // statistics beside the measured ones (build.ComparisonTable's cells) and
@@ -1035,7 +993,7 @@ func writeCompareTables(w io.Writer, cmps []*serving.LevelComparison, md bool) e
 			return err
 		}
 		notes := append(append(append([]string(nil), lc.TrafficNotes...), lc.Notes...), m.Notes...)
-		if v := sloVerdict(lc); v != "" {
+		if v := build.SLOVerdictLine(lc); v != "" {
 			notes = append([]string{v}, notes...)
 		}
 		for _, n := range notes {

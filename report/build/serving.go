@@ -73,6 +73,9 @@ func Serving(in ServingInput) *report.Report {
 		lines := append([]string{fmt.Sprintf("%s record %d (%s): %s, %d requests, mean %.0f prompt / %.0f output tokens", m.File, m.Record, m.Format, m.Label(), m.Completed, m.MeanPrompt(), m.MeanOutput())},
 			lc.TrafficNotes...)
 		lines = append(lines, lc.Notes...)
+		if v := SLOVerdictLine(lc); v != "" {
+			lines = append(lines, v)
+		}
 		r.Sections = append(r.Sections, report.Section{Title: "Predicted against measured: " + m.Label(), Lines: lines, Table: ComparisonTable(lc)})
 	}
 	return r
@@ -118,6 +121,31 @@ func ComparisonTable(lc *serving.LevelComparison) *report.Table {
 		t.Rows = append(t.Rows, report.Row{Cells: []string{names[metric], CompareCell(c), "", "", ""}, Tone: tone([]float64{c.ErrFrac()})})
 	}
 	return t
+}
+
+// SLOVerdictLine is a level's SLO verdict in one line: the simulation's
+// (met or not, its goodput) beside the measured level's by its own
+// percentiles; "" without an SLO.
+func SLOVerdictLine(lc *serving.LevelComparison) string {
+	r := lc.Result
+	if r.SLO.TTFTMs <= 0 && r.SLO.TPOTMs <= 0 {
+		return ""
+	}
+	verdict := func(ok bool) string {
+		if ok {
+			return "met"
+		}
+		return "not met"
+	}
+	pred := verdict(r.MeetsSLO)
+	if r.Overloaded {
+		pred += " (overloaded)"
+	}
+	meas := "not judged (the file does not report that percentile)"
+	if lc.MeasuredMeetsSLO != nil {
+		meas = verdict(*lc.MeasuredMeetsSLO)
+	}
+	return fmt.Sprintf("SLO %s: predicted %s, goodput %.3f req/s; measured %s", r.SLO, pred, r.GoodputRequestsPerS, meas)
 }
 
 // CompareCell is "predicted / measured (+x.x %)", or the prediction and
