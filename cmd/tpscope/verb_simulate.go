@@ -970,7 +970,6 @@ func writeSimulatePlot(path string, o *simulateOutput) error {
 	return savePlots(path, 9*vg.Inch, 8*vg.Inch, [][]*plot.Plot{{top}, {bottom}}, draw.Tiles{PadY: vg.Points(18)})
 }
 
-
 // writeCompareTables writes, per measured level, the simulated load's
 // statistics beside the measured ones (build.ComparisonTable's cells) and
 // what was inferred in rebuilding the load.
