@@ -145,7 +145,9 @@ func NewSource(db *DB, cfg SourceConfig) (*Source, error) {
 			// names none, rather than pricing nothing from the tables.
 			otherTables = fmt.Sprintf("system %s has no %s %s tables", name, s.engine, s.version)
 			s.engine, s.version = "vllm", ""
-		case s.engine != prof.Engine:
+		case s.engine != prof.Engine || !sameRelease(s.version, prof.Version):
+			// The executor's, or another release of the engine
+			// (vllm@0.16-nightly's profile names 0.24.0's tables).
 			otherTables = "its profile names them"
 		}
 	}
@@ -181,10 +183,16 @@ func NewSource(db *DB, cfg SourceConfig) (*Source, error) {
 	}
 	s.name = "perfdb " + name + "/" + s.engine + "/" + s.version
 	if otherTables != "" {
-		s.note(fmt.Sprintf("%s: %s %s's tables stand in for %s's kernels (%s): the ops they price are priced as %s's kernels ran them",
-			s.name, s.engine, s.version, prof.Name(), otherTables, s.engine))
+		s.note(fmt.Sprintf("%s: %s %s's tables stand in for %s's kernels (%s): the ops they price are priced as %s %s's kernels ran them",
+			s.name, s.engine, s.version, prof.Name(), otherTables, s.engine, s.version))
 	}
 	return s, nil
+}
+
+// sameRelease reports whether tables of version table are of the
+// profile's release prof ("0.24.0" of "0.24"; not "0.24.0" of "0.2").
+func sameRelease(table, prof string) bool {
+	return table == prof || strings.HasPrefix(table, prof+".")
 }
 
 // Name implements sim.CostSource.

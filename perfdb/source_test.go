@@ -502,9 +502,14 @@ func TestEngineTablesStandInNote(t *testing.T) {
 		{"trtllm", "system h200_sxm has no trtllm 1.3.0rc20 tables"},
 		{"sglang", "its profile names no tables of its own"},
 		{"executor", "its profile names them"},
+		{"vllm@0.16-nightly", "its profile names them"},
 		{"vllm", ""},
 	} {
-		src, err := NewSource(db, SourceConfig{System: "h200_sxm", Profile: engine.Ref{Name: c.engine}})
+		ref, err := engine.ParseRef(c.engine)
+		if err != nil {
+			t.Fatal(err)
+		}
+		src, err := NewSource(db, SourceConfig{System: "h200_sxm", Profile: ref})
 		if err != nil {
 			t.Fatalf("%s: %v", c.engine, err)
 		}
@@ -518,7 +523,7 @@ func TestEngineTablesStandInNote(t *testing.T) {
 			}
 			continue
 		}
-		if !strings.Contains(notes, "tables stand in for "+c.engine+"@") || !strings.Contains(notes, "("+c.why+")") {
+		if !strings.Contains(notes, "tables stand in for "+strings.SplitN(c.engine, "@", 2)[0]+"@") || !strings.Contains(notes, "("+c.why+")") {
 			t.Errorf("%s: notes %q, want vLLM's tables standing in (%s)", c.engine, notes, c.why)
 		}
 	}
