@@ -246,11 +246,15 @@ func TestMatchNVMLName(t *testing.T) {
 		"NVIDIA GeForce RTX 5090":                                 "rtx-5090",
 		"NVIDIA GeForce RTX 4090":                                 "rtx-4090",
 		"NVIDIA GeForce RTX 4090 D":                               "",
-		"NVIDIA L40":                                              "",
-		"NVIDIA RTX 6000 Ada Generation":                          "",
-		"NVIDIA H800":                                             "",
-		"Tesla V100-SXM2-32GB":                                    "",
-		"":                                                        "",
+		// Variants with other memory or rates than the entry's: the
+		// H20 with 141 GB of HBM3e, the export 5090.
+		"NVIDIA H20-3e":                  "",
+		"NVIDIA GeForce RTX 5090 D":      "",
+		"NVIDIA L40":                     "",
+		"NVIDIA RTX 6000 Ada Generation": "",
+		"NVIDIA H800":                    "",
+		"Tesla V100-SXM2-32GB":           "",
+		"":                               "",
 	}
 	for name, want := range cases {
 		t.Run(name, func(t *testing.T) {
