@@ -85,8 +85,9 @@ type Space struct {
 // Lists give the plans of a sweep by their degrees: on n GPUs, every
 // valid plan with TP in TP, DP in DP (TP x DP = n), DCP in DCP and EP in
 // EP. A nil list is free: TP and DP take whatever makes TP x DP = n, DCP
-// is 1, EP off and on. Only the lists given make combinations (see
-// LeftOut): tp 8 with no DP list is one combination per GPU count.
+// 1 and each power of two up to TP that divides it (the DCP degrees
+// PlansFor tries), EP off and on. Only the lists given make combinations
+// (see LeftOut): tp 8 with no DP list is one combination per GPU count.
 type Lists struct {
 	TP, DP, DCP []int
 	EP          []bool
@@ -496,7 +497,6 @@ func (c planCand) fills(a *model.Arch, n int) ([]model.Plan, LeftOutReason, erro
 			}
 		}
 	}
-	dcps := []int{max(1, c.dcp)}
 	eps := []bool{false, true}
 	if c.ep != 0 {
 		eps = []bool{c.ep == 2}
@@ -509,7 +509,7 @@ func (c planCand) fills(a *model.Arch, n int) ([]model.Plan, LeftOutReason, erro
 			continue
 		}
 		worldOK = true
-		for _, dcp := range dcps {
+		for _, dcp := range c.dcps(tp) {
 			for _, ep := range eps {
 				p := model.Plan{TP: tp, DP: n / tp, DCP: dcp, EP: ep}
 				if err := p.Validate(a); err != nil {
@@ -527,6 +527,23 @@ func (c planCand) fills(a *model.Arch, n int) ([]model.Plan, LeftOutReason, erro
 		return nil, LeftOutPlanGPUs, nil
 	}
 	return nil, LeftOutPlanModel, last
+}
+
+// dcps are the DCP degrees c tries with TP tp: the one listed, or, when
+// the DCP list is free, 1 and the degrees the default sweep tries
+// (PlansFor: each power of two from 2 up to tp that divides it), so that
+// a TP or EP list narrows the plans without dropping DCP.
+func (c planCand) dcps(tp int) []int {
+	if c.dcp != 0 {
+		return []int{c.dcp}
+	}
+	out := []int{1}
+	for d := 2; d <= tp; d *= 2 {
+		if tp%d == 0 {
+			out = append(out, d)
+		}
+	}
+	return out
 }
 
 // modelTPError is a listed TP the model runs no plan of (model.ValidateTP),

@@ -262,9 +262,13 @@ func BenchmarkPlan(b *testing.B) {
 // the error is a *SpaceError. By hand for Kimi-K2.5 (64 heads, 384
 // experts, no MTP layer) on rtxpro6000-2s (8 GPUs; default counts 2, 4,
 // 8): TP 8 runs only on 8 GPUs (DP 1, EP off or on); DP 2 with TP 8 needs
-// 16; TP 2 on 8 GPUs is DP 4, which needs EP.
+// 16; TP 2 on 8 GPUs is DP 4, which needs EP. A DCP list not given
+// takes 1 and each power of two dividing TP: with TP 8 (dividing the 64
+// heads, moe_intermediate 2,048 and the shared expert's 2,048; 384
+// experts over 8 ranks) that is DCP 1, 2, 4, 8, each with EP off and on.
 func TestPlanEnumerateLeftOut(t *testing.T) {
 	kimi := mustPreset(t, "kimi-k2.5-nvfp4")
+	tp8 := []string{"8:tp8", "8:tp8-ep", "8:tp8-dcp2", "8:tp8-ep-dcp2", "8:tp8-dcp4", "8:tp8-ep-dcp4", "8:tp8-dcp8", "8:tp8-ep-dcp8"}
 	box := mustTopo(t, "rtxpro6000-2s")
 	type lo struct {
 		reason     LeftOutReason
@@ -285,9 +289,20 @@ func TestPlanEnumerateLeftOut(t *testing.T) {
 		{name: "tp 8 on 3 GPUs", s: Space{GPUCounts: []int{3}, Lists: Lists{TP: []int{8}}},
 			combos: 1, leftOut: []lo{{reason: LeftOutPlanGPUs, gpus: 3, tp: 8}}, fails: true},
 		{name: "tp 8 on 4 and 8 GPUs", s: Space{GPUCounts: []int{4, 8}, Lists: Lists{TP: []int{8}}},
-			combos: 2, leftOut: []lo{{reason: LeftOutPlanGPUs, gpus: 4, tp: 8}}, plans: []string{"8:tp8", "8:tp8-ep"}},
+			combos: 2, leftOut: []lo{{reason: LeftOutPlanGPUs, gpus: 4, tp: 8}}, plans: tp8},
 		{name: "tp 8, dp 1 or 2, default counts", s: Space{Lists: Lists{TP: []int{8}, DP: []int{1, 2}}},
-			combos: 2, leftOut: []lo{{reason: LeftOutPlanGPUs, tp: 8, dp: 2}}, plans: []string{"8:tp8", "8:tp8-ep"}},
+			combos: 2, leftOut: []lo{{reason: LeftOutPlanGPUs, tp: 8, dp: 2}}, plans: tp8},
+		{name: "tp 8, dcp 1 listed", s: Space{GPUCounts: []int{8}, Lists: Lists{TP: []int{8}, DCP: []int{1}}},
+			combos: 1, plans: []string{"8:tp8", "8:tp8-ep"}},
+		// EP off: TP 1, 2 and 4 on 8 GPUs are DP 8, 4, 2, which need EP;
+		// TP 8 keeps its DCP degrees, as in PlansFor.
+		{name: "ep off, dcp free", s: Space{GPUCounts: []int{8}, Lists: Lists{EP: []bool{false}}},
+			combos: 1, plans: []string{"8:tp8", "8:tp8-dcp2", "8:tp8-dcp4", "8:tp8-dcp8"}},
+		// EP on: every TP dividing 8 with DP 8 / TP and the DCP degrees
+		// dividing that TP (384 experts over the 8 ranks each time).
+		{name: "ep on, dcp free", s: Space{GPUCounts: []int{8}, Lists: Lists{EP: []bool{true}}},
+			combos: 1, plans: []string{"8:tp1-dp8-ep", "8:tp2-dp4-ep", "8:tp2-dp4-ep-dcp2", "8:tp4-dp2-ep", "8:tp4-dp2-ep-dcp2", "8:tp4-dp2-ep-dcp4",
+				"8:tp8-ep", "8:tp8-ep-dcp2", "8:tp8-ep-dcp4", "8:tp8-ep-dcp8"}},
 		{name: "16 GPUs on an 8-GPU box", s: Space{GPUCounts: []int{8, 16}, Plans: []model.Plan{{TP: 8}}},
 			combos: 2, leftOut: []lo{{reason: LeftOutBoxGPUs, gpus: 16, plan: "tp8"}}, plans: []string{"8:tp8"}},
 		{name: "explicit plans on other counts", s: Space{GPUCounts: []int{4, 8}, Plans: []model.Plan{{TP: 8}, {TP: 4}}},
@@ -298,7 +313,7 @@ func TestPlanEnumerateLeftOut(t *testing.T) {
 		// 3 does not divide Kimi's 64 heads: the model's fault on every
 		// count, before TP x DP meets none of 2, 4 and 8.
 		{name: "tp 3 beside tp 8", s: Space{Lists: Lists{TP: []int{8, 3}}},
-			combos: 2, leftOut: []lo{{reason: LeftOutPlanModel, tp: 3}}, plans: []string{"8:tp8", "8:tp8-ep"}},
+			combos: 2, leftOut: []lo{{reason: LeftOutPlanModel, tp: 3}}, plans: tp8},
 		{name: "mtp on a model without MTP", s: Space{GPUCounts: []int{8}, Plans: []model.Plan{{TP: 8}}, SpecTokens: []int{0, 1}},
 			combos: 1, leftOut: []lo{{reason: LeftOutNoMTP, specTokens: 1}}, plans: []string{"8:tp8"}, runSpecs: []int{0}},
 		{name: "only mtp", s: Space{GPUCounts: []int{8}, Plans: []model.Plan{{TP: 8}}, SpecTokens: []int{2}},

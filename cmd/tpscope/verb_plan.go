@@ -99,7 +99,7 @@ func (o *planOptions) Bind(fs *pflag.FlagSet) {
 	fs.StringSliceVar(&o.plans, "plan", o.plans, "plans to try, e.g. tp8,tp8-ep,tp4-dp2-ep,tp8-dcp4 (default: every valid plan, or the --tp/--dp/--dcp/--ep lists)")
 	fs.Var(&o.tp, "tp", "tensor-parallel degrees (default: every valid plan)")
 	fs.Var(&o.dp, "dp", "data-parallel attention degrees (default: every valid plan)")
-	fs.Var(&o.dcp, "dcp", "decode context parallel degrees (default: every valid plan)")
+	fs.Var(&o.dcp, "dcp", "decode context parallel degrees (default: every valid plan; beside --tp/--dp/--ep, DCP 1 and each power of two dividing the plan's TP)")
 	fs.StringVar(&o.ep, "ep", o.ep, "expert parallelism: true, false or both (every plan, EP off and on: the same as leaving it out)")
 	fs.Lookup("ep").NoOptDefVal = "true"
 	_ = fs.SetAnnotation("ep", valuesAnnotation, []string{"true", "false", "both"})
@@ -372,8 +372,9 @@ func (o *planOptions) planLists() (plan.Lists, error) {
 		*d.dst = d.v
 	}
 	// "both" is the free EP list (off and on, with every plan PlansFor
-	// gives, DCP included), whether or not it was typed: a list of
-	// false and true would narrow the sweep to TP x DP plans.
+	// gives), whether or not it was typed: a list of false and true
+	// would sweep every TP x DP x DCP with EP off and on, plans (DCP with
+	// EP or DP attention) the default sweep leaves out.
 	switch o.ep {
 	case "both":
 	case "true":
