@@ -60,12 +60,11 @@ type Space struct {
 	// Costs, index-aligned with Topologies (nil or shorter = priors), is
 	// the cost source of each box's configurations.
 	Costs []sim.CostSource
-	// Plans to try, each on the GPU counts equal to its TP x DP; with
-	// Lists, the plans the lists give are tried too. Both unset:
-	// PlansFor(Arch, n) for each GPU count n.
+	// Plans to try, each on the GPU counts equal to its TP x DP, or
+	// Lists, the plans by degree (tpscope plan's --tp, --dp, --dcp, --ep;
+	// see Lists): one or the other, never both (Enumerate refuses it).
+	// Both unset: PlansFor(Arch, n) for each GPU count n.
 	Plans []model.Plan
-	// Lists narrow the plans by degree (tpscope plan's --tp, --dp, --dcp,
-	// --ep); see Lists.
 	Lists Lists
 	// Batches (nil = advise.DefaultBatches), Contexts (nil =
 	// advise.DefaultContexts), KVDtypes (nil = bf16 and fp8), SpecTokens
@@ -588,7 +587,8 @@ func countsText(counts []int) string {
 // on a model without an MTP layer likewise. When nothing is left to run,
 // the error is a *SpaceError carrying the coverage. Errors are also
 // a missing model, a negative SLO, batches or contexts below 1, GPU
-// counts below 1 and explicit plans the model cannot run.
+// counts below 1, explicit plans the model cannot run, and explicit plans
+// beside degree lists.
 func (s *Space) Enumerate() ([]Config, Coverage, error) {
 	var cov Coverage
 	if s.Arch == nil {
@@ -596,6 +596,9 @@ func (s *Space) Enumerate() ([]Config, Coverage, error) {
 	}
 	if s.MaxMsPerToken < 0 {
 		return nil, cov, fmt.Errorf("plan: latency SLO %v ms/token: want >= 0", s.MaxMsPerToken)
+	}
+	if len(s.Plans) > 0 && !s.Lists.IsZero() {
+		return nil, cov, errors.New("plan: explicit plans and degree lists both given: want one (plans name whole plans, lists build them from degrees)")
 	}
 	for _, p := range s.Plans {
 		if err := p.Validate(s.Arch); err != nil {

@@ -186,6 +186,10 @@ func TestPlanSpaceErrors(t *testing.T) {
 		{"gpus-too-many", Space{Arch: kimi, Topologies: []*topology.Topology{box}, GPUCounts: []int{16}}},
 		{"bad-plan", Space{Arch: kimi, Topologies: []*topology.Topology{box}, GPUCounts: []int{8}, Plans: []model.Plan{{TP: 8, DP: 1, DCP: 3}}}},
 		{"negative-slo", Space{Arch: kimi, Topologies: []*topology.Topology{box}, MaxMsPerToken: -1}},
+		// tp8-ep runs on 8 GPUs; an EP-off list beside it asks for
+		// the opposite, so neither may silently win.
+		{"plans-and-lists", Space{Arch: kimi, Topologies: []*topology.Topology{box}, GPUCounts: []int{8},
+			Plans: []model.Plan{{TP: 8, EP: true}}, Lists: Lists{EP: []bool{false}}}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -96,7 +96,7 @@ func (o *planOptions) Bind(fs *pflag.FlagSet) {
 	o.sc.bindModelFlags(fs)
 	fs.StringSliceVar(&o.topos, "topo", o.topos, "boxes (a list); each "+topoHelp)
 	fs.Var(&o.gpus, "gpus", "GPU counts to use on each box (default: powers of two up to the box's GPUs, and its count)")
-	fs.StringSliceVar(&o.plans, "plan", o.plans, "plans to try, e.g. tp8,tp8-ep,tp4-dp2-ep,tp8-dcp4 (default: every valid plan, or the --tp/--dp/--dcp/--ep lists)")
+	fs.StringSliceVar(&o.plans, "plan", o.plans, "plans to try, e.g. tp8,tp8-ep,tp4-dp2-ep,tp8-dcp4, instead of the --tp/--dp/--dcp/--ep lists (default: every valid plan)")
 	fs.Var(&o.tp, "tp", "tensor-parallel degrees (default: every valid plan)")
 	fs.Var(&o.dp, "dp", "data-parallel attention degrees (default: every valid plan)")
 	fs.Var(&o.dcp, "dcp", "decode context parallel degrees (default: every valid plan; beside --tp/--dp/--ep, DCP 1 and each power of two dividing the plan's TP)")
@@ -132,6 +132,9 @@ func (o *planOptions) Run(ctx context.Context, args []string, std IO) error {
 	}
 	if o.sloMs < 0 {
 		return flagError("--slo-ms", o.sloMs, "want 0 (none) or a positive latency")
+	}
+	if err := o.checkPlanOrLists(); err != nil {
+		return err
 	}
 	if err := checkPlotPath(o.plot); err != nil {
 		return err
@@ -348,6 +351,30 @@ func planEngineKey(res *plan.Result) string {
 		return "engine (best)"
 	}
 	return "engine (first)"
+}
+
+// checkPlanOrLists refuses --plan beside a degree list: --plan names
+// whole plans and the lists build plans from degrees, so together one
+// would either widen the other (a union prices plans a list excludes:
+// --plan tp8-ep --ep false) or be ignored; neither says what was asked.
+func (o *planOptions) checkPlanOrLists() error {
+	if !o.given("plan", len(o.plans) > 0) {
+		return nil
+	}
+	var lists []string
+	for _, d := range []struct {
+		flag string
+		set  bool
+	}{{"tp", len(o.tp.v) > 0}, {"dp", len(o.dp.v) > 0}, {"dcp", len(o.dcp.v) > 0}, {"ep", o.ep != "both"}} {
+		if o.given(d.flag, d.set) {
+			lists = append(lists, "--"+d.flag)
+		}
+	}
+	if len(lists) == 0 {
+		return nil
+	}
+	return flagError("--plan and "+strings.Join(lists, ", "), nil,
+		"give one: --plan names whole plans (tp8-ep), --tp/--dp/--dcp/--ep build the plans from degrees")
 }
 
 // planLists binds the --tp/--dp/--dcp/--ep lists the user gave (a list

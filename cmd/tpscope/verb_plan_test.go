@@ -98,6 +98,40 @@ func TestPlanBadFlags(t *testing.T) {
 	})
 }
 
+// TestPlanRefusesPlanWithLists: --plan names whole plans, the degree
+// lists build them; given together the sweep was their union (--plan
+// tp8-ep --ep false priced tp8-ep and tp2, tp4, tp8), so each pairing is
+// one usage line naming both flags, before the model is read or a point
+// priced. --ep both typed is a list too: it says nothing --plan does not.
+func TestPlanRefusesPlanWithLists(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"ep false", []string{"--plan", "tp8-ep", "--ep", "false"}, "--plan and --ep: give one"},
+		{"ep true", []string{"--plan", "tp8-ep", "--gpus", "8", "--ep", "true"}, "--plan and --ep: give one"},
+		{"ep both", []string{"--plan", "tp8", "--ep=both"}, "--plan and --ep: give one"},
+		{"tp", []string{"--plan", "tp8", "--tp", "4"}, "--plan and --tp: give one"},
+		{"dp and dcp", []string{"--plan", "tp8", "--dp", "2", "--dcp", "2"}, "--plan and --dp, --dcp: give one"},
+		// The refusal comes first: a model that does not exist is not read.
+		{"before the model", []string{"--model", "nope", "--plan", "tp8", "--tp", "8"}, "--plan and --tp: give one"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, out, errs := runCLI(t, append([]string{"plan", "--batch", "1", "--context", "4096"}, tc.args...)...)
+			if code != 2 || out != "" || !strings.Contains(errs, tc.want) || strings.Count(strings.TrimSpace(errs), "\n") != 0 {
+				t.Errorf("exit %d (want 2), stdout %q, stderr %q (want one line with %q)", code, out, errs, tc.want)
+			}
+		})
+	}
+	// Either alone still runs.
+	for _, args := range [][]string{{"--plan", "tp8-ep"}, {"--tp", "8", "--ep", "false"}} {
+		if code, _, errs := runCLI(t, append([]string{"plan", "--gpus", "8", "--batch", "1", "--context", "4096"}, args...)...); code != 0 {
+			t.Errorf("%v: exit %d: %s", args, code, errs)
+		}
+	}
+}
+
 // TestPlanList: the --tp/--dp/--dcp/--ep lists bind as given, a list
 // not given stays free (nil), whatever its default value, and a degree
 // below 1 is a usage error naming its flag. Which plans the lists give is
