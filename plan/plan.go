@@ -313,13 +313,20 @@ type Result struct {
 	// Best is the swept, fitting point within the SLO (if any) with the
 	// highest throughput per GPU (-1 none). Points at capacity are not
 	// candidates: every pick is a combination of the lists given.
-	Best       int           `json:"best"`
-	Capacity   []CapacityRow `json:"capacity"`
-	Evaluated  int           `json:"evaluated"`
-	NotFitting int           `json:"not_fitting"`
-	MissSLO    int           `json:"miss_slo,omitempty"`
-	Errors     int           `json:"errors"`
-	SLOMs      float64       `json:"slo_ms_per_token,omitempty"`
+	Best     int           `json:"best"`
+	Capacity []CapacityRow `json:"capacity"`
+	// Evaluated counts the swept configurations (the lists' batches and
+	// contexts), NotFitting, MissSLO and Errors those of them that do
+	// not fit, miss the SLO or could not be predicted (each counted
+	// once, in that order). FullLoad counts the points added at each
+	// capacity row's full load (AtCapacity), which none of the others
+	// count: they are not configurations of the lists.
+	Evaluated  int     `json:"evaluated"`
+	NotFitting int     `json:"not_fitting"`
+	MissSLO    int     `json:"miss_slo,omitempty"`
+	Errors     int     `json:"errors"`
+	FullLoad   int     `json:"full_load,omitempty"`
+	SLOMs      float64 `json:"slo_ms_per_token,omitempty"`
 	// Coverage: the combinations of the lists and those left out
 	// (Enumerate).
 	Coverage Coverage `json:"coverage"`
@@ -879,10 +886,17 @@ func evaluatePoint(ev *sim.Evaluator, cfg *Config, slo float64) Point {
 // Summarize derives the Pareto front, the best point and the capacity
 // rows from evaluated points.
 func Summarize(points []Point, slo float64) *Result {
-	r := &Result{Points: points, Best: -1, SLOMs: slo, Evaluated: len(points)}
+	r := &Result{Points: points, Best: -1, SLOMs: slo}
 	var ok []int
 	for i := range points {
 		pt := &points[i]
+		if pt.AtCapacity {
+			// Reported with its context's capacity: neither picked nor
+			// counted among the configurations swept.
+			r.FullLoad++
+			continue
+		}
+		r.Evaluated++
 		switch {
 		case pt.Error != "":
 			r.Errors++
@@ -893,8 +907,6 @@ func Summarize(points []Point, slo float64) *Result {
 		case !pt.WithinSLO():
 			r.MissSLO++
 			continue
-		case pt.AtCapacity:
-			continue // reported with its context's capacity, not picked
 		}
 		ok = append(ok, i)
 		if r.Best < 0 || pt.TokensPerSPerGPU > points[r.Best].TokensPerSPerGPU {

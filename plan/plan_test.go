@@ -59,6 +59,31 @@ func TestParetoFront(t *testing.T) {
 	}
 }
 
+// TestSummarizeCounts: the counts are of the swept configurations; the
+// points added at full load are counted apart, whatever they give. By
+// hand: of the four swept points one fails, one does not fit, one misses
+// the 50 ms SLO (80 ms) and one meets it (20 ms); the three at full load
+// (one missing the SLO, one not fitting) add to FullLoad only.
+func TestSummarizeCounts(t *testing.T) {
+	pts := []Point{
+		{Plan: "a", Error: "boom"},
+		{Plan: "b", Fits: false},
+		{Plan: "c", Fits: true, MsPerToken: 80, SLO: SLOMissed},
+		{Plan: "d", Fits: true, MsPerToken: 20, SLO: SLOMet, TokensPerSPerGPU: 5},
+		{Plan: "d", Fits: true, MsPerToken: 90, SLO: SLOMissed, AtCapacity: true},
+		{Plan: "d", Fits: false, AtCapacity: true},
+		{Plan: "c", Fits: true, MsPerToken: 30, SLO: SLOMet, TokensPerSPerGPU: 50, AtCapacity: true},
+	}
+	r := Summarize(pts, 50)
+	got := [5]int{r.Evaluated, r.Errors, r.NotFitting, r.MissSLO, r.FullLoad}
+	if want := [5]int{4, 1, 1, 1, 3}; got != want {
+		t.Errorf("evaluated, errors, not fitting, missing the SLO, full load = %v, want %v", got, want)
+	}
+	if r.Best != 3 {
+		t.Errorf("best %d, want 3 (the one swept point within the SLO)", r.Best)
+	}
+}
+
 func planSpace(t testing.TB) *Space {
 	return &Space{Arch: mustPreset(t, "kimi-k2.5-nvfp4"), Options: seedOptions,
 		Topologies: []*topology.Topology{mustTopo(t, "rtxpro6000-2s")}, GPUCounts: []int{4, 8},

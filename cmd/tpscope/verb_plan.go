@@ -268,7 +268,11 @@ func (o *planOptions) Run(ctx context.Context, args []string, std IO) error {
 	res := plan.Summarize(points, o.sloMs)
 	res.Coverage = cov
 	if elapsed > 0 {
-		fmt.Fprintf(std.Stderr, "plan: %d configurations evaluated in %.2f s (%.0f/s)\n", res.Evaluated, elapsed.Seconds(), float64(res.Evaluated)/elapsed.Seconds())
+		full := ""
+		if res.FullLoad > 0 {
+			full = fmt.Sprintf(" and %d full-load points", res.FullLoad)
+		}
+		fmt.Fprintf(std.Stderr, "plan: %d configurations%s evaluated in %.2f s (%.0f/s)\n", res.Evaluated, full, elapsed.Seconds(), float64(len(points))/elapsed.Seconds())
 	}
 	res.Caveats = plan.Caveats(cfgs, res)
 	priced, err := planPricedBy(cfgs, res)
@@ -286,7 +290,7 @@ func (o *planOptions) Run(ctx context.Context, args []string, std IO) error {
 		}
 	}
 	if o.reportFile != "" {
-		lines := []string{fmt.Sprintf("%s: %d configurations; %d do not fit, %d invalid", a.Name, res.Evaluated, res.NotFitting, res.Errors)}
+		lines := []string{fmt.Sprintf("%s: %d configurations; %d do not fit, %d invalid%s", a.Name, res.Evaluated, res.NotFitting, res.Errors, fullLoadText(res))}
 		if res.SLOMs > 0 {
 			lines = append(lines, fmt.Sprintf("SLO: %.2f ms per token per request (%d configurations miss it)", res.SLOMs, res.MissSLO))
 		}
@@ -553,6 +557,16 @@ func pointHeader(withSLO bool) []string {
 	return h
 }
 
+// fullLoadText is what the count of configurations adds for the points
+// at full load: evaluated beside them, shown in the capacity table's full
+// columns, not configurations of the lists (plan.Result.FullLoad).
+func fullLoadText(res *plan.Result) string {
+	if res.FullLoad == 0 {
+		return ""
+	}
+	return fmt.Sprintf("; %d full-load points beside them (the capacity table's full columns)", res.FullLoad)
+}
+
 // writePlanText renders the plan as aligned text or markdown tables. It
 // speaks of an SLO only when the sweep has one.
 func writePlanText(w io.Writer, modelName string, res *plan.Result, priced *pricedBy, boxes, top int, md bool) error {
@@ -571,10 +585,10 @@ func writePlanText(w io.Writer, modelName string, res *plan.Result, priced *pric
 	}
 	withSLO := res.SLOMs > 0
 	if withSLO {
-		fmt.Fprintf(w, "plan: %s, %d configurations; %d do not fit, %d miss the SLO (%.2f ms/token per request), %d invalid\n",
-			modelName, res.Evaluated, res.NotFitting, res.MissSLO, res.SLOMs, res.Errors)
+		fmt.Fprintf(w, "plan: %s, %d configurations; %d do not fit, %d miss the SLO (%.2f ms/token per request), %d invalid%s\n",
+			modelName, res.Evaluated, res.NotFitting, res.MissSLO, res.SLOMs, res.Errors, fullLoadText(res))
 	} else {
-		fmt.Fprintf(w, "plan: %s, %d configurations; %d do not fit, %d invalid\n", modelName, res.Evaluated, res.NotFitting, res.Errors)
+		fmt.Fprintf(w, "plan: %s, %d configurations; %d do not fit, %d invalid%s\n", modelName, res.Evaluated, res.NotFitting, res.Errors, fullLoadText(res))
 	}
 	for _, l := range leftOutLines(res.Coverage, boxes) {
 		fmt.Fprintln(w, l)
@@ -639,7 +653,7 @@ func writePlanText(w io.Writer, modelName string, res *plan.Result, priced *pric
 	for i := range res.Points {
 		p := &res.Points[i]
 		k := key{p.Topology, p.Plan, p.KVDtype, p.GPUs, p.SpecTokens}
-		if p.Error != "" || p.Fits || seen[k] {
+		if p.Error != "" || p.Fits || p.AtCapacity || seen[k] {
 			continue
 		}
 		seen[k] = true

@@ -98,6 +98,34 @@ func TestPlanBadFlags(t *testing.T) {
 	})
 }
 
+// TestPlanCountsSweptConfigurations: the headline counts the
+// configurations swept, not the full-load points added beside them. By
+// hand: --tp 8 --dcp 1,8 with EP free on 8 GPUs is 4 plans (tp8, tp8-ep,
+// tp8-dcp8, tp8-ep-dcp8), times 2 batches, one context and one KV
+// dtype: 8 configurations; each plan's full load (about 100 sequences of
+// 4K at DCP 1, 800 at DCP 8) is neither 1 nor 8, so 4 full-load points.
+func TestPlanCountsSweptConfigurations(t *testing.T) {
+	args := []string{"plan", "--gpus", "8", "--tp", "8", "--dcp", "1,8", "--batch", "1,8", "--context", "4096", "--kv-dtype", "fp8", "--slo-ms", "20"}
+	code, out, errs := runCLI(t, args...)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	if !strings.Contains(out, "kimi-k2.5-nvfp4, 8 configurations; ") || !strings.Contains(out, "; 4 full-load points beside them") {
+		t.Errorf("headline does not count 8 configurations and 4 full-load points:\n%s", out)
+	}
+	code, js, errs := runCLI(t, append(args, "--output", "json")...)
+	var res plan.Result
+	if err := json.Unmarshal([]byte(js), &res); code != 0 || err != nil {
+		t.Fatalf("exit %d, %v: %s", code, err, errs)
+	}
+	if res.Evaluated != 8 || res.FullLoad != 4 || len(res.Points) != 12 {
+		t.Errorf("evaluated %d, full load %d, %d points; want 8, 4 and 12", res.Evaluated, res.FullLoad, len(res.Points))
+	}
+	if n := res.NotFitting + res.MissSLO + res.Errors; n > res.Evaluated {
+		t.Errorf("%d swept configurations do not fit, miss the SLO or fail, of %d", n, res.Evaluated)
+	}
+}
+
 // TestPlanRefusesPlanWithLists: --plan names whole plans, the degree
 // lists build them; given together the sweep was their union (--plan
 // tp8-ep --ep false priced tp8-ep and tp2, tp4, tp8), so each pairing is
