@@ -50,6 +50,30 @@ func TestOptionalValueFlags(t *testing.T) {
 	}
 }
 
+// TestOptionalValueFlagLists: a comma list of values after a flag whose
+// value is optional is that flag's value, refused by the flag in one line
+// naming it ("plan --ep true,false" said unexpected arguments
+// ["true,false"], naming no flag).
+func TestOptionalValueFlagLists(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"plan", []string{"plan", "--ep", "true,false"}, `--ep "true,false": want one of true, false or both`},
+		{"plan-both", []string{"plan", "--ep", "both,true", "--tp", "8"}, `--ep "both,true": want one of true, false or both`},
+		{"predict", []string{"predict", "--ep", "true,false"}, `invalid argument "true,false" for "--ep" flag`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, out, errs := runCLI(t, tc.args...)
+			if code != 2 || out != "" || !strings.Contains(errs, tc.want) || strings.Contains(errs, "unexpected arguments") ||
+				strings.Count(strings.TrimSpace(errs), "\n") != 0 {
+				t.Errorf("exit %d (want 2), stdout %q, stderr %q (want one line with %q)", code, out, errs, tc.want)
+			}
+		})
+	}
+}
+
 // TestVersionHelpVerb: --version and -V print the version line (on
 // fb5e1b0: unknown verb); "help VERB" prints the verb's help (on fb5e1b0:
 // the verb list).

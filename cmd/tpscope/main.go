@@ -310,7 +310,9 @@ const valuesAnnotation = "tpscope-values"
 // joinOptionalValues rewrites "--flag VALUE" as "--flag=VALUE" for flags
 // whose value is optional (a bare --flag means NoOptDefVal), where VALUE is
 // one the flag takes: a boolean for a bool flag, one of valuesAnnotation's
-// otherwise. pflag alone reads "--ep both" as --ep and a stray argument
+// otherwise, or a comma list of such values ("--ep true,false"), which
+// the flag then refuses naming itself rather than the verb finding a stray
+// argument. pflag alone reads "--ep both" as --ep and a stray argument
 // "both"; a word the flag does not take stays an argument ("model load
 // --dense-dsa DIR").
 func joinOptionalValues(fs *pflag.FlagSet, args []string) []string {
@@ -329,12 +331,14 @@ func joinOptionalValues(fs *pflag.FlagSet, args []string) []string {
 			continue
 		}
 		next := args[i+1]
-		takes := false
-		if fl.Value.Type() == "bool" {
-			_, err := strconv.ParseBool(next)
-			takes = err == nil
-		} else {
-			takes = slices.Contains(fl.Annotations[valuesAnnotation], next)
+		takes := next != ""
+		for _, v := range strings.Split(next, ",") {
+			if fl.Value.Type() == "bool" {
+				_, err := strconv.ParseBool(v)
+				takes = takes && err == nil
+			} else {
+				takes = takes && slices.Contains(fl.Annotations[valuesAnnotation], v)
+			}
 		}
 		if takes {
 			out[len(out)-1] = a + "=" + next

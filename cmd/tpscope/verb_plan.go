@@ -413,7 +413,7 @@ func (o *planOptions) planLists() (plan.Lists, error) {
 	case "false":
 		l.EP = []bool{false}
 	default:
-		return l, flagError("--ep", quote(o.ep), "want true, false or both")
+		return l, flagError("--ep", quote(o.ep), "want one of true, false or both (both sweeps EP off and on)")
 	}
 	return l, nil
 }
