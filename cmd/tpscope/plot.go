@@ -13,6 +13,7 @@ import (
 	"github.com/tpscope/tpscope/report"
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/text"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
 	"gonum.org/v1/plot/vg/vgimg"
@@ -45,16 +46,7 @@ func savePlots(path string, w, h vg.Length, grid [][]*plot.Plot, tiles draw.Tile
 	if err != nil {
 		return err
 	}
-	dc := draw.Crop(draw.New(c), plotMargin, -plotMargin, plotMargin, -plotMargin)
-	tiles.Rows, tiles.Cols = len(grid), len(grid[0])
-	canvases := plot.Align(grid, tiles, dc)
-	for i := range grid {
-		for j := range grid[i] {
-			if grid[i][j] != nil {
-				grid[i][j].Draw(canvases[i][j])
-			}
-		}
-	}
+	drawPlots(draw.Crop(draw.New(c), plotMargin, -plotMargin, plotMargin, -plotMargin), grid, tiles)
 	fh, err := os.Create(path)
 	if err != nil {
 		return fmt.Errorf("plot %s: %w", path, err)
@@ -67,6 +59,49 @@ func savePlots(path string, w, h vg.Length, grid [][]*plot.Plot, tiles draw.Tile
 		return fmt.Errorf("plot %s: %w", path, err)
 	}
 	return nil
+}
+
+// legendGap is the space between a plot's data area and its legend.
+const legendGap = 2 * vg.Millimeter
+
+// drawPlots draws a grid of plots (rows of columns, aligned) into dc.
+// Legends are drawn to the right of the data area, a column's plots all
+// giving up the width of its widest legend (so their axes stay aligned):
+// gonum draws a legend over the data, where a reference line (an SLO) or
+// a label crosses it.
+func drawPlots(dc draw.Canvas, grid [][]*plot.Plot, tiles draw.Tiles) {
+	tiles.Rows, tiles.Cols = len(grid), len(grid[0])
+	canvases := plot.Align(grid, tiles, dc)
+	legendW := make([]vg.Length, tiles.Cols)
+	for i := range grid {
+		for j, p := range grid[i] {
+			if p != nil {
+				r := p.Legend.Rectangle(canvases[i][j])
+				legendW[j] = max(legendW[j], r.Max.X-r.Min.X)
+			}
+		}
+	}
+	for i := range grid {
+		for j, p := range grid[i] {
+			if p == nil {
+				continue
+			}
+			if legendW[j] == 0 {
+				p.Draw(canvases[i][j])
+				continue
+			}
+			full := canvases[i][j]
+			pc := draw.Crop(full, 0, -(legendW[j] + legendGap), 0, 0)
+			legend := p.Legend
+			p.Legend = plot.NewLegend() // no entries: drawn beside, below
+			p.Draw(pc)
+			p.Legend = legend
+			data := p.DataCanvas(pc)
+			legend.Top, legend.Left = true, true
+			legend.Draw(draw.Canvas{Canvas: full.Canvas, Rectangle: vg.Rectangle{
+				Min: vg.Point{X: pc.Max.X + legendGap, Y: data.Min.Y}, Max: vg.Point{X: full.Max.X, Y: data.Max.Y}}})
+		}
+	}
 }
 
 // savePlot draws one plot inside plotMargin.
@@ -99,7 +134,6 @@ func scatterPlot(title string, sc *report.Scatter) (*plot.Plot, error) {
 	p.Title.Text = title
 	p.Title.Padding = vg.Points(6)
 	p.X.Label.Text, p.Y.Label.Text = sc.XLabel, sc.YLabel
-	p.Legend.Top, p.Legend.Left = true, false
 	p.Add(plotter.NewGrid())
 	maxX, maxY := 0.0, 0.0
 	for _, s := range sc.Series {
@@ -120,7 +154,7 @@ func scatterPlot(title string, sc *report.Scatter) (*plot.Plot, error) {
 		maxY = 1
 	}
 	p.X.Min, p.Y.Min = 0, 0
-	p.X.Max, p.Y.Max = maxX*1.06, maxY*1.12 // room for the legend above the points
+	p.X.Max, p.Y.Max = maxX*1.06, maxY*1.06
 	p.X.Tick.Marker, p.Y.Tick.Marker = plainTicks{}, plainTicks{}
 	colorIdx := 0
 	var lastColor color.Color = seriesColors[0]
@@ -196,20 +230,40 @@ func scatterPlot(title string, sc *report.Scatter) (*plot.Plot, error) {
 			return nil, fmt.Errorf("plot: %w", err)
 		}
 		ring.GlyphStyle.Shape, ring.GlyphStyle.Radius, ring.GlyphStyle.Color = draw.RingGlyph{}, vg.Points(7), color.Black
-		lab, err := plotter.NewLabels(plotter.XYLabels{XYs: plotter.XYs{{X: m.X, Y: m.Y}}, Labels: []string{"  " + m.Label}})
-		if err != nil {
-			return nil, fmt.Errorf("plot: %w", err)
-		}
-		lab.TextStyle[0].Font.Size = vg.Points(10)
-		if m.X > 0.6*p.X.Max {
-			// Label to the left of a point near the right edge.
-			lab.TextStyle[0].XAlign = draw.XRight
-			lab.Labels[0] = m.Label + "  "
-		}
-		p.Add(ring, lab)
+		sty := p.Legend.TextStyle
+		sty.Font.Size = vg.Points(10)
+		p.Add(ring, markLabel{x: m.X, y: m.Y, text: m.Label, style: sty, clear: vg.Points(10)})
 		p.Legend.Add("chosen", ring)
 	}
 	return p, nil
+}
+
+// markLabel is a marked point's label, drawn beside the point (clear of
+// its ring) on whichever side the text fits inside the data area, right
+// first, and against the right edge when neither does: a label placed by
+// a fixed rule ran past the axes.
+type markLabel struct {
+	x, y  float64
+	text  string
+	style text.Style
+	clear vg.Length
+}
+
+func (l markLabel) Plot(c draw.Canvas, p *plot.Plot) {
+	trX, trY := p.Transforms(&c)
+	at := vg.Point{X: trX(l.x), Y: trY(l.y)}
+	sty := l.style
+	sty.YAlign = draw.YCenter
+	w := sty.Width(l.text)
+	switch {
+	case at.X+l.clear+w <= c.Max.X:
+		sty.XAlign, at.X = draw.XLeft, at.X+l.clear
+	case at.X-l.clear-w >= c.Min.X:
+		sty.XAlign, at.X = draw.XRight, at.X-l.clear
+	default:
+		sty.XAlign, at.X = draw.XRight, c.Max.X
+	}
+	c.FillText(sty, at, l.text)
 }
 
 // fitBarAxis ends a horizontal bar chart's value axis a step past its

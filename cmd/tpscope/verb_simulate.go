@@ -916,7 +916,6 @@ func writeSimulatePlot(path string, o *simulateOutput) error {
 		p.Title.Text = title
 		p.X.Label.Text = xLabel
 		p.Y.Label.Text = unit
-		p.Legend.Top, p.Legend.Left = true, true
 		series := []struct {
 			name string
 			v    func(s serving.Stats) float64

@@ -1,0 +1,74 @@
+package main
+
+import (
+	"slices"
+	"testing"
+
+	"github.com/tpscope/tpscope/report"
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/font"
+	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
+	"gonum.org/v1/plot/vg/recorder"
+)
+
+// TestPlotLegendBesideData: a chart's legend is drawn right of its data
+// area and a marked point's label inside it, so neither an SLO line nor
+// the label crosses the legend (simulate's dashed SLO ran through the
+// TPOT legend; plan's "chosen" label ran into it). The data area's right
+// edge is where the horizontal SLO line, drawn across the whole data
+// area, ends: the longest horizontal stroke.
+func TestPlotLegendBesideData(t *testing.T) {
+	sc := &report.Scatter{XLabel: "tokens/s per user", YLabel: "tokens/s per GPU",
+		Series: []report.ScatterSeries{{Name: "box a", Points: [][2]float64{{1, 1}, {6, 8}, {9.5, 10}}}},
+		VLines: []report.RefLine{{At: 9, Label: "SLO: 111 ms/token"}},
+		HLines: []report.RefLine{{At: 9.8, Label: "a horizontal rule"}},
+		// Near the right edge and too long to fit right of its point.
+		Marks: []report.Mark{{X: 9.5, Y: 10, Label: "chosen: rtxpro6000-2s x8 tp2-dp4-ep fp8 b512 ctx1024"}},
+	}
+	p, err := scatterPlot("legend placement", sc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rec recorder.Canvas
+	drawPlots(draw.NewCanvas(&rec, 8*vg.Inch, 5*vg.Inch), [][]*plot.Plot{{p}}, draw.Tiles{})
+	var left, right vg.Length
+	for _, a := range rec.Actions {
+		s, ok := a.(*recorder.Stroke)
+		if !ok || len(s.Path) != 2 || s.Path[0].Pos.Y != s.Path[1].Pos.Y {
+			continue
+		}
+		x0, x1 := min(s.Path[0].Pos.X, s.Path[1].Pos.X), max(s.Path[0].Pos.X, s.Path[1].Pos.X)
+		if x1-x0 > right-left {
+			left, right = x0, x1
+		}
+	}
+	if right <= left {
+		t.Fatal("no horizontal line drawn")
+	}
+	legend := []string{"box a", "SLO: 111 ms/token", "a horizontal rule", "chosen"}
+	seen := 0
+	for _, a := range rec.Actions {
+		s, ok := a.(*recorder.FillString)
+		if !ok {
+			continue
+		}
+		face := font.DefaultCache.Lookup(s.Font, s.Size)
+		w := face.Width(s.String)
+		switch {
+		case slices.Contains(legend, s.String):
+			seen++
+			if s.Point.X < right {
+				t.Errorf("legend entry %q starts at x %.1f, inside the data area (%.1f to %.1f)", s.String, s.Point.X, left, right)
+			}
+		case s.String == sc.Marks[0].Label:
+			seen++
+			if s.Point.X < left || s.Point.X+w > right {
+				t.Errorf("mark label spans x %.1f to %.1f, outside the data area (%.1f to %.1f)", s.Point.X, s.Point.X+w, left, right)
+			}
+		}
+	}
+	if seen != len(legend)+1 {
+		t.Errorf("%d of the %d legend entries and mark label drawn", seen, len(legend)+1)
+	}
+}
