@@ -2,7 +2,9 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"image/color"
 	"io"
 	"slices"
 	"strconv"
@@ -71,7 +73,7 @@ func (o *adviseOptions) Bind(fs *pflag.FlagSet) {
 	o.fs = fs
 	o.sc.Bind(fs)
 	bindOutputFlag(fs, &o.output, "one row per catalog entry", allFormats...)
-	fs.StringVar(&o.plot, "plot", o.plot, "write a bar chart of the speedups to FILE.png or FILE.svg")
+	fs.StringVar(&o.plot, "plot", o.plot, "write a bar chart of the speedups to FILE.png or FILE.svg (upper bounds and variants that do not fit in colours of their own, labelled as in the table)")
 	fs.Float64Var(&o.threshold, "threshold", o.threshold, "relative change of tokens/s at which an optimization pays")
 	fs.Var(&o.batches, "sweep-batch", "batch sizes of the sweep"+countSuffixHelp)
 	fs.Var(&o.contexts, "sweep-context", "context lengths of the sweep"+countSuffixHelp)
@@ -459,9 +461,49 @@ func writeAdviceMarkdown(w io.Writer, adv *advise.Advice) error {
 	return writeTransfer(w, adv, true)
 }
 
+// adviseBar is how a bar of advise's chart is qualified, as its table row
+// is: a variant that does not fit (the step column's "no fit") or an
+// upper bound (its evidence says it may not pay here) is drawn in a
+// colour of its own, named in the legend and in the bar's label.
+type adviseBar struct {
+	legend string
+	color  color.Color
+}
+
+var (
+	barGain  = adviseBar{"predicted gain", seriesColors[0]}
+	barUpper = adviseBar{"upper bound: may not pay here", seriesColors[1]}
+	barNoFit = adviseBar{"does not fit in GPU memory", color.Gray{Y: 150}}
+)
+
+// adviseBarOf is row r's bar kind and its label's qualifiers: " (no fit:
+// -1.8 GB)" in the table's words, " (upper bound)"; not fitting wins the
+// colour when both hold.
+func adviseBarOf(r *advise.Row) (adviseBar, string) {
+	kind, q := barGain, ""
+	if r.Applicability.UpperBound {
+		kind, q = barUpper, " (upper bound)"
+	}
+	if r.With != nil && !r.With.Footprint.Fits {
+		kind, q = barNoFit, q+fmt.Sprintf(" (no fit: -%.1f GB)", r.With.Footprint.ShortfallGB)
+	}
+	return kind, q
+}
+
 // writeAdvisePlot draws the speedup of every predicted entry as horizontal
-// bars (1 = no change), best first at the top.
+// bars (1 = no change), best first at the top (advisePlot).
 func writeAdvisePlot(path string, adv *advise.Advice) error {
+	p, n, err := advisePlot(adv)
+	if err != nil {
+		return fmt.Errorf("plot %s: %w", path, err)
+	}
+	return savePlot(path, 9*vg.Inch, vg.Points(float64(16*n+100)), p)
+}
+
+// advisePlot is advise's bar chart and its number of bars: a bar per
+// predicted entry in its kind's colour (adviseBarOf), labelled with the
+// entry, its state and speedup and the qualifiers its table row has.
+func advisePlot(adv *advise.Advice) (*plot.Plot, int, error) {
 	var rows []*advise.Row
 	for i := range adv.Rows {
 		if adv.Rows[i].Error == "" {
@@ -469,10 +511,14 @@ func writeAdvisePlot(path string, adv *advise.Advice) error {
 		}
 	}
 	if len(rows) == 0 {
-		return fmt.Errorf("plot %s: no entry was predicted", path)
+		return nil, 0, errors.New("no entry was predicted")
 	}
+	p := plot.New()
+	p.Title.Text = fmt.Sprintf("%s %s on %s, %s: speedup in tokens/s", adv.Model, adv.Plan, adv.Topology, adv.Workload)
+	p.X.Label.Text = "speedup (with / without the optimization); 1 = no change"
 	vals := make(plotter.Values, len(rows))
 	labels := make([]string, len(rows))
+	var shown []adviseBar
 	for i, r := range rows {
 		j := len(rows) - 1 - i // plotter draws bottom-up
 		vals[j] = r.Gain.Speedup()
@@ -480,17 +526,23 @@ func writeAdvisePlot(path string, adv *advise.Advice) error {
 		if r.InBaseline {
 			state = " (in baseline)"
 		}
-		labels[j] = fmt.Sprintf("%s%s x%.2f", r.Entry, state, r.Gain.Speedup())
+		kind, q := adviseBarOf(r)
+		labels[j] = fmt.Sprintf("%s%s x%.2f%s", r.Entry, state, r.Gain.Speedup(), q)
+		bar, err := plotter.NewBarChart(plotter.Values{vals[j]}, vg.Points(10))
+		if err != nil {
+			return nil, 0, err
+		}
+		bar.Horizontal, bar.XMin, bar.Color, bar.LineStyle.Width = true, float64(j), kind.color, 0
+		p.Add(bar)
+		if !slices.Contains(shown, kind) {
+			shown = append(shown, kind)
+			p.Legend.Add(kind.legend, bar)
+		}
 	}
-	p := plot.New()
-	p.Title.Text = fmt.Sprintf("%s %s on %s, %s: speedup in tokens/s", adv.Model, adv.Plan, adv.Topology, adv.Workload)
-	p.X.Label.Text = "speedup (with / without the optimization); 1 = no change"
-	bars, err := plotter.NewBarChart(vals, vg.Points(10))
-	if err != nil {
-		return fmt.Errorf("plot: %w", err)
+	if len(shown) == 1 && shown[0] == barGain {
+		p.Legend = plot.NewLegend() // nothing to tell apart
 	}
-	bars.Horizontal = true
-	p.Add(bars)
+	p.Legend.Padding = vg.Points(3)
 	one, err := plotter.NewLine(plotter.XYs{{X: 1, Y: -0.5}, {X: 1, Y: float64(len(rows)) - 0.5}})
 	if err == nil {
 		one.Dashes = []vg.Length{vg.Points(3), vg.Points(3)}
@@ -498,7 +550,7 @@ func writeAdvisePlot(path string, adv *advise.Advice) error {
 	}
 	p.NominalY(labels...)
 	fitBarAxis(p, vals)
-	return savePlot(path, 9*vg.Inch, vg.Points(float64(16*len(rows)+100)), p)
+	return p, len(rows), nil
 }
 
 // writeSpecAdvice prints, for each speculative row, its break-even

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"image/color"
 	"os"
 	"path/filepath"
 	"slices"
@@ -12,6 +13,10 @@ import (
 	"time"
 
 	"github.com/tpscope/tpscope/advise"
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
+	"gonum.org/v1/plot/vg/recorder"
 )
 
 // With the seed user's settings (seed-scenario.md: bf16 KV, NCCL_PROTO=LL,
@@ -279,5 +284,60 @@ func TestAdviseHeadlineKeepsQualifiers(t *testing.T) {
 				t.Errorf("JSON worth building %v, upper bounds %v; want %v and %v", sure, upper, tc.sure, tc.upperBound)
 			}
 		})
+	}
+}
+
+// TestAdvisePlotQualifiers: advise's chart qualifies a bar as its table
+// row does: a variant that does not fit is labelled "(no fit: -2.0 GB)"
+// (the step column's words) and an upper bound "(upper bound)", each in a
+// colour of its own named in the legend; a plain gain keeps the first
+// colour and no suffix; a row that was not predicted has no bar.
+func TestAdvisePlotQualifiers(t *testing.T) {
+	fits := &advise.Variant{Footprint: advise.Footprint{Fits: true}}
+	adv := &advise.Advice{Model: "m", Plan: "tp8", Topology: "box", Workload: "decode b1",
+		Rows: []advise.Row{
+			{Entry: "plain", With: fits, Gain: advise.Gain{TokensPerSPct: 50}},
+			{Entry: "bound", With: fits, Gain: advise.Gain{TokensPerSPct: 100}, Applicability: advise.Applicability{Status: advise.Conditional, UpperBound: true}},
+			{Entry: "short", With: &advise.Variant{Footprint: advise.Footprint{ShortfallGB: 2}}, Gain: advise.Gain{TokensPerSPct: -5}},
+			{Entry: "refused", Error: "cannot run here"},
+		}}
+	p, n, err := advisePlot(adv)
+	if err != nil || n != 3 {
+		t.Fatalf("%d bars, %v; want 3", n, err)
+	}
+	var rec recorder.Canvas
+	drawPlots(draw.NewCanvas(&rec, 9*vg.Inch, 3*vg.Inch), [][]*plot.Plot{{p}}, draw.Tiles{})
+	texts := map[string]bool{}
+	fills := map[color.RGBA]bool{}
+	var cur color.Color
+	for _, a := range rec.Actions {
+		switch a := a.(type) {
+		case *recorder.FillString:
+			texts[a.String] = true
+		case *recorder.SetColor:
+			cur = a.Color
+		case *recorder.Fill:
+			if cur != nil {
+				r, g, b, al := cur.RGBA()
+				fills[color.RGBA{R: uint8(r >> 8), G: uint8(g >> 8), B: uint8(b >> 8), A: uint8(al >> 8)}] = true
+			}
+		}
+	}
+	for _, want := range []string{"plain x1.50", "bound x2.00 (upper bound)", "short x0.95 (no fit: -2.0 GB)",
+		"predicted gain", "upper bound: may not pay here", "does not fit in GPU memory"} {
+		if !texts[want] {
+			t.Errorf("chart lacks the text %q", want)
+		}
+	}
+	for text := range texts {
+		if strings.HasPrefix(text, "refused") {
+			t.Errorf("a row that was not predicted is drawn: %q", text)
+		}
+	}
+	for _, k := range []adviseBar{barGain, barUpper, barNoFit} {
+		r, g, b, al := k.color.RGBA()
+		if c := (color.RGBA{R: uint8(r >> 8), G: uint8(g >> 8), B: uint8(b >> 8), A: uint8(al >> 8)}); !fills[c] {
+			t.Errorf("no bar filled in %s's colour %v", k.legend, c)
+		}
 	}
 }
