@@ -198,11 +198,12 @@ type jsonPerIter struct {
 // parseJSON reads an nccl-tests -J document into lg: the collective from
 // the program in args[0] (else the file name), ranks from the
 // configuration (threads x GPUs per process x processes, each process
-// listing one device), a row per result with its per-iteration timing. A
-// document that ends before its closing brace (a run killed mid-way) is
+// listing one device), a row per result with its per-iteration timing,
+// and through sr the NCCL settings its "env" list and tpscope's comments
+// record and whether its devices are CPU ranks. A document that ends before its closing brace (a run killed mid-way) is
 // ErrPartial; a version other than JSONVersion, no results, or a value out
 // of range is a *ParseError naming the field.
-func parseJSON(r io.Reader, lg *Log) (*Log, error) {
+func parseJSON(r io.Reader, lg *Log, sr *settingsReader) (*Log, error) {
 	name := lg.Name
 	data, err := io.ReadAll(io.LimitReader(r, maxJSONBytes+1))
 	if err != nil {
@@ -245,6 +246,19 @@ func parseJSON(r io.Reader, lg *Log) (*Log, error) {
 		lg.Iters, lg.Warmup = c.Iters, c.Warmup
 		for _, d := range c.Devices {
 			lg.Devices = append(lg.Devices, strings.TrimSpace(d.DeviceInfo))
+		}
+	}
+	sr.devices(lg.Devices)
+	for _, c := range doc.Comments {
+		if err := sr.comment(c, 0); err != nil {
+			return nil, err
+		}
+	}
+	for _, e := range doc.Env {
+		if m := reEnvPair.FindStringSubmatch(strings.TrimSpace(e)); m != nil {
+			if err := sr.record(m[1], m[2], 0); err != nil {
+				return nil, err
+			}
 		}
 	}
 	wrong, firstWrong := 0, 0

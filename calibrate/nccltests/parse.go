@@ -10,7 +10,9 @@
 //
 // (out-of-place then in-place). Lines starting with '#' are comments or
 // header; any other line that is not a result row (NCCL INFO output, a
-// hostname, a blank line) is skipped and counted. A log that is cut or
+// hostname, a blank line) is skipped and counted. What the header and
+// NCCL's own lines record of the run beside its rows (its NCCL settings,
+// CPU ranks) is read too (settings.go). A log that is cut or
 // damaged is an error (ErrPartial): a line that starts like a row (size
 // and count) but is not one, a last line cut mid-row, or a table that
 // stops before the lines nccl-tests closes it with.
@@ -42,6 +44,8 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+
+	"github.com/tpscope/tpscope/ncclenv"
 )
 
 // Row is one message size of a run.
@@ -99,6 +103,21 @@ type Log struct {
 	// Iters and Warmup are the run's iterations and warm-up iterations,
 	// when the log says (0 otherwise).
 	Iters, Warmup int
+	// NCCL is the NCCL settings the log records the run had, and
+	// NCCLRecorded maps each variable it records (ncclenv.EnvProto, ...)
+	// to the line that says so (0 in JSON): NCCL's own lines under
+	// NCCL_DEBUG=INFO ("NCCL INFO NCCL_P2P_LEVEL set by environment to
+	// SYS"), the NCCL_ variables of nccl-tests JSON's "env" list, and the
+	// SettingsComment tpscope writes, which records all four (those it
+	// does not name had NCCL's default). A variable not in NCCLRecorded
+	// is not known: its zero value in NCCL is no evidence of NCCL's
+	// default.
+	NCCL         ncclenv.Settings
+	NCCLRecorded map[string]int
+	// CPURanks says the log was measured on tpscope's CPU backend
+	// (goroutine ranks in host memory): its rank lines name CPURankDevice
+	// or its header says CPURanksComment. Its times are no GPU box's.
+	CPURanks bool
 }
 
 // ErrMixed is wrapped by the error returned when the input holds more than
@@ -164,12 +183,13 @@ func ParseFile(path string) (*Log, error) {
 // collective when the text does not name it (e.g. "all_reduce_perf.txt").
 func Parse(r io.Reader, name string) (*Log, error) {
 	lg := &Log{Name: name}
+	sr := &settingsReader{lg: lg}
 	if m := reTest.FindStringSubmatch(filepath.Base(name)); m != nil {
 		lg.Op = opByBinary[m[1]]
 	}
 	br := bufio.NewReader(r)
 	if isJSON(br) {
-		return parseJSON(br, lg)
+		return parseJSON(br, lg, sr)
 	}
 	lr := &lastByteReader{r: br}
 	sc := bufio.NewScanner(lr)
@@ -214,6 +234,9 @@ func Parse(r io.Reader, name string) (*Log, error) {
 				perIter = strings.Contains(text, "i_min")
 			case reClose.MatchString(text):
 				tableAt, tableRows = 0, 0
+			}
+			if err := sr.comment(strings.TrimPrefix(text, "#"), line); err != nil {
+				return nil, err
 			}
 			if m := reIters.FindStringSubmatch(text); m != nil {
 				lg.Warmup, _ = strconv.Atoi(m[1])
@@ -265,6 +288,9 @@ func Parse(r io.Reader, name string) (*Log, error) {
 			continue
 		}
 		if !ok {
+			if err := sr.info(text, line); err != nil {
+				return nil, err
+			}
 			lg.Skipped++
 			if lg.FirstSkipped == 0 {
 				lg.FirstSkipped = line
@@ -318,6 +344,7 @@ func Parse(r io.Reader, name string) (*Log, error) {
 	} else if threads > 0 && gpus > 0 {
 		lg.Ranks = threads * gpus
 	}
+	sr.devices(lg.Devices)
 	return lg, nil
 }
 

@@ -9,7 +9,6 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -280,15 +279,10 @@ func writeMeasuredLog(path string, res *collbench.Result, mr *measureRun, no ncc
 		}
 		lg.Rows = append(lg.Rows, row)
 	}
-	env := "NCCL settings: NCCL's defaults"
-	if e := no.Env(); len(e) > 0 {
-		var kv []string
-		for k, v := range e {
-			kv = append(kv, k+"="+v)
-		}
-		slices.Sort(kv)
-		env = "NCCL settings: " + strings.Join(kv, " ")
-	}
+	// The settings and the CPU ranks go in the comments the reader takes
+	// back (nccltests.SettingsComment, CPURanksComment, CPURankDevice):
+	// calibrate fits the log under those settings, on a CPU box only.
+	env := nccltests.SettingsComment(no)
 	comments := []string{
 		fmt.Sprintf("tpscope collective --measure: %s over %d ranks through the executor (exec/collbench) on the %s backend, %s",
 			op, ranks, mr.Backend, time.Now().UTC().Format("2006-01-02 15:04 UTC")),
@@ -300,9 +294,9 @@ func writeMeasuredLog(path string, res *collbench.Result, mr *measureRun, no ncc
 	}
 	var dev string
 	if mr.Backend == "cpu" {
-		comments = append(comments, fmt.Sprintf("CPU ranks: %d goroutines sharing %d cores (GOMAXPROCS %d), shared-memory ring collectives; not GPU figures",
-			ranks, runtime.NumCPU(), runtime.GOMAXPROCS(0)))
-		dev = "CPU goroutine rank (tpscope exec/cpu)"
+		comments = append(comments, fmt.Sprintf("%s %d goroutines sharing %d cores (GOMAXPROCS %d), shared-memory ring collectives; not GPU figures",
+			nccltests.CPURanksComment, ranks, runtime.NumCPU(), runtime.GOMAXPROCS(0)))
+		dev = nccltests.CPURankDevice
 	} else {
 		var facts []string
 		for _, kv := range backendResource(mr.Backend, nil) {
