@@ -299,18 +299,35 @@ func checkTraceGPU(rs []*traces.Result, t *topology.Topology, topoSet bool) erro
 // checkRanOn refuses to predict or fit a measurement (src: a trace, an
 // nccl-tests log; what: how the message names it) on a box of another GPU
 // than the devices it lists: the measured and predicted times would be of
-// two machines. topoSet says whether --topo chose the box. A GPU name the
-// catalog does not know is not checked, nor a measurement that lists none.
+// two machines. topoSet says whether --topo chose the box. Names are
+// matched by the catalog entry each stands for ("NVIDIA H100 80GB HBM3" is
+// an H100 SXM); a name the catalog does not know must be the box's own
+// device name (a box 'tpscope topo discover' wrote on that GPU), since
+// nothing says it is the box's GPU. A measurement that names no device
+// ("" or "-" on its rank lines) is not checked.
 func checkRanOn(src, what string, devices []string, t *topology.Topology, topoSet bool) error {
-	box := t.DeviceOf(0).Name
+	d := t.DeviceOf(0)
+	if d == nil {
+		return nil
+	}
+	box := d.Name
 	for _, name := range devices {
-		if same, known := t.RunsOn(name); same || !known {
+		name = strings.TrimSpace(name)
+		if name == "" || name == "-" {
 			continue
 		}
-		if topoSet {
-			return flagError("--topo", t.Name, "its GPUs are %s, and %s ran on %s: pass a box of that GPU", box, src, name)
+		same, known := t.RunsOn(name)
+		if same || (!known && strings.EqualFold(name, box)) {
+			continue
 		}
-		return usageErrorf("%s ran on %s; the default box %s has %s: pass --topo with the box %s ran on", src, name, t.Name, box, what)
+		ran := name
+		if !known {
+			ran += " (a GPU the catalog does not know)"
+		}
+		if topoSet {
+			return flagError("--topo", t.Name, "its GPUs are %s, and %s ran on %s: pass a box of that GPU", box, src, ran)
+		}
+		return usageErrorf("%s ran on %s; the default box %s has %s: pass --topo with the box %s ran on", src, ran, t.Name, box, what)
 	}
 	return nil
 }

@@ -28,7 +28,9 @@ preset name is accepted. Choose the source of measurements with exactly one mode
 protocol NCCL would pick (or the one --nccl-proto/--nccl-algo force, as the run's
 NCCL_PROTO/NCCL_ALGO did), then per pair the base latency, per-step latency and bus bandwidth
 are fitted in log space with NCCL's constants as the prior. Give --p2p-level/--p2p-disable as
-the run had them: the parameters apply only under that setting.
+the run had them: the parameters apply only under that setting. The log's GPU must be the
+box's (a GPU the catalog does not know, the box's own device name), and a log of tpscope's CPU
+ranks fits only the CPU box 'calibrate --backend cpu' writes.
 
 --trace SRC: measured spans (see --help of the flag); --backend cpu: this machine.
 
@@ -246,7 +248,7 @@ func (m *ncclTestsMode) run(ctx context.Context, c *calibrateOptions, std IO) er
 	if err != nil {
 		return err
 	}
-	if err := checkRanOn(m.file, "the log", lg.Devices, t, c.sc.changed("topo")); err != nil {
+	if err := checkLogBox(m.file, lg, t, c.sc.changed("topo")); err != nil {
 		return err
 	}
 	ranks := lg.Ranks
@@ -306,6 +308,31 @@ func (m *ncclTestsMode) collective(lg *nccltests.Log) (model.Collective, error) 
 		return "", flagError("--op", m.op, "%s measured %s (its text or file name says so); --op is only for a log that does not say", m.file, lg.Op)
 	}
 	return coll, nil
+}
+
+// checkLogBox refuses to fit a log on a box it did not run on, as
+// compare's checkBackend refuses to price a trace there: the times of
+// tpscope's CPU ranks (goroutines in host memory) on a box of GPUs, a
+// GPU's log on the CPU box 'calibrate --backend cpu' writes, and GPUs
+// other than the box's (checkRanOn). topoSet says whether --topo chose
+// the box.
+func checkLogBox(file string, lg *nccltests.Log, t *topology.Topology, topoSet bool) error {
+	cpuBox := t.IsCPUBox()
+	switch {
+	case lg.CPURanks && cpuBox:
+		return nil
+	case lg.CPURanks && topoSet:
+		return flagError("--topo", t.Name, "its GPUs are %s, and %s was measured on tpscope's CPU ranks (goroutines in host memory: not GPU figures): pass --topo with the JSON 'tpscope calibrate --backend cpu' wrote", t.DeviceOf(0).Name, file)
+	case lg.CPURanks:
+		return usageErrorf("%s was measured on tpscope's CPU ranks (goroutines in host memory: not GPU figures); the default box %s has %s: pass --topo with the JSON 'tpscope calibrate --backend cpu' wrote", file, t.Name, t.DeviceOf(0).Name)
+	case cpuBox:
+		ran := "GPUs"
+		if len(lg.Devices) > 0 && lg.Devices[0] != "" && lg.Devices[0] != "-" {
+			ran = lg.Devices[0]
+		}
+		return flagError("--topo", t.Name, "it is a box of CPU ranks ('tpscope calibrate --backend cpu'), and %s was measured on %s: pass --topo with the box it ran on", file, ran)
+	}
+	return checkRanOn(file, "the log", lg.Devices, t, topoSet)
 }
 
 // checkLogRanks refuses a box with fewer GPUs than the ranks an

@@ -40,13 +40,37 @@ func TestCalibrateNCCLTests(t *testing.T) {
 // the file, both GPUs and --topo), as the collective its text or name says
 // (--op naming another is refused naming both), and on a box with as many
 // GPUs as its ranks (--gpus 2 under an 8-rank log: exit 2, one prefix).
-// Each refusal is one line, exit 2, nothing written. A log whose devices
-// the catalog does not know (CPU ranks) is fitted on the default box as
-// before, and --op naming the log's own collective is taken.
+// The times of tpscope's CPU ranks are no GPU box's: such a log on the
+// default box or a GPU box named by --topo is refused, and a GPU's log on
+// the CPU box. A GPU the catalog does not know must be the box's own
+// device (a rank line naming NVIDIA L20 on the RTX PRO 6000 box is
+// refused naming both). Each refusal is one line, exit 2, nothing
+// written. The CPU-rank log is fitted on its CPU box, and --op naming the
+// log's own collective is taken.
 func TestCalibrateNCCLTestsMustFitTheLog(t *testing.T) {
 	const h200Log = "../../calibrate/testdata/nccltests/all_reduce_perf_8x_h200_I1.txt"
 	agLog := filepath.Join(cpuRanksDir, "cpu4-all_gather_perf.txt")
-	out := filepath.Join(t.TempDir(), "box.json")
+	cpuBox := filepath.Join(cpuRanksDir, "cpu-4r.json")
+	dir := t.TempDir()
+	out := filepath.Join(dir, "box.json")
+	// The hand-made RTX PRO 6000 log with its rank lines naming a GPU the
+	// catalog has no entry for.
+	pcie, err := os.ReadFile("../../calibrate/testdata/nccltests/all_reduce_perf_8x_pcie.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	l20Log := filepath.Join(dir, "all_reduce_perf_l20.txt")
+	if err := os.WriteFile(l20Log, []byte(strings.ReplaceAll(string(pcie), "NVIDIA RTX PRO 6000 Blackwell Server Edition", "NVIDIA L20")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	rtx, err := topology.Preset("rtxpro6000-2s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, known := rtx.RunsOn("NVIDIA L20"); known {
+		t.Fatal("the catalog knows NVIDIA L20: pick a GPU it does not know")
+	}
+	const cpuRanks = " was measured on tpscope's CPU ranks (goroutines in host memory: not GPU figures)"
 	for _, tc := range []struct {
 		name string
 		args []string
@@ -60,6 +84,14 @@ func TestCalibrateNCCLTestsMustFitTheLog(t *testing.T) {
 			"usage: --op allreduce: " + agLog + " measured allgather (its text or file name says so); --op is only for a log that does not say"},
 		{"--gpus", []string{"--nccl-tests", h200Log, "--topo", "h200-nvswitch", "--gpus", "2"},
 			"usage: --gpus 2: " + h200Log + " measured 8 ranks: want at least as many GPUs"},
+		{"CPU ranks, default box", []string{"--nccl-tests", agLog},
+			"usage: " + agLog + cpuRanks + "; the default box rtxpro6000-2s has NVIDIA RTX PRO 6000 Blackwell Server Edition: pass --topo with the JSON 'tpscope calibrate --backend cpu' wrote"},
+		{"CPU ranks, --topo", []string{"--nccl-tests", agLog, "--topo", "h200-nvswitch"},
+			"usage: --topo h200-nvswitch: its GPUs are NVIDIA H200, and " + agLog + cpuRanks + ": pass --topo with the JSON 'tpscope calibrate --backend cpu' wrote"},
+		{"GPU log, CPU box", []string{"--nccl-tests", h200Log, "--topo", cpuBox},
+			"usage: --topo cpu-4r: it is a box of CPU ranks ('tpscope calibrate --backend cpu'), and " + h200Log + " was measured on NVIDIA H200: pass --topo with the box it ran on"},
+		{"GPU the catalog does not know", []string{"--nccl-tests", l20Log, "--topo", "rtxpro6000-2s"},
+			"usage: --topo rtxpro6000-2s: its GPUs are NVIDIA RTX PRO 6000 Blackwell Server Edition, and " + l20Log + " ran on NVIDIA L20 (a GPU the catalog does not know): pass a box of that GPU"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			code, _, stderr := runCLI(t, append([]string{"calibrate", "-o", out}, tc.args...)...)
@@ -73,8 +105,8 @@ func TestCalibrateNCCLTestsMustFitTheLog(t *testing.T) {
 	}
 	for _, args := range [][]string{
 		{"--nccl-tests", h200Log, "--topo", "h200-nvswitch"},
-		{"--nccl-tests", agLog},
-		{"--nccl-tests", agLog, "--op", "ag"},
+		{"--nccl-tests", agLog, "--topo", cpuBox},
+		{"--nccl-tests", agLog, "--op", "ag", "--topo", cpuBox},
 	} {
 		if code, _, stderr := runCLI(t, append([]string{"calibrate", "-o", out}, args...)...); code != 0 || strings.Contains(stderr, "ran on") {
 			t.Errorf("%q: exit %d, stderr %q; want the fit", args, code, stderr)

@@ -37,7 +37,7 @@ type measuredJSON struct {
 // busbw = algbw x nccl-tests' factor (2 x 3/4 for all-reduce, 3/4 for the
 // others); -o writes nccl-tests output that the parser reads back as the
 // same collective, 4 ranks and the same times; and calibrate --nccl-tests
-// accepts it (all-to-all: refused by calibrate, which fits only the other
+// accepts it on the box of CPU ranks (all-to-all: refused by calibrate, which fits only the other
 // three, with a one-line error).
 func TestCollectiveMeasureCPU(t *testing.T) {
 	dir := t.TempDir()
@@ -88,7 +88,8 @@ func TestCollectiveMeasureCPU(t *testing.T) {
 					t.Errorf("log row %d: %+v, measured %+v (read back within %v us)", i, r, m.Rows[i], nccltests.ReadBackTolUs(m.Rows[i].TimeUs))
 				}
 			}
-			code, out, errs = runCLI(t, "calibrate", "--nccl-tests", log, "--topo", "rtxpro6000-2s", "--gpus", "4", "-o", filepath.Join(dir, tc.op+"-cal.json"))
+			// CPU ranks are fitted on a box of CPU ranks only.
+			code, out, errs = runCLI(t, append([]string{"calibrate", "--nccl-tests", log, "-o", filepath.Join(dir, tc.op+"-cal.json")}, cpuRanksBox...)...)
 			if tc.op == "alltoall" {
 				if code != 1 || !strings.Contains(errs, "only allreduce, allgather and reducescatter can be calibrated") || strings.Count(strings.TrimSpace(errs), "\n") != 0 {
 					t.Errorf("calibrate all-to-all: exit %d, %q", code, errs)

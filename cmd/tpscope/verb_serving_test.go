@@ -314,7 +314,7 @@ func TestCollectiveMeasureJSON(t *testing.T) {
 	if !strings.Contains(string(b), `"version": 3`) || !strings.Contains(string(b), `"out_of_place_per_iter"`) {
 		t.Errorf("not nccl-tests JSON with per-iteration timing:\n%.400s", b)
 	}
-	if code, _, stderr := runCLI(t, "calibrate", "--nccl-tests", j, "--topo", "pcie-1s:2xrtx5090", "-o", filepath.Join(dir, "cal.json")); code != 0 {
+	if code, _, stderr := runCLI(t, "calibrate", "--nccl-tests", j, "--topo", filepath.Join(cpuRanksDir, "cpu-4r.json"), "--gpus", "2", "-o", filepath.Join(dir, "cal.json")); code != 0 {
 		t.Fatalf("calibrate: exit %d: %s", code, stderr)
 	}
 }
