@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -13,6 +15,7 @@ import (
 	"github.com/tpscope/tpscope/calibrate"
 	"github.com/tpscope/tpscope/calibrate/nccltests"
 	"github.com/tpscope/tpscope/model"
+	"github.com/tpscope/tpscope/ncclenv"
 	"github.com/tpscope/tpscope/sim"
 	"github.com/tpscope/tpscope/topology"
 )
@@ -27,8 +30,11 @@ preset name is accepted. Choose the source of measurements with exactly one mode
 --nccl-tests FILE: the text output of nccl-tests. Every size is assigned to the algorithm and
 protocol NCCL would pick (or the one --nccl-proto/--nccl-algo force, as the run's
 NCCL_PROTO/NCCL_ALGO did), then per pair the base latency, per-step latency and bus bandwidth
-are fitted in log space with NCCL's constants as the prior. Give --p2p-level/--p2p-disable as
-the run had them: the parameters apply only under that setting. The log's GPU must be the
+are fitted in log space with NCCL's constants as the prior. The parameters apply only under
+the NCCL settings the run had: those the log records (NCCL's "set by environment" lines under
+NCCL_DEBUG=INFO, nccl-tests -J's env list, the header collective --measure writes) are the
+fit's, and a flag that contradicts one is refused; give the NCCL flags for the others. The
+report's first line names the box and the settings the fit is of. The log's GPU must be the
 box's (a GPU the catalog does not know, the box's own device name), and a log of tpscope's CPU
 ranks fits only the CPU box 'calibrate --backend cpu' writes.
 
@@ -232,7 +238,7 @@ func (m *ncclTestsMode) run(ctx context.Context, c *calibrateOptions, std IO) er
 	if err := checkInputFile("--nccl-tests", m.file, "an nccl-tests log"); err != nil {
 		return err
 	}
-	opts, err := c.sc.options()
+	flags, err := c.sc.options()
 	if err != nil {
 		return err
 	}
@@ -245,6 +251,10 @@ func (m *ncclTestsMode) run(ctx context.Context, c *calibrateOptions, std IO) er
 		return err
 	}
 	coll, err := m.collective(lg)
+	if err != nil {
+		return err
+	}
+	settings, err := m.settings(c, lg, flags)
 	if err != nil {
 		return err
 	}
@@ -271,10 +281,11 @@ func (m *ncclTestsMode) run(ctx context.Context, c *calibrateOptions, std IO) er
 			samples = append(samples, calibrate.CollectiveSample{Bytes: r.Bytes, TimeUs: tm})
 		}
 	}
+	of := fitOf{Topology: t.Name, DefaultTopology: !c.sc.changed("topo"), Ranks: ranks, GPUs: t.NumGPUs(), logSettings: settings}
 	fit, err := calibrate.Collective(t, samples, calibrate.CollectiveOptions{
 		Op: coll, Ranks: ranks,
-		NCCL:    opts.NCCL,
-		Source:  fmt.Sprintf("nccl-tests %s, %d ranks, %d sizes", m.file, ranks, len(lg.Rows)),
+		NCCL:    settings.NCCL,
+		Source:  fmt.Sprintf("nccl-tests %s, %d ranks, %d sizes; %s", m.file, ranks, len(lg.Rows), settings),
 		Created: time.Now().UTC().Format(time.RFC3339),
 	})
 	if err != nil {
@@ -283,7 +294,122 @@ func (m *ncclTestsMode) run(ctx context.Context, c *calibrateOptions, std IO) er
 	if err := fit.Topology.Save(c.out); err != nil {
 		return err
 	}
-	return reportFit(std.Stdout, c.output, c.out, coll, fit)
+	return reportFit(std.Stdout, c.output, c.out, coll, of, fit)
+}
+
+// logSettings are the NCCL settings an nccl-tests log is fitted under,
+// and where each variable's value came from.
+type logSettings struct {
+	NCCL ncclenv.Settings `json:"nccl"`
+	// From says per NCCL variable (NCCL_PROTO, ...) where its value came
+	// from: "log" (the log records it), "flag" (the NCCL flag, the log
+	// does not record it) or "assumed" (neither says: NCCL's default).
+	From map[string]string `json:"nccl_from"`
+}
+
+// String is the settings and their origin, as the report and the
+// calibration's provenance say them: "NCCL settings NCCL_P2P_LEVEL=SYS
+// (recorded in the log)".
+func (s logSettings) String() string {
+	env := s.NCCL.Env()
+	var kv []string
+	for _, k := range slices.Sorted(maps.Keys(env)) {
+		kv = append(kv, k+"="+env[k])
+	}
+	text := "NCCL's defaults"
+	if len(kv) > 0 {
+		text = strings.Join(kv, " ")
+	}
+	by := map[string][]string{}
+	for _, v := range nccltests.SettingVars {
+		by[s.From[v]] = append(by[s.From[v]], v)
+	}
+	all := len(nccltests.SettingVars)
+	var parts []string
+	for _, src := range []struct{ key, what string }{
+		{"log", "recorded in the log"}, {"flag", "from the flags"}, {"assumed", "not recorded, NCCL's default assumed"},
+	} {
+		switch n := len(by[src.key]); {
+		case n == all:
+			parts = append(parts, src.what)
+		case n > 0:
+			parts = append(parts, src.what+": "+strings.Join(by[src.key], ", "))
+		}
+	}
+	return "NCCL settings " + text + " (" + strings.Join(parts, "; ") + ")"
+}
+
+// settings are the NCCL settings the log is fitted under: per variable,
+// the value the log records, else the NCCL flag's, else NCCL's default.
+// A flag set to another value than the log records is refused: the
+// calibration applies only under the settings its times were measured
+// with, so fitting them as another's would price that one with them.
+func (m *ncclTestsMode) settings(c *calibrateOptions, lg *nccltests.Log, flags sim.Options) (logSettings, error) {
+	s := logSettings{NCCL: flags.NCCL, From: map[string]string{}}
+	for _, of := range sim.OptionFields() {
+		if of.Env == "" {
+			continue
+		}
+		line, recorded := lg.NCCLRecorded[of.Env]
+		switch {
+		case recorded:
+			want, got := lg.NCCL.Env()[of.Env], flags.NCCL.Env()[of.Env]
+			if c.sc.changed(of.Name) && !nccltests.SameSetting(of.Env, want, got) {
+				at := ""
+				if line > 0 {
+					at = fmt.Sprintf(" at line %d", line)
+				}
+				val := of.Env + "=" + want
+				if want == "" {
+					val = of.Env + " unset (NCCL's default)"
+				}
+				return s, flagError("--"+of.Name, of.Get(&flags), "%s records %s%s: the fit is of the settings the run had (drop --%s)", m.file, val, at, of.Name)
+			}
+			copySetting(&s.NCCL, lg.NCCL, of.Env) // as the log spells it
+			s.From[of.Env] = "log"
+		case c.sc.changed(of.Name):
+			s.From[of.Env] = "flag"
+		default:
+			s.From[of.Env] = "assumed"
+		}
+	}
+	return s, nil
+}
+
+// copySetting sets NCCL variable env of dst to its value in src.
+func copySetting(dst *ncclenv.Settings, src ncclenv.Settings, env string) {
+	switch env {
+	case ncclenv.EnvProto:
+		dst.Proto = src.Proto
+	case ncclenv.EnvAlgo:
+		dst.Algo = src.Algo
+	case ncclenv.EnvP2PLevel:
+		dst.P2PLevel = src.P2PLevel
+	case ncclenv.EnvP2PDisable:
+		dst.P2PDisable = src.P2PDisable
+	}
+}
+
+// fitOf is what an nccl-tests fit is of: the box (named, and whether it
+// is the default one no flag chose), the ranks of its GPUs the log
+// measured, and the NCCL settings.
+type fitOf struct {
+	Topology        string `json:"topology"`
+	DefaultTopology bool   `json:"default_topology,omitempty"`
+	Ranks           int    `json:"ranks"`
+	GPUs            int    `json:"gpus"`
+	logSettings
+}
+
+// String says it in a line: "box rtxpro6000-2s (the default; --topo
+// names the box the log ran on), 4 ranks (devices 0-3 of its 8); NCCL
+// settings ...".
+func (f fitOf) String() string {
+	box := "box " + f.Topology
+	if f.DefaultTopology {
+		box += " (the default; --topo names the box the log ran on)"
+	}
+	return fmt.Sprintf("%s, %d ranks (devices 0-%d of its %d); %s", box, f.Ranks, f.Ranks-1, f.GPUs, f.logSettings)
 }
 
 // collective is the collective the log measured: what its text or file
@@ -351,22 +477,25 @@ func checkLogRanks(sc *scenarioFlags, file string, ranks int, t *topology.Topolo
 	return usageErrorf("%s measured %d ranks; the default box %s has %d GPUs: pass --topo with the box the log ran on", file, ranks, t.Name, t.NumGPUs())
 }
 
-func reportFit(w io.Writer, format, out string, coll model.Collective, fit *calibrate.CollectiveFit) error {
+func reportFit(w io.Writer, format, out string, coll model.Collective, of fitOf, fit *calibrate.CollectiveFit) error {
 	return render(w, format, view{
 		JSON: struct {
-			Out             string                      `json:"out"`
-			Op              string                      `json:"op"`
+			Out string `json:"out"`
+			Op  string `json:"op"`
+			fitOf
 			Samples         int                         `json:"samples"`
 			RMSErrFrac      float64                     `json:"rms_err_frac"`
 			PriorRMSErrFrac float64                     `json:"prior_rms_err_frac"`
 			Params          []topology.CollectiveParams `json:"params"`
-		}{out, string(coll), fit.Samples, fit.RMSErrFrac, fit.PriorRMSErrFrac, fit.Params},
-		Text: func(w io.Writer, _ bool) error { return writeFit(w, out, coll, fit) },
+		}{out, string(coll), of, fit.Samples, fit.RMSErrFrac, fit.PriorRMSErrFrac, fit.Params},
+		Text: func(w io.Writer, _ bool) error { return writeFit(w, out, coll, of, fit) },
 	})
 }
 
-// writeFit is the table of an nccl-tests fit.
-func writeFit(w io.Writer, out string, coll model.Collective, fit *calibrate.CollectiveFit) error {
+// writeFit is the table of an nccl-tests fit, after the line that says
+// what it is of (the box, ranks and NCCL settings).
+func writeFit(w io.Writer, out string, coll model.Collective, of fitOf, fit *calibrate.CollectiveFit) error {
+	fmt.Fprintf(w, "# fit of %s\n", of)
 	fmt.Fprintf(w, "# %s: %d samples; RMS relative error %.1f %% calibrated, %.1f %% with NCCL's constants\n",
 		coll, fit.Samples, 100*fit.RMSErrFrac, 100*fit.PriorRMSErrFrac)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -111,6 +112,73 @@ func TestCalibrateNCCLTestsMustFitTheLog(t *testing.T) {
 		if code, _, stderr := runCLI(t, append([]string{"calibrate", "-o", out}, args...)...); code != 0 || strings.Contains(stderr, "ran on") {
 			t.Errorf("%q: exit %d, stderr %q; want the fit", args, code, stderr)
 		}
+	}
+}
+
+// TestCalibrateNCCLTestsRecordedSettings: the NCCL settings a log records
+// (NCCL's "set by environment" lines under NCCL_DEBUG=INFO) are the fit's:
+// the hand-made RTX PRO 6000 log with NCCL_P2P_LEVEL=SYS and NCCL_PROTO=LL
+// recorded is fitted as LL under SYS (every parameter set labelled SYS, no
+// Simple one), without a flag; the calibrated box prices a 64 KiB
+// all-reduce with the fit under --p2p-level SYS only, as under any other
+// level the entries do not apply. The report's first line names the box
+// (the default one) and the settings; the provenance records them. A flag
+// that contradicts the log is refused in one line naming the flag, the
+// file and the recorded value; one that agrees is taken.
+func TestCalibrateNCCLTestsRecordedSettings(t *testing.T) {
+	pcie, err := os.ReadFile("../../calibrate/testdata/nccltests/all_reduce_perf_8x_pcie.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// After the rank lines (lines 7-14), where NCCL prints them: line 15.
+	const rankLine = "NVIDIA RTX PRO 6000 Blackwell Server Edition\nbox01:"
+	if !strings.Contains(string(pcie), rankLine) {
+		t.Fatal("the log's last rank line is not followed by NCCL's output")
+	}
+	text := strings.Replace(string(pcie), rankLine, "NVIDIA RTX PRO 6000 Blackwell Server Edition\n"+
+		"box01:48213:48213 [0] NCCL INFO NCCL_P2P_LEVEL set by environment to SYS\n"+
+		"box01:48213:48213 [0] NCCL INFO NCCL_PROTO set by environment to LL\nbox01:", 1)
+	dir := t.TempDir()
+	log, out := filepath.Join(dir, "all_reduce_perf.txt"), filepath.Join(dir, "box.json")
+	if err := os.WriteFile(log, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, stdout, stderr := runCLI(t, "calibrate", "--nccl-tests", log, "-o", out)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	const first = "# fit of box rtxpro6000-2s (the default; --topo names the box the log ran on), 8 ranks (devices 0-7 of its 8); " +
+		"NCCL settings NCCL_P2P_LEVEL=SYS NCCL_PROTO=LL (recorded in the log: NCCL_PROTO, NCCL_P2P_LEVEL; not recorded, NCCL's default assumed: NCCL_ALGO, NCCL_P2P_DISABLE)\n"
+	if !strings.HasPrefix(stdout, first) {
+		t.Errorf("report starts\n%s\nwant\n%s", stdout, first)
+	}
+	box, err := topology.Load(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(box.Calibration.Source, "NCCL settings NCCL_P2P_LEVEL=SYS NCCL_PROTO=LL (recorded in the log") {
+		t.Errorf("provenance %q does not record the settings", box.Calibration.Source)
+	}
+	for _, p := range box.Calibration.Collectives {
+		if p.P2PLevel != "SYS" || p.Proto != "LL" {
+			t.Errorf("fitted %+v: want LL under SYS (the log's settings)", p)
+		}
+	}
+	for _, tc := range []struct {
+		level      string
+		calibrated bool
+	}{{"SYS", true}, {"PXB", false}} {
+		code, stdout, stderr := runCLI(t, "collective", "--topo", out, "--sizes", "64K", "--nccl-proto", "LL", "--p2p-level", tc.level, "--output", "json")
+		if code != 0 || !strings.Contains(stdout, fmt.Sprintf(`"calibrated": %v`, tc.calibrated)) {
+			t.Errorf("collective under --p2p-level %s: exit %d, want calibrated %v:\n%s%s", tc.level, code, tc.calibrated, stdout, stderr)
+		}
+	}
+	if code, _, stderr := runCLI(t, "calibrate", "--nccl-tests", log, "-o", out, "--p2p-level", "PXB"); code != 2 ||
+		stderr != "tpscope calibrate: usage: --p2p-level PXB: "+log+" records NCCL_P2P_LEVEL=SYS at line 15: the fit is of the settings the run had (drop --p2p-level)\n" {
+		t.Errorf("contradicting flag: exit %d, %q", code, stderr)
+	}
+	if code, _, stderr := runCLI(t, "calibrate", "--nccl-tests", log, "-o", out, "--p2p-level", "sys", "--nccl-proto", "LL"); code != 0 {
+		t.Errorf("agreeing flags: exit %d, %q", code, stderr)
 	}
 }
 
