@@ -68,8 +68,12 @@ type Calibration struct {
 	CollSamples    int `json:"collective_samples"`
 	FitSteps       int `json:"fit_steps"`
 	// HeldOutTraces: the held-out steps are other traces' (HoldOut), not
-	// the fitted traces' odd steps.
-	HeldOutTraces bool `json:"held_out_traces,omitempty"`
+	// the fitted traces' odd steps; HeldOut are then the scenarios they
+	// were predicted with (their load may not be the fitted traces') and
+	// HeldOutFrom where each one's fields came from.
+	HeldOutTraces bool           `json:"held_out_traces,omitempty"`
+	HeldOut       []sim.Scenario `json:"held_out_scenarios,omitempty"`
+	HeldOutFrom   []string       `json:"held_out_from,omitempty"`
 	// Before and After: held-out error over all scenarios (the op errors
 	// of every scenario's units together; StepErrPct the mean of the
 	// scenarios' signed step errors). PerScenario has each one's.
@@ -162,6 +166,14 @@ func Calibrate(results []*traces.Result, o CalibrateOptions) (*Calibration, erro
 		c.From = append(c.From, sc.g.from)
 		c.FitSteps += sc.steps(fit)
 	}
+	var heldNames []string
+	if holdout {
+		for _, sc := range evals {
+			c.HeldOut = append(c.HeldOut, sc.g.sc)
+			c.HeldOutFrom = append(c.HeldOutFrom, sc.g.from)
+			heldNames = append(heldNames, sc.g.sc.String())
+		}
+	}
 	c.Scenario = c.Scenarios[0]
 	c.Program = programLine(scens, results)
 
@@ -187,7 +199,7 @@ func Calibrate(results []*traces.Result, o CalibrateOptions) (*Calibration, erro
 	}
 	what := fmt.Sprintf("fit on %d even steps", c.FitSteps)
 	if holdout {
-		what = fmt.Sprintf("fit on %d steps, held out: other traces", c.FitSteps)
+		what = fmt.Sprintf("fit on %d steps, held out: other traces, predicted as %s", c.FitSteps, strings.Join(heldNames, "; "))
 	}
 	prov := fmt.Sprintf("trace %s (%s), %s; %s", source, strings.Join(names, "; "), created, what)
 

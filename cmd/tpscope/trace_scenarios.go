@@ -2,6 +2,8 @@ package main
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/spf13/pflag"
@@ -232,7 +234,6 @@ func (f *scenarioFlags) checkFacts(src string, was sim.Scenario) error {
 func traceShows(r *traces.Result) string {
 	parts := []string{r.Format + " trace"}
 	kernels, steps := 0, 0
-	batch := map[int]bool{}
 	var gpus []string
 	world := 0
 	for _, k := range r.Kineto {
@@ -241,9 +242,6 @@ func traceShows(r *traces.Result) string {
 		steps += len(k.Steps)
 		for _, s := range k.Steps {
 			kernels += s.Kernels
-			if s.DecodeReqs > 0 {
-				batch[s.DecodeReqs] = true
-			}
 		}
 	}
 	if len(gpus) > 0 {
@@ -257,12 +255,27 @@ func traceShows(r *traces.Result) string {
 	} else {
 		parts = append(parts, fmt.Sprintf("%d spans without a step root", len(r.Spans)))
 	}
-	if len(batch) == 1 {
-		for b := range batch {
-			parts = append(parts, fmt.Sprintf("the engine's ranges name decode batch %d", b))
-		}
+	if batch := traceDecodeBatches([]*traces.Result{r}); len(batch) == 1 {
+		parts = append(parts, fmt.Sprintf("the engine's ranges name decode batch %d", batch[0]))
 	}
 	return strings.Join(parts, ", ")
+}
+
+// traceDecodeBatches are the decode batches the engine's ranges of the
+// traces name (vLLM's generation_32: 32), sorted; none for a trace whose
+// steps are not an engine's ranges (a bare PyTorch profile).
+func traceDecodeBatches(rs []*traces.Result) []int {
+	seen := map[int]bool{}
+	for _, r := range rs {
+		for _, k := range r.Kineto {
+			for _, s := range k.Steps {
+				if s.DecodeReqs > 0 {
+					seen[s.DecodeReqs] = true
+				}
+			}
+		}
+	}
+	return slices.Sorted(maps.Keys(seen))
 }
 
 // traceWorld is the world size the traces record (0 when none does or

@@ -328,3 +328,69 @@ func TestCalibrateRampTable(t *testing.T) {
 		t.Errorf("rows missing: %v\n%s", want, b.String())
 	}
 }
+
+// TestCalibrateHoldoutBatch: held-out traces that record no scenario are
+// predicted at the batch their engine's ranges name (the vLLM Kimi-K2.5
+// fixture's generation ranges: 32, whatever --batch the fitted traces
+// take), and a --holdout-batch naming another is refused in one line;
+// where they name none (the naive PyTorch kimi-stack profile), at
+// --holdout-batch, else at --batch, said in the held-out scenario's line
+// and recorded in the calibration's provenance.
+func TestCalibrateHoldoutBatch(t *testing.T) {
+	dir := t.TempDir()
+	out := filepath.Join(dir, "box.json")
+	heldOut := func(stdout string) string {
+		for _, l := range strings.Split(stdout, "\n") {
+			if strings.HasPrefix(l, "# held out: ") {
+				return l
+			}
+		}
+		return ""
+	}
+	const stack = "../../traces/testdata/real/kimi-stack/"
+	stackArgs := []string{"calibrate", "--trace", stack + "kimi-stack-graph-b1.pt.trace.json.gz", "--holdout", stack + "kimi-stack-graph-b32.pt.trace.json.gz",
+		"--model", stack + "config.json", "--batch", "1", "--context", "4096", "--topo", "nvswitch:8xh100-sxm", "--tp", "8", "--cuda-graphs", "--force", "-o", out}
+	for _, tc := range []struct {
+		args         []string
+		batch, cause string
+	}{
+		{nil, "b1", "; batch 1 from --batch: the held-out traces do not record theirs (--holdout-batch sets it)\n"},
+		{[]string{"--holdout-batch", "32"}, "b32", "; batch 32 from --holdout-batch\n"},
+	} {
+		code, stdout, errs := runCLI(t, append(stackArgs, tc.args...)...)
+		if code != 0 {
+			t.Fatalf("%q: exit %d: %s", tc.args, code, errs)
+		}
+		if l := heldOut(stdout); !strings.Contains(l, " decode "+tc.batch+" ctx4096 ") || !strings.Contains(stdout, tc.cause) {
+			t.Errorf("%q: held-out line %q; want decode %s, and the scenario's origin ending %q:\n%s", tc.args, l, tc.batch, tc.cause, stdout)
+		}
+		box, err := topology.Load(out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		prov := strings.Join(box.Sources, "\n")
+		_, held, _ := strings.Cut(prov, "held out: other traces, predicted as ")
+		if !strings.Contains(held, "config.json tp8 decode "+tc.batch+" ctx4096") {
+			t.Errorf("%q: provenance %q does not record the held-out batch %s", tc.args, prov, tc.batch)
+		}
+	}
+
+	const vllm = "../../traces/testdata/kineto/vllm_kimi-k2.5_tp8_rank0_graph_b32.pt.trace.json.gz"
+	vllmArgs := []string{"calibrate", "--trace", vllm, "--holdout", vllm, "--model", "kimi-k2.5", "--batch", "8", "--context", "4096",
+		"--topo", "nvswitch:8xh200-sxm", "--force", "-o", out}
+	code, stdout, errs := runCLI(t, vllmArgs...)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	if l := heldOut(stdout); !strings.Contains(l, " decode b32 ctx4096 ") || !strings.Contains(stdout, "; batch 32 from the held-out traces' engine ranges\n") {
+		t.Errorf("held-out line %q; want decode b32 from the engine ranges:\n%s", l, stdout)
+	}
+	if code, _, errs = runCLI(t, append(vllmArgs, "--holdout-batch", "32")...); code != 0 {
+		t.Errorf("--holdout-batch agreeing with the ranges: exit %d: %s", code, errs)
+	}
+	code, _, errs = runCLI(t, append(vllmArgs, "--holdout-batch", "16")...)
+	const want = "tpscope calibrate: usage: --holdout-batch 16: the --holdout traces' engine ranges name decode batch 32: they are predicted at the batch they ran (drop --holdout-batch)\n"
+	if code != 2 || !strings.HasSuffix(errs, want) {
+		t.Errorf("--holdout-batch 16: exit %d, stderr ends %q; want 2 and %q", code, errs, want)
+	}
+}

@@ -36,7 +36,7 @@ func (m *traceCalibrateMode) chosen(c *calibrateOptions) bool {
 func (m *traceCalibrateMode) bind(fs *pflag.FlagSet) {
 	bindTraceFlag(fs, &m.srcs, "fit compute efficiencies per kernel family, the host launch cost and collective latency/bandwidth to measured spans; several workloads of one box are fitted together; fit on even steps, error shown on odd steps; a fitted parameter is kept only when the held-out ops it prices are predicted no worse with it")
 	fs.StringSliceVar(&m.holdout, "holdout", m.holdout, "SRC: traces of the same box held out whole (another load: fit on batch 1, judge on batch 32): every step of --trace is fitted and the error is shown on these; repeat or comma-separate for several")
-	countVar(fs, &m.holdBatch, "holdout-batch", "the batch of the --holdout traces that record no scenario (profiler traces); default: --batch")
+	countVar(fs, &m.holdBatch, "holdout-batch", "the batch of the --holdout traces that record no scenario (profiler traces) when their engine's ranges do not name one (naming another is refused); default: --batch")
 	fs.BoolVar(&m.force, "force", m.force, "write the calibrated topology even when it predicts the held-out steps worse than the prior (op RMS or step error); without it that is an error and nothing is written")
 }
 
@@ -96,6 +96,12 @@ func writeTraceCalibration(w io.Writer, out string, tc *compare.Calibration) err
 		fmt.Fprintf(w, "# %s\n", sc)
 		if i < len(tc.From) {
 			fmt.Fprintf(w, "#   scenario %s\n", tc.From[i])
+		}
+	}
+	for i, sc := range tc.HeldOut {
+		fmt.Fprintf(w, "# held out: %s\n", sc)
+		if i < len(tc.HeldOutFrom) {
+			fmt.Fprintf(w, "#   scenario %s\n", tc.HeldOutFrom[i])
 		}
 	}
 	if tc.Program != "" {
@@ -187,11 +193,36 @@ func (m *traceCalibrateMode) readHoldout(ctx context.Context, c *calibrateOption
 	if err != nil {
 		return nil, compare.Scenarios{}, err
 	}
-	if hs.Default != nil && m.holdBatch > 0 {
-		d := *hs.Default
-		d.Workload.Batch = m.holdBatch
-		hs.Default = &d
-		hs.DefaultFrom += fmt.Sprintf("; batch %d from --holdout-batch", m.holdBatch)
+	if hs.Default == nil {
+		return res, hs, nil
 	}
+	// The traces record no scenario: their batch is what their engine's
+	// ranges name (vLLM's generation_32), else --holdout-batch, else
+	// --batch, the fitted traces' load, said in the scenario's origin.
+	d := *hs.Default
+	switch batches := traceDecodeBatches(res); {
+	case len(batches) > 1:
+		return nil, compare.Scenarios{}, flagError("--holdout", strings.Join(m.holdout, ","), "the traces' engine ranges name decode batches %s: hold out one batch per run (the traces that record no scenario are predicted at one)", joinAnd(intsText(batches)))
+	case len(batches) == 1 && m.holdBatch > 0 && m.holdBatch != batches[0]:
+		return nil, compare.Scenarios{}, flagError("--holdout-batch", m.holdBatch, "the --holdout traces' engine ranges name decode batch %d: they are predicted at the batch they ran (drop --holdout-batch)", batches[0])
+	case len(batches) == 1:
+		d.Workload.Batch = batches[0]
+		hs.DefaultFrom += fmt.Sprintf("; batch %d from the held-out traces' engine ranges", batches[0])
+	case m.holdBatch > 0:
+		d.Workload.Batch = m.holdBatch
+		hs.DefaultFrom += fmt.Sprintf("; batch %d from --holdout-batch", m.holdBatch)
+	default:
+		hs.DefaultFrom += fmt.Sprintf("; batch %d from --batch: the held-out traces do not record theirs (--holdout-batch sets it)", d.Workload.Batch)
+	}
+	hs.Default = &d
 	return res, hs, nil
+}
+
+// intsText writes each of v in decimal.
+func intsText(v []int) []string {
+	out := make([]string, len(v))
+	for i, x := range v {
+		out[i] = fmt.Sprint(x)
+	}
+	return out
 }
