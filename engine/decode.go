@@ -216,6 +216,17 @@ func (p *Profile) validate() error {
 		if err := checkPadded(f+".padded", k.Padded, k.Formats, bad, cite); err != nil {
 			return err
 		}
+		if w := k.SerialWalk; w != nil {
+			if !slices.Contains(k.Companions, w.Companion) {
+				return bad(f+".serial_walk.companion", "%q: want one of the kernel's companions", w.Companion)
+			}
+			if !(w.CyclesPerExpert > 0) || math.IsInf(w.CyclesPerExpert, 0) {
+				return bad(f+".serial_walk.cycles_per_expert", "%v: want a measured count of cycles above 0", w.CyclesPerExpert)
+			}
+			if err := cite(f+".serial_walk", w.Cite); err != nil {
+				return err
+			}
+		}
 	}
 	moeKernel := func(n string) ([]WeightFormat, ArchSet, bool) {
 		for _, k := range p.MoE.Kernels {

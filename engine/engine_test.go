@@ -612,3 +612,37 @@ func TestExecutorSpecFlagKeepsTheTree(t *testing.T) {
 		t.Errorf("chain flag %q, want %q", got, want)
 	}
 }
+
+// TestSerialWalkChecked: a serial walk names one of its kernel's
+// companions, a measured cycle count above 0 and its sources; each
+// mistake is one line naming the field.
+func TestSerialWalkChecked(t *testing.T) {
+	base := string(mustRead(t, "profiles/sglang-0.5.yaml"))
+	const walk = "serial_walk: {companion: compute_expert_blockscale_offsets, cycles_per_expert: 100, cite: [cutlass-moe-fp4, serial-walk-h100]}"
+	if !strings.Contains(base, walk) {
+		t.Fatalf("the SGLang profile lacks %q", walk)
+	}
+	p, err := Parse([]byte(base), "sglang.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, k := range p.MoE.Kernels {
+		if w := k.SerialWalk; w != nil {
+			found = k.Name == "cutlass" && w.Companion == "compute_expert_blockscale_offsets" && w.CyclesPerExpert == 100
+		}
+	}
+	if !found {
+		t.Error("the cutlass kernel's serial walk was not read")
+	}
+	for _, c := range []struct{ new, field string }{
+		{"serial_walk: {companion: compute_expert_offsets, cycles_per_expert: 100, cite: [serial-walk-h100]}", `moe.kernels[2].serial_walk.companion: "compute_expert_offsets": want one of the kernel's companions`},
+		{"serial_walk: {companion: compute_expert_blockscale_offsets, cycles_per_expert: 0, cite: [serial-walk-h100]}", "moe.kernels[2].serial_walk.cycles_per_expert: 0: want a measured count of cycles above 0"},
+		{"serial_walk: {companion: compute_expert_blockscale_offsets, cycles_per_expert: 100, cite: []}", "moe.kernels[2].serial_walk.cite: missing"},
+	} {
+		_, err := Parse([]byte(strings.Replace(base, walk, c.new, 1)), "edited.yaml")
+		if err == nil || !strings.Contains(err.Error(), c.field) || strings.Contains(err.Error(), "\n") {
+			t.Errorf("%s: error %v, want one line naming %s", c.new, err, c.field)
+		}
+	}
+}

@@ -349,12 +349,29 @@ type MoEKernel struct {
 	Cite  []string `yaml:"cite"`
 	// Padded, where stated, is how its MMAs fill whole tiles.
 	Padded *PaddedTiles `yaml:"padded"`
+	// SerialWalk, where stated, is a companion that one thread runs
+	// over every local expert in turn (SGLang's offsets walk, launched
+	// <<<1, 1>>>): its time grows with the expert count, not a floor.
+	SerialWalk *SerialWalk `yaml:"serial_walk"`
 	// Runs names, per weight format the backend does not run itself,
 	// the profile's kernel that the engine hands such weights to when
 	// this backend is asked for (SGLang 0.5's triton backend runs NVFP4
 	// experts through cutlass_moe_fp4): the user's spelling is kept, the
 	// kernel that runs is priced.
 	Runs []FormatRule `yaml:"runs"`
+}
+
+// SerialWalk is a companion kernel whose one thread loops over the
+// layer's local experts, a few dependent global loads and stores each:
+// it costs CyclesPerExpert SM cycles an expert on top of a kernel's
+// floor.
+type SerialWalk struct {
+	// Companion names the kernel among the MoE kernel's companions.
+	Companion string `yaml:"companion"`
+	// CyclesPerExpert is measured: the walk's time per expert at a
+	// known SM clock (the slope over expert counts), in cycles.
+	CyclesPerExpert float64  `yaml:"cycles_per_expert"`
+	Cite            []string `yaml:"cite"`
 }
 
 // PaddedTiles say that a GEMM kernel's MMAs compute every row of their

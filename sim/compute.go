@@ -200,6 +200,9 @@ type computeParams struct {
 // the engine profile's kernels (engineKernels, engine_profile.go).
 type computeModel struct {
 	sms float64
+	// smClockMHz is the SM clock the floors are priced at: a serial
+	// companion's cycles run at it (engprof.SerialWalk).
+	smClockMHz float64
 	// tritonFixedSplits > 0 prices a split_kv attention backend with that
 	// fixed KV-split count whatever the profile says
 	// (SetTritonMLASplits); 0 follows the profile.
@@ -225,7 +228,7 @@ type computeModel struct {
 // small-batch FP4 MoE on SM120 may stream weights below the device's
 // STREAM figure).
 func newComputeModel(dev *topology.Device, prof *engprof.Profile, opts *Options) *computeModel {
-	cm := &computeModel{sms: float64(dev.SMs)}
+	cm := &computeModel{sms: float64(dev.SMs), smClockMHz: dev.SMClockMHz}
 	if cm.sms < 1 {
 		cm.sms = 1
 	}
@@ -314,6 +317,10 @@ type OpCost struct {
 	// host launches) as it does the op's own (OpResult.OverheadUs).
 	ExtraKernels   int     `json:"extra_kernels,omitempty"`
 	ExtraKernelsUs float64 `json:"extra_kernels_us,omitempty"`
+	// SerialWalkUs is the loop of a companion that one thread runs over
+	// every local expert (engprof.SerialWalk), beyond its floor among
+	// ExtraKernelsUs.
+	SerialWalkUs float64 `json:"serial_walk_us,omitempty"`
 	// LoopUs: a split-KV attention kernel's serial loop per CTA
 	// (splitLoopUs), a third bound beside compute and memory.
 	LoopUs float64 `json:"loop_us,omitempty"`
@@ -332,7 +339,7 @@ type OpCost struct {
 
 // cost predicts the device time of a non-collective op.
 //
-//	t = max(MinKernelUs, RampUs + max(ComputeUs, MemoryUs) [, LoopUs]) [+ ExtraKernels x MinKernelUs]
+//	t = max(MinKernelUs, RampUs + max(ComputeUs, MemoryUs) [, LoopUs]) [+ ExtraKernels x MinKernelUs] [+ SerialWalkUs]
 //	ComputeUs = FLOPs / (peak x eff x fill)  [+ dequant ops / (fp32 peak x eff)]
 //	MemoryUs  = (BytesRead + BytesWritten) / min(BW x memEff, min(CTAs, SMs) x per-CTA in flight / DRAM latency)
 func (cm *computeModel) cost(op *model.Op) OpCost {
@@ -390,6 +397,11 @@ func (cm *computeModel) cost(op *model.Op) OpCost {
 	if op.Role == model.RoleExpertsGateUp {
 		if k := cm.moeKernel(op.WeightDtype); k != nil {
 			c.ExtraKernels = len(k.Companions)
+			// One thread walks every local expert: its loop, beyond the
+			// floor its kernel is priced at among the companions.
+			if w := k.SerialWalk; w != nil && op.MoE != nil && cm.smClockMHz > 0 {
+				c.SerialWalkUs = float64(op.MoE.LocalExperts) * w.CyclesPerExpert / cm.smClockMHz
+			}
 		}
 	}
 	if op.Kind == model.KindGEMM {
@@ -408,7 +420,7 @@ func (cm *computeModel) cost(op *model.Op) OpCost {
 		c.Us += c.MergeUs
 	}
 	c.ExtraKernelsUs = float64(c.ExtraKernels) * c.MinKernelUs
-	c.Us += c.ExtraKernelsUs
+	c.Us += c.ExtraKernelsUs + c.SerialWalkUs
 	return c
 }
 

@@ -249,6 +249,12 @@ func costDetail(op *sim.OpResult) string {
 	if c.MergeUs > 0 {
 		d += fmt.Sprintf(" + split merge %.1f us", c.MergeUs)
 	}
+	if c.ExtraKernels > 0 {
+		d += fmt.Sprintf(" + %d companion kernels %.1f us", c.ExtraKernels, c.ExtraKernelsUs)
+	}
+	if c.SerialWalkUs > 0 {
+		d += fmt.Sprintf(" + one-thread expert walk %.1f us", c.SerialWalkUs)
+	}
 	return d
 }
 
