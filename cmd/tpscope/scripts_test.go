@@ -56,7 +56,7 @@ func needTools(t *testing.T, tools ...string) {
 // exit 2 before doing anything.
 func TestBenchScriptsSyntax(t *testing.T) {
 	needTools(t, "bash")
-	for _, s := range []string{"gpu-multi.sh", "gpu-validate.sh"} {
+	for _, s := range []string{"gpu-multi.sh", "gpu-validate.sh", "gpu-moe-helpers.sh"} {
 		if out, err := exec.Command("bash", "-n", filepath.Join("..", "..", "scripts", s)).CombinedOutput(); err != nil {
 			t.Errorf("bash -n %s: %v\n%s", s, err, out)
 		}
