@@ -653,7 +653,11 @@ func (f *scenarioFlags) apply(name string, sc *sim.Scenario) error {
 			sc.Build.Routing = o.Routing
 		}
 	case "topo", "gpus":
-		sc.Topo, sc.TopoRef, err = f.box()
+		if name == "gpus" && !f.changed("topo") {
+			err = f.subsetRecorded(sc)
+		} else {
+			sc.Topo, sc.TopoRef, err = f.box()
+		}
 		if err == nil && sc.Costs != nil {
 			sc.Costs, err = f.costs(sc.Topo, sc.Build.Routing, sc.Options)
 		}
@@ -672,6 +676,30 @@ func (f *scenarioFlags) apply(name string, sc *sim.Scenario) error {
 		}
 	}
 	return err
+}
+
+// subsetRecorded is --gpus without --topo over a recorded scenario: the
+// first N GPUs of the box the scenario records (its reference says the
+// subset), not of the default box, which no trace ran on.
+func (f *scenarioFlags) subsetRecorded(sc *sim.Scenario) error {
+	if f.gpus < 0 {
+		return flagError("--gpus", f.gpus, "want 0 (all) or more")
+	}
+	if f.gpus == 0 || sc.Topo == nil {
+		return nil // all of the recorded box, as recorded
+	}
+	if f.gpus != len(sc.Topo.GPUs) {
+		t, err := sc.Topo.Subset(f.gpus)
+		if err != nil {
+			return causeError("--gpus", f.gpus, err)
+		}
+		sc.Topo = t
+	}
+	if sc.TopoRef.IsZero() {
+		sc.TopoRef = topology.Ref{Name: sc.Topo.Name}
+	}
+	sc.TopoRef.GPUs = f.gpus
+	return nil
 }
 
 // optionText is of's value in o as its Set reads it back: the codec

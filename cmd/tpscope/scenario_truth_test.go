@@ -405,3 +405,53 @@ func TestLeftOutItemsSaid(t *testing.T) {
 		}
 	}
 }
+
+// TestGPUsAloneSubsetsTheRecordedBox: --gpus without --topo takes the
+// first GPUs of the box each trace recorded, not of the default box (an
+// RTX PRO 6000 box, on which an H200 trace was once priced or refused as
+// "the default box rtxpro6000-2s"). A TP-1 run priced on one GPU of its
+// box, or a TP-8 run on all eight, is the prediction without the flag.
+func TestGPUsAloneSubsetsTheRecordedBox(t *testing.T) {
+	const dir = "../../exec/cuda/testdata/h200/"
+	type scen struct {
+		Scenario struct {
+			Topology struct {
+				Name string `json:"name"`
+				GPUs int    `json:"gpus"`
+			} `json:"topology"`
+		} `json:"scenario"`
+		Step struct {
+			PredictedUs float64 `json:"predicted_us"`
+		} `json:"step"`
+	}
+	compareJSON := func(t *testing.T, args ...string) scen {
+		t.Helper()
+		code, out, stderr := runCLI(t, append([]string{"compare", "--output", "json"}, args...)...)
+		if code != 0 {
+			t.Fatalf("compare %v: exit %d: %s", args, code, stderr)
+		}
+		var rep struct{ Scenarios []scen }
+		if err := json.Unmarshal([]byte(out), &rep); err != nil || len(rep.Scenarios) != 1 {
+			t.Fatalf("compare %v: %v, %d scenarios", args, err, len(rep.Scenarios))
+		}
+		return rep.Scenarios[0]
+	}
+	for _, tc := range []struct {
+		trace string
+		gpus  int
+	}{
+		{dir + "h200-tiny-mla-moe-tp1-eager.otlp.jsonl.gz", 1},
+		{dir + "h200-kimi-k2.5-tp8-rank0-graph-b8-catalog.otlp.jsonl.gz", 8},
+	} {
+		t.Run(filepath.Base(tc.trace), func(t *testing.T) {
+			was := compareJSON(t, "--trace", tc.trace)
+			got := compareJSON(t, "--trace", tc.trace, "--gpus", fmt.Sprint(tc.gpus))
+			if got.Scenario.Topology.Name != was.Scenario.Topology.Name || got.Scenario.Topology.GPUs != tc.gpus {
+				t.Errorf("box %+v, want the recorded %q at %d GPUs", got.Scenario.Topology, was.Scenario.Topology.Name, tc.gpus)
+			}
+			if math.Abs(got.Step.PredictedUs-was.Step.PredictedUs) > 1e-6*was.Step.PredictedUs {
+				t.Errorf("predicted step %.1f us at --gpus %d, %.1f us without", got.Step.PredictedUs, tc.gpus, was.Step.PredictedUs)
+			}
+		})
+	}
+}

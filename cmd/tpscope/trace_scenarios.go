@@ -54,10 +54,15 @@ func (f *scenarioFlags) checkPassed() error {
 			return planFlagError(a.Name, err)
 		}
 	}
-	if f.anyChanged("topo", "gpus") {
+	switch {
+	case f.changed("topo"):
 		if _, _, err := f.box(); err != nil {
 			return err
 		}
+	case f.gpus < 0:
+		// --gpus alone takes the first GPUs of each recorded box, which
+		// only the trace knows (subsetRecorded checks the count there).
+		return flagError("--gpus", f.gpus, "want 0 (all) or more")
 	}
 	return f.checkPerfDB()
 }
@@ -87,13 +92,14 @@ func traceScenarioNeeds(calibrate bool) []string {
 
 // traceScenarios says how compare, calibrate and report predict each trace
 // of results: its recorded scenario, with the flags the user set over it
-// (--topo/--gpus replace the recorded box); or, for sources that record
+// (--topo replaces the recorded box, at --gpus; --gpus alone takes the
+// first GPUs of the recorded box, never of the default one); or, for sources that record
 // none, the scenario the flags name, which needs the flags of
 // traceScenarioNeeds; its world size, when the trace records one, is the
 // plan's GPUs unless --tp/--dp are set, and its GPU must be the box's.
 func (f *scenarioFlags) traceScenarios(results []*traces.Result, calibrate bool) (compare.Scenarios, error) {
 	scs := compare.Scenarios{Override: f.override(), Passed: f.passed()}
-	if f.anyChanged("topo", "gpus") {
+	if f.changed("topo") {
 		t, _, err := f.box()
 		if err != nil {
 			return scs, err
