@@ -153,11 +153,13 @@ func TestRecordedScenarioOverrides(t *testing.T) {
 // (model, plan, workload) are refused over a recorded scenario they
 // contradict, in one line naming the flag, the trace's value and the file
 // (exit 2, nothing written), on compare, calibrate --trace and its
-// --holdout traces. The recorded values are the ones the fixtures' names
-// state (tp4, b1; the H200 run: tp8, b32).
+// --holdout traces; calibrate also refuses --cuda-graphs against how the
+// trace ran. The recorded values are the ones the fixtures' names state
+// (tp4, b1; the H200 runs: tp8, b32, graph or eager).
 func TestRecordedScenarioFacts(t *testing.T) {
 	cpu := filepath.Join(cpuRanksDir, "cpu4-tiny-mla-moe-tp4-b1-eager.otlp.jsonl.gz")
 	h200 := "../../exec/cuda/testdata/h200/h200-kimi-k2.5-tp8-rank0-graph-b32-catalog.otlp.jsonl.gz"
+	h200Eager := "../../exec/cuda/testdata/h200/h200-kimi-k2.5-tp8-rank0-eager.otlp.jsonl.gz"
 	out := filepath.Join(t.TempDir(), "box.json")
 	for _, tc := range []struct {
 		name string
@@ -171,6 +173,10 @@ func TestRecordedScenarioFacts(t *testing.T) {
 		{"compare kv", []string{"compare", "--trace", h200, "--kv-dtype", "fp8"}, "--kv-dtype fp8: " + h200 + " measured KV dtype bf16"},
 		{"calibrate batch", []string{"calibrate", "--trace", h200, "--batch", "1", "-o", out}, "--batch 1: " + h200 + " measured batch 32"},
 		{"calibrate holdout batch", []string{"calibrate", "--trace", h200, "--holdout", cpu, "--batch", "32", "--topo", "h200-nvswitch", "-o", out}, "--batch 32: " + cpu + " measured batch 1"},
+		// How a trace ran is what calibrate fits: the graph run's CUDA
+		// graphs, the eager run's none.
+		{"calibrate graphs off", []string{"calibrate", "--trace", h200, "--cuda-graphs=false", "-o", out}, "--cuda-graphs false: " + h200 + " measured CUDA graphs on"},
+		{"calibrate graphs on", []string{"calibrate", "--trace", h200Eager, "--cuda-graphs", "-o", out}, "--cuda-graphs true: " + h200Eager + " measured CUDA graphs off"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			code, _, stderr := runCLI(t, tc.args...)

@@ -106,7 +106,7 @@ func (f *scenarioFlags) traceScenarios(results []*traces.Result, calibrate bool)
 		}
 		scs.Topology = t
 	}
-	if err := f.checkRecorded(results, &scs); err != nil {
+	if err := f.checkRecorded(results, &scs, calibrate); err != nil {
 		return scs, err
 	}
 	var bare []*traces.Result
@@ -158,10 +158,10 @@ func (f *scenarioFlags) traceScenarios(results []*traces.Result, calibrate bool)
 
 // checkRecorded refuses, before any work, flags that contradict what a
 // recorded trace measured: a box of another GPU than the one it ran on
-// (--topo, --gpus), or a fact of its scenario (traceFacts) set to
-// another value than it recorded. A recorded scenario that cannot be read
-// is left to the comparison, which reports it.
-func (f *scenarioFlags) checkRecorded(results []*traces.Result, scs *compare.Scenarios) error {
+// (--topo), or a fact of its scenario (checkFacts) set to another value
+// than it recorded. A recorded scenario that cannot be read is left to the
+// comparison, which reports it.
+func (f *scenarioFlags) checkRecorded(results []*traces.Result, scs *compare.Scenarios, calibrate bool) error {
 	for _, r := range results {
 		for i := range r.Scenarios {
 			rec := &r.Scenarios[i]
@@ -174,7 +174,7 @@ func (f *scenarioFlags) checkRecorded(results []*traces.Result, scs *compare.Sce
 			if err != nil {
 				continue
 			}
-			if err := f.checkFacts(r.Source, was); err != nil {
+			if err := f.checkFacts(r.Source, was, calibrate); err != nil {
 				return err
 			}
 		}
@@ -182,56 +182,98 @@ func (f *scenarioFlags) checkRecorded(results []*traces.Result, scs *compare.Sce
 	return nil
 }
 
+// traceFact is one fact a trace records, held against the flags that
+// would set it (refuseContradicted).
+type traceFact struct {
+	flags         []string // the flags that set it; the first one set is named
+	what          string   // how the message names it
+	trace, passed string   // its value in the trace and under the flags, as text
+	agrees        bool     // the flags' value is the trace's (newTraceFact: trace == passed)
+	why           string   // why the trace's value wins
+	fix           string   // what to pass instead; "" says to drop the flag
+}
+
+// newTraceFact is a fact whose flags agree with the trace when they give
+// its value.
+func newTraceFact(flags []string, what, trace, passed, why string) traceFact {
+	return traceFact{flags: flags, what: what, trace: trace, passed: passed, agrees: trace == passed, why: why}
+}
+
+// refuseContradicted refuses the first fact of src that a flag the user
+// set contradicts, in one line naming the flag, src and the value src
+// recorded: a flag left at its default says nothing and is not held
+// against the trace.
+func (f *scenarioFlags) refuseContradicted(src string, facts []traceFact) error {
+	for _, ft := range facts {
+		if ft.agrees {
+			continue
+		}
+		for _, name := range ft.flags {
+			if !f.changed(name) {
+				continue
+			}
+			fix := ft.fix
+			if fix == "" {
+				fix = "drop --" + name
+			}
+			return flagError("--"+name, f.fs.Lookup(name).Value.String(), "%s measured %s %s: %s (%s)", src, ft.what, ft.trace, ft.why, fix)
+		}
+	}
+	return nil
+}
+
+// onOff says a switch's state in a message.
+func onOff(b bool) string {
+	if b {
+		return "on"
+	}
+	return "off"
+}
+
+// recordedWhy is why a recorded scenario's model, plan and workload win.
+const recordedWhy = "a trace's model, plan and workload are what it measured; --topo and the options re-price it"
+
 // checkFacts refuses a flag the user set that names another model, plan
 // or workload than the trace src measured (was): those flags say what a
 // trace measured, and predicting another would compare (or fit) two runs
 // as one. The box, the run-time options and the cost tables re-price the
-// trace and stay overrides.
-func (f *scenarioFlags) checkFacts(src string, was sim.Scenario) error {
+// trace and stay overrides, except, for calibrate, the CUDA graphs the
+// trace ran with: the box is fitted to how it ran (its kernel floors and
+// launch ramps differ with and without graphs), which no flag changes.
+func (f *scenarioFlags) checkFacts(src string, was sim.Scenario, calibrate bool) error {
 	p, w := was.Plan.Normalized(), was.Workload.Normalized()
-	type fact struct {
-		flags         []string // the flags that set it
-		what          string   // how the message names it
-		trace, passed string
+	fact := func(flags []string, what, trace, passed string) traceFact {
+		return newTraceFact(flags, what, trace, passed, recordedWhy)
 	}
-	onOff := func(b bool) string {
-		if b {
-			return "on"
-		}
-		return "off"
-	}
-	facts := []fact{
-		{[]string{"tp"}, "TP", fmt.Sprint(p.TP), fmt.Sprint(f.tp)},
-		{[]string{"dp"}, "DP", fmt.Sprint(p.DP), fmt.Sprint(f.dp)},
-		{[]string{"dcp"}, "DCP", fmt.Sprint(p.DCP), fmt.Sprint(f.dcp)},
-		{[]string{"ep"}, "expert parallelism", onOff(p.EP), onOff(f.ep)},
-		{[]string{"phase"}, "phase", string(w.Phase), f.phase},
-		{[]string{"batch"}, "batch", fmt.Sprint(w.Batch), fmt.Sprint(f.batch)},
-		{[]string{"context"}, "context", fmt.Sprint(w.Context), fmt.Sprint(f.context)},
+	facts := []traceFact{
+		fact([]string{"tp"}, "TP", fmt.Sprint(p.TP), fmt.Sprint(f.tp)),
+		fact([]string{"dp"}, "DP", fmt.Sprint(p.DP), fmt.Sprint(f.dp)),
+		fact([]string{"dcp"}, "DCP", fmt.Sprint(p.DCP), fmt.Sprint(f.dcp)),
+		fact([]string{"ep"}, "expert parallelism", onOff(p.EP), onOff(f.ep)),
+		fact([]string{"phase"}, "phase", string(w.Phase), f.phase),
+		fact([]string{"batch"}, "batch", fmt.Sprint(w.Batch), fmt.Sprint(f.batch)),
+		fact([]string{"context"}, "context", fmt.Sprint(w.Context), fmt.Sprint(f.context)),
 	}
 	if f.changed("model") {
 		a, err := f.modelArch()
 		if err != nil {
 			return err
 		}
-		facts = append(facts, fact{[]string{"model"}, "model", was.Arch.Name, a.Name})
+		facts = append(facts, fact([]string{"model"}, "model", was.Arch.Name, a.Name))
 	}
 	if f.anyChanged("kv-dtype", "mtp", "spec-tokens") {
 		fw, err := f.workload()
 		if err != nil {
 			return err
 		}
-		facts = append(facts, fact{[]string{"kv-dtype"}, "KV dtype", string(w.KVDtypeFor(was.Arch)), string(fw.KVDtypeFor(was.Arch))},
-			fact{[]string{"mtp", "spec-tokens"}, "speculative tokens per step", fmt.Sprint(w.SpecTokens), fmt.Sprint(fw.SpecTokens)})
+		facts = append(facts, fact([]string{"kv-dtype"}, "KV dtype", string(w.KVDtypeFor(was.Arch)), string(fw.KVDtypeFor(was.Arch))),
+			fact([]string{"mtp", "spec-tokens"}, "speculative tokens per step", fmt.Sprint(w.SpecTokens), fmt.Sprint(fw.SpecTokens)))
 	}
-	for _, ft := range facts {
-		for _, name := range ft.flags {
-			if f.changed(name) && ft.passed != ft.trace {
-				return flagError("--"+name, f.fs.Lookup(name).Value.String(), "%s measured %s %s: a trace's model, plan and workload are what it measured (drop --%s; --topo and the options re-price it)", src, ft.what, ft.trace, name)
-			}
-		}
+	if calibrate {
+		facts = append(facts, newTraceFact([]string{"cuda-graphs"}, "CUDA graphs", onOff(was.Options.CUDAGraphs), onOff(f.opts.CUDAGraphs),
+			"calibrate fits the box to how the trace ran, whose kernel floors and launch ramps differ with and without CUDA graphs"))
 	}
-	return nil
+	return f.refuseContradicted(src, facts)
 }
 
 // traceShows says in a few words what a trace without a scenario does
