@@ -99,6 +99,16 @@ func (c *Calibration) WorseError() string {
 		c.Before.OpRMSErrPct, c.After.OpRMSErrPct, c.Before.StepErrPct, c.After.StepErrPct)
 }
 
+// issueNote says in one note what an issue left out: its reason, count
+// and first example.
+func issueNote(i Issue) string {
+	n := fmt.Sprintf("%s (%d", i.Reason, i.Count)
+	if len(i.Examples) > 0 {
+		n += ", e.g. " + i.Examples[0]
+	}
+	return n + ")"
+}
+
 func even(step int) bool    { return step >= 0 && step%2 == 0 }
 func odd(step int) bool     { return step >= 0 && step%2 == 1 }
 func anyStep(step int) bool { return step >= 0 }
@@ -142,12 +152,12 @@ func Calibrate(results []*traces.Result, o CalibrateOptions) (*Calibration, erro
 		return nil, err
 	}
 	evals := scens
+	var his issues // what the held-out traces' scenarios left out
 	if holdout {
 		hs := o.HoldOutScenarios
 		if hs.Topology == nil {
 			hs.Topology = base
 		}
-		var his issues
 		hgroups := groupTraces(o.HoldOut, &hs, &his)
 		if len(hgroups) == 0 {
 			msg := "no span of the held-out traces belongs to a scenario"
@@ -176,6 +186,11 @@ func Calibrate(results []*traces.Result, o CalibrateOptions) (*Calibration, erro
 	}
 	c.Scenario = c.Scenarios[0]
 	c.Program = programLine(scens, results)
+	// What the scenarios left out of the fit (steps of another phase, a
+	// trace whose scenario cannot be predicted) is said, not dropped.
+	for _, i := range append(is.list, his.list...) {
+		c.Notes = append(c.Notes, issueNote(i))
+	}
 
 	smp := collectSamples(scens, fit)
 	c.ComputeSamples, c.CollSamples = len(smp.compute), smp.collCount

@@ -215,9 +215,11 @@ func groupTraces(results []*traces.Result, scs *Scenarios, is *issues) []*group 
 			}
 		}
 		var orphan *resolved
+		var phases *stepPhases
 		switch {
 		case scs.Default != nil:
 			orphan = &resolved{sc: *scs.Default, from: scs.from(false, false)}
+			phases = newStepPhases(res, string(scs.Default.Workload.Normalized().Phase))
 		case len(recs) == 1:
 			orphan = recs[0]
 		}
@@ -225,6 +227,9 @@ func groupTraces(results []*traces.Result, scs *Scenarios, is *issues) []*group 
 			r, ok := of[tr[0].TraceID]
 			if !ok {
 				r = orphan
+				if tr = phases.keep(tr, is); len(tr) == 0 {
+					continue
+				}
 			}
 			switch {
 			case r == nil:
@@ -247,6 +252,74 @@ func groupTraces(results []*traces.Result, scs *Scenarios, is *issues) []*group 
 	// Scenarios in the order they were measured (trace IDs are random).
 	sort.SliceStable(groups, func(i, j int) bool { return groups[i].first < groups[j].first })
 	return groups
+}
+
+// stepPhases are the phases a profiler trace's engine ranges name for its
+// steps, by rank and step, held against the phase of the scenario its
+// traces are predicted in (Scenarios.Default's).
+type stepPhases struct {
+	src   string
+	want  string
+	steps map[[2]int]*traces.KinetoStep // by {rank, step}
+}
+
+// newStepPhases returns the step phases of res against want; nil when
+// no step of res names its phase.
+func newStepPhases(res *traces.Result, want string) *stepPhases {
+	sp := &stepPhases{src: res.Source, want: want, steps: map[[2]int]*traces.KinetoStep{}}
+	for i := range res.Kineto {
+		for j := range res.Kineto[i].Steps {
+			if st := &res.Kineto[i].Steps[j]; st.Phase != "" {
+				sp.steps[[2]int{st.Rank, st.Step}] = st
+			}
+		}
+	}
+	if len(sp.steps) == 0 {
+		return nil
+	}
+	return sp
+}
+
+// keep returns the spans of tr (one step of every rank) without those of
+// the steps whose range names another phase than the scenario's (a
+// prefill step among decode steps): pooled with the others, their time
+// would be compared with a step they are not. Each step left out is
+// counted in is, by phase. A step whose phase is not known is kept.
+func (sp *stepPhases) keep(tr []traces.Span, is *issues) []traces.Span {
+	if sp == nil {
+		return tr
+	}
+	other := func(s *traces.Span) *traces.KinetoStep {
+		if st := sp.steps[[2]int{s.Rank, s.Step}]; st != nil && st.Phase != sp.want {
+			return st
+		}
+		return nil
+	}
+	first := -1
+	for i := range tr {
+		if other(&tr[i]) != nil {
+			first = i
+			break
+		}
+	}
+	if first < 0 {
+		return tr
+	}
+	kept := append(make([]traces.Span, 0, len(tr)), tr[:first]...)
+	left := map[*traces.KinetoStep]bool{}
+	for i := first; i < len(tr); i++ {
+		st := other(&tr[i])
+		if st == nil {
+			kept = append(kept, tr[i])
+			continue
+		}
+		if !left[st] {
+			left[st] = true
+			is.add(fmt.Sprintf("%s steps left out (their engine range names the phase): the scenario compares %s steps and pools no other phase with them", st.Phase, sp.want),
+				1, fmt.Sprintf("%s step %d rank %d: %s", sp.src, st.Step, st.Rank, st.Range))
+		}
+	}
+	return kept
 }
 
 // scheduleScaled reports whether the traces of rec ran a shrunk schedule.

@@ -104,3 +104,65 @@ func TestCalibrateVLLMKinetoFixture(t *testing.T) {
 		t.Fatal("no samples of step 0")
 	}
 }
+
+// TestKinetoOtherPhaseStepsLeftOut: the steps of a profiler trace whose
+// engine range names another phase than the scenario's are left out of
+// the comparison and the calibration and counted, not pooled with the
+// scenario's steps. The piecewise fixture's ranges name one prefill step
+// (step 0: execute_context_2(1024)_generation_0(0)) and three decode
+// steps of 2 requests.
+func TestKinetoOtherPhaseStepsLeftOut(t *testing.T) {
+	path := filepath.Join("..", "traces", "testdata", "kineto", "vllm_tiny_tp4_rank0_piecewise.pt.trace.json.gz")
+	res, err := traces.ReadAll(context.Background(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	box, err := topology.Resolve("h200-nvswitch", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	arch, err := model.Resolve("tiny-mla-moe")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		phase        model.Phase
+		steps        int    // of the scenario's phase
+		other        string // the phase left out
+		leftOut      int    // its steps
+		firstLeftOut string // the first of them
+	}{
+		{model.Decode, 3, "prefill", 1, "step 0 rank 0: execute_context_2(1024)_generation_0(0)"},
+		{model.Prefill, 1, "decode", 3, "step 1 rank 0: execute_context_0(0)_generation_2(2)"},
+	} {
+		t.Run(string(tc.phase), func(t *testing.T) {
+			sc := sim.Scenario{Arch: arch, Plan: model.Plan{TP: 4}, Workload: model.Workload{Phase: tc.phase, Batch: 2, Context: 512},
+				Options: sim.DefaultOptions(), Topo: box}
+			rep, err := compare.Compare([]*traces.Result{res}, compare.Options{Scenarios: compare.Scenarios{Default: &sc}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := rep.Scenarios[0].Steps; got != tc.steps {
+				t.Errorf("compared %d steps, want the %d %s steps", got, tc.steps, tc.phase)
+			}
+			i := slices.IndexFunc(rep.Issues, func(is compare.Issue) bool { return strings.HasPrefix(is.Reason, tc.other+" steps left out") })
+			if i < 0 || rep.Issues[i].Count != tc.leftOut || !strings.HasSuffix(rep.Issues[i].Examples[0], tc.firstLeftOut) {
+				t.Errorf("issues %+v: want %d %s steps left out, the first %q", rep.Issues, tc.leftOut, tc.other, tc.firstLeftOut)
+			}
+		})
+	}
+	// Calibrate fits the three decode steps alone (step 2 fitted, 1 and 3
+	// held out) and says what it left out.
+	sc := sim.Scenario{Arch: arch, Plan: model.Plan{TP: 4}, Workload: model.Workload{Phase: model.Decode, Batch: 2, Context: 512},
+		Options: sim.DefaultOptions(), Topo: box}
+	cal, err := compare.Calibrate([]*traces.Result{res}, compare.CalibrateOptions{Scenarios: compare.Scenarios{Default: &sc}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cal.FitSteps != 1 || cal.After.Steps != 2 {
+		t.Errorf("fit on %d steps, held out %d; want 1 and 2 of the 3 decode steps", cal.FitSteps, cal.After.Steps)
+	}
+	if !slices.ContainsFunc(cal.Notes, func(n string) bool { return strings.HasPrefix(n, "prefill steps left out") }) {
+		t.Errorf("notes %q: want one saying the prefill step was left out", cal.Notes)
+	}
+}
