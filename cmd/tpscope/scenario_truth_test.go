@@ -461,3 +461,135 @@ func TestGPUsAloneSubsetsTheRecordedBox(t *testing.T) {
 		})
 	}
 }
+
+// TestKinetoTraceFacts: what a profiler trace's steps record is held
+// against the flags as a recorded scenario is: the world size (--tp x
+// --dp), the phase and batch its engine ranges name (the batch per rank,
+// that is per DP group) and its CUDA graphs, each refused in one line
+// naming the flag, the file and the trace's value (exit 2, nothing
+// written). The fixture is vLLM's Kimi-K2.5 TP-8 decode at batch 32 with
+// one graph launch a step (its name and ranges:
+// execute_context_0(0)_generation_32(32)).
+func TestKinetoTraceFacts(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "box.json")
+	base := []string{"--trace", kimiKineto, "--model", "kimi-k2.5", "--context", "4096", "--topo", "h200-nvswitch"}
+	for _, tc := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"batch", []string{"compare", "--batch", "8"}, "--batch 8: " + kimiKineto + " measured decode batch 32 per rank"},
+		{"world", []string{"compare", "--batch", "32", "--tp", "4"}, "--tp 4: " + kimiKineto + " measured world size 8"},
+		{"phase", []string{"compare", "--batch", "32", "--phase", "prefill"}, "--phase prefill: " + kimiKineto + " measured phase decode"},
+		// DP 8 gives each rank 32/8 = 4 sequences, not the 32 its range names.
+		{"dp", []string{"compare", "--batch", "32", "--tp", "1", "--dp", "8", "--ep"}, "--batch 32: " + kimiKineto + " measured decode batch 32 per rank"},
+		{"graphs", []string{"compare", "--batch", "32", "--cuda-graphs=false"}, "--cuda-graphs false: " + kimiKineto + " measured CUDA graphs on"},
+		{"calibrate batch", []string{"calibrate", "--batch", "8", "-o", out}, "--batch 8: " + kimiKineto + " measured decode batch 32 per rank"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, _, stderr := runCLI(t, append(tc.args, base...)...)
+			// The facts are read from the trace: the reader's note on what
+			// it left out comes first, then the one-line refusal.
+			lines := strings.Split(strings.TrimSpace(stderr), "\n")
+			last := lines[len(lines)-1]
+			if code != 2 || !strings.HasPrefix(last, "tpscope "+tc.args[0]+": usage: "+tc.want) {
+				t.Errorf("exit %d, stderr %q; want 2 and a last line with %q", code, stderr, tc.want)
+			}
+			if _, err := os.Stat(out); err == nil {
+				t.Fatalf("%s was written", out)
+			}
+		})
+	}
+	// The recorded values are no contradiction: TP 8 at 32 a rank, or
+	// DP 8 at 32 a rank (8 x 32 = 256 over all DP groups).
+	for _, args := range [][]string{
+		{"--batch", "32", "--tp", "8", "--phase", "decode", "--cuda-graphs"},
+		{"--batch", "256", "--tp", "1", "--dp", "8", "--ep"},
+	} {
+		if code, _, stderr := runCLI(t, append(append([]string{"compare"}, base...), args...)...); code != 0 {
+			t.Errorf("%v: exit %d: %s", args, code, stderr)
+		}
+	}
+}
+
+// TestKinetoTraceRecordedRun: a profiler trace is predicted as it ran,
+// not with the defaults: the eager fixture (no graph launch in its steps)
+// without CUDA graphs, the scenario line saying so, and --cuda-graphs
+// refused over it; of the piecewise fixture, whose ranges name one
+// prefill step (execute_context_2(1024)_generation_0(0)) and three decode
+// steps (execute_context_0(0)_generation_2(2)), the three decode steps
+// are compared and the prefill step is left out and counted, and under
+// --phase prefill the other way round.
+func TestKinetoTraceRecordedRun(t *testing.T) {
+	const dir = "../../traces/testdata/kineto/"
+	eager, piecewise := dir+"vllm_tiny_tp4_rank0_eager.pt.trace.json.gz", dir+"vllm_tiny_tp4_rank0_piecewise.pt.trace.json.gz"
+	flags := []string{"--model", "tiny-mla-moe", "--context", "512", "--topo", "h200-nvswitch", "--output", "json"}
+	type issue struct {
+		Reason   string   `json:"reason"`
+		Count    int      `json:"count"`
+		Examples []string `json:"examples"`
+	}
+	var rep struct {
+		Scenarios []struct {
+			From     string `json:"from"`
+			Steps    int    `json:"steps"`
+			Scenario struct {
+				Workload string `json:"workload"`
+				Options  struct {
+					CUDAGraphs bool `json:"cuda_graphs"`
+				} `json:"options"`
+			} `json:"scenario"`
+		} `json:"scenarios"`
+		Issues []issue `json:"issues"`
+	}
+	compareJSON := func(t *testing.T, args ...string) {
+		t.Helper()
+		code, out, stderr := runCLI(t, append(append([]string{"compare"}, flags...), args...)...)
+		if code != 0 {
+			t.Fatalf("%v: exit %d: %s", args, code, stderr)
+		}
+		rep.Scenarios, rep.Issues = nil, nil
+		if err := json.Unmarshal([]byte(out), &rep); err != nil || len(rep.Scenarios) != 1 {
+			t.Fatalf("%v: %v, %d scenarios", args, err, len(rep.Scenarios))
+		}
+	}
+	leftOut := func(phase string) *issue {
+		for i := range rep.Issues {
+			if strings.HasPrefix(rep.Issues[i].Reason, phase+" steps left out") {
+				return &rep.Issues[i]
+			}
+		}
+		return nil
+	}
+
+	t.Run("eager", func(t *testing.T) {
+		compareJSON(t, "--trace", eager, "--batch", "8")
+		sr := rep.Scenarios[0]
+		if sr.Scenario.Options.CUDAGraphs || !strings.Contains(sr.From, "cuda-graphs off recorded in the trace") {
+			t.Errorf("cuda_graphs %v, from %q: want off, recorded in the trace", sr.Scenario.Options.CUDAGraphs, sr.From)
+		}
+		code, _, stderr := runCLI(t, append(append([]string{"compare"}, flags...), "--trace", eager, "--batch", "8", "--cuda-graphs")...)
+		if want := "--cuda-graphs true: " + eager + " measured CUDA graphs off"; code != 2 || !strings.Contains(stderr, want) {
+			t.Errorf("--cuda-graphs: exit %d, stderr %q; want 2 and %q", code, stderr, want)
+		}
+	})
+	t.Run("piecewise decode", func(t *testing.T) {
+		compareJSON(t, "--trace", piecewise, "--batch", "2")
+		sr := rep.Scenarios[0]
+		if sr.Steps != 3 || !strings.HasPrefix(sr.Scenario.Workload, "decode b2") || !strings.Contains(sr.From, "phase decode recorded in the trace") {
+			t.Errorf("%d steps, workload %q, from %q: want the 3 decode steps at b2, the phase recorded in the trace", sr.Steps, sr.Scenario.Workload, sr.From)
+		}
+		if is := leftOut("prefill"); is == nil || is.Count != 1 || !strings.Contains(is.Examples[0], "step 0 rank 0: execute_context_2(1024)") {
+			t.Errorf("issues %+v: want the prefill step 0 left out, counted once", rep.Issues)
+		}
+	})
+	t.Run("piecewise prefill", func(t *testing.T) {
+		compareJSON(t, "--trace", piecewise, "--batch", "2", "--phase", "prefill")
+		if sr := rep.Scenarios[0]; sr.Steps != 1 || !strings.HasPrefix(sr.Scenario.Workload, "prefill b2") {
+			t.Errorf("%d steps, workload %q: want the prefill step at b2", sr.Steps, sr.Scenario.Workload)
+		}
+		if is := leftOut("decode"); is == nil || is.Count != 3 {
+			t.Errorf("issues %+v: want the 3 decode steps left out", rep.Issues)
+		}
+	})
+}

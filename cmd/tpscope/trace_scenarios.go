@@ -90,14 +90,39 @@ func traceScenarioNeeds(calibrate bool) []string {
 	return need
 }
 
+// traceUse is what a verb does with the traces whose scenarios
+// traceScenarios resolves.
+type traceUse struct {
+	// calibrate: the verb fits a box to the traces and writes it (it
+	// needs --topo), fitted to how they ran (their CUDA graphs are no
+	// option to re-price).
+	calibrate bool
+	// holdoutBatch, when set, is --holdout-batch: the batch of calibrate's
+	// held-out traces that record no scenario, in place of --batch.
+	holdoutBatch int
+}
+
+// batchFlag is the flag that gives the batch of traces without a
+// scenario, and its value.
+func (u traceUse) batchFlag(f *scenarioFlags) (string, int) {
+	if u.holdoutBatch > 0 {
+		return "holdout-batch", u.holdoutBatch
+	}
+	return "batch", f.batch
+}
+
 // traceScenarios says how compare, calibrate and report predict each trace
 // of results: its recorded scenario, with the flags the user set over it
 // (--topo replaces the recorded box, at --gpus; --gpus alone takes the
-// first GPUs of the recorded box, never of the default one); or, for sources that record
-// none, the scenario the flags name, which needs the flags of
-// traceScenarioNeeds; its world size, when the trace records one, is the
-// plan's GPUs unless --tp/--dp are set, and its GPU must be the box's.
-func (f *scenarioFlags) traceScenarios(results []*traces.Result, calibrate bool) (compare.Scenarios, error) {
+// first GPUs of the recorded box, never of the default one); or, for
+// sources that record none (profiler traces), the scenario the flags name,
+// which needs the flags of traceScenarioNeeds, with what the trace's steps
+// do record (profilerFacts) in place of the defaults: its world size gives
+// the plan's GPUs unless --tp/--dp are set, its engine ranges the phase
+// (steps of another one are left out of the comparison and counted), its
+// graph launches the CUDA graphs; a flag set to another value is refused,
+// and its GPU must be the box's.
+func (f *scenarioFlags) traceScenarios(results []*traces.Result, use traceUse) (compare.Scenarios, error) {
 	scs := compare.Scenarios{Override: f.override(), Passed: f.passed()}
 	if f.changed("topo") {
 		t, _, err := f.box()
@@ -106,7 +131,7 @@ func (f *scenarioFlags) traceScenarios(results []*traces.Result, calibrate bool)
 		}
 		scs.Topology = t
 	}
-	if err := f.checkRecorded(results, &scs, calibrate); err != nil {
+	if err := f.checkRecorded(results, &scs, use.calibrate); err != nil {
 		return scs, err
 	}
 	var bare []*traces.Result
@@ -119,29 +144,53 @@ func (f *scenarioFlags) traceScenarios(results []*traces.Result, calibrate bool)
 		return scs, nil
 	}
 	var missing []string
-	for _, n := range traceScenarioNeeds(calibrate) {
-		if !f.changed(n) {
+	for _, n := range traceScenarioNeeds(use.calibrate) {
+		if !f.changed(n) && !(n == "batch" && use.holdoutBatch > 0) {
 			missing = append(missing, "--"+n)
 		}
 	}
 	if len(missing) > 0 {
 		return scs, usageErrorf("%s records no scenario (%s): pass %s", bare[0].Source, traceShows(bare[0]), joinAnd(missing))
 	}
-	var from []string
+	// What the steps record stands in for the defaults of the flags'
+	// scenario, for this call only (calibrate resolves its held-out
+	// traces with the same flags).
+	tp, dp, phase, graphs := f.tp, f.dp, f.phase, f.opts.CUDAGraphs
+	defer func() { f.tp, f.dp, f.phase, f.opts.CUDAGraphs = tp, dp, phase, graphs }()
+	var from, fromPhase []string
+	recorded := map[string]bool{} // the flags whose default the trace replaced
+	if ph, ok := tracePhase(bare); ok && !f.changed("phase") {
+		f.phase, recorded["phase"] = ph, true
+		fromPhase = append(fromPhase, fmt.Sprintf("phase %s recorded in the trace's engine ranges", ph))
+	}
+	for _, r := range bare {
+		if err := f.refuseContradicted(r.Source, f.profilerFacts(r, use)); err != nil {
+			return scs, err
+		}
+	}
 	if world := traceWorld(bare); world > 0 && !f.anyChanged("tp", "dp") {
-		f.tp, f.dp = world, 1
+		f.tp, f.dp, recorded["tp"] = world, 1, true
 		from = append(from, fmt.Sprintf("tp %d from the trace's world size", world))
+	}
+	from = append(from, fromPhase...)
+	if on, ok := traceGraphs(bare, f.phase); ok && !f.changed("cuda-graphs") {
+		f.opts.CUDAGraphs, recorded["cuda-graphs"] = on, true
+		from = append(from, "cuda-graphs "+onOff(on)+" recorded in the trace ("+graphLaunches(on)+")")
 	}
 	def, err := f.scenario()
 	if err != nil {
 		return scs, err
+	}
+	if flag, b := use.batchFlag(f); flag != "batch" {
+		def.Workload.Batch = b
+		from = append(from, fmt.Sprintf("batch %d from --%s", b, flag))
 	}
 	if err := checkTraceGPU(bare, def.Topo, f.changed("topo")); err != nil {
 		return scs, err
 	}
 	var defaults []string
 	for _, n := range []string{"tp", "phase", "kv-dtype", "topo"} {
-		if !f.changed(n) && !(n == "tp" && len(from) > 0) {
+		if !f.changed(n) && !recorded[n] {
 			defaults = append(defaults, n)
 		}
 	}
@@ -274,6 +323,139 @@ func (f *scenarioFlags) checkFacts(src string, was sim.Scenario, calibrate bool)
 			"calibrate fits the box to how the trace ran, whose kernel floors and launch ramps differ with and without CUDA graphs"))
 	}
 	return f.refuseContradicted(src, facts)
+}
+
+// profilerWhy is why what a profiler trace's steps record wins over a
+// flag.
+const profilerWhy = "a profiler trace's world size, phase, batch and CUDA graphs are what it ran"
+
+// profilerFacts are the facts the steps of r, a profiler trace without a
+// scenario, record, held against the flags (refuseContradicted): its world
+// size (--tp x --dp), the phases its engine ranges name (--phase must be
+// one of them), the batch they name for the phase compared (per rank,
+// that is per DP group: --batch over --dp), and whether its steps of that
+// phase launch CUDA graphs (--cuda-graphs).
+func (f *scenarioFlags) profilerFacts(r *traces.Result, use traceUse) []traceFact {
+	var facts []traceFact
+	plan := model.Plan{TP: f.tp, DP: f.dp}
+	if w := traceWorld([]*traces.Result{r}); w > 0 {
+		ft := newTraceFact([]string{"tp", "dp"}, "world size", fmt.Sprint(w), fmt.Sprint(plan.World()), profilerWhy)
+		ft.fix = fmt.Sprintf("give --tp x --dp = %d, or neither: the world size gives --tp %d", w, w)
+		facts = append(facts, ft)
+	}
+	steps := kinetoSteps(r)
+	if phases := stepPhases(steps); len(phases) > 0 {
+		ft := newTraceFact([]string{"phase"}, "phase", strings.Join(phases, " and ")+" (its engine ranges)", f.phase, profilerWhy)
+		ft.agrees = slices.Contains(phases, f.phase)
+		facts = append(facts, ft)
+	}
+	if b, ok := stepBatch(steps, f.phase); ok {
+		flag, batch := use.batchFlag(f)
+		perRank := model.NewDeployment(plan, model.Workload{Phase: model.Phase(f.phase), Batch: batch}, nil).SeqsPerGroup
+		ft := newTraceFact([]string{flag}, f.phase+" batch", fmt.Sprintf("%d per rank (its engine ranges)", b), fmt.Sprint(perRank), profilerWhy)
+		ft.agrees = perRank == b
+		ft.fix = fmt.Sprintf("pass --%s %d", flag, b*plan.Normalized().DP)
+		if dp := plan.Normalized().DP; dp > 1 {
+			ft.fix += fmt.Sprintf(": %d per DP group x --dp %d", b, dp)
+		}
+		facts = append(facts, ft)
+	}
+	if on, ok := traceGraphs([]*traces.Result{r}, f.phase); ok {
+		ft := newTraceFact([]string{"cuda-graphs"}, "CUDA graphs", onOff(on)+" ("+graphLaunches(on)+")", onOff(f.opts.CUDAGraphs), profilerWhy)
+		ft.agrees = on == f.opts.CUDAGraphs
+		facts = append(facts, ft)
+	}
+	return facts
+}
+
+// kinetoSteps are the steps of every profiler file of r.
+func kinetoSteps(r *traces.Result) []traces.KinetoStep {
+	var out []traces.KinetoStep
+	for _, k := range r.Kineto {
+		out = append(out, k.Steps...)
+	}
+	return out
+}
+
+// stepPhases are the phases the engine ranges of steps name, sorted
+// (none when the steps were split without the engine's ranges).
+func stepPhases(steps []traces.KinetoStep) []string {
+	var out []string
+	for _, s := range steps {
+		if s.Phase != "" && !slices.Contains(out, s.Phase) {
+			out = append(out, s.Phase)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// tracePhase is the phase the profiler traces rs are compared in, from
+// their engine ranges: decode when some step is a decode step, else
+// prefill when some is a prefill step; ok is false when no range names
+// either (no ranges, or only mixed and idle iterations, which no
+// scenario predicts).
+func tracePhase(rs []*traces.Result) (phase string, ok bool) {
+	var all []traces.KinetoStep
+	for _, r := range rs {
+		all = append(all, kinetoSteps(r)...)
+	}
+	phases := stepPhases(all)
+	for _, ph := range []string{traces.PhaseDecode, traces.PhasePrefill} {
+		if slices.Contains(phases, ph) {
+			return ph, true
+		}
+	}
+	return "", false
+}
+
+// stepBatch is the batch per rank the engine ranges of the steps of
+// phase name (decode: the generation requests; prefill: the context
+// requests); ok is false when none names one, or they differ.
+func stepBatch(steps []traces.KinetoStep, phase string) (batch int, ok bool) {
+	for _, s := range steps {
+		if s.Phase != phase {
+			continue
+		}
+		b := s.DecodeReqs
+		if phase == traces.PhasePrefill {
+			b = s.ContextReqs
+		}
+		if b <= 0 || (batch > 0 && b != batch) {
+			return 0, false
+		}
+		batch = b
+	}
+	return batch, batch > 0
+}
+
+// traceGraphs says whether the steps of rs compared in phase (those whose
+// range names it, or names none) ran CUDA graphs: on when every one
+// launches a graph, off when none does; ok is false without such steps,
+// or when some do and some do not.
+func traceGraphs(rs []*traces.Result, phase string) (on, ok bool) {
+	with, without := 0, 0
+	for _, r := range rs {
+		for _, s := range kinetoSteps(r) {
+			switch {
+			case s.Phase != "" && s.Phase != phase:
+			case s.GraphLaunches > 0:
+				with++
+			default:
+				without++
+			}
+		}
+	}
+	return with > 0, (with == 0) != (without == 0)
+}
+
+// graphLaunches says what the steps' graph launches show for CUDA graphs
+// on or off.
+func graphLaunches(on bool) string {
+	if on {
+		return "its steps launch CUDA graphs"
+	}
+	return "no CUDA graph launch in its steps"
 }
 
 // traceShows says in a few words what a trace without a scenario does

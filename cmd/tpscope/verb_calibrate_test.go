@@ -376,7 +376,7 @@ func TestCalibrateHoldoutBatch(t *testing.T) {
 	}
 
 	const vllm = "../../traces/testdata/kineto/vllm_kimi-k2.5_tp8_rank0_graph_b32.pt.trace.json.gz"
-	vllmArgs := []string{"calibrate", "--trace", vllm, "--holdout", vllm, "--model", "kimi-k2.5", "--batch", "8", "--context", "4096",
+	vllmArgs := []string{"calibrate", "--trace", vllm, "--holdout", vllm, "--model", "kimi-k2.5", "--batch", "32", "--context", "4096",
 		"--topo", "nvswitch:8xh200-sxm", "--force", "-o", out}
 	code, stdout, errs := runCLI(t, vllmArgs...)
 	if code != 0 {
@@ -389,7 +389,7 @@ func TestCalibrateHoldoutBatch(t *testing.T) {
 		t.Errorf("--holdout-batch agreeing with the ranges: exit %d: %s", code, errs)
 	}
 	code, _, errs = runCLI(t, append(vllmArgs, "--holdout-batch", "16")...)
-	const want = "tpscope calibrate: usage: --holdout-batch 16: the --holdout traces' engine ranges name decode batch 32: they are predicted at the batch they ran (drop --holdout-batch)\n"
+	const want = "tpscope calibrate: usage: --holdout-batch 16: " + vllm + " measured decode batch 32 per rank (its engine ranges): a profiler trace's world size, phase, batch and CUDA graphs are what it ran (pass --holdout-batch 32)\n"
 	if code != 2 || !strings.HasSuffix(errs, want) {
 		t.Errorf("--holdout-batch 16: exit %d, stderr ends %q; want 2 and %q", code, errs, want)
 	}

@@ -59,7 +59,7 @@ func (m *traceCalibrateMode) run(ctx context.Context, c *calibrateOptions, std I
 		}
 		return err
 	}
-	scs, err := c.sc.traceScenarios(results, true)
+	scs, err := c.sc.traceScenarios(results, traceUse{calibrate: true})
 	if err != nil {
 		return err
 	}
@@ -189,7 +189,7 @@ func (m *traceCalibrateMode) readHoldout(ctx context.Context, c *calibrateOption
 		}
 		return nil, compare.Scenarios{}, err
 	}
-	hs, err := c.sc.traceScenarios(res, true)
+	hs, err := c.sc.traceScenarios(res, traceUse{calibrate: true, holdoutBatch: m.holdBatch})
 	if err != nil {
 		return nil, compare.Scenarios{}, err
 	}
@@ -197,14 +197,13 @@ func (m *traceCalibrateMode) readHoldout(ctx context.Context, c *calibrateOption
 		return res, hs, nil
 	}
 	// The traces record no scenario: their batch is what their engine's
-	// ranges name (vLLM's generation_32), else --holdout-batch, else
-	// --batch, the fitted traces' load, said in the scenario's origin.
+	// ranges name (vLLM's generation_32; traceScenarios refused a
+	// --holdout-batch against it), else --holdout-batch, else --batch,
+	// the fitted traces' load, said in the scenario's origin.
 	d := *hs.Default
 	switch batches := traceDecodeBatches(res); {
 	case len(batches) > 1:
 		return nil, compare.Scenarios{}, flagError("--holdout", strings.Join(m.holdout, ","), "the traces' engine ranges name decode batches %s: hold out one batch per run (the traces that record no scenario are predicted at one)", joinAnd(intsText(batches)))
-	case len(batches) == 1 && m.holdBatch > 0 && m.holdBatch != batches[0]:
-		return nil, compare.Scenarios{}, flagError("--holdout-batch", m.holdBatch, "the --holdout traces' engine ranges name decode batch %d: they are predicted at the batch they ran (drop --holdout-batch)", batches[0])
 	case len(batches) == 1:
 		d.Workload.Batch = batches[0]
 		hs.DefaultFrom += fmt.Sprintf("; batch %d from the held-out traces' engine ranges", batches[0])

@@ -95,8 +95,11 @@ tpscope.scenario, its box included, so a moved trace compares anywhere; --model 
 the plan and workload flags must agree with what it measured; --topo and the options
 override their field and are named in the output, a default never does)
 and aligns measured spans with predicted ops. A Kineto trace records no scenario: it
-needs --model, --batch and --context (its world size gives --tp unless you pass it;
---topo must be a box of the GPU it ran on). Alignment: by op ID, or for Kineto traces by
+needs --model, --batch and --context; what its steps record is taken and checked, not
+defaulted (its world size gives --tp unless you pass --tp/--dp, whose product must be it;
+its engine's ranges give the phase, whose other steps are left out and counted, and the
+batch per rank, which --batch over --dp must be; its graph launches give --cuda-graphs);
+--topo must be a box of the GPU it ran on. Alignment: by op ID, or for Kineto traces by
 kernel kind and order (the k-th attention kernel of a step to the k-th attention op;
 NCCL kernels to the collectives in order; per layer or per step when the counts differ).
 
@@ -165,7 +168,7 @@ func (o *compareOptions) Run(ctx context.Context, args []string, std IO) error {
 	if err != nil {
 		return err
 	}
-	scs, err := o.sc.traceScenarios(results, false)
+	scs, err := o.sc.traceScenarios(results, traceUse{})
 	if err != nil {
 		return err
 	}

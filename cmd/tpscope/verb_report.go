@@ -154,7 +154,7 @@ func (o *reportOptions) Run(ctx context.Context, args []string, std IO) error {
 		if err != nil {
 			return err
 		}
-		scs, err := sc.traceScenarios(results, false)
+		scs, err := sc.traceScenarios(results, traceUse{})
 		if err != nil {
 			return err
 		}
