@@ -204,8 +204,9 @@ func groupTraces(results []*traces.Result, scs *Scenarios, is *issues) []*group 
 			rec := &res.Scenarios[i]
 			r := &resolved{}
 			var overridden bool
-			r.sc, r.unknown, overridden, r.err = scs.resolve(rec)
-			r.from = scs.from(true, overridden)
+			var filled []string
+			r.sc, r.unknown, overridden, filled, r.err = scs.resolve(rec)
+			r.from = scs.from(true, overridden, filled)
 			if r.err == nil && rec.JSON == "" && scheduleScaled(res, rec) {
 				r.err = fmt.Errorf("trace of a schedule shrunk by %s without a recorded scenario: the prediction cannot rebuild the shrunk model", schema.AttrScheduleScale)
 			}
@@ -218,7 +219,7 @@ func groupTraces(results []*traces.Result, scs *Scenarios, is *issues) []*group 
 		var phases *stepPhases
 		switch {
 		case scs.Default != nil:
-			orphan = &resolved{sc: *scs.Default, from: scs.from(false, false)}
+			orphan = &resolved{sc: *scs.Default, from: scs.from(false, false, nil)}
 			phases = newStepPhases(res, string(scs.Default.Workload.Normalized().Phase))
 		case len(recs) == 1:
 			orphan = recs[0]

@@ -27,7 +27,7 @@ func TestRecordedGraphsDecide(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			var s Scenarios
-			sc, _, _, err := s.resolve(tc.rec)
+			sc, _, _, _, err := s.resolve(tc.rec)
 			if err != nil {
 				t.Fatal(err)
 			}

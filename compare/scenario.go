@@ -14,6 +14,7 @@ import (
 	"github.com/tpscope/tpscope/topology"
 	"github.com/tpscope/tpscope/traces"
 	"github.com/tpscope/tpscope/traces/schema"
+	"go.opentelemetry.io/otel/attribute"
 )
 
 // Scenarios says which scenario each trace is predicted with. A trace's
@@ -44,6 +45,19 @@ type Scenarios struct {
 	// record no scenario ("the flags --model kimi-k2.5 --batch 32 ...;
 	// tp 8 from the trace's world size").
 	DefaultFrom string
+	// Fill gives what the caller's flags name for the fields a trace
+	// recorded before the whole scenario was (its step root's short
+	// attributes) may lack; a field of Fill left nil leaves a missing one
+	// an error naming the flags that give it. From says which were filled.
+	Fill Fill
+}
+
+// Fill is the model, plan and workload the caller's flags name, each nil
+// when the flags that give it were not set (Scenarios.Fill).
+type Fill struct {
+	Arch     *model.Arch
+	Plan     *model.Plan
+	Workload *model.Workload
 }
 
 // Where a scenario's fields come from (ScenarioReport.From).
@@ -54,18 +68,23 @@ const (
 
 // from says where a scenario resolved for a recorded one (recorded true)
 // or for a trace without one came from, in words; overridden says the
-// flags passed changed the recorded one (resolve).
-func (s *Scenarios) from(recorded, overridden bool) string {
+// flags passed changed the recorded one, filled which fields the trace
+// lacked came from elsewhere (resolve).
+func (s *Scenarios) from(recorded, overridden bool, filled []string) string {
 	if !recorded {
 		if s.DefaultFrom != "" {
 			return FromFlags + ": " + s.DefaultFrom
 		}
 		return FromFlags
 	}
-	if len(s.Passed) == 0 || !overridden {
-		return FromTrace
+	from := FromTrace
+	if len(filled) > 0 {
+		from += "; what its step span lacks: " + strings.Join(filled, ", ")
 	}
-	return FromTrace + "; overridden by " + strings.Join(s.Passed, ", ")
+	if len(s.Passed) == 0 || !overridden {
+		return from
+	}
+	return from + "; overridden by " + strings.Join(s.Passed, ", ")
 }
 
 // resolve turns a recorded scenario into the one to predict; unknown lists
@@ -74,16 +93,16 @@ func (s *Scenarios) from(recorded, overridden bool) string {
 // scenario as it was, the two encoded alike but for the box's name
 // (--topo h200-nvswitch over a trace recorded on that box, by that name or
 // as nvswitch:8xh200-sxm): nothing was overridden, and from says so.
-func (s *Scenarios) resolve(rec *traces.Scenario) (sc sim.Scenario, unknown []string, overridden bool, err error) {
-	sc, unknown, err = s.resolveScenario(rec)
+func (s *Scenarios) resolve(rec *traces.Scenario) (sc sim.Scenario, unknown []string, overridden bool, filled []string, err error) {
+	sc, unknown, filled, err = s.resolveScenario(rec)
 	if err != nil || (s.Override == nil && s.Topology == nil) {
-		return sc, unknown, false, err
+		return sc, unknown, false, filled, err
 	}
 	asRecorded := *s
 	asRecorded.Override, asRecorded.Topology = nil, nil
-	was, _, err := asRecorded.resolveScenario(rec)
+	was, _, _, err := asRecorded.resolveScenario(rec)
 	if err != nil {
-		return sc, unknown, true, nil // the flags were needed (a perf DB's tables)
+		return sc, unknown, true, filled, nil // the flags were needed (a perf DB's tables)
 	}
 	if was.Topo.SameBox(sc.Topo) {
 		// One box under two names (a preset over its description): the
@@ -92,57 +111,59 @@ func (s *Scenarios) resolve(rec *traces.Scenario) (sc sim.Scenario, unknown []st
 	}
 	a, errA := json.Marshal(was)
 	b, errB := json.Marshal(sc)
-	return sc, unknown, errA != nil || errB != nil || !bytes.Equal(a, b), nil
+	return sc, unknown, errA != nil || errB != nil || !bytes.Equal(a, b), filled, nil
 }
 
 // Recorded is the scenario rec records, read as resolve reads it (on the
 // caller's Topology when set) but without Override: what the trace
 // measured, for a caller to hold its flags against before any work.
 func (s *Scenarios) Recorded(rec *traces.Scenario) (sim.Scenario, error) {
-	sc, _, err := s.decode(rec)
+	sc, _, _, err := s.decode(rec)
 	return sc, err
 }
 
 // resolveScenario is resolve's scenario.
-func (s *Scenarios) resolveScenario(rec *traces.Scenario) (sc sim.Scenario, unknown []string, err error) {
-	if sc, unknown, err = s.decode(rec); err != nil {
-		return sc, nil, err
+func (s *Scenarios) resolveScenario(rec *traces.Scenario) (sc sim.Scenario, unknown, filled []string, err error) {
+	if sc, unknown, filled, err = s.decode(rec); err != nil {
+		return sc, nil, nil, err
 	}
 	if s.Override != nil {
 		if err := s.Override(&sc); err != nil {
-			return sc, nil, err
+			return sc, nil, nil, err
 		}
 	}
 	if err := checkBackend(rec.Backend, sc.Topo); err != nil {
-		return sc, nil, err
+		return sc, nil, nil, err
 	}
 	if err := checkGPU(rec.GPU, sc.Topo); err != nil {
-		return sc, nil, err
+		return sc, nil, nil, err
 	}
 	if err := checkCosts(&sc); err != nil {
-		return sc, nil, err
+		return sc, nil, nil, err
 	}
-	return sc, unknown, nil
+	return sc, unknown, filled, nil
 }
 
-// decode reads the scenario rec records, on s.Topology when set.
-func (s *Scenarios) decode(rec *traces.Scenario) (sc sim.Scenario, unknown []string, err error) {
+// decode reads the scenario rec records, on s.Topology when set; filled
+// says which fields an older trace lacked and where they came from
+// (legacy).
+func (s *Scenarios) decode(rec *traces.Scenario) (sc sim.Scenario, unknown, filled []string, err error) {
 	if rec.JSON != "" {
 		if sc, err = sim.DecodeScenario([]byte(rec.JSON), s.Topology); err != nil {
-			return sc, nil, err
+			return sc, nil, nil, err
 		}
 		if rec.Backend != "" && sc.Options.Engine.IsZero() {
 			// Recorded by tpscope's executor before scenarios named their
 			// engine: its kernels ran, not a serving engine's.
 			sc.Options.Engine = engine.ExecutorRef
 		}
-	} else if sc, unknown, err = s.legacy(rec); err != nil {
-		return sc, nil, err
+	} else if sc, unknown, filled, err = s.legacy(rec); err != nil {
+		return sc, nil, nil, err
 	}
 	if rec.Graphs != "" {
 		sc.Options.CUDAGraphs = rec.Graphs == "true"
 	}
-	return sc, unknown, nil
+	return sc, unknown, filled, nil
 }
 
 // checkCosts refuses to re-predict a scenario recorded with a cost source
@@ -162,39 +183,64 @@ func checkCosts(sc *sim.Scenario) error {
 	return nil
 }
 
-// legacy reads a scenario from the short step-root attributes.
-func (s *Scenarios) legacy(rec *traces.Scenario) (sim.Scenario, []string, error) {
-	var sc sim.Scenario
-	missing := func(k string, flag string) error {
-		return fmt.Errorf("the trace's step span lacks %s: pass %s", k, flag)
+// legacy reads a scenario from the short step-root attributes. A model,
+// plan or workload the step span lacks is taken from s.Fill (the
+// caller's flags) where it has one, and filled says so; without one it is
+// an error naming the flags that give it. A span that names no box is
+// priced on s.Topology, or on the default box, and filled says that too.
+func (s *Scenarios) legacy(rec *traces.Scenario) (sc sim.Scenario, unknown, filled []string, err error) {
+	var lacks MissingError
+	if rec.Model == "" && s.Fill.Arch == nil {
+		lacks.add(schema.AttrModel, "--model")
 	}
-	if rec.Model == "" {
-		return sc, nil, missing(string(schema.AttrModel), "--model")
+	if rec.Plan == "" && s.Fill.Plan == nil {
+		lacks.add(schema.AttrPlan, "--tp (and --dp, --ep, --dcp as it ran)")
 	}
-	a, err := model.Resolve(rec.Model)
-	if err != nil {
-		return sc, nil, fmt.Errorf("recorded model %q: %w", rec.Model, err)
+	if rec.Workload == "" && s.Fill.Workload == nil {
+		lacks.add(schema.AttrWorkload, "--batch and --context (and --phase for a prefill step)")
 	}
-	if rec.Plan == "" {
-		return sc, nil, missing(string(schema.AttrPlan), "--tp/--dp/--ep/--dcp")
+	if len(lacks.Attrs) > 0 {
+		return sc, nil, nil, &lacks
 	}
-	p, err := model.ParsePlan(rec.Plan)
-	if err != nil {
-		return sc, nil, fmt.Errorf("recorded %w", err)
+	var a *model.Arch
+	switch {
+	case rec.Model != "":
+		if a, err = model.Resolve(rec.Model); err != nil {
+			return sc, nil, nil, fmt.Errorf("recorded model %q: %w", rec.Model, err)
+		}
+	default:
+		a = s.Fill.Arch
+		filled = append(filled, "model "+a.Name+" from --model")
 	}
-	if err := p.Validate(a); err != nil {
-		return sc, nil, fmt.Errorf("recorded plan %q: %w", rec.Plan, err)
+	var p model.Plan
+	switch {
+	case rec.Plan != "":
+		if p, err = model.ParsePlan(rec.Plan); err != nil {
+			return sc, nil, nil, fmt.Errorf("recorded %w", err)
+		}
+		if err := p.Validate(a); err != nil {
+			return sc, nil, nil, fmt.Errorf("recorded plan %q: %w", rec.Plan, err)
+		}
+	default:
+		p = *s.Fill.Plan
+		if err := p.Validate(a); err != nil {
+			return sc, nil, nil, fmt.Errorf("plan %s from --tp/--dp/--ep/--dcp: %w", p, err)
+		}
+		filled = append(filled, "plan "+p.String()+" from --tp/--dp/--ep/--dcp")
 	}
-	if rec.Workload == "" {
-		return sc, nil, missing(string(schema.AttrWorkload), "--phase/--batch/--context")
-	}
-	w, err := model.ParseWorkload(rec.Workload)
-	if err != nil {
-		return sc, nil, fmt.Errorf("recorded %w", err)
+	var w model.Workload
+	switch {
+	case rec.Workload != "":
+		if w, err = model.ParseWorkload(rec.Workload); err != nil {
+			return sc, nil, nil, fmt.Errorf("recorded %w", err)
+		}
+	default:
+		w = *s.Fill.Workload
+		filled = append(filled, "workload "+w.String()+" from --phase/--batch/--context")
 	}
 	o, unknown, err := sim.ParseNames(traces.OptionNames(rec.Options))
 	if err != nil {
-		return sc, nil, fmt.Errorf("recorded options %q: %w", rec.Options, err)
+		return sc, nil, nil, fmt.Errorf("recorded options %q: %w", rec.Options, err)
 	}
 	if rec.Backend != "" {
 		// A trace with a backend is tpscope's executor's: the schedule's
@@ -209,13 +255,36 @@ func (s *Scenarios) legacy(rec *traces.Scenario) (sim.Scenario, []string, error)
 	sc = sim.Scenario{Arch: a, Plan: p, Workload: w, Options: o, Topo: s.Topology}
 	if sc.Topo == nil {
 		if sc.TopoRef, err = topology.NewRef(rec.Topology, 0); err != nil {
-			return sc, nil, err
+			return sc, nil, nil, err
 		}
 		if sc.Topo, err = sc.TopoRef.Resolve(); err != nil {
-			return sc, nil, fmt.Errorf("recorded topology %q: %w (pass --topo)", rec.Topology, err)
+			return sc, nil, nil, fmt.Errorf("recorded topology %q: %w (pass --topo)", rec.Topology, err)
+		}
+		if rec.Topology == "" {
+			filled = append(filled, "box "+sc.TopoRef.String()+", the default (pass --topo with the box it ran on)")
 		}
 	}
-	return sc, unknown, nil
+	return sc, unknown, filled, nil
+}
+
+// MissingError is an older trace's step span (short attributes, no
+// scenario JSON) that lacks fields no flag filled (Scenarios.Fill): the
+// attributes, and the flags that give each.
+type MissingError struct {
+	Attrs []attribute.Key
+	Flags []string
+}
+
+func (e *MissingError) add(k attribute.Key, flags string) {
+	e.Attrs, e.Flags = append(e.Attrs, k), append(e.Flags, flags)
+}
+
+func (e *MissingError) Error() string {
+	attrs := make([]string, len(e.Attrs))
+	for i, k := range e.Attrs {
+		attrs[i] = string(k)
+	}
+	return fmt.Sprintf("the trace's step span lacks %s: pass %s", strings.Join(attrs, ", "), strings.Join(e.Flags, "; "))
 }
 
 // checkBackend refuses a CPU run priced on a GPU box and a GPU run priced

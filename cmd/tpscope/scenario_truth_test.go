@@ -593,3 +593,44 @@ func TestKinetoTraceRecordedRun(t *testing.T) {
 		}
 	})
 }
+
+// TestOlderTraceFilledFromFlags: a trace recorded before the whole
+// scenario was (traces/testdata/jaeger_ui_download.json: its step span
+// names model deepseek-v3 and no plan, workload or box) takes what it
+// lacks from the flags the error names, and says so; what the flags do
+// not give is refused before any work, naming the file, every attribute
+// it lacks and the flags that give it (the error once asked for --tp and,
+// given it, asked again: the flags filled nothing).
+func TestOlderTraceFilledFromFlags(t *testing.T) {
+	const trace = "../../traces/testdata/jaeger_ui_download.json"
+	code, _, stderr := runCLI(t, "compare", "--trace", trace, "--tp", "8")
+	if want := "tpscope compare: usage: " + trace + ": the trace's step span lacks tpscope.workload: pass --batch and --context"; code != 2 || !strings.HasPrefix(stderr, want) || strings.Count(stderr, "\n") != 1 {
+		t.Errorf("--tp alone: exit %d, stderr %q; want 2 and one line %q...", code, stderr, want)
+	}
+	code, out, stderr := runCLI(t, "compare", "--trace", trace, "--tp", "8", "--batch", "1", "--context", "4096", "--topo", "h200-nvswitch", "--output", "json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	var rep struct {
+		Scenarios []struct {
+			From     string `json:"from"`
+			Scenario struct {
+				Model    struct{ Name string } `json:"model"`
+				Plan     string                `json:"plan"`
+				Workload string                `json:"workload"`
+			} `json:"scenario"`
+		} `json:"scenarios"`
+	}
+	if err := json.Unmarshal([]byte(out), &rep); err != nil || len(rep.Scenarios) != 1 {
+		t.Fatalf("%v, %d scenarios", err, len(rep.Scenarios))
+	}
+	sr := rep.Scenarios[0]
+	if sr.Scenario.Model.Name != "deepseek-v3" || sr.Scenario.Plan != "tp8" || !strings.HasPrefix(sr.Scenario.Workload, "decode b1 ctx4096") {
+		t.Errorf("scenario %+v: want the recorded deepseek-v3 at tp8, decode b1 ctx4096 from the flags", sr.Scenario)
+	}
+	for _, w := range []string{"recorded in the trace", "plan tp8 from --tp", "workload decode b1 ctx4096"} {
+		if !strings.Contains(sr.From, w) {
+			t.Errorf("from %q lacks %q", sr.From, w)
+		}
+	}
+}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -124,6 +125,10 @@ func (u traceUse) batchFlag(f *scenarioFlags) (string, int) {
 // and its GPU must be the box's.
 func (f *scenarioFlags) traceScenarios(results []*traces.Result, use traceUse) (compare.Scenarios, error) {
 	scs := compare.Scenarios{Override: f.override(), Passed: f.passed()}
+	var err error
+	if scs.Fill, err = f.fill(); err != nil {
+		return scs, err
+	}
 	if f.changed("topo") {
 		t, _, err := f.box()
 		if err != nil {
@@ -205,11 +210,39 @@ func (f *scenarioFlags) traceScenarios(results []*traces.Result, use traceUse) (
 	return scs, nil
 }
 
+// fill is what the flags the user set give a trace recorded before the
+// whole scenario was, for the model, plan and workload its step span may
+// lack (compare.Fill): the model under --model, the plan under one of
+// --tp, --dp, --ep and --dcp, the workload under --batch and --context
+// both (the load matters; no default stands for it).
+func (f *scenarioFlags) fill() (compare.Fill, error) {
+	var fl compare.Fill
+	if f.changed("model") {
+		a, err := f.modelArch()
+		if err != nil {
+			return fl, err
+		}
+		fl.Arch = a
+	}
+	if f.anyChanged("tp", "dp", "ep", "dcp") {
+		fl.Plan = &model.Plan{TP: f.tp, EP: f.ep, DP: f.dp, DCP: f.dcp}
+	}
+	if f.changed("batch") && f.changed("context") {
+		w, err := f.workload()
+		if err != nil {
+			return fl, err
+		}
+		fl.Workload = &w
+	}
+	return fl, nil
+}
+
 // checkRecorded refuses, before any work, flags that contradict what a
 // recorded trace measured: a box of another GPU than the one it ran on
 // (--topo), or a fact of its scenario (checkFacts) set to another value
-// than it recorded. A recorded scenario that cannot be read is left to the
-// comparison, which reports it.
+// than it recorded; and an older trace whose step span lacks a field no
+// flag set gives (compare.MissingError). A recorded scenario that cannot
+// be read otherwise is left to the comparison, which reports it.
 func (f *scenarioFlags) checkRecorded(results []*traces.Result, scs *compare.Scenarios, calibrate bool) error {
 	for _, r := range results {
 		for i := range r.Scenarios {
@@ -220,7 +253,13 @@ func (f *scenarioFlags) checkRecorded(results []*traces.Result, scs *compare.Sce
 				}
 			}
 			was, err := scs.Recorded(rec)
-			if err != nil {
+			var lacks *compare.MissingError
+			switch {
+			case errors.As(err, &lacks):
+				// An older trace lacks a field the flags must give: said
+				// before any work, as for a trace without a scenario.
+				return usageErrorf("%s: %v", r.Source, lacks)
+			case err != nil:
 				continue
 			}
 			if err := f.checkFacts(r.Source, was, calibrate); err != nil {
