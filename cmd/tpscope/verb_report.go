@@ -14,6 +14,7 @@ import (
 	"github.com/tpscope/tpscope/report"
 	"github.com/tpscope/tpscope/report/build"
 	"github.com/tpscope/tpscope/sim"
+	"github.com/tpscope/tpscope/topology"
 )
 
 var reportVerb = &Verb{
@@ -45,7 +46,9 @@ Inputs (any combination):
                  (--output json); repeatable. A saved comparison has no op
                  timings: it gives bars and tables, not a timeline; a saved
                  prediction has no schedule: its collectives are not linked
-                 across ranks.
+                 across ranks. Beside --trace, a saved prediction or advice
+                 must be of a step the traces measured (every option
+                 counted, the executor's timing events too).
   scenario flags (--model, --tp, --batch, --cuda-graphs, ..., as 'tpscope
                  predict' takes them) without --trace: the predicted step.
                  Used when neither --trace nor --from is given, or when one
@@ -110,7 +113,7 @@ func (o *reportOptions) Run(ctx context.Context, args []string, std IO) error {
 	scenarioSet := false
 	o.visitChanged(func(f *pflag.Flag) { scenarioSet = scenarioSet || sc.isScenarioFlag(f.Name) })
 	in := build.Input{Title: o.title, MaxOpRows: o.top}
-	var advicePath, comparisonPath string // the --from files that gave them
+	var advicePath, comparisonPath, predictionPath string // the --from files that gave them
 	// Saved results first: a bad file fails before any work.
 	for _, path := range o.saved {
 		if err := checkInputFile("--from", path, "a saved 'predict', 'advise' or 'compare' result"); err != nil {
@@ -130,7 +133,7 @@ func (o *reportOptions) Run(ctx context.Context, args []string, std IO) error {
 		case s.Prediction != nil && in.Prediction != nil:
 			return flagError("--from", path, "a second prediction; a report shows one")
 		case s.Prediction != nil:
-			in.Prediction = s.Prediction
+			in.Prediction, predictionPath = s.Prediction, path
 		case in.Comparison != nil:
 			return flagError("--from", path, "a second compare result; a report shows one (compare several traces in one run instead)")
 		default:
@@ -159,6 +162,11 @@ func (o *reportOptions) Run(ctx context.Context, args []string, std IO) error {
 			return err
 		}
 		if in.Comparison, err = compare.Compare(results, compare.Options{Scenarios: scs}); err != nil {
+			return err
+		}
+		// A saved result beside the traces must be of a step they
+		// measured, or the report would pair two scenarios as one.
+		if err := checkSavedBesideTraces(advicePath, in.Advice, predictionPath, in.Prediction, in.Comparison); err != nil {
 			return err
 		}
 	}
@@ -218,15 +226,73 @@ func (r reportScenario) String() string {
 	return fmt.Sprintf("%s %s %s on %s (options %s)", r.model, r.plan, r.workload, r.box, r.options)
 }
 
+// predictedStep is the step a prediction prices, as a saved result
+// names it.
+func predictedStep(pr *sim.Prediction) reportScenario {
+	return reportScenario{pr.Model, pr.Plan.String(), pr.Workload.String(), pr.Options.Label(), pr.Topology}
+}
+
+// adviceStep is the step saved advice is the advice of: its baseline.
+func adviceStep(a *advise.Advice) reportScenario {
+	return reportScenario{a.Model, a.Plan, a.Workload, a.Baseline.Options.Label(), a.Topology}
+}
+
+// checkSavedBesideTraces refuses saved advice or a saved prediction of
+// another step than every scenario the traces measured (c, their
+// comparison: each scenario's prediction names its step as a saved one
+// does), naming both: a report shows one scenario. Every option counts,
+// the measuring harness's timing events too (they lengthen the step). The
+// box is the same under two names when the saved one resolves to the
+// traces' box (h200-nvswitch over a trace recorded as nvswitch:8xh200-sxm).
+func checkSavedBesideTraces(advicePath string, a *advise.Advice, predPath string, p *sim.Prediction, c *compare.Report) error {
+	var measured []reportScenario
+	var boxes []*topology.Topology
+	for i := range c.Scenarios {
+		if sr := &c.Scenarios[i]; sr.Prediction != nil {
+			measured = append(measured, predictedStep(sr.Prediction))
+			boxes = append(boxes, sr.Scenario.Topo)
+		}
+	}
+	check := func(path, what string, saved reportScenario) error {
+		for i, m := range measured {
+			box := saved.box
+			if t, err := topology.Resolve(box, 0); err == nil && t.SameBox(boxes[i]) {
+				box = m.box
+			}
+			if saved.model == m.model && saved.plan == m.plan && saved.workload == m.workload && saved.options == m.options && box == m.box {
+				return nil
+			}
+		}
+		if len(measured) == 0 {
+			return nil
+		}
+		others := ""
+		if len(measured) > 1 {
+			others = fmt.Sprintf(" (and %d more)", len(measured)-1)
+		}
+		return flagError("--from", path, "%s of %s, and the traces measured %s%s: a report shows one scenario (pass the result made for the traces' scenario, or leave --from out)", what, saved, measured[0], others)
+	}
+	if a != nil {
+		if err := check(advicePath, "advice", adviceStep(a)); err != nil {
+			return err
+		}
+	}
+	if p != nil {
+		return check(predPath, "a prediction", predictedStep(p))
+	}
+	return nil
+}
+
 // checkSavedScenario refuses saved advice or a saved comparison of
 // another step than the one the scenario flags predict (scen, priced as
 // pr), naming both: a report shows one scenario. Advice records its
 // baseline by name; a comparison records its scenarios by reference (the
 // model's, the box's: a file by its content hash, wherever it lies), any
-// of which may be the flags' step. A comparison's timing events are left
-// out: they are the measuring harness's, which the flags do not set.
+// of which may be the flags' step. Every option counts, the measuring
+// harness's timing events too: the executor's two per op lengthen the
+// step (the flags give them with --timing-events).
 func checkSavedScenario(advicePath string, a *advise.Advice, cmpPath string, c *compare.Report, scen sim.Scenario, pr *sim.Prediction) error {
-	flags := reportScenario{pr.Model, pr.Plan.String(), pr.Workload.String(), pr.Options.Label(), pr.Topology}
+	flags := predictedStep(pr)
 	refuse := func(path, what string, saved reportScenario, more int) error {
 		others := ""
 		if more > 0 {
@@ -235,20 +301,15 @@ func checkSavedScenario(advicePath string, a *advise.Advice, cmpPath string, c *
 		return flagError("--from", path, "%s of %s%s, and the scenario flags name %s: a report shows one scenario (pass the flags the result was made with, or none)", what, saved, others, flags)
 	}
 	if a != nil {
-		saved := reportScenario{a.Model, a.Plan, a.Workload, a.Baseline.Options.Label(), a.Topology}
-		if saved != flags {
+		if saved := adviceStep(a); saved != flags {
 			return refuse(advicePath, "advice", saved, 0)
 		}
 	}
 	if c == nil || len(c.Scenarios) == 0 {
 		return nil
 	}
-	harnessFree := func(o sim.Options) string {
-		o.TimingEventsPerOp = 0
-		return o.Label()
-	}
 	mine := flags
-	mine.model, mine.options, mine.box = scen.Arch.Ref.String(), harnessFree(pr.Options), scen.TopoRef.Key()
+	mine.model, mine.box = scen.Arch.Ref.String(), scen.TopoRef.Key()
 	for _, r := range c.Scenarios {
 		rs := r.Scenario
 		model := ""
@@ -262,7 +323,7 @@ func checkSavedScenario(advicePath string, a *advise.Advice, cmpPath string, c *
 			// anyway).
 			w.KVDtype = w.KVDtypeFor(scen.Arch)
 		}
-		if (reportScenario{model, rs.Plan.String(), w.String(), harnessFree(rs.Options), rs.TopoRef.Key()}) == mine {
+		if (reportScenario{model, rs.Plan.String(), w.String(), rs.Options.Label(), rs.TopoRef.Key()}) == mine {
 			return nil
 		}
 	}

@@ -451,3 +451,58 @@ func fieldsOf(o report.Op) map[string]string {
 	}
 	return m
 }
+
+// TestReportSavedResultIsTheTracesStep: a report shows one scenario, so a
+// saved result beside what else names a step must be of that step, every
+// option counted. The H200 executor runs of kimi-k2.5 tp8 decode b8 (CUDA
+// graphs, two timing events per op: their names and recorded scenarios;
+// one recorded on h200-nvswitch, the catalog run on the same box as
+// nvswitch:8xh200-sxm): the first, saved as a comparison, is refused beside
+// flags without its timing events (the report drew the flags' shorter step
+// above the comparison's for one scenario) and accepted with them; a saved
+// prediction beside the catalog run is refused for another model (GLM-5
+// beside the Kimi run, once drawn as one report) or without the timing
+// events, and accepted for its step on h200-nvswitch.
+func TestReportSavedResultIsTheTracesStep(t *testing.T) {
+	const run = "../../exec/cuda/testdata/h200/h200-kimi-k2.5-tp8-rank0-graph-b8.otlp.jsonl.gz"
+	const trace = "../../exec/cuda/testdata/h200/h200-kimi-k2.5-tp8-rank0-graph-b8-catalog.otlp.jsonl.gz"
+	dir := t.TempDir()
+	save := func(name string, args ...string) string {
+		t.Helper()
+		code, out, stderr := runCLI(t, append(args, "--output", "json")...)
+		if code != 0 {
+			t.Fatalf("%v: exit %d: %s", args, code, stderr)
+		}
+		path := filepath.Join(dir, name)
+		if err := os.WriteFile(path, []byte(out), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	cmp := save("cmp.json", "compare", "--trace", run)
+	step := []string{"--model", "kimi-k2.5", "--batch", "8", "--topo", "h200-nvswitch", "--engine", "executor"}
+	ownPred := save("own.json", append([]string{"predict", "--timing-events", "2"}, step...)...)
+	bare := save("bare.json", append([]string{"predict"}, step...)...)
+	glm := save("glm.json", "predict", "--model", "glm-5-nvfp4", "--topo", "h200-nvswitch")
+	out := filepath.Join(dir, "r.html")
+
+	checkUsageErrors(t, []usageCase{
+		{"comparison beside flags without its timing events", append([]string{"report", "--from", cmp, "-o", out}, step...),
+			"--from " + cmp + ": a comparison of kimi-k2.5 tp8 decode b8 ctx4096 kv=bf16 on h200-nvswitch (options cuda-graphs engine=executor timing-events=2), and the scenario flags name kimi-k2.5 tp8 decode b8 ctx4096 kv=bf16 on h200-nvswitch (options cuda-graphs engine=executor)"},
+		{"prediction of another model beside the trace", []string{"report", "--from", glm, "--trace", trace, "-o", out},
+			"--from " + glm + ": a prediction of glm-5-nvfp4 tp8 decode b1"},
+		{"prediction without the timing events beside the trace", []string{"report", "--from", bare, "--trace", trace, "-o", out},
+			"(options cuda-graphs engine=executor), and the traces measured kimi-k2.5 tp8 decode b8 ctx4096 kv=bf16 on nvswitch:8xh200-sxm (options cuda-graphs engine=executor timing-events=2)"},
+	})
+	if _, err := os.Stat(out); err == nil {
+		t.Fatalf("a refused report was written")
+	}
+	for _, args := range [][]string{
+		append([]string{"report", "--from", cmp, "--timing-events", "2", "-o", out}, step...),
+		{"report", "--from", ownPred, "--trace", trace, "-o", out},
+	} {
+		if code, _, stderr := runCLI(t, args...); code != 0 {
+			t.Errorf("%v: exit %d: %s", args, code, stderr)
+		}
+	}
+}
