@@ -51,9 +51,12 @@ import (
 //     no rule places keep no op ID and are reported by name
 //     (KinetoFile.Unplaced, Result.Skipped).
 //
-// Synthesized IDs: a step's trace ID is derived from the step number only,
-// so per-rank files of one run put the same step in the same trace; a
-// kernel's span ID is derived from (rank, event index). Kernels are roots
+// Synthesized IDs: a step's trace ID is derived from the step number, so
+// per-rank files of one run put the same step in the same trace; a later
+// file holding a step of a rank an earlier one holds is another profiler
+// session, whose steps get traces of their own, unless it is the same
+// step read again (stepTraces). A kernel's span ID is derived from (rank,
+// event index in its file), so a file read twice repeats its span IDs. Kernels are roots
 // (no step or rank span is synthesized); Rank, Step, Seq and KindSeq say
 // where they belong, Layer and OpID what they implement.
 
@@ -113,8 +116,11 @@ type kinetoLaunch struct {
 
 // kinetoRead holds one file's events between reading and emitting spans.
 type kinetoRead struct {
-	o       *reader
-	src     string
+	o   *reader
+	src string
+	// first is the index in res of the file's first event's span: span
+	// IDs number the file's events from it.
+	first   int32
 	world   int64    // distributedInfo.world_size (0: not recorded)
 	devices []string // deviceProperties[].name, in order
 	kernels kernelList
@@ -314,7 +320,7 @@ func (o *reader) kinetoEvent(ev *kinetoEvent) error {
 // readKinetoStream reads a Chrome/Kineto trace event by event.
 func readKinetoStream(r io.Reader, res *Result, src string) error {
 	o := newReader(r, res, src)
-	kr := &kinetoRead{o: o, src: src, nameIdx: map[string]int32{}, launches: map[int64]kinetoLaunch{}, place: !res.noKernelPlacement, table: res.kernelTable}
+	kr := &kinetoRead{o: o, src: src, first: int32(res.count()), nameIdx: map[string]int32{}, launches: map[int64]kinetoLaunch{}, place: !res.noKernelPlacement, table: res.kernelTable}
 	if kr.table == nil {
 		kr.table = defaultTable
 	}
@@ -671,7 +677,7 @@ func distinct(names []string) []string {
 // emit finishes the kernels' spans: step, rank, IDs, placement, attributes;
 // drops kernels outside every step; writes the file's report.
 func (kr *kinetoRead) emit(res *Result, baseNs, rank int64) {
-	traceIDs := map[int][16]byte{}
+	traceIDs := kr.stepTraces(res, baseNs, rank)
 	shared := map[attrKey][]Attr{}
 	fusedJSON := make([]string, len(kr.fused))
 	for i, f := range kr.fused {
@@ -683,17 +689,16 @@ func (kr *kinetoRead) emit(res *Result, baseNs, rank int64) {
 		fusedJSON[i] = string(b)
 	}
 	rep := KinetoFile{Source: kr.src, Engine: kr.engine, StepRule: kr.rule, World: int(kr.world), Devices: distinct(kr.devices)}
-	type sk struct{ step, rank int }
-	stepAt := map[sk]int{}
+	stepAt := map[kinetoStepKey]int{}
 	unplaced := map[int32]*KernelCount{}
 	outside := 0
 	// Consecutive kernels mostly share their step and rank.
 	var (
-		lastTID    [16]byte
-		lastNumber int
-		haveLast   bool
-		lastKey    sk
-		lastJ      = -1
+		lastTID  [16]byte
+		lastTKey kinetoStepKey
+		haveLast bool
+		lastKey  kinetoStepKey
+		lastJ    = -1
 	)
 	for i := range kr.kernels.len() {
 		k := kr.kernels.at(i)
@@ -705,25 +710,14 @@ func (kr *kinetoRead) emit(res *Result, baseNs, rank int64) {
 			}
 			continue
 		}
-		r := rank
-		if r < 0 {
-			r = int64(k.device)
-		}
-		if r < 0 {
-			r = 0
-		}
+		r := kernelRank(k, rank)
 		st := &kr.steps[k.step]
 		sp.Step, sp.Rank = st.number, int(r)
-		if st.number != lastNumber || !haveLast {
-			tid, ok := traceIDs[st.number]
-			if !ok {
-				tid = kinetoTraceID(st.number)
-				traceIDs[st.number] = tid
-			}
-			lastTID, lastNumber, haveLast = tid, st.number, true
+		if tk := (kinetoStepKey{st.number, int(r)}); tk != lastTKey || !haveLast {
+			lastTID, lastTKey, haveLast = traceIDs[tk], tk, true
 		}
 		sp.TraceID = lastTID
-		binary.BigEndian.PutUint64(sp.SpanID[:], (uint64(r+1)<<48)|uint64(k.span+1))
+		binary.BigEndian.PutUint64(sp.SpanID[:], (uint64(r+1)<<48)|uint64(k.span-kr.first+1))
 		sp.Start += baseNs
 		if k.role != roleNone {
 			sp.OpID = kr.opID(k.layer, k.role)
@@ -733,7 +727,7 @@ func (kr *kinetoRead) emit(res *Result, baseNs, rank int64) {
 		}
 		sp.Attrs = kr.attrs(k, baseNs, shared, fusedJSON)
 
-		key := sk{st.number, int(r)}
+		key := kinetoStepKey{st.number, int(r)}
 		if key != lastKey || lastJ < 0 {
 			j, ok := stepAt[key]
 			if !ok {
@@ -768,7 +762,7 @@ func (kr *kinetoRead) emit(res *Result, baseNs, rank int64) {
 		}
 	}
 	for _, pl := range kr.placements {
-		if j, ok := stepAt[sk{kr.steps[pl.step].number, pl.rank(rank)}]; ok {
+		if j, ok := stepAt[kinetoStepKey{kr.steps[pl.step].number, pl.rank(rank)}]; ok {
 			rep.Steps[j].Layers = pl.layers
 			rep.Steps[j].Note = pl.note
 		}
@@ -890,6 +884,92 @@ func kinetoTraceID(step int) (id [16]byte) {
 	fmt.Fprintf(h, "tpscope kineto step %d", step)
 	copy(id[:], h.Sum(nil))
 	return id
+}
+
+// kinetoSessionTraceID is the trace ID of a step of the n-th profiler
+// session (n >= 1) read into one Result whose earlier files hold the
+// same step of the same rank.
+func kinetoSessionTraceID(step, n int) (id [16]byte) {
+	h := fnv.New128a()
+	fmt.Fprintf(h, "tpscope kineto step %d session %d", step, n)
+	copy(id[:], h.Sum(nil))
+	return id
+}
+
+// kinetoStepKey is a step of one rank.
+type kinetoStepKey struct{ step, rank int }
+
+// kinetoStepSeen is a step of one rank as a file of the Result read it:
+// its first kernel's start (Unix ns), its kernel count and the trace it
+// was given.
+type kinetoStepSeen struct {
+	startNs int64
+	kernels int
+	tid     [16]byte
+}
+
+// kernelRank is the rank of k: the file's, else its device's, else 0.
+func kernelRank(k *kinetoKernel, rank int64) int64 {
+	r := rank
+	if r < 0 {
+		r = int64(k.device)
+	}
+	return max(r, 0)
+}
+
+// stepTraces gives each step of each rank of the file its trace ID. Files
+// of one Result that hold the same step of the same rank are several
+// profiler sessions, or a file and its copy. A step whose first kernel
+// starts when an earlier file's does, with as many kernels, is that
+// step read again: it gets the earlier file's trace, and its spans,
+// whose IDs then repeat the earlier ones, are left out as repeats
+// (Result.finish). Any other is another session's: its trace is its own
+// (kinetoSessionTraceID), so two sessions' step 2 do not add up to one
+// step. Per-rank files of one run hold different ranks and share the
+// step's trace.
+func (kr *kinetoRead) stepTraces(res *Result, baseNs, rank int64) map[kinetoStepKey][16]byte {
+	first := map[kinetoStepKey]*kinetoStepSeen{}
+	var order []kinetoStepKey
+	for i := range kr.kernels.len() {
+		k := kr.kernels.at(i)
+		if k.step < 0 {
+			continue
+		}
+		key := kinetoStepKey{kr.steps[k.step].number, int(kernelRank(k, rank))}
+		f := first[key]
+		if f == nil {
+			f = &kinetoStepSeen{startNs: k.start}
+			first[key] = f
+			order = append(order, key)
+		}
+		f.startNs = min(f.startNs, k.start)
+		f.kernels++
+	}
+	if res.kinetoSeen == nil {
+		res.kinetoSeen = map[kinetoStepKey][]kinetoStepSeen{}
+	}
+	out := make(map[kinetoStepKey][16]byte, len(order))
+	for _, key := range order {
+		f := first[key]
+		f.startNs += baseNs
+		seen := res.kinetoSeen[key]
+		f.tid = kinetoTraceID(key.step)
+		if n := len(seen); n > 0 {
+			f.tid = kinetoSessionTraceID(key.step, n)
+		}
+		again := false
+		for _, e := range seen {
+			if e.startNs == f.startNs && e.kernels == f.kernels {
+				f.tid, again = e.tid, true
+				break
+			}
+		}
+		if !again {
+			res.kinetoSeen[key] = append(seen, *f)
+		}
+		out[key] = f.tid
+	}
+	return out
 }
 
 func truncName(s string) string {

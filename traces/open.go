@@ -3,6 +3,7 @@ package traces
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"compress/gzip"
 	"context"
 	"encoding/json"
@@ -151,6 +152,7 @@ func (f *fileReader) Read(ctx context.Context) (*Result, error) {
 	var breaks []breakRange
 	for _, p := range f.paths {
 		lo := res.count()
+		res.files = append(res.files, fileStart{path: p, span: lo, kineto: len(res.Kineto)})
 		format, l, err := readFile(ctx, p, f.rc.format, res)
 		if err != nil {
 			var pe *PartialError
@@ -443,4 +445,42 @@ func (u *urlReader) Read(ctx context.Context) (*Result, error) {
 		return nil, noSpans(res, u.src, u.rc.format, looks)
 	}
 	return res, nil
+}
+
+// Repeats counts the spans of b that repeat spans of a: the same trace
+// ID, span ID and start, as a source read twice (the same file given
+// twice, a file and its gzip copy, a directory and a file in it) has
+// them. Such spans would count twice in every sum over the sources;
+// a caller refuses the pair. Spans of both are in the order Read leaves
+// them (trace by trace, within a trace by start and span ID), so the
+// cost is linear in the spans of the traces both hold.
+func Repeats(a, b *Result) int {
+	at := map[trace.TraceID][]Span{}
+	for _, tr := range SplitTraces(a.Spans) {
+		at[tr[0].TraceID] = tr
+	}
+	n := 0
+	for _, tb := range SplitTraces(b.Spans) {
+		ta := at[tb[0].TraceID]
+		for i, j := 0, 0; i < len(ta) && j < len(tb); {
+			x, y := &ta[i], &tb[j]
+			c := cmp.Compare(x.Start, y.Start)
+			if c == 0 {
+				c = bytes.Compare(x.SpanID[:], y.SpanID[:])
+			}
+			switch {
+			case c < 0:
+				i++
+			case c > 0:
+				j++
+			default:
+				if y.SpanID.IsValid() {
+					n++
+				}
+				i++
+				j++
+			}
+		}
+	}
+	return n
 }

@@ -245,6 +245,13 @@ type Result struct {
 	// cutSteps: what the Kineto reader kept of cut files.
 	cut      map[trace.TraceID]bool
 	cutSteps partialSteps
+	// kinetoSeen: the steps of each rank the Kineto files read so far
+	// hold, per session (kinetoRead.stepTraces).
+	kinetoSeen map[kinetoStepKey][]kinetoStepSeen
+	// files: where each file of a file or directory source begins among
+	// the spans read (fileReader), so that finish can name the file of a
+	// repeat.
+	files []fileStart
 
 	chunks [][]Span // spans being read (see add)
 	n      int      // spans in chunks
@@ -469,8 +476,12 @@ func (r *Result) finish() {
 		if c := cmp.Compare(a.Start, b.Start); c != 0 {
 			return c
 		}
-		return bytes.Compare(a.SpanID[:], b.SpanID[:])
+		if c := bytes.Compare(a.SpanID[:], b.SpanID[:]); c != 0 {
+			return c
+		}
+		return cmp.Compare(i, j) // a span read twice: the first read first
 	})
+	pos = r.dropRepeats(pos)
 	// The list about to be allocated doubles what the chunks hold. For
 	// large reads, collect first: the garbage of reading (the readers'
 	// scratch state) would otherwise share the heap's growth allowance
@@ -499,6 +510,106 @@ func (r *Result) finish() {
 	for _, tr := range SplitTraces(r.Spans) {
 		r.finishTrace(tr)
 	}
+}
+
+// fileStart is where one file of a source begins among the spans read
+// (Result.count before it) and how many Kineto reports came before it.
+type fileStart struct {
+	path   string
+	span   int
+	kineto int
+}
+
+// fileOf names the file span position p was read from (the source when
+// it is one file).
+func (r *Result) fileOf(p int32) string {
+	i := sort.Search(len(r.files), func(i int) bool { return r.files[i].span > int(p) }) - 1
+	if i < 0 {
+		return r.Source
+	}
+	return r.files[i].path
+}
+
+// dropRepeats leaves out of pos, sorted as finish sorts it, every span
+// that repeats the one before it: the same trace ID, span ID and start.
+// A span read twice (a directory holding a trace and its gzip copy, an
+// exporter that sent a batch again) would count twice in every sum of a
+// comparison and a fit. Each pair of files is said once in Skipped; the
+// Kineto report of a file whose every span repeats another's is dropped
+// with it.
+func (r *Result) dropRepeats(pos []int32) []int32 {
+	if len(pos) < 2 {
+		return pos
+	}
+	type pair struct{ kept, again string }
+	var pairs []pair
+	repeats := map[pair]int{}
+	out := pos[:1]
+	for _, p := range pos[1:] {
+		q := out[len(out)-1]
+		a, b := r.at(int(q)), r.at(int(p))
+		if b.SpanID.IsValid() && a.SpanID == b.SpanID && a.TraceID == b.TraceID && a.Start == b.Start {
+			k := pair{r.fileOf(q), r.fileOf(p)}
+			if repeats[k] == 0 {
+				pairs = append(pairs, k)
+			}
+			repeats[k]++
+			continue
+		}
+		out = append(out, p)
+	}
+	if len(pairs) == 0 {
+		return out
+	}
+	// A file with repeats of which no span is kept was read whole before:
+	// what its reader left out and its Kineto report are said already.
+	whole := map[string]bool{}
+	if len(r.files) > 1 {
+		for _, k := range pairs {
+			whole[k.again] = true
+		}
+		for _, p := range out {
+			delete(whole, r.fileOf(p))
+		}
+	}
+	if len(whole) > 0 {
+		in := func(where string) bool {
+			for f := range whole {
+				if where == f || strings.HasPrefix(where, f+":") {
+					return true
+				}
+			}
+			return false
+		}
+		sk := r.Skipped[:0]
+		for _, s := range r.Skipped {
+			if in(s.Where) {
+				r.SkippedTotal--
+				continue
+			}
+			sk = append(sk, s)
+		}
+		r.Skipped = sk
+		var ks []KinetoFile
+		for i, f := range r.files {
+			end := len(r.Kineto)
+			if i+1 < len(r.files) {
+				end = r.files[i+1].kineto
+			}
+			if !whole[f.path] {
+				ks = append(ks, r.Kineto[f.kineto:end]...)
+			}
+		}
+		r.Kineto = ks
+	}
+	for _, k := range pairs {
+		if k.kept == k.again {
+			r.skip(k.again, fmt.Sprintf("%d spans repeat spans read before from the same file (same trace ID, span ID and start); each kept once", repeats[k]))
+		} else {
+			r.skip(k.again, fmt.Sprintf("%d spans repeat those of %s (same trace ID, span ID and start: the same trace read twice); each kept once", repeats[k], k.kept))
+		}
+	}
+	return out
 }
 
 func fillTyped(s *Span) {

@@ -24,6 +24,7 @@ func bindAllowPartialFlag(fs *pflag.FlagSet, v *bool) {
 }
 
 // readTraces reads every source; ctx's end (Ctrl-C) stops a long read. A
+// source that repeats spans of another is a usage error naming both. A
 // source that ends early or breaks is an error unless allowPartial, which
 // keeps its complete steps and says on stderr what was dropped. What a
 // reader left out (events that are no spans: copies, kernels outside
@@ -35,6 +36,13 @@ func readTraces(ctx context.Context, srcs []string, stderr io.Writer, allowParti
 		res, err := traces.ReadAll(ctx, src, traces.WithAllowPartial(allowPartial))
 		if err != nil {
 			return nil, err
+		}
+		// A source given twice (or a file and a directory holding it)
+		// would count every span twice.
+		for _, prev := range out {
+			if n := traces.Repeats(prev, res); n > 0 {
+				return nil, flagError("--trace", src, "%d of its spans repeat spans of %s (same trace ID, span ID and start: the same trace read twice); give each trace once", n, prev.Source)
+			}
 		}
 		notePartial(stderr, src, res)
 		noteLeftOut(stderr, src, res, listedIn)

@@ -132,3 +132,32 @@ func TestCompareAndCalibrateTraceVerbs(t *testing.T) {
 		}
 	}
 }
+
+// A trace given twice, or a file and a directory that holds it, would
+// count every span twice: compare, calibrate and report refuse it before
+// any output, in one line naming both sources (exit 2).
+func TestTraceVerbsRefuseATraceGivenTwice(t *testing.T) {
+	dir := t.TempDir()
+	run := filepath.Join(dir, "run.json")
+	writeExactRun(t, run, 2)
+	for _, tc := range []struct {
+		args  []string
+		first string // the source the second repeats
+	}{
+		{[]string{"compare", "--trace", run + "," + run}, run},
+		{[]string{"compare", "--trace", dir, "--trace", run}, dir},
+		{[]string{"calibrate", "--trace", run + "," + run, "-o", filepath.Join(dir, "box.json")}, run},
+		{[]string{"report", "--trace", run + "," + run, "-o", filepath.Join(dir, "r.html")}, run},
+	} {
+		t.Run(strings.Join(tc.args[:3], " "), func(t *testing.T) {
+			var out, errb bytes.Buffer
+			if code := dispatch(tc.args, &out, &errb); code != 2 {
+				t.Fatalf("exit %d, want 2; stderr: %s", code, errb.String())
+			}
+			msg := strings.TrimSpace(errb.String())
+			if strings.Contains(msg, "\n") || !strings.Contains(msg, "--trace "+run+": ") || !strings.Contains(msg, "repeat spans of "+tc.first+" ") {
+				t.Errorf("stderr %q: want one line naming --trace %s and %s, which it repeats", msg, run, tc.first)
+			}
+		})
+	}
+}
