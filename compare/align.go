@@ -57,20 +57,24 @@ type Unit struct {
 }
 
 // Sample is one measurement of a unit: a span (or a sum of kernels) of one
-// step on one rank.
+// step on one rank. Trace is the index of its trace in the list Align was
+// given: two runs of a scenario number their steps alike, so a step is
+// told apart only by (Trace, Step).
 type Sample struct {
-	Unit int32
-	Step int32
-	Rank int32
-	Us   float64
+	Unit  int32
+	Trace int32
+	Step  int32
+	Rank  int32
+	Us    float64
 }
 
-// StepTime is the measured extent of one step on one rank: from the start
-// of its first op span to the end of its last, us.
+// StepTime is the measured extent of one step of one trace on one rank:
+// from the start of its first op span to the end of its last, us.
 type StepTime struct {
-	Step int
-	Rank int
-	Us   float64
+	Trace int
+	Step  int
+	Rank  int
+	Us    float64
 }
 
 // Issue counts spans or ops of one kind of problem, with a few examples.
@@ -208,10 +212,10 @@ func (e *extents) add(s *traces.Span) {
 	e.step[r] = s.Step
 }
 
-func (e *extents) flush(out []StepTime) []StepTime {
+func (e *extents) flush(out []StepTime, trace int) []StepTime {
 	for r := range e.lo {
 		if e.hi[r] > e.lo[r] {
-			out = append(out, StepTime{Step: e.step[r], Rank: r, Us: float64(e.hi[r]-e.lo[r]) / 1e3})
+			out = append(out, StepTime{Trace: trace, Step: e.step[r], Rank: r, Us: float64(e.hi[r]-e.lo[r]) / 1e3})
 		}
 	}
 	e.reset()
@@ -247,7 +251,7 @@ func (a *Alignment) alignByID(trs [][]traces.Span, pr *sim.Prediction, is *issue
 	// their time in a step adds up to the op's, so they make one sample.
 	type sampleKey struct{ unit, step, rank int32 }
 	at := map[sampleKey]int{}
-	for _, tr := range trs {
+	for ti, tr := range trs {
 		clear(at)
 		for i := range tr {
 			s := &tr[i]
@@ -293,9 +297,9 @@ func (a *Alignment) alignByID(trs [][]traces.Span, pr *sim.Prediction, is *issue
 				continue
 			}
 			at[k] = len(a.Samples)
-			a.Samples = append(a.Samples, Sample{Unit: k.unit, Step: k.step, Rank: k.rank, Us: us})
+			a.Samples = append(a.Samples, Sample{Unit: k.unit, Trace: int32(ti), Step: k.step, Rank: k.rank, Us: us})
 		}
-		a.Steps = ext.flush(a.Steps)
+		a.Steps = ext.flush(a.Steps, ti)
 	}
 	for i := range a.Units {
 		if !seen[i] && !pr.Ops[i].Cost.Fused {
@@ -430,7 +434,7 @@ func (a *Alignment) alignByKind(trs [][]traces.Span, pr *sim.Prediction, is *iss
 	byKind := map[rk][]*traces.Span{}
 	var ext extents
 	seen := make([]bool, len(a.Units))
-	for _, tr := range trs {
+	for ti, tr := range trs {
 		for k := range byKind {
 			byKind[k] = byKind[k][:0]
 		}
@@ -478,11 +482,11 @@ func (a *Alignment) alignByKind(trs [][]traces.Span, pr *sim.Prediction, is *iss
 					us += spanUs(s)
 				}
 				seen[u] = true
-				a.Samples = append(a.Samples, Sample{Unit: u, Step: int32(s0.Step), Rank: int32(max(s0.Rank, 0)), Us: us})
+				a.Samples = append(a.Samples, Sample{Unit: u, Trace: int32(ti), Step: int32(s0.Step), Rank: int32(max(s0.Rank, 0)), Us: us})
 			}
 			a.Matched += len(spans)
 		}
-		a.Steps = ext.flush(a.Steps)
+		a.Steps = ext.flush(a.Steps, ti)
 	}
 	for i := range a.Units {
 		if !seen[i] {

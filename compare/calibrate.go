@@ -268,12 +268,14 @@ func predictAll(groups []*group, topo *topology.Topology, fit func(int) bool, ne
 	return base, scens, nil
 }
 
-// steps counts the steps keep keeps that have measured ops.
+// steps counts the steps keep keeps that have measured ops, each trace's
+// apart (two runs both have a step 0).
 func (c *calScenario) steps(keep func(int) bool) int {
-	steps := map[int32]bool{}
+	type ts struct{ trace, step int32 }
+	steps := map[ts]bool{}
 	for _, s := range c.al.Samples {
 		if keep(int(s.Step)) {
-			steps[s.Step] = true
+			steps[ts{s.Trace, s.Step}] = true
 		}
 	}
 	return len(steps)

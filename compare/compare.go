@@ -19,8 +19,9 @@ import (
 //
 // Error convention: ErrPct = (predicted - measured) / measured x 100, so a
 // prediction that is too optimistic (too short) has a negative error.
-// Measured values are medians over the samples (steps x ranks); P10/P90
-// give their spread (linear interpolation between order statistics).
+// Measured values are medians over the samples (the steps of every trace
+// x ranks); P10/P90 give their spread (linear interpolation between order
+// statistics).
 
 // Options configure Compare. The zero value compares every scenario
 // recorded in the traces as recorded.
@@ -86,7 +87,8 @@ type OpRow struct {
 }
 
 // KindRow compares the time of one op kind per step and rank: the sum of
-// its units' predictions against the per-(step, rank) sums of its samples.
+// its units' predictions against the sums of its samples per step of each
+// trace and rank.
 type KindRow struct {
 	Kind  model.OpKind `json:"kind"`
 	Units int          `json:"units"`
@@ -107,8 +109,8 @@ type ScenarioReport struct {
 	Ranks          int      `json:"ranks"`
 	Spans          int      `json:"spans"`
 	Matched        int      `json:"matched"`
-	// Step: predicted step time against the measured step (per step the
-	// longest rank's extent of op spans).
+	// Step: predicted step time against the measured step (per step of
+	// each trace the longest rank's extent of op spans).
 	Step  Stat      `json:"step"`
 	Kinds []KindRow `json:"kinds"`
 	// Ops, largest absolute error first.
@@ -424,22 +426,25 @@ func buildReport(g *group, pr *sim.Prediction, sched *model.Schedule, al *Alignm
 	}
 	vals := make([]float64, cnt[len(cnt)-1])
 	pos := append([]int(nil), cnt[:len(al.Units)]...)
-	type sk struct{ step, rank int32 }
-	steps := map[int32]bool{}
+	// A measured step is one step of one trace: two runs of a scenario
+	// number their steps alike, and each is a sample of its own.
+	type ts struct{ trace, step int32 }
+	type tsr struct{ trace, step, rank int32 }
+	steps := map[ts]bool{}
 	ranks := map[int32]bool{}
-	kindSum := map[model.OpKind]map[sk]float64{}
+	kindSum := map[model.OpKind]map[tsr]float64{}
 	for _, s := range al.Samples {
 		if !keep(s.Step) {
 			continue
 		}
 		vals[pos[s.Unit]] = s.Us
 		pos[s.Unit]++
-		steps[s.Step], ranks[s.Rank] = true, true
+		steps[ts{s.Trace, s.Step}], ranks[s.Rank] = true, true
 		k := al.Units[s.Unit].Kind
 		if kindSum[k] == nil {
-			kindSum[k] = map[sk]float64{}
+			kindSum[k] = map[tsr]float64{}
 		}
-		kindSum[k][sk{s.Step, s.Rank}] += s.Us
+		kindSum[k][tsr{s.Trace, s.Step, s.Rank}] += s.Us
 	}
 	sr.Steps, sr.Ranks = len(steps), len(ranks)
 	kindPred := map[model.OpKind]float64{}
@@ -469,26 +474,23 @@ func buildReport(g *group, pr *sim.Prediction, sched *model.Schedule, al *Alignm
 	sort.Slice(kinds, func(i, j int) bool { return kinds[i] < kinds[j] })
 	for _, k := range kinds {
 		m := kindSum[k]
-		keys := make([]sk, 0, len(m))
-		for key := range m {
+		v := make([]float64, 0, len(m))
+		for key, us := range m {
 			if pr.Symmetric || key.rank == 0 {
-				keys = append(keys, key)
+				v = append(v, us)
 			}
-		}
-		v := make([]float64, 0, len(keys))
-		for _, key := range keys {
-			v = append(v, m[key])
 		}
 		sr.Kinds = append(sr.Kinds, KindRow{Kind: k, Units: kindUnits[k], Stat: newStat(kindPred[k], v)})
 	}
 	sort.SliceStable(sr.Kinds, func(i, j int) bool { return sr.Kinds[i].AbsErrUs > sr.Kinds[j].AbsErrUs })
-	// Step: per step, the longest rank.
-	stepMax := map[int]float64{}
+	// Step: per step of each trace, the longest rank.
+	stepMax := map[ts]float64{}
 	for _, st := range al.Steps {
 		if o.Steps != nil && !o.Steps(st.Step) {
 			continue
 		}
-		stepMax[st.Step] = math.Max(stepMax[st.Step], st.Us)
+		k := ts{int32(st.Trace), int32(st.Step)}
+		stepMax[k] = math.Max(stepMax[k], st.Us)
 	}
 	sv := make([]float64, 0, len(stepMax))
 	for _, v := range stepMax {

@@ -542,8 +542,8 @@ func layerLabel(op *sim.OpResult) string {
 }
 
 // layerBars: per layer, rank 0's predicted time (without ops the backend
-// skipped) and, with an alignment, the median (p10-p90) over (step, rank)
-// of the layer's summed samples. Units whose ops span several layers
+// skipped) and, with an alignment, the median (p10-p90) over (trace, step,
+// rank) of the layer's summed samples. Units whose ops span several layers
 // (kind totals of a profiler trace) count in no layer. Nil for fewer than
 // two layers. measured says whether any layer has a measured value (a
 // profiler trace compared per kind and step resolves none; the bars are
@@ -598,7 +598,8 @@ func layerBars(pr *sim.Prediction, al *compare.Alignment) (b *report.Bars, measu
 		return nil, false
 	}
 	b = &report.Bars{Unit: "us", Series: []string{"predicted"}}
-	type sk struct{ step, rank int32 }
+	// One sample per step of each trace and rank, as the per-kind rows.
+	type sk struct{ trace, step, rank int32 }
 	sums := map[string]map[sk]float64{}
 	if al != nil {
 		for _, s := range al.Samples {
@@ -609,7 +610,7 @@ func layerBars(pr *sim.Prediction, al *compare.Alignment) (b *report.Bars, measu
 			if sums[l] == nil {
 				sums[l] = map[sk]float64{}
 			}
-			sums[l][sk{s.Step, s.Rank}] += s.Us
+			sums[l][sk{s.Trace, s.Step, s.Rank}] += s.Us
 		}
 	}
 	measured = len(sums) > 0
