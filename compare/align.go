@@ -54,6 +54,29 @@ type Unit struct {
 	// tpscope.skipped, e.g. collectives of a one-rank shard run); its
 	// predicted time is left out of the step the run is compared with.
 	Skipped bool `json:"-"`
+	// Fused: the unit's op is folded into its neighbour's kernel
+	// (all-reduce + RMSNorm fusion), so no span of its own is expected.
+	Fused bool `json:"-"`
+}
+
+// NeverMeasured marks the units that no sample of a step keep keeps
+// (nil: every step) measured, other than those the backend skipped or
+// that are fused into a neighbour: the predicted ops the traces'
+// program did not run as the schedule has them. Their predicted time is
+// left out of the sums a comparison sets beside measured time.
+func (a *Alignment) NeverMeasured(keep func(step int) bool) []bool {
+	measured := make([]bool, len(a.Units))
+	for _, s := range a.Samples {
+		if keep == nil || keep(int(s.Step)) {
+			measured[s.Unit] = true
+		}
+	}
+	never := make([]bool, len(a.Units))
+	for i := range a.Units {
+		u := &a.Units[i]
+		never[i] = !measured[i] && !u.Skipped && !u.Fused
+	}
+	return never
 }
 
 // Sample is one measurement of a unit: a span (or a sum of kernels) of one
@@ -232,7 +255,7 @@ func (a *Alignment) alignByID(trs [][]traces.Span, pr *sim.Prediction, is *issue
 	}
 	for i := range pr.Ops {
 		op := &pr.Ops[i]
-		u := Unit{Key: op.ID, Kind: op.Kind, Layer: op.Layer, Rank: op.Rank, Ops: []int{i}, PredictedUs: op.Us - op.SpanGapUs}
+		u := Unit{Key: op.ID, Kind: op.Kind, Layer: op.Layer, Rank: op.Rank, Ops: []int{i}, PredictedUs: op.Us - op.SpanGapUs, Fused: op.Cost.Fused}
 		if pr.Symmetric {
 			u.Rank = -1
 			byID[op.ID] = int32(i)

@@ -185,7 +185,11 @@ func Calibrate(results []*traces.Result, o CalibrateOptions) (*Calibration, erro
 		}
 	}
 	c.Scenario = c.Scenarios[0]
-	c.Program = programLine(scens, results)
+	als := make([]*Alignment, len(scens))
+	for i, sc := range scens {
+		als[i] = sc.al
+	}
+	c.Program = programLine(als, results)
 	// What the scenarios left out of the fit (steps of another phase, a
 	// trace whose scenario cannot be predicted) is said, not dropped.
 	for _, i := range append(is.list, his.list...) {

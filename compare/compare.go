@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 
 	"github.com/tpscope/tpscope/advise"
@@ -87,8 +88,8 @@ type OpRow struct {
 }
 
 // KindRow compares the time of one op kind per step and rank: the sum of
-// its units' predictions against the sums of its samples per step of each
-// trace and rank.
+// its measured units' predictions against the sums of its samples per
+// step of each trace and rank.
 type KindRow struct {
 	Kind  model.OpKind `json:"kind"`
 	Units int          `json:"units"`
@@ -111,8 +112,19 @@ type ScenarioReport struct {
 	Matched        int      `json:"matched"`
 	// Step: predicted step time against the measured step (per step of
 	// each trace the longest rank's extent of op spans).
-	Step  Stat      `json:"step"`
-	Kinds []KindRow `json:"kinds"`
+	Step Stat `json:"step"`
+	// NeverMeasured counts the predicted ops (rank 0's when the
+	// prediction is not symmetric) that no span measured and the backend
+	// did not skip (Alignment.NeverMeasured); NeverMeasuredUs is their
+	// predicted time. Step's and Kinds' predicted figures leave them out:
+	// the measured figures hold no time of theirs.
+	NeverMeasured   int     `json:"never_measured_ops,omitempty"`
+	NeverMeasuredUs float64 `json:"never_measured_us,omitempty"`
+	// Program says in one line how the traces' program differs from the
+	// schedule (the line calibrate prints before a fit); "" when it does
+	// not.
+	Program string    `json:"program,omitempty"`
+	Kinds   []KindRow `json:"kinds"`
 	// Ops, largest absolute error first.
 	Ops    []OpRow `json:"ops"`
 	Issues []Issue `json:"issues,omitempty"`
@@ -382,6 +394,7 @@ func Compare(results []*traces.Result, o Options) (*Report, error) {
 			is.add("scenario that cannot be predicted: "+err.Error(), n, g.sc.String())
 			continue
 		}
+		sr.Program = programLine([]*Alignment{sr.Alignment}, sourcesOf(results, g.sources))
 		rep.Scenarios = append(rep.Scenarios, *sr)
 	}
 	rep.Issues = is.list
@@ -394,6 +407,17 @@ func Compare(results []*traces.Result, o Options) (*Report, error) {
 	}
 	rep.Gains = gains(rep.Scenarios, &o)
 	return rep, nil
+}
+
+// sourcesOf is the results read from the sources named.
+func sourcesOf(results []*traces.Result, sources []string) []*traces.Result {
+	var out []*traces.Result
+	for _, r := range results {
+		if slices.Contains(sources, r.Source) {
+			out = append(out, r)
+		}
+	}
+	return out
 }
 
 func compareGroup(g *group, o *Options) (*ScenarioReport, error) {
@@ -447,12 +471,15 @@ func buildReport(g *group, pr *sim.Prediction, sched *model.Schedule, al *Alignm
 		kindSum[k][tsr{s.Trace, s.Step, s.Rank}] += s.Us
 	}
 	sr.Steps, sr.Ranks = len(steps), len(ranks)
+	never := al.NeverMeasured(o.Steps)
 	kindPred := map[model.OpKind]float64{}
 	kindUnits := map[model.OpKind]int{}
 	for i := range al.Units {
 		u := &al.Units[i]
-		// Non-symmetric predictions: the kind totals are rank 0's.
-		if u.Rank <= 0 {
+		// Non-symmetric predictions: the kind totals are rank 0's. A
+		// kind's predicted total is that of its units measured: the
+		// measured sums hold no time of the others.
+		if u.Rank <= 0 && cnt[i+1] > cnt[i] {
 			kindPred[u.Kind] += u.PredictedUs
 			kindUnits[u.Kind]++
 		}
@@ -496,15 +523,22 @@ func buildReport(g *group, pr *sim.Prediction, sched *model.Schedule, al *Alignm
 	for _, v := range stepMax {
 		sv = append(sv, v)
 	}
-	// Ops the backend skipped did not take part in the measured step: on
-	// an in-order rank each skipped op's predicted time comes off the
-	// predicted step (its units' longest rank for an asymmetric prediction
-	// is not tracked: rank 0's units stand for it).
+	// Ops the backend skipped did not take part in the measured step, nor
+	// did ops the traces never measured: on an in-order rank each such
+	// op's predicted time comes off the predicted step (its units'
+	// longest rank for an asymmetric prediction is not tracked: rank 0's
+	// units stand for it).
 	stepPred := pr.StepUs
 	for i := range al.Units {
-		if u := &al.Units[i]; u.Skipped && u.Rank <= 0 {
-			for _, j := range u.Ops {
-				stepPred -= pr.Ops[j].Us // all of it: a skipped op leaves no node in the step
+		u := &al.Units[i]
+		if u.Rank > 0 || !(u.Skipped || never[i]) {
+			continue
+		}
+		for _, j := range u.Ops {
+			stepPred -= pr.Ops[j].Us // all of it: an op not run leaves no node in the step
+			if never[i] {
+				sr.NeverMeasured++
+				sr.NeverMeasuredUs += pr.Ops[j].Us
 			}
 		}
 	}

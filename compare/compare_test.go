@@ -64,6 +64,9 @@ type synth struct {
 	pr    *sim.Prediction
 	sched *model.Schedule
 	truth []float64 // per pr.Ops index
+	// omit, when set, says which ops the written run leaves out (a
+	// program that differs from the schedule).
+	omit func(op *model.Op) bool
 }
 
 func newSynth(t testing.TB, spec spec) *synth {
@@ -115,7 +118,7 @@ func (s *synth) write(t testing.TB, dir, name string, spec spec, steps int, seed
 			cur := at
 			for i := range s.sched.Ranks[r] {
 				op := &s.sched.Ranks[r][i]
-				if s.pr.Ops[i].Cost.Fused {
+				if s.pr.Ops[i].Cost.Fused || (s.omit != nil && s.omit(op)) {
 					continue
 				}
 				us := s.truth[i] * math.Exp(noiseSigma*rng.NormFloat64())

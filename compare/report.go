@@ -94,6 +94,12 @@ func (r *Report) write(w io.Writer, top int, md bool) error {
 		if len(sr.UnknownOptions) > 0 {
 			fmt.Fprintf(w, "options sim does not model (ignored): %s\n", strings.Join(sr.UnknownOptions, ", "))
 		}
+		if sr.Program != "" {
+			fmt.Fprintln(w, sr.Program)
+		}
+		if l := sr.NeverMeasuredLine(); l != "" {
+			fmt.Fprintln(w, l)
+		}
 		fmt.Fprintln(w)
 		t.header("", "predicted us", "measured median us", "p10–p90 us", "n", "error")
 		t.row(append([]string{"step"}, statCols(sr.Step)...)...)
@@ -130,6 +136,15 @@ func (r *Report) write(w io.Writer, top int, md bool) error {
 	}
 	writeIssues(t, r.Issues)
 	return nil
+}
+
+// NeverMeasuredLine says that the predicted step and kinds leave out the
+// ops the traces never measured ("" when none were).
+func (sr *ScenarioReport) NeverMeasuredLine() string {
+	if sr.NeverMeasured == 0 {
+		return ""
+	}
+	return fmt.Sprintf("predicted step and kinds leave out the %d predicted ops never measured (%.1f us of predicted time): they compare what ran", sr.NeverMeasured, sr.NeverMeasuredUs)
 }
 
 func writeIssues(t *tableWriter, is []Issue) {

@@ -346,23 +346,22 @@ func medianKernels(steps []traces.KinetoStep) int {
 // differs from the schedule they are predicted with: predicted ops never
 // measured on any step (a collective the run left out, a kernel the
 // engine fused away), kernel time of profiler traces placed on no op; ""
-// when neither.
-func programLine(scens []*calScenario, results []*traces.Result) string {
+// when neither. als are the alignments of the scenarios, results the
+// sources they were read from. Calibrate says it before a fit, compare
+// and report beside the comparison.
+func programLine(als []*Alignment, results []*traces.Result) string {
 	var parts []string
 	never, units := 0, 0
 	byRole := map[string]int{}
-	for _, sc := range scens {
-		measured := make([]bool, len(sc.al.Units))
-		for _, s := range sc.al.Samples {
-			measured[s.Unit] = true
-		}
-		for i := range sc.al.Units {
-			u := &sc.al.Units[i]
-			if u.Skipped || u.Rank > 0 {
+	for _, al := range als {
+		nm := al.NeverMeasured(nil)
+		for i := range al.Units {
+			u := &al.Units[i]
+			if u.Skipped || u.Fused || u.Rank > 0 {
 				continue
 			}
 			units++
-			if !measured[i] {
+			if nm[i] {
 				never++
 				role := u.Key
 				if j := strings.IndexByte(role, '.'); j > 0 && strings.HasPrefix(role, "L") {
@@ -390,7 +389,7 @@ func programLine(scens []*calScenario, results []*traces.Result) string {
 		}
 		parts = append(parts, fmt.Sprintf("%d of %d predicted ops never measured (%s)", never, units, strings.Join(ex, ", ")))
 	}
-	ops := units / max(len(scens), 1)
+	ops := units / max(len(als), 1)
 	for _, r := range results {
 		for _, k := range r.Kineto {
 			if k.KernelNs > 0 && 1-k.PlacedFrac() > programUnplacedFrac {

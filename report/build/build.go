@@ -227,6 +227,12 @@ func comparisonSections(sr *compare.ScenarioReport, i, n, maxRows int) []report.
 	if len(sr.UnknownOptions) > 0 {
 		lines = append(lines, "options the prediction does not model (ignored): "+strings.Join(sr.UnknownOptions, ", "))
 	}
+	if sr.Program != "" {
+		lines = append(lines, sr.Program)
+	}
+	if l := sr.NeverMeasuredLine(); l != "" {
+		lines = append(lines, l)
+	}
 	secs := []report.Section{{Title: title, Lines: lines}}
 	if sr.Prediction != nil {
 		ms := pickStep(sr)

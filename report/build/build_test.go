@@ -269,3 +269,22 @@ func TestReportLayerBarsUnresolved(t *testing.T) {
 		t.Fatalf("rows %+v, want L00 35 us and head 5 us", lb.Rows)
 	}
 }
+
+// A comparison whose traces' program differs from the schedule says so in
+// the report as compare does: the program line and what the predicted
+// step and kinds leave out head the scenario's section.
+func TestReportSaysTheProgramLine(t *testing.T) {
+	sr := handComparison()
+	sr.Program = "the traces' program differs from the schedule: 1 of 3 predicted ops never measured (lm_head x1)"
+	sr.NeverMeasured, sr.NeverMeasuredUs = 1, 5
+	lines := comparisonSections(sr, 0, 1, 10)[0].Lines
+	for _, want := range []string{sr.Program, "predicted step and kinds leave out the 1 predicted ops never measured (5.0 us of predicted time)"} {
+		found := false
+		for _, l := range lines {
+			found = found || strings.HasPrefix(l, want)
+		}
+		if !found {
+			t.Errorf("section lines %q lack %q", lines, want)
+		}
+	}
+}
