@@ -47,7 +47,7 @@ type Unit struct {
 	// every rank.
 	Rank int `json:"rank"`
 	// Ops are indices into Prediction.Ops; PredictedUs the sum of their
-	// Us less their SpanGapUs: the time their spans can hold.
+	// sim.OpResult.SpanUs: the time their spans can hold.
 	Ops         []int   `json:"-"`
 	PredictedUs float64 `json:"predicted_us"`
 	// Skipped: the backend did not run the unit (op spans with
@@ -255,7 +255,7 @@ func (a *Alignment) alignByID(trs [][]traces.Span, pr *sim.Prediction, is *issue
 	}
 	for i := range pr.Ops {
 		op := &pr.Ops[i]
-		u := Unit{Key: op.ID, Kind: op.Kind, Layer: op.Layer, Rank: op.Rank, Ops: []int{i}, PredictedUs: op.Us - op.SpanGapUs, Fused: op.Cost.Fused}
+		u := Unit{Key: op.ID, Kind: op.Kind, Layer: op.Layer, Rank: op.Rank, Ops: []int{i}, PredictedUs: op.SpanUs(), Fused: op.Cost.Fused}
 		if pr.Symmetric {
 			u.Rank = -1
 			byID[op.ID] = int32(i)
@@ -414,7 +414,7 @@ func (a *Alignment) alignByKind(trs [][]traces.Span, pr *sim.Prediction, is *iss
 		newUnit := func(key string, layer int, idx []int) {
 			u := Unit{Key: key, Kind: model.OpKind(k.kind), Layer: layer, Rank: k.rank, Ops: idx}
 			for _, i := range idx {
-				u.PredictedUs += pr.Ops[i].Us - pr.Ops[i].SpanGapUs
+				u.PredictedUs += pr.Ops[i].SpanUs()
 			}
 			p.units = append(p.units, int32(len(a.Units)))
 			a.Units = append(a.Units, u)

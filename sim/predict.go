@@ -144,7 +144,7 @@ type OpResult struct {
 	// TimingEventsPerOp) the span runs from the op's opening event to its
 	// closing one, so the gap between its closing event and the next op's
 	// opening one lies between spans (one per op; 0 without events).
-	// Compare matches spans against Us - SpanGapUs.
+	// Compare matches spans against SpanUs.
 	SpanGapUs float64 `json:"span_gap_us,omitempty"`
 	LaunchUs  float64 `json:"launch_us,omitempty"` // host launch cost charged (eager)
 	// WaitedOn is what released the op (see Wait).
@@ -155,6 +155,12 @@ type OpResult struct {
 	Bytes     float64 `json:"bytes"`
 	CommBytes int64   `json:"comm_bytes"`
 }
+
+// SpanUs is the part of the op's device time its measured span can hold:
+// Us less SpanGapUs, in us. Every predicted figure set beside measured
+// spans (per op, per kind, per layer) is a sum of it, so they add up to
+// one another.
+func (o *OpResult) SpanUs() float64 { return o.Us - o.SpanGapUs }
 
 // Share is time attributed to a group of ops (a kind, a block, an op name).
 type Share struct {

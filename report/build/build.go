@@ -251,7 +251,7 @@ func comparisonSections(sr *compare.ScenarioReport, i, n, maxRows int) []report.
 	}
 	if sr.Prediction != nil && sr.Alignment != nil {
 		if lb, measured := layerBars(sr.Prediction, sr.Alignment); lb != nil {
-			line := "measured: median over steps and ranks of the layer's summed spans; predicted: the layer's ops without those the backend skipped"
+			line := "measured: median over steps and ranks of the layer's summed spans; predicted: the layer's ops without those the backend skipped or the traces never measured"
 			if !measured {
 				line = "predicted only: the traces resolve no measured op to a layer (" + sr.Mode + " alignment compares kernels per kind and step)"
 			}

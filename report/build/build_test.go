@@ -270,6 +270,50 @@ func TestReportLayerBarsUnresolved(t *testing.T) {
 	}
 }
 
+// The layer bars' predicted time is the figure the op and kind rows set
+// beside spans (sim.OpResult.SpanUs: the op's time less the gap its span
+// cannot hold), of the ops that ran and were measured. Timing-event gaps
+// of 1 us per GEMM and 2 us for the experts, the all-reduce skipped,
+// lm_head never measured: L00 = (10 - 1) + (20 - 2) = 27 us, L01 = 10 - 1
+// = 9 us, as their units' PredictedUs add up; head, of which nothing was
+// measured, gets no bar.
+func TestReportLayerBarsAreTheOpRowsFigure(t *testing.T) {
+	pr := &sim.Prediction{Symmetric: true, Ops: []sim.OpResult{
+		{ID: "L00.attn.q_proj", Kind: model.KindGEMM, Layer: 0, Us: 10, SpanGapUs: 1},
+		{ID: "L00.attn.allreduce", Kind: model.KindCollective, Layer: 0, Us: 5},
+		{ID: "L00.moe.experts", Kind: model.KindMoEGEMM, Layer: 0, Us: 20, SpanGapUs: 2},
+		{ID: "L01.attn.q_proj", Kind: model.KindGEMM, Layer: 1, Us: 10, SpanGapUs: 1},
+		{ID: "head.lm_head", Kind: model.KindGEMM, Layer: -1, Us: 5, SpanGapUs: 0.5},
+	}}
+	al := &compare.Alignment{Mode: compare.AlignByOpID}
+	for i := range pr.Ops {
+		al.Units = append(al.Units, compare.Unit{Key: pr.Ops[i].ID, Kind: pr.Ops[i].Kind, Layer: pr.Ops[i].Layer, Rank: -1, Ops: []int{i},
+			PredictedUs: pr.Ops[i].Us - pr.Ops[i].SpanGapUs, Skipped: i == 1})
+	}
+	for tr := int32(0); tr < 2; tr++ {
+		al.Samples = append(al.Samples, compare.Sample{Unit: 0, Trace: tr, Us: 10}, compare.Sample{Unit: 2, Trace: tr, Us: 20}, compare.Sample{Unit: 3, Trace: tr, Us: 10})
+	}
+	lb, measured := layerBars(pr, al)
+	if !measured || lb == nil {
+		t.Fatalf("bars %+v, measured %v", lb, measured)
+	}
+	want := []struct {
+		label     string
+		pred, med float64
+	}{{"L00", 27, 30}, {"L01", 9, 10}}
+	if len(lb.Rows) != len(want) {
+		t.Fatalf("rows %+v, want L00 and L01", lb.Rows)
+	}
+	// Two traces' step 0 are two samples (30 us for L00), not one of
+	// their sum.
+	for i, w := range want {
+		r := lb.Rows[i]
+		if r.Label != w.label || math.Abs(r.Values[0].V-w.pred) > 1e-9 || math.Abs(r.Values[1].V-w.med) > 1e-9 {
+			t.Errorf("row %d: %s predicted %v measured %v; want %s %v, %v", i, r.Label, r.Values[0].V, r.Values[1].V, w.label, w.pred, w.med)
+		}
+	}
+}
+
 // A comparison whose traces' program differs from the schedule says so in
 // the report as compare does: the program line and what the predicted
 // step and kinds leave out head the scenario's section.

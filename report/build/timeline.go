@@ -541,17 +541,21 @@ func layerLabel(op *sim.OpResult) string {
 	return op.ID
 }
 
-// layerBars: per layer, rank 0's predicted time (without ops the backend
-// skipped) and, with an alignment, the median (p10-p90) over (trace, step,
-// rank) of the layer's summed samples. Units whose ops span several layers
-// (kind totals of a profiler trace) count in no layer. Nil for fewer than
-// two layers. measured says whether any layer has a measured value (a
+// layerBars: per layer, rank 0's predicted time (the ops' SpanUs, as the
+// op and kind rows have it, without ops the backend skipped or the traces
+// never measured) and, with an alignment, the median (p10-p90) over
+// (trace, step, rank) of the layer's summed samples. Units whose ops span
+// several layers (kind totals of a profiler trace) count in no layer. Nil
+// for fewer than two layers. measured says whether any layer has a measured value (a
 // profiler trace compared per kind and step resolves none; the bars are
 // then the prediction alone).
 func layerBars(pr *sim.Prediction, al *compare.Alignment) (b *report.Bars, measured bool) {
+	// skip: ops whose time the measured sums hold none of, as the per-kind
+	// rows leave them out: those the backend skipped, those never measured.
 	skip := make([]bool, len(pr.Ops))
 	unitLabel := map[int32]string{}
 	if al != nil {
+		never := al.NeverMeasured(nil)
 		for u := range al.Units {
 			unit := &al.Units[u]
 			lab := ""
@@ -569,7 +573,7 @@ func layerBars(pr *sim.Prediction, al *compare.Alignment) (b *report.Bars, measu
 				}
 			}
 			unitLabel[int32(u)] = lab
-			if unit.Skipped {
+			if unit.Skipped || never[u] {
 				for _, i := range unit.Ops {
 					if i >= 0 && i < len(skip) {
 						skip[i] = true
@@ -578,21 +582,20 @@ func layerBars(pr *sim.Prediction, al *compare.Alignment) (b *report.Bars, measu
 			}
 		}
 	}
+	// A layer none of whose ops ran or was measured (the layers a shorter
+	// stack than the model never had) gets no bar.
 	var order []string
 	pred := map[string]float64{}
 	for i := range pr.Ops {
 		op := &pr.Ops[i]
-		if !pr.Symmetric && op.Rank != 0 {
+		if (!pr.Symmetric && op.Rank != 0) || skip[i] {
 			continue
 		}
 		l := layerLabel(op)
 		if _, ok := pred[l]; !ok {
 			order = append(order, l)
-			pred[l] = 0
 		}
-		if !skip[i] {
-			pred[l] += op.Us
-		}
+		pred[l] += op.SpanUs() // the figure the op rows and kinds set beside spans
 	}
 	if len(order) < 2 {
 		return nil, false
