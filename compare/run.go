@@ -26,9 +26,11 @@ type RunComparison struct {
 	Unpredicted []string `json:"unpredicted,omitempty"`
 }
 
-// RunKind is one op kind's time per step (mean over local ranks of the
-// per-rank sums; measured: per-op medians over steps, as
-// exec.Summary.ByKind).
+// RunKind is one op kind's time per step. Measured: the median over the
+// measured steps and local ranks of the kind's summed op times in one
+// step on one rank (exec.Summary.ByKind), the statistic Compare's kind
+// rows give for the run's trace. Predicted: the mean over local ranks of
+// the per-rank sums.
 type RunKind struct {
 	Kind        model.OpKind `json:"kind"`
 	MeasuredUs  float64      `json:"measured_us"`

@@ -61,9 +61,10 @@ type Summary struct {
 	ByKind []KindTime `json:"by_kind"`
 }
 
-// KindTime is the time one op kind takes per step: for each local rank the
-// sum over its ops of that kind of the op's median time over measured steps,
-// then the mean over local ranks.
+// KindTime is the time one op kind takes per step: the median over the
+// measured steps and local ranks of the sum of that kind's op times in
+// one step on one rank (the statistic compare reports for a kind from the
+// run's trace, so both say one number for one run).
 type KindTime struct {
 	Kind      model.OpKind `json:"kind"`
 	Ops       int          `json:"ops"`        // ops of this kind per step on one rank (mean over ranks, rounded)
@@ -122,24 +123,33 @@ func (res *Result) summarize(s *model.Schedule) {
 }
 
 func (res *Result) byKind(s *model.Schedule) []KindTime {
-	us := map[model.OpKind]float64{}
+	// sums[kind] holds one sum per (measured step, local rank).
+	sums := map[model.OpKind][]float64{}
 	ops := map[model.OpKind]int{}
-	col := make([]float64, len(res.OpUs))
+	step := map[model.OpKind]float64{}
 	for k, rank := range res.LocalRanks {
-		for i, op := range s.Ranks[rank] {
-			for st := range res.OpUs {
-				col[st] = res.OpUs[st][k][i]
-			}
-			slices.Sort(col)
-			us[op.Kind] += stats.Quantile(col, 0.5)
+		for _, op := range s.Ranks[rank] {
 			ops[op.Kind]++
+		}
+		for st := range res.OpUs {
+			clear(step)
+			for i, op := range s.Ranks[rank] {
+				step[op.Kind] += res.OpUs[st][k][i]
+			}
+			for kind, v := range step {
+				sums[kind] = append(sums[kind], v)
+			}
 		}
 	}
 	nr := float64(len(res.LocalRanks))
 	total := 0.0
-	out := make([]KindTime, 0, len(us))
-	for kind, v := range us {
-		kt := KindTime{Kind: kind, Us: v / nr, Ops: int(math.Round(float64(ops[kind]) / nr))}
+	out := make([]KindTime, 0, len(ops))
+	for kind, n := range ops {
+		kt := KindTime{Kind: kind, Ops: int(math.Round(float64(n) / nr))}
+		if v := sums[kind]; len(v) > 0 {
+			slices.Sort(v)
+			kt.Us = stats.Quantile(v, 0.5)
+		}
 		total += kt.Us
 		out = append(out, kt)
 	}
