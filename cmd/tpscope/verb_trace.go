@@ -189,7 +189,9 @@ func writeTraceSummary(w io.Writer, s traces.Summary, md bool) {
 	tw.Flush()
 }
 
-var spanColumns = []string{"trace", "span", "parent", "name", "rank", "step", "kind", "seq", "start_unix_ns", "dur_us", "predicted_us"}
+// spanColumns: op_id is the span's op ID (for a Kineto kernel, the op it
+// was placed on; its name is the kernel's), "-" when it has none.
+var spanColumns = []string{"trace", "span", "parent", "name", "op_id", "rank", "step", "kind", "seq", "start_unix_ns", "dur_us", "predicted_us"}
 
 func spanRow(s *traces.Span) []string {
 	parent := "-"
@@ -210,7 +212,11 @@ func spanRow(s *traces.Span) []string {
 	if len(name) > 60 {
 		name = name[:57] + "..."
 	}
-	return []string{s.TraceID.String(), s.SpanID.String(), parent, name, num(s.Rank), num(s.Step), s.OpKind, num(s.Seq),
+	opID := s.OpID
+	if opID == "" {
+		opID = "-"
+	}
+	return []string{s.TraceID.String(), s.SpanID.String(), parent, name, opID, num(s.Rank), num(s.Step), s.OpKind, num(s.Seq),
 		strconv.FormatInt(s.Start, 10), strconv.FormatFloat(float64(s.Duration)/float64(time.Microsecond), 'f', 3, 64), pred}
 }
 

@@ -21,7 +21,13 @@ func TestTraceRead(t *testing.T) {
 		// collectives (two NCCL all-reduces, two vLLM custom all-reduces).
 		{"kineto table", []string{"trace", "read", kineto, "--spans", "5"}, 0, []string{"kineto", "ranks             3", "kind collective   4 spans", "(5 of 22 spans", "ncclDevKernel_AllReduce"}},
 		{"markdown", []string{"trace", "read", kineto, "--output", "markdown", "--spans", "0"}, 0, []string{"| format | kineto |"}},
-		{"csv", []string{"trace", "read", kineto, "--output", "csv", "--spans", "2"}, 0, []string{"trace,span,parent,name"}},
+		{"csv", []string{"trace", "read", kineto, "--output", "csv", "--spans", "2"}, 0, []string{"trace,span,parent,name,op_id,rank"}},
+		// A Kineto kernel's op ID is the op it was placed on: the third
+		// kernel of the vLLM fixture, the embedding's index_select, is
+		// embed.lookup (its name is the kernel's).
+		{"csv op ids", []string{"trace", "read", "../../traces/testdata/kineto/vllm_tiny_tp4_rank0_eager.pt.trace.json.gz", "--output", "csv", "--spans", "3"}, 0,
+			[]string{",_compute_slot_mapping_kernel,-,0,0,", "indexSelectLargeI...,embed.lookup,0,0,elementwise,2,"}},
+		{"table op ids", []string{"trace", "read", "../../traces/testdata/kineto/vllm_tiny_tp4_rank0_eager.pt.trace.json.gz", "--spans", "3"}, 0, []string{"op_id", " embed.lookup "}},
 		{"missing file", []string{"trace", "read", "no/such/file.json"}, 2, []string{"no/such/file.json: no such file"}},
 		{"bad output", []string{"trace", "read", kineto, "--output", "xml"}, 2, []string{"--output"}},
 		{"bad format", []string{"trace", "read", kineto, "--format", "zipkin"}, 2, []string{`trace format "zipkin"`}},
