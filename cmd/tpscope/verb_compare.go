@@ -112,10 +112,15 @@ kernel kind and order (the k-th attention kernel of a step to the k-th attention
 NCCL kernels to the collectives in order; per layer or per step when the counts differ).
 
 Reports the step time, each kind and each op: predicted, measured median and p10-p90
-over steps and ranks, and error = (predicted - measured) / measured; ops with the
-largest absolute error first. A source that mixes scenarios is compared per scenario.
-Traces of one scenario run with different options give each optimization's predicted
-and measured gain and a verdict: worth it, not worth it, or model wrong here by X %.
+over the steps of every trace and the ranks (two runs of a scenario are twice the
+steps), and error = (predicted - measured) / measured; ops with the largest absolute
+error first. Predicted ops no span measured are left out of the predicted step and
+kinds, and said, with the line calibrate prints when the traces' program differs
+from the schedule. A source that repeats another's spans (the same trace given
+twice) is refused; a directory holding a trace and its copy keeps each span once.
+A source that mixes scenarios is compared per scenario. Traces of one scenario run
+with different options give each optimization's predicted and measured gain and a
+verdict: worth it, not worth it, or model wrong here by X %.
 Spans without op IDs, unknown op IDs and ops never measured are counted with
 their reason. A cut or damaged trace (a file that ends early, a gzip stream
 without its end, bytes that are not JSON) is an error naming the file and the
