@@ -111,7 +111,7 @@ func newCalibrateOptions() *calibrateOptions {
 func (c *calibrateOptions) Bind(fs *pflag.FlagSet) {
 	c.fs = fs
 	c.sc.Bind(fs)
-	fs.StringVarP(&c.out, "out", "o", c.out, "write the calibrated topology JSON here (required)")
+	fs.StringVarP(&c.out, "out", "o", c.out, "write the result here (required): the calibrated topology JSON, or with --serving the fitted overheads JSON")
 	fs.StringVar(&c.output, "output", c.output, "report format on stdout: table or json")
 	fs.BoolVar(&c.allowPartial, "allow-partial", c.allowPartial, "not honoured here: calibrate refuses a cut or damaged trace or nccl-tests log even with it (a box fitted to part of a run would look as if fitted to all of it)")
 	c.owner = map[string]calibrateMode{}
@@ -181,7 +181,11 @@ func (c *calibrateOptions) Run(ctx context.Context, args []string, std IO) error
 		return usageErrorf("no measurements: pass one of %s", strings.Join(opts, ", "))
 	}
 	if c.out == "" {
-		return usageErrorf("-o FILE is required: where to write the calibrated topology")
+		what := "the calibrated topology"
+		if _, serving := chosen.(*servingCalibrateMode); serving {
+			what = "the fitted overheads (JSON, for --serving-overheads)"
+		}
+		return usageErrorf("-o FILE is required: where to write %s", what)
 	}
 	if err := checkOutputFile("-o", c.out); err != nil {
 		return err

@@ -228,7 +228,8 @@ func TestCalibrateUsage(t *testing.T) {
 		want string
 	}{
 		{"no mode", []string{"-o", "x.json"}, 2, "no measurements: pass one of "},
-		{"no -o", []string{"--nccl-tests", "f.txt"}, 2, "-o FILE is required"},
+		{"no -o", []string{"--nccl-tests", "f.txt"}, 2, "-o FILE is required: where to write the calibrated topology"},
+		{"no -o for overheads", []string{"--serving", "r.json"}, 2, "-o FILE is required: where to write the fitted overheads"},
 		{"missing file", []string{"--nccl-tests", "does-not-exist.txt", "-o", "x.json"}, 2, "--nccl-tests does-not-exist.txt: no such file"},
 	}
 	for _, c := range cases {
