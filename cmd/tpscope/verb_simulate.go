@@ -151,6 +151,7 @@ func (o *simulateOptions) Run(ctx context.Context, args []string, std IO) error 
 	o.requestsGiven = o.given("requests", o.requests != 0)
 	o.routerGiven = o.given("router", o.router != def.router)
 	o.durationGiven = o.given("duration", o.durationS != 0)
+	o.sloPctGiven = o.given("slo-percentile", o.sloPct != def.sloPct)
 	return runSimulate(o.sc, &o.simulateFlags, std.Stdout, std.Stderr)
 }
 
@@ -169,7 +170,10 @@ type simulateFlags struct {
 	lengthsGiven                 []string
 	requestsGiven, durationGiven bool
 	// routerGiven: --router was set (it routes nothing to one scheduler).
-	routerGiven          bool
+	routerGiven bool
+	// sloPctGiven: --slo-percentile was set (it judges nothing without
+	// an SLO).
+	sloPctGiven          bool
 	isl, osl             int
 	islDist, oslDist     string
 	islSpread, oslSpread float64
@@ -362,6 +366,9 @@ func runSimulate(sc *scenarioFlags, f *simulateFlags, stdout, stderr io.Writer) 
 	}
 	if f.sloPct != 50 && f.sloPct != 90 && f.sloPct != 99 {
 		return flagError("--slo-percentile", f.sloPct, "want 50, 90 or 99")
+	}
+	if f.sloPctGiven && f.sloTTFT == 0 && f.sloTPOT == 0 {
+		return flagError("--slo-percentile", f.sloPct, "needs an SLO to judge at that percentile: --slo-ttft-ms and/or --slo-tpot-ms")
 	}
 	if f.timeline < 0 {
 		return flagError("--timeline", f.timeline, "want 0 or more rows")

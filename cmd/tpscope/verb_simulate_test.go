@@ -107,6 +107,7 @@ func TestSimulateUsageErrors(t *testing.T) {
 		{"sweep without slo", []string{"simulate", "--sweep-qps"}, "need an SLO"},
 		{"two sweeps", []string{"simulate", "--sweep-qps", "--sweep-concurrency", "--slo-tpot-ms", "50"}, "one search"},
 		{"bad percentile", []string{"simulate", "--qps", "1", "--slo-percentile", "95"}, "--slo-percentile"},
+		{"percentile without an slo", []string{"simulate", "--qps", "1", "--slo-percentile", "50"}, "--slo-percentile 50: needs an SLO"},
 		{"bad output", []string{"simulate", "--qps", "1", "--output", "csv"}, "--output"},
 		{"bad plot", []string{"simulate", "--qps", "1", "--plot", "x.jpg"}, "--plot"},
 		{"bad arrival", []string{"simulate", "--qps", "1", "--arrival", "zipf"}, "--arrival"},
