@@ -844,8 +844,20 @@ func writeSimulateTables(w io.Writer, o *simulateOutput, timelineRows int, md bo
 
 // overloadText is the overload verdict of a run in one phrase.
 func overloadText(r *serving.Result) string {
-	return fmt.Sprintf("overloaded: offered %#.3g req/s, served %#.3g req/s, queue grows by %#.3g requests/s (TTFT and end-to-end latency grow with the run's length)",
-		r.OfferedRequestsPerS, r.ServedRequestsPerS, r.QueueGrowthPerS)
+	return fmt.Sprintf("overloaded: offered %s req/s, served %s req/s, queue grows by %s requests/s (TTFT and end-to-end latency grow with the run's length)",
+		sig3(r.OfferedRequestsPerS), sig3(r.ServedRequestsPerS), sig3(r.QueueGrowthPerS))
+}
+
+// sig3 writes a rate with three significant digits and no bare point
+// ("124", "30.1", "9.00", "0.456"), where %#.3g writes "124.".
+func sig3(v float64) string {
+	if v == 0 || math.IsNaN(v) || math.IsInf(v, 0) {
+		return strconv.FormatFloat(v, 'f', 0, 64)
+	}
+	// Round to three digits first, so that 99.96 counts as 100.
+	r, _ := strconv.ParseFloat(strconv.FormatFloat(v, 'g', 3, 64), 64)
+	decimals := max(0, 2-int(math.Floor(math.Log10(math.Abs(r)))))
+	return strconv.FormatFloat(r, 'f', decimals, 64)
 }
 
 // rateCell is the offered and served request rates of a run, "-" where

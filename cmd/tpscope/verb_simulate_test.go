@@ -7,8 +7,12 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/tpscope/tpscope/serving"
 )
 
 // simulateJSON is the part of simulate's JSON the tests read.
@@ -185,13 +189,24 @@ func TestSimulateOverloaded(t *testing.T) {
 			if code != 0 {
 				t.Fatalf("table: exit %d", code)
 			}
-			line := fmt.Sprintf("qps %s poisson: overloaded: offered %#.3g req/s, served %#.3g req/s, queue grows by %#.3g requests/s", tc.qps, r.Offered, r.Served, r.Growth)
 			if tc.overloaded {
 				if completions >= 3 || math.Abs(r.Served/completions-1) > 0.15 || r.Growth <= 0.05*r.Offered {
 					t.Errorf("served %.3f req/s against %.3f completions/s, growth %.3f", r.Served, completions, r.Growth)
 				}
-				if !nullLatency || !strings.Contains(table, line) || strings.Count(table, "unbounded") != 2 {
-					t.Errorf("null TTFT and E2E in JSON %v; table lacks %q or two \"unbounded\":\n%s", nullLatency, line, table)
+				if !nullLatency || strings.Count(table, "unbounded") != 2 {
+					t.Errorf("null TTFT and E2E in JSON %v; table lacks two \"unbounded\":\n%s", nullLatency, table)
+				}
+				// The line's rates are the JSON's to three significant
+				// digits, each written without a bare point ("124.").
+				m := regexp.MustCompile(`qps ` + regexp.QuoteMeta(tc.qps) + ` poisson: overloaded: offered (\S+) req/s, served (\S+) req/s, queue grows by (\S+) requests/s`).FindStringSubmatch(table)
+				if m == nil {
+					t.Fatalf("table lacks the overload line:\n%s", table)
+				}
+				for i, want := range []float64{r.Offered, r.Served, r.Growth} {
+					got, err := strconv.ParseFloat(m[i+1], 64)
+					if err != nil || strings.HasSuffix(m[i+1], ".") || math.Abs(got/want-1) > 0.005 {
+						t.Errorf("overload line's rate %q: want %.4g to three significant digits", m[i+1], want)
+					}
 				}
 				return
 			}
@@ -333,5 +348,24 @@ func TestSimulateRouterNeedsSchedulers(t *testing.T) {
 	}
 	if out.Router != "least-loaded" || out.Schedulers != 2 {
 		t.Errorf("two instances: router %q over %d schedulers, want least-loaded over 2", out.Router, out.Schedulers)
+	}
+}
+
+// TestOverloadTextDigits: the overload line writes each rate with three
+// significant digits and no bare decimal point, above 100 as below.
+func TestOverloadTextDigits(t *testing.T) {
+	for _, tc := range []struct {
+		offered, served, growth float64
+		want                    string
+	}{
+		{124.43, 119.41, 5.02, "offered 124 req/s, served 119 req/s, queue grows by 5.02 requests/s"},
+		{99.97, 30.06, 69.91, "offered 100 req/s, served 30.1 req/s, queue grows by 69.9 requests/s"},
+		{9.002, 2.841, 6.161, "offered 9.00 req/s, served 2.84 req/s, queue grows by 6.16 requests/s"},
+		{0.4563, 0.2, 0.2563, "offered 0.456 req/s, served 0.200 req/s, queue grows by 0.256 requests/s"},
+	} {
+		got := overloadText(&serving.Result{OfferedRequestsPerS: tc.offered, ServedRequestsPerS: tc.served, QueueGrowthPerS: tc.growth})
+		if !strings.Contains(got, tc.want) {
+			t.Errorf("%q: want it to contain %q", got, tc.want)
+		}
 	}
 }
