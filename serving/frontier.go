@@ -39,7 +39,7 @@ type FrontierPoint struct {
 type Frontier struct {
 	// Group names the load shape ("ISL 1024 / OSL 256").
 	Group  string          `json:"group"`
-	SLO    SLO             `json:"slo"`
+	SLO    SLO             `json:"slo,omitzero"`
 	Points []FrontierPoint `json:"points"`
 	// Front indexes Points on the front, by tokens/s per user
 	// descending: not overloaded, no other point higher on both axes.

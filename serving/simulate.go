@@ -112,6 +112,11 @@ type SLO struct {
 
 func (o SLO) set() bool { return o.TTFTMs > 0 || o.TPOTMs > 0 }
 
+// IsZero reports an objective that sets no limit, whatever its
+// percentile: JSON leaves it out (omitzero) rather than speak of an SLO
+// nobody gave.
+func (o SLO) IsZero() bool { return !o.set() }
+
 // String is the objective as printed: "p99 TTFT <= 2000 ms, TPOT <= 50
 // ms", or "none".
 func (o SLO) String() string {
@@ -209,8 +214,9 @@ type Result struct {
 
 	// SLO is the objective of the run (none when zero); GoodRequests meet
 	// it request by request, GoodputRequestsPerS = GoodRequests /
-	// DurationS; MeetsSLO: the SLO's percentiles meet it.
-	SLO                 SLO     `json:"slo"`
+	// DurationS; MeetsSLO: the SLO's percentiles meet it. Without an SLO,
+	// JSON has none of the four.
+	SLO                 SLO     `json:"slo,omitzero"`
 	GoodRequests        int     `json:"good_requests"`
 	GoodputRequestsPerS float64 `json:"goodput_requests_per_s"`
 	MeetsSLO            bool    `json:"meets_slo"`
@@ -294,16 +300,24 @@ const (
 )
 
 // MarshalJSON writes r with TTFT and E2E null when the run is overloaded
-// (their percentiles describe the queue, which grows with the run).
+// (their percentiles describe the queue, which grows with the run), and
+// without the SLO's verdict, good requests and goodput when the run has
+// no SLO (there is nothing they were judged against).
 func (r Result) MarshalJSON() ([]byte, error) {
 	type plain Result
 	out := struct {
 		plain
-		TTFTMs *Stats `json:"ttft_ms"`
-		E2EMs  *Stats `json:"e2e_ms"`
+		TTFTMs              *Stats   `json:"ttft_ms"`
+		E2EMs               *Stats   `json:"e2e_ms"`
+		GoodRequests        *int     `json:"good_requests,omitempty"`
+		GoodputRequestsPerS *float64 `json:"goodput_requests_per_s,omitempty"`
+		MeetsSLO            *bool    `json:"meets_slo,omitempty"`
 	}{plain: plain(r)}
 	if !r.Overloaded {
 		out.TTFTMs, out.E2EMs = &r.TTFTMs, &r.E2EMs
+	}
+	if r.SLO.set() {
+		out.GoodRequests, out.GoodputRequestsPerS, out.MeetsSLO = &r.GoodRequests, &r.GoodputRequestsPerS, &r.MeetsSLO
 	}
 	return json.Marshal(out)
 }

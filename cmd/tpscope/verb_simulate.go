@@ -634,7 +634,7 @@ type simulateOutput struct {
 	Router     string                     `json:"router"`
 	Traffic    serving.Traffic            `json:"traffic"`
 	Trace      *serving.Trace             `json:"trace,omitempty"`
-	SLO        serving.SLO                `json:"slo"`
+	SLO        serving.SLO                `json:"slo,omitzero"`
 	Runs       []*serving.Result          `json:"runs"`
 	Sweep      *serving.Sweep             `json:"sweep,omitempty"`
 	Capacity   *serving.Capacity          `json:"capacity,omitempty"`

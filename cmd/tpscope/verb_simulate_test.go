@@ -369,3 +369,44 @@ func TestOverloadTextDigits(t *testing.T) {
 		}
 	}
 }
+
+// TestSimulateJSONWithoutSLO: without --slo-ttft-ms or --slo-tpot-ms the
+// JSON speaks of no objective (no slo, verdict, good requests or
+// goodput, as the table prints "-"); with one, every run carries all
+// four, a verdict of false included.
+func TestSimulateJSONWithoutSLO(t *testing.T) {
+	keys := []string{"slo", "meets_slo", "good_requests", "goodput_requests_per_s"}
+	for _, tc := range []struct {
+		name string
+		slo  []string
+		want bool
+	}{
+		{"none", nil, false},
+		{"tpot 1 ms", []string{"--slo-tpot-ms", "1"}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, out, errs := runCLI(t, append([]string{"simulate", "--qps", "1", "--requests", "100", "--timeline", "0", "--output", "json"}, tc.slo...)...)
+			if code != 0 {
+				t.Fatalf("exit %d: %s", code, errs)
+			}
+			var res struct {
+				SLO  json.RawMessage              `json:"slo"`
+				Runs []map[string]json.RawMessage `json:"runs"`
+			}
+			if err := json.Unmarshal([]byte(out), &res); err != nil || len(res.Runs) != 1 {
+				t.Fatalf("%v: %d runs", err, len(res.Runs))
+			}
+			if (res.SLO != nil) != tc.want {
+				t.Errorf("top-level slo %s: want present %v", res.SLO, tc.want)
+			}
+			for _, k := range keys {
+				if _, ok := res.Runs[0][k]; ok != tc.want {
+					t.Errorf("run key %q present %v, want %v", k, ok, tc.want)
+				}
+			}
+			if tc.want && string(res.Runs[0]["meets_slo"]) != "false" {
+				t.Errorf("meets_slo %s under a 1 ms TPOT: want false", res.Runs[0]["meets_slo"])
+			}
+		})
+	}
+}
