@@ -1,7 +1,6 @@
 package serving
 
 import (
-	"encoding/json"
 	"fmt"
 	"math"
 )
@@ -16,25 +15,36 @@ type MetricCompare struct {
 	Predicted float64 `json:"predicted"`
 	// Measured is NaN (null) when the benchmark did not report it.
 	Measured float64 `json:"measured"`
+	// Unbounded: the simulation is overloaded and this latency grows with
+	// its length (Result.Overloaded), so Predicted is the figure of this
+	// run's length only: it is printed "unbounded", written null, and has
+	// no error. Predicted keeps the number for a fit that must steer away
+	// from the overload (Calibrate).
+	Unbounded bool `json:"unbounded,omitempty"`
 }
 
-// ErrFrac is predicted / measured - 1 (NaN when either is missing or the
-// measurement is 0).
+// ErrFrac is predicted / measured - 1 (NaN when either is missing, the
+// measurement is 0 or the prediction is unbounded).
 func (c MetricCompare) ErrFrac() float64 {
-	if math.IsNaN(c.Measured) || math.IsNaN(c.Predicted) || c.Measured == 0 {
+	if math.IsNaN(c.Measured) || math.IsNaN(c.Predicted) || c.Measured == 0 || c.Unbounded {
 		return math.NaN()
 	}
 	return c.Predicted/c.Measured - 1
 }
 
-// MarshalJSON writes NaN as null and adds err_frac.
+// MarshalJSON writes NaN as null, an unbounded prediction as null with
+// "unbounded": true, and adds err_frac.
 func (c MetricCompare) MarshalJSON() ([]byte, error) {
 	stat := ""
 	if c.Stat != "" {
 		stat = fmt.Sprintf(`"stat":%q,`, c.Stat)
 	}
-	return []byte(fmt.Sprintf(`{"metric":%q,%s"predicted":%s,"measured":%s,"err_frac":%s}`,
-		c.Metric, stat, jsonNum(c.Predicted), jsonNum(c.Measured), jsonNum(c.ErrFrac()))), nil
+	pred, unbounded := jsonNum(c.Predicted), ""
+	if c.Unbounded {
+		pred, unbounded = "null", `,"unbounded":true`
+	}
+	return []byte(fmt.Sprintf(`{"metric":%q,%s"predicted":%s,"measured":%s,"err_frac":%s%s}`,
+		c.Metric, stat, pred, jsonNum(c.Measured), jsonNum(c.ErrFrac()), unbounded)), nil
 }
 
 // LevelComparison is one measured load level beside the simulation of the
@@ -43,10 +53,10 @@ type LevelComparison struct {
 	Measured *Measured `json:"measured"`
 	// Load is the load simulated, TrafficNotes how it was rebuilt from the
 	// file (Measured.Traffic).
-	Load         string   `json:"load"`
-	TrafficNotes []string `json:"traffic_notes,omitempty"`
-	Result       *Result  `json:"predicted"`
-	Metrics      []MetricCompare
+	Load         string          `json:"load"`
+	TrafficNotes []string        `json:"traffic_notes,omitempty"`
+	Result       *Result         `json:"predicted"`
+	Metrics      []MetricCompare `json:"metrics"`
 	// Notes: what makes a row not comparable.
 	Notes []string `json:"notes,omitempty"`
 	// MeasuredMeetsSLO is the measured level judged by the SLO's
@@ -54,15 +64,6 @@ type LevelComparison struct {
 	// level does not report them. The predicted side's verdict and
 	// goodput are Result's.
 	MeasuredMeetsSLO *bool `json:"measured_meets_slo,omitempty"`
-}
-
-// MarshalJSON writes the metrics under "metrics".
-func (l LevelComparison) MarshalJSON() ([]byte, error) {
-	type plain LevelComparison
-	return json.Marshal(struct {
-		plain
-		Metrics []MetricCompare `json:"metrics"`
-	}{plain(l), l.Metrics})
 }
 
 // Get returns the row of metric and stat (a zero row with NaNs when
@@ -111,11 +112,14 @@ func (s *Simulator) CompareMeasured(m *Measured, seed uint64, o RunOptions) (*Le
 	}
 	pred := map[string]Stats{"ttft_ms": res.TTFTMs, "tpot_ms": res.TPOTMs, "itl_ms": res.ITLMs, "e2e_ms": res.E2EMs}
 	meas := map[string]Latency{"ttft_ms": m.TTFTMs, "tpot_ms": m.TPOTMs, "itl_ms": m.ITLMs, "e2e_ms": m.E2EMs}
+	// An overloaded run's TTFT and E2E are those of a queue that grows
+	// with the run (Result.Overloaded): no figure of them is a prediction.
+	unbounded := map[string]bool{"ttft_ms": res.Overloaded, "e2e_ms": res.Overloaded}
 	for _, k := range compareLatencies {
 		p := pred[k]
 		pl := Latency{p.Mean, p.P50, p.P90, p.P99}
 		for _, st := range compareStats {
-			lc.Metrics = append(lc.Metrics, MetricCompare{Metric: k, Stat: st, Predicted: pl.Get(st), Measured: meas[k].Get(st)})
+			lc.Metrics = append(lc.Metrics, MetricCompare{Metric: k, Stat: st, Predicted: pl.Get(st), Measured: meas[k].Get(st), Unbounded: unbounded[k]})
 		}
 	}
 	measRates := []float64{m.OutputTokensPerS, m.TotalTokensPerS, m.RequestsPerS}

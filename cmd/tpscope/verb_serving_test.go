@@ -429,3 +429,61 @@ func TestSimulateCompareReportSLOVerdict(t *testing.T) {
 		t.Errorf("report %s lacks the verdict %q", html, line)
 	}
 }
+
+// qwenLog is LLMServingSim's vLLM request log (Qwen3-30B-A3B, 300
+// requests at about 10 per second, see its SOURCE.md): replayed on the
+// default deployment, a far larger model, the simulation is overloaded.
+const qwenLog = "../../serving/testdata/bench/llmservingsim-rtxpro6000-qwen3-30b-a3b-dp2ep/vllm_requests.jsonl"
+
+// TestSimulateCompareOverloaded: against an overloaded simulation the
+// TTFT and E2E rows print "unbounded" beside the measured figure with no
+// error, their predicted and err_frac are null in JSON with "unbounded":
+// true, the TPOT rows stay figures, and each comparison's rows appear
+// once, under "metrics".
+func TestSimulateCompareOverloaded(t *testing.T) {
+	code, out, errs := runCLI(t, "simulate", "--compare", qwenLog, "--output", "json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	var res struct {
+		Compare []map[string]json.RawMessage `json:"compare"`
+	}
+	if err := json.Unmarshal([]byte(out), &res); err != nil || len(res.Compare) != 1 {
+		t.Fatalf("%v: %d comparisons", err, len(res.Compare))
+	}
+	lc := res.Compare[0]
+	var pred struct {
+		Overloaded bool `json:"overloaded"`
+	}
+	if err := json.Unmarshal(lc["predicted"], &pred); err != nil || !pred.Overloaded {
+		t.Fatalf("predicted run overloaded %v (%v): the case needs an overloaded simulation", pred.Overloaded, err)
+	}
+	if _, dup := lc["Metrics"]; dup {
+		t.Errorf("the rows appear under \"Metrics\" as well as \"metrics\"")
+	}
+	var rows []map[string]any
+	if err := json.Unmarshal(lc["metrics"], &rows); err != nil || len(rows) != 19 {
+		t.Fatalf("%v: %d rows, want 4 latencies x 4 statistics + 3 rates", err, len(rows))
+	}
+	for _, r := range rows {
+		m := r["metric"].(string)
+		unbounded := m == "ttft_ms" || m == "e2e_ms"
+		if unbounded != (r["unbounded"] == true) || unbounded != (r["predicted"] == nil) || (unbounded && r["err_frac"] != nil) {
+			t.Errorf("row %v: want unbounded, predicted and err_frac null: %v", r, unbounded)
+		}
+	}
+	code, table, _ := runCLI(t, "simulate", "--compare", qwenLog)
+	if code != 0 {
+		t.Fatalf("table: exit %d", code)
+	}
+	for _, line := range strings.Split(table, "\n") {
+		for _, name := range []string{"TTFT ms", "E2E ms"} {
+			if strings.HasPrefix(line, name) && strings.Count(line, "unbounded / ") != 4 {
+				t.Errorf("%s row: want 4 cells \"unbounded / measured\": %q", name, line)
+			}
+		}
+		if strings.HasPrefix(line, "TPOT ms") && strings.Contains(line, "unbounded") {
+			t.Errorf("TPOT row: %q", line)
+		}
+	}
+}

@@ -149,8 +149,15 @@ func SLOVerdictLine(lc *serving.LevelComparison) string {
 }
 
 // CompareCell is "predicted / measured (+x.x %)", or the prediction and
-// "not reported".
+// "not reported"; an unbounded prediction (an overloaded simulation's
+// TTFT or E2E) is "unbounded", with no error.
 func CompareCell(c serving.MetricCompare) string {
+	if c.Unbounded {
+		if math.IsNaN(c.Measured) {
+			return "unbounded / not reported"
+		}
+		return "unbounded / " + f1(c.Measured)
+	}
 	if math.IsNaN(c.Measured) {
 		if math.IsNaN(c.Predicted) {
 			return "-"
