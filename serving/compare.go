@@ -112,9 +112,10 @@ func (s *Simulator) CompareMeasured(m *Measured, seed uint64, o RunOptions) (*Le
 	}
 	pred := map[string]Stats{"ttft_ms": res.TTFTMs, "tpot_ms": res.TPOTMs, "itl_ms": res.ITLMs, "e2e_ms": res.E2EMs}
 	meas := map[string]Latency{"ttft_ms": m.TTFTMs, "tpot_ms": m.TPOTMs, "itl_ms": m.ITLMs, "e2e_ms": m.E2EMs}
-	// An overloaded run's TTFT and E2E are those of a queue that grows
-	// with the run (Result.Overloaded): no figure of them is a prediction.
-	unbounded := map[string]bool{"ttft_ms": res.Overloaded, "e2e_ms": res.Overloaded}
+	// An overloaded run's E2E, and its TTFT when its queue grows (its
+	// TPOT when its batch does), grow with the run (Result.Overloaded): no
+	// figure of them is a prediction.
+	unbounded := map[string]bool{"ttft_ms": res.QueueGrows, "tpot_ms": res.TPOTUnbounded(), "e2e_ms": res.Overloaded}
 	for _, k := range compareLatencies {
 		p := pred[k]
 		pl := Latency{p.Mean, p.P50, p.P90, p.P99}
@@ -148,8 +149,15 @@ func (s *Simulator) CompareMeasured(m *Measured, seed uint64, o RunOptions) (*Le
 			}
 		}
 	}
-	if res.Overloaded {
+	switch {
+	case res.QueueGrows:
 		lc.Notes = append(lc.Notes, fmt.Sprintf("the simulation is overloaded at this load (offered %.3g, served %.3g req/s): its TTFT and end-to-end latency grow with the run's length", res.OfferedRequestsPerS, res.ServedRequestsPerS))
+	case res.TPOTRises:
+		lc.Notes = append(lc.Notes, fmt.Sprintf("the simulation is not steady at this load: the requests in the system grow by %.3g/s and TPOT rises %.0f %% across the second half of the arrivals (an engine still filling, or one falling behind); it is judged against no SLO",
+			res.BatchGrowthPerS, 100*res.TPOTRiseFrac))
+	case res.TooShort:
+		lc.Notes = append(lc.Notes, fmt.Sprintf("the load is too short to reach steady state (%d requests over %.1f s, E2E p50 %.1f s: want arrivals over %d x E2E p50): its figures are those of a filling engine, as the measured run's are, and it is judged against no SLO",
+			res.Requests, res.ArrivalSpanS, res.E2EMs.P50*1e-3, SteadyStateE2Es))
 	}
 	if m.Format == FormatRequestLog {
 		lc.Notes = append(lc.Notes, "measured TTFT is server-side (queued to first token): set no frontend latency when comparing it")

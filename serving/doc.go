@@ -72,7 +72,12 @@
 // the offered rate and that trend stands clear of the requests' scatter,
 // the run is overloaded (OverloadGrowthFrac): its TTFT and end-to-end
 // latency describe a queue that grows with the run's length, so they are
-// not reported as latencies (null in JSON) and the run meets no SLO.
+// not reported as latencies (null in JSON) and the run meets no SLO. So
+// is a run whose requests in the system grow by as much while the TPOT
+// of its completions rises (a running batch that grows, with no queue).
+// A run whose arrivals span fewer than SteadyStateE2Es median end-to-end
+// latencies never reached steady state (Result.TooShort) and meets no
+// SLO either; the sweeps lengthen such runs.
 //
 // Load (Traffic): open loop (Poisson, constant or gamma-distributed
 // gaps of a QPS, as `vllm bench serve --request-rate --burstiness`, with

@@ -168,7 +168,7 @@ func (s *Simulator) CapacityFor(t Traffic, slo SLO, sw *Sweep, qps float64) (*Ca
 	c.Copies = int(copies)
 	for try := 0; ; try++ {
 		t.QPS = qps / float64(c.Copies)
-		res, err := s.Run(t, RunOptions{SLO: slo, TimelineWindows: -1})
+		res, _, err := s.steadyRun(t, RunOptions{SLO: slo, TimelineWindows: -1})
 		if err != nil {
 			return nil, err
 		}

@@ -3,6 +3,7 @@ package serving
 import (
 	"encoding/json"
 	"math"
+	"sort"
 	"strings"
 	"testing"
 
@@ -123,6 +124,315 @@ func TestOverload(t *testing.T) {
 				if nulls || !r.MeetsSLO {
 					t.Errorf("carried load: TTFT and E2E null in JSON %v, meets the SLO %v", nulls, r.MeetsSLO)
 				}
+			}
+		})
+	}
+}
+
+// TestTPOTTrend: the rise of TPOT across the judging window, read over
+// the requests that complete in it, on requests whose times are set by
+// hand. 201 requests arrive at i/10 s (0 to 20 s): the window is [10, 20]
+// s. Each has 11 output tokens, its first 0.1 s after it arrives, so it
+// completes at at + 0.1 + 10 x TPOT.
+//   - A batch that grows: TPOT = 0.02 + 0.001 x at s, completing at
+//     1.01 at + 0.3; those completing in [10, 20] arrived at 9.7 to 19.5
+//     s (i = 97..195, mean arrival 14.6 s, mean TPOT 0.0346 s), and TPOT
+//     rises 0.001 / 1.01 per second of completion: 10 x 0.001 / 1.01 /
+//     0.0346 = 28.6 % across the window, every point on the line.
+//   - A steady state: TPOT 0.03 +- 0.005 s alternating: no rise.
+//   - A drain: TPOT 0.03 s, falling to 0.015 s for the requests arriving
+//     after 17 s, which (101 output tokens, 3.1 s) complete after the
+//     window: no rise, though TPOT by arrival time falls at the end.
+func TestTPOTTrend(t *testing.T) {
+	mk := func(out int, tpot func(i int, at float64) float64) []RequestResult {
+		reqs := make([]RequestResult, 201)
+		for i := range reqs {
+			at := float64(i) / 10
+			first := at + 0.1
+			reqs[i] = RequestResult{Request: Request{ArrivalS: at, OutputTokens: out}, DueS: at, FirstTokenS: first, FinishS: first + float64(out-1)*tpot(i, at)}
+		}
+		return reqs
+	}
+	for _, tc := range []struct {
+		name  string
+		reqs  []RequestResult
+		rise  float64
+		rises bool // above OverloadGrowthFrac at overloadSigmas
+	}{
+		{"growing batch", mk(11, func(_ int, at float64) float64 { return 0.02 + 0.001*at }), 10 * 0.001 / 1.01 / (0.02 + 0.001*14.6), true},
+		{"steady", mk(11, func(i int, _ float64) float64 { return 0.03 + 0.005*float64(1-2*(i%2)) }), 0, false},
+		{"drain after the window", mk(101, func(_ int, at float64) float64 {
+			if at > 17 {
+				return 0.03 - 0.015*(at-17)/3
+			}
+			return 0.03
+		}), 0, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			a, b, ok := judgingWindow(tc.reqs)
+			if !ok || a != 10 || b != 20 {
+				t.Fatalf("window [%v, %v] (%v), want [10, 20]", a, b, ok)
+			}
+			rise, sigmas, ok := tpotTrend(tc.reqs, a, b)
+			if !ok {
+				t.Fatal("no trend")
+			}
+			if math.Abs(rise-tc.rise) > 0.01 {
+				t.Errorf("rise %.4f, want %.4f", rise, tc.rise)
+			}
+			if got := rise > OverloadGrowthFrac && sigmas >= overloadSigmas; got != tc.rises {
+				t.Errorf("rise %.3f at %.1f standard errors: overloaded %v, want %v", rise, sigmas, got, tc.rises)
+			}
+		})
+	}
+}
+
+// TestSteadyState: a run whose arrivals span less than SteadyStateE2Es
+// median end-to-end latencies (both computed here from the requests'
+// own times) is too short: it meets no SLO, however its percentiles
+// fall; run again with its MinRequests it spans enough and meets the
+// same SLO. 12 requests at 0.5 req/s span about 22 s against an E2E of
+// about 6 s (1024 + 256 tokens on the RTX PRO 6000 box): under 4 x 6 s.
+func TestSteadyState(t *testing.T) {
+	s := mustNew(t, kimiDeployment(t))
+	slo := SLO{TTFTMs: 1e6, TPOTMs: 1e6} // met by every request
+	tr := Traffic{QPS: 0.5, NumRequests: 12, Prompt: Lengths{Mean: 1024}, Output: Lengths{Mean: 256}, Seed: 3}
+	for round := 0; round < 2; round++ {
+		r := mustRun(t, s, tr, RunOptions{SLO: slo})
+		first, last := math.Inf(1), math.Inf(-1)
+		e2e := make([]float64, len(r.PerRequest))
+		for i, q := range r.PerRequest {
+			first, last = math.Min(first, q.DueS), math.Max(last, q.DueS)
+			e2e[i] = q.FinishS - q.ArrivalS
+		}
+		sort.Float64s(e2e)
+		median := (e2e[(len(e2e)-1)/2] + e2e[len(e2e)/2]) / 2
+		short := last-first < SteadyStateE2Es*median
+		t.Logf("round %d: %d requests over %.1f s, E2E p50 %.2f s", round, r.Requests, last-first, median)
+		if r.TooShort != short || r.MeetsSLO == short || r.Overloaded {
+			t.Fatalf("round %d: too short %v (want %v), meets the SLO %v, overloaded %v", round, r.TooShort, short, r.MeetsSLO, r.Overloaded)
+		}
+		if round == 0 {
+			if !short || r.MinRequests <= tr.NumRequests {
+				t.Fatalf("the first run must be too short, and ask for more than %d requests: %d", tr.NumRequests, r.MinRequests)
+			}
+			tr.NumRequests = r.MinRequests
+		} else if short {
+			t.Errorf("%d requests, as MinRequests asked, are still too short", tr.NumRequests)
+		}
+	}
+}
+
+// TestSweepRefusesShortTrace: a QPS sweep over a trace's own requests,
+// which cannot be lengthened, answers nothing rather than judge a run
+// that never reached steady state: 30 requests arrive within 3 s at 10
+// req/s, each lasting seconds.
+func TestSweepRefusesShortTrace(t *testing.T) {
+	s := mustNew(t, kimiDeployment(t))
+	reqs := make([]Request, 30)
+	for i := range reqs {
+		reqs[i] = Request{PromptTokens: 1024, OutputTokens: 256}
+	}
+	_, err := s.SweepQPS(Traffic{Requests: reqs}, SLO{TPOTMs: 1e6}, SweepOptions{StartQPS: 10})
+	if err == nil || !strings.Contains(err.Error(), "too short to reach steady state") {
+		t.Fatalf("err %v: want the run too short to reach steady state", err)
+	}
+}
+
+// TestBatchTrend: how fast the requests in the system grow over the
+// judging window, counted as each of its requests arrives, on requests
+// whose times are set by hand: 201 arrive at i/10 s (10 per second), the
+// window is [10, 20] s.
+//   - Served at 5 per second in arrival order (request i completes at
+//     1 + i/5 s): at t the system holds the 10 t + 1 arrived less the
+//     5 (t - 1) + 1 completed, 5 t + 5: it grows by 5 requests/s.
+//   - Each done 2 s after it arrives: 20 in the system at every arrival
+//     of the window: no growth.
+func TestBatchTrend(t *testing.T) {
+	mk := func(finish func(i int, at float64) float64) []RequestResult {
+		reqs := make([]RequestResult, 201)
+		for i := range reqs {
+			at := float64(i) / 10
+			reqs[i] = RequestResult{Request: Request{ArrivalS: at, OutputTokens: 2}, DueS: at, FirstTokenS: at, FinishS: finish(i, at)}
+		}
+		return reqs
+	}
+	for _, tc := range []struct {
+		name   string
+		reqs   []RequestResult
+		growth float64
+	}{
+		{"served at half the rate", mk(func(i int, _ float64) float64 { return 1 + float64(i)/5 }), 5},
+		{"carried", mk(func(_ int, at float64) float64 { return at + 2 }), 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			a, b, ok := judgingWindow(tc.reqs)
+			if !ok {
+				t.Fatal("no window")
+			}
+			growth, _, ok := batchTrend(tc.reqs, a, b)
+			if !ok || math.Abs(growth-tc.growth) > 0.05 {
+				t.Errorf("growth %.3f requests/s (%v), want %v", growth, ok, tc.growth)
+			}
+		})
+	}
+}
+
+// halvesOf checks a run the other way than the overload rule reads it:
+// the TPOT of the judging window's completions in its second half over
+// that in its first, less one; and whether the requests in the system at
+// the arrivals of the window's last quarter outnumber those at its first
+// quarter's by more than OverloadGrowthFrac of the requests arriving in
+// between.
+func halvesOf(t *testing.T, r *Result) (tpotRise float64, grows bool) {
+	t.Helper()
+	a, b, ok := judgingWindow(r.PerRequest)
+	if !ok {
+		t.Fatal("no window")
+	}
+	var tp [2]float64
+	var n [2]int
+	for _, q := range r.PerRequest {
+		if q.FinishS >= a && q.FinishS <= b && q.OutputTokens > 1 {
+			h := 0
+			if q.FinishS > (a+b)/2 {
+				h = 1
+			}
+			tp[h] += q.TPOTS()
+			n[h]++
+		}
+	}
+	tpotRise = (tp[1]/float64(n[1]))/(tp[0]/float64(n[0])) - 1
+	inSystem := func(lo, hi float64) (mean float64, arrivals int) {
+		var sum float64
+		for _, q := range r.PerRequest {
+			if q.DueS < lo || q.DueS > hi {
+				continue
+			}
+			arrivals++
+			for _, o := range r.PerRequest {
+				if o.DueS <= q.DueS && o.FinishS > q.DueS {
+					sum++
+				}
+			}
+		}
+		return sum / float64(arrivals), arrivals
+	}
+	q := (b - a) / 4
+	early, _ := inSystem(a, a+q)
+	late, _ := inSystem(b-q, b)
+	_, between := inSystem(a+q/2, b-q/2) // arrivals between the quarters' midpoints
+	t.Logf("%s, %d requests: TPOT %+.1f %% (rule %+.1f %%); in system %.0f -> %.0f over %d arrivals (rule %.3f/s)", r.Load, r.Requests, 100*tpotRise, 100*r.TPOTRiseFrac, early, late, between, r.BatchGrowthPerS)
+	return tpotRise, late-early > OverloadGrowthFrac*float64(between)
+}
+
+// TestFillingIsNotOverload: Kimi-K2.5 on the RTX PRO 6000 box at 5
+// req/s of 32 + 512 tokens, whose steps slow as its batch grows: over
+// the second half of 2000 requests the batch and TPOT still rise
+// (halvesOf: the second half's completions more than 5 % slower per
+// token, the system more than 5 % of the arrivals fuller), TTFT flat (the
+// queue rule does not fire), so the run is not steady: too short, no SLO
+// verdict, 4000 requests to tell. Lengthened (steadyRun) they level off:
+// the engine was filling, and carries the load. At 2 req/s one run is
+// steady.
+func TestFillingIsNotOverload(t *testing.T) {
+	s := mustNew(t, kimiDeployment(t))
+	tr := func(qps float64) Traffic {
+		return Traffic{QPS: qps, NumRequests: 2000, Prompt: Lengths{Mean: 32}, Output: Lengths{Mean: 512}}
+	}
+	o := RunOptions{SLO: SLO{TPOTMs: 1e6}, TimelineWindows: -1}
+	t.Run("steady at 2 req/s", func(t *testing.T) {
+		r := mustRun(t, s, tr(2), o)
+		if rise, grows := halvesOf(t, r); rise > OverloadGrowthFrac && grows {
+			t.Fatal("the case does not hold: the batch grows at 2 req/s")
+		}
+		if r.TPOTRises || r.TooShort || r.Overloaded || !r.MeetsSLO {
+			t.Errorf("TPOT rises %v, too short %v, overloaded %v, meets the SLO %v; want a carried load", r.TPOTRises, r.TooShort, r.Overloaded, r.MeetsSLO)
+		}
+	})
+	t.Run("filling at 5 req/s", func(t *testing.T) {
+		r := mustRun(t, s, tr(5), o)
+		if rise, grows := halvesOf(t, r); !(rise > OverloadGrowthFrac && grows) {
+			t.Fatal("the case does not hold: the batch does not grow over 2000 requests")
+		}
+		if r.QueueGrows || !r.TPOTRises || !r.TooShort || r.Overloaded || r.MeetsSLO || r.MinRequests != 4000 {
+			t.Errorf("one run: queue grows %v, TPOT rises %v, too short %v (min requests %d), overloaded %v, meets the SLO %v; want not steady, 4000 requests to tell",
+				r.QueueGrows, r.TPOTRises, r.TooShort, r.MinRequests, r.Overloaded, r.MeetsSLO)
+		}
+		r, longer, err := s.steadyRun(tr(5), o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rise, grows := halvesOf(t, r); rise > OverloadGrowthFrac && grows {
+			t.Fatal("the case does not hold: the lengthened run's batch still grows")
+		}
+		if !longer || r.TPOTRises || r.TooShort || r.Overloaded || !r.MeetsSLO {
+			t.Errorf("lengthened %v to %d requests: TPOT rises %v, too short %v, overloaded %v, meets the SLO %v; want carried", longer, r.Requests, r.TPOTRises, r.TooShort, r.Overloaded, r.MeetsSLO)
+		}
+	})
+}
+
+// TestOverloadNotSteady: with no cap on its batch (65536 requests, KV
+// blocks for 160 M tokens) the engine admits every arrival of 16 req/s at
+// once, twice what TestFillingIsNotOverload's engine levels off at: the
+// batch grows with the run, and with it TPOT and E2E, until the steps'
+// token budget holds requests back and the queue grows too. 100 requests
+// are too short to tell anything; steadyRun lengthens the run until it
+// does: overloaded, E2E null in JSON.
+func TestOverloadNotSteady(t *testing.T) {
+	d := kimiDeployment(t)
+	d.Engine = EngineOptions{MaxNumSeqs: 65536, NumGPUBlocksOverride: 10_000_000}
+	s := mustNew(t, d)
+	tr := Traffic{QPS: 16, NumRequests: 100, Prompt: Lengths{Mean: 32}, Output: Lengths{Mean: 512}}
+	o := RunOptions{SLO: SLO{TPOTMs: 1e6}, TimelineWindows: -1}
+	if r := mustRun(t, s, tr, o); !r.TooShort || r.Overloaded || r.MeetsSLO {
+		t.Fatalf("100 requests: too short %v, overloaded %v, meets the SLO %v; want too short", r.TooShort, r.Overloaded, r.MeetsSLO)
+	}
+	r, longer, err := s.steadyRun(tr, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("lengthened to %d requests: queue grows %v, TPOT rises %v, E2E p50 %.0f s over arrivals of %.0f s", r.Requests, r.QueueGrows, r.TPOTRises, r.E2EMs.P50/1e3, r.ArrivalSpanS)
+	if !longer || !r.Overloaded || r.TooShort || r.MeetsSLO {
+		t.Fatalf("lengthened %v: overloaded %v, too short %v, meets the SLO %v; want overloaded", longer, r.Overloaded, r.TooShort, r.MeetsSLO)
+	}
+	js, err := json.Marshal(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(js, &m); err != nil {
+		t.Fatal(err)
+	}
+	if string(m["e2e_ms"]) != "null" {
+		t.Errorf("JSON e2e_ms %.30s: want null", m["e2e_ms"])
+	}
+}
+
+// TestSettleLengthened: what steadyRun concludes from its last run. An
+// open loop still not steady after it was lengthened (its batch still
+// growing, or its arrivals still short of SteadyStateE2Es latencies) is
+// overloaded, its latencies keeping pace with its length: TPOT unbounded
+// when its batch grew. Not lengthened, or a closed loop (its clients
+// bound it), it stays too short; a steady run stays as it is.
+func TestSettleLengthened(t *testing.T) {
+	for _, tc := range []struct {
+		name                        string
+		r                           Result
+		lengthened, open            bool
+		overloaded, short, tpotNull bool
+	}{
+		{"batch still growing", Result{TooShort: true, TPOTRises: true, MinRequests: 8000}, true, true, true, false, true},
+		{"still short of the span", Result{TooShort: true, MinRequests: 8000}, true, true, true, false, false},
+		{"not lengthened", Result{TooShort: true, TPOTRises: true, MinRequests: 8000}, false, true, false, true, false},
+		{"closed loop", Result{TooShort: true, MinRequests: 8000}, true, false, false, true, false},
+		{"steady", Result{}, true, true, false, false, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := tc.r
+			settleLengthened(&r, tc.lengthened, tc.open)
+			if r.Overloaded != tc.overloaded || r.TooShort != tc.short || r.TPOTUnbounded() != tc.tpotNull || (r.Overloaded && r.MinRequests != 0) {
+				t.Errorf("overloaded %v, too short %v, TPOT unbounded %v, min requests %d; want %v, %v, %v", r.Overloaded, r.TooShort, r.TPOTUnbounded(), r.MinRequests, tc.overloaded, tc.short, tc.tpotNull)
 			}
 		})
 	}

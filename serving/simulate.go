@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"sort"
 	"strconv"
 	"strings"
 
@@ -214,7 +215,8 @@ type Result struct {
 
 	// SLO is the objective of the run (none when zero); GoodRequests meet
 	// it request by request, GoodputRequestsPerS = GoodRequests /
-	// DurationS; MeetsSLO: the SLO's percentiles meet it. Without an SLO,
+	// DurationS; MeetsSLO: the SLO's percentiles meet it, the run is not
+	// overloaded and reached steady state (TooShort). Without an SLO,
 	// JSON has none of the four.
 	SLO                 SLO     `json:"slo,omitzero"`
 	GoodRequests        int     `json:"good_requests"`
@@ -269,11 +271,40 @@ type Result struct {
 	ServedRequestsPerS  float64 `json:"served_requests_per_s"`
 	QueueGrowthPerS     float64 `json:"queue_growth_requests_per_s"`
 	// Overloaded: the queue grows by more than OverloadGrowthFrac of the
-	// offered rate. TTFT and E2E then measure a queue that grows with the
-	// run's length, not the deployment: TTFTMs and E2EMs still hold this
-	// run's figures, JSON writes them null, and the run does not meet an
-	// SLO (MeetsSLO false).
+	// offered rate (QueueGrows), or, in a sweep's run, the run stayed not
+	// steady (TooShort) through runs lengthened to tell (steadyRun): its
+	// running batch kept growing (TPOTRises) or its end-to-end latency
+	// kept pace with its length.
+	// The latencies that grow then measure the run's length, not the
+	// deployment: E2E always, TTFT when the queue grows, TPOT when the
+	// batch does; TTFTMs, TPOTMs and E2EMs still hold this run's figures,
+	// JSON writes those null, and the run does not meet an SLO (MeetsSLO
+	// false).
 	Overloaded bool `json:"overloaded"`
+	QueueGrows bool `json:"queue_grows,omitempty"`
+	// TPOTRises: over the window, the requests in the system grow by more
+	// than OverloadGrowthFrac of the offered rate and the TPOT of the
+	// requests completing there rises by more than that fraction of
+	// itself (BatchGrowthPerS, TPOTRiseFrac; 0 when not measured: a run
+	// too short, a closed loop, no window). One run cannot tell an engine
+	// that falls behind from one still filling: the run is TooShort, and
+	// Overloaded once the rise outlasts lengthening (steadyRun).
+	TPOTRises       bool    `json:"tpot_rises,omitempty"`
+	TPOTRiseFrac    float64 `json:"tpot_rise_frac"`
+	BatchGrowthPerS float64 `json:"batch_growth_requests_per_s"`
+
+	// Steady state (SteadyStateE2Es). ArrivalSpanS is the time from the
+	// first request's due time to the last's. TooShort: a run whose queue
+	// does not grow but that did not reach steady state: its arrivals
+	// span less than MinArrivalSpanS = SteadyStateE2Es x its median
+	// end-to-end latency, or its running batch still grows (TPOTRises). It
+	// meets no SLO; MinRequests is about how many requests at this run's
+	// rate would span that (with a margin), or twice as many for a batch
+	// still growing; 0 when the arrivals span no time.
+	ArrivalSpanS    float64 `json:"arrival_span_s"`
+	TooShort        bool    `json:"too_short,omitempty"`
+	MinArrivalSpanS float64 `json:"min_arrival_span_s,omitempty"`
+	MinRequests     int     `json:"min_requests,omitempty"`
 
 	// Timeline: TimelineWindows equal slices of [0, DurationS).
 	Timeline []Window `json:"timeline"`
@@ -294,13 +325,48 @@ type Result struct {
 // requests rather than from the queue length at two instants, which
 // swings with the KV cache's fill-and-preempt cycles. A closed loop's
 // queue is bounded by its clients: never overloaded.
+//
+// A queue in front of the running batch is not the only way to fall
+// behind: an engine whose batch cap and KV cache are large admits every
+// arrival at once, so TTFT stays flat while the running batch itself
+// grows and every step slows. Over the same window the requests in the
+// system then grow by more than OverloadGrowthFrac of the offered rate
+// (batchTrend) and TPOT rises by more than OverloadGrowthFrac of its mean
+// (tpotTrend), each at overloadSigmas standard errors (Result.TPOTRises).
+// TPOT alone is not enough: at a light load it follows every swing of the
+// arrivals (a step of 10 requests costs much more than one of 2), and a
+// swing is not a growth. Nor is one run: an engine whose steps slow as
+// its batch grows also fills slowly, approaching its steady batch over
+// about E2E x TPOT / (TPOT of a lone request), several end-to-end
+// latencies (DeepSeek-V3 at TP 4 x DP 2 on B200s, 32 req/s of 1024 / 256
+// tokens: the batch and TPOT still rise 8 % over the second half of 2000
+// requests, and are level over 4000). A run that shows the rise is not
+// steady (Result.TooShort); a sweep lengthens it, and one whose rise
+// outlasts the lengthening is overloaded (steadyRun). The test is made
+// only on a run whose arrivals span SteadyStateE2Es.
 const (
 	OverloadGrowthFrac = 0.05
 	overloadSigmas     = 3
 )
 
-// MarshalJSON writes r with TTFT and E2E null when the run is overloaded
-// (their percentiles describe the queue, which grows with the run), and
+// SteadyStateE2Es is how many median end-to-end latencies a run's
+// arrivals must span to be judged against an SLO. The engine fills from
+// empty over about one end-to-end latency (a request arriving then is the
+// first to find every earlier one still running), and the overload rule
+// reads the second half of the arrivals: spanning four latencies puts
+// that half past the ramp-up with two latencies of steady state in it. A
+// shorter run's percentiles are those of a filling engine: they fall
+// with the run's length below the steady state's, and a sweep judged on
+// them answers more the shorter its runs (SweepQPS lengthens them).
+const SteadyStateE2Es = 4
+
+// minRequestsMargin pads Result.MinRequests against the end-to-end
+// latency growing in the longer run.
+const minRequestsMargin = 1.25
+
+// MarshalJSON writes r with the latencies that grow with the run null
+// when it is overloaded (E2E; TTFT when the queue grows, TPOT when it
+// rises: their percentiles describe the run's length), and
 // without the SLO's verdict, good requests and goodput when the run has
 // no SLO (there is nothing they were judged against).
 func (r Result) MarshalJSON() ([]byte, error) {
@@ -308,19 +374,30 @@ func (r Result) MarshalJSON() ([]byte, error) {
 	out := struct {
 		plain
 		TTFTMs              *Stats   `json:"ttft_ms"`
+		TPOTMs              *Stats   `json:"tpot_ms"`
 		E2EMs               *Stats   `json:"e2e_ms"`
 		GoodRequests        *int     `json:"good_requests,omitempty"`
 		GoodputRequestsPerS *float64 `json:"goodput_requests_per_s,omitempty"`
 		MeetsSLO            *bool    `json:"meets_slo,omitempty"`
 	}{plain: plain(r)}
+	if !r.QueueGrows {
+		out.TTFTMs = &r.TTFTMs
+	}
+	if !r.TPOTUnbounded() {
+		out.TPOTMs = &r.TPOTMs
+	}
 	if !r.Overloaded {
-		out.TTFTMs, out.E2EMs = &r.TTFTMs, &r.E2EMs
+		out.E2EMs = &r.E2EMs
 	}
 	if r.SLO.set() {
 		out.GoodRequests, out.GoodputRequestsPerS, out.MeetsSLO = &r.GoodRequests, &r.GoodputRequestsPerS, &r.MeetsSLO
 	}
 	return json.Marshal(out)
 }
+
+// TPOTUnbounded reports whether the run's TPOT grows with its length:
+// it is overloaded and its running batch kept growing (TPOTRises).
+func (r *Result) TPOTUnbounded() bool { return r.Overloaded && r.TPOTRises }
 
 // loadBalance measures, from the requests' due times (RequestResult.DueS:
 // a request a capped client held waits in the client's queue, which is
@@ -340,59 +417,142 @@ func (r Result) MarshalJSON() ([]byte, error) {
 // All zero when fewer than three requests arrive in the window or the
 // arrivals span no time.
 func loadBalance(reqs []RequestResult) (offered, served, growth, sigmas float64) {
-	if len(reqs) < 3 {
+	a, b, ok := judgingWindow(reqs)
+	if !ok {
 		return 0, 0, 0, 0
 	}
-	first, last := math.Inf(1), math.Inf(-1)
-	for i := range reqs {
-		first, last = math.Min(first, reqs[i].DueS), math.Max(last, reqs[i].DueS)
-	}
-	a, b := first+(last-first)/2, last
-	if !(b > a) {
-		return 0, 0, 0, 0
-	}
-	var n, sx, sy float64
+	var xs, ys []float64
 	for i := range reqs {
 		if t := reqs[i].DueS; t >= a && t <= b {
-			n++
-			sx += t
-			sy += (reqs[i].FirstTokenS - reqs[i].DueS)
+			xs, ys = append(xs, t), append(ys, reqs[i].FirstTokenS-t)
 		}
 	}
-	if n < 3 {
+	slope, _, sigmas, ok := fit(xs, ys)
+	if !ok {
 		return 0, 0, 0, 0
 	}
-	offered = n / (b - a)
-	mx, my := sx/n, sy/n
-	var sxx, sxy float64
-	for i := range reqs {
-		if t := reqs[i].DueS; t >= a && t <= b {
-			sxx += (t - mx) * (t - mx)
-			sxy += (t - mx) * ((reqs[i].FirstTokenS - reqs[i].DueS) - my)
-		}
-	}
-	if sxx == 0 {
-		return 0, 0, 0, 0
-	}
-	slope := sxy / sxx
-	var sse float64
-	for i := range reqs {
-		if t := reqs[i].DueS; t >= a && t <= b {
-			e := (reqs[i].FirstTokenS - reqs[i].DueS) - my - slope*(t-mx)
-			sse += e * e
-		}
-	}
-	if se := math.Sqrt(sse / (n - 2) / sxx); se > 0 {
-		sigmas = slope / se
-	} else if slope != 0 {
-		sigmas = math.Inf(1) // every point on the line
-	}
+	offered = float64(len(xs)) / (b - a)
 	// A queue emptying faster than half its arrivals' span is a
 	// transient the rates cannot describe: the slope is held at -1/2
 	// (served twice the offered rate) so served stays finite.
 	slope = math.Max(slope, -0.5)
 	served = offered / (1 + slope)
 	return offered, served, offered - served, sigmas
+}
+
+// judgingWindow is the overload rule's window of due times, [a, b]: the
+// second half of the span of the requests' due times; ok is false when
+// there are fewer than three requests, the arrivals span no time, or
+// fewer than three fall in it.
+func judgingWindow(reqs []RequestResult) (a, b float64, ok bool) {
+	if len(reqs) < 3 {
+		return 0, 0, false
+	}
+	first, last := math.Inf(1), math.Inf(-1)
+	for i := range reqs {
+		first, last = math.Min(first, reqs[i].DueS), math.Max(last, reqs[i].DueS)
+	}
+	a, b = first+(last-first)/2, last
+	if !(b > a) {
+		return 0, 0, false
+	}
+	n := 0
+	for i := range reqs {
+		if t := reqs[i].DueS; t >= a && t <= b {
+			n++
+		}
+	}
+	return a, b, n >= 3
+}
+
+// fit is the least-squares slope of ys on xs, the mean of ys, and the
+// slope over its standard error (+Inf or -Inf when every point is on the
+// line); ok is false with fewer than three points or when they share one
+// x.
+func fit(xs, ys []float64) (slope, mean, sigmas float64, ok bool) {
+	n := float64(len(xs))
+	if len(xs) < 3 {
+		return 0, 0, 0, false
+	}
+	var sx, sy float64
+	for i := range xs {
+		sx += xs[i]
+		sy += ys[i]
+	}
+	mx, my := sx/n, sy/n
+	var sxx, sxy float64
+	for i := range xs {
+		sxx += (xs[i] - mx) * (xs[i] - mx)
+		sxy += (xs[i] - mx) * (ys[i] - my)
+	}
+	if sxx == 0 {
+		return 0, my, 0, false
+	}
+	slope = sxy / sxx
+	var sse float64
+	for i := range xs {
+		e := ys[i] - my - slope*(xs[i]-mx)
+		sse += e * e
+	}
+	if se := math.Sqrt(sse / (n - 2) / sxx); se > 0 {
+		sigmas = slope / se
+	} else if slope > 0 {
+		sigmas = math.Inf(1) // every point on the line
+	} else if slope < 0 {
+		sigmas = math.Inf(-1)
+	}
+	return slope, my, sigmas, true
+}
+
+// batchTrend is how fast the requests in the system (due, not finished:
+// queued, running, or held by a capped client) grow over the judging
+// window [a, b], in requests per second, and that slope's standard
+// errors: their count as each request of the window arrives (an arrival
+// sees the system as it is on average, Poisson arrivals see time
+// averages), regressed on its due time. A carried load holds it level
+// however long the run; one that falls behind grows it at offered -
+// served. ok false as for fit.
+func batchTrend(reqs []RequestResult, a, b float64) (growth, sigmas float64, ok bool) {
+	due := make([]float64, len(reqs))
+	done := make([]float64, len(reqs))
+	for i := range reqs {
+		due[i], done[i] = reqs[i].DueS, reqs[i].FinishS
+	}
+	sort.Float64s(due)
+	sort.Float64s(done)
+	var xs, ys []float64
+	for i := range reqs {
+		if t := reqs[i].DueS; t >= a && t <= b {
+			// Due at or before t, not finished by t.
+			in := sort.Search(len(due), func(k int) bool { return due[k] > t }) - sort.Search(len(done), func(k int) bool { return done[k] > t })
+			xs, ys = append(xs, t), append(ys, float64(in))
+		}
+	}
+	growth, _, sigmas, ok = fit(xs, ys)
+	return growth, sigmas, ok
+}
+
+// tpotTrend is the rise of TPOT over the requests that complete within
+// the judging window [a, b] (its least-squares slope on completion time
+// times b - a, over its mean there) and that slope's standard errors;
+// requests of one output token have no TPOT. Completions, not arrivals:
+// a request arriving late in the window completes after the arrivals
+// end, in a draining engine, so TPOT by arrival time falls at the end of
+// every run; the requests completing while the load still arrives are
+// alike in a steady state, and slower and slower in a running batch
+// that grows. ok false as for fit.
+func tpotTrend(reqs []RequestResult, a, b float64) (riseFrac, sigmas float64, ok bool) {
+	var xs, ys []float64
+	for i := range reqs {
+		if r := &reqs[i]; r.OutputTokens > 1 && r.FinishS >= a && r.FinishS <= b {
+			xs, ys = append(xs, r.FinishS), append(ys, r.TPOTS())
+		}
+	}
+	slope, mean, sigmas, ok := fit(xs, ys)
+	if !ok || !(mean > 0) {
+		return 0, 0, false
+	}
+	return slope * (b - a) / mean, sigmas, true
 }
 
 // RunOptions are the reporting choices of a run.
@@ -952,11 +1112,46 @@ func (r *run) result(o RunOptions) *Result {
 	}
 	var sigmas float64
 	res.OfferedRequestsPerS, res.ServedRequestsPerS, res.QueueGrowthPerS, sigmas = loadBalance(res.PerRequest)
-	res.Overloaded = !r.closedLoop() && res.OfferedRequestsPerS > 0 &&
+	res.QueueGrows = !r.closedLoop() && res.OfferedRequestsPerS > 0 &&
 		res.QueueGrowthPerS > OverloadGrowthFrac*res.OfferedRequestsPerS && sigmas >= overloadSigmas
+	// Steady state: a queue that grows has no steady state to reach, and
+	// its end-to-end latency is the queue's; any other run is judged on
+	// the span of its arrivals.
+	first, last := math.Inf(1), math.Inf(-1)
+	for i := range res.PerRequest {
+		first, last = math.Min(first, res.PerRequest[i].DueS), math.Max(last, res.PerRequest[i].DueS)
+	}
+	if len(res.PerRequest) > 0 {
+		res.ArrivalSpanS = last - first
+	}
+	if !res.QueueGrows && res.Requests > 0 {
+		res.MinArrivalSpanS = SteadyStateE2Es * res.E2EMs.P50 * 1e-3
+		short := res.ArrivalSpanS < res.MinArrivalSpanS
+		if a, b, ok := judgingWindow(res.PerRequest); ok && !r.closedLoop() && !short {
+			rise, riseSig, ok1 := tpotTrend(res.PerRequest, a, b)
+			growth, growthSig, ok2 := batchTrend(res.PerRequest, a, b)
+			if ok1 && ok2 {
+				res.TPOTRiseFrac, res.BatchGrowthPerS = rise, growth
+				res.TPOTRises = rise > OverloadGrowthFrac && riseSig >= overloadSigmas &&
+					growth > OverloadGrowthFrac*res.OfferedRequestsPerS && growthSig >= overloadSigmas
+			}
+		}
+		res.TooShort = short || res.TPOTRises
+		switch {
+		case short && res.ArrivalSpanS > 0:
+			res.MinRequests = int(math.Ceil(float64(res.Requests) * res.MinArrivalSpanS / res.ArrivalSpanS * minRequestsMargin))
+		case res.TPOTRises:
+			res.MinRequests = 2 * res.Requests
+		}
+		if !short {
+			res.MinArrivalSpanS = 0
+		}
+	}
+	res.Overloaded = res.QueueGrows
 	// A rate the deployment cannot carry meets no latency objective: its
-	// TTFT grows with the run however the percentiles of this run fall.
-	res.MeetsSLO = o.SLO.set() && !res.Overloaded && o.SLO.Meets(res)
+	// latencies grow with the run however the percentiles of this run
+	// fall; nor does a run too short to show whether it carries it.
+	res.MeetsSLO = o.SLO.set() && !res.Overloaded && !res.TooShort && o.SLO.Meets(res)
 	if w := o.MeasureToS - o.MeasureFromS; w > 0 {
 		res.WindowOutputTokensPerS = float64(r.windowTokens) / w
 	}

@@ -34,6 +34,9 @@ type Sweep struct {
 	MaxQPS         float64 `json:"max_qps,omitempty"`
 	MaxConcurrency int     `json:"max_concurrency,omitempty"`
 	Bracket        float64 `json:"bracket,omitempty"`
+	// Lengthened counts the runs made longer than the traffic asked, to
+	// reach steady state (steadyRun).
+	Lengthened int `json:"lengthened,omitempty"`
 }
 
 func (o *SweepOptions) defaults() {
@@ -181,16 +184,93 @@ func (s *Simulator) SweepConcurrency(t Traffic, slo SLO, o SweepOptions) (*Sweep
 	return sw, nil
 }
 
-// sweepRun runs t once for a sweep, appends the result to sw.Runs and
-// says whether it met the SLO; a sweep that has used o.MaxRuns stops.
+// sweepRun runs t once for a sweep (lengthened to steady state,
+// steadyRun), appends the result to sw.Runs and says whether it met the
+// SLO; a sweep that has used o.MaxRuns stops.
 func (s *Simulator) sweepRun(sw *Sweep, t Traffic, slo SLO, o *SweepOptions) (bool, error) {
 	if len(sw.Runs) >= o.MaxRuns {
 		return false, fmt.Errorf("serving: sweep: %d runs without converging", o.MaxRuns)
 	}
-	res, err := s.Run(t, RunOptions{SLO: slo, TimelineWindows: o.TimelineWindows})
+	res, longer, err := s.steadyRun(t, RunOptions{SLO: slo, TimelineWindows: o.TimelineWindows})
 	if err != nil {
 		return false, err
 	}
+	if longer {
+		sw.Lengthened++
+	}
+	if res.TooShort && len(t.Requests) > 0 {
+		// No answer rather than one bracketed by a run that never
+		// reached steady state.
+		return false, fmt.Errorf("serving: sweep: the run at %s is too short to reach steady state (%d requests over %.1f s, E2E p50 %.1f s: want arrivals over %.1f s, %d x E2E p50), and a trace's requests cannot be lengthened: give a longer trace",
+			res.Load, res.Requests, res.ArrivalSpanS, res.E2EMs.P50*1e-3, res.MinArrivalSpanS, SteadyStateE2Es)
+	}
 	sw.Runs = append(sw.Runs, res)
 	return res.MeetsSLO, nil
+}
+
+// maxLengthenings bounds how many times steadyRun lengthens one run, and
+// maxSteadyRequests the requests it lengthens one to (unless the traffic
+// asked for more): a load whose end-to-end latency keeps pace with the
+// run's length never reaches steady state however long it runs.
+const (
+	maxLengthenings   = 4
+	maxSteadyRequests = 100_000
+)
+
+// steadyRun runs t and, while the run is too short to reach steady state
+// (Result.TooShort) and its requests are drawn rather than a trace's,
+// runs it again with Result.MinRequests requests, at least twice as many
+// (a load that ends by duration: as much longer), up to maxLengthenings
+// times. An open loop still not steady in a run lengthened so (its
+// running batch still grows, Result.TPOTRises, or its end-to-end latency
+// keeps pace with its length) is overloaded, not filling: the result
+// says so. Else it says whether it is still too short (a trace's
+// requests): a judge of it must not take its verdict. longer says
+// whether it was lengthened. The
+// longer runs draw the same first requests (one seeded stream), so the
+// result stays deterministic.
+func (s *Simulator) steadyRun(t Traffic, o RunOptions) (res *Result, longer bool, err error) {
+	done := func(i int) (*Result, bool, error) {
+		settleLengthened(res, i > 0, t.QPS > 0)
+		return res, i > 0, nil
+	}
+	for i := 0; ; i++ {
+		if res, err = s.Run(t, o); err != nil {
+			return nil, false, err
+		}
+		if !res.TooShort || len(t.Requests) > 0 || i == maxLengthenings {
+			return done(i)
+		}
+		next := t
+		if t.NumRequests > 0 {
+			// At least double: arrivals that span no time (a closed loop
+			// of as many clients as requests) give no MinRequests.
+			next.NumRequests = max(res.MinRequests, 2*t.NumRequests)
+		}
+		if t.DurationS > 0 {
+			// As long as MinRequests asks, in time at this run's rate.
+			next.DurationS = t.DurationS * math.Max(2, float64(res.MinRequests)/float64(res.Requests))
+		}
+		limit := max(maxSteadyRequests, t.NumRequests)
+		next.NumRequests = min(next.NumRequests, limit)
+		if next.QPS > 0 && next.DurationS > 0 {
+			next.DurationS = math.Min(next.DurationS, math.Max(t.DurationS, float64(limit)/next.QPS))
+		}
+		if next.NumRequests == t.NumRequests && next.DurationS == t.DurationS {
+			return done(i)
+		}
+		t = next
+	}
+}
+
+// settleLengthened judges the last run of steadyRun: an open loop still
+// not steady after it was lengthened (at least doubled) falls behind, it
+// is not filling: its running batch still grows (TPOTRises), or its
+// end-to-end latency keeps pace with its length. It is overloaded. A
+// closed loop's clients bound it, and a run not lengthened has not been
+// given the chance: they stay too short.
+func settleLengthened(res *Result, lengthened, openLoop bool) {
+	if lengthened && openLoop && res.TooShort {
+		res.Overloaded, res.TooShort, res.MinRequests = true, false, 0
+	}
 }

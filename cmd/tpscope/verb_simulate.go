@@ -59,13 +59,20 @@ Reports TTFT, TPOT, ITL and end-to-end latency at p50/p90/p99, throughput
 (tokens/s, requests/s, per GPU), the offered request rate against the rate
 served (over the second half of the arrivals), goodput (requests/s meeting
 --slo-ttft-ms and --slo-tpot-ms), KV-cache use and preemptions, and for a
-single run a timeline of them. A run whose queue grows by more than 5 % of
-the offered rate (read from the rise of TTFT with arrival time) is
-overloaded: it says "overloaded: offered X req/s, served Y req/s, queue
-grows by Z requests/s", prints its TTFT and E2E as "unbounded" (null in
-JSON) since they grow with the run's length, and meets no SLO. --sweep-qps (or --sweep-concurrency) searches the largest
-load whose --slo-percentile (99) TTFT and TPOT meet the SLO. --plot draws
-latency percentiles against load (PNG or SVG).
+single run a timeline of them. A
+run whose queue grows by more than 5 % of the offered rate (read from the
+rise of TTFT with arrival time) is overloaded: it says "overloaded: offered
+X req/s, served Y req/s, queue grows by Z requests/s", prints its TTFT and
+E2E as "unbounded" (null in JSON) since they grow with the run's length,
+and meets no SLO. A run whose arrivals span less than 4 median end-to-end
+latencies, or whose running batch still grows by as much with its TPOT
+rising by more than 5 %, never reached steady state: it is "too short",
+meets no SLO, and says how many requests would tell. --sweep-qps (or
+--sweep-concurrency) searches the largest load whose --slo-percentile (99)
+TTFT and TPOT meet the SLO, lengthening runs too short to judge; a batch
+that still grows in a lengthened run is overloaded (its TPOT and E2E
+unbounded). --plot draws latency percentiles against load (PNG or
+SVG).
 
 --compare RESULT (repeatable) reads a measured serving benchmark (vllm bench
 serve --save-result JSON, SGLang bench_serving JSONL, aiperf's
@@ -768,6 +775,9 @@ func (o *simulateOutput) headLines() []string {
 				s.MaxConcurrency, s.Bracket, s.Runs[s.Best].OutputTokensPerS, s.Runs[s.Best].OutputTokensPerSPerGPU))
 		}
 	}
+	if s := o.Sweep; s != nil && s.Lengthened > 0 {
+		head = append(head, fmt.Sprintf("sweep: %d of %d runs lengthened to reach steady state (arrivals over at least %d x E2E p50, a running batch no longer growing)", s.Lengthened, len(s.Runs), serving.SteadyStateE2Es))
+	}
 	if c := o.Capacity; c != nil {
 		head = append(head, "capacity: "+build.CapacityLine(c))
 	}
@@ -793,20 +803,33 @@ func writeSimulateTables(w io.Writer, o *simulateOutput, timelineRows int, md bo
 		slo, goodput := "-", "-"
 		if r.SLO.TTFTMs > 0 || r.SLO.TPOTMs > 0 {
 			slo, goodput = "no", fmt.Sprintf("%.3f", r.GoodputRequestsPerS)
-			if r.MeetsSLO {
+			switch {
+			case r.MeetsSLO:
 				slo = "yes"
+			case r.TooShort:
+				slo = "too short"
 			}
 		}
-		// An overloaded run's TTFT and E2E are those of a queue that
-		// grows with the run: no percentile of them describes the box.
+		// An overloaded run's latencies that grow with it (E2E; TTFT when
+		// its queue grows, TPOT when it rises) are the run's length's: no
+		// percentile of them describes the box.
 		ttft := fmt.Sprintf("%.0f / %.0f / %.0f", r.TTFTMs.P50, r.TTFTMs.P90, r.TTFTMs.P99)
+		tpot := fmt.Sprintf("%.1f / %.1f / %.1f", r.TPOTMs.P50, r.TPOTMs.P90, r.TPOTMs.P99)
 		e2e := fmt.Sprintf("%.2f / %.2f / %.2f", r.E2EMs.P50/1e3, r.E2EMs.P90/1e3, r.E2EMs.P99/1e3)
+		if r.QueueGrows {
+			ttft = "unbounded"
+		}
+		if r.TPOTUnbounded() {
+			tpot = "unbounded"
+		}
 		if r.Overloaded {
-			ttft, e2e = "unbounded", "unbounded"
+			e2e = "unbounded"
 			overloaded = append(overloaded, fmt.Sprintf("%s: %s", r.Load, overloadText(r)))
 		}
-		rows = append(rows, []string{r.Load, strconv.Itoa(r.Requests), fmt.Sprintf("%.1f", r.DurationS), ttft,
-			fmt.Sprintf("%.1f / %.1f / %.1f", r.TPOTMs.P50, r.TPOTMs.P90, r.TPOTMs.P99),
+		if r.TooShort {
+			overloaded = append(overloaded, fmt.Sprintf("%s: %s", r.Load, tooShortText(r, o.Traffic)))
+		}
+		rows = append(rows, []string{r.Load, strconv.Itoa(r.Requests), fmt.Sprintf("%.1f", r.DurationS), ttft, tpot,
 			fmt.Sprintf("%.1f / %.1f", r.ITLMs.P50, r.ITLMs.P99), e2e,
 			fmt.Sprintf("%.1f", r.OutputTokensPerS), fmt.Sprintf("%.1f", r.OutputTokensPerSPerGPU), rateCell(r),
 			goodput, fmt.Sprintf("%.1f", r.MeanConcurrency),
@@ -842,10 +865,43 @@ func writeSimulateTables(w io.Writer, o *simulateOutput, timelineRows int, md bo
 		[]string{"time s", "out tok/s", "running", "waiting", "KV use", "KV peak", "preemptions"}, trows, md)
 }
 
-// overloadText is the overload verdict of a run in one phrase.
+// overloadText is the overload verdict of a run in one phrase: the queue
+// that grows, or the running batch that kept growing through a
+// lengthened run, and which latencies grow with them.
 func overloadText(r *serving.Result) string {
+	switch {
+	case !r.QueueGrows && r.TPOTRises:
+		return fmt.Sprintf("overloaded: offered %s req/s; the requests in the system grow by %s/s and TPOT rises by %.0f %% across the second half of the arrivals, still in a run of %d requests (TPOT and end-to-end latency grow with the run's length)",
+			sig3(r.OfferedRequestsPerS), sig3(r.BatchGrowthPerS), 100*r.TPOTRiseFrac, r.Requests)
+	case !r.QueueGrows:
+		return fmt.Sprintf("overloaded: offered %s req/s; E2E p50 %.1f s against arrivals over %.1f s, still in a run of %d requests (end-to-end latency grows with the run's length)",
+			sig3(r.OfferedRequestsPerS), r.E2EMs.P50/1e3, r.ArrivalSpanS, r.Requests)
+	}
 	return fmt.Sprintf("overloaded: offered %s req/s, served %s req/s, queue grows by %s requests/s (TTFT and end-to-end latency grow with the run's length)",
 		sig3(r.OfferedRequestsPerS), sig3(r.ServedRequestsPerS), sig3(r.QueueGrowthPerS))
+}
+
+// tooShortText says a run never reached steady state, and what load
+// would: more requests, or a longer --duration, at the same rate (a
+// trace's own requests cannot be lengthened); for a running batch that
+// still grows, a run twice as long tells whether it is filling or falling
+// behind.
+func tooShortText(r *serving.Result, t serving.Traffic) string {
+	s := fmt.Sprintf("too short to reach steady state: %d requests over %.1f s, E2E p50 %.1f s", r.Requests, r.ArrivalSpanS, r.E2EMs.P50/1e3)
+	want := fmt.Sprintf("(arrivals over at least %d x E2E p50); no SLO verdict", serving.SteadyStateE2Es)
+	if r.TPOTRises {
+		s = fmt.Sprintf("not steady: the requests in the system grow by %s/s and TPOT rises by %.0f %% across the second half of the arrivals (an engine still filling, or one falling behind)",
+			sig3(r.BatchGrowthPerS), 100*r.TPOTRiseFrac)
+		want = "to tell; no SLO verdict"
+	}
+	switch {
+	case len(t.Requests) > 0 || r.MinRequests == 0:
+		return s + "; a longer load would tell; no SLO verdict"
+	case t.DurationS > 0 && t.NumRequests == 0:
+		return s + fmt.Sprintf("; pass --duration >= %.0f %s", math.Ceil(t.DurationS*float64(r.MinRequests)/float64(r.Requests)), want)
+	default:
+		return s + fmt.Sprintf("; pass --requests >= %d %s", r.MinRequests, want)
+	}
 }
 
 // sig3 writes a rate with three significant digits and no bare point
@@ -915,14 +971,15 @@ func writeSimulatePlot(path string, o *simulateOutput) error {
 			xLabel = "requests/s (trace)"
 		}
 	}
-	// An overloaded run's TTFT is that of a queue growing with the run:
-	// its points are left out of the TTFT panel (the title says how many).
-	panel := func(title, unit string, get func(r *serving.Result) serving.Stats, limit float64, skipOverloaded bool) (*plot.Plot, error) {
+	// An overloaded run's TTFT (its queue grows) or TPOT (its batch does)
+	// grows with the run: its points are left out of that panel (the
+	// title says how many).
+	panel := func(title, unit string, get func(r *serving.Result) serving.Stats, limit float64, unbounded func(r *serving.Result) bool) (*plot.Plot, error) {
 		runs := runs
-		if skipOverloaded {
+		{
 			var kept []*serving.Result
 			for _, r := range runs {
-				if !r.Overloaded {
+				if !unbounded(r) {
 					kept = append(kept, r)
 				}
 			}
@@ -977,11 +1034,11 @@ func writeSimulatePlot(path string, o *simulateOutput) error {
 		return p, nil
 	}
 	top, err := panel(fmt.Sprintf("%s %s on %s: time to first token", o.Model, o.Plan, o.Topology), "ms",
-		func(r *serving.Result) serving.Stats { return r.TTFTMs }, o.SLO.TTFTMs, true)
+		func(r *serving.Result) serving.Stats { return r.TTFTMs }, o.SLO.TTFTMs, func(r *serving.Result) bool { return r.QueueGrows })
 	if err != nil {
 		return err
 	}
-	bottom, err := panel("time per output token", "ms", func(r *serving.Result) serving.Stats { return r.TPOTMs }, o.SLO.TPOTMs, false)
+	bottom, err := panel("time per output token", "ms", func(r *serving.Result) serving.Stats { return r.TPOTMs }, o.SLO.TPOTMs, func(r *serving.Result) bool { return r.TPOTUnbounded() })
 	if err != nil {
 		return err
 	}

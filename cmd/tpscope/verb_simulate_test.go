@@ -363,7 +363,7 @@ func TestOverloadTextDigits(t *testing.T) {
 		{9.002, 2.841, 6.161, "offered 9.00 req/s, served 2.84 req/s, queue grows by 6.16 requests/s"},
 		{0.4563, 0.2, 0.2563, "offered 0.456 req/s, served 0.200 req/s, queue grows by 0.256 requests/s"},
 	} {
-		got := overloadText(&serving.Result{OfferedRequestsPerS: tc.offered, ServedRequestsPerS: tc.served, QueueGrowthPerS: tc.growth})
+		got := overloadText(&serving.Result{Overloaded: true, QueueGrows: true, OfferedRequestsPerS: tc.offered, ServedRequestsPerS: tc.served, QueueGrowthPerS: tc.growth})
 		if !strings.Contains(got, tc.want) {
 			t.Errorf("%q: want it to contain %q", got, tc.want)
 		}
@@ -408,5 +408,57 @@ func TestSimulateJSONWithoutSLO(t *testing.T) {
 				t.Errorf("meets_slo %s under a 1 ms TPOT: want false", res.Runs[0]["meets_slo"])
 			}
 		})
+	}
+}
+
+// TestSimulateSweepRunLength: the largest rate within the SLO does not
+// depend on how long the runs are asked to be. DeepSeek-V3 at TP 4 x DP
+// 2 with EP on 8 B200s, 1024 / 256 tokens: with 200 requests a run at
+// 100 req/s ends its arrivals in 2 s, long before a request's 8 s, and
+// judged so it answered over 100 req/s against 44 with 4000 requests.
+// Now every run judged spans SteadyStateE2Es median end-to-end latencies
+// (too short ones are lengthened, and said so), and the two answers
+// agree within 5 %.
+func TestSimulateSweepRunLength(t *testing.T) {
+	type sweepRun struct {
+		QPS          float64 `json:"qps"`
+		Requests     int     `json:"requests"`
+		MeetsSLO     bool    `json:"meets_slo"`
+		TooShort     bool    `json:"too_short"`
+		ArrivalSpanS float64 `json:"arrival_span_s"`
+		E2EMs        *struct {
+			P50 float64 `json:"p50"`
+		} `json:"e2e_ms"`
+	}
+	answer := map[string]float64{}
+	for _, n := range []string{"200", "4000"} {
+		code, out, errs := runCLI(t, "simulate", "--model", "deepseek-v3", "--topo", "nvswitch:8xb200", "--tp", "4", "--dp", "2", "--ep", "--sweep-qps",
+			"--isl", "1024", "--osl", "256", "--slo-ttft-ms", "2000", "--slo-tpot-ms", "50", "--requests", n, "--output", "json")
+		if code != 0 {
+			t.Fatalf("--requests %s: exit %d: %s", n, code, errs)
+		}
+		var res struct {
+			Runs  []sweepRun `json:"runs"`
+			Sweep struct {
+				MaxQPS     float64 `json:"max_qps"`
+				Lengthened int     `json:"lengthened"`
+			} `json:"sweep"`
+		}
+		if err := json.Unmarshal([]byte(out), &res); err != nil {
+			t.Fatal(err)
+		}
+		answer[n] = res.Sweep.MaxQPS
+		for _, r := range res.Runs {
+			if r.MeetsSLO && (r.TooShort || r.E2EMs == nil || r.ArrivalSpanS < 4*r.E2EMs.P50/1e3) {
+				t.Errorf("--requests %s: the run at %.2f req/s meets the SLO with %d requests over %.1f s (too short %v)", n, r.QPS, r.Requests, r.ArrivalSpanS, r.TooShort)
+			}
+		}
+		if n == "200" && res.Sweep.Lengthened == 0 {
+			t.Errorf("--requests 200: no run lengthened")
+		}
+	}
+	t.Logf("largest rate within the SLO: %.2f req/s with 200 requests, %.2f with 4000", answer["200"], answer["4000"])
+	if math.Abs(answer["200"]/answer["4000"]-1) > 0.05 {
+		t.Errorf("largest rate %.2f req/s with 200 requests, %.2f with 4000: want within 5 %%", answer["200"], answer["4000"])
 	}
 }

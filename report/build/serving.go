@@ -49,21 +49,31 @@ func Serving(in ServingInput) *report.Report {
 			{Name: "out tok/s", Numeric: true}, {Name: "tok/s/GPU", Numeric: true}, {Name: "tok/s/user", Numeric: true}, {Name: "SLO"}}}
 		for _, res := range in.Runs {
 			ttft50, ttft99 := f1(res.TTFTMs.P50), f1(res.TTFTMs.P99)
+			tpot50, tpot99 := f1(res.TPOTMs.P50), f1(res.TPOTMs.P99)
 			tone, slo := "", "-"
 			if res.SLO.TTFTMs > 0 || res.SLO.TPOTMs > 0 {
 				slo, tone = "no", "bad"
-				if res.MeetsSLO {
+				switch {
+				case res.MeetsSLO:
 					slo, tone = "yes", "good"
+				case res.TooShort:
+					slo, tone = "too short", "warn"
 				}
 			}
+			if res.QueueGrows {
+				ttft50, ttft99 = "unbounded", "unbounded"
+			}
+			if res.TPOTUnbounded() {
+				tpot50, tpot99 = "unbounded", "unbounded"
+			}
 			if res.Overloaded {
-				ttft50, ttft99, slo, tone = "unbounded", "unbounded", "overloaded", "bad"
+				slo, tone = "overloaded", "bad"
 			}
 			user := "-"
 			if res.TPOTMs.P50 > 0 {
 				user = f1(1000 / res.TPOTMs.P50)
 			}
-			t.Rows = append(t.Rows, report.Row{Tone: tone, Cells: []string{res.Load, strconv.Itoa(res.Requests), ttft50, ttft99, f1(res.TPOTMs.P50), f1(res.TPOTMs.P99),
+			t.Rows = append(t.Rows, report.Row{Tone: tone, Cells: []string{res.Load, strconv.Itoa(res.Requests), ttft50, ttft99, tpot50, tpot99,
 				f1(res.OutputTokensPerS), f1(res.OutputTokensPerSPerGPU), user, slo}})
 		}
 		r.Sections = append(r.Sections, report.Section{Title: "Runs", Table: t})
@@ -138,8 +148,11 @@ func SLOVerdictLine(lc *serving.LevelComparison) string {
 		return "not met"
 	}
 	pred := verdict(r.MeetsSLO)
-	if r.Overloaded {
+	switch {
+	case r.Overloaded:
 		pred += " (overloaded)"
+	case r.TooShort:
+		pred = "not judged (too short to reach steady state)"
 	}
 	meas := "not judged (the file does not report that percentile)"
 	if lc.MeasuredMeetsSLO != nil {
