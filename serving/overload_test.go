@@ -223,6 +223,36 @@ func TestSteadyState(t *testing.T) {
 	}
 }
 
+// TestGoodputWithinServed: goodput is measured on the window of the
+// offered and served rates, so it never exceeds the served rate. At 0.5
+// req/s (seed 0) the second half of the arrivals comes at 0.45 req/s
+// while the whole run averages 0.49: goodput over the whole run was
+// above the served rate. Every request meeting the SLO, goodput is the
+// served rate; none meeting it, 0.
+func TestGoodputWithinServed(t *testing.T) {
+	s := mustNew(t, kimiDeployment(t))
+	tr := Traffic{QPS: 0.5, NumRequests: 1000, Prompt: Lengths{Mean: 1024}, Output: Lengths{Mean: 256}}
+	for _, tc := range []struct {
+		name string
+		slo  SLO
+		want func(served float64) float64 // NaN: only bounded by served
+	}{
+		{"2 s / 50 ms", SLO{TTFTMs: 2000, TPOTMs: 50}, func(float64) float64 { return math.NaN() }},
+		{"every request good", SLO{TTFTMs: 1e6}, func(served float64) float64 { return served }},
+		{"none good", SLO{TTFTMs: 1e-6}, func(float64) float64 { return 0 }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := mustRun(t, s, tr, RunOptions{SLO: tc.slo, TimelineWindows: -1})
+			if !(r.ServedRequestsPerS > 0) || r.GoodputRequestsPerS > r.ServedRequestsPerS*(1+1e-12) {
+				t.Errorf("goodput %.4f req/s above the served rate %.4f", r.GoodputRequestsPerS, r.ServedRequestsPerS)
+			}
+			if w := tc.want(r.ServedRequestsPerS); !math.IsNaN(w) && math.Abs(r.GoodputRequestsPerS-w) > 1e-9 {
+				t.Errorf("goodput %.4f req/s, want %.4f", r.GoodputRequestsPerS, w)
+			}
+		})
+	}
+}
+
 // TestSweepRefusesShortTrace: a QPS sweep over a trace's own requests,
 // which cannot be lengthened, answers nothing rather than judge a run
 // that never reached steady state: 30 requests arrive within 3 s at 10

@@ -214,10 +214,14 @@ type Result struct {
 	GPUs                   int     `json:"gpus"`
 
 	// SLO is the objective of the run (none when zero); GoodRequests meet
-	// it request by request, GoodputRequestsPerS = GoodRequests /
-	// DurationS; MeetsSLO: the SLO's percentiles meet it, the run is not
-	// overloaded and reached steady state (TooShort). Without an SLO,
-	// JSON has none of the four.
+	// it request by request (over the whole run); GoodputRequestsPerS is
+	// the rate they are served at on the window of OfferedRequestsPerS
+	// and ServedRequestsPerS: the served rate times the fraction of that
+	// window's requests that meet the SLO, so it never exceeds the served
+	// rate (GoodRequests / DurationS when the arrivals span no time);
+	// MeetsSLO: the SLO's percentiles meet it, the run is not overloaded
+	// and reached steady state (TooShort). Without an SLO, JSON has none
+	// of the four.
 	SLO                 SLO     `json:"slo,omitzero"`
 	GoodRequests        int     `json:"good_requests"`
 	GoodputRequestsPerS float64 `json:"goodput_requests_per_s"`
@@ -1152,6 +1156,20 @@ func (r *run) result(o RunOptions) *Result {
 	// latencies grow with the run however the percentiles of this run
 	// fall; nor does a run too short to show whether it carries it.
 	res.MeetsSLO = o.SLO.set() && !res.Overloaded && !res.TooShort && o.SLO.Meets(res)
+	if o.SLO.set() {
+		if a, b, ok := judgingWindow(res.PerRequest); ok && res.ServedRequestsPerS > 0 {
+			var n, good int
+			for i := range res.PerRequest {
+				if t := res.PerRequest[i].DueS; t >= a && t <= b {
+					n++
+					if o.SLO.good(&res.PerRequest[i]) {
+						good++
+					}
+				}
+			}
+			res.GoodputRequestsPerS = res.ServedRequestsPerS * float64(good) / float64(n)
+		}
+	}
 	if w := o.MeasureToS - o.MeasureFromS; w > 0 {
 		res.WindowOutputTokensPerS = float64(r.windowTokens) / w
 	}

@@ -57,9 +57,9 @@ then complete.
 
 Reports TTFT, TPOT, ITL and end-to-end latency at p50/p90/p99, throughput
 (tokens/s, requests/s, per GPU), the offered request rate against the rate
-served (over the second half of the arrivals), goodput (requests/s meeting
---slo-ttft-ms and --slo-tpot-ms), KV-cache use and preemptions, and for a
-single run a timeline of them. A
+served (over the second half of the arrivals), goodput (the served rate of
+requests meeting --slo-ttft-ms and --slo-tpot-ms, on the same window),
+KV-cache use and preemptions, and for a single run a timeline of them. A
 run whose queue grows by more than 5 % of the offered rate (read from the
 rise of TTFT with arrival time) is overloaded: it says "overloaded: offered
 X req/s, served Y req/s, queue grows by Z requests/s", prints its TTFT and
@@ -835,7 +835,7 @@ func writeSimulateTables(w io.Writer, o *simulateOutput, timelineRows int, md bo
 			goodput, fmt.Sprintf("%.1f", r.MeanConcurrency),
 			fmt.Sprintf("%.0f %%", 100*r.PeakKVUseFrac), strconv.Itoa(r.Preemptions), slo})
 	}
-	if err := writeTable(w, "runs", "runs (TTFT, TPOT, ITL, end-to-end latency; throughput over the run; request rates over the second half of the arrivals; KV peak of all blocks)", header, rows, md); err != nil {
+	if err := writeTable(w, "runs", "runs (TTFT, TPOT, ITL, end-to-end latency; throughput over the run; request rates, goodput included, over the second half of the arrivals; KV peak of all blocks)", header, rows, md); err != nil {
 		return err
 	}
 	for _, r := range o.Runs {
