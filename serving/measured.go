@@ -14,6 +14,7 @@ import (
 	"strings"
 
 	engprof "github.com/tpscope/tpscope/engine"
+	"github.com/tpscope/tpscope/model"
 )
 
 // Measured serving benchmarks: the results a client (vllm bench serve,
@@ -157,6 +158,14 @@ type Measured struct {
 	// names (InferenceX's "hw"), "" when it names none.
 	Engine string `json:"engine,omitempty"`
 	GPU    string `json:"gpu,omitempty"`
+	// TP, EP and DP are the parallel sizes the file records the server
+	// ran with (InferenceX's tp, ep and dp), GPUs the GPUs it ran on
+	// (InferenceX's gpu.n_gpus); 0 where it records none. Plan reads them
+	// as a plan.
+	TP   int `json:"tp,omitempty"`
+	EP   int `json:"ep,omitempty"`
+	DP   int `json:"dp,omitempty"`
+	GPUs int `json:"gpus,omitempty"`
 
 	// The load: QPS > 0 an open loop at that rate (Burstiness its gamma
 	// shape, 1 = Poisson); Concurrency > 0 at most that many requests in
@@ -860,9 +869,28 @@ func readInferenceX(f fields) (*Measured, error) {
 	if m.GPU, err = f.str("hw"); err != nil {
 		return nil, err
 	}
-	v, err := readNums(f, "isl", "osl", "conc")
+	v, err := readNums(f, "isl", "osl", "conc", "tp", "ep", "dp")
 	if err != nil {
 		return nil, err
+	}
+	for i, k := range []struct {
+		key string
+		dst *int
+	}{{"tp", &m.TP}, {"ep", &m.EP}, {"dp", &m.DP}} {
+		if *k.dst, err = intOf(f, k.key, v[3+i]); err != nil {
+			return nil, err
+		}
+	}
+	if g, ok, err := f.obj("gpu"); err != nil {
+		return nil, err
+	} else if ok {
+		n, err := g.num("n_gpus")
+		if err != nil {
+			return nil, err
+		}
+		if m.GPUs, err = intOf(g, "n_gpus", n); err != nil {
+			return nil, err
+		}
 	}
 	if m.NominalPrompt, err = intOf(f, "isl", v[0]); err != nil {
 		return nil, err
@@ -1436,4 +1464,32 @@ func (m *Measured) EngineRef() (engprof.Ref, bool) {
 		return engprof.Ref{Name: "trtllm"}, true
 	}
 	return engprof.Ref{}, false
+}
+
+// Plan is the parallel plan the level's server ran, as tpscope spells it,
+// and what it was read from; ok is false when the file records no TP.
+// The experts are spread whole (EP) when the recorded EP size is above 1
+// (tpscope spreads them over every rank: TP x DP). A DP the file records
+// is the plan's; one with TP equal to the GPUs and DP dividing it is
+// SGLang's DP attention within the TP group (--tp 8 --dp 8 on 8 GPUs),
+// which tpscope spells TP / DP x DP.
+func (m *Measured) Plan() (p model.Plan, from string, ok bool) {
+	if m.TP < 1 {
+		return p, "", false
+	}
+	p = model.Plan{TP: m.TP, DP: max(1, m.DP), EP: m.EP > 1}
+	if m.GPUs > 0 && p.DP > 1 && p.TP*p.DP != m.GPUs && p.TP == m.GPUs && p.TP%p.DP == 0 {
+		p.TP /= p.DP
+	}
+	from = fmt.Sprintf("tp %d", m.TP)
+	if m.EP > 0 {
+		from += fmt.Sprintf(", ep %d", m.EP)
+	}
+	if m.DP > 0 {
+		from += fmt.Sprintf(", dp %d", m.DP)
+	}
+	if m.GPUs > 0 {
+		from += fmt.Sprintf(" on %d GPUs", m.GPUs)
+	}
+	return p, from, true
 }

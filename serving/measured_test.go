@@ -281,3 +281,42 @@ func TestMeasuredEngineRef(t *testing.T) {
 		}
 	}
 }
+
+// TestMeasuredPlan: an InferenceX summary records the plan its server
+// ran: the DSR1 files' "tp": 8, "ep": 8 and "gpu": {"n_gpus": 8} are TP 8
+// with the experts spread whole (tp8-ep); an EP size of 1 is no EP; a DP
+// is the plan's, and SGLang's DP attention within the TP group (tp 8, dp
+// 8 on 8 GPUs) is TP 1 x DP 8. A file with no tp records no plan.
+func TestMeasuredPlan(t *testing.T) {
+	ms, err := LoadMeasured("testdata/bench/inferencex-dsr1-fp4-b200-sglang-tp8ep8/conc16.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m := ms[0]; m.TP != 8 || m.EP != 8 || m.DP != 0 || m.GPUs != 8 {
+		t.Errorf("conc16.json: tp %d, ep %d, dp %d, %d GPUs; want 8, 8, 0, 8", m.TP, m.EP, m.DP, m.GPUs)
+	}
+	const body = `"hw": "b200", "framework": "sglang", "isl": 1024, "osl": 1024, "conc": 8, "metrics": {"successful_requests": 80, "total_token_throughput": 2000, "output_token_throughput": 1000, "request_throughput": 2, "median_ttft_ms": 300}`
+	for _, c := range []struct {
+		name, fields string
+		want         string
+		ok           bool
+	}{
+		{"DSR1's", `"tp": 8, "ep": 8, "gpu": {"n_gpus": 8}`, "tp8-ep", true},
+		{"no EP", `"tp": 4, "ep": 1, "gpu": {"n_gpus": 4}`, "tp4", true},
+		{"DP attention within TP", `"tp": 8, "ep": 8, "dp": 8, "gpu": {"n_gpus": 8}`, "tp1-dp8-ep", true},
+		{"TP x DP GPUs", `"tp": 4, "ep": 8, "dp": 2, "gpu": {"n_gpus": 8}`, "tp4-dp2-ep", true},
+		{"none recorded", `"model": "m"`, "", false},
+	} {
+		ms, err := ReadMeasured(strings.NewReader("{"+c.fields+", "+body+"}"), c.name+".json")
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		p, _, ok := ms[0].Plan()
+		if ok != c.ok || (ok && p.String() != c.want) {
+			t.Errorf("%s: plan %s (%v), want %s (%v)", c.name, p, ok, c.want, c.ok)
+		}
+	}
+	if _, err := ReadMeasured(strings.NewReader(`{"tp": "eight", `+body+`}`), "bad.json"); err == nil || !strings.Contains(err.Error(), `field "tp"`) {
+		t.Errorf("a tp that is not a number: %v, want an error naming the field", err)
+	}
+}

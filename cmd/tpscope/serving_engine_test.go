@@ -1,6 +1,8 @@
 package main
 
 import (
+	"encoding/json"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -65,5 +67,76 @@ func TestServingEngineFromResults(t *testing.T) {
 	code, out, errs = runCLI(t, append([]string{"calibrate", "--serving", level, "-o", o}, dsr1...)...)
 	if code != 0 || !strings.Contains(out, "engine sglang@0.5: recorded in the results") || !strings.Contains(out, "sglang policy; objective") {
 		t.Errorf("calibrate --serving of SGLang's results: exit %d, stderr %q, output:\n%s", code, errs, out)
+	}
+}
+
+// TestServingPlanFromResults: the InferenceX DeepSeek-R1 results record
+// the plan they ran ("tp": 8, "ep": 8, "gpu": {"n_gpus": 8}): without the
+// plan flags the run is priced at TP 8 with EP and the output says so;
+// --tp 8 alone takes EP from the results; a plan flag that contradicts
+// them (--tp 4, --tp 4 --dp 2, --ep=false) and a box of fewer GPUs than
+// they ran on are one line each naming the flag, the file and what it
+// records, before any work: in simulate --compare and calibrate
+// --serving alike (which fitted 8-GPU measurements on a 4-GPU TP-4 box).
+func TestServingPlanFromResults(t *testing.T) {
+	level := dsr1Dir + "conc16.json"
+	model := []string{"--model", "../../serving/testdata/models/deepseek-r1-0528-fp4", "--kv-dtype", "fp8"}
+	for _, c := range []struct {
+		name  string
+		args  []string
+		taken string // the note's flags
+	}{
+		{"no plan flag", nil, "as --ep"},
+		{"--tp 8 alone", []string{"--tp", "8"}, "as --ep"},
+		{"the whole plan", []string{"--tp", "8", "--ep"}, ""},
+	} {
+		args := append(append([]string{"simulate", "--output", "json", "--topo", "nvswitch:8xb200", "--compare", level}, model...), c.args...)
+		code, out, errs := runCLI(t, args...)
+		if code != 0 {
+			t.Fatalf("%s: exit %d: %s", c.name, code, errs)
+		}
+		var res struct {
+			Plan     string `json:"plan"`
+			GPUs     int    `json:"gpus"`
+			PlanNote string `json:"plan_note"`
+		}
+		if err := json.Unmarshal([]byte(out), &res); err != nil {
+			t.Fatal(err)
+		}
+		note := ""
+		if c.taken != "" {
+			note = "plan tp8-ep: recorded in the results (tp 8, ep 8 on 8 GPUs in " + level + "), " + c.taken
+		}
+		if res.Plan != "tp8-ep" || res.GPUs != 8 || res.PlanNote != note {
+			t.Errorf("%s: plan %s on %d GPUs, note %q; want tp8-ep on 8, note %q", c.name, res.Plan, res.GPUs, res.PlanNote, note)
+		}
+	}
+	out4 := filepath.Join(t.TempDir(), "o4.json")
+	for _, c := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"simulate --tp 4", []string{"simulate", "--compare", level, "--topo", "nvswitch:8xb200", "--tp", "4"},
+			"--tp 4: want the plan the --compare results ran: " + level + " records tp 8, ep 8 on 8 GPUs, which is tp8-ep (--tp 8)"},
+		{"simulate --tp 4 --dp 2 --ep", []string{"simulate", "--compare", level, "--topo", "nvswitch:8xb200", "--tp", "4", "--dp", "2", "--ep"},
+			"--tp 4: want the plan the --compare results ran: "},
+		{"simulate --ep=false", []string{"simulate", "--compare", level, "--topo", "nvswitch:8xb200", "--ep=false"},
+			"--ep false: want the plan the --compare results ran: " + level + " records tp 8, ep 8 on 8 GPUs, which is tp8-ep (--ep true)"},
+		{"calibrate --tp 4 on 4 GPUs", []string{"calibrate", "--serving", level, "--topo", "nvswitch:4xb200", "--tp", "4", "-o", out4},
+			"--tp 4: want the plan the --serving results ran: " + level + " records tp 8, ep 8 on 8 GPUs"},
+		{"calibrate on 4 GPUs", []string{"calibrate", "--serving", level, "--topo", "nvswitch:4xb200", "-o", out4},
+			"--topo nvswitch:4xb200: want a box of the 8 GPUs the --serving results ran on: " + level + " records tp 8, ep 8 on 8 GPUs, the box has 4"},
+		{"the first 4 GPUs", []string{"simulate", "--compare", level, "--topo", "nvswitch:8xb200", "--gpus", "4"},
+			"--gpus 4: want a box of the 8 GPUs the --compare results ran on"},
+	} {
+		args := append(append([]string(nil), c.args[:1]...), append(append([]string(nil), model...), c.args[1:]...)...)
+		code, out, errs := runCLI(t, args...)
+		if code != 2 || !strings.Contains(errs, c.want) || strings.Count(strings.TrimSpace(errs), "\n") > 0 || out != "" {
+			t.Errorf("%s: exit %d, stdout %q, stderr %q; want exit 2 and one line with %q", c.name, code, out, errs, c.want)
+		}
+		if _, err := os.Stat(out4); err == nil {
+			t.Fatalf("%s: %s written", c.name, out4)
+		}
 	}
 }

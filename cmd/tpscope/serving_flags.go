@@ -178,6 +178,77 @@ func resultsEngine(sc *scenarioFlags, flag string, levels []serving.Measured) (n
 	return fmt.Sprintf("engine %s: recorded in the results (%q in %s)", prof.Name(), from.Engine, from.File), nil
 }
 
+// resultsPlan is the parallel plan the measured results record
+// (InferenceX's tp, ep, dp and GPU count, Measured.Plan), set as the
+// scenario's where the command line does not give it, as resultsEngine
+// sets the engine: the plan the results measured is the scenario to
+// price. A plan flag the user gave that contradicts it is refused in one
+// line naming the flag, the file and what it recorded (their latencies
+// are another plan's), and so is a box with fewer GPUs than the results
+// ran on; results recording two plans are an error. The note says what
+// came from the results. Results that record no plan leave the flags as
+// they are.
+func resultsPlan(sc *scenarioFlags, flag string, levels []serving.Measured) (note string, err error) {
+	var rec model.Plan
+	var from *serving.Measured
+	var what string
+	for i := range levels {
+		p, w, ok := levels[i].Plan()
+		if !ok {
+			continue
+		}
+		if from != nil && p != rec {
+			return "", flagError(flag, nil, "want results of one plan: %s records %s (%s) and %s records %s (%s)", from.File, rec, what, levels[i].File, p, w)
+		}
+		if from == nil {
+			rec, from, what = p, &levels[i], w
+		}
+	}
+	if from == nil {
+		return "", nil
+	}
+	var taken []string
+	for _, c := range []struct {
+		name            string
+		given, recorded any
+		set             func()
+	}{
+		{"tp", sc.tp, rec.TP, func() { sc.tp = rec.TP }},
+		{"dp", sc.dp, rec.DP, func() { sc.dp = rec.DP }},
+		{"ep", sc.ep, rec.EP, func() { sc.ep = rec.EP }},
+	} {
+		switch differ := c.given != c.recorded; {
+		case sc.changed(c.name) && differ:
+			return "", flagError("--"+c.name, c.given, "want the plan the %s results ran: %s records %s, which is %s (--%s %v)", flag, from.File, what, rec, c.name, c.recorded)
+		case !sc.changed(c.name):
+			switch {
+			case differ && c.recorded == true:
+				taken = append(taken, "--"+c.name)
+			case differ:
+				taken = append(taken, fmt.Sprintf("--%s=%v", c.name, c.recorded))
+			}
+			c.set()
+		}
+	}
+	if from.GPUs > 0 {
+		box, _, err := sc.box()
+		if err != nil {
+			return "", err
+		}
+		if n := box.NumGPUs(); n < from.GPUs {
+			name, value := "--topo", any(sc.topo)
+			if sc.changed("gpus") {
+				name, value = "--gpus", sc.gpus
+			}
+			return "", flagError(name, value, "want a box of the %d GPUs the %s results ran on: %s records %s, the box has %d", from.GPUs, flag, from.File, what, n)
+		}
+	}
+	if len(taken) == 0 {
+		return "", nil
+	}
+	return fmt.Sprintf("plan %s: recorded in the results (%s in %s), as %s", rec, what, from.File, strings.Join(taken, " ")), nil
+}
+
 // resultsGPU refuses results that name a GPU (InferenceX's hw) other than
 // the box's (Topology.RunsOn, as for a trace's GPU): their latencies are
 // another GPU's. A GPU name the catalog does not know is not judged.

@@ -73,6 +73,10 @@ func (m *servingCalibrateMode) run(ctx context.Context, c *calibrateOptions, std
 	if err != nil {
 		return err
 	}
+	planNote, err := resultsPlan(c.sc, "--serving", levels)
+	if err != nil {
+		return err
+	}
 	scen, err := c.sc.scenario()
 	if err != nil {
 		return err
@@ -108,6 +112,9 @@ func (m *servingCalibrateMode) run(ctx context.Context, c *calibrateOptions, std
 	}
 	if engineNote != "" {
 		src = append(src, engineNote)
+	}
+	if planNote != "" {
+		src = append(src, planNote)
 	}
 	if overheadsNote != "" {
 		src = append(src, overheadsNote)

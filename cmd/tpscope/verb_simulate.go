@@ -84,7 +84,10 @@ beside the measured level's verdict by its own percentiles. The engine the resul
 framework) prices and schedules the run unless --engine names another;
 a GPU they name other than the box's is refused, and so is a model they
 name that is not the scenario's (without --model, any but the default's
-checkpoint; with a --model preset, another preset's checkpoint). The
+checkpoint; with a --model preset, another preset's checkpoint). The plan
+they record (InferenceX's tp, ep, dp and GPU count) is the scenario's
+where --tp, --dp or --ep is not given; a plan flag that contradicts it, or
+a box of fewer GPUs, is refused. The
 scheduler is the
 engine's (--engine sglang: SGLang's prefill-first scheduler; vllm and
 trtllm: vLLM's mixed steps). --serving-overheads takes the overheads
@@ -439,6 +442,10 @@ func runSimulate(sc *scenarioFlags, f *simulateFlags, stdout, stderr io.Writer) 
 	if err != nil {
 		return err
 	}
+	planNote, err := resultsPlan(sc, "--compare", measured)
+	if err != nil {
+		return err
+	}
 	scen, err := sc.scenario()
 	if err != nil {
 		return err
@@ -486,7 +493,8 @@ func runSimulate(sc *scenarioFlags, f *simulateFlags, stdout, stderr io.Writer) 
 	slo := serving.SLO{TTFTMs: f.sloTTFT, TPOTMs: f.sloTPOT, Percentile: f.sloPct}
 	out := simulateOutput{Model: scen.Arch.Name, Topology: topo.Name, Plan: scen.Plan.Normalized().String(), GPUs: s.GPUs(),
 		KVDtype: string(s.KVDtype()), Options: opts, Engine: s.Engine(), Overheads: overheads, KVBlocks: s.KVBlocks(), Schedulers: s.Schedulers(),
-		Instances: max(1, f.instances), Router: string(router), Traffic: traffic, SLO: slo, Trace: trace, EngineNote: engineNote, OverheadsNote: overheadsNote, PricedBy: priced}
+		Instances: max(1, f.instances), Router: string(router), Traffic: traffic, SLO: slo, Trace: trace, EngineNote: engineNote, PlanNote: planNote,
+		OverheadsNote: overheadsNote, PricedBy: priced}
 	if y := scen.SpecYield(); y != nil {
 		out.Spec = y
 		out.SpecLine = fmt.Sprintf("speculative: %s; %.2f tokens per step per request (sd %.2f), drawn per request and step from %s",
@@ -655,6 +663,9 @@ type simulateOutput struct {
 	// EngineNote says where the engine came from when measured results
 	// named one (resultsEngine).
 	EngineNote string `json:"engine_note,omitempty"`
+	// PlanNote says which plan flags the measured results' recorded plan
+	// set (resultsPlan).
+	PlanNote string `json:"plan_note,omitempty"`
 	// OverheadsNote is the caveat of --serving-overheads fitted on
 	// another box or model, or of unrecorded origin.
 	OverheadsNote string `json:"overheads_note,omitempty"`
@@ -759,6 +770,9 @@ func (o *simulateOutput) headLines() []string {
 	head = append(head, fmt.Sprintf("load: %s, seed %d; SLO %s", load, o.Traffic.Seed, o.SLO))
 	if o.EngineNote != "" {
 		head = append(head, o.EngineNote)
+	}
+	if o.PlanNote != "" {
+		head = append(head, o.PlanNote)
 	}
 	if o.SpecLine != "" {
 		head = append(head, o.SpecLine)
