@@ -249,6 +249,34 @@ func resultsPlan(sc *scenarioFlags, flag string, levels []serving.Measured) (not
 	return fmt.Sprintf("plan %s: recorded in the results (%s in %s), as %s", rec, what, from.File, strings.Join(taken, " ")), nil
 }
 
+// resultsDefaults says, in one line, what the measured results leave to
+// the defaults: when none of them names a model and --model is not
+// given, the default model prices them; when none names a GPU and --topo
+// is not given, the default box runs them. Results of another model or
+// box (LLMServingSim's Qwen3-30B log on 2 GPUs) are then compared against
+// a deployment they never ran, which the output must not hide. "" when
+// the results or the flags name both.
+func resultsDefaults(sc *scenarioFlags, levels []serving.Measured, scen sim.Scenario) string {
+	if len(levels) == 0 {
+		return ""
+	}
+	model, gpu := false, false
+	for i := range levels {
+		model = model || levels[i].Model != ""
+		gpu = gpu || levels[i].GPU != ""
+	}
+	noModel, noGPU := !model && !sc.changed("model"), !gpu && !sc.changed("topo")
+	switch {
+	case noModel && noGPU:
+		return fmt.Sprintf("the results name no model and no GPU: priced as the default model %s on the default box %s (--model and --topo name the ones they ran)", scen.Arch.Name, scen.Topo.Name)
+	case noModel:
+		return fmt.Sprintf("the results name no model: priced as the default model %s (--model names the one they ran)", scen.Arch.Name)
+	case noGPU:
+		return fmt.Sprintf("the results name no GPU: priced on the default box %s (--topo names the one they ran)", scen.Topo.Name)
+	}
+	return ""
+}
+
 // resultsGPU refuses results that name a GPU (InferenceX's hw) other than
 // the box's (Topology.RunsOn, as for a trace's GPU): their latencies are
 // another GPU's. A GPU name the catalog does not know is not judged.

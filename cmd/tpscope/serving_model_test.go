@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -49,5 +50,42 @@ func TestServingModelFromResults(t *testing.T) {
 	code, out, errs = runCLI(t, append([]string{"simulate", "--compare", dsr1Level}, dsr1...)...)
 	if code != 0 || !strings.HasPrefix(out, "simulate: ../../serving/testdata/models/deepseek-r1-0528-fp4 tp8-ep") {
 		t.Errorf("a --model config of the results' checkpoint: exit %d, stderr %q, output:\n%s", code, errs, out)
+	}
+}
+
+// TestServingDefaultsNamed: results that name no model and no GPU
+// (LLMServingSim's request log, measured with Qwen3-30B on 2 GPUs) are
+// priced on the default model and box, and the output says so in one
+// line, naming what it priced and the flags that name others; a --model
+// or --topo given leaves only the other default said; both given, or
+// results that name both (the InferenceX DSR1 files), say nothing.
+func TestServingDefaultsNamed(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"neither", []string{"--compare", qwenLog},
+			"the results name no model and no GPU: priced as the default model kimi-k2.5-nvfp4 on the default box rtxpro6000-2s (--model and --topo name the ones they ran)"},
+		{"--model given", []string{"--compare", qwenLog, "--model", "kimi-k2.5"},
+			"the results name no GPU: priced on the default box rtxpro6000-2s (--topo names the one they ran)"},
+		{"--topo given", []string{"--compare", qwenLog, "--topo", "h200-nvswitch"},
+			"the results name no model: priced as the default model kimi-k2.5-nvfp4 (--model names the one they ran)"},
+		{"both given", []string{"--compare", qwenLog, "--model", "kimi-k2.5", "--topo", "h200-nvswitch"}, ""},
+		{"named by the results", append([]string{"--compare", dsr1Dir + "conc16.json"}, dsr1...), ""},
+	} {
+		code, out, errs := runCLI(t, append([]string{"simulate", "--output", "json"}, c.args...)...)
+		if code != 0 {
+			t.Fatalf("%s: exit %d: %s", c.name, code, errs)
+		}
+		var res struct {
+			DefaultsNote string `json:"defaults_note"`
+		}
+		if err := json.Unmarshal([]byte(out), &res); err != nil {
+			t.Fatal(err)
+		}
+		if res.DefaultsNote != c.want {
+			t.Errorf("%s: note %q, want %q", c.name, res.DefaultsNote, c.want)
+		}
 	}
 }

@@ -87,6 +87,7 @@ func (m *servingCalibrateMode) run(ctx context.Context, c *calibrateOptions, std
 	if err := resultsModel(scen.Arch, c.sc.changed("model"), "--serving", levels); err != nil {
 		return err
 	}
+	defaultsNote := resultsDefaults(c.sc, levels, scen)
 	prof, err := engprof.Lookup(scen.Options.Engine)
 	if err != nil {
 		return causeError("--engine", scen.Options.Engine, err)
@@ -115,6 +116,9 @@ func (m *servingCalibrateMode) run(ctx context.Context, c *calibrateOptions, std
 	}
 	if planNote != "" {
 		src = append(src, planNote)
+	}
+	if defaultsNote != "" {
+		src = append(src, defaultsNote)
 	}
 	if overheadsNote != "" {
 		src = append(src, overheadsNote)

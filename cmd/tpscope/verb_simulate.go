@@ -456,6 +456,7 @@ func runSimulate(sc *scenarioFlags, f *simulateFlags, stdout, stderr io.Writer) 
 	if err := resultsModel(scen.Arch, sc.changed("model"), "--compare", measured); err != nil {
 		return err
 	}
+	defaultsNote := resultsDefaults(sc, measured, scen)
 	topo, opts := scen.Topo, scen.Options
 	prof, err := engprof.Lookup(opts.Engine)
 	if err != nil {
@@ -494,7 +495,7 @@ func runSimulate(sc *scenarioFlags, f *simulateFlags, stdout, stderr io.Writer) 
 	out := simulateOutput{Model: scen.Arch.Name, Topology: topo.Name, Plan: scen.Plan.Normalized().String(), GPUs: s.GPUs(),
 		KVDtype: string(s.KVDtype()), Options: opts, Engine: s.Engine(), Overheads: overheads, KVBlocks: s.KVBlocks(), Schedulers: s.Schedulers(),
 		Instances: max(1, f.instances), Router: string(router), Traffic: traffic, SLO: slo, Trace: trace, EngineNote: engineNote, PlanNote: planNote,
-		OverheadsNote: overheadsNote, PricedBy: priced}
+		DefaultsNote: defaultsNote, OverheadsNote: overheadsNote, PricedBy: priced}
 	if y := scen.SpecYield(); y != nil {
 		out.Spec = y
 		out.SpecLine = fmt.Sprintf("speculative: %s; %.2f tokens per step per request (sd %.2f), drawn per request and step from %s",
@@ -664,8 +665,10 @@ type simulateOutput struct {
 	// named one (resultsEngine).
 	EngineNote string `json:"engine_note,omitempty"`
 	// PlanNote says which plan flags the measured results' recorded plan
-	// set (resultsPlan).
-	PlanNote string `json:"plan_note,omitempty"`
+	// set (resultsPlan); DefaultsNote that the default model or box
+	// prices results that name none (resultsDefaults).
+	PlanNote     string `json:"plan_note,omitempty"`
+	DefaultsNote string `json:"defaults_note,omitempty"`
 	// OverheadsNote is the caveat of --serving-overheads fitted on
 	// another box or model, or of unrecorded origin.
 	OverheadsNote string `json:"overheads_note,omitempty"`
@@ -773,6 +776,9 @@ func (o *simulateOutput) headLines() []string {
 	}
 	if o.PlanNote != "" {
 		head = append(head, o.PlanNote)
+	}
+	if o.DefaultsNote != "" {
+		head = append(head, o.DefaultsNote)
 	}
 	if o.SpecLine != "" {
 		head = append(head, o.SpecLine)
