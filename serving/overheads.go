@@ -152,11 +152,68 @@ type OverheadsOrigin struct {
 	// Model is the architecture: a preset's name or a config's absolute
 	// path (model.Ref.String).
 	Model string `json:"model"`
+	// Plan is the parallel plan (model.Plan.String: "tp8-ep"); Attention
+	// and MoEKernel the attention backend and fused-MoE kernel the engine
+	// ran the steps with (sim.Predictor.Kernels: a decode scale fitted on
+	// one kernel's error is not another's); Options the run-time options
+	// but the engine (sim.Options.Label). Empty in a file written before
+	// they were recorded, and then not compared.
+	Plan      string `json:"plan,omitempty"`
+	Attention string `json:"attention,omitempty"`
+	MoEKernel string `json:"moe_kernel,omitempty"`
+	Options   string `json:"options,omitempty"`
+}
+
+// Differences lists, one phrase each, how the deployment o describes
+// differs from here, beyond the engine's name and the GPU (which overheads
+// must share, and their user checks first): the engine's version, the
+// box, the model, and where o records them the plan, the attention
+// backend, the MoE kernel and the options; unrecorded is true when o does
+// not record those (a file written before they were).
+func (o OverheadsOrigin) Differences(here OverheadsOrigin) (out []string, unrecorded bool) {
+	for _, f := range []struct{ what, from, here string }{
+		{"engine", o.Engine.String(), here.Engine.String()},
+		{"box", o.Topology, here.Topology},
+		{"model", o.Model, here.Model},
+	} {
+		if f.from != f.here {
+			out = append(out, fmt.Sprintf("%s %s, not %s", f.what, f.from, f.here))
+		}
+	}
+	if o.Plan == "" {
+		return out, true
+	}
+	for _, f := range []struct{ what, from, here string }{
+		{"plan", o.Plan, here.Plan},
+		{"attention", o.Attention, here.Attention},
+		{"MoE kernel", o.MoEKernel, here.MoEKernel},
+		{"options", o.Options, here.Options},
+	} {
+		if f.from != f.here {
+			out = append(out, fmt.Sprintf("%s %s, not %s", f.what, orNone(f.from), orNone(f.here)))
+		}
+	}
+	return out, false
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "none"
+	}
+	return s
 }
 
 // OriginOf is the origin of overheads fitted on sc under engine.
 func OriginOf(sc sim.Scenario, engine engprof.Ref) OverheadsOrigin {
-	o := OverheadsOrigin{Engine: engine}
+	o := OverheadsOrigin{Engine: engine, Plan: sc.Plan.Normalized().String()}
+	opts := sc.Options
+	opts.Engine = engprof.Ref{} // the origin's own field
+	o.Options = opts.Label()
+	if sc.Topo != nil && sc.Arch != nil {
+		if p, err := sc.NewPredictor(); err == nil {
+			o.Attention, o.MoEKernel = p.Kernels(sc)
+		}
+	}
 	if t := sc.Topo; t != nil {
 		o.Topology = t.Name
 		if d := t.DeviceOf(0); d != nil {

@@ -443,6 +443,22 @@ func dsaSummary(dense, chosen, engineDense bool) string {
 	return s + " (" + flag + "; the engine runs it " + engine + " here)"
 }
 
+// Kernels names the attention backend sc's decode runs with and the
+// fused-MoE kernel of its routed experts on this Predictor's engine and
+// GPU, as EngineSummary names them; "" for a model without MLA or without
+// routed experts.
+func (p *Predictor) Kernels(sc Scenario) (attention, moe string) {
+	if b := p.decodeBackend(sc); b != nil {
+		attention = b.Name
+	}
+	if sc.Arch != nil && sc.Arch.RoutedExperts > 0 {
+		if mk := p.cm.engineKernels.moeKernel(sc.Arch.Quant.Dtype(model.CompRoutedExperts)); mk != nil {
+			moe = mk.Name
+		}
+	}
+	return attention, moe
+}
+
 // decodeBackend is the attention backend sc's decode runs with on this
 // Predictor's engine and GPU, nil when none (or no MLA).
 func (p *Predictor) decodeBackend(sc Scenario) *engprof.AttentionBackend {

@@ -95,9 +95,10 @@ func (f *engineFlags) engine(prof *engprof.Profile, policyGiven bool) (serving.E
 // deployment scen priced and scheduled by engine prof. Its terms are the
 // engine's host time and its kernels' error against the step model on
 // one GPU: overheads fitted under another engine or on another GPU are
-// refused. Fitted on another box of the same GPU, another model or
-// another version of the engine, they apply with a caveat (note), as do
-// overheads whose origin the file does not record.
+// refused. Fitted on another box of the same GPU, another model, another
+// version of the engine, another plan, attention backend, MoE kernel or
+// options, they apply with a caveat (note), as do overheads whose origin
+// (or whose plan, kernels and options) the file does not record.
 func (f *engineFlags) overheads(prof *engprof.Profile, scen sim.Scenario) (o serving.Overheads, note string, err error) {
 	if f.overheadsFile == "" {
 		return o, "", nil
@@ -121,18 +122,14 @@ func (f *engineFlags) overheads(prof *engprof.Profile, scen sim.Scenario) (o ser
 	if same, known := scen.Topo.RunsOn(from.GPU); from.GPU != here.GPU && !(known && same) {
 		return o, "", flagError("--serving-overheads", path, "want overheads fitted on this box's GPU: fitted on %s (%s), the box %s has %s (the terms are that host's and GPU's)", from.GPU, from.Topology, here.Topology, here.GPU)
 	}
-	var differ []string
-	if from.Engine != here.Engine {
-		differ = append(differ, fmt.Sprintf("engine %s, not %s", from.Engine, here.Engine))
-	}
-	if from.Topology != here.Topology {
-		differ = append(differ, fmt.Sprintf("box %s, not %s", from.Topology, here.Topology))
-	}
-	if from.Model != here.Model {
-		differ = append(differ, fmt.Sprintf("model %s, not %s", from.Model, here.Model))
-	}
-	if len(differ) > 0 {
+	differ, unrecorded := from.Differences(here)
+	switch {
+	case len(differ) > 0 && unrecorded:
+		note = fmt.Sprintf("overheads from %s were fitted on another deployment (%s; the plan, kernels and options not recorded): applied as given", path, strings.Join(differ, "; "))
+	case len(differ) > 0:
 		note = fmt.Sprintf("overheads from %s were fitted on another deployment (%s): applied as given", path, strings.Join(differ, "; "))
+	case unrecorded:
+		note = fmt.Sprintf("overheads from %s record the engine, box and model they were fitted on, not the plan, kernels and options: applied as given", path)
 	}
 	return file.Overheads, note, nil
 }

@@ -14,10 +14,17 @@ import (
 // its kernels' error on one GPU. A file fitted under SGLang on the B200
 // box is refused under another engine (vLLM, the default) and on another
 // GPU (the default RTX PRO 6000 box), one line each; on the B200 box
-// under SGLang it applies, with a caveat line when the model differs and
-// none when it is the one fitted; a file without its origin (written
-// before it was recorded, or a bare object) applies with a caveat saying
-// so; calibrate --serving records the deployment it fitted on.
+// under SGLang it applies, with a caveat line when the model differs, or
+// when the file does not record the plan, kernels and options (written
+// before they were), and without one (written before its origin was
+// recorded, or a bare object) with a caveat saying so. calibrate
+// --serving records the deployment it fitted on, the plan, the attention
+// backend, the MoE kernel and the options included (README's DSR1 run:
+// tp8-ep, trtllm_mla, flashinfer_trtllm, "ar-norm-fusion
+// attention-backend=trtllm_mla cuda-graphs"): on that deployment they
+// apply without a caveat; at TP 4 with the engine's own attention
+// backend (flashinfer) the caveat names the plan, the backend and the
+// options.
 func TestServingOverheadsOrigin(t *testing.T) {
 	dir := t.TempDir()
 	fitted := filepath.Join(dir, "b200-sglang.json")
@@ -52,9 +59,10 @@ func TestServingOverheadsOrigin(t *testing.T) {
 		args []string
 		note string // "" = no caveat line
 	}{
-		{"the deployment fitted", []string{"--model", "deepseek-v3", "--serving-overheads", fitted}, ""},
+		{"the plan and kernels not recorded", []string{"--model", "deepseek-v3", "--serving-overheads", fitted},
+			"overheads from " + fitted + " record the engine, box and model they were fitted on, not the plan, kernels and options: applied as given"},
 		{"another model", []string{"--model", "kimi-k2.5", "--serving-overheads", fitted},
-			"overheads from " + fitted + " were fitted on another deployment (model deepseek-v3, not kimi-k2.5): applied as given"},
+			"overheads from " + fitted + " were fitted on another deployment (model deepseek-v3, not kimi-k2.5; the plan, kernels and options not recorded): applied as given"},
 		{"origin not recorded", []string{"--serving-overheads", old},
 			"overheads from " + old + ": where they were fitted is not recorded (engine, GPU, model): applied as given"},
 	} {
@@ -87,8 +95,30 @@ func TestServingOverheadsOrigin(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := serving.OverheadsOrigin{Engine: engprof.Ref{Name: "sglang", Version: "0.5"}, Topology: "nvswitch:8xb200", GPU: "NVIDIA B200", Model: modelDir}
+	want := serving.OverheadsOrigin{Engine: engprof.Ref{Name: "sglang", Version: "0.5"}, Topology: "nvswitch:8xb200", GPU: "NVIDIA B200", Model: modelDir,
+		Plan: "tp8-ep", Attention: "trtllm_mla", MoEKernel: "flashinfer_trtllm", Options: "ar-norm-fusion attention-backend=trtllm_mla cuda-graphs"}
 	if f.FittedOn == nil || *f.FittedOn != want {
 		t.Errorf("calibrate --serving records fitted_on %+v, want %+v", f.FittedOn, want)
+	}
+	for _, c := range []struct {
+		name string
+		args []string
+		note string
+	}{
+		{"the deployment fitted", dsr1Run, ""},
+		{"TP 4 with the engine's attention", append(append([]string(nil), dsr1...), "--tp", "4"),
+			"overheads from " + o + " were fitted on another deployment (plan tp8-ep, not tp4-ep; attention trtllm_mla, not flashinfer; options ar-norm-fusion attention-backend=trtllm_mla cuda-graphs, not cuda-graphs): applied as given"},
+	} {
+		code, out, errs := runCLI(t, append(append(append(append([]string(nil), load...), "--engine", "sglang"), c.args...), "--serving-overheads", o)...)
+		if code != 0 {
+			t.Errorf("%s: exit %d, stderr %q", c.name, code, errs)
+			continue
+		}
+		if c.note == "" && strings.Contains(out, "overheads from ") {
+			t.Errorf("%s: a caveat where none is due:\n%s", c.name, out)
+		}
+		if c.note != "" && !strings.Contains(out, "\n"+c.note+"\n") {
+			t.Errorf("%s: output lacks the line %q:\n%s", c.name, c.note, out)
+		}
 	}
 }

@@ -92,7 +92,8 @@ scheduler is the
 engine's (--engine sglang: SGLang's prefill-first scheduler; vllm and
 trtllm: vLLM's mixed steps). --serving-overheads takes the overheads
 calibrate --serving fitted, under the engine and on the GPU they were
-fitted on (another box, model or engine version: a caveat line).
+fitted on (another box, model, engine version, plan, attention backend, MoE
+kernel or options: a caveat line).
 
 --pareto draws output tokens/s per GPU against tokens/s per user (1000 /
 median TPOT) of the runs with their front, the SLO and the run chosen;
