@@ -35,7 +35,8 @@ type FrontierPoint struct {
 	OnFront    bool   `json:"on_front"`
 }
 
-// Frontier is the runs of one load shape on the plane.
+// Frontier is the runs of one load shape on the plane (runs of other
+// lengths are another plane: their per-user speed is not comparable).
 type Frontier struct {
 	// Group names the load shape ("ISL 1024 / OSL 256").
 	Group  string          `json:"group"`
@@ -62,8 +63,20 @@ func (f *Frontier) UserFloor() float64 {
 // Overloaded runs are placed (marked) but are never on the front: their
 // latencies describe a growing queue.
 func NewFrontier(runs []*Result, slo SLO, group string, chosen int) *Frontier {
+	all := make([]int, len(runs))
+	for i := range all {
+		all[i] = i
+	}
+	return NewFrontierOf(runs, all, slo, group, chosen)
+}
+
+// NewFrontierOf is NewFrontier of the runs that which indexes (the runs
+// of one load shape among several), in that order; each point's Run and
+// chosen index runs.
+func NewFrontierOf(runs []*Result, which []int, slo SLO, group string, chosen int) *Frontier {
 	f := &Frontier{Group: group, SLO: slo, Chosen: -1}
-	for i, r := range runs {
+	for _, i := range which {
+		r := runs[i]
 		p := FrontierPoint{Run: i, Load: r.Load, TokensPerSPerGPU: r.OutputTokensPerSPerGPU, MedianTPOTMs: r.TPOTMs.P50,
 			MedianTTFTMs: r.TTFTMs.P50, Overloaded: r.Overloaded}
 		if r.TPOTMs.P50 > 0 {
@@ -106,16 +119,22 @@ func NewFrontier(runs []*Result, slo SLO, group string, chosen int) *Frontier {
 
 // WriteCSV writes one row per point: group, load, the two axes, median
 // TPOT and TTFT, the SLO verdict, overloaded, on the front, chosen.
-func (f *Frontier) WriteCSV(w io.Writer) error {
+func (f *Frontier) WriteCSV(w io.Writer) error { return WriteFrontiersCSV(w, []*Frontier{f}) }
+
+// WriteFrontiersCSV writes the points of several frontiers (one per load
+// shape) as one CSV, each row naming its group, as WriteCSV does.
+func WriteFrontiersCSV(w io.Writer, fs []*Frontier) error {
 	cw := csv.NewWriter(w)
 	num := func(v float64) string { return strconv.FormatFloat(v, 'g', 8, 64) }
 	if err := cw.Write([]string{"group", "load", "tokens_per_s_per_gpu", "tokens_per_s_per_user", "median_tpot_ms", "median_ttft_ms", "slo", "overloaded", "on_front", "chosen"}); err != nil {
 		return err
 	}
-	for i, p := range f.Points {
-		if err := cw.Write([]string{f.Group, p.Load, num(p.TokensPerSPerGPU), num(p.TokensPerSPerUser), num(p.MedianTPOTMs), num(p.MedianTTFTMs),
-			p.SLO, strconv.FormatBool(p.Overloaded), strconv.FormatBool(p.OnFront), strconv.FormatBool(i == f.Chosen)}); err != nil {
-			return err
+	for _, f := range fs {
+		for i, p := range f.Points {
+			if err := cw.Write([]string{f.Group, p.Load, num(p.TokensPerSPerGPU), num(p.TokensPerSPerUser), num(p.MedianTPOTMs), num(p.MedianTTFTMs),
+				p.SLO, strconv.FormatBool(p.Overloaded), strconv.FormatBool(p.OnFront), strconv.FormatBool(i == f.Chosen)}); err != nil {
+				return err
+			}
 		}
 	}
 	cw.Flush()

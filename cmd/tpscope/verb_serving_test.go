@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -485,5 +486,85 @@ func TestSimulateCompareOverloaded(t *testing.T) {
 		if strings.HasPrefix(line, "TPOT ms") && strings.Contains(line, "unbounded") {
 			t.Errorf("TPOT row: %q", line)
 		}
+	}
+}
+
+// TestSimulateCompareGroupsByLength: measured levels of different prompt
+// lengths are not one capacity plane (their tokens/s per user are not
+// comparable). Two GLM-5 levels of ISL 1024 and one of ISL 8192 (OSL 128
+// each: the files' total_input_tokens / completed) give two fronts, each
+// with its own chosen run, in the JSON, the frontier CSV and the Pareto
+// chart; the four DSR1 levels, whose random prompts average 517 to 521
+// tokens, share one.
+func TestSimulateCompareGroupsByLength(t *testing.T) {
+	const glm = "../../serving/testdata/bench/inferencex-glm5-fp8-vllm-tp8-tokenpos/results/glm5_fp8_vllm_tp8_"
+	dir := t.TempDir()
+	csvPath, png := filepath.Join(dir, "f.csv"), filepath.Join(dir, "p.png")
+	code, out, errs := runCLI(t, "simulate", "--model", "../../serving/testdata/models/glm-5-fp8", "--topo", "h200-nvswitch", "--mtp", "1",
+		"--compare", glm+"isl1024_osl128_conc4.json", "--compare", glm+"isl1024_osl128_conc32.json", "--compare", glm+"isl8192_osl128_conc8.json",
+		"--frontier", csvPath, "--pareto", png, "--output", "json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	type front struct {
+		Group  string `json:"group"`
+		Points []struct {
+			Run  int    `json:"run"`
+			Load string `json:"load"`
+		} `json:"points"`
+		Chosen int `json:"chosen"`
+	}
+	var res struct {
+		Frontiers []front `json:"frontiers"`
+	}
+	if err := json.Unmarshal([]byte(out), &res); err != nil {
+		t.Fatal(err)
+	}
+	want := []struct {
+		group string
+		runs  []int
+	}{{"ISL 1024 / OSL 128 (measured)", []int{0, 1}}, {"ISL 8192 / OSL 128 (measured)", []int{2}}}
+	if len(res.Frontiers) != len(want) {
+		t.Fatalf("%d fronts, want %d: %+v", len(res.Frontiers), len(want), res.Frontiers)
+	}
+	for i, w := range want {
+		f := res.Frontiers[i]
+		var runs []int
+		for _, p := range f.Points {
+			runs = append(runs, p.Run)
+		}
+		if f.Group != w.group || fmt.Sprint(runs) != fmt.Sprint(w.runs) || f.Chosen < 0 {
+			t.Errorf("front %d: %q of runs %v, chosen %d; want %q of %v with a chosen run", i, f.Group, runs, f.Chosen, w.group, w.runs)
+		}
+	}
+	b, err := os.ReadFile(csvPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := strings.Split(strings.TrimSpace(string(b)), "\n")
+	chosen := 0
+	for _, r := range rows[1:] {
+		if strings.HasSuffix(r, ",true") {
+			chosen++
+		}
+	}
+	if len(rows) != 4 || strings.Count(string(b), "\nISL 8192 / OSL 128 (measured),concurrency 8,") != 1 || chosen != 2 {
+		t.Errorf("frontier CSV: want a header and 3 rows, the ISL 8192 level in its own group, a chosen row per group:\n%s", b)
+	}
+	if st, err := os.Stat(png); err != nil || st.Size() == 0 {
+		t.Errorf("Pareto chart not written: %v", err)
+	}
+
+	code, out, errs = runCLI(t, append([]string{"simulate", "--output", "json", "--compare", dsr1Dir + "conc16.json", "--compare", dsr1Dir + "conc64.json",
+		"--compare", dsr1Dir + "conc128.json", "--compare", dsr1Dir + "conc256.json"}, dsr1...)...)
+	if code != 0 {
+		t.Fatalf("DSR1: exit %d: %s", code, errs)
+	}
+	res.Frontiers = nil
+	if err := json.Unmarshal([]byte(out), &res); err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Frontiers) != 1 || len(res.Frontiers[0].Points) != 4 {
+		t.Errorf("DSR1: %d fronts: want one of the 4 levels: %+v", len(res.Frontiers), res.Frontiers)
 	}
 }

@@ -96,8 +96,9 @@ fitted on (another box, model, engine version, plan, attention backend, MoE
 kernel or options: a caveat line).
 
 --pareto draws output tokens/s per GPU against tokens/s per user (1000 /
-median TPOT) of the runs with their front, the SLO and the run chosen;
---frontier writes them as CSV, --report as an HTML report. With
+median TPOT) of the runs with their front, the SLO and the run chosen,
+one chart per load shape (measured levels of another ISL or OSL have
+their own); --frontier writes them as CSV, --report as an HTML report. With
 --sweep-qps, --for-qps N says how many copies of the deployment, GPUs and
 boxes carry N requests/s within the SLO.
 
@@ -564,25 +565,31 @@ func runSimulate(sc *scenarioFlags, f *simulateFlags, stdout, stderr io.Writer) 
 			out.Runs = append(out.Runs, res)
 		}
 	}
-	out.Frontier = serving.NewFrontier(out.Runs, slo, out.loadGroup(), out.chosenRun())
+	for _, g := range out.loadGroups() {
+		out.Frontiers = append(out.Frontiers, serving.NewFrontierOf(out.Runs, g.runs, slo, g.name, out.chosenRun(g.runs)))
+	}
 	if f.plotFile != "" {
 		if err := writeSimulatePlot(f.plotFile, &out); err != nil {
 			return err
 		}
 	}
 	if f.paretoFile != "" {
-		if err := writeScatterPlot(f.paretoFile, out.paretoTitle(), build.ServingScatter(out.Frontier)); err != nil {
+		if err := writeParetoPlot(f.paretoFile, &out); err != nil {
 			return err
 		}
 	}
 	if f.frontierFile != "" {
-		if err := writeFileWith(f.frontierFile, out.Frontier.WriteCSV); err != nil {
+		if err := writeFileWith(f.frontierFile, func(w io.Writer) error { return serving.WriteFrontiersCSV(w, out.Frontiers) }); err != nil {
 			return err
 		}
 	}
 	if f.reportFile != "" {
-		rep := build.Serving(build.ServingInput{Title: out.paretoTitle(), Subtitle: out.Frontier.Group, Setup: out.headLines(),
-			Runs: out.Runs, Frontier: out.Frontier, Compare: out.Compare, Capacity: out.Capacity})
+		var groups []string
+		for _, fr := range out.Frontiers {
+			groups = append(groups, fr.Group)
+		}
+		rep := build.Serving(build.ServingInput{Title: out.paretoTitle(), Subtitle: strings.Join(groups, "; "), Setup: out.headLines(),
+			Runs: out.Runs, Frontiers: out.Frontiers, Compare: out.Compare, Capacity: out.Capacity})
 		if err := report.WriteFile(f.reportFile, rep); err != nil {
 			return err
 		}
@@ -656,7 +663,9 @@ type simulateOutput struct {
 	Sweep      *serving.Sweep             `json:"sweep,omitempty"`
 	Capacity   *serving.Capacity          `json:"capacity,omitempty"`
 	Compare    []*serving.LevelComparison `json:"compare,omitempty"`
-	Frontier   *serving.Frontier          `json:"frontier"`
+	// Frontiers are the runs on the capacity plane, one per load shape
+	// (loadGroups).
+	Frontiers []*serving.Frontier `json:"frontiers"`
 	// Spec is the speculative method the steps run and its acceptance
 	// (each request's tokens per step drawn from it), nil without.
 	Spec *sim.SpecYield `json:"spec,omitempty"`
@@ -678,28 +687,66 @@ type simulateOutput struct {
 	PricedBy *pricedBy `json:"priced_by,omitempty"`
 }
 
-// loadGroup names the runs' lengths: "ISL 1024 / OSL 256", the trace, or
-// the measured file's.
-func (o *simulateOutput) loadGroup() string {
-	switch {
-	case len(o.Compare) > 0:
-		m := o.Compare[0].Measured
-		return fmt.Sprintf("ISL %.0f / OSL %.0f (measured)", m.MeanPrompt(), m.MeanOutput())
-	case o.Trace != nil:
-		return fmt.Sprintf("trace %s", filepath.Base(o.Trace.File))
-	}
-	return fmt.Sprintf("ISL %s / OSL %s", lengthsString(o.Traffic.Prompt), lengthsString(o.Traffic.Output))
+// loadGroup is the runs of one load shape: its name ("ISL 1024 / OSL
+// 256", the trace's, a measured level's lengths) and the runs' indexes.
+type loadGroup struct {
+	name string
+	runs []int
 }
 
-// chosenRun is the run a sweep picked, else the one with the most output
-// tokens/s per GPU among those meeting the SLO (or not overloaded
-// without one); -1 when none qualifies.
-func (o *simulateOutput) chosenRun() int {
+// sameShapeFrac is how far apart two measured levels' prompt (or output)
+// lengths may be and still share a plane: a random dataset's draws move
+// a level's mean a few percent from another's (InferenceX's DSR1 levels:
+// 517 to 521 prompt tokens of a nominal 1024), another ISL moves it
+// several fold.
+const sameShapeFrac = 0.1
+
+// loadGroups splits the runs by load shape, one capacity plane each (as
+// plan does per context): the runs of a sweep, of --qps or --concurrency
+// lists and of a replayed trace share theirs; measured levels go by their
+// lengths, a level joining the first group whose first level's mean
+// prompt and output lengths are within sameShapeFrac of its own, groups
+// in the order of their first level.
+func (o *simulateOutput) loadGroups() []loadGroup {
+	if len(o.Compare) == 0 {
+		name := fmt.Sprintf("ISL %s / OSL %s", lengthsString(o.Traffic.Prompt), lengthsString(o.Traffic.Output))
+		if o.Trace != nil {
+			name = fmt.Sprintf("trace %s", filepath.Base(o.Trace.File))
+		}
+		g := loadGroup{name: name}
+		for i := range o.Runs {
+			g.runs = append(g.runs, i)
+		}
+		return []loadGroup{g}
+	}
+	near := func(a, b float64) bool { return math.Abs(a-b) <= sameShapeFrac*math.Max(a, b) }
+	var groups []loadGroup
+	var first []*serving.Measured
+	for i, lc := range o.Compare {
+		m := lc.Measured
+		k := slices.IndexFunc(first, func(f *serving.Measured) bool {
+			return near(f.MeanPrompt(), m.MeanPrompt()) && near(f.MeanOutput(), m.MeanOutput())
+		})
+		if k < 0 {
+			k = len(groups)
+			first = append(first, m)
+			groups = append(groups, loadGroup{name: fmt.Sprintf("ISL %.0f / OSL %.0f (measured)", m.MeanPrompt(), m.MeanOutput())})
+		}
+		groups[k].runs = append(groups[k].runs, i)
+	}
+	return groups
+}
+
+// chosenRun is, among the runs of one group, the run a sweep picked, else
+// the one with the most output tokens/s per GPU among those meeting the
+// SLO (or not overloaded without one); -1 when none qualifies.
+func (o *simulateOutput) chosenRun(group []int) int {
 	if o.Sweep != nil {
 		return o.Sweep.Best
 	}
 	best := -1
-	for i, r := range o.Runs {
+	for _, i := range group {
+		r := o.Runs[i]
 		ok := !r.Overloaded && (!(o.SLO.TTFTMs > 0 || o.SLO.TPOTMs > 0) || r.MeetsSLO)
 		if ok && (best < 0 || r.OutputTokensPerSPerGPU > o.Runs[best].OutputTokensPerSPerGPU) {
 			best = i
@@ -976,6 +1023,28 @@ func coarsen(tl []serving.Window, n int) []serving.Window {
 		out = append(out, m)
 	}
 	return out
+}
+
+// writeParetoPlot draws the capacity plane of each load shape
+// (build.ServingScatter), panels two to a row, each titled by its shape.
+func writeParetoPlot(path string, o *simulateOutput) error {
+	if len(o.Frontiers) == 1 {
+		return writeScatterPlot(path, o.paretoTitle(), build.ServingScatter(o.Frontiers[0]))
+	}
+	cols := min(2, len(o.Frontiers))
+	rows := (len(o.Frontiers) + cols - 1) / cols
+	grid := make([][]*plot.Plot, rows)
+	for i := range grid {
+		grid[i] = make([]*plot.Plot, cols)
+	}
+	for i, fr := range o.Frontiers {
+		p, err := scatterPlot(fmt.Sprintf("%s %s on %s, %s", o.Model, o.Plan, o.Topology, fr.Group), build.ServingScatter(fr))
+		if err != nil {
+			return err
+		}
+		grid[i/cols][i%cols] = p
+	}
+	return savePlots(path, vg.Length(cols)*8*vg.Inch, vg.Length(rows)*5.5*vg.Inch, grid, draw.Tiles{PadX: vg.Points(24), PadY: vg.Points(24)})
 }
 
 // writeSimulatePlot draws TTFT (top) and TPOT (bottom) percentiles

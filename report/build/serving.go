@@ -18,30 +18,39 @@ type ServingInput struct {
 	Subtitle string
 	// Setup lines (model, box, engine, load, SLO), as the CLI printed
 	// them.
-	Setup    []string
-	Runs     []*serving.Result
-	Frontier *serving.Frontier
-	Compare  []*serving.LevelComparison
-	Capacity *serving.Capacity
+	Setup []string
+	Runs  []*serving.Result
+	// Frontiers are the runs on the capacity plane, one per load shape.
+	Frontiers []*serving.Frontier
+	Compare   []*serving.LevelComparison
+	Capacity  *serving.Capacity
 }
 
 // Serving builds the report of a request-level simulation: the setup,
-// the capacity chart (ServingScatter), the runs' table, each measured
-// level's predicted-against-measured table, and the capacity answer.
+// the capacity chart of each load shape (ServingScatter), the runs'
+// table, each measured level's predicted-against-measured table, and the
+// capacity answer.
 func Serving(in ServingInput) *report.Report {
 	r := &report.Report{Title: in.Title, Subtitle: in.Subtitle}
 	r.Sections = append(r.Sections, report.Section{Title: "Setup", Lines: in.Setup})
 	if c := in.Capacity; c != nil {
 		r.Sections = append(r.Sections, report.Section{Title: "Capacity", Lines: []string{CapacityLine(c)}})
 	}
-	if f := in.Frontier; f != nil && len(f.Points) > 0 {
+	for _, f := range in.Frontiers {
+		if len(f.Points) == 0 {
+			continue
+		}
 		lines := []string{fmt.Sprintf("%s: %d runs, %d on the front (tokens/s per user = 1000 / median TPOT).", f.Group, len(f.Points), len(f.Front))}
 		if f.Chosen >= 0 {
 			p := f.Points[f.Chosen]
 			lines = append(lines, fmt.Sprintf("chosen: %s, %.1f output tokens/s per GPU at %.1f tokens/s per user (median TPOT %.1f ms, TTFT %.0f ms)",
 				p.Load, p.TokensPerSPerGPU, p.TokensPerSPerUser, p.MedianTPOTMs, p.MedianTTFTMs))
 		}
-		r.Sections = append(r.Sections, report.Section{Title: "Throughput per GPU against speed per user", Lines: lines, Scatter: ServingScatter(f)})
+		title := "Throughput per GPU against speed per user"
+		if len(in.Frontiers) > 1 {
+			title += ", " + f.Group
+		}
+		r.Sections = append(r.Sections, report.Section{Title: title, Lines: lines, Scatter: ServingScatter(f)})
 	}
 	if len(in.Runs) > 0 {
 		t := &report.Table{Columns: []report.Column{{Name: "load"}, {Name: "requests", Numeric: true}, {Name: "TTFT p50 ms", Numeric: true},
