@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -72,7 +73,8 @@ meets no SLO, and says how many requests would tell. --sweep-qps (or
 TTFT and TPOT meet the SLO, lengthening runs too short to judge; a batch
 that still grows in a lengthened run is overloaded (its TPOT and E2E
 unbounded). --plot draws latency percentiles against load (PNG or
-SVG).
+SVG): the offered rate, the clients of closed loops, or the rate served
+where both kinds (or a trace) share the chart.
 
 --compare RESULT (repeatable) reads a measured serving benchmark (vllm bench
 serve --save-result JSON, SGLang bench_serving JSONL, aiperf's
@@ -1047,20 +1049,36 @@ func writeParetoPlot(path string, o *simulateOutput) error {
 	return savePlots(path, vg.Length(cols)*8*vg.Inch, vg.Length(rows)*5.5*vg.Inch, grid, draw.Tiles{PadX: vg.Points(24), PadY: vg.Points(24)})
 }
 
-// writeSimulatePlot draws TTFT (top) and TPOT (bottom) percentiles
-// against the load of each run: QPS, or clients for closed loops.
-func writeSimulatePlot(path string, o *simulateOutput) error {
-	runs := o.Runs
-	xOf := func(r *serving.Result) float64 { return r.QPS }
-	xLabel := "offered load, requests/s"
-	if len(runs) > 0 && runs[0].QPS == 0 {
-		xOf = func(r *serving.Result) float64 { return float64(r.Concurrency) }
-		xLabel = "concurrent clients"
-		if runs[0].Concurrency == 0 {
-			xOf = func(r *serving.Result) float64 { return r.RequestsPerS }
-			xLabel = "requests/s (trace)"
-		}
+// plotLoadAxis is the load axis of the latency chart and the runs in its
+// order: the offered rate when every run is an open loop, the clients
+// when every run is a closed loop, else (traces, or measured levels of
+// both kinds: GuideLLM's concurrency levels beside vllm bench's rates) the
+// rate each run served, which places every kind on one axis. A client
+// count on a rate axis would sit at 0; lines join the runs sorted by x,
+// not in file order.
+func plotLoadAxis(runs []*serving.Result) (sorted []*serving.Result, xOf func(*serving.Result) float64, label string) {
+	open, closed := true, true
+	for _, r := range runs {
+		open = open && r.QPS > 0
+		closed = closed && r.QPS == 0 && r.Concurrency > 0
 	}
+	switch {
+	case open:
+		xOf, label = func(r *serving.Result) float64 { return r.QPS }, "offered load, requests/s"
+	case closed:
+		xOf, label = func(r *serving.Result) float64 { return float64(r.Concurrency) }, "concurrent clients"
+	default:
+		xOf, label = func(r *serving.Result) float64 { return r.RequestsPerS }, "requests/s served"
+	}
+	sorted = slices.Clone(runs)
+	slices.SortStableFunc(sorted, func(a, b *serving.Result) int { return cmp.Compare(xOf(a), xOf(b)) })
+	return sorted, xOf, label
+}
+
+// writeSimulatePlot draws TTFT (top) and TPOT (bottom) percentiles
+// against the load of each run (plotLoadAxis).
+func writeSimulatePlot(path string, o *simulateOutput) error {
+	runs, xOf, xLabel := plotLoadAxis(o.Runs)
 	// An overloaded run's TTFT (its queue grows) or TPOT (its batch does)
 	// grows with the run: its points are left out of that panel (the
 	// title says how many).

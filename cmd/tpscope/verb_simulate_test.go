@@ -462,3 +462,37 @@ func TestSimulateSweepRunLength(t *testing.T) {
 		t.Errorf("largest rate %.2f req/s with 200 requests, %.2f with 4000: want within 5 %%", answer["200"], answer["4000"])
 	}
 }
+
+// TestPlotLoadAxis: the latency chart's load axis. Open loops go by their
+// offered rate and closed loops by their clients, each sorted; measured
+// levels of both kinds (vllm bench's rates beside GuideLLM's concurrency
+// 4, which a rate axis put at 0) and traces go by the rate each served,
+// sorted by it rather than in file order.
+func TestPlotLoadAxis(t *testing.T) {
+	q := func(qps, served float64) *serving.Result {
+		return &serving.Result{Load: fmt.Sprint("qps ", qps), QPS: qps, RequestsPerS: served}
+	}
+	c := func(n int, served float64) *serving.Result {
+		return &serving.Result{Load: fmt.Sprint("concurrency ", n), Concurrency: n, RequestsPerS: served}
+	}
+	for _, tc := range []struct {
+		name  string
+		runs  []*serving.Result
+		label string
+		xs    []float64
+	}{
+		{"open loops", []*serving.Result{q(4, 3.9), q(1, 1), q(2, 2)}, "offered load, requests/s", []float64{1, 2, 4}},
+		{"closed loops", []*serving.Result{c(16, 5), c(4, 2)}, "concurrent clients", []float64{4, 16}},
+		{"both kinds", []*serving.Result{q(2, 1.9), q(8, 6.5), c(4, 3.1), c(1, 0.8)}, "requests/s served", []float64{0.8, 1.9, 3.1, 6.5}},
+		{"a trace", []*serving.Result{{Load: "trace", RequestsPerS: 0.7}}, "requests/s served", []float64{0.7}},
+	} {
+		sorted, xOf, label := plotLoadAxis(tc.runs)
+		var xs []float64
+		for _, r := range sorted {
+			xs = append(xs, xOf(r))
+		}
+		if label != tc.label || fmt.Sprint(xs) != fmt.Sprint(tc.xs) {
+			t.Errorf("%s: axis %q at %v, want %q at %v", tc.name, label, xs, tc.label, tc.xs)
+		}
+	}
+}
