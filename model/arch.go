@@ -82,6 +82,33 @@ type Quant struct {
 	// KV is the checkpoint's KV-cache dtype (kv_cache_quant_algo /
 	// kv_cache_scheme), Base when it asks for none.
 	KV Dtype
+	// Source is the file and field that set the quantization (zero for an
+	// unquantized config).
+	Source QuantSource
+}
+
+// QuantSource names where a checkpoint's quantization was read: config.json's
+// quantization_config or hf_quant_config.json's quantization object.
+type QuantSource struct {
+	File  string // the file as Load was given it (base name for a preset or a recorded config)
+	Field string // "quantization_config", "text_config.quantization_config" or "quantization"
+	// Unread is an hf_quant_config.json beside the config that was not
+	// read because the config has a quantization_config of its own.
+	Unread string
+}
+
+// String says it in one phrase for the source line of model show:
+// "quantization_config of /m/config.json (/m/hf_quant_config.json not
+// read: the config's own quantization_config decides, as in vLLM)".
+func (s QuantSource) String() string {
+	if s.File == "" {
+		return ""
+	}
+	msg := s.Field + " of " + s.File
+	if s.Unread != "" {
+		msg += " (" + s.Unread + " not read: the config's own quantization_config decides, as in vLLM)"
+	}
+	return msg
 }
 
 // Dtype returns the weight dtype of component c.

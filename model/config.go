@@ -40,7 +40,8 @@ const (
 // Load reads an architecture from path: a directory holding config.json
 // (and optionally hf_quant_config.json), or a single config.json-style file.
 // When path is a file named *config.json and a sibling hf_quant_config.json
-// exists, it is read too. Errors are *ConfigError naming the file and field.
+// exists, it is read too; it sets the quantization only when the config
+// states none (parse). Errors are *ConfigError naming the file and field.
 func Load(path string) (*Arch, error) {
 	cfgPath, quantPath, err := configFiles(path)
 	if err != nil {
@@ -75,33 +76,56 @@ func Load(path string) (*Arch, error) {
 	}
 	a.Name = path
 	a.Source = path
+	// Name the quantization's file as the user gave it (parse knows only
+	// base names).
+	switch a.Quant.Source.File {
+	case filepath.Base(cfgPath):
+		a.Quant.Source.File = cfgPath
+	case filepath.Base(quantPath):
+		a.Quant.Source.File = quantPath
+	}
+	if a.Quant.Source.Unread != "" {
+		a.Quant.Source.Unread = quantPath
+	}
 	if a.Ref, err = refOfFile(path, cfg, quant); err != nil {
 		return nil, err
 	}
 	return a, nil
 }
 
+// quantConfigName is ModelOpt's separate quantization file, read beside a
+// model's config.
+const quantConfigName = "hf_quant_config.json"
+
 // configFiles returns the config.json and hf_quant_config.json (maybe
-// absent) Load reads for path, a directory or a config file.
+// absent) Load reads for path, a directory or a config file: a file named
+// *config.json (config.json, or a copy kept under another name such as
+// nvidia--DeepSeek-V3-0324-NVFP4_config.json) has its directory's
+// hf_quant_config.json beside it, as the directory would.
 func configFiles(path string) (cfgPath, quantPath string, err error) {
 	st, err := os.Stat(path)
 	if err != nil {
 		return "", "", &ConfigError{File: path, Want: "a directory with config.json or a config file", Err: err}
 	}
 	cfgPath = path
-	if st.IsDir() {
+	switch base := filepath.Base(path); {
+	case st.IsDir():
 		cfgPath = filepath.Join(path, "config.json")
-		quantPath = filepath.Join(path, "hf_quant_config.json")
-	} else if filepath.Base(path) == "config.json" {
-		quantPath = filepath.Join(filepath.Dir(path), "hf_quant_config.json")
+		quantPath = filepath.Join(path, quantConfigName)
+	case strings.HasSuffix(base, "config.json") && base != quantConfigName:
+		quantPath = filepath.Join(filepath.Dir(path), quantConfigName)
 	}
 	return cfgPath, quantPath, nil
 }
 
 // parse builds an Arch from the bytes of a config.json (named cfgName in
 // errors) and optionally of an hf_quant_config.json (quant may be nil).
-// hf_quant_config.json, when given, decides the weight quantization and the
-// KV dtype, as vLLM's ModelOpt loader does.
+// config.json's quantization_config, when it has one, decides the weight
+// quantization and the KV dtype; hf_quant_config.json does only for a
+// config without one (ModelOpt 0.29 and earlier wrote it there), as vLLM
+// reads them: vllm/transformers_utils/config.py get_config takes
+// config_dict["quantization_config"] and opens hf_quant_config.json only
+// "if quantization_config is None". Quant.Source says which file decided.
 func parse(cfgName string, cfg []byte, quantName string, quant []byte) (*Arch, error) {
 	cfgFile := filepath.Base(cfgName)
 	root, err := decodeObject(cfgFile, cfg)
@@ -207,18 +231,25 @@ func parse(cfgName string, cfg []byte, quantName string, quant []byte) (*Arch, e
 	if err != nil {
 		return nil, err
 	}
-	if len(quant) > 0 {
-		qfile := filepath.Base(quantName)
-		if qfile == "" || qfile == "." {
-			qfile = "hf_quant_config.json"
+	src := QuantSource{}
+	qfile := filepath.Base(quantName)
+	if qfile == "" || qfile == "." {
+		qfile = quantConfigName
+	}
+	switch {
+	case qc != nil:
+		src = QuantSource{File: cfgFile, Field: qfield}
+		if len(quant) > 0 {
+			src.Unread = qfile
 		}
-		qspec, err := parseHFQuantConfig(qfile, quant)
-		if err != nil {
+	case len(quant) > 0:
+		if spec, err = parseHFQuantConfig(qfile, quant); err != nil {
 			return nil, err
 		}
-		spec = qspec
+		src = QuantSource{File: qfile, Field: "quantization"}
 	}
 	a.Quant = spec.resolve(a, base)
+	a.Quant.Source = src
 	if err := a.checkSize(cfgFile, prefix); err != nil {
 		return nil, err
 	}

@@ -135,13 +135,17 @@ func TestLoadDirAndFile(t *testing.T) {
 	write("config.json", cfg)
 	write("hf_quant_config.json", quant)
 	write("other.json", cfg)
+	write("zai-org--GLM-5_config.json", cfg)
+	sibling := filepath.Join(dir, "hf_quant_config.json")
 	cases := []struct {
 		name, path string
-		routed     Dtype // NVFP4 when hf_quant_config.json was picked up
+		routed     Dtype  // NVFP4 when hf_quant_config.json was picked up
+		source     string // Quant.Source.File: the file that set it
 	}{
-		{"dir", dir, NVFP4},
-		{"config.json picks up its sibling", filepath.Join(dir, "config.json"), NVFP4},
-		{"other file alone", filepath.Join(dir, "other.json"), BF16},
+		{"dir", dir, NVFP4, sibling},
+		{"config.json picks up its sibling", filepath.Join(dir, "config.json"), NVFP4, sibling},
+		{"*config.json under another name picks up its sibling", filepath.Join(dir, "zai-org--GLM-5_config.json"), NVFP4, sibling},
+		{"other file alone", filepath.Join(dir, "other.json"), BF16, ""},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -152,6 +156,9 @@ func TestLoadDirAndFile(t *testing.T) {
 			if a.Quant.RoutedExperts != c.routed || a.Layers != 78 {
 				t.Errorf("routed %s layers %d, want %s 78", a.Quant.RoutedExperts, a.Layers, c.routed)
 			}
+			if a.Quant.Source.File != c.source {
+				t.Errorf("quantization source %q, want %q", a.Quant.Source.File, c.source)
+			}
 		})
 	}
 	t.Run("missing", func(t *testing.T) {
@@ -161,6 +168,38 @@ func TestLoadDirAndFile(t *testing.T) {
 			t.Fatalf("err %v, want *ConfigError", err)
 		}
 	})
+}
+
+// TestConfigQuantizationWinsOverHFQuant: a config.json with a
+// quantization_config of its own keeps it when an hf_quant_config.json lies
+// beside it, as vLLM's get_config reads the latter only for a config
+// without one. DeepSeek-V3's config.json is FP8 block-128 (its
+// quantization_config: quant_method fp8, weight_block_size [128, 128]);
+// the NVFP4 hf_quant_config.json beside it is not read, and the source
+// says so.
+func TestConfigQuantizationWinsOverHFQuant(t *testing.T) {
+	dir := t.TempDir()
+	cfgPath, quantPath := filepath.Join(dir, "config.json"), filepath.Join(dir, "hf_quant_config.json")
+	if err := os.WriteFile(cfgPath, readRef(t, "deepseek-ai--DeepSeek-V3_config.json"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(quantPath, readRef(t, "nvidia--DeepSeek-V3-0324-NVFP4_hf_quant_config.json"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	a, err := Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.Quant.Method != "fp8" || a.Quant.RoutedExperts != FP8Block128 || a.Quant.Attention != FP8Block128 {
+		t.Errorf("method %q routed %s attention %s, want fp8 fp8-block128 fp8-block128", a.Quant.Method, a.Quant.RoutedExperts, a.Quant.Attention)
+	}
+	want := QuantSource{File: cfgPath, Field: "quantization_config", Unread: quantPath}
+	if a.Quant.Source != want {
+		t.Errorf("source %+v, want %+v", a.Quant.Source, want)
+	}
+	if s := a.Quant.Source.String(); !strings.Contains(s, quantPath+" not read") {
+		t.Errorf("source %q does not say %s was not read", s, quantPath)
+	}
 }
 
 // tinyConfig is a valid deepseek_v3 config as a map for mutation.

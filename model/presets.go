@@ -72,6 +72,9 @@ func loadPresets() {
 		}
 		a.Name = name
 		a.Ref = Ref{Name: name}
+		// A preset has no file; its _source line says where its
+		// quantization comes from.
+		a.Quant.Source = QuantSource{}
 		if root, err := decodeObject(name, data); err == nil {
 			if s, ok := root["_source"].(string); ok {
 				a.Source = s

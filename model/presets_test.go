@@ -21,7 +21,7 @@ func TestPresetsMatchReferenceConfigs(t *testing.T) {
 			got := mustPreset(t, c.preset)
 			// Names and provenance differ by design; the model type of
 			// kimi-k2.5 presets is the wrapper's, as in the file.
-			ref.Name, ref.Source, ref.Ref = got.Name, got.Source, got.Ref
+			ref.Name, ref.Source, ref.Ref, ref.Quant.Source = got.Name, got.Source, got.Ref, got.Quant.Source
 			if *ref != *got {
 				t.Errorf("preset differs from %s:\n got %+v\nwant %+v", c.cfg, *got, *ref)
 			}

@@ -4,11 +4,14 @@ package model
 // quantization, parameter counts and the memory picture of one GPU under a
 // plan. JSON field names are part of the CLI's contract.
 type Summary struct {
-	Model     string `json:"model"`
-	Source    string `json:"source"`
-	ModelType string `json:"model_type"`
-	Plan      string `json:"plan"`
-	GPUs      int    `json:"gpus"`
+	Model  string `json:"model"`
+	Source string `json:"source"`
+	// QuantSource names the file and field that set the quantization of
+	// a loaded config (QuantSource.String); "" for a preset.
+	QuantSource string `json:"quant_source,omitempty"`
+	ModelType   string `json:"model_type"`
+	Plan        string `json:"plan"`
+	GPUs        int    `json:"gpus"`
 
 	Dims  SummaryDims       `json:"dims"`
 	Quant map[string]string `json:"quant"` // component -> dtype, plus "kv_cache" and "method"
@@ -80,7 +83,7 @@ func Summarize(a *Arch, p Plan, w Workload, o BuildOptions, gpuMemBytes, util fl
 	withMTP := withMTPLayers(a, w, o)
 	dsa := a.HasIndexer() && !o.DenseDSA
 	s := Summary{
-		Model: a.Name, Source: a.Source, ModelType: a.ModelType, Plan: p.String(), GPUs: p.World(),
+		Model: a.Name, Source: a.Source, QuantSource: a.Quant.Source.String(), ModelType: a.ModelType, Plan: p.String(), GPUs: p.World(),
 		Dims: SummaryDims{a.Hidden, a.Layers, a.DenseLayers, a.Heads, a.QLoraRank, a.KVLoraRank, a.QKNopeHeadDim,
 			a.QKRopeHeadDim, a.VHeadDim, a.Intermediate, a.MoEIntermediate, a.RoutedExperts, a.SharedExperts, a.TopK,
 			a.Vocab, a.MTPLayers, a.IndexHeads, a.IndexHeadDim, a.IndexTopK},

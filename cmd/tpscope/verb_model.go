@@ -83,8 +83,12 @@ var modelLoadVerb = &Verb{
 	UsageLine: "model load DIR_OR_FILE [flags]",
 	Short:     "parse a user's config.json (+ hf_quant_config.json) and show its summary",
 	Long: `Loads DIR_OR_FILE: a model directory holding config.json and optionally
-hf_quant_config.json, or a single config file. Prints the same summary as
-'model show'. Errors name the file, the field and what was expected.`,
+hf_quant_config.json, or a single config file (one named *config.json reads
+the hf_quant_config.json beside it). hf_quant_config.json sets the
+quantization only when the config has no quantization_config of its own, as
+vLLM reads them; the source line names the file that set it. Prints the same
+summary as 'model show'. Errors name the file, the field and what was
+expected.`,
 	Example: "tpscope model load ./Kimi-K2.5-NVFP4 --tp 8\ntpscope model load ./GLM-5/config.json --output json",
 	New:     func() Options { return &modelLoadOptions{*newModelShowOptions()} },
 }
@@ -157,7 +161,11 @@ func showModel(sc *scenarioFlags, mem *memFlags, out string, w io.Writer) error 
 func writeModelSummary(w io.Writer, s *model.Summary, scen *sim.Scenario) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintf(tw, "model\t%s (%s)\n", s.Model, s.ModelType)
-	fmt.Fprintf(tw, "source\t%s\n", s.Source)
+	if s.QuantSource != "" {
+		fmt.Fprintf(tw, "source\t%s; quantization from %s\n", s.Source, s.QuantSource)
+	} else {
+		fmt.Fprintf(tw, "source\t%s\n", s.Source)
+	}
 	fmt.Fprintf(tw, "plan\t%s on %d GPUs\n", s.Plan, s.GPUs)
 	d := s.Dims
 	fmt.Fprintf(tw, "dims\t%d layers (%d dense), hidden %d, %d heads, q_lora %d, kv_lora %d + rope %d, nope %d, v %d\n",

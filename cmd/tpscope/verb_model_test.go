@@ -170,6 +170,44 @@ func TestModelLoadReference(t *testing.T) {
 	}
 }
 
+// TestModelLoadSourceNamesQuantFile: model load's source line says which
+// file set the quantization: GLM-5's config.json has no
+// quantization_config, so the hf_quant_config.json beside it decides, in
+// the text and in the JSON's quant_source.
+func TestModelLoadSourceNamesQuantFile(t *testing.T) {
+	ref := "../../../shared/reference/configs"
+	cfg, err1 := os.ReadFile(filepath.Join(ref, "zai-org--GLM-5_config.json"))
+	quant, err2 := os.ReadFile(filepath.Join(ref, "nvidia--GLM-5-NVFP4_hf_quant_config.json"))
+	if err1 != nil || err2 != nil {
+		t.Skip("reference configs not available")
+	}
+	dir := t.TempDir()
+	_ = os.WriteFile(filepath.Join(dir, "config.json"), cfg, 0o644)
+	qpath := filepath.Join(dir, "hf_quant_config.json")
+	_ = os.WriteFile(qpath, quant, 0o644)
+	code, out, errs := runCLI(t, "model", "load", dir)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	want := "source        " + dir + "; quantization from quantization of " + qpath + "\n"
+	if !strings.Contains(out, want) {
+		t.Errorf("output lacks %q:\n%s", want, out)
+	}
+	code, out, errs = runCLI(t, "model", "load", dir, "--output", "json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	var s struct {
+		QuantSource string `json:"quant_source"`
+	}
+	if err := json.Unmarshal([]byte(out), &s); err != nil {
+		t.Fatal(err)
+	}
+	if s.QuantSource != "quantization of "+qpath {
+		t.Errorf("quant_source %q, want %q", s.QuantSource, "quantization of "+qpath)
+	}
+}
+
 // TestKVDtypeHelpNamesAccepted: --kv-dtype's help lists what it takes
 // (fp16 included), on the scenario verbs and on plan.
 func TestKVDtypeHelpNamesAccepted(t *testing.T) {
