@@ -486,3 +486,57 @@ func TestWorkloadBounds(t *testing.T) {
 		t.Error("maxKVTokens x maxKVBytesPerToken overflows int64")
 	}
 }
+
+// ctConfig is tinyConfig with a compressed-tensors quantization_config of
+// the given config_groups and ignore list.
+func ctConfig(groups map[string]any, ignore ...string) map[string]any {
+	m := tinyConfig()
+	qc := map[string]any{"quant_method": "compressed-tensors", "format": "float-quantized", "config_groups": groups}
+	if ignore != nil {
+		qc["ignore"] = ignore
+	}
+	m["quantization_config"] = qc
+	return m
+}
+
+// fp8BlockGroup is llm-compressor's FP8_BLOCK scheme: e4m3 weights with one
+// scale per 128 x 128 block, activations quantized dynamically per group of
+// 128.
+func fp8BlockGroup(targets ...string) map[string]any {
+	return map[string]any{"targets": targets,
+		"weights":           map[string]any{"num_bits": 8, "type": "float", "strategy": "block", "block_structure": []int{128, 128}, "symmetric": true, "dynamic": false},
+		"input_activations": map[string]any{"num_bits": 8, "type": "float", "strategy": "group", "group_size": 128, "symmetric": true, "dynamic": true}}
+}
+
+// TestCompressedTensorsFP8Block: compressed-tensors FP8 with
+// block_structure [128, 128] is the block-scaled format DeepSeek's fp8
+// quantization_config with weight_block_size [128, 128] is (FP8Block128 on
+// every linear), not per-tensor FP8; another block shape is refused naming
+// the field.
+func TestCompressedTensorsFP8Block(t *testing.T) {
+	a, err := parse("config.json", mustJSON(t, ctConfig(map[string]any{"group_0": fp8BlockGroup("Linear")}, "lm_head")), "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ds := tinyConfig()
+	ds["quantization_config"] = map[string]any{"quant_method": "fp8", "fmt": "e4m3", "weight_block_size": []int{128, 128}}
+	want, err := parse("config.json", mustJSON(t, ds), "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []Component{CompAttention, CompDenseMLP, CompSharedExperts, CompRoutedExperts, CompLMHead} {
+		if got := a.Quant.Dtype(c); got != want.Quant.Dtype(c) {
+			t.Errorf("%s: %s, want %s (as fp8 with weight_block_size [128, 128])", c, got, want.Quant.Dtype(c))
+		}
+	}
+	if a.Quant.RoutedExperts != FP8Block128 {
+		t.Errorf("routed experts %s, want fp8-block128", a.Quant.RoutedExperts)
+	}
+	g := fp8BlockGroup("Linear")
+	g["weights"].(map[string]any)["block_structure"] = []int{64, 64}
+	_, err = parse("config.json", mustJSON(t, ctConfig(map[string]any{"group_0": g})), "", nil)
+	var ce *ConfigError
+	if !errors.As(err, &ce) || ce.Field != "quantization_config.config_groups.group_0.weights.block_structure" || !strings.Contains(err.Error(), "[128, 128]") {
+		t.Errorf("block [64, 64]: err %v, want one naming weights.block_structure and [128, 128]", err)
+	}
+}

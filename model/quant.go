@@ -144,12 +144,40 @@ func parseConfigGroups(file, field string, v any) (Dtype, error) {
 		case typ == "float" && bits == 4 && gs == 16:
 			return NVFP4, nil
 		case typ == "float" && bits == 8:
-			return FP8, nil
+			return fp8Strategy(file, wf, w)
 		}
 		return "", &ConfigError{File: file, Field: wf, Got: fmt.Sprintf("type %q num_bits %d group_size %d", typ, bits, gs),
 			Want: "int 4-bit group 32, float 4-bit group 16 or float 8-bit"}
 	}
 	return "", nil
+}
+
+// fp8Strategy is the dtype of compressed-tensors FP8 weights w (field
+// names them for errors): strategy "block" with block_structure [128, 128]
+// (one FP32 scale per 128 x 128 block, DeepSeek's layout) is FP8Block128,
+// which vLLM runs with the block-scaled kernels as it does fp8 with
+// weight_block_size; "tensor" and "channel" scales are FP8 (a scale per
+// matrix or per row: a negligible overhead). Another block shape is not
+// modelled.
+func fp8Strategy(file, field string, w map[string]any) (Dtype, error) {
+	strategy, _ := w["strategy"].(string)
+	bs, hasBlock := w["block_structure"]
+	if bs == nil {
+		hasBlock = false
+	}
+	if strategy != "block" && !hasBlock {
+		return FP8, nil
+	}
+	arr, ok := bs.([]any)
+	if ok && len(arr) == 2 {
+		b0, ok0 := asInt(arr[0])
+		b1, ok1 := asInt(arr[1])
+		if ok0 && ok1 && b0 == 128 && b1 == 128 {
+			return FP8Block128, nil
+		}
+	}
+	return "", &ConfigError{File: file, Field: field + ".block_structure", Got: describeMissing(bs),
+		Want: "[128, 128] (the only FP8 block size modelled)"}
 }
 
 func describeMissing(v any) string {
