@@ -248,7 +248,9 @@ func parse(cfgName string, cfg []byte, quantName string, quant []byte) (*Arch, e
 		}
 		src = QuantSource{File: qfile, Field: "quantization"}
 	}
-	a.Quant = spec.resolve(a, base)
+	if a.Quant, err = spec.resolve(a, base); err != nil {
+		return nil, err
+	}
 	a.Quant.Source = src
 	if err := a.checkSize(cfgFile, prefix); err != nil {
 		return nil, err

@@ -540,3 +540,112 @@ func TestCompressedTensorsFP8Block(t *testing.T) {
 		t.Errorf("block [64, 64]: err %v, want one naming weights.block_structure and [128, 128]", err)
 	}
 }
+
+// TestCompressedTensorsTargets: each component takes the dtype of the
+// config group whose targets match its modules, as vLLM's
+// find_matched_target does (a module-name target first, in group order,
+// then "Linear"; no match leaves the module unquantized); a component whose
+// modules land in different dtypes is refused naming config_groups.
+func TestCompressedTensorsTargets(t *testing.T) {
+	int4 := func(targets ...string) map[string]any {
+		return map[string]any{"targets": targets, "input_activations": nil,
+			"weights": map[string]any{"num_bits": 4, "type": "int", "group_size": 32, "strategy": "group", "symmetric": true}}
+	}
+	nvfp4 := func(targets ...string) map[string]any {
+		return map[string]any{"targets": targets,
+			"weights":           map[string]any{"num_bits": 4, "type": "float", "group_size": 16, "strategy": "tensor_group"},
+			"input_activations": map[string]any{"num_bits": 4, "type": "float", "group_size": 16, "strategy": "tensor_group", "dynamic": "local"}}
+	}
+	type dtypes struct{ attn, dense, shared, routed, lmHead, mtp Dtype }
+	cases := []struct {
+		name   string
+		groups map[string]any
+		ignore []string
+		want   dtypes
+	}{
+		// Only the routed experts are targeted: everything else matches
+		// no group and stays bf16, as Kimi-K2.5's Linear + ignore list
+		// (lm_head, self_attn, shared_experts, dense mlp) says it.
+		{"experts only", map[string]any{"group_0": int4(`re:.*mlp\.experts.*`)}, nil,
+			dtypes{BF16, BF16, BF16, INT4G32, BF16, INT4G32}},
+		{"Linear with an ignore list", map[string]any{"group_0": int4("Linear")},
+			[]string{"lm_head", "re:.*self_attn.*", "re:.*shared_experts.*", `re:.*mlp\.(gate|up|gate_up|down)_proj.*`},
+			dtypes{BF16, BF16, BF16, INT4G32, BF16, INT4G32}},
+		// A name target wins over Linear whatever the group order:
+		// attention FP8 block-128, every other linear NVFP4; lm_head is
+		// no Linear and no name targets it.
+		{"fp8-block attention, nvfp4 elsewhere", map[string]any{"group_0": nvfp4("Linear"), "group_1": fp8BlockGroup(`re:.*self_attn.*`)}, nil,
+			dtypes{FP8Block128, NVFP4, NVFP4, NVFP4, BF16, NVFP4}},
+		{"fp8-block attention, nvfp4 experts", map[string]any{"group_0": fp8BlockGroup(`re:.*self_attn.*`), "group_1": nvfp4(`re:.*mlp\.experts.*`)}, nil,
+			dtypes{FP8Block128, BF16, BF16, NVFP4, BF16, NVFP4}},
+		{"lm_head by name", map[string]any{"group_0": int4("Linear", "lm_head")}, nil,
+			dtypes{INT4G32, INT4G32, INT4G32, INT4G32, INT4G32, INT4G32}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			a, err := parse("config.json", mustJSON(t, ctConfig(c.groups, c.ignore...)), "", nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			q := a.Quant
+			got := dtypes{q.Attention, q.DenseMLP, q.SharedExperts, q.RoutedExperts, q.LMHead, q.MTP}
+			if got != c.want {
+				t.Errorf("got  %+v\nwant %+v", got, c.want)
+			}
+		})
+	}
+
+	refused := []struct {
+		name   string
+		groups map[string]any
+		field  string
+		msg    string
+	}{
+		{"attention split over two dtypes", map[string]any{"group_0": nvfp4("Linear"), "group_1": fp8BlockGroup(`re:.*self_attn\.q_(a|b)_proj`)},
+			"quantization_config.config_groups", "self_attn.q_a_proj in group_1 (fp8-block128) but model.layers.1.self_attn.kv_a_proj_with_mqa in group_0 (nvfp4)"},
+		{"part of the experts left out", map[string]any{"group_0": int4(`re:.*experts\.\d+\.gate_proj`)},
+			"quantization_config.config_groups", "gate_proj in group_0 (int4-g32) but model.layers.1.mlp.experts.0.down_proj in no group (bf16)"},
+		{"no targets", map[string]any{"group_0": map[string]any{"weights": map[string]any{"num_bits": 4, "type": "int", "group_size": 32}}},
+			"quantization_config.config_groups.group_0.targets", "missing, want an array of targets"},
+	}
+	for _, c := range refused {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := parse("config.json", mustJSON(t, ctConfig(c.groups)), "", nil)
+			var ce *ConfigError
+			if !errors.As(err, &ce) || ce.File != "config.json" || ce.Field != c.field || !strings.Contains(err.Error(), c.msg) {
+				t.Fatalf("err %v, want config.json field %s with %q", err, c.field, c.msg)
+			}
+			if strings.Contains(err.Error(), "\n") {
+				t.Errorf("not one line: %q", err)
+			}
+		})
+	}
+}
+
+// TestKimiTargetsEqualIgnoreList: moonshotai/Kimi-K2.5's INT4 checkpoint
+// written with a group targeting only the routed experts (no ignore list)
+// is the same quantization as the published file (Linear minus its ignore
+// list): the same dtypes, so the same weights and KV capacity.
+func TestKimiTargetsEqualIgnoreList(t *testing.T) {
+	raw := readRef(t, "moonshotai--Kimi-K2.5_config.json")
+	want, err := parse("config.json", raw, "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(raw, &m); err != nil {
+		t.Fatal(err)
+	}
+	qc := m["text_config"].(map[string]any)["quantization_config"].(map[string]any)
+	g := qc["config_groups"].(map[string]any)["group_0"].(map[string]any)
+	g["targets"] = []any{`re:.*mlp\.experts.*`}
+	delete(qc, "ignore")
+	got, err := parse("config.json", mustJSON(t, m), "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got.Quant.Source, want.Quant.Source = QuantSource{}, QuantSource{}
+	if got.Quant != want.Quant {
+		t.Errorf("targets only:\n got  %+v\nwant %+v", got.Quant, want.Quant)
+	}
+}

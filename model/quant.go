@@ -10,14 +10,36 @@ import (
 )
 
 // quantSpec is a checkpoint's quantization before it is resolved per
-// component: one quantized weight dtype for the Linear layers, the patterns
-// of modules left unquantized, and the KV-cache dtype.
+// component: one quantized weight dtype for the Linear layers, or
+// compressed-tensors' config groups each with its targets; the patterns of
+// modules left unquantized, and the KV-cache dtype.
 type quantSpec struct {
 	method  string
-	weights Dtype // "" when unquantized
-	kv      Dtype // "" when the checkpoint asks for no KV quantization
-	ignore  []*regexp.Regexp
+	weights Dtype // "" when unquantized or when groups decide
+	// groups, when set, decide each module's dtype by their targets
+	// (groupFor); groupsField names them in errors (file is the file).
+	groups      []quantGroup
+	file        string
+	groupsField string
+	kv          Dtype // "" when the checkpoint asks for no KV quantization
+	ignore      []*regexp.Regexp
 }
+
+// quantGroup is one compressed-tensors config group: the modules it
+// targets and the dtype it stores their weights in.
+type quantGroup struct {
+	name    string
+	weights Dtype
+	// linear: a target names the Linear class, which vLLM matches against
+	// every linear layer's class name (ColumnParallelLinear, ...; the
+	// FusedMoE experts are added under it); names are the "re:" patterns
+	// (matched from the start, as re.match) and exact module names.
+	linear bool
+	names  []*regexp.Regexp
+}
+
+// quantized reports whether the checkpoint quantizes any weights.
+func (s *quantSpec) quantized() bool { return s.weights != "" || len(s.groups) > 0 }
 
 // parseQuantConfig reads config.json's quantization_config (field names
 // the JSON path for errors). Supported: quant_method "fp8" (DeepSeek
@@ -63,11 +85,11 @@ func parseQuantConfig(file, field string, v any) (quantSpec, error) {
 			ignoreKey = "ignored_layers"
 		}
 	case "compressed-tensors":
-		w, err := parseConfigGroups(file, pre+"config_groups", m["config_groups"])
+		g, err := parseConfigGroups(file, pre+"config_groups", m["config_groups"])
 		if err != nil {
 			return quantSpec{}, err
 		}
-		spec.weights = w
+		spec.groups, spec.file, spec.groupsField = g, file, pre+"config_groups"
 		ignoreKey = "ignore"
 	case "modelopt":
 		algo := p.str(m, pre, "quant_algo", false)
@@ -77,11 +99,11 @@ func parseQuantConfig(file, field string, v any) (quantSpec, error) {
 		case "FP8":
 			spec.weights = FP8
 		case "":
-			w, err := parseConfigGroups(file, pre+"config_groups", m["config_groups"])
+			g, err := parseConfigGroups(file, pre+"config_groups", m["config_groups"])
 			if err != nil {
 				return quantSpec{}, err
 			}
-			spec.weights = w
+			spec.groups, spec.file, spec.groupsField = g, file, pre+"config_groups"
 		default:
 			return quantSpec{}, &ConfigError{File: file, Field: pre + "quant_algo", Got: strconv.Quote(algo), Want: `"NVFP4" or "FP8"`}
 		}
@@ -118,38 +140,107 @@ func parseQuantConfig(file, field string, v any) (quantSpec, error) {
 	return spec, nil
 }
 
-// parseConfigGroups reads compressed-tensors config_groups: the first group
-// (by name) that targets Linear decides the weight dtype.
-func parseConfigGroups(file, field string, v any) (Dtype, error) {
+// parseConfigGroups reads compressed-tensors config_groups: each group's
+// weight dtype and targets, in the order of their names (no result
+// depends on map order; checkpoints name them group_0, group_1, ... in
+// the order they are written).
+func parseConfigGroups(file, field string, v any) ([]quantGroup, error) {
 	m, ok := v.(map[string]any)
 	if !ok || len(m) == 0 {
-		return "", &ConfigError{File: file, Field: field, Got: describeMissing(v), Want: "an object of quantization groups"}
+		return nil, &ConfigError{File: file, Field: field, Got: describeMissing(v), Want: "an object of quantization groups"}
 	}
-	for _, name := range slices.Sorted(maps.Keys(m)) { // no result depends on map order
+	var out []quantGroup
+	for _, name := range slices.Sorted(maps.Keys(m)) {
 		g, ok := m[name].(map[string]any)
 		if !ok {
-			return "", &ConfigError{File: file, Field: field + "." + name, Got: describe(m[name]), Want: "an object"}
+			return nil, &ConfigError{File: file, Field: field + "." + name, Got: describe(m[name]), Want: "an object"}
 		}
 		w, ok := g["weights"].(map[string]any)
 		if !ok {
-			return "", &ConfigError{File: file, Field: field + "." + name + ".weights", Got: describeMissing(g["weights"]), Want: "an object"}
+			return nil, &ConfigError{File: file, Field: field + "." + name + ".weights", Got: describeMissing(g["weights"]), Want: "an object"}
 		}
 		bits, _ := asInt(w["num_bits"])
 		typ, _ := w["type"].(string)
 		gs, _ := asInt(w["group_size"])
 		wf := field + "." + name + ".weights"
+		qg := quantGroup{name: name}
 		switch {
 		case typ == "int" && bits == 4 && gs == 32:
-			return INT4G32, nil
+			qg.weights = INT4G32
 		case typ == "float" && bits == 4 && gs == 16:
-			return NVFP4, nil
+			qg.weights = NVFP4
 		case typ == "float" && bits == 8:
-			return fp8Strategy(file, wf, w)
+			d, err := fp8Strategy(file, wf, w)
+			if err != nil {
+				return nil, err
+			}
+			qg.weights = d
+		default:
+			return nil, &ConfigError{File: file, Field: wf, Got: fmt.Sprintf("type %q num_bits %d group_size %d", typ, bits, gs),
+				Want: "int 4-bit group 32, float 4-bit group 16 or float 8-bit"}
 		}
-		return "", &ConfigError{File: file, Field: wf, Got: fmt.Sprintf("type %q num_bits %d group_size %d", typ, bits, gs),
-			Want: "int 4-bit group 32, float 4-bit group 16 or float 8-bit"}
+		if err := qg.parseTargets(file, field+"."+name+".targets", g["targets"]); err != nil {
+			return nil, err
+		}
+		out = append(out, qg)
 	}
-	return "", nil
+	return out, nil
+}
+
+// parseTargets reads a group's targets: "Linear" (the class of every
+// linear layer), "re:PATTERN" (a Python regexp on the module name, matched
+// from its start) or an exact module name.
+func (g *quantGroup) parseTargets(file, field string, v any) error {
+	arr, ok := v.([]any)
+	if !ok || len(arr) == 0 {
+		return &ConfigError{File: file, Field: field, Got: describeMissing(v), Want: `an array of targets ("Linear", "re:" patterns or module names)`}
+	}
+	for i, e := range arr {
+		t, ok := e.(string)
+		if !ok || t == "" {
+			return &ConfigError{File: file, Field: fmt.Sprintf("%s[%d]", field, i), Got: describe(e), Want: "a target name"}
+		}
+		if strings.EqualFold(t, "Linear") {
+			g.linear = true
+			continue
+		}
+		expr := "^" + regexp.QuoteMeta(t) + "$"
+		if strings.HasPrefix(t, "re:") {
+			expr = "^(?:" + t[3:] + ")"
+		}
+		re, err := regexp.Compile(expr)
+		if err != nil {
+			return &ConfigError{File: file, Field: fmt.Sprintf("%s[%d]", field, i), Got: strconv.Quote(shorten(t)), Want: "a valid pattern", Err: err}
+		}
+		g.names = append(g.names, re)
+	}
+	return nil
+}
+
+// groupFor is the config group that quantizes module name (a linear layer
+// unless lmHead), nil when none targets it, as vLLM's compressed-tensors
+// find_matched_target decides (compressed_tensors/utils.py): first a
+// target matching the module's name, in group order, then one matching its
+// class (Linear: every linear layer; lm_head is a ParallelLMHead, which
+// "Linear" does not match). vLLM leaves a module no target matches
+// unquantized (older releases refused to load it).
+func (s *quantSpec) groupFor(name string, lmHead bool) *quantGroup {
+	for i := range s.groups {
+		for _, re := range s.groups[i].names {
+			if re.MatchString(name) || re.MatchString("language_model."+name) {
+				return &s.groups[i]
+			}
+		}
+	}
+	if lmHead {
+		return nil
+	}
+	for i := range s.groups {
+		if s.groups[i].linear {
+			return &s.groups[i]
+		}
+	}
+	return nil
 }
 
 // fp8Strategy is the dtype of compressed-tensors FP8 weights w (field
@@ -321,25 +412,35 @@ func (s *quantSpec) excluded(names ...string) bool {
 
 // resolve decides each component's dtype by testing representative HF
 // module names of the first MoE layer (attention, experts), layer 0 (dense
-// MLP) and the MTP layer (index num_hidden_layers) against the ignore list.
-// A component counts as unquantized if any of its modules is excluded
-// (the larger, conservative footprint).
+// MLP) and the MTP layer (index num_hidden_layers) against the ignore list
+// and, for compressed-tensors, against the config groups' targets
+// (groupFor). A component counts as unquantized if any of its modules is
+// excluded (the larger, conservative footprint); modules of one component
+// that config groups put in different dtypes (a q_b_proj in FP8, an o_proj
+// in NVFP4, or one left out) are a mix the model does not price, refused
+// naming the file and config_groups.
 //
 // Never quantized, whatever the list says, because vLLM does not: the
 // embedding (not a Linear layer), the MoE router gate (ReplicatedLinear
 // built without a quant config in vLLM's deepseek_v2.py) and the norms.
 // DeepSeek FP8 checkpoints keep lm_head in BF16 (no weight_scale_inv for it).
-func (s *quantSpec) resolve(a *Arch, base Dtype) Quant {
+func (s *quantSpec) resolve(a *Arch, base Dtype) (Quant, error) {
 	q := Quant{Method: s.method, Base: base, KV: base}
 	if s.kv != "" {
 		q.KV = s.kv
 	}
 	q.Embedding, q.Router = base, base
+	var err error
 	set := func(d *Dtype, names ...string) {
-		if s.weights == "" || s.excluded(names...) {
+		switch {
+		case !s.quantized() || s.excluded(names...):
 			*d = base
-		} else {
+		case len(s.groups) == 0:
 			*d = s.weights
+		default:
+			if e := s.setFromGroups(d, base, names); e != nil && err == nil {
+				err = e
+			}
 		}
 	}
 	L := a.DenseLayers
@@ -362,6 +463,31 @@ func (s *quantSpec) resolve(a *Arch, base Dtype) Quant {
 		set(&q.LMHead, "lm_head")
 	}
 	set(&q.MTP, ly(a.Layers, "mlp.experts.0.gate_proj"))
-	q.MTPExcluded = s.weights != "" && q.MTP == base
-	return q
+	// The MTP layer is excluded as a whole when its experts stay in Base
+	// while the main layers' are quantized.
+	q.MTPExcluded = s.quantized() && q.MTP == base && q.RoutedExperts != base
+	return q, err
+}
+
+// setFromGroups sets *d to the dtype the config groups give the modules
+// names (Base for a module no group targets): one dtype, or an error
+// naming the two modules that differ.
+func (s *quantSpec) setFromGroups(d *Dtype, base Dtype, names []string) error {
+	scheme := func(n string) (Dtype, string) {
+		g := s.groupFor(n, n == "lm_head")
+		if g == nil {
+			return base, "no group"
+		}
+		return g.weights, g.name
+	}
+	first, firstGroup := scheme(names[0])
+	for _, n := range names[1:] {
+		if dt, g := scheme(n); dt != first {
+			return &ConfigError{File: s.file, Field: s.groupsField,
+				Got:  fmt.Sprintf("%s in %s (%s) but %s in %s (%s)", names[0], firstGroup, first, n, g, dt),
+				Want: "one dtype for the modules of one component (attention projections, dense MLP, shared experts, routed experts): a mix inside one is not modelled"}
+		}
+	}
+	*d = first
+	return nil
 }
