@@ -649,3 +649,57 @@ func TestKimiTargetsEqualIgnoreList(t *testing.T) {
 		t.Errorf("targets only:\n got  %+v\nwant %+v", got.Quant, want.Quant)
 	}
 }
+
+// TestCompressedTensorsWeightOnlyRefused: NVFP4 or FP8 weights without
+// input_activations are vLLM's weight-only Marlin schemes (NVFP4A16:
+// CompressedTensorsW4A16Fp4; W8A16: CompressedTensorsW8A16Fp8), not the W4A4
+// and W8A8 kernels nvfp4 and fp8 price, and INT4 g32 with quantized
+// activations is not the W4A16 int4-g32 prices: each is refused in one line
+// naming the group's input_activations.
+func TestCompressedTensorsWeightOnlyRefused(t *testing.T) {
+	group := func(weights, acts map[string]any) map[string]any {
+		g := map[string]any{"targets": []string{"Linear"}, "weights": weights}
+		if acts != nil {
+			g["input_activations"] = acts
+		} else {
+			g["input_activations"] = nil
+		}
+		return map[string]any{"group_0": g}
+	}
+	fp4 := map[string]any{"num_bits": 4, "type": "float", "group_size": 16, "strategy": "tensor_group"}
+	fp8 := map[string]any{"num_bits": 8, "type": "float", "strategy": "channel"}
+	int4 := map[string]any{"num_bits": 4, "type": "int", "group_size": 32, "strategy": "group"}
+	cases := []struct {
+		name   string
+		groups map[string]any
+		msg    string
+	}{
+		{"nvfp4a16", group(fp4, nil), "NVFP4 weights only: vLLM runs them as NVFP4A16 with Marlin's weight-only FP4 kernels (CompressedTensorsW4A16Fp4)), want float 4-bit activations (NVFP4 W4A4)"},
+		{"fp8 w8a16", group(fp8, nil), "(CompressedTensorsW8A16Fp8)), want float 8-bit activations (FP8 W8A8)"},
+		{"nvfp4 weights, fp8 activations", group(fp4, map[string]any{"num_bits": 8, "type": "float"}), `type "float" num_bits 8, want float 4-bit activations`},
+		{"int4 w4a8", group(int4, map[string]any{"num_bits": 8, "type": "int"}), "want null (INT4 group 32 is priced as W4A16"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := parse("config.json", mustJSON(t, ctConfig(c.groups)), "", nil)
+			var ce *ConfigError
+			if !errors.As(err, &ce) || ce.Field != "quantization_config.config_groups.group_0.input_activations" || !strings.Contains(err.Error(), c.msg) {
+				t.Fatalf("err %v, want one naming group_0.input_activations with %q", err, c.msg)
+			}
+		})
+	}
+	// With its activations each is the format it prices.
+	for _, ok := range []struct {
+		weights, acts map[string]any
+		want          Dtype
+	}{
+		{fp4, map[string]any{"num_bits": 4, "type": "float", "group_size": 16}, NVFP4},
+		{fp8, map[string]any{"num_bits": 8, "type": "float", "dynamic": true}, FP8},
+		{int4, nil, INT4G32},
+	} {
+		a, err := parse("config.json", mustJSON(t, ctConfig(group(ok.weights, ok.acts))), "", nil)
+		if err != nil || a.Quant.RoutedExperts != ok.want {
+			t.Errorf("%v: err %v, want routed experts %s", ok.weights, err, ok.want)
+		}
+	}
+}

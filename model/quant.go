@@ -179,12 +179,54 @@ func parseConfigGroups(file, field string, v any) ([]quantGroup, error) {
 			return nil, &ConfigError{File: file, Field: wf, Got: fmt.Sprintf("type %q num_bits %d group_size %d", typ, bits, gs),
 				Want: "int 4-bit group 32, float 4-bit group 16 or float 8-bit"}
 		}
+		if err := checkActivations(file, field+"."+name+".input_activations", qg.weights, g["input_activations"]); err != nil {
+			return nil, err
+		}
 		if err := qg.parseTargets(file, field+"."+name+".targets", g["targets"]); err != nil {
 			return nil, err
 		}
 		out = append(out, qg)
 	}
 	return out, nil
+}
+
+// checkActivations refuses a group's input_activations (field names it)
+// that would make its weights d a scheme other than the one d prices.
+// vLLM picks the compressed-tensors scheme from weights and activations
+// together (compressed_tensors.py _get_scheme_from_parts): NVFP4 weights
+// without input_activations are NVFP4A16 (CompressedTensorsW4A16Fp4) and
+// FP8 weights without them W8A16 (CompressedTensorsW8A16Fp8), both
+// weight-only Marlin kernels that dequantize to 16 bits, where NVFP4 and
+// FP8 price W4A4 and W8A8 tensor-core kernels; INT4 g32 prices W4A16,
+// so quantized activations (W4A8) are not it either.
+func checkActivations(file, field string, d Dtype, v any) error {
+	if d == INT4G32 {
+		if v != nil {
+			return &ConfigError{File: file, Field: field, Got: describe(v),
+				Want: "null (INT4 group 32 is priced as W4A16, weights only; quantized activations are not modelled)"}
+		}
+		return nil
+	}
+	bitsWant, what := int64(8), "FP8 W8A8"
+	if d == NVFP4 {
+		bitsWant, what = 4, "NVFP4 W4A4"
+	}
+	if v == nil {
+		weightOnly := "FP8 weights only: vLLM runs them as W8A16 with Marlin's weight-only FP8 kernels (CompressedTensorsW8A16Fp8)"
+		if d == NVFP4 {
+			weightOnly = "NVFP4 weights only: vLLM runs them as NVFP4A16 with Marlin's weight-only FP4 kernels (CompressedTensorsW4A16Fp4)"
+		}
+		return &ConfigError{File: file, Field: field, Got: "null (" + weightOnly + ")",
+			Want: fmt.Sprintf("float %d-bit activations (%s): weight-only kernels are not modelled", bitsWant, what)}
+	}
+	m, ok := v.(map[string]any)
+	bits, _ := asInt(m["num_bits"])
+	typ, _ := m["type"].(string)
+	if !ok || typ != "float" || bits != bitsWant {
+		return &ConfigError{File: file, Field: field, Got: fmt.Sprintf("type %q num_bits %d", typ, bits),
+			Want: fmt.Sprintf("float %d-bit activations (%s)", bitsWant, what)}
+	}
+	return nil
 }
 
 // parseTargets reads a group's targets: "Linear" (the class of every
