@@ -1,5 +1,7 @@
 package model
 
+import "fmt"
+
 // Arch is an MLA + MoE decoder architecture of the DeepSeek-V3 family
 // (DeepSeek-V3/R1, Kimi-K2/K2.5) or GLM-5 (MLA + DSA indexer + MoE), with
 // the quantization of its checkpoint. Field names follow the Hugging Face
@@ -31,6 +33,17 @@ type Arch struct {
 	TieEmbeddings   bool
 	MTPLayers       int // num_nextn_predict_layers
 
+	// MaxPositionEmbeddings is max_position_embeddings; MaxModelLenTokens
+	// the longest sequence vLLM serves the model at, derived from it and
+	// rope_scaling (parser.maxModelLen); 0 when not known (an EAGLE-3
+	// head), when no workload length is checked.
+	MaxPositionEmbeddings int
+	MaxModelLenTokens     int
+
+	// Defaults lists the optional fields the config left out and the
+	// defaults used for them, in the order they are read.
+	Defaults []FieldDefault
+
 	// DSA lightning indexer (glm_moe_dsa, deepseek_v32); all zero when absent.
 	IndexHeads   int // index_n_heads
 	IndexHeadDim int // index_head_dim
@@ -41,6 +54,19 @@ type Arch struct {
 	eagle3 *eagle3Head
 
 	Quant Quant
+}
+
+// FieldDefault is an optional config field the file did not state and
+// the value used for it: its config class's default.
+type FieldDefault struct {
+	Field string `json:"field"` // dotted JSON path: "first_k_dense_replace", "text_config.num_nextn_predict_layers"
+	Value int    `json:"value"`
+	From  string `json:"from"` // whose default: "transformers' DeepseekV3Config"
+}
+
+// String reads "first_k_dense_replace = 3 (transformers' DeepseekV3Config)".
+func (d FieldDefault) String() string {
+	return fmt.Sprintf("%s = %d (%s)", d.Field, d.Value, d.From)
 }
 
 // Component is a group of weights that a checkpoint quantizes (or leaves in

@@ -238,6 +238,9 @@ func Validate(a *Arch, p Plan, w Workload, o BuildOptions) error {
 		return err
 	}
 	p, w = p.Normalized(), w.Normalized()
+	if err := w.CheckMaxModelLen(a); err != nil {
+		return err
+	}
 	if err := validateSpec(a, p, w, o.Spec); err != nil {
 		return err
 	}

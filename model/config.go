@@ -174,12 +174,22 @@ func parse(cfgName string, cfg []byte, quantName string, quant []byte) (*Arch, e
 	a.RoutedExperts = p.posInt(text, prefix, "n_routed_experts", maxExpert)
 	a.TopK = p.posInt(text, prefix, "num_experts_per_tok", maxExpert)
 	a.Vocab = p.posInt(text, prefix, "vocab_size", maxVocab)
-	// Defaults of optional fields are those of transformers' DeepseekV3Config
-	// (first_k_dense_replace 3, n_shared_experts 1, moe_layer_freq 1);
-	// num_nextn_predict_layers is absent from that class and defaults to 0.
-	a.DenseLayers = p.optInt(text, prefix, "first_k_dense_replace", 3, maxLayers)
-	a.SharedExperts = p.optInt(text, prefix, "n_shared_experts", 1, 64)
-	a.MTPLayers = p.optInt(text, prefix, "num_nextn_predict_layers", 0, 16)
+	// An optional field the file leaves out takes the default of the
+	// config class the engine reads the file with (configDefaults), and
+	// Arch.Defaults says so.
+	def := defaultsFor(mt)
+	opt := func(key string, v, max int) int {
+		n, stated := p.optIntStated(text, prefix, key, v, max)
+		if !stated && p.err == nil {
+			a.Defaults = append(a.Defaults, FieldDefault{Field: prefix + key, Value: v, From: def.class})
+		}
+		return n
+	}
+	a.DenseLayers = opt("first_k_dense_replace", def.firstKDense, maxLayers)
+	a.SharedExperts = opt("n_shared_experts", def.sharedExperts, 64)
+	a.MTPLayers = opt("num_nextn_predict_layers", def.mtpLayers, 16)
+	a.MaxPositionEmbeddings = opt("max_position_embeddings", def.maxPositions, maxTopK)
+	a.MaxModelLenTokens = p.maxModelLen(text, prefix, a.MaxPositionEmbeddings)
 	if f := p.optInt(text, prefix, "moe_layer_freq", 1, maxLayers); p.err == nil && f != 1 {
 		p.fail(prefix+"moe_layer_freq", strconv.Itoa(f), "1 (every layer after first_k_dense_replace is MoE)")
 	}
@@ -316,13 +326,96 @@ func (p *parser) nullablePosInt(m map[string]any, prefix, key string, max int) i
 }
 
 func (p *parser) optInt(m map[string]any, prefix, key string, def, max int) int {
+	n, _ := p.optIntStated(m, prefix, key, def, max)
+	return n
+}
+
+// optIntStated is optInt that also reports whether the file stated the
+// field (a null counts as not stated: the class default applies).
+func (p *parser) optIntStated(m map[string]any, prefix, key string, def, max int) (int, bool) {
 	v, ok := m[key]
 	if !ok || v == nil {
-		return def
+		return def, false
 	}
 	n, ok := asInt(v)
 	if !ok || n < 0 || n > int64(max) {
 		p.fail(prefix+key, describe(v), fmt.Sprintf("an integer from 0 to %d", max))
+		return 0, true
+	}
+	return int(n), true
+}
+
+// configDefaults are the defaults of the optional fields tpscope reads, as
+// the config class vLLM reads a model type with sets them: transformers'
+// DeepseekV3Config for deepseek_v3 and for kimi_k25's text model
+// (first_k_dense_replace 3, n_shared_experts 1, max_position_embeddings
+// 4096, and no num_nextn_predict_layers, which vLLM's DeepSeek MTP reads
+// as getattr(config, "num_nextn_predict_layers", 0)); vLLM's own
+// DeepseekV3Config (vllm/transformers_utils/configs/deepseek_v3.py, which
+// its _CONFIG_REGISTRY maps kimi_k2 and deepseek_v32 to), the same but
+// num_nextn_predict_layers 1; transformers' GlmMoeDsaConfig for
+// glm_moe_dsa (first_k_dense_replace 3, n_shared_experts 1,
+// max_position_embeddings 202752, no num_nextn_predict_layers).
+type configDefaults struct {
+	class                                               string
+	firstKDense, sharedExperts, mtpLayers, maxPositions int
+}
+
+func defaultsFor(modelType string) configDefaults {
+	switch modelType {
+	case "kimi_k2", "deepseek_v32":
+		return configDefaults{"vLLM's DeepseekV3Config", 3, 1, 1, 4096}
+	case "glm_moe_dsa":
+		return configDefaults{"transformers' GlmMoeDsaConfig", 3, 1, 0, 202752}
+	}
+	return configDefaults{"transformers' DeepseekV3Config", 3, 1, 0, 4096}
+}
+
+// maxModelLen is the longest sequence vLLM serves the model at, derived
+// as vLLM's _get_and_verify_max_len does from max_position_embeddings
+// (maxPos) and rope_scaling: a scaling whose type is not su, longrope or
+// llama3 multiplies by its factor (1 when absent) the length it extends,
+// original_max_position_embeddings for yarn and max_position_embeddings
+// otherwise. DeepSeek-V3: yarn 4096 x 40 = 163840; Kimi-K2.5: yarn 4096 x
+// 64 = 262144; GLM-5: no scaling, 202752.
+func (p *parser) maxModelLen(m map[string]any, prefix string, maxPos int) int {
+	v, ok := m["rope_scaling"]
+	if !ok || v == nil || p.err != nil {
+		return maxPos
+	}
+	field := prefix + "rope_scaling"
+	rs, ok := v.(map[string]any)
+	if !ok {
+		p.fail(field, describe(v), "an object or null")
+		return 0
+	}
+	typ := p.str(rs, field+".", "rope_type", false)
+	if typ == "" {
+		typ = p.str(rs, field+".", "type", false)
+	}
+	if p.err != nil {
+		return 0
+	}
+	if typ == "su" || typ == "longrope" || typ == "llama3" {
+		return maxPos
+	}
+	factor := 1.0
+	if f, ok := rs["factor"]; ok && f != nil {
+		num, isNum := f.(json.Number)
+		x, err := num.Float64()
+		if !isNum || err != nil || !(x >= 1) || x > float64(maxTopK) {
+			p.fail(field+".factor", describe(f), fmt.Sprintf("a number from 1 to %d", maxTopK))
+			return 0
+		}
+		factor = x
+	}
+	base := maxPos
+	if typ == "yarn" {
+		base = p.posInt(rs, field+".", "original_max_position_embeddings", maxTopK)
+	}
+	n := float64(base) * factor
+	if n > float64(maxTopK) {
+		p.fail(field+".factor", fmt.Sprintf("%g x %d = %.0f tokens", factor, base, n), fmt.Sprintf("a max_model_len of at most %d tokens", maxTopK))
 		return 0
 	}
 	return int(n)

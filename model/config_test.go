@@ -6,6 +6,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -701,5 +702,140 @@ func TestCompressedTensorsWeightOnlyRefused(t *testing.T) {
 		if err != nil || a.Quant.RoutedExperts != ok.want {
 			t.Errorf("%v: err %v, want routed experts %s", ok.weights, err, ok.want)
 		}
+	}
+}
+
+// TestMaxModelLen: the longest sequence is derived as vLLM's
+// _get_and_verify_max_len does: max_position_embeddings, times a
+// rope_scaling factor (yarn: original_max_position_embeddings x factor;
+// su, longrope and llama3 leave it). The reference files: DeepSeek-V3 yarn
+// 4096 x 40 = 163840, Kimi-K2.5 4096 x 64 = 262144, Kimi-K2-Instruct 4096
+// x 32 = 131072, GLM-5 max_position_embeddings 202752 without scaling.
+func TestMaxModelLen(t *testing.T) {
+	for _, c := range []struct {
+		cfg  string
+		want int
+	}{
+		{"deepseek-ai--DeepSeek-V3_config.json", 163840},
+		{"moonshotai--Kimi-K2.5_config.json", 262144},
+		{"moonshotai--Kimi-K2-Instruct_config.json", 131072},
+		{"zai-org--GLM-5_config.json", 202752},
+	} {
+		if a := parseRef(t, c.cfg, ""); a.MaxModelLenTokens != c.want || len(a.Defaults) != 0 {
+			t.Errorf("%s: max_model_len %d (defaults %v), want %d", c.cfg, a.MaxModelLenTokens, a.Defaults, c.want)
+		}
+	}
+	cases := []struct {
+		name   string
+		mutate func(m map[string]any)
+		want   int
+	}{
+		{"no scaling", func(m map[string]any) { m["max_position_embeddings"] = 8192 }, 8192},
+		{"linear x4", func(m map[string]any) {
+			m["max_position_embeddings"], m["rope_scaling"] = 8192, map[string]any{"type": "linear", "factor": 4}
+		}, 32768},
+		// yarn extends original_max_position_embeddings, whatever
+		// max_position_embeddings says.
+		{"yarn", func(m map[string]any) {
+			m["max_position_embeddings"] = 4096
+			m["rope_scaling"] = map[string]any{"rope_type": "yarn", "factor": 40, "original_max_position_embeddings": 4096}
+		}, 163840},
+		{"llama3 leaves it", func(m map[string]any) {
+			m["max_position_embeddings"], m["rope_scaling"] = 131072, map[string]any{"rope_type": "llama3", "factor": 8}
+		}, 131072},
+		// Absent: DeepseekV3Config's default 4096.
+		{"absent", func(m map[string]any) {}, 4096},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			m := tinyConfig()
+			c.mutate(m)
+			a, err := parse("config.json", mustJSON(t, m), "", nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if a.MaxModelLenTokens != c.want {
+				t.Errorf("max_model_len %d, want %d", a.MaxModelLenTokens, c.want)
+			}
+		})
+	}
+	m := tinyConfig()
+	m["rope_scaling"] = map[string]any{"type": "yarn", "factor": 40}
+	_, err := parse("config.json", mustJSON(t, m), "", nil)
+	var ce *ConfigError
+	if !errors.As(err, &ce) || ce.Field != "rope_scaling.original_max_position_embeddings" {
+		t.Errorf("yarn without original_max_position_embeddings: err %v, want one naming it", err)
+	}
+}
+
+// TestWorkloadAboveMaxModelLen: a context longer than the model is served
+// at is refused naming the field and the limit (kimi-k2.5-nvfp4: 262144,
+// nvidia/Kimi-K2.5-NVFP4's text_config max_position_embeddings, yarn 64 x
+// 4096); the limit itself builds.
+func TestWorkloadAboveMaxModelLen(t *testing.T) {
+	a := mustPreset(t, "kimi-k2.5-nvfp4")
+	if err := Validate(a, Plan{TP: 8}, Workload{Batch: 1, Context: 262144}, BuildOptions{}); err != nil {
+		t.Errorf("context 262144: %v", err)
+	}
+	err := Validate(a, Plan{TP: 8}, Workload{Batch: 1, Context: 1 << 20}, BuildOptions{})
+	var pe *PlanError
+	if !errors.As(err, &pe) || pe.Field != "context" || pe.Value != "1048576" || !strings.Contains(pe.Want, "at most 262144 tokens") {
+		t.Errorf("context 1M: err %v, want a context error naming 262144", err)
+	}
+}
+
+// TestConfigDefaultsSaid: an optional field the config leaves out takes
+// the default of the class vLLM reads the model type with, and
+// Arch.Defaults says which: transformers' DeepseekV3Config has
+// first_k_dense_replace 3, n_shared_experts 1 and no
+// num_nextn_predict_layers (0 MTP layers); vLLM's own DeepseekV3Config,
+// which it reads kimi_k2 with, has num_nextn_predict_layers 1;
+// transformers' GlmMoeDsaConfig has max_position_embeddings 202752.
+func TestConfigDefaultsSaid(t *testing.T) {
+	cases := []struct {
+		name      string
+		modelType string
+		drop      []string
+		dense     int
+		mtp       int
+		maxPos    int
+		defaults  []FieldDefault
+	}{
+		{"deepseek_v3", "deepseek_v3", []string{"first_k_dense_replace", "n_shared_experts"}, 3, 0, 4096, []FieldDefault{
+			{"first_k_dense_replace", 3, "transformers' DeepseekV3Config"},
+			{"n_shared_experts", 1, "transformers' DeepseekV3Config"},
+			{"num_nextn_predict_layers", 0, "transformers' DeepseekV3Config"},
+			{"max_position_embeddings", 4096, "transformers' DeepseekV3Config"}}},
+		{"kimi_k2", "kimi_k2", nil, 1, 1, 4096, []FieldDefault{
+			{"num_nextn_predict_layers", 1, "vLLM's DeepseekV3Config"},
+			{"max_position_embeddings", 4096, "vLLM's DeepseekV3Config"}}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			m := tinyConfig()
+			m["model_type"] = c.modelType
+			for _, k := range c.drop {
+				delete(m, k)
+			}
+			a, err := parse("config.json", mustJSON(t, m), "", nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if a.DenseLayers != c.dense || a.MTPLayers != c.mtp || a.MaxPositionEmbeddings != c.maxPos || a.SharedExperts != 1 {
+				t.Errorf("dense %d mtp %d max_pos %d shared %d, want %d %d %d 1", a.DenseLayers, a.MTPLayers, a.MaxPositionEmbeddings, a.SharedExperts, c.dense, c.mtp, c.maxPos)
+			}
+			if !slices.Equal(a.Defaults, c.defaults) {
+				t.Errorf("defaults %v, want %v", a.Defaults, c.defaults)
+			}
+		})
+	}
+	m := tinyConfig()
+	m["model_type"], m["index_n_heads"], m["index_head_dim"], m["index_topk"] = "glm_moe_dsa", 4, 32, 64
+	a, err := parse("config.json", mustJSON(t, m), "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.MaxModelLenTokens != 202752 {
+		t.Errorf("glm_moe_dsa without max_position_embeddings: %d, want GlmMoeDsaConfig's 202752", a.MaxModelLenTokens)
 	}
 }

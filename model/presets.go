@@ -39,6 +39,10 @@ import (
 //     rope 16, nope 32, v 32, 16 experts top-4, moe_inter 128, 1 shared,
 //     vocab 1024, one MTP layer, BF16) so CPU tests run in seconds.
 //
+// Each states max_position_embeddings and rope_scaling as its file does
+// (the max_model_len vLLM derives from them bounds a workload's context);
+// tiny-mla-moe takes DeepSeek-V3's 163840.
+//
 //go:embed presets/*.json
 var presetFS embed.FS
 

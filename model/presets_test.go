@@ -1,6 +1,9 @@
 package model
 
-import "testing"
+import (
+	"reflect"
+	"testing"
+)
 
 // TestPresetsMatchReferenceConfigs: every preset written for the project
 // must resolve to the same architecture and quantization as the real
@@ -22,7 +25,7 @@ func TestPresetsMatchReferenceConfigs(t *testing.T) {
 			// Names and provenance differ by design; the model type of
 			// kimi-k2.5 presets is the wrapper's, as in the file.
 			ref.Name, ref.Source, ref.Ref, ref.Quant.Source = got.Name, got.Source, got.Ref, got.Quant.Source
-			if *ref != *got {
+			if !reflect.DeepEqual(*ref, *got) {
 				t.Errorf("preset differs from %s:\n got %+v\nwant %+v", c.cfg, *got, *ref)
 			}
 		})

@@ -13,8 +13,14 @@ type Summary struct {
 	Plan        string `json:"plan"`
 	GPUs        int    `json:"gpus"`
 
-	Dims  SummaryDims       `json:"dims"`
-	Quant map[string]string `json:"quant"` // component -> dtype, plus "kv_cache" and "method"
+	Dims SummaryDims `json:"dims"`
+	// Defaults are the optional fields the config left out and the
+	// defaults used for them (Arch.Defaults).
+	Defaults []FieldDefault `json:"defaults,omitempty"`
+	// MaxModelLenTokens is the longest sequence vLLM serves the model at
+	// (Arch.MaxModelLenTokens), the bound of a workload's context.
+	MaxModelLenTokens int               `json:"max_model_len_tokens,omitempty"`
+	Quant             map[string]string `json:"quant"` // component -> dtype, plus "kv_cache" and "method"
 
 	ParamsTotal  float64 `json:"params_total"`
 	ParamsActive float64 `json:"params_active"`
@@ -54,6 +60,7 @@ type SummaryDims struct {
 	TopK            int `json:"num_experts_per_tok"`
 	Vocab           int `json:"vocab_size"`
 	MTPLayers       int `json:"num_nextn_predict_layers"`
+	MaxPositions    int `json:"max_position_embeddings,omitempty"`
 	IndexHeads      int `json:"index_n_heads,omitempty"`
 	IndexHeadDim    int `json:"index_head_dim,omitempty"`
 	IndexTopK       int `json:"index_topk,omitempty"`
@@ -86,7 +93,8 @@ func Summarize(a *Arch, p Plan, w Workload, o BuildOptions, gpuMemBytes, util fl
 		Model: a.Name, Source: a.Source, QuantSource: a.Quant.Source.String(), ModelType: a.ModelType, Plan: p.String(), GPUs: p.World(),
 		Dims: SummaryDims{a.Hidden, a.Layers, a.DenseLayers, a.Heads, a.QLoraRank, a.KVLoraRank, a.QKNopeHeadDim,
 			a.QKRopeHeadDim, a.VHeadDim, a.Intermediate, a.MoEIntermediate, a.RoutedExperts, a.SharedExperts, a.TopK,
-			a.Vocab, a.MTPLayers, a.IndexHeads, a.IndexHeadDim, a.IndexTopK},
+			a.Vocab, a.MTPLayers, a.MaxPositionEmbeddings, a.IndexHeads, a.IndexHeadDim, a.IndexTopK},
+		Defaults: a.Defaults, MaxModelLenTokens: a.MaxModelLenTokens,
 		Quant:          map[string]string{"method": a.Quant.Method, "kv_cache": string(a.Quant.KV)},
 		ParamsTotal:    params.Total,
 		ParamsActive:   params.Active,

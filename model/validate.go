@@ -183,6 +183,21 @@ func (w Workload) ValidateFor(a *Arch) error {
 	return nil
 }
 
+// CheckMaxModelLen refuses a workload whose context is longer than a is
+// served at (Arch.MaxModelLenTokens; 0: not known, not checked): vLLM
+// refuses a max_model_len above the one it derives from the config
+// (_get_and_verify_max_len: "User-specified max_model_len ... is greater
+// than the derived max_model_len"), so no sequence is longer. The error is
+// a *PlanError of field "context".
+func (w Workload) CheckMaxModelLen(a *Arch) error {
+	if limit := a.MaxModelLenTokens; limit > 0 && w.Context > limit {
+		return &PlanError{What: "workload", Field: "context", Value: strconv.Itoa(w.Context),
+			Want: fmt.Sprintf("at most %d tokens, the max_model_len %s is served at (vLLM derives it from the config's max_position_embeddings and rope_scaling and refuses a longer one)",
+				limit, a.Name)}
+	}
+	return nil
+}
+
 // String renders the workload compactly: "decode b1 ctx8192 spec2 kv=fp8"
 // (spec: the speculative tokens a sequence verifies per step, whichever
 // method drafts them; the scenario names the method).

@@ -110,6 +110,10 @@ const (
 	LeftOutPlanModel LeftOutReason = "plan-model"
 	// LeftOutNoMTP: speculative tokens on a model without an MTP layer.
 	LeftOutNoMTP LeftOutReason = "no-mtp-layer"
+	// LeftOutContext: a context of the default list is longer than the
+	// model is served at (model.Workload.CheckMaxModelLen); a listed one
+	// is refused instead.
+	LeftOutContext LeftOutReason = "context-above-max-model-len"
 	// LeftOutEngine: the engine cannot run the configuration (box, plan,
 	// KV dtype, speculative tokens): sim's Scenario.CheckEngine, the check
 	// predict refuses it with (Detail: its error).
@@ -132,6 +136,7 @@ type LeftOut struct {
 	EP         string        `json:"ep,omitempty"` // "on", "off" or "" (not listed)
 	KVDtype    string        `json:"kv_dtype,omitempty"`
 	SpecTokens int           `json:"spec_tokens,omitempty"`
+	Context    int           `json:"context,omitempty"`
 	Detail     string        `json:"detail"`
 }
 
@@ -657,6 +662,26 @@ func (s *Space) Enumerate() ([]Config, Coverage, error) {
 			return nil, cov, fmt.Errorf("plan: context %d: want at least 1 token", c)
 		}
 	}
+	// A context longer than the model is served at (with the most
+	// speculative tokens swept) cannot run: a listed one is the caller's
+	// error, one of the default list is left out.
+	longest := model.Workload{Phase: model.Decode, Batch: 1, SpecTokens: max(0, slices.Max(specs))}
+	var fit []int
+	for _, c := range contexts {
+		longest.Context = c
+		err := longest.CheckMaxModelLen(s.Arch)
+		switch {
+		case err == nil:
+			fit = append(fit, c)
+		case s.Contexts != nil:
+			return nil, cov, err
+		default:
+			var pe *model.PlanError
+			errors.As(err, &pe)
+			cov.LeftOut = append(cov.LeftOut, LeftOut{Reason: LeftOutContext, Context: c, Detail: "want " + pe.Want})
+		}
+	}
+	contexts = fit
 
 	// The plans of each GPU count, in first-seen order, from the
 	// candidates that can run there; each combination that cannot run

@@ -121,6 +121,12 @@ func TestBadInput(t *testing.T) {
 		// 10^6 x 1.6 x 10^7 = 1.6e13 tokens of KV cache > 2^40.
 		{name: "flag/batch x context overflow", args: []string{"predict", "--batch", "1000000", "--context", "16000000"}, code: 2,
 			want: []string{"--batch 1000000", "batch x context at most 1099511627776"}},
+		// nvidia/Kimi-K2.5-NVFP4: max_position_embeddings 262144 (yarn
+		// 64 x 4096), the max_model_len vLLM serves it at.
+		{name: "flag/context above max_model_len", args: []string{"predict", "--model", "kimi-k2.5-nvfp4", "--topo", "nvswitch:8xb200", "--context", "1M"}, code: 2,
+			want: []string{"--context 1048576", "at most 262144 tokens"}},
+		{name: "flag/context above max_model_len (plan)", args: []string{"plan", "--plan", "tp8", "--context", "4K,300K"}, code: 2,
+			want: []string{"--context 307200", "at most 262144 tokens"}},
 		{name: "flag/mtp negative", args: []string{"predict", "--mtp", "-1"}, code: 2, want: []string{"--mtp -1", "want an integer from 0 to 16"}},
 		{name: "flag/kv dtype", args: []string{"predict", "--kv-dtype", "int4"}, code: 2, want: []string{"--kv-dtype", "want bf16, fp16 or fp8"}},
 		// Unknown to every parser and a weight format: the same list, the KV dtypes'.

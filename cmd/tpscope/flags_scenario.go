@@ -99,7 +99,7 @@ func (f *scenarioFlags) Bind(fs *pflag.FlagSet) {
 	fs.IntVar(&f.dcp, "dcp", f.dcp, "decode context parallelism: KV cache split by tokens over this many ranks (divides --tp)")
 	fs.StringVar(&f.phase, "phase", f.phase, "step to model: decode or prefill")
 	countVar(fs, &f.batch, "batch", "concurrent sequences (decode) or prompts (prefill), over all DP groups")
-	countVar(fs, &f.context, "context", "tokens in each sequence's KV cache (decode) or prompt length (prefill)")
+	countVar(fs, &f.context, "context", "tokens in each sequence's KV cache (decode) or prompt length (prefill), at most the model's max_model_len ('model show' gives it)")
 	fs.IntVar(&f.mtp, "mtp", f.mtp, "MTP speculative tokens per sequence and step (vLLM num_speculative_tokens): --spec mtp --spec-tokens N")
 	f.bindSpecFlags(fs)
 	fs.StringVar(&f.kvDtype, "kv-dtype", f.kvDtype, "KV-cache dtype: "+model.KVDtypesAccepted+" (default: the checkpoint's, vLLM --kv-cache-dtype auto)")

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+	"strings"
 	"text/tabwriter"
 
 	"github.com/tpscope/tpscope/internal/units"
@@ -172,6 +173,20 @@ func writeModelSummary(w io.Writer, s *model.Summary, scen *sim.Scenario) error 
 		d.Layers, d.DenseLayers, d.Hidden, d.Heads, d.QLoraRank, d.KVLoraRank, d.QKRopeHeadDim, d.QKNopeHeadDim, d.VHeadDim)
 	fmt.Fprintf(tw, "moe\t%d routed experts top-%d + %d shared, expert dim %d, dense dim %d, vocab %d, MTP layers %d\n",
 		d.RoutedExperts, d.TopK, d.SharedExperts, d.MoEIntermediate, d.Intermediate, d.Vocab, d.MTPLayers)
+	if s.MaxModelLenTokens > 0 {
+		from := "max_position_embeddings"
+		if s.MaxModelLenTokens != d.MaxPositions {
+			from = fmt.Sprintf("max_position_embeddings %d scaled by rope_scaling", d.MaxPositions)
+		}
+		fmt.Fprintf(tw, "max context\t%d tokens (vLLM's max_model_len from %s; a longer --context is refused)\n", s.MaxModelLenTokens, from)
+	}
+	if len(s.Defaults) > 0 {
+		ds := make([]string, len(s.Defaults))
+		for i, fd := range s.Defaults {
+			ds[i] = fd.String()
+		}
+		fmt.Fprintf(tw, "defaults\tabsent from the config, set to its class's default: %s\n", strings.Join(ds, ", "))
+	}
 	if d.IndexHeads > 0 {
 		fmt.Fprintf(tw, "dsa indexer\t%d heads x %d, top-%d tokens\n", d.IndexHeads, d.IndexHeadDim, d.IndexTopK)
 		// Whether the step runs it: chosen (--dense-dsa) or the box's engines'.

@@ -208,6 +208,33 @@ func TestModelLoadSourceNamesQuantFile(t *testing.T) {
 	}
 }
 
+// TestModelShowSaysDefaults: a config that leaves out
+// num_nextn_predict_layers and max_position_embeddings says so on a
+// defaults line with the values used (transformers' DeepseekV3Config: no
+// MTP layer, 4096 positions), and its max context is that 4096.
+func TestModelShowSaysDefaults(t *testing.T) {
+	cfg := `{"model_type": "deepseek_v3", "hidden_size": 256, "num_hidden_layers": 4, "first_k_dense_replace": 1,
+		"num_attention_heads": 8, "q_lora_rank": 128, "kv_lora_rank": 64, "qk_nope_head_dim": 32, "qk_rope_head_dim": 16,
+		"v_head_dim": 32, "intermediate_size": 512, "moe_intermediate_size": 128, "n_routed_experts": 16,
+		"n_shared_experts": 1, "num_experts_per_tok": 4, "vocab_size": 1024}`
+	path := filepath.Join(t.TempDir(), "config.json")
+	if err := os.WriteFile(path, []byte(cfg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errs := runCLI(t, "model", "load", path, "--tp", "1")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	for _, want := range []string{
+		"defaults      absent from the config, set to its class's default: num_nextn_predict_layers = 0 (transformers' DeepseekV3Config), max_position_embeddings = 4096 (transformers' DeepseekV3Config)\n",
+		"max context   4096 tokens",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+}
+
 // TestKVDtypeHelpNamesAccepted: --kv-dtype's help lists what it takes
 // (fp16 included), on the scenario verbs and on plan.
 func TestKVDtypeHelpNamesAccepted(t *testing.T) {

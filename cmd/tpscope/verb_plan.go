@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -174,6 +175,11 @@ func (o *planOptions) Run(ctx context.Context, args []string, std IO) error {
 	}
 	space := plan.Space{Arch: a, Build: build, ImplyDenseDSA: !o.changed("dense-dsa"), MaxMsPerToken: o.sloMs, GPUCounts: o.gpus.v,
 		Batches: o.batch.v, Contexts: o.ctx.v, SpecTokens: specs}
+	if !o.changed("context") {
+		// The default list: a context longer than the model is served
+		// at is left out (and said), not refused.
+		space.Contexts = nil
+	}
 	for i, name := range o.topos {
 		// An empty element would be the default box, and a box named
 		// twice (a preset and its description are one box) would be
@@ -448,6 +454,9 @@ func leftOutFlags(l plan.LeftOut, boxes int) string {
 	if l.SpecTokens > 0 {
 		f = append(f, "--mtp "+strconv.Itoa(l.SpecTokens))
 	}
+	if l.Context > 0 {
+		f = append(f, "--context "+strconv.Itoa(l.Context))
+	}
 	if len(f) == 0 {
 		return "the default plans"
 	}
@@ -493,7 +502,7 @@ func planSpaceUsage(err error, boxes int) error {
 // left out, with up to three of them by their flags.
 func leftOutLines(cov plan.Coverage, boxes int) []string {
 	var out []string
-	for _, reason := range []plan.LeftOutReason{plan.LeftOutBoxGPUs, plan.LeftOutPlanGPUs, plan.LeftOutPlanModel, plan.LeftOutNoMTP, plan.LeftOutEngine} {
+	for _, reason := range []plan.LeftOutReason{plan.LeftOutBoxGPUs, plan.LeftOutPlanGPUs, plan.LeftOutPlanModel, plan.LeftOutNoMTP, plan.LeftOutContext, plan.LeftOutEngine} {
 		var ex []string
 		n := 0
 		for _, l := range cov.LeftOut {
@@ -522,6 +531,18 @@ func leftOutLines(cov plan.Coverage, boxes int) []string {
 				more = fmt.Sprintf(", and %d more", n-len(ex))
 			}
 			out = append(out, fmt.Sprintf("left out %d configurations (box x plan x KV dtype x MTP tokens) the engine cannot run: %s%s", n, strings.Join(ex, "; "), more))
+			continue
+		}
+		if reason == plan.LeftOutContext {
+			// One reason for every context: the model's max_model_len.
+			var cs []string
+			for _, l := range cov.LeftOut {
+				if l.Reason == reason {
+					cs = append(cs, strconv.Itoa(l.Context))
+				}
+			}
+			first := cov.LeftOut[slices.IndexFunc(cov.LeftOut, func(l plan.LeftOut) bool { return l.Reason == reason })]
+			out = append(out, fmt.Sprintf("left out the default contexts %s: %s", strings.Join(cs, ", "), first.Detail))
 			continue
 		}
 		if reason == plan.LeftOutNoMTP {
