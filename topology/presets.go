@@ -143,6 +143,7 @@ func Resolve(nameOrFile string, gpus int) (*Topology, error) {
 			if t, err = Load(nameOrFile); err != nil {
 				return nil, err
 			}
+			t.labelFile(nameOrFile)
 		case strings.Contains(nameOrFile, ":") && errors.Is(serr, fs.ErrNotExist):
 			b, err := ParseBox(nameOrFile)
 			if err != nil {
@@ -162,6 +163,30 @@ func Resolve(nameOrFile string, gpus int) (*Topology, error) {
 		return t.Subset(gpus)
 	}
 	return t, nil
+}
+
+// labelFile names a topology loaded from the file at path so that it is
+// told apart from the box its name stands for: a file whose "name" is a
+// preset's or a box description's (topo show -o writes the preset's; a
+// calibrated box keeps it) but whose box is not that one (SameBox: another
+// bandwidth, a calibration) is labelled "name (path)", and a file without
+// a name is labelled by its path. Every report, sweep row and trace names
+// the box by Name, so two different boxes never share one.
+func (t *Topology) labelFile(path string) {
+	if t.Name == "" {
+		t.Name = path
+		return
+	}
+	named, err := Preset(t.Name)
+	if err != nil && strings.Contains(t.Name, ":") {
+		var b Box
+		if b, err = ParseBox(t.Name); err == nil {
+			named, err = b.Build()
+		}
+	}
+	if err == nil && !named.SameBox(t) {
+		t.Name = fmt.Sprintf("%s (%s)", t.Name, path)
+	}
 }
 
 // Subset returns a copy with only the first n GPUs and the links among

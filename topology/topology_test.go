@@ -582,3 +582,64 @@ func TestCCVersion(t *testing.T) {
 		}
 	}
 }
+
+// TestResolveFileLabel: a topology file is named by its "name" only when
+// it is the box that name stands for; a file carrying a preset's or a box
+// description's name with another box (halved PCIe bandwidth, a
+// calibration) is "name (path)", so that it is never reported as the
+// preset; a file without a name is its path.
+func TestResolveFileLabel(t *testing.T) {
+	dir := t.TempDir()
+	write := func(file string, edit func(*Topology)) string {
+		t.Helper()
+		base, err := Resolve("rtxpro6000-switch", 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := base.Clone()
+		if edit != nil {
+			edit(c)
+		}
+		path := filepath.Join(dir, file)
+		if err := c.Save(path); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	halve := func(c *Topology) {
+		for i := range c.Links {
+			if c.Links[i].Type == LinkPCIe {
+				c.Links[i].BWGBps /= 2
+			}
+		}
+	}
+	same := write("sw.json", nil)
+	half := write("sw_bwhalf.json", halve)
+	cal := write("sw_cal.json", func(c *Topology) {
+		c.Calibration = &Calibration{Source: "test", Collectives: []CollectiveParams{{Algo: "Ring", Proto: "LL", Ranks: 8, BusBWGBps: 20}}}
+	})
+	mine := write("mine.json", func(c *Topology) { halve(c); c.Name = "my-box" })
+	anon := write("anon.json", func(c *Topology) { c.Name = "" })
+	desc := write("desc.json", func(c *Topology) { halve(c); c.Name = "pcie-switch:8xrtx-pro-6000-server" })
+	cases := []struct {
+		path, want string
+	}{
+		{same, "rtxpro6000-switch"},
+		{half, "rtxpro6000-switch (" + half + ")"},
+		{cal, "rtxpro6000-switch (" + cal + ")"},
+		{mine, "my-box"},
+		{anon, anon},
+		{desc, "pcie-switch:8xrtx-pro-6000-server (" + desc + ")"},
+	}
+	for _, c := range cases {
+		t.Run(filepath.Base(c.path), func(t *testing.T) {
+			got, err := Resolve(c.path, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.Name != c.want {
+				t.Errorf("name %q, want %q", got.Name, c.want)
+			}
+		})
+	}
+}

@@ -427,3 +427,59 @@ func TestPlanEngineLineSaysWhose(t *testing.T) {
 		}
 	}
 }
+
+// TestPlanBoxFileNamedByPath: a topology file that carries a preset's name
+// but another box (topo show -o of the preset, PCIe bandwidth halved) is a
+// box of its own in the sweep: its points are labelled "name (path)", not
+// merged with the preset's under one name.
+func TestPlanBoxFileNamedByPath(t *testing.T) {
+	dir := t.TempDir()
+	sw := filepath.Join(dir, "sw.json")
+	if code, _, errs := runCLI(t, "topo", "show", "rtxpro6000-switch", "-o", sw); code != 0 {
+		t.Fatalf("topo show: exit %d: %s", code, errs)
+	}
+	var box map[string]any
+	b, err := os.ReadFile(sw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, &box); err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range box["links"].([]any) {
+		if l := l.(map[string]any); l["type"] == "pcie" {
+			l["bw_gbps"] = l["bw_gbps"].(float64) / 2
+		}
+	}
+	half := filepath.Join(dir, "sw_bwhalf.json")
+	if b, err = json.Marshal(box); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(half, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errs := runCLI(t, "plan", "--topo", "rtxpro6000-switch,"+half, "--plan", "tp8", "--kv-dtype", "fp8",
+		"--batch", "1", "--context", "4K", "--output", "json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	var res struct {
+		Points []struct {
+			Topology string `json:"topology"`
+		} `json:"points"`
+	}
+	if err := json.Unmarshal([]byte(out), &res); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, p := range res.Points {
+		if !slices.Contains(got, p.Topology) {
+			got = append(got, p.Topology)
+		}
+	}
+	slices.Sort(got)
+	want := []string{"rtxpro6000-switch", "rtxpro6000-switch (" + half + ")"}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("points' topologies %q, want %q", got, want)
+	}
+}
