@@ -260,6 +260,18 @@ func TestValidationErrors(t *testing.T) {
 		}, []string{`gpu "gpu0": no path to gpu "gpu5"`}},
 		{"unknown endpoint", func(m map[string]any) { link(m, 2)["b"] = "sw9" }, []string{"link 2", `unknown endpoint "sw9"`}},
 		{"unknown device", func(m map[string]any) { m["gpus"].([]any)[3].(map[string]any)["device"] = "B200" }, []string{`gpu "gpu3"`, `device "B200"`}},
+		// A second, known device on gpus[4]: sim prices one device per
+		// box, so the file is refused naming the field.
+		{"mixed devices", func(m map[string]any) {
+			devs := m["devices"].([]any)
+			other := map[string]any{}
+			for k, v := range devs[0].(map[string]any) {
+				other[k] = v
+			}
+			other["name"] = "Other GPU"
+			m["devices"] = append(devs, other)
+			m["gpus"].([]any)[4].(map[string]any)["device"] = "Other GPU"
+		}, []string{"box.json: ", `gpus[4].device: "Other GPU", want "NVIDIA RTX PRO 6000 Blackwell Server Edition" as gpus[0]`, "mixed GPU models is not modelled"}},
 		{"unknown node kind", func(m map[string]any) { m["nodes"].([]any)[1].(map[string]any)["kind"] = "router" }, []string{`node "hb0"`, `unknown kind "router"`}},
 		{"bad pcie width", func(m map[string]any) { link(m, 1)["width"] = 3.0 }, []string{"link 1", "pcie width 3"}},
 		{"negative peak", func(m map[string]any) {

@@ -57,6 +57,13 @@ func (t *Topology) validate() error {
 		if !devs[g.Device] {
 			return fmt.Errorf("gpu %q: device %q is not in devices", g.ID, g.Device)
 		}
+		// sim prices every rank with one device's specs and one engine
+		// profile (its GPU architecture): a box of mixed GPU models is
+		// not one it can price, so it is refused here, where the file
+		// and field are known, not after the work has started.
+		if g.Device != t.GPUs[0].Device {
+			return fmt.Errorf("gpus[%d].device: %q, want %q as gpus[0] (a box of mixed GPU models is not modelled)", i, g.Device, t.GPUs[0].Device)
+		}
 		if g.PCIeGen < 0 || g.PCIeGen > 7 || g.PCIeWidth < 0 || g.PCIeWidth > 32 {
 			return fmt.Errorf("gpu %q: pcie gen %d width %d out of range", g.ID, g.PCIeGen, g.PCIeWidth)
 		}

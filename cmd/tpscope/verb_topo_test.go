@@ -135,3 +135,43 @@ func TestTopoDiscoverAs(t *testing.T) {
 		}
 	}
 }
+
+// TestMixedDeviceBoxRefused: a topology file whose gpus[4] is another GPU
+// model is refused before any work, as a bad --topo file is (exit 2),
+// naming the file and gpus[4].device: predict used to fail in sim (exit
+// 1) and plan to print "no swept configuration fits" (exit 0).
+func TestMixedDeviceBoxRefused(t *testing.T) {
+	dir := t.TempDir()
+	box := filepath.Join(dir, "box.json")
+	if code, _, errs := runCLI(t, "topo", "show", "rtxpro6000-2s", "-o", box); code != 0 {
+		t.Fatalf("topo show: exit %d: %s", code, errs)
+	}
+	b, err := os.ReadFile(box)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(b, &m); err != nil {
+		t.Fatal(err)
+	}
+	other := map[string]any{}
+	for k, v := range m["devices"].([]any)[0].(map[string]any) {
+		other[k] = v
+	}
+	other["name"] = "Other GPU"
+	m["devices"] = append(m["devices"].([]any), other)
+	m["gpus"].([]any)[4].(map[string]any)["device"] = "Other GPU"
+	mixed := filepath.Join(dir, "mixed.json")
+	if b, err = json.Marshal(m); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(mixed, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{{"predict", "--topo", mixed}, {"plan", "--topo", mixed, "--plan", "tp8"}} {
+		code, out, errs := runCLI(t, args...)
+		if code != 2 || !strings.Contains(errs, mixed+": ") || !strings.Contains(errs, `gpus[4].device: "Other GPU"`) || strings.Count(strings.TrimSpace(errs), "\n") > 0 {
+			t.Errorf("%s: exit %d stdout %q stderr %q, want exit 2 and one line naming %s and gpus[4].device", args[0], code, out, errs, mixed)
+		}
+	}
+}
