@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -48,7 +49,10 @@ parameter counts (total and active per token), which components are quantized
 to which dtype, weight bytes per GPU by component (replicated vs sharded),
 KV-cache bytes per token per GPU for bf16 and fp8, the activation workspace
 estimate, and how many tokens of KV cache fit per GPU at the given memory size
-and utilization.`,
+and utilization. It prices no step: the flags of a step's workload, kernels,
+collectives and cost tables (--batch, --context, --phase, --nccl-proto,
+--perf-db, ...) change nothing it shows and are refused; --engine only for a
+DSA model, whose dense or sparse attention it decides.`,
 	Example: "tpscope model show kimi-k2.5-nvfp4 --tp 8 --output json\ntpscope model show glm-5-nvfp4 --tp 8 --dcp 8 --dense-dsa --gpu-mem-gb 96",
 	New:     func() Options { return newModelShowOptions() },
 }
@@ -139,13 +143,48 @@ func (o *modelListOptions) Run(ctx context.Context, args []string, std IO) error
 	return listModels(o.output, std.Stdout)
 }
 
+// showKeeps are the scenario flags that change what model show prints:
+// the model and its build (DSA mode, speculative decoding and its
+// drafter), the plan, the KV dtype, the box and its GPU memory (--topo,
+// --gpus, --gpu-mem-util) and, for a DSA model, the engine (its default
+// decides dense or sparse attention).
+var showKeeps = []string{"model", "tp", "ep", "dp", "dcp", "mtp", "kv-dtype", "dense-dsa", "topo", "gpus",
+	"spec", "spec-tokens", "spec-topk", "spec-steps", "draft-model", "draft-tp", "gpu-mem-util", "engine"}
+
+// unusedByShow refuses a scenario flag that changes nothing model show
+// prints (a step's workload, its routing and dispatch, the cost source,
+// the kernels and collectives, the drafts' acceptance): no step is priced,
+// only weights, KV bytes and KV capacity per GPU.
+func unusedByShow(sc *scenarioFlags) error {
+	var err error
+	sc.visitChanged(func(fl *pflag.Flag) {
+		if err != nil || !sc.isScenarioFlag(fl.Name) || slices.Contains(showKeeps, fl.Name) {
+			return
+		}
+		err = flagError("--"+fl.Name, fl.Value.String(), "model show prices no step, only weights, KV bytes and KV capacity per GPU, which this flag does not change: leave it out (predict prices a step)")
+	})
+	return err
+}
+
 func showModel(sc *scenarioFlags, mem *memFlags, out string, w io.Writer) error {
 	if err := checkOutput(out, "table", "json"); err != nil {
+		return err
+	}
+	if err := unusedByShow(sc); err != nil {
 		return err
 	}
 	scen, err := sc.scenario()
 	if err != nil {
 		return err
+	}
+	// The engine decides only a DSA model's attention mode, and only
+	// when --dense-dsa does not.
+	if sc.changed("engine") && (!scen.Arch.HasIndexer() || scen.DenseDSAChosen) {
+		why := scen.Arch.Name + " has no DSA attention whose dense or sparse mode the engine decides"
+		if scen.Arch.HasIndexer() {
+			why = "--dense-dsa decides the attention mode the engine would"
+		}
+		return flagError("--engine", scen.Options.Engine, "model show prices no kernels and %s, so it changes nothing shown: leave it out (predict prices a step)", why)
 	}
 	memBytes, util, err := mem.bytes(&scen)
 	if err != nil {

@@ -254,3 +254,31 @@ func TestKVDtypeHelpNamesAccepted(t *testing.T) {
 		}
 	}
 }
+
+// TestModelShowRefusesUnusedFlags: model show prices no step, so the flags
+// of a step (workload, kernels, collectives, cost tables) change nothing
+// it prints and are refused naming the flag; --engine is refused unless
+// the model's DSA mode is the engine's to decide (glm-5 without
+// --dense-dsa), and the flags it does use pass.
+func TestModelShowRefusesUnusedFlags(t *testing.T) {
+	const why = "model show prices no step"
+	db := t.TempDir()
+	checkUsageErrors(t, []usageCase{
+		{"batch", []string{"model", "show", "--batch", "8"}, "--batch 8: " + why},
+		{"context", []string{"model", "show", "--context", "8K"}, "--context 8192: " + why},
+		{"phase", []string{"model", "show", "--phase", "prefill"}, "--phase prefill: " + why},
+		{"nccl-proto", []string{"model", "show", "--nccl-proto", "LL"}, "--nccl-proto LL: " + why},
+		{"perf-db", []string{"model", "show", "--perf-db", db}, "--perf-db " + db + ": " + why},
+		{"moe-routing", []string{"model", "show", "--moe-routing", "balanced"}, "--moe-routing balanced: " + why},
+		{"engine without DSA", []string{"model", "show", "--engine", "sglang"}, "--engine sglang: model show prices no kernels and kimi-k2.5-nvfp4 has no DSA attention"},
+		{"engine with --dense-dsa", []string{"model", "show", "glm-5", "--dense-dsa", "--engine", "sglang"}, "--dense-dsa decides the attention mode"},
+	})
+	for _, args := range [][]string{
+		{"model", "show", "glm-5", "--engine", "sglang"},
+		{"model", "show", "--gpu-mem-util", "0.8", "--kv-dtype", "bf16", "--topo", "h200-nvswitch", "--gpus", "8"},
+	} {
+		if code, _, errs := runCLI(t, args...); code != 0 {
+			t.Errorf("%q: exit %d: %s", args, code, errs)
+		}
+	}
+}
