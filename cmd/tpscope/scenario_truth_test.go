@@ -634,3 +634,35 @@ func TestOlderTraceFilledFromFlags(t *testing.T) {
 		}
 	}
 }
+
+// TestKinetoTraceEngine: the engine whose step ranges split a profiler
+// trace ran it. An SGLang trace is priced with SGLang's profile when
+// --engine is left out, said in the scenario line; another --engine (or
+// the executor) is refused in one line naming the flag, the file and the
+// engine it recorded; the same engine at a version is accepted. A vLLM
+// trace under the default engine says nothing (the default is vLLM).
+func TestKinetoTraceEngine(t *testing.T) {
+	const dir = "../../traces/testdata/kineto/"
+	sgl, vllm := dir+"sglang_tiny_tp2_rank0_graph.trace.json.gz", dir+"vllm_tiny_tp4_rank0_eager.pt.trace.json.gz"
+	flags := []string{"--model", "tiny-mla-moe", "--batch", "8", "--context", "512", "--topo", "h200-nvswitch"}
+	run := func(args ...string) (int, string, string) {
+		return runCLI(t, append(append([]string{"compare"}, flags...), args...)...)
+	}
+	code, out, errs := run("--trace", sgl)
+	if code != 0 || !strings.Contains(out, "engine=sglang") || !strings.Contains(out, "; engine sglang recorded in the trace's step ranges;") {
+		t.Errorf("SGLang trace: exit %d, stderr %q; want it priced as sglang and said:\n%s", code, errs, out)
+	}
+	if code, _, errs := run("--trace", sgl, "--engine", "sglang@0.5"); code != 0 {
+		t.Errorf("--engine sglang@0.5 on an SGLang trace: exit %d: %s", code, errs)
+	}
+	for _, c := range []struct{ trace, engine, recorded string }{{sgl, "vllm", "sglang"}, {sgl, "executor", "sglang"}, {vllm, "sglang", "vllm"}} {
+		code, out, errs := run("--trace", c.trace, "--engine", c.engine)
+		want := "usage: --engine " + c.engine + ": " + c.trace + " measured engine " + c.recorded + " (its step ranges)"
+		if code != 2 || out != "" || !strings.Contains(errs, want) {
+			t.Errorf("--engine %s on %s: exit %d, stdout %q, stderr %q; want exit 2 and %q", c.engine, c.trace, code, out, errs, want)
+		}
+	}
+	if code, out, _ := run("--trace", vllm); code != 0 || strings.Contains(out, "recorded in the trace's step ranges") {
+		t.Errorf("vLLM trace under the default engine: exit %d; want no engine line:\n%s", code, out)
+	}
+}

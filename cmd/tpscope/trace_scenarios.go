@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/tpscope/tpscope/compare"
+	engprof "github.com/tpscope/tpscope/engine"
 	"github.com/tpscope/tpscope/model"
 	"github.com/tpscope/tpscope/sim"
 	"github.com/tpscope/tpscope/topology"
@@ -160,13 +161,21 @@ func (f *scenarioFlags) traceScenarios(results []*traces.Result, use traceUse) (
 	// What the steps record stands in for the defaults of the flags'
 	// scenario, for this call only (calibrate resolves its held-out
 	// traces with the same flags).
-	tp, dp, phase, graphs := f.tp, f.dp, f.phase, f.opts.CUDAGraphs
-	defer func() { f.tp, f.dp, f.phase, f.opts.CUDAGraphs = tp, dp, phase, graphs }()
+	tp, dp, phase, graphs, eng := f.tp, f.dp, f.phase, f.opts.CUDAGraphs, f.opts.Engine
+	defer func() { f.tp, f.dp, f.phase, f.opts.CUDAGraphs, f.opts.Engine = tp, dp, phase, graphs, eng }()
 	var from, fromPhase []string
 	recorded := map[string]bool{} // the flags whose default the trace replaced
 	if ph, ok := tracePhase(bare); ok && !f.changed("phase") {
 		f.phase, recorded["phase"] = ph, true
 		fromPhase = append(fromPhase, fmt.Sprintf("phase %s recorded in the trace's engine ranges", ph))
+	}
+	// The engine whose ranges split the steps ran them: its profile
+	// prices the step unless --engine names it (another is refused).
+	if name, ok := traceEngine(bare); ok && !f.changed("engine") && !f.executes {
+		if ref, err := engprof.ParseRef(name); err == nil && ref.Name != effectiveEngine(f.opts.Engine) {
+			f.opts.Engine, recorded["engine"] = ref, true
+			fromPhase = append(fromPhase, fmt.Sprintf("engine %s recorded in the trace's step ranges", ref))
+		}
 	}
 	for _, r := range bare {
 		if err := f.refuseContradicted(r.Source, f.profilerFacts(r, use)); err != nil {
@@ -366,7 +375,7 @@ func (f *scenarioFlags) checkFacts(src string, was sim.Scenario, calibrate bool)
 
 // profilerWhy is why what a profiler trace's steps record wins over a
 // flag.
-const profilerWhy = "a profiler trace's world size, phase, batch and CUDA graphs are what it ran"
+const profilerWhy = "a profiler trace's engine, world size, phase, batch and CUDA graphs are what it ran"
 
 // profilerFacts are the facts the steps of r, a profiler trace without a
 // scenario, record, held against the flags (refuseContradicted): its world
@@ -399,12 +408,53 @@ func (f *scenarioFlags) profilerFacts(r *traces.Result, use traceUse) []traceFac
 		}
 		facts = append(facts, ft)
 	}
+	if name, ok := traceEngine([]*traces.Result{r}); ok {
+		ft := newTraceFact([]string{"engine"}, "engine", name+" (its step ranges)", effectiveEngine(f.opts.Engine), profilerWhy)
+		ft.agrees = name == effectiveEngine(f.opts.Engine)
+		ft.fix = "pass --engine " + name + " (a version of it), or leave --engine out"
+		facts = append(facts, ft)
+	}
 	if on, ok := traceGraphs([]*traces.Result{r}, f.phase); ok {
 		ft := newTraceFact([]string{"cuda-graphs"}, "CUDA graphs", onOff(on)+" ("+graphLaunches(on)+")", onOff(f.opts.CUDAGraphs), profilerWhy)
 		ft.agrees = on == f.opts.CUDAGraphs
 		facts = append(facts, ft)
 	}
 	return facts
+}
+
+// traceEngine is the engine whose step ranges split every profiler
+// file of rs, by its profile's name (engineOfRanges); ok is false when a
+// file's steps were split without an engine's ranges or two engines
+// wrote them.
+func traceEngine(rs []*traces.Result) (name string, ok bool) {
+	for _, r := range rs {
+		for _, k := range r.Kineto {
+			e := engineOfRanges(k.Engine)
+			if k.Engine == "" || name != "" && e != name {
+				return "", false
+			}
+			name = e
+		}
+	}
+	return name, name != ""
+}
+
+// effectiveEngine is the name of the engine r prices with: the default
+// engine's for the zero Ref.
+func effectiveEngine(r engprof.Ref) string {
+	if r.Name == "" {
+		return engprof.DefaultEngine
+	}
+	return r.Name
+}
+
+// engineOfRanges is the engine profile's name of an engine as the
+// profiler trace reader names it (traces.EngineTRTLLM is trtllm).
+func engineOfRanges(e string) string {
+	if e == traces.EngineTRTLLM {
+		return "trtllm"
+	}
+	return e
 }
 
 // kinetoSteps are the steps of every profiler file of r.

@@ -390,7 +390,7 @@ func TestCalibrateHoldoutBatch(t *testing.T) {
 		t.Errorf("--holdout-batch agreeing with the ranges: exit %d: %s", code, errs)
 	}
 	code, _, errs = runCLI(t, append(vllmArgs, "--holdout-batch", "16")...)
-	const want = "tpscope calibrate: usage: --holdout-batch 16: " + vllm + " measured decode batch 32 per rank (its engine ranges): a profiler trace's world size, phase, batch and CUDA graphs are what it ran (pass --holdout-batch 32)\n"
+	const want = "tpscope calibrate: usage: --holdout-batch 16: " + vllm + " measured decode batch 32 per rank (its engine ranges): a profiler trace's engine, world size, phase, batch and CUDA graphs are what it ran (pass --holdout-batch 32)\n"
 	if code != 2 || !strings.HasSuffix(errs, want) {
 		t.Errorf("--holdout-batch 16: exit %d, stderr ends %q; want 2 and %q", code, errs, want)
 	}
