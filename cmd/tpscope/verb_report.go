@@ -301,8 +301,13 @@ func checkSavedScenario(advicePath string, a *advise.Advice, cmpPath string, c *
 		return flagError("--from", path, "%s of %s%s, and the scenario flags name %s: a report shows one scenario (pass the flags the result was made with, or none)", what, saved, others, flags)
 	}
 	if a != nil {
-		if saved := adviceStep(a); saved != flags {
-			return refuse(advicePath, "advice", saved, 0)
+		saved := adviceStep(a)
+		// One box under two names (h200-nvswitch, nvswitch:8xh200-sxm).
+		if t, err := topology.Resolve(saved.box, 0); err == nil && scen.Topo != nil && t.SameBox(scen.Topo) {
+			saved.box = flags.box
+		}
+		if saved != flags {
+			return refuse(advicePath, "advice", adviceStep(a), 0)
 		}
 	}
 	if c == nil || len(c.Scenarios) == 0 {
@@ -323,7 +328,17 @@ func checkSavedScenario(advicePath string, a *advise.Advice, cmpPath string, c *
 			// anyway).
 			w.KVDtype = w.KVDtypeFor(scen.Arch)
 		}
-		if (reportScenario{model, rs.Plan.String(), w.String(), rs.Options.Label(), rs.TopoRef.Key()}) == mine {
+		box := rs.TopoRef.Key()
+		saved := rs.Topo
+		if saved == nil {
+			// A comparison read back holds its box by reference: a
+			// preset or description resolves here.
+			saved, _ = topology.Resolve(rs.TopoRef.String(), 0)
+		}
+		if saved != nil && scen.Topo != nil && saved.SameBox(scen.Topo) {
+			box = mine.box // one box under two names
+		}
+		if (reportScenario{model, rs.Plan.String(), w.String(), rs.Options.Label(), box}) == mine {
 			return nil
 		}
 	}

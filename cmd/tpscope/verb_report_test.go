@@ -394,7 +394,11 @@ func TestReportVerb(t *testing.T) {
 		args []string
 	}{
 		{"saved advice and its scenario", adv, []string{"--model", "tiny-mla-moe", "--tp", "8"}},
+		// One box under two names: the preset the advice names and the
+		// description of the same box.
+		{"saved advice and its box under another name", adv, []string{"--model", "tiny-mla-moe", "--tp", "8", "--topo", "pcie-2s:8xrtx-pro-6000-server"}},
 		{"saved comparison and its scenario", cmp, []string{"--model", "tiny-mla-moe", "--tp", "8", "--batch", "8", "--context", "512", "--cuda-graphs=false"}},
+		{"saved comparison and its box under another name", cmp, []string{"--model", "tiny-mla-moe", "--tp", "8", "--batch", "8", "--context", "512", "--cuda-graphs=false", "--topo", "pcie-2s:8xrtx-pro-6000-server"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			out := filepath.Join(dir, "same.html")
