@@ -460,6 +460,11 @@ func TestGPUsAloneSubsetsTheRecordedBox(t *testing.T) {
 			}
 		})
 	}
+	// Fewer GPUs than the recorded plan needs is the flag's error, before
+	// any work (it ended as "a scenario that cannot be predicted", exit 1).
+	tp8 := dir + "h200-kimi-k2.5-tp8-rank0-graph-b8-catalog.otlp.jsonl.gz"
+	checkUsageErrors(t, []usageCase{{"gpus below the recorded plan", []string{"compare", "--trace", tp8, "--gpus", "4"},
+		"--gpus 4: " + tp8 + " records plan tp8, which needs 8 GPUs: want at least 8 (or leave --gpus out)"}})
 }
 
 // TestKinetoTraceFacts: what a profiler trace's steps record is held

@@ -274,6 +274,11 @@ func (f *scenarioFlags) checkRecorded(results []*traces.Result, scs *compare.Sce
 			if err := f.checkFacts(r.Source, was, calibrate); err != nil {
 				return err
 			}
+			// --gpus alone cuts the recorded box (subsetRecorded): fewer
+			// GPUs than the recorded plan ran on cannot price it.
+			if w := was.Plan.World(); f.changed("gpus") && !f.changed("topo") && !f.anyChanged("tp", "dp") && f.gpus > 0 && f.gpus < w {
+				return flagError("--gpus", f.gpus, "%s records plan %s, which needs %d GPUs: want at least %d (or leave --gpus out)", r.Source, was.Plan, w, w)
+			}
 		}
 	}
 	return nil
