@@ -32,6 +32,12 @@ func bindAllowPartialFlag(fs *pflag.FlagSet, v *bool) {
 // lists the items; "" lists them here, on stderr.
 func readTraces(ctx context.Context, srcs []string, stderr io.Writer, allowPartial bool, listedIn string) ([]*traces.Result, error) {
 	var out []*traces.Result
+	// The same source named twice is refused before anything is read.
+	for i, src := range srcs {
+		if slices.Contains(srcs[:i], src) {
+			return nil, flagError("--trace", src, "given twice: give each trace once")
+		}
+	}
 	for _, src := range srcs {
 		res, err := traces.ReadAll(ctx, src, traces.WithAllowPartial(allowPartial))
 		if err != nil {

@@ -135,7 +135,8 @@ func TestCompareAndCalibrateTraceVerbs(t *testing.T) {
 
 // A trace given twice, or a file and a directory that holds it, would
 // count every span twice: compare, calibrate and report refuse it before
-// any output, in one line naming both sources (exit 2).
+// any output, in one line naming both sources (exit 2); the same name
+// twice is said so, before anything is read.
 func TestTraceVerbsRefuseATraceGivenTwice(t *testing.T) {
 	dir := t.TempDir()
 	run := filepath.Join(dir, "run.json")
@@ -155,7 +156,11 @@ func TestTraceVerbsRefuseATraceGivenTwice(t *testing.T) {
 				t.Fatalf("exit %d, want 2; stderr: %s", code, errb.String())
 			}
 			msg := strings.TrimSpace(errb.String())
-			if strings.Contains(msg, "\n") || !strings.Contains(msg, "--trace "+run+": ") || !strings.Contains(msg, "repeat spans of "+tc.first+" ") {
+			want := "repeat spans of " + tc.first + " "
+			if tc.first == run {
+				want = ": given twice: give each trace once"
+			}
+			if strings.Contains(msg, "\n") || !strings.Contains(msg, "--trace "+run+": ") || !strings.Contains(msg, want) {
 				t.Errorf("stderr %q: want one line naming --trace %s and %s, which it repeats", msg, run, tc.first)
 			}
 		})
