@@ -14,6 +14,7 @@ package ncclenv
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/tpscope/tpscope/topology"
@@ -158,6 +159,36 @@ func (s Settings) Env() map[string]string {
 		env[EnvP2PDisable] = "1"
 	}
 	return env
+}
+
+// SetEnv sets what environment variable name asks of NCCL to value, as
+// NCCL reads it ("" = unset, NCCL's default): the inverse of Env, one
+// variable at a time (a log that records the environment, a copy of one
+// setting). NCCL_P2P_DISABLE is an integer, P2P off when it is not 0. A
+// variable Settings does not hold is an error; the values are not
+// validated here (Validate).
+func (s *Settings) SetEnv(name, value string) error {
+	switch name {
+	case EnvProto:
+		s.Proto = value
+	case EnvAlgo:
+		s.Algo = value
+	case EnvP2PLevel:
+		s.P2PLevel = value
+	case EnvP2PDisable:
+		on := false
+		if value != "" {
+			n, err := strconv.ParseInt(value, 10, 64)
+			if err != nil {
+				return fmt.Errorf("%s=%s: want an integer (1 disables P2P)", EnvP2PDisable, value)
+			}
+			on = n != 0
+		}
+		s.P2PDisable = on
+	default:
+		return fmt.Errorf("%s: not one of the NCCL settings (%s, %s, %s, %s)", name, EnvProto, EnvAlgo, EnvP2PLevel, EnvP2PDisable)
+	}
+	return nil
 }
 
 // Cached is the part of Settings that NCCL reads once per process and

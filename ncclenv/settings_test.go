@@ -120,3 +120,38 @@ func TestUnmodelledAlgos(t *testing.T) {
 		}
 	}
 }
+
+// TestSetEnvInvertsEnv: each variable Env writes reads back through
+// SetEnv to the same Settings; "" unsets; NCCL_P2P_DISABLE is an integer
+// (0 keeps P2P on); a variable Settings does not hold is an error.
+func TestSetEnvInvertsEnv(t *testing.T) {
+	want := Settings{Proto: "LL,LL128", Algo: "Ring", P2PLevel: "SYS", P2PDisable: true}
+	var got Settings
+	for k, v := range want.Env() {
+		if err := got.SetEnv(k, v); err != nil {
+			t.Fatalf("SetEnv(%s, %s): %v", k, v, err)
+		}
+	}
+	if got != want {
+		t.Errorf("read back %+v, want %+v", got, want)
+	}
+	for _, c := range []struct {
+		v  string
+		on bool
+	}{{"", false}, {"0", false}, {"1", true}, {"2", true}} {
+		s := Settings{P2PDisable: !c.on}
+		if err := s.SetEnv(EnvP2PDisable, c.v); err != nil || s.P2PDisable != c.on {
+			t.Errorf("NCCL_P2P_DISABLE=%q: %v, %v; want %v", c.v, s.P2PDisable, err, c.on)
+		}
+	}
+	var s Settings
+	if err := s.SetEnv(EnvP2PDisable, "yes"); err == nil {
+		t.Error("NCCL_P2P_DISABLE=yes accepted")
+	}
+	if err := s.SetEnv("NCCL_IB_HCA", "mlx5"); err == nil {
+		t.Error("NCCL_IB_HCA accepted as a setting")
+	}
+	if err := (&Settings{Proto: "LL"}).SetEnv(EnvProto, ""); err != nil {
+		t.Error(err)
+	}
+}

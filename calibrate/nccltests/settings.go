@@ -5,7 +5,6 @@ import (
 	"maps"
 	"regexp"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/tpscope/tpscope/ncclenv"
@@ -149,41 +148,16 @@ func (r *settingsReader) devices(names []string) {
 	}
 }
 
-// setSetting sets variable env of s to v as NCCL reads it, or says why v
-// is not a value NCCL takes.
+// setSetting sets variable env of s to v as NCCL reads it
+// (ncclenv.Settings.SetEnv), or says why v is not a value NCCL takes.
 func setSetting(s *ncclenv.Settings, env, v string) error {
-	switch env {
-	case ncclenv.EnvProto:
-		s.Proto = v
-	case ncclenv.EnvAlgo:
-		s.Algo = v
-	case ncclenv.EnvP2PLevel:
-		s.P2PLevel = v
-	case ncclenv.EnvP2PDisable:
-		on, err := p2pDisabled(v)
-		if err != nil {
-			return err
-		}
-		s.P2PDisable = on
-		return nil
+	if err := s.SetEnv(env, v); err != nil {
+		return err
 	}
 	if err := s.Validate(); err != nil {
 		return fmt.Errorf("%s=%s: %w", env, v, err)
 	}
 	return nil
-}
-
-// p2pDisabled reads NCCL_P2P_DISABLE as NCCL does: an integer, P2P off
-// when it is not 0 ("" is unset).
-func p2pDisabled(v string) (bool, error) {
-	if v == "" {
-		return false, nil
-	}
-	n, err := strconv.ParseInt(v, 10, 64)
-	if err != nil {
-		return false, fmt.Errorf("%s=%s: want an integer (1 disables P2P)", ncclenv.EnvP2PDisable, v)
-	}
-	return n != 0, nil
 }
 
 // SameSetting reports whether two values of NCCL variable env ask NCCL
@@ -199,10 +173,10 @@ func SameSetting(env, a, b string) bool {
 			return la == lb
 		}
 	case ncclenv.EnvP2PDisable:
-		da, ea := p2pDisabled(a)
-		db, eb := p2pDisabled(b)
+		var sa, sb ncclenv.Settings
+		ea, eb := sa.SetEnv(env, a), sb.SetEnv(env, b)
 		if ea == nil && eb == nil {
-			return da == db
+			return sa.P2PDisable == sb.P2PDisable
 		}
 	}
 	norm := func(s string) string { return strings.ToUpper(strings.ReplaceAll(s, " ", "")) }

@@ -369,7 +369,11 @@ func (m *ncclTestsMode) settings(c *calibrateOptions, lg *nccltests.Log, flags s
 				}
 				return s, flagError("--"+of.Name, of.Get(&flags), "%s records %s%s: the fit is of the settings the run had (drop --%s)", m.file, val, at, of.Name)
 			}
-			copySetting(&s.NCCL, lg.NCCL, of.Env) // as the log spells it
+			// As the log spells it: its value, read back through the one
+			// codec (Env omits a default, which SetEnv reads as unset).
+			if err := s.NCCL.SetEnv(of.Env, lg.NCCL.Env()[of.Env]); err != nil {
+				return s, err
+			}
 			s.From[of.Env] = "log"
 		case c.sc.changed(of.Name):
 			s.From[of.Env] = "flag"
@@ -378,20 +382,6 @@ func (m *ncclTestsMode) settings(c *calibrateOptions, lg *nccltests.Log, flags s
 		}
 	}
 	return s, nil
-}
-
-// copySetting sets NCCL variable env of dst to its value in src.
-func copySetting(dst *ncclenv.Settings, src ncclenv.Settings, env string) {
-	switch env {
-	case ncclenv.EnvProto:
-		dst.Proto = src.Proto
-	case ncclenv.EnvAlgo:
-		dst.Algo = src.Algo
-	case ncclenv.EnvP2PLevel:
-		dst.P2PLevel = src.P2PLevel
-	case ncclenv.EnvP2PDisable:
-		dst.P2PDisable = src.P2PDisable
-	}
 }
 
 // fitOf is what an nccl-tests fit is of: the box (named, and whether it
