@@ -351,10 +351,8 @@ func PlansFor(a *model.Arch, n int) []model.Plan {
 	}
 	try(model.Plan{TP: n})
 	try(model.Plan{TP: n, EP: true})
-	for d := 2; d <= n; d *= 2 {
-		if n%d == 0 {
-			try(model.Plan{TP: n, DCP: d})
-		}
+	for _, d := range dcpDegrees(n) {
+		try(model.Plan{TP: n, DCP: d})
 	}
 	for dp := 2; dp <= n; dp++ {
 		if n%dp == 0 {
@@ -548,7 +546,13 @@ func (c planCand) dcps(tp int) []int {
 	if c.dcp != 0 {
 		return []int{c.dcp}
 	}
-	out := []int{1}
+	return append([]int{1}, dcpDegrees(tp)...)
+}
+
+// dcpDegrees are the DCP degrees above 1 a sweep tries with TP tp: each
+// power of two from 2 up to tp that divides it.
+func dcpDegrees(tp int) []int {
+	var out []int
 	for d := 2; d <= tp; d *= 2 {
 		if tp%d == 0 {
 			out = append(out, d)
