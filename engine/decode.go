@@ -297,6 +297,9 @@ func (p *Profile) validate() error {
 		if fu.MinTP < 0 {
 			return bad(f+".min_tp", "%d: want 0 or more", fu.MinTP)
 		}
+		if fu.MaxTokens < 0 {
+			return bad(f+".max_tokens", "%d: want 0 (no limit) or more", fu.MaxTokens)
+		}
 		if err := cite(f, fu.Cite); err != nil {
 			return err
 		}

@@ -646,3 +646,27 @@ func TestSerialWalkChecked(t *testing.T) {
 		}
 	}
 }
+
+// A fusion's token cap is read and checked: SGLang's all-reduce + RMSNorm
+// fusion stops at 2,048 tokens; a negative cap is one line naming it.
+func TestFusionMaxTokensChecked(t *testing.T) {
+	base := string(mustRead(t, "profiles/sglang-0.5.yaml"))
+	const line = "max_tokens: 2048, cite: [fusions, ar-fusion-cap]"
+	if !strings.Contains(base, line) {
+		t.Fatalf("the SGLang profile lacks %q", line)
+	}
+	p, err := Parse([]byte(base), "sglang.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := p.FusionMaxTokens(FuseAllReduceRMSNorm); got != 2048 {
+		t.Errorf("cap %d tokens, want 2048", got)
+	}
+	if got := p.FusionMaxTokens(FuseActQuant); got != 0 {
+		t.Errorf("a fusion the profile does not list: cap %d, want 0", got)
+	}
+	_, err = Parse([]byte(strings.Replace(base, line, "max_tokens: -1, cite: [fusions, ar-fusion-cap]", 1)), "edited.yaml")
+	if want := "fusions[0].max_tokens: -1: want 0 (no limit) or more"; err == nil || !strings.Contains(err.Error(), want) || strings.Contains(err.Error(), "\n") {
+		t.Errorf("error %v, want one line naming %s", err, want)
+	}
+}

