@@ -74,6 +74,32 @@ func TestOptionalValueFlagLists(t *testing.T) {
 	}
 }
 
+// TestOptionalValueFlagStrayWord: a word after a flag whose value is
+// optional that the flag does not take, given to a verb that takes no
+// argument, was meant as that flag's value: the refusal names the flag
+// and the values it takes ("plan --ep maybe" said unexpected arguments
+// ["maybe"], naming no flag). A verb that takes arguments keeps the word
+// as one, and a word after no such flag stays an unexpected argument.
+func TestOptionalValueFlagStrayWord(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"plan", []string{"plan", "--ep", "maybe", "--tp", "8"}, `--ep "maybe": want one of true, false or both (a bare --ep means true)`},
+		{"predict-bool", []string{"predict", "--ep", "maybe"}, `--ep "maybe": want true or false (a bare --ep means true)`},
+		{"simulate-bool", []string{"simulate", "--qps", "1", "--sweep-qps", "often"}, `--sweep-qps "often": want true or false`},
+		{"not-after-a-flag", []string{"predict", "foo"}, `unexpected arguments ["foo"]`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, out, errs := runCLI(t, tc.args...)
+			if code != 2 || out != "" || !strings.Contains(errs, tc.want) || strings.Count(strings.TrimSpace(errs), "\n") != 0 {
+				t.Errorf("exit %d (want 2), stdout %q, stderr %q (want one line with %q)", code, out, errs, tc.want)
+			}
+		})
+	}
+}
+
 // TestVersionHelpVerb: --version and -V print the version line (on
 // fb5e1b0: unknown verb); "help VERB" prints the verb's help (on fb5e1b0:
 // the verb list).

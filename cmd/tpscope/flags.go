@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -145,7 +146,11 @@ func splitList(s string) []string {
 // noArgs refuses arguments of a verb that takes none.
 func noArgs(args []string) error {
 	if len(args) > 0 {
-		return usageErrorf("unexpected arguments %q", args)
+		return &usageError{Want: fmt.Sprintf("unexpected arguments %q", args), Err: errUnexpectedArgs}
 	}
 	return nil
 }
+
+// errUnexpectedArgs is the cause of noArgs's refusal, which dispatch
+// turns into the refusal of the flag a stray word was meant for.
+var errUnexpectedArgs = errors.New("unexpected arguments")

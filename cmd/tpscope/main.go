@@ -205,7 +205,8 @@ func dispatch(args []string, stdout, stderr io.Writer) int {
 	fs.Usage = func() {}
 	opts := v.New()
 	opts.Bind(fs)
-	if err := fs.Parse(joinOptionalValues(fs, rest)); err != nil {
+	joined, strays := joinOptionalValues(fs, rest)
+	if err := fs.Parse(joined); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
 			printHelp(stdout, v, fs)
 			return exitOK
@@ -221,6 +222,13 @@ func dispatch(args []string, stdout, stderr io.Writer) int {
 	err := opts.Run(ctx, fs.Args(), IO{Stdout: stdout, Stderr: stderr})
 	if err == nil {
 		return exitOK
+	}
+	if errors.Is(err, errUnexpectedArgs) {
+		// The verb takes no argument: a word left after an optional-value
+		// flag was meant as its value ("plan --ep maybe").
+		if fl := strays[fs.Args()[0]]; fl != nil {
+			err = optionalValueError(fl, fs.Args()[0])
+		}
 	}
 	code, msg := exitCode(err)
 	fmt.Fprintf(stderr, "tpscope %s: %s\n", name, msg)
@@ -314,13 +322,15 @@ const valuesAnnotation = "tpscope-values"
 // the flag then refuses naming itself rather than the verb finding a stray
 // argument. pflag alone reads "--ep both" as --ep and a stray argument
 // "both"; a word the flag does not take stays an argument ("model load
-// --dense-dsa DIR").
-func joinOptionalValues(fs *pflag.FlagSet, args []string) []string {
+// --dense-dsa DIR"), and strays maps it to the flag before it, so that a
+// verb that takes no argument can name that flag ("plan --ep maybe").
+func joinOptionalValues(fs *pflag.FlagSet, args []string) (joined []string, strays map[string]*pflag.Flag) {
 	out := make([]string, 0, len(args))
+	strays = map[string]*pflag.Flag{}
 	for i := 0; i < len(args); i++ {
 		a := args[i]
 		if a == "--" {
-			return append(out, args[i:]...)
+			return append(out, args[i:]...), strays
 		}
 		out = append(out, a)
 		if !strings.HasPrefix(a, "--") || strings.Contains(a, "=") || i+1 == len(args) {
@@ -343,7 +353,27 @@ func joinOptionalValues(fs *pflag.FlagSet, args []string) []string {
 		if takes {
 			out[len(out)-1] = a + "=" + next
 			i++
+		} else if _, seen := strays[next]; !seen && !strings.HasPrefix(next, "-") {
+			strays[next] = fl
 		}
 	}
-	return out
+	return out, strays
+}
+
+// optionalValueError is the usage error of word given after a flag whose
+// value is optional, to a verb that takes no argument: the word was meant
+// as the flag's value, so the message names the flag and what it takes.
+func optionalValueError(fl *pflag.Flag, word string) error {
+	values := fl.Annotations[valuesAnnotation]
+	if fl.Value.Type() == "bool" {
+		values = []string{"true", "false"}
+	}
+	want := "want " + values[len(values)-1]
+	switch n := len(values); {
+	case n == 2:
+		want = fmt.Sprintf("want %s or %s", values[0], values[1])
+	case n > 2:
+		want = fmt.Sprintf("want one of %s or %s", strings.Join(values[:n-1], ", "), values[n-1])
+	}
+	return flagError("--"+fl.Name, quote(word), "%s (a bare --%s means %s)", want, fl.Name, fl.NoOptDefVal)
 }
