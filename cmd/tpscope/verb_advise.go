@@ -73,7 +73,7 @@ func (o *adviseOptions) Bind(fs *pflag.FlagSet) {
 	o.fs = fs
 	o.sc.Bind(fs)
 	bindOutputFlag(fs, &o.output, "one row per catalog entry", allFormats...)
-	fs.StringVar(&o.plot, "plot", o.plot, "write a bar chart of the speedups to FILE.png or FILE.svg (upper bounds and variants that do not fit in colours of their own, labelled as in the table)")
+	fs.StringVar(&o.plot, "plot", o.plot, "write a bar chart of the speedups to FILE.png or FILE.svg (upper bounds, conditional entries and variants that do not fit in colours of their own, labelled as in the table)")
 	fs.Float64Var(&o.threshold, "threshold", o.threshold, "relative change of tokens/s at which an optimization pays")
 	fs.Var(&o.batches, "sweep-batch", "batch sizes of the sweep"+countSuffixHelp)
 	fs.Var(&o.contexts, "sweep-context", "context lengths of the sweep"+countSuffixHelp)
@@ -462,9 +462,11 @@ func writeAdviceMarkdown(w io.Writer, adv *advise.Advice) error {
 }
 
 // adviseBar is how a bar of advise's chart is qualified, as its table row
-// is: a variant that does not fit (the step column's "no fit") or an
-// upper bound (its evidence says it may not pay here) is drawn in a
-// colour of its own, named in the legend and in the bar's label.
+// is: a variant that does not fit (the step column's "no fit"), an upper
+// bound (its evidence says it may not pay here) or a conditional entry
+// (the applies column's "conditional": it runs only given what its row
+// needs) is drawn in a colour of its own, named in the legend and in the
+// bar's label.
 type adviseBar struct {
 	legend string
 	color  color.Color
@@ -473,16 +475,21 @@ type adviseBar struct {
 var (
 	barGain  = adviseBar{"predicted gain", seriesColors[0]}
 	barUpper = adviseBar{"upper bound: may not pay here", seriesColors[1]}
+	barCond  = adviseBar{"conditional: runs given what its row needs", seriesColors[4]}
 	barNoFit = adviseBar{"does not fit in GPU memory", color.Gray{Y: 150}}
 )
 
 // adviseBarOf is row r's bar kind and its label's qualifiers: " (no fit:
-// -1.8 GB)" in the table's words, " (upper bound)"; not fitting wins the
-// colour when both hold.
+// -1.8 GB)" in the table's words, " (upper bound)", " (conditional)"; an
+// upper bound (itself conditional on what it needs) says the more, and
+// not fitting wins the colour when it holds too.
 func adviseBarOf(r *advise.Row) (adviseBar, string) {
 	kind, q := barGain, ""
-	if r.Applicability.UpperBound {
+	switch a := r.Applicability; {
+	case a.UpperBound:
 		kind, q = barUpper, " (upper bound)"
+	case a.Status == advise.Conditional:
+		kind, q = barCond, " (conditional)"
 	}
 	if r.With != nil && !r.With.Footprint.Fits {
 		kind, q = barNoFit, q+fmt.Sprintf(" (no fit: -%.1f GB)", r.With.Footprint.ShortfallGB)

@@ -289,8 +289,10 @@ func TestAdviseHeadlineKeepsQualifiers(t *testing.T) {
 
 // TestAdvisePlotQualifiers: advise's chart qualifies a bar as its table
 // row does: a variant that does not fit is labelled "(no fit: -2.0 GB)"
-// (the step column's words) and an upper bound "(upper bound)", each in a
-// colour of its own named in the legend; a plain gain keeps the first
+// (the step column's words), an upper bound "(upper bound)" and a
+// conditional entry "(conditional)" (the applies column's word; on
+// 601a891 it was drawn as a plain gain), each in a colour of its own
+// named in the legend; a plain gain keeps the first
 // colour and no suffix; a row that was not predicted has no bar.
 func TestAdvisePlotQualifiers(t *testing.T) {
 	fits := &advise.Variant{Footprint: advise.Footprint{Fits: true}}
@@ -298,12 +300,13 @@ func TestAdvisePlotQualifiers(t *testing.T) {
 		Rows: []advise.Row{
 			{Entry: "plain", With: fits, Gain: advise.Gain{TokensPerSPct: 50}},
 			{Entry: "bound", With: fits, Gain: advise.Gain{TokensPerSPct: 100}, Applicability: advise.Applicability{Status: advise.Conditional, UpperBound: true}},
+			{Entry: "needs", With: fits, Gain: advise.Gain{TokensPerSPct: 20}, Applicability: advise.Applicability{Status: advise.Conditional, Needs: "a newer build"}},
 			{Entry: "short", With: &advise.Variant{Footprint: advise.Footprint{ShortfallGB: 2}}, Gain: advise.Gain{TokensPerSPct: -5}},
 			{Entry: "refused", Error: "cannot run here"},
 		}}
 	p, n, err := advisePlot(adv)
-	if err != nil || n != 3 {
-		t.Fatalf("%d bars, %v; want 3", n, err)
+	if err != nil || n != 4 {
+		t.Fatalf("%d bars, %v; want 4", n, err)
 	}
 	var rec recorder.Canvas
 	drawPlots(draw.NewCanvas(&rec, 9*vg.Inch, 3*vg.Inch), [][]*plot.Plot{{p}}, draw.Tiles{})
@@ -323,8 +326,8 @@ func TestAdvisePlotQualifiers(t *testing.T) {
 			}
 		}
 	}
-	for _, want := range []string{"plain x1.50", "bound x2.00 (upper bound)", "short x0.95 (no fit: -2.0 GB)",
-		"predicted gain", "upper bound: may not pay here", "does not fit in GPU memory"} {
+	for _, want := range []string{"plain x1.50", "bound x2.00 (upper bound)", "needs x1.20 (conditional)", "short x0.95 (no fit: -2.0 GB)",
+		"predicted gain", "upper bound: may not pay here", "conditional: runs given what its row needs", "does not fit in GPU memory"} {
 		if !texts[want] {
 			t.Errorf("chart lacks the text %q", want)
 		}
@@ -334,7 +337,7 @@ func TestAdvisePlotQualifiers(t *testing.T) {
 			t.Errorf("a row that was not predicted is drawn: %q", text)
 		}
 	}
-	for _, k := range []adviseBar{barGain, barUpper, barNoFit} {
+	for _, k := range []adviseBar{barGain, barUpper, barCond, barNoFit} {
 		r, g, b, al := k.color.RGBA()
 		if c := (color.RGBA{R: uint8(r >> 8), G: uint8(g >> 8), B: uint8(b >> 8), A: uint8(al >> 8)}); !fills[c] {
 			t.Errorf("no bar filled in %s's colour %v", k.legend, c)
