@@ -190,3 +190,24 @@ func TestCompletionScripts(t *testing.T) {
 		}
 	}
 }
+
+// TestListValuesGivenTwice: a value named twice in a list flag is refused
+// in one line naming the flag, before any work. On 601a891 plan swept it
+// twice ("plan --batch 1,1 --tp 8 ...": 2 configurations of one, every
+// count doubled, as was --kv-dtype fp8,fp8 and --gpus 8 --gpus 8), advise
+// printed a row twice and ranked it twice in its answer, and simulate ran
+// a load twice.
+func TestListValuesGivenTwice(t *testing.T) {
+	one := []string{"--context", "1024", "--tp", "8", "--ep", "false", "--dcp", "1"}
+	checkUsageErrors(t, []usageCase{
+		{"plan-batch", append([]string{"plan", "--batch", "1,1", "--kv-dtype", "fp8"}, one...), `invalid argument "1,1" for "--batch" flag: 1 is given twice`},
+		{"plan-gpus-repeated", append([]string{"plan", "--gpus", "8", "--gpus", "8", "--batch", "1", "--kv-dtype", "fp8"}, one...), `for "--gpus" flag: 8 is given twice`},
+		{"plan-context-suffix", []string{"plan", "--context", "1K,1024", "--batch", "1"}, `for "--context" flag: 1024 is given twice`},
+		{"plan-kv", append([]string{"plan", "--batch", "1", "--kv-dtype", "fp8,fp8"}, one...), `--kv-dtype "fp8,fp8": fp8 is given twice`},
+		{"advise-entries", []string{"advise", "--no-sweep", "--entries", "spec-eagle3,spec-eagle3"}, `--entries: "spec-eagle3" is given twice`},
+		{"advise-transfer", []string{"advise", "--no-sweep", "--transfer", "deepseek-v3,deepseek-v3"}, `--transfer "deepseek-v3,deepseek-v3": deepseek-v3 is given twice`},
+		{"advise-sweep", []string{"advise", "--sweep-batch", "1,2,1"}, `for "--sweep-batch" flag: 1 is given twice`},
+		{"simulate-qps", []string{"simulate", "--qps", "1,1.0"}, `--qps "1,1.0": 1.0 is given twice`},
+		{"simulate-concurrency", []string{"simulate", "--concurrency", "2,2"}, `--concurrency: 2 is given twice`},
+	})
+}

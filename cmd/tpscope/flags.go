@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -100,8 +101,9 @@ func countVar(fs *pflag.FlagSet, p *int, name, usage string) {
 }
 
 // intList is a list flag of counts (parseCount): comma-separated,
-// repeatable, with K and M suffixes; min is the smallest value accepted.
-// The first value given replaces the default list.
+// repeatable, with K and M suffixes; min is the smallest value accepted,
+// and a value given twice is refused. The first value given replaces the
+// default list.
 type intList struct {
 	v   []int
 	set bool
@@ -126,6 +128,11 @@ func (l *intList) Set(s string) error {
 		n, err := parseCount(p)
 		if err != nil || n < l.min {
 			return fmt.Errorf("%q: want integers from %d%s", strings.TrimSpace(p), l.min, countSuffixHelp)
+		}
+		// A value given twice would be swept, run or fitted twice, every
+		// count and row that holds it doubled.
+		if slices.Contains(l.v, n) {
+			return fmt.Errorf("%d is given twice: name each value once", n)
 		}
 		l.v = append(l.v, n)
 	}

@@ -126,6 +126,11 @@ func (o *adviseOptions) Run(ctx context.Context, args []string, std IO) error {
 		if err != nil {
 			return err
 		}
+		for _, prev := range others {
+			if prev.Name == m.Name {
+				return flagError("--transfer", quote(o.transfer), "%s is given twice: name each model once", m.Name)
+			}
+		}
 		others = append(others, m)
 	}
 	in := advise.Input{Transfer: others, Base: base, ImplyDenseDSA: !o.changed("dense-dsa"),
@@ -173,7 +178,11 @@ func joinInts(v []int) string {
 
 func filterEntries(cat []advise.Entry, names []string) ([]advise.Entry, error) {
 	var out []advise.Entry
-	for _, n := range names {
+	for i, n := range names {
+		if slices.Contains(names[:i], n) {
+			// A row twice, and twice in every answer that ranks them.
+			return nil, flagError("--entries", nil, "%q is given twice: name each entry once", n)
+		}
 		found := false
 		for _, e := range cat {
 			if e.Name == n {

@@ -230,6 +230,10 @@ func (o *planOptions) Run(ctx context.Context, args []string, std IO) error {
 		if err != nil {
 			return causeError("--kv-dtype", quote(s), err)
 		}
+		if slices.Contains(space.KVDtypes, d) {
+			// Swept twice, every configuration of it counted twice.
+			return flagError("--kv-dtype", quote(strings.Join(o.kvDtypes, ",")), "%s is given twice: name each KV dtype once", d)
+		}
 		space.KVDtypes = append(space.KVDtypes, d)
 	}
 	for _, k := range o.mtp.v {

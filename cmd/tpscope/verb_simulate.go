@@ -765,6 +765,9 @@ func parseFloats(flag, s string) ([]float64, error) {
 		if err != nil || !(v > 0) || v > 1e7 {
 			return nil, flagError(flag, nil, "%q is not a positive number up to 1e7", p)
 		}
+		if slices.Contains(out, v) {
+			return nil, flagError(flag, quote(s), "%s is given twice: name each rate once", p)
+		}
 		out = append(out, v)
 	}
 	if len(out) == 0 {
