@@ -278,6 +278,11 @@ func resultsDefaults(sc *scenarioFlags, levels []serving.Measured, scen sim.Scen
 // the box's (Topology.RunsOn, as for a trace's GPU): their latencies are
 // another GPU's. A GPU name the catalog does not know is not judged.
 func resultsGPU(topo *topology.Topology, flag string, levels []serving.Measured) error {
+	if err := resultsOne(flag, "GPU", levels, func(m *serving.Measured) (string, string) {
+		return m.GPU, strings.ToLower(strings.TrimSpace(m.GPU))
+	}); err != nil {
+		return err
+	}
 	for i := range levels {
 		m := &levels[i]
 		if same, known := topo.RunsOn(m.GPU); known && !same {
@@ -298,6 +303,17 @@ func resultsGPU(topo *topology.Topology, flag string, levels []serving.Measured)
 // chose, or a --model config file against any, is not judged: the user
 // named what prices it.
 func resultsModel(a *model.Arch, modelGiven bool, flag string, levels []serving.Measured) error {
+	if err := resultsOne(flag, "model", levels, func(m *serving.Measured) (string, string) {
+		if p, ok := model.PresetOf(m.Model); ok {
+			return m.Model, p
+		}
+		// A checkpoint no preset is of, by its last path element: a hub
+		// name and a local copy of it are one model.
+		id := strings.ToLower(strings.TrimRight(strings.TrimSpace(m.Model), "/"))
+		return m.Model, id[strings.LastIndex(id, "/")+1:]
+	}); err != nil {
+		return err
+	}
 	for i := range levels {
 		m := &levels[i]
 		if m.Model == "" {
@@ -313,6 +329,33 @@ func resultsModel(a *model.Arch, modelGiven bool, flag string, levels []serving.
 			return usageErrorf("%s ran %q; the default model is %s: pass --model with its config.json (a checkpoint directory or file)", m.File, m.Model, a.Name)
 		case known && a.Ref.Path == "":
 			return flagError("--model", a.Name, "want the model the %s results ran: %s ran %q, which is preset %s", flag, m.File, m.Model, preset)
+		}
+	}
+	return nil
+}
+
+// resultsOne refuses results that name two of one thing (what: a model,
+// a GPU) by key (name as the file writes it, and the identity compared;
+// "" where a file names none), as resultsEngine and resultsPlan refuse two
+// engines or plans: one scenario prices every level, so levels measured
+// on two models or GPUs cannot all be its, whichever the flags name (a
+// --model config file is not judged against a checkpoint's name, so
+// without this a DeepSeek-R1 and a GLM-5 result were priced as one
+// model).
+func resultsOne(flag, what string, levels []serving.Measured, key func(*serving.Measured) (name, id string)) error {
+	var from *serving.Measured
+	var name, id string
+	for i := range levels {
+		n, k := key(&levels[i])
+		if k == "" {
+			continue
+		}
+		if from == nil {
+			from, name, id = &levels[i], n, k
+			continue
+		}
+		if k != id {
+			return flagError(flag, nil, "want results of one %s: %s ran %q and %s ran %q", what, from.File, name, levels[i].File, n)
 		}
 	}
 	return nil

@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -87,5 +88,46 @@ func TestServingDefaultsNamed(t *testing.T) {
 		if res.DefaultsNote != c.want {
 			t.Errorf("%s: note %q, want %q", c.name, res.DefaultsNote, c.want)
 		}
+	}
+}
+
+// TestServingResultsOfOneModel: results of two models (or two GPUs) are
+// refused in one line naming both files and what each ran, as results of
+// two engines or plans are: one scenario prices every level. On 601a891 a
+// --model config file (not judged against a checkpoint's name) priced
+// InferenceX's DeepSeek-R1 level and its GLM-5 level as the one model,
+// under the engine and plan the first file recorded.
+func TestServingResultsOfOneModel(t *testing.T) {
+	dir := t.TempDir()
+	glm := "../../serving/testdata/bench/inferencex-glm5-fp8-vllm-tp8-tokenpos/results/glm5_fp8_vllm_tp8_isl1024_osl128_conc4.json"
+	// The DSR1 level as run on another GPU: the box is not judged
+	// against a GPU name the catalog does not know, two names are.
+	data, err := os.ReadFile(dsr1Dir + "conc16.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	other := filepath.Join(dir, "other-gpu.json")
+	if err := os.WriteFile(other, []byte(strings.Replace(string(data), `"hw": "b200"`, `"hw": "mi355x"`, 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	o := filepath.Join(dir, "o.json")
+	for _, c := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"simulate, two models", append([]string{"simulate", "--compare", dsr1Dir + "conc64.json", "--compare", glm}, dsr1...),
+			`--compare: want results of one model: ` + dsr1Dir + `conc64.json ran "nvidia/DeepSeek-R1-0528-FP4" and ` + glm + ` ran "zai-org/GLM-5-FP8"`},
+		{"calibrate, two models", append([]string{"calibrate", "--serving", glm, "--serving", dsr1Dir + "conc64.json", "-o", o}, dsr1...),
+			`--serving: want results of one model: ` + glm + ` ran "zai-org/GLM-5-FP8" and ` + dsr1Dir + `conc64.json ran "nvidia/DeepSeek-R1-0528-FP4"`},
+		{"simulate, two GPUs", append([]string{"simulate", "--compare", other, "--compare", dsr1Dir + "conc64.json"}, dsr1...),
+			`--compare: want results of one GPU: ` + other + ` ran "mi355x" and ` + dsr1Dir + `conc64.json ran "b200"`},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			code, out, errs := runCLI(t, c.args...)
+			if code != 2 || !strings.Contains(errs, c.want) || strings.Count(strings.TrimSpace(errs), "\n") > 0 || out != "" {
+				t.Errorf("exit %d, stdout %q, stderr %q; want exit 2 and one line with %q", code, out, errs, c.want)
+			}
+		})
 	}
 }
