@@ -901,6 +901,18 @@ func readInferenceX(f fields) (*Measured, error) {
 	if m.Concurrency, err = intOf(f, "conc", v[2]); err != nil {
 		return nil, err
 	}
+	// An InferenceX run is a closed loop of conc clients: without them
+	// the level's load would be a guess (all at once).
+	if m.Concurrency < 1 {
+		got := fmt.Sprintf("got %d", m.Concurrency)
+		if !f.has("conc") {
+			got = "it is missing"
+		}
+		return nil, f.err("conc", fmt.Errorf("want the run's client count, 1 or more (InferenceX runs a closed loop of conc clients); %s", got))
+	}
+	if err := checkRecordedPlan(f, m); err != nil {
+		return nil, err
+	}
 	mf, _, err := f.obj("metrics")
 	if err != nil {
 		return nil, err
@@ -1464,6 +1476,24 @@ func (m *Measured) EngineRef() (engprof.Ref, bool) {
 		return engprof.Ref{Name: "trtllm"}, true
 	}
 	return engprof.Ref{}, false
+}
+
+// checkRecordedPlan refuses a plan the file records only in part, or as
+// tpscope cannot price it: Plan reads one from a TP, so an EP or DP beside
+// no TP (or a TP of 0) would leave the flags' plan in its place, and an EP
+// size other than 1 or every rank of the plan (tpscope spreads whole
+// experts over all TP x DP ranks) would be priced as EP over all of them.
+func checkRecordedPlan(f fields, m *Measured) error {
+	switch {
+	case f.has("tp") && m.TP < 1:
+		return f.err("tp", fmt.Errorf("want the run's tensor-parallel size, 1 or more, got %d", m.TP))
+	case !f.has("tp") && (f.has("ep") || f.has("dp")):
+		return f.err("tp", errors.New("missing: the file records an ep or dp size but no tp, so not the plan it ran"))
+	}
+	if p, _, ok := m.Plan(); ok && m.EP > 1 && m.EP != p.TP*p.DP {
+		return f.err("ep", fmt.Errorf("%d: tpscope spreads whole experts over every rank of the plan (%s, %d ranks): want 1 or %d", m.EP, p, p.TP*p.DP, p.TP*p.DP))
+	}
+	return nil
 }
 
 // Plan is the parallel plan the level's server ran, as tpscope spells it,

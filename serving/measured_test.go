@@ -320,3 +320,29 @@ func TestMeasuredPlan(t *testing.T) {
 		t.Errorf("a tp that is not a number: %v, want an error naming the field", err)
 	}
 }
+
+// TestMeasuredPlanPartial: an InferenceX summary whose plan is recorded in
+// part, or as tpscope cannot price it, or whose client count is missing,
+// is refused in one line naming the file's field. On 601a891 an ep or dp
+// beside no tp (or a tp of 0) recorded no plan, so the flags' plan priced
+// the level; an ep of 4 under tp 8 was priced as EP over all 8 ranks; and
+// a missing conc made the level's load "all at once".
+func TestMeasuredPlanPartial(t *testing.T) {
+	const body = `"hw": "b200", "framework": "sglang", "isl": 1024, "osl": 1024, "metrics": {"successful_requests": 80, "total_token_throughput": 2000, "output_token_throughput": 1000, "request_throughput": 2, "median_ttft_ms": 300}`
+	for _, c := range []struct {
+		name, fields, want string
+	}{
+		{"ep without tp", `"ep": 8, "conc": 8`, `x.json:1: field "tp": missing: the file records an ep or dp size but no tp`},
+		{"dp without tp", `"dp": 2, "conc": 8`, `field "tp": missing`},
+		{"tp 0", `"tp": 0, "ep": 8, "conc": 8`, `field "tp": want the run's tensor-parallel size, 1 or more, got 0`},
+		{"ep of part of the ranks", `"tp": 8, "ep": 4, "conc": 8`, `field "ep": 4: tpscope spreads whole experts over every rank of the plan (tp8-ep, 8 ranks): want 1 or 8`},
+		{"ep under TP x DP", `"tp": 4, "dp": 2, "ep": 4, "conc": 8, "gpu": {"n_gpus": 8}`, `field "ep": 4: tpscope spreads whole experts over every rank of the plan (tp4-dp2-ep, 8 ranks): want 1 or 8`},
+		{"no conc", `"tp": 8, "ep": 8`, `field "conc": want the run's client count, 1 or more (InferenceX runs a closed loop of conc clients); it is missing`},
+		{"conc 0", `"tp": 8, "ep": 8, "conc": 0`, `field "conc": want the run's client count, 1 or more (InferenceX runs a closed loop of conc clients); got 0`},
+	} {
+		_, err := ReadMeasured(strings.NewReader("{"+c.fields+", "+body+"}"), "x.json")
+		if err == nil || !strings.Contains(err.Error(), c.want) || strings.Contains(err.Error(), "\n") {
+			t.Errorf("%s: %v, want one line with %q", c.name, err, c.want)
+		}
+	}
+}
