@@ -1468,7 +1468,9 @@ func cmpF(a, b float64) int {
 // name (openai, openai-chat: any server) or none.
 func (m *Measured) EngineRef() (engprof.Ref, bool) {
 	switch n := strings.ToLower(strings.TrimSpace(m.Engine)); {
-	case n == "vllm":
+	case n == "vllm" || strings.HasPrefix(n, "vllm-"):
+		// bench_serving's vllm-chat, vllm bench's vllm-pooling: vLLM's
+		// own server.
 		return engprof.Ref{Name: "vllm"}, true
 	case n == "sglang" || strings.HasPrefix(n, "sglang-"):
 		return engprof.Ref{Name: "sglang"}, true
@@ -1494,6 +1496,20 @@ func checkRecordedPlan(f fields, m *Measured) error {
 		return f.err("ep", fmt.Errorf("%d: tpscope spreads whole experts over every rank of the plan (%s, %d ranks): want 1 or %d", m.EP, p, p.TP*p.DP, p.TP*p.DP))
 	}
 	return nil
+}
+
+// EngineUnprofiled reports whether the level names a serving engine that
+// EngineRef maps to no profile (InferenceX's dynamo-sglang, dynamo-trt or
+// atom; bench_serving's lmdeploy; vllm bench's tgi): its latencies are
+// another engine's, so the default engine would price a run it never
+// measured. An API's name (openai, openai-chat: any server behind it) or
+// none is not an engine.
+func (m *Measured) EngineUnprofiled() bool {
+	n := strings.ToLower(strings.TrimSpace(m.Engine))
+	if _, ok := m.EngineRef(); ok || n == "" || strings.HasPrefix(n, "openai") {
+		return false
+	}
+	return true
 }
 
 // Plan is the parallel plan the level's server ran, as tpscope spells it,

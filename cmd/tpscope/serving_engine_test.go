@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/tpscope/tpscope/serving"
 )
 
 // TestServingEngineFromResults: the run the results measured is the
@@ -138,5 +140,52 @@ func TestServingPlanFromResults(t *testing.T) {
 		if _, err := os.Stat(out4); err == nil {
 			t.Fatalf("%s: %s written", c.name, out4)
 		}
+	}
+}
+
+// TestServingEngineUnprofiled: results measured under an engine tpscope
+// has no profile of (InferenceX's framework "dynamo-sglang"; vllm bench's
+// backend "tgi") are refused in one line naming the file, the engine and
+// --engine, and priced under --engine with a line saying so; an API's
+// name (openai-chat) names no engine, and bench_serving's vllm-chat is
+// vLLM. On 601a891 an unknown framework was read as naming no engine: the
+// default vllm@0.24 priced the run, and nothing said so.
+func TestServingEngineUnprofiled(t *testing.T) {
+	dir := t.TempDir()
+	data, err := os.ReadFile(dsr1Dir + "conc16.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dyn := filepath.Join(dir, "dynamo.json")
+	if err := os.WriteFile(dyn, []byte(strings.Replace(string(data), `"framework": "sglang"`, `"framework": "dynamo-sglang"`, 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	o := filepath.Join(dir, "o.json")
+	for _, c := range []struct {
+		name string
+		args []string
+	}{
+		{"simulate", append([]string{"simulate", "--compare", dyn}, dsr1...)},
+		{"calibrate", append([]string{"calibrate", "--serving", dyn, "-o", o}, dsr1...)},
+	} {
+		code, out, errs := runCLI(t, c.args...)
+		want := dyn + ` ran under "dynamo-sglang", an engine tpscope has no profile of (it has sglang@0.5, trtllm@1.3, vllm@0.16-nightly, vllm@0.24): pass --engine`
+		if code != 2 || out != "" || !strings.Contains(errs, want) || strings.Count(strings.TrimSpace(errs), "\n") > 0 {
+			t.Errorf("%s: exit %d, stdout %q, stderr %q; want exit 2 and one line with %q", c.name, code, out, errs, want)
+		}
+	}
+	code, out, errs := runCLI(t, append([]string{"simulate", "--engine", "sglang", "--compare", dyn}, dsr1...)...)
+	if code != 0 || !strings.Contains(out, "engine: sglang policy") ||
+		!strings.Contains(out, `engine recorded in the results: "dynamo-sglang" (in `+dyn+`), which tpscope has no profile of; priced as --engine sglang`) {
+		t.Errorf("--engine sglang over dynamo-sglang: exit %d, stderr %q, output:\n%s", code, errs, out)
+	}
+	for name, want := range map[string]bool{"tgi": true, "lmdeploy": true, "openai-chat": false, "vllm-chat": false, "sglang-oai": false, "": false} {
+		m := serving.Measured{Engine: name}
+		if got := m.EngineUnprofiled(); got != want {
+			t.Errorf("backend %q: unprofiled %v, want %v", name, got, want)
+		}
+	}
+	if r, ok := (&serving.Measured{Engine: "vllm-chat"}).EngineRef(); !ok || r.Name != "vllm" {
+		t.Errorf("backend vllm-chat: %v %v, want vllm", r, ok)
 	}
 }

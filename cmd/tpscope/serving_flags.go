@@ -146,6 +146,25 @@ func resultsEngine(sc *scenarioFlags, flag string, levels []serving.Measured) (n
 	var ref engprof.Ref
 	var from *serving.Measured
 	for i := range levels {
+		if m := &levels[i]; m.EngineUnprofiled() {
+			// An engine tpscope has no profile of ran them: the default
+			// engine would price a run they never measured.
+			if !sc.changed("engine") {
+				var serve []string
+				for _, n := range engprof.Names() {
+					if !strings.HasPrefix(n, "executor@") { // serves no requests
+						serve = append(serve, n)
+					}
+				}
+				return "", flagError(flag, nil, "%s ran under %q, an engine tpscope has no profile of (it has %s): pass --engine to price it as one of those",
+					m.File, m.Engine, strings.Join(serve, ", "))
+			}
+			if note == "" {
+				note = fmt.Sprintf("engine recorded in the results: %q (in %s), which tpscope has no profile of; priced as --engine %s", m.Engine, m.File, sc.opts.Engine)
+			}
+		}
+	}
+	for i := range levels {
 		r, ok := levels[i].EngineRef()
 		if !ok {
 			continue
@@ -159,7 +178,12 @@ func resultsEngine(sc *scenarioFlags, flag string, levels []serving.Measured) (n
 		}
 	}
 	if from == nil {
-		return "", nil
+		return note, nil
+	}
+	if note != "" {
+		// Results naming an engine tpscope knows and one it does not are
+		// two engines.
+		return "", flagError(flag, nil, "want results of one engine: %s names %s (%q), another file names one tpscope has no profile of", from.File, ref, from.Engine)
 	}
 	prof, err := engprof.Lookup(ref)
 	if err != nil {
