@@ -358,6 +358,26 @@ func resultsModel(a *model.Arch, modelGiven bool, flag string, levels []serving.
 	return nil
 }
 
+// resultsInstances refuses --instances above 1 against results that
+// record the GPUs they ran on, when the copies of the plan take more of
+// them: the results measured one server of their plan on those GPUs (the
+// box may hold more; resultsPlan refuses fewer), and --instances 2 would
+// serve the same load with twice the GPUs.
+func resultsInstances(p model.Plan, instances int, flag string, levels []serving.Measured) error {
+	if instances <= 1 {
+		return nil
+	}
+	for i := range levels {
+		m := &levels[i]
+		if used := instances * p.World(); m.GPUs > 0 && used > m.GPUs {
+			_, what, _ := m.Plan()
+			return flagError("--instances", instances, "want the deployment the %s results ran: %s records %s, one server; %d copies of %s take %d GPUs",
+				flag, m.File, what, instances, p.Normalized(), used)
+		}
+	}
+	return nil
+}
+
 // resultsOne refuses results that name two of one thing (what: a model,
 // a GPU) by key (name as the file writes it, and the identity compared;
 // "" where a file names none), as resultsEngine and resultsPlan refuse two

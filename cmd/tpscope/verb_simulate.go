@@ -460,6 +460,9 @@ func runSimulate(sc *scenarioFlags, f *simulateFlags, stdout, stderr io.Writer) 
 	if err := resultsModel(scen.Arch, sc.changed("model"), "--compare", measured); err != nil {
 		return err
 	}
+	if err := resultsInstances(scen.Plan, f.instances, "--compare", measured); err != nil {
+		return err
+	}
 	defaultsNote := resultsDefaults(sc, measured, scen)
 	topo, opts := scen.Topo, scen.Options
 	prof, err := engprof.Lookup(opts.Engine)
