@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/tpscope/tpscope/internal/testfix"
@@ -368,5 +369,27 @@ func TestSLOMeetsMeasured(t *testing.T) {
 		if meets != c.meets || known != c.known {
 			t.Errorf("%s: meets %v, known %v; want %v, %v", c.name, meets, known, c.meets, c.known)
 		}
+	}
+}
+
+// TestRequestsBeyondMaxModelLen: a request whose prompt and output exceed
+// the model's max_model_len (Kimi-K2.5: 262144 tokens) is one the server
+// refuses, so a load holding one is an error before the run, naming the
+// lengths and the limit; one at the limit is not refused for it. On
+// 601a891 a load of 250,000 + 20,000 tokens was simulated (and, its
+// requests served at a crawl, called overloaded).
+func TestRequestsBeyondMaxModelLen(t *testing.T) {
+	s := mustNew(t, kimiDeployment(t))
+	for name, tr := range map[string]Traffic{
+		"drawn":  {QPS: 1, NumRequests: 2, Prompt: Lengths{Mean: 250000}, Output: Lengths{Mean: 20000}},
+		"traced": {Requests: []Request{{PromptTokens: 100, OutputTokens: 10}, {ArrivalS: 1, PromptTokens: 262000, OutputTokens: 145}}},
+	} {
+		_, err := s.Run(tr, RunOptions{})
+		if err == nil || !strings.Contains(err.Error(), "exceed the max_model_len 262144 kimi-k2.5 is served at") {
+			t.Errorf("%s: %v, want the max_model_len refusal", name, err)
+		}
+	}
+	if err := s.fits(Request{PromptTokens: 262000, OutputTokens: 144}); err != nil && strings.Contains(err.Error(), "max_model_len") {
+		t.Errorf("a request at max_model_len: %v", err)
 	}
 }

@@ -654,7 +654,8 @@ type run struct {
 
 // Run simulates the traffic and returns its result. Every request runs
 // to completion. Errors: invalid traffic, or a request whose prompt and
-// output cannot fit the KV pool of one scheduler even alone.
+// output exceed the model's max_model_len or cannot fit the KV pool of
+// one scheduler even alone.
 func (s *Simulator) Run(t Traffic, o RunOptions) (*Result, error) {
 	if err := t.Validate(); err != nil {
 		return nil, err
@@ -730,6 +731,15 @@ func maxLen(l Lengths) int {
 }
 
 func (s *Simulator) fits(r Request) error {
+	// vLLM's server refuses a request whose prompt and max_tokens exceed
+	// max_model_len (serving_engine's _validate_input: "This model's
+	// maximum context length is ... However, you requested ..."); the
+	// benchmarks ask for exactly the output length, so no such request
+	// is ever served.
+	if a := s.d.Scenario.Arch; a.MaxModelLenTokens > 0 && r.PromptTokens+r.OutputTokens > a.MaxModelLenTokens {
+		return fmt.Errorf("%d prompt + %d output tokens exceed the max_model_len %d %s is served at: the server refuses such a request",
+			r.PromptTokens, r.OutputTokens, a.MaxModelLenTokens, a.Name)
+	}
 	need := (r.PromptTokens + r.OutputTokens - 1 + s.engine.BlockSize - 1) / s.engine.BlockSize
 	if need > s.blocks {
 		return fmt.Errorf("%d prompt + %d output tokens need %d KV blocks of %d tokens; a scheduler has %d (%d tokens)",
