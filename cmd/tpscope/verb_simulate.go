@@ -299,6 +299,14 @@ func runSimulate(sc *scenarioFlags, f *simulateFlags, stdout, stderr io.Writer) 
 			return flagError("--compare with "+f.lengthsGiven[0], nil, "the measured result sets the load, its prompt and output lengths included: drop %s", f.lengthsGiven[0])
 		}
 	}
+	// 0 is how the load says "not given"; typed, it would run the
+	// default 1000 requests (or the whole trace), not the zero asked for.
+	if f.requestsGiven && f.requests == 0 {
+		return flagError("--requests", 0, "want 1 or more requests per run (leave it out for 1000, or give --duration)")
+	}
+	if f.durationGiven && f.durationS == 0 {
+		return flagError("--duration", 0, "want a time above 0 s (leave it out to run --requests, 1000 by default)")
+	}
 	if f.requestsFile != "" && len(f.lengthsGiven) > 0 {
 		return flagError("--requests-file with "+f.lengthsGiven[0], nil, "the trace gives every request's prompt and output tokens: drop %s", f.lengthsGiven[0])
 	}

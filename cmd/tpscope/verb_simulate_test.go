@@ -323,6 +323,22 @@ func TestSimulateLoadFromFileRefusesLoadFlags(t *testing.T) {
 	}
 }
 
+// TestSimulateZeroLoadLength: --requests 0 and --duration 0, typed, are
+// refused in one line naming the flag: 0 is the load's "not given", so on
+// 601a891 either ran the default 1000 requests (a trace: all of it), a
+// load other than the zero asked for.
+func TestSimulateZeroLoadLength(t *testing.T) {
+	reqs := filepath.Join(t.TempDir(), "reqs.csv")
+	if err := os.WriteFile(reqs, []byte("arrival_s,prompt_tokens,output_tokens\n0,100,10\n0.5,200,20\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	checkUsageErrors(t, []usageCase{
+		{"requests", []string{"simulate", "--qps", "1", "--requests", "0"}, "--requests 0: want 1 or more requests per run"},
+		{"duration", []string{"simulate", "--concurrency", "2", "--duration", "0"}, "--duration 0: want a time above 0 s"},
+		{"trace", []string{"simulate", "--requests-file", reqs, "--requests", "0"}, "--requests 0: want 1 or more requests per run"},
+	})
+}
+
 // TestSimulateRouterNeedsSchedulers: --router picks among the schedulers
 // (--instances x DP ranks); with one (the default deployment: one
 // instance, TP 8, no DP) it routes nothing and is refused in one line,
