@@ -815,6 +815,14 @@ func (o *simulateOutput) headLines() []string {
 		if t.Skipped > 0 {
 			load += fmt.Sprintf("; %d rows with zero tokens left out (first at line %d)", t.Skipped, t.FirstSkipped)
 		}
+		// --requests and --duration cut the trace short: the runs take
+		// only part of what the line above describes.
+		if n := o.Traffic.NumRequests; n > 0 && n < len(t.Requests) {
+			load += fmt.Sprintf("; each run takes its first %d (--requests %d)", n, n)
+		}
+		if d := o.Traffic.DurationS; d > 0 {
+			load += fmt.Sprintf("; each run takes the requests arriving in its first %g s (--duration %g)", d, d)
+		}
 	} else if len(o.Traffic.Requests) > 0 {
 		load = fmt.Sprintf("%d requests from a file", len(o.Traffic.Requests))
 	}

@@ -339,6 +339,29 @@ func TestSimulateZeroLoadLength(t *testing.T) {
 	})
 }
 
+// TestSimulateTraceCutShort: --requests and --duration cut a trace short,
+// and the load line says how much of it each run takes; on 601a891 it
+// said "3 requests over 1.0 s" of a trace the runs took 1 request of.
+func TestSimulateTraceCutShort(t *testing.T) {
+	reqs := filepath.Join(t.TempDir(), "reqs.csv")
+	if err := os.WriteFile(reqs, []byte("arrival_s,prompt_tokens,output_tokens\n0,100,10\n0.5,200,20\n1,100,10\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		flags []string
+		want  string
+	}{
+		{[]string{"--requests", "1"}, "3 requests over 1.0 s; each run takes its first 1 (--requests 1), seed 0"},
+		{[]string{"--duration", "0.7"}, "3 requests over 1.0 s; each run takes the requests arriving in its first 0.7 s (--duration 0.7), seed 0"},
+		{nil, "3 requests over 1.0 s, seed 0"},
+	} {
+		code, out, errs := runCLI(t, append([]string{"simulate", "--requests-file", reqs, "--timeline", "0"}, c.flags...)...)
+		if code != 0 || !strings.Contains(out, "load: trace "+reqs+" (tpscope): "+c.want) {
+			t.Errorf("%v: exit %d, stderr %q, want the load line to say %q:\n%s", c.flags, code, errs, c.want, out)
+		}
+	}
+}
+
 // TestSimulateRouterNeedsSchedulers: --router picks among the schedulers
 // (--instances x DP ranks); with one (the default deployment: one
 // instance, TP 8, no DP) it routes nothing and is refused in one line,
