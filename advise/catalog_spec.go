@@ -78,9 +78,12 @@ func specEntry(o CatalogOptions, m model.SpecMethod) Entry {
 			// In the row's words, not the builder's field.
 			return c, errors.New(why + "; the spec-eagle3, spec-draft, spec-ngram and spec-suffix rows draft without one")
 		}
-		spec := model.Spec{Method: m}
+		spec, k := model.Spec{Method: m}, k
 		if c.Build.Spec.MethodFor(c.Workload) == m {
-			spec = c.Build.Spec
+			// The baseline's own method: its row is the baseline, at the
+			// baseline's K (its reason, how and break-even say so), not
+			// the catalog's.
+			spec, k = c.Build.Spec, c.Workload.SpecTokens
 		} else if d, err := m.DefaultDrafter(c.Arch); err != nil {
 			return c, err
 		} else if d != nil {

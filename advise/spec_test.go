@@ -1,8 +1,12 @@
 package advise
 
 import (
+	"fmt"
 	"math"
+	"strings"
 	"testing"
+
+	"github.com/tpscope/tpscope/model"
 )
 
 func near(a, b, tol float64) bool { return math.Abs(a-b) <= tol }
@@ -60,5 +64,43 @@ func TestAdviseSpecRows(t *testing.T) {
 	}
 	if r := got["mtp"]; r == nil || r.Error == "" {
 		t.Errorf("mtp on Kimi-K2.5 should not be predicted: %+v", r)
+	}
+}
+
+// TestSpecRowInBaselineKeepsK: a baseline that already runs a method at K
+// draft tokens has that method's row at its own K: the row compares the
+// baseline with and without it, so its reason, how and break-even say K 5
+// of an EAGLE-3 baseline at K 5. On 601a891 the row's reason and how said
+// the catalog's K 3 while its numbers and break-even were the baseline's
+// K 5; the other methods' rows keep the catalog's K.
+func TestSpecRowInBaselineKeepsK(t *testing.T) {
+	base := seedConfig(t)
+	d, err := model.SpecEagle3.DefaultDrafter(base.Arch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	base.Build.Spec = model.Spec{Method: model.SpecEagle3, Draft: d.Ref, Drafter: d}
+	base.Workload.SpecTokens = 5
+	var specs []Entry
+	for _, e := range Catalog(CatalogOptions{}) {
+		if e.Name == "spec-eagle3" || e.Name == "spec-ngram" {
+			specs = append(specs, e)
+		}
+	}
+	adv, err := Advise(Input{Base: base, Entries: specs, NoSweep: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range adv.Rows {
+		k := map[string]int{"spec-eagle3": 5, "spec-ngram": DefaultSpecTokens}[r.Entry]
+		if r.Error != "" || r.Spec == nil {
+			t.Fatalf("%s: %+v", r.Entry, r)
+		}
+		if r.InBaseline != (r.Entry == "spec-eagle3") {
+			t.Errorf("%s: in baseline %v", r.Entry, r.InBaseline)
+		}
+		if r.Spec.Tokens != k || !strings.Contains(r.Applicability.Reason, fmt.Sprintf(" k%d;", k)) || !strings.Contains(r.How.Exec, fmt.Sprintf("--spec-tokens %d", k)) {
+			t.Errorf("%s: break-even at k %d, reason %q, how %q; want k %d throughout", r.Entry, r.Spec.Tokens, r.Applicability.Reason, r.How.Exec, k)
+		}
 	}
 }
