@@ -111,7 +111,13 @@ func (o *adviseOptions) Run(ctx context.Context, args []string, std IO) error {
 		return err
 	}
 	a, opts := base.Arch, base.Options
-	cat := advise.Catalog(advise.CatalogOptions{MTPTokens: o.mtpTokens, MTPAcceptFrac: opts.MTPAcceptFrac, Topologies: splitList(o.compareTopos)})
+	co := advise.CatalogOptions{MTPTokens: o.mtpTokens, MTPAcceptFrac: opts.MTPAcceptFrac, Topologies: splitList(o.compareTopos)}
+	if o.changed("spec-tokens") {
+		// K of the speculative rows (the baseline's own method keeps the
+		// baseline's K, the same when --spec names it).
+		co.SpecTokens = o.sc.specTokens
+	}
+	cat := advise.Catalog(co)
 	if o.entries != "" {
 		if cat, err = filterEntries(cat, splitList(o.entries)); err != nil {
 			return err

@@ -344,3 +344,32 @@ func TestAdvisePlotQualifiers(t *testing.T) {
 		}
 	}
 }
+
+// TestAdviseSpecTokensRows: --spec-tokens is the speculative rows' K, as
+// the README says ("K from --spec-tokens, default 3"): with --spec eagle3
+// --spec-tokens 5 the n-gram row drafts 5 tokens and its how says so. On
+// 601a891 the rows kept K 3 whatever --spec-tokens said, so the n-gram row
+// put 3 drafts in place of the baseline's 5.
+func TestAdviseSpecTokensRows(t *testing.T) {
+	code, out, errs := runCLI(t, "advise", "--spec", "eagle3", "--spec-tokens", "5", "--no-sweep", "--entries", "spec-ngram", "--transfer", "", "--output", "json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	var adv struct {
+		Rows []struct {
+			Entry string `json:"entry"`
+			How   struct {
+				Exec string `json:"exec"`
+			} `json:"how"`
+			Spec struct {
+				Tokens int `json:"spec_tokens"`
+			} `json:"spec"`
+		} `json:"rows"`
+	}
+	if err := json.Unmarshal([]byte(out), &adv); err != nil {
+		t.Fatal(err)
+	}
+	if len(adv.Rows) != 1 || adv.Rows[0].Spec.Tokens != 5 || !strings.Contains(adv.Rows[0].How.Exec, "--spec ngram --spec-tokens 5") {
+		t.Errorf("rows %+v: want the spec-ngram row at k 5", adv.Rows)
+	}
+}
