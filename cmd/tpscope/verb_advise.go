@@ -123,6 +123,9 @@ func (o *adviseOptions) Run(ctx context.Context, args []string, std IO) error {
 			return err
 		}
 	}
+	if err := o.checkUnused(base, cat); err != nil {
+		return err
+	}
 	var others []*model.Arch
 	for _, name := range splitList(o.transfer) {
 		if name == a.Name {
@@ -172,6 +175,36 @@ func (o *adviseOptions) Run(ctx context.Context, args []string, std IO) error {
 			return writeAdviceTable(w, adv)
 		},
 	})
+}
+
+// checkUnused refuses flags that would price nothing: the sweep's lists
+// beside --no-sweep, and the MTP row's --mtp-tokens (and an --mtp-accept
+// no MTP step reads) when that row is left out by --entries or the model
+// has no MTP layer to draft with. Taken in silence, each would read as
+// part of the advice.
+func (o *adviseOptions) checkUnused(base sim.Scenario, cat []advise.Entry) error {
+	if o.noSweep {
+		for _, n := range []string{"sweep-batch", "sweep-context"} {
+			if o.changed(n) {
+				return flagError("--"+n+" with --no-sweep", nil, "the sweep is skipped: drop one of them")
+			}
+		}
+	}
+	mtpRow := slices.ContainsFunc(cat, func(e advise.Entry) bool { return e.Name == "mtp" })
+	why := model.NoMTPDraft(base.Arch)
+	if why == "" && !mtpRow {
+		why = "--entries leaves out the mtp row"
+	}
+	if why == "" {
+		return nil
+	}
+	if o.changed("mtp-tokens") {
+		return flagError("--mtp-tokens", o.mtpTokens, "prices only the mtp row, and %s", why)
+	}
+	if o.changed("mtp-accept") && base.Build.Spec.MethodFor(base.Workload) != model.SpecMTP {
+		return flagError("--mtp-accept", base.Options.MTPAcceptFrac, "prices only MTP steps: the baseline drafts none, and %s", why)
+	}
+	return nil
 }
 
 func joinInts(v []int) string {

@@ -113,6 +113,33 @@ func TestAdviseBadFlags(t *testing.T) {
 	})
 }
 
+// TestAdviseUnusedFlags: a flag that would price nothing in this advise is
+// refused in one line before any work: the sweep's lists beside
+// --no-sweep, and the MTP row's --mtp-tokens and --mtp-accept where that
+// row is not priced (Kimi-K2.5 has no MTP layer; --entries leaves it out)
+// and the baseline drafts nothing. On 601a891 each ran as if not given.
+// Where the MTP row or an MTP baseline reads them, they run.
+func TestAdviseUnusedFlags(t *testing.T) {
+	checkUsageErrors(t, []usageCase{
+		{"sweep-batch", []string{"advise", "--no-sweep", "--sweep-batch", "1,2"}, "--sweep-batch with --no-sweep: the sweep is skipped"},
+		{"sweep-context", []string{"advise", "--sweep-context", "4096", "--no-sweep"}, "--sweep-context with --no-sweep: the sweep is skipped"},
+		{"mtp-tokens, no MTP layer", []string{"advise", "--no-sweep", "--mtp-tokens", "2"},
+			"--mtp-tokens 2: prices only the mtp row, and kimi-k2.5-nvfp4 has no MTP layer"},
+		{"mtp-accept, no MTP layer", []string{"advise", "--no-sweep", "--mtp-accept", "0.9"},
+			"--mtp-accept 0.9: prices only MTP steps: the baseline drafts none, and kimi-k2.5-nvfp4 has no MTP layer"},
+		{"mtp-tokens, row left out", []string{"advise", "--model", "deepseek-v3", "--no-sweep", "--entries", "fp8-kv", "--mtp-tokens", "2"},
+			"--mtp-tokens 2: prices only the mtp row, and --entries leaves out the mtp row"},
+	})
+	for _, args := range [][]string{
+		{"advise", "--model", "deepseek-v3", "--no-sweep", "--entries", "mtp", "--mtp-tokens", "2", "--mtp-accept", "0.9", "--transfer", ""},
+		{"advise", "--model", "deepseek-v3", "--mtp", "1", "--mtp-accept", "0.9", "--no-sweep", "--entries", "fp8-kv", "--transfer", ""},
+	} {
+		if code, _, errs := runCLI(t, args...); code != 0 {
+			t.Errorf("%v: exit %d: %s", args, code, errs)
+		}
+	}
+}
+
 func FuzzIntList(f *testing.F) {
 	for _, s := range []string{"1,2,4", "4K,128k", "", ",", "-1", "1M", "99999999999999999999", "K"} {
 		f.Add(s)
