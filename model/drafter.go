@@ -41,7 +41,11 @@ import (
 //     hidden 2048, 16 heads, q_lora_rank null, kv_lora 512 + rope 64,
 //     64 routed experts top-6 + 2 shared, expert dim 1408, dense dim
 //     11264, Kimi's 163840-token vocabulary, bf16: a whole small model
-//     that can draft for Kimi-K2.x.
+//     that can draft for Kimi-K2.x. max_position_embeddings 8192 and no
+//     rope_scaling, so vLLM serves it at 8192 tokens (the config.json at
+//     that revision states "max_position_embeddings": 8192; the model
+//     cards and NVIDIA's Megatron-Bridge page for Moonlight-16B-A3B give
+//     an 8K context); without it the preset took DeepSeekV3Config's 4096.
 //   - tiny-mla-moe-eagle3: tpscope's own EAGLE-3 head of tiny-mla-moe's
 //     dims, for tests and CPU runs; not a published checkpoint.
 //

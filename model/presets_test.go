@@ -114,3 +114,33 @@ func TestPresetOf(t *testing.T) {
 		}
 	}
 }
+
+// TestPresetsStateMaxPositions: a built-in model or draft model states
+// its max_position_embeddings (the bound of every workload's context)
+// rather than taking its config class's default. Moonlight-16B-A3B's
+// config.json (moonshotai/Moonlight-16B-A3B-Instruct, revision 4e735b07)
+// has "max_position_embeddings": 8192 and no rope_scaling: an 8K context,
+// not DeepseekV3Config's default 4096.
+func TestPresetsStateMaxPositions(t *testing.T) {
+	for _, name := range PresetNames() {
+		if a := mustPreset(t, name); len(a.Defaults) != 0 {
+			t.Errorf("%s: fields from its class's defaults: %v", name, a.Defaults)
+		}
+	}
+	for _, name := range DrafterPresetNames() {
+		a := mustDrafter(t, name)
+		if a.IsEagle3Head() {
+			continue // a head serves the target's context
+		}
+		if len(a.Defaults) != 0 {
+			t.Errorf("%s: fields from its class's defaults: %v", name, a.Defaults)
+		}
+	}
+	moon := mustDrafter(t, "moonlight-16b-a3b")
+	if moon.MaxPositionEmbeddings != 8192 || moon.MaxModelLenTokens != 8192 {
+		t.Errorf("moonlight-16b-a3b: max_position_embeddings %d, max_model_len %d, want 8192 8192", moon.MaxPositionEmbeddings, moon.MaxModelLenTokens)
+	}
+	if err := Validate(moon, Plan{TP: 8}, Workload{Batch: 1, Context: 8192}, BuildOptions{}); err != nil {
+		t.Errorf("moonlight-16b-a3b at context 8192: %v", err)
+	}
+}
