@@ -101,7 +101,12 @@ const quantConfigName = "hf_quant_config.json"
 // absent) Load reads for path, a directory or a config file: a file named
 // *config.json (config.json, or a copy kept under another name such as
 // nvidia--DeepSeek-V3-0324-NVFP4_config.json) has its directory's
-// hf_quant_config.json beside it, as the directory would.
+// hf_quant_config.json beside it, as the directory would. A copy kept
+// under a prefix reads the quantization file kept under the same prefix
+// when there is one (PREFIX_config.json with PREFIX_hf_quant_config.json,
+// as aiconfigurator's model_configs/ keeps a checkpoint's two files side
+// by side with those of other checkpoints): that one is the checkpoint's,
+// where the directory's plain hf_quant_config.json may be another's.
 func configFiles(path string) (cfgPath, quantPath string, err error) {
 	st, err := os.Stat(path)
 	if err != nil {
@@ -113,7 +118,14 @@ func configFiles(path string) (cfgPath, quantPath string, err error) {
 		cfgPath = filepath.Join(path, "config.json")
 		quantPath = filepath.Join(path, quantConfigName)
 	case strings.HasSuffix(base, "config.json") && base != quantConfigName:
-		quantPath = filepath.Join(filepath.Dir(path), quantConfigName)
+		dir := filepath.Dir(path)
+		quantPath = filepath.Join(dir, quantConfigName)
+		if prefix := strings.TrimSuffix(base, "config.json"); prefix != "" {
+			paired := filepath.Join(dir, prefix+quantConfigName)
+			if _, err := os.Stat(paired); err == nil {
+				quantPath = paired
+			}
+		}
 	}
 	return cfgPath, quantPath, nil
 }

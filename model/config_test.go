@@ -171,6 +171,41 @@ func TestLoadDirAndFile(t *testing.T) {
 	})
 }
 
+// TestLoadPairedHFQuant: a config kept under a prefix reads the
+// quantization file kept under the same prefix, as aiconfigurator's
+// model_configs/ keeps nvidia/DeepSeek-V3-0324-FP4's two files
+// (nvidia--DeepSeek-V3-0324-NVFP4_config.json, whose config has no
+// quantization_config, and nvidia--DeepSeek-V3-0324-NVFP4_hf_quant_config.json:
+// NVFP4 group 16, kv_cache_quant_algo null). Without it the checkpoint
+// loaded as BF16. Beside a plain hf_quant_config.json of another
+// checkpoint (FP8 here), the paired file is still the one read.
+func TestLoadPairedHFQuant(t *testing.T) {
+	const cfgName, quantName = "nvidia--DeepSeek-V3-0324-NVFP4_config.json", "nvidia--DeepSeek-V3-0324-NVFP4_hf_quant_config.json"
+	dir := t.TempDir()
+	write := func(name string, b []byte) {
+		if err := os.WriteFile(filepath.Join(dir, name), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(cfgName, readRef(t, cfgName))
+	write(quantName, readRef(t, quantName))
+	check := func(t *testing.T) {
+		a, err := Load(filepath.Join(dir, cfgName))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if a.Quant.RoutedExperts != NVFP4 || a.Quant.KV != BF16 {
+			t.Errorf("routed experts %s, KV %s, want nvfp4 bf16 (kv_cache_quant_algo null)", a.Quant.RoutedExperts, a.Quant.KV)
+		}
+		if want := filepath.Join(dir, quantName); a.Quant.Source.File != want {
+			t.Errorf("quantization source %q, want %q", a.Quant.Source.File, want)
+		}
+	}
+	t.Run("alone", check)
+	write("hf_quant_config.json", []byte(`{"quantization": {"quant_algo": "FP8", "kv_cache_quant_algo": "FP8"}}`))
+	t.Run("beside another checkpoint's hf_quant_config.json", check)
+}
+
 // TestConfigQuantizationWinsOverHFQuant: a config.json with a
 // quantization_config of its own keeps it when an hf_quant_config.json lies
 // beside it, as vLLM's get_config reads the latter only for a config

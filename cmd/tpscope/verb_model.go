@@ -89,7 +89,8 @@ var modelLoadVerb = &Verb{
 	Short:     "parse a user's config.json (+ hf_quant_config.json) and show its summary",
 	Long: `Loads DIR_OR_FILE: a model directory holding config.json and optionally
 hf_quant_config.json, or a single config file (one named *config.json reads
-the hf_quant_config.json beside it). hf_quant_config.json sets the
+the hf_quant_config.json beside it; one named PREFIX_config.json reads
+PREFIX_hf_quant_config.json when there is one). hf_quant_config.json sets the
 quantization only when the config has no quantization_config of its own, as
 vLLM reads them; the source line names the file that set it. Prints the same
 summary as 'model show'. Errors name the file, the field and what was
