@@ -104,8 +104,9 @@ type Options struct {
 	// only if every earlier one was accepted).
 	MTPAcceptFrac float64 `json:"mtp_accept_frac,omitempty"`
 	// SpecAccept is the acceptance of speculative drafts of any method
-	// (spec.go); zero: MTPAcceptFrac when set, else the method's cited
-	// default for the model's family (Scenario.SpecYield says which).
+	// (spec.go); zero: MTPAcceptFrac when set and the method is MTP,
+	// else the method's cited default for the model's family
+	// (Scenario.SpecYield says which).
 	SpecAccept SpecAccept `json:"spec_accept,omitzero"`
 
 	// GPUMemUtilFrac is vLLM's gpu_memory_utilization, the fraction of

@@ -299,7 +299,10 @@ func specYield(o Options, spec model.Spec, w model.Workload, a *model.Arch) *Spe
 		if src == "" {
 			src = "--spec-accept " + in.String()
 		}
-	case o.MTPAcceptFrac > 0:
+	case o.MTPAcceptFrac > 0 && m == model.SpecMTP:
+		// The MTP layers' acceptance: another method's drafts (an
+		// EAGLE-3 head, a draft model, the host's n-grams) keep their
+		// own figure.
 		in, src = SpecAccept{PerToken: o.MTPAcceptFrac}, "--mtp-accept "+floatText(o.MTPAcceptFrac)
 	default:
 		d := defaultSpecAccept(m, a)

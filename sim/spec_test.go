@@ -132,6 +132,28 @@ func TestSpecYieldCitedDefaultExtrapolation(t *testing.T) {
 	}
 }
 
+// TestMTPAcceptOnlyMTP: --mtp-accept is the acceptance of the MTP
+// layers' drafts; an EAGLE-3 head, a draft model or the host's n-grams
+// keep their own figure (Kimi's EAGLE-3 head: accept length 2.94 at 3
+// steps), and an MTP step takes it: 1 + 0.5 + 0.25 + 0.125 = 1.875
+// tokens at K = 3.
+func TestMTPAcceptOnlyMTP(t *testing.T) {
+	a := mustPreset(t, "kimi-k2.5")
+	w := model.Workload{Phase: model.Decode, Batch: 1, Context: 1024, SpecTokens: 3}
+	o := Options{MTPAcceptFrac: 0.5}
+	for _, m := range []model.SpecMethod{model.SpecEagle3, model.SpecDraftModel, model.SpecNgram, model.SpecSuffix} {
+		y := specYield(o, model.Spec{Method: m}, w, a)
+		d := defaultSpecAccept(m, a)
+		if want, _ := yieldOf(d.Positions(3)); !y.Default || !near(y.TokensPerStep, want, 1e-9) || strings.Contains(y.Source, "--mtp-accept") {
+			t.Errorf("%s: %v tokens per step from %q, want its own %v (%s)", m, y.TokensPerStep, y.Source, want, d.Source)
+		}
+	}
+	y := specYield(o, model.Spec{Method: model.SpecMTP}, w, a)
+	if !near(y.TokensPerStep, 1.875, 1e-9) || y.Source != "--mtp-accept 0.5" {
+		t.Errorf("mtp: %v tokens per step from %q, want 1.875 from --mtp-accept 0.5", y.TokensPerStep, y.Source)
+	}
+}
+
 // TestYieldOf: q = 0.8, 0.5, 0.2 gives P(A = 0..3) = 0.2, 0.3, 0.3, 0.2:
 // E[A] = 1.5, E[A^2] = 0.3 + 1.2 + 1.8 = 3.3, Var = 3.3 - 2.25 = 1.05.
 func TestYieldOf(t *testing.T) {

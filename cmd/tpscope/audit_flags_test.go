@@ -200,3 +200,39 @@ func TestNoMTPNamesTheFlag(t *testing.T) {
 		t.Errorf("advise mtp row %q (output %q): want %q and no field name", row, out, "no: "+why)
 	}
 }
+
+// TestMTPAcceptOnMTPOnly: --mtp-accept is the acceptance of the MTP
+// layers' drafts. A step drafting by another method does not take it (an
+// EAGLE-3 step had been priced at 1.88 tokens per step "from --mtp-accept
+// 0.5" instead of its head's 2.94), so predict refuses it there, and
+// advise refuses it on a model without MTP layers, where it had priced
+// every spec-* row; on a model with MTP layers advise prices its mtp row
+// at it and leaves the others their own figures.
+func TestMTPAcceptOnMTPOnly(t *testing.T) {
+	checkUsageErrors(t, []usageCase{
+		{"predict eagle3", []string{"predict", "--spec", "eagle3", "--mtp-accept", "0.5"},
+			"--mtp-accept 0.5: want --spec mtp: it is the MTP layers' acceptance, and --spec eagle3 drafts without them"},
+		{"predict ngram", []string{"predict", "--model", "deepseek-v3", "--topo", "h200-nvswitch", "--spec", "ngram", "--mtp-accept", "0.5"},
+			"--mtp-accept 0.5: want --spec mtp"},
+		{"advise without MTP layers", []string{"advise", "--mtp-accept", "0.5"},
+			"--mtp-accept 0.5: want no MTP acceptance: kimi-k2.5-nvfp4 has no MTP layer"},
+	})
+	code, out, stderr := runCLI(t, "advise", "--model", "deepseek-v3", "--topo", "h200-nvswitch", "--mtp-accept", "0.5", "--no-sweep")
+	if code != 0 {
+		t.Fatalf("advise deepseek-v3 --mtp-accept 0.5: exit %d, %s", code, stderr)
+	}
+	mtpPriced := false
+	for _, line := range strings.Split(out, "\n") {
+		row := strings.TrimSpace(line)
+		switch {
+		case strings.HasPrefix(row, "mtp ") && strings.Contains(row, "at the acceptance priced"):
+			// 1 + 0.5 at K = 1.
+			mtpPriced = strings.Contains(row, "1.50 tokens per step at the acceptance priced (--mtp-accept 0.5)")
+		case strings.HasPrefix(row, "spec-") && strings.Contains(row, "--mtp-accept"):
+			t.Errorf("a spec-* row priced at --mtp-accept: %q", row)
+		}
+	}
+	if !mtpPriced {
+		t.Errorf("advise output has no mtp row at 1.50 tokens per step from --mtp-accept 0.5:\n%s", out)
+	}
+}

@@ -159,6 +159,18 @@ func (f *scenarioFlags) checkAccept(sc sim.Scenario) error {
 			return flagError("--"+name, f.fs.Lookup(name).Value.String(), "want no acceptance without --spec or --mtp: the step drafts no tokens to accept")
 		}
 	}
+	// --mtp-accept is the MTP layers' acceptance: a step drafting by
+	// another method would not take it, nor would any row of a model
+	// without MTP layers (sim.specYield).
+	if f.changed("mtp-accept") {
+		m := sc.Build.Spec.MethodFor(sc.Workload)
+		switch why := model.NoMTPDraft(sc.Arch); {
+		case f.variants && why != "":
+			return flagError("--mtp-accept", f.fs.Lookup("mtp-accept").Value.String(), "want no MTP acceptance: %s for it to price (--spec-accept gives the other methods' acceptance)", why)
+		case !f.variants && m != "" && m != model.SpecMTP:
+			return flagError("--mtp-accept", f.fs.Lookup("mtp-accept").Value.String(), "want --spec mtp: it is the MTP layers' acceptance, and --spec %s drafts without them (--spec-accept gives its acceptance)", m)
+		}
+	}
 	n := len(f.opts.SpecAccept.PerPosition)
 	if !f.changed("spec-accept") || steps == 0 || n <= steps {
 		return nil
