@@ -60,6 +60,9 @@ func ParseArch(s string) (Arch, error) {
 	return ArchUnknown, fmt.Errorf("architecture %q: want one of %s", s, strings.Join(archNames[1:], ", "))
 }
 
+// ArchCCs says which compute capabilities ArchOf maps to a family.
+const ArchCCs = "8.x (sm80, sm89 for 8.9), 9.x (sm90), 10.x (sm100) or 12.x (sm120)"
+
 // ArchOf maps a compute capability "major.minor" (topology.Device's
 // ComputeCapability, e.g. "12.0") to its family; ok false for one no
 // family covers (before 8.0, or 11.x).

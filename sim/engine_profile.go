@@ -311,6 +311,14 @@ func (sc Scenario) CheckEngine() error {
 	flag := func(name, value string, err error) error {
 		return fmt.Errorf("--%s %s: %w", name, value, err)
 	}
+	// A GPU of no family the profiles state (compute capability 7.5,
+	// 11.0): its kernels, their grids and their companions are no
+	// engine's, so nothing here prices it.
+	if t := sc.Topo; a == engprof.ArchUnknown && t != nil && t.NumGPUs() > 0 && !t.IsCPUBox() {
+		dev := t.DeviceOf(0)
+		return fmt.Errorf("--topo %s: its GPU %s has compute capability %s, of no architecture family the engine profiles state (want %s)",
+			t.Name, dev.Name, dev.ComputeCapability, engprof.ArchCCs)
+	}
 	if sc.Arch != nil && sc.Arch.KVLoraRank > 0 {
 		kv := kvOf(sc.Workload.KVDtypeFor(sc.Arch))
 		plan := sc.Plan.Normalized()

@@ -102,6 +102,24 @@ func TestCheckEngine(t *testing.T) {
 	}
 }
 
+// TestCheckEngineUnknownFamily: a GPU whose compute capability is of no
+// family the profiles state (7.5, Turing) is refused naming --topo and
+// the capability; it had been priced with the kernels the profiles list
+// for any family (TRITON_MLA and Marlin for Kimi-K2.5), as an SM120 box.
+func TestCheckEngineUnknownFamily(t *testing.T) {
+	topo := mustTopo(t, "rtxpro6000-2s").Clone()
+	topo.Devices[0].ComputeCapability = "7.5"
+	if err := topo.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	sc := Scenario{Arch: mustPreset(t, "kimi-k2.5"), Topo: topo, Plan: model.Plan{TP: 8},
+		Workload: model.Workload{Phase: model.Decode, Batch: 1, Context: 4096, KVDtype: model.BF16}}
+	err := sc.CheckEngine()
+	if err == nil || !strings.HasPrefix(err.Error(), "--topo rtxpro6000-2s: its GPU NVIDIA RTX PRO 6000 Blackwell Server Edition has compute capability 7.5, of no architecture family") {
+		t.Errorf("err %v, want one naming --topo and compute capability 7.5", err)
+	}
+}
+
 // TestEngineKernelsPriced: the profile's kernels change what is priced:
 // the fixed-split nightly is slower than vLLM 0.24 at long context and
 // batch 1 (4 CTAs walk the cache); the executor launches no companion

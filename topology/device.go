@@ -5,6 +5,8 @@ import (
 	"maps"
 	"math"
 	"slices"
+	"strconv"
+	"strings"
 )
 
 // Device is the spec of one accelerator model: what the compute roofline
@@ -139,6 +141,30 @@ func (d *Device) CCVersion() (major, minor int) {
 	return major, minor
 }
 
+// parseCC reads a compute capability "MAJOR.MINOR" of decimal digits;
+// ok is false for anything else ("", "12", "sm_120", "12.0a").
+func parseCC(cc string) (major, minor int, ok bool) {
+	maj, min, found := strings.Cut(cc, ".")
+	if !found || !allDigits(maj) || !allDigits(min) {
+		return 0, 0, false
+	}
+	major, _ = strconv.Atoi(maj)
+	minor, _ = strconv.Atoi(min)
+	return major, minor, true
+}
+
+func allDigits(s string) bool {
+	if s == "" || len(s) > 3 {
+		return false
+	}
+	for _, r := range s {
+		if r < '0' || r > '9' {
+			return false
+		}
+	}
+	return true
+}
+
 // TFLOPS is the dense peak for dtype at the sustained clock SMClockMHz:
 // PeakTFLOPS[ComputeKey(dtype)] * SMClockMHz / BoostClockMHz. ok is false
 // when the device has no native support for the dtype.
@@ -176,6 +202,14 @@ func (d *Device) Validate() error {
 	where := fmt.Sprintf("device %q", d.Name)
 	if d.Name == "" {
 		return fmt.Errorf("device: empty name")
+	}
+	// A GPU's compute capability picks its architecture family, and so
+	// the engine's kernels and the catalog's priors: one missing or
+	// misspelt is not a GPU tpscope can price (a CPU rank has none).
+	if d.Arch != ArchCPU {
+		if major, _, ok := parseCC(d.ComputeCapability); !ok || major < 1 {
+			return fmt.Errorf("%s: compute_capability %q: want MAJOR.MINOR as nvidia-smi --query-gpu=compute_cap prints it (12.0 for sm_120, 9.0 for Hopper)", where, d.ComputeCapability)
+		}
 	}
 	pos := []struct {
 		field string

@@ -300,6 +300,13 @@ func TestValidationErrors(t *testing.T) {
 			addLink(m, "sw3", "hb0", "pcie") // ... and hb0 as well
 		}, []string{`node "sw3" hangs under two CPUs through PCIe (cpu0 - hb0 - sw3 - hb1 - cpu1)`}},
 		{"field of the wrong kind", func(m map[string]any) { m["gpus"] = map[string]any{} }, []string{`field "gpus": want a JSON array, got an object`}},
+		// A GPU's compute capability picks its family (the engine's
+		// kernels, the priors): absent or misspelt, the box had been
+		// priced as some family's anyway.
+		{"no compute capability", func(m map[string]any) { delete(m["devices"].([]any)[0].(map[string]any), "compute_capability") },
+			[]string{`compute_capability "": want MAJOR.MINOR`}},
+		{"compute capability as sm_120", func(m map[string]any) { m["devices"].([]any)[0].(map[string]any)["compute_capability"] = "sm_120" },
+			[]string{`compute_capability "sm_120": want MAJOR.MINOR`}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
