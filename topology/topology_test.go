@@ -305,6 +305,11 @@ func TestValidationErrors(t *testing.T) {
 		// priced as some family's anyway.
 		{"no compute capability", func(m map[string]any) { delete(m["devices"].([]any)[0].(map[string]any), "compute_capability") },
 			[]string{`compute_capability "": want MAJOR.MINOR`}},
+		// Hops through host memory are priced at these; without them
+		// they had been free (41.0 -> 16.6 ms on the seed box at NCCL's
+		// default P2P level).
+		{"no host", func(m map[string]any) { delete(m, "host") }, []string{"host.shm_lat_us: missing or 0, want the cost of a GPU-to-GPU hop through host memory"}},
+		{"no shm bandwidth", func(m map[string]any) { delete(m["host"].(map[string]any), "shm_bw_gbps") }, []string{"host.shm_bw_gbps: missing or 0"}},
 		{"compute capability as sm_120", func(m map[string]any) { m["devices"].([]any)[0].(map[string]any)["compute_capability"] = "sm_120" },
 			[]string{`compute_capability "sm_120": want MAJOR.MINOR`}},
 	}

@@ -139,6 +139,20 @@ func (t *Topology) validate() error {
 			return fmt.Errorf("host: %s must be >= 0, got %v", f.name, f.v)
 		}
 	}
+	// A GPU box sends a collective's hops through host memory beyond
+	// NCCL_P2P_LEVEL or with P2P disabled, at these two costs; a file
+	// without them (a host block written by hand) had priced those hops
+	// free. CPU ranks share one process's memory and have neither.
+	if !t.IsCPUBox() {
+		for _, f := range []struct {
+			name string
+			v    float64
+		}{{"shm_lat_us", h.SHMLatUs}, {"shm_bw_gbps", h.SHMBWGBps}} {
+			if !(f.v > 0) {
+				return fmt.Errorf("host.%s: missing or 0, want the cost of a GPU-to-GPU hop through host memory, which NCCL takes beyond NCCL_P2P_LEVEL or with P2P disabled (the presets: shm_lat_us 14, shm_bw_gbps 27 on PCIe Gen5; 'tpscope topo show PRESET -o FILE' writes a complete file)", f.name)
+			}
+		}
+	}
 	for k, p := range t.P2PUnsupported {
 		for _, id := range p {
 			if ids[id] != "a gpu" {
