@@ -432,7 +432,7 @@ func TestRunsOn(t *testing.T) {
 // Hopper, the catalog's own figures (not a copy of them), each with a
 // source saying so.
 func TestUnknownArchLaunchCosts(t *testing.T) {
-	d := deviceFromProbe(ProbeGPU{Name: "Future GPU", ComputeCapability: "99.0", CUDACores: 16384, MaxSMClockMHz: 2000})
+	d := deviceFromProbe(ProbeGPU{Name: "Future GPU", ComputeCapability: "99.0", CUDACores: 16384, MaxSMClockMHz: 2000, MemBytes: 96e9})
 	hop, ok := Arch("hopper")
 	if !ok {
 		t.Fatal("no arch hopper")

@@ -225,6 +225,9 @@ func (d *Device) Validate() error {
 			return fmt.Errorf("%s: %s must be > 0, got %v", where, p.field, p.v)
 		}
 	}
+	if err := d.checkUnits(where); err != nil {
+		return err
+	}
 	nonneg := []struct {
 		field string
 		v     float64
@@ -273,6 +276,43 @@ func (d *Device) Validate() error {
 		if v := d.Efficiency[k]; !(v > 0 && v <= 1) {
 			return fmt.Errorf("%s: efficiency.%s must be in (0,1], got %v", where, k, v)
 		}
+	}
+	return nil
+}
+
+// gpuUnitRanges bound a GPU's unit-bearing fields far outside every GPU
+// the engines run (the catalog's: 24-288 GB of memory at 300-8,000 GB/s,
+// 40-128 MB of L2, clocks of 1,100-2,620 MHz) and inside what the same
+// number in the neighbouring unit would read: memory in GB where bytes
+// are wanted (96), bandwidth in TB/s or B/s (1.597, 1.597e12), clocks in
+// GHz or Hz (1.65, 1.65e9), L2 in MB (128). A CPU rank ('calibrate
+// --backend cpu') states its own units (1 MHz, a share of the host's
+// memory bandwidth) and is not held to them.
+var gpuUnitRanges = []struct {
+	field, want, example string
+	lo, hi               float64
+	get                  func(d *Device) float64
+}{
+	{"mem_bytes", "bytes, 1 GiB to 1 PiB", "80 GB is 80000000000", 1 << 30, 1 << 50, func(d *Device) float64 { return float64(d.MemBytes) }},
+	{"mem_bw_gbps", "GB/s, 10 to 100000", "3.35 TB/s is 3350", 10, 1e5, func(d *Device) float64 { return d.MemBWGBps }},
+	{"sm_clock_mhz", "MHz, 100 to 10000", "1.98 GHz is 1980", 100, 1e4, func(d *Device) float64 { return d.SMClockMHz }},
+	{"boost_clock_mhz", "MHz, 100 to 10000", "1.98 GHz is 1980", 100, 1e4, func(d *Device) float64 { return d.BoostClockMHz }},
+	{"l2_bytes", "bytes, 1 MiB to 1 TiB", "50 MB is 52428800", 1 << 20, 1 << 40, func(d *Device) float64 { return float64(d.L2Bytes) }},
+}
+
+// checkUnits refuses a GPU field whose value is that of another unit
+// (gpuUnitRanges); 0 in an optional field (boost_clock_mhz, l2_bytes)
+// stays "not stated".
+func (d *Device) checkUnits(where string) error {
+	if d.Arch == ArchCPU {
+		return nil
+	}
+	for _, r := range gpuUnitRanges {
+		v := r.get(d)
+		if v == 0 || (v >= r.lo && v <= r.hi) {
+			continue
+		}
+		return fmt.Errorf("%s: %s %v: want %s for a GPU (%s): a value in another unit?", where, r.field, v, r.want, r.example)
 	}
 	return nil
 }

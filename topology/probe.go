@@ -386,9 +386,6 @@ func deviceFromProbe(g ProbeGPU) Device {
 		d.MemBytes = g.MemBytes
 		d.Sources["mem_bytes"] = "NVML memory total"
 	}
-	if d.MemBytes <= 0 {
-		d.MemBytes = 1
-	}
 	if g.MaxSMClockMHz > 0 {
 		if d.BoostClockMHz == 0 {
 			d.BoostClockMHz = float64(g.MaxSMClockMHz)

@@ -310,6 +310,21 @@ func TestValidationErrors(t *testing.T) {
 		// default P2P level).
 		{"no host", func(m map[string]any) { delete(m, "host") }, []string{"host.shm_lat_us: missing or 0, want the cost of a GPU-to-GPU hop through host memory"}},
 		{"no shm bandwidth", func(m map[string]any) { delete(m["host"].(map[string]any), "shm_bw_gbps") }, []string{"host.shm_bw_gbps: missing or 0"}},
+		// A figure in a neighbouring unit: priced silently before (the
+		// memory bandwidth in B/s stepped the seed box 12.6 % faster, in
+		// TB/s 250 times slower; 96 for mem_bytes left no memory).
+		{"memory in GB", func(m map[string]any) { m["devices"].([]any)[0].(map[string]any)["mem_bytes"] = 96.0 },
+			[]string{"mem_bytes 96: want bytes, 1 GiB to 1 PiB for a GPU"}},
+		{"memory bandwidth in B/s", func(m map[string]any) { m["devices"].([]any)[0].(map[string]any)["mem_bw_gbps"] = 1.597e12 },
+			[]string{"mem_bw_gbps 1.597e+12: want GB/s, 10 to 100000 for a GPU"}},
+		{"memory bandwidth in TB/s", func(m map[string]any) { m["devices"].([]any)[0].(map[string]any)["mem_bw_gbps"] = 1.597 },
+			[]string{"mem_bw_gbps 1.597: want GB/s"}},
+		{"clock in GHz", func(m map[string]any) { m["devices"].([]any)[0].(map[string]any)["sm_clock_mhz"] = 1.65 },
+			[]string{"sm_clock_mhz 1.65: want MHz, 100 to 10000 for a GPU"}},
+		{"L2 in MB", func(m map[string]any) { m["devices"].([]any)[0].(map[string]any)["l2_bytes"] = 128.0 },
+			[]string{"l2_bytes 128: want bytes, 1 MiB to 1 TiB"}},
+		{"link bandwidth in B/s", func(m map[string]any) { link(m, 1)["bw_gbps"] = 54e9 },
+			[]string{"link 1", "bw_gbps 5.4e+10: want GB/s, at most 100000"}},
 		{"compute capability as sm_120", func(m map[string]any) { m["devices"].([]any)[0].(map[string]any)["compute_capability"] = "sm_120" },
 			[]string{`compute_capability "sm_120": want MAJOR.MINOR`}},
 	}

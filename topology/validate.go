@@ -13,6 +13,9 @@ import (
 // (O(GPUs x vertices^2)) slow; real boxes have tens of vertices.
 const maxVertices = 1024
 
+// maxLinkGBps bounds a link's bandwidth per direction (Link.BWGBps).
+const maxLinkGBps = 1e5
+
 // Validate checks the topology and builds its path table. Errors name the
 // element (device, gpu, node or link) and the field, e.g.
 // `link 3 (gpu0-sw9): unknown endpoint "sw9"`. Path queries need a
@@ -113,6 +116,11 @@ func (t *Topology) validate() error {
 		}
 		if !(l.BWGBps > 0) || math.IsInf(l.BWGBps, 0) {
 			return fmt.Errorf("%s: bw_gbps must be > 0, got %v", where, l.BWGBps)
+		}
+		// No link carries 100 TB/s (NVLink 5: 900 GB/s a direction); a
+		// larger figure is bytes per second in a GB/s field.
+		if l.BWGBps > maxLinkGBps {
+			return fmt.Errorf("%s: bw_gbps %v: want GB/s, at most %.0f (54 GB/s is 54, not 54000000000): a value in B/s?", where, l.BWGBps, float64(maxLinkGBps))
 		}
 		if !(l.NCCLBWGBps >= 0) || math.IsInf(l.NCCLBWGBps, 0) {
 			return fmt.Errorf("%s: nccl_bw_gbps must be >= 0, got %v", where, l.NCCLBWGBps)
