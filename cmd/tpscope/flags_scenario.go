@@ -151,8 +151,10 @@ func perfDBError(flag, value string, err error) error {
 
 // costs is the cost source --perf-db names for topo's GPU and the
 // tables of the options' engine and its kernels, nil without the flag;
-// its MoE table must have rows under routing, the schedule's.
-func (f *scenarioFlags) costs(topo *topology.Topology, routing model.Routing, o sim.Options) (sim.CostSource, error) {
+// its MoE table must have rows under routing, the schedule's, unless sc
+// (the scenario, when the caller has one) is a scenario none of whose
+// routed experts the tables price (moePricedByTables).
+func (f *scenarioFlags) costs(topo *topology.Topology, routing model.Routing, o sim.Options, sc *sim.Scenario) (sim.CostSource, error) {
 	if err := f.checkPerfDB(); err != nil || f.perfDB == "" {
 		return nil, err
 	}
@@ -170,7 +172,7 @@ func (f *scenarioFlags) costs(topo *topology.Topology, routing model.Routing, o 
 		own, err := f.db.SystemFor(dev.Name)
 		switch {
 		case err != nil:
-			return f.transferCosts(dev, routing, cfg)
+			return f.transferCosts(dev, routing, cfg, sc)
 		case !f.perfDBBoxes:
 			return nil, flagError("--perf-db-transfer", nil, "%s has system %s measured on the box's GPU (%s); its own tables price it (drop --perf-db-transfer)", f.perfDB, own, dev.Name)
 		}
@@ -197,7 +199,7 @@ func (f *scenarioFlags) costs(topo *topology.Topology, routing model.Routing, o 
 		return nil, perfDBError("--perf-db-system", f.perfDBSystem, err)
 	}
 	// The schedule's MoE routing and the rows that price it are one fact.
-	if err := src.CheckRouting(routing); err != nil {
+	if err := src.CheckRouting(routing); err != nil && (sc == nil || moePricedByTables(*sc, src)) {
 		if f.changed("moe-routing") {
 			return nil, perfDBError("--moe-routing", routing.String(), err)
 		}
@@ -213,7 +215,7 @@ func (f *scenarioFlags) costs(topo *topology.Topology, routing model.Routing, o 
 // transferCosts is --perf-db-transfer's cost source for a GPU dev the
 // database has no tables of: every other system's, nearest memory
 // bandwidth first (perfdb.Donors), read with cfg.
-func (f *scenarioFlags) transferCosts(dev *topology.Device, routing model.Routing, cfg perfdb.SourceConfig) (sim.CostSource, error) {
+func (f *scenarioFlags) transferCosts(dev *topology.Device, routing model.Routing, cfg perfdb.SourceConfig, sc *sim.Scenario) (sim.CostSource, error) {
 	donors, err := perfdb.Donors(f.db, dev.MemBWGBps)
 	if err != nil {
 		return nil, perfDBError("--perf-db", f.perfDB, err)
@@ -223,7 +225,7 @@ func (f *scenarioFlags) transferCosts(dev *topology.Device, routing model.Routin
 	if err != nil {
 		return nil, perfDBError("--perf-db", f.perfDB, err)
 	}
-	if err := xfer.CheckRouting(routing); err != nil {
+	if err := xfer.CheckRouting(routing); err != nil && (sc == nil || moePricedByTables(*sc, xfer)) {
 		if f.changed("moe-routing") {
 			return nil, perfDBError("--moe-routing", routing.String(), err)
 		}
@@ -239,13 +241,14 @@ func (f *scenarioFlags) bindModelFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&f.denseDSA, "dense-dsa", f.denseDSA, "run a DSA model (GLM-5) as dense MLA without the indexer (default: as the box's engines run it: dense on SM12x, which has no DSA sparse kernels; sparse elsewhere)")
 	fs.StringVar(&f.dispatch, "moe-dispatch", f.dispatch, "MoE dispatch under --dp > 1: alltoall or allgather_reducescatter (vLLM's all2all backend)")
 	fs.StringVar(&f.dispatchDtype, "dispatch-dtype", f.dispatchDtype, "payload dtype of the MoE dispatch under --dp > 1: bf16 or fp8")
-	fs.StringVar(&f.moeRouting, "moe-routing", f.moeRouting, "how the MoE router spreads tokens over the experts: uniform (random), or balanced or power-law-ALPHA as aiconfigurator's MoE tables were measured (power-law-1.01, power-law-1.2); with --perf-db the default is the tables' balanced")
+	fs.StringVar(&f.moeRouting, "moe-routing", f.moeRouting, "how the MoE router spreads tokens over the experts: uniform (random), or balanced or power-law-ALPHA as aiconfigurator's MoE tables were measured (power-law-1.01, power-law-1.2); with --perf-db the default is the tables' balanced where their MoE rows price the routed experts")
 }
 
 // routing is the MoE routing the flags name: --moe-routing when set;
 // otherwise, with --perf-db, the routing its MoE tables are read under by
 // default (perfdb.DefaultRouting: balanced), so that the schedule and the
-// rows that price it state one routing; otherwise uniform.
+// rows that price it state one routing (scenario sets uniform back when
+// no row prices the step's routed experts); otherwise uniform.
 func (f *scenarioFlags) routing() (model.Routing, error) {
 	r, err := model.ParseRouting(f.moeRouting)
 	if err != nil {
@@ -548,10 +551,44 @@ func (f *scenarioFlags) scenario() (sim.Scenario, error) {
 		}
 		return sc, usageErrorf("%v", err)
 	}
-	if sc.Costs, err = f.costs(sc.Topo, sc.Build.Routing, sc.Options); err != nil {
+	if sc.Costs, err = f.costs(sc.Topo, sc.Build.Routing, sc.Options, &sc); err != nil {
 		return sc, err
 	}
+	// The tables' balanced routing is the default so that the schedule
+	// and the rows pricing its routed experts state one routing; where
+	// no row prices them (another expert dtype, shape or EP degree than
+	// the tables measured, or no MoE table), the priors price them under
+	// the routing they take without tables.
+	if sc.Costs != nil && !f.changed("moe-routing") && sc.Build.Routing != model.UniformRouting && !moePricedByTables(sc, sc.Costs) {
+		sc.Build.Routing = model.UniformRouting
+	}
 	return sc, nil
+}
+
+// moePricedByTables reports whether src prices the routed experts of sc's
+// step from its MoE rows: it lays the step under the tables' default
+// routing (perfdb.DefaultRouting) and asks src for the first MoE layer,
+// as the prediction would. A model without routed experts has none to
+// price; a step that does not build is the prediction's to report (true:
+// nothing is decided here).
+func moePricedByTables(sc sim.Scenario, src sim.CostSource) bool {
+	if sc.Arch == nil || sc.Arch.RoutedExperts == 0 || sc.Topo == nil || sc.Topo.NumGPUs() == 0 {
+		return false
+	}
+	b := sc.Build
+	b.Routing = perfdb.DefaultRouting
+	s, err := model.BuildWith(sc.Arch, sc.Plan, sc.Workload, b)
+	if err != nil || len(s.Ranks) == 0 {
+		return true
+	}
+	ops := s.Ranks[0]
+	for i := range ops {
+		if ops[i].Role.Module() == model.ModRoutedExperts && ops[i].MoE != nil {
+			_, ok := src.OpCost(ops, s.Modules, i, sc.Topo.DeviceOf(0))
+			return ok
+		}
+	}
+	return false
 }
 
 // override returns the changes the flags the user set make to a recorded
@@ -659,13 +696,13 @@ func (f *scenarioFlags) apply(name string, sc *sim.Scenario) error {
 			sc.Topo, sc.TopoRef, err = f.box()
 		}
 		if err == nil && sc.Costs != nil {
-			sc.Costs, err = f.costs(sc.Topo, sc.Build.Routing, sc.Options)
+			sc.Costs, err = f.costs(sc.Topo, sc.Build.Routing, sc.Options, nil)
 		}
 	case "perf-db", "perf-db-system", "perf-db-transfer":
 		// A recorded scenario keeps the routing it ran under; tables
 		// without rows under it are refused (costs), not silently
 		// re-routed.
-		sc.Costs, err = f.costs(sc.Topo, sc.Build.Routing, sc.Options)
+		sc.Costs, err = f.costs(sc.Topo, sc.Build.Routing, sc.Options, nil)
 	default:
 		for _, of := range sim.OptionFields() {
 			if of.Name == name {

@@ -379,3 +379,61 @@ func TestPlanSaysWhatPricedIt(t *testing.T) {
 		t.Errorf("plan from the priors: exit %d; want the engine line and no costs or routing line:\n%s", code, out)
 	}
 }
+
+// TestPerfDBRoutingWhereNoMoERows: the tables' balanced routing is
+// --perf-db's default so that the schedule and the MoE rows pricing it
+// state one routing. The sample's h200_sxm MoE table has no NVFP4 rows
+// (Hopper runs Kimi-K2.5-NVFP4's experts with Marlin FP4, which the
+// collector did not measure), so the priors price the experts, under
+// the routing they take without tables: no "moe routing" line, and
+// --moe-routing uniform is the same step, not refused as a routing the
+// tables lack (it was; the default had moved the priors' price at batch
+// 64 from 26.5 to 31.3 ms). Where the rows price the experts (the seed
+// box) the default stays balanced.
+func TestPerfDBRoutingWhereNoMoERows(t *testing.T) {
+	db := samplePerfDB(t, true)
+	args := []string{"--model", "kimi-k2.5-nvfp4", "--topo", "h200-nvswitch", "--batch", "64", "--perf-db", db}
+	def := predictLines(t, args...)
+	uni := predictLines(t, append(args, "--moe-routing", "uniform")...)
+	bal := predictLines(t, append(args, "--moe-routing", "balanced")...)
+	if r, ok := def["moe routing"]; ok {
+		t.Errorf("default: moe routing %q, want none (no MoE row prices the experts)", r)
+	}
+	if def["step"] != uni["step"] {
+		t.Errorf("default step %q, --moe-routing uniform %q: want one step", def["step"], uni["step"])
+	}
+	if bal["moe routing"] != "balanced" || bal["step"] == def["step"] {
+		t.Errorf("--moe-routing balanced: routing %q step %q; want balanced and another step than %q", bal["moe routing"], bal["step"], def["step"])
+	}
+	code, out, errs := runCLI(t, append([]string{"predict", "--output", "json"}, args...)...)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	var pr struct {
+		Ops []struct {
+			ID   string `json:"id"`
+			Cost struct {
+				Source string `json:"source"`
+			} `json:"cost"`
+		} `json:"ops"`
+	}
+	if err := json.Unmarshal([]byte(out), &pr); err != nil {
+		t.Fatal(err)
+	}
+	experts := 0
+	for _, op := range pr.Ops {
+		if strings.HasSuffix(op.ID, ".moe.experts_gate_up") {
+			experts++
+			if op.Cost.Source != "prior" {
+				t.Fatalf("%s priced from %q, want the prior", op.ID, op.Cost.Source)
+			}
+		}
+	}
+	if experts == 0 {
+		t.Error("no experts_gate_up op in the JSON")
+	}
+	seed := predictLines(t, "--model", "kimi-k2.5-nvfp4", "--perf-db", db, "--kv-dtype", "bf16")
+	if seed["moe routing"] != "balanced" {
+		t.Errorf("seed box: moe routing %q, want balanced (its MoE rows price the experts)", seed["moe routing"])
+	}
+}

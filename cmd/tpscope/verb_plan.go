@@ -256,7 +256,7 @@ func (o *planOptions) Run(ctx context.Context, args []string, std IO) error {
 		// A box whose GPU the perf DB has no tables of is priced from
 		// the priors (or, with --perf-db-transfer, from the others'
 		// tables), and the sweep says so.
-		src, err := sc.costs(t, build.Routing, space.Options)
+		src, err := sc.costs(t, build.Routing, space.Options, nil)
 		if err != nil && sc.perfDB != "" && len(o.topos) > 1 {
 			fmt.Fprintf(std.Stderr, "plan: %s priced from the priors: %v\n", t.Name, err)
 			src, err = nil, nil
