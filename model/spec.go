@@ -270,6 +270,16 @@ func validateSpec(a *Arch, p Plan, w Workload, s Spec) error {
 		if p.Normalized().DCP > 1 {
 			return serr("method", string(m), "a target plan without DCP (the draft model's cache split is not modelled)")
 		}
+		// vLLM drafts only while the batch's longest sequence and its
+		// drafts fit the draft model's max_model_len (the V1 runner's
+		// _input_fits_in_drafter); past it the step drafts nothing and
+		// verifies placeholders (vllm-project/vllm #58080, #57964), not
+		// the speculative step priced here.
+		if lim := d.MaxModelLenTokens; lim > 0 && w.Context+w.SpecTokens > lim {
+			return &PlanError{What: "workload", Field: "context", Value: strconv.Itoa(w.Context),
+				Want: fmt.Sprintf("at most %d tokens with --spec draft %s: its max_model_len is %d, and vLLM stops drafting once a sequence and its %d drafts pass it",
+					lim-w.SpecTokens, d.Name, lim, w.SpecTokens)}
+		}
 	case SpecNgram, SpecSuffix:
 		if d != nil {
 			return serr("draft_model", s.Draft.String(), fmt.Sprintf("none: %s drafts from the context on the host", m))

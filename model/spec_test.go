@@ -291,3 +291,24 @@ func abs(x float64) float64 {
 	}
 	return x
 }
+
+// TestDraftModelContextBound: vLLM drafts only while a sequence and its K
+// drafts fit the draft model's max_model_len (the V1 runner's
+// _input_fits_in_drafter; vllm-project/vllm #58080: past it the drafts
+// are placeholders that are never accepted). Moonlight-16B-A3B is served
+// at 8192 tokens, so with K = 3 a step at context 8189 drafts and one at
+// 8190 would not: refused naming the context, not priced as drafting.
+func TestDraftModelContextBound(t *testing.T) {
+	kimi, moon := mustPreset(t, "kimi-k2.5"), mustDrafter(t, "moonlight-16b-a3b")
+	o := specOpts(SpecDraftModel, moon)
+	at := func(ctx int) error {
+		return Validate(kimi, Plan{TP: 8}, Workload{Phase: Decode, Batch: 1, Context: ctx, SpecTokens: 3}, o)
+	}
+	if err := at(8189); err != nil {
+		t.Errorf("context 8189: %v", err)
+	}
+	var pe *PlanError
+	if err := at(8190); !errors.As(err, &pe) || pe.Field != "context" || !strings.Contains(pe.Want, "at most 8189 tokens with --spec draft moonlight-16b-a3b: its max_model_len is 8192") {
+		t.Errorf("context 8190: err %v, want the context refused at 8189 tokens", err)
+	}
+}
