@@ -16,6 +16,7 @@ import (
 	"github.com/tpscope/tpscope/advise"
 	"github.com/tpscope/tpscope/model"
 	"github.com/tpscope/tpscope/sim"
+	"github.com/tpscope/tpscope/topology"
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
@@ -79,7 +80,7 @@ func (o *adviseOptions) Bind(fs *pflag.FlagSet) {
 	fs.Var(&o.contexts, "sweep-context", "context lengths of the sweep"+countSuffixHelp)
 	fs.BoolVar(&o.noSweep, "no-sweep", o.noSweep, "skip the batch x context sweep")
 	fs.IntVar(&o.mtpTokens, "mtp-tokens", o.mtpTokens, "speculative tokens of the MTP entry")
-	fs.StringVar(&o.compareTopos, "compare-topos", o.compareTopos, "preset boxes the 'move to' entries try (comma list)")
+	fs.StringVar(&o.compareTopos, "compare-topos", o.compareTopos, "preset boxes the 'move to' entries try (comma list; '' for none)")
 	fs.StringVar(&o.entries, "entries", o.entries, "only these catalog entries (comma list; default all)")
 	fs.StringVar(&o.transfer, "transfer", o.transfer, "other models on which to compare the baseline's settings with stock (comma list; '' for none)")
 }
@@ -100,6 +101,16 @@ func (o *adviseOptions) Run(ctx context.Context, args []string, std IO) error {
 	if o.mtpTokens < 1 || o.mtpTokens > 16 {
 		return flagError("--mtp-tokens", o.mtpTokens, "want 1 to 16")
 	}
+	// The boxes the "move to" entries try, checked before any work: a
+	// misspelt one is the flag's fault, not a row that does not apply;
+	// '' tries none (a nil list would be the catalog's defaults).
+	topos := []string{}
+	for _, name := range splitList(o.compareTopos) {
+		if _, err := topology.Preset(name); err != nil {
+			return causeError("--compare-topos", name, err)
+		}
+		topos = append(topos, name)
+	}
 	// --dense-dsa on a model without DSA still prices the --transfer
 	// models that have it.
 	o.sc.otherModels = len(splitList(o.transfer)) > 0
@@ -111,7 +122,7 @@ func (o *adviseOptions) Run(ctx context.Context, args []string, std IO) error {
 		return err
 	}
 	a, opts := base.Arch, base.Options
-	co := advise.CatalogOptions{MTPTokens: o.mtpTokens, MTPAcceptFrac: opts.MTPAcceptFrac, Topologies: splitList(o.compareTopos)}
+	co := advise.CatalogOptions{MTPTokens: o.mtpTokens, MTPAcceptFrac: opts.MTPAcceptFrac, Topologies: topos}
 	if o.changed("spec-tokens") {
 		// K of the speculative rows (the baseline's own method keeps the
 		// baseline's K, the same when --spec names it).

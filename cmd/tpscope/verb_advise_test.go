@@ -126,7 +126,7 @@ func TestAdviseUnusedFlags(t *testing.T) {
 		{"mtp-tokens, no MTP layer", []string{"advise", "--no-sweep", "--mtp-tokens", "2"},
 			"--mtp-tokens 2: prices only the mtp row, and kimi-k2.5-nvfp4 has no MTP layer"},
 		{"mtp-accept, no MTP layer", []string{"advise", "--no-sweep", "--mtp-accept", "0.9"},
-			"--mtp-accept 0.9: prices only MTP steps: the baseline drafts none, and kimi-k2.5-nvfp4 has no MTP layer"},
+			"--mtp-accept 0.9: want no MTP acceptance: kimi-k2.5-nvfp4 has no MTP layer"},
 		{"mtp-tokens, row left out", []string{"advise", "--model", "deepseek-v3", "--no-sweep", "--entries", "fp8-kv", "--mtp-tokens", "2"},
 			"--mtp-tokens 2: prices only the mtp row, and --entries leaves out the mtp row"},
 	})
@@ -137,6 +137,27 @@ func TestAdviseUnusedFlags(t *testing.T) {
 		if code, _, errs := runCLI(t, args...); code != 0 {
 			t.Errorf("%v: exit %d: %s", args, code, errs)
 		}
+	}
+}
+
+// TestAdviseCompareTopos: a box --compare-topos cannot resolve is the
+// flag's fault, one line before any work (it had become a "box-nope: no,
+// unknown preset" row among the priced ones); ” tries no box (it had
+// tried the default two).
+func TestAdviseCompareTopos(t *testing.T) {
+	checkUsageErrors(t, []usageCase{
+		{"misspelt box", []string{"advise", "--no-sweep", "--compare-topos", "h200-nvswtich"}, `--compare-topos h200-nvswtich: unknown preset "h200-nvswtich"`},
+	})
+	code, out, stderr := runCLI(t, "advise", "--no-sweep", "--compare-topos", "", "--output", "csv")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	if strings.Contains(out, "box-") {
+		t.Errorf("--compare-topos '' priced a box entry:\n%s", out)
+	}
+	code, out, stderr = runCLI(t, "advise", "--no-sweep", "--compare-topos", "h200-nvswitch-gen4", "--output", "csv")
+	if code != 0 || !strings.Contains(out, "box-h200-nvswitch-gen4") || strings.Contains(out, "box-rtxpro6000-switch") {
+		t.Errorf("--compare-topos h200-nvswitch-gen4: exit %d (%s), want its row and no other box's:\n%s", code, stderr, out)
 	}
 }
 
