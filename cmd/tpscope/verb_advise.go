@@ -48,6 +48,46 @@ the DeepSeek-V3 report's 85-90 %).`,
 	New:     func() Options { return newAdviseOptions() },
 }
 
+// sweepContexts is the sweep's contexts: --sweep-context, every one at
+// most the model's max_model_len (a longer one is a step no engine serves:
+// its cells would read as not fitting), or the defaults up to it, the
+// rest left out with a line on stderr. A sweep flag beside --no-sweep
+// would change nothing and is refused.
+func (o *adviseOptions) sweepContexts(a *model.Arch, std IO) ([]int, error) {
+	if o.noSweep {
+		for _, name := range []string{"sweep-batch", "sweep-context"} {
+			if o.changed(name) {
+				return nil, flagError("--"+name, o.fs.Lookup(name).Value.String(), "want no sweep grid beside --no-sweep, which skips the sweep")
+			}
+		}
+		return o.contexts.v, nil
+	}
+	lim := a.MaxModelLenTokens
+	if lim <= 0 {
+		return o.contexts.v, nil
+	}
+	var keep, over []string
+	var kept []int
+	for _, c := range o.contexts.v {
+		if c > lim {
+			over = append(over, strconv.Itoa(c))
+			continue
+		}
+		kept = append(kept, c)
+		keep = append(keep, strconv.Itoa(c))
+	}
+	switch {
+	case len(over) == 0:
+		return kept, nil
+	case o.changed("sweep-context"):
+		return nil, flagError("--sweep-context", o.fs.Lookup("sweep-context").Value.String(), "want contexts of at most %d tokens, the max_model_len %s is served at (%s above it)", lim, a.Name, strings.Join(over, ", "))
+	case len(kept) == 0:
+		return nil, flagError("--sweep-context", nil, "want contexts of at most %d tokens, the max_model_len %s is served at: every default context is above it", lim, a.Name)
+	}
+	fmt.Fprintf(std.Stderr, "advise: the sweep leaves out the default contexts %s, above the max_model_len %s is served at (%d tokens)\n", strings.Join(over, ", "), a.Name, lim)
+	return kept, nil
+}
+
 // adviseOptions are advise's flags.
 type adviseOptions struct {
 	boundFlags
@@ -122,6 +162,10 @@ func (o *adviseOptions) Run(ctx context.Context, args []string, std IO) error {
 		return err
 	}
 	a, opts := base.Arch, base.Options
+	contexts, err := o.sweepContexts(a, std)
+	if err != nil {
+		return err
+	}
 	co := advise.CatalogOptions{MTPTokens: o.mtpTokens, MTPAcceptFrac: opts.MTPAcceptFrac, Topologies: topos}
 	if o.changed("spec-tokens") {
 		// K of the speculative rows (the baseline's own method keeps the
@@ -154,7 +198,7 @@ func (o *adviseOptions) Run(ctx context.Context, args []string, std IO) error {
 		others = append(others, m)
 	}
 	in := advise.Input{Transfer: others, Base: base, ImplyDenseDSA: !o.changed("dense-dsa"),
-		Entries: cat, Batches: o.batches.v, Contexts: o.contexts.v, NoSweep: o.noSweep, ThresholdFrac: o.threshold}
+		Entries: cat, Batches: o.batches.v, Contexts: contexts, NoSweep: o.noSweep, ThresholdFrac: o.threshold}
 	bar := newLazyBar(std.Stderr, "advise sweep")
 	in.Progress = bar.update
 	adv, err := advise.Advise(in)
@@ -188,19 +232,12 @@ func (o *adviseOptions) Run(ctx context.Context, args []string, std IO) error {
 	})
 }
 
-// checkUnused refuses flags that would price nothing: the sweep's lists
-// beside --no-sweep, and the MTP row's --mtp-tokens (and an --mtp-accept
-// no MTP step reads) when that row is left out by --entries or the model
-// has no MTP layer to draft with. Taken in silence, each would read as
-// part of the advice.
+// checkUnused refuses flags that would price nothing: the MTP row's
+// --mtp-tokens (and an --mtp-accept no MTP step reads) when that row is
+// left out by --entries or the model has no MTP layer to draft with (the
+// sweep's lists beside --no-sweep are sweepContexts'). Taken in silence,
+// each would read as part of the advice.
 func (o *adviseOptions) checkUnused(base sim.Scenario, cat []advise.Entry) error {
-	if o.noSweep {
-		for _, n := range []string{"sweep-batch", "sweep-context"} {
-			if o.changed(n) {
-				return flagError("--"+n+" with --no-sweep", nil, "the sweep is skipped: drop one of them")
-			}
-		}
-	}
 	mtpRow := slices.ContainsFunc(cat, func(e advise.Entry) bool { return e.Name == "mtp" })
 	why := model.NoMTPDraft(base.Arch)
 	if why == "" && !mtpRow {

@@ -121,8 +121,8 @@ func TestAdviseBadFlags(t *testing.T) {
 // Where the MTP row or an MTP baseline reads them, they run.
 func TestAdviseUnusedFlags(t *testing.T) {
 	checkUsageErrors(t, []usageCase{
-		{"sweep-batch", []string{"advise", "--no-sweep", "--sweep-batch", "1,2"}, "--sweep-batch with --no-sweep: the sweep is skipped"},
-		{"sweep-context", []string{"advise", "--sweep-context", "4096", "--no-sweep"}, "--sweep-context with --no-sweep: the sweep is skipped"},
+		{"sweep-batch", []string{"advise", "--no-sweep", "--sweep-batch", "1,2"}, "want no sweep grid beside --no-sweep"},
+		{"sweep-context", []string{"advise", "--sweep-context", "4096", "--no-sweep"}, "want no sweep grid beside --no-sweep"},
 		{"mtp-tokens, no MTP layer", []string{"advise", "--no-sweep", "--mtp-tokens", "2"},
 			"--mtp-tokens 2: prices only the mtp row, and kimi-k2.5-nvfp4 has no MTP layer"},
 		{"mtp-accept, no MTP layer", []string{"advise", "--no-sweep", "--mtp-accept", "0.9"},
@@ -142,8 +142,8 @@ func TestAdviseUnusedFlags(t *testing.T) {
 
 // TestAdviseCompareTopos: a box --compare-topos cannot resolve is the
 // flag's fault, one line before any work (it had become a "box-nope: no,
-// unknown preset" row among the priced ones); ” tries no box (it had
-// tried the default two).
+// unknown preset" row among the priced ones); an empty list tries no box
+// (it had tried the default two).
 func TestAdviseCompareTopos(t *testing.T) {
 	checkUsageErrors(t, []usageCase{
 		{"misspelt box", []string{"advise", "--no-sweep", "--compare-topos", "h200-nvswtich"}, `--compare-topos h200-nvswtich: unknown preset "h200-nvswtich"`},
@@ -158,6 +158,32 @@ func TestAdviseCompareTopos(t *testing.T) {
 	code, out, stderr = runCLI(t, "advise", "--no-sweep", "--compare-topos", "h200-nvswitch-gen4", "--output", "csv")
 	if code != 0 || !strings.Contains(out, "box-h200-nvswitch-gen4") || strings.Contains(out, "box-rtxpro6000-switch") {
 		t.Errorf("--compare-topos h200-nvswitch-gen4: exit %d (%s), want its row and no other box's:\n%s", code, stderr, out)
+	}
+}
+
+// TestAdviseSweepContexts: the sweep's contexts stay within the model's
+// max_model_len, past which no engine serves a step: a cell there had
+// read as not fitting ("never reaches the threshold in the sweep").
+// --sweep-context above it is refused; the defaults above it are left
+// out, and stderr says which (Moonlight-16B-A3B: 8192 tokens, so 1024
+// and 4096 of the defaults stay). A sweep flag beside --no-sweep is
+// refused, as it changes nothing.
+func TestAdviseSweepContexts(t *testing.T) {
+	checkUsageErrors(t, []usageCase{
+		{"context above max_model_len", []string{"advise", "--sweep-context", "1M"},
+			"--sweep-context 1048576: want contexts of at most 262144 tokens, the max_model_len kimi-k2.5-nvfp4 is served at"},
+		{"sweep batch without a sweep", []string{"advise", "--no-sweep", "--sweep-batch", "1,2"}, "--sweep-batch 1,2: want no sweep grid beside --no-sweep"},
+		{"sweep context without a sweep", []string{"advise", "--no-sweep", "--sweep-context", "4K"}, "--sweep-context 4096: want no sweep grid beside --no-sweep"},
+	})
+	code, out, stderr := runCLI(t, "advise", "--model", "moonlight-16b-a3b", "--sweep-batch", "1", "--entries", "fp8-kv")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	if !strings.Contains(stderr, "leaves out the default contexts 16384, 32768, 65536, 131072, above the max_model_len moonlight-16b-a3b is served at (8192 tokens)") {
+		t.Errorf("stderr %q: want the default contexts above 8192 named", stderr)
+	}
+	if !strings.Contains(out, "(sweep: batch 1 x context 1024,4096;") {
+		t.Errorf("want a sweep of contexts 1024 and 4096:\n%s", out)
 	}
 }
 
