@@ -194,16 +194,40 @@ func TestRecordedScenarioFacts(t *testing.T) {
 	}
 }
 
-// TestRecordedScenarioOptionToZero: an option flag set to its zero value
-// over a recorded run (--cuda-graphs=false over the H200 graph run)
-// re-prices it as an override; the codec writes false as nothing, which
-// the override once fed back to the bool parser ('"": want true or
-// false', every scenario left out).
-func TestRecordedScenarioOptionToZero(t *testing.T) {
-	const trace = "../../exec/cuda/testdata/h200/h200-kimi-k2.5-tp8-rank0-graph-b8-catalog.otlp.jsonl.gz"
-	code, out, stderr := runCLI(t, "compare", "--trace", trace, "--cuda-graphs=false", "--output", "json")
+// TestRecordedScenarioGraphs: a recorded trace's CUDA graphs are how it
+// ran, for compare and report as for calibrate and profiler traces:
+// --cuda-graphs against them is refused in one line naming the flag, the
+// file and the recorded value (exit 2, nothing written); it had re-priced
+// the H200 graph run as eager and compared the two. The recorded value
+// itself passes, and false over the eager run reads back through the
+// options codec, which writes false as nothing (the override once fed ""
+// to the bool parser: '"": want true or false', every scenario left out).
+func TestRecordedScenarioGraphs(t *testing.T) {
+	const graph = "../../exec/cuda/testdata/h200/h200-kimi-k2.5-tp8-rank0-graph-b8-catalog.otlp.jsonl.gz"
+	const eager = "../../exec/cuda/testdata/h200/h200-kimi-k2.5-tp8-rank0-eager.otlp.jsonl.gz"
+	html := filepath.Join(t.TempDir(), "r.html")
+	for _, tc := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"compare graphs off", []string{"compare", "--trace", graph, "--cuda-graphs=false"}, "--cuda-graphs false: " + graph + " measured CUDA graphs on"},
+		{"compare graphs on", []string{"compare", "--trace", eager, "--cuda-graphs"}, "--cuda-graphs true: " + eager + " measured CUDA graphs off"},
+		{"report graphs off", []string{"report", "--trace", graph, "--cuda-graphs=false", "-o", html}, "--cuda-graphs false: " + graph + " measured CUDA graphs on"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, out, stderr := runCLI(t, tc.args...)
+			if code != 2 || out != "" || !strings.Contains(stderr, tc.want) || strings.Count(strings.TrimSpace(stderr), "\n") > 0 {
+				t.Errorf("exit %d, stdout %d bytes, stderr %q; want 2, nothing on stdout and one line with %q", code, len(out), stderr, tc.want)
+			}
+			if _, err := os.Stat(html); err == nil {
+				t.Fatalf("%s was written", html)
+			}
+		})
+	}
+	code, out, stderr := runCLI(t, "compare", "--trace", eager, "--cuda-graphs=false", "--output", "json")
 	if code != 0 {
-		t.Fatalf("exit %d: %s", code, stderr)
+		t.Fatalf("the recorded value: exit %d: %s", code, stderr)
 	}
 	var rep struct {
 		Scenarios []struct {
@@ -218,8 +242,8 @@ func TestRecordedScenarioOptionToZero(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &rep); err != nil || len(rep.Scenarios) != 1 {
 		t.Fatalf("%v, %d scenarios", err, len(rep.Scenarios))
 	}
-	if sr := rep.Scenarios[0]; !strings.Contains(sr.From, "overridden by --cuda-graphs false") || sr.Scenario.Options.CUDAGraphs != nil && *sr.Scenario.Options.CUDAGraphs {
-		t.Errorf("from %q, cuda_graphs %v: want the override named and no CUDA graphs", sr.From, sr.Scenario.Options.CUDAGraphs)
+	if sr := rep.Scenarios[0]; sr.From != "recorded in the trace" || sr.Scenario.Options.CUDAGraphs != nil && *sr.Scenario.Options.CUDAGraphs {
+		t.Errorf("from %q, cuda_graphs %v: want the recorded eager scenario, nothing overridden", sr.From, sr.Scenario.Options.CUDAGraphs)
 	}
 }
 

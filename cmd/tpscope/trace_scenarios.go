@@ -339,9 +339,9 @@ const recordedWhy = "a trace's model, plan and workload are what it measured; --
 // or workload than the trace src measured (was): those flags say what a
 // trace measured, and predicting another would compare (or fit) two runs
 // as one. The box, the run-time options and the cost tables re-price the
-// trace and stay overrides, except, for calibrate, the CUDA graphs the
-// trace ran with: the box is fitted to how it ran (its kernel floors and
-// launch ramps differ with and without graphs), which no flag changes.
+// trace and stay overrides, except the CUDA graphs the trace ran with:
+// its launches and kernel floors are those of how it ran (calibrate fits
+// the box to them), which no flag changes, as for profiler traces.
 func (f *scenarioFlags) checkFacts(src string, was sim.Scenario, calibrate bool) error {
 	p, w := was.Plan.Normalized(), was.Workload.Normalized()
 	fact := func(flags []string, what, trace, passed string) traceFact {
@@ -371,10 +371,14 @@ func (f *scenarioFlags) checkFacts(src string, was sim.Scenario, calibrate bool)
 		facts = append(facts, fact([]string{"kv-dtype"}, "KV dtype", string(w.KVDtypeFor(was.Arch)), string(fw.KVDtypeFor(was.Arch))),
 			fact([]string{"mtp", "spec-tokens"}, "speculative tokens per step", fmt.Sprint(w.SpecTokens), fmt.Sprint(fw.SpecTokens)))
 	}
+	// CUDA graphs are how the trace ran, not an option to re-price it
+	// with: its launches and kernel floors are those of a graph replay or
+	// of eager launches (profiler traces hold the same, profilerFacts).
+	graphsWhy := "a trace's CUDA graphs are how it ran: its launches and kernel floors are of that run, which no flag re-prices"
 	if calibrate {
-		facts = append(facts, newTraceFact([]string{"cuda-graphs"}, "CUDA graphs", onOff(was.Options.CUDAGraphs), onOff(f.opts.CUDAGraphs),
-			"calibrate fits the box to how the trace ran, whose kernel floors and launch ramps differ with and without CUDA graphs"))
+		graphsWhy = "calibrate fits the box to how the trace ran, whose kernel floors and launch ramps differ with and without CUDA graphs"
 	}
+	facts = append(facts, newTraceFact([]string{"cuda-graphs"}, "CUDA graphs", onOff(was.Options.CUDAGraphs), onOff(f.opts.CUDAGraphs), graphsWhy))
 	return f.refuseContradicted(src, facts)
 }
 

@@ -34,8 +34,9 @@ Inputs (any combination):
   --trace SRC    traces, as 'tpscope compare' reads them (OTLP JSON from
                  'tpscope run', Jaeger, PyTorch-profiler Kineto JSON);
                  repeatable. Each scenario they record is predicted and
-                 compared as compare does: --model and the plan and workload
-                 flags must agree with it, --topo and the options override it
+                 compared as compare does: --model, the plan and workload
+                 flags and --cuda-graphs must agree with it, --topo and the
+                 other options override it
                  (all of them are the scenario of Kineto traces, which record
                  none); one step is drawn (the one nearest the
                  median step time) and every op's hover holds its median and
