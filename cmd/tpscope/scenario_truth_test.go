@@ -695,3 +695,45 @@ func TestKinetoTraceEngine(t *testing.T) {
 		t.Errorf("vLLM trace under the default engine: exit %d; want no engine line:\n%s", code, out)
 	}
 }
+
+// TestRecordedScenarioEngine: the engine a recorded trace names ran it
+// (tpscope's executor: its own kernels), as a profiler trace's step ranges
+// name theirs. Another --engine is refused on compare, report and
+// calibrate in one line naming the flag, the file and the recorded engine
+// (exit 2, nothing written): compare had priced vLLM's kernels against the
+// executor's measured ones, and calibrate fitted the executor's kernel
+// times as vLLM's. The recorded engine (by name or at its version) passes.
+func TestRecordedScenarioEngine(t *testing.T) {
+	const h200 = "../../exec/cuda/testdata/h200/h200-kimi-k2.5-tp8-rank0-graph-b8-catalog.otlp.jsonl.gz"
+	cpu := filepath.Join(cpuRanksDir, "cpu4-tiny-mla-moe-tp4-b1-eager.otlp.jsonl.gz")
+	cpuBox := filepath.Join(cpuRanksDir, "cpu-4r.json") // recorded before boxes travelled in traces
+	dir := t.TempDir()
+	box, html := filepath.Join(dir, "box.json"), filepath.Join(dir, "r.html")
+	for _, tc := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"compare vllm", []string{"compare", "--trace", h200, "--engine", "vllm"}, "--engine vllm: " + h200 + " measured engine executor"},
+		{"compare sglang", []string{"compare", "--trace", cpu, "--topo", cpuBox, "--engine", "sglang@0.5"}, "--engine sglang@0.5: " + cpu + " measured engine executor"},
+		{"report", []string{"report", "--trace", h200, "--engine", "vllm", "-o", html}, "--engine vllm: " + h200 + " measured engine executor"},
+		{"calibrate", []string{"calibrate", "--trace", cpu, "--topo", cpuBox, "--engine", "vllm", "--force", "-o", box}, "--engine vllm: " + cpu + " measured engine executor"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, out, stderr := runCLI(t, tc.args...)
+			if code != 2 || out != "" || !strings.Contains(stderr, tc.want) || strings.Count(strings.TrimSpace(stderr), "\n") > 0 {
+				t.Errorf("exit %d, stdout %d bytes, stderr %q; want 2, nothing on stdout and one line with %q", code, len(out), stderr, tc.want)
+			}
+			for _, f := range []string{box, html} {
+				if _, err := os.Stat(f); err == nil {
+					t.Fatalf("%s was written", f)
+				}
+			}
+		})
+	}
+	for _, eng := range []string{"executor", "executor@1"} {
+		if code, _, stderr := runCLI(t, "compare", "--trace", h200, "--engine", eng); code != 0 {
+			t.Errorf("--engine %s, the recorded engine: exit %d: %s", eng, code, stderr)
+		}
+	}
+}

@@ -379,6 +379,16 @@ func (f *scenarioFlags) checkFacts(src string, was sim.Scenario, calibrate bool)
 		graphsWhy = "calibrate fits the box to how the trace ran, whose kernel floors and launch ramps differ with and without CUDA graphs"
 	}
 	facts = append(facts, newTraceFact([]string{"cuda-graphs"}, "CUDA graphs", onOff(was.Options.CUDAGraphs), onOff(f.opts.CUDAGraphs), graphsWhy))
+	// The engine a trace names ran its kernels (tpscope's executor for
+	// its own runs), as a profiler trace's ranges name theirs: another
+	// engine's kernels priced against them compare (or fit) two programs
+	// as one. A trace that names none says nothing here.
+	if ran := was.Options.Engine; !ran.IsZero() {
+		ft := newTraceFact([]string{"engine"}, "engine", ran.Name, effectiveEngine(f.opts.Engine),
+			"a trace's engine ran its kernels, which another engine's profile does not price")
+		ft.fix = "pass --engine " + ran.Name + ", or leave --engine out"
+		facts = append(facts, ft)
+	}
 	return f.refuseContradicted(src, facts)
 }
 
