@@ -670,6 +670,12 @@ func (f *scenarioFlags) apply(name string, sc *sim.Scenario) error {
 	case "context":
 		sc.Workload.Context = f.context
 	case "mtp":
+		// --mtp N is --spec mtp --spec-tokens N (specMethodFlag): over a
+		// recorded scenario of another method it names MTP, as it does
+		// for predict, not that method at N tokens.
+		if !f.changed("spec") {
+			sc.Build.Spec = model.Spec{}
+		}
 		sc.Workload.SpecTokens = f.mtp
 	case "spec", "spec-tokens", "spec-topk", "spec-steps", "draft-model", "draft-tp", "spec-accept-file":
 		err = f.applySpec(name, sc)

@@ -737,3 +737,48 @@ func TestRecordedScenarioEngine(t *testing.T) {
 		}
 	}
 }
+
+// TestRecordedScenarioSpec: speculative decoding is part of what a trace
+// measured (its draft ops and tokens per step), whichever flag sets it:
+// --spec over a run without speculation is refused as --mtp and
+// --spec-tokens are (it had priced three draft tokens a step against a
+// plain run), and another method at the recorded tokens over an EAGLE-3
+// run too (--spec mtp --spec-tokens 3 had priced MTP's ops against the
+// EAGLE-3 head's, 'overridden by --spec mtp'). One line naming the flag,
+// the file and what it recorded; the recorded speculation passes.
+func TestRecordedScenarioSpec(t *testing.T) {
+	const h200 = "../../exec/cuda/testdata/h200/h200-kimi-k2.5-tp8-rank0-graph-b8-catalog.otlp.jsonl.gz"
+	dir := t.TempDir()
+	eagle := filepath.Join(dir, "eagle3.otlp.jsonl")
+	box := filepath.Join(cpuRanksDir, "cpu-4r.json")
+	if code, _, stderr := runCLI(t, "run", "--backend", "cpu", "--model", "tiny-mla-moe", "--tp", "2", "--batch", "2", "--context", "256",
+		"--steps", "2", "--warmup", "1", "--spec", "eagle3", "--topo", box, "--trace", "file:"+eagle); code != 0 {
+		t.Fatalf("run --spec eagle3: exit %d: %s", code, stderr)
+	}
+	out := filepath.Join(dir, "box.json")
+	for _, tc := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"spec over none", []string{"compare", "--trace", h200, "--spec", "eagle3"}, "--spec eagle3: " + h200 + " measured speculative decoding none"},
+		{"calibrate spec over none", []string{"calibrate", "--trace", h200, "--spec", "eagle3", "--force", "-o", out}, "--spec eagle3: " + h200 + " measured speculative decoding none"},
+		{"another method", []string{"compare", "--trace", eagle, "--spec", "mtp", "--spec-tokens", "3"}, "--spec mtp: " + eagle + " measured speculative decoding eagle3(tiny-mla-moe-eagle3) k3"},
+		{"other tokens", []string{"compare", "--trace", eagle, "--spec-tokens", "2"}, "--spec-tokens 2: " + eagle + " measured speculative decoding eagle3(tiny-mla-moe-eagle3) k3"},
+		// --mtp N is --spec mtp --spec-tokens N, here too.
+		{"mtp at the recorded tokens", []string{"compare", "--trace", eagle, "--mtp", "3"}, "--mtp 3: " + eagle + " measured speculative decoding eagle3(tiny-mla-moe-eagle3) k3"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, stdout, stderr := runCLI(t, tc.args...)
+			if code != 2 || stdout != "" || !strings.Contains(stderr, tc.want) || strings.Count(strings.TrimSpace(stderr), "\n") > 0 {
+				t.Errorf("exit %d, stdout %d bytes, stderr %q; want 2, nothing on stdout and one line with %q", code, len(stdout), stderr, tc.want)
+			}
+			if _, err := os.Stat(out); err == nil {
+				t.Fatalf("%s was written", out)
+			}
+		})
+	}
+	if code, _, stderr := runCLI(t, "compare", "--trace", eagle, "--spec", "eagle3", "--spec-tokens", "3"); code != 0 {
+		t.Errorf("the recorded speculation: exit %d: %s", code, stderr)
+	}
+}

@@ -363,13 +363,26 @@ func (f *scenarioFlags) checkFacts(src string, was sim.Scenario, calibrate bool)
 		}
 		facts = append(facts, fact([]string{"model"}, "model", was.Arch.Name, a.Name))
 	}
-	if f.anyChanged("kv-dtype", "mtp", "spec-tokens") {
+	if f.changed("kv-dtype") {
 		fw, err := f.workload()
 		if err != nil {
 			return err
 		}
-		facts = append(facts, fact([]string{"kv-dtype"}, "KV dtype", string(w.KVDtypeFor(was.Arch)), string(fw.KVDtypeFor(was.Arch))),
-			fact([]string{"mtp", "spec-tokens"}, "speculative tokens per step", fmt.Sprint(w.SpecTokens), fmt.Sprint(fw.SpecTokens)))
+		facts = append(facts, fact([]string{"kv-dtype"}, "KV dtype", string(w.KVDtypeFor(was.Arch)), string(fw.KVDtypeFor(was.Arch))))
+	}
+	// Speculative decoding is what the trace ran (its draft ops, its
+	// tokens per step), whichever flag names it: the recorded scenario
+	// with the speculative flags applied must be the recorded one.
+	if f.anyChanged(specShapeFlags...) {
+		asked := was
+		for _, name := range specShapeFlags {
+			if f.changed(name) {
+				if err := f.apply(name, &asked); err != nil {
+					return err
+				}
+			}
+		}
+		facts = append(facts, fact(specShapeFlags, "speculative decoding", specText(was), specText(asked)))
 	}
 	// CUDA graphs are how the trace ran, not an option to re-price it
 	// with: its launches and kernel floors are those of a graph replay or
@@ -390,6 +403,20 @@ func (f *scenarioFlags) checkFacts(src string, was sim.Scenario, calibrate bool)
 		facts = append(facts, ft)
 	}
 	return f.refuseContradicted(src, facts)
+}
+
+// specShapeFlags are the flags that say which speculative decoding a step
+// runs (method, tokens, tree, drafter), named in this order when several
+// contradict a trace.
+var specShapeFlags = []string{"spec", "mtp", "spec-tokens", "spec-topk", "spec-steps", "draft-model", "draft-tp"}
+
+// specText is sc's speculative decoding as a message names it: its method,
+// drafter and tokens per step ("eagle3(tiny-mla-moe-eagle3) k3"), or none.
+func specText(sc sim.Scenario) string {
+	if s := sc.Build.Spec.String(sc.Workload); s != "" {
+		return s
+	}
+	return "none"
 }
 
 // profilerWhy is why what a profiler trace's steps record wins over a
