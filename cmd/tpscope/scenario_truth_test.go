@@ -782,3 +782,25 @@ func TestRecordedScenarioSpec(t *testing.T) {
 		t.Errorf("the recorded speculation: exit %d: %s", code, stderr)
 	}
 }
+
+// TestRecordedScenarioGraphSizes: the capture sizes a recorded run was
+// replayed with are how it ran, as its CUDA graphs are: --graph-sizes that
+// would pad its batch to another size (16,32 over the batch-8 graph run
+// had priced batch 16 against it, +12.5 % where the run's own batch gives
+// -10.1 %, said only in the 'left out' table) or leave it uncaptured
+// (1,2,4: priced eager) is refused in one line naming the flag, the file
+// and the graph it ran; over an eager run capture sizes price nothing and
+// are refused too. Sizes that keep the recorded graph pass.
+func TestRecordedScenarioGraphSizes(t *testing.T) {
+	const graph = "../../exec/cuda/testdata/h200/h200-kimi-k2.5-tp8-rank0-graph-b8-catalog.otlp.jsonl.gz"
+	const eager = "../../exec/cuda/testdata/h200/h200-kimi-k2.5-tp8-rank0-eager.otlp.jsonl.gz"
+	checkUsageErrors(t, []usageCase{
+		{"pads to another batch", []string{"compare", "--trace", graph, "--graph-sizes", "16,32"}, "--graph-sizes 16+32: " + graph + " measured CUDA graph replay of batch 8"},
+		{"leaves it eager", []string{"compare", "--trace", graph, "--graph-sizes", "1,2,4"}, "--graph-sizes 1+2+4: " + graph + " measured CUDA graph replay of batch 8"},
+		{"calibrate", []string{"calibrate", "--trace", graph, "--graph-sizes", "16,32", "-o", filepath.Join(t.TempDir(), "box.json")}, "--graph-sizes 16+32: " + graph + " measured CUDA graph replay of batch 8"},
+		{"over an eager run", []string{"compare", "--trace", eager, "--graph-sizes", "8,16"}, "--graph-sizes 8+16: " + eager + " measured CUDA graphs off"},
+	})
+	if code, _, stderr := runCLI(t, "compare", "--trace", graph, "--graph-sizes", "4,8,16"); code != 0 {
+		t.Errorf("sizes that keep the recorded graph: exit %d: %s", code, stderr)
+	}
+}

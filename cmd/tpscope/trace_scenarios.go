@@ -402,7 +402,36 @@ func (f *scenarioFlags) checkFacts(src string, was sim.Scenario, calibrate bool)
 		ft.fix = "pass --engine " + ran.Name + ", or leave --engine out"
 		facts = append(facts, ft)
 	}
+	if f.changed("graph-sizes") {
+		facts = append(facts, f.graphSizesFact(was))
+	}
 	return f.refuseContradicted(src, facts)
+}
+
+// graphSizesFact holds --graph-sizes against the step a recorded run
+// replayed: the capture sizes it ran with are how it ran, as its CUDA
+// graphs are, so sizes that pad its batch to another capture or leave it
+// uncaptured would price another step; over an eager run they price
+// nothing at all.
+func (f *scenarioFlags) graphSizesFact(was sim.Scenario) traceFact {
+	if !was.Options.CUDAGraphs {
+		return traceFact{flags: []string{"graph-sizes"}, what: "CUDA graphs", trace: "off",
+			why: "capture sizes price nothing in a run without CUDA graphs"}
+	}
+	replay := func(o sim.Options, ran int) string {
+		d := model.NewDeployment(was.Plan, was.Workload, o.GraphCapture())
+		switch {
+		case !d.Graphed:
+			return "none (eager steps)"
+		case ran > 0:
+			return fmt.Sprintf("of batch %d", ran)
+		}
+		return fmt.Sprintf("of batch %d", d.PaddedBatch)
+	}
+	asked := was.Options
+	asked.GraphSizes = f.opts.GraphSizes
+	return newTraceFact([]string{"graph-sizes"}, "CUDA graph replay", replay(was.Options, was.RunBatch), replay(asked, 0),
+		"the capture sizes a run replayed its step with are how it ran: others would price a step of another batch, or eager")
 }
 
 // specShapeFlags are the flags that say which speculative decoding a step

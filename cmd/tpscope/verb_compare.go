@@ -106,8 +106,8 @@ var compareVerb = &Verb{
 	Long: `Reads traces (OTLP-JSON files from 'tpscope run', Jaeger, or PyTorch-profiler
 Kineto traces), predicts the scenario each step span records (the whole scenario as
 tpscope.scenario, its box included, so a moved trace compares anywhere; --model and
-the plan and workload flags, --cuda-graphs and --engine (how it ran) must agree with
-what it measured; --topo and the other options override their field and are named in the
+the plan and workload flags, --cuda-graphs, --graph-sizes and --engine (how it ran)
+must agree with what it measured; --topo and the other options override their field and are named in the
 output, a default never does)
 and aligns measured spans with predicted ops. A Kineto trace records no scenario: it
 needs --model, --batch and --context; what its steps record is taken and checked, not

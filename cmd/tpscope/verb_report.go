@@ -35,11 +35,11 @@ Inputs (any combination):
                  'tpscope run', Jaeger, PyTorch-profiler Kineto JSON);
                  repeatable. Each scenario they record is predicted and
                  compared as compare does: --model, the plan and workload
-                 flags, --cuda-graphs and --engine must agree with it,
-                 --topo and the other options override it (all of them are
-                 the scenario of Kineto traces, which record none); one
-                 step is drawn (the one nearest the
-                 median step time) and every op's hover holds its median and
+                 flags, --cuda-graphs, --graph-sizes and --engine must agree
+                 with it, --topo and the other options override it (all of
+                 them are the scenario of Kineto traces, which record none);
+                 one step is drawn (the one nearest the median step time)
+                 and every op's hover holds its median and
                  spread over all steps. A cut or damaged trace is an error
                  naming the file and the byte where it ends; with
                  --allow-partial its complete steps are drawn instead.
