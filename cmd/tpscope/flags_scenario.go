@@ -621,7 +621,16 @@ func (f *scenarioFlags) override() func(*sim.Scenario) error {
 		if err := f.checkDispatch(sc.Arch, sc.Plan); err != nil {
 			return err
 		}
-		return f.checkAccept(*sc)
+		if err := f.checkAccept(*sc); err != nil {
+			return err
+		}
+		// A kernel or option the scenario's engine does not have would be
+		// named as an override and priced as nothing: refused, as
+		// scenario refuses it.
+		if err := sc.CheckEngine(); err != nil {
+			return usageErrorf("%v", err)
+		}
+		return nil
 	}
 }
 

@@ -804,3 +804,29 @@ func TestRecordedScenarioGraphSizes(t *testing.T) {
 		t.Errorf("sizes that keep the recorded graph: exit %d: %s", code, stderr)
 	}
 }
+
+// TestRecordedScenarioOverrideChecked: an option that overrides a recorded
+// scenario is checked as predict checks it, before any work: a kernel the
+// trace's engine does not have (the executor has no FLASHMLA backend and no
+// Marlin MoE kernel) had been named as an override and priced as nothing
+// (the step unchanged at 12345.4 us); an option the scenario cannot take
+// had ended as 'no scenario of the traces could be compared', exit 1. Now
+// one line naming the flag, exit 2.
+func TestRecordedScenarioOverrideChecked(t *testing.T) {
+	const h200 = "../../exec/cuda/testdata/h200/h200-kimi-k2.5-tp8-rank0-graph-b8-catalog.otlp.jsonl.gz"
+	cpu := filepath.Join(cpuRanksDir, "cpu4-tiny-mla-moe-tp4-b1-eager.otlp.jsonl.gz")
+	box := filepath.Join(cpuRanksDir, "cpu-4r.json")
+	for _, tc := range []usageCase{
+		{"attention backend", []string{"compare", "--trace", h200, "--attention-backend", "FLASHMLA"}, "--attention-backend flashmla: executor@1 has no attention backend"},
+		{"moe kernel", []string{"compare", "--trace", h200, "--moe-kernel", "marlin"}, "--moe-kernel marlin: executor@1 has no MoE kernel"},
+		{"report moe kernel", []string{"report", "--trace", h200, "--moe-kernel", "marlin", "-o", filepath.Join(t.TempDir(), "r.html")}, "--moe-kernel marlin: executor@1 has no MoE kernel"},
+		{"acceptance without speculation", []string{"compare", "--trace", cpu, "--topo", box, "--mtp-accept", "0.5"}, "--mtp-accept 0.5: want no acceptance without --spec or --mtp"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, out, stderr := runCLI(t, tc.args...)
+			if code != 2 || out != "" || !strings.Contains(stderr, tc.want) || strings.Count(strings.TrimSpace(stderr), "\n") > 0 {
+				t.Errorf("exit %d, stdout %d bytes, stderr %q; want 2, nothing on stdout and one line with %q", code, len(out), stderr, tc.want)
+			}
+		})
+	}
+}

@@ -249,9 +249,10 @@ func (f *scenarioFlags) fill() (compare.Fill, error) {
 // checkRecorded refuses, before any work, flags that contradict what a
 // recorded trace measured: a box of another GPU than the one it ran on
 // (--topo), or a fact of its scenario (checkFacts) set to another value
-// than it recorded; and an older trace whose step span lacks a field no
-// flag set gives (compare.MissingError). A recorded scenario that cannot
-// be read otherwise is left to the comparison, which reports it.
+// than it recorded; an override the recorded scenario cannot take (an
+// option its engine lacks); and an older trace whose step span lacks a
+// field no flag set gives (compare.MissingError). A recorded scenario that
+// cannot be read otherwise is left to the comparison, which reports it.
 func (f *scenarioFlags) checkRecorded(results []*traces.Result, scs *compare.Scenarios, calibrate bool) error {
 	for _, r := range results {
 		for i := range r.Scenarios {
@@ -273,6 +274,19 @@ func (f *scenarioFlags) checkRecorded(results []*traces.Result, scs *compare.Sce
 			}
 			if err := f.checkFacts(r.Source, was, calibrate); err != nil {
 				return err
+			}
+			// The flags over it must make a scenario that can be priced
+			// (an engine's kernel, an option it can take): said here, in
+			// one line, not as a scenario left out of the comparison.
+			if scs.Override != nil {
+				asked := was
+				if err := scs.Override(&asked); err != nil {
+					var ue *usageError
+					if errors.As(err, &ue) {
+						return err
+					}
+					return usageErrorf("%s: %v", r.Source, err)
+				}
 			}
 			// --gpus alone cuts the recorded box (subsetRecorded): fewer
 			// GPUs than the recorded plan ran on cannot price it.
