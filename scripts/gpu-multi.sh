@@ -54,12 +54,13 @@ LIMIT=${LIMIT:-600}  # seconds per step
 if [ "$BACKEND" = cpu ]; then
   SIZES=${SIZES:-512:64K}; MODES=${MODES:-eager}; MODELS=${MODELS:-tiny-mla-moe}; BATCHES=${BATCHES:-1 8}
   CONTEXT=${CONTEXT:-512}; WATCHDOG=${WATCHDOG:-1s}; FAULT_MODEL=${FAULT_MODEL:-tiny-mla-moe}; FAULT_MODES=${FAULT_MODES:-eager}
+  NCCLS=${NCCLS:-default}  # goroutine ranks run no NCCL: run refuses its settings there
 else
   SIZES=${SIZES:-512:512M}; MODES=${MODES:-eager graph}; MODELS=${MODELS:-kimi-k2.5 glm-5-nvfp4}; BATCHES=${BATCHES:-1 8 32}
   CONTEXT=${CONTEXT:-4096}; WATCHDOG=${WATCHDOG:-30s}; FAULT_MODEL=${FAULT_MODEL:-kimi-k2.5}; FAULT_MODES=${FAULT_MODES:-eager graph}
+  NCCLS=${NCCLS:-default LL}
 fi
 OPS=${OPS:-allreduce allgather reducescatter alltoall}
-NCCLS=${NCCLS:-default LL}
 BENCH_STEPS=${BENCH_STEPS:-10}; BENCH_WARMUP=${BENCH_WARMUP:-2}; ITERS=${ITERS:-5}
 RUN_STEPS=${RUN_STEPS:-6}; RUN_WARMUP=${RUN_WARMUP:-2}
 KEEP=${KEEP:-*-graph-default.otlp.jsonl.gz}

@@ -209,3 +209,48 @@ func TestChildVerbHidden(t *testing.T) {
 		t.Errorf("verb %q: %+v, want it registered and hidden", pipeline.ChildVerb, v)
 	}
 }
+
+// TestUnrealizedFlagsRefused: a flag that asks the backend for what it
+// does not realize is refused in one line before any run: NCCL's settings
+// on the CPU backend's goroutine ranks, whose collectives are their own,
+// and CUDA graphs on a backend that runs every step eagerly. run had gone
+// without them and said nothing, its trace recording nccl-proto=LL as
+// run (compare then showed it among the trace's options); collective
+// --measure wrote '# NCCL settings: NCCL_PROTO=LL' into its nccl-tests log
+// of CPU ranks. Nothing is written. --cuda-graphs=false, what the CPU
+// backend runs, passes.
+func TestUnrealizedFlagsRefused(t *testing.T) {
+	dir := t.TempDir()
+	trace, log := filepath.Join(dir, "run.otlp.jsonl"), filepath.Join(dir, "all_reduce_perf.txt")
+	box := filepath.Join(cpuRanksDir, "cpu-4r.json")
+	run := []string{"run", "--backend", "cpu", "--model", "tiny-mla-moe", "--tp", "2", "--batch", "1", "--context", "64", "--steps", "1", "--warmup", "0", "--trace", "file:" + trace}
+	verdict := []string{"verdict", "--backend", "cpu", "--model", "tiny-mla-moe", "--tp", "2", "--batch", "1", "--context", "64", "--steps", "1", "--warmup", "0", "--topo", box, "--entries", "fp8-kv"}
+	coll := []string{"collective", "--measure", "--backend", "cpu", "--ranks", "2", "--sizes", "1K", "--steps", "1", "--warmup", "0", "-o", log}
+	const nccl = "the cpu backend's collectives are its own, which NCCL's settings do not reach"
+	const eager = "the cpu backend runs every step eagerly"
+	cases := []usageCase{
+		{"run nccl-proto", append(run, "--nccl-proto", "LL"), "--nccl-proto LL: " + nccl},
+		{"run p2p-disable", append(run, "--p2p-disable"), "--p2p-disable true: " + nccl},
+		{"run cuda-graphs", append(run, "--cuda-graphs"), "--cuda-graphs true: " + eager},
+		{"run graph-sizes", append(run, "--graph-sizes", "1,2"), "--graph-sizes 1+2: " + eager},
+		{"verdict p2p-level", append(verdict, "--p2p-level", "SYS"), "--p2p-level SYS: " + nccl},
+		{"collective nccl-algo", append(coll, "--nccl-algo", "Ring"), "--nccl-algo Ring: " + nccl},
+		{"collective cuda-graphs", append(coll, "--cuda-graphs"), "--cuda-graphs true: " + eager},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			code, out, stderr := runCLI(t, tc.args...)
+			if code != 2 || out != "" || !strings.Contains(stderr, tc.want) || strings.Count(strings.TrimSpace(stderr), "\n") > 0 {
+				t.Errorf("exit %d, stdout %q, stderr %q; want 2, nothing on stdout and one line with %q", code, out, stderr, tc.want)
+			}
+			for _, f := range []string{trace, log} {
+				if _, err := os.Stat(f); err == nil {
+					t.Fatalf("%s was written", f)
+				}
+			}
+		})
+	}
+	if code, _, stderr := runCLI(t, append(run, "--cuda-graphs=false")...); code != 0 {
+		t.Errorf("--cuda-graphs=false on the cpu backend: exit %d: %s", code, stderr)
+	}
+}

@@ -174,6 +174,13 @@ func (m *measureFlags) run(ctx context.Context, coll model.Collective, ranks int
 	if err != nil {
 		return nil, nil, err
 	}
+	graphs := ""
+	if m.graphs {
+		graphs = "cuda-graphs"
+	}
+	if err := checkRealized(m.fs, m.backend, pipeline.CapabilitiesOf(p.Backend), graphs); err != nil {
+		return nil, nil, err
+	}
 	b := p.Backend
 	if me, ok := b.(exec.MemoryEstimator); ok {
 		if est, err := me.EstimateMemory(p.Schedule, nil); err == nil && est.NeedBytes > est.FreeBytes {

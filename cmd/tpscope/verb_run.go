@@ -167,6 +167,9 @@ func (o *runOptions) Run(ctx context.Context, args []string, std IO) error {
 	if err != nil {
 		return prepareError(err)
 	}
+	if err := checkRealized(o.fs, o.backend, p.Capabilities, o.sc.graphsFlag()); err != nil {
+		return err
+	}
 	scen, sched, pred := p.Scenario, p.Schedule, p.Prediction
 
 	for _, r := range o.localRanks {

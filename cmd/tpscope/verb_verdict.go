@@ -191,7 +191,8 @@ func (o *verdictOptions) Run(ctx context.Context, args []string, std IO) error {
 	defer interrupt()
 	v := &verdictRunner{backend: o.backend, scale: o.scale, seed: o.seed, steps: o.steps, warmup: o.warmup,
 		local: o.localRanks, outDir: o.outDir, stderr: std.Stderr, interrupt: interrupt,
-		runner: pipeline.NewRunner(pipeline.WithStderr(std.Stderr), pipeline.WithSharedDevice(os.Getenv(pipeline.SharedDeviceEnv) == "1"))}
+		runner:    pipeline.NewRunner(pipeline.WithStderr(std.Stderr), pipeline.WithSharedDevice(os.Getenv(pipeline.SharedDeviceEnv) == "1")),
+		checkBase: func(caps pipeline.Capabilities) error { return checkRealized(o.fs, o.backend, caps, o.sc.graphsFlag()) }}
 	rep, err := v.verdict(ctx, base, cat, world, 100*o.threshold)
 	if err != nil {
 		return err
@@ -284,6 +285,9 @@ type verdictRunner struct {
 	caps pipeline.Capabilities
 	// baseRan is the baseline scenario as it ran (the report's head).
 	baseRan string
+	// checkBase refuses, once the baseline's backend says what it
+	// realizes and before anything runs, flags it would run without.
+	checkBase func(pipeline.Capabilities) error
 }
 
 // peersOnly reports entries whose whole effect is on collectives.
@@ -314,6 +318,10 @@ func (v *verdictRunner) verdict(ctx context.Context, base sim.Scenario, cat []ad
 		if ctx.Err() != nil {
 			rep.Interrupted = &verdictInterruption{Run: "baseline", Trace: partial, NotRun: names(cat)}
 			return rep, nil
+		}
+		var ue *usageError
+		if errors.As(err, &ue) {
+			return nil, err // a flag, said before anything ran
 		}
 		return nil, fmt.Errorf("baseline: %w", err)
 	}
@@ -399,6 +407,11 @@ func (v *verdictRunner) run(ctx context.Context, label string, scen sim.Scenario
 	}
 	if label == "baseline" {
 		v.caps = p.Capabilities
+		if v.checkBase != nil {
+			if err := v.checkBase(p.Capabilities); err != nil {
+				return nil, "", err
+			}
+		}
 	}
 	ro := pipeline.RunOptions{}
 	if hook := verdictProgress; hook != nil {
