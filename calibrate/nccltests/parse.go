@@ -38,10 +38,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -195,6 +197,7 @@ func Parse(r io.Reader, name string) (*Log, error) {
 	sc := bufio.NewScanner(lr)
 	sc.Buffer(make([]byte, 64*1024), maxLine)
 	var threads, gpus int
+	headerAt := 0 // the line of the first nThread/nGpus header
 	ranks := map[int]string{}
 	line := 0
 	// What the rows read so far measured: the test named in the text
@@ -245,6 +248,9 @@ func Parse(r io.Reader, name string) (*Log, error) {
 			if m := reHeader.FindStringSubmatch(text); m != nil {
 				threads, _ = strconv.Atoi(m[1])
 				gpus, _ = strconv.Atoi(m[2])
+				if headerAt == 0 {
+					headerAt = line
+				}
 				h := fmt.Sprintf("nThread %d nGpus %d", threads, gpus)
 				switch {
 				case len(lg.Rows) == 0:
@@ -335,6 +341,9 @@ func Parse(r io.Reader, name string) (*Log, error) {
 		return nil, &ParseError{name, max(line, 1), fmt.Errorf("%w (want lines like \"  1048576  262144  float  sum  -1  52.1  20.13  35.23  0  51.9  20.20  35.35  0\"; %d other lines skipped)", ErrNoData, lg.Skipped)}
 	}
 	if len(ranks) > 0 {
+		if err := checkRankLines(ranks, threads, gpus); err != nil {
+			return nil, &ParseError{name, max(headerAt, 1), err}
+		}
 		lg.Ranks = len(ranks)
 		for k := 0; k < 1<<16 && len(lg.Devices) < len(ranks); k++ {
 			if d, ok := ranks[k]; ok {
@@ -346,6 +355,38 @@ func Parse(r io.Reader, name string) (*Log, error) {
 	}
 	sr.devices(lg.Devices)
 	return lg, nil
+}
+
+// checkRankLines refuses rank lines that cannot be every rank of the run:
+// nccl-tests lists ranks 0 to n-1, the threads x GPUs of each process for
+// every process, so a gap, or fewer lines than a process runs, is a log
+// whose rank lines were cut or edited out. Fitted, it would be a
+// collective over the ranks it lists, which is not the size that ran.
+func checkRankLines(ranks map[int]string, threads, gpus int) error {
+	ks := slices.Sorted(maps.Keys(ranks))
+	gap := ks[0] != 0 || ks[len(ks)-1] != len(ks)-1
+	per := threads * gpus
+	if !gap && (per <= 0 || len(ks)%per == 0) {
+		return nil
+	}
+	var spans []string
+	for i := 0; i < len(ks); {
+		j := i
+		for j+1 < len(ks) && ks[j+1] == ks[j]+1 {
+			j++
+		}
+		if j > i {
+			spans = append(spans, fmt.Sprintf("%d-%d", ks[i], ks[j]))
+		} else {
+			spans = append(spans, strconv.Itoa(ks[i]))
+		}
+		i = j + 1
+	}
+	listed := fmt.Sprintf("the log lists %d rank lines (ranks %s)", len(ks), strings.Join(spans, ", "))
+	if per > 0 {
+		return fmt.Errorf("%w: the header's nThread %d nGpus %d runs %d ranks in each process, and %s: rank lines are missing, so the ranks that ran are not known", ErrPartial, threads, gpus, per, listed)
+	}
+	return fmt.Errorf("%w: %s: rank lines are missing, so the ranks that ran are not known", ErrPartial, listed)
 }
 
 func joinInts(v []int) string {

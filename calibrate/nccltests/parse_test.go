@@ -237,6 +237,20 @@ func TestParsePartial(t *testing.T) {
 	row45 := log[lineStart(45):lineStart(46)]
 	garbled := strings.Replace(log, row45, strings.Replace(row45, "11424.39", "11424.3x", 1), 1)
 	short := strings.Replace(log, row45, "   134217728      33554432     float     sum      -1  11424.39   11.75\n", 1)
+	// The 8-GPU log (one process, nThread 1 nGpus 8) without the rank
+	// lines of ranks 4-7, or of rank 3 alone: it had been fitted as a
+	// 4-rank all-reduce (ranks are what the rank lines list).
+	withoutRanks := func(ks ...int) string {
+		out := log
+		for _, k := range ks {
+			i := strings.Index(out, fmt.Sprintf("#  Rank  %d Group", k))
+			out = out[:i] + out[i+strings.IndexByte(out[i:], '\n')+1:]
+		}
+		return out
+	}
+	// An MPI run prints one header for its first process (nGpus 1) and
+	// the rank lines of every process.
+	mpi := strings.Replace(allGather2, "nThread 1 nGpus 2", "nThread 1 nGpus 1", 1)
 	cases := []struct {
 		name     string
 		text     string
@@ -255,6 +269,10 @@ func TestParsePartial(t *testing.T) {
 		// copy's heading is line 9, its rows 10-11.
 		{name: "second run cut", text: allReduce2 + allReduce2[:len(allReduce2)-len("# Collective test concluded: all_reduce_perf\n")], wantLine: 11,
 			want: "the table headed at line 9 stops after 2 result rows"},
+		{name: "rank lines cut", text: withoutRanks(4, 5, 6, 7), wantLine: 4,
+			want: "the header's nThread 1 nGpus 8 runs 8 ranks in each process, and the log lists 4 rank lines (ranks 0-3): rank lines are missing"},
+		{name: "a rank line missing", text: withoutRanks(3), wantLine: 4, want: "lists 7 rank lines (ranks 0-2, 4-7): rank lines are missing"},
+		{name: "rank lines of every process", text: mpi, wantRows: 3},
 		{name: "complete log", text: log, wantRows: 27},
 		{name: "complete log without its last newline", text: strings.TrimSuffix(allGather2, "\n"), wantRows: 3},
 		{name: "closed by the concluded line", text: allReduce2, wantRows: 2},
