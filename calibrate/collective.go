@@ -86,7 +86,10 @@ func Collective(t *topology.Topology, samples []CollectiveSample, o CollectiveOp
 	if o.Ranks == 0 {
 		o.Ranks = t.NumGPUs()
 	}
-	if o.Ranks < 2 || o.Ranks > t.NumGPUs() {
+	switch {
+	case o.Ranks < 2:
+		return nil, fmt.Errorf("the measurement has %d rank(s): a collective needs 2 or more to cross a link", o.Ranks)
+	case o.Ranks > t.NumGPUs():
 		return nil, fmt.Errorf("the measurement has %d ranks; topology %q has %d GPUs (pass a topology with at least as many)", o.Ranks, t.Name, t.NumGPUs())
 	}
 	if o.PriorWeight <= 0 {

@@ -455,10 +455,14 @@ func checkLogBox(file string, lg *nccltests.Log, t *topology.Topology, topoSet b
 	return checkRanOn(file, "the log", lg.Devices, t, topoSet)
 }
 
-// checkLogRanks refuses a box with fewer GPUs than the ranks an
-// nccl-tests log measured, naming the flag that chose it (--gpus, --topo)
-// or the default box.
+// checkLogRanks refuses a log of one rank, whose collective crosses no
+// link, and a box with fewer GPUs than the ranks an nccl-tests log
+// measured, naming the flag that chose it (--gpus, --topo) or the default
+// box.
 func checkLogRanks(sc *scenarioFlags, file string, ranks int, t *topology.Topology) error {
+	if ranks == 1 {
+		return usageErrorf("%s measured 1 rank: a collective of one rank crosses no link, so it has nothing to fit (run nccl-tests over several GPUs: -g N, or N processes)", file)
+	}
 	if ranks <= t.NumGPUs() {
 		return nil
 	}

@@ -64,6 +64,18 @@ func TestCalibrateNCCLTestsMustFitTheLog(t *testing.T) {
 	if err := os.WriteFile(l20Log, []byte(strings.ReplaceAll(string(pcie), "NVIDIA RTX PRO 6000 Blackwell Server Edition", "NVIDIA L20")), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	// The same log of one rank (nccl-tests -g 1): nothing crosses a link.
+	var one []string
+	for _, l := range strings.SplitAfter(string(pcie), "\n") {
+		if strings.HasPrefix(l, "#  Rank") && !strings.HasPrefix(l, "#  Rank  0 ") {
+			continue
+		}
+		one = append(one, strings.Replace(l, "nGpus 8", "nGpus 1", 1))
+	}
+	oneLog := filepath.Join(dir, "all_reduce_perf_1.txt")
+	if err := os.WriteFile(oneLog, []byte(strings.Join(one, "")), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	rtx, err := topology.Preset("rtxpro6000-2s")
 	if err != nil {
 		t.Fatal(err)
@@ -91,6 +103,10 @@ func TestCalibrateNCCLTestsMustFitTheLog(t *testing.T) {
 			"usage: --topo h200-nvswitch: its GPUs are NVIDIA H200, and " + agLog + cpuRanks + ": pass --topo with the JSON 'tpscope calibrate --backend cpu' wrote"},
 		{"GPU log, CPU box", []string{"--nccl-tests", h200Log, "--topo", cpuBox},
 			"usage: --topo cpu-4r: it is a box of CPU ranks ('tpscope calibrate --backend cpu'), and " + h200Log + " was measured on NVIDIA H200: pass --topo with the box it ran on"},
+		// It had ended with exit 1 asking for a box with at least as
+		// many GPUs as the 1 rank, beside the default box's 8.
+		{"one rank", []string{"--nccl-tests", oneLog},
+			"usage: " + oneLog + " measured 1 rank: a collective of one rank crosses no link, so it has nothing to fit (run nccl-tests over several GPUs: -g N, or N processes)"},
 		{"GPU the catalog does not know", []string{"--nccl-tests", l20Log, "--topo", "rtxpro6000-2s"},
 			"usage: --topo rtxpro6000-2s: its GPUs are NVIDIA RTX PRO 6000 Blackwell Server Edition, and " + l20Log + " ran on NVIDIA L20 (a GPU the catalog does not know): pass a box of that GPU"},
 	} {
