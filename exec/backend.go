@@ -257,6 +257,9 @@ type MemoryEstimate struct {
 // (schema.AttrScale). OpAttributes is called on the rank goroutine after
 // EndStep, off the timed path; the returned slice is copied by the runner
 // and may be reused by the Rank. Return nil when there is nothing to add.
+// On the host clock (no DeviceTimer) an op marked skipped is recorded as
+// not run, zero time, as a DeviceTimer's zero OpTime is: the clock timed
+// the call that skipped it, not the op.
 // Fallback: no extra attributes.
 type OpAnnotator interface {
 	OpAttributes(i int) []attribute.KeyValue

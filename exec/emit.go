@@ -74,6 +74,11 @@ func (r *runner) emitRank(rs *rankState, step int, interrupted bool) {
 		rs.spanEnd = max(rs.spanEnd, rs.end[i])
 		rs.opUs[i] = float64(rs.end[i]-rs.start[i]) / 1e3
 		rs.launchUs[i] = float64(rs.launchEnd[i]-rs.launchStart[i]) / 1e3
+		if rs.timer == nil && rs.annot != nil && markedSkipped(rs.annot.OpAttributes(i)) {
+			// The host clock timed the call that skipped it, not the
+			// op: not run, as a DeviceTimer's zero OpTime says.
+			rs.opUs[i] = 0
+		}
 	}
 	ctx, root := r.rootFor(step)
 	if !root.IsRecording() {
@@ -110,6 +115,17 @@ func (r *runner) emitRank(rs *rankState, step int, interrupted bool) {
 		rspan.SetStatus(codes.Error, "step interrupted")
 	}
 	rspan.End(trace.WithTimestamp(r.at(rs.spanEnd)))
+}
+
+// markedSkipped reports whether an op's annotations mark it skipped
+// (schema.AttrSkipped true).
+func markedSkipped(kv []attribute.KeyValue) bool {
+	for _, a := range kv {
+		if a.Key == schema.AttrSkipped && a.Value.Type() == attribute.BOOL && a.Value.AsBool() {
+			return true
+		}
+	}
+	return false
 }
 
 // at converts a recorded time (ns since r.anchor) to wall-clock time.

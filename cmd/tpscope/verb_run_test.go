@@ -3,7 +3,9 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
+	"math"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -232,5 +234,65 @@ func TestRunMemoryAdvice(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestRunShardCompareLeavesOutSkipped: a one-rank shard on the CPU backend
+// skips the collectives (their peers run nowhere) and marks them skipped
+// on the spans. run --compare counts them as not run and leaves their
+// predicted time out of the predicted step, as compare does with the
+// run's trace: the two predicted steps agree (to 0.1 %). The host clock
+// had timed each skip at about 0.06 us, so run --compare priced the
+// collectives that never ran (collective +6785.5 %, the step 47.7 us
+// above compare's).
+func TestRunShardCompareLeavesOutSkipped(t *testing.T) {
+	box := filepath.Join(cpuRanksDir, "cpu-4r.json")
+	trace := filepath.Join(t.TempDir(), "shard.otlp.jsonl")
+	code, out, stderr := runCLI(t, "run", "--backend", "cpu", "--model", "tiny-mla-moe", "--tp", "2", "--local-ranks", "0", "--batch", "1", "--context", "64",
+		"--steps", "2", "--warmup", "1", "--topo", box, "--trace", "file:"+trace, "--compare", "--output", "json")
+	if code != 0 {
+		t.Fatalf("run: exit %d: %s", code, stderr)
+	}
+	var run struct {
+		Comparison struct {
+			PredictedStepUs float64 `json:"predicted_step_us"`
+			ByKind          []struct {
+				Kind       string  `json:"kind"`
+				MeasuredUs float64 `json:"measured_us"`
+				NotRun     int     `json:"not_run"`
+			} `json:"by_kind"`
+		} `json:"comparison"`
+	}
+	if err := json.Unmarshal([]byte(out), &run); err != nil {
+		t.Fatal(err)
+	}
+	collectives := 0
+	for _, k := range run.Comparison.ByKind {
+		if k.Kind == "collective" {
+			collectives = k.NotRun
+			if k.MeasuredUs != 0 {
+				t.Errorf("collective measured %.3f us per step: want 0 (every one skipped)", k.MeasuredUs)
+			}
+		}
+	}
+	if collectives == 0 {
+		t.Errorf("collectives not run: %d, want every collective of the shard", collectives)
+	}
+	code, out, stderr = runCLI(t, "compare", "--trace", trace, "--output", "json")
+	if code != 0 {
+		t.Fatalf("compare: exit %d: %s", code, stderr)
+	}
+	var rep struct {
+		Scenarios []struct {
+			Step struct {
+				PredictedUs float64 `json:"predicted_us"`
+			} `json:"step"`
+		} `json:"scenarios"`
+	}
+	if err := json.Unmarshal([]byte(out), &rep); err != nil || len(rep.Scenarios) != 1 {
+		t.Fatalf("%v, %d scenarios", err, len(rep.Scenarios))
+	}
+	if got, want := run.Comparison.PredictedStepUs, rep.Scenarios[0].Step.PredictedUs; math.Abs(got-want) > 1e-3*want {
+		t.Errorf("run --compare predicted step %.1f us, compare of its trace %.1f us: want one step", got, want)
 	}
 }
