@@ -347,9 +347,9 @@ func TestCalibrateRampTable(t *testing.T) {
 }
 
 // TestCalibrateHoldoutBatch: held-out traces that record no scenario are
-// predicted at the batch their engine's ranges name (the vLLM Kimi-K2.5
-// fixture's generation ranges: 32, whatever --batch the fitted traces
-// take), and a --holdout-batch naming another is refused in one line;
+// predicted at the batch their engine's ranges name (the vLLM tiny
+// fixture's generation ranges: 8), and a --holdout-batch naming another is
+// refused in one line;
 // where they name none (the naive PyTorch kimi-stack profile), at
 // --holdout-batch, else at --batch, said in the held-out scenario's line
 // and recorded in the calibration's provenance.
@@ -392,22 +392,66 @@ func TestCalibrateHoldoutBatch(t *testing.T) {
 		}
 	}
 
-	const vllm = "../../traces/testdata/kineto/vllm_kimi-k2.5_tp8_rank0_graph_b32.pt.trace.json.gz"
-	vllmArgs := []string{"calibrate", "--trace", vllm, "--holdout", vllm, "--model", "kimi-k2.5", "--batch", "32", "--context", "4096",
+	// vLLM's ranges of the held-out rank name its batch (8); the fitted
+	// trace is another rank of the same run (a trace held out must not be
+	// one the fit reads).
+	const kineto = "../../traces/testdata/kineto/"
+	const fitted, vllm = kineto + "vllm_tiny_tp4_rank0_eager.pt.trace.json.gz", kineto + "vllm_tiny_tp4_rank1_eager.pt.trace.json.gz"
+	vllmArgs := []string{"calibrate", "--trace", fitted, "--holdout", vllm, "--model", "tiny-mla-moe", "--batch", "8", "--context", "512",
 		"--topo", "nvswitch:8xh200-sxm", "--force", "-o", out}
 	code, stdout, errs := runCLI(t, vllmArgs...)
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
-	if l := heldOut(stdout); !strings.Contains(l, " decode b32 ctx4096 ") || !strings.Contains(stdout, "; batch 32 from the held-out traces' engine ranges\n") {
-		t.Errorf("held-out line %q; want decode b32 from the engine ranges:\n%s", l, stdout)
+	if l := heldOut(stdout); !strings.Contains(l, " decode b8 ctx512 ") || !strings.Contains(stdout, "; batch 8 from the held-out traces' engine ranges\n") {
+		t.Errorf("held-out line %q; want decode b8 from the engine ranges:\n%s", l, stdout)
 	}
-	if code, _, errs = runCLI(t, append(vllmArgs, "--holdout-batch", "32")...); code != 0 {
+	if code, _, errs = runCLI(t, append(vllmArgs, "--holdout-batch", "8")...); code != 0 {
 		t.Errorf("--holdout-batch agreeing with the ranges: exit %d: %s", code, errs)
 	}
 	code, _, errs = runCLI(t, append(vllmArgs, "--holdout-batch", "16")...)
-	const want = "tpscope calibrate: usage: --holdout-batch 16: " + vllm + " measured decode batch 32 per rank (its engine ranges): a profiler trace's engine, world size, phase, batch and CUDA graphs are what it ran (pass --holdout-batch 32)\n"
+	const want = "tpscope calibrate: usage: --holdout-batch 16: " + vllm + " measured decode batch 8 per rank (its engine ranges): a profiler trace's engine, world size, phase, batch and CUDA graphs are what it ran (pass --holdout-batch 8)\n"
 	if code != 2 || !strings.HasSuffix(errs, want) {
 		t.Errorf("--holdout-batch 16: exit %d, stderr ends %q; want 2 and %q", code, errs, want)
+	}
+}
+
+// TestCalibrateHoldoutNotFitted: a held-out trace must not be one the fit
+// reads. The same trace given to --trace and --holdout (by name, as a copy,
+// or among several fitted ones) is refused in one line before anything is
+// fitted, nothing written: it had been fitted and then judged on itself,
+// 'held-out traces' steps (6): ... step error -61.9 % -> -7.1 %', and the
+// box written on that validation.
+func TestCalibrateHoldoutNotFitted(t *testing.T) {
+	b1 := filepath.Join(cpuRanksDir, "cpu4-tiny-mla-moe-tp4-b1-eager.otlp.jsonl.gz")
+	b8 := filepath.Join(cpuRanksDir, "cpu4-tiny-mla-moe-tp4-b8-eager.otlp.jsonl.gz")
+	box := filepath.Join(cpuRanksDir, "cpu-4r.json")
+	dir := t.TempDir()
+	out := filepath.Join(dir, "box.json")
+	cp := filepath.Join(dir, "copy-b1.otlp.jsonl.gz")
+	raw, err := os.ReadFile(b1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(cp, raw, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cal := func(args ...string) []string {
+		return append([]string{"calibrate", "--topo", box, "-o", out}, args...)
+	}
+	for _, tc := range []usageCase{
+		{"same name", cal("--trace", b1, "--holdout", b1), "--holdout " + b1 + ": given to --trace too: a held-out trace judges a fit it took no part in"},
+		{"among the fitted", cal("--trace", b1+","+b8, "--holdout", b8), "--holdout " + b8 + ": given to --trace too"},
+		{"a copy", cal("--trace", b1, "--holdout", cp), "--holdout " + cp + ": 2142 of its spans repeat spans of " + b1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, stdout, stderr := runCLI(t, tc.args...)
+			if code != 2 || stdout != "" || !strings.Contains(stderr, tc.want) || strings.Count(strings.TrimSpace(stderr), "\n") > 0 {
+				t.Errorf("exit %d, stdout %d bytes, stderr %q; want 2, nothing on stdout and one line with %q", code, len(stdout), stderr, tc.want)
+			}
+			if _, err := os.Stat(out); err == nil {
+				t.Fatalf("%s was written", out)
+			}
+		})
 	}
 }

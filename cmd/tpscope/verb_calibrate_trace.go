@@ -51,6 +51,13 @@ func (m *traceCalibrateMode) run(ctx context.Context, c *calibrateOptions, std I
 	if err := checkTraceSources("--trace", m.srcs); err != nil {
 		return err
 	}
+	// A held-out trace judges a fit it took no part in: one the fit also
+	// reads would be judged on itself.
+	for _, h := range m.holdout {
+		if slices.Contains(m.srcs, h) {
+			return flagError("--holdout", h, "given to --trace too: a held-out trace judges a fit it took no part in (give it to one of them)")
+		}
+	}
 	results, err := readTraces(ctx, m.srcs, std.Stderr, false, "")
 	if err != nil {
 		var pe *traces.PartialError
@@ -68,7 +75,7 @@ func (m *traceCalibrateMode) run(ctx context.Context, c *calibrateOptions, std I
 		return flagError("--holdout-batch", m.holdBatch, "needs --holdout")
 	}
 	if len(m.holdout) > 0 {
-		if opts.HoldOut, opts.HoldOutScenarios, err = m.readHoldout(ctx, c, std); err != nil {
+		if opts.HoldOut, opts.HoldOutScenarios, err = m.readHoldout(ctx, c, std, results); err != nil {
 			return err
 		}
 	}
@@ -173,8 +180,9 @@ func writeTraceCalibration(w io.Writer, out string, tc *compare.Calibration) err
 
 // readHoldout reads the --holdout traces and says how each is predicted:
 // as the fitted traces are, with --holdout-batch for the batch of those
-// that record no scenario.
-func (m *traceCalibrateMode) readHoldout(ctx context.Context, c *calibrateOptions, std IO) ([]*traces.Result, compare.Scenarios, error) {
+// that record no scenario. A held-out source that repeats spans of a
+// fitted one (a copy of it, a directory holding it) is refused.
+func (m *traceCalibrateMode) readHoldout(ctx context.Context, c *calibrateOptions, std IO, fitted []*traces.Result) ([]*traces.Result, compare.Scenarios, error) {
 	if err := checkTraceSources("--holdout", m.holdout); err != nil {
 		return nil, compare.Scenarios{}, err
 	}
@@ -188,6 +196,13 @@ func (m *traceCalibrateMode) readHoldout(ctx context.Context, c *calibrateOption
 			return nil, compare.Scenarios{}, fmt.Errorf("%w; %s", err, calibrateRefusesPartial)
 		}
 		return nil, compare.Scenarios{}, err
+	}
+	for _, h := range res {
+		for _, f := range fitted {
+			if n := traces.Repeats(f, h); n > 0 {
+				return nil, compare.Scenarios{}, flagError("--holdout", h.Source, "%d of its spans repeat spans of %s, which --trace fits (the same trace read twice): a held-out trace judges a fit it took no part in", n, f.Source)
+			}
+		}
 	}
 	hs, err := c.sc.traceScenarios(res, traceUse{calibrate: true, holdoutBatch: m.holdBatch})
 	if err != nil {
