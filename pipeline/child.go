@@ -351,6 +351,11 @@ func (r *Runner) runChildren(ctx context.Context, p *Prepared) (*Result, error) 
 		}
 		res.Interrupted = res.Interrupted || cr.Interrupted
 		st := cr.Trace
+		if p.Spec.Trace == "" && st.Dest != "" {
+			// An empty destination: the children exported where the
+			// environment's OTLP endpoint says, which they name.
+			res.Trace.Dest = st.Dest
+		}
 		res.Trace.Exported += st.Exported
 		res.Trace.FallbackSpans += st.FallbackSpans
 		res.Trace.Lost += st.Lost

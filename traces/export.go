@@ -120,8 +120,12 @@ func Setup(ctx context.Context, dest string, opts ...Option) (*Exporter, error) 
 	if err != nil {
 		return nil, err
 	}
+	shown := dest // where the export line says the spans went
+	if k, ep := endpointEnv(); dest == "" && exp != nil && ep != "" {
+		shown = ep + " (" + k + ")"
+	}
 	if exp == nil {
-		return &Exporter{dest: dest}, nil
+		return &Exporter{dest: shown}, nil
 	}
 	host, _ := os.Hostname()
 	attrs := []attribute.KeyValue{semconv.ServiceName(schema.ServiceName)}
@@ -162,7 +166,7 @@ func Setup(ctx context.Context, dest string, opts ...Option) (*Exporter, error) 
 			sdktrace.WithMaxQueueSize(c.queueSize), sdktrace.WithBlocking())))
 	}
 	tp := sdktrace.NewTracerProvider(popts...)
-	return &Exporter{dest: dest, provider: tp, counted: counted, hasCopy: c.copyPath != ""}, nil
+	return &Exporter{dest: shown, provider: tp, counted: counted, hasCopy: c.copyPath != ""}, nil
 }
 
 // newSpanExporter returns the exporter for dest, or nil for "off".
@@ -252,6 +256,17 @@ func newSpanExporter(ctx context.Context, dest string, c *exportConfig) (sdktrac
 	return &fallbackExporter{next: exp, dest: dest, cfg: c}, nil
 }
 
+// endpointEnv is the OTEL_EXPORTER_OTLP_* variable an empty destination
+// exports to and its value ("" when none is set).
+func endpointEnv() (key, value string) {
+	for _, k := range []string{"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_EXPORTER_OTLP_ENDPOINT"} {
+		if v := os.Getenv(k); v != "" {
+			return k, v
+		}
+	}
+	return "", ""
+}
+
 func firstEnv(keys ...string) string {
 	for _, k := range keys {
 		if v := os.Getenv(k); v != "" {
@@ -318,6 +333,10 @@ type ExportStats struct {
 // String is a one-line summary for the user.
 func (s ExportStats) String() string {
 	msg := fmt.Sprintf("%d spans exported to %s", s.Exported, s.Dest)
+	if s.Dest == "" {
+		// An empty destination without an OTEL_EXPORTER_OTLP_* endpoint.
+		msg = fmt.Sprintf("%d spans exported: no destination (none given and no OTEL_EXPORTER_OTLP_[TRACES_]ENDPOINT set)", s.Exported)
+	}
 	if s.FallbackSpans > 0 {
 		msg += fmt.Sprintf("; %d spans could not be sent (%v) and were saved to %s", s.FallbackSpans, s.LastError, s.FallbackPath)
 	}
