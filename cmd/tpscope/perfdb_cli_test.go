@@ -184,8 +184,8 @@ func TestPerfDBRoutingOneFact(t *testing.T) {
 	trace := filepath.Join(t.TempDir(), "run.json")
 	writeExactRun(t, trace, 1)
 	code, out, errs := runCLI(t, "compare", "--trace", trace, "--perf-db", db)
-	if code != 1 || out != "" || !strings.Contains(errs, "not uniform (pass --moe-routing with one of them)") || strings.Count(strings.TrimSpace(errs), "\n") > 0 {
-		t.Errorf("compare a uniform-routing run with --perf-db: exit %d, stderr %q; want exit 1 and one line naming --moe-routing", code, errs)
+	if code != 2 || out != "" || !strings.Contains(errs, "not uniform (pass --moe-routing with one of them)") || strings.Count(strings.TrimSpace(errs), "\n") > 0 {
+		t.Errorf("compare a uniform-routing run with --perf-db: exit %d, stderr %q; want exit 2 (a usage error, before any work) and one line naming --moe-routing", code, errs)
 	}
 	if code, _, errs := runCLI(t, "compare", "--trace", trace, "--perf-db", db, "--moe-routing", "balanced"); code != 0 {
 		t.Errorf("compare --moe-routing balanced --perf-db: exit %d: %s", code, errs)
