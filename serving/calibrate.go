@@ -134,22 +134,31 @@ func distinctLoads(levels []Measured, fit []int) (loads, shapes int) {
 // 1e-4).
 const calibrateRidge = 1e-4
 
-// calibrateTargets are the statistics fitted: metric, stat, and the stat
-// to use when the benchmark left it out.
-var calibrateTargets = []struct{ metric, stat, fallback string }{
-	{"ttft_ms", "p50", "mean"},
-	{"tpot_ms", "p50", "mean"},
-	{"output_tokens_per_s", "", ""},
+// CalibrateMetrics are the metrics fitted, each through CalibrateTarget.
+var CalibrateMetrics = []string{"ttft_ms", "tpot_ms", "output_tokens_per_s"}
+
+// CalibrateTarget is the statistic of metric the fit takes on a level: a
+// latency's median, or its mean where the benchmark reports no median (the
+// row's Stat says which, so a table can label it); a throughput's one
+// figure.
+func (l *LevelComparison) CalibrateTarget(metric string) MetricCompare {
+	if !slices.Contains(compareLatencies, metric) {
+		return l.Get(metric, "")
+	}
+	c := l.Get(metric, "p50")
+	if math.IsNaN(c.Measured) {
+		if m := l.Get(metric, "mean"); !math.IsNaN(m.Measured) {
+			return m
+		}
+	}
+	return c
 }
 
 // logErrors is the sum of squared log ratios of a comparison's targets.
 func logErrors(lc *LevelComparison) (float64, int) {
 	sum, n := 0.0, 0
-	for _, tg := range calibrateTargets {
-		c := lc.Get(tg.metric, tg.stat)
-		if math.IsNaN(c.Measured) && tg.fallback != "" {
-			c = lc.Get(tg.metric, tg.fallback)
-		}
+	for _, metric := range CalibrateMetrics {
+		c := lc.CalibrateTarget(metric)
 		if !(c.Measured > 0) || !(c.Predicted > 0) {
 			continue
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/spf13/pflag"
 	engprof "github.com/tpscope/tpscope/engine"
@@ -123,8 +124,8 @@ func (m *servingCalibrateMode) run(ctx context.Context, c *calibrateOptions, std
 	if overheadsNote != "" {
 		src = append(src, overheadsNote)
 	}
-	src = append(src, fmt.Sprintf("%s %s on %s, %s policy; objective (squared log errors of median TTFT, median TPOT, output throughput) %.4g -> %.4g in %d evaluations",
-		scen.Arch.Name, scen.Plan.Normalized(), scen.Topo.Name, engine.Policy, cal.ObjectiveBefore, cal.ObjectiveAfter, cal.Evals))
+	src = append(src, fmt.Sprintf("%s %s on %s, %s policy; objective (squared log errors of median TTFT, median TPOT, output throughput%s) %.4g -> %.4g in %d evaluations",
+		scen.Arch.Name, scen.Plan.Normalized(), scen.Topo.Name, engine.Policy, meansFitted(cal), cal.ObjectiveBefore, cal.ObjectiveAfter, cal.Evals))
 	origin := serving.OriginOf(scen, prof.Ref())
 	if err := writeJSONFile("-o", c.out, serving.OverheadsFile{Overheads: cal.Overheads, FittedOn: &origin, Source: src}); err != nil {
 		return err
@@ -153,20 +154,49 @@ func writeServingCalibration(w io.Writer, out string, cal *serving.Calibration, 
 		if cal.Fitted[i] {
 			role = "fitted"
 		}
-		cell := func(lc *serving.LevelComparison, metric, stat string) string {
-			c := lc.Get(metric, stat)
-			if c.Measured != c.Measured && stat == "p50" { // NaN: fall back to the mean
-				c = lc.Get(metric, "mean")
+		// The statistic fitted: a level whose result reports no median is
+		// fitted on its mean, and its cell under the p50 header says so.
+		cell := func(lc *serving.LevelComparison, metric string) string {
+			c := lc.CalibrateTarget(metric)
+			if c.Stat == "mean" {
+				return "mean " + build.CompareCell(c)
 			}
 			return build.CompareCell(c)
 		}
 		rows = append(rows, []string{fmt.Sprint(i + 1), b.Measured.Label(), role,
-			cell(b, "ttft_ms", "p50"), cell(a, "ttft_ms", "p50"), cell(b, "tpot_ms", "p50"), cell(a, "tpot_ms", "p50"),
-			cell(b, "output_tokens_per_s", ""), cell(a, "output_tokens_per_s", "")})
+			cell(b, "ttft_ms"), cell(a, "ttft_ms"), cell(b, "tpot_ms"), cell(a, "tpot_ms"),
+			cell(b, "output_tokens_per_s"), cell(a, "output_tokens_per_s")})
 	}
 	if err := writeTable(w, "levels", "levels (predicted / measured (error)), before and after the fit", header, rows, false); err != nil {
 		return err
 	}
 	fmt.Fprintf(w, "wrote %s\n", out)
 	return nil
+}
+
+// meansFitted names, for the objective's line, the fitted levels whose
+// results report a mean and no median of TTFT or TPOT, which the fit takes
+// in the median's place (serving.LevelComparison.CalibrateTarget); "" when
+// every fitted level reports its medians.
+func meansFitted(cal *serving.Calibration) string {
+	var out []string
+	for _, metric := range []struct{ key, name string }{{"ttft_ms", "TTFT"}, {"tpot_ms", "TPOT"}} {
+		var levels []string
+		for i, lc := range cal.Before {
+			if cal.Fitted[i] && lc.CalibrateTarget(metric.key).Stat == "mean" {
+				levels = append(levels, fmt.Sprint(i+1))
+			}
+		}
+		switch len(levels) {
+		case 0:
+		case 1:
+			out = append(out, fmt.Sprintf("the mean %s of level %s, whose result reports no median", metric.name, levels[0]))
+		default:
+			out = append(out, fmt.Sprintf("the mean %s of levels %s, whose results report no median", metric.name, strings.Join(levels, ", ")))
+		}
+	}
+	if len(out) == 0 {
+		return ""
+	}
+	return "; " + strings.Join(out, "; ")
 }

@@ -568,3 +568,63 @@ func TestSimulateCompareGroupsByLength(t *testing.T) {
 		t.Errorf("DSR1: %d fronts: want one of the 4 levels: %+v", len(res.Frontiers), res.Frontiers)
 	}
 }
+
+// TestCalibrateServingMeanLabelled: a result that reports a mean TTFT and
+// no median (the 16-client DSR1 level with median_ttft_ms renamed
+// mean_ttft_ms, the same 358.53 ms) is fitted on that mean, as the fit's
+// objective says it falls back; the before/after table's TTFT cells under
+// the "p50" header say they hold the mean, and the objective line says
+// which level's mean was fitted. The TPOT cells, whose median the file
+// reports, are not marked.
+func TestCalibrateServingMeanLabelled(t *testing.T) {
+	dir := t.TempDir()
+	b, err := os.ReadFile(dsr1Dir + "conc16.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Contains(b, []byte(`"median_ttft_ms"`)) {
+		t.Fatal("fixture has no median_ttft_ms")
+	}
+	meanOnly := filepath.Join(dir, "conc16-mean.json")
+	if err := os.WriteFile(meanOnly, bytes.Replace(b, []byte(`"median_ttft_ms"`), []byte(`"mean_ttft_ms"`), 1), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errs := runCLI(t, append([]string{"calibrate", "--serving", meanOnly, "-o", filepath.Join(dir, "o.json")}, dsr1Run...)...)
+	if code != 0 {
+		t.Fatalf("exit %d, stderr %q", code, errs)
+	}
+	var row []string
+	for _, l := range strings.Split(out, "\n") {
+		if strings.HasPrefix(l, "1 ") {
+			row = splitCells(l)
+		}
+	}
+	// level, load, role, TTFT before, TTFT after, TPOT before, TPOT after, tok/s before, tok/s after
+	if len(row) != 9 {
+		t.Fatalf("level row %q: want 9 cells:\n%s", row, out)
+	}
+	for i, c := range row[3:5] {
+		if !strings.HasPrefix(c, "mean ") || !strings.Contains(c, " / 358.5 (") {
+			t.Errorf("TTFT cell %d %q: want the mean, labelled, against the measured 358.5 ms", i, c)
+		}
+	}
+	for i, c := range row[5:] {
+		if strings.Contains(c, "mean") {
+			t.Errorf("cell %d %q: marked as a mean where the file reports the median or a rate", i+5, c)
+		}
+	}
+	if !strings.Contains(out, "the mean TTFT of level 1, whose result reports no median") {
+		t.Errorf("the objective line does not say level 1's mean TTFT was fitted:\n%s", out)
+	}
+}
+
+// splitCells splits a text table row on runs of two or more spaces.
+func splitCells(l string) []string {
+	var cells []string
+	for _, c := range strings.Split(l, "  ") {
+		if c = strings.TrimSpace(c); c != "" {
+			cells = append(cells, c)
+		}
+	}
+	return cells
+}
