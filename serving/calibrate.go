@@ -129,6 +129,73 @@ func distinctLoads(levels []Measured, fit []int) (loads, shapes int) {
 	return len(seenL), len(seenS)
 }
 
+// CheckCalibrateTerms refuses named terms the fitted levels (fit: level
+// indexes, nil the first) cannot determine. Levels of two or more loads
+// determine every term. One load shows one median TTFT and one median
+// TPOT (a closed loop's throughput follows from both): it fits two terms,
+// three where its levels differ in lengths (the prefill scale, which the
+// lengths tell from the frontend), and of those at most one of the step
+// cost and the decode scale, which move its TPOT alike, and at most one
+// of the frontend and, on one shape, the prefill scale, which move its
+// TTFT alike; Calibrate's ridge would otherwise split the one gap between
+// them at will. A per-sequence cost named on one load is left out with a
+// note (Calibrate) and not counted here. The error says how many terms
+// the levels fit; nil terms (Calibrate's choice) pass.
+func CheckCalibrateTerms(levels []Measured, fit []int, terms []CalibrateTerm) error {
+	if len(fit) == 0 {
+		fit = []int{0}
+	}
+	loads, shapes := distinctLoads(levels, fit)
+	if loads >= 2 || len(terms) == 0 {
+		return nil
+	}
+	ttftAlike := []CalibrateTerm{TermFrontendMs}
+	if shapes < 2 {
+		ttftAlike = append(ttftAlike, TermPrefillScale)
+	}
+	var named, tpot, ttft []string
+	for _, t := range terms {
+		if t == TermPerSeqUs {
+			continue
+		}
+		named = append(named, string(t))
+		switch {
+		case t == TermStepUs || t == TermDecodeScale:
+			tpot = append(tpot, string(t))
+		case slices.Contains(ttftAlike, t):
+			ttft = append(ttft, string(t))
+		}
+	}
+	fits, shape, figures := 2, "1 shape", "its median TTFT and TPOT"
+	if shapes >= 2 {
+		fits, shape, figures = 3, fmt.Sprintf("%d shapes", shapes), "its median TTFT and TPOT, and the prefill scale its lengths tell from the frontend"
+	}
+	var why []string
+	if len(named) > fits {
+		why = append(why, fmt.Sprintf("%d named (%s)", len(named), strings.Join(named, ", ")))
+	}
+	if len(tpot) > 1 {
+		why = append(why, strings.Join(tpot, " and ")+" both move its TPOT")
+	}
+	if len(ttft) > 1 {
+		why = append(why, strings.Join(ttft, " and ")+" both move its TTFT")
+	}
+	if len(why) == 0 {
+		return nil
+	}
+	return fmt.Errorf("the fitted levels run 1 load of %s (load and lengths), which fits %d terms (%s; the throughput follows from both), at most one of step and decode (they move its TPOT alike) and one of %s (they move its TTFT alike): %s; name fewer, or fit on levels of two or more loads (--fit-levels) to fit every term",
+		shape, fits, figures, strings.Join(termNames(ttftAlike), " and "), strings.Join(why, "; "))
+}
+
+// termNames are terms as typed.
+func termNames(ts []CalibrateTerm) []string {
+	out := make([]string, len(ts))
+	for i, t := range ts {
+		out[i] = string(t)
+	}
+	return out
+}
+
 // calibrateRidge weighs the pull of each scaled term towards none
 // against the squared log errors (a term moving the fit by 1 % costs
 // 1e-4).
@@ -188,6 +255,9 @@ func Calibrate(d Deployment, levels []Measured, opts CalibrateOptions) (*Calibra
 			return nil, fmt.Errorf("calibrate: level %d to fit on: want 1 to %d", i+1, len(levels))
 		}
 		cal.Fitted[i] = true
+	}
+	if err := CheckCalibrateTerms(levels, fit, opts.Terms); err != nil {
+		return nil, fmt.Errorf("calibrate: %w", err)
 	}
 	terms := opts.Terms
 	loads, shapes := distinctLoads(levels, fit)

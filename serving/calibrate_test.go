@@ -85,3 +85,41 @@ func TestCalibrateOneLoadSGLang(t *testing.T) {
 		t.Errorf("overheads %+v: want the frontend kept at 4 ms and the prefill step moved from 1 us", o)
 	}
 }
+
+// TestCheckCalibrateTermsOneLoad: one load of one shape shows one median
+// TTFT and one median TPOT, so it fits two named terms, not two that move
+// its TPOT alike (step and decode) nor two that move its TTFT alike
+// (frontend and the prefill scale); the per-sequence cost, which
+// Calibrate leaves out on one load with a note, is not counted. Levels
+// of two loads take every term. Calibrate refuses what the check
+// refuses.
+func TestCheckCalibrateTermsOneLoad(t *testing.T) {
+	var levels []Measured
+	for _, f := range []string{"conc16.json", "conc64.json"} {
+		ms, err := LoadMeasured(filepath.Join("testdata", "bench", "inferencex-dsr1-fp4-b200-sglang-tp8ep8", f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		levels = append(levels, ms...)
+	}
+	for _, c := range []struct {
+		fit   []int
+		terms []CalibrateTerm
+		want  string // "" = accepted
+	}{
+		{nil, []CalibrateTerm{TermStepUs, TermDecodeScale, TermPrefillStep, TermFrontendMs}, "fits 2 terms"},
+		{nil, []CalibrateTerm{TermStepUs, TermDecodeScale}, "step and decode both move its TPOT"},
+		{nil, []CalibrateTerm{TermFrontendMs, TermPrefillScale}, "frontend and prefill both move its TTFT"},
+		{nil, []CalibrateTerm{TermDecodeScale, TermPrefillStep}, ""},
+		{nil, []CalibrateTerm{TermStepUs, TermPerSeqUs, TermFrontendMs}, ""},
+		{[]int{0, 1}, AllCalibrateTerms, ""},
+	} {
+		err := CheckCalibrateTerms(levels, c.fit, c.terms)
+		if c.want == "" && err != nil || c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)) {
+			t.Errorf("fit %v, terms %v: %v; want %q", c.fit, c.terms, err, c.want)
+		}
+	}
+	if _, err := Calibrate(kimiDeployment(t), levels, CalibrateOptions{Terms: []CalibrateTerm{TermStepUs, TermDecodeScale}, MaxEvals: 12}); err == nil || !strings.Contains(err.Error(), "fits 2 terms") {
+		t.Errorf("Calibrate of step and decode on one load: %v; want the refusal", err)
+	}
+}

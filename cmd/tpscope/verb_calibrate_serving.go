@@ -32,7 +32,7 @@ func (m *servingCalibrateMode) chosen(c *calibrateOptions) bool {
 func (m *servingCalibrateMode) bind(fs *pflag.FlagSet) {
 	fs.StringArrayVar(&m.files, "serving", m.files, "RESULT: fit the engine's overheads (host time per step and per request, decode and prefill scales, frontend latency) to measured serving benchmarks (vllm bench serve, SGLang bench_serving, aiperf, GuideLLM, request logs); repeatable, comma-free paths")
 	fs.StringVar(&m.fit, "fit-levels", m.fit, "with --serving: the load levels to fit on, 1-based over every file's levels in order (default 1); the others are held out and reported")
-	fs.StringVar(&m.terms, "terms", m.terms, "with --serving: the overheads to fit: step, per-seq, decode, prefill, prefill-step, frontend, or all (comma list; default: what the fitted levels tell apart: decode and frontend on one load, decode and prefill-step there under SGLang, whose prefill batches run eagerly, every term on two or more)")
+	fs.StringVar(&m.terms, "terms", m.terms, "with --serving: the overheads to fit: step, per-seq, decode, prefill, prefill-step, frontend, or all (comma list; default: what the fitted levels tell apart: decode and frontend on one load, decode and prefill-step there under SGLang, whose prefill batches run eagerly, every term on two or more; on one load at most two named, three over two lengths)")
 	fs.Uint64Var(&m.seed, "seed", m.seed, "with --serving: seed of the simulated loads' draws")
 	m.engineFlags.bind(fs)
 }
@@ -69,6 +69,11 @@ func (m *servingCalibrateMode) run(ctx context.Context, c *calibrateOptions, std
 			}
 			fit = append(fit, v-1)
 		}
+	}
+	// Terms the fitted levels cannot tell apart are refused before any
+	// work, not split at will by the fit.
+	if err := serving.CheckCalibrateTerms(levels, fit, terms); err != nil {
+		return causeError("--terms", m.terms, err)
 	}
 	engineNote, err := resultsEngine(c.sc, "--serving", levels)
 	if err != nil {

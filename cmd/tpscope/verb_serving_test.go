@@ -628,3 +628,27 @@ func splitCells(l string) []string {
 	}
 	return cells
 }
+
+// TestCalibrateServingTermsOneLoad: fitted on one load (the 16-client
+// DSR1 level: one median TTFT and one median TPOT, its closed-loop
+// throughput following from both), --terms naming four terms, two of
+// which move its TPOT alike (step, decode), is refused in one line
+// naming --terms and the two terms one load of one shape fits, before
+// any fit (no overheads file). A pair the load does determine (the
+// decode scale and the prefill step, SGLang's default) is fitted.
+func TestCalibrateServingTermsOneLoad(t *testing.T) {
+	dir := t.TempDir()
+	o := filepath.Join(dir, "o.json")
+	code, out, errs := runCLI(t, append([]string{"calibrate", "--serving", dsr1Dir + "conc16.json", "--terms", "step,decode,prefill-step,frontend", "-o", o}, dsr1Run...)...)
+	want := "--terms step,decode,prefill-step,frontend: the fitted levels run 1 load of 1 shape (load and lengths), which fits 2 terms"
+	if code != 2 || out != "" || !strings.Contains(errs, want) || strings.Count(strings.TrimSpace(errs), "\n") > 0 {
+		t.Errorf("exit %d, stdout %q, stderr %q; want exit 2 and one line with %q", code, out, errs, want)
+	}
+	if _, err := os.Stat(o); err == nil {
+		t.Errorf("%s written by a refused fit", o)
+	}
+	code, out, errs = runCLI(t, append([]string{"calibrate", "--serving", dsr1Dir + "conc16.json", "--terms", "decode,prefill-step", "-o", o}, dsr1Run...)...)
+	if code != 0 || !strings.Contains(out, "serving overheads: ") {
+		t.Errorf("--terms decode,prefill-step on one load: exit %d, stderr %q, output:\n%s", code, errs, out)
+	}
+}
