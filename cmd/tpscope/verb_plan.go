@@ -42,7 +42,8 @@ per box, plan, KV dtype and context, and every configuration that does not
 fit with its shortfall in GB (they are reported, not dropped). Picks come
 from the lists given: the box at full load (batch = max concurrency) is
 shown beside each capacity row, never picked. --plot draws all fitting
-points and the front. A progress bar appears on stderr when the sweep runs
+points and the front; when none fits, the table and the other files are
+written and the chart alone is refused (exit 1). A progress bar appears on stderr when the sweep runs
 longer than a second.
 
 A combination of the lists that can never run (TP x DP above or not
@@ -289,10 +290,11 @@ func (o *planOptions) Run(ctx context.Context, args []string, std IO) error {
 	if err != nil {
 		return err
 	}
+	// A chart that cannot be drawn (nothing fits) is refused after the
+	// table and the other files are out: the sweep is not lost with it.
+	var plotErr error
 	if o.plot != "" {
-		if err := writePlanPlot(o.plot, a.Name, res); err != nil {
-			return err
-		}
+		plotErr = writePlanPlot(o.plot, a.Name, res)
 	}
 	if o.frontier != "" {
 		if err := writeFileWith(o.frontier, func(w io.Writer) error { return writePlanFrontierCSV(w, res) }); err != nil {
@@ -317,7 +319,7 @@ func (o *planOptions) Run(ctx context.Context, args []string, std IO) error {
 			return err
 		}
 	}
-	return render(std.Stdout, o.output, view{
+	if err := render(std.Stdout, o.output, view{
 		JSON: struct {
 			*plan.Result
 			PricedBy *pricedBy `json:"priced_by,omitempty"`
@@ -326,7 +328,10 @@ func (o *planOptions) Run(ctx context.Context, args []string, std IO) error {
 		Text: func(w io.Writer, md bool) error {
 			return writePlanText(w, a.Name, res, priced, len(space.Topologies), o.top, md)
 		},
-	})
+	}); err != nil {
+		return err
+	}
+	return plotErr
 }
 
 // planPricedBy is what priced the sweep's steps, as predict says it, for
@@ -700,7 +705,7 @@ func writePlanText(w io.Writer, modelName string, res *plan.Result, priced *pric
 func writePlanPlot(path, modelName string, res *plan.Result) error {
 	ctxs := reportbuild.PlanContexts(res)
 	if len(ctxs) == 0 {
-		return fmt.Errorf("plot %s: no configuration fits", path)
+		return fmt.Errorf("plot %s: no configuration fits, nothing to draw (the sweep's table says why)", path)
 	}
 	cols := min(2, len(ctxs))
 	rows := (len(ctxs) + cols - 1) / cols

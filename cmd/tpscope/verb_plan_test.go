@@ -483,3 +483,35 @@ func TestPlanBoxFileNamedByPath(t *testing.T) {
 		t.Errorf("points' topologies %q, want %q", got, want)
 	}
 }
+
+// TestPlanPlotNothingFits: Kimi-K2.5-NVFP4 at TP 4 on four 96 GB RTX PRO
+// 6000s does not fit, so no point is there to draw. The sweep's table is
+// printed and --frontier and --report written all the same; only the
+// chart is refused, in one line naming it, with exit 1 and no file.
+func TestPlanPlotNothingFits(t *testing.T) {
+	dir := t.TempDir()
+	png, csvPath, html := filepath.Join(dir, "p.png"), filepath.Join(dir, "f.csv"), filepath.Join(dir, "r.html")
+	code, out, errs := runCLI(t, "plan", "--topo", "rtxpro6000-2s", "--gpus", "4", "--plan", "tp4", "--batch", "1", "--context", "4K",
+		"--plot", png, "--frontier", csvPath, "--report", html)
+	if code != 1 {
+		t.Errorf("exit %d, want 1", code)
+	}
+	if !strings.Contains(out, "; 2 do not fit") || !strings.Contains(out, "no swept configuration fits") {
+		t.Errorf("the sweep's table is not printed:\n%s", out)
+	}
+	lines := strings.Split(strings.TrimSpace(errs), "\n")
+	if last := lines[len(lines)-1]; !strings.Contains(last, "plot "+png+": no configuration fits") {
+		t.Errorf("stderr %q: want the chart refused in its last line", errs)
+	}
+	if strings.Count(errs, png) != 1 {
+		t.Errorf("stderr %q: want one line about the chart", errs)
+	}
+	if _, err := os.Stat(png); err == nil {
+		t.Errorf("%s written with nothing to draw", png)
+	}
+	for _, p := range []string{csvPath, html} {
+		if st, err := os.Stat(p); err != nil || st.Size() == 0 {
+			t.Errorf("%s not written: %v", p, err)
+		}
+	}
+}
