@@ -151,10 +151,11 @@ func perfDBError(flag, value string, err error) error {
 
 // costs is the cost source --perf-db names for topo's GPU and the
 // tables of the options' engine and its kernels, nil without the flag;
-// its MoE table must have rows under routing, the schedule's, unless sc
-// (the scenario, when the caller has one) is a scenario none of whose
-// routed experts the tables price (moePricedByTables).
-func (f *scenarioFlags) costs(topo *topology.Topology, routing model.Routing, o sim.Options, sc *sim.Scenario) (sim.CostSource, error) {
+// its MoE table must have rows under routing, the schedule's, where
+// priced says the tables price the step's routed experts (nil: always;
+// a scenario passes moePricedByTables of itself, plan a func that defers
+// the check to each configuration, planRouting).
+func (f *scenarioFlags) costs(topo *topology.Topology, routing model.Routing, o sim.Options, priced func(sim.CostSource) bool) (sim.CostSource, error) {
 	if err := f.checkPerfDB(); err != nil || f.perfDB == "" {
 		return nil, err
 	}
@@ -172,7 +173,7 @@ func (f *scenarioFlags) costs(topo *topology.Topology, routing model.Routing, o 
 		own, err := f.db.SystemFor(dev.Name)
 		switch {
 		case err != nil:
-			return f.transferCosts(dev, routing, cfg, sc)
+			return f.transferCosts(dev, routing, cfg, priced)
 		case !f.perfDBBoxes:
 			return nil, flagError("--perf-db-transfer", nil, "%s has system %s measured on the box's GPU (%s); its own tables price it (drop --perf-db-transfer)", f.perfDB, own, dev.Name)
 		}
@@ -199,23 +200,30 @@ func (f *scenarioFlags) costs(topo *topology.Topology, routing model.Routing, o 
 		return nil, perfDBError("--perf-db-system", f.perfDBSystem, err)
 	}
 	// The schedule's MoE routing and the rows that price it are one fact.
-	if err := src.CheckRouting(routing); err != nil && (sc == nil || moePricedByTables(*sc, src)) {
-		if f.changed("moe-routing") {
-			return nil, perfDBError("--moe-routing", routing.String(), err)
-		}
-		err := perfDBError("--perf-db", f.perfDB, err)
-		if ue, ok := err.(*usageError); ok {
-			ue.Want += " (pass --moe-routing with one of them)"
-		}
-		return nil, err
+	if err := src.CheckRouting(routing); err != nil && (priced == nil || priced(src)) {
+		return nil, f.routingError(routing, err)
 	}
 	return src, nil
+}
+
+// routingError is the refusal of tables that lack the schedule's MoE
+// routing (CheckRouting's err): --moe-routing's fault when given, else
+// --perf-db's, whose default routing the tables did not measure.
+func (f *scenarioFlags) routingError(routing model.Routing, err error) error {
+	if f.changed("moe-routing") {
+		return perfDBError("--moe-routing", routing.String(), err)
+	}
+	err = perfDBError("--perf-db", f.perfDB, err)
+	if ue, ok := err.(*usageError); ok {
+		ue.Want += " (pass --moe-routing with one of them)"
+	}
+	return err
 }
 
 // transferCosts is --perf-db-transfer's cost source for a GPU dev the
 // database has no tables of: every other system's, nearest memory
 // bandwidth first (perfdb.Donors), read with cfg.
-func (f *scenarioFlags) transferCosts(dev *topology.Device, routing model.Routing, cfg perfdb.SourceConfig, sc *sim.Scenario) (sim.CostSource, error) {
+func (f *scenarioFlags) transferCosts(dev *topology.Device, routing model.Routing, cfg perfdb.SourceConfig, priced func(sim.CostSource) bool) (sim.CostSource, error) {
 	donors, err := perfdb.Donors(f.db, dev.MemBWGBps)
 	if err != nil {
 		return nil, perfDBError("--perf-db", f.perfDB, err)
@@ -225,7 +233,7 @@ func (f *scenarioFlags) transferCosts(dev *topology.Device, routing model.Routin
 	if err != nil {
 		return nil, perfDBError("--perf-db", f.perfDB, err)
 	}
-	if err := xfer.CheckRouting(routing); err != nil && (sc == nil || moePricedByTables(*sc, xfer)) {
+	if err := xfer.CheckRouting(routing); err != nil && (priced == nil || priced(xfer)) {
 		if f.changed("moe-routing") {
 			return nil, perfDBError("--moe-routing", routing.String(), err)
 		}
@@ -551,7 +559,7 @@ func (f *scenarioFlags) scenario() (sim.Scenario, error) {
 		}
 		return sc, usageErrorf("%v", err)
 	}
-	if sc.Costs, err = f.costs(sc.Topo, sc.Build.Routing, sc.Options, &sc); err != nil {
+	if sc.Costs, err = f.costs(sc.Topo, sc.Build.Routing, sc.Options, func(src sim.CostSource) bool { return moePricedByTables(sc, src) }); err != nil {
 		return sc, err
 	}
 	// The tables' balanced routing is the default so that the schedule

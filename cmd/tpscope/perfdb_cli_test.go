@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -435,5 +436,55 @@ func TestPerfDBRoutingWhereNoMoERows(t *testing.T) {
 	seed := predictLines(t, "--model", "kimi-k2.5-nvfp4", "--perf-db", db, "--kv-dtype", "bf16")
 	if seed["moe routing"] != "balanced" {
 		t.Errorf("seed box: moe routing %q, want balanced (its MoE rows price the experts)", seed["moe routing"])
+	}
+}
+
+// TestPlanPerfDBRoutingPerConfiguration: plan --perf-db takes, per
+// configuration, the routing predict takes of it alone: the tables'
+// balanced routing where their MoE rows price the routed experts (the
+// RTX PRO 6000 box's NVFP4 rows), uniform where none does (the sample's
+// h200_sxm has no NVFP4 rows: the priors price Kimi-K2.5-NVFP4's experts
+// there, as without tables). Each box's step in the sweep is the step
+// predict gives of the same configuration; the sweep had priced the H200
+// priors under balanced routing (batch 64: 31.2 ms against predict's
+// 26.3). The routing line says the sweep's configurations differ.
+func TestPlanPerfDBRoutingPerConfiguration(t *testing.T) {
+	db := samplePerfDB(t, true)
+	args := []string{"plan", "--model", "kimi-k2.5-nvfp4", "--topo", "rtxpro6000-2s,h200-nvswitch", "--gpus", "8", "--plan", "tp8",
+		"--batch", "8", "--context", "4096", "--kv-dtype", "bf16", "--perf-db", db}
+	code, out, errs := runCLI(t, append(args, "--output", "json")...)
+	if code != 0 {
+		t.Fatalf("plan: exit %d: %s", code, errs)
+	}
+	var res struct {
+		Points []struct {
+			Topology   string  `json:"topology"`
+			Batch      int     `json:"batch"`
+			StepUs     float64 `json:"step_us"`
+			AtCapacity bool    `json:"at_capacity"`
+		} `json:"points"`
+	}
+	if err := json.Unmarshal([]byte(out), &res); err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]bool{}
+	for _, p := range res.Points {
+		if p.AtCapacity {
+			continue
+		}
+		seen[p.Topology] = true
+		pr := predictJSONObject(t, "--model", "kimi-k2.5-nvfp4", "--topo", p.Topology, "--tp", "8", "--batch", fmt.Sprint(p.Batch),
+			"--context", "4096", "--kv-dtype", "bf16", "--perf-db", db)
+		want, _ := pr["step_us"].(float64)
+		if !(want > 0) || math.Abs(p.StepUs/want-1) > 1e-9 {
+			t.Errorf("%s batch %d: plan's step %.1f us, predict's %.1f us", p.Topology, p.Batch, p.StepUs, want)
+		}
+	}
+	if !seen["rtxpro6000-2s"] || !seen["h200-nvswitch"] {
+		t.Fatalf("boxes swept %v: want both", seen)
+	}
+	code, out, errs = runCLI(t, args...)
+	if code != 0 || !strings.Contains(out, "\nmoe routing: balanced where the tables' MoE rows price the routed experts (1 of 2 configurations), uniform elsewhere\n") {
+		t.Errorf("plan: exit %d (%s); want the routing line to say the sweep's configurations differ:\n%s", code, errs, out)
 	}
 }

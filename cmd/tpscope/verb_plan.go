@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -257,7 +259,9 @@ func (o *planOptions) Run(ctx context.Context, args []string, std IO) error {
 		// A box whose GPU the perf DB has no tables of is priced from
 		// the priors (or, with --perf-db-transfer, from the others'
 		// tables), and the sweep says so.
-		src, err := sc.costs(t, build.Routing, space.Options, nil)
+		// The routing is held against the tables per configuration
+		// (planRouting), as predict holds it against one scenario's.
+		src, err := sc.costs(t, build.Routing, space.Options, func(sim.CostSource) bool { return false })
 		if err != nil && sc.perfDB != "" && len(o.topos) > 1 {
 			fmt.Fprintf(std.Stderr, "plan: %s priced from the priors: %v\n", t.Name, err)
 			src, err = nil, nil
@@ -270,6 +274,10 @@ func (o *planOptions) Run(ctx context.Context, args []string, std IO) error {
 	cfgs, cov, err := space.Enumerate()
 	if err != nil {
 		return planSpaceUsage(err, len(space.Topologies))
+	}
+	split, err := sc.planRouting(cfgs, space.Topologies, space.Costs, o.workers, std.Stderr)
+	if err != nil {
+		return err
 	}
 	start := time.Now()
 	bar := newLazyBar(std.Stderr, "plan sweep")
@@ -289,6 +297,9 @@ func (o *planOptions) Run(ctx context.Context, args []string, std IO) error {
 	priced, err := planPricedBy(cfgs, res)
 	if err != nil {
 		return err
+	}
+	if priced != nil {
+		priced.RoutingSplit = split
 	}
 	// A chart that cannot be drawn (nothing fits) is refused after the
 	// table and the other files are out: the sweep is not lost with it.
@@ -360,6 +371,133 @@ func planPricedBy(cfgs []plan.Config, res *plan.Result) (*pricedBy, error) {
 		which = "the first configuration"
 	}
 	return pricedByOf(pr, fmt.Sprintf("%s's step (%s x%d %s, kv %s, batch %d, context %d)", which, p.Topology, p.GPUs, p.Plan, p.KVDtype, p.Batch, p.Context)), nil
+}
+
+// planRouting decides each configuration's MoE routing with --perf-db as
+// scenario decides one scenario's: under the default, the tables'
+// routing where their MoE rows price the configuration's routed experts
+// (moePricedByTables) and uniform where none does, or where the box is
+// priced from the priors, as without tables; a routing a box's tables
+// lack is refused where they price any configuration's experts (in a
+// sweep of several boxes that box is priced from the priors instead, with
+// a line on stderr, as for a box without tables). It returns how the
+// swept configurations (not the full-load points) split under the
+// default, nil without --perf-db or with --moe-routing.
+func (f *scenarioFlags) planRouting(cfgs []plan.Config, topos []*topology.Topology, costs []sim.CostSource, workers int, stderr io.Writer) (*routingSplit, error) {
+	if f.perfDB == "" {
+		return nil, nil
+	}
+	// The routed experts' shape (tokens routed, local experts, weight
+	// dtype) follows from the plan, the batch, the speculative tokens and
+	// the build, not from the context or the KV cache's dtype: one
+	// answer serves the configurations that differ only in those.
+	type shape struct {
+		box   int
+		plan  model.Plan
+		w     model.Workload
+		build model.BuildOptions
+	}
+	keyOf := make([]int, len(cfgs)) // index into first, -1 without tables
+	index := map[shape]int{}
+	var first []int // a configuration of each shape
+	for i := range cfgs {
+		c := &cfgs[i]
+		keyOf[i] = -1
+		if c.Scenario.Costs == nil {
+			continue
+		}
+		k := shape{c.Box, c.Scenario.Plan, c.Scenario.Workload, c.Scenario.Build}
+		k.w.Context, k.w.KVDtype = 0, ""
+		j, ok := index[k]
+		if !ok {
+			j = len(first)
+			index[k], first = j, append(first, i)
+		}
+		keyOf[i] = j
+	}
+	// Each answer builds a step's schedule (a sweep's worth: hundreds),
+	// so they are shared out over the sweep's workers; the cost sources
+	// are safe for concurrent use, as the sweep's own workers need.
+	answers := make([]bool, len(first))
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range max(1, min(workers, len(first))) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for j := int(next.Add(1)) - 1; j < len(first); j = int(next.Add(1)) - 1 {
+				c := &cfgs[first[j]]
+				answers[j] = moePricedByTables(c.Scenario, c.Scenario.Costs)
+			}
+		}()
+	}
+	wg.Wait()
+	priced := make([]bool, len(cfgs))
+	for i, j := range keyOf {
+		priced[i] = j >= 0 && answers[j]
+	}
+	var routing model.Routing
+	if len(cfgs) > 0 {
+		routing = cfgs[0].Scenario.Build.Routing
+	}
+	// Each box named shares its cost source with its GPU-count subsets
+	// (the configurations hold the same pointer: perfdb's sources).
+	for t, src := range costs {
+		if src == nil {
+			continue
+		}
+		prices := false
+		for i := range cfgs {
+			prices = prices || priced[i] && cfgs[i].Scenario.Costs == src
+		}
+		rc, ok := src.(interface{ CheckRouting(model.Routing) error })
+		if !prices || !ok {
+			continue
+		}
+		err := rc.CheckRouting(routing)
+		if err == nil {
+			continue
+		}
+		err = f.routingError(routing, err)
+		if len(topos) < 2 {
+			return nil, err
+		}
+		fmt.Fprintf(stderr, "plan: %s priced from the priors: %v\n", topos[t].Name, err)
+		for i := range cfgs {
+			if cfgs[i].Scenario.Costs == src {
+				cfgs[i].Scenario.Costs, priced[i] = nil, false
+			}
+		}
+		costs[t] = nil
+	}
+	if f.changed("moe-routing") {
+		return nil, nil
+	}
+	split := &routingSplit{Routing: routing}
+	for i := range cfgs {
+		c := &cfgs[i]
+		if !priced[i] {
+			c.Scenario.Build.Routing = model.UniformRouting
+		}
+		switch {
+		case c.AtCapacity:
+		case priced[i]:
+			split.Tables++
+		default:
+			split.Uniform++
+		}
+	}
+	return split, nil
+}
+
+// routingSplit is how a plan sweep's configurations split under
+// --perf-db's default MoE routing: Tables under the tables' Routing
+// (their rows price the routed experts), Uniform under uniform routing
+// (the priors price them).
+type routingSplit struct {
+	Routing model.Routing `json:"routing"`
+	Tables  int           `json:"tables"`
+	Uniform int           `json:"uniform"`
 }
 
 // planEngineKey keys the engine line by the configuration it describes

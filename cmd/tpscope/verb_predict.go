@@ -192,6 +192,10 @@ type pricedBy struct {
 	// Step names the step the ops were counted on ("" for predict's
 	// own), e.g. "a decode step at batch 1, context 4096".
 	Step string `json:"step,omitempty"`
+	// RoutingSplit is plan's: how its configurations split between the
+	// tables' routing and uniform under --perf-db's default (nil
+	// elsewhere); the moe routing line says so when they differ.
+	RoutingSplit *routingSplit `json:"moe_routing_split,omitempty"`
 }
 
 func pricedByOf(pr *sim.Prediction, step string) *pricedBy {
@@ -206,7 +210,11 @@ func (p *pricedBy) lines(engineKey string) [][2]string {
 	if p.Engine != "" {
 		kv = append(kv, [2]string{engineKey, p.Engine})
 	}
-	if !p.MoERouting.IsZero() {
+	switch r := p.RoutingSplit; {
+	case r != nil && r.Tables > 0 && r.Uniform > 0:
+		kv = append(kv, [2]string{"moe routing", fmt.Sprintf("%s where the tables' MoE rows price the routed experts (%d of %d configurations), uniform elsewhere",
+			r.Routing, r.Tables, r.Tables+r.Uniform)})
+	case !p.MoERouting.IsZero():
 		kv = append(kv, [2]string{"moe routing", p.MoERouting.String()})
 	}
 	if p.CostSource != "" {
