@@ -830,3 +830,37 @@ func TestRecordedScenarioOverrideChecked(t *testing.T) {
 		})
 	}
 }
+
+// TestTraceVerbsRefuseGPUMemUtil: compare, calibrate --trace and report
+// --trace price the steps a trace measured, whose KV cache the traced
+// step held; the pool fraction sizes a serving engine's KV pool, which
+// none of them prints, so --gpu-mem-util is refused in one line before
+// any trace is read, as run and verdict refuse it (it had been listed as
+// an override, "overridden by --gpu-mem-util 0.5", and changed nothing).
+// report without a trace predicts the flags' step, whose memory line
+// the fraction sizes: there it stays.
+func TestTraceVerbsRefuseGPUMemUtil(t *testing.T) {
+	const eager = "../../exec/cuda/testdata/h200/h200-kimi-k2.5-tp8-rank0-eager.otlp.jsonl.gz"
+	dir := t.TempDir()
+	html, cal := filepath.Join(dir, "r.html"), filepath.Join(dir, "box.json")
+	want := "--gpu-mem-util 0.5: compare, calibrate --trace and report --trace price the steps a trace measured"
+	for _, args := range [][]string{
+		{"compare", "--trace", eager, "--gpu-mem-util", "0.5"},
+		{"calibrate", "--trace", eager, "--gpu-mem-util", "0.5", "-o", cal},
+		{"report", "--trace", eager, "--gpu-mem-util", "0.5", "-o", html},
+	} {
+		code, out, stderr := runCLI(t, args...)
+		if code != 2 || out != "" || !strings.Contains(stderr, want) || strings.Count(strings.TrimSpace(stderr), "\n") > 0 {
+			t.Errorf("%s: exit %d, stdout %d bytes, stderr %q; want 2, nothing on stdout and one line with %q", args[0], code, len(out), stderr, want)
+		}
+	}
+	for _, p := range []string{html, cal} {
+		if _, err := os.Stat(p); err == nil {
+			t.Errorf("%s was written", p)
+		}
+	}
+	code, out, stderr := runCLI(t, "report", "--gpu-mem-util", "0.5", "-o", html)
+	if code != 0 || !strings.HasPrefix(out, "wrote "+html) {
+		t.Errorf("report of a predicted step with --gpu-mem-util: exit %d, stdout %q, stderr %q", code, out, stderr)
+	}
+}
