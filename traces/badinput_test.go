@@ -31,6 +31,11 @@ func TestNoSpans(t *testing.T) {
 		{"kineto without kernels", `{"traceEvents":[{"name":"k","ts":1,"dur":2}]}`, "", `no span read (kineto): want complete events ("ph": "X") of GPU kernels`},
 		{"otlp read as jaeger", good, FormatJaegerV1, "it was read as jaeger-v1 as asked, but its content looks like otlp-json"},
 		{"jaeger read as otlp", `{"data":[{"spans":[]}]}`, FormatOTLPJSON, "it was read as otlp-json as asked, but its content looks like jaeger-v1"},
+		// OTLP's JSON lines read as one Chrome trace object: the reader
+		// breaks at the second line, which says less than what the
+		// content is (it had said "invalid JSON ... after the trace").
+		{"otlp lines read as kineto", good + "\n" + good + "\n", FormatKineto, "no span read (kineto): want complete events (\"ph\": \"X\") of GPU kernels (\"cat\": \"kernel\") in traceEvents[]; it was read as kineto as asked, but its content looks like otlp-json"},
+		{"otlp read as kineto", good, FormatKineto, "it was read as kineto as asked, but its content looks like otlp-json"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -282,6 +282,7 @@ func readBodyLooks(ctx context.Context, r io.Reader, src, format string, res *Re
 		looks = f
 	}
 	var err error
+	before := res.count()
 	switch format {
 	case FormatOTLPJSON, FormatJaegerV3:
 		err = readOTLPStream(br, res, src)
@@ -292,6 +293,13 @@ func readBodyLooks(ctx context.Context, r io.Reader, src, format string, res *Re
 	}
 	if cerr := ctx.Err(); cerr != nil {
 		return "", "", fmt.Errorf("%s: %w", src, cerr)
+	}
+	if err != nil && looks != "" && res.count() == before {
+		// Forced onto another format's content, the reader broke before
+		// any span (OTLP's JSON lines read as one Kineto object break at
+		// the second line): what the content is says more than where
+		// the reader broke, as it does for a read that ends with no span.
+		return format, looks, noSpans(&Result{Format: format}, src, format, looks)
 	}
 	return format, looks, partialError(err, src, gz)
 }
