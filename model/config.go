@@ -385,17 +385,91 @@ func defaultsFor(modelType string) configDefaults {
 
 // maxModelLen is the longest sequence vLLM serves the model at, derived
 // as vLLM's _get_and_verify_max_len does from max_position_embeddings
-// (maxPos) and rope_scaling: a scaling whose type is not su, longrope or
+// (maxPos) and the RoPE scaling (ropeLen). Newer transformers write that
+// scaling as rope_parameters, older ones as rope_scaling; vLLM reads
+// rope_parameters, into which it moves rope_scaling when the installed
+// transformers predates it (vllm-project/vllm, vllm/config/model.py
+// _get_and_verify_max_len and vllm/transformers_utils/config.py
+// patch_rope_parameters at 0052a5b8 / 0036026e). A file stating both is
+// read from both, and they must give one length. DeepSeek-V3: yarn 4096 x
+// 40 = 163840; Kimi-K2.5: yarn 4096 x 64 = 262144; GLM-5: rope_parameters
+// of the default type, 202752.
+func (p *parser) maxModelLen(m map[string]any, prefix string, maxPos int) int {
+	if p.err != nil {
+		return 0
+	}
+	scaling, hasScaling := m["rope_scaling"]
+	params, hasParams := m["rope_parameters"]
+	hasScaling, hasParams = hasScaling && scaling != nil, hasParams && params != nil
+	n := maxPos
+	if hasScaling {
+		n = p.ropeLen(scaling, prefix+"rope_scaling", maxPos)
+	}
+	if hasParams {
+		fromParams := p.ropeParametersLen(params, prefix+"rope_parameters", maxPos)
+		if hasScaling && p.err == nil && fromParams != n {
+			p.fail(prefix+"rope_parameters", fmt.Sprintf("%d tokens, rope_scaling %d", fromParams, n), "one RoPE scaling: rope_parameters and rope_scaling giving one max_model_len (or one of them)")
+			return 0
+		}
+		n = fromParams
+	}
+	if p.err != nil {
+		return 0
+	}
+	return n
+}
+
+// ropeParametersLen is maxModelLen of a rope_parameters block: one block
+// of RoPE parameters, or (transformers' form for models whose layer types
+// run different RoPE) an object of blocks keyed by layer type, which vLLM
+// reads per block with one factor for them all; blocks that give
+// different lengths are refused rather than one picked.
+func (p *parser) ropeParametersLen(v any, field string, maxPos int) int {
+	rp, ok := v.(map[string]any)
+	if !ok {
+		p.fail(field, describe(v), "an object or null")
+		return 0
+	}
+	blocks := 0
+	for _, b := range rp {
+		if _, ok := b.(map[string]any); ok {
+			blocks++
+		}
+	}
+	if blocks == 0 {
+		return p.ropeLen(rp, field, maxPos)
+	}
+	if blocks < len(rp) {
+		p.fail(field, "blocks beside other keys", "one block of RoPE parameters, or one block per layer type")
+		return 0
+	}
+	types := make([]string, 0, len(rp))
+	for k := range rp {
+		types = append(types, k)
+	}
+	slices.Sort(types)
+	n := 0
+	for i, k := range types {
+		l := p.ropeLen(rp[k], field+"."+k, maxPos)
+		if p.err != nil {
+			return 0
+		}
+		if i > 0 && l != n {
+			p.fail(field, fmt.Sprintf("%s %d tokens, %s %d", types[0], n, k, l), "one scaling for every layer type (vLLM applies one factor to max_model_len)")
+			return 0
+		}
+		n = l
+	}
+	return n
+}
+
+// ropeLen is the length one block of RoPE parameters (rope_scaling, or
+// rope_parameters) serves: a scaling whose type is not su, longrope or
 // llama3 multiplies by its factor (1 when absent) the length it extends,
 // original_max_position_embeddings for yarn and max_position_embeddings
-// otherwise. DeepSeek-V3: yarn 4096 x 40 = 163840; Kimi-K2.5: yarn 4096 x
-// 64 = 262144; GLM-5: no scaling, 202752.
-func (p *parser) maxModelLen(m map[string]any, prefix string, maxPos int) int {
-	v, ok := m["rope_scaling"]
-	if !ok || v == nil || p.err != nil {
-		return maxPos
-	}
-	field := prefix + "rope_scaling"
+// otherwise. The type is rope_type, or the legacy type (vLLM's
+// patch_legacy_rope_type).
+func (p *parser) ropeLen(v any, field string, maxPos int) int {
 	rs, ok := v.(map[string]any)
 	if !ok {
 		p.fail(field, describe(v), "an object or null")

@@ -874,3 +874,98 @@ func TestConfigDefaultsSaid(t *testing.T) {
 		t.Errorf("glm_moe_dsa without max_position_embeddings: %d, want GlmMoeDsaConfig's 202752", a.MaxModelLenTokens)
 	}
 }
+
+// TestMaxModelLenRopeParameters: a config written by newer transformers
+// states its RoPE in rope_parameters, not rope_scaling, and vLLM derives
+// max_model_len from it the same way (_get_and_verify_max_len): a factor
+// times max_position_embeddings, or for yarn times
+// original_max_position_embeddings; su, longrope and llama3 leave it; the
+// legacy "type" key stands for rope_type; a block per layer type is read
+// per type. Expected lengths are the products of the numbers written.
+func TestMaxModelLenRopeParameters(t *testing.T) {
+	yarn := func(factor int) map[string]any {
+		return map[string]any{"rope_type": "yarn", "factor": factor, "original_max_position_embeddings": 4096, "rope_theta": 50000, "beta_fast": 32, "beta_slow": 1}
+	}
+	for _, c := range []struct {
+		name   string
+		mutate func(m map[string]any)
+		want   int
+	}{
+		// DeepseekV3Config's 4096 positions, yarn 4096 x 40.
+		{"yarn", func(m map[string]any) { m["rope_parameters"] = yarn(40) }, 163840},
+		// yarn below max_position_embeddings: vLLM serves 4096 x 10.
+		{"yarn below max_position_embeddings", func(m map[string]any) {
+			m["max_position_embeddings"], m["rope_parameters"] = 163840, yarn(10)
+		}, 40960},
+		{"legacy type key, linear x4", func(m map[string]any) {
+			m["max_position_embeddings"], m["rope_parameters"] = 8192, map[string]any{"type": "linear", "factor": 4}
+		}, 32768},
+		{"default: rope_theta only", func(m map[string]any) {
+			m["max_position_embeddings"], m["rope_parameters"] = 202752, map[string]any{"rope_type": "default", "rope_theta": 1000000}
+		}, 202752},
+		{"llama3 leaves it", func(m map[string]any) {
+			m["max_position_embeddings"], m["rope_parameters"] = 131072, map[string]any{"rope_type": "llama3", "factor": 8}
+		}, 131072},
+		{"a block per layer type", func(m map[string]any) {
+			m["rope_parameters"] = map[string]any{"full_attention": yarn(64), "sliding_attention": yarn(64)}
+		}, 262144},
+		{"rope_scaling beside it, the same", func(m map[string]any) {
+			m["rope_parameters"], m["rope_scaling"] = yarn(32), map[string]any{"type": "yarn", "factor": 32, "original_max_position_embeddings": 4096}
+		}, 131072},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			m := tinyConfig()
+			c.mutate(m)
+			a, err := parse("config.json", mustJSON(t, m), "", nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if a.MaxModelLenTokens != c.want {
+				t.Errorf("max_model_len %d, want %d", a.MaxModelLenTokens, c.want)
+			}
+		})
+	}
+	for _, c := range []struct {
+		name   string
+		mutate func(m map[string]any)
+		field  string
+	}{
+		{"yarn without original_max_position_embeddings", func(m map[string]any) {
+			m["rope_parameters"] = map[string]any{"rope_type": "yarn", "factor": 40}
+		}, "rope_parameters.original_max_position_embeddings"},
+		{"layer types scaled apart", func(m map[string]any) {
+			m["rope_parameters"] = map[string]any{"full_attention": yarn(64), "sliding_attention": yarn(32)}
+		}, "rope_parameters"},
+		{"rope_scaling beside it, another", func(m map[string]any) {
+			m["rope_parameters"], m["rope_scaling"] = yarn(32), map[string]any{"type": "yarn", "factor": 40, "original_max_position_embeddings": 4096}
+		}, "rope_parameters"},
+		{"not an object", func(m map[string]any) { m["rope_parameters"] = 40 }, "rope_parameters"},
+	} {
+		m := tinyConfig()
+		c.mutate(m)
+		_, err := parse("config.json", mustJSON(t, m), "", nil)
+		var ce *ConfigError
+		if !errors.As(err, &ce) || ce.Field != c.field {
+			t.Errorf("%s: err %v, want one naming %s", c.name, err, c.field)
+		}
+	}
+	// Kimi-K2-Instruct's text config as transformers v5 writes it: its
+	// rope_scaling (yarn 32 x 4096) and rope_theta in rope_parameters.
+	var ref map[string]any
+	if err := json.Unmarshal(readRef(t, "moonshotai--Kimi-K2-Instruct_config.json"), &ref); err != nil {
+		t.Fatal(err)
+	}
+	rs := ref["rope_scaling"].(map[string]any)
+	rs["rope_type"], rs["rope_theta"] = rs["type"], ref["rope_theta"]
+	delete(rs, "type")
+	ref["rope_parameters"], ref["max_position_embeddings"] = rs, 4096
+	delete(ref, "rope_scaling")
+	delete(ref, "rope_theta")
+	a, err := parse("config.json", mustJSON(t, ref), "", nil)
+	if err != nil {
+		t.Fatalf("Kimi-K2-Instruct with rope_parameters: %v", err)
+	}
+	if a.MaxModelLenTokens != 131072 {
+		t.Errorf("Kimi-K2-Instruct with rope_parameters: max_model_len %d, want 4096 x 32 = 131072", a.MaxModelLenTokens)
+	}
+}

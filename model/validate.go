@@ -192,7 +192,7 @@ func (w Workload) ValidateFor(a *Arch) error {
 func (w Workload) CheckMaxModelLen(a *Arch) error {
 	if limit := a.MaxModelLenTokens; limit > 0 && w.Context > limit {
 		return &PlanError{What: "workload", Field: "context", Value: strconv.Itoa(w.Context),
-			Want: fmt.Sprintf("at most %d tokens, the max_model_len %s is served at (vLLM derives it from the config's max_position_embeddings and rope_scaling and refuses a longer one)",
+			Want: fmt.Sprintf("at most %d tokens, the max_model_len %s is served at (vLLM derives it from the config's max_position_embeddings and RoPE scaling (rope_scaling or rope_parameters) and refuses a longer one)",
 				limit, a.Name)}
 	}
 	return nil
