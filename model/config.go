@@ -114,6 +114,8 @@ func configFiles(path string) (cfgPath, quantPath string, err error) {
 	}
 	cfgPath = path
 	switch base := filepath.Base(path); {
+	case !st.IsDir() && strings.HasSuffix(base, quantConfigName):
+		return "", "", quantFileError(path)
 	case st.IsDir():
 		cfgPath = filepath.Join(path, "config.json")
 		quantPath = filepath.Join(path, quantConfigName)
@@ -128,6 +130,33 @@ func configFiles(path string) (cfgPath, quantPath string, err error) {
 		}
 	}
 	return cfgPath, quantPath, nil
+}
+
+// quantFileError refuses a quantization file (PREFIX_hf_quant_config.json
+// or hf_quant_config.json) given as the model's config, naming the
+// config it belongs beside: the one that reads it (configFiles).
+func quantFileError(path string) error {
+	dir, base := filepath.Split(path)
+	cfg := filepath.Join(dir, strings.TrimSuffix(base, quantConfigName)+"config.json")
+	name := cfg
+	if base == quantConfigName {
+		name = fmt.Sprintf("%s (or %s)", cfg, filepath.Clean(dir))
+	}
+	want := fmt.Sprintf("the model's config: pass %s, the config beside it, which reads it", name)
+	if _, err := os.Stat(cfg); err != nil {
+		want = fmt.Sprintf("the model's config: pass %s, the config it belongs beside; it is not there", name)
+	}
+	return &ConfigError{File: path, Got: "a quantization file (ModelOpt's hf_quant_config.json), not a model config", Want: want}
+}
+
+// isQuantFile reports whether a decoded file is ModelOpt's quantization
+// file (a producer and a quantization block, no model_type), whatever its
+// name.
+func isQuantFile(root map[string]any) bool {
+	_, mt := root["model_type"]
+	_, producer := root["producer"]
+	q, _ := root["quantization"].(map[string]any)
+	return !mt && producer && q != nil
 }
 
 // parse builds an Arch from the bytes of a config.json (named cfgName in
@@ -146,6 +175,10 @@ func parse(cfgName string, cfg []byte, quantName string, quant []byte) (*Arch, e
 	}
 	if isEagle3Config(root) {
 		return parseEagle3(cfgFile, root)
+	}
+	if isQuantFile(root) {
+		return nil, &ConfigError{File: cfgFile, Got: "a quantization file (ModelOpt's hf_quant_config.json: producer and quantization, no model_type), not a model config",
+			Want: "the model's config, which reads the quantization file beside it (hf_quant_config.json, or PREFIX_hf_quant_config.json beside PREFIX_config.json)"}
 	}
 	p := &parser{file: cfgFile}
 	mt := p.str(root, "", "model_type", true)

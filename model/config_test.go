@@ -969,3 +969,58 @@ func TestMaxModelLenRopeParameters(t *testing.T) {
 		t.Errorf("Kimi-K2-Instruct with rope_parameters: max_model_len %d, want 4096 x 32 = 131072", a.MaxModelLenTokens)
 	}
 }
+
+// TestLoadQuantFileAsConfig: ModelOpt's quantization file given where a
+// model config is wanted is refused as what it is, naming the config it
+// belongs beside (the one that reads it): PREFIX_config.json beside
+// PREFIX_hf_quant_config.json (aiconfigurator's pairs), config.json
+// beside a plain hf_quant_config.json; when that config is not there the
+// error says so. A quantization file under another name is told by its
+// content (producer and quantization, no model_type). It had been read
+// as a config: 'field "model_type": missing'.
+func TestLoadQuantFileAsConfig(t *testing.T) {
+	dir := t.TempDir()
+	quant := readRef(t, "nvidia--DeepSeek-V3-0324-NVFP4_hf_quant_config.json")
+	write := func(name string, b []byte) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	paired := write("nvidia--DeepSeek-V3-0324-NVFP4_hf_quant_config.json", quant)
+	write("nvidia--DeepSeek-V3-0324-NVFP4_config.json", readRef(t, "nvidia--DeepSeek-V3-0324-NVFP4_config.json"))
+	sub := filepath.Join(dir, "ckpt")
+	if err := os.Mkdir(sub, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	plain := filepath.Join(sub, "hf_quant_config.json")
+	if err := os.WriteFile(plain, quant, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	renamed := write("quant.json", quant)
+	for _, c := range []struct {
+		path string
+		want []string
+	}{
+		{paired, []string{paired + ": a quantization file (ModelOpt's hf_quant_config.json), not a model config",
+			"pass " + filepath.Join(dir, "nvidia--DeepSeek-V3-0324-NVFP4_config.json") + ", the config beside it, which reads it"}},
+		{plain, []string{plain + ": a quantization file", "pass " + filepath.Join(sub, "config.json") + " (or " + sub + "), the config it belongs beside; it is not there"}},
+		{renamed, []string{renamed + ": a quantization file (ModelOpt's hf_quant_config.json: producer and quantization, no model_type), not a model config"}},
+	} {
+		_, err := Load(c.path)
+		var ce *ConfigError
+		if !errors.As(err, &ce) {
+			t.Errorf("%s: err %v, want a *ConfigError", c.path, err)
+			continue
+		}
+		for _, w := range c.want {
+			if !strings.Contains(err.Error(), w) {
+				t.Errorf("%s: %q, want %q", c.path, err, w)
+			}
+		}
+		if strings.Contains(err.Error(), "model_type\": missing") || strings.Contains(err.Error(), "\n") {
+			t.Errorf("%s: %q: want one line, not the missing model_type", c.path, err)
+		}
+	}
+}
