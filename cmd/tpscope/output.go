@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/csv"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -64,6 +65,25 @@ func render(w io.Writer, format string, v view) error {
 		return v.CSV(w)
 	}
 	return v.Text(w, format == formatMarkdown)
+}
+
+// renderThen writes v in format, then each side file a verb was asked
+// for (a --plot chart, a --frontier CSV, a --report page), in order. The
+// result goes out first: a side file that cannot be written (a chart with
+// nothing to draw) is an error after it, never in place of it, and does
+// not keep the side files after it from being written. The errors, one
+// line each, are joined.
+func renderThen(w io.Writer, format string, v view, files ...func() error) error {
+	if err := render(w, format, v); err != nil {
+		return err
+	}
+	var errs []error
+	for _, write := range files {
+		if err := write(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // writeJSON writes v as JSON, indented one space per level: the one

@@ -209,12 +209,11 @@ func (o *adviseOptions) Run(ctx context.Context, args []string, std IO) error {
 	if m := adv.Baseline.Footprint; !m.Fits {
 		fmt.Fprintf(std.Stderr, "warning: the baseline does not fit in GPU memory: short by %.1f GB per GPU\n", m.ShortfallGB)
 	}
+	var files []func() error
 	if o.plot != "" {
-		if err := writeAdvisePlot(o.plot, adv); err != nil {
-			return err
-		}
+		files = append(files, func() error { return writeAdvisePlot(o.plot, adv) })
 	}
-	return render(std.Stdout, o.output, view{
+	return renderThen(std.Stdout, o.output, view{
 		JSON: adv,
 		CSV: func(w io.Writer) error {
 			cells := make([][]string, len(adv.Rows))
@@ -229,7 +228,7 @@ func (o *adviseOptions) Run(ctx context.Context, args []string, std IO) error {
 			}
 			return writeAdviceTable(w, adv)
 		},
-	})
+	}, files...)
 }
 
 // checkUnused refuses flags that would price nothing: the MTP row's

@@ -196,12 +196,11 @@ func (o *compareOptions) Run(ctx context.Context, args []string, std IO) error {
 	if err != nil {
 		return err
 	}
+	var files []func() error
 	if o.plot != "" {
-		if err := compare.WritePlot(o.plot, rep); err != nil {
-			return err
-		}
+		files = append(files, func() error { return compare.WritePlot(o.plot, rep) })
 	}
-	return render(std.Stdout, o.output, view{
+	return renderThen(std.Stdout, o.output, view{
 		JSON: rep,
 		CSV:  rep.WriteCSV,
 		Text: func(w io.Writer, md bool) error {
@@ -210,5 +209,5 @@ func (o *compareOptions) Run(ctx context.Context, args []string, std IO) error {
 			}
 			return rep.WriteTable(w, o.top)
 		},
-	})
+	}, files...)
 }

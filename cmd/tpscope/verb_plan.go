@@ -301,36 +301,34 @@ func (o *planOptions) Run(ctx context.Context, args []string, std IO) error {
 	if priced != nil {
 		priced.RoutingSplit = split
 	}
-	// A chart that cannot be drawn (nothing fits) is refused after the
-	// table and the other files are out: the sweep is not lost with it.
-	var plotErr error
+	var files []func() error
 	if o.plot != "" {
-		plotErr = writePlanPlot(o.plot, a.Name, res)
+		files = append(files, func() error { return writePlanPlot(o.plot, a.Name, res) })
 	}
 	if o.frontier != "" {
-		if err := writeFileWith(o.frontier, func(w io.Writer) error { return writePlanFrontierCSV(w, res) }); err != nil {
-			return err
-		}
+		files = append(files, func() error {
+			return writeFileWith(o.frontier, func(w io.Writer) error { return writePlanFrontierCSV(w, res) })
+		})
 	}
 	if o.reportFile != "" {
-		lines := []string{fmt.Sprintf("%s: %d configurations; %d do not fit, %d invalid%s", a.Name, res.Evaluated, res.NotFitting, res.Errors, fullLoadText(res))}
-		if res.SLOMs > 0 {
-			lines = append(lines, fmt.Sprintf("SLO: %.2f ms per token per request (%d configurations miss it)", res.SLOMs, res.MissSLO))
-		}
-		if res.Best >= 0 {
-			b := &res.Points[res.Best]
-			lines = append(lines, fmt.Sprintf("best throughput per GPU: %s x%d %s, kv %s, batch %d at context %d: %.1f tok/s/GPU, %.1f tok/s per request",
-				b.Topology, b.GPUs, b.Plan, b.KVDtype, b.Batch, b.Context, b.TokensPerSPerGPU, b.TokensPerSPerRequest))
-		}
-		for _, kv := range priced.lines(planEngineKey(res)) {
-			lines = append(lines, kv[0]+": "+kv[1])
-		}
-		lines = append(lines, res.Caveats...)
-		if err := report.WriteFile(o.reportFile, reportbuild.Plan(a.Name+": capacity plan", lines, res)); err != nil {
-			return err
-		}
+		files = append(files, func() error {
+			lines := []string{fmt.Sprintf("%s: %d configurations; %d do not fit, %d invalid%s", a.Name, res.Evaluated, res.NotFitting, res.Errors, fullLoadText(res))}
+			if res.SLOMs > 0 {
+				lines = append(lines, fmt.Sprintf("SLO: %.2f ms per token per request (%d configurations miss it)", res.SLOMs, res.MissSLO))
+			}
+			if res.Best >= 0 {
+				b := &res.Points[res.Best]
+				lines = append(lines, fmt.Sprintf("best throughput per GPU: %s x%d %s, kv %s, batch %d at context %d: %.1f tok/s/GPU, %.1f tok/s per request",
+					b.Topology, b.GPUs, b.Plan, b.KVDtype, b.Batch, b.Context, b.TokensPerSPerGPU, b.TokensPerSPerRequest))
+			}
+			for _, kv := range priced.lines(planEngineKey(res)) {
+				lines = append(lines, kv[0]+": "+kv[1])
+			}
+			lines = append(lines, res.Caveats...)
+			return report.WriteFile(o.reportFile, reportbuild.Plan(a.Name+": capacity plan", lines, res))
+		})
 	}
-	if err := render(std.Stdout, o.output, view{
+	return renderThen(std.Stdout, o.output, view{
 		JSON: struct {
 			*plan.Result
 			PricedBy *pricedBy `json:"priced_by,omitempty"`
@@ -339,10 +337,7 @@ func (o *planOptions) Run(ctx context.Context, args []string, std IO) error {
 		Text: func(w io.Writer, md bool) error {
 			return writePlanText(w, a.Name, res, priced, len(space.Topologies), o.top, md)
 		},
-	}); err != nil {
-		return err
-	}
-	return plotErr
+	}, files...)
 }
 
 // planPricedBy is what priced the sweep's steps, as predict says it, for

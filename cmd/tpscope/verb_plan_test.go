@@ -515,3 +515,30 @@ func TestPlanPlotNothingFits(t *testing.T) {
 		}
 	}
 }
+
+// TestPlanChartFailureKeepsTable: a sweep where nothing fits has no point
+// to draw, so --plot fails; the table (which says nothing fits and by how
+// much each configuration falls short) is printed first and the other
+// side files are still written: a failing chart loses nothing else.
+func TestPlanChartFailureKeepsTable(t *testing.T) {
+	dir := t.TempDir()
+	png, front := filepath.Join(dir, "pareto.png"), filepath.Join(dir, "front.csv")
+	// Kimi-K2.5-NVFP4 (75.6 GB of weights per GPU at TP 8) on four 32 GB
+	// RTX 5090s: no plan of four GPUs holds it.
+	code, stdout, stderr := runCLI(t, "plan", "--topo", "pcie-1s:4xrtx5090", "--gpus", "4", "--context", "4K", "--batch", "1",
+		"--plot", png, "--frontier", front)
+	if code != 1 {
+		t.Fatalf("exit %d, want 1 (the chart could not be drawn); stderr %q", code, stderr)
+	}
+	if !strings.Contains(stderr, "no configuration fits") {
+		t.Errorf("stderr %q: want the chart's error", stderr)
+	}
+	for _, want := range []string{"no swept configuration fits", "does not fit (", "short GB/GPU"} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("stdout lacks %q: the table was lost with the chart:\n%s", want, stdout)
+		}
+	}
+	if _, err := os.Stat(front); err != nil {
+		t.Errorf("--frontier not written after the chart failed: %v", err)
+	}
+}

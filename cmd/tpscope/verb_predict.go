@@ -81,16 +81,15 @@ func (o *predictOptions) Run(ctx context.Context, args []string, std IO) error {
 		return fmt.Errorf("%s %s on %s does not fit in GPU memory: short by %.1f GB per GPU (weights %.1f GB + activations %.1f GB + KV %.1f GB for %d tokens, usable %.1f GB of %.1f GB)",
 			scen.Arch.Name, scen.Plan.Normalized(), topo.Name, m.ShortfallGB, gb(m.WeightBytes), gb(m.ActivationBytes), gb(m.KVBytes), m.KVTokensNeeded, gb(m.UsableBytes), gb(m.DeviceBytes))
 	}
+	var files []func() error
 	if o.plot != "" {
-		if err := writePredictPlot(o.plot, pr); err != nil {
-			return err
-		}
+		files = append(files, func() error { return writePredictPlot(o.plot, pr) })
 	}
-	return render(std.Stdout, o.output, view{
+	return renderThen(std.Stdout, o.output, view{
 		JSON: pr,
 		CSV:  func(w io.Writer) error { return writePredictCSV(w, pr) },
 		Text: func(w io.Writer, md bool) error { return writePredictTable(w, pr, o.top, md) },
-	})
+	}, files...)
 }
 
 func gb(b int64) float64 { return float64(b) / 1e9 }

@@ -581,36 +581,33 @@ func runSimulate(sc *scenarioFlags, f *simulateFlags, stdout, stderr io.Writer) 
 	for _, g := range out.loadGroups() {
 		out.Frontiers = append(out.Frontiers, serving.NewFrontierOf(out.Runs, g.runs, slo, g.name, out.chosenRun(g.runs)))
 	}
+	var files []func() error
 	if f.plotFile != "" {
-		if err := writeSimulatePlot(f.plotFile, &out); err != nil {
-			return err
-		}
+		files = append(files, func() error { return writeSimulatePlot(f.plotFile, &out) })
 	}
 	if f.paretoFile != "" {
-		if err := writeParetoPlot(f.paretoFile, &out); err != nil {
-			return err
-		}
+		files = append(files, func() error { return writeParetoPlot(f.paretoFile, &out) })
 	}
 	if f.frontierFile != "" {
-		if err := writeFileWith(f.frontierFile, func(w io.Writer) error { return serving.WriteFrontiersCSV(w, out.Frontiers) }); err != nil {
-			return err
-		}
+		files = append(files, func() error {
+			return writeFileWith(f.frontierFile, func(w io.Writer) error { return serving.WriteFrontiersCSV(w, out.Frontiers) })
+		})
 	}
 	if f.reportFile != "" {
-		var groups []string
-		for _, fr := range out.Frontiers {
-			groups = append(groups, fr.Group)
-		}
-		rep := build.Serving(build.ServingInput{Title: out.paretoTitle(), Subtitle: strings.Join(groups, "; "), Setup: out.headLines(),
-			Runs: out.Runs, Frontiers: out.Frontiers, Compare: out.Compare, Capacity: out.Capacity})
-		if err := report.WriteFile(f.reportFile, rep); err != nil {
-			return err
-		}
+		files = append(files, func() error {
+			var groups []string
+			for _, fr := range out.Frontiers {
+				groups = append(groups, fr.Group)
+			}
+			rep := build.Serving(build.ServingInput{Title: out.paretoTitle(), Subtitle: strings.Join(groups, "; "), Setup: out.headLines(),
+				Runs: out.Runs, Frontiers: out.Frontiers, Compare: out.Compare, Capacity: out.Capacity})
+			return report.WriteFile(f.reportFile, rep)
+		})
 	}
-	return render(stdout, f.output, view{
+	return renderThen(stdout, f.output, view{
 		JSON: &out,
 		Text: func(w io.Writer, md bool) error { return writeSimulateTables(w, &out, f.timeline, md) },
-	})
+	}, files...)
 }
 
 // arrivalWithBurstiness is the arrival process --arrival and --burstiness
