@@ -36,7 +36,13 @@ span's parent, none of it in the batch the break cut; of a profiler trace,
 the steps that ended before the last kernel read started) and saying how
 many steps and spans were dropped.
 
-Times: start is Unix nanoseconds, durations in microseconds.`,
+Several sources are read before anything is printed, and each machine
+format is one document: --output json is one source's object, or the
+objects of several under "sources"; --output csv one table whose first
+column names the source of each span, its name whole.
+
+Times: start is Unix nanoseconds; durations in microseconds (the table and
+CSV's dur_us), in nanoseconds in JSON (duration_ns).`,
 	Example: `tpscope trace read run.otlp.jsonl
 tpscope trace read --trace run-a.otlp.jsonl,run-b.otlp.jsonl --spans 0
 tpscope trace read 'jaeger://127.0.0.1:16686?service=tpscope&limit=5' --spans 0
@@ -85,7 +91,11 @@ func (o *traceReadOptions) Run(ctx context.Context, args []string, std IO) error
 	if err := checkTraceSources("", args, opts...); err != nil {
 		return err
 	}
-	for i, src := range append(slices.Clip(o.traces), args...) {
+	// Every source is read before anything is printed: the output is one
+	// document (one JSON value, one CSV table) however many sources, and a
+	// source that cannot be read stops the verb before it.
+	var read []traceRead
+	for _, src := range append(slices.Clip(o.traces), args...) {
 		r, err := traces.Open(src, opts...)
 		if err != nil {
 			return err
@@ -95,39 +105,59 @@ func (o *traceReadOptions) Run(ctx context.Context, args []string, std IO) error
 			return err
 		}
 		notePartial(std.Stderr, src, res)
-		if i > 0 && o.output != formatJSON && o.output != formatCSV {
-			fmt.Fprintln(std.Stdout)
+		spans := res.Spans
+		if o.spans >= 0 && len(spans) > o.spans {
+			spans = spans[:o.spans]
 		}
-		if err := writeTraceRead(std.Stdout, res, o.output, o.spans); err != nil {
-			return err
-		}
+		read = append(read, traceRead{src: src, res: res, sum: traces.Summarize(res), spans: spans})
 	}
-	return nil
+	return writeTraceRead(std.Stdout, read, o.output)
 }
 
-// writeTraceRead prints one source's summary and its first limit spans.
-func writeTraceRead(w io.Writer, res *traces.Result, output string, limit int) error {
-	spans := res.Spans
-	if limit >= 0 && len(spans) > limit {
-		spans = spans[:limit]
-	}
-	sum := traces.Summarize(res)
+// traceRead is one source as trace read lists it: its summary and the
+// spans to list (the first --spans of them).
+type traceRead struct {
+	src   string
+	res   *traces.Result
+	sum   traces.Summary
+	spans []traces.Span
+}
+
+// writeTraceRead prints each source's summary and listed spans: as text,
+// one block per source; as JSON, one source's object, or several sources'
+// objects under "sources" (one document either way); as CSV, one table of
+// every listed span with the source it came from.
+func writeTraceRead(w io.Writer, read []traceRead, output string) error {
 	var js any
 	if output == formatJSON {
-		js = traceJSON(sum, spans)
+		docs := make([]traceReadJSON, len(read))
+		for i, r := range read {
+			docs[i] = traceJSON(r.sum, r.spans)
+		}
+		js = docs[0]
+		if len(docs) > 1 {
+			js = struct {
+				Sources []traceReadJSON `json:"sources"`
+			}{docs}
+		}
 	}
 	return render(w, output, view{
 		JSON: js,
-		CSV:  func(w io.Writer) error { return writeTraceCSV(w, spans) },
+		CSV:  func(w io.Writer) error { return writeTraceCSV(w, read) },
 		Text: func(w io.Writer, md bool) error {
-			writeTraceSummary(w, sum, md)
-			if len(spans) > 0 {
-				fmt.Fprintln(w)
-				if err := writeSpanTable(w, spans, md); err != nil {
-					return err
+			for i, r := range read {
+				if i > 0 {
+					fmt.Fprintln(w)
 				}
-				if len(spans) < len(res.Spans) {
-					fmt.Fprintf(w, "(%d of %d spans; --spans -1 lists all)\n", len(spans), len(res.Spans))
+				writeTraceSummary(w, r.sum, md)
+				if len(r.spans) > 0 {
+					fmt.Fprintln(w)
+					if err := writeSpanTable(w, r.spans, md); err != nil {
+						return err
+					}
+					if len(r.spans) < len(r.res.Spans) {
+						fmt.Fprintf(w, "(%d of %d spans; --spans -1 lists all)\n", len(r.spans), len(r.res.Spans))
+					}
 				}
 			}
 			return nil
@@ -193,7 +223,9 @@ func writeTraceSummary(w io.Writer, s traces.Summary, md bool) {
 // was placed on; its name is the kernel's), "-" when it has none.
 var spanColumns = []string{"trace", "span", "parent", "name", "op_id", "rank", "step", "kind", "seq", "start_unix_ns", "dur_us", "predicted_us"}
 
-func spanRow(s *traces.Span) []string {
+// spanRow is a span's cells; short cuts a long name (a kernel's C++
+// signature) to 60 characters for a table a person reads.
+func spanRow(s *traces.Span, short bool) []string {
 	parent := "-"
 	if !s.IsRoot() {
 		parent = s.ParentID.String()
@@ -209,7 +241,7 @@ func spanRow(s *traces.Span) []string {
 		pred = strconv.FormatFloat(s.PredictedUs, 'f', 3, 64)
 	}
 	name := s.Name
-	if len(name) > 60 {
+	if short && len(name) > 60 {
 		name = name[:57] + "..."
 	}
 	opID := s.OpID
@@ -223,7 +255,7 @@ func spanRow(s *traces.Span) []string {
 func writeSpanTable(w io.Writer, spans []traces.Span, md bool) error {
 	rows := make([][]string, len(spans))
 	for i := range spans {
-		rows[i] = spanRow(&spans[i])
+		rows[i] = spanRow(&spans[i], true)
 		if md {
 			for k, c := range rows[i] {
 				rows[i][k] = strings.ReplaceAll(c, "||", `\|\|`)
@@ -233,12 +265,17 @@ func writeSpanTable(w io.Writer, spans []traces.Span, md bool) error {
 	return writeRows(w, spanColumns, rows, md)
 }
 
-func writeTraceCSV(w io.Writer, spans []traces.Span) error {
-	rows := make([][]string, len(spans))
-	for i := range spans {
-		rows[i] = spanRow(&spans[i])
+// writeTraceCSV writes the listed spans of every source as one table, a
+// row per span: the source it was read from first (two files may hold
+// the same trace and span IDs), its name whole.
+func writeTraceCSV(w io.Writer, read []traceRead) error {
+	var rows [][]string
+	for _, r := range read {
+		for i := range r.spans {
+			rows = append(rows, append([]string{r.src}, spanRow(&r.spans[i], false)...))
+		}
 	}
-	return writeCSV(w, spanColumns, rows)
+	return writeCSV(w, append([]string{"source"}, spanColumns...), rows)
 }
 
 type spanJSON struct {
