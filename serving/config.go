@@ -3,6 +3,7 @@ package serving
 import (
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/tpscope/tpscope/model"
@@ -145,6 +146,36 @@ func (o EngineOptions) withDefaults(dev *topology.Device) EngineOptions {
 	}
 	o.Policy, _ = ParsePolicy(string(o.Policy))
 	return o
+}
+
+// Label is the scheduler's settings on device dev as the flags name them,
+// its defaults resolved (so that 0 and the default it stands for read
+// alike): the budgets and block size always, the others where set.
+func (o EngineOptions) Label(dev *topology.Device) string {
+	o = o.withDefaults(dev)
+	parts := []string{fmt.Sprintf("max-num-seqs=%d", o.MaxNumSeqs), fmt.Sprintf("max-num-batched-tokens=%d", o.MaxNumBatchedTokens), fmt.Sprintf("block-size=%d", o.BlockSize)}
+	for _, c := range []struct {
+		name string
+		v    int
+	}{{"num-gpu-blocks-override", o.NumGPUBlocksOverride}, {"long-prefill-token-threshold", o.LongPrefillTokenThreshold},
+		{"scheduler-recv-interval", o.SchedulerRecvInterval}, {"stream-interval", o.StreamInterval}} {
+		// 0 is the default; 1 is every step or token, the same default.
+		if c.v > 1 || c.v == 1 && !strings.HasSuffix(c.name, "interval") {
+			parts = append(parts, fmt.Sprintf("%s=%d", c.name, c.v))
+		}
+	}
+	for _, c := range []struct {
+		name string
+		on   bool
+	}{{"no-enable-chunked-prefill", o.DisableChunkedPrefill}, {"no-scheduler-reserve-full-isl", o.NoSchedulerReserveFullISL}, {"no-enable-prefix-caching", o.NoPrefixCaching}} {
+		if c.on {
+			parts = append(parts, c.name)
+		}
+	}
+	if o.Watermark > 0 {
+		parts = append(parts, "watermark="+strconv.FormatFloat(o.Watermark, 'g', -1, 64))
+	}
+	return strings.Join(parts, " ")
 }
 
 // Validate checks the options; the error names the field (vLLM's name).

@@ -9,6 +9,7 @@ import (
 
 	engprof "github.com/tpscope/tpscope/engine"
 	"github.com/tpscope/tpscope/sim"
+	"github.com/tpscope/tpscope/topology"
 )
 
 // Overheads are what a serving engine spends outside the GPU step that
@@ -162,6 +163,15 @@ type OverheadsOrigin struct {
 	Attention string `json:"attention,omitempty"`
 	MoEKernel string `json:"moe_kernel,omitempty"`
 	Options   string `json:"options,omitempty"`
+	// KVDtype is the KV cache's dtype (the checkpoint's where the
+	// workload names none): the attention kernels read it, so a decode
+	// scale fitted over one cache is another kernel's error over the
+	// other. Scheduler is the scheduler's settings (EngineOptions.Label):
+	// they decide which steps ran and how long requests waited, which the
+	// host times were fitted to. Empty in a file written before they were
+	// recorded, and then not compared.
+	KVDtype   string `json:"kv_dtype,omitempty"`
+	Scheduler string `json:"scheduler,omitempty"`
 }
 
 // Differences lists, one phrase each, how the deployment o describes
@@ -183,13 +193,18 @@ func (o OverheadsOrigin) Differences(here OverheadsOrigin) (out []string, unreco
 	if o.Plan == "" {
 		return out, true
 	}
-	for _, f := range []struct{ what, from, here string }{
-		{"plan", o.Plan, here.Plan},
-		{"attention", o.Attention, here.Attention},
-		{"MoE kernel", o.MoEKernel, here.MoEKernel},
-		{"options", o.Options, here.Options},
+	for _, f := range []struct {
+		what, from, here string
+		later            bool // recorded since: not compared when absent
+	}{
+		{"plan", o.Plan, here.Plan, false},
+		{"attention", o.Attention, here.Attention, false},
+		{"MoE kernel", o.MoEKernel, here.MoEKernel, false},
+		{"options", o.Options, here.Options, false},
+		{"KV dtype", o.KVDtype, here.KVDtype, true},
+		{"scheduler", o.Scheduler, here.Scheduler, true},
 	} {
-		if f.from != f.here {
+		if f.from != f.here && !(f.later && f.from == "") {
 			out = append(out, fmt.Sprintf("%s %s, not %s", f.what, orNone(f.from), orNone(f.here)))
 		}
 	}
@@ -203,9 +218,18 @@ func orNone(s string) string {
 	return s
 }
 
-// OriginOf is the origin of overheads fitted on sc under engine.
-func OriginOf(sc sim.Scenario, engine engprof.Ref) OverheadsOrigin {
+// OriginOf is the origin of overheads fitted on sc under engine, its
+// scheduler set by eng.
+func OriginOf(sc sim.Scenario, engine engprof.Ref, eng EngineOptions) OverheadsOrigin {
 	o := OverheadsOrigin{Engine: engine, Plan: sc.Plan.Normalized().String()}
+	var dev *topology.Device
+	if sc.Topo != nil {
+		dev = sc.Topo.DeviceOf(0)
+	}
+	o.Scheduler = eng.Label(dev)
+	if sc.Arch != nil {
+		o.KVDtype = string(sc.Workload.KVDtypeFor(sc.Arch))
+	}
 	opts := sc.Options
 	opts.Engine = engprof.Ref{} // the origin's own field
 	o.Options = opts.Label()

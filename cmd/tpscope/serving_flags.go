@@ -96,10 +96,11 @@ func (f *engineFlags) engine(prof *engprof.Profile, policyGiven bool) (serving.E
 // engine's host time and its kernels' error against the step model on
 // one GPU: overheads fitted under another engine or on another GPU are
 // refused. Fitted on another box of the same GPU, another model, another
-// version of the engine, another plan, attention backend, MoE kernel or
-// options, they apply with a caveat (note), as do overheads whose origin
+// version of the engine, another plan, attention backend, MoE kernel,
+// options, KV dtype or scheduler settings (eng's), they apply with a
+// caveat (note), as do overheads whose origin
 // (or whose plan, kernels and options) the file does not record.
-func (f *engineFlags) overheads(prof *engprof.Profile, scen sim.Scenario) (o serving.Overheads, note string, err error) {
+func (f *engineFlags) overheads(prof *engprof.Profile, scen sim.Scenario, eng serving.EngineOptions) (o serving.Overheads, note string, err error) {
 	if f.overheadsFile == "" {
 		return o, "", nil
 	}
@@ -115,7 +116,7 @@ func (f *engineFlags) overheads(prof *engprof.Profile, scen sim.Scenario) (o ser
 	if from == nil {
 		return file.Overheads, fmt.Sprintf("overheads from %s: where they were fitted is not recorded (engine, GPU, model): applied as given", path), nil
 	}
-	here := serving.OriginOf(scen, prof.Ref())
+	here := serving.OriginOf(scen, prof.Ref(), eng)
 	if from.Engine.Name != here.Engine.Name {
 		return o, "", flagError("--serving-overheads", path, "want overheads fitted under this run's engine: fitted under %s, this run is %s (the terms are an engine's host time and its kernels' error)", from.Engine, here.Engine)
 	}

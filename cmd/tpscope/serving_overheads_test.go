@@ -96,7 +96,8 @@ func TestServingOverheadsOrigin(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := serving.OverheadsOrigin{Engine: engprof.Ref{Name: "sglang", Version: "0.5"}, Topology: "nvswitch:8xb200", GPU: "NVIDIA B200", Model: modelDir,
-		Plan: "tp8-ep", Attention: "trtllm_mla", MoEKernel: "flashinfer_trtllm", Options: "ar-norm-fusion attention-backend=trtllm_mla cuda-graphs"}
+		Plan: "tp8-ep", Attention: "trtllm_mla", MoEKernel: "flashinfer_trtllm", Options: "ar-norm-fusion attention-backend=trtllm_mla cuda-graphs",
+		KVDtype: "fp8", Scheduler: "max-num-seqs=256 max-num-batched-tokens=16384 block-size=16 scheduler-recv-interval=30 stream-interval=10"}
 	if f.FittedOn == nil || *f.FittedOn != want {
 		t.Errorf("calibrate --serving records fitted_on %+v, want %+v", f.FittedOn, want)
 	}
@@ -107,7 +108,17 @@ func TestServingOverheadsOrigin(t *testing.T) {
 	}{
 		{"the deployment fitted", dsr1Run, ""},
 		{"TP 4 with the engine's attention", append(append([]string(nil), dsr1...), "--tp", "4"),
-			"overheads from " + o + " were fitted on another deployment (plan tp8-ep, not tp4-ep; attention trtllm_mla, not flashinfer; options ar-norm-fusion attention-backend=trtllm_mla cuda-graphs, not cuda-graphs): applied as given"},
+			"overheads from " + o + " were fitted on another deployment (plan tp8-ep, not tp4-ep; attention trtllm_mla, not flashinfer; options ar-norm-fusion attention-backend=trtllm_mla cuda-graphs, not cuda-graphs; " +
+				"scheduler max-num-seqs=256 max-num-batched-tokens=16384 block-size=16 scheduler-recv-interval=30 stream-interval=10, not max-num-seqs=256 max-num-batched-tokens=16384 block-size=16): applied as given"},
+		// The decode scale is the step's kernels' error, the attention's
+		// over the KV cache included: a BF16 cache is other kernels.
+		{"another KV dtype", append(append([]string(nil), dsr1Run...), "--kv-dtype", "bf16"),
+			"overheads from " + o + " were fitted on another deployment (KV dtype fp8, not bf16): applied as given"},
+		// The scheduler's settings decide which steps the terms were fitted
+		// to: SGLang's receive interval of 30 held arrivals back while the
+		// prefill step's host time was fitted.
+		{"the default scheduler settings", append(append([]string(nil), dsr1Run...), "--scheduler-recv-interval", "1", "--max-num-seqs", "0"),
+			"overheads from " + o + " were fitted on another deployment (scheduler max-num-seqs=256 max-num-batched-tokens=16384 block-size=16 scheduler-recv-interval=30 stream-interval=10, not max-num-seqs=1024 max-num-batched-tokens=16384 block-size=16 stream-interval=10): applied as given"},
 	} {
 		code, out, errs := runCLI(t, append(append(append(append([]string(nil), load...), "--engine", "sglang"), c.args...), "--serving-overheads", o)...)
 		if code != 0 {

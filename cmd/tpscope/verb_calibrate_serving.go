@@ -102,7 +102,7 @@ func (m *servingCalibrateMode) run(ctx context.Context, c *calibrateOptions, std
 	if err != nil {
 		return err
 	}
-	overheads, overheadsNote, err := m.engineFlags.overheads(prof, scen)
+	overheads, overheadsNote, err := m.engineFlags.overheads(prof, scen, engine)
 	if err != nil {
 		return err
 	}
@@ -131,7 +131,7 @@ func (m *servingCalibrateMode) run(ctx context.Context, c *calibrateOptions, std
 	}
 	src = append(src, fmt.Sprintf("%s %s on %s, %s policy; objective (squared log errors of median TTFT, median TPOT, output throughput%s) %.4g -> %.4g in %d evaluations",
 		scen.Arch.Name, scen.Plan.Normalized(), scen.Topo.Name, engine.Policy, meansFitted(cal), cal.ObjectiveBefore, cal.ObjectiveAfter, cal.Evals))
-	origin := serving.OriginOf(scen, prof.Ref())
+	origin := serving.OriginOf(scen, prof.Ref(), engine)
 	if err := writeJSONFile("-o", c.out, serving.OverheadsFile{Overheads: cal.Overheads, FittedOn: &origin, Source: src}); err != nil {
 		return err
 	}

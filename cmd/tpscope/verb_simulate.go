@@ -481,7 +481,7 @@ func runSimulate(sc *scenarioFlags, f *simulateFlags, stdout, stderr io.Writer) 
 	if err != nil {
 		return err
 	}
-	overheads, overheadsNote, err := f.engineFlags.overheads(prof, scen)
+	overheads, overheadsNote, err := f.engineFlags.overheads(prof, scen, engine)
 	if err != nil {
 		return err
 	}
