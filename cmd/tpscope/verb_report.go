@@ -147,9 +147,6 @@ func (o *reportOptions) Run(ctx context.Context, args []string, std IO) error {
 	// Without traces the scenario flags name a step to predict: always
 	// when nothing was saved, else only when one is set.
 	predict := len(srcs) == 0 && (len(o.saved) == 0 || scenarioSet)
-	if predict && in.Prediction != nil {
-		return flagError("--from", nil, "gave a prediction and the scenario flags name another; a report shows one")
-	}
 	if len(srcs) > 0 {
 		if err := sc.checkPassed(); err != nil {
 			return err
@@ -182,7 +179,13 @@ func (o *reportOptions) Run(ctx context.Context, args []string, std IO) error {
 		if err := checkSavedScenario(advicePath, in.Advice, comparisonPath, in.Comparison, scen, pr); err != nil {
 			return err
 		}
-		in.Prediction, in.Schedule = pr, sched
+		if in.Prediction == nil {
+			in.Prediction, in.Schedule = pr, sched
+		} else if err := checkSavedPrediction(predictionPath, in.Prediction, scen, pr); err != nil {
+			// A saved prediction is drawn as saved when the flags name
+			// its step, and refused beside another.
+			return err
+		}
 	}
 	r, err := build.Build(in)
 	if err != nil {
@@ -282,6 +285,21 @@ func checkSavedBesideTraces(advicePath string, a *advise.Advice, predPath string
 		return check(predPath, "a prediction", predictedStep(p))
 	}
 	return nil
+}
+
+// checkSavedPrediction refuses a saved prediction (saved, read from path)
+// of another step than the one the scenario flags predict (scen, priced as
+// pr), naming both: a report shows one scenario. One box may go by two
+// names (h200-nvswitch, nvswitch:8xh200-sxm).
+func checkSavedPrediction(path string, saved *sim.Prediction, scen sim.Scenario, pr *sim.Prediction) error {
+	flags, step := predictedStep(pr), predictedStep(saved)
+	if t, err := topology.Resolve(step.box, 0); err == nil && scen.Topo != nil && t.SameBox(scen.Topo) {
+		step.box = flags.box
+	}
+	if step == flags {
+		return nil
+	}
+	return flagError("--from", path, "a prediction of %s, and the scenario flags name %s: a report shows one scenario (pass the flags the result was made with, or none)", predictedStep(saved), flags)
 }
 
 // checkSavedScenario refuses saved advice or a saved comparison of

@@ -387,26 +387,33 @@ func TestReportVerb(t *testing.T) {
 	// flags' step is drawn beside it when it is the saved one's (the
 	// advice: tiny-mla-moe tp8 at the defaults, batch 1, context 4096;
 	// the comparison: tiny-mla-moe tp8 b8 ctx512 eager on rtxpro6000-2s,
-	// writeExactRun), and refused, naming both, when it is another.
+	// writeExactRun), and refused, naming both, when it is another. A saved
+	// prediction (tiny-mla-moe tp4 b8) is drawn as saved beside the flags
+	// of its step, and refused, naming both, beside another.
 	for _, c := range []struct {
-		name string
-		from string
-		args []string
+		name  string
+		from  string
+		args  []string
+		lanes int // the step's ranks, predicted
 	}{
-		{"saved advice and its scenario", adv, []string{"--model", "tiny-mla-moe", "--tp", "8"}},
+		{"saved advice and its scenario", adv, []string{"--model", "tiny-mla-moe", "--tp", "8"}, 8},
 		// One box under two names: the preset the advice names and the
 		// description of the same box.
-		{"saved advice and its box under another name", adv, []string{"--model", "tiny-mla-moe", "--tp", "8", "--topo", "pcie-2s:8xrtx-pro-6000-server"}},
-		{"saved comparison and its scenario", cmp, []string{"--model", "tiny-mla-moe", "--tp", "8", "--batch", "8", "--context", "512", "--cuda-graphs=false"}},
-		{"saved comparison and its box under another name", cmp, []string{"--model", "tiny-mla-moe", "--tp", "8", "--batch", "8", "--context", "512", "--cuda-graphs=false", "--topo", "pcie-2s:8xrtx-pro-6000-server"}},
+		{"saved advice and its box under another name", adv, []string{"--model", "tiny-mla-moe", "--tp", "8", "--topo", "pcie-2s:8xrtx-pro-6000-server"}, 8},
+		{"saved comparison and its scenario", cmp, []string{"--model", "tiny-mla-moe", "--tp", "8", "--batch", "8", "--context", "512", "--cuda-graphs=false"}, 8},
+		{"saved comparison and its box under another name", cmp, []string{"--model", "tiny-mla-moe", "--tp", "8", "--batch", "8", "--context", "512", "--cuda-graphs=false", "--topo", "pcie-2s:8xrtx-pro-6000-server"}, 8},
+		// The flags the prediction was made with name its step: it is
+		// drawn (it had been refused as "another" scenario, naming no file).
+		{"saved prediction and its scenario", pred, []string{"--model", "tiny-mla-moe", "--tp", "4", "--batch", "8"}, 4},
+		{"saved prediction and its box under another name", pred, []string{"--model", "tiny-mla-moe", "--tp", "4", "--batch", "8", "--topo", "pcie-2s:8xrtx-pro-6000-server"}, 4},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			out := filepath.Join(dir, "same.html")
 			if code, _, stderr := runCLI(t, append([]string{"report", "--from", c.from, "-o", out}, c.args...)...); code != 0 {
 				t.Fatalf("exit %d: %s", code, stderr)
 			}
-			if tls := timelines(reportData(t, out)); len(tls) != 1 || len(tls[0].Lanes) != 8 {
-				t.Fatalf("want one timeline of the flags' 8 predicted lanes beside the saved result")
+			if tls := timelines(reportData(t, out)); len(tls) != 1 || len(tls[0].Lanes) != c.lanes {
+				t.Fatalf("want one timeline of the step's %d predicted lanes", c.lanes)
 			}
 		})
 	}
@@ -428,7 +435,8 @@ func TestReportVerb(t *testing.T) {
 	checkUsageErrors(t, []usageCase{
 		{"no output", []string{"report", "--trace", run}, "pass -o FILE.html"},
 		{"bad scenario flag with trace", []string{"report", "--trace", run, "--batch", "0", "-o", filepath.Join(dir, "x.html")}, "--batch"},
-		{"saved prediction and scenario flags", []string{"report", "--from", pred, "--tp", "2", "-o", filepath.Join(dir, "x.html")}, "a report shows one"},
+		{"saved prediction and scenario flags", []string{"report", "--from", pred, "--tp", "2", "-o", filepath.Join(dir, "x.html")},
+			"--from " + pred + ": a prediction of tiny-mla-moe tp4 decode b8 ctx4096 kv=bf16 on rtxpro6000-2s (options cuda-graphs), and the scenario flags name kimi-k2.5-nvfp4 tp2 decode b1 ctx4096 kv=fp8 on rtxpro6000-2s (options cuda-graphs): a report shows one scenario"},
 		{"two saved predictions", []string{"report", "--from", pred, "--from", pred, "-o", filepath.Join(dir, "x.html")}, "a second prediction"},
 		{"missing saved file", []string{"report", "--from", filepath.Join(dir, "nope.json"), "-o", filepath.Join(dir, "x.html")}, "nope.json"},
 		{"saved file not JSON", []string{"report", "--from", run + "x", "-o", filepath.Join(dir, "x.html")}, "--from"},
