@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"strings"
 
 	"github.com/spf13/pflag"
@@ -122,6 +123,10 @@ func writeCSV(w io.Writer, header []string, rows [][]string) error {
 	cw.Flush()
 	return cw.Error()
 }
+
+// csvNum is a number as a CSV cell: the value to 8 significant digits,
+// as the verbs' CSV tables write them, not a table's rounding.
+func csvNum(v float64) string { return strconv.FormatFloat(v, 'g', 8, 64) }
 
 // writeKV writes key/value lines: aligned "key  value" for a table, a
 // two-column markdown table for markdown.

@@ -158,11 +158,17 @@ func (o *collectiveOptions) Run(ctx context.Context, args []string, std IO) erro
 	}
 	title := fmt.Sprintf("%s on %d ranks of %s (NCCL_PROTO=%q NCCL_ALGO=%q NCCL_P2P_LEVEL=%s%s)",
 		coll, n, t.Name, no.Proto, no.Algo, m.Options().P2PCondition(), map[bool]string{true: " custom=" + o.customAR, false: ""}[o.customAR != ""])
-	cells := make([][]string, 0, len(rows))
-	for _, r := range rows {
-		cells = append(cells, []string{strconv.FormatInt(r.Bytes, 10), fmt.Sprintf("%.2f", r.TimeUs), fmt.Sprintf("%.2f", r.AlgBWGBps), fmt.Sprintf("%.2f", r.BusBWGBps),
-			r.Algo, r.Proto, fmt.Sprintf("%.2f", r.NCCLTimeUs), strconv.Itoa(r.SHMHops), strconv.FormatBool(r.Calibrated)})
+	// The table rounds to two decimals; the CSV, read by programs, keeps
+	// the values (a small size's algbw is thousandths of a GB/s).
+	cellsOf := func(num func(float64) string) [][]string {
+		cells := make([][]string, 0, len(rows))
+		for _, r := range rows {
+			cells = append(cells, []string{strconv.FormatInt(r.Bytes, 10), num(r.TimeUs), num(r.AlgBWGBps), num(r.BusBWGBps),
+				r.Algo, r.Proto, num(r.NCCLTimeUs), strconv.Itoa(r.SHMHops), strconv.FormatBool(r.Calibrated)})
+		}
+		return cells
 	}
+	cells, csvCells := cellsOf(func(v float64) string { return fmt.Sprintf("%.2f", v) }), cellsOf(csvNum)
 	header := []string{"size_bytes", "time_us", "algbw_GBps", "busbw_GBps", "algo", "proto", "nccl_us", "shm_hops", "calibrated"}
 	return render(std.Stdout, o.output, view{
 		JSON: struct {
@@ -172,7 +178,7 @@ func (o *collectiveOptions) Run(ctx context.Context, args []string, std IO) erro
 			Options  ncclenv.Settings `json:"options"`
 			Rows     []collectiveRow  `json:"rows"`
 		}{t.Name, string(coll), n, m.Options(), rows},
-		CSV:  func(w io.Writer) error { return writeCSV(w, header, cells) },
+		CSV:  func(w io.Writer) error { return writeCSV(w, header, csvCells) },
 		Text: func(w io.Writer, md bool) error { return writeFirstTable(w, title, "", header, cells, md) },
 	})
 }
@@ -188,7 +194,8 @@ func (o *collectiveOptions) ncclOption(name string) string {
 // writeMeasured prints a --measure run in the output format; topo "" and
 // pred nil when no prediction is set beside it.
 func writeMeasured(w io.Writer, format, topo string, coll model.Collective, n int, opts ncclenv.Settings, mr *measureRun, pred []collectiveRow) error {
-	header, rows := measuredTable(mr, pred)
+	header, rows := measuredTable(mr, pred, false)
+	csvHeader, csvRows := measuredTable(mr, pred, true)
 	return render(w, format, view{
 		JSON: struct {
 			Topology string           `json:"topology,omitempty"`
@@ -198,7 +205,7 @@ func writeMeasured(w io.Writer, format, topo string, coll model.Collective, n in
 			Rows     []collectiveRow  `json:"rows,omitempty"`
 			Measured *measureRun      `json:"measured"`
 		}{topo, string(coll), n, opts, pred, mr},
-		CSV:  func(w io.Writer) error { return writeCSV(w, header, rows) },
+		CSV:  func(w io.Writer) error { return writeCSV(w, csvHeader, csvRows) },
 		Text: func(w io.Writer, md bool) error { return writeMeasuredTable(w, topo, coll, n, mr, header, rows, md) },
 	})
 }

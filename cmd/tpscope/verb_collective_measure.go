@@ -367,27 +367,35 @@ func perIterTimes(res *collbench.Result) [][]float64 {
 }
 
 // measuredTable is the table of a --measure run; without predictions
-// (pred nil) it has no predicted columns.
-func measuredTable(mr *measureRun, pred []collectiveRow) ([]string, [][]string) {
+// (pred nil) it has no predicted columns. For CSV (csv true) the numbers
+// are the values and the errors plain percentages (error_pct,
+// vs_reference_pct), an empty cell where there is none; the table rounds
+// them and writes "+1.2 %" and "-".
+func measuredTable(mr *measureRun, pred []collectiveRow, csv bool) ([]string, [][]string) {
+	num := func(v float64) string { return fmt.Sprintf("%.2f", v) }
+	pct := func(v float64) string { return fmt.Sprintf("%+.1f %%", v) }
+	none, errCol, vsCol := "-", "error", "vs_reference"
+	if csv {
+		num, pct, none, errCol, vsCol = csvNum, csvNum, "", "error_pct", "vs_reference_pct"
+	}
 	header := []string{"size_bytes", "measured_us", "min_us", "max_us", "busbw_GBps"}
 	if pred != nil {
-		header = append(header, "predicted_us", "error", "algo", "proto")
+		header = append(header, "predicted_us", errCol, "algo", "proto")
 	}
 	if mr.Reference != "" {
-		header = append(header, "reference_us", "vs_reference")
+		header = append(header, "reference_us", vsCol)
 	}
 	var rows [][]string
 	for i, r := range mr.Rows {
-		row := []string{strconv.FormatInt(r.Bytes, 10), fmt.Sprintf("%.2f", r.TimeUs), fmt.Sprintf("%.2f", r.MinUs), fmt.Sprintf("%.2f", r.MaxUs),
-			fmt.Sprintf("%.2f", r.BusBWGBps)}
+		row := []string{strconv.FormatInt(r.Bytes, 10), num(r.TimeUs), num(r.MinUs), num(r.MaxUs), num(r.BusBWGBps)}
 		if pred != nil {
-			row = append(row, fmt.Sprintf("%.2f", *r.PredictedUs), fmt.Sprintf("%+.1f %%", *r.ErrPct), pred[i].Algo, pred[i].Proto)
+			row = append(row, num(*r.PredictedUs), pct(*r.ErrPct), pred[i].Algo, pred[i].Proto)
 		}
 		if mr.Reference != "" {
 			if r.ReferenceUs > 0 {
-				row = append(row, fmt.Sprintf("%.2f", r.ReferenceUs), fmt.Sprintf("%+.1f %%", r.VsReferencePct))
+				row = append(row, num(r.ReferenceUs), pct(r.VsReferencePct))
 			} else {
-				row = append(row, "-", "-")
+				row = append(row, none, none)
 			}
 		}
 		rows = append(rows, row)

@@ -1,8 +1,10 @@
 package main
 
 import (
+	"encoding/csv"
 	"encoding/json"
 	"math"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -89,6 +91,39 @@ func TestTableVerbsStartWithTheTable(t *testing.T) {
 		}
 		if !strings.HasPrefix(out, c.first) {
 			t.Errorf("%v: output starts %q, want %q", c.args, out[:min(len(out), 60)], c.first)
+		}
+	}
+}
+
+// TestCollectiveCSVKeepsPrecision: the CSV is for programs, so its numbers
+// are the values, not the table's two decimals. A 1 KiB all-reduce on the
+// default box takes about 217 us: its algorithm bandwidth, 1024 B / 217 us
+// = 0.0047 GB/s, had been written "0.00", and busbw "0.01". Each row's
+// algbw_GBps x time_us x 1000 must give its size back.
+func TestCollectiveCSVKeepsPrecision(t *testing.T) {
+	code, out, errs := runCLI(t, "collective", "--sizes", "1K:4K", "--output", "csv")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	recs, err := csv.NewReader(strings.NewReader(out)).ReadAll()
+	if err != nil || len(recs) != 4 {
+		t.Fatalf("%d records (%v), want a header and 3 sizes:\n%s", len(recs), err, out)
+	}
+	col := map[string]int{}
+	for i, h := range recs[0] {
+		col[h] = i
+	}
+	for _, r := range recs[1:] {
+		num := func(name string) float64 {
+			v, err := strconv.ParseFloat(r[col[name]], 64)
+			if err != nil {
+				t.Fatalf("%s %q: %v", name, r[col[name]], err)
+			}
+			return v
+		}
+		size, us, algbw := num("size_bytes"), num("time_us"), num("algbw_GBps")
+		if got := algbw * us * 1e3; math.Abs(got-size) > 1e-4*size {
+			t.Errorf("%v B: algbw %v GB/s x %v us = %v B: the CSV rounded the figures", size, algbw, us, got)
 		}
 	}
 }
