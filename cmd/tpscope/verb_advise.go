@@ -215,13 +215,7 @@ func (o *adviseOptions) Run(ctx context.Context, args []string, std IO) error {
 	}
 	return renderThen(std.Stdout, o.output, view{
 		JSON: adv,
-		CSV: func(w io.Writer) error {
-			cells := make([][]string, len(adv.Rows))
-			for i := range adv.Rows {
-				cells[i] = adviceCells(&adv.Rows[i])
-			}
-			return writeCSV(w, adviceHeader, cells)
-		},
+		CSV: func(w io.Writer) error { return writeAdviceCSV(w, adv) },
 		Text: func(w io.Writer, md bool) error {
 			if md {
 				return writeAdviceMarkdown(w, adv)
@@ -346,6 +340,42 @@ func adviceCells(r *advise.Row) []string {
 		fmt.Sprintf("%+.0f", c.ComputeUs), fmt.Sprintf("%+.0f", c.CommUs), fmt.Sprintf("%+.0f", c.LaunchUs),
 		fmt.Sprintf("%+d", c.Kernels), fmt.Sprintf("%+d", c.Collectives),
 		fmt.Sprintf("%+.2f", float64(c.CommBytes)/1e6), fmt.Sprintf("%+.1f", c.MemBytes/1e6), kvcap}
+}
+
+// adviceCSVHeader is advise's CSV: one row per catalog entry, each column
+// one quantity in the unit its name says (the table's d.* columns as
+// d_*, the memory in bytes), the fit in columns of its own.
+var adviceCSVHeader = []string{"entry", "applies", "upper_bound", "state", "step_ms", "speedup", "tokens_per_s",
+	"d_compute_us", "d_comm_us", "d_launch_us", "d_kernels", "d_collectives", "d_comm_bytes", "d_mem_bytes", "kv_capacity_frac", "fits", "shortfall_gb"}
+
+// writeAdviceCSV writes advise's rows as data: numbers bare, empty cells
+// for a row that is not priced (and for a KV capacity it does not change
+// or cannot say), where the table writes "x1.20", "+0", "-" and a step
+// with "(no fit: -2.0 GB)".
+func writeAdviceCSV(w io.Writer, adv *advise.Advice) error {
+	cells := make([][]string, len(adv.Rows))
+	for i := range adv.Rows {
+		r := &adv.Rows[i]
+		state := "added"
+		if r.InBaseline {
+			state = "in baseline"
+		}
+		row := []string{r.Entry, string(r.Applicability.Status), strconv.FormatBool(r.Applicability.UpperBound), state}
+		if r.Error != "" || r.With == nil {
+			cells[i] = append(row, make([]string, len(adviceCSVHeader)-len(row))...)
+			continue
+		}
+		c := r.Change
+		kvcap := ""
+		if c.KVCapacityFrac > 0 {
+			kvcap = csvNum(c.KVCapacityFrac)
+		}
+		cells[i] = append(row, csvNum(r.With.StepUs/1e3), csvNum(r.Gain.Speedup()), csvNum(r.With.TokensPerS),
+			csvNum(c.ComputeUs), csvNum(c.CommUs), csvNum(c.LaunchUs), strconv.Itoa(c.Kernels), strconv.Itoa(c.Collectives),
+			strconv.FormatInt(c.CommBytes, 10), csvNum(c.MemBytes), kvcap,
+			strconv.FormatBool(r.With.Footprint.Fits), csvNum(r.With.Footprint.ShortfallGB))
+	}
+	return writeCSV(w, adviceCSVHeader, cells)
 }
 
 var adviceHeader = []string{"entry", "applies", "state", "step ms", "speedup", "tok/s", "d.compute us", "d.comm us", "d.launch us", "d.kernels", "d.collectives", "d.comm MB", "d.mem MB", "KV cap"}

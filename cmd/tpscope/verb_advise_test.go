@@ -2,12 +2,15 @@ package main
 
 import (
 	"bytes"
+	"encoding/csv"
 	"encoding/json"
 	"fmt"
 	"image/color"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -445,5 +448,83 @@ func TestAdviseSpecTokensRows(t *testing.T) {
 	}
 	if len(adv.Rows) != 1 || adv.Rows[0].Spec.Tokens != 5 || !strings.Contains(adv.Rows[0].How.Exec, "--spec ngram --spec-tokens 5") {
 		t.Errorf("rows %+v: want the spec-ngram row at k 5", adv.Rows)
+	}
+}
+
+// TestAdviseCSVIsData: advise's CSV is one row per catalog entry whose
+// columns each hold one quantity in the unit its name says (snake_case,
+// numbers bare, empty where a row is not priced), the fit in columns of
+// its own. It had been the table's cells: "step ms" of DP attention + EP
+// on the seed box read "31.74 (no fit: -2.0 GB)", speedups "x2.346",
+// deltas "+0", unpriced rows "-". Each priced row's step_ms is its
+// with.step_us / 1000 in the JSON.
+func TestAdviseCSVIsData(t *testing.T) {
+	seed := []string{"advise", "--kv-dtype", "bf16", "--nccl-proto", "LL", "--p2p-level", "SYS", "--no-sweep", "--transfer", ""}
+	code, js, stderr := runCLI(t, append(seed, "--output", "json")...)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	var adv advise.Advice
+	if err := json.Unmarshal([]byte(js), &adv); err != nil {
+		t.Fatal(err)
+	}
+	code, out, stderr := runCLI(t, append(seed, "--output", "csv")...)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	recs, err := csv.NewReader(strings.NewReader(out)).ReadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(recs) != 1+len(adv.Rows) {
+		t.Fatalf("%d records, want a header and %d entries", len(recs), len(adv.Rows))
+	}
+	col := map[string]int{}
+	for i, h := range recs[0] {
+		if h != strings.ToLower(h) || strings.ContainsAny(h, " ./") {
+			t.Errorf("header %q: want snake_case", h)
+		}
+		col[h] = i
+	}
+	for _, name := range []string{"entry", "step_ms", "speedup", "tokens_per_s", "fits", "shortfall_gb", "kv_capacity_frac"} {
+		if _, ok := col[name]; !ok {
+			t.Fatalf("no column %q in %v", name, recs[0])
+		}
+	}
+	text := map[string]bool{"entry": true, "applies": true, "state": true, "fits": true, "upper_bound": true}
+	noFit := 0
+	for i, r := range recs[1:] {
+		row := &adv.Rows[i]
+		if r[col["entry"]] != row.Entry {
+			t.Fatalf("row %d is %q, want %q", i+1, r[col["entry"]], row.Entry)
+		}
+		for name, c := range col {
+			if text[name] || r[c] == "" {
+				continue
+			}
+			if _, err := strconv.ParseFloat(r[c], 64); err != nil {
+				t.Errorf("%s: %s %q is not a number", row.Entry, name, r[c])
+			}
+		}
+		if row.Error != "" || row.With == nil {
+			if r[col["step_ms"]] != "" {
+				t.Errorf("%s is not priced (%s), but its step_ms is %q", row.Entry, row.Error, r[col["step_ms"]])
+			}
+			continue
+		}
+		ms, _ := strconv.ParseFloat(r[col["step_ms"]], 64)
+		if want := row.With.StepUs / 1e3; math.Abs(ms-want) > 1e-6*want {
+			t.Errorf("%s: step_ms %v, want %v", row.Entry, ms, want)
+		}
+		if !row.With.Footprint.Fits {
+			noFit++
+			gb, _ := strconv.ParseFloat(r[col["shortfall_gb"]], 64)
+			if r[col["fits"]] != "false" || gb <= 0 {
+				t.Errorf("%s does not fit (short by %.1f GB): fits %q, shortfall_gb %q", row.Entry, row.With.Footprint.ShortfallGB, r[col["fits"]], r[col["shortfall_gb"]])
+			}
+		}
+	}
+	if noFit == 0 {
+		t.Error("no entry that does not fit: the seed box's dp-attn-ep did not")
 	}
 }
