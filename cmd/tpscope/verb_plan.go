@@ -329,10 +329,14 @@ func (o *planOptions) Run(ctx context.Context, args []string, std IO) error {
 		})
 	}
 	return renderThen(std.Stdout, o.output, view{
+		// The model and the run-time options every configuration was
+		// priced with, as predict's JSON names them.
 		JSON: struct {
+			Model   string      `json:"model"`
+			Options sim.Options `json:"options"`
 			*plan.Result
 			PricedBy *pricedBy `json:"priced_by,omitempty"`
-		}{res, priced},
+		}{a.Name, space.Options, res, priced},
 		CSV: func(w io.Writer) error { return writePlanCSV(w, res) },
 		Text: func(w io.Writer, md bool) error {
 			return writePlanText(w, a.Name, res, priced, len(space.Topologies), o.top, md)

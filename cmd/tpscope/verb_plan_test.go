@@ -542,3 +542,32 @@ func TestPlanChartFailureKeepsTable(t *testing.T) {
 		t.Errorf("--frontier not written after the chart failed: %v", err)
 	}
 }
+
+// TestPlanJSONNamesItsInputs: plan's JSON says which model it swept and
+// under which run-time options, as predict's and advise's do and as the
+// table's head line does ("plan: kimi-k2.5-nvfp4, ..."): a saved sweep
+// had no model nor options anywhere in it (the options only in the
+// engine's prose, the model nowhere).
+func TestPlanJSONNamesItsInputs(t *testing.T) {
+	code, out, stderr := runCLI(t, "plan", "--model", "deepseek-v3", "--topo", "h200-nvswitch", "--gpus", "8", "--plan", "tp8",
+		"--batch", "1", "--context", "4K", "--nccl-proto", "LL", "--output", "json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	var res struct {
+		Model   string `json:"model"`
+		Options struct {
+			CUDAGraphs bool `json:"cuda_graphs"`
+			NCCL       struct {
+				Proto string `json:"proto"`
+			} `json:"nccl"`
+		} `json:"options"`
+		Points []json.RawMessage `json:"points"`
+	}
+	if err := json.Unmarshal([]byte(out), &res); err != nil {
+		t.Fatal(err)
+	}
+	if res.Model != "deepseek-v3" || res.Options.NCCL.Proto != "LL" || !res.Options.CUDAGraphs || len(res.Points) == 0 {
+		t.Errorf("model %q, options %+v, %d points: want deepseek-v3 under cuda-graphs and NCCL proto LL", res.Model, res.Options, len(res.Points))
+	}
+}
