@@ -215,7 +215,7 @@ func (o *adviseOptions) Run(ctx context.Context, args []string, std IO) error {
 	}
 	return renderThen(std.Stdout, o.output, view{
 		JSON: adv,
-		CSV: func(w io.Writer) error { return writeAdviceCSV(w, adv) },
+		CSV:  func(w io.Writer) error { return writeAdviceCSV(w, adv) },
 		Text: func(w io.Writer, md bool) error {
 			if md {
 				return writeAdviceMarkdown(w, adv)
