@@ -2,6 +2,7 @@ package compare
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -138,7 +139,9 @@ func (is *issues) add(reason string, n int, example string) {
 		is.list = append(is.list, Issue{Reason: reason})
 	}
 	is.list[i].Count += n
-	if example != "" && len(is.list[i].Examples) < maxIssueExamples {
+	// Examples are distinct: the spans of one unplaced kernel repeat its
+	// name, which says nothing the first did not.
+	if example != "" && len(is.list[i].Examples) < maxIssueExamples && !slices.Contains(is.list[i].Examples, example) {
 		is.list[i].Examples = append(is.list[i].Examples, example)
 	}
 }

@@ -154,7 +154,15 @@ func writeIssues(t *tableWriter, is []Issue) {
 	t.title("left out or approximated")
 	t.header("count", "reason", "examples")
 	for _, i := range is {
-		t.row(fmt.Sprint(i.Count), i.Reason, strings.Join(i.Examples, "; "))
+		// A kernel's name may be a C++ signature of thousands of
+		// characters: the table cuts each example (the JSON has it whole).
+		ex := make([]string, len(i.Examples))
+		for k, e := range i.Examples {
+			if ex[k] = e; len(e) > 60 {
+				ex[k] = e[:57] + "..."
+			}
+		}
+		t.row(fmt.Sprint(i.Count), i.Reason, strings.Join(ex, "; "))
 	}
 	t.end()
 }
