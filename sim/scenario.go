@@ -371,8 +371,14 @@ func (sc Scenario) String() string {
 			name = sc.Arch.Name
 		}
 	}
+	// The box as predict names it: the priced topology's name (a file's
+	// "name", labelled "name (path)" where that names another box; the
+	// GPU subset as "/Ngpu"). A file's path is a name only on the machine
+	// that read it: a recorded scenario priced on its box by value, with
+	// the file gone or another in its place, would name a file it did not
+	// price.
 	box := sc.TopoRef.String()
-	if box == "" && sc.Topo != nil {
+	if sc.Topo != nil {
 		box = sc.Topo.Name
 	}
 	b := ""

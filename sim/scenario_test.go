@@ -172,6 +172,14 @@ func TestScenarioBoxTravels(t *testing.T) {
 	if string(got) != string(want) || back.TopoRef != ref {
 		t.Fatalf("decoded box %s (ref %+v), want the recorded %s (ref %+v)", got, back.TopoRef, want, ref)
 	}
+	// The scenario's line names the box as predict names it (its name),
+	// before and after: it had named the recording machine's path, which
+	// here holds nothing (and elsewhere may hold another box).
+	for _, s := range []Scenario{sc, back} {
+		if line := s.String(); !strings.Contains(line, " on my-box, ") || strings.Contains(line, file) {
+			t.Errorf("scenario line %q: want the box named my-box, not by the file %s", line, file)
+		}
+	}
 
 	other, err := topology.Preset("h200-nvswitch")
 	if err != nil {
