@@ -92,6 +92,38 @@ func checkOutputFile(flag, path string) error {
 	return checkWritableDir(flag, path, filepath.Dir(path))
 }
 
+// input is a file (or trace source) an input flag names.
+type input struct{ flag, path string }
+
+// checkNotInput refuses an output flag's file (out) that is one the
+// command reads its measurements from: writing it would put the result
+// over what it was made of (calibrate --trace t.jsonl -o t.jsonl wrote
+// the box over the trace). The same file is the same path, or, where
+// both are there, the same file under two names (a link, ./t). "" (not
+// given) passes; a trace source that is a URL is no file.
+func checkNotInput(outFlag, out string, inputs ...input) error {
+	if out == "" {
+		return nil
+	}
+	outAbs, _ := filepath.Abs(out)
+	outSt, outErr := os.Stat(out)
+	for _, in := range inputs {
+		p := strings.TrimPrefix(in.path, "file:")
+		if p == "" || strings.Contains(p, "://") {
+			continue
+		}
+		abs, _ := filepath.Abs(p)
+		same := abs == outAbs
+		if st, err := os.Stat(p); !same && err == nil && outErr == nil {
+			same = os.SameFile(st, outSt)
+		}
+		if same {
+			return flagError(outFlag, out, "the file %s reads (%s): writing it would replace what was measured; write elsewhere", in.flag, in.path)
+		}
+	}
+	return nil
+}
+
 // checkOutputDir refuses a directory flag would write into (creating it
 // when it is not there, but not its parents) whose parent is not there
 // or not writable, or that is there but is not a writable directory.

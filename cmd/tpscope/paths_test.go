@@ -137,3 +137,59 @@ func TestOutputFlagMissingDirectory(t *testing.T) {
 		t.Error("topo discover read the box although its output could not be written")
 	}
 }
+
+// TestOutputIsNotAnInput: a file a verb writes may not be one it reads
+// its measurements from. calibrate --trace t.jsonl -o t.jsonl had fitted
+// the trace and written the calibrated box over it ("wrote t.jsonl",
+// exit 0): the measurement was gone. Each such command line is refused in
+// one line naming both flags before any work, and the input is untouched;
+// the same file under another name (./t, a link) is the same file.
+func TestOutputIsNotAnInput(t *testing.T) {
+	dir := t.TempDir()
+	copyTo := func(src, name string) string {
+		b, err := os.ReadFile(src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	trace, log := copyTo(goodTrace, "t.otlp.jsonl.gz"), copyTo(goodLog, "all_reduce_perf.txt")
+	bench := copyTo(dsr1Dir+"conc16.json", "conc16.json")
+	link := filepath.Join(dir, "link.txt")
+	if err := os.Symlink(log, link); err != nil {
+		t.Fatal(err)
+	}
+	before := map[string][]byte{}
+	for _, p := range []string{trace, log, bench} {
+		before[p], _ = os.ReadFile(p)
+	}
+	sameDir := filepath.Join(dir, ".", filepath.Base(trace))
+	for _, c := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"calibrate --trace", []string{"calibrate", "--trace", trace, "-o", sameDir}, "-o " + sameDir + ": the file --trace reads"},
+		{"calibrate --holdout", []string{"calibrate", "--trace", goodTrace, "--holdout", trace, "-o", trace}, "-o " + trace + ": the file --holdout reads"},
+		{"calibrate --nccl-tests through a link", []string{"calibrate", "--nccl-tests", log, "-o", link}, "-o " + link + ": the file --nccl-tests reads"},
+		{"calibrate --serving", append([]string{"calibrate", "--serving", bench, "-o", bench}, dsr1Run...), "-o " + bench + ": the file --serving reads"},
+		{"collective --reference", []string{"collective", "--measure", "--backend", "cpu", "--ranks", "4", "--sizes", "512", "--reference", log, "-o", log}, "-o " + log + ": the file --reference reads"},
+		{"simulate --frontier", []string{"simulate", "--compare", bench, "--frontier", bench}, "--frontier " + bench + ": the file --compare reads"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			code, stdout, stderr := runCLI(t, c.args...)
+			if code != 2 || !strings.Contains(stderr, c.want) || strings.Count(strings.TrimSpace(stderr), "\n") > 0 || stdout != "" {
+				t.Errorf("exit %d, stdout %q, stderr %q; want exit 2 and one line with %q", code, stdout, stderr, c.want)
+			}
+		})
+	}
+	for p, b := range before {
+		if got, _ := os.ReadFile(p); string(got) != string(b) {
+			t.Errorf("%s was written over", p)
+		}
+	}
+}

@@ -190,6 +190,9 @@ func (c *calibrateOptions) Run(ctx context.Context, args []string, std IO) error
 	if err := checkOutputFile("-o", c.out); err != nil {
 		return err
 	}
+	if err := checkNotInput("-o", c.out, measurementInputs(chosen)...); err != nil {
+		return err
+	}
 	if _, serving := chosen.(*servingCalibrateMode); c.sc.perfDB != "" && !serving {
 		return flagError("--perf-db", c.sc.perfDB, "calibrate fits tpscope's own cost parameters, and ops priced from tables have none to fit (drop --perf-db here; pass it to predict with the calibrated topology)")
 	}
@@ -197,6 +200,27 @@ func (c *calibrateOptions) Run(ctx context.Context, args []string, std IO) error
 		return err
 	}
 	return chosen.run(ctx, c, std)
+}
+
+// measurementInputs are the files mode m fits: what -o may not overwrite.
+func measurementInputs(m calibrateMode) []input {
+	var in []input
+	switch m := m.(type) {
+	case *ncclTestsMode:
+		in = append(in, input{"--nccl-tests", m.file})
+	case *traceCalibrateMode:
+		for _, s := range m.srcs {
+			in = append(in, input{"--trace", s})
+		}
+		for _, s := range m.holdout {
+			in = append(in, input{"--holdout", s})
+		}
+	case *servingCalibrateMode:
+		for _, s := range m.files {
+			in = append(in, input{"--serving", s})
+		}
+	}
+	return in
 }
 
 // ncclTestsMode is the --nccl-tests mode.

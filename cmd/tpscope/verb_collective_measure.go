@@ -107,6 +107,9 @@ func (m *measureFlags) check(coll model.Collective, ranks int, sizes []int64, cu
 	if err := checkInputFile("--reference", m.reference, "an nccl-tests log"); err != nil {
 		return nil, err
 	}
+	if err := checkNotInput("-o", m.out, input{"--reference", m.reference}); err != nil {
+		return nil, err
+	}
 	ref, err := nccltests.ParseFile(m.reference)
 	if err != nil {
 		return nil, err

@@ -318,6 +318,17 @@ func runSimulate(sc *scenarioFlags, f *simulateFlags, stdout, stderr io.Writer) 
 			return flagError("--arrival with --requests-file", nil, "the trace's own arrival times are replayed: drop --arrival, or give --qps for arrivals at a rate")
 		}
 	}
+	// A side file may not be written over an input: the results or
+	// request trace the run was made of.
+	ins := []input{{"--requests-file", f.requestsFile}, {"--serving-overheads", f.overheadsFile}}
+	for _, path := range f.compare {
+		ins = append(ins, input{"--compare", path})
+	}
+	for _, o := range []struct{ flag, path string }{{"--plot", f.plotFile}, {"--pareto", f.paretoFile}, {"--report", f.reportFile}, {"--frontier", f.frontierFile}} {
+		if err := checkNotInput(o.flag, o.path, ins...); err != nil {
+			return err
+		}
+	}
 	var measured []serving.Measured
 	for _, path := range f.compare {
 		if err := checkInputFile("--compare", path, "a serving benchmark result"); err != nil {
