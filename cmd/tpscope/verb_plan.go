@@ -204,6 +204,16 @@ func (o *planOptions) Run(ctx context.Context, args []string, std IO) error {
 				return flagError("--topo", quote(strings.Join(o.topos, ",")), "%s: name each box once", what)
 			}
 		}
+		// Two boxes of one name (a box and its calibrated copy, which
+		// keeps the name) would be one box in every row and table, the
+		// capacity rows of one lost: each is named by its --topo element
+		// too, as a file named like a preset it is not is.
+		for j, prev := range space.Topologies {
+			if prev.Name == t.Name {
+				prev.Name = fmt.Sprintf("%s (%s)", prev.Name, o.topos[j])
+				t.Name = fmt.Sprintf("%s (%s)", t.Name, name)
+			}
+		}
 		space.Topologies = append(space.Topologies, t)
 	}
 	if len(space.Topologies) == 0 {

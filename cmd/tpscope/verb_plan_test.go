@@ -13,6 +13,7 @@ import (
 
 	"github.com/spf13/pflag"
 	"github.com/tpscope/tpscope/plan"
+	"github.com/tpscope/tpscope/topology"
 )
 
 func TestPlanJSON(t *testing.T) {
@@ -569,5 +570,58 @@ func TestPlanJSONNamesItsInputs(t *testing.T) {
 	}
 	if res.Model != "deepseek-v3" || res.Options.NCCL.Proto != "LL" || !res.Options.CUDAGraphs || len(res.Points) == 0 {
 		t.Errorf("model %q, options %+v, %d points: want deepseek-v3 under cuda-graphs and NCCL proto LL", res.Model, res.Options, len(res.Points))
+	}
+}
+
+// TestPlanBoxesOfOneName: two topology files whose boxes differ but share
+// a name (a box and its calibrated copy: calibrate keeps the name, here
+// "my-box") are two boxes in the sweep, each named by its file. They had
+// both been "my-box": the capacity table kept one box's rows (2 of the
+// 4), and the CSV's rows of the two could not be told apart.
+func TestPlanBoxesOfOneName(t *testing.T) {
+	dir := t.TempDir()
+	base, err := topology.Preset("h200-nvswitch")
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, b := base.Clone(), base.Clone()
+	a.Name, b.Name = "my-box", "my-box"
+	b.Devices[0].MemBWGBps /= 2 // another box: half the memory bandwidth
+	pa, pb := filepath.Join(dir, "a.json"), filepath.Join(dir, "b.json")
+	if err := a.Save(pa); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Save(pb); err != nil {
+		t.Fatal(err)
+	}
+	args := []string{"plan", "--model", "tiny-mla-moe", "--topo", pa + "," + pb, "--gpus", "8", "--plan", "tp8", "--batch", "1", "--context", "1K", "--kv-dtype", "bf16"}
+	code, out, stderr := runCLI(t, append(args, "--output", "json")...)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	var res struct {
+		Points []struct {
+			Topology   string `json:"topology"`
+			AtCapacity bool   `json:"at_capacity"`
+		} `json:"points"`
+		Capacity []struct {
+			Topology string `json:"topology"`
+		} `json:"capacity"`
+	}
+	if err := json.Unmarshal([]byte(out), &res); err != nil {
+		t.Fatal(err)
+	}
+	names := map[string]int{}
+	for _, p := range res.Points {
+		if !p.AtCapacity {
+			names[p.Topology]++
+		}
+	}
+	want := map[string]int{"my-box (" + pa + ")": 1, "my-box (" + pb + ")": 1}
+	if !reflect.DeepEqual(names, want) {
+		t.Errorf("swept points by box %v, want %v", names, want)
+	}
+	if len(res.Capacity) != 2 || res.Capacity[0].Topology == res.Capacity[1].Topology {
+		t.Errorf("capacity rows %+v: want one per box", res.Capacity)
 	}
 }
