@@ -11,6 +11,7 @@ import (
 	"github.com/tpscope/tpscope/internal/stats"
 	"github.com/tpscope/tpscope/model"
 	"github.com/tpscope/tpscope/sim"
+	"github.com/tpscope/tpscope/topology"
 	"github.com/tpscope/tpscope/traces"
 	"github.com/tpscope/tpscope/traces/schema"
 	"go.opentelemetry.io/otel/trace"
@@ -384,6 +385,7 @@ func Compare(results []*traces.Result, o Options) (*Report, error) {
 	}
 	var is issues
 	groups := groupTraces(results, &o.Scenarios, &is)
+	nameBoxesApart(groups)
 	for _, g := range groups {
 		sr, err := compareGroup(g, &o)
 		if err != nil {
@@ -407,6 +409,56 @@ func Compare(results []*traces.Result, o Options) (*Report, error) {
 	}
 	rep.Gains = gains(rep.Scenarios, &o)
 	return rep, nil
+}
+
+// nameBoxesApart names apart the boxes of scenarios that share a name
+// but are not one box (a box and its calibrated copy keep one name): a
+// scenario names its box by the box's name, as predict does, so both
+// would read alike. Each such box is named by the file it was recorded
+// from too ("cpu-4r (/data/cpu.json)"), or, where that is the same, by
+// its order among them.
+func nameBoxesApart(groups []*group) {
+	byName := map[string][]*group{}
+	var names []string
+	for _, g := range groups {
+		if t := g.sc.Topo; t != nil {
+			if byName[t.Name] == nil {
+				names = append(names, t.Name)
+			}
+			byName[t.Name] = append(byName[t.Name], g)
+		}
+	}
+	for _, name := range names {
+		gs := byName[name]
+		var boxes []*topology.Topology // the distinct boxes of this name
+		of := make([]int, len(gs))
+		for i, g := range gs {
+			of[i] = slices.IndexFunc(boxes, g.sc.Topo.SameBox)
+			if of[i] < 0 {
+				of[i] = len(boxes)
+				boxes = append(boxes, g.sc.Topo)
+			}
+		}
+		if len(boxes) < 2 {
+			continue
+		}
+		labels := make([]string, len(boxes))
+		for i, g := range gs {
+			if labels[of[i]] == "" {
+				labels[of[i]] = g.sc.TopoRef.Path
+			}
+		}
+		for i := range labels {
+			if labels[i] == "" || slices.Index(labels, labels[i]) != i {
+				labels[i] = fmt.Sprintf("box %d of %d named %s", i+1, len(labels), name)
+			}
+		}
+		for i, g := range gs {
+			t := g.sc.Topo.Clone()
+			t.Name = fmt.Sprintf("%s (%s)", name, labels[of[i]])
+			g.sc.Topo = t
+		}
+	}
 }
 
 // sourcesOf is the results read from the sources named.
