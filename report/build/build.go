@@ -447,14 +447,16 @@ func modelName(sc *sim.Scenario) string {
 	return sc.Arch.Ref.String()
 }
 
-// boxName is the scenario's box: its reference (preset or file, GPU
-// subset), or the resolved topology's name.
+// boxName is the scenario's box as its line (sim.Scenario.String) names
+// it: the priced topology's name, or, for a saved comparison read back
+// with its box by reference only, the reference (preset or file, GPU
+// subset).
 func boxName(sc *sim.Scenario) string {
-	if s := sc.TopoRef.String(); s != "" {
-		return s
-	}
 	if sc.Topo != nil {
 		return sc.Topo.Name
+	}
+	if s := sc.TopoRef.String(); s != "" {
+		return s
 	}
 	return "?"
 }

@@ -332,3 +332,18 @@ func TestReportSaysTheProgramLine(t *testing.T) {
 		}
 	}
 }
+
+// TestBoxNameIsThePricedBox: a report's title names a compared scenario's
+// box as the scenario line and predict do, by the priced topology's name;
+// a topology file's path is the recording machine's, and the box it priced
+// travelled with the trace. A saved comparison, read back with its box by
+// reference only, names the reference.
+func TestBoxNameIsThePricedBox(t *testing.T) {
+	ref := topology.Ref{Path: "/gone/box.json", SHA256: "ab"}
+	if got := boxName(&sim.Scenario{TopoRef: ref, Topo: &topology.Topology{Name: "my-box"}}); got != "my-box" {
+		t.Errorf("box named %q, want my-box", got)
+	}
+	if got := boxName(&sim.Scenario{TopoRef: ref}); got != "/gone/box.json" {
+		t.Errorf("box by reference named %q, want /gone/box.json", got)
+	}
+}
