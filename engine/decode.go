@@ -399,6 +399,9 @@ func (p *Profile) validate() error {
 	if err := p.validateSpec(bad, cite); err != nil {
 		return err
 	}
+	if err := p.validateServing(bad, cite); err != nil {
+		return err
+	}
 	for i, r := range p.Unsupported {
 		f := fmt.Sprintf("unsupported[%d]", i)
 		if r.Option == "" || r.Why == "" {

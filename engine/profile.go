@@ -61,8 +61,13 @@ func (p *Profile) CaptureSizes() []int {
 // "sglang", a prefill batch whenever a prompt waits, else decode); ""
 // when the engine serves no requests.
 type SchedulerFacts struct {
-	Policy string   `yaml:"policy"`
-	Cite   []string `yaml:"cite"`
+	Policy string `yaml:"policy"`
+	// ChunkTokens is the default step token budget by the GPU's memory
+	// (SGLang's chunked_prefill_size, DefaultChunkTokens); none: the
+	// serving simulation's vLLM rule (max_num_batched_tokens 8192 on GPUs
+	// of 70 GiB or more that are not A100s, else 2048).
+	ChunkTokens []MemTier `yaml:"chunk_tokens"`
+	Cite        []string  `yaml:"cite"`
 }
 
 // The scheduling policies a profile may state (serving.Policy's values).

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 
+	engprof "github.com/tpscope/tpscope/engine"
 	"github.com/tpscope/tpscope/model"
 	"github.com/tpscope/tpscope/sim"
 	"github.com/tpscope/tpscope/topology"
@@ -19,9 +20,11 @@ type EngineOptions struct {
 	// with at least 70 GiB that are not A100s, else 256
 	// (EngineArgs.get_batch_defaults).
 	MaxNumSeqs int `json:"max_num_seqs"`
-	// MaxNumBatchedTokens is max_num_batched_tokens: the token budget of
-	// one step. 0: 8192 on GPUs with at least 70 GiB that are not A100s,
-	// else 2048 (same rule).
+	// MaxNumBatchedTokens is max_num_batched_tokens (SGLang's
+	// chunked_prefill_size): the token budget of one step. 0: the
+	// engine's default for the GPU, its profile's scheduler.chunk_tokens
+	// (SGLang's, by GPU memory), else vLLM's: 8192 on GPUs with at least
+	// 70 GiB that are not A100s, else 2048 (same rule).
 	MaxNumBatchedTokens int `json:"max_num_batched_tokens"`
 	// BlockSize is block_size: tokens per KV-cache block (0: 16).
 	BlockSize int `json:"block_size"`
@@ -126,14 +129,19 @@ const (
 	maxEngineOptionsBudget = 1 << 20
 )
 
-// withDefaults fills the zero fields for device dev.
-func (o EngineOptions) withDefaults(dev *topology.Device) EngineOptions {
+// withDefaults fills the zero fields for device dev under the engine
+// whose scheduler facts are sched (the profile's defaults where it states
+// them, vLLM's where not).
+func (o EngineOptions) withDefaults(dev *topology.Device, sched *engprof.SchedulerFacts) EngineOptions {
 	large := dev != nil && dev.MemBytes >= largeGPUBytes && !strings.Contains(strings.ToLower(dev.Name), "a100")
 	if o.MaxNumSeqs == 0 {
 		o.MaxNumSeqs = smallMaxNumSeqs
 		if large {
 			o.MaxNumSeqs = largeMaxNumSeqs
 		}
+	}
+	if o.MaxNumBatchedTokens == 0 && dev != nil && sched != nil {
+		o.MaxNumBatchedTokens = sched.DefaultChunkTokens(dev.MemBytes)
 	}
 	if o.MaxNumBatchedTokens == 0 {
 		o.MaxNumBatchedTokens = smallMaxBatchedTokens

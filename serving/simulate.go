@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 
+	engprof "github.com/tpscope/tpscope/engine"
 	"github.com/tpscope/tpscope/model"
 	"github.com/tpscope/tpscope/sim"
 )
@@ -42,7 +43,11 @@ func New(d Deployment) (*Simulator, error) {
 		return nil, err
 	}
 	d.Router, _ = ParseRouter(string(d.Router)) // canonical name (validate accepted it)
-	s := &Simulator{d: d, engine: d.Engine.withDefaults(d.Scenario.Topo.DeviceOf(0)), coster: c,
+	prof, err := engprof.Lookup(d.Scenario.Options.Engine)
+	if err != nil {
+		return nil, err
+	}
+	s := &Simulator{d: d, engine: d.Engine.withDefaults(d.Scenario.Topo.DeviceOf(0), &prof.Scheduler), coster: c,
 		dp: d.Scenario.Plan.Normalized().DP, inst: max(1, d.Instances)}
 	if s.engine.NumGPUBlocksOverride > 0 {
 		s.blocks = s.engine.NumGPUBlocksOverride
@@ -59,7 +64,7 @@ func New(d Deployment) (*Simulator, error) {
 	return s, nil
 }
 
-// Engine returns the scheduler settings with vLLM's defaults filled.
+// Engine returns the scheduler settings with the engine's defaults filled.
 func (s *Simulator) Engine() EngineOptions { return s.engine }
 
 // KVBlocks is the KV pool of one scheduler in blocks of Engine().BlockSize

@@ -1,0 +1,47 @@
+package engine
+
+import "fmt"
+
+// MiB is the unit SGLang sizes its memory in (nvidia-smi's memory.total,
+// server_args' gpu_mem).
+const MiB = 1 << 20
+
+// MemTier is one step of a default chosen by the GPU's memory: it applies
+// to a GPU of less than BelowMiB (0: any larger GPU, the last tier).
+type MemTier struct {
+	BelowMiB int64 `yaml:"below_mib"`
+	Tokens   int   `yaml:"tokens"`
+}
+
+// tierFor is the first tier the memory falls in (tiers are increasing
+// and the last one is open); 0 when there are none.
+func tierFor(tiers []MemTier, memBytes int64) int {
+	mib := memBytes / MiB
+	for _, t := range tiers {
+		if t.BelowMiB == 0 || mib < t.BelowMiB {
+			return t.Tokens
+		}
+	}
+	return 0
+}
+
+// DefaultChunkTokens is the engine's default step token budget on a GPU
+// of memBytes (SGLang's chunked_prefill_size by GPU memory); 0 when the
+// profile states none (the serving simulation's built-in vLLM rule).
+func (s *SchedulerFacts) DefaultChunkTokens(memBytes int64) int {
+	return tierFor(s.ChunkTokens, memBytes)
+}
+
+// validateServing checks the scheduler defaults.
+func (p *Profile) validateServing(bad func(field, format string, a ...any) error, cite func(string, []string) error) error {
+	var last int64
+	for i, t := range p.Scheduler.ChunkTokens {
+		f := fmt.Sprintf("scheduler.chunk_tokens[%d]", i)
+		open := t.BelowMiB == 0
+		if t.Tokens < 1 || t.BelowMiB < 0 || (!open && t.BelowMiB <= last) || open != (i == len(p.Scheduler.ChunkTokens)-1) {
+			return bad(f, "{below_mib: %d, tokens: %d}: want tokens >= 1 and below_mib increasing, 0 (any larger GPU) on the last tier only", t.BelowMiB, t.Tokens)
+		}
+		last = t.BelowMiB
+	}
+	return nil
+}

@@ -1,0 +1,62 @@
+package serving
+
+import (
+	"testing"
+
+	engprof "github.com/tpscope/tpscope/engine"
+	"github.com/tpscope/tpscope/model"
+	"github.com/tpscope/tpscope/sim"
+	"github.com/tpscope/tpscope/topology"
+)
+
+// sglangDeployment is DeepSeek-V3 (FP8) at TP 8 on box under SGLang, with
+// an FP8 cache and CUDA graphs.
+func sglangDeployment(t testing.TB, box string) Deployment {
+	return Deployment{Scenario: sim.Scenario{Arch: mustPreset(t, "deepseek-v3"), Plan: model.Plan{TP: 8}, Workload: model.Workload{KVDtype: model.FP8},
+		Topo: mustBox(t, box), Options: sim.Options{CUDAGraphs: true, Engine: engprof.Ref{Name: "sglang"}}}}
+}
+
+// mustBox resolves a preset or a box description ("nvswitch:8xb200").
+func mustBox(t testing.TB, box string) *topology.Topology {
+	t.Helper()
+	tp, err := topology.Resolve(box, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tp
+}
+
+// TestSGLangChunkedPrefillDefault: with no --max-num-batched-tokens the
+// step budget under SGLang is its chunked_prefill_size for the GPU's
+// memory (server_args.py _handle_gpu_memory_settings): 16384 on a B200
+// (180 GiB, not below 160 GiB), 8192 on an H100 (80 GiB, below 90), 4096
+// on an L40S (45 GiB, below 60; vLLM's rule gives 2048 there, under 70
+// GiB); under vLLM the B200 keeps vLLM's 8192. A given budget stays.
+func TestSGLangChunkedPrefillDefault(t *testing.T) {
+	for _, c := range []struct {
+		box    string
+		engine string
+		given  int
+		want   int
+	}{
+		{"nvswitch:8xb200", "sglang", 0, 16384},
+		{"nvswitch:8xh100-sxm", "sglang", 0, 8192},
+		{"pcie-2s:8xl40s", "sglang", 0, 4096},
+		{"nvswitch:8xb200", "vllm", 0, 8192},
+		{"nvswitch:8xb200", "sglang", 4096, 4096},
+	} {
+		d := sglangDeployment(t, c.box)
+		d.Scenario.Options.Engine = engprof.Ref{Name: c.engine}
+		// DeepSeek-V3 does not fit 8 x 80 GiB or 8 x 45 GiB; the budget
+		// does not depend on the pool, so give one.
+		d.Engine.NumGPUBlocksOverride = 1024
+		d.Engine.MaxNumBatchedTokens = c.given
+		s, err := New(d)
+		if err != nil {
+			t.Fatalf("%s on %s: %v", c.engine, c.box, err)
+		}
+		if got := s.Engine().MaxNumBatchedTokens; got != c.want {
+			t.Errorf("%s on %s, given %d: budget %d tokens, want %d", c.engine, c.box, c.given, got, c.want)
+		}
+	}
+}
