@@ -402,6 +402,9 @@ func (p *Profile) validate() error {
 	if err := p.validateServing(bad, cite); err != nil {
 		return err
 	}
+	if err := p.validateKVPool(bad, cite); err != nil {
+		return err
+	}
 	for i, r := range p.Unsupported {
 		f := fmt.Sprintf("unsupported[%d]", i)
 		if r.Option == "" || r.Why == "" {

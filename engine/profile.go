@@ -36,6 +36,8 @@ type Profile struct {
 	// and waiting requests; none for an engine that serves no requests
 	// (the executor runs one step of a given workload).
 	Scheduler SchedulerFacts `yaml:"scheduler"`
+	// KVPool is how the engine sizes its KV-cache pool (kvpool.go).
+	KVPool KVPoolFacts `yaml:"kv_pool"`
 	// Speculative are the speculative-decoding methods (spec.go).
 	Speculative SpecFacts `yaml:"speculative"`
 	// Unsupported lists options (as tpscope's flags name them) the engine

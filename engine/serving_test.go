@@ -43,3 +43,64 @@ func TestSGLangChunkTiers(t *testing.T) {
 		}
 	}
 }
+
+// TestSGLangStaticFrac: SGLang's default mem_fraction_static
+// (server_args.py _handle_gpu_memory_settings), worked by hand from its
+// formula, reserved = 512 + 1.5 x max(chunk, 2048) + 2 x cuda_graph_max_bs
+// + 1024 x tp / 8 (+ 3 and 1.5 x cuda_graph_max_bs x dp with DP attention
+// above 300), at least 10240 on GPUs above 60 GiB, + 2048 for an EAGLE or
+// NEXTN draft and 6144 for a STANDALONE one, then round((mem -
+// reserved) / mem, 3), mem in MiB.
+func TestSGLangStaticFrac(t *testing.T) {
+	sg, err := Lookup(Ref{Name: "sglang"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sg.KVPool.KVPoolRule() != KVPoolMemFractionStatic {
+		t.Fatalf("SGLang's rule %q", sg.KVPool.KVPoolRule())
+	}
+	for _, c := range []struct {
+		name     string
+		in       StaticFracInput
+		reserved float64
+		frac     float64
+	}{
+		// 512 + 24576 + 1024 + 1024 = 27136; 157184 / 184320 = 0.85278.
+		{"B200 tp8", StaticFracInput{GPUMemBytes: 180 << 30, ChunkTokens: 16384, GraphMaxBS: 512, Ranks: 8}, 27136, 0.853},
+		// 512 + 12288 + 1024 + 1024 = 14848; 67072 / 81920 = 0.81875.
+		{"H100 tp8", StaticFracInput{GPUMemBytes: 80 << 30, ChunkTokens: 8192, GraphMaxBS: 512, Ranks: 8}, 14848, 0.819},
+		// 512 + 12288 + 512 + 128 = 13440; 68480 / 81920 = 0.83594.
+		{"H100 tp1", StaticFracInput{GPUMemBytes: 80 << 30, ChunkTokens: 8192, GraphMaxBS: 256, Ranks: 1}, 13440, 0.836},
+		// 512 + 3072 + 48 + 128 = 3760, no floor at 32 GiB; 29008 / 32768 = 0.88525.
+		{"RTX 5090 tp1", StaticFracInput{GPUMemBytes: 32 << 30, ChunkTokens: 2048, GraphMaxBS: 24, Ranks: 1}, 3760, 0.885},
+		// 512 + 3072 (chunk 1024 counts as 2048) + 16 + 128 = 3728, raised to 10240; 174080 / 184320 = 0.94444.
+		{"B200 floor", StaticFracInput{GPUMemBytes: 180 << 30, ChunkTokens: 1024, GraphMaxBS: 8, Ranks: 1}, 10240, 0.944},
+		// 141e9 B = 134468 MiB; 512 + 12288 + 1024 + 1024 + 12288 + 6144 = 33280; 101188 / 134468 = 0.75251.
+		{"H200 dp attention 8", StaticFracInput{GPUMemBytes: 141e9, ChunkTokens: 8192, GraphMaxBS: 512, Ranks: 8, DPAttention: 8}, 33280, 0.753},
+		// 27136 + 2048 = 29184; 155136 / 184320 = 0.84167.
+		{"B200 mtp", StaticFracInput{GPUMemBytes: 180 << 30, ChunkTokens: 16384, GraphMaxBS: 512, Ranks: 8, Draft: "mtp"}, 29184, 0.842},
+		// 27136 + 6144 = 33280; 151040 / 184320 = 0.81944.
+		{"B200 draft model", StaticFracInput{GPUMemBytes: 180 << 30, ChunkTokens: 16384, GraphMaxBS: 512, Ranks: 8, Draft: "draft"}, 33280, 0.819},
+		{"B200 ngram", StaticFracInput{GPUMemBytes: 180 << 30, ChunkTokens: 16384, GraphMaxBS: 512, Ranks: 8, Draft: "ngram"}, 27136, 0.853},
+	} {
+		frac, res := sg.KVPool.Reserve.StaticFrac(c.in)
+		if frac != c.frac || res != c.reserved {
+			t.Errorf("%s: fraction %v reserving %v MiB, want %v reserving %v", c.name, frac, res, c.frac, c.reserved)
+		}
+	}
+	base := string(mustRead(t, "profiles/sglang-0.5.yaml"))
+	for _, c := range []struct{ edit, with, field string }{
+		{"  rule: mem_fraction_static", "  rule: fraction", "kv_pool.rule"},
+		{"    digits: 3", "    digits: 0", "kv_pool.reserve.digits"},
+		{"draft_mib: {mtp: 2048,", "draft_mib: {suffix: 2048,", "kv_pool.reserve.draft_mib"},
+		{"  cite: [mem-fraction-static, kv-pool]", "  cite: []", "kv_pool.cite"},
+	} {
+		data := strings.Replace(base, c.edit, c.with, 1)
+		if data == base {
+			t.Fatalf("edit %q not found", c.edit)
+		}
+		if _, err := Parse([]byte(data), "edited.yaml"); err == nil || !strings.Contains(err.Error(), c.field) || strings.Contains(err.Error(), "\n") {
+			t.Errorf("%s: error %v, want one line naming %s", c.with, err, c.field)
+		}
+	}
+}

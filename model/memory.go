@@ -351,7 +351,7 @@ const DefaultGPUMemUtilization = 0.9
 // Capacity is the KV cache that fits on one GPU.
 type Capacity struct {
 	GPUMemBytes       float64 // total device memory
-	Utilization       float64 // fraction vLLM may use
+	Utilization       float64 // fraction the engine may use (vLLM's gpu_memory_utilization, SGLang's mem_fraction_static)
 	WeightBytes       float64 // weights on this GPU
 	ActivationBytes   float64 // activation workspace estimate
 	KVBytes           float64 // left for the KV cache (0 if weights do not fit)
@@ -370,12 +370,26 @@ func KVCapacity(a *Arch, p Plan, w Workload, o BuildOptions, gpuMemBytes, util f
 	if util <= 0 {
 		util = DefaultGPUMemUtilization
 	}
+	return kvCapacity(a, p, w, o, gpuMemBytes, util, true)
+}
+
+// KVCapacityStatic is the KV cache of an engine whose weights and pool
+// hold frac of the GPU's memory, the activations and CUDA graphs living
+// in the rest (SGLang's mem_fraction_static): frac x memory - weights,
+// divided by the per-token bytes; ActivationBytes is 0 (not subtracted).
+func KVCapacityStatic(a *Arch, p Plan, w Workload, o BuildOptions, gpuMemBytes, frac float64) Capacity {
+	return kvCapacity(a, p, w, o, gpuMemBytes, frac, false)
+}
+
+func kvCapacity(a *Arch, p Plan, w Workload, o BuildOptions, gpuMemBytes, util float64, activations bool) Capacity {
 	withMTP := withMTPLayers(a, w, o)
 	c := Capacity{GPUMemBytes: gpuMemBytes, Utilization: util}
 	var weights [numWeightComponents]ComponentMemory
 	weightMemory(&weights, a, p, withMTP)
 	c.WeightBytes = totalBytes(weights[:]) + drafterWeightBytes(p, w, o)
-	c.ActivationBytes = activationBytes(a, p, defaultMaxBatchedTokens)
+	if activations {
+		c.ActivationBytes = activationBytes(a, p, defaultMaxBatchedTokens)
+	}
 	c.KVBytesPerToken = kvBytesPerToken(a, p, w.KVDtypeFor(a), withMTP, a.HasIndexer() && !o.DenseDSA) + drafterKVBytesPerToken(w, o, w.KVDtypeFor(a))
 	left := util*gpuMemBytes - c.WeightBytes - c.ActivationBytes
 	if left <= 0 {

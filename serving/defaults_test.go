@@ -1,6 +1,7 @@
 package serving
 
 import (
+	"strings"
 	"testing"
 
 	engprof "github.com/tpscope/tpscope/engine"
@@ -57,6 +58,48 @@ func TestSGLangChunkedPrefillDefault(t *testing.T) {
 		}
 		if got := s.Engine().MaxNumBatchedTokens; got != c.want {
 			t.Errorf("%s on %s, given %d: budget %d tokens, want %d", c.engine, c.box, c.given, got, c.want)
+		}
+	}
+}
+
+// TestSGLangKVPool: under SGLang the pool of DeepSeek-V3 at TP 8 on a
+// B200 (180 GiB = 184320 MiB) with a 16384-token budget holds
+// mem_fraction_static x memory less the weights, the fraction SGLang's
+// default: reserved 512 + 1.5 x 16384 + 2 x 512 (the profile's largest
+// capture size) + 1024 x 8 / 8 = 27136 MiB, round(157184 / 184320, 3) =
+// 0.853; the activations are in that reserve, not subtracted again. A
+// given fraction (--gpu-mem-util 0.8) is SGLang's mem_fraction_static
+// there. Under vLLM the same box keeps 0.9 x memory less weights and
+// activations. The weights and per-token bytes are model.KVCapacity's.
+func TestSGLangKVPool(t *testing.T) {
+	d := sglangDeployment(t, "nvswitch:8xb200")
+	d.Engine.MaxNumBatchedTokens = 16384
+	sc := d.Scenario
+	mem := float64(sc.Topo.DeviceOf(0).MemBytes)
+	if mem != 180<<30 {
+		t.Fatalf("B200 memory %v B, want 180 GiB", mem)
+	}
+	c := model.KVCapacity(sc.Arch, sc.Plan, model.Workload{KVDtype: model.FP8}, sc.Build, mem, 0.9)
+	blocks := func(frac, less float64) int {
+		return int(int64((frac*mem-c.WeightBytes-less)/c.KVBytesPerToken) / 16)
+	}
+	for _, x := range []struct {
+		engine string
+		given  float64
+		want   int
+		rule   string
+		from   string
+	}{
+		{"sglang", 0, blocks(0.853, 0), engprof.KVPoolMemFractionStatic, "184320 MiB GPU less 27136 MiB reserved"},
+		{"sglang", 0.8, blocks(0.8, 0), engprof.KVPoolMemFractionStatic, "given"},
+		{"vllm", 0, blocks(0.9, c.ActivationBytes), engprof.KVPoolGPUMemUtil, "vLLM's default"},
+	} {
+		d.Scenario.Options.Engine = engprof.Ref{Name: x.engine}
+		d.Scenario.Options.GPUMemUtilFrac = x.given
+		s := mustNew(t, d)
+		b := s.KVBudget()
+		if s.KVBlocks() != x.want || b.Rule != x.rule || !strings.Contains(b.From, x.from) {
+			t.Errorf("%s, fraction given %v: %d blocks by %+v, want %d by %s (%s)", x.engine, x.given, s.KVBlocks(), b, x.want, x.rule, x.from)
 		}
 	}
 }

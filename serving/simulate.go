@@ -24,6 +24,9 @@ type Simulator struct {
 	engine EngineOptions // defaults filled
 	coster *sim.IterationCoster
 	blocks int // KV blocks per scheduler
+	// budget is the KV-pool rule the blocks were sized by (zero with
+	// NumGPUBlocksOverride).
+	budget sim.KVBudget
 	dp     int
 	inst   int
 }
@@ -52,10 +55,11 @@ func New(d Deployment) (*Simulator, error) {
 	if s.engine.NumGPUBlocksOverride > 0 {
 		s.blocks = s.engine.NumGPUBlocksOverride
 	} else {
-		tokens, err := c.KVCapacityTokens()
+		tokens, budget, err := c.KVCapacityTokens(s.engine.MaxNumBatchedTokens)
 		if err != nil {
 			return nil, err
 		}
+		s.budget = budget
 		s.blocks = int(min(tokens/int64(s.engine.BlockSize), 1<<30))
 	}
 	if s.blocks < 1 {
@@ -70,6 +74,10 @@ func (s *Simulator) Engine() EngineOptions { return s.engine }
 // KVBlocks is the KV pool of one scheduler in blocks of Engine().BlockSize
 // tokens.
 func (s *Simulator) KVBlocks() int { return s.blocks }
+
+// KVBudget is the engine's KV-pool rule and fraction the pool was sized
+// by; zero when NumGPUBlocksOverride gave the blocks.
+func (s *Simulator) KVBudget() sim.KVBudget { return s.budget }
 
 // GPUs is the number of GPUs the deployment uses (instances x plan).
 func (s *Simulator) GPUs() int { return s.inst * s.d.Scenario.Plan.World() }

@@ -131,19 +131,20 @@ func (c *IterationCoster) KVDtype() model.Dtype { return c.kv }
 func (c *IterationCoster) Stats() IterationCostStats { return c.stats }
 
 // KVCapacityTokens is how many tokens of KV cache one attention group
-// holds (every GPU of the group holds the same latent cache): sim's memory
-// budget (model.KVCapacity at the options' gpu_memory_utilization). An
-// error when the weights and workspace do not fit.
-func (c *IterationCoster) KVCapacityTokens() (int64, error) {
+// holds (every GPU of the group holds the same latent cache) when its
+// steps take up to chunkTokens tokens (0: the engine's default budget):
+// sim's memory budget under the engine's KV-pool rule (memoryFit), and
+// that rule. An error when the weights and workspace do not fit.
+func (c *IterationCoster) KVCapacityTokens(chunkTokens int) (int64, KVBudget, error) {
 	sc := Scenario{Arch: c.arch, Plan: c.plan, Build: c.build,
 		Workload: model.Workload{Phase: model.Decode, Batch: 1, Context: 1, KVDtype: c.kv, SpecTokens: c.spec}}
-	m := c.p.memoryFit(sc, model.NewDeployment(sc.Plan, sc.Workload, nil))
+	m := c.p.memoryFitChunk(sc, model.NewDeployment(sc.Plan, sc.Workload, nil), chunkTokens)
 	if m.KVCapacityTokens <= 0 {
 		short := float64(m.WeightBytes+m.ActivationBytes-m.UsableBytes) / 1e9
-		return 0, fmt.Errorf("sim: %s %s on %s: weights %.1f GB + activations %.1f GB exceed the usable %.1f GB per GPU by %.1f GB: %w",
-			c.arch.Name, c.plan, c.p.topo.Name, float64(m.WeightBytes)/1e9, float64(m.ActivationBytes)/1e9, float64(m.UsableBytes)/1e9, short, ErrDoesNotFit)
+		return 0, m.Budget, fmt.Errorf("sim: %s %s on %s: weights %.1f GB + activations %.1f GB exceed the usable %.1f GB per GPU (%s) by %.1f GB: %w",
+			c.arch.Name, c.plan, c.p.topo.Name, float64(m.WeightBytes)/1e9, float64(m.ActivationBytes)/1e9, float64(m.UsableBytes)/1e9, m.Budget, short, ErrDoesNotFit)
 	}
-	return m.KVCapacityTokens, nil
+	return m.KVCapacityTokens, m.Budget, nil
 }
 
 // StepUs is the predicted time of one iteration, from the memo (see the

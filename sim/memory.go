@@ -1,18 +1,99 @@
 package sim
 
-import "github.com/tpscope/tpscope/model"
+import (
+	"fmt"
+
+	engprof "github.com/tpscope/tpscope/engine"
+	"github.com/tpscope/tpscope/model"
+)
+
+// KVBudget is how the engine sizes its KV pool on one GPU (its profile's
+// kv_pool): the rule, the fraction of the GPU's memory it runs at and
+// where that came from.
+type KVBudget struct {
+	// Rule is engprof.KVPoolGPUMemUtil (vLLM's: the fraction less the
+	// weights and the activations) or engprof.KVPoolMemFractionStatic
+	// (SGLang's: the fraction less the weights).
+	Rule string  `json:"rule"`
+	Frac float64 `json:"frac"`
+	// From says where Frac came from: "given" (Options.GPUMemUtilFrac),
+	// the engine's default, or the default's formula with its terms.
+	From string `json:"from"`
+}
+
+// String is the budget in one phrase: "mem_fraction_static 0.853,
+// sglang@0.5's default: ...".
+func (b KVBudget) String() string {
+	return fmt.Sprintf("%s %.3g, %s", b.Rule, b.Frac, b.From)
+}
+
+// kvBudget is the engine's KV-pool rule for scenario sc: the options'
+// fraction when given (GPUMemUtilFrac, vLLM's gpu_memory_utilization or
+// SGLang's mem_fraction_static as the engine reads it), else the engine's
+// default. chunkTokens is the step's token budget (SGLang's
+// chunked_prefill_size, which its default reserves activations for; 0:
+// the engine's default for the GPU).
+func (p *Predictor) kvBudget(sc Scenario, w model.Workload, chunkTokens int) KVBudget {
+	prof := p.cm.prof
+	rule := prof.KVPool.KVPoolRule()
+	if f := p.opts.GPUMemUtilFrac; f > 0 {
+		return KVBudget{Rule: rule, Frac: f, From: "given"}
+	}
+	if rule != engprof.KVPoolMemFractionStatic {
+		if f := prof.KVPool.UtilFrac; f > 0 {
+			return KVBudget{Rule: rule, Frac: f, From: prof.Name() + "'s default"}
+		}
+		return KVBudget{Rule: rule, Frac: model.DefaultGPUMemUtilization, From: "vLLM's default"}
+	}
+	if chunkTokens <= 0 {
+		chunkTokens = prof.Scheduler.DefaultChunkTokens(p.dev.MemBytes)
+	}
+	graphMaxBS := 0
+	if s := p.opts.CaptureSizes(); len(s) > 0 {
+		graphMaxBS = s[len(s)-1]
+	}
+	plan := sc.Plan.Normalized()
+	in := engprof.StaticFracInput{GPUMemBytes: p.dev.MemBytes, ChunkTokens: chunkTokens, GraphMaxBS: graphMaxBS,
+		Ranks: plan.World(), DPAttention: plan.DP, Draft: string(sc.Build.Spec.MethodFor(w))}
+	frac, reserved := prof.KVPool.Reserve.StaticFrac(in)
+	from := fmt.Sprintf("%s's default: %d MiB GPU less %.0f MiB reserved for chunked_prefill_size %d, cuda_graph_max_bs %d, tp_size %d",
+		prof.Name(), p.dev.MemBytes/engprof.MiB, reserved, chunkTokens, graphMaxBS, in.Ranks)
+	if in.DPAttention > 1 {
+		from += fmt.Sprintf(", dp attention %d", in.DPAttention)
+	}
+	if in.Draft != "" {
+		from += ", draft " + in.Draft
+	}
+	return KVBudget{Rule: rule, Frac: frac, From: from}
+}
+
+// kvCapacity is the KV cache that fits one GPU under budget b.
+func (p *Predictor) kvCapacity(sc Scenario, w model.Workload, b KVBudget) model.Capacity {
+	plan := sc.Plan.Normalized()
+	if b.Rule == engprof.KVPoolMemFractionStatic {
+		return model.KVCapacityStatic(sc.Arch, plan, w, sc.Build, float64(p.dev.MemBytes), b.Frac)
+	}
+	return model.KVCapacity(sc.Arch, plan, w, sc.Build, float64(p.dev.MemBytes), b.Frac)
+}
 
 // memoryFit checks that the scenario's weights, activation workspace and
-// the KV cache its sequences need fit in one GPU (model.KVCapacity: vLLM's
-// budget, gpu_memory_utilization x memory). The KV cache needed is the
-// real sequences per attention group (d.SeqsPerGroup: padding holds no
-// cache) x (context + the step's new tokens) x bytes per token per GPU;
-// every rank of a group holds the same latent cache (serving-facts.md),
-// divided by DCP.
+// the KV cache its sequences need fit in one GPU under the engine's
+// KV-pool rule (kvBudget: vLLM's gpu_memory_utilization x memory less
+// weights and activations, SGLang's mem_fraction_static x memory less
+// weights). The KV cache needed is the real sequences per attention group
+// (d.SeqsPerGroup: padding holds no cache) x (context + the step's new
+// tokens) x bytes per token per GPU; every rank of a group holds the same
+// latent cache (serving-facts.md), divided by DCP.
 func (p *Predictor) memoryFit(sc Scenario, d model.Deployment) *MemoryFit {
-	plan := sc.Plan.Normalized()
+	return p.memoryFitChunk(sc, d, 0)
+}
+
+// memoryFitChunk is memoryFit for a step budget of chunkTokens (0: the
+// engine's default).
+func (p *Predictor) memoryFitChunk(sc Scenario, d model.Deployment, chunkTokens int) *MemoryFit {
 	w := sc.Workload
-	c := model.KVCapacity(sc.Arch, plan, w, sc.Build, float64(p.dev.MemBytes), p.opts.GPUMemUtilFrac)
+	b := p.kvBudget(sc, w, chunkTokens)
+	c := p.kvCapacity(sc, w, b)
 	tokens := int64(d.SeqsPerGroup) * int64(w.Context+1+w.SpecTokens)
 	m := &MemoryFit{
 		DeviceBytes:      p.dev.MemBytes,
@@ -23,6 +104,7 @@ func (p *Predictor) memoryFit(sc Scenario, d model.Deployment) *MemoryFit {
 		KVBytes:          int64(float64(tokens) * c.KVBytesPerToken),
 		KVCapacityTokens: c.KVCapacityTokens,
 		KVTokensNeeded:   tokens,
+		Budget:           b,
 	}
 	short := c.WeightsDoNotFitBy
 	if tokens > c.KVCapacityTokens {

@@ -109,9 +109,11 @@ type Options struct {
 	// (Scenario.SpecYield says which).
 	SpecAccept SpecAccept `json:"spec_accept,omitzero"`
 
-	// GPUMemUtilFrac is vLLM's gpu_memory_utilization, the fraction of
-	// device memory the engine may use for weights, workspace and KV cache
-	// (0 = vLLM's default 0.9).
+	// GPUMemUtilFrac is the fraction of device memory the engine sizes
+	// its KV pool in, as the engine's profile reads it (kv_pool): vLLM's
+	// gpu_memory_utilization, for weights, workspace and KV cache (0 =
+	// 0.9); SGLang's mem_fraction_static, for weights and KV cache (0 = its
+	// default from the reserved memory).
 	GPUMemUtilFrac float64 `json:"gpu_mem_util_frac,omitempty"`
 
 	// Engine names the serving engine's profile (package engine): which

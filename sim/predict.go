@@ -288,10 +288,10 @@ func (pr *Prediction) OptionsLabel() string {
 // MemoryFit is the per-GPU memory budget of a plan and workload.
 type MemoryFit struct {
 	DeviceBytes     int64   `json:"device_bytes"`     // GPU memory
-	UsableBytes     int64   `json:"usable_bytes"`     // x gpu_memory_utilization
+	UsableBytes     int64   `json:"usable_bytes"`     // x the engine's fraction (Budget)
 	WeightBytes     int64   `json:"weight_bytes"`     // weights per GPU
 	KVBytes         int64   `json:"kv_bytes"`         // KV cache the workload needs per GPU
-	ActivationBytes int64   `json:"activation_bytes"` // workspace estimate
+	ActivationBytes int64   `json:"activation_bytes"` // workspace estimate (0: in the reserve the fraction leaves, SGLang)
 	KVBytesPerToken float64 `json:"kv_bytes_per_token"`
 	// KVCapacityTokens is how many tokens of KV fit after weights and
 	// workspace; KVTokensNeeded how many the workload holds (sequences per
@@ -301,6 +301,8 @@ type MemoryFit struct {
 	Fits             bool  `json:"fits"`
 	// ShortfallGB is how much is missing (GB, 1e9 B) when it does not fit.
 	ShortfallGB float64 `json:"shortfall_gb"`
+	// Budget is the engine's KV-pool rule and the fraction it ran at.
+	Budget KVBudget `json:"kv_budget"`
 }
 
 // Predict simulates one step of s. The schedule's ranks map to GPUs 0..n-1

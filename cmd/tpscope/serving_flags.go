@@ -406,6 +406,15 @@ func resultsOne(flag, what string, levels []serving.Measured, key func(*serving.
 	return nil
 }
 
+// kvBudgetText is the engine's KV-pool fraction and where it came from,
+// naming the flag when the command line gave it.
+func kvBudgetText(b sim.KVBudget) string {
+	if b.From == "given" {
+		b.From = "given by --gpu-mem-util"
+	}
+	return b.String()
+}
+
 // engineLine is the engine's settings in one line.
 func engineLine(e serving.EngineOptions, kvBlocks, schedulers, instances int, router string, o serving.Overheads) string {
 	s := fmt.Sprintf("engine: %s policy, max_num_seqs %d, max_num_batched_tokens %d, block_size %d; %d KV blocks per scheduler (%d tokens); %d scheduler(s), %d instance(s), router %s",

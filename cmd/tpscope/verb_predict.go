@@ -128,8 +128,8 @@ func writePredictTable(w io.Writer, pr *sim.Prediction, top int, md bool) error 
 	kv = append(kv, [2]string{"communication", fmt.Sprintf("%.1f us, %.1f %% of the step", pr.CommUs, 100*pr.CommShareFrac)},
 		[2]string{"critical path", criticalPathString(pr)})
 	if m := pr.Memory; m != nil {
-		kv = append(kv, [2]string{"memory per GPU", fmt.Sprintf("weights %.1f GB + activations %.1f GB + KV %.2f GB (%d tokens x %.0f B) of %.1f GB usable; KV capacity %d tokens",
-			gb(m.WeightBytes), gb(m.ActivationBytes), gb(m.KVBytes), m.KVTokensNeeded, m.KVBytesPerToken, gb(m.UsableBytes), m.KVCapacityTokens)})
+		kv = append(kv, [2]string{"memory per GPU", fmt.Sprintf("weights %.1f GB + activations %.1f GB + KV %.2f GB (%d tokens x %.0f B) of %.1f GB usable at %s; KV capacity %d tokens",
+			gb(m.WeightBytes), gb(m.ActivationBytes), gb(m.KVBytes), m.KVTokensNeeded, m.KVBytesPerToken, gb(m.UsableBytes), kvBudgetText(m.Budget), m.KVCapacityTokens)})
 	}
 	for _, c := range pr.Caveats {
 		kv = append(kv, [2]string{"caveat", c})

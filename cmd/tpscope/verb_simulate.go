@@ -519,7 +519,7 @@ func runSimulate(sc *scenarioFlags, f *simulateFlags, stdout, stderr io.Writer) 
 	priced := pricedByOf(pr, fmt.Sprintf("a %s step at batch %d, context %d", pr.Workload.Phase, pr.Sequences, pr.Workload.Context))
 	slo := serving.SLO{TTFTMs: f.sloTTFT, TPOTMs: f.sloTPOT, Percentile: f.sloPct}
 	out := simulateOutput{Model: scen.Arch.Name, Topology: topo.Name, Plan: scen.Plan.Normalized().String(), GPUs: s.GPUs(),
-		KVDtype: string(s.KVDtype()), Options: opts, Engine: s.Engine(), Overheads: overheads, KVBlocks: s.KVBlocks(), Schedulers: s.Schedulers(),
+		KVDtype: string(s.KVDtype()), Options: opts, Engine: s.Engine(), Overheads: overheads, KVBlocks: s.KVBlocks(), KVBudget: s.KVBudget(), Schedulers: s.Schedulers(),
 		Instances: max(1, f.instances), Router: string(router), Traffic: traffic, SLO: slo, Trace: trace, EngineNote: engineNote, PlanNote: planNote,
 		DefaultsNote: defaultsNote, OverheadsNote: overheadsNote, PricedBy: priced}
 	if y := scen.SpecYield(); y != nil {
@@ -665,15 +665,18 @@ func writeFileWith(path string, write func(io.Writer) error) error {
 
 // simulateOutput is what simulate reports (its JSON form).
 type simulateOutput struct {
-	Model      string                     `json:"model"`
-	Topology   string                     `json:"topology"`
-	Plan       string                     `json:"plan"`
-	GPUs       int                        `json:"gpus"`
-	KVDtype    string                     `json:"kv_dtype"`
-	Options    sim.Options                `json:"options"`
-	Engine     serving.EngineOptions      `json:"engine"`
-	Overheads  serving.Overheads          `json:"overheads"`
-	KVBlocks   int                        `json:"kv_blocks_per_scheduler"`
+	Model     string                `json:"model"`
+	Topology  string                `json:"topology"`
+	Plan      string                `json:"plan"`
+	GPUs      int                   `json:"gpus"`
+	KVDtype   string                `json:"kv_dtype"`
+	Options   sim.Options           `json:"options"`
+	Engine    serving.EngineOptions `json:"engine"`
+	Overheads serving.Overheads     `json:"overheads"`
+	KVBlocks  int                   `json:"kv_blocks_per_scheduler"`
+	// KVBudget is the engine's rule the blocks were sized by (zero with
+	// --num-gpu-blocks-override).
+	KVBudget   sim.KVBudget               `json:"kv_budget,omitzero"`
 	Schedulers int                        `json:"schedulers"`
 	Instances  int                        `json:"instances"`
 	Router     string                     `json:"router"`
@@ -840,6 +843,13 @@ func (o *simulateOutput) headLines() []string {
 	head := []string{
 		fmt.Sprintf("simulate: %s %s on %s (%d GPUs), kv %s, %s", o.Model, o.Plan, o.Topology, o.GPUs, o.KVDtype, o.Options.Label()),
 		engineLine(e, o.KVBlocks, o.Schedulers, o.Instances, o.Router, o.Overheads),
+	}
+	if o.KVBudget.Rule != "" {
+		less := "the weights and activations"
+		if o.KVBudget.Rule == engprof.KVPoolMemFractionStatic {
+			less = "the weights (the activations and graphs are in the reserve)"
+		}
+		head = append(head, "kv pool: "+kvBudgetText(o.KVBudget)+"; the pool is that fraction of the GPU's memory less "+less)
 	}
 	if o.OverheadsNote != "" {
 		head = append(head, o.OverheadsNote)
