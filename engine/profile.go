@@ -69,7 +69,12 @@ type SchedulerFacts struct {
 	// serving simulation's vLLM rule (max_num_batched_tokens 8192 on GPUs
 	// of 70 GiB or more that are not A100s, else 2048).
 	ChunkTokens []MemTier `yaml:"chunk_tokens"`
-	Cite        []string  `yaml:"cite"`
+	// MaxRunning is the default limit on running requests from the KV
+	// pool (SGLang's max_running_requests, DefaultMaxRunning); none: the
+	// serving simulation's vLLM rule (max_num_seqs 1024 on GPUs of 70
+	// GiB or more that are not A100s, else 256).
+	MaxRunning *MaxRunningFacts `yaml:"max_running"`
+	Cite       []string         `yaml:"cite"`
 }
 
 // The scheduling policies a profile may state (serving.Policy's values).

@@ -32,6 +32,29 @@ func (s *SchedulerFacts) DefaultChunkTokens(memBytes int64) int {
 	return tierFor(s.ChunkTokens, memBytes)
 }
 
+// MaxRunningFacts are SGLang's default max_running_requests, from its KV
+// pool: min(pool tokens / KVTokensPerRequest, the request pool), the
+// request pool min(max(pool tokens / context_len x PoolPerContext,
+// PoolMin), PoolMax).
+type MaxRunningFacts struct {
+	KVTokensPerRequest int `yaml:"kv_tokens_per_request"`
+	PoolPerContext     int `yaml:"pool_per_context"`
+	PoolMin            int `yaml:"pool_min"`
+	PoolMax            int `yaml:"pool_max"`
+}
+
+// DefaultMaxRunning is the engine's default limit on running requests for
+// a KV pool of kvTokens and a model of contextLen tokens; 0 when the
+// profile states none (the serving simulation's vLLM rule).
+func (s *SchedulerFacts) DefaultMaxRunning(kvTokens int64, contextLen int) int {
+	m := s.MaxRunning
+	if m == nil || contextLen < 1 {
+		return 0
+	}
+	pool := min(max(int(float64(kvTokens)/float64(contextLen)*float64(m.PoolPerContext)), m.PoolMin), m.PoolMax)
+	return int(min(kvTokens/int64(m.KVTokensPerRequest), int64(pool)))
+}
+
 // validateServing checks the scheduler defaults.
 func (p *Profile) validateServing(bad func(field, format string, a ...any) error, cite func(string, []string) error) error {
 	var last int64
@@ -42,6 +65,9 @@ func (p *Profile) validateServing(bad func(field, format string, a ...any) error
 			return bad(f, "{below_mib: %d, tokens: %d}: want tokens >= 1 and below_mib increasing, 0 (any larger GPU) on the last tier only", t.BelowMiB, t.Tokens)
 		}
 		last = t.BelowMiB
+	}
+	if m := p.Scheduler.MaxRunning; m != nil && (m.KVTokensPerRequest < 1 || m.PoolPerContext < 1 || m.PoolMin < 1 || m.PoolMax < m.PoolMin) {
+		return bad("scheduler.max_running", "%+v: want kv_tokens_per_request, pool_per_context and pool_min >= 1, pool_max >= pool_min", *m)
 	}
 	return nil
 }

@@ -33,6 +33,7 @@ func TestSGLangChunkTiers(t *testing.T) {
 		{"{below_mib: 61440, tokens: 4096}", "{below_mib: 20000, tokens: 4096}", "scheduler.chunk_tokens[2]"},
 		{"{below_mib: 35840, tokens: 2048}", "{tokens: 2048}", "scheduler.chunk_tokens[1]"},
 		{"{tokens: 16384}", "{below_mib: 300000, tokens: 16384}", "scheduler.chunk_tokens[4]"},
+		{"pool_min: 2048, pool_max: 4096", "pool_min: 2048, pool_max: 1024", "scheduler.max_running"},
 	} {
 		data := strings.Replace(base, c.edit, c.with, 1)
 		if data == base {

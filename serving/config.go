@@ -15,9 +15,12 @@ import (
 // EngineOptions are the scheduler's settings, named as vLLM's engine
 // arguments name them. The zero value of a field means vLLM's default.
 type EngineOptions struct {
-	// MaxNumSeqs is max_num_seqs: requests running at once per scheduler
-	// (per DP rank). 0: vLLM's default for the OpenAI server, 1024 on GPUs
-	// with at least 70 GiB that are not A100s, else 256
+	// MaxNumSeqs is max_num_seqs (SGLang's max_running_requests):
+	// requests running at once per scheduler (per DP rank). 0: the
+	// engine's default, its profile's scheduler.max_running from the KV
+	// pool (SGLang's: min(pool tokens / 2, the request pool of 2048 to
+	// 4096)), else vLLM's for the OpenAI server, 1024 on GPUs with at
+	// least 70 GiB that are not A100s, else 256
 	// (EngineArgs.get_batch_defaults).
 	MaxNumSeqs int `json:"max_num_seqs"`
 	// MaxNumBatchedTokens is max_num_batched_tokens (SGLang's
@@ -134,7 +137,9 @@ const (
 // them, vLLM's where not).
 func (o EngineOptions) withDefaults(dev *topology.Device, sched *engprof.SchedulerFacts) EngineOptions {
 	large := dev != nil && dev.MemBytes >= largeGPUBytes && !strings.Contains(strings.ToLower(dev.Name), "a100")
-	if o.MaxNumSeqs == 0 {
+	// An engine whose default depends on the KV pool (SGLang) fills it
+	// once the pool is sized (Simulator.New).
+	if o.MaxNumSeqs == 0 && (sched == nil || sched.MaxRunning == nil) {
 		o.MaxNumSeqs = smallMaxNumSeqs
 		if large {
 			o.MaxNumSeqs = largeMaxNumSeqs

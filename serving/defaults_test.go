@@ -103,3 +103,37 @@ func TestSGLangKVPool(t *testing.T) {
 		}
 	}
 }
+
+// TestSGLangMaxRunningDefault: with no --max-num-seqs SGLang runs up to
+// min(pool tokens / 2, its request pool), the request pool min(max(pool
+// tokens / context_len x 512, 2048), 4096) (model_runner_kv_cache_mixin.py
+// init_memory_pool, model_runner.py max_running_requests), context_len
+// DeepSeek-V3's max_position_embeddings 163840. A pool of 1,000,000
+// tokens: 3125 (1e6 / 163840 x 512); of 2992 (187 blocks of 16): 1496, half
+// the pool, below the 2048 floor; the B200's own pool of millions: 4096.
+// vLLM keeps its 1024; a given count stays.
+func TestSGLangMaxRunningDefault(t *testing.T) {
+	for _, c := range []struct {
+		engine      string
+		blocks      int
+		given, want int
+	}{
+		{"sglang", 62500, 0, 3125},
+		{"sglang", 187, 0, 1496},
+		{"sglang", 0, 0, 4096},
+		{"vllm", 62500, 0, 1024},
+		{"sglang", 62500, 256, 256},
+	} {
+		d := sglangDeployment(t, "nvswitch:8xb200")
+		d.Scenario.Options.Engine = engprof.Ref{Name: c.engine}
+		d.Engine.NumGPUBlocksOverride = c.blocks
+		d.Engine.MaxNumSeqs = c.given
+		s := mustNew(t, d)
+		if c.blocks == 0 && s.KVBlocks()*16 < 4096*163840/512 {
+			t.Fatalf("B200 pool %d blocks: too small to reach the 4096 cap", s.KVBlocks())
+		}
+		if got := s.Engine().MaxNumSeqs; got != c.want {
+			t.Errorf("%s, %d blocks, given %d: %d running at most, want %d", c.engine, c.blocks, c.given, got, c.want)
+		}
+	}
+}

@@ -65,6 +65,14 @@ func New(d Deployment) (*Simulator, error) {
 	if s.blocks < 1 {
 		return nil, fmt.Errorf("serving: the KV cache holds less than one block of %d tokens", s.engine.BlockSize)
 	}
+	if s.engine.MaxNumSeqs == 0 {
+		// The engine's default from its pool (withDefaults left it).
+		ctx := d.Scenario.Arch.MaxPositionEmbeddings
+		if ctx < 1 {
+			return nil, fmt.Errorf("serving: %s states no max_position_embeddings, from which %s's default max_running_requests follows: give --max-num-seqs", d.Scenario.Arch.Name, prof.Name())
+		}
+		s.engine.MaxNumSeqs = max(1, prof.Scheduler.DefaultMaxRunning(int64(s.blocks)*int64(s.engine.BlockSize), ctx))
+	}
 	return s, nil
 }
 

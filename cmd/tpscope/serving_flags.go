@@ -30,7 +30,7 @@ type engineFlags struct {
 }
 
 func (f *engineFlags) bind(fs *pflag.FlagSet) {
-	countVar(fs, &f.maxSeqs, "max-num-seqs", "vLLM max_num_seqs (SGLang --max-running-requests) per scheduler (0 = vLLM's default: 1024 on GPUs of 70 GiB or more, else 256)")
+	countVar(fs, &f.maxSeqs, "max-num-seqs", "vLLM max_num_seqs (SGLang --max-running-requests) per scheduler (0 = the engine's default: vLLM's 1024 on GPUs of 70 GiB or more, else 256; SGLang's from its KV pool, min(pool tokens / 2, pool tokens / context length x 512 within 2048 to 4096))")
 	countVar(fs, &f.maxTokens, "max-num-batched-tokens", "vLLM max_num_batched_tokens (SGLang --chunked-prefill-size), the token budget of a step (0 = the engine's default: vLLM's 8192 on GPUs of 70 GiB or more, else 2048; SGLang's by GPU memory, 16384 from 160 GiB, 8192 from 60 GiB, 4096 from 35 GiB, else 2048)")
 	countVar(fs, &f.blockSize, "block-size", "vLLM block_size, tokens per KV block (0 = 16)")
 	countVar(fs, &f.gpuBlocks, "num-gpu-blocks-override", "vLLM num_gpu_blocks_override: KV blocks per scheduler (0 = from the memory model)")
