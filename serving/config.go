@@ -161,12 +161,18 @@ func (o EngineOptions) withDefaults(dev *topology.Device, sched *engprof.Schedul
 	return o
 }
 
-// Label is the scheduler's settings on device dev as the flags name them,
-// its defaults resolved (so that 0 and the default it stands for read
-// alike): the budgets and block size always, the others where set.
-func (o EngineOptions) Label(dev *topology.Device) string {
-	o = o.withDefaults(dev)
-	parts := []string{fmt.Sprintf("max-num-seqs=%d", o.MaxNumSeqs), fmt.Sprintf("max-num-batched-tokens=%d", o.MaxNumBatchedTokens), fmt.Sprintf("block-size=%d", o.BlockSize)}
+// Label is the scheduler's settings on device dev under the engine whose
+// scheduler facts are sched, as the flags name them, its defaults
+// resolved (so that 0 and the default it stands for read alike): the
+// budgets and block size always, the others where set. A running-request
+// limit the engine derives from its KV pool (SGLang) reads "kv-pool".
+func (o EngineOptions) Label(dev *topology.Device, sched *engprof.SchedulerFacts) string {
+	o = o.withDefaults(dev, sched)
+	seqs := strconv.Itoa(o.MaxNumSeqs)
+	if o.MaxNumSeqs == 0 {
+		seqs = "kv-pool"
+	}
+	parts := []string{"max-num-seqs=" + seqs, fmt.Sprintf("max-num-batched-tokens=%d", o.MaxNumBatchedTokens), fmt.Sprintf("block-size=%d", o.BlockSize)}
 	for _, c := range []struct {
 		name string
 		v    int

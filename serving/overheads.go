@@ -226,7 +226,11 @@ func OriginOf(sc sim.Scenario, engine engprof.Ref, eng EngineOptions) OverheadsO
 	if sc.Topo != nil {
 		dev = sc.Topo.DeviceOf(0)
 	}
-	o.Scheduler = eng.Label(dev)
+	var sched *engprof.SchedulerFacts
+	if prof, err := engprof.Lookup(engine); err == nil {
+		sched = &prof.Scheduler
+	}
+	o.Scheduler = eng.Label(dev, sched)
 	if sc.Arch != nil {
 		o.KVDtype = string(sc.Workload.KVDtypeFor(sc.Arch))
 	}

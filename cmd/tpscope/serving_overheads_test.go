@@ -118,7 +118,7 @@ func TestServingOverheadsOrigin(t *testing.T) {
 		// to: SGLang's receive interval of 30 held arrivals back while the
 		// prefill step's host time was fitted.
 		{"the default scheduler settings", append(append([]string(nil), dsr1Run...), "--scheduler-recv-interval", "1", "--max-num-seqs", "0"),
-			"overheads from " + o + " were fitted on another deployment (scheduler max-num-seqs=256 max-num-batched-tokens=16384 block-size=16 scheduler-recv-interval=30 stream-interval=10, not max-num-seqs=1024 max-num-batched-tokens=16384 block-size=16 stream-interval=10): applied as given"},
+			"overheads from " + o + " were fitted on another deployment (scheduler max-num-seqs=256 max-num-batched-tokens=16384 block-size=16 scheduler-recv-interval=30 stream-interval=10, not max-num-seqs=kv-pool max-num-batched-tokens=16384 block-size=16 stream-interval=10): applied as given"},
 	} {
 		code, out, errs := runCLI(t, append(append(append(append([]string(nil), load...), "--engine", "sglang"), c.args...), "--serving-overheads", o)...)
 		if code != 0 {
