@@ -419,11 +419,15 @@ type DeviceFit struct {
 // efficiencies (Efficiency[family], Efficiency["mem/"+family]) of the
 // determined factors and the fitted device parameters, each with a
 // Sources entry saying where it came from (provenance, e.g. "trace
-// run.json, 2026-12-02, 4096 samples").
-func ApplyCompute(t *topology.Topology, fits []FamilyFit, dev DeviceFit, provenance string) (*topology.Topology, error) {
+// run.json, 2026-12-02, 4096 samples"), and the engine whose kernels they
+// were fitted on (engine@version, CalibratedEngine; "" leaves it unset).
+func ApplyCompute(t *topology.Topology, fits []FamilyFit, dev DeviceFit, provenance, engine string) (*topology.Topology, error) {
 	out := t.Clone()
 	for di := range out.Devices {
 		d := &out.Devices[di]
+		if engine != "" {
+			d.CalibratedEngine = engine
+		}
 		if d.Efficiency == nil {
 			d.Efficiency = map[string]float64{}
 		}

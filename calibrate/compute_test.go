@@ -78,7 +78,7 @@ func TestFitComputeRecoversScales(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cal, err := ApplyCompute(topo, fits, DeviceFit{LaunchEagerUs: 4.5}, "trace x.json, 2026-12-02, 60 samples")
+	cal, err := ApplyCompute(topo, fits, DeviceFit{LaunchEagerUs: 4.5}, "trace x.json, 2026-12-02, 60 samples", "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -143,7 +143,7 @@ func TestFitComputeRamp(t *testing.T) {
 	if !f.RampDetermined || math.Abs(f.RampUs-3) > 0.06 || math.Abs(f.MemEfficiencyFrac/0.64-1) > 0.01 {
 		t.Fatalf("ramp %.4f us (determined %v), mem eff %.4f; want 3 ± 2 %% and 0.64 ± 1 %%", f.RampUs, f.RampDetermined, f.MemEfficiencyFrac)
 	}
-	cal, err := ApplyCompute(topo, fits, DeviceFit{}, "trace r.json")
+	cal, err := ApplyCompute(topo, fits, DeviceFit{}, "trace r.json", "")
 	if err != nil {
 		t.Fatal(err)
 	}

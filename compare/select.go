@@ -2,6 +2,7 @@ package compare
 
 import (
 	"fmt"
+	engprof "github.com/tpscope/tpscope/engine"
 	"maps"
 	"math"
 	"slices"
@@ -174,9 +175,23 @@ func (s *selector) offer(param, value string, fitted float64, cand *topology.Top
 	return ch.Kept, nil
 }
 
+// engine is the engine@version whose kernels the fitted scenarios ran
+// (the first's; the traces of one calibration run one engine's kernels,
+// or the fit would mix them), "" when it cannot be resolved.
+func (s *selector) engine() string {
+	if len(s.evals) == 0 {
+		return ""
+	}
+	prof, err := engprof.Lookup(s.evals[0].g.sc.Options.Engine)
+	if err != nil {
+		return ""
+	}
+	return prof.Name()
+}
+
 // withDevice is base with the families and device parameters given.
 func (s *selector) withDevice(fams []calibrate.FamilyFit, dev calibrate.DeviceFit) (*topology.Topology, error) {
-	out, err := calibrate.ApplyCompute(s.base, fams, dev, s.prov)
+	out, err := calibrate.ApplyCompute(s.base, fams, dev, s.prov, s.engine())
 	if err != nil {
 		return nil, fmt.Errorf("calibrate: %w", err)
 	}

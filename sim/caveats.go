@@ -25,6 +25,13 @@ func (p *Predictor) Caveats(sc Scenario) []string {
 	major, _ := p.dev.CCVersion()
 	sm12 := major == 12
 
+	// A box calibrated on a trace of another engine's kernels (its
+	// efficiencies, ramps and floors are those kernels' figures) prices
+	// this engine's kernels with them.
+	if ce, name := p.dev.CalibratedEngine, p.cm.prof.Name(); ce != "" && ce != name {
+		out = append(out, fmt.Sprintf("%s: its kernel figures were calibrated on %s's kernels (calibrate --trace of its run), and this prices %s's with them: read the calibrated families as %s's (fix: calibrate on a trace of %s's run, or --engine %s)", p.topo.Name, ce, name, ce, name, ce))
+	}
+
 	// TestPublicNVFP4Ratio: NVFP4 experts decode 25-45 % slower than INT4
 	// ones on SM120; the priors price the padded FP4 tiles, not the MoE
 	// runner's helper kernels.

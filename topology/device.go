@@ -102,6 +102,13 @@ type Device struct {
 	// model; the keys are plain strings on purpose.
 	Efficiency map[string]float64 `json:"efficiency,omitempty"`
 
+	// CalibratedEngine is the engine (engine@version) whose kernels the
+	// calibrated figures of this device were fitted on ('calibrate
+	// --trace' of that engine's run; empty when nothing was fitted or an
+	// older file does not say): another engine's kernels are other
+	// kernels, so a prediction for one says so.
+	CalibratedEngine string `json:"calibrated_engine,omitempty"`
+
 	// Sources says where the numbers come from, keyed by JSON field name
 	// ("sms", "mem_bw_gbps", "peak_tflops.fp8", ...). Values cite
 	// hardware.md or a datasheet, or start with "assumption:".

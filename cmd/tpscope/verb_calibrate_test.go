@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -453,5 +454,51 @@ func TestCalibrateHoldoutNotFitted(t *testing.T) {
 				t.Fatalf("%s was written", out)
 			}
 		})
+	}
+}
+
+// TestCalibratedEngineTravels: a box calibrated on a run records the
+// engine whose kernels it was fitted on (the trace's scenario: vLLM's
+// profile, the default engine it was priced under), and a prediction for
+// another engine on that box says its kernel figures are that engine's;
+// one for the same engine says nothing of it.
+func TestCalibratedEngineTravels(t *testing.T) {
+	dir := t.TempDir()
+	slow := func(op *sim.OpResult) float64 {
+		if op.Kind == model.KindGEMM {
+			return op.Us * 1.25
+		}
+		return op.Us
+	}
+	fit, hold := filepath.Join(dir, "fit.json"), filepath.Join(dir, "hold.json")
+	writeScaledRun(t, fit, 2, slow)
+	writeScaledRun(t, hold, 2, slow)
+	box := filepath.Join(dir, "box.json")
+	if code, _, errs := runCLI(t, "calibrate", "--trace", fit, "--holdout", hold, "-o", box, "--force"); code != 0 {
+		t.Fatalf("calibrate: exit %d: %s", code, errs)
+	}
+	raw, err := os.ReadFile(box)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var f struct {
+		Devices []struct {
+			CalibratedEngine string `json:"calibrated_engine"`
+		} `json:"devices"`
+	}
+	if err := json.Unmarshal(raw, &f); err != nil {
+		t.Fatal(err)
+	}
+	if len(f.Devices) == 0 || f.Devices[0].CalibratedEngine != "vllm@0.24" {
+		t.Fatalf("calibrated box's devices %+v: want calibrated_engine vllm@0.24 (the trace's engine)", f.Devices)
+	}
+	const note = "its kernel figures were calibrated on vllm@0.24's kernels"
+	args := []string{"predict", "--model", "tiny-mla-moe", "--tp", "8", "--batch", "8", "--context", "512", "--topo", box}
+	if code, out, errs := runCLI(t, args...); code != 0 || strings.Contains(out, note) {
+		t.Errorf("predict on the engine it was fitted under: exit %d (%s), and a caveat where none is due:\n%s", code, errs, out)
+	}
+	code, out, errs := runCLI(t, append(args, "--engine", "executor")...)
+	if code != 0 || !strings.Contains(out, note+" (calibrate --trace of its run), and this prices executor@1's with them") {
+		t.Errorf("predict --engine executor on a box calibrated under vLLM: exit %d (%s), want the caveat:\n%s", code, errs, out)
 	}
 }
