@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	engprof "github.com/tpscope/tpscope/engine"
 	"io"
 	"slices"
 	"strconv"
@@ -185,6 +186,12 @@ func showModel(sc *scenarioFlags, mem *memFlags, out string, w io.Writer) error 
 		if scen.Arch.HasIndexer() {
 			why = "--dense-dsa decides the attention mode the engine would"
 		}
+		// An engine whose KV pool is sized by another rule (SGLang's
+		// mem_fraction_static) would change the capacity shown, which
+		// model show sizes as vLLM does: predict prints that engine's pool.
+		if prof, err := engprof.Lookup(scen.Options.Engine); err == nil && !scen.Arch.HasIndexer() && prof.KVPool.KVPoolRule() != engprof.KVPoolGPUMemUtil {
+			return flagError("--engine", scen.Options.Engine, "model show sizes the KV cache as vLLM does (gpu_memory_utilization), and %s sizes its pool by %s: predict --engine %s prints that pool on its memory line", prof.Name(), prof.KVPool.KVPoolRule(), prof.Name())
+		}
 		return flagError("--engine", scen.Options.Engine, "model show prices no kernels and %s, so it changes nothing shown: leave it out (predict prices a step)", why)
 	}
 	memBytes, util, err := mem.bytes(&scen)
@@ -251,6 +258,11 @@ func writeModelSummary(w io.Writer, s *model.Summary, scen *sim.Scenario) error 
 	}
 	fmt.Fprintf(tw, "weights\t\t\t%s\n", units.Bytes(s.WeightBytesPerGPU))
 	fmt.Fprintf(tw, "\nGPU memory\t%s x %.2f utilization\n", units.Bytes(s.GPUMemBytes), s.GPUMemUtilFrac)
+	// The capacity below is vLLM's rule; an engine that sizes its pool
+	// by another (SGLang's mem_fraction_static) serves another capacity.
+	if prof, err := engprof.Lookup(scen.Options.Engine); err == nil && prof.KVPool.KVPoolRule() != engprof.KVPoolGPUMemUtil {
+		fmt.Fprintf(tw, "KV pool rule	vLLM's gpu_memory_utilization, not %s's %s: predict --engine %s prints that pool on its memory line\n", prof.Name(), prof.KVPool.KVPoolRule(), prof.Name())
+	}
 	fmt.Fprintf(tw, "activations (estimate)\t%s\n", units.Bytes(s.ActivationBytes))
 	if s.WeightsShortBytes > 0 {
 		fmt.Fprintf(tw, "KV cache\tnone: weights + activations exceed the budget by %s\n", units.Bytes(s.WeightsShortBytes))

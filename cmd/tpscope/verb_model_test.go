@@ -270,15 +270,23 @@ func TestModelShowRefusesUnusedFlags(t *testing.T) {
 		{"nccl-proto", []string{"model", "show", "--nccl-proto", "LL"}, "--nccl-proto LL: " + why},
 		{"perf-db", []string{"model", "show", "--perf-db", db}, "--perf-db " + db + ": " + why},
 		{"moe-routing", []string{"model", "show", "--moe-routing", "balanced"}, "--moe-routing balanced: " + why},
-		{"engine without DSA", []string{"model", "show", "--engine", "sglang"}, "--engine sglang: model show prices no kernels and kimi-k2.5-nvfp4 has no DSA attention"},
+		{"engine without DSA", []string{"model", "show", "--engine", "vllm@0.16-nightly"}, "--engine vllm@0.16-nightly: model show prices no kernels and kimi-k2.5-nvfp4 has no DSA attention"},
+		// SGLang sizes its KV pool by mem_fraction_static, which model
+		// show (vLLM's gpu_memory_utilization) does not: predict does.
+		{"engine of another KV pool", []string{"model", "show", "--engine", "sglang"}, "--engine sglang: model show sizes the KV cache as vLLM does (gpu_memory_utilization), and sglang@0.5 sizes its pool by mem_fraction_static"},
 		{"engine with --dense-dsa", []string{"model", "show", "glm-5", "--dense-dsa", "--engine", "sglang"}, "--dense-dsa decides the attention mode"},
 	})
 	for _, args := range [][]string{
 		{"model", "show", "glm-5", "--engine", "sglang"},
 		{"model", "show", "--gpu-mem-util", "0.8", "--kv-dtype", "bf16", "--topo", "h200-nvswitch", "--gpus", "8"},
 	} {
-		if code, _, errs := runCLI(t, args...); code != 0 {
+		code, out, errs := runCLI(t, args...)
+		if code != 0 {
 			t.Errorf("%q: exit %d: %s", args, code, errs)
+		}
+		// The capacity shown is vLLM's rule: under SGLang, a line says so.
+		if sg := args[len(args)-1] == "sglang"; sg != strings.Contains(out, "KV pool rule") {
+			t.Errorf("%q: the KV pool rule line present %v, want %v:\n%s", args, !sg, sg, out)
 		}
 	}
 }
