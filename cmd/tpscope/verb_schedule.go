@@ -108,7 +108,7 @@ func (o *scheduleOptions) Run(ctx context.Context, args []string, std IO) error 
 	if o.rank < -1 || o.rank >= len(s.Ranks) {
 		return flagError("--rank", o.rank, "want -1 or 0..%d", len(s.Ranks)-1)
 	}
-	return printSchedule(s, o.rank, o.output, std.Stdout)
+	return printSchedule(s, scen.Workload.Batch, o.rank, o.output, std.Stdout)
 }
 
 // scheduleFlags are the scenario flags the Schedule depends on: the model,
@@ -156,7 +156,10 @@ func opsOf(s *model.Schedule, rank int) []*model.Op {
 	return ops
 }
 
-func printSchedule(s *model.Schedule, rank int, out string, w io.Writer) error {
+// printSchedule prints s's ops (of one rank, or every rank for -1);
+// batch is the batch asked for, which the title names beside the
+// schedule's own where a CUDA-graph capture padded it.
+func printSchedule(s *model.Schedule, batch, rank int, out string, w io.Writer) error {
 	ops := opsOf(s, rank)
 	doc := scheduleJSON{Model: s.Model, Plan: s.Plan.String(), Workload: s.Workload.String(), Ranks: len(s.Ranks),
 		Ops: make([]scheduleOpJSON, 0, len(ops))}
@@ -171,7 +174,7 @@ func printSchedule(s *model.Schedule, rank int, out string, w io.Writer) error {
 	return render(w, out, view{
 		JSON: doc,
 		CSV:  func(w io.Writer) error { return writeScheduleCSV(w, ops) },
-		Text: func(w io.Writer, md bool) error { return writeScheduleTable(w, s, rank, ops, md) },
+		Text: func(w io.Writer, md bool) error { return writeScheduleTable(w, s, batch, rank, ops, md) },
 	})
 }
 
@@ -200,7 +203,7 @@ func writeScheduleCSV(w io.Writer, ops []*model.Op) error {
 
 // writeScheduleTable is the schedule for people: one row per op and a
 // total.
-func writeScheduleTable(w io.Writer, s *model.Schedule, rank int, ops []*model.Op, md bool) error {
+func writeScheduleTable(w io.Writer, s *model.Schedule, batch, rank int, ops []*model.Op, md bool) error {
 	rows := make([][]string, 0, len(ops)+1)
 	for _, op := range ops {
 		shape, dt, comm := "", string(op.WeightDtype), ""
@@ -225,6 +228,10 @@ func writeScheduleTable(w io.Writer, s *model.Schedule, rank int, ops []*model.O
 	t := s.Totals(rank)
 	rows = append(rows, []string{"total", fmt.Sprintf("%d ops", t.Ops), "", "", "", units.Count(t.FLOPs), units.Bytes(t.Bytes),
 		units.Bytes(t.WeightBytes), units.Bytes(t.KVBytes), fmt.Sprintf("%d collectives, %s", t.Collectives, units.Bytes(float64(t.CommBytes)))})
-	title := fmt.Sprintf("%s  %s  %s  (%d ranks; the model's ops, before an engine's kernels and fusions)", s.Model, s.Plan.String(), s.Workload.String(), len(s.Ranks))
+	wl := s.Workload.String()
+	if batch > 0 && batch != s.Workload.Batch {
+		wl += fmt.Sprintf(" (batch %d run as %d: the CUDA-graph capture it pads to)", batch, s.Workload.Batch)
+	}
+	title := fmt.Sprintf("%s  %s  %s  (%d ranks; the model's ops, before an engine's kernels and fusions)", s.Model, s.Plan.String(), wl, len(s.Ranks))
 	return writeFirstTable(w, title, "", []string{"rank", "id", "kind", "shape", "dtype", "flops", "bytes", "weights", "kv", "comm"}, rows, md)
 }

@@ -36,3 +36,27 @@ func TestScheduleRefusesPricingFlags(t *testing.T) {
 		}
 	}
 }
+
+// TestScheduleNamesPaddedBatch: a batch a CUDA-graph capture pads is named
+// beside the padded one the schedule lists (batch 3 runs as the capture
+// of 4, vLLM's sizes 1, 2, 4, 8...), as predict's workload line names it;
+// an eager step and a batch that is a capture size name one batch.
+func TestScheduleNamesPaddedBatch(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string // in the title; "" for no padding note
+	}{
+		{[]string{"--batch", "3"}, "decode b4 ctx4096 kv=bf16 (batch 3 run as 4: the CUDA-graph capture it pads to)"},
+		{[]string{"--batch", "4"}, ""},
+		{[]string{"--batch", "3", "--cuda-graphs=false"}, ""},
+	} {
+		code, out, errs := runCLI(t, append([]string{"schedule", "--model", "tiny-mla-moe", "--tp", "8"}, c.args...)...)
+		first, _, _ := strings.Cut(out, "\n")
+		if code != 0 {
+			t.Fatalf("%v: exit %d: %s", c.args, code, errs)
+		}
+		if c.want != "" && !strings.Contains(first, c.want) || c.want == "" && strings.Contains(first, "run as") {
+			t.Errorf("%v: title %q, want %q", c.args, first, c.want)
+		}
+	}
+}
