@@ -310,6 +310,8 @@ func TestValidationErrors(t *testing.T) {
 		// default P2P level).
 		{"no host", func(m map[string]any) { delete(m, "host") }, []string{"host.shm_lat_us: missing or 0, want the cost of a GPU-to-GPU hop through host memory"}},
 		{"no shm bandwidth", func(m map[string]any) { delete(m["host"].(map[string]any), "shm_bw_gbps") }, []string{"host.shm_bw_gbps: missing or 0"}},
+		{"shm latency in seconds", func(m map[string]any) { m["host"].(map[string]any)["shm_lat_us"] = 14e-6 }, []string{"host.shm_lat_us 1.4e-05: want us"}},
+		{"shm bandwidth in B/s", func(m map[string]any) { m["host"].(map[string]any)["shm_bw_gbps"] = 2.7e10 }, []string{"host.shm_bw_gbps 2.7e+10: want GB/s"}},
 		// A figure in a neighbouring unit: priced silently before (the
 		// memory bandwidth in B/s stepped the seed box 12.6 % faster, in
 		// TB/s 250 times slower; 96 for mem_bytes left no memory).

@@ -152,12 +152,20 @@ func (t *Topology) validate() error {
 	// without them (a host block written by hand) had priced those hops
 	// free. CPU ranks share one process's memory and have neither.
 	if !t.IsCPUBox() {
+		// The bounds lie far outside any host's (a bounce of 2-30 us at
+		// 5-100 GB/s) and inside what the same number in a neighbouring
+		// unit would read: a latency in seconds (14e-6), a bandwidth in
+		// B/s (2.7e10), as gpuUnitRanges bounds the GPU's fields.
 		for _, f := range []struct {
-			name string
-			v    float64
-		}{{"shm_lat_us", h.SHMLatUs}, {"shm_bw_gbps", h.SHMBWGBps}} {
+			name, want string
+			v, lo, hi  float64
+		}{{"shm_lat_us", "us, 0.1 to 100000 (14 us is 14, not 1.4e-05)", h.SHMLatUs, 0.1, 1e5},
+			{"shm_bw_gbps", "GB/s, 0.1 to 100000 (27 GB/s is 27, not 2.7e+10)", h.SHMBWGBps, 0.1, 1e5}} {
 			if !(f.v > 0) {
 				return fmt.Errorf("host.%s: missing or 0, want the cost of a GPU-to-GPU hop through host memory, which NCCL takes beyond NCCL_P2P_LEVEL or with P2P disabled (the presets: shm_lat_us 14, shm_bw_gbps 27 on PCIe Gen5; 'tpscope topo show PRESET -o FILE' writes a complete file)", f.name)
+			}
+			if f.v < f.lo || f.v > f.hi {
+				return fmt.Errorf("host.%s %v: want %s: a value in another unit?", f.name, f.v, f.want)
 			}
 		}
 	}
