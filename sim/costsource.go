@@ -209,13 +209,13 @@ func (p *Predictor) collectiveMeasured(op *model.Op, cc CollectiveCost) (OpCost,
 	if p.topo.AllNVLink(op.Group) {
 		q.Fabric = FabricNVLink
 	}
-	switch cc.Algo {
-	case "OneShot", "TwoShot", "Multimem":
+	switch {
+	case customAlgo(cc.Algo):
 		if p.opts.CustomAR != CustomARAuto {
 			return OpCost{}, false // a forced custom kernel where the engine would not run one
 		}
 		q.Custom = true
-	case "Ring", "Tree", "P2P":
+	case ncclAlgo(cc.Algo):
 		if cc.SHMHops > 0 || p.opts.NCCL.P2PDisable {
 			return OpCost{}, false
 		}
