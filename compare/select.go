@@ -98,7 +98,10 @@ type selector struct {
 	evals []*calScenario
 	steps func(int) bool
 	prov  string
-	c     *Calibration
+	// engine is the engine@version whose kernels the fitted scenarios
+	// ran (fittedEngine), recorded on the calibrated devices.
+	engine string
+	c      *Calibration
 
 	before *evaluation
 	cur    *evaluation
@@ -108,7 +111,7 @@ type selector struct {
 }
 
 func newSelector(base *topology.Topology, evals []*calScenario, steps func(int) bool, prov string, c *Calibration) (*selector, error) {
-	s := &selector{base: base, evals: evals, steps: steps, prov: prov, c: c, topo: base}
+	s := &selector{base: base, evals: evals, steps: steps, prov: prov, engine: fittedEngine(evals), c: c, topo: base}
 	ev, err := s.eval(base)
 	if err != nil {
 		return nil, err
@@ -175,14 +178,14 @@ func (s *selector) offer(param, value string, fitted float64, cand *topology.Top
 	return ch.Kept, nil
 }
 
-// engine is the engine@version whose kernels the fitted scenarios ran
-// (the first's; the traces of one calibration run one engine's kernels,
-// or the fit would mix them), "" when it cannot be resolved.
-func (s *selector) engine() string {
-	if len(s.evals) == 0 {
+// fittedEngine is the engine@version whose kernels the fitted scenarios
+// ran (the first's; the traces of one calibration run one engine's
+// kernels, or the fit would mix them), "" when it cannot be resolved.
+func fittedEngine(evals []*calScenario) string {
+	if len(evals) == 0 {
 		return ""
 	}
-	prof, err := engprof.Lookup(s.evals[0].g.sc.Options.Engine)
+	prof, err := engprof.Lookup(evals[0].g.sc.Options.Engine)
 	if err != nil {
 		return ""
 	}
@@ -191,7 +194,7 @@ func (s *selector) engine() string {
 
 // withDevice is base with the families and device parameters given.
 func (s *selector) withDevice(fams []calibrate.FamilyFit, dev calibrate.DeviceFit) (*topology.Topology, error) {
-	out, err := calibrate.ApplyCompute(s.base, fams, dev, s.prov, s.engine())
+	out, err := calibrate.ApplyCompute(s.base, fams, dev, s.prov, s.engine)
 	if err != nil {
 		return nil, fmt.Errorf("calibrate: %w", err)
 	}
