@@ -8,13 +8,13 @@ import (
 	"testing"
 )
 
-// planParetoArgs is a plan sweep of about 10,000 configurations: two
+// planParetoArgs is a plan sweep of over 10,000 configurations: two
 // 8-GPU boxes x every valid plan of Kimi-K2.5 on 8 GPUs x 2 KV dtypes x
-// 10 contexts x 30 batches, plus each context's point at capacity, with
+// 10 contexts x 31 batches, plus each context's point at capacity, with
 // the per-context fronts written as CSV.
 func planParetoArgs(dir string) []string {
 	var batches, contexts []string
-	for b := 1; b <= 30; b++ {
+	for b := 1; b <= 31; b++ {
 		batches = append(batches, fmt.Sprint(b*b))
 	}
 	for c := 1; c <= 10; c++ {
@@ -25,7 +25,7 @@ func planParetoArgs(dir string) []string {
 		"--frontier", filepath.Join(dir, "front.csv")}
 }
 
-// BenchmarkPlanPareto: the whole plan verb on about 10,000
+// BenchmarkPlanPareto: the whole plan verb on over 10,000
 // configurations with 2 workers: enumerate, evaluate, the Pareto front
 // per context and box, the frontier CSV and the JSON of every point. The
 // target is under 5 s per run on 2 cores.
