@@ -43,6 +43,25 @@ func (r Ref) String() string {
 	return s
 }
 
+// SameModel reports whether r and o name the same architecture: the same
+// preset, or config files of the same content (SHA256) wherever they lie,
+// at the same scale. A checkpoint's config moved or copied to another
+// directory is the same model; the path is where it was found, not what
+// it is.
+func (r Ref) SameModel(o Ref) bool {
+	scale := func(f float64) float64 { return math.Max(f, 1) }
+	if scale(r.Scale) != scale(o.Scale) {
+		return false
+	}
+	if r.Name != "" || o.Name != "" {
+		return r.Name == o.Name && r.Path == "" && o.Path == ""
+	}
+	if r.SHA256 != "" && o.SHA256 != "" {
+		return r.SHA256 == o.SHA256
+	}
+	return r.Path != "" && r.Path == o.Path
+}
+
 // Resolve loads the architecture the reference names: the preset; the
 // recorded config content (checked against SHA256), wherever Path is; or,
 // for a reference without content, the config at Path after checking that

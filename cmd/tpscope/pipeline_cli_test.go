@@ -254,3 +254,45 @@ func TestUnrealizedFlagsRefused(t *testing.T) {
 		t.Errorf("--cuda-graphs=false on the cpu backend: exit %d: %s", code, stderr)
 	}
 }
+
+// TestMovedModelIsTheSame: a trace of a model read from a config
+// directory is compared with --model naming the same config at another
+// path (the checkpoint moved since the run): the content is what the
+// trace measured, so it is not refused as another model; a config of
+// other content at the old path's name still is. compare had refused
+// the moved copy ("t measured model /tmp/.../a ... drop --model").
+func TestMovedModelIsTheSame(t *testing.T) {
+	dir := t.TempDir()
+	data, err := os.ReadFile(filepath.Join("..", "..", "model", "presets", "tiny-mla-moe.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	put := func(sub string, b []byte) string {
+		p := filepath.Join(dir, sub)
+		if err := os.MkdirAll(p, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(p, "config.json"), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	orig, trace := put("a", data), filepath.Join(dir, "run.otlp.jsonl")
+	if code, _, stderr := runCLI(t, "run", "--backend", "cpu", "--model", orig, "--tp", "2", "--batch", "1", "--context", "64",
+		"--steps", "1", "--warmup", "0", "--trace", "file:"+trace); code != 0 {
+		t.Fatalf("run: exit %d: %s", code, stderr)
+	}
+	moved := filepath.Join(dir, "moved")
+	if err := os.Rename(orig, moved); err != nil {
+		t.Fatal(err)
+	}
+	box := filepath.Join(cpuRanksDir, "cpu-4r.json")
+	if code, out, stderr := runCLI(t, "compare", "--trace", trace, "--model", moved, "--topo", box); code != 0 || !strings.Contains(out, "aligned by op-id") {
+		t.Errorf("compare --model (the same config, moved): exit %d, stderr %q; want the comparison", code, stderr)
+	}
+	other := put("a", []byte(strings.Replace(string(data), `"num_hidden_layers": 4`, `"num_hidden_layers": 3`, 1)))
+	code, _, stderr := runCLI(t, "compare", "--trace", trace, "--model", other, "--topo", box)
+	if code != 2 || !strings.Contains(stderr, "measured model "+orig) {
+		t.Errorf("compare --model (other content at the old path): exit %d, stderr %q; want 2 naming the model measured", code, stderr)
+	}
+}

@@ -380,7 +380,11 @@ func (f *scenarioFlags) checkFacts(src string, was sim.Scenario, calibrate bool)
 		if err != nil {
 			return err
 		}
-		facts = append(facts, fact([]string{"model"}, "model", was.Arch.Name, a.Name))
+		// The same config at another path is the same model (Ref.SameModel):
+		// a checkpoint moved since the run is not another one.
+		mf := fact([]string{"model"}, "model", was.Arch.Name, a.Name)
+		mf.agrees = was.Arch.Ref.SameModel(a.Ref)
+		facts = append(facts, mf)
 	}
 	if f.changed("kv-dtype") {
 		fw, err := f.workload()
