@@ -227,6 +227,22 @@ func (p *Profile) validate() error {
 				return err
 			}
 		}
+		if s := k.SMStream; s != nil {
+			if !(s.BytesPerClk > 0) || math.IsInf(s.BytesPerClk, 0) {
+				return bad(f+".sm_stream.bytes_per_clk", "%v: want a measured rate above 0", s.BytesPerClk)
+			}
+			if len(s.Formats) == 0 {
+				return bad(f+".sm_stream.formats", "want the formats the rate was measured on")
+			}
+			for _, x := range s.Formats {
+				if !slices.Contains(k.Formats, x) {
+					return bad(f+".sm_stream.formats", "%s: not a format of the kernel", x)
+				}
+			}
+			if err := cite(f+".sm_stream", s.Cite); err != nil {
+				return err
+			}
+		}
 	}
 	moeKernel := func(n string) ([]WeightFormat, ArchSet, bool) {
 		for _, k := range p.MoE.Kernels {

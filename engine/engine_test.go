@@ -2,6 +2,7 @@ package engine
 
 import (
 	"errors"
+	"math"
 	"slices"
 	"strings"
 	"testing"
@@ -641,6 +642,45 @@ func TestSerialWalkChecked(t *testing.T) {
 		{"serial_walk: {companion: compute_expert_blockscale_offsets, cycles_per_expert: 100, cite: []}", "moe.kernels[2].serial_walk.cite: missing"},
 	} {
 		_, err := Parse([]byte(strings.Replace(base, walk, c.new, 1)), "edited.yaml")
+		if err == nil || !strings.Contains(err.Error(), c.field) || strings.Contains(err.Error(), "\n") {
+			t.Errorf("%s: error %v, want one line naming %s", c.new, err, c.field)
+		}
+	}
+}
+
+// TestSMStreamChecked: a kernel's SM streaming rate is read, and each
+// mistake (a rate not above 0, no format, a format the kernel does not
+// take, no source) is one line naming the field.
+func TestSMStreamChecked(t *testing.T) {
+	base := string(mustRead(t, "profiles/vllm-0.24.yaml"))
+	const line = "sm_stream: {bytes_per_clk: 11.3, formats: [int4-g32], cite: [marlin-sm-stream]}"
+	if !strings.Contains(base, line) {
+		t.Fatalf("the vLLM 0.24 profile lacks %q", line)
+	}
+	p, err := Parse([]byte(base), "vllm.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got *SMStream
+	for i := range p.MoE.Kernels {
+		if k := &p.MoE.Kernels[i]; k.Name == "marlin" {
+			got = k.SMStream
+		}
+	}
+	// 132 SMs x 11.3 B x 1,830 MHz = 2,729.6 GB/s for INT4; none for NVFP4.
+	if g := got.GBps(INT4, 132, 1830); math.Abs(g-2729.628) > 1e-6 {
+		t.Errorf("marlin's INT4 stream on 132 SMs at 1,830 MHz: %v GB/s, want 2729.628", g)
+	}
+	if g := got.GBps(NVFP4, 132, 1830); g != 0 {
+		t.Errorf("marlin's NVFP4 stream: %v GB/s, want none (not measured)", g)
+	}
+	for _, c := range []struct{ new, field string }{
+		{"sm_stream: {bytes_per_clk: 0, formats: [int4-g32], cite: [marlin-sm-stream]}", "moe.kernels[0].sm_stream.bytes_per_clk: 0: want a measured rate above 0"},
+		{"sm_stream: {bytes_per_clk: 11.3, cite: [marlin-sm-stream]}", "moe.kernels[0].sm_stream.formats: want the formats"},
+		{"sm_stream: {bytes_per_clk: 11.3, formats: [bf16], cite: [marlin-sm-stream]}", "moe.kernels[0].sm_stream.formats: bf16: not a format of the kernel"},
+		{"sm_stream: {bytes_per_clk: 11.3, formats: [int4-g32], cite: []}", "moe.kernels[0].sm_stream.cite: missing"},
+	} {
+		_, err := Parse([]byte(strings.Replace(base, line, c.new, 1)), "edited.yaml")
 		if err == nil || !strings.Contains(err.Error(), c.field) || strings.Contains(err.Error(), "\n") {
 			t.Errorf("%s: error %v, want one line naming %s", c.new, err, c.field)
 		}

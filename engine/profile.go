@@ -365,6 +365,12 @@ type MoEKernel struct {
 	// over every local expert in turn (SGLang's offsets walk, launched
 	// <<<1, 1>>>): its time grows with the expert count, not a floor.
 	SerialWalk *SerialWalk `yaml:"serial_walk"`
+	// SMStream, where stated, is the most weight bytes one SM of the
+	// kernel's grid turns into MMA operands per SM cycle: a kernel that
+	// dequantizes on the CUDA cores and multiplies with mma.sync (Marlin)
+	// is bound there, not by the DRAM, on a GPU whose SMs x clock x
+	// this is below its memory bandwidth.
+	SMStream *SMStream `yaml:"sm_stream"`
 	// Runs names, per weight format the backend does not run itself,
 	// the profile's kernel that the engine hands such weights to when
 	// this backend is asked for (SGLang 0.5's triton backend runs NVFP4
@@ -384,6 +390,26 @@ type SerialWalk struct {
 	// known SM clock (the slope over expert counts), in cycles.
 	CyclesPerExpert float64  `yaml:"cycles_per_expert"`
 	Cite            []string `yaml:"cite"`
+}
+
+// SMStream is a measured per-SM streaming rate of a kernel (MoEKernel.
+// SMStream) for the weight formats named.
+type SMStream struct {
+	// BytesPerClk is weight bytes (packed values and their scales) per SM
+	// per SM cycle at the catalog's sustained clock.
+	BytesPerClk float64        `yaml:"bytes_per_clk"`
+	Formats     []WeightFormat `yaml:"formats"`
+	Cite        []string       `yaml:"cite"`
+}
+
+// GBps is the rate's ceiling on a device of sms SMs at clockMHz: sms x
+// BytesPerClk x clock, in GB/s; 0 (no ceiling) for a nil rate, a format
+// it does not name or a device without SMs or clock.
+func (s *SMStream) GBps(f WeightFormat, sms, clockMHz float64) float64 {
+	if s == nil || !slices.Contains(s.Formats, f) || !(sms > 0) || !(clockMHz > 0) {
+		return 0
+	}
+	return sms * s.BytesPerClk * clockMHz / 1e3
 }
 
 // PaddedTiles say that a GEMM kernel's MMAs compute every row of their

@@ -262,6 +262,16 @@ func newComputeModel(dev *topology.Device, prof *engprof.Profile, opts *Options)
 			} else if v, ok := dev.Efficiency["mem/"+kind]; ok {
 				memEff = v
 			}
+			if kind == string(model.KindMoEGEMM) && dev.MemBWGBps > 0 && !ownMemEff(dev, kind, dt) {
+				// The engine's fused-MoE kernel streams these weights no
+				// faster than its SMs dequantize them (Marlin:
+				// engprof.SMStream): where that is below the DRAM's rate it
+				// is the family's memory efficiency. A device's own
+				// efficiency for the family (calibrated or stated) wins.
+				if g := cm.moeStreamGBps(dt); g > 0 && g < dev.MemBWGBps*memEff {
+					memEff = g / dev.MemBWGBps
+				}
+			}
 			floor := dev.MinKernelUs
 			if v, ok := dev.MinKernelUsByKind[kind]; ok {
 				floor = v
@@ -422,6 +432,30 @@ func (cm *computeModel) cost(op *model.Op) OpCost {
 	c.ExtraKernelsUs = float64(c.ExtraKernels) * c.MinKernelUs
 	c.Us += c.ExtraKernelsUs + c.SerialWalkUs
 	return c
+}
+
+// ownMemEff reports whether dev states a memory efficiency of its own for
+// kernel family kind (for dtype dt or the kind as a whole): a calibrated
+// or a user's figure.
+func ownMemEff(dev *topology.Device, kind string, dt model.Dtype) bool {
+	_, k := dev.Efficiency["mem/"+kind]
+	_, kd := dev.Efficiency["mem/"+kind+"/"+string(dt)]
+	return k || kd && dt != ""
+}
+
+// moeStreamGBps is the ceiling the engine's fused-MoE kernel for experts
+// stored in d puts on its weight stream: the SMs x its measured bytes per
+// SM cycle x the SM clock (engprof.SMStream), 0 where it states none.
+func (cm *computeModel) moeStreamGBps(d model.Dtype) float64 {
+	mk := cm.moeKernel(d)
+	if mk == nil || mk.SMStream == nil {
+		return 0
+	}
+	f, err := engprof.ParseWeightFormat(string(d))
+	if err != nil {
+		return 0
+	}
+	return mk.SMStream.GBps(f, cm.sms, cm.smClockMHz)
 }
 
 // paddedFLOPs is the tensor work of GEMM op on padded tiles t: each of
