@@ -83,6 +83,11 @@ type FamilyFit struct {
 	// fitted as a fixed time per kernel (the ramp), the efficiencies kept
 	// at their priors.
 	OneSize bool `json:"one_size,omitempty"`
+	// OneSizeRate is true when such a family measured faster than its
+	// prior roofline with no fixed time at all: a fixed time cannot be
+	// negative, so the rate is what is off, and the bound term's
+	// efficiency was fitted (the ramp at 0) instead of the ramp.
+	OneSizeRate bool `json:"one_size_rate,omitempty"`
 	// Sizes splits the fitted model's residuals by op size (the prior
 	// time's decade): a family whose small and large ops need different
 	// efficiencies shows it here. Device.Efficiency has one value per
@@ -332,6 +337,20 @@ func fitFamily(key string, ss []ComputeSample, o ComputeOptions) (FamilyFit, err
 		if err == nil {
 			best = []float64{0, 0, res.X[0]}
 		}
+		// Measured below the prior's roofline even with no fixed time: no
+		// ramp explains that (it cannot be negative), so the kernel streams
+		// or computes faster than the prior's efficiency says, which one
+		// size does tell; fit the factors with the ramp at 0. A vLLM
+		// Marlin build faster than the SM-stream ceiling its profile
+		// states is such a family.
+		if err == nil && meanLogResidual(ss, logMeas) < 0 {
+			res, err = minimize(func(x []float64) float64 {
+				return msle([]float64{x[0], x[1], 0}) + o.PriorWeight*(x[0]*x[0]+x[1]*x[1])
+			}, x0)
+			if err == nil {
+				best, f.OneSizeRate = []float64{res.X[0], res.X[1], 0}, true
+			}
+		}
 	} else {
 		best, err = factors()
 	}
@@ -341,8 +360,9 @@ func fitFamily(key string, ss []ComputeSample, o ComputeOptions) (FamilyFit, err
 	a, b, r := math.Exp(best[0]), math.Exp(best[1]), math.Max(0, best[2])
 	f.ComputeBound, f.MemoryBound, _ = boundSpan(ss, a, b, r, o.MinBoundSamples)
 	f.RampDetermined = r != r0
-	f.ComputeDetermined = !f.OneSize && f.ComputeBound >= o.MinBoundSamples
-	f.MemoryDetermined = !f.OneSize && f.MemoryBound >= o.MinBoundSamples
+	rated := !f.OneSize || f.OneSizeRate
+	f.ComputeDetermined = rated && f.ComputeBound >= o.MinBoundSamples
+	f.MemoryDetermined = rated && f.MemoryBound >= o.MinBoundSamples
 	if !f.ComputeDetermined {
 		a = 1
 	}
@@ -369,6 +389,18 @@ func fitFamily(key string, ss []ComputeSample, o ComputeOptions) (FamilyFit, err
 	f.RMSErrFrac = math.Sqrt(fe / float64(len(ss)))
 	f.Sizes = sizeResiduals(ss, a, b, r, r0)
 	return f, nil
+}
+
+// meanLogResidual is the mean of ln(measured) - ln(model) over ss at the
+// prior factors and no fixed time: below 0, the samples run faster than
+// their prior roofline alone.
+func meanLogResidual(ss []ComputeSample, logMeas []float64) float64 {
+	var sum float64
+	for i := range ss {
+		t, _ := modelUs(&ss[i], 1, 1, 0)
+		sum += logMeas[i] - math.Log(math.Max(t, 1e-9))
+	}
+	return sum / float64(len(ss))
 }
 
 // sizeResiduals bins the samples by the decade of their prior time

@@ -182,6 +182,40 @@ func priorCost(t *testing.T, p *sim.Predictor, op *model.Op) sim.OpCost {
 	return pr.Ops[0].Cost
 }
 
+// TestFitComputeOneSizeFaster: samples of one size measured below their
+// prior roofline even with no fixed time (20 us of memory term at a prior
+// memory efficiency of 0.4, ramp 2 us; measured 12 us) cannot be a fixed
+// time, which would be -8 us: the rate is off, and the memory factor is
+// fitted with the ramp at 0 (OneSizeRate). With the prior's pull on
+// y = ln b, ln(20 b / 12)^2 + w y^2 is least at y = -ln(20/12) / (1 + w),
+// the efficiency 0.4 / e^y. A Marlin build faster than the SM-stream
+// ceiling its profile states is such a family; the ramp-only fit had
+// left it at its prior (the ramp clamped at 0).
+func TestFitComputeOneSizeFaster(t *testing.T) {
+	fam := sim.CostFamily{Key: "moe_gemm/int4-g32", Kind: model.KindMoEGEMM, EfficiencyFrac: 0.55, MemEfficiencyFrac: 0.4, MemGBps: 1000}
+	var ss []ComputeSample
+	for range 20 {
+		c := sim.OpCost{ComputeUs: 1, MemoryUs: 20, MinKernelUs: 2, RampUs: 2, MemGBps: 1000}
+		ss = append(ss, ComputeSample{Family: fam, Cost: c, MeasuredUs: 12})
+	}
+	fits, err := Compute(ss, ComputeOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := fits[0]
+	y := -math.Log(20.0/12) / (1 + DefaultComputePriorWeight)
+	want := 0.4 / math.Exp(y)
+	if !f.OneSize || !f.OneSizeRate || !f.MemoryDetermined || math.Abs(f.MemEfficiencyFrac/want-1) > 1e-3 {
+		t.Errorf("one size, faster: one-size %v, rate %v, memory efficiency %.4f (determined %v), want %.4f fitted", f.OneSize, f.OneSizeRate, f.MemEfficiencyFrac, f.MemoryDetermined, want)
+	}
+	if f.RampUs != 0 || f.ComputeDetermined {
+		t.Errorf("one size, faster: ramp %.3f us, compute determined %v; want the ramp at 0 and no compute factor (no compute-bound sample)", f.RampUs, f.ComputeDetermined)
+	}
+	if !(f.RMSErrFrac < f.PriorRMSErrFrac) {
+		t.Errorf("rms %.3f after, %.3f before: want lower", f.RMSErrFrac, f.PriorRMSErrFrac)
+	}
+}
+
 // TestFitComputeOneSize: samples of one size (one op role at one batch,
 // 20 us of memory term, prior ramp 2 us) measured 3 us above the prior
 // fit a fixed time and a rate alike; the fit takes the fixed time (ramp

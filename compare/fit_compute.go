@@ -80,7 +80,10 @@ func fitFamilies(smp *samples, dev calibrate.DeviceFit, fo calibrate.ComputeOpti
 // sizes, and which families were fitted on one size.
 func sizeNotes(fams []calibrate.FamilyFit, notes *[]string) {
 	for _, f := range fams {
-		if f.OneSize && math.Abs(f.RampUs-f.PriorRampUs) > 0.02*f.PriorRampUs {
+		switch {
+		case f.OneSizeRate:
+			*notes = append(*notes, fmt.Sprintf("%s: its ops are of one size here and ran faster than the prior's roofline with no fixed time at all, which no fixed time explains: its efficiency was fitted (memory %.3g, prior %.3g; compute %.3g, prior %.3g), no fixed time", f.Family, f.MemEfficiencyFrac, f.PriorMemEfficiencyFrac, f.EfficiencyFrac, f.PriorEfficiencyFrac))
+		case f.OneSize && math.Abs(f.RampUs-f.PriorRampUs) > 0.02*f.PriorRampUs:
 			*notes = append(*notes, fmt.Sprintf("%s: its ops are of one size here, which cannot tell a fixed time from a rate: fitted as a fixed time per kernel (ramp %s us, prior %s), its efficiencies kept (traces of other batches, fitted together, tell a rate)", f.Family, units.Us(f.RampUs), units.Us(f.PriorRampUs)))
 		}
 		for _, sz := range f.Sizes {
