@@ -216,6 +216,25 @@ func (p *Profile) validate() error {
 		if err := checkPadded(f+".padded", k.Padded, k.Formats, bad, cite); err != nil {
 			return err
 		}
+		narrowed := map[WeightFormat]bool{}
+		for j, fa := range k.FormatArchs {
+			g := fmt.Sprintf("%s.format_archs[%d]", f, j)
+			if !slices.Contains(k.Formats, fa.Format) || narrowed[fa.Format] {
+				return bad(g+".format", "%q: want one of the kernel's formats, once", fa.Format)
+			}
+			narrowed[fa.Format] = true
+			if len(fa.Archs) == 0 {
+				return bad(g+".archs", "missing: want the families the kernel runs %s weights on", fa.Format)
+			}
+			for _, a := range fa.Archs {
+				if !k.Archs.Has(a) {
+					return bad(g+".archs", "%s: want families among the kernel's archs", a)
+				}
+			}
+			if err := cite(g, fa.Cite); err != nil {
+				return err
+			}
+		}
 		if w := k.SerialWalk; w != nil {
 			if !slices.Contains(k.Companions, w.Companion) {
 				return bad(f+".serial_walk.companion", "%q: want one of the kernel's companions", w.Companion)
@@ -244,10 +263,10 @@ func (p *Profile) validate() error {
 			}
 		}
 	}
-	moeKernel := func(n string) ([]WeightFormat, ArchSet, bool) {
+	moeKernel := func(n string, f WeightFormat) ([]WeightFormat, ArchSet, bool) {
 		for _, k := range p.MoE.Kernels {
 			if k.Name == n {
-				return k.Formats, k.Archs, true
+				return k.Formats, k.ArchsFor(f), true
 			}
 		}
 		return nil, nil, false
@@ -288,7 +307,7 @@ func (p *Profile) validate() error {
 			return err
 		}
 	}
-	if err := p.checkRules("linear.select", p.Linear.Select, func(n string) ([]WeightFormat, ArchSet, bool) {
+	if err := p.checkRules("linear.select", p.Linear.Select, func(n string, _ WeightFormat) ([]WeightFormat, ArchSet, bool) {
 		for _, k := range p.Linear.Kernels {
 			if k.Name == n {
 				return k.Formats, k.Archs, true
@@ -433,10 +452,12 @@ func (p *Profile) validate() error {
 	return nil
 }
 
-func (p *Profile) checkRules(field string, rules []FormatRule, kernel func(string) ([]WeightFormat, ArchSet, bool), cite func(string, []string) error) error {
+// checkRules checks selection rules against their kernels: kernel
+// returns a kernel's formats and the families it runs format f on.
+func (p *Profile) checkRules(field string, rules []FormatRule, kernel func(name string, f WeightFormat) ([]WeightFormat, ArchSet, bool), cite func(string, []string) error) error {
 	for i, r := range rules {
 		f := fmt.Sprintf("%s[%d]", field, i)
-		formats, archs, ok := kernel(r.Kernel)
+		formats, archs, ok := kernel(r.Kernel, r.Format)
 		if !ok {
 			return &ParseError{File: p.file, Field: f + ".kernel", Err: fmt.Errorf("%q is not a kernel of this profile", r.Kernel)}
 		}

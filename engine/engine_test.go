@@ -175,7 +175,8 @@ func TestMoESelection(t *testing.T) {
 		{"vllm", SM100, NVFP4, "", "flashinfer_trtllm", GridTiles},
 		{"vllm", SM90, FP8Block, "", "triton", GridTiles},
 		{"vllm", SM90, NVFP4, "", "marlin", GridPersistent},
-		{"sglang", SM90, NVFP4, "", "error: no default MoE kernel for nvfp4 experts on sm90: pass --moe-kernel flashinfer_cutlass", ""},
+		// modelopt_fp4 needs compute capability 10.0 in SGLang.
+		{"sglang", SM90, NVFP4, "", "error: sglang@0.5 has no MoE kernel for nvfp4 experts on sm90", ""},
 		{"sglang", SM120, NVFP4, "", "flashinfer_cutlass", GridTiles},
 		// SGLang 0.5 hands NVFP4 experts to cutlass_moe_fp4 under its
 		// triton backend (modelopt_quant.py's apply falls through).
@@ -575,15 +576,24 @@ func TestMoERunsChecked(t *testing.T) {
 	}
 }
 
-// TestMoEKernelNoDefaultSaysWhichRun: SGLang 0.5's profile has no cited
-// rule picking a kernel for NVFP4 experts on sm90, yet lists
-// flashinfer_cutlass for NVFP4 there (and cutlass for sm100/sm120 only):
-// the refusal names the --moe-kernel that runs them, which then prices.
+// TestMoEKernelNoDefaultSaysWhichRun: where a profile has no cited rule
+// picking a kernel for a format on a family, yet lists one that runs it
+// there, the refusal names the --moe-kernel that runs them, which then
+// prices (an SGLang profile edited to let flashinfer_cutlass take NVFP4
+// experts on sm90, which the real one does not: TestNVFP4MoENeedsFP4Cores).
 // Where no listed kernel takes the weights on the family the refusal
 // stays as it was.
 func TestMoEKernelNoDefaultSaysWhichRun(t *testing.T) {
-	p := mustLookup(t, "sglang")
-	_, err := p.MoEKernel(SM90, NVFP4, "")
+	data := string(mustRead(t, "profiles/sglang-0.5.yaml"))
+	const narrow = "        - {format: nvfp4, archs: [sm100, sm120], cite: [modelopt-fp4-cc, dynamo-g4]}\n"
+	if !strings.Contains(data, narrow) {
+		t.Fatal("the SGLang profile's flashinfer_cutlass NVFP4 families moved")
+	}
+	p, err := Parse([]byte(strings.Replace(data, "      format_archs:\n"+narrow, "", 1)), "edited.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = p.MoEKernel(SM90, NVFP4, "")
 	want := "sglang@0.5 has no default MoE kernel for nvfp4 experts on sm90: pass --moe-kernel flashinfer_cutlass"
 	if err == nil || err.Error() != want {
 		t.Errorf("default on sm90: %v; want %q", err, want)
@@ -595,6 +605,29 @@ func TestMoEKernelNoDefaultSaysWhichRun(t *testing.T) {
 	_, err = p.MoEKernel(SM80, NVFP4, "")
 	if want := "sglang@0.5 has no MoE kernel for nvfp4 experts on sm80"; err == nil || err.Error() != want {
 		t.Errorf("default on sm80: %v; want %q", err, want)
+	}
+}
+
+// TestFormatArchsChecked: a kernel's format_archs names one of its
+// formats once, families among its own and its sources, and a selection
+// rule may not pick the kernel for that format on a family it narrows
+// away; each mistake is one line naming the field.
+func TestFormatArchsChecked(t *testing.T) {
+	base := string(mustRead(t, "profiles/trtllm-1.3.yaml"))
+	const fa = "        - {format: nvfp4, archs: [sm100], cite: [precision]}"
+	if !strings.Contains(base, fa) {
+		t.Fatalf("the TensorRT-LLM profile lacks %q", fa)
+	}
+	for _, c := range []struct{ new, want string }{
+		{"        - {format: int4-g32, archs: [sm100], cite: [precision]}", `moe.kernels[0].format_archs[0].format: "int4-g32": want one of the kernel's formats, once`},
+		{"        - {format: nvfp4, archs: [sm120], cite: [precision]}", "moe.kernels[0].format_archs[0].archs: sm120: want families among the kernel's archs"},
+		{"        - {format: nvfp4, archs: [sm100], cite: [nowhere]}", `moe.kernels[0].format_archs[0].cite: "nowhere" is not a key of sources`},
+		{"        - {format: bf16, archs: [sm100], cite: [precision]}", "moe.select[2]: kernel cutlass does not run on sm90"},
+	} {
+		_, err := Parse([]byte(strings.Replace(base, fa, c.new, 1)), "edited.yaml")
+		if err == nil || !strings.Contains(err.Error(), c.want) || strings.Contains(err.Error(), "\n") {
+			t.Errorf("%s: error %v; want one line with %q", c.new, err, c.want)
+		}
 	}
 }
 
@@ -708,5 +741,43 @@ func TestFusionMaxTokensChecked(t *testing.T) {
 	_, err = Parse([]byte(strings.Replace(base, line, "max_tokens: -1, cite: [fusions, ar-fusion-cap]", 1)), "edited.yaml")
 	if want := "fusions[0].max_tokens: -1: want 0 (no limit) or more"; err == nil || !strings.Contains(err.Error(), want) || strings.Contains(err.Error(), "\n") {
 		t.Errorf("error %v, want one line naming %s", err, want)
+	}
+}
+
+// TestNVFP4MoENeedsFP4Cores: no engine runs NVFP4 (W4A4) experts through
+// a CUTLASS grouped GEMM on SM90, which has no FP4 tensor cores: vLLM's
+// FlashInferExperts takes an NVFP4 scheme on the SM100 family only (it
+// runs BF16 and FP8 ones on SM90), SGLang refuses modelopt_fp4 below
+// compute capability 10.0, TensorRT-LLM lists no FP4 precision for
+// Hopper. Naming the kernel there is refused; vLLM falls back to Marlin's
+// weight-only FP4 by default, SGLang and TensorRT-LLM have no kernel.
+func TestNVFP4MoENeedsFP4Cores(t *testing.T) {
+	for _, c := range []struct{ engine, kernel, want string }{
+		{"vllm@0.24", "flashinfer_cutlass", "vllm@0.24's MoE kernel flashinfer_cutlass runs nvfp4 experts on sm100, sm120 only"},
+		{"vllm@0.16-nightly", "flashinfer_cutlass", "vllm@0.16-nightly's MoE kernel flashinfer_cutlass runs nvfp4 experts on sm100, sm120 only"},
+		{"sglang@0.5", "flashinfer_cutlass", "sglang@0.5's MoE kernel flashinfer_cutlass runs nvfp4 experts on sm100, sm120 only"},
+		{"trtllm@1.3", "cutlass", "trtllm@1.3's MoE kernel cutlass runs nvfp4 experts on sm100 only"},
+	} {
+		p := mustLookup(t, c.engine)
+		if k, err := p.MoEKernel(SM90, NVFP4, c.kernel); err == nil || err.Error() != c.want {
+			t.Errorf("%s --moe-kernel %s for nvfp4 on sm90: %v, %v; want %q", c.engine, c.kernel, k, err, c.want)
+		}
+		// The same kernel keeps its other formats on SM90 and NVFP4 on SM100.
+		other := BF16
+		if k, err := p.MoEKernel(SM90, other, c.kernel); err != nil || k.Name != c.kernel {
+			t.Errorf("%s --moe-kernel %s for bf16 on sm90: %v, %v; want it to run", c.engine, c.kernel, k, err)
+		}
+		if k, err := p.MoEKernel(SM100, NVFP4, c.kernel); err != nil || k.Name != c.kernel {
+			t.Errorf("%s --moe-kernel %s for nvfp4 on sm100: %v, %v; want it to run", c.engine, c.kernel, k, err)
+		}
+	}
+	if k, err := mustLookup(t, "vllm@0.24").MoEKernel(SM90, NVFP4, ""); err != nil || k.Name != "marlin" {
+		t.Errorf("vllm@0.24's default for nvfp4 on sm90: %v, %v; want marlin", k, err)
+	}
+	for _, e := range []string{"sglang@0.5", "trtllm@1.3"} {
+		want := e + " has no MoE kernel for nvfp4 experts on sm90"
+		if k, err := mustLookup(t, e).MoEKernel(SM90, NVFP4, ""); err == nil || err.Error() != want {
+			t.Errorf("%s's default for nvfp4 on sm90: %v, %v; want %q", e, k, err, want)
+		}
 	}
 }

@@ -371,12 +371,36 @@ type MoEKernel struct {
 	// is bound there, not by the DRAM, on a GPU whose SMs x clock x
 	// this is below its memory bandwidth.
 	SMStream *SMStream `yaml:"sm_stream"`
+	// FormatArchs narrows a weight format to fewer of the kernel's
+	// families than Archs: FlashInfer's CUTLASS MoE runs BF16 and FP8
+	// experts on SM90 but NVFP4 ones only on GPUs with FP4 tensor cores
+	// (ArchsFor).
+	FormatArchs []FormatArchs `yaml:"format_archs"`
 	// Runs names, per weight format the backend does not run itself,
 	// the profile's kernel that the engine hands such weights to when
 	// this backend is asked for (SGLang 0.5's triton backend runs NVFP4
 	// experts through cutlass_moe_fp4): the user's spelling is kept, the
 	// kernel that runs is priced.
 	Runs []FormatRule `yaml:"runs"`
+}
+
+// FormatArchs are the families a kernel runs weights of one format on,
+// where they are fewer than all the kernel's families.
+type FormatArchs struct {
+	Format WeightFormat `yaml:"format"`
+	Archs  ArchSet      `yaml:"archs"`
+	Cite   []string     `yaml:"cite"`
+}
+
+// ArchsFor are the families k runs weights f on: its FormatArchs entry
+// for f, else all of Archs.
+func (k *MoEKernel) ArchsFor(f WeightFormat) ArchSet {
+	for _, fa := range k.FormatArchs {
+		if fa.Format == f {
+			return fa.Archs
+		}
+	}
+	return k.Archs
 }
 
 // SerialWalk is a companion kernel whose one thread loops over the
@@ -456,8 +480,11 @@ func (p *Profile) MoEKernel(a Arch, f WeightFormat, override string) (*MoEKernel
 				}
 				return nil, fmt.Errorf("%s's MoE kernel %s does not take %s experts", p.Name(), k.Name, f)
 			}
-			if !k.Archs.Has(a) {
-				return nil, fmt.Errorf("%s's MoE kernel %s runs on %s only", p.Name(), k.Name, archList(k.Archs))
+			if archs := k.ArchsFor(f); !archs.Has(a) {
+				if len(k.FormatArchs) > 0 {
+					return nil, fmt.Errorf("%s's MoE kernel %s runs %s experts on %s only", p.Name(), k.Name, f, archList(archs))
+				}
+				return nil, fmt.Errorf("%s's MoE kernel %s runs on %s only", p.Name(), k.Name, archList(archs))
 			}
 			return k, nil
 		}
@@ -475,7 +502,7 @@ func (p *Profile) MoEKernel(a Arch, f WeightFormat, override string) (*MoEKernel
 	// guess the engine's default.
 	var runs []string
 	for _, k := range p.MoE.Kernels {
-		if slices.Contains(k.Formats, f) && k.Archs.Has(a) {
+		if slices.Contains(k.Formats, f) && k.ArchsFor(f).Has(a) {
 			runs = append(runs, k.Name)
 		}
 	}
