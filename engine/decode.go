@@ -359,6 +359,9 @@ func (p *Profile) validate() error {
 			return bad("cuda_graphs.piecewise_eager", "missing: attention.backends[%d] (%s) captures piecewise: want the roles a piecewise graph launches eagerly", i, b.Name)
 		}
 	}
+	if g.DCPPiecewise && len(g.PiecewiseEager) == 0 {
+		return bad("cuda_graphs.piecewise_eager", "missing: dcp_piecewise needs the roles a piecewise graph launches eagerly")
+	}
 	if !(g.EagerHostUs >= 0 && g.EagerHostUs <= maxEagerHostUs) {
 		return bad("cuda_graphs.eager_host_us", "%g: want 0 (the device's launch cost) to %g us per kernel", g.EagerHostUs, float64(maxEagerHostUs))
 	}

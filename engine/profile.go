@@ -661,6 +661,11 @@ type CUDAGraphs struct {
 	// a captured size replays one (vLLM v1's piecewise graphs for mixed
 	// steps).
 	PrefillEager bool `yaml:"prefill_eager"`
+	// DCPPiecewise: under decode context parallelism the engine captures
+	// piecewise whatever the attention backend (vLLM overrides
+	// FULL_AND_PIECEWISE to PIECEWISE: DCP's per-step KV lengths would be
+	// frozen into a full graph), so the PiecewiseEager ops run eagerly.
+	DCPPiecewise bool `yaml:"dcp_piecewise"`
 	// EagerHostUs is the host time per kernel of the engine's eager
 	// forward, microseconds: its Python model code, framework dispatch and
 	// launch, spread over the kernels tpscope schedules. It replaces the

@@ -196,12 +196,13 @@ func (k *engineKernels) paddedTiles(op *model.Op) *engprof.PaddedTiles {
 // schedule about to be priced: the model's qk_nope_head_dim (the K of
 // the absorbed W_UK GEMM, the first "w_uk" op; prefill: the attention's
 // K less the rope dims is not known here, so 0) and DCP; then whether
-// its graph is captured piecewise (the decode backend's CUDAGraph).
+// its graph is captured piecewise (the decode backend's CUDAGraph, or
+// DCP where the engine captures piecewise under it).
 func (k *engineKernels) noteSchedule(s *model.Schedule) {
 	k.dcp = s.Plan.Normalized().DCP > 1
 	k.qkNope = 0
 	k.seqs = s.Deploy.PaddedSeqsPerGroup
-	k.piecewise = false
+	k.piecewise = k.dcp && k.prof.Graphs.DCPPiecewise
 	if len(s.Ranks) == 0 {
 		return
 	}
@@ -386,11 +387,15 @@ func (p *Predictor) EngineSummary(sc Scenario) string {
 				}
 			}
 			parts = append(parts, fmt.Sprintf("attention %s (%s, %s)", b.Name, g, companions(len(b.Companions))))
-			if p.opts.CUDAGraphs && b.CUDAGraph == "piecewise" {
+			switch {
+			case !p.opts.CUDAGraphs:
+			case b.CUDAGraph == "piecewise":
 				// The backend captures piecewise only: its ops launch
 				// eagerly between the captured pieces (noteSchedule),
 				// which is where the step's host launch time goes.
 				parts = append(parts, fmt.Sprintf("CUDA graphs piecewise: attention eager between captured pieces (%s captures piecewise only)", b.Name))
+			case sc.Plan.Normalized().DCP > 1 && k.prof.Graphs.DCPPiecewise:
+				parts = append(parts, fmt.Sprintf("CUDA graphs piecewise: attention eager between captured pieces (%s captures piecewise under DCP)", k.prof.Name()))
 			}
 		}
 	}

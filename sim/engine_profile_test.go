@@ -440,3 +440,48 @@ func TestEngineLineSaysPiecewise(t *testing.T) {
 		t.Errorf("0.16-nightly eager: %q", l)
 	}
 }
+
+// TestDCPCapturesPiecewise: vLLM 0.24 overrides its FULL_AND_PIECEWISE
+// graphs to PIECEWISE under decode context parallelism (platforms/cuda.py
+// check_and_update_config: DCP's per-step KV lengths would be captured as
+// constants), so on an H200, whose FLASH_ATTN_MLA otherwise captures the
+// decode step whole, a --dcp 2 step runs the ops of the MLA custom op
+// eagerly between the captured pieces: each of their kernels pays the
+// eager gap on the device, the ops outside keep the graph's. The same
+// step without DCP has no eager op, and the engine line says which.
+func TestDCPCapturesPiecewise(t *testing.T) {
+	const piecewise = "CUDA graphs piecewise: attention eager between captured pieces"
+	box := mustTopo(t, "h200-nvswitch")
+	dev := box.DeviceOf(0)
+	eagerGap, graphGap := eagerKernelGapUs(dev), dev.LaunchGraphUs
+	if !(eagerGap > graphGap) {
+		t.Fatalf("eager gap %v us, graph gap %v us: the test needs them apart", eagerGap, graphGap)
+	}
+	eager := map[string]bool{"L05.attn.kv_cache_write": true, "L05.attn.w_uk": true, "L05.attn.mla_decode": true, "L05.attn.w_uv": true}
+	for _, dcp := range []int{1, 2} {
+		pr := predictEngine(t, box, "vllm@0.24", Options{CUDAGraphs: true},
+			Scenario{Arch: mustPreset(t, "kimi-k2.5"), Plan: model.Plan{TP: 8, DCP: dcp},
+				Workload: model.Workload{Phase: model.Decode, Batch: 8, Context: 4096, KVDtype: model.BF16}})
+		if got := strings.Contains(pr.Engine, piecewise+" (vllm@0.24 captures piecewise under DCP)"); got != (dcp > 1) {
+			t.Errorf("DCP %d: engine line %q; piecewise said %v, want %v", dcp, pr.Engine, got, dcp > 1)
+		}
+		seen := 0
+		for _, o := range pr.Ops {
+			if !eager[o.ID] && o.ID != "L05.attn.q_b_proj" {
+				continue
+			}
+			seen++
+			k := float64(1 + o.Cost.ExtraKernels)
+			want := graphGap * k
+			if dcp > 1 && eager[o.ID] {
+				want = eagerGap * k
+			}
+			if math.Abs(o.OverheadUs-want) > 1e-9 {
+				t.Errorf("DCP %d %s: overhead %.3f us, want %.3f", dcp, o.ID, o.OverheadUs, want)
+			}
+		}
+		if seen < len(eager)+1 {
+			t.Errorf("DCP %d: %d of the %d checked ops of layer 5 found", dcp, seen, len(eager)+1)
+		}
+	}
+}
