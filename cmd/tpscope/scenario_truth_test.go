@@ -422,7 +422,10 @@ func TestLeftOutItemsSaid(t *testing.T) {
 			t.Errorf("compare output lacks %q", want)
 		}
 	}
-	code, _, stderr = runCLI(t, append([]string{"calibrate", "-o", filepath.Join(t.TempDir(), "k.json")}, flags...)...)
+	// --force: the fixture's calibrated step is worse than its prior's
+	// (errors that cancelled, README "Serving engines' profiler traces");
+	// what is said of the left-out items is the same either way.
+	code, _, stderr = runCLI(t, append([]string{"calibrate", "--force", "-o", filepath.Join(t.TempDir(), "k.json")}, flags...)...)
 	if code != 0 {
 		t.Fatalf("calibrate: exit %d: %s", code, stderr)
 	}
