@@ -296,3 +296,26 @@ func TestRunShardCompareLeavesOutSkipped(t *testing.T) {
 		t.Errorf("run --compare predicted step %.1f us, compare of its trace %.1f us: want one step", got, want)
 	}
 }
+
+// TestExecutorEngineRefusesGPUMemUtil: the executor allocates the step's
+// own KV cache and sizes no serving engine's pool, so run and verdict
+// refuse --gpu-mem-util (TestExecutorVerbsEngine); predict, advise and
+// plan pricing the executor's step (--engine executor) must refuse it
+// too, in one line naming the flag, instead of shrinking the memory
+// they fit the step in by a fraction the executor never applies (the
+// H200 step then "does not fit" at 0.5 where run runs it).
+func TestExecutorEngineRefusesGPUMemUtil(t *testing.T) {
+	scen := []string{"--model", "kimi-k2.5", "--topo", "h200-nvswitch", "--engine", "executor", "--gpu-mem-util", "0.5"}
+	const want = "--gpu-mem-util 0.5: executor@1 allocates the step's own KV cache"
+	var cases []usageCase
+	for _, verb := range [][]string{{"predict"}, {"advise", "--no-sweep"}, {"plan", "--tp", "8", "--batch", "1", "--context", "4K"}} {
+		cases = append(cases, usageCase{verb[0], append(append([]string{}, verb...), scen...), want})
+	}
+	checkUsageErrors(t, cases)
+	for _, c := range cases {
+		_, _, stderr := runCLI(t, c.args...)
+		if n := strings.Count(strings.TrimSpace(stderr), "\n"); n > 0 {
+			t.Errorf("%s: %q; want one line", c.name, stderr)
+		}
+	}
+}
