@@ -221,23 +221,6 @@ type Config struct {
 	planName string
 }
 
-// maxConcurrency is how many sequences of w's context fit in the KV cache
-// of plan p on box t (all DP groups): model.KVCapacity's tokens per
-// attention group / (context + 1 + speculative tokens) x DP, 0 when the
-// weights do not fit.
-func maxConcurrency(a *model.Arch, p model.Plan, w model.Workload, o model.BuildOptions, t *topology.Topology, util float64) int {
-	d := t.DeviceOf(0)
-	if d == nil {
-		return 0
-	}
-	w.Batch = 1
-	c := model.KVCapacity(a, p, w, o, float64(d.MemBytes), util)
-	if c.KVCapacityTokens <= 0 {
-		return 0
-	}
-	return int(c.KVCapacityTokens/int64(w.Context+1+w.SpecTokens)) * p.Normalized().DP
-}
-
 // Point is one evaluated configuration.
 type Point struct {
 	Topology   string `json:"topology"`
@@ -797,6 +780,9 @@ func (s *Space) Enumerate() ([]Config, Coverage, error) {
 		return err != nil
 	}
 	var out []Config
+	// capPreds[bi] prices box bi's KV capacity for the full-load points
+	// (the options and cost source are the sweep's, one per box).
+	capPreds := make([]*sim.Predictor, len(boxes))
 	for _, n := range worlds {
 		for _, p := range plansOf[n] {
 			pname := p.Normalized().String()
@@ -830,12 +816,23 @@ func (s *Space) Enumerate() ([]Config, Coverage, error) {
 							if refusedBy[engineKey{bi, pname, kv, k}] != nil {
 								continue
 							}
-							w.Batch = maxConcurrency(s.Arch, p, w, s.buildFor(t, k), t, s.Options.GPUMemUtilFrac)
+							sc := sim.Scenario{Arch: s.Arch, Plan: p, Workload: w, Build: s.buildFor(t, k), Options: s.Options, Topo: t, Costs: costs[bi]}
+							// The engine's KV pool sets the load (its rule:
+							// vLLM's or SGLang's), as a prediction of the
+							// scenario states its capacity.
+							if capPreds[bi] == nil {
+								pr, err := sc.NewPredictor()
+								if err != nil {
+									return nil, cov, err
+								}
+								capPreds[bi] = pr
+							}
+							w.Batch = capPreds[bi].MaxConcurrency(sc)
 							if w.Batch < 1 || w.Validate() != nil || slices.Contains(batches, w.Batch) {
 								continue
 							}
-							out = append(out, Config{Box: bi, AtCapacity: true, planName: pname, Scenario: sim.Scenario{
-								Arch: s.Arch, Plan: p, Workload: w, Build: s.buildFor(t, k), Options: s.Options, Topo: t, Costs: costs[bi]}})
+							sc.Workload = w
+							out = append(out, Config{Box: bi, AtCapacity: true, planName: pname, Scenario: sc})
 						}
 					}
 				}
@@ -892,10 +889,7 @@ func evaluatePoint(ev *sim.Evaluator, cfg *Config, slo float64) Point {
 	specPoint(&pt, sum)
 	if m := sum.Memory; m != nil {
 		pt.Fits, pt.ShortfallGB, pt.KVCapacityTokens = m.Fits, m.ShortfallGB, m.KVCapacityTokens
-		perSeq := int64(c.Workload.Context + 1 + c.Workload.SpecTokens)
-		if m.KVCapacityTokens > 0 {
-			pt.MaxConcurrency = int(m.KVCapacityTokens/perSeq) * p.DP
-		}
+		pt.MaxConcurrency = m.MaxConcurrency(c.Workload, p)
 	}
 	lat := pt.MsPerToken
 	if pt.MsPerTokenP90 > 0 {

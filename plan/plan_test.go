@@ -8,7 +8,9 @@ import (
 	"syscall"
 	"testing"
 
+	engprof "github.com/tpscope/tpscope/engine"
 	"github.com/tpscope/tpscope/model"
+	"github.com/tpscope/tpscope/sim"
 	"github.com/tpscope/tpscope/topology"
 )
 
@@ -455,6 +457,52 @@ func TestPlanSLOVerdict(t *testing.T) {
 		}
 		if tc.want == NoSLO && res.MissSLO != 0 {
 			t.Errorf("no SLO: %d points miss it", res.MissSLO)
+		}
+	}
+}
+
+// TestPlanFullLoadUnderEngineKVPool: the box at full load is the
+// concurrency the engine's own KV pool holds, the capacity predict states
+// for the scenario (SGLang sizes its pool by mem_fraction_static less the
+// weights, not by vLLM's gpu_memory_utilization less weights and
+// activations). The full-load point was laid at vLLM's concurrency
+// (300 sequences of DeepSeek-V3 at 4K on eight B200s) where SGLang's pool
+// holds 276: it did not fit, and the capacity row had no full column.
+func TestPlanFullLoadUnderEngineKVPool(t *testing.T) {
+	box, err := topology.Resolve("nvswitch:8xb200", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts := sim.Options{CUDAGraphs: true, Engine: engprof.Ref{Name: "sglang"}}
+	s := &Space{Arch: mustPreset(t, "deepseek-v3"), Topologies: []*topology.Topology{box}, GPUCounts: []int{8},
+		Lists: Lists{TP: []int{8}, EP: []bool{false}, DCP: []int{1}}, Batches: []int{1}, Contexts: []int{4096},
+		KVDtypes: []model.Dtype{model.BF16}, Options: opts}
+	res, err := Run(s, 1, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc := sim.Scenario{Arch: s.Arch, Plan: model.Plan{TP: 8}, Workload: model.Workload{Phase: model.Decode, Batch: 1, Context: 4096, KVDtype: model.BF16},
+		Options: opts, Topo: box}
+	p, err := sc.NewPredictor()
+	if err != nil {
+		t.Fatal(err)
+	}
+	pr, err := p.PredictScenario(sc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := int(pr.Memory.KVCapacityTokens / (4096 + 1))
+	if len(res.Capacity) != 1 {
+		t.Fatalf("%d capacity rows, want 1", len(res.Capacity))
+	}
+	row := res.Capacity[0]
+	if row.MaxConcurrency != want || row.Full < 0 {
+		t.Fatalf("capacity row: max concurrency %d, full point %d; want %d (predict's KV capacity %d tokens / 4097) and a full point",
+			row.MaxConcurrency, row.Full, want, pr.Memory.KVCapacityTokens)
+	}
+	for _, pt := range res.Points {
+		if pt.AtCapacity && (pt.Batch != want || !pt.Fits) {
+			t.Errorf("full-load point: batch %d, fits %v; want batch %d, fitting", pt.Batch, pt.Fits, want)
 		}
 	}
 }

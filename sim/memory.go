@@ -88,6 +88,26 @@ func (p *Predictor) memoryFit(sc Scenario, d model.Deployment) *MemoryFit {
 	return p.memoryFitChunk(sc, d, 0)
 }
 
+// MaxConcurrency is how many sequences of w's context (with its
+// speculative tokens) the KV capacity m holds over all DP groups of plan:
+// the capacity per attention group, each group holding its own
+// sequences; 0 when no KV fits.
+func (m *MemoryFit) MaxConcurrency(w model.Workload, plan model.Plan) int {
+	if m == nil || m.KVCapacityTokens <= 0 {
+		return 0
+	}
+	return int(m.KVCapacityTokens/int64(w.Context+1+w.SpecTokens)) * plan.Normalized().DP
+}
+
+// MaxConcurrency is MemoryFit.MaxConcurrency of sc's context under the
+// engine's KV-pool rule (the capacity a prediction of sc states; its
+// batch does not change it): the load at which the engine's KV cache is
+// full.
+func (p *Predictor) MaxConcurrency(sc Scenario) int {
+	sc.Workload.Batch = 1
+	return p.memoryFit(sc, model.NewDeployment(sc.Plan, sc.Workload, nil)).MaxConcurrency(sc.Workload, sc.Plan)
+}
+
 // memoryFitChunk is memoryFit for a step budget of chunkTokens (0: the
 // engine's default).
 func (p *Predictor) memoryFitChunk(sc Scenario, d model.Deployment, chunkTokens int) *MemoryFit {
