@@ -44,6 +44,15 @@ func (s *Space) buildFor(t *topology.Topology, specTokens int) model.BuildOption
 	return b
 }
 
+// scenario is the configuration's scenario on box t (costs its cost
+// source): the space's model, options and build on that box, with
+// --dense-dsa recorded as chosen when the space did not imply it, as
+// predict records it (its engine line and caveats say so).
+func (s *Space) scenario(t *topology.Topology, costs sim.CostSource, p model.Plan, w model.Workload) sim.Scenario {
+	return sim.Scenario{Arch: s.Arch, Plan: p, Workload: w, Build: s.buildFor(t, w.SpecTokens), Options: s.Options, Topo: t, Costs: costs,
+		DenseDSAChosen: !s.ImplyDenseDSA}
+}
+
 // Space is the space a plan sweep covers. Nil slices take the
 // defaults listed with each field.
 type Space struct {
@@ -798,7 +807,7 @@ func (s *Space) Enumerate() ([]Config, Coverage, error) {
 								if t.NumGPUs() != n {
 									continue
 								}
-								sc := sim.Scenario{Arch: s.Arch, Plan: p, Workload: w, Build: s.buildFor(t, k), Options: s.Options, Topo: t, Costs: costs[bi]}
+								sc := s.scenario(t, costs[bi], p, w)
 								if refused(bi, pname, sc) {
 									continue
 								}
@@ -816,7 +825,7 @@ func (s *Space) Enumerate() ([]Config, Coverage, error) {
 							if refusedBy[engineKey{bi, pname, kv, k}] != nil {
 								continue
 							}
-							sc := sim.Scenario{Arch: s.Arch, Plan: p, Workload: w, Build: s.buildFor(t, k), Options: s.Options, Topo: t, Costs: costs[bi]}
+							sc := s.scenario(t, costs[bi], p, w)
 							// The engine's KV pool sets the load (its rule:
 							// vLLM's or SGLang's), as a prediction of the
 							// scenario states its capacity.

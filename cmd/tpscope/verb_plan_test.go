@@ -625,3 +625,42 @@ func TestPlanBoxesOfOneName(t *testing.T) {
 		t.Errorf("capacity rows %+v: want one per box", res.Capacity)
 	}
 }
+
+// TestPlanEngineLineNamesDenseDSAChoice: the engine line of plan says how
+// the best configuration's DSA attention was priced as predict's does for
+// the same scenario, the chosen --dense-dsa and where it departs from the
+// engine included: GLM-5 on SM120 with --dense-dsa=false is priced sparse
+// where vLLM runs it dense, and plan's line said only "DSA sparse".
+func TestPlanEngineLineNamesDenseDSAChoice(t *testing.T) {
+	scen := []string{"--model", "glm-5-nvfp4", "--topo", "rtxpro6000-2s", "--tp", "8", "--batch", "1", "--context", "4096", "--kv-dtype", "fp8", "--output", "json"}
+	for _, dsa := range []string{"--dense-dsa=false", "--dense-dsa=true"} {
+		code, out, stderr := runCLI(t, append(append([]string{"predict"}, scen...), dsa)...)
+		if code != 0 {
+			t.Fatalf("predict %s: exit %d: %s", dsa, code, stderr)
+		}
+		var pr struct {
+			Engine string `json:"engine"`
+		}
+		if err := json.Unmarshal([]byte(out), &pr); err != nil {
+			t.Fatal(err)
+		}
+		code, out, stderr = runCLI(t, append(append([]string{"plan", "--ep", "false", "--dcp", "1"}, scen...), dsa)...)
+		if code != 0 {
+			t.Fatalf("plan %s: exit %d: %s", dsa, code, stderr)
+		}
+		var pl struct {
+			PricedBy struct {
+				Engine string `json:"engine"`
+			} `json:"priced_by"`
+		}
+		if err := json.Unmarshal([]byte(out), &pl); err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(pr.Engine, "("+strings.TrimSuffix(dsa, "=true")) {
+			t.Fatalf("predict %s: engine %q names no choice", dsa, pr.Engine)
+		}
+		if pl.PricedBy.Engine != pr.Engine {
+			t.Errorf("%s: plan's engine line\n  %q\nwant predict's\n  %q", dsa, pl.PricedBy.Engine, pr.Engine)
+		}
+	}
+}
