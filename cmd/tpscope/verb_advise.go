@@ -483,7 +483,7 @@ func adviceAnswers(adv *advise.Advice) []string {
 		case g > 0:
 			verb = fmt.Sprintf("below the %.0f %% threshold here", 100*adv.ThresholdFrac)
 		}
-		line := fmt.Sprintf("FP8 KV cache: %+.1f %% tokens/s at %s (%s), x%.2f KV capacity", g, adv.Workload, verb, r.Change.KVCapacityFrac)
+		line := fmt.Sprintf("FP8 KV cache: %+.1f %% tokens/s at %s (%s), %s", g, adv.Workload, verb, kvCapacityChange(r))
 		if sw := r.Sweep; sw != nil && sw.PaysFrom != nil {
 			line += fmt.Sprintf("; it pays from batch %d x context %d (%+.1f %%)", sw.PaysFrom.Batch, sw.PaysFrom.Context, 100*sw.PaysFrom.GainFrac)
 		} else if sw != nil {
@@ -710,4 +710,25 @@ func writeSpecAdvice(w io.Writer, adv *advise.Advice, md bool) {
 		}
 		fmt.Fprintf(w, "  %-22s %s\n  %-22s acceptance: %s\n", r.Entry, r.Spec, "", r.Spec.AcceptSource)
 	}
+}
+
+// kvCapacityChange says what an entry does to the KV capacity: the ratio
+// of the two configurations' capacities, or, where one holds none (its
+// weights leave no room), the tokens each holds: a ratio over 0 is no
+// figure.
+func kvCapacityChange(r *advise.Row) string {
+	var with, without int64
+	if r.With != nil {
+		with = r.With.Footprint.KVCapacityToks
+	}
+	if r.Without != nil {
+		without = r.Without.Footprint.KVCapacityToks
+	}
+	switch {
+	case with <= 0 && without <= 0:
+		return "no KV capacity either way (the weights leave no room)"
+	case without <= 0:
+		return fmt.Sprintf("KV capacity %d tokens with it, none without (the weights leave no room)", with)
+	}
+	return fmt.Sprintf("x%.2f KV capacity", r.Change.KVCapacityFrac)
 }

@@ -528,3 +528,26 @@ func TestAdviseCSVIsData(t *testing.T) {
 		t.Error("no entry that does not fit: the seed box's dp-attn-ep did not")
 	}
 }
+
+// TestAdviseFP8KVRatioWithoutCapacity: where the baseline's weights do
+// not fit (GLM-5 in BF16 on eight H200s: short by tens of GB a GPU), no
+// configuration holds any KV cache, and the FP8 KV line says so instead
+// of a capacity ratio over zero ("x0.00 KV capacity" before).
+func TestAdviseFP8KVRatioWithoutCapacity(t *testing.T) {
+	code, out, stderr := runCLI(t, "advise", "--model", "glm-5", "--topo", "h200-nvswitch", "--no-sweep")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	if !strings.Contains(stderr+out, "does not fit in GPU memory") {
+		t.Fatalf("the scenario fits; the test wants a baseline whose weights do not:\n%s", stderr)
+	}
+	var line string
+	for _, l := range strings.Split(out, "\n") {
+		if strings.HasPrefix(l, "FP8 KV cache:") {
+			line = l
+		}
+	}
+	if !strings.Contains(line, "no KV capacity either way") || strings.Contains(line, "x0.00") {
+		t.Errorf("FP8 KV line %q: want 'no KV capacity either way' and no ratio", line)
+	}
+}
