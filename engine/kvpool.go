@@ -8,9 +8,11 @@ import (
 // (Rule). A profile that states none sizes it as vLLM does, at
 // DefaultGPUMemUtilFrac.
 type KVPoolFacts struct {
-	// Rule is KVPoolGPUMemUtil or KVPoolMemFractionStatic.
+	// Rule is KVPoolGPUMemUtil, KVPoolMemFractionStatic or
+	// KVPoolFreeGPUMemFrac.
 	Rule string `yaml:"rule"`
-	// UtilFrac is the default fraction under KVPoolGPUMemUtil.
+	// UtilFrac is the default fraction under KVPoolGPUMemUtil and
+	// KVPoolFreeGPUMemFrac.
 	UtilFrac float64 `yaml:"util_frac"`
 	// Reserve is the default fraction's formula under
 	// KVPoolMemFractionStatic.
@@ -31,7 +33,17 @@ const (
 	// the weights; the activations and CUDA graphs live in the rest,
 	// which the default fraction reserves (StaticReserve).
 	KVPoolMemFractionStatic = "mem_fraction_static"
+	// KVPoolFreeGPUMemFrac is TensorRT-LLM's
+	// KvCacheConfig.free_gpu_memory_fraction: the pool is the fraction of
+	// the memory still free after the weights load and a profiling
+	// forward of max_num_tokens (KvCacheCreator._cal_max_memory: (total -
+	// peak) x fraction), so the activations are taken before the fraction,
+	// not from the pool as under KVPoolGPUMemUtil.
+	KVPoolFreeGPUMemFrac = "free_gpu_memory_fraction"
 )
+
+// kvPoolRules lists the rules for an error.
+const kvPoolRules = KVPoolGPUMemUtil + ", " + KVPoolMemFractionStatic + " or " + KVPoolFreeGPUMemFrac
 
 // DefaultGPUMemUtilFrac is vLLM's gpu_memory_utilization, the rule of a
 // profile that states no kv_pool.
@@ -122,10 +134,10 @@ func (p *Profile) validateKVPool(bad func(field, format string, a ...any) error,
 	switch k.Rule {
 	case "":
 		if len(k.Cite) > 0 || k.UtilFrac != 0 {
-			return bad("kv_pool.rule", "missing: want %s or %s", KVPoolGPUMemUtil, KVPoolMemFractionStatic)
+			return bad("kv_pool.rule", "missing: want %s", kvPoolRules)
 		}
 		return nil
-	case KVPoolGPUMemUtil:
+	case KVPoolGPUMemUtil, KVPoolFreeGPUMemFrac:
 		if !(k.UtilFrac > 0 && k.UtilFrac <= 1) {
 			return bad("kv_pool.util_frac", "%v: want a fraction in (0, 1]", k.UtilFrac)
 		}
@@ -144,7 +156,7 @@ func (p *Profile) validateKVPool(bad func(field, format string, a ...any) error,
 			}
 		}
 	default:
-		return bad("kv_pool.rule", "%q: want %s or %s", k.Rule, KVPoolGPUMemUtil, KVPoolMemFractionStatic)
+		return bad("kv_pool.rule", "%q: want %s", k.Rule, kvPoolRules)
 	}
 	return cite("kv_pool", k.Cite)
 }

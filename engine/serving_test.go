@@ -105,3 +105,41 @@ func TestSGLangStaticFrac(t *testing.T) {
 		}
 	}
 }
+
+// TestTRTLLMKVPoolRule: TensorRT-LLM sizes its KV pool as
+// KvCacheConfig.free_gpu_memory_fraction (default 0.9) of the memory free
+// after the weights and a profiling forward (KvCacheCreator
+// _cal_max_memory: (total - peak) x fraction), and its profile says so
+// with a cite naming that source.
+func TestTRTLLMKVPoolRule(t *testing.T) {
+	tr, err := Lookup(Ref{Name: "trtllm"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := tr.KVPool
+	if k.KVPoolRule() != KVPoolFreeGPUMemFrac || k.UtilFrac != 0.9 {
+		t.Fatalf("TensorRT-LLM's pool: rule %q at %v, want %s at 0.9", k.KVPoolRule(), k.UtilFrac, KVPoolFreeGPUMemFrac)
+	}
+	var cited string
+	for _, key := range k.Cite {
+		cited += tr.Sources[key] + "\n"
+	}
+	for _, want := range []string{"free_gpu_memory_fraction", "_cal_max_memory", "KvCacheConfig", "0.9"} {
+		if !strings.Contains(cited, want) {
+			t.Errorf("kv_pool's sources do not name %q:\n%s", want, cited)
+		}
+	}
+	base := string(mustRead(t, "profiles/trtllm-1.3.yaml"))
+	for _, c := range []struct{ edit, with, field string }{
+		{"  util_frac: 0.9", "  util_frac: 1.5", "kv_pool.util_frac"},
+		{"  cite: [kv-pool-trtllm]", "  cite: []", "kv_pool.cite"},
+	} {
+		data := strings.Replace(base, c.edit, c.with, 1)
+		if data == base {
+			t.Fatalf("edit %q not found", c.edit)
+		}
+		if _, err := Parse([]byte(data), "edited.yaml"); err == nil || !strings.Contains(err.Error(), c.field) || strings.Contains(err.Error(), "\n") {
+			t.Errorf("%s: error %v, want one line naming %s", c.with, err, c.field)
+		}
+	}
+}

@@ -471,7 +471,7 @@ func FuzzParse(f *testing.F) {
 			if _, err := Build(a, Plan{}, w); err != nil {
 				t.Fatalf("TP-1 build of an accepted config failed: %v", err)
 			}
-			_ = Summarize(a, Plan{}, w, BuildOptions{}, 96e9, 0)
+			_ = Summarize(a, Plan{}, w, BuildOptions{}, 96e9, 0, nil)
 		}
 	})
 }

@@ -24,7 +24,7 @@ func TestSummarizeKVCapacity(t *testing.T) {
 	for _, kv := range []Dtype{"", BF16, FP8, FP16} {
 		for _, spec := range []int{0, 1} {
 			w := Workload{Phase: Decode, Batch: 1, Context: 4096, SpecTokens: spec, KVDtype: kv}
-			s := Summarize(a, p, w, BuildOptions{}, 96e9, 0)
+			s := Summarize(a, p, w, BuildOptions{}, 96e9, 0, nil)
 			c := KVCapacity(a, p, w, BuildOptions{}, 96e9, 0)
 			if s.KVDtype != string(w.KVDtypeFor(a)) || s.KVCapacityTokens != c.KVCapacityTokens || s.KVCacheBytes != c.KVBytes ||
 				s.ActivationBytes != c.ActivationBytes || s.WeightsShortBytes != c.WeightsDoNotFitBy {

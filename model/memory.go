@@ -351,7 +351,8 @@ const DefaultGPUMemUtilization = 0.9
 // Capacity is the KV cache that fits on one GPU.
 type Capacity struct {
 	GPUMemBytes       float64 // total device memory
-	Utilization       float64 // fraction the engine may use (vLLM's gpu_memory_utilization, SGLang's mem_fraction_static)
+	Utilization       float64 // the engine's fraction (vLLM's gpu_memory_utilization, SGLang's mem_fraction_static, TensorRT-LLM's free_gpu_memory_fraction)
+	UsableBytes       float64 // memory the engine's budget covers: weights, activations where counted, and the pool
 	WeightBytes       float64 // weights on this GPU
 	ActivationBytes   float64 // activation workspace estimate
 	KVBytes           float64 // left for the KV cache (0 if weights do not fit)
@@ -360,17 +361,21 @@ type Capacity struct {
 	WeightsDoNotFitBy float64 // bytes missing when weights+activations exceed the budget, else 0
 }
 
+// CapacityRule is one engine's way of sizing its KV pool from the GPU's
+// memory and its fraction: KVCapacity, KVCapacityStatic or KVCapacityFree.
+type CapacityRule func(a *Arch, p Plan, w Workload, o BuildOptions, gpuMemBytes, frac float64) Capacity
+
 // KVCapacity computes how many tokens of KV cache fit on each GPU of plan p
 // for workload w (its KV dtype and speculative tokens decide the per-token
 // cost and whether MTP weights are loaded): utilization x memory - weights
-// - activations, divided by the per-token bytes. util <= 0 means
-// DefaultGPUMemUtilization. The DSA indexer cache is counted unless
-// o.DenseDSA.
+// - activations, divided by the per-token bytes (vLLM's
+// gpu_memory_utilization). util <= 0 means DefaultGPUMemUtilization. The
+// DSA indexer cache is counted unless o.DenseDSA.
 func KVCapacity(a *Arch, p Plan, w Workload, o BuildOptions, gpuMemBytes, util float64) Capacity {
 	if util <= 0 {
 		util = DefaultGPUMemUtilization
 	}
-	return kvCapacity(a, p, w, o, gpuMemBytes, util, true)
+	return kvCapacity(a, p, w, o, gpuMemBytes, util, poolOfMemory)
 }
 
 // KVCapacityStatic is the KV cache of an engine whose weights and pool
@@ -378,20 +383,54 @@ func KVCapacity(a *Arch, p Plan, w Workload, o BuildOptions, gpuMemBytes, util f
 // in the rest (SGLang's mem_fraction_static): frac x memory - weights,
 // divided by the per-token bytes; ActivationBytes is 0 (not subtracted).
 func KVCapacityStatic(a *Arch, p Plan, w Workload, o BuildOptions, gpuMemBytes, frac float64) Capacity {
-	return kvCapacity(a, p, w, o, gpuMemBytes, frac, false)
+	return kvCapacity(a, p, w, o, gpuMemBytes, frac, poolStatic)
 }
 
-func kvCapacity(a *Arch, p Plan, w Workload, o BuildOptions, gpuMemBytes, util float64, activations bool) Capacity {
+// KVCapacityFree is the KV cache of an engine whose pool takes frac of the
+// memory still free once the weights are loaded and a profiling forward
+// has run (TensorRT-LLM's free_gpu_memory_fraction, KvCacheCreator's
+// (total - peak) x fraction): frac x (memory - weights - activations),
+// divided by the per-token bytes. The activations come off before the
+// fraction, so the (1 - frac) left unused is a share of the free memory,
+// not of the whole.
+func KVCapacityFree(a *Arch, p Plan, w Workload, o BuildOptions, gpuMemBytes, frac float64) Capacity {
+	return kvCapacity(a, p, w, o, gpuMemBytes, frac, poolOfFree)
+}
+
+// poolRule is which of the rules above kvCapacity applies.
+type poolRule int
+
+const (
+	poolOfMemory poolRule = iota // frac x memory - weights - activations
+	poolStatic                   // frac x memory - weights
+	poolOfFree                   // frac x (memory - weights - activations)
+)
+
+func kvCapacity(a *Arch, p Plan, w Workload, o BuildOptions, gpuMemBytes, util float64, rule poolRule) Capacity {
 	withMTP := withMTPLayers(a, w, o)
 	c := Capacity{GPUMemBytes: gpuMemBytes, Utilization: util}
 	var weights [numWeightComponents]ComponentMemory
 	weightMemory(&weights, a, p, withMTP)
 	c.WeightBytes = totalBytes(weights[:]) + drafterWeightBytes(p, w, o)
-	if activations {
+	if rule != poolStatic {
 		c.ActivationBytes = activationBytes(a, p, defaultMaxBatchedTokens)
 	}
 	c.KVBytesPerToken = kvBytesPerToken(a, p, w.KVDtypeFor(a), withMTP, a.HasIndexer() && !o.DenseDSA) + drafterKVBytesPerToken(w, o, w.KVDtypeFor(a))
-	left := util*gpuMemBytes - c.WeightBytes - c.ActivationBytes
+	var left float64
+	if rule == poolOfFree {
+		free := gpuMemBytes - c.WeightBytes - c.ActivationBytes
+		if free <= 0 {
+			// Nothing is free: the budget is the whole memory.
+			c.UsableBytes = gpuMemBytes
+			c.WeightsDoNotFitBy = -free
+			return c
+		}
+		left = util * free
+		c.UsableBytes = c.WeightBytes + c.ActivationBytes + left
+	} else {
+		c.UsableBytes = util * gpuMemBytes
+		left = c.UsableBytes - c.WeightBytes - c.ActivationBytes
+	}
 	if left <= 0 {
 		c.WeightsDoNotFitBy = -left
 		return c

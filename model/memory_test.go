@@ -224,3 +224,51 @@ func TestKVCapacity(t *testing.T) {
 		}
 	})
 }
+
+// TestKVCapacityFree: TensorRT-LLM's pool is free_gpu_memory_fraction of
+// the memory left after the weights and the activations, frac x (mem -
+// weights - activations), where vLLM's is frac x mem - weights -
+// activations. DeepSeek-V3 at TP 8 on an H200 (141 GB; about 85.4 GB of
+// weights and 2.1 GB of activations a GPU): vLLM's 0.9 x 141 - 85.4 - 2.1
+// = 39.4 GB, TensorRT-LLM's 0.9 x (141 - 85.4 - 2.1) = 48.15 GB, the
+// difference 0.1 x (85.4 + 2.1) = 8.75 GB.
+func TestKVCapacityFree(t *testing.T) {
+	a := mustPreset(t, "deepseek-v3")
+	const mem = 141e9
+	w := Workload{KVDtype: BF16}
+	v := KVCapacity(a, Plan{TP: 8}, w, BuildOptions{}, mem, 0.9)
+	f := KVCapacityFree(a, Plan{TP: 8}, w, BuildOptions{}, mem, 0.9)
+	if f.WeightBytes != v.WeightBytes || f.ActivationBytes != v.ActivationBytes || f.ActivationBytes <= 0 {
+		t.Fatalf("weights %v / %v, activations %v / %v: the rules share both, the activations counted", f.WeightBytes, v.WeightBytes, f.ActivationBytes, v.ActivationBytes)
+	}
+	wa := f.WeightBytes + f.ActivationBytes
+	if want := 0.9 * (mem - wa); math.Abs(f.KVBytes-want) > 1 {
+		t.Errorf("pool %.0f B, want 0.9 x (%.0f - %.0f) = %.0f", f.KVBytes, mem, wa, want)
+	}
+	// 61 layers x 576 x 2 B = 70,272 B a token.
+	if want := int64(0.9 * (mem - wa) / 70272); f.KVCapacityTokens != want {
+		t.Errorf("tokens %d, want %d", f.KVCapacityTokens, want)
+	}
+	if d, want := f.KVBytes-v.KVBytes, 0.1*wa; math.Abs(d-want) > 1 {
+		t.Errorf("TensorRT-LLM's pool exceeds vLLM's by %.0f B, want 0.1 x (weights + activations) = %.0f", d, want)
+	}
+	if f.KVBytes < 47.5e9 || f.KVBytes > 48.8e9 || v.KVBytes < 38.8e9 || v.KVBytes > 40e9 {
+		t.Errorf("pools %.2f GB (TensorRT-LLM) and %.2f GB (vLLM), want about 48.15 and 39.4", f.KVBytes/1e9, v.KVBytes/1e9)
+	}
+	// The memory the engine's budget covers: everything but (1 - 0.9) of
+	// the free memory.
+	if want := wa + f.KVBytes; math.Abs(f.UsableBytes-want) > 1 {
+		t.Errorf("usable %.0f B, want weights + activations + pool %.0f", f.UsableBytes, want)
+	}
+	if want := 0.9 * mem; math.Abs(v.UsableBytes-want) > 1 {
+		t.Errorf("vLLM's usable %.0f B, want 0.9 x memory %.0f", v.UsableBytes, want)
+	}
+	t.Run("does not fit", func(t *testing.T) {
+		// Weights and activations over the memory: short by their excess,
+		// not by a fraction of it.
+		c := KVCapacityFree(a, Plan{TP: 8}, w, BuildOptions{}, 80e9, 0.9)
+		if want := wa - 80e9; c.KVCapacityTokens != 0 || math.Abs(c.WeightsDoNotFitBy-want) > 1 {
+			t.Errorf("capacity %d tokens, short %.0f B, want 0 tokens, short %.0f", c.KVCapacityTokens, c.WeightsDoNotFitBy, want)
+		}
+	})
+}

@@ -35,7 +35,10 @@ type Summary struct {
 	ActivationBytes float64            `json:"activation_bytes"`
 	GPUMemBytes     float64            `json:"gpu_mem_bytes"`
 	GPUMemUtilFrac  float64            `json:"gpu_mem_util_frac"`
-	KVCacheBytes    float64            `json:"kv_cache_bytes_per_gpu"`
+	// KVPool is the engine's pool rule and fraction in words, set by the
+	// caller that knows the engine ("": vLLM's gpu_memory_utilization).
+	KVPool       string  `json:"kv_pool,omitempty"`
+	KVCacheBytes float64 `json:"kv_cache_bytes_per_gpu"`
 	// KVCapacityTokens is for KVDtype; KVCapacityByDtype for each dtype.
 	KVCapacityTokens  int64            `json:"kv_capacity_tokens"`
 	KVCapacityByDtype map[string]int64 `json:"kv_capacity_tokens_by_dtype"`
@@ -79,12 +82,16 @@ var KVDtypes = []Dtype{BF16, FP8}
 
 // Summarize computes the Summary of a under plan p for workload w (its KV
 // dtype and speculative tokens matter) on GPUs of gpuMemBytes at
-// utilization util (<= 0: DefaultGPUMemUtilization). The plan must be
-// valid for a (Plan.Validate).
-func Summarize(a *Arch, p Plan, w Workload, o BuildOptions, gpuMemBytes, util float64) Summary {
+// utilization util (<= 0: DefaultGPUMemUtilization), the KV pool sized by
+// the engine's rule (nil: KVCapacity, vLLM's). The plan must be valid for
+// a (Plan.Validate).
+func Summarize(a *Arch, p Plan, w Workload, o BuildOptions, gpuMemBytes, util float64, rule CapacityRule) Summary {
 	p = p.Normalized()
 	if util <= 0 {
 		util = DefaultGPUMemUtilization
+	}
+	if rule == nil {
+		rule = KVCapacity
 	}
 	params := a.Params()
 	withMTP := withMTPLayers(a, w, o)
@@ -135,14 +142,14 @@ func Summarize(a *Arch, p Plan, w Workload, o BuildOptions, gpuMemBytes, util fl
 		s.KVBytesPerToken[string(d)] = kvBytesPerToken(a, p, d, withMTP, dsa) + drafterKVBytesPerToken(w, o, d)
 		wd := w
 		wd.KVDtype = d
-		cd := KVCapacity(a, p, wd, o, gpuMemBytes, util)
+		cd := rule(a, p, wd, o, gpuMemBytes, util)
 		s.KVCapacityByDtype[string(d)] = cd.KVCapacityTokens
 		if d == sel {
 			c, found = cd, true
 		}
 	}
 	if !found {
-		c = KVCapacity(a, p, w, o, gpuMemBytes, util)
+		c = rule(a, p, w, o, gpuMemBytes, util)
 	}
 	s.KVDtype = string(sel)
 	s.ActivationBytes = c.ActivationBytes

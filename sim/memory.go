@@ -12,8 +12,10 @@ import (
 // where that came from.
 type KVBudget struct {
 	// Rule is engprof.KVPoolGPUMemUtil (vLLM's: the fraction less the
-	// weights and the activations) or engprof.KVPoolMemFractionStatic
-	// (SGLang's: the fraction less the weights).
+	// weights and the activations), engprof.KVPoolMemFractionStatic
+	// (SGLang's: the fraction less the weights) or
+	// engprof.KVPoolFreeGPUMemFrac (TensorRT-LLM's: the fraction of the
+	// memory free after the weights and the activations).
 	Rule string  `json:"rule"`
 	Frac float64 `json:"frac"`
 	// From says where Frac came from: "given" (Options.GPUMemUtilFrac),
@@ -22,9 +24,58 @@ type KVBudget struct {
 }
 
 // String is the budget in one phrase: "mem_fraction_static 0.853,
-// sglang@0.5's default: ...".
+// sglang@0.5's default: ...", "free_gpu_memory_fraction 0.9 of the memory
+// free after weights and activations, trtllm@1.3's default".
 func (b KVBudget) String() string {
-	return fmt.Sprintf("%s %.3g, %s", b.Rule, b.Frac, b.From)
+	of := ""
+	if b.Rule == engprof.KVPoolFreeGPUMemFrac {
+		// The fraction is not of the GPU's memory, as the others' are.
+		of = " of the memory free after weights and activations"
+	}
+	return fmt.Sprintf("%s %.3g%s, %s", b.Rule, b.Frac, of, b.From)
+}
+
+// PoolLess is what comes off the GPU's memory around the fraction, in
+// words: "less the weights and activations".
+func (b KVBudget) PoolLess() string {
+	switch b.Rule {
+	case engprof.KVPoolMemFractionStatic:
+		return "that fraction of the GPU's memory less the weights (the activations and graphs are in the reserve)"
+	case engprof.KVPoolFreeGPUMemFrac:
+		return "that fraction of what the weights and activations leave of the GPU's memory"
+	}
+	return "that fraction of the GPU's memory less the weights and activations"
+}
+
+// CapacityRule is the model's arithmetic for the engine's KV-pool rule
+// (the one place a rule name becomes a capacity).
+func CapacityRule(rule string) model.CapacityRule {
+	switch rule {
+	case engprof.KVPoolMemFractionStatic:
+		return model.KVCapacityStatic
+	case engprof.KVPoolFreeGPUMemFrac:
+		return model.KVCapacityFree
+	}
+	return model.KVCapacity
+}
+
+// FixedKVBudget is prof's KV-pool budget where it does not depend on the
+// scenario: the fraction given (given > 0) or the profile's default
+// fraction, vLLM's when it states none. ok is false for a default that
+// needs the scenario's step budget, graphs and ranks (SGLang's
+// mem_fraction_static).
+func FixedKVBudget(prof *engprof.Profile, given float64) (b KVBudget, ok bool) {
+	rule := prof.KVPool.KVPoolRule()
+	if given > 0 {
+		return KVBudget{Rule: rule, Frac: given, From: "given"}, true
+	}
+	if rule == engprof.KVPoolMemFractionStatic {
+		return KVBudget{Rule: rule}, false
+	}
+	if f := prof.KVPool.UtilFrac; f > 0 {
+		return KVBudget{Rule: rule, Frac: f, From: prof.Name() + "'s default"}, true
+	}
+	return KVBudget{Rule: rule, Frac: model.DefaultGPUMemUtilization, From: "vLLM's default"}, true
 }
 
 // kvBudget is the engine's KV-pool rule for scenario sc: the options'
@@ -35,16 +86,10 @@ func (b KVBudget) String() string {
 // the engine's default for the GPU).
 func (p *Predictor) kvBudget(sc Scenario, w model.Workload, chunkTokens int) KVBudget {
 	prof := p.cm.prof
+	if b, ok := FixedKVBudget(prof, p.opts.GPUMemUtilFrac); ok {
+		return b
+	}
 	rule := prof.KVPool.KVPoolRule()
-	if f := p.opts.GPUMemUtilFrac; f > 0 {
-		return KVBudget{Rule: rule, Frac: f, From: "given"}
-	}
-	if rule != engprof.KVPoolMemFractionStatic {
-		if f := prof.KVPool.UtilFrac; f > 0 {
-			return KVBudget{Rule: rule, Frac: f, From: prof.Name() + "'s default"}
-		}
-		return KVBudget{Rule: rule, Frac: model.DefaultGPUMemUtilization, From: "vLLM's default"}
-	}
 	if chunkTokens <= 0 {
 		chunkTokens = prof.Scheduler.DefaultChunkTokens(p.dev.MemBytes)
 	}
@@ -69,18 +114,15 @@ func (p *Predictor) kvBudget(sc Scenario, w model.Workload, chunkTokens int) KVB
 
 // kvCapacity is the KV cache that fits one GPU under budget b.
 func (p *Predictor) kvCapacity(sc Scenario, w model.Workload, b KVBudget) model.Capacity {
-	plan := sc.Plan.Normalized()
-	if b.Rule == engprof.KVPoolMemFractionStatic {
-		return model.KVCapacityStatic(sc.Arch, plan, w, sc.Build, float64(p.dev.MemBytes), b.Frac)
-	}
-	return model.KVCapacity(sc.Arch, plan, w, sc.Build, float64(p.dev.MemBytes), b.Frac)
+	return CapacityRule(b.Rule)(sc.Arch, sc.Plan.Normalized(), w, sc.Build, float64(p.dev.MemBytes), b.Frac)
 }
 
 // memoryFit checks that the scenario's weights, activation workspace and
 // the KV cache its sequences need fit in one GPU under the engine's
 // KV-pool rule (kvBudget: vLLM's gpu_memory_utilization x memory less
 // weights and activations, SGLang's mem_fraction_static x memory less
-// weights). The KV cache needed is the real sequences per attention group
+// weights, TensorRT-LLM's free_gpu_memory_fraction x what weights and
+// activations leave). The KV cache needed is the real sequences per attention group
 // (d.SeqsPerGroup: padding holds no cache) x (context + the step's new
 // tokens) x bytes per token per GPU; every rank of a group holds the same
 // latent cache (serving-facts.md), divided by DCP.
@@ -117,7 +159,7 @@ func (p *Predictor) memoryFitChunk(sc Scenario, d model.Deployment, chunkTokens 
 	tokens := int64(d.SeqsPerGroup) * int64(w.Context+1+w.SpecTokens)
 	m := &MemoryFit{
 		DeviceBytes:      p.dev.MemBytes,
-		UsableBytes:      int64(c.Utilization * c.GPUMemBytes),
+		UsableBytes:      int64(c.UsableBytes),
 		WeightBytes:      int64(c.WeightBytes),
 		ActivationBytes:  int64(c.ActivationBytes),
 		KVBytesPerToken:  c.KVBytesPerToken,

@@ -113,7 +113,9 @@ type Options struct {
 	// its KV pool in, as the engine's profile reads it (kv_pool): vLLM's
 	// gpu_memory_utilization, for weights, workspace and KV cache (0 =
 	// 0.9); SGLang's mem_fraction_static, for weights and KV cache (0 = its
-	// default from the reserved memory).
+	// default from the reserved memory); TensorRT-LLM's
+	// free_gpu_memory_fraction, of the memory weights and workspace leave,
+	// for the KV cache (0 = 0.9).
 	GPUMemUtilFrac float64 `json:"gpu_mem_util_frac,omitempty"`
 
 	// Engine names the serving engine's profile (package engine): which

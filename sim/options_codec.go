@@ -86,7 +86,7 @@ var optionFields = []OptionField{
 	{Name: "spec-accept", Kind: OptionString, Help: `acceptance of speculative drafts: a per-token rate ("0.8"), vLLM's per-position rates ("0.9,0.8,0.7"), a mean acceptance length "len=2.94[@K]" or a draft acceptance rate "rate=0.6[@K]" measured at K drafts (default: the method's published figure for the model family)`,
 		Get: func(o *Options) string { return o.SpecAccept.String() },
 		Set: func(o *Options, v string) (err error) { o.SpecAccept, err = parseSpecAccept(v); return }},
-	{Name: "gpu-mem-util", Kind: OptionFloat, Help: "the engine's memory fraction: vLLM's gpu_memory_utilization, the pool being the fraction less weights and activations (0 = 0.9); SGLang's --mem-fraction-static, the pool being the fraction less weights (0 = its default from the memory it reserves for the step budget, CUDA graphs and TP size)",
+	{Name: "gpu-mem-util", Kind: OptionFloat, Help: "the engine's memory fraction: vLLM's gpu_memory_utilization, the pool being the fraction less weights and activations (0 = 0.9); SGLang's --mem-fraction-static, the pool being the fraction less weights (0 = its default from the memory it reserves for the step budget, CUDA graphs and TP size); TensorRT-LLM's free_gpu_memory_fraction, the pool being the fraction of the memory free after weights and activations (0 = 0.9)",
 		Get: func(o *Options) string { return floatText(o.GPUMemUtilFrac) },
 		Set: func(o *Options, v string) (err error) { o.GPUMemUtilFrac, err = parseFloat(v); return }},
 	{Name: "engine", Kind: OptionString, Help: "serving engine whose kernels price the step: " + strings.Join(engprof.Names(), ", ") + ", or a name alone for its default version (default: " + engprof.DefaultEngine + "); executor is tpscope's own kernels",

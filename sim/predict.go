@@ -288,7 +288,7 @@ func (pr *Prediction) OptionsLabel() string {
 // MemoryFit is the per-GPU memory budget of a plan and workload.
 type MemoryFit struct {
 	DeviceBytes     int64   `json:"device_bytes"`     // GPU memory
-	UsableBytes     int64   `json:"usable_bytes"`     // x the engine's fraction (Budget)
+	UsableBytes     int64   `json:"usable_bytes"`     // what the engine's budget covers (Budget): weights, activations where counted, pool
 	WeightBytes     int64   `json:"weight_bytes"`     // weights per GPU
 	KVBytes         int64   `json:"kv_bytes"`         // KV cache the workload needs per GPU
 	ActivationBytes int64   `json:"activation_bytes"` // workspace estimate (0: in the reserve the fraction leaves, SGLang)

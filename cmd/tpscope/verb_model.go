@@ -53,7 +53,9 @@ estimate, and how many tokens of KV cache fit per GPU at the given memory size
 and utilization. It prices no step: the flags of a step's workload, kernels,
 collectives and cost tables (--batch, --context, --phase, --nccl-proto,
 --perf-db, ...) change nothing it shows and are refused; --engine only for a
-DSA model, whose dense or sparse attention it decides.`,
+DSA model, whose dense or sparse attention it decides, or an engine whose KV
+pool follows another rule model show applies (TensorRT-LLM's
+free_gpu_memory_fraction of the memory weights and activations leave).`,
 	Example: "tpscope model show kimi-k2.5-nvfp4 --tp 8 --output json\ntpscope model show glm-5-nvfp4 --tp 8 --dcp 8 --dense-dsa --gpu-mem-gb 96",
 	New:     func() Options { return newModelShowOptions() },
 }
@@ -179,16 +181,26 @@ func showModel(sc *scenarioFlags, mem *memFlags, out string, w io.Writer) error 
 	if err != nil {
 		return err
 	}
-	// The engine decides only a DSA model's attention mode, and only
-	// when --dense-dsa does not.
-	if sc.changed("engine") && (!scen.Arch.HasIndexer() || scen.DenseDSAChosen) {
+	// The engine's KV-pool rule, where it needs nothing model show lacks
+	// (TensorRT-LLM's free_gpu_memory_fraction), sizes the capacity shown
+	// through sim's one rule-to-capacity path; vLLM's is the default.
+	var pool *sim.KVBudget
+	if prof, err := engprof.Lookup(scen.Options.Engine); err == nil && prof.KVPool.KVPoolRule() != engprof.KVPoolGPUMemUtil {
+		if b, ok := sim.FixedKVBudget(prof, scen.Options.GPUMemUtilFrac); ok {
+			pool = &b
+		}
+	}
+	// The engine decides a DSA model's attention mode, when --dense-dsa
+	// does not, and the KV pool when its rule is another's.
+	if sc.changed("engine") && pool == nil && (!scen.Arch.HasIndexer() || scen.DenseDSAChosen) {
 		why := scen.Arch.Name + " has no DSA attention whose dense or sparse mode the engine decides"
 		if scen.Arch.HasIndexer() {
 			why = "--dense-dsa decides the attention mode the engine would"
 		}
-		// An engine whose KV pool is sized by another rule (SGLang's
-		// mem_fraction_static) would change the capacity shown, which
-		// model show sizes as vLLM does: predict prints that engine's pool.
+		// An engine whose KV pool is sized by a rule that needs the step's
+		// facts (SGLang's mem_fraction_static) would change the capacity
+		// shown, which model show sizes as vLLM does: predict prints that
+		// engine's pool.
 		if prof, err := engprof.Lookup(scen.Options.Engine); err == nil && !scen.Arch.HasIndexer() && prof.KVPool.KVPoolRule() != engprof.KVPoolGPUMemUtil {
 			return flagError("--engine", scen.Options.Engine, "model show sizes the KV cache as vLLM does (gpu_memory_utilization), and %s sizes its pool by %s: predict --engine %s prints that pool on its memory line", prof.Name(), prof.KVPool.KVPoolRule(), prof.Name())
 		}
@@ -198,7 +210,14 @@ func showModel(sc *scenarioFlags, mem *memFlags, out string, w io.Writer) error 
 	if err != nil {
 		return err
 	}
-	s := model.Summarize(scen.Arch, scen.Plan, scen.Workload, scen.Build, memBytes, util)
+	var rule model.CapacityRule
+	if pool != nil {
+		util, rule = pool.Frac, sim.CapacityRule(pool.Rule)
+	}
+	s := model.Summarize(scen.Arch, scen.Plan, scen.Workload, scen.Build, memBytes, util, rule)
+	if pool != nil {
+		s.KVPool = kvBudgetText(*pool)
+	}
 	return render(w, out, view{
 		JSON: s,
 		Text: func(w io.Writer, _ bool) error { return writeModelSummary(w, &s, &scen) },
@@ -257,10 +276,15 @@ func writeModelSummary(w io.Writer, s *model.Summary, scen *sim.Scenario) error 
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", c.Component, c.Dtype, c.Placement, units.Bytes(c.Bytes))
 	}
 	fmt.Fprintf(tw, "weights\t\t\t%s\n", units.Bytes(s.WeightBytesPerGPU))
-	fmt.Fprintf(tw, "\nGPU memory\t%s x %.2f utilization\n", units.Bytes(s.GPUMemBytes), s.GPUMemUtilFrac)
-	// The capacity below is vLLM's rule; an engine that sizes its pool
-	// by another (SGLang's mem_fraction_static) serves another capacity.
-	if prof, err := engprof.Lookup(scen.Options.Engine); err == nil && prof.KVPool.KVPoolRule() != engprof.KVPoolGPUMemUtil {
+	if s.KVPool != "" {
+		fmt.Fprintf(tw, "\nGPU memory\t%s, KV pool at %s\n", units.Bytes(s.GPUMemBytes), s.KVPool)
+	} else {
+		fmt.Fprintf(tw, "\nGPU memory\t%s x %.2f utilization\n", units.Bytes(s.GPUMemBytes), s.GPUMemUtilFrac)
+	}
+	// The capacity below is vLLM's rule unless KVPool says another; an
+	// engine that sizes its pool by one model show cannot apply (SGLang's
+	// mem_fraction_static) serves another capacity.
+	if prof, err := engprof.Lookup(scen.Options.Engine); err == nil && s.KVPool == "" && prof.KVPool.KVPoolRule() != engprof.KVPoolGPUMemUtil {
 		fmt.Fprintf(tw, "KV pool rule	vLLM's gpu_memory_utilization, not %s's %s: predict --engine %s prints that pool on its memory line\n", prof.Name(), prof.KVPool.KVPoolRule(), prof.Name())
 	}
 	fmt.Fprintf(tw, "activations (estimate)\t%s\n", units.Bytes(s.ActivationBytes))

@@ -845,11 +845,7 @@ func (o *simulateOutput) headLines() []string {
 		engineLine(e, o.KVBlocks, o.Schedulers, o.Instances, o.Router, o.Overheads),
 	}
 	if o.KVBudget.Rule != "" {
-		less := "the weights and activations"
-		if o.KVBudget.Rule == engprof.KVPoolMemFractionStatic {
-			less = "the weights (the activations and graphs are in the reserve)"
-		}
-		head = append(head, "kv pool: "+kvBudgetText(o.KVBudget)+"; the pool is that fraction of the GPU's memory less "+less)
+		head = append(head, "kv pool: "+kvBudgetText(o.KVBudget)+"; the pool is "+o.KVBudget.PoolLess())
 	}
 	if o.OverheadsNote != "" {
 		head = append(head, o.OverheadsNote)

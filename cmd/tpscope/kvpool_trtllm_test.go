@@ -1,0 +1,82 @@
+package main
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+)
+
+// TestTRTLLMKVPool: under --engine trtllm, predict and model show size the
+// KV pool as TensorRT-LLM does, free_gpu_memory_fraction of the memory
+// the weights and activations leave: DeepSeek-V3 at TP 8 on an H200
+// (141e9 B) holds floor(0.9 x (141e9 - weights - activations) / 70,272)
+// tokens a GPU, where vLLM's rule holds floor((0.9 x 141e9 - weights -
+// activations) / 70,272); both verbs say which rule, and --gpu-mem-util is
+// that fraction.
+func TestTRTLLMKVPool(t *testing.T) {
+	scen := []string{"--model", "deepseek-v3", "--topo", "h200-nvswitch", "--tp", "8", "--kv-dtype", "bf16"}
+	type mem struct {
+		Weight     float64 `json:"weight_bytes"`
+		Activation float64 `json:"activation_bytes"`
+		Tokens     int64   `json:"kv_capacity_tokens"`
+		Budget     struct {
+			Rule string  `json:"rule"`
+			Frac float64 `json:"frac"`
+		} `json:"kv_budget"`
+	}
+	predict := func(extra ...string) mem {
+		t.Helper()
+		args := append(append([]string{"predict"}, scen...), append([]string{"--batch", "1", "--output", "json"}, extra...)...)
+		code, out, errs := runCLI(t, args...)
+		if code != 0 {
+			t.Fatalf("%q: exit %d: %s", args, code, errs)
+		}
+		var p struct{ Memory mem }
+		if err := json.Unmarshal([]byte(out), &p); err != nil {
+			t.Fatal(err)
+		}
+		return p.Memory
+	}
+	tr, vl := predict("--engine", "trtllm"), predict("--engine", "vllm")
+	if tr.Budget.Rule != "free_gpu_memory_fraction" || tr.Budget.Frac != 0.9 {
+		t.Errorf("trtllm budget %+v, want free_gpu_memory_fraction 0.9", tr.Budget)
+	}
+	if tr.Weight != vl.Weight || tr.Activation != vl.Activation {
+		t.Fatalf("weights %v / %v, activations %v / %v: the engines load the same", tr.Weight, vl.Weight, tr.Activation, vl.Activation)
+	}
+	wa := tr.Weight + tr.Activation
+	if want := int64(0.9 * (141e9 - wa) / 70272); tr.Tokens != want {
+		t.Errorf("trtllm capacity %d tokens, want 0.9 x (141e9 - %.0f) / 70272 = %d", tr.Tokens, wa, want)
+	}
+	if want := int64((0.9*141e9 - wa) / 70272); vl.Tokens != want {
+		t.Errorf("vllm capacity %d tokens, want (0.9 x 141e9 - %.0f) / 70272 = %d", vl.Tokens, wa, want)
+	}
+	if g := predict("--engine", "trtllm", "--gpu-mem-util", "0.8"); g.Tokens != int64(0.8*(141e9-wa)/70272) {
+		t.Errorf("--gpu-mem-util 0.8 under trtllm: %d tokens, want 0.8 x (141e9 - %.0f) / 70272 = %d", g.Tokens, wa, int64(0.8*(141e9-wa)/70272))
+	}
+
+	const line = "free_gpu_memory_fraction 0.9 of the memory free after weights and activations, trtllm@1.3's default"
+	code, out, errs := runCLI(t, append(append([]string{"predict"}, scen...), "--batch", "1", "--engine", "trtllm")...)
+	if code != 0 || !strings.Contains(out, line) {
+		t.Errorf("predict --engine trtllm: exit %d %s; memory line without %q:\n%s", code, errs, line, out)
+	}
+	show := append([]string{"model", "show"}, scen...)
+	code, out, errs = runCLI(t, append(show, "--engine", "trtllm", "--output", "json")...)
+	if code != 0 {
+		t.Fatalf("model show --engine trtllm: exit %d: %s", code, errs)
+	}
+	var s struct {
+		Tokens int64  `json:"kv_capacity_tokens"`
+		Pool   string `json:"kv_pool"`
+	}
+	if err := json.Unmarshal([]byte(out), &s); err != nil {
+		t.Fatal(err)
+	}
+	if s.Tokens != tr.Tokens || !strings.Contains(s.Pool, line) {
+		t.Errorf("model show --engine trtllm: %d tokens under %q, want predict's %d under %q", s.Tokens, s.Pool, tr.Tokens, line)
+	}
+	code, out, _ = runCLI(t, append(show, "--engine", "trtllm")...)
+	if code != 0 || !strings.Contains(out, line) || strings.Contains(out, "KV pool rule") {
+		t.Errorf("model show --engine trtllm's table names not the rule it sized by:\n%s", out)
+	}
+}
