@@ -336,10 +336,16 @@ func baseKey(sc sim.Scenario) string {
 var errNoScenario = errors.New("trace without a step root span and no scenario given (pass --model, --tp, --batch, --context and --topo, or record the trace with tpscope run)")
 
 // runBatchIssue says when the schedule rebuilt for a trace does not run
-// the batch the trace recorded (capture sizes changed since, say).
+// the step the trace recorded: other tokens per DP group (capture sizes
+// changed since, say), or, in a trace recorded when graphs padded whole
+// sequences, another batch.
 func runBatchIssue(sc *sim.Scenario, s *model.Schedule) string {
+	if sc.RunTokens > 0 && s.Deploy.TokensPerGroup != sc.RunTokens {
+		return "the trace ran " + strconv.FormatInt(sc.RunTokens, 10) + " tokens per DP group; the scenario now builds " + strconv.FormatInt(s.Deploy.TokensPerGroup, 10)
+	}
 	if sc.RunBatch > 0 && s.Workload.Batch != sc.RunBatch {
-		return "the trace ran batch " + strconv.Itoa(sc.RunBatch) + "; the scenario now builds batch " + strconv.Itoa(s.Workload.Batch)
+		return "the trace ran batch " + strconv.Itoa(sc.RunBatch) + " (CUDA-graph padding as whole sequences); the scenario now builds batch " +
+			strconv.Itoa(s.Workload.Batch) + " (padding as tokens)"
 	}
 	return ""
 }

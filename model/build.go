@@ -108,9 +108,12 @@ func Build(a *Arch, p Plan, w Workload) (*Schedule, error) {
 // T = ceil(batch/DP) x (1 + SpecTokens) per attention group (the slowest
 // DP group, which vLLM pads the others to); prefill T = ceil(batch/DP) x
 // context. Under a CUDA-graph capture (BuildOptions.Graphs) a decode step
-// that fits a captured size is built for the batch padded to it. Logits
-// are computed for every decode token (all speculative positions are
-// verified) and for one token per prompt in prefill.
+// that fits a captured size runs that many tokens through its token ops,
+// the padding beside the batch's sequences; attention, RoPE, the KV-cache
+// write, the logits and the draft passes' per-sequence work serve the
+// sequences alone (Deployment). Logits are computed for every real decode
+// token (all speculative positions are verified) and for one token per
+// prompt in prefill.
 //
 // Expert parallelism: without EP every rank holds all experts with 1/TP of
 // each expert's intermediate dim. With EP and DP = 1 each rank holds
@@ -199,15 +202,16 @@ func buildWith(a *Arch, p Plan, w Workload, o BuildOptions, bd *Builder) (*Sched
 	w.KVDtype = w.KVDtypeFor(a)
 	o, _ = o.normalized()
 	d := NewDeployment(p, w, o.Graphs)
-	w.Batch = d.PaddedBatch
 
 	b := &builder{a: a, p: p, w: w, o: o, d: d, sparse: a.HasIndexer() && !o.DenseDSA, kvBytes: w.KVDtype.BytesPerValue()}
 	if bd != nil {
 		b.arena, b.oneRank = &bd.a, bd.OneRank
 	}
-	b.bg = d.PaddedSeqsPerGroup
+	// The real sequences attend and get logits; the token ops run the
+	// graph's tokens, padding included (Deployment).
+	b.bg = d.SeqsPerGroup
 	b.tokens = d.TokensPerGroup
-	b.outTokens = b.tokens
+	b.outTokens = d.RealTokensPerGroup()
 	if w.Phase == Prefill {
 		b.outTokens = int64(b.bg)
 	}
@@ -402,9 +406,9 @@ type builder struct {
 	sparse  bool
 	kvBytes float64
 
-	bg        int   // sequences per attention (DP) group (Deploy.PaddedSeqsPerGroup)
-	tokens    int64 // T: tokens through the main model per attention group (Deploy.TokensPerGroup)
-	outTokens int64 // tokens whose logits are computed
+	bg        int   // sequences per attention (DP) group (Deploy.SeqsPerGroup): what attention serves
+	tokens    int64 // T: tokens through the main model's token ops per attention group, padding included (Deploy.TokensPerGroup)
+	outTokens int64 // tokens whose logits are computed (the real ones)
 	// it is the mixed iteration being built (BuildIteration), nil for a
 	// Workload step; attention then follows its decode and prefill parts
 	// (attnDims).
@@ -534,7 +538,11 @@ type site struct {
 	// logitTokens' default).
 	logits int64
 	tokens int64 // tokens through this layer
-	seqs   int64 // sequences whose cache attention reads
+	// pad is the CUDA-graph padding among tokens (Deployment.PadTokens):
+	// it rides along every op but attention, RoPE and the cache write,
+	// which see tokens - pad (an iteration's attention follows b.it).
+	pad  int64
+	seqs int64 // sequences whose cache attention reads
 	// prefill: attention in the non-absorbed causal form over the prompt
 	// (the prefill step and the MTP pass that follows it over the same
 	// tokens); otherwise absorbed decode attention over the cache.
@@ -681,7 +689,7 @@ func (b *builder) buildStep() {
 	main := func(c Component) Dtype { return a.Quant.Dtype(c) }
 	b.embed("", -1, false, b.tokens, main)
 	for l := 0; l < a.Layers; l++ {
-		s := &site{prefix: layerPrefix(l), layer: l, tokens: b.tokens, seqs: int64(b.bg), dtype: main, prefill: b.w.Phase == Prefill}
+		s := &site{prefix: layerPrefix(l), layer: l, tokens: b.tokens, pad: b.d.PadTokens, seqs: int64(b.bg), dtype: main, prefill: b.w.Phase == Prefill}
 		b.layer(b.siteConds(s), l < a.DenseLayers)
 	}
 	b.head("", -1, false, b.tokens, main)

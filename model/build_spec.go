@@ -20,7 +20,8 @@ import "strconv"
 // shared with a target layer.
 //
 // Tokens per pass: the first over every token the verify pass ran (T per
-// attention group, its CUDA-graph padding included), each later one over
+// attention group, its CUDA-graph padding included; attention over the
+// real sequences' tokens only), each later one over
 // one token per sequence (Spec.TopK per sequence in a tree); each head
 // computes logits for one token per sequence in the first pass and for
 // every token of a later pass. In an engine iteration the sequences are
@@ -48,7 +49,7 @@ func (b *builder) specPasses() {
 	b.pass = -1
 }
 
-// passSeqs is the sequences a draft pass drafts for: the step's (per
+// passSeqs is the sequences a draft pass drafts for: the step's real ones (per
 // attention group), an iteration's requests.
 func (b *builder) passSeqs() int64 {
 	if b.it != nil {
@@ -82,17 +83,17 @@ func (b *builder) mtpPasses(steps int) {
 	mtpD := func(c Component) Dtype { return a.Quant.mtpDtype(c) }
 	seqs, br := b.passSeqs(), int64(b.o.Spec.Branches())
 	for i := 0; i < steps; i++ {
-		t, logits := seqs*br, seqs*br
+		t, logits, pad := seqs*br, seqs*br, int64(0)
 		saved := b.it
 		if i == 0 {
-			t, logits = b.tokens, 0
+			t, logits, pad = b.tokens, 0, b.d.PadTokens
 		} else {
 			b.laterPass(int(br))
 		}
 		pre := "mtp.s" + strconv.Itoa(i) + "."
 		ml := a.Layers + i%a.MTPLayers
 		b.pass = i
-		s := b.siteConds(&site{prefix: pre, layer: ml, mtp: true, pass: passMTP, tokens: t, seqs: int64(b.bg), dtype: mtpD,
+		s := b.siteConds(&site{prefix: pre, layer: ml, mtp: true, pass: passMTP, tokens: t, pad: pad, seqs: int64(b.bg), dtype: mtpD,
 			prefill: b.w.Phase == Prefill && i == 0, logits: logits})
 		pass := b.open(ModMTP, s)
 		b.embed(pre, ml, true, t, mtpD)
@@ -123,10 +124,10 @@ func (b *builder) eaglePasses(steps int) {
 	seqs, br := b.passSeqs(), int64(b.o.Spec.Branches())
 	for i := 0; i < steps; i++ {
 		saved := c.it
-		t, logits := b.draftPassTokens(c, i, seqs, br)
+		t, pad, logits := b.draftPassTokens(c, i, seqs, br)
 		pre := "eagle.s" + strconv.Itoa(i) + "."
 		c.pass = i
-		s := c.siteConds(&site{prefix: pre, layer: base, pass: passEagle, first: i == 0, tokens: t, seqs: int64(b.bg), dtype: dt, logits: logits})
+		s := c.siteConds(&site{prefix: pre, layer: base, pass: passEagle, first: i == 0, tokens: t, pad: pad, seqs: int64(b.bg), dtype: dt, logits: logits})
 		pass := c.open(ModEagle3, s)
 		c.block(s, "", eagleTable)
 		c.block(c.siteConds(&site{prefix: pre, layer: base, pass: passEagle, tokens: t, dtype: dt}), ModEmbedding, embeddingTable)
@@ -145,17 +146,18 @@ func (b *builder) eaglePasses(steps int) {
 	b.merge(c, false)
 }
 
-// draftPassTokens is draft pass i's tokens and logits rows: the first pass
-// runs over every verified token (extending the drafter's own KV cache)
-// and samples one token per sequence; each later pass runs br branches per
-// sequence, c set up for it by laterPass (the caller puts c.it back when
-// the pass is laid).
-func (b *builder) draftPassTokens(c *builder, i int, seqs, br int64) (tokens, logits int64) {
+// draftPassTokens is draft pass i's tokens, the CUDA-graph padding among
+// them and its logits rows: the first pass runs over every token the
+// verify pass ran (extending the drafter's own KV cache; its padding
+// attends to nothing) and samples one token per sequence; each later pass
+// runs br branches per sequence, c set up for it by laterPass (the caller
+// puts c.it back when the pass is laid).
+func (b *builder) draftPassTokens(c *builder, i int, seqs, br int64) (tokens, pad, logits int64) {
 	if i == 0 {
-		return b.tokens, seqs
+		return b.tokens, b.d.PadTokens, seqs
 	}
 	c.laterPass(int(br))
-	return seqs * br, seqs * br
+	return seqs * br, 0, seqs * br
 }
 
 // draftModelPasses lays a draft model's passes (vLLM's draft_model
@@ -176,14 +178,14 @@ func (b *builder) draftModelPasses(steps int) {
 	seqs, br := b.passSeqs(), int64(b.o.Spec.Branches())
 	for i := 0; i < steps; i++ {
 		saved := c.it
-		t, logits := b.draftPassTokens(c, i, seqs, br)
+		t, pad, logits := b.draftPassTokens(c, i, seqs, br)
 		pre := "draft.s" + strconv.Itoa(i) + "."
 		c.pass = i
 		ps := &site{prefix: pre, layer: base, pass: passDraft, tokens: t, dtype: dt}
 		pass := c.open(ModDraftPass, ps)
 		c.block(c.siteConds(ps), ModEmbedding, embeddingTable)
 		for l := 0; l < d.Layers; l++ {
-			ls := &site{prefix: pre + layerPrefix(l), layer: base + l, pass: passDraft, tokens: t, seqs: int64(b.bg), dtype: dt}
+			ls := &site{prefix: pre + layerPrefix(l), layer: base + l, pass: passDraft, tokens: t, pad: pad, seqs: int64(b.bg), dtype: dt}
 			c.layer(c.siteConds(ls), l < d.DenseLayers)
 		}
 		c.block(c.siteConds(&site{prefix: pre, layer: base, pass: passDraft, tokens: t, dtype: dt, logits: logits}), ModLMHead, headTable)

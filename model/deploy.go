@@ -6,7 +6,8 @@ import "math"
 // per attention (DP) group it captured graphs for (vLLM's
 // cudagraph_capture_sizes; vLLM captures per engine, that is per DP
 // group). A decode step whose tokens per group fit one replays that graph,
-// its batch padded so each group fills it; larger steps and prefill run
+// its tokens padded so each group fills it (Deployment); larger steps and
+// prefill run
 // eagerly (serving-facts.md "CUDA graphs"). A nil *GraphCapture is no
 // capture: every step runs eagerly. The sizes and their default are the
 // caller's (sim.Options owns them).
@@ -50,57 +51,70 @@ func (g *GraphCapture) Tokens(n int) (int, bool) {
 // is launched, decided once from the plan, the workload and the CUDA-graph
 // capture (NewDeployment) and carried on the schedule (Schedule.Deploy),
 // where every package reads it.
+//
+// A graphed step pads TOKENS, not sequences: its main-model token ops
+// (embedding, norms, projections, MoE, collectives) run the captured
+// size's tokens, while attention, the KV cache it reads and writes, the
+// logits and the draft passes' per-sequence work cover the real sequences
+// only. vLLM v1 does this (vllm/v1/worker/gpu_model_runner.py,
+// GPUModelRunner): the step's num_input_tokens is pad_for_cudagraph of its
+// scheduled tokens, while _prepare_inputs sets seq_lens for the real
+// requests and fills the rest with 0 ("Fill unused with 0 for full cuda
+// graph mode"), so the attention kernels do no work for the padding.
+// The engine iterations of the serving simulation follow the same rule
+// (Iteration.PadTokens).
 type Deployment struct {
 	// Batch is the workload's batch as asked: the sequences (decode) or
 	// prompts (prefill) the step serves over all DP groups.
 	Batch int `json:"batch"`
 	// SeqsPerGroup is ceil(Batch / DP): the sequences of the fullest DP
-	// group, whose KV cache a GPU of the group holds.
+	// group, whose KV cache a GPU of the group holds and whose attention,
+	// logits and draft passes the step computes (an iteration's requests).
 	SeqsPerGroup int `json:"seqs_per_group"`
-	// PaddedBatch is the batch the schedule is built for: Batch, or under
-	// a CUDA graph the batch whose groups fill the captured size (the
-	// schedule's Workload.Batch).
-	PaddedBatch int `json:"padded_batch"`
-	// PaddedSeqsPerGroup is ceil(PaddedBatch / DP): the sequences each
-	// group's ops are sized for (vLLM pads every DP rank to the fullest).
-	PaddedSeqsPerGroup int `json:"padded_seqs_per_group"`
 	// TokensPerSeq is the tokens a sequence adds to the main model's ops:
 	// 1 + SpecTokens in decode, Context in prefill (0 in an engine
 	// iteration, whose sequences differ).
 	TokensPerSeq int64 `json:"tokens_per_seq"`
-	// TokensPerGroup is T, the tokens through each rank's main-model ops:
-	// PaddedSeqsPerGroup x TokensPerSeq (an iteration's tokens with its
-	// padding).
+	// TokensPerGroup is T, the tokens through each rank's main-model token
+	// ops: GraphTokens when graphed, else SeqsPerGroup x TokensPerSeq (an
+	// iteration's tokens with its padding). Every DP group runs the
+	// fullest group's count (vLLM pads every DP rank to it).
 	TokensPerGroup int64 `json:"tokens_per_group"`
+	// PadTokens is the CUDA-graph padding among TokensPerGroup: tokens of
+	// no sequence, which attention, RoPE and the KV-cache write skip.
+	PadTokens int64 `json:"pad_tokens,omitempty"`
 	// Graphed: the step replays a captured CUDA graph of GraphTokens
 	// tokens per group (0 when eager).
 	Graphed     bool `json:"graphed"`
 	GraphTokens int  `json:"graph_tokens,omitempty"`
 }
 
+// RealTokensPerGroup is the tokens of the group's sequences:
+// TokensPerGroup less the padding.
+func (d Deployment) RealTokensPerGroup() int64 { return d.TokensPerGroup - d.PadTokens }
+
 // NewDeployment is BuildWith's decision for a step of w under plan p with
 // capture g: a decode step is graphed when its tokens per DP group,
-// ceil(batch / DP) x (1 + SpecTokens), fit a captured size, and its batch
-// is then padded so each group fills that size; otherwise the batch stays.
-// The inputs are taken as valid (Validate); callers that need the decision
-// before a build (a cache key) call it with the builder's inputs.
+// ceil(batch / DP) x (1 + SpecTokens), fit a captured size, and its
+// token ops then run that size, the rest padding (see Deployment); the
+// sequences stay the batch's. The inputs are taken as valid (Validate);
+// callers that need the decision before a build (a cache key) call it
+// with the builder's inputs.
 func NewDeployment(p Plan, w Workload, g *GraphCapture) Deployment {
 	p, w = p.Normalized(), w.Normalized()
-	d := Deployment{Batch: w.Batch, SeqsPerGroup: ceilDiv(w.Batch, p.DP), PaddedBatch: w.Batch}
+	d := Deployment{Batch: w.Batch, SeqsPerGroup: ceilDiv(w.Batch, p.DP)}
 	d.TokensPerSeq = int64(1 + w.SpecTokens)
 	if w.Phase == Prefill {
 		d.TokensPerSeq = int64(w.Context)
-	} else if g != nil {
-		tok := d.SeqsPerGroup * (1 + w.SpecTokens)
-		if pt, ok := g.Tokens(tok); ok {
+	}
+	d.TokensPerGroup = int64(d.SeqsPerGroup) * d.TokensPerSeq
+	if w.Phase == Decode && g != nil {
+		if pt, ok := g.Tokens(int(d.TokensPerGroup)); ok {
 			d.Graphed, d.GraphTokens = true, pt
-			if pt != tok {
-				d.PaddedBatch = (pt + w.SpecTokens) / (1 + w.SpecTokens) * p.DP
-			}
+			d.PadTokens = int64(pt) - d.TokensPerGroup
+			d.TokensPerGroup = int64(pt)
 		}
 	}
-	d.PaddedSeqsPerGroup = ceilDiv(d.PaddedBatch, p.DP)
-	d.TokensPerGroup = int64(d.PaddedSeqsPerGroup) * d.TokensPerSeq
 	return d
 }
 
@@ -109,15 +123,14 @@ func NewDeployment(p Plan, w Workload, g *GraphCapture) Deployment {
 // fit a captured size (GraphCapture.Step).
 func iterationDeployment(it *Iteration, g *GraphCapture) Deployment {
 	n := it.Requests()
-	d := Deployment{Batch: n, SeqsPerGroup: n, PaddedBatch: n, PaddedSeqsPerGroup: n,
-		TokensPerGroup: it.Tokens() + int64(it.PadTokens)}
+	d := Deployment{Batch: n, SeqsPerGroup: n, TokensPerGroup: it.Tokens() + int64(it.PadTokens), PadTokens: int64(it.PadTokens)}
 	if pt, ok := g.Step(it); ok {
 		d.Graphed, d.GraphTokens = true, int(pt)
 	}
 	return d
 }
 
-// GraphedUnder reports whether the step, as built (its batch padded or
+// GraphedUnder reports whether the step, as built (its tokens padded or
 // not), replays a CUDA graph under capture g: NewDeployment's decision
 // for its plan and workload, or for an engine iteration whether its
 // tokens fit a captured size. It answers for a schedule built under

@@ -31,7 +31,7 @@
 //   - The Schedule: Build / BuildWith (see BuildWith for the op list, the
 //     token counts, EP, DP-attention + EP and DCP semantics), with its
 //     Deployment (NewDeployment: sequences and tokens per DP group, the
-//     batch padded to a CUDA-graph capture size, graphed or not), decided
+//     tokens padded to a CUDA-graph capture size, graphed or not), decided
 //     once.
 //   - MoE routing: Routing (uniform, or the balanced and power-law routings
 //     aiconfigurator's MoE tables were measured under) decides each

@@ -80,7 +80,7 @@ func (b *builder) attnDims(s *site) {
 		b.ad = d
 		return
 	}
-	t := s.tokens
+	t := s.tokens - s.pad // the real sequences' tokens: the padding has no sequence to attend over
 	d.dTok, d.dSeqs, d.pTok, d.rTok = t, s.seqs, t, t
 	d.attended = d.ctx
 	if b.sparse {

@@ -291,32 +291,33 @@ func TestNewDeployment(t *testing.T) {
 		g    *GraphCapture
 		want Deployment
 	}{
-		// 13 tokens fit 16: padded to 16 sequences.
+		// 13 tokens fit 16: 3 padding tokens, still 13 sequences.
 		{"b13 graphed", Plan{TP: 8}, Workload{Batch: 13, Context: 100}, vllm,
-			Deployment{Batch: 13, SeqsPerGroup: 13, PaddedBatch: 16, PaddedSeqsPerGroup: 16, TokensPerSeq: 1, TokensPerGroup: 16, Graphed: true, GraphTokens: 16}},
+			Deployment{Batch: 13, SeqsPerGroup: 13, TokensPerSeq: 1, TokensPerGroup: 16, PadTokens: 3, Graphed: true, GraphTokens: 16}},
 		// 8 tokens are a captured size: no padding.
 		{"b8 exact", Plan{TP: 8}, Workload{Batch: 8, Context: 100}, vllm,
-			Deployment{Batch: 8, SeqsPerGroup: 8, PaddedBatch: 8, PaddedSeqsPerGroup: 8, TokensPerSeq: 1, TokensPerGroup: 8, Graphed: true, GraphTokens: 8}},
+			Deployment{Batch: 8, SeqsPerGroup: 8, TokensPerSeq: 1, TokensPerGroup: 8, Graphed: true, GraphTokens: 8}},
 		// Without a capture every step is eager at its own batch.
 		{"b13 eager", Plan{TP: 8}, Workload{Batch: 13, Context: 100}, nil,
-			Deployment{Batch: 13, SeqsPerGroup: 13, PaddedBatch: 13, PaddedSeqsPerGroup: 13, TokensPerSeq: 1, TokensPerGroup: 13}},
-		// 2 speculative tokens: 13 x 3 = 39 tokens fit 40, (40 + 2) / 3 =
-		// 14 sequences of 3 tokens, 42 tokens.
+			Deployment{Batch: 13, SeqsPerGroup: 13, TokensPerSeq: 1, TokensPerGroup: 13}},
+		// 2 speculative tokens: 13 x 3 = 39 tokens fit 40, one padding
+		// token (not 14 whole sequences of 42 tokens).
 		{"b13 mtp2", Plan{TP: 8}, Workload{Batch: 13, Context: 100, SpecTokens: 2}, vllm,
-			Deployment{Batch: 13, SeqsPerGroup: 13, PaddedBatch: 14, PaddedSeqsPerGroup: 14, TokensPerSeq: 3, TokensPerGroup: 42, Graphed: true, GraphTokens: 40}},
-		// DP 4: ceil(9/4) = 3 sequences per group, padded to 4, 16 in all.
+			Deployment{Batch: 13, SeqsPerGroup: 13, TokensPerSeq: 3, TokensPerGroup: 40, PadTokens: 1, Graphed: true, GraphTokens: 40}},
+		// DP 4: ceil(9/4) = 3 sequences per group, their 3 tokens on the
+		// graph of 4.
 		{"b9 dp4", Plan{TP: 2, DP: 4, EP: true}, Workload{Batch: 9, Context: 100}, vllm,
-			Deployment{Batch: 9, SeqsPerGroup: 3, PaddedBatch: 16, PaddedSeqsPerGroup: 4, TokensPerSeq: 1, TokensPerGroup: 4, Graphed: true, GraphTokens: 4}},
-		// DP 8: 65 per group fit 72; 576 in all (the whole batch exceeds
-		// 512 tokens, no group does).
+			Deployment{Batch: 9, SeqsPerGroup: 3, TokensPerSeq: 1, TokensPerGroup: 4, PadTokens: 1, Graphed: true, GraphTokens: 4}},
+		// DP 8: 65 per group fit 72 (the whole batch exceeds 512 tokens,
+		// no group does).
 		{"b520 dp8", Plan{TP: 1, DP: 8, EP: true}, Workload{Batch: 520, Context: 100}, vllm,
-			Deployment{Batch: 520, SeqsPerGroup: 65, PaddedBatch: 576, PaddedSeqsPerGroup: 72, TokensPerSeq: 1, TokensPerGroup: 72, Graphed: true, GraphTokens: 72}},
+			Deployment{Batch: 520, SeqsPerGroup: 65, TokensPerSeq: 1, TokensPerGroup: 72, PadTokens: 7, Graphed: true, GraphTokens: 72}},
 		// Past the largest size: eager.
 		{"b520 tp8", Plan{TP: 8}, Workload{Batch: 520, Context: 100}, vllm,
-			Deployment{Batch: 520, SeqsPerGroup: 520, PaddedBatch: 520, PaddedSeqsPerGroup: 520, TokensPerSeq: 1, TokensPerGroup: 520}},
+			Deployment{Batch: 520, SeqsPerGroup: 520, TokensPerSeq: 1, TokensPerGroup: 520}},
 		// Prefill runs eagerly: 3 prompts of 100 tokens.
 		{"prefill", Plan{TP: 8}, Workload{Phase: Prefill, Batch: 3, Context: 100}, vllm,
-			Deployment{Batch: 3, SeqsPerGroup: 3, PaddedBatch: 3, PaddedSeqsPerGroup: 3, TokensPerSeq: 100, TokensPerGroup: 300}},
+			Deployment{Batch: 3, SeqsPerGroup: 3, TokensPerSeq: 100, TokensPerGroup: 300}},
 	}
 	ds := mustPreset(t, "deepseek-v3") // with an MTP layer for the speculative tokens
 	for _, c := range cases {
@@ -325,7 +326,7 @@ func TestNewDeployment(t *testing.T) {
 				t.Fatalf("NewDeployment = %+v\nwant            %+v", got, c.want)
 			}
 			s := mustBuild(t, ds, c.plan, c.w, BuildOptions{Graphs: c.g})
-			if s.Deploy != c.want || s.Workload.Batch != c.want.PaddedBatch {
+			if s.Deploy != c.want || s.Workload.Batch != c.w.Batch {
 				t.Errorf("schedule: deploy %+v, batch %d; want %+v", s.Deploy, s.Workload.Batch, c.want)
 			}
 			// The first layer's ops are sized for the group's tokens.

@@ -55,10 +55,11 @@ type Prepared struct {
 	Spec Spec
 	// Scenario is Spec.Scenario as run: the executor's kernels
 	// (Options.Engine = executor), the backend's timing events per op, and
-	// RunBatch the batch the schedule runs (padded under CUDA graphs).
+	// RunTokens the tokens per DP group the schedule's token ops run (the
+	// captured size under a CUDA graph).
 	Scenario sim.Scenario
 	// Schedule is what every rank runs; its Deploy says whether the step
-	// is captured and replayed as a CUDA graph, and for which batch.
+	// is captured and replayed as a CUDA graph, and of how many tokens.
 	Schedule *model.Schedule
 	// Prediction is the whole scenario's prediction (nil without
 	// Spec.Predict); PredictedUs its device time per op ID on the first
@@ -160,13 +161,13 @@ func Prepare(spec Spec) (*Prepared, error) {
 		// events (the scenario records them).
 		scen.Options.TimingEventsPerOp = te.TimingEventsPerOp()
 	}
-	// The schedule the engine runs (the batch padded for CUDA graphs),
-	// which the prediction prices and the spans record.
+	// The schedule the engine runs (its token ops padded to the CUDA
+	// graph's size), which the prediction prices and the spans record.
 	sched, err := sim.BuildSchedule(scen)
 	if err != nil {
 		return nil, err
 	}
-	scen.RunBatch = sched.Deploy.PaddedBatch
+	scen.RunTokens = sched.Deploy.TokensPerGroup
 	js, err := scen.MarshalJSON()
 	if err != nil {
 		return nil, err

@@ -30,7 +30,8 @@ type engineKernels struct {
 	qkNope int
 	dcp    bool
 	// seqs is the sequences each rank's attention serves in the schedule
-	// (Deploy.PaddedSeqsPerGroup): an attention op's query tokens over it
+	// (Deploy.SeqsPerGroup: the real ones; a CUDA graph's padding tokens
+	// attend to nothing): an attention op's query tokens over it
 	// are the tokens per sequence a split launch's blocks group
 	// (mergeUs).
 	seqs int
@@ -201,7 +202,7 @@ func (k *engineKernels) paddedTiles(op *model.Op) *engprof.PaddedTiles {
 func (k *engineKernels) noteSchedule(s *model.Schedule) {
 	k.dcp = s.Plan.Normalized().DCP > 1
 	k.qkNope = 0
-	k.seqs = s.Deploy.PaddedSeqsPerGroup
+	k.seqs = s.Deploy.SeqsPerGroup
 	k.piecewise = k.dcp && k.prof.Graphs.DCPPiecewise
 	if len(s.Ranks) == 0 {
 		return

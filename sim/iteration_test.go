@@ -285,3 +285,61 @@ func TestIterationGraphsByEngine(t *testing.T) {
 		}
 	}
 }
+
+// TestGraphedStepMatchesIteration: a decode step padded to a CUDA-graph
+// capture size is one step however it is asked for. predict's step
+// (PredictScenario: the batch's sequences, padding tokens up to the
+// captured size) and the serving simulation's iteration of the same
+// sequences (ExactStepUs: real tokens, padded by the coster) price the
+// same schedule: vLLM pads tokens, which attention skips, never whole
+// sequences that attend over the context. The cases are the ones an audit
+// found 2-34 % apart when predict padded sequences.
+func TestGraphedStepMatchesIteration(t *testing.T) {
+	ds := mustPreset(t, "deepseek-v3")
+	box, err := topology.Preset("h200-nvswitch")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := New(box, Options{CUDAGraphs: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mtp := model.BuildOptions{Spec: model.Spec{Method: model.SpecMTP}}
+	for _, c := range []struct {
+		build model.BuildOptions
+		w     model.Workload
+	}{
+		{model.BuildOptions{}, model.Workload{Batch: 5, Context: 4096}},
+		{model.BuildOptions{}, model.Workload{Batch: 5, Context: 131072}},
+		{model.BuildOptions{}, model.Workload{Batch: 9, Context: 65536}},
+		{mtp, model.Workload{Batch: 1, Context: 4096, SpecTokens: 2}},
+		{mtp, model.Workload{Batch: 3, Context: 32768, SpecTokens: 2}},
+		{mtp, model.Workload{Batch: 1, Context: 4096, SpecTokens: 4}},
+	} {
+		t.Run(fmt.Sprintf("%s/k%d", c.w, c.w.SpecTokens), func(t *testing.T) {
+			sc := Scenario{Arch: ds, Plan: model.Plan{TP: 8}, Workload: c.w, Build: c.build}
+			pr, err := p.PredictScenario(sc)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !pr.Graphed {
+				t.Fatalf("%s: eager; the case wants a graphed step", c.w)
+			}
+			ic, err := NewIterationCoster(p, sc)
+			if err != nil {
+				t.Fatal(err)
+			}
+			it := model.Iteration{SpecTokens: c.w.SpecTokens}
+			for range c.w.Batch {
+				it.AddDecode(c.w.Context)
+			}
+			got, err := ic.ExactStepUs(it)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if math.Abs(pr.StepUs/got-1) > 0.01 {
+				t.Errorf("predict's step %.1f us, the serving simulation's %.1f us (%+.1f %%)", pr.StepUs, got, 100*(pr.StepUs/got-1))
+			}
+		})
+	}
+}

@@ -81,8 +81,8 @@ type Options struct {
 	// CUDAGraphs replays the decode step as a captured CUDA graph: one host
 	// launch per step instead of one per kernel, Device.LaunchGraphUs of
 	// device time per kernel instead of the larger stream-launch gap
-	// (Device.KernelGapEagerUs), and the batch padded up to the next
-	// captured size (GraphSizes; nil = vLLM's default list, see
+	// (Device.KernelGapEagerUs), and the step's tokens padded up to the
+	// next captured size (GraphSizes; nil = vLLM's default list, see
 	// CaptureSizes).
 	CUDAGraphs bool  `json:"cuda_graphs,omitempty"`
 	GraphSizes []int `json:"graph_sizes,omitempty"`

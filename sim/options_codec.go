@@ -53,7 +53,7 @@ type OptionField struct {
 func OptionFields() []OptionField { return slices.Clone(optionFields) }
 
 var optionFields = []OptionField{
-	{Name: "cuda-graphs", Kind: OptionBool, Help: "replay decode steps as captured CUDA graphs, the batch padded to the capture sizes (vLLM's default; false = --enforce-eager)",
+	{Name: "cuda-graphs", Kind: OptionBool, Help: "replay decode steps as captured CUDA graphs, their tokens padded to the capture sizes (vLLM's default; false = --enforce-eager)",
 		Get: func(o *Options) string { return boolText(o.CUDAGraphs) },
 		Set: func(o *Options, v string) (err error) { o.CUDAGraphs, err = parseBool(v); return }},
 	{Name: "graph-sizes", Kind: OptionInts, Help: "CUDA-graph capture sizes in tokens, increasing (default: vLLM's 1, 2, 4, 8..512)",

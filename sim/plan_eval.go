@@ -36,7 +36,7 @@ import (
 // symmetry shortcut for built schedules, builtSymmetric; rank 0 then
 // stands for all, as in Predictor.run), and one engine run of about
 // (m + dense) layers instead of 61-78 layers. The short schedule is
-// cached per (architecture, plan, workload, padded batch, graphed), so
+// cached per (architecture, plan, workload, captured size, graphed), so
 // one build serves every topology and option set of a sweep; each cache
 // slot keeps its own model.Builder, so a build after the first reuses
 // the memory of the schedule it evicts and a sweep allocates little.
@@ -79,12 +79,13 @@ type reducedArch struct {
 }
 
 type schedKey struct {
-	arch    *model.Arch
-	plan    model.Plan
-	w       model.Workload
-	build   model.BuildOptions
-	padded  int
-	graphed bool
+	arch  *model.Arch
+	plan  model.Plan
+	w     model.Workload
+	build model.BuildOptions
+	// graphTokens is the captured size the step replays (0: eager).
+	graphTokens int
+	graphed     bool
 }
 
 // schedViews is the short schedule (one rank standing for all when
@@ -175,13 +176,13 @@ func (e *Evaluator) shortArch(a *model.Arch) *model.Arch {
 // viewsFor returns the (cached) one-rank schedules of the scenario and
 // their deployment. The cache is keyed on the deployment the builder will
 // decide (model.NewDeployment under the capture the Predictor builds the
-// scenario's step with, Predictor.specCapture: the padded batch and
-// whether it is graphed), so one build serves every topology and option
+// scenario's step with, Predictor.specCapture: the captured size it
+// replays and whether it is graphed), so one build serves every topology and option
 // set that lays the same step.
 func (e *Evaluator) viewsFor(p *Predictor, sc Scenario, short *model.Arch) (*schedViews, error) {
 	plan := sc.Plan.Normalized()
 	d := model.NewDeployment(plan, sc.Workload, p.specCapture(sc))
-	key := schedKey{arch: sc.Arch, plan: plan, w: sc.Workload.Normalized(), build: sc.Build, padded: d.PaddedBatch, graphed: d.Graphed}
+	key := schedKey{arch: sc.Arch, plan: plan, w: sc.Workload.Normalized(), build: sc.Build, graphTokens: d.GraphTokens, graphed: d.Graphed}
 	capacity := e.Schedules
 	if capacity <= 0 {
 		capacity = maxCachedSchedules

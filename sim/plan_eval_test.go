@@ -85,8 +85,8 @@ func TestFastEvalAgreesWithEngine(t *testing.T) {
 			if math.Abs(got.TokensPerS-want.TokensPerS)/want.TokensPerS > 0.005 {
 				t.Errorf("tokens/s %.2f, engine %.2f", got.TokensPerS, want.TokensPerS)
 			}
-			if got.Graphed != want.Graphed || got.PaddedBatch != want.PaddedBatch || got.Sequences != want.Sequences {
-				t.Errorf("graphed/padded/sequences %v/%d/%d, engine %v/%d/%d", got.Graphed, got.PaddedBatch, got.Sequences, want.Graphed, want.PaddedBatch, want.Sequences)
+			if got.Graphed != want.Graphed || got.GraphTokens != want.GraphTokens || got.Sequences != want.Sequences {
+				t.Errorf("graphed/graph tokens/sequences %v/%d/%d, engine %v/%d/%d", got.Graphed, got.GraphTokens, got.Sequences, want.Graphed, want.GraphTokens, want.Sequences)
 			}
 			if got.Memory == nil || want.Memory == nil || *got.Memory != *want.Memory {
 				t.Errorf("memory fit %+v, engine %+v", got.Memory, want.Memory)
@@ -107,22 +107,22 @@ func TestGraphStep(t *testing.T) {
 		name    string
 		plan    model.Plan
 		w       model.Workload
-		padded  int
+		graph   int // tokens per DP group of the graph replayed (0: eager)
 		graphed bool
 	}{
-		// 520 sequences over 8 DP groups: 65 per group, padded to the
-		// captured 72, so 576 in all; the whole batch exceeds 512 tokens
+		// 520 sequences over 8 DP groups: 65 per group, their tokens
+		// padded to the captured 72; the whole batch exceeds 512 tokens
 		// but no engine runs more than 72.
-		{"dp8-b520", model.Plan{TP: 1, DP: 8, EP: true}, model.Workload{Batch: 520, Context: 1024, KVDtype: model.FP8}, 576, true},
+		{"dp8-b520", model.Plan{TP: 1, DP: 8, EP: true}, model.Workload{Batch: 520, Context: 1024, KVDtype: model.FP8}, 72, true},
 		// One engine past the largest captured size runs eagerly.
-		{"tp8-b520", model.Plan{TP: 8}, model.Workload{Batch: 520, Context: 1024, KVDtype: model.FP8}, 520, false},
-		{"prefill", model.Plan{TP: 8}, model.Workload{Phase: model.Prefill, Batch: 2, Context: 1024, KVDtype: model.FP8}, 2, false},
+		{"tp8-b520", model.Plan{TP: 8}, model.Workload{Batch: 520, Context: 1024, KVDtype: model.FP8}, 0, false},
+		{"prefill", model.Plan{TP: 8}, model.Workload{Phase: model.Prefill, Batch: 2, Context: 1024, KVDtype: model.FP8}, 0, false},
 	}
 	var ev Evaluator
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			if d := model.NewDeployment(c.plan.Normalized(), c.w, seedOptions.GraphCapture()); d.PaddedBatch != c.padded || d.Graphed != c.graphed {
-				t.Fatalf("NewDeployment: padded %d graphed %v, want %d %v", d.PaddedBatch, d.Graphed, c.padded, c.graphed)
+			if d := model.NewDeployment(c.plan.Normalized(), c.w, seedOptions.GraphCapture()); d.GraphTokens != c.graph || d.Graphed != c.graphed {
+				t.Fatalf("NewDeployment: graph of %d tokens graphed %v, want %d %v", d.GraphTokens, d.Graphed, c.graph, c.graphed)
 			}
 			sc := Scenario{Arch: kimi, Plan: c.plan, Workload: c.w}
 			p, err := New(box, seedOptions)
@@ -142,8 +142,8 @@ func TestGraphStep(t *testing.T) {
 				t.Fatal(err)
 			}
 			for _, got := range []Summary{pr.Summary, sum, fast} {
-				if got.PaddedBatch != c.padded || got.Graphed != c.graphed {
-					t.Errorf("padded %d graphed %v, want %d %v", got.PaddedBatch, got.Graphed, c.padded, c.graphed)
+				if got.GraphTokens != c.graph || got.Graphed != c.graphed {
+					t.Errorf("graph of %d tokens graphed %v, want %d %v", got.GraphTokens, got.Graphed, c.graph, c.graphed)
 				}
 			}
 			// The engine launched as reported: a graph charges no host

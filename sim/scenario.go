@@ -35,9 +35,15 @@ type Scenario struct {
 	// TopoRef finds Topo again (preset name, or file path and hash);
 	// zero means Topo's name, which must then be resolvable.
 	TopoRef topology.Ref
-	// RunBatch is the batch the schedule ran with (padded for CUDA
-	// graphs), recorded by run; 0 before a run. A comparison checks that
-	// the schedule it rebuilds has the same batch.
+	// RunTokens is the tokens per DP group the schedule's token ops ran
+	// (model.Deployment.TokensPerGroup: the captured size under a CUDA
+	// graph), recorded by run; 0 before a run. A comparison checks that
+	// the schedule it rebuilds runs as many.
+	RunTokens int64
+	// RunBatch is what runs recorded before a graphed step padded tokens
+	// instead of sequences: the batch of whole sequences the schedule ran
+	// (padded for CUDA graphs). Read from such a trace, never written; a
+	// comparison refuses a rebuilt step of another batch.
 	RunBatch int
 	// Costs prices ops from measured tables before the priors (a perf
 	// DB, see UseCostSource); nil: priors only. The JSON records its name
@@ -94,13 +100,16 @@ type Summary struct {
 	TokensPerStepVar float64 `json:"tokens_per_step_var,omitempty"`
 	// SpecHostUs is the host's drafting time included in StepUs (ngram,
 	// suffix; 0 otherwise).
-	SpecHostUs           float64    `json:"spec_host_us,omitempty"`
-	TokensPerSPerRequest float64    `json:"tokens_per_s_per_request"`
-	TokensPerS           float64    `json:"tokens_per_s"`
-	CommShareFrac        float64    `json:"comm_share_frac"`
-	Graphed              bool       `json:"graphed"`
-	PaddedBatch          int        `json:"padded_batch"`
-	Memory               *MemoryFit `json:"memory,omitempty"`
+	SpecHostUs           float64 `json:"spec_host_us,omitempty"`
+	TokensPerSPerRequest float64 `json:"tokens_per_s_per_request"`
+	TokensPerS           float64 `json:"tokens_per_s"`
+	CommShareFrac        float64 `json:"comm_share_frac"`
+	Graphed              bool    `json:"graphed"`
+	// GraphTokens is the tokens per DP group of the CUDA graph the step
+	// replays (its token ops run them; attention serves the Sequences);
+	// 0 when eager.
+	GraphTokens int        `json:"graph_tokens,omitempty"`
+	Memory      *MemoryFit `json:"memory,omitempty"`
 }
 
 // ErrDoesNotFit is wrapped by the error of a scenario whose weights and KV
@@ -109,7 +118,7 @@ var ErrDoesNotFit = errors.New("does not fit in GPU memory")
 
 // schedule builds the schedule the engine runs for the scenario: the
 // options' CUDA-graph capture goes to the builder, which pads a graphed
-// decode step up to its captured size (vLLM pads decode batches;
+// decode step's tokens up to its captured size (vLLM pads decode steps;
 // serving-facts.md) and says so on the schedule (Schedule.Deploy). The
 // builder validates the plan, workload and build options (a
 // *model.PlanError naming the field); the box must hold the plan's GPUs.
@@ -152,8 +161,8 @@ func Predict(sc Scenario) (*Prediction, *model.Schedule, error) {
 
 // BuildSchedule returns the schedule the serving engine runs for the
 // scenario: model.BuildWith under the options' CUDA-graph capture, so a
-// graphed decode step is built at the batch padded up to its captured size
-// (Schedule.Deploy says whether it is graphed and for which batch). It is
+// graphed decode step's tokens are padded up to its captured size
+// (Schedule.Deploy says whether it is graphed and of how many tokens). It is
 // what Predict prices and what a run executes, so both see one schedule.
 func BuildSchedule(sc Scenario) (*model.Schedule, error) {
 	if err := sc.Options.Validate(); err != nil {
@@ -173,7 +182,7 @@ func (p *Predictor) PredictScenario(sc Scenario) (*Prediction, error) {
 }
 
 // PredictScenarioSchedule is PredictScenario that also returns the
-// schedule it predicted (batch padded as under CUDA graphs), for callers
+// schedule it predicted (tokens padded as under CUDA graphs), for callers
 // that align predicted ops with measured ones or read op fields a
 // Prediction does not carry (advise).
 func (p *Predictor) PredictScenarioSchedule(sc Scenario) (*Prediction, *model.Schedule, error) {
@@ -188,8 +197,8 @@ func (p *Predictor) PredictScenarioSchedule(sc Scenario) (*Prediction, *model.Sc
 	pr.SpecHostUs = specHostUs(sc)
 	pr.StepUs += pr.SpecHostUs
 	pr.Spec = specStepOf(sc)
-	// pr.Workload stays the workload priced (the padded batch); Sequences
-	// counts the real ones.
+	// Sequences counts the batch's sequences; GraphTokens the graph's
+	// tokens per DP group.
 	p.fixTokens(&pr.Summary, sc, s.Deploy)
 	pr.Memory = p.memoryFit(sc, s.Deploy)
 	pr.Caveats = p.Caveats(sc)
@@ -238,7 +247,7 @@ func (p *Predictor) Evaluate(sc Scenario) (Summary, error) {
 // padding.
 func (p *Predictor) fixTokens(sum *Summary, sc Scenario, d model.Deployment) {
 	sum.Sequences = d.Batch
-	sum.PaddedBatch = d.PaddedBatch
+	sum.GraphTokens = d.GraphTokens
 	sum.TokensPerStep, sum.TokensPerStepVar = 1, 0
 	if y := specYield(p.opts, sc.Build.Spec, sc.Workload, sc.Arch); y != nil {
 		sum.TokensPerStep, sum.TokensPerStepVar = y.TokensPerStep, y.TokensVar
@@ -264,6 +273,7 @@ type scenarioJSON struct {
 	// recorded before boxes travelled by value.
 	Box       json.RawMessage `json:"box,omitempty"`
 	BoxSHA256 string          `json:"box_sha256,omitempty"`
+	RunTokens int64           `json:"run_tokens,omitempty"`
 	RunBatch  int             `json:"run_batch,omitempty"`
 	Costs     string          `json:"cost_source,omitempty"`
 	// DenseDSAChosen: Build.DenseDSA was chosen, not the engine's
@@ -290,7 +300,7 @@ func (sc Scenario) MarshalJSON() ([]byte, error) {
 		tr = topology.Ref{Name: sc.Topo.Name}
 	}
 	j := scenarioJSON{Model: mr, Build: sc.Build, Plan: sc.Plan.Normalized(), Workload: sc.Workload.Normalized(),
-		Options: sc.Options, Topology: tr, RunBatch: sc.RunBatch, Costs: sc.CostSourceName(), DenseDSAChosen: sc.DenseDSAChosen}
+		Options: sc.Options, Topology: tr, RunTokens: sc.RunTokens, RunBatch: sc.RunBatch, Costs: sc.CostSourceName(), DenseDSAChosen: sc.DenseDSAChosen}
 	if sc.Topo != nil {
 		box, err := json.Marshal(sc.Topo)
 		if err != nil {
@@ -333,7 +343,7 @@ func DecodeScenario(data []byte, topo *topology.Topology) (Scenario, error) {
 	if err := j.Options.Validate(); err != nil {
 		return Scenario{}, fmt.Errorf("scenario %w", err)
 	}
-	sc := Scenario{Arch: a, Build: j.Build, Plan: j.Plan, Workload: j.Workload, Options: j.Options, TopoRef: j.Topology, RunBatch: j.RunBatch, Topo: topo, CostsName: j.Costs,
+	sc := Scenario{Arch: a, Build: j.Build, Plan: j.Plan, Workload: j.Workload, Options: j.Options, TopoRef: j.Topology, RunTokens: j.RunTokens, RunBatch: j.RunBatch, Topo: topo, CostsName: j.Costs,
 		DenseDSAChosen: j.DenseDSAChosen}
 	if d := j.Build.Spec.Draft; d != (model.Ref{}) {
 		if sc.Build.Spec.Drafter, err = d.Resolve(); err != nil {

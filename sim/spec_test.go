@@ -264,7 +264,7 @@ func TestSpecEngineRefusals(t *testing.T) {
 
 // TestSpecCaptureSGLang: SGLang captures its spec list in sequences, each
 // verifying 1 + K tokens: 5 sequences x 4 tokens = 20 is captured as is,
-// where vLLM's token list pads 20 to 24 (6 sequences).
+// where vLLM's token list pads 20 to 24 tokens.
 func TestSpecCaptureSGLang(t *testing.T) {
 	topo, err := topology.Resolve("rtxpro6000-2s", 0)
 	if err != nil {
@@ -272,8 +272,8 @@ func TestSpecCaptureSGLang(t *testing.T) {
 	}
 	for _, c := range []struct {
 		engine string
-		padded int
-	}{{"sglang@0.5", 5}, {"vllm@0.24", 6}} {
+		graph  int
+	}{{"sglang@0.5", 20}, {"vllm@0.24", 24}} {
 		ref, _ := engprof.ParseRef(c.engine)
 		sc := Scenario{Arch: mustPreset(t, "kimi-k2.5"), Plan: model.Plan{TP: 8}, Topo: topo, Options: Options{Engine: ref, CUDAGraphs: true},
 			Workload: model.Workload{Batch: 5, Context: 100, SpecTokens: 3}, Build: model.BuildOptions{Spec: model.Spec{Method: model.SpecNgram}}}
@@ -281,8 +281,8 @@ func TestSpecCaptureSGLang(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if s.Deploy.PaddedBatch != c.padded || !s.Deploy.Graphed {
-			t.Errorf("%s: padded batch %d (graphed %v), want %d", c.engine, s.Deploy.PaddedBatch, s.Deploy.Graphed, c.padded)
+		if s.Deploy.GraphTokens != c.graph || !s.Deploy.Graphed || s.Deploy.SeqsPerGroup != 5 {
+			t.Errorf("%s: graph of %d tokens over %d sequences (graphed %v), want %d over 5", c.engine, s.Deploy.GraphTokens, s.Deploy.SeqsPerGroup, s.Deploy.Graphed, c.graph)
 		}
 	}
 }
@@ -290,7 +290,7 @@ func TestSpecCaptureSGLang(t *testing.T) {
 // TestEvaluatorSpecCapture: the Evaluator's schedules serve every box and
 // option set that lays the same step, so its key must be the deployment
 // the scenario's engine decides: the same n-gram step under vLLM (padded
-// to 6 sequences) and SGLang (its spec list: 5 as is) evaluated by one
+// to 24 tokens) and SGLang (its spec list: 20 as is) evaluated by one
 // Evaluator, in either order, gives each engine's own step.
 func TestEvaluatorSpecCapture(t *testing.T) {
 	topo, err := topology.Resolve("rtxpro6000-2s", 0)
@@ -312,8 +312,8 @@ func TestEvaluatorSpecCapture(t *testing.T) {
 		}
 		want[e] = s
 	}
-	if want["vllm@0.24"].PaddedBatch != 6 || want["sglang@0.5"].PaddedBatch != 5 {
-		t.Fatalf("padded batches vLLM %d, SGLang %d: want 6 and 5", want["vllm@0.24"].PaddedBatch, want["sglang@0.5"].PaddedBatch)
+	if want["vllm@0.24"].GraphTokens != 24 || want["sglang@0.5"].GraphTokens != 20 {
+		t.Fatalf("graph tokens vLLM %d, SGLang %d: want 24 and 20", want["vllm@0.24"].GraphTokens, want["sglang@0.5"].GraphTokens)
 	}
 	for _, order := range [][]string{{"vllm@0.24", "sglang@0.5"}, {"sglang@0.5", "vllm@0.24"}} {
 		var ev Evaluator
@@ -322,8 +322,8 @@ func TestEvaluatorSpecCapture(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got.PaddedBatch != want[e].PaddedBatch || got.StepUs != want[e].StepUs {
-				t.Errorf("%v: %s: padded %d, step %.3f us; alone: padded %d, step %.3f us", order, e, got.PaddedBatch, got.StepUs, want[e].PaddedBatch, want[e].StepUs)
+			if got.GraphTokens != want[e].GraphTokens || got.StepUs != want[e].StepUs {
+				t.Errorf("%v: %s: graph %d, step %.3f us; alone: graph %d, step %.3f us", order, e, got.GraphTokens, got.StepUs, want[e].GraphTokens, want[e].StepUs)
 			}
 		}
 	}

@@ -52,20 +52,23 @@ func runJSON(t *testing.T, args ...string) (map[string]any, string) {
 // TestRunSpansPredictionEqualsCompare: the prediction `run` writes on each
 // op span (tpscope.predicted_us) and the one `compare` makes from the
 // trace's recorded scenario are the same, op by op and for the step, for
-// the scenarios where they used to part: a graphed step whose batch is
-// padded (9 -> 16 under vLLM's capture sizes), GLM-5 run as dense MLA,
-// DP attention + EP, and MTP.
+// the scenarios where they used to part: a graphed step whose tokens are
+// padded (batch 9 on the graph of 16 under vLLM's capture sizes), GLM-5
+// run as dense MLA, DP attention + EP, and MTP (batch 3 of 2 tokens on
+// the graph of 8). The step span records the batch as asked, and the
+// scenario the tokens per DP group the graph ran.
 func TestRunSpansPredictionEqualsCompare(t *testing.T) {
 	seed := []string{"--nccl-proto", "LL", "--p2p-level", "SYS", "--kv-dtype", "bf16", "--topo", "rtxpro6000-2s"}
 	cases := []struct {
 		name     string
 		args     []string
 		workload string // what the step span must say ran
+		tokens   string // the recorded scenario's run_tokens
 	}{
-		{"graphs padded batch", []string{"--model", "kimi-k2.5-nvfp4", "--batch", "9"}, "decode b16 ctx4096 kv=bf16"},
-		{"dense dsa", []string{"--model", "glm-5-nvfp4", "--dense-dsa", "--batch", "1"}, "decode b1 ctx4096 kv=bf16"},
-		{"dp ep", []string{"--model", "kimi-k2.5-nvfp4", "--tp", "1", "--dp", "8", "--ep", "--batch", "64"}, "decode b64 ctx4096 kv=bf16"},
-		{"mtp", []string{"--model", "deepseek-v3", "--mtp", "1", "--batch", "3"}, "decode b4 ctx4096 spec1 kv=bf16"},
+		{"graphs padded batch", []string{"--model", "kimi-k2.5-nvfp4", "--batch", "9"}, "decode b9 ctx4096 kv=bf16", `"run_tokens":16`},
+		{"dense dsa", []string{"--model", "glm-5-nvfp4", "--dense-dsa", "--batch", "1"}, "decode b1 ctx4096 kv=bf16", `"run_tokens":1`},
+		{"dp ep", []string{"--model", "kimi-k2.5-nvfp4", "--tp", "1", "--dp", "8", "--ep", "--batch", "64"}, "decode b64 ctx4096 kv=bf16", `"run_tokens":8`},
+		{"mtp", []string{"--model", "deepseek-v3", "--mtp", "1", "--batch", "3"}, "decode b3 ctx4096 spec1 kv=bf16", `"run_tokens":8`},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -76,8 +79,8 @@ func TestRunSpansPredictionEqualsCompare(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if len(res.Scenarios) != 1 || res.Scenarios[0].Workload != tc.workload || res.Scenarios[0].JSON == "" {
-				t.Fatalf("recorded scenarios %+v, want one that ran %q with its JSON", res.Scenarios, tc.workload)
+			if len(res.Scenarios) != 1 || res.Scenarios[0].Workload != tc.workload || !strings.Contains(res.Scenarios[0].JSON, tc.tokens) {
+				t.Fatalf("recorded scenarios %+v, want one that ran %q with its JSON (%s)", res.Scenarios, tc.workload, tc.tokens)
 			}
 			// The prediction on the spans, per (rank, op ID).
 			onSpan := map[[2]string]float64{}

@@ -788,7 +788,8 @@ func TestRecordedScenarioSpec(t *testing.T) {
 
 // TestRecordedScenarioGraphSizes: the capture sizes a recorded run was
 // replayed with are how it ran, as its CUDA graphs are: --graph-sizes that
-// would pad its batch to another size (16,32 over the batch-8 graph run
+// would pad its batch to another size (the trace, recorded when graphs
+// padded whole sequences, says batch 8: the graph of 8 tokens) (16,32 over the batch-8 graph run
 // had priced batch 16 against it, +12.5 % where the run's own batch gives
 // -10.1 %, said only in the 'left out' table) or leave it uncaptured
 // (1,2,4: priced eager) is refused in one line naming the flag, the file
@@ -798,9 +799,9 @@ func TestRecordedScenarioGraphSizes(t *testing.T) {
 	const graph = "../../exec/cuda/testdata/h200/h200-kimi-k2.5-tp8-rank0-graph-b8-catalog.otlp.jsonl.gz"
 	const eager = "../../exec/cuda/testdata/h200/h200-kimi-k2.5-tp8-rank0-eager.otlp.jsonl.gz"
 	checkUsageErrors(t, []usageCase{
-		{"pads to another batch", []string{"compare", "--trace", graph, "--graph-sizes", "16,32"}, "--graph-sizes 16+32: " + graph + " measured CUDA graph replay of batch 8"},
-		{"leaves it eager", []string{"compare", "--trace", graph, "--graph-sizes", "1,2,4"}, "--graph-sizes 1+2+4: " + graph + " measured CUDA graph replay of batch 8"},
-		{"calibrate", []string{"calibrate", "--trace", graph, "--graph-sizes", "16,32", "-o", filepath.Join(t.TempDir(), "box.json")}, "--graph-sizes 16+32: " + graph + " measured CUDA graph replay of batch 8"},
+		{"pads to another batch", []string{"compare", "--trace", graph, "--graph-sizes", "16,32"}, "--graph-sizes 16+32: " + graph + " measured CUDA graph replay of 8 tokens"},
+		{"leaves it eager", []string{"compare", "--trace", graph, "--graph-sizes", "1,2,4"}, "--graph-sizes 1+2+4: " + graph + " measured CUDA graph replay of 8 tokens"},
+		{"calibrate", []string{"calibrate", "--trace", graph, "--graph-sizes", "16,32", "-o", filepath.Join(t.TempDir(), "box.json")}, "--graph-sizes 16+32: " + graph + " measured CUDA graph replay of 8 tokens"},
 		{"over an eager run", []string{"compare", "--trace", eager, "--graph-sizes", "8,16"}, "--graph-sizes 8+16: " + eager + " measured CUDA graphs off"},
 	})
 	if code, _, stderr := runCLI(t, "compare", "--trace", graph, "--graph-sizes", "4,8,16"); code != 0 {

@@ -441,19 +441,24 @@ func (f *scenarioFlags) graphSizesFact(was sim.Scenario) traceFact {
 		return traceFact{flags: []string{"graph-sizes"}, what: "CUDA graphs", trace: "off",
 			why: "capture sizes price nothing in a run without CUDA graphs"}
 	}
-	replay := func(o sim.Options, ran int) string {
+	replay := func(o sim.Options, ran sim.Scenario) string {
 		d := model.NewDeployment(was.Plan, was.Workload, o.GraphCapture())
 		switch {
 		case !d.Graphed:
 			return "none (eager steps)"
-		case ran > 0:
-			return fmt.Sprintf("of batch %d", ran)
+		case ran.RunTokens > 0:
+			return fmt.Sprintf("of %d tokens", ran.RunTokens)
+		case ran.RunBatch > 0:
+			// Recorded when graphs padded whole sequences: the tokens per
+			// group those sequences ran.
+			dp := ran.Plan.Normalized().DP
+			return fmt.Sprintf("of %d tokens", (ran.RunBatch+dp-1)/dp*(1+ran.Workload.SpecTokens))
 		}
-		return fmt.Sprintf("of batch %d", d.PaddedBatch)
+		return fmt.Sprintf("of %d tokens", d.GraphTokens)
 	}
 	asked := was.Options
 	asked.GraphSizes = f.opts.GraphSizes
-	return newTraceFact([]string{"graph-sizes"}, "CUDA graph replay", replay(was.Options, was.RunBatch), replay(asked, 0),
+	return newTraceFact([]string{"graph-sizes"}, "CUDA graph replay", replay(was.Options, was), replay(asked, sim.Scenario{}),
 		"the capture sizes a run replayed its step with are how it ran: others would price a step of another batch, or eager")
 }
 

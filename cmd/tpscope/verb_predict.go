@@ -101,7 +101,7 @@ func writePredictTable(w io.Writer, pr *sim.Prediction, top int, md bool) error 
 		{"model", pr.Model},
 		{"topology", pr.Topology},
 		{"plan", pr.Plan.String()},
-		{"workload", fmt.Sprintf("%s batch %d (run as %d), context %d, spec tokens %d, kv %s", pr.Workload.Phase, pr.Sequences, pr.PaddedBatch, pr.Workload.Context, pr.Workload.SpecTokens, pr.Workload.KVDtype)},
+		{"workload", fmt.Sprintf("%s batch %d (%s), context %d, spec tokens %d, kv %s", pr.Workload.Phase, pr.Sequences, graphNote(pr.GraphTokens, pr.Plan), pr.Workload.Context, pr.Workload.SpecTokens, pr.Workload.KVDtype)},
 		{"options", pr.OptionsLabel()},
 	}
 	kv = append(kv, pricedByOf(pr, "").lines("engine")...)

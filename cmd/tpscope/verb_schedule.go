@@ -63,15 +63,32 @@ head.*, mtp.*) are the ones predictions and traces are joined on. The executor
 (run, --engine executor) runs exactly these ops; predict prices each as the
 engine's kernels (companion kernels, fused all-reduce + norm, its MoE kernel), so
 its kernel count per rank differs from the op count here.
-The batch is the one the engine runs: padded up to the next CUDA-graph
-capture size when the decode step is graphed (--cuda-graphs, --graph-sizes, the
-engine's capture sizes; vLLM's default). A flag that changes only the pricing
+A graphed decode step (--cuda-graphs, --graph-sizes, the engine's capture sizes;
+vLLM's default) pads its tokens up to the next capture size: the padding runs
+through every op but attention, RoPE and the KV-cache write, which serve the
+batch's sequences only, as vLLM runs them. A flag that changes only the pricing
 (NCCL settings, --custom-ar, --ar-norm-fusion, --overlap, --moe-kernel,
 --attention-backend, acceptance rates, --gpu-mem-util, --perf-db) is refused: pass
 it to predict. By default only rank 0 is printed; --rank -1 prints every rank.`,
 	Example: "tpscope schedule --model kimi-k2.5-nvfp4 --tp 8 --batch 4 --context 8192\n" +
 		"tpscope schedule --model glm-5 --tp 8 --output json --rank -1",
 	New: func() Options { return &scheduleOptions{sc: newScenarioFlags(), output: formatTable} },
+}
+
+// graphNote says the CUDA graph a step replays: "graph of 8 tokens" (per
+// DP group when there are several), or "eager" (graphTokens 0).
+func graphNote(graphTokens int, p model.Plan) string {
+	if graphTokens <= 0 {
+		return "eager"
+	}
+	s := fmt.Sprintf("graph of %d tokens", graphTokens)
+	if graphTokens == 1 {
+		s = "graph of 1 token"
+	}
+	if p.Normalized().DP > 1 {
+		s += " per DP group"
+	}
+	return s
 }
 
 // scheduleOptions are schedule's flags.
@@ -108,7 +125,7 @@ func (o *scheduleOptions) Run(ctx context.Context, args []string, std IO) error 
 	if o.rank < -1 || o.rank >= len(s.Ranks) {
 		return flagError("--rank", o.rank, "want -1 or 0..%d", len(s.Ranks)-1)
 	}
-	return printSchedule(s, scen.Workload.Batch, o.rank, o.output, std.Stdout)
+	return printSchedule(s, o.rank, o.output, std.Stdout)
 }
 
 // scheduleFlags are the scenario flags the Schedule depends on: the model,
@@ -156,10 +173,9 @@ func opsOf(s *model.Schedule, rank int) []*model.Op {
 	return ops
 }
 
-// printSchedule prints s's ops (of one rank, or every rank for -1);
-// batch is the batch asked for, which the title names beside the
-// schedule's own where a CUDA-graph capture padded it.
-func printSchedule(s *model.Schedule, batch, rank int, out string, w io.Writer) error {
+// printSchedule prints s's ops (of one rank, or every rank for -1); the
+// title says the CUDA graph a graphed step replays (graphNote).
+func printSchedule(s *model.Schedule, rank int, out string, w io.Writer) error {
 	ops := opsOf(s, rank)
 	doc := scheduleJSON{Model: s.Model, Plan: s.Plan.String(), Workload: s.Workload.String(), Ranks: len(s.Ranks),
 		Ops: make([]scheduleOpJSON, 0, len(ops))}
@@ -174,7 +190,7 @@ func printSchedule(s *model.Schedule, batch, rank int, out string, w io.Writer) 
 	return render(w, out, view{
 		JSON: doc,
 		CSV:  func(w io.Writer) error { return writeScheduleCSV(w, ops) },
-		Text: func(w io.Writer, md bool) error { return writeScheduleTable(w, s, batch, rank, ops, md) },
+		Text: func(w io.Writer, md bool) error { return writeScheduleTable(w, s, rank, ops, md) },
 	})
 }
 
@@ -203,7 +219,7 @@ func writeScheduleCSV(w io.Writer, ops []*model.Op) error {
 
 // writeScheduleTable is the schedule for people: one row per op and a
 // total.
-func writeScheduleTable(w io.Writer, s *model.Schedule, batch, rank int, ops []*model.Op, md bool) error {
+func writeScheduleTable(w io.Writer, s *model.Schedule, rank int, ops []*model.Op, md bool) error {
 	rows := make([][]string, 0, len(ops)+1)
 	for _, op := range ops {
 		shape, dt, comm := "", string(op.WeightDtype), ""
@@ -229,8 +245,8 @@ func writeScheduleTable(w io.Writer, s *model.Schedule, batch, rank int, ops []*
 	rows = append(rows, []string{"total", fmt.Sprintf("%d ops", t.Ops), "", "", "", units.Count(t.FLOPs), units.Bytes(t.Bytes),
 		units.Bytes(t.WeightBytes), units.Bytes(t.KVBytes), fmt.Sprintf("%d collectives, %s", t.Collectives, units.Bytes(float64(t.CommBytes)))})
 	wl := s.Workload.String()
-	if batch > 0 && batch != s.Workload.Batch {
-		wl += fmt.Sprintf(" (batch %d run as %d: the CUDA-graph capture it pads to)", batch, s.Workload.Batch)
+	if s.Deploy.PadTokens > 0 {
+		wl += " (" + graphNote(s.Deploy.GraphTokens, s.Plan) + ": the padding runs every op but attention)"
 	}
 	title := fmt.Sprintf("%s  %s  %s  (%d ranks; the model's ops, before an engine's kernels and fusions)", s.Model, s.Plan.String(), wl, len(s.Ranks))
 	return writeFirstTable(w, title, "", []string{"rank", "id", "kind", "shape", "dtype", "flops", "bytes", "weights", "kv", "comm"}, rows, md)

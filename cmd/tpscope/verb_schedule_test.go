@@ -9,8 +9,8 @@ import (
 // pricing; a flag that only prices them (its kernels, fusions, costs) is
 // refused in one line naming it, where it once printed the same 1342 ops
 // and said nothing; a flag the schedule depends on changes it: eager
-// steps run the batch as asked, graphed ones the capture size above it
-// (vLLM's sizes: 201 runs as 208).
+// steps run the batch's tokens, graphed ones the capture size above them
+// (vLLM's sizes: 201 tokens on the graph of 208), the batch as asked.
 func TestScheduleRefusesPricingFlags(t *testing.T) {
 	for _, args := range [][]string{
 		{"--ar-norm-fusion"}, {"--moe-kernel", "marlin"}, {"--nccl-proto", "LL"}, {"--custom-ar", "off"},
@@ -26,9 +26,9 @@ func TestScheduleRefusesPricingFlags(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"--batch", "201"}, "decode b208 "},
-		{[]string{"--batch", "201", "--cuda-graphs=false"}, "decode b201 "},
-		{[]string{"--batch", "201", "--graph-sizes", "256"}, "decode b256 "},
+		{[]string{"--batch", "201"}, "decode b201 ctx4096 kv=fp8 (graph of 208 tokens: "},
+		{[]string{"--batch", "201", "--cuda-graphs=false"}, "decode b201 ctx4096 kv=fp8  "},
+		{[]string{"--batch", "201", "--graph-sizes", "256"}, "decode b201 ctx4096 kv=fp8 (graph of 256 tokens: "},
 	} {
 		code, out, stderr := runCLI(t, append([]string{"schedule"}, c.args...)...)
 		if first, _, _ := strings.Cut(out, "\n"); code != 0 || !strings.Contains(first, c.want) || !strings.Contains(first, "the model's ops, before an engine's kernels and fusions") {
@@ -37,16 +37,16 @@ func TestScheduleRefusesPricingFlags(t *testing.T) {
 	}
 }
 
-// TestScheduleNamesPaddedBatch: a batch a CUDA-graph capture pads is named
-// beside the padded one the schedule lists (batch 3 runs as the capture
-// of 4, vLLM's sizes 1, 2, 4, 8...), as predict's workload line names it;
-// an eager step and a batch that is a capture size name one batch.
+// TestScheduleNamesPaddedBatch: a batch whose tokens a CUDA-graph capture
+// pads is listed as asked, with the graph its token ops run (batch 3 on
+// the graph of 4, vLLM's sizes 1, 2, 4, 8...), as predict's workload line
+// names it; an eager step and a batch that is a capture size pad nothing.
 func TestScheduleNamesPaddedBatch(t *testing.T) {
 	for _, c := range []struct {
 		args []string
 		want string // in the title; "" for no padding note
 	}{
-		{[]string{"--batch", "3"}, "decode b4 ctx4096 kv=bf16 (batch 3 run as 4: the CUDA-graph capture it pads to)"},
+		{[]string{"--batch", "3"}, "decode b3 ctx4096 kv=bf16 (graph of 4 tokens: the padding runs every op but attention)"},
 		{[]string{"--batch", "4"}, ""},
 		{[]string{"--batch", "3", "--cuda-graphs=false"}, ""},
 	} {
@@ -55,7 +55,7 @@ func TestScheduleNamesPaddedBatch(t *testing.T) {
 		if code != 0 {
 			t.Fatalf("%v: exit %d: %s", c.args, code, errs)
 		}
-		if c.want != "" && !strings.Contains(first, c.want) || c.want == "" && strings.Contains(first, "run as") {
+		if c.want != "" && !strings.Contains(first, c.want) || c.want == "" && strings.Contains(first, "graph of") {
 			t.Errorf("%v: title %q, want %q", c.args, first, c.want)
 		}
 	}

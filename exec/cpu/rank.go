@@ -62,14 +62,22 @@ func elemsOf(bytes float64, dt model.Dtype) int {
 	return int(math.Ceil(bytes / bpv))
 }
 
-// sequences returns (sequences, tokens per sequence) of an attention op
-// of m query tokens: the sequences each DP group's ops are sized for
-// (Deploy.PaddedSeqsPerGroup), each with m / sequences tokens (1 +
-// SpecTokens in decode, one per sequence in a later MTP pass, the prompt
-// in prefill). An engine iteration mixes decode and prefill queries, which
-// its requests do not split evenly: each token is then its own sequence.
-func (r *rank) sequences(m int) (int, int) {
-	seqs := r.ss.s.Deploy.PaddedSeqsPerGroup
+// sequences returns (sequences, tokens per sequence) of attention op op
+// of m query tokens: the sequences whose cache it reads, each with
+// m / sequences tokens (1 + SpecTokens in decode, one per sequence in a
+// later MTP pass, the prompt in prefill). An MLA decode op says it (its
+// KVBytes are sequences x N cached tokens x K latent values); another
+// serves the group's real sequences (Deploy.SeqsPerGroup: a CUDA graph's
+// padding tokens attend to nothing). An engine iteration mixes decode
+// and prefill queries, which its requests do not split evenly: each token
+// is then its own sequence.
+func (r *rank) sequences(op *model.Op, m int) (int, int) {
+	seqs := r.ss.s.Deploy.SeqsPerGroup
+	if op.Role == model.RoleMLADecode && op.KVBytes > 0 && op.N > 0 && op.K > 0 {
+		if bpv := op.KVDtype.BytesPerValue(); bpv > 0 {
+			seqs = int(math.Round(op.KVBytes / (float64(op.N) * float64(op.K) * bpv)))
+		}
+	}
 	if seqs > 0 && m%seqs == 0 {
 		return seqs, m / seqs
 	}
@@ -136,7 +144,7 @@ func newRank(ss *session, rk int) (*rank, error) {
 				v := prefillV(op)
 				z.need(0, m*b*(2*k+v), m*b*v, n*n)
 			default:
-				seqs, tps := r.sequences(m)
+				seqs, tps := r.sequences(op, m)
 				rows := tps * b
 				z.need(0, m*b*k, max(m*b*k, m*n), rows*n)
 				cache := latent
@@ -354,7 +362,7 @@ func (r *rank) bindAttention(op *model.Op, latent, indexer map[int][]float32) (f
 			return nil
 		}, nil
 	case model.RoleMLADecode:
-		seqs, tps := r.sequences(m)
+		seqs, tps := r.sequences(op, m)
 		rows := tps * heads
 		// FLOPs = tokens*heads*ctx*2*(lat+kvLora): recover kvLora (the
 		// value width of the latent) from the op.
@@ -373,7 +381,7 @@ func (r *rank) bindAttention(op *model.Op, latent, indexer map[int][]float32) (f
 	default:
 		// Indexer scoring (DSA): per token, heads dot products with every
 		// cached key, ReLU, summed over heads into [tokens, ctx] scores.
-		seqs, tps := r.sequences(m)
+		seqs, tps := r.sequences(op, m)
 		rows := tps * heads
 		cache := indexer[op.Layer]
 		return func(context.Context) error {

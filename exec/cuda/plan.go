@@ -354,9 +354,10 @@ func (pl *planner) planAttention(op *model.Op) (opPlan, error) {
 		kvb = 1
 	}
 	p.tokens = int(op.M)
-	// The sequences of the op's DP group (the builder's deployment), each
-	// with tokens / seqs query tokens.
-	seqs := max(1, pl.sched.Deploy.PaddedSeqsPerGroup)
+	// The real sequences of the op's DP group (the builder's deployment:
+	// a CUDA graph's padding tokens attend to nothing), each with
+	// tokens / seqs query tokens; an MLA decode op's KV bytes say its own.
+	seqs := max(1, pl.sched.Deploy.SeqsPerGroup)
 	var notes []string
 	switch {
 	case op.Role == model.RoleMLADecode && op.K > 0 && op.K%8 == 0 && op.K <= latentDim && w.Phase != model.Prefill:

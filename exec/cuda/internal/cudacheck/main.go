@@ -909,7 +909,7 @@ func runModel(args []string) error {
 		}
 	}
 	// The same path as tpscope run (pipeline): the schedule as sim builds
-	// it for the scenario (a graphed batch padded to vLLM's capture sizes),
+	// it for the scenario (a graphed step's tokens padded to vLLM's capture sizes),
 	// the backend configured from the scenario, spans to the destination.
 	var lr []int
 	if *local != "" {
