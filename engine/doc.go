@@ -2,7 +2,8 @@
 // and version (vLLM, SGLang, TensorRT-LLM, and tpscope's own executor),
 // per GPU architecture family, weight format, KV-cache dtype and phase,
 // which kernels run a step of an MLA + MoE model — the MLA attention
-// backends, the default one per architecture and KV dtype with its
+// backends (dense, and the sparse ones a DSA model run sparse takes), the
+// default one per architecture and KV dtype with its
 // split-KV grid and the kernels it launches, the MoE kernel per weight
 // format and its launches, the dense-GEMM kernel per format, the
 // compiler's fusions, the CUDA-graph mode and capture sizes, the custom

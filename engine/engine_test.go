@@ -2,6 +2,7 @@ package engine
 
 import (
 	"errors"
+	"fmt"
 	"math"
 	"slices"
 	"strings"
@@ -121,7 +122,7 @@ func TestAttentionSelection(t *testing.T) {
 	}
 	for _, c := range cases {
 		p := mustLookup(t, c.engine)
-		b, err := p.Backend(c.arch, c.kv, c.qkNope, c.dcp, c.override)
+		b, err := p.Backend(MLAUse{Arch: c.arch, KV: c.kv, QKNope: c.qkNope, DCP: c.dcp}, c.override)
 		name := c.engine + " " + c.arch.String() + " " + c.kv.String() + " " + c.override
 		if sub, ok := strings.CutPrefix(c.want, "error: "); ok {
 			if err == nil || !strings.Contains(err.Error(), sub) || strings.Contains(err.Error(), "\n") {
@@ -132,6 +133,76 @@ func TestAttentionSelection(t *testing.T) {
 		if err != nil || b.Name != c.want {
 			t.Errorf("%s: %v %v, want %s", name, b, err, c.want)
 		}
+	}
+}
+
+// TestSparseAttentionSelection: a DSA model run sparse (GLM-5 not under
+// --dense-dsa) takes vLLM 0.24's sparse MLA backend on every family that
+// has one, whatever its KV dtype and qk_nope_head_dim: vLLM's
+// validate_configuration refuses every backend whose is_sparse differs
+// from the model's use_sparse (hasattr(hf_config, "index_topk")), and
+// _get_backend_priorities lists FLASHMLA_SPARSE on SM10x and the other
+// families alike (vllm/platforms/cuda.py at 002db495);
+// FlashMLASparseBackend.supports_compute_capability takes majors 9 and
+// 10, its supported_kv_cache_dtypes bfloat16 and fp8_ds_mla
+// (flashmla_sparse.py). A dense backend named for a sparse model is
+// refused, as vLLM's get_attn_backend_cls raises for a selected backend
+// that is not valid; the sparse one named for a dense model likewise.
+// A profile that states no sparse backend (SGLang 0.5's, today) keeps
+// pricing its dense choice.
+func TestSparseAttentionSelection(t *testing.T) {
+	for _, c := range []struct {
+		engine   string
+		arch     Arch
+		kv       KVDtype
+		sparse   bool
+		override string
+		want     string // backend name, or "error: <substring>"
+	}{
+		// B200 (was CUTLASS_MLA for GLM-5's qk_nope 192) and H200 (was
+		// FLASHMLA with an FP8 cache, FLASH_ATTN_MLA with bf16).
+		{"vllm", SM100, KVFP8, true, "", "FLASHMLA_SPARSE"},
+		{"vllm", SM100, KV16, true, "", "FLASHMLA_SPARSE"},
+		{"vllm", SM90, KVFP8, true, "", "FLASHMLA_SPARSE"},
+		{"vllm", SM90, KV16, true, "", "FLASHMLA_SPARSE"},
+		{"vllm", SM90, KVFP8, true, "flashmla_sparse", "FLASHMLA_SPARSE"},
+		// No sparse MLA kernel for SM 8.x or SM12x in 0.24.
+		{"vllm", SM120, KVFP8, true, "", "error: no sparse MLA attention backend for sm120"},
+		{"vllm", SM80, KV16, true, "", "error: FLASHMLA_SPARSE runs on sm90, sm100 only"},
+		// A dense backend for a sparse model, and the reverse.
+		{"vllm", SM100, KVFP8, true, "CUTLASS_MLA", "error: CUTLASS_MLA is a dense MLA backend"},
+		{"vllm", SM90, KVFP8, true, "flashmla", "error: FLASHMLA is a dense MLA backend: a DSA model's sparse attention runs on a sparse one (FLASHMLA_SPARSE; --dense-dsa"},
+		{"vllm", SM90, KVFP8, false, "FLASHMLA_SPARSE", "error: runs DSA sparse attention only"},
+		// The dense choice is unchanged by the sparse backend's presence.
+		{"vllm", SM90, KVFP8, false, "", "FLASHMLA"},
+		{"vllm", SM100, KV16, false, "", "CUTLASS_MLA"},
+		{"sglang", SM90, KVFP8, true, "", "flashmla"},
+	} {
+		p := mustLookup(t, c.engine)
+		u := MLAUse{Arch: c.arch, KV: c.kv, QKNope: 192, Sparse: c.sparse}
+		b, err := p.Backend(u, c.override)
+		name := fmt.Sprintf("%s %+v %q", c.engine, u, c.override)
+		if sub, ok := strings.CutPrefix(c.want, "error: "); ok {
+			if err == nil || !strings.Contains(err.Error(), sub) || strings.Contains(err.Error(), "\n") {
+				t.Errorf("%s: %v, %v; want one-line error containing %q", name, b, err, sub)
+			}
+			continue
+		}
+		if err != nil || b.Name != c.want {
+			t.Errorf("%s: %v %v, want %s", name, b, err, c.want)
+		}
+	}
+	// What the sparse decode launches besides its kernel (flashmla_sparse.py
+	// forward_mqa, FP8 cache at fewer than 64 heads a rank): concat_mla_q,
+	// the top-k conversion, the padded query's fill and copy, and the merge
+	// of the KV splits; its grid fills the SMs (num_sm_parts), no module
+	// table measured it.
+	b, err := mustLookup(t, "vllm").Backend(MLAUse{Arch: SM100, KV: KVFP8, Sparse: true}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !b.Sparse || len(b.Companions) != 5 || b.Grid.Kind != GridSMFill || b.Table != "" || !b.NoStandIn || b.CUDAGraph != "full" {
+		t.Errorf("FLASHMLA_SPARSE: %+v", b)
 	}
 }
 
@@ -149,7 +220,7 @@ func TestSplitRules(t *testing.T) {
 		{"sglang", 8, 0, 16, 32, 2},
 	} {
 		p := mustLookup(t, c.engine)
-		b, err := p.Backend(SM120, KV16, 128, false, "")
+		b, err := p.Backend(MLAUse{Arch: SM120, KV: KV16, QKNope: 128}, "")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -339,7 +410,7 @@ func TestFactsPerArch(t *testing.T) {
 		arch Arch
 		want string // the backend's condition, "" none
 	}{{SM120, "a vLLM build whose TRITON_MLA reads FP8 KV"}, {SM90, ""}} {
-		b, err := vl.Backend(c.arch, KVFP8, 128, false, "TRITON_MLA")
+		b, err := vl.Backend(MLAUse{Arch: c.arch, KV: KVFP8, QKNope: 128}, "TRITON_MLA")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -463,8 +534,9 @@ func FuzzParse(f *testing.F) {
 		}
 		for _, a := range anyArch() {
 			for _, kv := range []KVDtype{KV16, KVFP8} {
-				_, _ = p.Backend(a, kv, 128, false, "")
-				_, _ = p.Backend(a, kv, 192, true, "triton")
+				_, _ = p.Backend(MLAUse{Arch: a, KV: kv, QKNope: 128}, "")
+				_, _ = p.Backend(MLAUse{Arch: a, KV: kv, QKNope: 192, DCP: true}, "triton")
+				_, _ = p.Backend(MLAUse{Arch: a, KV: kv, QKNope: 192, Sparse: true}, "")
 			}
 			for f := BF16; f <= INT4; f++ {
 				_, _ = p.MoEKernel(a, f, "")

@@ -198,9 +198,28 @@ type AttentionBackend struct {
 	// backend's or version's module rows must not price it (a split rule
 	// that decides its time at long context differs from theirs); its
 	// modules keep the priors.
-	Table     string   `yaml:"table"`
-	NoStandIn bool     `yaml:"no_stand_in"`
-	Cite      []string `yaml:"cite"`
+	Table     string `yaml:"table"`
+	NoStandIn bool   `yaml:"no_stand_in"`
+	// Sparse: the backend runs DSA sparse attention (the query attends
+	// to the indexer's top-k cached tokens) and nothing else; a dense one
+	// cannot run a sparse model (vLLM's is_sparse, matched against the
+	// model's use_sparse in backend selection).
+	Sparse bool     `yaml:"sparse"`
+	Cite   []string `yaml:"cite"`
+}
+
+// MLAUse is what an MLA decode backend's validity depends on: the GPU
+// family, the KV dtype, the model's qk_nope_head_dim (0: not checked),
+// whether decode context parallelism merges partial results by their
+// log-sum-exp, and whether the engine runs the model's DSA sparse
+// attention sparse here (an indexer model not run dense: not
+// --dense-dsa, nor a family the profile's dsa.dense_archs name).
+type MLAUse struct {
+	Arch   Arch
+	KV     KVDtype
+	QKNope int
+	DCP    bool
+	Sparse bool
 }
 
 // Condition is what an engine's build must have for a fact of its
@@ -238,11 +257,20 @@ func normName(s string) string {
 	return strings.ReplaceAll(strings.ToLower(strings.TrimSpace(s)), "-", "_")
 }
 
-// valid reports why the backend cannot run (arch, kv, qkNope; 0 =
-// unknown, not checked; an FP8 cache is not gated on a device no family
-// covers, a CPU stand-in; dcp: under decode context parallelism, which
-// merges partial results by their log-sum-exp), "" when it can.
-func (b *AttentionBackend) valid(a Arch, kv KVDtype, qkNope int, dcp bool) string {
+// valid reports why the backend cannot run u (qkNope 0 = unknown, not
+// checked; an FP8 cache is not gated on a device no family covers, a CPU
+// stand-in; dcp: under decode context parallelism, which merges partial
+// results by their log-sum-exp; sparse: a DSA model run sparse, where
+// strict says the profile states sparse backends, so a dense one cannot
+// stand in), "" when it can.
+func (b *AttentionBackend) valid(u MLAUse, strict bool) string {
+	a, kv, qkNope, dcp := u.Arch, u.KV, u.QKNope, u.DCP
+	switch {
+	case strict && !b.Sparse:
+		return "is a dense MLA backend: a DSA model's sparse attention runs on a sparse one"
+	case b.Sparse && !u.Sparse:
+		return "runs DSA sparse attention only (the model's attention is dense here)"
+	}
 	if !b.Archs.Has(a) {
 		return fmt.Sprintf("runs on %s only", archList(b.Archs))
 	}
@@ -261,19 +289,26 @@ func (b *AttentionBackend) valid(a Arch, kv KVDtype, qkNope int, dcp bool) strin
 	return ""
 }
 
-// Backend returns the backend that runs MLA decode for family a, KV
-// dtype kv, a model whose qk_nope_head_dim is qkNope (0: not checked),
-// with or without decode context parallelism: the one named by override
-// when set (an error when the engine has no such backend or it cannot
-// run here), else the first valid one of the family's priority list.
-func (p *Profile) Backend(a Arch, kv KVDtype, qkNope int, dcp bool, override string) (*AttentionBackend, error) {
+// Backend returns the backend that runs MLA decode for u: the one named
+// by override when set (an error when the engine has no such backend or
+// it cannot run here), else the first valid one of the family's priority
+// list. A sparse u takes only a sparse backend where the profile states
+// any; a profile that states none prices its dense backends for it.
+func (p *Profile) Backend(u MLAUse, override string) (*AttentionBackend, error) {
+	a, kv := u.Arch, u.KV
+	strict := u.Sparse && p.statesSparse()
 	if override != "" {
 		for i := range p.Attention.Backends {
 			b := &p.Attention.Backends[i]
 			if !b.Matches(override) {
 				continue
 			}
-			if why := b.valid(a, kv, qkNope, dcp); why != "" {
+			if why := b.valid(u, strict); why != "" {
+				if strict && !b.Sparse {
+					// The engine's own refusal: every dense MLA backend
+					// is invalid for a model that uses sparse attention.
+					why += fmt.Sprintf(" (%s; --dense-dsa prices the model dense)", strings.Join(p.sparseNames(), ", "))
+				}
 				return nil, fmt.Errorf("%s's attention backend %s %s", p.Name(), b.Name, why)
 			}
 			return b, nil
@@ -290,15 +325,35 @@ func (p *Profile) Backend(a Arch, kv KVDtype, qkNope int, dcp bool, override str
 			if b == nil {
 				continue
 			}
-			why := b.valid(a, kv, qkNope, dcp)
+			why := b.valid(u, strict)
 			if why == "" {
 				return b, nil
 			}
 			whys = append(whys, b.Name+" "+why)
 		}
-		return nil, fmt.Errorf("%s has no MLA attention backend for %s with a %s KV cache (%s)", p.Name(), a, kv, strings.Join(whys, "; "))
+		what := "MLA"
+		if strict {
+			what = "sparse MLA"
+		}
+		return nil, fmt.Errorf("%s has no %s attention backend for %s with a %s KV cache (%s)", p.Name(), what, a, kv, strings.Join(whys, "; "))
 	}
 	return nil, fmt.Errorf("%s has no MLA attention backend on %s", p.Name(), a)
+}
+
+// statesSparse reports whether the profile states a sparse MLA backend.
+func (p *Profile) statesSparse() bool {
+	return slices.ContainsFunc(p.Attention.Backends, func(b AttentionBackend) bool { return b.Sparse })
+}
+
+// sparseNames are the profile's sparse MLA backends.
+func (p *Profile) sparseNames() []string {
+	var out []string
+	for _, b := range p.Attention.Backends {
+		if b.Sparse {
+			out = append(out, b.Name)
+		}
+	}
+	return out
 }
 
 func (p *Profile) backend(name string) *AttentionBackend {

@@ -101,9 +101,12 @@ func (s *Source) mlaKernel(cands []MLAKey, kvd model.Dtype, qkNope int, a engine
 	if kvd == model.FP8 || kvd == model.FP8Block128 {
 		kv = engine.KVFP8
 	}
-	b, err := s.prof.Backend(a, kv, qkNope, false, s.attnOverride)
+	// Dense: a block with the DSA indexer's ops is not the measured
+	// module (mlaBlock's forms), so sparse attention keeps the priors.
+	u := engine.MLAUse{Arch: a, KV: kv, QKNope: qkNope}
+	b, err := s.prof.Backend(u, s.attnOverride)
 	if err != nil {
-		b, err = s.prof.Backend(a, kv, qkNope, false, "")
+		b, err = s.prof.Backend(u, "")
 	}
 	if err == nil && b.Table != "" {
 		for _, c := range cands {

@@ -2,6 +2,7 @@ package sim
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	engprof "github.com/tpscope/tpscope/engine"
@@ -29,6 +30,10 @@ type engineKernels struct {
 	// context parallelism merges partial attention.
 	qkNope int
 	dcp    bool
+	// sparse: the schedule runs DSA sparse attention (it has the
+	// indexer's ops) and the engine runs it sparse on this family
+	// (runsSparse), so only a sparse backend can run its decode.
+	sparse bool
 	// seqs is the sequences each rank's attention serves in the schedule
 	// (Deploy.SeqsPerGroup: the real ones; a CUDA graph's padding tokens
 	// attend to nothing): an attention op's query tokens over it
@@ -54,10 +59,8 @@ type engineKernels struct {
 }
 
 type attnSlot struct {
-	kv     engprof.KVDtype
-	qkNope int
-	dcp    bool
-	b      *engprof.AttentionBackend
+	use engprof.MLAUse
+	b   *engprof.AttentionBackend
 }
 
 func (k *engineKernels) init(dev *topology.Device, prof *engprof.Profile, opts *Options) {
@@ -100,17 +103,17 @@ func kvOf(d model.Dtype) engprof.KVDtype {
 // (CheckEngine refuses such a scenario before any work; priced then as an
 // SM-filling kernel without companions).
 func (k *engineKernels) attention(op *model.Op) *engprof.AttentionBackend {
-	kv := kvOf(op.KVDtype)
+	u := engprof.MLAUse{Arch: k.arch, KV: kvOf(op.KVDtype), QKNope: k.qkNope, DCP: k.dcp, Sparse: k.sparse}
 	for i := range k.attnMemo {
-		if s := &k.attnMemo[i]; s.kv == kv && s.qkNope == k.qkNope && s.dcp == k.dcp {
+		if s := &k.attnMemo[i]; s.use == u {
 			return s.b
 		}
 	}
-	b, err := k.prof.Backend(k.arch, kv, k.qkNope, k.dcp, k.attnOverride)
+	b, err := k.prof.Backend(u, k.attnOverride)
 	if err != nil && k.attnOverride != "" {
-		b, _ = k.prof.Backend(k.arch, kv, k.qkNope, k.dcp, "")
+		b, _ = k.prof.Backend(u, "")
 	}
-	k.attnMemo = append(k.attnMemo, attnSlot{kv: kv, qkNope: k.qkNope, dcp: k.dcp, b: b})
+	k.attnMemo = append(k.attnMemo, attnSlot{use: u, b: b})
 	return b
 }
 
@@ -202,12 +205,17 @@ func (k *engineKernels) paddedTiles(op *model.Op) *engprof.PaddedTiles {
 func (k *engineKernels) noteSchedule(s *model.Schedule) {
 	k.dcp = s.Plan.Normalized().DCP > 1
 	k.qkNope = 0
+	k.sparse = false
 	k.seqs = s.Deploy.SeqsPerGroup
 	k.piecewise = k.dcp && k.prof.Graphs.DCPPiecewise
 	if len(s.Ranks) == 0 {
 		return
 	}
 	ops := s.Ranks[0]
+	// The builder lays out the indexer's ops only for sparse attention
+	// (model.CondSparse): their presence is the schedule's word on it.
+	sparse := slices.ContainsFunc(ops, func(o model.Op) bool { return o.Role.Module() == model.ModIndexer })
+	k.sparse = runsSparse(k.prof, k.arch, sparse)
 	for i := range ops {
 		if ops[i].Role == model.RoleWUK {
 			k.qkNope = int(ops[i].K)
@@ -272,6 +280,26 @@ func ImpliedDenseDSA(a *model.Arch, t *topology.Topology, eng engprof.Ref) bool 
 	return p.DenseDSA(archOf(t))
 }
 
+// runsSparse reports whether the engine runs a model's DSA sparse
+// attention (sparse: the scenario prices it sparse) with a sparse
+// backend on family a: not where the profile runs DSA dense (SM12x),
+// where --dense-dsa=false prices kernels the engine lacks and its dense
+// backend stands in (the caveat says so).
+func runsSparse(p *engprof.Profile, a engprof.Arch, sparse bool) bool {
+	return sparse && !p.DenseDSA(a)
+}
+
+// mlaUse is what sc's MLA decode backend is chosen by on engine p's
+// family a with KV dtype kv.
+func (sc Scenario) mlaUse(p *engprof.Profile, a engprof.Arch, kv engprof.KVDtype) engprof.MLAUse {
+	u := engprof.MLAUse{Arch: a, KV: kv, DCP: sc.Plan.Normalized().DCP > 1}
+	if sc.Arch != nil {
+		u.QKNope = sc.Arch.QKNopeHeadDim
+		u.Sparse = runsSparse(p, a, sc.Arch.HasIndexer() && !sc.Build.DenseDSA)
+	}
+	return u
+}
+
 // FP8KVBackend is the MLA decode backend sc's engine runs with an FP8
 // cache on sc's box (its --attention-backend honoured) and what that
 // needs of the engine's build there (engprof.AttentionBackend.FP8KVNeeds;
@@ -282,11 +310,8 @@ func (sc Scenario) FP8KVBackend() (string, *engprof.Condition, error) {
 	if err != nil {
 		return "", nil, err
 	}
-	a, qk := archOf(sc.Topo), 0
-	if sc.Arch != nil {
-		qk = sc.Arch.QKNopeHeadDim
-	}
-	b, err := p.Backend(a, engprof.KVFP8, qk, sc.Plan.Normalized().DCP > 1, string(sc.Options.AttentionBackend))
+	a := archOf(sc.Topo)
+	b, err := p.Backend(sc.mlaUse(p, a, engprof.KVFP8), string(sc.Options.AttentionBackend))
 	if err != nil {
 		return "", nil, err
 	}
@@ -324,7 +349,7 @@ func (sc Scenario) CheckEngine() error {
 	if sc.Arch != nil && sc.Arch.KVLoraRank > 0 {
 		kv := kvOf(sc.Workload.KVDtypeFor(sc.Arch))
 		plan := sc.Plan.Normalized()
-		if _, err := p.Backend(a, kv, sc.Arch.QKNopeHeadDim, plan.DCP > 1, string(o.AttentionBackend)); err != nil {
+		if _, err := p.Backend(sc.mlaUse(p, a, kv), string(o.AttentionBackend)); err != nil {
 			switch {
 			case o.AttentionBackend != "":
 				return flag("attention-backend", string(o.AttentionBackend), err)
@@ -374,7 +399,7 @@ func (p *Predictor) EngineSummary(sc Scenario) string {
 	parts := []string{name}
 	if sc.Arch != nil && sc.Arch.KVLoraRank > 0 {
 		kv := kvOf(sc.Workload.KVDtypeFor(sc.Arch))
-		if b, err := k.prof.Backend(k.arch, kv, sc.Arch.QKNopeHeadDim, sc.Plan.Normalized().DCP > 1, k.attnOverride); err == nil {
+		if b, err := k.prof.Backend(sc.mlaUse(k.prof, k.arch, kv), k.attnOverride); err == nil {
 			g := string(b.Grid.Kind)
 			if b.Grid.Kind == engprof.GridSplitKV {
 				n := p.cm.tritonFixedSplits
@@ -480,9 +505,10 @@ func (p *Predictor) decodeBackend(sc Scenario) *engprof.AttentionBackend {
 		return nil
 	}
 	k := &p.cm.engineKernels
-	b, err := k.prof.Backend(k.arch, kvOf(sc.Workload.KVDtypeFor(sc.Arch)), sc.Arch.QKNopeHeadDim, sc.Plan.Normalized().DCP > 1, k.attnOverride)
+	u := sc.mlaUse(k.prof, k.arch, kvOf(sc.Workload.KVDtypeFor(sc.Arch)))
+	b, err := k.prof.Backend(u, k.attnOverride)
 	if err != nil {
-		b, _ = k.prof.Backend(k.arch, kvOf(sc.Workload.KVDtypeFor(sc.Arch)), sc.Arch.QKNopeHeadDim, sc.Plan.Normalized().DCP > 1, "")
+		b, _ = k.prof.Backend(u, "")
 	}
 	return b
 }

@@ -485,3 +485,52 @@ func TestDCPCapturesPiecewise(t *testing.T) {
 		}
 	}
 }
+
+// TestSparseDecodeBackendPriced: GLM-5's sparse decode on SM90 / SM100 is
+// priced with vLLM 0.24's sparse MLA backend, FLASHMLA_SPARSE, not the
+// dense one its KV dtype and qk_nope_head_dim would pick (CUTLASS_MLA on
+// the B200, FLASHMLA on the H200, two companions each): the schedule's
+// indexer ops make the decode sparse, and its companions are the five
+// kernels flashmla_sparse.py's FP8 decode launches besides
+// flash_mla_with_kvcache at 8 heads a rank (concat_mla_q, the top-k
+// conversion, the padded query's fill and copy, the split merge), each at
+// the op's kernel floor. Run dense (--dense-dsa) the dense backend stays.
+func TestSparseDecodeBackendPriced(t *testing.T) {
+	for _, c := range []struct {
+		topo   string
+		dense  bool
+		want   int
+		engine string
+	}{
+		{"nvswitch:8xb200", false, 5, "attention FLASHMLA_SPARSE"},
+		{"h200-nvswitch", false, 5, "attention FLASHMLA_SPARSE"},
+		{"nvswitch:8xb200", true, 2, "attention CUTLASS_MLA"},
+		{"h200-nvswitch", true, 2, "attention FLASHMLA "},
+	} {
+		p, err := New(collTopo(t, c.topo, 0), Options{CUDAGraphs: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		pr, err := p.PredictScenario(Scenario{Arch: mustPreset(t, "glm-5-nvfp4"), Plan: model.Plan{TP: 8}, Build: model.BuildOptions{DenseDSA: c.dense},
+			Workload: model.Workload{Phase: model.Decode, Batch: 1, Context: 4096, KVDtype: model.FP8}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		found := false
+		for _, o := range pr.Ops {
+			if o.ID != "L05.attn.mla_decode" {
+				continue
+			}
+			found = true
+			if o.Cost.ExtraKernels != c.want || o.Cost.ExtraKernelsUs != float64(c.want)*o.Cost.MinKernelUs {
+				t.Errorf("%s dense %v: %s has %d companion kernels (%.2f us at a %.2f us floor), want %d", c.topo, c.dense, o.ID, o.Cost.ExtraKernels, o.Cost.ExtraKernelsUs, o.Cost.MinKernelUs, c.want)
+			}
+		}
+		if !found {
+			t.Errorf("%s: no L05.attn.mla_decode", c.topo)
+		}
+		if !strings.Contains(pr.Engine, c.engine) {
+			t.Errorf("%s dense %v: engine line %q, want %q", c.topo, c.dense, pr.Engine, c.engine)
+		}
+	}
+}

@@ -107,7 +107,7 @@ func TestExecutorMLAMergeAgainstBench(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := prof.Backend(engprof.SM90, engprof.KV16, 128, false, "")
+	b, err := prof.Backend(engprof.MLAUse{Arch: engprof.SM90, KV: engprof.KV16, QKNope: 128}, "")
 	if err != nil {
 		t.Fatal(err)
 	}

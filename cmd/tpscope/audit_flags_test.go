@@ -88,6 +88,47 @@ func TestPredictDenseDSAFlag(t *testing.T) {
 	})
 }
 
+// TestPredictSparseMLABackend: GLM-5 run sparse on SM90 / SM100 is priced
+// on vLLM 0.24's sparse MLA backend, FLASHMLA_SPARSE (vLLM holds every
+// dense MLA backend invalid for a model with index_topk), and the engine
+// line names it with its five companions (flashmla_sparse.py forward_mqa:
+// concat_mla_q, the top-k conversion, the padded query's fill and copy,
+// the split merge); run dense (--dense-dsa, or SM120 where vLLM has no
+// sparse kernel) it keeps the dense backend. --attention-backend naming
+// a dense backend for the sparse model is refused in one line naming the
+// flag, as vLLM refuses a selected backend that is not valid.
+func TestPredictSparseMLABackend(t *testing.T) {
+	for _, tc := range []struct {
+		args  []string
+		want  string
+		notIn string
+	}{
+		{[]string{"--model", "glm-5-nvfp4", "--topo", "nvswitch:8xb200"}, "attention FLASHMLA_SPARSE (sm_fill, 5 companion kernels)", "CUTLASS_MLA"},
+		{[]string{"--model", "glm-5-nvfp4", "--topo", "h200-nvswitch"}, "attention FLASHMLA_SPARSE (sm_fill, 5 companion kernels)", "attention FLASHMLA "},
+		{[]string{"--model", "glm-5-nvfp4", "--topo", "h200-nvswitch", "--kv-dtype", "bf16"}, "attention FLASHMLA_SPARSE (", "FLASH_ATTN_MLA"},
+		{[]string{"--model", "glm-5-nvfp4", "--topo", "h200-nvswitch", "--dense-dsa"}, "attention FLASHMLA (sm_fill, 2 companion kernels)", "SPARSE"},
+		{[]string{"--model", "glm-5-nvfp4"}, "attention TRITON_MLA (", "SPARSE"},
+	} {
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			e := predictLines(t, tc.args...)["engine"]
+			if !strings.Contains(e, tc.want) || strings.Contains(e, tc.notIn) {
+				t.Errorf("engine %q: want %q, not %q", e, tc.want, tc.notIn)
+			}
+		})
+	}
+	for _, args := range [][]string{
+		{"predict", "--model", "glm-5-nvfp4", "--topo", "h200-nvswitch", "--attention-backend", "FLASHMLA"},
+		{"predict", "--model", "glm-5-nvfp4", "--topo", "nvswitch:8xb200", "--attention-backend", "cutlass_mla"},
+	} {
+		code, out, stderr := runCLI(t, args...)
+		b := strings.ToLower(args[len(args)-1])
+		want := "--attention-backend " + b + ": vllm@0.24's attention backend " + strings.ToUpper(b) + " is a dense MLA backend: a DSA model's sparse attention runs on a sparse one (FLASHMLA_SPARSE"
+		if code != 2 || out != "" || !strings.Contains(stderr, want) || strings.Count(strings.TrimSpace(stderr), "\n") != 0 {
+			t.Errorf("%v: exit %d, stdout %q, stderr %q; want exit 2 and one line containing %q", args, code, out, stderr, want)
+		}
+	}
+}
+
 // TestPredictDispatchFlags: under DP attention + EP the MoE dispatch is
 // priced, so the JSON names its kind and payload dtype (defaults
 // alltoall, bf16) and the options line names the flags' values that are
