@@ -196,4 +196,15 @@ func (a *Arch) IndexerCacheBytesPerTokenLayer() int {
 	return a.IndexHeadDim + 4*ceilDiv(a.IndexHeadDim, 128)
 }
 
+// SparseFP8LatentBytesPerTokenLayer is one token's MLA cache per layer in
+// the FP8 format of DeepSeek's sparse MLA kernels, which vLLM (its
+// fp8_ds_mla cache dtype, FLASHMLA_SPARSE) and SGLang (NSA) store for a
+// DSA model run sparse with an FP8 cache: the kv_lora_rank values in FP8,
+// one FP32 scale per 128 of them, and the RoPE part left in BF16 (FlashMLA's
+// layout: 512 + 16 + 128 = 656 B for DeepSeek-V3.2 and GLM-5, against the
+// 576 of a plain FP8 latent).
+func (a *Arch) SparseFP8LatentBytesPerTokenLayer() int {
+	return a.KVLoraRank + 4*ceilDiv(a.KVLoraRank, 128) + 2*a.QKRopeHeadDim
+}
+
 func ceilDiv(a, b int) int { return (a + b - 1) / b }

@@ -303,7 +303,9 @@ func totalBytes(cs []ComponentMemory) float64 {
 // withMTP. The MLA latent is replicated on every TP rank (not split), so TP
 // does not change it; DCP = k splits the cache by tokens over k ranks and
 // divides it by k. DeepSeek-V3 / Kimi-K2.5: 61 x 576 x 2 = 70,272 B in
-// bf16; GLM-5: 78 x 576 x 2 = 89,856 B plus 78 x 132 for the indexer.
+// bf16; GLM-5: 78 x 576 x 2 = 89,856 B plus 78 x 132 for the indexer, and
+// with an FP8 cache run sparse 78 x (656 + 132) = 61,464 B (the sparse
+// kernels' scaled FP8 layout, SparseFP8LatentBytesPerTokenLayer).
 func kvBytesPerToken(a *Arch, p Plan, kv Dtype, withMTP, dsa bool) float64 {
 	p = p.Normalized()
 	layers := a.Layers
@@ -312,6 +314,11 @@ func kvBytesPerToken(a *Arch, p Plan, kv Dtype, withMTP, dsa bool) float64 {
 	}
 	per := float64(a.KVLatentDim()) * kv.BytesPerValue()
 	if dsa {
+		// Run sparse with an FP8 cache, the latent takes the sparse
+		// kernels' scaled FP8 layout (656 B for GLM-5, not 576).
+		if kv.BytesPerValue() == 1 {
+			per = float64(a.SparseFP8LatentBytesPerTokenLayer())
+		}
 		per += float64(a.IndexerCacheBytesPerTokenLayer())
 	}
 	return float64(layers) * per / float64(p.DCP)

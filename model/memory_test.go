@@ -104,8 +104,9 @@ func TestParams(t *testing.T) {
 // TestKVBytesPerToken: (kv_lora 512 + rope 64) = 576 values per layer.
 // Kimi/DeepSeek 61 layers: 576 x 61 x 2 = 70,272 B bf16, x 1 = 35,136 fp8
 // (serving-facts.md gives the same). GLM-5 78 layers: 89,856 / 44,928, plus
-// the DSA indexer cache 78 x (128 + 4) = 10,296 B when DSA runs sparse.
-// Replicated under TP (unchanged by TP), divided by k under DCP = k.
+// the DSA indexer cache 78 x (128 + 4) = 10,296 B when DSA runs sparse;
+// an FP8 cache run sparse takes the sparse kernels' scaled layout, 656 B a
+// layer for the latent, not 576. Replicated under TP (unchanged by TP), divided by k under DCP = k.
 func TestKVBytesPerToken(t *testing.T) {
 	cases := []struct {
 		name    string
@@ -126,6 +127,10 @@ func TestKVBytesPerToken(t *testing.T) {
 		{"glm-5 bf16 dense", "glm-5", Plan{TP: 8}, BF16, false, false, 89856, ""},
 		{"glm-5 fp8 dense", "glm-5", Plan{TP: 8}, FP8, false, false, 44928, ""},
 		{"glm-5 bf16 dsa", "glm-5", Plan{TP: 8}, BF16, false, true, 89856 + 78*132, ""},
+		// Run sparse with an FP8 cache: FlashMLA's scaled layout, 512 FP8
+		// values + 4 FP32 scales (one per 128) + 64 BF16 RoPE values.
+		{"glm-5 fp8 dsa", "glm-5", Plan{TP: 8}, FP8, false, true, 78 * ((512 + 4*4 + 64*2) + 132), "fp8_ds_mla"},
+		{"glm-5 fp8 dsa +mtp", "glm-5", Plan{TP: 8}, FP8, true, true, 79 * (656 + 132), "78 + 1 MTP layer"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

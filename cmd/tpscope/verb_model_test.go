@@ -159,8 +159,10 @@ func TestModelLoadReference(t *testing.T) {
 		return s
 	}
 	// On an H200 box DSA runs sparse: 78 x (576 x 2 + 132 indexer) =
-	// 100,152 B per token in bf16; 78 x (576 + 132) = 55,224 in fp8.
-	if s := load("--topo", "h200-nvswitch"); s.KV["bf16"] != 100152 || s.KV["fp8"] != 55224 || s.Quant["routed_experts"] != "nvfp4" || s.Quant["kv_cache"] != "fp8" {
+	// 100,152 B per token in bf16; in fp8 the sparse kernels' scaled
+	// layout (512 FP8 + 4 x 4 scale + 64 x 2 RoPE = 656 B a layer):
+	// 78 x (656 + 132) = 61,464.
+	if s := load("--topo", "h200-nvswitch"); s.KV["bf16"] != 100152 || s.KV["fp8"] != 61464 || s.Quant["routed_experts"] != "nvfp4" || s.Quant["kv_cache"] != "fp8" {
 		t.Errorf("h200: kv %v quant %v", s.KV, s.Quant)
 	}
 	// On the default SM120 box its engines run it dense, with no indexer
