@@ -74,8 +74,27 @@ type SchedulerFacts struct {
 	// serving simulation's vLLM rule (max_num_seqs 1024 on GPUs of 70
 	// GiB or more that are not A100s, else 256).
 	MaxRunning *MaxRunningFacts `yaml:"max_running"`
-	Cite       []string         `yaml:"cite"`
+	// MaxSeqs is a fixed default limit on running requests per scheduler
+	// (TensorRT-LLM's max_batch_size); 0: MaxRunning's or vLLM's rule.
+	MaxSeqs int `yaml:"max_seqs"`
+	// BlockTokens is the default tokens per KV block (TensorRT-LLM's
+	// tokens_per_block); 0: vLLM's 16.
+	BlockTokens int `yaml:"block_tokens"`
+	// ChunkedPrefill is whether a prompt is cut to the step's token budget
+	// by default; unstated (nil): on, as vLLM v1 and SGLang do.
+	ChunkedPrefill *bool `yaml:"chunked_prefill"`
+	// Admission is how a waiting request is admitted when unstated by the
+	// user: "" is vLLM's (the blocks of its whole input free);
+	// AdmitGuaranteedNoEvict is TensorRT-LLM's GUARANTEED_NO_EVICT.
+	Admission string   `yaml:"admission"`
+	Cite      []string `yaml:"cite"`
 }
+
+// AdmitGuaranteedNoEvict is TensorRT-LLM's capacity scheduler policy
+// GUARANTEED_NO_EVICT: a request is admitted only when the KV blocks of
+// its whole length (prompt plus maximum output) fit beside what the
+// running requests still need to finish theirs, so nothing is evicted.
+const AdmitGuaranteedNoEvict = "guaranteed_no_evict"
 
 // The scheduling policies a profile may state (serving.Policy's values).
 const (

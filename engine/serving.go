@@ -66,6 +66,13 @@ func (p *Profile) validateServing(bad func(field, format string, a ...any) error
 		}
 		last = t.BelowMiB
 	}
+	sc := p.Scheduler
+	if sc.MaxSeqs < 0 || sc.BlockTokens < 0 || (sc.MaxSeqs > 0 && sc.MaxRunning != nil) {
+		return bad("scheduler", "max_seqs %d, block_tokens %d: want counts >= 0, and max_seqs or max_running, not both", sc.MaxSeqs, sc.BlockTokens)
+	}
+	if sc.Admission != "" && sc.Admission != AdmitGuaranteedNoEvict {
+		return bad("scheduler.admission", "%q: want %s or none (vLLM's)", sc.Admission, AdmitGuaranteedNoEvict)
+	}
 	if m := p.Scheduler.MaxRunning; m != nil && (m.KVTokensPerRequest < 1 || m.PoolPerContext < 1 || m.PoolMin < 1 || m.PoolMax < m.PoolMin) {
 		return bad("scheduler.max_running", "%+v: want kv_tokens_per_request, pool_per_context and pool_min >= 1, pool_max >= pool_min", *m)
 	}

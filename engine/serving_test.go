@@ -143,3 +143,53 @@ func TestTRTLLMKVPoolRule(t *testing.T) {
 		}
 	}
 }
+
+// TestTRTLLMSchedulerDefaults: TensorRT-LLM's own scheduling defaults
+// (llm_args.py BaseLlmArgs max_batch_size 2048, max_num_tokens 8192 on
+// every GPU, enable_chunked_prefill False, KvCacheConfig.tokens_per_block
+// 32, SchedulerConfig.capacity_scheduler_policy GUARANTEED_NO_EVICT) are
+// stated in its profile with cites naming those fields; vLLM's profile
+// states none of them (the serving simulation's vLLM rule). A bad
+// admission or a negative count is refused in one line naming it.
+func TestTRTLLMSchedulerDefaults(t *testing.T) {
+	tr, err := Lookup(Ref{Name: "trtllm"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := tr.Scheduler
+	if s.MaxSeqs != 2048 || s.BlockTokens != 32 || s.ChunkedPrefill == nil || *s.ChunkedPrefill || s.Admission != AdmitGuaranteedNoEvict || s.MaxRunning != nil {
+		t.Errorf("TensorRT-LLM's scheduler: max_seqs %d, block_tokens %d, chunked_prefill %v, admission %q, max_running %v; want 2048, 32, false, %s, none",
+			s.MaxSeqs, s.BlockTokens, s.ChunkedPrefill, s.Admission, s.MaxRunning, AdmitGuaranteedNoEvict)
+	}
+	for _, mem := range []int64{24 << 30, 80 << 30, 141e9, 180 << 30} {
+		if got := s.DefaultChunkTokens(mem); got != 8192 {
+			t.Errorf("%d MiB: max_num_tokens %d, want 8192 on every GPU", mem/MiB, got)
+		}
+	}
+	var cited string
+	for _, key := range s.Cite {
+		cited += tr.Sources[key] + "\n"
+	}
+	for _, want := range []string{"max_batch_size default 2048", "max_num_tokens default 8192", "enable_chunked_prefill default False", "tokens_per_block default 32", "GUARANTEED_NO_EVICT", "GuaranteedNoEvictScheduler"} {
+		if !strings.Contains(cited, want) {
+			t.Errorf("scheduler's sources do not name %q:\n%s", want, cited)
+		}
+	}
+	vl, _ := Lookup(Ref{Name: "vllm"})
+	if v := vl.Scheduler; v.MaxSeqs != 0 || v.BlockTokens != 0 || v.ChunkedPrefill != nil || v.Admission != "" {
+		t.Errorf("vLLM's profile states %+v, want none of TensorRT-LLM's defaults", v)
+	}
+	base := string(mustRead(t, "profiles/trtllm-1.3.yaml"))
+	for _, c := range []struct{ edit, with, field string }{
+		{"admission: guaranteed_no_evict", "admission: max_utilization", "scheduler.admission"},
+		{"block_tokens: 32", "block_tokens: -1", "scheduler"},
+	} {
+		data := strings.Replace(base, c.edit, c.with, 1)
+		if data == base {
+			t.Fatalf("edit %q not found", c.edit)
+		}
+		if _, err := Parse([]byte(data), "edited.yaml"); err == nil || !strings.Contains(err.Error(), c.field) || strings.Contains(err.Error(), "\n") {
+			t.Errorf("%s: error %v, want one line naming %s", c.with, err, c.field)
+		}
+	}
+}

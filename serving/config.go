@@ -42,6 +42,16 @@ type EngineOptions struct {
 	// prompt that does not fit the step's remaining budget waits (and the
 	// waiting queue with it) instead of being cut.
 	DisableChunkedPrefill bool `json:"disable_chunked_prefill,omitempty"`
+	// EnableChunkedPrefill is TensorRT-LLM's enable_chunked_prefill: true
+	// under an engine whose default is off (its profile's
+	// scheduler.chunked_prefill), which DisableChunkedPrefill otherwise
+	// becomes.
+	EnableChunkedPrefill bool `json:"enable_chunked_prefill,omitempty"`
+	// Admission is how a waiting request is admitted ("": the engine's
+	// default, its profile's scheduler.admission, else vLLM's rule above;
+	// engprof.AdmitGuaranteedNoEvict: TensorRT-LLM's GUARANTEED_NO_EVICT,
+	// admitWaiting).
+	Admission string `json:"admission,omitempty"`
 	// NoSchedulerReserveFullISL is --no-scheduler-reserve-full-isl. By
 	// default (vLLM since 2026, SchedulerConfig.scheduler_reserve_full_isl)
 	// a waiting request is admitted only when the blocks of its whole
@@ -137,6 +147,22 @@ const (
 // them, vLLM's where not).
 func (o EngineOptions) withDefaults(dev *topology.Device, sched *engprof.SchedulerFacts) EngineOptions {
 	large := dev != nil && dev.MemBytes >= largeGPUBytes && !strings.Contains(strings.ToLower(dev.Name), "a100")
+	if sched != nil {
+		// The engine's own fixed defaults (TensorRT-LLM's max_batch_size,
+		// tokens_per_block, enable_chunked_prefill, capacity policy).
+		if o.MaxNumSeqs == 0 {
+			o.MaxNumSeqs = sched.MaxSeqs
+		}
+		if o.BlockSize == 0 {
+			o.BlockSize = sched.BlockTokens
+		}
+		if sched.ChunkedPrefill != nil && !*sched.ChunkedPrefill && !o.EnableChunkedPrefill {
+			o.DisableChunkedPrefill = true
+		}
+		if o.Admission == "" {
+			o.Admission = sched.Admission
+		}
+	}
 	// An engine whose default depends on the KV pool (SGLang) fills it
 	// once the pool is sized (Simulator.New).
 	if o.MaxNumSeqs == 0 && (sched == nil || sched.MaxRunning == nil) {
@@ -208,6 +234,12 @@ func (o EngineOptions) Validate() error {
 	var wm, pol error
 	if !(o.Watermark >= 0 && o.Watermark < 1) {
 		wm = fmt.Errorf("engine: watermark = %v: want a fraction in [0, 1)", o.Watermark)
+	}
+	if o.EnableChunkedPrefill && o.DisableChunkedPrefill {
+		wm = errors.Join(wm, fmt.Errorf("engine: enable_chunked_prefill and disable_chunked_prefill both set: want one"))
+	}
+	if o.Admission != "" && o.Admission != engprof.AdmitGuaranteedNoEvict {
+		wm = errors.Join(wm, fmt.Errorf("engine: admission %q: want %s or none (vLLM's)", o.Admission, engprof.AdmitGuaranteedNoEvict))
 	}
 	if p, err := ParsePolicy(string(o.Policy)); err != nil {
 		pol = fmt.Errorf("engine: %w", err)

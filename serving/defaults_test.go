@@ -137,3 +137,46 @@ func TestSGLangMaxRunningDefault(t *testing.T) {
 		}
 	}
 }
+
+// TestTRTLLMSchedulerDefaults: under TensorRT-LLM the settings the user
+// leaves out are its own defaults (llm_args.py): max_batch_size 2048
+// running requests, max_num_tokens 8192 a step, tokens_per_block 32,
+// chunked prefill off, GUARANTEED_NO_EVICT admission; on the same H200
+// vLLM's are 1024 (a GPU of 70 GiB or more), 8192, 16, chunked prefill
+// on, its whole-input rule. Given settings stay (--max-num-seqs 64,
+// --block-size 16, --enable-chunked-prefill), and the defaults line names
+// only what was left out, each with whose default it is.
+func TestTRTLLMSchedulerDefaults(t *testing.T) {
+	for _, c := range []struct {
+		engine      string
+		given       EngineOptions
+		seqs, block int
+		noChunk     bool
+		admission   string
+		line        string
+	}{
+		{"trtllm", EngineOptions{}, 2048, 32, true, engprof.AdmitGuaranteedNoEvict,
+			"max_num_seqs 2048 (trtllm@1.3's), max_num_batched_tokens 8192 (trtllm@1.3's), block_size 32 (trtllm@1.3's), chunked prefill off (trtllm@1.3's), admission guaranteed_no_evict (trtllm@1.3's)"},
+		{"trtllm", EngineOptions{MaxNumSeqs: 64, BlockSize: 16, EnableChunkedPrefill: true}, 64, 16, false, engprof.AdmitGuaranteedNoEvict,
+			"max_num_batched_tokens 8192 (trtllm@1.3's), admission guaranteed_no_evict (trtllm@1.3's)"},
+		{"vllm", EngineOptions{}, 1024, 16, false, "",
+			"max_num_seqs 1024 (vLLM's), max_num_batched_tokens 8192 (vLLM's), block_size 16 (vLLM's), chunked prefill on (vLLM's), admission whole input's blocks free (vLLM's)"},
+	} {
+		d := sglangDeployment(t, "nvswitch:8xh200")
+		d.Scenario.Options.Engine = engprof.Ref{Name: c.engine}
+		d.Engine = c.given
+		d.Engine.NumGPUBlocksOverride = 1024
+		s, err := New(d)
+		if err != nil {
+			t.Fatalf("%s: %v", c.engine, err)
+		}
+		e := s.Engine()
+		if e.MaxNumSeqs != c.seqs || e.MaxNumBatchedTokens != 8192 || e.BlockSize != c.block || e.DisableChunkedPrefill != c.noChunk || e.Admission != c.admission {
+			t.Errorf("%s given %+v: max_num_seqs %d, budget %d, block %d, no chunking %v, admission %q; want %d, 8192, %d, %v, %q",
+				c.engine, c.given, e.MaxNumSeqs, e.MaxNumBatchedTokens, e.BlockSize, e.DisableChunkedPrefill, e.Admission, c.seqs, c.block, c.noChunk, c.admission)
+		}
+		if got := s.DefaultsUsed(); got != c.line {
+			t.Errorf("%s given %+v: defaults line\n%s\nwant\n%s", c.engine, c.given, got, c.line)
+		}
+	}
+}

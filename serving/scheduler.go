@@ -1,6 +1,9 @@
 package serving
 
-import "github.com/tpscope/tpscope/model"
+import (
+	engprof "github.com/tpscope/tpscope/engine"
+	"github.com/tpscope/tpscope/model"
+)
 
 // reqState is a request inside the engine: vLLM's Request with
 // num_computed_tokens (computed), its output so far (generated) and the KV
@@ -201,8 +204,21 @@ func (rp *replica) scheduleRunning(budget int, decodeOnly bool) int {
 // NoSchedulerReserveFullISL) and, while others run, the watermark's
 // blocks stay free. A request entering the running batch first takes
 // its cached prefix (prefix caching).
+//
+// Under TensorRT-LLM's GUARANTEED_NO_EVICT (EngineOptions.Admission) the
+// blocks each running request still needs to reach its whole length
+// (prompt plus output) are reserved first, and a waiting request is
+// admitted only when the blocks of its own whole length fit what is left,
+// so no running request is ever preempted.
 func (rp *replica) admitWaiting(budget int) {
 	th := rp.opts.LongPrefillTokenThreshold
+	noEvict := rp.opts.Admission == engprof.AdmitGuaranteedNoEvict
+	reserved := 0 // blocks the running requests still need to finish
+	if noEvict {
+		for _, r := range rp.running {
+			reserved += max(0, rp.blocksFor(r.PromptTokens+r.OutputTokens)-r.blocks)
+		}
+	}
 	for rp.waiting.len() > 0 && budget > 0 && len(rp.running) < rp.opts.MaxNumSeqs {
 		r := rp.waiting.front()
 		hit := rp.prefixHit(r)
@@ -227,6 +243,11 @@ func (rp *replica) admitWaiting(budget int) {
 		if need > free {
 			break
 		}
+		whole := rp.blocksFor(r.PromptTokens+r.OutputTokens) - r.blocks
+		if noEvict && whole > rp.freeBlocks-reserved {
+			break
+		}
+		reserved += max(0, whole-need)
 		rp.waiting.popFront()
 		if hit > r.computed {
 			r.cachedTokens = hit

@@ -1,8 +1,10 @@
 package serving
 
 import (
+	"slices"
 	"testing"
 
+	engprof "github.com/tpscope/tpscope/engine"
 	"github.com/tpscope/tpscope/model"
 )
 
@@ -221,4 +223,46 @@ func TestSchedulerAdmission(t *testing.T) {
 			t.Errorf("B admitted into the watermark's blocks")
 		}
 	})
+}
+
+// TestGuaranteedNoEvictAdmission walks TensorRT-LLM's GUARANTEED_NO_EVICT
+// by hand: 19 blocks of 16 tokens, A and B each a 64-token prompt (4
+// blocks) with 96 output tokens (160 tokens, 10 blocks whole), C 16 + 16
+// tokens (2 blocks). Step 1: A enters (10 <= 19), holding 4 blocks and
+// reserving its 6 more; B needs 10 of the 15 - 6 = 9 left and waits, and
+// C behind it (first come, first served). A's first token comes at step 1
+// and its 96th at step 96; only then (step 97) do B and C enter (10 <= 19,
+// then 2 <= 15 - 6). No request is ever preempted. Under vLLM's rule (the
+// whole input's blocks free) all three enter at step 1 and, their 22
+// blocks over the 19, one is preempted later.
+func TestGuaranteedNoEvictAdmission(t *testing.T) {
+	reqs := []Request{{PromptTokens: 64, OutputTokens: 96}, {PromptTokens: 64, OutputTokens: 96}, {PromptTokens: 16, OutputTokens: 16}}
+	run := func(admission string) (entered []int, preempts int) {
+		s := newStepper(EngineOptions{MaxNumSeqs: 8, MaxNumBatchedTokens: 1000, Admission: admission}, 19, reqs...)
+		entered = make([]int, len(reqs))
+		for step := 1; s.rp.hasWork(); step++ {
+			if step > 1000 {
+				t.Fatalf("%q: still running after 1000 steps", admission)
+			}
+			s.step(t)
+			for _, r := range s.rp.running {
+				if entered[r.id] == 0 {
+					entered[r.id] = step
+				}
+			}
+			preempts += s.rp.preempted
+		}
+		if got := len(s.emitted[0]); got != 96 {
+			t.Fatalf("%q: A emitted %d tokens, want 96", admission, got)
+		}
+		return entered, preempts
+	}
+	entered, preempts := run(engprof.AdmitGuaranteedNoEvict)
+	if want := []int{1, 97, 97}; !slices.Equal(entered, want) || preempts != 0 {
+		t.Errorf("guaranteed_no_evict: requests entered at steps %v with %d preemptions, want %v and none", entered, preempts, want)
+	}
+	entered, preempts = run("")
+	if want := []int{1, 1, 1}; !slices.Equal(entered, want) || preempts == 0 {
+		t.Errorf("vLLM's rule: requests entered at steps %v with %d preemptions, want %v and some", entered, preempts, want)
+	}
 }

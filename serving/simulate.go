@@ -29,6 +29,9 @@ type Simulator struct {
 	budget sim.KVBudget
 	dp     int
 	inst   int
+	// prof is the engine whose scheduler defaults filled engine's zero
+	// fields (DefaultsUsed).
+	prof *engprof.Profile
 }
 
 // New validates the deployment, sizes the KV pool and prepares the step
@@ -51,7 +54,7 @@ func New(d Deployment) (*Simulator, error) {
 		return nil, err
 	}
 	s := &Simulator{d: d, engine: d.Engine.withDefaults(d.Scenario.Topo.DeviceOf(0), &prof.Scheduler), coster: c,
-		dp: d.Scenario.Plan.Normalized().DP, inst: max(1, d.Instances)}
+		dp: d.Scenario.Plan.Normalized().DP, inst: max(1, d.Instances), prof: prof}
 	if s.engine.NumGPUBlocksOverride > 0 {
 		s.blocks = s.engine.NumGPUBlocksOverride
 	} else {
@@ -78,6 +81,50 @@ func New(d Deployment) (*Simulator, error) {
 
 // Engine returns the scheduler settings with the engine's defaults filled.
 func (s *Simulator) Engine() EngineOptions { return s.engine }
+
+// DefaultsUsed names each scheduler setting the deployment left to the
+// engine's default, with the value used and whose default it is: the
+// engine's profile (its scheduler facts) or vLLM's rule, which fills what
+// a profile does not state.
+func (s *Simulator) DefaultsUsed() string {
+	g, e, sc := s.d.Engine, s.engine, &s.prof.Scheduler
+	own := s.prof.Name() + "'s"
+	whose := func(stated bool) string {
+		if stated {
+			return own
+		}
+		return "vLLM's"
+	}
+	var parts []string
+	if g.MaxNumSeqs == 0 {
+		from := whose(sc.MaxSeqs > 0)
+		if sc.MaxRunning != nil {
+			from = own + ", from its KV pool"
+		}
+		parts = append(parts, fmt.Sprintf("max_num_seqs %d (%s)", e.MaxNumSeqs, from))
+	}
+	if g.MaxNumBatchedTokens == 0 {
+		parts = append(parts, fmt.Sprintf("max_num_batched_tokens %d (%s)", e.MaxNumBatchedTokens, whose(len(sc.ChunkTokens) > 0)))
+	}
+	if g.BlockSize == 0 {
+		parts = append(parts, fmt.Sprintf("block_size %d (%s)", e.BlockSize, whose(sc.BlockTokens > 0)))
+	}
+	if !g.DisableChunkedPrefill && !g.EnableChunkedPrefill {
+		on := "on"
+		if e.DisableChunkedPrefill {
+			on = "off"
+		}
+		parts = append(parts, fmt.Sprintf("chunked prefill %s (%s)", on, whose(sc.ChunkedPrefill != nil)))
+	}
+	if g.Admission == "" && !g.NoSchedulerReserveFullISL {
+		adm := "whole input's blocks free"
+		if e.Admission != "" {
+			adm = e.Admission
+		}
+		parts = append(parts, fmt.Sprintf("admission %s (%s)", adm, whose(sc.Admission != "")))
+	}
+	return strings.Join(parts, ", ")
+}
 
 // KVBlocks is the KV pool of one scheduler in blocks of Engine().BlockSize
 // tokens.

@@ -21,6 +21,7 @@ type engineFlags struct {
 	blockSize, gpuBlocks int
 	longPrefill          int
 	noChunked, noFullISL bool
+	chunked              bool
 	watermark            float64
 	policy               string
 	noPrefixCache        bool
@@ -30,15 +31,16 @@ type engineFlags struct {
 }
 
 func (f *engineFlags) bind(fs *pflag.FlagSet) {
-	countVar(fs, &f.maxSeqs, "max-num-seqs", "vLLM max_num_seqs (SGLang --max-running-requests) per scheduler (0 = the engine's default: vLLM's 1024 on GPUs of 70 GiB or more, else 256; SGLang's from its KV pool, min(pool tokens / 2, pool tokens / context length x 512 within 2048 to 4096))")
-	countVar(fs, &f.maxTokens, "max-num-batched-tokens", "vLLM max_num_batched_tokens (SGLang --chunked-prefill-size), the token budget of a step (0 = the engine's default: vLLM's 8192 on GPUs of 70 GiB or more, else 2048; SGLang's by GPU memory, 16384 from 160 GiB, 8192 from 60 GiB, 4096 from 35 GiB, else 2048)")
-	countVar(fs, &f.blockSize, "block-size", "vLLM block_size, tokens per KV block (0 = 16)")
+	countVar(fs, &f.maxSeqs, "max-num-seqs", "vLLM max_num_seqs (SGLang --max-running-requests) per scheduler (0 = the engine's default: vLLM's 1024 on GPUs of 70 GiB or more, else 256; SGLang's from its KV pool, min(pool tokens / 2, pool tokens / context length x 512 within 2048 to 4096); TensorRT-LLM's max_batch_size 2048)")
+	countVar(fs, &f.maxTokens, "max-num-batched-tokens", "vLLM max_num_batched_tokens (SGLang --chunked-prefill-size), the token budget of a step (0 = the engine's default: vLLM's 8192 on GPUs of 70 GiB or more, else 2048; SGLang's by GPU memory, 16384 from 160 GiB, 8192 from 60 GiB, 4096 from 35 GiB, else 2048; TensorRT-LLM's max_num_tokens 8192)")
+	countVar(fs, &f.blockSize, "block-size", "vLLM block_size, tokens per KV block (0 = the engine's default: 16; TensorRT-LLM's tokens_per_block 32)")
 	countVar(fs, &f.gpuBlocks, "num-gpu-blocks-override", "vLLM num_gpu_blocks_override: KV blocks per scheduler (0 = from the memory model)")
 	countVar(fs, &f.longPrefill, "long-prefill-token-threshold", "vLLM long_prefill_token_threshold: most prompt tokens of one request per step (0 = no limit)")
 	fs.BoolVar(&f.noChunked, "no-enable-chunked-prefill", f.noChunked, "vLLM --no-enable-chunked-prefill: prompts are not cut to the step's budget")
+	fs.BoolVar(&f.chunked, "enable-chunked-prefill", f.chunked, "TensorRT-LLM enable_chunked_prefill: cut prompts to the step's budget under an engine whose default is off (trtllm)")
 	fs.BoolVar(&f.noFullISL, "no-scheduler-reserve-full-isl", f.noFullISL, "vLLM --no-scheduler-reserve-full-isl: admit on the first chunk's blocks, not the whole input's")
 	fs.Float64Var(&f.watermark, "watermark", f.watermark, "vLLM --watermark: fraction of KV blocks kept free when admitting while others run (0 = off)")
-	fs.StringVar(&f.policy, "policy", f.policy, "the engine's scheduling policy, which --engine decides (vllm and trtllm: chunked prefill mixed with decode, running requests first; sglang: a prefill batch whenever a prompt waits, else decode); given, it must be the engine's")
+	fs.StringVar(&f.policy, "policy", f.policy, "the engine's scheduling policy, which --engine decides (vllm and trtllm: prefill mixed with decode in one step, running requests first; sglang: a prefill batch whenever a prompt waits, else decode); given, it must be the engine's")
 	fs.BoolVar(&f.noPrefixCache, "no-enable-prefix-caching", f.noPrefixCache, "vLLM --no-enable-prefix-caching: requests with hash IDs or sessions reuse nothing")
 	fs.IntVar(&f.recvInterval, "scheduler-recv-interval", f.recvInterval, "SGLang --scheduler-recv-interval: the scheduler reads new requests once per this many decode steps (and after every prefill); 0 or 1 = every step, the default")
 	fs.IntVar(&f.streamInterval, "stream-interval", f.streamInterval, "the engine's --stream-interval: the first token goes out at once, then one chunk per this many tokens, which ITL then measures (0 or 1 = every token, the default)")
@@ -82,7 +84,7 @@ func (f *engineFlags) engine(prof *engprof.Profile, policyGiven bool) (serving.E
 			"want 0 or 1 under %s: SGLang's option, and %s's scheduler reads new requests every step", prof.Name(), prof.Name())
 	}
 	e := serving.EngineOptions{MaxNumSeqs: f.maxSeqs, MaxNumBatchedTokens: f.maxTokens, BlockSize: f.blockSize,
-		NumGPUBlocksOverride: f.gpuBlocks, LongPrefillTokenThreshold: f.longPrefill, DisableChunkedPrefill: f.noChunked,
+		NumGPUBlocksOverride: f.gpuBlocks, LongPrefillTokenThreshold: f.longPrefill, DisableChunkedPrefill: f.noChunked, EnableChunkedPrefill: f.chunked,
 		NoSchedulerReserveFullISL: f.noFullISL, Watermark: f.watermark, Policy: pol, NoPrefixCaching: f.noPrefixCache,
 		SchedulerRecvInterval: f.recvInterval, StreamInterval: f.streamInterval}
 	if err := e.Validate(); err != nil {

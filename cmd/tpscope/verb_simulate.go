@@ -521,7 +521,7 @@ func runSimulate(sc *scenarioFlags, f *simulateFlags, stdout, stderr io.Writer) 
 	out := simulateOutput{Model: scen.Arch.Name, Topology: topo.Name, Plan: scen.Plan.Normalized().String(), GPUs: s.GPUs(),
 		KVDtype: string(s.KVDtype()), Options: opts, Engine: s.Engine(), Overheads: overheads, KVBlocks: s.KVBlocks(), KVBudget: s.KVBudget(), Schedulers: s.Schedulers(),
 		Instances: max(1, f.instances), Router: string(router), Traffic: traffic, SLO: slo, Trace: trace, EngineNote: engineNote, PlanNote: planNote,
-		DefaultsNote: defaultsNote, OverheadsNote: overheadsNote, PricedBy: priced}
+		DefaultsNote: defaultsNote, OverheadsNote: overheadsNote, PricedBy: priced, SchedulerDefaults: s.DefaultsUsed()}
 	if y := scen.SpecYield(); y != nil {
 		out.Spec = y
 		out.SpecLine = fmt.Sprintf("speculative: %s; %.2f tokens per step per request (sd %.2f), drawn per request and step from %s",
@@ -703,6 +703,10 @@ type simulateOutput struct {
 	// prices results that name none (resultsDefaults).
 	PlanNote     string `json:"plan_note,omitempty"`
 	DefaultsNote string `json:"defaults_note,omitempty"`
+	// SchedulerDefaults names the scheduler settings left to the engine's
+	// defaults, the values used and whose they are
+	// (serving.Simulator.DefaultsUsed).
+	SchedulerDefaults string `json:"scheduler_defaults,omitempty"`
 	// OverheadsNote is the caveat of --serving-overheads fitted on
 	// another box or model, or of unrecorded origin.
 	OverheadsNote string `json:"overheads_note,omitempty"`
@@ -843,6 +847,9 @@ func (o *simulateOutput) headLines() []string {
 	head := []string{
 		fmt.Sprintf("simulate: %s %s on %s (%d GPUs), kv %s, %s", o.Model, o.Plan, o.Topology, o.GPUs, o.KVDtype, o.Options.Label()),
 		engineLine(e, o.KVBlocks, o.Schedulers, o.Instances, o.Router, o.Overheads),
+	}
+	if o.SchedulerDefaults != "" {
+		head = append(head, "engine defaults: "+o.SchedulerDefaults)
 	}
 	if o.KVBudget.Rule != "" {
 		head = append(head, "kv pool: "+kvBudgetText(o.KVBudget)+"; the pool is "+o.KVBudget.PoolLess())
