@@ -174,7 +174,13 @@ func Catalog(o CatalogOptions) []Entry {
 				if len(sz) == 0 {
 					return Applicability{Status: Applies, Reason: p.Name() + "'s profile lists no capture sizes"}
 				}
-				return Applicability{Status: Applies, Reason: fmt.Sprintf("%s captures decode graphs (%s) for batches up to %d tokens by default (its profile); larger batches run eagerly", p.Name(), p.Graphs.Mode, sz[len(sz)-1])}
+				r := fmt.Sprintf("%s captures decode graphs (%s) for batches up to %d tokens by default (its profile); larger batches run eagerly", p.Name(), p.Graphs.Mode, sz[len(sz)-1])
+				if p.Graphs.Unpadded {
+					// No padding: a batch between captured sizes does not
+					// replay the next one up.
+					r += ", as does any batch that is not a captured size"
+				}
+				return Applicability{Status: Applies, Reason: r}
 			},
 			HowTo: func(c sim.Scenario) How {
 				h := engineHow(c, "no --enforce-eager (graphs are vLLM's default)", "CUDA graphs on (its default)")

@@ -735,6 +735,11 @@ type CUDAGraphs struct {
 	// a captured size replays one (vLLM v1's piecewise graphs for mixed
 	// steps).
 	PrefillEager bool `yaml:"prefill_eager"`
+	// Unpadded: a step replays a graph only when its batch is a captured
+	// size exactly, and runs eagerly otherwise (TensorRT-LLM's default,
+	// CudaGraphConfig.enable_padding false); else it pads up to the next
+	// captured size.
+	Unpadded bool `yaml:"unpadded"`
 	// DCPPiecewise: under decode context parallelism the engine captures
 	// piecewise whatever the attention backend (vLLM overrides
 	// FULL_AND_PIECEWISE to PIECEWISE: DCP's per-step KV lengths would be

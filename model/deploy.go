@@ -1,6 +1,9 @@
 package model
 
-import "math"
+import (
+	"math"
+	"slices"
+)
 
 // GraphCapture is a serving engine's CUDA-graph capture: the token counts
 // per attention (DP) group it captured graphs for (vLLM's
@@ -19,6 +22,9 @@ type GraphCapture struct {
 	// mixed, runs eagerly). Otherwise a step whose tokens fit replays one,
 	// as vLLM v1's piecewise graphs run mixed steps.
 	DecodeOnly bool
+	// Exact: only a step of a captured size replays a graph, unpadded; any
+	// other runs eagerly (TensorRT-LLM without enable_padding).
+	Exact bool
 }
 
 // Step is the captured size an engine iteration replays (Tokens of its
@@ -38,6 +44,9 @@ func (g *GraphCapture) Step(it *Iteration) (int64, bool) {
 func (g *GraphCapture) Tokens(n int) (int, bool) {
 	if g == nil {
 		return n, false
+	}
+	if g.Exact {
+		return n, slices.Contains(g.Sizes, n)
 	}
 	for _, s := range g.Sizes {
 		if s >= n {

@@ -232,7 +232,7 @@ func (o *Options) GraphCapture() *model.GraphCapture {
 	if !o.CUDAGraphs {
 		return nil
 	}
-	return &model.GraphCapture{Sizes: o.CaptureSizes(), DecodeOnly: o.decodeOnlyGraphs()}
+	return &model.GraphCapture{Sizes: o.CaptureSizes(), DecodeOnly: o.decodeOnlyGraphs(), Exact: o.unpaddedGraphs()}
 }
 
 // decodeOnlyGraphs reports whether the engine replays graphs for decode
@@ -240,6 +240,13 @@ func (o *Options) GraphCapture() *model.GraphCapture {
 func (o *Options) decodeOnlyGraphs() bool {
 	p, err := engprof.Lookup(o.Engine)
 	return err == nil && p.Graphs.PrefillEager
+}
+
+// unpaddedGraphs reports whether the engine replays a graph only at a
+// captured size exactly (its profile's cuda_graphs.unpadded).
+func (o *Options) unpaddedGraphs() bool {
+	p, err := engprof.Lookup(o.Engine)
+	return err == nil && p.Graphs.Unpadded
 }
 
 // GraphTokens is the token count a CUDA-graph step runs for tokens real
@@ -250,7 +257,7 @@ func (o *Options) GraphTokens(tokens int) (padded int, graphed bool) {
 	if !o.CUDAGraphs {
 		return tokens, false
 	}
-	g := model.GraphCapture{Sizes: o.CaptureSizes()}
+	g := model.GraphCapture{Sizes: o.CaptureSizes(), Exact: o.unpaddedGraphs()}
 	return g.Tokens(tokens)
 }
 

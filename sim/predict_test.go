@@ -2,10 +2,12 @@ package sim
 
 import (
 	"math"
+	"slices"
 	"strings"
 	"testing"
 	"unsafe"
 
+	engprof "github.com/tpscope/tpscope/engine"
 	"github.com/tpscope/tpscope/model"
 	"github.com/tpscope/tpscope/ncclenv"
 	"github.com/tpscope/tpscope/topology"
@@ -328,5 +330,38 @@ func TestLatestEnd(t *testing.T) {
 		if !(got == want && math.Signbit(got) == math.Signbit(want)) && !(math.IsNaN(got) && math.IsNaN(want)) {
 			t.Errorf("latestEnd(%v) = %v, want %v", ends, got, want)
 		}
+	}
+}
+
+// TestGraphTokensTRTLLM: TensorRT-LLM's default capture
+// (CudaGraphConfig without batch_sizes or enable_padding): batches 1 to
+// 32, 64 and 128, unpadded, so a batch of 40 or 100 runs eagerly at its
+// own size while 17, 64 and 128 replay their own graphs; nothing above 128
+// is graphed. Its steps with a prompt run eagerly (generation-only
+// graphs). vLLM on the same batch of 40 replays its graph of 40.
+func TestGraphTokensTRTLLM(t *testing.T) {
+	o := Options{CUDAGraphs: true, Engine: engprof.Ref{Name: "trtllm"}}
+	want := []int{64, 128}
+	for b := 1; b <= 32; b++ {
+		want = append(want, b)
+	}
+	slices.Sort(want)
+	if got := o.CaptureSizes(); !slices.Equal(got, want) {
+		t.Errorf("TensorRT-LLM capture sizes %v, want %v", got, want)
+	}
+	for _, c := range []struct {
+		in, want int
+		graphed  bool
+	}{{1, 1, true}, {17, 17, true}, {33, 33, false}, {40, 40, false}, {64, 64, true}, {100, 100, false}, {128, 128, true}, {129, 129, false}} {
+		if got, g := o.GraphTokens(c.in); got != c.want || g != c.graphed {
+			t.Errorf("trtllm GraphTokens(%d) = %d, %v; want %d, %v", c.in, got, g, c.want, c.graphed)
+		}
+	}
+	if g := o.GraphCapture(); !g.DecodeOnly || !g.Exact {
+		t.Errorf("trtllm capture %+v: want decode-only and exact", g)
+	}
+	v := Options{CUDAGraphs: true}
+	if got, g := v.GraphTokens(40); got != 40 || !g {
+		t.Errorf("vllm GraphTokens(40) = %d, %v; want 40, true", got, g)
 	}
 }
