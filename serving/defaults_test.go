@@ -180,3 +180,35 @@ func TestTRTLLMSchedulerDefaults(t *testing.T) {
 		}
 	}
 }
+
+// TestUnchunkedPromptOverBudget: with chunked prefill off (TensorRT-LLM's
+// default) a prompt is scheduled whole within the step's budget, so a
+// 10000-token prompt never fits max_num_tokens 8192: the run is refused
+// before it starts, in one line naming the prompt, the budget and the
+// way out, instead of stalling. With --enable-chunked-prefill it runs; an
+// 8192-token prompt fits the budget exactly and runs unchunked.
+func TestUnchunkedPromptOverBudget(t *testing.T) {
+	d := sglangDeployment(t, "nvswitch:8xh200")
+	d.Scenario.Options.Engine = engprof.Ref{Name: "trtllm"}
+	d.Engine.NumGPUBlocksOverride = 4096
+	s, err := New(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	long := Traffic{Requests: []Request{{PromptTokens: 10000, OutputTokens: 4}}}
+	_, err = s.Run(long, RunOptions{})
+	if err == nil || !strings.Contains(err.Error(), "10000-token prompt") || !strings.Contains(err.Error(), "max_num_batched_tokens 8192") || strings.Contains(err.Error(), "\n") {
+		t.Errorf("10000-token prompt without chunking: error %v, want one line naming the prompt and the 8192-token budget", err)
+	}
+	if _, err := s.Run(Traffic{Requests: []Request{{PromptTokens: 8192, OutputTokens: 4}}}, RunOptions{}); err != nil {
+		t.Errorf("8192-token prompt without chunking: %v", err)
+	}
+	d.Engine.EnableChunkedPrefill = true
+	s, err = New(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Run(long, RunOptions{}); err != nil {
+		t.Errorf("10000-token prompt with chunked prefill: %v", err)
+	}
+}

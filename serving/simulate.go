@@ -808,7 +808,19 @@ func (s *Simulator) fits(r Request) error {
 		return fmt.Errorf("%d prompt + %d output tokens exceed the max_model_len %d %s is served at: the server refuses such a request",
 			r.PromptTokens, r.OutputTokens, a.MaxModelLenTokens, a.Name)
 	}
-	need := (r.PromptTokens + r.OutputTokens - 1 + s.engine.BlockSize - 1) / s.engine.BlockSize
+	// Without chunked prefill a prompt is scheduled whole within one
+	// step's budget (admitWaiting): a longer one would wait for ever.
+	if e := s.engine; e.DisableChunkedPrefill && r.PromptTokens > e.MaxNumBatchedTokens {
+		return fmt.Errorf("a %d-token prompt exceeds max_num_batched_tokens %d with chunked prefill off (%s): it is scheduled whole in one step, so it never runs; enable chunked prefill or raise the budget",
+			r.PromptTokens, e.MaxNumBatchedTokens, s.prof.Name())
+	}
+	// Under GUARANTEED_NO_EVICT a request enters only when its whole
+	// length, prompt + output, fits (admitWaiting).
+	last := r.PromptTokens + r.OutputTokens - 1
+	if s.engine.Admission == engprof.AdmitGuaranteedNoEvict {
+		last++
+	}
+	need := (last + s.engine.BlockSize - 1) / s.engine.BlockSize
 	if need > s.blocks {
 		return fmt.Errorf("%d prompt + %d output tokens need %d KV blocks of %d tokens; a scheduler has %d (%d tokens)",
 			r.PromptTokens, r.OutputTokens, need, s.engine.BlockSize, s.blocks, s.blocks*s.engine.BlockSize)
