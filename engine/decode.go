@@ -180,6 +180,9 @@ func (p *Profile) validate() error {
 		if len(r.Archs) == 0 || len(r.Order) == 0 {
 			return bad(f, "want archs and a non-empty order")
 		}
+		if slices.Contains(r.ModelTypes, "") {
+			return bad(f+".model_types", "an empty model_type: want config model_type names")
+		}
 		for _, n := range r.Order {
 			if p.backend(n) == nil {
 				return bad(f+".order", "%q is not a backend of this profile", n)

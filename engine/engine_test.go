@@ -853,3 +853,41 @@ func TestNVFP4MoENeedsFP4Cores(t *testing.T) {
 		}
 	}
 }
+
+// TestSGLangModelSpecificBackend: SGLang sets trtllm_mla for DeepSeek-V3
+// and Kimi-K2.x on SM100 before its general rule
+// (server_args.py _handle_model_specific_adjustments: DeepseekV3ForCausalLM
+// and KimiK25ForConditionalGeneration, no backend named, sm100), which
+// would give flashinfer; other MLA models, other families and a named
+// backend are as before. A rule with an empty model_type is refused.
+func TestSGLangModelSpecificBackend(t *testing.T) {
+	p := mustLookup(t, "sglang")
+	for _, c := range []struct {
+		model    string
+		arch     Arch
+		override string
+		want     string
+	}{
+		{"deepseek_v3", SM100, "", "trtllm_mla"},
+		{"kimi_k2", SM100, "", "trtllm_mla"},
+		{"kimi_k25", SM100, "", "trtllm_mla"},
+		{"glm_moe_dsa", SM100, "", "flashinfer"},
+		{"", SM100, "", "flashinfer"},
+		{"deepseek_v3", SM90, "", "fa3"},
+		{"deepseek_v3", SM100, "flashinfer", "flashinfer"},
+	} {
+		b, err := p.Backend(MLAUse{Arch: c.arch, KV: KV16, QKNope: 128, ModelType: c.model}, c.override)
+		if err != nil || b.Name != c.want {
+			t.Errorf("%s on %s (%q): %v %v, want %s", c.model, c.arch, c.override, b, err, c.want)
+		}
+	}
+	base := string(mustRead(t, "profiles/sglang-0.5.yaml"))
+	const rule = "model_types: [deepseek_v3, kimi_k2, kimi_k25]"
+	if !strings.Contains(base, rule) {
+		t.Fatalf("the profile no longer states %q", rule)
+	}
+	_, err := Parse([]byte(strings.Replace(base, rule, "model_types: [deepseek_v3, '']", 1)), "edited.yaml")
+	if err == nil || !strings.Contains(err.Error(), "model_types") || strings.Contains(err.Error(), "\n") {
+		t.Errorf("an empty model_type: %v, want one line naming model_types", err)
+	}
+}

@@ -135,9 +135,15 @@ type AttentionFacts struct {
 
 // AttentionRule is one family group's priority list.
 type AttentionRule struct {
-	Archs ArchSet  `yaml:"archs"`
-	Order []string `yaml:"order"`
-	Cite  []string `yaml:"cite"`
+	Archs ArchSet `yaml:"archs"`
+	// ModelTypes, when stated, limit the rule to models of these config
+	// model_types: an engine that picks a backend for a model
+	// architecture before its general rule (SGLang's
+	// _handle_model_specific_adjustments sets trtllm_mla for DeepSeek-V3
+	// and Kimi-K2.5 on SM100). Rules are tried in order.
+	ModelTypes []string `yaml:"model_types"`
+	Order      []string `yaml:"order"`
+	Cite       []string `yaml:"cite"`
 }
 
 // GridKind is how an attention backend lays its decode work over the
@@ -239,6 +245,9 @@ type MLAUse struct {
 	QKNope int
 	DCP    bool
 	Sparse bool
+	// ModelType is the model's config model_type ("": not known), which
+	// a rule of the engine's may pick a backend by (AttentionRule).
+	ModelType string
 }
 
 // Condition is what an engine's build must have for a fact of its
@@ -335,7 +344,7 @@ func (p *Profile) Backend(u MLAUse, override string) (*AttentionBackend, error) 
 		return nil, fmt.Errorf("%s has no attention backend %q (it has %s)", p.Name(), override, strings.Join(p.backendNames(), ", "))
 	}
 	for _, r := range p.Attention.Select {
-		if !r.Archs.Has(a) {
+		if !r.Archs.Has(a) || (len(r.ModelTypes) > 0 && !slices.Contains(r.ModelTypes, u.ModelType)) {
 			continue
 		}
 		var whys []string

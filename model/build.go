@@ -340,7 +340,7 @@ func (b *builder) build() *Schedule {
 	var all []Op
 	var shapes []MoEShape
 	if ar := b.arena; ar != nil {
-		ar.sched = Schedule{Model: a.Name, Plan: p, Workload: w, Options: o, Deploy: b.d, Modules: b.mods}
+		ar.sched = Schedule{Model: a.Name, ModelType: a.ModelType, Plan: p, Workload: w, Options: o, Deploy: b.d, Modules: b.mods}
 		s = &ar.sched
 		b.noteIteration(s)
 		if b.oneRank && b.ranksAlike(groups, world) {
@@ -363,7 +363,7 @@ func (b *builder) build() *Schedule {
 		ar.ranks = grow(ar.ranks, world)
 		all, shapes, s.Ranks = ar.all, ar.rankShapes, ar.ranks
 	} else {
-		s = &Schedule{Model: a.Name, Plan: p, Workload: w, Options: o, Deploy: b.d, Modules: b.mods, Ranks: make([][]Op, world)}
+		s = &Schedule{Model: a.Name, ModelType: a.ModelType, Plan: p, Workload: w, Options: o, Deploy: b.d, Modules: b.mods, Ranks: make([][]Op, world)}
 		b.noteIteration(s)
 		all = make([]Op, world*len(b.tmpl))
 		shapes = make([]MoEShape, world*len(b.shapes))

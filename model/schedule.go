@@ -212,10 +212,13 @@ func (o *Op) IsCollective() bool { return o.Kind == KindCollective }
 // Schedule is every op of one step on every rank, in issue order per rank.
 // It is what sim predicts, exec runs and traces aligns by op ID.
 type Schedule struct {
-	Model    string // architecture name (preset or config path)
-	Plan     Plan
-	Workload Workload // normalized; KVDtype resolved against the checkpoint
-	Options  BuildOptions
+	Model string // architecture name (preset or config path)
+	// ModelType is the architecture's config model_type (deepseek_v3,
+	// kimi_k25, glm_moe_dsa, ...), which an engine may pick kernels by.
+	ModelType string
+	Plan      Plan
+	Workload  Workload // normalized; KVDtype resolved against the checkpoint
+	Options   BuildOptions
 	// Iteration is the mixed engine step a BuildIteration schedule holds
 	// (nil for a Workload step); Workload then carries only its KV dtype.
 	Iteration *Iteration

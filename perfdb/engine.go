@@ -103,7 +103,7 @@ func (s *Source) mlaKernel(cands []MLAKey, kvd model.Dtype, qkNope int, a engine
 	}
 	// Dense: a block with the DSA indexer's ops is not the measured
 	// module (mlaBlock's forms), so sparse attention keeps the priors.
-	u := engine.MLAUse{Arch: a, KV: kv, QKNope: qkNope}
+	u := engine.MLAUse{Arch: a, KV: kv, QKNope: qkNope, ModelType: s.modelType}
 	b, err := s.prof.Backend(u, s.attnOverride)
 	if err != nil {
 		b, err = s.prof.Backend(u, "")

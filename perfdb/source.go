@@ -43,6 +43,10 @@ type SourceConfig struct {
 	// AttentionBackend and MoEKernel are the scenario's choices among the
 	// profile's kernels (sim.Options); "" = the profile's own choice.
 	AttentionBackend, MoEKernel string
+	// ModelType is the priced model's config model_type, which an engine
+	// may pick its attention backend by (engine.AttentionRule.ModelTypes);
+	// "" = a rule for any model.
+	ModelType string
 	// NCCLVersion picks comm/nccl/<version>; "" = the YAML's
 	// misc.nccl_version when that directory exists, else the newest.
 	NCCLVersion string
@@ -92,6 +96,7 @@ type Source struct {
 	// choices among them (engine.go).
 	prof                      *engine.Profile
 	attnOverride, moeOverride string
+	modelType                 string
 
 	mu    sync.Mutex
 	errs  []error
@@ -127,7 +132,7 @@ func NewSource(db *DB, cfg SourceConfig) (*Source, error) {
 		return nil, errorf("%w", err)
 	}
 	s := &Source{sys: sys, engine: cfg.Engine, version: cfg.Version, seen: map[string]bool{},
-		prof: prof, attnOverride: cfg.AttentionBackend, moeOverride: cfg.MoEKernel}
+		prof: prof, attnOverride: cfg.AttentionBackend, moeOverride: cfg.MoEKernel, modelType: cfg.ModelType}
 	// Whose tables price the engine's ops when they are not its own:
 	// said once as a note, as a table row of another kernel is.
 	otherTables := ""

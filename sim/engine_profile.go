@@ -30,6 +30,9 @@ type engineKernels struct {
 	// context parallelism merges partial attention.
 	qkNope int
 	dcp    bool
+	// modelType is the schedule's model_type, which an engine rule may
+	// pick a backend by (engprof.AttentionRule.ModelTypes).
+	modelType string
 	// sparse: the schedule runs DSA sparse attention (it has the
 	// indexer's ops) and the engine runs it sparse on this family
 	// (runsSparse), so only a sparse backend can run its decode.
@@ -103,7 +106,7 @@ func kvOf(d model.Dtype) engprof.KVDtype {
 // (CheckEngine refuses such a scenario before any work; priced then as an
 // SM-filling kernel without companions).
 func (k *engineKernels) attention(op *model.Op) *engprof.AttentionBackend {
-	u := engprof.MLAUse{Arch: k.arch, KV: kvOf(op.KVDtype), QKNope: k.qkNope, DCP: k.dcp, Sparse: k.sparse}
+	u := engprof.MLAUse{Arch: k.arch, KV: kvOf(op.KVDtype), QKNope: k.qkNope, DCP: k.dcp, Sparse: k.sparse, ModelType: k.modelType}
 	for i := range k.attnMemo {
 		if s := &k.attnMemo[i]; s.use == u {
 			return s.b
@@ -204,6 +207,7 @@ func (k *engineKernels) paddedTiles(op *model.Op) *engprof.PaddedTiles {
 // DCP where the engine captures piecewise under it).
 func (k *engineKernels) noteSchedule(s *model.Schedule) {
 	k.dcp = s.Plan.Normalized().DCP > 1
+	k.modelType = s.ModelType
 	k.qkNope = 0
 	k.sparse = false
 	k.seqs = s.Deploy.SeqsPerGroup
@@ -294,7 +298,7 @@ func runsSparse(p *engprof.Profile, a engprof.Arch, sparse bool) bool {
 func (sc Scenario) mlaUse(p *engprof.Profile, a engprof.Arch, kv engprof.KVDtype) engprof.MLAUse {
 	u := engprof.MLAUse{Arch: a, KV: kv, DCP: sc.Plan.Normalized().DCP > 1}
 	if sc.Arch != nil {
-		u.QKNope = sc.Arch.QKNopeHeadDim
+		u.QKNope, u.ModelType = sc.Arch.QKNopeHeadDim, sc.Arch.ModelType
 		u.Sparse = runsSparse(p, a, sc.Arch.HasIndexer() && !sc.Build.DenseDSA)
 	}
 	return u

@@ -277,3 +277,35 @@ func TestMTPAcceptOnMTPOnly(t *testing.T) {
 		t.Errorf("advise output has no mtp row at 1.50 tokens per step from --mtp-accept 0.5:\n%s", out)
 	}
 }
+
+// TestSGLangDeepSeekBackendOnSM100: under SGLang on a B200, DeepSeek-V3
+// runs trtllm_mla when no backend is named (SGLang's model-specific
+// default; flashinfer was named and priced before), GLM-5 keeps
+// flashinfer, and with the perf DB the note on the stand-in MLA rows names
+// the same backend the engine line does.
+func TestSGLangDeepSeekBackendOnSM100(t *testing.T) {
+	engineLine := func(out string) string {
+		for _, l := range strings.Split(out, "\n") {
+			if strings.HasPrefix(l, "engine ") {
+				return l
+			}
+		}
+		return ""
+	}
+	code, out, stderr := runCLI(t, "predict", "--engine", "sglang", "--model", "deepseek-v3", "--topo", "nvswitch:8xb200")
+	if code != 0 || !strings.Contains(engineLine(out), "attention trtllm_mla") {
+		t.Errorf("deepseek-v3: exit %d, engine line %q (%s); want trtllm_mla", code, engineLine(out), stderr)
+	}
+	code, out, stderr = runCLI(t, "predict", "--engine", "sglang", "--model", "glm-5-nvfp4", "--topo", "nvswitch:8xb200")
+	if code != 0 || !strings.Contains(engineLine(out), "attention flashinfer") {
+		t.Errorf("glm-5-nvfp4: exit %d, engine line %q (%s); want flashinfer", code, engineLine(out), stderr)
+	}
+	db := samplePerfDB(t, false)
+	if db == "" {
+		return
+	}
+	code, out, stderr = runCLI(t, "predict", "--engine", "sglang", "--model", "deepseek-v3", "--topo", "nvswitch:8xb200", "--perf-db", db)
+	if code != 0 || !strings.Contains(out, "stand in for sglang@0.5's trtllm_mla") || strings.Contains(out, "sglang@0.5's flashinfer") {
+		t.Errorf("deepseek-v3 with the tables: exit %d (%s); want the stand-in note naming trtllm_mla:\n%s", code, stderr, out)
+	}
+}

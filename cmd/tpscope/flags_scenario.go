@@ -154,8 +154,9 @@ func perfDBError(flag, value string, err error) error {
 // its MoE table must have rows under routing, the schedule's, where
 // priced says the tables price the step's routed experts (nil: always;
 // a scenario passes moePricedByTables of itself, plan a func that defers
-// the check to each configuration, planRouting).
-func (f *scenarioFlags) costs(topo *topology.Topology, routing model.Routing, o sim.Options, priced func(sim.CostSource) bool) (sim.CostSource, error) {
+// the check to each configuration, planRouting). modelType is the priced
+// model's, which the engine may pick its attention kernel by.
+func (f *scenarioFlags) costs(topo *topology.Topology, routing model.Routing, o sim.Options, modelType string, priced func(sim.CostSource) bool) (sim.CostSource, error) {
 	if err := f.checkPerfDB(); err != nil || f.perfDB == "" {
 		return nil, err
 	}
@@ -168,7 +169,7 @@ func (f *scenarioFlags) costs(topo *topology.Topology, routing model.Routing, o 
 	}
 	dev := topo.DeviceOf(0)
 	cfg := perfdb.SourceConfig{System: f.perfDBSystem, Device: dev.Name, Profile: o.Engine,
-		AttentionBackend: string(o.AttentionBackend), MoEKernel: o.MoEKernel}
+		AttentionBackend: string(o.AttentionBackend), MoEKernel: o.MoEKernel, ModelType: modelType}
 	if f.perfDBTransfer {
 		own, err := f.db.SystemFor(dev.Name)
 		switch {
@@ -559,7 +560,7 @@ func (f *scenarioFlags) scenario() (sim.Scenario, error) {
 		}
 		return sc, usageErrorf("%v", err)
 	}
-	if sc.Costs, err = f.costs(sc.Topo, sc.Build.Routing, sc.Options, func(src sim.CostSource) bool { return moePricedByTables(sc, src) }); err != nil {
+	if sc.Costs, err = f.costs(sc.Topo, sc.Build.Routing, sc.Options, sc.Arch.ModelType, func(src sim.CostSource) bool { return moePricedByTables(sc, src) }); err != nil {
 		return sc, err
 	}
 	// The tables' balanced routing is the default so that the schedule
@@ -719,13 +720,13 @@ func (f *scenarioFlags) apply(name string, sc *sim.Scenario) error {
 			sc.Topo, sc.TopoRef, err = f.box()
 		}
 		if err == nil && sc.Costs != nil {
-			sc.Costs, err = f.costs(sc.Topo, sc.Build.Routing, sc.Options, nil)
+			sc.Costs, err = f.costs(sc.Topo, sc.Build.Routing, sc.Options, sc.Arch.ModelType, nil)
 		}
 	case "perf-db", "perf-db-system", "perf-db-transfer":
 		// A recorded scenario keeps the routing it ran under; tables
 		// without rows under it are refused (costs), not silently
 		// re-routed.
-		sc.Costs, err = f.costs(sc.Topo, sc.Build.Routing, sc.Options, nil)
+		sc.Costs, err = f.costs(sc.Topo, sc.Build.Routing, sc.Options, sc.Arch.ModelType, nil)
 	default:
 		for _, of := range sim.OptionFields() {
 			if of.Name == name {

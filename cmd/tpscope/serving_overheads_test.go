@@ -107,8 +107,11 @@ func TestServingOverheadsOrigin(t *testing.T) {
 		note string
 	}{
 		{"the deployment fitted", dsr1Run, ""},
+		// The engine's own attention for DeepSeek-R1 on a B200 is the
+		// fitted trtllm_mla (SGLang's model-specific default), so only the
+		// options that named it differ.
 		{"TP 4 with the engine's attention", append(append([]string(nil), dsr1...), "--tp", "4"),
-			"overheads from " + o + " were fitted on another deployment (plan tp8-ep, not tp4-ep; attention trtllm_mla, not flashinfer; options ar-norm-fusion attention-backend=trtllm_mla cuda-graphs, not cuda-graphs; " +
+			"overheads from " + o + " were fitted on another deployment (plan tp8-ep, not tp4-ep; options ar-norm-fusion attention-backend=trtllm_mla cuda-graphs, not cuda-graphs; " +
 				"scheduler max-num-seqs=256 max-num-batched-tokens=16384 block-size=16 scheduler-recv-interval=30 stream-interval=10, not max-num-seqs=256 max-num-batched-tokens=16384 block-size=16): applied as given"},
 		// The decode scale is the step's kernels' error, the attention's
 		// over the KV cache included: a BF16 cache is other kernels.

@@ -271,7 +271,7 @@ func (o *planOptions) Run(ctx context.Context, args []string, std IO) error {
 		// tables), and the sweep says so.
 		// The routing is held against the tables per configuration
 		// (planRouting), as predict holds it against one scenario's.
-		src, err := sc.costs(t, build.Routing, space.Options, func(sim.CostSource) bool { return false })
+		src, err := sc.costs(t, build.Routing, space.Options, space.Arch.ModelType, func(sim.CostSource) bool { return false })
 		if err != nil && sc.perfDB != "" && len(o.topos) > 1 {
 			fmt.Fprintf(std.Stderr, "plan: %s priced from the priors: %v\n", t.Name, err)
 			src, err = nil, nil
