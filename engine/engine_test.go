@@ -31,6 +31,19 @@ func TestEmbeddedProfiles(t *testing.T) {
 	}
 }
 
+// oneLineWith reports whether err is a one-line error containing sub:
+// how a profile's mistakes are told.
+func oneLineWith(err error, sub string) bool {
+	return err != nil && strings.Contains(err.Error(), sub) && !strings.Contains(err.Error(), "\n")
+}
+
+// parseEdited parses profile text base with its first old replaced by
+// new.
+func parseEdited(base, old, new string) error {
+	_, err := Parse([]byte(strings.Replace(base, old, new, 1)), "edited.yaml")
+	return err
+}
+
 func mustLookup(t *testing.T, s string) *Profile {
 	t.Helper()
 	r, err := ParseRef(s)
@@ -125,7 +138,7 @@ func TestAttentionSelection(t *testing.T) {
 		b, err := p.Backend(MLAUse{Arch: c.arch, KV: c.kv, QKNope: c.qkNope, DCP: c.dcp}, c.override)
 		name := c.engine + " " + c.arch.String() + " " + c.kv.String() + " " + c.override
 		if sub, ok := strings.CutPrefix(c.want, "error: "); ok {
-			if err == nil || !strings.Contains(err.Error(), sub) || strings.Contains(err.Error(), "\n") {
+			if !oneLineWith(err, sub) {
 				t.Errorf("%s: %v, %v; want one-line error containing %q", name, b, err, sub)
 			}
 			continue
@@ -183,7 +196,7 @@ func TestSparseAttentionSelection(t *testing.T) {
 		b, err := p.Backend(u, c.override)
 		name := fmt.Sprintf("%s %+v %q", c.engine, u, c.override)
 		if sub, ok := strings.CutPrefix(c.want, "error: "); ok {
-			if err == nil || !strings.Contains(err.Error(), sub) || strings.Contains(err.Error(), "\n") {
+			if !oneLineWith(err, sub) {
 				t.Errorf("%s: %v, %v; want one-line error containing %q", name, b, err, sub)
 			}
 			continue
@@ -579,12 +592,12 @@ func TestEagerHostUsBounds(t *testing.T) {
 		t.Fatal("the SGLang profile states no eager host time")
 	}
 	for _, v := range []string{"0", "1000"} {
-		if _, err := Parse([]byte(strings.Replace(base, "eager_host_us: 47", "eager_host_us: "+v, 1)), "edited.yaml"); err != nil {
+		if err := parseEdited(base, "eager_host_us: 47", "eager_host_us: "+v); err != nil {
 			t.Errorf("eager_host_us %s: %v", v, err)
 		}
 	}
 	for _, v := range []string{"-1", "1001", ".nan"} {
-		_, err := Parse([]byte(strings.Replace(base, "eager_host_us: 47", "eager_host_us: "+v, 1)), "edited.yaml")
+		err := parseEdited(base, "eager_host_us: 47", "eager_host_us: "+v)
 		if err == nil || !strings.Contains(err.Error(), "cuda_graphs.eager_host_us") {
 			t.Errorf("eager_host_us %s: error %v, want one naming cuda_graphs.eager_host_us", v, err)
 		}
@@ -609,8 +622,8 @@ func TestSymmMemRulesChecked(t *testing.T) {
 		if !strings.Contains(base, c.old) {
 			t.Fatalf("the vLLM profile lacks %q", c.old)
 		}
-		_, err := Parse([]byte(strings.Replace(base, c.old, c.new, 1)), "edited.yaml")
-		if err == nil || !strings.Contains(err.Error(), c.field) || strings.Contains(err.Error(), "\n") {
+		err := parseEdited(base, c.old, c.new)
+		if !oneLineWith(err, c.field) {
 			t.Errorf("%s: error %v, want one line naming %s", c.new, err, c.field)
 		}
 	}
@@ -633,8 +646,8 @@ func TestMoERunsChecked(t *testing.T) {
 		if !strings.Contains(base, rule) {
 			t.Fatalf("the SGLang profile lacks %q", rule)
 		}
-		_, err := Parse([]byte(strings.Replace(base, rule, c.new, 1)), "edited.yaml")
-		if err == nil || !strings.Contains(err.Error(), c.field) || strings.Contains(err.Error(), "\n") {
+		err := parseEdited(base, rule, c.new)
+		if !oneLineWith(err, c.field) {
 			t.Errorf("%s: error %v, want one line naming %s", c.new, err, c.field)
 		}
 	}
@@ -696,8 +709,8 @@ func TestFormatArchsChecked(t *testing.T) {
 		{"        - {format: nvfp4, archs: [sm100], cite: [nowhere]}", `moe.kernels[0].format_archs[0].cite: "nowhere" is not a key of sources`},
 		{"        - {format: bf16, archs: [sm100], cite: [precision]}", "moe.select[2]: kernel cutlass does not run on sm90"},
 	} {
-		_, err := Parse([]byte(strings.Replace(base, fa, c.new, 1)), "edited.yaml")
-		if err == nil || !strings.Contains(err.Error(), c.want) || strings.Contains(err.Error(), "\n") {
+		err := parseEdited(base, fa, c.new)
+		if !oneLineWith(err, c.want) {
 			t.Errorf("%s: error %v; want one line with %q", c.new, err, c.want)
 		}
 	}
@@ -746,8 +759,8 @@ func TestSerialWalkChecked(t *testing.T) {
 		{"serial_walk: {companion: compute_expert_blockscale_offsets, cycles_per_expert: 0, cite: [serial-walk-h100]}", "moe.kernels[2].serial_walk.cycles_per_expert: 0: want a measured count of cycles above 0"},
 		{"serial_walk: {companion: compute_expert_blockscale_offsets, cycles_per_expert: 100, cite: []}", "moe.kernels[2].serial_walk.cite: missing"},
 	} {
-		_, err := Parse([]byte(strings.Replace(base, walk, c.new, 1)), "edited.yaml")
-		if err == nil || !strings.Contains(err.Error(), c.field) || strings.Contains(err.Error(), "\n") {
+		err := parseEdited(base, walk, c.new)
+		if !oneLineWith(err, c.field) {
 			t.Errorf("%s: error %v, want one line naming %s", c.new, err, c.field)
 		}
 	}
@@ -785,8 +798,8 @@ func TestSMStreamChecked(t *testing.T) {
 		{"sm_stream: {bytes_per_clk: 11.3, formats: [bf16], cite: [marlin-sm-stream]}", "moe.kernels[0].sm_stream.formats: bf16: not a format of the kernel"},
 		{"sm_stream: {bytes_per_clk: 11.3, formats: [int4-g32], cite: []}", "moe.kernels[0].sm_stream.cite: missing"},
 	} {
-		_, err := Parse([]byte(strings.Replace(base, line, c.new, 1)), "edited.yaml")
-		if err == nil || !strings.Contains(err.Error(), c.field) || strings.Contains(err.Error(), "\n") {
+		err := parseEdited(base, line, c.new)
+		if !oneLineWith(err, c.field) {
 			t.Errorf("%s: error %v, want one line naming %s", c.new, err, c.field)
 		}
 	}
@@ -810,8 +823,8 @@ func TestFusionMaxTokensChecked(t *testing.T) {
 	if got := p.FusionMaxTokens(FuseActQuant); got != 0 {
 		t.Errorf("a fusion the profile does not list: cap %d, want 0", got)
 	}
-	_, err = Parse([]byte(strings.Replace(base, line, "max_tokens: -1, cite: [fusions, ar-fusion-cap]", 1)), "edited.yaml")
-	if want := "fusions[0].max_tokens: -1: want 0 (no limit) or more"; err == nil || !strings.Contains(err.Error(), want) || strings.Contains(err.Error(), "\n") {
+	err = parseEdited(base, line, "max_tokens: -1, cite: [fusions, ar-fusion-cap]")
+	if want := "fusions[0].max_tokens: -1: want 0 (no limit) or more"; !oneLineWith(err, want) {
 		t.Errorf("error %v, want one line naming %s", err, want)
 	}
 }
@@ -886,8 +899,8 @@ func TestSGLangModelSpecificBackend(t *testing.T) {
 	if !strings.Contains(base, rule) {
 		t.Fatalf("the profile no longer states %q", rule)
 	}
-	_, err := Parse([]byte(strings.Replace(base, rule, "model_types: [deepseek_v3, '']", 1)), "edited.yaml")
-	if err == nil || !strings.Contains(err.Error(), "model_types") || strings.Contains(err.Error(), "\n") {
+	err := parseEdited(base, rule, "model_types: [deepseek_v3, '']")
+	if !oneLineWith(err, "model_types") {
 		t.Errorf("an empty model_type: %v, want one line naming model_types", err)
 	}
 }

@@ -39,7 +39,7 @@ func TestSGLangChunkTiers(t *testing.T) {
 		if data == base {
 			t.Fatalf("edit %q not found", c.edit)
 		}
-		if _, err := Parse([]byte(data), "edited.yaml"); err == nil || !strings.Contains(err.Error(), c.field) || strings.Contains(err.Error(), "\n") {
+		if _, err := Parse([]byte(data), "edited.yaml"); !oneLineWith(err, c.field) {
 			t.Errorf("%s: error %v, want one line naming %s", c.with, err, c.field)
 		}
 	}
@@ -100,7 +100,7 @@ func TestSGLangStaticFrac(t *testing.T) {
 		if data == base {
 			t.Fatalf("edit %q not found", c.edit)
 		}
-		if _, err := Parse([]byte(data), "edited.yaml"); err == nil || !strings.Contains(err.Error(), c.field) || strings.Contains(err.Error(), "\n") {
+		if _, err := Parse([]byte(data), "edited.yaml"); !oneLineWith(err, c.field) {
 			t.Errorf("%s: error %v, want one line naming %s", c.with, err, c.field)
 		}
 	}
@@ -138,7 +138,7 @@ func TestTRTLLMKVPoolRule(t *testing.T) {
 		if data == base {
 			t.Fatalf("edit %q not found", c.edit)
 		}
-		if _, err := Parse([]byte(data), "edited.yaml"); err == nil || !strings.Contains(err.Error(), c.field) || strings.Contains(err.Error(), "\n") {
+		if _, err := Parse([]byte(data), "edited.yaml"); !oneLineWith(err, c.field) {
 			t.Errorf("%s: error %v, want one line naming %s", c.with, err, c.field)
 		}
 	}
@@ -188,7 +188,7 @@ func TestTRTLLMSchedulerDefaults(t *testing.T) {
 		if data == base {
 			t.Fatalf("edit %q not found", c.edit)
 		}
-		if _, err := Parse([]byte(data), "edited.yaml"); err == nil || !strings.Contains(err.Error(), c.field) || strings.Contains(err.Error(), "\n") {
+		if _, err := Parse([]byte(data), "edited.yaml"); !oneLineWith(err, c.field) {
 			t.Errorf("%s: error %v, want one line naming %s", c.with, err, c.field)
 		}
 	}
