@@ -161,8 +161,13 @@ func TestAttentionSelection(t *testing.T) {
 // (flashmla_sparse.py). A dense backend named for a sparse model is
 // refused, as vLLM's get_attn_backend_cls raises for a selected backend
 // that is not valid; the sparse one named for a dense model likewise.
-// A profile that states no sparse backend (SGLang 0.5's, today) keeps
-// pricing its dense choice.
+// SGLang 0.5 runs a DSA model on its nsa backend on SM90 and SM100
+// whatever the KV dtype (server_args _handle_model_specific_adjustments
+// sets attention_backend "nsa" for it; its nsa_backend.py asserts a DSA
+// model and runs on FlashMLA, FA3 and trtllm-gen kernels only), so its
+// dense backends are refused for one there the same way. A profile that
+// states no sparse backend (TensorRT-LLM 1.3's) keeps pricing its dense
+// choice.
 func TestSparseAttentionSelection(t *testing.T) {
 	for _, c := range []struct {
 		engine   string
@@ -189,7 +194,23 @@ func TestSparseAttentionSelection(t *testing.T) {
 		// The dense choice is unchanged by the sparse backend's presence.
 		{"vllm", SM90, KVFP8, false, "", "FLASHMLA"},
 		{"vllm", SM100, KV16, false, "", "CUTLASS_MLA"},
-		{"sglang", SM90, KVFP8, true, "", "flashmla"},
+		// SGLang: nsa on SM90 / SM100 (was flashmla on the H200 with an
+		// FP8 cache, fa3 with bf16, flashinfer on the B200), none below
+		// SM90; a dense backend named for the sparse model is refused
+		// naming nsa, nsa named for a dense model likewise.
+		{"sglang", SM100, KVFP8, true, "", "nsa"},
+		{"sglang", SM100, KV16, true, "", "nsa"},
+		{"sglang", SM90, KVFP8, true, "", "nsa"},
+		{"sglang", SM90, KV16, true, "", "nsa"},
+		{"sglang", SM90, KV16, true, "NSA", "nsa"},
+		{"sglang", SM80, KV16, true, "", "error: nsa runs on sm90, sm100 only; --dense-dsa prices the model dense)"},
+		{"sglang", SM100, KVFP8, true, "flashinfer", "error: flashinfer is a dense MLA backend: a DSA model's sparse attention runs on a sparse one (nsa; --dense-dsa"},
+		{"sglang", SM90, KV16, true, "fa3", "error: fa3 is a dense MLA backend"},
+		{"sglang", SM100, KVFP8, false, "nsa", "error: runs DSA sparse attention only"},
+		{"sglang", SM90, KVFP8, false, "", "flashmla"},
+		{"sglang", SM100, KV16, false, "", "flashinfer"},
+		// No sparse backend stated: the dense choice prices it.
+		{"trtllm", SM90, KVFP8, true, "", "TRTLLM"},
 	} {
 		p := mustLookup(t, c.engine)
 		u := MLAUse{Arch: c.arch, KV: c.kv, QKNope: 192, Sparse: c.sparse}
@@ -216,6 +237,21 @@ func TestSparseAttentionSelection(t *testing.T) {
 	}
 	if !b.Sparse || len(b.Companions) != 5 || b.Grid.Kind != GridSMFill || b.Table != "" || !b.NoStandIn || b.CUDAGraph != "full" {
 		t.Errorf("FLASHMLA_SPARSE: %+v", b)
+	}
+	// SGLang's nsa decode with its default FP8 cache (flashmla_kv,
+	// nsa_backend.py forward_decode): the query's nope and rope halves
+	// concatenated (_concat_mla_absorb_q_general), then FlashMLA's sparse
+	// FP8 decode over the top-k (the index transform fused into the
+	// indexer's top-k, SGLANG_NSA_FUSE_TOPK on by default), whose KV
+	// splits over the SMs (get_mla_metadata's num_splits, computed once a
+	// step) are merged by its combine kernel: two companions; captured in
+	// the decode graph; no module table measured it.
+	b, err = mustLookup(t, "sglang").Backend(MLAUse{Arch: SM100, KV: KVFP8, QKNope: 192, Sparse: true}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b.Name != "nsa" || !b.Sparse || len(b.Companions) != 2 || b.Grid.Kind != GridSMFill || b.Table != "" || !b.NoStandIn || b.CUDAGraph != "full" || b.DCP {
+		t.Errorf("nsa: %+v", b)
 	}
 }
 

@@ -361,7 +361,9 @@ func (p *Profile) Backend(u MLAUse, override string) (*AttentionBackend, error) 
 		}
 		what := "MLA"
 		if strict {
+			// Priced as dense MLA the model still runs here.
 			what = "sparse MLA"
+			whys = append(whys, "--dense-dsa prices the model dense")
 		}
 		return nil, fmt.Errorf("%s has no %s attention backend for %s with a %s KV cache (%s)", p.Name(), what, a, kv, strings.Join(whys, "; "))
 	}

@@ -486,6 +486,68 @@ func TestDCPCapturesPiecewise(t *testing.T) {
 	}
 }
 
+// TestSGLangSparseDecodeBackendPriced: under SGLang 0.5 a DSA model run
+// sparse on SM90 / SM100 is priced on its nsa backend (server_args sets
+// attention_backend "nsa" for such a model), not the dense backend its
+// family and KV dtype would pick for a dense one (flashinfer on the B200,
+// one companion; fa3 on the H200 with a bf16 cache): the decode op gets
+// nsa's two companions (the query concatenation and FlashMLA's split
+// merge, nsa_backend.py forward_decode), each at the op's kernel floor,
+// and the engine line names it. Run dense (--dense-dsa) the dense choice
+// stays; on SM120, where SGLang runs GLM-5 dense, nothing changes.
+func TestSGLangSparseDecodeBackendPriced(t *testing.T) {
+	fp8Ckpt, err := model.Load("../serving/testdata/models/glm-5-fp8")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name   string
+		arch   *model.Arch
+		topo   string
+		dense  bool
+		kv     model.Dtype
+		want   int
+		engine string
+	}{
+		{"B200 fp8", mustPreset(t, "glm-5-nvfp4"), "nvswitch:8xb200", false, model.FP8, 2, "attention nsa (sm_fill, 2 companion kernels)"},
+		{"H200 bf16", fp8Ckpt, "h200-nvswitch", false, model.BF16, 2, "attention nsa (sm_fill, 2 companion kernels)"},
+		{"H200 fp8", fp8Ckpt, "h200-nvswitch", false, model.FP8, 2, "attention nsa (sm_fill, 2 companion kernels)"},
+		{"B200 dense", mustPreset(t, "glm-5-nvfp4"), "nvswitch:8xb200", true, model.FP8, 1, "attention flashinfer (sm_fill, 1 companion kernel)"},
+		{"SM120", mustPreset(t, "glm-5-nvfp4"), "rtxpro6000-2s", true, model.BF16, 2, "attention triton (8 KV splits, 2 companion kernels)"},
+	} {
+		topo, opts := collTopo(t, c.topo, 0), Options{CUDAGraphs: true, Engine: engprof.Ref{Name: "sglang"}}
+		p, err := New(topo, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sc := Scenario{Arch: c.arch, Plan: model.Plan{TP: 8}, Build: model.BuildOptions{DenseDSA: c.dense}, Options: opts, Topo: topo,
+			Workload: model.Workload{Phase: model.Decode, Batch: 1, Context: 4096, KVDtype: c.kv}}
+		pr, err := p.PredictScenario(sc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		found := false
+		for _, o := range pr.Ops {
+			if o.ID != "L05.attn.mla_decode" {
+				continue
+			}
+			found = true
+			if o.Cost.ExtraKernels != c.want || o.Cost.ExtraKernelsUs != float64(c.want)*o.Cost.MinKernelUs {
+				t.Errorf("%s: %s has %d companion kernels (%.2f us at a %.2f us floor), want %d", c.name, o.ID, o.Cost.ExtraKernels, o.Cost.ExtraKernelsUs, o.Cost.MinKernelUs, c.want)
+			}
+		}
+		if !found {
+			t.Errorf("%s: no L05.attn.mla_decode", c.name)
+		}
+		if !strings.Contains(pr.Engine, c.engine) || (c.dense && strings.Contains(pr.Engine, "nsa")) {
+			t.Errorf("%s: engine line %q, want %q", c.name, pr.Engine, c.engine)
+		}
+		if err := sc.CheckEngine(); err != nil {
+			t.Errorf("%s: %v", c.name, err)
+		}
+	}
+}
+
 // TestSparseDecodeBackendPriced: GLM-5's sparse decode on SM90 / SM100 is
 // priced with vLLM 0.24's sparse MLA backend, FLASHMLA_SPARSE, not the
 // dense one its KV dtype and qk_nope_head_dim would pick (CUTLASS_MLA on

@@ -129,6 +129,55 @@ func TestPredictSparseMLABackend(t *testing.T) {
 	}
 }
 
+// TestPredictSGLangSparseMLABackend: under SGLang 0.5 GLM-5 run sparse on
+// SM100 (glm-5-nvfp4, FP8 cache) and on SM90 (GLM-5-FP8's config, bf16
+// cache) is priced on its nsa backend, which server_args sets for a DSA
+// model, and the engine line names it with its two companions (the
+// query concatenation and FlashMLA's split merge, nsa_backend.py
+// forward_decode); run dense (--dense-dsa, or SM120 where SGLang runs
+// GLM-5 dense) the dense backend stays. A dense backend named with
+// --attention-backend for the sparse model is refused in one line naming
+// the flag and nsa; nsa named for the model run dense likewise.
+func TestPredictSGLangSparseMLABackend(t *testing.T) {
+	eng := []string{"--engine", "sglang@0.5"}
+	for _, tc := range []struct {
+		args  []string
+		want  string
+		notIn string
+	}{
+		{[]string{"--model", "glm-5-nvfp4", "--topo", "nvswitch:8xb200"}, "attention nsa (sm_fill, 2 companion kernels)", "attention flashinfer"},
+		{[]string{"--model", "../../serving/testdata/models/glm-5-fp8", "--topo", "h200-nvswitch"}, "attention nsa (sm_fill, 2 companion kernels)", "attention fa3"},
+		{[]string{"--model", "../../serving/testdata/models/glm-5-fp8", "--topo", "h200-nvswitch", "--kv-dtype", "fp8"}, "attention nsa (", "attention flashmla"},
+		{[]string{"--model", "glm-5-nvfp4", "--topo", "nvswitch:8xb200", "--dense-dsa"}, "attention flashinfer (sm_fill, 1 companion kernel)", "attention nsa"},
+		{[]string{"--model", "glm-5-nvfp4", "--topo", "nvswitch:8xb200", "--dense-dsa", "--attention-backend", "flashinfer"}, "attention flashinfer (", "attention nsa"},
+		{[]string{"--model", "glm-5-nvfp4"}, "attention triton (8 KV splits, 2 companion kernels)", "attention nsa"},
+	} {
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			e := predictLines(t, append(tc.args, eng...)...)["engine"]
+			if !strings.Contains(e, tc.want) || strings.Contains(e, tc.notIn) {
+				t.Errorf("engine %q: want %q, not %q", e, tc.want, tc.notIn)
+			}
+		})
+	}
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--model", "glm-5-nvfp4", "--topo", "nvswitch:8xb200", "--attention-backend", "flashinfer"},
+			"--attention-backend flashinfer: sglang@0.5's attention backend flashinfer is a dense MLA backend: a DSA model's sparse attention runs on a sparse one (nsa; --dense-dsa prices the model dense)"},
+		{[]string{"--model", "../../serving/testdata/models/glm-5-fp8", "--topo", "h200-nvswitch", "--attention-backend", "fa3"},
+			"--attention-backend fa3: sglang@0.5's attention backend fa3 is a dense MLA backend"},
+		{[]string{"--model", "glm-5-nvfp4", "--attention-backend", "nsa"},
+			"--attention-backend nsa: sglang@0.5's attention backend nsa runs DSA sparse attention only"},
+	} {
+		args := append(append([]string{"predict"}, c.args...), eng...)
+		code, out, stderr := runCLI(t, args...)
+		if code != 2 || out != "" || !strings.Contains(stderr, c.want) || strings.Count(strings.TrimSpace(stderr), "\n") != 0 {
+			t.Errorf("%v: exit %d, stdout %q, stderr %q; want exit 2 and one line containing %q", args, code, out, stderr, c.want)
+		}
+	}
+}
+
 // TestPredictDispatchFlags: under DP attention + EP the MoE dispatch is
 // priced, so the JSON names its kind and payload dtype (defaults
 // alltoall, bf16) and the options line names the flags' values that are
@@ -280,9 +329,10 @@ func TestMTPAcceptOnMTPOnly(t *testing.T) {
 
 // TestSGLangDeepSeekBackendOnSM100: under SGLang on a B200, DeepSeek-V3
 // runs trtllm_mla when no backend is named (SGLang's model-specific
-// default; flashinfer was named and priced before), GLM-5 keeps
-// flashinfer, and with the perf DB the note on the stand-in MLA rows names
-// the same backend the engine line does.
+// default; flashinfer was named and priced before), GLM-5 run sparse
+// takes nsa (the backend SGLang sets for a DSA model) and run dense keeps
+// flashinfer (not a DeepseekV3ForCausalLM), and with the perf DB the note
+// on the stand-in MLA rows names the same backend the engine line does.
 func TestSGLangDeepSeekBackendOnSM100(t *testing.T) {
 	engineLine := func(out string) string {
 		for _, l := range strings.Split(out, "\n") {
@@ -297,8 +347,12 @@ func TestSGLangDeepSeekBackendOnSM100(t *testing.T) {
 		t.Errorf("deepseek-v3: exit %d, engine line %q (%s); want trtllm_mla", code, engineLine(out), stderr)
 	}
 	code, out, stderr = runCLI(t, "predict", "--engine", "sglang", "--model", "glm-5-nvfp4", "--topo", "nvswitch:8xb200")
+	if code != 0 || !strings.Contains(engineLine(out), "attention nsa") {
+		t.Errorf("glm-5-nvfp4: exit %d, engine line %q (%s); want nsa", code, engineLine(out), stderr)
+	}
+	code, out, stderr = runCLI(t, "predict", "--engine", "sglang", "--model", "glm-5-nvfp4", "--topo", "nvswitch:8xb200", "--dense-dsa")
 	if code != 0 || !strings.Contains(engineLine(out), "attention flashinfer") {
-		t.Errorf("glm-5-nvfp4: exit %d, engine line %q (%s); want flashinfer", code, engineLine(out), stderr)
+		t.Errorf("glm-5-nvfp4 --dense-dsa: exit %d, engine line %q (%s); want flashinfer", code, engineLine(out), stderr)
 	}
 	db := samplePerfDB(t, false)
 	if db == "" {
