@@ -435,9 +435,11 @@ func specHostUs(sc Scenario) float64 {
 }
 
 // specCapture is the CUDA-graph capture of a speculative step of sc: an
-// engine with a capture list of its own for speculation (SGLang: that
-// many sequences x the tokens each verifies) replaces the decode list;
-// otherwise the Predictor's capture.
+// engine with a capture list of its own for speculation (SGLang, and
+// TensorRT-LLM, whose graphs are keyed by requests: that many sequences x
+// the tokens each verifies) replaces the decode list, replayed as the
+// decode list is (decode steps only, padded or at a captured size
+// exactly); otherwise the Predictor's capture.
 func (p *Predictor) specCapture(sc Scenario) *model.GraphCapture {
 	k := sc.Workload.SpecTokens
 	if p.capture == nil || k <= 0 || len(p.opts.GraphSizes) > 0 {
@@ -448,7 +450,7 @@ func (p *Predictor) specCapture(sc Scenario) *model.GraphCapture {
 		return p.capture
 	}
 	if s := prof.SpecCaptureSizes(k); len(s) > 0 {
-		return &model.GraphCapture{Sizes: s, DecodeOnly: p.capture.DecodeOnly}
+		return &model.GraphCapture{Sizes: s, DecodeOnly: p.capture.DecodeOnly, Exact: p.capture.Exact}
 	}
 	return p.capture
 }

@@ -328,3 +328,33 @@ func TestEvaluatorSpecCapture(t *testing.T) {
 		}
 	}
 }
+
+// TestSpecCaptureTRTLLM: TensorRT-LLM keys a decode graph by the batch's
+// requests and their draft length (cuda_graph_runner: key (batch_size,
+// draft_len), each request max_draft_len + 1 tokens) and, unpadded by
+// default, replays one only for a captured batch size (1-32, 64, 128).
+// With MTP K = 1 a batch of 20 requests replays the batch-20 graph of 40
+// tokens; 33 requests (66 tokens) and 48 (96) have none and run eagerly;
+// 64 requests replay the batch-64 graph of 128 tokens.
+func TestSpecCaptureTRTLLM(t *testing.T) {
+	topo, err := topology.Resolve("h200-nvswitch", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref, _ := engprof.ParseRef("trtllm@1.3")
+	for _, c := range []struct {
+		batch, graph int
+		graphed      bool
+	}{{1, 2, true}, {20, 40, true}, {32, 64, true}, {33, 66, false}, {48, 96, false}, {64, 128, true}, {128, 256, true}, {129, 258, false}} {
+		sc := Scenario{Arch: mustPreset(t, "deepseek-v3"), Plan: model.Plan{TP: 8}, Topo: topo, Options: Options{Engine: ref, CUDAGraphs: true},
+			Workload: model.Workload{Batch: c.batch, Context: 1024, SpecTokens: 1}}
+		_, s, err := Predict(sc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s.Deploy.Graphed != c.graphed || (c.graphed && s.Deploy.GraphTokens != c.graph) || s.Deploy.SeqsPerGroup != c.batch {
+			t.Errorf("trtllm MTP k1 batch %d: graphed %v, graph of %d tokens over %d sequences; want graphed %v (%d tokens) over %d",
+				c.batch, s.Deploy.Graphed, s.Deploy.GraphTokens, s.Deploy.SeqsPerGroup, c.graphed, c.graph, c.batch)
+		}
+	}
+}
