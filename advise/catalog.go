@@ -450,10 +450,12 @@ func firstRanks(n int) []int {
 }
 
 // checkFP8KV: FP8 KV needs an MLA decode backend that reads an FP8 cache
-// (serving-facts.md "Attention backends and FP8 KV"): FlashMLA on SM90 and
-// SM100; on SM120 the backend the engine's profile runs with an FP8 cache
-// and what it needs of the build there (vLLM's TRITON_MLA refused FP8 KV
-// until its dequantize-on-load support was merged in 2026; the same
+// (serving-facts.md "Attention backends and FP8 KV"): on SM90, SM100 and
+// SM120 the backend the engine's profile runs with an FP8 cache there (the
+// one the row's prediction prices: FlashMLA under vLLM on SM90, TensorRT-
+// LLM's own kernel, ...; none where the named backend takes no FP8 cache)
+// and, on SM120, what it needs of the build (vLLM's TRITON_MLA refused FP8
+// KV until its dequantize-on-load support was merged in 2026; the same
 // condition is a caveat of a prediction that runs it); FP8 needs SM89+.
 func checkFP8KV(c sim.Scenario) Applicability {
 	cc := ccString(c.Topo)
@@ -464,17 +466,20 @@ func checkFP8KV(c sim.Scenario) Applicability {
 			Needs: "SM89+ and an MLA backend that reads FP8 KV"}
 	case major < 8 || (major == 8 && minor < 9):
 		return Applicability{Status: NotApplicable, Reason: fmt.Sprintf("SM%s: FP8 needs SM89 or newer", cc)}
-	case major == 12:
+	case major == 12 || major == 9 || major == 10:
+		// The family's name as the SM120 conditions say it.
+		fam := "SM" + cc
+		if major == 12 {
+			fam = "SM120"
+		}
 		b, needs, err := c.FP8KVBackend()
 		switch {
 		case err != nil:
-			return Applicability{Status: NotApplicable, Reason: fmt.Sprintf("SM120: %v", err)}
+			return Applicability{Status: NotApplicable, Reason: fmt.Sprintf("%s: %v", fam, err)}
 		case needs != nil:
-			return Applicability{Status: Conditional, Reason: "SM120: " + needs.String(), Needs: needs.Needs}
+			return Applicability{Status: Conditional, Reason: fam + ": " + needs.String(), Needs: needs.Needs}
 		}
-		return Applicability{Status: Applies, Reason: fmt.Sprintf("SM120: %s reads an FP8 KV cache", b)}
-	case major == 9 || major == 10:
-		return Applicability{Status: Applies, Reason: fmt.Sprintf("SM%s: FlashMLA reads an FP8 KV cache", cc)}
+		return Applicability{Status: Applies, Reason: fmt.Sprintf("%s: %s reads an FP8 KV cache", fam, b)}
 	}
 	return Applicability{Status: Conditional, Reason: fmt.Sprintf("SM%s: needs an MLA backend that reads FP8 KV (TRITON_MLA with dequantize-on-load)", cc),
 		Needs: "an MLA backend that reads FP8 KV"}

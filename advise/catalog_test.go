@@ -240,3 +240,34 @@ func TestStock(t *testing.T) {
 		t.Error("stock changed plan, workload or box")
 	}
 }
+
+// TestFP8KVReasonNamesPricedBackend: on SM90 and SM100 the fp8-kv row
+// names the backend the scenario's engine runs with an FP8 cache there
+// (the one its prediction prices), not FlashMLA whatever the engine:
+// TensorRT-LLM's own MLA kernel on an H200, vLLM's FLASHMLA there, and an
+// engine whose named backend takes no FP8 cache (SGLang's fa3) is refused
+// for that reason alone.
+func TestFP8KVReasonNamesPricedBackend(t *testing.T) {
+	h200 := seedConfig(t)
+	h200.Topo = mustTopo(t, "h200-nvswitch")
+	h200.Arch = mustPreset(t, "deepseek-v3")
+	trt, sgl := h200, h200
+	trt.Options.Engine, _ = engprof.ParseRef("trtllm@1.3")
+	sgl.Options.Engine, _ = engprof.ParseRef("sglang@0.5")
+	sgl.Options.AttentionBackend = "fa3"
+	for _, c := range []struct {
+		name   string
+		c      sim.Scenario
+		status Status
+		reason string
+	}{
+		{"trtllm", trt, Applies, "SM9.0: TRTLLM reads an FP8 KV cache"},
+		{"vllm", h200, Applies, "SM9.0: FLASHMLA reads an FP8 KV cache"},
+		{"sglang fa3", sgl, NotApplicable, "SM9.0: sglang@0.5's attention backend fa3 has no fp8 KV cache (it takes bf16)"},
+	} {
+		got := entryByName(t, "fp8-kv").Check(c.c)
+		if got.Status != c.status || got.Reason != c.reason {
+			t.Errorf("%s: %s %q, want %s %q", c.name, got.Status, got.Reason, c.status, c.reason)
+		}
+	}
+}
