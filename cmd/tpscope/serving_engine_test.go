@@ -205,3 +205,29 @@ func TestServingInstancesOfResults(t *testing.T) {
 		t.Errorf("exit %d, stdout %q, stderr %q; want exit 2 and one line with %q", code, out, errs, want)
 	}
 }
+
+// TestVLLMSchedulerOptionsUnderOtherEngines: --watermark,
+// --long-prefill-token-threshold and --no-scheduler-reserve-full-isl are
+// settings of vLLM's SchedulerConfig. TensorRT-LLM (GUARANTEED_NO_EVICT
+// admission, no watermark, no per-request prefill cap) and SGLang have
+// none of them, so under those engines each is one line naming the flag,
+// exit 2, before any work, as SGLang's --scheduler-recv-interval is under
+// vLLM; under vLLM they are taken.
+func TestVLLMSchedulerOptionsUnderOtherEngines(t *testing.T) {
+	box := []string{"--model", "deepseek-v3", "--topo", "h200-nvswitch", "--concurrency", "2", "--requests", "4", "--isl", "128", "--osl", "8"}
+	for _, engine := range []string{"trtllm", "sglang"} {
+		for _, f := range [][]string{{"--watermark", "0.1"}, {"--long-prefill-token-threshold", "512"}, {"--no-scheduler-reserve-full-isl"}} {
+			args := append(append([]string{"simulate", "--engine", engine}, box...), f...)
+			code, out, errs := runCLI(t, args...)
+			line := strings.TrimPrefix(errs, "tpscope simulate: usage: ")
+			if code != 2 || !(strings.HasPrefix(line, f[0]+" ") || strings.HasPrefix(line, f[0]+":")) || !strings.Contains(errs, "vLLM's option") ||
+				strings.Count(strings.TrimSpace(errs), "\n") > 0 || out != "" {
+				t.Errorf("%s %v: exit %d, stdout %q, stderr %q; want exit 2 and one line naming %s as vLLM's option", engine, f, code, out, errs, f[0])
+			}
+		}
+	}
+	code, _, errs := runCLI(t, append(append([]string{"simulate", "--engine", "vllm"}, box...), "--watermark", "0.1", "--long-prefill-token-threshold", "512", "--no-scheduler-reserve-full-isl")...)
+	if code != 0 {
+		t.Errorf("vLLM's own scheduler options under vllm: exit %d, stderr %q", code, errs)
+	}
+}

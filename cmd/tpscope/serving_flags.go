@@ -83,6 +83,23 @@ func (f *engineFlags) engine(prof *engprof.Profile, policyGiven bool) (serving.E
 		return serving.EngineOptions{}, flagError("--scheduler-recv-interval", f.recvInterval,
 			"want 0 or 1 under %s: SGLang's option, and %s's scheduler reads new requests every step", prof.Name(), prof.Name())
 	}
+	// vLLM's SchedulerConfig settings: TensorRT-LLM (GUARANTEED_NO_EVICT
+	// admission, no watermark, no per-request prefill cap) and SGLang have
+	// none of them, and pricing them under those engines would price a
+	// scheduler no engine runs.
+	if prof.Engine != engprof.DefaultEngine {
+		for _, c := range []struct {
+			flag  string
+			v     any
+			given bool
+		}{{"--watermark", f.watermark, f.watermark != 0}, {"--long-prefill-token-threshold", f.longPrefill, f.longPrefill != 0},
+			{"--no-scheduler-reserve-full-isl", nil, f.noFullISL}} {
+			if c.given {
+				return serving.EngineOptions{}, flagError(c.flag, c.v,
+					"vLLM's option, which %s's scheduler has no counterpart of: leave it out, or pass --engine vllm to price vLLM's scheduler", prof.Name())
+			}
+		}
+	}
 	e := serving.EngineOptions{MaxNumSeqs: f.maxSeqs, MaxNumBatchedTokens: f.maxTokens, BlockSize: f.blockSize,
 		NumGPUBlocksOverride: f.gpuBlocks, LongPrefillTokenThreshold: f.longPrefill, DisableChunkedPrefill: f.noChunked, EnableChunkedPrefill: f.chunked,
 		NoSchedulerReserveFullISL: f.noFullISL, Watermark: f.watermark, Policy: pol, NoPrefixCaching: f.noPrefixCache,
