@@ -295,6 +295,9 @@ func Catalog(o CatalogOptions) []Entry {
 			Revert:  opt(func(o *sim.Options) { o.ARNormFusion = false }),
 			Check:   checkARNorm,
 			HowTo: func(c sim.Scenario) How {
+				if p := profileOf(c); p != nil && engineFusesARNorm(c, p) {
+					return How{EngineName: p.Name(), Engine: []string{"default (its all-reduce + RMSNorm fusion)"}}
+				}
 				return How{Exec: "predict --ar-norm-fusion (the executor has no fused kernel: an all-reduce that adds the residual and applies RMSNorm on the reduced buffer)"}
 			},
 			Sweep: true,
@@ -596,11 +599,28 @@ func checkARNorm(c sim.Scenario) Applicability {
 				Needs: "a fused all-reduce + RMSNorm kernel in " + name}
 		}
 	}
+	if p := profileOf(c); p != nil && engineFusesARNorm(c, p) {
+		return Applicability{Status: Applies, Reason: fmt.Sprintf("%s fuses each all-reduce its custom kernel carries with the RMSNorm after it by default (its profile's fusions)", name)}
+	}
 	if c.Topo.AllNVLink(nil) && (m == 9 || m == 10) {
 		return Applicability{Status: Applies, Reason: fmt.Sprintf("SM%s with NVLink: %s's all-reduce + RMSNorm fusion (FlashInfer kernels; assumption: available since 2025)", ccString(c.Topo), name)}
 	}
 	return Applicability{Status: Conditional, Reason: fmt.Sprintf("NCCL carries the all-reduce on this box (SM%s, PCIe): fusing the residual add + RMSNorm needs a custom all-reduce kernel (assumption: %s's fusion targets SM90/SM100 with NVLink)", ccString(c.Topo), name),
 		Needs: "a custom all-reduce kernel fused with RMSNorm"}
+}
+
+// engineFusesARNorm reports whether engine p fuses c's TP all-reduces with
+// the RMSNorm after them by default: its profile's fusion on this GPU
+// family and TP, no DP attention, and GPUs joined by NVLink, where its
+// custom all-reduce kernel (the one the fusion runs in) carries them
+// unless --custom-ar off gives them to NCCL.
+func engineFusesARNorm(c sim.Scenario, p *engprof.Profile) bool {
+	plan := c.Plan.Normalized()
+	if c.Topo == nil || c.Topo.NumGPUs() == 0 || c.Topo.DeviceOf(0) == nil || plan.DP > 1 || !c.Topo.AllNVLink(nil) || c.Options.CustomAR == sim.CustomAROff {
+		return false
+	}
+	a, _ := engprof.ArchOf(c.Topo.DeviceOf(0).ComputeCapability)
+	return p.Fused(engprof.FuseAllReduceRMSNorm, a, plan.TP)
 }
 
 // profileOf is the profile of c's engine; nil when it has none

@@ -271,3 +271,27 @@ func TestFP8KVReasonNamesPricedBackend(t *testing.T) {
 		}
 	}
 }
+
+// TestARNormFusionEngineDefault: TensorRT-LLM fuses the all-reduce with
+// the RMSNorm after it by default on an NVLink box (its profile's
+// fusions, modeling_deepseekv3.py): the ar-norm-fusion row says the
+// engine already runs it and how is the engine's default, not FlashInfer
+// kernels to turn on; under vLLM the row keeps its reason.
+func TestARNormFusionEngineDefault(t *testing.T) {
+	h200 := seedConfig(t)
+	h200.Topo = mustTopo(t, "h200-nvswitch")
+	h200.Arch = mustPreset(t, "deepseek-v3")
+	trt := h200
+	trt.Options.Engine, _ = engprof.ParseRef("trtllm@1.3")
+	e := entryByName(t, "ar-norm-fusion")
+	got := e.Check(trt)
+	if got.Status != Applies || !strings.HasPrefix(got.Reason, "trtllm@1.3 fuses each all-reduce its custom kernel carries with the RMSNorm after it by default") {
+		t.Errorf("trtllm: %s %q, want applies, fused by the engine's default", got.Status, got.Reason)
+	}
+	if how := e.HowTo(trt); how.EngineName != "trtllm@1.3" || len(how.Engine) != 1 || !strings.HasPrefix(how.Engine[0], "default") {
+		t.Errorf("trtllm: how %+v, want the engine's default", how)
+	}
+	if got := e.Check(h200); got.Status != Applies || !strings.Contains(got.Reason, "FlashInfer") {
+		t.Errorf("vllm: %s %q, want applies through FlashInfer's kernels", got.Status, got.Reason)
+	}
+}

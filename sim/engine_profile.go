@@ -442,6 +442,10 @@ func (p *Predictor) EngineSummary(sc Scenario) string {
 		}
 	}
 	if plan := sc.Plan.Normalized(); plan.TP > 1 {
+		// custom: an engine's own all-reduce kernel carries the TP
+		// all-reduces, the kernel an engine's default fusion runs in
+		// (fuseNorms).
+		custom := true
 		switch {
 		case p.opts.CustomAR == CustomARAuto:
 			g := firstRanks(plan.TP)
@@ -450,16 +454,19 @@ func (p *Predictor) EngineSummary(sc Scenario) string {
 				parts = append(parts, "custom all-reduce")
 			} else {
 				parts = append(parts, "NCCL all-reduce")
+				custom = false
 			}
 			if k.prof.SymmMem.Runs(k.arch, k.cc, plan.TP, nvs) {
 				parts = append(parts, "symmetric-memory all-reduce above the custom one's cap")
+				custom = true
 			}
 		case p.opts.CustomAR == CustomAROff:
 			parts = append(parts, "NCCL all-reduce")
+			custom = false
 		default:
 			parts = append(parts, string(p.opts.CustomAR)+" all-reduce (forced)")
 		}
-		if k.arFused(plan) {
+		if custom && k.arFused(plan) {
 			parts = append(parts, "all-reduce + RMSNorm fused")
 		}
 	}

@@ -7,6 +7,7 @@ import (
 
 	engprof "github.com/tpscope/tpscope/engine"
 	"github.com/tpscope/tpscope/model"
+	"github.com/tpscope/tpscope/topology"
 )
 
 // An all-reduce fused with the RMSNorm after it runs as FlashInfer's
@@ -85,6 +86,82 @@ func TestFusionTokenCap(t *testing.T) {
 		}
 		if n == 0 {
 			t.Fatalf("%d tokens: no norm after an all-reduce", tc.tokens)
+		}
+	}
+}
+
+// TestTRTLLMFusesARNormByDefault: TensorRT-LLM's DeepSeek-V3 decoder layer
+// fuses the all-reduce with the residual add and RMSNorm after it by
+// default wherever the layer has TP and no attention DP
+// (modeling_deepseekv3.py: enable_fusion unless
+// TRTLLM_DEEPSEEK_EAGER_FUSION_DISABLED, PRE_MOE_FUSION / POST_MOE_FUSION
+// = enable_fusion and has_tp; AllReduceFusionOp.RESIDUAL_RMS_NORM). The
+// fused op is its custom all-reduce kernel: where NCCL carries the
+// all-reduce (--custom-ar off, TensorRT-LLM's NCCL strategy; a PCIe box,
+// where its profile runs no custom all-reduce) the norm runs apart. So
+// without --ar-norm-fusion the step on an H200 box is the fused one, the
+// engine line says so and no caveat calls the fusion out of tree; with
+// NCCL every norm after an all-reduce is its own kernel.
+func TestTRTLLMFusesARNormByDefault(t *testing.T) {
+	a, err := model.Preset("deepseek-v3")
+	if err != nil {
+		t.Fatal(err)
+	}
+	trt := engprof.Ref{Name: "trtllm"}
+	predict := func(topo string, o Options) *Prediction {
+		t.Helper()
+		box, err := topology.Resolve(topo, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := New(box, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pr, err := p.PredictScenario(Scenario{Arch: a, Plan: model.Plan{TP: 8},
+			Workload: model.Workload{Phase: model.Decode, Batch: 8, Context: 4096, KVDtype: model.BF16}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return pr
+	}
+	fused := func(pr *Prediction) (yes, no int) {
+		for i, o := range pr.Ops {
+			if o.Kind == model.KindNorm && i > 0 && pr.Ops[i-1].Kind == model.KindCollective && strings.HasSuffix(pr.Ops[i-1].ID, "allreduce") {
+				if o.Cost.Fused {
+					yes++
+				} else {
+					no++
+				}
+			}
+		}
+		return yes, no
+	}
+	def := predict("h200-nvswitch", Options{CUDAGraphs: true, Engine: trt})
+	if yes, no := fused(def); yes == 0 || no != 0 {
+		t.Errorf("trtllm on h200-nvswitch: %d norms after an all-reduce fused, %d apart; want all fused", yes, no)
+	}
+	if !strings.Contains(def.Engine, "all-reduce + RMSNorm fused") {
+		t.Errorf("engine line %q: want it to name the fusion", def.Engine)
+	}
+	asked := predict("h200-nvswitch", Options{CUDAGraphs: true, Engine: trt, ARNormFusion: true})
+	for _, c := range asked.Caveats {
+		if strings.Contains(c, "--ar-norm-fusion") {
+			t.Errorf("--ar-norm-fusion: caveat %q: the engine runs the fusion itself", c)
+		}
+	}
+	if def.StepUs != asked.StepUs {
+		t.Errorf("trtllm step %.1f us by default, %.1f with --ar-norm-fusion: want the same (its default)", def.StepUs, asked.StepUs)
+	}
+	for name, pr := range map[string]*Prediction{
+		"--custom-ar off":        predict("h200-nvswitch", Options{CUDAGraphs: true, Engine: trt, CustomAR: CustomAROff}),
+		"pcie-switch:8xh200-nvl": predict("pcie-switch:8xh200-nvl", Options{CUDAGraphs: true, Engine: trt}),
+	} {
+		if yes, no := fused(pr); yes != 0 || no == 0 {
+			t.Errorf("trtllm, %s (NCCL all-reduce): %d norms fused, %d apart; want none fused", name, yes, no)
+		}
+		if strings.Contains(pr.Engine, "RMSNorm fused") {
+			t.Errorf("trtllm, %s: engine line %q names a fusion NCCL does not run", name, pr.Engine)
 		}
 	}
 }

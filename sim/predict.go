@@ -625,7 +625,7 @@ func (p *Predictor) run(s *model.Schedule, mode int, graphed bool) error {
 			p.costs0 = append(p.costs0[:0], p.costs[:len(ops)]...)
 		}
 		if p.opts.ARNormFusion || p.cm.arFused(s.Plan) {
-			p.fuseNorms(ops, g)
+			p.fuseNorms(ops, g, !p.opts.ARNormFusion)
 		}
 		g += len(ops)
 		e.rankOff = append(e.rankOff, int32(g))
@@ -678,8 +678,13 @@ func ncclAlgo(algo string) bool {
 
 // fuseNorms folds every RMSNorm that directly follows an all-reduce into
 // it: the norm costs no launch and no kernel; its memory traffic is added
-// to the all-reduce at the device's streaming bandwidth.
-func (p *Predictor) fuseNorms(ops []model.Op, off int) {
+// to the all-reduce at the device's streaming bandwidth. With customOnly
+// (the engine's own default fusion, not --ar-norm-fusion) only an
+// all-reduce the engine's custom kernel carries is fused: the fusion is
+// that kernel's (TensorRT-LLM's RESIDUAL_RMS_NORM), and an all-reduce
+// NCCL carries leaves the residual add and the norm to a kernel of their
+// own.
+func (p *Predictor) fuseNorms(ops []model.Op, off int, customOnly bool) {
 	maxTokens := int64(p.cm.prof.FusionMaxTokens(engprof.FuseAllReduceRMSNorm))
 	for i := 1; i < len(ops); i++ {
 		if ops[i].Kind != model.KindNorm || !ops[i-1].IsCollective() || ops[i-1].Collective != model.AllReduce {
@@ -695,6 +700,9 @@ func (p *Predictor) fuseNorms(ops []model.Op, off int) {
 			continue
 		}
 		n, ar := off+i, off+i-1
+		if customOnly && !customAlgo(p.costs[ar].Algo) {
+			continue
+		}
 		// The fused op is FlashInfer's all-reduce + RMSNorm kernel (both
 		// engines' fusion calls trtllm_allreduce_fusion), not the engine's
 		// standalone all-reduce that a perf DB's custom_allreduce table
