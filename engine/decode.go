@@ -163,6 +163,9 @@ func (p *Profile) validate() error {
 		if b.CUDAGraph != "full" && b.CUDAGraph != "piecewise" {
 			return bad(f+".cuda_graph", "%q: want full or piecewise", b.CUDAGraph)
 		}
+		if b.PageTokens < 0 {
+			return bad(f+".page_tokens", "%d: want a page size in tokens (0: the scheduler's block size)", b.PageTokens)
+		}
 		if c := b.FP8KVNeeds; c != nil {
 			if len(c.Archs) == 0 || c.Why == "" || c.Needs == "" {
 				return bad(f+".fp8_kv_needs", "want archs, why and needs")

@@ -940,3 +940,27 @@ func TestSGLangModelSpecificBackend(t *testing.T) {
 		t.Errorf("an empty model_type: %v, want one line naming model_types", err)
 	}
 }
+
+// TestPageTokensChecked: a backend's forced KV page is a count of tokens;
+// SGLang's profile states 64 for flashmla, trtllm_mla and nsa, and a
+// negative page is one line naming the field.
+func TestPageTokensChecked(t *testing.T) {
+	base := string(mustRead(t, "profiles/sglang-0.5.yaml"))
+	p, err := Parse([]byte(base), "sglang.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]int{"flashmla": 64, "trtllm_mla": 64, "nsa": 64, "triton": 0, "flashinfer": 0, "fa3": 0}
+	for _, b := range p.Attention.Backends {
+		if w, ok := want[b.Name]; ok && b.PageTokens != w {
+			t.Errorf("%s: page_tokens %d, want %d", b.Name, b.PageTokens, w)
+		}
+	}
+	if p.Scheduler.BlockTokens != 1 || p.Scheduler.ChunkedPrefill == nil || !*p.Scheduler.ChunkedPrefill {
+		t.Errorf("SGLang scheduler: block_tokens %d, chunked_prefill %v; want 1 and true", p.Scheduler.BlockTokens, p.Scheduler.ChunkedPrefill)
+	}
+	err = parseEdited(base, "page_tokens: 64", "page_tokens: -64")
+	if !oneLineWith(err, "page_tokens") {
+		t.Errorf("a negative page: %v, want one line naming page_tokens", err)
+	}
+}

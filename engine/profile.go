@@ -78,7 +78,8 @@ type SchedulerFacts struct {
 	// (TensorRT-LLM's max_batch_size); 0: MaxRunning's or vLLM's rule.
 	MaxSeqs int `yaml:"max_seqs"`
 	// BlockTokens is the default tokens per KV block (TensorRT-LLM's
-	// tokens_per_block); 0: vLLM's 16.
+	// tokens_per_block, SGLang's page_size 1); 0: vLLM's 16. A backend's
+	// PageTokens takes its place while that backend runs.
 	BlockTokens int `yaml:"block_tokens"`
 	// ChunkedPrefill is whether a prompt is cut to the step's token budget
 	// by default; unstated (nil): on, as vLLM v1 and SGLang do.
@@ -229,8 +230,13 @@ type AttentionBackend struct {
 	// to the indexer's top-k cached tokens) and nothing else; a dense one
 	// cannot run a sparse model (vLLM's is_sparse, matched against the
 	// model's use_sparse in backend selection).
-	Sparse bool     `yaml:"sparse"`
-	Cite   []string `yaml:"cite"`
+	Sparse bool `yaml:"sparse"`
+	// PageTokens is the KV page size the engine forces while this backend
+	// runs (SGLang sets page_size 64 for flashmla, trtllm_mla and its DSA
+	// backend whatever --page-size says); 0: the scheduler's block size
+	// (SchedulerFacts.BlockTokens). It sets the pool's allocation unit.
+	PageTokens int      `yaml:"page_tokens"`
+	Cite       []string `yaml:"cite"`
 }
 
 // MLAUse is what an MLA decode backend's validity depends on: the GPU

@@ -142,6 +142,23 @@ const (
 	maxEngineOptionsBudget = 1 << 20
 )
 
+// withBackendPage is o with the KV page the decode backend of sc forces
+// on p's engine (SGLang's flashmla, trtllm_mla, DSA: 64) as its block
+// size where o gives none, and that backend's name ("" when o's block
+// size stands or the backend forces none). The simulation and the origin
+// of fitted overheads both size blocks through it.
+func withBackendPage(o EngineOptions, p *sim.Predictor, sc sim.Scenario) (EngineOptions, string) {
+	if o.BlockSize != 0 || p == nil {
+		return o, ""
+	}
+	pt, b := p.KVPage(sc)
+	if pt <= 0 {
+		return o, ""
+	}
+	o.BlockSize = pt
+	return o, b
+}
+
 // withDefaults fills the zero fields for device dev under the engine
 // whose scheduler facts are sched (the profile's defaults where it states
 // them, vLLM's where not).

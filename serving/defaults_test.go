@@ -70,7 +70,9 @@ func TestSGLangChunkedPrefillDefault(t *testing.T) {
 // 0.853; the activations are in that reserve, not subtracted again. A
 // given fraction (--gpu-mem-util 0.8) is SGLang's mem_fraction_static
 // there. Under vLLM the same box keeps 0.9 x memory less weights and
-// activations. The weights and per-token bytes are model.KVCapacity's.
+// activations. The weights and per-token bytes are model.KVCapacity's;
+// the blocks are SGLang's pages of 64 tokens (trtllm_mla's, the backend
+// it runs DeepSeek-V3 on there) and vLLM's blocks of 16.
 func TestSGLangKVPool(t *testing.T) {
 	d := sglangDeployment(t, "nvswitch:8xb200")
 	d.Engine.MaxNumBatchedTokens = 16384
@@ -80,8 +82,8 @@ func TestSGLangKVPool(t *testing.T) {
 		t.Fatalf("B200 memory %v B, want 180 GiB", mem)
 	}
 	c := model.KVCapacity(sc.Arch, sc.Plan, model.Workload{KVDtype: model.FP8}, sc.Build, mem, 0.9)
-	blocks := func(frac, less float64) int {
-		return int(int64((frac*mem-c.WeightBytes-less)/c.KVBytesPerToken) / 16)
+	blocks := func(frac, less float64, block int64) int {
+		return int(int64((frac*mem-c.WeightBytes-less)/c.KVBytesPerToken) / block)
 	}
 	for _, x := range []struct {
 		engine string
@@ -90,9 +92,9 @@ func TestSGLangKVPool(t *testing.T) {
 		rule   string
 		from   string
 	}{
-		{"sglang", 0, blocks(0.853, 0), engprof.KVPoolMemFractionStatic, "184320 MiB GPU less 27136 MiB reserved"},
-		{"sglang", 0.8, blocks(0.8, 0), engprof.KVPoolMemFractionStatic, "given"},
-		{"vllm", 0, blocks(0.9, c.ActivationBytes), engprof.KVPoolGPUMemUtil, "vLLM's default"},
+		{"sglang", 0, blocks(0.853, 0, 64), engprof.KVPoolMemFractionStatic, "184320 MiB GPU less 27136 MiB reserved"},
+		{"sglang", 0.8, blocks(0.8, 0, 64), engprof.KVPoolMemFractionStatic, "given"},
+		{"vllm", 0, blocks(0.9, c.ActivationBytes, 16), engprof.KVPoolGPUMemUtil, "vLLM's default"},
 	} {
 		d.Scenario.Options.Engine = engprof.Ref{Name: x.engine}
 		d.Scenario.Options.GPUMemUtilFrac = x.given
@@ -109,27 +111,28 @@ func TestSGLangKVPool(t *testing.T) {
 // tokens / context_len x 512, 2048), 4096) (model_runner_kv_cache_mixin.py
 // init_memory_pool, model_runner.py max_running_requests), context_len
 // DeepSeek-V3's max_position_embeddings 163840. A pool of 1,000,000
-// tokens: 3125 (1e6 / 163840 x 512); of 2992 (187 blocks of 16): 1496, half
-// the pool, below the 2048 floor; the B200's own pool of millions: 4096.
-// vLLM keeps its 1024; a given count stays.
+// tokens (15625 of SGLang's 64-token pages under trtllm_mla): 3125 (1e6 /
+// 163840 x 512); of 3008 (47 pages): 1504, half the pool, below the 2048
+// floor; the B200's own pool of millions: 4096. vLLM keeps its 1024; a
+// given count stays.
 func TestSGLangMaxRunningDefault(t *testing.T) {
 	for _, c := range []struct {
 		engine      string
 		blocks      int
 		given, want int
 	}{
-		{"sglang", 62500, 0, 3125},
-		{"sglang", 187, 0, 1496},
+		{"sglang", 15625, 0, 3125},
+		{"sglang", 47, 0, 1504},
 		{"sglang", 0, 0, 4096},
 		{"vllm", 62500, 0, 1024},
-		{"sglang", 62500, 256, 256},
+		{"sglang", 15625, 256, 256},
 	} {
 		d := sglangDeployment(t, "nvswitch:8xb200")
 		d.Scenario.Options.Engine = engprof.Ref{Name: c.engine}
 		d.Engine.NumGPUBlocksOverride = c.blocks
 		d.Engine.MaxNumSeqs = c.given
 		s := mustNew(t, d)
-		if c.blocks == 0 && s.KVBlocks()*16 < 4096*163840/512 {
+		if c.blocks == 0 && s.KVBlocks()*s.Engine().BlockSize < 4096*163840/512 {
 			t.Fatalf("B200 pool %d blocks: too small to reach the 4096 cap", s.KVBlocks())
 		}
 		if got := s.Engine().MaxNumSeqs; got != c.want {
@@ -210,5 +213,54 @@ func TestUnchunkedPromptOverBudget(t *testing.T) {
 	}
 	if _, err := s.Run(long, RunOptions{}); err != nil {
 		t.Errorf("10000-token prompt with chunked prefill: %v", err)
+	}
+}
+
+// TestSGLangPageSize: SGLang allocates its KV pool token by token
+// (--page-size defaults to 1) unless the attention backend forces a page:
+// flashmla and trtllm_mla take 64 (server_args.py: "FlashMLA only
+// supports a page_size of 64", "TensorRT-LLM MLA only supports page_size
+// of 32 or 64, changing page_size from 1 to 64"). DeepSeek-V3 under
+// SGLang runs trtllm_mla on a B200 and flashmla with an FP8 cache on an
+// H200 (page 64), fa3 with a bf16 cache on the H200 (page 1); vLLM keeps
+// its 16 on the same B200, and a given --block-size stays. The defaults
+// line names the backend that forced the page, and chunked prefill is
+// SGLang's own default.
+func TestSGLangPageSize(t *testing.T) {
+	for _, c := range []struct {
+		box    string
+		engine string
+		kv     model.Dtype
+		given  int
+		block  int
+		line   string // the block_size part of the defaults line ("" absent)
+	}{
+		{"nvswitch:8xb200", "sglang", model.FP8, 0, 64, "block_size 64 (sglang@0.5's, the page trtllm_mla forces)"},
+		{"nvswitch:8xh200", "sglang", model.FP8, 0, 64, "block_size 64 (sglang@0.5's, the page flashmla forces)"},
+		{"nvswitch:8xh200", "sglang", model.BF16, 0, 1, "block_size 1 (sglang@0.5's)"},
+		{"nvswitch:8xb200", "vllm", model.FP8, 0, 16, "block_size 16 (vLLM's)"},
+		{"nvswitch:8xb200", "sglang", model.FP8, 16, 16, ""},
+	} {
+		d := sglangDeployment(t, c.box)
+		d.Scenario.Options.Engine = engprof.Ref{Name: c.engine}
+		d.Scenario.Workload.KVDtype = c.kv
+		d.Engine.BlockSize = c.given
+		s, err := New(d)
+		if err != nil {
+			t.Fatalf("%s on %s (%s): %v", c.engine, c.box, c.kv, err)
+		}
+		if got := s.Engine().BlockSize; got != c.block {
+			t.Errorf("%s on %s (%s), given %d: block %d tokens, want %d", c.engine, c.box, c.kv, c.given, got, c.block)
+		}
+		line := s.DefaultsUsed()
+		if c.line != "" && !strings.Contains(line, c.line) {
+			t.Errorf("%s on %s (%s): defaults line %q lacks %q", c.engine, c.box, c.kv, line, c.line)
+		}
+		if c.line == "" && strings.Contains(line, "block_size") {
+			t.Errorf("%s on %s given block %d: defaults line %q names the block size", c.engine, c.box, c.given, line)
+		}
+		if c.engine == "sglang" && !strings.Contains(line, "chunked prefill on (sglang@0.5's)") {
+			t.Errorf("%s on %s: defaults line %q does not give chunked prefill as SGLang's default", c.engine, c.box, line)
+		}
 	}
 }

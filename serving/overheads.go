@@ -230,6 +230,14 @@ func OriginOf(sc sim.Scenario, engine engprof.Ref, eng EngineOptions) OverheadsO
 	if prof, err := engprof.Lookup(engine); err == nil {
 		sched = &prof.Scheduler
 	}
+	var p *sim.Predictor
+	if sc.Topo != nil && sc.Arch != nil {
+		if pr, err := sc.NewPredictor(); err == nil {
+			p = pr
+			o.Attention, o.MoEKernel = p.Kernels(sc)
+		}
+	}
+	eng, _ = withBackendPage(eng, p, sc)
 	o.Scheduler = eng.Label(dev, sched)
 	if sc.Arch != nil {
 		o.KVDtype = string(sc.Workload.KVDtypeFor(sc.Arch))
@@ -237,11 +245,6 @@ func OriginOf(sc sim.Scenario, engine engprof.Ref, eng EngineOptions) OverheadsO
 	opts := sc.Options
 	opts.Engine = engprof.Ref{} // the origin's own field
 	o.Options = opts.Label()
-	if sc.Topo != nil && sc.Arch != nil {
-		if p, err := sc.NewPredictor(); err == nil {
-			o.Attention, o.MoEKernel = p.Kernels(sc)
-		}
-	}
 	if t := sc.Topo; t != nil {
 		o.Topology = t.Name
 		if d := t.DeviceOf(0); d != nil {

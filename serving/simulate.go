@@ -32,6 +32,9 @@ type Simulator struct {
 	// prof is the engine whose scheduler defaults filled engine's zero
 	// fields (DefaultsUsed).
 	prof *engprof.Profile
+	// pageFrom names the attention backend whose forced page size set
+	// the block size ("" when the scheduler's default or the user's did).
+	pageFrom string
 }
 
 // New validates the deployment, sizes the KV pool and prepares the step
@@ -53,8 +56,9 @@ func New(d Deployment) (*Simulator, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Simulator{d: d, engine: d.Engine.withDefaults(d.Scenario.Topo.DeviceOf(0), &prof.Scheduler), coster: c,
-		dp: d.Scenario.Plan.Normalized().DP, inst: max(1, d.Instances), prof: prof}
+	eng, pageFrom := withBackendPage(d.Engine, p, d.Scenario)
+	s := &Simulator{d: d, engine: eng.withDefaults(d.Scenario.Topo.DeviceOf(0), &prof.Scheduler), coster: c,
+		dp: d.Scenario.Plan.Normalized().DP, inst: max(1, d.Instances), prof: prof, pageFrom: pageFrom}
 	if s.engine.NumGPUBlocksOverride > 0 {
 		s.blocks = s.engine.NumGPUBlocksOverride
 	} else {
@@ -107,7 +111,11 @@ func (s *Simulator) DefaultsUsed() string {
 		parts = append(parts, fmt.Sprintf("max_num_batched_tokens %d (%s)", e.MaxNumBatchedTokens, whose(len(sc.ChunkTokens) > 0)))
 	}
 	if g.BlockSize == 0 {
-		parts = append(parts, fmt.Sprintf("block_size %d (%s)", e.BlockSize, whose(sc.BlockTokens > 0)))
+		from := whose(sc.BlockTokens > 0)
+		if s.pageFrom != "" {
+			from = fmt.Sprintf("%s, the page %s forces", own, s.pageFrom)
+		}
+		parts = append(parts, fmt.Sprintf("block_size %d (%s)", e.BlockSize, from))
 	}
 	if !g.DisableChunkedPrefill && !g.EnableChunkedPrefill {
 		on := "on"

@@ -509,6 +509,17 @@ func (p *Predictor) Kernels(sc Scenario) (attention, moe string) {
 	return attention, moe
 }
 
+// KVPage is the KV page size in tokens the engine forces while sc's decode
+// backend runs (SGLang's flashmla, trtllm_mla and DSA backends: 64) and
+// that backend's name; 0 and "" when the backend forces none, so the
+// scheduler's block size stands.
+func (p *Predictor) KVPage(sc Scenario) (tokens int, backend string) {
+	if b := p.decodeBackend(sc); b != nil && b.PageTokens > 0 {
+		return b.PageTokens, b.Name
+	}
+	return 0, ""
+}
+
 // decodeBackend is the attention backend sc's decode runs with on this
 // Predictor's engine and GPU, nil when none (or no MLA).
 func (p *Predictor) decodeBackend(sc Scenario) *engprof.AttentionBackend {

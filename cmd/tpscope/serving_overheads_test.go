@@ -97,7 +97,8 @@ func TestServingOverheadsOrigin(t *testing.T) {
 	}
 	want := serving.OverheadsOrigin{Engine: engprof.Ref{Name: "sglang", Version: "0.5"}, Topology: "nvswitch:8xb200", GPU: "NVIDIA B200", Model: modelDir,
 		Plan: "tp8-ep", Attention: "trtllm_mla", MoEKernel: "flashinfer_trtllm", Options: "ar-norm-fusion attention-backend=trtllm_mla cuda-graphs",
-		KVDtype: "fp8", Scheduler: "max-num-seqs=256 max-num-batched-tokens=16384 block-size=16 scheduler-recv-interval=30 stream-interval=10"}
+		KVDtype: "fp8", Scheduler: "max-num-seqs=256 max-num-batched-tokens=16384 block-size=64 scheduler-recv-interval=30 stream-interval=10"}
+	// block-size=64: the page SGLang forces under trtllm_mla.
 	if f.FittedOn == nil || *f.FittedOn != want {
 		t.Errorf("calibrate --serving records fitted_on %+v, want %+v", f.FittedOn, want)
 	}
@@ -112,7 +113,7 @@ func TestServingOverheadsOrigin(t *testing.T) {
 		// options that named it differ.
 		{"TP 4 with the engine's attention", append(append([]string(nil), dsr1...), "--tp", "4"),
 			"overheads from " + o + " were fitted on another deployment (plan tp8-ep, not tp4-ep; options ar-norm-fusion attention-backend=trtllm_mla cuda-graphs, not cuda-graphs; " +
-				"scheduler max-num-seqs=256 max-num-batched-tokens=16384 block-size=16 scheduler-recv-interval=30 stream-interval=10, not max-num-seqs=256 max-num-batched-tokens=16384 block-size=16): applied as given"},
+				"scheduler max-num-seqs=256 max-num-batched-tokens=16384 block-size=64 scheduler-recv-interval=30 stream-interval=10, not max-num-seqs=256 max-num-batched-tokens=16384 block-size=64): applied as given"},
 		// The decode scale is the step's kernels' error, the attention's
 		// over the KV cache included: a BF16 cache is other kernels.
 		{"another KV dtype", append(append([]string(nil), dsr1Run...), "--kv-dtype", "bf16"),
@@ -121,7 +122,7 @@ func TestServingOverheadsOrigin(t *testing.T) {
 		// to: SGLang's receive interval of 30 held arrivals back while the
 		// prefill step's host time was fitted.
 		{"the default scheduler settings", append(append([]string(nil), dsr1Run...), "--scheduler-recv-interval", "1", "--max-num-seqs", "0"),
-			"overheads from " + o + " were fitted on another deployment (scheduler max-num-seqs=256 max-num-batched-tokens=16384 block-size=16 scheduler-recv-interval=30 stream-interval=10, not max-num-seqs=kv-pool max-num-batched-tokens=16384 block-size=16 stream-interval=10): applied as given"},
+			"overheads from " + o + " were fitted on another deployment (scheduler max-num-seqs=256 max-num-batched-tokens=16384 block-size=64 scheduler-recv-interval=30 stream-interval=10, not max-num-seqs=kv-pool max-num-batched-tokens=16384 block-size=64 stream-interval=10): applied as given"},
 	} {
 		code, out, errs := runCLI(t, append(append(append(append([]string(nil), load...), "--engine", "sglang"), c.args...), "--serving-overheads", o)...)
 		if code != 0 {
