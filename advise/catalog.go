@@ -170,11 +170,17 @@ func Catalog(o CatalogOptions) []Entry {
 				if p == nil {
 					return Applicability{Status: Applies, Reason: "engine without a profile: its capture sizes are unknown"}
 				}
-				sz := p.CaptureSizes()
+				// The default capture on the scenario's GPU at its size
+				// (SGLang's stops at the cuda_graph_max_bs of both).
+				c.Options.GraphSizes = nil
+				sz, err := c.CaptureSizes()
+				if err != nil {
+					return Applicability{Status: Applies, Reason: p.Name() + "'s capture sizes on this box are unknown: " + err.Error()}
+				}
 				if len(sz) == 0 {
 					return Applicability{Status: Applies, Reason: p.Name() + "'s profile lists no capture sizes"}
 				}
-				r := fmt.Sprintf("%s captures decode graphs (%s) for batches up to %d tokens by default (its profile); larger batches run eagerly", p.Name(), p.Graphs.Mode, sz[len(sz)-1])
+				r := fmt.Sprintf("%s captures decode graphs (%s) for batches up to %d tokens by default (its profile, for this GPU and TP size); larger batches run eagerly", p.Name(), p.Graphs.Mode, sz[len(sz)-1])
 				if p.Graphs.Unpadded {
 					// No padding: a batch between captured sizes does not
 					// replay the next one up.

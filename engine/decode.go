@@ -360,6 +360,9 @@ func (p *Profile) validate() error {
 	if p.sizes = g.CaptureSizes(); len(p.sizes) == 0 {
 		return bad("cuda_graphs", "no capture sizes: want sizes or ranges")
 	}
+	if err := validateGraphMaxBS(g.MaxBS, p.sizes[len(p.sizes)-1], bad); err != nil {
+		return err
+	}
 	for i, b := range p.Attention.Backends {
 		if b.CUDAGraph == "piecewise" && len(g.PiecewiseEager) == 0 {
 			return bad("cuda_graphs.piecewise_eager", "missing: attention.backends[%d] (%s) captures piecewise: want the roles a piecewise graph launches eagerly", i, b.Name)
@@ -620,4 +623,37 @@ func checkPadded(f string, t *PaddedTiles, formats []WeightFormat, bad func(stri
 		}
 	}
 	return cite(f, t.Cite)
+}
+
+// validateGraphMaxBS checks cuda_graphs.max_bs: tiers of rising
+// below_mib, the open one (0) last, each with a row for TP 1 first and
+// its rows rising in min_tp, so every GPU and TP size has one value; each
+// bs from 1 to the largest capture size (the list must reach it).
+func validateGraphMaxBS(tiers []GraphMaxBSTier, largest int, bad func(field, format string, a ...any) error) error {
+	for i, t := range tiers {
+		f := fmt.Sprintf("cuda_graphs.max_bs[%d]", i)
+		if t.BS < 1 || t.BS > largest {
+			return bad(f+".bs", "%d: want 1 to %d, the largest capture size", t.BS, largest)
+		}
+		var ok bool
+		switch {
+		case t.BelowMiB < 0 || t.MinTP < 0:
+		case i > 0 && t.BelowMiB == tiers[i-1].BelowMiB:
+			// A further row of the tier: a larger TP size.
+			ok = t.MinTP > max(1, tiers[i-1].MinTP)
+		default:
+			// A tier's first row: every TP size from 1, a larger GPU than
+			// the tier before, which is not the open one.
+			ok = t.MinTP <= 1 && (i == 0 || (tiers[i-1].BelowMiB != 0 && (t.BelowMiB == 0 || t.BelowMiB > tiers[i-1].BelowMiB)))
+		}
+		if ok && t.BelowMiB != 0 {
+			ok = i < len(tiers)-1 // the last tier is open
+		} else if ok {
+			ok = i == len(tiers)-1 || tiers[i+1].BelowMiB == 0 // and only the last
+		}
+		if !ok {
+			return bad(f, "{below_mib: %d, min_tp: %d, bs: %d}: want below_mib rising from tier to tier, 0 (any larger GPU) on the last tier only, and each tier's rows from min_tp 1 (or none) rising", t.BelowMiB, t.MinTP, t.BS)
+		}
+	}
+	return nil
 }

@@ -769,8 +769,63 @@ type CUDAGraphs struct {
 	// launch path) for the kernels this engine launches outside a graph,
 	// and decides how long an eager step that is host-bound takes; a
 	// launch_eager_us calibrated from a trace is kept. 0: the device's.
-	EagerHostUs float64  `yaml:"eager_host_us"`
-	Cite        []string `yaml:"cite"`
+	EagerHostUs float64 `yaml:"eager_host_us"`
+	// MaxBS is the largest decode batch the engine captures by default,
+	// by the GPU's memory and the engine's TP size (SGLang's
+	// cuda_graph_max_bs): the capture list stops at it, so a larger batch
+	// runs eagerly, and the engine's KV reserve counts it (kv_pool). None:
+	// the whole list on every GPU.
+	MaxBS []GraphMaxBSTier `yaml:"max_bs"`
+	Cite  []string         `yaml:"cite"`
+}
+
+// GraphMaxBSTier is one row of CUDAGraphs.MaxBS: on a GPU of less than
+// BelowMiB (0: any larger GPU, the last tier) and a TP size of at least
+// MinTP (0 or 1: any), the largest captured batch is BS. A tier's rows
+// share BelowMiB and rise in MinTP; the GPU's tier takes the last row
+// its TP size reaches.
+type GraphMaxBSTier struct {
+	BelowMiB int64 `yaml:"below_mib"`
+	MinTP    int   `yaml:"min_tp"`
+	BS       int   `yaml:"bs"`
+}
+
+// GraphMaxBS is the largest batch the engine captures by default on a GPU
+// of memBytes in an engine of tpSize GPUs (CUDAGraphs.MaxBS; SGLang's
+// cuda_graph_max_bs, which its tp_size counts every GPU of the engine
+// for), or the largest capture size when the profile states no tiers.
+func (p *Profile) GraphMaxBS(memBytes int64, tpSize int) int {
+	sizes := p.CaptureSizes()
+	if len(p.Graphs.MaxBS) == 0 {
+		if len(sizes) == 0 {
+			return 0
+		}
+		return sizes[len(sizes)-1]
+	}
+	mib := memBytes / MiB
+	bs, tier, found := 0, int64(0), false
+	for _, t := range p.Graphs.MaxBS {
+		switch {
+		case found && t.BelowMiB != tier:
+			return bs // past the GPU's tier
+		case !found && t.BelowMiB != 0 && mib >= t.BelowMiB:
+			continue // a smaller GPU's tier
+		}
+		found, tier = true, t.BelowMiB
+		if tpSize >= t.MinTP {
+			bs = t.BS
+		}
+	}
+	return bs
+}
+
+// CaptureSizesFor are the capture sizes on a GPU of memBytes in an engine
+// of tpSize GPUs: CaptureSizes up to GraphMaxBS (callers must not modify
+// it).
+func (p *Profile) CaptureSizesFor(memBytes int64, tpSize int) []int {
+	s := p.CaptureSizes()
+	n, _ := slices.BinarySearch(s, p.GraphMaxBS(memBytes, tpSize)+1)
+	return s[:n:n]
 }
 
 // SizeRange is From, From+Step, ..., up to To inclusive.

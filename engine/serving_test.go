@@ -45,6 +45,58 @@ func TestSGLangChunkTiers(t *testing.T) {
 	}
 }
 
+// TestSGLangGraphMaxBSTiers: SGLang's cuda_graph_max_bs by GPU memory
+// and tp_size (server_args.py _handle_gpu_memory_settings, MiB): 8 below
+// 20 GiB; 24 below 35 GiB at TP < 4, 80 at TP >= 4; 32 below 60 GiB at
+// TP < 4, 160 at TP >= 4; 256 below 160 GiB at TP < 4, 512 at TP >= 4;
+// 512 above. The capture list stops there (its largest size is the
+// tier's: every tier value is on SGLang's list). vLLM's profile states no
+// tiers: its whole list on every GPU. A tier out of order, one without a
+// row for TP 1, or a max_bs off the capture list's range is refused in
+// one line naming it.
+func TestSGLangGraphMaxBSTiers(t *testing.T) {
+	sg := mustLookup(t, "sglang@0.5")
+	for _, c := range []struct {
+		memBytes int64
+		tp, want int
+	}{
+		{16 << 30, 8, 8},
+		{24 << 30, 1, 24}, {24 << 30, 4, 80}, {32 << 30, 2, 24}, {32 << 30, 8, 80},
+		{46068 * MiB, 1, 32}, {46068 * MiB, 3, 32}, {46068 * MiB, 4, 160}, {46068 * MiB, 8, 160},
+		{80 << 30, 2, 256}, {80 << 30, 8, 512}, {141e9, 1, 256}, {141e9, 8, 512}, {97887 * MiB, 8, 512},
+		{180 << 30, 1, 512}, {180 << 30, 8, 512},
+	} {
+		got, last := sg.GraphMaxBS(c.memBytes, c.tp), 0
+		if s := sg.CaptureSizesFor(c.memBytes, c.tp); len(s) > 0 {
+			last = s[len(s)-1]
+		}
+		if got != c.want || last != c.want {
+			t.Errorf("%d MiB at TP %d: cuda_graph_max_bs %d, capture list to %d, want %d", c.memBytes/MiB, c.tp, got, last, c.want)
+		}
+	}
+	vl := mustLookup(t, "vllm@0.24")
+	if got, s := vl.GraphMaxBS(46068*MiB, 1), vl.CaptureSizesFor(46068*MiB, 1); got != 512 || len(s) != len(vl.CaptureSizes()) {
+		t.Errorf("vLLM on an L40S at TP 1: max %d over %d sizes, want 512 over its whole list of %d", got, len(s), len(vl.CaptureSizes()))
+	}
+	base := string(mustRead(t, "profiles/sglang-0.5.yaml"))
+	for _, c := range []struct{ edit, with, field string }{
+		{"{below_mib: 61440, bs: 32}", "{below_mib: 30000, bs: 32}", "cuda_graphs.max_bs[3]"},
+		{"{below_mib: 61440, min_tp: 4, bs: 160}", "{below_mib: 61440, min_tp: 1, bs: 160}", "cuda_graphs.max_bs[4]"},
+		{"{below_mib: 61440, bs: 32}", "{below_mib: 61440, min_tp: 2, bs: 32}", "cuda_graphs.max_bs[3]"},
+		{"{below_mib: 20480, bs: 8}", "{below_mib: 20480, bs: 0}", "cuda_graphs.max_bs[0].bs"},
+		{"{below_mib: 20480, bs: 8}", "{below_mib: 20480, bs: 1024}", "cuda_graphs.max_bs[0].bs"},
+		{"{bs: 512}", "{below_mib: 300000, bs: 512}", "cuda_graphs.max_bs[7]"},
+		{"{below_mib: 20480, bs: 8}", "{bs: 8}", "cuda_graphs.max_bs[0]"},
+	} {
+		if !strings.Contains(base, c.edit) {
+			t.Fatalf("edit %q not found", c.edit)
+		}
+		if err := parseEdited(base, c.edit, c.with); !oneLineWith(err, c.field) {
+			t.Errorf("%s: error %v, want one line naming %s", c.with, err, c.field)
+		}
+	}
+}
+
 // TestSGLangStaticFrac: SGLang's default mem_fraction_static
 // (server_args.py _handle_gpu_memory_settings), worked by hand from its
 // formula, reserved = 512 + 1.5 x max(chunk, 2048) + 2 x cuda_graph_max_bs

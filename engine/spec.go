@@ -70,15 +70,20 @@ func (p *Profile) SpecMethodNames() []string {
 }
 
 // SpecCaptureSizes are the verify pass's capture sizes in tokens for k
-// draft tokens per sequence: the spec capture list x (1 + k) when the
-// profile has one, else nil (the decode list holds).
-func (p *Profile) SpecCaptureSizes(k int) []int {
+// draft tokens per sequence on a GPU of memBytes in an engine of tpSize
+// GPUs: the spec capture list's batches up to GraphMaxBS (SGLang keeps
+// the sequences <= cuda_graph_max_bs of its speculative list too), each
+// x (1 + k), when the profile has one; else nil (the decode list holds).
+func (p *Profile) SpecCaptureSizes(k int, memBytes int64, tpSize int) []int {
 	if len(p.Speculative.batches) == 0 || k <= 0 {
 		return nil
 	}
-	out := make([]int, len(p.Speculative.batches))
-	for i, b := range p.Speculative.batches {
-		out[i] = b * (1 + k)
+	maxBS := p.GraphMaxBS(memBytes, tpSize)
+	var out []int
+	for _, b := range p.Speculative.batches {
+		if b <= maxBS {
+			out = append(out, b*(1+k))
+		}
 	}
 	return out
 }

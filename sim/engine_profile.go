@@ -429,6 +429,14 @@ func (p *Predictor) EngineSummary(sc Scenario) string {
 			}
 		}
 	}
+	if p.opts.CUDAGraphs && len(p.opts.GraphSizes) == 0 && len(k.prof.Graphs.MaxBS) > 0 {
+		// The engine's largest captured batch is the GPU's and the
+		// engine size's (SGLang's cuda_graph_max_bs): a larger decode
+		// batch runs eagerly.
+		world := sc.Plan.World()
+		parts = append(parts, fmt.Sprintf("decode graphs to batch %d (cuda_graph_max_bs for %d MiB at tp_size %d; larger batches eager)",
+			k.prof.GraphMaxBS(p.dev.MemBytes, world), p.dev.MemBytes/engprof.MiB, world))
+	}
 	if sc.Arch != nil && sc.Arch.RoutedExperts > 0 {
 		d := sc.Arch.Quant.Dtype(model.CompRoutedExperts)
 		if mk := k.moeKernel(d); mk != nil {

@@ -56,7 +56,7 @@ func TestGraphsNeverSlowerThanEager(t *testing.T) {
 						}
 						eager, graph := o, o
 						graph.CUDAGraphs = true
-						if _, ok := graph.GraphTokens(w.Batch); !ok {
+						if _, ok := graph.GraphTokens(w.Batch, topo.DeviceOf(0).MemBytes, plan.World()); !ok {
 							t.Fatalf("%s: batch %d is not a capture size", name, w.Batch)
 						}
 						pe, err := New(topo, eager)

@@ -93,11 +93,15 @@ func (p *Predictor) kvBudget(sc Scenario, w model.Workload, chunkTokens int) KVB
 	if chunkTokens <= 0 {
 		chunkTokens = prof.Scheduler.DefaultChunkTokens(p.dev.MemBytes)
 	}
+	plan := sc.Plan.Normalized()
+	// cuda_graph_max_bs is the largest captured batch, the one fact the
+	// capture list stops at (Options.CaptureSizes: the GPU's tier, or
+	// the largest of --graph-sizes, as SGLang's --cuda-graph-bs sets it),
+	// counted whether graphs are on or not, as SGLang does.
 	graphMaxBS := 0
-	if s := p.opts.CaptureSizes(); len(s) > 0 {
+	if s := p.opts.CaptureSizes(p.dev.MemBytes, plan.World()); len(s) > 0 {
 		graphMaxBS = s[len(s)-1]
 	}
-	plan := sc.Plan.Normalized()
 	in := engprof.StaticFracInput{GPUMemBytes: p.dev.MemBytes, ChunkTokens: chunkTokens, GraphMaxBS: graphMaxBS,
 		Ranks: plan.World(), DPAttention: plan.DP, Draft: string(sc.Build.Spec.MethodFor(w))}
 	frac, reserved := prof.KVPool.Reserve.StaticFrac(in)

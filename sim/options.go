@@ -200,16 +200,20 @@ func (o *Options) Validate() error {
 	return nil
 }
 
-// CaptureSizes returns the CUDA-graph capture sizes in tokens: GraphSizes,
-// or the engine profile's default list (vLLM's 1, 2, 4, 8..248 step 8,
-// 256..512 step 16, serving-facts.md "CUDA graphs"; SGLang's and
-// TensorRT-LLM's in their profiles).
-func (o *Options) CaptureSizes() []int {
+// CaptureSizes returns the CUDA-graph capture sizes in tokens on a GPU of
+// memBytes in an engine of ranks GPUs: GraphSizes when given (they win,
+// as SGLang's --cuda-graph-bs and vLLM's cudagraph_capture_sizes do), or
+// the engine profile's default list up to its largest captured batch
+// there (engprof.Profile.CaptureSizesFor: SGLang's cuda_graph_max_bs by
+// GPU memory and tp_size; vLLM's 1, 2, 4, 8..248 step 8, 256..512 step
+// 16 on every GPU, serving-facts.md "CUDA graphs"; TensorRT-LLM's in its
+// profile).
+func (o *Options) CaptureSizes(memBytes int64, ranks int) []int {
 	if len(o.GraphSizes) > 0 {
 		return o.GraphSizes
 	}
 	if p, err := engprof.Lookup(o.Engine); err == nil {
-		return p.CaptureSizes()
+		return p.CaptureSizesFor(memBytes, ranks)
 	}
 	return defaultCaptureSizes
 }
@@ -226,13 +230,14 @@ var defaultCaptureSizes = func() []int {
 }()
 
 // GraphCapture is the CUDA-graph capture the options ask of the serving
-// engine, as the schedule's builder takes it (model.BuildOptions.Graphs):
-// nil when CUDAGraphs is off, else the capture sizes (CaptureSizes).
-func (o *Options) GraphCapture() *model.GraphCapture {
+// engine on a GPU of memBytes in an engine of ranks GPUs, as the
+// schedule's builder takes it (model.BuildOptions.Graphs): nil when
+// CUDAGraphs is off, else the capture sizes (CaptureSizes).
+func (o *Options) GraphCapture(memBytes int64, ranks int) *model.GraphCapture {
 	if !o.CUDAGraphs {
 		return nil
 	}
-	return &model.GraphCapture{Sizes: o.CaptureSizes(), DecodeOnly: o.decodeOnlyGraphs(), Exact: o.unpaddedGraphs()}
+	return &model.GraphCapture{Sizes: o.CaptureSizes(memBytes, ranks), DecodeOnly: o.decodeOnlyGraphs(), Exact: o.unpaddedGraphs()}
 }
 
 // decodeOnlyGraphs reports whether the engine replays graphs for decode
@@ -250,14 +255,15 @@ func (o *Options) unpaddedGraphs() bool {
 }
 
 // GraphTokens is the token count a CUDA-graph step runs for tokens real
-// tokens: the smallest capture size >= tokens, or tokens itself when graphs
-// are off or tokens exceeds the largest size (vLLM then runs eagerly);
+// tokens on a GPU of memBytes in an engine of ranks GPUs: the smallest
+// capture size >= tokens, or tokens itself when graphs are off or tokens
+// exceeds the largest size (the engine then runs eagerly);
 // model.GraphCapture.Tokens decides.
-func (o *Options) GraphTokens(tokens int) (padded int, graphed bool) {
+func (o *Options) GraphTokens(tokens int, memBytes int64, ranks int) (padded int, graphed bool) {
 	if !o.CUDAGraphs {
 		return tokens, false
 	}
-	g := model.GraphCapture{Sizes: o.CaptureSizes(), Exact: o.unpaddedGraphs()}
+	g := model.GraphCapture{Sizes: o.CaptureSizes(memBytes, ranks), Exact: o.unpaddedGraphs()}
 	return g.Tokens(tokens)
 }
 

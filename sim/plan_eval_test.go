@@ -121,7 +121,7 @@ func TestGraphStep(t *testing.T) {
 	var ev Evaluator
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			if d := model.NewDeployment(c.plan.Normalized(), c.w, seedOptions.GraphCapture()); d.GraphTokens != c.graph || d.Graphed != c.graphed {
+			if d := model.NewDeployment(c.plan.Normalized(), c.w, seedOptions.GraphCapture(box.DeviceOf(0).MemBytes, c.plan.World())); d.GraphTokens != c.graph || d.Graphed != c.graphed {
 				t.Fatalf("NewDeployment: graph of %d tokens graphed %v, want %d %v", d.GraphTokens, d.Graphed, c.graph, c.graphed)
 			}
 			sc := Scenario{Arch: kimi, Plan: c.plan, Workload: c.w}

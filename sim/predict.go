@@ -21,11 +21,12 @@ type Predictor struct {
 	topo *topology.Topology
 	dev  *topology.Device
 	opts Options
-	// capture is opts' CUDA-graph capture (Options.GraphCapture), handed
-	// to the schedule's builder.
-	capture *model.GraphCapture
-	cm      *computeModel
-	coll    collectiveCoster
+	// captures are opts' CUDA-graph capture on the box's GPU by the
+	// engine's size in GPUs (Options.GraphCapture: SGLang's largest
+	// captured batch depends on both), built on first use (captureOf).
+	captures map[int]*model.GraphCapture
+	cm       *computeModel
+	coll     collectiveCoster
 	// runScratch is what a run writes and the next one reuses; an
 	// Evaluator's predictors share one (it runs one at a time).
 	*runScratch
@@ -104,8 +105,26 @@ func newWithScratch(topo *topology.Topology, opts Options, coll collectiveCoster
 	if scratch == nil {
 		scratch = new(runScratch)
 	}
-	return &Predictor{topo: topo, dev: dev, opts: opts, capture: opts.GraphCapture(), coll: coll, runScratch: scratch,
+	return &Predictor{topo: topo, dev: dev, opts: opts, coll: coll, runScratch: scratch,
 		cm: newComputeModel(dev, prof, &opts)}, nil
+}
+
+// captureOf is the options' CUDA-graph capture for a plan of world GPUs on
+// the Predictor's GPU (Options.GraphCapture; nil when graphs are off),
+// handed to the schedule's builder.
+func (p *Predictor) captureOf(world int) *model.GraphCapture {
+	if !p.opts.CUDAGraphs {
+		return nil
+	}
+	if c, ok := p.captures[world]; ok {
+		return c
+	}
+	if p.captures == nil {
+		p.captures = make(map[int]*model.GraphCapture)
+	}
+	c := p.opts.GraphCapture(p.dev.MemBytes, world)
+	p.captures[world] = c
+	return c
 }
 
 // runScratch is the memory of one prediction run that the next run
@@ -323,7 +342,7 @@ func (p *Predictor) predict(s *model.Schedule, mode int, graphed bool) (*Predict
 // (model.Schedule.GraphedUnder), for callers that hand the Predictor a
 // schedule rather than a Scenario.
 func (p *Predictor) graphedAsBuilt(s *model.Schedule) bool {
-	return s.GraphedUnder(p.capture)
+	return s.GraphedUnder(p.captureOf(s.Plan.World()))
 }
 
 // StepUsBuilt is Predict without the per-op result, the step time only,

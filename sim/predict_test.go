@@ -238,14 +238,15 @@ func TestTokensPerStep(t *testing.T) {
 }
 
 // vLLM's capture sizes (serving-facts.md): 1, 2, 4, 8..248 step 8,
-// 256..512 step 16; beyond 512 the step runs eagerly.
+// 256..512 step 16 on every GPU (here a 24 GiB one at TP 1, where SGLang
+// would stop at 24); beyond 512 the step runs eagerly.
 func TestGraphTokens(t *testing.T) {
 	o := Options{CUDAGraphs: true}
 	for _, c := range []struct {
 		in, want int
 		graphed  bool
 	}{{1, 1, true}, {3, 4, true}, {5, 8, true}, {9, 16, true}, {249, 256, true}, {257, 272, true}, {512, 512, true}, {513, 513, false}} {
-		got, g := o.GraphTokens(c.in)
+		got, g := o.GraphTokens(c.in, 24<<30, 1)
 		if got != c.want || g != c.graphed {
 			t.Errorf("GraphTokens(%d) = %d, %v; want %d, %v", c.in, got, g, c.want, c.graphed)
 		}
@@ -346,22 +347,22 @@ func TestGraphTokensTRTLLM(t *testing.T) {
 		want = append(want, b)
 	}
 	slices.Sort(want)
-	if got := o.CaptureSizes(); !slices.Equal(got, want) {
+	if got := o.CaptureSizes(80<<30, 8); !slices.Equal(got, want) {
 		t.Errorf("TensorRT-LLM capture sizes %v, want %v", got, want)
 	}
 	for _, c := range []struct {
 		in, want int
 		graphed  bool
 	}{{1, 1, true}, {17, 17, true}, {33, 33, false}, {40, 40, false}, {64, 64, true}, {100, 100, false}, {128, 128, true}, {129, 129, false}} {
-		if got, g := o.GraphTokens(c.in); got != c.want || g != c.graphed {
+		if got, g := o.GraphTokens(c.in, 80<<30, 8); got != c.want || g != c.graphed {
 			t.Errorf("trtllm GraphTokens(%d) = %d, %v; want %d, %v", c.in, got, g, c.want, c.graphed)
 		}
 	}
-	if g := o.GraphCapture(); !g.DecodeOnly || !g.Exact {
+	if g := o.GraphCapture(80<<30, 8); !g.DecodeOnly || !g.Exact {
 		t.Errorf("trtllm capture %+v: want decode-only and exact", g)
 	}
 	v := Options{CUDAGraphs: true}
-	if got, g := v.GraphTokens(40); got != 40 || !g {
+	if got, g := v.GraphTokens(40, 80<<30, 8); got != 40 || !g {
 		t.Errorf("vllm GraphTokens(40) = %d, %v; want 40, true", got, g)
 	}
 }

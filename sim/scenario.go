@@ -164,12 +164,57 @@ func Predict(sc Scenario) (*Prediction, *model.Schedule, error) {
 // graphed decode step's tokens are padded up to its captured size
 // (Schedule.Deploy says whether it is graphed and of how many tokens). It is
 // what Predict prices and what a run executes, so both see one schedule.
+// With CUDA graphs on it needs sc.Topo: the capture is the GPU's (SGLang's
+// cuda_graph_max_bs by its memory).
 func BuildSchedule(sc Scenario) (*model.Schedule, error) {
 	if err := sc.Options.Validate(); err != nil {
 		return nil, err
 	}
-	p := &Predictor{opts: sc.Options, topo: sc.Topo, capture: sc.Options.GraphCapture()}
+	p := &Predictor{opts: sc.Options, topo: sc.Topo}
+	if sc.Options.CUDAGraphs {
+		// The capture depends on the GPU (captureOf); an eager step's
+		// schedule does not.
+		dev, err := sc.gpu()
+		if err != nil {
+			return nil, err
+		}
+		p.dev = dev
+	}
 	return p.schedule(sc)
+}
+
+// gpu is the GPU of sc's box, whose memory sets the engine's defaults
+// (GPU 0's: a Predictor refuses a box of mixed GPUs).
+func (sc Scenario) gpu() (*topology.Device, error) {
+	if sc.Topo == nil {
+		return nil, errors.New("sim: scenario has no topology")
+	}
+	dev := sc.Topo.DeviceOf(0)
+	if dev == nil {
+		return nil, fmt.Errorf("sim: topology %s: GPU 0 has no device spec", sc.Topo.Name)
+	}
+	return dev, nil
+}
+
+// CaptureSizes are the CUDA-graph capture sizes of sc's engine on its box
+// (Options.CaptureSizes for the GPU of sc.Topo and sc.Plan's GPUs).
+func (sc Scenario) CaptureSizes() ([]int, error) {
+	dev, err := sc.gpu()
+	if err != nil {
+		return nil, err
+	}
+	return sc.Options.CaptureSizes(dev.MemBytes, sc.Plan.World()), nil
+}
+
+// GraphCapture is the CUDA-graph capture sc's decode steps replay under
+// on its box (Options.GraphCapture for the GPU of sc.Topo and sc.Plan's
+// GPUs; nil when graphs are off).
+func (sc Scenario) GraphCapture() (*model.GraphCapture, error) {
+	dev, err := sc.gpu()
+	if err != nil {
+		return nil, err
+	}
+	return sc.Options.GraphCapture(dev.MemBytes, sc.Plan.World()), nil
 }
 
 // PredictScenario predicts one step of the scenario with per-op detail and

@@ -434,25 +434,27 @@ func specHostUs(sc Scenario) float64 {
 	return 0
 }
 
-// specCapture is the CUDA-graph capture of a speculative step of sc: an
-// engine with a capture list of its own for speculation (SGLang, and
-// TensorRT-LLM, whose graphs are keyed by requests: that many sequences x
-// the tokens each verifies) replaces the decode list, replayed as the
-// decode list is (decode steps only, padded or at a captured size
-// exactly); otherwise the Predictor's capture.
+// specCapture is the CUDA-graph capture of a step of sc on the
+// Predictor's GPU: with speculation, an engine with a capture list of its
+// own for it (SGLang, up to its cuda_graph_max_bs, and TensorRT-LLM,
+// whose graphs are keyed by requests: that many sequences x the tokens
+// each verifies) replaces the decode list, replayed as the decode list is
+// (decode steps only, padded or at a captured size exactly); otherwise
+// the options' capture (captureOf).
 func (p *Predictor) specCapture(sc Scenario) *model.GraphCapture {
-	k := sc.Workload.SpecTokens
-	if p.capture == nil || k <= 0 || len(p.opts.GraphSizes) > 0 {
-		return p.capture
+	k, world := sc.Workload.SpecTokens, sc.Plan.World()
+	capture := p.captureOf(world)
+	if capture == nil || k <= 0 || len(p.opts.GraphSizes) > 0 {
+		return capture
 	}
 	prof, err := engprof.Lookup(p.opts.Engine)
 	if err != nil {
-		return p.capture
+		return capture
 	}
-	if s := prof.SpecCaptureSizes(k); len(s) > 0 {
-		return &model.GraphCapture{Sizes: s, DecodeOnly: p.capture.DecodeOnly, Exact: p.capture.Exact}
+	if s := prof.SpecCaptureSizes(k, p.dev.MemBytes, world); len(s) > 0 {
+		return &model.GraphCapture{Sizes: s, DecodeOnly: capture.DecodeOnly, Exact: capture.Exact}
 	}
-	return p.capture
+	return capture
 }
 
 // CheckSpec refuses, in one line naming the flag, a speculative method, a

@@ -442,7 +442,15 @@ func (f *scenarioFlags) graphSizesFact(was sim.Scenario) traceFact {
 			why: "capture sizes price nothing in a run without CUDA graphs"}
 	}
 	replay := func(o sim.Options, ran sim.Scenario) string {
-		d := model.NewDeployment(was.Plan, was.Workload, o.GraphCapture())
+		// The capture on the recorded box (SGLang's stops at the
+		// cuda_graph_max_bs of its GPU and TP size).
+		on := was
+		on.Options = o
+		g, err := on.GraphCapture()
+		if err != nil {
+			return "unknown (" + err.Error() + ")"
+		}
+		d := model.NewDeployment(was.Plan, was.Workload, g)
 		switch {
 		case !d.Graphed:
 			return "none (eager steps)"

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -87,5 +88,53 @@ func TestPredictJSON(t *testing.T) {
 	}
 	if fi, err := os.Stat(plot); err != nil || fi.Size() == 0 {
 		t.Errorf("plot not written: %v", err)
+	}
+}
+
+// TestPredictSGLangGraphMaxBS: on an L40S box at TP 8, SGLang captures
+// decode graphs only up to batch 160 (its cuda_graph_max_bs below 60 GiB
+// at tp_size >= 4): a batch of 200 runs eagerly (every kernel launched by
+// the host, 47 us apiece, not one graph launch), the engine line says
+// where graphs stop, and the memory line reserves for 160: 512 + 1.5 x
+// 4096 + 2 x 160 + 1024 = 8000 MiB of 46068, mem_fraction_static
+// 38068 / 46068 = 0.826. --graph-sizes up to 512 still wins (SGLang's
+// --cuda-graph-bs): the batch replays its graph of 200 and the reserve
+// counts 512.
+func TestPredictSGLangGraphMaxBS(t *testing.T) {
+	args := []string{"predict", "--engine", "sglang@0.5", "--topo", "pcie-2s:8xl40s", "--model", "tiny-mla-moe", "--tp", "8", "--batch", "200", "--context", "4096"}
+	code, out, stderr := runCLI(t, args...)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	for _, want := range []string{
+		"decode batch 200 (eager)",
+		"decode graphs to batch 160 (cuda_graph_max_bs for 46068 MiB at tp_size 8; larger batches eager)",
+		"mem_fraction_static 0.826, sglang@0.5's default: 46068 MiB GPU less 8000 MiB reserved for chunked_prefill_size 4096, cuda_graph_max_bs 160, tp_size 8",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("missing %q in:\n%s", want, out)
+		}
+	}
+	var stepUs, hostUs float64
+	var kernels int
+	for _, line := range strings.Split(out, "\n") {
+		if strings.HasPrefix(line, "step ") {
+			fmt.Sscanf(strings.TrimSpace(strings.TrimPrefix(line, "step")), "%f us (%d kernels per rank, host launch %f us", &stepUs, &kernels, &hostUs)
+		}
+	}
+	if kernels == 0 || hostUs < float64(kernels)*47 {
+		t.Errorf("host launch %.0f us for %d kernels: want at least 47 us each (eager)", hostUs, kernels)
+	}
+	code, out, stderr = runCLI(t, append(args, "--graph-sizes", "1,8,200,512")...)
+	if code != 0 {
+		t.Fatalf("--graph-sizes: exit %d: %s", code, stderr)
+	}
+	for _, want := range []string{"decode batch 200 (graph of 200 tokens)", "cuda_graph_max_bs 512, tp_size 8", "mem_fraction_static 0.811"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("--graph-sizes: missing %q in:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "decode graphs to batch") {
+		t.Errorf("--graph-sizes: the engine line states the default capture's end:\n%s", out)
 	}
 }
