@@ -16,7 +16,15 @@ package sim_test
 //     off.
 //   - [glm5] voipmonitor/rtx6kpro models/glm5.md at 07e8898, "Decode
 //     throughput - MTP OFF": GLM-5-NVFP4, SGLang, FlashInfer MLA,
-//     --moe-runner-backend cutlass, BF16 KV.
+//     --moe-runner-backend cutlass, BF16 KV (the same table in
+//     sjug/rtx6kpro@738985bb models/glm5.md lines 701-707, where G2e-g
+//     were read: its 0 and 16k rows at 16 and 1 / 8 requests). The
+//     page's recommended launch sets NCCL_P2P_LEVEL=SYS, its NCCL graph
+//     file (LL: row flag --nccl-proto LL) and NCCL_MIN_NCHANNELS=8 (not an
+//     option: priced at NCCL's default channels). The benchmark
+//     (voipmonitor/llm-inference-bench llm_decode_bench.py) sends every
+//     request of a cell the same prompt, ignore_eos, no temperature (the
+//     server's default sampling).
 //   - [seed] ../shared/reference/seed-scenario.md.
 //
 // Each row is predicted with the priors alone and, where the box's GPU
@@ -114,12 +122,15 @@ var publicRows = []publicRow{
 	{id: "K10", who: "[kimi] Kimi-K2.5-NVFP4, SGLang --moe-runner-backend triton, fp8 KV (53-55)", model: "kimi-k2.5-nvfp4", topo: "rtxpro6000-2s", engine: "sglang@0.5", moe: "triton", kv: model.FP8, tp: 8, dcp: 1, batch: 1, context: 512, band: 0.15, measured: 54, note: "SGLang 0.5 runs NVFP4 experts through cutlass_moe_fp4 under --moe-runner-backend triton (modelopt_quant.py's apply falls through to it), 13 kernels besides the two GEMMs and the activation (cutlass_moe.py, sgl-kernel): +34.1 % when priced as Triton's fused_moe with 2"},
 	{id: "K13", who: "[seed] Kimi-K2.5-NVFP4, vLLM, CUDA graphs, LL, P2P SYS, 16-bit KV (~60)", model: "kimi-k2.5-nvfp4", topo: "rtxpro6000-2s", engine: "vllm@0.24", kv: model.BF16, tp: 8, dcp: 1, batch: 1, context: 4096, proto: "LL", band: 0.15, tableBand: 0.1, measured: 60, note: "the seed's vLLM build is not stated: priced with the default profile, as make run prices it"},
 	{id: "K24a", who: "[kimi26] Kimi-K2.6, vLLM fork of May 2026, DCP 1, c1", model: "kimi-k2.5", topo: "rtxpro6000-2s", engine: "vllm@0.24", kv: model.FP8, tp: 8, dcp: 1, batch: 1, context: 512, band: 0.35, tableBand: 0.1, measured: 89.7, note: "a fork of upstream main (May 2026) with fixes no profile states (full graphs for TRITON_MLA decode, its runner); the nearest profile, vllm@0.24, prices it 20 % slow from the priors (28 % before a kernel node cost its measured 0.28 us; their MLA module's fixed time, TestPriorMLAAndMoE), within 10 % from the tables"},
-	{id: "K24b", who: "[kimi26] same, c32", model: "kimi-k2.5", topo: "rtxpro6000-2s", engine: "vllm@0.24", kv: model.FP8, tp: 8, dcp: 1, batch: 32, context: 512, band: 0.45, tableBand: 0.5, measured: 999.4, note: "as K24a; at 32 requests the tables' balanced routing reads 256 of 384 experts per layer, a real router fewer"},
+	{id: "K24b", who: "[kimi26] same, c32", model: "kimi-k2.5", topo: "rtxpro6000-2s", engine: "vllm@0.24", kv: model.FP8, tp: 8, dcp: 1, batch: 32, context: 512, band: 0.45, tableBand: 0.5, measured: 999.4, note: "as K24a; at 32 requests the tables' balanced routing reads 256 of 384 experts per layer, a real router fewer; with the TP all-reduce at the box class's tuned-NCCL loop times -29.8 %, so the rest is in the routed experts (TestPublicBatchTrend)"},
 	{id: "K24c", who: "[kimi26] same, DCP 4, c1", model: "kimi-k2.5", topo: "rtxpro6000-2s", engine: "vllm@0.24", kv: model.FP8, tp: 8, dcp: 4, batch: 1, context: 512, band: 0.25, tableBand: 0.1, measured: 76.1, note: "as K24a"},
 	{id: "G2a", who: "[glm5] GLM-5-NVFP4, SGLang, cutlass MoE, c1", model: "glm-5-nvfp4", topo: "rtxpro6000-2s", engine: "sglang@0.5", attn: "flashinfer", moe: "cutlass", kv: model.BF16, tp: 8, dcp: 1, batch: 1, context: 512, proto: "LL", band: 0.15, measured: 50.4, note: "+5.5 % before cutlass_moe_fp4 launched its 13 companion kernels (3 before; K10)"},
 	{id: "G2b", who: "[glm5] same, c8", model: "glm-5-nvfp4", topo: "rtxpro6000-2s", engine: "sglang@0.5", attn: "flashinfer", moe: "cutlass", kv: model.BF16, tp: 8, dcp: 1, batch: 8, context: 512, proto: "LL", band: 0.15, measured: 276.9},
 	{id: "G2c", who: "[glm5] same, c32", model: "glm-5-nvfp4", topo: "rtxpro6000-2s", engine: "sglang@0.5", attn: "flashinfer", moe: "cutlass", kv: model.BF16, tp: 8, dcp: 1, batch: 32, context: 512, proto: "LL", band: 0.15, measured: 659.7},
-	{id: "G2d", who: "[glm5] same, c64", model: "glm-5-nvfp4", topo: "rtxpro6000-2s", engine: "sglang@0.5", attn: "flashinfer", moe: "cutlass", kv: model.BF16, tp: 8, dcp: 1, batch: 64, context: 512, proto: "LL", band: 0.25, measured: 1010.6, note: "priors: half the step is NVFP4 expert weights streamed at 0.8 x the catalog's 1,597 GB/s (README \"Where it is not yet accurate\"); -16.6 % before cutlass_moe_fp4's 13 companion kernels (K10)"},
+	{id: "G2d", who: "[glm5] same, c64", model: "glm-5-nvfp4", topo: "rtxpro6000-2s", engine: "sglang@0.5", attn: "flashinfer", moe: "cutlass", kv: model.BF16, tp: 8, dcp: 1, batch: 64, context: 512, proto: "LL", band: 0.25, measured: 1010.6, note: "priors: half the step is NVFP4 expert weights streamed at 0.8 x the catalog's 1,597 GB/s (README \"Where it is not yet accurate\"); -16.6 % before cutlass_moe_fp4's 13 companion kernels (K10); its 768 KB all-reduces priced at NCCL's default two channels where the page's launch sets NCCL_MIN_NCHANNELS=8: -9.7 % at the box class's tuned-NCCL loop times (TestPublicBatchTrend)"},
+	{id: "G2e", who: "[glm5] same, c16", model: "glm-5-nvfp4", topo: "rtxpro6000-2s", engine: "sglang@0.5", attn: "flashinfer", moe: "cutlass", kv: model.BF16, tp: 8, dcp: 1, batch: 16, context: 512, proto: "LL", band: 0.15, measured: 427.4},
+	{id: "G2f", who: "[glm5] same, c1, 16K context", model: "glm-5-nvfp4", topo: "rtxpro6000-2s", engine: "sglang@0.5", attn: "flashinfer", moe: "cutlass", kv: model.BF16, tp: 8, dcp: 1, batch: 1, context: 16384, proto: "LL", band: 0.15, measured: 43.6},
+	{id: "G2g", who: "[glm5] same, c8, 16K context", model: "glm-5-nvfp4", topo: "rtxpro6000-2s", engine: "sglang@0.5", attn: "flashinfer", moe: "cutlass", kv: model.BF16, tp: 8, dcp: 1, batch: 8, context: 16384, proto: "LL", band: 0.15, measured: 209.4},
 	{id: "G1c", who: "[glm5] same, c1, 64K context", model: "glm-5-nvfp4", topo: "rtxpro6000-2s", engine: "sglang@0.5", attn: "flashinfer", moe: "cutlass", kv: model.BF16, tp: 8, dcp: 1, batch: 1, context: 65536, proto: "LL", band: 0.15, measured: 35.5, note: "priors: a fall with context shallower than measured (TestPublicGLM5Decode); +20.5 % before cutlass_moe_fp4's 13 companion kernels (K10)"},
 }
 
@@ -134,6 +145,12 @@ var publicUnexpressed = [][2]string{
 	{"H1-H4: TensorRT-LLM DeepSeek-R1 max-throughput (DEP, ISL/OSL mixes)", "serving throughput with prefill mixed in under attention DP, not one decode step"},
 	{"H6-H9: DeepSeek-V3 / V3.2 single-request rows (SGLang 0.4, vLLM 0.13 on H20)", "engine versions without a profile, unstated GPUs, or DeepSeek-V3.2 (no preset)"},
 	{"H12: Kimi-K2 INT4 MoE through Triton WNA16 on H200 (vLLM, Jan 2026)", "that vLLM ran INT4 experts through Triton there; the vllm@0.24 profile runs Marlin"},
+	{"[kimi] K3: Festr's dual Turin, vLLM, FP8 KV, DCP 8, 100 requests of 40K tokens each: ~600 tok/s with P2P, 800-1000 without (models/kimi-k25.md lines 429-431, a screenshot of vLLM's log)", "100 x 40K tokens is above the 3.6M-token pool the same box measured at DCP 8 (TestPublicKimiKVCapacity), so the requests shared their prompt through the prefix cache, which tpscope neither counts in memory nor prices in attention (it refuses the scenario: short of GPU memory); the P2P-disabled figure is as K2"},
+	{"[kimi] Kimi-K2.5 on 8 GPUs, 500 requests at context 0, P2P disabled, ~1700 tok/s (daily-summaries/2026-02/2026-02-24.md line 5)", "as K2: P2P disabled with raised NCCL channel counts; a chat summary without the flags"},
+	{"[glm5] MTP on, --moe-runner-backend cutlass / flashinfer_cutedsl, 8-64 requests: 376.8-961.6 / 392.4-1424.6 tok/s (models/glm5.md lines 668, 679)", "no acceptance per cell: the page's accept length 2.19-2.80 is its single-request figure (row G4), and at 8-64 requests the acceptance is not stated"},
+	{"[kimi26apr] sjug/rtx6kpro models/kimi-k26.md lines 249-306: Kimi-K2.6, DCP 1/4/8 with and without EAGLE-3, 1-128 requests (DCP 1, no MTP: 91.5 ... 858.8 at 32, 2164.7 at 128)", "the image runs vLLM's PCIe custom all-reduce (VLLM_ENABLE_PCIE_ALLREDUCE=1) up to a cutoff the page does not state, with an NCCL graph file, as the K14-K23 forks"},
+	{"[kimi26] the same fork as K24 at DCP 2 / 8 at 1 request (79.2 / 74.8 tok/s) and DCP 2 / 4 / 8 at 32 (885.4 / 835.4 / 688.4; models/kimi-k26-v5.md lines 544-558)", "a fork, as K24: priced beside K24 in TestPublicBatchTrend rather than added as rows"},
+	{"InferenceX issue #870: DeepSeek-R1-0528 FP8, SGLang v0.5.7, TP 8 on 8 x H200, ISL/OSL 1024/1024, 8-64 clients: mean TPOT 12.8 / 17.2 / 25.6 / 34.6 ms", "serving TPOT with every request's 1K prefill run among the decodes (SGLang schedules prefill first): simulate --compare prices such a run, not one decode step; the decode step alone is priced at x0.77-0.85 of that TPOT (TestPublicBatchTrend)"},
 }
 
 type publicResult struct {
