@@ -964,3 +964,21 @@ func TestPageTokensChecked(t *testing.T) {
 		t.Errorf("a negative page: %v, want one line naming page_tokens", err)
 	}
 }
+
+// TestSpecMaxRunningChecked: SGLang's methods state the 48 running
+// requests it resets to; a negative limit is one line naming the field.
+func TestSpecMaxRunningChecked(t *testing.T) {
+	p := mustLookup(t, "sglang@0.5")
+	for _, m := range []string{"mtp", "eagle3", "draft", "ngram"} {
+		if f, ok := p.SpecMethod(m); !ok || f.MaxRunning != 48 {
+			t.Errorf("sglang %s: max_running %d (listed %v), want 48", m, f.MaxRunning, ok)
+		}
+	}
+	if f, ok := mustLookup(t, "vllm@0.24").SpecMethod("mtp"); !ok || f.MaxRunning != 0 {
+		t.Errorf("vllm mtp: max_running %d, want 0 (no limit of its own)", f.MaxRunning)
+	}
+	base := string(mustRead(t, "profiles/sglang-0.5.yaml"))
+	if err := parseEdited(base, "max_running: 48", "max_running: -1"); !oneLineWith(err, "max_running") {
+		t.Errorf("a negative limit: %v, want one line naming max_running", err)
+	}
+}

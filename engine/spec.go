@@ -40,8 +40,13 @@ type SpecMethodFacts struct {
 	// root) and {tree} (tpscope's own tree flags, " --spec-topk {topk}
 	// --spec-steps {steps}" for a tree, nothing for a chain); FlagFor
 	// fills them.
-	Flag string   `yaml:"flag"`
-	Cite []string `yaml:"cite"`
+	Flag string `yaml:"flag"`
+	// MaxRunning, when set, is the limit on running requests the engine
+	// sets for the method when the user gives none (SGLang resets
+	// max_running_requests to 48 for EAGLE, EAGLE3, STANDALONE, NEXTN and
+	// NGRAM); 0: the scheduler's rule holds.
+	MaxRunning int      `yaml:"max_running"`
+	Cite       []string `yaml:"cite"`
 }
 
 // specMethodNames are the methods a profile may list (model's speculative
@@ -103,6 +108,9 @@ func (p *Profile) validateSpec(bad func(field, format string, a ...any) error, c
 		seen[m.Method] = true
 		if m.Name == "" {
 			return bad(f+".name", "missing: want the engine's name of the method")
+		}
+		if m.MaxRunning < 0 {
+			return bad(f+".max_running", "%d: want a count of requests (0: the scheduler's rule)", m.MaxRunning)
 		}
 		if err := cite(f, m.Cite); err != nil {
 			return err

@@ -264,3 +264,45 @@ func TestSGLangPageSize(t *testing.T) {
 		}
 	}
 }
+
+// TestSGLangSpecMaxRunning: SGLang resets max_running_requests to 48 for
+// its speculative methods when the user gives none (server_args.py
+// _handle_speculative_decoding: "Max running requests is reset to 48 for
+// speculative decoding"), so DeepSeek-V3 with MTP (NEXTN) on an H200 runs
+// at most 48 requests where without speculation its KV pool's rule gives
+// thousands; a given --max-num-seqs stays, and vLLM, which sets no such
+// limit, keeps its 1024.
+func TestSGLangSpecMaxRunning(t *testing.T) {
+	for _, c := range []struct {
+		engine string
+		spec   int
+		given  int
+		want   int
+		from   string
+	}{
+		{"sglang", 2, 0, 48, "max_num_seqs 48 (sglang@0.5's for NEXTN speculative decoding)"},
+		{"sglang", 2, 128, 128, ""},
+		{"vllm", 2, 0, 1024, "max_num_seqs 1024 (vLLM's)"},
+	} {
+		d := sglangDeployment(t, "nvswitch:8xh200")
+		d.Scenario.Options.Engine = engprof.Ref{Name: c.engine}
+		d.Scenario.Workload.SpecTokens = c.spec
+		d.Engine.MaxNumSeqs = c.given
+		s := mustNew(t, d)
+		if got := s.Engine().MaxNumSeqs; got != c.want {
+			t.Errorf("%s, MTP %d, given %d: %d running at most, want %d", c.engine, c.spec, c.given, got, c.want)
+		}
+		line := s.DefaultsUsed()
+		if c.from != "" && !strings.Contains(line, c.from) {
+			t.Errorf("%s, MTP %d: defaults line %q lacks %q", c.engine, c.spec, line, c.from)
+		}
+		if c.from == "" && strings.Contains(line, "max_num_seqs") {
+			t.Errorf("%s given %d: defaults line %q names max_num_seqs", c.engine, c.given, line)
+		}
+	}
+	// Without speculation SGLang's limit comes from its pool again.
+	d := sglangDeployment(t, "nvswitch:8xh200")
+	if got := mustNew(t, d).Engine().MaxNumSeqs; got <= 48 {
+		t.Errorf("sglang without speculation: %d running at most, want its KV pool's rule (above 48)", got)
+	}
+}

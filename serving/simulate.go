@@ -35,6 +35,9 @@ type Simulator struct {
 	// pageFrom names the attention backend whose forced page size set
 	// the block size ("" when the scheduler's default or the user's did).
 	pageFrom string
+	// specSeqsFrom names the speculative method whose own running-request
+	// limit set max_num_seqs ("" when another rule did).
+	specSeqsFrom string
 }
 
 // New validates the deployment, sizes the KV pool and prepares the step
@@ -72,6 +75,15 @@ func New(d Deployment) (*Simulator, error) {
 	if s.blocks < 1 {
 		return nil, fmt.Errorf("serving: the KV cache holds less than one block of %d tokens", s.engine.BlockSize)
 	}
+	if d.Engine.MaxNumSeqs == 0 {
+		// An engine that sets its own limit for the speculative method
+		// (SGLang: 48 running requests) where the user gave none.
+		if m := d.Scenario.Build.Spec.MethodFor(d.Scenario.Workload); m != "" {
+			if f, ok := prof.SpecMethod(string(m)); ok && f.MaxRunning > 0 {
+				s.engine.MaxNumSeqs, s.specSeqsFrom = f.MaxRunning, f.Name
+			}
+		}
+	}
 	if s.engine.MaxNumSeqs == 0 {
 		// The engine's default from its pool (withDefaults left it).
 		ctx := d.Scenario.Arch.MaxPositionEmbeddings
@@ -104,6 +116,9 @@ func (s *Simulator) DefaultsUsed() string {
 		from := whose(sc.MaxSeqs > 0)
 		if sc.MaxRunning != nil {
 			from = own + ", from its KV pool"
+		}
+		if s.specSeqsFrom != "" {
+			from = fmt.Sprintf("%s for %s speculative decoding", own, s.specSeqsFrom)
 		}
 		parts = append(parts, fmt.Sprintf("max_num_seqs %d (%s)", e.MaxNumSeqs, from))
 	}
