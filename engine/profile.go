@@ -84,6 +84,12 @@ type SchedulerFacts struct {
 	// ChunkedPrefill is whether a prompt is cut to the step's token budget
 	// by default; unstated (nil): on, as vLLM v1 and SGLang do.
 	ChunkedPrefill *bool `yaml:"chunked_prefill"`
+	// DPDividesChunk: under DP attention the step budget (given or
+	// default) is the whole engine's, each DP rank's scheduler taking an
+	// equal share (SGLang: chunked_prefill_size //= dp_size); false: each
+	// DP rank has the whole budget (vLLM's per-engine
+	// max_num_batched_tokens).
+	DPDividesChunk bool `yaml:"dp_divides_chunk"`
 	// Admission is how a waiting request is admitted when unstated by the
 	// user: "" is vLLM's (the blocks of its whole input free);
 	// AdmitGuaranteedNoEvict is TensorRT-LLM's GUARANTEED_NO_EVICT.

@@ -306,3 +306,36 @@ func TestSGLangSpecMaxRunning(t *testing.T) {
 		t.Errorf("sglang without speculation: %d running at most, want its KV pool's rule (above 48)", got)
 	}
 }
+
+// TestSGLangDPDividesChunk: under DP attention SGLang divides its
+// chunked_prefill_size by dp_size (server_args.py _handle_data_parallelism:
+// "The chunked prefill size is adjusted to ..."), given or defaulted, so
+// each of 8 DP ranks on a B200 takes 16384 / 8 = 2048 tokens a step, and a
+// given 8192 becomes 1024; vLLM gives every DP engine its whole
+// max_num_batched_tokens (8192 on the B200); without DP SGLang keeps 16384.
+func TestSGLangDPDividesChunk(t *testing.T) {
+	for _, c := range []struct {
+		engine      string
+		tp, dp      int
+		given, want int
+		line        string
+	}{
+		{"sglang", 1, 8, 0, 2048, "max_num_batched_tokens 2048 (sglang@0.5's: a DP rank's share, 16384 / 8)"},
+		{"sglang", 1, 8, 8192, 1024, "max_num_batched_tokens 1024 (sglang@0.5's: a DP rank's share, 8192 / 8)"},
+		{"sglang", 8, 1, 0, 16384, "max_num_batched_tokens 16384 (sglang@0.5's)"},
+		{"vllm", 1, 8, 0, 8192, "max_num_batched_tokens 8192 (vLLM's)"},
+	} {
+		d := sglangDeployment(t, "nvswitch:8xb200")
+		d.Scenario.Options.Engine = engprof.Ref{Name: c.engine}
+		d.Scenario.Plan = model.Plan{TP: c.tp, DP: c.dp, EP: true}
+		d.Engine.NumGPUBlocksOverride = 4096
+		d.Engine.MaxNumBatchedTokens = c.given
+		s := mustNew(t, d)
+		if got := s.Engine().MaxNumBatchedTokens; got != c.want {
+			t.Errorf("%s tp%d dp%d given %d: %d tokens a step per scheduler, want %d", c.engine, c.tp, c.dp, c.given, got, c.want)
+		}
+		if line := s.DefaultsUsed(); !strings.Contains(line, c.line) {
+			t.Errorf("%s tp%d dp%d given %d: defaults line %q lacks %q", c.engine, c.tp, c.dp, c.given, line, c.line)
+		}
+	}
+}

@@ -38,6 +38,9 @@ type Simulator struct {
 	// specSeqsFrom names the speculative method whose own running-request
 	// limit set max_num_seqs ("" when another rule did).
 	specSeqsFrom string
+	// chunkOfDP is the engine-wide step budget a DP rank's share was
+	// cut from (0: no share taken).
+	chunkOfDP int
 }
 
 // New validates the deployment, sizes the KV pool and prepares the step
@@ -74,6 +77,13 @@ func New(d Deployment) (*Simulator, error) {
 	}
 	if s.blocks < 1 {
 		return nil, fmt.Errorf("serving: the KV cache holds less than one block of %d tokens", s.engine.BlockSize)
+	}
+	// Under DP attention an engine that shares its step budget among the
+	// DP ranks (SGLang) gives each rank's scheduler budget / dp, after the
+	// pool's reserve was sized by the whole budget.
+	if prof.Scheduler.DPDividesChunk && s.dp > 1 {
+		s.chunkOfDP = s.engine.MaxNumBatchedTokens
+		s.engine.MaxNumBatchedTokens = max(1, s.engine.MaxNumBatchedTokens/s.dp)
 	}
 	if d.Engine.MaxNumSeqs == 0 {
 		// An engine that sets its own limit for the speculative method
@@ -122,8 +132,12 @@ func (s *Simulator) DefaultsUsed() string {
 		}
 		parts = append(parts, fmt.Sprintf("max_num_seqs %d (%s)", e.MaxNumSeqs, from))
 	}
-	if g.MaxNumBatchedTokens == 0 {
-		parts = append(parts, fmt.Sprintf("max_num_batched_tokens %d (%s)", e.MaxNumBatchedTokens, whose(len(sc.ChunkTokens) > 0)))
+	if g.MaxNumBatchedTokens == 0 || s.chunkOfDP > 0 {
+		from := whose(len(sc.ChunkTokens) > 0)
+		if s.chunkOfDP > 0 {
+			from = fmt.Sprintf("%s: a DP rank's share, %d / %d", own, s.chunkOfDP, s.dp)
+		}
+		parts = append(parts, fmt.Sprintf("max_num_batched_tokens %d (%s)", e.MaxNumBatchedTokens, from))
 	}
 	if g.BlockSize == 0 {
 		from := whose(sc.BlockTokens > 0)
