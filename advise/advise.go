@@ -269,13 +269,16 @@ type EntrySweep struct {
 
 // Advice is the result of Advise.
 type Advice struct {
-	Model         string   `json:"model"`
-	Topology      string   `json:"topology"`
-	Plan          string   `json:"plan"`
-	Workload      string   `json:"workload"`
-	ThresholdFrac float64  `json:"threshold_frac"`
-	Baseline      *Variant `json:"baseline"`
-	Stock         *Variant `json:"stock"`
+	Model    string `json:"model"`
+	Topology string `json:"topology"`
+	Plan     string `json:"plan"`
+	Workload string `json:"workload"`
+	// KVDefault says the engine chose the workload's KV dtype (the
+	// baseline's Scenario.KVDefault).
+	KVDefault     *sim.KVDefault `json:"kv_default,omitempty"`
+	ThresholdFrac float64        `json:"threshold_frac"`
+	Baseline      *Variant       `json:"baseline"`
+	Stock         *Variant       `json:"stock"`
 	// StockGain is the baseline's over stock's: what the earlier
 	// optimizations are worth for this model on this box.
 	StockGain   Gain  `json:"stock_gain"`
@@ -372,7 +375,7 @@ func Advise(in Input) (*Advice, error) {
 		return nil, fmt.Errorf("advise: stock: %w", err)
 	}
 	adv := &Advice{Model: b.Arch.Name, Topology: b.Topo.Name, Plan: b.Plan.Normalized().String(),
-		Workload: b.Workload.Normalized().String(), ThresholdFrac: in.ThresholdFrac, Baseline: base, Stock: stock,
+		Workload: b.Workload.Normalized().String(), KVDefault: b.KVDefault, ThresholdFrac: in.ThresholdFrac, Baseline: base, Stock: stock,
 		StockGain: gainOf(stock, base), StockChange: Diff(stock.Footprint, base.Footprint)}
 
 	adv.Transfer = append(adv.Transfer, transferRow(b.Arch.Name, base, stock))

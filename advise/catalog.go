@@ -145,6 +145,16 @@ func Stock(c sim.Scenario) sim.Scenario {
 	return c
 }
 
+// withKV is c with KV dtype d: the engine's default (c.KVDefault) no
+// longer, unless it is d.
+func withKV(c sim.Scenario, d model.Dtype) sim.Scenario {
+	c.Workload.KVDtype = d
+	if c.KVDefault != nil && c.KVDefault.Dtype != d {
+		c.KVDefault = nil
+	}
+	return c
+}
+
 // Catalog returns the optimization entries, in a fixed order.
 func Catalog(o CatalogOptions) []Entry {
 	if o.MTPTokens <= 0 {
@@ -231,12 +241,10 @@ func Catalog(o CatalogOptions) []Entry {
 			Name: "fp8-kv", Title: "FP8 KV cache", Kind: "kv",
 			Enabled: func(c sim.Scenario) bool { return c.Workload.KVDtypeFor(c.Arch) == model.FP8 },
 			Apply: func(c sim.Scenario) (sim.Scenario, error) {
-				c.Workload.KVDtype = model.FP8
-				return c, nil
+				return withKV(c, model.FP8), nil
 			},
 			Revert: func(c sim.Scenario) (sim.Scenario, error) {
-				c.Workload.KVDtype = model.BF16
-				return c, nil
+				return withKV(c, model.BF16), nil
 			},
 			Check: checkFP8KV,
 			HowTo: func(c sim.Scenario) How {

@@ -295,3 +295,45 @@ func TestARNormFusionEngineDefault(t *testing.T) {
 		t.Errorf("vllm: %s %q, want applies through FlashInfer's kernels", got.Status, got.Reason)
 	}
 }
+// TestFP8KVEntryEngineDefault: the fp8-kv entry sets the KV dtype, so a
+// scenario whose dtype the engine chose (sim.Scenario.KVDefault) says so
+// only while the dtype is still the engine's: reverting SGLang's fp8
+// default to bf16, or applying fp8 over its bf16 one, leaves no
+// KVDefault; applying fp8 over its fp8 one keeps it.
+func TestFP8KVEntryEngineDefault(t *testing.T) {
+	var e *Entry
+	entries := Catalog(CatalogOptions{})
+	for i := range entries {
+		if entries[i].Name == "fp8-kv" {
+			e = &entries[i]
+		}
+	}
+	if e == nil {
+		t.Fatal("no fp8-kv entry")
+	}
+	fp8 := &sim.KVDefault{Dtype: model.FP8, Engine: "sglang@0.5", Why: "for a DSA model on SM100"}
+	bf16 := &sim.KVDefault{Dtype: model.BF16, Engine: "sglang@0.5", Why: "for a DSA model on SM90"}
+	for _, c := range []struct {
+		name  string
+		def   *sim.KVDefault
+		apply bool
+		keep  bool
+	}{
+		{"revert fp8 default", fp8, false, false},
+		{"apply over bf16 default", bf16, true, false},
+		{"apply over fp8 default", fp8, true, true},
+	} {
+		sc := sim.Scenario{Workload: model.Workload{KVDtype: c.def.Dtype}, KVDefault: c.def}
+		f := e.Revert
+		if c.apply {
+			f = e.Apply
+		}
+		got, err := f(sc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if (got.KVDefault != nil) != c.keep {
+			t.Errorf("%s: kv %q, kv_default %v; want kept %v", c.name, got.Workload.KVDtype, got.KVDefault, c.keep)
+		}
+	}
+}

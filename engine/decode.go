@@ -452,6 +452,9 @@ func (p *Profile) validate() error {
 	if err := p.validateKVPool(bad, cite); err != nil {
 		return err
 	}
+	if err := p.validateKVDefault(bad, cite); err != nil {
+		return err
+	}
 	for i, r := range p.Unsupported {
 		f := fmt.Sprintf("unsupported[%d]", i)
 		if r.Option == "" || r.Why == "" {

@@ -38,6 +38,9 @@ type Profile struct {
 	Scheduler SchedulerFacts `yaml:"scheduler"`
 	// KVPool is how the engine sizes its KV-cache pool (kvpool.go).
 	KVPool KVPoolFacts `yaml:"kv_pool"`
+	// KVDefaults is the KV-cache dtype the engine runs when none is
+	// named (kvdefault.go).
+	KVDefaults KVDefaultFacts `yaml:"kv_default"`
 	// Speculative are the speculative-decoding methods (spec.go).
 	Speculative SpecFacts `yaml:"speculative"`
 	// Unsupported lists options (as tpscope's flags name them) the engine

@@ -113,6 +113,11 @@ type Quant struct {
 	Source QuantSource
 }
 
+// KVScheme reports whether the checkpoint names a KV-cache scheme of its
+// own (KV other than the model's dtype): the scheme an engine's 'auto'
+// may take or ignore by the checkpoint's Method.
+func (q Quant) KVScheme() bool { return q.KV != "" && q.KV != q.Base }
+
 // QuantSource names where a checkpoint's quantization was read: config.json's
 // quantization_config or hf_quant_config.json's quantization object.
 type QuantSource struct {

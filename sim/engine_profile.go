@@ -284,6 +284,58 @@ func ImpliedDenseDSA(a *model.Arch, t *topology.Topology, eng engprof.Ref) bool 
 	return p.DenseDSA(archOf(t))
 }
 
+// KVDefault says why a scenario's KV-cache dtype is its engine's own
+// choice rather than tpscope's rule (the checkpoint's KV scheme, else the
+// model's dtype: model.Workload.KVDtypeFor): the user named none and the
+// engine profile's kv_default decided (engine.KVDefaultFacts).
+type KVDefault struct {
+	Dtype model.Dtype `json:"dtype"`
+	// Engine is the engine version whose default it is (sglang@0.5).
+	Engine string `json:"engine"`
+	// Why completes "<engine>'s default ...": "for a DSA model on
+	// SM100", or "for a compressed-tensors KV scheme, which its auto does
+	// not read: the model's dtype".
+	Why string `json:"why"`
+}
+
+// String is "sglang@0.5's default for a DSA model on SM100".
+func (d *KVDefault) String() string { return d.Engine + "'s default " + d.Why }
+
+// ImpliedKVDefault is the KV-cache dtype engine eng runs a on box t with
+// when the user names none, where the engine's profile decides it
+// (engine.Profile.KVDefault): a rule of its own (SGLang sets a DSA
+// model's before reading the checkpoint), or a checkpoint KV scheme its
+// 'auto' does not read (the model's dtype then). nil: tpscope's rule
+// holds (model.Workload.KVDtypeFor). A scenario whose user named no KV
+// dtype takes this value, as it takes ImpliedDenseDSA's.
+func ImpliedKVDefault(a *model.Arch, t *topology.Topology, eng engprof.Ref) *KVDefault {
+	if a == nil {
+		return nil
+	}
+	p, err := engprof.Lookup(eng)
+	if err != nil {
+		return nil
+	}
+	fam := archOf(t)
+	c := p.KVDefault(engprof.KVDefaultUse{Arch: fam, DSA: a.HasIndexer(), Scheme: a.Quant.KVScheme(), Method: a.Quant.Method})
+	switch {
+	case c.Rule != nil:
+		d := model.BF16
+		if c.Rule.KV == engprof.KVFP8 {
+			d = model.FP8
+		}
+		why := "on " + strings.ToUpper(fam.String())
+		if c.Rule.DSA {
+			why = "for a DSA model " + why
+		}
+		return &KVDefault{Dtype: d, Engine: p.Name(), Why: why}
+	case c.IgnoresScheme:
+		return &KVDefault{Dtype: a.Quant.Base, Engine: p.Name(),
+			Why: fmt.Sprintf("for a %s KV scheme, which its auto does not read: the model's dtype", a.Quant.Method)}
+	}
+	return nil
+}
+
 // runsSparse reports whether the engine runs a model's DSA sparse
 // attention (sparse: the scenario prices it sparse) with a sparse
 // backend on family a: not where the profile runs DSA dense (SM12x),

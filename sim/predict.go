@@ -212,6 +212,9 @@ type Prediction struct {
 	// and whether --dense-dsa chose it (Scenario.DenseDSAChosen); nil for
 	// a model without DSA (PredictScenario only).
 	DSA *DSAAttention `json:"dsa,omitempty"`
+	// KVDefault says the engine chose the workload's KV dtype
+	// (Scenario.KVDefault; PredictScenario only).
+	KVDefault *KVDefault `json:"kv_default,omitempty"`
 	// MoEDispatch and DispatchDtype are how the tokens reached the
 	// experts and in which dtype (model.BuildOptions), set only when the
 	// step dispatches them (model.Plan.DispatchesMoE; PredictScenario

@@ -58,6 +58,11 @@ type Scenario struct {
 	// (ImpliedDenseDSA): the prediction shows a chosen value among its
 	// options, since it may differ from what the engine runs.
 	DenseDSAChosen bool
+	// KVDefault says the engine chose Workload.KVDtype (the user named
+	// none and its profile's kv_default decided, ImpliedKVDefault); nil
+	// when the user named it or tpscope's rule holds (the checkpoint's
+	// KV scheme, else the model's dtype).
+	KVDefault *KVDefault
 }
 
 // CostSourceName is the name of the scenario's cost source, "" for
@@ -251,6 +256,7 @@ func (p *Predictor) PredictScenarioSchedule(sc Scenario) (*Prediction, *model.Sc
 	if sc.Arch.HasIndexer() {
 		pr.DSA = &DSAAttention{Dense: sc.Build.DenseDSA, Chosen: sc.DenseDSAChosen}
 	}
+	pr.KVDefault = sc.KVDefault
 	if sc.Plan.DispatchesMoE(sc.Arch) {
 		// The schedule's build options, defaults filled.
 		pr.MoEDispatch, pr.DispatchDtype = s.Options.MoEDispatch, s.Options.DispatchDtype
@@ -324,6 +330,9 @@ type scenarioJSON struct {
 	// DenseDSAChosen: Build.DenseDSA was chosen, not the engine's
 	// (Scenario.DenseDSAChosen).
 	DenseDSAChosen bool `json:"dense_dsa_chosen,omitempty"`
+	// KVDefault: the engine chose the workload's KV dtype
+	// (Scenario.KVDefault).
+	KVDefault *KVDefault `json:"kv_default,omitempty"`
 }
 
 // MarshalJSON encodes the scenario with the model as a reference
@@ -345,7 +354,8 @@ func (sc Scenario) MarshalJSON() ([]byte, error) {
 		tr = topology.Ref{Name: sc.Topo.Name}
 	}
 	j := scenarioJSON{Model: mr, Build: sc.Build, Plan: sc.Plan.Normalized(), Workload: sc.Workload.Normalized(),
-		Options: sc.Options, Topology: tr, RunTokens: sc.RunTokens, RunBatch: sc.RunBatch, Costs: sc.CostSourceName(), DenseDSAChosen: sc.DenseDSAChosen}
+		Options: sc.Options, Topology: tr, RunTokens: sc.RunTokens, RunBatch: sc.RunBatch, Costs: sc.CostSourceName(), DenseDSAChosen: sc.DenseDSAChosen,
+		KVDefault: sc.KVDefault}
 	if sc.Topo != nil {
 		box, err := json.Marshal(sc.Topo)
 		if err != nil {
@@ -389,7 +399,10 @@ func DecodeScenario(data []byte, topo *topology.Topology) (Scenario, error) {
 		return Scenario{}, fmt.Errorf("scenario %w", err)
 	}
 	sc := Scenario{Arch: a, Build: j.Build, Plan: j.Plan, Workload: j.Workload, Options: j.Options, TopoRef: j.Topology, RunTokens: j.RunTokens, RunBatch: j.RunBatch, Topo: topo, CostsName: j.Costs,
-		DenseDSAChosen: j.DenseDSAChosen}
+		DenseDSAChosen: j.DenseDSAChosen, KVDefault: j.KVDefault}
+	if d := j.KVDefault; d != nil && (d.Dtype == "" || d.Dtype != j.Workload.KVDtype || d.Engine == "" || d.Why == "") {
+		return Scenario{}, fmt.Errorf("scenario kv_default: dtype %q by %q: want the workload's kv_dtype (%q), the engine and why", d.Dtype, d.Engine, j.Workload.KVDtype)
+	}
 	if d := j.Build.Spec.Draft; d != (model.Ref{}) {
 		if sc.Build.Spec.Drafter, err = d.Resolve(); err != nil {
 			return Scenario{}, fmt.Errorf("scenario draft model %s: %w", d, err)

@@ -102,7 +102,7 @@ func (f *scenarioFlags) Bind(fs *pflag.FlagSet) {
 	countVar(fs, &f.context, "context", "tokens in each sequence's KV cache (decode) or prompt length (prefill), at most the model's max_model_len ('model show' gives it)")
 	fs.IntVar(&f.mtp, "mtp", f.mtp, "MTP speculative tokens per sequence and step (vLLM num_speculative_tokens): --spec mtp --spec-tokens N")
 	f.bindSpecFlags(fs)
-	fs.StringVar(&f.kvDtype, "kv-dtype", f.kvDtype, "KV-cache dtype: "+model.KVDtypesAccepted+" (default: the checkpoint's, vLLM --kv-cache-dtype auto)")
+	fs.StringVar(&f.kvDtype, "kv-dtype", f.kvDtype, "KV-cache dtype: "+model.KVDtypesAccepted+" (default: the engine's --kv-cache-dtype auto: the checkpoint's KV scheme, or the engine's own default where it has one, as SGLang's fp8 for a DSA model on SM100)")
 	fs.StringVar(&f.topo, "topo", f.topo, topoHelp)
 	fs.IntVar(&f.gpus, "gpus", f.gpus, "use only the first N GPUs of the box (0 = all)")
 	f.bindCostFlags(fs)
@@ -538,6 +538,14 @@ func (f *scenarioFlags) scenario() (sim.Scenario, error) {
 		// Unchosen, the DSA model runs as the box's engines run it.
 		sc.Build.DenseDSA = sim.ImpliedDenseDSA(a, sc.Topo, sc.Options.Engine)
 	}
+	if f.kvDtype == "" {
+		// Unnamed, the KV cache is the engine's 'auto' on this box: its
+		// own default where its profile states one, else the checkpoint's
+		// scheme (model.Workload.KVDtypeFor).
+		if d := sim.ImpliedKVDefault(a, sc.Topo, sc.Options.Engine); d != nil {
+			sc.Workload.KVDtype, sc.KVDefault = d.Dtype, d
+		}
+	}
 	// What the builder checks, once: plan, workload and build options
 	// against the model and each other.
 	if err := model.Validate(a, sc.Plan, sc.Workload, sc.Build); err != nil {
@@ -700,7 +708,8 @@ func (f *scenarioFlags) apply(name string, sc *sim.Scenario) error {
 	case "kv-dtype":
 		var w model.Workload
 		if w, err = f.workload(); err == nil {
-			sc.Workload.KVDtype = w.KVDtype
+			// Named now: no longer the engine's choice.
+			sc.Workload.KVDtype, sc.KVDefault = w.KVDtype, nil
 		}
 	case "dense-dsa", "moe-dispatch", "dispatch-dtype":
 		// The recorded routing stays unless --moe-routing is set too.

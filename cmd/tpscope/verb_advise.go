@@ -388,7 +388,7 @@ func writeAdviceHead(w io.Writer, adv *advise.Advice) {
 		bo.MTPAcceptFrac, so.MTPAcceptFrac = 0, 0
 		bo.SpecAccept, so.SpecAccept = sim.SpecAccept{}, sim.SpecAccept{}
 	}
-	fmt.Fprintf(w, "advise: %s on %s, %s, %s\n", adv.Model, adv.Topology, adv.Plan, adv.Workload)
+	fmt.Fprintf(w, "advise: %s on %s, %s, %s%s\n", adv.Model, adv.Topology, adv.Plan, adv.Workload, kvDefaultNote(adv.KVDefault))
 	if b.Engine != "" {
 		fmt.Fprintf(w, "engine: %s\n", b.Engine)
 	}

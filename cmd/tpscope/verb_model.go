@@ -192,7 +192,7 @@ func showModel(sc *scenarioFlags, mem *memFlags, out string, w io.Writer) error 
 	}
 	// The engine decides a DSA model's attention mode, when --dense-dsa
 	// does not, and the KV pool when its rule is another's.
-	if sc.changed("engine") && pool == nil && (!scen.Arch.HasIndexer() || scen.DenseDSAChosen) {
+	if sc.changed("engine") && pool == nil && scen.KVDefault == nil && (!scen.Arch.HasIndexer() || scen.DenseDSAChosen) {
 		why := scen.Arch.Name + " has no DSA attention whose dense or sparse mode the engine decides"
 		if scen.Arch.HasIndexer() {
 			why = "--dense-dsa decides the attention mode the engine would"
@@ -218,8 +218,14 @@ func showModel(sc *scenarioFlags, mem *memFlags, out string, w io.Writer) error 
 	if pool != nil {
 		s.KVPool = kvBudgetText(*pool)
 	}
+	// The summary, and where the engine chose the selected KV dtype
+	// (Scenario.KVDefault).
+	js := struct {
+		model.Summary
+		KVDefault *sim.KVDefault `json:"kv_default,omitempty"`
+	}{s, scen.KVDefault}
 	return render(w, out, view{
-		JSON: s,
+		JSON: js,
 		Text: func(w io.Writer, _ bool) error { return writeModelSummary(w, &s, &scen) },
 	})
 }
@@ -292,6 +298,9 @@ func writeModelSummary(w io.Writer, s *model.Summary, scen *sim.Scenario) error 
 		fmt.Fprintf(tw, "KV cache\tnone: weights + activations exceed the budget by %s\n", units.Bytes(s.WeightsShortBytes))
 	} else {
 		fmt.Fprintf(tw, "KV cache per GPU\t%s\n", units.Bytes(s.KVCacheBytes))
+	}
+	if d := scen.KVDefault; d != nil {
+		fmt.Fprintf(tw, "KV dtype\t%s, %s (--kv-dtype names another)\n", d.Dtype, d)
 	}
 	fmt.Fprintln(tw, "\nKV dtype\tbytes/token/GPU\tcapacity tokens")
 	for _, kd := range model.KVDtypes {

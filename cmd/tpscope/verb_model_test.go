@@ -261,7 +261,9 @@ func TestKVDtypeHelpNamesAccepted(t *testing.T) {
 // of a step (workload, kernels, collectives, cost tables) change nothing
 // it prints and are refused naming the flag; --engine is refused unless
 // the model's DSA mode is the engine's to decide (glm-5 without
-// --dense-dsa), and the flags it does use pass.
+// --dense-dsa) or its KV dtype is (glm-5 under SGLang, which sets a DSA
+// model's, here fp8 on the default SM120 box, unless --kv-dtype names
+// one), and the flags it does use pass.
 func TestModelShowRefusesUnusedFlags(t *testing.T) {
 	const why = "model show prices no step"
 	db := t.TempDir()
@@ -276,10 +278,11 @@ func TestModelShowRefusesUnusedFlags(t *testing.T) {
 		// SGLang sizes its KV pool by mem_fraction_static, which model
 		// show (vLLM's gpu_memory_utilization) does not: predict does.
 		{"engine of another KV pool", []string{"model", "show", "--engine", "sglang"}, "--engine sglang: model show sizes the KV cache as vLLM does (gpu_memory_utilization), and sglang@0.5 sizes its pool by mem_fraction_static"},
-		{"engine with --dense-dsa", []string{"model", "show", "glm-5", "--dense-dsa", "--engine", "sglang"}, "--dense-dsa decides the attention mode"},
+		{"engine with --dense-dsa", []string{"model", "show", "glm-5", "--dense-dsa", "--kv-dtype", "bf16", "--engine", "sglang"}, "--dense-dsa decides the attention mode"},
 	})
 	for _, args := range [][]string{
 		{"model", "show", "glm-5", "--engine", "sglang"},
+		{"model", "show", "glm-5", "--dense-dsa", "--engine", "sglang"},
 		{"model", "show", "--gpu-mem-util", "0.8", "--kv-dtype", "bf16", "--topo", "h200-nvswitch", "--gpus", "8"},
 	} {
 		code, out, errs := runCLI(t, args...)

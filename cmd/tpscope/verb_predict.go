@@ -94,6 +94,16 @@ func (o *predictOptions) Run(ctx context.Context, args []string, std IO) error {
 
 func gb(b int64) float64 { return float64(b) / 1e9 }
 
+// kvDefaultNote says where an engine-chosen KV dtype came from, after
+// the dtype: " (sglang@0.5's default for a DSA model on SM100)"; "" when
+// the user named it or the checkpoint decided.
+func kvDefaultNote(d *sim.KVDefault) string {
+	if d == nil {
+		return ""
+	}
+	return " (" + d.String() + ")"
+}
+
 // writePredictTable renders the prediction for people: key lines, then
 // tables (markdown tables under headings with md).
 func writePredictTable(w io.Writer, pr *sim.Prediction, top int, md bool) error {
@@ -101,7 +111,7 @@ func writePredictTable(w io.Writer, pr *sim.Prediction, top int, md bool) error 
 		{"model", pr.Model},
 		{"topology", pr.Topology},
 		{"plan", pr.Plan.String()},
-		{"workload", fmt.Sprintf("%s batch %d (%s), context %d, spec tokens %d, kv %s", pr.Workload.Phase, pr.Sequences, graphNote(pr.GraphTokens, pr.Plan), pr.Workload.Context, pr.Workload.SpecTokens, pr.Workload.KVDtype)},
+		{"workload", fmt.Sprintf("%s batch %d (%s), context %d, spec tokens %d, kv %s%s", pr.Workload.Phase, pr.Sequences, graphNote(pr.GraphTokens, pr.Plan), pr.Workload.Context, pr.Workload.SpecTokens, pr.Workload.KVDtype, kvDefaultNote(pr.KVDefault))},
 		{"options", pr.OptionsLabel()},
 	}
 	kv = append(kv, pricedByOf(pr, "").lines("engine")...)

@@ -519,7 +519,7 @@ func runSimulate(sc *scenarioFlags, f *simulateFlags, stdout, stderr io.Writer) 
 	priced := pricedByOf(pr, fmt.Sprintf("a %s step at batch %d, context %d", pr.Workload.Phase, pr.Sequences, pr.Workload.Context))
 	slo := serving.SLO{TTFTMs: f.sloTTFT, TPOTMs: f.sloTPOT, Percentile: f.sloPct}
 	out := simulateOutput{Model: scen.Arch.Name, Topology: topo.Name, Plan: scen.Plan.Normalized().String(), GPUs: s.GPUs(),
-		KVDtype: string(s.KVDtype()), Options: opts, Engine: s.Engine(), Overheads: overheads, KVBlocks: s.KVBlocks(), KVBudget: s.KVBudget(), Schedulers: s.Schedulers(),
+		KVDtype: string(s.KVDtype()), KVDefault: scen.KVDefault, Options: opts, Engine: s.Engine(), Overheads: overheads, KVBlocks: s.KVBlocks(), KVBudget: s.KVBudget(), Schedulers: s.Schedulers(),
 		Instances: max(1, f.instances), Router: string(router), Traffic: traffic, SLO: slo, Trace: trace, EngineNote: engineNote, PlanNote: planNote,
 		DefaultsNote: defaultsNote, OverheadsNote: overheadsNote, PricedBy: priced, SchedulerDefaults: s.DefaultsUsed()}
 	if y := scen.SpecYield(); y != nil {
@@ -665,11 +665,13 @@ func writeFileWith(path string, write func(io.Writer) error) error {
 
 // simulateOutput is what simulate reports (its JSON form).
 type simulateOutput struct {
-	Model     string                `json:"model"`
-	Topology  string                `json:"topology"`
-	Plan      string                `json:"plan"`
-	GPUs      int                   `json:"gpus"`
-	KVDtype   string                `json:"kv_dtype"`
+	Model    string `json:"model"`
+	Topology string `json:"topology"`
+	Plan     string `json:"plan"`
+	GPUs     int    `json:"gpus"`
+	KVDtype  string `json:"kv_dtype"`
+	// KVDefault says the engine chose KVDtype (Scenario.KVDefault).
+	KVDefault *sim.KVDefault        `json:"kv_default,omitempty"`
 	Options   sim.Options           `json:"options"`
 	Engine    serving.EngineOptions `json:"engine"`
 	Overheads serving.Overheads     `json:"overheads"`
@@ -845,7 +847,7 @@ func (o *simulateOutput) headLines() []string {
 		load = fmt.Sprintf("%d measured load level(s), each simulated as measured", len(o.Compare))
 	}
 	head := []string{
-		fmt.Sprintf("simulate: %s %s on %s (%d GPUs), kv %s, %s", o.Model, o.Plan, o.Topology, o.GPUs, o.KVDtype, o.Options.Label()),
+		fmt.Sprintf("simulate: %s %s on %s (%d GPUs), kv %s%s, %s", o.Model, o.Plan, o.Topology, o.GPUs, o.KVDtype, kvDefaultNote(o.KVDefault), o.Options.Label()),
 		engineLine(e, o.KVBlocks, o.Schedulers, o.Instances, o.Router, o.Overheads),
 	}
 	if o.SchedulerDefaults != "" {
