@@ -295,6 +295,7 @@ func TestARNormFusionEngineDefault(t *testing.T) {
 		t.Errorf("vllm: %s %q, want applies through FlashInfer's kernels", got.Status, got.Reason)
 	}
 }
+
 // TestFP8KVEntryEngineDefault: the fp8-kv entry sets the KV dtype, so a
 // scenario whose dtype the engine chose (sim.Scenario.KVDefault) says so
 // only while the dtype is still the engine's: reverting SGLang's fp8
