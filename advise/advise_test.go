@@ -133,10 +133,15 @@ func TestAdviseSeed(t *testing.T) {
 		if r.Error != "" {
 			t.Fatal(r.Error)
 		}
-		// DP > 1 + EP adds a dispatch and a combine all-to-all per MoE
-		// layer (60 MoE layers).
-		if r.With.Footprint.AllToAllBytes <= 0 {
-			t.Error("no all-to-all bytes under DP attention")
+		// DP > 1 + EP adds a dispatch and a combine per MoE layer (60
+		// MoE layers): the seed's vLLM all-gathers the tokens and
+		// reduce-scatters the outputs (its default all2all_backend), so
+		// no byte moves by all-to-all.
+		if r.With.Footprint.AllToAllBytes != 0 {
+			t.Errorf("%d all-to-all bytes under vLLM's DP attention, want none: it all-gathers", r.With.Footprint.AllToAllBytes)
+		}
+		if !strings.Contains(r.Applicability.Reason, "vllm@0.24 moves the tokens to the experts by all-gather + reduce-scatter (its default: --all2all-backend allgather_reducescatter)") {
+			t.Errorf("reason %q: want it to name vLLM's default dispatch", r.Applicability.Reason)
 		}
 		if r.Change.Collectives != 2*60 {
 			t.Errorf("collectives change %d, want +120 (dispatch + combine x 60 MoE layers)", r.Change.Collectives)

@@ -326,7 +326,10 @@ func Catalog(o CatalogOptions) []Entry {
 
 // dpEntry is data-parallel attention with expert parallelism over the same
 // GPUs: DP groups of tp ranks each serve their own sequences, experts
-// spread over all ranks, tokens move by all-to-all.
+// spread over all ranks, tokens move to them by the scenario's
+// --moe-dispatch, else as its engine moves them by default
+// (sim.MoEDispatchOf: vLLM and SGLang all-gather and reduce-scatter,
+// TensorRT-LLM runs its NVLink all-to-all where NVLink joins the GPUs).
 func dpEntry(name, title string, tp int) Entry {
 	to := func(c sim.Scenario) model.Plan {
 		w := c.Plan.World()
@@ -357,7 +360,12 @@ func dpEntry(name, title string, tp int) Entry {
 			if err := p.Validate(c.Arch); err != nil {
 				return Applicability{Status: NotApplicable, Reason: err.Error()}
 			}
-			r := "needs EP (serving-facts.md: all-to-all dispatch/combine only with DP > 1 plus EP)"
+			r := "needs EP (serving-facts.md: a dispatch and a combine only with DP > 1 plus EP)"
+			dc := c
+			dc.Plan = p
+			if d, ok, err := sim.MoEDispatchOf(dc); err == nil && ok {
+				r = fmt.Sprintf("needs EP; %s moves the tokens to the experts by %s", d.EngineName(), d)
+			}
 			if c.Workload.Batch < p.DP {
 				r += fmt.Sprintf("; at batch %d only %d of %d DP groups have a sequence, the others run padding", c.Workload.Batch, c.Workload.Batch, p.DP)
 			}
@@ -365,8 +373,17 @@ func dpEntry(name, title string, tp int) Entry {
 		},
 		HowTo: func(c sim.Scenario) How {
 			p := to(c)
-			return engineHow(c, fmt.Sprintf("--tensor-parallel-size %d --data-parallel-size %d --enable-expert-parallel", p.TP, p.DP),
-				fmt.Sprintf("DP attention with expert parallelism (TP %d x DP %d)", p.TP, p.DP))
+			flags := fmt.Sprintf("--tensor-parallel-size %d --data-parallel-size %d --enable-expert-parallel", p.TP, p.DP)
+			setting := fmt.Sprintf("DP attention with expert parallelism (TP %d x DP %d)", p.TP, p.DP)
+			dc := c
+			dc.Plan = p
+			// A --moe-dispatch the engine does not run by default needs
+			// its own setting.
+			if d, ok, err := sim.MoEDispatchOf(dc); err == nil && ok && d.Setting() != "" {
+				flags += " " + d.Setting()
+				setting += ", dispatch by " + d.Setting()
+			}
+			return engineHow(c, flags, setting)
 		},
 		Sweep: true,
 	}

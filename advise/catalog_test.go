@@ -338,3 +338,38 @@ func TestFP8KVEntryEngineDefault(t *testing.T) {
 		}
 	}
 }
+
+// TestDPRowsNameEngineDispatch: the DP-attention rows say how the
+// scenario's engine moves the tokens to the experts (the dispatch their
+// prediction prices): vLLM all-gathers and reduce-scatters by default,
+// TensorRT-LLM takes its NVLink all-to-all on an NVLink box; a
+// --moe-dispatch vLLM does not run by default adds the setting it needs
+// to the row's how.
+func TestDPRowsNameEngineDispatch(t *testing.T) {
+	h200 := seedConfig(t)
+	h200.Topo = mustTopo(t, "h200-nvswitch")
+	h200.Arch = mustPreset(t, "deepseek-v3")
+	trt, a2a := h200, h200
+	trt.Options.Engine, _ = engprof.ParseRef("trtllm@1.3")
+	a2a.Build.MoEDispatch = model.DispatchAllToAll
+	e := entryByName(t, "dp-attn-ep")
+	for _, c := range []struct {
+		name   string
+		c      sim.Scenario
+		reason string
+	}{
+		{"vllm", h200, "needs EP; vllm@0.24 moves the tokens to the experts by all-gather + reduce-scatter (its default: --all2all-backend allgather_reducescatter)"},
+		{"trtllm", trt, "needs EP; trtllm@1.3 moves the tokens to the experts by all-to-all (its default where NVLink joins the GPUs: TRTLLM_FORCE_COMM_METHOD NVLINK_ONE_SIDED)"},
+		{"vllm alltoall", a2a, "needs EP; vllm@0.24 moves the tokens to the experts by all-to-all (--moe-dispatch: --all2all-backend deepep_high_throughput | deepep_low_latency | flashinfer_nvlink_one_sided | flashinfer_nvlink_two_sided; its default is all-gather + reduce-scatter)"},
+	} {
+		if got := e.Check(c.c); got.Status != Applies || !strings.HasPrefix(got.Reason, c.reason) {
+			t.Errorf("%s: %s %q\nwant applies, %q", c.name, got.Status, got.Reason, c.reason)
+		}
+	}
+	if how := e.HowTo(a2a); len(how.Engine) != 1 || !strings.HasSuffix(how.Engine[0], "--enable-expert-parallel --all2all-backend deepep_high_throughput | deepep_low_latency | flashinfer_nvlink_one_sided | flashinfer_nvlink_two_sided") {
+		t.Errorf("vllm alltoall: how %+v, want vLLM's flags with its all2all backend", how)
+	}
+	if how := e.HowTo(h200); len(how.Engine) != 1 || strings.Contains(how.Engine[0], "all2all") {
+		t.Errorf("vllm: how %+v, want no all2all backend: the default dispatch needs none", how)
+	}
+}

@@ -443,6 +443,9 @@ func (p *Profile) validate() error {
 	if err := cite("dsa", p.DSA.Cite); err != nil {
 		return err
 	}
+	if err := p.validateDispatch(bad, cite); err != nil {
+		return err
+	}
 	if err := p.validateSpec(bad, cite); err != nil {
 		return err
 	}
@@ -659,4 +662,38 @@ func validateGraphMaxBS(tiers []GraphMaxBSTier, largest int, bad func(field, for
 		}
 	}
 	return nil
+}
+
+// validateDispatch checks the MoE dispatch facts: the engine's setting
+// named, a default kind (and the NVLink one, when stated) the engine has
+// an implementation of, each implementation named once, and a source.
+func (p *Profile) validateDispatch(bad func(string, string, ...any) error, cite func(string, []string) error) error {
+	d := &p.Dispatch
+	if d.Option == "" {
+		return bad("moe_dispatch.option", "missing: want the engine's setting that picks the dispatch (vLLM's --all2all-backend)")
+	}
+	names := map[string]bool{}
+	for _, k := range []Dispatch{DispatchAllToAll, DispatchAllGather} {
+		for i, n := range d.Names(k) {
+			f := fmt.Sprintf("moe_dispatch.%s[%d]", k, i)
+			if strings.TrimSpace(n) == "" || names[n] {
+				return bad(f, "%q: want a unique name of the engine's", n)
+			}
+			names[n] = true
+		}
+	}
+	for _, c := range []struct {
+		field string
+		k     Dispatch
+		need  bool
+	}{{"moe_dispatch.default", d.Default, true}, {"moe_dispatch.nvlink_default", d.NVLinkDefault, false}} {
+		switch {
+		case c.k == DispatchUnknown && !c.need:
+		case c.k == DispatchUnknown:
+			return bad(c.field, "missing: want %s or %s", DispatchAllToAll, DispatchAllGather)
+		case len(d.Names(c.k)) == 0:
+			return bad(c.field, "%s: the engine lists no implementation of it (moe_dispatch.%s)", c.k, c.k)
+		}
+	}
+	return cite("moe_dispatch", d.Cite)
 }

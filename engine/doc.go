@@ -8,10 +8,13 @@
 // format and its launches, the dense-GEMM kernel per format, the
 // compiler's fusions, the CUDA-graph mode and capture sizes, the custom
 // all-reduce rules and, where GPUs share an NVSwitch, the
-// symmetric-memory all-reduce that takes over above their cap, whether
-// DSA sparse attention runs dense, the KV-cache dtype it runs when
-// none is named (its own default, or which checkpoints' KV schemes its
-// 'auto' reads), and the options the engine has no implementation of. Every fact names its
+// symmetric-memory all-reduce that takes over above their cap, how the
+// tokens reach the routed experts under DP attention + EP by default and
+// by which of the engine's settings (all-gather + reduce-scatter or
+// all-to-all), whether DSA sparse attention runs dense, the KV-cache
+// dtype it runs when none is named (its own default, or which
+// checkpoints' KV schemes its 'auto' reads), and the options the engine
+// has no implementation of. Every fact names its
 // source (the engine's code, documentation, issues or a published
 // measurement), in the profile's sources table.
 //

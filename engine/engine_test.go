@@ -982,3 +982,82 @@ func TestSpecMaxRunningChecked(t *testing.T) {
 		t.Errorf("a negative limit: %v, want one line naming max_running", err)
 	}
 }
+
+// TestDispatchFacts: each engine states how it moves the tokens to the
+// experts under DP attention + EP when its setting is left alone, in its
+// own setting's name: vLLM 0.24's all2all_backend defaults to
+// allgather_reducescatter (ParallelConfig), SGLang 0.5 without
+// --moe-a2a-backend gathers with DP attention's all-gather and
+// reduce-scatter, TensorRT-LLM 1.3's communication factory takes its
+// NVLink one-sided all-to-all where NVLink joins the GPUs and falls back
+// to all-gather + reduce-scatter elsewhere; the executor runs the
+// schedule's all-to-all.
+func TestDispatchFacts(t *testing.T) {
+	for _, c := range []struct {
+		ref            string
+		option         string
+		plain, nvlink  Dispatch
+		first, a2aName string
+	}{
+		{"vllm@0.24", "--all2all-backend", DispatchAllGather, DispatchAllGather, "allgather_reducescatter", "deepep_low_latency"},
+		{"vllm@0.16-nightly", "--all2all-backend", DispatchAllGather, DispatchAllGather, "allgather_reducescatter", "deepep_low_latency"},
+		{"sglang@0.5", "--moe-a2a-backend", DispatchAllGather, DispatchAllGather, "none", "deepep"},
+		{"trtllm@1.3", "TRTLLM_FORCE_COMM_METHOD", DispatchAllGather, DispatchAllToAll, "ALLGATHER", "NVLINK_ONE_SIDED"},
+		{"executor@1", "--moe-dispatch", DispatchAllToAll, DispatchAllToAll, "allgather_reducescatter", "alltoall"},
+	} {
+		r, err := ParseRef(c.ref)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := Lookup(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		d := &p.Dispatch
+		if d.Option != c.option || d.DefaultOn(false) != c.plain || d.DefaultOn(true) != c.nvlink {
+			t.Errorf("%s: %s, default %s (NVLink: %s), want %s, %s (%s)", c.ref, d.Option, d.DefaultOn(false), d.DefaultOn(true), c.option, c.plain, c.nvlink)
+		}
+		if n := d.Names(DispatchAllGather); len(n) == 0 || n[0] != c.first {
+			t.Errorf("%s: all-gather by %v, want %s first", c.ref, n, c.first)
+		}
+		if !slices.Contains(d.Names(DispatchAllToAll), c.a2aName) {
+			t.Errorf("%s: all-to-all by %v, want %s among them", c.ref, d.Names(DispatchAllToAll), c.a2aName)
+		}
+		for _, k := range []Dispatch{DispatchAllToAll, DispatchAllGather} {
+			if err := p.CheckDispatch(k); err != nil {
+				t.Errorf("%s: %v", c.ref, err)
+			}
+		}
+	}
+}
+
+// A profile's MoE dispatch facts are checked when it is read: a bad or
+// missing kind, a default of a kind the engine lists no implementation
+// of, a name twice and a missing setting or source are one-line errors
+// naming the field.
+func TestDispatchFactsChecked(t *testing.T) {
+	base, err := embedded.ReadFile("profiles/trtllm-1.3.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct{ name, edit, with, want string }{
+		{"bad kind", "  default: allgather_reducescatter\n", "  default: all2all\n", "MoE dispatch \"all2all\": want alltoall or allgather_reducescatter"},
+		{"no default", "  default: allgather_reducescatter\n", "", "moe_dispatch.default: missing: want alltoall or allgather_reducescatter"},
+		{"default not offered", "  allgather_reducescatter: [ALLGATHER]\n", "", "moe_dispatch.default: allgather_reducescatter: the engine lists no implementation of it"},
+		{"nvlink default not offered", "  alltoall: [NVLINK_ONE_SIDED, NVLINK_TWO_SIDED, DEEPEP, DEEPEPLOWLATENCY]\n", "", "moe_dispatch.nvlink_default: alltoall: the engine lists no implementation of it"},
+		{"name twice", "[NVLINK_ONE_SIDED, NVLINK_TWO_SIDED,", "[NVLINK_ONE_SIDED, ALLGATHER,", "moe_dispatch.allgather_reducescatter[0]: \"ALLGATHER\": want a unique name"},
+		{"no option", "  option: TRTLLM_FORCE_COMM_METHOD\n", "", "moe_dispatch.option: missing"},
+		{"uncited", "  cite: [comm-factory, mnnvl]\n", "  cite: []\n", "moe_dispatch.cite: missing"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			data := strings.Replace(string(base), c.edit, c.with, 1)
+			if data == string(base) {
+				t.Fatalf("edit %q not found in the profile", c.edit)
+			}
+			_, err := Parse([]byte(data), "edited.yaml")
+			if err == nil || !strings.Contains(err.Error(), c.want) || !strings.HasPrefix(err.Error(), "engine profile edited.yaml: ") || strings.Contains(err.Error(), "\n") {
+				t.Errorf("error %v, want one line naming %q", err, c.want)
+			}
+		})
+	}
+}

@@ -32,6 +32,9 @@ type Profile struct {
 	AllReduce CustomAR       `yaml:"custom_allreduce"`
 	SymmMem   SymmMemAR      `yaml:"symm_mem_allreduce"`
 	DSA       DSAFacts       `yaml:"dsa"`
+	// Dispatch is how the engine moves tokens to the routed experts and
+	// back under DP attention + EP.
+	Dispatch DispatchFacts `yaml:"moe_dispatch"`
 	// Scheduler is how the engine forms a serving step out of its running
 	// and waiting requests; none for an engine that serves no requests
 	// (the executor runs one step of a given workload).
@@ -1026,6 +1029,66 @@ type DSAFacts struct {
 // DenseDSA reports whether the engine runs a DSA model's attention dense
 // (no indexer) on family a.
 func (p *Profile) DenseDSA(a Arch) bool { return p.DSA.DenseArchs.Has(a) }
+
+// --------------------------------------------------------- MoE dispatch
+
+// DispatchFacts are how the engine moves the tokens of each DP attention
+// group to the ranks holding their routed experts, and back, under DP
+// attention + EP: what runs when its setting is left alone, and the
+// implementations it offers of each kind, by its own names.
+type DispatchFacts struct {
+	// Option is the engine's own setting that picks the implementation
+	// (vLLM's --all2all-backend, SGLang's --moe-a2a-backend).
+	Option string `yaml:"option"`
+	// Default is the kind that runs when Option is left alone;
+	// NVLinkDefault, when stated, the kind that runs instead where NVLink
+	// joins every GPU of the EP group (TensorRT-LLM tries its NVLink
+	// all-to-all first and falls back to all-gather + reduce-scatter).
+	Default       Dispatch `yaml:"default"`
+	NVLinkDefault Dispatch `yaml:"nvlink_default"`
+	// AllToAll and AllGather are the engine's implementations of each
+	// kind, by the names Option takes; the first of a default kind is
+	// the one its default runs.
+	AllToAll  []string `yaml:"alltoall"`
+	AllGather []string `yaml:"allgather_reducescatter"`
+	Cite      []string `yaml:"cite"`
+}
+
+// DefaultOn is the kind the engine runs when its setting is left alone
+// (allNVLink: NVLink joins every GPU of the EP group).
+func (d *DispatchFacts) DefaultOn(allNVLink bool) Dispatch {
+	if allNVLink && d.NVLinkDefault != DispatchUnknown {
+		return d.NVLinkDefault
+	}
+	return d.Default
+}
+
+// Names are the engine's implementations of kind k by its own names, in
+// the profile's order (none: the engine has no implementation of k).
+func (d *DispatchFacts) Names(k Dispatch) []string {
+	switch k {
+	case DispatchAllToAll:
+		return d.AllToAll
+	case DispatchAllGather:
+		return d.AllGather
+	}
+	return nil
+}
+
+// CheckDispatch returns an error naming the engine and what it offers
+// when it has no implementation of kind k, else nil.
+func (p *Profile) CheckDispatch(k Dispatch) error {
+	if len(p.Dispatch.Names(k)) > 0 {
+		return nil
+	}
+	var has []string
+	for _, o := range []Dispatch{DispatchAllToAll, DispatchAllGather} {
+		if n := p.Dispatch.Names(o); len(n) > 0 {
+			has = append(has, fmt.Sprintf("%s (%s %s)", o, p.Dispatch.Option, strings.Join(n, ", ")))
+		}
+	}
+	return fmt.Errorf("%s has no %s MoE dispatch: it offers %s", p.Name(), k.Words(), strings.Join(has, "; "))
+}
 
 // ---------------------------------------------------------- refusals
 

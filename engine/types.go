@@ -231,3 +231,62 @@ func (p *Phase) UnmarshalText(b []byte) error {
 	}
 	return nil
 }
+
+// Dispatch is how, under DP attention with expert parallelism, the
+// tokens of each DP group reach the routed experts held by other ranks
+// and their outputs come back. Names are model.BuildOptions.MoEDispatch's
+// spellings.
+type Dispatch uint8
+
+const (
+	DispatchUnknown Dispatch = iota
+	// DispatchAllToAll sends each token only to the ranks holding its
+	// experts and combines the outputs back the same way (DeepEP-style
+	// dispatch and combine).
+	DispatchAllToAll
+	// DispatchAllGather gathers every rank's tokens on every rank, which
+	// runs its experts on all of them, and reduce-scatters the outputs
+	// back to their ranks.
+	DispatchAllGather
+)
+
+var dispatchNames = [...]string{"unknown", "alltoall", "allgather_reducescatter"}
+
+// dispatchWords are the kinds for people.
+var dispatchWords = [...]string{"unknown", "all-to-all", "all-gather + reduce-scatter"}
+
+func (d Dispatch) String() string {
+	if int(d) < len(dispatchNames) {
+		return dispatchNames[d]
+	}
+	return "dispatch(" + strconv.Itoa(int(d)) + ")"
+}
+
+// Words is the kind for people: all-to-all, all-gather + reduce-scatter.
+func (d Dispatch) Words() string {
+	if int(d) < len(dispatchWords) {
+		return dispatchWords[d]
+	}
+	return d.String()
+}
+
+// MarshalText writes alltoall or allgather_reducescatter.
+func (d Dispatch) MarshalText() ([]byte, error) { return []byte(d.String()), nil }
+
+// UnmarshalText reads a dispatch kind (ParseDispatch).
+func (d *Dispatch) UnmarshalText(b []byte) error {
+	v, err := ParseDispatch(string(b))
+	*d = v
+	return err
+}
+
+// ParseDispatch reads alltoall or allgather_reducescatter (case ignored).
+func ParseDispatch(s string) (Dispatch, error) {
+	k := strings.ToLower(strings.TrimSpace(s))
+	for i, n := range dispatchNames {
+		if i > 0 && n == k {
+			return Dispatch(i), nil
+		}
+	}
+	return DispatchUnknown, fmt.Errorf("MoE dispatch %q: want %s or %s", s, dispatchNames[1], dispatchNames[2])
+}

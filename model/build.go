@@ -15,15 +15,17 @@ type BuildOptions struct {
 	// the indexer scores every cached token and attention reads
 	// min(context, index_topk) tokens.
 	DenseDSA bool `json:"dense_dsa,omitempty"`
-	// DispatchDtype is the payload dtype of the MoE all-to-all dispatch
-	// under DP attention + EP; "" means bf16 (vLLM's default; DeepEP's
-	// low-latency mode can dispatch FP8). Combine always moves bf16.
+	// DispatchDtype is the payload dtype of the MoE dispatch under DP
+	// attention + EP; "" means bf16 (DeepEP's low-latency mode can
+	// dispatch FP8). Combine always moves bf16.
 	DispatchDtype Dtype `json:"dispatch_dtype,omitempty"`
 	// MoEDispatch is how tokens reach the experts under DP attention + EP:
-	// DispatchAllToAll ("" = default; DeepEP-style all-to-all dispatch and
-	// combine, as serving-facts.md describes) or DispatchAllGather (vLLM's
-	// allgather_reducescatter all2all backend: all-gather of every rank's
-	// tokens, reduce-scatter of the outputs).
+	// DispatchAllToAll (DeepEP-style all-to-all dispatch and combine; ""
+	// builds it too) or DispatchAllGather (all-gather of every rank's
+	// tokens, reduce-scatter of the outputs). Which one an engine runs is
+	// the engine's fact, not the model's: package sim fills "" with the
+	// scenario's engine's default before building (sim.MoEDispatchOf;
+	// vLLM's and SGLang's is DispatchAllGather).
 	MoEDispatch string `json:"moe_dispatch,omitempty"`
 	// Routing is how the router spreads tokens over the routed experts
 	// (see Routing): the zero value is uniform routing; a perf DB's MoE
@@ -54,7 +56,7 @@ const (
 	gNone  groupKind = iota
 	gTP              // the rank's tensor-parallel (attention) group
 	gDCP             // the rank's decode-context-parallel subgroup of its TP group
-	gWorld           // all TP x DP ranks (MoE all-to-all under DP + EP)
+	gWorld           // all TP x DP ranks (MoE dispatch and combine under DP + EP)
 	gDraft           // a draft model's TP group (consecutive Spec.DraftTP ranks)
 	numGroupKinds
 )
@@ -131,7 +133,8 @@ func Build(a *Arch, p Plan, w Workload) (*Schedule, error) {
 // shared experts, and moe.allgather over the TP group (T x hidden x 2 B)
 // restores the full token set. All-to-all bytes per rank = tokens x
 // expected distinct destination ranks per token x hidden x 2 (bf16; see
-// distinctRanks).
+// distinctRanks); under all-gather + reduce-scatter both move the
+// gathered buffer, every rank's tokens x hidden x 2 (nccl-tests sizes).
 //
 // The rows and the expected number of distinct experts a rank's grouped
 // GEMM touches follow BuildOptions.Routing (see Routing): under uniform

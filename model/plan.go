@@ -7,7 +7,8 @@ package model
 //   - EP: expert parallelism. With DP = 1 each rank holds NumExperts/(TP)
 //     whole experts and runs them on all tokens; one all-reduce still
 //     combines them. With DP > 1 experts are spread over all TP x DP ranks
-//     and tokens move by all-to-all dispatch/combine.
+//     and tokens move to them by a dispatch and back by a combine
+//     (all-to-all, or all-gather + reduce-scatter: BuildOptions.MoEDispatch).
 //   - DP: data-parallel attention degree (each DP group serves its own
 //     requests); DP > 1 requires EP.
 //   - DCP: decode context parallelism inside a TP group: the KV cache is

@@ -380,10 +380,11 @@ func (sc Scenario) FP8KVBackend() (string, *engprof.Condition, error) {
 // CheckEngine refuses, before any work, a scenario its engine cannot run:
 // an engine with no profile, an attention backend the engine lacks or
 // that cannot run the box's GPU family, KV dtype or model, a model whose
-// experts' weight format has no MoE kernel of the engine there, or an
-// option the profile lists as unsupported. The error is one line naming
-// the flag (--engine, --attention-backend, --moe-kernel, --dcp or the
-// option's).
+// experts' weight format has no MoE kernel of the engine there, a
+// --moe-dispatch the engine has no implementation of, or an option the
+// profile lists as unsupported. The error is one line naming the flag
+// (--engine, --attention-backend, --moe-kernel, --moe-dispatch, --dcp or
+// the option's).
 func (sc Scenario) CheckEngine() error {
 	o := sc.Options
 	p, err := engprof.Lookup(o.Engine)
@@ -428,6 +429,14 @@ func (sc Scenario) CheckEngine() error {
 	} else if o.MoEKernel != "" {
 		return flag("moe-kernel", o.MoEKernel, fmt.Errorf("the model has no routed experts"))
 	}
+	if sc.Build.MoEDispatch != "" && sc.Plan.DispatchesMoE(sc.Arch) {
+		// A kind that does not parse is model.Validate's to refuse.
+		if k, err := engprof.ParseDispatch(sc.Build.MoEDispatch); err == nil {
+			if err := p.CheckDispatch(k); err != nil {
+				return flag("moe-dispatch", sc.Build.MoEDispatch, err)
+			}
+		}
+	}
 	for _, n := range o.Names() {
 		name, val, _ := strings.Cut(n, "=")
 		if err := p.Refuse(name, val, a); err != nil {
@@ -444,9 +453,11 @@ func (sc Scenario) CheckEngine() error {
 
 // EngineSummary says which kernels the engine prices sc's step with: the
 // profile, the attention backend and its grid, the MoE kernel for the
-// experts' format, the all-reduce the TP group gets, and the DSA choice.
+// experts' format, how the tokens reach the experts under DP attention
+// (built: the build options of the schedule priced, which hold the
+// dispatch it ran), the all-reduce the TP group gets, and the DSA choice.
 // One line, for the CLI's "engine" row.
-func (p *Predictor) EngineSummary(sc Scenario) string {
+func (p *Predictor) EngineSummary(sc Scenario, built model.BuildOptions) string {
 	k := &p.cm.engineKernels
 	name := k.prof.Name()
 	if p.opts.Engine.IsZero() {
@@ -499,6 +510,16 @@ func (p *Predictor) EngineSummary(sc Scenario) string {
 				runs = fmt.Sprintf("what --moe-kernel %s runs for them, ", k.moeOverride)
 			}
 			parts = append(parts, fmt.Sprintf("MoE %s for %s experts (%s%s)", mk.Name, d, runs, companions(len(mk.Companions))))
+		}
+	}
+	if plan := sc.Plan.Normalized(); sc.Plan.DispatchesMoE(sc.Arch) {
+		if d, err := dispatchOn(k.prof, p.topo, plan, sc.Build.MoEDispatch); err == nil {
+			// The kind the schedule ran (its build options), which is
+			// the engine's default unless --moe-dispatch chose it.
+			if kind, err := engprof.ParseDispatch(built.MoEDispatch); err == nil {
+				d.Kind = kind
+			}
+			parts = append(parts, fmt.Sprintf("DP %d MoE dispatch %s", plan.DP, d))
 		}
 	}
 	if plan := sc.Plan.Normalized(); plan.TP > 1 {

@@ -101,7 +101,12 @@ func NewIterationCoster(p *Predictor, sc Scenario) (*IterationCoster, error) {
 		return nil, fmt.Errorf("sim: plan %s needs %d GPUs; topology %s has %d", plan, world, p.topo.Name, p.topo.NumGPUs())
 	}
 	kv := sc.Workload.KVDtypeFor(sc.Arch)
-	c := &IterationCoster{p: p, arch: sc.Arch, plan: plan, build: sc.Build, kv: kv,
+	// Unchosen, the MoE dispatch is the engine's, as in a step's schedule.
+	build, err := p.withDispatch(sc.Build, sc.Arch, plan)
+	if err != nil {
+		return nil, err
+	}
+	c := &IterationCoster{p: p, arch: sc.Arch, plan: plan, build: build, kv: kv,
 		bits: defaultIterationBucketBits, memo: make(map[iterKey]float64),
 		spec: sc.Workload.SpecTokens, capture: p.specCapture(sc)}
 	if sc.Arch.MoELayers() > fastLayers {

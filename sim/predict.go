@@ -218,9 +218,11 @@ type Prediction struct {
 	// MoEDispatch and DispatchDtype are how the tokens reached the
 	// experts and in which dtype (model.BuildOptions), set only when the
 	// step dispatches them (model.Plan.DispatchesMoE; PredictScenario
-	// only).
-	MoEDispatch   string      `json:"moe_dispatch,omitempty"`
-	DispatchDtype model.Dtype `json:"dispatch_dtype,omitempty"`
+	// only). MoEDispatchChosen: --moe-dispatch chose it; otherwise it is
+	// what the engine runs by default on the box (MoEDispatchOf).
+	MoEDispatch       string      `json:"moe_dispatch,omitempty"`
+	MoEDispatchChosen bool        `json:"moe_dispatch_chosen,omitempty"`
+	DispatchDtype     model.Dtype `json:"dispatch_dtype,omitempty"`
 
 	// Summary: StepUs is the time of one step (the latest op end over
 	// all ranks); Sequences the requests the step serves (Workload.Batch
@@ -280,8 +282,9 @@ type DSAAttention struct {
 // OptionsLabel is the prediction's options for people: the run-time
 // options (Options.Label) and the build options that priced the step
 // and were chosen or differ from their defaults: dense-dsa or
-// dense-dsa=false when --dense-dsa chose it, moe-dispatch and
-// dispatch-dtype under a dispatch when not alltoall and bf16.
+// dense-dsa=false when --dense-dsa chose it, moe-dispatch when
+// --moe-dispatch chose it (unchosen it is the engine's, which the engine
+// line names) and dispatch-dtype under a dispatch when not bf16.
 func (pr *Prediction) OptionsLabel() string {
 	var b []string
 	if d := pr.DSA; d != nil && d.Chosen {
@@ -291,7 +294,7 @@ func (pr *Prediction) OptionsLabel() string {
 			b = append(b, "dense-dsa=false")
 		}
 	}
-	if pr.MoEDispatch != "" && pr.MoEDispatch != model.DispatchAllToAll {
+	if pr.MoEDispatch != "" && pr.MoEDispatchChosen {
 		b = append(b, "moe-dispatch="+pr.MoEDispatch)
 	}
 	if pr.DispatchDtype != "" && pr.DispatchDtype != model.BF16 {

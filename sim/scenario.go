@@ -141,7 +141,10 @@ func (p *Predictor) scheduleWith(bd *model.Builder, sc Scenario) (*model.Schedul
 	if world := plan.World(); p.topo != nil && world > p.topo.NumGPUs() {
 		return nil, fmt.Errorf("sim: plan %s needs %d GPUs; topology %s has %d", plan, world, p.topo.Name, p.topo.NumGPUs())
 	}
-	o := sc.Build
+	o, err := p.withDispatch(sc.Build, sc.Arch, plan)
+	if err != nil {
+		return nil, err
+	}
 	o.Graphs = p.specCapture(sc)
 	if bd != nil {
 		return bd.Build(sc.Arch, sc.Plan, sc.Workload, o)
@@ -252,17 +255,16 @@ func (p *Predictor) PredictScenarioSchedule(sc Scenario) (*Prediction, *model.Sc
 	p.fixTokens(&pr.Summary, sc, s.Deploy)
 	pr.Memory = p.memoryFit(sc, s.Deploy)
 	pr.Caveats = p.Caveats(sc)
-	pr.Engine = p.EngineSummary(sc)
+	pr.Engine = p.EngineSummary(sc, s.Options)
 	if sc.Arch.HasIndexer() {
 		pr.DSA = &DSAAttention{Dense: sc.Build.DenseDSA, Chosen: sc.DenseDSAChosen}
 	}
 	pr.KVDefault = sc.KVDefault
 	if sc.Plan.DispatchesMoE(sc.Arch) {
-		// The schedule's build options, defaults filled.
+		// The schedule's build options, defaults filled (the dispatch
+		// the engine's when none was chosen: scheduleWith).
 		pr.MoEDispatch, pr.DispatchDtype = s.Options.MoEDispatch, s.Options.DispatchDtype
-		if pr.MoEDispatch == "" {
-			pr.MoEDispatch = model.DispatchAllToAll
-		}
+		pr.MoEDispatchChosen = sc.Build.MoEDispatch != ""
 	}
 	return pr, s, nil
 }

@@ -179,17 +179,25 @@ func TestPredictSGLangSparseMLABackend(t *testing.T) {
 }
 
 // TestPredictDispatchFlags: under DP attention + EP the MoE dispatch is
-// priced, so the JSON names its kind and payload dtype (defaults
-// alltoall, bf16) and the options line names the flags' values that are
-// not the defaults; an FP8 payload moves half the bytes of a BF16 one, so
-// the step is shorter. A plan without DP attention dispatches nothing:
-// the flags are refused there, even at their default values, and the
-// JSON has no dispatch.
+// priced, so the JSON names its kind and payload dtype (by default the
+// engine's kind, vLLM's all-gather + reduce-scatter, and bf16), the engine
+// line says which the engine runs, and the options line names a chosen
+// --moe-dispatch and a --dispatch-dtype that is not the default; an FP8
+// payload moves half the bytes of a BF16 one, so the step is shorter. A
+// plan without DP attention dispatches nothing: the flags are refused
+// there, even at their default values, and the JSON has no dispatch.
 func TestPredictDispatchFlags(t *testing.T) {
 	dp := []string{"--tp", "2", "--dp", "4", "--ep", "--batch", "64", "--context", "1024"}
 	base := predictJSONObject(t, dp...)
-	if base["moe_dispatch"] != "alltoall" || base["dispatch_dtype"] != "bf16" {
-		t.Errorf("default dispatch %v %v, want alltoall bf16", base["moe_dispatch"], base["dispatch_dtype"])
+	if base["moe_dispatch"] != "allgather_reducescatter" || base["moe_dispatch_chosen"] != nil || base["dispatch_dtype"] != "bf16" {
+		t.Errorf("default dispatch %v (chosen %v) %v, want vLLM's allgather_reducescatter, unchosen, bf16", base["moe_dispatch"], base["moe_dispatch_chosen"], base["dispatch_dtype"])
+	}
+	if e := predictLines(t, dp...)["engine"]; !strings.Contains(e, "DP 4 MoE dispatch all-gather + reduce-scatter (its default: --all2all-backend allgather_reducescatter)") {
+		t.Errorf("engine line %q: want it to name vLLM's default dispatch", e)
+	}
+	a2a := predictJSONObject(t, append(dp, "--moe-dispatch", "alltoall")...)
+	if a2a["moe_dispatch"] != "alltoall" || a2a["moe_dispatch_chosen"] != true || a2a["step_us"] == base["step_us"] {
+		t.Errorf("--moe-dispatch alltoall: %v (chosen %v), step %v, want alltoall, chosen, priced apart from %v", a2a["moe_dispatch"], a2a["moe_dispatch_chosen"], a2a["step_us"], base["step_us"])
 	}
 	fp8 := predictJSONObject(t, append(dp, "--dispatch-dtype", "fp8")...)
 	if fp8["dispatch_dtype"] != "fp8" || !(fp8["step_us"].(float64) < base["step_us"].(float64)) {
@@ -204,7 +212,8 @@ func TestPredictDispatchFlags(t *testing.T) {
 		want string // the dispatch words of the options line
 	}{
 		{dp, ""},
-		{append(dp, "--moe-dispatch", "alltoall", "--dispatch-dtype", "bf16"), ""},
+		{append(dp, "--dispatch-dtype", "bf16"), ""},
+		{append(dp, "--moe-dispatch", "alltoall", "--dispatch-dtype", "bf16"), "moe-dispatch=alltoall"},
 		{append(dp, "--dispatch-dtype", "fp8"), "dispatch-dtype=fp8"},
 		{append(dp, "--moe-dispatch", "allgather_reducescatter"), "moe-dispatch=allgather_reducescatter"},
 	} {

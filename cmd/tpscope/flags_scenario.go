@@ -86,7 +86,7 @@ type countFlag struct {
 // deployment of the default model on the default box.
 func newScenarioFlags() *scenarioFlags {
 	return &scenarioFlags{model: model.DefaultPreset, tp: 8, dp: 1, dcp: 1, phase: "decode", batch: 1, context: 4096,
-		topo: topology.DefaultPreset, opts: sim.DefaultOptions(), dispatchDtype: "bf16", dispatch: model.DispatchAllToAll,
+		topo: topology.DefaultPreset, opts: sim.DefaultOptions(), dispatchDtype: "bf16",
 		moeRouting: model.UniformRouting.String(), planFlags: true}
 }
 
@@ -248,7 +248,7 @@ func (f *scenarioFlags) bindModelFlags(fs *pflag.FlagSet) {
 	f.fs = fs
 	fs.StringVar(&f.model, "model", f.model, "model preset ("+strings.Join(model.PresetNames(), ", ")+") or a config.json / model directory")
 	fs.BoolVar(&f.denseDSA, "dense-dsa", f.denseDSA, "run a DSA model (GLM-5) as dense MLA without the indexer (default: as the box's engines run it: dense on SM12x, which has no DSA sparse kernels; sparse elsewhere)")
-	fs.StringVar(&f.dispatch, "moe-dispatch", f.dispatch, "MoE dispatch under --dp > 1: alltoall or allgather_reducescatter (vLLM's all2all backend)")
+	fs.StringVar(&f.dispatch, "moe-dispatch", f.dispatch, "MoE dispatch under --dp > 1: alltoall or allgather_reducescatter (default: the engine's, which the engine line names: vLLM's --all2all-backend allgather_reducescatter, SGLang's all-gather + reduce-scatter without --moe-a2a-backend, TensorRT-LLM's NVLink all-to-all where NVLink joins the GPUs)")
 	fs.StringVar(&f.dispatchDtype, "dispatch-dtype", f.dispatchDtype, "payload dtype of the MoE dispatch under --dp > 1: bf16 or fp8")
 	fs.StringVar(&f.moeRouting, "moe-routing", f.moeRouting, "how the MoE router spreads tokens over the experts: uniform (random), or balanced or power-law-ALPHA as aiconfigurator's MoE tables were measured (power-law-1.01, power-law-1.2); with --perf-db the default is the tables' balanced where their MoE rows price the routed experts")
 }

@@ -1,0 +1,167 @@
+package sim
+
+import (
+	"fmt"
+	"strings"
+
+	engprof "github.com/tpscope/tpscope/engine"
+	"github.com/tpscope/tpscope/model"
+	"github.com/tpscope/tpscope/topology"
+)
+
+// MoEDispatch is how a scenario's tokens reach the routed experts under DP
+// attention + EP, and why that way: the --moe-dispatch chosen, or what
+// the scenario's engine runs by default on its box (engine.DispatchFacts:
+// vLLM's and SGLang's all-gather + reduce-scatter, TensorRT-LLM's NVLink
+// all-to-all where NVLink joins the GPUs).
+type MoEDispatch struct {
+	// Kind is what the schedule prices; Default what the engine runs
+	// when its setting is left alone (Kind, unless Chosen otherwise).
+	Kind, Default engprof.Dispatch
+	// Chosen: by --moe-dispatch (Scenario.Build.MoEDispatch set).
+	Chosen bool
+	// NVLink: NVLink joins every GPU of the EP group, which an engine's
+	// default may depend on (DispatchFacts.NVLinkDefault).
+	NVLink bool
+	prof   *engprof.Profile
+}
+
+// MoEDispatchOf is how sc's tokens reach the routed experts: its chosen
+// --moe-dispatch, else its engine's default on the plan's GPUs of its
+// box. ok false when sc's plan dispatches none (no DP attention, or no
+// routed experts); the error names an engine without a profile or a
+// dispatch that does not parse.
+func MoEDispatchOf(sc Scenario) (d MoEDispatch, ok bool, err error) {
+	if !sc.Plan.DispatchesMoE(sc.Arch) {
+		return d, false, nil
+	}
+	prof, err := engprof.Lookup(sc.Options.Engine)
+	if err != nil {
+		return d, false, err
+	}
+	d, err = dispatchOn(prof, sc.Topo, sc.Plan, sc.Build.MoEDispatch)
+	return d, err == nil, err
+}
+
+// dispatchOn is MoEDispatchOf on engine prof: chosen is the scenario's
+// --moe-dispatch ("" for the engine's default).
+func dispatchOn(prof *engprof.Profile, t *topology.Topology, plan model.Plan, chosen string) (MoEDispatch, error) {
+	d := MoEDispatch{prof: prof, NVLink: nvlinkAmong(t, plan.World()), Chosen: chosen != ""}
+	d.Default = prof.Dispatch.DefaultOn(d.NVLink)
+	d.Kind = d.Default
+	if d.Chosen {
+		k, err := engprof.ParseDispatch(chosen)
+		if err != nil {
+			return d, err
+		}
+		d.Kind = k
+	}
+	return d, nil
+}
+
+// nvlinkAmong reports whether NVLink joins every pair of t's first n GPUs
+// (topology.AllNVLink over them), without building the group.
+func nvlinkAmong(t *topology.Topology, n int) bool {
+	if t == nil || n > t.NumGPUs() {
+		return false
+	}
+	for a := 0; a < n; a++ {
+		for b := 0; b < n; b++ {
+			if a != b && t.Path(a, b).Level != topology.LevelNV {
+				return false
+			}
+		}
+	}
+	return n > 0
+}
+
+// String says what the engine runs for people: the kind, and by which
+// of its settings (its default, or what --moe-dispatch chose and the
+// engine's own names for it), for the engine line.
+func (d MoEDispatch) String() string {
+	if d.prof == nil {
+		return d.Kind.Words()
+	}
+	f := &d.prof.Dispatch
+	names := f.Names(d.Kind)
+	switch {
+	case !d.Chosen:
+		return fmt.Sprintf("%s (its default%s: %s %s)", d.Kind.Words(), d.nvlinkWhere(), f.Option, names[0])
+	case d.Kind == d.Default:
+		return fmt.Sprintf("%s (--moe-dispatch, its default%s too: %s %s)", d.Kind.Words(), d.nvlinkWhere(), f.Option, names[0])
+	case len(names) == 0:
+		return fmt.Sprintf("%s (--moe-dispatch; %s has none: its default%s is %s)", d.Kind.Words(), d.prof.Name(), d.nvlinkWhere(), d.Default.Words())
+	}
+	return fmt.Sprintf("%s (--moe-dispatch: %s %s; its default%s is %s)", d.Kind.Words(), f.Option, strings.Join(names, " | "), d.nvlinkWhere(), d.Default.Words())
+}
+
+// EngineName is the engine@version the dispatch is stated for ("" for
+// the zero value).
+func (d MoEDispatch) EngineName() string {
+	if d.prof == nil {
+		return ""
+	}
+	return d.prof.Name()
+}
+
+// Setting is what the engine needs set to run the dispatch priced: ""
+// when it is its default there, else its setting and its own names for
+// the kind ("--all2all-backend deepep_high_throughput | ...").
+func (d MoEDispatch) Setting() string {
+	if d.prof == nil {
+		return ""
+	}
+	names := d.prof.Dispatch.Names(d.Kind)
+	if d.Kind == d.Default || len(names) == 0 {
+		return ""
+	}
+	return d.prof.Dispatch.Option + " " + strings.Join(names, " | ")
+}
+
+// nvlinkWhere qualifies a default that holds only where NVLink joins the
+// GPUs, or only where it does not.
+func (d MoEDispatch) nvlinkWhere() string {
+	f := &d.prof.Dispatch
+	switch {
+	case f.NVLinkDefault == engprof.DispatchUnknown || f.NVLinkDefault == f.Default:
+		return ""
+	case d.NVLink:
+		return " where NVLink joins the GPUs"
+	}
+	return " without NVLink between the GPUs"
+}
+
+// withDispatch returns build options o of a schedule of arch under plan
+// with the MoE dispatch filled: one the scenario chose stays; unchosen
+// (""), a plan that dispatches takes the engine's default on its GPUs
+// (defaultDispatch). Every schedule sim prices or hands to a run is
+// built from options it returns (scheduleWith, IterationCoster).
+func (p *Predictor) withDispatch(o model.BuildOptions, a *model.Arch, plan model.Plan) (model.BuildOptions, error) {
+	if o.MoEDispatch != "" || !plan.DispatchesMoE(a) {
+		return o, nil
+	}
+	d, err := p.defaultDispatch(plan)
+	if err != nil {
+		return o, err
+	}
+	o.MoEDispatch = d
+	return o, nil
+}
+
+// defaultDispatch is the dispatch a schedule of plan takes when its
+// scenario chose none: the engine's default on the plan's GPUs (the
+// Predictor's profile, or its options' engine for a bare Predictor that
+// only builds schedules).
+func (p *Predictor) defaultDispatch(plan model.Plan) (string, error) {
+	var prof *engprof.Profile
+	if p.cm != nil {
+		prof = p.cm.engineKernels.prof
+	}
+	if prof == nil {
+		var err error
+		if prof, err = profileOf(&p.opts); err != nil {
+			return "", err
+		}
+	}
+	return prof.Dispatch.DefaultOn(nvlinkAmong(p.topo, plan.World())).String(), nil
+}

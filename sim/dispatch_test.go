@@ -1,0 +1,207 @@
+package sim
+
+import (
+	"strings"
+	"testing"
+
+	engprof "github.com/tpscope/tpscope/engine"
+	"github.com/tpscope/tpscope/model"
+)
+
+// dpDispatchOps predicts one decode step of preset on box under DP 8 + EP
+// (TP 1) with engine eng and MoE dispatch chosen ("" for the engine's),
+// and returns the prediction and the first moe.dispatch and moe.combine
+// of rank 0 of the schedule priced.
+func dpDispatchOps(t *testing.T, preset, box, eng, chosen string, batch int) (*Prediction, model.Op, model.Op) {
+	t.Helper()
+	a, err := model.Preset(preset)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref, err := engprof.ParseRef(eng)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc := Scenario{Arch: a, Plan: model.Plan{TP: 1, DP: 8, EP: true}, Build: model.BuildOptions{MoEDispatch: chosen},
+		Workload: model.Workload{Phase: model.Decode, Batch: batch, Context: 4096},
+		Options:  Options{CUDAGraphs: true, Engine: ref}, Topo: mustTopo(t, box)}
+	pr, s, err := Predict(sc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var dispatch, combine model.Op
+	for _, o := range s.Ranks[0] {
+		switch {
+		case dispatch.ID == "" && o.Role == model.RoleMoEDispatch:
+			dispatch = o
+		case combine.ID == "" && o.Role == model.RoleMoECombine:
+			combine = o
+		}
+	}
+	if dispatch.ID == "" || combine.ID == "" {
+		t.Fatalf("%s %s: no moe.dispatch / moe.combine in the step", preset, eng)
+	}
+	return pr, dispatch, combine
+}
+
+// Under DP attention + EP each engine moves the tokens to the experts
+// its own way when nothing is chosen: vLLM 0.24 by its default
+// all2all_backend, allgather_reducescatter (ParallelConfig; the
+// AgRsAll2AllManager all-gathers the DP group's tokens and
+// reduce-scatters the outputs); SGLang 0.5 without --moe-a2a-backend by
+// DP attention's MAX_LEN gather (all_gather_into_tensor) and
+// reduce_scatter_tensor; TensorRT-LLM 1.3 by its NVLink one-sided
+// all-to-all where NVLink joins the GPUs (the communication factory's
+// first choice). The executor runs the schedule's all-to-all.
+//
+// Bytes, by hand (nccl-tests sizes: an all-gather or reduce-scatter
+// counts the gathered buffer). DeepSeek-V3 and Kimi-K2.5 have hidden
+// 7168 and bf16 activations, 2 B a value. A decode batch of 64 over 8 DP
+// groups is 8 tokens a group, a captured graph size of vLLM's, SGLang's
+// and TensorRT-LLM's lists alike, so the gathered buffer holds 8 x 8 = 64
+// tokens: 64 x 7168 x 2 = 917,504 B, gathered and reduce-scattered
+// alike. Batch 8 is one token a group: 8 x 7168 x 2 = 114,688 B.
+//
+// The all-to-all sends each of a rank's 8 tokens once to each distinct
+// rank its top-8 experts live on: DeepSeek-V3's 256 experts are 32 a rank
+// on 8 ranks; a token's 8 experts, drawn without replacement, all miss a
+// given rank with probability (224/256)(223/255)...(217/249) = 0.33817,
+// so it reaches 8 x (1 - 0.33817) = 5.2947 ranks: 8 x 5.2947 x 7168 x 2
+// = 607,233 B each way.
+func TestEngineDefaultDispatch(t *testing.T) {
+	const hidden = 7168
+	miss := 1.0
+	for i := 0.0; i < 8; i++ {
+		miss *= (224 - i) / (256 - i)
+	}
+	a2a := int64(8*8*(1-miss)*hidden*2 + 0.5)
+	if a2a != 607233 {
+		t.Fatalf("the all-to-all's bytes come to %d, not the 607,233 derived above", a2a)
+	}
+	for _, c := range []struct {
+		preset, box, eng string
+		batch            int
+		kind             string
+		coll             [2]model.Collective
+		bytes            int64
+		line             string
+	}{
+		{"deepseek-v3", "h200-nvswitch", "vllm@0.24", 64, model.DispatchAllGather, [2]model.Collective{model.AllGather, model.ReduceScatter}, 64 * hidden * 2,
+			"DP 8 MoE dispatch all-gather + reduce-scatter (its default: --all2all-backend allgather_reducescatter)"},
+		{"deepseek-v3", "h200-nvswitch", "sglang@0.5", 64, model.DispatchAllGather, [2]model.Collective{model.AllGather, model.ReduceScatter}, 64 * hidden * 2,
+			"DP 8 MoE dispatch all-gather + reduce-scatter (its default: --moe-a2a-backend none)"},
+		{"deepseek-v3", "h200-nvswitch", "trtllm@1.3", 64, model.DispatchAllToAll, [2]model.Collective{model.AllToAll, model.AllToAll}, a2a,
+			"DP 8 MoE dispatch all-to-all (its default where NVLink joins the GPUs: TRTLLM_FORCE_COMM_METHOD NVLINK_ONE_SIDED)"},
+		{"deepseek-v3", "h200-nvswitch", "executor", 64, model.DispatchAllToAll, [2]model.Collective{model.AllToAll, model.AllToAll}, a2a,
+			"DP 8 MoE dispatch all-to-all (its default: --moe-dispatch alltoall)"},
+		{"kimi-k2.5", "rtxpro6000-2s", "vllm@0.24", 8, model.DispatchAllGather, [2]model.Collective{model.AllGather, model.ReduceScatter}, 8 * hidden * 2,
+			"DP 8 MoE dispatch all-gather + reduce-scatter (its default: --all2all-backend allgather_reducescatter)"},
+		{"kimi-k2.5", "rtxpro6000-2s", "sglang@0.5", 8, model.DispatchAllGather, [2]model.Collective{model.AllGather, model.ReduceScatter}, 8 * hidden * 2,
+			"DP 8 MoE dispatch all-gather + reduce-scatter (its default: --moe-a2a-backend none)"},
+	} {
+		name := c.preset + " " + c.box + " " + c.eng
+		pr, d, cb := dpDispatchOps(t, c.preset, c.box, c.eng, "", c.batch)
+		if pr.MoEDispatch != c.kind || pr.MoEDispatchChosen {
+			t.Errorf("%s: moe_dispatch %q (chosen %v), want the engine's %q", name, pr.MoEDispatch, pr.MoEDispatchChosen, c.kind)
+		}
+		for i, o := range []model.Op{d, cb} {
+			if o.Collective != c.coll[i] || o.CommBytes != c.bytes {
+				t.Errorf("%s: %s is %s of %d B, want %s of %d B", name, o.ID, o.Collective, o.CommBytes, c.coll[i], c.bytes)
+			}
+		}
+		if !strings.Contains(pr.Engine, c.line) {
+			t.Errorf("%s: engine line %q\nwant it to name %q", name, pr.Engine, c.line)
+		}
+		if strings.Contains(pr.OptionsLabel(), "moe-dispatch") {
+			t.Errorf("%s: options %q name a dispatch nobody chose", name, pr.OptionsLabel())
+		}
+	}
+}
+
+// --moe-dispatch alltoall prices vLLM's opt-in all-to-all (its
+// --all2all-backend deepep_* / flashinfer_nvlink_*) where the engine
+// would gather: the collectives are all-to-all of the bytes
+// TestEngineDefaultDispatch derives, the options line names the choice
+// and the engine line says it is not the engine's default; the reverse
+// choice under TensorRT-LLM prices its ALLGATHER method.
+func TestChosenDispatch(t *testing.T) {
+	pr, d, cb := dpDispatchOps(t, "deepseek-v3", "h200-nvswitch", "vllm@0.24", model.DispatchAllToAll, 64)
+	if d.Collective != model.AllToAll || cb.Collective != model.AllToAll || d.CommBytes != cb.CommBytes {
+		t.Errorf("vLLM --moe-dispatch alltoall: %s %s %d B, %s %s %d B, want all-to-all both ways", d.ID, d.Collective, d.CommBytes, cb.ID, cb.Collective, cb.CommBytes)
+	}
+	if !pr.MoEDispatchChosen || pr.MoEDispatch != model.DispatchAllToAll || !strings.Contains(pr.OptionsLabel(), "moe-dispatch=alltoall") {
+		t.Errorf("vLLM --moe-dispatch alltoall: moe_dispatch %q chosen %v, options %q", pr.MoEDispatch, pr.MoEDispatchChosen, pr.OptionsLabel())
+	}
+	if want := "DP 8 MoE dispatch all-to-all (--moe-dispatch: --all2all-backend deepep_high_throughput | deepep_low_latency | flashinfer_nvlink_one_sided | flashinfer_nvlink_two_sided; its default is all-gather + reduce-scatter)"; !strings.Contains(pr.Engine, want) {
+		t.Errorf("engine line %q\nwant %q", pr.Engine, want)
+	}
+	pr, d, _ = dpDispatchOps(t, "deepseek-v3", "h200-nvswitch", "trtllm@1.3", model.DispatchAllGather, 64)
+	if d.Collective != model.AllGather || d.CommBytes != 64*7168*2 {
+		t.Errorf("TensorRT-LLM --moe-dispatch allgather_reducescatter: %s %d B, want an all-gather of 917504 B", d.Collective, d.CommBytes)
+	}
+	if want := "all-gather + reduce-scatter (--moe-dispatch: TRTLLM_FORCE_COMM_METHOD ALLGATHER; its default where NVLink joins the GPUs is all-to-all)"; !strings.Contains(pr.Engine, want) {
+		t.Errorf("engine line %q\nwant %q", pr.Engine, want)
+	}
+}
+
+// A dispatch kind the engine has no implementation of is refused before
+// any work, in one line naming the flag, the engine and what it offers.
+func TestCheckEngineDispatch(t *testing.T) {
+	a, err := model.Preset("deepseek-v3")
+	if err != nil {
+		t.Fatal(err)
+	}
+	prof, err := engprof.Lookup(engprof.Ref{Name: "sglang"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// SGLang states both kinds; a profile that lists no all-to-all is
+	// the case to refuse.
+	saved := prof.Dispatch.AllToAll
+	prof.Dispatch.AllToAll = nil
+	defer func() { prof.Dispatch.AllToAll = saved }()
+	sc := Scenario{Arch: a, Plan: model.Plan{TP: 1, DP: 8, EP: true}, Build: model.BuildOptions{MoEDispatch: model.DispatchAllToAll},
+		Workload: model.Workload{Phase: model.Decode, Batch: 8, Context: 4096},
+		Options:  Options{CUDAGraphs: true, Engine: engprof.Ref{Name: "sglang"}}, Topo: mustTopo(t, "h200-nvswitch")}
+	err = sc.CheckEngine()
+	want := "--moe-dispatch alltoall: sglang@0.5 has no all-to-all MoE dispatch: it offers allgather_reducescatter (--moe-a2a-backend none)"
+	if err == nil || err.Error() != want {
+		t.Errorf("CheckEngine: %v\nwant %s", err, want)
+	}
+	sc.Build.MoEDispatch = model.DispatchAllGather
+	if err := sc.CheckEngine(); err != nil {
+		t.Errorf("allgather_reducescatter under sglang: %v", err)
+	}
+}
+
+// The serving simulation prices its steps with the engine's dispatch too:
+// the iteration coster's build options carry the default a predicted
+// step takes (vLLM: all-gather + reduce-scatter; TensorRT-LLM on NVLink:
+// all-to-all), and a chosen one stays.
+func TestIterationCosterDispatch(t *testing.T) {
+	a, err := model.Preset("deepseek-v3")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct{ eng, chosen, want string }{
+		{"vllm@0.24", "", model.DispatchAllGather},
+		{"trtllm@1.3", "", model.DispatchAllToAll},
+		{"vllm@0.24", model.DispatchAllToAll, model.DispatchAllToAll},
+	} {
+		ref, err := engprof.ParseRef(c.eng)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := New(mustTopo(t, "h200-nvswitch"), Options{CUDAGraphs: true, Engine: ref})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ic, err := NewIterationCoster(p, Scenario{Arch: a, Plan: model.Plan{TP: 1, DP: 8, EP: true}, Build: model.BuildOptions{MoEDispatch: c.chosen}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ic.build.MoEDispatch != c.want {
+			t.Errorf("%s chosen %q: iterations built with %q, want %q", c.eng, c.chosen, ic.build.MoEDispatch, c.want)
+		}
+	}
+}
