@@ -1,19 +1,41 @@
 package plan
 
-// capacityCaveat: sim's TestPublicKimiKVCapacity and the seed scenario's
-// report.
-const capacityCaveat = "KV capacity and max concurrency leave out CUDA-graph pools, NCCL buffers and the CUDA context: public vLLM pools on 8x RTX PRO 6000 measured 8 % below tpscope's, and the seed scenario reported ~11.7 GB of KV per GPU where tpscope gives 14.6 GB: read them as upper bounds"
+import engprof "github.com/tpscope/tpscope/engine"
 
-// Caveats lists the caveats of a sweep: the capacity caveat, then those
-// of the best point's scenario on its box (sim.Predictor.Caveats, which
-// every prediction carries); cfgs and r.Points are index-aligned
-// (Evaluate).
+// capacityCaveat: sim's TestPublicKimiKVCapacity and the seed scenario's
+// report, both vLLM's pools; what the pools leave out depends on the
+// engine's rule (engine profiles' kv_pool): vLLM's fraction is of the
+// whole GPU less weights and activations, SGLang's reserve (1 -
+// mem_fraction_static) holds its graphs and activations, TensorRT-LLM's
+// fraction is of what its profiling forward leaves.
+const (
+	capacityCaveat      = "KV capacity and max concurrency leave out CUDA-graph pools, NCCL buffers and the CUDA context: public vLLM pools on 8x RTX PRO 6000 measured 8 % below tpscope's, and the seed scenario reported ~11.7 GB of KV per GPU where tpscope gives 14.6 GB: read them as upper bounds"
+	capacityCaveatOther = "KV capacity and max concurrency leave out the CUDA context and NCCL buffers (and what the engine's own rule keeps outside its pool beyond what its profile states): read them as upper bounds"
+)
+
+// capacityCaveatFor is the capacity caveat of a sweep whose best point
+// runs under eng (the zero Ref: vLLM, the default).
+func capacityCaveatFor(eng engprof.Ref) string {
+	if eng.Name == "" || eng.Name == engprof.DefaultEngine {
+		return capacityCaveat
+	}
+	return capacityCaveatOther
+}
+
+// Caveats lists the caveats of a sweep: the capacity caveat (its evidence
+// vLLM's, said only of vLLM's pools), then those of the best point's
+// scenario on its box (sim.Predictor.Caveats, which every prediction
+// carries); cfgs and r.Points are index-aligned (Evaluate).
 func Caveats(cfgs []Config, r *Result) []string {
-	out := []string{capacityCaveat}
 	if r == nil || r.Best < 0 || r.Best >= len(cfgs) {
-		return out
+		eng := engprof.Ref{}
+		if len(cfgs) > 0 {
+			eng = cfgs[0].Scenario.Options.Engine
+		}
+		return []string{capacityCaveatFor(eng)}
 	}
 	c := &cfgs[r.Best].Scenario
+	out := []string{capacityCaveatFor(c.Options.Engine)}
 	p, err := c.NewPredictor()
 	if err != nil {
 		return out

@@ -3,6 +3,8 @@ package plan
 import (
 	"strings"
 	"testing"
+
+	engprof "github.com/tpscope/tpscope/engine"
 )
 
 // TestPlanCaveats: a sweep's caveats are the capacity caveat, then the
@@ -27,5 +29,31 @@ func TestPlanCaveats(t *testing.T) {
 	}
 	if c := Caveats(nil, &Result{Best: -1}); len(c) != 1 || !strings.HasPrefix(c[0], want[0]) {
 		t.Errorf("no best point: caveats %q, want the capacity caveat alone", c)
+	}
+}
+
+// TestPlanCapacityCaveatByEngine: the capacity caveat's evidence is
+// vLLM's pools (public RTX PRO 6000 pools, the seed's report); a sweep
+// under another engine keeps the upper-bound caveat without citing them.
+func TestPlanCapacityCaveatByEngine(t *testing.T) {
+	for _, c := range []struct {
+		engine string
+		vllm   bool
+	}{{"", true}, {"vllm@0.24", true}, {"trtllm@1.3", false}, {"sglang@0.5", false}} {
+		var cfg Config
+		if c.engine != "" {
+			r, err := engprof.ParseRef(c.engine)
+			if err != nil {
+				t.Fatal(err)
+			}
+			cfg.Scenario.Options.Engine = r
+		}
+		got := Caveats([]Config{cfg}, &Result{Best: -1})
+		if len(got) != 1 || !strings.Contains(got[0], "read them as upper bounds") {
+			t.Fatalf("%q: caveats %q, want the capacity caveat alone", c.engine, got)
+		}
+		if cites := strings.Contains(got[0], "public vLLM pools"); cites != c.vllm {
+			t.Errorf("%q: caveat %q cites vLLM's pools %v, want %v", c.engine, got[0], cites, c.vllm)
+		}
 	}
 }
