@@ -228,6 +228,17 @@ func Catalog(o CatalogOptions) []Entry {
 			Sweep:  true,
 		},
 		{
+			Name: "nccl-min-channels-8", Title: "NCCL_MIN_NCHANNELS=8", Kind: "nccl",
+			Enabled: func(c sim.Scenario) bool { return c.Options.NCCL.MinChannels >= minChannelsEntry },
+			Apply:   opt(func(o *sim.Options) { o.NCCL.MinChannels = minChannelsEntry }),
+			Revert:  opt(func(o *sim.Options) { o.NCCL.MinChannels = 0 }),
+			Check:   checkMinChannels,
+			HowTo: func(sim.Scenario) How {
+				return How{Env: []string{fmt.Sprintf("NCCL_MIN_NCHANNELS=%d", minChannelsEntry)}}
+			},
+			Sweep: true,
+		},
+		{
 			Name: "nccl-p2p-disable", Title: "NCCL_P2P_DISABLE=1 (reference: every hop through host memory)", Kind: "nccl",
 			Enabled: func(c sim.Scenario) bool { return c.Options.NCCL.P2PDisable },
 			Apply:   opt(func(o *sim.Options) { o.NCCL.P2PDisable = true }),
@@ -548,6 +559,47 @@ func checkP2PSys(c sim.Scenario) Applicability {
 	}
 	r := fmt.Sprintf("%d of %d GPU pairs move from host-memory SHM to P2P across host bridges/sockets; needs ACS off and P2P allowed by BIOS/driver (hardware.md)", moved, n*(n-1)/2)
 	return Applicability{Status: Applies, Reason: r}
+}
+
+// minChannelsEntry is the channel count of the nccl-min-channels-8
+// entry: what the public PCIe boxes' tuning runs (sjug/rtx6kpro
+// hardware/pcie-bandwidth.md "8-GPU Results", models/glm5.md's launch).
+const minChannelsEntry = 8
+
+// checkMinChannels: NCCL_MIN_NCHANNELS raises the channels NCCL's ring
+// runs; it changes something only where NCCL's own count (tpscope's model
+// of its search: 2 on a dual-socket PCIe box, 4 through PCIe switches, 16
+// over NVLink) is below it. Public evidence: the dual-socket box measured
+// 22.2 GB/s all-reduce bus bandwidth at 32 MB with NCCL's default and
+// 37.6 with 8 channels; the switch boxes, where NCCL runs 4, 40.1 by
+// default and 39.4 / 41.1 with 8 (sjug/rtx6kpro hardware/pcie-bandwidth.md
+// "8-GPU Results"), a gain tpscope's links' share model (54 GB/s uplinks)
+// would price but those boxes did not measure: an upper bound there.
+func checkMinChannels(c sim.Scenario) Applicability {
+	t := c.Topo
+	if t == nil {
+		return Applicability{Status: Conditional, Reason: "no topology", Needs: "a topology"}
+	}
+	n := min(c.Plan.Normalized().TP, t.NumGPUs())
+	if n < 2 {
+		return Applicability{Status: NotApplicable, Reason: "TP 1: no all-reduce ring to run channels over"}
+	}
+	own := c.Options.NCCL
+	own.MinChannels, own.MaxChannels = 0, 0
+	m, err := sim.NewCollectiveModel(t, own)
+	if err != nil {
+		return Applicability{Status: NotApplicable, Reason: err.Error()}
+	}
+	ch := m.Channels(firstRanks(n))
+	const public = "the public dual-socket box measured 22.2 GB/s all-reduce bus bandwidth at 32 MB by default and 37.6 with 8 (sjug/rtx6kpro hardware/pcie-bandwidth.md)"
+	switch {
+	case ch >= minChannelsEntry:
+		return Applicability{Status: Applies, Reason: fmt.Sprintf("no effect on this box: NCCL already runs %d channels over the TP group's ring (tpscope's model of its search)", ch)}
+	case ch >= 4:
+		return Applicability{Status: Applies, UpperBound: true, Caution: "switch boxes measured no gain over NCCL's own 4 channels",
+			Reason: fmt.Sprintf("environment only; NCCL runs %d channels over the TP group's ring here, and 8 lift it to the links' share in tpscope's model, but the public switch boxes measured 40.1 GB/s all-reduce bus bandwidth at NCCL's default and 39.4-41.1 with 8 (sjug/rtx6kpro hardware/pcie-bandwidth.md)", ch)}
+	}
+	return Applicability{Status: Applies, Reason: fmt.Sprintf("environment only; NCCL runs %d channels over the TP group's ring here (NCCL's link model puts it below its 25 GB/s channel duplication), 11.1 GB/s each; %s", ch, public)}
 }
 
 // checkOneShot: vLLM's custom all-reduce (one-shot below 256 KB) runs only

@@ -118,6 +118,7 @@ func TestCatalogApplicability(t *testing.T) {
 		{"dp-attn-ep", two, Applies},
 		{"dp-attn-ep-tp2", two, NotApplicable}, // 2 GPUs make one DP group of TP 2
 		{"nccl-p2p-sys", seed, Applies},
+		{"nccl-min-channels-8", seed, Applies},
 		{"box-h200-nvswitch", seed, Conditional},
 		{"cuda-graphs", seed, Applies},
 	}
@@ -158,6 +159,57 @@ func TestOneShotCrossSocketCaveat(t *testing.T) {
 		}
 		if a.Status == Conditional && a.Needs == "" {
 			t.Errorf("%s: conditional without what it needs", c.name)
+		}
+	}
+}
+
+// TestMinChannelsEntry: NCCL_MIN_NCHANNELS=8 is priced as the scenario
+// with the setting, and its row says what NCCL runs without it (tpscope's
+// model of its search: 2 channels on the dual-socket preset, whose socket
+// link NCCL sees at 16 GB/s, 4 through the switch preset's, 16 over
+// NVLink): on the dual-socket seed it lifts the ring from 2 x 11.1 = 22.2
+// GB/s to the socket link's 45 and the step gains; on the switch box its
+// gain is an upper bound (the public switch boxes measured none); over
+// NVLink it changes nothing.
+func TestMinChannelsEntry(t *testing.T) {
+	e := entryByName(t, "nccl-min-channels-8")
+	seed := seedConfig(t)
+	sw := seed
+	sw.Topo = mustTopo(t, "rtxpro6000-switch")
+	h200 := seed
+	h200.Topo = mustTopo(t, "h200-nvswitch")
+	for _, c := range []struct {
+		name   string
+		c      sim.Scenario
+		reason string
+		upper  bool
+		gains  bool
+	}{
+		{"2-socket", seed, "NCCL runs 2 channels", false, true},
+		{"switch", sw, "NCCL runs 4 channels", true, true},
+		{"nvlink", h200, "no effect on this box: NCCL already runs 16 channels", false, false},
+	} {
+		a := e.Check(c.c)
+		if a.Status != Applies || !strings.Contains(a.Reason, c.reason) || a.UpperBound != c.upper || (a.Caution != "") != c.upper {
+			t.Errorf("%s: %s %q (upper bound %v, caution %q); want applies, %q, upper bound %v", c.name, a.Status, a.Reason, a.UpperBound, a.Caution, c.reason, c.upper)
+		}
+		on, err := e.Apply(c.c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if on.Options.NCCL.MinChannels != 8 || on.Options.NCCL.Env()["NCCL_MIN_NCHANNELS"] != "8" || e.HowTo(c.c).String() != "env NCCL_MIN_NCHANNELS=8" {
+			t.Errorf("%s: applied %+v, how %q", c.name, on.Options.NCCL, e.HowTo(c.c))
+		}
+		base, _, err := sim.Predict(c.c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		with, _, err := sim.Predict(on)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if gained := with.StepUs < base.StepUs; gained != c.gains || with.StepUs > base.StepUs {
+			t.Errorf("%s: step %.1f -> %.1f us with 8 channels; want a gain %v and never a loss", c.name, base.StepUs, with.StepUs, c.gains)
 		}
 	}
 }

@@ -45,7 +45,9 @@ type CollectiveOptions struct {
 	Ranks int
 	// NCCL holds the environment of the measurement: Proto/Algo restrict
 	// which pair a sample is assigned to; P2PLevel/P2PDisable are recorded
-	// in the fitted entries (sim applies them only under the same setting).
+	// in the fitted entries (sim applies them only under the same setting);
+	// MinChannels/MaxChannels set the channels the prior prices and the
+	// entries record (sim scales the bandwidth to the channels it prices).
 	NCCL ncclenv.Settings
 	// PriorWeight is w above (0 = DefaultCollectivePriorWeight).
 	PriorWeight float64
@@ -137,6 +139,13 @@ func Collective(t *topology.Topology, samples []CollectiveSample, o CollectiveOp
 		return int(keys[i].a)*int(ncclenv.NumProtocols)+int(keys[i].p) < int(keys[j].a)*int(ncclenv.NumProtocols)+int(keys[j].p)
 	})
 
+	// The channels the ring ran, where the measurement's settings set
+	// them (0 otherwise: NCCL's own count), so that sim scales the fitted
+	// bandwidth to the channels a prediction runs.
+	channels := 0
+	if o.NCCL.MinChannels != 0 || o.NCCL.MaxChannels != 0 {
+		channels = m.Channels(group)
+	}
 	fit := &CollectiveFit{Samples: n, PriorRMSErrFrac: math.Sqrt(priorSq / float64(n))}
 	var sq float64
 	for _, k := range keys {
@@ -180,7 +189,7 @@ func Collective(t *topology.Topology, samples []CollectiveSample, o CollectiveOp
 		sq += psq
 		fit.Params = append(fit.Params, topology.CollectiveParams{
 			Op: string(o.Op), Algo: k.a.String(), Proto: k.p.String(), Ranks: o.Ranks,
-			P2PLevel:  o.NCCL.P2PCondition(),
+			P2PLevel: o.NCCL.P2PCondition(), Channels: channels,
 			BaseLatUs: round4(math.Exp(x[0])), HwLatUs: round4(math.Exp(x[1])), BusBWGBps: round4(math.Exp(x[2])),
 			Samples: len(ss), RMSRelErr: round4(math.Sqrt(psq / float64(len(ss)))),
 		})

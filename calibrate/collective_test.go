@@ -96,6 +96,50 @@ func TestCalibrateRecoversConstants(t *testing.T) {
 	}
 }
 
+// TestCalibrateRecordsChannels: a measurement run with
+// NCCL_MIN_NCHANNELS=8 (Ring LL forced, P2P SYS, 8 ranks of the
+// dual-socket box: time = 38 + b / (1000 x 20 x 8/14)) records the 8
+// channels its ring ran, so the fitted 20 GB/s prices 8 channels as
+// measured and NCCL's own 2 by the model's ratio: min(45, 2 x 11.1) /
+// min(45, 8 x 11.1) = 22.2 / 45, 9.87 GB/s. A fit without the settings
+// records none (0: NCCL's own count).
+func TestCalibrateRecordsChannels(t *testing.T) {
+	tp := collTopo(t, "rtxpro6000-2s", 0)
+	var ss []CollectiveSample
+	for b := int64(1024); b <= 64<<20; b *= 2 {
+		ss = append(ss, CollectiveSample{Bytes: b, TimeUs: 38 + float64(b)/(1000*20*8.0/14)})
+	}
+	o := ncclenv.Settings{Proto: "LL", Algo: "Ring", P2PLevel: "SYS", MinChannels: 8}
+	fit, err := Collective(tp, ss, CollectiveOptions{NCCL: o})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(fit.Params) != 1 || fit.Params[0].Channels != 8 {
+		t.Fatalf("fitted %+v, want one entry recording 8 channels", fit.Params)
+	}
+	const b = 64 << 20
+	for _, c := range []struct {
+		channels int
+		busGBps  float64
+	}{{8, 20}, {0, 20 * 22.2 / 45}} {
+		po := o
+		po.MinChannels = c.channels
+		m, err := sim.NewCollectiveModel(fit.Topology, po)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := m.Cost(model.AllReduce, nil, b)
+		want := 38 + b/(1000*c.busGBps*8/14)
+		if !got.Calibrated || math.Abs(got.TimeUs/want-1) > 0.01 {
+			t.Errorf("priced at min channels %d: %.1f us (calibrated %v), want %.1f (busbw %.2f GB/s)", c.channels, got.TimeUs, got.Calibrated, want, c.busGBps)
+		}
+	}
+	o.MinChannels = 0
+	if fit, err := Collective(tp, ss, CollectiveOptions{NCCL: o}); err != nil || fit.Params[0].Channels != 0 {
+		t.Errorf("fit at NCCL's own channels: %v, channels %d; want 0", err, fit.Params[0].Channels)
+	}
+}
+
 func TestCalibrateErrors(t *testing.T) {
 	tp := collTopo(t, "rtxpro6000-2s", 4)
 	cases := []struct {

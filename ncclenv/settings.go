@@ -1,9 +1,10 @@
 // Package ncclenv is NCCL's run-time settings as one typed value
 // (Settings): the environment variables tpscope sets for a run
-// (NCCL_PROTO, NCCL_ALGO, NCCL_P2P_LEVEL, NCCL_P2P_DISABLE), NCCL's
-// grammar for each (Parse: which protocols and algorithms NCCL may pick,
-// at which P2P level), their spelling in NCCL's environment (Env) and
-// the part NCCL reads once per process and keeps (Cached).
+// (NCCL_PROTO, NCCL_ALGO, NCCL_P2P_LEVEL, NCCL_P2P_DISABLE,
+// NCCL_MIN_NCHANNELS, NCCL_MAX_NCHANNELS), NCCL's grammar for each
+// (Parse: which protocols and algorithms NCCL may pick, at which P2P
+// level, over how many channels), their spelling in NCCL's environment
+// (Env) and the part NCCL reads once per process and keeps (Cached).
 //
 // One value travels from the command line to both readers: sim's
 // collective model prices collectives under Parse's result, and a
@@ -26,7 +27,23 @@ const (
 	EnvAlgo       = "NCCL_ALGO"
 	EnvP2PLevel   = "NCCL_P2P_LEVEL"
 	EnvP2PDisable = "NCCL_P2P_DISABLE"
+	// EnvMinChannels and EnvMaxChannels bound the channels (CTAs) NCCL
+	// runs each collective over: NCCL_PARAM(MinNchannels, "MIN_NCHANNELS")
+	// and MaxNchannels (src/graph/connect.cc).
+	EnvMinChannels = "NCCL_MIN_NCHANNELS"
+	EnvMaxChannels = "NCCL_MAX_NCHANNELS"
 )
+
+// Vars are the variables Settings holds, in a fixed order: what a
+// recorded environment is read for.
+var Vars = []string{EnvProto, EnvAlgo, EnvP2PLevel, EnvP2PDisable, EnvMinChannels, EnvMaxChannels}
+
+// ChannelCap is NCCL's MAXCHANNELS (src/include/device.h): 64 since NCCL
+// 2.25, 32 before. NCCL limits NCCL_MIN_NCHANNELS and NCCL_MAX_NCHANNELS
+// above it to it (connect.cc ncclMinNchannels/ncclMaxNchannels); tpscope
+// refuses a count above it rather than price one NCCL never runs (an
+// NCCL of 2.24 or older stops at 32).
+const ChannelCap = 64
 
 // Settings are the NCCL environment knobs tpscope models and sets, as the
 // user spelled them (the spelling is kept, so a recorded scenario says
@@ -45,6 +62,18 @@ type Settings struct {
 	P2PLevel string `json:"p2p_level,omitempty"`
 	// P2PDisable is NCCL_P2P_DISABLE=1: every hop through host memory.
 	P2PDisable bool `json:"p2p_disable,omitempty"`
+	// MinChannels is NCCL_MIN_NCHANNELS and MaxChannels
+	// NCCL_MAX_NCHANNELS (1 to ChannelCap; 0 = unset): NCCL caps the
+	// channels its topology search and duplication settled on at the
+	// maximum, then copies channels up to the minimum (ncclTopoPostset,
+	// src/graph/connect.cc: "We permit combining max, then min", so a
+	// minimum above the maximum runs the minimum; Channels). They change
+	// how many channels run, not NCCL's choice of algorithm and protocol:
+	// its tuning model reads the search's graph channels
+	// (ncclTopoTuneModel, src/graph/tuning.cc: busBw =
+	// graphs[a]->nChannels * bw), which these never touch.
+	MinChannels int `json:"min_channels,omitempty"`
+	MaxChannels int `json:"max_channels,omitempty"`
 	// IgnoreCalibration is tpscope's own, not NCCL's (no variable, not in
 	// Env or Cached): the collective model uses NCCL's constants even
 	// when the topology carries calibrated ones.
@@ -115,10 +144,14 @@ type Parsed struct {
 	P2PLevel topology.P2PLevel
 	// P2PDisable: no P2P at all.
 	P2PDisable bool
+	// MinChannels and MaxChannels bound the channels NCCL runs (0: unset;
+	// Settings.Channels applies them).
+	MinChannels, MaxChannels int
 }
 
 // Parse reads the settings with NCCL's grammar; an error names the
-// field (nccl.proto, nccl.algo, nccl.p2p_level) and what is accepted.
+// field (nccl.proto, nccl.algo, nccl.p2p_level, nccl.min_channels,
+// nccl.max_channels) and what is accepted.
 func (s Settings) Parse() (Parsed, error) {
 	var p Parsed
 	var err error
@@ -132,7 +165,33 @@ func (s Settings) Parse() (Parsed, error) {
 		return p, fmt.Errorf("nccl.p2p_level: %w", err)
 	}
 	p.P2PDisable = s.P2PDisable
+	for _, c := range []struct {
+		field, env string
+		n          int
+	}{{"nccl.min_channels", EnvMinChannels, s.MinChannels}, {"nccl.max_channels", EnvMaxChannels, s.MaxChannels}} {
+		if c.n < 0 || c.n > ChannelCap {
+			return p, fmt.Errorf("%s: %w", c.field, channelsError(c.env, strconv.Itoa(c.n)))
+		}
+	}
+	p.MinChannels, p.MaxChannels = s.MinChannels, s.MaxChannels
 	return p, nil
+}
+
+// channelsError is what a channel count NCCL does not run says.
+func channelsError(env, v string) error {
+	return fmt.Errorf("%s=%s: want 1 to %d channels (NCCL's MAXCHANNELS), or unset for NCCL's own count", env, v, ChannelCap)
+}
+
+// Channels is the number of channels NCCL runs where its own topology
+// search and channel duplication give computed: computed capped at
+// MaxChannels, then raised to MinChannels (ncclTopoPostset, in that
+// order, so a minimum above the maximum wins).
+func (s Settings) Channels(computed int) int {
+	n := computed
+	if s.MaxChannels > 0 && n > s.MaxChannels {
+		n = s.MaxChannels
+	}
+	return max(n, s.MinChannels)
 }
 
 // Validate checks every field against NCCL's grammar (Parse).
@@ -142,8 +201,8 @@ func (s *Settings) Validate() error {
 }
 
 // Env is the environment that asks NCCL for these settings, in NCCL's
-// spelling (NCCL_PROTO, NCCL_ALGO, NCCL_P2P_LEVEL, NCCL_P2P_DISABLE=1);
-// empty for NCCL's defaults.
+// spelling (NCCL_PROTO, NCCL_ALGO, NCCL_P2P_LEVEL, NCCL_P2P_DISABLE=1,
+// NCCL_MIN_NCHANNELS, NCCL_MAX_NCHANNELS); empty for NCCL's defaults.
 func (s Settings) Env() map[string]string {
 	env := map[string]string{}
 	if s.Proto != "" {
@@ -158,15 +217,24 @@ func (s Settings) Env() map[string]string {
 	if s.P2PDisable {
 		env[EnvP2PDisable] = "1"
 	}
+	if s.MinChannels != 0 {
+		env[EnvMinChannels] = strconv.Itoa(s.MinChannels)
+	}
+	if s.MaxChannels != 0 {
+		env[EnvMaxChannels] = strconv.Itoa(s.MaxChannels)
+	}
 	return env
 }
 
 // SetEnv sets what environment variable name asks of NCCL to value, as
 // NCCL reads it ("" = unset, NCCL's default): the inverse of Env, one
 // variable at a time (a log that records the environment, a copy of one
-// setting). NCCL_P2P_DISABLE is an integer, P2P off when it is not 0. A
-// variable Settings does not hold is an error; the values are not
-// validated here (Validate).
+// setting). NCCL_P2P_DISABLE is an integer, P2P off when it is not 0.
+// NCCL_MIN_NCHANNELS and NCCL_MAX_NCHANNELS are integers as NCCL reads
+// its parameters (strtoll base 0: "8", "0x8"), and a count below 1 is an
+// error here (Settings' 0 is unset; NCCL reads a minimum of 0 as none
+// and raises a maximum below 1 to 1). A variable Settings does not hold
+// is an error; the other values are not validated here (Validate).
 func (s *Settings) SetEnv(name, value string) error {
 	switch name {
 	case EnvProto:
@@ -185,27 +253,45 @@ func (s *Settings) SetEnv(name, value string) error {
 			on = n != 0
 		}
 		s.P2PDisable = on
+	case EnvMinChannels, EnvMaxChannels:
+		n := 0
+		if value = strings.TrimSpace(value); value != "" {
+			v, err := strconv.ParseInt(value, 0, 64)
+			if err != nil || v < 1 {
+				return channelsError(name, value)
+			}
+			n = int(v) // above ChannelCap: Validate says so
+		}
+		if name == EnvMinChannels {
+			s.MinChannels = n
+		} else {
+			s.MaxChannels = n
+		}
 	default:
-		return fmt.Errorf("%s: not one of the NCCL settings (%s, %s, %s, %s)", name, EnvProto, EnvAlgo, EnvP2PLevel, EnvP2PDisable)
+		return fmt.Errorf("%s: not one of the NCCL settings (%s)", name, strings.Join(Vars, ", "))
 	}
 	return nil
 }
 
 // Cached is the part of Settings that NCCL reads once per process and
 // keeps (its parameters are cached on first use: the P2P level, P2P
-// disable, the protocol and algorithm choices), in a canonical spelling
+// disable, the protocol and algorithm choices, and NCCL_MIN_NCHANNELS /
+// NCCL_MAX_NCHANNELS, NCCL_PARAMs whose first read is cached for the
+// process: src/include/param.h), in a canonical spelling
 // (NCCL compares these names without case), so two values compare with ==.
 // Two runs whose Cached differ cannot share a process: the second would
 // run with the first one's settings whatever its environment says.
 type Cached struct {
-	Proto, Algo, P2PLevel string
-	P2PDisable            bool
+	Proto, Algo, P2PLevel    string
+	P2PDisable               bool
+	MinChannels, MaxChannels int
 }
 
 // CachedPerProcess is s's Cached.
 func (s Settings) CachedPerProcess() Cached {
 	return Cached{Proto: strings.ToUpper(s.Proto), Algo: strings.ToUpper(s.Algo),
-		P2PLevel: strings.ToUpper(s.P2PLevel), P2PDisable: s.P2PDisable}
+		P2PLevel: strings.ToUpper(s.P2PLevel), P2PDisable: s.P2PDisable,
+		MinChannels: s.MinChannels, MaxChannels: s.MaxChannels}
 }
 
 // P2PCondition names the P2P setting a measurement ran under, as a

@@ -23,6 +23,11 @@ func TestNCCLCachedPerProcess(t *testing.T) {
 		{"algo", Settings{Algo: "Ring"}, Settings{Algo: "Tree"}, false},
 		{"p2p level", Settings{P2PLevel: "SYS"}, Settings{P2PLevel: "PXB"}, false},
 		{"p2p disable", Settings{P2PDisable: true}, Settings{}, false},
+		// NCCL_PARAMs: the first read is cached for the process
+		// (src/include/param.h).
+		{"min channels", Settings{MinChannels: 8}, Settings{}, false},
+		{"max channels", Settings{MaxChannels: 8}, Settings{MaxChannels: 4}, false},
+		{"same channels", Settings{MinChannels: 8, MaxChannels: 16}, Settings{MinChannels: 8, MaxChannels: 16}, true},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -56,6 +61,12 @@ func TestParse(t *testing.T) {
 		{"every algorithm excluded", Settings{Algo: "^Ring,Tree"}, [NumProtocols]int8{}, [NumAlgorithms]bool{}, "",
 			`nccl.algo: NCCL_ALGO "^Ring,Tree" enables neither Ring nor Tree`},
 		{"bad level", Settings{P2PLevel: "far"}, [NumProtocols]int8{}, [NumAlgorithms]bool{}, "", "nccl.p2p_level: "},
+		{"channels", Settings{MinChannels: 8, MaxChannels: 64}, [NumProtocols]int8{-1, -1, -1}, [NumAlgorithms]bool{true, true}, "PXB", ""},
+		// NCCL's MAXCHANNELS is 64 (src/include/device.h, NCCL 2.25+).
+		{"min channels above NCCL's MAXCHANNELS", Settings{MinChannels: 65}, [NumProtocols]int8{}, [NumAlgorithms]bool{}, "",
+			"nccl.min_channels: NCCL_MIN_NCHANNELS=65: want 1 to 64 channels (NCCL's MAXCHANNELS), or unset for NCCL's own count"},
+		{"negative max channels", Settings{MaxChannels: -1}, [NumProtocols]int8{}, [NumAlgorithms]bool{}, "",
+			"nccl.max_channels: NCCL_MAX_NCHANNELS=-1: want 1 to 64"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -89,6 +100,7 @@ func TestEnv(t *testing.T) {
 		{Settings{IgnoreCalibration: true}, map[string]string{}, "PXB"},
 		{Settings{Proto: "LL", Algo: "Ring", P2PLevel: "SYS"}, map[string]string{"NCCL_PROTO": "LL", "NCCL_ALGO": "Ring", "NCCL_P2P_LEVEL": "SYS"}, "SYS"},
 		{Settings{P2PDisable: true}, map[string]string{"NCCL_P2P_DISABLE": "1"}, "disabled"},
+		{Settings{MinChannels: 8, MaxChannels: 16}, map[string]string{"NCCL_MIN_NCHANNELS": "8", "NCCL_MAX_NCHANNELS": "16"}, "PXB"},
 	}
 	for _, tc := range cases {
 		if got := tc.s.Env(); !reflect.DeepEqual(got, tc.env) {
@@ -125,7 +137,7 @@ func TestUnmodelledAlgos(t *testing.T) {
 // SetEnv to the same Settings; "" unsets; NCCL_P2P_DISABLE is an integer
 // (0 keeps P2P on); a variable Settings does not hold is an error.
 func TestSetEnvInvertsEnv(t *testing.T) {
-	want := Settings{Proto: "LL,LL128", Algo: "Ring", P2PLevel: "SYS", P2PDisable: true}
+	want := Settings{Proto: "LL,LL128", Algo: "Ring", P2PLevel: "SYS", P2PDisable: true, MinChannels: 8, MaxChannels: 32}
 	var got Settings
 	for k, v := range want.Env() {
 		if err := got.SetEnv(k, v); err != nil {
@@ -153,5 +165,66 @@ func TestSetEnvInvertsEnv(t *testing.T) {
 	}
 	if err := (&Settings{Proto: "LL"}).SetEnv(EnvProto, ""); err != nil {
 		t.Error(err)
+	}
+}
+
+// TestSetEnvChannels: the channel counts are integers as NCCL reads its
+// parameters (strtoll base 0: "0x10" is 16); "" unsets; a count below 1
+// or a word is one line naming the variable and what it wants.
+func TestSetEnvChannels(t *testing.T) {
+	for _, c := range []struct {
+		env, v  string
+		min, mx int
+		err     string
+	}{
+		{EnvMinChannels, "8", 8, 0, ""},
+		{EnvMaxChannels, " 0x10", 0, 16, ""},
+		{EnvMinChannels, "", 0, 0, ""},
+		{EnvMinChannels, "eight", 0, 0, "NCCL_MIN_NCHANNELS=eight: want 1 to 64 channels (NCCL's MAXCHANNELS), or unset for NCCL's own count"},
+		{EnvMinChannels, "0", 0, 0, "NCCL_MIN_NCHANNELS=0: want 1 to 64"},
+		{EnvMaxChannels, "-2", 0, 0, "NCCL_MAX_NCHANNELS=-2: want 1 to 64"},
+	} {
+		var s Settings
+		err := s.SetEnv(c.env, c.v)
+		if c.err != "" {
+			if err == nil || !strings.HasPrefix(err.Error(), c.err) || strings.Contains(err.Error(), "\n") {
+				t.Errorf("%s=%q: error %v, want one starting %q", c.env, c.v, err, c.err)
+			}
+			continue
+		}
+		if err != nil || s.MinChannels != c.min || s.MaxChannels != c.mx {
+			t.Errorf("%s=%q: min %d max %d (%v), want %d %d", c.env, c.v, s.MinChannels, s.MaxChannels, err, c.min, c.mx)
+		}
+	}
+	// Above MAXCHANNELS reads back as asked and Validate refuses it.
+	var s Settings
+	if err := s.SetEnv(EnvMaxChannels, "128"); err != nil || s.MaxChannels != 128 {
+		t.Fatalf("NCCL_MAX_NCHANNELS=128: %d, %v", s.MaxChannels, err)
+	}
+	if err := s.Validate(); err == nil || !strings.HasPrefix(err.Error(), "nccl.max_channels: NCCL_MAX_NCHANNELS=128: want 1 to 64") {
+		t.Errorf("Validate of NCCL_MAX_NCHANNELS=128: %v", err)
+	}
+}
+
+// TestChannels: the count NCCL runs is its own capped at the maximum,
+// then raised to the minimum (ncclTopoPostset, src/graph/connect.cc:
+// "We permit combining max, then min", so a minimum above the maximum
+// wins).
+func TestChannels(t *testing.T) {
+	for _, c := range []struct {
+		s              Settings
+		computed, want int
+	}{
+		{Settings{}, 2, 2},
+		{Settings{MinChannels: 8}, 2, 8},
+		{Settings{MinChannels: 8}, 16, 16},
+		{Settings{MaxChannels: 4}, 16, 4},
+		{Settings{MaxChannels: 4}, 2, 2},
+		{Settings{MinChannels: 8, MaxChannels: 4}, 2, 8},
+		{Settings{MinChannels: 8, MaxChannels: 4}, 16, 8},
+	} {
+		if got := c.s.Channels(c.computed); got != c.want {
+			t.Errorf("%+v over NCCL's %d: %d channels, want %d", c.s, c.computed, got, c.want)
+		}
 	}
 }

@@ -74,6 +74,9 @@ func TestBackendConfig(t *testing.T) {
 		{"nccl", sim.Options{NCCL: ncclenv.Settings{Proto: "LL", P2PLevel: "SYS", P2PDisable: true, Algo: "Ring"}}, 1,
 			exec.BackendConfig{Seed: 1, NCCL: ncclenv.Settings{Proto: "LL", P2PLevel: "SYS", P2PDisable: true, Algo: "Ring"}},
 			map[string]string{"NCCL_PROTO": "LL", "NCCL_P2P_LEVEL": "SYS", "NCCL_P2P_DISABLE": "1", "NCCL_ALGO": "Ring"}},
+		{"channels", sim.Options{NCCL: ncclenv.Settings{MinChannels: 8, MaxChannels: 16}}, 1,
+			exec.BackendConfig{Seed: 1, NCCL: ncclenv.Settings{MinChannels: 8, MaxChannels: 16}},
+			map[string]string{"NCCL_MIN_NCHANNELS": "8", "NCCL_MAX_NCHANNELS": "16"}},
 		{"graphs and custom all-reduce are not the backend's", sim.Options{CUDAGraphs: true, CustomAR: sim.CustomAROneShot}, 1, exec.BackendConfig{Seed: 1}, nil},
 	}
 	for _, tc := range cases {
@@ -107,6 +110,7 @@ func TestNeedsFreshProcess(t *testing.T) {
 		{"spelled differently", ncclenv.Settings{Proto: "ll", P2PLevel: "sys"}, false},
 		{"nccl-p2p-disable", ncclenv.Settings{Proto: "LL", P2PLevel: "SYS", P2PDisable: true}, true},
 		{"without calibration (tpscope's own)", ncclenv.Settings{Proto: "LL", P2PLevel: "SYS", IgnoreCalibration: true}, false},
+		{"nccl-min-channels 8 (NCCL_PARAMs are read once a process)", ncclenv.Settings{Proto: "LL", P2PLevel: "SYS", MinChannels: 8}, true},
 	}
 	for _, reads := range []bool{true, false} {
 		var cached *ncclenv.Cached

@@ -109,8 +109,25 @@ func capsFor(arch string) archCaps {
 }
 
 // Channel counts. NVLink: 16 (assumption: what NCCL's search typically
-// settles on there; only the LL128 and Tree per-channel caps depend on
-// it). PCIe: see pcieRingChannels.
+// settles on there). PCIe: see pcieRingChannels.
+//
+// NCCL_MIN_NCHANNELS / NCCL_MAX_NCHANNELS (ncclenv.Settings.Channels)
+// change how many channels run (ncclTopoPostset caps and copies
+// comm->nChannels), not NCCL's choice of algorithm and protocol: its
+// tuning model prices busBw = graphs[a]->nChannels x bwIntra with the
+// search's graph channels (src/graph/tuning.cc ncclTopoTuneModel), which
+// neither variable touches. So NCCL's view (ringNCCLBw, the per-channel
+// caps of protoBusBw) keeps NCCL's own count (groupInfo.ncclChannels) and
+// the choice stays where NCCL puts it; tpscope's prediction prices the
+// channels that run (groupInfo.channels): a channel is one CTA, so the
+// ring's bandwidth (busAt) and the LL128 / Tree per-channel caps scale
+// with the count until the links bind (Topology.Share).
+//
+// What one channel moves: on PCIe, pcieChannelP2PGBps (measured, below).
+// On NVLink, the links' share over NCCL's own count (assumption: NCCL's
+// model, busBw = nChannels x bwIntra, with its search packing channels of
+// bwIntra onto the links until they are full), so NCCL's count reaches
+// the links, more channels add nothing and fewer take their part away.
 const (
 	pcieChannels   = 2
 	nvlinkChannels = 16
@@ -135,10 +152,12 @@ const (
 //
 // So an 8-GPU dual-socket ring reaches 2 x 11.1 = 22 GB/s bus bandwidth,
 // not the 45 GB/s its slowest link (the socket crossing) would allow;
-// more channels lift it until the root complexes and the socket link bind
-// (37.6 GB/s with 8 channels on the box below). The links' share model
-// (Topology.Share: P2P write efficiency per link, the socket link per
-// crossing flow) remains the bound beside the channels'.
+// more channels (NCCL_MIN_NCHANNELS) lift it until the root complexes and
+// the socket link bind (37.6 GB/s measured with 8 channels on the box
+// below; the model's 8 x 11.1 = 88.8 GB/s is above the socket crossing's
+// 45, so the links' share binds there and 32 MB prices at 42 GB/s). The
+// links' share model (Topology.Share: P2P write efficiency per link, the
+// socket link per crossing flow) remains the bound beside the channels'.
 const (
 	// ncclDupChannelsGBps: NCCL's search-time channel duplication
 	// threshold (search.cc).
@@ -155,7 +174,8 @@ const (
 )
 
 // pcieRingChannels is the channel count NCCL runs for a PCIe ring whose
-// per-flow bandwidth in NCCL's own link model is ncclGBps.
+// per-flow bandwidth in NCCL's own link model is ncclGBps, before
+// NCCL_MIN_NCHANNELS / NCCL_MAX_NCHANNELS.
 func pcieRingChannels(ncclGBps float64) int {
 	if ncclGBps >= ncclDupChannelsGBps {
 		return 2 * pcieChannels
@@ -298,9 +318,13 @@ type groupInfo struct {
 	mask     uint64
 	n        int
 	pathType int // pathNVLink or pathPCI (NCCL's intra-node hwLat row)
-	channels int
-	shmHops  int
-	shmFrac  float64 // fraction of ring hops through host memory
+	// ncclChannels is the channel count NCCL computes itself (its
+	// search and duplication), what its tuning model prices; channels
+	// the count that runs, ncclChannels after NCCL_MIN_NCHANNELS /
+	// NCCL_MAX_NCHANNELS (ncclenv.Settings.Channels).
+	ncclChannels, channels int
+	shmHops                int
+	shmFrac                float64 // fraction of ring hops through host memory
 	// hopExtraUs: the ring's slowest P2P hop latency minus the box's
 	// fastest GPU-pair path of the same link class (added per step to
 	// tpscope's latency, not to NCCL's); a2aHopExtraUs the same over all
@@ -310,10 +334,14 @@ type groupInfo struct {
 	// own hwLat on this group's NVLink generation (ncclBlackwellStepUs),
 	// added to tpscope's latency, not to NCCL's.
 	archStepUs float64
-	// Ring (and chain for Tree) bottleneck bus bandwidth, GB/s.
-	ringBw, ringNCCLBw float64
-	treeBw, treeNCCLBw float64
-	ringNeck           string
+	// Ring (and chain for Tree) bottleneck bus bandwidth, GB/s: the
+	// links' share bound (Topology.Share, before channels), tpscope's
+	// prediction at the channels that run (busAt) and NCCL's view.
+	ringShareBw, treeShareBw float64
+	ringShareNeck            string
+	ringBw, ringNCCLBw       float64
+	treeBw, treeNCCLBw       float64
+	ringNeck                 string
 	// all-to-all: us per byte sent to each peer, on the busiest link.
 	a2aPerByte  float64
 	a2aNeckName string
@@ -552,7 +580,7 @@ func (m *CollectiveModel) Prior(op model.Collective, group []int, algo ncclenv.A
 	if a == algoTree {
 		bus = g.treeBw
 	}
-	return CollectivePrior{BaseLatUs: ncclBaseLatUs[a][p], StepLatUs: m.stepLatUs(g, a, p), BusBWGBps: m.protoBusBw(g, a, p, bus),
+	return CollectivePrior{BaseLatUs: ncclBaseLatUs[a][p], StepLatUs: m.stepLatUs(g, a, p), BusBWGBps: m.protoBusBw(a, p, bus, g.channels),
 		Steps: steps(op, a, g.n), BusToAlg: busToAlg(op, a, g.n)}, true
 }
 
@@ -584,9 +612,11 @@ func busFactor(op model.Collective, n int) float64 {
 	return float64(n-1) / float64(n)
 }
 
-// protoBusBw applies NCCL's protocol factors and caps to a bus bandwidth.
-func (m *CollectiveModel) protoBusBw(g *groupInfo, a, p int, bus float64) float64 {
-	ch := float64(g.channels)
+// protoBusBw applies NCCL's protocol factors and caps to a bus bandwidth
+// over channels channels (NCCL's own count for NCCL's view, the count
+// that runs for tpscope's).
+func (m *CollectiveModel) protoBusBw(a, p int, bus float64, channels int) float64 {
+	ch := float64(channels)
 	if a == algoRing {
 		switch p {
 		case protoLL:
@@ -624,10 +654,10 @@ func (m *CollectiveModel) precompute(g *groupInfo) {
 					bus, nbus = g.treeBw, g.treeNCCLBw
 				}
 				g.ncclLat[oi][a][p] = ncclBaseLatUs[a][p] + st*ncclHwLatUs[g.pathType][a][p]
-				g.ncclUsPerByte[oi][a][p] = 1 / (1000 * m.protoBusBw(g, a, p, nbus) * ratio)
+				g.ncclUsPerByte[oi][a][p] = 1 / (1000 * m.protoBusBw(a, p, nbus, g.ncclChannels) * ratio)
 				if cp := m.calib[oi][a][p]; cp != nil {
 					cbus := cp.BusBWGBps
-					if ref := m.refBw(g, cp.Ranks, a); ref > 0 {
+					if ref := m.refBw(g, cp.Ranks, a, cp.Channels); ref > 0 {
 						cbus *= bus / ref
 					}
 					g.lat[oi][a][p] = cp.BaseLatUs + st*cp.HwLatUs
@@ -636,7 +666,7 @@ func (m *CollectiveModel) precompute(g *groupInfo) {
 					continue
 				}
 				g.lat[oi][a][p] = ncclBaseLatUs[a][p] + st*m.stepLatUs(g, a, p)
-				g.usPerByte[oi][a][p] = 1 / (1000 * m.protoBusBw(g, a, p, bus) * ratio)
+				g.usPerByte[oi][a][p] = 1 / (1000 * m.protoBusBw(a, p, bus, g.channels) * ratio)
 			}
 		}
 	}
@@ -663,8 +693,12 @@ func (g *groupInfo) result(oi int, op model.Collective, a, p int, b float64) Col
 }
 
 // refBw is the modeled (uncalibrated) bus bandwidth of the first ranks
-// GPUs, the group a calibration was measured on; 0 if unknown.
-func (m *CollectiveModel) refBw(own *groupInfo, ranks, a int) float64 {
+// GPUs, the group a calibration was measured on, at the channels the
+// measurement ran (channels; 0: NCCL's own count, an entry that records
+// none); 0 if unknown. A calibrated bandwidth scales by the model's
+// ratio between the group priced and this one, so an entry measured at
+// NCCL's two channels prices eight by what the model says eight add.
+func (m *CollectiveModel) refBw(own *groupInfo, ranks, a, channels int) float64 {
 	if ranks < 2 || ranks > m.topo.NumGPUs() {
 		return 0
 	}
@@ -672,10 +706,33 @@ func (m *CollectiveModel) refBw(own *groupInfo, ranks, a int) float64 {
 	if mask := uint64(1)<<uint(ranks) - 1; mask != own.mask {
 		g = m.groupMask(mask)
 	}
-	if a == algoTree {
-		return g.treeBw
+	if channels <= 0 {
+		channels = g.ncclChannels
 	}
-	return g.ringBw
+	bw, _ := g.busAt(a, channels)
+	return bw
+}
+
+// busAt is tpscope's bus bandwidth of algorithm a on g over channels
+// channels, and what binds it: the links' share, or the channels (see
+// the channel counts above: on PCIe pcieChannelP2PGBps a channel, on
+// NVLink the links over NCCL's own count).
+func (g *groupInfo) busAt(a, channels int) (float64, string) {
+	bw, neck := g.ringShareBw, g.ringShareNeck
+	if a == algoTree {
+		bw, neck = g.treeShareBw, ""
+	}
+	perCh := pcieChannelP2PGBps
+	if g.pathType == pathNVLink {
+		if channels >= g.ncclChannels {
+			return bw, neck
+		}
+		perCh = bw / float64(g.ncclChannels)
+	}
+	if c := float64(channels) * perCh; c < bw {
+		bw, neck = c, fmt.Sprintf("%d NCCL channels x %.1f GB/s", channels, perCh)
+	}
+	return bw, neck
 }
 
 // allToAll models NCCL's all-to-all as grouped send/recv: every rank sends
@@ -819,7 +876,8 @@ func (m *CollectiveModel) p2p(i, j int) bool {
 func (m *CollectiveModel) buildGroup(mask uint64, ranks []int) *groupInfo {
 	t := m.topo
 	n := len(ranks)
-	g := &groupInfo{mask: mask, n: n, pathType: pathNVLink, channels: nvlinkChannels, nvswitch: t.NVSwitchJoined(ranks)}
+	g := &groupInfo{mask: mask, n: n, pathType: pathNVLink, ncclChannels: nvlinkChannels, nvswitch: t.NVSwitchJoined(ranks)}
+	g.channels = m.opts.Channels(g.ncclChannels)
 	if n <= 1 {
 		return g
 	}
@@ -833,7 +891,7 @@ func (m *CollectiveModel) buildGroup(mask uint64, ranks []int) *groupInfo {
 			g.shmHops++
 		}
 		if t.Path(i, j).Level != topology.LevelNV || via {
-			g.pathType, g.channels = pathPCI, pcieChannels
+			g.pathType, g.ncclChannels = pathPCI, pcieChannels
 		}
 		ring = append(ring, topology.Flow{From: i, To: j, ViaHost: via})
 		if !via {
@@ -848,17 +906,16 @@ func (m *CollectiveModel) buildGroup(mask uint64, ranks []int) *groupInfo {
 		g.archStepUs = ncclBlackwellStepUs
 	}
 	rs := t.Share(ring, false)
-	g.ringBw, g.ringNeck = rs.PerFlowGBps, rs.Bottleneck
+	g.ringShareBw, g.ringShareNeck = rs.PerFlowGBps, rs.Bottleneck
 	g.ringNCCLBw = t.Share(ring, true).PerFlowGBps
-	g.treeBw = t.Share(chain, false).PerFlowGBps
+	g.treeShareBw = t.Share(chain, false).PerFlowGBps
 	g.treeNCCLBw = t.Share(chain, true).PerFlowGBps
 	if g.pathType == pathPCI {
-		g.channels = pcieRingChannels(g.ringNCCLBw)
-		if cap := float64(g.channels) * pcieChannelP2PGBps; cap < g.ringBw {
-			g.ringBw, g.ringNeck = cap, fmt.Sprintf("%d NCCL channels x %.1f GB/s", g.channels, pcieChannelP2PGBps)
-		}
-		g.treeBw = math.Min(g.treeBw, float64(g.channels)*pcieChannelP2PGBps)
+		g.ncclChannels = pcieRingChannels(g.ringNCCLBw)
 	}
+	g.channels = m.opts.Channels(g.ncclChannels)
+	g.ringBw, g.ringNeck = g.busAt(algoRing, g.channels)
+	g.treeBw, _ = g.busAt(algoTree, g.channels)
 
 	// All pairs: all-to-all (NCCL transport per pair) and custom AR (P2P).
 	var a2a, pairs []topology.Flow
@@ -902,6 +959,11 @@ func (m *CollectiveModel) buildGroup(mask uint64, ranks []int) *groupInfo {
 	m.precompute(g)
 	return g
 }
+
+// Channels is how many channels NCCL runs for group's ring (nil: every
+// GPU): NCCL's own count under NCCL_MIN_NCHANNELS / NCCL_MAX_NCHANNELS.
+// It panics on a group outside the topology, as Cost does.
+func (m *CollectiveModel) Channels(group []int) int { return m.group(group).channels }
 
 // Options returns the options the model was built with.
 func (m *CollectiveModel) Options() ncclenv.Settings { return m.opts }

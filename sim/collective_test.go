@@ -162,6 +162,76 @@ func TestBandwidthByHand(t *testing.T) {
 	}
 }
 
+// TestNCCLChannelsByHand: NCCL_MIN_NCHANNELS / NCCL_MAX_NCHANNELS set
+// the channels the ring runs (NCCL's own count capped at the maximum,
+// then raised to the minimum), and tpscope's bandwidth follows them:
+// min(the links' share, channels x what one channel moves). NCCL's own
+// estimate keeps its count (its tuning model reads the search's graph
+// channels), so NCCL's time is TestBandwidthByHand's. 512 MiB, P2P SYS,
+// 8 GPUs; latency and hop terms as TestBandwidthByHand.
+//
+//   - 2s, min 8: 8 x 11.1 = 88.8 above the socket link's 45: 45.
+//   - 2s, min 3: 3 x 11.1 = 33.3.
+//   - 2s, max 1: 11.1.
+//   - 2s, min 8 and max 4: NCCL caps at 4, then copies up to 8: 45.
+//   - switch, max 2: 2 x 11.1 = 22.2 under the uplinks' 54; NCCL's view 48.
+//   - 2s Tree, min 8: the chain's share min(54/2, 45) = 27 under 8 x
+//     11.1; x 0.92 (min with 8 x 70 Blackwell per-channel cap), algBw x 0.5.
+//   - H200, max 4: NVLink's 450 over NCCL's 16 channels is 28.125 a
+//     channel: 4 x 28.125 = 112.5.
+//   - H200, min 32: 16 channels already reach the links: 450.
+func TestNCCLChannelsByHand(t *testing.T) {
+	const bytes = 512 << 20
+	cases := []struct {
+		name, topo, proto, algo string
+		o                       ncclenv.Settings
+		channels                int
+		wantLatUs, wantAlgGBps  float64
+		wantNCCLAlgGBps         float64
+		hopUs                   float64
+	}{
+		{"2s/min 8", "rtxpro6000-2s", "Simple", "Ring", ncclenv.Settings{MinChannels: 8}, 8, 88.2, 45 * 8.0 / 14, 16 * 8.0 / 14, 14 * 0.4},
+		{"2s/min 3", "rtxpro6000-2s", "Simple", "Ring", ncclenv.Settings{MinChannels: 3}, 3, 88.2, 33.3 * 8.0 / 14, 16 * 8.0 / 14, 14 * 0.4},
+		{"2s/max 1", "rtxpro6000-2s", "Simple", "Ring", ncclenv.Settings{MaxChannels: 1}, 1, 88.2, 11.1 * 8.0 / 14, 16 * 8.0 / 14, 14 * 0.4},
+		{"2s/min 8 over max 4", "rtxpro6000-2s", "Simple", "Ring", ncclenv.Settings{MinChannels: 8, MaxChannels: 4}, 8, 88.2, 45 * 8.0 / 14, 16 * 8.0 / 14, 14 * 0.4},
+		{"2s/LL/min 8", "rtxpro6000-2s", "LL", "Ring", ncclenv.Settings{MinChannels: 8}, 8, 20.6, 45 * 0.5 * 8.0 / 14, 8 * 8.0 / 14, 14 * 0.4},
+		{"switch/max 2", "rtxpro6000-switch", "Simple", "Ring", ncclenv.Settings{MaxChannels: 2}, 2, 88.2, 22.2 * 8.0 / 14, 48 * 8.0 / 14, 14 * 0.6},
+		{"2s/tree/min 8", "rtxpro6000-2s", "Simple", "Tree", ncclenv.Settings{MinChannels: 8}, 8, 8.4 + 14*4.0, 27 * 0.92 * 0.5, 16 * 0.92 * 0.5, 14 * 0.4},
+		{"h200/max 4", "h200-nvswitch", "Simple", "Ring", ncclenv.Settings{MaxChannels: 4}, 4, 8.4 + 14*3.4, 112.5 * 8.0 / 14, 370.8 * 8.0 / 14, 0},
+		{"h200/min 32", "h200-nvswitch", "Simple", "Ring", ncclenv.Settings{MinChannels: 32}, 32, 8.4 + 14*3.4, 450 * 8.0 / 14, 370.8 * 8.0 / 14, 0},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			c.o.P2PLevel = "SYS"
+			m := collModel(t, c.topo, 8, c.o)
+			got, ok := m.CostWith(model.AllReduce, nil, bytes, c.algo, c.proto)
+			if !ok {
+				t.Fatal("pair not available")
+			}
+			if got.Channels != c.channels || m.Channels(nil) != c.channels {
+				t.Errorf("%d channels (model %d), want %d", got.Channels, m.Channels(nil), c.channels)
+			}
+			want := c.wantLatUs + c.hopUs + bytes/(1000*c.wantAlgGBps)
+			if !collNear(got.TimeUs, want, 1e-6*want) {
+				t.Errorf("time %.3f us, want %.3f (lat %.2f + %d B / %.3f GB/s)", got.TimeUs, want, c.wantLatUs, bytes, c.wantAlgGBps)
+			}
+			wantN := c.wantLatUs + bytes/(1000*c.wantNCCLAlgGBps)
+			if !collNear(got.NCCLTimeUs, wantN, 1e-6*wantN) {
+				t.Errorf("NCCL time %.3f us, want %.3f (NCCL's view keeps its own channels)", got.NCCLTimeUs, wantN)
+			}
+		})
+	}
+	// NCCL's choice does not move: on the dual-socket box LL and Simple
+	// still cross at 618 kB in NCCL's view (TestNCCLChoice), whatever
+	// the count that runs.
+	for _, o := range []ncclenv.Settings{{P2PLevel: "SYS"}, {P2PLevel: "SYS", MinChannels: 8}, {P2PLevel: "SYS", MaxChannels: 1}} {
+		m := collModel(t, "rtxpro6000-2s", 8, o)
+		if lo, hi := m.Cost(model.AllReduce, nil, 512<<10), m.Cost(model.AllReduce, nil, 1<<20); lo.Proto != "LL" || hi.Proto != "Simple" {
+			t.Errorf("%+v: 512 KiB %s, 1 MiB %s; want NCCL's LL and Simple", o, lo.Proto, hi.Proto)
+		}
+	}
+}
+
 // TestNCCLChoice replays NCCL's min-time choice. rtxpro6000-2s, NCCL's
 // view at level SYS: LL = 20.6 + b/(1000 x 8 x 8/14), Simple = 88.2 +
 // b/(1000 x 16 x 8/14); they cross at b = 67.6 / (1/4571.4 - 1/9142.9) us
@@ -329,8 +399,8 @@ func TestCustomAllReduceByHand(t *testing.T) {
 }
 
 // TestCalibrationOverride: calibrated constants in the topology replace
-// NCCL's for their (op, algo, proto, p2p level), scaled to other groups by
-// the modeled bandwidth ratio.
+// NCCL's for their (op, algo, proto, p2p level), scaled to other groups
+// and to other channel counts by the modeled bandwidth ratio.
 func TestCalibrationOverride(t *testing.T) {
 	tp := collTopo(t, "rtxpro6000-2s", 0).Clone()
 	tp.Calibration = &topology.Calibration{Source: "test", Collectives: []topology.CollectiveParams{
@@ -363,6 +433,31 @@ func TestCalibrationOverride(t *testing.T) {
 	m2, _ := NewCollectiveModel(tp, ncclenv.Settings{Proto: "LL"})
 	if m2.Cost(model.AllReduce, nil, b).Calibrated {
 		t.Error("calibration measured at SYS applied at PXB")
+	}
+	// Channels: the entry above ran NCCL's own 2 (it records none); at
+	// NCCL_MIN_NCHANNELS=8 the modeled ring goes from min(45, 2 x 11.1) =
+	// 22.2 to min(45, 8 x 11.1) = 45: busBw 10 x 45/22.2.
+	m8, _ := NewCollectiveModel(tp, ncclenv.Settings{Proto: "LL", P2PLevel: "SYS", MinChannels: 8})
+	got = m8.Cost(model.AllReduce, nil, b)
+	want = 38 + b/(1000*10*45/22.2*8.0/14)
+	if !got.Calibrated || !collNear(got.TimeUs, want, 1e-6*want) {
+		t.Errorf("calibrated at 2 channels, priced at 8: %.3f us, want %.3f", got.TimeUs, want)
+	}
+	// An entry measured at 8 channels (channels: 8) prices NCCL's own 2
+	// at 10 x 22.2/45, and 8 as measured.
+	tp8 := tp.Clone()
+	tp8.Calibration.Collectives[0].Channels = 8
+	m, _ = NewCollectiveModel(tp8, ncclenv.Settings{Proto: "LL", P2PLevel: "SYS"})
+	got = m.Cost(model.AllReduce, nil, b)
+	want = 38 + b/(1000*10*22.2/45*8.0/14)
+	if !collNear(got.TimeUs, want, 1e-6*want) {
+		t.Errorf("calibrated at 8 channels, priced at 2: %.3f us, want %.3f", got.TimeUs, want)
+	}
+	m, _ = NewCollectiveModel(tp8, ncclenv.Settings{Proto: "LL", P2PLevel: "SYS", MinChannels: 8})
+	got = m.Cost(model.AllReduce, nil, b)
+	want = 38 + b/(1000*10*8.0/14)
+	if !collNear(got.TimeUs, want, 1e-6*want) {
+		t.Errorf("calibrated at 8 channels, priced at 8: %.3f us, want %.3f", got.TimeUs, want)
 	}
 }
 

@@ -193,7 +193,10 @@ func (p *Predictor) measuredCost(ops []model.Op, i int) (OpCost, bool) {
 //   - NCCL carries it with every ring hop over P2P (no host-memory
 //     hops), and the NCCL_PROTO / NCCL_ALGO settings leave NCCL's own
 //     choice unchanged (the model's pick under the settings equals its
-//     pick under NCCL's defaults at the same P2P level);
+//     pick under NCCL's defaults at the same P2P level), and the ring runs
+//     the channels NCCL picks itself (NCCL_MIN_NCHANNELS /
+//     NCCL_MAX_NCHANNELS leave the count unchanged: the table ran NCCL's
+//     own);
 //   - or the engine's custom or symmetric-memory all-reduce carries it
 //     under its own rule (CustomAR auto: 2 GPUs or all NVLink; symmetric
 //     memory on an NVSwitch), which is what the engine's table measured
@@ -220,7 +223,7 @@ func (p *Predictor) collectiveMeasured(op *model.Op, cc CollectiveCost) (OpCost,
 			return OpCost{}, false
 		}
 		ref := p.refColl.Cost(op.Collective, op.Group, op.CommBytes)
-		if ref.Algo != cc.Algo || ref.Proto != cc.Proto {
+		if ref.Algo != cc.Algo || ref.Proto != cc.Proto || ref.Channels != cc.Channels {
 			return OpCost{}, false
 		}
 	default:

@@ -173,6 +173,10 @@ func TestCostSourceCollectives(t *testing.T) {
 		{"LL forced, same pick", "rtxpro6000-2s", Options{CUDAGraphs: true, NCCL: ncclenv.Settings{P2PLevel: "SYS", Proto: "LL"}}, true, false, FabricPCIe},
 		// Simple forced: not what the table measured at these sizes.
 		{"Simple forced", "rtxpro6000-2s", Options{CUDAGraphs: true, NCCL: ncclenv.Settings{P2PLevel: "SYS", Proto: "Simple"}}, false, false, ""},
+		// NCCL_MIN_NCHANNELS=8: the ring runs 8 channels where the table
+		// measured NCCL's own 2; NCCL_MAX_NCHANNELS=2 leaves NCCL's 2.
+		{"more channels", "rtxpro6000-2s", Options{CUDAGraphs: true, NCCL: ncclenv.Settings{P2PLevel: "SYS", MinChannels: 8}}, false, false, ""},
+		{"max channels at NCCL's count", "rtxpro6000-2s", Options{CUDAGraphs: true, NCCL: ncclenv.Settings{P2PLevel: "SYS", MaxChannels: 2}}, true, false, FabricPCIe},
 		// Default P2P level: cross-socket hops through host memory.
 		{"host-memory hops", "rtxpro6000-2s", Options{CUDAGraphs: true}, false, false, ""},
 		// A one-shot kernel forced where vLLM would not run one.

@@ -75,7 +75,8 @@ const defaultMTPAcceptFrac = 0.85
 // acceptance.
 type Options struct {
 	// NCCL is NCCL's environment (NCCL_PROTO, NCCL_ALGO, NCCL_P2P_LEVEL,
-	// NCCL_P2P_DISABLE); the zero value is NCCL's defaults.
+	// NCCL_P2P_DISABLE, NCCL_MIN_NCHANNELS, NCCL_MAX_NCHANNELS); the zero
+	// value is NCCL's defaults.
 	NCCL ncclenv.Settings `json:"nccl"`
 
 	// CUDAGraphs replays the decode step as a captured CUDA graph: one host

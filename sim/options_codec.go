@@ -71,6 +71,14 @@ var optionFields = []OptionField{
 	{Name: "p2p-disable", Kind: OptionBool, Env: ncclenv.EnvP2PDisable, Help: "NCCL_P2P_DISABLE=1: every GPU-to-GPU hop through host memory",
 		Get: func(o *Options) string { return boolText(o.NCCL.P2PDisable) },
 		Set: func(o *Options, v string) (err error) { o.NCCL.P2PDisable, err = parseBool(v); return }},
+	// The channel counts read as NCCL reads them (ncclenv.Settings.SetEnv:
+	// integers, 1 to NCCL's MAXCHANNELS).
+	{Name: "nccl-min-channels", Kind: OptionInt, Env: ncclenv.EnvMinChannels, Help: fmt.Sprintf("NCCL_MIN_NCHANNELS: run collectives over at least N channels, 1-%d (default: NCCL's own count; tpscope models 2 on a dual-socket PCIe box, 4 through PCIe switches, 16 over NVLink)", ncclenv.ChannelCap),
+		Get: func(o *Options) string { return intText(o.NCCL.MinChannels) },
+		Set: func(o *Options, v string) error { return o.NCCL.SetEnv(ncclenv.EnvMinChannels, v) }},
+	{Name: "nccl-max-channels", Kind: OptionInt, Env: ncclenv.EnvMaxChannels, Help: fmt.Sprintf("NCCL_MAX_NCHANNELS: run collectives over at most N channels, 1-%d (default: NCCL's own count; a --nccl-min-channels above it wins, as in NCCL)", ncclenv.ChannelCap),
+		Get: func(o *Options) string { return intText(o.NCCL.MaxChannels) },
+		Set: func(o *Options, v string) error { return o.NCCL.SetEnv(ncclenv.EnvMaxChannels, v) }},
 	{Name: "custom-ar", Kind: OptionString, Help: "TP all-reduce: auto (the engine's rule: its custom all-reduce, and torch's symmetric-memory multimem all-reduce where GPUs share an NVSwitch), off (NCCL), oneshot, twoshot",
 		Get: func(o *Options) string { return string(o.CustomAR) },
 		Set: func(o *Options, v string) (err error) { o.CustomAR, err = parseCustomAR(v); return }},

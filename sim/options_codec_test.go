@@ -30,6 +30,11 @@ func TestOptionNames(t *testing.T) {
 		{[]string{"nccl-algo=Rign"}, Options{}, nil, "nccl.algo"},
 		{[]string{"p2p-level=FOO"}, Options{}, nil, "nccl.p2p_level"},
 		{[]string{"overlap=maybe"}, Options{}, nil, "overlap"},
+		// The channel counts, in tpscope's and NCCL's spelling (a span's
+		// tpscope.options, a recorded environment).
+		{[]string{"nccl-min-channels=8", "NCCL_MAX_NCHANNELS=16"}, Options{NCCL: ncclenv.Settings{MinChannels: 8, MaxChannels: 16}}, nil, ""},
+		{[]string{"nccl-min-channels=0"}, Options{}, nil, "NCCL_MIN_NCHANNELS=0: want 1 to 64"},
+		{[]string{"nccl-max-channels=65"}, Options{}, nil, "nccl.max_channels: NCCL_MAX_NCHANNELS=65: want 1 to 64"},
 	}
 	for _, tc := range cases {
 		t.Run(strings.Join(tc.in, ","), func(t *testing.T) {

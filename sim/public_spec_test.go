@@ -27,7 +27,9 @@ package sim_test
 //   - [glm5] models/glm5.md "Decode throughput - MTP ON" (cutlass MoE
 //     runner) and "MTP / Speculative Decoding": GLM-5-NVFP4, SGLang NEXTN
 //     3 steps, 4 draft tokens, topk 1, FlashInfer MLA, BF16 KV, custom
-//     all-reduce off; "Accept length: 2.19-2.80 tokens".
+//     all-reduce off; "Accept length: 2.19-2.80 tokens"; the page's
+//     launch of it (its NEXTN flags) sets NCCL_MIN_NCHANNELS=8, as the
+//     public table's G2 rows (its base, G2a) carry.
 //
 // The engine of every vLLM fork row is the nearest profile, vllm@0.24
 // (the public table does the same for these forks: K24 there); the
@@ -87,7 +89,7 @@ var specRows = []specRow{
 		method: model.SpecEagle3, draft: "kimi-k2.5-eagle3-mla", k: 3, accept: "rate=0.316"},
 	{publicRow: publicRow{id: "G7", who: "[glm51v2] GLM-5.1-NVFP4 MTP k=3, budgetserver, c1, ctx 0 (len 2.48-2.83)", model: "glm-5-nvfp4", topo: "rtxpro6000-2s", engine: "vllm@0.24", kv: model.FP8, tp: 8, batch: 1, context: 512, customAR: sim.CustomAROneShot, proto: "LL,LL128,Simple", measured: 95.6, band: 0.10, tableBand: 0.10, note: "the fork's B12X sparse MLA and MoE kernels are priced as vLLM 0.24's dense TRITON_MLA and FlashInfer CUTLASS MoE (SM120: DSA dense)"},
 		method: model.SpecMTP, k: 3, accept: "len=2.655@3", base: 59.0},
-	{publicRow: publicRow{id: "G4", who: "[glm5] GLM-5-NVFP4, SGLang NEXTN 3 steps, cutlass MoE, c1, ctx 0 (len 2.19-2.80)", model: "glm-5-nvfp4", topo: "rtxpro6000-2s", engine: "sglang@0.5", attn: "flashinfer", moe: "cutlass", kv: model.BF16, tp: 8, batch: 1, context: 512, proto: "LL", measured: 93.6, band: 0.15},
+	{publicRow: publicRow{id: "G4", who: "[glm5] GLM-5-NVFP4, SGLang NEXTN 3 steps, cutlass MoE, c1, ctx 0 (len 2.19-2.80)", model: "glm-5-nvfp4", topo: "rtxpro6000-2s", engine: "sglang@0.5", attn: "flashinfer", moe: "cutlass", kv: model.BF16, tp: 8, batch: 1, context: 512, proto: "LL", minChannels: 8, measured: 93.6, band: 0.15},
 		method: model.SpecMTP, k: 3, accept: "len=2.495@3", base: 50.4},
 }
 

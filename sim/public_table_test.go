@@ -20,8 +20,9 @@ package sim_test
 //     sjug/rtx6kpro@738985bb models/glm5.md lines 701-707, where G2e-g
 //     were read: its 0 and 16k rows at 16 and 1 / 8 requests). The
 //     page's recommended launch sets NCCL_P2P_LEVEL=SYS, its NCCL graph
-//     file (LL: row flag --nccl-proto LL) and NCCL_MIN_NCHANNELS=8 (not an
-//     option: priced at NCCL's default channels). The benchmark
+//     file (LL: row flag --nccl-proto LL) and NCCL_MIN_NCHANNELS=8 (row
+//     flag --nccl-min-channels 8; models/glm5.md "Required NCCL
+//     settings" and its docker launch). The benchmark
 //     (voipmonitor/llm-inference-bench llm_decode_bench.py) sends every
 //     request of a cell the same prompt, ignore_eos, no temperature (the
 //     server's default sampling).
@@ -60,8 +61,10 @@ type publicRow struct {
 	batch    int
 	context  int
 	customAR sim.CustomAR
-	proto    string  // NCCL_PROTO
-	measured float64 // aggregate tokens/s (x batch)
+	proto    string // NCCL_PROTO
+	// minChannels is NCCL_MIN_NCHANNELS (0: NCCL's own count).
+	minChannels int
+	measured    float64 // aggregate tokens/s (x batch)
 	// band is the claimed accuracy of the priors (fraction); tableBand
 	// that with the tables (0: not priced with tables). A row whose band
 	// is wider than the issue's 15 % / 10 % says why in note.
@@ -91,6 +94,9 @@ func (r *publicRow) flags() string {
 	f = append(f, fmt.Sprintf("--context %d", r.context), "--p2p-level SYS")
 	if r.proto != "" {
 		f = append(f, "--nccl-proto "+r.proto)
+	}
+	if r.minChannels != 0 {
+		f = append(f, fmt.Sprintf("--nccl-min-channels %d", r.minChannels))
 	}
 	if r.customAR != "" {
 		f = append(f, "--custom-ar "+string(r.customAR))
@@ -124,14 +130,14 @@ var publicRows = []publicRow{
 	{id: "K24a", who: "[kimi26] Kimi-K2.6, vLLM fork of May 2026, DCP 1, c1", model: "kimi-k2.5", topo: "rtxpro6000-2s", engine: "vllm@0.24", kv: model.FP8, tp: 8, dcp: 1, batch: 1, context: 512, band: 0.35, tableBand: 0.1, measured: 89.7, note: "a fork of upstream main (May 2026) with fixes no profile states (full graphs for TRITON_MLA decode, its runner); the nearest profile, vllm@0.24, prices it 20 % slow from the priors (28 % before a kernel node cost its measured 0.28 us; their MLA module's fixed time, TestPriorMLAAndMoE), within 10 % from the tables"},
 	{id: "K24b", who: "[kimi26] same, c32", model: "kimi-k2.5", topo: "rtxpro6000-2s", engine: "vllm@0.24", kv: model.FP8, tp: 8, dcp: 1, batch: 32, context: 512, band: 0.45, tableBand: 0.5, measured: 999.4, note: "as K24a; at 32 requests the tables' balanced routing reads 256 of 384 experts per layer, a real router fewer; with the TP all-reduce at the box class's tuned-NCCL loop times -29.8 %, so the rest is in the routed experts (TestPublicBatchTrend)"},
 	{id: "K24c", who: "[kimi26] same, DCP 4, c1", model: "kimi-k2.5", topo: "rtxpro6000-2s", engine: "vllm@0.24", kv: model.FP8, tp: 8, dcp: 4, batch: 1, context: 512, band: 0.25, tableBand: 0.1, measured: 76.1, note: "as K24a"},
-	{id: "G2a", who: "[glm5] GLM-5-NVFP4, SGLang, cutlass MoE, c1", model: "glm-5-nvfp4", topo: "rtxpro6000-2s", engine: "sglang@0.5", attn: "flashinfer", moe: "cutlass", kv: model.BF16, tp: 8, dcp: 1, batch: 1, context: 512, proto: "LL", band: 0.15, measured: 50.4, note: "+5.5 % before cutlass_moe_fp4 launched its 13 companion kernels (3 before; K10)"},
-	{id: "G2b", who: "[glm5] same, c8", model: "glm-5-nvfp4", topo: "rtxpro6000-2s", engine: "sglang@0.5", attn: "flashinfer", moe: "cutlass", kv: model.BF16, tp: 8, dcp: 1, batch: 8, context: 512, proto: "LL", band: 0.15, measured: 276.9},
-	{id: "G2c", who: "[glm5] same, c32", model: "glm-5-nvfp4", topo: "rtxpro6000-2s", engine: "sglang@0.5", attn: "flashinfer", moe: "cutlass", kv: model.BF16, tp: 8, dcp: 1, batch: 32, context: 512, proto: "LL", band: 0.15, measured: 659.7},
-	{id: "G2d", who: "[glm5] same, c64", model: "glm-5-nvfp4", topo: "rtxpro6000-2s", engine: "sglang@0.5", attn: "flashinfer", moe: "cutlass", kv: model.BF16, tp: 8, dcp: 1, batch: 64, context: 512, proto: "LL", band: 0.25, measured: 1010.6, note: "priors: half the step is NVFP4 expert weights streamed at 0.8 x the catalog's 1,597 GB/s (README \"Where it is not yet accurate\"); -16.6 % before cutlass_moe_fp4's 13 companion kernels (K10); its 768 KB all-reduces priced at NCCL's default two channels where the page's launch sets NCCL_MIN_NCHANNELS=8: -9.7 % at the box class's tuned-NCCL loop times (TestPublicBatchTrend)"},
-	{id: "G2e", who: "[glm5] same, c16", model: "glm-5-nvfp4", topo: "rtxpro6000-2s", engine: "sglang@0.5", attn: "flashinfer", moe: "cutlass", kv: model.BF16, tp: 8, dcp: 1, batch: 16, context: 512, proto: "LL", band: 0.15, measured: 427.4},
-	{id: "G2f", who: "[glm5] same, c1, 16K context", model: "glm-5-nvfp4", topo: "rtxpro6000-2s", engine: "sglang@0.5", attn: "flashinfer", moe: "cutlass", kv: model.BF16, tp: 8, dcp: 1, batch: 1, context: 16384, proto: "LL", band: 0.15, measured: 43.6},
-	{id: "G2g", who: "[glm5] same, c8, 16K context", model: "glm-5-nvfp4", topo: "rtxpro6000-2s", engine: "sglang@0.5", attn: "flashinfer", moe: "cutlass", kv: model.BF16, tp: 8, dcp: 1, batch: 8, context: 16384, proto: "LL", band: 0.15, measured: 209.4},
-	{id: "G1c", who: "[glm5] same, c1, 64K context", model: "glm-5-nvfp4", topo: "rtxpro6000-2s", engine: "sglang@0.5", attn: "flashinfer", moe: "cutlass", kv: model.BF16, tp: 8, dcp: 1, batch: 1, context: 65536, proto: "LL", band: 0.15, measured: 35.5, note: "priors: a fall with context shallower than measured (TestPublicGLM5Decode); +20.5 % before cutlass_moe_fp4's 13 companion kernels (K10)"},
+	{id: "G2a", who: "[glm5] GLM-5-NVFP4, SGLang, cutlass MoE, c1", model: "glm-5-nvfp4", topo: "rtxpro6000-2s", engine: "sglang@0.5", attn: "flashinfer", moe: "cutlass", kv: model.BF16, tp: 8, dcp: 1, batch: 1, context: 512, proto: "LL", minChannels: 8, band: 0.15, measured: 50.4, note: "+5.5 % before cutlass_moe_fp4 launched its 13 companion kernels (3 before; K10)"},
+	{id: "G2b", who: "[glm5] same, c8", model: "glm-5-nvfp4", topo: "rtxpro6000-2s", engine: "sglang@0.5", attn: "flashinfer", moe: "cutlass", kv: model.BF16, tp: 8, dcp: 1, batch: 8, context: 512, proto: "LL", minChannels: 8, band: 0.15, measured: 276.9},
+	{id: "G2c", who: "[glm5] same, c32", model: "glm-5-nvfp4", topo: "rtxpro6000-2s", engine: "sglang@0.5", attn: "flashinfer", moe: "cutlass", kv: model.BF16, tp: 8, dcp: 1, batch: 32, context: 512, proto: "LL", minChannels: 8, band: 0.15, measured: 659.7},
+	{id: "G2d", who: "[glm5] same, c64", model: "glm-5-nvfp4", topo: "rtxpro6000-2s", engine: "sglang@0.5", attn: "flashinfer", moe: "cutlass", kv: model.BF16, tp: 8, dcp: 1, batch: 64, context: 512, proto: "LL", minChannels: 8, band: 0.15, measured: 1010.6, note: "-20.1 % with its 768 KB all-reduces at NCCL's default two channels, before the launch's NCCL_MIN_NCHANNELS=8 was priced (band 25 % then); -16.6 % before cutlass_moe_fp4's 13 companion kernels (K10)"},
+	{id: "G2e", who: "[glm5] same, c16", model: "glm-5-nvfp4", topo: "rtxpro6000-2s", engine: "sglang@0.5", attn: "flashinfer", moe: "cutlass", kv: model.BF16, tp: 8, dcp: 1, batch: 16, context: 512, proto: "LL", minChannels: 8, band: 0.15, measured: 427.4},
+	{id: "G2f", who: "[glm5] same, c1, 16K context", model: "glm-5-nvfp4", topo: "rtxpro6000-2s", engine: "sglang@0.5", attn: "flashinfer", moe: "cutlass", kv: model.BF16, tp: 8, dcp: 1, batch: 1, context: 16384, proto: "LL", minChannels: 8, band: 0.15, measured: 43.6},
+	{id: "G2g", who: "[glm5] same, c8, 16K context", model: "glm-5-nvfp4", topo: "rtxpro6000-2s", engine: "sglang@0.5", attn: "flashinfer", moe: "cutlass", kv: model.BF16, tp: 8, dcp: 1, batch: 8, context: 16384, proto: "LL", minChannels: 8, band: 0.15, measured: 209.4},
+	{id: "G1c", who: "[glm5] same, c1, 64K context", model: "glm-5-nvfp4", topo: "rtxpro6000-2s", engine: "sglang@0.5", attn: "flashinfer", moe: "cutlass", kv: model.BF16, tp: 8, dcp: 1, batch: 1, context: 65536, proto: "LL", minChannels: 8, band: 0.15, measured: 35.5, note: "priors: a fall with context shallower than measured (TestPublicGLM5Decode); +20.5 % before cutlass_moe_fp4's 13 companion kernels (K10)"},
 }
 
 // publicUnexpressed are public rows tpscope's flags cannot express, and
@@ -139,7 +145,7 @@ var publicRows = []publicRow{
 var publicUnexpressed = [][2]string{
 	{"[kimi] K6/K7: vLLM with FlashInfer's FA2 MLA backend, 90 tok/s (DCP 1) / 72 (DCP 8)", "the backend is vLLM PR #36322, never in a release: no vLLM profile has it (SGLang's flashinfer backend, row K8, is the same kernel)"},
 	{"[kimi] K11: SGLang Kimi-K2.5 INT4 with FP8 KV, 16 tok/s", "reported as a broken configuration (\"unusable\"), not a kernel's speed"},
-	{"[kimi] K2: P2P disabled, 32-64 NCCL channels, 44 / 29 / 23 tok/s", "NCCL channel counts are not an option; priced by the stock SHM model in TestPublicSHMGap (x0.39-0.53)"},
+	{"[kimi] K2: P2P disabled, 32-64 NCCL channels, 44 / 29 / 23 tok/s", "expressible (--p2p-disable --nccl-min-channels 32 --nccl-max-channels 64) but a documented gap, not a row: TestPublicSHMGap prices it at x0.40-0.54, the stock SHM latency of every ring step, which the channel counts do not change"},
 	{"[glm5] G1: SGLang with the b12x MoE kernel; G6-G13: vLLM forks with the B12X sparse MLA backend", "fork kernels no profile states"},
 	{"[kimi26] K14-K23, K25: PCIe custom all-reduce forks, EAGLE-3 drafts", "fork all-reduce cutoffs; the rows with EAGLE-3 drafts and a stated acceptance are in the speculative table (public_spec_test.go)"},
 	{"H1-H4: TensorRT-LLM DeepSeek-R1 max-throughput (DEP, ISL/OSL mixes)", "serving throughput with prefill mixed in under attention DP, not one decode step"},
@@ -185,7 +191,7 @@ func (r *publicRow) scenario(t *testing.T, specTokens int, acc sim.SpecAccept) s
 	}
 	a := mustArch(t, r.model)
 	o := sim.Options{CUDAGraphs: true, Engine: ref, AttentionBackend: sim.AttentionBackend(r.attn), MoEKernel: r.moe, CustomAR: r.customAR,
-		NCCL: ncclenv.Settings{P2PLevel: "SYS", Proto: r.proto}, SpecAccept: acc}
+		NCCL: ncclenv.Settings{P2PLevel: "SYS", Proto: r.proto, MinChannels: r.minChannels}, SpecAccept: acc}
 	sc := sim.Scenario{Arch: a, Plan: model.Plan{TP: r.tp, DCP: r.dcp, EP: r.ep}, Options: o, Topo: topo,
 		Workload: model.Workload{Phase: model.Decode, Batch: r.batch, Context: r.context, KVDtype: r.kv, SpecTokens: specTokens}}
 	sc.Build.DenseDSA = sim.ImpliedDenseDSA(a, topo, ref)

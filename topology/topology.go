@@ -159,7 +159,13 @@ type CollectiveParams struct {
 	// NCCL_P2P_LEVEL name ("PXB" is NCCL's default) or "disabled"
 	// (NCCL_P2P_DISABLE=1); sim applies the entry only under the same
 	// setting. "" applies it under any setting.
-	P2PLevel  string  `json:"p2p_level,omitempty"`
+	P2PLevel string `json:"p2p_level,omitempty"`
+	// Channels is the ring's channel count the measurement ran, where
+	// NCCL_MIN_NCHANNELS / NCCL_MAX_NCHANNELS set it (sim's count under
+	// them); 0: NCCL's own count. sim scales BusBWGBps to the channels a
+	// prediction runs by the ratio of their modeled bandwidths, as it
+	// does across groups.
+	Channels  int     `json:"channels,omitempty"`
 	BaseLatUs float64 `json:"base_lat_us"`
 	HwLatUs   float64 `json:"hw_lat_us"`
 	BusBWGBps float64 `json:"bus_bw_gbps"`

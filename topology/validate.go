@@ -197,6 +197,9 @@ func (t *Topology) validate() error {
 			if p.Ranks < 1 {
 				return fmt.Errorf("%s: ranks must be >= 1, got %d", where, p.Ranks)
 			}
+			if p.Channels < 0 {
+				return fmt.Errorf("%s: channels must be >= 0 (0: NCCL's own count), got %d", where, p.Channels)
+			}
 			if !(p.BusBWGBps > 0) || math.IsInf(p.BusBWGBps, 0) {
 				return fmt.Errorf("%s: bus_bw_gbps must be > 0, got %v", where, p.BusBWGBps)
 			}

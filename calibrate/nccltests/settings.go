@@ -50,9 +50,9 @@ func SettingsComment(s ncclenv.Settings) string {
 }
 
 // SettingVars are the NCCL variables a log's settings are read for: those
-// ncclenv.Settings models. Other NCCL variables a log names (the socket
-// interface, the IB HCAs) do not enter the collective model.
-var SettingVars = []string{ncclenv.EnvProto, ncclenv.EnvAlgo, ncclenv.EnvP2PLevel, ncclenv.EnvP2PDisable}
+// ncclenv.Settings models (ncclenv.Vars). Other NCCL variables a log names
+// (the socket interface, the IB HCAs) do not enter the collective model.
+var SettingVars = ncclenv.Vars
 
 var (
 	// reEnvInfo is NCCL's line for a variable read from the environment
@@ -136,9 +136,21 @@ func (r *settingsReader) comment(text string, line int) error {
 // environment" message.
 func (r *settingsReader) info(text string, line int) error {
 	if m := reEnvInfo.FindStringSubmatch(text); m != nil {
-		return r.record(m[1], m[2], line)
+		v := m[2]
+		if paramVar(m[1]) {
+			// NCCL's integer parameters end the line with a period
+			// (src/misc/param.cc ncclLoadParam: "%s set by environment
+			// to %lld.").
+			v = strings.TrimSuffix(strings.TrimSpace(v), ".")
+		}
+		return r.record(m[1], v, line)
 	}
 	return nil
+}
+
+// paramVar reports whether NCCL reads env as an NCCL_PARAM integer.
+func paramVar(env string) bool {
+	return env == ncclenv.EnvMinChannels || env == ncclenv.EnvMaxChannels
 }
 
 // devices marks CPU ranks by the device names of the rank lines.
@@ -162,7 +174,8 @@ func setSetting(s *ncclenv.Settings, env, v string) error {
 
 // SameSetting reports whether two values of NCCL variable env ask NCCL
 // for the same thing ("" is NCCL's default): a P2P level by the level it
-// names ("" is PXB, "4" SYS), NCCL_P2P_DISABLE by on or off, the
+// names ("" is PXB, "4" SYS), NCCL_P2P_DISABLE by on or off, the channel
+// counts by the integer NCCL reads, the
 // protocol and algorithm lists without regard to case or spaces.
 func SameSetting(env, a, b string) bool {
 	switch env {
@@ -172,11 +185,12 @@ func SameSetting(env, a, b string) bool {
 		if ea == nil && eb == nil {
 			return la == lb
 		}
-	case ncclenv.EnvP2PDisable:
+	case ncclenv.EnvP2PDisable, ncclenv.EnvMinChannels, ncclenv.EnvMaxChannels:
+		// Integers: by the value NCCL reads ("8" and "0x8" alike).
 		var sa, sb ncclenv.Settings
 		ea, eb := sa.SetEnv(env, a), sb.SetEnv(env, b)
 		if ea == nil && eb == nil {
-			return sa.P2PDisable == sb.P2PDisable
+			return sa == sb
 		}
 	}
 	norm := func(s string) string { return strings.ToUpper(strings.ReplaceAll(s, " ", "")) }

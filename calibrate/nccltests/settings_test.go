@@ -28,7 +28,8 @@ func withLines(lines ...string) string {
 // not name is not recorded.
 func TestParseSettings(t *testing.T) {
 	all := func(line int) map[string]int {
-		return map[string]int{ncclenv.EnvProto: line, ncclenv.EnvAlgo: line, ncclenv.EnvP2PLevel: line, ncclenv.EnvP2PDisable: line}
+		return map[string]int{ncclenv.EnvProto: line, ncclenv.EnvAlgo: line, ncclenv.EnvP2PLevel: line, ncclenv.EnvP2PDisable: line,
+			ncclenv.EnvMinChannels: line, ncclenv.EnvMaxChannels: line}
 	}
 	for _, tc := range []struct {
 		name     string
@@ -46,6 +47,15 @@ func TestParseSettings(t *testing.T) {
 			ncclenv.Settings{P2PDisable: true}, map[string]int{ncclenv.EnvP2PDisable: 6}},
 		{"tpscope's comment", "# NCCL settings: NCCL_P2P_LEVEL=SYS\n" + allGather2,
 			ncclenv.Settings{P2PLevel: "SYS"}, all(1)},
+		// NCCL's integer parameters: "%s set by environment to %lld."
+		// (src/misc/param.cc ncclLoadParam), a period after the number.
+		{"channel counts", withLines(
+			"vm:710:733 [0] NCCL INFO NCCL_MIN_NCHANNELS set by environment to 8.",
+			"vm:711:728 [1] NCCL INFO NCCL_MIN_NCHANNELS set by environment to 8.",
+			"vm:710:733 [0] NCCL INFO NCCL_MAX_NCHANNELS set by environment to 16."),
+			ncclenv.Settings{MinChannels: 8, MaxChannels: 16}, map[string]int{ncclenv.EnvMinChannels: 6, ncclenv.EnvMaxChannels: 8}},
+		{"tpscope's comment, channels", "# NCCL settings: NCCL_MIN_NCHANNELS=8 NCCL_P2P_LEVEL=SYS\n" + allGather2,
+			ncclenv.Settings{P2PLevel: "SYS", MinChannels: 8}, all(1)},
 		{"tpscope's comment, defaults", "# NCCL settings: NCCL's defaults\n" + allGather2,
 			ncclenv.Settings{}, all(1)},
 		{"nothing recorded", allGather2, ncclenv.Settings{}, nil},
@@ -80,6 +90,12 @@ func TestParseSettingsRefused(t *testing.T) {
 			"log.txt:6: NCCL_P2P_LEVEL=FAR: nccl.p2p_level: NCCL_P2P_LEVEL \"FAR\"", false},
 		{"bad disable", withLines("vm:1:1 [0] NCCL INFO NCCL_P2P_DISABLE set by environment to yes"),
 			"log.txt:6: NCCL_P2P_DISABLE=yes: want an integer", false},
+		{"no channels", withLines("vm:1:1 [0] NCCL INFO NCCL_MAX_NCHANNELS set by environment to 0."),
+			"log.txt:6: NCCL_MAX_NCHANNELS=0: want 1 to 64 channels", false},
+		{"two minimums", withLines(
+			"vm:1:1 [0] NCCL INFO NCCL_MIN_NCHANNELS set by environment to 8.",
+			"vm:2:2 [0] NCCL INFO NCCL_MIN_NCHANNELS set by environment to 16."),
+			"log.txt:7: more than one nccl-tests run: NCCL_MIN_NCHANNELS is 16 here and 8 at line 6", true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := Parse(strings.NewReader(tc.text), "log.txt")
@@ -95,7 +111,7 @@ func TestParseSettingsRefused(t *testing.T) {
 // same settings and as CPU ranks, in text and in -J JSON; nccl-tests
 // JSON's own "env" list is read too.
 func TestSettingsRoundTrip(t *testing.T) {
-	s := ncclenv.Settings{Proto: "LL", Algo: "Ring", P2PLevel: "SYS", P2PDisable: true}
+	s := ncclenv.Settings{Proto: "LL", Algo: "Ring", P2PLevel: "SYS", P2PDisable: true, MinChannels: 8, MaxChannels: 16}
 	row, err := NewRow("allreduce", 2, 1024, 4, "float", 10, 0)
 	if err != nil {
 		t.Fatal(err)
@@ -120,7 +136,7 @@ func TestSettingsRoundTrip(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if back.NCCL != s || len(back.NCCLRecorded) != 4 || back.CPURanks != cpu {
+			if back.NCCL != s || len(back.NCCLRecorded) != len(ncclenv.Vars) || back.CPURanks != cpu {
 				t.Errorf("%s, CPU ranks %v: read back %+v (recorded %v), CPU ranks %v", w.name, cpu, back.NCCL, back.NCCLRecorded, back.CPURanks)
 			}
 		}

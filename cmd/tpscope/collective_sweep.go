@@ -99,6 +99,10 @@ type collectiveRow struct {
 	SHMHops    int     `json:"shm_hops"`
 	Calibrated bool    `json:"calibrated"`
 	Bottleneck string  `json:"bottleneck,omitempty"`
+	// Channels is how many channels NCCL's ring runs (NCCL's own count,
+	// or the one --nccl-min-channels / --nccl-max-channels set); absent
+	// for a custom all-reduce.
+	Channels int `json:"channels,omitempty"`
 }
 
 // sweepCollective predicts op over group with m for every size, as
@@ -133,6 +137,9 @@ func sweepCollective(m *sim.CollectiveModel, op model.Collective, group []int, s
 		}
 		r := collectiveRow{Bytes: b, TimeUs: c.TimeUs, AlgBWGBps: c.AlgBWGBps, BusBWGBps: c.BusBWGBps, Algo: c.Algo, Proto: c.Proto,
 			LatencyUs: c.LatencyUs, SHMHops: c.SHMHops, Calibrated: c.Calibrated, Bottleneck: c.Bottleneck}
+		if custom == "" {
+			r.Channels = c.Channels
+		}
 		if !math.IsNaN(c.NCCLTimeUs) {
 			r.NCCLTimeUs = c.NCCLTimeUs
 		}

@@ -4,6 +4,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/tpscope/tpscope/pipeline"
+	"github.com/tpscope/tpscope/sim"
 	"github.com/tpscope/tpscope/topology"
 )
 
@@ -35,8 +36,16 @@ func checkMeasuredBox(what, backend string, topoGiven, everyBackend bool, box *t
 }
 
 // ncclFlagNames are the flags that set NCCL's variables, on every verb
-// that has them.
-var ncclFlagNames = []string{"nccl-proto", "nccl-algo", "p2p-level", "p2p-disable"}
+// that has them: the option fields with an NCCL variable.
+var ncclFlagNames = func() []string {
+	var names []string
+	for _, of := range sim.OptionFields() {
+		if of.Env != "" {
+			names = append(names, of.Name)
+		}
+	}
+	return names
+}()
 
 // checkRealized refuses, before a run, a flag of fs the user set that asks
 // the backend for what it does not realize (caps, as the backend says):

@@ -49,6 +49,8 @@ func TestRunTellsBackendTheScenario(t *testing.T) {
 		{"ar-norm-fusion", []string{"--ar-norm-fusion"}, exec.BackendConfig{Seed: 1, ARNormFusion: true}, nil},
 		{"nccl settings", []string{"--nccl-proto", "LL", "--p2p-level", "SYS"},
 			exec.BackendConfig{Seed: 1, NCCL: ncclenv.Settings{Proto: "LL", P2PLevel: "SYS"}}, map[string]string{"NCCL_PROTO": "LL", "NCCL_P2P_LEVEL": "SYS"}},
+		{"nccl channels", []string{"--nccl-min-channels", "8", "--nccl-max-channels", "16"},
+			exec.BackendConfig{Seed: 1, NCCL: ncclenv.Settings{MinChannels: 8, MaxChannels: 16}}, map[string]string{"NCCL_MIN_NCHANNELS": "8", "NCCL_MAX_NCHANNELS": "16"}},
 		{"seed", []string{"--seed", "7", "--ar-norm-fusion"}, exec.BackendConfig{Seed: 7, ARNormFusion: true}, nil},
 	}
 	for _, tc := range cases {

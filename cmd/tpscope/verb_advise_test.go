@@ -37,7 +37,7 @@ func TestAdviseSeed(t *testing.T) {
 		"baseline (cuda-graphs nccl-proto=LL p2p-level=SYS)",
 		"stock (eager",
 		"fp8-kv", "oneshot-ar", "ar-norm-fusion", "expert-parallel", "dp-attn-ep", "mtp", "box-h200-nvswitch",
-		"nccl-proto-ll", "nccl-p2p-sys", "nccl-p2p-disable", "cuda-graphs",
+		"nccl-proto-ll", "nccl-p2p-sys", "nccl-p2p-disable", "nccl-min-channels-8", "cuda-graphs",
 		"where it pays",
 	} {
 		if !strings.Contains(s, want) {

@@ -165,7 +165,7 @@ func TestCalibrateNCCLTestsRecordedSettings(t *testing.T) {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
 	const first = "# fit of box rtxpro6000-2s (the default; --topo names the box the log ran on), 8 ranks (devices 0-7 of its 8); " +
-		"NCCL settings NCCL_P2P_LEVEL=SYS NCCL_PROTO=LL (recorded in the log: NCCL_PROTO, NCCL_P2P_LEVEL; not recorded, NCCL's default assumed: NCCL_ALGO, NCCL_P2P_DISABLE)\n"
+		"NCCL settings NCCL_P2P_LEVEL=SYS NCCL_PROTO=LL (recorded in the log: NCCL_PROTO, NCCL_P2P_LEVEL; not recorded, NCCL's default assumed: NCCL_ALGO, NCCL_P2P_DISABLE, NCCL_MIN_NCHANNELS, NCCL_MAX_NCHANNELS)\n"
 	if !strings.HasPrefix(stdout, first) {
 		t.Errorf("report starts\n%s\nwant\n%s", stdout, first)
 	}
@@ -196,6 +196,47 @@ func TestCalibrateNCCLTestsRecordedSettings(t *testing.T) {
 	}
 	if code, _, stderr := runCLI(t, "calibrate", "--nccl-tests", log, "-o", out, "--p2p-level", "sys", "--nccl-proto", "LL"); code != 0 {
 		t.Errorf("agreeing flags: exit %d, %q", code, stderr)
+	}
+}
+
+// TestCalibrateNCCLTestsChannels: a log run with NCCL_MIN_NCHANNELS=8
+// (NCCL's INFO line for an integer parameter ends in a period) is fitted
+// under it: the report names it as recorded, the entries record the 8
+// channels the dual-socket ring ran (NCCL's own 2 raised to 8), and a
+// --nccl-min-channels that contradicts the log is refused in one line.
+func TestCalibrateNCCLTestsChannels(t *testing.T) {
+	pcie, err := os.ReadFile("../../calibrate/testdata/nccltests/all_reduce_perf_8x_pcie.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const rankLine = "NVIDIA RTX PRO 6000 Blackwell Server Edition\nbox01:"
+	text := strings.Replace(string(pcie), rankLine, "NVIDIA RTX PRO 6000 Blackwell Server Edition\n"+
+		"box01:48213:48213 [0] NCCL INFO NCCL_P2P_LEVEL set by environment to SYS\n"+
+		"box01:48213:48213 [0] NCCL INFO NCCL_MIN_NCHANNELS set by environment to 8.\nbox01:", 1)
+	dir := t.TempDir()
+	log, out := filepath.Join(dir, "all_reduce_perf.txt"), filepath.Join(dir, "box.json")
+	if err := os.WriteFile(log, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, stdout, stderr := runCLI(t, "calibrate", "--nccl-tests", log, "-o", out)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	if !strings.Contains(stdout, "NCCL settings NCCL_MIN_NCHANNELS=8 NCCL_P2P_LEVEL=SYS (recorded in the log: NCCL_P2P_LEVEL, NCCL_MIN_NCHANNELS;") {
+		t.Errorf("report\n%s\nwant the settings recorded in the log named", stdout)
+	}
+	box, err := topology.Load(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range box.Calibration.Collectives {
+		if p.Channels != 8 || p.P2PLevel != "SYS" {
+			t.Errorf("fitted %+v: want 8 channels under SYS", p)
+		}
+	}
+	if code, _, stderr := runCLI(t, "calibrate", "--nccl-tests", log, "-o", out, "--nccl-min-channels", "4"); code != 2 ||
+		stderr != "tpscope calibrate: usage: --nccl-min-channels 4: "+log+" records NCCL_MIN_NCHANNELS=8 at line 16: the fit is of the settings the run had (drop --nccl-min-channels)\n" {
+		t.Errorf("contradicting flag: exit %d, %q", code, stderr)
 	}
 }
 

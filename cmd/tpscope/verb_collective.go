@@ -42,27 +42,19 @@ collective (nccl-tests itself, or scripts/gpu-collectives-torch.py) beside it.`,
 // collectiveOptions are collective's flags.
 type collectiveOptions struct {
 	boundFlags
-	topo       string
-	op         string
-	ranks      int // the first N GPUs; 0 = all
-	sizes      string
-	nccl       map[string]*string // the NCCL string options, by flag name
-	p2pDisable bool
-	customAR   string
-	noCal      bool
-	output     string
-	meas       *measureFlags
+	topo     string
+	op       string
+	ranks    int // the first N GPUs; 0 = all
+	sizes    string
+	nccl     sim.Options // the NCCL options (the fields that set an NCCL variable), bound through the options' codec
+	customAR string
+	noCal    bool
+	output   string
+	meas     *measureFlags
 }
 
 func newCollectiveOptions() *collectiveOptions {
-	o := &collectiveOptions{topo: topology.DefaultPreset, op: "allreduce", sizes: "512:512M", nccl: map[string]*string{},
-		output: formatTable, meas: newMeasureFlags()}
-	for _, of := range sim.OptionFields() {
-		if of.Env != "" && of.Kind == sim.OptionString {
-			o.nccl[of.Name] = new(string)
-		}
-	}
-	return o
+	return &collectiveOptions{topo: topology.DefaultPreset, op: "allreduce", sizes: "512:512M", output: formatTable, meas: newMeasureFlags()}
 }
 
 func (o *collectiveOptions) Bind(fs *pflag.FlagSet) {
@@ -71,12 +63,17 @@ func (o *collectiveOptions) Bind(fs *pflag.FlagSet) {
 	fs.StringVar(&o.op, "op", o.op, "collective: allreduce, allgather, reducescatter, alltoall")
 	fs.IntVar(&o.ranks, "ranks", o.ranks, "ranks taking part: the first N GPUs (0 = all)")
 	fs.StringVar(&o.sizes, "sizes", o.sizes, "sizes MIN:MAX (doubling, K/M/G = 1024 multiples) or one size")
+	// The NCCL flags are the scenario verbs' own definitions (one per
+	// field of sim.Options that sets an NCCL variable).
 	for _, of := range sim.OptionFields() {
-		if v := o.nccl[of.Name]; v != nil {
-			fs.StringVar(v, of.Name, *v, of.Help)
+		if of.Env == "" {
+			continue
+		}
+		fs.Var(&optionValue{f: of, o: &o.nccl}, of.Name, of.Help)
+		if of.Kind == sim.OptionBool {
+			fs.Lookup(of.Name).NoOptDefVal = "true"
 		}
 	}
-	fs.BoolVar(&o.p2pDisable, "p2p-disable", o.p2pDisable, "NCCL_P2P_DISABLE=1: every GPU-to-GPU hop through host memory")
 	fs.StringVar(&o.customAR, "custom-ar", o.customAR, "all-reduce only: oneshot or twoshot custom all-reduce over P2P, or multimem (torch's symmetric-memory all-reduce, which vLLM runs on GPUs that share an NVSwitch), instead of NCCL")
 	fs.BoolVar(&o.noCal, "no-calibration", o.noCal, "ignore calibrated parameters in the topology file")
 	bindOutputFlag(fs, &o.output, "one row per size", allFormats...)
@@ -125,8 +122,8 @@ func (o *collectiveOptions) Run(ctx context.Context, args []string, std IO) erro
 	if o.customAR == "multimem" && !t.NVSwitchJoined(group) {
 		return flagError("--custom-ar", "multimem", "the multimem all-reduce needs GPUs that share an NVSwitch (multicast memory); the first %d GPUs of %s do not", n, t.Name)
 	}
-	no := ncclenv.Settings{Proto: o.ncclOption("nccl-proto"), Algo: o.ncclOption("nccl-algo"), P2PLevel: o.ncclOption("p2p-level"),
-		P2PDisable: o.p2pDisable, IgnoreCalibration: o.noCal}
+	no := o.nccl.NCCL
+	no.IgnoreCalibration = o.noCal
 	if err := no.Validate(); err != nil {
 		return causeError("", nil, err)
 	}
@@ -156,8 +153,17 @@ func (o *collectiveOptions) Run(ctx context.Context, args []string, std IO) erro
 	if err != nil {
 		return err
 	}
-	title := fmt.Sprintf("%s on %d ranks of %s (NCCL_PROTO=%q NCCL_ALGO=%q NCCL_P2P_LEVEL=%s%s)",
-		coll, n, t.Name, no.Proto, no.Algo, m.Options().P2PCondition(), map[bool]string{true: " custom=" + o.customAR, false: ""}[o.customAR != ""])
+	chans := ""
+	for _, v := range []struct {
+		env string
+		n   int
+	}{{ncclenv.EnvMinChannels, no.MinChannels}, {ncclenv.EnvMaxChannels, no.MaxChannels}} {
+		if v.n != 0 {
+			chans += fmt.Sprintf(" %s=%d", v.env, v.n)
+		}
+	}
+	title := fmt.Sprintf("%s on %d ranks of %s (NCCL_PROTO=%q NCCL_ALGO=%q NCCL_P2P_LEVEL=%s%s%s)",
+		coll, n, t.Name, no.Proto, no.Algo, m.Options().P2PCondition(), chans, map[bool]string{true: " custom=" + o.customAR, false: ""}[o.customAR != ""])
 	// The table rounds to two decimals; the CSV, read by programs, keeps
 	// the values (a small size's algbw is thousandths of a GB/s).
 	cellsOf := func(num func(float64) string) [][]string {
@@ -181,14 +187,6 @@ func (o *collectiveOptions) Run(ctx context.Context, args []string, std IO) erro
 		CSV:  func(w io.Writer) error { return writeCSV(w, header, csvCells) },
 		Text: func(w io.Writer, md bool) error { return writeFirstTable(w, title, "", header, cells, md) },
 	})
-}
-
-// ncclOption is the value of one of the NCCL string flags ("" unset).
-func (o *collectiveOptions) ncclOption(name string) string {
-	if v := o.nccl[name]; v != nil {
-		return *v
-	}
-	return ""
 }
 
 // writeMeasured prints a --measure run in the output format; topo "" and

@@ -6,7 +6,7 @@ import (
 )
 
 // ncclTestKeys are the variables the cases below set or expect.
-var ncclTestKeys = []string{"NCCL_PROTO", "NCCL_ALGO", "NCCL_P2P_LEVEL", "NCCL_P2P_DISABLE", runtimeConnectEnv, "NCCL_SOCKET_IFNAME"}
+var ncclTestKeys = []string{"NCCL_PROTO", "NCCL_ALGO", "NCCL_P2P_LEVEL", "NCCL_P2P_DISABLE", "NCCL_MIN_NCHANNELS", "NCCL_MAX_NCHANNELS", runtimeConnectEnv, "NCCL_SOCKET_IFNAME"}
 
 // unset marks a variable that is not in the environment.
 const unset = "\x00unset"
@@ -70,6 +70,10 @@ func TestApplyEnvRestores(t *testing.T) {
 		{name: "runtime connect from the settings",
 			env:    map[string]string{runtimeConnectEnv: "1", "NCCL_ALGO": "Ring"},
 			during: map[string]string{runtimeConnectEnv: "1", "NCCL_ALGO": "Ring"}},
+		{name: "channel counts",
+			before: map[string]string{"NCCL_MAX_NCHANNELS": "4"},
+			env:    map[string]string{"NCCL_MIN_NCHANNELS": "8", "NCCL_MAX_NCHANNELS": "16"},
+			during: map[string]string{"NCCL_MIN_NCHANNELS": "8", "NCCL_MAX_NCHANNELS": "16", runtimeConnectEnv: "0"}},
 		{name: "keys outside NCCL_ are ignored",
 			env:    map[string]string{"CUDA_VISIBLE_DEVICES": "3"},
 			during: map[string]string{runtimeConnectEnv: "0"}},
