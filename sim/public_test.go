@@ -160,7 +160,8 @@ func glmPublicPredict(t *testing.T, batch, context int) *Prediction {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := New(tp, Options{CUDAGraphs: true, Engine: engprof.Ref{Name: "sglang"}, AttentionBackend: "flashinfer", NCCL: ncclenv.Settings{Proto: "LL", P2PLevel: "SYS"}})
+	p, err := New(tp, Options{CUDAGraphs: true, Engine: engprof.Ref{Name: "sglang"}, AttentionBackend: "flashinfer", MoEKernel: "cutlass",
+		NCCL: ncclenv.Settings{Proto: "LL", P2PLevel: "SYS", MinChannels: 8}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -173,43 +174,23 @@ func glmPublicPredict(t *testing.T, batch, context int) *Prediction {
 	return pr
 }
 
-// TestPublicGLM5Decode checks the shapes this data can judge and pins the
-// NVFP4 gap it shows:
+// TestPublicGLM5Decode checks the shapes this data can judge, the run
+// priced as it was launched (models/glm5.md: --moe-runner-backend cutlass,
+// NCCL_MIN_NCHANNELS=8, the public table's rows G2a-G2g and G1c):
 //   - the fall of the single-request rate with context (attention reading
 //     the cache), relative to context 0, within 20 % at every context
 //     (15 % until the shared experts' padded FP4 tiles lengthened the
 //     context-0 step: at 64K the measured step grows by 8.2 ms over
-//     context 0, the priced one by 4.6, the dense MLA's long-context
+//     context 0, the priced one by less, the dense MLA's long-context
 //     read priced fast, which the shorter base step had hidden);
-//   - the aggregate rate at 32 concurrent requests within 15 %, where the
-//     experts' weights are shared by many tokens;
-//   - at 64 requests tpscope is pessimistic, x0.80-0.90 (x0.83 with each
-//     catalog floor also its kind's ramp, x0.85 without): half the step is
-//     NVFP4 expert weights streamed at 0.8 x 1,597 GB/s (aiconfigurator's
-//     mem_bw_empirical_scaling_factor for every system, on hardware.md's
-//     derived Server Edition bandwidth; only the dense GEMMs stream at
-//     a GEMV's 0.86 of GDDR7, the experts' kernels keep the device's 0.8: no
-//     measurement of them streaming from DRAM is at hand), where the rtx_pro_6000_server
-//     GEMM table streams large weights at about 94 % of 1,597 GB/s: the
-//     streaming prior, not the schedule, is what this row measures (a
-//     calibration from the box's trace fixes it);
-//   - at 1-8 requests tpscope is within 0-12 % (x1.03-1.10 since a
-//     kernel node costs its measured 0.28 us, not the 1.3 us of an event
-//     node, topology/catalog.json arch hopper; x0.93-0.99 before, since the
-//     dense GEMMs stream at a GEMV's measured 0.86 of GDDR7's bandwidth,
-//     the arch's mem/gemm; x0.92-0.98 before, at 0.80; with the FP4
-//     kernels' padded tiles, which the profiles state: the shared experts'
-//     gate/up GEMM at one token does the tensor work of 128 rows;
-//     before them x1.03-1.12 with
-//     each catalog floor also its kind's ramp, a kernel priced floor +
-//     roofline; x1.10-1.23 with max(floor, roofline), the catalog's
-//     per-kind kernel floors and 1.3 us graph-node gap; x1.12-1.29 with
-//     the former flat 2 us floor and 1 us gap, x1.26-1.43
-//     before the fused-MoE path's sort, permute and finalize kernels and
-//     the MLA decode's companion kernels were priced, sim/compute.go
-//     moeExtraKernels, flashMLAExtraKernels): the small-batch NVFP4 MoE
-//     kernels again (TestPublicNVFP4Ratio); the test fails when that moves,
-//     so the README is updated with it.
+//   - the aggregate rate at every concurrency from 1 to 64 requests
+//     within 12 % (x0.90 at one request to x0.99 at 4 and 16, x0.92 at
+//     64, 2026-12-07). Priced before with FlashInfer's CUTLASS MoE (the
+//     profile's default, not the run's cutlass_moe_fp4) and NCCL's two
+//     channels of the dual-socket box (not the run's eight), the same
+//     rows read x1.04-1.10 at 1-8 requests and x0.83 at 64: the kernel
+//     chain's 13 companions cost the small batches 5-10 %, and the eight
+//     channels' all-reduces gave the large ones back 10 %.
 func TestPublicGLM5Decode(t *testing.T) {
 	p0 := glmPublicPredict(t, 1, 512).TokensPerS
 	for _, ctx := range []int{16384, 32768, 65536, 131072} {
@@ -224,13 +205,8 @@ func TestPublicGLM5Decode(t *testing.T) {
 		pr := glmPublicPredict(t, b, 512)
 		r := pr.TokensPerS / glmPublicBatch[b]
 		t.Logf("batch %2d: predicted %6.1f tok/s, measured %6.1f (x%.2f), comm %.2f", b, pr.TokensPerS, glmPublicBatch[b], r, pr.CommShareFrac)
-		switch {
-		case b == 32 && math.Abs(r-1) > 0.15:
-			t.Errorf("batch %d: x%.2f of the measured aggregate, want within 15 %%", b, r)
-		case b == 64 && (r < 0.80 || r > 0.90):
-			t.Errorf("batch %d: x%.2f of the measured aggregate; the documented streaming-bandwidth gap is x0.80-0.90", b, r)
-		case b <= 8 && (r < 1.00 || r > 1.12):
-			t.Errorf("batch %d: x%.2f of the measured aggregate; the documented small-batch band is x1.00-1.12", b, r)
+		if math.Abs(r-1) > 0.12 {
+			t.Errorf("batch %d: x%.2f of the measured aggregate, want within 12 %%", b, r)
 		}
 	}
 }
