@@ -99,8 +99,26 @@ type SchedulerFacts struct {
 	// Admission is how a waiting request is admitted when unstated by the
 	// user: "" is vLLM's (the blocks of its whole input free);
 	// AdmitGuaranteedNoEvict is TensorRT-LLM's GUARANTEED_NO_EVICT.
-	Admission string   `yaml:"admission"`
-	Cite      []string `yaml:"cite"`
+	Admission string `yaml:"admission"`
+	// NewTokenRatio, with Admission AdmitNewTokenRatio, is SGLang's
+	// estimate of the output its running requests will still produce.
+	NewTokenRatio *NewTokenRatioFacts `yaml:"new_token_ratio"`
+	Cite          []string            `yaml:"cite"`
+}
+
+// NewTokenRatioFacts are SGLang's new-token-ratio constants (environ.py):
+// a running request is counted for Ratio x min(its remaining output,
+// ClipMaxNewTokens) tokens of future KV, the ratio starting at Init (x
+// --schedule-conservativeness, 1), falling by (Init - Init x MinFactor) /
+// DecaySteps on each decode batch that did not retract, back to Init
+// when the scheduler is idle, and set by a retraction to (the decoded
+// tokens + RetractDecodeSteps a request) / the requests' maximum outputs.
+type NewTokenRatioFacts struct {
+	Init               float64 `yaml:"init"`
+	MinFactor          float64 `yaml:"min_factor"`
+	DecaySteps         int     `yaml:"decay_steps"`
+	ClipMaxNewTokens   int     `yaml:"clip_max_new_tokens"`
+	RetractDecodeSteps int     `yaml:"retract_decode_steps"`
 }
 
 // AdmitGuaranteedNoEvict is TensorRT-LLM's capacity scheduler policy
@@ -108,6 +126,13 @@ type SchedulerFacts struct {
 // its whole length (prompt plus maximum output) fit beside what the
 // running requests still need to finish theirs, so nothing is evicted.
 const AdmitGuaranteedNoEvict = "guaranteed_no_evict"
+
+// AdmitNewTokenRatio is SGLang's PrefillAdder: a waiting request is
+// admitted while its input plus its (clipped) maximum output fit the free
+// KV tokens less what the running requests are estimated to still need
+// (NewTokenRatioFacts) and what the requests admitted before it in the
+// step take.
+const AdmitNewTokenRatio = "new_token_ratio"
 
 // The scheduling policies a profile may state (serving.Policy's values).
 const (

@@ -70,8 +70,18 @@ func (p *Profile) validateServing(bad func(field, format string, a ...any) error
 	if sc.MaxSeqs < 0 || sc.BlockTokens < 0 || (sc.MaxSeqs > 0 && sc.MaxRunning != nil) {
 		return bad("scheduler", "max_seqs %d, block_tokens %d: want counts >= 0, and max_seqs or max_running, not both", sc.MaxSeqs, sc.BlockTokens)
 	}
-	if sc.Admission != "" && sc.Admission != AdmitGuaranteedNoEvict {
-		return bad("scheduler.admission", "%q: want %s or none (vLLM's)", sc.Admission, AdmitGuaranteedNoEvict)
+	switch sc.Admission {
+	case "", AdmitGuaranteedNoEvict:
+		if sc.NewTokenRatio != nil {
+			return bad("scheduler.new_token_ratio", "stated with admission %q: want admission %s", sc.Admission, AdmitNewTokenRatio)
+		}
+	case AdmitNewTokenRatio:
+		r := sc.NewTokenRatio
+		if r == nil || !(r.Init > 0 && r.Init <= 1) || !(r.MinFactor > 0 && r.MinFactor <= 1) || r.DecaySteps < 1 || r.ClipMaxNewTokens < 1 || r.RetractDecodeSteps < 0 {
+			return bad("scheduler.new_token_ratio", "want init and min_factor in (0, 1], decay_steps and clip_max_new_tokens >= 1, retract_decode_steps >= 0 (admission %s)", AdmitNewTokenRatio)
+		}
+	default:
+		return bad("scheduler.admission", "%q: want %s, %s or none (vLLM's)", sc.Admission, AdmitGuaranteedNoEvict, AdmitNewTokenRatio)
 	}
 	if m := p.Scheduler.MaxRunning; m != nil && (m.KVTokensPerRequest < 1 || m.PoolPerContext < 1 || m.PoolMin < 1 || m.PoolMax < m.PoolMin) {
 		return bad("scheduler.max_running", "%+v: want kv_tokens_per_request, pool_per_context and pool_min >= 1, pool_max >= pool_min", *m)

@@ -52,6 +52,10 @@ type EngineOptions struct {
 	// engprof.AdmitGuaranteedNoEvict: TensorRT-LLM's GUARANTEED_NO_EVICT,
 	// admitWaiting).
 	Admission string `json:"admission,omitempty"`
+	// NewTokenRatio are the engine's new-token-ratio constants under
+	// engprof.AdmitNewTokenRatio (SGLang's), from its profile
+	// (withDefaults); not an option of its own.
+	NewTokenRatio *engprof.NewTokenRatioFacts `json:"-"`
 	// NoSchedulerReserveFullISL is --no-scheduler-reserve-full-isl. By
 	// default (vLLM since 2026, SchedulerConfig.scheduler_reserve_full_isl)
 	// a waiting request is admitted only when the blocks of its whole
@@ -179,6 +183,9 @@ func (o EngineOptions) withDefaults(dev *topology.Device, sched *engprof.Schedul
 		if o.Admission == "" {
 			o.Admission = sched.Admission
 		}
+		if o.Admission == engprof.AdmitNewTokenRatio && o.NewTokenRatio == nil {
+			o.NewTokenRatio = sched.NewTokenRatio
+		}
 	}
 	// An engine whose default depends on the KV pool (SGLang) fills it
 	// once the pool is sized (Simulator.New).
@@ -255,8 +262,13 @@ func (o EngineOptions) Validate() error {
 	if o.EnableChunkedPrefill && o.DisableChunkedPrefill {
 		wm = errors.Join(wm, fmt.Errorf("engine: enable_chunked_prefill and disable_chunked_prefill both set: want one"))
 	}
-	if o.Admission != "" && o.Admission != engprof.AdmitGuaranteedNoEvict {
-		wm = errors.Join(wm, fmt.Errorf("engine: admission %q: want %s or none (vLLM's)", o.Admission, engprof.AdmitGuaranteedNoEvict))
+	switch {
+	case o.Admission == "", o.Admission == engprof.AdmitGuaranteedNoEvict:
+	case o.Admission == engprof.AdmitNewTokenRatio && o.NewTokenRatio != nil:
+	case o.Admission == engprof.AdmitNewTokenRatio:
+		wm = errors.Join(wm, fmt.Errorf("engine: admission %s without the engine's new-token-ratio constants", o.Admission))
+	default:
+		wm = errors.Join(wm, fmt.Errorf("engine: admission %q: want %s, %s or none (vLLM's)", o.Admission, engprof.AdmitGuaranteedNoEvict, engprof.AdmitNewTokenRatio))
 	}
 	if p, err := ParsePolicy(string(o.Policy)); err != nil {
 		pol = fmt.Errorf("engine: %w", err)

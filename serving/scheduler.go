@@ -71,6 +71,10 @@ type replica struct {
 	// spec is the replica's speculative decoding (spec.go), nil without.
 	spec *specState
 
+	// ratio is SGLang's new_token_ratio now (AdmitNewTokenRatio; 0 under
+	// other admissions).
+	ratio float64
+
 	// The current step.
 	step      []scheduledReq
 	it        model.Iteration
@@ -78,7 +82,54 @@ type replica struct {
 }
 
 func newReplica(o EngineOptions, blocks int) *replica {
-	return &replica{opts: o, freeBlocks: blocks, totalBlocks: blocks, watermarkBlocks: int(o.Watermark * float64(blocks))}
+	rp := &replica{opts: o, freeBlocks: blocks, totalBlocks: blocks, watermarkBlocks: int(o.Watermark * float64(blocks))}
+	if f := rp.ratioFacts(); f != nil {
+		rp.ratio = f.Init
+	}
+	return rp
+}
+
+// ratioFacts are the new-token-ratio constants when the replica admits by
+// SGLang's rule, else nil.
+func (rp *replica) ratioFacts() *engprof.NewTokenRatioFacts {
+	if rp.opts.Admission != engprof.AdmitNewTokenRatio {
+		return nil
+	}
+	return rp.opts.NewTokenRatio
+}
+
+// clippedOutput is min(tokens, the engine's clip): SGLang's estimate of a
+// request's output never counts more than CLIP_MAX_NEW_TOKENS.
+func (rp *replica) clippedOutput(tokens int) int {
+	if f := rp.ratioFacts(); f != nil {
+		return min(max(tokens, 0), f.ClipMaxNewTokens)
+	}
+	return max(tokens, 0)
+}
+
+// updateRatio moves SGLang's new_token_ratio after a decode batch
+// (update_running_batch): down by the decay to its minimum when nothing
+// was retracted, else to the retraction's estimate, (the running
+// requests' decoded tokens + RetractDecodeSteps each) / their maximum
+// outputs, at most 1.
+func (rp *replica) updateRatio() {
+	f := rp.ratioFacts()
+	if f == nil {
+		return
+	}
+	lo := f.Init * f.MinFactor
+	if rp.preempted == 0 {
+		rp.ratio = max(rp.ratio-(f.Init-lo)/float64(f.DecaySteps), lo)
+		return
+	}
+	decoded, outs := 0, 0
+	for _, r := range rp.running {
+		decoded += r.generated
+		outs += r.OutputTokens
+	}
+	if outs > 0 {
+		rp.ratio = min(1, float64(decoded+f.RetractDecodeSteps*len(rp.running))/float64(outs))
+	}
 }
 
 func (rp *replica) blocksFor(tokens int) int {
@@ -219,6 +270,20 @@ func (rp *replica) admitWaiting(budget int) {
 			reserved += max(0, rp.blocksFor(r.PromptTokens+r.OutputTokens)-r.blocks)
 		}
 	}
+	// SGLang's PrefillAdder counts tokens: the running requests' estimated
+	// remaining output (new_token_ratio x the clipped rest), then each
+	// admitted request's input and clipped maximum output.
+	sgl := rp.ratioFacts() != nil
+	// The pool's free tokens as the adder starts (SGLang allocates the
+	// admitted requests' inputs after it chose them; here they come off
+	// freeBlocks as they are admitted, so the base is taken first).
+	base := float64(rp.freeBlocks * rp.opts.BlockSize)
+	offset := 0.0
+	if sgl {
+		for _, r := range rp.running {
+			offset += rp.ratio * float64(rp.clippedOutput(r.OutputTokens-r.generated))
+		}
+	}
 	for rp.waiting.len() > 0 && budget > 0 && len(rp.running) < rp.opts.MaxNumSeqs {
 		r := rp.waiting.front()
 		hit := rp.prefixHit(r)
@@ -247,6 +312,17 @@ func (rp *replica) admitWaiting(budget int) {
 		if noEvict && whole > rp.freeBlocks-reserved {
 			break
 		}
+		// add_one_req: NO_TOKEN when input + clipped max output reach
+		// what the free tokens leave after the offset. An idle engine
+		// admits its first request whatever its output: SGLang clamps a
+		// request's max_new_tokens to what its pool holds beside the
+		// input when it arrives.
+		total := r.tokens() - hit + rp.clippedOutput(r.OutputTokens-r.generated)
+		idle := len(rp.running) == 0 && offset == 0
+		if sgl && !idle && float64(total) >= base-offset {
+			break
+		}
+		offset += float64(total)
 		reserved += max(0, whole-need)
 		rp.waiting.popFront()
 		if hit > r.computed {
@@ -286,7 +362,15 @@ func (rp *replica) scheduleSGLang() bool {
 		return true
 	}
 	rp.scheduleRunning(rp.opts.MaxNumBatchedTokens+len(rp.running)*rp.decodeWidth(), true)
-	return len(rp.step) > 0
+	if len(rp.step) == 0 {
+		// An idle scheduler resets its estimate (event_loop: no batch).
+		if f := rp.ratioFacts(); f != nil {
+			rp.ratio = f.Init
+		}
+		return false
+	}
+	rp.updateRatio()
+	return true
 }
 
 // prefixHit is how many of r's tokens are in the prefix cache when it

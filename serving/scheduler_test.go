@@ -1,6 +1,7 @@
 package serving
 
 import (
+	"math"
 	"slices"
 	"testing"
 
@@ -264,5 +265,90 @@ func TestGuaranteedNoEvictAdmission(t *testing.T) {
 	entered, preempts = run("")
 	if want := []int{1, 1, 1}; !slices.Equal(entered, want) || preempts == 0 {
 		t.Errorf("vLLM's rule: requests entered at steps %v with %d preemptions, want %v and some", entered, preempts, want)
+	}
+}
+
+// TestSGLangNewTokenRatioAdmission walks SGLang's PrefillAdder on a pool
+// of 300 tokens (page 1): A (100 in, 100 out) enters an idle engine;
+// B (100 in, 100 out) then needs 100 + 100 tokens where the pool's 300
+// less A's admitted 200 leave 100, and later, while A decodes, 300 less
+// A's 100 + g cached tokens less 0.7-ish x A's 100 - g remaining outputs
+// leave less than 200 at every g: B (and C, 10 in 10 out, behind it in
+// the FCFS queue) wait until A has finished, then both enter together
+// (B on the idle engine, C's 20 within 300 - 200), and nothing is ever
+// retracted. Under vLLM's rule all three enter at step 1 and A and B,
+// 400 tokens in a 300-token pool, preempt.
+func TestSGLangNewTokenRatioAdmission(t *testing.T) {
+	reqs := []Request{{PromptTokens: 100, OutputTokens: 100}, {PromptTokens: 100, OutputTokens: 100}, {PromptTokens: 10, OutputTokens: 10}}
+	facts := &engprof.NewTokenRatioFacts{Init: 0.7, MinFactor: 0.14, DecaySteps: 600, ClipMaxNewTokens: 4096, RetractDecodeSteps: 20}
+	run := func(admission string) (entered []int, lastA, preempts int) {
+		o := EngineOptions{MaxNumSeqs: 8, MaxNumBatchedTokens: 1000, BlockSize: 1, Policy: PolicySGLang, Admission: admission}
+		if admission == engprof.AdmitNewTokenRatio {
+			o.NewTokenRatio = facts
+		}
+		s := newStepper(o, 300, reqs...)
+		entered = make([]int, len(reqs))
+		for step := 1; s.rp.hasWork(); step++ {
+			if step > 2000 {
+				t.Fatalf("%q: still running after 2000 steps", admission)
+			}
+			s.step(t)
+			for _, r := range s.rp.running {
+				if entered[r.id] == 0 {
+					entered[r.id] = step
+				}
+			}
+			preempts += s.rp.preempted
+		}
+		a := s.emitted[0]
+		if len(a) != 100 {
+			t.Fatalf("%q: A emitted %d tokens, want 100", admission, len(a))
+		}
+		return entered, int(a[len(a)-1]), preempts
+	}
+	entered, lastA, preempts := run(engprof.AdmitNewTokenRatio)
+	if entered[0] != 1 || entered[1] != lastA+1 || entered[2] != lastA+1 || preempts != 0 {
+		t.Errorf("new_token_ratio: entered at steps %v, A's last token at step %d, %d preemptions; want A at 1, B and C at %d, none", entered, lastA, preempts, lastA+1)
+	}
+	entered, _, preempts = run("")
+	if !slices.Equal(entered, []int{1, 1, 1}) || preempts == 0 {
+		t.Errorf("vLLM's rule: entered at steps %v with %d preemptions, want all at 1 and some", entered, preempts)
+	}
+}
+
+// TestSGLangNewTokenRatioUpdates: SGLang's estimate falls by (0.7 -
+// 0.7 x 0.14) / 600 = 0.0010033 a decode batch to its floor 0.098, resets
+// to 0.7 when the scheduler idles, and a retraction sets it to (decoded +
+// 20 a request) / the requests' maximum outputs: two running requests
+// that decoded 30 and 10 of 100 and 200 give (40 + 40) / 300.
+func TestSGLangNewTokenRatioUpdates(t *testing.T) {
+	facts := &engprof.NewTokenRatioFacts{Init: 0.7, MinFactor: 0.14, DecaySteps: 600, ClipMaxNewTokens: 4096, RetractDecodeSteps: 20}
+	rp := newReplica(EngineOptions{Policy: PolicySGLang, Admission: engprof.AdmitNewTokenRatio, NewTokenRatio: facts, BlockSize: 1}, 1000)
+	if rp.ratio != 0.7 {
+		t.Fatalf("initial ratio %v, want 0.7", rp.ratio)
+	}
+	rp.updateRatio()
+	if want := 0.7 - (0.7-0.098)/600; math.Abs(rp.ratio-want) > 1e-12 {
+		t.Errorf("after one decode batch: %v, want %v", rp.ratio, want)
+	}
+	for range 700 {
+		rp.updateRatio()
+	}
+	if math.Abs(rp.ratio-0.098) > 1e-12 {
+		t.Errorf("after 701 decode batches: %v, want the floor 0.098", rp.ratio)
+	}
+	rp.running = []*reqState{{Request: Request{OutputTokens: 100}, generated: 30}, {Request: Request{OutputTokens: 200}, generated: 10}}
+	rp.preempted = 1
+	rp.updateRatio()
+	if want := 80.0 / 300; math.Abs(rp.ratio-want) > 1e-12 {
+		t.Errorf("after a retraction: %v, want %v", rp.ratio, want)
+	}
+	// An idle scheduler (nothing running or waiting) resets it.
+	rp.running, rp.preempted = nil, 0
+	if rp.schedule() {
+		t.Fatal("an empty scheduler scheduled a step")
+	}
+	if rp.ratio != 0.7 {
+		t.Errorf("after an idle iteration: %v, want 0.7", rp.ratio)
 	}
 }

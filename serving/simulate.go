@@ -155,7 +155,10 @@ func (s *Simulator) DefaultsUsed() string {
 	}
 	if g.Admission == "" && !g.NoSchedulerReserveFullISL {
 		adm := "whole input's blocks free"
-		if e.Admission != "" {
+		switch f := e.NewTokenRatio; {
+		case e.Admission == engprof.AdmitNewTokenRatio && f != nil:
+			adm = fmt.Sprintf("input + clipped output within the free tokens less new_token_ratio %g..%g of the running outputs", f.Init, f.Init*f.MinFactor)
+		case e.Admission != "":
 			adm = e.Admission
 		}
 		parts = append(parts, fmt.Sprintf("admission %s (%s)", adm, whose(sc.Admission != "")))
