@@ -416,6 +416,22 @@ func topoEntry(name string) Entry {
 				}
 			}
 			c.Topo = t
+			// What the user left to the engine it decides again on the
+			// new box's GPU, as 'predict --topo' (the row's how) does:
+			// whether a DSA model runs sparse, and the KV dtype its
+			// 'auto' takes (the checkpoint's where it states no default
+			// of its own).
+			if !c.DenseDSAChosen {
+				c.Build.DenseDSA = sim.ImpliedDenseDSA(c.Arch, t, c.Options.Engine)
+			}
+			if c.KVDefault != nil {
+				c.Workload.KVDtype, c.KVDefault = "", nil
+			}
+			if c.Workload.KVDtype == "" {
+				if d := sim.ImpliedKVDefault(c.Arch, t, c.Options.Engine); d != nil {
+					c.Workload.KVDtype, c.KVDefault = d.Dtype, d
+				}
+			}
 			// Tables measured on the old box's GPU do not price the new
 			// one: the moved scenario is priced from the priors.
 			if ch, ok := c.Costs.(sim.SourceChecker); ok && ch.Check(t.DeviceOf(0)) != nil {

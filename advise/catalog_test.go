@@ -11,6 +11,7 @@ import (
 	engprof "github.com/tpscope/tpscope/engine"
 	"github.com/tpscope/tpscope/model"
 	"github.com/tpscope/tpscope/sim"
+	"github.com/tpscope/tpscope/topology"
 )
 
 func entryByName(t *testing.T, name string) Entry {
@@ -423,5 +424,69 @@ func TestDPRowsNameEngineDispatch(t *testing.T) {
 	}
 	if how := e.HowTo(h200); len(how.Engine) != 1 || strings.Contains(how.Engine[0], "all2all") {
 		t.Errorf("vllm: how %+v, want no all2all backend: the default dispatch needs none", how)
+	}
+}
+
+// TestBoxEntryEngineChoicesFollowTheBox: a box row moves the scenario to
+// another GPU, where the engine decides again what the user left to it:
+// whether a DSA model runs sparse (sim.ImpliedDenseDSA: vLLM runs GLM-5
+// dense on SM120 and sparse on SM90) and the KV dtype (sim.ImpliedKVDefault:
+// SGLang's fp8 for a DSA model on SM100 and SM120, bf16 on SM90), as
+// 'predict --topo' of the row's how does. What the user chose moves
+// unchanged.
+func TestBoxEntryEngineChoicesFollowTheBox(t *testing.T) {
+	glm := mustPreset(t, "glm-5-nvfp4")
+	e := entryByName(t, "box-h200-nvswitch")
+
+	// vLLM on the dual-socket SM120 box, --dense-dsa left unchosen.
+	pcie := mustTopo(t, "rtxpro6000-2s")
+	vllm := sim.Scenario{Arch: glm, Plan: model.Plan{TP: 8}, Workload: model.Workload{Batch: 8, Context: 4096},
+		Options: sim.Options{CUDAGraphs: true, Engine: engprof.Ref{Name: "vllm"}}, Topo: pcie}
+	vllm.Build.DenseDSA = sim.ImpliedDenseDSA(glm, pcie, vllm.Options.Engine)
+	if !vllm.Build.DenseDSA {
+		t.Fatal("vLLM runs GLM-5 sparse on SM120: the premise moved")
+	}
+	got, err := e.Apply(vllm)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Build.DenseDSA {
+		t.Error("moved to the H200 box, vLLM's implied dense DSA stayed: it runs GLM-5 sparse on SM90")
+	}
+	chosen := vllm
+	chosen.DenseDSAChosen = true
+	if got, err = e.Apply(chosen); err != nil {
+		t.Fatal(err)
+	}
+	if !got.Build.DenseDSA {
+		t.Error("a chosen --dense-dsa was dropped by the move")
+	}
+
+	// SGLang's KV default: bf16 for a DSA model on SM90, fp8 on SM100.
+	box, err := topology.ParseBox("nvswitch:8xb200")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b200, err := box.Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sgl := sim.Scenario{Arch: glm, Plan: model.Plan{TP: 8}, Workload: model.Workload{Batch: 8, Context: 4096},
+		Options: sim.Options{CUDAGraphs: true, Engine: engprof.Ref{Name: "sglang"}}, Topo: b200}
+	sgl.KVDefault = &sim.KVDefault{Dtype: model.FP8, Engine: "sglang@0.5", Why: "for a DSA model on SM100"}
+	sgl.Workload.KVDtype = model.FP8
+	if got, err = e.Apply(sgl); err != nil {
+		t.Fatal(err)
+	}
+	if got.Workload.KVDtype != model.BF16 || got.KVDefault == nil || got.KVDefault.Why != "for a DSA model on SM90" {
+		t.Errorf("moved to SM90: kv %q, kv_default %+v; want bf16, SGLang's default for a DSA model on SM90", got.Workload.KVDtype, got.KVDefault)
+	}
+	named := sgl
+	named.KVDefault = nil
+	if got, err = e.Apply(named); err != nil {
+		t.Fatal(err)
+	}
+	if got.Workload.KVDtype != model.FP8 || got.KVDefault != nil {
+		t.Errorf("a named --kv-dtype fp8 moved as kv %q, kv_default %+v; want fp8 as named", got.Workload.KVDtype, got.KVDefault)
 	}
 }
