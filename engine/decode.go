@@ -686,7 +686,7 @@ func (p *Profile) validateDispatch(bad func(string, string, ...any) error, cite 
 		field string
 		k     Dispatch
 		need  bool
-	}{{"moe_dispatch.default", d.Default, true}, {"moe_dispatch.nvlink_default", d.NVLinkDefault, false}} {
+	}{{"moe_dispatch.default", d.Default, true}, {"moe_dispatch.nvlink_default", d.NVLinkDefault, false}, {"moe_dispatch.nvlink_only", d.NVLinkOnly, false}} {
 		switch {
 		case c.k == DispatchUnknown && !c.need:
 		case c.k == DispatchUnknown:
@@ -694,6 +694,9 @@ func (p *Profile) validateDispatch(bad func(string, string, ...any) error, cite 
 		case len(d.Names(c.k)) == 0:
 			return bad(c.field, "%s: the engine lists no implementation of it (moe_dispatch.%s)", c.k, c.k)
 		}
+	}
+	if d.NVLinkOnly != DispatchUnknown && d.NVLinkOnly == d.Default {
+		return bad("moe_dispatch.nvlink_only", "%s: the default, which runs where NVLink does not join the GPUs: want the other kind or none", d.NVLinkOnly)
 	}
 	return cite("moe_dispatch", d.Cite)
 }

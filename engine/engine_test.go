@@ -1046,6 +1046,7 @@ func TestDispatchFactsChecked(t *testing.T) {
 		{"default not offered", "  allgather_reducescatter: [ALLGATHER]\n", "", "moe_dispatch.default: allgather_reducescatter: the engine lists no implementation of it"},
 		{"nvlink default not offered", "  alltoall: [NVLINK_ONE_SIDED, NVLINK_TWO_SIDED, DEEPEP, DEEPEPLOWLATENCY]\n", "", "moe_dispatch.nvlink_default: alltoall: the engine lists no implementation of it"},
 		{"name twice", "[NVLINK_ONE_SIDED, NVLINK_TWO_SIDED,", "[NVLINK_ONE_SIDED, ALLGATHER,", "moe_dispatch.allgather_reducescatter[0]: \"ALLGATHER\": want a unique name"},
+		{"nvlink-only default", "  nvlink_only: alltoall\n", "  nvlink_only: allgather_reducescatter\n", "moe_dispatch.nvlink_only: allgather_reducescatter: the default, which runs where NVLink does not join the GPUs"},
 		{"no option", "  option: TRTLLM_FORCE_COMM_METHOD\n", "", "moe_dispatch.option: missing"},
 		{"uncited", "  cite: [comm-factory, mnnvl]\n", "  cite: []\n", "moe_dispatch.cite: missing"},
 	} {

@@ -1071,6 +1071,12 @@ type DispatchFacts struct {
 	// all-to-all first and falls back to all-gather + reduce-scatter).
 	Default       Dispatch `yaml:"default"`
 	NVLinkDefault Dispatch `yaml:"nvlink_default"`
+	// NVLinkOnly, when stated, is the kind none of whose implementations
+	// starts unless NVLink joins every GPU of the EP group (TensorRT-LLM's
+	// MNNVL workspaces and DeepEP's platform check): chosen elsewhere,
+	// the engine fails at start-up, so a scenario that chooses it there
+	// is refused (NeedsNVLink).
+	NVLinkOnly Dispatch `yaml:"nvlink_only"`
 	// AllToAll and AllGather are the engine's implementations of each
 	// kind, by the names Option takes; the first of a default kind is
 	// the one its default runs.
@@ -1098,6 +1104,19 @@ func (d *DispatchFacts) Names(k Dispatch) []string {
 		return d.AllGather
 	}
 	return nil
+}
+
+// NeedsNVLink returns an error naming the engine, its implementations
+// of kind k and the NVLink they need when k is its NVLinkOnly kind and
+// NVLink does not join every GPU of the EP group (allNVLink false), else
+// nil.
+func (p *Profile) NeedsNVLink(k Dispatch, allNVLink bool) error {
+	d := &p.Dispatch
+	if allNVLink || k == DispatchUnknown || k != d.NVLinkOnly {
+		return nil
+	}
+	return fmt.Errorf("%s's %s (%s %s) needs NVLink between the GPUs, which does not join every GPU of this plan: it runs %s there (%s %s)",
+		p.Name(), k.Words(), d.Option, strings.Join(d.Names(k), " | "), d.Default.Words(), d.Option, d.Names(d.Default)[0])
 }
 
 // CheckDispatch returns an error naming the engine and what it offers

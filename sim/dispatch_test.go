@@ -205,3 +205,42 @@ func TestIterationCosterDispatch(t *testing.T) {
 		}
 	}
 }
+
+// TensorRT-LLM's all-to-all methods all need NVLink between the EP
+// group's GPUs (communication_factory.py: a forced
+// TRTLLM_FORCE_COMM_METHOD raises where its strategy cannot construct;
+// NVLinkOneSided and NVLinkTwoSided keep their workspace in MnnvlMemory,
+// and DeepEP.is_platform_supported asks supports_mnnvl, which
+// _mnnvl_utils.py answers from the GPU's NVLinks: none active on a PCIe
+// GPU, so false). --moe-dispatch alltoall on a PCIe box is refused in one
+// line naming the flag, as any option the engine cannot run; on the
+// NVLink box it is the engine's default and runs.
+func TestCheckEngineDispatchNeedsNVLink(t *testing.T) {
+	a, err := model.Preset("tiny-mla-moe")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc := Scenario{Arch: a, Plan: model.Plan{TP: 1, DP: 8, EP: true}, Build: model.BuildOptions{MoEDispatch: model.DispatchAllToAll},
+		Workload: model.Workload{Phase: model.Decode, Batch: 8, Context: 4096},
+		Options:  Options{CUDAGraphs: true, Engine: engprof.Ref{Name: "trtllm"}}, Topo: collTopo(t, "pcie-switch:8xh100-pcie", 0)}
+	err = sc.CheckEngine()
+	if err == nil || !strings.HasPrefix(err.Error(), "--moe-dispatch alltoall: trtllm@1.3's all-to-all") ||
+		!strings.Contains(err.Error(), "needs NVLink between the GPUs") || strings.Contains(err.Error(), "\n") {
+		t.Errorf("trtllm all-to-all on a PCIe box: %v\nwant one line naming --moe-dispatch and the NVLink it needs", err)
+	}
+	sc.Build.MoEDispatch = model.DispatchAllGather
+	if err := sc.CheckEngine(); err != nil {
+		t.Errorf("trtllm all-gather on a PCIe box: %v", err)
+	}
+	sc.Build.MoEDispatch = model.DispatchAllToAll
+	sc.Topo = mustTopo(t, "h200-nvswitch")
+	if err := sc.CheckEngine(); err != nil {
+		t.Errorf("trtllm all-to-all on the NVLink box: %v", err)
+	}
+	// vLLM states no such limit: its all-to-all stays priced.
+	sc.Options.Engine = engprof.Ref{Name: "vllm"}
+	sc.Topo = collTopo(t, "pcie-switch:8xh100-pcie", 0)
+	if err := sc.CheckEngine(); err != nil {
+		t.Errorf("vllm all-to-all on a PCIe box: %v", err)
+	}
+}

@@ -435,6 +435,9 @@ func (sc Scenario) CheckEngine() error {
 			if err := p.CheckDispatch(k); err != nil {
 				return flag("moe-dispatch", sc.Build.MoEDispatch, err)
 			}
+			if err := p.NeedsNVLink(k, nvlinkAmong(sc.Topo, sc.Plan.Normalized().World())); sc.Topo != nil && err != nil {
+				return flag("moe-dispatch", sc.Build.MoEDispatch, err)
+			}
 		}
 	}
 	for _, n := range o.Names() {
