@@ -96,6 +96,11 @@ type SchedulerFacts struct {
 	// DP rank has the whole budget (vLLM's per-engine
 	// max_num_batched_tokens).
 	DPDividesChunk bool `yaml:"dp_divides_chunk"`
+	// DPDividesRunning: under DP attention a running-request limit the
+	// engine is given (or sets itself, as SGLang does for speculation)
+	// is the whole engine's, each DP rank's scheduler taking an equal
+	// share (SGLang: max_running_requests // dp_size).
+	DPDividesRunning bool `yaml:"dp_divides_running"`
 	// Admission is how a waiting request is admitted when unstated by the
 	// user: "" is vLLM's (the blocks of its whole input free);
 	// AdmitGuaranteedNoEvict is TensorRT-LLM's GUARANTEED_NO_EVICT.

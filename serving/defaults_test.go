@@ -339,3 +339,33 @@ func TestSGLangDPDividesChunk(t *testing.T) {
 		}
 	}
 }
+
+// TestSGLangSpecMaxRunningDP: the 48 running requests SGLang sets for its
+// speculative methods are the engine's, and under DP attention each DP
+// rank's scheduler takes max_running_requests // dp_size (tp_worker.py /
+// model_runner.py: "server_args.max_running_requests // (dp_size if
+// enable_dp_attention else 1)", applied to any value set, the one
+// _handle_speculative_decoding sets included): 48 / 8 = 6 a rank at DP 8,
+// 48 / 4 = 12 at DP 4; without DP the engine's one scheduler keeps 48.
+func TestSGLangSpecMaxRunningDP(t *testing.T) {
+	for _, c := range []struct {
+		tp, dp, want int
+		line         string
+	}{
+		{1, 8, 6, "max_num_seqs 6 (sglang@0.5's for NEXTN speculative decoding: a DP rank's share, 48 / 8)"},
+		{2, 4, 12, "max_num_seqs 12 (sglang@0.5's for NEXTN speculative decoding: a DP rank's share, 48 / 4)"},
+		{8, 1, 48, "max_num_seqs 48 (sglang@0.5's for NEXTN speculative decoding)"},
+	} {
+		d := sglangDeployment(t, "nvswitch:8xb200")
+		d.Scenario.Plan = model.Plan{TP: c.tp, DP: c.dp, EP: true}
+		d.Scenario.Workload.SpecTokens = 2
+		d.Engine.NumGPUBlocksOverride = 4096
+		s := mustNew(t, d)
+		if got := s.Engine().MaxNumSeqs; got != c.want {
+			t.Errorf("tp%d dp%d MTP 2: %d running at most per scheduler, want %d", c.tp, c.dp, got, c.want)
+		}
+		if line := s.DefaultsUsed(); !strings.Contains(line, c.line) {
+			t.Errorf("tp%d dp%d: defaults line %q lacks %q", c.tp, c.dp, line, c.line)
+		}
+	}
+}

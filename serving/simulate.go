@@ -41,6 +41,9 @@ type Simulator struct {
 	// chunkOfDP is the engine-wide step budget a DP rank's share was
 	// cut from (0: no share taken).
 	chunkOfDP int
+	// seqsOfDP is the engine-wide running-request limit a DP rank's
+	// share was taken of (DPDividesRunning; 0: none taken).
+	seqsOfDP int
 }
 
 // New validates the deployment, sizes the KV pool and prepares the step
@@ -91,6 +94,13 @@ func New(d Deployment) (*Simulator, error) {
 		if m := d.Scenario.Build.Spec.MethodFor(d.Scenario.Workload); m != "" {
 			if f, ok := prof.SpecMethod(string(m)); ok && f.MaxRunning > 0 {
 				s.engine.MaxNumSeqs, s.specSeqsFrom = f.MaxRunning, f.Name
+				// The limit is the engine's: under DP attention each
+				// rank's scheduler runs its share (SGLang's
+				// max_running_requests // dp_size).
+				if prof.Scheduler.DPDividesRunning && s.dp > 1 {
+					s.seqsOfDP = s.engine.MaxNumSeqs
+					s.engine.MaxNumSeqs = max(1, s.engine.MaxNumSeqs/s.dp)
+				}
 			}
 		}
 	}
@@ -129,6 +139,9 @@ func (s *Simulator) DefaultsUsed() string {
 		}
 		if s.specSeqsFrom != "" {
 			from = fmt.Sprintf("%s for %s speculative decoding", own, s.specSeqsFrom)
+		}
+		if s.seqsOfDP > 0 {
+			from += fmt.Sprintf(": a DP rank's share, %d / %d", s.seqsOfDP, s.dp)
 		}
 		parts = append(parts, fmt.Sprintf("max_num_seqs %d (%s)", e.MaxNumSeqs, from))
 	}
