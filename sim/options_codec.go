@@ -118,7 +118,7 @@ var optionFields = []OptionField{
 	{Name: "timing-events", Kind: OptionInt, Hidden: true, Help: "CUDA events a measuring harness records around each kernel (tpscope's CUDA executor: 2; set by run, 0 for a serving engine)",
 		Get: func(o *Options) string { return intText(o.TimingEventsPerOp) },
 		Set: func(o *Options, v string) (err error) { o.TimingEventsPerOp, err = parseInt(v); return }},
-	{Name: "attention-backend", Kind: OptionString, Help: "the engine's MLA attention backend by name (vLLM: TRITON_MLA, FLASHMLA, FLASH_ATTN_MLA, FLASHINFER_MLA, CUTLASS_MLA; SGLang: triton, flashinfer, fa3, flashmla, trtllm_mla; default: the engine's choice for the GPU and KV dtype)",
+	{Name: "attention-backend", Kind: OptionString, Help: "the engine's MLA attention backend by name (vLLM: TRITON_MLA, FLASHMLA, FLASH_ATTN_MLA, FLASHINFER_MLA, CUTLASS_MLA, and FLASHMLA_SPARSE for a DSA model run sparse; SGLang: triton, flashinfer, fa3, flashmla, trtllm_mla, and nsa for a DSA model run sparse; TensorRT-LLM: TRTLLM; default: the engine's choice for the GPU, KV dtype and model)",
 		Get: func(o *Options) string { return string(o.AttentionBackend) },
 		Set: func(o *Options, v string) error {
 			o.AttentionBackend = AttentionBackend(strings.ToLower(strings.TrimSpace(v)))

@@ -231,3 +231,20 @@ func TestVLLMSchedulerOptionsUnderOtherEngines(t *testing.T) {
 		t.Errorf("vLLM's own scheduler options under vllm: exit %d, stderr %q", code, errs)
 	}
 }
+
+// TestEnableChunkedPrefillOnlyWhereOff: --enable-chunked-prefill turns on
+// TensorRT-LLM's enable_chunked_prefill (off by default there); under
+// vLLM and SGLang, which cut prompts to the step's budget by default, it
+// asks for nothing and is one line, exit 2, before any work.
+func TestEnableChunkedPrefillOnlyWhereOff(t *testing.T) {
+	box := []string{"--model", "deepseek-v3", "--topo", "h200-nvswitch", "--concurrency", "2", "--requests", "4", "--isl", "128", "--osl", "8", "--enable-chunked-prefill"}
+	for _, engine := range []string{"vllm", "sglang"} {
+		code, out, errs := runCLI(t, append([]string{"simulate", "--engine", engine}, box...)...)
+		if code != 2 || out != "" || !strings.Contains(errs, "--enable-chunked-prefill") || !strings.Contains(errs, "by default") || strings.Count(strings.TrimSpace(errs), "\n") > 0 {
+			t.Errorf("%s: exit %d, stdout %q, stderr %q; want exit 2 and one line naming the flag", engine, code, out, errs)
+		}
+	}
+	if code, _, errs := runCLI(t, append([]string{"simulate", "--engine", "trtllm"}, box...)...); code != 0 {
+		t.Errorf("trtllm: exit %d, stderr %q", code, errs)
+	}
+}

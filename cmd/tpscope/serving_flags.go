@@ -33,7 +33,7 @@ type engineFlags struct {
 func (f *engineFlags) bind(fs *pflag.FlagSet) {
 	countVar(fs, &f.maxSeqs, "max-num-seqs", "vLLM max_num_seqs (SGLang --max-running-requests) per scheduler (0 = the engine's default: vLLM's 1024 on GPUs of 70 GiB or more, else 256; SGLang's from its KV pool, min(pool tokens / 2, pool tokens / context length x 512 within 2048 to 4096); TensorRT-LLM's max_batch_size 2048)")
 	countVar(fs, &f.maxTokens, "max-num-batched-tokens", "vLLM max_num_batched_tokens (SGLang --chunked-prefill-size), the token budget of a step (0 = the engine's default: vLLM's 8192 on GPUs of 70 GiB or more, else 2048; SGLang's by GPU memory, 16384 from 160 GiB, 8192 from 60 GiB, 4096 from 35 GiB, else 2048; TensorRT-LLM's max_num_tokens 8192)")
-	countVar(fs, &f.blockSize, "block-size", "vLLM block_size, tokens per KV block (0 = the engine's default: 16; TensorRT-LLM's tokens_per_block 32)")
+	countVar(fs, &f.blockSize, "block-size", "vLLM block_size, tokens per KV block (0 = the engine's default: vLLM's 16; TensorRT-LLM's tokens_per_block 32; SGLang's page_size 1, 64 under flashmla, trtllm_mla and nsa)")
 	countVar(fs, &f.gpuBlocks, "num-gpu-blocks-override", "vLLM num_gpu_blocks_override: KV blocks per scheduler (0 = from the memory model)")
 	countVar(fs, &f.longPrefill, "long-prefill-token-threshold", "vLLM long_prefill_token_threshold: most prompt tokens of one request per step (0 = no limit)")
 	fs.BoolVar(&f.noChunked, "no-enable-chunked-prefill", f.noChunked, "vLLM --no-enable-chunked-prefill: prompts are not cut to the step's budget")
@@ -98,6 +98,16 @@ func (f *engineFlags) engine(prof *engprof.Profile, policyGiven bool) (serving.E
 				return serving.EngineOptions{}, flagError(c.flag, c.v,
 					"vLLM's option, which %s's scheduler has no counterpart of: leave it out, or pass --engine vllm to price vLLM's scheduler", prof.Name())
 			}
+		}
+	}
+	// --enable-chunked-prefill turns on what an engine leaves off by
+	// default (TensorRT-LLM); where chunking is already the default (vLLM,
+	// SGLang: scheduler.chunked_prefill unstated or true) it asks for
+	// nothing.
+	if f.chunked {
+		if c := prof.Scheduler.ChunkedPrefill; c == nil || *c {
+			return serving.EngineOptions{}, flagError("--enable-chunked-prefill", nil,
+				"%s cuts prompts to the step's budget by default: the flag turns on what TensorRT-LLM leaves off; leave it out", prof.Name())
 		}
 	}
 	e := serving.EngineOptions{MaxNumSeqs: f.maxSeqs, MaxNumBatchedTokens: f.maxTokens, BlockSize: f.blockSize,
