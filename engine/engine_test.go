@@ -1062,3 +1062,15 @@ func TestDispatchFactsChecked(t *testing.T) {
 		})
 	}
 }
+
+// TestSpecMaxRunningFlagChecked: a method that states a running-request
+// limit names the engine's option that lifts it, with {n}.
+func TestSpecMaxRunningFlagChecked(t *testing.T) {
+	base := string(mustRead(t, "profiles/sglang-0.5.yaml"))
+	if f, _ := mustLookup(t, "sglang@0.5").SpecMethod("eagle3"); f.MaxRunningFlag != "--max-running-requests {n}" {
+		t.Errorf("sglang eagle3: max_running_flag %q, want --max-running-requests {n}", f.MaxRunningFlag)
+	}
+	if err := parseEdited(base, `max_running_flag: "--max-running-requests {n}"`, `max_running_flag: "--max-running-requests"`); !oneLineWith(err, "max_running_flag") {
+		t.Errorf("a flag without {n}: %v, want one line naming max_running_flag", err)
+	}
+}

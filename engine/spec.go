@@ -45,8 +45,12 @@ type SpecMethodFacts struct {
 	// sets for the method when the user gives none (SGLang resets
 	// max_running_requests to 48 for EAGLE, EAGLE3, STANDALONE, NEXTN and
 	// NGRAM); 0: the scheduler's rule holds.
-	MaxRunning int      `yaml:"max_running"`
-	Cite       []string `yaml:"cite"`
+	MaxRunning int `yaml:"max_running"`
+	// MaxRunningFlag, with MaxRunning, is the engine's option that lifts
+	// that limit, with {n} for the count (SGLang's
+	// --max-running-requests {n}).
+	MaxRunningFlag string   `yaml:"max_running_flag"`
+	Cite           []string `yaml:"cite"`
 }
 
 // specMethodNames are the methods a profile may list (model's speculative
@@ -111,6 +115,9 @@ func (p *Profile) validateSpec(bad func(field, format string, a ...any) error, c
 		}
 		if m.MaxRunning < 0 {
 			return bad(f+".max_running", "%d: want a count of requests (0: the scheduler's rule)", m.MaxRunning)
+		}
+		if m.MaxRunning > 0 && !strings.Contains(m.MaxRunningFlag, "{n}") {
+			return bad(f+".max_running_flag", "%q: want the engine's option that lifts max_running, with {n} for the count", m.MaxRunningFlag)
 		}
 		if err := cite(f, m.Cite); err != nil {
 			return err

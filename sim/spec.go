@@ -516,7 +516,14 @@ func (sc Scenario) SpecEngineFlag() string {
 	if n := specDrafterHF[d]; n != "" {
 		d = n
 	}
-	return f.FlagFor(sc.Workload.SpecTokens, sc.Build.Spec.DraftSteps(sc.Workload), sc.Build.Spec.TopK, d)
+	flag := f.FlagFor(sc.Workload.SpecTokens, sc.Build.Spec.DraftSteps(sc.Workload), sc.Build.Spec.TopK, d)
+	// An engine that limits its running requests under speculation
+	// (SGLang: 48, shared by the DP ranks) runs the step's batch only
+	// with the limit lifted to the engine's whole batch.
+	if n := sc.Workload.Batch * sc.Plan.Normalized().DP; f.MaxRunning > 0 && n > f.MaxRunning {
+		flag += " " + strings.ReplaceAll(f.MaxRunningFlag, "{n}", strconv.Itoa(n))
+	}
+	return flag
 }
 
 // specDrafterHF maps built-in drafters to the checkpoints engines load.

@@ -358,3 +358,42 @@ func TestSpecCaptureTRTLLM(t *testing.T) {
 		}
 	}
 }
+
+// TestSpecEngineFlagLiftsSGLangLimit: SGLang runs at most 48 requests
+// under speculation (shared by its DP ranks), so the engine flag of a
+// step of more carries --max-running-requests with the engine's whole
+// batch: DeepSeek-V3 MTP 2 at 64 requests adds 64, at 8 nothing, and
+// DP 4 of 16 requests each (64 in the engine) adds 64; vLLM has no such
+// limit.
+func TestSpecEngineFlagLiftsSGLangLimit(t *testing.T) {
+	for _, c := range []struct {
+		engine    string
+		tp, dp    int
+		batch     int
+		want, not string
+	}{
+		{"sglang", 8, 1, 64, "--max-running-requests 64", ""},
+		{"sglang", 8, 1, 8, "", "--max-running-requests"},
+		{"sglang", 2, 4, 16, "--max-running-requests 64", ""},
+		{"sglang", 2, 4, 12, "", "--max-running-requests"},
+		{"vllm", 8, 1, 64, "", "max-running"},
+	} {
+		ref, err := engprof.ParseRef(c.engine)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sc := Scenario{Arch: mustPreset(t, "deepseek-v3"), Plan: model.Plan{TP: c.tp, DP: c.dp, EP: c.dp > 1},
+			Options:  Options{CUDAGraphs: true, Engine: ref},
+			Workload: model.Workload{Phase: model.Decode, Batch: c.batch, Context: 1024, SpecTokens: 2}}
+		f := sc.SpecEngineFlag()
+		if !strings.Contains(f, "--speculative") && !strings.Contains(f, "speculative_config") && !strings.Contains(f, "mtp") {
+			t.Errorf("%s tp%d dp%d b%d: engine flag %q does not turn speculation on", c.engine, c.tp, c.dp, c.batch, f)
+		}
+		if c.want != "" && !strings.HasSuffix(f, " "+c.want) {
+			t.Errorf("%s tp%d dp%d b%d: engine flag %q, want it to end %q", c.engine, c.tp, c.dp, c.batch, f, c.want)
+		}
+		if c.not != "" && strings.Contains(f, c.not) {
+			t.Errorf("%s tp%d dp%d b%d: engine flag %q has %q", c.engine, c.tp, c.dp, c.batch, f, c.not)
+		}
+	}
+}
