@@ -96,6 +96,12 @@ type SchedulerFacts struct {
 	// DP rank has the whole budget (vLLM's per-engine
 	// max_num_batched_tokens).
 	DPDividesChunk bool `yaml:"dp_divides_chunk"`
+	// MaxPrefillTokens, when set, is the prefill step's budget with
+	// chunked prefill off (SGLang's --max-prefill-tokens), within which
+	// the first waiting prompt is admitted whatever its length; 0: the
+	// step budget holds and a longer prompt never runs (vLLM's, TensorRT-
+	// LLM's max_num_tokens).
+	MaxPrefillTokens int `yaml:"max_prefill_tokens"`
 	// DPDividesRunning: under DP attention a running-request limit the
 	// engine is given (or sets itself, as SGLang does for speculation)
 	// is the whole engine's, each DP rank's scheduler taking an equal

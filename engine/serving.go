@@ -70,6 +70,9 @@ func (p *Profile) validateServing(bad func(field, format string, a ...any) error
 	if sc.MaxSeqs < 0 || sc.BlockTokens < 0 || (sc.MaxSeqs > 0 && sc.MaxRunning != nil) {
 		return bad("scheduler", "max_seqs %d, block_tokens %d: want counts >= 0, and max_seqs or max_running, not both", sc.MaxSeqs, sc.BlockTokens)
 	}
+	if sc.MaxPrefillTokens < 0 {
+		return bad("scheduler.max_prefill_tokens", "%d: want a count of tokens (0: the step budget holds)", sc.MaxPrefillTokens)
+	}
 	switch sc.Admission {
 	case "", AdmitGuaranteedNoEvict:
 		if sc.NewTokenRatio != nil {

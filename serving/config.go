@@ -56,6 +56,11 @@ type EngineOptions struct {
 	// engprof.AdmitNewTokenRatio (SGLang's), from its profile
 	// (withDefaults); not an option of its own.
 	NewTokenRatio *engprof.NewTokenRatioFacts `json:"-"`
+	// FirstPromptWhole: with chunked prefill off, the first waiting prompt
+	// of a step is admitted whole whatever the budget (SGLang's
+	// PrefillAdder, its profile's scheduler.max_prefill_tokens); not an
+	// option of its own.
+	FirstPromptWhole bool `json:"-"`
 	// NoSchedulerReserveFullISL is --no-scheduler-reserve-full-isl. By
 	// default (vLLM since 2026, SchedulerConfig.scheduler_reserve_full_isl)
 	// a waiting request is admitted only when the blocks of its whole
@@ -194,6 +199,14 @@ func (o EngineOptions) withDefaults(dev *topology.Device, sched *engprof.Schedul
 		if large {
 			o.MaxNumSeqs = largeMaxNumSeqs
 		}
+	}
+	if sched != nil && sched.MaxPrefillTokens > 0 && o.DisableChunkedPrefill {
+		// Chunking off: the prefill batch's own budget, its first prompt
+		// whole (SGLang's --max-prefill-tokens).
+		if o.MaxNumBatchedTokens == 0 {
+			o.MaxNumBatchedTokens = sched.MaxPrefillTokens
+		}
+		o.FirstPromptWhole = true
 	}
 	if o.MaxNumBatchedTokens == 0 && dev != nil && sched != nil {
 		o.MaxNumBatchedTokens = sched.DefaultChunkTokens(dev.MemBytes)

@@ -369,3 +369,31 @@ func TestSGLangSpecMaxRunningDP(t *testing.T) {
 		}
 	}
 }
+
+// TestSGLangUnchunkedDefaults: with --no-enable-chunked-prefill SGLang's
+// prefill batch takes --max-prefill-tokens (16384) and its first prompt
+// whole, so a 20,000-token prompt runs; under vLLM the same prompt over
+// its 8192-token budget never runs and is refused before the run.
+func TestSGLangUnchunkedDefaults(t *testing.T) {
+	long := Traffic{Requests: []Request{{PromptTokens: 20000, OutputTokens: 4}}}
+	for _, c := range []struct {
+		engine string
+		budget int
+		runs   bool
+	}{{"sglang", 16384, true}, {"vllm", 8192, false}} {
+		d := sglangDeployment(t, "nvswitch:8xh200")
+		d.Scenario.Options.Engine = engprof.Ref{Name: c.engine}
+		d.Engine.DisableChunkedPrefill = true
+		s := mustNew(t, d)
+		if got := s.Engine().MaxNumBatchedTokens; got != c.budget {
+			t.Errorf("%s: budget %d, want %d", c.engine, got, c.budget)
+		}
+		res, err := s.Run(long, RunOptions{})
+		if c.runs && (err != nil || res == nil || len(res.PerRequest) != 1) {
+			t.Errorf("%s: the 20,000-token prompt did not run: %v", c.engine, err)
+		}
+		if !c.runs && (err == nil || strings.Contains(err.Error(), "\n")) {
+			t.Errorf("%s: %v, want a one-line refusal", c.engine, err)
+		}
+	}
+}

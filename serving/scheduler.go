@@ -292,7 +292,12 @@ func (rp *replica) admitWaiting(budget int) {
 			n = th
 		}
 		if rp.opts.DisableChunkedPrefill && n > budget {
-			break
+			// Chunking off: the prompt waits for a step with room, but
+			// SGLang's adder takes the first of a batch whole.
+			if !rp.opts.FirstPromptWhole || len(rp.step) > 0 {
+				break
+			}
+			budget = n
 		}
 		n = min(n, budget)
 		// The watermark's headroom counts only while others run, so

@@ -352,3 +352,29 @@ func TestSGLangNewTokenRatioUpdates(t *testing.T) {
 		t.Errorf("after an idle iteration: %v, want 0.7", rp.ratio)
 	}
 }
+
+// TestSGLangUnchunkedFirstPromptWhole: with chunked prefill off SGLang's
+// adder takes the first prompt of a prefill batch whole whatever
+// --max-prefill-tokens says, and stops at a later one that no longer
+// fits: budget 1,000, prompts of 1,500 and 200 tokens: step 1 prefills
+// the 1,500 whole, step 2 the 200, step 3 decodes both. vLLM's rule (no
+// first-prompt exception) never schedules the 1,500.
+func TestSGLangUnchunkedFirstPromptWhole(t *testing.T) {
+	o := EngineOptions{MaxNumSeqs: 8, MaxNumBatchedTokens: 1000, BlockSize: 1, Policy: PolicySGLang, DisableChunkedPrefill: true, FirstPromptWhole: true}
+	s := newStepper(o, 10000, Request{PromptTokens: 1500, OutputTokens: 2}, Request{PromptTokens: 200, OutputTokens: 2})
+	var want model.Iteration
+	want.AddChunk(1500, 0)
+	sameIteration(t, 1, s.step(t), want)
+	want = model.Iteration{}
+	want.AddChunk(200, 0)
+	sameIteration(t, 2, s.step(t), want)
+	want = model.Iteration{}
+	want.AddDecode(1500)
+	want.AddDecode(200)
+	sameIteration(t, 3, s.step(t), want)
+	o.FirstPromptWhole = false
+	v := newStepper(o, 10000, Request{PromptTokens: 1500, OutputTokens: 2})
+	if v.rp.schedule() {
+		t.Errorf("without the first-prompt exception a 1,500-token prompt over a 1,000-token budget was scheduled")
+	}
+}

@@ -147,6 +147,9 @@ func (s *Simulator) DefaultsUsed() string {
 	}
 	if g.MaxNumBatchedTokens == 0 || s.chunkOfDP > 0 {
 		from := whose(len(sc.ChunkTokens) > 0)
+		if g.MaxNumBatchedTokens == 0 && e.FirstPromptWhole {
+			from = own + " max_prefill_tokens with chunked prefill off"
+		}
 		if s.chunkOfDP > 0 {
 			from = fmt.Sprintf("%s: a DP rank's share, %d / %d", own, s.chunkOfDP, s.dp)
 		}
@@ -863,7 +866,7 @@ func (s *Simulator) fits(r Request) error {
 	}
 	// Without chunked prefill a prompt is scheduled whole within one
 	// step's budget (admitWaiting): a longer one would wait for ever.
-	if e := s.engine; e.DisableChunkedPrefill && r.PromptTokens > e.MaxNumBatchedTokens {
+	if e := s.engine; e.DisableChunkedPrefill && !e.FirstPromptWhole && r.PromptTokens > e.MaxNumBatchedTokens {
 		return fmt.Errorf("a %d-token prompt exceeds max_num_batched_tokens %d with chunked prefill off (%s): it is scheduled whole in one step, so it never runs; enable chunked prefill or raise the budget",
 			r.PromptTokens, e.MaxNumBatchedTokens, s.prof.Name())
 	}
