@@ -2,6 +2,7 @@ package sim
 
 import (
 	"encoding/json"
+	"fmt"
 	"maps"
 	"math"
 	"strings"
@@ -526,19 +527,7 @@ func TestSGLangSparseDecodeBackendPriced(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		found := false
-		for _, o := range pr.Ops {
-			if o.ID != "L05.attn.mla_decode" {
-				continue
-			}
-			found = true
-			if o.Cost.ExtraKernels != c.want || o.Cost.ExtraKernelsUs != float64(c.want)*o.Cost.MinKernelUs {
-				t.Errorf("%s: %s has %d companion kernels (%.2f us at a %.2f us floor), want %d", c.name, o.ID, o.Cost.ExtraKernels, o.Cost.ExtraKernelsUs, o.Cost.MinKernelUs, c.want)
-			}
-		}
-		if !found {
-			t.Errorf("%s: no L05.attn.mla_decode", c.name)
-		}
+		checkDecodeCompanions(t, c.name, pr, c.want)
 		if !strings.Contains(pr.Engine, c.engine) || (c.dense && strings.Contains(pr.Engine, "nsa")) {
 			t.Errorf("%s: engine line %q, want %q", c.name, pr.Engine, c.engine)
 		}
@@ -578,21 +567,25 @@ func TestSparseDecodeBackendPriced(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		found := false
-		for _, o := range pr.Ops {
-			if o.ID != "L05.attn.mla_decode" {
-				continue
-			}
-			found = true
-			if o.Cost.ExtraKernels != c.want || o.Cost.ExtraKernelsUs != float64(c.want)*o.Cost.MinKernelUs {
-				t.Errorf("%s dense %v: %s has %d companion kernels (%.2f us at a %.2f us floor), want %d", c.topo, c.dense, o.ID, o.Cost.ExtraKernels, o.Cost.ExtraKernelsUs, o.Cost.MinKernelUs, c.want)
-			}
-		}
-		if !found {
-			t.Errorf("%s: no L05.attn.mla_decode", c.topo)
-		}
+		checkDecodeCompanions(t, fmt.Sprintf("%s dense %v", c.topo, c.dense), pr, c.want)
 		if !strings.Contains(pr.Engine, c.engine) {
 			t.Errorf("%s dense %v: engine line %q, want %q", c.topo, c.dense, pr.Engine, c.engine)
 		}
 	}
+}
+
+// checkDecodeCompanions checks that layer 5's MLA decode op of pr is
+// priced with want companion kernels, each at the op's kernel floor.
+func checkDecodeCompanions(t *testing.T, name string, pr *Prediction, want int) {
+	t.Helper()
+	for _, o := range pr.Ops {
+		if o.ID != "L05.attn.mla_decode" {
+			continue
+		}
+		if o.Cost.ExtraKernels != want || o.Cost.ExtraKernelsUs != float64(want)*o.Cost.MinKernelUs {
+			t.Errorf("%s: %s has %d companion kernels (%.2f us at a %.2f us floor), want %d", name, o.ID, o.Cost.ExtraKernels, o.Cost.ExtraKernelsUs, o.Cost.MinKernelUs, want)
+		}
+		return
+	}
+	t.Errorf("%s: no L05.attn.mla_decode", name)
 }

@@ -1,12 +1,11 @@
 package sim
 
 import (
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	engprof "github.com/tpscope/tpscope/engine"
+	"github.com/tpscope/tpscope/internal/testfix"
 	"github.com/tpscope/tpscope/model"
 	"github.com/tpscope/tpscope/topology"
 )
@@ -25,18 +24,7 @@ import (
 func TestImpliedKVDefault(t *testing.T) {
 	glm, glm4 := mustPreset(t, "glm-5"), mustPreset(t, "glm-5-nvfp4")
 	kimi4 := mustPreset(t, "kimi-k2.5-nvfp4")
-	raw, err := os.ReadFile("../model/presets/kimi-k2.5.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ct := strings.Replace(string(raw), `"kv_cache_scheme": null`, `"kv_cache_scheme": {"num_bits": 8, "type": "float"}`, 1)
-	if ct == string(raw) {
-		t.Fatal("kimi-k2.5.json has no null kv_cache_scheme to replace")
-	}
-	path := filepath.Join(t.TempDir(), "config.json")
-	if err := os.WriteFile(path, []byte(ct), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	path := testfix.EditedPreset(t, "kimi-k2.5", `"kv_cache_scheme": null`, `"kv_cache_scheme": {"num_bits": 8, "type": "float"}`)
 	kimiCT, err := model.Load(path)
 	if err != nil {
 		t.Fatal(err)

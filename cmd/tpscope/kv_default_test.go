@@ -3,12 +3,11 @@ package main
 import (
 	"encoding/json"
 	"math"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/spf13/pflag"
+	"github.com/tpscope/tpscope/internal/testfix"
 	"github.com/tpscope/tpscope/model"
 )
 
@@ -165,18 +164,7 @@ func TestKVDefaultSGLangDSA(t *testing.T) {
 // values x 2 B = 70272 B a token, and says so; --kv-dtype fp8 wins (61 x
 // 576 x 1 B = 35136 B); tpscope's executor keeps the checkpoint's fp8.
 func TestKVDefaultIgnoredScheme(t *testing.T) {
-	raw, err := os.ReadFile("../../model/presets/kimi-k2.5.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ct := strings.Replace(string(raw), `"kv_cache_scheme": null`, `"kv_cache_scheme": {"num_bits": 8, "type": "float"}`, 1)
-	if ct == string(raw) {
-		t.Fatal("kimi-k2.5.json has no null kv_cache_scheme to replace")
-	}
-	path := filepath.Join(t.TempDir(), "config.json")
-	if err := os.WriteFile(path, []byte(ct), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	path := testfix.EditedPreset(t, "kimi-k2.5", `"kv_cache_scheme": null`, `"kv_cache_scheme": {"num_bits": 8, "type": "float"}`)
 	base := []string{"--model", path, "--tp", "8", "--topo", "h200-nvswitch"}
 	type pred struct {
 		Workload string `json:"workload"`

@@ -143,23 +143,7 @@ func TestCalibrateNCCLTestsMustFitTheLog(t *testing.T) {
 // that contradicts the log is refused in one line naming the flag, the
 // file and the recorded value; one that agrees is taken.
 func TestCalibrateNCCLTestsRecordedSettings(t *testing.T) {
-	pcie, err := os.ReadFile("../../calibrate/testdata/nccltests/all_reduce_perf_8x_pcie.txt")
-	if err != nil {
-		t.Fatal(err)
-	}
-	// After the rank lines (lines 7-14), where NCCL prints them: line 15.
-	const rankLine = "NVIDIA RTX PRO 6000 Blackwell Server Edition\nbox01:"
-	if !strings.Contains(string(pcie), rankLine) {
-		t.Fatal("the log's last rank line is not followed by NCCL's output")
-	}
-	text := strings.Replace(string(pcie), rankLine, "NVIDIA RTX PRO 6000 Blackwell Server Edition\n"+
-		"box01:48213:48213 [0] NCCL INFO NCCL_P2P_LEVEL set by environment to SYS\n"+
-		"box01:48213:48213 [0] NCCL INFO NCCL_PROTO set by environment to LL\nbox01:", 1)
-	dir := t.TempDir()
-	log, out := filepath.Join(dir, "all_reduce_perf.txt"), filepath.Join(dir, "box.json")
-	if err := os.WriteFile(log, []byte(text), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	log, out := pcieLogWithEnv(t, "NCCL_P2P_LEVEL set by environment to SYS", "NCCL_PROTO set by environment to LL")
 	code, stdout, stderr := runCLI(t, "calibrate", "--nccl-tests", log, "-o", out)
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr)
@@ -205,19 +189,7 @@ func TestCalibrateNCCLTestsRecordedSettings(t *testing.T) {
 // channels the dual-socket ring ran (NCCL's own 2 raised to 8), and a
 // --nccl-min-channels that contradicts the log is refused in one line.
 func TestCalibrateNCCLTestsChannels(t *testing.T) {
-	pcie, err := os.ReadFile("../../calibrate/testdata/nccltests/all_reduce_perf_8x_pcie.txt")
-	if err != nil {
-		t.Fatal(err)
-	}
-	const rankLine = "NVIDIA RTX PRO 6000 Blackwell Server Edition\nbox01:"
-	text := strings.Replace(string(pcie), rankLine, "NVIDIA RTX PRO 6000 Blackwell Server Edition\n"+
-		"box01:48213:48213 [0] NCCL INFO NCCL_P2P_LEVEL set by environment to SYS\n"+
-		"box01:48213:48213 [0] NCCL INFO NCCL_MIN_NCHANNELS set by environment to 8.\nbox01:", 1)
-	dir := t.TempDir()
-	log, out := filepath.Join(dir, "all_reduce_perf.txt"), filepath.Join(dir, "box.json")
-	if err := os.WriteFile(log, []byte(text), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	log, out := pcieLogWithEnv(t, "NCCL_P2P_LEVEL set by environment to SYS", "NCCL_MIN_NCHANNELS set by environment to 8.")
 	code, stdout, stderr := runCLI(t, "calibrate", "--nccl-tests", log, "-o", out)
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr)
@@ -542,4 +514,31 @@ func TestCalibratedEngineTravels(t *testing.T) {
 	if code != 0 || !strings.Contains(out, note+" (calibrate --trace of its run), and this prices executor@1's with them") {
 		t.Errorf("predict --engine executor on a box calibrated under vLLM: exit %d (%s), want the caveat:\n%s", code, errs, out)
 	}
+}
+
+// pcieLogWithEnv writes the public 8-GPU PCIe all_reduce_perf log with
+// NCCL INFO lines saying each of env (as NCCL prints them after the rank
+// lines, line 15) into a temporary directory: the log's path and a path
+// for the calibrated box beside it.
+func pcieLogWithEnv(t *testing.T, env ...string) (log, out string) {
+	t.Helper()
+	pcie, err := os.ReadFile("../../calibrate/testdata/nccltests/all_reduce_perf_8x_pcie.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const rankLine = "NVIDIA RTX PRO 6000 Blackwell Server Edition\nbox01:"
+	if !strings.Contains(string(pcie), rankLine) {
+		t.Fatal("the log's last rank line is not followed by NCCL's output")
+	}
+	var info strings.Builder
+	for _, e := range env {
+		info.WriteString("box01:48213:48213 [0] NCCL INFO " + e + "\n")
+	}
+	text := strings.Replace(string(pcie), rankLine, "NVIDIA RTX PRO 6000 Blackwell Server Edition\n"+info.String()+"box01:", 1)
+	dir := t.TempDir()
+	log, out = filepath.Join(dir, "all_reduce_perf.txt"), filepath.Join(dir, "box.json")
+	if err := os.WriteFile(log, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return log, out
 }

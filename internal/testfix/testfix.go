@@ -5,6 +5,8 @@ package testfix
 import (
 	"os"
 	"path/filepath"
+	"runtime"
+	"strings"
 	"testing"
 
 	"github.com/tpscope/tpscope/model"
@@ -53,4 +55,29 @@ func SamplePerfDB(t testing.TB) string {
 		dir = filepath.Dir(dir)
 	}
 	return ""
+}
+
+// EditedPreset writes model preset name's config.json, its first old
+// replaced by new, to a file in a temporary directory and returns the
+// file's path; a preset without old fails the test (the edit would test
+// nothing).
+func EditedPreset(t testing.TB, name, old, new string) string {
+	t.Helper()
+	_, self, _, ok := runtime.Caller(0)
+	if !ok {
+		t.Fatal("testfix: no source path to find the presets from")
+	}
+	raw, err := os.ReadFile(filepath.Join(filepath.Dir(self), "..", "..", "model", "presets", name+".json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	edited := strings.Replace(string(raw), old, new, 1)
+	if edited == string(raw) {
+		t.Fatalf("testfix: preset %s has no %q to replace", name, old)
+	}
+	path := filepath.Join(t.TempDir(), "config.json")
+	if err := os.WriteFile(path, []byte(edited), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
 }
