@@ -42,17 +42,21 @@ type Footprint struct {
 	OverheadUs float64 `json:"overhead_us"` // per-kernel graph replay overhead on the device
 	IdleUs     float64 `json:"idle_us"`     // device waiting (host, peers)
 
-	Kernels        int     `json:"kernels"`         // kernels (fused ops excluded)
-	HostLaunches   int     `json:"host_launches"`   // launches the host issues (1 under a graph)
-	Collectives    int     `json:"collectives"`     // collective calls
-	CommBytes      int64   `json:"comm_bytes"`      // sum of collective message sizes
-	AllToAllBytes  int64   `json:"alltoall_bytes"`  // part of CommBytes in all-to-all
-	MemBytes       float64 `json:"mem_bytes"`       // bytes read + written in device memory
-	WeightBytes    float64 `json:"weight_bytes"`    // weights streamed
-	KVBytes        float64 `json:"kv_bytes"`        // KV cache read by attention
-	FLOPs          float64 `json:"flops"`           // floating-point work
-	TokensPerStep  float64 `json:"tokens_per_step"` // per sequence
-	KVBytesPerTok  float64 `json:"kv_bytes_per_token"`
+	Kernels       int     `json:"kernels"`         // kernels (fused ops excluded)
+	HostLaunches  int     `json:"host_launches"`   // launches the host issues (1 under a graph)
+	Collectives   int     `json:"collectives"`     // collective calls
+	CommBytes     int64   `json:"comm_bytes"`      // sum of collective message sizes
+	AllToAllBytes int64   `json:"alltoall_bytes"`  // part of CommBytes in all-to-all
+	MemBytes      float64 `json:"mem_bytes"`       // bytes read + written in device memory
+	WeightBytes   float64 `json:"weight_bytes"`    // weights streamed
+	KVBytes       float64 `json:"kv_bytes"`        // KV cache read by attention
+	FLOPs         float64 `json:"flops"`           // floating-point work
+	TokensPerStep float64 `json:"tokens_per_step"` // per sequence
+	KVBytesPerTok float64 `json:"kv_bytes_per_token"`
+	// KVCapacityToks is the tokens of context the whole deployment can
+	// cache: one attention group's pool times its DP groups (each DP
+	// group caches its own requests), so a DP plan and a TP plan of the
+	// same GPUs compare.
 	KVCapacityToks int64   `json:"kv_capacity_tokens"`
 	Fits           bool    `json:"fits"`
 	ShortfallGB    float64 `json:"shortfall_gb,omitempty"`
@@ -82,7 +86,7 @@ func FootprintOf(pr *sim.Prediction) Footprint {
 		f.HostLaunches = 1
 	}
 	if m := pr.Memory; m != nil {
-		f.KVBytesPerTok, f.KVCapacityToks, f.Fits, f.ShortfallGB = m.KVBytesPerToken, m.KVCapacityTokens, m.Fits, m.ShortfallGB
+		f.KVBytesPerTok, f.KVCapacityToks, f.Fits, f.ShortfallGB = m.KVBytesPerToken, m.KVCapacityTokens*int64(pr.Plan.Normalized().DP), m.Fits, m.ShortfallGB
 	}
 	return f
 }

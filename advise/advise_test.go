@@ -448,3 +448,26 @@ func TestAdviseSpeaksForItsEngine(t *testing.T) {
 		}
 	}
 }
+
+// TestFootprintKVCapacityAcrossDPGroups: under DP attention each DP group
+// caches its own requests, so the deployment's KV capacity is one group's
+// pool times the groups; advise's KV cap column compares that, so a DP
+// plan and a TP plan of the same 8 GPUs compare (DeepSeek-V3 on H200:
+// TP 1 x DP 8 caches 8 x its group's tokens).
+func TestFootprintKVCapacityAcrossDPGroups(t *testing.T) {
+	c := seedConfig(t)
+	c.Topo = mustTopo(t, "h200-nvswitch")
+	c.Arch = mustPreset(t, "deepseek-v3")
+	c.Workload.KVDtype = "fp8"
+	c.Plan = model.Plan{TP: 1, DP: 8, EP: true}
+	pr, _, err := sim.Predict(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pr.Memory == nil || pr.Memory.KVCapacityTokens <= 0 {
+		t.Fatalf("no KV capacity predicted: %+v", pr.Memory)
+	}
+	if got, want := FootprintOf(pr).KVCapacityToks, 8*pr.Memory.KVCapacityTokens; got != want {
+		t.Errorf("footprint KV capacity %d tokens, want 8 DP groups x %d = %d", got, pr.Memory.KVCapacityTokens, want)
+	}
+}
