@@ -698,5 +698,42 @@ func (p *Profile) validateDispatch(bad func(string, string, ...any) error, cite 
 	if d.NVLinkOnly != DispatchUnknown && d.NVLinkOnly == d.Default {
 		return bad("moe_dispatch.nvlink_only", "%s: the default, which runs where NVLink does not join the GPUs: want the other kind or none", d.NVLinkOnly)
 	}
+	if len(d.AllGatherPayload) > 0 && len(d.AllGather) == 0 {
+		return bad("moe_dispatch.allgather_payload", "stated for an engine with no all-gather dispatch (moe_dispatch.%s)", DispatchAllGather)
+	}
+	for i, pl := range d.AllGatherPayload {
+		f := fmt.Sprintf("moe_dispatch.allgather_payload[%d]", i)
+		if pl.Format == FormatUnknown || pl.Format == BF16 {
+			return bad(f+".format", "%s: want the quantized weight format of the experts (bf16 experts gather bf16 without a fact)", pl.Format)
+		}
+		switch pl.Payload {
+		case BF16, FP8, FP8Block, NVFP4:
+		default:
+			// W4A16 experts take 16-bit activations: no 4-bit tokens.
+			return bad(f+".payload", "%s: want a format activations travel in (bf16, fp8, fp8-block128, nvfp4)", pl.Payload)
+		}
+		if len(pl.Kernels) == 0 {
+			return bad(f+".kernels", "missing: want the MoE kernels (moe.kernels) the payload is stated for")
+		}
+		for j, name := range pl.Kernels {
+			k := p.moeKernelNamed(name)
+			if k == nil || !slices.Contains(k.Formats, pl.Format) {
+				return bad(fmt.Sprintf("%s.kernels[%d]", f, j), "%q: want a kernel of moe.kernels that runs %s experts", name, pl.Format)
+			}
+		}
+		if err := cite(f, pl.Cite); err != nil {
+			return err
+		}
+	}
 	return cite("moe_dispatch", d.Cite)
+}
+
+// moeKernelNamed is the profile's MoE kernel called name, nil if none.
+func (p *Profile) moeKernelNamed(name string) *MoEKernel {
+	for i := range p.MoE.Kernels {
+		if p.MoE.Kernels[i].Is(name) {
+			return &p.MoE.Kernels[i]
+		}
+	}
+	return nil
 }

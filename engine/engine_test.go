@@ -1063,6 +1063,66 @@ func TestDispatchFactsChecked(t *testing.T) {
 	}
 }
 
+// vLLM 0.24's all-gather dispatch moves the tokens in the input format
+// of the MoE kernel that runs the experts (naive_dp_ep.py quantizes
+// before the gather unless the kernel defers): Triton and trtllm-gen
+// FP8 block-128 experts take FP8 with 1 x 128 scales, per-tensor FP8
+// experts FP8, trtllm-gen and FlashInfer CUTLASS NVFP4 experts NVFP4;
+// Marlin (weight-only) and bf16 experts bf16. SGLang states none: bf16.
+func TestAllGatherPayload(t *testing.T) {
+	vllm, sgl := mustLookup(t, "vllm@0.24"), mustLookup(t, "sglang@0.5")
+	for _, c := range []struct {
+		p      *Profile
+		kernel string
+		f      WeightFormat
+		want   WeightFormat
+	}{
+		{vllm, "triton", FP8Block, FP8Block},
+		{vllm, "flashinfer_trtllm", FP8Block, FP8Block},
+		{vllm, "triton", FP8, FP8},
+		{vllm, "flashinfer_cutlass", FP8, FP8},
+		{vllm, "flashinfer_trtllm", NVFP4, NVFP4},
+		{vllm, "flashinfer_cutlass", NVFP4, NVFP4},
+		{vllm, "marlin", NVFP4, BF16},
+		{vllm, "marlin", INT4, BF16},
+		{vllm, "triton", BF16, BF16},
+	} {
+		k := c.p.moeKernelNamed(c.kernel)
+		if k == nil {
+			t.Fatalf("%s has no MoE kernel %s", c.p.Name(), c.kernel)
+		}
+		if got := c.p.Dispatch.GatheredAs(k, c.f); got != c.want {
+			t.Errorf("%s %s %s experts: gathered as %s, want %s", c.p.Name(), c.kernel, c.f, got, c.want)
+		}
+	}
+	for _, k := range sgl.MoE.Kernels {
+		for _, f := range k.Formats {
+			if got := sgl.Dispatch.GatheredAs(&k, f); got != BF16 {
+				t.Errorf("sglang %s %s experts: gathered as %s, want bf16 (no fact stated)", k.Name, f, got)
+			}
+		}
+	}
+	base := string(mustRead(t, "profiles/vllm-0.24.yaml"))
+	fact := "    - {kernels: [triton, flashinfer_trtllm], format: fp8-block128, payload: fp8-block128, cite: [agrs-quant, agrs-quant-kernels]}\n"
+	for _, c := range []struct{ name, with, want string }{
+		{"kernel not running the format", strings.Replace(fact, "triton, flashinfer_trtllm", "marlin", 1), `moe_dispatch.allgather_payload[0].kernels[0]: "marlin": want a kernel of moe.kernels that runs fp8-block128 experts`},
+		{"unknown kernel", strings.Replace(fact, "flashinfer_trtllm", "deep_gemm", 1), `moe_dispatch.allgather_payload[0].kernels[1]: "deep_gemm"`},
+		{"4-bit tokens", strings.Replace(fact, "payload: fp8-block128", "payload: int4-g32", 1), "moe_dispatch.allgather_payload[0].payload: int4-g32: want a format activations travel in"},
+		{"no kernels", strings.Replace(fact, "kernels: [triton, flashinfer_trtllm]", "kernels: []", 1), "moe_dispatch.allgather_payload[0].kernels: missing"},
+		{"uncited", strings.Replace(fact, "cite: [agrs-quant, agrs-quant-kernels]", "cite: []", 1), "moe_dispatch.allgather_payload[0].cite: missing"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			if !strings.Contains(base, fact) {
+				t.Fatalf("fact %q not in the profile", fact)
+			}
+			err := parseEdited(base, fact, c.with)
+			if err == nil || !strings.Contains(err.Error(), c.want) || strings.Contains(err.Error(), "\n") {
+				t.Errorf("error %v, want one line naming %q", err, c.want)
+			}
+		})
+	}
+}
+
 // TestSpecMaxRunningFlagChecked: a method that states a running-request
 // limit names the engine's option that lifts it, with {n}.
 func TestSpecMaxRunningFlagChecked(t *testing.T) {

@@ -1093,7 +1093,41 @@ type DispatchFacts struct {
 	// the one its default runs.
 	AllToAll  []string `yaml:"alltoall"`
 	AllGather []string `yaml:"allgather_reducescatter"`
-	Cite      []string `yaml:"cite"`
+	// AllGatherPayload is the format the all-gather dispatch moves each
+	// token's hidden state in, by the MoE kernel that runs the routed
+	// experts and their weight format: the engine quantizes the
+	// activations to the experts' input format before the gather (and
+	// gathers the scales with them) unless that kernel takes them
+	// unquantized. A kernel and format no entry lists gathers the
+	// model's 16-bit activations (weight-only and bf16 experts). The
+	// combine's reduce-scatter always moves the experts' 16-bit outputs.
+	AllGatherPayload []DispatchPayload `yaml:"allgather_payload"`
+	Cite             []string          `yaml:"cite"`
+}
+
+// DispatchPayload is one AllGatherPayload fact: Kernels (MoE kernels of
+// the profile, by name) running experts of weight format Format receive
+// their tokens gathered as Payload.
+type DispatchPayload struct {
+	Kernels []string     `yaml:"kernels"`
+	Format  WeightFormat `yaml:"format"`
+	Payload WeightFormat `yaml:"payload"`
+	Cite    []string     `yaml:"cite"`
+}
+
+// GatheredAs is the format the all-gather dispatch moves the tokens in
+// when MoE kernel k runs experts of weight format f: the payload a fact
+// states for them, else BF16 (the model's activations, unquantized).
+func (d *DispatchFacts) GatheredAs(k *MoEKernel, f WeightFormat) WeightFormat {
+	if k == nil {
+		return BF16
+	}
+	for _, pl := range d.AllGatherPayload {
+		if pl.Format == f && slices.ContainsFunc(pl.Kernels, k.Is) {
+			return pl.Payload
+		}
+	}
+	return BF16
 }
 
 // DefaultOn is the kind the engine runs when its setting is left alone

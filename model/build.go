@@ -16,7 +16,10 @@ type BuildOptions struct {
 	// min(context, index_topk) tokens.
 	DenseDSA bool `json:"dense_dsa,omitempty"`
 	// DispatchDtype is the payload dtype of the MoE dispatch under DP
-	// attention + EP; "" means bf16 (DeepEP's low-latency mode can
+	// attention + EP, each value costing its ActivationBytesPerValue
+	// (scales included); "" means bf16. Which one an engine moves is the
+	// engine's fact: package sim fills "" with it (vLLM's all-gather
+	// moves its experts' input format; DeepEP's low-latency mode can
 	// dispatch FP8). Combine always moves bf16.
 	DispatchDtype Dtype `json:"dispatch_dtype,omitempty"`
 	// MoEDispatch is how tokens reach the experts under DP attention + EP:
@@ -271,8 +274,8 @@ func (o BuildOptions) normalized() (BuildOptions, error) {
 	if o.DispatchDtype == "" {
 		o.DispatchDtype = BF16
 	}
-	if !o.DispatchDtype.Valid() {
-		return o, &PlanError{What: "options", Field: "dispatch_dtype", Value: strconv.Quote(string(o.DispatchDtype)), Want: "a known dtype"}
+	if o.DispatchDtype.ActivationBytesPerValue() <= 0 {
+		return o, &PlanError{What: "options", Field: "dispatch_dtype", Value: strconv.Quote(string(o.DispatchDtype)), Want: "a dtype activations travel in (bf16, fp16, fp8, fp8-block128, nvfp4, fp32)"}
 	}
 	switch o.MoEDispatch {
 	case "", DispatchAllToAll, DispatchAllGather:

@@ -44,6 +44,23 @@ func (d Dtype) BytesPerValue() float64 {
 	return 0
 }
 
+// ActivationBytesPerValue is the cost of one activation value quantized
+// to d on the fly, scales included, as an MoE dispatch moves it: an
+// FP8Block128 activation carries one FP32 scale per 128 values of its
+// token (the 1 x 128 activation groups of DeepSeek's FP8 recipe, beside
+// the weights' 128 x 128 blocks; vLLM's per_token_group_quant_fp8), an
+// NVFP4 one its FP8 scale per 16, a per-tensor FP8 one none worth
+// counting. 0 for INT4G32: W4A16 experts take 16-bit activations.
+func (d Dtype) ActivationBytesPerValue() float64 {
+	switch d {
+	case FP8Block128:
+		return 1 + 4.0/128
+	case INT4G32:
+		return 0
+	}
+	return d.BytesPerValue()
+}
+
 // ComputeDtype is the dtype the tensor cores run for a weight stored in d
 // with activations in 16 bits: NVFP4 runs as FP4 (activations are quantized
 // to FP4 too in ModelOpt NVFP4 W4A4), FP8 as FP8, INT4 W4A16 as BF16 after

@@ -1,6 +1,9 @@
 package model
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 func TestComputeDtype(t *testing.T) {
 	for d, want := range map[Dtype]Dtype{
@@ -54,5 +57,45 @@ func TestParseKVDtype(t *testing.T) {
 		if err == nil || err.Error() != "want bf16, fp16 or fp8" {
 			t.Errorf("ParseKVDtype(%q): %v, want \"want bf16, fp16 or fp8\"", in, err)
 		}
+	}
+}
+
+// A dispatched activation costs its values and its scales: FP8 block-128
+// activations carry one FP32 scale per 128 values of a token (DeepSeek's
+// 1 x 128 activation groups), not the weights' one per 128 x 128 block:
+// DeepSeek-V3's hidden 7168 gathers 7168 + 56 x 4 = 7392 B a token. A
+// schedule's all-gather dispatch of 64 gathered tokens moves 64 x 7392 =
+// 473,088 B; W4A16 has no 4-bit activations to dispatch.
+func TestActivationBytesPerValue(t *testing.T) {
+	for _, c := range []struct {
+		d    Dtype
+		want float64
+	}{{BF16, 2}, {FP8, 1}, {FP8Block128, 1 + 4.0/128}, {NVFP4, 0.5 + 1.0/16}, {INT4G32, 0}} {
+		if got := c.d.ActivationBytesPerValue(); got != c.want {
+			t.Errorf("%s: %g B a value, want %g", c.d, got, c.want)
+		}
+	}
+	a := mustPreset(t, "deepseek-v3")
+	p := Plan{TP: 1, DP: 8, EP: true}
+	w := Workload{Phase: Decode, Batch: 64, Context: 4096}
+	s, err := BuildWith(a, p, w, BuildOptions{MoEDispatch: DispatchAllGather, DispatchDtype: FP8Block128})
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, o := range s.Ranks[0] {
+		if o.Role == RoleMoEDispatch {
+			found = true
+			if o.CommBytes != 64*(7168+7168/128*4) {
+				t.Fatalf("%s: %d B, want 473088", o.ID, o.CommBytes)
+			}
+		}
+	}
+	if !found {
+		t.Fatal("no moe.dispatch in the step")
+	}
+	if _, err := BuildWith(a, p, w, BuildOptions{MoEDispatch: DispatchAllGather, DispatchDtype: INT4G32}); err == nil ||
+		!strings.Contains(err.Error(), "dispatch_dtype") || !strings.Contains(err.Error(), "activations travel in") {
+		t.Errorf("int4-g32 dispatch: %v, want a refusal naming dispatch_dtype", err)
 	}
 }

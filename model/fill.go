@@ -297,7 +297,7 @@ func (b *builder) moeDims(s *site) {
 	}
 	m.shape = int32(len(b.shapes) - 1)
 	if dp {
-		dd := b.o.DispatchDtype.BytesPerValue()
+		dd := b.o.DispatchDtype.ActivationBytesPerValue()
 		if b.o.MoEDispatch == DispatchAllGather {
 			// Every rank gathers every rank's tokens (sizes as nccl-tests
 			// counts them: the gathered buffer) and reduce-scatters the

@@ -134,34 +134,55 @@ func (d MoEDispatch) nvlinkWhere() string {
 // withDispatch returns build options o of a schedule of arch under plan
 // with the MoE dispatch filled: one the scenario chose stays; unchosen
 // (""), a plan that dispatches takes the engine's default on its GPUs
-// (defaultDispatch). Every schedule sim prices or hands to a run is
+// (defaultDispatch), and its payload dtype the engine's for that kind
+// (dispatchPayload). Every schedule sim prices or hands to a run is
 // built from options it returns (scheduleWith, IterationCoster).
 func (p *Predictor) withDispatch(o model.BuildOptions, a *model.Arch, plan model.Plan) (model.BuildOptions, error) {
-	if o.MoEDispatch != "" || !plan.DispatchesMoE(a) {
+	if !plan.DispatchesMoE(a) || (o.MoEDispatch != "" && o.DispatchDtype != "") {
 		return o, nil
 	}
-	d, err := p.defaultDispatch(plan)
+	prof, err := p.profile()
 	if err != nil {
 		return o, err
 	}
-	o.MoEDispatch = d
+	if o.MoEDispatch == "" {
+		o.MoEDispatch = prof.Dispatch.DefaultOn(nvlinkAmong(p.topo, plan.World())).String()
+	}
+	if o.DispatchDtype == "" {
+		o.DispatchDtype = p.dispatchPayload(prof, a, o.MoEDispatch)
+	}
 	return o, nil
 }
 
-// defaultDispatch is the dispatch a schedule of plan takes when its
-// scenario chose none: the engine's default on the plan's GPUs (the
-// Predictor's profile, or its options' engine for a bare Predictor that
-// only builds schedules).
-func (p *Predictor) defaultDispatch(plan model.Plan) (string, error) {
-	var prof *engprof.Profile
-	if p.cm != nil {
-		prof = p.cm.engineKernels.prof
+// profile is the engine profile the Predictor prices with (its options'
+// engine for a bare Predictor that only builds schedules).
+func (p *Predictor) profile() (*engprof.Profile, error) {
+	if p.cm != nil && p.cm.engineKernels.prof != nil {
+		return p.cm.engineKernels.prof, nil
 	}
-	if prof == nil {
-		var err error
-		if prof, err = profileOf(&p.opts); err != nil {
-			return "", err
-		}
+	return profileOf(&p.opts)
+}
+
+// dispatchPayload is the dtype engine prof moves arch's tokens in under
+// dispatch kind: for its all-gather, the format its MoE kernel for the
+// routed experts takes them in (engprof.DispatchFacts.GatheredAs: vLLM
+// quantizes them before the gather); bf16 otherwise.
+func (p *Predictor) dispatchPayload(prof *engprof.Profile, a *model.Arch, kind string) model.Dtype {
+	if k, err := engprof.ParseDispatch(kind); err != nil || k != engprof.DispatchAllGather {
+		return model.BF16
 	}
-	return prof.Dispatch.DefaultOn(nvlinkAmong(p.topo, plan.World())).String(), nil
+	d := a.Quant.Dtype(model.CompRoutedExperts)
+	f, err := engprof.ParseWeightFormat(string(d))
+	if err != nil {
+		return model.BF16
+	}
+	k := &engineKernels{prof: prof, arch: archOf(p.topo), moeOverride: p.opts.MoEKernel}
+	if p.cm != nil && p.cm.engineKernels.prof == prof {
+		k = &p.cm.engineKernels
+	}
+	pd, err := model.ParseDtype(prof.Dispatch.GatheredAs(k.moeKernel(d), f).String())
+	if err != nil {
+		return model.BF16
+	}
+	return pd
 }

@@ -68,6 +68,18 @@ func dpDispatchOps(t *testing.T, preset, box, eng, chosen string, batch int) (*P
 // given rank with probability (224/256)(223/255)...(217/249) = 0.33817,
 // so it reaches 8 x (1 - 0.33817) = 5.2947 ranks: 8 x 5.2947 x 7168 x 2
 // = 607,233 B each way.
+//
+// vLLM quantizes the activations to its experts' input format before the
+// all-gather and gathers the scales with them (naive_dp_ep.py
+// _quantize_and_setup_dispatch); the reduce-scatter moves the experts'
+// bf16 outputs. DeepSeek-V3's FP8 block-128 experts run Triton on H200,
+// which takes FP8 values and one FP32 scale per 128 of a token: 7168 x 1
+// + 7168 / 128 x 4 = 7168 + 224 = 7,392 B a token, 64 x 7,392 = 473,088
+// B gathered. Kimi-K2.5-NVFP4 on RTX PRO 6000 (SM120, FlashInfer CUTLASS)
+// takes NVFP4: 7168 / 2 + 7168 / 16 = 3,584 + 448 = 4,032 B a token,
+// 8 x 4,032 = 32,256 B; on H200 its experts run Marlin (weight-only FP4),
+// which takes bf16 activations: 8 x 7168 x 2 = 114,688 B. Kimi-K2.5's
+// INT4 experts run Marlin everywhere: bf16.
 func TestEngineDefaultDispatch(t *testing.T) {
 	const hidden = 7168
 	miss := 1.0
@@ -85,29 +97,50 @@ func TestEngineDefaultDispatch(t *testing.T) {
 		coll             [2]model.Collective
 		bytes            int64
 		line             string
+		// payload and gathered: the dispatch's dtype and bytes where
+		// they are not bf16 and bytes ("": as the combine).
+		payload  model.Dtype
+		gathered int64
 	}{
 		{"deepseek-v3", "h200-nvswitch", "vllm@0.24", 64, model.DispatchAllGather, [2]model.Collective{model.AllGather, model.ReduceScatter}, 64 * hidden * 2,
-			"DP 8 MoE dispatch all-gather + reduce-scatter (its default: --all2all-backend allgather_reducescatter)"},
+			"DP 8 MoE dispatch all-gather + reduce-scatter (its default: --all2all-backend allgather_reducescatter), fp8-block128 tokens (the experts' input quantization, before the gather)",
+			model.FP8Block128, 64 * (hidden*1 + hidden/128*4)},
+		{"kimi-k2.5-nvfp4", "rtxpro6000-2s", "vllm@0.24", 8, model.DispatchAllGather, [2]model.Collective{model.AllGather, model.ReduceScatter}, 8 * hidden * 2,
+			"DP 8 MoE dispatch all-gather + reduce-scatter (its default: --all2all-backend allgather_reducescatter), nvfp4 tokens (the experts' input quantization, before the gather)",
+			model.NVFP4, 8 * (hidden/2 + hidden/16)},
+		{"kimi-k2.5-nvfp4", "h200-nvswitch", "vllm@0.24", 8, model.DispatchAllGather, [2]model.Collective{model.AllGather, model.ReduceScatter}, 8 * hidden * 2,
+			"DP 8 MoE dispatch all-gather + reduce-scatter (its default: --all2all-backend allgather_reducescatter), bf16 tokens", "", 0},
 		{"deepseek-v3", "h200-nvswitch", "sglang@0.5", 64, model.DispatchAllGather, [2]model.Collective{model.AllGather, model.ReduceScatter}, 64 * hidden * 2,
-			"DP 8 MoE dispatch all-gather + reduce-scatter (its default: --moe-a2a-backend none)"},
+			"DP 8 MoE dispatch all-gather + reduce-scatter (its default: --moe-a2a-backend none)", "", 0},
 		{"deepseek-v3", "h200-nvswitch", "trtllm@1.3", 64, model.DispatchAllToAll, [2]model.Collective{model.AllToAll, model.AllToAll}, a2a,
-			"DP 8 MoE dispatch all-to-all (its default where NVLink joins the GPUs: TRTLLM_FORCE_COMM_METHOD NVLINK_ONE_SIDED)"},
+			"DP 8 MoE dispatch all-to-all (its default where NVLink joins the GPUs: TRTLLM_FORCE_COMM_METHOD NVLINK_ONE_SIDED)", "", 0},
 		{"deepseek-v3", "h200-nvswitch", "executor", 64, model.DispatchAllToAll, [2]model.Collective{model.AllToAll, model.AllToAll}, a2a,
-			"DP 8 MoE dispatch all-to-all (its default: --moe-dispatch alltoall)"},
+			"DP 8 MoE dispatch all-to-all (its default: --moe-dispatch alltoall)", "", 0},
 		{"kimi-k2.5", "rtxpro6000-2s", "vllm@0.24", 8, model.DispatchAllGather, [2]model.Collective{model.AllGather, model.ReduceScatter}, 8 * hidden * 2,
-			"DP 8 MoE dispatch all-gather + reduce-scatter (its default: --all2all-backend allgather_reducescatter)"},
+			"DP 8 MoE dispatch all-gather + reduce-scatter (its default: --all2all-backend allgather_reducescatter)", "", 0},
 		{"kimi-k2.5", "rtxpro6000-2s", "sglang@0.5", 8, model.DispatchAllGather, [2]model.Collective{model.AllGather, model.ReduceScatter}, 8 * hidden * 2,
-			"DP 8 MoE dispatch all-gather + reduce-scatter (its default: --moe-a2a-backend none)"},
+			"DP 8 MoE dispatch all-gather + reduce-scatter (its default: --moe-a2a-backend none)", "", 0},
 	} {
 		name := c.preset + " " + c.box + " " + c.eng
 		pr, d, cb := dpDispatchOps(t, c.preset, c.box, c.eng, "", c.batch)
 		if pr.MoEDispatch != c.kind || pr.MoEDispatchChosen {
 			t.Errorf("%s: moe_dispatch %q (chosen %v), want the engine's %q", name, pr.MoEDispatch, pr.MoEDispatchChosen, c.kind)
 		}
+		payload, gathered := c.payload, c.gathered
+		if payload == "" {
+			payload, gathered = model.BF16, c.bytes
+		}
 		for i, o := range []model.Op{d, cb} {
-			if o.Collective != c.coll[i] || o.CommBytes != c.bytes {
-				t.Errorf("%s: %s is %s of %d B, want %s of %d B", name, o.ID, o.Collective, o.CommBytes, c.coll[i], c.bytes)
+			want, dt := c.bytes, model.BF16
+			if i == 0 {
+				want, dt = gathered, payload
 			}
+			if o.Collective != c.coll[i] || o.CommBytes != want || o.ActDtype != dt {
+				t.Errorf("%s: %s is %s of %d B in %s, want %s of %d B in %s", name, o.ID, o.Collective, o.CommBytes, o.ActDtype, c.coll[i], want, dt)
+			}
+		}
+		if pr.DispatchDtype != payload || pr.DispatchDtypeChosen || strings.Contains(pr.OptionsLabel(), "dispatch-dtype") {
+			t.Errorf("%s: dispatch_dtype %q (chosen %v, options %q), want the engine's %q unnamed on the options line", name, pr.DispatchDtype, pr.DispatchDtypeChosen, pr.OptionsLabel(), payload)
 		}
 		if !strings.Contains(pr.Engine, c.line) {
 			t.Errorf("%s: engine line %q\nwant it to name %q", name, pr.Engine, c.line)
@@ -141,6 +174,33 @@ func TestChosenDispatch(t *testing.T) {
 	}
 	if want := "all-gather + reduce-scatter (--moe-dispatch: TRTLLM_FORCE_COMM_METHOD ALLGATHER; its default where NVLink joins the GPUs is all-to-all)"; !strings.Contains(pr.Engine, want) {
 		t.Errorf("engine line %q\nwant %q", pr.Engine, want)
+	}
+}
+
+// --dispatch-dtype bf16 under vLLM prices the gather of bf16 tokens
+// where the engine would gather DeepSeek-V3's FP8 (64 x 7168 x 2 =
+// 917,504 B, as the combine), and the options and engine lines say who
+// chose it.
+func TestChosenDispatchDtype(t *testing.T) {
+	a, err := model.Preset("deepseek-v3")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc := Scenario{Arch: a, Plan: model.Plan{TP: 1, DP: 8, EP: true}, Build: model.BuildOptions{DispatchDtype: model.BF16},
+		Workload: model.Workload{Phase: model.Decode, Batch: 64, Context: 4096},
+		Options:  Options{CUDAGraphs: true, Engine: engprof.Ref{Name: "vllm"}}, Topo: mustTopo(t, "h200-nvswitch")}
+	pr, s, err := Predict(sc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range s.Ranks[0] {
+		if o.Role == model.RoleMoEDispatch && (o.CommBytes != 64*7168*2 || o.ActDtype != model.BF16) {
+			t.Fatalf("%s: %d B in %s, want 917504 B in bf16", o.ID, o.CommBytes, o.ActDtype)
+		}
+	}
+	if !pr.DispatchDtypeChosen || !strings.Contains(pr.OptionsLabel(), "dispatch-dtype=bf16") ||
+		!strings.Contains(pr.Engine, "allgather_reducescatter), bf16 tokens (--dispatch-dtype)") {
+		t.Errorf("chosen bf16: chosen %v, options %q, engine %q", pr.DispatchDtypeChosen, pr.OptionsLabel(), pr.Engine)
 	}
 }
 
@@ -183,10 +243,16 @@ func TestIterationCosterDispatch(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, c := range []struct{ eng, chosen, want string }{
-		{"vllm@0.24", "", model.DispatchAllGather},
-		{"trtllm@1.3", "", model.DispatchAllToAll},
-		{"vllm@0.24", model.DispatchAllToAll, model.DispatchAllToAll},
+	for _, c := range []struct {
+		eng, chosen, want string
+		payload           model.Dtype
+	}{
+		// vLLM's gather moves DeepSeek-V3's tokens as its Triton FP8
+		// block-128 experts take them (TestEngineDefaultDispatch).
+		{"vllm@0.24", "", model.DispatchAllGather, model.FP8Block128},
+		{"trtllm@1.3", "", model.DispatchAllToAll, model.BF16},
+		{"vllm@0.24", model.DispatchAllToAll, model.DispatchAllToAll, model.BF16},
+		{"vllm@0.24", model.DispatchAllGather, model.DispatchAllGather, model.FP8Block128},
 	} {
 		ref, err := engprof.ParseRef(c.eng)
 		if err != nil {
@@ -200,8 +266,8 @@ func TestIterationCosterDispatch(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if ic.build.MoEDispatch != c.want {
-			t.Errorf("%s chosen %q: iterations built with %q, want %q", c.eng, c.chosen, ic.build.MoEDispatch, c.want)
+		if ic.build.MoEDispatch != c.want || ic.build.DispatchDtype != c.payload {
+			t.Errorf("%s chosen %q: iterations built with %q of %s, want %q of %s", c.eng, c.chosen, ic.build.MoEDispatch, ic.build.DispatchDtype, c.want, c.payload)
 		}
 	}
 }

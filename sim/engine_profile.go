@@ -522,7 +522,7 @@ func (p *Predictor) EngineSummary(sc Scenario, built model.BuildOptions) string 
 			if kind, err := engprof.ParseDispatch(built.MoEDispatch); err == nil {
 				d.Kind = kind
 			}
-			parts = append(parts, fmt.Sprintf("DP %d MoE dispatch %s", plan.DP, d))
+			parts = append(parts, fmt.Sprintf("DP %d MoE dispatch %s%s", plan.DP, d, payloadWords(d.Kind, built.DispatchDtype, sc.Build.DispatchDtype != "")))
 		}
 	}
 	if plan := sc.Plan.Normalized(); plan.TP > 1 {
@@ -625,4 +625,20 @@ func companions(n int) string {
 		return "1 companion kernel"
 	}
 	return fmt.Sprintf("%d companion kernels", n)
+}
+
+// payloadWords says, for the engine line, what a dispatch of kind moves
+// each token in (dt, the schedule's; chosen: by --dispatch-dtype): the
+// all-gather's payload always (vLLM's is its experts' input format,
+// quantized before the gather), an all-to-all's when not bf16.
+func payloadWords(kind engprof.Dispatch, dt model.Dtype, chosen bool) string {
+	switch {
+	case chosen:
+		return fmt.Sprintf(", %s tokens (--dispatch-dtype)", dt)
+	case kind != engprof.DispatchAllGather && dt == model.BF16:
+		return ""
+	case dt == model.BF16:
+		return ", bf16 tokens"
+	}
+	return fmt.Sprintf(", %s tokens (the experts' input quantization, before the gather)", dt)
 }

@@ -220,9 +220,13 @@ type Prediction struct {
 	// step dispatches them (model.Plan.DispatchesMoE; PredictScenario
 	// only). MoEDispatchChosen: --moe-dispatch chose it; otherwise it is
 	// what the engine runs by default on the box (MoEDispatchOf).
-	MoEDispatch       string      `json:"moe_dispatch,omitempty"`
-	MoEDispatchChosen bool        `json:"moe_dispatch_chosen,omitempty"`
-	DispatchDtype     model.Dtype `json:"dispatch_dtype,omitempty"`
+	// DispatchDtypeChosen: --dispatch-dtype chose it; otherwise it is the
+	// engine's for that dispatch (vLLM's all-gather: its experts' input
+	// format).
+	MoEDispatch         string      `json:"moe_dispatch,omitempty"`
+	MoEDispatchChosen   bool        `json:"moe_dispatch_chosen,omitempty"`
+	DispatchDtype       model.Dtype `json:"dispatch_dtype,omitempty"`
+	DispatchDtypeChosen bool        `json:"dispatch_dtype_chosen,omitempty"`
 
 	// Summary: StepUs is the time of one step (the latest op end over
 	// all ranks); Sequences the requests the step serves (Workload.Batch
@@ -284,7 +288,7 @@ type DSAAttention struct {
 // and were chosen or differ from their defaults: dense-dsa or
 // dense-dsa=false when --dense-dsa chose it, moe-dispatch when
 // --moe-dispatch chose it (unchosen it is the engine's, which the engine
-// line names) and dispatch-dtype under a dispatch when not bf16.
+// line names) and dispatch-dtype when --dispatch-dtype chose it (likewise).
 func (pr *Prediction) OptionsLabel() string {
 	var b []string
 	if d := pr.DSA; d != nil && d.Chosen {
@@ -297,7 +301,7 @@ func (pr *Prediction) OptionsLabel() string {
 	if pr.MoEDispatch != "" && pr.MoEDispatchChosen {
 		b = append(b, "moe-dispatch="+pr.MoEDispatch)
 	}
-	if pr.DispatchDtype != "" && pr.DispatchDtype != model.BF16 {
+	if pr.DispatchDtype != "" && pr.DispatchDtypeChosen {
 		b = append(b, "dispatch-dtype="+string(pr.DispatchDtype))
 	}
 	l := pr.Options.Label()

@@ -265,6 +265,7 @@ func (p *Predictor) PredictScenarioSchedule(sc Scenario) (*Prediction, *model.Sc
 		// the engine's when none was chosen: scheduleWith).
 		pr.MoEDispatch, pr.DispatchDtype = s.Options.MoEDispatch, s.Options.DispatchDtype
 		pr.MoEDispatchChosen = sc.Build.MoEDispatch != ""
+		pr.DispatchDtypeChosen = sc.Build.DispatchDtype != ""
 	}
 	return pr, s, nil
 }

@@ -180,28 +180,34 @@ func TestPredictSGLangSparseMLABackend(t *testing.T) {
 
 // TestPredictDispatchFlags: under DP attention + EP the MoE dispatch is
 // priced, so the JSON names its kind and payload dtype (by default the
-// engine's kind, vLLM's all-gather + reduce-scatter, and bf16), the engine
-// line says which the engine runs, and the options line names a chosen
-// --moe-dispatch and a --dispatch-dtype that is not the default; an FP8
-// payload moves half the bytes of a BF16 one, so the step is shorter. A
+// engine's: vLLM's all-gather + reduce-scatter, moving the default
+// model's tokens as its NVFP4 experts take them on the default box's
+// SM120 GPUs, FlashInfer CUTLASS's input quantization before the
+// gather), the engine line says which the engine runs, and the options
+// line names a chosen --moe-dispatch and --dispatch-dtype; an NVFP4
+// payload (0.5625 B a value) moves less than an FP8 one (1 B), which
+// moves less than a BF16 one (2 B), so the steps grow in that order. A
 // plan without DP attention dispatches nothing: the flags are refused
 // there, even at their default values, and the JSON has no dispatch.
 func TestPredictDispatchFlags(t *testing.T) {
 	dp := []string{"--tp", "2", "--dp", "4", "--ep", "--batch", "64", "--context", "1024"}
 	base := predictJSONObject(t, dp...)
-	if base["moe_dispatch"] != "allgather_reducescatter" || base["moe_dispatch_chosen"] != nil || base["dispatch_dtype"] != "bf16" {
-		t.Errorf("default dispatch %v (chosen %v) %v, want vLLM's allgather_reducescatter, unchosen, bf16", base["moe_dispatch"], base["moe_dispatch_chosen"], base["dispatch_dtype"])
+	if base["moe_dispatch"] != "allgather_reducescatter" || base["moe_dispatch_chosen"] != nil || base["dispatch_dtype"] != "nvfp4" || base["dispatch_dtype_chosen"] != nil {
+		t.Errorf("default dispatch %v (chosen %v) %v (chosen %v), want vLLM's allgather_reducescatter of nvfp4, unchosen", base["moe_dispatch"], base["moe_dispatch_chosen"], base["dispatch_dtype"], base["dispatch_dtype_chosen"])
 	}
-	if e := predictLines(t, dp...)["engine"]; !strings.Contains(e, "DP 4 MoE dispatch all-gather + reduce-scatter (its default: --all2all-backend allgather_reducescatter)") {
-		t.Errorf("engine line %q: want it to name vLLM's default dispatch", e)
+	if e := predictLines(t, dp...)["engine"]; !strings.Contains(e, "DP 4 MoE dispatch all-gather + reduce-scatter (its default: --all2all-backend allgather_reducescatter), nvfp4 tokens (the experts' input quantization, before the gather)") {
+		t.Errorf("engine line %q: want it to name vLLM's default dispatch and its payload", e)
 	}
 	a2a := predictJSONObject(t, append(dp, "--moe-dispatch", "alltoall")...)
 	if a2a["moe_dispatch"] != "alltoall" || a2a["moe_dispatch_chosen"] != true || a2a["step_us"] == base["step_us"] {
 		t.Errorf("--moe-dispatch alltoall: %v (chosen %v), step %v, want alltoall, chosen, priced apart from %v", a2a["moe_dispatch"], a2a["moe_dispatch_chosen"], a2a["step_us"], base["step_us"])
 	}
 	fp8 := predictJSONObject(t, append(dp, "--dispatch-dtype", "fp8")...)
-	if fp8["dispatch_dtype"] != "fp8" || !(fp8["step_us"].(float64) < base["step_us"].(float64)) {
-		t.Errorf("fp8 dispatch: dtype %v step %v, want fp8 and below bf16's %v", fp8["dispatch_dtype"], fp8["step_us"], base["step_us"])
+	bf16 := predictJSONObject(t, append(dp, "--dispatch-dtype", "bf16")...)
+	if fp8["dispatch_dtype"] != "fp8" || fp8["dispatch_dtype_chosen"] != true || bf16["dispatch_dtype"] != "bf16" ||
+		!(base["step_us"].(float64) < fp8["step_us"].(float64) && fp8["step_us"].(float64) < bf16["step_us"].(float64)) {
+		t.Errorf("dispatch steps: nvfp4 %v, fp8 %v (%v), bf16 %v (%v), want chosen dtypes and steps rising in that order",
+			base["step_us"], fp8["step_us"], fp8["dispatch_dtype"], bf16["step_us"], bf16["dispatch_dtype"])
 	}
 	ag := predictJSONObject(t, append(dp, "--moe-dispatch", "allgather_reducescatter")...)
 	if ag["moe_dispatch"] != "allgather_reducescatter" {
@@ -212,8 +218,8 @@ func TestPredictDispatchFlags(t *testing.T) {
 		want string // the dispatch words of the options line
 	}{
 		{dp, ""},
-		{append(dp, "--dispatch-dtype", "bf16"), ""},
-		{append(dp, "--moe-dispatch", "alltoall", "--dispatch-dtype", "bf16"), "moe-dispatch=alltoall"},
+		{append(dp, "--dispatch-dtype", "bf16"), "dispatch-dtype=bf16"},
+		{append(dp, "--moe-dispatch", "alltoall", "--dispatch-dtype", "bf16"), "moe-dispatch=alltoall dispatch-dtype=bf16"},
 		{append(dp, "--dispatch-dtype", "fp8"), "dispatch-dtype=fp8"},
 		{append(dp, "--moe-dispatch", "allgather_reducescatter"), "moe-dispatch=allgather_reducescatter"},
 	} {

@@ -86,7 +86,7 @@ type countFlag struct {
 // deployment of the default model on the default box.
 func newScenarioFlags() *scenarioFlags {
 	return &scenarioFlags{model: model.DefaultPreset, tp: 8, dp: 1, dcp: 1, phase: "decode", batch: 1, context: 4096,
-		topo: topology.DefaultPreset, opts: sim.DefaultOptions(), dispatchDtype: "bf16",
+		topo: topology.DefaultPreset, opts: sim.DefaultOptions(),
 		moeRouting: model.UniformRouting.String(), planFlags: true}
 }
 
@@ -249,7 +249,7 @@ func (f *scenarioFlags) bindModelFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&f.model, "model", f.model, "model preset ("+strings.Join(model.PresetNames(), ", ")+") or a config.json / model directory")
 	fs.BoolVar(&f.denseDSA, "dense-dsa", f.denseDSA, "run a DSA model (GLM-5) as dense MLA without the indexer (default: as the box's engines run it: dense on SM12x, which has no DSA sparse kernels; sparse elsewhere)")
 	fs.StringVar(&f.dispatch, "moe-dispatch", f.dispatch, "MoE dispatch under --dp > 1: alltoall or allgather_reducescatter (default: the engine's, which the engine line names: vLLM's --all2all-backend allgather_reducescatter, SGLang's all-gather + reduce-scatter without --moe-a2a-backend, TensorRT-LLM's NVLink all-to-all where NVLink joins the GPUs)")
-	fs.StringVar(&f.dispatchDtype, "dispatch-dtype", f.dispatchDtype, "payload dtype of the MoE dispatch under --dp > 1: bf16 or fp8")
+	fs.StringVar(&f.dispatchDtype, "dispatch-dtype", f.dispatchDtype, "payload dtype of the MoE dispatch under --dp > 1: bf16 or fp8 (default: the engine's; vLLM's all-gather moves its experts' input format, FP8 or NVFP4 with their scales)")
 	fs.StringVar(&f.moeRouting, "moe-routing", f.moeRouting, "how the MoE router spreads tokens over the experts: uniform (random), or balanced or power-law-ALPHA as aiconfigurator's MoE tables were measured (power-law-1.01, power-law-1.2); with --perf-db the default is the tables' balanced where their MoE rows price the routed experts")
 }
 
@@ -398,9 +398,13 @@ func (f *scenarioFlags) workload() (model.Workload, error) {
 // build is the build options the flags name (model.Validate checks the
 // MoE dispatch; the CLI takes only the dispatch dtypes engines offer).
 func (f *scenarioFlags) build() (model.BuildOptions, error) {
-	d, err := model.ParseDtype(f.dispatchDtype)
-	if err != nil || (d != model.BF16 && d != model.FP8) {
-		return model.BuildOptions{}, flagError("--dispatch-dtype", quote(f.dispatchDtype), "want bf16 or fp8")
+	var d model.Dtype // "": the engine's (sim fills it)
+	if f.dispatchDtype != "" {
+		var err error
+		d, err = model.ParseDtype(f.dispatchDtype)
+		if err != nil || (d != model.BF16 && d != model.FP8) {
+			return model.BuildOptions{}, flagError("--dispatch-dtype", quote(f.dispatchDtype), "want bf16 or fp8")
+		}
 	}
 	r, err := f.routing()
 	if err != nil {
