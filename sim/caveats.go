@@ -62,10 +62,11 @@ func (p *Predictor) Caveats(sc Scenario) []string {
 		out = append(out, fmt.Sprintf("long context on %s without DCP: tpscope prices %s, which splits the cache over up to %dx the SMs; builds with a fixed 4 KV splits are several times slower here (a public 150K-token run: ~6-7 tok/s, which --engine vllm@0.16-nightly reproduces) (fix: --dcp, or tpscope calibrate --trace)", b.Name, p.cm.prof.Name(), b.Grid.SplitOccupancy))
 	}
 
-	// TestPublicAllReduce and the seed: small NCCL all-reduces on PCIe
-	// boxes differ from NCCL's constants, in both directions.
+	// TestPublicAllReduce, TestPublicBatchTrend and the seed: small NCCL
+	// all-reduces on PCIe boxes differ from NCCL's constants, in both
+	// directions.
 	if cm, ok := p.coll.(*CollectiveModel); ok && plan.World() > 1 && !p.topo.AllNVLink(nil) && !cm.calibrated() && !measured.allReduce {
-		out = append(out, "NCCL collectives priced with NCCL's stock constants: on PCIe boxes small all-reduces measure off them in both directions (on a public 8-GPU switch box they predict 18-42 % above the measured time up to 64 KB) (fix: tpscope calibrate --nccl-tests on this box's all_reduce_perf log)")
+		out = append(out, "NCCL collectives priced with NCCL's stock constants: on PCIe boxes small all-reduces measure off them in both directions (they predict 18-42 % above the measured time up to 64 KB on a public 8-GPU switch box, 17-37 % above public loops below 100 KB on a dual-socket box of the seed's class) (fix: tpscope calibrate --nccl-tests on this box's all_reduce_perf log)")
 		// TestPublicSHMGap: ring steps through host memory.
 		if g := cm.group(firstRanks(plan.TP)); g.shmHops > 0 {
 			out = append(out, fmt.Sprintf("host-memory ring hops: %d of %d go through host memory (P2P level or P2P disabled), priced at %.3g us a step, the cudaMemcpy bounce latency; a public run with P2P disabled and 32-64 NCCL channels implied ~2.4 us: these collectives may be priced too slow (fix: tpscope calibrate --nccl-tests under the same P2P setting)",
