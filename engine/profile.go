@@ -130,6 +130,10 @@ type NewTokenRatioFacts struct {
 	DecaySteps         int     `yaml:"decay_steps"`
 	ClipMaxNewTokens   int     `yaml:"clip_max_new_tokens"`
 	RetractDecodeSteps int     `yaml:"retract_decode_steps"`
+	// DPConservativeness, when set, scales Init under DP attention
+	// (SGLang multiplies its schedule_conservativeness by 0.3 there, and
+	// the ratio starts at 0.7 x it); 0: no change.
+	DPConservativeness float64 `yaml:"dp_conservativeness"`
 }
 
 // AdmitGuaranteedNoEvict is TensorRT-LLM's capacity scheduler policy

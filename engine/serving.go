@@ -80,8 +80,8 @@ func (p *Profile) validateServing(bad func(field, format string, a ...any) error
 		}
 	case AdmitNewTokenRatio:
 		r := sc.NewTokenRatio
-		if r == nil || !(r.Init > 0 && r.Init <= 1) || !(r.MinFactor > 0 && r.MinFactor <= 1) || r.DecaySteps < 1 || r.ClipMaxNewTokens < 1 || r.RetractDecodeSteps < 0 {
-			return bad("scheduler.new_token_ratio", "want init and min_factor in (0, 1], decay_steps and clip_max_new_tokens >= 1, retract_decode_steps >= 0 (admission %s)", AdmitNewTokenRatio)
+		if r == nil || !(r.Init > 0 && r.Init <= 1) || !(r.MinFactor > 0 && r.MinFactor <= 1) || r.DecaySteps < 1 || r.ClipMaxNewTokens < 1 || r.RetractDecodeSteps < 0 || !(r.DPConservativeness >= 0 && r.DPConservativeness <= 1) {
+			return bad("scheduler.new_token_ratio", "want init and min_factor in (0, 1], decay_steps and clip_max_new_tokens >= 1, retract_decode_steps >= 0, dp_conservativeness in [0, 1] (admission %s)", AdmitNewTokenRatio)
 		}
 	default:
 		return bad("scheduler.admission", "%q: want %s, %s or none (vLLM's)", sc.Admission, AdmitGuaranteedNoEvict, AdmitNewTokenRatio)

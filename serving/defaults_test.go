@@ -1,6 +1,7 @@
 package serving
 
 import (
+	"math"
 	"strings"
 	"testing"
 
@@ -395,5 +396,29 @@ func TestSGLangUnchunkedDefaults(t *testing.T) {
 		if !c.runs && (err == nil || strings.Contains(err.Error(), "\n")) {
 			t.Errorf("%s: %v, want a one-line refusal", c.engine, err)
 		}
+	}
+}
+
+// TestSGLangDPConservativeness: under DP attention SGLang multiplies its
+// schedule_conservativeness by 0.3 (_handle_data_parallelism), and its
+// new-token ratio starts at 0.7 x 0.3 = 0.21 (floor 0.21 x 0.14 =
+// 0.0294); without DP it starts at 0.7; the profile's facts are not
+// changed in place.
+func TestSGLangDPConservativeness(t *testing.T) {
+	for _, c := range []struct {
+		tp, dp int
+		init   float64
+	}{{1, 8, 0.21}, {8, 1, 0.7}} {
+		d := sglangDeployment(t, "nvswitch:8xb200")
+		d.Scenario.Plan = model.Plan{TP: c.tp, DP: c.dp, EP: c.dp > 1}
+		d.Engine.NumGPUBlocksOverride = 4096
+		s := mustNew(t, d)
+		f := s.Engine().NewTokenRatio
+		if f == nil || math.Abs(f.Init-c.init) > 1e-12 {
+			t.Errorf("tp%d dp%d: new-token ratio facts %+v, want init %v", c.tp, c.dp, f, c.init)
+		}
+	}
+	if p, err := engprof.Lookup(engprof.Ref{Name: "sglang"}); err != nil || p.Scheduler.NewTokenRatio.Init != 0.7 {
+		t.Errorf("the profile's init changed: %v %v", p.Scheduler.NewTokenRatio, err)
 	}
 }

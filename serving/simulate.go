@@ -88,6 +88,13 @@ func New(d Deployment) (*Simulator, error) {
 		s.chunkOfDP = s.engine.MaxNumBatchedTokens
 		s.engine.MaxNumBatchedTokens = max(1, s.engine.MaxNumBatchedTokens/s.dp)
 	}
+	// Under DP attention SGLang scales its schedule_conservativeness, and
+	// with it where its new-token ratio starts (the floor follows it).
+	if f := s.engine.NewTokenRatio; f != nil && f.DPConservativeness > 0 && s.dp > 1 {
+		g := *f
+		g.Init *= f.DPConservativeness
+		s.engine.NewTokenRatio = &g
+	}
 	if d.Engine.MaxNumSeqs == 0 {
 		// An engine that sets its own limit for the speculative method
 		// (SGLang: 48 running requests) where the user gave none.
