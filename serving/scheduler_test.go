@@ -37,6 +37,27 @@ func (s *stepper) step(t *testing.T) model.Iteration {
 	return it
 }
 
+// runAll steps until every one of n requests has finished (failing past
+// maxSteps) and returns the step each entered the running batch at and
+// the preemptions over the run.
+func (s *stepper) runAll(t *testing.T, n, maxSteps int) (entered []int, preempts int) {
+	t.Helper()
+	entered = make([]int, n)
+	for step := 1; s.rp.hasWork(); step++ {
+		if step > maxSteps {
+			t.Fatalf("still running after %d steps", maxSteps)
+		}
+		s.step(t)
+		for _, r := range s.rp.running {
+			if entered[r.id] == 0 {
+				entered[r.id] = step
+			}
+		}
+		preempts += s.rp.preempted
+	}
+	return entered, preempts
+}
+
 func sameIteration(t *testing.T, step int, got, want model.Iteration) {
 	t.Helper()
 	if got != want {
@@ -240,19 +261,7 @@ func TestGuaranteedNoEvictAdmission(t *testing.T) {
 	reqs := []Request{{PromptTokens: 64, OutputTokens: 96}, {PromptTokens: 64, OutputTokens: 96}, {PromptTokens: 16, OutputTokens: 16}}
 	run := func(admission string) (entered []int, preempts int) {
 		s := newStepper(EngineOptions{MaxNumSeqs: 8, MaxNumBatchedTokens: 1000, Admission: admission}, 19, reqs...)
-		entered = make([]int, len(reqs))
-		for step := 1; s.rp.hasWork(); step++ {
-			if step > 1000 {
-				t.Fatalf("%q: still running after 1000 steps", admission)
-			}
-			s.step(t)
-			for _, r := range s.rp.running {
-				if entered[r.id] == 0 {
-					entered[r.id] = step
-				}
-			}
-			preempts += s.rp.preempted
-		}
+		entered, preempts = s.runAll(t, len(reqs), 1000)
 		if got := len(s.emitted[0]); got != 96 {
 			t.Fatalf("%q: A emitted %d tokens, want 96", admission, got)
 		}
@@ -287,19 +296,7 @@ func TestSGLangNewTokenRatioAdmission(t *testing.T) {
 			o.NewTokenRatio = facts
 		}
 		s := newStepper(o, 300, reqs...)
-		entered = make([]int, len(reqs))
-		for step := 1; s.rp.hasWork(); step++ {
-			if step > 2000 {
-				t.Fatalf("%q: still running after 2000 steps", admission)
-			}
-			s.step(t)
-			for _, r := range s.rp.running {
-				if entered[r.id] == 0 {
-					entered[r.id] = step
-				}
-			}
-			preempts += s.rp.preempted
-		}
+		entered, preempts = s.runAll(t, len(reqs), 2000)
 		a := s.emitted[0]
 		if len(a) != 100 {
 			t.Fatalf("%q: A emitted %d tokens, want 100", admission, len(a))

@@ -81,6 +81,24 @@ func New(d Deployment) (*Simulator, error) {
 	if s.blocks < 1 {
 		return nil, fmt.Errorf("serving: the KV cache holds less than one block of %d tokens", s.engine.BlockSize)
 	}
+	s.deploymentDefaults(d, prof)
+	if s.engine.MaxNumSeqs == 0 {
+		// The engine's default from its pool (withDefaults left it).
+		ctx := d.Scenario.Arch.MaxPositionEmbeddings
+		if ctx < 1 {
+			return nil, fmt.Errorf("serving: %s states no max_position_embeddings, from which %s's default max_running_requests follows: give --max-num-seqs", d.Scenario.Arch.Name, prof.Name())
+		}
+		s.engine.MaxNumSeqs = max(1, prof.Scheduler.DefaultMaxRunning(int64(s.blocks)*int64(s.engine.BlockSize), ctx))
+	}
+	return s, nil
+}
+
+// deploymentDefaults fills the engine's defaults that depend on the
+// deployment, once the pool is sized: under DP attention the ranks'
+// shares (SGLang's step budget / dp and its conservativeness on the
+// new-token ratio) and an engine's own running-request limit for the
+// speculative method.
+func (s *Simulator) deploymentDefaults(d Deployment, prof *engprof.Profile) {
 	// Under DP attention an engine that shares its step budget among the
 	// DP ranks (SGLang) gives each rank's scheduler budget / dp, after the
 	// pool's reserve was sized by the whole budget.
@@ -95,31 +113,23 @@ func New(d Deployment) (*Simulator, error) {
 		g.Init *= f.DPConservativeness
 		s.engine.NewTokenRatio = &g
 	}
-	if d.Engine.MaxNumSeqs == 0 {
-		// An engine that sets its own limit for the speculative method
-		// (SGLang: 48 running requests) where the user gave none.
-		if m := d.Scenario.Build.Spec.MethodFor(d.Scenario.Workload); m != "" {
-			if f, ok := prof.SpecMethod(string(m)); ok && f.MaxRunning > 0 {
-				s.engine.MaxNumSeqs, s.specSeqsFrom = f.MaxRunning, f.Name
-				// The limit is the engine's: under DP attention each
-				// rank's scheduler runs its share (SGLang's
-				// max_running_requests // dp_size).
-				if prof.Scheduler.DPDividesRunning && s.dp > 1 {
-					s.seqsOfDP = s.engine.MaxNumSeqs
-					s.engine.MaxNumSeqs = max(1, s.engine.MaxNumSeqs/s.dp)
-				}
-			}
-		}
+	// An engine that sets its own limit for the speculative method
+	// (SGLang: 48 running requests) where the user gave none.
+	if d.Engine.MaxNumSeqs != 0 {
+		return
 	}
-	if s.engine.MaxNumSeqs == 0 {
-		// The engine's default from its pool (withDefaults left it).
-		ctx := d.Scenario.Arch.MaxPositionEmbeddings
-		if ctx < 1 {
-			return nil, fmt.Errorf("serving: %s states no max_position_embeddings, from which %s's default max_running_requests follows: give --max-num-seqs", d.Scenario.Arch.Name, prof.Name())
-		}
-		s.engine.MaxNumSeqs = max(1, prof.Scheduler.DefaultMaxRunning(int64(s.blocks)*int64(s.engine.BlockSize), ctx))
+	m := d.Scenario.Build.Spec.MethodFor(d.Scenario.Workload)
+	f, ok := prof.SpecMethod(string(m))
+	if m == "" || !ok || f.MaxRunning <= 0 {
+		return
 	}
-	return s, nil
+	s.engine.MaxNumSeqs, s.specSeqsFrom = f.MaxRunning, f.Name
+	// The limit is the engine's: under DP attention each rank's scheduler
+	// runs its share (SGLang's max_running_requests // dp_size).
+	if prof.Scheduler.DPDividesRunning && s.dp > 1 {
+		s.seqsOfDP = s.engine.MaxNumSeqs
+		s.engine.MaxNumSeqs = max(1, s.engine.MaxNumSeqs/s.dp)
+	}
 }
 
 // Engine returns the scheduler settings with the engine's defaults filled.

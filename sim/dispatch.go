@@ -60,19 +60,9 @@ func dispatchOn(prof *engprof.Profile, t *topology.Topology, plan model.Plan, ch
 }
 
 // nvlinkAmong reports whether NVLink joins every pair of t's first n GPUs
-// (topology.AllNVLink over them), without building the group.
+// (false for a box of fewer).
 func nvlinkAmong(t *topology.Topology, n int) bool {
-	if t == nil || n > t.NumGPUs() {
-		return false
-	}
-	for a := 0; a < n; a++ {
-		for b := 0; b < n; b++ {
-			if a != b && t.Path(a, b).Level != topology.LevelNV {
-				return false
-			}
-		}
-	}
-	return n > 0
+	return t != nil && n > 0 && n <= t.NumGPUs() && t.AllNVLink(firstRanks(n))
 }
 
 // String says what the engine runs for people: the kind, and by which
