@@ -155,8 +155,18 @@ func (b *Browser) Open(t testing.TB, path string) *Page {
 	if err := chromedp.Do(ctx, chromedp.Navigate(p.URL)); err != nil {
 		t.Fatalf("open %s: %v", p.URL, err)
 	}
-	ms, err := chromedp.Run(ctx, chromedp.Poll[float64]("window.tpscopeReport && window.tpscopeReport.ready && window.tpscopeReport.renderMs",
-		chromedp.WithPollingInterval(5*time.Millisecond), chromedp.WithPollingTimeout(opTimeout)))
+	// The poll evaluates in the frame's execution context; when the
+	// navigation replaces that context under it (a loaded machine can
+	// let the old page's context outlive Navigate), Chromium answers
+	// "Cannot find context with specified id": poll again in the new one.
+	var ms float64
+	for {
+		ms, err = chromedp.Run(ctx, chromedp.Poll[float64]("window.tpscopeReport && window.tpscopeReport.ready && window.tpscopeReport.renderMs",
+			chromedp.WithPollingInterval(5*time.Millisecond), chromedp.WithPollingTimeout(opTimeout)))
+		if err == nil || !strings.Contains(err.Error(), "Cannot find context with specified id") || ctx.Err() != nil {
+			break
+		}
+	}
 	p.LoadWall = time.Since(start)
 	if err != nil {
 		t.Fatalf("%s never became ready: %v; page problems: %v", path, err, p.Problems())
