@@ -140,6 +140,9 @@ func (p *Profile) validate() error {
 		switch b.Grid.Kind {
 		case GridSMFill:
 			g := b.Grid
+			if g.SerialMerge {
+				return bad(f+".grid.serial_merge", "true: want it only on a split_kv grid (an sm_fill kernel merges in the kernel: merge_us)")
+			}
 			if g.MergeUs < 0 || math.IsNaN(g.MergeUs) || math.IsInf(g.MergeUs, 0) {
 				return bad(f+".grid.merge_us", "%v: want a time of 0 us or more", g.MergeUs)
 			}

@@ -513,6 +513,7 @@ func TestParseErrors(t *testing.T) {
 		{"uncited scheduler", "  policy: vllm\n  cite: [scheduler]", "  policy: vllm\n  cite: []", "scheduler.cite: missing"},
 		{"negative merge", "grid: {kind: sm_fill}", "grid: {kind: sm_fill, merge_us: -1}", "attention.backends[1].grid.merge_us: -1: want a time of 0 us or more"},
 		{"merge without rows", "grid: {kind: sm_fill}", "grid: {kind: sm_fill, merge_us: 5}", "attention.backends[1].grid: merge_us needs rows_per_cta"},
+		{"serial merge on an sm_fill grid", "grid: {kind: sm_fill}", "grid: {kind: sm_fill, serial_merge: true}", "attention.backends[1].grid.serial_merge: true: want it only on a split_kv grid"},
 		{"padded tile of 0 rows", "padded: {tile_m: 128, tile_n: 128, formats: [nvfp4]", "padded: {tile_m: 0, tile_n: 128, formats: [nvfp4]", "moe.kernels[1].padded: want tile_m and tile_n of at least 1"},
 		{"padded format not the kernel's", "      padded: {tile_m: 128, tile_n: 128, formats: [nvfp4], archs: [sm120], cite: [fp4-tiles-sm120]}\n    - name: flashinfer_trtllm", "      padded: {tile_m: 128, tile_n: 128, formats: [int4-g32], archs: [sm120], cite: [fp4-tiles-sm120]}\n    - name: flashinfer_trtllm", "moe.kernels[1].padded.formats: int4-g32: not a format of the kernel"},
 		{"padded uncited", "archs: [sm120], cite: [fp4-tiles-sm120]}", "archs: [sm120], cite: []}", "moe.kernels[1].padded.cite: missing"},

@@ -239,6 +239,13 @@ type Grid struct {
 	MergeUs          float64 `yaml:"merge_us"`
 	RowsPerCTA       int     `yaml:"rows_per_cta"`
 	SplitBelowSMFrac float64 `yaml:"split_below_sm_frac"`
+	// SerialMerge (split_kv): the companion that merges the splits walks
+	// them one after another, one program per (query token, head), each
+	// non-empty split's partial (its output over the latent and its
+	// log-sum-exp, fp32) read before the next (the Triton decode
+	// kernels' _fwd_kernel_stage2): a dependent read per split, so its
+	// time grows with the splits a sequence fills, whatever the bytes.
+	SerialMerge bool `yaml:"serial_merge"`
 }
 
 // AttentionBackend is one MLA attention backend.

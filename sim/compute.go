@@ -208,6 +208,9 @@ type computeModel struct {
 	// (SetTritonMLASplits); 0 follows the profile.
 	tritonFixedSplits int
 	fp32TFLOPS        float64 // CUDA-core peak for dequantization work (0: not modeled)
+	// l2Bytes is the device's L2: a serial split merge reads its partials
+	// from there when they fit (serialMergeUs).
+	l2Bytes float64
 	engineKernels
 	cells [numKinds][numDtypes]computeParams
 }
@@ -228,7 +231,7 @@ type computeModel struct {
 // small-batch FP4 MoE on SM120 may stream weights below the device's
 // STREAM figure).
 func newComputeModel(dev *topology.Device, prof *engprof.Profile, opts *Options) *computeModel {
-	cm := &computeModel{sms: float64(dev.SMs), smClockMHz: dev.SMClockMHz}
+	cm := &computeModel{sms: float64(dev.SMs), smClockMHz: dev.SMClockMHz, l2Bytes: float64(dev.L2Bytes)}
 	if cm.sms < 1 {
 		cm.sms = 1
 	}
@@ -338,8 +341,11 @@ type OpCost struct {
 	// tiles (engprof.PaddedTiles), the rows without tokens included, which
 	// ComputeUs prices in place of FLOPs.
 	PaddedFLOPs float64 `json:"padded_flops,omitempty"`
-	// MergeUs: the in-kernel merge of a split attention launch after its
-	// last byte (the backend's Grid.MergeUs; mergeUs), part of Us.
+	// MergeUs: the merge of a split attention launch's partials, part of
+	// Us: an sm_fill kernel's in-kernel merge after its last byte (the
+	// backend's Grid.MergeUs; mergeUs), or a split_kv backend's serial
+	// walk over its splits in the merge companion (Grid.SerialMerge;
+	// serialMergeUs).
 	MergeUs float64 `json:"merge_us,omitempty"`
 
 	// Collectives.
@@ -423,6 +429,8 @@ func (cm *computeModel) cost(op *model.Op) OpCost {
 			if c.LoopUs = cm.splitLoopUs(op, &c, attn); c.LoopUs > c.Us {
 				c.Us, c.Bound = c.LoopUs, BoundLoop
 			}
+			c.MergeUs = cm.serialMergeUs(op, attn)
+			c.Us += c.MergeUs
 		}
 	}
 	if attn != nil && attn.Grid.Kind == engprof.GridSMFill {
@@ -489,6 +497,46 @@ func (cm *computeModel) mergeUs(op *model.Op, b *engprof.AttentionBackend) float
 		return 0
 	}
 	return g.MergeUs
+}
+
+// Serial split merge (engprof.Grid.SerialMerge), measured on one H100
+// SXM at 1,980 MHz with vLLM's _fwd_kernel_stage2 under CUDA graphs
+// (exec/cuda/testdata/h100/tritonmla-1107): 1.3 us plus 0.226 us a
+// non-empty split at batch 1 (8 and 16 heads, 16 to 1,024 splits, the
+// partials 0.1-17 MB in its 50 MB L2), 0.42-0.51 us a split at batch 8 and
+// 32 once the partials outgrow L2 (49 MB and more; 34-35 MB measured in
+// between, 0.25-0.32 us).
+const (
+	// mergeL2CyclesPerSplit: one split's dependent read from L2 and its
+	// rescale (exp, multiply-add), in SM cycles: 0.226 us x 1,980 MHz.
+	// Other GPUs take the same cycles at their own SM clock (an on-chip
+	// round trip; the count is not measured elsewhere).
+	mergeL2CyclesPerSplit = 447
+	// mergeDRAMUsPerSplit: the same read when the partials do not fit in
+	// L2, a device-memory round trip (not scaled by the SM clock).
+	mergeDRAMUsPerSplit = 0.47
+)
+
+// serialMergeUs is what a split_kv backend's merge companion spends
+// walking the splits (Grid.SerialMerge), beyond the launch floor its
+// companion is priced at: one dependent read per non-empty split of a
+// sequence (a sequence of seq tokens over s splits fills ceil(seq /
+// ceil(seq / s)) of them), the programs of all sequences and heads in
+// parallel; from L2 when every program's partials fit there, else from
+// device memory. A split's partial is its output over the latent (at most
+// K values) and its log-sum-exp, fp32.
+func (cm *computeModel) serialMergeUs(op *model.Op, b *engprof.AttentionBackend) float64 {
+	if b == nil || !b.Grid.SerialMerge || op.M < 1 || op.Batch < 1 || !(cm.smClockMHz > 0) {
+		return 0
+	}
+	seq := float64(op.N) + 1
+	s := cm.splits(b, seq)
+	active := math.Ceil(seq / math.Ceil(seq/s))
+	partials := float64(op.M) * op.Batch * s * float64(op.K+1) * 4
+	if cm.l2Bytes > 0 && partials > cm.l2Bytes {
+		return active * mergeDRAMUsPerSplit
+	}
+	return active * mergeL2CyclesPerSplit / cm.smClockMHz
 }
 
 // splitLoopUs is the time a split_kv decode (TRITON_MLA's) takes when

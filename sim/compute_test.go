@@ -108,24 +108,28 @@ func TestComputeCost(t *testing.T) {
 			// iterations of max(2 x 0.6, 16 x 32 x 2176 FLOP / (317.78/188
 			// TF x 0.35) = 1.883) us = 32.01 us, one wave. Plus 4 companion
 			// kernels at the 2.74 us attention floor = 10.96 (their launch
-			// gaps are the Predictor's, with the op's own): 42.97 us, bound
+			// gaps are the Predictor's, with the op's own); the merge
+			// companion walks the 8 splits, all non-empty (4097 / 513 ->
+			// 8), its 8 x 8 x 577 x 4 B of partials in L2: 8 x 447 cycles
+			// at 1,650 MHz = 2.17 us. 32.01 + 10.96 + 2.17 = 45.14 us, bound
 			// by the loop (floor + compute = 2.74 + 15.07 = 17.81 us is
 			// below it).
 			name: "triton mla decode batch 1", dev: rtx,
 			op: model.Op{Kind: model.KindAttention, Role: model.RoleMLADecode, M: 1, N: 4096, K: 576, Batch: 8, ActDtype: model.BF16, KVDtype: model.BF16,
 				FLOPs: 8 * 4096 * 2 * 1088, BytesRead: 4096 * 576 * 2, KVBytes: 4096 * 576 * 2},
-			wantUs: 42.97, wantBound: BoundLoop, wantCTAs: 8, wantGBps: 983.04, wantPeak: 317.78, wantDtype: "bf16",
+			wantUs: 45.14, wantBound: BoundLoop, wantCTAs: 8, wantGBps: 983.04, wantPeak: 317.78, wantDtype: "bf16",
 		},
 		{
 			// Same with an FP8 cache: half the bytes in flight per CTA
 			// (61.44 GB/s, x 8 = 491.52); dequantization 2,359,296 values x 2
 			// ops / (79.39e6 x 0.35 x 8/188) = 3.99 us on top of the 15.07
-			// of compute; the loop (32.01) still binds: 32.01 + 10.96 =
-			// 42.97 us.
+			// of compute; the loop (32.01) still binds, and the merge is
+			// the same (its partials are fp32 whatever the cache): 32.01 +
+			// 10.96 + 2.17 = 45.14 us.
 			name: "triton mla decode fp8 kv dequant", dev: rtx,
 			op: model.Op{Kind: model.KindAttention, Role: model.RoleMLADecode, M: 1, N: 4096, K: 576, Batch: 8, ActDtype: model.BF16, KVDtype: model.FP8,
 				FLOPs: 8 * 4096 * 2 * 1088, BytesRead: 4096 * 576, KVBytes: 4096 * 576},
-			wantUs: 42.97, wantBound: BoundLoop, wantCTAs: 8, wantGBps: 491.52, wantPeak: 317.78, wantDtype: "bf16", wantDequan: 3.99,
+			wantUs: 45.14, wantBound: BoundLoop, wantCTAs: 8, wantGBps: 491.52, wantPeak: 317.78, wantDtype: "bf16", wantDequan: 3.99,
 		},
 		{
 			// FlashMLA on Hopper fills all 132 SMs.
