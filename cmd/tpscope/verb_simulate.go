@@ -1003,15 +1003,20 @@ func overloadText(r *serving.Result) string {
 // behind.
 func tooShortText(r *serving.Result, t serving.Traffic) string {
 	s := fmt.Sprintf("too short to reach steady state: %d requests over %.1f s, E2E p50 %.1f s", r.Requests, r.ArrivalSpanS, r.E2EMs.P50/1e3)
-	want := fmt.Sprintf("(arrivals over at least %d x E2E p50); no SLO verdict", serving.SteadyStateE2Es)
+	// The verdict withheld is spoken of only where an SLO was given.
+	noVerdict := ""
+	if !r.SLO.IsZero() {
+		noVerdict = "; no SLO verdict"
+	}
+	want := fmt.Sprintf("(arrivals over at least %d x E2E p50)%s", serving.SteadyStateE2Es, noVerdict)
 	if r.TPOTRises {
 		s = fmt.Sprintf("not steady: the requests in the system grow by %s/s and TPOT rises by %.0f %% across the second half of the arrivals (an engine still filling, or one falling behind)",
 			sig3(r.BatchGrowthPerS), 100*r.TPOTRiseFrac)
-		want = "to tell; no SLO verdict"
+		want = "to tell" + noVerdict
 	}
 	switch {
 	case len(t.Requests) > 0 || r.MinRequests == 0:
-		return s + "; a longer load would tell; no SLO verdict"
+		return s + "; a longer load would tell" + noVerdict
 	case t.DurationS > 0 && t.NumRequests == 0:
 		return s + fmt.Sprintf("; pass --duration >= %.0f %s", math.Ceil(t.DurationS*float64(r.MinRequests)/float64(r.Requests)), want)
 	default:

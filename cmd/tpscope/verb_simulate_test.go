@@ -535,3 +535,29 @@ func TestPlotLoadAxis(t *testing.T) {
 		}
 	}
 }
+
+// TestSimulateTooShortSpeaksOfSLOOnlyWhenGiven: a run too short to reach
+// steady state (64 clients, 100 requests: each client sends fewer than
+// two, far under four end-to-end latencies of arrivals) says so and how
+// many requests would tell; the verdict it withholds is an SLO verdict
+// only when --slo-ttft-ms or --slo-tpot-ms gave an SLO.
+func TestSimulateTooShortSpeaksOfSLOOnlyWhenGiven(t *testing.T) {
+	args := []string{"simulate", "--model", "deepseek-v3", "--topo", "h200-nvswitch", "--concurrency", "64", "--requests", "100", "--timeline", "0"}
+	code, out, stderr := runCLI(t, args...)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	if !strings.Contains(out, "concurrency 64: too short to reach steady state") {
+		t.Fatalf("want the run judged too short:\n%s", out)
+	}
+	if strings.Contains(out, "SLO verdict") {
+		t.Errorf("no SLO given, but the too-short note speaks of an SLO verdict:\n%s", out)
+	}
+	code, out, stderr = runCLI(t, append(args, "--slo-tpot-ms", "50")...)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	if !strings.Contains(out, "; no SLO verdict") {
+		t.Errorf("with an SLO the too-short note says no verdict is given:\n%s", out)
+	}
+}
