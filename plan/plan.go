@@ -239,6 +239,9 @@ type Point struct {
 	Context    int    `json:"context"`
 	KVDtype    string `json:"kv_dtype"`
 	SpecTokens int    `json:"spec_tokens"`
+	// SpecMethod drafts the SpecTokens ("" without speculation): the
+	// configuration a line names is re-priced with it, not with MTP.
+	SpecMethod model.SpecMethod `json:"spec_method,omitempty"`
 
 	StepUs     float64 `json:"step_us"`
 	MsPerToken float64 `json:"ms_per_token"` // per request: step / tokens per step
@@ -283,6 +286,20 @@ const (
 
 // WithinSLO reports whether the point meets the SLO or there is none.
 func (p *Point) WithinSLO() bool { return p.SLO != SLOMissed }
+
+// SpecText is the point's speculative decoding as a line names it
+// (", spec mtp k2"), "" without: a configuration named without it would
+// be re-priced without its drafts.
+func (p *Point) SpecText() string {
+	if p.SpecTokens <= 0 {
+		return ""
+	}
+	m := p.SpecMethod
+	if m == "" {
+		m = model.SpecMTP
+	}
+	return fmt.Sprintf(", spec %s k%d", m, p.SpecTokens)
+}
 
 // CapacityRow is the capacity of one (box, plan, KV dtype, MTP, context).
 type CapacityRow struct {
@@ -882,7 +899,8 @@ func evaluatePoint(ev *sim.Evaluator, cfg *Config, slo float64) Point {
 		name = p.String()
 	}
 	pt := Point{Topology: c.Topo.Name, GPUs: c.Topo.NumGPUs(), Plan: name, Batch: c.Workload.Batch,
-		Context: c.Workload.Context, KVDtype: string(c.Workload.KVDtypeFor(c.Arch)), SpecTokens: c.Workload.SpecTokens}
+		Context: c.Workload.Context, KVDtype: string(c.Workload.KVDtypeFor(c.Arch)), SpecTokens: c.Workload.SpecTokens,
+		SpecMethod: c.Build.Spec.MethodFor(c.Workload)}
 	sum, err := ev.Evaluate(*c)
 	if err != nil {
 		pt.Error = err.Error()

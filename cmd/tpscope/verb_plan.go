@@ -328,8 +328,8 @@ func (o *planOptions) Run(ctx context.Context, args []string, std IO) error {
 			}
 			if res.Best >= 0 {
 				b := &res.Points[res.Best]
-				lines = append(lines, fmt.Sprintf("best throughput per GPU: %s x%d %s, kv %s, batch %d at context %d: %.1f tok/s/GPU, %.1f tok/s per request",
-					b.Topology, b.GPUs, b.Plan, b.KVDtype, b.Batch, b.Context, b.TokensPerSPerGPU, b.TokensPerSPerRequest))
+				lines = append(lines, fmt.Sprintf("best throughput per GPU: %s x%d %s, kv %s%s, batch %d at context %d: %.1f tok/s/GPU, %.1f tok/s per request",
+					b.Topology, b.GPUs, b.Plan, b.KVDtype, b.SpecText(), b.Batch, b.Context, b.TokensPerSPerGPU, b.TokensPerSPerRequest))
 			}
 			for _, kv := range priced.lines(planEngineKey(res)) {
 				lines = append(lines, kv[0]+": "+kv[1])
@@ -379,7 +379,7 @@ func planPricedBy(cfgs []plan.Config, res *plan.Result) (*pricedBy, error) {
 	if i != res.Best {
 		which = "the first configuration"
 	}
-	return pricedByOf(pr, fmt.Sprintf("%s's step (%s x%d %s, kv %s, batch %d, context %d)", which, p.Topology, p.GPUs, p.Plan, p.KVDtype, p.Batch, p.Context)), nil
+	return pricedByOf(pr, fmt.Sprintf("%s's step (%s x%d %s, kv %s%s, batch %d, context %d)", which, p.Topology, p.GPUs, p.Plan, p.KVDtype, p.SpecText(), p.Batch, p.Context)), nil
 }
 
 // planRouting decides each configuration's MoE routing with --perf-db as
@@ -776,8 +776,8 @@ func writePlanText(w io.Writer, modelName string, res *plan.Result, priced *pric
 	}
 	if res.Best >= 0 {
 		b := &res.Points[res.Best]
-		fmt.Fprintf(w, "best throughput per GPU%s: %s x%d %s, kv %s, batch %d at context %d: %.1f tok/s/GPU, %.1f tok/s per request (%.2f ms/token)\n",
-			within, b.Topology, b.GPUs, b.Plan, b.KVDtype, b.Batch, b.Context, b.TokensPerSPerGPU, b.TokensPerSPerRequest, b.MsPerToken)
+		fmt.Fprintf(w, "best throughput per GPU%s: %s x%d %s, kv %s%s, batch %d at context %d: %.1f tok/s/GPU, %.1f tok/s per request (%.2f ms/token)\n",
+			within, b.Topology, b.GPUs, b.Plan, b.KVDtype, b.SpecText(), b.Batch, b.Context, b.TokensPerSPerGPU, b.TokensPerSPerRequest, b.MsPerToken)
 	} else {
 		fmt.Fprintln(w, none)
 	}

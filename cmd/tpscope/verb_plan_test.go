@@ -664,3 +664,39 @@ func TestPlanEngineLineNamesDenseDSAChoice(t *testing.T) {
 		}
 	}
 }
+
+// TestPlanBestNamesItsSpeculation: a sweep over MTP tokens whose best
+// configuration drafts names the drafts on its best line, so the line
+// re-prices with predict: DeepSeek-V3 at one request on an H200 box, MTP
+// 0 or 1; one MTP token yields 1.85 tokens a step for a step far less
+// than 1.85 times longer, so the best is the MTP one, and predict with
+// --mtp 1 gives the tokens/s per request the line prints (without
+// --mtp, predict gives another figure).
+func TestPlanBestNamesItsSpeculation(t *testing.T) {
+	scen := []string{"--model", "deepseek-v3", "--topo", "h200-nvswitch", "--context", "4096", "--batch", "1", "--kv-dtype", "fp8"}
+	code, out, stderr := runCLI(t, append([]string{"plan", "--gpus", "8", "--plan", "tp8", "--mtp", "0,1"}, scen...)...)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	m := regexp.MustCompile(`(?m)^best throughput per GPU: h200-nvswitch x8 tp8, kv fp8, spec mtp k1, batch 1 at context 4096: [0-9.]+ tok/s/GPU, ([0-9.]+) tok/s per request`).FindStringSubmatch(out)
+	if m == nil {
+		t.Fatalf("want the best line to name its MTP tokens (spec mtp k1):\n%s", out)
+	}
+	perRequest := func(args ...string) string {
+		code, out, stderr := runCLI(t, append(append([]string{"predict", "--tp", "8"}, scen...), args...)...)
+		if code != 0 {
+			t.Fatalf("predict %v: exit %d: %s", args, code, stderr)
+		}
+		p := regexp.MustCompile(`(?m)^tokens/s\s+([0-9.]+) per request`).FindStringSubmatch(out)
+		if p == nil {
+			t.Fatalf("predict %v: no tokens/s line:\n%s", args, out)
+		}
+		return p[1]
+	}
+	if got := perRequest("--mtp", "1"); got != m[1] {
+		t.Errorf("predict --mtp 1 gives %s tok/s per request, the plan's best line %s", got, m[1])
+	}
+	if got := perRequest(); got == m[1] {
+		t.Errorf("predict without --mtp gives the best line's %s tok/s per request too: the test cannot tell the configurations apart", got)
+	}
+}
