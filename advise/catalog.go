@@ -404,7 +404,7 @@ func dpEntry(name, title string, tp int) Entry {
 func topoEntry(name string) Entry {
 	return Entry{
 		Name: "box-" + name, Title: "move to " + name, Kind: "box",
-		Enabled: func(c sim.Scenario) bool { return c.Topo != nil && baseTopoName(c.Topo.Name) == name },
+		Enabled: func(c sim.Scenario) bool { return onPreset(c.Topo, name) },
 		Apply: func(c sim.Scenario) (sim.Scenario, error) {
 			t, err := topology.Preset(name)
 			if err != nil {
@@ -440,12 +440,15 @@ func topoEntry(name string) Entry {
 			return c, nil
 		},
 		Revert: func(c sim.Scenario) (sim.Scenario, error) {
-			return c, fmt.Errorf("box entries are never part of a baseline")
+			return c, fmt.Errorf("the baseline runs on %s: the entry moves a scenario there from another box", name)
 		},
 		Check: func(c sim.Scenario) Applicability {
 			t, err := topology.Preset(name)
 			if err != nil {
 				return Applicability{Status: NotApplicable, Reason: err.Error()}
+			}
+			if onPreset(c.Topo, name) {
+				return Applicability{Status: Applies, Reason: fmt.Sprintf("the baseline's own box: %s, %d x %s (%s)", name, t.NumGPUs(), t.DeviceOf(0).Name, t.Description)}
 			}
 			if c.Plan.World() > t.NumGPUs() {
 				return Applicability{Status: NotApplicable, Reason: fmt.Sprintf("%s has %d GPUs; the plan needs %d", name, t.NumGPUs(), c.Plan.World())}
@@ -460,6 +463,31 @@ func topoEntry(name string) Entry {
 		HowTo: func(sim.Scenario) How { return How{Exec: "predict --topo " + name} },
 		Sweep: true,
 	}
+}
+
+// onPreset reports whether t is the preset box called name: the preset
+// itself or its first GPUs ("h200-nvswitch/4gpu"), or the description
+// the preset stands for, however spelled ("nvswitch:8xh200-sxm",
+// "nvswitch:8xh200"): the same box from the same catalog entry, which no
+// box entry moves the scenario to.
+func onPreset(t *topology.Topology, name string) bool {
+	if t == nil {
+		return false
+	}
+	base := baseTopoName(t.Name)
+	if base == name {
+		return true
+	}
+	desc, ok := topology.PresetDescription(name)
+	if !ok {
+		return false
+	}
+	want, err := topology.ParseBox(desc)
+	if err != nil {
+		return false
+	}
+	got, err := topology.ParseBox(base)
+	return err == nil && got == want
 }
 
 func baseTopoName(n string) string {

@@ -490,3 +490,40 @@ func TestBoxEntryEngineChoicesFollowTheBox(t *testing.T) {
 		t.Errorf("a named --kv-dtype fp8 moved as kv %q, kv_default %+v; want fp8 as named", got.Workload.KVDtype, got.KVDefault)
 	}
 }
+
+// TestBoxEntryOnItsOwnBoxDescribed: a preset is a name for a box
+// description (h200-nvswitch is nvswitch:8xh200-sxm, the same box from the
+// same catalog entry), so a baseline given as the description, in any
+// spelling the catalog resolves, is on the preset's box: the box entry is
+// in the baseline and says so, rather than "another box" priced at x1.00.
+// A box of another GPU or fabric is not.
+func TestBoxEntryOnItsOwnBoxDescribed(t *testing.T) {
+	e := entryByName(t, "box-h200-nvswitch")
+	c := seedConfig(t)
+	mustTopo := func(t *testing.T, box string) *topology.Topology {
+		t.Helper()
+		tp, err := topology.Resolve(box, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tp
+	}
+	for _, box := range []string{"h200-nvswitch", "nvswitch:8xh200-sxm", "nvswitch:8xh200", "NVSwitch:8xH200-SXM"} {
+		c.Topo = mustTopo(t, box)
+		if !e.Enabled(c) {
+			t.Errorf("--topo %s: the entry is not in the baseline", box)
+		}
+		if a := e.Check(c); strings.Contains(a.Reason, "another box") || a.Status != Applies {
+			t.Errorf("--topo %s: %s %q, want the baseline's own box", box, a.Status, a.Reason)
+		}
+	}
+	for _, box := range []string{"nvswitch:8xh100-sxm", "pcie-switch:8xh200-nvl", "rtxpro6000-2s"} {
+		c.Topo = mustTopo(t, box)
+		if e.Enabled(c) {
+			t.Errorf("--topo %s: taken for h200-nvswitch", box)
+		}
+		if a := e.Check(c); !strings.HasPrefix(a.Reason, "another box: h200-nvswitch") {
+			t.Errorf("--topo %s: reason %q, want another box", box, a.Reason)
+		}
+	}
+}
