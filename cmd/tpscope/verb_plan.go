@@ -173,7 +173,14 @@ func (o *planOptions) Run(ctx context.Context, args []string, std IO) error {
 	if build.Spec, err = sc.spec(a, m); err != nil {
 		return err
 	}
-	if m != "" && !o.changed("mtp") {
+	switch {
+	case o.changed("spec-tokens") && o.changed("mtp"):
+		// One list of speculative tokens: the other would be dropped.
+		return flagError("--spec-tokens", sc.specTokens, "leave it out beside --mtp %s: --mtp lists the speculative tokens the sweep takes", joinInts(o.mtp.v))
+	case o.changed("spec-tokens") && m == "" && a.MTPLayers == 0 && sc.specTokens > 0:
+		// Without --spec, K tokens are MTP's, as predict takes them.
+		return flagError("--spec-tokens", sc.specTokens, "want 0: %s (--spec eagle3, draft, ngram or suffix draft without one)", model.NoMTPDraft(a))
+	case o.changed("spec-tokens") || m != "" && !o.changed("mtp"):
 		specs = []int{sc.specTokensFlag(m)}
 	}
 	space := plan.Space{Arch: a, Build: build, ImplyDenseDSA: !o.changed("dense-dsa"), MaxMsPerToken: o.sloMs, GPUCounts: o.gpus.v,

@@ -700,3 +700,37 @@ func TestPlanBestNamesItsSpeculation(t *testing.T) {
 		t.Errorf("predict without --mtp gives the best line's %s tok/s per request too: the test cannot tell the configurations apart", got)
 	}
 }
+
+// TestPlanSpecTokensFlag: --spec-tokens is a scenario flag plan takes as
+// the other verbs do, never dropped: without --spec its K tokens are MTP's
+// (swept on DeepSeek-V3, whose checkpoint has an MTP layer, and refused in
+// one line on Kimi-K2.5, which has none, as predict refuses it); beside
+// --mtp, the list plan sweeps, it is refused rather than one of the two
+// silently dropped.
+func TestPlanSpecTokensFlag(t *testing.T) {
+	code, out, stderr := runCLI(t, "plan", "--model", "deepseek-v3", "--topo", "h200-nvswitch", "--gpus", "8", "--plan", "tp8", "--context", "4096", "--batch", "1", "--kv-dtype", "fp8", "--spec-tokens", "2", "--output", "json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	var res struct {
+		Points []struct {
+			SpecTokens int    `json:"spec_tokens"`
+			SpecMethod string `json:"spec_method"`
+		} `json:"points"`
+	}
+	if err := json.Unmarshal([]byte(out), &res); err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Points) == 0 {
+		t.Fatal("no points")
+	}
+	for _, p := range res.Points {
+		if p.SpecTokens != 2 || p.SpecMethod != "mtp" {
+			t.Errorf("--spec-tokens 2 on deepseek-v3: a point at %d %q tokens, want MTP 2", p.SpecTokens, p.SpecMethod)
+		}
+	}
+	checkUsageErrors(t, []usageCase{
+		{"no MTP layer", []string{"plan", "--spec-tokens", "2"}, "--spec-tokens 2: want 0: kimi-k2.5-nvfp4 has no MTP layer"},
+		{"beside --mtp", []string{"plan", "--model", "kimi-k2.5", "--spec", "eagle3", "--spec-tokens", "2", "--mtp", "1,3"}, "--spec-tokens 2: leave it out beside --mtp 1,3"},
+	})
+}
