@@ -74,25 +74,46 @@ type Lengths struct {
 // maxLengthTokens bounds a drawn or read length.
 const maxLengthTokens = 1 << 24
 
+// validate checks the lengths named name ("prompt", "output"); an error
+// is a *FieldError of field name.dist, name.mean or name.spread.
 func (l Lengths) validate(name string) error {
 	switch l.Dist {
 	case "", Fixed, Uniform, LogNormal:
 	default:
-		return fmt.Errorf("%s: distribution %q: want fixed, uniform or lognormal", name, l.Dist)
+		return trafficFieldError(name+".dist", "want fixed, uniform or lognormal", "traffic: %s: distribution %q", name, l.Dist)
 	}
 	if l.Mean < 1 || l.Mean > maxLengthTokens {
-		return fmt.Errorf("%s: mean %d tokens: want 1 to %d", name, l.Mean, maxLengthTokens)
+		return trafficFieldError(name+".mean", fmt.Sprintf("want 1 to %d tokens", maxLengthTokens), "traffic: %s: mean %d tokens", name, l.Mean)
 	}
 	if !(l.Spread >= 0) || math.IsInf(l.Spread, 0) {
-		return fmt.Errorf("%s: spread %v: want a finite fraction >= 0", name, l.Spread)
+		return trafficFieldError(name+".spread", "want a finite fraction >= 0", "traffic: %s: spread %v", name, l.Spread)
 	}
 	if l.Dist == Uniform && l.Spread > 1 {
-		return fmt.Errorf("%s: uniform spread %v: want at most 1 (lengths from mean x (1 - spread))", name, l.Spread)
+		return trafficFieldError(name+".spread", "want at most 1 with a uniform distribution (lengths from mean x (1 - spread))", "traffic: %s: uniform spread %v", name, l.Spread)
 	}
 	if (l.Dist == "" || l.Dist == Fixed) && l.Spread != 0 {
-		return fmt.Errorf("%s: spread %v with a fixed length: want 0, or a uniform or lognormal distribution", name, l.Spread)
+		return trafficFieldError(name+".spread", "want 0 with a fixed length, or a uniform or lognormal distribution", "traffic: %s: spread %v with a fixed length", name, l.Spread)
 	}
 	return nil
+}
+
+// FieldError is a field of a Traffic that Validate refused: Field names
+// it as Traffic's JSON does ("prompt.mean", "output.spread",
+// "burstiness", "num_requests", "duration_s"), so that a command line
+// names the flag that set it; Want says what the field takes.
+type FieldError struct {
+	Field string
+	Want  string
+	Err   error
+}
+
+func (e *FieldError) Error() string { return e.Err.Error() }
+func (e *FieldError) Unwrap() error { return e.Err }
+
+// trafficFieldError is the FieldError of field: the message format (the field
+// and its value), then want.
+func trafficFieldError(field, want, format string, a ...any) error {
+	return &FieldError{Field: field, Want: want, Err: fmt.Errorf(format+": "+want, a...)}
 }
 
 // draw returns one length from r (one or two uniform draws, whatever the
@@ -172,6 +193,10 @@ type Traffic struct {
 	Seed uint64 `json:"seed"`
 }
 
+// BurstinessWant is what a burstiness takes: a gamma shape; 0 is a
+// Traffic's "not gamma", never a shape.
+const BurstinessWant = "want a gamma shape above 0 and at most 1000 (1 = Poisson)"
+
 // maxRequests bounds the requests of one run.
 const maxRequests = 1 << 24
 
@@ -197,22 +222,22 @@ func (t *Traffic) Validate() error {
 		return fmt.Errorf("traffic: %w", err)
 	}
 	if t.Burstiness != 0 && (!(t.Burstiness > 0) || t.Burstiness > 1e3) {
-		return fmt.Errorf("traffic: burstiness %v: want a gamma shape above 0 and at most 1000 (1 = Poisson)", t.Burstiness)
+		return trafficFieldError("burstiness", BurstinessWant, "traffic: burstiness %v", t.Burstiness)
 	}
 	if t.NumRequests < 0 || t.NumRequests > maxRequests {
-		return fmt.Errorf("traffic: requests %d: want 0 to %d", t.NumRequests, maxRequests)
+		return trafficFieldError("num_requests", fmt.Sprintf("want 0 to %d", maxRequests), "traffic: requests %d", t.NumRequests)
 	}
 	if !(t.DurationS >= 0) || math.IsInf(t.DurationS, 0) {
-		return fmt.Errorf("traffic: duration %v s: want a finite time >= 0", t.DurationS)
+		return trafficFieldError("duration_s", "want a finite time >= 0 s", "traffic: duration %v s", t.DurationS)
 	}
 	if len(t.Requests) == 0 {
 		if t.NumRequests == 0 && t.DurationS == 0 {
 			return errors.New("traffic: neither a request count nor a duration: want one to end the load")
 		}
-		if err := t.Prompt.validate("traffic: prompt"); err != nil {
+		if err := t.Prompt.validate("prompt"); err != nil {
 			return err
 		}
-		if err := t.Output.validate("traffic: output"); err != nil {
+		if err := t.Output.validate("output"); err != nil {
 			return err
 		}
 	}

@@ -458,7 +458,7 @@ func runSimulate(sc *scenarioFlags, f *simulateFlags, stdout, stderr io.Writer) 
 			check.Concurrency = 1
 		}
 		if err := check.Validate(); err != nil {
-			return causeError("", nil, err)
+			return f.trafficFlagError(err)
 		}
 	}
 	engineNote, err := resultsEngine(sc, "--compare", measured)
@@ -621,6 +621,31 @@ func runSimulate(sc *scenarioFlags, f *simulateFlags, stdout, stderr io.Writer) 
 	}, files...)
 }
 
+// trafficFlagError is the traffic's own refusal (serving.Traffic.Validate)
+// as a usage error naming the flag that set the field, with the flag's
+// value; a field no flag sets keeps the traffic's words.
+func (f *simulateFlags) trafficFlagError(err error) error {
+	var fe *serving.FieldError
+	if !errors.As(err, &fe) {
+		return causeError("", nil, err)
+	}
+	flags := map[string]struct {
+		flag  string
+		value any
+	}{
+		"prompt.mean": {"--isl", f.isl}, "prompt.spread": {"--isl-spread", f.islSpread}, "prompt.dist": {"--isl-dist", quote(f.islDist)},
+		"output.mean": {"--osl", f.osl}, "output.spread": {"--osl-spread", f.oslSpread}, "output.dist": {"--osl-dist", quote(f.oslDist)},
+		"burstiness": {"--burstiness", f.burstiness}, "num_requests": {"--requests", f.requests}, "duration_s": {"--duration", f.durationS},
+	}
+	fl, ok := flags[fe.Field]
+	if !ok {
+		return causeError("", nil, err)
+	}
+	e := flagError(fl.flag, fl.value, "%s", fe.Want).(*usageError)
+	e.Err = err
+	return e
+}
+
 // arrivalWithBurstiness is the arrival process --arrival and --burstiness
 // name together, as vllm bench serve reads --burstiness: the shape of
 // gamma-distributed gaps (1 = Poisson). A burstiness other than 1 implies
@@ -633,6 +658,10 @@ func (f *simulateFlags) arrivalWithBurstiness(arrival serving.Arrival) (serving.
 	}
 	b := strconv.FormatFloat(f.burstiness, 'g', -1, 64)
 	switch {
+	case !(f.burstiness > 0):
+		// A Traffic's burstiness 0 is "not gamma", which Validate
+		// cannot tell from a shape given as 0: refused here.
+		return "", flagError("--burstiness", b, "%s", serving.BurstinessWant)
 	case f.concurrency != "" || f.sweepConc:
 		return "", flagError("--burstiness with --concurrency", nil, "a closed loop has no arrival process: its clients send the next request when the last completes")
 	case len(f.compare) > 0:

@@ -561,3 +561,20 @@ func TestSimulateTooShortSpeaksOfSLOOnlyWhenGiven(t *testing.T) {
 		t.Errorf("with an SLO the too-short note says no verdict is given:\n%s", out)
 	}
 }
+
+// TestSimulateTrafficFlagsNamed: the load's lengths, duration and
+// burstiness are refused in one line naming the flag and its value, not
+// the traffic's field ("traffic: prompt: mean 0 tokens"); a burstiness of
+// 0, which is no gamma shape, is refused like any other outside (0, 1000],
+// where it ran as "qps 1 gamma (burstiness 1)".
+func TestSimulateTrafficFlagsNamed(t *testing.T) {
+	checkUsageErrors(t, []usageCase{
+		{"isl", []string{"simulate", "--qps", "1", "--isl", "0"}, "usage: --isl 0: want 1 to 16777216 tokens"},
+		{"osl", []string{"simulate", "--qps", "1", "--osl", "0"}, "usage: --osl 0: want 1 to 16777216 tokens"},
+		{"isl-spread fixed", []string{"simulate", "--qps", "1", "--isl-spread", "0.5"}, "usage: --isl-spread 0.5: want 0 with a fixed length"},
+		{"osl-spread uniform", []string{"simulate", "--qps", "1", "--osl-dist", "uniform", "--osl-spread", "2"}, "usage: --osl-spread 2: want at most 1"},
+		{"duration", []string{"simulate", "--qps", "1", "--duration", "-1"}, "usage: --duration -1: want a finite time >= 0 s"},
+		{"burstiness 0", []string{"simulate", "--qps", "1", "--burstiness", "0"}, "usage: --burstiness 0: want a gamma shape above 0"},
+		{"burstiness -2", []string{"simulate", "--qps", "1", "--burstiness", "-2"}, "usage: --burstiness -2: want a gamma shape above 0"},
+	})
+}
