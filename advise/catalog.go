@@ -190,7 +190,13 @@ func Catalog(o CatalogOptions) []Entry {
 				if len(sz) == 0 {
 					return Applicability{Status: Applies, Reason: p.Name() + "'s profile lists no capture sizes"}
 				}
-				r := fmt.Sprintf("%s captures decode graphs (%s) for batches up to %d tokens by default (its profile, for this GPU and TP size); larger batches run eagerly", p.Name(), p.Graphs.Mode, sz[len(sz)-1])
+				mode := p.Graphs.Mode
+				if why := c.PiecewiseGraphs(); why != "" {
+					// The mode the step is priced under, not the
+					// engine's default where this scenario overrides it.
+					mode = "piecewise, attention eager between the pieces: " + why
+				}
+				r := fmt.Sprintf("%s captures decode graphs (%s) for batches up to %d tokens by default (its profile, for this GPU and TP size); larger batches run eagerly", p.Name(), mode, sz[len(sz)-1])
 				if p.Graphs.Unpadded {
 					// No padding: a batch between captured sizes does not
 					// replay the next one up.

@@ -527,3 +527,27 @@ func TestBoxEntryOnItsOwnBoxDescribed(t *testing.T) {
 		}
 	}
 }
+
+// TestCUDAGraphsEntrySaysTheModePriced: the cuda-graphs row names the
+// capture the step is priced under: vLLM 0.24's FULL_AND_PIECEWISE on the
+// seed, but piecewise under DCP (vLLM overrides the mode there: the MLA
+// custom op's ops run eagerly between the pieces) and under the 0.16
+// nightly, whose TRITON_MLA captures piecewise only (README "Engines"), as
+// the engine line says; the row claimed FULL_AND_PIECEWISE in both.
+func TestCUDAGraphsEntrySaysTheModePriced(t *testing.T) {
+	e := entryByName(t, "cuda-graphs")
+	seed := seedConfig(t)
+	if r := e.Check(seed).Reason; !strings.Contains(r, "(FULL_AND_PIECEWISE)") {
+		t.Errorf("seed: %q, want vLLM's FULL_AND_PIECEWISE", r)
+	}
+	dcp := seed
+	dcp.Plan.DCP = 8
+	if r := e.Check(dcp).Reason; strings.Contains(r, "FULL_AND_PIECEWISE") || !strings.Contains(r, "piecewise under DCP") {
+		t.Errorf("--dcp 8: %q, want the piecewise capture vLLM runs under DCP", r)
+	}
+	nightly := seed
+	nightly.Options.Engine, _ = engprof.ParseRef("vllm@0.16-nightly")
+	if r := e.Check(nightly).Reason; strings.Contains(r, "FULL_AND_PIECEWISE") || !strings.Contains(r, "TRITON_MLA captures piecewise only") {
+		t.Errorf("vllm@0.16-nightly: %q, want the piecewise capture of its TRITON_MLA", r)
+	}
+}

@@ -377,6 +377,40 @@ func (sc Scenario) FP8KVBackend() (string, *engprof.Condition, error) {
 	return b.Name, b.FP8KVNeeds, nil
 }
 
+// piecewiseWhy says why sc's decode graphs on engine p, with MLA decode
+// backend b, are captured piecewise, the attention's ops eager between
+// the pieces: b captures piecewise only, or p captures piecewise under
+// DCP (vLLM overrides its mode there); "" when p's own mode stands.
+func (sc Scenario) piecewiseWhy(p *engprof.Profile, b *engprof.AttentionBackend) string {
+	switch {
+	case b.CUDAGraph == "piecewise":
+		return b.Name + " captures piecewise only"
+	case sc.Plan.Normalized().DCP > 1 && p.Graphs.DCPPiecewise:
+		return p.Name() + " captures piecewise under DCP"
+	}
+	return ""
+}
+
+// PiecewiseGraphs is why sc's decode graphs are captured piecewise on its
+// box (piecewiseWhy of its engine and MLA decode backend, its
+// --attention-backend honoured), "" when the engine's own capture mode
+// stands: a model without MLA, or an engine or backend that does not
+// resolve here (CheckEngine says why).
+func (sc Scenario) PiecewiseGraphs() string {
+	if sc.Arch == nil || sc.Arch.KVLoraRank == 0 {
+		return ""
+	}
+	p, err := engprof.Lookup(sc.Options.Engine)
+	if err != nil {
+		return ""
+	}
+	b, err := p.Backend(sc.mlaUse(p, archOf(sc.Topo), kvOf(sc.Workload.KVDtypeFor(sc.Arch))), string(sc.Options.AttentionBackend))
+	if err != nil {
+		return ""
+	}
+	return sc.piecewiseWhy(p, b)
+}
+
 // CheckEngine refuses, before any work, a scenario its engine cannot run:
 // an engine with no profile, an attention backend the engine lacks or
 // that cannot run the box's GPU family, KV dtype or model, a model whose
@@ -483,15 +517,11 @@ func (p *Predictor) EngineSummary(sc Scenario, built model.BuildOptions) string 
 				}
 			}
 			parts = append(parts, fmt.Sprintf("attention %s (%s, %s)", b.Name, g, companions(len(b.Companions))))
-			switch {
-			case !p.opts.CUDAGraphs:
-			case b.CUDAGraph == "piecewise":
-				// The backend captures piecewise only: its ops launch
-				// eagerly between the captured pieces (noteSchedule),
-				// which is where the step's host launch time goes.
-				parts = append(parts, fmt.Sprintf("CUDA graphs piecewise: attention eager between captured pieces (%s captures piecewise only)", b.Name))
-			case sc.Plan.Normalized().DCP > 1 && k.prof.Graphs.DCPPiecewise:
-				parts = append(parts, fmt.Sprintf("CUDA graphs piecewise: attention eager between captured pieces (%s captures piecewise under DCP)", k.prof.Name()))
+			// A piecewise capture launches the attention's ops eagerly
+			// between the captured pieces (noteSchedule), which is where
+			// the step's host launch time goes.
+			if why := sc.piecewiseWhy(k.prof, b); p.opts.CUDAGraphs && why != "" {
+				parts = append(parts, fmt.Sprintf("CUDA graphs piecewise: attention eager between captured pieces (%s)", why))
 			}
 		}
 	}
