@@ -340,6 +340,10 @@ type MoETable struct {
 	Us                                                   []float64
 	Kernel                                               []string
 	grids                                                map[MoEKey]*grid
+	// kernels lists, per key without Kernel, the kernel_source values
+	// measured for it, sorted: KernelsFor's answer, built once at load
+	// (a plan sweep asks it for every configuration it prices).
+	kernels map[MoEKey][]string
 	// dists maps each routing the table measured to its distribution
 	// column's spelling.
 	dists map[model.Routing]string
@@ -412,8 +416,15 @@ func loadMoE(path string, spec *Spec) (*MoETable, error) {
 		t.dists[r] = d
 	}
 	t.grids = map[MoEKey]*grid{}
+	t.kernels = map[MoEKey][]string{}
 	for k, p := range pts {
 		t.grids[k] = newGrid([]string{"tokens"}, []blend{blendRaw}, moeSOL(spec, k), p)
+		kk := k
+		kk.Kernel = ""
+		t.kernels[kk] = append(t.kernels[kk], k.Kernel)
+	}
+	for _, ks := range t.kernels {
+		sort.Strings(ks)
 	}
 	return t, nil
 }
@@ -480,18 +491,10 @@ func (t *MoETable) Lookup(k MoEKey, tokens float64) (Result, bool) {
 }
 
 // KernelsFor lists the kernel_source values measured for k (its Kernel
-// ignored), sorted by name.
+// ignored), sorted by name; the table's own list, not to be modified.
 func (t *MoETable) KernelsFor(k MoEKey) []string {
-	var out []string
-	for g := range t.grids {
-		kk := g
-		kk.Kernel = k.Kernel
-		if kk == k {
-			out = append(out, g.Kernel)
-		}
-	}
-	sort.Strings(out)
-	return out
+	k.Kernel = ""
+	return t.kernels[k]
 }
 
 func (t *MoETable) resolve(k MoEKey) MoEKey {
@@ -692,14 +695,12 @@ func (t *MLAModuleTable) Lookup(k MLAKey, heads, batch, step float64) (Result, b
 // k (zero when k was not measured).
 func (t *MLAModuleTable) HeadsRange(k MLAKey) (lo, hi float64) {
 	g := t.grids[k]
-	if g == nil {
+	if g == nil || len(g.root.keys) == 0 {
 		return 0, 0
 	}
-	lo, hi = math.Inf(1), 0
-	g.each(func(x []float64, _ float64, _ int32) {
-		lo, hi = math.Min(lo, x[0]), math.Max(hi, x[0])
-	})
-	return lo, hi
+	// The root's keys are the heads measured, ascending (newGrid sorts
+	// the points), each holding at least one point.
+	return g.root.keys[0], g.root.keys[len(g.root.keys)-1]
 }
 
 // ------------------------------------------------------------- MLA BMM

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"slices"
 	"sort"
 	"testing"
 
@@ -321,6 +322,73 @@ func TestSampleLeaveOneOut(t *testing.T) {
 		}
 		if m, p := quantile(a.in, 0.5), quantile(a.in, 0.9); m > 0.10 || p > 0.35 {
 			t.Errorf("%s %s: interior leave-one-out median %.1f %% p90 %.1f %%, want within 10 %% / 35 %%", k[0], k[1], 100*m, 100*p)
+		}
+	}
+}
+
+// TestTableKeyQueriesFromTheRows: KernelsFor and HeadsRange, asked for
+// every configuration a plan sweep prices, answer from what the table
+// was loaded with, without walking or allocating per call (a 4-box plan
+// sweep under --perf-db spent two thirds of its time in them): the
+// kernels measured for a MoE configuration and the range of heads of an
+// MLA module configuration, each held against the rows' columns.
+func TestTableKeyQueriesFromTheRows(t *testing.T) {
+	sys := sampleSystem(t, "rtx_pro_6000_server")
+	moe, err := sys.MoE("vllm", "0.24.0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[MoEKey]map[string]bool{}
+	for i := range moe.Us {
+		k := MoEKey{Dtype: moe.Dtype[i], Hidden: moe.Hidden[i], InterLocal: moe.Inter[i] / moe.TPSize[i], TopK: moe.TopK[i],
+			Experts: moe.Experts[i], EP: moe.EPSize[i], Distribution: moe.Distribution[i]}
+		if want[k] == nil {
+			want[k] = map[string]bool{}
+		}
+		want[k][moe.Kernel[i]] = true
+	}
+	for k, kernels := range want {
+		k.Kernel = "any kernel: ignored"
+		got := moe.KernelsFor(k)
+		if len(got) != len(kernels) || !slices.IsSorted(got) {
+			t.Errorf("%v: kernels %v, want the %d of the rows sorted", k, got, len(kernels))
+		}
+		for _, g := range got {
+			if !kernels[g] {
+				t.Errorf("%v: kernel %q not in the rows", k, g)
+			}
+		}
+		if n := testing.AllocsPerRun(10, func() { moe.KernelsFor(k) }); n != 0 {
+			t.Errorf("%v: KernelsFor allocates %.0f times a call", k, n)
+		}
+	}
+	mla, err := sys.MLAModule("vllm", "0.24.0", Generation)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type rng struct{ lo, hi float64 }
+	heads := map[MLAKey]rng{}
+	for i := range mla.Us {
+		if mla.TPSize[i] != 1 {
+			continue // the table's grids hold the tp_size 1 rows
+		}
+		k := MLAKey{Model: mla.Model[i], MLADtype: mla.MLADtype[i], KVDtype: mla.KVDtype[i], GEMMType: mla.GEMMType[i], Kernel: mla.Kernel[i]}
+		h := float64(mla.Heads[i])
+		r, ok := heads[k]
+		if !ok {
+			r = rng{h, h}
+		}
+		heads[k] = rng{min(r.lo, h), max(r.hi, h)}
+	}
+	if len(heads) == 0 {
+		t.Fatal("no tp_size 1 rows in the MLA module table")
+	}
+	for k, r := range heads {
+		if lo, hi := mla.HeadsRange(k); lo != r.lo || hi != r.hi {
+			t.Errorf("%v: heads %g..%g, the rows %g..%g", k, lo, hi, r.lo, r.hi)
+		}
+		if n := testing.AllocsPerRun(10, func() { mla.HeadsRange(k) }); n != 0 {
+			t.Errorf("%v: HeadsRange allocates %.0f times a call", k, n)
 		}
 	}
 }
