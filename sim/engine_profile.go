@@ -440,12 +440,20 @@ func (sc Scenario) CheckEngine() error {
 	if sc.Arch != nil && sc.Arch.KVLoraRank > 0 {
 		kv := kvOf(sc.Workload.KVDtypeFor(sc.Arch))
 		plan := sc.Plan.Normalized()
-		if _, err := p.Backend(sc.mlaUse(p, a, kv), string(o.AttentionBackend)); err != nil {
+		u := sc.mlaUse(p, a, kv)
+		if _, err := p.Backend(u, string(o.AttentionBackend)); err != nil {
+			// DCP is at fault only where a backend runs the step
+			// without it: an engine with no MLA backend on the GPU at
+			// all is refused by its name, whatever the plan.
+			noDCP := u
+			noDCP.DCP = false
 			switch {
 			case o.AttentionBackend != "":
 				return flag("attention-backend", string(o.AttentionBackend), err)
 			case plan.DCP > 1:
-				return flag("dcp", fmt.Sprint(plan.DCP), err)
+				if _, nerr := p.Backend(noDCP, ""); nerr == nil {
+					return flag("dcp", fmt.Sprint(plan.DCP), err)
+				}
 			}
 			return flag("engine", p.Name(), err)
 		}

@@ -78,6 +78,11 @@ func TestCheckEngine(t *testing.T) {
 		{"SGLang FA2 MLA fp8", "kimi-k2.5", "rtxpro6000-2s", Options{Engine: engprof.Ref{Name: "sglang"}, AttentionBackend: "flashinfer"}, model.FP8, 1, "--attention-backend flashinfer: sglang@0.5's attention backend flashinfer takes an fp8 KV cache on sm100 only"},
 		{"FlashMLA on SM120", "kimi-k2.5", "rtxpro6000-2s", Options{AttentionBackend: AttnFlashMLA}, model.BF16, 1, "--attention-backend flashmla: vllm@0.24's attention backend FLASHMLA runs on sm90, sm100 only"},
 		{"no MLA in TRT-LLM on SM120", "kimi-k2.5", "rtxpro6000-2s", Options{Engine: engprof.Ref{Name: "trtllm"}}, model.BF16, 1, "--engine trtllm@1.3: trtllm@1.3 has no MLA attention backend on sm120"},
+		// Under DCP the fault is still the engine's: no plan runs MLA
+		// there, so --dcp is not named (it was, as if TP 8 alone ran).
+		{"no MLA in TRT-LLM on SM120 under DCP", "kimi-k2.5", "rtxpro6000-2s", Options{Engine: engprof.Ref{Name: "trtllm"}}, model.BF16, 2, "--engine trtllm@1.3: trtllm@1.3 has no MLA attention backend on sm120"},
+		// SGLang's triton runs TP 8 but returns no log-sum-exp for DCP.
+		{"SGLang triton under DCP", "kimi-k2.5", "rtxpro6000-2s", Options{Engine: engprof.Ref{Name: "sglang"}}, model.BF16, 2, "--dcp 2: sglang@0.5 has no MLA attention backend for sm120 with a bf16 KV cache"},
 		{"executor one-shot", "kimi-k2.5", "h200-nvswitch", Options{Engine: engprof.ExecutorRef, CustomAR: CustomAROneShot}, model.BF16, 1, "--custom-ar oneshot: executor@1 has no custom all-reduce kernel"},
 		{"moe kernel for the format", "kimi-k2.5", "rtxpro6000-2s", Options{Engine: engprof.Ref{Name: "sglang"}, MoEKernel: "triton"}, model.BF16, 1, "--moe-kernel triton: sglang@0.5's MoE kernel triton does not take int4-g32 experts"},
 		{"DCP with FlashInfer-MLA picks CUTLASS_MLA", "deepseek-v3", "nvswitch:8xb200-sxm", Options{}, model.BF16, 8, ""},

@@ -734,3 +734,15 @@ func TestPlanSpecTokensFlag(t *testing.T) {
 		{"beside --mtp", []string{"plan", "--model", "kimi-k2.5", "--spec", "eagle3", "--spec-tokens", "2", "--mtp", "1,3"}, "--spec-tokens 2: leave it out beside --mtp 1,3"},
 	})
 }
+
+// TestPlanEngineRefusesEveryConfiguration: TensorRT-LLM has no MLA
+// attention backend on SM120, whatever the plan, so the default sweep on
+// the seed box is refused with predict's one line for that one reason;
+// it listed each DCP plan as refused for --dcp.
+func TestPlanEngineRefusesEveryConfiguration(t *testing.T) {
+	code, _, stderr := runCLI(t, "plan", "--engine", "trtllm")
+	want := "tpscope plan: usage: --engine trtllm@1.3: trtllm@1.3 has no MLA attention backend on sm120\n"
+	if code != 2 || stderr != want {
+		t.Errorf("exit %d, stderr %q; want 2 and %q", code, stderr, want)
+	}
+}
