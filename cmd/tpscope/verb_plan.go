@@ -263,13 +263,17 @@ func (o *planOptions) Run(ctx context.Context, args []string, std IO) error {
 	}
 	// The lists are checked before any cost source is loaded: a
 	// combination that can never run is the flags' fault.
-	if _, _, err := space.Enumerate(); err != nil {
+	first, _, err := space.Enumerate()
+	if err != nil {
 		var pe *model.PlanError
 		if errors.As(err, &pe) {
 			// The speculative flags, checked once for the sweep.
 			return sc.specFlagError(buildFlagError(a, err))
 		}
 		return planSpaceUsage(err, len(space.Topologies))
+	}
+	if err := sc.checkSweepDispatch(a, first); err != nil {
+		return err
 	}
 	sc.perfDBBoxes = len(space.Topologies) > 1
 	for _, t := range space.Topologies {
@@ -359,6 +363,37 @@ func (o *planOptions) Run(ctx context.Context, args []string, std IO) error {
 			return writePlanText(w, a.Name, res, priced, len(space.Topologies), o.top, md)
 		},
 	}, files...)
+}
+
+// checkSweepDispatch refuses --moe-dispatch and --dispatch-dtype on a
+// sweep none of whose plans dispatches tokens to the experts (only DP
+// attention does), where they would price nothing, as the other verbs
+// refuse them on such a plan (checkDispatch).
+func (f *scenarioFlags) checkSweepDispatch(a *model.Arch, cfgs []plan.Config) error {
+	if len(cfgs) == 0 {
+		return nil
+	}
+	var plans []string
+	for i := range cfgs {
+		p := cfgs[i].Scenario.Plan
+		if p.DispatchesMoE(a) {
+			return nil
+		}
+		if n := p.Normalized().String(); !slices.Contains(plans, n) {
+			plans = append(plans, n)
+		}
+	}
+	for _, name := range []string{"moe-dispatch", "dispatch-dtype"} {
+		if !f.changed(name) {
+			continue
+		}
+		v := f.dispatch
+		if name == "dispatch-dtype" {
+			v = f.dispatchDtype
+		}
+		return flagError("--"+name, v, "no plan of the sweep (%s) has a MoE dispatch to price: tokens reach the experts by a dispatch only under DP attention (--dp > 1 with --ep)", strings.Join(plans, ", "))
+	}
+	return nil
 }
 
 // planPricedBy is what priced the sweep's steps, as predict says it, for

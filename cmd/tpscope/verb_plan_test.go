@@ -746,3 +746,18 @@ func TestPlanEngineRefusesEveryConfiguration(t *testing.T) {
 		t.Errorf("exit %d, stderr %q; want 2 and %q", code, stderr, want)
 	}
 }
+
+// TestPlanDispatchFlagsNeedADPPlan: --moe-dispatch and --dispatch-dtype
+// price the tokens DP attention dispatches to the experts; a sweep with
+// no DP-attention plan has none, so they are refused there as predict
+// refuses them on such a plan (they were taken and dropped), and taken
+// where the sweep holds one.
+func TestPlanDispatchFlagsNeedADPPlan(t *testing.T) {
+	checkUsageErrors(t, []usageCase{
+		{"moe-dispatch", []string{"plan", "--gpus", "8", "--plan", "tp8,tp8-ep", "--moe-dispatch", "alltoall"}, "--moe-dispatch alltoall: no plan of the sweep (tp8, tp8-ep) has a MoE dispatch to price"},
+		{"dispatch-dtype", []string{"plan", "--gpus", "8", "--tp", "8", "--dispatch-dtype", "fp8"}, "--dispatch-dtype fp8: no plan of the sweep"},
+	})
+	if code, _, stderr := runCLI(t, "plan", "--gpus", "8", "--plan", "tp8,tp4-dp2-ep", "--context", "4096", "--batch", "8", "--moe-dispatch", "alltoall"); code != 0 {
+		t.Errorf("a sweep with tp4-dp2-ep: exit %d: %s", code, stderr)
+	}
+}
