@@ -160,7 +160,8 @@ func isQuantFile(root map[string]any) bool {
 }
 
 // parse builds an Arch from the bytes of a config.json (named cfgName in
-// errors) and optionally of an hf_quant_config.json (quant may be nil).
+// errors) and optionally of an hf_quant_config.json (quant nil: no such
+// file; an empty one is refused).
 // config.json's quantization_config, when it has one, decides the weight
 // quantization and the KV dtype; hf_quant_config.json does only for a
 // config without one (ModelOpt 0.29 and earlier wrote it there), as vLLM
@@ -297,7 +298,10 @@ func parse(cfgName string, cfg []byte, quantName string, quant []byte) (*Arch, e
 		if len(quant) > 0 {
 			src.Unread = qfile
 		}
-	case len(quant) > 0:
+	case quant != nil:
+		// Present, even empty (nil is no file): an empty file states no
+		// quantization, and read as none it would price the weights as
+		// unquantized without a word.
 		if spec, err = parseHFQuantConfig(qfile, quant); err != nil {
 			return nil, err
 		}

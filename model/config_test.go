@@ -1024,3 +1024,31 @@ func TestLoadQuantFileAsConfig(t *testing.T) {
 		}
 	}
 }
+
+// TestLoadEmptyHFQuantConfig: an empty hf_quant_config.json beside a config
+// without quantization_config is refused naming the file, not read as no
+// quantization (which priced an NVFP4 checkpoint's weights as bf16).
+func TestLoadEmptyHFQuantConfig(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "config.json"), mustJSON(t, tinyConfig()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	quant := filepath.Join(dir, "hf_quant_config.json")
+	if err := os.WriteFile(quant, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	a, err := Load(dir)
+	if err == nil {
+		t.Fatalf("Load with an empty %s: accepted, quantization %q", quant, a.Quant.Method)
+	}
+	if want := quant + ": empty: want a JSON object"; err.Error() != want {
+		t.Errorf("Load: %q, want %q", err, want)
+	}
+	// Without the file the same config loads unquantized.
+	if err := os.Remove(quant); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Load(dir); err != nil {
+		t.Errorf("Load without %s: %v", quant, err)
+	}
+}
