@@ -636,6 +636,18 @@ func readNums(f fields, keys ...string) ([]float64, error) {
 	return out, nil
 }
 
+// vllmLikeRequired are the figures vllm bench serve and SGLang
+// bench_serving write in every result: one missing is a file cut or
+// edited, not a run of 0 requests or of NaN seconds, which is what
+// validate would otherwise say of the zero it reads as. (A detailed
+// result's per-request lists count its completed requests.)
+var vllmLikeRequired = []struct{ key, what string }{
+	{"duration", "the run's duration in seconds"},
+	{"completed", "the count of completed requests"},
+	{"total_input_tokens", "the total of prompt tokens"},
+	{"total_output_tokens", "the total of output tokens"},
+}
+
 // readVLLMLike reads vllm bench serve's and SGLang bench_serving's
 // results (the same lineage: SGLang's client is an adaptation of vllm's).
 func readVLLMLike(f fields, format BenchFormat) (*Measured, error) {
@@ -721,6 +733,11 @@ func readVLLMLike(f fields, format BenchFormat) (*Measured, error) {
 	}
 	if m.Completed == 0 && len(m.Requests) > 0 {
 		m.Completed = len(m.Requests)
+	}
+	for _, r := range vllmLikeRequired {
+		if !f.has(r.key) && !(r.key == "completed" && len(m.Requests) > 0) {
+			return nil, f.err(r.key, fmt.Errorf("missing: want %s, which %s writes in every result", r.what, format))
+		}
 	}
 	return m, nil
 }

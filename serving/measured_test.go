@@ -151,7 +151,13 @@ func TestReadMeasuredErrors(t *testing.T) {
 		// A JSON value over lines is shown on one, as its JSON text.
 		{"wrong type, an object", "{\"median_ttft_ms\": {\n \"p50\": 1\n}, \"completed\": 1, \"duration\": 1, \"total_input_tokens\": 1, \"total_output_tokens\": 1}", 1, "median_ttft_ms", `want a number, got {"p50":1}`},
 		{"second line broken", "{\"median_ttft_ms\": 1, \"completed\": 1, \"duration\": 1, \"total_input_tokens\": 1, \"total_output_tokens\": 1}\n{oops\n", 2, "", "one JSON object per line"},
-		{"no duration", `{"median_ttft_ms": 1, "completed": 3, "total_input_tokens": 3, "total_output_tokens": 3}`, 1, "", "duration"},
+		// A figure both clients always write, missing, is named as
+		// missing: not read as 0 requests or NaN seconds.
+		{"no duration", `{"median_ttft_ms": 1, "completed": 3, "total_input_tokens": 3, "total_output_tokens": 3}`, 1, "duration", "missing: want the run's duration in seconds"},
+		{"no completed", `{"median_ttft_ms": 1, "duration": 1, "total_input_tokens": 3, "total_output_tokens": 3}`, 1, "completed", "missing: want the count of completed requests"},
+		{"null completed", `{"median_ttft_ms": 1, "completed": null, "duration": 1, "total_input_tokens": 3, "total_output_tokens": 3}`, 1, "completed", "missing"},
+		{"no prompt total", `{"median_ttft_ms": 1, "completed": 3, "duration": 1, "total_output_tokens": 3}`, 1, "total_input_tokens", "missing: want the total of prompt tokens"},
+		{"sglang, no output total", `{"mean_e2e_latency_ms": 1, "completed": 3, "duration": 1, "total_input_tokens": 3}`, 1, "total_output_tokens", "missing: want the total of output tokens, which sglang-bench-serving writes"},
 		{"ragged lists", `{"median_ttft_ms": 1, "completed": 2, "duration": 1, "total_input_tokens": 2, "total_output_tokens": 2, "ttfts": [0.1, 0.2], "input_lens": [1], "output_lens": [1, 1]}`, 1, "input_lens", "one per request"},
 		{"guidellm strategy", `{"benchmarks": [{"metrics": {}}]}`, 1, "benchmarks[0].config.strategy", "missing"},
 		{"log out of order", `{"input_toks": 1, "output_toks": 1, "arrival_time": 1, "queued_ts": 5, "first_token_ts": 4, "last_token_ts": 6}`, 1, "first_token_ts", "in that order"},
