@@ -238,3 +238,14 @@ func FuzzReadRequests(f *testing.F) {
 		}
 	})
 }
+
+// TestShortenJSONNotJSON: a value that is not JSON (absent, or cut) is
+// shown quoted as its bytes; it recursed without end, a stack overflow
+// where a message wanted the value.
+func TestShortenJSONNotJSON(t *testing.T) {
+	for raw, want := range map[string]string{"": `""`, `{"a": `: `"{\"a\": "`, `[1, 2]`: `[1,2]`} {
+		if got := shortenJSON([]byte(raw)); got != want {
+			t.Errorf("shortenJSON(%q) = %s, want %s", raw, got, want)
+		}
+	}
+}

@@ -561,7 +561,9 @@ func shorten(s string) string {
 func shortenJSON(raw json.RawMessage) string {
 	var b bytes.Buffer
 	if err := json.Compact(&b, raw); err != nil {
-		return shortenJSON(raw)
+		// Not JSON (a value no decoder returned: none, or cut): its
+		// bytes as they are, quoted.
+		return shorten(string(raw))
 	}
 	s := b.String()
 	if len(s) > 40 {
