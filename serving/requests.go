@@ -245,13 +245,34 @@ func readJSONL(data []byte, tr *Trace) error {
 		}
 		var m map[string]json.RawMessage
 		if err := json.Unmarshal(b, &m); err != nil {
+			if tr.Format == "" && json.Valid(data) {
+				// The first line opens a document the file closes
+				// later: a pretty-printed JSON file (a benchmark's
+				// result, a config), which no line of holds a request.
+				return &ParseError{File: name, Line: line, Err: fmt.Errorf("one JSON document over %d lines, not JSON lines: want one request object per line", bytes.Count(bytes.TrimSpace(data), []byte("\n"))+1)}
+			}
 			return &ParseError{File: name, Line: line, Err: fmt.Errorf("want a JSON object%s", jsonWhy(err))}
 		}
 		if tr.Format == "" {
-			tr.Format = TraceTpscope
-			if _, ok := m["input_length"]; ok {
+			has := func(keys ...string) bool {
+				for _, k := range keys {
+					if _, ok := m[k]; ok {
+						return true
+					}
+				}
+				return false
+			}
+			switch {
+			case has("input_length"):
 				tr.Format = TraceMooncake
 				tr.HashBlockTokens = defaultHashBlockTokens
+			case has(colPrompt, colOutput, colArrival):
+				tr.Format = TraceTpscope
+			default:
+				// No key of a request of either schema: another kind
+				// of JSON lines (a benchmark's results), named as such
+				// rather than as a request missing its arrival.
+				return &ParseError{File: name, Line: line, Err: fmt.Errorf("not a request trace: no %s, %s, %s (tpscope) or input_length (Mooncake); keys: %s", colArrival, colPrompt, colOutput, someKeys(m))}
 			}
 		}
 		r, skip, err := jsonRequest(m, tr.Format, sessions)
@@ -278,6 +299,19 @@ func readJSONL(data []byte, tr *Trace) error {
 		return &ParseError{File: name, Line: line + 1, Err: err}
 	}
 	return nil
+}
+
+// someKeys lists an object's keys, sorted, the first six.
+func someKeys(m map[string]json.RawMessage) string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	if len(keys) > 6 {
+		keys = append(keys[:6], "...")
+	}
+	return strings.Join(keys, ", ")
 }
 
 // jsonRequest reads one JSON line of format f: the request, or skip for a
@@ -431,12 +465,19 @@ func readCSV(data []byte, tr *Trace) error {
 		}
 	}
 	line, _ := cr.FieldPos(0)
-	sc := csvSchemas[0]
+	sc, found := csvSchemas[0], false
 	for _, c := range csvSchemas {
-		if _, ok := idx[c.prompt]; ok {
-			sc = c
+		_, p := idx[c.prompt]
+		_, o := idx[c.output]
+		if p || o {
+			sc, found = c, true
 			break
 		}
+	}
+	if !found {
+		// No schema's length column: not a trace's header (another
+		// tool's table, or a log whose first data row was read as one).
+		return &ParseError{File: name, Line: line, Err: fmt.Errorf("not a request trace: want a header naming %s, %s, %s (or Azure's TIMESTAMP, ContextTokens, GeneratedTokens, or BurstGPT's Timestamp, Request tokens, Response tokens), got %s", colArrival, colPrompt, colOutput, shorten(strings.Join(header, ",")))}
 	}
 	tr.Format = sc.format
 	for _, c := range []string{sc.arrival, sc.prompt, sc.output} {

@@ -92,6 +92,35 @@ func TestReadTraceErrors(t *testing.T) {
 	}
 }
 
+// TestReadTraceNotATrace: a file of another kind is named as not a
+// request trace in one line, with what it holds, instead of as a request
+// missing its arrival: a pretty-printed JSON document (a GuideLLM report,
+// a config), JSON lines of a benchmark's results, a CSV of other columns.
+// They said "want a JSON object: unexpected end of JSON input" (of a JSON
+// object) and 'field "arrival_s": missing'.
+func TestReadTraceNotATrace(t *testing.T) {
+	cases := []struct{ name, text, want string }{
+		{"json document", "{\n  \"benchmarks\": [\n    {\"a\": 1}\n  ]\n}\n", "t:1: one JSON document over 5 lines, not JSON lines: want one request object per line"},
+		{"results lines", `{"backend": "vllm", "completed": 3, "median_ttft_ms": 1}`, "t:1: not a request trace: no arrival_s, prompt_tokens, output_tokens (tpscope) or input_length (Mooncake); keys: backend, completed, median_ttft_ms"},
+		{"other csv", "size,count,type\n1024,256,float\n", `t:1: not a request trace: want a header naming arrival_s, prompt_tokens, output_tokens (or Azure's TIMESTAMP, ContextTokens, GeneratedTokens, or BurstGPT's Timestamp, Request tokens, Response tokens), got "size,count,type"`},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := ReadTrace(strings.NewReader(c.text), "t", "")
+			var pe *ParseError
+			if !errors.As(err, &pe) || err.Error() != c.want {
+				t.Errorf("error %v, want a *ParseError %q", err, c.want)
+			}
+		})
+	}
+	// A trace's own line missing a field still names the field.
+	_, err := ReadTrace(strings.NewReader(`{"arrival_s": 0, "output_tokens": 1}`), "t", "")
+	var pe *ParseError
+	if !errors.As(err, &pe) || pe.Field != "prompt_tokens" {
+		t.Errorf("tpscope line without prompt_tokens: %v, want the field named", err)
+	}
+}
+
 // TestScaleToQPS: 5 requests over 8 s arrive at 0.5 req/s; replayed at 2
 // req/s every time shrinks 4x (a request at 6 s comes at 1.5 s), delays
 // too; fewer than two requests or no span has no rate to scale.
