@@ -73,6 +73,19 @@ type CollectiveFit struct {
 	// samples; PriorRMSErrFrac that of the uncalibrated one.
 	RMSErrFrac, PriorRMSErrFrac float64
 	Samples                     int
+	// OneSize lists the entries of Params whose samples are all of one
+	// message size: one time per pair cannot tell its latency from its
+	// bandwidth, so the fit moves both from the prior by their shares of
+	// that time, and a report must not present them as measured.
+	OneSize []OneSizeFit
+}
+
+// OneSizeFit is a pair fitted on samples of a single message size.
+type OneSizeFit struct {
+	Algo    string `json:"algo"`
+	Proto   string `json:"proto"`
+	Bytes   int64  `json:"bytes"`
+	Samples int    `json:"samples"`
 }
 
 // Collective fits per-protocol latency and bandwidth to samples.
@@ -187,6 +200,9 @@ func Collective(t *topology.Topology, samples []CollectiveSample, o CollectiveOp
 			psq += r * r
 		}
 		sq += psq
+		if oneSize(ss) {
+			fit.OneSize = append(fit.OneSize, OneSizeFit{Algo: k.a.String(), Proto: k.p.String(), Bytes: ss[0].Bytes, Samples: len(ss)})
+		}
 		fit.Params = append(fit.Params, topology.CollectiveParams{
 			Op: string(o.Op), Algo: k.a.String(), Proto: k.p.String(), Ranks: o.Ranks,
 			P2PLevel: o.NCCL.P2PCondition(), Channels: channels,
@@ -221,6 +237,16 @@ func Collective(t *topology.Topology, samples []CollectiveSample, o CollectiveOp
 	}
 	fit.Topology = out
 	return fit, nil
+}
+
+// oneSize reports whether every sample is of the first one's size.
+func oneSize(ss []CollectiveSample) bool {
+	for _, s := range ss {
+		if s.Bytes != ss[0].Bytes {
+			return false
+		}
+	}
+	return true
 }
 
 // round4 keeps 4 significant digits so saved files stay readable.

@@ -253,3 +253,31 @@ func collTopo(t testing.TB, name string, gpus int) *topology.Topology {
 	}
 	return tp
 }
+
+// TestCalibrateOneSizeIsSaid: a pair whose samples are all of one message
+// size (NCCL_PROTO=Simple NCCL_ALGO=Ring forcing one pair; two runs of 16
+// MiB) has one time to fit three parameters, so the fit lists it in
+// OneSize for the report to say; the same pair over two sizes is not
+// listed. A fit of LL128 on the 16 MiB rows of an H200 log alone had been
+// printed with its base latency, hop latency and bus bandwidth as if
+// measured ("140.30 GB/s, rms_err 0.1 %").
+func TestCalibrateOneSizeIsSaid(t *testing.T) {
+	tp := collTopo(t, "rtxpro6000-2s", 0)
+	o := CollectiveOptions{NCCL: ncclenv.Settings{Proto: "Simple", Algo: "Ring", P2PLevel: "SYS"}}
+	const b = 16 << 20
+	fit, err := Collective(tp, []CollectiveSample{{Bytes: b, TimeUs: 1400}, {Bytes: b, TimeUs: 1410}}, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := OneSizeFit{Algo: "Ring", Proto: "Simple", Bytes: b, Samples: 2}
+	if len(fit.Params) != 1 || len(fit.OneSize) != 1 || fit.OneSize[0] != want {
+		t.Errorf("one size: params %+v, one-size %+v; want one entry listed as %+v", fit.Params, fit.OneSize, want)
+	}
+	fit, err = Collective(tp, []CollectiveSample{{Bytes: b, TimeUs: 1400}, {Bytes: b / 4, TimeUs: 380}}, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(fit.Params) != 1 || len(fit.OneSize) != 0 {
+		t.Errorf("two sizes: params %+v, one-size %+v; want one entry, none listed", fit.Params, fit.OneSize)
+	}
+}

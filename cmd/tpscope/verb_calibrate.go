@@ -509,7 +509,8 @@ func reportFit(w io.Writer, format, out string, coll model.Collective, of fitOf,
 			RMSErrFrac      float64                     `json:"rms_err_frac"`
 			PriorRMSErrFrac float64                     `json:"prior_rms_err_frac"`
 			Params          []topology.CollectiveParams `json:"params"`
-		}{out, string(coll), of, fit.Samples, fit.RMSErrFrac, fit.PriorRMSErrFrac, fit.Params},
+			OneSize         []calibrate.OneSizeFit      `json:"one_size,omitempty"`
+		}{out, string(coll), of, fit.Samples, fit.RMSErrFrac, fit.PriorRMSErrFrac, fit.Params, fit.OneSize},
 		Text: func(w io.Writer, _ bool) error { return writeFit(w, out, coll, of, fit) },
 	})
 }
@@ -527,6 +528,10 @@ func writeFit(w io.Writer, out string, coll model.Collective, of fitOf, fit *cal
 	}
 	if err := tw.Flush(); err != nil {
 		return err
+	}
+	for _, o := range fit.OneSize {
+		fmt.Fprintf(w, "# %s/%s: its %d samples are of one size (%d B): one time cannot tell latency from bandwidth, so the fit moves both from NCCL's constants by their shares of it; other sizes of this protocol are extrapolated (measure several sizes in its range to fit both)\n",
+			o.Algo, o.Proto, o.Samples, o.Bytes)
 	}
 	fmt.Fprintf(w, "wrote %s\n", out)
 	return nil

@@ -542,3 +542,39 @@ func pcieLogWithEnv(t *testing.T, env ...string) (log, out string) {
 	}
 	return log, out
 }
+
+// TestCalibrateNCCLTestsOneSize: a log of one message size under
+// NCCL_PROTO=Simple NCCL_ALGO=Ring fits one pair on one time (out of place
+// and in place), which cannot tell its latency from its bandwidth: the
+// text report says so under the table, and the JSON report lists the pair
+// under one_size. It had printed the three parameters with an RMS error
+// of a few tenths of a percent, as if both were measured.
+func TestCalibrateNCCLTestsOneSize(t *testing.T) {
+	log, out := pcieLogWithEnv(t, "NCCL_PROTO set by environment to Simple", "NCCL_ALGO set by environment to Ring")
+	text, err := os.ReadFile(log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var keep []string
+	for _, l := range strings.SplitAfter(string(text), "\n") {
+		if f := strings.Fields(l); len(f) > 0 && f[0] != "16777216" && strings.Trim(f[0], "0123456789") == "" {
+			continue // another size's row
+		}
+		keep = append(keep, l)
+	}
+	if err := os.WriteFile(log, []byte(strings.Join(keep, "")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, stdout, stderr := runCLI(t, "calibrate", "--nccl-tests", log, "--p2p-level", "SYS", "-o", out)
+	const want = "# Ring/Simple: its 2 samples are of one size (16777216 B): one time cannot tell latency from bandwidth"
+	if code != 0 || !strings.Contains(stdout, want) {
+		t.Errorf("exit %d, stdout %q, stderr %q; want a line %q", code, stdout, stderr, want)
+	}
+	var rep struct {
+		OneSize []calibrate.OneSizeFit `json:"one_size"`
+	}
+	runJSONInto(t, &rep, "calibrate", "--nccl-tests", log, "--p2p-level", "SYS", "-o", out, "--output", "json")
+	if len(rep.OneSize) != 1 || rep.OneSize[0] != (calibrate.OneSizeFit{Algo: "Ring", Proto: "Simple", Bytes: 16 << 20, Samples: 2}) {
+		t.Errorf("--output json one_size %+v, want Ring/Simple at 16777216 B, 2 samples", rep.OneSize)
+	}
+}
