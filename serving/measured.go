@@ -961,33 +961,54 @@ func readInferenceX(f fields) (*Measured, error) {
 	return m, nil
 }
 
-// aiperfMetric reads an aiperf metric object's statistics in ms (or in
-// its own unit when unit is not a time).
+// aiperfMetric reads an aiperf metric object's statistics in its own
+// unit (a count, a rate); aiperfTime reads a time's.
 func aiperfMetric(f fields, key string) (Latency, float64, error) {
 	l := nanLatency()
 	o, ok, err := f.obj(key)
 	if err != nil || !ok {
 		return l, math.NaN(), err
 	}
-	unit, err := o.str("unit")
-	if err != nil {
-		return l, math.NaN(), err
-	}
-	scale := 1.0
-	switch strings.ToLower(unit) {
-	case "ns":
-		scale = 1e-6
-	case "us":
-		scale = 1e-3
-	case "s", "sec":
-		scale = 1e3
-	}
 	v, err := readNums(o, "avg", "p50", "p90", "p99")
 	if err != nil {
 		return l, math.NaN(), err
 	}
-	l = Latency{v[0] * scale, v[1] * scale, v[2] * scale, v[3] * scale}
-	return l, v[0], nil
+	return Latency{v[0], v[1], v[2], v[3]}, v[0], nil
+}
+
+// aiperfTime reads an aiperf time metric's statistics in ms, from the
+// unit it records (aiperf's MetricTimeUnit: ns, us, ms, sec). A unit it
+// does not name is refused: read as ms, a time in seconds was taken as
+// a thousandth of itself (and benchmark_duration, read as seconds
+// whatever its unit, the other way).
+func aiperfTime(f fields, key string) (Latency, error) {
+	o, ok, err := f.obj(key)
+	if err != nil || !ok {
+		return nanLatency(), err
+	}
+	unit, err := o.str("unit")
+	if err != nil {
+		return nanLatency(), err
+	}
+	var msPer float64
+	switch strings.ToLower(strings.TrimSpace(unit)) {
+	case "ns":
+		msPer = 1e-6
+	case "us":
+		msPer = 1e-3
+	case "ms":
+		msPer = 1
+	case "s", "sec":
+		msPer = 1e3
+	default:
+		got := "missing"
+		if unit != "" {
+			got = strconv.Quote(unit)
+		}
+		return nanLatency(), o.err("unit", fmt.Errorf("%s, want a time unit: ns, us, ms or sec", got))
+	}
+	l, _, err := aiperfMetric(f, key)
+	return Latency{l.Mean * msPer, l.P50 * msPer, l.P90 * msPer, l.P99 * msPer}, err
 }
 
 // readAIPerf reads aiperf's aggregate export.
@@ -1000,13 +1021,13 @@ func readAIPerf(f fields) (*Measured, error) {
 		body = r
 	}
 	var err error
-	if m.TTFTMs, _, err = aiperfMetric(body, "time_to_first_token"); err != nil {
+	if m.TTFTMs, err = aiperfTime(body, "time_to_first_token"); err != nil {
 		return nil, err
 	}
-	if m.TPOTMs, _, err = aiperfMetric(body, "inter_token_latency"); err != nil {
+	if m.TPOTMs, err = aiperfTime(body, "inter_token_latency"); err != nil {
 		return nil, err
 	}
-	if m.E2EMs, _, err = aiperfMetric(body, "request_latency"); err != nil {
+	if m.E2EMs, err = aiperfTime(body, "request_latency"); err != nil {
 		return nil, err
 	}
 	var avg float64
@@ -1025,10 +1046,11 @@ func readAIPerf(f fields) (*Measured, error) {
 	if m.Completed, err = intOf(body, "request_count", avg); err != nil {
 		return nil, err
 	}
-	if _, avg, err = aiperfMetric(body, "benchmark_duration"); err != nil {
+	dur, err := aiperfTime(body, "benchmark_duration")
+	if err != nil {
 		return nil, err
 	}
-	m.DurationS = avg
+	m.DurationS = dur.Mean / 1e3
 	for _, k := range []struct {
 		total, mean string
 		dst         *int64

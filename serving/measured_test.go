@@ -159,6 +159,10 @@ func TestReadMeasuredErrors(t *testing.T) {
 		{"no prompt total", `{"median_ttft_ms": 1, "completed": 3, "duration": 1, "total_output_tokens": 3}`, 1, "total_input_tokens", "missing: want the total of prompt tokens"},
 		{"sglang, no output total", `{"mean_e2e_latency_ms": 1, "completed": 3, "duration": 1, "total_input_tokens": 3}`, 1, "total_output_tokens", "missing: want the total of output tokens, which sglang-bench-serving writes"},
 		{"ragged lists", `{"median_ttft_ms": 1, "completed": 2, "duration": 1, "total_input_tokens": 2, "total_output_tokens": 2, "ttfts": [0.1, 0.2], "input_lens": [1], "output_lens": [1, 1]}`, 1, "input_lens", "one per request"},
+		// aiperf's time units are ns, us, ms and sec: another is no
+		// time it can be read in (as ms it was a thousandth off).
+		{"aiperf unit", `{"time_to_first_token": {"unit": "seconds", "avg": 0.15}, "request_count": {"avg": 4}, "benchmark_duration": {"unit": "sec", "avg": 2}}`, 1, "time_to_first_token.unit", `"seconds", want a time unit: ns, us, ms or sec`},
+		{"aiperf no unit", `{"time_to_first_token": {"unit": "ms", "avg": 150}, "request_count": {"avg": 4}, "benchmark_duration": {"avg": 2}}`, 1, "benchmark_duration.unit", "missing, want a time unit"},
 		{"guidellm strategy", `{"benchmarks": [{"metrics": {}}]}`, 1, "benchmarks[0].config.strategy", "missing"},
 		{"log out of order", `{"input_toks": 1, "output_toks": 1, "arrival_time": 1, "queued_ts": 5, "first_token_ts": 4, "last_token_ts": 6}`, 1, "first_token_ts", "in that order"},
 	}
@@ -350,5 +354,25 @@ func TestMeasuredPlanPartial(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), c.want) || strings.Contains(err.Error(), "\n") {
 			t.Errorf("%s: %v, want one line with %q", c.name, err, c.want)
 		}
+	}
+}
+
+// TestReadAIPerfUnits: aiperf's times are read in the unit each records:
+// TTFT 0.15 sec is 150 ms, ITL 24500 us is 24.5 ms, and a
+// benchmark_duration of 40000 ms is 40 s (it was read as 40000 s whatever
+// its unit: 1/1000 of the rate its totals give).
+func TestReadAIPerfUnits(t *testing.T) {
+	const text = `{"time_to_first_token": {"unit": "sec", "avg": 0.15, "p50": 0.14},
+	"inter_token_latency": {"unit": "us", "avg": 24500},
+	"request_count": {"unit": "requests", "avg": 100},
+	"benchmark_duration": {"unit": "ms", "avg": 40000},
+	"total_isl": {"unit": "tokens", "avg": 204800}, "total_osl": {"unit": "tokens", "avg": 25600}}`
+	ms, err := ReadMeasured(strings.NewReader(text), "a.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := ms[0]
+	if !near(m.TTFTMs.Mean, 150) || !near(m.TTFTMs.P50, 140) || !near(m.TPOTMs.Mean, 24.5) || !near(m.DurationS, 40) {
+		t.Errorf("TTFT %+v ms, TPOT %+v ms, duration %v s; want mean 150 and p50 140, 24.5, 40", m.TTFTMs, m.TPOTMs, m.DurationS)
 	}
 }
