@@ -158,7 +158,12 @@ var (
 	// reHeading is the column heading nccl-tests prints before its rows;
 	// reClose the lines it prints after them (every version prints "Avg
 	// bus bandwidth"; 2.13 adds "Collective test concluded").
-	reHeading  = regexp.MustCompile(`^#\s*size\s+count\s+type\b`)
+	reHeading = regexp.MustCompile(`^#\s*size\s+count\s+type\b`)
+	// reErrorCol finds the column nccl-tests 2.10 and earlier print
+	// where later versions print #wrong: the largest deviation from the
+	// expected result ("%5.0le": 0e+00, 2e-07), not a count of wrong
+	// elements; a rounding deviation is no error.
+	reErrorCol = regexp.MustCompile(`\bbusbw\s+error\b`)
 	reClose    = regexp.MustCompile(`^#\s*(Out of bounds values|Avg bus bandwidth|Collective test concluded)\b`)
 	opByBinary = map[string]string{
 		"all_reduce": "allreduce", "all_gather": "allgather", "reduce_scatter": "reducescatter",
@@ -218,6 +223,7 @@ func Parse(r io.Reader, name string) (*Log, error) {
 	var badCut error
 	cols := "11 to 13 columns (21 with per-iteration timing)" // as many as the rows read, once there are some
 	perIter := false                                          // the table's heading names the -I columns
+	maxDelta := false                                         // the table's heading names an "error" column, not "#wrong"
 	for sc.Scan() {
 		line++
 		if bad != nil {
@@ -235,6 +241,7 @@ func Parse(r io.Reader, name string) (*Log, error) {
 				}
 				tableAt, tableRows = line, 0
 				perIter = strings.Contains(text, "i_min")
+				maxDelta = reErrorCol.MatchString(text)
 			case reClose.MatchString(text):
 				tableAt, tableRows = 0, 0
 			}
@@ -284,7 +291,7 @@ func Parse(r io.Reader, name string) (*Log, error) {
 		if n := len(fields); n > 2 && reDate.MatchString(fields[n-2]) && reClock.MatchString(fields[n-1]) {
 			fields = fields[:n-2]
 		}
-		row, nwrong, ok, problem := parseRow(fields, perIter)
+		row, nwrong, ok, problem := parseRow(fields, perIter, maxDelta)
 		if problem != "" {
 			// Garbled, or cut if it is the last line and has no newline:
 			// the next line (or the end of the input) tells.
@@ -409,12 +416,14 @@ func mixed(name string, line int, second string, rows int, first string) error {
 // placement (time, algbw, busbw, #wrong); with per-iteration timing
 // (perIter, or exactly 21 fields) redop and root are always there and
 // each placement has eight (the four, then i_min, i_max, i_p99, i_cv%).
-// wrong is the larger of the two #wrong counts (0 for "N/A").
+// wrong is the larger of the two #wrong counts (0 for "N/A"); under
+// maxDelta (a heading of nccl-tests 2.10 or earlier) that column is the
+// largest deviation, a number >= 0, and counts no wrong rows.
 // A line that is not a row (its first two fields are not a size and a
 // count) gives ok false and no problem; one that starts like a row but is
 // not one gives the problem, for a garbled or cut row. A row with no time
 // > 0 is not used: ok false, no problem.
-func parseRow(f []string, perIter bool) (r Row, wrong int64, ok bool, problem string) {
+func parseRow(f []string, perIter, maxDelta bool) (r Row, wrong int64, ok bool, problem string) {
 	if len(f) < 2 {
 		return r, 0, false, ""
 	}
@@ -451,6 +460,12 @@ func parseRow(f []string, perIter bool) (r Row, wrong int64, ok bool, problem st
 		name := names[i%per]
 		if i >= per {
 			name = "in-place " + name
+		}
+		if i%per == 3 && maxDelta { // error: a deviation or N/A
+			if v, err := strconv.ParseFloat(s, 64); s != "N/A" && (err != nil || !(v >= 0) || math.IsInf(v, 0)) {
+				return r, 0, false, fmt.Sprintf("%s %q: want the largest deviation (a number >= 0) or N/A", strings.Replace(name, "#wrong", "error", 1), s)
+			}
+			continue
 		}
 		if i%per == 3 { // #wrong: an integer or N/A
 			if s != "N/A" {

@@ -112,6 +112,7 @@ func FuzzParse(f *testing.F) {
 	f.Add("8 2 float sum -1 NaN 1 1 0 Inf 1 1 0\n")
 	f.Add(allReduce2 + "# Collective test starting: all_gather_perf\n" + allGather2)
 	f.Add(oldLayout + allGather2)
+	f.Add(oldErrorColumn)
 	f.Add(allReduce2 + allReduce2)
 	f.Add("8 2 float sum -1 1 1 1 7 1 1 1 -2\n")
 	// nccl-tests 2.19: -I columns, -S timestamps, -J JSON (generated
@@ -295,5 +296,47 @@ func TestParsePartial(t *testing.T) {
 				t.Errorf("error %q: want one line starting with file:line", msg)
 			}
 		})
+	}
+}
+
+// oldErrorColumn is nccl-tests 2.10 and earlier: no root column, and where
+// later versions print #wrong an "error" column holding the largest
+// deviation from the expected result ("%5.0le": 0e+00, 2e-07).
+const oldErrorColumn = `# nThread 1 nGpus 1 minBytes 8 maxBytes 134217728 step: 2(factor) warmup iters: 5 iters: 20 validation: 1
+#
+# Using devices
+#   Rank  0 Pid   1428 on    node1 device  0 [0x00] NVIDIA A10G
+#   Rank  1 Pid   1429 on    node2 device  0 [0x00] NVIDIA A10G
+#
+#                                                       out-of-place                       in-place
+#       size         count      type   redop     time   algbw   busbw  error     time   algbw   busbw  error
+#        (B)    (elements)                       (us)  (GB/s)  (GB/s)            (us)  (GB/s)  (GB/s)
+           8             2     float     sum    52.16    0.00    0.00  0e+00    52.04    0.00    0.00  0e+00
+    33554432       8388608     float     sum    19902    1.69    1.69  2e-07    19898    1.69    1.69  2e-07
+# Out of bounds values : 0 OK
+# Avg bus bandwidth    : 0.84
+#
+`
+
+// TestParseMaxDeltaColumn: a log of nccl-tests 2.10 or earlier (the
+// layout of public logs of that time) is read: its "error" column is a
+// deviation, not a count of wrong elements, so 2e-07 is no wrong row. It
+// was refused as a cut or damaged log ('#wrong "0e+00": want a count').
+// Under a #wrong heading the same value is still refused.
+func TestParseMaxDeltaColumn(t *testing.T) {
+	lg, err := Parse(strings.NewReader(oldErrorColumn), "all_reduce_perf.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(lg.Rows) != 2 || lg.Rows[1].Bytes != 33554432 || lg.Rows[1].OutTimeUs != 19902 || lg.Rows[1].InTimeUs != 19898 || lg.Ranks != 2 || len(lg.Warnings) != 0 {
+		t.Errorf("rows %+v, ranks %d, warnings %q; want 2 rows (the second 33554432 B in 19902 / 19898 us), 2 ranks, none", lg.Rows, lg.Ranks, lg.Warnings)
+	}
+	bad := strings.Replace(oldErrorColumn, "2e-07    19898", "x    19898", 1)
+	if _, err := Parse(strings.NewReader(bad), "f.txt"); err == nil || !strings.Contains(err.Error(), `error "x": want the largest deviation (a number >= 0) or N/A`) {
+		t.Errorf("a garbled error column: %v", err)
+	}
+	wrong := strings.ReplaceAll(oldErrorColumn, "busbw  error", "busbw #wrong")
+	if _, err := Parse(strings.NewReader(wrong), "f.txt"); err == nil || !strings.Contains(err.Error(), `#wrong "0e+00": want a count`) {
+		t.Errorf("0e+00 under #wrong: %v", err)
 	}
 }
