@@ -21,6 +21,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 
 	"gonum.org/v1/gonum/optimize"
@@ -88,14 +89,16 @@ type OneSizeFit struct {
 	Samples int    `json:"samples"`
 }
 
+// FittedCollectives are the collectives Collective fits: those whose
+// time the model prices from NCCL's ring and tree algorithms.
+var FittedCollectives = []model.Collective{model.AllReduce, model.AllGather, model.ReduceScatter}
+
 // Collective fits per-protocol latency and bandwidth to samples.
 func Collective(t *topology.Topology, samples []CollectiveSample, o CollectiveOptions) (*CollectiveFit, error) {
 	if o.Op == "" {
 		o.Op = model.AllReduce
 	}
-	switch o.Op {
-	case model.AllReduce, model.AllGather, model.ReduceScatter:
-	default:
+	if !slices.Contains(FittedCollectives, o.Op) {
 		return nil, fmt.Errorf("collective %q: only allreduce, allgather and reducescatter can be calibrated", o.Op)
 	}
 	if o.Ranks == 0 {

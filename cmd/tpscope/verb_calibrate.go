@@ -438,15 +438,21 @@ func (m *ncclTestsMode) collective(lg *nccltests.Log) (model.Collective, error) 
 		if lg.Op == "" {
 			return "", flagError("--op", nil, "%s does not say which collective it measured; pass it", m.file)
 		}
-		coll, err := parseCollective(lg.Op)
-		if err != nil {
-			return "", fmt.Errorf("%s: %v", m.file, err)
+		// A collective the fit does not take is said before anything
+		// else (the log's skipped lines, its settings), naming what it
+		// takes: parseCollective's list names alltoall, which the
+		// executor runs but the fit refuses.
+		if coll, err := parseCollective(lg.Op); err != nil || !slices.Contains(calibrate.FittedCollectives, coll) {
+			return "", fmt.Errorf("%s measured %s: calibrate --nccl-tests fits %s", m.file, lg.Op, collectiveList(calibrate.FittedCollectives))
 		}
-		return coll, nil
+		return model.Collective(lg.Op), nil
 	}
 	coll, err := parseCollective(m.op)
 	if err != nil {
 		return "", causeError("--op", quote(m.op), err)
+	}
+	if !slices.Contains(calibrate.FittedCollectives, coll) {
+		return "", flagError("--op", m.op, "calibrate --nccl-tests fits %s", collectiveList(calibrate.FittedCollectives))
 	}
 	if lg.Op != "" && lg.Op != string(coll) {
 		return "", flagError("--op", m.op, "%s measured %s (its text or file name says so); --op is only for a log that does not say", m.file, lg.Op)
@@ -535,4 +541,16 @@ func writeFit(w io.Writer, out string, coll model.Collective, of fitOf, fit *cal
 	}
 	fmt.Fprintf(w, "wrote %s\n", out)
 	return nil
+}
+
+// collectiveList names collectives as a message lists them: "a, b and c".
+func collectiveList(cs []model.Collective) string {
+	names := make([]string, len(cs))
+	for i, c := range cs {
+		names[i] = string(c)
+	}
+	if len(names) < 2 {
+		return strings.Join(names, "")
+	}
+	return strings.Join(names[:len(names)-1], ", ") + " and " + names[len(names)-1]
 }

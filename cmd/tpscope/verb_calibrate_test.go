@@ -578,3 +578,48 @@ func TestCalibrateNCCLTestsOneSize(t *testing.T) {
 		t.Errorf("--output json one_size %+v, want Ring/Simple at 16777216 B, 2 samples", rep.OneSize)
 	}
 }
+
+// TestCalibrateNCCLTestsCollectiveNotFitted: a log of a collective the fit
+// does not take (alltoall, which --op's list and the executor know;
+// sendrecv, which neither does) is one line naming the file, what it
+// measured and what the fit takes, before any other output, and nothing
+// is written; so is --op alltoall. The alltoall log had printed its
+// skipped lines and then "only allreduce, allgather and reducescatter can
+// be calibrated", and the sendrecv log "want allreduce, allgather,
+// reducescatter or alltoall", offering alltoall.
+func TestCalibrateNCCLTestsCollectiveNotFitted(t *testing.T) {
+	pcie, err := os.ReadFile("../../calibrate/testdata/nccltests/all_reduce_perf_8x_pcie.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	out := filepath.Join(dir, "box.json")
+	const fits = "calibrate --nccl-tests fits allreduce, allgather and reducescatter"
+	for _, tc := range []struct {
+		test, op, want string
+		code           int
+	}{
+		{"alltoall_perf", "", " measured alltoall: " + fits, 1},
+		{"sendrecv_perf", "", " measured sendrecv: " + fits, 1},
+		{"all_reduce_perf", "alltoall", "usage: --op alltoall: " + fits, 2},
+	} {
+		log := filepath.Join(dir, tc.test+".txt")
+		text := strings.ReplaceAll(string(pcie), "all_reduce_perf", tc.test)
+		if err := os.WriteFile(log, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		args := []string{"calibrate", "--nccl-tests", log, "--p2p-level", "SYS", "-o", out}
+		if tc.op != "" {
+			args = append(args, "--op", tc.op)
+		} else {
+			tc.want = log + tc.want
+		}
+		code, stdout, stderr := runCLI(t, args...)
+		if code != tc.code || stdout != "" || stderr != "tpscope calibrate: "+tc.want+"\n" {
+			t.Errorf("%s: exit %d, stdout %q, stderr %q; want exit %d and only %q", tc.test, code, stdout, stderr, tc.code, tc.want)
+		}
+		if _, err := os.Stat(out); err == nil {
+			t.Fatalf("%s: %s was written", tc.test, out)
+		}
+	}
+}
