@@ -9,9 +9,12 @@ import (
 	"io"
 	"math"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/tpscope/tpscope/internal/jsonerr"
 )
 
 // JSONVersion is the version of nccl-tests' JSON output this package
@@ -52,7 +55,8 @@ func (f *jsonFloat) UnmarshalJSON(b []byte) error {
 			*f = jsonFloat(math.NaN())
 			return nil
 		}
-		return fmt.Errorf("want a number or \"nan\", got %q", s)
+		// A type error, so that the decoder names the field it is in.
+		return &json.UnmarshalTypeError{Value: "string " + strconv.Quote(s), Type: reflect.TypeFor[jsonFloat]()}
 	}
 	var v float64
 	if err := json.Unmarshal(b, &v); err != nil {
@@ -224,7 +228,17 @@ func parseJSON(r io.Reader, lg *Log, sr *settingsReader) (*Log, error) {
 		}
 		var te *json.UnmarshalTypeError
 		if errors.As(err, &te) {
-			return nil, &ParseError{name, line, fmt.Errorf("field %q: want %s, got %s", te.Field, te.Type, te.Value)}
+			// The decoder knows the offset of its own type errors, not of
+			// a field's decoder (jsonFloat): no line rather than the last.
+			line = 1
+			if te.Offset > 0 {
+				line = 1 + bytes.Count(data[:min(int(te.Offset), len(data))], []byte("\n"))
+			}
+			want := jsonerr.Kind(te.Type)
+			if te.Type == reflect.TypeFor[jsonFloat]() {
+				want = `a number or "nan"`
+			}
+			return nil, &ParseError{name, line, fmt.Errorf("field %q: want %s, got %s", te.Field, want, te.Value)}
 		}
 		return nil, &ParseError{name, line, fmt.Errorf("not nccl-tests JSON (want the document nccl-tests -J writes)")}
 	}
@@ -260,6 +274,9 @@ func parseJSON(r io.Reader, lg *Log, sr *settingsReader) (*Log, error) {
 				return nil, err
 			}
 		}
+	}
+	if err := placementsEverywhere(name, doc.Results); err != nil {
+		return nil, err
 	}
 	wrong, firstWrong := 0, 0
 	for i, jr := range doc.Results {
@@ -340,6 +357,34 @@ func parseJSON(r io.Reader, lg *Log, sr *settingsReader) (*Log, error) {
 		return nil, &ParseError{name, 1, fmt.Errorf("%w (the JSON document's results list has no timed size)", ErrNoData)}
 	}
 	return lg, nil
+}
+
+// placementsEverywhere refuses results of which some hold a placement
+// (out_of_place, in_place) that another lacks: nccl-tests times the same
+// placements at every size, so a result without one the others have is
+// a file edited or cut, and read as that placement not run it would be
+// a size fitted on half its samples without a word.
+func placementsEverywhere(name string, rs []jsonRow) error {
+	for _, pl := range []struct {
+		key string
+		of  func(*jsonRow) *jsonPlace
+	}{
+		{"out_of_place", func(r *jsonRow) *jsonPlace { return r.Out }},
+		{"in_place", func(r *jsonRow) *jsonPlace { return r.In }},
+	} {
+		has, lacks := -1, -1
+		for i := range rs {
+			if pl.of(&rs[i]) != nil {
+				has = max(has, i)
+			} else if lacks < 0 {
+				lacks = i
+			}
+		}
+		if has >= 0 && lacks >= 0 {
+			return &ParseError{name, 1, fmt.Errorf("field \"results[%d].%s\": missing, and results[%d] has it: want the same placements at every size (nccl-tests times each at every size; the file was edited or cut)", lacks, pl.key, has)}
+		}
+	}
+	return nil
 }
 
 // IterStats summarizes per-iteration times (us) as nccl-tests does

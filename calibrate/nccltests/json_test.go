@@ -122,6 +122,14 @@ func TestParseJSONErrors(t *testing.T) {
 		{"version", strings.Replace(string(full), `"version":3`, `"version":2`, 1), false, `"version"`},
 		{"wrong type", strings.Replace(string(full), `"size":1024`, `"size":"big"`, 1), false, "size"},
 		{"no results", `{"version":3,"args":["all_reduce_perf"],"results":[]}`, false, "no nccl-tests result"},
+		// A string where jsonDouble writes a number names the field and
+		// what it wants; it was "not nccl-tests JSON".
+		{"time a word", strings.Replace(string(full), `"out_of_place":{"time":54.0`, `"out_of_place":{"time":"fast"`, 1), false,
+			`j.json:1: field "results.out_of_place.time": want a number or "nan", got string "fast"`},
+		// A size without a placement the others have (its samples half
+		// gone) is refused; it was fitted on the other placement alone.
+		{"placement missing", strings.Replace(string(full), `"out_of_place":{"time":54.0`, `"out_of_place_gone":{"time":54.0`, 1), false,
+			`j.json:1: field "results[1].out_of_place": missing, and results[2] has it: want the same placements at every size`},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
