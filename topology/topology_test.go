@@ -259,6 +259,12 @@ func TestValidationErrors(t *testing.T) {
 			m["links"] = keep
 		}, []string{`gpu "gpu0": no path to gpu "gpu5"`}},
 		{"unknown endpoint", func(m map[string]any) { link(m, 2)["b"] = "sw9" }, []string{"link 2", `unknown endpoint "sw9"`}},
+		// A calibration entry's p2p_level in a spelling sim never
+		// matches (it compares P2PCondition's names) would apply under
+		// no setting; it was accepted.
+		{"calibration p2p level", func(m map[string]any) { calibrationEntry(m)["p2p_level"] = "sys" },
+			[]string{"calibration.collectives[0] (allreduce Ring/LL)", `p2p_level "sys": want "disabled" or an NCCL_P2P_LEVEL name as NCCL spells it`}},
+		{"calibration p2p typo", func(m map[string]any) { calibrationEntry(m)["p2p_level"] = "XYZ" }, []string{`p2p_level "XYZ"`}},
 		{"unknown device", func(m map[string]any) { m["gpus"].([]any)[3].(map[string]any)["device"] = "B200" }, []string{`gpu "gpu3"`, `device "B200"`}},
 		// A second, known device on gpus[4]: sim prices one device per
 		// box, so the file is refused naming the field.
@@ -683,4 +689,12 @@ func TestResolveFileLabel(t *testing.T) {
 			}
 		})
 	}
+}
+
+// calibrationEntry gives the topology map a calibration of one entry (an
+// all-reduce Ring/LL fit under SYS) and returns it for a case to edit.
+func calibrationEntry(m map[string]any) map[string]any {
+	e := map[string]any{"op": "allreduce", "algo": "Ring", "proto": "LL", "ranks": 8.0, "p2p_level": "SYS", "base_lat_us": 8.0, "hw_lat_us": 0.9, "bus_bw_gbps": 20.0}
+	m["calibration"] = map[string]any{"source": "test", "collectives": []any{e}}
+	return e
 }

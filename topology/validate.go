@@ -194,6 +194,13 @@ func (t *Topology) validate() error {
 			default:
 				return fmt.Errorf("%s: unknown proto %q (want LL, LL128, Simple)", where, p.Proto)
 			}
+			// sim applies an entry only where its p2p_level is the
+			// prediction's setting as P2PCondition names it: any other
+			// spelling ("sys", "2", a typo) would never apply, without a
+			// word.
+			if l, err := ParseP2PLevel(p.P2PLevel); p.P2PLevel != "" && p.P2PLevel != "disabled" && (err != nil || l.String() != p.P2PLevel) {
+				return fmt.Errorf("%s: p2p_level %q: want \"disabled\" or an NCCL_P2P_LEVEL name as NCCL spells it (LOC, NVL, NVB, PIX, PXB, PXN, PHB, SYS)", where, p.P2PLevel)
+			}
 			if p.Ranks < 1 {
 				return fmt.Errorf("%s: ranks must be >= 1, got %d", where, p.Ranks)
 			}
