@@ -311,21 +311,59 @@ func resultsDefaults(sc *scenarioFlags, levels []serving.Measured, scen sim.Scen
 	if len(levels) == 0 {
 		return ""
 	}
-	model, gpu := false, false
+	named, gpu := false, false
 	for i := range levels {
-		model = model || levels[i].Model != ""
+		named = named || levels[i].Model != ""
 		gpu = gpu || levels[i].GPU != ""
 	}
-	noModel, noGPU := !model && !sc.changed("model"), !gpu && !sc.changed("topo")
+	var notes []string
+	noModel, noGPU := !named && !sc.changed("model"), !gpu && !sc.changed("topo")
 	switch {
 	case noModel && noGPU:
-		return fmt.Sprintf("the results name no model and no GPU: priced as the default model %s on the default box %s (--model and --topo name the ones they ran)", scen.Arch.Name, scen.Topo.Name)
+		notes = append(notes, fmt.Sprintf("the results name no model and no GPU: priced as the default model %s on the default box %s (--model and --topo name the ones they ran)", scen.Arch.Name, scen.Topo.Name))
 	case noModel:
-		return fmt.Sprintf("the results name no model: priced as the default model %s (--model names the one they ran)", scen.Arch.Name)
+		notes = append(notes, fmt.Sprintf("the results name no model: priced as the default model %s (--model names the one they ran)", scen.Arch.Name))
 	case noGPU:
-		return fmt.Sprintf("the results name no GPU: priced on the default box %s (--topo names the one they ran)", scen.Topo.Name)
+		notes = append(notes, fmt.Sprintf("the results name no GPU: priced on the default box %s (--topo names the one they ran)", scen.Topo.Name))
 	}
-	return ""
+	// A checkpoint no preset is of, priced as the --model preset the
+	// user named (resultsModel does not judge it): said, since the
+	// preset's quantization or weights may not be the checkpoint's
+	// (DeepSeek-R1-0528-FP4's results priced as deepseek-v3's FP8).
+	if scen.Arch.Ref.Path == "" {
+		for i := range levels {
+			if m := levels[i].Model; m != "" {
+				if _, known := model.PresetOf(m); !known {
+					notes = append(notes, fmt.Sprintf("the results ran %q, which is no preset's checkpoint: priced as preset %s, as --model names it (--model with the checkpoint's config.json prices the checkpoint itself)", m, scen.Arch.Name))
+					break
+				}
+			}
+		}
+	}
+	return strings.Join(notes, "; ")
+}
+
+// resultsRanOn runs resultsGPU and resultsModel on the box and model the
+// flags name, before the scenario is built: a scenario of the wrong box
+// fails on what the box lacks (an engine with no kernel for the
+// results' experts on its GPU), which hid that the results ran on
+// another GPU.
+func resultsRanOn(sc *scenarioFlags, flag string, levels []serving.Measured) error {
+	if len(levels) == 0 {
+		return nil
+	}
+	box, _, err := sc.box()
+	if err != nil {
+		return err
+	}
+	if err := resultsGPU(box, flag, levels); err != nil {
+		return err
+	}
+	a, err := sc.modelArch()
+	if err != nil {
+		return err
+	}
+	return resultsModel(a, sc.changed("model"), flag, levels)
 }
 
 // resultsGPU refuses results that name a GPU (InferenceX's hw) other than

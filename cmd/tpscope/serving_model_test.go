@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -44,7 +45,14 @@ func TestServingModelFromResults(t *testing.T) {
 			}
 		})
 	}
-	code, out, errs := runCLI(t, "simulate", "--compare", vllmLevel, "--model", "deepseek-v3", "--topo", "h200-nvswitch")
+	// The box's GPU against the results' is judged before the scenario
+	// is built: on an H200 box the DSR1 results' SGLang has no kernel for
+	// their NVFP4 experts, which was the message instead of the GPU.
+	code, out, errs := runCLI(t, append([]string{"simulate", "--compare", dsr1Level}, append(slices.Clone(dsr1), "--topo", "h200-nvswitch")...)...)
+	if want := `usage: --topo h200-nvswitch: want a box of the GPU the --compare results ran on: ` + dsr1Level + ` ran on "b200", the box has NVIDIA H200`; code != 2 || !strings.Contains(errs, want) || out != "" {
+		t.Errorf("B200 results on an H200 box: exit %d, stdout %q, stderr %q; want exit 2 and %q", code, out, errs, want)
+	}
+	code, out, errs = runCLI(t, "simulate", "--compare", vllmLevel, "--model", "deepseek-v3", "--topo", "h200-nvswitch")
 	if code != 0 || !strings.HasPrefix(out, "simulate: deepseek-v3 tp8 on h200-nvswitch") {
 		t.Errorf("the results' own preset: exit %d, stderr %q, output:\n%s", code, errs, out)
 	}
@@ -74,6 +82,11 @@ func TestServingDefaultsNamed(t *testing.T) {
 			"the results name no model: priced as the default model kimi-k2.5-nvfp4 (--model names the one they ran)"},
 		{"both given", []string{"--compare", qwenLog, "--model", "kimi-k2.5", "--topo", "h200-nvswitch"}, ""},
 		{"named by the results", append([]string{"--compare", dsr1Dir + "conc16.json"}, dsr1...), ""},
+		// A checkpoint no preset is of, priced as the --model preset the
+		// user named: not refused (resultsModel does not judge it), but
+		// said, where nothing had said it.
+		{"a preset for a checkpoint of none", []string{"--compare", dsr1Dir + "conc16.json", "--model", "deepseek-v3", "--topo", "nvswitch:8xb200"},
+			`the results ran "nvidia/DeepSeek-R1-0528-FP4", which is no preset's checkpoint: priced as preset deepseek-v3, as --model names it (--model with the checkpoint's config.json prices the checkpoint itself)`},
 	} {
 		code, out, errs := runCLI(t, append([]string{"simulate", "--output", "json"}, c.args...)...)
 		if code != 0 {

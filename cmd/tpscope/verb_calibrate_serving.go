@@ -83,14 +83,11 @@ func (m *servingCalibrateMode) run(ctx context.Context, c *calibrateOptions, std
 	if err != nil {
 		return err
 	}
+	if err := resultsRanOn(c.sc, "--serving", levels); err != nil {
+		return err
+	}
 	scen, err := c.sc.scenario()
 	if err != nil {
-		return err
-	}
-	if err := resultsGPU(scen.Topo, "--serving", levels); err != nil {
-		return err
-	}
-	if err := resultsModel(scen.Arch, c.sc.changed("model"), "--serving", levels); err != nil {
 		return err
 	}
 	defaultsNote := resultsDefaults(c.sc, levels, scen)

@@ -469,14 +469,11 @@ func runSimulate(sc *scenarioFlags, f *simulateFlags, stdout, stderr io.Writer) 
 	if err != nil {
 		return err
 	}
+	if err := resultsRanOn(sc, "--compare", measured); err != nil {
+		return err
+	}
 	scen, err := sc.scenario()
 	if err != nil {
-		return err
-	}
-	if err := resultsGPU(scen.Topo, "--compare", measured); err != nil {
-		return err
-	}
-	if err := resultsModel(scen.Arch, sc.changed("model"), "--compare", measured); err != nil {
 		return err
 	}
 	if err := resultsInstances(scen.Plan, f.instances, "--compare", measured); err != nil {
