@@ -430,6 +430,22 @@ func FuzzParse(f *testing.F) {
 	f.Add(b, []byte(nil))
 	f.Add([]byte(""), []byte(nil))
 	f.Add([]byte(`{"model_type":`), []byte(`{"quantization":`))
+	// The checkpoints' configs the serving tests run (DeepSeek-R1-0528-FP4
+	// with its hf_quant_config.json, GLM-5-FP8), and the first with an
+	// empty quantization file beside it.
+	for _, d := range []string{"deepseek-r1-0528-fp4", "glm-5-fp8"} {
+		dir := filepath.Join("..", "serving", "testdata", "models", d)
+		cfg, err := os.ReadFile(filepath.Join(dir, "config.json"))
+		if err != nil {
+			continue
+		}
+		quant, err := os.ReadFile(filepath.Join(dir, quantConfigName))
+		if err != nil {
+			quant = nil
+		}
+		f.Add(cfg, quant)
+		f.Add(cfg, []byte{})
+	}
 	if ents, err := os.ReadDir(refDir); err == nil {
 		for _, e := range ents {
 			if strings.HasSuffix(e.Name(), "_config.json") && !strings.Contains(e.Name(), "hf_quant") {

@@ -3,6 +3,8 @@ package serving
 import (
 	"errors"
 	"math"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -156,6 +158,18 @@ func FuzzReadTrace(f *testing.F) {
 		`{"session_id": 3, "input_length": 5, "output_length": 2, "delay": 100}`,
 	} {
 		f.Add(s)
+	}
+	// The public traces' first lines, and files of other kinds a user
+	// passes by mistake (a results document over lines, results' JSON
+	// lines).
+	for _, glob := range []string{"testdata/traces/*/*.jsonl", "testdata/traces/*/*.csv", "testdata/bench/generated/*.json*"} {
+		files, _ := filepath.Glob(glob)
+		for _, p := range files {
+			if b, err := os.ReadFile(p); err == nil {
+				lines := strings.SplitAfter(string(b), "\n")
+				f.Add(strings.Join(lines[:min(len(lines), 40)], ""))
+			}
+		}
 	}
 	f.Fuzz(func(t *testing.T, text string) {
 		tr, err := ReadTrace(strings.NewReader(text), "fuzz", "")
