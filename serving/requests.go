@@ -146,7 +146,8 @@ func (t *Trace) SpanS() float64 {
 //     string) and delay_s; other keys are ignored; blank lines and lines
 //     starting with '#' are skipped; tpscope CSV: a header naming
 //     arrival_s, prompt_tokens and output_tokens (any order, other
-//     columns ignored), then one request per row;
+//     columns ignored but hash_ids, session and delay_s, which it does
+//     not read and refuses), then one request per row;
 //   - Mooncake JSON lines (TraceMooncake): timestamp in ms, input_length,
 //     output_length, hash_ids, optionally session_id and delay (ms);
 //   - Azure 2023 CSV (TraceAzure) and BurstGPT CSV (TraceBurstGPT).
@@ -480,6 +481,16 @@ func readCSV(data []byte, tr *Trace) error {
 		return &ParseError{File: name, Line: line, Err: fmt.Errorf("not a request trace: want a header naming %s, %s, %s (or Azure's TIMESTAMP, ContextTokens, GeneratedTokens, or BurstGPT's Timestamp, Request tokens, Response tokens), got %s", colArrival, colPrompt, colOutput, shorten(strings.Join(header, ",")))}
 	}
 	tr.Format = sc.format
+	if sc.format == TraceTpscope {
+		// The JSON-lines fields this reader does not read: left out,
+		// a multi-turn trace ran as independent requests and a prefix
+		// trace without its reuse, without a word.
+		for _, c := range []string{"hash_ids", "session", "delay_s"} {
+			if _, ok := idx[c]; ok {
+				return &ParseError{File: name, Line: line, Field: c, Err: fmt.Errorf("a column the CSV reader does not read (it reads %s, %s, %s): write the trace as JSON lines to keep hash_ids, session and delay_s", colArrival, colPrompt, colOutput)}
+			}
+		}
+	}
 	for _, c := range []string{sc.arrival, sc.prompt, sc.output} {
 		if _, ok := idx[c]; !ok {
 			return &ParseError{File: name, Line: line, Field: c, Err: errors.New("missing column in the header")}

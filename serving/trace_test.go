@@ -82,6 +82,10 @@ func TestReadTraceErrors(t *testing.T) {
 		{"burstgpt bad tokens", "Timestamp,Model,Request tokens,Response tokens\n0,x,ten,1\n", 2, "Request tokens"},
 		{"session out of order", `{"arrival_s": 5, "prompt_tokens": 1, "output_tokens": 1, "session": 1}` + "\n" + `{"arrival_s": 2, "prompt_tokens": 1, "output_tokens": 1, "session": 1}`, 1, "session"},
 		{"all failed", "Timestamp,Model,Request tokens,Response tokens\n0,x,10,0\n", 1, ""},
+		// A JSON-lines field as a CSV column is not read: refused, not
+		// left out (sessions ran as independent requests).
+		{"csv session", "arrival_s,prompt_tokens,output_tokens,session,delay_s\n0,1,1,a,0\n5,1,1,a,2\n", 1, "session"},
+		{"csv hash_ids", "arrival_s,hash_ids,prompt_tokens,output_tokens\n0,1 2,1,1\n", 1, "hash_ids"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
