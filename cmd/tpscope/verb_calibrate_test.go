@@ -10,6 +10,7 @@ import (
 
 	"github.com/tpscope/tpscope/calibrate"
 	"github.com/tpscope/tpscope/compare"
+	"github.com/tpscope/tpscope/exec/cpu"
 	"github.com/tpscope/tpscope/model"
 	"github.com/tpscope/tpscope/sim"
 	"github.com/tpscope/tpscope/topology"
@@ -621,5 +622,22 @@ func TestCalibrateNCCLTestsCollectiveNotFitted(t *testing.T) {
 		if _, err := os.Stat(out); err == nil {
 			t.Fatalf("%s: %s was written", tc.test, out)
 		}
+	}
+}
+
+// TestWriteCPUCalibrationErrorInPercent: the CPU calibration's all-reduce
+// fit error prints in percent, as the nccl-tests fit's does: an RMS
+// relative error of 0.36 is 36.0 %. It printed "RMS rel. error 0.36",
+// which reads as a third of a percent beside the other fits' figures.
+func TestWriteCPUCalibrationErrorInPercent(t *testing.T) {
+	rep := &cpu.CalibrateReport{Ranks: 4, Cores: 2, CPU: "test", AllReduce: make([]cpu.CollectiveSample, 8), AllReduceRMSRel: 0.36,
+		AllReduceFit: topology.CollectiveParams{BaseLatUs: 1, HwLatUs: 0.5, BusBWGBps: 3.3}}
+	var b strings.Builder
+	if err := writeCPUCalibration(&b, "cpu-4r", "cpu.json", rep); err != nil {
+		t.Fatal(err)
+	}
+	const want = "all-reduce fit (8 samples, RMS relative error 36.0 %): base 1.00 us + 0.50 us per ring step + bytes at 3.30 GB/s bus\n"
+	if !strings.HasSuffix(b.String(), want) {
+		t.Errorf("report:\n%s\nwant it to end with %q", b.String(), want)
 	}
 }

@@ -455,7 +455,7 @@ func cpuTopology(name string, rep *CalibrateReport, vendor string) (*topology.To
 	// bus-to-algorithm factor is 0.5 instead of the ring's n/(2(n-1)); its
 	// bus bandwidth is scaled so both give the ring's time at R ranks.
 	fit := rep.AllReduceFit
-	src := fmt.Sprintf("%s; goroutine ring all-reduce, %d samples, RMS rel. error %.2f", measured, len(rep.AllReduce), rep.AllReduceRMSRel)
+	src := fmt.Sprintf("%s; goroutine ring all-reduce, %d samples, RMS relative error %.1f %%", measured, len(rep.AllReduce), 100*rep.AllReduceRMSRel)
 	cal := &topology.Calibration{Source: src, Created: time.Now().UTC().Format(time.RFC3339)}
 	for _, algo := range []string{"Ring", "Tree"} {
 		for _, proto := range []string{"LL", "LL128", "Simple"} {
