@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/spf13/pflag"
 
@@ -153,6 +155,9 @@ func (o *collectiveOptions) Run(ctx context.Context, args []string, std IO) erro
 	if err != nil {
 		return err
 	}
+	if note := calibrationElsewhere(t, coll, m.Options().P2PCondition()); note != "" && !o.noCal {
+		fmt.Fprintln(std.Stderr, note)
+	}
 	chans := ""
 	for _, v := range []struct {
 		env string
@@ -232,4 +237,41 @@ func writeMeasuredTable(w io.Writer, topo string, coll model.Collective, n int, 
 		fmt.Fprintf(w, "wrote %s (nccl-tests format)\n", mr.Out)
 	}
 	return nil
+}
+
+// calibrationElsewhere says, in one line, that the box's calibration of
+// coll was fitted under other P2P settings than cond, the prediction's:
+// sim applies an entry only under its own setting, so a box just
+// calibrated from a log run under NCCL_P2P_LEVEL=SYS prices NCCL's
+// constants under the default PXB, its "calibrated false" column the
+// only sign. "" when an entry applies or there is none.
+func calibrationElsewhere(t *topology.Topology, coll model.Collective, cond string) string {
+	if t.Calibration == nil {
+		return ""
+	}
+	var under, flags []string
+	for _, p := range t.Calibration.Collectives {
+		if p.Op != "" && p.Op != string(coll) {
+			continue
+		}
+		if p.P2PLevel == "" || p.P2PLevel == cond {
+			return ""
+		}
+		s, flag := "NCCL_P2P_LEVEL="+p.P2PLevel, "--p2p-level "+p.P2PLevel
+		if p.P2PLevel == "disabled" {
+			s, flag = "NCCL_P2P_DISABLE=1", "--p2p-disable"
+		}
+		if !slices.Contains(under, s) {
+			under, flags = append(under, s), append(flags, flag)
+		}
+	}
+	if len(under) == 0 {
+		return ""
+	}
+	now := "NCCL_P2P_LEVEL=" + cond
+	if cond == "disabled" {
+		now = "NCCL_P2P_DISABLE=1"
+	}
+	return fmt.Sprintf("note: the calibration of %s in %s was fitted under %s and applies only there; this prediction is under %s, so it prices NCCL's constants (%s prices with it)",
+		coll, t.Name, strings.Join(under, ", "), now, strings.Join(flags, " or "))
 }

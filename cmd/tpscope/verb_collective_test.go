@@ -4,6 +4,7 @@ import (
 	"encoding/csv"
 	"encoding/json"
 	"math"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -124,6 +125,34 @@ func TestCollectiveCSVKeepsPrecision(t *testing.T) {
 		size, us, algbw := num("size_bytes"), num("time_us"), num("algbw_GBps")
 		if got := algbw * us * 1e3; math.Abs(got-size) > 1e-4*size {
 			t.Errorf("%v B: algbw %v GB/s x %v us = %v B: the CSV rounded the figures", size, algbw, us, got)
+		}
+	}
+}
+
+// TestCollectiveSaysCalibrationElsewhere: a box calibrated from a log run
+// under NCCL_P2P_LEVEL=SYS (as the README's calibrate example runs it)
+// prices an all-reduce under the default PXB with NCCL's constants, as
+// sim applies an entry only under its own setting: a line on stderr says
+// so and names the flag that prices with the fit; under SYS, or for a
+// collective the box has no fit of, nothing is said. Its "calibrated
+// false" column had been the only sign.
+func TestCollectiveSaysCalibrationElsewhere(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "box.json")
+	if code, _, errs := runCLI(t, "calibrate", "--nccl-tests", "../../calibrate/testdata/nccltests/all_reduce_perf_8x_pcie.txt", "--p2p-level", "SYS", "-o", out); code != 0 {
+		t.Fatalf("calibrate: exit %d: %s", code, errs)
+	}
+	want := "note: the calibration of allreduce in rtxpro6000-2s (" + out + ") was fitted under NCCL_P2P_LEVEL=SYS and applies only there; this prediction is under NCCL_P2P_LEVEL=PXB, so it prices NCCL's constants (--p2p-level SYS prices with it)\n"
+	for _, c := range []struct {
+		args []string
+		note string
+	}{
+		{[]string{"--op", "allreduce"}, want},
+		{[]string{"--op", "allreduce", "--p2p-level", "SYS"}, ""},
+		{[]string{"--op", "allgather"}, ""},
+	} {
+		code, stdout, stderr := runCLI(t, append([]string{"collective", "--topo", out, "--sizes", "64K"}, c.args...)...)
+		if code != 0 || stderr != c.note || !strings.Contains(stdout, "65536") {
+			t.Errorf("%q: exit %d, stderr %q; want %q", c.args, code, stderr, c.note)
 		}
 	}
 }
