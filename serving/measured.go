@@ -1040,6 +1040,10 @@ func readAIPerf(f fields) (*Measured, error) {
 		}
 		*k.dst = avg
 	}
+	if !body.has("request_count") {
+		// Missing, the count is a file cut or edited, not 0 requests.
+		return nil, body.err("request_count", errors.New("missing: want the count of completed requests, which aiperf writes in every export"))
+	}
 	if _, avg, err = aiperfMetric(body, "request_count"); err != nil {
 		return nil, err
 	}
@@ -1063,6 +1067,9 @@ func readAIPerf(f fields) (*Measured, error) {
 			_, mean, err := aiperfMetric(body, k.mean)
 			if err != nil {
 				return nil, err
+			}
+			if math.IsNaN(mean) {
+				return nil, body.err(k.total, fmt.Errorf("missing, and so is %s: want the requests' token total or mean length, which aiperf writes", k.mean))
 			}
 			t = mean * float64(m.Completed)
 		}
@@ -1182,6 +1189,14 @@ func readGuideLLM(f fields) ([]Measured, error) {
 		}
 		var l Latency
 		var n, sum float64
+		// The token counts are the level's completed requests and its
+		// lengths: missing, they are a file cut or edited, not a level of
+		// 0 requests (as validate would say of the zero they read as).
+		for _, k := range []string{"prompt_token_count", "output_token_count"} {
+			if !mt.has(k) {
+				return nil, mt.err(k, errors.New("missing: want the successful requests' token counts, which GuideLLM writes in every benchmark"))
+			}
+		}
 		if _, n, sum, err = guideDist(mt, "prompt_token_count", 1); err != nil {
 			return nil, err
 		}

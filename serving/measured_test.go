@@ -163,6 +163,11 @@ func TestReadMeasuredErrors(t *testing.T) {
 		// time it can be read in (as ms it was a thousandth off).
 		{"aiperf unit", `{"time_to_first_token": {"unit": "seconds", "avg": 0.15}, "request_count": {"avg": 4}, "benchmark_duration": {"unit": "sec", "avg": 2}}`, 1, "time_to_first_token.unit", `"seconds", want a time unit: ns, us, ms or sec`},
 		{"aiperf no unit", `{"time_to_first_token": {"unit": "ms", "avg": 150}, "request_count": {"avg": 4}, "benchmark_duration": {"avg": 2}}`, 1, "benchmark_duration.unit", "missing, want a time unit"},
+		// A count every export holds, missing, is named: it had been read
+		// as 0 requests or 0 tokens ("guidellm: 0 completed requests").
+		{"aiperf no count", `{"time_to_first_token": {"unit": "ms", "avg": 150}, "benchmark_duration": {"unit": "sec", "avg": 2}}`, 1, "request_count", "missing: want the count of completed requests"},
+		{"aiperf no prompt tokens", `{"time_to_first_token": {"unit": "ms", "avg": 150}, "request_count": {"avg": 4}, "benchmark_duration": {"unit": "sec", "avg": 2}, "total_osl": {"avg": 8}}`, 1, "total_isl", "missing, and so is input_sequence_length"},
+		{"guidellm no prompt counts", `{"benchmarks": [{"config": {"strategy": {"type_": "concurrent", "streams": 4}}, "metrics": {"output_token_count": {"successful": {"count": 4, "total_sum": 8}}}}]}`, 1, "benchmarks[0].metrics.prompt_token_count", "missing: want the successful requests' token counts"},
 		{"guidellm strategy", `{"benchmarks": [{"metrics": {}}]}`, 1, "benchmarks[0].config.strategy", "missing"},
 		{"log out of order", `{"input_toks": 1, "output_toks": 1, "arrival_time": 1, "queued_ts": 5, "first_token_ts": 4, "last_token_ts": 6}`, 1, "first_token_ts", "in that order"},
 	}
