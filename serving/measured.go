@@ -934,7 +934,16 @@ func readInferenceX(f fields) (*Measured, error) {
 	if err != nil {
 		return nil, err
 	}
-	w, err := readNums(mf, "successful_requests", "total_token_throughput", "output_token_throughput", "request_throughput")
+	keys := []string{"successful_requests", "total_token_throughput", "output_token_throughput", "request_throughput"}
+	// The level's requests, duration and token totals come from these
+	// four: one missing is a file cut or edited, named as such rather
+	// than as 0 requests or a NaN rate under another field's name.
+	for _, k := range keys {
+		if !mf.has(k) {
+			return nil, mf.err(k, errors.New("missing: want it, as InferenceX writes it in every run summary (the level's requests, duration and token totals come from it)"))
+		}
+	}
+	w, err := readNums(mf, keys...)
 	if err != nil {
 		return nil, err
 	}

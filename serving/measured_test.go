@@ -168,6 +168,8 @@ func TestReadMeasuredErrors(t *testing.T) {
 		{"aiperf no count", `{"time_to_first_token": {"unit": "ms", "avg": 150}, "benchmark_duration": {"unit": "sec", "avg": 2}}`, 1, "request_count", "missing: want the count of completed requests"},
 		{"aiperf no prompt tokens", `{"time_to_first_token": {"unit": "ms", "avg": 150}, "request_count": {"avg": 4}, "benchmark_duration": {"unit": "sec", "avg": 2}, "total_osl": {"avg": 8}}`, 1, "total_isl", "missing, and so is input_sequence_length"},
 		{"guidellm no prompt counts", `{"benchmarks": [{"config": {"strategy": {"type_": "concurrent", "streams": 4}}, "metrics": {"output_token_count": {"successful": {"count": 4, "total_sum": 8}}}}]}`, 1, "benchmarks[0].metrics.prompt_token_count", "missing: want the successful requests' token counts"},
+		{"inferencex no requests", `{"hw": "b200", "framework": "sglang", "conc": 16, "metrics": {"median_ttft_ms": 1, "total_token_throughput": 20, "output_token_throughput": 10, "request_throughput": 1}}`, 1, "metrics.successful_requests", "missing: want it, as InferenceX writes it"},
+		{"inferencex no output rate", `{"hw": "b200", "framework": "sglang", "conc": 16, "metrics": {"median_ttft_ms": 1, "successful_requests": 16, "total_token_throughput": 20, "request_throughput": 1}}`, 1, "metrics.output_token_throughput", "missing"},
 		{"guidellm strategy", `{"benchmarks": [{"metrics": {}}]}`, 1, "benchmarks[0].config.strategy", "missing"},
 		{"log out of order", `{"input_toks": 1, "output_toks": 1, "arrival_time": 1, "queued_ts": 5, "first_token_ts": 4, "last_token_ts": 6}`, 1, "first_token_ts", "in that order"},
 	}
