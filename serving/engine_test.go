@@ -352,3 +352,31 @@ func TestReadOverheadsFileOrigin(t *testing.T) {
 		t.Errorf("origin without gpu and model: %v; want a *ParseError of fitted_on", err)
 	}
 }
+
+// TestReadOverheadsFileUnknownKeys: a key the file's schema does not name
+// is refused naming it: a misspelt term inside overheads, a misspelt
+// wrapper (read as a bare object, whose keys are the terms, fitted_on and
+// source), another top-level key beside overheads. Each had been read as
+// no such term, so the file applied zero overheads (or a decode scale of
+// 1) without a word. The file calibrate writes, and a bare object, read.
+func TestReadOverheadsFileUnknownKeys(t *testing.T) {
+	for _, c := range []struct{ text, field string }{
+		{`{"overheads": {"decode_scal": 0.9}}`, "overheads.decode_scal"},
+		{`{"overhead": {"decode_scale": 0.9}, "fitted_on": null}`, "overhead"},
+		{`{"overheads": {"decode_scale": 0.9}, "note": "x"}`, "note"},
+	} {
+		_, err := ReadOverheadsFile([]byte(c.text), "o.json")
+		var pe *ParseError
+		if !errors.As(err, &pe) || pe.Field != c.field || !strings.Contains(err.Error(), "unknown field") {
+			t.Errorf("%s: %v; want a *ParseError of field %q, unknown", c.text, err, c.field)
+		}
+	}
+	for _, ok := range []string{
+		`{"overheads": {"decode_scale": 0.9, "frontend_ms": 64.5}, "fitted_on": {"engine": "vllm@0.24", "topology": "t", "gpu": "g", "model": "m"}, "source": ["fitted on x"]}`,
+		`{"step_us": 5, "source": ["x"]}`,
+	} {
+		if _, err := ReadOverheadsFile([]byte(ok), "o.json"); err != nil {
+			t.Errorf("%s: %v", ok, err)
+		}
+	}
+}

@@ -4,8 +4,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"os"
+	"slices"
+	"strings"
 
 	engprof "github.com/tpscope/tpscope/engine"
 	"github.com/tpscope/tpscope/sim"
@@ -271,6 +274,9 @@ func LoadOverheadsFile(path string) (OverheadsFile, error) {
 
 // ReadOverheadsFile parses an OverheadsFile (or a bare Overheads object)
 // named path; errors are a *ParseError naming the file and field.
+// overheadTerms are Overheads' JSON keys.
+var overheadTerms = []string{"step_us", "per_seq_us", "prefill_scale", "prefill_step_us", "decode_scale", "frontend_ms"}
+
 func ReadOverheadsFile(data []byte, path string) (OverheadsFile, error) {
 	var raw map[string]json.RawMessage
 	if err := json.Unmarshal(data, &raw); err != nil {
@@ -280,6 +286,32 @@ func ReadOverheadsFile(data []byte, path string) (OverheadsFile, error) {
 	body := data
 	if b, ok := raw["overheads"]; ok {
 		body = b
+	}
+	// A key the file's schema does not name is refused: a misspelt
+	// term ("decode_scal") or wrapper ("overhead") read as none applied
+	// zero overheads without a word. A bare object holds the terms
+	// beside fitted_on and source.
+	_, wrapped := raw["overheads"]
+	terms := raw // the object holding the terms
+	if wrapped {
+		for _, k := range slices.Sorted(maps.Keys(raw)) {
+			if k != "overheads" && k != "fitted_on" && k != "source" {
+				return OverheadsFile{}, &ParseError{File: path, Line: 1, Field: k, Err: errors.New("unknown field: want overheads, fitted_on and source")}
+			}
+		}
+		terms = nil
+		if err := json.Unmarshal(body, &terms); err != nil {
+			return OverheadsFile{}, &ParseError{File: path, Line: 1, Field: "overheads", Err: errors.New("want an object of the numbers " + strings.Join(overheadTerms, ", "))}
+		}
+	}
+	for _, k := range slices.Sorted(maps.Keys(terms)) {
+		if !wrapped && (k == "fitted_on" || k == "source") || slices.Contains(overheadTerms, k) {
+			continue
+		}
+		if wrapped {
+			return OverheadsFile{}, &ParseError{File: path, Line: 1, Field: "overheads." + k, Err: fmt.Errorf("unknown field: want the terms %s", strings.Join(overheadTerms, ", "))}
+		}
+		return OverheadsFile{}, &ParseError{File: path, Line: 1, Field: k, Err: fmt.Errorf("unknown field: want overheads, fitted_on and source (or the terms %s at the top)", strings.Join(overheadTerms, ", "))}
 	}
 	if err := json.Unmarshal(body, &f.Overheads); err != nil {
 		return OverheadsFile{}, &ParseError{File: path, Line: 1, Field: "overheads", Err: errors.New("want an object of the numbers step_us, per_seq_us, prefill_scale, prefill_step_us, decode_scale, frontend_ms")}
