@@ -868,3 +868,49 @@ func TestTraceVerbsRefuseGPUMemUtil(t *testing.T) {
 		t.Errorf("report of a predicted step with --gpu-mem-util: exit %d, stdout %q, stderr %q", code, out, stderr)
 	}
 }
+
+// TestCPUTraceRefusesNCCLSettings: a CPU-backend trace is priced on its CPU
+// box, whose ranks' collectives are the cpu backend's own rings. An NCCL
+// setting over it (which run refuses on that backend) is refused in one
+// line by compare, calibrate and report, naming the flag, the file and the
+// box, before any work (calibrate writes nothing); a setting left false
+// is no request and passes, and over a GPU trace the same flag still
+// re-prices it and is named.
+func TestCPUTraceRefusesNCCLSettings(t *testing.T) {
+	dir := t.TempDir()
+	cpuTrace := filepath.Join(dir, "cpu.otlp.jsonl")
+	if code, _, errs := runCLI(t, "run", "--backend", "cpu", "--model", "tiny-mla-moe", "--tp", "4", "--topo", filepath.Join(cpuRanksDir, "cpu-4r.json"),
+		"--steps", "2", "--warmup", "0", "--trace", "file:"+cpuTrace); code != 0 {
+		t.Fatalf("run: exit %d: %s", code, errs)
+	}
+	cal := filepath.Join(dir, "cal.json")
+	for _, tc := range []struct {
+		name string
+		args []string
+		flag string
+	}{
+		{"compare-proto", []string{"compare", "--trace", cpuTrace, "--nccl-proto", "LL"}, "--nccl-proto LL"},
+		{"compare-algo", []string{"compare", "--trace", cpuTrace, "--nccl-algo", "Tree"}, "--nccl-algo Tree"},
+		{"calibrate-p2p-disable", []string{"calibrate", "--trace", cpuTrace, "--p2p-disable", "-o", cal}, "--p2p-disable true"},
+		{"report-channels", []string{"report", "--trace", cpuTrace, "--nccl-min-channels", "4", "-o", filepath.Join(dir, "r.html")}, "--nccl-min-channels 4"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, stdout, stderr := runCLI(t, tc.args...)
+			if code != 2 || strings.Count(stderr, "\n") != 1 || stdout != "" ||
+				!strings.Contains(stderr, tc.flag+": "+cpuTrace+" is priced on the CPU box cpu-4r") ||
+				!strings.Contains(stderr, "NCCL's settings do not reach") {
+				t.Errorf("exit %d (want 2), stdout %q, stderr %q", code, stdout, stderr)
+			}
+		})
+	}
+	if _, err := os.Stat(cal); !os.IsNotExist(err) {
+		t.Errorf("calibrate wrote %s: %v", cal, err)
+	}
+	if code, out, errs := runCLI(t, "compare", "--trace", cpuTrace, "--p2p-disable=false"); code != 0 || strings.Contains(out, "overridden") {
+		t.Errorf("--p2p-disable=false over the CPU trace: exit %d, %s%s", code, out, errs)
+	}
+	const gpuTrace = "../../exec/cuda/testdata/h200/h200-kimi-k2.5-tp8-rank0-graph-b8-catalog.otlp.jsonl.gz"
+	if code, out, errs := runCLI(t, "compare", "--trace", gpuTrace, "--nccl-proto", "LL"); code != 0 || !strings.Contains(out, "overridden by --nccl-proto LL") {
+		t.Errorf("--nccl-proto LL over the H200 trace: exit %d, %s", code, errs)
+	}
+}

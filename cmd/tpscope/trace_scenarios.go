@@ -280,6 +280,9 @@ func (f *scenarioFlags) checkRecorded(results []*traces.Result, scs *compare.Sce
 			if err := f.checkFacts(r.Source, was, calibrate); err != nil {
 				return err
 			}
+			if err := f.checkCPUCollectives(r.Source, was); err != nil {
+				return err
+			}
 			// The flags over it must make a scenario that can be priced
 			// (an engine's kernel, an option it can take): said here, in
 			// one line, not as a scenario left out of the comparison.
@@ -298,6 +301,26 @@ func (f *scenarioFlags) checkRecorded(results []*traces.Result, scs *compare.Sce
 			if w := was.Plan.World(); f.changed("gpus") && !f.changed("topo") && !f.anyChanged("tp", "dp") && f.gpus > 0 && f.gpus < w {
 				return flagError("--gpus", f.gpus, "%s records plan %s, which needs %d GPUs: want at least %d (or leave --gpus out)", r.Source, was.Plan, w, w)
 			}
+		}
+	}
+	return nil
+}
+
+// checkCPUCollectives refuses an NCCL setting over a trace priced on a CPU
+// box (the CPU backend's run, on the box 'tpscope calibrate --backend cpu'
+// wrote): its ranks' collectives are the backend's own shared-memory
+// rings, which no NCCL setting reaches, as run refuses them there
+// (checkRealized). Taken as an override it would be named as a
+// re-pricing while it either changed nothing or moved the collectives
+// off the box's fitted ring to the prior of an algorithm and protocol
+// those ranks never ran.
+func (f *scenarioFlags) checkCPUCollectives(src string, was sim.Scenario) error {
+	if was.Topo == nil || !was.Topo.IsCPUBox() {
+		return nil
+	}
+	for _, name := range ncclFlagNames {
+		if fl := f.fs.Lookup(name); fl != nil && f.changed(name) && fl.Value.String() != "false" {
+			return flagError("--"+name, fl.Value.String(), "%s is priced on the CPU box %s, whose ranks' collectives are the cpu backend's own, which NCCL's settings do not reach: it would re-price collectives those ranks never ran (drop --%s)", src, was.Topo.Name, name)
 		}
 	}
 	return nil
