@@ -93,12 +93,15 @@ type Sample struct {
 }
 
 // StepTime is the measured extent of one step of one trace on one rank:
-// from the start of its first op span to the end of its last, us.
+// from the start of its first op span (StartNs) to the end of its last
+// (EndNs), Us long. One trace's spans share one clock (the process that
+// recorded them), so its ranks' extents of one step can be joined.
 type StepTime struct {
-	Trace int
-	Step  int
-	Rank  int
-	Us    float64
+	Trace          int
+	Step           int
+	Rank           int
+	StartNs, EndNs int64
+	Us             float64
 }
 
 // Issue counts spans or ops of one kind of problem, with a few examples.
@@ -241,7 +244,7 @@ func (e *extents) add(s *traces.Span) {
 func (e *extents) flush(out []StepTime, trace int) []StepTime {
 	for r := range e.lo {
 		if e.hi[r] > e.lo[r] {
-			out = append(out, StepTime{Trace: trace, Step: e.step[r], Rank: r, Us: float64(e.hi[r]-e.lo[r]) / 1e3})
+			out = append(out, StepTime{Trace: trace, Step: e.step[r], Rank: r, StartNs: e.lo[r], EndNs: e.hi[r], Us: float64(e.hi[r]-e.lo[r]) / 1e3})
 		}
 	}
 	e.reset()

@@ -112,7 +112,7 @@ type ScenarioReport struct {
 	Spans          int      `json:"spans"`
 	Matched        int      `json:"matched"`
 	// Step: predicted step time against the measured step (per step of
-	// each trace the longest rank's extent of op spans).
+	// each trace the extent of its op spans over all its ranks).
 	Step Stat `json:"step"`
 	// NeverMeasured counts the predicted ops (rank 0's when the
 	// prediction is not symmetric) that no span measured and the backend
@@ -562,18 +562,28 @@ func buildReport(g *group, pr *sim.Prediction, sched *model.Schedule, al *Alignm
 		sr.Kinds = append(sr.Kinds, KindRow{Kind: k, Units: kindUnits[k], Stat: newStat(kindPred[k], v)})
 	}
 	sort.SliceStable(sr.Kinds, func(i, j int) bool { return sr.Kinds[i].AbsErrUs > sr.Kinds[j].AbsErrUs })
-	// Step: per step of each trace, the longest rank.
-	stepMax := map[ts]float64{}
+	// Step: per step of each trace, from the earliest op start on any of
+	// its ranks to the latest op end, as the run measured it (exec's
+	// step time, the step span's tpscope.step_us): one trace's ranks share
+	// its process's clock, and a rank that started late still held the
+	// step up. The longest rank alone would leave out the ranks' skew and
+	// say another step time than run --compare for the same steps.
+	type extent struct{ startNs, endNs int64 }
+	stepExt := map[ts]extent{}
 	for _, st := range al.Steps {
 		if o.Steps != nil && !o.Steps(st.Step) {
 			continue
 		}
 		k := ts{int32(st.Trace), int32(st.Step)}
-		stepMax[k] = math.Max(stepMax[k], st.Us)
+		if e, ok := stepExt[k]; ok {
+			stepExt[k] = extent{min(e.startNs, st.StartNs), max(e.endNs, st.EndNs)}
+		} else {
+			stepExt[k] = extent{st.StartNs, st.EndNs}
+		}
 	}
-	sv := make([]float64, 0, len(stepMax))
-	for _, v := range stepMax {
-		sv = append(sv, v)
+	sv := make([]float64, 0, len(stepExt))
+	for _, e := range stepExt {
+		sv = append(sv, float64(e.endNs-e.startNs)/1e3)
 	}
 	// Ops the backend skipped did not take part in the measured step, nor
 	// did ops the traces never measured: on an in-order rank each such

@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -67,6 +68,9 @@ type synth struct {
 	// omit, when set, says which ops the written run leaves out (a
 	// program that differs from the schedule).
 	omit func(op *model.Op) bool
+	// rankSkew, when set, starts rank r's ops r x rankSkew after the
+	// step's start (ranks launched one after another).
+	rankSkew time.Duration
 }
 
 func newSynth(t testing.TB, spec spec) *synth {
@@ -114,8 +118,8 @@ func (s *synth) write(t testing.TB, dir, name string, spec spec, steps int, seed
 			schema.AttrStep.Int(step), schema.AttrRanks.Int(ranks)))
 		stepEnd := at
 		for r := 0; r < ranks; r++ {
-			rctx, rs := tr.Start(ctx, schema.RankSpanName(r), trace.WithTimestamp(at), trace.WithAttributes(schema.AttrRank.Int(r)))
-			cur := at
+			cur := at.Add(time.Duration(r) * s.rankSkew)
+			rctx, rs := tr.Start(ctx, schema.RankSpanName(r), trace.WithTimestamp(cur), trace.WithAttributes(schema.AttrRank.Int(r)))
 			for i := range s.sched.Ranks[r] {
 				op := &s.sched.Ranks[r][i]
 				if s.pr.Ops[i].Cost.Fused || (s.omit != nil && s.omit(op)) {
@@ -409,5 +413,67 @@ func TestCompareGainVerdict(t *testing.T) {
 	}
 	if !strings.HasPrefix(g.Verdict, wantVerdict) {
 		t.Errorf("verdict %q, want %q...", g.Verdict, wantVerdict)
+	}
+}
+
+// TestCompareStepSpansItsRanks: a step's measured time is from the
+// earliest op start on any rank of its trace to the latest op end, the
+// step time run measures and records: with rank r started r x 2 ms late,
+// each step is its ranks' union (read here from the spans), 6 ms longer
+// than any one rank's own extent, and the median is over those.
+func TestCompareStepSpansItsRanks(t *testing.T) {
+	sc := spec{Model: "tiny-mla-moe", Topology: "h200-nvswitch", Plan: "tp4", Workload: "decode b1 ctx4096"}
+	s := newSynth(t, sc)
+	const skew = 2 * time.Millisecond
+	s.rankSkew = skew
+	res := readSource(t, s.write(t, t.TempDir(), "skew.json", sc, 3, 1))
+	type extent struct{ lo, hi int64 }
+	type rankKey struct {
+		trace trace.TraceID
+		rank  int
+	}
+	union := map[trace.TraceID]extent{}  // per trace
+	longest := map[trace.TraceID]int64{} // per trace: the longest rank's own extent
+	perRank := map[rankKey]extent{}
+	for _, sp := range res.Spans {
+		if !traces.IsOpSpan(&sp) {
+			continue
+		}
+		u, ok := union[sp.TraceID]
+		if !ok {
+			u = extent{sp.Start, sp.End()}
+		}
+		union[sp.TraceID] = extent{min(u.lo, sp.Start), max(u.hi, sp.End())}
+		k := rankKey{sp.TraceID, sp.Rank}
+		r, ok := perRank[k]
+		if !ok {
+			r = extent{sp.Start, sp.End()}
+		}
+		perRank[k] = extent{min(r.lo, sp.Start), max(r.hi, sp.End())}
+	}
+	for k, r := range perRank {
+		longest[k.trace] = max(longest[k.trace], r.hi-r.lo)
+	}
+	var steps []float64
+	for id, u := range union {
+		if gap := u.hi - u.lo - longest[id]; gap < int64(3*skew)-int64(time.Millisecond) {
+			t.Fatalf("trace %s: its ranks' union is %d ns longer than its longest rank; want about %d", id, gap, 3*skew)
+		}
+		steps = append(steps, float64(u.hi-u.lo)/1e3)
+	}
+	if len(steps) != 3 {
+		t.Fatalf("%d traces, want 3", len(steps))
+	}
+	slices.Sort(steps)
+	rep, err := compare.Compare([]*traces.Result{res}, compare.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Scenarios) != 1 {
+		t.Fatalf("scenarios: %d, want 1", len(rep.Scenarios))
+	}
+	st := rep.Scenarios[0].Step
+	if st.N != 3 || math.Abs(st.MedianUs-steps[1]) > 1e-6 {
+		t.Errorf("measured step: median %.3f us over %d steps; want %.3f us (the ranks' union; steps %v)", st.MedianUs, st.N, steps[1], steps)
 	}
 }
