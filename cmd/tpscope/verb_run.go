@@ -309,11 +309,12 @@ func orList(items []string) string {
 func writeRun(w io.Writer, format string, scen sim.Scenario, res *exec.Result, sched *model.Schedule, cmp *compare.RunComparison, stats traces.ExportStats) error {
 	return render(w, format, view{
 		JSON: struct {
-			Scenario   sim.Scenario           `json:"scenario"`
-			Result     *exec.Result           `json:"result"`
-			Comparison *compare.RunComparison `json:"comparison,omitempty"`
-			Trace      string                 `json:"trace"`
-		}{scen, res, cmp, stats.String()},
+			Scenario    sim.Scenario           `json:"scenario"`
+			Result      *exec.Result           `json:"result"`
+			Comparison  *compare.RunComparison `json:"comparison,omitempty"`
+			Speculative *runSpecYield          `json:"speculative,omitempty"`
+			Trace       string                 `json:"trace"`
+		}{scen, res, cmp, newRunSpecYield(scen, res), stats.String()},
 		CSV: func(w io.Writer) error { return writeCSV(w, runKindHeader(cmp), runKindRows(res, cmp)) },
 		Text: func(w io.Writer, md bool) error {
 			writeRunSummary(w, res, sched, cmp, md)
@@ -345,7 +346,15 @@ func writeRunSummary(w io.Writer, res *exec.Result, s *model.Schedule, cmp *comp
 		s.Model, s.Plan, s.Workload, res.Backend, len(res.LocalRanks), res.Steps, res.Warmup, mode)
 	fmt.Fprintf(w, "step time  median %.1f us   p10 %.1f us   p90 %.1f us   (min %.1f, max %.1f)\n",
 		sm.StepMedianUs, sm.StepP10Us, sm.StepP90Us, sm.StepMinUs, sm.StepMaxUs)
-	fmt.Fprintf(w, "throughput %.0f tokens/s (%.0f tokens per step)\n", sm.TokensPerS, sm.TokensPerStep)
+	if wl := s.Workload; wl.Phase != model.Prefill && wl.SpecTokens > 0 {
+		// A speculative step verifies each sequence's drafts and the
+		// token after them; what it yields is the acceptance's
+		// (writeRunSpec), not this.
+		fmt.Fprintf(w, "throughput %.0f tokens/s verified (%.0f tokens per step: 1 + %d drafted per sequence; the tokens yielded are on the speculative line)\n",
+			sm.TokensPerS, sm.TokensPerStep, wl.SpecTokens)
+	} else {
+		fmt.Fprintf(w, "throughput %.0f tokens/s (%.0f tokens per step)\n", sm.TokensPerS, sm.TokensPerStep)
+	}
 	if cmp != nil {
 		fmt.Fprintf(w, "predicted  %.1f us per step (%+.1f %% vs measured median)\n", cmp.PredictedStepUs, cmp.StepErrPct)
 	}
@@ -422,22 +431,42 @@ func parseFault(v string, step int, watchdog time.Duration, sched *model.Schedul
 	return f, nil
 }
 
-// writeRunSpec says, for a speculative run, what was measured and what
-// was not: the step (verify and draft passes) is; the tokens a step
-// yields come from the acceptance, an input, since the executor's weights
-// are random and accept nothing of their own.
-func writeRunSpec(w io.Writer, scen sim.Scenario, res *exec.Result) {
+// runSpecYield is what a speculative run's measured step yields: the
+// step (verify and draft passes) is measured; the tokens it yields come
+// from the acceptance, an input, since the executor's weights are random
+// and accept nothing of their own. The text's speculative line and the
+// JSON's "speculative" are this one value.
+type runSpecYield struct {
+	Spec                 string         `json:"spec"`
+	Acceptance           *sim.SpecYield `json:"acceptance"`
+	TokensPerSPerRequest float64        `json:"tokens_per_s_per_request"`
+	TokensPerS           float64        `json:"tokens_per_s"`
+}
+
+// newRunSpecYield is res's yield at scen's acceptance; nil without
+// speculative decoding.
+func newRunSpecYield(scen sim.Scenario, res *exec.Result) *runSpecYield {
 	y := scen.SpecYield()
 	if y == nil {
+		return nil
+	}
+	r := &runSpecYield{Spec: scen.Build.Spec.String(scen.Workload), Acceptance: y}
+	if res.Summary.StepMedianUs > 0 {
+		r.TokensPerSPerRequest = y.TokensPerStep / (res.Summary.StepMedianUs / 1e6)
+		r.TokensPerS = r.TokensPerSPerRequest * float64(scen.Workload.Batch)
+	}
+	return r
+}
+
+// writeRunSpec says, for a speculative run, what was measured and what
+// was not (runSpecYield).
+func writeRunSpec(w io.Writer, scen sim.Scenario, res *exec.Result) {
+	r := newRunSpecYield(scen, res)
+	if r == nil {
 		return
 	}
-	seqs := float64(scen.Workload.Batch)
-	perReq := 0.0
-	if res.Summary.StepMedianUs > 0 {
-		perReq = y.TokensPerStep / (res.Summary.StepMedianUs / 1e6)
-	}
 	fmt.Fprintf(w, "speculative %s: the step above is measured (verify pass and draft passes); the tokens it yields are not: the weights are random, so the acceptance is an input, %.2f tokens per step per sequence from %s: %.1f tokens/s per request, %.1f in all\n",
-		scen.Build.Spec.String(scen.Workload), y.TokensPerStep, y.Source, perReq, perReq*seqs)
+		r.Spec, r.Acceptance.TokensPerStep, r.Acceptance.Source, r.TokensPerSPerRequest, r.TokensPerS)
 }
 
 // prepareError names the flag behind a run the pipeline cannot prepare: a

@@ -319,3 +319,55 @@ func TestExecutorEngineRefusesGPUMemUtil(t *testing.T) {
 		}
 	}
 }
+
+// TestRunSpecYieldInEveryFormat: a speculative run measures its step (the
+// verify and draft passes) and yields tokens at the acceptance given as an
+// input. The JSON holds the yield the table's speculative line prints: at
+// --spec-accept 0.5 a 3-token chain yields 1 + 0.5 + 0.25 + 0.125 = 1.875
+// tokens per step per sequence, so 2 sequences make 2 x 1.875 / the
+// measured median step; and the table's throughput line, of the 2 x 4
+// tokens a step verifies, says that they are verified, not yielded.
+func TestRunSpecYieldInEveryFormat(t *testing.T) {
+	args := []string{"run", "--backend", "cpu", "--model", "tiny-mla-moe", "--tp", "4", "--batch", "2", "--spec", "eagle3", "--spec-accept", "0.5",
+		"--topo", filepath.Join(cpuRanksDir, "cpu-4r.json"), "--steps", "2", "--warmup", "0", "--trace", "none"}
+	code, out, errs := runCLI(t, append(args, "--output", "json")...)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	var got struct {
+		Result struct {
+			Summary exec.Summary `json:"summary"`
+		} `json:"result"`
+		Speculative *struct {
+			Acceptance struct {
+				TokensPerStep float64 `json:"tokens_per_step"`
+			} `json:"acceptance"`
+			TokensPerSPerRequest float64 `json:"tokens_per_s_per_request"`
+			TokensPerS           float64 `json:"tokens_per_s"`
+		} `json:"speculative"`
+	}
+	if err := json.Unmarshal([]byte(out), &got); err != nil {
+		t.Fatal(err)
+	}
+	sm := got.Result.Summary
+	if got.Speculative == nil || !(sm.StepMedianUs > 0) {
+		t.Fatalf("no speculative yield in the JSON (step median %v us):\n%s", sm.StepMedianUs, out)
+	}
+	const yield = 1.875
+	perReq := yield / (sm.StepMedianUs / 1e6)
+	if y := got.Speculative; math.Abs(y.Acceptance.TokensPerStep-yield) > 1e-9 || math.Abs(y.TokensPerSPerRequest-perReq) > 1e-6*perReq ||
+		math.Abs(y.TokensPerS-2*perReq) > 1e-6*perReq {
+		t.Errorf("speculative %+v; want %.3f tokens per step, %.3f tokens/s per request, %.3f in all", *y, yield, perReq, 2*perReq)
+	}
+	if sm.TokensPerStep != 8 {
+		t.Errorf("summary tokens per step %v, want 8 (2 sequences x 4 verified)", sm.TokensPerStep)
+	}
+	code, out, errs = runCLI(t, args...)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	if !strings.Contains(out, " tokens/s verified (8 tokens per step: 1 + 3 drafted per sequence; the tokens yielded are on the speculative line)\n") ||
+		!strings.Contains(out, "1.88 tokens per step per sequence from --spec-accept 0.5") {
+		t.Errorf("table:\n%s", out)
+	}
+}
