@@ -109,6 +109,12 @@ func (s *Scenarios) resolve(rec *traces.Scenario) (sc sim.Scenario, unknown []st
 		// name alone changed, which prices nothing.
 		was.Topo, was.TopoRef = sc.Topo, sc.TopoRef
 	}
+	if was.Arch != nil && sc.Arch != nil && was.Workload.KVDtypeFor(was.Arch) == sc.Workload.KVDtypeFor(sc.Arch) {
+		// The KV dtype the trace ran with, named (--kv-dtype bf16 over
+		// a trace whose unnamed cache was the checkpoint's bf16): the
+		// same cache, priced alike.
+		was.Workload.KVDtype, was.KVDefault = sc.Workload.KVDtype, sc.KVDefault
+	}
 	a, errA := json.Marshal(was)
 	b, errB := json.Marshal(sc)
 	return sc, unknown, errA != nil || errB != nil || !bytes.Equal(a, b), filled, nil

@@ -914,3 +914,38 @@ func TestCPUTraceRefusesNCCLSettings(t *testing.T) {
 		t.Errorf("--nccl-proto LL over the H200 trace: exit %d, %s", code, errs)
 	}
 }
+
+// TestRecordedScenarioNamesOnlyOverrides: over a recorded trace, flags
+// that name what it measured (its model, plan, batch, and its KV dtype,
+// which it ran unnamed as the checkpoint's bf16) override nothing and are
+// not named, alone or beside a flag that does re-price it, which alone is
+// named; and a box given as the one the trace recorded, beside such a
+// flag, is no override either.
+func TestRecordedScenarioNamesOnlyOverrides(t *testing.T) {
+	dir := t.TempDir()
+	box := filepath.Join(cpuRanksDir, "cpu-4r.json")
+	tr := filepath.Join(dir, "cpu.otlp.jsonl")
+	if code, _, errs := runCLI(t, "run", "--backend", "cpu", "--model", "tiny-mla-moe", "--tp", "4", "--topo", box,
+		"--steps", "2", "--warmup", "0", "--trace", "file:"+tr); code != 0 {
+		t.Fatalf("run: exit %d: %s", code, errs)
+	}
+	for _, tc := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"facts", []string{"--model", "tiny-mla-moe", "--tp", "4", "--batch", "1", "--kv-dtype", "bf16"}, "scenario recorded in the trace\n"},
+		{"kv-and-box", []string{"--kv-dtype", "bf16", "--topo", box}, "scenario recorded in the trace\n"},
+		{"facts-and-option", []string{"--batch", "1", "--kv-dtype", "bf16", "--ar-norm-fusion"}, "scenario recorded in the trace; overridden by --ar-norm-fusion true\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, out, errs := runCLI(t, append([]string{"compare", "--trace", tr}, tc.args...)...)
+			if code != 0 {
+				t.Fatalf("exit %d: %s", code, errs)
+			}
+			if !strings.Contains(out, "\n"+tc.want) {
+				t.Errorf("want the line %q in:\n%s", tc.want, out)
+			}
+		})
+	}
+}

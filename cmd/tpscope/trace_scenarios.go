@@ -85,6 +85,26 @@ func (f *scenarioFlags) passed() []string {
 	return out
 }
 
+// recordedFactFlags are the flags checkRecorded holds against what a
+// recorded trace measured (checkFacts): past it, each set one names the
+// trace's own value, which overrides nothing.
+var recordedFactFlags = append([]string{"model", "tp", "dp", "dcp", "ep", "phase", "batch", "context", "kv-dtype", "cuda-graphs"}, specShapeFlags...)
+
+// overriding lists the flags passed (passed) that can change a recorded
+// scenario: the box, the run-time options and the cost tables, not
+// recordedFactFlags, so that a trace's scenario line names only what
+// re-priced it ("overridden by --ar-norm-fusion true", not "--batch 1"
+// beside it when the trace measured batch 1).
+func (f *scenarioFlags) overriding() []string {
+	var out []string
+	f.visitChanged(func(fl *pflag.Flag) {
+		if f.isScenarioFlag(fl.Name) && !slices.Contains(recordedFactFlags, fl.Name) {
+			out = append(out, "--"+fl.Name+" "+fl.Value.String())
+		}
+	})
+	return out
+}
+
 // traceScenarioNeeds are the flags a trace without a recorded scenario
 // needs, by verb: the model and the load for every verb (no default
 // stands for what a profiled server ran), and the box for calibrate, which
@@ -130,7 +150,7 @@ func (u traceUse) batchFlag(f *scenarioFlags) (string, int) {
 // graph launches the CUDA graphs; a flag set to another value is refused,
 // and its GPU must be the box's.
 func (f *scenarioFlags) traceScenarios(results []*traces.Result, use traceUse) (compare.Scenarios, error) {
-	scs := compare.Scenarios{Override: f.override(), Passed: f.passed()}
+	scs := compare.Scenarios{Override: f.override(), Passed: f.overriding()}
 	var err error
 	if scs.Fill, err = f.fill(); err != nil {
 		return scs, err
@@ -213,7 +233,7 @@ func (f *scenarioFlags) traceScenarios(results []*traces.Result, use traceUse) (
 			defaults = append(defaults, n)
 		}
 	}
-	desc := strings.Join(scs.Passed, " ")
+	desc := strings.Join(f.passed(), " ")
 	if len(from) > 0 {
 		desc += "; " + strings.Join(from, "; ")
 	}
