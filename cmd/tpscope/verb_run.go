@@ -158,6 +158,9 @@ func (o *runOptions) Run(ctx context.Context, args []string, std IO) error {
 			return causeError("--scale", nil, err)
 		}
 	}
+	if err := checkLocalRanks(o.localRanks, scen.Plan.World()); err != nil {
+		return err
+	}
 	// One path to a measurement (pipeline): the backend is told what the
 	// scenario asks (NCCL settings, all-reduce + RMSNorm fusion), and the
 	// prediction prices what runs.
@@ -172,11 +175,6 @@ func (o *runOptions) Run(ctx context.Context, args []string, std IO) error {
 	}
 	scen, sched, pred := p.Scenario, p.Schedule, p.Prediction
 
-	for _, r := range o.localRanks {
-		if r < 0 || r >= len(sched.Ranks) {
-			return flagError("--local-ranks", fmt.Sprint(o.localRanks), "rank %d is not one of the plan's %d ranks", r, len(sched.Ranks))
-		}
-	}
 	var fault *exec.Fault
 	if o.faultHang != "" {
 		if fault, err = parseFault(o.faultHang, o.faultStep, o.watchdog, sched, o.localRanks); err != nil {
@@ -482,6 +480,22 @@ func prepareError(err error) error {
 		return flagError("--topo", ge.Topology, "its GPUs are %s, and this run's GPU is %s: pass a box of that GPU (tpscope topo discover -o box.json describes this machine)", ge.BoxGPU, ge.RunGPU)
 	}
 	return err
+}
+
+// checkLocalRanks refuses, before any work, a --local-ranks that is not
+// some of the plan's world ranks in ascending order, each once: exec runs
+// them in that order (the k-th local rank on the k-th device), and a
+// rank given twice would be two goroutines of one rank.
+func checkLocalRanks(local []int, world int) error {
+	for i, r := range local {
+		if r < 0 || r >= world {
+			return flagError("--local-ranks", fmt.Sprint(local), "rank %d is not one of the plan's %d ranks", r, world)
+		}
+		if i > 0 && r <= local[i-1] {
+			return flagError("--local-ranks", fmt.Sprint(local), "rank %d after rank %d: want the ranks in ascending order, each once", r, local[i-1])
+		}
+	}
+	return nil
 }
 
 // checkBackend refuses a --backend that this build has not registered,

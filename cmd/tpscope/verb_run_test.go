@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"math"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -85,6 +86,10 @@ func TestRunBadFlags(t *testing.T) {
 		{"scale-below-1", []string{"--scale", "0.5"}, "--scale 0.5: want a finite factor >= 1"},
 		{"steps-0", []string{"--steps", "0"}, "--steps 0 --warmup 2"},
 		{"unknown-backend", []string{"--backend", "tpu"}, `usage: --backend "tpu": want one of cpu, cuda`},
+		{"local-ranks-repeated", []string{"--backend", "cpu", "--topo", filepath.Join(cpuRanksDir, "cpu-4r.json"), "--local-ranks", "0,0"},
+			"usage: --local-ranks [0 0]: rank 0 after rank 0: want the ranks in ascending order, each once"},
+		{"local-ranks-descending", []string{"--backend", "cpu", "--topo", filepath.Join(cpuRanksDir, "cpu-4r.json"), "--local-ranks", "1,0"},
+			"usage: --local-ranks [1 0]: rank 0 after rank 1"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var out, errOut bytes.Buffer
@@ -369,5 +374,20 @@ func TestRunSpecYieldInEveryFormat(t *testing.T) {
 	if !strings.Contains(out, " tokens/s verified (8 tokens per step: 1 + 3 drafted per sequence; the tokens yielded are on the speculative line)\n") ||
 		!strings.Contains(out, "1.88 tokens per step per sequence from --spec-accept 0.5") {
 		t.Errorf("table:\n%s", out)
+	}
+}
+
+// TestVerdictLocalRanksBeforeWork: verdict refuses a --local-ranks out of
+// order in one line naming the flag (exit 2) before any work: no baseline
+// run started, no output directory made.
+func TestVerdictLocalRanksBeforeWork(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "vd")
+	code, stdout, stderr := runCLI(t, "verdict", "--backend", "cpu", "--model", "tiny-mla-moe", "--tp", "4", "--topo", filepath.Join(cpuRanksDir, "cpu-4r.json"),
+		"--steps", "1", "--local-ranks", "1,0", "-o", out)
+	if code != 2 || stdout != "" || stderr != "tpscope verdict: usage: --local-ranks [1 0]: rank 0 after rank 1: want the ranks in ascending order, each once\n" {
+		t.Errorf("exit %d, stdout %q, stderr %q", code, stdout, stderr)
+	}
+	if _, err := os.Stat(out); !os.IsNotExist(err) {
+		t.Errorf("-o %s made: %v", out, err)
 	}
 }

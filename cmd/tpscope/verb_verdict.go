@@ -175,10 +175,8 @@ func (o *verdictOptions) Run(ctx context.Context, args []string, std IO) error {
 		return err
 	}
 	world := len(sched.Ranks)
-	for _, r := range o.localRanks {
-		if r < 0 || r >= world {
-			return flagError("--local-ranks", fmt.Sprint(o.localRanks), "rank %d is not one of the plan's %d ranks", r, world)
-		}
+	if err := checkLocalRanks(o.localRanks, world); err != nil {
+		return err
 	}
 	if o.outDir != "" {
 		if err := mkdirOutput("-o", o.outDir); err != nil {
