@@ -310,6 +310,11 @@ func (a *Alignment) alignByID(trs [][]traces.Span, pr *sim.Prediction, is *issue
 				is.add(IssueSkippedSpan, 1, s.OpID)
 				seen[u] = true
 				a.Units[u].Skipped = true
+				if s.Start > 0 {
+					// Its call took its place in the rank's step (run's
+					// step time counts it), whatever it ran.
+					ext.add(s)
+				}
 				continue
 			}
 			us := spanUs(s)

@@ -391,3 +391,58 @@ func TestVerdictLocalRanksBeforeWork(t *testing.T) {
 		t.Errorf("-o %s made: %v", out, err)
 	}
 }
+
+// TestRunAndCompareOneStepTime: run's step time and compare's of the trace
+// it wrote are one measurement: from the earliest op start on any rank to
+// the latest op end, the calls a one-rank shard skipped included (run
+// times them in its step). The median, p10 and p90 agree to the
+// nanosecond, for all four ranks and for rank 0's shard, whose last op
+// (the logits' all-gather) is a skipped call after every measured one.
+func TestRunAndCompareOneStepTime(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		args []string
+	}{{"4-ranks", nil}, {"shard", []string{"--local-ranks", "0"}}} {
+		t.Run(tc.name, func(t *testing.T) {
+			tr := filepath.Join(t.TempDir(), "run.otlp.jsonl")
+			code, out, errs := runCLI(t, append([]string{"run", "--backend", "cpu", "--model", "tiny-mla-moe", "--tp", "4", "--topo", filepath.Join(cpuRanksDir, "cpu-4r.json"),
+				"--steps", "3", "--warmup", "0", "--trace", "file:" + tr, "--output", "json"}, tc.args...)...)
+			if code != 0 {
+				t.Fatalf("run: exit %d: %s", code, errs)
+			}
+			var run struct {
+				Result struct {
+					Summary exec.Summary `json:"summary"`
+				} `json:"result"`
+			}
+			if err := json.Unmarshal([]byte(out), &run); err != nil {
+				t.Fatal(err)
+			}
+			code, out, errs = runCLI(t, "compare", "--trace", tr, "--output", "json")
+			if code != 0 {
+				t.Fatalf("compare: exit %d: %s", code, errs)
+			}
+			var cmp struct {
+				Scenarios []struct {
+					Step struct {
+						MedianUs float64 `json:"median_us"`
+						P10Us    float64 `json:"p10_us"`
+						P90Us    float64 `json:"p90_us"`
+						N        int     `json:"n"`
+					} `json:"step"`
+				} `json:"scenarios"`
+			}
+			if err := json.Unmarshal([]byte(out), &cmp); err != nil {
+				t.Fatal(err)
+			}
+			if len(cmp.Scenarios) != 1 {
+				t.Fatalf("%d scenarios", len(cmp.Scenarios))
+			}
+			sm, st := run.Result.Summary, cmp.Scenarios[0].Step
+			const nsUs = 1e-3
+			if st.N != 3 || math.Abs(st.MedianUs-sm.StepMedianUs) > nsUs || math.Abs(st.P10Us-sm.StepP10Us) > nsUs || math.Abs(st.P90Us-sm.StepP90Us) > nsUs {
+				t.Errorf("compare's step %+v; run's median %v, p10 %v, p90 %v us", st, sm.StepMedianUs, sm.StepP10Us, sm.StepP90Us)
+			}
+		})
+	}
+}
