@@ -375,6 +375,11 @@ func boxHash(box []byte) string {
 	return hex.EncodeToString(sum[:])
 }
 
+// ErrEdited is wrapped by DecodeScenario's error for a recorded box whose
+// content does not hash to the hash recorded beside it: the trace holding
+// it was changed since it was written, which makes it damaged input.
+var ErrEdited = errors.New("the trace was edited or damaged")
+
 // DecodeScenario reads a scenario MarshalJSON wrote and resolves its model
 // and its topology; topo, when not nil, is used instead of the recorded
 // topology (a box the caller resolved, e.g. a calibrated one). The box
@@ -416,7 +421,7 @@ func DecodeScenario(data []byte, topo *topology.Topology) (Scenario, error) {
 	}
 	if len(j.Box) > 0 {
 		if got := boxHash(j.Box); got != j.BoxSHA256 {
-			return Scenario{}, fmt.Errorf("scenario box %s: recorded sha256 %s, its content hashes to %s: the trace was edited or damaged", j.Topology, j.BoxSHA256, got)
+			return Scenario{}, fmt.Errorf("scenario box %s: recorded sha256 %s, its content hashes to %s: %w", j.Topology, j.BoxSHA256, got, ErrEdited)
 		}
 		if sc.Topo, err = topology.Parse(j.Box, "scenario box "+j.Topology.String()); err != nil {
 			return Scenario{}, err

@@ -949,3 +949,57 @@ func TestRecordedScenarioNamesOnlyOverrides(t *testing.T) {
 		})
 	}
 }
+
+// TestEditedTraceIsDamagedInput: a trace whose recorded box no longer
+// hashes to the hash beside it (one step's box edited after the run) is
+// damaged input: compare and report stop with exit 1 and one line naming
+// the file and the mismatch, unless --allow-partial, which compares the
+// other steps and lists the edited one as left out; calibrate refuses it
+// even with --allow-partial and writes nothing.
+func TestEditedTraceIsDamagedInput(t *testing.T) {
+	dir := t.TempDir()
+	tr := filepath.Join(dir, "cpu.otlp.jsonl")
+	if code, _, errs := runCLI(t, "run", "--backend", "cpu", "--model", "tiny-mla-moe", "--tp", "4", "--topo", filepath.Join(cpuRanksDir, "cpu-4r.json"),
+		"--steps", "3", "--warmup", "0", "--trace", "file:"+tr); code != 0 {
+		t.Fatalf("run: exit %d: %s", code, errs)
+	}
+	b, err := os.ReadFile(tr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const name = `\"box\":{\"name\":\"cpu-4r\"`
+	if strings.Count(string(b), name) != 3 {
+		t.Fatalf("the trace records its box %d times, want once per step (3)", strings.Count(string(b), name))
+	}
+	edited := filepath.Join(dir, "edited.otlp.jsonl")
+	if err := os.WriteFile(edited, []byte(strings.Replace(string(b), name, `\"box\":{\"name\":\"cpu-4X\"`, 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	const why = "its content hashes to "
+	cal := filepath.Join(dir, "cal.json")
+	for _, tc := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"compare", []string{"compare", "--trace", edited}, "the trace was edited or damaged (--allow-partial reads its other steps)\n"},
+		{"report", []string{"report", "--trace", edited, "-o", filepath.Join(dir, "r.html")}, "the trace was edited or damaged (--allow-partial reads its other steps)\n"},
+		{"calibrate", []string{"calibrate", "--trace", edited, "-o", cal}, "the trace was edited or damaged; calibrate refuses damaged input"},
+		{"calibrate-allow-partial", []string{"calibrate", "--trace", edited, "--allow-partial", "-o", cal}, "calibrate refuses damaged input"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, stdout, stderr := runCLI(t, tc.args...)
+			if code != 1 || stdout != "" || strings.Count(stderr, "\n") != 1 || !strings.HasPrefix(stderr, "tpscope "+tc.args[0]+": "+edited+": scenario box ") ||
+				!strings.Contains(stderr, why) || !strings.Contains(stderr, tc.want) {
+				t.Errorf("exit %d (want 1), stdout %q, stderr %q (want %q)", code, stdout, stderr, tc.want)
+			}
+		})
+	}
+	if _, err := os.Stat(cal); !os.IsNotExist(err) {
+		t.Errorf("calibrate wrote %s: %v", cal, err)
+	}
+	code, out, errs := runCLI(t, "compare", "--trace", edited, "--allow-partial")
+	if code != 0 || !strings.Contains(out, "2 steps x 4 ranks, 2 traces") || !strings.Contains(out, "the trace was edited or damaged") {
+		t.Errorf("--allow-partial: exit %d, stderr %q:\n%s", code, errs, out)
+	}
+}

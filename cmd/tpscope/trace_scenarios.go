@@ -127,6 +127,10 @@ type traceUse struct {
 	// holdoutBatch, when set, is --holdout-batch: the batch of calibrate's
 	// held-out traces that record no scenario, in place of --batch.
 	holdoutBatch int
+	// allowPartial is --allow-partial (compare, report): a step whose
+	// recorded scenario was edited since is left out and listed, not an
+	// error; calibrate refuses damaged input even with it.
+	allowPartial bool
 }
 
 // batchFlag is the flag that gives the batch of traces without a
@@ -162,7 +166,7 @@ func (f *scenarioFlags) traceScenarios(results []*traces.Result, use traceUse) (
 		}
 		scs.Topology = t
 	}
-	if err := f.checkRecorded(results, &scs, use.calibrate); err != nil {
+	if err := f.checkRecorded(results, &scs, use); err != nil {
 		return scs, err
 	}
 	var bare []*traces.Result
@@ -278,7 +282,8 @@ func (f *scenarioFlags) fill() (compare.Fill, error) {
 // option its engine lacks); and an older trace whose step span lacks a
 // field no flag set gives (compare.MissingError). A recorded scenario that
 // cannot be read otherwise is left to the comparison, which reports it.
-func (f *scenarioFlags) checkRecorded(results []*traces.Result, scs *compare.Scenarios, calibrate bool) error {
+func (f *scenarioFlags) checkRecorded(results []*traces.Result, scs *compare.Scenarios, use traceUse) error {
+	calibrate := use.calibrate
 	for _, r := range results {
 		for i := range r.Scenarios {
 			rec := &r.Scenarios[i]
@@ -294,6 +299,14 @@ func (f *scenarioFlags) checkRecorded(results []*traces.Result, scs *compare.Sce
 				// An older trace lacks a field the flags must give: said
 				// before any work, as for a trace without a scenario.
 				return usageErrorf("%s: %v", r.Source, lacks)
+			case errors.Is(err, sim.ErrEdited) && calibrate:
+				// Damaged input, as a cut file is: never fitted.
+				return fmt.Errorf("%s: %v; %s", r.Source, err, calibrateRefusesPartial)
+			case errors.Is(err, sim.ErrEdited) && !use.allowPartial:
+				// Damaged input, as a cut file is: its other steps are
+				// compared only when asked (they are then left out and
+				// listed, as a cut file's broken step is).
+				return fmt.Errorf("%s: %v (--allow-partial reads its other steps)", r.Source, err)
 			case err != nil:
 				continue
 			}

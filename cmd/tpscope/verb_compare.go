@@ -188,7 +188,7 @@ func (o *compareOptions) Run(ctx context.Context, args []string, std IO) error {
 	if err != nil {
 		return err
 	}
-	scs, err := o.sc.traceScenarios(results, traceUse{})
+	scs, err := o.sc.traceScenarios(results, traceUse{allowPartial: o.allowPartial})
 	if err != nil {
 		return err
 	}

@@ -155,7 +155,7 @@ func (o *reportOptions) Run(ctx context.Context, args []string, std IO) error {
 		if err != nil {
 			return err
 		}
-		scs, err := sc.traceScenarios(results, traceUse{})
+		scs, err := sc.traceScenarios(results, traceUse{allowPartial: o.allowPartial})
 		if err != nil {
 			return err
 		}
