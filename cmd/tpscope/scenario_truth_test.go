@@ -1003,3 +1003,40 @@ func TestEditedTraceIsDamagedInput(t *testing.T) {
 		t.Errorf("--allow-partial: exit %d, stderr %q:\n%s", code, errs, out)
 	}
 }
+
+// TestCPUTraceOnGPUBoxNamesTopo: a --topo of GPUs over a CPU-backend
+// trace is refused as a GPU box of another GPU is (exit 2, one line naming
+// --topo, its GPUs and the file), by compare, calibrate and report, before
+// any work; the CPU box it ran on is taken.
+func TestCPUTraceOnGPUBoxNamesTopo(t *testing.T) {
+	dir := t.TempDir()
+	box := filepath.Join(cpuRanksDir, "cpu-4r.json")
+	tr := filepath.Join(dir, "cpu.otlp.jsonl")
+	if code, _, errs := runCLI(t, "run", "--backend", "cpu", "--model", "tiny-mla-moe", "--tp", "4", "--topo", box,
+		"--steps", "2", "--warmup", "0", "--trace", "file:"+tr); code != 0 {
+		t.Fatalf("run: exit %d: %s", code, errs)
+	}
+	cal := filepath.Join(dir, "cal.json")
+	for _, tc := range []struct {
+		name, topo, gpu string
+		args            []string
+	}{
+		{"compare", "h200-nvswitch", "NVIDIA H200", []string{"compare"}},
+		{"calibrate", "nvswitch:8xh100-sxm", "NVIDIA H100 80GB HBM3", []string{"calibrate", "-o", cal}},
+		{"report", "rtxpro6000-2s", "NVIDIA RTX PRO 6000 Blackwell Server Edition", []string{"report", "-o", filepath.Join(dir, "r.html")}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, stdout, stderr := runCLI(t, append(tc.args, "--trace", tr, "--topo", tc.topo)...)
+			want := "tpscope " + tc.name + ": usage: --topo " + tc.topo + ": its GPUs are " + tc.gpu + ", and " + tr + " ran on the cpu backend, whose ranks are CPU cores: pass the JSON 'tpscope calibrate --backend cpu' wrote\n"
+			if code != 2 || stdout != "" || stderr != want {
+				t.Errorf("exit %d (want 2), stdout %q,\nstderr %q\nwant   %q", code, stdout, stderr, want)
+			}
+		})
+	}
+	if _, err := os.Stat(cal); !os.IsNotExist(err) {
+		t.Errorf("calibrate wrote %s: %v", cal, err)
+	}
+	if code, _, errs := runCLI(t, "compare", "--trace", tr, "--topo", box); code != 0 {
+		t.Errorf("--topo %s: exit %d: %s", box, code, errs)
+	}
+}

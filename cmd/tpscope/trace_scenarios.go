@@ -316,6 +316,12 @@ func (f *scenarioFlags) checkRecorded(results []*traces.Result, scs *compare.Sce
 			if err := f.checkCPUCollectives(r.Source, was); err != nil {
 				return err
 			}
+			if t := scs.Topology; t != nil && rec.Backend == "cpu" && !t.IsCPUBox() && t.DeviceOf(0) != nil {
+				// A CPU run's ranks are CPU cores: a GPU box prices
+				// another machine (said here as checkRanOn says another
+				// GPU, not as a scenario left out).
+				return flagError("--topo", t.Name, "its GPUs are %s, and %s ran on the cpu backend, whose ranks are CPU cores: pass the JSON 'tpscope calibrate --backend cpu' wrote", t.DeviceOf(0).Name, r.Source)
+			}
 			// The flags over it must make a scenario that can be priced
 			// (an engine's kernel, an option it can take): said here, in
 			// one line, not as a scenario left out of the comparison.
