@@ -415,8 +415,8 @@ func Compare(results []*traces.Result, o Options) (*Report, error) {
 // but are not one box (a box and its calibrated copy keep one name): a
 // scenario names its box by the box's name, as predict does, so both
 // would read alike. Each such box is named by the file it was recorded
-// from too ("cpu-4r (/data/cpu.json)"), or, where that is the same, by
-// its order among them.
+// from too ("cpu-4r (/data/cpu.json)"), or, where two were recorded from
+// one file, by its order among them ("cpu-4r (box 1 of 2 named cpu-4r)").
 func nameBoxesApart(groups []*group) {
 	byName := map[string][]*group{}
 	var names []string
@@ -448,8 +448,19 @@ func nameBoxesApart(groups []*group) {
 				labels[of[i]] = g.sc.TopoRef.Path
 			}
 		}
+		// A path two of the boxes were recorded from (a file calibrated
+		// again in place) names neither: each is numbered, the first too,
+		// which the path would name as the file's content now.
+		uses := map[string]int{}
+		for _, l := range labels {
+			uses[l]++
+		}
+		shared := make([]bool, len(labels))
+		for i, l := range labels {
+			shared[i] = l == "" || uses[l] > 1
+		}
 		for i := range labels {
-			if labels[i] == "" || slices.Index(labels, labels[i]) != i {
+			if shared[i] {
 				labels[i] = fmt.Sprintf("box %d of %d named %s", i+1, len(labels), name)
 			}
 		}

@@ -1040,3 +1040,44 @@ func TestCPUTraceOnGPUBoxNamesTopo(t *testing.T) {
 		t.Errorf("--topo %s: exit %d: %s", box, code, errs)
 	}
 }
+
+// TestBoxesFromOneFileNamedApart: two runs on one box file whose content
+// changed between them (calibrated again in place) are two scenarios on
+// two boxes of one name, each priced on the box it recorded by value; the
+// file's path names neither (it holds the second one now), so both are
+// numbered.
+func TestBoxesFromOneFileNamedApart(t *testing.T) {
+	dir := t.TempDir()
+	src, err := os.ReadFile(filepath.Join(cpuRanksDir, "cpu-4r.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	box := filepath.Join(dir, "cpu.json")
+	var trs []string
+	for i, content := range []string{string(src), strings.Replace(string(src), "4 goroutine ranks sharing", "4 goroutine ranks, calibrated again, sharing", 1)} {
+		if content == string(src) && i == 1 {
+			t.Fatal("the box's description changed nothing")
+		}
+		if err := os.WriteFile(box, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		tr := filepath.Join(dir, fmt.Sprintf("run%d.otlp.jsonl", i+1))
+		if code, _, errs := runCLI(t, "run", "--backend", "cpu", "--model", "tiny-mla-moe", "--tp", "4", "--topo", box,
+			"--steps", "1", "--warmup", "0", "--trace", "file:"+tr); code != 0 {
+			t.Fatalf("run: exit %d: %s", code, errs)
+		}
+		trs = append(trs, tr)
+	}
+	code, out, errs := runCLI(t, "compare", "--trace", strings.Join(trs, ","))
+	if code != 0 {
+		t.Fatalf("compare: exit %d: %s", code, errs)
+	}
+	for i := 1; i <= 2; i++ {
+		if want := fmt.Sprintf("\nscenario %d: tiny-mla-moe tp4 decode b1 ctx4096 kv=bf16 on cpu-4r (box %d of 2 named cpu-4r), ", i, i); !strings.Contains(out, want) {
+			t.Errorf("want %q in:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, box) {
+		t.Errorf("a scenario is named by %s, which holds the second box:\n%s", box, out)
+	}
+}
