@@ -840,6 +840,33 @@ func resolveModel(flag, name string) (*model.Arch, error) {
 	return a, nil
 }
 
+// inputFiles are the files the scenario is read from, as the flags name
+// them: a --topo, --model or --draft-model file (a model directory's
+// config.json) and --spec-accept-file; presets and names are none.
+func (f *scenarioFlags) inputFiles() []input {
+	var in []input
+	if st, err := os.Stat(f.topo); err == nil && !st.IsDir() {
+		in = append(in, input{"--topo", f.topo})
+	}
+	for _, m := range []input{{"--model", f.model}, {"--draft-model", f.draftModel}} {
+		if m.path == "" || slices.Contains(model.PresetNames(), m.path) {
+			continue
+		}
+		st, err := os.Stat(m.path)
+		switch {
+		case err != nil:
+		case st.IsDir():
+			in = append(in, input{m.flag, filepath.Join(m.path, "config.json")})
+		default:
+			in = append(in, m)
+		}
+	}
+	if f.specAcceptFile != "" {
+		in = append(in, input{"--spec-accept-file", f.specAcceptFile})
+	}
+	return in
+}
+
 // checkModelPath refuses a model path (not a preset name) whose config
 // file is not there or cannot be read: path itself, or a directory's
 // config.json. flag names where the path came from ("" for an argument).

@@ -102,8 +102,29 @@ type input struct{ flag, path string }
 // both are there, the same file under two names (a link, ./t). "" (not
 // given) passes; a trace source that is a URL is no file.
 func checkNotInput(outFlag, out string, inputs ...input) error {
+	if in, ok := sameFileAs(out, inputs); ok {
+		return flagError(outFlag, out, "the file %s reads (%s): writing it would replace what was measured; write elsewhere", in.flag, in.path)
+	}
+	return nil
+}
+
+// checkNotScenarioInput refuses an output flag's file (out) that is one
+// the scenario is read from (scenarioFlags.inputFiles: a --topo, --model
+// or --draft-model file, --spec-accept-file): run --trace file:cpu.json
+// --topo cpu.json wrote the trace over the calibrated box it ran on.
+func checkNotScenarioInput(outFlag, out string, inputs ...input) error {
+	if in, ok := sameFileAs(out, inputs); ok {
+		return flagError(outFlag, out, "the file %s reads (%s): writing it would replace that input; write elsewhere", in.flag, in.path)
+	}
+	return nil
+}
+
+// sameFileAs is the first of inputs that is out: the same path, or, where
+// both are there, the same file under two names (a link, ./t). "" (not
+// given) is none; a trace source that is a URL is no file.
+func sameFileAs(out string, inputs []input) (input, bool) {
 	if out == "" {
-		return nil
+		return input{}, false
 	}
 	outAbs, _ := filepath.Abs(out)
 	outSt, outErr := os.Stat(out)
@@ -118,10 +139,10 @@ func checkNotInput(outFlag, out string, inputs ...input) error {
 			same = os.SameFile(st, outSt)
 		}
 		if same {
-			return flagError(outFlag, out, "the file %s reads (%s): writing it would replace what was measured; write elsewhere", in.flag, in.path)
+			return in, true
 		}
 	}
-	return nil
+	return input{}, false
 }
 
 // checkOutputDir refuses a directory flag would write into (creating it

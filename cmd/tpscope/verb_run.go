@@ -136,6 +136,9 @@ func (o *runOptions) Run(ctx context.Context, args []string, std IO) error {
 		if err := checkOutputFile("--trace", path); err != nil {
 			return err
 		}
+		if err := checkNotScenarioInput("--trace", path, o.sc.inputFiles()...); err != nil {
+			return err
+		}
 	}
 	if o.watchdog < 0 {
 		return flagError("--watchdog", o.watchdog, "want > 0, or 0 for the backend's default")

@@ -446,3 +446,60 @@ func TestRunAndCompareOneStepTime(t *testing.T) {
 		})
 	}
 }
+
+// TestRunTraceNotOverItsInputs: run's --trace file: may not be a file the
+// scenario is read from, by its path or another name for it: the trace
+// would replace the calibrated box (--topo) or the model's config
+// (--model, a directory's config.json). Each is refused in one line naming
+// both flags, before the run, and the file is left as it was.
+func TestRunTraceNotOverItsInputs(t *testing.T) {
+	dir := t.TempDir()
+	src, err := os.ReadFile(filepath.Join(cpuRanksDir, "cpu-4r.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	box := filepath.Join(dir, "cpu.json")
+	if err := os.WriteFile(box, src, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfgSrc, err := os.ReadFile("../../traces/testdata/real/kimi-stack/config.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	mdir := filepath.Join(dir, "model")
+	if err := os.Mkdir(mdir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cfg := filepath.Join(mdir, "config.json")
+	if err := os.WriteFile(cfg, cfgSrc, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	run := []string{"run", "--backend", "cpu", "--tp", "4", "--topo", box, "--steps", "1", "--warmup", "0"}
+	for _, tc := range []struct {
+		name  string
+		args  []string
+		trace string
+		want  string
+	}{
+		{"topo", []string{"--model", "tiny-mla-moe"}, box, "the file --topo reads (" + box + ")"},
+		{"topo by another name", []string{"--model", "tiny-mla-moe"}, filepath.Join(dir, ".", "sub", "..", "cpu.json"), "the file --topo reads (" + box + ")"},
+		{"model dir", []string{"--model", mdir, "--scale", "64"}, cfg, "the file --model reads (" + cfg + ")"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if tc.name == "topo by another name" {
+				if err := os.MkdirAll(filepath.Join(dir, "sub"), 0o755); err != nil {
+					t.Fatal(err)
+				}
+			}
+			code, stdout, stderr := runCLI(t, append(append(run, tc.args...), "--trace", "file:"+tc.trace)...)
+			if code != 2 || stdout != "" || strings.Count(stderr, "\n") != 1 || !strings.Contains(stderr, "usage: --trace "+tc.trace+": "+tc.want+": writing it would replace that input") {
+				t.Errorf("exit %d (want 2), stdout %q, stderr %q", code, stdout, stderr)
+			}
+		})
+	}
+	for p, want := range map[string][]byte{box: src, cfg: cfgSrc} {
+		if got, err := os.ReadFile(p); err != nil || !bytes.Equal(got, want) {
+			t.Errorf("%s changed (%v)", p, err)
+		}
+	}
+}
