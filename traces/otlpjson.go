@@ -2,12 +2,14 @@ package traces
 
 import (
 	"bufio"
+	"compress/gzip"
 	"context"
 	"encoding/json"
 	"fmt"
 	"math"
 	"os"
 	"strconv"
+	"strings"
 	"sync"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -231,12 +233,17 @@ func otlpFromSDK(spans []sdktrace.ReadOnlySpan) otlpRequest {
 }
 
 // FileExporter is an sdktrace.SpanExporter that appends each batch as one
-// OTLP-JSON ExportTraceServiceRequest line to a file. Safe for concurrent use.
+// OTLP-JSON ExportTraceServiceRequest line to a file. A path ending in
+// .gz is gzip, as its name says: each line is a gzip member of its own
+// (concatenated members are one gzip stream to every reader), so what
+// was exported is complete on disk after each batch, as the plain file's
+// lines are. Safe for concurrent use.
 type FileExporter struct {
 	mu   sync.Mutex
 	path string
 	f    *os.File
 	w    *bufio.Writer
+	gz   bool
 }
 
 var _ sdktrace.SpanExporter = (*FileExporter)(nil)
@@ -247,7 +254,7 @@ func NewFileExporter(path string) (*FileExporter, error) {
 	if err != nil {
 		return nil, fmt.Errorf("trace file: %w", err)
 	}
-	return &FileExporter{path: path, f: f, w: bufio.NewWriterSize(f, 1<<16)}, nil
+	return &FileExporter{path: path, f: f, w: bufio.NewWriterSize(f, 1<<16), gz: strings.HasSuffix(path, ".gz")}, nil
 }
 
 // Path is the file written.
@@ -269,7 +276,15 @@ func (e *FileExporter) ExportSpans(_ context.Context, spans []sdktrace.ReadOnlyS
 		return fmt.Errorf("trace file %s: exporter is shut down", e.path)
 	}
 	b = append(b, '\n')
-	if _, err := e.w.Write(b); err != nil {
+	if e.gz {
+		zw := gzip.NewWriter(e.w)
+		if _, err := zw.Write(b); err != nil {
+			return fmt.Errorf("write %s: %w", e.path, err)
+		}
+		if err := zw.Close(); err != nil {
+			return fmt.Errorf("write %s: %w", e.path, err)
+		}
+	} else if _, err := e.w.Write(b); err != nil {
 		return fmt.Errorf("write %s: %w", e.path, err)
 	}
 	if err := e.w.Flush(); err != nil {
