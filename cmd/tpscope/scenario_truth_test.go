@@ -1081,3 +1081,34 @@ func TestBoxesFromOneFileNamedApart(t *testing.T) {
 		t.Errorf("a scenario is named by %s, which holds the second box:\n%s", box, out)
 	}
 }
+
+// TestRecordedPlanNeedsTheBox: a box given with --topo (at --gpus) with
+// fewer GPUs than the plan a trace records is refused as --gpus alone is:
+// a usage error (exit 2) in one line naming the flag that made it small,
+// the trace and the GPUs its plan needs, before any work.
+func TestRecordedPlanNeedsTheBox(t *testing.T) {
+	const h200 = "../../exec/cuda/testdata/h200/h200-kimi-k2.5-tp8-rank0-graph-b8.otlp.jsonl.gz"
+	out := filepath.Join(t.TempDir(), "box.json")
+	for _, tc := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"topo", []string{"compare", "--trace", h200, "--topo", "nvswitch:4xh200-sxm"},
+			"usage: --topo nvswitch:4xh200-sxm: its box nvswitch:4xh200-sxm has 4 GPUs, and " + h200 + " records plan tp8, which needs 8: pass a box of at least 8\n"},
+		{"topo and gpus", []string{"compare", "--trace", h200, "--topo", "h200-nvswitch", "--gpus", "4"},
+			"usage: --gpus 4: " + h200 + " records plan tp8, which needs 8 GPUs: want at least 8 (or leave --gpus out)\n"},
+		{"calibrate topo", []string{"calibrate", "--trace", h200, "--topo", "nvswitch:4xh200-sxm", "-o", out},
+			"usage: --topo nvswitch:4xh200-sxm: its box nvswitch:4xh200-sxm has 4 GPUs"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, stdout, stderr := runCLI(t, tc.args...)
+			if code != 2 || stdout != "" || strings.Count(stderr, "\n") != 1 || !strings.Contains(stderr, tc.want) {
+				t.Errorf("exit %d (want 2), stdout %q, stderr %q (want %q)", code, stdout, stderr, tc.want)
+			}
+		})
+	}
+	if _, err := os.Stat(out); !os.IsNotExist(err) {
+		t.Errorf("calibrate wrote %s: %v", out, err)
+	}
+}

@@ -340,6 +340,14 @@ func (f *scenarioFlags) checkRecorded(results []*traces.Result, scs *compare.Sce
 			if w := was.Plan.World(); f.changed("gpus") && !f.changed("topo") && !f.anyChanged("tp", "dp") && f.gpus > 0 && f.gpus < w {
 				return flagError("--gpus", f.gpus, "%s records plan %s, which needs %d GPUs: want at least %d (or leave --gpus out)", r.Source, was.Plan, w, w)
 			}
+			// So does a --topo box (at --gpus) smaller than it: said here
+			// in one line naming the flag, not as a scenario left out.
+			if t, w := scs.Topology, was.Plan.World(); t != nil && t.NumGPUs() < w {
+				if f.changed("gpus") && f.gpus > 0 {
+					return flagError("--gpus", f.gpus, "%s records plan %s, which needs %d GPUs: want at least %d (or leave --gpus out)", r.Source, was.Plan, w, w)
+				}
+				return flagError("--topo", f.topo, "its box %s has %d GPUs, and %s records plan %s, which needs %d: pass a box of at least %d", t.Name, t.NumGPUs(), r.Source, was.Plan, w, w)
+			}
 		}
 	}
 	return nil
