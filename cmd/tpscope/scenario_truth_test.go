@@ -1112,3 +1112,51 @@ func TestRecordedPlanNeedsTheBox(t *testing.T) {
 		t.Errorf("calibrate wrote %s: %v", out, err)
 	}
 }
+
+// TestProfilerWorldNeedsTheBox: a profiler trace's world size gives --tp;
+// a box (--topo, or --gpus of it) smaller than that world is refused in
+// one line naming the flag the user gave and the trace's world, not
+// '--tp 8 x --dp 1', which the user did not give.
+func TestProfilerWorldNeedsTheBox(t *testing.T) {
+	base := []string{"compare", "--trace", kimiKineto, "--model", "kimi-k2.5", "--batch", "32", "--context", "4096"}
+	for _, tc := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"topo", []string{"--topo", "nvswitch:4xh200-sxm"}, "usage: --topo nvswitch:4xh200-sxm: the box nvswitch:4xh200-sxm has 4 GPUs, and " + kimiKineto + " ran on a world of 8: want a box of at least 8\n"},
+		{"gpus", []string{"--topo", "h200-nvswitch", "--gpus", "2"}, "usage: --gpus 2: the box h200-nvswitch/2gpu has 2 GPUs, and " + kimiKineto + " ran on a world of 8: want a box of at least 8\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, stdout, stderr := runCLI(t, append(base, tc.args...)...)
+			if code != 2 || stdout != "" || !strings.HasSuffix(stderr, tc.want) || strings.Contains(stderr, "--tp") {
+				t.Errorf("exit %d (want 2), stdout %q, stderr %q (want %q)", code, stdout, stderr, tc.want)
+			}
+		})
+	}
+}
+
+// TestTraceRefusalIsOneLine: the profiler trace's reader leaves 9 events
+// out (copies, kernels outside every step range); a refusal of the flags
+// over it is one line on stderr, with no note before it promising a
+// listing in an output that never comes, on compare, report and
+// calibrate. Where the verb goes on, the note is said (compare: where its
+// output lists them).
+func TestTraceRefusalIsOneLine(t *testing.T) {
+	dir := t.TempDir()
+	for _, args := range [][]string{
+		{"compare", "--trace", kimiKineto},
+		{"compare", "--trace", kimiKineto, "--model", "kimi-k2.5", "--batch", "32", "--context", "4096", "--topo", "nvswitch:4xh200-sxm"},
+		{"report", "--trace", kimiKineto, "-o", filepath.Join(dir, "r.html")},
+		{"calibrate", "--trace", kimiKineto, "-o", filepath.Join(dir, "c.json")},
+	} {
+		code, stdout, stderr := runCLI(t, args...)
+		if code != 2 || stdout != "" || strings.Count(stderr, "\n") != 1 || !strings.HasPrefix(stderr, "tpscope "+args[0]+": usage: ") {
+			t.Errorf("%v: exit %d (want 2), stdout %q, stderr %q: want one usage line", args, code, stdout, stderr)
+		}
+	}
+	code, _, stderr := runCLI(t, "compare", "--trace", kimiKineto, "--model", "kimi-k2.5", "--batch", "32", "--context", "4096", "--topo", "h200-nvswitch")
+	if code != 0 || stderr != kimiKineto+": left out 9 items (listed in the output, under its sources)\n" {
+		t.Errorf("compare: exit %d, stderr %q", code, stderr)
+	}
+}

@@ -214,6 +214,15 @@ func (f *scenarioFlags) traceScenarios(results []*traces.Result, use traceUse) (
 	if world := traceWorld(bare); world > 0 && !f.anyChanged("tp", "dp") {
 		f.tp, f.dp, recorded["tp"] = world, 1, true
 		from = append(from, fmt.Sprintf("tp %d from the trace's world size", world))
+		// The box must hold that world: said of the flag the user gave
+		// (--gpus, --topo), not of --tp, which the trace gave.
+		if t, _, err := f.box(); err == nil && t.NumGPUs() < world && f.anyChanged("gpus", "topo") {
+			flag, val := "--topo", any(f.topo)
+			if f.changed("gpus") && f.gpus > 0 {
+				flag, val = "--gpus", f.gpus
+			}
+			return scs, flagError(flag, val, "the box %s has %d GPUs, and %s ran on a world of %d: want a box of at least %d", t.Name, t.NumGPUs(), bare[0].Source, world, world)
+		}
 	}
 	from = append(from, fromPhase...)
 	if on, ok := traceGraphs(bare, f.phase); ok && !f.changed("cuda-graphs") {

@@ -58,7 +58,7 @@ func (m *traceCalibrateMode) run(ctx context.Context, c *calibrateOptions, std I
 			return flagError("--holdout", h, "given to --trace too: a held-out trace judges a fit it took no part in (give it to one of them)")
 		}
 	}
-	results, err := readTraces(ctx, m.srcs, std.Stderr, false, "")
+	results, err := readTraces(ctx, m.srcs, false)
 	if err != nil {
 		var pe *traces.PartialError
 		if errors.As(err, &pe) {
@@ -70,6 +70,7 @@ func (m *traceCalibrateMode) run(ctx context.Context, c *calibrateOptions, std I
 	if err != nil {
 		return err
 	}
+	noteSources(std.Stderr, results, "")
 	opts := compare.CalibrateOptions{Scenarios: scs, Source: strings.Join(m.srcs, ",")}
 	if m.holdBatch != 0 && len(m.holdout) == 0 {
 		return flagError("--holdout-batch", m.holdBatch, "needs --holdout")
@@ -189,7 +190,7 @@ func (m *traceCalibrateMode) readHoldout(ctx context.Context, c *calibrateOption
 	if m.holdBatch < 0 {
 		return nil, compare.Scenarios{}, flagError("--holdout-batch", m.holdBatch, "want a batch of 1 or more")
 	}
-	res, err := readTraces(ctx, m.holdout, std.Stderr, false, "")
+	res, err := readTraces(ctx, m.holdout, false)
 	if err != nil {
 		var pe *traces.PartialError
 		if errors.As(err, &pe) {
@@ -208,6 +209,7 @@ func (m *traceCalibrateMode) readHoldout(ctx context.Context, c *calibrateOption
 	if err != nil {
 		return nil, compare.Scenarios{}, err
 	}
+	noteSources(std.Stderr, res, "")
 	if hs.Default == nil {
 		return res, hs, nil
 	}

@@ -26,11 +26,11 @@ func bindAllowPartialFlag(fs *pflag.FlagSet, v *bool) {
 // readTraces reads every source; ctx's end (Ctrl-C) stops a long read. A
 // source that repeats spans of another is a usage error naming both. A
 // source that ends early or breaks is an error unless allowPartial, which
-// keeps its complete steps and says on stderr what was dropped. What a
-// reader left out (events that are no spans: copies, kernels outside
-// every step) is said per source: listedIn names where the verb's output
-// lists the items; "" lists them here, on stderr.
-func readTraces(ctx context.Context, srcs []string, stderr io.Writer, allowPartial bool, listedIn string) ([]*traces.Result, error) {
+// keeps its complete steps. What was dropped or left out is the caller's
+// to say (noteSources) once the traces are taken: notes printed before a
+// refusal of the flags over them would promise a listing that never
+// comes, and make the refusal more than one line.
+func readTraces(ctx context.Context, srcs []string, allowPartial bool) ([]*traces.Result, error) {
 	var out []*traces.Result
 	// The same source named twice is refused before anything is read.
 	for i, src := range srcs {
@@ -50,11 +50,20 @@ func readTraces(ctx context.Context, srcs []string, stderr io.Writer, allowParti
 				return nil, flagError("--trace", src, "%d of its spans repeat spans of %s (same trace ID, span ID and start: the same trace read twice); give each trace once", n, prev.Source)
 			}
 		}
-		notePartial(stderr, src, res)
-		noteLeftOut(stderr, src, res, listedIn)
 		out = append(out, res)
 	}
 	return out, nil
+}
+
+// noteSources says on stderr, per source, what --allow-partial kept of a
+// damaged one and what its reader left out (events that are no spans:
+// copies, kernels outside every step): listedIn names where the verb's
+// output lists the items; "" lists them here.
+func noteSources(stderr io.Writer, results []*traces.Result, listedIn string) {
+	for _, res := range results {
+		notePartial(stderr, res.Source, res)
+		noteLeftOut(stderr, res.Source, res, listedIn)
+	}
 }
 
 // maxLeftOutLines bounds the items noteLeftOut lists.
@@ -184,7 +193,7 @@ func (o *compareOptions) Run(ctx context.Context, args []string, std IO) error {
 		return err
 	}
 	srcs := append(slices.Clip(o.traces), args...)
-	results, err := readTraces(ctx, srcs, std.Stderr, o.allowPartial, "the output, under its sources")
+	results, err := readTraces(ctx, srcs, o.allowPartial)
 	if err != nil {
 		return err
 	}
@@ -196,6 +205,7 @@ func (o *compareOptions) Run(ctx context.Context, args []string, std IO) error {
 	if err != nil {
 		return err
 	}
+	noteSources(std.Stderr, results, "the output, under its sources")
 	var files []func() error
 	if o.plot != "" {
 		files = append(files, func() error { return compare.WritePlot(o.plot, rep) })

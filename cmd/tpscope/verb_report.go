@@ -151,7 +151,7 @@ func (o *reportOptions) Run(ctx context.Context, args []string, std IO) error {
 		if err := sc.checkPassed(); err != nil {
 			return err
 		}
-		results, err := readTraces(ctx, srcs, std.Stderr, o.allowPartial, "")
+		results, err := readTraces(ctx, srcs, o.allowPartial)
 		if err != nil {
 			return err
 		}
@@ -159,6 +159,7 @@ func (o *reportOptions) Run(ctx context.Context, args []string, std IO) error {
 		if err != nil {
 			return err
 		}
+		noteSources(std.Stderr, results, "")
 		if in.Comparison, err = compare.Compare(results, compare.Options{Scenarios: scs}); err != nil {
 			return err
 		}
