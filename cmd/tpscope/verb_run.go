@@ -234,11 +234,21 @@ func (o *runOptions) Run(ctx context.Context, args []string, std IO) error {
 	}
 	switch {
 	case interrupted:
-		return fmt.Errorf("%w after %d of %d measured steps (summary above, spans of finished steps exported: %s)", errInterrupted, res.Steps, o.steps, stats)
+		return interruptedError(res.Steps, o.steps, stats)
 	case stats.Lost > 0 || stats.FallbackSpans > 0:
 		return fmt.Errorf("trace export failed: %s", stats)
 	}
 	return nil
+}
+
+// interruptedError is run's error when Ctrl-C cut it after done of steps
+// measured steps: the summary of those is printed above it, where there
+// are any; cut before the first finished, there is none to point to.
+func interruptedError(done, steps int, stats traces.ExportStats) error {
+	if done == 0 {
+		return fmt.Errorf("%w before the first of %d measured steps finished: nothing measured to summarize (%s)", errInterrupted, steps, stats)
+	}
+	return fmt.Errorf("%w after %d of %d measured steps (summary above, spans of finished steps exported: %s)", errInterrupted, done, steps, stats)
 }
 
 // checkRunMemory refuses, before anything is allocated, a run whose

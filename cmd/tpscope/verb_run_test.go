@@ -503,3 +503,21 @@ func TestRunTraceNotOverItsInputs(t *testing.T) {
 		}
 	}
 }
+
+// TestRunInterruptedSaysWhatFinished: Ctrl-C before the first measured
+// step finished leaves no summary, and the error says so instead of
+// pointing to one above it; after some, it points to theirs. Both are
+// the interruption (exit 130).
+func TestRunInterruptedSaysWhatFinished(t *testing.T) {
+	stats := traces.ExportStats{Dest: "file:t.jsonl"}
+	none := interruptedError(0, 400, stats)
+	if !errors.Is(none, errInterrupted) || strings.Contains(none.Error(), "summary above") ||
+		none.Error() != "interrupted before the first of 400 measured steps finished: nothing measured to summarize (0 spans exported to file:t.jsonl)" {
+		t.Errorf("0 of 400: %q", none)
+	}
+	stats.Exported = 714
+	some := interruptedError(2, 400, stats)
+	if !errors.Is(some, errInterrupted) || some.Error() != "interrupted after 2 of 400 measured steps (summary above, spans of finished steps exported: 714 spans exported to file:t.jsonl)" {
+		t.Errorf("2 of 400: %q", some)
+	}
+}
