@@ -704,7 +704,17 @@ func (m *CollectiveModel) refBw(own *groupInfo, ranks, a, channels int) float64 
 	}
 	g := own
 	if mask := uint64(1)<<uint(ranks) - 1; mask != own.mask {
-		g = m.groupMask(mask)
+		// The reference group's links, not its pricing: building it
+		// whole would price it against calibrations of yet another
+		// group size, whose reference is this group (an all-reduce
+		// fitted on 2 ranks and an all-gather on 4 built each other
+		// until the stack overflowed).
+		m.mu.RLock()
+		g = m.groups[mask]
+		m.mu.RUnlock()
+		if g == nil {
+			g = m.shapeGroup(mask, maskRanks(mask))
+		}
 	}
 	if channels <= 0 {
 		channels = g.ncclChannels
@@ -856,13 +866,7 @@ func (m *CollectiveModel) groupMask(mask uint64) *groupInfo {
 	if g != nil {
 		return g
 	}
-	var ranks []int
-	for r := 0; r < 64; r++ {
-		if mask&(1<<uint(r)) != 0 {
-			ranks = append(ranks, r)
-		}
-	}
-	g = m.buildGroup(mask, ranks)
+	g = m.buildGroup(mask, maskRanks(mask))
 	m.mu.Lock()
 	m.groups[mask] = g
 	m.mu.Unlock()
@@ -873,7 +877,30 @@ func (m *CollectiveModel) p2p(i, j int) bool {
 	return !m.opts.P2PDisable && m.topo.P2PAllowed(i, j, m.level)
 }
 
+// maskRanks are the GPU indices a group mask holds, ascending.
+func maskRanks(mask uint64) []int {
+	var ranks []int
+	for r := 0; r < 64; r++ {
+		if mask&(1<<uint(r)) != 0 {
+			ranks = append(ranks, r)
+		}
+	}
+	return ranks
+}
+
+// buildGroup is the group's shape (shapeGroup) priced (precompute).
 func (m *CollectiveModel) buildGroup(mask uint64, ranks []int) *groupInfo {
+	g := m.shapeGroup(mask, ranks)
+	if g.n > 1 {
+		m.precompute(g)
+	}
+	return g
+}
+
+// shapeGroup is what the group's ranks and links make of it: its path
+// class, channels, shared link bandwidths, hops and enabled algorithms,
+// without the latency and bandwidth tables precompute fills.
+func (m *CollectiveModel) shapeGroup(mask uint64, ranks []int) *groupInfo {
 	t := m.topo
 	n := len(ranks)
 	g := &groupInfo{mask: mask, n: n, pathType: pathNVLink, ncclChannels: nvlinkChannels, nvswitch: t.NVSwitchJoined(ranks)}
@@ -956,7 +983,6 @@ func (m *CollectiveModel) buildGroup(mask uint64, ranks []int) *groupInfo {
 			g.enabled[a][p] = on
 		}
 	}
-	m.precompute(g)
 	return g
 }
 

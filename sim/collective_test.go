@@ -534,3 +534,31 @@ func TestConcurrentCost(t *testing.T) {
 		}
 	}
 }
+
+// TestCalibrationsOfTwoGroupSizes: a box calibrated with an all-reduce
+// fitted on 2 ranks and an all-gather on 4 (calibrate --trace of a TP-2
+// run on a box whose all-gather came from a 4-rank fit) prices each group:
+// a calibrated entry's bandwidth is scaled by the model's ratio between
+// the group priced and the group it was measured on, whose links alone
+// that takes. The 2-rank all-reduce is its own reference, so it is the
+// entry's figures: 5 + 2 x 1 us of latency and 1 MiB at 10 GB/s bus (the
+// ring's bus-to-algorithm ratio n/2(n-1) is 1 at 2 ranks), 104.8576 us.
+func TestCalibrationsOfTwoGroupSizes(t *testing.T) {
+	tp := collTopo(t, "h200-nvswitch", 0).Clone()
+	tp.Calibration = &topology.Calibration{Source: "test", Collectives: []topology.CollectiveParams{
+		{Op: "allreduce", Algo: "Ring", Proto: "LL", Ranks: 2, BaseLatUs: 5, HwLatUs: 1, BusBWGBps: 10},
+		{Op: "allgather", Algo: "Ring", Proto: "LL", Ranks: 4, BaseLatUs: 7, HwLatUs: 2, BusBWGBps: 20},
+	}}
+	m, err := NewCollectiveModel(tp, ncclenv.Settings{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, ok := m.CostWith(model.AllReduce, []int{0, 1}, 1<<20, "Ring", "LL")
+	if !ok || !c.Calibrated || math.Abs(c.LatencyUs-7) > 1e-9 || math.Abs(c.LinkUs-104.8576) > 1e-6 {
+		t.Errorf("2-rank all-reduce: %+v (ok %v); want calibrated, latency 7 us, link 104.8576 us", c, ok)
+	}
+	g, ok := m.CostWith(model.AllGather, []int{0, 1, 2, 3}, 1<<20, "Ring", "LL")
+	if !ok || !g.Calibrated || math.Abs(g.LatencyUs-(7+3*2)) > 1e-9 {
+		t.Errorf("4-rank all-gather: %+v (ok %v); want calibrated, latency 13 us", g, ok)
+	}
+}
