@@ -431,14 +431,7 @@ func (f *scenarioFlags) checkDispatch(a *model.Arch, p model.Plan) error {
 	if f.variants || p.DispatchesMoE(a) {
 		return nil
 	}
-	for _, name := range []string{"moe-dispatch", "dispatch-dtype"} {
-		if !f.changed(name) {
-			continue
-		}
-		v := f.dispatch
-		if name == "dispatch-dtype" {
-			v = f.dispatchDtype
-		}
+	if name, v, ok := f.dispatchFlag(); ok {
 		why := "tokens reach the experts by a dispatch only under DP attention (--dp > 1 with --ep)"
 		if a != nil && a.RoutedExperts == 0 {
 			why = a.Name + " has no routed experts"
@@ -446,6 +439,18 @@ func (f *scenarioFlags) checkDispatch(a *model.Arch, p model.Plan) error {
 		return flagError("--"+name, v, "plan %s has no MoE dispatch to price: %s", p.Normalized(), why)
 	}
 	return nil
+}
+
+// dispatchFlag is the first MoE dispatch flag the user set (moe-dispatch,
+// then dispatch-dtype) and its value; ok false when neither was set.
+func (f *scenarioFlags) dispatchFlag() (name, value string, ok bool) {
+	switch {
+	case f.changed("moe-dispatch"):
+		return "moe-dispatch", f.dispatch, true
+	case f.changed("dispatch-dtype"):
+		return "dispatch-dtype", f.dispatchDtype, true
+	}
+	return "", "", false
 }
 
 // modelArch resolves --model (or the loaded architecture).

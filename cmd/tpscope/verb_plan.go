@@ -383,14 +383,7 @@ func (f *scenarioFlags) checkSweepDispatch(a *model.Arch, cfgs []plan.Config) er
 			plans = append(plans, n)
 		}
 	}
-	for _, name := range []string{"moe-dispatch", "dispatch-dtype"} {
-		if !f.changed(name) {
-			continue
-		}
-		v := f.dispatch
-		if name == "dispatch-dtype" {
-			v = f.dispatchDtype
-		}
+	if name, v, ok := f.dispatchFlag(); ok {
 		return flagError("--"+name, v, "no plan of the sweep (%s) has a MoE dispatch to price: tokens reach the experts by a dispatch only under DP attention (--dp > 1 with --ep)", strings.Join(plans, ", "))
 	}
 	return nil
