@@ -310,6 +310,19 @@ func TestParseErrors(t *testing.T) {
 			m["quantization_config"] = map[string]any{"quant_method": "compressed-tensors",
 				"config_groups": map[string]any{"g": map[string]any{"weights": map[string]any{"num_bits": 8, "type": "int"}}}}
 		}, file: "config.json", field: "quantization_config.config_groups.g.weights", msg: `type "int" num_bits 8`},
+		{name: "sparse 2:4 format", mutate: func(m map[string]any) {
+			m["quantization_config"] = map[string]any{"quant_method": "compressed-tensors", "format": "marlin-24",
+				"config_groups": map[string]any{"g": map[string]any{"targets": []string{"Linear"}, "weights": map[string]any{"num_bits": 4, "type": "int", "group_size": 32, "symmetric": true}}}}
+		}, file: "config.json", field: "quantization_config.format", msg: `"marlin-24", want a dense format (pack-quantized`},
+		{name: "sparsity config", mutate: func(m map[string]any) {
+			m["quantization_config"] = map[string]any{"quant_method": "compressed-tensors", "format": "pack-quantized",
+				"sparsity_config": map[string]any{"format": "sparse-24-bitmask", "sparsity_structure": "2:4"},
+				"config_groups":   map[string]any{"g": map[string]any{"targets": []string{"Linear"}, "weights": map[string]any{"num_bits": 4, "type": "int", "group_size": 32, "symmetric": true}}}}
+		}, file: "config.json", field: "quantization_config.sparsity_config", msg: "want null: sparse weights are not modelled"},
+		{name: "asymmetric int4", mutate: func(m map[string]any) {
+			m["quantization_config"] = map[string]any{"quant_method": "compressed-tensors", "format": "pack-quantized",
+				"config_groups": map[string]any{"g": map[string]any{"targets": []string{"Linear"}, "weights": map[string]any{"num_bits": 4, "type": "int", "group_size": 32, "symmetric": false}}}}
+		}, file: "config.json", field: "quantization_config.config_groups.g.weights.symmetric", msg: "got false, want true: asymmetric INT4"},
 		{name: "truncated", raw: "{\"model_type\": ", file: "config.json", msg: "config.json: truncated: the JSON ends inside a value"},
 		{name: "empty", raw: " ", file: "config.json", msg: "config.json: empty: want a JSON object"},
 		{name: "not json", raw: "model_type: deepseek_v3", file: "config.json", msg: "config.json: line 1: not JSON: invalid character 'm'"},

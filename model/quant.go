@@ -85,6 +85,9 @@ func parseQuantConfig(file, field string, v any) (quantSpec, error) {
 			ignoreKey = "ignored_layers"
 		}
 	case "compressed-tensors":
+		if err := checkCTFormat(file, pre, m); err != nil {
+			return quantSpec{}, err
+		}
 		g, err := parseConfigGroups(file, pre+"config_groups", m["config_groups"])
 		if err != nil {
 			return quantSpec{}, err
@@ -140,6 +143,32 @@ func parseQuantConfig(file, field string, v any) (quantSpec, error) {
 	return spec, nil
 }
 
+// ctDenseFormats are the compressed-tensors formats whose weights are
+// dense and priced as the groups' dtypes say (compressed-tensors
+// CompressionFormat): INT4 packed, integer, FP8, NVFP4 packed, unpacked.
+var ctDenseFormats = []string{"pack-quantized", "int-quantized", "float-quantized", "nvfp4-pack-quantized", "naive-quantized", "dense"}
+
+// checkCTFormat refuses a compressed-tensors checkpoint whose weights are
+// not the dense ones tpscope prices: a sparse format (marlin-24, 2:4
+// sparse INT4, runs vLLM's sparse Marlin kernels and streams about half
+// the weight bytes; sparse-24-bitmask, sparse-bitmask) or a
+// sparsity_config beside the quantization. A missing format is that of
+// the groups (older checkpoints write none).
+func checkCTFormat(file, pre string, m map[string]any) error {
+	if v, ok := m["format"]; ok && v != nil {
+		f, isStr := v.(string)
+		if !isStr || !slices.Contains(ctDenseFormats, f) {
+			return &ConfigError{File: file, Field: pre + "format", Got: describe(v),
+				Want: "a dense format (" + strings.Join(ctDenseFormats, ", ") + "); sparse formats such as marlin-24 (2:4 sparse INT4) are not modelled"}
+		}
+	}
+	if v, ok := m["sparsity_config"]; ok && v != nil {
+		return &ConfigError{File: file, Field: pre + "sparsity_config", Got: describe(v),
+			Want: "null: sparse weights are not modelled (their kernels read fewer bytes than the dense weights tpscope prices)"}
+	}
+	return nil
+}
+
 // parseConfigGroups reads compressed-tensors config_groups: each group's
 // weight dtype and targets, in the order of their names (no result
 // depends on map order; checkpoints name them group_0, group_1, ... in
@@ -166,6 +195,12 @@ func parseConfigGroups(file, field string, v any) ([]quantGroup, error) {
 		qg := quantGroup{name: name}
 		switch {
 		case typ == "int" && bits == 4 && gs == 32:
+			if sym, ok := w["symmetric"]; ok && sym != true {
+				// Zero points per group (vLLM's Marlin takes them as
+				// uint4 with a zero-point tensor) add bytes and work the
+				// symmetric INT4 price leaves out.
+				return nil, &ConfigError{File: file, Field: wf + ".symmetric", Got: describe(sym), Want: "true: asymmetric INT4 (zero points per group) is not modelled"}
+			}
 			qg.weights = INT4G32
 		case typ == "float" && bits == 4 && gs == 16:
 			qg.weights = NVFP4
