@@ -14,6 +14,9 @@ import (
 // errors (a typo in a hand-written file must not pass silently). name is
 // used in error messages (a file path).
 func Parse(data []byte, name string) (*Topology, error) {
+	if what := foreignDocument(data); what != "" {
+		return nil, fmt.Errorf("%s: %s, not a topology: want a topology JSON (a preset's, tpscope topo discover's or calibrate's output)", name, what)
+	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	var t Topology
@@ -27,6 +30,24 @@ func Parse(data []byte, name string) (*Topology, error) {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
 	return &t, nil
+}
+
+// foreignDocument names the kind of JSON document data is when it is one
+// a user may pass for a topology by mistake (a model's config.json, an
+// OTLP trace), so the refusal says so instead of naming its first field
+// as misspelt; "" otherwise.
+func foreignDocument(data []byte) string {
+	var top map[string]json.RawMessage
+	if json.Unmarshal(data, &top) != nil {
+		return ""
+	}
+	switch {
+	case top["model_type"] != nil || top["architectures"] != nil:
+		return "a model's config.json (it has model_type or architectures)"
+	case top["resourceSpans"] != nil:
+		return "an OTLP trace (it has resourceSpans)"
+	}
+	return ""
 }
 
 // jsonErr words a decoding error with its line and field and the JSON

@@ -387,6 +387,8 @@ func TestJSONErrorWords(t *testing.T) {
 		{"string for int", "{\n\"gpus\": [{\"id\": \"g\", \"pcie_gen\": \"5\"}]}", `x.json: line 2: field "gpus.pcie_gen": want an integer, got a string`},
 		{"fraction for int", `{"gpus": [{"id": "g", "pcie_gen": 4.5}]}`, `field "gpus.pcie_gen": want an integer, got 4.5`},
 		{"object for string", `{"name": {}}`, `field "name": want a string, got an object`},
+		{"model config", `{"_source": "x", "model_type": "kimi_k25", "text_config": {}}`, "x.json: a model's config.json (it has model_type or architectures), not a topology: want a topology JSON"},
+		{"otlp trace", `{"resourceSpans": []}`, "x.json: an OTLP trace (it has resourceSpans), not a topology"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
