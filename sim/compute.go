@@ -501,7 +501,7 @@ func (cm *computeModel) mergeUs(op *model.Op, b *engprof.AttentionBackend) float
 
 // Serial split merge (engprof.Grid.SerialMerge), measured on one H100
 // SXM at 1,980 MHz with vLLM's _fwd_kernel_stage2 under CUDA graphs
-// (exec/cuda/testdata/h100/tritonmla-1107): 1.3 us plus 0.226 us a
+// (exec/cuda/testdata/h100/tritonmla-1055-1207): 1.3 us plus 0.226 us a
 // non-empty split at batch 1 (8 and 16 heads, 16 to 1,024 splits, the
 // partials 0.1-17 MB in its 50 MB L2), 0.42-0.51 us a split at batch 8 and
 // 32 once the partials outgrow L2 (49 MB and more; 34-35 MB measured in
