@@ -973,16 +973,21 @@ func readInferenceX(f fields) (*Measured, error) {
 // aiperfMetric reads an aiperf metric object's statistics in its own
 // unit (a count, a rate); aiperfTime reads a time's.
 func aiperfMetric(f fields, key string) (Latency, float64, error) {
-	l := nanLatency()
 	o, ok, err := f.obj(key)
 	if err != nil || !ok {
-		return l, math.NaN(), err
+		return nanLatency(), math.NaN(), err
 	}
+	l, err := aiperfStats(o)
+	return l, l.Mean, err
+}
+
+// aiperfStats are a metric object's avg, p50, p90 and p99 in its own unit.
+func aiperfStats(o fields) (Latency, error) {
 	v, err := readNums(o, "avg", "p50", "p90", "p99")
 	if err != nil {
-		return l, math.NaN(), err
+		return nanLatency(), err
 	}
-	return Latency{v[0], v[1], v[2], v[3]}, v[0], nil
+	return Latency{v[0], v[1], v[2], v[3]}, nil
 }
 
 // aiperfTime reads an aiperf time metric's statistics in ms, from the
@@ -1016,7 +1021,7 @@ func aiperfTime(f fields, key string) (Latency, error) {
 		}
 		return nanLatency(), o.err("unit", fmt.Errorf("%s, want a time unit: ns, us, ms or sec", got))
 	}
-	l, _, err := aiperfMetric(f, key)
+	l, err := aiperfStats(o)
 	return Latency{l.Mean * msPer, l.P50 * msPer, l.P90 * msPer, l.P99 * msPer}, err
 }
 
