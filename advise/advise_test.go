@@ -471,3 +471,39 @@ func TestFootprintKVCapacityAcrossDPGroups(t *testing.T) {
 		t.Errorf("footprint KV capacity %d tokens, want 8 DP groups x %d = %d", got, pr.Memory.KVCapacityTokens, want)
 	}
 }
+
+// TestARNormFusionRowUnderTRTLLM: TensorRT-LLM fuses each all-reduce its
+// custom kernel carries with the RMSNorm after it by default, and
+// TRTLLM_DEEPSEEK_EAGER_FUSION_DISABLED=1 turns that off (its profile):
+// the ar-norm-fusion row is in the baseline, priced against the baseline
+// with the fusion off (one norm kernel back after every fused
+// all-reduce, the step longer), and says the switch; it was an "added"
+// row at x1.000 that changed nothing.
+func TestARNormFusionRowUnderTRTLLM(t *testing.T) {
+	c := seedConfig(t)
+	c.Topo = mustTopo(t, "h200-nvswitch")
+	c.Arch = mustPreset(t, "deepseek-v3")
+	c.Options.Engine, _ = engprof.ParseRef("trtllm@1.3")
+	adv, err := Advise(Input{Base: c, Entries: []Entry{entryByName(t, "ar-norm-fusion")}, NoSweep: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := rowByEntry(t, adv, "ar-norm-fusion")
+	if r.Error != "" || !r.InBaseline {
+		t.Fatalf("in baseline %v, error %q: want in the baseline, priced", r.InBaseline, r.Error)
+	}
+	// The norms fused by default: every RMSNorm right after a TP
+	// all-reduce, 2 a layer and the first layer's input norm after the
+	// embedding's all-reduce (the 2 x 61 + 1 all-reduces of
+	// TestAdviseSeed).
+	want := 2*c.Arch.Layers + 1
+	if got := -r.Change.Kernels; got != want {
+		t.Errorf("kernels %+d with the fusion, want -%d (one norm after each all-reduce)", r.Change.Kernels, want)
+	}
+	if r.Gain.Speedup() <= 1 {
+		t.Errorf("speedup x%.3f, want above 1: the fused norms cost nothing", r.Gain.Speedup())
+	}
+	if len(r.How.Engine) != 1 || !strings.Contains(r.How.Engine[0], "TRTLLM_DEEPSEEK_EAGER_FUSION_DISABLED=1 turns it off") {
+		t.Errorf("how %+v: want the engine's default and its switch", r.How)
+	}
+}

@@ -321,13 +321,32 @@ func Catalog(o CatalogOptions) []Entry {
 		},
 		{
 			Name: "ar-norm-fusion", Title: "all-reduce + RMSNorm fusion", Kind: "collective",
-			Enabled: func(c sim.Scenario) bool { return c.Options.ARNormFusion },
-			Apply:   opt(func(o *sim.Options) { o.ARNormFusion = true }),
-			Revert:  opt(func(o *sim.Options) { o.ARNormFusion = false }),
-			Check:   checkARNorm,
+			// In the baseline where the flag turns it on or the engine
+			// fuses by default (unless the flag turned that off); the
+			// revert turns it off, which an engine fusing by default
+			// does by its profile's switch (CheckEngine refuses it
+			// without one, and the row says why).
+			Enabled: func(c sim.Scenario) bool {
+				switch c.Options.ARNormFusion {
+				case sim.ToggleOn:
+					return true
+				case sim.ToggleOff:
+					return false
+				}
+				p := profileOf(c)
+				return p != nil && engineFusesARNorm(c, p)
+			},
+			Apply:  opt(func(o *sim.Options) { o.ARNormFusion = sim.ToggleOn }),
+			Revert: opt(func(o *sim.Options) { o.ARNormFusion = sim.ToggleOff }),
+			Check:  checkARNorm,
 			HowTo: func(c sim.Scenario) How {
 				if p := profileOf(c); p != nil && engineFusesARNorm(c, p) {
-					return How{EngineName: p.Name(), Engine: []string{"default (its all-reduce + RMSNorm fusion)"}}
+					how := "default (its all-reduce + RMSNorm fusion)"
+					a, _ := engprof.ArchOf(c.Topo.DeviceOf(0).ComputeCapability)
+					if off, _ := p.FusionOff(engprof.FuseAllReduceRMSNorm, a, c.Plan.Normalized().TP); off != "" {
+						how += "; " + off + " turns it off"
+					}
+					return How{EngineName: p.Name(), Engine: []string{how}}
 				}
 				return How{Exec: "predict --ar-norm-fusion (the executor has no fused kernel: an all-reduce that adds the residual and applies RMSNorm on the reduced buffer)"}
 			},

@@ -277,7 +277,7 @@ func TestCatalogApplyRevert(t *testing.T) {
 
 func TestStock(t *testing.T) {
 	c := seedConfig(t)
-	c.Options.ARNormFusion, c.Options.CustomAR, c.Options.GPUMemUtilFrac = true, sim.CustomAROneShot, 0.8
+	c.Options.ARNormFusion, c.Options.CustomAR, c.Options.GPUMemUtilFrac = sim.ToggleOn, sim.CustomAROneShot, 0.8
 	s := Stock(c)
 	want := sim.Options{GPUMemUtilFrac: 0.8}
 	if !reflect.DeepEqual(s.Options, want) {

@@ -29,7 +29,7 @@ func TestGainVerdicts(t *testing.T) {
 		return ScenarioReport{Scenario: sc, Step: Stat{PredictedUs: pred, MedianUs: meas}, Prediction: &sim.Prediction{Summary: sim.Summary{TokensPerStep: 1}}}
 	}
 	srs := []ScenarioReport{sr(sim.Options{CUDAGraphs: true}, 900, 990), sr(sim.Options{}, 1000, 1100), sr(sim.Options{Overlap: true}, 990, 1089),
-		sr(sim.Options{ARNormFusion: true, CUDAGraphs: true}, 800, 1100)}
+		sr(sim.Options{ARNormFusion: sim.ToggleOn, CUDAGraphs: true}, 800, 1100)}
 	got := gains(srs, &Options{GainTolerancePts: DefaultGainTolerancePts, WorthItPct: DefaultWorthItPct})
 	want := []struct {
 		options                   string

@@ -80,7 +80,7 @@ func TestVerdictAsRun(t *testing.T) {
 		t.Fatalf("as run %.3f us (%d ops not run, %.3f us), want %.3f - %.3f (%d collectives)", st.AsRunUs, st.NotRunOps, st.NotRunUs, r.Prediction.StepUs, coll, n)
 	}
 
-	sc.Options.ARNormFusion = true
+	sc.Options.ARNormFusion = sim.ToggleOn
 	f := verdictRun(t, "fused", sc, []float64{100}, skipColl)
 	var arUs, normMem float64
 	fused := 0

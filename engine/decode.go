@@ -341,6 +341,9 @@ func (p *Profile) validate() error {
 		if fu.MinTP < 0 {
 			return bad(f+".min_tp", "%d: want 0 or more", fu.MinTP)
 		}
+		if fu.Off != "" && !fu.Default {
+			return bad(f+".off", "%q: only a default fusion has a switch that turns it off (default: true)", fu.Off)
+		}
 		if fu.MaxTokens < 0 {
 			return bad(f+".max_tokens", "%d: want 0 (no limit) or more", fu.MaxTokens)
 		}

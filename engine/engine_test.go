@@ -1135,3 +1135,34 @@ func TestSpecMaxRunningFlagChecked(t *testing.T) {
 		t.Errorf("a flag without {n}: %v, want one line naming max_running_flag", err)
 	}
 }
+
+// TestFusionOffSwitch: TensorRT-LLM's DeepSeek decoder fuses the
+// all-reduce with the RMSNorm by default and reads
+// TRTLLM_DEEPSEEK_EAGER_FUSION_DISABLED to turn it off (modeling_deepseekv3.py,
+// the profile's cite): FusionOff gives that switch where the fusion is
+// on, nothing below its TP or on a family it does not list; a switch on a
+// fusion that is not on by default is refused in one line.
+func TestFusionOffSwitch(t *testing.T) {
+	base := string(mustRead(t, "profiles/trtllm-1.3.yaml"))
+	p, err := Parse([]byte(base), "trtllm.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if off, fused := p.FusionOff(FuseAllReduceRMSNorm, SM90, 8); !fused || off != "TRTLLM_DEEPSEEK_EAGER_FUSION_DISABLED=1" {
+		t.Errorf("sm90 TP 8: off %q fused %v, want the engine's switch, fused", off, fused)
+	}
+	if off, fused := p.FusionOff(FuseAllReduceRMSNorm, SM90, 1); fused || off != "" {
+		t.Errorf("TP 1: off %q fused %v, want not fused", off, fused)
+	}
+	if _, fused := p.FusionOff(FuseAllReduceRMSNorm, SM120, 8); fused {
+		t.Error("sm120: fused, want not (the profile lists sm90 and sm100)")
+	}
+	const line = "default: true, min_tp: 2, off: \"TRTLLM_DEEPSEEK_EAGER_FUSION_DISABLED=1\""
+	if !strings.Contains(base, line) {
+		t.Fatalf("the TensorRT-LLM profile lacks %q", line)
+	}
+	err = parseEdited(base, line, "default: false, min_tp: 2, off: \"TRTLLM_DEEPSEEK_EAGER_FUSION_DISABLED=1\"")
+	if want := "fusions[0].off: \"TRTLLM_DEEPSEEK_EAGER_FUSION_DISABLED=1\": only a default fusion has a switch"; !oneLineWith(err, want) {
+		t.Errorf("error %v, want one line naming %s", err, want)
+	}
+}

@@ -750,8 +750,13 @@ type Fusion struct {
 	// to run (0: no limit the profile knows of); above it the engine runs
 	// the unfused ops (SGLang's FUSE_ALLREDUCE_MAX_BATCH_SIZE: a larger
 	// prefill chunk all-reduces and normalizes apart).
-	MaxTokens int      `yaml:"max_tokens"`
-	Cite      []string `yaml:"cite"`
+	MaxTokens int `yaml:"max_tokens"`
+	// Off is how a deployment turns a default fusion off ("" where the
+	// profile states no switch: then it cannot be priced off), e.g.
+	// TensorRT-LLM's TRTLLM_DEEPSEEK_EAGER_FUSION_DISABLED=1; only a
+	// default fusion states one.
+	Off  string   `yaml:"off"`
+	Cite []string `yaml:"cite"`
 }
 
 // FusionMaxTokens is the most tokens a step may carry for fusion name to
@@ -787,6 +792,19 @@ func (p *Profile) Fused(name string, a Arch, tp int) bool {
 		}
 	}
 	return false
+}
+
+// FusionOff is the switch that turns fusion name off where it is on by
+// default on family a at tensor-parallel degree tp: fused says whether it
+// is on by default there, off the profile's switch ("" when it states
+// none).
+func (p *Profile) FusionOff(name string, a Arch, tp int) (off string, fused bool) {
+	for _, f := range p.Fusions {
+		if f.Name == name && f.Default && f.Archs.Has(a) && tp >= f.MinTP {
+			return f.Off, true
+		}
+	}
+	return "", false
 }
 
 // ---------------------------------------------------------- CUDA graphs

@@ -70,7 +70,7 @@ func TestBackendConfig(t *testing.T) {
 		env  map[string]string
 	}{
 		{"defaults", sim.Options{}, 1, exec.BackendConfig{Seed: 1}, nil},
-		{"fusion", sim.Options{ARNormFusion: true}, 7, exec.BackendConfig{Seed: 7, ARNormFusion: true}, nil},
+		{"fusion", sim.Options{ARNormFusion: sim.ToggleOn}, 7, exec.BackendConfig{Seed: 7, ARNormFusion: true}, nil},
 		{"nccl", sim.Options{NCCL: ncclenv.Settings{Proto: "LL", P2PLevel: "SYS", P2PDisable: true, Algo: "Ring"}}, 1,
 			exec.BackendConfig{Seed: 1, NCCL: ncclenv.Settings{Proto: "LL", P2PLevel: "SYS", P2PDisable: true, Algo: "Ring"}},
 			map[string]string{"NCCL_PROTO": "LL", "NCCL_P2P_LEVEL": "SYS", "NCCL_P2P_DISABLE": "1", "NCCL_ALGO": "Ring"}},

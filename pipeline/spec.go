@@ -117,7 +117,7 @@ func CapabilitiesOf(b exec.Backend) Capabilities {
 // (sim.BuildSchedule) or the runner (CUDA graphs: exec.WithGraphs), not
 // the backend.
 func BackendConfig(sc sim.Scenario, seed int64) exec.BackendConfig {
-	return exec.BackendConfig{Seed: seed, NCCL: sc.Options.NCCL, ARNormFusion: sc.Options.ARNormFusion}
+	return exec.BackendConfig{Seed: seed, NCCL: sc.Options.NCCL, ARNormFusion: sc.Options.ARNormFusion == sim.ToggleOn}
 }
 
 // Prepare builds what spec runs, checking on the way what can be checked

@@ -113,7 +113,7 @@ func (p *Predictor) Caveats(sc Scenario) []string {
 	// RMSNorm fusion for this GPU family: advise prices it as a kernel to
 	// build (its ar-norm-fusion row), so it is priced, not refused, and
 	// said so.
-	if p.opts.ARNormFusion && plan.TP > 1 {
+	if p.opts.ARNormFusion == ToggleOn && plan.TP > 1 {
 		name := p.cm.prof.Name()
 		switch archs, listed := p.cm.prof.FusionArchs(engprof.FuseAllReduceRMSNorm); {
 		case !listed:

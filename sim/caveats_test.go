@@ -64,13 +64,13 @@ func TestCaveats(t *testing.T) {
 		{"one-shot on the switch box", "kimi-k2.5", mustTopo(t, "rtxpro6000-switch"), model.Plan{TP: 8}, 4096,
 			Options{CUDAGraphs: true, CustomAR: CustomAROneShot, NCCL: ncclenv.Settings{P2PLevel: "SYS"}}, []string{nccl, forced}},
 		{"AR+norm fusion on SM120", "kimi-k2.5", mustTopo(t, "rtxpro6000-switch"), model.Plan{TP: 8}, 4096,
-			Options{CUDAGraphs: true, ARNormFusion: true}, []string{nccl, shm, arNormSM120}},
+			Options{CUDAGraphs: true, ARNormFusion: ToggleOn}, []string{nccl, shm, arNormSM120}},
 		{"AR+norm fusion on H200: vLLM's own", "kimi-k2.5-nvfp4", mustTopo(t, "h200-nvswitch"), model.Plan{TP: 8}, 131072,
-			Options{CUDAGraphs: true, ARNormFusion: true}, []string{hbm}},
+			Options{CUDAGraphs: true, ARNormFusion: ToggleOn}, []string{hbm}},
 		// TensorRT-LLM fuses it by default on SM90 (its profile's fusions):
 		// nothing out of tree to say.
 		{"AR+norm fusion under TensorRT-LLM", "deepseek-v3", mustTopo(t, "h200-nvswitch"), model.Plan{TP: 8}, 131072,
-			Options{CUDAGraphs: true, ARNormFusion: true, Engine: engprof.Ref{Name: "trtllm"}}, []string{hbm}},
+			Options{CUDAGraphs: true, ARNormFusion: ToggleOn, Engine: engprof.Ref{Name: "trtllm"}}, []string{hbm}},
 		{"one-shot on NVSwitch: the engine's own kernel", "kimi-k2.5-nvfp4", mustTopo(t, "h200-nvswitch"), model.Plan{TP: 8}, 131072,
 			Options{CUDAGraphs: true, CustomAR: CustomAROneShot}, []string{hbm}},
 		{"calibrated collectives and MoE GEMMs", "kimi-k2.5-nvfp4", calibrated("moe_gemm/nvfp4"), model.Plan{TP: 8}, 4096, tuned, nil},

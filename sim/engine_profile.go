@@ -482,6 +482,13 @@ func (sc Scenario) CheckEngine() error {
 			}
 		}
 	}
+	// Off where the engine fuses by default needs the engine's switch:
+	// without one the engine would fuse whatever the flag said.
+	if plan := sc.Plan.Normalized(); o.ARNormFusion == ToggleOff && plan.DP <= 1 {
+		if off, fused := p.FusionOff(engprof.FuseAllReduceRMSNorm, a, plan.TP); fused && off == "" {
+			return fmt.Errorf("--ar-norm-fusion false: %s fuses each all-reduce with the RMSNorm after it by default on %s, and its profile states no switch that turns the fusion off", p.Name(), a)
+		}
+	}
 	for _, n := range o.Names() {
 		name, val, _ := strings.Cut(n, "=")
 		if err := p.Refuse(name, val, a); err != nil {
@@ -589,7 +596,12 @@ func (p *Predictor) EngineSummary(sc Scenario, built model.BuildOptions) string 
 			parts = append(parts, string(p.opts.CustomAR)+" all-reduce (forced)")
 		}
 		if custom && k.arFused(plan) {
-			parts = append(parts, "all-reduce + RMSNorm fused")
+			if p.opts.ARNormFusion == ToggleOff {
+				off, _ := k.prof.FusionOff(engprof.FuseAllReduceRMSNorm, k.arch, plan.TP)
+				parts = append(parts, "all-reduce + RMSNorm apart ("+off+")")
+			} else {
+				parts = append(parts, "all-reduce + RMSNorm fused")
+			}
 		}
 	}
 	if sc.Arch != nil && sc.Arch.HasIndexer() {

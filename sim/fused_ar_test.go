@@ -16,7 +16,7 @@ import (
 // The fused op keeps the priors' price, the same as with no tables at
 // all; without the fusion the same all-reduces take the table's.
 func TestFusedAllReduceNotFromCustomTable(t *testing.T) {
-	fusion := Options{CUDAGraphs: true, ARNormFusion: true}
+	fusion := Options{CUDAGraphs: true, ARNormFusion: ToggleOn}
 	priors := tinyPredict(t, "h200-nvswitch", fusion, nil)
 	tables := tinyPredict(t, "h200-nvswitch", fusion, &fakeSource{checkOK: true, collUs: 7})
 	apart := tinyPredict(t, "h200-nvswitch", Options{CUDAGraphs: true}, &fakeSource{checkOK: true, collUs: 7})
@@ -53,7 +53,7 @@ func TestFusionTokenCap(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	opts := Options{CUDAGraphs: true, ARNormFusion: true, Engine: engprof.Ref{Name: "sglang"}}
+	opts := Options{CUDAGraphs: true, ARNormFusion: ToggleOn, Engine: engprof.Ref{Name: "sglang"}}
 	p, err := New(mustTopo(t, "h200-nvswitch"), opts)
 	if err != nil {
 		t.Fatal(err)
@@ -144,7 +144,7 @@ func TestTRTLLMFusesARNormByDefault(t *testing.T) {
 	if !strings.Contains(def.Engine, "all-reduce + RMSNorm fused") {
 		t.Errorf("engine line %q: want it to name the fusion", def.Engine)
 	}
-	asked := predict("h200-nvswitch", Options{CUDAGraphs: true, Engine: trt, ARNormFusion: true})
+	asked := predict("h200-nvswitch", Options{CUDAGraphs: true, Engine: trt, ARNormFusion: ToggleOn})
 	for _, c := range asked.Caveats {
 		if strings.Contains(c, "--ar-norm-fusion") {
 			t.Errorf("--ar-norm-fusion: caveat %q: the engine runs the fusion itself", c)
@@ -152,6 +152,25 @@ func TestTRTLLMFusesARNormByDefault(t *testing.T) {
 	}
 	if def.StepUs != asked.StepUs {
 		t.Errorf("trtllm step %.1f us by default, %.1f with --ar-norm-fusion: want the same (its default)", def.StepUs, asked.StepUs)
+	}
+	// --ar-norm-fusion=false is the engine's own switch
+	// (TRTLLM_DEEPSEEK_EAGER_FUSION_DISABLED=1): every norm apart, each
+	// a kernel of its own, the step longer, and the engine line names
+	// the switch; under vLLM, which does not fuse by default, off is its
+	// default.
+	off := predict("h200-nvswitch", Options{CUDAGraphs: true, Engine: trt, ARNormFusion: ToggleOff})
+	yes, _ := fused(def)
+	if y, no := fused(off); y != 0 || no != yes {
+		t.Errorf("trtllm --ar-norm-fusion=false: %d norms fused, %d apart; want none fused, %d apart", y, no, yes)
+	}
+	if off.StepUs <= def.StepUs {
+		t.Errorf("trtllm step %.1f us with the fusion off, %.1f by default: want longer", off.StepUs, def.StepUs)
+	}
+	if !strings.Contains(off.Engine, "all-reduce + RMSNorm apart (TRTLLM_DEEPSEEK_EAGER_FUSION_DISABLED=1)") {
+		t.Errorf("engine line %q: want it to name the engine's switch", off.Engine)
+	}
+	if v, vOff := predict("h200-nvswitch", Options{CUDAGraphs: true}), predict("h200-nvswitch", Options{CUDAGraphs: true, ARNormFusion: ToggleOff}); v.StepUs != vOff.StepUs {
+		t.Errorf("vllm step %.1f us by default, %.1f with the fusion off: want the same (its default)", v.StepUs, vOff.StepUs)
 	}
 	for name, pr := range map[string]*Prediction{
 		"--custom-ar off":        predict("h200-nvswitch", Options{CUDAGraphs: true, Engine: trt, CustomAR: CustomAROff}),

@@ -27,7 +27,7 @@ func TestGraphsNeverSlowerThanEager(t *testing.T) {
 		{"tiny-mla-moe", model.BuildOptions{}},
 	}
 	boxes := []string{"rtxpro6000-2s", "rtxpro6000-switch", "h200-nvswitch"}
-	nccl := []Options{{}, {NCCL: ncclenv.Settings{Proto: "LL", P2PLevel: "SYS"}}, {CustomAR: CustomAROneShot, ARNormFusion: true}}
+	nccl := []Options{{}, {NCCL: ncclenv.Settings{Proto: "LL", P2PLevel: "SYS"}}, {CustomAR: CustomAROneShot, ARNormFusion: ToggleOn}}
 	plans := []model.Plan{{TP: 8}, {TP: 8, EP: true}, {TP: 4}, {TP: 1, DP: 8, EP: true}}
 	works := []model.Workload{
 		{Phase: model.Decode, Batch: 1, Context: 4096},

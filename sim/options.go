@@ -2,6 +2,7 @@ package sim
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 
 	engprof "github.com/tpscope/tpscope/engine"
@@ -28,6 +29,58 @@ const (
 	// CustomARTwoShot: reduce-scatter + all-gather over P2P, up to 8 MB.
 	CustomARTwoShot CustomAR = "twoshot"
 )
+
+// Toggle is an option a deployment may leave to its engine, turn on, or
+// turn off; the engine's default is the zero value. Its JSON is absent
+// (the engine's default), true or false, as a bool field was before the
+// third state: a recording that says true reads as on.
+type Toggle uint8
+
+const (
+	// ToggleDefault: the engine's own default (its profile).
+	ToggleDefault Toggle = iota
+	// ToggleOn: on, whatever the engine's default.
+	ToggleOn
+	// ToggleOff: off, whatever the engine's default (where the engine has
+	// a switch for it: CheckEngine refuses it otherwise).
+	ToggleOff
+)
+
+// String is "" (the engine's default), "true" or "false": the text codec's
+// spelling (optionFields).
+func (t Toggle) String() string {
+	switch t {
+	case ToggleOn:
+		return "true"
+	case ToggleOff:
+		return "false"
+	}
+	return ""
+}
+
+// MarshalJSON writes on as true and off as false (the engine's default is
+// left out by omitempty).
+func (t Toggle) MarshalJSON() ([]byte, error) {
+	if t == ToggleDefault {
+		return []byte("null"), nil
+	}
+	return []byte(strconv.FormatBool(t == ToggleOn)), nil
+}
+
+// UnmarshalJSON reads true, false or null (the engine's default).
+func (t *Toggle) UnmarshalJSON(b []byte) error {
+	switch strings.TrimSpace(string(b)) {
+	case "true":
+		*t = ToggleOn
+	case "false":
+		*t = ToggleOff
+	case "null":
+		*t = ToggleDefault
+	default:
+		return fmt.Errorf("%s: want true, false or null (the engine's default)", b)
+	}
+	return nil
+}
 
 // Custom all-reduce limits (vLLM distributed/device_communicators/
 // custom_all_reduce.py, as summarized in serving-facts.md).
@@ -90,10 +143,14 @@ type Options struct {
 
 	// CustomAR picks the TP all-reduce implementation.
 	CustomAR CustomAR `json:"custom_ar,omitempty"`
-	// ARNormFusion fuses every all-reduce with the RMSNorm (and residual
-	// add) that follows it: the norm kernel disappears (no launch, no
-	// device time) and its memory traffic rides on the all-reduce.
-	ARNormFusion bool `json:"ar_norm_fusion,omitempty"`
+	// ARNormFusion on fuses every all-reduce with the RMSNorm (and
+	// residual add) that follows it: the norm kernel disappears (no
+	// launch, no device time) and its memory traffic rides on the
+	// all-reduce. Left to the engine, the engine's profile says whether
+	// it fuses (TensorRT-LLM does by default, on its custom all-reduce);
+	// off, none is fused, which an engine that fuses by default must
+	// have a switch for (its profile's fusions[].off).
+	ARNormFusion Toggle `json:"ar_norm_fusion,omitempty"`
 	// Overlap puts collectives on a separate communication stream so they
 	// overlap with compute the schedule marks independent (Op.Deps).
 	// Without it every op of a rank runs on one stream, as vLLM does.

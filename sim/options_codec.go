@@ -82,9 +82,19 @@ var optionFields = []OptionField{
 	{Name: "custom-ar", Kind: OptionString, Help: "TP all-reduce: auto (the engine's rule: its custom all-reduce, and torch's symmetric-memory multimem all-reduce where GPUs share an NVSwitch), off (NCCL), oneshot, twoshot",
 		Get: func(o *Options) string { return string(o.CustomAR) },
 		Set: func(o *Options, v string) (err error) { o.CustomAR, err = parseCustomAR(v); return }},
-	{Name: "ar-norm-fusion", Kind: OptionBool, Help: "fuse each all-reduce with the RMSNorm after it",
-		Get: func(o *Options) string { return boolText(o.ARNormFusion) },
-		Set: func(o *Options, v string) (err error) { o.ARNormFusion, err = parseBool(v); return }},
+	{Name: "ar-norm-fusion", Kind: OptionBool, Help: "fuse each all-reduce with the RMSNorm after it (default: the engine's, as its engine line says: TensorRT-LLM fuses on its custom all-reduce); =false turns an engine's default fusion off (TensorRT-LLM: TRTLLM_DEEPSEEK_EAGER_FUSION_DISABLED=1)",
+		Get: func(o *Options) string { return o.ARNormFusion.String() },
+		Set: func(o *Options, v string) error {
+			b, err := parseBool(v)
+			if err != nil {
+				return err
+			}
+			o.ARNormFusion = ToggleOff
+			if b {
+				o.ARNormFusion = ToggleOn
+			}
+			return nil
+		}},
 	{Name: "overlap", Kind: OptionBool, Help: "run collectives on a second stream, overlapping independent compute",
 		Get: func(o *Options) string { return boolText(o.Overlap) },
 		Set: func(o *Options, v string) (err error) { o.Overlap, err = parseBool(v); return }},
@@ -146,7 +156,7 @@ func (o Options) Names() []string {
 		v := f.Get(&o)
 		switch {
 		case v == "":
-		case f.Kind == OptionBool:
+		case f.Kind == OptionBool && v == "true":
 			out = append(out, f.Name)
 		default:
 			out = append(out, f.Name+"="+v)

@@ -1,11 +1,14 @@
 package sim
 
 import (
-	engprof "github.com/tpscope/tpscope/engine"
-	"github.com/tpscope/tpscope/ncclenv"
+	"encoding/json"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
+
+	engprof "github.com/tpscope/tpscope/engine"
+	"github.com/tpscope/tpscope/ncclenv"
 )
 
 func TestOptionNames(t *testing.T) {
@@ -17,7 +20,7 @@ func TestOptionNames(t *testing.T) {
 	}{
 		{nil, Options{}, nil, ""},
 		{[]string{"cuda-graphs", "nccl-proto=LL"}, Options{CUDAGraphs: true, NCCL: ncclenv.Settings{Proto: "LL"}}, nil, ""},
-		{[]string{"p2p-level=SYS", "ar-norm-fusion", "fp8-kv"}, Options{ARNormFusion: true, NCCL: ncclenv.Settings{P2PLevel: "SYS"}}, []string{"fp8-kv"}, ""},
+		{[]string{"p2p-level=SYS", "ar-norm-fusion", "fp8-kv"}, Options{ARNormFusion: ToggleOn, NCCL: ncclenv.Settings{P2PLevel: "SYS"}}, []string{"fp8-kv"}, ""},
 		{[]string{"eager", "NCCL_PROTO=LL128", "NCCL_P2P_DISABLE=1"}, Options{NCCL: ncclenv.Settings{Proto: "LL128", P2PDisable: true}}, nil, ""},
 		{[]string{"cuda_graphs=false", "graph-sizes=1+2+4", "mtp_accept_rate=0.7"}, Options{GraphSizes: []int{1, 2, 4}, MTPAcceptFrac: 0.7}, nil, ""},
 		{[]string{"mtp-accept=2"}, Options{}, nil, "mtp_accept_rate"},
@@ -107,6 +110,10 @@ func setSome(v reflect.Value) {
 		v.Set(reflect.ValueOf(engprof.ExecutorRef))
 		return
 	}
+	if v.Type() == reflect.TypeOf(ToggleDefault) {
+		v.Set(reflect.ValueOf(ToggleOff)) // off: the one a bare name cannot say
+		return
+	}
 	if v.Type() == reflect.TypeOf(SpecAccept{}) {
 		v.Set(reflect.ValueOf(SpecAccept{PerToken: 0.5}))
 		return
@@ -145,4 +152,42 @@ func FuzzParseNames(f *testing.F) {
 			t.Errorf("%q -> %q -> %+v, %v", text, o.Names(), back, err)
 		}
 	})
+}
+
+// TestARNormFusionThreeStates: --ar-norm-fusion is the engine's default
+// unless set: on is the bare name and JSON true, off is
+// "ar-norm-fusion=false" and JSON false (an engine that fuses by default
+// turns it off by its switch), the default neither; each reads back as
+// it was written, and a JSON value other than a bool or null is an error.
+func TestARNormFusionThreeStates(t *testing.T) {
+	for _, c := range []struct {
+		t     Toggle
+		names []string
+		json  string
+	}{
+		{ToggleDefault, nil, `{"nccl":{}}`},
+		{ToggleOn, []string{"ar-norm-fusion"}, `{"nccl":{},"ar_norm_fusion":true}`},
+		{ToggleOff, []string{"ar-norm-fusion=false"}, `{"nccl":{},"ar_norm_fusion":false}`},
+	} {
+		o := Options{ARNormFusion: c.t}
+		if got := o.Names(); !slices.Equal(got, c.names) {
+			t.Errorf("%v: names %q, want %q", c.t, got, c.names)
+		}
+		back, unknown, err := ParseNames(c.names)
+		if err != nil || len(unknown) > 0 || back.ARNormFusion != c.t {
+			t.Errorf("%q: read back %v (unknown %q, %v), want %v", c.names, back.ARNormFusion, unknown, err, c.t)
+		}
+		b, err := json.Marshal(o)
+		if err != nil || string(b) != c.json {
+			t.Errorf("%v: JSON %s (%v), want %s", c.t, b, err, c.json)
+		}
+		var r Options
+		if err := json.Unmarshal([]byte(c.json), &r); err != nil || r.ARNormFusion != c.t {
+			t.Errorf("%s: read %v (%v), want %v", c.json, r.ARNormFusion, err, c.t)
+		}
+	}
+	var r Options
+	if err := json.Unmarshal([]byte(`{"ar_norm_fusion":"yes"}`), &r); err == nil || !strings.Contains(err.Error(), "want true, false or null") {
+		t.Errorf("a string: error %v, want one naming true, false or null", err)
+	}
 }

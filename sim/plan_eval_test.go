@@ -57,7 +57,7 @@ func TestFastEvalAgreesWithEngine(t *testing.T) {
 		{"kimi/prefill-graphs-on", kimi, box, seedOptions, model.Plan{TP: 8}, model.Workload{Phase: model.Prefill, Batch: 2, Context: 1024, KVDtype: model.FP8}},
 		{"kimi/dcp4", kimi, box, seedOptions, model.Plan{TP: 8, DCP: 4}, model.Workload{Batch: 8, Context: 32768, KVDtype: model.BF16}},
 		{"kimi/tp4", kimi, box, seedOptions, model.Plan{TP: 4}, model.Workload{Batch: 4, Context: 4096, KVDtype: model.FP8}},
-		{"kimi/oneshot-fusion-overlap", kimi, box, Options{CUDAGraphs: true, CustomAR: CustomAROneShot, ARNormFusion: true, Overlap: true}, model.Plan{TP: 8}, model.Workload{Batch: 8, Context: 4096}},
+		{"kimi/oneshot-fusion-overlap", kimi, box, Options{CUDAGraphs: true, CustomAR: CustomAROneShot, ARNormFusion: ToggleOn, Overlap: true}, model.Plan{TP: 8}, model.Workload{Batch: 8, Context: 4096}},
 		{"kimi/h200", kimi, h200, Options{CUDAGraphs: true}, model.Plan{TP: 8}, model.Workload{Batch: 32, Context: 4096}},
 		{"glm5/seed-opts", glm, box, seedOptions, model.Plan{TP: 8}, model.Workload{Batch: 1, Context: 4096}},
 		{"glm5/eager", glm, box, eager, model.Plan{TP: 8}, model.Workload{Batch: 1, Context: 4096}},

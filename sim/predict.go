@@ -653,8 +653,11 @@ func (p *Predictor) run(s *model.Schedule, mode int, graphed bool) error {
 		if copies && r == 0 {
 			p.costs0 = append(p.costs0[:0], p.costs[:len(ops)]...)
 		}
-		if p.opts.ARNormFusion || p.cm.arFused(s.Plan) {
-			p.fuseNorms(ops, g, !p.opts.ARNormFusion)
+		switch f := p.opts.ARNormFusion; {
+		case f == ToggleOn:
+			p.fuseNorms(ops, g, false)
+		case f == ToggleDefault && p.cm.arFused(s.Plan):
+			p.fuseNorms(ops, g, true)
 		}
 		g += len(ops)
 		e.rankOff = append(e.rankOff, int32(g))

@@ -64,7 +64,7 @@ func TestPredictOptions(t *testing.T) {
 		// Fusion removes the second norm (its 100 B ride on the all-reduce
 		// at 1597 x 0.8 = 1277.6 GB/s: +0.0000783 us): launches end at 10,
 		// 30; norm 10-13.371831, all-reduce 30-51.6000783.
-		{"eager fused", Options{ARNormFusion: true}, 51.6 + 100/1277.6e3, 2},
+		{"eager fused", Options{ARNormFusion: ToggleOn}, 51.6 + 100/1277.6e3, 2},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
