@@ -33,7 +33,7 @@ import (
 //
 // Layers. As the Evaluator does (plan_eval.go), the memo prices a copy of
 // the architecture with fastLayers MoE layers and extrapolates the time of
-// its last layer to the real layer count; TestIterationExtrapolation
+// an interior one (interiorLayerWindow) to the real layer count; TestIterationExtrapolation
 // checks it against the whole engine within 0.5 %.
 //
 // CUDA graphs (Options.CUDAGraphs): a step whose tokens fit a capture size
@@ -292,9 +292,9 @@ func (c *IterationCoster) price(it model.Iteration, graphed, full bool) (float64
 		return 0, err
 	}
 	if arch == c.short {
-		prev, last := lastOpOfLayer(s, arch.Layers-2), lastOpOfLayer(s, arch.Layers-1)
-		if prev < 0 || last <= prev {
-			return 0, fmt.Errorf("sim: iteration: layers %d and %d of %s not found in order", arch.Layers-2, arch.Layers-1, c.arch.Name)
+		prev, last, err := interiorLayerWindow(s, arch, "iteration")
+		if err != nil {
+			return 0, err
 		}
 		// Rank 0's ops come first in the engine's arrays.
 		step += float64(c.arch.MoELayers()-fastLayers) * (c.p.eng.end[last] - c.p.eng.end[prev])

@@ -17,9 +17,12 @@ import (
 // queue filling, the first graph launch) each further MoE layer adds the
 // same time. The evaluator therefore simulates a short copy of the
 // architecture with m = fastLayers MoE layers (dense layers, embedding,
-// head and MTP passes unchanged), reads the time the last MoE layer added
-// (the end of its last op minus the end of the previous layer's last op)
-// and extrapolates:
+// head and MTP passes unchanged), reads the time its second-to-last MoE
+// layer added (the end of its last op minus the end of the previous
+// layer's last op: an interior layer, whose closing all-reduce carries
+// the next layer's input norm where the engine fuses the two, where the
+// last layer's carries the head's final norm; interiorLayerWindow) and
+// extrapolates:
 //
 //	step(n) = step(m) + (n - m) x layerUs
 //
@@ -40,7 +43,7 @@ import (
 // one build serves every topology and option set of a sweep; each cache
 // slot keeps its own model.Builder, so a build after the first reuses
 // the memory of the schedule it evicts and a sweep allocates little.
-const fastLayers = 2
+const fastLayers = 3
 
 // Evaluator predicts Configs quickly (see the model above). It keeps one
 // Predictor per (topology, options) and a cache of schedule views. Not
@@ -223,11 +226,9 @@ func (e *Evaluator) viewsFor(p *Predictor, sc Scenario, short *model.Arch) (*sch
 	slot.v = schedViews{s: s, prevEnd: -1, end: -1}
 	v := &slot.v
 	if short != nil {
-		v.prevEnd = lastOpOfLayer(v.s, short.Layers-2)
-		v.end = lastOpOfLayer(v.s, short.Layers-1)
-		if v.prevEnd < 0 || v.end <= v.prevEnd {
+		if v.prevEnd, v.end, err = interiorLayerWindow(v.s, short, "evaluator"); err != nil {
 			e.next = i
-			return nil, fmt.Errorf("sim: evaluator: layers %d and %d of %s not found in order", short.Layers-2, short.Layers-1, sc.Arch.Name)
+			return nil, err
 		}
 	}
 	slot.cached = true
@@ -256,6 +257,22 @@ func (e *Evaluator) lookup(key schedKey) (int, bool) {
 
 // lastOpOfLayer is the index of the last op of main decoder layer l in s
 // (its module's end; -1 none).
+// interiorLayerWindow is the window of the short architecture's
+// second-to-last layer in s: the last op of the layer before it (prev)
+// and its own (last), whose ends differ by the time one interior MoE
+// layer adds. Not the last layer: its closing all-reduce carries the
+// head's final norm where the engine fuses an all-reduce with the norm
+// after it, an interior layer's the next layer's input norm, whose bytes
+// differ.
+func interiorLayerWindow(s *model.Schedule, short *model.Arch, who string) (prev, last int, err error) {
+	l := short.Layers - 2
+	prev, last = lastOpOfLayer(s, l-1), lastOpOfLayer(s, l)
+	if prev < 0 || last <= prev {
+		return -1, -1, fmt.Errorf("sim: %s: layers %d and %d of %s not found in order", who, l-1, l, short.Name)
+	}
+	return prev, last, nil
+}
+
 func lastOpOfLayer(s *model.Schedule, l int) int {
 	m, ok := s.Modules.Find(model.ModDecoderLayer, l, -1)
 	if !ok || m.End <= m.First {
