@@ -765,6 +765,7 @@ func (kr *kinetoRead) emit(res *Result, baseNs, rank int64) {
 		if j, ok := stepAt[kinetoStepKey{kr.steps[pl.step].number, pl.rank(rank)}]; ok {
 			rep.Steps[j].Layers = pl.layers
 			rep.Steps[j].Note = pl.note
+			rep.Steps[j].ARNormFused, rep.Steps[j].ARNormApart = pl.arFused, pl.arApart
 		}
 	}
 	ranks := map[int]bool{}

@@ -2,6 +2,7 @@ package traces
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"flag"
 	"fmt"
@@ -316,5 +317,44 @@ func TestKinetoKimiFixtureJoinsSchedule(t *testing.T) {
 		if len(missing) > 0 {
 			t.Errorf("step %d: %d of %d schedule ops not measured: %v", step, len(missing), len(sched.Ranks[0]), missing[:min(len(missing), 10)])
 		}
+	}
+}
+
+// TestKinetoFixtureARNormFusion: each step reports how its all-reduces
+// met the RMSNorm after them, against what the generator wrote: in the
+// TensorRT-LLM fixture every all-reduce kernel is allreduce_fusion (it
+// carries the norm: the kernel lists a norm op beside the all-reduce), in
+// the vLLM and SGLang ones a norm kernel of its own follows each.
+func TestKinetoFixtureARNormFusion(t *testing.T) {
+	for _, f := range kinetogen.Fixtures() {
+		t.Run(f.Name, func(t *testing.T) {
+			res, truth := readFixture(t, f)
+			wantFused, wantApart := map[int]int{}, map[int]int{}
+			// The generator writes one stream: its kernels by start time.
+			slices.SortStableFunc(truth, func(a, b kinetogen.KernelTruth) int { return cmp.Compare(a.StartNs, b.StartNs) })
+			for i, kt := range truth {
+				if kt.Step < 0 || !strings.HasSuffix(kt.Op, "allreduce") {
+					continue
+				}
+				if slices.ContainsFunc(kt.Ops, func(op string) bool { return strings.HasSuffix(op, "norm") }) {
+					wantFused[kt.Step]++
+					continue
+				}
+				// The next kernel written for an op: a norm of its own?
+				for _, nt := range truth[i+1:] {
+					if nt.Op != "" {
+						if strings.HasSuffix(nt.Op, "norm") {
+							wantApart[kt.Step]++
+						}
+						break
+					}
+				}
+			}
+			for _, s := range res.Kineto[0].Steps {
+				if s.ARNormFused != wantFused[s.Step] || s.ARNormApart != wantApart[s.Step] {
+					t.Errorf("step %d: %d all-reduces with the norm fused, %d apart; the generator wrote %d and %d", s.Step, s.ARNormFused, s.ARNormApart, wantFused[s.Step], wantApart[s.Step])
+				}
+			}
+		})
 	}
 }

@@ -297,6 +297,10 @@ type placement struct {
 	device int32
 	layers int
 	note   string
+	// arFused, arApart: the step's all-reduces whose kernel applies the
+	// RMSNorm after them, and those a norm kernel of its own follows
+	// (kinetoRead.arNorms).
+	arFused, arApart int
 }
 
 func (p *placement) rank(fileRank int64) int {
@@ -343,9 +347,45 @@ func (kr *kinetoRead) placeSteps() {
 					note += movedNote(moved)
 				}
 			}
-			kr.placements = append(kr.placements, placement{step: s, device: kr.kernels.at(int(g[0])).device, layers: layers, note: note})
+			fused, apart := kr.arNorms(g)
+			kr.placements = append(kr.placements, placement{step: s, device: kr.kernels.at(int(g[0])).device, layers: layers, note: note,
+				arFused: fused, arApart: apart})
 		}
 	}
+}
+
+// arNorms counts, among one step's kernels on one device (g, by start
+// time), the all-reduces a norm kernel of their own follows next on their
+// stream (apart), and those whose kernel can apply the residual add and
+// RMSNorm itself (FlashInfer's or TensorRT-LLM's allreduce_fusion) with
+// no norm kernel after it (fused): whether the engine that ran the step
+// fused the two. An allreduce_fusion kernel that a norm kernel follows ran
+// the plain all-reduce pattern.
+func (kr *kinetoRead) arNorms(g []int32) (fused, apart int) {
+	for j, i := range g {
+		k := kr.kernels.at(int(i))
+		ki := kr.info(k)
+		if ki.class != clsColl || ki.coll != model.AllReduce {
+			continue
+		}
+		next := clsOther
+		for _, n := range g[j+1:] {
+			nk := kr.kernels.at(int(n))
+			if nk.stream != k.stream {
+				continue
+			}
+			if next = kr.info(nk).class; next != clsOther {
+				break
+			}
+		}
+		switch {
+		case next == clsNorm:
+			apart++
+		case ki.fusedNorm:
+			fused++
+		}
+	}
+	return fused, apart
 }
 
 // placer places one step of one device: ks are its kernels by start time.

@@ -81,6 +81,11 @@ type KinetoStep struct {
 	ByNameNs      int64  `json:"by_name_ns"`     // of PlacedNs, by the kernel table (the name says the op)
 	ByPositionNs  int64  `json:"by_position_ns"` // of PlacedNs, by class and position in the layer
 	Layers        int    `json:"layers"`         // decoder layers recovered (0: not placed)
+	// ARNormFused counts the step's all-reduces whose kernel also applies
+	// the RMSNorm after them (allreduce_fusion), ARNormApart those a norm
+	// kernel of its own follows: whether the engine fused the two.
+	ARNormFused int `json:"ar_norm_fused,omitempty"`
+	ARNormApart int `json:"ar_norm_apart,omitempty"`
 	// Note says why the step's kernels were not placed, when they were not.
 	Note string `json:"note,omitempty"`
 }

@@ -1160,3 +1160,34 @@ func TestTraceRefusalIsOneLine(t *testing.T) {
 		t.Errorf("compare: exit %d, stderr %q", code, stderr)
 	}
 }
+
+// TestKinetoTraceARNormFusion: whether the server fused each all-reduce
+// with the RMSNorm after it is what the trace's kernels show, not the
+// engine's default: the vLLM fixture runs a norm kernel after every
+// all-reduce, so on an H200 (where vLLM 0.24 would fuse them by default)
+// compare prices it with the fusion off and says the trace recorded it;
+// --ar-norm-fusion, which it contradicts, is refused in one line naming
+// the flag and the trace, before any work; the TensorRT-LLM fixture's
+// allreduce_fusion kernels read as on.
+func TestKinetoTraceARNormFusion(t *testing.T) {
+	args := []string{"compare", "--trace", kimiKineto, "--model", "kimi-k2.5", "--batch", "32", "--context", "4096", "--topo", "h200-nvswitch"}
+	code, out, stderr := runCLI(t, args...)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	if !strings.Contains(out, "ar-norm-fusion off recorded in the trace (a norm kernel follows each all-reduce)") {
+		t.Errorf("output does not say the trace recorded the fusion off:\n%s", out)
+	}
+	code, _, stderr = runCLI(t, append(args, "--ar-norm-fusion")...)
+	if code != 2 || strings.Count(strings.TrimSpace(stderr), "\n") != 0 || !strings.Contains(stderr, "--ar-norm-fusion") ||
+		!strings.Contains(stderr, "all-reduce + RMSNorm fusion off (a norm kernel follows each all-reduce)") {
+		t.Errorf("--ar-norm-fusion over the unfused trace: exit %d, stderr %q; want one line naming the flag and what the trace shows", code, stderr)
+	}
+	res, err := traces.ReadAll(context.Background(), "../../traces/testdata/kineto/trtllm_tiny_tp4_rank0_graph.trace.json.gz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if on, ok := traceARNormFusion([]*traces.Result{res}, "decode"); !on || !ok {
+		t.Errorf("TensorRT-LLM fixture: fusion %v (known %v), want on", on, ok)
+	}
+}

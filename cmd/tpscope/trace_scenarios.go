@@ -190,8 +190,10 @@ func (f *scenarioFlags) traceScenarios(results []*traces.Result, use traceUse) (
 	// What the steps record stands in for the defaults of the flags'
 	// scenario, for this call only (calibrate resolves its held-out
 	// traces with the same flags).
-	tp, dp, phase, graphs, eng := f.tp, f.dp, f.phase, f.opts.CUDAGraphs, f.opts.Engine
-	defer func() { f.tp, f.dp, f.phase, f.opts.CUDAGraphs, f.opts.Engine = tp, dp, phase, graphs, eng }()
+	tp, dp, phase, graphs, fusion, eng := f.tp, f.dp, f.phase, f.opts.CUDAGraphs, f.opts.ARNormFusion, f.opts.Engine
+	defer func() {
+		f.tp, f.dp, f.phase, f.opts.CUDAGraphs, f.opts.ARNormFusion, f.opts.Engine = tp, dp, phase, graphs, fusion, eng
+	}()
 	var from, fromPhase []string
 	recorded := map[string]bool{} // the flags whose default the trace replaced
 	if ph, ok := tracePhase(bare); ok && !f.changed("phase") {
@@ -228,6 +230,16 @@ func (f *scenarioFlags) traceScenarios(results []*traces.Result, use traceUse) (
 	if on, ok := traceGraphs(bare, f.phase); ok && !f.changed("cuda-graphs") {
 		f.opts.CUDAGraphs, recorded["cuda-graphs"] = on, true
 		from = append(from, "cuda-graphs "+onOff(on)+" recorded in the trace ("+graphLaunches(on)+")")
+	}
+	// Whether the server fused its all-reduces with the norms after them
+	// is what its kernels show, not the engine's default at a version
+	// (vLLM's since 0.17 on SM 9.0 and 10.x, off with a flag).
+	if on, ok := traceARNormFusion(bare, f.phase); ok && !f.changed("ar-norm-fusion") {
+		f.opts.ARNormFusion, recorded["ar-norm-fusion"] = sim.ToggleOff, true
+		if on {
+			f.opts.ARNormFusion = sim.ToggleOn
+		}
+		from = append(from, "ar-norm-fusion "+onOff(on)+" recorded in the trace ("+arNormKernels(on)+")")
 	}
 	def, err := f.scenario()
 	if err != nil {
@@ -609,6 +621,12 @@ func (f *scenarioFlags) profilerFacts(r *traces.Result, use traceUse) []traceFac
 		ft.agrees = on == f.opts.CUDAGraphs
 		facts = append(facts, ft)
 	}
+	if on, ok := traceARNormFusion([]*traces.Result{r}, f.phase); ok {
+		ft := newTraceFact([]string{"ar-norm-fusion"}, "all-reduce + RMSNorm fusion", onOff(on)+" ("+arNormKernels(on)+")", f.opts.ARNormFusion.String(), profilerWhy)
+		ft.agrees = f.opts.ARNormFusion == sim.ToggleDefault || (f.opts.ARNormFusion == sim.ToggleOn) == on
+		ft.fix = "pass --ar-norm-fusion=" + fmt.Sprint(on) + ", or leave it out"
+		facts = append(facts, ft)
+	}
 	return facts
 }
 
@@ -726,6 +744,35 @@ func traceGraphs(rs []*traces.Result, phase string) (on, ok bool) {
 		}
 	}
 	return with > 0, (with == 0) != (without == 0)
+}
+
+// traceARNormFusion is whether the engine that ran the profiler traces
+// rs fused each all-reduce with the RMSNorm after it in their steps of
+// phase: on where some all-reduce kernel carried its norm
+// (allreduce_fusion with no norm kernel after it; an engine's own rules
+// may leave a few apart, as TensorRT-LLM does a dense layer's attention
+// all-reduce), off where a norm kernel of its own followed every one; ok
+// is false when no step shows either.
+func traceARNormFusion(rs []*traces.Result, phase string) (on, ok bool) {
+	fused, apart := 0, 0
+	for _, r := range rs {
+		for _, s := range kinetoSteps(r) {
+			if s.Phase == "" || s.Phase == phase {
+				fused += s.ARNormFused
+				apart += s.ARNormApart
+			}
+		}
+	}
+	return fused > 0, fused > 0 || apart > 0
+}
+
+// arNormKernels says what the steps' kernels show of the all-reduce +
+// RMSNorm fusion.
+func arNormKernels(on bool) string {
+	if on {
+		return "its all-reduce kernels apply the RMSNorm after them"
+	}
+	return "a norm kernel follows each all-reduce"
 }
 
 // graphLaunches says what the steps' graph launches show for CUDA graphs
