@@ -342,8 +342,7 @@ func Catalog(o CatalogOptions) []Entry {
 			HowTo: func(c sim.Scenario) How {
 				if p := profileOf(c); p != nil && engineFusesARNorm(c, p) {
 					how := "default (its all-reduce + RMSNorm fusion)"
-					a, _ := engprof.ArchOf(c.Topo.DeviceOf(0).ComputeCapability)
-					if off, _ := p.FusionOff(engprof.FuseAllReduceRMSNorm, a, c.Plan.Normalized().TP); off != "" {
+					if off, _ := p.FusionOff(engprof.FuseAllReduceRMSNorm, c.Topo.DeviceOf(0).ComputeCapability, c.Plan.Normalized().TP); off != "" {
 						how += "; " + off + " turns it off"
 					}
 					return How{EngineName: p.Name(), Engine: []string{how}}
@@ -752,7 +751,11 @@ func checkARNorm(c sim.Scenario) Applicability {
 		}
 	}
 	if p := profileOf(c); p != nil && engineFusesARNorm(c, p) {
-		return Applicability{Status: Applies, Reason: fmt.Sprintf("%s fuses each all-reduce its custom kernel carries with the RMSNorm after it by default (its profile's fusions)", name)}
+		reason := fmt.Sprintf("%s fuses each all-reduce its custom kernel carries with the RMSNorm after it by default (its profile's fusions)", name)
+		if capB := p.FusionMaxInputBytes(engprof.FuseAllReduceRMSNorm, c.Topo.DeviceOf(0).ComputeCapability, c.Plan.Normalized().TP); capB > 0 {
+			reason = fmt.Sprintf("%s fuses each all-reduce its custom kernel carries with the RMSNorm after it by default, for messages up to %d KiB here (its profile's fusions)", name, capB>>10)
+		}
+		return Applicability{Status: Applies, Reason: reason}
 	}
 	if c.Topo.AllNVLink(nil) && (m == 9 || m == 10) {
 		return Applicability{Status: Applies, Reason: fmt.Sprintf("SM%s with NVLink: %s's all-reduce + RMSNorm fusion (FlashInfer kernels; assumption: available since 2025)", ccString(c.Topo), name)}
@@ -771,8 +774,7 @@ func engineFusesARNorm(c sim.Scenario, p *engprof.Profile) bool {
 	if c.Topo == nil || c.Topo.NumGPUs() == 0 || c.Topo.DeviceOf(0) == nil || plan.DP > 1 || !c.Topo.AllNVLink(nil) || c.Options.CustomAR == sim.CustomAROff {
 		return false
 	}
-	a, _ := engprof.ArchOf(c.Topo.DeviceOf(0).ComputeCapability)
-	return p.Fused(engprof.FuseAllReduceRMSNorm, a, plan.TP)
+	return p.FusedOn(engprof.FuseAllReduceRMSNorm, c.Topo.DeviceOf(0).ComputeCapability, plan.TP)
 }
 
 // profileOf is the profile of c's engine; nil when it has none

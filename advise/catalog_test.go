@@ -344,8 +344,16 @@ func TestARNormFusionEngineDefault(t *testing.T) {
 	if how := e.HowTo(trt); how.EngineName != "trtllm@1.3" || len(how.Engine) != 1 || !strings.HasPrefix(how.Engine[0], "default") {
 		t.Errorf("trtllm: how %+v, want the engine's default", how)
 	}
-	if got := e.Check(h200); got.Status != Applies || !strings.Contains(got.Reason, "FlashInfer") {
-		t.Errorf("vllm: %s %q, want applies through FlashInfer's kernels", got.Status, got.Reason)
+	// vLLM 0.24 fuses by default on SM 9.0 too (PR #34299), up to its
+	// 0.5 MiB cap at TP 8 there; the February-March 2026 nightly, which
+	// does not, applies through FlashInfer's kernels as a flag.
+	if got := e.Check(h200); got.Status != Applies || !strings.HasPrefix(got.Reason, "vllm@0.24 fuses each all-reduce its custom kernel carries with the RMSNorm after it by default, for messages up to 512 KiB here") {
+		t.Errorf("vllm@0.24: %s %q, want applies, fused by the engine's default up to 512 KiB", got.Status, got.Reason)
+	}
+	nightly := h200
+	nightly.Options.Engine, _ = engprof.ParseRef("vllm@0.16-nightly")
+	if got := e.Check(nightly); got.Status != Applies || !strings.Contains(got.Reason, "FlashInfer") {
+		t.Errorf("vllm@0.16-nightly: %s %q, want applies through FlashInfer's kernels", got.Status, got.Reason)
 	}
 }
 

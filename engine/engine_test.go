@@ -1148,13 +1148,13 @@ func TestFusionOffSwitch(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if off, fused := p.FusionOff(FuseAllReduceRMSNorm, SM90, 8); !fused || off != "TRTLLM_DEEPSEEK_EAGER_FUSION_DISABLED=1" {
+	if off, fused := p.FusionOff(FuseAllReduceRMSNorm, "9.0", 8); !fused || off != "TRTLLM_DEEPSEEK_EAGER_FUSION_DISABLED=1" {
 		t.Errorf("sm90 TP 8: off %q fused %v, want the engine's switch, fused", off, fused)
 	}
-	if off, fused := p.FusionOff(FuseAllReduceRMSNorm, SM90, 1); fused || off != "" {
+	if off, fused := p.FusionOff(FuseAllReduceRMSNorm, "9.0", 1); fused || off != "" {
 		t.Errorf("TP 1: off %q fused %v, want not fused", off, fused)
 	}
-	if _, fused := p.FusionOff(FuseAllReduceRMSNorm, SM120, 8); fused {
+	if _, fused := p.FusionOff(FuseAllReduceRMSNorm, "12.0", 8); fused {
 		t.Error("sm120: fused, want not (the profile lists sm90 and sm100)")
 	}
 	const line = "default: true, min_tp: 2, off: \"TRTLLM_DEEPSEEK_EAGER_FUSION_DISABLED=1\""

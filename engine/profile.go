@@ -751,6 +751,14 @@ type Fusion struct {
 	// the unfused ops (SGLang's FUSE_ALLREDUCE_MAX_BATCH_SIZE: a larger
 	// prefill chunk all-reduces and normalizes apart).
 	MaxTokens int `yaml:"max_tokens"`
+	// MaxInputMiB caps the all-reduce input the fused kernel takes, in
+	// MiB, by the device's exact compute capability ("9.0") and the TP
+	// degree (vLLM's FI_ALLREDUCE_FUSION_MAX_SIZE_MB): a larger message
+	// all-reduces and normalizes apart, and where the fusion states caps
+	// a capability or TP degree it lists none for runs no fusion at all
+	// (vLLM disables the pass for a world size its table lacks). None:
+	// no cap by size.
+	MaxInputMiB map[string]map[int]float64 `yaml:"max_input_mib"`
 	// Off is how a deployment turns a default fusion off ("" where the
 	// profile states no switch: then it cannot be priced off), e.g.
 	// TensorRT-LLM's TRTLLM_DEEPSEEK_EAGER_FUSION_DISABLED=1; only a
@@ -794,15 +802,52 @@ func (p *Profile) Fused(name string, a Arch, tp int) bool {
 	return false
 }
 
-// FusionOff is the switch that turns fusion name off where it is on by
-// default on family a at tensor-parallel degree tp: fused says whether it
-// is on by default there, off the profile's switch ("" when it states
-// none).
-func (p *Profile) FusionOff(name string, a Arch, tp int) (off string, fused bool) {
-	for _, f := range p.Fusions {
-		if f.Name == name && f.Default && f.Archs.Has(a) && tp >= f.MinTP {
-			return f.Off, true
+// FusedOn reports whether fusion name is on by default on a device of
+// compute capability cc at tensor-parallel degree tp: Fused on its
+// family, and, where the fusion states size caps (MaxInputMiB), a cap for
+// cc and tp (without one the engine runs no fusion there).
+func (p *Profile) FusedOn(name, cc string, tp int) bool {
+	return p.defaultFusion(name, cc, tp) != nil
+}
+
+// defaultFusion is fusion name where it is on by default on a device of
+// compute capability cc at TP degree tp; nil where it is not.
+func (p *Profile) defaultFusion(name, cc string, tp int) *Fusion {
+	a, _ := ArchOf(cc)
+	for i := range p.Fusions {
+		f := &p.Fusions[i]
+		if f.Name != name || !f.Default || !f.Archs.Has(a) || tp < f.MinTP {
+			continue
 		}
+		if len(f.MaxInputMiB) > 0 {
+			if _, ok := f.MaxInputMiB[cc][tp]; !ok {
+				return nil
+			}
+		}
+		return f
+	}
+	return nil
+}
+
+// FusionMaxInputBytes is the largest all-reduce input, in bytes, fusion
+// name's kernel takes on a device of compute capability cc at TP degree
+// tp; 0 where the profile states no cap there.
+func (p *Profile) FusionMaxInputBytes(name, cc string, tp int) int64 {
+	for _, f := range p.Fusions {
+		if f.Name == name {
+			return int64(f.MaxInputMiB[cc][tp] * (1 << 20))
+		}
+	}
+	return 0
+}
+
+// FusionOff is the switch that turns fusion name off where it is on by
+// default on a device of compute capability cc at tensor-parallel degree
+// tp (FusedOn): fused says whether it is on by default there, off the
+// profile's switch ("" when it states none).
+func (p *Profile) FusionOff(name, cc string, tp int) (off string, fused bool) {
+	if f := p.defaultFusion(name, cc, tp); f != nil {
+		return f.Off, true
 	}
 	return "", false
 }

@@ -3,6 +3,7 @@ package sim
 import (
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 
 	engprof "github.com/tpscope/tpscope/engine"
@@ -244,7 +245,7 @@ func (k *engineKernels) noteSchedule(s *model.Schedule) {
 // SM90/SM100 at TP > 1 without DP attention).
 func (k *engineKernels) arFused(plan model.Plan) bool {
 	plan = plan.Normalized()
-	return plan.DP <= 1 && k.prof.Fused(engprof.FuseAllReduceRMSNorm, k.arch, plan.TP)
+	return plan.DP <= 1 && k.prof.FusedOn(engprof.FuseAllReduceRMSNorm, k.cc, plan.TP)
 }
 
 // profileOf resolves o's engine profile (the default engine for the
@@ -484,8 +485,8 @@ func (sc Scenario) CheckEngine() error {
 	}
 	// Off where the engine fuses by default needs the engine's switch:
 	// without one the engine would fuse whatever the flag said.
-	if plan := sc.Plan.Normalized(); o.ARNormFusion == ToggleOff && plan.DP <= 1 {
-		if off, fused := p.FusionOff(engprof.FuseAllReduceRMSNorm, a, plan.TP); fused && off == "" {
+	if plan := sc.Plan.Normalized(); o.ARNormFusion == ToggleOff && plan.DP <= 1 && sc.Topo != nil && sc.Topo.DeviceOf(0) != nil {
+		if off, fused := p.FusionOff(engprof.FuseAllReduceRMSNorm, sc.Topo.DeviceOf(0).ComputeCapability, plan.TP); fused && off == "" {
 			return fmt.Errorf("--ar-norm-fusion false: %s fuses each all-reduce with the RMSNorm after it by default on %s, and its profile states no switch that turns the fusion off", p.Name(), a)
 		}
 	}
@@ -597,8 +598,10 @@ func (p *Predictor) EngineSummary(sc Scenario, built model.BuildOptions) string 
 		}
 		if custom && k.arFused(plan) {
 			if p.opts.ARNormFusion == ToggleOff {
-				off, _ := k.prof.FusionOff(engprof.FuseAllReduceRMSNorm, k.arch, plan.TP)
+				off, _ := k.prof.FusionOff(engprof.FuseAllReduceRMSNorm, k.cc, plan.TP)
 				parts = append(parts, "all-reduce + RMSNorm apart ("+off+")")
+			} else if capB := k.prof.FusionMaxInputBytes(engprof.FuseAllReduceRMSNorm, k.cc, plan.TP); capB > 0 {
+				parts = append(parts, fmt.Sprintf("all-reduce + RMSNorm fused for messages up to %s", kibText(capB)))
 			} else {
 				parts = append(parts, "all-reduce + RMSNorm fused")
 			}
@@ -691,4 +694,13 @@ func payloadWords(kind engprof.Dispatch, dt model.Dtype, chosen bool) string {
 		return ", bf16 tokens"
 	}
 	return fmt.Sprintf(", %s tokens (the experts' input quantization, before the gather)", dt)
+}
+
+// kibText is a byte count in KiB, or MiB from 1 MiB up ("512 KiB",
+// "4 MiB").
+func kibText(b int64) string {
+	if b >= 1<<20 {
+		return strconv.FormatFloat(float64(b)/(1<<20), 'f', -1, 64) + " MiB"
+	}
+	return strconv.FormatFloat(float64(b)/(1<<10), 'f', -1, 64) + " KiB"
 }

@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"fmt"
 	"math"
 	"strings"
 	"testing"
@@ -19,7 +20,7 @@ func TestFusedAllReduceNotFromCustomTable(t *testing.T) {
 	fusion := Options{CUDAGraphs: true, ARNormFusion: ToggleOn}
 	priors := tinyPredict(t, "h200-nvswitch", fusion, nil)
 	tables := tinyPredict(t, "h200-nvswitch", fusion, &fakeSource{checkOK: true, collUs: 7})
-	apart := tinyPredict(t, "h200-nvswitch", Options{CUDAGraphs: true}, &fakeSource{checkOK: true, collUs: 7})
+	apart := tinyPredict(t, "h200-nvswitch", Options{CUDAGraphs: true, ARNormFusion: ToggleOff}, &fakeSource{checkOK: true, collUs: 7})
 	if len(priors.Ops) != len(tables.Ops) || len(apart.Ops) != len(tables.Ops) {
 		t.Fatalf("%d / %d / %d ops", len(priors.Ops), len(tables.Ops), len(apart.Ops))
 	}
@@ -169,8 +170,9 @@ func TestTRTLLMFusesARNormByDefault(t *testing.T) {
 	if !strings.Contains(off.Engine, "all-reduce + RMSNorm apart (TRTLLM_DEEPSEEK_EAGER_FUSION_DISABLED=1)") {
 		t.Errorf("engine line %q: want it to name the engine's switch", off.Engine)
 	}
-	if v, vOff := predict("h200-nvswitch", Options{CUDAGraphs: true}), predict("h200-nvswitch", Options{CUDAGraphs: true, ARNormFusion: ToggleOff}); v.StepUs != vOff.StepUs {
-		t.Errorf("vllm step %.1f us by default, %.1f with the fusion off: want the same (its default)", v.StepUs, vOff.StepUs)
+	nightly := engprof.Ref{Name: "vllm", Version: "0.16-nightly"}
+	if v, vOff := predict("h200-nvswitch", Options{CUDAGraphs: true, Engine: nightly}), predict("h200-nvswitch", Options{CUDAGraphs: true, Engine: nightly, ARNormFusion: ToggleOff}); v.StepUs != vOff.StepUs {
+		t.Errorf("vllm@0.16-nightly step %.1f us by default, %.1f with the fusion off: want the same (its default)", v.StepUs, vOff.StepUs)
 	}
 	for name, pr := range map[string]*Prediction{
 		"--custom-ar off":        predict("h200-nvswitch", Options{CUDAGraphs: true, Engine: trt, CustomAR: CustomAROff}),
@@ -181,6 +183,81 @@ func TestTRTLLMFusesARNormByDefault(t *testing.T) {
 		}
 		if strings.Contains(pr.Engine, "RMSNorm fused") {
 			t.Errorf("trtllm, %s: engine line %q names a fusion NCCL does not run", name, pr.Engine)
+		}
+	}
+}
+
+// TestVLLMFusesARNormByDefault: vLLM fuses each TP all-reduce with the
+// RMSNorm after it by default at -O2 since 0.17 (PR #34299) on compute
+// capability 9.0 and the 10.x family, FlashInfer's kernel taking messages
+// up to FI_ALLREDUCE_FUSION_MAX_SIZE_MB[capability][TP] (9.0 at TP 8:
+// 0.5 MiB; 10.0: 1 MiB; 10.3: 4 MiB), so with DeepSeek-V3's 7,168-wide
+// bf16 hidden state a step of up to 36 / 73 / 292 tokens is fused and a
+// larger one is not; no fusion on SM120 or at TP 1; the engine line says
+// so with the cap; the February-March 2026 nightly (before or about PR
+// #34299) does not fuse by default. The step's tokens are its CUDA
+// graph's (vLLM's capture sizes ..., 32, 40, ..., 72, 80, ..., 288, 304):
+// a padded graph above the cap runs apart, as vLLM compiles the fused
+// pattern only into graphs of at most that many tokens.
+func TestVLLMFusesARNormByDefault(t *testing.T) {
+	a, err := model.Preset("deepseek-v3")
+	if err != nil {
+		t.Fatal(err)
+	}
+	count := func(pr *Prediction) (fused, apart int) {
+		for i, o := range pr.Ops {
+			if o.Rank == 0 && o.Kind == model.KindNorm && i > 0 && pr.Ops[i-1].Kind == model.KindCollective && strings.HasSuffix(pr.Ops[i-1].ID, "allreduce") {
+				if o.Cost.Fused {
+					fused++
+				} else {
+					apart++
+				}
+			}
+		}
+		return fused, apart
+	}
+	const hiddenBytes = 7168 * 2
+	for _, c := range []struct {
+		topo         string
+		capMiB       float64 // vLLM's cap at TP 8 for the box's capability; 0: no fusion there
+		under, above int     // the capture sizes either side of the cap's token count
+		eng          engprof.Ref
+	}{
+		{"nvswitch:8xh200-sxm", 0.5, 32, 40, engprof.Ref{}},
+		{"nvswitch:8xb200", 1, 72, 80, engprof.Ref{}},
+		{"nvswitch:8xb300", 4, 288, 304, engprof.Ref{}},
+		{"rtxpro6000-2s", 0, 1, 8, engprof.Ref{}},
+		{"nvswitch:8xh200-sxm", 0, 1, 8, engprof.Ref{Name: "vllm", Version: "0.16-nightly"}},
+	} {
+		box, err := topology.Resolve(c.topo, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := New(box, Options{CUDAGraphs: true, Engine: c.eng})
+		if err != nil {
+			t.Fatal(err)
+		}
+		maxTokens := int(c.capMiB * (1 << 20) / hiddenBytes)
+		if c.capMiB > 0 && (c.under > maxTokens || c.above <= maxTokens) {
+			t.Fatalf("%s: capture sizes %d and %d do not straddle the cap's %d tokens", c.topo, c.under, c.above, maxTokens)
+		}
+		for _, batch := range []int{1, c.under, c.above} {
+			pr, err := p.PredictScenario(Scenario{Arch: a, Plan: model.Plan{TP: 8}, Workload: model.Workload{Batch: batch, Context: 4096, KVDtype: model.BF16}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			fused, apart := count(pr)
+			want := c.capMiB > 0 && batch <= maxTokens
+			if want && (fused == 0 || apart != 0) || !want && fused != 0 {
+				t.Errorf("%s %s batch %d: %d norms fused, %d apart; want fused %v (cap %g MiB at TP 8: %d tokens)", c.topo, c.eng, batch, fused, apart, want, c.capMiB, maxTokens)
+			}
+			capText := fmt.Sprintf("all-reduce + RMSNorm fused for messages up to %g MiB", c.capMiB)
+			if c.capMiB < 1 {
+				capText = fmt.Sprintf("all-reduce + RMSNorm fused for messages up to %g KiB", c.capMiB*1024)
+			}
+			if named := strings.Contains(pr.Engine, capText); named != (c.capMiB > 0) {
+				t.Errorf("%s %s batch %d: engine line %q, want %q %v", c.topo, c.eng, batch, pr.Engine, capText, c.capMiB > 0)
+			}
 		}
 	}
 }

@@ -655,9 +655,9 @@ func (p *Predictor) run(s *model.Schedule, mode int, graphed bool) error {
 		}
 		switch f := p.opts.ARNormFusion; {
 		case f == ToggleOn:
-			p.fuseNorms(ops, g, false)
+			p.fuseNorms(ops, g, s.Plan.Normalized().TP, false)
 		case f == ToggleDefault && p.cm.arFused(s.Plan):
-			p.fuseNorms(ops, g, true)
+			p.fuseNorms(ops, g, s.Plan.Normalized().TP, true)
 		}
 		g += len(ops)
 		e.rankOff = append(e.rankOff, int32(g))
@@ -716,8 +716,9 @@ func ncclAlgo(algo string) bool {
 // that kernel's (TensorRT-LLM's RESIDUAL_RMS_NORM), and an all-reduce
 // NCCL carries leaves the residual add and the norm to a kernel of their
 // own.
-func (p *Predictor) fuseNorms(ops []model.Op, off int, customOnly bool) {
+func (p *Predictor) fuseNorms(ops []model.Op, off, tp int, customOnly bool) {
 	maxTokens := int64(p.cm.prof.FusionMaxTokens(engprof.FuseAllReduceRMSNorm))
+	maxBytes := p.cm.prof.FusionMaxInputBytes(engprof.FuseAllReduceRMSNorm, p.cm.cc, tp)
 	for i := 1; i < len(ops); i++ {
 		if ops[i].Kind != model.KindNorm || !ops[i-1].IsCollective() || ops[i-1].Collective != model.AllReduce {
 			continue
@@ -729,6 +730,12 @@ func (p *Predictor) fuseNorms(ops []model.Op, off int, customOnly bool) {
 		// all-reduce and the norm stay apart (the norm's rows are the
 		// step's tokens).
 		if maxTokens > 0 && ops[i].M > maxTokens {
+			continue
+		}
+		// Above the engine's size cap for this device and TP degree the
+		// same (vLLM: the pass runs only on compile ranges up to the cap
+		// over the hidden size).
+		if maxBytes > 0 && ops[i-1].CommBytes > maxBytes {
 			continue
 		}
 		n, ar := off+i, off+i-1
