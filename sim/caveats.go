@@ -34,8 +34,11 @@ func (p *Predictor) Caveats(sc Scenario) []string {
 
 	// TestPublicNVFP4Ratio: NVFP4 experts decode 25-45 % slower than INT4
 	// ones on SM120; the priors price the padded FP4 tiles, not the MoE
-	// runner's helper kernels.
-	if sm12 && a.RoutedExperts > 0 && a.Quant.Dtype(model.CompRoutedExperts) == model.NVFP4 && !p.calibratedFamily("moe_gemm") && !measured.role[model.RoleExpertsGateUp] {
+	// runner's helper kernels. The gap is that of a kernel with the
+	// padded FP4 tiles the caveat names (the CUTLASS runners): under one
+	// without them (--moe-kernel marlin, the executor's cuBLAS) the step
+	// prices none of what it describes.
+	if sm12 && a.RoutedExperts > 0 && a.Quant.Dtype(model.CompRoutedExperts) == model.NVFP4 && p.moePaddedFP4() && !p.calibratedFamily("moe_gemm") && !measured.role[model.RoleExpertsGateUp] {
 		out = append(out, "NVFP4 experts on SM12x: public Kimi-K2.5 runs decode 25-45 % slower with NVFP4 than with INT4 experts; tpscope's priors price the FP4 kernels' 128-row tiles and the CUTLASS MoE runner's helper kernels at the MoE kernel floor each (NVFP4 / INT4 0.82 on Kimi-K2.5), the routed experts about 24 us a layer under vLLM's table at one token: likely optimistic; vLLM 0.24's measured MoE rows put the ratio at 0.70 (fix: --perf-db with aiconfigurator's tables, or tpscope calibrate --trace on this server's trace)")
 	}
 
@@ -145,6 +148,14 @@ func (p *Predictor) Caveats(sc Scenario) []string {
 		}
 	}
 	return out
+}
+
+// moePaddedFP4 reports whether the engine's MoE kernel for NVFP4 experts
+// on this GPU family computes padded tiles (engprof.PaddedTiles), the
+// mechanism the NVFP4 caveat is about.
+func (p *Predictor) moePaddedFP4() bool {
+	mk := p.cm.engineKernels.moeKernel(model.NVFP4)
+	return mk != nil && mk.Padded.On(p.cm.arch, engprof.NVFP4)
 }
 
 // measured says which ops of a scenario's rank-0 schedule the cost

@@ -54,6 +54,14 @@ func TestCaveats(t *testing.T) {
 	}{
 		{"seed: Kimi NVFP4 on the 2-socket box", "kimi-k2.5-nvfp4", mustTopo(t, "rtxpro6000-2s"), model.Plan{TP: 8}, 4096, tuned, []string{nvfp4, nccl}},
 		{"INT4 experts", "kimi-k2.5", mustTopo(t, "rtxpro6000-2s"), model.Plan{TP: 8}, 4096, tuned, []string{nccl}},
+		// The NVFP4 gap is the padded FP4 tiles of the CUTLASS runners:
+		// a kernel without them prices none of what the caveat says.
+		{"NVFP4 experts under Marlin", "kimi-k2.5-nvfp4", mustTopo(t, "rtxpro6000-2s"), model.Plan{TP: 8}, 4096,
+			Options{CUDAGraphs: true, MoEKernel: "marlin", NCCL: ncclenv.Settings{Proto: "LL", P2PLevel: "SYS"}}, []string{nccl}},
+		{"NVFP4 experts, the executor's kernels", "kimi-k2.5-nvfp4", mustTopo(t, "rtxpro6000-2s"), model.Plan{TP: 8}, 4096,
+			Options{CUDAGraphs: true, Engine: engprof.ExecutorRef, NCCL: ncclenv.Settings{Proto: "LL", P2PLevel: "SYS"}}, []string{nccl}},
+		{"NVFP4 experts under SGLang's cutlass", "kimi-k2.5-nvfp4", mustTopo(t, "rtxpro6000-2s"), model.Plan{TP: 8}, 4096,
+			Options{CUDAGraphs: true, Engine: engprof.Ref{Name: "sglang"}, MoEKernel: "cutlass", NCCL: ncclenv.Settings{Proto: "LL", P2PLevel: "SYS"}}, []string{nvfp4, nccl}},
 		{"128K without DCP", "kimi-k2.5", mustTopo(t, "rtxpro6000-2s"), model.Plan{TP: 8}, 131072, tuned, []string{longCtx, nccl}},
 		{"128K with DCP 8", "kimi-k2.5", mustTopo(t, "rtxpro6000-2s"), model.Plan{TP: 8, DCP: 8}, 131072, tuned, []string{nccl}},
 		{"one GPU: no collectives", "tiny-mla-moe", mustTopo(t, "rtxpro6000-2s"), model.Plan{TP: 1}, 4096, tuned, nil},
