@@ -86,6 +86,22 @@ type Op struct {
 	Deps []int
 }
 
+// MarksIndependentOps reports whether some op of the schedule waits for
+// other ops than the one before it on its rank (Op.Deps), the only case
+// where an op on a second stream (sim's Options.Overlap) can run beside
+// another. The builder lays each rank's step as one chain (every Deps
+// nil), as the engines launch a rank's kernels on one stream.
+func (s *Schedule) MarksIndependentOps() bool {
+	for _, ops := range s.Ranks {
+		for i := range ops {
+			if d := ops[i].Deps; d != nil && (len(d) != 1 || d[0] != i-1) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // MoEShape is what the builder assumed about the tokens that reach one
 // rank's routed experts in one MoE layer, under its Routing (each token
 // picks TopK distinct experts of Experts; uniform routing by default).

@@ -794,6 +794,11 @@ func (s *Space) Enumerate() ([]Config, Coverage, error) {
 		err, seen := refusedBy[key]
 		if !seen {
 			err = sc.CheckEngine()
+			if err == nil {
+				// An option that would price nothing in this step
+				// (--overlap) is refused as predict refuses it.
+				err = sc.CheckOverlap()
+			}
 			refusedBy[key] = err
 			if err != nil {
 				if firstRefusal == nil {

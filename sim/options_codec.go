@@ -95,7 +95,7 @@ var optionFields = []OptionField{
 			}
 			return nil
 		}},
-	{Name: "overlap", Kind: OptionBool, Help: "run collectives on a second stream, overlapping independent compute",
+	{Name: "overlap", Kind: OptionBool, Help: "run collectives on a second stream, overlapping compute the schedule marks independent of them (refused where it marks none, as in every schedule the builder lays: each op waits for the one before)",
 		Get: func(o *Options) string { return boolText(o.Overlap) },
 		Set: func(o *Options, v string) (err error) { o.Overlap, err = parseBool(v); return }},
 	{Name: "mtp-accept", Kind: OptionFloat, Help: "probability that one MTP speculative token is accepted (0..1)",

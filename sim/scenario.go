@@ -191,6 +191,24 @@ func BuildSchedule(sc Scenario) (*model.Schedule, error) {
 	return p.schedule(sc)
 }
 
+// CheckOverlap refuses Options.Overlap where it would price nothing: a
+// communication stream overlaps only compute the schedule marks
+// independent of the collective before it (model.Schedule.
+// MarksIndependentOps), and a schedule laid as one chain per rank, as
+// every schedule the builder lays is, runs each collective between the
+// op that feeds it and the op that reads it, on either stream. A
+// schedule that does not build is left to the prediction to report.
+func (sc Scenario) CheckOverlap() error {
+	if !sc.Options.Overlap {
+		return nil
+	}
+	s, err := BuildSchedule(sc)
+	if err != nil || s.MarksIndependentOps() {
+		return nil
+	}
+	return fmt.Errorf("--overlap: the step's schedule marks no op independent of the collective before it (each op of a rank waits for the one before, as the engines launch a rank's kernels on one stream), so a communication stream would overlap nothing and price the step as one stream does: leave it out")
+}
+
 // gpu is the GPU of sc's box, whose memory sets the engine's defaults
 // (GPU 0's: a Predictor refuses a box of mixed GPUs).
 func (sc Scenario) gpu() (*topology.Device, error) {

@@ -577,6 +577,9 @@ func (f *scenarioFlags) scenario() (sim.Scenario, error) {
 		}
 		return sc, usageErrorf("%v", err)
 	}
+	if err := sc.CheckOverlap(); err != nil {
+		return sc, usageErrorf("%v", err)
+	}
 	if sc.Costs, err = f.costs(sc.Topo, sc.Build.Routing, sc.Options, sc.Arch.ModelType, func(src sim.CostSource) bool { return moePricedByTables(sc, src) }); err != nil {
 		return sc, err
 	}
@@ -654,6 +657,9 @@ func (f *scenarioFlags) override() func(*sim.Scenario) error {
 		// named as an override and priced as nothing: refused, as
 		// scenario refuses it.
 		if err := sc.CheckEngine(); err != nil {
+			return usageErrorf("%v", err)
+		}
+		if err := sc.CheckOverlap(); err != nil {
 			return usageErrorf("%v", err)
 		}
 		return nil
