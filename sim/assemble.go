@@ -173,7 +173,27 @@ func sortShares(s []Share) {
 
 // topOps returns the indices of the k longest ops, longest first (ties:
 // earlier op first).
+// LongestOps is the indices into pr.Ops of rank 0's n longest ops,
+// longest first (n <= 0: every op of rank 0), as TopOps lists the
+// first topOpsN of them.
+func (pr *Prediction) LongestOps(n int) []int {
+	rank0 := len(pr.Ops)
+	for i := range pr.Ops {
+		if pr.Ops[i].Rank != 0 {
+			rank0 = i
+			break
+		}
+	}
+	if n <= 0 || n > rank0 {
+		n = rank0
+	}
+	return topOps(pr.Ops[:rank0], n)
+}
+
 func topOps(ops []OpResult, k int) []int {
+	if k <= 0 {
+		return nil
+	}
 	top := make([]int, 0, k+1)
 	for i := range ops {
 		if len(top) == k && ops[i].Us <= ops[top[k-1]].Us {

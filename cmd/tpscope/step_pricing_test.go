@@ -27,3 +27,45 @@ func TestOverlapRefused(t *testing.T) {
 		})
 	}
 }
+
+// TestPredictTopCounts: --top N lists N longest ops as it lists N op
+// names, 0 lists all (its own error says "0 (all)"), and the JSON's
+// top_ops holds the ops the table lists. The table listed at most the 10
+// the prediction kept and none at --top 0.
+func TestPredictTopCounts(t *testing.T) {
+	longest := func(out string) []string {
+		_, after, ok := strings.Cut(out, "longest ops\n")
+		if !ok {
+			t.Fatalf("no longest ops table in %q", out)
+		}
+		lines := strings.Split(strings.TrimSpace(after), "\n")
+		return lines[1:] // the header
+	}
+	m := predictJSONObject(t, "--model", "tiny-mla-moe", "--tp", "2", "--top", "0")
+	ops := m["ops"].([]any)
+	rank0 := 0
+	for _, o := range ops {
+		if o.(map[string]any)["rank"].(float64) == 0 {
+			rank0++
+		}
+	}
+	if got := len(m["top_ops"].([]any)); got != rank0 {
+		t.Errorf("--top 0: JSON top_ops has %d ops, want all %d of rank 0", got, rank0)
+	}
+	for _, c := range []struct {
+		top  string
+		want int
+	}{{"0", rank0}, {"20", 20}, {"3", 3}} {
+		code, out, stderr := runCLI(t, "predict", "--model", "tiny-mla-moe", "--tp", "2", "--top", c.top)
+		if code != 0 {
+			t.Fatalf("--top %s: exit %d: %s", c.top, code, stderr)
+		}
+		if got := len(longest(out)); got != c.want {
+			t.Errorf("--top %s: %d longest ops listed, want %d", c.top, got, c.want)
+		}
+		m := predictJSONObject(t, "--model", "tiny-mla-moe", "--tp", "2", "--top", c.top)
+		if got := len(m["top_ops"].([]any)); got != c.want {
+			t.Errorf("--top %s: JSON top_ops has %d ops, want the table's %d", c.top, got, c.want)
+		}
+	}
+}

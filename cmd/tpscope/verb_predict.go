@@ -51,7 +51,7 @@ func (o *predictOptions) Bind(fs *pflag.FlagSet) {
 	o.sc.Bind(fs)
 	bindOutputFlag(fs, &o.output, "one row per op of every simulated rank", allFormats...)
 	fs.StringVar(&o.plot, "plot", o.plot, "write a breakdown chart to FILE.png or FILE.svg")
-	fs.IntVar(&o.top, "top", o.top, "how many op names and ops to list in the table")
+	fs.IntVar(&o.top, "top", o.top, "how many op names and longest ops to list in the table, 0 = all (--output json's top_ops lists the same ops)")
 }
 
 func (o *predictOptions) Run(ctx context.Context, args []string, std IO) error {
@@ -81,6 +81,9 @@ func (o *predictOptions) Run(ctx context.Context, args []string, std IO) error {
 		return fmt.Errorf("%s %s on %s does not fit in GPU memory: short by %.1f GB per GPU (weights %.1f GB + activations %.1f GB + KV %.1f GB for %d tokens, usable %.1f GB of %.1f GB)",
 			scen.Arch.Name, scen.Plan.Normalized(), topo.Name, m.ShortfallGB, gb(m.WeightBytes), gb(m.ActivationBytes), gb(m.KVBytes), m.KVTokensNeeded, gb(m.UsableBytes), gb(m.DeviceBytes))
 	}
+	// The longest ops the table lists are --top of them (0: all), and
+	// the JSON holds the same list.
+	pr.TopOps = pr.LongestOps(o.top)
 	var files []func() error
 	if o.plot != "" {
 		files = append(files, func() error { return writePredictPlot(o.plot, pr) })
@@ -172,10 +175,7 @@ func writePredictTable(w io.Writer, pr *sim.Prediction, top int, md bool) error 
 		}
 	}
 	var cells [][]string
-	for i, k := range pr.TopOps {
-		if i >= top {
-			break
-		}
+	for _, k := range pr.TopOps {
 		op := &pr.Ops[k]
 		d := costDetail(op)
 		if md {
