@@ -1,5 +1,7 @@
 package model
 
+import "slices"
+
 // Summary is what `tpscope model show` reports: the architecture, its
 // quantization, parameter counts and the memory picture of one GPU under a
 // plan. JSON field names are part of the CLI's contract.
@@ -77,6 +79,17 @@ type SummaryWeight struct {
 	Bytes     float64 `json:"bytes"`
 }
 
+// KVDtypeRows are the dtypes KVBytesPerToken and KVCapacityByDtype hold:
+// KVDtypes, with the selected KVDtype after its 16-bit peer where it is
+// not one of them (fp16).
+func (s *Summary) KVDtypeRows() []Dtype {
+	rows := slices.Clone(KVDtypes)
+	if sel := Dtype(s.KVDtype); sel != "" && !slices.Contains(rows, sel) {
+		rows = slices.Insert(rows, 1, sel)
+	}
+	return rows
+}
+
 // KVDtypes are the KV-cache dtypes reports compare.
 var KVDtypes = []Dtype{BF16, FP8}
 
@@ -149,7 +162,11 @@ func Summarize(a *Arch, p Plan, w Workload, o BuildOptions, gpuMemBytes, util fl
 		}
 	}
 	if !found {
+		// Another dtype than the compared ones (fp16): its own row, so
+		// the dtype the capacity is for is one of the rows shown.
 		c = rule(a, p, w, o, gpuMemBytes, util)
+		s.KVBytesPerToken[string(sel)] = kvBytesPerToken(a, p, sel, withMTP, dsa) + drafterKVBytesPerToken(w, o, sel)
+		s.KVCapacityByDtype[string(sel)] = c.KVCapacityTokens
 	}
 	s.KVDtype = string(sel)
 	s.ActivationBytes = c.ActivationBytes

@@ -69,3 +69,30 @@ func TestPredictTopCounts(t *testing.T) {
 		}
 	}
 }
+
+// TestModelShowFP16Selected: --kv-dtype takes fp16, and model show marks
+// the row the capacity is for; it listed bf16 and fp8 only, neither
+// selected. Kimi-K2.5's 61 layers x 576 latent values x 2 bytes over TP 8
+// (every rank holds the whole latent) are 70272 B a token, bf16's too.
+func TestModelShowFP16Selected(t *testing.T) {
+	code, out, stderr := runCLI(t, "model", "show", "kimi-k2.5", "--kv-dtype", "fp16")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	var selected []string
+	for _, l := range strings.Split(out, "\n") {
+		if strings.Contains(l, "(selected)") {
+			selected = append(selected, strings.Join(strings.Fields(l), " "))
+		}
+	}
+	if want := "fp16 (selected) 70272"; len(selected) != 1 || !strings.HasPrefix(selected[0], want) {
+		t.Fatalf("selected rows %q, want one starting %q in:\n%s", selected, want, out)
+	}
+	code, out, stderr = runCLI(t, "model", "show", "kimi-k2.5", "--kv-dtype", "fp16", "--output", "json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	if !strings.Contains(out, `"fp16": 70272`) {
+		t.Errorf("JSON holds no fp16 bytes per token: %s", out)
+	}
+}

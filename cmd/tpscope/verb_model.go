@@ -303,7 +303,7 @@ func writeModelSummary(w io.Writer, s *model.Summary, scen *sim.Scenario) error 
 		fmt.Fprintf(tw, "KV dtype\t%s, %s (--kv-dtype names another)\n", d.Dtype, d)
 	}
 	fmt.Fprintln(tw, "\nKV dtype\tbytes/token/GPU\tcapacity tokens")
-	for _, kd := range model.KVDtypes {
+	for _, kd := range s.KVDtypeRows() {
 		mark := ""
 		if string(kd) == s.KVDtype {
 			mark = " (selected)"
