@@ -117,7 +117,7 @@ func NewDeployment(p Plan, w Workload, g *GraphCapture) Deployment {
 		d.TokensPerSeq = int64(w.Context)
 	}
 	d.TokensPerGroup = int64(d.SeqsPerGroup) * d.TokensPerSeq
-	if w.Phase == Decode && g != nil {
+	if w.ReplaysGraphs() && g != nil {
 		if pt, ok := g.Tokens(int(d.TokensPerGroup)); ok {
 			d.Graphed, d.GraphTokens = true, pt
 			d.PadTokens = int64(pt) - d.TokensPerGroup
@@ -126,6 +126,11 @@ func NewDeployment(p Plan, w Workload, g *GraphCapture) Deployment {
 	}
 	return d
 }
+
+// ReplaysGraphs reports whether a step of w can replay a captured CUDA
+// graph: a decode step can (NewDeployment pads it to a captured size); a
+// prefill step runs eagerly, so capture sizes change nothing of it.
+func (w Workload) ReplaysGraphs() bool { return w.Normalized().Phase == Decode }
 
 // iterationDeployment is the deployment of an engine iteration (one DP
 // group): its requests, its tokens with their padding, graphed when they

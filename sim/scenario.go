@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io/fs"
 
+	engprof "github.com/tpscope/tpscope/engine"
 	"github.com/tpscope/tpscope/internal/jsonerr"
 	"github.com/tpscope/tpscope/model"
 	"github.com/tpscope/tpscope/topology"
@@ -189,6 +190,34 @@ func BuildSchedule(sc Scenario) (*model.Schedule, error) {
 		p.dev = dev
 	}
 	return p.schedule(sc)
+}
+
+// GraphSizesUnused says why the capture sizes (Options.GraphSizes) price
+// nothing of sc, "" where they price something: they pad a decode step
+// that replays graphs (model.NewDeployment) and size the KV reserve of an
+// engine whose default pool counts its largest captured batch (SGLang's
+// mem_fraction_static, KVBudget), whether graphs are on or not; a prefill
+// step, or an eager one, under a budget that does not read them is priced
+// the same under any list.
+func (sc Scenario) GraphSizesUnused() string {
+	step := ""
+	switch {
+	case !sc.Workload.ReplaysGraphs():
+		step = fmt.Sprintf("a %s step runs eagerly (CUDA graphs replay decode steps)", sc.Workload.Normalized().Phase)
+	case !sc.Options.CUDAGraphs:
+		step = "the step runs eagerly (--cuda-graphs=false)"
+	default:
+		return ""
+	}
+	prof, err := engprof.Lookup(sc.Options.Engine)
+	if err != nil {
+		return ""
+	}
+	b, fixed := FixedKVBudget(prof, sc.Options.GPUMemUtilFrac)
+	if !fixed {
+		return ""
+	}
+	return fmt.Sprintf("%s and the KV pool is %s, which no capture size enters", step, b)
 }
 
 // CheckOverlap refuses Options.Overlap where it would price nothing: a

@@ -555,6 +555,13 @@ func (f *scenarioFlags) scenario() (sim.Scenario, error) {
 			sc.Workload.KVDtype, sc.KVDefault = d.Dtype, d
 		}
 	}
+	// Capture sizes pad a graphed decode step (and size SGLang's KV
+	// reserve); an eager step under a fixed KV budget prices none of them,
+	// unless the verb also prices variants that turn graphs on (advise's
+	// cuda-graphs entry).
+	if why := sc.GraphSizesUnused(); f.changed("graph-sizes") && !f.variants && why != "" {
+		return sc, flagError("--graph-sizes", graphSizesText(sc.Options), "%s, so capture sizes change nothing of it: leave it out", why)
+	}
 	// What the builder checks, once: plan, workload and build options
 	// against the model and each other.
 	if err := model.Validate(a, sc.Plan, sc.Workload, sc.Build); err != nil {
@@ -785,6 +792,16 @@ func (f *scenarioFlags) subsetRecorded(sc *sim.Scenario) error {
 	}
 	sc.TopoRef.GPUs = f.gpus
 	return nil
+}
+
+// graphSizesText is --graph-sizes as the option's codec writes it.
+func graphSizesText(o sim.Options) string {
+	for _, of := range sim.OptionFields() {
+		if of.Name == "graph-sizes" {
+			return of.Get(&o)
+		}
+	}
+	return ""
 }
 
 // optionText is of's value in o as its Set reads it back: the codec

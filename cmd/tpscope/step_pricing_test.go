@@ -96,3 +96,32 @@ func TestModelShowFP16Selected(t *testing.T) {
 		t.Errorf("JSON holds no fp16 bytes per token: %s", out)
 	}
 }
+
+// TestGraphSizesUnused: capture sizes pad a graphed decode step and size
+// SGLang's default KV reserve; a prefill step, or an eager one, under a
+// KV budget no capture size enters was priced the same under any list
+// while the options line printed it. Refused there in one line; kept
+// where it prices something.
+func TestGraphSizesUnused(t *testing.T) {
+	checkUsageErrors(t, []usageCase{
+		{"prefill", []string{"predict", "--phase", "prefill", "--graph-sizes", "1,2,4"}, "--graph-sizes 1+2+4: a prefill step runs eagerly"},
+		{"eager", []string{"predict", "--cuda-graphs=false", "--graph-sizes", "1,2"}, "--graph-sizes 1+2: the step runs eagerly (--cuda-graphs=false)"},
+		{"SGLang prefill at a given fraction", []string{"predict", "--engine", "sglang", "--phase", "prefill", "--graph-sizes", "1,2", "--gpu-mem-util", "0.8"}, "mem_fraction_static 0.8, given"},
+		{"schedule prefill", []string{"schedule", "--phase", "prefill", "--graph-sizes", "1,2"}, "--graph-sizes 1+2: a prefill step runs eagerly"},
+	})
+	// SGLang's default reserve counts the largest captured batch whether
+	// graphs run or not: the list moves its KV pool.
+	pool := func(args ...string) string {
+		l := predictLines(t, append([]string{"--engine", "sglang"}, args...)...)["memory per GPU"]
+		if l == "" {
+			t.Fatalf("no memory line for %v", args)
+		}
+		return l
+	}
+	if a, b := pool("--phase", "prefill", "--graph-sizes", "1,2"), pool("--phase", "prefill"); a == b || !strings.Contains(a, "cuda_graph_max_bs 2") {
+		t.Errorf("SGLang prefill: the capture list did not reach the KV reserve: %q vs %q", a, b)
+	}
+	if code, _, stderr := runCLI(t, "advise", "--cuda-graphs=false", "--graph-sizes", "1,2"); code != 0 {
+		t.Errorf("advise prices the cuda-graphs entry with the list, yet exit %d: %s", code, stderr)
+	}
+}
