@@ -8,8 +8,8 @@ import (
 // (Rule). A profile that states none sizes it as vLLM does, at
 // DefaultGPUMemUtilFrac.
 type KVPoolFacts struct {
-	// Rule is KVPoolGPUMemUtil, KVPoolMemFractionStatic or
-	// KVPoolFreeGPUMemFrac.
+	// Rule is KVPoolGPUMemUtil, KVPoolMemFractionStatic,
+	// KVPoolFreeGPUMemFrac or KVPoolStepCache.
 	Rule string `yaml:"rule"`
 	// UtilFrac is the default fraction under KVPoolGPUMemUtil and
 	// KVPoolFreeGPUMemFrac.
@@ -40,10 +40,15 @@ const (
 	// peak) x fraction), so the activations are taken before the fraction,
 	// not from the pool as under KVPoolGPUMemUtil.
 	KVPoolFreeGPUMemFrac = "free_gpu_memory_fraction"
+	// KVPoolStepCache is tpscope's executor: no serving engine's pool and
+	// no fraction of the memory held back; it allocates the weights, its
+	// activation workspace and the step's own KV cache in the GPU's whole
+	// memory, so what fits is the memory less the weights and activations.
+	KVPoolStepCache = "step_cache"
 )
 
 // kvPoolRules lists the rules for an error.
-const kvPoolRules = KVPoolGPUMemUtil + ", " + KVPoolMemFractionStatic + " or " + KVPoolFreeGPUMemFrac
+const kvPoolRules = KVPoolGPUMemUtil + ", " + KVPoolMemFractionStatic + ", " + KVPoolFreeGPUMemFrac + " or " + KVPoolStepCache
 
 // DefaultGPUMemUtilFrac is vLLM's gpu_memory_utilization, the rule of a
 // profile that states no kv_pool.
@@ -140,6 +145,10 @@ func (p *Profile) validateKVPool(bad func(field, format string, a ...any) error,
 	case KVPoolGPUMemUtil, KVPoolFreeGPUMemFrac:
 		if !(k.UtilFrac > 0 && k.UtilFrac <= 1) {
 			return bad("kv_pool.util_frac", "%v: want a fraction in (0, 1]", k.UtilFrac)
+		}
+	case KVPoolStepCache:
+		if k.UtilFrac != 0 {
+			return bad("kv_pool.util_frac", "%v: want none: the step's own cache takes no fraction of the memory", k.UtilFrac)
 		}
 	case KVPoolMemFractionStatic:
 		r := &k.Reserve

@@ -13,9 +13,11 @@ import (
 type KVBudget struct {
 	// Rule is engprof.KVPoolGPUMemUtil (vLLM's: the fraction less the
 	// weights and the activations), engprof.KVPoolMemFractionStatic
-	// (SGLang's: the fraction less the weights) or
+	// (SGLang's: the fraction less the weights),
 	// engprof.KVPoolFreeGPUMemFrac (TensorRT-LLM's: the fraction of the
-	// memory free after the weights and the activations).
+	// memory free after the weights and the activations) or
+	// engprof.KVPoolStepCache (the executor's: the whole memory less the
+	// weights and the activations, Frac 1).
 	Rule string  `json:"rule"`
 	Frac float64 `json:"frac"`
 	// From says where Frac came from: "given" (Options.GPUMemUtilFrac),
@@ -27,6 +29,11 @@ type KVBudget struct {
 // sglang@0.5's default: ...", "free_gpu_memory_fraction 0.9 of the memory
 // free after weights and activations, trtllm@1.3's default".
 func (b KVBudget) String() string {
+	if b.Rule == engprof.KVPoolStepCache {
+		// No fraction: the whole memory, of which the step's cache
+		// takes what it needs.
+		return "the whole GPU memory, " + b.From
+	}
 	of := ""
 	if b.Rule == engprof.KVPoolFreeGPUMemFrac {
 		// The fraction is not of the GPU's memory, as the others' are.
@@ -43,12 +50,15 @@ func (b KVBudget) PoolLess() string {
 		return "that fraction of the GPU's memory less the weights (the activations and graphs are in the reserve)"
 	case engprof.KVPoolFreeGPUMemFrac:
 		return "that fraction of what the weights and activations leave of the GPU's memory"
+	case engprof.KVPoolStepCache:
+		return "the GPU's whole memory less the weights and activations"
 	}
 	return "that fraction of the GPU's memory less the weights and activations"
 }
 
 // CapacityRule is the model's arithmetic for the engine's KV-pool rule
-// (the one place a rule name becomes a capacity).
+// (the one place a rule name becomes a capacity); the executor's step
+// cache is vLLM's arithmetic at the whole memory (its budget's Frac 1).
 func CapacityRule(rule string) model.CapacityRule {
 	switch rule {
 	case engprof.KVPoolMemFractionStatic:
@@ -66,6 +76,10 @@ func CapacityRule(rule string) model.CapacityRule {
 // mem_fraction_static).
 func FixedKVBudget(prof *engprof.Profile, given float64) (b KVBudget, ok bool) {
 	rule := prof.KVPool.KVPoolRule()
+	if rule == engprof.KVPoolStepCache {
+		// The executor (CheckEngine refuses a fraction given for it).
+		return KVBudget{Rule: rule, Frac: 1, From: prof.Name() + " allocates the step's own KV cache, no serving engine's pool"}, true
+	}
 	if given > 0 {
 		return KVBudget{Rule: rule, Frac: given, From: "given"}, true
 	}

@@ -125,3 +125,29 @@ func TestGraphSizesUnused(t *testing.T) {
 		t.Errorf("advise prices the cuda-graphs entry with the list, yet exit %d: %s", code, stderr)
 	}
 }
+
+// TestExecutorMemoryIsItsOwn: the executor allocates the step's own KV
+// cache, no serving engine's pool (it refuses --gpu-mem-util), yet its
+// predictions sized the memory as vLLM's pool at gpu_memory_utilization
+// 0.9 and refused a step it runs: Kimi-K2.5's TP-8 shard at batch 8 on
+// an 80 GiB H100, which the README's verdict runs measured. Its weights
+// (76.2 GB) + activations (2.2 GB) + 8 x 4097 tokens x 70272 B (2.3 GB)
+// fit in 80 GiB (85.9 GB) but not in 0.9 of it (77.3 GB).
+func TestExecutorMemoryIsItsOwn(t *testing.T) {
+	args := []string{"--model", "kimi-k2.5", "--topo", "nvswitch:8xh100-sxm", "--kv-dtype", "bf16", "--batch", "8"}
+	if code, _, stderr := runCLI(t, append([]string{"predict"}, args...)...); code != 1 || !strings.Contains(stderr, "does not fit in GPU memory") {
+		t.Fatalf("vLLM's pool: exit %d, %q: want the step refused at gpu_memory_utilization 0.9", code, stderr)
+	}
+	m := predictJSONObject(t, append(args, "--engine", "executor")...)["memory"].(map[string]any)
+	const h100Bytes = 80 << 30
+	if m["fits"] != true || m["usable_bytes"].(float64) != h100Bytes {
+		t.Errorf("executor: fits %v, usable %v B: want it to fit in the whole %d B", m["fits"], m["usable_bytes"], h100Bytes)
+	}
+	if b := m["kv_budget"].(map[string]any); b["rule"] != "step_cache" {
+		t.Errorf("executor's KV budget %v: want its own step cache, not a serving engine's pool", b)
+	}
+	l := predictLines(t, append(args, "--engine", "executor")...)["memory per GPU"]
+	if strings.Contains(l, "gpu_memory_utilization") || !strings.Contains(l, "the whole GPU memory") {
+		t.Errorf("memory line %q: want the whole GPU memory, no vLLM pool", l)
+	}
+}
