@@ -170,6 +170,12 @@ func (f *scenarioFlags) checkAccept(sc sim.Scenario) error {
 		case !f.variants && m != "" && m != model.SpecMTP:
 			return flagError("--mtp-accept", f.fs.Lookup("mtp-accept").Value.String(), "want --spec mtp: it is the MTP layers' acceptance, and --spec %s drafts without them (--spec-accept gives its acceptance)", m)
 		}
+		// One step, one acceptance: --spec-accept (or its file) prices
+		// the MTP drafts too (sim.specYield), so beside it --mtp-accept
+		// would be printed and priced nowhere.
+		if other := f.acceptFlag(); other != "" && !f.variants {
+			return flagError("--mtp-accept "+f.fs.Lookup("mtp-accept").Value.String()+" and "+other, nil, "give one: both set the MTP drafts' acceptance, and %s would price it, --mtp-accept nothing", strings.Fields(other)[0])
+		}
 	}
 	n := len(f.opts.SpecAccept.PerPosition)
 	if !f.changed("spec-accept") || steps == 0 || n <= steps {
@@ -186,6 +192,19 @@ func (f *scenarioFlags) checkAccept(sc sim.Scenario) error {
 	}
 	return flagError(fmt.Sprintf("--spec-accept %s and %s", f.opts.SpecAccept, k), nil,
 		"want at most %d per-position rates, one per draft position of the step (%d given)", steps, n)
+}
+
+// acceptFlag is the acceptance flag other than --mtp-accept the user set,
+// with its value ("--spec-accept 0.8", "--spec-accept-file m.txt"); "" for
+// none.
+func (f *scenarioFlags) acceptFlag() string {
+	switch {
+	case f.changed("spec-accept"):
+		return "--spec-accept " + f.fs.Lookup("spec-accept").Value.String()
+	case f.specAcceptFile != "":
+		return "--spec-accept-file " + f.specAcceptFile
+	}
+	return ""
 }
 
 // specFieldFlags are the flags that set the fields of a *model.PlanError

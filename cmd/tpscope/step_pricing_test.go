@@ -1,6 +1,7 @@
 package main
 
 import (
+	"os"
 	"strings"
 	"testing"
 )
@@ -149,5 +150,32 @@ func TestExecutorMemoryIsItsOwn(t *testing.T) {
 	l := predictLines(t, append(args, "--engine", "executor")...)["memory per GPU"]
 	if strings.Contains(l, "gpu_memory_utilization") || !strings.Contains(l, "the whole GPU memory") {
 		t.Errorf("memory line %q: want the whole GPU memory, no vLLM pool", l)
+	}
+}
+
+// TestMTPAcceptBesideSpecAccept: --spec-accept (or its file) prices the
+// MTP drafts too, so --mtp-accept beside it was printed in the options
+// line and priced nowhere (the step took 0.8, not 0.9). Refused in one
+// line; either alone prices the step at its figure (1 + a tokens a step
+// at K = 1).
+func TestMTPAcceptBesideSpecAccept(t *testing.T) {
+	dir := t.TempDir()
+	file := dir + "/accept.log"
+	if err := os.WriteFile(file, []byte("SpecDecoding metrics: Mean acceptance length: 1.80, Accepted throughput: 1 tokens/s, Drafted throughput: 1 tokens/s, Accepted: 8 tokens, Drafted: 10 tokens, Per-position acceptance rate: 0.800\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	base := []string{"predict", "--model", "deepseek-v3", "--topo", "nvswitch:8xb200", "--mtp", "1"}
+	checkUsageErrors(t, []usageCase{
+		{"spec-accept", append(base[:len(base):len(base)], "--mtp-accept", "0.9", "--spec-accept", "0.8"), "--mtp-accept 0.9 and --spec-accept 0.8: give one"},
+		{"spec-accept-file", append(base[:len(base):len(base)], "--mtp-accept", "0.9", "--spec-accept-file", file), "--mtp-accept 0.9 and --spec-accept-file " + file + ": give one"},
+	})
+	for _, c := range []struct {
+		flag, value string
+		tokens      float64
+	}{{"--mtp-accept", "0.9", 1.9}, {"--spec-accept", "0.8", 1.8}} {
+		m := predictJSONObject(t, append(base[1:len(base):len(base)], c.flag, c.value)...)
+		if got := m["tokens_per_step"].(float64); got < c.tokens-1e-9 || got > c.tokens+1e-9 {
+			t.Errorf("%s %s alone: %v tokens per step, want %v", c.flag, c.value, got, c.tokens)
+		}
 	}
 }
