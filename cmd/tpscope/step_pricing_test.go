@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"os"
 	"strings"
 	"testing"
@@ -176,6 +177,53 @@ func TestMTPAcceptBesideSpecAccept(t *testing.T) {
 		m := predictJSONObject(t, append(base[1:len(base):len(base)], c.flag, c.value)...)
 		if got := m["tokens_per_step"].(float64); got < c.tokens-1e-9 || got > c.tokens+1e-9 {
 			t.Errorf("%s %s alone: %v tokens per step, want %v", c.flag, c.value, got, c.tokens)
+		}
+	}
+}
+
+// TestScheduleNamesWhatLaidIt: the engine's capture list pads a graphed
+// decode step (batch 10: vLLM's list 1, 2, 4, 8, 16 pads it to 16,
+// SGLang's 1, 2, 4, 8, 12 to 12) and the box decides a DSA model's
+// attention, yet schedule named neither, even when they were defaults,
+// and its JSON held no graph at all where the table said "graph of 16
+// tokens". The title and the JSON name both and the deployment.
+func TestScheduleNamesWhatLaidIt(t *testing.T) {
+	for _, c := range []struct {
+		args           []string
+		engine, topo   string
+		graphTokens    float64
+		padTokens      float64
+		titleGraphNote string
+	}{
+		{nil, "vllm@0.24", "rtxpro6000-2s", 16, 6, "(graph of 16 tokens: "},
+		{[]string{"--engine", "sglang", "--topo", "h200-nvswitch"}, "sglang@0.5", "h200-nvswitch", 12, 2, "(graph of 12 tokens: "},
+	} {
+		args := append([]string{"schedule", "--model", "kimi-k2.5", "--batch", "10"}, c.args...)
+		code, out, stderr := runCLI(t, args...)
+		if code != 0 {
+			t.Fatalf("%v: exit %d: %s", args, code, stderr)
+		}
+		title, _, _ := strings.Cut(out, "\n")
+		if want := "on " + c.topo + " under " + c.engine; !strings.Contains(title, want) || !strings.Contains(title, c.titleGraphNote) {
+			t.Errorf("%v: title %q, want %q and %q", args, title, want, c.titleGraphNote)
+		}
+		code, out, stderr = runCLI(t, append(args, "--output", "json", "--rank", "0")...)
+		if code != 0 {
+			t.Fatalf("%v json: exit %d: %s", args, code, stderr)
+		}
+		var doc struct {
+			Topology, Engine string
+			Deploy           struct {
+				Graphed     bool    `json:"graphed"`
+				GraphTokens float64 `json:"graph_tokens"`
+				PadTokens   float64 `json:"pad_tokens"`
+			}
+		}
+		if err := json.Unmarshal([]byte(out), &doc); err != nil {
+			t.Fatal(err)
+		}
+		if doc.Topology != c.topo || doc.Engine != c.engine || !doc.Deploy.Graphed || doc.Deploy.GraphTokens != c.graphTokens || doc.Deploy.PadTokens != c.padTokens {
+			t.Errorf("%v: JSON says %+v, want %s, %s, a graph of %v tokens with %v padding", args, doc, c.topo, c.engine, c.graphTokens, c.padTokens)
 		}
 	}
 }

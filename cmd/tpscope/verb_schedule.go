@@ -10,6 +10,7 @@ import (
 	"github.com/tpscope/tpscope/internal/units"
 
 	"github.com/spf13/pflag"
+	engprof "github.com/tpscope/tpscope/engine"
 	"github.com/tpscope/tpscope/model"
 	"github.com/tpscope/tpscope/sim"
 )
@@ -45,9 +46,16 @@ type scheduleOpJSON struct {
 }
 
 type scheduleJSON struct {
-	Model    string           `json:"model"`
-	Plan     string           `json:"plan"`
-	Workload string           `json:"workload"`
+	Model    string `json:"model"`
+	Plan     string `json:"plan"`
+	Workload string `json:"workload"`
+	// Topology and Engine are the box and the engine profile the step was
+	// laid for: the box's GPU decides a DSA model's attention and the
+	// engine's capture sizes, the KV dtype's default; Deploy is what they
+	// made of the workload (the CUDA graph it replays and its padding).
+	Topology string           `json:"topology"`
+	Engine   string           `json:"engine"`
+	Deploy   model.Deployment `json:"deploy"`
 	Ranks    int              `json:"ranks"`
 	Ops      []scheduleOpJSON `json:"ops"`
 }
@@ -125,7 +133,7 @@ func (o *scheduleOptions) Run(ctx context.Context, args []string, std IO) error 
 	if o.rank < -1 || o.rank >= len(s.Ranks) {
 		return flagError("--rank", o.rank, "want -1 or 0..%d", len(s.Ranks)-1)
 	}
-	return printSchedule(s, o.rank, o.output, std.Stdout)
+	return printSchedule(s, scheduleLaidFor(scen), o.rank, o.output, std.Stdout)
 }
 
 // scheduleFlags are the scenario flags the Schedule depends on: the model,
@@ -173,12 +181,32 @@ func opsOf(s *model.Schedule, rank int) []*model.Op {
 	return ops
 }
 
+// laidFor is the box and the engine a schedule was laid for, which the
+// flags may have left to their defaults.
+type laidFor struct {
+	Topology, Engine string
+}
+
+// scheduleLaidFor names sc's box and engine profile (the default's
+// resolved name: "vllm@0.24").
+func scheduleLaidFor(sc sim.Scenario) laidFor {
+	l := laidFor{Engine: sc.Options.Engine.String()}
+	if p, err := engprof.Lookup(sc.Options.Engine); err == nil {
+		l.Engine = p.Name()
+	}
+	if sc.Topo != nil {
+		l.Topology = sc.Topo.Name
+	}
+	return l
+}
+
 // printSchedule prints s's ops (of one rank, or every rank for -1); the
-// title says the CUDA graph a graphed step replays (graphNote).
-func printSchedule(s *model.Schedule, rank int, out string, w io.Writer) error {
+// title says the box and engine it was laid for and the CUDA graph a
+// graphed step replays (graphNote).
+func printSchedule(s *model.Schedule, on laidFor, rank int, out string, w io.Writer) error {
 	ops := opsOf(s, rank)
-	doc := scheduleJSON{Model: s.Model, Plan: s.Plan.String(), Workload: s.Workload.String(), Ranks: len(s.Ranks),
-		Ops: make([]scheduleOpJSON, 0, len(ops))}
+	doc := scheduleJSON{Model: s.Model, Plan: s.Plan.String(), Workload: s.Workload.String(), Topology: on.Topology, Engine: on.Engine,
+		Deploy: s.Deploy, Ranks: len(s.Ranks), Ops: make([]scheduleOpJSON, 0, len(ops))}
 	if out == formatJSON {
 		for _, op := range ops {
 			doc.Ops = append(doc.Ops, scheduleOpJSON{op.ID, op.Rank, string(op.Kind), op.Layer, op.Block, op.Name,
@@ -190,7 +218,7 @@ func printSchedule(s *model.Schedule, rank int, out string, w io.Writer) error {
 	return render(w, out, view{
 		JSON: doc,
 		CSV:  func(w io.Writer) error { return writeScheduleCSV(w, ops) },
-		Text: func(w io.Writer, md bool) error { return writeScheduleTable(w, s, rank, ops, md) },
+		Text: func(w io.Writer, md bool) error { return writeScheduleTable(w, s, on, rank, ops, md) },
 	})
 }
 
@@ -219,7 +247,7 @@ func writeScheduleCSV(w io.Writer, ops []*model.Op) error {
 
 // writeScheduleTable is the schedule for people: one row per op and a
 // total.
-func writeScheduleTable(w io.Writer, s *model.Schedule, rank int, ops []*model.Op, md bool) error {
+func writeScheduleTable(w io.Writer, s *model.Schedule, on laidFor, rank int, ops []*model.Op, md bool) error {
 	rows := make([][]string, 0, len(ops)+1)
 	for _, op := range ops {
 		shape, dt, comm := "", string(op.WeightDtype), ""
@@ -248,6 +276,6 @@ func writeScheduleTable(w io.Writer, s *model.Schedule, rank int, ops []*model.O
 	if s.Deploy.PadTokens > 0 {
 		wl += " (" + graphNote(s.Deploy.GraphTokens, s.Plan) + ": the padding runs every op but attention)"
 	}
-	title := fmt.Sprintf("%s  %s  %s  (%d ranks; the model's ops, before an engine's kernels and fusions)", s.Model, s.Plan.String(), wl, len(s.Ranks))
+	title := fmt.Sprintf("%s  %s  %s  on %s under %s  (%d ranks; the model's ops, before an engine's kernels and fusions)", s.Model, s.Plan.String(), wl, on.Topology, on.Engine, len(s.Ranks))
 	return writeFirstTable(w, title, "", []string{"rank", "id", "kind", "shape", "dtype", "flops", "bytes", "weights", "kv", "comm"}, rows, md)
 }
