@@ -227,3 +227,32 @@ func TestScheduleNamesWhatLaidIt(t *testing.T) {
 		}
 	}
 }
+
+// TestModelShowNamesTheBox: model show lays the plan on --topo's box and
+// sizes the KV capacity by its GPU's memory, the default box's when none
+// is named, yet named neither: "tp8 on 8 GPUs", "GPU memory 102.64 GB".
+// The plan line names the box, the memory line where the size came from,
+// and the JSON the box.
+func TestModelShowNamesTheBox(t *testing.T) {
+	for _, c := range []struct {
+		args      []string
+		plan, mem string
+	}{
+		{nil, "tp8 on 8 GPUs of rtxpro6000-2s", "102.64 GB (NVIDIA RTX PRO 6000 Blackwell Server Edition's)"},
+		{[]string{"--topo", "nvswitch:8xh100-sxm", "--gpus", "4", "--tp", "4"}, "tp4 on 4 GPUs of nvswitch:8xh100-sxm/4gpu", "85.90 GB (NVIDIA H100 80GB HBM3's)"},
+		{[]string{"--gpu-mem-gb", "96"}, "tp8 on 8 GPUs of rtxpro6000-2s", "96.00 GB (--gpu-mem-gb)"},
+	} {
+		args := append([]string{"model", "show", "tiny-mla-moe"}, c.args...)
+		code, out, stderr := runCLI(t, args...)
+		if code != 0 {
+			t.Fatalf("%v: exit %d: %s", args, code, stderr)
+		}
+		if !strings.Contains(out, "plan          "+c.plan+"\n") || !strings.Contains(out, "GPU memory              "+c.mem) {
+			t.Errorf("%v: want plan %q and GPU memory %q in:\n%s", args, c.plan, c.mem, out)
+		}
+	}
+	code, out, stderr := runCLI(t, "model", "show", "tiny-mla-moe", "--output", "json")
+	if code != 0 || !strings.Contains(out, `"topology": "rtxpro6000-2s"`) {
+		t.Errorf("JSON: exit %d (%s), no topology in %s", code, stderr, out)
+	}
+}

@@ -220,18 +220,23 @@ func showModel(sc *scenarioFlags, mem *memFlags, out string, w io.Writer) error 
 	}
 	// The summary, and where the engine chose the selected KV dtype
 	// (Scenario.KVDefault).
+	// The box the plan is laid on and whose GPU's memory sizes the
+	// capacity (unless --gpu-mem-gb gives another), named even when it is
+	// the default.
 	js := struct {
 		model.Summary
+		Topology  string         `json:"topology"`
 		KVDefault *sim.KVDefault `json:"kv_default,omitempty"`
-	}{s, scen.KVDefault}
+	}{s, scen.Topo.Name, scen.KVDefault}
 	return render(w, out, view{
 		JSON: js,
-		Text: func(w io.Writer, _ bool) error { return writeModelSummary(w, &s, &scen) },
+		Text: func(w io.Writer, _ bool) error { return writeModelSummary(w, &s, &scen, mem.gb > 0) },
 	})
 }
 
 // writeModelSummary is model show's table.
-func writeModelSummary(w io.Writer, s *model.Summary, scen *sim.Scenario) error {
+// memGiven: --gpu-mem-gb gave the memory, not the box's GPU.
+func writeModelSummary(w io.Writer, s *model.Summary, scen *sim.Scenario, memGiven bool) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintf(tw, "model\t%s (%s)\n", s.Model, s.ModelType)
 	if s.QuantSource != "" {
@@ -239,7 +244,7 @@ func writeModelSummary(w io.Writer, s *model.Summary, scen *sim.Scenario) error 
 	} else {
 		fmt.Fprintf(tw, "source\t%s\n", s.Source)
 	}
-	fmt.Fprintf(tw, "plan\t%s on %d GPUs\n", s.Plan, s.GPUs)
+	fmt.Fprintf(tw, "plan\t%s on %d GPUs of %s\n", s.Plan, s.GPUs, scen.Topo.Name)
 	d := s.Dims
 	fmt.Fprintf(tw, "dims\t%d layers (%d dense), hidden %d, %d heads, q_lora %d, kv_lora %d + rope %d, nope %d, v %d\n",
 		d.Layers, d.DenseLayers, d.Hidden, d.Heads, d.QLoraRank, d.KVLoraRank, d.QKRopeHeadDim, d.QKNopeHeadDim, d.VHeadDim)
@@ -282,10 +287,14 @@ func writeModelSummary(w io.Writer, s *model.Summary, scen *sim.Scenario) error 
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", c.Component, c.Dtype, c.Placement, units.Bytes(c.Bytes))
 	}
 	fmt.Fprintf(tw, "weights\t\t\t%s\n", units.Bytes(s.WeightBytesPerGPU))
+	memFrom := scen.Topo.DeviceOf(0).Name + "'s"
+	if memGiven {
+		memFrom = "--gpu-mem-gb"
+	}
 	if s.KVPool != "" {
-		fmt.Fprintf(tw, "\nGPU memory\t%s, KV pool at %s\n", units.Bytes(s.GPUMemBytes), s.KVPool)
+		fmt.Fprintf(tw, "\nGPU memory\t%s (%s), KV pool at %s\n", units.Bytes(s.GPUMemBytes), memFrom, s.KVPool)
 	} else {
-		fmt.Fprintf(tw, "\nGPU memory\t%s x %.2f utilization\n", units.Bytes(s.GPUMemBytes), s.GPUMemUtilFrac)
+		fmt.Fprintf(tw, "\nGPU memory\t%s (%s) x %.2f utilization\n", units.Bytes(s.GPUMemBytes), memFrom, s.GPUMemUtilFrac)
 	}
 	// The capacity below is vLLM's rule unless KVPool says another; an
 	// engine that sizes its pool by one model show cannot apply (SGLang's
