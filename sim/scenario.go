@@ -220,6 +220,34 @@ func (sc Scenario) GraphSizesUnused() string {
 	return fmt.Sprintf("%s and the KV pool is %s, which no capture size enters", step, b)
 }
 
+// CheckCollectiveOptions refuses an option of the collectives where sc's
+// step runs none it applies to: NCCL's settings (the fields with an Env)
+// on a plan of one GPU, which runs no collective, and the TP
+// all-reduce's (--custom-ar other than auto, --ar-norm-fusion) on a plan
+// of TP 1, which has no TP all-reduce (DP attention's dispatch is no
+// all-reduce). Each would be printed among the options and priced
+// nowhere.
+func (sc Scenario) CheckCollectiveOptions() error {
+	plan := sc.Plan.Normalized()
+	o := sc.Options
+	if plan.World() <= 1 {
+		for _, f := range optionFields {
+			if v := f.Get(&o); f.Env != "" && v != "" {
+				return fmt.Errorf("--%s %s: plan %s runs on one GPU, with no collective for NCCL's settings to price: leave it out", f.Name, v, plan)
+			}
+		}
+	}
+	if plan.TP <= 1 {
+		switch {
+		case o.CustomAR != "" && o.CustomAR != CustomARAuto:
+			return fmt.Errorf("--custom-ar %s: plan %s has no TP all-reduce (TP 1) for it to carry: leave it out", o.CustomAR, plan)
+		case o.ARNormFusion:
+			return fmt.Errorf("--ar-norm-fusion: plan %s has no TP all-reduce (TP 1) to fuse with the RMSNorm after it: leave it out", plan)
+		}
+	}
+	return nil
+}
+
 // CheckOverlap refuses Options.Overlap where it would price nothing: a
 // communication stream overlaps only compute the schedule marks
 // independent of the collective before it (model.Schedule.

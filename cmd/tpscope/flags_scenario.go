@@ -587,6 +587,12 @@ func (f *scenarioFlags) scenario() (sim.Scenario, error) {
 	if err := sc.CheckOverlap(); err != nil {
 		return sc, usageErrorf("%v", err)
 	}
+	// A collective's option on a plan without that collective prices
+	// nothing, unless the verb also prices variants with it (advise's
+	// plan entries).
+	if err := sc.CheckCollectiveOptions(); err != nil && !f.variants {
+		return sc, usageErrorf("%v", err)
+	}
 	if sc.Costs, err = f.costs(sc.Topo, sc.Build.Routing, sc.Options, sc.Arch.ModelType, func(src sim.CostSource) bool { return moePricedByTables(sc, src) }); err != nil {
 		return sc, err
 	}

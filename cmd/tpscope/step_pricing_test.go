@@ -256,3 +256,27 @@ func TestModelShowNamesTheBox(t *testing.T) {
 		t.Errorf("JSON: exit %d (%s), no topology in %s", code, stderr, out)
 	}
 }
+
+// TestCollectiveOptionsWithoutCollectives: on one GPU the step runs no
+// collective, and at TP 1 no TP all-reduce, yet NCCL's settings,
+// --custom-ar and --ar-norm-fusion were printed among the options of a
+// step they priced nothing of. Refused in one line naming the flag and
+// the plan; kept where the collective is there (DP attention's dispatch
+// runs on NCCL at TP 1).
+func TestCollectiveOptionsWithoutCollectives(t *testing.T) {
+	one := []string{"predict", "--model", "tiny-mla-moe", "--tp", "1"}
+	with := func(args ...string) []string { return append(one[:len(one):len(one)], args...) }
+	checkUsageErrors(t, []usageCase{
+		{"nccl-proto", with("--nccl-proto", "LL"), "--nccl-proto LL: plan tp1 runs on one GPU, with no collective"},
+		{"p2p-disable", with("--p2p-disable"), "--p2p-disable true: plan tp1 runs on one GPU"},
+		{"nccl-min-channels", with("--nccl-min-channels", "8"), "--nccl-min-channels 8: plan tp1 runs on one GPU"},
+		{"custom-ar", with("--custom-ar", "oneshot"), "--custom-ar oneshot: plan tp1 has no TP all-reduce"},
+		{"ar-norm-fusion", with("--ar-norm-fusion"), "--ar-norm-fusion: plan tp1 has no TP all-reduce"},
+		{"custom-ar under DP attention", with("--dp", "2", "--ep", "--custom-ar", "off"), "--custom-ar off: plan tp1-dp2-ep has no TP all-reduce"},
+	})
+	for _, args := range [][]string{with("--custom-ar", "auto"), with("--dp", "2", "--ep", "--nccl-proto", "LL"), {"predict", "--model", "tiny-mla-moe", "--tp", "2", "--ar-norm-fusion", "--nccl-proto", "LL"}} {
+		if code, _, stderr := runCLI(t, args...); code != 0 {
+			t.Errorf("%v: exit %d: %s", args, code, stderr)
+		}
+	}
+}
