@@ -68,7 +68,10 @@ func (p *Predictor) Caveats(sc Scenario) []string {
 	// TestPublicAllReduce, TestPublicBatchTrend and the seed: small NCCL
 	// all-reduces on PCIe boxes differ from NCCL's constants, in both
 	// directions.
-	if cm, ok := p.coll.(*CollectiveModel); ok && plan.World() > 1 && !p.topo.AllNVLink(nil) && !cm.calibrated() && !measured.allReduce {
+	// The plan's GPUs, not the box's: a TP group NVLink joins on a box
+	// whose other GPUs only PCIe reaches (nvl:8x pairs, --gpus) has no
+	// PCIe collective to speak of.
+	if cm, ok := p.coll.(*CollectiveModel); ok && plan.World() > 1 && !p.topo.AllNVLink(firstRanks(plan.World())) && !cm.calibrated() && !measured.allReduce {
 		out = append(out, "NCCL collectives priced with NCCL's stock constants: on PCIe boxes small all-reduces measure off them in both directions (they predict 18-42 % above the measured time up to 64 KB on a public 8-GPU switch box, 17-37 % above public loops below 100 KB on a dual-socket box of the seed's class) (fix: tpscope calibrate --nccl-tests on this box's all_reduce_perf log)")
 		// TestPublicSHMGap: ring steps through host memory.
 		if g := cm.group(firstRanks(plan.TP)); g.shmHops > 0 {
@@ -103,7 +106,7 @@ func (p *Predictor) Caveats(sc Scenario) []string {
 
 	// checkOneShot: a public one-shot kernel lost to NCCL on dual-CPU
 	// boxes; the model prices cross-socket reads optimistically.
-	if (p.opts.CustomAR == CustomAROneShot || p.opts.CustomAR == CustomARTwoShot) && p.topo.SpansSockets(plan.TP) && !p.topo.AllNVLink(nil) {
+	if (p.opts.CustomAR == CustomAROneShot || p.opts.CustomAR == CustomARTwoShot) && p.topo.SpansSockets(plan.TP) && !p.topo.AllNVLink(firstRanks(plan.TP)) {
 		out = append(out, "custom all-reduce across CPU sockets: a public one-shot PCIe kernel ran slower than NCCL on dual-CPU boxes; read this prediction as an upper bound")
 	}
 	// NCCL_ALGO letting NCCL use an algorithm tpscope does not price

@@ -11,6 +11,16 @@ import (
 	"github.com/tpscope/tpscope/topology"
 )
 
+// described is the box of a description (FABRIC:NxGPU).
+func described(t *testing.T, desc string) *topology.Topology {
+	t.Helper()
+	tp, err := topology.Resolve(desc, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tp
+}
+
 // TestCaveats checks each caveat rule fires exactly where its gap was
 // measured (public_test.go) and goes quiet once the parameters it is about
 // are calibrated.
@@ -91,6 +101,11 @@ func TestCaveats(t *testing.T) {
 			Options{CUDAGraphs: true, NCCL: ncclenv.Settings{Algo: "Ring,NVLS"}}, []string{hbm, nvls}},
 		{"NVLS excluded", "kimi-k2.5-nvfp4", mustTopo(t, "h200-nvswitch"), model.Plan{TP: 8}, 131072,
 			Options{CUDAGraphs: true, NCCL: ncclenv.Settings{Algo: "^NVLS"}}, []string{hbm}},
+		// The NCCL caveat is about PCIe collectives: a TP-2 group NVLink
+		// bridges (the first pair of an nvl box, whose pairs PCIe joins)
+		// runs none, whatever the rest of the box.
+		{"TP 2 on an NVLink pair", "tiny-mla-moe", described(t, "nvl:8xh100-nvl"), model.Plan{TP: 2}, 4096, Options{CUDAGraphs: true}, []string{hbm}},
+		{"TP 4 across NVLink pairs", "tiny-mla-moe", described(t, "nvl:8xh100-nvl"), model.Plan{TP: 4}, 4096, Options{CUDAGraphs: true}, []string{nccl, shm, hbm}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
