@@ -241,8 +241,12 @@ func (sc Scenario) CheckCollectiveOptions() error {
 		switch {
 		case o.CustomAR != "" && o.CustomAR != CustomARAuto:
 			return fmt.Errorf("--custom-ar %s: plan %s has no TP all-reduce (TP 1) for it to carry: leave it out", o.CustomAR, plan)
-		case o.ARNormFusion:
-			return fmt.Errorf("--ar-norm-fusion: plan %s has no TP all-reduce (TP 1) to fuse with the RMSNorm after it: leave it out", plan)
+		case o.ARNormFusion != ToggleDefault:
+			flag := "--ar-norm-fusion"
+			if o.ARNormFusion == ToggleOff {
+				flag += "=false"
+			}
+			return fmt.Errorf("%s: plan %s has no TP all-reduce (TP 1) to fuse with the RMSNorm after it: leave it out", flag, plan)
 		}
 	}
 	return nil

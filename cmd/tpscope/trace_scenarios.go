@@ -234,7 +234,7 @@ func (f *scenarioFlags) traceScenarios(results []*traces.Result, use traceUse) (
 	// Whether the server fused its all-reduces with the norms after them
 	// is what its kernels show, not the engine's default at a version
 	// (vLLM's since 0.17 on SM 9.0 and 10.x, off with a flag).
-	if on, ok := traceARNormFusion(bare, f.phase); ok && !f.changed("ar-norm-fusion") {
+	if on, ok := traceARNormFusion(bare, f.phase); ok && !f.changed("ar-norm-fusion") && f.tp > 1 {
 		f.opts.ARNormFusion, recorded["ar-norm-fusion"] = sim.ToggleOff, true
 		if on {
 			f.opts.ARNormFusion = sim.ToggleOn
