@@ -200,3 +200,42 @@ func TestReportBrowserSeesProblems(t *testing.T) {
 		t.Errorf("foreign requests %q: want the image", reqs)
 	}
 }
+
+// TestReportBrowserEmptyLists: a section whose lists are empty (a
+// scatter series with no point, as simulate's "runs within the SLO" when
+// every run misses it; bars and a table with no row) is drawn, and so is
+// every section after it. Go encodes an empty list as null: the page read
+// a series' points as a list, threw, and drew nothing past the first
+// section.
+func TestReportBrowserEmptyLists(t *testing.T) {
+	b := reporttest.New(t)
+	rep := &Report{Title: "empty lists", Sections: []Section{
+		{Title: "Setup", Lines: []string{"a line"}},
+		{Title: "Capacity", Scatter: &Scatter{XLabel: "tokens/s per user", YLabel: "tokens/s per GPU", Series: []ScatterSeries{
+			{Name: "runs within the SLO"},
+			{Name: "runs missing the SLO", Points: [][2]float64{{5, 50}, {10, 30}}, Faint: true},
+		}}},
+		{Title: "No bars", Bars: &Bars{Unit: "us", Series: []string{"predicted"}}},
+		{Title: "No rows", Table: &Table{Columns: []Column{{Name: "load"}}}},
+		{Title: "Runs", Table: &Table{Columns: []Column{{Name: "load"}}, Rows: []Row{{Cells: []string{"qps 1"}}}}},
+	}}
+	path := filepath.Join(t.TempDir(), "empty.html")
+	if err := WriteFile(path, rep); err != nil {
+		t.Fatal(err)
+	}
+	p := b.Open(t, path)
+	if probs := p.Problems(); len(probs) > 0 {
+		t.Errorf("console errors: %q", probs)
+	}
+	titles := reporttest.Eval[[]string](t, p, `Array.from(document.querySelectorAll("section.sec h2")).map(function(h){return h.textContent})`)
+	var want []string
+	for _, s := range rep.Sections {
+		want = append(want, s.Title)
+	}
+	if strings.Join(titles, "|") != strings.Join(want, "|") {
+		t.Errorf("sections drawn %q, want %q", titles, want)
+	}
+	if n := reporttest.Eval[int](t, p, "tpscopeReport.scatters.length ? tpscopeReport.scatters[0].pointCount() : -1"); n != 2 {
+		t.Errorf("scatter drew %d points, want 2", n)
+	}
+}

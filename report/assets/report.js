@@ -39,6 +39,9 @@
   // fmtTick writes an axis value with the decimals its step needs.
   function fmtTick(v, step) { return v.toFixed(Math.max(0, -Math.floor(Math.log10(step) + 1e-9))); }
   function fmtUs(v) { return fmtNum(v) + " us"; }
+  // list is an array of the data as encoded: Go writes an empty list as
+  // null (a scatter series with no point, a table with no row).
+  function list(a) { return a || []; }
   // niceStep is the smallest of 1, 2, 5 x 10^n that is >= raw.
   function niceStep(raw) {
     var p = Math.pow(10, Math.floor(Math.log10(raw)));
@@ -54,9 +57,9 @@
   function Timeline(tl, index) {
     var LANE_H = 20, LANE_GAP = 3, GROUP_GAP = 10, AXIS_H = 24, GUTTER = 200, PAD_R = 14, PAD_B = 8;
     var dpr = window.devicePixelRatio || 1;
-    var ops = tl.ops, lanes = tl.lanes;
+    var ops = list(tl.ops), lanes = list(tl.lanes), kinds = list(tl.kinds);
     var colorOf = {}, spare = 0;
-    tl.kinds.forEach(function (k) { colorOf[k] = KIND_COLORS[k] || SPARE_COLORS[spare++ % SPARE_COLORS.length]; });
+    kinds.forEach(function (k) { colorOf[k] = KIND_COLORS[k] || SPARE_COLORS[spare++ % SPARE_COLORS.length]; });
     var opColor = ops.map(function (o) {
       if (!colorOf[o.kind]) colorOf[o.kind] = KIND_COLORS[o.kind] || SPARE_COLORS[spare++ % SPARE_COLORS.length];
       return colorOf[o.kind];
@@ -64,12 +67,12 @@
 
     // Columnar copies of the boxes and each lane's place.
     var L = lanes.map(function (lane) {
-      var n = lane.boxes.length;
+      var boxes = list(lane.boxes), n = boxes.length;
       var l = { label: lane.label, measured: lane.measured, rank: lane.rank, n: n,
         op: new Int32Array(n), start: new Float64Array(n), dur: new Float64Array(n), crit: new Uint8Array(n),
         link: new Int32Array(n).fill(-1), maxDur: 0, y: 0 };
       for (var i = 0; i < n; i++) {
-        var b = lane.boxes[i];
+        var b = boxes[i];
         l.op[i] = b[0]; l.start[i] = b[1]; l.dur[i] = b[2]; l.crit[i] = b.length > 3 && b[3] ? 1 : 0;
         if (b[2] > l.maxDur) l.maxDur = b[2];
       }
@@ -82,8 +85,8 @@
       y += LANE_H;
     });
     var H = y + PAD_B;
-    var links = tl.links || [];
-    links.forEach(function (k, ki) { k.boxes.forEach(function (r) { L[r.lane].link[r.box] = ki; }); });
+    var links = list(tl.links);
+    links.forEach(function (k, ki) { list(k.boxes).forEach(function (r) { L[r.lane].link[r.box] = ki; }); });
     var fullEnd = tl.end_us > 0 ? tl.end_us * 1.01 : 1;
     var view = { t0: 0, t1: fullEnd };
     var drawn = new Array(L.length).fill(0);
@@ -91,7 +94,7 @@
 
     var wrap = el("div", "tl");
     var bar = el("div", "tl-bar");
-    tl.kinds.forEach(function (k) {
+    kinds.forEach(function (k) {
       var s = el("span", "sw"); var i = el("i"); i.style.background = colorOf[k]; s.append(i, document.createTextNode(k)); bar.append(s);
     });
     var c = el("span", "sw"); c.append(el("i", "crit"), document.createTextNode("critical path")); bar.append(c);
@@ -304,15 +307,15 @@
   function Bars(b) {
     var LABEL_W = 190, NOTE_W = 90, WIDTH = 980, BAR_H = 11, ROW_GAP = 8, TOP = 24, AXIS = 22;
     var plotW = WIDTH - LABEL_W - NOTE_W - 60;
-    var ns = b.series.length;
+    var bseries = list(b.series), rows = list(b.rows), ns = bseries.length;
     var rowH = ns * BAR_H + ROW_GAP;
     var max = b.ref_line || 0;
-    b.rows.forEach(function (r) { r.values.forEach(function (v) { if (!v.missing) max = Math.max(max, v.v, v.hi || 0); }); });
+    rows.forEach(function (r) { list(r.values).forEach(function (v) { if (!v.missing) max = Math.max(max, v.v, v.hi || 0); }); });
     if (!(max > 0)) max = 1;
-    var H = TOP + b.rows.length * rowH + AXIS;
+    var H = TOP + rows.length * rowH + AXIS;
     var root = svg("svg", { viewBox: "0 0 " + WIDTH + " " + H, role: "img" });
     var sx = function (v) { return LABEL_W + v / max * plotW; };
-    b.series.forEach(function (s, i) {
+    bseries.forEach(function (s, i) {
       var x = LABEL_W + i * 170;
       root.append(svg("rect", { x: x, y: 4, width: 11, height: 11, fill: SERIES_COLORS[i % SERIES_COLORS.length] }));
       root.append(svg("text", { x: x + 16, y: 13 }, s));
@@ -324,14 +327,14 @@
       axis.append(svg("text", { x: sx(t), y: H - 6, "text-anchor": "middle" }, fmtTick(t, step) + (b.unit ? " " + b.unit : "")));
     }
     root.append(axis);
-    b.rows.forEach(function (r, ri) {
+    rows.forEach(function (r, ri) {
       var y0 = TOP + ri * rowH;
       root.append(svg("text", { x: LABEL_W - 8, y: y0 + ns * BAR_H / 2 + 4, "text-anchor": "end" }, r.label));
-      r.values.forEach(function (v, vi) {
+      list(r.values).forEach(function (v, vi) {
         var y = y0 + vi * BAR_H;
         if (v.missing) { root.append(svg("text", { x: LABEL_W + 4, y: y + BAR_H - 2, fill: "#8a949e" }, "not measured")); return; }
         var rect = svg("rect", { x: LABEL_W, y: y + 1, width: Math.max(0.5, sx(v.v) - LABEL_W), height: BAR_H - 2, fill: SERIES_COLORS[vi % SERIES_COLORS.length] });
-        var title = b.series[vi] + ": " + fmtNum(v.v) + (b.unit ? " " + b.unit : "");
+        var title = bseries[vi] + ": " + fmtNum(v.v) + (b.unit ? " " + b.unit : "");
         if (v.hi > 0) title += " (spread " + fmtNum(v.lo) + "\u2013" + fmtNum(v.hi) + ")";
         rect.append(svg("title", {}, title));
         root.append(rect);
@@ -357,7 +360,10 @@
   // reference lines and marks included), so nothing leaves the plot.
   function Scatter(sc) {
     var WIDTH = 980, HEIGHT = 520, L = 78, R = 24, T = 16, B = 54, LEG_H = 20;
-    var series = sc.series || [], vl = sc.v_lines || [], hl = sc.h_lines || [], marks = sc.marks || [];
+    var series = list(sc.series).map(function (s) {
+      return { name: s.name, points: list(s.points), labels: list(s.labels), line: s.line, faint: s.faint };
+    });
+    var vl = list(sc.v_lines), hl = list(sc.h_lines), marks = list(sc.marks);
     var PER_ROW = 3, LEG_W = 300;
     var top = T + LEG_H * Math.ceil((series.length + (vl.length + hl.length > 0 ? 1 : 0) + (marks.length > 0 ? 1 : 0)) / PER_ROW);
     var maxX = 0, maxY = 0;
@@ -447,10 +453,11 @@
     var tb = el("table", "data");
     var head = el("tr");
     var body = el("tbody");
-    var rows = t.rows.map(function (r) {
-      var tr = el("tr", r.tone || null);
-      r.cells.forEach(function (c, i) { tr.append(el("td", t.columns[i].numeric ? "num" : null, c)); });
-      return { tr: tr, cells: r.cells };
+    var columns = list(t.columns);
+    var rows = list(t.rows).map(function (r) {
+      var tr = el("tr", r.tone || null), cells = list(r.cells);
+      cells.forEach(function (c, i) { tr.append(el("td", columns[i].numeric ? "num" : null, c)); });
+      return { tr: tr, cells: cells };
     });
     var sortCol = -1, asc = true;
     function key(c, numeric) {
@@ -458,7 +465,7 @@
       var m = /[-+]?\d*\.?\d+(e[-+]?\d+)?/i.exec(c.replace(/^x/, ""));
       return m ? parseFloat(m[0]) : -Infinity;
     }
-    t.columns.forEach(function (col, i) {
+    columns.forEach(function (col, i) {
       var th = el("th", col.numeric ? "num" : null, col.name);
       th.addEventListener("click", function () {
         asc = sortCol === i ? !asc : !col.numeric; sortCol = i;
@@ -480,7 +487,7 @@
   }
 
   var started = [];
-  data.sections.forEach(function (s) {
+  list(data.sections).forEach(function (s) {
     var sec = el("section", "sec");
     sec.append(el("h2", null, s.title));
     if (s.lines && s.lines.length) {

@@ -48,12 +48,13 @@ func ServingScatter(f *serving.Frontier) *report.Scatter {
 		p := f.Points[i]
 		front.Points, front.Labels = append(front.Points, [2]float64{p.TokensPerSPerUser, p.TokensPerSPerGPU}), append(front.Labels, p.Load)
 	}
-	// Points first, the front over them in their colour.
-	sc.Series = append(sc.Series, in)
-	if len(out.Points) > 0 {
-		sc.Series = append(sc.Series, out)
+	// Points first, the front over them in their colour; a series with
+	// no point (no run within the SLO) is no legend entry.
+	for _, s := range []report.ScatterSeries{in, out, front} {
+		if len(s.Points) > 0 {
+			sc.Series = append(sc.Series, s)
+		}
 	}
-	sc.Series = append(sc.Series, front)
 	if u := f.UserFloor(); u > 0 {
 		pct := f.SLO.Percentile
 		if pct == 0 {
