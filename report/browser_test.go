@@ -239,3 +239,44 @@ func TestReportBrowserEmptyLists(t *testing.T) {
 		t.Errorf("scatter drew %d points, want 2", n)
 	}
 }
+
+// TestReportBrowserScatterTextInside: every text of a scatter (ticks,
+// axis labels, legend, a reference line's label, a mark's label) lies
+// inside the chart, with a vertical line near the right edge (an SLO
+// past the fastest run): its label ran out of the chart, cut at
+// "(judged at p99".
+func TestReportBrowserScatterTextInside(t *testing.T) {
+	b := reporttest.New(t)
+	rep := &Report{Title: "scatter text", Sections: []Section{
+		{Title: "Capacity", Scatter: &Scatter{XLabel: "tokens/s per user", YLabel: "tokens/s per GPU",
+			Series: []ScatterSeries{{Name: "runs", Points: [][2]float64{{5.25, 58.7}, {10.2, 32.4}, {15.5, 16.7}}}},
+			VLines: []RefLine{{At: 20, Label: "SLO: TPOT 50 ms (judged at p99)"}},
+			Marks:  []Mark{{X: 15.5, Y: 16.7, Label: "chosen: qps 0.5 poisson"}},
+		}},
+	}}
+	path := filepath.Join(t.TempDir(), "scatter.html")
+	if err := WriteFile(path, rep); err != nil {
+		t.Fatal(err)
+	}
+	p := b.Open(t, path)
+	type box struct {
+		Text          string
+		X, Right, Max float64
+	}
+	boxes := reporttest.Eval[[]box](t, p, `Array.from(document.querySelectorAll(".scatter svg text")).map(function(e){
+		// Screen boxes (a rotated axis label's too), in the chart's units.
+		var r = e.getBoundingClientRect(), s = e.ownerSVGElement.getBoundingClientRect();
+		var vb = e.ownerSVGElement.viewBox.baseVal, k = vb.width / s.width;
+		return {Text: e.textContent, X: (r.left - s.left) * k, Right: (r.right - s.left) * k, Max: vb.width};
+	})`)
+	seen := false
+	for _, bx := range boxes {
+		seen = seen || bx.Text == rep.Sections[0].Scatter.VLines[0].Label
+		if bx.X < 0 || bx.Right > bx.Max {
+			t.Errorf("text %q spans x %.0f to %.0f, outside the chart's 0 to %.0f", bx.Text, bx.X, bx.Right, bx.Max)
+		}
+	}
+	if !seen {
+		t.Errorf("the reference line's label is not drawn (texts %v)", boxes)
+	}
+}

@@ -412,7 +412,11 @@
     });
     vl.forEach(function (l) {
       root.append(svg("line", { x1: sx(l.at), x2: sx(l.at), y1: top, y2: top + ph, stroke: "#c0392b", "stroke-dasharray": "6 4", "stroke-width": 1.5 }));
-      root.append(svg("text", { x: sx(l.at) + 4, y: top + 12, fill: "#c0392b" }, l.label));
+      // Right of the line where it leaves room, else left of it: a line
+      // near the right edge (an SLO past the fastest run) ran its label
+      // out of the chart.
+      var right = sx(l.at) < L + pw * 0.6;
+      root.append(svg("text", { x: sx(l.at) + (right ? 4 : -4), y: top + 12, fill: "#c0392b", "text-anchor": right ? "start" : "end" }, l.label));
     });
     hl.forEach(function (l) {
       root.append(svg("line", { x1: L, x2: L + pw, y1: sy(l.at), y2: sy(l.at), stroke: "#c0392b", "stroke-dasharray": "6 4", "stroke-width": 1.5 }));
