@@ -7,7 +7,8 @@ import (
 	"fmt"
 	"html"
 	"io"
-	"os"
+
+	"github.com/tpscope/tpscope/internal/fileout"
 )
 
 // The page's script and styles, written for this report (no library).
@@ -58,22 +59,15 @@ func Write(w io.Writer, r *Report) error {
 	return nil
 }
 
-// WriteFile validates r, then writes the page to path (created or
-// truncated); an invalid report leaves no file.
+// WriteFile validates r, then writes the page to path whole or not at
+// all (fileout.Write): an invalid report or a failed write leaves no file
+// and an earlier one of that name as it was.
 func WriteFile(path string, r *Report) error {
 	if err := r.Validate(); err != nil {
 		return fmt.Errorf("report %s: %w", path, err)
 	}
-	f, err := os.Create(path)
-	if err != nil {
-		return fmt.Errorf("report: %w", err)
-	}
-	if err := Write(f, r); err != nil {
-		f.Close()
-		return fmt.Errorf("report %s: %w", path, err)
-	}
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("report %s: %w", path, err)
+	if err := fileout.Write(path, func(w io.Writer) error { return Write(w, r) }); err != nil {
+		return fmt.Errorf("report %w", err)
 	}
 	return nil
 }
