@@ -4,42 +4,29 @@ import (
 	"fmt"
 	"image/color"
 	"math"
-	"path/filepath"
 	"slices"
-	"strings"
 
+	"github.com/tpscope/tpscope/internal/chart"
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/plotutil"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
-	"gonum.org/v1/plot/vg/vgimg"
 )
 
 // WritePlot draws, per scenario, predicted against measured median time
 // per op (log-log scatter with the y = x line) and the per-kind time per
 // step as paired bars (predicted, measured), to a PNG or SVG file chosen by
-// the extension of path.
+// the extension of path (chart.Save: legends beside the data, titles
+// inside their panel, the file written whole or not at all).
 func WritePlot(path string, r *Report) error {
-	ext := strings.ToLower(filepath.Ext(path))
-	if ext != ".png" && ext != ".svg" {
-		return fmt.Errorf("plot %s: want a .png or .svg file", path)
+	if err := chart.CheckPath(path); err != nil {
+		return err
 	}
 	if len(r.Scenarios) == 0 {
 		return fmt.Errorf("plot %s: the report has no scenario", path)
 	}
 	rows := len(r.Scenarios)
-	w, h := 14*vg.Inch, vg.Length(rows)*5*vg.Inch
-	var canvas vg.CanvasWriterTo
-	if ext == ".png" {
-		canvas = vgimg.PngCanvas{Canvas: vgimg.New(w, h)}
-	} else {
-		c, err := newSVG(w, h)
-		if err != nil {
-			return err
-		}
-		canvas = c
-	}
 	plots := make([][]*plot.Plot, rows)
 	for i := range r.Scenarios {
 		sc, err := scatterPlot(&r.Scenarios[i])
@@ -52,43 +39,13 @@ func WritePlot(path string, r *Report) error {
 		}
 		plots[i] = []*plot.Plot{sc, bars}
 	}
-	dc := draw.New(canvas)
-	tiles := draw.Tiles{Rows: rows, Cols: 2, PadX: vg.Millimeter * 10, PadY: vg.Millimeter * 6, PadTop: vg.Millimeter * 4, PadBottom: vg.Millimeter * 2, PadLeft: vg.Millimeter * 3, PadRight: vg.Millimeter * 3}
-	cs := plot.Align(plots, tiles, dc)
-	for i := range plots {
-		for j := range plots[i] {
-			plots[i][j].Draw(cs[i][j])
-		}
-	}
-	return saveCanvas(path, canvas)
-}
-
-// titleChars is about what one line of a panel's title holds (a 7-inch
-// panel at gonum's 12-point title font); a longer title runs into the
-// next panel.
-const titleChars = 80
-
-// wrapTitle breaks a title at spaces into lines of at most n characters
-// (a word longer than n keeps its own line).
-func wrapTitle(s string, n int) string {
-	var lines []string
-	line := ""
-	for _, w := range strings.Fields(s) {
-		if line != "" && len(line)+1+len(w) > n {
-			lines = append(lines, line)
-			line = ""
-		}
-		if line != "" {
-			line += " "
-		}
-		line += w
-	}
-	return strings.Join(append(lines, line), "\n")
+	tiles := draw.Tiles{PadX: vg.Millimeter * 10, PadY: vg.Millimeter * 6}
+	return chart.Save(path, 14*vg.Inch, vg.Length(rows)*5*vg.Inch, plots, tiles)
 }
 
 func scatterPlot(sr *ScenarioReport) (*plot.Plot, error) {
 	p := plot.New()
-	p.Title.Text = wrapTitle(fmt.Sprintf("%s: predicted vs measured per op", sr.Scenario), titleChars)
+	p.Title.Text = fmt.Sprintf("%s: predicted vs measured per op", sr.Scenario)
 	p.X.Label.Text = "measured median us (log)"
 	p.Y.Label.Text = "predicted us (log)"
 	p.X.Scale, p.Y.Scale = plot.LogScale{}, plot.LogScale{}
@@ -131,13 +88,12 @@ func scatterPlot(sr *ScenarioReport) (*plot.Plot, error) {
 	line.Dashes = []vg.Length{vg.Points(4), vg.Points(4)}
 	p.Add(line)
 	p.Legend.Add("predicted = measured", line)
-	p.Legend.Top, p.Legend.Left = true, true
 	return p, nil
 }
 
 func kindBars(sr *ScenarioReport) (*plot.Plot, error) {
 	p := plot.New()
-	p.Title.Text = wrapTitle(fmt.Sprintf("per kind, us per step (step: predicted %.0f, measured %.0f us)", sr.Step.PredictedUs, sr.Step.MedianUs), titleChars)
+	p.Title.Text = fmt.Sprintf("per kind, us per step (step: predicted %.0f, measured %.0f us)", sr.Step.PredictedUs, sr.Step.MedianUs)
 	p.Y.Label.Text = "us per step and rank"
 	pred := make(plotter.Values, len(sr.Kinds))
 	meas := make(plotter.Values, len(sr.Kinds))
@@ -162,8 +118,8 @@ func kindBars(sr *ScenarioReport) (*plot.Plot, error) {
 	p.Add(bp, bm)
 	p.Legend.Add("predicted", bp)
 	p.Legend.Add("measured (median)", bm)
-	p.Legend.Top = true
 	p.NominalX(names...)
+	chart.FitBarAxisY(p, pred, meas)
 	p.X.Tick.Label.Rotation = math.Pi / 6
 	p.X.Tick.Label.XAlign, p.X.Tick.Label.YAlign = draw.XRight, draw.YCenter
 	return p, nil

@@ -3,118 +3,16 @@ package main
 import (
 	"fmt"
 	"image/color"
-	"io"
 	"math"
-	"os"
-	"path/filepath"
-	"strconv"
-	"strings"
 
+	"github.com/tpscope/tpscope/internal/chart"
 	"github.com/tpscope/tpscope/report"
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/text"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
-	"gonum.org/v1/plot/vg/vgimg"
-	"gonum.org/v1/plot/vg/vgsvg"
 )
-
-// plotMargin is the blank border every chart is drawn inside: gonum
-// places a title's baseline so that its tallest glyphs reach the canvas'
-// top edge, and a PNG canvas clips what passes it.
-const plotMargin = 10 * vg.Millimeter / 4
-
-// newPlotCanvas is a PNG or SVG canvas of w x h by path's extension.
-func newPlotCanvas(path string, w, h vg.Length) (interface {
-	vg.CanvasSizer
-	io.WriterTo
-}, error) {
-	switch strings.ToLower(filepath.Ext(path)) {
-	case ".svg":
-		return vgsvg.New(w, h), nil
-	case ".png":
-		return vgimg.PngCanvas{Canvas: vgimg.New(w, h)}, nil
-	}
-	return nil, fmt.Errorf("plot %s: want a .png or .svg file", path)
-}
-
-// savePlots draws a grid of plots (rows of columns, aligned) into a w x h
-// canvas inside plotMargin and writes it to path (PNG or SVG).
-func savePlots(path string, w, h vg.Length, grid [][]*plot.Plot, tiles draw.Tiles) error {
-	c, err := newPlotCanvas(path, w, h)
-	if err != nil {
-		return err
-	}
-	drawPlots(draw.Crop(draw.New(c), plotMargin, -plotMargin, plotMargin, -plotMargin), grid, tiles)
-	fh, err := os.Create(path)
-	if err != nil {
-		return fmt.Errorf("plot %s: %w", path, err)
-	}
-	if _, err := c.WriteTo(fh); err != nil {
-		fh.Close()
-		return fmt.Errorf("plot %s: %w", path, err)
-	}
-	if err := fh.Close(); err != nil {
-		return fmt.Errorf("plot %s: %w", path, err)
-	}
-	return nil
-}
-
-// legendGap is the space between a plot's data area and its legend.
-const legendGap = 2 * vg.Millimeter
-
-// drawPlots draws a grid of plots (rows of columns, aligned) into dc.
-// Legends are drawn to the right of the data area, a column's plots all
-// giving up the width of its widest legend (so their axes stay aligned):
-// gonum draws a legend over the data, where a reference line (an SLO) or
-// a label crosses it.
-func drawPlots(dc draw.Canvas, grid [][]*plot.Plot, tiles draw.Tiles) {
-	tiles.Rows, tiles.Cols = len(grid), len(grid[0])
-	canvases := plot.Align(grid, tiles, dc)
-	legendW := make([]vg.Length, tiles.Cols)
-	for i := range grid {
-		for j, p := range grid[i] {
-			if p != nil {
-				r := p.Legend.Rectangle(canvases[i][j])
-				legendW[j] = max(legendW[j], r.Max.X-r.Min.X)
-			}
-		}
-	}
-	for i := range grid {
-		for j, p := range grid[i] {
-			if p == nil {
-				continue
-			}
-			if legendW[j] == 0 {
-				p.Draw(canvases[i][j])
-				continue
-			}
-			full := canvases[i][j]
-			pc := draw.Crop(full, 0, -(legendW[j] + legendGap), 0, 0)
-			legend := p.Legend
-			p.Legend = plot.NewLegend() // no entries: drawn beside, below
-			p.Draw(pc)
-			p.Legend = legend
-			data := p.DataCanvas(pc)
-			legend.Top, legend.Left = true, true
-			legend.Draw(draw.Canvas{Canvas: full.Canvas, Rectangle: vg.Rectangle{
-				Min: vg.Point{X: pc.Max.X + legendGap, Y: data.Min.Y}, Max: vg.Point{X: full.Max.X, Y: data.Max.Y}}})
-		}
-	}
-}
-
-// savePlot draws one plot inside plotMargin.
-func savePlot(path string, w, h vg.Length, p *plot.Plot) error {
-	return savePlots(path, w, h, [][]*plot.Plot{{p}}, draw.Tiles{})
-}
-
-// seriesColors are the charts' series colours (Tableau 10, as the HTML
-// report's).
-var seriesColors = []color.RGBA{
-	{R: 0x4e, G: 0x79, B: 0xa7, A: 255}, {R: 0xf2, G: 0x8e, B: 0x2b, A: 255}, {R: 0x59, G: 0xa1, B: 0x4f, A: 255},
-	{R: 0xe1, G: 0x57, B: 0x59, A: 255}, {R: 0xb0, G: 0x7a, B: 0xa1, A: 255}, {R: 0x76, G: 0xb7, B: 0xb2, A: 255},
-}
 
 // writeScatterPlot draws a report.Scatter (the same data the HTML report
 // draws) as PNG or SVG: each series in its colour, a front joined, faint
@@ -125,7 +23,7 @@ func writeScatterPlot(path, title string, sc *report.Scatter) error {
 	if err != nil {
 		return err
 	}
-	return savePlot(path, 10*vg.Inch, 6.5*vg.Inch, p)
+	return chart.SaveOne(path, 10*vg.Inch, 6.5*vg.Inch, p)
 }
 
 // scatterPlot is the gonum plot of a report.Scatter (writeScatterPlot).
@@ -155,9 +53,9 @@ func scatterPlot(title string, sc *report.Scatter) (*plot.Plot, error) {
 	}
 	p.X.Min, p.Y.Min = 0, 0
 	p.X.Max, p.Y.Max = maxX*1.06, maxY*1.06
-	p.X.Tick.Marker, p.Y.Tick.Marker = plainTicks{}, plainTicks{}
+	p.X.Tick.Marker, p.Y.Tick.Marker = chart.PlainTicks{}, chart.PlainTicks{}
 	colorIdx := 0
-	var lastColor color.Color = seriesColors[0]
+	var lastColor color.Color = chart.SeriesColors[0]
 	for _, s := range sc.Series {
 		if len(s.Points) == 0 {
 			continue
@@ -190,7 +88,7 @@ func scatterPlot(title string, sc *report.Scatter) (*plot.Plot, error) {
 			p.Add(l, pts)
 			p.Legend.Add(s.Name, l, pts)
 		default:
-			c := seriesColors[colorIdx%len(seriesColors)]
+			c := chart.SeriesColors[colorIdx%len(chart.SeriesColors)]
 			colorIdx++
 			lastColor = c
 			sp, err := plotter.NewScatter(xy)
@@ -264,33 +162,4 @@ func (l markLabel) Plot(c draw.Canvas, p *plot.Plot) {
 		sty.XAlign, at.X = draw.XRight, c.Max.X
 	}
 	c.FillText(sty, at, l.text)
-}
-
-// fitBarAxis ends a horizontal bar chart's value axis a step past its
-// longest bar: gonum ends the axis at the largest value, so that bar
-// reaches the plot's edge and runs past the last tick.
-func fitBarAxis(p *plot.Plot, vals plotter.Values) {
-	hi := 0.0
-	for _, v := range vals {
-		hi = math.Max(hi, v)
-	}
-	if hi > 0 {
-		p.X.Min = 0
-		p.X.Max = hi * 1.08
-	}
-}
-
-// plainTicks are gonum's default ticks labelled in their shortest form:
-// gonum labels some ranges' ticks with a fixed two decimals ("500.00"
-// beside another panel's "1800").
-type plainTicks struct{}
-
-func (plainTicks) Ticks(min, max float64) []plot.Tick {
-	ts := plot.DefaultTicks{}.Ticks(min, max)
-	for i := range ts {
-		if ts[i].Label != "" {
-			ts[i].Label = strconv.FormatFloat(ts[i].Value, 'g', 6, 64)
-		}
-	}
-	return ts
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 
+	"github.com/tpscope/tpscope/internal/chart"
 	"github.com/tpscope/tpscope/sim"
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
@@ -38,6 +39,6 @@ func writePredictPlot(path string, pr *sim.Prediction) error {
 	bars.Horizontal = true
 	p.Add(bars)
 	p.NominalY(labels...)
-	fitBarAxis(p, vals)
-	return savePlot(path, 9*vg.Inch, vg.Points(float64(14*len(rows)+90)), p)
+	chart.FitBarAxisX(p, vals)
+	return chart.SaveOne(path, 9*vg.Inch, vg.Points(float64(14*len(rows)+90)), p)
 }

@@ -4,6 +4,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/tpscope/tpscope/internal/chart"
 	"github.com/tpscope/tpscope/report"
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/font"
@@ -31,7 +32,7 @@ func TestPlotLegendBesideData(t *testing.T) {
 		t.Fatal(err)
 	}
 	var rec recorder.Canvas
-	drawPlots(draw.NewCanvas(&rec, 8*vg.Inch, 5*vg.Inch), [][]*plot.Plot{{p}}, draw.Tiles{})
+	chart.Draw(draw.NewCanvas(&rec, 8*vg.Inch, 5*vg.Inch), [][]*plot.Plot{{p}}, draw.Tiles{})
 	var left, right vg.Length
 	for _, a := range rec.Actions {
 		s, ok := a.(*recorder.Stroke)

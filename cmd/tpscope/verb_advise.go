@@ -14,6 +14,7 @@ import (
 	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/pflag"
 	"github.com/tpscope/tpscope/advise"
+	"github.com/tpscope/tpscope/internal/chart"
 	"github.com/tpscope/tpscope/model"
 	"github.com/tpscope/tpscope/sim"
 	"github.com/tpscope/tpscope/topology"
@@ -598,9 +599,9 @@ type adviseBar struct {
 }
 
 var (
-	barGain  = adviseBar{"predicted gain", seriesColors[0]}
-	barUpper = adviseBar{"upper bound: may not pay here", seriesColors[1]}
-	barCond  = adviseBar{"conditional: runs given what its row needs", seriesColors[4]}
+	barGain  = adviseBar{"predicted gain", chart.SeriesColors[0]}
+	barUpper = adviseBar{"upper bound: may not pay here", chart.SeriesColors[1]}
+	barCond  = adviseBar{"conditional: runs given what its row needs", chart.SeriesColors[4]}
 	barNoFit = adviseBar{"does not fit in GPU memory", color.Gray{Y: 150}}
 )
 
@@ -629,7 +630,7 @@ func writeAdvisePlot(path string, adv *advise.Advice) error {
 	if err != nil {
 		return fmt.Errorf("plot %s: %w", path, err)
 	}
-	return savePlot(path, 9*vg.Inch, vg.Points(float64(16*n+100)), p)
+	return chart.SaveOne(path, 9*vg.Inch, vg.Points(float64(16*n+100)), p)
 }
 
 // advisePlot is advise's bar chart and its number of bars: a bar per
@@ -681,7 +682,7 @@ func advisePlot(adv *advise.Advice) (*plot.Plot, int, error) {
 		p.Add(one)
 	}
 	p.NominalY(labels...)
-	fitBarAxis(p, vals)
+	chart.FitBarAxisX(p, vals)
 	return p, len(rows), nil
 }
 

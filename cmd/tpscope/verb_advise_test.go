@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/tpscope/tpscope/advise"
+	"github.com/tpscope/tpscope/internal/chart"
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
@@ -386,7 +387,7 @@ func TestAdvisePlotQualifiers(t *testing.T) {
 		t.Fatalf("%d bars, %v; want 4", n, err)
 	}
 	var rec recorder.Canvas
-	drawPlots(draw.NewCanvas(&rec, 9*vg.Inch, 3*vg.Inch), [][]*plot.Plot{{p}}, draw.Tiles{})
+	chart.Draw(draw.NewCanvas(&rec, 9*vg.Inch, 3*vg.Inch), [][]*plot.Plot{{p}}, draw.Tiles{})
 	texts := map[string]bool{}
 	fills := map[color.RGBA]bool{}
 	var cur color.Color

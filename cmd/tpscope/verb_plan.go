@@ -15,6 +15,7 @@ import (
 
 	"github.com/spf13/pflag"
 	"github.com/tpscope/tpscope/advise"
+	"github.com/tpscope/tpscope/internal/chart"
 	"github.com/tpscope/tpscope/model"
 	"github.com/tpscope/tpscope/plan"
 	"github.com/tpscope/tpscope/report"
@@ -904,7 +905,7 @@ func writePlanPlot(path, modelName string, res *plan.Result) error {
 	}
 	w := vg.Length(cols) * 8 * vg.Inch
 	h := vg.Length(rows) * 5.5 * vg.Inch
-	return savePlots(path, w, h, grid, draw.Tiles{PadX: vg.Points(24), PadY: vg.Points(24)})
+	return chart.Save(path, w, h, grid, draw.Tiles{PadX: vg.Points(24), PadY: vg.Points(24)})
 }
 
 // writePlanFrontierCSV writes each (context, box) Pareto front of the

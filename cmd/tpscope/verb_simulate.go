@@ -16,6 +16,7 @@ import (
 
 	"github.com/spf13/pflag"
 	engprof "github.com/tpscope/tpscope/engine"
+	"github.com/tpscope/tpscope/internal/chart"
 	"github.com/tpscope/tpscope/report"
 	"github.com/tpscope/tpscope/report/build"
 	"github.com/tpscope/tpscope/serving"
@@ -1122,7 +1123,7 @@ func writeParetoPlot(path string, o *simulateOutput) error {
 		}
 		grid[i/cols][i%cols] = p
 	}
-	return savePlots(path, vg.Length(cols)*8*vg.Inch, vg.Length(rows)*5.5*vg.Inch, grid, draw.Tiles{PadX: vg.Points(24), PadY: vg.Points(24)})
+	return chart.Save(path, vg.Length(cols)*8*vg.Inch, vg.Length(rows)*5.5*vg.Inch, grid, draw.Tiles{PadX: vg.Points(24), PadY: vg.Points(24)})
 }
 
 // plotLoadAxis is the load axis of the latency chart and the runs in its
@@ -1226,7 +1227,7 @@ func writeSimulatePlot(path string, o *simulateOutput) error {
 	if err != nil {
 		return err
 	}
-	return savePlots(path, 9*vg.Inch, 8*vg.Inch, [][]*plot.Plot{{top}, {bottom}}, draw.Tiles{PadY: vg.Points(18)})
+	return chart.Save(path, 9*vg.Inch, 8*vg.Inch, [][]*plot.Plot{{top}, {bottom}}, draw.Tiles{PadY: vg.Points(18)})
 }
 
 // writeCompareTables writes, per measured level, the simulated load's

@@ -1,0 +1,216 @@
+// Package chart lays out and writes the PNG and SVG charts of the verbs'
+// --plot and --pareto flags (gonum plots): the margin, the grid of
+// panels, legends beside the data, titles inside their panel, value axes
+// that hold their longest bar, and the file written whole or not at all.
+package chart
+
+import (
+	"fmt"
+	"image/color"
+	"io"
+	"math"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/tpscope/tpscope/internal/fileout"
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/text"
+	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
+	"gonum.org/v1/plot/vg/vgimg"
+	"gonum.org/v1/plot/vg/vgsvg"
+)
+
+// Margin is the blank border every chart is drawn inside: gonum places a
+// title's baseline so that its tallest glyphs reach the canvas' top edge,
+// and a PNG canvas clips what passes it.
+const Margin = 10 * vg.Millimeter / 4
+
+// SeriesColors are the charts' series colours (Tableau 10, as the HTML
+// report's).
+var SeriesColors = []color.RGBA{
+	{R: 0x4e, G: 0x79, B: 0xa7, A: 255}, {R: 0xf2, G: 0x8e, B: 0x2b, A: 255}, {R: 0x59, G: 0xa1, B: 0x4f, A: 255},
+	{R: 0xe1, G: 0x57, B: 0x59, A: 255}, {R: 0xb0, G: 0x7a, B: 0xa1, A: 255}, {R: 0x76, G: 0xb7, B: 0xb2, A: 255},
+}
+
+// CheckPath refuses a path whose extension is neither .png nor .svg.
+func CheckPath(path string) error {
+	switch strings.ToLower(filepath.Ext(path)) {
+	case ".png", ".svg":
+		return nil
+	}
+	return fmt.Errorf("plot %s: want a .png or .svg file", path)
+}
+
+// newCanvas is a PNG or SVG canvas of w x h by path's extension.
+func newCanvas(path string, w, h vg.Length) (interface {
+	vg.CanvasSizer
+	io.WriterTo
+}, error) {
+	if err := CheckPath(path); err != nil {
+		return nil, err
+	}
+	if strings.EqualFold(filepath.Ext(path), ".svg") {
+		return vgsvg.New(w, h), nil
+	}
+	return vgimg.PngCanvas{Canvas: vgimg.New(w, h)}, nil
+}
+
+// Save draws a grid of plots (rows of columns, aligned; a nil plot leaves
+// its tile empty) into a w x h canvas inside Margin (Draw) and writes it
+// to path, PNG or SVG by its extension, whole or not at all.
+func Save(path string, w, h vg.Length, grid [][]*plot.Plot, tiles draw.Tiles) error {
+	c, err := newCanvas(path, w, h)
+	if err != nil {
+		return err
+	}
+	Draw(draw.Crop(draw.New(c), Margin, -Margin, Margin, -Margin), grid, tiles)
+	if err := fileout.Write(path, func(w io.Writer) error { _, err := c.WriteTo(w); return err }); err != nil {
+		return fmt.Errorf("plot %w", err)
+	}
+	return nil
+}
+
+// SaveOne draws one plot inside Margin (Save).
+func SaveOne(path string, w, h vg.Length, p *plot.Plot) error {
+	return Save(path, w, h, [][]*plot.Plot{{p}}, draw.Tiles{})
+}
+
+// LegendGap is the space between a plot's data area and its legend.
+const LegendGap = 2 * vg.Millimeter
+
+// Draw draws a grid of plots (rows of columns, aligned) into dc.
+//
+// Legends are drawn to the right of the data area, a column's plots all
+// giving up the width of its widest legend (so their axes stay aligned):
+// gonum draws a legend over the data, where a reference line (an SLO), a
+// label or a bar crosses it.
+//
+// A title is centred over its whole tile, the legend's width included,
+// and broken at spaces into lines that fit the tile: gonum centres it
+// over the plot it is given, so a title wider than the plot beside its
+// legend ran past the canvas' left edge (advise's), and one wider than
+// its tile into the next panel.
+func Draw(dc draw.Canvas, grid [][]*plot.Plot, tiles draw.Tiles) {
+	tiles.Rows, tiles.Cols = len(grid), len(grid[0])
+	canvases := plot.Align(grid, tiles, dc)
+	wrapped := false
+	for i := range grid {
+		for j, p := range grid[i] {
+			if p == nil || p.Title.Text == "" {
+				continue
+			}
+			c := canvases[i][j]
+			if t := Wrap(p.Title.TextStyle, p.Title.Text, c.Max.X-c.Min.X); t != p.Title.Text {
+				p.Title.Text, wrapped = t, true
+			}
+		}
+	}
+	if wrapped {
+		canvases = plot.Align(grid, tiles, dc) // the titles' heights changed
+	}
+	legendW := make([]vg.Length, tiles.Cols)
+	for i := range grid {
+		for j, p := range grid[i] {
+			if p != nil {
+				r := p.Legend.Rectangle(canvases[i][j])
+				legendW[j] = max(legendW[j], r.Max.X-r.Min.X)
+			}
+		}
+	}
+	for i := range grid {
+		for j, p := range grid[i] {
+			if p == nil {
+				continue
+			}
+			if legendW[j] == 0 {
+				p.Draw(canvases[i][j])
+				continue
+			}
+			full := canvases[i][j]
+			titleH := vg.Length(0)
+			title := p.Title.Text
+			if title != "" {
+				// As gonum draws it (plot.Draw), over the whole tile.
+				descent := p.Title.TextStyle.FontExtents().Descent
+				full.FillText(p.Title.TextStyle, vg.Point{X: full.Center().X, Y: full.Max.Y + descent}, title)
+				titleH = p.Title.TextStyle.Rectangle(title).Size().Y + p.Title.Padding
+			}
+			pc := draw.Crop(full, 0, -(legendW[j] + LegendGap), 0, -titleH)
+			legend := p.Legend
+			p.Legend = plot.NewLegend() // no entries: drawn beside, below
+			p.Title.Text = ""           // drawn above
+			p.Draw(pc)
+			data := p.DataCanvas(pc)
+			p.Legend, p.Title.Text = legend, title
+			legend.Top, legend.Left = true, true
+			legend.Draw(draw.Canvas{Canvas: full.Canvas, Rectangle: vg.Rectangle{
+				Min: vg.Point{X: pc.Max.X + LegendGap, Y: data.Min.Y}, Max: vg.Point{X: full.Max.X, Y: data.Max.Y}}})
+		}
+	}
+}
+
+// Wrap breaks s at spaces into lines no wider than width in style sty (a
+// word wider than width keeps a line of its own); its own line breaks
+// stay.
+func Wrap(sty text.Style, s string, width vg.Length) string {
+	var out []string
+	for _, para := range strings.Split(s, "\n") {
+		line := ""
+		for _, w := range strings.Fields(para) {
+			if line != "" && sty.Width(line+" "+w) > width {
+				out = append(out, line)
+				line = ""
+			}
+			if line != "" {
+				line += " "
+			}
+			line += w
+		}
+		out = append(out, line)
+	}
+	return strings.Join(out, "\n")
+}
+
+// FitBarAxisX ends a horizontal bar chart's value axis a step past its
+// longest bar, FitBarAxisY a vertical one's: gonum ends the axis at the
+// largest value, so that bar reaches the plot's edge and runs past the
+// last tick.
+func FitBarAxisX(p *plot.Plot, vals ...[]float64) {
+	if hi := maxOf(vals); hi > 0 {
+		p.X.Min, p.X.Max = 0, hi*1.08
+	}
+}
+
+// FitBarAxisY is FitBarAxisX for vertical bars.
+func FitBarAxisY(p *plot.Plot, vals ...[]float64) {
+	if hi := maxOf(vals); hi > 0 {
+		p.Y.Min, p.Y.Max = 0, hi*1.08
+	}
+}
+
+func maxOf(vals [][]float64) float64 {
+	hi := 0.0
+	for _, vs := range vals {
+		for _, v := range vs {
+			hi = math.Max(hi, v)
+		}
+	}
+	return hi
+}
+
+// PlainTicks are gonum's default ticks labelled in their shortest form:
+// gonum labels some ranges' ticks with a fixed two decimals ("500.00"
+// beside another panel's "1800").
+type PlainTicks struct{}
+
+func (PlainTicks) Ticks(min, max float64) []plot.Tick {
+	ts := plot.DefaultTicks{}.Ticks(min, max)
+	for i := range ts {
+		if ts[i].Label != "" {
+			ts[i].Label = strconv.FormatFloat(ts[i].Value, 'g', 6, 64)
+		}
+	}
+	return ts
+}

@@ -1,0 +1,113 @@
+package chart
+
+import (
+	"strings"
+	"testing"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/font"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
+	"gonum.org/v1/plot/vg/recorder"
+)
+
+// barPlot is a horizontal bar chart titled title with a legend of
+// legend's entries, as advise draws its speedups.
+func barPlot(t *testing.T, title string, legend ...string) *plot.Plot {
+	t.Helper()
+	p := plot.New()
+	p.Title.Text = title
+	vals := plotter.Values{7.29, 2.65, 1.06}
+	for i, name := range legend {
+		b, err := plotter.NewBarChart(plotter.Values{vals[i%len(vals)]}, vg.Points(10))
+		if err != nil {
+			t.Fatal(err)
+		}
+		b.Horizontal, b.XMin, b.Color = true, float64(i), SeriesColors[i%len(SeriesColors)]
+		p.Add(b)
+		p.Legend.Add(name, b)
+	}
+	p.NominalY("box-h200-nvswitch x7.29 (conditional)", "oneshot-ar x2.65 (upper bound)", "cuda-graphs (in baseline) x1.06")
+	FitBarAxisX(p, vals)
+	return p
+}
+
+// drawn is a string the recorder saw, with its extent.
+type drawn struct {
+	s          string
+	x0, x1, y0 vg.Length
+}
+
+func record(t *testing.T, w, h vg.Length, grid [][]*plot.Plot, tiles draw.Tiles) []drawn {
+	t.Helper()
+	var rec recorder.Canvas
+	Draw(draw.NewCanvas(&rec, w, h), grid, tiles)
+	var out []drawn
+	for _, a := range rec.Actions {
+		if s, ok := a.(*recorder.FillString); ok {
+			face := font.DefaultCache.Lookup(s.Font, s.Size)
+			out = append(out, drawn{s.String, s.Point.X, s.Point.X + face.Width(s.String), s.Point.Y})
+		}
+	}
+	return out
+}
+
+// TestDrawTitleInsideCanvas: a title wider than the plot beside its
+// legend (advise's: the model, plan, box and workload) lies inside the
+// canvas, centred over the whole tile; it was centred over the plot
+// alone and began left of the canvas (x -1 pt in advise's SVG, its first
+// letter cut in the PNG). One wider than its tile of a grid is broken
+// into lines that stay in the tile, clear of the next panel's.
+func TestDrawTitleInsideCanvas(t *testing.T) {
+	const title = "kimi-k2.5-nvfp4 tp8 on rtxpro6000-2s, decode b1 ctx4096 kv=fp8: speedup in tokens/s"
+	legend := []string{"conditional: runs given what its row needs", "upper bound: may not pay here", "predicted gain"}
+	w, h := 9*vg.Inch, 3*vg.Inch
+	seen := false
+	for _, d := range record(t, w, h, [][]*plot.Plot{{barPlot(t, title, legend...)}}, draw.Tiles{}) {
+		seen = seen || d.s == title
+		if d.x0 < 0 || d.x1 > w || d.y0 < 0 || d.y0 > h {
+			t.Errorf("%q spans x %.1f to %.1f at y %.1f, outside the %.0f x %.0f pt canvas", d.s, d.x0, d.x1, d.y0, w, h)
+		}
+	}
+	if !seen {
+		t.Errorf("title %q not drawn on one line", title)
+	}
+
+	// Two panels of 3 inches each: the title needs two lines in each.
+	grid := [][]*plot.Plot{{barPlot(t, title, legend[:1]...), barPlot(t, title, legend[:1]...)}}
+	w = 8 * vg.Inch
+	var lines int
+	for _, d := range record(t, w, h, grid, draw.Tiles{PadX: vg.Points(24)}) {
+		if !strings.Contains(title, strings.TrimSpace(d.s)) || len(d.s) < 10 {
+			continue // not a piece of the title
+		}
+		lines++
+		left := d.x1 <= w/2
+		right := d.x0 >= w/2
+		if !left && !right {
+			t.Errorf("title line %q spans x %.1f to %.1f, across the panels' border at %.1f", d.s, d.x0, d.x1, w/2)
+		}
+		if d.x0 < 0 || d.x1 > w {
+			t.Errorf("title line %q spans x %.1f to %.1f, outside the canvas", d.s, d.x0, d.x1)
+		}
+	}
+	if lines < 4 {
+		t.Errorf("%d title lines drawn, want at least two per panel", lines)
+	}
+}
+
+// TestFitBarAxis: a bar chart's value axis ends past its longest bar,
+// horizontal or vertical (compare's per-kind bars ended at their tallest,
+// drawn to the top edge with no tick above it).
+func TestFitBarAxis(t *testing.T) {
+	p := plot.New()
+	FitBarAxisY(p, []float64{3691.2, 1171.4}, []float64{4329.4, 1417.2})
+	if !(p.Y.Max > 4329.4) || p.Y.Min != 0 {
+		t.Errorf("vertical value axis %v to %v, want 0 to past 4329.4", p.Y.Min, p.Y.Max)
+	}
+	FitBarAxisX(p, []float64{7.29, 1.06})
+	if !(p.X.Max > 7.29) || p.X.Min != 0 {
+		t.Errorf("horizontal value axis %v to %v, want 0 to past 7.29", p.X.Min, p.X.Max)
+	}
+}
