@@ -69,14 +69,13 @@ func scatterPlot(sr *ScenarioReport) (*plot.Plot, error) {
 		return p, nil
 	}
 	slices.Sort(kinds)
+	glyphs := chart.KindGlyphs(kinds)
 	for i, k := range kinds {
 		s, err := plotter.NewScatter(byKind[k])
 		if err != nil {
 			return nil, err
 		}
-		s.GlyphStyle.Color = plotutil.Color(i)
-		s.GlyphStyle.Shape = plotutil.Shape(i)
-		s.GlyphStyle.Radius = vg.Points(2.5)
+		s.GlyphStyle = glyphs[i]
 		p.Add(s)
 		p.Legend.Add(k, s)
 	}

@@ -10,6 +10,7 @@ import (
 	"io"
 	"math"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -32,6 +33,45 @@ const Margin = 10 * vg.Millimeter / 4
 var SeriesColors = []color.RGBA{
 	{R: 0x4e, G: 0x79, B: 0xa7, A: 255}, {R: 0xf2, G: 0x8e, B: 0x2b, A: 255}, {R: 0x59, G: 0xa1, B: 0x4f, A: 255},
 	{R: 0xe1, G: 0x57, B: 0x59, A: 255}, {R: 0xb0, G: 0x7a, B: 0xa1, A: 255}, {R: 0x76, G: 0xb7, B: 0xb2, A: 255},
+}
+
+// kindColors are the op kinds' colours, the HTML report's (report.js
+// KIND_COLORS), so a kind reads the same in every chart and every panel
+// of one, and kindOrder their glyphs' order.
+var (
+	kindColors = map[string]color.RGBA{
+		"gemm": {R: 0x4e, G: 0x79, B: 0xa7, A: 255}, "moe_gemm": {R: 0xf2, G: 0x8e, B: 0x2b, A: 255},
+		"attention": {R: 0xe1, G: 0x57, B: 0x59, A: 255}, "norm": {R: 0x76, G: 0xb7, B: 0xb2, A: 255},
+		"elementwise": {R: 0x59, G: 0xa1, B: 0x4f, A: 255}, "router": {R: 0xed, G: 0xc9, B: 0x48, A: 255},
+		"embedding": {R: 0x9c, G: 0x75, B: 0x5f, A: 255}, "collective": {R: 0xb0, G: 0x7a, B: 0xa1, A: 255},
+	}
+	kindOrder  = []string{"gemm", "moe_gemm", "attention", "norm", "elementwise", "router", "embedding", "collective"}
+	kindShapes = []draw.GlyphDrawer{draw.CircleGlyph{}, draw.SquareGlyph{}, draw.TriangleGlyph{}, draw.CrossGlyph{},
+		draw.PlusGlyph{}, draw.RingGlyph{}, draw.BoxGlyph{}, draw.PyramidGlyph{}}
+	// spareColors are for kinds outside kindColors, by first use.
+	spareColors = []color.RGBA{{R: 0xba, G: 0xb0, B: 0xac, A: 255}, {R: 0xff, G: 0x9d, B: 0xa7, A: 255}, {R: 0x86, G: 0xbc, B: 0xb6, A: 255}}
+)
+
+// KindGlyphs are the glyphs of op kinds' points, one per kind: each
+// kind its own colour and shape whatever other kinds the chart holds
+// (glyphs by a kind's place in the chart gave one kind other colours in
+// two panels, and an eighth kind the first one's colour); a kind outside
+// the model's takes a spare colour.
+func KindGlyphs(kinds []string) []draw.GlyphStyle {
+	out := make([]draw.GlyphStyle, len(kinds))
+	spare := 0
+	for i, kind := range kinds {
+		g := draw.GlyphStyle{Radius: vg.Points(2.5), Shape: draw.CircleGlyph{}}
+		if c, ok := kindColors[kind]; ok {
+			g.Color = c
+			g.Shape = kindShapes[slices.Index(kindOrder, kind)]
+		} else {
+			g.Color = spareColors[spare%len(spareColors)]
+			spare++
+		}
+		out[i] = g
+	}
+	return out
 }
 
 // CheckPath refuses a path whose extension is neither .png nor .svg.
