@@ -25,11 +25,14 @@ var benchOpIDs = []struct{ name, kind string }{
 }
 
 // writeOTLPBench writes n op spans as the file exporter does (JSON Lines,
-// 512 spans per line), each with the attributes exec puts on op spans.
-func writeOTLPBench(path string, n int) error {
+// 512 spans per line), each with the attributes exec puts on op spans,
+// then a line with each step's root span and its ranks' spans (the
+// parents the op spans name, ended after them). It returns the number of
+// spans written.
+func writeOTLPBench(path string, n int) (int, error) {
 	f, err := os.Create(path)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	w := bufio.NewWriterSize(f, 1<<20)
 	var b []byte
@@ -53,8 +56,8 @@ func writeOTLPBench(path string, n int) error {
 			b = hex.AppendEncode(b, tid[:])
 			b = append(b, `","spanId":"`...)
 			b = hex.AppendEncode(b, sid[:])
-			b = append(b, `","parentSpanId":"00000000000000`...)
-			b = append(b, fmt.Sprintf("%02x", rank+1)...)
+			b = append(b, `","parentSpanId":"`...)
+			b = append(b, benchRankSpanID(rank)...)
 			b = append(b, `","name":"`...)
 			id := fmt.Sprintf("L%02d.%s", layer, benchOpIDs[op].name)
 			b = append(b, id...)
@@ -74,14 +77,41 @@ func writeOTLPBench(path string, n int) error {
 		}
 		b = append(b, "]}]}]}\n"...)
 		if _, err := w.Write(b); err != nil {
-			return err
+			return 0, err
 		}
 	}
-	if err := w.Flush(); err != nil {
-		return err
+	// The steps' roots and rank spans: step s holds op spans s*7808 on,
+	// rank r of it 976 of them from s*7808 + r*976.
+	written := n
+	b = append(b[:0], `{"resourceSpans":[{"resource":{"attributes":[{"key":"service.name","value":{"stringValue":"tpscope"}}]},"scopeSpans":[{"scope":{"name":"github.com/tpscope/tpscope"},"spans":[`...)
+	for step := 0; step*7808 < n; step++ {
+		tid[0], tid[1], tid[15] = byte(step>>8), byte(step), 1
+		first, last := step*7808, min(n, (step+1)*7808)-1
+		if step > 0 {
+			b = append(b, ',')
+		}
+		b = fmt.Appendf(b, `{"traceId":"%x","spanId":"fe00000000000000","name":"step","startTimeUnixNano":"%d","endTimeUnixNano":"%d","attributes":[{"key":"tpscope.step","value":{"intValue":"%d"}}]}`,
+			tid, t0+int64(first)*5000, t0+int64(last)*5000+4321, step)
+		written++
+		for rank := 0; first+rank*976 <= last; rank++ {
+			lo, hi := first+rank*976, min(last, first+rank*976+975)
+			b = fmt.Appendf(b, `,{"traceId":"%x","spanId":"%s","parentSpanId":"fe00000000000000","name":"rank/%d","startTimeUnixNano":"%d","endTimeUnixNano":"%d","attributes":[{"key":"tpscope.rank","value":{"intValue":"%d"}}]}`,
+				tid, benchRankSpanID(rank), rank, t0+int64(lo)*5000, t0+int64(hi)*5000+4321, rank)
+			written++
+		}
 	}
-	return f.Close()
+	b = append(b, "]}]}]}\n"...)
+	if _, err := w.Write(b); err != nil {
+		return 0, err
+	}
+	if err := w.Flush(); err != nil {
+		return 0, err
+	}
+	return written, f.Close()
 }
+
+// benchRankSpanID is the span ID of rank's span in writeOTLPBench's steps.
+func benchRankSpanID(rank int) string { return fmt.Sprintf("ff000000000000%02x", rank+1) }
 
 // writeKinetoBench writes n GPU kernels in ProfilerStep#k ranges of 1000
 // kernels each, with a runtime launch event per kernel.
@@ -120,6 +150,9 @@ func writeKinetoBench(path string, n int) error {
 	return f.Close()
 }
 
+// kinetoBench is writeKinetoBench returning the kernels written.
+func kinetoBench(path string, n int) (int, error) { return n, writeKinetoBench(path, n) }
+
 // BenchmarkRead reads a generated file of spans. Metrics: ns/op and B/op
 // (allocated) per whole read, spans/s, live-MB (the heap still in use with
 // the result held: what the span list costs) and cpu-s/op (user+system CPU
@@ -131,16 +164,17 @@ func BenchmarkRead(b *testing.B) {
 	for _, bc := range []struct {
 		format string
 		spans  int
-		write  func(string, int) error
+		write  func(string, int) (int, error) // the spans written
 	}{
 		{FormatOTLPJSON, 1_000_000, writeOTLPBench},
 		{FormatOTLPJSON, 100_000, writeOTLPBench},
-		{FormatKineto, 100_000, writeKinetoBench},
-		{FormatKineto, 1_000_000, writeKinetoBench},
+		{FormatKineto, 100_000, kinetoBench},
+		{FormatKineto, 1_000_000, kinetoBench},
 	} {
 		b.Run(fmt.Sprintf("format=%s/spans=%d", bc.format, bc.spans), func(b *testing.B) {
 			path := filepath.Join(b.TempDir(), "bench.json")
-			if err := bc.write(path, bc.spans); err != nil {
+			written, err := bc.write(path, bc.spans)
+			if err != nil {
 				b.Fatal(err)
 			}
 			fi, _ := os.Stat(path)
@@ -155,8 +189,8 @@ func BenchmarkRead(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				if len(res.Spans) != bc.spans {
-					b.Fatalf("%d spans, want %d (skipped %v)", len(res.Spans), bc.spans, res.Skipped)
+				if len(res.Spans) != written {
+					b.Fatalf("%d spans, want %d (skipped %v)", len(res.Spans), written, res.Skipped)
 				}
 				b.StopTimer()
 				runtime.GC()

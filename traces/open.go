@@ -170,6 +170,12 @@ func (f *fileReader) Read(ctx context.Context) (*Result, error) {
 			looks = l
 		}
 	}
+	if b, ok := res.cutBetweenBatches(breaks); ok {
+		if !f.rc.allowPartial {
+			return nil, b.err
+		}
+		breaks = append(breaks, b)
+	}
 	res.keepComplete(breaks)
 	res.finish()
 	if len(res.Spans) == 0 {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 
 	"go.opentelemetry.io/otel/trace"
 
@@ -314,3 +315,75 @@ func (r *Result) keepComplete(breaks []breakRange) {
 // partialSteps is what the Kineto reader kept and dropped of the files a
 // break cut.
 type partialSteps struct{ steps, kept, spans, after int }
+
+// cutBetweenBatches finds the steps of tpscope's own traces that lost
+// spans although every file read whole: a file that ends between two
+// batches (a JSON-lines file cut after a complete line, a writer stopped
+// before the step's last batch, a collector's file read before the batch
+// with the step's root arrived) is a sequence of complete documents, yet
+// its last step has op spans whose rank span and root "step" never came.
+// A span of tpscope's schema (an op or rank span: an op ID or a rank)
+// whose parent is not in its trace is the sign: tpscope exports every
+// such span's parent. Spans of the files that broke (breaks) are left to
+// keepComplete. It returns the break to report, over the spans from the
+// first such step's to the last one's, and false when there is none.
+func (r *Result) cutBetweenBatches(breaks []breakRange) (breakRange, bool) {
+	inBreak := func(i int) bool {
+		for _, b := range breaks {
+			if i >= b.lo && i < b.hi {
+				return true
+			}
+		}
+		return false
+	}
+	// The parents the schema's spans name (a few per step: its ranks'),
+	// then which of them were read: no set of every span's ID.
+	type ref struct {
+		tr trace.TraceID
+		id trace.SpanID
+	}
+	schemaSpan := func(i int) (*Span, bool) {
+		s := r.at(i)
+		return s, !s.kernel && !s.drop && !inBreak(i) && (s.OpID != "" || s.Rank >= 0) && !s.IsRoot()
+	}
+	read := map[ref]bool{}
+	for i := 0; i < r.n; i++ {
+		if s, ok := schemaSpan(i); ok {
+			read[ref{s.TraceID, s.ParentID}] = false
+		}
+	}
+	for i := 0; i < r.n; i++ {
+		s := r.at(i)
+		if _, ok := read[ref{s.TraceID, s.SpanID}]; ok && !s.drop && !inBreak(i) {
+			read[ref{s.TraceID, s.SpanID}] = true
+		}
+	}
+	lo, hi := -1, -1
+	lost := map[trace.TraceID]int{} // spans of each step that lost their parent
+	var order []trace.TraceID
+	for i := 0; i < r.n; i++ {
+		s, ok := schemaSpan(i)
+		if !ok || read[ref{s.TraceID, s.ParentID}] {
+			continue
+		}
+		if lo < 0 {
+			lo = i
+		}
+		hi = i + 1
+		if _, ok := lost[s.TraceID]; !ok {
+			order = append(order, s.TraceID)
+		}
+		lost[s.TraceID]++
+	}
+	if lo < 0 {
+		return breakRange{}, false
+	}
+	file := r.fileOf(int32(lo))
+	var size int64
+	if st, err := os.Stat(file); err == nil {
+		size = st.Size()
+	}
+	what := fmt.Sprintf("the file ends between a step's batches, at byte %d: %d %s of trace %s %s no rank or step span (%d %s so cut): it was cut, or read before its writer finished",
+		size, lost[order[0]], plural(lost[order[0]], "span", "spans"), order[0], plural(lost[order[0]], "has", "have"), len(order), plural(len(order), "step", "steps"))
+	return breakRange{err: &PartialError{Source: file, Offset: size, What: what, Err: io.ErrUnexpectedEOF}, lo: lo, hi: hi}, true
+}

@@ -284,6 +284,59 @@ func TestPartialOTLP(t *testing.T) {
 	}
 }
 
+// TestPartialOTLPBetweenBatches: an OTLP JSON Lines trace that ends
+// after a complete line, between a step's batch of op spans and the batch
+// with its rank and root spans (a plain file cut there, a writer stopped
+// there, a gzip stream closed there), is a *PartialError naming the file
+// and its end, not a trace read whole: every document in it parses, and
+// the last step's op spans were read as a step of their own (trace read
+// counted it, compare pooled it with the complete steps). With
+// WithAllowPartial the complete steps are kept and the cut one dropped,
+// as encoding/json finds them in the text.
+func TestPartialOTLPBetweenBatches(t *testing.T) {
+	text := gunzipFile(t, h200Eager)
+	cut := text[:nthIndex(text, "\n", 5)+1] // lines 1-5: steps 1 and 2 whole, step 3's op spans
+	for _, c := range []struct {
+		name, file string
+		data       []byte
+	}{
+		{"plain", "cut.otlp.jsonl", cut},
+		{"gzip closed", "cut.otlp.jsonl.gz", gzipAll(cut)},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), c.file)
+			if err := os.WriteFile(path, c.data, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			res, err := ReadAll(context.Background(), path)
+			var pe *PartialError
+			if !errors.As(err, &pe) {
+				t.Fatalf("result %v, error %v: want a *PartialError", res != nil, err)
+			}
+			msg := err.Error()
+			if pe.Source != path || pe.Offset != int64(len(c.data)) || !strings.HasPrefix(msg, path+": ") || strings.Contains(msg, "\n") ||
+				!strings.Contains(msg, fmt.Sprintf("ends between a step's batches, at byte %d", len(c.data))) {
+				t.Errorf("error %q (offset %d): want one line naming %s and its end at byte %d between a step's batches", msg, pe.Offset, path, len(c.data))
+			}
+			res, err = ReadAll(context.Background(), path, WithAllowPartial(true))
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := otlpExpect(t, cut)
+			if want.kept != 2 || want.steps != 3 {
+				t.Fatalf("fixture: the text keeps %d of %d steps, the layout says 2 of 3", want.kept, want.steps)
+			}
+			p := res.Partial
+			if p == nil || p.Steps != 1 || p.StepsKept != 0 || p.SpansDropped != want.spansDropped {
+				t.Fatalf("Partial %+v, want the cut step dropped with its %d spans", p, want.spansDropped)
+			}
+			if len(res.Spans) != want.spansKept || countTraces(res.Spans) != want.kept {
+				t.Errorf("%d spans in %d traces, want %d spans in %d steps", len(res.Spans), countTraces(res.Spans), want.spansKept, want.kept)
+			}
+		})
+	}
+}
+
 // TestPartialJaeger: a Jaeger JSON download cut inside a trace object is
 // a *PartialError naming the span being read; WithAllowPartial keeps the
 // traces whose objects were whole, and a file with no whole step is still

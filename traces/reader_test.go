@@ -300,7 +300,7 @@ func nthIndex(b []byte, sep string, n int) int {
 // the result equals a normal read.
 func TestReadOneByteAtATime(t *testing.T) {
 	otlpPath := filepath.Join(t.TempDir(), "spans.jsonl")
-	if err := writeOTLPBench(otlpPath, 1500); err != nil {
+	if _, err := writeOTLPBench(otlpPath, 1500); err != nil {
 		t.Fatal(err)
 	}
 	kinetoPath := filepath.Join(t.TempDir(), "kineto.json")

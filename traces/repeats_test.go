@@ -50,6 +50,9 @@ func rewrite(t *testing.T, src, dst, old, new string) {
 // kernels).
 func TestReadRepeatsKeptOnce(t *testing.T) {
 	const otlpN, kinetoN = 1000, 3000
+	// The OTLP file's spans: its op spans, one step's root and the spans
+	// of its two ranks (976 op spans a rank).
+	const otlpSpans = otlpN + 1 + 2
 	for _, tc := range []struct {
 		name   string
 		files  func(t *testing.T, dir string)
@@ -59,19 +62,19 @@ func TestReadRepeatsKeptOnce(t *testing.T) {
 		note   string // in the one skip that says the repeat; "" for none
 	}{
 		{"otlp-and-gzip-copy", func(t *testing.T, dir string) {
-			if err := writeOTLPBench(filepath.Join(dir, "run.otlp.jsonl"), otlpN); err != nil {
+			if _, err := writeOTLPBench(filepath.Join(dir, "run.otlp.jsonl"), otlpN); err != nil {
 				t.Fatal(err)
 			}
 			gzipCopy(t, filepath.Join(dir, "run.otlp.jsonl"), filepath.Join(dir, "run.otlp.jsonl.gz"))
-		}, otlpN, 1, 0, "1000 spans repeat those of DIR/run.otlp.jsonl"},
+		}, otlpSpans, 1, 0, "1003 spans repeat those of DIR/run.otlp.jsonl"},
 		{"otlp-batch-twice-in-one-file", func(t *testing.T, dir string) {
 			p := filepath.Join(dir, "a.jsonl")
-			if err := writeOTLPBench(p, otlpN); err != nil {
+			if _, err := writeOTLPBench(p, otlpN); err != nil {
 				t.Fatal(err)
 			}
 			b, _ := os.ReadFile(p)
 			os.WriteFile(p, append(b, b...), 0o644)
-		}, otlpN, 1, 0, "DIR/a.jsonl: 1000 spans repeat spans read before from the same file"},
+		}, otlpSpans, 1, 0, "DIR/a.jsonl: 1003 spans repeat spans read before from the same file"},
 		{"kineto-and-copy", func(t *testing.T, dir string) {
 			if err := writeKinetoBench(filepath.Join(dir, "a.json"), kinetoN); err != nil {
 				t.Fatal(err)

@@ -29,8 +29,9 @@ http(s) URL, or Jaeger's query API:
 jaeger://HOST:16686?service=tpscope&limit=20&api=v3|v1&lookback=24h&trace=ID.
 
 A cut or damaged source (a file that ends early, a gzip stream without its
-end, bytes that are not JSON) is an error naming the file, the byte (and line)
-where it ends or breaks and what is missing; --allow-partial reads it anyway,
+end, bytes that are not JSON, a tpscope trace that ends between a step's
+batches: op spans whose rank and root spans never came) is an error naming
+the file, the byte (and line) where it ends or breaks and what is missing; --allow-partial reads it anyway,
 keeping the complete steps (a trace with its root "step" span and every
 span's parent, none of it in the batch the break cut; of a profiler trace,
 the steps that ended before the last kernel read started) and saying how
