@@ -216,8 +216,10 @@ func Wrap(sty text.Style, s string, width vg.Length) string {
 // FitBarAxisX ends a horizontal bar chart's value axis a step past its
 // longest bar, FitBarAxisY a vertical one's: gonum ends the axis at the
 // largest value, so that bar reaches the plot's edge and runs past the
-// last tick.
+// last tick. The axis' ticks are PlainTicks (gonum labelled predict's
+// "0.00" and "25000.00").
 func FitBarAxisX(p *plot.Plot, vals ...[]float64) {
+	p.X.Tick.Marker = PlainTicks{}
 	if hi := maxOf(vals); hi > 0 {
 		p.X.Min, p.X.Max = 0, hi*1.08
 	}
@@ -225,6 +227,7 @@ func FitBarAxisX(p *plot.Plot, vals ...[]float64) {
 
 // FitBarAxisY is FitBarAxisX for vertical bars.
 func FitBarAxisY(p *plot.Plot, vals ...[]float64) {
+	p.Y.Tick.Marker = PlainTicks{}
 	if hi := maxOf(vals); hi > 0 {
 		p.Y.Min, p.Y.Max = 0, hi*1.08
 	}

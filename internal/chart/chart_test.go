@@ -99,7 +99,8 @@ func TestDrawTitleInsideCanvas(t *testing.T) {
 
 // TestFitBarAxis: a bar chart's value axis ends past its longest bar,
 // horizontal or vertical (compare's per-kind bars ended at their tallest,
-// drawn to the top edge with no tick above it).
+// drawn to the top edge with no tick above it), its ticks labelled in
+// their shortest form.
 func TestFitBarAxis(t *testing.T) {
 	p := plot.New()
 	FitBarAxisY(p, []float64{3691.2, 1171.4}, []float64{4329.4, 1417.2})
@@ -109,5 +110,19 @@ func TestFitBarAxis(t *testing.T) {
 	FitBarAxisX(p, []float64{7.29, 1.06})
 	if !(p.X.Max > 7.29) || p.X.Min != 0 {
 		t.Errorf("horizontal value axis %v to %v, want 0 to past 7.29", p.X.Min, p.X.Max)
+	}
+	for _, c := range []struct {
+		axis plot.Axis
+		want string
+	}{{p.X, "0 2.5 5 7.5"}, {p.Y, "0 2000 4000"}} {
+		var labels []string
+		for _, tk := range c.axis.Tick.Marker.Ticks(c.axis.Min, c.axis.Max) {
+			if tk.Label != "" {
+				labels = append(labels, tk.Label)
+			}
+		}
+		if got := strings.Join(labels, " "); got != c.want {
+			t.Errorf("tick labels %q, want %q", got, c.want)
+		}
 	}
 }
