@@ -105,7 +105,14 @@ func Save(path string, w, h vg.Length, grid [][]*plot.Plot, tiles draw.Tiles) er
 	if err != nil {
 		return err
 	}
-	Draw(draw.Crop(draw.New(c), Margin, -Margin, Margin, -Margin), grid, tiles)
+	dc := draw.New(c)
+	// White under everything: an SVG canvas is transparent where nothing
+	// is drawn, and a plot fills only its own area, so the titles, legends
+	// and margin stood on whatever a viewer shows behind (black text on a
+	// dark page's background).
+	dc.SetColor(color.White)
+	dc.Fill(dc.Rectangle.Path())
+	Draw(draw.Crop(dc, Margin, -Margin, Margin, -Margin), grid, tiles)
 	if err := fileout.Write(path, func(w io.Writer) error { _, err := c.WriteTo(w); return err }); err != nil {
 		return fmt.Errorf("plot %w", err)
 	}

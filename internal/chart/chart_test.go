@@ -1,6 +1,9 @@
 package chart
 
 import (
+	"os"
+	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -124,5 +127,26 @@ func TestFitBarAxis(t *testing.T) {
 		if got := strings.Join(labels, " "); got != c.want {
 			t.Errorf("tick labels %q, want %q", got, c.want)
 		}
+	}
+}
+
+// TestSaveSVGOpaque: an SVG chart is white under everything it draws,
+// its title and legend included: the SVG canvas is transparent where
+// nothing is drawn and a plot fills only its own area, so advise's title
+// and legend stood on a dark viewer's background as black text.
+func TestSaveSVGOpaque(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "a.svg")
+	legend := []string{"conditional: runs given what its row needs", "predicted gain"}
+	if err := SaveOne(path, 9*vg.Inch, 3*vg.Inch, barPlot(t, "speedup in tokens/s", legend...)); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The first thing drawn: the whole 648 x 216 pt canvas, white.
+	first := regexp.MustCompile(`<(path|text)[^>]*>`).Find(b)
+	if want := `<path d="M0,0L648,0L648,216L0,216Z" style="fill:#FFFFFF" />`; string(first) != want {
+		t.Errorf("first element drawn %s, want %s", first, want)
 	}
 }
