@@ -1153,8 +1153,19 @@ func plotLoadAxis(runs []*serving.Result) (sorted []*serving.Result, xOf func(*s
 }
 
 // writeSimulatePlot draws TTFT (top) and TPOT (bottom) percentiles
-// against the load of each run (plotLoadAxis).
+// against the load of each run (simulatePlots).
 func writeSimulatePlot(path string, o *simulateOutput) error {
+	top, bottom, err := simulatePlots(o)
+	if err != nil {
+		return err
+	}
+	return chart.Save(path, 9*vg.Inch, 8*vg.Inch, [][]*plot.Plot{{top}, {bottom}}, draw.Tiles{PadY: vg.Points(18)})
+}
+
+// simulatePlots are the latency chart's panels: TTFT and TPOT
+// percentiles against the load of each run (plotLoadAxis), each latency
+// axis from 0 to past its largest value and SLO.
+func simulatePlots(o *simulateOutput) (top, bottom *plot.Plot, err error) {
 	runs, xOf, xLabel := plotLoadAxis(o.Runs)
 	// An overloaded run's TTFT (its queue grows) or TPOT (its batch does)
 	// grows with the run: its points are left out of that panel (the
@@ -1177,6 +1188,7 @@ func writeSimulatePlot(path string, o *simulateOutput) error {
 		p.Title.Text = title
 		p.X.Label.Text = xLabel
 		p.Y.Label.Text = unit
+		p.X.Tick.Marker, p.Y.Tick.Marker = chart.PlainTicks{}, chart.PlainTicks{}
 		series := []struct {
 			name string
 			v    func(s serving.Stats) float64
@@ -1216,18 +1228,28 @@ func writeSimulatePlot(path string, o *simulateOutput) error {
 			p.Add(l)
 			p.Legend.Add("SLO", l)
 		}
+		// From 0, as the HTML report's axes: gonum spans the data alone,
+		// so the largest p99 sat on the axis' end with no tick above it
+		// and the smallest on its start, a latency axis not from 0.
+		hi := limit
+		for _, r := range runs {
+			hi = max(hi, get(r).P99, get(r).P90, get(r).P50)
+		}
+		if hi > 0 {
+			p.Y.Min, p.Y.Max = 0, hi*1.06
+		}
 		return p, nil
 	}
-	top, err := panel(fmt.Sprintf("%s %s on %s: time to first token", o.Model, o.Plan, o.Topology), "ms",
+	top, err = panel(fmt.Sprintf("%s %s on %s: time to first token", o.Model, o.Plan, o.Topology), "ms",
 		func(r *serving.Result) serving.Stats { return r.TTFTMs }, o.SLO.TTFTMs, func(r *serving.Result) bool { return r.QueueGrows })
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
-	bottom, err := panel("time per output token", "ms", func(r *serving.Result) serving.Stats { return r.TPOTMs }, o.SLO.TPOTMs, func(r *serving.Result) bool { return r.TPOTUnbounded() })
+	bottom, err = panel("time per output token", "ms", func(r *serving.Result) serving.Stats { return r.TPOTMs }, o.SLO.TPOTMs, func(r *serving.Result) bool { return r.TPOTUnbounded() })
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
-	return chart.Save(path, 9*vg.Inch, 8*vg.Inch, [][]*plot.Plot{{top}, {bottom}}, draw.Tiles{PadY: vg.Points(18)})
+	return top, bottom, nil
 }
 
 // writeCompareTables writes, per measured level, the simulated load's

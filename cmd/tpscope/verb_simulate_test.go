@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/tpscope/tpscope/serving"
+	"gonum.org/v1/plot"
 )
 
 // simulateJSON is the part of simulate's JSON the tests read.
@@ -577,4 +578,39 @@ func TestSimulateTrafficFlagsNamed(t *testing.T) {
 		{"burstiness 0", []string{"simulate", "--qps", "1", "--burstiness", "0"}, "usage: --burstiness 0: want a gamma shape above 0"},
 		{"burstiness -2", []string{"simulate", "--qps", "1", "--burstiness", "-2"}, "usage: --burstiness -2: want a gamma shape above 0"},
 	})
+}
+
+// TestSimulatePlotLatencyAxes: each latency panel's axis runs from 0 to
+// past its largest percentile and SLO, ticks labelled in their shortest
+// form. gonum spans the data alone: 64 clients' TTFT p99 (12509 ms) sat
+// on the axis' end with no tick above it, the axis started at 1 client's
+// 286 ms, and its ticks read "2500.00", "7500.00", "12500.00".
+func TestSimulatePlotLatencyAxes(t *testing.T) {
+	run := func(n int, ttft, tpot serving.Stats) *serving.Result {
+		return &serving.Result{Load: fmt.Sprint("concurrency ", n), Concurrency: n, TTFTMs: ttft, TPOTMs: tpot}
+	}
+	o := &simulateOutput{Model: "kimi-k2.5-nvfp4", Plan: "tp8", Topology: "rtxpro6000-2s", SLO: serving.SLO{TPOTMs: 150},
+		Runs: []*serving.Result{
+			run(1, serving.Stats{P50: 286, P90: 286, P99: 286}, serving.Stats{P50: 41.2, P90: 41.2, P99: 41.2}),
+			run(8, serving.Stats{P50: 1556, P90: 1556, P99: 1556}, serving.Stats{P50: 49.6, P90: 49.6, P99: 49.6}),
+			run(64, serving.Stats{P50: 1566, P90: 9378, P99: 12509}, serving.Stats{P50: 139.6, P90: 140.4, P99: 144.4}),
+		}}
+	top, bottom, err := simulatePlots(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name string
+		p    *plot.Plot
+		hi   float64 // the largest value drawn: a p99 or the SLO
+	}{{"TTFT", top, 12509}, {"TPOT", bottom, 150}} {
+		if c.p.Y.Min != 0 || !(c.p.Y.Max > c.hi) {
+			t.Errorf("%s axis %v to %v, want 0 to past %v", c.name, c.p.Y.Min, c.p.Y.Max, c.hi)
+		}
+		for _, tk := range c.p.Y.Tick.Marker.Ticks(c.p.Y.Min, c.p.Y.Max) {
+			if strings.HasSuffix(tk.Label, ".00") {
+				t.Errorf("%s tick %q: want its shortest form", c.name, tk.Label)
+			}
+		}
+	}
 }
