@@ -240,6 +240,30 @@ type Row struct {
 	Spec *SpecAdvice `json:"spec,omitempty"`
 }
 
+// FitNote is what a row's step says when its variant does not fit in GPU
+// memory, " (no fit: -1.8 GB)"; "" when it fits or was not priced. The
+// CLI's table, its chart and the HTML report write it alike.
+func (r *Row) FitNote() string {
+	if r.Error != "" || r.With == nil || r.With.Footprint.Fits {
+		return ""
+	}
+	return fmt.Sprintf(" (no fit: -%.1f GB)", r.With.Footprint.ShortfallGB)
+}
+
+// Qualifiers are the words a row's gain carries wherever it is drawn:
+// " (upper bound)" (its evidence says it may not pay here), else
+// " (conditional)" (it runs only given what its row needs), then FitNote.
+func (r *Row) Qualifiers() string {
+	q := ""
+	switch a := r.Applicability; {
+	case a.UpperBound:
+		q = " (upper bound)"
+	case a.Status == Conditional:
+		q = " (conditional)"
+	}
+	return q + r.FitNote()
+}
+
 // SweepCell is one (batch, context) of an entry's sweep.
 type SweepCell struct {
 	Batch   int `json:"batch"`

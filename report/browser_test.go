@@ -280,3 +280,42 @@ func TestReportBrowserScatterTextInside(t *testing.T) {
 		t.Errorf("the reference line's label is not drawn (texts %v)", boxes)
 	}
 }
+
+// TestReportBrowserBarLabelsInside: a bar chart's labels lie inside it,
+// a long one too (an advice row qualified as the CLI qualifies it:
+// "box-rtxpro6000-switch (conditional)"); the label column was a fixed
+// 190 units and such a label began left of the chart.
+func TestReportBrowserBarLabelsInside(t *testing.T) {
+	b := reporttest.New(t)
+	long := "box-rtxpro6000-switch (conditional)"
+	rep := &Report{Title: "bar labels", Sections: []Section{{Title: "Speedup", Bars: &Bars{Unit: "x", Series: []string{"predicted speedup"}, RefLine: 1,
+		Rows: []BarRow{
+			{Label: "box-h200-nvswitch (conditional)", Values: []BarValue{{V: 7.29}}, Note: "+628.9 %"},
+			{Label: long, Values: []BarValue{{V: 1.41}}, Note: "+41.1 %"},
+			{Label: "dp-attn-ep (no fit: -1.8 GB)", Values: []BarValue{{V: 0.951}}, Note: "-4.9 %"},
+		}}}}}
+	path := filepath.Join(t.TempDir(), "bars.html")
+	if err := WriteFile(path, rep); err != nil {
+		t.Fatal(err)
+	}
+	p := b.Open(t, path)
+	type box struct {
+		Text          string
+		X, Right, Max float64
+	}
+	boxes := reporttest.Eval[[]box](t, p, `Array.from(document.querySelectorAll(".bars svg text")).map(function(e){
+		var r = e.getBoundingClientRect(), s = e.ownerSVGElement.getBoundingClientRect();
+		var vb = e.ownerSVGElement.viewBox.baseVal, k = vb.width / s.width;
+		return {Text: e.textContent, X: (r.left - s.left) * k, Right: (r.right - s.left) * k, Max: vb.width};
+	})`)
+	seen := false
+	for _, bx := range boxes {
+		seen = seen || bx.Text == long
+		if bx.X < 0 || bx.Right > bx.Max {
+			t.Errorf("text %q spans x %.0f to %.0f, outside the chart's 0 to %.0f", bx.Text, bx.X, bx.Right, bx.Max)
+		}
+	}
+	if !seen {
+		t.Errorf("the label %q is not drawn", long)
+	}
+}

@@ -326,16 +326,12 @@ func adviceCells(r *advise.Row) []string {
 		return []string{r.Entry, string(r.Applicability.Status), state, "-", "-", "-", "-", "-", "-", "-", "-", "-", "-", "-"}
 	}
 	c := r.Change
-	fit := ""
-	if !r.With.Footprint.Fits {
-		fit = fmt.Sprintf(" (no fit: -%.1f GB)", r.With.Footprint.ShortfallGB)
-	}
 	kvcap := "-"
 	if c.KVCapacityFrac > 0 && c.KVCapacityFrac != 1 {
 		kvcap = fmt.Sprintf("x%.2f", c.KVCapacityFrac)
 	}
 	return []string{r.Entry, string(r.Applicability.Status), state,
-		fmt.Sprintf("%.2f", r.With.StepUs/1e3) + fit,
+		fmt.Sprintf("%.2f", r.With.StepUs/1e3) + r.FitNote(),
 		fmt.Sprintf("x%.3f", r.Gain.Speedup()),
 		fmt.Sprintf("%.1f", r.With.TokensPerS),
 		fmt.Sprintf("%+.0f", c.ComputeUs), fmt.Sprintf("%+.0f", c.CommUs), fmt.Sprintf("%+.0f", c.LaunchUs),
@@ -610,17 +606,17 @@ var (
 // upper bound (itself conditional on what it needs) says the more, and
 // not fitting wins the colour when it holds too.
 func adviseBarOf(r *advise.Row) (adviseBar, string) {
-	kind, q := barGain, ""
+	kind := barGain
 	switch a := r.Applicability; {
 	case a.UpperBound:
-		kind, q = barUpper, " (upper bound)"
+		kind = barUpper
 	case a.Status == advise.Conditional:
-		kind, q = barCond, " (conditional)"
+		kind = barCond
 	}
-	if r.With != nil && !r.With.Footprint.Fits {
-		kind, q = barNoFit, q+fmt.Sprintf(" (no fit: -%.1f GB)", r.With.Footprint.ShortfallGB)
+	if r.FitNote() != "" {
+		kind = barNoFit
 	}
-	return kind, q
+	return kind, r.Qualifiers()
 }
 
 // writeAdvisePlot draws the speedup of every predicted entry as horizontal

@@ -305,9 +305,16 @@
 
   // ---- bars -----------------------------------------------------------
   function Bars(b) {
-    var LABEL_W = 190, NOTE_W = 90, WIDTH = 980, BAR_H = 11, ROW_GAP = 8, TOP = 24, AXIS = 22;
-    var plotW = WIDTH - LABEL_W - NOTE_W - 60;
+    var NOTE_W = 90, WIDTH = 980, BAR_H = 11, ROW_GAP = 8, TOP = 24, AXIS = 22;
     var bseries = list(b.series), rows = list(b.rows), ns = bseries.length;
+    // The label column holds the longest label (at the bars' 11 px): a
+    // fixed 190 cut a qualified one ("box-rtxpro6000-switch (conditional)")
+    // at the chart's left edge.
+    var LABEL_W = 190, meter = document.createElement("canvas").getContext("2d");
+    meter.font = "11px " + getComputedStyle(document.body).fontFamily;
+    rows.forEach(function (r) { LABEL_W = Math.max(LABEL_W, Math.ceil(meter.measureText(r.label).width) + 16); });
+    LABEL_W = Math.min(LABEL_W, WIDTH / 2);
+    var plotW = WIDTH - LABEL_W - NOTE_W - 60;
     var rowH = ns * BAR_H + ROW_GAP;
     var max = b.ref_line || 0;
     rows.forEach(function (r) { list(r.values).forEach(function (v) { if (!v.missing) max = Math.max(max, v.v, v.hi || 0); }); });

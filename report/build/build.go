@@ -404,11 +404,17 @@ func adviceSections(a *advise.Advice) []report.Section {
 		case th > 0 && r.Gain.Speedup() > 0 && r.Gain.Speedup() <= 1-th:
 			tone = "bad"
 		}
-		t.Rows = append(t.Rows, report.Row{Cells: []string{r.Entry, string(r.Applicability.Status), state, fmt.Sprintf("%.2f", r.With.StepUs/1e3),
+		if r.FitNote() != "" {
+			tone = "warn" // it cannot run as priced, whatever its gain
+		}
+		t.Rows = append(t.Rows, report.Row{Cells: []string{r.Entry, string(r.Applicability.Status), state, fmt.Sprintf("%.2f", r.With.StepUs/1e3) + r.FitNote(),
 			fmt.Sprintf("x%.3f", r.Gain.Speedup()), fmt.Sprintf("%.1f", r.With.TokensPerS), fmt.Sprintf("%+.0f", c.ComputeUs), fmt.Sprintf("%+.0f", c.CommUs),
 			fmt.Sprintf("%+.0f", c.LaunchUs), kv, why, r.How.String(), r.Sweep.String()}, Tone: tone})
 		if r.Gain.Speedup() > 0 {
-			bars.Rows = append(bars.Rows, report.BarRow{Label: r.Entry, Values: []report.BarValue{{V: r.Gain.Speedup()}}, Note: fmt.Sprintf("%+.1f %%", 100*(r.Gain.Speedup()-1))})
+			// Qualified as the CLI's chart and table qualify it: an
+			// upper bound, a conditional entry or a variant that does not
+			// fit read as plain gains.
+			bars.Rows = append(bars.Rows, report.BarRow{Label: r.Entry + r.Qualifiers(), Values: []report.BarValue{{V: r.Gain.Speedup()}}, Note: fmt.Sprintf("%+.1f %%", 100*(r.Gain.Speedup()-1))})
 		}
 	}
 	if len(bars.Rows) > 0 {
