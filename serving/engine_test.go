@@ -242,6 +242,38 @@ func TestFrontier(t *testing.T) {
 	}
 }
 
+// TestFrontierLeavesSLOMissesOff: with an objective the front is drawn
+// through the runs that meet it, as plan's front is through the points
+// within its SLO and as the chart draws the misses as grey crosses. By
+// hand: A (10 tok/s/GPU, TPOT 10 ms) meets it; E (80, 30 ms) misses it;
+// F (90, 35 ms) ran too short to be judged. Without the rule E and F,
+// which beat A on tokens/s per GPU, would both be on the front; with it
+// the front is A alone, and F's verdict reads "too short" as the runs'
+// table says, not "missed". Without an objective E and F are on it.
+func TestFrontierLeavesSLOMissesOff(t *testing.T) {
+	runs := []*Result{
+		{Load: "A", OutputTokensPerSPerGPU: 10, TPOTMs: Stats{P50: 10}, MeetsSLO: true},
+		{Load: "E", OutputTokensPerSPerGPU: 80, TPOTMs: Stats{P50: 30}},
+		{Load: "F", OutputTokensPerSPerGPU: 90, TPOTMs: Stats{P50: 35}, TooShort: true},
+	}
+	f := NewFrontier(runs, SLO{TPOTMs: 40}, "g", -1)
+	if !reflect.DeepEqual(f.Front, []int{0}) {
+		t.Errorf("front %v with an SLO: want [0] (A alone: E misses it, F is not judged)", f.Front)
+	}
+	if got := []string{f.Points[0].SLO, f.Points[1].SLO, f.Points[2].SLO}; !reflect.DeepEqual(got, []string{"met", "missed", "too short"}) {
+		t.Errorf("verdicts %q: want met, missed, too short", got)
+	}
+	if f.Points[1].OnFront || f.Points[2].OnFront {
+		t.Errorf("E or F marked on the front: %+v %+v", f.Points[1], f.Points[2])
+	}
+	for i := range runs {
+		runs[i].MeetsSLO = false
+	}
+	if g := NewFrontier(runs, SLO{}, "g", -1); !reflect.DeepEqual(g.Front, []int{0, 1, 2}) {
+		t.Errorf("front %v without an SLO: want [0 1 2] (none dominated)", g.Front)
+	}
+}
+
 // TestRecvSkipper walks SGLang's receive counter (recv_skipper.py) by
 // hand at an interval of 4: a busy scheduler that last ran a decode batch
 // reads its socket on every 4th iteration; after a prefill batch it reads

@@ -16,6 +16,13 @@ import (
 // lengths. The front is the points no other beats on both axes; a TPOT
 // objective is a floor on the per-user axis.
 
+// A point's verdict against the objective (FrontierPoint.SLO).
+const (
+	SLOMet      = "met"
+	SLOMissed   = "missed"
+	SLOTooShort = "too short"
+)
+
 // FrontierPoint is one run on that plane.
 type FrontierPoint struct {
 	// Run indexes the runs the frontier was built from; Load is its label.
@@ -28,8 +35,9 @@ type FrontierPoint struct {
 	TokensPerSPerUser float64 `json:"tokens_per_s_per_user"`
 	MedianTPOTMs      float64 `json:"median_tpot_ms"`
 	MedianTTFTMs      float64 `json:"median_ttft_ms"`
-	// SLO is "met" or "missed" against the run's objective, "" without
-	// one.
+	// SLO is "met", "missed" or "too short" (a run that never reached
+	// steady state: no verdict, as the runs' table says) against the
+	// run's objective, "" without one.
 	SLO        string `json:"slo,omitempty"`
 	Overloaded bool   `json:"overloaded,omitempty"`
 	OnFront    bool   `json:"on_front"`
@@ -43,7 +51,9 @@ type Frontier struct {
 	SLO    SLO             `json:"slo,omitzero"`
 	Points []FrontierPoint `json:"points"`
 	// Front indexes Points on the front, by tokens/s per user
-	// descending: not overloaded, no other point higher on both axes.
+	// descending: not overloaded, meeting the SLO where there is one (as
+	// plan's front is of the points within its SLO), no other such point
+	// higher on both axes.
 	Front []int `json:"front"`
 	// Chosen indexes Points: the run picked (a sweep's best, or the most
 	// tokens/s per GPU within the SLO); -1 none.
@@ -61,7 +71,9 @@ func (f *Frontier) UserFloor() float64 {
 
 // NewFrontier places runs on the plane. chosen indexes runs (-1 none).
 // Overloaded runs are placed (marked) but are never on the front: their
-// latencies describe a growing queue.
+// latencies describe a growing queue; nor, under an objective, are the
+// runs that do not meet it: a front is what the deployment can offer,
+// and a run outside the SLO (or too short to be judged) is not on offer.
 func NewFrontier(runs []*Result, slo SLO, group string, chosen int) *Frontier {
 	all := make([]int, len(runs))
 	for i := range all {
@@ -83,9 +95,13 @@ func NewFrontierOf(runs []*Result, which []int, slo SLO, group string, chosen in
 			p.TokensPerSPerUser = 1000 / r.TPOTMs.P50
 		}
 		if slo.set() {
-			p.SLO = "missed"
-			if r.MeetsSLO {
-				p.SLO = "met"
+			switch {
+			case r.MeetsSLO:
+				p.SLO = SLOMet
+			case r.TooShort && !r.Overloaded:
+				p.SLO = SLOTooShort
+			default:
+				p.SLO = SLOMissed
 			}
 		}
 		if i == chosen {
@@ -95,7 +111,7 @@ func NewFrontierOf(runs []*Result, which []int, slo SLO, group string, chosen in
 	}
 	var cand []int
 	for i, p := range f.Points {
-		if !p.Overloaded && p.TokensPerSPerUser > 0 {
+		if !p.Overloaded && p.TokensPerSPerUser > 0 && (p.SLO == "" || p.SLO == SLOMet) {
 			cand = append(cand, i)
 		}
 	}

@@ -31,13 +31,13 @@ func ServingScatter(f *serving.Frontier) *report.Scatter {
 	if f.SLO.TTFTMs > 0 || f.SLO.TPOTMs > 0 {
 		in.Name = "runs within the SLO"
 	}
-	out := report.ScatterSeries{Name: "runs missing the SLO or overloaded", Faint: true}
+	out := report.ScatterSeries{Name: "runs missing the SLO, too short to judge or overloaded", Faint: true}
 	for _, p := range f.Points {
 		if p.TokensPerSPerUser <= 0 {
 			continue
 		}
 		xy := [2]float64{p.TokensPerSPerUser, p.TokensPerSPerGPU}
-		if p.Overloaded || p.SLO == "missed" {
+		if p.Overloaded || (p.SLO != "" && p.SLO != serving.SLOMet) {
 			out.Points, out.Labels = append(out.Points, xy), append(out.Labels, p.Load)
 		} else {
 			in.Points, in.Labels = append(in.Points, xy), append(in.Labels, p.Load)
