@@ -197,6 +197,20 @@ type Traffic struct {
 // Traffic's "not gamma", never a shape.
 const BurstinessWant = "want a gamma shape above 0 and at most 1000 (1 = Poisson)"
 
+// NamesPrefixes reports whether the traffic's requests name what a
+// prefix cache reuses: their prompt blocks (HashIDs) or a multi-turn
+// session. Only a request trace carries either; drawn lengths and a
+// measured benchmark's levels reuse nothing, so prefix caching (on or
+// off) changes nothing for them.
+func (t *Traffic) NamesPrefixes() bool {
+	for i := range t.Requests {
+		if len(t.Requests[i].HashIDs) > 0 || t.Requests[i].Session != 0 {
+			return true
+		}
+	}
+	return false
+}
+
 // maxRequests bounds the requests of one run.
 const maxRequests = 1 << 24
 

@@ -826,12 +826,11 @@ func (s *Simulator) Run(t Traffic, o RunOptions) (*Result, error) {
 		sessBusy: map[int64]bool{}, sessHeld: map[int64][]arrival{}}
 	// Prefix caching applies when requests name their blocks (hashes or
 	// sessions) and the engine caches.
-	hashed, sessions := false, false
-	for i := range t.Requests {
-		hashed = hashed || len(t.Requests[i].HashIDs) > 0
-		sessions = sessions || t.Requests[i].Session != 0
-	}
-	if (hashed || sessions) && !s.engine.NoPrefixCaching {
+	if t.NamesPrefixes() && !s.engine.NoPrefixCaching {
+		hashed := false
+		for i := range t.Requests {
+			hashed = hashed || len(t.Requests[i].HashIDs) > 0
+		}
 		r.hashTok = t.HashBlockTokens
 		if r.hashTok == 0 {
 			r.hashTok = s.engine.BlockSize

@@ -53,6 +53,22 @@ func (f *engineFlags) bind(fs *pflag.FlagSet) {
 // another one is refused, since SGLang's kernels under vLLM's scheduler
 // (or the reverse) is a scenario no engine runs. An engine that serves no
 // requests (the executor) is refused.
+// checkPrefixCache refuses --no-enable-prefix-caching where no load
+// names what a prefix cache reuses (serving.Traffic.NamesPrefixes): the
+// flag would change nothing. loads are the loads simulated; none (a
+// measured benchmark's levels) names any.
+func (f *engineFlags) checkPrefixCache(loads ...*serving.Traffic) error {
+	if !f.noPrefixCache {
+		return nil
+	}
+	for _, t := range loads {
+		if t.NamesPrefixes() {
+			return nil
+		}
+	}
+	return flagError("--no-enable-prefix-caching", nil, "no request of the load names its prompt blocks or a session (hash IDs or sessions: only a --requests-file trace such as Mooncake's carries them), so there is no prefix to reuse and nothing to turn off: leave it out")
+}
+
 func (f *engineFlags) engine(prof *engprof.Profile, policyGiven bool) (serving.EngineOptions, error) {
 	if !prof.Serves() {
 		return serving.EngineOptions{}, flagError("--engine", prof.Name(), "want an engine that serves requests (vllm, sglang or trtllm): %s runs one step of a given workload and has no scheduler", prof.Name())

@@ -95,6 +95,10 @@ func (m *servingCalibrateMode) run(ctx context.Context, c *calibrateOptions, std
 	if err != nil {
 		return causeError("--engine", scen.Options.Engine, err)
 	}
+	// The measured levels name no prompt blocks or sessions.
+	if err := m.engineFlags.checkPrefixCache(); err != nil {
+		return err
+	}
 	engine, err := m.engineFlags.engine(prof, c.sc.changed("policy"))
 	if err != nil {
 		return err

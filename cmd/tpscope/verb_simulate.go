@@ -462,6 +462,13 @@ func runSimulate(sc *scenarioFlags, f *simulateFlags, stdout, stderr io.Writer) 
 			return f.trafficFlagError(err)
 		}
 	}
+	var simulated []*serving.Traffic
+	if len(measured) == 0 {
+		simulated = append(simulated, &traffic)
+	}
+	if err := f.engineFlags.checkPrefixCache(simulated...); err != nil {
+		return err
+	}
 	engineNote, err := resultsEngine(sc, "--compare", measured)
 	if err != nil {
 		return err

@@ -1,0 +1,63 @@
+package main
+
+import (
+	"strings"
+	"testing"
+)
+
+// oneLineUsage runs args, wants exit 2 and a one-line error holding
+// every one of wants, and returns the line.
+func oneLineUsage(t *testing.T, args []string, wants ...string) string {
+	t.Helper()
+	code, out, stderr := runCLI(t, args...)
+	line := strings.TrimRight(stderr, "\n")
+	if code != 2 || strings.Contains(line, "\n") || out != "" {
+		t.Fatalf("%v: exit %d, stdout %q, stderr %q: want exit 2 and one line", args, code, out, stderr)
+	}
+	for _, w := range wants {
+		if !strings.Contains(line, w) {
+			t.Errorf("%v: %q does not say %q", args, line, w)
+		}
+	}
+	return line
+}
+
+// TestOverlapRefusedWhereNothingOverlaps: --overlap puts collectives on
+// a second stream so they overlap compute the schedule marks independent
+// of them, but every op of the schedules tpscope builds waits for the op
+// before it on its rank: the flag priced nothing (the step's time did
+// not move; only its idle line dropped to 0 us) while the options line
+// said "overlap". Each verb that prices a step refuses it in one line.
+func TestOverlapRefusedWhereNothingOverlaps(t *testing.T) {
+	for _, args := range [][]string{
+		{"predict", "--model", "deepseek-v3", "--topo", "h200-nvswitch", "--overlap"},
+		{"predict", "--model", "deepseek-v3", "--topo", "h200-nvswitch", "--tp", "4", "--dp", "2", "--ep", "--overlap"},
+		{"simulate", "--model", "deepseek-v3", "--topo", "h200-nvswitch", "--qps", "1", "--requests", "20", "--overlap"},
+		{"plan", "--model", "deepseek-v3", "--topo", "h200-nvswitch", "--gpus", "8", "--plan", "tp8,tp4-dp2-ep", "--context", "1024", "--overlap"},
+	} {
+		oneLineUsage(t, args, "--overlap", "overlap nothing")
+	}
+}
+
+// TestNoPrefixCachingNeedsReusablePrompts: --no-enable-prefix-caching
+// turns off the reuse of prompt blocks named by hash IDs or sessions,
+// which only a request trace carries. On drawn lengths, a measured
+// benchmark's levels or a trace without them it changed nothing (the
+// same table, nothing said); it is refused there in one line, and still
+// taken (and moves the prefix-cache line) on Mooncake's trace, whose
+// requests name their blocks.
+func TestNoPrefixCachingNeedsReusablePrompts(t *testing.T) {
+	base := []string{"simulate", "--model", "deepseek-v3", "--topo", "h200-nvswitch", "--timeline", "0", "--no-enable-prefix-caching"}
+	oneLineUsage(t, append(base, "--qps", "1", "--requests", "20"), "--no-enable-prefix-caching", "hash IDs or sessions")
+	oneLineUsage(t, append(base, "--requests-file", "../../serving/testdata/traces/azure-llm-inference-2023/AzureLLMInferenceTrace_conv.first3000.csv", "--requests", "20"),
+		"--no-enable-prefix-caching", "hash IDs or sessions")
+	mooncake := []string{"--requests-file", "../../serving/testdata/traces/mooncake-fast25/conversation_trace.first1000.jsonl", "--requests", "40", "--replay-qps", "0.5"}
+	code, out, stderr := runCLI(t, append(base, mooncake...)...)
+	if code != 0 || strings.Contains(out, "prefix cache:") {
+		t.Errorf("mooncake without prefix caching: exit %d, stderr %q; a prefix-cache line in %q", code, stderr, out)
+	}
+	code, out, stderr = runCLI(t, append(base[:len(base)-1], mooncake...)...)
+	if code != 0 || !strings.Contains(out, "prefix cache:") {
+		t.Errorf("mooncake with prefix caching: exit %d, stderr %q; no prefix-cache line in %q", code, stderr, out)
+	}
+}
