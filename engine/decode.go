@@ -169,6 +169,14 @@ func (p *Profile) validate() error {
 		if b.PageTokens < 0 {
 			return bad(f+".page_tokens", "%d: want a page size in tokens (0: the scheduler's block size)", b.PageTokens)
 		}
+		if b.PageTokens == 0 && (b.PageMultiples || len(b.PageKeeps) > 0) {
+			return bad(f+".page_tokens", "missing: page_multiples and page_keeps qualify a page_tokens")
+		}
+		for _, k := range b.PageKeeps {
+			if k < 1 {
+				return bad(f+".page_keeps", "%d: want block sizes of 1 token or more", k)
+			}
+		}
 		if c := b.FP8KVNeeds; c != nil {
 			if len(c.Archs) == 0 || c.Why == "" || c.Needs == "" {
 				return bad(f+".fp8_kv_needs", "want archs, why and needs")
@@ -188,6 +196,9 @@ func (p *Profile) validate() error {
 		}
 		if slices.Contains(r.ModelTypes, "") {
 			return bad(f+".model_types", "an empty model_type: want config model_type names")
+		}
+		if r.PageTokens < 0 || (r.PageTokens > 0) != (r.PageOf != "") || (r.PageTokens == 0 && r.PageMultiples) {
+			return bad(f+".page_tokens", "%d (page_of %q): want a page in tokens with the backend whose page it is, or neither", r.PageTokens, r.PageOf)
 		}
 		for _, n := range r.Order {
 			if p.backend(n) == nil {

@@ -498,7 +498,7 @@ func TestParseErrors(t *testing.T) {
 		{"unknown field", "title:", "titel:", "field titel not found"},
 		{"second document", "dsa:\n", "---\nengine: x\n---\ndsa:\n", "more than one YAML document"},
 		{"bad arch", "archs: [sm100]\n      order", "archs: [sm110]\n      order", "architecture \"sm110\""},
-		{"uncited", "      cite: [flashmla, backends-doc, aic-mla]", "      cite: []", "attention.backends[1].cite"},
+		{"uncited", "      cite: [flashmla, backends-doc, aic-mla, kv-block-force]", "      cite: []", "attention.backends[1].cite"},
 		{"unknown source", "cite: [custom-ar, custom-ar-stages]", "cite: [custom-ar, nowhere]", "custom_allreduce.cite: \"nowhere\" is not a key of sources"},
 		{"one-shot world size", "oneshot_always: [2]", "oneshot_always: [3]", "custom_allreduce.oneshot_always: 3"},
 		{"one-shot threshold world size", "oneshot_below_bytes_by_world: {4: 524288}", "oneshot_below_bytes_by_world: {5: 524288}", "custom_allreduce.oneshot_below_bytes_by_world: 5"},

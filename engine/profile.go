@@ -196,7 +196,15 @@ type AttentionRule struct {
 	// and Kimi-K2.5 on SM100). Rules are tried in order.
 	ModelTypes []string `yaml:"model_types"`
 	Order      []string `yaml:"order"`
-	Cite       []string `yaml:"cite"`
+	// PageTokens, when stated, is the KV page the engine sets on these
+	// families for an MLA model before it picks the backend itself (none
+	// named), whichever backend it then picks: vLLM's config step
+	// presumes FlashMLA on Hopper and forces its page of 64 even where
+	// FLASH_ATTN_MLA then runs. PageMultiples and PageOf as a backend's.
+	PageTokens    int      `yaml:"page_tokens"`
+	PageMultiples bool     `yaml:"page_multiples"`
+	PageOf        string   `yaml:"page_of"`
+	Cite          []string `yaml:"cite"`
 }
 
 // GridKind is how an attention backend lays its decode work over the
@@ -294,8 +302,80 @@ type AttentionBackend struct {
 	// runs (SGLang sets page_size 64 for flashmla, trtllm_mla and its DSA
 	// backend whatever --page-size says); 0: the scheduler's block size
 	// (SchedulerFacts.BlockTokens). It sets the pool's allocation unit.
-	PageTokens int      `yaml:"page_tokens"`
-	Cite       []string `yaml:"cite"`
+	PageTokens int `yaml:"page_tokens"`
+	// PageMultiples: a block size that is a multiple of PageTokens
+	// stands (vLLM's 'block_size % 64 != 0' test for FlashMLA); else
+	// only PageTokens and PageKeeps do. PageKeeps are the other sizes the
+	// backend takes as given (TensorRT-LLM MLA's 32).
+	PageMultiples bool     `yaml:"page_multiples"`
+	PageKeeps     []int    `yaml:"page_keeps"`
+	Cite          []string `yaml:"cite"`
+}
+
+// PageStep is one KV page rule an engine applies to the block size: a
+// size it does not take becomes Tokens. Of names whose rule it is.
+type PageStep struct {
+	Tokens    int
+	Multiples bool
+	Keeps     []int
+	Of        string
+}
+
+// takes reports whether the rule leaves block as it is.
+func (s PageStep) takes(block int) bool {
+	return block == s.Tokens || slices.Contains(s.Keeps, block) || (s.Multiples && block > 0 && block%s.Tokens == 0)
+}
+
+// KVPage is the page rules an engine applies, in order, to the KV block
+// size of an MLA model before it runs (vLLM's check_and_update_config:
+// the page of the backend it presumes, then the sparse backend's), none
+// when it keeps the block size it is given.
+type KVPage []PageStep
+
+// Force is the block size the engine runs when block is asked for, and
+// the rule that set it ("" when block stands).
+func (k KVPage) Force(block int) (int, string) {
+	of := ""
+	for _, s := range k {
+		if !s.takes(block) {
+			block, of = s.Tokens, s.Of
+		}
+	}
+	return block, of
+}
+
+// KVPage is the page rules the engine applies for use u with the
+// attention backend override names ("" the engine's own choice): the
+// page its choice on the GPU family sets before any backend is picked
+// where its rule states one (AttentionRule.PageTokens), then the page of
+// the backend that runs. nil when neither states one, or no backend runs.
+func (p *Profile) KVPage(u MLAUse, override string) KVPage {
+	b, err := p.Backend(u, override)
+	if err != nil || b == nil {
+		return nil
+	}
+	var k KVPage
+	if override == "" {
+		if r := p.rule(u); r != nil && r.PageTokens > 0 {
+			k = append(k, PageStep{Tokens: r.PageTokens, Multiples: r.PageMultiples, Of: r.PageOf})
+		}
+	}
+	if b.PageTokens > 0 {
+		k = append(k, PageStep{Tokens: b.PageTokens, Multiples: b.PageMultiples, Keeps: b.PageKeeps, Of: b.Name})
+	}
+	return k
+}
+
+// rule is the automatic choice's rule that applies to u (the first whose
+// families and model types match), nil when none does.
+func (p *Profile) rule(u MLAUse) *AttentionRule {
+	for i := range p.Attention.Select {
+		r := &p.Attention.Select[i]
+		if r.Archs.Has(u.Arch) && (len(r.ModelTypes) == 0 || slices.Contains(r.ModelTypes, u.ModelType)) {
+			return r
+		}
+	}
+	return nil
 }
 
 // MLAUse is what an MLA decode backend's validity depends on: the GPU

@@ -151,21 +151,37 @@ const (
 	maxEngineOptionsBudget = 1 << 20
 )
 
-// withBackendPage is o with the KV page the decode backend of sc forces
-// on p's engine (SGLang's flashmla, trtllm_mla, DSA: 64) as its block
-// size where o gives none, and that backend's name ("" when o's block
-// size stands or the backend forces none). The simulation and the origin
-// of fitted overheads both size blocks through it.
-func withBackendPage(o EngineOptions, p *sim.Predictor, sc sim.Scenario) (EngineOptions, string) {
-	if o.BlockSize != 0 || p == nil {
-		return o, ""
+// withBackendPage is o with the KV block size the engine runs for sc's
+// MLA model on p's engine (engprof.KVPage: SGLang's flashmla, trtllm_mla
+// and DSA pages, vLLM's FlashMLA, FlashInfer-MLA, CUTLASS_MLA and sparse
+// ones) where o gives none and the engine's default block (sched's, else
+// vLLM's 16) is one it changes, and the backend whose page that is (""
+// when the default stands). A block size o gives that the engine would
+// change is an error: the engine runs another one, with a log line. The
+// simulation and the origin of fitted overheads both size blocks through
+// it.
+func withBackendPage(o EngineOptions, p *sim.Predictor, sc sim.Scenario, prof *engprof.Profile) (EngineOptions, string, error) {
+	if p == nil || prof == nil {
+		return o, "", nil
 	}
-	pt, b := p.KVPage(sc)
-	if pt <= 0 {
-		return o, ""
+	page := p.KVPage(sc)
+	if o.BlockSize != 0 {
+		if runs, of := page.Force(o.BlockSize); runs != o.BlockSize {
+			return o, "", fmt.Errorf("engine: block_size = %d: want %d, or the engine's own: %s forces %s's KV page of %d tokens here, replacing a block size of %d (with a log line)",
+				o.BlockSize, runs, prof.Name(), of, runs, o.BlockSize)
+		}
+		return o, "", nil
 	}
-	o.BlockSize = pt
-	return o, b
+	def := defaultBlockSize
+	if prof.Scheduler.BlockTokens > 0 {
+		def = prof.Scheduler.BlockTokens
+	}
+	runs, of := page.Force(def)
+	if of == "" {
+		return o, "", nil
+	}
+	o.BlockSize = runs
+	return o, of, nil
 }
 
 // withDefaults fills the zero fields for device dev under the engine

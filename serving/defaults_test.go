@@ -95,7 +95,8 @@ func TestSGLangKVPool(t *testing.T) {
 	}{
 		{"sglang", 0, blocks(0.853, 0, 64), engprof.KVPoolMemFractionStatic, "184320 MiB GPU less 27136 MiB reserved"},
 		{"sglang", 0.8, blocks(0.8, 0, 64), engprof.KVPoolMemFractionStatic, "given"},
-		{"vllm", 0, blocks(0.9, c.ActivationBytes, 16), engprof.KVPoolGPUMemUtil, "vLLM's default"},
+		// vLLM's blocks are FlashInfer-MLA's page of 64 on the B200.
+		{"vllm", 0, blocks(0.9, c.ActivationBytes, 64), engprof.KVPoolGPUMemUtil, "vLLM's default"},
 	} {
 		d.Scenario.Options.Engine = engprof.Ref{Name: x.engine}
 		d.Scenario.Options.GPUMemUtilFrac = x.given
@@ -163,8 +164,9 @@ func TestTRTLLMSchedulerDefaults(t *testing.T) {
 			"max_num_seqs 2048 (trtllm@1.3's), max_num_batched_tokens 8192 (trtllm@1.3's), block_size 32 (trtllm@1.3's), chunked prefill off (trtllm@1.3's), admission guaranteed_no_evict (trtllm@1.3's)"},
 		{"trtllm", EngineOptions{MaxNumSeqs: 64, BlockSize: 16, EnableChunkedPrefill: true}, 64, 16, false, engprof.AdmitGuaranteedNoEvict,
 			"max_num_batched_tokens 8192 (trtllm@1.3's), admission guaranteed_no_evict (trtllm@1.3's)"},
-		{"vllm", EngineOptions{}, 1024, 16, false, "",
-			"max_num_seqs 1024 (vLLM's), max_num_batched_tokens 8192 (vLLM's), block_size 16 (vLLM's), chunked prefill on (vLLM's), admission whole input's blocks free (vLLM's)"},
+		// On the H200 vLLM forces FlashMLA's page of 64 (TestSGLangPageSize).
+		{"vllm", EngineOptions{}, 1024, 64, false, "",
+			"max_num_seqs 1024 (vLLM's), max_num_batched_tokens 8192 (vLLM's), block_size 64 (vllm@0.24's, the page FLASHMLA forces), chunked prefill on (vLLM's), admission whole input's blocks free (vLLM's)"},
 	} {
 		d := sglangDeployment(t, "nvswitch:8xh200")
 		d.Scenario.Options.Engine = engprof.Ref{Name: c.engine}
@@ -223,39 +225,65 @@ func TestUnchunkedPromptOverBudget(t *testing.T) {
 // supports a page_size of 64", "TensorRT-LLM MLA only supports page_size
 // of 32 or 64, changing page_size from 1 to 64"). DeepSeek-V3 under
 // SGLang runs trtllm_mla on a B200 and flashmla with an FP8 cache on an
-// H200 (page 64), fa3 with a bf16 cache on the H200 (page 1); vLLM keeps
-// its 16 on the same B200, and a given --block-size stays. The defaults
+// H200 (page 64), fa3 with a bf16 cache on the H200 (page 1). The defaults
 // line names the backend that forced the page, and chunked prefill is
 // SGLang's own default.
+//
+// vLLM forces pages too (platforms/cuda.py check_and_update_config): on a
+// B200 FlashInfer-MLA's 64 (32 or a multiple of 64 stand), CUTLASS_MLA's
+// 128; on an H200 with no backend named FlashMLA's 64 (a multiple of 64
+// stands) whichever backend then runs, FLASH_ATTN_MLA with a bf16 cache
+// included, but not when FLASH_ATTN_MLA is named; on the RTX PRO 6000
+// (TRITON_MLA, no FlashMLA) its 16 stays. A block size the engine would
+// replace is refused in one line naming the size it runs.
 func TestSGLangPageSize(t *testing.T) {
 	for _, c := range []struct {
-		box    string
-		engine string
-		kv     model.Dtype
-		given  int
-		block  int
-		line   string // the block_size part of the defaults line ("" absent)
+		box     string
+		engine  string
+		kv      model.Dtype
+		backend string
+		given   int
+		block   int
+		line    string // the block_size part of the defaults line ("" absent)
+		err     string // a refusal's words
 	}{
-		{"nvswitch:8xb200", "sglang", model.FP8, 0, 64, "block_size 64 (sglang@0.5's, the page trtllm_mla forces)"},
-		{"nvswitch:8xh200", "sglang", model.FP8, 0, 64, "block_size 64 (sglang@0.5's, the page flashmla forces)"},
-		{"nvswitch:8xh200", "sglang", model.BF16, 0, 1, "block_size 1 (sglang@0.5's)"},
-		{"nvswitch:8xb200", "vllm", model.FP8, 0, 16, "block_size 16 (vLLM's)"},
-		{"nvswitch:8xb200", "sglang", model.FP8, 16, 16, ""},
+		{"nvswitch:8xb200", "sglang", model.FP8, "", 0, 64, "block_size 64 (sglang@0.5's, the page trtllm_mla forces)", ""},
+		{"nvswitch:8xh200", "sglang", model.FP8, "", 0, 64, "block_size 64 (sglang@0.5's, the page flashmla forces)", ""},
+		{"nvswitch:8xh200", "sglang", model.BF16, "", 0, 1, "block_size 1 (sglang@0.5's)", ""},
+		{"nvswitch:8xb200", "sglang", model.FP8, "", 32, 32, "", ""},
+		{"nvswitch:8xb200", "sglang", model.FP8, "", 16, 0, "", "block_size = 16: want 64"},
+		{"nvswitch:8xh200", "sglang", model.BF16, "", 16, 16, "", ""},
+		{"nvswitch:8xb200", "vllm", model.FP8, "", 0, 64, "block_size 64 (vllm@0.24's, the page FLASHINFER_MLA forces)", ""},
+		{"nvswitch:8xb200", "vllm", model.FP8, "CUTLASS_MLA", 0, 128, "block_size 128 (vllm@0.24's, the page CUTLASS_MLA forces)", ""},
+		{"nvswitch:8xb200", "vllm", model.FP8, "", 32, 32, "", ""},
+		{"nvswitch:8xb200", "vllm", model.FP8, "", 16, 0, "", "block_size = 16: want 64"},
+		{"nvswitch:8xh200", "vllm", model.BF16, "", 0, 64, "block_size 64 (vllm@0.24's, the page FLASHMLA forces)", ""},
+		{"nvswitch:8xh200", "vllm", model.BF16, "", 128, 128, "", ""},
+		{"nvswitch:8xh200", "vllm", model.BF16, "FLASH_ATTN_MLA", 0, 16, "block_size 16 (vLLM's)", ""},
+		{"pcie-2s:8xrtx-pro-6000-server", "vllm", model.FP8, "", 0, 16, "block_size 16 (vLLM's)", ""},
 	} {
 		d := sglangDeployment(t, c.box)
 		d.Scenario.Options.Engine = engprof.Ref{Name: c.engine}
+		d.Scenario.Options.AttentionBackend = sim.AttentionBackend(c.backend)
 		d.Scenario.Workload.KVDtype = c.kv
 		d.Engine.BlockSize = c.given
+		d.Engine.NumGPUBlocksOverride = 1024 // the page, not the memory
 		s, err := New(d)
+		if c.err != "" {
+			if err == nil || !strings.Contains(err.Error(), c.err) || strings.Contains(err.Error(), "\n") {
+				t.Errorf("%s on %s given block %d: error %v, want one line saying %q", c.engine, c.box, c.given, err, c.err)
+			}
+			continue
+		}
 		if err != nil {
 			t.Fatalf("%s on %s (%s): %v", c.engine, c.box, c.kv, err)
 		}
 		if got := s.Engine().BlockSize; got != c.block {
-			t.Errorf("%s on %s (%s), given %d: block %d tokens, want %d", c.engine, c.box, c.kv, c.given, got, c.block)
+			t.Errorf("%s on %s (%s, %q), given %d: block %d tokens, want %d", c.engine, c.box, c.kv, c.backend, c.given, got, c.block)
 		}
 		line := s.DefaultsUsed()
 		if c.line != "" && !strings.Contains(line, c.line) {
-			t.Errorf("%s on %s (%s): defaults line %q lacks %q", c.engine, c.box, c.kv, line, c.line)
+			t.Errorf("%s on %s (%s, %q): defaults line %q lacks %q", c.engine, c.box, c.kv, c.backend, line, c.line)
 		}
 		if c.line == "" && strings.Contains(line, "block_size") {
 			t.Errorf("%s on %s given block %d: defaults line %q names the block size", c.engine, c.box, c.given, line)

@@ -230,8 +230,11 @@ func OriginOf(sc sim.Scenario, engine engprof.Ref, eng EngineOptions) OverheadsO
 		dev = sc.Topo.DeviceOf(0)
 	}
 	var sched *engprof.SchedulerFacts
-	if prof, err := engprof.Lookup(engine); err == nil {
+	prof, err := engprof.Lookup(engine)
+	if err == nil {
 		sched = &prof.Scheduler
+	} else {
+		prof = nil
 	}
 	var p *sim.Predictor
 	if sc.Topo != nil && sc.Arch != nil {
@@ -240,7 +243,9 @@ func OriginOf(sc sim.Scenario, engine engprof.Ref, eng EngineOptions) OverheadsO
 			o.Attention, o.MoEKernel = p.Kernels(sc)
 		}
 	}
-	eng, _ = withBackendPage(eng, p, sc)
+	if paged, _, err := withBackendPage(eng, p, sc, prof); err == nil {
+		eng = paged // a block size the engine refuses is named as given
+	}
 	o.Scheduler = eng.Label(dev, sched)
 	if sc.Arch != nil {
 		o.KVDtype = string(sc.Workload.KVDtypeFor(sc.Arch))

@@ -65,7 +65,10 @@ func New(d Deployment) (*Simulator, error) {
 	if err != nil {
 		return nil, err
 	}
-	eng, pageFrom := withBackendPage(d.Engine, p, d.Scenario)
+	eng, pageFrom, err := withBackendPage(d.Engine, p, d.Scenario, prof)
+	if err != nil {
+		return nil, err
+	}
 	s := &Simulator{d: d, engine: eng.withDefaults(d.Scenario.Topo.DeviceOf(0), &prof.Scheduler), coster: c,
 		dp: d.Scenario.Plan.Normalized().DP, inst: max(1, d.Instances), prof: prof, pageFrom: pageFrom}
 	if s.engine.NumGPUBlocksOverride > 0 {

@@ -646,15 +646,22 @@ func (p *Predictor) Kernels(sc Scenario) (attention, moe string) {
 	return attention, moe
 }
 
-// KVPage is the KV page size in tokens the engine forces while sc's decode
-// backend runs (SGLang's flashmla, trtllm_mla and DSA backends: 64) and
-// that backend's name; 0 and "" when the backend forces none, so the
+// KVPage is the page rules the engine applies to the KV block size of
+// sc's MLA model on this Predictor's engine and GPU (engprof.Profile.KVPage:
+// SGLang's flashmla, trtllm_mla and DSA backends: 64; vLLM's FlashMLA,
+// FlashInfer-MLA, CUTLASS_MLA and sparse pages, and FlashMLA's on Hopper
+// when it picks the backend itself); nil when it forces none, so the
 // scheduler's block size stands.
-func (p *Predictor) KVPage(sc Scenario) (tokens int, backend string) {
-	if b := p.decodeBackend(sc); b != nil && b.PageTokens > 0 {
-		return b.PageTokens, b.Name
+func (p *Predictor) KVPage(sc Scenario) engprof.KVPage {
+	if sc.Arch == nil || sc.Arch.KVLoraRank == 0 {
+		return nil
 	}
-	return 0, ""
+	k := &p.cm.engineKernels
+	u := sc.mlaUse(k.prof, k.arch, kvOf(sc.Workload.KVDtypeFor(sc.Arch)))
+	if _, err := k.prof.Backend(u, k.attnOverride); err == nil {
+		return k.prof.KVPage(u, k.attnOverride)
+	}
+	return k.prof.KVPage(u, "") // as decodeBackend falls back
 }
 
 // decodeBackend is the attention backend sc's decode runs with on this
