@@ -61,3 +61,27 @@ func TestNoPrefixCachingNeedsReusablePrompts(t *testing.T) {
 		t.Errorf("mooncake with prefix caching: exit %d, stderr %q; no prefix-cache line in %q", code, stderr, out)
 	}
 }
+
+// TestCollectiveCustomARTakesNoNCCLSettings: --custom-ar prices vLLM's
+// custom all-reduce over P2P (or torch's multimem one), which runs no
+// NCCL, so --nccl-proto, --nccl-algo and the channel counts priced
+// nothing beside it while the title line printed them as the conditions
+// of the table (NCCL_PROTO="LL" ... custom=oneshot). Each is refused in
+// one line; alone, or with the box's --p2p-level (the README's idiom of
+// one command with and without --custom-ar), --custom-ar still prices.
+func TestCollectiveCustomARTakesNoNCCLSettings(t *testing.T) {
+	for _, c := range []struct{ flag, value string }{
+		{"--nccl-proto", "LL"}, {"--nccl-algo", "Tree"}, {"--nccl-min-channels", "8"}, {"--nccl-max-channels", "2"},
+	} {
+		oneLineUsage(t, []string{"collective", "--topo", "h200-nvswitch", "--sizes", "1K", "--custom-ar", "oneshot", c.flag, c.value},
+			c.flag+" "+c.value, "--custom-ar oneshot", "runs no NCCL")
+	}
+	oneLineUsage(t, []string{"collective", "--topo", "h200-nvswitch", "--sizes", "1K", "--custom-ar", "multimem", "--nccl-min-channels", "4"},
+		"--nccl-min-channels 4", "--custom-ar multimem")
+	for _, extra := range [][]string{nil, {"--p2p-level", "SYS"}} {
+		args := append([]string{"collective", "--topo", "h200-nvswitch", "--sizes", "1K", "--custom-ar", "oneshot"}, extra...)
+		if code, out, stderr := runCLI(t, args...); code != 0 || !strings.Contains(out, "OneShot") {
+			t.Errorf("%v: exit %d, %q %q", args, code, out, stderr)
+		}
+	}
+}

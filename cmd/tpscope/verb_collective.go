@@ -106,6 +106,19 @@ func (o *collectiveOptions) Run(ctx context.Context, args []string, std IO) erro
 	if o.customAR != "" && coll != model.AllReduce {
 		return flagError("--custom-ar", o.customAR, "an all-reduce kernel; --op is %s", coll)
 	}
+	if o.customAR != "" {
+		// A custom all-reduce (P2P loads and stores, or multimem) runs no
+		// NCCL: NCCL's protocol, algorithm and channels price nothing
+		// beside it. The P2P settings are the box's (the same command
+		// with and without --custom-ar compares the two on it), and
+		// NCCL_P2P_DISABLE is its own refusal: the kernel needs P2P.
+		for _, of := range sim.OptionFields() {
+			if of.Env == "" || of.Name == "p2p-disable" || of.Name == "p2p-level" || !o.fs.Changed(of.Name) {
+				continue
+			}
+			return flagError("--"+of.Name, of.Get(&o.nccl), "--custom-ar %s prices a custom all-reduce, which runs no NCCL (%s does not apply): drop one", o.customAR, of.Env)
+		}
+	}
 	t, err := topology.Resolve(o.topo, 0)
 	if err != nil {
 		return causeError("--topo", nil, err)
