@@ -85,3 +85,16 @@ func TestCollectiveCustomARTakesNoNCCLSettings(t *testing.T) {
 		}
 	}
 }
+
+// TestSimulateDCPNamesTheFlag: the serving simulation prices no decode
+// context parallelism (a served request needs prefill steps, which DCP
+// does not model), and its refusal read `plan: field "dcp" = 2: want
+// 1: ...`, naming a field of a structure rather than the flag typed. It
+// names --dcp 2 as the other plan refusals name --tp or --dp.
+func TestSimulateDCPNamesTheFlag(t *testing.T) {
+	line := oneLineUsage(t, []string{"simulate", "--model", "deepseek-v3", "--topo", "h200-nvswitch", "--dcp", "2", "--qps", "1", "--requests", "20"},
+		"--dcp 2: want 1", "prefill")
+	if strings.Contains(line, `field "dcp"`) {
+		t.Errorf("%q names the plan's field, not the flag", line)
+	}
+}

@@ -17,6 +17,7 @@ import (
 	"github.com/spf13/pflag"
 	engprof "github.com/tpscope/tpscope/engine"
 	"github.com/tpscope/tpscope/internal/chart"
+	"github.com/tpscope/tpscope/model"
 	"github.com/tpscope/tpscope/report"
 	"github.com/tpscope/tpscope/report/build"
 	"github.com/tpscope/tpscope/serving"
@@ -508,6 +509,10 @@ func runSimulate(sc *scenarioFlags, f *simulateFlags, stdout, stderr io.Writer) 
 		// other refusal is about the flags.
 		if errors.Is(err, sim.ErrDoesNotFit) {
 			return err
+		}
+		var pe *model.PlanError
+		if errors.As(err, &pe) {
+			return planFlagError("", err) // the plan flag it is about
 		}
 		return causeError("", nil, err)
 	}

@@ -124,7 +124,7 @@ func TestSimulateUsageErrors(t *testing.T) {
 		{"missing requests file", []string{"simulate", "--requests-file", "/nonexistent/r.csv"}, "--requests-file"},
 		{"too many instances", []string{"simulate", "--qps", "1", "--instances", "2"}, "need 16 GPUs"},
 		{"bad plan", []string{"simulate", "--qps", "1", "--tp", "3"}, "tp"},
-		{"dcp", []string{"simulate", "--qps", "1", "--dcp", "8"}, `field "dcp" = 8`},
+		{"dcp", []string{"simulate", "--qps", "1", "--dcp", "8"}, "--dcp 8: want 1"},
 	})
 }
 
