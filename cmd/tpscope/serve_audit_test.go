@@ -98,3 +98,12 @@ func TestSimulateDCPNamesTheFlag(t *testing.T) {
 		t.Errorf("%q names the plan's field, not the flag", line)
 	}
 }
+
+// TestForQPSZeroRefused: --for-qps 0 read as "not given": the sweep ran
+// and no capacity line came, while --for-qps -3 was refused as "want a
+// rate above 0". A rate of 0 given on the command line is refused the
+// same way, before the sweep.
+func TestForQPSZeroRefused(t *testing.T) {
+	oneLineUsage(t, []string{"simulate", "--model", "deepseek-v3", "--topo", "h200-nvswitch", "--sweep-qps", "--slo-tpot-ms", "50", "--for-qps", "0"},
+		"--for-qps 0", "want a rate above 0")
+}

@@ -168,6 +168,7 @@ func (o *simulateOptions) Run(ctx context.Context, args []string, std IO) error 
 	o.routerGiven = o.given("router", o.router != def.router)
 	o.durationGiven = o.given("duration", o.durationS != 0)
 	o.sloPctGiven = o.given("slo-percentile", o.sloPct != def.sloPct)
+	o.forQPSGiven = o.given("for-qps", o.forQPS != 0)
 	return runSimulate(o.sc, &o.simulateFlags, std.Stdout, std.Stderr)
 }
 
@@ -188,18 +189,18 @@ type simulateFlags struct {
 	// routerGiven: --router was set (it routes nothing to one scheduler).
 	routerGiven bool
 	// sloPctGiven: --slo-percentile was set (it judges nothing without
-	// an SLO).
-	sloPctGiven          bool
-	isl, osl             int
-	islDist, oslDist     string
-	islSpread, oslSpread float64
-	requests             int
-	durationS            float64
-	requestsFile         string
-	seed                 uint64
-	sloTTFT, sloTPOT     float64
-	sloPct               float64
-	sweepQPS, sweepConc  bool
+	// an SLO); forQPSGiven: --for-qps was (0 is no rate to carry).
+	sloPctGiven, forQPSGiven bool
+	isl, osl                 int
+	islDist, oslDist         string
+	islSpread, oslSpread     float64
+	requests                 int
+	durationS                float64
+	requestsFile             string
+	seed                     uint64
+	sloTTFT, sloTPOT         float64
+	sloPct                   float64
+	sweepQPS, sweepConc      bool
 	engineFlags
 	instances        int
 	router           string
@@ -389,7 +390,7 @@ func runSimulate(sc *scenarioFlags, f *simulateFlags, stdout, stderr io.Writer) 
 		return flagError("--sweep-qps/--sweep-concurrency", nil, "need an SLO: --slo-ttft-ms and/or --slo-tpot-ms")
 	case (f.sweepQPS || f.sweepConc) && len(loads) > 1:
 		return flagError("--qps/--concurrency", nil, "a sweep takes at most one starting --qps or --concurrency, got %d", len(loads))
-	case f.forQPS < 0 || math.IsNaN(f.forQPS) || math.IsInf(f.forQPS, 0):
+	case f.forQPS < 0 || math.IsNaN(f.forQPS) || math.IsInf(f.forQPS, 0) || (f.forQPS == 0 && f.forQPSGiven):
 		return flagError("--for-qps", f.forQPS, "want a rate above 0")
 	case f.forQPS > 0 && !f.sweepQPS:
 		return flagError("--for-qps", f.forQPS, "needs --sweep-qps: the largest rate one instance carries within the SLO")
