@@ -240,6 +240,38 @@ func (o EngineOptions) withDefaults(dev *topology.Device, sched *engprof.Schedul
 	return o
 }
 
+// Extras are the scheduler's settings beyond the step budgets and the
+// block size, each where o sets one (a resolved o: the engine's defaults
+// included), in words: "long_prefill_token_threshold 512", "chunked
+// prefill off", "admission on the first chunk's blocks", "watermark
+// 0.05", "prefix caching off", "scheduler_recv_interval 30",
+// "stream_interval 10". An engine line names them beside the others.
+func (o EngineOptions) Extras() []string {
+	var parts []string
+	if o.LongPrefillTokenThreshold > 0 {
+		parts = append(parts, fmt.Sprintf("long_prefill_token_threshold %d", o.LongPrefillTokenThreshold))
+	}
+	if o.DisableChunkedPrefill {
+		parts = append(parts, "chunked prefill off")
+	}
+	if o.NoSchedulerReserveFullISL {
+		parts = append(parts, "admission on the first chunk's blocks")
+	}
+	if o.Watermark > 0 {
+		parts = append(parts, "watermark "+strconv.FormatFloat(o.Watermark, 'g', -1, 64))
+	}
+	if o.NoPrefixCaching {
+		parts = append(parts, "prefix caching off")
+	}
+	if o.SchedulerRecvInterval > 1 {
+		parts = append(parts, fmt.Sprintf("scheduler_recv_interval %d", o.SchedulerRecvInterval))
+	}
+	if o.StreamInterval > 1 {
+		parts = append(parts, fmt.Sprintf("stream_interval %d", o.StreamInterval))
+	}
+	return parts
+}
+
 // Label is the scheduler's settings on device dev under the engine whose
 // scheduler facts are sched, as the flags name them, its defaults
 // resolved (so that 0 and the default it stands for read alike): the

@@ -107,3 +107,39 @@ func TestForQPSZeroRefused(t *testing.T) {
 	oneLineUsage(t, []string{"simulate", "--model", "deepseek-v3", "--topo", "h200-nvswitch", "--sweep-qps", "--slo-tpot-ms", "50", "--for-qps", "0"},
 		"--for-qps 0", "want a rate above 0")
 }
+
+// TestEngineLineNamesTheSchedulerSettings: the runs' table headed by the
+// engine line showed only max_num_seqs, the step budget and the block
+// size; --watermark, --long-prefill-token-threshold, chunked prefill off,
+// admission on the first chunk, prefix caching off and SGLang's receive
+// and stream intervals were applied (JSON's engine object holds them)
+// but no line of the table said so. The engine line names each one set.
+func TestEngineLineNamesTheSchedulerSettings(t *testing.T) {
+	base := []string{"simulate", "--model", "deepseek-v3", "--topo", "h200-nvswitch", "--qps", "1", "--requests", "20", "--timeline", "0"}
+	line := func(args ...string) string {
+		t.Helper()
+		code, out, stderr := runCLI(t, append(append([]string{}, base...), args...)...)
+		if code != 0 {
+			t.Fatalf("%v: exit %d: %s", args, code, stderr)
+		}
+		for _, l := range strings.Split(out, "\n") {
+			if strings.HasPrefix(l, "engine: ") {
+				return l
+			}
+		}
+		t.Fatalf("%v: no engine line in %q", args, out)
+		return ""
+	}
+	got := line("--watermark", "0.05", "--long-prefill-token-threshold", "512", "--no-enable-chunked-prefill", "--no-scheduler-reserve-full-isl", "--stream-interval", "4")
+	for _, w := range []string{"watermark 0.05", "long_prefill_token_threshold 512", "chunked prefill off", "admission on the first chunk's blocks", "stream_interval 4"} {
+		if !strings.Contains(got, w) {
+			t.Errorf("engine line %q lacks %q", got, w)
+		}
+	}
+	if got := line("--engine", "sglang", "--scheduler-recv-interval", "30"); !strings.Contains(got, "scheduler_recv_interval 30") {
+		t.Errorf("engine line %q lacks scheduler_recv_interval 30", got)
+	}
+	if got := line(); strings.Contains(got, "watermark") || strings.Contains(got, "chunked prefill") {
+		t.Errorf("engine line %q names settings not set", got)
+	}
+}

@@ -500,8 +500,12 @@ func kvBudgetText(b sim.KVBudget) string {
 
 // engineLine is the engine's settings in one line.
 func engineLine(e serving.EngineOptions, kvBlocks, schedulers, instances int, router string, o serving.Overheads) string {
-	s := fmt.Sprintf("engine: %s policy, max_num_seqs %d, max_num_batched_tokens %d, block_size %d; %d KV blocks per scheduler (%d tokens); %d scheduler(s), %d instance(s), router %s",
-		e.Policy, e.MaxNumSeqs, e.MaxNumBatchedTokens, e.BlockSize, kvBlocks, kvBlocks*e.BlockSize, schedulers, instances, router)
+	extras := ""
+	for _, x := range e.Extras() {
+		extras += ", " + x
+	}
+	s := fmt.Sprintf("engine: %s policy, max_num_seqs %d, max_num_batched_tokens %d, block_size %d%s; %d KV blocks per scheduler (%d tokens); %d scheduler(s), %d instance(s), router %s",
+		e.Policy, e.MaxNumSeqs, e.MaxNumBatchedTokens, e.BlockSize, extras, kvBlocks, kvBlocks*e.BlockSize, schedulers, instances, router)
 	if !o.IsZero() {
 		s += "; overheads " + o.String()
 	}
