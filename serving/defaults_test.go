@@ -49,9 +49,11 @@ func TestSGLangChunkedPrefillDefault(t *testing.T) {
 	} {
 		d := sglangDeployment(t, c.box)
 		d.Scenario.Options.Engine = engprof.Ref{Name: c.engine}
-		// DeepSeek-V3 does not fit 8 x 80 GiB or 8 x 45 GiB; the budget
-		// does not depend on the pool, so give one.
-		d.Engine.NumGPUBlocksOverride = 1024
+		// DeepSeek-V3 does not fit 8 x 80 GiB or 8 x 45 GiB (nor would a
+		// pool given outright: vLLM and SGLang allocate it beside the
+		// weights); the budget depends on the GPU's memory alone, so a
+		// model that fits stands in.
+		d.Scenario.Arch = mustPreset(t, "tiny-mla-moe")
 		d.Engine.MaxNumBatchedTokens = c.given
 		s, err := New(d)
 		if err != nil {
@@ -126,7 +128,7 @@ func TestSGLangMaxRunningDefault(t *testing.T) {
 		{"sglang", 15625, 0, 3125},
 		{"sglang", 47, 0, 1504},
 		{"sglang", 0, 0, 4096},
-		{"vllm", 62500, 0, 1024},
+		{"vllm", 15625, 0, 1024}, // 1 M tokens in vLLM's blocks of 64 there
 		{"sglang", 15625, 256, 256},
 	} {
 		d := sglangDeployment(t, "nvswitch:8xb200")
@@ -448,5 +450,38 @@ func TestSGLangDPConservativeness(t *testing.T) {
 	}
 	if p, err := engprof.Lookup(engprof.Ref{Name: "sglang"}); err != nil || p.Scheduler.NewTokenRatio.Init != 0.7 {
 		t.Errorf("the profile's init changed: %v %v", p.Scheduler.NewTokenRatio, err)
+	}
+}
+
+// TestNumGPUBlocksOverrideFitsTheGPU: vLLM allocates the blocks
+// num_gpu_blocks_override names; more than the GPU's memory holds beside
+// the weights and activations fail at start-up, so a simulation of them
+// prices a pool no engine has. DeepSeek-V3 at TP 8 on an H200 (bf16
+// cache, vLLM's blocks of 64 there): the memory model's whole GPU less
+// weights and activations, over the KV bytes of a block, bounds it.
+// Ten times that is refused in one line naming the field; half of it
+// runs with exactly that many blocks.
+func TestNumGPUBlocksOverrideFitsTheGPU(t *testing.T) {
+	d := sglangDeployment(t, "nvswitch:8xh200")
+	d.Scenario.Options.Engine = engprof.Ref{Name: "vllm"}
+	d.Scenario.Workload.KVDtype = model.BF16
+	sc := d.Scenario
+	mem := float64(sc.Topo.DeviceOf(0).MemBytes)
+	c := model.KVCapacity(sc.Arch, sc.Plan, model.Workload{KVDtype: model.BF16}, sc.Build, mem, 1)
+	most := int((mem - c.WeightBytes - c.ActivationBytes) / (c.KVBytesPerToken * 64))
+	if most < 1000 {
+		t.Fatalf("%d blocks fit: the scenario leaves no room to test", most)
+	}
+	d.Engine.NumGPUBlocksOverride = 10 * most
+	if _, err := New(d); err == nil || !strings.Contains(err.Error(), "num_gpu_blocks_override") || strings.Contains(err.Error(), "\n") {
+		t.Errorf("%d blocks where %d fit: error %v, want one line naming num_gpu_blocks_override", 10*most, most, err)
+	}
+	d.Engine.NumGPUBlocksOverride = most / 2
+	s, err := New(d)
+	if err != nil {
+		t.Fatalf("%d blocks: %v", most/2, err)
+	}
+	if s.KVBlocks() != most/2 {
+		t.Errorf("%d blocks given: %d blocks", most/2, s.KVBlocks())
 	}
 }

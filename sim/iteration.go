@@ -152,6 +152,16 @@ func (c *IterationCoster) KVCapacityTokens(chunkTokens int) (int64, KVBudget, er
 	return m.KVCapacityTokens, m.Budget, nil
 }
 
+// KVMemory is the per-GPU memory fit KVCapacityTokens sizes the pool
+// from, for a step budget of chunkTokens: the GPU's memory, the weights,
+// the activations and the KV bytes of one token, which bound any pool the
+// engine can allocate (a block count given outright included).
+func (c *IterationCoster) KVMemory(chunkTokens int) *MemoryFit {
+	sc := Scenario{Arch: c.arch, Plan: c.plan, Build: c.build,
+		Workload: model.Workload{Phase: model.Decode, Batch: 1, Context: 1, KVDtype: c.kv, SpecTokens: c.spec}}
+	return c.p.memoryFitChunk(sc, model.NewDeployment(sc.Plan, sc.Workload, nil), chunkTokens)
+}
+
 // StepUs is the predicted time of one iteration, from the memo (see the
 // bucketing bound above). it.PadTokens must be 0: the padding is the
 // coster's decision.
