@@ -468,3 +468,42 @@ func TestSettleLengthened(t *testing.T) {
 		})
 	}
 }
+
+// TestGoodputOnlyWhereJudged: goodput counts the requests of the
+// judging window that met the SLO, each by its own TTFT and TPOT; where
+// those latencies describe the run's length (an overloaded run's TTFT
+// while its queue grows) or a filling engine (a run too short to reach
+// steady state), so does the count, and the runs' table printed it
+// beside "unbounded" or "too short" (36 req/s offered to DeepSeek-V3 on
+// an H200 box, served 25.3, printed goodput 25.292 under a 100 s TTFT
+// limit: every request of a finite run waited less than that). Such a
+// run's goodput is not judged: GoodputJudged is false and JSON carries
+// no goodput; a steady run's is, and a TPOT-only SLO still judges an
+// overloaded run whose TPOT stays bounded.
+func TestGoodputOnlyWhereJudged(t *testing.T) {
+	slo := SLO{TTFTMs: 100000, TPOTMs: 100}
+	cases := []struct {
+		name   string
+		r      Result
+		judged bool
+	}{
+		{"steady", Result{SLO: slo, GoodputRequestsPerS: 2}, true},
+		{"queue grows, TTFT limit", Result{SLO: slo, QueueGrows: true, Overloaded: true, GoodputRequestsPerS: 25}, false},
+		{"queue grows, TPOT limit only", Result{SLO: SLO{TPOTMs: 100}, QueueGrows: true, Overloaded: true, GoodputRequestsPerS: 25}, true},
+		{"TPOT rises, TPOT limit", Result{SLO: SLO{TPOTMs: 100}, Overloaded: true, TPOTRises: true, GoodputRequestsPerS: 25}, false},
+		{"too short", Result{SLO: slo, TooShort: true, GoodputRequestsPerS: 1}, false},
+		{"no SLO", Result{}, false},
+	}
+	for _, c := range cases {
+		if got := c.r.GoodputJudged(); got != c.judged {
+			t.Errorf("%s: judged %v, want %v", c.name, got, c.judged)
+		}
+		b, err := json.Marshal(c.r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if has := strings.Contains(string(b), `"goodput_requests_per_s"`); has != c.judged {
+			t.Errorf("%s: JSON carries goodput %v, want %v: %s", c.name, has, c.judged, b)
+		}
+	}
+}

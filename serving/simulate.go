@@ -526,7 +526,9 @@ const minRequestsMargin = 1.25
 // when it is overloaded (E2E; TTFT when the queue grows, TPOT when it
 // rises: their percentiles describe the run's length), and
 // without the SLO's verdict, good requests and goodput when the run has
-// no SLO (there is nothing they were judged against).
+// no SLO (there is nothing they were judged against), and without good
+// requests and goodput where the run's goodput is not judged
+// (GoodputJudged).
 func (r Result) MarshalJSON() ([]byte, error) {
 	type plain Result
 	out := struct {
@@ -548,9 +550,31 @@ func (r Result) MarshalJSON() ([]byte, error) {
 		out.E2EMs = &r.E2EMs
 	}
 	if r.SLO.set() {
-		out.GoodRequests, out.GoodputRequestsPerS, out.MeetsSLO = &r.GoodRequests, &r.GoodputRequestsPerS, &r.MeetsSLO
+		out.MeetsSLO = &r.MeetsSLO
+	}
+	if r.GoodputJudged() {
+		out.GoodRequests, out.GoodputRequestsPerS = &r.GoodRequests, &r.GoodputRequestsPerS
 	}
 	return json.Marshal(out)
+}
+
+// GoodputJudged reports whether the run's goodput describes the box: it
+// has an SLO, reached steady state (a run too short to judge holds the
+// latencies of a filling engine, lower the shorter the run), and the
+// latencies its SLO limits are bounded (an overloaded run's TTFT while
+// its queue grows, and its TPOT while its batch grows, describe the
+// run's length, and so does a count of the requests within a limit on
+// them). A TPOT-only SLO still judges an overloaded run whose TPOT holds.
+func (r *Result) GoodputJudged() bool {
+	switch {
+	case !r.SLO.set() || r.TooShort:
+		return false
+	case r.QueueGrows && r.SLO.TTFTMs > 0:
+		return false
+	case r.TPOTUnbounded() && r.SLO.TPOTMs > 0:
+		return false
+	}
+	return true
 }
 
 // TPOTUnbounded reports whether the run's TPOT grows with its length:

@@ -957,7 +957,10 @@ func writeSimulateTables(w io.Writer, o *simulateOutput, timelineRows int, md bo
 	for _, r := range o.Runs {
 		slo, goodput := "-", "-"
 		if r.SLO.TTFTMs > 0 || r.SLO.TPOTMs > 0 {
-			slo, goodput = "no", fmt.Sprintf("%.3f", r.GoodputRequestsPerS)
+			slo = "no"
+			if r.GoodputJudged() {
+				goodput = fmt.Sprintf("%.3f", r.GoodputRequestsPerS)
+			}
 			switch {
 			case r.MeetsSLO:
 				slo = "yes"

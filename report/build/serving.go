@@ -167,7 +167,11 @@ func SLOVerdictLine(lc *serving.LevelComparison) string {
 	if lc.MeasuredMeetsSLO != nil {
 		meas = verdict(*lc.MeasuredMeetsSLO)
 	}
-	return fmt.Sprintf("SLO %s: predicted %s, goodput %.3f req/s; measured %s", r.SLO, pred, r.GoodputRequestsPerS, meas)
+	goodput := "goodput not judged"
+	if r.GoodputJudged() {
+		goodput = fmt.Sprintf("goodput %.3f req/s", r.GoodputRequestsPerS)
+	}
+	return fmt.Sprintf("SLO %s: predicted %s, %s; measured %s", r.SLO, pred, goodput, meas)
 }
 
 // CompareCell is "predicted / measured (+x.x %)", or the prediction and
