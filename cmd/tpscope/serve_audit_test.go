@@ -143,3 +143,12 @@ func TestEngineLineNamesTheSchedulerSettings(t *testing.T) {
 		t.Errorf("engine line %q names settings not set", got)
 	}
 }
+
+// TestCollectiveOneRankRefused: a collective of one rank moves no bytes
+// between GPUs; collective printed a row per size of 0.00 us, 0.00 GB/s
+// and no algorithm, as if a prediction, for --ranks 1 and for a box of
+// one GPU. Both are refused in one line before any work.
+func TestCollectiveOneRankRefused(t *testing.T) {
+	oneLineUsage(t, []string{"collective", "--ranks", "1", "--sizes", "1K"}, "--ranks 1", "want 2 or more")
+	oneLineUsage(t, []string{"collective", "--topo", "pcie-1s:1xl40s", "--sizes", "1K"}, "--ranks", "one GPU")
+}

@@ -130,6 +130,13 @@ func (o *collectiveOptions) Run(ctx context.Context, args []string, std IO) erro
 	if n < 1 || n > t.NumGPUs() {
 		return flagError("--ranks", n, "topology %s has %d GPUs", t.Name, t.NumGPUs())
 	}
+	if n == 1 && !o.meas.on {
+		// One rank moves nothing between GPUs: no algorithm, no time.
+		if o.ranks == 0 {
+			return flagError("--ranks", nil, "topology %s has one GPU, and a collective of one rank moves no bytes between GPUs: want a box of 2 or more", t.Name)
+		}
+		return flagError("--ranks", n, "a collective of one rank moves no bytes between GPUs: want 2 or more")
+	}
 	group := make([]int, n)
 	for i := range group {
 		group[i] = i
