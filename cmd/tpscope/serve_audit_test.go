@@ -152,3 +152,15 @@ func TestCollectiveOneRankRefused(t *testing.T) {
 	oneLineUsage(t, []string{"collective", "--ranks", "1", "--sizes", "1K"}, "--ranks 1", "want 2 or more")
 	oneLineUsage(t, []string{"collective", "--topo", "pcie-1s:1xl40s", "--sizes", "1K"}, "--ranks", "one GPU")
 }
+
+// TestCollectiveAllToAllTakesNoAlgorithm: NCCL runs an all-to-all as
+// grouped point-to-point sends and receives, which NCCL_ALGO does not
+// choose among (it picks Ring, Tree, NVLS... for collectives): --op
+// alltoall --nccl-algo Tree priced the same P2P rows as without it while
+// the title printed NCCL_ALGO="Tree". It is refused in one line.
+func TestCollectiveAllToAllTakesNoAlgorithm(t *testing.T) {
+	oneLineUsage(t, []string{"collective", "--op", "alltoall", "--sizes", "1K", "--nccl-algo", "Tree"}, "--nccl-algo Tree", "alltoall", "point-to-point")
+	if code, out, stderr := runCLI(t, "collective", "--op", "alltoall", "--sizes", "1K", "--nccl-proto", "Simple"); code != 0 || !strings.Contains(out, "Simple") {
+		t.Errorf("alltoall --nccl-proto Simple: exit %d, %q %q", code, out, stderr)
+	}
+}

@@ -106,6 +106,12 @@ func (o *collectiveOptions) Run(ctx context.Context, args []string, std IO) erro
 	if o.customAR != "" && coll != model.AllReduce {
 		return flagError("--custom-ar", o.customAR, "an all-reduce kernel; --op is %s", coll)
 	}
+	if coll == model.AllToAll && o.fs.Changed("nccl-algo") {
+		// NCCL_ALGO picks among the collective algorithms; an all-to-all
+		// is grouped point-to-point sends and receives (its protocol
+		// still follows NCCL_PROTO).
+		return flagError("--nccl-algo", o.nccl.NCCL.Algo, "NCCL runs alltoall as grouped point-to-point sends and receives, which NCCL_ALGO does not choose among: drop it")
+	}
 	if o.customAR != "" {
 		// A custom all-reduce (P2P loads and stores, or multimem) runs no
 		// NCCL: NCCL's protocol, algorithm and channels price nothing
