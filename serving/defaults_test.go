@@ -401,6 +401,41 @@ func TestSGLangSpecMaxRunningDP(t *testing.T) {
 	}
 }
 
+// TestSGLangGivenMaxRunningDP: SGLang divides a running-request limit
+// set on the server among its DP ranks whatever set it (model_runner.py:
+// "server_args.max_running_requests // dp_size" under DP attention), so
+// --max-num-seqs 64 at DP 2 runs 32 a rank's scheduler, 64 in all; tpscope
+// divided only the 48 of its speculative default and ran 64 on each rank,
+// twice the server's requests. vLLM, each of whose DP ranks is an engine
+// with its own max_num_seqs, keeps 64 a rank.
+func TestSGLangGivenMaxRunningDP(t *testing.T) {
+	for _, c := range []struct {
+		engine string
+		want   int
+		line   string // "" : the line names no max_num_seqs (given, kept)
+	}{
+		{"sglang", 32, "max_num_seqs 32 (sglang@0.5's: a DP rank's share, 64 / 2)"},
+		{"vllm", 64, ""},
+	} {
+		d := sglangDeployment(t, "nvswitch:8xb200")
+		d.Scenario.Options.Engine = engprof.Ref{Name: c.engine}
+		d.Scenario.Plan = model.Plan{TP: 4, DP: 2, EP: true}
+		d.Engine.MaxNumSeqs = 64
+		d.Engine.NumGPUBlocksOverride = 4096
+		s := mustNew(t, d)
+		if got := s.Engine().MaxNumSeqs; got != c.want {
+			t.Errorf("%s tp4 dp2, --max-num-seqs 64: %d running at most per scheduler, want %d", c.engine, got, c.want)
+		}
+		line := s.DefaultsUsed()
+		if c.line != "" && !strings.Contains(line, c.line) {
+			t.Errorf("%s: defaults line %q lacks %q", c.engine, line, c.line)
+		}
+		if c.line == "" && strings.Contains(line, "max_num_seqs") {
+			t.Errorf("%s: defaults line %q names the given max_num_seqs", c.engine, line)
+		}
+	}
+}
+
 // TestSGLangUnchunkedDefaults: with --no-enable-chunked-prefill SGLang's
 // prefill batch takes --max-prefill-tokens (16384) and its first prompt
 // whole, so a 20,000-token prompt runs; under vLLM the same prompt over

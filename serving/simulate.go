@@ -128,18 +128,17 @@ func (s *Simulator) deploymentDefaults(d Deployment, prof *engprof.Profile) {
 	}
 	// An engine that sets its own limit for the speculative method
 	// (SGLang: 48 running requests) where the user gave none.
-	if d.Engine.MaxNumSeqs != 0 {
-		return
+	if d.Engine.MaxNumSeqs == 0 {
+		m := d.Scenario.Build.Spec.MethodFor(d.Scenario.Workload)
+		if f, ok := prof.SpecMethod(string(m)); m != "" && ok && f.MaxRunning > 0 {
+			s.engine.MaxNumSeqs, s.specSeqsFrom = f.MaxRunning, f.Name
+		}
 	}
-	m := d.Scenario.Build.Spec.MethodFor(d.Scenario.Workload)
-	f, ok := prof.SpecMethod(string(m))
-	if m == "" || !ok || f.MaxRunning <= 0 {
-		return
-	}
-	s.engine.MaxNumSeqs, s.specSeqsFrom = f.MaxRunning, f.Name
-	// The limit is the engine's: under DP attention each rank's scheduler
-	// runs its share (SGLang's max_running_requests // dp_size).
-	if prof.Scheduler.DPDividesRunning && s.dp > 1 {
+	// A limit set on the server, given or the speculative method's, is
+	// the engine's: under DP attention each rank's scheduler runs its
+	// share (SGLang's max_running_requests // dp_size). The pool's own
+	// rule, filled later, is a rank's already.
+	if (d.Engine.MaxNumSeqs != 0 || s.specSeqsFrom != "") && prof.Scheduler.DPDividesRunning && s.dp > 1 {
 		s.seqsOfDP = s.engine.MaxNumSeqs
 		s.engine.MaxNumSeqs = max(1, s.engine.MaxNumSeqs/s.dp)
 	}
@@ -162,13 +161,16 @@ func (s *Simulator) DefaultsUsed() string {
 		return "vLLM's"
 	}
 	var parts []string
-	if g.MaxNumSeqs == 0 {
+	if g.MaxNumSeqs == 0 || s.seqsOfDP > 0 {
 		from := whose(sc.MaxSeqs > 0)
 		if sc.MaxRunning != nil {
 			from = own + ", from its KV pool"
 		}
 		if s.specSeqsFrom != "" {
 			from = fmt.Sprintf("%s for %s speculative decoding", own, s.specSeqsFrom)
+		}
+		if g.MaxNumSeqs != 0 {
+			from = own // the given limit, divided as the engine divides it
 		}
 		if s.seqsOfDP > 0 {
 			from += fmt.Sprintf(": a DP rank's share, %d / %d", s.seqsOfDP, s.dp)
