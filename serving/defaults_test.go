@@ -436,6 +436,20 @@ func TestSGLangGivenMaxRunningDP(t *testing.T) {
 	}
 }
 
+// TestNewTokenRatioLine: under DP attention SGLang scales its new-token
+// ratio (schedule_conservativeness 0.3: 0.7 x 0.3 = 0.21, its floor 0.14
+// of that, 0.0294); the defaults line printed the floor as
+// 0.029400000000000003, the float's every digit. It reads 0.21..0.0294.
+func TestNewTokenRatioLine(t *testing.T) {
+	d := sglangDeployment(t, "nvswitch:8xb200")
+	d.Scenario.Plan = model.Plan{TP: 4, DP: 2, EP: true}
+	d.Engine.NumGPUBlocksOverride = 4096
+	line := mustNew(t, d).DefaultsUsed()
+	if !strings.Contains(line, "new_token_ratio 0.21..0.0294 of") {
+		t.Errorf("defaults line %q: want new_token_ratio 0.21..0.0294", line)
+	}
+}
+
 // TestSGLangUnchunkedDefaults: with --no-enable-chunked-prefill SGLang's
 // prefill batch takes --max-prefill-tokens (16384) and its first prompt
 // whole, so a 20,000-token prompt runs; under vLLM the same prompt over

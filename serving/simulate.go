@@ -205,7 +205,7 @@ func (s *Simulator) DefaultsUsed() string {
 		adm := "whole input's blocks free"
 		switch f := e.NewTokenRatio; {
 		case e.Admission == engprof.AdmitNewTokenRatio && f != nil:
-			adm = fmt.Sprintf("input + clipped output within the free tokens less new_token_ratio %g..%g of the running outputs", f.Init, f.Init*f.MinFactor)
+			adm = fmt.Sprintf("input + clipped output within the free tokens less new_token_ratio %.3g..%.3g of the running outputs", f.Init, f.Init*f.MinFactor)
 		case e.Admission != "":
 			adm = e.Admission
 		}
