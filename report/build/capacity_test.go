@@ -26,7 +26,7 @@ func TestServingScatterNoEmptySeries(t *testing.T) {
 			t.Errorf("series %q has no point", s.Name)
 		}
 	}
-	if len(names) != 2 || names[0] != "runs missing the SLO or overloaded" || names[1] != "Pareto front" {
+	if len(names) != 2 || names[0] != "runs missing the SLO, too short to judge or overloaded" || names[1] != "Pareto front" {
 		t.Errorf("series %q, want the missed runs and the front", names)
 	}
 }
