@@ -152,7 +152,7 @@ func (f *scenarioFlags) specAccept(o *sim.Options) error {
 func (f *scenarioFlags) checkAccept(sc sim.Scenario) error {
 	steps := sc.Build.Spec.DraftSteps(sc.Workload)
 	if steps == 0 && !f.variants {
-		for _, name := range []string{"spec-accept", "spec-accept-file", "mtp-accept"} {
+		for _, name := range acceptFlagNames {
 			if !f.changed(name) {
 				continue
 			}
@@ -206,6 +206,10 @@ func (f *scenarioFlags) acceptFlag() string {
 	}
 	return ""
 }
+
+// acceptFlagNames are the flags that give the acceptance: what a
+// speculative step yields, not what it runs.
+var acceptFlagNames = []string{"spec-accept", "spec-accept-file", "mtp-accept"}
 
 // specFieldFlags are the flags that set the fields of a *model.PlanError
 // about speculation.

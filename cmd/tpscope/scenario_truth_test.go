@@ -824,7 +824,7 @@ func TestRecordedScenarioOverrideChecked(t *testing.T) {
 		{"attention backend", []string{"compare", "--trace", h200, "--attention-backend", "FLASHMLA"}, "--attention-backend flashmla: executor@1 has no attention backend"},
 		{"moe kernel", []string{"compare", "--trace", h200, "--moe-kernel", "marlin"}, "--moe-kernel marlin: executor@1 has no MoE kernel"},
 		{"report moe kernel", []string{"report", "--trace", h200, "--moe-kernel", "marlin", "-o", filepath.Join(t.TempDir(), "r.html")}, "--moe-kernel marlin: executor@1 has no MoE kernel"},
-		{"acceptance without speculation", []string{"compare", "--trace", cpu, "--topo", box, "--mtp-accept", "0.5"}, "--mtp-accept 0.5: want no acceptance without --spec or --mtp"},
+		{"acceptance without speculation", []string{"compare", "--trace", cpu, "--topo", box, "--mtp-accept", "0.5"}, "--mtp-accept 0.5: compare, calibrate --trace and report --trace price the steps a trace measured"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			code, out, stderr := runCLI(t, tc.args...)

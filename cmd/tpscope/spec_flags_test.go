@@ -95,3 +95,41 @@ func TestSpecAcceptFileSaysExtrapolation(t *testing.T) {
 		}
 	}
 }
+
+// TestTraceVerbsRefuseAcceptance: an acceptance (--spec-accept,
+// --spec-accept-file, --mtp-accept) sets the tokens a speculative step
+// yields, not its time, so compare, calibrate --trace and report --trace,
+// which price the steps a trace measured, have nothing it changes. They
+// had taken it and named it as an override ("scenario recorded in the
+// trace; overridden by --spec-accept 0.5") over a comparison it left as
+// it was; now it is one line naming the flag, exit 2, before any work.
+func TestTraceVerbsRefuseAcceptance(t *testing.T) {
+	dir := t.TempDir()
+	acc := filepath.Join(dir, "metrics.txt")
+	if err := os.WriteFile(acc, []byte("vllm:spec_decode_num_drafts_total 100\nvllm:spec_decode_num_accepted_tokens_per_pos_total{position=\"0\"} 60\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// A speculative run's trace: the acceptance would apply to its steps.
+	trace := filepath.Join(dir, "eagle3.otlp.jsonl")
+	if code, _, stderr := runCLI(t, "run", "--backend", "cpu", "--model", "tiny-mla-moe", "--tp", "2", "--batch", "2", "--context", "256",
+		"--steps", "2", "--warmup", "1", "--spec", "eagle3", "--topo", filepath.Join(cpuRanksDir, "cpu-4r.json"), "--trace", "file:"+trace); code != 0 {
+		t.Fatalf("run --spec eagle3: exit %d: %s", code, stderr)
+	}
+	out := filepath.Join(dir, "box.json")
+	verbs := [][]string{{"compare", "--trace", trace}, {"calibrate", "--trace", trace, "--force", "-o", out}, {"report", "--trace", trace, "-o", filepath.Join(dir, "r.html")}}
+	for _, acceptance := range [][]string{{"--spec-accept", "0.5"}, {"--spec-accept-file", acc}, {"--mtp-accept", "0.7"}} {
+		for _, v := range verbs {
+			args := append(append([]string{}, v...), acceptance...)
+			t.Run(strings.Join(args[:1], "")+acceptance[0], func(t *testing.T) {
+				code, stdout, stderr := runCLI(t, args...)
+				want := acceptance[0] + " " + acceptance[1] + ": "
+				if code != 2 || stdout != "" || !strings.Contains(stderr, want) || !strings.Contains(stderr, "tokens a step yields") || strings.Count(strings.TrimSpace(stderr), "\n") > 0 {
+					t.Errorf("%v: exit %d, stdout %d bytes, stderr %q; want 2 and one line with %q saying the acceptance sets the tokens a step yields", args, code, len(stdout), stderr, want)
+				}
+				if _, err := os.Stat(out); err == nil {
+					t.Fatalf("%s was written", out)
+				}
+			})
+		}
+	}
+}

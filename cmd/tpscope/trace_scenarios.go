@@ -51,6 +51,15 @@ func (f *scenarioFlags) checkPassed() error {
 	if f.changed("gpu-mem-util") {
 		return flagError("--gpu-mem-util", f.opts.GPUMemUtilFrac, "compare, calibrate --trace and report --trace price the steps a trace measured, which held their own KV cache, not a serving engine's KV pool, so the fraction changes nothing they print: leave it out (predict, plan and simulate size the pool with it)")
 	}
+	// An acceptance sets the tokens a speculative step yields, not its
+	// time: the steps a trace measured, their ops and the gains between
+	// runs of one speculative scenario (whose tokens per step cancel) are
+	// the same under any acceptance.
+	for _, name := range acceptFlagNames {
+		if f.changed(name) {
+			return flagError("--"+name, f.fs.Lookup(name).Value.String(), "compare, calibrate --trace and report --trace price the steps a trace measured, and the acceptance sets only the tokens a step yields, not its time or its ops, so it changes nothing they print: leave it out (predict, plan, simulate, advise and verdict price the tokens with it)")
+		}
+	}
 	if f.changed("model") {
 		a, err := f.modelArch()
 		if err != nil {
