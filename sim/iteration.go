@@ -309,5 +309,11 @@ func (c *IterationCoster) price(it model.Iteration, graphed, full bool) (float64
 		// Rank 0's ops come first in the engine's arrays.
 		step += float64(c.arch.MoELayers()-fastLayers) * (c.p.eng.end[last] - c.p.eng.end[prev])
 	}
+	// A method that drafts on the host (ngram, suffix) has the step wait
+	// for its decoding sequences' drafts, as predict's step does.
+	if it.SpecTokens > 0 && it.DecodeSeqs > 0 {
+		m := c.build.Spec.MethodFor(model.Workload{SpecTokens: it.SpecTokens})
+		step += specHostDraftUs(m, it.DecodeSeqs, float64(it.DecodeKVTokens)/float64(it.DecodeSeqs))
+	}
 	return step, nil
 }

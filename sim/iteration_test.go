@@ -343,3 +343,50 @@ func TestGraphedStepMatchesIteration(t *testing.T) {
 		})
 	}
 }
+
+// TestIterationHostDrafting: the serving simulation's step of a method
+// that drafts on the host (ngram, suffix) waits for the host's drafting,
+// as predict's and plan's steps do (specHostUs). Both methods run the
+// same verify pass and no draft pass on the device, so their steps differ
+// by the host's time alone: one request at 65,536 tokens, an n-gram KMP
+// over its tokens at 1 ns each (65.536 us) against one suffix-tree lookup
+// (10 us), each beside the 20 us of a step with drafts: 55.536 us apart.
+// The coster had priced the device's ops alone, 0 us apart, so simulate
+// ran host-drafted steps faster than predict priced the same step.
+func TestIterationHostDrafting(t *testing.T) {
+	ds := mustPreset(t, "deepseek-v3")
+	box, err := topology.Preset("h200-nvswitch")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := New(box, Options{CUDAGraphs: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := model.Workload{Batch: 1, Context: 65536, SpecTokens: 3}
+	it := model.Iteration{SpecTokens: 3}
+	it.AddDecode(w.Context)
+	step := map[model.SpecMethod]float64{}
+	for _, m := range []model.SpecMethod{model.SpecNgram, model.SpecSuffix} {
+		sc := Scenario{Arch: ds, Plan: model.Plan{TP: 8}, Workload: w, Build: model.BuildOptions{Spec: model.Spec{Method: m}}}
+		ic, err := NewIterationCoster(p, sc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		exact, err := ic.ExactStepUs(it)
+		if err != nil {
+			t.Fatal(err)
+		}
+		memo, err := ic.StepUs(it)
+		if err != nil {
+			t.Fatal(err)
+		}
+		step[m] = exact
+		if !near(memo-exact, 0, 1e-6*exact) && math.Abs(memo/exact-1) > 0.006 {
+			t.Errorf("%s: memo %.3f us, exact %.3f us", m, memo, exact)
+		}
+	}
+	if got, want := step[model.SpecNgram]-step[model.SpecSuffix], 65.536-10.0; !near(got, want, 1e-6) {
+		t.Errorf("ngram step - suffix step = %.3f us, want %.3f us (the host's drafting)", got, want)
+	}
+}

@@ -422,11 +422,21 @@ const (
 // specHostUs is the host drafting time of a step of sc (0 for the methods
 // that draft on the device).
 func specHostUs(sc Scenario) float64 {
-	m := sc.Build.Spec.MethodFor(sc.Workload)
-	b := float64(sc.Workload.Batch)
+	return specHostDraftUs(sc.Build.Spec.MethodFor(sc.Workload), sc.Workload.Batch, float64(sc.Workload.Context))
+}
+
+// specHostDraftUs is the host drafting time of a step in which seqs
+// sequences of contextTokens tokens each (a mean, for a serving step's
+// mix) draft by method m: a step's (specHostUs) and a serving
+// iteration's (IterationCoster) are this one time.
+func specHostDraftUs(m model.SpecMethod, seqs int, contextTokens float64) float64 {
+	if seqs <= 0 {
+		return 0
+	}
+	b := float64(seqs)
 	switch m {
 	case model.SpecNgram:
-		per := float64(sc.Workload.Context) * specNgramNsPerToken / 1000
+		per := contextTokens * specNgramNsPerToken / 1000
 		return specHostFixedUs + per*math.Ceil(b/specNgramThreads)
 	case model.SpecSuffix:
 		return specHostFixedUs + specSuffixLookupUs*math.Ceil(b/specNgramThreads)
