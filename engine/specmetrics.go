@@ -21,6 +21,10 @@ import (
 type SpecAcceptance struct {
 	PerPosition []float64 `json:"per_position,omitempty"`
 	MeanLength  float64   `json:"mean_length,omitempty"`
+	// AtTokens is the draft tokens per draft MeanLength was measured at,
+	// where the input says (vLLM's draft tokens over its drafts); 0 when
+	// it does not (SGLang's log lines).
+	AtTokens int `json:"at_tokens,omitempty"`
 	// Source says what was read: the format and how many lines or
 	// samples.
 	Source string `json:"source"`
@@ -30,6 +34,7 @@ type SpecAcceptance struct {
 // exported with the _total suffix.
 var (
 	promDrafts    = "vllm:spec_decode_num_drafts_total"
+	promDraftToks = "vllm:spec_decode_num_draft_tokens_total"
 	promAccepted  = "vllm:spec_decode_num_accepted_tokens_total"
 	promPerPos    = "vllm:spec_decode_num_accepted_tokens_per_pos_total"
 	promLabelPos  = regexp.MustCompile(`position="(\d+)"`)
@@ -70,7 +75,7 @@ func ParseSpecAcceptance(name string, data []byte) (SpecAcceptance, error) {
 }
 
 func parseProm(name string, data []byte) (SpecAcceptance, error) {
-	var drafts, accepted float64
+	var drafts, draftTokens, accepted float64
 	perPos := map[int]float64{}
 	sc := bufio.NewScanner(bytes.NewReader(data))
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
@@ -100,6 +105,8 @@ func parseProm(name string, data []byte) (SpecAcceptance, error) {
 				return SpecAcceptance{}, fmt.Errorf("%s:%d: position %d: want at most 64", name, line, i)
 			}
 			perPos[i] += v
+		case strings.HasPrefix(metric, promDraftToks):
+			draftTokens += v
 		case strings.HasPrefix(metric, promDrafts):
 			drafts += v
 		case strings.HasPrefix(metric, promAccepted):
@@ -115,6 +122,17 @@ func parseProm(name string, data []byte) (SpecAcceptance, error) {
 	out := SpecAcceptance{Source: fmt.Sprintf("vLLM /metrics: %.0f drafts", drafts)}
 	if len(perPos) == 0 {
 		out.MeanLength = 1 + accepted/drafts
+		// A mean length is of the drafts' K: every draft of vLLM's
+		// proposers is num_speculative_tokens long, so the draft tokens
+		// over the drafts give it.
+		if draftTokens > 0 {
+			k := draftTokens / drafts
+			if math.Abs(k-math.Round(k)) > 0.01 || k < 1 {
+				return SpecAcceptance{}, fmt.Errorf("%s: %s / %s = %.3f: want a whole number of draft tokens per draft (the K the mean length was measured at)", name, promDraftToks, promDrafts, k)
+			}
+			out.AtTokens = int(math.Round(k))
+			out.Source += fmt.Sprintf(" of %d draft tokens", out.AtTokens)
+		}
 		return out, nil
 	}
 	n := 0

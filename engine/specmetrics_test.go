@@ -55,3 +55,29 @@ vllm:spec_decode_num_accepted_tokens_per_pos_total{engine="0",model_name="kimi",
 		t.Errorf("err = %v, want one naming the input", err)
 	}
 }
+
+// TestParseSpecAcceptanceDraftTokens: a vLLM /metrics text without the
+// per-position counters gives a mean acceptance length, which means
+// nothing without the drafts it was measured at: vLLM counts them
+// (vllm:spec_decode_num_draft_tokens_total over
+// vllm:spec_decode_num_drafts_total, 3000 / 1000 = 3 here), and the
+// reading carries that K. It had been dropped, so the length was read as
+// measured at whatever K the scenario drafts.
+func TestParseSpecAcceptanceDraftTokens(t *testing.T) {
+	prom := `vllm:spec_decode_num_drafts_total{engine="0"} 1000.0
+vllm:spec_decode_num_draft_tokens_total{engine="0"} 3000.0
+vllm:spec_decode_num_accepted_tokens_total{engine="0"} 1650.0
+`
+	got, err := ParseSpecAcceptance("m.txt", []byte(prom))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if math.Abs(got.MeanLength-2.65) > 1e-9 || got.AtTokens != 3 {
+		t.Errorf("got %+v, want mean length 2.65 measured at 3 draft tokens", got)
+	}
+	// Drafts of no whole number of tokens are not one K.
+	bad := strings.Replace(prom, "3000.0", "2500.0", 1)
+	if _, err := ParseSpecAcceptance("m.txt", []byte(bad)); err == nil || !strings.Contains(err.Error(), "m.txt") || !strings.Contains(err.Error(), "draft_tokens") {
+		t.Errorf("2.5 draft tokens a draft: err %v, want one naming the file and the counter", err)
+	}
+}

@@ -135,7 +135,7 @@ func (f *scenarioFlags) specAccept(o *sim.Options) error {
 	// One position read stays one position (not a per-token rate), so
 	// that the step says which positions were measured and which carried
 	// on from it (sim.SpecYield).
-	a := sim.SpecAccept{PerPosition: got.PerPosition, MeanLength: got.MeanLength, Source: got.Source + " (" + f.specAcceptFile + ")"}
+	a := sim.SpecAccept{PerPosition: got.PerPosition, MeanLength: got.MeanLength, AtTokens: got.AtTokens, Source: got.Source + " (" + f.specAcceptFile + ")"}
 	if err := a.Validate(); err != nil {
 		return causeError("--spec-accept-file", f.specAcceptFile, err)
 	}

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"encoding/json"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -131,5 +133,36 @@ func TestTraceVerbsRefuseAcceptance(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// TestSpecAcceptFileMeanLengthAtItsK: a /metrics text whose drafts were of
+// 3 tokens (3000 draft tokens over 1000 drafts) and accepted 1.65 a
+// draft is a mean length of 2.65 at K = 3, a per-token chain a with
+// a + a^2 + a^3 = 1.65 (a = 0.72953); a step of 5 drafts carries that
+// chain on: 1 + a + ... + a^5 = 3.140 tokens per step. It had been read
+// as 2.65 at the step's own K, 5: 2.65 tokens per step, and the line did
+// not say which positions were measured.
+func TestSpecAcceptFileMeanLengthAtItsK(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "metrics.prom")
+	prom := "vllm:spec_decode_num_drafts_total 1000\nvllm:spec_decode_num_draft_tokens_total 3000\nvllm:spec_decode_num_accepted_tokens_total 1650\n"
+	if err := os.WriteFile(path, []byte(prom), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errs := runCLI(t, "predict", "--model", "kimi-k2.5", "--spec", "eagle3", "--spec-tokens", "5", "--spec-accept-file", path, "--output", "json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	var pr struct {
+		TokensPerStep float64 `json:"tokens_per_step"`
+		Spec          struct {
+			GivenPositions int `json:"given_positions"`
+		} `json:"spec"`
+	}
+	if err := json.Unmarshal([]byte(out), &pr); err != nil {
+		t.Fatal(err)
+	}
+	if math.Abs(pr.TokensPerStep-3.13989) > 1e-4 || pr.Spec.GivenPositions != 3 {
+		t.Errorf("tokens per step %.5f, measured positions %d; want 3.13989 (2.65 at K 3, its chain carried to 5) and 3", pr.TokensPerStep, pr.Spec.GivenPositions)
 	}
 }
