@@ -64,7 +64,43 @@ type RunStats struct {
 	// TokensPerStep: tokens one step yields over all sequences (expected,
 	// with MTP's acceptance).
 	TokensPerStep float64 `json:"tokens_per_step"`
-	Trace         string  `json:"trace,omitempty"`
+	// Speculative, for a speculative run, says what its step yields and
+	// that the yield is the acceptance's, not measured.
+	Speculative *SpecRunYield `json:"speculative,omitempty"`
+	Trace       string        `json:"trace,omitempty"`
+}
+
+// SpecRunMeasured says what a speculative run measures and what it takes
+// as an input: the executor's weights are random and accept nothing of
+// their own.
+const SpecRunMeasured = "the step is measured (verify pass and draft passes); the tokens it yields are not: the weights are random, so the acceptance is an input"
+
+// SpecRunYield is what a speculative run's measured step yields: the step
+// (verify and draft passes) is measured; the tokens it yields come from
+// the acceptance (Acceptance, with its source), an input. run's
+// speculative line and JSON, and verdict's runs, are this one value.
+type SpecRunYield struct {
+	Spec                 string         `json:"spec"`
+	Measured             string         `json:"measured"`
+	Acceptance           *sim.SpecYield `json:"acceptance"`
+	TokensPerSPerRequest float64        `json:"tokens_per_s_per_request,omitempty"`
+	TokensPerS           float64        `json:"tokens_per_s,omitempty"`
+}
+
+// NewSpecRunYield is the yield of sc's steps at its acceptance, measured
+// at a median of stepMedianUs (0: no step measured); nil without
+// speculative decoding.
+func NewSpecRunYield(sc sim.Scenario, stepMedianUs float64) *SpecRunYield {
+	y := sc.SpecYield()
+	if y == nil {
+		return nil
+	}
+	r := &SpecRunYield{Spec: sc.Build.Spec.String(sc.Workload), Measured: SpecRunMeasured, Acceptance: y}
+	if stepMedianUs > 0 {
+		r.TokensPerSPerRequest = y.TokensPerStep / (stepMedianUs / 1e6)
+		r.TokensPerS = r.TokensPerSPerRequest * float64(sc.Workload.Batch)
+	}
+	return r
 }
 
 // OpDelta is how one op name's time changed from one run to the other,
@@ -203,6 +239,7 @@ func (r *VerdictRun) Stats() RunStats {
 		s.AsRunUs, s.NotRunOps = r.asRun()
 		s.NotRunUs = s.PredictedUs - s.AsRunUs
 	}
+	s.Speculative = NewSpecRunYield(r.Scenario, s.MedianUs)
 	return s
 }
 

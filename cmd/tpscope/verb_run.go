@@ -323,9 +323,9 @@ func writeRun(w io.Writer, format string, scen sim.Scenario, res *exec.Result, s
 			Scenario    sim.Scenario           `json:"scenario"`
 			Result      *exec.Result           `json:"result"`
 			Comparison  *compare.RunComparison `json:"comparison,omitempty"`
-			Speculative *runSpecYield          `json:"speculative,omitempty"`
+			Speculative *compare.SpecRunYield  `json:"speculative,omitempty"`
 			Trace       string                 `json:"trace"`
-		}{scen, res, cmp, newRunSpecYield(scen, res), stats.String()},
+		}{scen, res, cmp, compare.NewSpecRunYield(scen, res.Summary.StepMedianUs), stats.String()},
 		CSV: func(w io.Writer) error { return writeCSV(w, runKindHeader(cmp), runKindRows(res, cmp)) },
 		Text: func(w io.Writer, md bool) error {
 			writeRunSummary(w, res, sched, cmp, md)
@@ -442,42 +442,15 @@ func parseFault(v string, step int, watchdog time.Duration, sched *model.Schedul
 	return f, nil
 }
 
-// runSpecYield is what a speculative run's measured step yields: the
-// step (verify and draft passes) is measured; the tokens it yields come
-// from the acceptance, an input, since the executor's weights are random
-// and accept nothing of their own. The text's speculative line and the
-// JSON's "speculative" are this one value.
-type runSpecYield struct {
-	Spec                 string         `json:"spec"`
-	Acceptance           *sim.SpecYield `json:"acceptance"`
-	TokensPerSPerRequest float64        `json:"tokens_per_s_per_request"`
-	TokensPerS           float64        `json:"tokens_per_s"`
-}
-
-// newRunSpecYield is res's yield at scen's acceptance; nil without
-// speculative decoding.
-func newRunSpecYield(scen sim.Scenario, res *exec.Result) *runSpecYield {
-	y := scen.SpecYield()
-	if y == nil {
-		return nil
-	}
-	r := &runSpecYield{Spec: scen.Build.Spec.String(scen.Workload), Acceptance: y}
-	if res.Summary.StepMedianUs > 0 {
-		r.TokensPerSPerRequest = y.TokensPerStep / (res.Summary.StepMedianUs / 1e6)
-		r.TokensPerS = r.TokensPerSPerRequest * float64(scen.Workload.Batch)
-	}
-	return r
-}
-
 // writeRunSpec says, for a speculative run, what was measured and what
-// was not (runSpecYield).
+// was not (compare.SpecRunYield).
 func writeRunSpec(w io.Writer, scen sim.Scenario, res *exec.Result) {
-	r := newRunSpecYield(scen, res)
+	r := compare.NewSpecRunYield(scen, res.Summary.StepMedianUs)
 	if r == nil {
 		return
 	}
-	fmt.Fprintf(w, "speculative %s: the step above is measured (verify pass and draft passes); the tokens it yields are not: the weights are random, so the acceptance is an input, %.2f tokens per step per sequence from %s: %.1f tokens/s per request, %.1f in all\n",
-		r.Spec, r.Acceptance.TokensPerStep, r.Acceptance.Source, r.TokensPerSPerRequest, r.TokensPerS)
+	fmt.Fprintf(w, "speculative %s: %s, %.2f tokens per step per sequence from %s: %.1f tokens/s per request, %.1f in all\n",
+		r.Spec, r.Measured, r.Acceptance.TokensPerStep, r.Acceptance.Source, r.TokensPerSPerRequest, r.TokensPerS)
 }
 
 // prepareError names the flag behind a run the pipeline cannot prepare: a

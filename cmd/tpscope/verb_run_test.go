@@ -521,3 +521,69 @@ func TestRunInterruptedSaysWhatFinished(t *testing.T) {
 		t.Errorf("2 of 400: %q", some)
 	}
 }
+
+// TestSpecRunJSONSaysAcceptanceIsInput: the executor's weights are random,
+// so a speculative run measures its step and takes the tokens the step
+// yields from the acceptance, an input. The text says so; the JSON had
+// said nothing of it: run's "speculative" gave a yield and tokens/s
+// beside the measured step with no word that they were not measured, and
+// verdict's runs a tokens_per_step (and its entries a "measured"
+// tokens/s gain) with neither the acceptance nor where it came from. Now
+// run's JSON carries the sentence its table prints, and each speculative
+// run of verdict the acceptance it was priced at, its source and the same
+// word, which verdict's table names too.
+func TestSpecRunJSONSaysAcceptanceIsInput(t *testing.T) {
+	box := filepath.Join(cpuRanksDir, "cpu-4r.json")
+	const measured = "the step is measured (verify pass and draft passes); the tokens it yields are not: the weights are random, so the acceptance is an input"
+	args := []string{"run", "--backend", "cpu", "--model", "tiny-mla-moe", "--tp", "2", "--batch", "2", "--context", "256", "--spec", "eagle3", "--spec-accept", "0.5",
+		"--topo", box, "--steps", "1", "--warmup", "0", "--trace", "none"}
+	code, out, errs := runCLI(t, append(args, "--output", "json")...)
+	if code != 0 {
+		t.Fatalf("run: exit %d: %s", code, errs)
+	}
+	var run struct {
+		Speculative *struct {
+			Measured string `json:"measured"`
+		} `json:"speculative"`
+	}
+	if err := json.Unmarshal([]byte(out), &run); err != nil {
+		t.Fatal(err)
+	}
+	if run.Speculative == nil || run.Speculative.Measured != measured {
+		t.Errorf("run JSON speculative %+v: want measured %q", run.Speculative, measured)
+	}
+	if code, out, errs = runCLI(t, args...); code != 0 || !strings.Contains(out, "speculative eagle3(tiny-mla-moe-eagle3) k3: "+measured+", 1.88 tokens per step per sequence from --spec-accept 0.5") {
+		t.Errorf("run table (exit %d, %s): want the same sentence:\n%s", code, errs, out)
+	}
+	vargs := []string{"verdict", "--backend", "cpu", "--model", "tiny-mla-moe", "--tp", "2", "--batch", "2", "--context", "256", "--topo", box,
+		"--steps", "1", "--warmup", "0", "--entries", "spec-eagle3", "--spec-accept", "0.5", "-o", t.TempDir()}
+	code, out, errs = runCLI(t, append(vargs, "--output", "json")...)
+	if code != 0 {
+		t.Fatalf("verdict: exit %d: %s", code, errs)
+	}
+	var vd struct {
+		Runs []struct {
+			Label       string `json:"label"`
+			Speculative *struct {
+				Acceptance struct {
+					TokensPerStep float64 `json:"tokens_per_step"`
+					Source        string  `json:"source"`
+				} `json:"acceptance"`
+				Measured string `json:"measured"`
+			} `json:"speculative"`
+		} `json:"runs"`
+	}
+	if err := json.Unmarshal([]byte(out), &vd); err != nil {
+		t.Fatal(err)
+	}
+	if len(vd.Runs) != 2 || vd.Runs[0].Speculative != nil {
+		t.Fatalf("verdict runs %+v: want the baseline without speculation and one speculative run", vd.Runs)
+	}
+	if s := vd.Runs[1].Speculative; s == nil || math.Abs(s.Acceptance.TokensPerStep-1.875) > 1e-9 || s.Acceptance.Source != "--spec-accept 0.5" || s.Measured != measured {
+		t.Errorf("verdict's %s run: speculative %+v; want 1.875 tokens per step from --spec-accept 0.5, measured %q", vd.Runs[1].Label, s, measured)
+	}
+	code, out, errs = runCLI(t, vargs...)
+	if code != 0 || !strings.Contains(out, "spec-eagle3 at 1.88 tokens per step per sequence from --spec-accept 0.5") {
+		t.Errorf("verdict table (exit %d, %s): want the acceptance spec-eagle3 was priced at:\n%s", code, errs, out)
+	}
+}

@@ -514,6 +514,17 @@ func writeVerdict(w io.Writer, rep *verdictReport, md bool) error {
 	for i := range rep.Entries {
 		if rep.Entries[i].Kind == "speculative" {
 			baseLine += "\nspeculative entries: each step (verify and draft passes) is measured; the tokens a step yields are the acceptance's, an input (the executor's weights are random), as advise prices them"
+			// Which acceptance each speculative run was priced at, as
+			// its JSON records it (compare.SpecRunYield).
+			var at []string
+			for _, r := range rep.Runs {
+				if y := r.Speculative; y != nil {
+					at = append(at, fmt.Sprintf("%s at %.2f tokens per step per sequence from %s", r.Label, y.Acceptance.TokensPerStep, y.Acceptance.Source))
+				}
+			}
+			if len(at) > 0 {
+				baseLine += ": " + strings.Join(at, "; ")
+			}
 			break
 		}
 	}
