@@ -387,7 +387,9 @@ func defaultSpecAccept(m model.SpecMethod, a *model.Arch) SpecAccept {
 			return SpecAccept{PerPosition: []float64{0.80, 0.575, 0.295},
 				Source: "GLM-5.1-NVFP4 MTP k=3 on 8x RTX PRO 6000, one request: per-position 0.75-0.85 / 0.50-0.65 / 0.24-0.35 (sjug/rtx6kpro glm51-v2 glm-dcp1-mtp1 log), midpoints"}
 		}
-		return SpecAccept{PerToken: defaultMTPAcceptFrac, Source: "DeepSeek-V3 Technical Report: 85-90 % acceptance of the second token (low end)"}
+		// One position measured (the second token, K = 1): a step of
+		// more drafts carries it on as a per-token chain, and says so.
+		return SpecAccept{PerPosition: []float64{defaultMTPAcceptFrac}, Source: "DeepSeek-V3 Technical Report: 85-90 % acceptance of the second token (low end)"}
 	case model.SpecEagle3:
 		return eagle()
 	case model.SpecDraftModel:

@@ -397,3 +397,28 @@ func TestSpecEngineFlagLiftsSGLangLimit(t *testing.T) {
 		}
 	}
 }
+
+// TestMTPDefaultSaysExtrapolation: the DeepSeek-V3 report's figure (85 %
+// acceptance of the second token) is one position measured, at K = 1; a
+// step of 3 MTP drafts carries it on as a per-token chain, 0.85, 0.7225,
+// 0.614125 (3.186 tokens per step), and its line says positions 2-3 were
+// extrapolated, as it says of every other cited figure measured at fewer
+// drafts than the step makes. It had given the three as the report's,
+// with nothing extrapolated.
+func TestMTPDefaultSaysExtrapolation(t *testing.T) {
+	ds := mustPreset(t, "deepseek-v3")
+	w := model.Workload{Phase: model.Decode, Batch: 1, Context: 4096, SpecTokens: 3}
+	y := specYield(Options{}, model.Spec{Method: model.SpecMTP}, w, ds)
+	if !near(y.TokensPerStep, 1+0.85+0.7225+0.614125, 1e-9) || y.GivenPositions != 1 {
+		t.Fatalf("%.6f tokens per step, %d positions measured; want 3.186625 and 1", y.TokensPerStep, y.GivenPositions)
+	}
+	line := (&SpecStep{SpecYield: *y, Spec: "mtp k3", Steps: 3}).String()
+	if want := "; position 1 measured, positions 2-3 extrapolated (x0.85 a position: position 1's rate as a per-token chain)"; !strings.HasSuffix(line, want) {
+		t.Errorf("line %q\nwant it to end %q", line, want)
+	}
+	// At the report's own K nothing is extrapolated.
+	w.SpecTokens = 1
+	if y := specYield(Options{}, model.Spec{Method: model.SpecMTP}, w, ds); y.GivenPositions != 0 || !near(y.TokensPerStep, 1.85, 1e-9) {
+		t.Errorf("k1: %+v", y)
+	}
+}
