@@ -43,6 +43,7 @@ var (
 	vllmAccepted  = regexp.MustCompile(`Accepted: ([0-9]+) tokens`)
 	vllmPerPos    = regexp.MustCompile(`Per-position acceptance rate: \[?([0-9., ]+?)\]?(?:,\s*Avg|$)`)
 	sglangAccLen  = regexp.MustCompile(`accept len: ([0-9.]+)`)
+	sglangSteps   = regexp.MustCompile(`server_args=ServerArgs\(.*\bspeculative_num_steps=(\d+)`)
 	sglangDecoder = regexp.MustCompile(`Decode batch`)
 )
 
@@ -222,9 +223,27 @@ func parseVLLMLog(name string, data []byte) (SpecAcceptance, error) {
 	return out, nil
 }
 
+// parseSGLangLog reads the "accept len" of SGLang's decode-batch lines: a
+// mean acceptance length of the draft passes the server ran, which its
+// launch line names (server_args=ServerArgs(..., speculative_num_steps=N,
+// ...), printed after the defaults are filled in): AtTokens. A log
+// without it leaves AtTokens 0 and its Source says so; two launches of
+// different steps are an error (their lengths do not average).
 func parseSGLangLog(name string, data []byte) (SpecAcceptance, error) {
 	var vals []float64
+	steps, stepsLine := 0, 0
 	for ln, raw := range strings.Split(string(data), "\n") {
+		if m := sglangSteps.FindStringSubmatch(raw); m != nil {
+			n, err := strconv.Atoi(m[1])
+			if err != nil || n < 1 {
+				return SpecAcceptance{}, fmt.Errorf("%s:%d: speculative_num_steps=%s: want the draft steps, at least 1", name, ln+1, m[1])
+			}
+			if steps != 0 && n != steps {
+				return SpecAcceptance{}, fmt.Errorf("%s:%d: speculative_num_steps=%d after speculative_num_steps=%d on line %d: want one server's log (accept lengths of different steps do not average)", name, ln+1, n, steps, stepsLine)
+			}
+			steps, stepsLine = n, ln+1
+			continue
+		}
 		m := sglangAccLen.FindStringSubmatch(raw)
 		if m == nil || !sglangDecoder.MatchString(raw) && !strings.Contains(raw, "accept rate") {
 			continue
@@ -243,5 +262,11 @@ func parseSGLangLog(name string, data []byte) (SpecAcceptance, error) {
 	for _, v := range vals {
 		s += v
 	}
-	return SpecAcceptance{MeanLength: s / float64(len(vals)), Source: fmt.Sprintf("SGLang log: %d decode batch lines", len(vals))}, nil
+	out := SpecAcceptance{MeanLength: s / float64(len(vals)), AtTokens: steps, Source: fmt.Sprintf("SGLang log: %d decode batch lines", len(vals))}
+	if steps > 0 {
+		out.Source += fmt.Sprintf(" at speculative_num_steps %d", steps)
+	} else {
+		out.Source += ", no speculative_num_steps in its server_args: read at the step's draft passes"
+	}
+	return out, nil
 }

@@ -81,3 +81,33 @@ vllm:spec_decode_num_accepted_tokens_total{engine="0"} 1650.0
 		t.Errorf("2.5 draft tokens a draft: err %v, want one naming the file and the counter", err)
 	}
 }
+
+// TestParseSGLangLogDraftSteps: SGLang's "accept len" is a mean
+// acceptance length, of the draft passes the server ran: its log's
+// server_args line names them (speculative_num_steps=3), and the reading
+// carries them. A log without that line says the length's K is not known
+// (its source says so); two runs of different steps in one log are one
+// line naming the file.
+func TestParseSGLangLogDraftSteps(t *testing.T) {
+	args := "[2026-05-01 09:59:00] server_args=ServerArgs(model_path='moonshotai/Kimi-K2.5', tp_size=8, speculative_algorithm='EAGLE3', speculative_draft_model_path='lightseekorg/kimi-k2.5-eagle3-mla', speculative_num_steps=3, speculative_eagle_topk=1, speculative_num_draft_tokens=4, enable_metrics=True)\n"
+	lines := "[2026-05-01 10:00:00] Decode batch, #running-req: 1, #token: 2048, token usage: 0.01, accept len: 2.60, accept rate: 0.65, cuda graph: True, gen throughput (token/s): 95.10, #queue-req: 0\n" +
+		"[2026-05-01 10:00:10] Decode batch, #running-req: 1, #token: 2090, token usage: 0.01, accept len: 2.80, accept rate: 0.70, cuda graph: True, gen throughput (token/s): 99.00, #queue-req: 0\n"
+	got, err := ParseSpecAcceptance("sg.log", []byte(args+lines))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if math.Abs(got.MeanLength-2.7) > 1e-9 || got.AtTokens != 3 || !strings.Contains(got.Source, "speculative_num_steps 3") {
+		t.Errorf("got %+v; want mean length 2.7 at 3 draft steps, the source naming them", got)
+	}
+	got, err = ParseSpecAcceptance("sg.log", []byte(lines))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.AtTokens != 0 || !strings.Contains(got.Source, "no speculative_num_steps") {
+		t.Errorf("without server_args: %+v; want no K and a source saying the log names none", got)
+	}
+	other := strings.Replace(args, "speculative_num_steps=3", "speculative_num_steps=5", 1)
+	if _, err := ParseSpecAcceptance("sg.log", []byte(args+lines+other+lines)); err == nil || !strings.Contains(err.Error(), "sg.log") || !strings.Contains(err.Error(), "speculative_num_steps") {
+		t.Errorf("two runs of 3 and 5 steps: err %v, want one naming the file and the field", err)
+	}
+}

@@ -166,3 +166,31 @@ func TestSpecAcceptFileMeanLengthAtItsK(t *testing.T) {
 		t.Errorf("tokens per step %.5f, measured positions %d; want 3.13989 (2.65 at K 3, its chain carried to 5) and 3", pr.TokensPerStep, pr.Spec.GivenPositions)
 	}
 }
+
+// TestSpecAcceptFileSGLangAtItsSteps: an SGLang log whose server_args ran
+// 3 draft steps and whose decode batches accepted 2.7 tokens a step is a
+// per-token chain a with a + a^2 + a^3 = 1.7 (a = 0.74174); a step of 5
+// drafts carries it on, 1 + a + ... + a^5 = 3.2272 tokens per step. It
+// had been read as 2.7 at the step's own 5 drafts.
+func TestSpecAcceptFileSGLangAtItsSteps(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "sglang.log")
+	log := "[2026-05-01 09:59:00] server_args=ServerArgs(model_path='moonshotai/Kimi-K2.5', speculative_algorithm='EAGLE3', speculative_num_steps=3, speculative_eagle_topk=1, speculative_num_draft_tokens=4)\n" +
+		"[2026-05-01 10:00:00] Decode batch, #running-req: 1, #token: 2048, token usage: 0.01, accept len: 2.60, accept rate: 0.65, cuda graph: True, gen throughput (token/s): 95.10, #queue-req: 0\n" +
+		"[2026-05-01 10:00:10] Decode batch, #running-req: 1, #token: 2090, token usage: 0.01, accept len: 2.80, accept rate: 0.70, cuda graph: True, gen throughput (token/s): 99.00, #queue-req: 0\n"
+	if err := os.WriteFile(path, []byte(log), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errs := runCLI(t, "predict", "--model", "kimi-k2.5", "--engine", "sglang@0.5", "--spec", "eagle3", "--spec-tokens", "5", "--spec-accept-file", path, "--output", "json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	var pr struct {
+		TokensPerStep float64 `json:"tokens_per_step"`
+	}
+	if err := json.Unmarshal([]byte(out), &pr); err != nil {
+		t.Fatal(err)
+	}
+	if math.Abs(pr.TokensPerStep-3.22721) > 1e-4 {
+		t.Errorf("tokens per step %.5f; want 3.22721 (2.7 at 3 steps, its chain carried to 5)", pr.TokensPerStep)
+	}
+}
