@@ -269,6 +269,11 @@ type SpecYield struct {
 	// chain (a per-token rate, a mean length, a draft rate).
 	GivenPositions     int     `json:"given_positions,omitempty"`
 	ExtrapolationRatio float64 `json:"extrapolation_ratio,omitempty"`
+	// ChainForTreeTopK, when a tree's step (topk > 1) yields at a cited
+	// default, is the tree's topk: every default was measured on a chain
+	// (topk 1), whose per-depth acceptance a tree's branches only raise,
+	// so the yield is a lower bound. 0: a chain, or a figure given.
+	ChainForTreeTopK int `json:"chain_for_tree_topk,omitempty"`
 }
 
 // yieldOf is the yield of positions q (see the model above).
@@ -309,6 +314,9 @@ func specYield(o Options, spec model.Spec, w model.Workload, a *model.Arch) *Spe
 		in, src, def = d, d.Source, true
 	}
 	y := &SpecYield{Method: m, Positions: in.Positions(steps), Source: src, Default: def}
+	if def && spec.TopK > 1 {
+		y.ChainForTreeTopK = spec.TopK
+	}
 	switch n, at := len(in.PerPosition), in.AtTokens; {
 	case n > 0 && n < steps:
 		y.GivenPositions, y.ExtrapolationRatio = n, in.positionRatio()
@@ -582,7 +590,18 @@ func (s *SpecStep) String() string {
 	if !s.Method.OnDevice() {
 		passes = "drafted on the host"
 	}
-	return fmt.Sprintf("%s, %s; %.2f tokens per step (sd %.2f), per-position acceptance %s from %s%s", s.Spec, passes, s.TokensPerStep, math.Sqrt(s.TokensVar), strings.Join(q, ", "), s.Source, s.extrapolation())
+	return fmt.Sprintf("%s, %s; %.2f tokens per step (sd %.2f), per-position acceptance %s from %s%s", s.Spec, passes, s.TokensPerStep, math.Sqrt(s.TokensVar), strings.Join(q, ", "), s.Source, s.Caveats())
+}
+
+// Caveats is what a line giving the yield's source adds after it: which
+// positions the input gave and which were extrapolated, and a chain's
+// figure standing in for a tree's ("" when neither applies).
+func (y *SpecYield) Caveats() string {
+	out := y.extrapolation()
+	if k := y.ChainForTreeTopK; k > 1 {
+		out += fmt.Sprintf("; a chain's figure (topk 1) for a tree of topk %d: its branches priced as accepting what one chain does, a lower bound", k)
+	}
+	return out
 }
 
 // isChain reports whether positions 1..n are a per-token chain, q_i =

@@ -422,3 +422,28 @@ func TestMTPDefaultSaysExtrapolation(t *testing.T) {
 		t.Errorf("k1: %+v", y)
 	}
 }
+
+// TestTreeDefaultSaysChain: a tree's step (topk 2, 3 deep, 6 tokens) is
+// priced with its tree's verify and draft passes, but the cited default
+// it yields at is a chain's (Kimi's EAGLE-3 head: accept length 2.94 at
+// 3 steps, topk 1), whose positions a tree's branches can only raise. The
+// yield is that chain's, 2.94 tokens per step, and the line says so (a
+// lower bound) rather than passing a chain's figure off as the tree's. A
+// per-depth figure the user gives is the tree's own and says nothing.
+func TestTreeDefaultSaysChain(t *testing.T) {
+	kimi := mustPreset(t, "kimi-k2.5")
+	w := model.Workload{Phase: model.Decode, Batch: 1, Context: 4096, SpecTokens: 6}
+	tree := model.Spec{Method: model.SpecEagle3, TopK: 2, Steps: 3}
+	y := specYield(Options{}, tree, w, kimi)
+	if !near(y.TokensPerStep, 2.94, 1e-9) || y.ChainForTreeTopK != 2 {
+		t.Fatalf("%.4f tokens per step, chain for a tree of topk %d; want 2.94 and 2", y.TokensPerStep, y.ChainForTreeTopK)
+	}
+	line := (&SpecStep{SpecYield: *y, Spec: "eagle3 k6 tree 3x2", Steps: 3}).String()
+	if want := "; a chain's figure (topk 1) for a tree of topk 2: its branches priced as accepting what one chain does, a lower bound"; !strings.HasSuffix(line, want) {
+		t.Errorf("line %q\nwant it to end %q", line, want)
+	}
+	given := specYield(Options{SpecAccept: SpecAccept{MeanLength: 3.4}}, tree, w, kimi)
+	if given.ChainForTreeTopK != 0 {
+		t.Errorf("a given per-depth figure: %+v, want it taken as the tree's", given)
+	}
+}

@@ -535,8 +535,8 @@ func runSimulate(sc *scenarioFlags, f *simulateFlags, stdout, stderr io.Writer) 
 		DefaultsNote: defaultsNote, OverheadsNote: overheadsNote, PricedBy: priced, SchedulerDefaults: s.DefaultsUsed()}
 	if y := scen.SpecYield(); y != nil {
 		out.Spec = y
-		out.SpecLine = fmt.Sprintf("speculative: %s; %.2f tokens per step per request (sd %.2f), drawn per request and step from %s",
-			scen.Build.Spec.String(scen.Workload), y.TokensPerStep, math.Sqrt(y.TokensVar), y.Source)
+		out.SpecLine = fmt.Sprintf("speculative: %s; %.2f tokens per step per request (sd %.2f), drawn per request and step from %s%s",
+			scen.Build.Spec.String(scen.Workload), y.TokensPerStep, math.Sqrt(y.TokensVar), y.Source, y.Caveats())
 	}
 	ro := serving.RunOptions{SLO: slo}
 	switch {
