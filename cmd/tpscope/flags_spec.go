@@ -74,6 +74,16 @@ func (f *scenarioFlags) specTokensFlag(m model.SpecMethod) int {
 	return 0
 }
 
+// rowSpecTokens is K of the speculative catalog rows other than MTP
+// (advise's and verdict's): --spec-tokens when given, else 0 for the
+// catalog's default. --mtp N is the baseline's MTP, not the rows' K.
+func (f *scenarioFlags) rowSpecTokens() int {
+	if f.changed("spec-tokens") {
+		return f.specTokens
+	}
+	return 0
+}
+
 // spec is the speculative method the flags name, its drafter resolved
 // (the family's built-in when none is named); a bad flag is a usage error
 // naming it.

@@ -167,12 +167,9 @@ func (o *adviseOptions) Run(ctx context.Context, args []string, std IO) error {
 	if err != nil {
 		return err
 	}
-	co := advise.CatalogOptions{MTPTokens: o.mtpTokens, MTPAcceptFrac: opts.MTPAcceptFrac, Topologies: topos}
-	if o.changed("spec-tokens") {
-		// K of the speculative rows (the baseline's own method keeps the
-		// baseline's K, the same when --spec names it).
-		co.SpecTokens = o.sc.specTokens
-	}
+	// K of the speculative rows (the baseline's own method keeps the
+	// baseline's K, the same when --spec names it).
+	co := advise.CatalogOptions{MTPTokens: o.mtpTokens, MTPAcceptFrac: opts.MTPAcceptFrac, Topologies: topos, SpecTokens: o.sc.rowSpecTokens()}
 	cat := advise.Catalog(co)
 	if o.entries != "" {
 		if cat, err = filterEntries(cat, splitList(o.entries)); err != nil {

@@ -160,7 +160,7 @@ func (o *verdictOptions) Run(ctx context.Context, args []string, std IO) error {
 	if base.Workload.KVDtype == "" {
 		base.Workload.KVDtype = base.Workload.KVDtypeFor(base.Arch)
 	}
-	cat := append(advise.Catalog(advise.CatalogOptions{MTPTokens: o.mtpTokens, MTPAcceptFrac: base.Options.MTPAcceptFrac, SpecTokens: o.sc.specTokensFlag("eagle3")}), advise.PlanEntries()...)
+	cat := append(advise.Catalog(advise.CatalogOptions{MTPTokens: o.mtpTokens, MTPAcceptFrac: base.Options.MTPAcceptFrac, SpecTokens: o.sc.rowSpecTokens()}), advise.PlanEntries()...)
 	if o.entries != "" {
 		if cat, err = filterEntries(cat, splitList(o.entries)); err != nil {
 			return err

@@ -172,3 +172,50 @@ func TestVerdictUsageErrors(t *testing.T) {
 		{"args", append(base, "extra"), "unexpected arguments"},
 	})
 }
+
+// TestVerdictSpecRowsAsAdvise: verdict measures the speculative entries
+// "as advise prices them": their K is --spec-tokens, default 3, whatever
+// --mtp puts in the baseline (MTP 2 drafts here). verdict had taken --mtp
+// 2 as the EAGLE-3 entry's K too, running eagle3 k2 where advise prices
+// k3 for the same flags.
+func TestVerdictSpecRowsAsAdvise(t *testing.T) {
+	box := filepath.Join(cpuRanksDir, "cpu-4r.json")
+	common := []string{"--model", "tiny-mla-moe", "--tp", "2", "--batch", "2", "--context", "256", "--topo", box, "--mtp", "2", "--entries", "spec-eagle3"}
+	code, out, errs := runCLI(t, append([]string{"advise", "--no-sweep", "--transfer", "", "--output", "json"}, common...)...)
+	if code != 0 {
+		t.Fatalf("advise: exit %d: %s", code, errs)
+	}
+	var adv struct {
+		Rows []struct {
+			Spec struct {
+				Tokens int `json:"spec_tokens"`
+			} `json:"spec"`
+		} `json:"rows"`
+	}
+	if err := json.Unmarshal([]byte(out), &adv); err != nil {
+		t.Fatal(err)
+	}
+	if len(adv.Rows) != 1 || adv.Rows[0].Spec.Tokens != 3 {
+		t.Fatalf("advise rows %+v: want the spec-eagle3 row at k 3", adv.Rows)
+	}
+	code, out, errs = runCLI(t, append([]string{"verdict", "--backend", "cpu", "--steps", "1", "--warmup", "0", "-o", t.TempDir(), "--output", "json"}, common...)...)
+	if code != 0 {
+		t.Fatalf("verdict: exit %d: %s", code, errs)
+	}
+	var vd struct {
+		Runs []struct {
+			Label       string `json:"label"`
+			Speculative *struct {
+				Spec string `json:"spec"`
+			} `json:"speculative"`
+		} `json:"runs"`
+	}
+	if err := json.Unmarshal([]byte(out), &vd); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range vd.Runs {
+		if r.Label == "spec-eagle3" && (r.Speculative == nil || r.Speculative.Spec != "eagle3(tiny-mla-moe-eagle3) k3") {
+			t.Errorf("verdict's spec-eagle3 run: %+v; want eagle3(tiny-mla-moe-eagle3) k3, as advise prices it", r.Speculative)
+		}
+	}
+}
