@@ -79,6 +79,15 @@ func specEntry(o CatalogOptions, m model.SpecMethod) Entry {
 			return c, errors.New(why + "; the spec-eagle3, spec-draft, spec-ngram and spec-suffix rows draft without one")
 		}
 		spec, k := model.Spec{Method: m}, k
+		if own := c.Build.Spec.MethodFor(c.Workload); own != "" && own != m {
+			// The acceptance given beside a baseline that speculates is
+			// its method's (an EAGLE-3 head's measured rate is not what
+			// suffix decoding accepts): this method keeps its own cited
+			// figure, as another method keeps its own beside
+			// --mtp-accept. Without a method in the baseline the
+			// acceptance is every row's.
+			c.Options.SpecAccept = sim.SpecAccept{}
+		}
 		if c.Build.Spec.MethodFor(c.Workload) == m {
 			// The baseline's own method: its row is the baseline, at the
 			// baseline's K (its reason, how and break-even say so), not

@@ -552,3 +552,48 @@ func TestAdviseFP8KVRatioWithoutCapacity(t *testing.T) {
 		t.Errorf("FP8 KV line %q: want 'no KV capacity either way' and no ratio", line)
 	}
 }
+
+// TestAdviseAcceptanceIsTheBaselineMethods: with --spec eagle3 the
+// acceptance given (--spec-accept 0.9: 1 + 0.9 + 0.81 + 0.729 = 3.439
+// tokens per step at k 3) is the EAGLE-3 head's, the method the baseline
+// runs; a row of another method keeps its own cited figure, as the MTP
+// layers' --mtp-accept is MTP's alone. The suffix row's is vLLM PR
+// #24852's 1226 accepted drafts over 16993 tokens at K = 1, a = 1226 /
+// 15767, carried on as a chain to 3 drafts: 1 + a + a^2 + a^3. The rows
+// had all priced the head's 0.9, the suffix row at 3.44 tokens per step.
+// Without a method in the baseline the acceptance is every row's.
+func TestAdviseAcceptanceIsTheBaselineMethods(t *testing.T) {
+	rows := func(args ...string) map[string]float64 {
+		t.Helper()
+		code, out, errs := runCLI(t, append([]string{"advise", "--no-sweep", "--transfer", "", "--entries", "spec-eagle3,spec-suffix", "--output", "json"}, args...)...)
+		if code != 0 {
+			t.Fatalf("%v: exit %d: %s", args, code, errs)
+		}
+		var adv struct {
+			Rows []struct {
+				Entry string `json:"entry"`
+				Spec  struct {
+					TokensPerStep float64 `json:"tokens_per_step"`
+				} `json:"spec"`
+			} `json:"rows"`
+		}
+		if err := json.Unmarshal([]byte(out), &adv); err != nil {
+			t.Fatal(err)
+		}
+		got := map[string]float64{}
+		for _, r := range adv.Rows {
+			got[r.Entry] = r.Spec.TokensPerStep
+		}
+		return got
+	}
+	a := 1226.0 / (16993 - 1226)
+	suffix := 1 + a + a*a + a*a*a
+	got := rows("--spec", "eagle3", "--spec-accept", "0.9")
+	if math.Abs(got["spec-eagle3"]-3.439) > 1e-9 || math.Abs(got["spec-suffix"]-suffix) > 1e-9 {
+		t.Errorf("--spec eagle3 --spec-accept 0.9: rows %v; want spec-eagle3 3.439 and spec-suffix %.4f (its own figure)", got, suffix)
+	}
+	got = rows("--spec-accept", "0.9")
+	if math.Abs(got["spec-eagle3"]-3.439) > 1e-9 || math.Abs(got["spec-suffix"]-3.439) > 1e-9 {
+		t.Errorf("--spec-accept 0.9 alone: rows %v; want both at 3.439", got)
+	}
+}
