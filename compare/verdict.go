@@ -72,8 +72,12 @@ type RunStats struct {
 
 // SpecRunMeasured says what a speculative run measures and what it takes
 // as an input: the executor's weights are random and accept nothing of
-// their own.
-const SpecRunMeasured = "the step is measured (verify pass and draft passes); the tokens it yields are not: the weights are random, so the acceptance is an input"
+// their own. SpecRunMeasuredHost is the same of a method that drafts on
+// the host (ngram, suffix), whose proposer the executor does not run.
+const (
+	SpecRunMeasured     = "the step is measured (verify pass and draft passes); the tokens it yields are not: the weights are random, so the acceptance is an input"
+	SpecRunMeasuredHost = "the step is measured (its verify pass, over placeholder drafts: no n-gram or suffix proposer runs on the host); the tokens it yields are not: the weights are random, so the acceptance is an input"
+)
 
 // SpecRunYield is what a speculative run's measured step yields: the step
 // (verify and draft passes) is measured; the tokens it yields come from
@@ -96,6 +100,9 @@ func NewSpecRunYield(sc sim.Scenario, stepMedianUs float64) *SpecRunYield {
 		return nil
 	}
 	r := &SpecRunYield{Spec: sc.Build.Spec.String(sc.Workload), Measured: SpecRunMeasured, Acceptance: y}
+	if !y.Method.OnDevice() {
+		r.Measured = SpecRunMeasuredHost
+	}
 	if stepMedianUs > 0 {
 		r.TokensPerSPerRequest = y.TokensPerStep / (stepMedianUs / 1e6)
 		r.TokensPerS = r.TokensPerSPerRequest * float64(sc.Workload.Batch)

@@ -34,6 +34,11 @@ type SpecMethodFacts struct {
 	Tree bool `yaml:"tree"`
 	// DraftTP: a draft model may run at a TP below the target's.
 	DraftTP bool `yaml:"draft_tp"`
+	// NoHostDraft: the engine verifies the drafts it is given and runs
+	// no proposer on the host for a method that drafts there (ngram,
+	// suffix): tpscope's executor, whose drafts are the schedule's
+	// placeholder tokens. Its step has no host drafting in it.
+	NoHostDraft bool `yaml:"no_host_draft"`
 	// Flag is how to turn it on, with placeholders {k} (speculative tokens
 	// per sequence), {draft} (the drafter), {steps} (draft passes), {topk}
 	// (branches), {tokens} (1 + k: SGLang's num-draft-tokens counts the

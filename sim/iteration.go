@@ -311,8 +311,7 @@ func (c *IterationCoster) price(it model.Iteration, graphed, full bool) (float64
 	}
 	// A method that drafts on the host (ngram, suffix) has the step wait
 	// for its decoding sequences' drafts, as predict's step does.
-	if it.SpecTokens > 0 && it.DecodeSeqs > 0 {
-		m := c.build.Spec.MethodFor(model.Workload{SpecTokens: it.SpecTokens})
+	if m := c.build.Spec.MethodFor(model.Workload{SpecTokens: it.SpecTokens}); it.DecodeSeqs > 0 && draftsOnHost(c.p.opts.Engine, m) {
 		step += specHostDraftUs(m, it.DecodeSeqs, float64(it.DecodeKVTokens)/float64(it.DecodeSeqs))
 	}
 	return step, nil

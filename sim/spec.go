@@ -432,7 +432,27 @@ const (
 // specHostUs is the host drafting time of a step of sc (0 for the methods
 // that draft on the device).
 func specHostUs(sc Scenario) float64 {
-	return specHostDraftUs(sc.Build.Spec.MethodFor(sc.Workload), sc.Workload.Batch, float64(sc.Workload.Context))
+	m := sc.Build.Spec.MethodFor(sc.Workload)
+	if !draftsOnHost(sc.Options.Engine, m) {
+		return 0
+	}
+	return specHostDraftUs(m, sc.Workload.Batch, float64(sc.Workload.Context))
+}
+
+// draftsOnHost reports whether a step of method m under engine e waits
+// for the host's drafting: a host method (ngram, suffix) under an engine
+// that runs its proposer, not one that verifies drafts it is given
+// (engprof.SpecMethodFacts.NoHostDraft: tpscope's executor).
+func draftsOnHost(e engprof.Ref, m model.SpecMethod) bool {
+	if m == "" || m.OnDevice() {
+		return false
+	}
+	if p, err := engprof.Lookup(e); err == nil {
+		if f, ok := p.SpecMethod(string(m)); ok && f.NoHostDraft {
+			return false
+		}
+	}
+	return true
 }
 
 // specHostDraftUs is the host drafting time of a step in which seqs

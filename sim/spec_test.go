@@ -447,3 +447,24 @@ func TestTreeDefaultSaysChain(t *testing.T) {
 		t.Errorf("a given per-depth figure: %+v, want it taken as the tree's", given)
 	}
 }
+
+// TestExecutorDraftsNothingOnHost: tpscope's executor verifies the drafts
+// it is given and runs no n-gram or suffix proposer (its profile says
+// so), so its step of a host method has no host drafting in it: run and
+// verdict compare the prediction with a step that never waited for one.
+// A serving engine's step of the same scenario waits 20 us + 4096 tokens
+// x 1 ns for one request's KMP scan.
+func TestExecutorDraftsNothingOnHost(t *testing.T) {
+	sc := Scenario{Workload: model.Workload{Batch: 1, Context: 4096, SpecTokens: 3}, Build: model.BuildOptions{Spec: model.Spec{Method: model.SpecNgram}}}
+	if got := specHostUs(sc); !near(got, 24.096, 1e-9) {
+		t.Errorf("vLLM (the default engine): %v us, want 24.096", got)
+	}
+	sc.Options.Engine = engprof.ExecutorRef
+	if got := specHostUs(sc); got != 0 {
+		t.Errorf("executor: %v us of host drafting, want 0", got)
+	}
+	sc.Build.Spec.Method = model.SpecSuffix
+	if got := specHostUs(sc); got != 0 {
+		t.Errorf("executor, suffix: %v us of host drafting, want 0", got)
+	}
+}

@@ -587,3 +587,35 @@ func TestSpecRunJSONSaysAcceptanceIsInput(t *testing.T) {
 		t.Errorf("verdict table (exit %d, %s): want the acceptance spec-eagle3 was priced at:\n%s", code, errs, out)
 	}
 }
+
+// TestRunHostMethodMeasuresVerifyOnly: a run of --spec ngram executes the
+// verify pass over placeholder drafts: the executor runs no n-gram
+// proposer, so its step holds no host drafting and no draft pass. The
+// prediction it is compared with had added vLLM's host drafting (20 us +
+// the KMP scan) to the step, and the run said it measured "verify pass
+// and draft passes". Now the prediction as run has no host drafting
+// (predict under the executor says none) and the run says what it ran.
+func TestRunHostMethodMeasuresVerifyOnly(t *testing.T) {
+	box := filepath.Join(cpuRanksDir, "cpu-4r.json")
+	sc := []string{"--model", "tiny-mla-moe", "--tp", "2", "--batch", "2", "--context", "256", "--spec", "ngram", "--topo", box}
+	code, out, errs := runCLI(t, append([]string{"predict", "--engine", "executor", "--output", "json"}, sc...)...)
+	if code != 0 {
+		t.Fatalf("predict: exit %d: %s", code, errs)
+	}
+	var pr struct {
+		SpecHostUs float64 `json:"spec_host_us"`
+	}
+	if err := json.Unmarshal([]byte(out), &pr); err != nil {
+		t.Fatal(err)
+	}
+	if pr.SpecHostUs != 0 {
+		t.Errorf("predict --engine executor --spec ngram: %v us of host drafting, want none", pr.SpecHostUs)
+	}
+	code, out, errs = runCLI(t, append([]string{"run", "--backend", "cpu", "--steps", "1", "--warmup", "0", "--trace", "none"}, sc...)...)
+	if code != 0 {
+		t.Fatalf("run: exit %d: %s", code, errs)
+	}
+	if !strings.Contains(out, "speculative ngram k3: the step is measured (its verify pass, over placeholder drafts: no n-gram or suffix proposer runs on the host); the tokens it yields are not") {
+		t.Errorf("run's speculative line does not say it ran the verify pass alone:\n%s", out)
+	}
+}
