@@ -145,8 +145,11 @@ type LeftOut struct {
 	EP         string        `json:"ep,omitempty"` // "on", "off" or "" (not listed)
 	KVDtype    string        `json:"kv_dtype,omitempty"`
 	SpecTokens int           `json:"spec_tokens,omitempty"`
-	Context    int           `json:"context,omitempty"`
-	Detail     string        `json:"detail"`
+	// SpecMethod is the method the sweep names (--spec) for SpecTokens; ""
+	// for the MTP of --mtp (scenarios' unnamed method).
+	SpecMethod string `json:"spec_method,omitempty"`
+	Context    int    `json:"context,omitempty"`
+	Detail     string `json:"detail"`
 }
 
 // Coverage is how much of a sweep's lists can run: Combinations
@@ -212,7 +215,10 @@ func (l LeftOut) Combination() string {
 	if l.KVDtype != "" {
 		parts = append(parts, "kv "+l.KVDtype)
 	}
-	if l.SpecTokens > 0 {
+	switch {
+	case l.SpecTokens > 0 && l.SpecMethod != "":
+		parts = append(parts, fmt.Sprintf("%s k%d", l.SpecMethod, l.SpecTokens))
+	case l.SpecTokens > 0:
 		parts = append(parts, fmt.Sprintf("%d MTP tokens", l.SpecTokens))
 	}
 	return strings.Join(parts, ", ")
@@ -770,7 +776,7 @@ func (s *Space) Enumerate() ([]Config, Coverage, error) {
 	var runSpecs []int
 	for _, k := range specs {
 		if k > 0 && s.Build.Spec.MethodFor(model.Workload{SpecTokens: k}) == model.SpecMTP && s.Arch.MTPLayers == 0 {
-			cov.LeftOut = append(cov.LeftOut, LeftOut{Reason: LeftOutNoMTP, SpecTokens: k,
+			cov.LeftOut = append(cov.LeftOut, LeftOut{Reason: LeftOutNoMTP, SpecTokens: k, SpecMethod: string(s.Build.Spec.Method),
 				Detail: fmt.Sprintf("%s has no MTP layer: num_nextn_predict_layers = 0", s.Arch.Name)})
 			continue
 		}
@@ -805,7 +811,7 @@ func (s *Space) Enumerate() ([]Config, Coverage, error) {
 					firstRefusal = err
 				}
 				cov.LeftOut = append(cov.LeftOut, LeftOut{Reason: LeftOutEngine, Topology: sc.Topo.Name, BoxGPUs: sc.Topo.NumGPUs(),
-					Plan: pname, KVDtype: string(sc.Workload.KVDtypeFor(sc.Arch)), SpecTokens: sc.Workload.SpecTokens, Detail: err.Error()})
+					Plan: pname, KVDtype: string(sc.Workload.KVDtypeFor(sc.Arch)), SpecTokens: sc.Workload.SpecTokens, SpecMethod: string(sc.Build.Spec.Method), Detail: err.Error()})
 			}
 		}
 		return err != nil

@@ -617,7 +617,8 @@ func (o *planOptions) planLists() (plan.Lists, error) {
 }
 
 // leftOutFlags names a left-out combination by the flags that make it:
-// "--gpus 3 --tp 8", "--mtp 1"; --topo only among several boxes.
+// "--gpus 3 --tp 8", "--mtp 1" (--spec-tokens 3 for a method --spec
+// names); --topo only among several boxes.
 func leftOutFlags(l plan.LeftOut, boxes int) string {
 	var f []string
 	if l.Topology != "" && (boxes > 1 || l.Reason == plan.LeftOutBoxGPUs) {
@@ -643,7 +644,11 @@ func leftOutFlags(l plan.LeftOut, boxes int) string {
 	if l.KVDtype != "" {
 		f = append(f, "--kv-dtype "+l.KVDtype)
 	}
-	if l.SpecTokens > 0 {
+	switch {
+	case l.SpecTokens > 0 && l.SpecMethod != "":
+		// K of the method --spec named, not --mtp's MTP.
+		f = append(f, "--spec-tokens "+strconv.Itoa(l.SpecTokens))
+	case l.SpecTokens > 0:
 		f = append(f, "--mtp "+strconv.Itoa(l.SpecTokens))
 	}
 	if l.Context > 0 {
@@ -717,12 +722,12 @@ func leftOutLines(cov plan.Coverage, boxes int) []string {
 		}[reason]
 		if reason == plan.LeftOutEngine {
 			// Configurations, not combinations of the lists: the engine's
-			// refusal depends on the box, plan, KV dtype and MTP tokens.
+			// refusal depends on the box, plan, KV dtype and spec tokens.
 			more := ""
 			if n > len(ex) {
 				more = fmt.Sprintf(", and %d more", n-len(ex))
 			}
-			out = append(out, fmt.Sprintf("left out %d configurations (box x plan x KV dtype x MTP tokens) the engine cannot run: %s%s", n, strings.Join(ex, "; "), more))
+			out = append(out, fmt.Sprintf("left out %d configurations (box x plan x KV dtype x spec tokens) the engine cannot run: %s%s", n, strings.Join(ex, "; "), more))
 			continue
 		}
 		if reason == plan.LeftOutContext {

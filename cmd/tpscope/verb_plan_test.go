@@ -392,7 +392,7 @@ func TestPlanEngineRefusals(t *testing.T) {
 	// out, the bf16 ones priced.
 	args := []string{"plan", "--attention-backend", "FLASH_ATTN_MLA", "--topo", "h200-nvswitch", "--gpus", "8", "--plan", "tp8,tp8-ep", "--kv-dtype", "bf16,fp8", "--batch", "1", "--context", "4096"}
 	code, out, errs := runCLI(t, args...)
-	if code != 0 || !strings.Contains(out, "left out 2 configurations (box x plan x KV dtype x MTP tokens) the engine cannot run: --plan tp8 --kv-dtype fp8 (--attention-backend") {
+	if code != 0 || !strings.Contains(out, "left out 2 configurations (box x plan x KV dtype x spec tokens) the engine cannot run: --plan tp8 --kv-dtype fp8 (--attention-backend") {
 		t.Errorf("exit %d, stderr %q; want the two fp8 configurations left out:\n%s", code, errs, out)
 	}
 	code, js, _ := runCLI(t, append(args, "--output", "json")...)
@@ -759,5 +759,17 @@ func TestPlanDispatchFlagsNeedADPPlan(t *testing.T) {
 	})
 	if code, _, stderr := runCLI(t, "plan", "--gpus", "8", "--plan", "tp8,tp4-dp2-ep", "--context", "4096", "--batch", "8", "--moe-dispatch", "alltoall"); code != 0 {
 		t.Errorf("a sweep with tp4-dp2-ep: exit %d: %s", code, stderr)
+	}
+}
+
+// TestPlanLeftOutNamesSpecFlag: a configuration the engine cannot run is
+// named by the flags that make it, and a speculative method's K by the
+// flag that gave it: --spec ngram (K 3 by default) under TensorRT-LLM,
+// which has MTP alone, is "--spec-tokens 3", not "--mtp 3", which would
+// have priced MTP, a method the user did not name.
+func TestPlanLeftOutNamesSpecFlag(t *testing.T) {
+	code, _, stderr := runCLI(t, "plan", "--engine", "trtllm@1.3", "--spec", "ngram", "--topo", "h200-nvswitch", "--model", "deepseek-v3")
+	if code != 2 || !strings.Contains(stderr, "--plan tp2 --kv-dtype bf16 --spec-tokens 3: --spec ngram: trtllm@1.3 has no speculative method ngram") || strings.Contains(stderr, "--mtp") {
+		t.Errorf("exit %d, stderr %q; want 2 and the configurations named by --spec-tokens 3, no --mtp", code, stderr)
 	}
 }
