@@ -41,6 +41,7 @@ var (
 	vllmLogLine   = regexp.MustCompile(`SpecDecoding metrics:.*`)
 	vllmMeanLen   = regexp.MustCompile(`Mean acceptance length: ([0-9.]+)`)
 	vllmAccepted  = regexp.MustCompile(`Accepted: ([0-9]+) tokens`)
+	vllmDrafted   = regexp.MustCompile(`Drafted: ([0-9]+) tokens`)
 	vllmPerPos    = regexp.MustCompile(`Per-position acceptance rate: \[?([0-9., ]+?)\]?(?:,\s*Avg|$)`)
 	sglangAccLen  = regexp.MustCompile(`accept len: ([0-9.]+)`)
 	sglangSteps   = regexp.MustCompile(`server_args=ServerArgs\(.*\bspeculative_num_steps=(\d+)`)
@@ -55,8 +56,8 @@ var (
 //   - vLLM's log lines "SpecDecoding metrics: Mean acceptance length: M,
 //     ..., Accepted: A tokens, Drafted: D tokens, Per-position acceptance
 //     rate: r0, r1, ..., Avg Draft acceptance rate: P%": the per-position
-//     rates averaged over the lines, weighted by their drafts (A / (M - 1);
-//     lines without accepted tokens count once);
+//     rates averaged over the lines, weighted by their drafts (D over the
+//     K rates a line lists; without "Drafted", A / (M - 1));
 //   - SGLang's "Decode batch" log lines with "accept len: L": the mean of
 //     L over the lines.
 //
@@ -195,14 +196,23 @@ func parseVLLMLog(name string, data []byte) (SpecAcceptance, error) {
 		if len(rates) == 0 {
 			continue
 		}
-		// Weight by the line's drafts: accepted / (mean length - 1).
+		// Weight by the line's drafts: its drafted tokens over the K
+		// positions it lists (every draft is K tokens), which counts an
+		// interval that accepted nothing as the drafts it made; else
+		// accepted / (mean length - 1); else once.
 		w := 1.0
-		if ml, ac := vllmMeanLen.FindStringSubmatch(m), vllmAccepted.FindStringSubmatch(m); ml != nil && ac != nil {
+		if dr := vllmDrafted.FindStringSubmatch(m); dr != nil {
+			d, _ := strconv.ParseFloat(dr[1], 64)
+			w = d / float64(len(rates))
+		} else if ml, ac := vllmMeanLen.FindStringSubmatch(m), vllmAccepted.FindStringSubmatch(m); ml != nil && ac != nil {
 			mean, _ := strconv.ParseFloat(ml[1], 64)
 			acc, _ := strconv.ParseFloat(ac[1], 64)
 			if mean > 1 && acc > 0 {
 				w = acc / (mean - 1)
 			}
+		}
+		if w <= 0 {
+			continue // no drafts: nothing to average
 		}
 		if len(rates) > len(sum) {
 			sum = append(sum, make([]float64, len(rates)-len(sum))...)

@@ -111,3 +111,30 @@ func TestParseSGLangLogDraftSteps(t *testing.T) {
 		t.Errorf("two runs of 3 and 5 steps: err %v, want one naming the file and the field", err)
 	}
 }
+
+// TestParseVLLMLogWeightsByDrafts: vLLM's "SpecDecoding metrics" lines
+// are averaged per position weighted by each line's drafts, Drafted
+// tokens over the K positions it lists: here 100 drafts at 0.8, 0.5, 0.2
+// and 100 that accepted nothing (an n-gram interval whose lookups matched
+// no continuation), so 0.4, 0.25, 0.1. A line without accepted tokens had
+// counted as one draft (its weight came from Accepted / (mean - 1)), so
+// the mean was 0.79, 0.50, 0.20: the intervals that accepted nothing all
+// but left out.
+func TestParseVLLMLogWeightsByDrafts(t *testing.T) {
+	log := `INFO 08-04 20:51:08 [metrics.py:120] SpecDecoding metrics: Mean acceptance length: 2.50, Accepted throughput: 1.00 tokens/s, Drafted throughput: 2.00 tokens/s, Accepted: 150 tokens, Drafted: 300 tokens, Per-position acceptance rate: 0.800, 0.500, 0.200, Avg Draft acceptance rate: 50.0%
+INFO 08-04 20:51:18 [metrics.py:120] SpecDecoding metrics: Mean acceptance length: 1.00, Accepted throughput: 0.00 tokens/s, Drafted throughput: 2.00 tokens/s, Accepted: 0 tokens, Drafted: 300 tokens, Per-position acceptance rate: 0.000, 0.000, 0.000, Avg Draft acceptance rate: 0.0%
+`
+	got, err := ParseSpecAcceptance("v.log", []byte(log))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []float64{0.4, 0.25, 0.1}
+	if len(got.PerPosition) != 3 {
+		t.Fatalf("got %+v, want 3 positions", got)
+	}
+	for i := range want {
+		if math.Abs(got.PerPosition[i]-want[i]) > 1e-9 {
+			t.Errorf("position %d: %v, want %v", i+1, got.PerPosition[i], want[i])
+		}
+	}
+}
