@@ -243,25 +243,51 @@ func (f *scenarioFlags) specFlagError(err error) error {
 	return err
 }
 
-// applySpec sets the fields the speculative flags name on a recorded
-// scenario (compare, calibrate).
+// applySpec sets the field one speculative flag names on a recorded
+// scenario (compare, calibrate), the rest of its speculation as recorded:
+// --spec-tokens is K, --spec-topk, --spec-steps, --draft-model and
+// --draft-tp their field of the recorded spec; --spec naming the recorded
+// method keeps it whole, another method starts from the flags (its
+// drafter the one --draft-model names or the family's built-in).
 func (f *scenarioFlags) applySpec(name string, sc *sim.Scenario) error {
 	m, err := f.specMethodFlag()
 	if err != nil {
 		return err
 	}
-	if name == "spec-accept-file" {
-		return f.specAccept(&sc.Options)
-	}
+	was := sc.Build.Spec.MethodFor(sc.Workload)
 	if m == "" {
-		m = sc.Build.Spec.MethodFor(sc.Workload)
+		m = was
 	}
-	s, err := f.spec(sc.Arch, m)
-	if err != nil {
-		return err
+	switch name {
+	case "spec-accept-file":
+		return f.specAccept(&sc.Options)
+	case "spec":
+		if m == was && was != "" {
+			return nil
+		}
+		s, err := f.spec(sc.Arch, m)
+		if err != nil {
+			return err
+		}
+		sc.Build.Spec = s
+		if !f.changed("spec-tokens") {
+			sc.Workload.SpecTokens = f.specTokensFlag(m)
+		}
+	case "spec-tokens":
+		sc.Workload.SpecTokens = f.specTokensFlag(m)
+	case "spec-topk":
+		sc.Build.Spec.TopK = f.specTopK
+	case "spec-steps":
+		sc.Build.Spec.Steps = f.specSteps
+	case "draft-tp":
+		sc.Build.Spec.DraftTP = f.draftTP
+	case "draft-model":
+		s, err := f.spec(sc.Arch, m)
+		if err != nil {
+			return err
+		}
+		sc.Build.Spec.Draft, sc.Build.Spec.Drafter = s.Draft, s.Drafter
 	}
-	sc.Build.Spec = s
-	sc.Workload.SpecTokens = f.specTokensFlag(m)
 	return nil
 }
 

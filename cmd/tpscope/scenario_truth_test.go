@@ -1191,3 +1191,32 @@ func TestKinetoTraceARNormFusion(t *testing.T) {
 		t.Errorf("TensorRT-LLM fixture: fusion %v (known %v), want on", on, ok)
 	}
 }
+
+// TestRecordedScenarioSpecKeepsDrafter: a speculative flag over a
+// recorded run changes the field it names, the rest of the recorded
+// speculation stays: over a draft-model run (tiny-mla-moe drafting for
+// itself at draft TP 1, no built-in drafter for the family), restating
+// --spec-tokens 3, --spec draft or --draft-tp 1 is the run as recorded and
+// compares; another K or draft TP is refused naming what the trace
+// measured. Each had been refused with "--spec draft: no built-in draft
+// model for tiny-mla-moe", the flags' spec rebuilt from scratch with the
+// family's default drafter, even where the user passed no --spec.
+func TestRecordedScenarioSpecKeepsDrafter(t *testing.T) {
+	dir := t.TempDir()
+	trace := filepath.Join(dir, "draft.otlp.jsonl")
+	box := filepath.Join(cpuRanksDir, "cpu-4r.json")
+	if code, _, stderr := runCLI(t, "run", "--backend", "cpu", "--model", "tiny-mla-moe", "--tp", "2", "--batch", "2", "--context", "256",
+		"--steps", "1", "--warmup", "0", "--spec", "draft", "--draft-model", "tiny-mla-moe", "--draft-tp", "1", "--topo", box, "--trace", "file:"+trace); code != 0 {
+		t.Fatalf("run --spec draft: exit %d: %s", code, stderr)
+	}
+	for _, args := range [][]string{{"--spec-tokens", "3"}, {"--spec", "draft"}, {"--draft-tp", "1"}, {"--spec", "draft", "--spec-tokens", "3", "--draft-model", "tiny-mla-moe", "--draft-tp", "1"}} {
+		if code, _, stderr := runCLI(t, append([]string{"compare", "--trace", trace}, args...)...); code != 0 {
+			t.Errorf("compare %v, the run as recorded: exit %d: %s", args, code, stderr)
+		}
+	}
+	const was = " measured speculative decoding draft(tiny-mla-moe, tp1) k3"
+	checkUsageErrors(t, []usageCase{
+		{"other tokens", []string{"compare", "--trace", trace, "--spec-tokens", "2"}, "--spec-tokens 2: " + trace + was},
+		{"other draft tp", []string{"compare", "--trace", trace, "--draft-tp", "2"}, "--draft-tp 2: " + trace + was},
+	})
+}
