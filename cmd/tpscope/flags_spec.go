@@ -198,7 +198,8 @@ func (f *scenarioFlags) checkAccept(sc sim.Scenario) error {
 	case f.changed("spec-tokens"):
 		k = fmt.Sprintf("--spec-tokens %d", f.specTokens)
 	case f.changed("mtp"):
-		k = fmt.Sprintf("--mtp %d", f.mtp)
+		// The flag's own text: plan's --mtp is a list.
+		k = "--mtp " + f.fs.Lookup("mtp").Value.String()
 	}
 	return flagError(fmt.Sprintf("--spec-accept %s and %s", f.opts.SpecAccept, k), nil,
 		"want at most %d per-position rates, one per draft position of the step (%d given)", steps, n)

@@ -233,6 +233,16 @@ func (o *planOptions) Run(ctx context.Context, args []string, std IO) error {
 	if err := sc.specAccept(&space.Options); err != nil {
 		return err
 	}
+	// The acceptance is checked as predict checks it, against the
+	// sweep's deepest step: none drafting refuses it, and so do more
+	// per-position rates than that step drafts.
+	deepest := 0
+	for _, k := range specs {
+		deepest = max(deepest, k)
+	}
+	if err := sc.checkAccept(sim.Scenario{Arch: a, Build: build, Workload: model.Workload{Phase: model.Decode, SpecTokens: deepest}}); err != nil {
+		return err
+	}
 	if space.Lists, err = o.planLists(); err != nil {
 		return err
 	}

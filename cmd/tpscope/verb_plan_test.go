@@ -773,3 +773,20 @@ func TestPlanLeftOutNamesSpecFlag(t *testing.T) {
 		t.Errorf("exit %d, stderr %q; want 2 and the configurations named by --spec-tokens 3, no --mtp", code, stderr)
 	}
 }
+
+// TestPlanAcceptanceChecked: plan takes an acceptance as predict does,
+// and refuses what predict refuses, in one line before any work: an
+// acceptance over a sweep that drafts nothing (--mtp 0), and more
+// per-position rates than the sweep's deepest step drafts (--mtp 1,2
+// drafts at most 2). Both had been taken and the rates past the step's
+// positions dropped.
+func TestPlanAcceptanceChecked(t *testing.T) {
+	base := []string{"plan", "--model", "deepseek-v3", "--topo", "h200-nvswitch", "--plan", "tp8", "--batch", "1", "--context", "4096"}
+	checkUsageErrors(t, []usageCase{
+		{"no speculation", append(append([]string{}, base...), "--mtp", "0", "--spec-accept", "0.7"), "--spec-accept 0.7: want no acceptance without --spec or --mtp"},
+		{"more rates than drafts", append(append([]string{}, base...), "--mtp", "1,2", "--spec-accept", "0.9,0.8,0.7"), "--spec-accept 0.9,0.8,0.7 and --mtp 1,2: want at most 2 per-position rates"},
+	})
+	if code, _, stderr := runCLI(t, append(append([]string{}, base...), "--mtp", "0,2", "--spec-accept", "0.9,0.8")...); code != 0 {
+		t.Errorf("--mtp 0,2 --spec-accept 0.9,0.8: exit %d: %s", code, stderr)
+	}
+}
