@@ -618,4 +618,13 @@ func TestRunHostMethodMeasuresVerifyOnly(t *testing.T) {
 	if !strings.Contains(out, "speculative ngram k3: the step is measured (its verify pass, over placeholder drafts: no n-gram or suffix proposer runs on the host); the tokens it yields are not") {
 		t.Errorf("run's speculative line does not say it ran the verify pass alone:\n%s", out)
 	}
+	// verdict's line over its speculative entries says the same.
+	code, out, errs = runCLI(t, "verdict", "--backend", "cpu", "--steps", "1", "--warmup", "0", "--entries", "spec-ngram", "-o", t.TempDir(),
+		"--model", "tiny-mla-moe", "--tp", "2", "--batch", "2", "--context", "256", "--topo", box)
+	if code != 0 {
+		t.Fatalf("verdict: exit %d: %s", code, errs)
+	}
+	if !strings.Contains(out, "speculative entries: each step is measured (its verify pass, and the draft passes of a method that drafts on the device; no n-gram or suffix proposer runs on the host)") {
+		t.Errorf("verdict's line says the n-gram entry's draft passes were measured:\n%s", out)
+	}
 }

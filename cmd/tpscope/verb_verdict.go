@@ -513,7 +513,7 @@ func writeVerdict(w io.Writer, rep *verdictReport, md bool) error {
 	}
 	for i := range rep.Entries {
 		if rep.Entries[i].Kind == "speculative" {
-			baseLine += "\nspeculative entries: each step (verify and draft passes) is measured; the tokens a step yields are the acceptance's, an input (the executor's weights are random), as advise prices them"
+			baseLine += "\nspeculative entries: each step is measured (its verify pass, and the draft passes of a method that drafts on the device; no n-gram or suffix proposer runs on the host); the tokens a step yields are the acceptance's, an input (the executor's weights are random), as advise prices them"
 			// Which acceptance each speculative run was priced at, as
 			// its JSON records it (compare.SpecRunYield).
 			var at []string
