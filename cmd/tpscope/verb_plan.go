@@ -813,8 +813,17 @@ func writePlanText(w io.Writer, modelName string, res *plan.Result, priced *pric
 	}
 	withSLO := res.SLOMs > 0
 	if withSLO {
-		fmt.Fprintf(w, "plan: %s, %d configurations; %d do not fit, %d miss the SLO (%.2f ms/token per request), %d invalid%s\n",
-			modelName, res.Evaluated, res.NotFitting, res.MissSLO, res.SLOMs, res.Errors, fullLoadText(res))
+		// A speculative point is judged by its 90th percentile (plan's
+		// specPoint), not by the mean its rows print: said once.
+		judged := ""
+		for i := range res.Points {
+			if res.Points[i].MsPerTokenP90 > 0 {
+				judged = fmt.Sprintf("; a speculative point's 90th percentile of a %d-token request", plan.TPOTOutputTokens)
+				break
+			}
+		}
+		fmt.Fprintf(w, "plan: %s, %d configurations; %d do not fit, %d miss the SLO (%.2f ms/token per request%s), %d invalid%s\n",
+			modelName, res.Evaluated, res.NotFitting, res.MissSLO, res.SLOMs, judged, res.Errors, fullLoadText(res))
 	} else {
 		fmt.Fprintf(w, "plan: %s, %d configurations; %d do not fit, %d invalid%s\n", modelName, res.Evaluated, res.NotFitting, res.Errors, fullLoadText(res))
 	}
@@ -827,8 +836,12 @@ func writePlanText(w io.Writer, modelName string, res *plan.Result, priced *pric
 	}
 	if res.Best >= 0 {
 		b := &res.Points[res.Best]
-		fmt.Fprintf(w, "best throughput per GPU%s: %s x%d %s, kv %s%s, batch %d at context %d: %.1f tok/s/GPU, %.1f tok/s per request (%.2f ms/token)\n",
-			within, b.Topology, b.GPUs, b.Plan, b.KVDtype, b.SpecText(), b.Batch, b.Context, b.TokensPerSPerGPU, b.TokensPerSPerRequest, b.MsPerToken)
+		p90 := ""
+		if b.MsPerTokenP90 > 0 {
+			p90 = fmt.Sprintf(", p90 %.2f", b.MsPerTokenP90)
+		}
+		fmt.Fprintf(w, "best throughput per GPU%s: %s x%d %s, kv %s%s, batch %d at context %d: %.1f tok/s/GPU, %.1f tok/s per request (%.2f ms/token%s)\n",
+			within, b.Topology, b.GPUs, b.Plan, b.KVDtype, b.SpecText(), b.Batch, b.Context, b.TokensPerSPerGPU, b.TokensPerSPerRequest, b.MsPerToken, p90)
 	} else {
 		fmt.Fprintln(w, none)
 	}

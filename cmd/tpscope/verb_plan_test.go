@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -788,5 +789,49 @@ func TestPlanAcceptanceChecked(t *testing.T) {
 	})
 	if code, _, stderr := runCLI(t, append(append([]string{}, base...), "--mtp", "0,2", "--spec-accept", "0.9,0.8")...); code != 0 {
 		t.Errorf("--mtp 0,2 --spec-accept 0.9,0.8: exit %d: %s", code, stderr)
+	}
+}
+
+// TestPlanSpecSLOSaysPercentile: a speculative point's SLO is judged by
+// the 90th percentile of a 256-token request's time per output token
+// (plan.SpecTPOTQuantileMs), above its mean: DeepSeek-V3 with 2 MTP drafts
+// at batch 2 averages under 4.40 ms a token yet misses an SLO of 4.40.
+// The text had given the SLO and the mean alone ("miss the SLO (4.40
+// ms/token per request)", the best point's "(3.34 ms/token)"), so a point
+// under the SLO by its printed figure missed it; now the SLO line says
+// which figure judges it and the best point prints it.
+func TestPlanSpecSLOSaysPercentile(t *testing.T) {
+	args := []string{"plan", "--topo", "h200-nvswitch", "--model", "deepseek-v3", "--plan", "tp8", "--context", "4096", "--kv-dtype", "fp8", "--mtp", "2", "--batch", "1,2", "--slo-ms", "4.4"}
+	code, out, errs := runCLI(t, append(append([]string{}, args...), "--output", "json")...)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	var res struct {
+		Points []struct {
+			Batch      int     `json:"batch"`
+			MsPerToken float64 `json:"ms_per_token"`
+			P90        float64 `json:"ms_per_token_p90"`
+			SLO        string  `json:"slo"`
+		} `json:"points"`
+	}
+	if err := json.Unmarshal([]byte(out), &res); err != nil {
+		t.Fatal(err)
+	}
+	var b1p90 float64
+	for _, p := range res.Points {
+		if p.Batch == 2 && !(p.MsPerToken < 4.4 && p.P90 > 4.4) {
+			t.Fatalf("batch 2: mean %.3f, p90 %.3f ms/token; the case wants the mean under 4.40 and the p90 over", p.MsPerToken, p.P90)
+		}
+		if p.Batch == 1 {
+			b1p90 = p.P90
+		}
+	}
+	code, out, errs = runCLI(t, args...)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	if !strings.Contains(out, "miss the SLO (4.40 ms/token per request; a speculative point's 90th percentile of a 256-token request)") ||
+		!strings.Contains(out, fmt.Sprintf("ms/token, p90 %.2f)", b1p90)) {
+		t.Errorf("the text does not say the SLO judges the 90th percentile, nor print the best point's (%.2f):\n%s", b1p90, out)
 	}
 }
