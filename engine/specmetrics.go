@@ -171,7 +171,7 @@ func cutValue(t string) (metric, value string, ok bool) {
 func parseVLLMLog(name string, data []byte) (SpecAcceptance, error) {
 	var sum []float64
 	var weight float64
-	lines := 0
+	lines, k, kLine := 0, 0, 0
 	for ln, raw := range strings.Split(string(data), "\n") {
 		m := vllmLogLine.FindString(raw)
 		if m == "" {
@@ -196,6 +196,12 @@ func parseVLLMLog(name string, data []byte) (SpecAcceptance, error) {
 		if len(rates) == 0 {
 			continue
 		}
+		// One server drafts K tokens a draft, and lists K rates: lines of
+		// another K are another server's, whose positions do not average.
+		if k != 0 && len(rates) != k {
+			return SpecAcceptance{}, fmt.Errorf("%s:%d: %d per-position rates after %d on line %d: want one server's log (num_speculative_tokens of one value)", name, ln+1, len(rates), k, kLine)
+		}
+		k, kLine = len(rates), ln+1
 		// Weight by the line's drafts: its drafted tokens over the K
 		// positions it lists (every draft is K tokens), which counts an
 		// interval that accepted nothing as the drafts it made; else

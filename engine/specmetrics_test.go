@@ -138,3 +138,19 @@ INFO 08-04 20:51:18 [metrics.py:120] SpecDecoding metrics: Mean acceptance lengt
 		}
 	}
 }
+
+// TestParseVLLMLogOneK: every "SpecDecoding metrics" line of one server
+// lists K per-position rates; lines of 3 and of 5 are two servers' (or a
+// restart at another num_speculative_tokens), whose positions 4-5 the
+// 3-token lines never drafted: averaged over both, position 4 came out
+// at the 5-token server's rate times its share of the drafts. One line
+// naming the file, the line and both K.
+func TestParseVLLMLogOneK(t *testing.T) {
+	log := `INFO [metrics.py:120] SpecDecoding metrics: Mean acceptance length: 2.50, Accepted: 150 tokens, Drafted: 300 tokens, Per-position acceptance rate: 0.800, 0.500, 0.200, Avg Draft acceptance rate: 50.0%
+INFO [metrics.py:120] SpecDecoding metrics: Mean acceptance length: 2.60, Accepted: 160 tokens, Drafted: 500 tokens, Per-position acceptance rate: 0.800, 0.500, 0.200, 0.080, 0.020, Avg Draft acceptance rate: 32.0%
+`
+	_, err := ParseSpecAcceptance("v.log", []byte(log))
+	if err == nil || !strings.Contains(err.Error(), "v.log:2") || !strings.Contains(err.Error(), "5 per-position rates") || !strings.Contains(err.Error(), "3") {
+		t.Errorf("err %v; want one naming v.log:2 and its 5 rates against the 3 before", err)
+	}
+}
