@@ -261,5 +261,5 @@ func (m SpecMethod) DefaultDrafter(a *Arch) (*Arch, error) {
 		return d, nil
 	}
 	what := map[SpecMethod]string{SpecEagle3: "EAGLE-3 head", SpecDraftModel: "draft model"}[m]
-	return nil, fmt.Errorf("no built-in %s for %s (built-in drafters: %s): pass --draft-model with its config.json", what, a.Name, strings.Join(DrafterPresetNames(), ", "))
+	return nil, fmt.Errorf("no built-in %s for %s (built-in drafters: %s): pass --spec %s --draft-model with its config.json", what, a.Name, strings.Join(DrafterPresetNames(), ", "), m)
 }

@@ -597,3 +597,24 @@ func TestAdviseAcceptanceIsTheBaselineMethods(t *testing.T) {
 		t.Errorf("--spec-accept 0.9 alone: rows %v; want both at 3.439", got)
 	}
 }
+
+// TestAdviseNoDrafterSaysHow: a row whose method has no built-in drafter
+// for the model (DeepSeek-V3 has no EAGLE-3 head here) says how to price
+// it in words advise takes: a drafter comes with the method it drafts
+// for (--spec eagle3 --draft-model HEAD), since advise refuses
+// --draft-model alone. The row had said "pass --draft-model with its
+// config.json", which advise answers with "want no draft model without
+// --spec eagle3 or draft".
+func TestAdviseNoDrafterSaysHow(t *testing.T) {
+	code, out, errs := runCLI(t, "advise", "--model", "deepseek-v3", "--topo", "h200-nvswitch", "--no-sweep", "--transfer", "", "--entries", "spec-eagle3")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	if !strings.Contains(out, "no built-in EAGLE-3 head for deepseek-v3") || !strings.Contains(out, "pass --spec eagle3 --draft-model with its config.json") {
+		t.Errorf("the spec-eagle3 row does not say how to price it:\n%s", out)
+	}
+	code, _, errs = runCLI(t, "advise", "--model", "deepseek-v3", "--topo", "h200-nvswitch", "--no-sweep", "--draft-model", "kimi-k2.5-eagle3-mla")
+	if code != 2 || !strings.Contains(errs, "want no draft model without --spec eagle3 or draft") {
+		t.Errorf("--draft-model alone: exit %d, %s; want it refused as the row's words say", code, errs)
+	}
+}
