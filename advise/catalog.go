@@ -310,7 +310,7 @@ func Catalog(o CatalogOptions) []Entry {
 			Revert:  opt(func(o *sim.Options) { o.CustomAR = sim.CustomARAuto }),
 			Check:   checkOneShot,
 			HowTo: func(c sim.Scenario) How {
-				if p := profileOf(c); p != nil && c.Topo.AllNVLink(nil) {
+				if p := profileOf(c); p != nil && tpNVLink(c) {
 					if ok, _ := p.AllReduce.Runs(c.Plan.Normalized().TP, true, 0); ok {
 						return How{EngineName: p.Name(), Engine: []string{"default (its custom all-reduce)"}}
 					}
@@ -553,13 +553,11 @@ func ccString(t *topology.Topology) string {
 	return t.DeviceOf(0).ComputeCapability
 }
 
-// firstRanks is the group 0..n-1.
-func firstRanks(n int) []int {
-	g := make([]int, n)
-	for i := range g {
-		g[i] = i
-	}
-	return g
+// tpNVLink reports whether NVLink joins the GPUs of c's TP group (rank
+// 0's), the ones its all-reduces cross: what runs there is the group's
+// links, not the box's (sim.NVLinkAmong, the rule its caveats judge by).
+func tpNVLink(c sim.Scenario) bool {
+	return sim.NVLinkAmong(c.Topo, c.Plan.Normalized().TP)
 }
 
 // checkFP8KV: FP8 KV needs an MLA decode backend that reads an FP8 cache
@@ -599,13 +597,15 @@ func checkFP8KV(c sim.Scenario) Applicability {
 }
 
 // checkP2PSys counts the GPU pairs that NCCL_P2P_LEVEL=SYS moves from SHM
-// to P2P (nccl-model.md: the default PXB stops at a host bridge).
+// to P2P (nccl-model.md: the default PXB stops at a host bridge) among the
+// GPUs the plan runs on (its first World ranks): pairs of the box it does
+// not use carry none of its collectives.
 func checkP2PSys(c sim.Scenario) Applicability {
 	t := c.Topo
 	if t == nil {
 		return Applicability{Status: Conditional, Reason: "no topology", Needs: "a topology"}
 	}
-	n := t.NumGPUs()
+	n := min(c.Plan.World(), t.NumGPUs())
 	moved, refused := 0, 0
 	for a := 0; a < n; a++ {
 		for b := a + 1; b < n; b++ {
@@ -621,11 +621,11 @@ func checkP2PSys(c sim.Scenario) Applicability {
 	}
 	switch {
 	case moved == 0 && refused == 0:
-		return Applicability{Status: Applies, Reason: "no effect on this box: every GPU pair already uses P2P at the default level"}
+		return Applicability{Status: Applies, Reason: "no effect on this box: every pair of the plan's GPUs already uses P2P at the default level"}
 	case moved == 0:
 		return Applicability{Status: NotApplicable, Reason: fmt.Sprintf("%d GPU pairs cannot use P2P at all (driver refuses)", refused)}
 	}
-	r := fmt.Sprintf("%d of %d GPU pairs move from host-memory SHM to P2P across host bridges/sockets; needs ACS off and P2P allowed by BIOS/driver (hardware.md)", moved, n*(n-1)/2)
+	r := fmt.Sprintf("%d of the plan's %d GPU pairs move from host-memory SHM to P2P across host bridges/sockets; needs ACS off and P2P allowed by BIOS/driver (hardware.md)", moved, n*(n-1)/2)
 	return Applicability{Status: Applies, Reason: r}
 }
 
@@ -658,7 +658,7 @@ func checkMinChannels(c sim.Scenario) Applicability {
 	if err != nil {
 		return Applicability{Status: NotApplicable, Reason: err.Error()}
 	}
-	ch := m.Channels(firstRanks(n))
+	ch := m.Channels(sim.FirstRanks(n))
 	const public = "the public dual-socket box measured 22.2 GB/s all-reduce bus bandwidth at 32 MB by default and 37.6 with 8 (sjug/rtx6kpro hardware/pcie-bandwidth.md)"
 	switch {
 	case ch >= minChannelsEntry:
@@ -683,14 +683,14 @@ func checkOneShot(c sim.Scenario) Applicability {
 		return Applicability{Status: NotApplicable, Reason: "needs P2P between every pair of GPUs (NCCL_P2P_DISABLE=1 is set)"}
 	}
 	n := c.Plan.Normalized().TP
-	if a, b, refused := t.P2PRefused(firstRanks(min(n, t.NumGPUs()))); refused {
+	if a, b, refused := t.P2PRefused(sim.FirstRanks(min(n, t.NumGPUs()))); refused {
 		return Applicability{Status: NotApplicable, Reason: fmt.Sprintf("GPUs %d and %d cannot use P2P: a one-shot all-reduce reads peers' buffers directly", a, b)}
 	}
 	p := profileOf(c)
 	name := "the engine"
 	if p != nil {
 		name = p.Name()
-		if ok, one := p.AllReduce.Runs(n, t.AllNVLink(nil), 0); ok && one {
+		if ok, one := p.AllReduce.Runs(n, tpNVLink(c), 0); ok && one {
 			if slices.Contains(p.AllReduce.OneShotAlways, n) {
 				return Applicability{Status: Applies, Reason: fmt.Sprintf("%s's custom all-reduce already runs one-shot at every size on %d GPUs (its profile)", name, n)}
 			}
@@ -703,9 +703,9 @@ func checkOneShot(c sim.Scenario) Applicability {
 	}
 	why := name + " has no custom all-reduce"
 	switch {
-	case p != nil && p.AllReduce.Enabled && !t.AllNVLink(nil) && p.AllReduce.PCIeMaxGPUs < 2:
+	case p != nil && p.AllReduce.Enabled && !tpNVLink(c) && p.AllReduce.PCIeMaxGPUs < 2:
 		why = name + " runs its custom all-reduce only on GPUs joined by NVLink"
-	case p != nil && p.AllReduce.Enabled && !t.AllNVLink(nil) && n > p.AllReduce.PCIeMaxGPUs:
+	case p != nil && p.AllReduce.Enabled && !tpNVLink(c) && n > p.AllReduce.PCIeMaxGPUs:
 		why = fmt.Sprintf("%s runs its custom all-reduce on at most %d PCIe-only GPUs", name, p.AllReduce.PCIeMaxGPUs)
 	case p != nil && p.AllReduce.Enabled:
 		why = fmt.Sprintf("%s's custom all-reduce does not run on %d GPUs here", name, n)
@@ -715,7 +715,7 @@ func checkOneShot(c sim.Scenario) Applicability {
 		sym = "symmetric-memory all-reduce (SM 9.0/10.x) is an option here"
 	}
 	kernel := "an out-of-tree one-shot PCIe kernel"
-	if t.AllNVLink(nil) {
+	if tpNVLink(c) {
 		kernel = "an out-of-tree one-shot kernel"
 	}
 	a := Applicability{Status: Conditional, Needs: kernel,
@@ -757,10 +757,10 @@ func checkARNorm(c sim.Scenario) Applicability {
 		}
 		return Applicability{Status: Applies, Reason: reason}
 	}
-	if c.Topo.AllNVLink(nil) && (m == 9 || m == 10) {
+	if tpNVLink(c) && (m == 9 || m == 10) {
 		return Applicability{Status: Applies, Reason: fmt.Sprintf("SM%s with NVLink: %s's all-reduce + RMSNorm fusion (FlashInfer kernels; assumption: available since 2025)", ccString(c.Topo), name)}
 	}
-	return Applicability{Status: Conditional, Reason: fmt.Sprintf("NCCL carries the all-reduce on this box (SM%s, PCIe): fusing the residual add + RMSNorm needs a custom all-reduce kernel (assumption: %s's fusion targets SM90/SM100 with NVLink)", ccString(c.Topo), name),
+	return Applicability{Status: Conditional, Reason: fmt.Sprintf("NCCL carries the all-reduce between the TP group's GPUs (SM%s, PCIe): fusing the residual add + RMSNorm needs a custom all-reduce kernel (assumption: %s's fusion targets SM90/SM100 with NVLink)", ccString(c.Topo), name),
 		Needs: "a custom all-reduce kernel fused with RMSNorm"}
 }
 
@@ -771,7 +771,7 @@ func checkARNorm(c sim.Scenario) Applicability {
 // unless --custom-ar off gives them to NCCL.
 func engineFusesARNorm(c sim.Scenario, p *engprof.Profile) bool {
 	plan := c.Plan.Normalized()
-	if c.Topo == nil || c.Topo.NumGPUs() == 0 || c.Topo.DeviceOf(0) == nil || plan.DP > 1 || !c.Topo.AllNVLink(nil) || c.Options.CustomAR == sim.CustomAROff {
+	if c.Topo == nil || c.Topo.NumGPUs() == 0 || c.Topo.DeviceOf(0) == nil || plan.DP > 1 || !tpNVLink(c) || c.Options.CustomAR == sim.CustomAROff {
 		return false
 	}
 	return p.FusedOn(engprof.FuseAllReduceRMSNorm, c.Topo.DeviceOf(0).ComputeCapability, plan.TP)

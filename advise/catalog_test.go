@@ -559,3 +559,47 @@ func TestCUDAGraphsEntrySaysTheModePriced(t *testing.T) {
 		t.Errorf("vllm@0.16-nightly: %q, want the piecewise capture of its TRITON_MLA", r)
 	}
 }
+
+// TestChecksJudgeThePlansGPUs: the collective rows judge the GPUs the
+// plan runs on, not the whole box. nvl:8xh100-nvl joins GPU pairs by an
+// NVLink bridge and the pairs over PCIe: TP 2 on its first pair is an
+// NVLink group, where vLLM 0.24's custom all-reduce runs (one-shot below
+// its cap) and carries the all-reduce + RMSNorm fusion it runs by default
+// on SM 9.0, as on h200-nvswitch; TP 4 spans two pairs, where PCIe joins
+// some GPUs, so neither runs by default there.
+func TestChecksJudgeThePlansGPUs(t *testing.T) {
+	pair := sim.Scenario{Arch: mustPreset(t, "deepseek-v3"), Plan: model.Plan{TP: 2},
+		Workload: model.Workload{Batch: 1, Context: 4096, KVDtype: model.BF16},
+		Options:  seedOptions}
+	var err error
+	if pair.Topo, err = topology.Resolve("nvl:8xh100-nvl", 0); err != nil {
+		t.Fatal(err)
+	}
+	four := pair
+	four.Plan = model.Plan{TP: 4}
+	oneshot, fusion, p2p := entryByName(t, "oneshot-ar"), entryByName(t, "ar-norm-fusion"), entryByName(t, "nccl-p2p-sys")
+	for _, c := range []struct {
+		name string
+		c    sim.Scenario
+		want Status
+		fuse bool
+	}{{"TP 2 on an NVLink pair", pair, Applies, true}, {"TP 4 across pairs", four, Conditional, false}} {
+		if got := oneshot.Check(c.c); got.Status != c.want {
+			t.Errorf("%s: oneshot-ar %s (%s), want %s", c.name, got.Status, got.Reason, c.want)
+		}
+		if got := fusion.Check(c.c); got.Status != c.want {
+			t.Errorf("%s: ar-norm-fusion %s (%s), want %s", c.name, got.Status, got.Reason, c.want)
+		}
+		if got := fusion.Enabled(c.c); got != c.fuse {
+			t.Errorf("%s: ar-norm-fusion enabled %v, want %v (vLLM 0.24 fuses by default where its custom all-reduce runs)", c.name, got, c.fuse)
+		}
+		// NCCL_P2P_LEVEL=SYS: the pair already runs P2P over its bridge.
+		if got := p2p.Check(c.c); strings.HasPrefix(got.Reason, "no effect") != c.fuse {
+			t.Errorf("%s: nccl-p2p-sys %q, want no effect %v", c.name, got.Reason, c.fuse)
+		}
+		how := oneshot.HowTo(c.c)
+		if byEngine := how.EngineName != "" && len(how.Engine) == 1 && strings.HasPrefix(how.Engine[0], "default"); byEngine != c.fuse {
+			t.Errorf("%s: oneshot-ar how %+v: the engine's default %v, want %v", c.name, how, byEngine, c.fuse)
+		}
+	}
+}

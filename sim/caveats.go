@@ -71,10 +71,10 @@ func (p *Predictor) Caveats(sc Scenario) []string {
 	// The plan's GPUs, not the box's: a TP group NVLink joins on a box
 	// whose other GPUs only PCIe reaches (nvl:8x pairs, --gpus) has no
 	// PCIe collective to speak of.
-	if cm, ok := p.coll.(*CollectiveModel); ok && plan.World() > 1 && !p.topo.AllNVLink(firstRanks(plan.World())) && !cm.calibrated() && !measured.allReduce {
+	if cm, ok := p.coll.(*CollectiveModel); ok && plan.World() > 1 && !NVLinkAmong(p.topo, plan.World()) && !cm.calibrated() && !measured.allReduce {
 		out = append(out, "NCCL collectives priced with NCCL's stock constants: on PCIe boxes small all-reduces measure off them in both directions (they predict 18-42 % above the measured time up to 64 KB on a public 8-GPU switch box, 17-37 % above public loops below 100 KB on a dual-socket box of the seed's class) (fix: tpscope calibrate --nccl-tests on this box's all_reduce_perf log)")
 		// TestPublicSHMGap: ring steps through host memory.
-		if g := cm.group(firstRanks(plan.TP)); g.shmHops > 0 {
+		if g := cm.group(FirstRanks(plan.TP)); g.shmHops > 0 {
 			out = append(out, fmt.Sprintf("host-memory ring hops: %d of %d go through host memory (P2P level or P2P disabled), priced at %.3g us a step, the cudaMemcpy bounce latency; a public run with P2P disabled and 32-64 NCCL channels implied ~2.4 us: these collectives may be priced too slow (fix: tpscope calibrate --nccl-tests under the same P2P setting)",
 				g.shmHops, g.n, p.topo.Host.SHMLatUs))
 		}
@@ -106,7 +106,7 @@ func (p *Predictor) Caveats(sc Scenario) []string {
 
 	// checkOneShot: a public one-shot kernel lost to NCCL on dual-CPU
 	// boxes; the model prices cross-socket reads optimistically.
-	if (p.opts.CustomAR == CustomAROneShot || p.opts.CustomAR == CustomARTwoShot) && p.topo.SpansSockets(plan.TP) && !p.topo.AllNVLink(firstRanks(plan.TP)) {
+	if (p.opts.CustomAR == CustomAROneShot || p.opts.CustomAR == CustomARTwoShot) && p.topo.SpansSockets(plan.TP) && !NVLinkAmong(p.topo, plan.TP) {
 		out = append(out, "custom all-reduce across CPU sockets: a public one-shot PCIe kernel ran slower than NCCL on dual-CPU boxes; read this prediction as an upper bound")
 	}
 	// NCCL_ALGO letting NCCL use an algorithm tpscope does not price
@@ -136,13 +136,13 @@ func (p *Predictor) Caveats(sc Scenario) []string {
 	// (its profile's custom_allreduce rules) is a kernel someone must
 	// build and load beside it: the price is what it would give.
 	if forced := p.opts.CustomAR; (forced == CustomAROneShot || forced == CustomARTwoShot) && plan.TP > 1 {
-		g := firstRanks(plan.TP)
-		if ok, _ := p.cm.prof.AllReduce.Runs(plan.TP, p.topo.AllNVLink(g), 0); !ok {
+		nvl := NVLinkAmong(p.topo, plan.TP)
+		if ok, _ := p.cm.prof.AllReduce.Runs(plan.TP, nvl, 0); !ok {
 			why := "has no custom all-reduce"
 			switch ar := p.cm.prof.AllReduce; {
-			case ar.Enabled && !p.topo.AllNVLink(g) && ar.PCIeMaxGPUs < 2:
+			case ar.Enabled && !nvl && ar.PCIeMaxGPUs < 2:
 				why = "runs its custom all-reduce only on GPUs joined by NVLink"
-			case ar.Enabled && !p.topo.AllNVLink(g) && plan.TP > ar.PCIeMaxGPUs:
+			case ar.Enabled && !nvl && plan.TP > ar.PCIeMaxGPUs:
 				why = fmt.Sprintf("runs its custom all-reduce on at most %d PCIe-only GPUs", ar.PCIeMaxGPUs)
 			case ar.Enabled:
 				why = fmt.Sprintf("runs no custom all-reduce on %d GPUs", plan.TP)
@@ -248,8 +248,9 @@ func (m *CollectiveModel) calibrated() bool {
 	return false
 }
 
-// firstRanks is the group 0..n-1.
-func firstRanks(n int) []int {
+// FirstRanks is the group 0..n-1: the GPUs of a plan's first group of n
+// ranks (model's schedule lays each group over consecutive ranks).
+func FirstRanks(n int) []int {
 	g := make([]int, n)
 	for i := range g {
 		g[i] = i

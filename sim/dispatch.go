@@ -46,7 +46,7 @@ func MoEDispatchOf(sc Scenario) (d MoEDispatch, ok bool, err error) {
 // dispatchOn is MoEDispatchOf on engine prof: chosen is the scenario's
 // --moe-dispatch ("" for the engine's default).
 func dispatchOn(prof *engprof.Profile, t *topology.Topology, plan model.Plan, chosen string) (MoEDispatch, error) {
-	d := MoEDispatch{prof: prof, NVLink: nvlinkAmong(t, plan.World()), Chosen: chosen != ""}
+	d := MoEDispatch{prof: prof, NVLink: NVLinkAmong(t, plan.World()), Chosen: chosen != ""}
 	d.Default = prof.Dispatch.DefaultOn(d.NVLink)
 	d.Kind = d.Default
 	if d.Chosen {
@@ -59,10 +59,16 @@ func dispatchOn(prof *engprof.Profile, t *topology.Topology, plan model.Plan, ch
 	return d, nil
 }
 
-// nvlinkAmong reports whether NVLink joins every pair of t's first n GPUs
-// (false for a box of fewer).
-func nvlinkAmong(t *topology.Topology, n int) bool {
-	return t != nil && n > 0 && n <= t.NumGPUs() && t.AllNVLink(firstRanks(n))
+// NVLinkAmong reports whether NVLink joins every pair of t's first n GPUs
+// (false for a box of fewer): the GPUs of a plan's group of n (its TP
+// group, rank 0's, for the TP all-reduces; its world for the MoE
+// dispatch), since the schedule lays each group over consecutive ranks
+// from GPU 0 (FirstRanks). What runs on a group is the group's links, not
+// the box's: a TP-2 plan on the first pair of a box whose pairs an NVLink
+// bridge joins and PCIe joins to each other is an NVLink group. The rule
+// the predictor's caveats and advise's applicability checks share.
+func NVLinkAmong(t *topology.Topology, n int) bool {
+	return t != nil && n > 0 && n <= t.NumGPUs() && t.AllNVLink(FirstRanks(n))
 }
 
 // String says what the engine runs for people: the kind, and by which
@@ -136,7 +142,7 @@ func (p *Predictor) withDispatch(o model.BuildOptions, a *model.Arch, plan model
 		return o, err
 	}
 	if o.MoEDispatch == "" {
-		o.MoEDispatch = prof.Dispatch.DefaultOn(nvlinkAmong(p.topo, plan.World())).String()
+		o.MoEDispatch = prof.Dispatch.DefaultOn(NVLinkAmong(p.topo, plan.World())).String()
 	}
 	if o.DispatchDtype == "" {
 		o.DispatchDtype = p.dispatchPayload(prof, a, o.MoEDispatch)

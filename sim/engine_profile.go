@@ -478,7 +478,7 @@ func (sc Scenario) CheckEngine() error {
 			if err := p.CheckDispatch(k); err != nil {
 				return flag("moe-dispatch", sc.Build.MoEDispatch, err)
 			}
-			if err := p.NeedsNVLink(k, nvlinkAmong(sc.Topo, sc.Plan.Normalized().World())); sc.Topo != nil && err != nil {
+			if err := p.NeedsNVLink(k, NVLinkAmong(sc.Topo, sc.Plan.Normalized().World())); sc.Topo != nil && err != nil {
 				return flag("moe-dispatch", sc.Build.MoEDispatch, err)
 			}
 		}
@@ -578,7 +578,7 @@ func (p *Predictor) EngineSummary(sc Scenario, built model.BuildOptions) string 
 		custom := true
 		switch {
 		case p.opts.CustomAR == CustomARAuto:
-			g := firstRanks(plan.TP)
+			g := FirstRanks(plan.TP)
 			nvl, nvs := p.topo.AllNVLink(g), p.topo.NVSwitchJoined(g)
 			if ok, _ := k.prof.AllReduce.Runs(plan.TP, nvl, 0); ok {
 				parts = append(parts, "custom all-reduce")
