@@ -101,7 +101,12 @@ func specEntry(o CatalogOptions, m model.SpecMethod) Entry {
 		if m == model.SpecMTP {
 			spec.Method = "" // scenarios before methods had names spelled MTP so
 			if o.MTPAcceptFrac > 0 {
+				// --mtp-accept is the MTP layers' own acceptance: it
+				// prices this row over an acceptance given for every
+				// row (--spec-accept beside a baseline that drafts
+				// nothing), which sim's yield would read first.
 				c.Options.MTPAcceptFrac = o.MTPAcceptFrac
+				c.Options.SpecAccept = sim.SpecAccept{}
 			}
 		}
 		c.Build.Spec = spec

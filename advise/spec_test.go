@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/tpscope/tpscope/model"
+	"github.com/tpscope/tpscope/sim"
 )
 
 func near(a, b, tol float64) bool { return math.Abs(a-b) <= tol }
@@ -102,5 +103,50 @@ func TestSpecRowInBaselineKeepsK(t *testing.T) {
 		if r.Spec.Tokens != k || !strings.Contains(r.Applicability.Reason, fmt.Sprintf(" k%d;", k)) || !strings.Contains(r.How.Exec, fmt.Sprintf("--spec-tokens %d", k)) {
 			t.Errorf("%s: break-even at k %d, reason %q, how %q; want k %d throughout", r.Entry, r.Spec.Tokens, r.Applicability.Reason, r.How.Exec, k)
 		}
+	}
+}
+
+// TestMTPRowPricedAtMTPAccept: --mtp-accept is the MTP layers' own
+// acceptance, so the MTP row is priced at it beside --spec-accept, with a
+// baseline that drafts by another method (n-gram at K 3, whose acceptance
+// --spec-accept then is) and with one that drafts nothing (where
+// --spec-accept is every other row's): one MTP draft at 0.7 yields
+// 1 + 0.7 = 1.7 tokens per step, not --spec-accept's 1 + 0.5. The other
+// methods' rows keep --spec-accept where the baseline names no method.
+func TestMTPRowPricedAtMTPAccept(t *testing.T) {
+	plain := seedConfig(t)
+	plain.Arch = mustPreset(t, "deepseek-v3")
+	plain.Options.SpecAccept = sim.SpecAccept{PerToken: 0.5}
+	ngram := plain
+	ngram.Build.Spec = model.Spec{Method: model.SpecNgram}
+	ngram.Workload.SpecTokens = 3
+	var mtp, suffix Entry
+	for _, e := range Catalog(CatalogOptions{MTPAcceptFrac: 0.7}) {
+		switch e.Name {
+		case "mtp":
+			mtp = e
+		case "spec-suffix":
+			suffix = e
+		}
+	}
+	for _, c := range []struct {
+		name string
+		base sim.Scenario
+	}{{"no method", plain}, {"n-gram baseline", ngram}} {
+		w, err := mtp.Apply(c.base)
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		y := w.SpecYield()
+		if y == nil || !near(y.TokensPerStep, 1.7, 1e-9) || y.Source != "--mtp-accept 0.7" {
+			t.Errorf("%s: the MTP row priced at %+v, want 1.7 tokens per step from --mtp-accept 0.7", c.name, y)
+		}
+	}
+	w, err := suffix.Apply(plain)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if y := w.SpecYield(); y == nil || y.Positions[0] != 0.5 {
+		t.Errorf("the suffix row beside a baseline of no method priced at %+v, want --spec-accept's 0.5", y)
 	}
 }
