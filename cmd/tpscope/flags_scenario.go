@@ -904,17 +904,30 @@ func (f *scenarioFlags) inputFiles() []input {
 // checkModelPath refuses a model path (not a preset name) whose config
 // file is not there or cannot be read: path itself, or a directory's
 // config.json. flag names where the path came from ("" for an argument).
+// A value that reads as a path (looksLikePath) and is not there is that
+// missing file, not an unknown preset or drafter: the list of names
+// would not say what went wrong.
 func checkModelPath(flag, path string) error {
 	if slices.Contains(model.PresetNames(), path) {
 		return nil
 	}
 	st, err := os.Stat(path)
 	if err != nil {
-		return nil // not a file: model.Resolve says what it takes
+		if looksLikePath(path) {
+			return flagError(flag, path, "%s, want a config.json (a Hugging Face model directory or its config file)", pathReason(err))
+		}
+		return nil // a name: model.Resolve says what it takes
 	}
 	cfg := path
 	if st.IsDir() {
 		cfg = filepath.Join(path, "config.json")
 	}
 	return checkInputFile(flag, cfg, "a config.json (a Hugging Face model directory or its config file)")
+}
+
+// looksLikePath reports whether a --model or --draft-model value names a
+// file rather than a preset or built-in drafter: it has a path separator
+// or ends in .json, which no name of theirs does.
+func looksLikePath(v string) bool {
+	return strings.ContainsRune(v, '/') || strings.ContainsRune(v, filepath.Separator) || strings.HasSuffix(strings.ToLower(v), ".json")
 }

@@ -92,7 +92,16 @@ func TestInputFlagMissingFile(t *testing.T) {
 		{"predict --topo", []string{"predict", "--topo", "@none.json"}, []string{"--topo @none.json", "no such file"}, nil},
 		{"collective --topo", []string{"collective", "--topo", "@none.json"}, []string{"--topo", "@none.json", "no such file"}, nil},
 		{"topo show argument", []string{"topo", "show", "@none.json", "-o", "@copy.json"}, []string{"@none.json", "no such file"}, []string{"@copy.json"}},
-		{"predict --model", []string{"predict", "--model", "@none"}, []string{"--model", "@none", "want a preset"}, nil},
+		// A value that reads as a path (a separator, a .json ending) and is
+		// not there is a missing file, not an unknown preset; a bare word
+		// is a name, and the presets are what it wants.
+		{"predict --model", []string{"predict", "--model", "@none"}, []string{"--model @none: no such file"}, nil},
+		{"predict --model in a missing directory", []string{"predict", "--model", "@missing/config.json"}, []string{"--model @missing/config.json: no such file"}, nil},
+		{"predict --model name.json", []string{"predict", "--model", "nope.json"}, []string{"--model nope.json: no such file"}, nil},
+		{"predict --model a bare name", []string{"predict", "--model", "nope"}, []string{"--model", "unknown model \"nope\"", "want a preset"}, nil},
+		{"predict --draft-model name.json", []string{"predict", "--model", "deepseek-v3", "--spec", "draft", "--draft-model", "nope.json"}, []string{"--draft-model nope.json: no such file"}, nil},
+		{"predict --draft-model in a missing directory", []string{"predict", "--model", "deepseek-v3", "--spec", "draft", "--draft-model", "@missing/config.json"}, []string{"--draft-model @missing/config.json: no such file"}, nil},
+		{"predict --draft-model a bare name", []string{"predict", "--model", "deepseek-v3", "--spec", "draft", "--draft-model", "nope"}, []string{"--draft-model nope", "unknown draft model"}, nil},
 		{"predict --model directory without config.json", []string{"predict", "--model", "@dir"}, []string{"--model @dir/config.json: no such file"}, nil},
 		{"model load argument", []string{"model", "load", "@none"}, []string{"@none: no such file"}, nil},
 	})
