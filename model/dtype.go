@@ -1,6 +1,9 @@
 package model
 
-import "fmt"
+import (
+	"fmt"
+	"strings"
+)
 
 // Dtype names a storage format for weights, activations or the KV cache,
 // including how its scales are stored. Its cost is BytesPerValue, which
@@ -87,10 +90,11 @@ const KVDtypesAccepted = "bf16, fp16 or fp8"
 func IsKVDtype(d Dtype) bool { return d == BF16 || d == FP16 || d == FP8 }
 
 // ParseKVDtype is ParseDtype of a KV-cache dtype: a name (or alias) of
-// BF16, FP16 or FP8; any other, a weight format included, is refused
-// with the KV dtypes' list.
+// BF16, FP16 or FP8, in any case (engines and papers write FP8, vLLM's
+// flag fp8); any other, a weight format included, is refused with the
+// KV dtypes' list.
 func ParseKVDtype(s string) (Dtype, error) {
-	d, err := ParseDtype(s)
+	d, err := ParseDtype(strings.ToLower(s))
 	if err != nil || !IsKVDtype(d) {
 		return "", fmt.Errorf("want %s", KVDtypesAccepted)
 	}

@@ -43,16 +43,17 @@ func TestSummarizeKVCapacity(t *testing.T) {
 	}
 }
 
-// TestParseKVDtype: the KV-cache dtypes and their aliases parse; a
-// weight format or an unknown name is refused with the KV dtypes' list
-// (not every dtype's).
+// TestParseKVDtype: the KV-cache dtypes and their aliases parse, in any
+// case (FP8 as engines and papers write it); a weight format or an
+// unknown name is refused with the KV dtypes' list (not every dtype's).
 func TestParseKVDtype(t *testing.T) {
-	for in, want := range map[string]Dtype{"bf16": BF16, "bfloat16": BF16, "fp16": FP16, "half": FP16, "fp8": FP8, "e4m3": FP8} {
+	for in, want := range map[string]Dtype{"bf16": BF16, "bfloat16": BF16, "fp16": FP16, "half": FP16, "fp8": FP8, "e4m3": FP8,
+		"FP8": FP8, "BF16": BF16, "Fp16": FP16, "FP8_E4M3": FP8, "BFloat16": BF16} {
 		if got, err := ParseKVDtype(in); err != nil || got != want {
 			t.Errorf("ParseKVDtype(%q) = %q, %v; want %q", in, got, err, want)
 		}
 	}
-	for _, in := range []string{"int8", "nvfp4", "int4-g32", "fp8-block128", "fp32", ""} {
+	for _, in := range []string{"int8", "nvfp4", "int4-g32", "fp8-block128", "fp32", "", "NVFP4", "FP8-BLOCK128"} {
 		_, err := ParseKVDtype(in)
 		if err == nil || err.Error() != "want bf16, fp16 or fp8" {
 			t.Errorf("ParseKVDtype(%q): %v, want \"want bf16, fp16 or fp8\"", in, err)

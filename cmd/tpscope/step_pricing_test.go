@@ -99,6 +99,19 @@ func TestModelShowFP16Selected(t *testing.T) {
 	}
 }
 
+// TestKVDtypeFlagAnyCase: --kv-dtype FP8 is fp8 (model.ParseKVDtype reads
+// the names in any case): it had been refused while fp8 was taken. The
+// row it selects is fp8's, as the lowercase flag's.
+func TestKVDtypeFlagAnyCase(t *testing.T) {
+	code, out, stderr := runCLI(t, "model", "show", "kimi-k2.5", "--kv-dtype", "FP8")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	if !strings.Contains(strings.Join(strings.Fields(out), " "), "fp8 (selected)") {
+		t.Errorf("--kv-dtype FP8 selected no fp8 row:\n%s", out)
+	}
+}
+
 // TestGraphSizesUnused: capture sizes pad a graphed decode step and size
 // SGLang's default KV reserve; a prefill step, or an eager one, under a
 // KV budget no capture size enters was priced the same under any list
