@@ -83,10 +83,14 @@ func ParseWorkload(s string) (Workload, error) {
 		case "mtp", "spec", "spec_tokens":
 			err = num(&w.SpecTokens)
 		case "kv":
-			var d Dtype
-			if d, err = ParseDtype(val); err == nil {
-				w.KVDtype = d
+			// The one KV dtype codec (as --kv-dtype reads it): a weight
+			// format such as nvfp4 is refused here, naming the field,
+			// not later by Validate.
+			d, kerr := ParseKVDtype(val)
+			if kerr != nil {
+				return w, fmt.Errorf("workload %q: kv %q: %w", s, val, kerr)
 			}
+			w.KVDtype = d
 		default:
 			err = fmt.Errorf("workload %q: unknown field %q (want decode|prefill, b/batch, ctx/context, mtp/spec, kv)", s, f)
 		}

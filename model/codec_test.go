@@ -67,6 +67,31 @@ func TestParsePlanWorkload(t *testing.T) {
 	}
 }
 
+// TestParseWorkloadKV: the workload text's kv field goes through the one
+// KV dtype codec (ParseKVDtype, as --kv-dtype): any case is read, and a
+// weight format or an unknown name is one line naming the workload and the
+// kv field with the KV dtypes' list, not the list of every dtype.
+func TestParseWorkloadKV(t *testing.T) {
+	for _, in := range []string{"decode b1 ctx8192 kv=FP8", "decode b1 ctx8192 kv=Fp8_E4M3"} {
+		if w, err := ParseWorkload(in); err != nil || w.KVDtype != FP8 {
+			t.Errorf("ParseWorkload(%q) = %+v, %v; want kv fp8", in, w, err)
+		}
+	}
+	for _, val := range []string{"nvfp4", "int4", "fp8-block128", "bogus"} {
+		in := "decode b1 ctx8192 kv=" + val
+		_, err := ParseWorkload(in)
+		if err == nil {
+			t.Errorf("ParseWorkload(%q) accepted", in)
+			continue
+		}
+		msg := err.Error()
+		want := `workload "` + in + `": kv "` + val + `": want ` + KVDtypesAccepted
+		if msg != want || strings.Contains(msg, "\n") {
+			t.Errorf("ParseWorkload(%q) error %q; want %q", in, msg, want)
+		}
+	}
+}
+
 // FuzzParsePlanWorkload: any text gives a plan or workload or an error,
 // never a panic, and what parses writes back to text that parses to the
 // same value.

@@ -882,6 +882,20 @@ func gemm(args []string) error {
 
 // ---- whole-schedule runs through the pipeline ----
 
+// kvFlag reads -kv with the one KV dtype codec (model.ParseKVDtype, as
+// tpscope's --kv-dtype): any case, and a weight format such as nvfp4 is one
+// line naming the flag. "" is the checkpoint's dtype.
+func kvFlag(s string) (model.Dtype, error) {
+	if s == "" {
+		return "", nil
+	}
+	d, err := model.ParseKVDtype(s)
+	if err != nil {
+		return "", fmt.Errorf("-kv %q: %w", s, err)
+	}
+	return d, nil
+}
+
 func runModel(args []string) error {
 	fs := flag.NewFlagSet("run", flag.ContinueOnError)
 	name := fs.String("model", "tiny-mla-moe", "preset or config path")
@@ -903,10 +917,8 @@ func runModel(args []string) error {
 		return err
 	}
 	w := model.Workload{Phase: model.Decode, Batch: *batch, Context: *ctxLen}
-	if *kv != "" {
-		if w.KVDtype, err = model.ParseDtype(*kv); err != nil {
-			return err
-		}
+	if w.KVDtype, err = kvFlag(*kv); err != nil {
+		return err
 	}
 	// The same path as tpscope run (pipeline): the schedule as sim builds
 	// it for the scenario (a graphed step's tokens padded to vLLM's capture sizes),
