@@ -906,7 +906,8 @@ func (f *scenarioFlags) inputFiles() []input {
 // config.json. flag names where the path came from ("" for an argument).
 // A value that reads as a path (looksLikePath) and is not there is that
 // missing file, not an unknown preset or drafter: the list of names
-// would not say what went wrong.
+// would not say what went wrong; where it is a preset's Hugging Face id,
+// the line names that preset.
 func checkModelPath(flag, path string) error {
 	if slices.Contains(model.PresetNames(), path) {
 		return nil
@@ -914,6 +915,13 @@ func checkModelPath(flag, path string) error {
 	st, err := os.Stat(path)
 	if err != nil {
 		if looksLikePath(path) {
+			// A preset's checkpoint named by its Hugging Face id (as a
+			// benchmark's results name it, model.PresetOf) is that
+			// preset's config: the line names the preset to pass, since
+			// tpscope reads a config and downloads nothing.
+			if p, ok := model.PresetOf(path); ok && flag != "" {
+				return flagError(flag, path, "%s; it is the Hugging Face id of preset %s's checkpoint: pass %s %s (or the checkpoint's config.json)", pathReason(err), p, flag, p)
+			}
 			return flagError(flag, path, "%s, want a config.json (a Hugging Face model directory or its config file)", pathReason(err))
 		}
 		return nil // a name: model.Resolve says what it takes

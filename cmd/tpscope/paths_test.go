@@ -98,6 +98,12 @@ func TestInputFlagMissingFile(t *testing.T) {
 		{"predict --model", []string{"predict", "--model", "@none"}, []string{"--model @none: no such file"}, nil},
 		{"predict --model in a missing directory", []string{"predict", "--model", "@missing/config.json"}, []string{"--model @missing/config.json: no such file"}, nil},
 		{"predict --model name.json", []string{"predict", "--model", "nope.json"}, []string{"--model nope.json: no such file"}, nil},
+		// A preset's Hugging Face id is not there as a path either: the
+		// line names the preset to pass.
+		{"predict --model a preset's Hugging Face id", []string{"predict", "--model", "deepseek-ai/DeepSeek-V3"},
+			[]string{"--model deepseek-ai/DeepSeek-V3: no such file", "preset deepseek-v3's checkpoint: pass --model deepseek-v3"}, nil},
+		{"predict --draft-model a preset's Hugging Face id", []string{"predict", "--model", "kimi-k2.5", "--spec", "draft", "--draft-model", "nvidia/Kimi-K2.5-NVFP4"},
+			[]string{"--draft-model nvidia/Kimi-K2.5-NVFP4: no such file", "pass --draft-model kimi-k2.5-nvfp4"}, nil},
 		{"predict --model a bare name", []string{"predict", "--model", "nope"}, []string{"--model", "unknown model \"nope\"", "want a preset"}, nil},
 		{"predict --draft-model name.json", []string{"predict", "--model", "deepseek-v3", "--spec", "draft", "--draft-model", "nope.json"}, []string{"--draft-model nope.json: no such file"}, nil},
 		{"predict --draft-model in a missing directory", []string{"predict", "--model", "deepseek-v3", "--spec", "draft", "--draft-model", "@missing/config.json"}, []string{"--draft-model @missing/config.json: no such file"}, nil},
