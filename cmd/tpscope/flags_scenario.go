@@ -578,6 +578,9 @@ func (f *scenarioFlags) scenario() (sim.Scenario, error) {
 		n := sc.Plan.Normalized()
 		return sc, flagError(fmt.Sprintf("--tp %d x --dp %d", n.TP, n.DP), nil, "needs %d GPUs; --topo %s has %d", w, sc.Topo.Name, sc.Topo.NumGPUs())
 	}
+	if err := f.checkGPUsUsed(sc); err != nil {
+		return sc, err
+	}
 	if err := sc.CheckEngine(); err != nil {
 		if f.executes {
 			return sc, usageErrorf("%v (%s)", err, executorRefusal)
@@ -605,6 +608,35 @@ func (f *scenarioFlags) scenario() (sim.Scenario, error) {
 		sc.Build.Routing = model.UniformRouting
 	}
 	return sc, nil
+}
+
+// checkGPUsUsed refuses --gpus N between the plan's GPU count and the
+// box's: the plan runs on the box's first World() GPUs (sim.FirstRanks),
+// which the first N hold as the whole box does, so the cut prices
+// nothing and would only rename the box ("/6gpu" for a plan of 4),
+// as a collective's option on a plan without that collective would be
+// printed and priced nowhere (sim.Scenario.CheckCollectiveOptions).
+// --gpus equal to the plan's GPU count (the box cut to the plan's own)
+// or to the box's (all of it, as without --gpus) stands; a verb that
+// prices the catalog's variants of the scenario on the box (advise,
+// verdict) takes any.
+func (f *scenarioFlags) checkGPUsUsed(sc sim.Scenario) error {
+	w := sc.Plan.World()
+	if f.variants || !f.changed("gpus") || f.gpus <= w {
+		return nil
+	}
+	ref, err := topology.NewRef(f.topo, 0)
+	if err != nil {
+		return causeError("--topo", f.topo, err)
+	}
+	whole, err := ref.Resolve()
+	if err != nil {
+		return causeError("--topo", f.topo, err)
+	}
+	if n := whole.NumGPUs(); f.gpus < n {
+		return flagError("--gpus", f.gpus, "plan %s runs on the first %d GPUs of %s and is priced the same on the first %d as on all %d: leave it out, or give --gpus %d", sc.Plan.Normalized(), w, whole.Name, f.gpus, n, w)
+	}
+	return nil
 }
 
 // moePricedByTables reports whether src prices the routed experts of sc's

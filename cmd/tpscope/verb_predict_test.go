@@ -138,3 +138,36 @@ func TestPredictSGLangGraphMaxBS(t *testing.T) {
 		t.Errorf("--graph-sizes: the engine line states the default capture's end:\n%s", out)
 	}
 }
+
+// TestGPUsBeyondThePlan: --gpus N between the plan's GPU count and the
+// box's prices nothing (the plan runs on the box's first GPUs, which the
+// cut keeps), so it is refused in one line naming the flag, the plan's
+// GPUs and the --gpus that names them, as a collective's option on a plan
+// without that collective is. The premise is checked first: a TP-2 plan
+// on the first 2 GPUs of an 8-GPU box and on the whole box prints the same
+// JSON but for the box's name. --gpus of the plan's count or the box's
+// stands, and advise, which prices plans on more GPUs, takes any.
+func TestGPUsBeyondThePlan(t *testing.T) {
+	base := []string{"predict", "--model", "tiny-mla-moe", "--topo", "rtxpro6000-2s", "--tp", "2", "--batch", "8", "--output", "json"}
+	_, whole, _ := runCLI(t, base...)
+	code, two, errs := runCLI(t, append(base, "--gpus", "2")...)
+	if code != 0 {
+		t.Fatalf("--gpus 2 --tp 2: exit %d, %s", code, errs)
+	}
+	if whole == "" || strings.Replace(two, `"rtxpro6000-2s/2gpu"`, `"rtxpro6000-2s"`, 1) != whole {
+		t.Fatalf("tp2 on the first 2 GPUs is not priced as on the whole box:\n%s\nvs\n%s", two, whole)
+	}
+	if code, _, errs := runCLI(t, append(base, "--gpus", "8")...); code != 0 {
+		t.Errorf("--gpus 8 (the whole box): exit %d, %s", code, errs)
+	}
+	want := "usage: --gpus 6: plan tp2 runs on the first 2 GPUs of rtxpro6000-2s and is priced the same on the first 6 as on all 8: leave it out, or give --gpus 2\n"
+	for _, verb := range [][]string{{"predict"}, {"schedule"}, {"simulate", "--qps", "1"}} {
+		code, _, errs := runCLI(t, append(verb, "--model", "tiny-mla-moe", "--topo", "rtxpro6000-2s", "--tp", "2", "--gpus", "6")...)
+		if code != 2 || !strings.HasSuffix(errs, want) || strings.Count(errs, "\n") != 1 {
+			t.Errorf("%s --tp 2 --gpus 6: exit %d, stderr %q; want exit 2 ending %q", verb, code, errs, want)
+		}
+	}
+	if code, _, errs := runCLI(t, "advise", "--model", "tiny-mla-moe", "--topo", "rtxpro6000-2s", "--tp", "2", "--gpus", "6"); code != 0 {
+		t.Errorf("advise --tp 2 --gpus 6: exit %d, %s", code, errs)
+	}
+}
