@@ -83,17 +83,25 @@ func (p *Predictor) Caveats(sc Scenario) []string {
 	// TestLeaveOneSystemOut, TestUnseenGPUTables: on HBM datacenter GPUs
 	// (SM 9.x, 10.x) the priors run 15-29 % under vLLM 0.24's measured
 	// tables at one request (2026-12-07), where the engine's one-token MLA
-	// and INT4 Marlin kernels take more than their bytes and the catalog's
-	// floors; within 14 % from 8 requests. tpscope's own kernels (the executor
+	// kernels (and, for INT4 experts, Marlin) take more than their bytes
+	// and the catalog's floors; within 14 % from 8 requests. tpscope's own kernels (the executor
 	// profile) are what the priors describe.
 	hbm := major == 9 || major == 10
 	if hbm && p.cm.prof.Engine != engprof.ExecutorRef.Name && (w.Phase == "" || w.Phase == model.Decode) && w.Batch >= 1 && w.Batch <= 2 &&
 		!measured.role[model.RoleMLADecode] && !measured.role[model.RoleExpertsGateUp] && !p.calibratedFamily("attention") && !p.calibratedFamily("moe_gemm") {
 		// The evidence is vLLM's kernels: under another engine the caveat
-		// says its own one-token kernels were not measured.
-		whose := "the engine's one-token MLA and INT4 Marlin kernels take"
+		// says its own one-token kernels were not measured. The experts
+		// the tables measured beyond their bytes are Kimi-K2.5's INT4
+		// ones under Marlin (README "Leave one system out"), so Marlin is
+		// named only for a model whose experts are INT4 (not DeepSeek-V3's
+		// FP8 or an NVFP4 checkpoint's); the MLA module for every model.
+		kernels := "one-token MLA kernels"
+		if a.RoutedExperts > 0 && a.Quant.Dtype(model.CompRoutedExperts) == model.INT4G32 {
+			kernels = "one-token MLA and INT4 Marlin kernels"
+		}
+		whose := "the engine's " + kernels + " take"
 		if p.cm.prof.Engine != "vllm" {
-			whose = fmt.Sprintf("vLLM's one-token MLA and INT4 Marlin kernels take (%s's own were not measured)", p.cm.prof.Name())
+			whose = fmt.Sprintf("vLLM's %s take (%s's own were not measured)", kernels, p.cm.prof.Name())
 		}
 		out = append(out, "one-request decode on an HBM datacenter GPU: held out against vLLM 0.24's measured tables the priors run 15-29 % under at one request (median: H200 29 %, H100 SXM 28 %, GB200 20 %, B300 16.5 %, B200 15.5 %; within 14 % from 8 requests): "+whose+" more than their bytes and the catalog's floors: likely optimistic (fix: --perf-db with this GPU's tables, or another GPU's with --perf-db-transfer: within 3-13 % at one request; or tpscope calibrate --trace on this server's trace)")
 	}

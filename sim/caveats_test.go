@@ -190,3 +190,44 @@ func TestCaveatHBMOneRequestEngine(t *testing.T) {
 		}
 	}
 }
+
+// TestCaveatHBMOneRequestNamesTheModelsKernels: the rule names INT4
+// Marlin, whose excess the tables measured on Kimi-K2.5's INT4 experts,
+// only for a model whose experts are INT4; DeepSeek-V3's FP8 experts
+// and the NVFP4 checkpoints' are not run by it, and the caveat speaks of
+// the MLA module alone there, under vLLM and under another engine.
+func TestCaveatHBMOneRequestNamesTheModelsKernels(t *testing.T) {
+	const hbm = "one-request decode on an HBM datacenter GPU"
+	for _, c := range []struct {
+		model, engine, want string
+	}{
+		{"kimi-k2.5", "vllm", "the engine's one-token MLA and INT4 Marlin kernels take more"},
+		{"deepseek-v3", "vllm", "the engine's one-token MLA kernels take more"},
+		{"kimi-k2.5-nvfp4", "vllm", "the engine's one-token MLA kernels take more"},
+		{"glm-5-nvfp4", "vllm", "the engine's one-token MLA kernels take more"},
+		{"deepseek-v3", "sglang", "vLLM's one-token MLA kernels take (sglang@0.5's own were not measured) more"},
+		{"kimi-k2.5", "sglang", "vLLM's one-token MLA and INT4 Marlin kernels take (sglang@0.5's own were not measured) more"},
+	} {
+		p, err := New(collTopo(t, "h200-nvswitch", 0), Options{CUDAGraphs: true, Engine: engprof.Ref{Name: c.engine}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		pr, err := p.PredictScenario(Scenario{Arch: mustPreset(t, c.model), Plan: model.Plan{TP: 8},
+			Workload: model.Workload{Phase: model.Decode, Batch: 1, Context: 4096, KVDtype: model.BF16}})
+		if err != nil {
+			t.Fatalf("%s under %s: %v", c.model, c.engine, err)
+		}
+		found := false
+		for _, cv := range pr.Caveats {
+			if strings.HasPrefix(cv, hbm) {
+				found = true
+				if !strings.Contains(cv, c.want) {
+					t.Errorf("%s under %s: caveat %q, want it to contain %q", c.model, c.engine, cv, c.want)
+				}
+			}
+		}
+		if !found {
+			t.Errorf("%s under %s: no HBM one-request caveat in %q", c.model, c.engine, pr.Caveats)
+		}
+	}
+}
