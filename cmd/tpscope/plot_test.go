@@ -73,3 +73,69 @@ func TestPlotLegendBesideData(t *testing.T) {
 		t.Errorf("%d of the %d legend entries and mark label drawn", seen, len(legend)+1)
 	}
 }
+
+// TestParetoLegendRowsApart: the legend of a --pareto chart keeps each
+// entry clear of the others: no two rows' text boxes meet, and the
+// "chosen" ring (7 pt across its radius) stays off the rows above and
+// below it (it ran into "Pareto front" above: gonum spaces the rows by a
+// line's height alone).
+func TestParetoLegendRowsApart(t *testing.T) {
+	sc := &report.Scatter{XLabel: "tokens/s per user", YLabel: "tokens/s per GPU",
+		Series: []report.ScatterSeries{
+			{Name: "runs within the SLO", Points: [][2]float64{{10, 30}, {20, 20}, {38, 17}}},
+			{Name: "runs missing the SLO", Points: [][2]float64{{4, 52}}, Faint: true},
+			{Name: "Pareto front", Points: [][2]float64{{10, 30}, {20, 20}, {38, 17}}, Line: true},
+		},
+		VLines: []report.RefLine{{At: 20, Label: "SLO: TPOT 50 ms (judged at p99)"}},
+		Marks:  []report.Mark{{X: 38, Y: 17, Label: "chosen: qps 0.5 poisson"}},
+	}
+	p, err := scatterPlot("pareto", sc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rec recorder.Canvas
+	chart.Draw(draw.NewCanvas(&rec, 10*vg.Inch, 6.5*vg.Inch), [][]*plot.Plot{{p}}, draw.Tiles{})
+	type box struct {
+		s          string
+		minY, maxY vg.Length
+		minX       vg.Length
+	}
+	var rows []box
+	names := []string{"runs within the SLO", "runs missing the SLO", "Pareto front", "SLO: TPOT 50 ms (judged at p99)", "chosen"}
+	for _, a := range rec.Actions {
+		if s, ok := a.(*recorder.FillString); ok && slices.Contains(names, s.String) {
+			face := font.DefaultCache.Lookup(s.Font, s.Size)
+			ext := face.Extents()
+			rows = append(rows, box{s.String, s.Point.Y - ext.Descent, s.Point.Y + ext.Ascent, s.Point.X})
+		}
+	}
+	if len(rows) != len(names) {
+		t.Fatalf("%d legend rows drawn, want %d", len(rows), len(names))
+	}
+	for i := 1; i < len(rows); i++ {
+		if rows[i-1].minY < rows[i].maxY {
+			t.Errorf("legend rows %q (y %.1f-%.1f) and %q (y %.1f-%.1f) overlap", rows[i-1].s, rows[i-1].minY, rows[i-1].maxY, rows[i].s, rows[i].minY, rows[i].maxY)
+		}
+	}
+	// The legend's ring: the 7 pt arc left of the rows' text.
+	chosen, above := rows[len(rows)-1], rows[len(rows)-2]
+	found := false
+	for _, a := range rec.Actions {
+		s, ok := a.(*recorder.Stroke)
+		if !ok {
+			continue
+		}
+		for _, c := range s.Path {
+			if c.Type != vg.ArcComp || c.Radius != vg.Points(7) || c.Pos.X > chosen.minX || c.Pos.X < chosen.minX-vg.Points(40) {
+				continue
+			}
+			found = true
+			if top := c.Pos.Y + c.Radius; top > above.minY {
+				t.Errorf("the legend's chosen ring reaches y %.1f, into %q's row (from y %.1f)", top, above.s, above.minY)
+			}
+		}
+	}
+	if !found {
+		t.Error("the legend's chosen ring not drawn")
+	}
+}

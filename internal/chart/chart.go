@@ -127,6 +127,21 @@ func SaveOne(path string, w, h vg.Length, p *plot.Plot) error {
 // LegendGap is the space between a plot's data area and its legend.
 const LegendGap = 2 * vg.Millimeter
 
+// LegendRowGap is the least space between a legend's rows: gonum spaces
+// them by a line's height alone (Legend.Padding 0), less than the font's
+// ascent and descent, so one row's descenders ran into the next one's
+// capitals.
+const LegendRowGap = 3 * vg.Inch / 72
+
+// legendPadding is the space between l's rows that leaves LegendRowGap
+// between one row's text box (the font's descent to its ascent) and the
+// next one's, and room for a glyph up to that pitch tall.
+func legendPadding(l plot.Legend) vg.Length {
+	ext := l.TextStyle.FontExtents()
+	line := l.TextStyle.Rectangle("Xg").Max.Y
+	return max(0, ext.Ascent+ext.Descent-line) + LegendRowGap
+}
+
 // Draw draws a grid of plots (rows of columns, aligned) into dc.
 //
 // Legends are drawn to the right of the data area, a column's plots all
@@ -186,6 +201,7 @@ func Draw(dc draw.Canvas, grid [][]*plot.Plot, tiles draw.Tiles) {
 			}
 			pc := draw.Crop(full, 0, -(legendW[j] + LegendGap), 0, -titleH)
 			legend := p.Legend
+			legend.Padding = max(legend.Padding, legendPadding(legend))
 			p.Legend = plot.NewLegend() // no entries: drawn beside, below
 			p.Title.Text = ""           // drawn above
 			p.Draw(pc)
