@@ -21,6 +21,7 @@ import (
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
 )
 
 var adviseVerb = &Verb{
@@ -623,7 +624,20 @@ func writeAdvisePlot(path string, adv *advise.Advice) error {
 	if err != nil {
 		return fmt.Errorf("plot %s: %w", path, err)
 	}
-	return chart.SaveOne(path, 9*vg.Inch, vg.Points(float64(16*n+100)), p)
+	w, h := adviseChartSize(p, n)
+	return chart.SaveWith(path, w, h, func(dc draw.Canvas) { drawAdviseChart(dc, p) })
+}
+
+// drawAdviseChart draws advise's chart p into dc, its legend under the
+// axis (chart.DrawLegendBelow).
+func drawAdviseChart(dc draw.Canvas, p *plot.Plot) { chart.DrawLegendBelow(dc, p) }
+
+// adviseChartSize is the size of advise's chart of n bars drawn by p: 16
+// pt a bar and its legend under the axis (chart.DrawLegendBelow), so the
+// bars keep the width the entries' labels leave them; the legend's long
+// entries beside them took half of it.
+func adviseChartSize(p *plot.Plot, n int) (w, h vg.Length) {
+	return 9 * vg.Inch, vg.Points(float64(16*n+100)) + chart.LegendBelowHeight(p)
 }
 
 // advisePlot is advise's bar chart and its number of bars: a bar per

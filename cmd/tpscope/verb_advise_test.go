@@ -18,6 +18,7 @@ import (
 	"github.com/tpscope/tpscope/advise"
 	"github.com/tpscope/tpscope/internal/chart"
 	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/font"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
 	"gonum.org/v1/plot/vg/recorder"
@@ -616,5 +617,61 @@ func TestAdviseNoDrafterSaysHow(t *testing.T) {
 	code, _, errs = runCLI(t, "advise", "--model", "deepseek-v3", "--topo", "h200-nvswitch", "--no-sweep", "--draft-model", "kimi-k2.5-eagle3-mla")
 	if code != 2 || !strings.Contains(errs, "want no draft model without --spec eagle3 or draft") {
 		t.Errorf("--draft-model alone: exit %d, %s; want it refused as the row's words say", code, errs)
+	}
+}
+
+// TestAdvisePlotBarsKeepWidth: advise's bars keep most of the chart's
+// width, its legend (of long entries: "conditional: runs given what its
+// row needs") drawn under the axis, inside the canvas. Beside the bars
+// (chart.Draw) it left them about a quarter of the 9-inch width of the seed user's
+// chart, the labels taking a third. The data area spans the x axis, the
+// longest horizontal stroke.
+func TestAdvisePlotBarsKeepWidth(t *testing.T) {
+	fits := &advise.Variant{Footprint: advise.Footprint{Fits: true}}
+	adv := &advise.Advice{Model: "kimi-k2.5-nvfp4", Plan: "tp8", Topology: "rtxpro6000-2s", Workload: "decode b1 ctx4096 kv=bf16",
+		Rows: []advise.Row{
+			{Entry: "box-h200-nvswitch", With: fits, Gain: advise.Gain{TokensPerSPct: 233}, Applicability: advise.Applicability{Status: advise.Conditional, Needs: "another box"}},
+			{Entry: "nccl-p2p-sys", With: fits, Gain: advise.Gain{TokensPerSPct: 134}, InBaseline: true},
+			{Entry: "spec-ngram", With: fits, Gain: advise.Gain{TokensPerSPct: 117}, Applicability: advise.Applicability{Status: advise.Conditional, UpperBound: true}},
+			{Entry: "box-rtxpro6000-switch", With: fits, Gain: advise.Gain{TokensPerSPct: -1}, Applicability: advise.Applicability{Status: advise.Conditional, Needs: "another box"}},
+			{Entry: "dp-attn-ep", With: &advise.Variant{Footprint: advise.Footprint{ShortfallGB: 2}}, Gain: advise.Gain{TokensPerSPct: -45}},
+		}}
+	p, n, err := advisePlot(adv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, h := adviseChartSize(p, n)
+	var rec recorder.Canvas
+	drawAdviseChart(draw.NewCanvas(&rec, w, h), p)
+	var left, right, axisY vg.Length
+	for _, a := range rec.Actions {
+		s, ok := a.(*recorder.Stroke)
+		if !ok || len(s.Path) != 2 || s.Path[0].Pos.Y != s.Path[1].Pos.Y {
+			continue
+		}
+		x0, x1 := min(s.Path[0].Pos.X, s.Path[1].Pos.X), max(s.Path[0].Pos.X, s.Path[1].Pos.X)
+		if x1-x0 > right-left {
+			left, right, axisY = x0, x1, s.Path[0].Pos.Y
+		}
+	}
+	if share := (right - left) / w; share < 0.6 {
+		t.Errorf("the bars span x %.0f to %.0f pt, %.0f %% of the %.0f pt width; want at least 60 %%", left, right, 100*share, w)
+	}
+	legend := []string{barCond.legend, barGain.legend, barUpper.legend, barNoFit.legend}
+	seen := 0
+	for _, a := range rec.Actions {
+		s, ok := a.(*recorder.FillString)
+		if !ok || !slices.Contains(legend, s.String) {
+			continue
+		}
+		seen++
+		face := font.DefaultCache.Lookup(s.Font, s.Size)
+		ext := face.Extents()
+		if s.Point.Y+ext.Ascent > axisY || s.Point.Y-ext.Descent < 0 || s.Point.X < 0 || s.Point.X+face.Width(s.String) > w {
+			t.Errorf("legend entry %q at (%.0f, %.0f): want under the axis (y %.0f) and inside the %.0f x %.0f pt canvas", s.String, s.Point.X, s.Point.Y, axisY, w, h)
+		}
+	}
+	if seen != len(legend) {
+		t.Errorf("%d of the %d legend entries drawn", seen, len(legend))
 	}
 }

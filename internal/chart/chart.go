@@ -1,6 +1,6 @@
 // Package chart lays out and writes the PNG and SVG charts of the verbs'
 // --plot and --pareto flags (gonum plots): the margin, the grid of
-// panels, legends beside the data, titles inside their panel, value axes
+// panels, legends beside the data or under it, titles inside their panel, value axes
 // that hold their longest bar, and the file written whole or not at all.
 package chart
 
@@ -101,6 +101,11 @@ func newCanvas(path string, w, h vg.Length) (interface {
 // its tile empty) into a w x h canvas inside Margin (Draw) and writes it
 // to path, PNG or SVG by its extension, whole or not at all.
 func Save(path string, w, h vg.Length, grid [][]*plot.Plot, tiles draw.Tiles) error {
+	return SaveWith(path, w, h, func(dc draw.Canvas) { Draw(dc, grid, tiles) })
+}
+
+// SaveWith is Save of what drawFn draws inside Margin.
+func SaveWith(path string, w, h vg.Length, drawFn func(dc draw.Canvas)) error {
 	c, err := newCanvas(path, w, h)
 	if err != nil {
 		return err
@@ -112,7 +117,7 @@ func Save(path string, w, h vg.Length, grid [][]*plot.Plot, tiles draw.Tiles) er
 	// dark page's background).
 	dc.SetColor(color.White)
 	dc.Fill(dc.Rectangle.Path())
-	Draw(draw.Crop(dc, Margin, -Margin, Margin, -Margin), grid, tiles)
+	drawFn(draw.Crop(dc, Margin, -Margin, Margin, -Margin))
 	if err := fileout.Write(path, func(w io.Writer) error { _, err := c.WriteTo(w); return err }); err != nil {
 		return fmt.Errorf("plot %w", err)
 	}
@@ -212,6 +217,43 @@ func Draw(dc draw.Canvas, grid [][]*plot.Plot, tiles draw.Tiles) {
 				Min: vg.Point{X: pc.Max.X + LegendGap, Y: data.Min.Y}, Max: vg.Point{X: full.Max.X, Y: data.Max.Y}}})
 		}
 	}
+}
+
+// LegendBelowHeight is the height DrawLegendBelow gives p's legend under
+// its plot, the gap above it included; 0 without a legend.
+func LegendBelowHeight(p *plot.Plot) vg.Length {
+	legend := p.Legend
+	legend.Padding = max(legend.Padding, legendPadding(legend))
+	r := legend.Rectangle(draw.Canvas{})
+	if h := r.Max.Y - r.Min.Y; h > 0 {
+		return h + LegendGap + legendPadding(legend) // the last row's descent
+	}
+	return 0
+}
+
+// DrawLegendBelow draws one plot into dc with its legend under the axis
+// (LegendBelowHeight tall, left-aligned with the data area), the data
+// keeping the whole width: a legend of long entries beside the data
+// (Draw) left advise's bars a third of the chart's width. Its title is
+// broken into lines that fit dc (Wrap).
+func DrawLegendBelow(dc draw.Canvas, p *plot.Plot) {
+	below := LegendBelowHeight(p)
+	if p.Title.Text != "" {
+		p.Title.Text = Wrap(p.Title.TextStyle, p.Title.Text, dc.Max.X-dc.Min.X)
+	}
+	legend := p.Legend
+	legend.Padding = max(legend.Padding, legendPadding(legend))
+	p.Legend = plot.NewLegend() // no entries: drawn below
+	pc := draw.Crop(dc, 0, 0, below, 0)
+	p.Draw(pc)
+	data := p.DataCanvas(pc)
+	p.Legend = legend
+	if below == 0 {
+		return
+	}
+	legend.Top, legend.Left = true, true
+	legend.Draw(draw.Canvas{Canvas: dc.Canvas, Rectangle: vg.Rectangle{
+		Min: vg.Point{X: data.Min.X, Y: dc.Min.Y}, Max: vg.Point{X: dc.Max.X, Y: dc.Min.Y + below - LegendGap}}})
 }
 
 // Wrap breaks s at spaces into lines no wider than width in style sty (a
