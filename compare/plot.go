@@ -49,7 +49,7 @@ func scatterPlot(sr *ScenarioReport) (*plot.Plot, error) {
 	p.X.Label.Text = "measured median us (log)"
 	p.Y.Label.Text = "predicted us (log)"
 	p.X.Scale, p.Y.Scale = plot.LogScale{}, plot.LogScale{}
-	p.X.Tick.Marker, p.Y.Tick.Marker = plot.LogTicks{Prec: -1}, plot.LogTicks{Prec: -1}
+	p.X.Tick.Marker, p.Y.Tick.Marker = chart.LogTicks{}, chart.LogTicks{}
 	byKind := map[string]plotter.XYs{}
 	var kinds []string
 	lo, hi := math.Inf(1), 0.0

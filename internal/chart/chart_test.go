@@ -150,3 +150,42 @@ func TestSaveSVGOpaque(t *testing.T) {
 		t.Errorf("first element drawn %s, want %s", first, want)
 	}
 }
+
+// TestLogTicks: a log axis is labelled at 1, 2 and 5 times the powers of
+// ten, at least three labels on any axis (gonum's LogTicks labelled only
+// the powers: compare's H200 panel, 3.4 to 90 us, showed just "10"), at
+// every whole multiple where 1-2-5 give fewer than three, at linear ticks
+// where those too do; every tick within the axis.
+func TestLogTicks(t *testing.T) {
+	for _, c := range []struct {
+		min, max float64
+		want     string
+	}{
+		{3.4, 90, "5 10 20 50"},
+		{0.3, 2000, "0.5 1 2 5 10 20 50 100 200 500 1000 2000"},
+		{12, 48, "20 30 40"},
+	} {
+		var labels []string
+		for _, tk := range (LogTicks{}).Ticks(c.min, c.max) {
+			if tk.Value < c.min || tk.Value > c.max {
+				t.Errorf("axis %v to %v: tick %v outside it", c.min, c.max, tk.Value)
+			}
+			if tk.Label != "" {
+				labels = append(labels, tk.Label)
+			}
+		}
+		if got := strings.Join(labels, " "); got != c.want {
+			t.Errorf("axis %v to %v: labels %q, want %q", c.min, c.max, got, c.want)
+		}
+	}
+	// 12 to 17: one whole multiple of ten's powers; linear ticks then.
+	n := 0
+	for _, tk := range (LogTicks{}).Ticks(12, 17) {
+		if tk.Label != "" {
+			n++
+		}
+	}
+	if n < 3 {
+		t.Errorf("axis 12 to 17: %d labelled ticks, want at least 3", n)
+	}
+}
