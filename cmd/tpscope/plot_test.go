@@ -6,6 +6,7 @@ import (
 
 	"github.com/tpscope/tpscope/internal/chart"
 	"github.com/tpscope/tpscope/report"
+	"github.com/tpscope/tpscope/sim"
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/font"
 	"gonum.org/v1/plot/vg"
@@ -137,5 +138,56 @@ func TestParetoLegendRowsApart(t *testing.T) {
 	}
 	if !found {
 		t.Error("the legend's chosen ring not drawn")
+	}
+}
+
+// TestPredictPlotNoSpacerMark: predict's chart draws a bar for each kind
+// and name and nothing on its empty row between them: the row was a bar
+// of 0 us, a zero-width mark on the axis. A bar is a filled rectangle 10
+// pt tall.
+func TestPredictPlotNoSpacerMark(t *testing.T) {
+	pr := &sim.Prediction{Model: "m", Topology: "box",
+		ByKind: []sim.Share{{Name: "gemm", Us: 600, ShareFrac: 0.6}, {Name: "attention", Us: 400, ShareFrac: 0.4}},
+		ByName: []sim.Share{{Name: "attn.mla_decode", Us: 400, ShareFrac: 0.4}, {Name: "moe.gate", Us: 300, ShareFrac: 0.3}, {Name: "head.lm_head", Us: 300, ShareFrac: 0.3}}}
+	p, rows, err := predictPlot(pr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rows != 6 {
+		t.Errorf("%d rows, want 2 kinds, a spacer and 3 names", rows)
+	}
+	var rec recorder.Canvas
+	chart.Draw(draw.NewCanvas(&rec, 9*vg.Inch, vg.Points(float64(14*rows+90))), [][]*plot.Plot{{p}}, draw.Tiles{})
+	bars := 0
+	for _, a := range rec.Actions {
+		var path vg.Path
+		switch a := a.(type) {
+		case *recorder.Fill:
+			path = a.Path
+		case *recorder.Stroke:
+			path = a.Path
+		default:
+			continue
+		}
+		if len(path) != 5 || path[4].Type != vg.CloseComp {
+			continue
+		}
+		x0, x1, y0, y1 := path[0].Pos.X, path[0].Pos.X, path[0].Pos.Y, path[0].Pos.Y
+		for _, c := range path[:4] {
+			x0, x1, y0, y1 = min(x0, c.Pos.X), max(x1, c.Pos.X), min(y0, c.Pos.Y), max(y1, c.Pos.Y)
+		}
+		if y1-y0 != vg.Points(10) {
+			continue // not a bar
+		}
+		if x1 == x0 {
+			t.Errorf("a zero-width bar drawn at x %.1f, y %.1f to %.1f", x0, y0, y1)
+			continue
+		}
+		if _, ok := a.(*recorder.Fill); ok {
+			bars++
+		}
+	}
+	if bars != 5 {
+		t.Errorf("%d bars filled, want 5 (2 kinds, 3 names)", bars)
 	}
 }
