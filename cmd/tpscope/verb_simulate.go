@@ -76,7 +76,8 @@ TTFT and TPOT meet the SLO, lengthening runs too short to judge; a batch
 that still grows in a lengthened run is overloaded (its TPOT and E2E
 unbounded). --plot draws latency percentiles against load (PNG or
 SVG): the offered rate, the clients of closed loops, or the rate served
-where both kinds (or a trace) share the chart.
+where both kinds (or a trace) share the chart, the rates as the table's
+req/s offered/served.
 
 --compare RESULT (repeatable) reads a measured serving benchmark (vllm bench
 serve --save-result JSON, SGLang bench_serving JSONL, aiperf's
@@ -1149,19 +1150,31 @@ func writeParetoPlot(path string, o *simulateOutput) error {
 // rate each run served, which places every kind on one axis. A client
 // count on a rate axis would sit at 0; lines join the runs sorted by x,
 // not in file order.
+//
+// The offered and served rates are the table's (its "req/s offered/served"
+// column, over the second half of the arrivals): the chart's "offered
+// load" had been the nominal --qps, 0.5 where the table's offered rate of
+// the same run said 0.597. A run that column has no rate for ("-": fewer
+// than three requests in that half) puts every run at its nominal --qps,
+// or its rate served over the whole run, and the label says which.
 func plotLoadAxis(runs []*serving.Result) (sorted []*serving.Result, xOf func(*serving.Result) float64, label string) {
-	open, closed := true, true
+	open, closed, rated := true, true, true
 	for _, r := range runs {
 		open = open && r.QPS > 0
 		closed = closed && r.QPS == 0 && r.Concurrency > 0
+		rated = rated && r.OfferedRequestsPerS > 0 && r.ServedRequestsPerS > 0
 	}
 	switch {
+	case open && rated:
+		xOf, label = func(r *serving.Result) float64 { return r.OfferedRequestsPerS }, "offered load, requests/s (as the table's req/s offered)"
 	case open:
-		xOf, label = func(r *serving.Result) float64 { return r.QPS }, "offered load, requests/s"
+		xOf, label = func(r *serving.Result) float64 { return r.QPS }, "nominal load (--qps), requests/s"
 	case closed:
 		xOf, label = func(r *serving.Result) float64 { return float64(r.Concurrency) }, "concurrent clients"
+	case rated:
+		xOf, label = func(r *serving.Result) float64 { return r.ServedRequestsPerS }, "requests/s served (as the table's req/s served)"
 	default:
-		xOf, label = func(r *serving.Result) float64 { return r.RequestsPerS }, "requests/s served"
+		xOf, label = func(r *serving.Result) float64 { return r.RequestsPerS }, "requests/s served over the whole run"
 	}
 	sorted = slices.Clone(runs)
 	slices.SortStableFunc(sorted, func(a, b *serving.Result) int { return cmp.Compare(xOf(a), xOf(b)) })

@@ -509,13 +509,18 @@ func TestSimulateSweepRunLength(t *testing.T) {
 // offered rate and closed loops by their clients, each sorted; measured
 // levels of both kinds (vllm bench's rates beside GuideLLM's concurrency
 // 4, which a rate axis put at 0) and traces go by the rate each served,
-// sorted by it rather than in file order.
+// sorted by it rather than in file order. The rates are the table's
+// (req/s offered/served): the axis had put --qps 0.5 at 0.5 where the
+// table's offered rate said 0.597.
 func TestPlotLoadAxis(t *testing.T) {
-	q := func(qps, served float64) *serving.Result {
-		return &serving.Result{Load: fmt.Sprint("qps ", qps), QPS: qps, RequestsPerS: served}
+	// A run's offered and served rates as the table prints them (over
+	// the second half of the arrivals) differ from its nominal --qps and
+	// from its rate over the whole run: the axis goes by the table's.
+	q := func(qps, offered, served float64) *serving.Result {
+		return &serving.Result{Load: fmt.Sprint("qps ", qps), QPS: qps, OfferedRequestsPerS: offered, ServedRequestsPerS: served, RequestsPerS: served - 0.05}
 	}
-	c := func(n int, served float64) *serving.Result {
-		return &serving.Result{Load: fmt.Sprint("concurrency ", n), Concurrency: n, RequestsPerS: served}
+	c := func(n int, offered, served float64) *serving.Result {
+		return &serving.Result{Load: fmt.Sprint("concurrency ", n), Concurrency: n, OfferedRequestsPerS: offered, ServedRequestsPerS: served, RequestsPerS: served - 0.05}
 	}
 	for _, tc := range []struct {
 		name  string
@@ -523,10 +528,12 @@ func TestPlotLoadAxis(t *testing.T) {
 		label string
 		xs    []float64
 	}{
-		{"open loops", []*serving.Result{q(4, 3.9), q(1, 1), q(2, 2)}, "offered load, requests/s", []float64{1, 2, 4}},
-		{"closed loops", []*serving.Result{c(16, 5), c(4, 2)}, "concurrent clients", []float64{4, 16}},
-		{"both kinds", []*serving.Result{q(2, 1.9), q(8, 6.5), c(4, 3.1), c(1, 0.8)}, "requests/s served", []float64{0.8, 1.9, 3.1, 6.5}},
-		{"a trace", []*serving.Result{{Load: "trace", RequestsPerS: 0.7}}, "requests/s served", []float64{0.7}},
+		{"open loops", []*serving.Result{q(4, 4.2, 3.9), q(0.5, 0.597, 0.597), q(2, 2.388, 2.4)}, "offered load, requests/s (as the table's req/s offered)", []float64{0.597, 2.388, 4.2}},
+		{"open loops, one with no offered rate", []*serving.Result{q(4, 4.2, 3.9), q(1, 0, 0)}, "nominal load (--qps), requests/s", []float64{1, 4}},
+		{"closed loops", []*serving.Result{c(16, 5, 5), c(4, 2, 2)}, "concurrent clients", []float64{4, 16}},
+		{"both kinds", []*serving.Result{q(2, 2.1, 1.9), q(8, 8, 6.5), c(4, 3.1, 3.1), c(1, 0.8, 0.8)}, "requests/s served (as the table's req/s served)", []float64{0.8, 1.9, 3.1, 6.5}},
+		{"a trace", []*serving.Result{{Load: "trace", OfferedRequestsPerS: 0.71, ServedRequestsPerS: 0.7, RequestsPerS: 0.65}}, "requests/s served (as the table's req/s served)", []float64{0.7}},
+		{"a trace too short to rate", []*serving.Result{{Load: "trace", RequestsPerS: 0.65}}, "requests/s served over the whole run", []float64{0.65}},
 	} {
 		sorted, xOf, label := plotLoadAxis(tc.runs)
 		var xs []float64
