@@ -211,6 +211,21 @@ func (t *Traffic) NamesPrefixes() bool {
 	return false
 }
 
+// Draws reports whether the load takes any draw from Seed: an open
+// loop's gaps (Poisson or gamma; constant gaps draw nothing) or generated
+// lengths with a spread (fixed lengths, or a spread of 0, come out the
+// same whatever the draw; a trace's lengths and times are its own).
+func (t *Traffic) Draws() bool {
+	if t.QPS > 0 && t.Arrival != Constant {
+		return true
+	}
+	if len(t.Requests) > 0 {
+		return false
+	}
+	spreads := func(l Lengths) bool { return (l.Dist == Uniform || l.Dist == LogNormal) && l.Spread > 0 }
+	return spreads(t.Prompt) || spreads(t.Output)
+}
+
 // maxRequests bounds the requests of one run.
 const maxRequests = 1 << 24
 

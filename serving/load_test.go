@@ -249,3 +249,51 @@ func TestShortenJSONNotJSON(t *testing.T) {
 		}
 	}
 }
+
+// TestTrafficDraws: a load draws from its seed exactly where two seeds
+// issue different requests: an open loop's Poisson or gamma gaps, lengths
+// with a spread; not fixed lengths in a closed loop, constant arrivals of
+// fixed lengths, a spread of 0, or a trace at its own times (simulate
+// --seed was taken and printed for those). Each case's answer is checked
+// against the requests two seeds issue.
+func TestTrafficDraws(t *testing.T) {
+	fixed := Lengths{Dist: Fixed, Mean: 1000}
+	spread := Lengths{Dist: Uniform, Mean: 1000, Spread: 0.5}
+	trace := []Request{{ArrivalS: 0, PromptTokens: 10, OutputTokens: 5}, {ArrivalS: 1.5, PromptTokens: 20, OutputTokens: 7}, {ArrivalS: 2, PromptTokens: 30, OutputTokens: 9}}
+	for _, c := range []struct {
+		name  string
+		t     Traffic
+		draws bool
+	}{
+		{"closed loop, fixed lengths", Traffic{Concurrency: 4, Prompt: fixed, Output: fixed}, false},
+		{"closed loop, uniform prompts", Traffic{Concurrency: 4, Prompt: spread, Output: fixed}, true},
+		{"closed loop, lognormal of spread 0", Traffic{Concurrency: 4, Prompt: Lengths{Dist: LogNormal, Mean: 1000}, Output: fixed}, false},
+		{"poisson arrivals", Traffic{QPS: 2, Prompt: fixed, Output: fixed}, true},
+		{"gamma arrivals", Traffic{QPS: 2, Arrival: Gamma, Burstiness: 0.5, Prompt: fixed, Output: fixed}, true},
+		{"constant arrivals, fixed lengths", Traffic{QPS: 2, Arrival: Constant, Prompt: fixed, Output: fixed}, false},
+		{"constant arrivals, uniform outputs", Traffic{QPS: 2, Arrival: Constant, Prompt: fixed, Output: spread}, true},
+		{"a trace at its own times", Traffic{Requests: trace, Prompt: spread}, false},
+		{"a trace at a poisson rate", Traffic{QPS: 2, Requests: trace}, true},
+		{"a trace in a closed loop", Traffic{Concurrency: 2, Requests: trace}, false},
+	} {
+		if got := c.t.Draws(); got != c.draws {
+			t.Errorf("%s: Draws() %v, want %v", c.name, got, c.draws)
+		}
+		issue := func(seed uint64) []Request {
+			tr := c.t
+			tr.Seed, tr.NumRequests = seed, 3
+			src := newSource(&tr)
+			var out []Request
+			for {
+				r, ok := src.next(0)
+				if !ok {
+					return out
+				}
+				out = append(out, r)
+			}
+		}
+		if differ := !reflect.DeepEqual(issue(1), issue(2)); differ != c.draws {
+			t.Errorf("%s: seeds 1 and 2 issue different requests: %v, want %v", c.name, differ, c.draws)
+		}
+	}
+}

@@ -147,6 +147,12 @@ func (s *Simulator) deploymentDefaults(d Deployment, prof *engprof.Profile) {
 // Engine returns the scheduler settings with the engine's defaults filled.
 func (s *Simulator) Engine() EngineOptions { return s.engine }
 
+// SeedDraws reports whether a run of t takes any draw from its Seed: the
+// load's (Traffic.Draws) or speculative decoding's accepted drafts.
+func (s *Simulator) SeedDraws(t *Traffic) bool {
+	return t.Draws() || newSpecState(s.d.Scenario, t.Seed, 0) != nil
+}
+
 // DefaultsUsed names each scheduler setting the deployment left to the
 // engine's default, with the value used and whose default it is: the
 // engine's profile (its scheduler facts) or vLLM's rule, which fills what

@@ -54,7 +54,7 @@ fixed|uniform|lognormal and --isl-spread/--osl-spread (the uniform half-width
 or the log-normal coefficient of variation, as a fraction of the mean),
 refused with --requests-file and --compare, whose requests have their own
 lengths; --arrival is refused where nothing arrives at a rate (a closed
-loop, a trace's own times, a measured load). One --seed drives every draw. The load ends after --requests requests or
+loop, a trace's own times, a measured load). One --seed drives every draw (arrival gaps, lengths, accepted drafts); it is refused where nothing is drawn. The load ends after --requests requests or
 --duration seconds (1000 requests when neither is given); requests in flight
 then complete.
 
@@ -170,6 +170,7 @@ func (o *simulateOptions) Run(ctx context.Context, args []string, std IO) error 
 	o.durationGiven = o.given("duration", o.durationS != 0)
 	o.sloPctGiven = o.given("slo-percentile", o.sloPct != def.sloPct)
 	o.forQPSGiven = o.given("for-qps", o.forQPS != 0)
+	o.seedGiven = o.given("seed", o.seed != 0)
 	return runSimulate(o.sc, &o.simulateFlags, std.Stdout, std.Stderr)
 }
 
@@ -192,16 +193,18 @@ type simulateFlags struct {
 	// sloPctGiven: --slo-percentile was set (it judges nothing without
 	// an SLO); forQPSGiven: --for-qps was (0 is no rate to carry).
 	sloPctGiven, forQPSGiven bool
-	isl, osl                 int
-	islDist, oslDist         string
-	islSpread, oslSpread     float64
-	requests                 int
-	durationS                float64
-	requestsFile             string
-	seed                     uint64
-	sloTTFT, sloTPOT         float64
-	sloPct                   float64
-	sweepQPS, sweepConc      bool
+	// seedGiven: --seed was set (it is refused where nothing is drawn).
+	seedGiven            bool
+	isl, osl             int
+	islDist, oslDist     string
+	islSpread, oslSpread float64
+	requests             int
+	durationS            float64
+	requestsFile         string
+	seed                 uint64
+	sloTTFT, sloTPOT     float64
+	sloPct               float64
+	sweepQPS, sweepConc  bool
 	engineFlags
 	instances        int
 	router           string
@@ -247,6 +250,63 @@ func (f *simulateFlags) bind(fs *pflag.FlagSet) {
 	fs.StringVar(&f.paretoFile, "pareto", f.paretoFile, "draw output tokens/s per GPU against tokens/s per user (1000 / median TPOT) of the runs, the front, the SLO and the chosen run, to FILE.png or FILE.svg")
 	fs.StringVar(&f.frontierFile, "frontier", f.frontierFile, "write every run's tokens/s per GPU and per user, on the front or not, as CSV to FILE")
 	fs.StringVar(&f.reportFile, "report", f.reportFile, "write a self-contained HTML report of the runs (the Pareto chart, the runs' table, comparisons) to FILE.html")
+}
+
+// seedRuns are the loads of the runs (a search's as its first run's),
+// for whether any draws from the seed (seedDraws).
+func seedRuns(f *simulateFlags, traffic serving.Traffic, loads []simLoad, replay bool) []serving.Traffic {
+	switch {
+	case f.sweepQPS:
+		traffic.QPS = 1 // the search's rates: any draws as the first's
+	case f.sweepConc:
+		traffic.Concurrency = 1
+	case replay || len(loads) == 0:
+	default:
+		var runs []serving.Traffic
+		for _, l := range loads {
+			t := traffic
+			t.QPS, t.Concurrency = l.qps, l.concurrency
+			runs = append(runs, t)
+		}
+		return runs
+	}
+	return []serving.Traffic{traffic}
+}
+
+// seedDraws reports whether a run of runs draws from the seed (serving's
+// Simulator.SeedDraws: its arrival gaps, lengths or accepted drafts).
+func seedDraws(s *serving.Simulator, runs []serving.Traffic) bool {
+	for i := range runs {
+		if s.SeedDraws(&runs[i]) {
+			return true
+		}
+	}
+	return false
+}
+
+// seedNotDrawn refuses --seed where no run draws from it (fixed lengths
+// in a closed loop, a trace at its own or rescaled times, constant
+// arrivals of fixed lengths, no speculative decoding): it was accepted
+// and printed on the load line as though it had picked the requests. A
+// measured load (--compare) draws its lengths from what was measured.
+func seedNotDrawn(f *simulateFlags, traffic serving.Traffic, loads []simLoad, replay bool) error {
+	var what string
+	switch t := seedRuns(f, traffic, loads, replay)[0]; {
+	case len(t.Requests) > 0 && t.QPS == 0 && t.Concurrency == 0:
+		what = "a trace replayed at its own times, its own lengths"
+		if replay {
+			what = "a trace replayed at its times rescaled, its own lengths"
+		}
+	case len(t.Requests) > 0 && t.QPS > 0:
+		what = "a trace's lengths at constant arrivals"
+	case len(t.Requests) > 0:
+		what = "a trace's lengths in a closed loop"
+	case t.QPS > 0:
+		what = "fixed lengths at constant arrivals"
+	default:
+		what = "fixed lengths in a closed loop"
+	}
+	return flagError("--seed", f.seed, "nothing in this run is drawn (%s, no speculative decoding): drop --seed", what)
 }
 
 // simLoad is one run's load: a QPS or a client count.
@@ -521,6 +581,10 @@ func runSimulate(sc *scenarioFlags, f *simulateFlags, stdout, stderr io.Writer) 
 	if f.routerGiven && s.Schedulers() == 1 {
 		return flagError("--router", f.router, "one scheduler takes every request (1 instance, DP 1), so nothing is routed: the router spreads requests over --instances x DP ranks; drop --router or give --instances 2 or more")
 	}
+	seedDrawn := len(measured) > 0 || seedDraws(s, seedRuns(f, traffic, loads, len(replay) > 0))
+	if f.seedGiven && !seedDrawn {
+		return seedNotDrawn(f, traffic, loads, len(replay) > 0)
+	}
 	// The steps are priced by the scenario's engine, routing and cost
 	// source: say so as predict does, counting the tables' ops on the
 	// step predict would price with these flags.
@@ -533,7 +597,7 @@ func runSimulate(sc *scenarioFlags, f *simulateFlags, stdout, stderr io.Writer) 
 	out := simulateOutput{Model: scen.Arch.Name, Topology: topo.Name, Plan: scen.Plan.Normalized().String(), GPUs: s.GPUs(),
 		KVDtype: string(s.KVDtype()), KVDefault: scen.KVDefault, Options: opts, Engine: s.Engine(), Overheads: overheads, KVBlocks: s.KVBlocks(), KVBudget: s.KVBudget(), Schedulers: s.Schedulers(),
 		Instances: max(1, f.instances), Router: string(router), Traffic: traffic, SLO: slo, Trace: trace, EngineNote: engineNote, PlanNote: planNote,
-		DefaultsNote: defaultsNote, OverheadsNote: overheadsNote, PricedBy: priced, SchedulerDefaults: s.DefaultsUsed()}
+		DefaultsNote: defaultsNote, OverheadsNote: overheadsNote, PricedBy: priced, SchedulerDefaults: s.DefaultsUsed(), SeedDrawn: seedDrawn}
 	if y := scen.SpecYield(); y != nil {
 		out.Spec = y
 		out.SpecLine = fmt.Sprintf("speculative: %s; %.2f tokens per step per request (sd %.2f), drawn per request and step from %s%s",
@@ -706,11 +770,13 @@ func writeFileWith(path string, write func(io.Writer) error) error {
 
 // simulateOutput is what simulate reports (its JSON form).
 type simulateOutput struct {
-	Model    string `json:"model"`
-	Topology string `json:"topology"`
-	Plan     string `json:"plan"`
-	GPUs     int    `json:"gpus"`
-	KVDtype  string `json:"kv_dtype"`
+	// SeedDrawn: a run drew from the seed, so the load line names it.
+	SeedDrawn bool   `json:"-"`
+	Model     string `json:"model"`
+	Topology  string `json:"topology"`
+	Plan      string `json:"plan"`
+	GPUs      int    `json:"gpus"`
+	KVDtype   string `json:"kv_dtype"`
 	// KVDefault says the engine chose KVDtype (Scenario.KVDefault).
 	KVDefault *sim.KVDefault        `json:"kv_default,omitempty"`
 	Options   sim.Options           `json:"options"`
@@ -906,7 +972,11 @@ func (o *simulateOutput) headLines() []string {
 			head = append(head, kv[0]+": "+kv[1])
 		}
 	}
-	head = append(head, fmt.Sprintf("load: %s, seed %d; SLO %s", load, o.Traffic.Seed, o.SLO))
+	seed := ""
+	if o.SeedDrawn {
+		seed = fmt.Sprintf(", seed %d", o.Traffic.Seed)
+	}
+	head = append(head, fmt.Sprintf("load: %s%s; SLO %s", load, seed, o.SLO))
 	if o.EngineNote != "" {
 		head = append(head, o.EngineNote)
 	}

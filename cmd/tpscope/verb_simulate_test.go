@@ -352,9 +352,10 @@ func TestSimulateTraceCutShort(t *testing.T) {
 		flags []string
 		want  string
 	}{
-		{[]string{"--requests", "1"}, "3 requests over 1.0 s; each run takes its first 1 (--requests 1), seed 0"},
-		{[]string{"--duration", "0.7"}, "3 requests over 1.0 s; each run takes the requests arriving in its first 0.7 s (--duration 0.7), seed 0"},
-		{nil, "3 requests over 1.0 s, seed 0"},
+		// A trace at its own times draws nothing: no seed on the line.
+		{[]string{"--requests", "1"}, "3 requests over 1.0 s; each run takes its first 1 (--requests 1); SLO"},
+		{[]string{"--duration", "0.7"}, "3 requests over 1.0 s; each run takes the requests arriving in its first 0.7 s (--duration 0.7); SLO"},
+		{nil, "3 requests over 1.0 s; SLO"},
 	} {
 		code, out, errs := runCLI(t, append([]string{"simulate", "--requests-file", reqs, "--timeline", "0"}, c.flags...)...)
 		if code != 0 || !strings.Contains(out, "load: trace "+reqs+" (tpscope): "+c.want) {
@@ -620,6 +621,47 @@ func TestSimulatePlotLatencyAxes(t *testing.T) {
 			if strings.HasSuffix(tk.Label, ".00") {
 				t.Errorf("%s tick %q: want its shortest form", c.name, tk.Label)
 			}
+		}
+	}
+}
+
+// TestSimulateSeedRefusedWhereNothingIsDrawn: --seed is refused in one
+// line, before any run, where no run draws from it (fixed lengths in a
+// closed loop, constant arrivals of fixed lengths, a trace at its own
+// times), and the load line names no seed there; it is taken where the
+// gaps or lengths are drawn. It had been taken and printed ("seed 3")
+// where it changed nothing.
+func TestSimulateSeedRefusedWhereNothingIsDrawn(t *testing.T) {
+	base := []string{"simulate", "--model", "deepseek-v3", "--topo", "h200-nvswitch", "--requests", "20", "--timeline", "0"}
+	trace := filepath.Join(t.TempDir(), "t.csv")
+	if err := os.WriteFile(trace, []byte("arrival_s,prompt_tokens,output_tokens\n0,100,10\n0.5,200,20\n1,300,30\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		args []string
+		what string
+	}{
+		{[]string{"--concurrency", "4"}, "fixed lengths in a closed loop"},
+		{[]string{"--qps", "2", "--arrival", "constant"}, "fixed lengths at constant arrivals"},
+		{[]string{"--requests-file", trace}, "a trace replayed at its own times"},
+	} {
+		code, out, stderr := runCLI(t, append(append(base, c.args...), "--seed", "3")...)
+		if code == 0 || out != "" || strings.Count(strings.TrimSpace(stderr), "\n") != 0 ||
+			!strings.Contains(stderr, "--seed 3") || !strings.Contains(stderr, c.what) {
+			t.Errorf("%v --seed 3: exit %d, stdout %q, stderr %q; want one line naming --seed 3 and %q", c.args, code, out, stderr, c.what)
+		}
+		code, out, stderr = runCLI(t, append(base, c.args...)...)
+		if code != 0 {
+			t.Fatalf("%v: exit %d: %s", c.args, code, stderr)
+		}
+		if strings.Contains(out, "seed") {
+			t.Errorf("%v: nothing is drawn, but the output names a seed:\n%s", c.args, out)
+		}
+	}
+	for _, args := range [][]string{{"--qps", "2"}, {"--concurrency", "4", "--isl-dist", "uniform", "--isl-spread", "0.5"}} {
+		code, out, stderr := runCLI(t, append(append(base, args...), "--seed", "3")...)
+		if code != 0 || !strings.Contains(out, ", seed 3;") {
+			t.Errorf("%v --seed 3: exit %d, want the run and its load line naming seed 3: %s\n%s", args, code, stderr, out)
 		}
 	}
 }
