@@ -41,6 +41,36 @@ func Binary(op string) string {
 	return ""
 }
 
+// DefaultElemBytes is the element size of nccl-tests' default datatype,
+// float (its -d flag's default).
+const DefaultElemBytes = 4
+
+// SizeAsRun is the size column nccl-tests prints for a requested size
+// (its -b/-e/-f values) of op on ranks ranks with elements of elemBytes
+// bytes, as its setupArgs and each test's GetCollByteCount size the
+// buffers (src/common.cu, src/all_gather.cu, src/reduce_scatter.cu,
+// src/alltoall.cu): count = bytes / elemBytes, whole elements; all-reduce,
+// broadcast, reduce and send/recv run that count; all-gather,
+// reduce-scatter and all-to-all run count / ranks elements a rank,
+// rounded down to a multiple of 16 bytes, so ranks times that (the size
+// column is the larger of the send and receive buffers). 0 when the size
+// holds less than that.
+func SizeAsRun(op string, ranks int, bytes int64, elemBytes int) (int64, error) {
+	if ranks < 1 || elemBytes < 1 || elemBytes > 16 || 16%elemBytes != 0 || bytes < 0 {
+		return 0, fmt.Errorf("nccl-tests size: %d B of %d-byte elements on %d ranks: want bytes >= 0, element bytes dividing 16, ranks >= 1", bytes, elemBytes, ranks)
+	}
+	e := int64(elemBytes)
+	count := bytes / e
+	switch op {
+	case "allreduce", "broadcast", "reduce", "sendrecv":
+		return count * e, nil
+	case "allgather", "reducescatter", "alltoall":
+		base := count / int64(ranks) &^ (16/e - 1)
+		return base * int64(ranks) * e, nil
+	}
+	return 0, fmt.Errorf("nccl-tests size: collective %q: want allreduce, allgather, reducescatter, alltoall, broadcast, reduce or sendrecv", op)
+}
+
 // NewRow is one result row in nccl-tests' conventions: bytes is the size
 // column (all-reduce: the buffer; all-gather: the gathered output;
 // reduce-scatter: the input; all-to-all: one rank's send buffer), count

@@ -162,3 +162,35 @@ func TestTimeUnit(t *testing.T) {
 		}
 	}
 }
+
+// TestSizeAsRun: a requested size becomes what nccl-tests runs and
+// prints: whole float elements (4 bytes) for all-reduce; for all-gather,
+// reduce-scatter and all-to-all a multiple of 16 bytes a rank, times the
+// ranks. Worked by hand from nccl-tests' setupArgs (count = size / 4) and
+// AllGatherGetCollByteCount (base = (count / ranks) rounded down to a
+// multiple of 4 elements).
+func TestSizeAsRun(t *testing.T) {
+	for _, c := range []struct {
+		op          string
+		ranks       int
+		bytes, want int64
+		elem        int
+	}{
+		{"allreduce", 8, 1001, 1000, 4},     // 250 floats
+		{"allreduce", 8, 1000, 1000, 4},     // already whole
+		{"allreduce", 8, 1001, 1000, 2},     // 500 bf16 values
+		{"allgather", 8, 1001, 896, 4},      // 250 floats, 31 a rank, 28 (112 B) a rank x 8
+		{"reducescatter", 8, 1024, 1024, 4}, // 32 a rank
+		{"alltoall", 4, 100, 64, 4},         // 25 floats, 6 a rank, 4 (16 B) a rank x 4
+		{"allgather", 8, 100, 0, 4},         // 3 floats a rank: none of 16 B
+		{"broadcast", 2, 7, 4, 4},
+	} {
+		got, err := SizeAsRun(c.op, c.ranks, c.bytes, c.elem)
+		if err != nil || got != c.want {
+			t.Errorf("%s on %d ranks, %d B of %d-byte elements: %d B, %v; want %d B", c.op, c.ranks, c.bytes, c.elem, got, err, c.want)
+		}
+	}
+	if _, err := SizeAsRun("allreduce", 8, 1001, 3); err == nil {
+		t.Error("3-byte elements taken, want an error")
+	}
+}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/tpscope/tpscope/calibrate/nccltests"
 	"github.com/tpscope/tpscope/model"
 	"github.com/tpscope/tpscope/ncclenv"
 	"github.com/tpscope/tpscope/sim"
@@ -22,6 +23,8 @@ var collectiveVerb = &Verb{
 	Short:     "predict a collective's time, algbw and busbw per message size on a topology",
 	Long: `Predicts one NCCL collective (or a custom one-/two-shot all-reduce) per message size, in
 nccl-tests conventions: size in bytes (all-reduce: the buffer; all-gather: the gathered output),
+each --sizes value rounded down as nccl-tests sizes its buffers (whole float elements; all-gather,
+reduce-scatter and all-to-all a multiple of 16 B a rank; a note on stderr names the sizes moved),
 time in microseconds, algbw = size / time and busbw = algbw x 2(n-1)/n (all-reduce) or (n-1)/n
 (others), in GB/s. The algorithm/protocol is NCCL's own choice (its cost model replayed on the
 topology) unless --nccl-proto / --nccl-algo restrict it; nccl_us is NCCL's estimate, time_us tpscope's
@@ -143,6 +146,14 @@ func (o *collectiveOptions) Run(ctx context.Context, args []string, std IO) erro
 		}
 		return flagError("--ranks", n, "a collective of one rank moves no bytes between GPUs: want 2 or more")
 	}
+	// A prediction is of the sizes nccl-tests runs; a measurement runs
+	// its own (exec/collbench) and predicts beside them.
+	note := ""
+	if !o.meas.on {
+		if sz, note, err = sizesAsRun(o.sizes, coll, n, sz); err != nil {
+			return err
+		}
+	}
 	group := make([]int, n)
 	for i := range group {
 		group[i] = i
@@ -181,6 +192,9 @@ func (o *collectiveOptions) Run(ctx context.Context, args []string, std IO) erro
 	if err != nil {
 		return err
 	}
+	if note != "" {
+		fmt.Fprintln(std.Stderr, note)
+	}
 	if note := calibrationElsewhere(t, coll, m.Options().P2PCondition()); note != "" && !o.noCal {
 		fmt.Fprintln(std.Stderr, note)
 	}
@@ -218,6 +232,45 @@ func (o *collectiveOptions) Run(ctx context.Context, args []string, std IO) erro
 		CSV:  func(w io.Writer) error { return writeCSV(w, header, csvCells) },
 		Text: func(w io.Writer, md bool) error { return writeFirstTable(w, title, "", header, cells, md) },
 	})
+}
+
+// sizesAsRun are the sizes predicted: each requested size as nccl-tests
+// runs it (nccltests.SizeAsRun with its default float elements: whole
+// elements; all-gather, reduce-scatter and all-to-all a multiple of 16
+// bytes a rank), without repeats, and a note naming the sizes that moved
+// ("" when none did); an error when a size holds no element to run. A
+// size was predicted as given, 1001 B where all_reduce_perf -b 1001 runs
+// and prints 1000.
+func sizesAsRun(flag string, coll model.Collective, ranks int, sizes []int64) ([]int64, string, error) {
+	var out []int64
+	var moved []string
+	for _, b := range sizes {
+		r, err := nccltests.SizeAsRun(string(coll), ranks, b, nccltests.DefaultElemBytes)
+		if err != nil {
+			return nil, "", causeError("--sizes", nil, err)
+		}
+		if r == 0 {
+			unit := "a float element (4 B)"
+			if coll != model.AllReduce {
+				unit = fmt.Sprintf("16 B a rank on %d ranks (%d B)", ranks, 16*ranks)
+			}
+			return nil, "", flagError("--sizes", flag, "%d B is less than %s: nccl-tests runs no bytes of it; want a size of at least that", b, unit)
+		}
+		if r != b {
+			moved = append(moved, fmt.Sprintf("%d -> %d", b, r))
+		}
+		if !slices.Contains(out, r) {
+			out = append(out, r)
+		}
+	}
+	if len(moved) == 0 {
+		return out, "", nil
+	}
+	rule := "whole float elements (4 B), as nccl-tests' default -d float"
+	if coll != model.AllReduce {
+		rule = fmt.Sprintf("float elements (4 B), a multiple of 16 B a rank on %d ranks, as nccl-tests' %s sizes its buffers", ranks, nccltests.Binary(string(coll)))
+	}
+	return out, fmt.Sprintf("note: sizes rounded down to %s: %s B", rule, strings.Join(moved, ", ")), nil
 }
 
 // writeMeasured prints a --measure run in the output format; topo "" and

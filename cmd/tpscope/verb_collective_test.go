@@ -156,3 +156,45 @@ func TestCollectiveSaysCalibrationElsewhere(t *testing.T) {
 		}
 	}
 }
+
+// TestCollectiveSizesAsNCCLTestsRuns: a size is predicted as nccl-tests
+// runs it, and a note on stderr says so: all_reduce_perf -b 1001 runs 250
+// floats, 1000 B; all_gather_perf on 8 ranks 31 floats a rank rounded
+// down to 28 (16 B multiples), 896 B (nccl-tests src/common.cu setupArgs,
+// src/all_gather.cu). A size of no whole element is refused in one line.
+// The prediction had been of 1001 B, a size nccl-tests never prints.
+func TestCollectiveSizesAsNCCLTestsRuns(t *testing.T) {
+	for _, c := range []struct {
+		op    string
+		bytes int64
+		note  string
+	}{
+		{"allreduce", 1000, "1001 -> 1000 B"},
+		{"allgather", 896, "1001 -> 896 B"},
+	} {
+		code, out, errs := runCLI(t, "collective", "--topo", "rtxpro6000-2s", "--ranks", "8", "--op", c.op, "--sizes", "1001", "--output", "json")
+		if code != 0 {
+			t.Fatalf("%s: exit %d: %s", c.op, code, errs)
+		}
+		var got struct {
+			Rows []collectiveRow `json:"rows"`
+		}
+		if err := json.Unmarshal([]byte(out), &got); err != nil {
+			t.Fatal(err)
+		}
+		if len(got.Rows) != 1 || got.Rows[0].Bytes != c.bytes {
+			t.Errorf("%s --sizes 1001: rows %+v, want one of %d B", c.op, got.Rows, c.bytes)
+		}
+		if !strings.Contains(errs, "rounded down") || !strings.Contains(errs, c.note) || strings.Count(strings.TrimSpace(errs), "\n") != 0 {
+			t.Errorf("%s --sizes 1001: stderr %q, want one note saying %q", c.op, errs, c.note)
+		}
+	}
+	code, out, errs := runCLI(t, "collective", "--topo", "rtxpro6000-2s", "--ranks", "8", "--op", "allgather", "--sizes", "100")
+	if code != 2 || out != "" || !strings.Contains(errs, "--sizes 100") || strings.Count(strings.TrimSpace(errs), "\n") != 0 {
+		t.Errorf("allgather --sizes 100 on 8 ranks: exit %d, stdout %q, stderr %q; want one usage line naming --sizes 100", code, out, errs)
+	}
+	// Sizes nccl-tests runs as given print no note.
+	if code, _, errs := runCLI(t, "collective", "--topo", "rtxpro6000-2s", "--sizes", "1K:4K"); code != 0 || errs != "" {
+		t.Errorf("--sizes 1K:4K: exit %d, stderr %q; want no note", code, errs)
+	}
+}
