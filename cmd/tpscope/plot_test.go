@@ -191,3 +191,57 @@ func TestPredictPlotNoSpacerMark(t *testing.T) {
 		t.Errorf("%d bars filled, want 5 (2 kinds, 3 names)", bars)
 	}
 }
+
+// TestParetoChartKeepsWidth: simulate's capacity chart draws its legend
+// under the axis, so the data keep most of the chart's width: its long
+// entries ("runs missing the SLO, too short to judge or overloaded")
+// beside the data had taken about 40 % of it. The data area's width is
+// the longest horizontal stroke (the x axis); every legend entry is drawn
+// below it, inside the canvas.
+func TestParetoChartKeepsWidth(t *testing.T) {
+	names := []string{"runs within the SLO", "runs missing the SLO, too short to judge or overloaded", "Pareto front"}
+	sc := &report.Scatter{XLabel: "tokens/s per user", YLabel: "tokens/s per GPU",
+		Series: []report.ScatterSeries{
+			{Name: names[0], Points: [][2]float64{{10, 30}, {20, 20}, {38, 17}}},
+			{Name: names[1], Points: [][2]float64{{4, 52}}, Faint: true},
+			{Name: names[2], Points: [][2]float64{{10, 30}, {20, 20}, {38, 17}}, Line: true},
+		},
+		VLines: []report.RefLine{{At: 20, Label: "SLO: TPOT 50 ms (judged at p99)"}},
+	}
+	p, err := scatterPlot("pareto", sc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, h := paretoChartSize(p)
+	var rec recorder.Canvas
+	drawParetoChart(draw.NewCanvas(&rec, w, h), p)
+	var left, right, axisY vg.Length
+	for _, a := range rec.Actions {
+		s, ok := a.(*recorder.Stroke)
+		if !ok || len(s.Path) != 2 || s.Path[0].Pos.Y != s.Path[1].Pos.Y {
+			continue
+		}
+		x0, x1 := min(s.Path[0].Pos.X, s.Path[1].Pos.X), max(s.Path[0].Pos.X, s.Path[1].Pos.X)
+		if x1-x0 > right-left {
+			left, right, axisY = x0, x1, s.Path[0].Pos.Y
+		}
+	}
+	if share := (right - left) / w; share < 0.75 {
+		t.Errorf("the data span x %.0f to %.0f pt, %.0f %% of the %.0f pt width; want at least 75 %%", left, right, 100*share, w)
+	}
+	seen := 0
+	for _, a := range rec.Actions {
+		s, ok := a.(*recorder.FillString)
+		if !ok || !slices.Contains(names, s.String) {
+			continue
+		}
+		seen++
+		face := font.DefaultCache.Lookup(s.Font, s.Size)
+		if top := s.Point.Y + face.Extents().Ascent; top >= axisY || s.Point.Y < 0 || s.Point.X+face.Width(s.String) > w {
+			t.Errorf("legend entry %q at (%.0f, %.0f): want it under the axis (y %.0f) and inside the %.0f x %.0f pt canvas", s.String, s.Point.X, s.Point.Y, axisY, w, h)
+		}
+	}
+	if seen != len(names) {
+		t.Errorf("%d of the %d legend entries drawn", seen, len(names))
+	}
+}

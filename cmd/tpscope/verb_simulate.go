@@ -1195,7 +1195,12 @@ func coarsen(tl []serving.Window, n int) []serving.Window {
 // (build.ServingScatter), panels two to a row, each titled by its shape.
 func writeParetoPlot(path string, o *simulateOutput) error {
 	if len(o.Frontiers) == 1 {
-		return writeScatterPlot(path, o.paretoTitle(), build.ServingScatter(o.Frontiers[0]))
+		p, err := scatterPlot(o.paretoTitle(), build.ServingScatter(o.Frontiers[0]))
+		if err != nil {
+			return err
+		}
+		w, h := paretoChartSize(p)
+		return chart.SaveWith(path, w, h, func(dc draw.Canvas) { drawParetoChart(dc, p) })
 	}
 	cols := min(2, len(o.Frontiers))
 	rows := (len(o.Frontiers) + cols - 1) / cols
@@ -1212,6 +1217,18 @@ func writeParetoPlot(path string, o *simulateOutput) error {
 	}
 	return chart.Save(path, vg.Length(cols)*8*vg.Inch, vg.Length(rows)*5.5*vg.Inch, grid, draw.Tiles{PadX: vg.Points(24), PadY: vg.Points(24)})
 }
+
+// paretoChartSize is the size of one capacity chart p drawn with its
+// legend under the axis (chart.DrawLegendBelow): the legend's long entries
+// ("runs missing the SLO, too short to judge or overloaded") beside the
+// data had taken about 40 % of its width.
+func paretoChartSize(p *plot.Plot) (w, h vg.Length) {
+	return 10 * vg.Inch, 6.5*vg.Inch + chart.LegendBelowHeight(p)
+}
+
+// drawParetoChart draws one capacity chart p into dc, its legend under
+// the axis (paretoChartSize).
+func drawParetoChart(dc draw.Canvas, p *plot.Plot) { chart.DrawLegendBelow(dc, p) }
 
 // plotLoadAxis is the load axis of the latency chart and the runs in its
 // order: the offered rate when every run is an open loop, the clients
