@@ -167,8 +167,9 @@ func withBackendPage(o EngineOptions, p *sim.Predictor, sc sim.Scenario, prof *e
 	page := p.KVPage(sc)
 	if o.BlockSize != 0 {
 		if runs, of := page.Force(o.BlockSize); runs != o.BlockSize {
-			return o, "", fmt.Errorf("engine: block_size = %d: want %d, or the engine's own: %s forces %s's KV page of %d tokens here, replacing a block size of %d (with a log line)",
-				o.BlockSize, runs, prof.Name(), of, runs, o.BlockSize)
+			want := fmt.Sprintf("want %d, or the engine's own: %s forces %s's KV page of %d tokens here, replacing a block size of %d (with a log line)",
+				runs, prof.Name(), of, runs, o.BlockSize)
+			return o, "", &FieldError{Field: "engine.block_size", Want: want, Err: fmt.Errorf("engine: block_size = %d: %s", o.BlockSize, want)}
 		}
 		return o, "", nil
 	}

@@ -97,10 +97,12 @@ func (l Lengths) validate(name string) error {
 	return nil
 }
 
-// FieldError is a field of a Traffic that Validate refused: Field names
-// it as Traffic's JSON does ("prompt.mean", "output.spread",
-// "burstiness", "num_requests", "duration_s"), so that a command line
-// names the flag that set it; Want says what the field takes.
+// FieldError is a field of a Traffic that Validate refused, or of the
+// engine's options a deployment refused: Field names it as Traffic's JSON
+// does ("prompt.mean", "output.spread", "burstiness", "num_requests",
+// "duration_s") or as the engine's under "engine." ("engine.block_size",
+// "engine.num_gpu_blocks_override"), so that a command line names the
+// flag that set it; Want says what the field takes.
 type FieldError struct {
 	Field string
 	Want  string

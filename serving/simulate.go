@@ -77,10 +77,12 @@ func New(d Deployment) (*Simulator, error) {
 		m := c.KVMemory(s.engine.MaxNumBatchedTokens)
 		free := float64(m.DeviceBytes - m.WeightBytes - m.ActivationBytes)
 		if most := int(min(free/(m.KVBytesPerToken*float64(s.engine.BlockSize)), 1<<30)); m.KVBytesPerToken > 0 && s.engine.NumGPUBlocksOverride > most {
-			return nil, fmt.Errorf("engine: num_gpu_blocks_override = %d: want at most %d: %d blocks of %d tokens are %.1f GB of KV a GPU at %.0f B a token, and the GPU's %.1f GB less %.1f GB of weights and %.1f GB of activations holds %d",
-				s.engine.NumGPUBlocksOverride, max(most, 0), s.engine.NumGPUBlocksOverride, s.engine.BlockSize,
+			want := fmt.Sprintf("want at most %d: %d blocks of %d tokens are %.1f GB of KV a GPU at %.0f B a token, and the GPU's %.1f GB less %.1f GB of weights and %.1f GB of activations holds %d",
+				max(most, 0), s.engine.NumGPUBlocksOverride, s.engine.BlockSize,
 				float64(s.engine.NumGPUBlocksOverride)*float64(s.engine.BlockSize)*m.KVBytesPerToken/1e9, m.KVBytesPerToken,
 				float64(m.DeviceBytes)/1e9, float64(m.WeightBytes)/1e9, float64(m.ActivationBytes)/1e9, max(most, 0))
+			return nil, &FieldError{Field: "engine.num_gpu_blocks_override", Want: want,
+				Err: fmt.Errorf("engine: num_gpu_blocks_override = %d: %s", s.engine.NumGPUBlocksOverride, want)}
 		}
 		s.blocks = s.engine.NumGPUBlocksOverride
 	} else {

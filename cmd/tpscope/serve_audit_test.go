@@ -164,3 +164,15 @@ func TestCollectiveAllToAllTakesNoAlgorithm(t *testing.T) {
 		t.Errorf("alltoall --nccl-proto Simple: exit %d, %q %q", code, out, stderr)
 	}
 }
+
+// TestEngineRefusalsNameTheFlag: a block size the engine would replace
+// with its KV page, and more KV blocks than the GPU holds, are refused in
+// one line naming the flag that gave them (--block-size,
+// --num-gpu-blocks-override), not the engine option's field
+// ("engine: block_size = 16").
+func TestEngineRefusalsNameTheFlag(t *testing.T) {
+	oneLineUsage(t, []string{"simulate", "--model", "deepseek-v3", "--topo", "nvswitch:8xb200", "--tp", "8", "--qps", "1", "--requests", "10", "--block-size", "16"},
+		"usage: --block-size 16: want 64")
+	oneLineUsage(t, []string{"simulate", "--model", "deepseek-v3", "--topo", "h200-nvswitch", "--tp", "8", "--qps", "1", "--requests", "10", "--num-gpu-blocks-override", "2000000"},
+		"usage: --num-gpu-blocks-override 2000000: want at most")
+}

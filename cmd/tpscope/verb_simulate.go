@@ -576,6 +576,18 @@ func runSimulate(sc *scenarioFlags, f *simulateFlags, stdout, stderr io.Writer) 
 		if errors.As(err, &pe) {
 			return planFlagError("", err) // the plan flag it is about
 		}
+		// An engine option the deployment refuses names its flag.
+		var fe *serving.FieldError
+		if errors.As(err, &fe) {
+			if fl, ok := map[string]struct {
+				flag  string
+				value int
+			}{"engine.block_size": {"--block-size", f.engineFlags.blockSize}, "engine.num_gpu_blocks_override": {"--num-gpu-blocks-override", f.engineFlags.gpuBlocks}}[fe.Field]; ok {
+				e := flagError(fl.flag, fl.value, "%s", fe.Want).(*usageError)
+				e.Err = err
+				return e
+			}
+		}
 		return causeError("", nil, err)
 	}
 	if f.routerGiven && s.Schedulers() == 1 {
