@@ -348,8 +348,26 @@ func timeAllReduce(ctx context.Context, n int, bytes int64, d time.Duration) (fl
 // (sim's ring all-reduce model, topology.CollectiveParams) by least squares
 // on the relative error of the samples; a negative coefficient is dropped and the rest refitted.
 // It returns the parameters for ranks R and the RMS relative error.
+//
+// A term the samples cannot tell from another is left out before the fit:
+// rings of one size (--ranks 2 times only 2-rank rings) make 2(n-1) hw a
+// constant, which base then carries (hw 0: their sum is what a ring of
+// that size takes); a lone rank (--ranks 1) moves no bytes over no ring
+// step, so base alone is fitted. Left in, the columns are dependent, the
+// solve fails, and the fit was all zeros: collectives priced free (a bus
+// of 1e6 GB/s) at an RMS error of 100 %.
 func fitRing(samples []CollectiveSample, R int) (topology.CollectiveParams, float64) {
 	cols := []int{0, 1, 2} // base, hw, 1/bus
+	sizes := map[int]bool{}
+	for _, s := range samples {
+		sizes[s.Ranks] = true
+	}
+	if len(sizes) == 1 {
+		cols = []int{0, 2}
+		if sizes[1] {
+			cols = []int{0}
+		}
+	}
 	row := func(s CollectiveSample) []float64 {
 		n := float64(s.Ranks)
 		return []float64{1, 2 * (n - 1), float64(s.Bytes) * 2 * (n - 1) / n / 1000}

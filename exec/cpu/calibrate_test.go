@@ -74,3 +74,21 @@ func TestCalibrateWritesValidTopology(t *testing.T) {
 		t.Error("65 ranks accepted")
 	}
 }
+
+// TestFitRingOneRingSize: 'calibrate --backend cpu --ranks 2' times only
+// 2-rank rings, where the per-step latency 2(n-1) hw is a constant that
+// cannot be told from base. The fit must still recover what a 2-rank ring
+// takes (base + 2 hw, and the bus), not give up with every term zero
+// (collectives priced free at an RMS error of 100 %).
+func TestFitRingOneRingSize(t *testing.T) {
+	const base, hw, bus = 2.0, 0.5, 10.0
+	var samples []CollectiveSample
+	for _, b := range []int64{4 << 10, 64 << 10, 512 << 10, 4 << 20} {
+		us := base + 2*hw + float64(b)*2*(2-1)/2/(1000*bus)
+		samples = append(samples, CollectiveSample{Ranks: 2, Bytes: b, Us: us})
+	}
+	p, rms := fitRing(samples, 2)
+	if math.Abs(p.BaseLatUs+2*p.HwLatUs-(base+2*hw)) > 1e-6 || math.Abs(p.BusBWGBps-bus) > 1e-6 || rms > 1e-9 {
+		t.Errorf("fit base %v hw %v bus %v rms %v; want base + 2 hw = %v, bus %v, rms 0", p.BaseLatUs, p.HwLatUs, p.BusBWGBps, rms, base+2*hw, bus)
+	}
+}
