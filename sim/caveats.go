@@ -29,7 +29,7 @@ func (p *Predictor) Caveats(sc Scenario) []string {
 	// efficiencies, ramps and floors are those kernels' figures) prices
 	// this engine's kernels with them.
 	if ce, name := p.dev.CalibratedEngine, p.cm.prof.Name(); ce != "" && ce != name {
-		out = append(out, fmt.Sprintf("%s: its kernel figures were calibrated on %s's kernels (calibrate --trace of its run), and this prices %s's with them: read the calibrated families as %s's (fix: calibrate on a trace of %s's run, or --engine %s)", p.topo.Name, ce, name, ce, name, ce))
+		out = append(out, fmt.Sprintf("%s: its kernel figures were calibrated on %s's kernels (calibrate --trace of its run, or calibrate --backend cpu of the executor's), and this prices %s's with them: read the calibrated families as %s's (fix: calibrate on a trace of %s's run, or --engine %s)", p.topo.Name, ce, name, ce, name, ce))
 	}
 
 	// TestPublicNVFP4Ratio: NVFP4 experts decode 25-45 % slower than INT4

@@ -512,7 +512,7 @@ func TestCalibratedEngineTravels(t *testing.T) {
 		t.Errorf("predict on the engine it was fitted under: exit %d (%s), and a caveat where none is due:\n%s", code, errs, out)
 	}
 	code, out, errs := runCLI(t, append(args, "--engine", "executor")...)
-	if code != 0 || !strings.Contains(out, note+" (calibrate --trace of its run), and this prices executor@1's with them") {
+	if code != 0 || !strings.Contains(out, note+" (calibrate --trace of its run, or calibrate --backend cpu of the executor's), and this prices executor@1's with them") {
 		t.Errorf("predict --engine executor on a box calibrated under vLLM: exit %d (%s), want the caveat:\n%s", code, errs, out)
 	}
 }

@@ -14,6 +14,7 @@ import (
 
 	"gonum.org/v1/gonum/mat"
 
+	engprof "github.com/tpscope/tpscope/engine"
 	"github.com/tpscope/tpscope/model"
 	"github.com/tpscope/tpscope/topology"
 )
@@ -430,8 +431,17 @@ func cpuTopology(name string, rep *CalibrateReport, vendor string) (*topology.To
 		eff[k] = v
 	}
 	memTotal := physMemBytes()
+	// Every figure below is of the executor's kernels (the only engine the
+	// CPU backend runs): a prediction of another engine's kernels on this
+	// box reads them as that engine's, which sim's caveat then says, as it
+	// does for a box calibrated on a trace of the executor's run.
+	exe, err := engprof.Lookup(engprof.ExecutorRef)
+	if err != nil {
+		return nil, fmt.Errorf("calibrate cpu: %w", err)
+	}
 	dev := topology.Device{
-		Name: devName, Arch: topology.ArchCPU, SMs: 1, SMClockMHz: 1, BoostClockMHz: 1,
+		CalibratedEngine: exe.Name(),
+		Name:             devName, Arch: topology.ArchCPU, SMs: 1, SMClockMHz: 1, BoostClockMHz: 1,
 		MemBytes:  max(1, memTotal/int64(R)),
 		MemBWGBps: rep.MemGBps / 2, MemEfficiency: 1,
 		L2Bytes:    2 << 20,

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	engprof "github.com/tpscope/tpscope/engine"
 	"github.com/tpscope/tpscope/topology"
 )
 
@@ -67,6 +68,12 @@ func TestCalibrateWritesValidTopology(t *testing.T) {
 			}
 			if back.NumGPUs() != ranks {
 				t.Errorf("round trip has %d ranks", back.NumGPUs())
+			}
+			// Its figures are of the executor's kernels: the box says so,
+			// or predict --topo cpu.json under its default engine (vLLM)
+			// prices vLLM's kernels with them and no caveat.
+			if ref, err := engprof.ParseRef(back.Devices[0].CalibratedEngine); err != nil || ref.Name != engprof.Executor || ref.Version == "" {
+				t.Errorf("calibrated_engine %q, want the executor's engine@version", back.Devices[0].CalibratedEngine)
 			}
 		})
 	}
