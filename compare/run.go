@@ -24,6 +24,9 @@ type RunComparison struct {
 	// Unpredicted lists op IDs of the local ranks with no predicted time
 	// (sorted, each once).
 	Unpredicted []string `json:"unpredicted,omitempty"`
+	// Caveats say where the prediction prices another run than this one
+	// (a CPU box measured with another number of ranks at once).
+	Caveats []string `json:"caveats,omitempty"`
 }
 
 // RunKind is one op kind's time per step. Measured: the median over the

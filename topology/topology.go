@@ -1,5 +1,7 @@
 package topology
 
+import "fmt"
+
 // Topology is one box: device specs, GPUs, the other elements of the link
 // graph (PCIe switches, host bridges, CPU sockets, NVSwitches, NICs) and
 // the links between them, plus optional calibrated collective parameters.
@@ -128,8 +130,14 @@ type Host struct {
 	SHMBWGBps float64 `json:"shm_bw_gbps,omitempty"`
 	// LaunchQueueDepth is how many kernel launches the host may run ahead
 	// of the device (CUDA's pending-launch queue; 0 = unlimited).
-	LaunchQueueDepth int               `json:"launch_queue_depth,omitempty"`
-	Sources          map[string]string `json:"sources,omitempty"`
+	LaunchQueueDepth int `json:"launch_queue_depth,omitempty"`
+	// CPURanksAtOnce is, on a CPU box, how many goroutine ranks 'tpscope
+	// calibrate --backend cpu' measured at once and CPUCores the cores
+	// they shared: each device's rates are those of one rank among that
+	// many (0: not a CPU box, or a file that does not say).
+	CPURanksAtOnce int               `json:"cpu_ranks_at_once,omitempty"`
+	CPUCores       int               `json:"cpu_cores,omitempty"`
+	Sources        map[string]string `json:"sources,omitempty"`
 }
 
 // Calibration holds fitted collective cost parameters with provenance.
@@ -209,6 +217,26 @@ const ArchCPU = "cpu"
 // GPUs: a measurement of the CPU backend is priced on such a box only.
 func (t *Topology) IsCPUBox() bool {
 	return len(t.Devices) > 0 && t.Devices[0].Arch == ArchCPU
+}
+
+// CPURanksCaveat says, for a run of running ranks at once priced on this
+// CPU box, that the box's rates were measured with another number of
+// ranks sharing the cores: a rank's rates are its share of them, so a
+// run of fewer ranks than measured (a one-rank shard, a TP-2 plan on the
+// box of 4) has faster ranks than the box prices, and one of more has
+// slower. "" where they agree, on a GPU box, or where the box does not
+// record its count.
+func (t *Topology) CPURanksCaveat(running int) string {
+	h := t.Host
+	if !t.IsCPUBox() || h.CPURanksAtOnce <= 0 || running <= 0 || running == h.CPURanksAtOnce {
+		return ""
+	}
+	cores := ""
+	if h.CPUCores > 0 {
+		cores = fmt.Sprintf(" on %d cores", h.CPUCores)
+	}
+	return fmt.Sprintf("%s: its rates were measured with %d goroutine ranks at once%s, and this run ran %d at once: each rank's share of the cores differs, so the prediction prices ranks of another speed (calibrate --backend cpu --ranks %d measures %d at once)",
+		t.Name, h.CPURanksAtOnce, cores, running, running, running)
 }
 
 // DeviceOf returns the spec of GPU i (nil if i is out of range or the GPU

@@ -225,6 +225,11 @@ func (o *runOptions) Run(ctx context.Context, args []string, std IO) error {
 	var cmp *compare.RunComparison
 	if o.compare && res.Steps > 0 {
 		c := compare.Run(res, sched, p.PredictedUs, pred.StepUs)
+		// The CPU box's rates are of its ranks sharing the cores: a run
+		// of another count of ranks at once is priced at their speed.
+		if cv := scen.Topo.CPURanksCaveat(len(res.LocalRanks)); cv != "" {
+			c.Caveats = append(c.Caveats, cv)
+		}
 		cmp = &c
 	}
 	if res.Steps > 0 {
@@ -368,6 +373,9 @@ func writeRunSummary(w io.Writer, res *exec.Result, s *model.Schedule, cmp *comp
 	}
 	if cmp != nil {
 		fmt.Fprintf(w, "predicted  %.1f us per step (%+.1f %% vs measured median)\n", cmp.PredictedStepUs, cmp.StepErrPct)
+		for _, cv := range cmp.Caveats {
+			fmt.Fprintf(w, "caveat     %s\n", cv)
+		}
 	}
 	_ = writeTable(w, "time per op kind and step", "", runKindHeader(cmp), runKindRows(res, cmp), md)
 	if cmp != nil && len(cmp.Unpredicted) > 0 {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -626,5 +627,62 @@ func TestRunHostMethodMeasuresVerifyOnly(t *testing.T) {
 	}
 	if !strings.Contains(out, "speculative entries: each step is measured (its verify pass, and the draft passes of a method that drafts on the device; no n-gram or suffix proposer runs on the host)") {
 		t.Errorf("verdict's line says the n-gram entry's draft passes were measured:\n%s", out)
+	}
+}
+
+// TestCPUBoxRanksAtOnceCaveat: a CPU box's rates are those of its ranks
+// measured at once, sharing the cores (calibrate --backend cpu --ranks 4
+// writes cpu_ranks_at_once 4). A run of another count of ranks at once
+// (a TP-2 plan, a one-rank shard) has ranks of another speed: run
+// --compare and verdict say so beside their prediction, and a run of the
+// box's own count says nothing.
+func TestCPUBoxRanksAtOnceCaveat(t *testing.T) {
+	raw, err := os.ReadFile(filepath.Join(cpuRanksDir, "cpu-4r.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc map[string]any
+	if err := json.Unmarshal(raw, &doc); err != nil {
+		t.Fatal(err)
+	}
+	host := doc["host"].(map[string]any)
+	host["cpu_ranks_at_once"], host["cpu_cores"] = 4, 2
+	data, err := json.Marshal(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	box := filepath.Join(t.TempDir(), "cpu-4r.json")
+	if err := os.WriteFile(box, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	run := func(args ...string) string {
+		t.Helper()
+		base := []string{"--backend", "cpu", "--model", "tiny-mla-moe", "--batch", "1", "--context", "64", "--steps", "1", "--warmup", "0", "--topo", box}
+		code, out, stderr := runCLI(t, append(append(args[:1:1], base...), args[1:]...)...)
+		if code != 0 {
+			t.Fatalf("%v: exit %d: %s", args, code, stderr)
+		}
+		return out
+	}
+	const measured = "its rates were measured with 4 goroutine ranks at once on 2 cores"
+	for _, tc := range []struct {
+		args []string
+		ran  int // ranks at once; 4 = the box's
+	}{
+		{[]string{"run", "--tp", "2", "--trace", "none", "--compare"}, 2},
+		{[]string{"run", "--tp", "4", "--local-ranks", "0", "--trace", "none", "--compare"}, 1},
+		{[]string{"run", "--tp", "4", "--trace", "none", "--compare"}, 4},
+		{[]string{"verdict", "--tp", "2", "--entries", "fp8-kv"}, 2},
+		{[]string{"verdict", "--tp", "4", "--entries", "fp8-kv"}, 4},
+	} {
+		out := run(tc.args...)
+		want := fmt.Sprintf("%s, and this run ran %d at once", measured, tc.ran)
+		if tc.ran == 4 {
+			if strings.Contains(out, measured) {
+				t.Errorf("%v: a run of the box's 4 ranks says it ran another count:\n%s", tc.args, out)
+			}
+		} else if !strings.Contains(out, want) {
+			t.Errorf("%v: want %q in:\n%s", tc.args, want, out)
+		}
 	}
 }

@@ -244,6 +244,9 @@ type verdictReport struct {
 	Baseline     compare.RunStats   `json:"baseline"`
 	Entries      []verdictEntry     `json:"entries"`
 	Runs         []compare.RunStats `json:"runs"`
+	// Caveats say where the predictions price other runs than these (a
+	// CPU box measured with another number of ranks at once).
+	Caveats []string `json:"caveats,omitempty"`
 	// Interrupted says which run Ctrl-C cut and what was not run; nil
 	// when every entry ran.
 	Interrupted *verdictInterruption `json:"interrupted,omitempty"`
@@ -304,6 +307,11 @@ func (v *verdictRunner) verdict(ctx context.Context, base sim.Scenario, cat []ad
 	shard := len(local) < world
 	rep := &verdictReport{Scenario: base.String(), Backend: v.backend, Ranks: world, LocalRanks: local, Shard: shard,
 		Steps: v.steps, Warmup: v.warmup, ThresholdPct: thresholdPct}
+	// The CPU box's rates are of its ranks sharing the cores: every run
+	// here has len(local) ranks at once.
+	if cv := base.Topo.CPURanksCaveat(len(local)); cv != "" {
+		rep.Caveats = append(rep.Caveats, cv)
+	}
 	names := func(es []advise.Entry) []string {
 		var n []string
 		for i := range es {
@@ -527,6 +535,9 @@ func writeVerdict(w io.Writer, rep *verdictReport, md bool) error {
 			}
 			break
 		}
+	}
+	for _, cv := range rep.Caveats {
+		baseLine += "\ncaveat: " + cv
 	}
 	if md {
 		fmt.Fprintf(w, "## tpscope verdict\n\n%s\n\n%s\n\n", head, baseLine)

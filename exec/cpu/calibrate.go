@@ -464,8 +464,10 @@ func cpuTopology(name string, rep *CalibrateReport, vendor string) (*topology.To
 		Name:        name,
 		Description: fmt.Sprintf("%d goroutine ranks sharing one CPU (%s, %d cores): each rank is one device; collectives go through shared memory", R, rep.CPU, rep.Cores),
 		Sources:     []string{measured},
-		Host: topology.Host{CPU: rep.CPU, Vendor: vendor, Sockets: 1,
-			Sources: map[string]string{"cpu": "/proc/cpuinfo model name"}},
+		Host: topology.Host{CPU: rep.CPU, Vendor: vendor, Sockets: 1, CPURanksAtOnce: R, CPUCores: rep.Cores,
+			Sources: map[string]string{"cpu": "/proc/cpuinfo model name",
+				"cpu_ranks_at_once": measured + ": --ranks, every rank's benchmarks running at once",
+				"cpu_cores":         measured + ": GOMAXPROCS, the cores the ranks shared"}},
 		Devices: []topology.Device{dev},
 		Nodes:   []topology.Node{{ID: "cpu0", Kind: topology.NodeCPU, Socket: 0, Name: rep.CPU}},
 	}

@@ -69,6 +69,11 @@ func TestCalibrateWritesValidTopology(t *testing.T) {
 			if back.NumGPUs() != ranks {
 				t.Errorf("round trip has %d ranks", back.NumGPUs())
 			}
+			// Its rates are of that many ranks sharing the cores: run
+			// and verdict compare it with the ranks they run at once.
+			if back.Host.CPURanksAtOnce != ranks || back.Host.CPUCores != rep.Cores {
+				t.Errorf("cpu_ranks_at_once %d, cpu_cores %d; want %d and %d", back.Host.CPURanksAtOnce, back.Host.CPUCores, ranks, rep.Cores)
+			}
 			// Its figures are of the executor's kernels: the box says so,
 			// or predict --topo cpu.json under its default engine (vLLM)
 			// prices vLLM's kernels with them and no caveat.
