@@ -65,7 +65,9 @@ processes of this binary, so no run inherits another's NCCL settings.
 writes (a GPU box, the default one included, is refused).
 
 -o/--out DIR writes every run's trace (DIR/<run>.otlp.jsonl), for 'tpscope
-compare' and Jaeger, and the report as DIR/verdict.json and DIR/verdict.md.
+compare' and Jaeger, and the report as DIR/verdict.json and DIR/verdict.md;
+a DIR holding an earlier verdict's report or a trace (*.otlp.jsonl) is
+refused before any run.
 Ctrl-C stops the run in progress after its current op, prints the entries
 that finished, writes the report (saying which run was cut; its trace is
 kept as DIR/<run>.partial.otlp.jsonl) and exits with code 130.`,
@@ -131,6 +133,9 @@ func (o *verdictOptions) Run(ctx context.Context, args []string, std IO) error {
 		return flagError("--mtp-tokens", o.mtpTokens, "want 1 to 16")
 	}
 	if err := checkOutputDir("-o", o.outDir); err != nil {
+		return err
+	}
+	if err := checkVerdictDir(o.outDir); err != nil {
 		return err
 	}
 	if err := checkBackend(o.backend); err != nil {
@@ -467,6 +472,27 @@ func markPartial(path string) string {
 		return path
 	}
 	return to
+}
+
+// checkVerdictDir refuses, before any run, an -o directory that holds an
+// earlier verdict's files (its report or a run's trace): the new runs'
+// traces and report would lie beside the old runs' traces of entries this
+// verdict does not run, and 'compare --trace DIR/*.otlp.jsonl' would read
+// the runs of two verdicts (two machine states, two builds) as one.
+func checkVerdictDir(dir string) error {
+	if dir == "" {
+		return nil
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil // a new directory (checkOutputDir checked its parent)
+	}
+	for _, e := range entries {
+		if n := e.Name(); n == "verdict.json" || n == "verdict.md" || strings.HasSuffix(n, ".otlp.jsonl") {
+			return flagError("-o", dir, "it holds %s of an earlier verdict or run, which would lie beside this verdict's traces as though of this one: want a new or empty directory", n)
+		}
+	}
+	return nil
 }
 
 // saveVerdict writes the report beside the traces, as JSON and markdown.

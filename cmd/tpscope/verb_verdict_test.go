@@ -219,3 +219,28 @@ func TestVerdictSpecRowsAsAdvise(t *testing.T) {
 		}
 	}
 }
+
+// TestVerdictRefusesEarlierVerdictDir: -o into a directory that holds an
+// earlier verdict's report or traces is refused in one line naming -o and
+// the file, before any run, and leaves the files as they were: the new
+// traces would lie beside the old verdict's trace of an entry this one
+// does not run, and compare over the directory would read both verdicts'
+// runs as one.
+func TestVerdictRefusesEarlierVerdictDir(t *testing.T) {
+	for _, old := range []string{"fp8-kv.otlp.jsonl", "verdict.json"} {
+		dir := t.TempDir()
+		stale := filepath.Join(dir, old)
+		if err := os.WriteFile(stale, []byte("earlier\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		code, out, errs := runCLI(t, "verdict", "--backend", "cpu", "--model", "tiny-mla-moe", "--tp", "2", "--batch", "1", "--context", "64",
+			"--topo", filepath.Join(cpuRanksDir, "cpu-4r.json"), "--steps", "1", "--warmup", "0", "--entries", "expert-parallel", "-o", dir)
+		if code != 2 || out != "" || !strings.HasPrefix(errs, "tpscope verdict: usage: -o "+dir+": it holds "+old) || strings.Count(strings.TrimSpace(errs), "\n") > 0 {
+			t.Errorf("-o over %s: exit %d, stdout %q, stderr %q; want exit 2 and one line naming -o and %s", old, code, out, errs, old)
+		}
+		ents, _ := os.ReadDir(dir)
+		if got, _ := os.ReadFile(stale); string(got) != "earlier\n" || len(ents) != 1 {
+			t.Errorf("-o over %s: the directory was written (%d files, %q)", old, len(ents), got)
+		}
+	}
+}
