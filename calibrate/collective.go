@@ -23,6 +23,7 @@ import (
 	"math"
 	"slices"
 	"sort"
+	"strings"
 
 	"gonum.org/v1/gonum/optimize"
 
@@ -229,8 +230,16 @@ func Collective(t *topology.Topology, samples []CollectiveSample, o CollectiveOp
 				cal.Collectives = append(cal.Collectives, old)
 			}
 		}
-		if out.Calibration.Source != "" && o.Source != "" {
-			cal.Source = out.Calibration.Source + "; " + o.Source
+		// The earlier provenance stays; a fit of the same measurement's
+		// next collective (calibrate --trace fits all-reduce, then
+		// all-gather, of one provenance) adds nothing to it: appended
+		// again, the box said the trace was fitted twice.
+		switch prev := out.Calibration.Source; {
+		case prev == "":
+		case o.Source == "" || prev == o.Source || strings.HasSuffix(prev, "; "+o.Source):
+			cal.Source = prev
+		default:
+			cal.Source = prev + "; " + o.Source
 		}
 	}
 	cal.Collectives = append(cal.Collectives, fit.Params...)

@@ -281,3 +281,38 @@ func TestCalibrateOneSizeIsSaid(t *testing.T) {
 		t.Errorf("two sizes: params %+v, one-size %+v; want one entry, none listed", fit.Params, fit.OneSize)
 	}
 }
+
+// TestCollectiveProvenanceOnce: calibrate --trace fits each collective of
+// one trace in turn with one provenance (which holds "; " itself); the box
+// names that trace once, not once per collective, keeps an earlier
+// measurement's provenance before it, and keeps it when a fit gives none.
+func TestCollectiveProvenanceOnce(t *testing.T) {
+	tp := collTopo(t, "rtxpro6000-2s", 0)
+	var ss []CollectiveSample
+	for _, b := range []int64{1 << 10, 64 << 10, 1 << 20, 16 << 20} {
+		ss = append(ss, CollectiveSample{Bytes: b, TimeUs: 20 + float64(b)/20e3})
+	}
+	const earlier, prov = "nccl-tests ar.log", "trace run.otlp.jsonl (tiny-mla-moe tp2), 2026-12-07T14:32:13Z; fit on 2 even steps"
+	fit, err := Collective(tp, ss, CollectiveOptions{Op: model.AllReduce, Ranks: 8, Source: earlier})
+	if err != nil {
+		t.Fatal(err)
+	}
+	box := fit.Topology
+	for _, op := range []model.Collective{model.AllReduce, model.AllGather} {
+		f, err := Collective(box, ss, CollectiveOptions{Op: op, Ranks: 8, NCCL: ncclenv.Settings{P2PLevel: "SYS"}, Source: prov})
+		if err != nil {
+			t.Fatal(err)
+		}
+		box = f.Topology
+	}
+	if got, want := box.Calibration.Source, earlier+"; "+prov; got != want {
+		t.Errorf("source %q, want %q", got, want)
+	}
+	f, err := Collective(box, ss, CollectiveOptions{Op: model.AllReduce, Ranks: 8, NCCL: ncclenv.Settings{P2PLevel: "PIX"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := f.Topology.Calibration.Source, earlier+"; "+prov; got != want {
+		t.Errorf("a fit without a source: source %q, want the earlier %q", got, want)
+	}
+}
