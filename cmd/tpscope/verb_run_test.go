@@ -583,6 +583,8 @@ func TestSpecRunJSONSaysAcceptanceIsInput(t *testing.T) {
 	if s := vd.Runs[1].Speculative; s == nil || math.Abs(s.Acceptance.TokensPerStep-1.875) > 1e-9 || s.Acceptance.Source != "--spec-accept 0.5" || s.Measured != measured {
 		t.Errorf("verdict's %s run: speculative %+v; want 1.875 tokens per step from --spec-accept 0.5, measured %q", vd.Runs[1].Label, s, measured)
 	}
+	// A directory of its own: the first verdict's traces are in the other.
+	vargs[len(vargs)-1] = t.TempDir()
 	code, out, errs = runCLI(t, vargs...)
 	if code != 0 || !strings.Contains(out, "spec-eagle3 at 1.88 tokens per step per sequence from --spec-accept 0.5") {
 		t.Errorf("verdict table (exit %d, %s): want the acceptance spec-eagle3 was priced at:\n%s", code, errs, out)
