@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	engprof "github.com/tpscope/tpscope/engine"
+	"github.com/tpscope/tpscope/internal/units"
 	"github.com/tpscope/tpscope/model"
 	"github.com/tpscope/tpscope/sim"
 	"github.com/tpscope/tpscope/topology"
@@ -753,7 +754,7 @@ func checkARNorm(c sim.Scenario) Applicability {
 	if p := profileOf(c); p != nil && engineFusesARNorm(c, p) {
 		reason := fmt.Sprintf("%s fuses each all-reduce its custom kernel carries with the RMSNorm after it by default (its profile's fusions)", name)
 		if capB := p.FusionMaxInputBytes(engprof.FuseAllReduceRMSNorm, c.Topo.DeviceOf(0).ComputeCapability, c.Plan.Normalized().TP); capB > 0 {
-			reason = fmt.Sprintf("%s fuses each all-reduce its custom kernel carries with the RMSNorm after it by default, for messages up to %d KiB here (its profile's fusions)", name, capB>>10)
+			reason = fmt.Sprintf("%s fuses each all-reduce its custom kernel carries with the RMSNorm after it by default, for messages up to %s here (its profile's fusions)", name, units.BinaryBytes(capB))
 		}
 		return Applicability{Status: Applies, Reason: reason}
 	}

@@ -3,10 +3,10 @@ package sim
 import (
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
 
 	engprof "github.com/tpscope/tpscope/engine"
+	"github.com/tpscope/tpscope/internal/units"
 	"github.com/tpscope/tpscope/model"
 	"github.com/tpscope/tpscope/topology"
 )
@@ -601,7 +601,7 @@ func (p *Predictor) EngineSummary(sc Scenario, built model.BuildOptions) string 
 				off, _ := k.prof.FusionOff(engprof.FuseAllReduceRMSNorm, k.cc, plan.TP)
 				parts = append(parts, "all-reduce + RMSNorm apart ("+off+")")
 			} else if capB := k.prof.FusionMaxInputBytes(engprof.FuseAllReduceRMSNorm, k.cc, plan.TP); capB > 0 {
-				parts = append(parts, fmt.Sprintf("all-reduce + RMSNorm fused for messages up to %s", kibText(capB)))
+				parts = append(parts, fmt.Sprintf("all-reduce + RMSNorm fused for messages up to %s", units.BinaryBytes(capB)))
 			} else {
 				parts = append(parts, "all-reduce + RMSNorm fused")
 			}
@@ -701,13 +701,4 @@ func payloadWords(kind engprof.Dispatch, dt model.Dtype, chosen bool) string {
 		return ", bf16 tokens"
 	}
 	return fmt.Sprintf(", %s tokens (the experts' input quantization, before the gather)", dt)
-}
-
-// kibText is a byte count in KiB, or MiB from 1 MiB up ("512 KiB",
-// "4 MiB").
-func kibText(b int64) string {
-	if b >= 1<<20 {
-		return strconv.FormatFloat(float64(b)/(1<<20), 'f', -1, 64) + " MiB"
-	}
-	return strconv.FormatFloat(float64(b)/(1<<10), 'f', -1, 64) + " KiB"
 }

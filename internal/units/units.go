@@ -7,6 +7,7 @@ package units
 import (
 	"fmt"
 	"math"
+	"strconv"
 )
 
 // Us renders a time in microseconds to the hundredth ("30.66"), and one
@@ -29,6 +30,15 @@ func Bytes(b float64) string {
 		return fmt.Sprintf("%.1f kB", b/1e3)
 	}
 	return fmt.Sprintf("%.0f B", b)
+}
+
+// BinaryBytes renders b bytes in binary units, as engines state their
+// buffer caps (vLLM's sizes in MiB): "512 KiB", "4 MiB", "0.5 KiB".
+func BinaryBytes(b int64) string {
+	if b >= 1<<20 {
+		return strconv.FormatFloat(float64(b)/(1<<20), 'f', -1, 64) + " MiB"
+	}
+	return strconv.FormatFloat(float64(b)/(1<<10), 'f', -1, 64) + " KiB"
 }
 
 // Count renders a count: "1.027T", "61.50G", "3.2k".

@@ -34,3 +34,13 @@ func TestBytesAndCount(t *testing.T) {
 		}
 	}
 }
+
+// TestBinaryBytes: caps as engines state them in binary units (vLLM's
+// FI_ALLREDUCE_FUSION_MAX_SIZE_MB: 0.5, 1, 4 MiB).
+func TestBinaryBytes(t *testing.T) {
+	for b, want := range map[int64]string{512: "0.5 KiB", 1 << 19: "512 KiB", 1 << 20: "1 MiB", 4 << 20: "4 MiB", 3 << 19: "1.5 MiB"} {
+		if got := BinaryBytes(b); got != want {
+			t.Errorf("BinaryBytes(%d) = %q, want %q", b, got, want)
+		}
+	}
+}
