@@ -34,17 +34,7 @@ func TestPlotLegendBesideData(t *testing.T) {
 	}
 	var rec recorder.Canvas
 	chart.Draw(draw.NewCanvas(&rec, 8*vg.Inch, 5*vg.Inch), [][]*plot.Plot{{p}}, draw.Tiles{})
-	var left, right vg.Length
-	for _, a := range rec.Actions {
-		s, ok := a.(*recorder.Stroke)
-		if !ok || len(s.Path) != 2 || s.Path[0].Pos.Y != s.Path[1].Pos.Y {
-			continue
-		}
-		x0, x1 := min(s.Path[0].Pos.X, s.Path[1].Pos.X), max(s.Path[0].Pos.X, s.Path[1].Pos.X)
-		if x1-x0 > right-left {
-			left, right = x0, x1
-		}
-	}
+	left, right, _ := widestHorizontalStroke(&rec)
 	if right <= left {
 		t.Fatal("no horizontal line drawn")
 	}
@@ -215,17 +205,7 @@ func TestParetoChartKeepsWidth(t *testing.T) {
 	w, h := paretoChartSize(p)
 	var rec recorder.Canvas
 	drawParetoChart(draw.NewCanvas(&rec, w, h), p)
-	var left, right, axisY vg.Length
-	for _, a := range rec.Actions {
-		s, ok := a.(*recorder.Stroke)
-		if !ok || len(s.Path) != 2 || s.Path[0].Pos.Y != s.Path[1].Pos.Y {
-			continue
-		}
-		x0, x1 := min(s.Path[0].Pos.X, s.Path[1].Pos.X), max(s.Path[0].Pos.X, s.Path[1].Pos.X)
-		if x1-x0 > right-left {
-			left, right, axisY = x0, x1, s.Path[0].Pos.Y
-		}
-	}
+	left, right, axisY := widestHorizontalStroke(&rec)
 	if share := (right - left) / w; share < 0.75 {
 		t.Errorf("the data span x %.0f to %.0f pt, %.0f %% of the %.0f pt width; want at least 75 %%", left, right, 100*share, w)
 	}
@@ -244,4 +224,21 @@ func TestParetoChartKeepsWidth(t *testing.T) {
 	if seen != len(names) {
 		t.Errorf("%d of the %d legend entries drawn", seen, len(names))
 	}
+}
+
+// widestHorizontalStroke is the longest two-point horizontal stroke a
+// chart drew (its x axis, or an SLO line across the data area): its
+// ends and height; right <= left when none was drawn.
+func widestHorizontalStroke(rec *recorder.Canvas) (left, right, y vg.Length) {
+	for _, a := range rec.Actions {
+		s, ok := a.(*recorder.Stroke)
+		if !ok || len(s.Path) != 2 || s.Path[0].Pos.Y != s.Path[1].Pos.Y {
+			continue
+		}
+		x0, x1 := min(s.Path[0].Pos.X, s.Path[1].Pos.X), max(s.Path[0].Pos.X, s.Path[1].Pos.X)
+		if x1-x0 > right-left {
+			left, right, y = x0, x1, s.Path[0].Pos.Y
+		}
+	}
+	return left, right, y
 }

@@ -643,17 +643,7 @@ func TestAdvisePlotBarsKeepWidth(t *testing.T) {
 	w, h := adviseChartSize(p, n)
 	var rec recorder.Canvas
 	drawAdviseChart(draw.NewCanvas(&rec, w, h), p)
-	var left, right, axisY vg.Length
-	for _, a := range rec.Actions {
-		s, ok := a.(*recorder.Stroke)
-		if !ok || len(s.Path) != 2 || s.Path[0].Pos.Y != s.Path[1].Pos.Y {
-			continue
-		}
-		x0, x1 := min(s.Path[0].Pos.X, s.Path[1].Pos.X), max(s.Path[0].Pos.X, s.Path[1].Pos.X)
-		if x1-x0 > right-left {
-			left, right, axisY = x0, x1, s.Path[0].Pos.Y
-		}
-	}
+	left, right, axisY := widestHorizontalStroke(&rec)
 	if share := (right - left) / w; share < 0.6 {
 		t.Errorf("the bars span x %.0f to %.0f pt, %.0f %% of the %.0f pt width; want at least 60 %%", left, right, 100*share, w)
 	}
