@@ -14,19 +14,11 @@ import (
 	"gonum.org/v1/plot/vg/draw"
 )
 
-// writeScatterPlot draws a report.Scatter (the same data the HTML report
-// draws) as PNG or SVG: each series in its colour, a front joined, faint
-// series as grey crosses, reference lines dashed, marks ringed and
-// labelled; axes from 0 to past the largest value so nothing is clipped.
-func writeScatterPlot(path, title string, sc *report.Scatter) error {
-	p, err := scatterPlot(title, sc)
-	if err != nil {
-		return err
-	}
-	return chart.SaveOne(path, 10*vg.Inch, 6.5*vg.Inch, p)
-}
-
-// scatterPlot is the gonum plot of a report.Scatter (writeScatterPlot).
+// scatterPlot is the gonum plot of a report.Scatter (the same data the
+// HTML report draws), for PNG or SVG: each series in its colour, a front
+// joined, faint series as grey crosses, reference lines dashed, marks
+// ringed and labelled; axes from 0 to past the largest value so nothing
+// is clipped.
 func scatterPlot(title string, sc *report.Scatter) (*plot.Plot, error) {
 	p := plot.New()
 	p.Title.Text = title
