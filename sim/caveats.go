@@ -14,6 +14,16 @@ import (
 // "How accurate it is") and stays silent once the cost parameters it is
 // about carry a calibration or the ops it is about are priced from a
 // measured table (UseCostSource). Nil when none applies.
+// NVFP4SM12Caveat is the caveat on NVFP4 experts on SM12x. Its figures
+// are the seed's scenario's (Kimi-K2.5, vLLM 0.24 on 8x RTX PRO 6000,
+// one request, BF16 KV, context 4096, LL, P2P SYS), each checked
+// against a fresh prediction (sim TestPublicNVFP4RatioPairs,
+// TestPublicNVFP4RatioTables, TestNVFP4CaveatExperts): the ratio
+// depends on the scenario's shared time, so a figure of another
+// scenario (0.82 under the nightly profile at NCCL's default protocol,
+// quoted here until 2026-12-07) misstates what this user's step shows.
+const NVFP4SM12Caveat = "NVFP4 experts on SM12x: public Kimi-K2.5 runs decode 25-45 % slower with NVFP4 than with INT4 experts; tpscope's priors price the FP4 kernels' 128-row tiles and the CUTLASS MoE runner's helper kernels at the MoE kernel floor each (NVFP4 / INT4 0.79 on Kimi-K2.5 at one request, context 4096, vLLM 0.24 on 8x RTX PRO 6000), the routed experts about 22 us a layer under vLLM's table at one token: likely optimistic; vLLM 0.24's measured MoE rows put the ratio at 0.70 (fix: --perf-db with aiconfigurator's tables, or tpscope calibrate --trace on this server's trace)"
+
 func (p *Predictor) Caveats(sc Scenario) []string {
 	var out []string
 	a := sc.Arch
@@ -39,7 +49,7 @@ func (p *Predictor) Caveats(sc Scenario) []string {
 	// without them (--moe-kernel marlin, the executor's cuBLAS) the step
 	// prices none of what it describes.
 	if sm12 && a.RoutedExperts > 0 && a.Quant.Dtype(model.CompRoutedExperts) == model.NVFP4 && p.moePaddedFP4() && !p.calibratedFamily("moe_gemm") && !measured.role[model.RoleExpertsGateUp] {
-		out = append(out, "NVFP4 experts on SM12x: public Kimi-K2.5 runs decode 25-45 % slower with NVFP4 than with INT4 experts; tpscope's priors price the FP4 kernels' 128-row tiles and the CUTLASS MoE runner's helper kernels at the MoE kernel floor each (NVFP4 / INT4 0.82 on Kimi-K2.5), the routed experts about 24 us a layer under vLLM's table at one token: likely optimistic; vLLM 0.24's measured MoE rows put the ratio at 0.70 (fix: --perf-db with aiconfigurator's tables, or tpscope calibrate --trace on this server's trace)")
+		out = append(out, NVFP4SM12Caveat)
 	}
 
 	// What SM12x engines run of a DSA model (ImpliedDenseDSA).

@@ -401,7 +401,10 @@ func TestPublicChannelsAllReduce(t *testing.T) {
 // token does the tensor work of 128 rows, and so does each routed
 // expert's. Before the padded tiles the priors put the ratio at 0.99; the
 // test asserts it below 0.90 (the mechanism is priced) and above 0.55
-// (NVFP4 not slower than any public run).
+// (NVFP4 not slower than any public run). This scenario (the nightly
+// profile at NCCL's default protocol) is no public NVFP4 run's, and its
+// shared time is longer than theirs: the ratio at the public pairs'
+// own scenarios is TestPublicNVFP4RatioPairs'.
 func TestPublicNVFP4Ratio(t *testing.T) {
 	int4 := publicPredict(t, "kimi-k2.5", "rtxpro6000-2s", model.BF16, 1, 4096, 0)
 	fp4 := publicPredict(t, "kimi-k2.5-nvfp4", "rtxpro6000-2s", model.BF16, 1, 4096, 0)
