@@ -35,6 +35,7 @@ package sim_test
 import (
 	"fmt"
 	"math"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -64,7 +65,10 @@ type publicRow struct {
 	proto    string // NCCL_PROTO
 	// minChannels is NCCL_MIN_NCHANNELS (0: NCCL's own count).
 	minChannels int
-	measured    float64 // aggregate tokens/s (x batch)
+	// arNorm is --ar-norm-fusion (the zero value: the engine's default);
+	// off for a vLLM build from before the fusion was on by default.
+	arNorm   sim.Toggle
+	measured float64 // aggregate tokens/s (x batch)
 	// band is the claimed accuracy of the priors (fraction); tableBand
 	// that with the tables (0: not priced with tables). A row whose band
 	// is wider than the 15 % / 10 % says why in note.
@@ -100,6 +104,9 @@ func (r *publicRow) flags() string {
 	}
 	if r.customAR != "" {
 		f = append(f, "--custom-ar "+string(r.customAR))
+	}
+	if r.arNorm != sim.ToggleDefault {
+		f = append(f, "--ar-norm-fusion="+strconv.FormatBool(r.arNorm == sim.ToggleOn))
 	}
 	return strings.Join(f, " ")
 }
@@ -190,7 +197,7 @@ func (r *publicRow) scenario(t *testing.T, specTokens int, acc sim.SpecAccept) s
 		t.Fatal(err)
 	}
 	a := mustArch(t, r.model)
-	o := sim.Options{CUDAGraphs: true, Engine: ref, AttentionBackend: sim.AttentionBackend(r.attn), MoEKernel: r.moe, CustomAR: r.customAR,
+	o := sim.Options{CUDAGraphs: true, Engine: ref, AttentionBackend: sim.AttentionBackend(r.attn), MoEKernel: r.moe, CustomAR: r.customAR, ARNormFusion: r.arNorm,
 		NCCL: ncclenv.Settings{P2PLevel: "SYS", Proto: r.proto, MinChannels: r.minChannels}, SpecAccept: acc}
 	sc := sim.Scenario{Arch: a, Plan: model.Plan{TP: r.tp, DCP: r.dcp, EP: r.ep}, Options: o, Topo: topo,
 		Workload: model.Workload{Phase: model.Decode, Batch: r.batch, Context: r.context, KVDtype: r.kv, SpecTokens: specTokens}}
