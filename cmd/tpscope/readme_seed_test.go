@@ -72,3 +72,56 @@ func TestREADMESeedTable(t *testing.T) {
 		}
 	}
 }
+
+// TestREADMEHBMTable runs each row of the README's "8-GPU HBM boxes"
+// table through predict with the flags the row prints (plus the --tp 8
+// and --p2p-level SYS every public row runs) and checks the priors' and
+// the tables' tokens/s and errors against the measured figure the row
+// shows, so the table's flags are the ones that price it. The tables'
+// column needs the sample perf DB beside the checkout.
+func TestREADMEHBMTable(t *testing.T) {
+	raw, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	readme := string(raw)
+	start := strings.Index(readme, "**8-GPU HBM boxes.**")
+	if start < 0 {
+		t.Fatal("README has no '8-GPU HBM boxes' table")
+	}
+	section := readme[start:]
+	if end := strings.Index(section, "\n\n"+"Both price"); end > 0 {
+		section = section[:end]
+	}
+	row := regexp.MustCompile("(?m)^\\| (HV\\d+)[^|]*\\| `([^`]+)` \\| ([0-9.]+)[^|]*\\| ([^|]+) \\| ([^|]+) \\|")
+	db := samplePerfDB(t, false)
+	rows := row.FindAllStringSubmatch(section, -1)
+	if len(rows) == 0 {
+		t.Fatal("no HV row in the README's HBM table")
+	}
+	tokS := regexp.MustCompile(`(?m)^tokens/s\s+[0-9.]+ per request, ([0-9.]+) aggregate`)
+	for _, r := range rows {
+		id, flags, cells := r[1], strings.Fields(r[2]), []string{strings.TrimSpace(r[4]), strings.TrimSpace(r[5])}
+		measured, _ := strconv.ParseFloat(r[3], 64)
+		for i, extra := range [][]string{nil, {"--perf-db", db}} {
+			if i == 1 && db == "" {
+				t.Logf("%s: sample perf DB absent: the tables' column is not checked", id)
+				continue
+			}
+			args := append(append([]string{"predict", "--tp", "8", "--p2p-level", "SYS"}, flags...), extra...)
+			code, out, errs := runCLI(t, args...)
+			if code != 0 {
+				t.Fatalf("%s: %s: exit %d: %s", id, strings.Join(args, " "), code, errs)
+			}
+			m := tokS.FindStringSubmatch(out)
+			if m == nil {
+				t.Fatalf("%s: no aggregate tokens/s line in\n%s", id, out)
+			}
+			got, _ := strconv.ParseFloat(m[1], 64)
+			want := fmt.Sprintf("%.1f (%+.1f %%)", got, 100*(got/measured-1))
+			if cells[i] != want {
+				t.Errorf("%s: column %d reads %q, predict prints %q", id, i+1, cells[i], want)
+			}
+		}
+	}
+}
