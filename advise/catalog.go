@@ -343,7 +343,7 @@ func Catalog(o CatalogOptions) []Entry {
 			HowTo: func(c sim.Scenario) How {
 				if p := profileOf(c); p != nil && engineFusesARNorm(c, p) {
 					how := "default (its all-reduce + RMSNorm fusion)"
-					if off, _ := p.FusionOff(engprof.FuseAllReduceRMSNorm, c.Topo.DeviceOf(0).ComputeCapability, c.Plan.Normalized().TP); off != "" {
+					if off, _ := p.FusionOff(engprof.FuseAllReduceRMSNorm, fusionUse(c)); off != "" {
 						how += "; " + off + " turns it off"
 					}
 					return How{EngineName: p.Name(), Engine: []string{how}}
@@ -775,7 +775,20 @@ func engineFusesARNorm(c sim.Scenario, p *engprof.Profile) bool {
 	if c.Topo == nil || c.Topo.NumGPUs() == 0 || c.Topo.DeviceOf(0) == nil || plan.DP > 1 || !tpNVLink(c) || c.Options.CustomAR == sim.CustomAROff {
 		return false
 	}
-	return p.FusedOn(engprof.FuseAllReduceRMSNorm, c.Topo.DeviceOf(0).ComputeCapability, plan.TP)
+	return p.FusedOn(engprof.FuseAllReduceRMSNorm, fusionUse(c))
+}
+
+// fusionUse is what an engine's default fusion depends on in c: its
+// first GPU, its TP degree and its model's config model_type.
+func fusionUse(c sim.Scenario) engprof.FusionUse {
+	u := engprof.FusionUse{TP: c.Plan.Normalized().TP}
+	if d := c.Topo.DeviceOf(0); d != nil {
+		u.CC, u.Device = d.ComputeCapability, d.Name
+	}
+	if c.Arch != nil {
+		u.ModelType = c.Arch.ModelType
+	}
+	return u
 }
 
 // profileOf is the profile of c's engine; nil when it has none

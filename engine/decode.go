@@ -366,6 +366,12 @@ func (p *Profile) validate() error {
 		if fu.Off != "" && !fu.Default {
 			return bad(f+".off", "%q: only a default fusion has a switch that turns it off (default: true)", fu.Off)
 		}
+		if (len(fu.ModelTypes) > 0 || len(fu.ExceptDevices) > 0) && !fu.Default {
+			return bad(f, "model_types %v, except_devices %v: only a default fusion is limited to models or devices (default: true)", fu.ModelTypes, fu.ExceptDevices)
+		}
+		if slices.Contains(fu.ModelTypes, "") || slices.Contains(fu.ExceptDevices, "") {
+			return bad(f, "an empty model_type or device name: want config model_type names and device names as nvidia-smi prints them")
+		}
 		if fu.MaxTokens < 0 {
 			return bad(f+".max_tokens", "%d: want 0 (no limit) or more", fu.MaxTokens)
 		}

@@ -846,7 +846,7 @@ func TestSMStreamChecked(t *testing.T) {
 // fusion stops at 2,048 tokens; a negative cap is one line naming it.
 func TestFusionMaxTokensChecked(t *testing.T) {
 	base := string(mustRead(t, "profiles/sglang-0.5.yaml"))
-	const line = "max_tokens: 2048, cite: [fusions, ar-fusion-cap]"
+	const line = "max_tokens: 2048,"
 	if !strings.Contains(base, line) {
 		t.Fatalf("the SGLang profile lacks %q", line)
 	}
@@ -860,7 +860,7 @@ func TestFusionMaxTokensChecked(t *testing.T) {
 	if got := p.FusionMaxTokens(FuseActQuant); got != 0 {
 		t.Errorf("a fusion the profile does not list: cap %d, want 0", got)
 	}
-	err = parseEdited(base, line, "max_tokens: -1, cite: [fusions, ar-fusion-cap]")
+	err = parseEdited(base, line, "max_tokens: -1,")
 	if want := "fusions[0].max_tokens: -1: want 0 (no limit) or more"; !oneLineWith(err, want) {
 		t.Errorf("error %v, want one line naming %s", err, want)
 	}
@@ -1148,13 +1148,13 @@ func TestFusionOffSwitch(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if off, fused := p.FusionOff(FuseAllReduceRMSNorm, "9.0", 8); !fused || off != "TRTLLM_DEEPSEEK_EAGER_FUSION_DISABLED=1" {
+	if off, fused := p.FusionOff(FuseAllReduceRMSNorm, FusionUse{CC: "9.0", TP: 8}); !fused || off != "TRTLLM_DEEPSEEK_EAGER_FUSION_DISABLED=1" {
 		t.Errorf("sm90 TP 8: off %q fused %v, want the engine's switch, fused", off, fused)
 	}
-	if off, fused := p.FusionOff(FuseAllReduceRMSNorm, "9.0", 1); fused || off != "" {
+	if off, fused := p.FusionOff(FuseAllReduceRMSNorm, FusionUse{CC: "9.0", TP: 1}); fused || off != "" {
 		t.Errorf("TP 1: off %q fused %v, want not fused", off, fused)
 	}
-	if _, fused := p.FusionOff(FuseAllReduceRMSNorm, "12.0", 8); fused {
+	if _, fused := p.FusionOff(FuseAllReduceRMSNorm, FusionUse{CC: "12.0", TP: 8}); fused {
 		t.Error("sm120: fused, want not (the profile lists sm90 and sm100)")
 	}
 	const line = "default: true, min_tp: 2, off: \"TRTLLM_DEEPSEEK_EAGER_FUSION_DISABLED=1\""
@@ -1164,5 +1164,44 @@ func TestFusionOffSwitch(t *testing.T) {
 	err = parseEdited(base, line, "default: false, min_tp: 2, off: \"TRTLLM_DEEPSEEK_EAGER_FUSION_DISABLED=1\"")
 	if want := "fusions[0].off: \"TRTLLM_DEEPSEEK_EAGER_FUSION_DISABLED=1\": only a default fusion has a switch"; !oneLineWith(err, want) {
 		t.Errorf("error %v, want one line naming %s", err, want)
+	}
+}
+
+// TestSGLangFusionDefaultByModel: SGLang's all-reduce + RMSNorm default
+// holds for the DeepSeek-V3 and Kimi-K2.x model types only, off the H20
+// (server_args.py _handle_model_specific_adjustments, the profile's
+// ar-fusion-default); a model or device limit on a fusion that is not on
+// by default is refused in one line.
+func TestSGLangFusionDefaultByModel(t *testing.T) {
+	base := string(mustRead(t, "profiles/sglang-0.5.yaml"))
+	p, err := Parse([]byte(base), "sglang.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		u    FusionUse
+		want bool
+	}{
+		{FusionUse{CC: "9.0", Device: "NVIDIA H200", TP: 8, ModelType: "deepseek_v3"}, true},
+		{FusionUse{CC: "10.0", Device: "NVIDIA B200", TP: 8, ModelType: "kimi_k25"}, true},
+		{FusionUse{CC: "10.0", Device: "NVIDIA B200", TP: 8, ModelType: "kimi_k2"}, true},
+		{FusionUse{CC: "10.0", Device: "NVIDIA B200", TP: 8, ModelType: "glm_moe_dsa"}, false},
+		{FusionUse{CC: "9.0", Device: "NVIDIA H20", TP: 8, ModelType: "deepseek_v3"}, false},
+		{FusionUse{CC: "12.0", Device: "NVIDIA RTX PRO 6000 Blackwell Server Edition", TP: 8, ModelType: "deepseek_v3"}, false},
+		{FusionUse{CC: "9.0", Device: "NVIDIA H200", TP: 1, ModelType: "deepseek_v3"}, false},
+	} {
+		if got := p.FusedOn(FuseAllReduceRMSNorm, c.u); got != c.want {
+			t.Errorf("%+v: fused %v, want %v", c.u, got, c.want)
+		}
+	}
+	const line = "default: true, min_tp: 2, max_tokens: 2048,"
+	const off = "off: \"--enforce-disable-flashinfer-allreduce-fusion\", "
+	if !strings.Contains(base, line) || !strings.Contains(base, off) {
+		t.Fatalf("the SGLang profile lacks %q or %q", line, off)
+	}
+	edited := strings.Replace(strings.Replace(base, off, "", 1), line, "default: false, min_tp: 2, max_tokens: 2048,", 1)
+	_, err = Parse([]byte(edited), "edited.yaml")
+	if want := "only a default fusion is limited to models or devices"; !oneLineWith(err, want) {
+		t.Errorf("model_types on a fusion off by default: %v, want one line saying %s", err, want)
 	}
 }

@@ -843,8 +843,36 @@ type Fusion struct {
 	// profile states no switch: then it cannot be priced off), e.g.
 	// TensorRT-LLM's TRTLLM_DEEPSEEK_EAGER_FUSION_DISABLED=1; only a
 	// default fusion states one.
-	Off  string   `yaml:"off"`
-	Cite []string `yaml:"cite"`
+	Off string `yaml:"off"`
+	// ModelTypes, when stated, limit the default to models of these
+	// config model_types: an engine that turns the fusion on for a list
+	// of model architectures (SGLang's _handle_model_specific_adjustments:
+	// DeepseekV3ForCausalLM and KimiK25ForConditionalGeneration, not
+	// GLM-5's GlmMoeDsaForCausalLM); another model runs it only behind
+	// the engine's flag. Only a default fusion states them.
+	ModelTypes []string `yaml:"model_types"`
+	// ExceptDevices are the device names (nvidia-smi's, as the topology
+	// catalog holds them) the engine leaves the default off on (SGLang
+	// skips the H20 for a FlashInfer bug there). Only a default fusion
+	// states them.
+	ExceptDevices []string `yaml:"except_devices"`
+	Cite          []string `yaml:"cite"`
+}
+
+// FusionUse is what a fusion's default depends on: the device's compute
+// capability ("9.0") and name (nvidia-smi's), the TP degree and the
+// model's config model_type.
+type FusionUse struct {
+	CC, Device string
+	TP         int
+	ModelType  string
+}
+
+// defaultHolds reports whether f, a default fusion, is on for u's model
+// and device (its ModelTypes and ExceptDevices; its families and TP are
+// the caller's to check).
+func (f *Fusion) defaultHolds(u FusionUse) bool {
+	return (len(f.ModelTypes) == 0 || slices.Contains(f.ModelTypes, u.ModelType)) && !slices.Contains(f.ExceptDevices, u.Device)
 }
 
 // FusionMaxTokens is the most tokens a step may carry for fusion name to
@@ -882,25 +910,26 @@ func (p *Profile) Fused(name string, a Arch, tp int) bool {
 	return false
 }
 
-// FusedOn reports whether fusion name is on by default on a device of
-// compute capability cc at tensor-parallel degree tp: Fused on its
-// family, and, where the fusion states size caps (MaxInputMiB), a cap for
-// cc and tp (without one the engine runs no fusion there).
-func (p *Profile) FusedOn(name, cc string, tp int) bool {
-	return p.defaultFusion(name, cc, tp) != nil
+// FusedOn reports whether fusion name is on by default for u: Fused on
+// its device's family at its TP degree, for its model and device (the
+// fusion's ModelTypes and ExceptDevices), and, where the fusion states
+// size caps (MaxInputMiB), a cap for its capability and TP degree
+// (without one the engine runs no fusion there).
+func (p *Profile) FusedOn(name string, u FusionUse) bool {
+	return p.defaultFusion(name, u) != nil
 }
 
-// defaultFusion is fusion name where it is on by default on a device of
-// compute capability cc at TP degree tp; nil where it is not.
-func (p *Profile) defaultFusion(name, cc string, tp int) *Fusion {
-	a, _ := ArchOf(cc)
+// defaultFusion is fusion name where it is on by default for u; nil
+// where it is not.
+func (p *Profile) defaultFusion(name string, u FusionUse) *Fusion {
+	a, _ := ArchOf(u.CC)
 	for i := range p.Fusions {
 		f := &p.Fusions[i]
-		if f.Name != name || !f.Default || !f.Archs.Has(a) || tp < f.MinTP {
+		if f.Name != name || !f.Default || !f.Archs.Has(a) || u.TP < f.MinTP || !f.defaultHolds(u) {
 			continue
 		}
 		if len(f.MaxInputMiB) > 0 {
-			if _, ok := f.MaxInputMiB[cc][tp]; !ok {
+			if _, ok := f.MaxInputMiB[u.CC][u.TP]; !ok {
 				return nil
 			}
 		}
@@ -922,11 +951,10 @@ func (p *Profile) FusionMaxInputBytes(name, cc string, tp int) int64 {
 }
 
 // FusionOff is the switch that turns fusion name off where it is on by
-// default on a device of compute capability cc at tensor-parallel degree
-// tp (FusedOn): fused says whether it is on by default there, off the
-// profile's switch ("" when it states none).
-func (p *Profile) FusionOff(name, cc string, tp int) (off string, fused bool) {
-	if f := p.defaultFusion(name, cc, tp); f != nil {
+// default for u (FusedOn): fused says whether it is on by default there,
+// off the profile's switch ("" when it states none).
+func (p *Profile) FusionOff(name string, u FusionUse) (off string, fused bool) {
+	if f := p.defaultFusion(name, u); f != nil {
 		return f.Off, true
 	}
 	return "", false

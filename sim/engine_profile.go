@@ -22,6 +22,9 @@ type engineKernels struct {
 	// cc is the GPU's compute capability ("10.3"): engines key some
 	// tables by it within a family (engprof.SymmMemRule.Capabilities).
 	cc string
+	// device is the GPU's name (nvidia-smi's): an engine may leave a
+	// default fusion off on a device (engprof.Fusion.ExceptDevices).
+	device string
 	// attnOverride, moeOverride: the user's --attention-backend and
 	// --moe-kernel ("" = the engine's choice).
 	attnOverride, moeOverride string
@@ -71,6 +74,7 @@ func (k *engineKernels) init(dev *topology.Device, prof *engprof.Profile, opts *
 	k.prof = prof
 	k.arch, _ = engprof.ArchOf(dev.ComputeCapability)
 	k.cc = dev.ComputeCapability
+	k.device = dev.Name
 	k.attnOverride = string(opts.AttentionBackend)
 	k.moeOverride = opts.MoEKernel
 	k.eagerRoles = map[model.Role]bool{}
@@ -241,11 +245,26 @@ func (k *engineKernels) noteSchedule(s *model.Schedule) {
 }
 
 // arFused reports whether the engine fuses every all-reduce with the
-// RMSNorm after it by default under plan (vLLM's fuse_allreduce_rms on
-// SM90/SM100 at TP > 1 without DP attention).
-func (k *engineKernels) arFused(plan model.Plan) bool {
+// RMSNorm after it by default under plan for a model of modelType
+// (vLLM's fuse_allreduce_rms on SM90/SM100 at TP > 1 without DP
+// attention; SGLang's for the DeepSeek-V3 and Kimi-K2.5 architectures).
+func (k *engineKernels) arFused(plan model.Plan, modelType string) bool {
 	plan = plan.Normalized()
-	return plan.DP <= 1 && k.prof.FusedOn(engprof.FuseAllReduceRMSNorm, k.cc, plan.TP)
+	return plan.DP <= 1 && k.prof.FusedOn(engprof.FuseAllReduceRMSNorm, k.fusionUse(plan.TP, modelType))
+}
+
+// modelType is the scenario's config model_type ("" without a model).
+func (sc Scenario) modelType() string {
+	if sc.Arch == nil {
+		return ""
+	}
+	return sc.Arch.ModelType
+}
+
+// fusionUse is what a fusion's default depends on for a model of
+// modelType at TP degree tp on this device.
+func (k *engineKernels) fusionUse(tp int, modelType string) engprof.FusionUse {
+	return engprof.FusionUse{CC: k.cc, Device: k.device, TP: tp, ModelType: modelType}
 }
 
 // profileOf resolves o's engine profile (the default engine for the
@@ -486,7 +505,8 @@ func (sc Scenario) CheckEngine() error {
 	// Off where the engine fuses by default needs the engine's switch:
 	// without one the engine would fuse whatever the flag said.
 	if plan := sc.Plan.Normalized(); o.ARNormFusion == ToggleOff && plan.DP <= 1 && sc.Topo != nil && sc.Topo.DeviceOf(0) != nil {
-		if off, fused := p.FusionOff(engprof.FuseAllReduceRMSNorm, sc.Topo.DeviceOf(0).ComputeCapability, plan.TP); fused && off == "" {
+		dev := sc.Topo.DeviceOf(0)
+		if off, fused := p.FusionOff(engprof.FuseAllReduceRMSNorm, engprof.FusionUse{CC: dev.ComputeCapability, Device: dev.Name, TP: plan.TP, ModelType: sc.modelType()}); fused && off == "" {
 			return fmt.Errorf("--ar-norm-fusion false: %s fuses each all-reduce with the RMSNorm after it by default on %s, and its profile states no switch that turns the fusion off", p.Name(), a)
 		}
 	}
@@ -596,9 +616,9 @@ func (p *Predictor) EngineSummary(sc Scenario, built model.BuildOptions) string 
 		default:
 			parts = append(parts, string(p.opts.CustomAR)+" all-reduce (forced)")
 		}
-		if custom && k.arFused(plan) {
+		if custom && k.arFused(plan, sc.modelType()) {
 			if p.opts.ARNormFusion == ToggleOff {
-				off, _ := k.prof.FusionOff(engprof.FuseAllReduceRMSNorm, k.cc, plan.TP)
+				off, _ := k.prof.FusionOff(engprof.FuseAllReduceRMSNorm, k.fusionUse(plan.TP, sc.modelType()))
 				parts = append(parts, "all-reduce + RMSNorm apart ("+off+")")
 			} else if capB := k.prof.FusionMaxInputBytes(engprof.FuseAllReduceRMSNorm, k.cc, plan.TP); capB > 0 {
 				parts = append(parts, fmt.Sprintf("all-reduce + RMSNorm fused for messages up to %s", units.BinaryBytes(capB)))

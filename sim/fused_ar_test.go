@@ -261,3 +261,86 @@ func TestVLLMFusesARNormByDefault(t *testing.T) {
 		}
 	}
 }
+
+// TestSGLangFusesARNormByDefault: SGLang 0.5.x turns its FlashInfer
+// all-reduce + RMSNorm fusion on by itself (server_args.py
+// _handle_model_specific_adjustments: enable_flashinfer_allreduce_fusion
+// = True for DeepseekV3ForCausalLM and KimiK25ForConditionalGeneration on
+// SM90 or SM100, without DP attention, on one node, not on an H20, with
+// no all-to-all MoE backend). So a DeepSeek-V3 or Kimi-K2.5 decode step
+// on 8 x H200 fuses every norm after an all-reduce without
+// --ar-norm-fusion, the same step as with it; GLM-5
+// (GlmMoeDsaForCausalLM, not in the list) and the H20 keep the norms
+// apart; --ar-norm-fusion=false is the engine's
+// --enforce-disable-flashinfer-allreduce-fusion (PR #21446).
+func TestSGLangFusesARNormByDefault(t *testing.T) {
+	sgl := engprof.Ref{Name: "sglang"}
+	predict := func(topo, preset string, o Options) *Prediction {
+		t.Helper()
+		box, err := topology.Resolve(topo, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		a, err := model.Preset(preset)
+		if err != nil {
+			t.Fatal(err)
+		}
+		o.CUDAGraphs, o.Engine = true, sgl
+		p, err := New(box, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pr, err := p.PredictScenario(Scenario{Arch: a, Plan: model.Plan{TP: 8},
+			Workload: model.Workload{Phase: model.Decode, Batch: 8, Context: 4096, KVDtype: model.BF16}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return pr
+	}
+	fused := func(pr *Prediction) (yes, no int) {
+		for i, o := range pr.Ops {
+			if o.Kind == model.KindNorm && i > 0 && pr.Ops[i-1].Kind == model.KindCollective && strings.HasSuffix(pr.Ops[i-1].ID, "allreduce") {
+				if o.Cost.Fused {
+					yes++
+				} else {
+					no++
+				}
+			}
+		}
+		return yes, no
+	}
+	for _, c := range []struct {
+		topo, preset string
+		want         bool
+	}{
+		{"h200-nvswitch", "deepseek-v3", true},
+		{"h200-nvswitch", "kimi-k2.5", true},
+		{"nvswitch:8xb200", "deepseek-v3", true},
+		{"h200-nvswitch", "glm-5", false},
+		{"nvswitch:8xh20", "deepseek-v3", false},
+	} {
+		pr := predict(c.topo, c.preset, Options{})
+		yes, no := fused(pr)
+		if yes+no == 0 {
+			t.Fatalf("%s on %s: no norm after an all-reduce", c.preset, c.topo)
+		}
+		if got := no == 0; got != c.want || (c.want && yes == 0) {
+			t.Errorf("sglang, %s on %s by default: %d norms after an all-reduce fused, %d apart; want fused %v", c.preset, c.topo, yes, no, c.want)
+		}
+		if got := strings.Contains(pr.Engine, "all-reduce + RMSNorm fused"); got != c.want {
+			t.Errorf("sglang, %s on %s: engine line %q, want it to name the fusion: %v", c.preset, c.topo, pr.Engine, c.want)
+		}
+		if c.want {
+			if asked := predict(c.topo, c.preset, Options{ARNormFusion: ToggleOn}); asked.StepUs != pr.StepUs {
+				t.Errorf("sglang, %s on %s: step %.1f us by default, %.1f with --ar-norm-fusion: want the same (its default)", c.preset, c.topo, pr.StepUs, asked.StepUs)
+			}
+		}
+	}
+	off := predict("h200-nvswitch", "deepseek-v3", Options{ARNormFusion: ToggleOff})
+	if yes, no := fused(off); yes != 0 || no == 0 {
+		t.Errorf("sglang --ar-norm-fusion=false: %d norms fused, %d apart; want none fused", yes, no)
+	}
+	if !strings.Contains(off.Engine, "all-reduce + RMSNorm apart (--enforce-disable-flashinfer-allreduce-fusion)") {
+		t.Errorf("engine line %q: want it to name the engine's switch", off.Engine)
+	}
+}

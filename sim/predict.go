@@ -656,7 +656,7 @@ func (p *Predictor) run(s *model.Schedule, mode int, graphed bool) error {
 		switch f := p.opts.ARNormFusion; {
 		case f == ToggleOn:
 			p.fuseNorms(ops, g, s.Plan.Normalized().TP, false)
-		case f == ToggleDefault && p.cm.arFused(s.Plan):
+		case f == ToggleDefault && p.cm.arFused(s.Plan, s.ModelType):
 			p.fuseNorms(ops, g, s.Plan.Normalized().TP, true)
 		}
 		g += len(ops)
