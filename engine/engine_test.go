@@ -744,7 +744,7 @@ func TestFormatArchsChecked(t *testing.T) {
 		{"        - {format: int4-g32, archs: [sm100], cite: [precision]}", `moe.kernels[0].format_archs[0].format: "int4-g32": want one of the kernel's formats, once`},
 		{"        - {format: nvfp4, archs: [sm120], cite: [precision]}", "moe.kernels[0].format_archs[0].archs: sm120: want families among the kernel's archs"},
 		{"        - {format: nvfp4, archs: [sm100], cite: [nowhere]}", `moe.kernels[0].format_archs[0].cite: "nowhere" is not a key of sources`},
-		{"        - {format: bf16, archs: [sm100], cite: [precision]}", "moe.select[2]: kernel cutlass does not run on sm90"},
+		{"        - {format: bf16, archs: [sm100], cite: [precision]}", "moe.select[3]: kernel cutlass does not run on sm90"},
 	} {
 		err := parseEdited(base, fa, c.new)
 		if !oneLineWith(err, c.want) {
@@ -1203,5 +1203,30 @@ func TestSGLangFusionDefaultByModel(t *testing.T) {
 	_, err = Parse([]byte(edited), "edited.yaml")
 	if want := "only a default fusion is limited to models or devices"; !oneLineWith(err, want) {
 		t.Errorf("model_types on a fusion off by default: %v, want one line saying %s", err, want)
+	}
+}
+
+// TestTRTLLMMoEAuto: TensorRT-LLM's MoeConfig.backend AUTO
+// (model_config.py resolve_moe_backend, the profile's moe-auto) runs the
+// CUTLASS MoE for an NVFP4 DeepSeek checkpoint on SM100 and for every
+// format on SM90, and trtllm-gen only for FP8 block scales on SM100.
+func TestTRTLLMMoEAuto(t *testing.T) {
+	p := mustLookup(t, "trtllm")
+	for _, c := range []struct {
+		arch Arch
+		f    WeightFormat
+		want string
+	}{{SM100, NVFP4, "cutlass"}, {SM100, FP8Block, "trtllm_gen"}, {SM90, FP8Block, "cutlass"}, {SM100, BF16, "cutlass"}} {
+		k, err := p.MoEKernel(c.arch, c.f, "")
+		if err != nil {
+			t.Fatalf("%s %s: %v", c.arch, c.f, err)
+		}
+		if k.Name != c.want {
+			t.Errorf("trtllm default MoE for %s on %s: %s, want %s", c.f, c.arch, k.Name, c.want)
+		}
+	}
+	// A recipe's moe_config.backend TRTLLM still picks trtllm-gen.
+	if k, err := p.MoEKernel(SM100, NVFP4, "trtllm_gen"); err != nil || k.Name != "trtllm_gen" {
+		t.Errorf("--moe-kernel trtllm_gen for nvfp4 on sm100: %v, %v", k, err)
 	}
 }
