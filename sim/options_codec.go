@@ -82,7 +82,7 @@ var optionFields = []OptionField{
 	{Name: "custom-ar", Kind: OptionString, Help: "TP all-reduce: auto (the engine's rule: its custom all-reduce, and torch's symmetric-memory multimem all-reduce where GPUs share an NVSwitch), off (NCCL), oneshot, twoshot",
 		Get: func(o *Options) string { return string(o.CustomAR) },
 		Set: func(o *Options, v string) (err error) { o.CustomAR, err = parseCustomAR(v); return }},
-	{Name: "ar-norm-fusion", Kind: OptionBool, Help: "fuse each all-reduce with the RMSNorm after it (default: the engine's, as its engine line says: vLLM 0.24 on SM 9.0 and 10.x up to its size cap, TensorRT-LLM on its custom all-reduce); =false turns an engine's default fusion off (vLLM: -cc.pass_config.fuse_allreduce_rms=False; TensorRT-LLM: TRTLLM_DEEPSEEK_EAGER_FUSION_DISABLED=1)",
+	{Name: "ar-norm-fusion", Kind: OptionBool, Help: "fuse each all-reduce with the RMSNorm after it (default: the engine's, as its engine line says: vLLM 0.24 on SM 9.0 and 10.x up to its size cap, SGLang 0.5 for DeepSeek-V3 and Kimi-K2.x on SM90/SM100 up to 2,048 tokens a step, TensorRT-LLM on its custom all-reduce); =false turns an engine's default fusion off (vLLM: -cc.pass_config.fuse_allreduce_rms=False; SGLang: --enforce-disable-flashinfer-allreduce-fusion; TensorRT-LLM: TRTLLM_DEEPSEEK_EAGER_FUSION_DISABLED=1)",
 		Get: func(o *Options) string { return o.ARNormFusion.String() },
 		Set: func(o *Options, v string) error {
 			b, err := parseBool(v)
