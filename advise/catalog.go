@@ -767,21 +767,22 @@ func checkARNorm(c sim.Scenario) Applicability {
 
 // engineFusesARNorm reports whether engine p fuses c's TP all-reduces with
 // the RMSNorm after them by default: its profile's fusion on this GPU
-// family and TP, no DP attention, and GPUs joined by NVLink, where its
-// custom all-reduce kernel (the one the fusion runs in) carries them
-// unless --custom-ar off gives them to NCCL.
+// family, TP and DP attention (engprof.Profile.FusedOn), and GPUs joined
+// by NVLink, where its custom all-reduce kernel (the one the fusion runs
+// in) carries them unless --custom-ar off gives them to NCCL.
 func engineFusesARNorm(c sim.Scenario, p *engprof.Profile) bool {
-	plan := c.Plan.Normalized()
-	if c.Topo == nil || c.Topo.NumGPUs() == 0 || c.Topo.DeviceOf(0) == nil || plan.DP > 1 || !tpNVLink(c) || c.Options.CustomAR == sim.CustomAROff {
+	if c.Topo == nil || c.Topo.NumGPUs() == 0 || c.Topo.DeviceOf(0) == nil || !tpNVLink(c) || c.Options.CustomAR == sim.CustomAROff {
 		return false
 	}
 	return p.FusedOn(engprof.FuseAllReduceRMSNorm, fusionUse(c))
 }
 
 // fusionUse is what an engine's default fusion depends on in c: its
-// first GPU, its TP degree and its model's config model_type.
+// first GPU, its TP degree and DP attention and its model's config
+// model_type.
 func fusionUse(c sim.Scenario) engprof.FusionUse {
-	u := engprof.FusionUse{TP: c.Plan.Normalized().TP}
+	plan := c.Plan.Normalized()
+	u := engprof.FusionUse{TP: plan.TP, DP: plan.DP}
 	if d := c.Topo.DeviceOf(0); d != nil {
 		u.CC, u.Device = d.ComputeCapability, d.Name
 	}

@@ -372,6 +372,9 @@ func (p *Profile) validate() error {
 		if slices.Contains(fu.ModelTypes, "") || slices.Contains(fu.ExceptDevices, "") {
 			return bad(f, "an empty model_type or device name: want config model_type names and device names as nvidia-smi prints them")
 		}
+		if fu.DPAttention && !fu.Default {
+			return bad(f+".dp_attention", "true: only a default fusion says whether it stays on under DP attention (default: true)")
+		}
 		if fu.MaxTokens < 0 {
 			return bad(f+".max_tokens", "%d: want 0 (no limit) or more", fu.MaxTokens)
 		}

@@ -1230,3 +1230,34 @@ func TestTRTLLMMoEAuto(t *testing.T) {
 		t.Errorf("--moe-kernel trtllm_gen for nvfp4 on sm100: %v, %v", k, err)
 	}
 }
+
+// vLLM 0.24's all-reduce + RMSNorm fusion stays on under DP attention
+// (enable_allreduce_rms_fusion has had no data_parallel_size term since
+// PR #41458, the profile's ar-fusion-dp), TensorRT-LLM's does not; a
+// dp_attention on a fusion that is not on by default (the nightly's) is
+// refused in one line.
+func TestFusionUnderDPAttention(t *testing.T) {
+	v, err := Parse(mustRead(t, "profiles/vllm-0.24.yaml"), "vllm-0.24.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !v.FusedOn(FuseAllReduceRMSNorm, FusionUse{CC: "9.0", TP: 2, DP: 4}) || !v.FusedOn(FuseAllReduceRMSNorm, FusionUse{CC: "10.0", TP: 4, DP: 2}) {
+		t.Error("vllm@0.24 TP 2 x DP 4 on 9.0, TP 4 x DP 2 on 10.0: not fused, want fused (no DP gate since vLLM PR #41458)")
+	}
+	trt, err := Parse(mustRead(t, "profiles/trtllm-1.3.yaml"), "trtllm.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if trt.FusedOn(FuseAllReduceRMSNorm, FusionUse{CC: "9.0", TP: 2, DP: 4}) || !trt.FusedOn(FuseAllReduceRMSNorm, FusionUse{CC: "9.0", TP: 2, DP: 1}) {
+		t.Error("trtllm: want fused at TP 2 without DP attention, not under it")
+	}
+	base := string(mustRead(t, "profiles/vllm-0.16-nightly.yaml"))
+	const line = "{name: allreduce_rmsnorm, archs: [sm90, sm100], default: false, min_tp: 2"
+	if !strings.Contains(base, line) {
+		t.Fatalf("the nightly profile lacks %q", line)
+	}
+	err = parseEdited(base, line, line+", dp_attention: true")
+	if want := "fusions[0].dp_attention: true: only a default fusion says"; !oneLineWith(err, want) {
+		t.Errorf("error %v, want one line naming %s", err, want)
+	}
+}

@@ -856,15 +856,20 @@ type Fusion struct {
 	// skips the H20 for a FlashInfer bug there). Only a default fusion
 	// states them.
 	ExceptDevices []string `yaml:"except_devices"`
-	Cite          []string `yaml:"cite"`
+	// DPAttention: a default fusion stays on under DP attention (TP > 1
+	// inside each of DP > 1 ranks), as vLLM's fuse_allreduce_rms does
+	// since its data_parallel_size == 1 gate went (PR #41458). Unset,
+	// the engine fuses only without DP attention.
+	DPAttention bool     `yaml:"dp_attention"`
+	Cite        []string `yaml:"cite"`
 }
 
 // FusionUse is what a fusion's default depends on: the device's compute
-// capability ("9.0") and name (nvidia-smi's), the TP degree and the
-// model's config model_type.
+// capability ("9.0") and name (nvidia-smi's), the TP degree, the DP
+// attention ranks (0 or 1: none) and the model's config model_type.
 type FusionUse struct {
 	CC, Device string
-	TP         int
+	TP, DP     int
 	ModelType  string
 }
 
@@ -925,7 +930,7 @@ func (p *Profile) defaultFusion(name string, u FusionUse) *Fusion {
 	a, _ := ArchOf(u.CC)
 	for i := range p.Fusions {
 		f := &p.Fusions[i]
-		if f.Name != name || !f.Default || !f.Archs.Has(a) || u.TP < f.MinTP || !f.defaultHolds(u) {
+		if f.Name != name || !f.Default || !f.Archs.Has(a) || u.TP < f.MinTP || (u.DP > 1 && !f.DPAttention) || !f.defaultHolds(u) {
 			continue
 		}
 		if len(f.MaxInputMiB) > 0 {

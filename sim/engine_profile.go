@@ -246,11 +246,11 @@ func (k *engineKernels) noteSchedule(s *model.Schedule) {
 
 // arFused reports whether the engine fuses every all-reduce with the
 // RMSNorm after it by default under plan for a model of modelType
-// (vLLM's fuse_allreduce_rms on SM90/SM100 at TP > 1 without DP
-// attention; SGLang's for the DeepSeek-V3 and Kimi-K2.5 architectures).
+// (vLLM's fuse_allreduce_rms on SM90/SM100 at TP > 1, DP attention or
+// not; SGLang's for the DeepSeek-V3 and Kimi-K2.5 architectures without
+// DP attention; engprof.Profile.FusedOn).
 func (k *engineKernels) arFused(plan model.Plan, modelType string) bool {
-	plan = plan.Normalized()
-	return plan.DP <= 1 && k.prof.FusedOn(engprof.FuseAllReduceRMSNorm, k.fusionUse(plan.TP, modelType))
+	return k.prof.FusedOn(engprof.FuseAllReduceRMSNorm, k.fusionUse(plan, modelType))
 }
 
 // modelType is the scenario's config model_type ("" without a model).
@@ -262,9 +262,10 @@ func (sc Scenario) modelType() string {
 }
 
 // fusionUse is what a fusion's default depends on for a model of
-// modelType at TP degree tp on this device.
-func (k *engineKernels) fusionUse(tp int, modelType string) engprof.FusionUse {
-	return engprof.FusionUse{CC: k.cc, Device: k.device, TP: tp, ModelType: modelType}
+// modelType under plan (its TP degree and DP attention) on this device.
+func (k *engineKernels) fusionUse(plan model.Plan, modelType string) engprof.FusionUse {
+	plan = plan.Normalized()
+	return engprof.FusionUse{CC: k.cc, Device: k.device, TP: plan.TP, DP: plan.DP, ModelType: modelType}
 }
 
 // profileOf resolves o's engine profile (the default engine for the
@@ -504,9 +505,9 @@ func (sc Scenario) CheckEngine() error {
 	}
 	// Off where the engine fuses by default needs the engine's switch:
 	// without one the engine would fuse whatever the flag said.
-	if plan := sc.Plan.Normalized(); o.ARNormFusion == ToggleOff && plan.DP <= 1 && sc.Topo != nil && sc.Topo.DeviceOf(0) != nil {
+	if plan := sc.Plan.Normalized(); o.ARNormFusion == ToggleOff && sc.Topo != nil && sc.Topo.DeviceOf(0) != nil {
 		dev := sc.Topo.DeviceOf(0)
-		if off, fused := p.FusionOff(engprof.FuseAllReduceRMSNorm, engprof.FusionUse{CC: dev.ComputeCapability, Device: dev.Name, TP: plan.TP, ModelType: sc.modelType()}); fused && off == "" {
+		if off, fused := p.FusionOff(engprof.FuseAllReduceRMSNorm, engprof.FusionUse{CC: dev.ComputeCapability, Device: dev.Name, TP: plan.TP, DP: plan.DP, ModelType: sc.modelType()}); fused && off == "" {
 			return fmt.Errorf("--ar-norm-fusion false: %s fuses each all-reduce with the RMSNorm after it by default on %s, and its profile states no switch that turns the fusion off", p.Name(), a)
 		}
 	}
@@ -618,7 +619,7 @@ func (p *Predictor) EngineSummary(sc Scenario, built model.BuildOptions) string 
 		}
 		if custom && k.arFused(plan, sc.modelType()) {
 			if p.opts.ARNormFusion == ToggleOff {
-				off, _ := k.prof.FusionOff(engprof.FuseAllReduceRMSNorm, k.fusionUse(plan.TP, sc.modelType()))
+				off, _ := k.prof.FusionOff(engprof.FuseAllReduceRMSNorm, k.fusionUse(plan, sc.modelType()))
 				parts = append(parts, "all-reduce + RMSNorm apart ("+off+")")
 			} else if capB := k.prof.FusionMaxInputBytes(engprof.FuseAllReduceRMSNorm, k.cc, plan.TP); capB > 0 {
 				parts = append(parts, fmt.Sprintf("all-reduce + RMSNorm fused for messages up to %s", units.BinaryBytes(capB)))

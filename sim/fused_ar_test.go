@@ -344,3 +344,51 @@ func TestSGLangFusesARNormByDefault(t *testing.T) {
 		t.Errorf("engine line %q: want it to name the engine's switch", off.Engine)
 	}
 }
+
+// vLLM 0.24 fuses each all-reduce with the RMSNorm after it under DP
+// attention too: enable_allreduce_rms_fusion lost its
+// data_parallel_size == 1 gate in PR #41458 (2026-05-01), and PR #45917
+// (in 0.24.0) fixed the TP > 1 / DP > 1 hang the default fusion caused
+// in 0.22-0.23. At TP 2 x DP 4 on an H200 (SM 9.0, cap 64 MiB at TP 2)
+// every TP all-reduce of a decode step is fused by default, as under
+// --ar-norm-fusion; TensorRT-LLM's profile keeps its fusion off there.
+func TestARNormFusionUnderDPAttention(t *testing.T) {
+	a, err := model.Preset("tiny-mla-moe")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc := Scenario{Arch: a, Plan: model.Plan{TP: 2, DP: 4, EP: true},
+		Workload: model.Workload{Phase: model.Decode, Batch: 16, Context: 1000, KVDtype: model.BF16}}
+	fusedNorms := func(opts Options) (fused, reduces int) {
+		t.Helper()
+		p, err := New(mustTopo(t, "h200-nvswitch"), opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pr, err := p.PredictScenario(sc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, o := range pr.Ops {
+			if o.Kind != model.KindCollective || !strings.HasSuffix(o.ID, ".allreduce") {
+				continue
+			}
+			reduces++
+			if i+1 < len(pr.Ops) && pr.Ops[i+1].Cost.Fused {
+				fused++
+			}
+		}
+		return fused, reduces
+	}
+	def, n := fusedNorms(Options{CUDAGraphs: true, Engine: engprof.Ref{Name: "vllm", Version: "0.24"}})
+	on, _ := fusedNorms(Options{CUDAGraphs: true, Engine: engprof.Ref{Name: "vllm", Version: "0.24"}, ARNormFusion: ToggleOn})
+	if n == 0 || on == 0 {
+		t.Fatalf("%d all-reduces, %d fused under --ar-norm-fusion: the scenario has none to fuse", n, on)
+	}
+	if def != on {
+		t.Errorf("vllm@0.24 TP 2 x DP 4: %d of %d all-reduces fused by default, want %d as under --ar-norm-fusion", def, n, on)
+	}
+	if trt, _ := fusedNorms(Options{CUDAGraphs: true, Engine: engprof.Ref{Name: "trtllm"}}); trt != 0 {
+		t.Errorf("trtllm TP 2 x DP 4: %d all-reduces fused by default, want none (its fusion is off under DP attention)", trt)
+	}
+}
