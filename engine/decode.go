@@ -337,6 +337,11 @@ func (p *Profile) validate() error {
 	}, cite); err != nil {
 		return err
 	}
+	for i, r := range p.Linear.Select {
+		if r.EP != nil {
+			return bad(fmt.Sprintf("linear.select[%d].ep", i), "%v: want none: expert parallelism decides only among MoE kernels (moe.select)", *r.EP)
+		}
+	}
 	fnames := map[string]bool{}
 	for i, fu := range p.Fusions {
 		f := fmt.Sprintf("fusions[%d]", i)

@@ -310,7 +310,7 @@ func TestMoESelection(t *testing.T) {
 	}
 	for _, c := range cases {
 		p := mustLookup(t, c.engine)
-		k, err := p.MoEKernel(c.arch, c.f, c.override)
+		k, err := p.MoEKernel(c.arch, c.f, false, c.override)
 		name := c.engine + " " + c.arch.String() + " " + c.f.String() + " " + c.override
 		if sub, ok := strings.CutPrefix(c.want, "error: "); ok {
 			if err == nil || !strings.Contains(err.Error(), sub) {
@@ -589,7 +589,7 @@ func FuzzParse(f *testing.F) {
 				_, _ = p.Backend(MLAUse{Arch: a, KV: kv, QKNope: 192, Sparse: true}, "")
 			}
 			for f := BF16; f <= INT4; f++ {
-				_, _ = p.MoEKernel(a, f, "")
+				_, _ = p.MoEKernel(a, f, false, "")
 				_ = p.LinearKernel(a, f)
 			}
 			_ = p.Refuse("custom-ar", "oneshot", a)
@@ -715,16 +715,16 @@ func TestMoEKernelNoDefaultSaysWhichRun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = p.MoEKernel(SM90, NVFP4, "")
+	_, err = p.MoEKernel(SM90, NVFP4, false, "")
 	want := "sglang@0.5 has no default MoE kernel for nvfp4 experts on sm90: pass --moe-kernel flashinfer_cutlass"
 	if err == nil || err.Error() != want {
 		t.Errorf("default on sm90: %v; want %q", err, want)
 	}
-	if k, err := p.MoEKernel(SM90, NVFP4, "flashinfer_cutlass"); err != nil || k.Name != "flashinfer_cutlass" {
+	if k, err := p.MoEKernel(SM90, NVFP4, false, "flashinfer_cutlass"); err != nil || k.Name != "flashinfer_cutlass" {
 		t.Errorf("--moe-kernel flashinfer_cutlass on sm90: %v, %v; want it to run", k, err)
 	}
 	// On sm80 none of its NVFP4 kernels runs (sm90 and up).
-	_, err = p.MoEKernel(SM80, NVFP4, "")
+	_, err = p.MoEKernel(SM80, NVFP4, false, "")
 	if want := "sglang@0.5 has no MoE kernel for nvfp4 experts on sm80"; err == nil || err.Error() != want {
 		t.Errorf("default on sm80: %v; want %q", err, want)
 	}
@@ -881,24 +881,24 @@ func TestNVFP4MoENeedsFP4Cores(t *testing.T) {
 		{"trtllm@1.3", "cutlass", "trtllm@1.3's MoE kernel cutlass runs nvfp4 experts on sm100 only"},
 	} {
 		p := mustLookup(t, c.engine)
-		if k, err := p.MoEKernel(SM90, NVFP4, c.kernel); err == nil || err.Error() != c.want {
+		if k, err := p.MoEKernel(SM90, NVFP4, false, c.kernel); err == nil || err.Error() != c.want {
 			t.Errorf("%s --moe-kernel %s for nvfp4 on sm90: %v, %v; want %q", c.engine, c.kernel, k, err, c.want)
 		}
 		// The same kernel keeps its other formats on SM90 and NVFP4 on SM100.
 		other := BF16
-		if k, err := p.MoEKernel(SM90, other, c.kernel); err != nil || k.Name != c.kernel {
+		if k, err := p.MoEKernel(SM90, other, false, c.kernel); err != nil || k.Name != c.kernel {
 			t.Errorf("%s --moe-kernel %s for bf16 on sm90: %v, %v; want it to run", c.engine, c.kernel, k, err)
 		}
-		if k, err := p.MoEKernel(SM100, NVFP4, c.kernel); err != nil || k.Name != c.kernel {
+		if k, err := p.MoEKernel(SM100, NVFP4, false, c.kernel); err != nil || k.Name != c.kernel {
 			t.Errorf("%s --moe-kernel %s for nvfp4 on sm100: %v, %v; want it to run", c.engine, c.kernel, k, err)
 		}
 	}
-	if k, err := mustLookup(t, "vllm@0.24").MoEKernel(SM90, NVFP4, ""); err != nil || k.Name != "marlin" {
+	if k, err := mustLookup(t, "vllm@0.24").MoEKernel(SM90, NVFP4, false, ""); err != nil || k.Name != "marlin" {
 		t.Errorf("vllm@0.24's default for nvfp4 on sm90: %v, %v; want marlin", k, err)
 	}
 	for _, e := range []string{"sglang@0.5", "trtllm@1.3"} {
 		want := e + " has no MoE kernel for nvfp4 experts on sm90"
-		if k, err := mustLookup(t, e).MoEKernel(SM90, NVFP4, ""); err == nil || err.Error() != want {
+		if k, err := mustLookup(t, e).MoEKernel(SM90, NVFP4, false, ""); err == nil || err.Error() != want {
 			t.Errorf("%s's default for nvfp4 on sm90: %v, %v; want %q", e, k, err, want)
 		}
 	}
@@ -1258,6 +1258,42 @@ func TestFusionUnderDPAttention(t *testing.T) {
 	}
 	err = parseEdited(base, line, line+", dp_attention: true")
 	if want := "fusions[0].dp_attention: true: only a default fusion says"; !oneLineWith(err, want) {
+		t.Errorf("error %v, want one line naming %s", err, want)
+	}
+}
+
+// vLLM 0.24's FP8 MoE oracle on Hopper moves FlashInfer's CUTLASS MoE to
+// the front for block-scaled FP8 experts when ep_size > 1 and Triton's
+// fused_moe otherwise (fused_moe/oracle/fp8.py _get_priority_backends,
+// the profile's moe-fp8-hopper-ep); on SM100 FlashInfer's trtllm-gen MoE
+// leads the list either way, and FlashInfer's CUTLASS MoE takes block
+// FP8 on SM 9.0 only, so SM120 keeps Triton. A linear rule stating ep is
+// refused in one line.
+func TestMoEKernelByExpertParallelism(t *testing.T) {
+	p := mustLookup(t, "vllm@0.24")
+	for _, c := range []struct {
+		arch Arch
+		ep   bool
+		want string
+	}{
+		{SM90, false, "triton"},
+		{SM90, true, "flashinfer_cutlass"},
+		{SM100, false, "flashinfer_trtllm"},
+		{SM100, true, "flashinfer_trtllm"},
+		{SM120, true, "triton"},
+	} {
+		k, err := p.MoEKernel(c.arch, FP8Block, c.ep, "")
+		if err != nil || k.Name != c.want {
+			t.Errorf("%s fp8-block128 EP %v: %v %v, want %s", c.arch, c.ep, k, err, c.want)
+		}
+	}
+	base := string(mustRead(t, "profiles/vllm-0.24.yaml"))
+	const line = "{archs: [sm100, sm120], format: nvfp4, kernel: flashinfer_cutlass_nvfp4, cite: [linear-nvfp4]}"
+	if !strings.Contains(base, line) {
+		t.Fatalf("the vLLM 0.24 profile lacks %q", line)
+	}
+	err := parseEdited(base, line, strings.Replace(line, "kernel: flashinfer_cutlass_nvfp4,", "kernel: flashinfer_cutlass_nvfp4, ep: true,", 1))
+	if want := "linear.select[0].ep: true: want none"; !oneLineWith(err, want) {
 		t.Errorf("error %v, want one line naming %s", err, want)
 	}
 }

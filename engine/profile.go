@@ -690,14 +690,21 @@ type FormatRule struct {
 	Archs  ArchSet      `yaml:"archs"`
 	Format WeightFormat `yaml:"format"`
 	Kernel string       `yaml:"kernel"`
-	Cite   []string     `yaml:"cite"`
+	// EP, where stated (MoE rules only), limits the rule to experts
+	// spread over more than one GPU by expert parallelism (true) or to
+	// experts sharded by TP or on one GPU (false): vLLM's FP8 oracle
+	// orders its backends by the MoE parallel config's ep_size on
+	// Hopper.
+	EP   *bool    `yaml:"ep"`
+	Cite []string `yaml:"cite"`
 }
 
 // MoEKernel returns the fused-MoE kernel the engine runs for weights f on
-// family a: the one named by override when set (an error when the engine
-// has no such kernel or it cannot run f here), else the first selection
-// rule that matches.
-func (p *Profile) MoEKernel(a Arch, f WeightFormat, override string) (*MoEKernel, error) {
+// family a with experts spread over GPUs by expert parallelism or not
+// (ep: EP over more than one GPU, vLLM's ep_size > 1): the one named by
+// override when set (an error when the engine has no such kernel or it
+// cannot run f here), else the first selection rule that matches.
+func (p *Profile) MoEKernel(a Arch, f WeightFormat, ep bool, override string) (*MoEKernel, error) {
 	if override != "" {
 		for i := range p.MoE.Kernels {
 			k := &p.MoE.Kernels[i]
@@ -705,7 +712,7 @@ func (p *Profile) MoEKernel(a Arch, f WeightFormat, override string) (*MoEKernel
 				continue
 			}
 			if !slices.Contains(k.Formats, f) {
-				if t := p.moeByRule(k.Runs, a, f); t != nil {
+				if t := p.moeByRule(k.Runs, a, f, ep); t != nil {
 					return t, nil
 				}
 				return nil, fmt.Errorf("%s's MoE kernel %s does not take %s experts", p.Name(), k.Name, f)
@@ -724,7 +731,7 @@ func (p *Profile) MoEKernel(a Arch, f WeightFormat, override string) (*MoEKernel
 		}
 		return nil, fmt.Errorf("%s has no MoE kernel %q (it has %s)", p.Name(), override, strings.Join(names, ", "))
 	}
-	if k := p.moeByRule(p.MoE.Select, a, f); k != nil {
+	if k := p.moeByRule(p.MoE.Select, a, f, ep); k != nil {
 		return k, nil
 	}
 	// No cited rule picks one, but a kernel the profile lists for these
@@ -746,11 +753,12 @@ func (p *Profile) MoEKernel(a Arch, f WeightFormat, override string) (*MoEKernel
 func (k *MoEKernel) Is(name string) bool { return normName(name) == normName(k.Name) }
 
 // moeByRule is the MoE kernel the first of rules (the profile's select
-// rules, or a kernel's Runs) names for weights f on family a, nil when
+// rules, or a kernel's Runs) names for weights f on family a with expert
+// parallelism ep (a rule stating EP holds for that one only), nil when
 // none matches.
-func (p *Profile) moeByRule(rules []FormatRule, a Arch, f WeightFormat) *MoEKernel {
+func (p *Profile) moeByRule(rules []FormatRule, a Arch, f WeightFormat, ep bool) *MoEKernel {
 	for _, r := range rules {
-		if r.Format != f || !r.Archs.Has(a) {
+		if r.Format != f || !r.Archs.Has(a) || (r.EP != nil && *r.EP != ep) {
 			continue
 		}
 		for i := range p.MoE.Kernels {

@@ -66,7 +66,7 @@ func (s *Source) moeKernel(t *MoETable, k MoEKey, wd model.Dtype, a engine.Arch)
 		return "", "", false
 	}
 	if f, err := engine.ParseWeightFormat(string(wd)); err == nil {
-		if mk, err := s.prof.MoEKernel(a, f, s.moeOverride); err == nil {
+		if mk, err := s.prof.MoEKernel(a, f, k.EP > 1, s.moeOverride); err == nil {
 			for _, kern := range ks {
 				if mk.Table != "" && strings.Contains("_"+kern+"_", "_"+mk.Table+"_") {
 					return kern, "", true

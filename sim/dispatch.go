@@ -145,7 +145,7 @@ func (p *Predictor) withDispatch(o model.BuildOptions, a *model.Arch, plan model
 		o.MoEDispatch = prof.Dispatch.DefaultOn(NVLinkAmong(p.topo, plan.World())).String()
 	}
 	if o.DispatchDtype == "" {
-		o.DispatchDtype = p.dispatchPayload(prof, a, o.MoEDispatch)
+		o.DispatchDtype = p.dispatchPayload(prof, a, plan, o.MoEDispatch)
 	}
 	return o, nil
 }
@@ -160,10 +160,11 @@ func (p *Predictor) profile() (*engprof.Profile, error) {
 }
 
 // dispatchPayload is the dtype engine prof moves arch's tokens in under
-// dispatch kind: for its all-gather, the format its MoE kernel for the
-// routed experts takes them in (engprof.DispatchFacts.GatheredAs: vLLM
-// quantizes them before the gather); bf16 otherwise.
-func (p *Predictor) dispatchPayload(prof *engprof.Profile, a *model.Arch, kind string) model.Dtype {
+// dispatch kind for plan: for its all-gather, the format its MoE kernel
+// for the routed experts under plan's expert parallelism takes them in
+// (engprof.DispatchFacts.GatheredAs: vLLM quantizes them before the
+// gather); bf16 otherwise.
+func (p *Predictor) dispatchPayload(prof *engprof.Profile, a *model.Arch, plan model.Plan, kind string) model.Dtype {
 	if k, err := engprof.ParseDispatch(kind); err != nil || k != engprof.DispatchAllGather {
 		return model.BF16
 	}
@@ -176,6 +177,7 @@ func (p *Predictor) dispatchPayload(prof *engprof.Profile, a *model.Arch, kind s
 	if p.cm != nil && p.cm.engineKernels.prof == prof {
 		k = &p.cm.engineKernels
 	}
+	k.setEP(plan)
 	pd, err := model.ParseDtype(prof.Dispatch.GatheredAs(k.moeKernel(d), f).String())
 	if err != nil {
 		return model.BF16

@@ -6,7 +6,18 @@ import (
 
 	engprof "github.com/tpscope/tpscope/engine"
 	"github.com/tpscope/tpscope/model"
+	"github.com/tpscope/tpscope/topology"
 )
+
+// resolveBox is a preset or a box description ("nvswitch:8xb200").
+func resolveBox(t *testing.T, box string) *topology.Topology {
+	t.Helper()
+	tp, err := topology.Resolve(box, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tp
+}
 
 // dpDispatchOps predicts one decode step of preset on box under DP 8 + EP
 // (TP 1) with engine eng and MoE dispatch chosen ("" for the engine's),
@@ -24,7 +35,7 @@ func dpDispatchOps(t *testing.T, preset, box, eng, chosen string, batch int) (*P
 	}
 	sc := Scenario{Arch: a, Plan: model.Plan{TP: 1, DP: 8, EP: true}, Build: model.BuildOptions{MoEDispatch: chosen},
 		Workload: model.Workload{Phase: model.Decode, Batch: batch, Context: 4096},
-		Options:  Options{CUDAGraphs: true, Engine: ref}, Topo: mustTopo(t, box)}
+		Options:  Options{CUDAGraphs: true, Engine: ref}, Topo: resolveBox(t, box)}
 	pr, s, err := Predict(sc)
 	if err != nil {
 		t.Fatal(err)
@@ -72,10 +83,13 @@ func dpDispatchOps(t *testing.T, preset, box, eng, chosen string, batch int) (*P
 // vLLM quantizes the activations to its experts' input format before the
 // all-gather and gathers the scales with them (naive_dp_ep.py
 // _quantize_and_setup_dispatch); the reduce-scatter moves the experts'
-// bf16 outputs. DeepSeek-V3's FP8 block-128 experts run Triton on H200,
-// which takes FP8 values and one FP32 scale per 128 of a token: 7168 x 1
-// + 7168 / 128 x 4 = 7168 + 224 = 7,392 B a token, 64 x 7,392 = 473,088
-// B gathered. Kimi-K2.5-NVFP4 on RTX PRO 6000 (SM120, FlashInfer CUTLASS)
+// bf16 outputs. DeepSeek-V3's FP8 block-128 experts run FlashInfer's
+// trtllm-gen MoE on B200, which takes FP8 values and one FP32 scale per
+// 128 of a token: 7168 x 1 + 7168 / 128 x 4 = 7168 + 224 = 7,392 B a
+// token, 64 x 7,392 = 473,088 B gathered. On H200 under EP they run
+// FlashInfer's CUTLASS MoE (vLLM's FP8 oracle on Hopper, ep_size > 1),
+// which quantizes block-scaled FP8 inputs itself (FlashInferExperts
+// defers them), so the gather moves bf16: 917,504 B. Kimi-K2.5-NVFP4 on RTX PRO 6000 (SM120, FlashInfer CUTLASS)
 // takes NVFP4: 7168 / 2 + 7168 / 16 = 3,584 + 448 = 4,032 B a token,
 // 8 x 4,032 = 32,256 B; on H200 its experts run Marlin (weight-only FP4),
 // which takes bf16 activations: 8 x 7168 x 2 = 114,688 B. Kimi-K2.5's
@@ -102,9 +116,11 @@ func TestEngineDefaultDispatch(t *testing.T) {
 		payload  model.Dtype
 		gathered int64
 	}{
-		{"deepseek-v3", "h200-nvswitch", "vllm@0.24", 64, model.DispatchAllGather, [2]model.Collective{model.AllGather, model.ReduceScatter}, 64 * hidden * 2,
+		{"deepseek-v3", "nvswitch:8xb200", "vllm@0.24", 64, model.DispatchAllGather, [2]model.Collective{model.AllGather, model.ReduceScatter}, 64 * hidden * 2,
 			"DP 8 MoE dispatch all-gather + reduce-scatter (its default: --all2all-backend allgather_reducescatter), fp8-block128 tokens (the experts' input quantization, before the gather)",
 			model.FP8Block128, 64 * (hidden*1 + hidden/128*4)},
+		{"deepseek-v3", "h200-nvswitch", "vllm@0.24", 64, model.DispatchAllGather, [2]model.Collective{model.AllGather, model.ReduceScatter}, 64 * hidden * 2,
+			"MoE flashinfer_cutlass for fp8-block128 experts (5 companion kernels), DP 8 MoE dispatch all-gather + reduce-scatter (its default: --all2all-backend allgather_reducescatter), bf16 tokens", "", 0},
 		{"kimi-k2.5-nvfp4", "rtxpro6000-2s", "vllm@0.24", 8, model.DispatchAllGather, [2]model.Collective{model.AllGather, model.ReduceScatter}, 8 * hidden * 2,
 			"DP 8 MoE dispatch all-gather + reduce-scatter (its default: --all2all-backend allgather_reducescatter), nvfp4 tokens (the experts' input quantization, before the gather)",
 			model.NVFP4, 8 * (hidden/2 + hidden/16)},
@@ -244,21 +260,24 @@ func TestIterationCosterDispatch(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, c := range []struct {
-		eng, chosen, want string
-		payload           model.Dtype
+		box, eng, chosen, want string
+		payload                model.Dtype
 	}{
-		// vLLM's gather moves DeepSeek-V3's tokens as its Triton FP8
-		// block-128 experts take them (TestEngineDefaultDispatch).
-		{"vllm@0.24", "", model.DispatchAllGather, model.FP8Block128},
-		{"trtllm@1.3", "", model.DispatchAllToAll, model.BF16},
-		{"vllm@0.24", model.DispatchAllToAll, model.DispatchAllToAll, model.BF16},
-		{"vllm@0.24", model.DispatchAllGather, model.DispatchAllGather, model.FP8Block128},
+		// vLLM's gather moves DeepSeek-V3's tokens as its experts'
+		// kernel takes them (TestEngineDefaultDispatch): FP8 block-128
+		// for FlashInfer's trtllm-gen MoE on B200, bf16 for its CUTLASS
+		// MoE, which runs them on H200 under EP.
+		{"nvswitch:8xb200", "vllm@0.24", "", model.DispatchAllGather, model.FP8Block128},
+		{"h200-nvswitch", "vllm@0.24", "", model.DispatchAllGather, model.BF16},
+		{"h200-nvswitch", "trtllm@1.3", "", model.DispatchAllToAll, model.BF16},
+		{"h200-nvswitch", "vllm@0.24", model.DispatchAllToAll, model.DispatchAllToAll, model.BF16},
+		{"nvswitch:8xb200", "vllm@0.24", model.DispatchAllGather, model.DispatchAllGather, model.FP8Block128},
 	} {
 		ref, err := engprof.ParseRef(c.eng)
 		if err != nil {
 			t.Fatal(err)
 		}
-		p, err := New(mustTopo(t, "h200-nvswitch"), Options{CUDAGraphs: true, Engine: ref})
+		p, err := New(resolveBox(t, c.box), Options{CUDAGraphs: true, Engine: ref})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -267,7 +286,7 @@ func TestIterationCosterDispatch(t *testing.T) {
 			t.Fatal(err)
 		}
 		if ic.build.MoEDispatch != c.want || ic.build.DispatchDtype != c.payload {
-			t.Errorf("%s chosen %q: iterations built with %q of %s, want %q of %s", c.eng, c.chosen, ic.build.MoEDispatch, ic.build.DispatchDtype, c.want, c.payload)
+			t.Errorf("%s %s chosen %q: iterations built with %q of %s, want %q of %s", c.box, c.eng, c.chosen, ic.build.MoEDispatch, ic.build.DispatchDtype, c.want, c.payload)
 		}
 	}
 }

@@ -34,6 +34,10 @@ type engineKernels struct {
 	// context parallelism merges partial attention.
 	qkNope int
 	dcp    bool
+	// ep: the schedule spreads the routed experts over more than one GPU
+	// by expert parallelism (model.Plan.ExpertRanks > 1, vLLM's ep_size
+	// > 1), which some engines pick their MoE kernel by.
+	ep bool
 	// modelType is the schedule's model_type, which an engine rule may
 	// pick a backend by (engprof.AttentionRule.ModelTypes).
 	modelType string
@@ -136,10 +140,10 @@ func (k *engineKernels) moeKernel(d model.Dtype) *engprof.MoEKernel {
 	var mk *engprof.MoEKernel
 	if f, err := engprof.ParseWeightFormat(string(d)); err == nil {
 		var e error
-		mk, e = k.prof.MoEKernel(k.arch, f, k.moeOverride)
+		mk, e = k.prof.MoEKernel(k.arch, f, k.ep, k.moeOverride)
 		k.moeAsked[di] = e == nil && k.moeOverride != ""
 		if e != nil && k.moeOverride != "" {
-			mk, _ = k.prof.MoEKernel(k.arch, f, "")
+			mk, _ = k.prof.MoEKernel(k.arch, f, k.ep, "")
 		}
 	}
 	k.moeMemo[di], k.moeDone[di] = mk, true
@@ -204,6 +208,16 @@ func (k *engineKernels) paddedTiles(op *model.Op) *engprof.PaddedTiles {
 	return t
 }
 
+// setEP records whether plan spreads the routed experts over more than
+// one GPU by expert parallelism (k.ep).
+func (k *engineKernels) setEP(plan model.Plan) {
+	if ep := plan.Normalized().ExpertRanks() > 1; ep != k.ep {
+		// The MoE kernels memoized for the other parallelism may not
+		// be this one's.
+		k.ep, k.moeDone = ep, [numDtypes]bool{}
+	}
+}
+
 // noteSchedule records what the backends' validity depends on in the
 // schedule about to be priced: the model's qk_nope_head_dim (the K of
 // the absorbed W_UK GEMM, the first "w_uk" op; prefill: the attention's
@@ -212,6 +226,7 @@ func (k *engineKernels) paddedTiles(op *model.Op) *engprof.PaddedTiles {
 // DCP where the engine captures piecewise under it).
 func (k *engineKernels) noteSchedule(s *model.Schedule) {
 	k.dcp = s.Plan.Normalized().DCP > 1
+	k.setEP(s.Plan)
 	k.modelType = s.ModelType
 	k.qkNope = 0
 	k.sparse = false
@@ -482,7 +497,7 @@ func (sc Scenario) CheckEngine() error {
 	if sc.Arch != nil && sc.Arch.RoutedExperts > 0 {
 		f, ferr := engprof.ParseWeightFormat(string(sc.Arch.Quant.Dtype(model.CompRoutedExperts)))
 		if ferr == nil {
-			if _, err := p.MoEKernel(a, f, o.MoEKernel); err != nil {
+			if _, err := p.MoEKernel(a, f, sc.Plan.Normalized().ExpertRanks() > 1, o.MoEKernel); err != nil {
 				if o.MoEKernel != "" {
 					return flag("moe-kernel", o.MoEKernel, err)
 				}

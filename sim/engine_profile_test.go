@@ -598,3 +598,32 @@ func checkDecodeCompanions(t *testing.T, name string, pr *Prediction, want int) 
 	}
 	t.Errorf("%s: no L05.attn.mla_decode", name)
 }
+
+// vLLM 0.24 runs DeepSeek-V3's block-scaled FP8 experts on an H200 with
+// FlashInfer's CUTLASS MoE under expert parallelism and Triton's
+// fused_moe with them sharded by TP (its FP8 oracle's Hopper rule, the
+// profile's moe-fp8-hopper-ep): the same box and batch, --ep or not,
+// price different kernels, and the engine line names each.
+func TestVLLMHopperFP8MoEKernelByEP(t *testing.T) {
+	a, err := model.Preset("deepseek-v3")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := New(mustTopo(t, "h200-nvswitch"), Options{CUDAGraphs: true, Engine: engprof.Ref{Name: "vllm", Version: "0.24"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		ep   bool
+		want string
+	}{{false, "MoE triton for fp8-block128 experts"}, {true, "MoE flashinfer_cutlass for fp8-block128 experts"}} {
+		pr, err := p.PredictScenario(Scenario{Arch: a, Plan: model.Plan{TP: 8, EP: c.ep},
+			Workload: model.Workload{Phase: model.Decode, Batch: 8, Context: 1000, KVDtype: model.BF16}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(pr.Engine, c.want) {
+			t.Errorf("TP 8 EP %v: engine %q, want %q", c.ep, pr.Engine, c.want)
+		}
+	}
+}
