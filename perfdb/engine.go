@@ -56,7 +56,7 @@ func (s *Source) gemmKernel(t *GEMMTable, dt string, wd model.Dtype, a engine.Ar
 
 // moeKernel is the kernel_source whose rows price the routed experts of
 // key k (its Kernel ignored): the one the profile's MoE kernel for wd on
-// family a names (its Table, a word of the kernel_source:
+// family a at the key's EP size names (its Table, a word of the kernel_source:
 // vllm_..._marlin_marlinexperts), else the one with the most rows; asked
 // is then the engine's kernel those rows stand in for ("" when its own
 // rows price it, or the profile names none for wd).
