@@ -1217,7 +1217,7 @@ func TestTRTLLMMoEAuto(t *testing.T) {
 		f    WeightFormat
 		want string
 	}{{SM100, NVFP4, "cutlass"}, {SM100, FP8Block, "trtllm_gen"}, {SM90, FP8Block, "cutlass"}, {SM100, BF16, "cutlass"}} {
-		k, err := p.MoEKernel(c.arch, c.f, "")
+		k, err := p.MoEKernel(c.arch, c.f, false, "")
 		if err != nil {
 			t.Fatalf("%s %s: %v", c.arch, c.f, err)
 		}
@@ -1226,7 +1226,7 @@ func TestTRTLLMMoEAuto(t *testing.T) {
 		}
 	}
 	// A recipe's moe_config.backend TRTLLM still picks trtllm-gen.
-	if k, err := p.MoEKernel(SM100, NVFP4, "trtllm_gen"); err != nil || k.Name != "trtllm_gen" {
+	if k, err := p.MoEKernel(SM100, NVFP4, false, "trtllm_gen"); err != nil || k.Name != "trtllm_gen" {
 		t.Errorf("--moe-kernel trtllm_gen for nvfp4 on sm100: %v, %v", k, err)
 	}
 }
