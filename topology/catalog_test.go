@@ -365,7 +365,9 @@ func TestDiscoverH100Complete(t *testing.T) {
 // quoted at 1,830 MHz, the clock at which 132 SMs x 4096 FLOP/clk/SM make
 // its 989 TF BF16 (H100 whitepaper rate), so its BoostClockMHz is 1,830
 // and not hardware.md's 1,980 MHz max clock; fp32 follows: 132 x 256 x
-// 1.83 GHz = 61.8 TF.
+// 1.83 GHz = 61.8 TF. Memory is what the GPU reports, as the RTX PRO
+// 6000's nvidia-smi 97,887 MiB: the H200's 143,771 MiB (NVML, recorded in
+// testdata/discover-h200.json), not hardware.md's 141 GB HBM3e.
 func TestPresetGPUsFromHardwareMD(t *testing.T) {
 	for _, c := range []struct {
 		key                 string
@@ -376,7 +378,7 @@ func TestPresetGPUsFromHardwareMD(t *testing.T) {
 	}{
 		{"rtx-pro-6000-server", 188, 2430, 1597, 97887 << 20, 128 << 20,
 			map[string]float64{"fp4": 1870, "fp8": 940, "bf16": 468, "fp16": 468, "fp32": 188 * 128 * 2 * 2430 / 1e6}},
-		{"h200-sxm", 132, 1830, 4800, 141e9, 60 << 20,
+		{"h200-sxm", 132, 1830, 4800, 143771 << 20, 60 << 20,
 			map[string]float64{"fp8": 1979, "bf16": 989, "fp16": 989, "fp32": 61.8}},
 	} {
 		t.Run(c.key, func(t *testing.T) {

@@ -9,8 +9,8 @@ import (
 // TestTRTLLMKVPool: under --engine trtllm, predict and model show size the
 // KV pool as TensorRT-LLM does, free_gpu_memory_fraction of the memory
 // the weights and activations leave: DeepSeek-V3 at TP 8 on an H200
-// (141e9 B) holds floor(0.9 x (141e9 - weights - activations) / 70,272)
-// tokens a GPU, where vLLM's rule holds floor((0.9 x 141e9 - weights -
+// (143,771 MiB) holds floor(0.9 x (mem - weights - activations) / 70,272)
+// tokens a GPU, where vLLM's rule holds floor((0.9 x mem - weights -
 // activations) / 70,272); both verbs say which rule, and --gpu-mem-util is
 // that fraction.
 func TestTRTLLMKVPool(t *testing.T) {
@@ -45,14 +45,15 @@ func TestTRTLLMKVPool(t *testing.T) {
 		t.Fatalf("weights %v / %v, activations %v / %v: the engines load the same", tr.Weight, vl.Weight, tr.Activation, vl.Activation)
 	}
 	wa := tr.Weight + tr.Activation
-	if want := int64(0.9 * (141e9 - wa) / 70272); tr.Tokens != want {
-		t.Errorf("trtllm capacity %d tokens, want 0.9 x (141e9 - %.0f) / 70272 = %d", tr.Tokens, wa, want)
+	const memB = 143771 << 20 // the H200's memory, as NVML reports it
+	if want := int64(0.9 * (memB - wa) / 70272); tr.Tokens != want {
+		t.Errorf("trtllm capacity %d tokens, want 0.9 x (%d - %.0f) / 70272 = %d", tr.Tokens, int64(memB), wa, want)
 	}
-	if want := int64((0.9*141e9 - wa) / 70272); vl.Tokens != want {
-		t.Errorf("vllm capacity %d tokens, want (0.9 x 141e9 - %.0f) / 70272 = %d", vl.Tokens, wa, want)
+	if want := int64((0.9*memB - wa) / 70272); vl.Tokens != want {
+		t.Errorf("vllm capacity %d tokens, want (0.9 x %d - %.0f) / 70272 = %d", vl.Tokens, int64(memB), wa, want)
 	}
-	if g := predict("--engine", "trtllm", "--gpu-mem-util", "0.8"); g.Tokens != int64(0.8*(141e9-wa)/70272) {
-		t.Errorf("--gpu-mem-util 0.8 under trtllm: %d tokens, want 0.8 x (141e9 - %.0f) / 70272 = %d", g.Tokens, wa, int64(0.8*(141e9-wa)/70272))
+	if g := predict("--engine", "trtllm", "--gpu-mem-util", "0.8"); g.Tokens != int64(0.8*(memB-wa)/70272) {
+		t.Errorf("--gpu-mem-util 0.8 under trtllm: %d tokens, want 0.8 x (%d - %.0f) / 70272 = %d", g.Tokens, int64(memB), wa, int64(0.8*(memB-wa)/70272))
 	}
 
 	const line = "free_gpu_memory_fraction 0.9 of the memory free after weights and activations, trtllm@1.3's default"
