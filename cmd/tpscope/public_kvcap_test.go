@@ -119,6 +119,21 @@ var publicKVCapRows = []kvCapRow{
 		lo: 0.95, hi: 1.1,
 		why: "as KV6",
 	},
+	{
+		id: "KV8",
+		source: "github.com/voipmonitor/rtx6kpro models/kimi-k26.md@953bbef \"Quick Start\" (vLLM upstream stack image of 2026-04-24, " +
+			"moonshotai/Kimi-K2.6 INT4, DCP 8, EAGLE-3 MLA draft lightseekorg/kimi-k2.5-eagle3-mla K 3, fp8 KV, --gpu-memory-utilization 0.94, " +
+			"--max-num-seqs 128, VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=1, --load-format fastsafetensors)",
+		line:        "GPU KV cache size: 1,822,464 tokens; Maximum concurrency @262144: 6.95x",
+		measured:    1_822_464,
+		maxModelLen: 262_144, concurrency: 6.95,
+		args: []string{"--model", "kimi-k2.5", "--topo", "rtxpro6000-2s", "--engine", "vllm@0.24", "--tp", "8", "--dcp", "8", "--kv-dtype", "fp8",
+			"--gpu-mem-util", "0.94", "--spec", "eagle3", "--draft-model", "kimi-k2.5-eagle3-mla", "--spec-tokens", "3"},
+		lo: 1.6, hi: 2.1,
+		why: "not explained: about 9 GB a GPU of non-KV memory above tpscope's; the run counted its CUDA graphs in the pool " +
+			"(VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=1: full graphs of TRITON_MLA with its split-KV workspace, target and draft), " +
+			"loaded with fastsafetensors (extra memory on GPU 0, the page's own note for K2.5) and the vision encoder; none is priced",
+	},
 }
 
 // kvTokensRE reads a pool off an engine's line: vLLM's "GPU KV cache
