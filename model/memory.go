@@ -422,7 +422,7 @@ func kvCapacity(a *Arch, p Plan, w Workload, o BuildOptions, gpuMemBytes, util f
 	if rule != poolStatic {
 		c.ActivationBytes = activationBytes(a, p, defaultMaxBatchedTokens)
 	}
-	c.KVBytesPerToken = kvBytesPerToken(a, p, w.KVDtypeFor(a), withMTP, a.HasIndexer() && !o.DenseDSA) + drafterKVBytesPerToken(w, o, w.KVDtypeFor(a))
+	c.KVBytesPerToken = kvBytesPerToken(a, p, w.KVDtypeFor(a), withMTP, a.HasIndexer() && !o.DenseDSA) + drafterKVBytesPerToken(p, w, o, w.KVDtypeFor(a))
 	var left float64
 	if rule == poolOfFree {
 		free := gpuMemBytes - c.WeightBytes - c.ActivationBytes

@@ -49,18 +49,23 @@ func drafterWeightBytes(p Plan, w Workload, o BuildOptions) float64 {
 }
 
 // drafterKVBytesPerToken is the drafter's KV cache per token of context
-// on one GPU: its layers' latents (kv_lora + rope values each) in the
-// target's KV dtype kv, replicated on every rank of its group like the
-// target's; 0 for MTP (kvBytesPerToken counts its layers), ngram and
-// suffix.
-func drafterKVBytesPerToken(w Workload, o BuildOptions, kv Dtype) float64 {
+// on one GPU under plan p: its layers' latents (kv_lora + rope values
+// each) in the target's KV dtype kv, replicated on every rank of its group
+// like the target's and split by tokens over DCP as the target's is: vLLM
+// keeps a drafter's attention layers in the KV cache groups of the
+// target's, whose slot mapping under decode context parallelism stores
+// token i on DCP rank i mod DCP (BlockTable.compute_slot_mapping's
+// "virtual block" of block_size x dcp_world_size), for an EAGLE-3 head or
+// a draft model as for the MTP layers kvBytesPerToken already divides; 0
+// for MTP (kvBytesPerToken counts its layers), ngram and suffix.
+func drafterKVBytesPerToken(p Plan, w Workload, o BuildOptions, kv Dtype) float64 {
 	d := o.Spec.Drafter
 	switch o.Spec.MethodFor(w) {
 	case SpecEagle3, SpecDraftModel:
 		if d == nil {
 			return 0
 		}
-		return float64(d.Layers) * float64(d.KVLatentDim()) * kv.BytesPerValue()
+		return float64(d.Layers) * float64(d.KVLatentDim()) * kv.BytesPerValue() / float64(p.Normalized().DCP)
 	}
 	return 0
 }

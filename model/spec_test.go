@@ -275,13 +275,19 @@ func TestDrafterMemory(t *testing.T) {
 	if got, want := drafterWeightBytes(Plan{TP: 8}, w, o), 2*vals; abs(got/want-1) > 1e-9 {
 		t.Errorf("head weights %.0f B, want %.0f", got, want)
 	}
-	if got := drafterKVBytesPerToken(w, o, FP8); got != 576 {
+	if got := drafterKVBytesPerToken(Plan{TP: 8}, w, o, FP8); got != 576 {
 		t.Errorf("head KV %v B per token in fp8, want 576", got)
 	}
 	base := KVCapacity(kimi, Plan{TP: 8}, Workload{Batch: 1, Context: 100}, BuildOptions{}, 96e9, 0.9)
 	with := KVCapacity(kimi, Plan{TP: 8}, w, o, 96e9, 0.9)
 	if with.KVBytesPerToken != base.KVBytesPerToken+576 || with.WeightBytes <= base.WeightBytes {
 		t.Errorf("capacity with the head: %+v, without: %+v", with, base)
+	}
+	// Under DCP 8 the head's cache splits by tokens as the target's 61
+	// layers do (vLLM keeps both in one KV cache group): (61 + 1) x 576 B
+	// of fp8 latent a token, over 8 ranks.
+	if d8 := KVCapacity(kimi, Plan{TP: 8, DCP: 8}, w, o, 96e9, 0.9); d8.KVBytesPerToken != 62*576/8.0 {
+		t.Errorf("KV per token with the head at DCP 8: %v B, want 62 x 576 / 8 = %v", d8.KVBytesPerToken, 62*576/8.0)
 	}
 }
 

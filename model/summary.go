@@ -152,7 +152,7 @@ func Summarize(a *Arch, p Plan, w Workload, o BuildOptions, gpuMemBytes, util fl
 	var c Capacity
 	found := false
 	for _, d := range KVDtypes {
-		s.KVBytesPerToken[string(d)] = kvBytesPerToken(a, p, d, withMTP, dsa) + drafterKVBytesPerToken(w, o, d)
+		s.KVBytesPerToken[string(d)] = kvBytesPerToken(a, p, d, withMTP, dsa) + drafterKVBytesPerToken(p, w, o, d)
 		wd := w
 		wd.KVDtype = d
 		cd := rule(a, p, wd, o, gpuMemBytes, util)
@@ -165,7 +165,7 @@ func Summarize(a *Arch, p Plan, w Workload, o BuildOptions, gpuMemBytes, util fl
 		// Another dtype than the compared ones (fp16): its own row, so
 		// the dtype the capacity is for is one of the rows shown.
 		c = rule(a, p, w, o, gpuMemBytes, util)
-		s.KVBytesPerToken[string(sel)] = kvBytesPerToken(a, p, sel, withMTP, dsa) + drafterKVBytesPerToken(w, o, sel)
+		s.KVBytesPerToken[string(sel)] = kvBytesPerToken(a, p, sel, withMTP, dsa) + drafterKVBytesPerToken(p, w, o, sel)
 		s.KVCapacityByDtype[string(sel)] = c.KVCapacityTokens
 	}
 	s.KVDtype = string(sel)
