@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -76,6 +77,33 @@ func parseCount(s string) (int, error) {
 		return 0, fmt.Errorf("want an integer%s", countSuffixHelp)
 	}
 	return n * mult, nil
+}
+
+// finiteFloat is a float64 flag that refuses NaN and infinities, which
+// strconv.ParseFloat (pflag's parser) accepts: no quantity a flag gives
+// (a fraction, a size, a rate, a time) is meaningful as either, and a
+// NaN passes every range check written as "x < lo || x > hi", so that
+// --threshold NaN or --gpu-mem-gb Inf ran and printed NaN and overflowed
+// numbers.
+type finiteFloat struct{ pflag.Value }
+
+func (f finiteFloat) Set(s string) error {
+	v, err := strconv.ParseFloat(strings.TrimSpace(s), 64)
+	if errors.Is(err, strconv.ErrRange) && math.Abs(v) > 1 || err == nil && (math.IsNaN(v) || math.IsInf(v, 0)) {
+		return errors.New("want a finite number")
+	}
+	return f.Value.Set(s)
+}
+
+// refuseNonFinite makes every float64 flag of fs a finiteFloat, so that
+// each verb's floats, bound with pflag's Float64Var, refuse NaN and
+// infinities at parse time, naming the flag.
+func refuseNonFinite(fs *pflag.FlagSet) {
+	fs.VisitAll(func(f *pflag.Flag) {
+		if f.Value.Type() == "float64" {
+			f.Value = finiteFloat{f.Value}
+		}
+	})
 }
 
 // countValue is a flag of one count (parseCount): --context 32K.

@@ -1,0 +1,41 @@
+package main
+
+import (
+	"io"
+	"strings"
+	"testing"
+
+	"github.com/spf13/pflag"
+)
+
+// TestFloatFlagsRefuseNonFinite: every float flag of every verb refuses
+// NaN, the infinities and a number past float64's range, as a usage error
+// of one line naming the flag, before any work: a NaN passed range checks
+// written as "x <= lo || x >= hi" (advise --threshold NaN ranked entries
+// against a NaN threshold; model show --gpu-mem-gb Inf printed a KV
+// capacity of -9223372036854775808 tokens).
+func TestFloatFlagsRefuseNonFinite(t *testing.T) {
+	n := 0
+	for _, v := range verbs {
+		fs := pflag.NewFlagSet(v.Name(), pflag.ContinueOnError)
+		fs.SetOutput(io.Discard)
+		v.New().Bind(fs)
+		fs.VisitAll(func(f *pflag.Flag) {
+			if f.Value.Type() != "float64" {
+				return
+			}
+			for _, val := range []string{"NaN", "Inf", "-Inf", "1e400"} {
+				n++
+				args := append(strings.Fields(v.Name()), "--"+f.Name, val)
+				code, stdout, stderr := runCLI(t, args...)
+				want := `invalid argument "` + val + `" for "--` + f.Name + `" flag: want a finite number`
+				if code != 2 || !strings.Contains(stderr, want) || strings.Count(stderr, "\n") != 1 || stdout != "" {
+					t.Errorf("%s: exit %d, stdout %d bytes, stderr %q; want exit 2 and one line with %q", strings.Join(args, " "), code, len(stdout), stderr, want)
+				}
+			}
+		})
+	}
+	if n < 4*10 {
+		t.Errorf("%d cases: want the float flags of advise, model show, plan, simulate, run and verdict", n)
+	}
+}
