@@ -39,3 +39,21 @@ func TestFloatFlagsRefuseNonFinite(t *testing.T) {
 		t.Errorf("%d cases: want the float flags of advise, model show, plan, simulate, run and verdict", n)
 	}
 }
+
+// TestModelArgumentAndFlagRefused: model show's argument and --model name
+// the same thing, and model load's model is its argument: a --model beside
+// them was dropped without a word ('model show deepseek-v3 --model glm-5'
+// showed deepseek-v3; 'model load DIR --model deepseek-v3' showed DIR).
+func TestModelArgumentAndFlagRefused(t *testing.T) {
+	checkUsageErrors(t, []usageCase{
+		{"show", []string{"model", "show", "deepseek-v3", "--model", "glm-5"}, `--model glm-5: the argument "deepseek-v3" names the model too: give it once`},
+		{"load", []string{"model", "load", "../../serving/testdata/models/glm-5-fp8", "--model", "deepseek-v3"},
+			"--model deepseek-v3: model load reads the model from DIR_OR_FILE (../../serving/testdata/models/glm-5-fp8): leave --model out"},
+	})
+	// Each alone still works.
+	for _, args := range [][]string{{"model", "show", "--model", "glm-5"}, {"model", "show", "glm-5"}, {"model", "load", "../../serving/testdata/models/glm-5-fp8"}} {
+		if code, _, stderr := runCLI(t, args...); code != 0 {
+			t.Errorf("%v: exit %d: %s", args, code, stderr)
+		}
+	}
+}

@@ -82,6 +82,11 @@ func (o *modelShowOptions) Run(ctx context.Context, args []string, std IO) error
 		return usageErrorf("model show takes at most one model name, got %q", args)
 	}
 	if len(args) == 1 {
+		// The argument and --model name the same thing: with both, one
+		// of them would be dropped without a word.
+		if o.sc.changed("model") {
+			return flagError("--model", o.sc.model, "the argument %q names the model too: give it once", args[0])
+		}
 		o.sc.model = args[0]
 	}
 	return showModel(o.sc, &o.mem, o.output, std.Stdout)
@@ -108,6 +113,11 @@ type modelLoadOptions struct{ modelShowOptions }
 func (o *modelLoadOptions) Run(ctx context.Context, args []string, std IO) error {
 	if len(args) != 1 {
 		return usageErrorf("model load takes one DIR_OR_FILE argument, got %d", len(args))
+	}
+	// The model is the argument; --model, which model show and every
+	// other verb take, would be dropped without a word.
+	if o.sc.changed("model") {
+		return flagError("--model", o.sc.model, "model load reads the model from DIR_OR_FILE (%s): leave --model out, or use model show --model", args[0])
 	}
 	if err := checkInputPath("", args[0], "a model directory or its config.json"); err != nil {
 		return err
