@@ -78,6 +78,7 @@ func ParseSpecAcceptance(name string, data []byte) (SpecAcceptance, error) {
 
 func parseProm(name string, data []byte) (SpecAcceptance, error) {
 	var drafts, draftTokens, accepted float64
+	sawAccepted := false
 	perPos := map[int]float64{}
 	sc := bufio.NewScanner(bytes.NewReader(data))
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
@@ -90,6 +91,11 @@ func parseProm(name string, data []byte) (SpecAcceptance, error) {
 		}
 		metric, val, ok := cutValue(t)
 		if !ok {
+			// A counter of ours without its value is a line cut short
+			// (a file saved mid-write), not a line of another metric.
+			if strings.HasPrefix(t, "vllm:spec_decode_") {
+				return SpecAcceptance{}, fmt.Errorf("%s:%d: %q has no value: the line is cut (want METRIC{LABELS} VALUE)", name, line, t)
+			}
 			continue
 		}
 		v, err := strconv.ParseFloat(val, 64)
@@ -113,6 +119,7 @@ func parseProm(name string, data []byte) (SpecAcceptance, error) {
 			drafts += v
 		case strings.HasPrefix(metric, promAccepted):
 			accepted += v
+			sawAccepted = true
 		}
 	}
 	if err := sc.Err(); err != nil {
@@ -122,6 +129,11 @@ func parseProm(name string, data []byte) (SpecAcceptance, error) {
 		return SpecAcceptance{}, fmt.Errorf("%s: %s is missing or 0: no drafts to divide the accepted tokens by", name, promDrafts)
 	}
 	out := SpecAcceptance{Source: fmt.Sprintf("vLLM /metrics: %.0f drafts", drafts)}
+	// Drafts without a count of what was accepted of them is a partial
+	// scrape, not an acceptance of 0.
+	if len(perPos) == 0 && !sawAccepted {
+		return SpecAcceptance{}, fmt.Errorf("%s: %s{position=...} and %s are missing: no accepted tokens to divide the drafts by", name, promPerPos, promAccepted)
+	}
 	if len(perPos) == 0 {
 		out.MeanLength = 1 + accepted/drafts
 		// A mean length is of the drafts' K: every draft of vLLM's
@@ -142,6 +154,11 @@ func parseProm(name string, data []byte) (SpecAcceptance, error) {
 		n = max(n, i+1)
 	}
 	for i := 0; i < n; i++ {
+		// vLLM exports every position up to num_speculative_tokens, 0
+		// included: one missing is a partial scrape, not a rate of 0.
+		if _, ok := perPos[i]; !ok {
+			return SpecAcceptance{}, fmt.Errorf("%s: %s{position=\"%d\"} is missing (the last position is %d): want every position from 0", name, promPerPos, i, n-1)
+		}
 		out.PerPosition = append(out.PerPosition, math.Min(1, perPos[i]/drafts))
 	}
 	return out, nil

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"fmt"
 	"math"
 	"strings"
 	"testing"
@@ -152,5 +153,37 @@ INFO [metrics.py:120] SpecDecoding metrics: Mean acceptance length: 2.60, Accept
 	_, err := ParseSpecAcceptance("v.log", []byte(log))
 	if err == nil || !strings.Contains(err.Error(), "v.log:2") || !strings.Contains(err.Error(), "5 per-position rates") || !strings.Contains(err.Error(), "3") {
 		t.Errorf("err %v; want one naming v.log:2 and its 5 rates against the 3 before", err)
+	}
+}
+
+// TestParsePromPartial: a /metrics text that lost part of what the
+// acceptance is computed from is refused, naming the file and the
+// counter, not read as an acceptance of 0: drafts without any accepted
+// counter, a per-position counter of position 2 without position 1, and
+// the accepted counter's line cut before its value.
+func TestParsePromPartial(t *testing.T) {
+	drafts := "vllm:spec_decode_num_drafts_total 100\n"
+	pos := func(i, v int) string {
+		return fmt.Sprintf("vllm:spec_decode_num_accepted_tokens_per_pos_total{position=\"%d\"} %d\n", i, v)
+	}
+	cases := []struct{ name, in, want string }{
+		{"no accepted counter", drafts, "m.prom: vllm:spec_decode_num_accepted_tokens_per_pos_total{position=...} and vllm:spec_decode_num_accepted_tokens_total are missing"},
+		{"position gap", drafts + pos(0, 80) + pos(2, 40), `m.prom: vllm:spec_decode_num_accepted_tokens_per_pos_total{position="1"} is missing (the last position is 2)`},
+		{"cut line", drafts + "vllm:spec_decode_num_accepted_tokens_total\n", `m.prom:2: "vllm:spec_decode_num_accepted_tokens_total" has no value: the line is cut`},
+		{"cut label", drafts + pos(0, 80) + `vllm:spec_decode_num_accepted_tokens_per_pos_total{position="1"`, "m.prom:3:"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			got, err := ParseSpecAcceptance("m.prom", []byte(c.in))
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("got %+v, err %v; want an error with %q", got, err, c.want)
+			}
+		})
+	}
+	// Whole, the same counters read: 80 and 40 of 100 drafts at
+	// positions 0 and 1.
+	got, err := ParseSpecAcceptance("m.prom", []byte(drafts+pos(0, 80)+pos(1, 40)))
+	if err != nil || len(got.PerPosition) != 2 || got.PerPosition[0] != 0.8 || got.PerPosition[1] != 0.4 {
+		t.Errorf("got %+v, %v; want positions 0.8, 0.4", got, err)
 	}
 }
