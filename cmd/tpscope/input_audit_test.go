@@ -2,6 +2,8 @@ package main
 
 import (
 	"io"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -55,5 +57,26 @@ func TestModelArgumentAndFlagRefused(t *testing.T) {
 		if code, _, stderr := runCLI(t, args...); code != 0 {
 			t.Errorf("%v: exit %d: %s", args, code, stderr)
 		}
+	}
+}
+
+// TestVerdictRefusesUnrealizedFlagsBeforeOut: verdict refuses a flag its
+// backend would run without (NCCL's settings and CUDA graphs on the cpu
+// backend) before it makes -o: the refusal came once the baseline was
+// prepared, after the directory was made, leaving an empty one behind.
+func TestVerdictRefusesUnrealizedFlagsBeforeOut(t *testing.T) {
+	for _, flag := range [][]string{{"--nccl-proto", "LL"}, {"--p2p-level", "SYS"}, {"--cuda-graphs"}, {"--graph-sizes", "1,2"}} {
+		t.Run(flag[0], func(t *testing.T) {
+			out := filepath.Join(t.TempDir(), "traces")
+			args := append([]string{"verdict", "--backend", "cpu", "--model", "tiny-mla-moe", "--tp", "2", "--batch", "2", "--context", "64",
+				"--steps", "1", "--warmup", "0", "--topo", "testdata/cpu-ranks/cpu-4r.json", "--entries", "fp8-kv", "-o", out}, flag...)
+			code, _, stderr := runCLI(t, args...)
+			if code != 2 || strings.Count(stderr, "\n") != 1 || !strings.Contains(stderr, flag[0]) || !strings.Contains(stderr, "the cpu backend") {
+				t.Errorf("exit %d, stderr %q; want exit 2 and one line naming %s and the cpu backend", code, stderr, flag[0])
+			}
+			if _, err := os.Stat(out); err == nil {
+				t.Errorf("-o %s was made", out)
+			}
+		})
 	}
 }

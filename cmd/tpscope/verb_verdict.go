@@ -15,6 +15,7 @@ import (
 
 	"github.com/tpscope/tpscope/advise"
 	"github.com/tpscope/tpscope/compare"
+	"github.com/tpscope/tpscope/exec"
 	"github.com/tpscope/tpscope/model"
 	"github.com/tpscope/tpscope/pipeline"
 	"github.com/tpscope/tpscope/sim"
@@ -183,6 +184,16 @@ func (o *verdictOptions) Run(ctx context.Context, args []string, std IO) error {
 	if err := checkLocalRanks(o.localRanks, world); err != nil {
 		return err
 	}
+	// What the backend realizes is known before any run: a flag it would
+	// drop (NCCL's settings on the cpu backend, CUDA graphs where steps
+	// run eagerly) is refused before -o is made.
+	b, err := exec.NewBackend(o.backend, pipeline.BackendConfig(base, o.seed))
+	if err != nil {
+		return err
+	}
+	if err := checkRealized(o.fs, o.backend, pipeline.CapabilitiesOf(b), o.sc.graphsFlag()); err != nil {
+		return err
+	}
 	if o.outDir != "" {
 		if err := mkdirOutput("-o", o.outDir); err != nil {
 			return err
@@ -194,8 +205,7 @@ func (o *verdictOptions) Run(ctx context.Context, args []string, std IO) error {
 	defer interrupt()
 	v := &verdictRunner{backend: o.backend, scale: o.scale, seed: o.seed, steps: o.steps, warmup: o.warmup,
 		local: o.localRanks, outDir: o.outDir, stderr: std.Stderr, interrupt: interrupt,
-		runner:    pipeline.NewRunner(pipeline.WithStderr(std.Stderr), pipeline.WithSharedDevice(os.Getenv(pipeline.SharedDeviceEnv) == "1")),
-		checkBase: func(caps pipeline.Capabilities) error { return checkRealized(o.fs, o.backend, caps, o.sc.graphsFlag()) }}
+		runner: pipeline.NewRunner(pipeline.WithStderr(std.Stderr), pipeline.WithSharedDevice(os.Getenv(pipeline.SharedDeviceEnv) == "1"))}
 	rep, err := v.verdict(ctx, base, cat, world, 100*o.threshold)
 	if err != nil {
 		return err
@@ -291,9 +301,6 @@ type verdictRunner struct {
 	caps pipeline.Capabilities
 	// baseRan is the baseline scenario as it ran (the report's head).
 	baseRan string
-	// checkBase refuses, once the baseline's backend says what it
-	// realizes and before anything runs, flags it would run without.
-	checkBase func(pipeline.Capabilities) error
 }
 
 // peersOnly reports entries whose whole effect is on collectives.
@@ -418,11 +425,6 @@ func (v *verdictRunner) run(ctx context.Context, label string, scen sim.Scenario
 	}
 	if label == "baseline" {
 		v.caps = p.Capabilities
-		if v.checkBase != nil {
-			if err := v.checkBase(p.Capabilities); err != nil {
-				return nil, "", err
-			}
-		}
 	}
 	ro := pipeline.RunOptions{}
 	if hook := verdictProgress; hook != nil {
