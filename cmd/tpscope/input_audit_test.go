@@ -80,3 +80,28 @@ func TestVerdictRefusesUnrealizedFlagsBeforeOut(t *testing.T) {
 		})
 	}
 }
+
+// TestSimulateTimelineWhereDrawn: --timeline N sizes the timeline table,
+// which simulate draws for one simulated run in the table or markdown
+// output; elsewhere it was accepted and sized nothing (two loads, a
+// search, --compare, --output json printed the same with and without it).
+func TestSimulateTimelineWhereDrawn(t *testing.T) {
+	result := "../../serving/testdata/bench/generated/vllm-detailed.json"
+	checkUsageErrors(t, []usageCase{
+		{"two loads", []string{"simulate", "--qps", "1,2", "--requests", "20", "--timeline", "5"}, "--timeline 5: 2 runs, and the timeline is drawn for one simulated run"},
+		{"json", []string{"simulate", "--qps", "1", "--requests", "20", "--timeline", "5", "--output", "json"}, "--timeline 5: --output json carries every window"},
+		{"search", []string{"simulate", "--sweep-qps", "--slo-ttft-ms", "2000", "--requests", "20", "--timeline", "5"}, "--timeline 5: a search runs many loads"},
+		{"compare", []string{"simulate", "--model", "deepseek-v3", "--topo", "h200-nvswitch", "--compare", result, "--timeline", "5"}, "--timeline 5: --compare simulates each measured level"},
+	})
+	// One run draws it, with as many rows as asked at most; 0 draws none
+	// anywhere.
+	code, out, stderr := runCLI(t, "simulate", "--qps", "1", "--requests", "20", "--timeline", "3")
+	if code != 0 || !strings.Contains(out, "timeline (time-weighted means per window)") {
+		t.Errorf("one run: exit %d, stderr %q, timeline table missing:\n%s", code, stderr, out)
+	}
+	for _, args := range [][]string{{"--qps", "1,2"}, {"--qps", "1", "--output", "json"}} {
+		if code, _, stderr := runCLI(t, append([]string{"simulate", "--requests", "20", "--timeline", "0"}, args...)...); code != 0 {
+			t.Errorf("%v --timeline 0: exit %d: %s", args, code, stderr)
+		}
+	}
+}

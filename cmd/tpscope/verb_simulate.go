@@ -171,6 +171,7 @@ func (o *simulateOptions) Run(ctx context.Context, args []string, std IO) error 
 	o.sloPctGiven = o.given("slo-percentile", o.sloPct != def.sloPct)
 	o.forQPSGiven = o.given("for-qps", o.forQPS != 0)
 	o.seedGiven = o.given("seed", o.seed != 0)
+	o.timelineGiven = o.given("timeline", o.timeline != def.timeline)
 	return runSimulate(o.sc, &o.simulateFlags, std.Stdout, std.Stderr)
 }
 
@@ -194,7 +195,10 @@ type simulateFlags struct {
 	// an SLO); forQPSGiven: --for-qps was (0 is no rate to carry).
 	sloPctGiven, forQPSGiven bool
 	// seedGiven: --seed was set (it is refused where nothing is drawn).
-	seedGiven            bool
+	seedGiven bool
+	// timelineGiven: --timeline was set (it sizes a table drawn for one
+	// simulated run only).
+	timelineGiven        bool
 	isl, osl             int
 	islDist, oslDist     string
 	islSpread, oslSpread float64
@@ -469,6 +473,21 @@ func runSimulate(sc *scenarioFlags, f *simulateFlags, stdout, stderr io.Writer) 
 	}
 	if f.timeline < 0 {
 		return flagError("--timeline", f.timeline, "want 0 or more rows")
+	}
+	// The timeline table is drawn for one simulated run, in the table
+	// and markdown output; elsewhere --timeline N sized nothing (0, no
+	// table, is what those outputs draw anyway).
+	if f.timelineGiven && f.timeline > 0 {
+		switch runs := len(loads) + len(replay); {
+		case f.output == formatJSON:
+			return flagError("--timeline", f.timeline, "--output json carries every window of each run's timeline; the flag sizes the table output's: leave it out")
+		case f.sweepQPS || f.sweepConc:
+			return flagError("--timeline", f.timeline, "a search runs many loads, and the timeline is drawn for one simulated run: leave it out")
+		case len(measured) > 0:
+			return flagError("--timeline", f.timeline, "--compare simulates each measured level, and the timeline is drawn for one simulated run: leave it out")
+		case runs > 1:
+			return flagError("--timeline", f.timeline, "%d runs, and the timeline is drawn for one simulated run: leave it out, or give one load", runs)
+		}
 	}
 	arrival, err := serving.ParseArrival(f.arrival)
 	if err != nil {
