@@ -412,3 +412,22 @@ func TestReadOverheadsFileUnknownKeys(t *testing.T) {
 		}
 	}
 }
+
+// TestReadOverheadsFileWithoutTerms: a file with neither the "overheads"
+// object nor a term at the top (a fitted file that lost "overheads", or
+// {}) is refused naming the file and field; it read as overheads of zero.
+func TestReadOverheadsFileWithoutTerms(t *testing.T) {
+	for _, s := range []string{`{}`, `{"fitted_on": {"engine": "vllm@0.24", "topology": "h200-nvswitch", "gpu": "NVIDIA H200", "model": "deepseek-v3"}, "source": ["fitted on r.json"]}`, `{"source": ["x"]}`} {
+		_, err := ReadOverheadsFile([]byte(s), "o.json")
+		var pe *ParseError
+		if !errors.As(err, &pe) || !strings.Contains(err.Error(), `o.json:1: field "overheads": missing`) {
+			t.Errorf("%s: err %v; want a ParseError naming o.json and field \"overheads\"", s, err)
+		}
+	}
+	// A bare term, or the object (empty: every term at its default), reads.
+	for _, s := range []string{`{"step_us": 5}`, `{"overheads": {}}`} {
+		if _, err := ReadOverheadsFile([]byte(s), "o.json"); err != nil {
+			t.Errorf("%s: %v", s, err)
+		}
+	}
+}

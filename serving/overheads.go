@@ -318,6 +318,12 @@ func ReadOverheadsFile(data []byte, path string) (OverheadsFile, error) {
 		}
 		return OverheadsFile{}, &ParseError{File: path, Line: 1, Field: k, Err: fmt.Errorf("unknown field: want overheads, fitted_on and source (or the terms %s at the top)", strings.Join(overheadTerms, ", "))}
 	}
+	// A file of neither form (no "overheads" object, no term at the top:
+	// {} or a fitted file that lost its "overheads") is no overheads, not
+	// overheads of zero.
+	if !wrapped && !slices.ContainsFunc(overheadTerms, func(k string) bool { _, ok := terms[k]; return ok }) {
+		return OverheadsFile{}, &ParseError{File: path, Line: 1, Field: "overheads", Err: fmt.Errorf("missing: want the object calibrate --serving -o writes (or the terms %s at the top)", strings.Join(overheadTerms, ", "))}
+	}
 	if err := json.Unmarshal(body, &f.Overheads); err != nil {
 		return OverheadsFile{}, &ParseError{File: path, Line: 1, Field: "overheads", Err: errors.New("want an object of the numbers step_us, per_seq_us, prefill_scale, prefill_step_us, decode_scale, frontend_ms")}
 	}
