@@ -89,6 +89,9 @@ func ReadSaved(r io.Reader, name string) (*Saved, error) {
 		if a.Baseline == nil {
 			return nil, fmt.Errorf("%s: advise result without a baseline (field \"baseline\" is null)", name)
 		}
+		if err := checkSavedAdvice(&a); err != nil {
+			return nil, fmt.Errorf("advise result %s: %w", name, err)
+		}
 		return &Saved{Advice: &a}, nil
 	case has("sources", "scenarios"):
 		// sim.Scenario has no JSON decoder of its own (sim.DecodeScenario
@@ -168,6 +171,42 @@ func checkSavedPrediction(p *sim.Prediction) error {
 		for k, i := range f.idx {
 			if i < 0 || i >= len(p.Ops) {
 				return fmt.Errorf(`"%s"[%d] = %d: want an index into the %d ops`, f.name, k, i, len(p.Ops))
+			}
+		}
+	}
+	return nil
+}
+
+// checkSavedAdvice rejects an advice whose variants lost their step time
+// or throughput, naming the field: every variant advise writes is a
+// priced step (time and tokens/s above 0), and one without them drew
+// "step 0.00 ms" and speedups against zero.
+func checkSavedAdvice(a *advise.Advice) error {
+	check := func(field string, v *advise.Variant) error {
+		switch {
+		case v == nil:
+			return nil
+		case !(v.StepUs > 0):
+			return fmt.Errorf(`"%s.step_us" %v: want the step's time in us, above 0 (missing from the file?)`, field, v.StepUs)
+		case !(v.TokensPerS > 0):
+			return fmt.Errorf(`"%s.tokens_per_s" %v: want the step's throughput, above 0 (missing from the file?)`, field, v.TokensPerS)
+		}
+		return nil
+	}
+	if err := check("baseline", a.Baseline); err != nil {
+		return err
+	}
+	if err := check("stock", a.Stock); err != nil {
+		return err
+	}
+	for i := range a.Rows {
+		r := &a.Rows[i]
+		for _, v := range []struct {
+			side string
+			v    *advise.Variant
+		}{{"with", r.With}, {"without", r.Without}} {
+			if err := check(fmt.Sprintf("rows[%d].%s", i, v.side), v.v); err != nil {
+				return fmt.Errorf("%w (entry %q)", err, r.Entry)
 			}
 		}
 	}

@@ -10,7 +10,7 @@ import (
 )
 
 const (
-	savedAdvice = `{"model":"m","topology":"t","plan":"tp8","workload":"decode b1 ctx4096","threshold_frac":0.05,"baseline":{"name":"baseline","step_us":1000},"rows":[{"entry":"cuda-graphs","gain":{"tokens_per_s_gain_pct":20},"with":{"step_us":800},"without":{"step_us":1000}}]}`
+	savedAdvice = `{"model":"m","topology":"t","plan":"tp8","workload":"decode b1 ctx4096","threshold_frac":0.05,"baseline":{"name":"baseline","step_us":1000,"tokens_per_s":1000},"rows":[{"entry":"cuda-graphs","gain":{"tokens_per_s_gain_pct":20},"with":{"step_us":800,"tokens_per_s":1250},"without":{"step_us":1000,"tokens_per_s":1000}}]}`
 	// savedPrediction is a symmetric TP 2 step of two ops, as 'predict
 	// --output json' writes one: q_proj 0-10 us, then the all-reduce
 	// 10-15 us, released by q_proj (dep).
@@ -41,6 +41,12 @@ func TestReportReadSaved(t *testing.T) {
 		{"empty", ``, "not a JSON object", 0},
 		{"other object", `{"a":1,"b":2}`, "keys a, b; want the output of 'tpscope advise", 0},
 		{"advice with a null baseline", `{"baseline":null,"rows":[]}`, `field "baseline" is null`, 0},
+		// A variant that lost its step time or throughput drew "step
+		// 0.00 ms" and gains against zero.
+		{"advice baseline without step_us", strings.Replace(savedAdvice, `"step_us":1000,"tokens_per_s":1000},"rows"`, `"tokens_per_s":1000},"rows"`, 1),
+			`"baseline.step_us" 0: want the step's time in us, above 0`, 0},
+		{"advice row variant without tokens_per_s", strings.Replace(savedAdvice, `"with":{"step_us":800,"tokens_per_s":1250}`, `"with":{"step_us":800}`, 1),
+			`"rows[0].with.tokens_per_s" 0: want the step's throughput, above 0 (missing from the file?) (entry "cuda-graphs")`, 0},
 		{"advice rows of the wrong type", `{"baseline":{},"rows":{"x":1}}`, "advise result saved.json", 0},
 		{"comparison scenarios of the wrong type", `{"sources":[],"scenarios":3}`, "compare result saved.json", 0},
 		// The scenario's model is a model.Ref object, not a bare name.
