@@ -418,6 +418,10 @@ func (o *reader) otlpSpan(res *Resource, svc, scope string) error {
 	sp := o.res.slot()
 	var start, end int64
 	haveTrace, haveSpan := false, false
+	// haveStart, haveEnd: the times were given. A writer omits neither (a
+	// time of 0 is 1970): a span without one lost it, and read as 0 it
+	// would last from 1970 to its end.
+	haveStart, haveEnd := false, false
 	bad := ""
 	badf := func(format string, a ...any) {
 		if bad == "" {
@@ -473,9 +477,9 @@ func (o *reader) otlpSpan(res *Resource, svc, scope string) error {
 				badf("%s is not an integer", field)
 			}
 			if isStart {
-				start = v
+				start, haveStart = v, ok
 			} else {
-				end = v
+				end, haveEnd = v, ok
 			}
 			return err
 		case "attributes":
@@ -523,6 +527,10 @@ func (o *reader) otlpSpan(res *Resource, svc, scope string) error {
 		bad = `traceId "" is not 32 hex digits`
 	case !haveSpan:
 		bad = `spanId "" is not 16 hex digits`
+	case !haveStart:
+		bad = "no startTimeUnixNano"
+	case !haveEnd:
+		bad = "no endTimeUnixNano"
 	case end < start:
 		bad = fmt.Sprintf("ends (%d) before it starts (%d)", end, start)
 	}

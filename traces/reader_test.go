@@ -134,6 +134,11 @@ func TestBadTraces(t *testing.T) {
 			wantSpans: 1, wantSkips: []string{"startTimeUnixNano is not an integer"}, scenarios: 1},
 		{name: "otlp/ends before start", in: strings.Replace(good, `"endTimeUnixNano":"3000"`, `"endTimeUnixNano":"1500"`, 1),
 			wantSpans: 1, wantSkips: []string{"ends (1500) before it starts (2000)"}, scenarios: 1},
+		// A time the span lost read as 0 (1970): a span lasting 57 years.
+		{name: "otlp/no start time", in: strings.Replace(good, `"startTimeUnixNano":"2000",`, ``, 1),
+			wantSpans: 1, wantSkips: []string{"no startTimeUnixNano"}, scenarios: 1},
+		{name: "otlp/no end time", in: strings.Replace(good, `,"endTimeUnixNano":"3000"`, ``, 1),
+			wantSpans: 1, wantSkips: []string{"no endTimeUnixNano"}, scenarios: 1},
 		{name: "otlp/mixed scenarios", in: good + otlpLine(tidB, "kimi-k2.5"), wantSpans: 3, scenarios: 2},
 		// good[:40] is `{"resourceSpans":[{"resource":{"attribut`.
 		{name: "otlp/truncated in first document", in: good[:40], wantErr: "JSON ends inside resourceSpans[0].resource at byte 40 (line 1): the file was cut"},
