@@ -35,3 +35,34 @@ func checkUsageErrors(t *testing.T, cases []usageCase) {
 		})
 	}
 }
+
+// withFlags returns args with over's flags set: a flag args already gives
+// (--name VALUE, --name=VALUE or a bare --name) is taken out of args, as
+// the CLI refuses a flag of one value given twice, and over is appended.
+// A list flag given in over is kept as many times as over gives it.
+func withFlags(args []string, over ...string) []string {
+	drop := map[string]bool{}
+	for _, o := range over {
+		if name, ok := strings.CutPrefix(o, "--"); ok {
+			name, _, _ = strings.Cut(name, "=")
+			drop[name] = true
+		}
+	}
+	out := make([]string, 0, len(args)+len(over))
+	for i := 0; i < len(args); i++ {
+		name, ok := strings.CutPrefix(args[i], "--")
+		if !ok {
+			out = append(out, args[i])
+			continue
+		}
+		name, _, inline := strings.Cut(name, "=")
+		if !drop[name] {
+			out = append(out, args[i])
+			continue
+		}
+		if !inline && i+1 < len(args) && !strings.HasPrefix(args[i+1], "--") {
+			i++ // its value
+		}
+	}
+	return append(out, over...)
+}

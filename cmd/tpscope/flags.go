@@ -106,6 +106,36 @@ func refuseNonFinite(fs *pflag.FlagSet) {
 	})
 }
 
+// onceValue is a flag of one value that refuses a second: pflag keeps the
+// last of 'predict --tp 8 --tp 4' and drops the first without a word.
+type onceValue struct {
+	pflag.Value
+	set bool
+}
+
+func (o *onceValue) Set(s string) error {
+	if o.set {
+		return fmt.Errorf("given twice (first %s): give it once", o.Value.String())
+	}
+	o.set = true
+	return o.Value.Set(s)
+}
+
+// refuseRepeated makes every flag of fs that takes one value a onceValue.
+// List flags (pflag's slices and arrays, intList) take a value per use:
+// 'compare --trace a --trace b'.
+func refuseRepeated(fs *pflag.FlagSet) {
+	fs.VisitAll(func(f *pflag.Flag) {
+		if _, ok := f.Value.(pflag.SliceValue); ok {
+			return
+		}
+		if _, ok := f.Value.(*intList); ok {
+			return
+		}
+		f.Value = &onceValue{Value: f.Value}
+	})
+}
+
 // countValue is a flag of one count (parseCount): --context 32K.
 type countValue int
 

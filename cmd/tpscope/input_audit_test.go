@@ -105,3 +105,27 @@ func TestSimulateTimelineWhereDrawn(t *testing.T) {
 		}
 	}
 }
+
+// TestRepeatedFlagRefused: a flag of one value given twice is refused
+// naming the flag and both values, before any work; pflag kept the last
+// ('predict --tp 8 --tp 4' predicted tp4 without a word). List flags
+// take a value per use.
+func TestRepeatedFlagRefused(t *testing.T) {
+	plot := filepath.Join(t.TempDir(), "p.svg")
+	checkUsageErrors(t, []usageCase{
+		{"int", []string{"predict", "--tp", "8", "--tp", "4", "--plot", plot}, `invalid argument "4" for "--tp" flag: given twice (first 8): give it once`},
+		{"string", []string{"simulate", "--qps", "1", "--qps", "2"}, `invalid argument "2" for "--qps" flag: given twice (first 1): give it once`},
+		{"bool", []string{"schedule", "--ep", "--ep=false"}, `invalid argument "false" for "--ep" flag: given twice (first true): give it once`},
+		{"float", []string{"advise", "--threshold", "0.1", "--threshold", "0.2"}, `invalid argument "0.2" for "--threshold" flag: given twice (first 0.1): give it once`},
+		{"count", []string{"predict", "--context", "4K", "--context", "8K"}, `invalid argument "8K" for "--context" flag: given twice (first 4096): give it once`},
+		{"option", []string{"predict", "--nccl-proto", "LL", "--nccl-proto", "Simple"}, `for "--nccl-proto" flag: given twice (first LL): give it once`},
+	})
+	if _, err := os.Stat(plot); err == nil {
+		t.Errorf("--plot %s was written", plot)
+	}
+	// Lists still take several.
+	code, _, stderr := runCLI(t, "plan", "--tp", "4", "--tp", "8", "--batch", "1", "--context", "4096", "--output", "json")
+	if code != 0 {
+		t.Errorf("plan --tp 4 --tp 8: exit %d: %s", code, stderr)
+	}
+}

@@ -205,6 +205,7 @@ func dispatch(args []string, stdout, stderr io.Writer) int {
 	fs.Usage = func() {}
 	opts := v.New()
 	opts.Bind(fs)
+	refuseRepeated(fs)
 	refuseNonFinite(fs)
 	joined, strays := joinOptionalValues(fs, rest)
 	if err := fs.Parse(joined); err != nil {

@@ -57,8 +57,8 @@ func TestServingEngineFromResults(t *testing.T) {
 		{"calibrate, another engine's policy", []string{"calibrate", "--serving", level, "--policy", "vllm", "-o", filepath.Join(t.TempDir(), "o.json")},
 			"--policy vllm: want sglang@0.5's own scheduler, sglang"},
 	} {
-		// The last flag given wins, so the case's --topo replaces dsr1's.
-		args := append(append([]string(nil), c.args[:1]...), append(append([]string(nil), dsr1...), c.args[1:]...)...)
+		// The case's --topo replaces dsr1's.
+		args := append([]string{c.args[0]}, withFlags(dsr1, c.args[1:]...)...)
 		code, out, errs := runCLI(t, args...)
 		if code != 2 || !strings.Contains(errs, c.want) || strings.Count(strings.TrimSpace(errs), "\n") > 0 || out != "" {
 			t.Errorf("%s: exit %d, stdout %q, stderr %q; want exit 2 and one line with %q", c.name, code, out, errs, c.want)

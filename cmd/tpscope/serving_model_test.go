@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
 )
@@ -48,7 +47,7 @@ func TestServingModelFromResults(t *testing.T) {
 	// The box's GPU against the results' is judged before the scenario
 	// is built: on an H200 box the DSR1 results' SGLang has no kernel for
 	// their NVFP4 experts, which was the message instead of the GPU.
-	code, out, errs := runCLI(t, append([]string{"simulate", "--compare", dsr1Level}, append(slices.Clone(dsr1), "--topo", "h200-nvswitch")...)...)
+	code, out, errs := runCLI(t, append([]string{"simulate", "--compare", dsr1Level}, withFlags(dsr1, "--topo", "h200-nvswitch")...)...)
 	if want := `usage: --topo h200-nvswitch: want a box of the GPU the --compare results ran on: ` + dsr1Level + ` ran on "b200", the box has NVIDIA H200`; code != 2 || !strings.Contains(errs, want) || out != "" {
 		t.Errorf("B200 results on an H200 box: exit %d, stdout %q, stderr %q; want exit 2 and %q", code, out, errs, want)
 	}

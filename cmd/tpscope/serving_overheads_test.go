@@ -111,17 +111,17 @@ func TestServingOverheadsOrigin(t *testing.T) {
 		// The engine's own attention for DeepSeek-R1 on a B200 is the
 		// fitted trtllm_mla (SGLang's model-specific default), so only the
 		// options that named it differ.
-		{"TP 4 with the engine's attention", append(append([]string(nil), dsr1...), "--tp", "4"),
+		{"TP 4 with the engine's attention", withFlags(dsr1, "--tp", "4"),
 			"overheads from " + o + " were fitted on another deployment (plan tp8-ep, not tp4-ep; options ar-norm-fusion attention-backend=trtllm_mla cuda-graphs, not cuda-graphs; " +
 				"scheduler max-num-seqs=256 max-num-batched-tokens=16384 block-size=64 scheduler-recv-interval=30 stream-interval=10, not max-num-seqs=256 max-num-batched-tokens=16384 block-size=64): applied as given"},
 		// The decode scale is the step's kernels' error, the attention's
 		// over the KV cache included: a BF16 cache is other kernels.
-		{"another KV dtype", append(append([]string(nil), dsr1Run...), "--kv-dtype", "bf16"),
+		{"another KV dtype", withFlags(dsr1Run, "--kv-dtype", "bf16"),
 			"overheads from " + o + " were fitted on another deployment (KV dtype fp8, not bf16): applied as given"},
 		// The scheduler's settings decide which steps the terms were fitted
 		// to: SGLang's receive interval of 30 held arrivals back while the
 		// prefill step's host time was fitted.
-		{"the default scheduler settings", append(append([]string(nil), dsr1Run...), "--scheduler-recv-interval", "1", "--max-num-seqs", "0"),
+		{"the default scheduler settings", withFlags(dsr1Run, "--scheduler-recv-interval", "1", "--max-num-seqs", "0"),
 			"overheads from " + o + " were fitted on another deployment (scheduler max-num-seqs=256 max-num-batched-tokens=16384 block-size=64 scheduler-recv-interval=30 stream-interval=10, not max-num-seqs=kv-pool max-num-batched-tokens=16384 block-size=64 stream-interval=10): applied as given"},
 	} {
 		code, out, errs := runCLI(t, append(append(append(append([]string(nil), load...), "--engine", "sglang"), c.args...), "--serving-overheads", o)...)

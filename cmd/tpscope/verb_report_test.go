@@ -418,7 +418,7 @@ func TestReportVerb(t *testing.T) {
 		})
 	}
 	other := func(from string, more ...string) []string {
-		return append([]string{"report", "--from", from, "--model", "tiny-mla-moe", "--tp", "8", "-o", filepath.Join(dir, "x.html")}, more...)
+		return withFlags([]string{"report", "--from", from, "--model", "tiny-mla-moe", "--tp", "8", "-o", filepath.Join(dir, "x.html")}, more...)
 	}
 	checkUsageErrors(t, []usageCase{
 		{"saved advice and another batch", other(adv, "--batch", "64"),

@@ -76,7 +76,7 @@ func TestSimulateCompareTables(t *testing.T) {
 			args = append(args, "--compare", dsr1Dir+"conc"+c+".json")
 		}
 		var out, errb bytes.Buffer
-		if code := dispatch(append(append(args, dsr1Run...), extra...), &out, &errb); code != 0 {
+		if code := dispatch(withFlags(append(args, dsr1Run...), extra...), &out, &errb); code != 0 {
 			t.Fatalf("exit %d: %s", code, errb.String())
 		}
 		var res compareJSON
