@@ -129,3 +129,26 @@ func TestRepeatedFlagRefused(t *testing.T) {
 		t.Errorf("plan --tp 4 --tp 8: exit %d: %s", code, stderr)
 	}
 }
+
+// TestTopoShowP2PFlags: topo show takes NCCL's P2P settings as predict
+// does: --p2p-disable and --p2p-level together are refused (one of them
+// was dropped), and neither goes with --output dot, the link graph they
+// do not change (it printed the same graph with and without them).
+func TestTopoShowP2PFlags(t *testing.T) {
+	checkUsageErrors(t, []usageCase{
+		{"both", []string{"topo", "show", "h200-nvswitch", "--p2p-level", "NVL", "--p2p-disable"},
+			"--p2p-disable and --p2p-level NVL: give one: NCCL_P2P_DISABLE=1 turns P2P off at every level"},
+		{"dot level", []string{"topo", "show", "rtxpro6000-2s", "--output", "dot", "--p2p-level", "SYS"},
+			"--p2p-level: --output dot draws the link graph, which NCCL's P2P settings do not change"},
+		{"dot disable", []string{"topo", "show", "rtxpro6000-2s", "--output", "dot", "--p2p-disable"},
+			"--p2p-disable: --output dot draws the link graph, which NCCL's P2P settings do not change"},
+	})
+	// Each alone shapes the table.
+	_, plain, _ := runCLI(t, "topo", "show", "rtxpro6000-2s")
+	for _, f := range [][]string{{"--p2p-level", "SYS"}, {"--p2p-disable"}} {
+		code, out, stderr := runCLI(t, append([]string{"topo", "show", "rtxpro6000-2s"}, f...)...)
+		if code != 0 || out == plain {
+			t.Errorf("%v: exit %d (%s), output the same as without it: %v", f, code, stderr, out == plain)
+		}
+	}
+}

@@ -101,6 +101,23 @@ func (o *topoShowOptions) Run(ctx context.Context, args []string, std IO) error 
 	if err != nil {
 		return causeError("--p2p-level", nil, err)
 	}
+	// The NCCL P2P settings shape the P2P matrices, as predict's do its
+	// collectives: both at once, or with the link graph, one of them
+	// would be dropped without a word.
+	if o.p2pDisable && o.p2pLevel != "" {
+		return flagError("--p2p-disable and --p2p-level "+o.p2pLevel, nil,
+			"give one: NCCL_P2P_DISABLE=1 turns P2P off at every level, so there is no P2P level to set")
+	}
+	if o.output == "dot" {
+		for _, f := range []struct {
+			name string
+			set  bool
+		}{{"--p2p-level", o.p2pLevel != ""}, {"--p2p-disable", o.p2pDisable}} {
+			if f.set {
+				return flagError(f.name, nil, "--output dot draws the link graph, which NCCL's P2P settings do not change: leave it out (they shape the P2P tables of --output table and json)")
+			}
+		}
+	}
 	if o.gpus < 0 {
 		return flagError("--gpus", o.gpus, "want 0 (all) or more")
 	}
