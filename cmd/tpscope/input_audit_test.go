@@ -152,3 +152,16 @@ func TestTopoShowP2PFlags(t *testing.T) {
 		}
 	}
 }
+
+// TestTraceSourceGivenTwice: trace read refuses a source named twice (as
+// an argument and by --trace, or by another spelling of its path), as
+// compare does: it read and listed the trace twice. compare's check sees
+// the other spelling too.
+func TestTraceSourceGivenTwice(t *testing.T) {
+	tr := "testdata/cpu-ranks/cpu4-tiny-mla-moe-tp4-b1-eager.otlp.jsonl.gz"
+	checkUsageErrors(t, []usageCase{
+		{"argument and --trace", []string{"trace", "read", tr, "--trace", tr}, "trace source " + tr + ": given twice (by --trace or as an argument): give each trace once"},
+		{"two spellings", []string{"trace", "read", tr, "./" + tr}, "trace source ./" + tr + ": given twice"},
+		{"compare two spellings", []string{"compare", "--trace", tr, "--trace", "./" + tr}, "--trace ./" + tr + ": given twice: give each trace once"},
+	})
+}

@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"path/filepath"
 	"slices"
+	"strings"
 
 	"github.com/spf13/pflag"
 	"github.com/tpscope/tpscope/compare"
@@ -23,6 +25,26 @@ func bindAllowPartialFlag(fs *pflag.FlagSet, v *bool) {
 	fs.BoolVar(v, "allow-partial", *v, "read a cut or damaged trace (a file that ends early, a gzip stream without its end, bytes that are not JSON) by keeping its complete steps and dropping the steps the break cut short; without it such input is an error")
 }
 
+// repeatedSource returns the first trace source of srcs that names one
+// before it: the same string, or the same file by another spelling
+// (./run.json, run.json). Read twice, its spans would count twice.
+func repeatedSource(srcs []string) (string, bool) {
+	key := func(s string) string {
+		if strings.Contains(s, "://") {
+			return s
+		}
+		return filepath.Clean(s)
+	}
+	for i, src := range srcs {
+		for _, before := range srcs[:i] {
+			if key(before) == key(src) {
+				return src, true
+			}
+		}
+	}
+	return "", false
+}
+
 // readTraces reads every source; ctx's end (Ctrl-C) stops a long read. A
 // source that repeats spans of another is a usage error naming both. A
 // source that ends early or breaks is an error unless allowPartial, which
@@ -33,10 +55,8 @@ func bindAllowPartialFlag(fs *pflag.FlagSet, v *bool) {
 func readTraces(ctx context.Context, srcs []string, allowPartial bool) ([]*traces.Result, error) {
 	var out []*traces.Result
 	// The same source named twice is refused before anything is read.
-	for i, src := range srcs {
-		if slices.Contains(srcs[:i], src) {
-			return nil, flagError("--trace", src, "given twice: give each trace once")
-		}
+	if src, ok := repeatedSource(srcs); ok {
+		return nil, flagError("--trace", src, "given twice: give each trace once")
 	}
 	for _, src := range srcs {
 		res, err := traces.ReadAll(ctx, src, traces.WithAllowPartial(allowPartial))

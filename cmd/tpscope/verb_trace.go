@@ -92,6 +92,11 @@ func (o *traceReadOptions) Run(ctx context.Context, args []string, std IO) error
 	if err := checkTraceSources("", args, opts...); err != nil {
 		return err
 	}
+	// A source named twice (as an argument and by --trace, or twice by
+	// either) would be read and listed twice.
+	if src, ok := repeatedSource(append(slices.Clip(o.traces), args...)); ok {
+		return flagError("trace source", src, "given twice (by --trace or as an argument): give each trace once")
+	}
 	// Every source is read before anything is printed: the output is one
 	// document (one JSON value, one CSV table) however many sources, and a
 	// source that cannot be read stops the verb before it.
