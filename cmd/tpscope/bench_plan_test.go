@@ -21,7 +21,7 @@ func planParetoArgs(dir string) []string {
 		contexts = append(contexts, fmt.Sprint(1024*c*c))
 	}
 	return []string{"plan", "--topo", "rtxpro6000-2s,h200-nvswitch", "--gpus", "8", "--batch", strings.Join(batches, ","),
-		"--context", strings.Join(contexts, ","), "--slo-ms", "50", "--top", "5", "--workers", "2", "--output", "json",
+		"--context", strings.Join(contexts, ","), "--slo-ms", "50", "--workers", "2", "--output", "json",
 		"--frontier", filepath.Join(dir, "front.csv")}
 }
 

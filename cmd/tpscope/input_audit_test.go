@@ -165,3 +165,22 @@ func TestTraceSourceGivenTwice(t *testing.T) {
 		{"compare two spellings", []string{"compare", "--trace", tr, "--trace", "./" + tr}, "--trace ./" + tr + ": given twice: give each trace once"},
 	})
 }
+
+// TestTopWithAllRowsOutput: compare's and plan's --top N limits the rows
+// of the table and markdown output; with --output json or csv, which
+// carry every row, it was accepted and changed nothing.
+func TestTopWithAllRowsOutput(t *testing.T) {
+	tr := "testdata/cpu-ranks/cpu4-tiny-mla-moe-tp4-b1-eager.otlp.jsonl.gz"
+	checkUsageErrors(t, []usageCase{
+		{"compare json", []string{"compare", "--trace", tr, "--topo", "testdata/cpu-ranks/cpu-4r.json", "--top", "3", "--output", "json"},
+			"--top 3: --output json carries every compared op of every scenario; the flag limits the table and markdown rows"},
+		{"plan csv", []string{"plan", "--plan", "tp8", "--batch", "1", "--context", "4096", "--top", "1", "--output", "csv"},
+			"--top 1: --output csv carries every point of the sweep"},
+	})
+	// --top 0 (all) agrees with them; the table takes any.
+	for _, args := range [][]string{{"--top", "0", "--output", "json"}, {"--top", "1"}} {
+		if code, _, stderr := runCLI(t, append([]string{"plan", "--plan", "tp8", "--batch", "1", "--context", "4096"}, args...)...); code != 0 {
+			t.Errorf("plan %v: exit %d: %s", args, code, stderr)
+		}
+	}
+}

@@ -152,3 +152,14 @@ func writeKV(w io.Writer, md bool, kv [][2]string) error {
 
 // mdCell escapes a markdown table cell.
 func mdCell(s string) string { return strings.ReplaceAll(s, "|", `\|`) }
+
+// checkTopRows refuses --top N (given, N > 0) with an output that carries
+// every row whatever it says (JSON, CSV): the flag limits the rows of the
+// table and markdown output only, and was accepted there and ignored.
+// rows names what the output lists.
+func checkTopRows(given bool, top int, output, rows string) error {
+	if given && top > 0 && (output == formatJSON || output == formatCSV) {
+		return flagError("--top", top, "--output %s carries every %s; the flag limits the table and markdown rows: leave it out", output, rows)
+	}
+	return nil
+}

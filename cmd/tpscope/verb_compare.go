@@ -200,6 +200,9 @@ func (o *compareOptions) Run(ctx context.Context, args []string, std IO) error {
 	if err := checkOutput(o.output, allFormats...); err != nil {
 		return err
 	}
+	if err := checkTopRows(o.sc.changed("top"), o.top, o.output, "compared op of every scenario"); err != nil {
+		return err
+	}
 	if err := checkPlotPath(o.plot); err != nil {
 		return err
 	}

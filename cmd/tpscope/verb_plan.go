@@ -132,6 +132,9 @@ func (o *planOptions) Run(ctx context.Context, args []string, std IO) error {
 	if err := checkOutput(o.output, allFormats...); err != nil {
 		return err
 	}
+	if err := checkTopRows(o.sc.changed("top"), o.top, o.output, "point of the sweep"); err != nil {
+		return err
+	}
 	if o.workers < 1 {
 		return flagError("--workers", o.workers, "want at least 1")
 	}
