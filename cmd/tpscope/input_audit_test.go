@@ -184,3 +184,24 @@ func TestTopWithAllRowsOutput(t *testing.T) {
 		}
 	}
 }
+
+// TestErrorLineWithControlCharacters: a value the user gave is echoed in
+// the error, and one with a newline, a carriage return or a tab in it
+// (found by fuzzing --topo's box descriptions) made the error several
+// lines; each such character is shown escaped, on the one line.
+func TestErrorLineWithControlCharacters(t *testing.T) {
+	for _, args := range [][]string{
+		{"predict", "--topo", "0\n\n:"},
+		{"predict", "--topo", "0\u0194\r\u03f5"},
+		{"predict", "--moe-routing", "power-law-\n1.2"},
+		{"simulate", "--qps", "1", "--requests-file", "no\nsuch.jsonl"},
+	} {
+		code, _, stderr := runCLI(t, args...)
+		if code != 2 || strings.Count(stderr, "\n") != 1 || !strings.HasSuffix(stderr, "\n") || strings.ContainsAny(stderr[:len(stderr)-1], "\r\n") {
+			t.Errorf("%q: exit %d, stderr %q: want exit 2 and one line", args, code, stderr)
+		}
+	}
+	if got := oneLine("--topo 0\n\t:\x00"); got != `--topo 0\n\t:\x00` {
+		t.Errorf("oneLine = %q", got)
+	}
+}

@@ -17,6 +17,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"unicode"
 
 	"github.com/spf13/pflag"
 )
@@ -213,7 +214,7 @@ func dispatch(args []string, stdout, stderr io.Writer) int {
 			printHelp(stdout, v, fs)
 			return exitOK
 		}
-		fmt.Fprintf(stderr, "tpscope %s: %v (see 'tpscope %s --help')\n", name, err, name)
+		fmt.Fprintf(stderr, "tpscope %s: %s (see 'tpscope %s --help')\n", name, oneLine(err.Error()), name)
 		return exitUsage
 	}
 	ctx, stop := signalContext(context.Background(), signal.Notify)
@@ -233,8 +234,28 @@ func dispatch(args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	code, msg := exitCode(err)
-	fmt.Fprintf(stderr, "tpscope %s: %s\n", name, msg)
+	fmt.Fprintf(stderr, "tpscope %s: %s\n", name, oneLine(msg))
 	return code
+}
+
+// oneLine keeps an error message on its one line: a value the user gave
+// is echoed in it, and a flag value or file name with a newline or
+// another control character in it ('--topo $'0\n\n:”) printed an error
+// of several lines. Each such character is shown as Go escapes it.
+func oneLine(msg string) string {
+	if !strings.ContainsFunc(msg, unicode.IsControl) {
+		return msg
+	}
+	var b strings.Builder
+	for _, r := range msg {
+		if unicode.IsControl(r) {
+			q := strconv.QuoteRune(r)
+			b.WriteString(q[1 : len(q)-1])
+			continue
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
 }
 
 // exitCode is an error's exit code and the line that reports it: a usage
