@@ -4,6 +4,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -203,5 +204,30 @@ func TestErrorLineWithControlCharacters(t *testing.T) {
 	}
 	if got := oneLine("--topo 0\n\t:\x00"); got != `--topo 0\n\t:\x00` {
 		t.Errorf("oneLine = %q", got)
+	}
+}
+
+// TestRowFlagsWithoutTheirRows: an acceptance prices only speculative
+// steps, and --mtp-tokens and --mtp-accept only the mtp row: advise
+// refused the MTP ones where --entries left the mtp row out, but took
+// --spec-accept with no speculative row, and verdict took all three
+// (its runs recorded mtp-accept=0.5 on steps that draft nothing).
+func TestRowFlagsWithoutTheirRows(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "v")
+	verdict := []string{"verdict", "--backend", "cpu", "--model", "tiny-mla-moe", "--tp", "2", "--batch", "2", "--context", "64",
+		"--steps", "1", "--warmup", "0", "--topo", "testdata/cpu-ranks/cpu-4r.json", "-o", out, "--entries", "fp8-kv"}
+	checkUsageErrors(t, []usageCase{
+		{"advise spec-accept", []string{"advise", "--no-sweep", "--compare-topos=", "--transfer=", "--entries", "fp8-kv", "--spec-accept", "0.7"},
+			"--spec-accept 0.7: prices only speculative steps: the baseline drafts none, and --entries leaves out every speculative row"},
+		{"verdict spec-accept", append(slices.Clone(verdict), "--spec-accept", "0.5"), "--spec-accept 0.5: prices only speculative steps"},
+		{"verdict mtp-tokens", append(slices.Clone(verdict), "--mtp-tokens", "3"), "--mtp-tokens 3: prices only the mtp row, and --entries leaves out the mtp row"},
+		{"verdict mtp-accept", append(slices.Clone(verdict), "--mtp-accept", "0.5"), "--mtp-accept 0.5: prices only MTP steps: the baseline drafts none"},
+	})
+	if _, err := os.Stat(out); err == nil {
+		t.Errorf("verdict made -o %s", out)
+	}
+	// With a speculative row the acceptance prices it.
+	if code, _, stderr := runCLI(t, "advise", "--no-sweep", "--compare-topos=", "--transfer=", "--entries", "fp8-kv,spec-eagle3", "--spec-accept", "0.7"); code != 0 {
+		t.Errorf("advise with spec-eagle3: exit %d: %s", code, stderr)
 	}
 }

@@ -226,10 +226,23 @@ func (o *adviseOptions) Run(ctx context.Context, args []string, std IO) error {
 
 // checkUnused refuses flags that would price nothing: the MTP row's
 // --mtp-tokens (and an --mtp-accept no MTP step reads) when that row is
-// left out by --entries or the model has no MTP layer to draft with (the
-// sweep's lists beside --no-sweep are sweepContexts'). Taken in silence,
-// each would read as part of the advice.
+// left out by --entries or the model has no MTP layer to draft with, and
+// an acceptance (--spec-accept, --spec-accept-file) when neither the
+// baseline nor a row left by --entries drafts (the sweep's lists beside
+// --no-sweep are sweepContexts'). Taken in silence, each would read as
+// part of the advice. verdict's rows take the same flags.
 func (o *adviseOptions) checkUnused(base sim.Scenario, cat []advise.Entry) error {
+	return checkRowFlags(o.sc, o.mtpTokens, base, cat)
+}
+
+// checkRowFlags is checkUnused for a verb that prices the catalog's rows
+// cat beside base (advise, verdict).
+func checkRowFlags(sc *scenarioFlags, mtpTokens int, base sim.Scenario, cat []advise.Entry) error {
+	if other := sc.acceptFlag(); other != "" && base.Build.Spec.DraftSteps(base.Workload) == 0 &&
+		!slices.ContainsFunc(cat, func(e advise.Entry) bool { return e.Kind == "speculative" }) {
+		name, value, _ := strings.Cut(other, " ")
+		return flagError(name, value, "prices only speculative steps: the baseline drafts none, and --entries leaves out every speculative row")
+	}
 	mtpRow := slices.ContainsFunc(cat, func(e advise.Entry) bool { return e.Name == "mtp" })
 	why := model.NoMTPDraft(base.Arch)
 	if why == "" && !mtpRow {
@@ -238,10 +251,10 @@ func (o *adviseOptions) checkUnused(base sim.Scenario, cat []advise.Entry) error
 	if why == "" {
 		return nil
 	}
-	if o.changed("mtp-tokens") {
-		return flagError("--mtp-tokens", o.mtpTokens, "prices only the mtp row, and %s", why)
+	if sc.changed("mtp-tokens") {
+		return flagError("--mtp-tokens", mtpTokens, "prices only the mtp row, and %s", why)
 	}
-	if o.changed("mtp-accept") && base.Build.Spec.MethodFor(base.Workload) != model.SpecMTP {
+	if sc.changed("mtp-accept") && base.Build.Spec.MethodFor(base.Workload) != model.SpecMTP {
 		return flagError("--mtp-accept", base.Options.MTPAcceptFrac, "prices only MTP steps: the baseline drafts none, and %s", why)
 	}
 	return nil

@@ -172,6 +172,9 @@ func (o *verdictOptions) Run(ctx context.Context, args []string, std IO) error {
 			return err
 		}
 	}
+	if err := checkRowFlags(o.sc, o.mtpTokens, base, cat); err != nil {
+		return err
+	}
 	sched, err := sim.BuildSchedule(base)
 	if err != nil {
 		var pe *model.PlanError
