@@ -115,7 +115,11 @@ type onceValue struct {
 
 func (o *onceValue) Set(s string) error {
 	if o.set {
-		return fmt.Errorf("given twice (first %s): give it once", o.Value.String())
+		first := o.Value.String()
+		if first == "" {
+			first = `""` // '--compare-topos= --compare-topos X'
+		}
+		return fmt.Errorf("given twice (first %s): give it once", first)
 	}
 	o.set = true
 	return o.Value.Set(s)

@@ -120,6 +120,7 @@ func TestRepeatedFlagRefused(t *testing.T) {
 		{"float", []string{"advise", "--threshold", "0.1", "--threshold", "0.2"}, `invalid argument "0.2" for "--threshold" flag: given twice (first 0.1): give it once`},
 		{"count", []string{"predict", "--context", "4K", "--context", "8K"}, `invalid argument "8K" for "--context" flag: given twice (first 4096): give it once`},
 		{"option", []string{"predict", "--nccl-proto", "LL", "--nccl-proto", "Simple"}, `for "--nccl-proto" flag: given twice (first LL): give it once`},
+		{"empty first", []string{"advise", "--compare-topos=", "--compare-topos", "h200-nvswitch"}, `for "--compare-topos" flag: given twice (first ""): give it once`},
 	})
 	if _, err := os.Stat(plot); err == nil {
 		t.Errorf("--plot %s was written", plot)
