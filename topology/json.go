@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 
 	"github.com/tpscope/tpscope/internal/jsonerr"
 )
@@ -26,10 +27,44 @@ func Parse(data []byte, name string) (*Topology, error) {
 	if _, err := dec.Token(); err != io.EOF {
 		return nil, fmt.Errorf("%s: trailing data after the topology object", name)
 	}
+	if err := calibrationKeys(data); err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
 	if err := t.Validate(); err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
 	return &t, nil
+}
+
+// calibrationFields are the fields every fitted collective has, written
+// even when 0: a latency of 0 is a fit's answer, and one missing from the
+// file is a damaged file, which would price that term at 0.
+var calibrationFields = []string{"algo", "proto", "ranks", "base_lat_us", "hw_lat_us", "bus_bw_gbps"}
+
+// calibrationKeys refuses a calibration that lost a field: "collectives",
+// or one of calibrationFields of an entry (op and p2p_level may be left
+// out: every op, any P2P setting). Decoded into Go values, a missing
+// number reads as 0.
+func calibrationKeys(data []byte) error {
+	var top struct {
+		Calibration *struct {
+			Collectives *[]map[string]json.RawMessage `json:"collectives"`
+		} `json:"calibration"`
+	}
+	if json.Unmarshal(data, &top) != nil || top.Calibration == nil {
+		return nil // the typed decode has said what is wrong, or there is none
+	}
+	if top.Calibration.Collectives == nil {
+		return fmt.Errorf(`calibration: field "collectives" missing: want the fitted collectives (calibrate writes them)`)
+	}
+	for k, c := range *top.Calibration.Collectives {
+		for _, f := range calibrationFields {
+			if _, ok := c[f]; !ok {
+				return fmt.Errorf(`calibration.collectives[%d]: field %q missing: want each of %s (calibrate writes them, 0 included)`, k, f, strings.Join(calibrationFields, ", "))
+			}
+		}
+	}
+	return nil
 }
 
 // foreignDocument names the kind of JSON document data is when it is one

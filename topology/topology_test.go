@@ -265,6 +265,13 @@ func TestValidationErrors(t *testing.T) {
 		{"calibration p2p level", func(m map[string]any) { calibrationEntry(m)["p2p_level"] = "sys" },
 			[]string{"calibration.collectives[0] (allreduce Ring/LL)", `p2p_level "sys": want "disabled" or an NCCL_P2P_LEVEL name as NCCL spells it`}},
 		{"calibration p2p typo", func(m map[string]any) { calibrationEntry(m)["p2p_level"] = "XYZ" }, []string{`p2p_level "XYZ"`}},
+		// A fitted term the file lost read as 0: the collective priced
+		// with no latency; calibrate writes every one, 0 included.
+		{"calibration latency missing", func(m map[string]any) { delete(calibrationEntry(m), "base_lat_us") },
+			[]string{`calibration.collectives[0]: field "base_lat_us" missing: want each of algo, proto, ranks, base_lat_us, hw_lat_us, bus_bw_gbps`}},
+		{"calibration hop latency missing", func(m map[string]any) { delete(calibrationEntry(m), "hw_lat_us") }, []string{`field "hw_lat_us" missing`}},
+		{"calibration without collectives", func(m map[string]any) { calibrationEntry(m); m["calibration"] = map[string]any{"source": "test"} },
+			[]string{`calibration: field "collectives" missing`}},
 		{"unknown device", func(m map[string]any) { m["gpus"].([]any)[3].(map[string]any)["device"] = "B200" }, []string{`gpu "gpu3"`, `device "B200"`}},
 		// A second, known device on gpus[4]: sim prices one device per
 		// box, so the file is refused naming the field.
