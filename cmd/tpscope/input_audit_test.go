@@ -232,3 +232,18 @@ func TestRowFlagsWithoutTheirRows(t *testing.T) {
 		t.Errorf("advise with spec-eagle3: exit %d: %s", code, stderr)
 	}
 }
+
+// TestEntriesNamingNothing: an --entries of commas and blanks names no
+// entry; advise took it as the whole catalog (its rows and the boxes'),
+// verdict ran every entry.
+func TestEntriesNamingNothing(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "v")
+	checkUsageErrors(t, []usageCase{
+		{"advise", []string{"advise", "--no-sweep", "--compare-topos=", "--transfer=", "--entries", " ,"}, "--entries: names no entry: want a comma list of entry names"},
+		{"verdict", []string{"verdict", "--backend", "cpu", "--model", "tiny-mla-moe", "--tp", "2", "--batch", "2", "--context", "64", "--steps", "1", "--warmup", "0",
+			"--topo", "testdata/cpu-ranks/cpu-4r.json", "-o", out, "--entries", ","}, "--entries: names no entry"},
+	})
+	if _, err := os.Stat(out); err == nil {
+		t.Errorf("verdict made -o %s", out)
+	}
+}

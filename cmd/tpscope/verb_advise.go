@@ -269,6 +269,12 @@ func joinInts(v []int) string {
 }
 
 func filterEntries(cat []advise.Entry, names []string) ([]advise.Entry, error) {
+	// An --entries of only commas and blanks names nothing: taken as the
+	// empty list, the catalog's nil, it priced every entry and the boxes'
+	// besides.
+	if len(names) == 0 {
+		return nil, flagError("--entries", nil, "names no entry: want a comma list of entry names (leave the flag out for every entry)")
+	}
 	var out []advise.Entry
 	for i, n := range names {
 		if slices.Contains(names[:i], n) {
