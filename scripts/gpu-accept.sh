@@ -35,10 +35,10 @@ if has discover; then
   step discover 60 $B/tpscope topo discover -o "$OUT/discover.json" --probe-out "$OUT/probe.json"
   step discover-as 60 $B/tpscope topo discover --as nvswitch:8 -o "$OUT/discover-nvswitch8.json"
 fi
-R="$B/tpscope run --backend cuda --model kimi-k2.5 --context 4096 --steps $STEPS --warmup 3"
+R="$B/tpscope run --backend cuda --model kimi-k2.5 --context 4096 --warmup 3"
 if has shard; then
   for b in 8 32; do
-    step shard-b$b 200 $R --tp 8 --local-ranks 0 --batch $b --topo "$BOX" --compare \
+    step shard-b$b 200 $R --steps $STEPS --tp 8 --local-ranks 0 --batch $b --topo "$BOX" --compare \
       --trace "file:$OUT/shard-b$b.otlp.jsonl"
   done
 fi
