@@ -126,20 +126,8 @@ func TestTRTLLMFusesARNormByDefault(t *testing.T) {
 		}
 		return pr
 	}
-	fused := func(pr *Prediction) (yes, no int) {
-		for i, o := range pr.Ops {
-			if o.Kind == model.KindNorm && i > 0 && pr.Ops[i-1].Kind == model.KindCollective && strings.HasSuffix(pr.Ops[i-1].ID, "allreduce") {
-				if o.Cost.Fused {
-					yes++
-				} else {
-					no++
-				}
-			}
-		}
-		return yes, no
-	}
 	def := predict("h200-nvswitch", Options{CUDAGraphs: true, Engine: trt})
-	if yes, no := fused(def); yes == 0 || no != 0 {
+	if yes, no := normsAfterAllReduce(def); yes == 0 || no != 0 {
 		t.Errorf("trtllm on h200-nvswitch: %d norms after an all-reduce fused, %d apart; want all fused", yes, no)
 	}
 	if !strings.Contains(def.Engine, "all-reduce + RMSNorm fused") {
@@ -160,8 +148,8 @@ func TestTRTLLMFusesARNormByDefault(t *testing.T) {
 	// the switch; under vLLM, which does not fuse by default, off is its
 	// default.
 	off := predict("h200-nvswitch", Options{CUDAGraphs: true, Engine: trt, ARNormFusion: ToggleOff})
-	yes, _ := fused(def)
-	if y, no := fused(off); y != 0 || no != yes {
+	yes, _ := normsAfterAllReduce(def)
+	if y, no := normsAfterAllReduce(off); y != 0 || no != yes {
 		t.Errorf("trtllm --ar-norm-fusion=false: %d norms fused, %d apart; want none fused, %d apart", y, no, yes)
 	}
 	if off.StepUs <= def.StepUs {
@@ -178,7 +166,7 @@ func TestTRTLLMFusesARNormByDefault(t *testing.T) {
 		"--custom-ar off":        predict("h200-nvswitch", Options{CUDAGraphs: true, Engine: trt, CustomAR: CustomAROff}),
 		"pcie-switch:8xh200-nvl": predict("pcie-switch:8xh200-nvl", Options{CUDAGraphs: true, Engine: trt}),
 	} {
-		if yes, no := fused(pr); yes != 0 || no == 0 {
+		if yes, no := normsAfterAllReduce(pr); yes != 0 || no == 0 {
 			t.Errorf("trtllm, %s (NCCL all-reduce): %d norms fused, %d apart; want none fused", name, yes, no)
 		}
 		if strings.Contains(pr.Engine, "RMSNorm fused") {
@@ -297,18 +285,6 @@ func TestSGLangFusesARNormByDefault(t *testing.T) {
 		}
 		return pr
 	}
-	fused := func(pr *Prediction) (yes, no int) {
-		for i, o := range pr.Ops {
-			if o.Kind == model.KindNorm && i > 0 && pr.Ops[i-1].Kind == model.KindCollective && strings.HasSuffix(pr.Ops[i-1].ID, "allreduce") {
-				if o.Cost.Fused {
-					yes++
-				} else {
-					no++
-				}
-			}
-		}
-		return yes, no
-	}
 	for _, c := range []struct {
 		topo, preset string
 		want         bool
@@ -320,7 +296,7 @@ func TestSGLangFusesARNormByDefault(t *testing.T) {
 		{"nvswitch:8xh20", "deepseek-v3", false},
 	} {
 		pr := predict(c.topo, c.preset, Options{})
-		yes, no := fused(pr)
+		yes, no := normsAfterAllReduce(pr)
 		if yes+no == 0 {
 			t.Fatalf("%s on %s: no norm after an all-reduce", c.preset, c.topo)
 		}
@@ -337,7 +313,7 @@ func TestSGLangFusesARNormByDefault(t *testing.T) {
 		}
 	}
 	off := predict("h200-nvswitch", "deepseek-v3", Options{ARNormFusion: ToggleOff})
-	if yes, no := fused(off); yes != 0 || no == 0 {
+	if yes, no := normsAfterAllReduce(off); yes != 0 || no == 0 {
 		t.Errorf("sglang --ar-norm-fusion=false: %d norms fused, %d apart; want none fused", yes, no)
 	}
 	if !strings.Contains(off.Engine, "all-reduce + RMSNorm apart (--enforce-disable-flashinfer-allreduce-fusion)") {
@@ -391,4 +367,19 @@ func TestARNormFusionUnderDPAttention(t *testing.T) {
 	if trt, _ := fusedNorms(Options{CUDAGraphs: true, Engine: engprof.Ref{Name: "trtllm"}}); trt != 0 {
 		t.Errorf("trtllm TP 2 x DP 4: %d all-reduces fused by default, want none (its fusion is off under DP attention)", trt)
 	}
+}
+
+// normsAfterAllReduce counts the norm ops that follow a TP all-reduce in
+// pr's step: yes those priced fused into it, no those priced apart.
+func normsAfterAllReduce(pr *Prediction) (yes, no int) {
+	for i, o := range pr.Ops {
+		if o.Kind == model.KindNorm && i > 0 && pr.Ops[i-1].Kind == model.KindCollective && strings.HasSuffix(pr.Ops[i-1].ID, "allreduce") {
+			if o.Cost.Fused {
+				yes++
+			} else {
+				no++
+			}
+		}
+	}
+	return yes, no
 }
