@@ -126,6 +126,13 @@ type CatalogOptions struct {
 	// Topologies are the preset boxes the "box" entries move to (default
 	// rtxpro6000-switch and h200-nvswitch).
 	Topologies []string
+	// Reprice re-derives, on a scenario a box entry moved to another
+	// box, the cost source and the MoE routing the scenario's flags left
+	// to the box (--perf-db's tables of the new GPU and the routing they
+	// default to), as 'predict --topo' (the row's how) derives them. Nil:
+	// tables measured on the old box's GPU are dropped and the moved
+	// scenario is priced from the priors.
+	Reprice func(sim.Scenario) (sim.Scenario, error)
 }
 
 // DefaultCatalogTopologies are the boxes the "box" entries move to.
@@ -355,7 +362,7 @@ func Catalog(o CatalogOptions) []Entry {
 	}
 	entries = append(entries, specEntries(o)...)
 	for _, name := range o.Topologies {
-		entries = append(entries, topoEntry(name))
+		entries = append(entries, topoEntry(name, o.Reprice))
 	}
 	return entries
 }
@@ -425,8 +432,9 @@ func dpEntry(name, title string, tp int) Entry {
 	}
 }
 
-// topoEntry moves the Scenario to another preset box with as many GPUs.
-func topoEntry(name string) Entry {
+// topoEntry moves the Scenario to another preset box with as many GPUs;
+// reprice is CatalogOptions.Reprice.
+func topoEntry(name string, reprice func(sim.Scenario) (sim.Scenario, error)) Entry {
 	return Entry{
 		Name: "box-" + name, Title: "move to " + name, Kind: "box",
 		Enabled: func(c sim.Scenario) bool { return onPreset(c.Topo, name) },
@@ -458,7 +466,11 @@ func topoEntry(name string) Entry {
 				}
 			}
 			// Tables measured on the old box's GPU do not price the new
-			// one: the moved scenario is priced from the priors.
+			// one: the new GPU's own price it where Reprice finds them,
+			// else the priors do.
+			if reprice != nil {
+				return reprice(c)
+			}
 			if ch, ok := c.Costs.(sim.SourceChecker); ok && ch.Check(t.DeviceOf(0)) != nil {
 				c.Costs = nil
 			}

@@ -596,18 +596,52 @@ func (f *scenarioFlags) scenario() (sim.Scenario, error) {
 	if err := sc.CheckCollectiveOptions(); err != nil && !f.variants {
 		return sc, usageErrorf("%v", err)
 	}
+	return f.priceOnBox(sc)
+}
+
+// priceOnBox sets what --perf-db decides for sc's box: the cost source
+// of its GPU's tables (nil without the flag) and the MoE routing that
+// defaults with them. The tables' balanced routing is the default so that
+// the schedule and the rows pricing its routed experts state one routing;
+// where no row prices them (another expert dtype, shape or EP degree than
+// the tables measured, or no MoE table), the priors price them under the
+// routing they take without tables. scenario ends with it, and advise's
+// box entries call it (boxReprice) on the scenario they move to another
+// box, so that such a row prices as 'predict --topo' does.
+func (f *scenarioFlags) priceOnBox(sc sim.Scenario) (sim.Scenario, error) {
+	if f.perfDB != "" && !f.changed("moe-routing") {
+		sc.Build.Routing = perfdb.DefaultRouting
+	}
+	var err error
 	if sc.Costs, err = f.costs(sc.Topo, sc.Build.Routing, sc.Options, sc.Arch.ModelType, func(src sim.CostSource) bool { return moePricedByTables(sc, src) }); err != nil {
 		return sc, err
 	}
-	// The tables' balanced routing is the default so that the schedule
-	// and the rows pricing its routed experts state one routing; where
-	// no row prices them (another expert dtype, shape or EP degree than
-	// the tables measured, or no MoE table), the priors price them under
-	// the routing they take without tables.
 	if sc.Costs != nil && !f.changed("moe-routing") && sc.Build.Routing != model.UniformRouting && !moePricedByTables(sc, sc.Costs) {
 		sc.Build.Routing = model.UniformRouting
 	}
 	return sc, nil
+}
+
+// boxReprice is advise's advise.CatalogOptions.Reprice: priceOnBox on a
+// scenario a box entry moved to another box, where --perf-db-transfer
+// leaves a box with tables of its own to them (as plan does over several
+// boxes). A box whose GPU the tables do not price (none measured on it,
+// or none under the routing --moe-routing names) is priced from the
+// priors under the routing they take without tables, as plan prices such
+// a box in a sweep of several.
+func (f *scenarioFlags) boxReprice(sc sim.Scenario) (sim.Scenario, error) {
+	g := *f
+	g.perfDBBoxes = true
+	out, err := g.priceOnBox(sc)
+	f.db = g.db
+	if err != nil {
+		sc.Costs = nil
+		if !f.changed("moe-routing") {
+			sc.Build.Routing = model.UniformRouting
+		}
+		return sc, nil
+	}
+	return out, nil
 }
 
 // checkGPUsUsed refuses --gpus N between the plan's GPU count and the

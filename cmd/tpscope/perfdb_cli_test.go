@@ -488,3 +488,47 @@ func TestPlanPerfDBRoutingPerConfiguration(t *testing.T) {
 		t.Errorf("plan: exit %d (%s); want the routing line to say the sweep's configurations differ:\n%s", code, errs, out)
 	}
 }
+
+// TestAdviseBoxRowPricedAsPredictTopo: with --perf-db, advise's "move to"
+// row prices the scenario on the other box as its how says, 'predict
+// --topo BOX' with the same flags: from the tables measured on that box's
+// GPU, under the MoE routing they default to there. The rows had dropped
+// the tables on the move and priced the box from the priors, while
+// keeping the balanced routing the old box's tables had set: Kimi-K2.5-
+// NVFP4 at batch 8 moved from the RTX PRO 6000 box to H200 came out at
+// 8.49 ms where predict --topo h200-nvswitch gives 11.18 ms, and
+// DeepSeek-V3 moved the other way 10.61 ms against 12.84 ms.
+func TestAdviseBoxRowPricedAsPredictTopo(t *testing.T) {
+	db := samplePerfDB(t, true)
+	for _, tc := range []struct{ from, to, model string }{
+		{"rtxpro6000-2s", "h200-nvswitch", "kimi-k2.5-nvfp4"},
+		{"rtxpro6000-switch", "h200-nvswitch", "deepseek-v3"},
+		{"h200-nvswitch", "rtxpro6000-switch", "kimi-k2.5"},
+	} {
+		t.Run(tc.model+"-to-"+tc.to, func(t *testing.T) {
+			flags := []string{"--model", tc.model, "--batch", "8", "--perf-db", db}
+			var adv struct {
+				Rows []struct {
+					Entry string `json:"entry"`
+					With  *struct {
+						StepUs   float64 `json:"step_us"`
+						Topology string  `json:"topology"`
+					} `json:"with"`
+				} `json:"rows"`
+			}
+			runJSONInto(t, &adv, append([]string{"advise", "--output", "json", "--no-sweep", "--transfer", "", "--topo", tc.from,
+				"--compare-topos", tc.to, "--entries", "box-" + tc.to}, flags...)...)
+			var pr struct {
+				StepUs float64 `json:"step_us"`
+			}
+			runJSONInto(t, &pr, append([]string{"predict", "--output", "json", "--topo", tc.to}, flags...)...)
+			if len(adv.Rows) != 1 || adv.Rows[0].With == nil {
+				t.Fatalf("advise rows %+v: want the box-%s row, priced", adv.Rows, tc.to)
+			}
+			w := adv.Rows[0].With
+			if w.Topology != tc.to || math.Abs(w.StepUs-pr.StepUs) > 1e-6*pr.StepUs {
+				t.Errorf("advise box-%s: %s step %.1f us; predict --topo %s: %.1f us: want one step", tc.to, w.Topology, w.StepUs, tc.to, pr.StepUs)
+			}
+		})
+	}
+}

@@ -170,7 +170,7 @@ func (o *adviseOptions) Run(ctx context.Context, args []string, std IO) error {
 	}
 	// K of the speculative rows (the baseline's own method keeps the
 	// baseline's K, the same when --spec names it).
-	co := advise.CatalogOptions{MTPTokens: o.mtpTokens, MTPAcceptFrac: opts.MTPAcceptFrac, Topologies: topos, SpecTokens: o.sc.rowSpecTokens()}
+	co := advise.CatalogOptions{MTPTokens: o.mtpTokens, MTPAcceptFrac: opts.MTPAcceptFrac, Topologies: topos, SpecTokens: o.sc.rowSpecTokens(), Reprice: o.sc.boxReprice}
 	cat := advise.Catalog(co)
 	if o.entries != "" {
 		if cat, err = filterEntries(cat, splitList(o.entries)); err != nil {
