@@ -155,13 +155,20 @@ type Input struct {
 	// done and the total.
 	Progress func(done, total int)
 	// Transfer lists other architectures on which to predict the
-	// baseline's options against Stock (same box, plan and workload): do
+	// baseline's options against Stock (same box, plan, workload and flags,
+	// each model as predict --model prices it: transferScenario): do
 	// the earlier optimizations carry over from one model to the next?
 	Transfer []*model.Arch
 	// ImplyDenseDSA: the user did not choose --dense-dsa, so a Transfer
 	// model with a DSA indexer runs as the box's engines run it
 	// (ImpliedDenseDSA).
 	ImplyDenseDSA bool
+	// Reprice re-derives, on the baseline moved to a Transfer model,
+	// the cost source and MoE routing the flags left to the model
+	// (--perf-db's tables read for its type, the routing they default
+	// to where their rows price its experts), as 'predict --model' does;
+	// its error is the row's. Nil: the baseline's are kept.
+	Reprice func(sim.Scenario) (sim.Scenario, error)
 }
 
 // TransferRow is the baseline's options against stock on one model. The
@@ -372,6 +379,40 @@ func predictVariant(ev *sim.Evaluator, name string, c sim.Scenario) (*Variant, e
 		Workload: c.Workload.Normalized().String(), Topology: c.Topo.Name, Caveats: pr.Caveats, Engine: pr.Engine}, nil
 }
 
+// transferScenario is the baseline b on model a, as 'predict --model a'
+// with the baseline's flags prices it: what the user left to the engine
+// it decides again for a (the KV dtype unless kvNamed, whether a DSA
+// model runs dense under implyDenseDSA), and reprice (Input.Reprice)
+// re-derives the cost source and MoE routing for a. A scenario predict
+// would refuse (a plan, workload or speculative method a cannot run, an
+// engine without a kernel for its experts on the box) is the error of
+// its row, not a priced one.
+func transferScenario(b sim.Scenario, a *model.Arch, kvNamed, implyDenseDSA bool, reprice func(sim.Scenario) (sim.Scenario, error)) (sim.Scenario, error) {
+	c := b
+	c.Arch = a
+	if !kvNamed {
+		c.Workload.KVDtype, c.KVDefault = "", nil
+		if d := sim.ImpliedKVDefault(a, c.Topo, c.Options.Engine); d != nil {
+			c.Workload.KVDtype, c.KVDefault = d.Dtype, d
+		} else {
+			c.Workload.KVDtype = c.Workload.KVDtypeFor(a)
+		}
+	}
+	if implyDenseDSA {
+		c.Build.DenseDSA = sim.ImpliedDenseDSA(a, c.Topo, c.Options.Engine)
+	}
+	if err := model.Validate(a, c.Plan, c.Workload, c.Build); err != nil {
+		return c, err
+	}
+	if err := c.CheckEngine(); err != nil {
+		return c, err
+	}
+	if reprice != nil {
+		return reprice(c)
+	}
+	return c, nil
+}
+
 // Advise predicts the baseline, stock and every entry, and sweeps.
 func Advise(in Input) (*Advice, error) {
 	b := in.Base
@@ -407,14 +448,12 @@ func Advise(in Input) (*Advice, error) {
 		StockGain: gainOf(stock, base), StockChange: Diff(stock.Footprint, base.Footprint)}
 
 	adv.Transfer = append(adv.Transfer, transferRow(b.Arch.Name, base, stock))
+	// The user named the KV dtype (the baseline's is not the engine's
+	// or the checkpoint's choice): every model keeps it.
+	kvNamed := in.Base.Workload.KVDtype != "" && in.Base.KVDefault == nil
 	for _, a := range in.Transfer {
-		c := b
-		c.Arch = a
-		c.Workload.KVDtype = b.Workload.KVDtype
-		if in.ImplyDenseDSA {
-			c.Build.DenseDSA = sim.ImpliedDenseDSA(a, c.Topo, c.Options.Engine)
-		}
-		if err := c.Plan.Validate(a); err != nil {
+		c, err := transferScenario(b, a, kvNamed, in.ImplyDenseDSA, in.Reprice)
+		if err != nil {
 			adv.Transfer = append(adv.Transfer, TransferRow{Model: a.Name, Error: err.Error()})
 			continue
 		}

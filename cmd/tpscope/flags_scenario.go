@@ -605,9 +605,10 @@ func (f *scenarioFlags) scenario() (sim.Scenario, error) {
 // the schedule and the rows pricing its routed experts state one routing;
 // where no row prices them (another expert dtype, shape or EP degree than
 // the tables measured, or no MoE table), the priors price them under the
-// routing they take without tables. scenario ends with it, and advise's
-// box entries call it (boxReprice) on the scenario they move to another
-// box, so that such a row prices as 'predict --topo' does.
+// routing they take without tables. scenario ends with it; advise calls
+// it on the baseline moved to another model (its transfer rows) and, via
+// boxReprice, to another box (its box entries), so that such a row prices
+// as 'predict --model' or 'predict --topo' does.
 func (f *scenarioFlags) priceOnBox(sc sim.Scenario) (sim.Scenario, error) {
 	if f.perfDB != "" && !f.changed("moe-routing") {
 		sc.Build.Routing = perfdb.DefaultRouting

@@ -665,3 +665,71 @@ func TestAdvisePlotBarsKeepWidth(t *testing.T) {
 		t.Errorf("%d of the %d legend entries drawn", seen, len(legend))
 	}
 }
+
+// TestAdviseTransferRowIsPredictModel: a --transfer row is the baseline's
+// flags on the other model, priced as 'predict --model OTHER' with those
+// flags prices it: a KV dtype the user left to the engine is the other
+// checkpoint's (DeepSeek-V3's bf16 baseline moved to Kimi-K2.5-NVFP4,
+// whose checkpoint stores an FP8 KV cache), the --perf-db routing is the
+// one the tables default to for the other model's experts, and a model
+// the engine has no kernel for on the box is the row's error, not a
+// priced row. The rows had kept the baseline's KV dtype and routing
+// (17.42 ms against predict's 16.22 ms on H200; 44.69 against 49.42 ms
+// with --perf-db on the RTX PRO 6000 switch box) and priced SGLang's
+// NVFP4 experts on Hopper, which predict refuses.
+func TestAdviseTransferRowIsPredictModel(t *testing.T) {
+	type transfer struct {
+		Model  string  `json:"model"`
+		Error  string  `json:"error"`
+		StepUs float64 `json:"step_us"`
+	}
+	cases := []struct {
+		name  string
+		flags []string
+		other string
+	}{
+		{"kv-default", []string{"--model", "deepseek-v3", "--topo", "h200-nvswitch", "--batch", "32"}, "kimi-k2.5-nvfp4"},
+		{"engine-refuses", []string{"--model", "deepseek-v3", "--topo", "h200-nvswitch", "--batch", "8", "--engine", "sglang@0.5"}, "kimi-k2.5-nvfp4"},
+	}
+	if db := samplePerfDB(t, false); db != "" {
+		cases = append(cases, struct {
+			name  string
+			flags []string
+			other string
+		}{"perf-db-routing", []string{"--model", "deepseek-v3", "--topo", "rtxpro6000-switch", "--batch", "8", "--perf-db", db}, "glm-5-nvfp4"})
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			var adv struct {
+				Transfer []transfer `json:"transfer"`
+			}
+			runJSONInto(t, &adv, append([]string{"advise", "--output", "json", "--no-sweep", "--compare-topos", "", "--entries", "cuda-graphs",
+				"--transfer", tc.other}, tc.flags...)...)
+			var row *transfer
+			for i := range adv.Transfer {
+				if adv.Transfer[i].Model == tc.other {
+					row = &adv.Transfer[i]
+				}
+			}
+			if row == nil {
+				t.Fatalf("no transfer row of %s in %+v", tc.other, adv.Transfer)
+			}
+			code, out, errs := runCLI(t, append([]string{"predict", "--output", "json"}, append(tc.flags, "--model", tc.other)...)...)
+			if code != 0 {
+				if row.Error == "" {
+					t.Fatalf("predict --model %s refuses (%s); advise priced its transfer row at %.1f us", tc.other, strings.TrimSpace(errs), row.StepUs)
+				}
+				return
+			}
+			var pr struct {
+				StepUs float64 `json:"step_us"`
+			}
+			if err := json.Unmarshal([]byte(out), &pr); err != nil {
+				t.Fatal(err)
+			}
+			if row.Error != "" || math.Abs(row.StepUs-pr.StepUs) > 1e-6*pr.StepUs {
+				t.Errorf("transfer row of %s: step %.1f us (error %q); predict --model %s: %.1f us", tc.other, row.StepUs, row.Error, tc.other, pr.StepUs)
+			}
+		})
+	}
+}
