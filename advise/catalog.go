@@ -255,8 +255,10 @@ func Catalog(o CatalogOptions) []Entry {
 		{
 			Name: "nccl-p2p-disable", Title: "NCCL_P2P_DISABLE=1 (reference: every hop through host memory)", Kind: "nccl",
 			Enabled: func(c sim.Scenario) bool { return c.Options.NCCL.P2PDisable },
-			Apply:   opt(func(o *sim.Options) { o.NCCL.P2PDisable = true }),
-			Revert:  opt(func(o *sim.Options) { o.NCCL.P2PDisable = false }),
+			// P2P off at every level leaves no level to set (predict
+			// refuses both), as nccl-p2p-sys clears the disable.
+			Apply:  opt(func(o *sim.Options) { o.NCCL.P2PDisable, o.NCCL.P2PLevel = true, "" }),
+			Revert: opt(func(o *sim.Options) { o.NCCL.P2PDisable = false }),
 			Check: func(c sim.Scenario) Applicability {
 				return Applicability{Status: Applies, Reason: "a setting to avoid: shows what P2P is worth (hardware.md: a host bounce costs about 14 us)"}
 			},

@@ -733,3 +733,41 @@ func TestAdviseTransferRowIsPredictModel(t *testing.T) {
 		})
 	}
 }
+
+// TestAdviseP2PDisableRowOptionsArePredicts: the nccl-p2p-disable row on a
+// baseline with NCCL_P2P_LEVEL=SYS runs the options 'predict
+// --p2p-disable' runs (P2P off at every level: no level beside it, which
+// predict refuses); the row had kept p2p_level SYS beside p2p_disable.
+func TestAdviseP2PDisableRowOptionsArePredicts(t *testing.T) {
+	base := []string{"--kv-dtype", "bf16", "--nccl-proto", "LL"}
+	var adv struct {
+		Rows []struct {
+			Entry string `json:"entry"`
+			With  struct {
+				StepUs  float64         `json:"step_us"`
+				Options json.RawMessage `json:"options"`
+			} `json:"with"`
+		} `json:"rows"`
+	}
+	runJSONInto(t, &adv, append([]string{"advise", "--output", "json", "--no-sweep", "--transfer", "", "--compare-topos", "",
+		"--entries", "nccl-p2p-disable", "--p2p-level", "SYS"}, base...)...)
+	var pr struct {
+		StepUs  float64         `json:"step_us"`
+		Options json.RawMessage `json:"options"`
+	}
+	runJSONInto(t, &pr, append([]string{"predict", "--output", "json", "--p2p-disable"}, base...)...)
+	if len(adv.Rows) != 1 {
+		t.Fatalf("rows %+v: want the nccl-p2p-disable row", adv.Rows)
+	}
+	w := adv.Rows[0].With
+	var got, want bytes.Buffer
+	if err := json.Compact(&got, w.Options); err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Compact(&want, pr.Options); err != nil {
+		t.Fatal(err)
+	}
+	if got.String() != want.String() || w.StepUs != pr.StepUs {
+		t.Errorf("advise nccl-p2p-disable: options %s step %.1f us; predict --p2p-disable: options %s step %.1f us", &got, w.StepUs, &want, pr.StepUs)
+	}
+}
