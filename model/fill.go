@@ -48,7 +48,7 @@ func (b *builder) attnDims(s *site) {
 			// Attention reads at most index_topk keys per query, applied to
 			// the totals (see BuildIteration).
 			kvd = math.Min(kvd, float64(dd)*float64(topk))
-			if all, lim := d.causal+d.prefix, float64(pt)*float64(topk); all > lim {
+			if all, lim := d.causal+d.prefix, sparsePrefillPairs(it, topk); all > lim {
 				d.causal, d.prefix = d.causal*lim/all, d.prefix*lim/all
 			}
 			// The indexer scores: each decode token its sequence's cache,
@@ -232,6 +232,33 @@ func (b *builder) fillAttention(s *site, op *Op, r Role) bool {
 		return false
 	}
 	return true
+}
+
+// sparsePrefillPairs is the most query-key pairs an iteration's prefill
+// chunks attend under DSA, each query at most topk keys. A query at
+// position i of its prompt (1-based, its prefix counted) attends min(i,
+// topk) keys, so a chunk of n tokens after x cached ones attends
+// causalPairs(x+n, topk) - causalPairs(x, topk), a Workload prefill
+// step's count (fillAttention) for one prompt without prefix. From the
+// totals an iteration keeps: exact for one chunk; for chunks of equal
+// size (their causal pairs say so: n(n+1)/2 is strictly convex), the
+// count at their mean prefix, an upper bound since it is concave in the
+// prefix; otherwise PrefillTokens x topk, the bound of every query
+// attending topk keys.
+func sparsePrefillPairs(it *Iteration, topk int64) float64 {
+	c, pt := int64(it.PrefillSeqs), it.PrefillTokens
+	lim := float64(pt) * float64(topk)
+	if c <= 0 || pt%c != 0 {
+		return lim
+	}
+	n, x := pt/c, it.PrefillPrefixTokens/c
+	if c > 1 && it.PrefillCausalPairs != float64(c)*float64(n)*float64(n+1)/2 {
+		return lim
+	}
+	if it.PrefillPrefixTokens%c != 0 {
+		x++ // the mean prefix rounded up: the count grows with it
+	}
+	return math.Min(lim, float64(c)*(causalPairs(x+n, topk)-causalPairs(x, topk)))
 }
 
 // causalPairs is sum_{i=1..n} min(i, cap): query-key pairs of causal

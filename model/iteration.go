@@ -201,9 +201,11 @@ func (it Iteration) String() string {
 // BuildOptions.DenseDSA): the indexer scores every cached key of every
 // query; attention reads at most index_topk keys per query, applied to the
 // totals: the decode part reads min(DecodeKVTokens, DecodeSeqs x topk)
-// tokens, the prefill pairs are scaled down to at most PrefillTokens x
-// topk. Both are upper bounds of the per-sequence caps (equal when no
-// sequence or every sequence exceeds topk).
+// tokens (an upper bound of the per-sequence caps, equal when no sequence
+// or every sequence exceeds topk), the prefill pairs are scaled down to
+// sparsePrefillPairs (a query at position i of its prompt attends min(i,
+// topk) keys: exact for one chunk, an upper bound otherwise), so a
+// prefill-only iteration of one prompt prices as its Workload step.
 //
 // DCP > 1 is modelled for decode-only iterations, as for Workload steps.
 func BuildIteration(a *Arch, p Plan, it Iteration, o BuildOptions) (*Schedule, error) {

@@ -50,6 +50,7 @@ func TestIterationMatchesWorkloadSteps(t *testing.T) {
 		{"deepseek-v3", Plan{TP: 2, DP: 4, EP: true}, BuildOptions{}, 64, 2048, ""},
 		{"deepseek-v3", Plan{TP: 2, DP: 4, EP: true}, BuildOptions{MoEDispatch: DispatchAllGather}, 9, 333, ""},
 		{"glm-5", Plan{TP: 8}, BuildOptions{}, 5, 1024, ""},   // DSA sparse, context under index_topk
+		{"glm-5", Plan{TP: 8}, BuildOptions{}, 3, 4096, ""},   // prefill beyond index_topk: early queries attend fewer
 		{"glm-5", Plan{TP: 8}, BuildOptions{}, 3, 100000, ""}, // decode beyond index_topk
 		{"glm-5-nvfp4", Plan{TP: 8}, BuildOptions{DenseDSA: true}, 4, 3000, BF16},
 		{"tiny-mla-moe", Plan{TP: 4}, BuildOptions{}, 2, 64, ""},
