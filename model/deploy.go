@@ -8,10 +8,10 @@ import (
 // GraphCapture is a serving engine's CUDA-graph capture: the token counts
 // per attention (DP) group it captured graphs for (vLLM's
 // cudagraph_capture_sizes; vLLM captures per engine, that is per DP
-// group). A decode step whose tokens per group fit one replays that graph,
-// its tokens padded so each group fills it (Deployment); larger steps and
-// prefill run
-// eagerly (serving-facts.md "CUDA graphs"). A nil *GraphCapture is no
+// group). A step whose tokens per group fit one replays that graph, its
+// tokens padded so each group fills it (Deployment); larger steps run
+// eagerly (serving-facts.md "CUDA graphs"), and so do steps with prefill
+// tokens under a DecodeOnly capture. A nil *GraphCapture is no
 // capture: every step runs eagerly. The sizes and their default are the
 // caller's (sim.Options owns them).
 type GraphCapture struct {
@@ -117,7 +117,7 @@ func NewDeployment(p Plan, w Workload, g *GraphCapture) Deployment {
 		d.TokensPerSeq = int64(w.Context)
 	}
 	d.TokensPerGroup = int64(d.SeqsPerGroup) * d.TokensPerSeq
-	if w.ReplaysGraphs() && g != nil {
+	if w.ReplaysGraphs(g) {
 		if pt, ok := g.Tokens(int(d.TokensPerGroup)); ok {
 			d.Graphed, d.GraphTokens = true, pt
 			d.PadTokens = int64(pt) - d.TokensPerGroup
@@ -127,10 +127,15 @@ func NewDeployment(p Plan, w Workload, g *GraphCapture) Deployment {
 	return d
 }
 
-// ReplaysGraphs reports whether a step of w can replay a captured CUDA
-// graph: a decode step can (NewDeployment pads it to a captured size); a
-// prefill step runs eagerly, so capture sizes change nothing of it.
-func (w Workload) ReplaysGraphs() bool { return w.Normalized().Phase == Decode }
+// ReplaysGraphs reports whether a step of w can replay a graph of capture
+// g (NewDeployment pads it to a captured size where its tokens fit one):
+// a decode step can, and a prefill step unless the engine replays decode
+// steps only (DecodeOnly: SGLang's, TensorRT-LLM's), as an engine
+// iteration with prefill tokens does (GraphCapture.Step: vLLM v1 runs
+// such a step as piecewise graphs). Under no capture, none can.
+func (w Workload) ReplaysGraphs(g *GraphCapture) bool {
+	return g != nil && (w.Normalized().Phase == Decode || !g.DecodeOnly)
+}
 
 // iterationDeployment is the deployment of an engine iteration (one DP
 // group): its requests, its tokens with their padding, graphed when they

@@ -315,9 +315,17 @@ func TestNewDeployment(t *testing.T) {
 		// Past the largest size: eager.
 		{"b520 tp8", Plan{TP: 8}, Workload{Batch: 520, Context: 100}, vllm,
 			Deployment{Batch: 520, SeqsPerGroup: 520, TokensPerSeq: 1, TokensPerGroup: 520}},
-		// Prefill runs eagerly: 3 prompts of 100 tokens.
+		// A prefill step replays a graph where its tokens fit one, as an
+		// engine iteration with prefill tokens does (vLLM v1's piecewise
+		// graphs): 3 prompts of 100 tokens on the graph of 304.
 		{"prefill", Plan{TP: 8}, Workload{Phase: Prefill, Batch: 3, Context: 100}, vllm,
+			Deployment{Batch: 3, SeqsPerGroup: 3, TokensPerSeq: 100, TokensPerGroup: 304, PadTokens: 4, Graphed: true, GraphTokens: 304}},
+		// Under a capture of decode steps only (SGLang's) it runs eagerly.
+		{"prefill decode-only", Plan{TP: 8}, Workload{Phase: Prefill, Batch: 3, Context: 100}, &GraphCapture{Sizes: vllm.Sizes, DecodeOnly: true},
 			Deployment{Batch: 3, SeqsPerGroup: 3, TokensPerSeq: 100, TokensPerGroup: 300}},
+		// Past the largest size: eager, as a decode step.
+		{"prefill b6", Plan{TP: 8}, Workload{Phase: Prefill, Batch: 6, Context: 100}, vllm,
+			Deployment{Batch: 6, SeqsPerGroup: 6, TokensPerSeq: 100, TokensPerGroup: 600}},
 	}
 	ds := mustPreset(t, "deepseek-v3") // with an MTP layer for the speculative tokens
 	for _, c := range cases {

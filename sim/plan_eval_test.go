@@ -96,10 +96,10 @@ func TestFastEvalAgreesWithEngine(t *testing.T) {
 }
 
 // TestGraphStep: whether a step runs as a CUDA graph is decided once
-// (model.NewDeployment), per DP group and for decode only, and every path reports
-// the padding and the launch mode that follow from it. vLLM captures decode
-// graphs per engine (one per DP group) for up to 512 tokens and runs
-// prefill eagerly (serving-facts.md "CUDA graphs").
+// (model.NewDeployment), per DP group, and every path reports
+// the padding and the launch mode that follow from it. vLLM captures
+// graphs per engine (one per DP group) for up to 512 tokens (serving-facts.md
+// "CUDA graphs"); a prefill step of more tokens runs eagerly.
 func TestGraphStep(t *testing.T) {
 	kimi := mustPreset(t, "kimi-k2.5-nvfp4")
 	box := mustTopo(t, "rtxpro6000-2s")

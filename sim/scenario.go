@@ -196,21 +196,22 @@ func BuildSchedule(sc Scenario) (*model.Schedule, error) {
 // nothing of sc, "" where they price something: they pad a decode step
 // that replays graphs (model.NewDeployment) and size the KV reserve of an
 // engine whose default pool counts its largest captured batch (SGLang's
-// mem_fraction_static, KVBudget), whether graphs are on or not; a prefill
-// step, or an eager one, under a budget that does not read them is priced
-// the same under any list.
+// mem_fraction_static, KVBudget), whether graphs are on or not; an eager
+// step (graphs off, or a prefill step of an engine that replays decode
+// steps only) under a budget that does not read them is priced the same
+// under any list.
 func (sc Scenario) GraphSizesUnused() string {
-	step := ""
-	switch {
-	case !sc.Workload.ReplaysGraphs():
-		step = fmt.Sprintf("a %s step runs eagerly (CUDA graphs replay decode steps)", sc.Workload.Normalized().Phase)
-	case !sc.Options.CUDAGraphs:
-		step = "the step runs eagerly (--cuda-graphs=false)"
-	default:
-		return ""
-	}
 	prof, err := engprof.Lookup(sc.Options.Engine)
 	if err != nil {
+		return ""
+	}
+	step := ""
+	switch {
+	case !sc.Options.CUDAGraphs:
+		step = "the step runs eagerly (--cuda-graphs=false)"
+	case !sc.Workload.ReplaysGraphs(&model.GraphCapture{DecodeOnly: prof.Graphs.PrefillEager}):
+		step = fmt.Sprintf("a %s step runs eagerly (%s replays CUDA graphs for decode steps only)", sc.Workload.Normalized().Phase, prof.Name())
+	default:
 		return ""
 	}
 	b, fixed := FixedKVBudget(prof, sc.Options.GPUMemUtilFrac)

@@ -112,18 +112,23 @@ func TestKVDtypeFlagAnyCase(t *testing.T) {
 	}
 }
 
-// TestGraphSizesUnused: capture sizes pad a graphed decode step and size
-// SGLang's default KV reserve; a prefill step, or an eager one, under a
-// KV budget no capture size enters was priced the same under any list
-// while the options line printed it. Refused there in one line; kept
-// where it prices something.
+// TestGraphSizesUnused: capture sizes pad a graphed step and size
+// SGLang's default KV reserve; an eager step (graphs off, or a prefill
+// step of an engine that replays decode steps only) under a KV budget no
+// capture size enters was priced the same under any list while the
+// options line printed it. Refused there in one line; kept where it
+// prices something (a vLLM prefill step whose tokens fit a size).
 func TestGraphSizesUnused(t *testing.T) {
+	trt := []string{"--model", "deepseek-v3", "--topo", "h200-nvswitch", "--engine", "trtllm"}
 	checkUsageErrors(t, []usageCase{
-		{"prefill", []string{"predict", "--phase", "prefill", "--graph-sizes", "1,2,4"}, "--graph-sizes 1+2+4: a prefill step runs eagerly"},
+		{"prefill", append([]string{"predict", "--phase", "prefill", "--graph-sizes", "1,2,4"}, trt...), "--graph-sizes 1+2+4: a prefill step runs eagerly (trtllm@1.3 replays CUDA graphs for decode steps only)"},
 		{"eager", []string{"predict", "--cuda-graphs=false", "--graph-sizes", "1,2"}, "--graph-sizes 1+2: the step runs eagerly (--cuda-graphs=false)"},
 		{"SGLang prefill at a given fraction", []string{"predict", "--engine", "sglang", "--phase", "prefill", "--graph-sizes", "1,2", "--gpu-mem-util", "0.8"}, "mem_fraction_static 0.8, given"},
-		{"schedule prefill", []string{"schedule", "--phase", "prefill", "--graph-sizes", "1,2"}, "--graph-sizes 1+2: a prefill step runs eagerly"},
+		{"schedule prefill", append([]string{"schedule", "--phase", "prefill", "--graph-sizes", "1,2"}, trt...), "--graph-sizes 1+2: a prefill step runs eagerly"},
 	})
+	if w := predictLines(t, "--phase", "prefill", "--context", "100", "--graph-sizes", "1,2,4,128")["workload"]; !strings.Contains(w, "graph of 128 tokens") {
+		t.Errorf("vLLM prefill of 100 tokens under --graph-sizes 1,2,4,128: workload %q, want the graph of 128 tokens", w)
+	}
 	// SGLang's default reserve counts the largest captured batch whether
 	// graphs run or not: the list moves its KV pool.
 	pool := func(args ...string) string {

@@ -665,3 +665,41 @@ func TestSimulateSeedRefusedWhereNothingIsDrawn(t *testing.T) {
 		}
 	}
 }
+
+// TestSimulateTTFTIsPredictPrefill: one client sending one prompt that
+// fits a step's budget waits one prefill step for its first token, the
+// step 'predict --phase prefill' prices for that prompt: the same launch
+// mode included. vLLM v1 replays a step with prefill tokens as piecewise
+// graphs where its tokens fit a capture size (its profile states no
+// prefill_eager), SGLang runs it eagerly; simulate's iterations followed
+// the profile while predict ran every prefill step eagerly, so a
+// 512-token prompt under vLLM took 191.96 ms to its first token in
+// simulate and 194.14 ms in predict.
+func TestSimulateTTFTIsPredictPrefill(t *testing.T) {
+	for _, flags := range [][]string{
+		{"--model", "kimi-k2.5-nvfp4"},
+		{"--model", "deepseek-v3", "--topo", "h200-nvswitch"},
+		{"--model", "deepseek-v3", "--topo", "h200-nvswitch", "--engine", "sglang@0.5"},
+	} {
+		t.Run(strings.Join(flags, " "), func(t *testing.T) {
+			var sim struct {
+				Runs []struct {
+					TTFTMs struct {
+						P50 float64 `json:"p50"`
+					} `json:"ttft_ms"`
+				} `json:"runs"`
+			}
+			runJSONInto(t, &sim, append([]string{"simulate", "--output", "json", "--concurrency", "1", "--requests", "1", "--isl", "512", "--osl", "1"}, flags...)...)
+			var pr struct {
+				StepUs float64 `json:"step_us"`
+			}
+			runJSONInto(t, &pr, append([]string{"predict", "--output", "json", "--phase", "prefill", "--context", "512"}, flags...)...)
+			if len(sim.Runs) != 1 {
+				t.Fatalf("%d runs, want 1", len(sim.Runs))
+			}
+			if got := sim.Runs[0].TTFTMs.P50 * 1e3; math.Abs(got-pr.StepUs) > 1e-6*pr.StepUs {
+				t.Errorf("simulate TTFT %.1f us; predict --phase prefill %.1f us: want one step", got, pr.StepUs)
+			}
+		})
+	}
+}
