@@ -409,8 +409,8 @@ func writeAdviceHead(w io.Writer, adv *advise.Advice) {
 	for _, a := range adviceAnswers(adv) {
 		fmt.Fprintln(w, a)
 	}
-	fmt.Fprintf(w, "baseline (%s): step %.2f ms, %.1f tok/s per request, %.1f tok/s, communication %.0f %% of the step, KV capacity %d tokens\n",
-		bo.Label(), b.StepUs/1e3, b.PerRequest, b.TokensPerS, 100*b.CommShareFrac, b.Footprint.KVCapacityToks)
+	fmt.Fprintf(w, "baseline (%s): step %.2f ms, %.1f tok/s per request, %.1f tok/s, communication %.0f %% of the step, KV capacity %d tokens%s\n",
+		bo.Label(), b.StepUs/1e3, b.PerRequest, b.TokensPerS, 100*b.CommShareFrac, b.Footprint.KVCapacityToks, kvGroupsNote(b))
 	for _, c := range b.Caveats {
 		fmt.Fprintf(w, "caveat: %s\n", c)
 	}
@@ -737,6 +737,19 @@ func writeSpecAdvice(w io.Writer, adv *advise.Advice, md bool) {
 		}
 		fmt.Fprintf(w, "  %-22s %s\n  %-22s acceptance: %s\n", r.Entry, r.Spec, "", r.Spec.AcceptSource)
 	}
+}
+
+// kvGroupsNote says, for a plan of several DP groups, that the baseline's
+// KV capacity is the whole deployment's (advise.Footprint.KVCapacityToks:
+// each group's pool times the groups), where predict's memory line gives
+// one group's pool: the same flags, two numbers, each named.
+func kvGroupsNote(v *advise.Variant) string {
+	p, err := model.ParsePlan(v.Plan)
+	dp := p.Normalized().DP
+	if err != nil || dp <= 1 {
+		return ""
+	}
+	return fmt.Sprintf(" over its %d DP groups (%d each, predict's memory line)", dp, v.Footprint.KVCapacityToks/int64(dp))
 }
 
 // kvCapacityChange says what an entry does to the KV capacity: the ratio

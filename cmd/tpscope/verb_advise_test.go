@@ -771,3 +771,26 @@ func TestAdviseP2PDisableRowOptionsArePredicts(t *testing.T) {
 		t.Errorf("advise nccl-p2p-disable: options %s step %.1f us; predict --p2p-disable: options %s step %.1f us", &got, w.StepUs, &want, pr.StepUs)
 	}
 }
+
+// TestAdviseKVCapacityNamesItsGroups: under DP attention advise's baseline
+// line gives the whole deployment's KV capacity (each DP group caches its
+// own requests) and predict's memory line one group's pool; the same
+// flags printed two numbers under one name. The baseline line now says
+// over how many groups, and the group's share is predict's own figure.
+func TestAdviseKVCapacityNamesItsGroups(t *testing.T) {
+	flags := []string{"--model", "deepseek-v3", "--topo", "h200-nvswitch", "--batch", "8", "--tp", "4", "--dp", "2", "--ep"}
+	code, out, errs := runCLI(t, append([]string{"advise", "--no-sweep", "--transfer", "", "--compare-topos", "", "--entries", "cuda-graphs"}, flags...)...)
+	if code != 0 {
+		t.Fatalf("advise: exit %d: %s", code, errs)
+	}
+	var pr struct {
+		Memory struct {
+			KVCapacityTokens int64 `json:"kv_capacity_tokens"`
+		} `json:"memory"`
+	}
+	runJSONInto(t, &pr, append([]string{"predict", "--output", "json"}, flags...)...)
+	want := fmt.Sprintf("KV capacity %d tokens over its 2 DP groups (%d each, predict's memory line)", 2*pr.Memory.KVCapacityTokens, pr.Memory.KVCapacityTokens)
+	if !strings.Contains(out, want) {
+		t.Errorf("advise's baseline line does not say %q:\n%s", want, out)
+	}
+}
