@@ -714,7 +714,7 @@ func TestAdviseTransferRowIsPredictModel(t *testing.T) {
 			if row == nil {
 				t.Fatalf("no transfer row of %s in %+v", tc.other, adv.Transfer)
 			}
-			code, out, errs := runCLI(t, append([]string{"predict", "--output", "json"}, append(tc.flags, "--model", tc.other)...)...)
+			code, out, errs := runCLI(t, append([]string{"predict", "--output", "json"}, withFlags(tc.flags, "--model", tc.other)...)...)
 			if code != 0 {
 				if row.Error == "" {
 					t.Fatalf("predict --model %s refuses (%s); advise priced its transfer row at %.1f us", tc.other, strings.TrimSpace(errs), row.StepUs)
