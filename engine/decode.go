@@ -405,6 +405,17 @@ func (p *Profile) validate() error {
 	if err := validateGraphMaxBS(g.MaxBS, p.sizes[len(p.sizes)-1], bad); err != nil {
 		return err
 	}
+	if r := g.ServingMax; r != nil {
+		if r.SeqsFactor < 1 {
+			return bad("cuda_graphs.serving_max.seqs_factor", "%d: want 1 or more, the times max_num_seqs x (1 + k) the largest size counts", r.SeqsFactor)
+		}
+		if len(g.MaxBS) > 0 {
+			return bad("cuda_graphs.serving_max", "set beside max_bs: want one rule for the largest size")
+		}
+		if err := cite("cuda_graphs.serving_max", r.Cite); err != nil {
+			return err
+		}
+	}
 	for i, b := range p.Attention.Backends {
 		if b.CUDAGraph == "piecewise" && len(g.PiecewiseEager) == 0 {
 			return bad("cuda_graphs.piecewise_eager", "missing: attention.backends[%d] (%s) captures piecewise: want the roles a piecewise graph launches eagerly", i, b.Name)

@@ -1019,7 +1019,74 @@ type CUDAGraphs struct {
 	// runs eagerly, and the engine's KV reserve counts it (kv_pool). None:
 	// the whole list on every GPU.
 	MaxBS []GraphMaxBSTier `yaml:"max_bs"`
-	Cite  []string         `yaml:"cite"`
+	// ServingMax, when set, is the engine's rule for the largest capture
+	// size from its scheduler's limits (vLLM's _set_cudagraph_sizes): the
+	// list stops there, so a larger step runs eagerly. None: the list as
+	// it stands whatever the limits.
+	ServingMax *GraphServingMax `yaml:"serving_max"`
+	Cite       []string         `yaml:"cite"`
+}
+
+// GraphServingMax is an engine's rule for its capture sizes under a
+// scheduler's limits (ServingCaptureSizes): the listed sizes up to
+// min(max_num_seqs x (1 + k) x SeqsFactor, the list's largest,
+// max_num_batched_tokens), k the speculative tokens a decoding sequence
+// verifies.
+type GraphServingMax struct {
+	// SeqsFactor: the running requests' decode tokens are counted this
+	// many times over (vLLM's 2), so a full decode batch fits well inside.
+	SeqsFactor int `yaml:"seqs_factor"`
+	// AddBudget: max_num_batched_tokens is captured too when it is the
+	// largest size, on the grid or not (vLLM PR #40734).
+	AddBudget bool `yaml:"add_budget"`
+	// SpecMultiple: with speculative tokens, where decode steps capture
+	// full graphs, every size rounds up to a multiple of 1 + k and those
+	// above the largest drop out, or 1 + k alone where none stays (vLLM's
+	// adjust_cudagraph_sizes_for_spec_decode: a uniform decode batch is
+	// 1 + k tokens a request).
+	SpecMultiple bool     `yaml:"spec_multiple"`
+	Cite         []string `yaml:"cite"`
+}
+
+// ServingCaptureSizes are the capture sizes in tokens of an engine whose
+// scheduler runs at most maxSeqs requests in a step of at most
+// budgetTokens tokens, each decoding sequence verifying k speculative
+// tokens, its decode steps captured full (fullDecode) or piecewise, by the
+// profile's cuda_graphs.serving_max; ok is false where the profile states
+// no such rule (the list stands). Empty only where 1 + k exceeds every
+// size, which the engine refuses at start-up.
+func (p *Profile) ServingCaptureSizes(maxSeqs, budgetTokens, k int, fullDecode bool) (sizes []int, ok bool) {
+	r := p.Graphs.ServingMax
+	grid := p.CaptureSizes()
+	if r == nil || len(grid) == 0 || maxSeqs < 1 || budgetTokens < 1 {
+		return nil, false
+	}
+	q := 1 + max(k, 0)
+	largest := min(int64(maxSeqs)*int64(q)*int64(r.SeqsFactor), int64(grid[len(grid)-1]), int64(budgetTokens))
+	for _, s := range grid {
+		if int64(s) <= largest {
+			sizes = append(sizes, s)
+		}
+	}
+	if r.AddBudget && int64(budgetTokens) == largest && !slices.Contains(sizes, budgetTokens) {
+		sizes = append(sizes, budgetTokens)
+	}
+	if !r.SpecMultiple || q == 1 || !fullDecode || len(sizes) == 0 {
+		return sizes, true
+	}
+	top := sizes[len(sizes)-1]
+	var rounded []int
+	for _, s := range sizes {
+		if u := (s + q - 1) / q * q; u <= top {
+			rounded = append(rounded, u)
+		}
+	}
+	slices.Sort(rounded)
+	rounded = slices.Compact(rounded)
+	if len(rounded) == 0 && q <= top {
+		rounded = []int{q}
+	}
+	return rounded, true
 }
 
 // GraphMaxBSTier is one row of CUDAGraphs.MaxBS: on a GPU of less than

@@ -105,6 +105,10 @@ func New(d Deployment) (*Simulator, error) {
 		}
 		s.engine.MaxNumSeqs = max(1, prof.Scheduler.DefaultMaxRunning(int64(s.blocks)*int64(s.engine.BlockSize), ctx))
 	}
+	// The engine sizes its CUDA-graph capture by its scheduler's limits
+	// (vLLM: up to min(max_num_seqs x (1 + k) x 2, 512,
+	// max_num_batched_tokens)), a scheduler's own.
+	c.LimitCapture(s.engine.MaxNumSeqs, s.engine.MaxNumBatchedTokens)
 	return s, nil
 }
 

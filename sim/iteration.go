@@ -6,6 +6,7 @@ import (
 	"math"
 	"math/bits"
 
+	engprof "github.com/tpscope/tpscope/engine"
 	"github.com/tpscope/tpscope/model"
 )
 
@@ -68,6 +69,10 @@ type IterationCoster struct {
 	// when it has one: Predictor.specCapture).
 	spec    int
 	capture *model.GraphCapture
+	// fullDecode: the scenario's decode steps capture full graphs (no
+	// Scenario.PiecewiseGraphs reason), which the engine's capture rule
+	// for speculative decoding reads (LimitCapture).
+	fullDecode bool
 }
 
 // IterationCostStats counts the memo's work.
@@ -108,7 +113,7 @@ func NewIterationCoster(p *Predictor, sc Scenario) (*IterationCoster, error) {
 	}
 	c := &IterationCoster{p: p, arch: sc.Arch, plan: plan, build: build, kv: kv,
 		bits: defaultIterationBucketBits, memo: make(map[iterKey]float64),
-		spec: sc.Workload.SpecTokens, capture: p.specCapture(sc)}
+		spec: sc.Workload.SpecTokens, capture: p.specCapture(sc), fullDecode: sc.PiecewiseGraphs() == ""}
 	if sc.Arch.MoELayers() > fastLayers {
 		short := *sc.Arch
 		short.Layers = sc.Arch.DenseLayers + fastLayers
@@ -120,6 +125,43 @@ func NewIterationCoster(p *Predictor, sc Scenario) (*IterationCoster, error) {
 		return nil, err
 	}
 	return c, nil
+}
+
+// LimitCapture sets the CUDA-graph capture the iterations run under to
+// the engine's for a scheduler of at most maxNumSeqs running requests and
+// maxNumBatchedTokens tokens a step (engprof.Profile.ServingCaptureSizes:
+// vLLM captures up to min(max_num_seqs x (1 + k) x 2, 512,
+// max_num_batched_tokens) and runs a larger step eagerly), where graphs
+// are on, no capture sizes were given (Options.GraphSizes win, as vLLM's
+// cudagraph_capture_sizes do) and the engine states such a rule; else the
+// capture stands. The serving layer calls it once its limits are known;
+// the memo is cleared.
+func (c *IterationCoster) LimitCapture(maxNumSeqs, maxNumBatchedTokens int) {
+	if c.capture == nil || len(c.p.opts.GraphSizes) > 0 {
+		return
+	}
+	prof, err := engprof.Lookup(c.p.opts.Engine)
+	if err != nil {
+		return
+	}
+	sizes, ok := prof.ServingCaptureSizes(maxNumSeqs, maxNumBatchedTokens, c.spec, c.fullDecode)
+	if !ok {
+		return
+	}
+	g := *c.capture
+	g.Sizes = sizes
+	c.capture = &g
+	clear(c.memo)
+}
+
+// CaptureSizes are the CUDA-graph capture sizes the iterations run under
+// (nil when graphs are off): a step of more tokens than the last runs
+// eagerly.
+func (c *IterationCoster) CaptureSizes() []int {
+	if c.capture == nil {
+		return nil
+	}
+	return c.capture.Sizes
 }
 
 // IterationBucketBound is the relative error the memo's bucketing may add

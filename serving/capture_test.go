@@ -1,0 +1,96 @@
+package serving
+
+import (
+	"slices"
+	"testing"
+
+	"github.com/tpscope/tpscope/model"
+	"github.com/tpscope/tpscope/sim"
+)
+
+// vllmCapture is vLLM's default capture list for a scheduler of seqs
+// running requests, k speculative tokens and a step budget of budget
+// tokens, as _set_cudagraph_sizes builds it: [1, 2, 4] + range(8, 256, 8)
+// + range(256, largest + 1, 16) up to largest = min(seqs x (1 + k) x 2,
+// 512, budget).
+func vllmCapture(seqs, k, budget int) []int {
+	largest := min(seqs*(1+k)*2, 512, budget)
+	var s []int
+	for _, b := range []int{1, 2, 4} {
+		if b <= largest {
+			s = append(s, b)
+		}
+	}
+	for b := 8; b < min(largest+1, 256); b += 8 {
+		s = append(s, b)
+	}
+	for b := 256; b <= largest; b += 16 {
+		s = append(s, b)
+	}
+	return s
+}
+
+// TestVLLMCaptureFollowsMaxNumSeqs: under vLLM --max-num-seqs 32 captures
+// graphs up to 64 tokens, so a mixed step of 100 tokens (20 decodes and an
+// 80-token chunk, between the new largest size and the old 512) runs
+// eagerly: priced as the same step with graphs off, not as the graph of
+// 104 tokens it was priced as before. With the engine's defaults on an
+// H200 (max_num_seqs 1024, 8192 tokens) the list is the whole 512 one and
+// that step stays graphed.
+func TestVLLMCaptureFollowsMaxNumSeqs(t *testing.T) {
+	sc := sim.Scenario{Arch: mustPreset(t, "deepseek-v3"), Plan: model.Plan{TP: 8}, Topo: mustBox(t, "h200-nvswitch"),
+		Workload: model.Workload{KVDtype: model.FP8}, Options: sim.Options{CUDAGraphs: true}}
+	var mixed model.Iteration
+	for range 20 {
+		mixed.AddDecode(2000)
+	}
+	mixed.AddChunk(80, 0)
+	if n := mixed.Tokens(); n != 100 {
+		t.Fatalf("mixed step of %d tokens, want 100", n)
+	}
+	eager := sc
+	eager.Options.CUDAGraphs = false
+	eagerUs, err := mustNew(t, Deployment{Scenario: eager}).coster.StepUs(mixed)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	s32 := mustNew(t, Deployment{Scenario: sc, Engine: EngineOptions{MaxNumSeqs: 32}})
+	if got, want := s32.coster.CaptureSizes(), vllmCapture(32, 0, 8192); !slices.Equal(got, want) {
+		t.Fatalf("--max-num-seqs 32: capture sizes %v, want %v", got, want)
+	}
+	us32, err := s32.coster.StepUs(mixed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if us32 != eagerUs {
+		t.Errorf("--max-num-seqs 32: the 100-token mixed step costs %.1f us, want the eager %.1f us (above the largest capture size, 64)", us32, eagerUs)
+	}
+
+	def := mustNew(t, Deployment{Scenario: sc})
+	if got, want := def.coster.CaptureSizes(), vllmCapture(1024, 0, 8192); !slices.Equal(got, want) || want[len(want)-1] != 512 {
+		t.Fatalf("defaults: capture sizes %v, want %v", got, want)
+	}
+	usDef, err := def.coster.StepUs(mixed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if usDef == eagerUs {
+		t.Errorf("defaults: the 100-token mixed step costs the eager %.1f us, want it graphed (captured up to 512)", usDef)
+	}
+
+	// MTP 2 at --max-num-seqs 32: up to 32 x 3 x 2 = 192 tokens, every
+	// size rounded up to a multiple of 3 (decode graphs are full here).
+	spec := sc
+	spec.Workload.SpecTokens = 2
+	sp := mustNew(t, Deployment{Scenario: spec, Engine: EngineOptions{MaxNumSeqs: 32}})
+	var want []int
+	for _, s := range vllmCapture(32, 2, 8192) {
+		if u := (s + 2) / 3 * 3; u <= 192 && !slices.Contains(want, u) {
+			want = append(want, u)
+		}
+	}
+	if got := sp.coster.CaptureSizes(); !slices.Equal(got, want) {
+		t.Errorf("MTP 2, --max-num-seqs 32: capture sizes %v, want %v", got, want)
+	}
+}
