@@ -2,6 +2,7 @@ package engine
 
 import (
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -85,6 +86,24 @@ func TestServingCaptureSizes(t *testing.T) {
 	for _, name := range []string{"sglang", "trtllm"} {
 		if got, ok := mustLookup(t, name).ServingCaptureSizes(32, 8192, 0, true); ok {
 			t.Errorf("%s: a serving rule (%v), want none: its list stands", name, got)
+		}
+	}
+}
+
+// TestServingMaxChecked: a serving_max rule without a factor of 1 or more,
+// or without a citation, is one error naming the field.
+func TestServingMaxChecked(t *testing.T) {
+	base := string(mustRead(t, "profiles/vllm-0.24.yaml"))
+	if err := parseEdited(base, "seqs_factor: 2", "seqs_factor: 2"); err != nil {
+		t.Fatalf("the profile as it is: %v", err)
+	}
+	for _, c := range []struct{ old, new, field string }{
+		{"seqs_factor: 2", "seqs_factor: 0", "cuda_graphs.serving_max.seqs_factor"},
+		{"cite: [graphs-doc, capture-budget, capture-spec]", "cite: []", "cuda_graphs.serving_max"},
+	} {
+		err := parseEdited(base, c.old, c.new)
+		if err == nil || !strings.Contains(err.Error(), c.field) {
+			t.Errorf("%s: error %v, want one naming %s", c.new, err, c.field)
 		}
 	}
 }
