@@ -140,6 +140,105 @@ func refuseRepeated(fs *pflag.FlagSet) {
 	})
 }
 
+// emptyAllowed lists the flags, as "VERB --FLAG", whose empty value is
+// documented as a choice of its own; every other flag refuses an explicit
+// empty value (refuseEmpty).
+var emptyAllowed = map[string]bool{
+	// advise's help: "preset boxes the 'move to' entries try (comma
+	// list; '' for none)"; the tests run advise --compare-topos= to price
+	// no box entry.
+	"advise --compare-topos": true,
+	// advise's help: "other models on which to compare the baseline's
+	// settings with stock (comma list; '' for none)"; the tests run
+	// advise --transfer '' to skip the transfer rows.
+	"advise --transfer": true,
+	// run's help: "span destination: ... (empty: OTEL_EXPORTER_OTLP_*
+	// variables)": the empty destination is the OpenTelemetry exporter's
+	// environment.
+	"run --trace": true,
+}
+
+// emptyWantAnnotation holds, on a flag whose help is too long to quote in
+// one line, what the flag takes, in the words of the code that binds it
+// (wantWhenEmpty), for the refusal of its empty value (refuseEmpty).
+const emptyWantAnnotation = "tpscope-empty-want"
+
+// wantWhenEmpty states what the flag name of fs takes, which the refusal
+// of its empty value says in place of its help.
+func wantWhenEmpty(fs *pflag.FlagSet, name, want string) {
+	_ = fs.SetAnnotation(name, emptyWantAnnotation, []string{want})
+}
+
+// emptyWantOf is what fl takes, said in the refusal of its empty value:
+// its wantWhenEmpty words, or its help up to its first top-level ';' or
+// "(default", cut at a word near 100 characters (the refusal's line ends
+// with where the whole help is: 'see tpscope VERB --help').
+func emptyWantOf(fl *pflag.Flag) string {
+	if w := fl.Annotations[emptyWantAnnotation]; len(w) == 1 {
+		return w[0]
+	}
+	u, depth := fl.Usage, 0
+	for i, r := range u {
+		switch {
+		case r == '(' && depth == 0 && strings.HasPrefix(u[i:], "(default"):
+			u = u[:i]
+		case r == '(':
+			depth++
+			continue
+		case r == ')':
+			depth--
+			continue
+		case r == ';' && depth == 0:
+			u = u[:i]
+		default:
+			continue
+		}
+		break
+	}
+	u = strings.TrimSpace(u)
+	if len(u) > 100 {
+		if cut := strings.LastIndexByte(u[:100], ' '); cut > 0 {
+			// Close what the cut left open: "(vllm bench serve, ...)".
+			u = u[:cut] + " ..." + strings.Repeat(")", max(0, strings.Count(u[:cut], "(")-strings.Count(u[:cut], ")")))
+		}
+	}
+	return "a value (" + u + ")"
+}
+
+// nonEmpty is a flag that refuses an explicit empty or blank value: each
+// flag's unset value is "" (or an empty list), so pflag took '--model ""'
+// as the flag left out and ran the default model, and '--engine ""' the
+// default engine, a value that named nothing read as a choice.
+type nonEmpty struct {
+	pflag.Value
+	want string
+}
+
+func (v nonEmpty) Set(s string) error {
+	if strings.TrimSpace(s) == "" {
+		return fmt.Errorf("empty: want %s", v.want)
+	}
+	return v.Value.Set(s)
+}
+
+// refuseEmpty makes every flag of verb's flag set fs that takes a value a
+// nonEmpty, but those of emptyAllowed. A flag left out keeps its default;
+// only an empty value given is refused, at parse time, naming the flag.
+// Booleans refuse an empty value already (pflag's ParseBool).
+func refuseEmpty(fs *pflag.FlagSet, verb string) {
+	fs.VisitAll(func(f *pflag.Flag) {
+		if f.Value.Type() == "bool" || emptyAllowed[verb+" --"+f.Name] {
+			return
+		}
+		if f.DefValue == "[]" {
+			// pflag's help prints "(default [])" for a list it does not
+			// know as its own type; the list's default is none, as before.
+			f.DefValue = ""
+		}
+		f.Value = nonEmpty{Value: f.Value, want: emptyWantOf(f)}
+	})
+}
+
 // countValue is a flag of one count (parseCount): --context 32K.
 type countValue int
 

@@ -104,6 +104,7 @@ func (f *scenarioFlags) Bind(fs *pflag.FlagSet) {
 	f.bindSpecFlags(fs)
 	fs.StringVar(&f.kvDtype, "kv-dtype", f.kvDtype, "KV-cache dtype: "+model.KVDtypesAccepted+" (default: the engine's --kv-cache-dtype auto: the checkpoint's KV scheme, or the engine's own default where it has one, as SGLang's fp8 for a DSA model on SM100)")
 	fs.StringVar(&f.topo, "topo", f.topo, topoHelp)
+	wantWhenEmpty(fs, "topo", topoWant)
 	fs.IntVar(&f.gpus, "gpus", f.gpus, "use only the first N GPUs of the box (0 = all)")
 	f.bindCostFlags(fs)
 	f.bindOptionFlags(fs)
@@ -115,6 +116,8 @@ func (f *scenarioFlags) bindCostFlags(fs *pflag.FlagSet) {
 	f.fs = fs
 	fs.StringVar(&f.perfDB, "perf-db", f.perfDB, "price ops from measured tables first: the systems/ directory of an aiconfigurator or AISimulate install, or a checkout or site-packages holding one (the engine's tables of the box's GPU; a table a version's reuse.yaml takes from another version is read there, and the prediction says so); ops without a table keep the priors, and each op says where its cost came from")
 	fs.StringVar(&f.perfDBSystem, "perf-db-system", f.perfDBSystem, "system of --perf-db to read (its YAML name, e.g. rtx_pro_6000_server; default: the one measured on the box's GPU)")
+	wantWhenEmpty(fs, "perf-db", "an aiconfigurator or AISimulate systems/ directory, or a checkout or site-packages holding one")
+	wantWhenEmpty(fs, "perf-db-system", "a system of --perf-db by its YAML name (e.g. rtx_pro_6000_server)")
 	fs.BoolVar(&f.perfDBTransfer, "perf-db-transfer", f.perfDBTransfer, "for a GPU --perf-db has no tables of: price ops from the other systems' tables moved to it by the datasheets (nearest memory bandwidth first; each row's bandwidth part by the speed-of-light ratio, its launches and latency by the small-kernel cost), as aiconfigurator's perf_data_reuse_manifest reuses rows; collectives keep the priors. Held out, closer than the priors on every HBM GPU (README \"Leave one system out\")")
 }
 
@@ -251,6 +254,8 @@ func (f *scenarioFlags) bindModelFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&f.dispatch, "moe-dispatch", f.dispatch, "MoE dispatch under --dp > 1: alltoall or allgather_reducescatter (default: the engine's, which the engine line names: vLLM's --all2all-backend allgather_reducescatter, SGLang's all-gather + reduce-scatter without --moe-a2a-backend, TensorRT-LLM's NVLink all-to-all where NVLink joins the GPUs)")
 	fs.StringVar(&f.dispatchDtype, "dispatch-dtype", f.dispatchDtype, "payload dtype of the MoE dispatch under --dp > 1: bf16 or fp8 (default: the engine's; vLLM's all-gather moves its experts' input format, FP8 or NVFP4 with their scales)")
 	fs.StringVar(&f.moeRouting, "moe-routing", f.moeRouting, "how the MoE router spreads tokens over the experts: uniform (random), or balanced or power-law-ALPHA as aiconfigurator's MoE tables were measured (power-law-1.01, power-law-1.2); with --perf-db the default is the tables' balanced where their MoE rows price the routed experts")
+	wantWhenEmpty(fs, "model", "a model preset ("+strings.Join(model.PresetNames(), ", ")+") or a config.json / model directory")
+	wantWhenEmpty(fs, "moe-routing", "uniform, balanced or power-law-ALPHA")
 }
 
 // routing is the MoE routing the flags name: --moe-routing when set;
@@ -280,7 +285,19 @@ func (f *scenarioFlags) bindOptionFlags(fs *pflag.FlagSet) {
 		if of.Hidden {
 			_ = fs.MarkHidden(of.Name)
 		}
+		if w, ok := optionWants[of.Name]; ok {
+			wantWhenEmpty(fs, of.Name, w)
+		}
 	}
+}
+
+// optionWants is what the options whose help is too long to quote take.
+var optionWants = map[string]string{
+	"engine":            "an engine name, alone or with @VERSION (" + strings.Join(engprof.Names(), ", ") + ")",
+	"attention-backend": "the engine's attention backend by name (vLLM's FLASHMLA, SGLang's flashinfer, ...)",
+	"moe-kernel":        "the engine's fused-MoE kernel by name (marlin, flashinfer_cutlass, cutlass, triton, ...)",
+	"custom-ar":         "auto, off, oneshot or twoshot",
+	"spec-accept":       `a rate ("0.8"), per-position rates ("0.9,0.8,0.7"), "len=L[@K]" or "rate=R[@K]"`,
 }
 
 // executorRefusal is what run and verdict say when the flags ask for
@@ -318,6 +335,9 @@ func (f *scenarioFlags) checkExecutor(o sim.Options) error {
 // topoHelp describes what --topo accepts.
 var topoHelp = "box: a preset (" + strings.Join(topology.PresetNames(), ", ") + "), a description FABRIC:NxGPU (fabrics " +
 	strings.Join(topology.Fabrics(), ", ") + "; GPUs as 'tpscope topo gpus' lists them, e.g. nvswitch:8xh100-sxm, pcie-2s:8xrtx-pro-6000-server) or a topology JSON"
+
+// topoWant is what --topo takes, said where its value is empty.
+var topoWant = "a box preset (" + strings.Join(topology.PresetNames(), ", ") + "), a description FABRIC:NxGPU or a topology JSON"
 
 // optionValue binds one sim.Options field to a flag through the options'
 // text codec.

@@ -37,6 +37,9 @@ func (f *scenarioFlags) bindSpecFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&f.draftModel, "draft-model", f.draftModel, "the EAGLE-3 head or draft model: a built-in drafter ("+strings.Join(model.DrafterPresetNames(), ", ")+"), a model preset, or a config.json (default: the model family's built-in)")
 	fs.IntVar(&f.draftTP, "draft-tp", f.draftTP, "the draft model's tensor-parallel degree, a divisor of --tp (default: --tp); smaller groups each draft for themselves")
 	fs.StringVar(&f.specAcceptFile, "spec-accept-file", f.specAcceptFile, "read the acceptance from an engine's metrics: vLLM's /metrics text (per-position accepted-token counters), its \"SpecDecoding metrics\" log lines, or SGLang's \"accept len\" log lines")
+	wantWhenEmpty(fs, "spec", "a speculative decoding method: mtp, eagle3, draft, ngram or suffix")
+	wantWhenEmpty(fs, "draft-model", "a built-in drafter, a model preset or a config.json")
+	wantWhenEmpty(fs, "spec-accept-file", "an engine's metrics or log file")
 }
 
 // specFlagNames are the flags bindSpecFlags registers.

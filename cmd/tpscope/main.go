@@ -208,6 +208,7 @@ func dispatch(args []string, stdout, stderr io.Writer) int {
 	opts.Bind(fs)
 	refuseRepeated(fs)
 	refuseNonFinite(fs)
+	refuseEmpty(fs, name)
 	joined, strays := joinOptionalValues(fs, rest)
 	if err := fs.Parse(joined); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {

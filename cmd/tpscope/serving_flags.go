@@ -41,6 +41,7 @@ func (f *engineFlags) bind(fs *pflag.FlagSet) {
 	fs.BoolVar(&f.noFullISL, "no-scheduler-reserve-full-isl", f.noFullISL, "vLLM --no-scheduler-reserve-full-isl: admit on the first chunk's blocks, not the whole input's")
 	fs.Float64Var(&f.watermark, "watermark", f.watermark, "vLLM --watermark: fraction of KV blocks kept free when admitting while others run (0 = off)")
 	fs.StringVar(&f.policy, "policy", f.policy, "the engine's scheduling policy, which --engine decides (vllm and trtllm: prefill mixed with decode in one step, running requests first; sglang: a prefill batch whenever a prompt waits, else decode); given, it must be the engine's")
+	wantWhenEmpty(fs, "policy", "the engine's scheduling policy by name")
 	fs.BoolVar(&f.noPrefixCache, "no-enable-prefix-caching", f.noPrefixCache, "vLLM --no-enable-prefix-caching: requests with hash IDs or sessions reuse nothing")
 	fs.IntVar(&f.recvInterval, "scheduler-recv-interval", f.recvInterval, "SGLang --scheduler-recv-interval: the scheduler reads new requests once per this many decode steps (and after every prefill); 0 or 1 = every step, the default")
 	fs.IntVar(&f.streamInterval, "stream-interval", f.streamInterval, "the engine's --stream-interval: the first token goes out at once, then one chunk per this many tokens, which ITL then measures (0 or 1 = every token, the default)")

@@ -33,6 +33,7 @@ func (m *servingCalibrateMode) bind(fs *pflag.FlagSet) {
 	fs.StringArrayVar(&m.files, "serving", m.files, "RESULT: fit the engine's overheads (host time per step and per request, decode and prefill scales, frontend latency) to measured serving benchmarks (vllm bench serve, SGLang bench_serving, aiperf, GuideLLM, request logs); repeatable, comma-free paths")
 	fs.StringVar(&m.fit, "fit-levels", m.fit, "with --serving: the load levels to fit on, 1-based over every file's levels in order (default 1); the others are held out and reported")
 	fs.StringVar(&m.terms, "terms", m.terms, "with --serving: the overheads to fit: step, per-seq, decode, prefill, prefill-step, frontend, or all (comma list; default: what the fitted levels tell apart: decode and frontend on one load, decode and prefill-step there under SGLang, whose prefill batches run eagerly, every term on two or more; on one load at most two named, three over two lengths)")
+	wantWhenEmpty(fs, "terms", "a comma list of step, per-seq, decode, prefill, prefill-step, frontend or all")
 	fs.Uint64Var(&m.seed, "seed", m.seed, "with --serving: seed of the simulated loads' draws")
 	m.engineFlags.bind(fs)
 }

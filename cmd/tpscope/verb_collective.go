@@ -65,6 +65,7 @@ func newCollectiveOptions() *collectiveOptions {
 func (o *collectiveOptions) Bind(fs *pflag.FlagSet) {
 	o.fs = fs
 	fs.StringVar(&o.topo, "topo", o.topo, topoHelp)
+	wantWhenEmpty(fs, "topo", topoWant)
 	fs.StringVar(&o.op, "op", o.op, "collective: allreduce, allgather, reducescatter, alltoall")
 	fs.IntVar(&o.ranks, "ranks", o.ranks, "ranks taking part: the first N GPUs (0 = all)")
 	fs.StringVar(&o.sizes, "sizes", o.sizes, "sizes MIN:MAX (doubling, K/M/G = 1024 multiples) or one size")
@@ -80,6 +81,7 @@ func (o *collectiveOptions) Bind(fs *pflag.FlagSet) {
 		}
 	}
 	fs.StringVar(&o.customAR, "custom-ar", o.customAR, "all-reduce only: oneshot or twoshot custom all-reduce over P2P, or multimem (torch's symmetric-memory all-reduce, which vLLM runs on GPUs that share an NVSwitch), instead of NCCL")
+	wantWhenEmpty(fs, "custom-ar", "oneshot, twoshot or multimem")
 	fs.BoolVar(&o.noCal, "no-calibration", o.noCal, "ignore calibrated parameters in the topology file")
 	bindOutputFlag(fs, &o.output, "one row per size", allFormats...)
 	o.meas.bind(fs)

@@ -100,6 +100,7 @@ func (o *planOptions) Bind(fs *pflag.FlagSet) {
 	o.fs = fs
 	o.sc.bindModelFlags(fs)
 	fs.StringSliceVar(&o.topos, "topo", o.topos, "boxes (a list); each "+topoHelp)
+	wantWhenEmpty(fs, "topo", "boxes (a list), each "+topoWant)
 	fs.Var(&o.gpus, "gpus", "GPU counts to use on each box (default: powers of two up to the box's GPUs, and its count)")
 	fs.StringSliceVar(&o.plans, "plan", o.plans, "plans to try, e.g. tp8,tp8-ep,tp4-dp2-ep,tp8-dcp4, instead of the --tp/--dp/--dcp/--ep lists (default: every valid plan)")
 	fs.Var(&o.tp, "tp", "tensor-parallel degrees (default: every valid plan)")
