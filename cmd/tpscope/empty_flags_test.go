@@ -1,6 +1,8 @@
 package main
 
 import (
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -43,7 +45,15 @@ func TestEmptyFlagValueRefused(t *testing.T) {
 			}
 		})
 	}
-	// The scenario flags of the report alone are dozens; a flag set
+	// Refused before any work: verdict's -o directory is not made.
+	out := filepath.Join(t.TempDir(), "verdict")
+	if code, _, _ := runCLI(t, "verdict", "--backend", "cpu", "--model", "", "-o", out); code != exitUsage {
+		t.Errorf("verdict --model '': exit %d, want 2", code)
+	}
+	if _, err := os.Stat(out); err == nil {
+		t.Errorf("verdict --model '' made -o %s", out)
+	}
+	// The scenario flags of predict alone are dozens; a flag set
 	// that lost them would pass vacuously.
 	if n < 200 {
 		t.Errorf("only %d empty values tried: the verbs' flag sets were not read", n)
