@@ -221,6 +221,38 @@ func (sc Scenario) GraphSizesUnused() string {
 	return fmt.Sprintf("%s and the KV pool is %s, which no capture size enters", step, b)
 }
 
+// CUDAGraphsUnused says why CUDA graphs on or off (Options.CUDAGraphs)
+// price nothing of sc, "" where they price something. A decode step
+// replays a graph or runs eagerly by it. A prefill step replays one only
+// under an engine that graphs steps with prefill tokens (vLLM's piecewise
+// graphs, the executor's whole-step graph; not SGLang's or TensorRT-LLM's,
+// cuda_graphs.prefill_eager) and only where its tokens fit a capture size
+// (model.NewDeployment); elsewhere it runs eagerly either way, and the KV
+// pool is the same (SGLang's reserve counts the largest captured batch
+// whether graphs run or not, GraphSizesUnused), so --cuda-graphs would be
+// printed among the options and priced nowhere.
+func (sc Scenario) CUDAGraphsUnused() string {
+	w := sc.Workload.Normalized()
+	if w.Phase == model.Decode || sc.Topo == nil || sc.Topo.DeviceOf(0) == nil {
+		return ""
+	}
+	prof, err := engprof.Lookup(sc.Options.Engine)
+	if err != nil {
+		return ""
+	}
+	if prof.Graphs.PrefillEager {
+		return fmt.Sprintf("a %s step runs eagerly (%s replays CUDA graphs for decode steps only)", w.Phase, prof.Name())
+	}
+	o := sc.Options
+	o.CUDAGraphs = true
+	g := o.GraphCapture(sc.Topo.DeviceOf(0).MemBytes, sc.Plan.Normalized().World())
+	d := model.NewDeployment(sc.Plan, sc.Workload, g)
+	if d.Graphed || len(g.Sizes) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("a %s step of %d tokens a group is above %s's largest CUDA-graph capture size (%d tokens), so it runs eagerly with graphs on or off", w.Phase, d.TokensPerGroup, prof.Name(), g.Sizes[len(g.Sizes)-1])
+}
+
 // CheckCollectiveOptions refuses an option of the collectives where sc's
 // step runs none it applies to: NCCL's settings (the fields with an Env)
 // on a plan of one GPU, which runs no collective, and the TP

@@ -582,6 +582,11 @@ func (f *scenarioFlags) scenario() (sim.Scenario, error) {
 	if why := sc.GraphSizesUnused(); f.changed("graph-sizes") && !f.variants && why != "" {
 		return sc, flagError("--graph-sizes", graphSizesText(sc.Options), "%s, so capture sizes change nothing of it: leave it out", why)
 	}
+	// Graphs on or off, a step that replays none is priced the same (and
+	// a run runs it eagerly), unless the verb also prices variants.
+	if why := sc.CUDAGraphsUnused(); f.changed("cuda-graphs") && !f.variants && why != "" {
+		return sc, flagError("--cuda-graphs", sc.Options.CUDAGraphs, "%s, so the flag changes nothing of it: leave it out", why)
+	}
 	// What the builder checks, once: plan, workload and build options
 	// against the model and each other.
 	if err := model.Validate(a, sc.Plan, sc.Workload, sc.Build); err != nil {

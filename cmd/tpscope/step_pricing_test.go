@@ -146,6 +146,34 @@ func TestGraphSizesUnused(t *testing.T) {
 	}
 }
 
+// TestCUDAGraphsUnusedOnPrefill: a prefill step that replays no graph
+// (an engine that graphs decode steps only, or tokens above the largest
+// capture size) was priced the same with --cuda-graphs on and off, the
+// options line alone saying "eager" (sim's TestCUDAGraphsUnused prices
+// both). Refused in one line there; a vLLM prefill that fits a capture
+// size, which it replays piecewise, keeps the flag, and advise still
+// prices its cuda-graphs entry.
+func TestCUDAGraphsUnusedOnPrefill(t *testing.T) {
+	const decodeOnly = " replays CUDA graphs for decode steps only), so the flag changes nothing of it: leave it out"
+	checkUsageErrors(t, []usageCase{
+		{"vllm", []string{"predict", "--phase", "prefill", "--cuda-graphs=false"}, "--cuda-graphs false: a prefill step of 4096 tokens a group is above vllm@0.24's largest CUDA-graph capture size (512 tokens), so it runs eagerly with graphs on or off"},
+		{"on", []string{"predict", "--phase", "prefill", "--cuda-graphs"}, "--cuda-graphs true: a prefill step of 4096 tokens"},
+		{"sglang", []string{"predict", "--engine", "sglang", "--phase", "prefill", "--cuda-graphs=false"}, "--cuda-graphs false: a prefill step runs eagerly (sglang@0.5" + decodeOnly},
+		{"executor", []string{"predict", "--engine", "executor", "--model", "tiny-mla-moe", "--tp", "2", "--phase", "prefill", "--cuda-graphs=false"}, "--cuda-graphs false: a prefill step of 4096 tokens a group is above executor@1's largest"},
+		{"trtllm", []string{"predict", "--engine", "trtllm", "--topo", "h200-nvswitch", "--model", "deepseek-v3", "--tp", "8", "--phase", "prefill", "--cuda-graphs=false"}, "--cuda-graphs false: a prefill step runs eagerly (trtllm@1.3" + decodeOnly},
+		{"schedule", []string{"schedule", "--phase", "prefill", "--cuda-graphs=false"}, "--cuda-graphs false: a prefill step of 4096 tokens"},
+	})
+	for _, args := range [][]string{
+		{"predict", "--phase", "decode", "--cuda-graphs=false"},
+		{"predict", "--phase", "prefill", "--context", "256", "--cuda-graphs=false"},
+		{"advise", "--phase", "prefill", "--cuda-graphs=false", "--no-sweep", "--transfer", "", "--compare-topos", "", "--entries", "cuda-graphs"},
+	} {
+		if code, _, stderr := runCLI(t, args...); code != 0 {
+			t.Errorf("%v: exit %d: %s", args, code, stderr)
+		}
+	}
+}
+
 // TestExecutorMemoryIsItsOwn: the executor allocates the step's own KV
 // cache, no serving engine's pool (it refuses --gpu-mem-util), yet its
 // predictions sized the memory as vLLM's pool at gpu_memory_utilization
