@@ -426,7 +426,7 @@ func TestAdviseSpeaksForItsEngine(t *testing.T) {
 			if r := rowByEntry(t, adv, "cuda-graphs"); !strings.Contains(r.Applicability.Reason, "up to 128 tokens") {
 				t.Errorf("trtllm cuda-graphs: %q, want its capture limit of 128", r.Applicability.Reason)
 			}
-			if r := rowByEntry(t, adv, "oneshot-ar"); !strings.Contains(r.Applicability.Reason, "trtllm@1.3's custom all-reduce already runs one-shot below 256 KB") {
+			if r := rowByEntry(t, adv, "oneshot-ar"); !strings.Contains(r.Applicability.Reason, "trtllm@1.3's custom all-reduce already runs one-shot where its AUTO table picks it here (its profile: one-shot up to 127 tokens, NCCL (norm apart) from 128 tokens)") {
 				t.Errorf("trtllm oneshot-ar: %q", r.Applicability.Reason)
 			}
 			// TensorRT-LLM fuses the all-reduce with the RMSNorm by default

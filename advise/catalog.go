@@ -705,6 +705,17 @@ func checkOneShot(c sim.Scenario) Applicability {
 	name := "the engine"
 	if p != nil {
 		name = p.Name()
+		if ok, _ := p.AllReduce.Runs(n, tpNVLink(c), 0); ok && len(p.AllReduce.StrategyTable) > 0 && c.Arch != nil && t.DeviceOf(0) != nil {
+			// The engine's table picks by tokens, for the fusion op its
+			// model code passes (the norm after the all-reduce where it
+			// fuses by default).
+			f := engprof.ARFusionNone
+			if p.FusedOn(engprof.FuseAllReduceRMSNorm, fusionUse(c)) {
+				f = engprof.ARFusionResidualRMSNorm
+			}
+			bands := p.AllReduce.TableBands(t.DeviceOf(0).ComputeCapability, n, f, int64(c.Arch.Hidden))
+			return Applicability{Status: Applies, Reason: fmt.Sprintf("%s's custom all-reduce already runs one-shot where its AUTO table picks it here (its profile: %s)", name, bands)}
+		}
 		if ok, one := p.AllReduce.Runs(n, tpNVLink(c), 0); ok && one {
 			if slices.Contains(p.AllReduce.OneShotAlways, n) {
 				return Applicability{Status: Applies, Reason: fmt.Sprintf("%s's custom all-reduce already runs one-shot at every size on %d GPUs (its profile)", name, n)}

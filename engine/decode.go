@@ -447,6 +447,9 @@ func (p *Profile) validate() error {
 			return bad("custom_allreduce.oneshot_always", "%d: want a world size of world_sizes", n)
 		}
 	}
+	if err := validateStrategyTable(c, bad); err != nil {
+		return err
+	}
 	if err := cite("custom_allreduce", c.Cite); err != nil {
 		return err
 	}
@@ -787,6 +790,47 @@ func (p *Profile) moeKernelNamed(name string) *MoEKernel {
 		if p.MoE.Kernels[i].Is(name) {
 			return &p.MoE.Kernels[i]
 		}
+	}
+	return nil
+}
+
+// validateStrategyTable refuses a malformed all-reduce strategy table: a
+// row for an SM bucket the engine does not key by, a TP degree or hidden
+// size that is not a power of two (the engine rounds both down to one),
+// an unknown fusion op, codes other than the engine's one-shot, two-shot
+// and NCCL values, or a key stated twice.
+func validateStrategyTable(c CustomAR, bad func(field, format string, args ...any) error) error {
+	if len(c.StrategyTable) > 0 && !c.Enabled {
+		return bad("custom_allreduce.strategy_table", "stated with enabled false: want enabled true or no table")
+	}
+	if len(c.StrategyTable) > 0 && (c.OneShotBelowBytes != 0 || len(c.OneShotBelowBytesByWorld) > 0 || len(c.OneShotAlways) > 0) {
+		return bad("custom_allreduce.strategy_table", "stated with a byte rule (oneshot_below_bytes, oneshot_below_bytes_by_world, oneshot_always): the table picks one-shot or two-shot; leave the byte rule out")
+	}
+	type key struct {
+		sm, tp int
+		f      ARFusion
+		h      int64
+	}
+	seen := map[key]bool{}
+	for i, r := range c.StrategyTable {
+		f := fmt.Sprintf("custom_allreduce.strategy_table[%d]", i)
+		switch {
+		case r.SM != 90 && r.SM != 100:
+			return bad(f+".sm", "%d: want 90 (every GPU before SM 10.0) or 100 (SM 10.0 and later)", r.SM)
+		case r.TP < 2 || r.TP&(r.TP-1) != 0:
+			return bad(f+".tp", "%d: want a power of two >= 2", r.TP)
+		case r.Fusion != ARFusionNone && r.Fusion != ARFusionResidualRMSNorm:
+			return bad(f+".fusion", "%q: want %s or %s", r.Fusion, ARFusionNone, ARFusionResidualRMSNorm)
+		case r.Hidden < 1 || r.Hidden&(r.Hidden-1) != 0:
+			return bad(f+".hidden", "%d: want a power of two", r.Hidden)
+		case r.Codes == "" || len(r.Codes) > 62 || strings.Trim(r.Codes, "045") != "":
+			return bad(f+".codes", "%q: want 1 to 62 strategy codes, one per power of two of tokens: 4 one-shot, 5 two-shot, 0 NCCL", r.Codes)
+		}
+		k := key{r.SM, r.TP, r.Fusion, r.Hidden}
+		if seen[k] {
+			return bad(f, "sm %d, tp %d, fusion %s, hidden %d stated twice", r.SM, r.TP, r.Fusion, r.Hidden)
+		}
+		seen[k] = true
 	}
 	return nil
 }

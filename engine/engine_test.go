@@ -408,7 +408,7 @@ func TestAllReducePaths(t *testing.T) {
 		{"vllm", SM100, "10.3", 2, true, true, 4 * mib, ARNCCL},
 	}
 	for _, c := range cases {
-		if got := mustLookup(t, c.engine).AllReducePath(c.arch, c.cc, c.n, c.nvlink, c.nvswitch, c.bytes); got != c.want {
+		if got := mustLookup(t, c.engine).AllReducePath(c.arch, c.cc, c.n, c.nvlink, c.nvswitch, ARMessage{Bytes: c.bytes}); got != c.want {
 			t.Errorf("%s %s (%s) %d GPUs nvlink %v nvswitch %v %d B: %s, want %s", c.engine, c.arch, c.cc, c.n, c.nvlink, c.nvswitch, c.bytes, got, c.want)
 		}
 	}

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"fmt"
+	"math/bits"
 	"slices"
 	"strconv"
 	"strings"
@@ -1176,12 +1177,167 @@ type CustomAR struct {
 	OneShotBelowBytes        int64         `yaml:"oneshot_below_bytes"`
 	OneShotBelowBytesByWorld map[int]int64 `yaml:"oneshot_below_bytes_by_world"`
 	OneShotAlways            []int         `yaml:"oneshot_always"`
-	Cite                     []string      `yaml:"cite"`
+	// StrategyTable, when stated, is the engine's own pick among one-shot,
+	// two-shot and NCCL for a message its kernel may carry (world size,
+	// NVLink and MaxBytes hold), in place of OneShotBelowBytes: TensorRT-
+	// LLM's AUTO lookup table, keyed by what the engine keys it by.
+	StrategyTable []ARStrategyRow `yaml:"strategy_table"`
+	Cite          []string        `yaml:"cite"`
 }
 
-// Runs reports whether the custom all-reduce carries a group of n GPUs
+// ARStrategyRow is one row of an all-reduce strategy table: for devices
+// of SM bucket SM (90: every GPU before SM 10.0, 100: SM 10.0 and later),
+// TP degree TP (a group's size rounded down to a power of two), fusion op
+// Fusion and hidden size Hidden (the model's hidden size rounded down to a
+// power of two), Codes holds the engine's strategy codes by token count:
+// the i-th character is for 2^i to 2^(i+1)-1 tokens, '4' one-shot, '5'
+// two-shot, '0' NCCL (AllReduceStrategyType's values); past the last
+// character, NCCL.
+type ARStrategyRow struct {
+	SM     int      `yaml:"sm"`
+	TP     int      `yaml:"tp"`
+	Fusion ARFusion `yaml:"fusion"`
+	Hidden int64    `yaml:"hidden"`
+	Codes  string   `yaml:"codes"`
+}
+
+// ARFusion is the operation an all-reduce kernel applies after the
+// reduction, by the engine's name (AllReduceFusionOp).
+type ARFusion string
+
+const (
+	// ARFusionNone: a plain all-reduce.
+	ARFusionNone ARFusion = "none"
+	// ARFusionResidualRMSNorm: the residual add and the RMSNorm after the
+	// all-reduce run in its kernel (RESIDUAL_RMS_NORM).
+	ARFusionResidualRMSNorm ARFusion = "residual_rms_norm"
+)
+
+// ARMessage is one TP all-reduce as the engine's strategy choice sees
+// it: its buffer in bytes, the tokens and hidden size it holds, and
+// whether the engine asks its kernel to apply the residual add and RMSNorm
+// after it (the fusion op it passes).
+type ARMessage struct {
+	Bytes, Tokens, Hidden int64
+	Fused                 bool
+}
+
+// Fusion is the message's fusion op.
+func (m ARMessage) Fusion() ARFusion {
+	if m.Fused {
+		return ARFusionResidualRMSNorm
+	}
+	return ARFusionNone
+}
+
+// strategySM is the table bucket of compute capability cc: 90 below SM
+// 10.0, 100 from it (selectStrategyLookUpTable maps every earlier SM to
+// 90 and every later one to 100); ok false for an unreadable cc.
+func strategySM(cc string) (int, bool) {
+	maj, _, _ := strings.Cut(strings.TrimSpace(cc), ".")
+	major, err := strconv.Atoi(maj)
+	if err != nil || major < 1 {
+		return 0, false
+	}
+	if major < 10 {
+		return 90, true
+	}
+	return 100, true
+}
+
+// floorPow2 is the largest power of two not above v (v >= 1).
+func floorPow2(v int64) int64 {
+	return int64(1) << (bits.Len64(uint64(v)) - 1)
+}
+
+// tableRow is the strategy table's row for a message of hidden size
+// hidden and fusion f over n GPUs of compute capability cc; nil where
+// the table has none (the engine's out-of-bounds fallback: NCCL).
+func (c *CustomAR) tableRow(cc string, n int, f ARFusion, hidden int64) *ARStrategyRow {
+	sm, ok := strategySM(cc)
+	if !ok || n < 2 || hidden < 1 {
+		return nil
+	}
+	tp, h := int(floorPow2(int64(n))), floorPow2(hidden)
+	for i := range c.StrategyTable {
+		r := &c.StrategyTable[i]
+		if r.SM == sm && r.TP == tp && r.Fusion == f && r.Hidden == h {
+			return r
+		}
+	}
+	return nil
+}
+
+// code is the row's strategy for tokens tokens (the token count rounded
+// down to a power of two); NCCL past the row's end.
+func (r *ARStrategyRow) code(tokens int64) byte {
+	if tokens < 1 {
+		tokens = 1
+	}
+	i := bits.Len64(uint64(tokens)) - 1
+	if r == nil || i >= len(r.Codes) {
+		return '0'
+	}
+	return r.Codes[i]
+}
+
+// TableBands describes the table's choice for messages of hidden size
+// hidden and fusion f over n GPUs of compute capability cc as token bands
+// ("one-shot up to 127 tokens, NCCL (norm apart) from 128 tokens"), the
+// custom kernel's bands
+// ending where a message outgrows MaxBytes; "" without a table.
+func (c *CustomAR) TableBands(cc string, n int, f ARFusion, hidden int64) string {
+	if len(c.StrategyTable) == 0 || hidden < 1 {
+		return ""
+	}
+	r := c.tableRow(cc, n, f, hidden)
+	maxTok := c.MaxBytes / (hidden * 2) // bf16 activations
+	type band struct {
+		from, to int64 // to -1: no end
+		code     byte
+	}
+	var bands []band
+	add := func(from, to int64, code byte) {
+		if k := len(bands); k > 0 && bands[k-1].code == code {
+			bands[k-1].to = to
+			return
+		}
+		bands = append(bands, band{from, to, code})
+	}
+	for i := 0; ; i++ {
+		lo, hi := int64(1)<<i, int64(1)<<(i+1)-1
+		code := r.code(lo)
+		if r == nil || i >= len(r.Codes) || lo > maxTok {
+			add(lo, -1, '0')
+			break
+		}
+		if code != '0' && hi > maxTok {
+			// The workspace cap cuts the band: above it, NCCL.
+			add(lo, maxTok, code)
+			add(maxTok+1, -1, '0')
+			break
+		}
+		add(lo, hi, code)
+	}
+	name := map[byte]string{'4': "one-shot", '5': "two-shot", '0': "NCCL"}
+	if f == ARFusionResidualRMSNorm {
+		name['0'] = "NCCL (norm apart)"
+	}
+	parts := make([]string, len(bands))
+	for k, b := range bands {
+		if b.to < 0 {
+			parts[k] = fmt.Sprintf("%s from %d tokens", name[b.code], b.from)
+		} else {
+			parts[k] = fmt.Sprintf("%s up to %d tokens", name[b.code], b.to)
+		}
+	}
+	return strings.Join(parts, ", ")
+}
+
+// Runs reports whether the custom all-reduce may carry a group of n GPUs
 // (allNVLink: NVLink joins every pair) for a message of b bytes, and
-// whether one-shot.
+// whether one-shot by the byte rule (a profile with a StrategyTable picks
+// by Pick instead).
 func (c *CustomAR) Runs(n int, allNVLink bool, b int64) (ok, oneShot bool) {
 	if !c.Enabled || n < 2 || b > c.MaxBytes || !slices.Contains(c.WorldSizes, n) {
 		return false, false
@@ -1285,14 +1441,37 @@ func (s *SymmMemAR) Runs(a Arch, cc string, n int, nvswitch bool) bool {
 	return s.symmRule(a, cc, n, nvswitch) != nil
 }
 
-// AllReducePath is what carries a TP all-reduce of b bytes over n GPUs of
-// family a and compute capability cc (allNVLink: NVLink joins every pair;
+// Pick is what carries all-reduce m over n GPUs of compute capability cc
+// (allNVLink: NVLink joins every pair) under the custom all-reduce's own
+// rules: ok false where its kernel may not carry it (NCCL does), else
+// one-shot or two-shot by the strategy table where the profile has one
+// (its NCCL cells give ok false: TensorRT-LLM's AllreduceOp runs NCCL and
+// then the fusion's residual add and norm as kernels of their own), by
+// the byte rule otherwise.
+func (c *CustomAR) Pick(cc string, n int, allNVLink bool, m ARMessage) (ok, oneShot bool) {
+	ok, one := c.Runs(n, allNVLink, m.Bytes)
+	if !ok || len(c.StrategyTable) == 0 {
+		return ok, one
+	}
+	switch c.tableRow(cc, n, m.Fusion(), m.Hidden).code(m.Tokens) {
+	case '4':
+		return true, true
+	case '5':
+		return true, false
+	}
+	return false, false
+}
+
+// AllReducePath is what carries TP all-reduce m over n GPUs of family a
+// and compute capability cc (allNVLink: NVLink joins every pair;
 // nvswitch: they share an NVSwitch, so multicast memory exists), in the
-// engine's order: its custom all-reduce below its cap, then symmetric
-// memory below its own, then NCCL (vLLM CudaCommunicator.all_reduce).
-func (p *Profile) AllReducePath(a Arch, cc string, n int, allNVLink, nvswitch bool, b int64) ARPath {
+// engine's order: its custom all-reduce where its rules take the message
+// (CustomAR.Pick), then symmetric memory below its own cap, then NCCL
+// (vLLM CudaCommunicator.all_reduce).
+func (p *Profile) AllReducePath(a Arch, cc string, n int, allNVLink, nvswitch bool, m ARMessage) ARPath {
+	b := m.Bytes
 	rule := p.SymmMem.symmRule(a, cc, n, nvswitch)
-	if ok, one := p.AllReduce.Runs(n, allNVLink, b); ok {
+	if ok, one := p.AllReduce.Pick(cc, n, allNVLink, m); ok {
 		capped := false
 		if rule != nil {
 			if m, has := rule.CustomMaxBytes[n]; has && b >= m {

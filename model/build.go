@@ -790,7 +790,7 @@ func (b *builder) fill(s *site, op *Op, r Role) {
 		op.BytesRead = op.WeightBytes + float64(t*8)
 		op.BytesWritten = float64(t * h * actBytes)
 	case RoleEmbedAllReduce, RoleAttnAllReduce, RoleMoEAllReduce, RoleMLPAllReduce:
-		b.allreduce(op, t*h*actBytes)
+		b.allreduce(op, t, h)
 
 	// Head: final norm, vocab-sharded lm_head over the tokens that need
 	// logits, and the gather of the logits shards.
@@ -936,9 +936,13 @@ func actQuant(op *Op, m, k int64) {
 	op.M, op.N, op.K = m, k, actQuantGroup
 }
 
-// allreduce fills an all-reduce of bytes over the TP group.
-func (b *builder) allreduce(op *Op, bytes int64) {
+// allreduce fills an all-reduce of tokens x hidden bf16 activations over
+// the TP group; M and N carry the shape (an engine picks its all-reduce
+// kernel by the token count and hidden size, engine.ARMessage).
+func (b *builder) allreduce(op *Op, tokens, hidden int64) {
+	bytes := tokens * hidden * actBytes
 	b.collective(op, gTP, AllReduce, bytes)
+	op.M, op.N = tokens, hidden
 	op.ActDtype = BF16
 	op.BytesRead = float64(bytes)
 }

@@ -206,6 +206,7 @@ func (p *Predictor) measuredOps(sc Scenario) measured {
 	seen := map[model.Role]bool{}
 	firstAR := true
 	ops := s.Ranks[0]
+	fuseAR := p.fusesARNorm(s)
 	for i := range ops {
 		op := &ops[i]
 		ar := firstAR && op.Collective == model.AllReduce
@@ -218,7 +219,7 @@ func (p *Predictor) measuredOps(sc Scenario) measured {
 		seen[op.Role] = true
 		var c OpCost
 		if op.IsCollective() {
-			if c, err = p.collectiveCost(op); err != nil {
+			if c, err = p.collectiveCost(op, p.arFusedAt(s, ops, i, fuseAR)); err != nil {
 				continue
 			}
 		} else {

@@ -38,14 +38,23 @@ type collMemo struct {
 
 type collKey struct {
 	op    model.Collective
-	bytes int64
+	msg   collMsg
 	group []int // owned copy
 }
 
-func (m *collMemo) get(op model.Collective, group []int, bytes int64) (OpCost, bool) {
+// collMsg is what a collective's price depends on besides the call and
+// its group: the bytes, and for an all-reduce the tokens they hold and
+// whether the norm after it is handed to its kernel (an engine's strategy
+// table keys on both).
+type collMsg struct {
+	bytes, tokens int64
+	fused         bool
+}
+
+func (m *collMemo) get(op model.Collective, group []int, msg collMsg) (OpCost, bool) {
 	for i := range m.keys {
 		k := &m.keys[i]
-		if k.bytes != bytes || len(k.group) != len(group) || k.op != op {
+		if k.msg != msg || len(k.group) != len(group) || k.op != op {
 			continue
 		}
 		same := true
@@ -68,7 +77,7 @@ func (m *collMemo) reset() {
 	m.keys, m.vals = m.keys[:0], m.vals[:0]
 }
 
-func (m *collMemo) put(op model.Collective, group []int, bytes int64, c OpCost) {
+func (m *collMemo) put(op model.Collective, group []int, msg collMsg, c OpCost) {
 	if len(m.keys) >= 256 { // bound memory for a schedule of many sizes
 		m.reset()
 	}
@@ -76,6 +85,6 @@ func (m *collMemo) put(op model.Collective, group []int, bytes int64, c OpCost) 
 	if n := len(m.keys); n < cap(m.keys) {
 		owned = m.keys[:n+1][n].group[:0] // a slot forgotten by reset
 	}
-	m.keys = append(m.keys, collKey{op: op, bytes: bytes, group: append(owned, group...)})
+	m.keys = append(m.keys, collKey{op: op, msg: msg, group: append(owned, group...)})
 	m.vals = append(m.vals, c)
 }

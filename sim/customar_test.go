@@ -151,7 +151,7 @@ func TestCustomARBlackwell(t *testing.T) {
 		if mode != "vllm_graph" || tb.Dtype[i] != "bfloat16" || b >= mib {
 			continue
 		}
-		path := prof.AllReducePath(engprof.SM100, "10.0", n, true, true, int64(b))
+		path := prof.AllReducePath(engprof.SM100, "10.0", n, true, true, engprof.ARMessage{Bytes: int64(b)})
 		if path != engprof.ARCustomOneShot && path != engprof.ARCustomTwoShot {
 			continue
 		}

@@ -612,11 +612,27 @@ func (p *Predictor) EngineSummary(sc Scenario, built model.BuildOptions) string 
 		// all-reduces, the kernel an engine's default fusion runs in
 		// (fuseNorms).
 		custom := true
+		tabled := false
 		switch {
 		case p.opts.CustomAR == CustomARAuto:
 			g := FirstRanks(plan.TP)
 			nvl, nvs := p.topo.AllNVLink(g), p.topo.NVSwitchJoined(g)
-			if ok, _ := k.prof.AllReduce.Runs(plan.TP, nvl, 0); ok {
+			if ok, _ := k.prof.AllReduce.Runs(plan.TP, nvl, 0); ok && len(k.prof.AllReduce.StrategyTable) > 0 && sc.Arch != nil {
+				// The engine's strategy table picks by the step's tokens:
+				// its bands for the all-reduce the norm fuses into (or
+				// the plain one where the engine fuses none).
+				f := engprof.ARFusionNone
+				if p.opts.ARNormFusion == ToggleOn || (p.opts.ARNormFusion == ToggleDefault && k.arFused(plan, sc.modelType())) {
+					f = engprof.ARFusionResidualRMSNorm
+				}
+				bands := k.prof.AllReduce.TableBands(k.cc, plan.TP, f, int64(sc.Arch.Hidden))
+				what := "custom all-reduce"
+				if f == engprof.ARFusionResidualRMSNorm {
+					what = "all-reduce + RMSNorm fused in the custom kernel"
+				}
+				parts = append(parts, fmt.Sprintf("%s by the engine's AUTO table: %s", what, bands))
+				tabled = true
+			} else if ok {
 				parts = append(parts, "custom all-reduce")
 			} else {
 				parts = append(parts, "NCCL all-reduce")
@@ -633,12 +649,16 @@ func (p *Predictor) EngineSummary(sc Scenario, built model.BuildOptions) string 
 			parts = append(parts, string(p.opts.CustomAR)+" all-reduce (forced)")
 		}
 		if custom && k.arFused(plan, sc.modelType()) {
-			if p.opts.ARNormFusion == ToggleOff {
+			capB := k.prof.FusionMaxInputBytes(engprof.FuseAllReduceRMSNorm, k.cc, plan.TP)
+			switch {
+			case p.opts.ARNormFusion == ToggleOff:
 				off, _ := k.prof.FusionOff(engprof.FuseAllReduceRMSNorm, k.fusionUse(plan, sc.modelType()))
 				parts = append(parts, "all-reduce + RMSNorm apart ("+off+")")
-			} else if capB := k.prof.FusionMaxInputBytes(engprof.FuseAllReduceRMSNorm, k.cc, plan.TP); capB > 0 {
+			case tabled:
+				// The table's bands said where it is fused.
+			case capB > 0:
 				parts = append(parts, fmt.Sprintf("all-reduce + RMSNorm fused for messages up to %s", units.BinaryBytes(capB)))
-			} else {
+			default:
 				parts = append(parts, "all-reduce + RMSNorm fused")
 			}
 		}

@@ -383,3 +383,57 @@ func normsAfterAllReduce(pr *Prediction) (yes, no int) {
 	}
 	return yes, no
 }
+
+// TestTRTLLMAllReduceTableInStep: TensorRT-LLM's AUTO all-reduce follows
+// its strategy table (engine profile custom_allreduce.strategy_table,
+// customAllReduceUtils.h): DeepSeek-V3 at TP 8 on H200 (SM90) with the
+// fused RESIDUAL_RMS_NORM op runs one-shot up to 127 tokens and NCCL from
+// 128, where the residual add and RMSNorm run apart (the fusion is the
+// custom kernel's). A decode step of 32 tokens is one-shot and fused; one
+// of 128 is NCCL with every norm after an all-reduce its own kernel.
+func TestTRTLLMAllReduceTableInStep(t *testing.T) {
+	a, err := model.Preset("deepseek-v3")
+	if err != nil {
+		t.Fatal(err)
+	}
+	box, err := topology.Resolve("h200-nvswitch", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := New(box, Options{CUDAGraphs: true, Engine: engprof.Ref{Name: "trtllm"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		batch int
+		algo  string // of every attention and MoE all-reduce
+		fused bool
+	}{{32, "OneShot", true}, {127, "OneShot", true}, {128, "", false}} {
+		pr, err := p.PredictScenario(Scenario{Arch: a, Plan: model.Plan{TP: 8},
+			Workload: model.Workload{Phase: model.Decode, Batch: c.batch, Context: 1024, KVDtype: model.BF16}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		for i, o := range pr.Ops {
+			if !strings.HasSuffix(o.ID, "attn.allreduce") && !strings.HasSuffix(o.ID, "moe.allreduce") {
+				continue
+			}
+			n++
+			custom := o.Cost.Algo == "OneShot" || o.Cost.Algo == "TwoShot"
+			if (c.algo == "" && custom) || (c.algo != "" && o.Cost.Algo != c.algo) {
+				t.Fatalf("batch %d: %s carried by %s; want %s", c.batch, o.ID, o.Cost.Algo, map[bool]string{true: c.algo, false: "NCCL"}[c.algo != ""])
+			}
+			if i+1 < len(pr.Ops) && pr.Ops[i+1].Kind == model.KindNorm && pr.Ops[i+1].Cost.Fused != c.fused {
+				t.Fatalf("batch %d: norm after %s fused %v; want %v", c.batch, o.ID, pr.Ops[i+1].Cost.Fused, c.fused)
+			}
+		}
+		if n == 0 {
+			t.Fatalf("batch %d: no attention or MoE all-reduce", c.batch)
+		}
+		want := "one-shot up to 127 tokens, NCCL (norm apart) from 128 tokens"
+		if !strings.Contains(pr.Engine, want) {
+			t.Errorf("batch %d: engine line %q; want it to give the table's bands %q", c.batch, pr.Engine, want)
+		}
+	}
+}

@@ -593,6 +593,10 @@ func (p *Predictor) run(s *model.Schedule, mode int, graphed bool) error {
 	// rank 0's compute costs (as priced, before norm fusion: costs0) and
 	// price only their collectives.
 	copies := mode == symBuilt && nSim > 1
+	// fuseAR: the norm after an all-reduce goes to its kernel to fuse
+	// (--ar-norm-fusion on, or the engine's default): the fusion op the
+	// engine's all-reduce strategy choice keys on (ARMessage.Fused).
+	fuseAR := p.fusesARNorm(s)
 	g := 0
 	for r := 0; r < nSim; r++ {
 		ops := s.Ranks[r]
@@ -603,7 +607,7 @@ func (p *Predictor) run(s *model.Schedule, mode int, graphed bool) error {
 			var c OpCost
 			if op.IsCollective() {
 				var err error
-				c, err = p.collectiveCost(op)
+				c, err = p.collectiveCost(op, p.arFusedAt(s, ops, i, fuseAR))
 				if err != nil {
 					return fmt.Errorf("sim: op %s on rank %d: %w", op.ID, r, err)
 				}
@@ -717,25 +721,8 @@ func ncclAlgo(algo string) bool {
 // NCCL carries leaves the residual add and the norm to a kernel of their
 // own.
 func (p *Predictor) fuseNorms(ops []model.Op, off, tp int, customOnly bool) {
-	maxTokens := int64(p.cm.prof.FusionMaxTokens(engprof.FuseAllReduceRMSNorm))
-	maxBytes := p.cm.prof.FusionMaxInputBytes(engprof.FuseAllReduceRMSNorm, p.cm.cc, tp)
 	for i := 1; i < len(ops); i++ {
-		if ops[i].Kind != model.KindNorm || !ops[i-1].IsCollective() || ops[i-1].Collective != model.AllReduce {
-			continue
-		}
-		if ops[i].Deps != nil && (len(ops[i].Deps) != 1 || ops[i].Deps[0] != i-1) {
-			continue
-		}
-		// Above the engine's token cap the fused kernel does not run: the
-		// all-reduce and the norm stay apart (the norm's rows are the
-		// step's tokens).
-		if maxTokens > 0 && ops[i].M > maxTokens {
-			continue
-		}
-		// Above the engine's size cap for this device and TP degree the
-		// same (vLLM: the pass runs only on compile ranges up to the cap
-		// over the hidden size).
-		if maxBytes > 0 && ops[i-1].CommBytes > maxBytes {
+		if !p.normFusable(ops, i, tp) {
 			continue
 		}
 		n, ar := off+i, off+i-1
@@ -768,22 +755,67 @@ func (p *Predictor) fuseNorms(ops []model.Op, off, tp int, customOnly bool) {
 	}
 }
 
+// fusesARNorm reports whether the norm after an all-reduce goes to the
+// all-reduce's kernel to fuse in schedule s (--ar-norm-fusion on, or the
+// engine's default there): the fusion op the engine's all-reduce strategy
+// choice keys on (engine.ARMessage.Fused).
+func (p *Predictor) fusesARNorm(s *model.Schedule) bool {
+	f := p.opts.ARNormFusion
+	return f == ToggleOn || (f == ToggleDefault && p.cm.arFused(s.Plan, s.ModelType))
+}
+
+// arFusedAt reports whether all-reduce ops[i] of schedule s goes to its
+// kernel with the norm after it to fuse (fuse: fusesARNorm(s)).
+func (p *Predictor) arFusedAt(s *model.Schedule, ops []model.Op, i int, fuse bool) bool {
+	return fuse && i+1 < len(ops) && p.normFusable(ops, i+1, s.Plan.Normalized().TP)
+}
+
+// normFusable reports whether norm ops[i] may run in the kernel of the
+// all-reduce ops[i-1] before it at TP degree tp: it follows the all-reduce
+// directly and waits for nothing else, within the engine's caps.
+func (p *Predictor) normFusable(ops []model.Op, i, tp int) bool {
+	if i < 1 || i >= len(ops) || ops[i].Kind != model.KindNorm || !ops[i-1].IsCollective() || ops[i-1].Collective != model.AllReduce {
+		return false
+	}
+	if ops[i].Deps != nil && (len(ops[i].Deps) != 1 || ops[i].Deps[0] != i-1) {
+		return false
+	}
+	// Above the engine's token cap the fused kernel does not run: the
+	// all-reduce and the norm stay apart (the norm's rows are the step's
+	// tokens).
+	if maxTokens := int64(p.cm.prof.FusionMaxTokens(engprof.FuseAllReduceRMSNorm)); maxTokens > 0 && ops[i].M > maxTokens {
+		return false
+	}
+	// Above the engine's size cap for this device and TP degree the same
+	// (vLLM: the pass runs only on compile ranges up to the cap over the
+	// hidden size).
+	if maxBytes := p.cm.prof.FusionMaxInputBytes(engprof.FuseAllReduceRMSNorm, p.cm.cc, tp); maxBytes > 0 && ops[i-1].CommBytes > maxBytes {
+		return false
+	}
+	return true
+}
+
 // collectiveCost prices a collective op with the configured all-reduce
 // implementation (or the cost source's measurement where it applies,
 // collectiveMeasured), memoized per (op, group, bytes).
-func (p *Predictor) collectiveCost(op *model.Op) (OpCost, error) {
-	if c, ok := p.memo.get(op.Collective, op.Group, op.CommBytes); ok {
+//
+// fused: the engine hands an all-reduce its norm to fuse, which its
+// strategy choice keys on (engine.ARMessage); with the op's tokens (M) it
+// is part of the key.
+func (p *Predictor) collectiveCost(op *model.Op, fused bool) (OpCost, error) {
+	mk := collMsg{bytes: op.CommBytes, tokens: op.M, fused: fused}
+	if c, ok := p.memo.get(op.Collective, op.Group, mk); ok {
 		return c, nil
 	}
 	// Across runs (a sweep's configurations share collective sizes: every
 	// context and KV dtype of a batch moves the same bytes), by the
 	// group's members: the cost depends on which GPUs, not their order.
-	key, keyed := collCacheKey{op: op.Collective, bytes: op.CommBytes, graphed: p.graphed}, false
+	key, keyed := collCacheKey{op: op.Collective, msg: mk, graphed: p.graphed}, false
 	key.mask, keyed = groupBits(op.Group, p.topo.NumGPUs())
 	if keyed {
 		if i, ok := p.collCache[key]; ok {
 			c := p.collCosts[i]
-			p.memo.put(op.Collective, op.Group, op.CommBytes, c)
+			p.memo.put(op.Collective, op.Group, mk, c)
 			return c, nil
 		}
 	}
@@ -804,7 +836,7 @@ func (p *Predictor) collectiveCost(op *model.Op) (OpCost, error) {
 	}
 	c := OpCost{Bound: BoundNone, Algo: "none", Source: SourcePrior}
 	if len(op.Group) > 1 {
-		cc, err := p.priceCollective(op)
+		cc, err := p.priceCollective(op, fused)
 		if err != nil {
 			return OpCost{}, err
 		}
@@ -816,7 +848,7 @@ func (p *Predictor) collectiveCost(op *model.Op) (OpCost, error) {
 			c = mc
 		}
 	}
-	p.memo.put(op.Collective, op.Group, op.CommBytes, c)
+	p.memo.put(op.Collective, op.Group, mk, c)
 	if keyed {
 		switch {
 		case p.collCache == nil:
@@ -843,7 +875,7 @@ func (p *Predictor) collectiveCost(op *model.Op) (OpCost, error) {
 type collCacheKey struct {
 	op      model.Collective
 	mask    uint64
-	bytes   int64
+	msg     collMsg
 	graphed bool
 }
 
@@ -873,7 +905,7 @@ func groupBits(group []int, n int) (mask uint64, ok bool) {
 // needs P2P between every pair of the group (the driver's;
 // NCCL_P2P_LEVEL does not restrict it, NCCL_P2P_DISABLE does): without it
 // CustomAllReduce reports ok false and NCCL carries the op.
-func (p *Predictor) priceCollective(op *model.Op) (CollectiveCost, error) {
+func (p *Predictor) priceCollective(op *model.Op, fused bool) (CollectiveCost, error) {
 	if op.Collective == model.AllReduce {
 		twoShot, custom := false, false
 		switch p.opts.CustomAR {
@@ -884,7 +916,8 @@ func (p *Predictor) priceCollective(op *model.Op) (CollectiveCost, error) {
 			// all-reduce runs on 2 GPUs or on GPUs with NVLink between
 			// every pair; vLLM's symmetric memory where they share an
 			// NVSwitch, above the custom all-reduce's cap there.
-			switch p.cm.prof.AllReducePath(p.cm.arch, p.cm.cc, len(op.Group), p.topo.AllNVLink(op.Group), p.topo.NVSwitchJoined(op.Group), op.CommBytes) {
+			switch p.cm.prof.AllReducePath(p.cm.arch, p.cm.cc, len(op.Group), p.topo.AllNVLink(op.Group), p.topo.NVSwitchJoined(op.Group),
+				engprof.ARMessage{Bytes: op.CommBytes, Tokens: op.M, Hidden: op.N, Fused: fused}) {
 			case engprof.ARCustomOneShot:
 				custom = true
 			case engprof.ARCustomTwoShot, engprof.ARSymmTwoShot:
