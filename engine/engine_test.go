@@ -297,7 +297,8 @@ func TestMoESelection(t *testing.T) {
 		{"vllm", SM90, NVFP4, "", "marlin", GridPersistent},
 		// modelopt_fp4 needs compute capability 10.0 in SGLang.
 		{"sglang", SM90, NVFP4, "", "error: sglang@0.5 has no MoE kernel for nvfp4 experts on sm90", ""},
-		{"sglang", SM120, NVFP4, "", "flashinfer_cutlass", GridTiles},
+		// auto stays auto on SM120 in SGLang 0.5.x: cutlass_moe_fp4.
+		{"sglang", SM120, NVFP4, "", "cutlass", GridTiles},
 		// SGLang 0.5 hands NVFP4 experts to cutlass_moe_fp4 under its
 		// triton backend (modelopt_quant.py's apply falls through).
 		{"sglang", SM120, NVFP4, "triton", "cutlass", GridTiles},
