@@ -163,7 +163,7 @@ var publicUnexpressed = [][2]string{
 	{"[glm5] MTP on, --moe-runner-backend cutlass / flashinfer_cutedsl, 8-64 requests: 376.8-961.6 / 392.4-1424.6 tok/s (models/glm5.md lines 668, 679)", "no acceptance per cell: the page's accept length 2.19-2.80 is its single-request figure (row G4), and at 8-64 requests the acceptance is not stated"},
 	{"[kimi26apr] sjug/rtx6kpro models/kimi-k26.md lines 249-306: Kimi-K2.6, DCP 1/4/8 with and without EAGLE-3, 1-128 requests (DCP 1, no MTP: 91.5 ... 858.8 at 32, 2164.7 at 128)", "the image runs vLLM's PCIe custom all-reduce (VLLM_ENABLE_PCIE_ALLREDUCE=1) up to a cutoff the page does not state, with an NCCL graph file, as the K14-K23 forks"},
 	{"[kimi26] the same fork as K24 at DCP 2 / 8 at 1 request (79.2 / 74.8 tok/s) and DCP 2 / 4 / 8 at 32 (885.4 / 835.4 / 688.4; models/kimi-k26-v5.md lines 544-558)", "a fork, as K24: priced beside K24 in TestPublicBatchTrend rather than added as rows"},
-	{"InferenceX issue #870: DeepSeek-R1-0528 FP8, SGLang v0.5.7, TP 8 on 8 x H200, ISL/OSL 1024/1024, 8-64 clients: mean TPOT 12.8 / 17.2 / 25.6 / 34.6 ms", "serving TPOT with every request's 1K prefill run among the decodes (SGLang schedules prefill first): simulate --compare prices such a run, not one decode step; the decode step alone is priced at x0.77-0.85 of that TPOT (TestPublicBatchTrend)"},
+	{"InferenceX issue #870: DeepSeek-R1-0528 FP8, SGLang v0.5.7, TP 8 on 8 x H200, ISL/OSL 1024/1024, 8-64 clients: mean TPOT 12.8 / 17.2 / 25.6 / 34.6 ms", "serving TPOT with every request's 1K prefill run among the decodes (SGLang schedules prefill first): simulate --compare prices such a run, not one decode step; the decode step alone is priced at x0.76-0.83 of that TPOT (TestPublicBatchTrend)"},
 }
 
 type publicResult struct {
