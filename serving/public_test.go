@@ -39,9 +39,10 @@ var glmPublicAggregate = []struct {
 //     in steady decode the scheduler adds nothing but the growing context;
 //   - the distance to the measurement: within 12 % at every point, the
 //     run priced as it was launched (--moe-runner-backend cutlass,
-//     NCCL_MIN_NCHANNELS=8: x0.90-0.99 on 2026-12-07; x1.03-1.12 at 1-8
-//     clients and x0.84 at 64 priced with the profile's default MoE
-//     kernel and NCCL's two channels, sim.TestPublicGLM5Decode). A change
+//     NCCL_MIN_NCHANNELS=8: x0.90-0.99 on 2026-12-07; x1.03-1.09 at 1-8
+//     clients and x0.84 at 64 priced with FlashInfer's CUTLASS MoE
+//     (--moe-kernel flashinfer_cutlass) and NCCL's two channels,
+//     sim.TestPublicGLM5Decode). A change
 //     that moves it must update the README.
 func TestPublicGLM5ClosedLoop(t *testing.T) {
 	d := Deployment{
