@@ -268,7 +268,7 @@ func validateSpec(a *Arch, p Plan, w Workload, s Spec) error {
 			return serr("draft_tp", strconv.Itoa(dtp), fmt.Sprintf("a divisor of %s's %d heads", d.Name, d.Heads))
 		}
 		if p.Normalized().DCP > 1 {
-			return serr("method", string(m), "a target plan without DCP (the draft model's cache split is not modelled)")
+			return serr("method", string(m), "a target plan without DCP (a draft model's passes under decode context parallelism are not modelled)")
 		}
 		// vLLM drafts only while the batch's longest sequence and its
 		// drafts fit the draft model's max_model_len (the V1 runner's

@@ -91,10 +91,12 @@ func (p *Predictor) Caveats(sc Scenario) []string {
 	}
 
 	// TestLeaveOneSystemOut, TestUnseenGPUTables: on HBM datacenter GPUs
-	// (SM 9.x, 10.x) the priors run 15-29 % under vLLM 0.24's measured
-	// tables at one request (2026-12-07), where the engine's one-token MLA
-	// kernels (and, for INT4 experts, Marlin) take more than their bytes
-	// and the catalog's floors; within 14 % from 8 requests. tpscope's own kernels (the executor
+	// (SM 9.x, 10.x) the priors run 15-30 % under vLLM 0.24's measured
+	// tables at one request (2026-12-07 16:5x UTC, the medians this
+	// caveat quotes), where the engine's one-token MLA kernels (and, for
+	// INT4 experts, Marlin) take more than their bytes and the catalog's
+	// floors; within 15 % from 8 requests; the transfer within 1-16 % at
+	// one request. tpscope's own kernels (the executor
 	// profile) are what the priors describe.
 	hbm := major == 9 || major == 10
 	if hbm && p.cm.prof.Engine != engprof.ExecutorRef.Name && (w.Phase == "" || w.Phase == model.Decode) && w.Batch >= 1 && w.Batch <= 2 &&
@@ -113,7 +115,7 @@ func (p *Predictor) Caveats(sc Scenario) []string {
 		if p.cm.prof.Engine != "vllm" {
 			whose = fmt.Sprintf("vLLM's %s take (%s's own were not measured)", kernels, p.cm.prof.Name())
 		}
-		out = append(out, "one-request decode on an HBM datacenter GPU: held out against vLLM 0.24's measured tables the priors run 15-29 % under at one request (median: H200 29 %, H100 SXM 28 %, GB200 20 %, B300 16.5 %, B200 15.5 %; within 14 % from 8 requests): "+whose+" more than their bytes and the catalog's floors: likely optimistic (fix: --perf-db with this GPU's tables, or another GPU's with --perf-db-transfer: within 3-13 % at one request; or tpscope calibrate --trace on this server's trace)")
+		out = append(out, "one-request decode on an HBM datacenter GPU: held out against vLLM 0.24's measured tables the priors run 15-30 % under at one request (median: H200 30 %, H100 SXM 29 %, GB200 21 %, GB300 18 %, B300 17 %, B200 15 %; within 15 % from 8 requests): "+whose+" more than their bytes and the catalog's floors: likely optimistic (fix: --perf-db with this GPU's tables, or another GPU's with --perf-db-transfer: within 1-16 % at one request; or tpscope calibrate --trace on this server's trace)")
 	}
 
 	// Known biases of measured tables that kept ops at their priors or

@@ -250,7 +250,7 @@ func (sc Scenario) CUDAGraphsUnused() string {
 	if d.Graphed || len(g.Sizes) == 0 {
 		return ""
 	}
-	return fmt.Sprintf("a %s step of %d tokens a group is above %s's largest CUDA-graph capture size (%d tokens), so it runs eagerly with graphs on or off", w.Phase, d.TokensPerGroup, prof.Name(), g.Sizes[len(g.Sizes)-1])
+	return fmt.Sprintf("a %s step of %d tokens a group is above %s's largest CUDA-graph capture size (%d tokens): it runs eagerly with graphs on or off", w.Phase, d.TokensPerGroup, prof.Name(), g.Sizes[len(g.Sizes)-1])
 }
 
 // CheckCollectiveOptions refuses an option of the collectives where sc's

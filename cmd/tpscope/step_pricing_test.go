@@ -156,7 +156,7 @@ func TestGraphSizesUnused(t *testing.T) {
 func TestCUDAGraphsUnusedOnPrefill(t *testing.T) {
 	const decodeOnly = " replays CUDA graphs for decode steps only), so the flag changes nothing of it: leave it out"
 	checkUsageErrors(t, []usageCase{
-		{"vllm", []string{"predict", "--phase", "prefill", "--cuda-graphs=false"}, "--cuda-graphs false: a prefill step of 4096 tokens a group is above vllm@0.24's largest CUDA-graph capture size (512 tokens), so it runs eagerly with graphs on or off"},
+		{"vllm", []string{"predict", "--phase", "prefill", "--cuda-graphs=false"}, "--cuda-graphs false: a prefill step of 4096 tokens a group is above vllm@0.24's largest CUDA-graph capture size (512 tokens): it runs eagerly with graphs on or off, so the flag changes nothing of it"},
 		{"on", []string{"predict", "--phase", "prefill", "--cuda-graphs"}, "--cuda-graphs true: a prefill step of 4096 tokens"},
 		{"sglang", []string{"predict", "--engine", "sglang", "--phase", "prefill", "--cuda-graphs=false"}, "--cuda-graphs false: a prefill step runs eagerly (sglang@0.5" + decodeOnly},
 		{"executor", []string{"predict", "--engine", "executor", "--model", "tiny-mla-moe", "--tp", "2", "--phase", "prefill", "--cuda-graphs=false"}, "--cuda-graphs false: a prefill step of 4096 tokens a group is above executor@1's largest"},
