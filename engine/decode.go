@@ -421,6 +421,16 @@ func (p *Profile) validate() error {
 			return bad("cuda_graphs.piecewise_eager", "missing: attention.backends[%d] (%s) captures piecewise: want the roles a piecewise graph launches eagerly", i, b.Name)
 		}
 	}
+	if g.MixedPiecewise() {
+		if g.PrefillEager {
+			return bad("cuda_graphs.prefill_eager", "set under mode %s, which replays steps with prefill tokens as piecewise graphs: want one of them", g.Mode)
+		}
+		if len(g.PiecewiseEager) == 0 || len(g.PiecewiseEagerPrefill) == 0 {
+			return bad("cuda_graphs.piecewise_eager_prefill", "missing: mode %s captures a step with prefill tokens piecewise: want the roles its attention op launches eagerly in decode (piecewise_eager) and in prefill (piecewise_eager_prefill)", g.Mode)
+		}
+	} else if len(g.PiecewiseEagerPrefill) > 0 {
+		return bad("cuda_graphs.piecewise_eager_prefill", "set under mode %q, which captures no step with prefill tokens piecewise: want FULL_AND_PIECEWISE or PIECEWISE, or no list", g.Mode)
+	}
 	if g.DCPPiecewise && len(g.PiecewiseEager) == 0 {
 		return bad("cuda_graphs.piecewise_eager", "missing: dcp_piecewise needs the roles a piecewise graph launches eagerly")
 	}

@@ -622,6 +622,47 @@ func TestPiecewiseNeedsEagerRoles(t *testing.T) {
 	}
 }
 
+// TestMixedPiecewiseNeedsPrefillRoles: a profile whose mode captures a
+// step with prefill tokens piecewise (vLLM's FULL_AND_PIECEWISE) must say
+// which ops its attention op launches eagerly in prefill, cannot also run
+// such a step eagerly, and a mode that captures no such step piecewise
+// takes no prefill list; each is one error naming the field.
+func TestMixedPiecewiseNeedsPrefillRoles(t *testing.T) {
+	vllm := string(mustRead(t, "profiles/vllm-0.24.yaml"))
+	i := strings.Index(vllm, "  piecewise_eager_prefill: [")
+	if i < 0 || !strings.Contains(vllm, "  mode: FULL_AND_PIECEWISE\n") {
+		t.Fatal("the vLLM 0.24 profile has no FULL_AND_PIECEWISE mode with its prefill eager roles")
+	}
+	j := strings.Index(vllm[i:], "\n")
+	line := vllm[i : i+j+1]
+	sglang := string(mustRead(t, "profiles/sglang-0.5.yaml"))
+	k := strings.Index(sglang, "\ncuda_graphs:\n")
+	if k < 0 {
+		t.Fatal("the SGLang profile has no cuda_graphs")
+	}
+	k += len("\ncuda_graphs:\n")
+	for _, c := range []struct {
+		name, text, want string
+	}{
+		{"vllm as it is", vllm, ""},
+		{"no prefill list", vllm[:i] + vllm[i+j+1:], "cuda_graphs.piecewise_eager_prefill: missing: mode FULL_AND_PIECEWISE"},
+		{"prefill eager", vllm[:i] + line + "  prefill_eager: true\n" + vllm[i+j+1:], "cuda_graphs.prefill_eager: set under mode FULL_AND_PIECEWISE"},
+		{"sglang as it is", sglang, ""},
+		{"sglang with a prefill list", sglang[:k] + line + sglang[k:], "cuda_graphs.piecewise_eager_prefill: set under mode"},
+	} {
+		_, err := Parse([]byte(c.text), c.name+".yaml")
+		if c.want == "" {
+			if err != nil {
+				t.Errorf("%s: %v", c.name, err)
+			}
+			continue
+		}
+		if err == nil || !strings.Contains(err.Error(), c.want) || strings.Contains(err.Error(), "\n") {
+			t.Errorf("%s: error %v, want one line with %q", c.name, err, c.want)
+		}
+	}
+}
+
 // TestEagerHostUsBounds: a profile's eager host time per kernel must be 0
 // (the device's) up to 1 ms; anything else is one error naming the field.
 func TestEagerHostUsBounds(t *testing.T) {

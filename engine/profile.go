@@ -990,6 +990,12 @@ type CUDAGraphs struct {
 	// (vLLM's splitting ops). A step runs piecewise when its decode
 	// attention backend captures piecewise only (AttentionBackend.CUDAGraph).
 	PiecewiseEager []string `yaml:"piecewise_eager"`
+	// PiecewiseEagerPrefill are the roles the same custom op launches for
+	// a step's prompt tokens (vLLM's MLA forward_mha: the latent's
+	// kv_b_proj expansion, the prefill attention, the cached prefix's
+	// chunks), eager between the pieces of a step that has prefill tokens
+	// and is captured piecewise (MixedPiecewise), beside PiecewiseEager's.
+	PiecewiseEagerPrefill []string `yaml:"piecewise_eager_prefill"`
 	// PrefillEager: graphs replay decode steps only, and a step with
 	// prefill tokens (a prompt's chunk, alone or beside decodes) runs
 	// eagerly (SGLang's CudaGraphRunner). Otherwise a step whose tokens fit
@@ -1026,6 +1032,14 @@ type CUDAGraphs struct {
 	// it stands whatever the limits.
 	ServingMax *GraphServingMax `yaml:"serving_max"`
 	Cite       []string         `yaml:"cite"`
+}
+
+// MixedPiecewise reports whether the engine's mode captures a step with
+// prefill tokens (a prompt's chunk, alone or beside decodes) piecewise:
+// vLLM's FULL_AND_PIECEWISE (mixed_mode PIECEWISE; only a uniform decode
+// batch dispatches to a FULL graph, CudagraphDispatcher) and PIECEWISE.
+func (g *CUDAGraphs) MixedPiecewise() bool {
+	return g.Mode == "FULL_AND_PIECEWISE" || g.Mode == "PIECEWISE"
 }
 
 // GraphServingMax is an engine's rule for its capture sizes under a

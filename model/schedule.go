@@ -257,6 +257,18 @@ func (s *Schedule) WithRanks(ranks [][]Op) *Schedule {
 	return &c
 }
 
+// HasPrefillTokens reports whether the step carries prompt tokens: a
+// prefill Workload step, or an engine Iteration with a prompt's chunk
+// (alone or beside decodes). An engine that graphs such a step may
+// capture it otherwise than a uniform decode step (vLLM's
+// FULL_AND_PIECEWISE: piecewise for it, full for decode).
+func (s *Schedule) HasPrefillTokens() bool {
+	if s.Iteration != nil {
+		return s.Iteration.PrefillTokens > 0
+	}
+	return s.Workload.Phase == Prefill
+}
+
 // NumOps is the total number of ops over all ranks.
 func (s *Schedule) NumOps() int {
 	n := 0

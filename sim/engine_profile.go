@@ -52,9 +52,11 @@ type engineKernels struct {
 	// (mergeUs).
 	seqs int
 	// eagerRoles are the roles a piecewise graph launches eagerly
-	// (the profile's cuda_graphs.piecewise_eager); piecewise says whether
-	// the schedule about to be priced is captured piecewise: its decode
-	// attention backend captures piecewise only (noteSchedule).
+	// (the profile's cuda_graphs.piecewise_eager and
+	// piecewise_eager_prefill); piecewise says whether the schedule about
+	// to be priced is captured piecewise: its decode attention backend
+	// captures piecewise only, DCP, or it has prefill tokens under a mode
+	// that captures those piecewise (noteSchedule).
 	eagerRoles map[model.Role]bool
 	piecewise  bool
 
@@ -82,7 +84,9 @@ func (k *engineKernels) init(dev *topology.Device, prof *engprof.Profile, opts *
 	k.attnOverride = string(opts.AttentionBackend)
 	k.moeOverride = opts.MoEKernel
 	k.eagerRoles = map[model.Role]bool{}
-	for _, r := range prof.Graphs.PiecewiseEager {
+	// A decode schedule holds none of the prefill roles and a prefill one
+	// none of the decode attention's, so one set serves every step.
+	for _, r := range slices.Concat(prof.Graphs.PiecewiseEager, prof.Graphs.PiecewiseEagerPrefill) {
 		k.eagerRoles[model.Role(r)] = true
 	}
 }
@@ -222,8 +226,10 @@ func (k *engineKernels) setEP(plan model.Plan) {
 // schedule about to be priced: the model's qk_nope_head_dim (the K of
 // the absorbed W_UK GEMM, the first "w_uk" op; prefill: the attention's
 // K less the rope dims is not known here, so 0) and DCP; then whether
-// its graph is captured piecewise (the decode backend's CUDAGraph, or
-// DCP where the engine captures piecewise under it).
+// its graph is captured piecewise (the decode backend's CUDAGraph, DCP
+// where the engine captures piecewise under it, or prefill tokens where
+// the engine's mode captures such a step piecewise: vLLM's
+// FULL_AND_PIECEWISE replays a FULL graph for uniform decode batches only).
 func (k *engineKernels) noteSchedule(s *model.Schedule) {
 	k.dcp = s.Plan.Normalized().DCP > 1
 	k.setEP(s.Plan)
@@ -231,7 +237,7 @@ func (k *engineKernels) noteSchedule(s *model.Schedule) {
 	k.qkNope = 0
 	k.sparse = false
 	k.seqs = s.Deploy.SeqsPerGroup
-	k.piecewise = k.dcp && k.prof.Graphs.DCPPiecewise
+	k.piecewise = (k.dcp && k.prof.Graphs.DCPPiecewise) || (s.HasPrefillTokens() && k.prof.Graphs.MixedPiecewise())
 	if len(s.Ranks) == 0 {
 		return
 	}
@@ -572,7 +578,13 @@ func (p *Predictor) EngineSummary(sc Scenario, built model.BuildOptions) string 
 			// A piecewise capture launches the attention's ops eagerly
 			// between the captured pieces (noteSchedule), which is where
 			// the step's host launch time goes.
-			if why := sc.piecewiseWhy(k.prof, b); p.opts.CUDAGraphs && why != "" {
+			// So does a graphed step with prefill tokens under a mode that
+			// captures such a step piecewise (vLLM's FULL_AND_PIECEWISE).
+			why := sc.piecewiseWhy(k.prof, b)
+			if why == "" && sc.Workload.Normalized().Phase == model.Prefill && k.prof.Graphs.MixedPiecewise() && sc.CUDAGraphsUnused() == "" {
+				why = fmt.Sprintf("%s replays a step with prefill tokens as piecewise graphs, %s", k.prof.Name(), k.prof.Graphs.Mode)
+			}
+			if p.opts.CUDAGraphs && why != "" {
 				parts = append(parts, fmt.Sprintf("CUDA graphs piecewise: attention eager between captured pieces (%s)", why))
 			}
 		}

@@ -245,6 +245,11 @@ func TestPiecewiseAttentionEager(t *testing.T) {
 				t.Errorf("%s: cuda_graphs.piecewise_eager %q is no role of the schedule", prof.Name(), r)
 			}
 		}
+		for _, r := range prof.Graphs.PiecewiseEagerPrefill {
+			if !known[model.Role(r)] {
+				t.Errorf("%s: cuda_graphs.piecewise_eager_prefill %q is no role of the schedule", prof.Name(), r)
+			}
+		}
 	}
 	pred := func(engine string) *Prediction {
 		t.Helper()

@@ -42,9 +42,9 @@ import (
 // decode steps only (model.GraphCapture.DecodeOnly: SGLang runs every step
 // with prefill tokens eagerly); vLLM v1 runs a
 // decode-only step as a full graph and a mixed step as piecewise graphs
-// with attention launched eagerly between them, which this prices as one
-// graph (optimistic by the attention launches when the step is
-// launch-bound). Larger steps run eagerly.
+// with the attention op's kernels launched eagerly between them
+// (engineKernels.noteSchedule, cuda_graphs.piecewise_eager_prefill).
+// Larger steps run eagerly.
 
 // defaultIterationBucketBits is the memo's grid: 5 bits, steps of at most
 // 1/32 of a value.

@@ -1,0 +1,228 @@
+package sim
+
+import (
+	"math"
+	"strings"
+	"testing"
+
+	engprof "github.com/tpscope/tpscope/engine"
+	"github.com/tpscope/tpscope/model"
+	"github.com/tpscope/tpscope/ncclenv"
+	"github.com/tpscope/tpscope/topology"
+)
+
+// mlaOpRoles are the roles of the ops vLLM's MLA custom op
+// (unified_mla_attention, a splitting op) launches: MLAAttention.
+// forward_impl writes the cache, runs the decode tokens through W_UK_T,
+// forward_mqa and _v_up_proj and the prompt tokens through forward_mha
+// (kv_b_proj with its input's quantization, the prefill attention, the
+// cached prefix's gather, kv_b_proj, attention and merge). Listed here
+// from vLLM's source, not read from the profile.
+var mlaOpRoles = []model.Role{
+	model.RoleKVCacheWrite, model.RoleWUK, model.RoleMLADecode, model.RoleWUV,
+	model.RoleKVBProjQuant, model.RoleKVBProj, model.RoleMLAPrefill,
+	model.RolePrefillCtxGather, model.RolePrefillCtxKVBProjQuant, model.RolePrefillCtxKVBProj,
+	model.RoleMLAPrefillCtx, model.RolePrefillCtxMerge,
+}
+
+// mlaOpRole is the role of op ID id when it is one of mlaOpRoles'.
+func mlaOpRole(id string) (model.Role, bool) {
+	for _, r := range mlaOpRoles {
+		if id == string(r) || strings.HasSuffix(id, "."+string(r)) {
+			return r, true
+		}
+	}
+	return "", false
+}
+
+// piecewiseHostUs is the host time of a graphed step of pr's ops (rank 0,
+// in issue order) captured piecewise around the MLA op: one graph launch
+// for the step (the device's eager launch), each kernel of an op of the
+// MLA op an eager launch at eagerUs, and the first op after a run of them
+// one more graph launch for the piece it opens. It also says which roles
+// ran eagerly and how many kernels.
+func piecewiseHostUs(pr *Prediction, dev *topology.Device, eagerUs float64) (hostUs float64, roles map[model.Role]int, kernels int) {
+	hostUs, roles = dev.LaunchEagerUs, map[model.Role]int{}
+	inPiece := true
+	for _, o := range pr.Ops {
+		if o.Rank != 0 {
+			break
+		}
+		if r, ok := mlaOpRole(o.ID); ok {
+			k := 1 + o.Cost.ExtraKernels
+			hostUs += eagerUs * float64(k)
+			roles[r]++
+			kernels += k
+			inPiece = false
+			continue
+		}
+		if !inPiece {
+			hostUs += dev.LaunchEagerUs
+			inPiece = true
+		}
+	}
+	return hostUs, roles, kernels
+}
+
+// vllmEagerHostUs is vLLM 0.24's host time per eagerly launched kernel
+// on dev (its profile's eager_host_us, else the device's launch cost).
+func vllmEagerHostUs(t *testing.T, dev *topology.Device) float64 {
+	t.Helper()
+	prof, err := engprof.Lookup(engprof.Ref{Name: "vllm", Version: "0.24"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if prof.Graphs.EagerHostUs > 0 {
+		return prof.Graphs.EagerHostUs
+	}
+	return dev.LaunchEagerUs
+}
+
+// TestPrefillCapturesPiecewise: vLLM's FULL_AND_PIECEWISE replays a FULL
+// graph only for a uniform decode batch (CudagraphDispatcher keys FULL
+// graphs uniform_decode=True); a prefill step of 256 tokens, which fits a
+// capture size, replays the PIECEWISE graphs, the MLA custom op's
+// kernels launched eagerly between the pieces. Its host time is the
+// step's graph launch, an eager launch for each kernel of the op's ops
+// (the cache write, kv_b_proj and its quantization, the prefill
+// attention: three ops a layer at least) and one graph launch for each
+// piece after them. A uniform decode step of the same engine stays one
+// full graph: one launch, no eager op.
+func TestPrefillCapturesPiecewise(t *testing.T) {
+	box := mustTopo(t, "rtxpro6000-2s")
+	dev := box.DeviceOf(0)
+	eagerUs := vllmEagerHostUs(t, dev)
+	eagerGap, graphGap := eagerKernelGapUs(dev), dev.LaunchGraphUs
+	if !(eagerGap > graphGap) || !(eagerUs > 0) {
+		t.Fatalf("eager gap %v us, graph gap %v us, eager host %v us: the test needs the gaps apart", eagerGap, graphGap, eagerUs)
+	}
+	arch := mustPreset(t, "kimi-k2.5")
+	o := Options{CUDAGraphs: true, NCCL: ncclenv.Settings{P2PLevel: "SYS"}}
+	pr := predictEngine(t, box, "vllm@0.24", o, Scenario{Arch: arch, Plan: model.Plan{TP: 8},
+		Workload: model.Workload{Phase: model.Prefill, Batch: 1, Context: 256, KVDtype: model.FP8}})
+	if !pr.Graphed {
+		t.Fatal("a prefill step of 256 tokens ran eagerly: the test needs it graphed")
+	}
+	const line = "CUDA graphs piecewise: attention eager between captured pieces (vllm@0.24 replays a step with prefill tokens as piecewise graphs, FULL_AND_PIECEWISE)"
+	if !strings.Contains(pr.Engine, line) {
+		t.Errorf("prefill step: engine line %q, want %q", pr.Engine, line)
+	}
+	want, roles, kernels := piecewiseHostUs(pr, dev, eagerUs)
+	layers := arch.Layers
+	for _, r := range []model.Role{model.RoleKVCacheWrite, model.RoleKVBProj, model.RoleMLAPrefill} {
+		if roles[r] != layers {
+			t.Errorf("%s: %d ops, want one in each of the %d layers", r, roles[r], layers)
+		}
+	}
+	for _, r := range []model.Role{model.RoleWUK, model.RoleMLADecode, model.RoleWUV} {
+		if roles[r] != 0 {
+			t.Errorf("%s: %d ops in a prefill step", r, roles[r])
+		}
+	}
+	if kernels < 3*layers {
+		t.Errorf("%d eager kernels, want at least %d", kernels, 3*layers)
+	}
+	if math.Abs(pr.HostUs-want) > 1e-6*want {
+		t.Errorf("prefill step: host %.3f us, want %.3f (one graph launch, %d eager kernels at %.2f us, a graph launch for each piece after them)", pr.HostUs, want, kernels, eagerUs)
+	}
+	for _, op := range pr.Ops {
+		_, eager := mlaOpRole(op.ID)
+		gap := graphGap
+		if eager {
+			gap = eagerGap
+		}
+		if want := gap * float64(1+op.Cost.ExtraKernels); math.Abs(op.OverheadUs-want) > 1e-9 && op.OverheadUs != 0 {
+			t.Errorf("prefill %s: overhead %.3f us, want %.3f (eager %v)", op.ID, op.OverheadUs, want, eager)
+			break
+		}
+	}
+
+	dec := predictEngine(t, box, "vllm@0.24", o, Scenario{Arch: arch, Plan: model.Plan{TP: 8},
+		Workload: model.Workload{Phase: model.Decode, Batch: 8, Context: 4096, KVDtype: model.FP8}})
+	if strings.Contains(dec.Engine, "piecewise") {
+		t.Errorf("uniform decode step: engine line %q says piecewise", dec.Engine)
+	}
+	if !dec.Graphed || dec.HostUs != dev.LaunchEagerUs {
+		t.Errorf("uniform decode step: graphed %v, host %.3f us, want one full graph's launch, %.3f us", dec.Graphed, dec.HostUs, dev.LaunchEagerUs)
+	}
+}
+
+// TestMixedIterationCapturesPiecewise: a serving step of vLLM that
+// carries a prompt's chunk beside decodes (a mixed chunked-prefill step)
+// fits a capture size and replays the PIECEWISE graphs: the coster prices
+// the step its schedule's prediction gives, whose host time holds an
+// eager launch for every kernel of the MLA op's decode and prefill ops (a
+// cache write, W_UK, the decode attention, W_UV, kv_b_proj, the prefill
+// attention and the cached prefix's gather, kv_b_proj, attention and
+// merge in each layer) and a graph launch for each piece after them. A
+// step of decodes only stays one full graph.
+func TestMixedIterationCapturesPiecewise(t *testing.T) {
+	box := mustTopo(t, "rtxpro6000-2s")
+	dev := box.DeviceOf(0)
+	eagerUs := vllmEagerHostUs(t, dev)
+	arch := mustPreset(t, "kimi-k2.5")
+	p, err := New(box, Options{CUDAGraphs: true, NCCL: ncclenv.Settings{P2PLevel: "SYS"}, Engine: engprof.Ref{Name: "vllm", Version: "0.24"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc := Scenario{Arch: arch, Plan: model.Plan{TP: 8}, Workload: model.Workload{Phase: model.Decode, Batch: 1, Context: 4096, KVDtype: model.FP8}}
+	c, err := NewIterationCoster(p, sc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mixed, decode model.Iteration
+	for range 6 {
+		mixed.AddDecode(3000)
+		decode.AddDecode(3000)
+	}
+	mixed.AddChunk(200, 1000)
+	for _, x := range []struct {
+		name  string
+		it    model.Iteration
+		roles []model.Role // one op of each per layer
+	}{
+		{"mixed", mixed, []model.Role{model.RoleKVCacheWrite, model.RoleWUK, model.RoleMLADecode, model.RoleWUV,
+			model.RoleKVBProj, model.RoleMLAPrefill, model.RolePrefillCtxGather, model.RolePrefillCtxKVBProj, model.RoleMLAPrefillCtx, model.RolePrefillCtxMerge}},
+		{"decode", decode, nil},
+	} {
+		padded, graphed := c.capture.Step(&x.it)
+		if !graphed {
+			t.Fatalf("%s step %s runs eagerly: the test needs it graphed", x.name, x.it)
+		}
+		it := x.it
+		it.PadTokens = int(padded - it.Tokens())
+		it.KVDtype = c.kv
+		o := c.build
+		o.Graphs = c.capture
+		s, err := model.BuildIteration(arch, c.plan, it, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pr, err := p.Predict(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := c.ExactStepUs(x.it)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if math.Abs(got-pr.StepUs) > 1e-6*pr.StepUs {
+			t.Errorf("%s: coster %.3f us, the schedule's prediction %.3f", x.name, got, pr.StepUs)
+		}
+		if x.roles == nil {
+			if pr.HostUs != dev.LaunchEagerUs {
+				t.Errorf("%s: host %.3f us, want one full graph's launch, %.3f us", x.name, pr.HostUs, dev.LaunchEagerUs)
+			}
+			continue
+		}
+		want, roles, kernels := piecewiseHostUs(pr, dev, eagerUs)
+		for _, r := range x.roles {
+			if roles[r] != arch.Layers {
+				t.Errorf("%s: %s: %d ops, want one in each of the %d layers", x.name, r, roles[r], arch.Layers)
+			}
+		}
+		if math.Abs(pr.HostUs-want) > 1e-6*want {
+			t.Errorf("%s: host %.3f us, want %.3f (one graph launch, %d eager kernels at %.2f us, a graph launch for each piece after them)", x.name, pr.HostUs, want, kernels, eagerUs)
+		}
+	}
+}
