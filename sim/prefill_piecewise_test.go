@@ -226,3 +226,73 @@ func TestMixedIterationCapturesPiecewise(t *testing.T) {
 		}
 	}
 }
+
+// TestDSAIndexerEagerInPiecewise: vLLM's DSA indexer runs its key cache
+// write, scores and top-k inside the custom op sparse_attn_indexer, one
+// of the splitting ops (its projections, norm and rotary outside it), so
+// a step captured piecewise launches those three kernels eagerly too:
+// GLM-5-NVFP4's prefill of 256 tokens on 8 x B200 (DSA run sparse there)
+// gains one eager launch per kernel of the three in each layer over the
+// same step's host time without them, each op at the eager gap. A
+// uniform decode step, one full graph, launches none of them eagerly.
+func TestDSAIndexerEagerInPiecewise(t *testing.T) {
+	box, err := topology.Resolve("nvswitch:8xb200", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dev := box.DeviceOf(0)
+	eagerUs := vllmEagerHostUs(t, dev)
+	arch := mustPreset(t, "glm-5-nvfp4")
+	indexer := map[string]bool{string(model.RoleIndexerCacheWrite): true, string(model.RoleIndexerScore): true, string(model.RoleIndexerTopK): true}
+	roleOf := func(id string) string {
+		_, r, _ := strings.Cut(id, ".")
+		return r
+	}
+	o := Options{CUDAGraphs: true}
+	pr := predictEngine(t, box, "vllm@0.24", o, Scenario{Arch: arch, Plan: model.Plan{TP: 8},
+		Workload: model.Workload{Phase: model.Prefill, Batch: 1, Context: 256, KVDtype: model.FP8}})
+	if !pr.Graphed || !strings.Contains(pr.Engine, "DSA sparse") {
+		t.Fatalf("the test needs a graphed sparse DSA prefill: graphed %v, engine %q", pr.Graphed, pr.Engine)
+	}
+	n, kernels := 0, 0
+	for _, op := range pr.Ops {
+		if op.Rank != 0 || !indexer[roleOf(op.ID)] {
+			continue
+		}
+		n++
+		k := 1 + op.Cost.ExtraKernels
+		kernels += k
+		if want := eagerKernelGapUs(dev) * float64(k); math.Abs(op.OverheadUs-want) > 1e-9 {
+			t.Errorf("prefill %s: overhead %.3f us, want the eager gap %.3f", op.ID, op.OverheadUs, want)
+		}
+	}
+	if n != 3*arch.Layers {
+		t.Fatalf("%d indexer cache-write, score and top-k ops on rank 0, want 3 in each of %d layers", n, arch.Layers)
+	}
+	// The host time of the step's pieces with both ops' kernels eager:
+	// one graph launch for the step, an eager launch for each kernel of
+	// the two ops, a graph launch for each piece that opens after them.
+	want, inPiece := dev.LaunchEagerUs, true
+	for _, op := range pr.Ops {
+		if op.Rank != 0 {
+			break
+		}
+		if _, mla := mlaOpRole(op.ID); mla || indexer[roleOf(op.ID)] {
+			want += eagerUs * float64(1+op.Cost.ExtraKernels)
+			inPiece = false
+			continue
+		}
+		if !inPiece {
+			want, inPiece = want+dev.LaunchEagerUs, true
+		}
+	}
+	if base, _, _ := piecewiseHostUs(pr, dev, eagerUs); math.Abs(pr.HostUs-want) > 1e-6*want || !(pr.HostUs >= base+eagerUs*float64(kernels)) {
+		t.Errorf("prefill host %.3f us, want %.3f: the MLA op's launches and pieces alone give %.3f, the %d indexer kernels at %.2f us at least %.3f more", pr.HostUs, want, base, kernels, eagerUs, eagerUs*float64(kernels))
+	}
+
+	dec := predictEngine(t, box, "vllm@0.24", o, Scenario{Arch: arch, Plan: model.Plan{TP: 8},
+		Workload: model.Workload{Phase: model.Decode, Batch: 8, Context: 4096, KVDtype: model.FP8}})
+	if dec.HostUs != dev.LaunchEagerUs {
+		t.Errorf("uniform decode step: host %.3f us, want one full graph's launch %.3f", dec.HostUs, dev.LaunchEagerUs)
+	}
+}
