@@ -104,27 +104,10 @@ func TestFusionTokenCap(t *testing.T) {
 // engine line says so and no caveat calls the fusion out of tree; with
 // NCCL every norm after an all-reduce is its own kernel.
 func TestTRTLLMFusesARNormByDefault(t *testing.T) {
-	a, err := model.Preset("deepseek-v3")
-	if err != nil {
-		t.Fatal(err)
-	}
 	trt := engprof.Ref{Name: "trtllm"}
 	predict := func(topo string, o Options) *Prediction {
 		t.Helper()
-		box, err := topology.Resolve(topo, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		p, err := New(box, o)
-		if err != nil {
-			t.Fatal(err)
-		}
-		pr, err := p.PredictScenario(Scenario{Arch: a, Plan: model.Plan{TP: 8},
-			Workload: model.Workload{Phase: model.Decode, Batch: 8, Context: 4096, KVDtype: model.BF16}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return pr
+		return fusionStep(t, topo, "deepseek-v3", o)
 	}
 	def := predict("h200-nvswitch", Options{CUDAGraphs: true, Engine: trt})
 	if yes, no := normsAfterAllReduce(def); yes == 0 || no != 0 {
@@ -265,25 +248,8 @@ func TestSGLangFusesARNormByDefault(t *testing.T) {
 	sgl := engprof.Ref{Name: "sglang"}
 	predict := func(topo, preset string, o Options) *Prediction {
 		t.Helper()
-		box, err := topology.Resolve(topo, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		a, err := model.Preset(preset)
-		if err != nil {
-			t.Fatal(err)
-		}
 		o.CUDAGraphs, o.Engine = true, sgl
-		p, err := New(box, o)
-		if err != nil {
-			t.Fatal(err)
-		}
-		pr, err := p.PredictScenario(Scenario{Arch: a, Plan: model.Plan{TP: 8},
-			Workload: model.Workload{Phase: model.Decode, Batch: 8, Context: 4096, KVDtype: model.BF16}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return pr
+		return fusionStep(t, topo, preset, o)
 	}
 	for _, c := range []struct {
 		topo, preset string
@@ -436,4 +402,24 @@ func TestTRTLLMAllReduceTableInStep(t *testing.T) {
 			t.Errorf("batch %d: engine line %q; want it to give the table's bands %q", c.batch, pr.Engine, want)
 		}
 	}
+}
+
+// fusionStep is preset's decode step at batch 8, context 4096, BF16 KV,
+// TP 8 on box topo under o: the step the fusion tests compare.
+func fusionStep(t *testing.T, topo, preset string, o Options) *Prediction {
+	t.Helper()
+	box, err := topology.Resolve(topo, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := New(box, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pr, err := p.PredictScenario(Scenario{Arch: mustPreset(t, preset), Plan: model.Plan{TP: 8},
+		Workload: model.Workload{Phase: model.Decode, Batch: 8, Context: 4096, KVDtype: model.BF16}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pr
 }
