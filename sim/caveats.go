@@ -208,7 +208,7 @@ func (p *Predictor) measuredOps(sc Scenario) measured {
 	seen := map[model.Role]bool{}
 	firstAR := true
 	ops := s.Ranks[0]
-	fuseAR := p.fusesARNorm(s)
+	fuseAR, caps := p.arFusion(s)
 	for i := range ops {
 		op := &ops[i]
 		ar := firstAR && op.Collective == model.AllReduce
@@ -221,7 +221,7 @@ func (p *Predictor) measuredOps(sc Scenario) measured {
 		seen[op.Role] = true
 		var c OpCost
 		if op.IsCollective() {
-			if c, err = p.collectiveCost(op, p.arFusedAt(s, ops, i, fuseAR)); err != nil {
+			if c, err = p.collectiveCost(op, fuseAR && normFusable(ops, i+1, caps)); err != nil {
 				continue
 			}
 		} else {

@@ -596,7 +596,7 @@ func (p *Predictor) run(s *model.Schedule, mode int, graphed bool) error {
 	// fuseAR: the norm after an all-reduce goes to its kernel to fuse
 	// (--ar-norm-fusion on, or the engine's default): the fusion op the
 	// engine's all-reduce strategy choice keys on (ARMessage.Fused).
-	fuseAR := p.fusesARNorm(s)
+	fuseAR, caps := p.arFusion(s)
 	g := 0
 	for r := 0; r < nSim; r++ {
 		ops := s.Ranks[r]
@@ -607,7 +607,7 @@ func (p *Predictor) run(s *model.Schedule, mode int, graphed bool) error {
 			var c OpCost
 			if op.IsCollective() {
 				var err error
-				c, err = p.collectiveCost(op, p.arFusedAt(s, ops, i, fuseAR))
+				c, err = p.collectiveCost(op, fuseAR && normFusable(ops, i+1, caps))
 				if err != nil {
 					return fmt.Errorf("sim: op %s on rank %d: %w", op.ID, r, err)
 				}
@@ -657,11 +657,10 @@ func (p *Predictor) run(s *model.Schedule, mode int, graphed bool) error {
 		if copies && r == 0 {
 			p.costs0 = append(p.costs0[:0], p.costs[:len(ops)]...)
 		}
-		switch f := p.opts.ARNormFusion; {
-		case f == ToggleOn:
-			p.fuseNorms(ops, g, s.Plan.Normalized().TP, false)
-		case f == ToggleDefault && p.cm.arFused(s.Plan, s.ModelType):
-			p.fuseNorms(ops, g, s.Plan.Normalized().TP, true)
+		// --ar-norm-fusion fuses every norm it may; the engine's default
+		// fusion only those its custom kernel carries (fuseNorms).
+		if fuseAR {
+			p.fuseNorms(ops, g, caps, p.opts.ARNormFusion != ToggleOn)
 		}
 		g += len(ops)
 		e.rankOff = append(e.rankOff, int32(g))
@@ -720,9 +719,9 @@ func ncclAlgo(algo string) bool {
 // that kernel's (TensorRT-LLM's RESIDUAL_RMS_NORM), and an all-reduce
 // NCCL carries leaves the residual add and the norm to a kernel of their
 // own.
-func (p *Predictor) fuseNorms(ops []model.Op, off, tp int, customOnly bool) {
+func (p *Predictor) fuseNorms(ops []model.Op, off int, caps fusionCaps, customOnly bool) {
 	for i := 1; i < len(ops); i++ {
-		if !p.normFusable(ops, i, tp) {
+		if !normFusable(ops, i, caps) {
 			continue
 		}
 		n, ar := off+i, off+i-1
@@ -755,25 +754,32 @@ func (p *Predictor) fuseNorms(ops []model.Op, off, tp int, customOnly bool) {
 	}
 }
 
-// fusesARNorm reports whether the norm after an all-reduce goes to the
-// all-reduce's kernel to fuse in schedule s (--ar-norm-fusion on, or the
-// engine's default there): the fusion op the engine's all-reduce strategy
-// choice keys on (engine.ARMessage.Fused).
-func (p *Predictor) fusesARNorm(s *model.Schedule) bool {
-	f := p.opts.ARNormFusion
-	return f == ToggleOn || (f == ToggleDefault && p.cm.arFused(s.Plan, s.ModelType))
-}
+// fusionCaps are the engine's limits on the all-reduce + RMSNorm fusion
+// for a step at one TP degree on this device, looked up once a step:
+// maxTokens the most tokens a fused step may carry, maxBytes the largest
+// all-reduce message fused (0: no limit).
+type fusionCaps struct{ maxTokens, maxBytes int64 }
 
-// arFusedAt reports whether all-reduce ops[i] of schedule s goes to its
-// kernel with the norm after it to fuse (fuse: fusesARNorm(s)).
-func (p *Predictor) arFusedAt(s *model.Schedule, ops []model.Op, i int, fuse bool) bool {
-	return fuse && i+1 < len(ops) && p.normFusable(ops, i+1, s.Plan.Normalized().TP)
+// arFusion reports whether schedule s hands the norm after an
+// all-reduce to its kernel (--ar-norm-fusion on, or the engine's default
+// there: the fusion op the engine's all-reduce strategy choice keys on,
+// engine.ARMessage.Fused) and, where it does, the engine's limits on the
+// fusion at s's TP degree on this device.
+func (p *Predictor) arFusion(s *model.Schedule) (bool, fusionCaps) {
+	f := p.opts.ARNormFusion
+	if f != ToggleOn && (f != ToggleDefault || !p.cm.arFused(s.Plan, s.ModelType)) {
+		return false, fusionCaps{}
+	}
+	return true, fusionCaps{
+		maxTokens: int64(p.cm.prof.FusionMaxTokens(engprof.FuseAllReduceRMSNorm)),
+		maxBytes:  p.cm.prof.FusionMaxInputBytes(engprof.FuseAllReduceRMSNorm, p.cm.cc, s.Plan.Normalized().TP),
+	}
 }
 
 // normFusable reports whether norm ops[i] may run in the kernel of the
-// all-reduce ops[i-1] before it at TP degree tp: it follows the all-reduce
-// directly and waits for nothing else, within the engine's caps.
-func (p *Predictor) normFusable(ops []model.Op, i, tp int) bool {
+// all-reduce ops[i-1] before it: it follows the all-reduce directly and
+// waits for nothing else, within the engine's caps.
+func normFusable(ops []model.Op, i int, caps fusionCaps) bool {
 	if i < 1 || i >= len(ops) || ops[i].Kind != model.KindNorm || !ops[i-1].IsCollective() || ops[i-1].Collective != model.AllReduce {
 		return false
 	}
@@ -783,13 +789,13 @@ func (p *Predictor) normFusable(ops []model.Op, i, tp int) bool {
 	// Above the engine's token cap the fused kernel does not run: the
 	// all-reduce and the norm stay apart (the norm's rows are the step's
 	// tokens).
-	if maxTokens := int64(p.cm.prof.FusionMaxTokens(engprof.FuseAllReduceRMSNorm)); maxTokens > 0 && ops[i].M > maxTokens {
+	if caps.maxTokens > 0 && ops[i].M > caps.maxTokens {
 		return false
 	}
 	// Above the engine's size cap for this device and TP degree the same
 	// (vLLM: the pass runs only on compile ranges up to the cap over the
 	// hidden size).
-	if maxBytes := p.cm.prof.FusionMaxInputBytes(engprof.FuseAllReduceRMSNorm, p.cm.cc, tp); maxBytes > 0 && ops[i-1].CommBytes > maxBytes {
+	if caps.maxBytes > 0 && ops[i-1].CommBytes > caps.maxBytes {
 		return false
 	}
 	return true
