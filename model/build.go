@@ -77,10 +77,11 @@ func Build(a *Arch, p Plan, w Workload) (*Schedule, error) {
 //
 // Decode, per layer: attn.input_norm, attn.fused_qkv_a_proj (replicated),
 // attn.q_a_norm, attn.kv_a_norm, attn.q_b_proj (column-parallel, heads/TP),
-// [DSA: attn.indexer_wq_b, indexer_wk, indexer_k_norm, indexer_weights_proj,
-// indexer_rope, indexer_cache_write, indexer_score, indexer_topk — all
-// replicated], attn.w_uk (absorbed, batched over local heads), attn.rope,
-// attn.kv_cache_write, [DCP: attn.dcp_q_allgather], attn.mla_decode,
+// attn.rope, [DSA: attn.indexer_wq_b, indexer_wk, indexer_k_norm,
+// indexer_weights_proj, indexer_rope, indexer_cache_write, indexer_score,
+// indexer_topk — all replicated], attn.kv_cache_write, attn.w_uk
+// (absorbed, batched over local heads), [DCP: attn.dcp_q_allgather],
+// attn.mla_decode,
 // [DCP: attn.dcp_lse_allgather, attn.dcp_out_reducescatter], attn.w_uv,
 // attn.o_proj (row-parallel), attn.allreduce; then for MoE layers
 // moe.post_attn_norm, moe.gate (router GEMM), moe.topk, [DP>1:

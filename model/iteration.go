@@ -177,9 +177,11 @@ func (it Iteration) String() string {
 // computed for one token per request (vLLM's logits_indices). Attention
 // follows vLLM's MLACommonImpl.forward:
 //
-//   - attn.w_uk (decode tokens, absorbed), attn.kv_b_proj (prefill
-//     tokens, non-absorbed K/V expansion), attn.rope and
-//     attn.kv_cache_write (all real tokens);
+//   - attn.rope (all real tokens, before the attention op, in
+//     MultiHeadLatentAttentionWrapper.forward), then inside the op
+//     attn.kv_cache_write (all real tokens), attn.w_uk (decode tokens,
+//     absorbed) and attn.kv_b_proj (prefill tokens, non-absorbed K/V
+//     expansion);
 //   - prefill: attn.mla_prefill, causal attention of each chunk over its
 //     own tokens (PrefillCausalPairs); with a cached prefix, the context
 //     pass: attn.prefill_ctx_gather (the prefix's latents read from the

@@ -16,10 +16,13 @@ import (
 // forward_impl writes the cache, runs the decode tokens through W_UK_T,
 // forward_mqa and _v_up_proj and the prompt tokens through forward_mha
 // (kv_b_proj with its input's quantization, the prefill attention, the
-// cached prefix's gather, kv_b_proj, attention and merge). Listed here
-// from vLLM's source, not read from the profile.
+// cached prefix's gather, kv_b_proj, attention and merge), and under DCP
+// the decode's query all-gather and the output's LSE all-gather and
+// reduce-scatter (forward_impl's cp_lse_ag_out_rs). Listed here from
+// vLLM's source, not read from the profile.
 var mlaOpRoles = []model.Role{
 	model.RoleKVCacheWrite, model.RoleWUK, model.RoleMLADecode, model.RoleWUV,
+	model.RoleDCPQAllGather, model.RoleDCPLSEAllGather, model.RoleDCPOutReduceScatter,
 	model.RoleKVBProjQuant, model.RoleKVBProj, model.RoleMLAPrefill,
 	model.RolePrefillCtxGather, model.RolePrefillCtxKVBProjQuant, model.RolePrefillCtxKVBProj,
 	model.RoleMLAPrefillCtx, model.RolePrefillCtxMerge,
@@ -40,9 +43,9 @@ func mlaOpRole(id string) (model.Role, bool) {
 // for the step (the device's eager launch), each kernel of an op of the
 // MLA op an eager launch at eagerUs, and the first op after a run of them
 // one more graph launch for the piece it opens. It also says which roles
-// ran eagerly and how many kernels.
-func piecewiseHostUs(pr *Prediction, dev *topology.Device, eagerUs float64) (hostUs float64, roles map[model.Role]int, kernels int) {
-	hostUs, roles = dev.LaunchEagerUs, map[model.Role]int{}
+// ran eagerly, how many kernels, and how many pieces the step replayed.
+func piecewiseHostUs(pr *Prediction, dev *topology.Device, eagerUs float64) (hostUs float64, roles map[model.Role]int, kernels, pieces int) {
+	hostUs, roles, pieces = dev.LaunchEagerUs, map[model.Role]int{}, 1
 	inPiece := true
 	for _, o := range pr.Ops {
 		if o.Rank != 0 {
@@ -59,9 +62,22 @@ func piecewiseHostUs(pr *Prediction, dev *topology.Device, eagerUs float64) (hos
 		if !inPiece {
 			hostUs += dev.LaunchEagerUs
 			inPiece = true
+			pieces++
 		}
 	}
-	return hostUs, roles, kernels
+	return hostUs, roles, kernels, pieces
+}
+
+// checkPieces: vLLM splits a piecewise graph at each splitting op it
+// calls, the MLA attention op once a layer (MultiHeadLatentAttentionWrapper
+// .forward runs the rotary embedding, and a DSA model's indexer, before
+// it, o_proj after it: layers/mla.py), so a step of layers decoder layers
+// replays layers + 1 pieces.
+func checkPieces(t *testing.T, name string, pieces, layers int) {
+	t.Helper()
+	if pieces != layers+1 {
+		t.Errorf("%s: %d graph pieces, want %d: one before the first layer's attention op and one after each layer's", name, pieces, layers+1)
+	}
 }
 
 // vllmEagerHostUs is vLLM 0.24's host time per eagerly launched kernel
@@ -107,8 +123,9 @@ func TestPrefillCapturesPiecewise(t *testing.T) {
 	if !strings.Contains(pr.Engine, line) {
 		t.Errorf("prefill step: engine line %q, want %q", pr.Engine, line)
 	}
-	want, roles, kernels := piecewiseHostUs(pr, dev, eagerUs)
+	want, roles, kernels, pieces := piecewiseHostUs(pr, dev, eagerUs)
 	layers := arch.Layers
+	checkPieces(t, "prefill step", pieces, layers)
 	for _, r := range []model.Role{model.RoleKVCacheWrite, model.RoleKVBProj, model.RoleMLAPrefill} {
 		if roles[r] != layers {
 			t.Errorf("%s: %d ops, want one in each of the %d layers", r, roles[r], layers)
@@ -215,7 +232,8 @@ func TestMixedIterationCapturesPiecewise(t *testing.T) {
 			}
 			continue
 		}
-		want, roles, kernels := piecewiseHostUs(pr, dev, eagerUs)
+		want, roles, kernels, pieces := piecewiseHostUs(pr, dev, eagerUs)
+		checkPieces(t, x.name, pieces, arch.Layers)
 		for _, r := range x.roles {
 			if roles[r] != arch.Layers {
 				t.Errorf("%s: %s: %d ops, want one in each of the %d layers", x.name, r, roles[r], arch.Layers)
@@ -272,7 +290,7 @@ func TestDSAIndexerEagerInPiecewise(t *testing.T) {
 	// The host time of the step's pieces with both ops' kernels eager:
 	// one graph launch for the step, an eager launch for each kernel of
 	// the two ops, a graph launch for each piece that opens after them.
-	want, inPiece := dev.LaunchEagerUs, true
+	want, inPiece, pieces := dev.LaunchEagerUs, true, 1
 	for _, op := range pr.Ops {
 		if op.Rank != 0 {
 			break
@@ -283,10 +301,13 @@ func TestDSAIndexerEagerInPiecewise(t *testing.T) {
 			continue
 		}
 		if !inPiece {
-			want, inPiece = want+dev.LaunchEagerUs, true
+			want, inPiece, pieces = want+dev.LaunchEagerUs, true, pieces+1
 		}
 	}
-	if base, _, _ := piecewiseHostUs(pr, dev, eagerUs); math.Abs(pr.HostUs-want) > 1e-6*want || !(pr.HostUs >= base+eagerUs*float64(kernels)) {
+	// The indexer op runs right before the attention op (mla.py), so the
+	// two share the gap between a layer's pieces.
+	checkPieces(t, "DSA prefill step", pieces, arch.Layers)
+	if base, _, _, _ := piecewiseHostUs(pr, dev, eagerUs); math.Abs(pr.HostUs-want) > 1e-6*want || !(pr.HostUs >= base+eagerUs*float64(kernels)) {
 		t.Errorf("prefill host %.3f us, want %.3f: the MLA op's launches and pieces alone give %.3f, the %d indexer kernels at %.2f us at least %.3f more", pr.HostUs, want, base, kernels, eagerUs, eagerUs*float64(kernels))
 	}
 
@@ -294,5 +315,40 @@ func TestDSAIndexerEagerInPiecewise(t *testing.T) {
 		Workload: model.Workload{Phase: model.Decode, Batch: 8, Context: 4096, KVDtype: model.FP8}})
 	if dec.HostUs != dev.LaunchEagerUs {
 		t.Errorf("uniform decode step: host %.3f us, want one full graph's launch %.3f", dec.HostUs, dev.LaunchEagerUs)
+	}
+}
+
+// TestDCPDecodeCapturesPiecewise: vLLM captures decode piecewise under
+// DCP (check_and_update_config overrides the mode), the MLA op's kernels
+// (the cache write, W_UK, the query all-gather, the decode attention, the
+// LSE all-gather and output reduce-scatter, W_UV) eager between the
+// pieces; the rotary embedding runs before the op in a piece, so a
+// Kimi-K2.5 decode step at DCP 4 replays one piece more than its layers.
+func TestDCPDecodeCapturesPiecewise(t *testing.T) {
+	box := mustTopo(t, "rtxpro6000-2s")
+	dev := box.DeviceOf(0)
+	eagerUs := vllmEagerHostUs(t, dev)
+	arch := mustPreset(t, "kimi-k2.5")
+	pr := predictEngine(t, box, "vllm@0.24", Options{CUDAGraphs: true, NCCL: ncclenv.Settings{P2PLevel: "SYS"}},
+		Scenario{Arch: arch, Plan: model.Plan{TP: 8, DCP: 4}, Workload: model.Workload{Phase: model.Decode, Batch: 1, Context: 4096, KVDtype: model.FP8}})
+	if !pr.Graphed || !strings.Contains(pr.Engine, "piecewise") {
+		t.Fatalf("the test needs a piecewise decode step: graphed %v, engine %q", pr.Graphed, pr.Engine)
+	}
+	want, roles, kernels, pieces := piecewiseHostUs(pr, dev, eagerUs)
+	checkPieces(t, "DCP decode step", pieces, arch.Layers)
+	for _, r := range []model.Role{model.RoleKVCacheWrite, model.RoleWUK, model.RoleDCPQAllGather, model.RoleMLADecode, model.RoleDCPLSEAllGather, model.RoleDCPOutReduceScatter, model.RoleWUV} {
+		if roles[r] != arch.Layers {
+			t.Errorf("%s: %d eager ops, want one in each of the %d layers", r, roles[r], arch.Layers)
+		}
+	}
+	// The collectives pay NCCL's host extra on top of their launch.
+	var coll float64
+	for _, o := range pr.Ops {
+		if o.Rank == 0 && strings.Contains(o.ID, ".attn.dcp_") && ncclAlgo(o.Cost.Algo) {
+			coll += ncclHostExtraUs
+		}
+	}
+	if math.Abs(pr.HostUs-(want+coll)) > 1e-6*want {
+		t.Errorf("DCP decode step: host %.3f us, want %.3f (one graph launch, %d eager kernels at %.2f us, NCCL's host extra %.3f us, a graph launch for each of %d pieces after the first)", pr.HostUs, want+coll, kernels, eagerUs, coll, pieces-1)
 	}
 }
