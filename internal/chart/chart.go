@@ -11,6 +11,7 @@ import (
 	"math"
 	"path/filepath"
 	"slices"
+	"sort"
 	"strconv"
 	"strings"
 
@@ -310,16 +311,25 @@ func maxOf(vals [][]float64) float64 {
 
 // PlainTicks are gonum's default ticks labelled in their shortest form:
 // gonum labels some ranges' ticks with a fixed two decimals ("500.00"
-// beside another panel's "1800").
+// beside another panel's "1800"). Where gonum labels fewer than three
+// (predict's 0 to 31,600 us axis: "0" and "25000" alone, five unlabelled
+// ticks between), every tick within the axis is labelled.
 type PlainTicks struct{}
 
 func (PlainTicks) Ticks(min, max float64) []plot.Tick {
 	ts := plot.DefaultTicks{}.Ticks(min, max)
+	labelled := 0
+	for _, t := range ts {
+		if t.Label != "" {
+			labelled++
+		}
+	}
 	for i := range ts {
-		if ts[i].Label != "" {
+		if ts[i].Label != "" || (labelled < 3 && ts[i].Value >= min && ts[i].Value <= max) {
 			ts[i].Label = strconv.FormatFloat(ts[i].Value, 'g', 6, 64)
 		}
 	}
+	sort.Slice(ts, func(i, j int) bool { return ts[i].Value < ts[j].Value })
 	return ts
 }
 

@@ -111,13 +111,18 @@ func TestFitBarAxis(t *testing.T) {
 		t.Errorf("vertical value axis %v to %v, want 0 to past 4329.4", p.Y.Min, p.Y.Max)
 	}
 	FitBarAxisX(p, []float64{7.29, 1.06})
+	wide := plot.New()
+	FitBarAxisX(wide, []float64{27092})
 	if !(p.X.Max > 7.29) || p.X.Min != 0 {
 		t.Errorf("horizontal value axis %v to %v, want 0 to past 7.29", p.X.Min, p.X.Max)
 	}
 	for _, c := range []struct {
 		axis plot.Axis
 		want string
-	}{{p.X, "0 2.5 5 7.5"}, {p.Y, "0 2000 4000"}} {
+	}{{p.X, "0 2.5 5 7.5"}, {p.Y, "0 2000 4000"},
+		// predict's breakdown of a 27,092 us collective row: gonum labels
+		// 0 and 25000 alone; every tick of 5000 is labelled then.
+		{wide.X, "0 5000 10000 15000 20000 25000"}} {
 		var labels []string
 		for _, tk := range c.axis.Tick.Marker.Ticks(c.axis.Min, c.axis.Max) {
 			if tk.Label != "" {
