@@ -308,5 +308,10 @@ func parseInts(v string) ([]int, error) {
 		}
 		out = append(out, x)
 	}
+	// Separators alone ("+", ",") name no size: taken as the empty list,
+	// the engine's default sizes, they would read as a choice.
+	if len(out) == 0 && strings.TrimSpace(v) != "" {
+		return nil, fmt.Errorf("%q: only separators, naming no size: want positive integers joined by +", v)
+	}
 	return out, nil
 }

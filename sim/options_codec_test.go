@@ -24,6 +24,10 @@ func TestOptionNames(t *testing.T) {
 		{[]string{"eager", "NCCL_PROTO=LL128", "NCCL_P2P_DISABLE=1"}, Options{NCCL: ncclenv.Settings{Proto: "LL128", P2PDisable: true}}, nil, ""},
 		{[]string{"cuda_graphs=false", "graph-sizes=1+2+4", "mtp_accept_rate=0.7"}, Options{GraphSizes: []int{1, 2, 4}, MTPAcceptFrac: 0.7}, nil, ""},
 		{[]string{"mtp-accept=2"}, Options{}, nil, "mtp_accept_rate"},
+		// Separators alone name no size: they had read as the engine's
+		// default list.
+		{[]string{"graph-sizes=+"}, Options{}, nil, `"+": only separators, naming no size`},
+		{[]string{"graph-sizes=,+"}, Options{}, nil, `",+": only separators, naming no size`},
 		{[]string{"custom-ar=threeshot"}, Options{}, nil, "custom-ar"},
 		// multimem is collective's kernel, the engine's path under auto:
 		// the refusal says so rather than "unknown".

@@ -96,3 +96,56 @@ func TestEmptyFlagValueAllowed(t *testing.T) {
 		}
 	}
 }
+
+// TestSeparatorsOnlyFlagValueRefused runs every verb with each of its
+// flags that takes a value given only separators (",", ",,", " , "): each
+// is refused in one line naming the flag, exit 2, nothing on stdout. A
+// comma list dropped its empty items, so such a value became the empty
+// list and ran as something else: 'advise --compare-topos ,' tried no box,
+// '--graph-sizes ,' captured the engine's default sizes, '--transfer ,'
+// priced no other model. The flags come from the verbs' own flag sets;
+// the list flags among them (a list type, or a help that says it takes a
+// comma list) are counted, so that a flag set that lost them fails.
+func TestSeparatorsOnlyFlagValueRefused(t *testing.T) {
+	lists := map[string]bool{}
+	for _, v := range verbs {
+		fs := pflag.NewFlagSet(v.Name(), pflag.ContinueOnError)
+		v.New().Bind(fs)
+		fs.VisitAll(func(f *pflag.Flag) {
+			if f.Value.Type() == "bool" {
+				return
+			}
+			switch f.Value.Type() {
+			case "ints", "intSlice", "stringSlice", "stringArray":
+				lists[v.Name()+" --"+f.Name] = true
+			}
+			if strings.Contains(f.Usage, "comma list") || strings.Contains(f.Usage, "comma-separate") {
+				lists[v.Name()+" --"+f.Name] = true
+			}
+			for _, val := range []string{",", ",,", " , "} {
+				args := []string{"--" + f.Name, val}
+				if f.NoOptDefVal != "" {
+					// '--ep ,' is a bare --ep and an argument ","
+					// (TestEmptyFlagValueRefused); the value is given
+					// with '='.
+					args = []string{"--" + f.Name + "=" + val}
+				}
+				code, stdout, stderr := runCLI(t, append(strings.Fields(v.Name()), args...)...)
+				want := `--` + f.Name + `" flag: only separators, naming nothing: want `
+				if code != exitUsage || stdout != "" || !strings.Contains(stderr, want) || strings.Count(stderr, "\n") != 1 {
+					t.Errorf("tpscope %s %q: exit %d, stdout %q, stderr %q; want exit 2 and one line with %q", v.Name(), args, code, stdout, stderr, want)
+				}
+			}
+		})
+	}
+	for _, k := range []string{"advise --entries", "advise --compare-topos", "advise --transfer", "advise --sweep-batch",
+		"verdict --entries", "plan --topo", "plan --batch", "plan --kv-dtype", "plan --plan", "simulate --qps", "simulate --concurrency",
+		"simulate --replay-qps", "compare --trace", "calibrate --holdout", "run --local-ranks", "predict --graph-sizes", "predict --nccl-algo"} {
+		if !lists[k] {
+			t.Errorf("%s: not found as a list flag: the verbs' flag sets were not read", k)
+		}
+	}
+	if len(lists) < 60 {
+		t.Errorf("only %d list flags found: the verbs' flag sets were not read", len(lists))
+	}
+}

@@ -239,6 +239,37 @@ func refuseEmpty(fs *pflag.FlagSet, verb string) {
 	})
 }
 
+// namesSomething is a flag that refuses a value of only commas and
+// blanks (",", ",,", " , "): every comma list dropped its empty items
+// (splitList, pflag's slices, the options' lists), so that such a value
+// named no item and became the empty list, which each flag read as
+// something of its own: '--compare-topos ,' tried no box, '--graph-sizes ,'
+// captured the engine's default sizes, '--transfer ,' priced no other
+// model. No flag takes a value of separators alone, list or not.
+type namesSomething struct {
+	pflag.Value
+	want string
+}
+
+func (v namesSomething) Set(s string) error {
+	if strings.ContainsRune(s, ',') && strings.Trim(s, ", \t") == "" {
+		return fmt.Errorf("only separators, naming nothing: want %s", v.want)
+	}
+	return v.Value.Set(s)
+}
+
+// refuseSeparatorsOnly makes every flag of fs that takes a value a
+// namesSomething, those whose empty value is a choice (emptyAllowed)
+// included: their choice is the empty value, not a comma.
+func refuseSeparatorsOnly(fs *pflag.FlagSet) {
+	fs.VisitAll(func(f *pflag.Flag) {
+		if f.Value.Type() == "bool" {
+			return
+		}
+		f.Value = namesSomething{Value: f.Value, want: emptyWantOf(f)}
+	})
+}
+
 // countValue is a flag of one count (parseCount): --context 32K.
 type countValue int
 

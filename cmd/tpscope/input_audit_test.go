@@ -235,13 +235,14 @@ func TestRowFlagsWithoutTheirRows(t *testing.T) {
 
 // TestEntriesNamingNothing: an --entries of commas and blanks names no
 // entry; advise took it as the whole catalog (its rows and the boxes'),
-// verdict ran every entry.
+// verdict ran every entry. It is refused at parse time, as every flag's
+// value of separators alone is (TestSeparatorsOnlyFlagValueRefused).
 func TestEntriesNamingNothing(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "v")
 	checkUsageErrors(t, []usageCase{
-		{"advise", []string{"advise", "--no-sweep", "--compare-topos=", "--transfer=", "--entries", " ,"}, "--entries: names no entry: want a comma list of entry names"},
+		{"advise", []string{"advise", "--no-sweep", "--compare-topos=", "--transfer=", "--entries", " ,"}, `"--entries" flag: only separators, naming nothing`},
 		{"verdict", []string{"verdict", "--backend", "cpu", "--model", "tiny-mla-moe", "--tp", "2", "--batch", "2", "--context", "64", "--steps", "1", "--warmup", "0",
-			"--topo", "testdata/cpu-ranks/cpu-4r.json", "-o", out, "--entries", ","}, "--entries: names no entry"},
+			"--topo", "testdata/cpu-ranks/cpu-4r.json", "-o", out, "--entries", ","}, `"--entries" flag: only separators, naming nothing`},
 	})
 	if _, err := os.Stat(out); err == nil {
 		t.Errorf("verdict made -o %s", out)

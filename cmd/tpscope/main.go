@@ -209,6 +209,7 @@ func dispatch(args []string, stdout, stderr io.Writer) int {
 	refuseRepeated(fs)
 	refuseNonFinite(fs)
 	refuseEmpty(fs, name)
+	refuseSeparatorsOnly(fs)
 	joined, strays := joinOptionalValues(fs, rest)
 	if err := fs.Parse(joined); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {

@@ -339,7 +339,7 @@ func TestPlanTopoList(t *testing.T) {
 		name, topo, want string
 	}{
 		{"trailing comma", "rtxpro6000-2s,", `--topo "rtxpro6000-2s,": element 2 of the list is empty`},
-		{"only a comma", ",", `--topo ",": element 1 of the list is empty`},
+		{"only a comma", ",", `"--topo" flag: only separators, naming nothing`},
 		{"one name twice", "rtxpro6000-2s,rtxpro6000-2s", "rtxpro6000-2s is named twice: name each box once"},
 		{"a preset and its description", "rtxpro6000-2s,pcie-2s:8xrtx-pro-6000-server",
 			"rtxpro6000-2s and pcie-2s:8xrtx-pro-6000-server are the same box: name each box once"},
