@@ -60,6 +60,10 @@ type Footprint struct {
 	KVCapacityToks int64   `json:"kv_capacity_tokens"`
 	Fits           bool    `json:"fits"`
 	ShortfallGB    float64 `json:"shortfall_gb,omitempty"`
+	// NoPool says why the engine sizes no KV pool at all (sim's
+	// KVBudget.NoPoolWhy: SGLang's default fraction at 0 or less, with
+	// which it does not start); ShortfallGB is then no amount to add.
+	NoPool string `json:"no_pool,omitempty"`
 }
 
 // FootprintOf summarizes a prediction (rank 0's ops).
@@ -87,6 +91,7 @@ func FootprintOf(pr *sim.Prediction) Footprint {
 	}
 	if m := pr.Memory; m != nil {
 		f.KVBytesPerTok, f.KVCapacityToks, f.Fits, f.ShortfallGB = m.KVBytesPerToken, m.KVCapacityTokens*int64(pr.Plan.Normalized().DP), m.Fits, m.ShortfallGB
+		f.NoPool = m.Budget.NoPoolWhy()
 	}
 	return f
 }

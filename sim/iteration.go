@@ -186,6 +186,9 @@ func (c *IterationCoster) KVCapacityTokens(chunkTokens int) (int64, KVBudget, er
 	sc := Scenario{Arch: c.arch, Plan: c.plan, Build: c.build,
 		Workload: model.Workload{Phase: model.Decode, Batch: 1, Context: 1, KVDtype: c.kv, SpecTokens: c.spec}}
 	m := c.p.memoryFitChunk(sc, model.NewDeployment(sc.Plan, sc.Workload, nil), chunkTokens)
+	if err := m.Budget.NoPool(); err != nil {
+		return 0, m.Budget, fmt.Errorf("sim: %s %s on %s: %w", c.arch.Name, c.plan, c.p.topo.Name, err)
+	}
 	if m.KVCapacityTokens <= 0 {
 		short := float64(m.WeightBytes+m.ActivationBytes-m.UsableBytes) / 1e9
 		return 0, m.Budget, fmt.Errorf("sim: %s %s on %s: weights %.1f GB + activations %.1f GB exceed the usable %.1f GB per GPU (%s) by %.1f GB: %w",

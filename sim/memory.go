@@ -42,6 +42,34 @@ func (b KVBudget) String() string {
 	return fmt.Sprintf("%s %.3g%s, %s", b.Rule, b.Frac, of, b.From)
 }
 
+// NoPool is the refusal of a budget whose fraction is 0 or less: SGLang's
+// default mem_fraction_static, round((memory - reserve) / memory, 3)
+// (ServerArgs._handle_gpu_memory_settings), where the reserve for the
+// step budget's activations, the CUDA graphs and the ranks is the GPU's
+// whole memory or more (a 24 GiB GPU at chunked_prefill_size 16384). SGLang
+// takes the fraction as it comes, nothing clamps it, and its start-up then
+// holds back more than the GPU's memory: ModelRunner's profiling finds no
+// memory for the KV pool and stops with "Not enough memory. Please try to
+// increase --mem-fraction-static". No pool is sized and nothing is served,
+// so no capacity or shortfall of it is a number to print. nil for any
+// other budget: a fraction given is in (0, 1] (Options), and the other
+// rules' defaults are positive.
+func (b KVBudget) NoPool() error {
+	if why := b.NoPoolWhy(); why != "" {
+		return fmt.Errorf("%s: %w", why, ErrDoesNotFit)
+	}
+	return nil
+}
+
+// NoPoolWhy is NoPool's reason in words ("" when the budget sizes a
+// pool), for a footprint to carry.
+func (b KVBudget) NoPoolWhy() string {
+	if b.Rule != engprof.KVPoolMemFractionStatic || b.Frac > 0 {
+		return ""
+	}
+	return fmt.Sprintf("%s: the reserve is the GPU's whole memory or more, so SGLang starts with no memory for the weights and the KV pool and stops (\"Not enough memory. Please try to increase --mem-fraction-static\"); give the fraction (--gpu-mem-util), or a smaller chunked_prefill_size or cuda_graph_max_bs (--graph-sizes)", b)
+}
+
 // PoolLess is what comes off the GPU's memory around the fraction, in
 // words: "less the weights and activations".
 func (b KVBudget) PoolLess() string {

@@ -205,7 +205,9 @@ func (o *adviseOptions) Run(ctx context.Context, args []string, std IO) error {
 	if err != nil {
 		return err
 	}
-	if m := adv.Baseline.Footprint; !m.Fits {
+	if m := adv.Baseline.Footprint; m.NoPool != "" {
+		fmt.Fprintf(std.Stderr, "warning: the baseline does not fit in GPU memory: %s\n", m.NoPool)
+	} else if !m.Fits {
 		fmt.Fprintf(std.Stderr, "warning: the baseline does not fit in GPU memory: short by %.1f GB per GPU\n", m.ShortfallGB)
 	}
 	var files []func() error

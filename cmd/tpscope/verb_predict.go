@@ -78,6 +78,9 @@ func (o *predictOptions) Run(ctx context.Context, args []string, std IO) error {
 		return err
 	}
 	if m := pr.Memory; m != nil && !m.Fits {
+		if err := m.Budget.NoPool(); err != nil {
+			return fmt.Errorf("%s %s on %s: %w", scen.Arch.Name, scen.Plan.Normalized(), topo.Name, err)
+		}
 		return fmt.Errorf("%s %s on %s does not fit in GPU memory: short by %.1f GB per GPU (weights %.1f GB + activations %.1f GB + KV %.1f GB for %d tokens, usable %.1f GB of %.1f GB)",
 			scen.Arch.Name, scen.Plan.Normalized(), topo.Name, m.ShortfallGB, gb(m.WeightBytes), gb(m.ActivationBytes), gb(m.KVBytes), m.KVTokensNeeded, gb(m.UsableBytes), gb(m.DeviceBytes))
 	}
