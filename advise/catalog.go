@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 
 	engprof "github.com/tpscope/tpscope/engine"
 	"github.com/tpscope/tpscope/internal/units"
@@ -123,8 +124,10 @@ type CatalogOptions struct {
 	// SpecTokens is the draft tokens of the other speculative entries
 	// (default DefaultSpecTokens; catalog_spec.go).
 	SpecTokens int
-	// Topologies are the preset boxes the "box" entries move to (default
-	// rtxpro6000-switch and h200-nvswitch).
+	// Topologies are the boxes the "box" entries move to, each as
+	// topology.Resolve takes it (a preset, a box description or a
+	// topology JSON file, as --topo); default rtxpro6000-switch and
+	// h200-nvswitch.
 	Topologies []string
 	// Reprice re-derives, on a scenario a box entry moved to another
 	// box, the cost source and the MoE routing the scenario's flags left
@@ -434,21 +437,48 @@ func dpEntry(name, title string, tp int) Entry {
 	}
 }
 
-// topoEntry moves the Scenario to another preset box with as many GPUs;
+// topoEntry moves the Scenario to another box with as many GPUs; name is
+// what topology.Resolve takes, as --topo does: a preset, a box
+// description or a topology JSON file (read once, on first use).
 // reprice is CatalogOptions.Reprice.
 func topoEntry(name string, reprice func(sim.Scenario) (sim.Scenario, error)) Entry {
+	box := sync.OnceValues(func() (*topology.Topology, error) { return topology.Resolve(name, 0) })
+	// on is the box as the scenario would have it, its first GPUs where the
+	// scenario has fewer: a copy of its own for each scenario.
+	on := func(c sim.Scenario) (*topology.Topology, error) {
+		t, err := box()
+		if err != nil {
+			return nil, err
+		}
+		if c.Topo != nil && c.Topo.NumGPUs() < t.NumGPUs() {
+			return t.Subset(c.Topo.NumGPUs())
+		}
+		return t.Clone(), nil
+	}
+	// here reports whether the scenario is on the box already: the preset
+	// by name, or the same box however it was given (a file of it).
+	here := func(c sim.Scenario) bool {
+		if onPreset(c.Topo, name) {
+			return true
+		}
+		t, err := box()
+		if err != nil || c.Topo == nil {
+			return false
+		}
+		if c.Topo.NumGPUs() < t.NumGPUs() {
+			if t, err = t.Subset(c.Topo.NumGPUs()); err != nil {
+				return false
+			}
+		}
+		return t.SameBox(c.Topo)
+	}
 	return Entry{
 		Name: "box-" + name, Title: "move to " + name, Kind: "box",
-		Enabled: func(c sim.Scenario) bool { return onPreset(c.Topo, name) },
+		Enabled: here,
 		Apply: func(c sim.Scenario) (sim.Scenario, error) {
-			t, err := topology.Preset(name)
+			t, err := on(c)
 			if err != nil {
 				return c, err
-			}
-			if c.Topo != nil && c.Topo.NumGPUs() < t.NumGPUs() {
-				if t, err = t.Subset(c.Topo.NumGPUs()); err != nil {
-					return c, err
-				}
 			}
 			c.Topo = t
 			// What the user left to the engine it decides again on the
@@ -482,18 +512,22 @@ func topoEntry(name string, reprice func(sim.Scenario) (sim.Scenario, error)) En
 			return c, fmt.Errorf("the baseline runs on %s: the entry moves a scenario there from another box", name)
 		},
 		Check: func(c sim.Scenario) Applicability {
-			t, err := topology.Preset(name)
+			t, err := box()
 			if err != nil {
 				return Applicability{Status: NotApplicable, Reason: err.Error()}
 			}
-			if onPreset(c.Topo, name) {
-				return Applicability{Status: Applies, Reason: fmt.Sprintf("the baseline's own box: %s, %d x %s (%s)", name, t.NumGPUs(), t.DeviceOf(0).Name, t.Description)}
+			what := fmt.Sprintf("%s, %d x %s", name, t.NumGPUs(), t.DeviceOf(0).Name)
+			if t.Description != "" {
+				what += " (" + t.Description + ")"
+			}
+			if here(c) {
+				return Applicability{Status: Applies, Reason: "the baseline's own box: " + what}
 			}
 			if c.Plan.World() > t.NumGPUs() {
 				return Applicability{Status: NotApplicable, Reason: fmt.Sprintf("%s has %d GPUs; the plan needs %d", name, t.NumGPUs(), c.Plan.World())}
 			}
 			d := t.DeviceOf(0)
-			r := fmt.Sprintf("another box: %s, %d x %s (%s)", name, t.NumGPUs(), d.Name, t.Description)
+			r := "another box: " + what
 			if _, ok := d.TFLOPS("fp4"); !ok && usesDtype(c.Arch, model.NVFP4) {
 				r += "; no FP4 tensor cores there: NVFP4 weights run as a weight-only 16-bit kernel (sim: bf16 peak)"
 			}

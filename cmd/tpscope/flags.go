@@ -144,9 +144,9 @@ func refuseRepeated(fs *pflag.FlagSet) {
 // documented as a choice of its own; every other flag refuses an explicit
 // empty value (refuseEmpty).
 var emptyAllowed = map[string]bool{
-	// advise's help: "preset boxes the 'move to' entries try (comma
-	// list; '' for none)"; the tests run advise --compare-topos= to price
-	// no box entry.
+	// advise's help: "boxes the 'move to' entries try, ... (comma list;
+	// '' for none)"; the tests run advise --compare-topos= to price no box
+	// entry.
 	"advise --compare-topos": true,
 	// advise's help: "other models on which to compare the baseline's
 	// settings with stock (comma list; '' for none)"; the tests run

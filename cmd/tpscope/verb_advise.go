@@ -101,7 +101,7 @@ type adviseOptions struct {
 	contexts     intList
 	noSweep      bool
 	mtpTokens    int
-	compareTopos string // comma list of preset boxes
+	compareTopos string // comma list of boxes, each as --topo takes it
 	entries      string // comma list; "" all
 	transfer     string // comma list of other models
 }
@@ -122,7 +122,7 @@ func (o *adviseOptions) Bind(fs *pflag.FlagSet) {
 	fs.Var(&o.contexts, "sweep-context", "context lengths of the sweep"+countSuffixHelp)
 	fs.BoolVar(&o.noSweep, "no-sweep", o.noSweep, "skip the batch x context sweep")
 	fs.IntVar(&o.mtpTokens, "mtp-tokens", o.mtpTokens, "speculative tokens of the MTP entry")
-	fs.StringVar(&o.compareTopos, "compare-topos", o.compareTopos, "preset boxes the 'move to' entries try (comma list; '' for none)")
+	fs.StringVar(&o.compareTopos, "compare-topos", o.compareTopos, "boxes the 'move to' entries try, each a preset, a box description or a topology JSON as --topo takes (comma list; '' for none)")
 	fs.StringVar(&o.entries, "entries", o.entries, "only these catalog entries (comma list; default all)")
 	fs.StringVar(&o.transfer, "transfer", o.transfer, "other models on which to compare the baseline's settings with stock (comma list; '' for none)")
 }
@@ -145,13 +145,30 @@ func (o *adviseOptions) Run(ctx context.Context, args []string, std IO) error {
 	}
 	// The boxes the "move to" entries try, checked before any work: a
 	// misspelt one is the flag's fault, not a row that does not apply;
-	// '' tries none (a nil list would be the catalog's defaults).
+	// '' tries none (a nil list would be the catalog's defaults). Each is
+	// read as --topo reads its box (a preset, a description or a topology
+	// JSON), and a box named twice would be two rows of one box.
 	topos := []string{}
+	var boxes []*topology.Topology
 	for _, name := range splitList(o.compareTopos) {
-		if _, err := topology.Preset(name); err != nil {
+		ref, err := topology.NewRef(name, 0)
+		if err != nil {
 			return causeError("--compare-topos", name, err)
 		}
-		topos = append(topos, name)
+		t, err := ref.Resolve()
+		if err != nil {
+			return causeError("--compare-topos", name, err)
+		}
+		for j, prev := range boxes {
+			if prev.SameBox(t) {
+				what := fmt.Sprintf("%s and %s are the same box", topos[j], name)
+				if topos[j] == name {
+					what = name + " is named twice"
+				}
+				return flagError("--compare-topos", quote(o.compareTopos), "%s: name each box once", what)
+			}
+		}
+		topos, boxes = append(topos, name), append(boxes, t)
 	}
 	// --dense-dsa on a model without DSA still prices the --transfer
 	// models that have it.

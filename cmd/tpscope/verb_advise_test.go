@@ -17,6 +17,7 @@ import (
 
 	"github.com/tpscope/tpscope/advise"
 	"github.com/tpscope/tpscope/internal/chart"
+	"github.com/tpscope/tpscope/topology"
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/font"
 	"gonum.org/v1/plot/vg"
@@ -151,7 +152,7 @@ func TestAdviseUnusedFlags(t *testing.T) {
 // (it had tried the default two).
 func TestAdviseCompareTopos(t *testing.T) {
 	checkUsageErrors(t, []usageCase{
-		{"misspelt box", []string{"advise", "--no-sweep", "--compare-topos", "h200-nvswtich"}, `--compare-topos h200-nvswtich: unknown preset "h200-nvswtich"`},
+		{"misspelt box", []string{"advise", "--no-sweep", "--compare-topos", "h200-nvswtich"}, `--compare-topos h200-nvswtich: topology "h200-nvswtich": not a preset`},
 	})
 	code, out, stderr := runCLI(t, "advise", "--no-sweep", "--compare-topos", "", "--output", "csv")
 	if code != 0 {
@@ -163,6 +164,56 @@ func TestAdviseCompareTopos(t *testing.T) {
 	code, out, stderr = runCLI(t, "advise", "--no-sweep", "--compare-topos", "h200-nvswitch-gen4", "--output", "csv")
 	if code != 0 || !strings.Contains(out, "box-h200-nvswitch-gen4") || strings.Contains(out, "box-rtxpro6000-switch") {
 		t.Errorf("--compare-topos h200-nvswitch-gen4: exit %d (%s), want its row and no other box's:\n%s", code, stderr, out)
+	}
+}
+
+// TestAdviseCompareToposFile: --compare-topos reads each box as --topo
+// does, so a topology JSON (here an H100 box calibrated on a trace of a
+// run) is a box the "move to" entries try, priced on that box; it had been
+// refused as 'unknown preset' whatever the file held. A box named twice,
+// however spelled, is refused; the file that is the baseline's own box is
+// the baseline's row, not a move.
+func TestAdviseCompareToposFile(t *testing.T) {
+	const file = "../../exec/cuda/testdata/h100/spec-1645-1207/h100-cal-b1.json"
+	box, err := topology.Load(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var adv advise.Advice
+	runJSONInto(t, &adv, "advise", "--output", "json", "--model", "tiny-mla-moe", "--tp", "2", "--no-sweep", "--transfer", "",
+		"--compare-topos", file+",h200-nvswitch")
+	var moved, preset *advise.Row
+	for i := range adv.Rows {
+		switch adv.Rows[i].Entry {
+		case "box-" + file:
+			moved = &adv.Rows[i]
+		case "box-h200-nvswitch":
+			preset = &adv.Rows[i]
+		}
+	}
+	if moved == nil || preset == nil {
+		t.Fatalf("rows box-%s and box-h200-nvswitch: got %v, %v", file, moved, preset)
+	}
+	if moved.Error != "" || moved.With == nil || moved.Applicability.Status != advise.Conditional ||
+		!strings.Contains(moved.Applicability.Reason, fmt.Sprintf("%d x %s", box.NumGPUs(), box.DeviceOf(0).Name)) {
+		t.Errorf("box-%s: %s %q, error %q, with %v; want the file's box priced as another box", file, moved.Applicability.Status, moved.Applicability.Reason, moved.Error, moved.With)
+	}
+	if moved.With != nil && moved.With.Topology == preset.With.Topology {
+		t.Errorf("box-%s priced on %s, the preset's box", file, moved.With.Topology)
+	}
+	if moved.How.Exec != "predict --topo "+file {
+		t.Errorf("box-%s: how %q, want predict --topo %s", file, moved.How.Exec, file)
+	}
+	checkUsageErrors(t, []usageCase{
+		{"one box twice", []string{"advise", "--no-sweep", "--compare-topos", "h200-nvswitch,nvswitch:8xh200-sxm"},
+			"--compare-topos \"h200-nvswitch,nvswitch:8xh200-sxm\": h200-nvswitch and nvswitch:8xh200-sxm are the same box"},
+		{"one name twice", []string{"advise", "--no-sweep", "--compare-topos", file + "," + file}, file + " is named twice: name each box once"},
+		{"no such file", []string{"advise", "--no-sweep", "--compare-topos", "./nope/box.json"}, `--compare-topos ./nope/box.json: topology "./nope/box.json"`},
+	})
+	runJSONInto(t, &adv, "advise", "--output", "json", "--model", "tiny-mla-moe", "--tp", "2", "--no-sweep", "--transfer", "",
+		"--topo", file, "--compare-topos", file, "--entries", "box-"+file)
+	if len(adv.Rows) != 1 || !adv.Rows[0].InBaseline || !strings.Contains(adv.Rows[0].Applicability.Reason, "the baseline's own box") {
+		t.Errorf("--topo %s --compare-topos %s: rows %+v; want the baseline's own box", file, file, adv.Rows)
 	}
 }
 
