@@ -84,8 +84,9 @@ func TestAdviseSeed(t *testing.T) {
 		// At large batch x long context it helps: either a measurable speedup
 		// where both fit, or a configuration only FP8 holds. Batch 2 x
 		// 131,072 tokens needs 262,146 x 70,272 B = 18.4 GB of bf16 cache, more
-		// than the ~14.6 GB left after 75.6 GB of weights and 2.2 GB of
-		// workspace in 92.4 GB usable; in fp8 it needs 9.2 GB.
+		// than the ~16.6 GB left after 75.6 GB of weights and 2.2 GB of
+		// workspace in 94.4 GB usable (vLLM 0.24's 0.92); in fp8 it needs
+		// 9.2 GB.
 		sw := r.Sweep
 		if sw == nil {
 			t.Fatal("no sweep")

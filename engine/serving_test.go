@@ -245,3 +245,31 @@ func TestTRTLLMSchedulerDefaults(t *testing.T) {
 		}
 	}
 }
+
+// TestVLLMKVPoolFraction: vLLM 0.24 sizes its pool at
+// gpu_memory_utilization 0.92 (PR #38284 raised the default from 0.9 for
+// v0.21.0; vllm/config/cache.py Field(default=0.92)), and its profile says
+// so with a cite naming those sources; the nightly of 0.16 predates it
+// and states no pool (vLLM's 0.9).
+func TestVLLMKVPoolFraction(t *testing.T) {
+	v, err := Lookup(Ref{Name: "vllm", Version: "0.24"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := v.KVPool
+	if k.KVPoolRule() != KVPoolGPUMemUtil || k.UtilFrac != 0.92 {
+		t.Fatalf("vllm@0.24's pool: rule %q at %v, want %s at 0.92", k.KVPoolRule(), k.UtilFrac, KVPoolGPUMemUtil)
+	}
+	var cited string
+	for _, key := range k.Cite {
+		cited += v.Sources[key] + "\n"
+	}
+	for _, want := range []string{"PR #38284", "default=0.92", "0.9 before"} {
+		if !strings.Contains(cited, want) {
+			t.Errorf("vllm@0.24's kv_pool sources do not name %q:\n%s", want, cited)
+		}
+	}
+	if n, _ := Lookup(Ref{Name: "vllm", Version: "0.16-nightly"}); n.KVPool.Rule != "" || n.KVPool.UtilFrac != 0 {
+		t.Errorf("vllm@0.16-nightly states a pool (%+v), want none: vLLM's 0.9", n.KVPool)
+	}
+}

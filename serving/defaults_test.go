@@ -97,8 +97,10 @@ func TestSGLangKVPool(t *testing.T) {
 	}{
 		{"sglang", 0, blocks(0.853, 0, 64), engprof.KVPoolMemFractionStatic, "184320 MiB GPU less 27136 MiB reserved"},
 		{"sglang", 0.8, blocks(0.8, 0, 64), engprof.KVPoolMemFractionStatic, "given"},
-		// vLLM's blocks are FlashInfer-MLA's page of 64 on the B200.
-		{"vllm", 0, blocks(0.9, c.ActivationBytes, 64), engprof.KVPoolGPUMemUtil, "vLLM's default"},
+		// vLLM's blocks are FlashInfer-MLA's page of 64 on the B200, its
+		// pool 0.92 of the memory (vLLM 0.24's default, PR #38284) less
+		// the weights and activations.
+		{"vllm", 0, blocks(0.92, c.ActivationBytes, 64), engprof.KVPoolGPUMemUtil, "vllm@0.24's default"},
 	} {
 		d.Scenario.Options.Engine = engprof.Ref{Name: x.engine}
 		d.Scenario.Options.GPUMemUtilFrac = x.given

@@ -170,7 +170,8 @@ type Options struct {
 	// GPUMemUtilFrac is the fraction of device memory the engine sizes
 	// its KV pool in, as the engine's profile reads it (kv_pool): vLLM's
 	// gpu_memory_utilization, for weights, workspace and KV cache (0 =
-	// 0.9); SGLang's mem_fraction_static, for weights and KV cache (0 = its
+	// the profile's default: 0.92 from vLLM 0.21.0, PR #38284, 0.9
+	// before); SGLang's mem_fraction_static, for weights and KV cache (0 = its
 	// default from the reserved memory); TensorRT-LLM's
 	// free_gpu_memory_fraction, of the memory weights and workspace leave,
 	// for the KV cache (0 = 0.9).

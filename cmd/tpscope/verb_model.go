@@ -195,14 +195,17 @@ func showModel(sc *scenarioFlags, mem *memFlags, out string, w io.Writer) error 
 	// (TensorRT-LLM's free_gpu_memory_fraction), sizes the capacity shown
 	// through sim's one rule-to-capacity path; vLLM's is the default.
 	var pool *sim.KVBudget
-	if prof, err := engprof.Lookup(scen.Options.Engine); err == nil && prof.KVPool.KVPoolRule() != engprof.KVPoolGPUMemUtil {
+	if prof, err := engprof.Lookup(scen.Options.Engine); err == nil {
 		if b, ok := sim.FixedKVBudget(prof, scen.Options.GPUMemUtilFrac); ok {
 			pool = &b
 		}
 	}
+	// Whether the engine's rule is another than vLLM's, which the table
+	// names; vLLM's own fraction is its profile's (0.92 in 0.24).
+	otherRule := pool != nil && pool.Rule != engprof.KVPoolGPUMemUtil
 	// The engine decides a DSA model's attention mode, when --dense-dsa
 	// does not, and the KV pool when its rule is another's.
-	if sc.changed("engine") && pool == nil && scen.KVDefault == nil && (!scen.Arch.HasIndexer() || scen.DenseDSAChosen) {
+	if sc.changed("engine") && !otherRule && scen.KVDefault == nil && (!scen.Arch.HasIndexer() || scen.DenseDSAChosen) {
 		why := scen.Arch.Name + " has no DSA attention whose dense or sparse mode the engine decides"
 		if scen.Arch.HasIndexer() {
 			why = "--dense-dsa decides the attention mode the engine would"
@@ -225,7 +228,7 @@ func showModel(sc *scenarioFlags, mem *memFlags, out string, w io.Writer) error 
 		util, rule = pool.Frac, sim.CapacityRule(pool.Rule)
 	}
 	s := model.Summarize(scen.Arch, scen.Plan, scen.Workload, scen.Build, memBytes, util, rule)
-	if pool != nil {
+	if otherRule {
 		s.KVPool = kvBudgetText(*pool)
 	}
 	// The summary, and where the engine chose the selected KV dtype
