@@ -379,9 +379,15 @@ func predictVariant(ev *sim.Evaluator, name string, c sim.Scenario) (*Variant, e
 	}
 	f := FootprintOf(pr)
 	footprintDetail(&f, s)
+	// The KV capacity stated is priced without the engine's CUDA-graph
+	// estimate where none was given (sim.KVBudget.GraphUnpriced).
+	caveats := pr.Caveats
+	if m := pr.Memory; m != nil && m.Budget.GraphCaveat() != "" {
+		caveats = append([]string{m.Budget.GraphCaveat()}, caveats...)
+	}
 	return &Variant{Name: name, StepUs: pr.StepUs, TokensPerS: pr.TokensPerS, PerRequest: pr.TokensPerSPerRequest,
 		CommShareFrac: pr.CommShareFrac, Footprint: f, Options: c.Options, Plan: c.Plan.Normalized().String(),
-		Workload: c.Workload.Normalized().String(), Topology: c.Topo.Name, Caveats: pr.Caveats, Engine: pr.Engine}, nil
+		Workload: c.Workload.Normalized().String(), Topology: c.Topo.Name, Caveats: caveats, Engine: pr.Engine}, nil
 }
 
 // transferScenario is the baseline b on model a, as 'predict --model a'

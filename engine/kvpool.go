@@ -17,7 +17,15 @@ type KVPoolFacts struct {
 	// Reserve is the default fraction's formula under
 	// KVPoolMemFractionStatic.
 	Reserve StaticReserve `yaml:"reserve"`
-	Cite    []string      `yaml:"cite"`
+	// CUDAGraphEstimate says the engine takes an estimate of its CUDA
+	// graphs' memory off the pool before sizing it, where it captures
+	// graphs (vLLM from 0.21.0: Worker.determine_available_memory less
+	// GPUModelRunner.profile_cudagraph_memory, on by default through
+	// VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS). Only under
+	// KVPoolGPUMemUtil. tpscope captures no graph, so the estimate is the
+	// one the engine's start-up log prints, given by the user.
+	CUDAGraphEstimate bool     `yaml:"cuda_graph_estimate"`
+	Cite              []string `yaml:"cite"`
 }
 
 // The KV-pool rules a profile may state.
@@ -138,7 +146,7 @@ func (p *Profile) validateKVPool(bad func(field, format string, a ...any) error,
 	k := &p.KVPool
 	switch k.Rule {
 	case "":
-		if len(k.Cite) > 0 || k.UtilFrac != 0 {
+		if len(k.Cite) > 0 || k.UtilFrac != 0 || k.CUDAGraphEstimate {
 			return bad("kv_pool.rule", "missing: want %s", kvPoolRules)
 		}
 		return nil
@@ -166,6 +174,9 @@ func (p *Profile) validateKVPool(bad func(field, format string, a ...any) error,
 		}
 	default:
 		return bad("kv_pool.rule", "%q: want %s", k.Rule, kvPoolRules)
+	}
+	if k.CUDAGraphEstimate && k.Rule != KVPoolGPUMemUtil {
+		return bad("kv_pool.cuda_graph_estimate", "true under %s: want it only under %s, whose pool is the fraction less what the profiling run measured", k.Rule, KVPoolGPUMemUtil)
 	}
 	return cite("kv_pool", k.Cite)
 }

@@ -246,6 +246,50 @@ func TestTRTLLMSchedulerDefaults(t *testing.T) {
 	}
 }
 
+// TestVLLMCUDAGraphEstimate: vLLM from 0.21.0 takes the estimate of its
+// CUDA graphs' memory off the pool (gpu_worker.py
+// cudagraph_memory_estimate_applied; VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS,
+// added off by PR #30515, on by default since PR #38284); vllm@0.24 states
+// it with cites naming those sources. The nightly of 0.16 predates it, and
+// no other engine takes an estimate off its pool; the fact is refused
+// under another rule than gpu_memory_utilization.
+func TestVLLMCUDAGraphEstimate(t *testing.T) {
+	v, err := Lookup(Ref{Name: "vllm", Version: "0.24"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := v.KVPool
+	if k.KVPoolRule() != KVPoolGPUMemUtil || !k.CUDAGraphEstimate {
+		t.Fatalf("vllm@0.24's pool: rule %q, graph estimate %v; want %s with the estimate", k.KVPoolRule(), k.CUDAGraphEstimate, KVPoolGPUMemUtil)
+	}
+	var cited string
+	for _, key := range k.Cite {
+		cited += v.Sources[key] + "\n"
+	}
+	for _, want := range []string{"PR #30515", "PR #38284", "VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS", "cudagraph_memory_estimate_applied", "Enabled by default as of v0.21.0", "#53013"} {
+		if !strings.Contains(cited, want) {
+			t.Errorf("vllm@0.24's kv_pool sources do not name %q:\n%s", want, cited)
+		}
+	}
+	for _, ref := range []Ref{{Name: "vllm", Version: "0.16-nightly"}, {Name: "sglang"}, {Name: "trtllm"}, ExecutorRef} {
+		p, err := Lookup(ref)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p.KVPool.CUDAGraphEstimate {
+			t.Errorf("%s takes a CUDA-graph estimate off its pool, want none", p.Name())
+		}
+	}
+	base := string(mustRead(t, "profiles/trtllm-1.3.yaml"))
+	data := strings.Replace(base, "  util_frac: 0.9\n", "  util_frac: 0.9\n  cuda_graph_estimate: true\n", 1)
+	if data == base {
+		t.Fatal("edit not found")
+	}
+	if _, err := Parse([]byte(data), "edited.yaml"); !oneLineWith(err, "kv_pool.cuda_graph_estimate") {
+		t.Errorf("an estimate under free_gpu_memory_fraction: error %v, want one line naming kv_pool.cuda_graph_estimate", err)
+	}
+}
+
 // TestVLLMKVPoolFraction: vLLM 0.24 sizes its pool at
 // gpu_memory_utilization 0.92 (PR #38284 raised the default from 0.9 for
 // v0.21.0; vllm/config/cache.py Field(default=0.92)), and its profile says

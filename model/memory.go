@@ -362,6 +362,7 @@ type Capacity struct {
 	UsableBytes       float64 // memory the engine's budget covers: weights, activations where counted, and the pool
 	WeightBytes       float64 // weights on this GPU
 	ActivationBytes   float64 // activation workspace estimate
+	CUDAGraphBytes    float64 // the engine's estimate of its CUDA graphs' memory, taken off the pool (LessCUDAGraphs)
 	KVBytes           float64 // left for the KV cache (0 if weights do not fit)
 	KVBytesPerToken   float64 // per GPU, all layers
 	KVCapacityTokens  int64   // tokens of context the attention group can cache
@@ -383,6 +384,34 @@ func KVCapacity(a *Arch, p Plan, w Workload, o BuildOptions, gpuMemBytes, util f
 		util = DefaultGPUMemUtilization
 	}
 	return kvCapacity(a, p, w, o, gpuMemBytes, util, poolOfMemory)
+}
+
+// LessCUDAGraphs is rule with graphBytes more taken off the pool: vLLM
+// from 0.21.0 sizes it as requested memory - non-KV memory - the estimate
+// of its CUDA graphs' memory (gpu_worker.py
+// Worker.determine_available_memory, cudagraph_memory_estimate_applied),
+// so the estimate comes off what the fraction leaves after the weights and
+// activations, not off the fraction. graphBytes <= 0 is rule itself.
+func LessCUDAGraphs(rule CapacityRule, graphBytes float64) CapacityRule {
+	if graphBytes <= 0 {
+		return rule
+	}
+	return func(a *Arch, p Plan, w Workload, o BuildOptions, gpuMemBytes, frac float64) Capacity {
+		c := rule(a, p, w, o, gpuMemBytes, frac)
+		c.CUDAGraphBytes = graphBytes
+		if c.WeightsDoNotFitBy > 0 {
+			c.WeightsDoNotFitBy += graphBytes
+			return c
+		}
+		left := c.KVBytes - graphBytes
+		if left <= 0 {
+			c.KVBytes, c.KVCapacityTokens, c.WeightsDoNotFitBy = 0, 0, -left
+			return c
+		}
+		c.KVBytes = left
+		c.KVCapacityTokens = int64(left / c.KVBytesPerToken)
+		return c
+	}
 }
 
 // KVCapacityStatic is the KV cache of an engine whose weights and pool

@@ -230,6 +230,37 @@ func TestKVCapacity(t *testing.T) {
 	})
 }
 
+// TestLessCUDAGraphs: vLLM from 0.21.0 takes its CUDA-graph estimate off
+// what the fraction leaves after the weights and activations
+// (gpu_worker.py: requested_memory - non_kv_cache_memory -
+// cudagraph_memory_estimate_applied), so the pool is floor((0.92 x mem -
+// weights - activations - estimate) / KV bytes per token); the weights
+// and activations are the rule's own, the estimate taken once; an
+// estimate above what is left leaves no KV and says by how much; 0 is
+// the rule itself.
+func TestLessCUDAGraphs(t *testing.T) {
+	a := mustPreset(t, "glm-5-nvfp4")
+	mem := 97887.0 * (1 << 20) // RTX PRO 6000 Blackwell, nvidia-smi 97,887 MiB
+	w, p := Workload{KVDtype: FP8}, Plan{TP: 8}
+	graph := 4.77 * (1 << 30) // "Estimated CUDA graph memory: 4.77 GiB total" (GLM-5.1-NVFP4, 8x RTX PRO 6000)
+	base := KVCapacity(a, p, w, BuildOptions{}, mem, 0.92)
+	c := LessCUDAGraphs(KVCapacity, graph)(a, p, w, BuildOptions{}, mem, 0.92)
+	left := 0.92*mem - base.WeightBytes - base.ActivationBytes - graph
+	if want := int64(left / base.KVBytesPerToken); c.KVCapacityTokens != want || c.KVBytes != left || c.CUDAGraphBytes != graph {
+		t.Errorf("pool %d tokens, %.0f B, graphs %.0f B; want %d tokens of (0.92 x mem - weights - activations - 4.77 GiB) = %.0f B", c.KVCapacityTokens, c.KVBytes, c.CUDAGraphBytes, want, left)
+	}
+	if c.WeightBytes != base.WeightBytes || c.ActivationBytes != base.ActivationBytes || c.UsableBytes != base.UsableBytes {
+		t.Errorf("weights, activations or budget moved with the estimate: %+v vs %+v", c, base)
+	}
+	over := base.KVBytes + 1<<30
+	if c := LessCUDAGraphs(KVCapacity, over)(a, p, w, BuildOptions{}, mem, 0.92); c.KVCapacityTokens != 0 || c.KVBytes != 0 || math.Abs(c.WeightsDoNotFitBy-(1<<30)) > 1 {
+		t.Errorf("an estimate 1 GiB above the pool: %d tokens, %.0f B, short %.0f B; want none, short 1 GiB", c.KVCapacityTokens, c.KVBytes, c.WeightsDoNotFitBy)
+	}
+	if c := LessCUDAGraphs(KVCapacity, 0)(a, p, w, BuildOptions{}, mem, 0.92); c != base {
+		t.Errorf("no estimate: %+v, want the rule's %+v", c, base)
+	}
+}
+
 // TestKVCapacityFree: TensorRT-LLM's pool is free_gpu_memory_fraction of
 // the memory left after the weights and the activations, frac x (mem -
 // weights - activations), where vLLM's is frac x mem - weights -

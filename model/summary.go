@@ -39,8 +39,13 @@ type Summary struct {
 	GPUMemUtilFrac  float64            `json:"gpu_mem_util_frac"`
 	// KVPool is the engine's pool rule and fraction in words, set by the
 	// caller that knows the engine ("": vLLM's gpu_memory_utilization).
-	KVPool       string  `json:"kv_pool,omitempty"`
-	KVCacheBytes float64 `json:"kv_cache_bytes_per_gpu"`
+	KVPool string `json:"kv_pool,omitempty"`
+	// CUDAGraphBytes is the engine's CUDA-graph estimate taken off the
+	// pool (LessCUDAGraphs); CUDAGraphCaveat, set by the caller that knows
+	// the engine, says the engine takes one that was not given.
+	CUDAGraphBytes  float64 `json:"cuda_graph_bytes,omitempty"`
+	CUDAGraphCaveat string  `json:"cuda_graph_caveat,omitempty"`
+	KVCacheBytes    float64 `json:"kv_cache_bytes_per_gpu"`
 	// KVCapacityTokens is for KVDtype; KVCapacityByDtype for each dtype.
 	KVCapacityTokens  int64            `json:"kv_capacity_tokens"`
 	KVCapacityByDtype map[string]int64 `json:"kv_capacity_tokens_by_dtype"`
@@ -171,6 +176,7 @@ func Summarize(a *Arch, p Plan, w Workload, o BuildOptions, gpuMemBytes, util fl
 	s.KVDtype = string(sel)
 	s.ActivationBytes = c.ActivationBytes
 	s.KVCacheBytes = c.KVBytes
+	s.CUDAGraphBytes = c.CUDAGraphBytes
 	s.KVCapacityTokens = c.KVCapacityTokens
 	s.WeightsShortBytes = c.WeightsDoNotFitBy
 	return s

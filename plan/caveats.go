@@ -1,6 +1,9 @@
 package plan
 
-import engprof "github.com/tpscope/tpscope/engine"
+import (
+	engprof "github.com/tpscope/tpscope/engine"
+	"github.com/tpscope/tpscope/sim"
+)
 
 // capacityCaveat: sim's TestPublicKimiKVCapacity and the seed scenario's
 // report, both vLLM's pools; what the pools leave out depends on the
@@ -9,7 +12,7 @@ import engprof "github.com/tpscope/tpscope/engine"
 // mem_fraction_static) holds its graphs and activations, TensorRT-LLM's
 // fraction is of what its profiling forward leaves.
 const (
-	capacityCaveat      = "KV capacity and max concurrency leave out CUDA-graph pools, NCCL buffers and the CUDA context: public vLLM pools on 8x RTX PRO 6000 measured 8 % below tpscope's, and the seed scenario reported ~11.7 GB of KV per GPU where tpscope gives 14.6 GB at gpu_memory_utilization 0.9 (16.6 at vLLM 0.24's 0.92): read them as upper bounds"
+	capacityCaveat      = "KV capacity and max concurrency leave out CUDA-graph pools (but the estimate --cuda-graph-mem-gib gives), NCCL buffers and the CUDA context: public vLLM pools on 8x RTX PRO 6000 measured 8 % below tpscope's, and the seed scenario reported ~11.7 GB of KV per GPU where tpscope gives 14.6 GB at gpu_memory_utilization 0.9 (16.6 at vLLM 0.24's 0.92): read them as upper bounds"
 	capacityCaveatOther = "KV capacity and max concurrency leave out the CUDA context and NCCL buffers (and what the engine's own rule keeps outside its pool beyond what its profile states): read them as upper bounds"
 )
 
@@ -36,6 +39,13 @@ func Caveats(cfgs []Config, r *Result) []string {
 	}
 	c := &cfgs[r.Best].Scenario
 	out := []string{capacityCaveatFor(c.Options.Engine)}
+	// The best point's pool priced without the CUDA-graph estimate its
+	// engine takes off it (sim.KVBudget.GraphUnpriced).
+	if prof, err := engprof.Lookup(c.Options.Engine); err == nil {
+		if b, ok := sim.FixedKVBudget(prof, c.Options); ok && b.GraphCaveat() != "" {
+			out = append(out, b.GraphCaveat())
+		}
+	}
 	p, err := c.NewPredictor()
 	if err != nil {
 		return out

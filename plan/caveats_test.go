@@ -7,7 +7,8 @@ import (
 	engprof "github.com/tpscope/tpscope/engine"
 )
 
-// TestPlanCaveats: a sweep's caveats are the capacity caveat, then the
+// TestPlanCaveats: a sweep's caveats are the capacity caveat, the pool
+// priced without vLLM 0.24's CUDA-graph estimate (none given), then the
 // best point's own (the seed box, Kimi NVFP4: NVFP4 experts and
 // uncalibrated NCCL); without a best point only the capacity caveat.
 func TestPlanCaveats(t *testing.T) {
@@ -18,7 +19,7 @@ func TestPlanCaveats(t *testing.T) {
 	if res.Best < 0 {
 		t.Fatal("no best point")
 	}
-	want := []string{"KV capacity and max concurrency", "NVFP4 experts on SM12x", "NCCL collectives priced"}
+	want := []string{"KV capacity and max concurrency", "KV pool priced without the engine's CUDA-graph memory estimate", "NVFP4 experts on SM12x", "NCCL collectives priced"}
 	if len(res.Caveats) != len(want) {
 		t.Fatalf("caveats %q, want ones starting %q", res.Caveats, want)
 	}

@@ -94,16 +94,23 @@ func TestSGLangKVPool(t *testing.T) {
 		want   int
 		rule   string
 		from   string
+		// graphGiB is the CUDA-graph estimate given (0: none).
+		graphGiB float64
 	}{
-		{"sglang", 0, blocks(0.853, 0, 64), engprof.KVPoolMemFractionStatic, "184320 MiB GPU less 27136 MiB reserved"},
-		{"sglang", 0.8, blocks(0.8, 0, 64), engprof.KVPoolMemFractionStatic, "given"},
+		{"sglang", 0, blocks(0.853, 0, 64), engprof.KVPoolMemFractionStatic, "184320 MiB GPU less 27136 MiB reserved", 0},
+		{"sglang", 0.8, blocks(0.8, 0, 64), engprof.KVPoolMemFractionStatic, "given", 0},
 		// vLLM's blocks are FlashInfer-MLA's page of 64 on the B200, its
 		// pool 0.92 of the memory (vLLM 0.24's default, PR #38284) less
-		// the weights and activations.
-		{"vllm", 0, blocks(0.92, c.ActivationBytes, 64), engprof.KVPoolGPUMemUtil, "vllm@0.24's default"},
+		// the weights, activations and the CUDA-graph estimate given.
+		{"vllm", 0, blocks(0.92, c.ActivationBytes, 64), engprof.KVPoolGPUMemUtil, "vllm@0.24's default", 0},
+		{"vllm", 0, blocks(0.92, c.ActivationBytes+3*(1<<30), 64), engprof.KVPoolGPUMemUtil, "vllm@0.24's default", 3},
 	} {
 		d.Scenario.Options.Engine = engprof.Ref{Name: x.engine}
 		d.Scenario.Options.GPUMemUtilFrac = x.given
+		d.Scenario.Options.CUDAGraphMem = sim.CUDAGraphMem{}
+		if x.graphGiB > 0 {
+			d.Scenario.Options.CUDAGraphMem = sim.CUDAGraphMem{GiB: x.graphGiB, Given: true}
+		}
 		s := mustNew(t, d)
 		b := s.KVBudget()
 		if s.KVBlocks() != x.want || b.Rule != x.rule || !strings.Contains(b.From, x.from) {

@@ -532,6 +532,19 @@ func (sc Scenario) CheckEngine() error {
 			return fmt.Errorf("--ar-norm-fusion false: %s fuses each all-reduce with the RMSNorm after it by default on %s, and its profile states no switch that turns the fusion off", p.Name(), a)
 		}
 	}
+	// The CUDA-graph estimate is a figure of an engine that takes one off
+	// its pool (kv_pool.cuda_graph_estimate); under another it would be
+	// printed among the options and priced nowhere. No estimate exceeds
+	// the memory it is taken from.
+	if g := o.CUDAGraphMem; g.Given {
+		if !p.KVPool.CUDAGraphEstimate {
+			return fmt.Errorf("--cuda-graph-mem-gib %s: %s takes no CUDA-graph memory estimate off its KV pool (vLLM does from 0.21.0), so the figure prices nothing: leave it out", g, p.Name())
+		}
+		if t := sc.Topo; t != nil && t.DeviceOf(0) != nil && g.Bytes() > float64(t.DeviceOf(0).MemBytes) {
+			dev := t.DeviceOf(0)
+			return fmt.Errorf("--cuda-graph-mem-gib %s: more than the %.4g GiB of memory of %s's %s: want the estimate the engine's log prints", g, float64(dev.MemBytes)/float64(1<<30), t.Name, dev.Name)
+		}
+	}
 	for _, n := range o.Names() {
 		name, val, _ := strings.Cut(n, "=")
 		if err := p.Refuse(name, val, a); err != nil {

@@ -23,6 +23,58 @@ type KVBudget struct {
 	// From says where Frac came from: "given" (Options.GPUMemUtilFrac),
 	// the engine's default, or the default's formula with its terms.
 	From string `json:"from"`
+	// CUDAGraphBytes is the engine's estimate of its CUDA graphs' memory
+	// taken off the pool (Options.CUDAGraphMem, given), where its profile
+	// deducts one (kv_pool.cuda_graph_estimate) and graphs are captured.
+	CUDAGraphBytes float64 `json:"cuda_graph_bytes,omitempty"`
+	// GraphFrom says where CUDAGraphBytes came from ("given": the
+	// engine's log, Options.CUDAGraphMem).
+	GraphFrom string `json:"cuda_graph_from,omitempty"`
+	// GraphUnpriced says the engine deducts such an estimate and none was
+	// given: tpscope captures no graph, so the pool is priced without it,
+	// larger than the engine's by the estimate its log prints.
+	GraphUnpriced bool `json:"cuda_graph_estimate_unpriced,omitempty"`
+}
+
+// CUDAGraphMemPublic is the range of vLLM's "Estimated CUDA graph memory"
+// in public start-up logs, for the caveat of a pool priced without it:
+// 0.17 GiB for a model at TP 4 on RTX 3090s (noonghunna/club-3090 PR #44
+// and issue #127, vLLM of 2026-05), 4.77-6.84 GiB for GLM-5.1-NVFP4 on 8x RTX PRO 6000
+// (sjug/rtx6kpro models/glm5.1/benchmarks/glm51-v2-full-68b3569f-20260514,
+// DCP 1-8, MTP 0-1; 1.22 GiB captured where 4.77 was estimated) and
+// 118.65 GiB for a 2.4T model on GB300 (vllm issue #53013, an
+// overestimate).
+const CUDAGraphMemPublic = "0.17 GiB (a model at TP 4 on RTX 3090s) to 4.77-6.84 GiB (GLM-5.1-NVFP4 on 8x RTX PRO 6000, DCP 1-8) in public logs, 118.65 GiB in one overestimate (vLLM issue #53013)"
+
+// GraphCaveat is the caveat of a pool priced without the engine's
+// CUDA-graph estimate (GraphUnpriced), "" when there is none to state.
+func (b KVBudget) GraphCaveat() string {
+	if !b.GraphUnpriced {
+		return ""
+	}
+	return "KV pool priced without the engine's CUDA-graph memory estimate, which vLLM from 0.21.0 takes off the pool by default (VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS; tpscope captures no graph): the pool is larger than the engine's by that estimate, " + CUDAGraphMemPublic + " (fix: --cuda-graph-mem-gib with the 'Estimated CUDA graph memory: X GiB total' the engine's start-up log prints, 0 where VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=0)"
+}
+
+// Capacity is the model's arithmetic for the budget: its rule's, less
+// the CUDA-graph estimate it takes off the pool.
+func (b KVBudget) Capacity() model.CapacityRule {
+	return model.LessCUDAGraphs(CapacityRule(b.Rule), b.CUDAGraphBytes)
+}
+
+// withGraphs is b with the CUDA-graph estimate prof's engine takes off
+// its pool under options o: none unless the profile deducts one and the
+// scenario captures graphs (vLLM profiles them only where cudagraph_mode
+// is not NONE), the estimate given, else marked unpriced.
+func withGraphs(b KVBudget, prof *engprof.Profile, o Options) KVBudget {
+	if !prof.KVPool.CUDAGraphEstimate || !o.CUDAGraphs {
+		return b
+	}
+	if o.CUDAGraphMem.Given {
+		b.CUDAGraphBytes, b.GraphFrom = o.CUDAGraphMem.Bytes(), "given"
+		return b
+	}
+	b.GraphUnpriced = true
+	return b
 }
 
 // String is the budget in one phrase: "mem_fraction_static 0.853,
@@ -39,7 +91,14 @@ func (b KVBudget) String() string {
 		// The fraction is not of the GPU's memory, as the others' are.
 		of = " of the memory free after weights and activations"
 	}
-	return fmt.Sprintf("%s %.3g%s, %s", b.Rule, b.Frac, of, b.From)
+	s := fmt.Sprintf("%s %.3g%s, %s", b.Rule, b.Frac, of, b.From)
+	switch {
+	case b.CUDAGraphBytes > 0:
+		s += fmt.Sprintf(", less %.3g GiB of CUDA graphs (the engine's estimate, %s)", b.CUDAGraphBytes/float64(1<<30), b.GraphFrom)
+	case b.GraphUnpriced:
+		s += ", less the engine's CUDA-graph estimate, not priced"
+	}
+	return s
 }
 
 // NoPool is the refusal of a budget whose fraction is 0 or less: SGLang's
@@ -81,6 +140,9 @@ func (b KVBudget) PoolLess() string {
 	case engprof.KVPoolStepCache:
 		return "the GPU's whole memory less the weights and activations"
 	}
+	if b.CUDAGraphBytes > 0 {
+		return "that fraction of the GPU's memory less the weights, activations and the engine's CUDA-graph estimate"
+	}
 	return "that fraction of the GPU's memory less the weights and activations"
 }
 
@@ -97,12 +159,19 @@ func CapacityRule(rule string) model.CapacityRule {
 	return model.KVCapacity
 }
 
-// FixedKVBudget is prof's KV-pool budget where it does not depend on the
-// scenario: the fraction given (given > 0) or the profile's default
-// fraction, vLLM's when it states none. ok is false for a default that
-// needs the scenario's step budget, graphs and ranks (SGLang's
-// mem_fraction_static).
-func FixedKVBudget(prof *engprof.Profile, given float64) (b KVBudget, ok bool) {
+// FixedKVBudget is prof's KV-pool budget under options o where it does
+// not depend on the scenario: the fraction given (o.GPUMemUtilFrac > 0) or
+// the profile's default fraction, vLLM's when it states none, with the
+// CUDA-graph estimate the engine takes off the pool (withGraphs). ok is
+// false for a default that needs the scenario's step budget, graphs and
+// ranks (SGLang's mem_fraction_static).
+func FixedKVBudget(prof *engprof.Profile, o Options) (b KVBudget, ok bool) {
+	b, ok = fixedFrac(prof, o.GPUMemUtilFrac)
+	return withGraphs(b, prof, o), ok
+}
+
+// fixedFrac is FixedKVBudget's fraction: given (> 0) or the profile's.
+func fixedFrac(prof *engprof.Profile, given float64) (b KVBudget, ok bool) {
 	rule := prof.KVPool.KVPoolRule()
 	if rule == engprof.KVPoolStepCache {
 		// The executor (CheckEngine refuses a fraction given for it).
@@ -128,7 +197,7 @@ func FixedKVBudget(prof *engprof.Profile, given float64) (b KVBudget, ok bool) {
 // the engine's default for the GPU).
 func (p *Predictor) kvBudget(sc Scenario, w model.Workload, chunkTokens int) KVBudget {
 	prof := p.cm.prof
-	if b, ok := FixedKVBudget(prof, p.opts.GPUMemUtilFrac); ok {
+	if b, ok := FixedKVBudget(prof, p.opts); ok {
 		return b
 	}
 	rule := prof.KVPool.KVPoolRule()
@@ -155,12 +224,12 @@ func (p *Predictor) kvBudget(sc Scenario, w model.Workload, chunkTokens int) KVB
 	if in.Draft != "" {
 		from += ", draft " + in.Draft
 	}
-	return KVBudget{Rule: rule, Frac: frac, From: from}
+	return withGraphs(KVBudget{Rule: rule, Frac: frac, From: from}, prof, p.opts)
 }
 
 // kvCapacity is the KV cache that fits one GPU under budget b.
 func (p *Predictor) kvCapacity(sc Scenario, w model.Workload, b KVBudget) model.Capacity {
-	return CapacityRule(b.Rule)(sc.Arch, sc.Plan.Normalized(), w, sc.Build, float64(p.dev.MemBytes), b.Frac)
+	return b.Capacity()(sc.Arch, sc.Plan.Normalized(), w, sc.Build, float64(p.dev.MemBytes), b.Frac)
 }
 
 // memoryFit checks that the scenario's weights, activation workspace and
@@ -208,6 +277,7 @@ func (p *Predictor) memoryFitChunk(sc Scenario, d model.Deployment, chunkTokens 
 		UsableBytes:      int64(c.UsableBytes),
 		WeightBytes:      int64(c.WeightBytes),
 		ActivationBytes:  int64(c.ActivationBytes),
+		CUDAGraphBytes:   int64(c.CUDAGraphBytes),
 		KVBytesPerToken:  c.KVBytesPerToken,
 		KVBytes:          int64(float64(tokens) * c.KVBytesPerToken),
 		KVCapacityTokens: c.KVCapacityTokens,

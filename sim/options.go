@@ -1,7 +1,9 @@
 package sim
 
 import (
+	"encoding/json"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 
@@ -169,13 +171,19 @@ type Options struct {
 
 	// GPUMemUtilFrac is the fraction of device memory the engine sizes
 	// its KV pool in, as the engine's profile reads it (kv_pool): vLLM's
-	// gpu_memory_utilization, for weights, workspace and KV cache (0 =
-	// the profile's default: 0.92 from vLLM 0.21.0, PR #38284, 0.9
-	// before); SGLang's mem_fraction_static, for weights and KV cache (0 = its
+	// gpu_memory_utilization, for weights, workspace, the CUDA-graph
+	// estimate and KV cache (0 = the profile's default: 0.92 from vLLM
+	// 0.21.0, PR #38284, 0.9 before); SGLang's mem_fraction_static, for weights and KV cache (0 = its
 	// default from the reserved memory); TensorRT-LLM's
 	// free_gpu_memory_fraction, of the memory weights and workspace leave,
 	// for the KV cache (0 = 0.9).
 	GPUMemUtilFrac float64 `json:"gpu_mem_util_frac,omitempty"`
+
+	// CUDAGraphMem is the estimate of its CUDA graphs' memory the engine
+	// took off its KV pool, as its start-up log prints it, where the
+	// engine's profile deducts one (kv_pool.cuda_graph_estimate: vLLM
+	// from 0.21.0). Not given is not 0 (KVBudget.GraphUnpriced).
+	CUDAGraphMem CUDAGraphMem `json:"cuda_graph_mem_gib,omitzero"`
 
 	// Engine names the serving engine's profile (package engine): which
 	// attention backend, MoE and GEMM kernels run each op and what they
@@ -209,6 +217,65 @@ type Options struct {
 	AttentionBackend AttentionBackend `json:"attention_backend,omitempty"`
 }
 
+// CUDAGraphMem is the CUDA-graph memory estimate a vLLM engine takes off
+// its KV pool, in GiB as its log prints it ("Estimated CUDA graph memory:
+// 4.77 GiB total"). tpscope captures no graph and vLLM's estimate
+// (GPUModelRunner.profile_cudagraph_memory, a dummy capture of the two
+// largest sizes of each mode) depends on what the capture allocates, so
+// only the user knows it: Given says they stated it, 0 included (the
+// engine took none: VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=0 or a build
+// before 0.21.0).
+type CUDAGraphMem struct {
+	GiB   float64
+	Given bool
+}
+
+// Bytes is the estimate in bytes (0 when not given).
+func (g CUDAGraphMem) Bytes() float64 { return g.GiB * float64(1<<30) }
+
+// IsZero is not given (omitzero).
+func (g CUDAGraphMem) IsZero() bool { return !g.Given }
+
+// String is the GiB given, "" when not given.
+func (g CUDAGraphMem) String() string {
+	if !g.Given {
+		return ""
+	}
+	return strconv.FormatFloat(g.GiB, 'g', -1, 64)
+}
+
+// ParseCUDAGraphMem reads the GiB a start-up log printed: a finite
+// number >= 0.
+func ParseCUDAGraphMem(v string) (CUDAGraphMem, error) {
+	f, err := parseFloat(v)
+	if err != nil {
+		return CUDAGraphMem{}, err
+	}
+	g := CUDAGraphMem{GiB: f, Given: true}
+	return g, g.Validate()
+}
+
+// Validate refuses a negative or non-finite estimate.
+func (g CUDAGraphMem) Validate() error {
+	if g.Given && !(g.GiB >= 0 && !math.IsInf(g.GiB, 1)) {
+		return fmt.Errorf("%v: want the GiB the engine's log prints ('Estimated CUDA graph memory: X GiB total'), a finite number >= 0", g.GiB)
+	}
+	return nil
+}
+
+// MarshalJSON writes the GiB (omitted when not given: omitzero).
+func (g CUDAGraphMem) MarshalJSON() ([]byte, error) { return json.Marshal(g.GiB) }
+
+// UnmarshalJSON reads the GiB, given.
+func (g *CUDAGraphMem) UnmarshalJSON(b []byte) error {
+	var f float64
+	if err := json.Unmarshal(b, &f); err != nil {
+		return err
+	}
+	*g = CUDAGraphMem{GiB: f, Given: true}
+	return g.Validate()
+}
+
 // OptionsError is an option value Validate refuses. Msg names the field
 // and what it wants without the "options: " Error prefixes, for a caller
 // that names its own flag instead.
@@ -236,6 +303,9 @@ func (o *Options) Validate() error {
 	}
 	if !(o.GPUMemUtilFrac >= 0 && o.GPUMemUtilFrac <= 1) {
 		return optionsErrorf("gpu_mem_utilization must be in (0,1], got %v", o.GPUMemUtilFrac)
+	}
+	if err := o.CUDAGraphMem.Validate(); err != nil {
+		return optionsErrorf("cuda_graph_mem_gib %v", err)
 	}
 	switch o.CustomAR {
 	case CustomARAuto, CustomAROff, CustomAROneShot, CustomARTwoShot:

@@ -118,6 +118,10 @@ func setSome(v reflect.Value) {
 		v.Set(reflect.ValueOf(ToggleOff)) // off: the one a bare name cannot say
 		return
 	}
+	if v.Type() == reflect.TypeOf(CUDAGraphMem{}) {
+		v.Set(reflect.ValueOf(CUDAGraphMem{GiB: 0.5, Given: true}))
+		return
+	}
 	if v.Type() == reflect.TypeOf(SpecAccept{}) {
 		v.Set(reflect.ValueOf(SpecAccept{PerToken: 0.5}))
 		return

@@ -316,11 +316,15 @@ func (pr *Prediction) OptionsLabel() string {
 
 // MemoryFit is the per-GPU memory budget of a plan and workload.
 type MemoryFit struct {
-	DeviceBytes     int64   `json:"device_bytes"`     // GPU memory
-	UsableBytes     int64   `json:"usable_bytes"`     // what the engine's budget covers (Budget): weights, activations where counted, pool
-	WeightBytes     int64   `json:"weight_bytes"`     // weights per GPU
-	KVBytes         int64   `json:"kv_bytes"`         // KV cache the workload needs per GPU
-	ActivationBytes int64   `json:"activation_bytes"` // workspace estimate (0: in the reserve the fraction leaves, SGLang)
+	DeviceBytes     int64 `json:"device_bytes"`     // GPU memory
+	UsableBytes     int64 `json:"usable_bytes"`     // what the engine's budget covers (Budget): weights, activations where counted, pool
+	WeightBytes     int64 `json:"weight_bytes"`     // weights per GPU
+	KVBytes         int64 `json:"kv_bytes"`         // KV cache the workload needs per GPU
+	ActivationBytes int64 `json:"activation_bytes"` // workspace estimate (0: in the reserve the fraction leaves, SGLang)
+	// CUDAGraphBytes is the engine's CUDA-graph estimate taken off the
+	// pool (Budget.CUDAGraphBytes; 0 where none is, or none was given:
+	// Budget.GraphUnpriced).
+	CUDAGraphBytes  int64   `json:"cuda_graph_bytes,omitempty"`
 	KVBytesPerToken float64 `json:"kv_bytes_per_token"`
 	// KVCapacityTokens is how many tokens of KV fit after weights and
 	// workspace; KVTokensNeeded how many the workload holds (sequences per

@@ -214,7 +214,7 @@ func (sc Scenario) GraphSizesUnused() string {
 	default:
 		return ""
 	}
-	b, fixed := FixedKVBudget(prof, sc.Options.GPUMemUtilFrac)
+	b, fixed := FixedKVBudget(prof, sc.Options)
 	if !fixed {
 		return ""
 	}
@@ -230,7 +230,9 @@ func (sc Scenario) GraphSizesUnused() string {
 // (model.NewDeployment); elsewhere it runs eagerly either way, and the KV
 // pool is the same (SGLang's reserve counts the largest captured batch
 // whether graphs run or not, GraphSizesUnused), so --cuda-graphs would be
-// printed among the options and priced nowhere.
+// printed among the options and priced nowhere. Never under an engine that
+// takes its graphs' memory estimate off its KV pool (vLLM from 0.21.0):
+// graphs on or off size another pool.
 func (sc Scenario) CUDAGraphsUnused() string {
 	w := sc.Workload.Normalized()
 	if w.Phase == model.Decode || sc.Topo == nil || sc.Topo.DeviceOf(0) == nil {
@@ -238,6 +240,12 @@ func (sc Scenario) CUDAGraphsUnused() string {
 	}
 	prof, err := engprof.Lookup(sc.Options.Engine)
 	if err != nil {
+		return ""
+	}
+	// An engine that takes its graphs' estimate off its KV pool sizes
+	// another pool with graphs off (vLLM profiles no graph under
+	// cudagraph_mode NONE), whatever the step replays.
+	if prof.KVPool.CUDAGraphEstimate {
 		return ""
 	}
 	if prof.Graphs.PrefillEager {

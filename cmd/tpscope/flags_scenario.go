@@ -329,6 +329,9 @@ func (f *scenarioFlags) checkExecutor(o sim.Options) error {
 	if f.executes && o.GPUMemUtilFrac != 0 {
 		return flagError("--gpu-mem-util", o.GPUMemUtilFrac, "run and verdict allocate the measured step's KV cache, not a serving engine's KV pool, so the fraction changes nothing they run or print: leave it out (predict, plan and simulate size the pool with it)")
 	}
+	if f.executes && o.CUDAGraphMem.Given {
+		return flagError("--cuda-graph-mem-gib", o.CUDAGraphMem, "run and verdict allocate the measured step's KV cache, not a serving engine's KV pool, so the estimate changes nothing they run or print: leave it out (predict, plan and simulate size the pool with it)")
+	}
 	return nil
 }
 
@@ -545,6 +548,12 @@ func (f *scenarioFlags) scenario() (sim.Scenario, error) {
 	}
 	if err := f.checkExecutor(sc.Options); err != nil {
 		return sc, err
+	}
+	// vLLM estimates its graphs only where it captures them
+	// (cudagraph_mode not NONE): with graphs off a figure is priced
+	// nowhere; 0, what the engine then takes, says nothing either.
+	if sc.Options.CUDAGraphMem.Given && !sc.Options.CUDAGraphs {
+		return sc, flagError("--cuda-graph-mem-gib", sc.Options.CUDAGraphMem, "with --cuda-graphs=false the engine captures no graph and takes no estimate off its pool: leave it out")
 	}
 	if err := f.specAccept(&sc.Options); err != nil {
 		return sc, err

@@ -11,8 +11,8 @@ import (
 // the weights and activations leave: DeepSeek-V3 at TP 8 on an H200
 // (143,771 MiB) holds floor(0.9 x (mem - weights - activations) / 70,272)
 // tokens a GPU, where vLLM 0.24's rule holds floor((0.92 x mem - weights -
-// activations) / 70,272); both verbs say which rule, and --gpu-mem-util is
-// that fraction.
+// activations) / 70,272) (its CUDA-graph estimate not given); both verbs
+// say which rule, and --gpu-mem-util is that fraction.
 func TestTRTLLMKVPool(t *testing.T) {
 	scen := []string{"--model", "deepseek-v3", "--topo", "h200-nvswitch", "--tp", "8", "--kv-dtype", "bf16"}
 	type mem struct {
@@ -50,7 +50,7 @@ func TestTRTLLMKVPool(t *testing.T) {
 		t.Errorf("trtllm capacity %d tokens, want 0.9 x (%d - %.0f) / 70272 = %d", tr.Tokens, int64(memB), wa, want)
 	}
 	// vLLM 0.24's pool: 0.92 of the memory (PR #38284) less the weights
-	// and activations.
+	// and activations, its CUDA-graph estimate not given.
 	if want := int64((0.92*memB - wa) / 70272); vl.Tokens != want {
 		t.Errorf("vllm capacity %d tokens, want (0.92 x %d - %.0f) / 70272 = %d", vl.Tokens, int64(memB), wa, want)
 	}

@@ -496,6 +496,9 @@ func kvBudgetText(b sim.KVBudget) string {
 	if b.From == "given" {
 		b.From = "given by --gpu-mem-util"
 	}
+	if b.GraphFrom == "given" {
+		b.GraphFrom = "given by --cuda-graph-mem-gib"
+	}
 	return b.String()
 }
 

@@ -48,6 +48,9 @@ func (f *scenarioFlags) checkPassed() error {
 	}
 	// The pool fraction sizes a serving engine's KV pool; a traced step
 	// held its own KV cache, and no verb over traces prints a pool.
+	if f.changed("cuda-graph-mem-gib") {
+		return flagError("--cuda-graph-mem-gib", f.opts.CUDAGraphMem, "compare, calibrate --trace and report --trace price the steps a trace measured, which held their own KV cache, not a serving engine's KV pool, so the estimate changes nothing they print: leave it out (predict, plan and simulate size the pool with it)")
+	}
 	if f.changed("gpu-mem-util") {
 		return flagError("--gpu-mem-util", f.opts.GPUMemUtilFrac, "compare, calibrate --trace and report --trace price the steps a trace measured, which held their own KV cache, not a serving engine's KV pool, so the fraction changes nothing they print: leave it out (predict, plan and simulate size the pool with it)")
 	}

@@ -163,7 +163,7 @@ func (o *modelListOptions) Run(ctx context.Context, args []string, std IO) error
 // --gpus, --gpu-mem-util) and, for a DSA model, the engine (its default
 // decides dense or sparse attention).
 var showKeeps = []string{"model", "tp", "ep", "dp", "dcp", "mtp", "kv-dtype", "dense-dsa", "topo", "gpus",
-	"spec", "spec-tokens", "spec-topk", "spec-steps", "draft-model", "draft-tp", "gpu-mem-util", "engine"}
+	"spec", "spec-tokens", "spec-topk", "spec-steps", "draft-model", "draft-tp", "gpu-mem-util", "cuda-graph-mem-gib", "engine"}
 
 // unusedByShow refuses a scenario flag that changes nothing model show
 // prints (a step's workload, its routing and dispatch, the cost source,
@@ -196,12 +196,12 @@ func showModel(sc *scenarioFlags, mem *memFlags, out string, w io.Writer) error 
 	// through sim's one rule-to-capacity path; vLLM's is the default.
 	var pool *sim.KVBudget
 	if prof, err := engprof.Lookup(scen.Options.Engine); err == nil {
-		if b, ok := sim.FixedKVBudget(prof, scen.Options.GPUMemUtilFrac); ok {
+		if b, ok := sim.FixedKVBudget(prof, scen.Options); ok {
 			pool = &b
 		}
 	}
 	// Whether the engine's rule is another than vLLM's, which the table
-	// names; vLLM's own fraction is its profile's (0.92 in 0.24).
+	// names.
 	otherRule := pool != nil && pool.Rule != engprof.KVPoolGPUMemUtil
 	// The engine decides a DSA model's attention mode, when --dense-dsa
 	// does not, and the KV pool when its rule is another's.
@@ -225,11 +225,14 @@ func showModel(sc *scenarioFlags, mem *memFlags, out string, w io.Writer) error 
 	}
 	var rule model.CapacityRule
 	if pool != nil {
-		util, rule = pool.Frac, sim.CapacityRule(pool.Rule)
+		util, rule = pool.Frac, pool.Capacity()
 	}
 	s := model.Summarize(scen.Arch, scen.Plan, scen.Workload, scen.Build, memBytes, util, rule)
 	if otherRule {
 		s.KVPool = kvBudgetText(*pool)
+	}
+	if pool != nil {
+		s.CUDAGraphCaveat = pool.GraphCaveat()
 	}
 	// The summary, and where the engine chose the selected KV dtype
 	// (Scenario.KVDefault).
@@ -316,6 +319,12 @@ func writeModelSummary(w io.Writer, s *model.Summary, scen *sim.Scenario, memGiv
 		fmt.Fprintf(tw, "KV pool rule	vLLM's gpu_memory_utilization, not %s's %s: predict --engine %s prints that pool on its memory line\n", prof.Name(), prof.KVPool.KVPoolRule(), prof.Name())
 	}
 	fmt.Fprintf(tw, "activations (estimate)\t%s\n", units.Bytes(s.ActivationBytes))
+	if s.CUDAGraphBytes > 0 {
+		fmt.Fprintf(tw, "CUDA graphs\t%s, the engine's estimate (given by --cuda-graph-mem-gib)\n", units.Bytes(s.CUDAGraphBytes))
+	}
+	if s.CUDAGraphCaveat != "" {
+		fmt.Fprintf(tw, "caveat\t%s\n", s.CUDAGraphCaveat)
+	}
 	if s.WeightsShortBytes > 0 {
 		fmt.Fprintf(tw, "KV cache\tnone: weights + activations exceed the budget by %s\n", units.Bytes(s.WeightsShortBytes))
 	} else {

@@ -146,6 +146,11 @@ func writePredictTable(w io.Writer, pr *sim.Prediction, top int, md bool) error 
 	if m := pr.Memory; m != nil {
 		kv = append(kv, [2]string{"memory per GPU", fmt.Sprintf("weights %.1f GB + activations %.1f GB + KV %.2f GB (%d tokens x %.0f B) of %.1f GB usable at %s; KV capacity %d tokens",
 			gb(m.WeightBytes), gb(m.ActivationBytes), gb(m.KVBytes), m.KVTokensNeeded, m.KVBytesPerToken, gb(m.UsableBytes), kvBudgetText(m.Budget), m.KVCapacityTokens)})
+		// The pool priced without the engine's CUDA-graph estimate is
+		// said where the pool is, not as a guess priced as known.
+		if c := m.Budget.GraphCaveat(); c != "" {
+			kv = append(kv, [2]string{"caveat", c})
+		}
 	}
 	for _, c := range pr.Caveats {
 		kv = append(kv, [2]string{"caveat", c})

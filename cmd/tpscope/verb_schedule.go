@@ -76,7 +76,7 @@ vLLM's default) pads its tokens up to the next capture size: the padding runs
 through every op but attention, RoPE and the KV-cache write, which serve the
 batch's sequences only, as vLLM runs them. A flag that changes only the pricing
 (NCCL settings, --custom-ar, --ar-norm-fusion, --overlap, --moe-kernel,
---attention-backend, acceptance rates, --gpu-mem-util, --perf-db) is refused: pass
+--attention-backend, acceptance rates, --gpu-mem-util, --cuda-graph-mem-gib, --perf-db) is refused: pass
 it to predict. By default only rank 0 is printed; --rank -1 prints every rank.`,
 	Example: "tpscope schedule --model kimi-k2.5-nvfp4 --tp 8 --batch 4 --context 8192\n" +
 		"tpscope schedule --model glm-5 --tp 8 --output json --rank -1",

@@ -993,6 +993,9 @@ func (o *simulateOutput) headLines() []string {
 	}
 	if o.KVBudget.Rule != "" {
 		head = append(head, "kv pool: "+kvBudgetText(o.KVBudget)+"; the pool is "+o.KVBudget.PoolLess())
+		if c := o.KVBudget.GraphCaveat(); c != "" {
+			head = append(head, "caveat: "+c)
+		}
 	}
 	if o.OverheadsNote != "" {
 		head = append(head, o.OverheadsNote)
