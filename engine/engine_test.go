@@ -511,7 +511,7 @@ func TestParseErrors(t *testing.T) {
 		{"missing version", "version: \"0.24\"", "version: \"\"", "version: missing"},
 		{"bad fusion", "name: norm_quant", "name: rope_quant", "fusions[2].name"},
 		{"bad scheduler", "policy: vllm", "policy: fifo", "scheduler.policy: \"fifo\": want vllm or sglang"},
-		{"uncited scheduler", "  policy: vllm\n  cite: [scheduler]", "  policy: vllm\n  cite: []", "scheduler.cite: missing"},
+		{"uncited scheduler", "  policy: vllm\n  cite: [scheduler, batch-defaults]", "  policy: vllm\n  cite: []", "scheduler.cite: missing"},
 		{"negative merge", "grid: {kind: sm_fill}", "grid: {kind: sm_fill, merge_us: -1}", "attention.backends[1].grid.merge_us: -1: want a time of 0 us or more"},
 		{"merge without rows", "grid: {kind: sm_fill}", "grid: {kind: sm_fill, merge_us: 5}", "attention.backends[1].grid: merge_us needs rows_per_cta"},
 		{"serial merge on an sm_fill grid", "grid: {kind: sm_fill}", "grid: {kind: sm_fill, serial_merge: true}", "attention.backends[1].grid.serial_merge: true: want it only on a split_kv grid"},

@@ -21,13 +21,15 @@ type EngineOptions struct {
 	// pool (SGLang's: min(pool tokens / 2, the request pool of 2048 to
 	// 4096)), else vLLM's for the OpenAI server, 1024 on GPUs with at
 	// least 70 GiB that are not A100s, else 256
-	// (EngineArgs.get_batch_defaults).
+	// (EngineArgs.get_batch_defaults), at most MaxNumBatchedTokens
+	// (withDefaults).
 	MaxNumSeqs int `json:"max_num_seqs"`
 	// MaxNumBatchedTokens is max_num_batched_tokens (SGLang's
 	// chunked_prefill_size): the token budget of one step. 0: the
 	// engine's default for the GPU, its profile's scheduler.chunk_tokens
 	// (SGLang's, by GPU memory), else vLLM's: 8192 on GPUs with at least
-	// 70 GiB that are not A100s, else 2048 (same rule).
+	// 70 GiB that are not A100s, else 2048 (same rule), the model's
+	// max_model_len where larger with chunked prefill off (withDefaults).
 	MaxNumBatchedTokens int `json:"max_num_batched_tokens"`
 	// BlockSize is block_size: tokens per KV-cache block (0: 16).
 	BlockSize int `json:"block_size"`
@@ -92,6 +94,13 @@ type EngineOptions struct {
 	// len(output_ids) % interval == 1; vLLM's OutputProcessor), so the
 	// client's inter-token latency measures chunks.
 	StreamInterval int `json:"stream_interval,omitempty"`
+
+	// budgetOfModelLen: vLLM's rule gave the step budget the model's
+	// max_model_len, chunked prefill being off (withDefaults).
+	budgetOfModelLen bool
+	// seqsCapped: vLLM's rule cut its default max_num_seqs to the step
+	// budget (withDefaults).
+	seqsCapped bool
 }
 
 // SGLang's iteration weights toward the receive interval
@@ -187,8 +196,18 @@ func withBackendPage(o EngineOptions, p *sim.Predictor, sc sim.Scenario, prof *e
 
 // withDefaults fills the zero fields for device dev under the engine
 // whose scheduler facts are sched (the profile's defaults where it states
-// them, vLLM's where not).
-func (o EngineOptions) withDefaults(dev *topology.Device, sched *engprof.SchedulerFacts) EngineOptions {
+// them, vLLM's where not), for a model served at maxModelLen tokens (0:
+// not known).
+//
+// vLLM's rule is EngineArgs._set_default_max_num_seqs_and_batched_tokens_args
+// (vllm/engine/arg_utils.py): the step budget left unset is the usage
+// context's default (get_batch_defaults: the OpenAI server's 8192 or
+// 2048), max(max_model_len, that) with chunked prefill off (a prompt is
+// scheduled whole, and SchedulerConfig.verify_max_model_len refuses a
+// budget below max_model_len then), at most max_num_seqs x max_model_len;
+// a max_num_seqs left unset is then at most the budget
+// (verify_max_model_len refuses a budget below max_num_seqs).
+func (o EngineOptions) withDefaults(dev *topology.Device, sched *engprof.SchedulerFacts, maxModelLen int) EngineOptions {
 	large := dev != nil && dev.MemBytes >= largeGPUBytes && !strings.Contains(strings.ToLower(dev.Name), "a100")
 	if sched != nil {
 		// The engine's own fixed defaults (TensorRT-LLM's max_batch_size,
@@ -211,7 +230,8 @@ func (o EngineOptions) withDefaults(dev *topology.Device, sched *engprof.Schedul
 	}
 	// An engine whose default depends on the KV pool (SGLang) fills it
 	// once the pool is sized (Simulator.New).
-	if o.MaxNumSeqs == 0 && (sched == nil || sched.MaxRunning == nil) {
+	vllmSeqs := o.MaxNumSeqs == 0 && (sched == nil || sched.MaxRunning == nil)
+	if vllmSeqs {
 		o.MaxNumSeqs = smallMaxNumSeqs
 		if large {
 			o.MaxNumSeqs = largeMaxNumSeqs
@@ -233,6 +253,15 @@ func (o EngineOptions) withDefaults(dev *topology.Device, sched *engprof.Schedul
 		if large {
 			o.MaxNumBatchedTokens = largeMaxBatchedTokens
 		}
+		if o.DisableChunkedPrefill && maxModelLen > o.MaxNumBatchedTokens {
+			o.MaxNumBatchedTokens, o.budgetOfModelLen = maxModelLen, true
+		}
+		if maxModelLen > 0 && o.MaxNumSeqs > 0 {
+			o.MaxNumBatchedTokens = int(min(int64(o.MaxNumSeqs)*int64(maxModelLen), int64(o.MaxNumBatchedTokens)))
+		}
+	}
+	if vllmSeqs && o.MaxNumSeqs > o.MaxNumBatchedTokens {
+		o.MaxNumSeqs, o.seqsCapped = o.MaxNumBatchedTokens, true
 	}
 	if o.BlockSize == 0 {
 		o.BlockSize = defaultBlockSize
@@ -274,12 +303,13 @@ func (o EngineOptions) Extras() []string {
 }
 
 // Label is the scheduler's settings on device dev under the engine whose
-// scheduler facts are sched, as the flags name them, its defaults
-// resolved (so that 0 and the default it stands for read alike): the
-// budgets and block size always, the others where set. A running-request
-// limit the engine derives from its KV pool (SGLang) reads "kv-pool".
-func (o EngineOptions) Label(dev *topology.Device, sched *engprof.SchedulerFacts) string {
-	o = o.withDefaults(dev, sched)
+// scheduler facts are sched, for a model served at maxModelLen tokens (0:
+// not known), as the flags name them, its defaults resolved (so that 0
+// and the default it stands for read alike): the budgets and block size
+// always, the others where set. A running-request limit the engine
+// derives from its KV pool (SGLang) reads "kv-pool".
+func (o EngineOptions) Label(dev *topology.Device, sched *engprof.SchedulerFacts, maxModelLen int) string {
+	o = o.withDefaults(dev, sched, maxModelLen)
 	seqs := strconv.Itoa(o.MaxNumSeqs)
 	if o.MaxNumSeqs == 0 {
 		seqs = "kv-pool"

@@ -461,15 +461,17 @@ func TestNewTokenRatioLine(t *testing.T) {
 
 // TestSGLangUnchunkedDefaults: with --no-enable-chunked-prefill SGLang's
 // prefill batch takes --max-prefill-tokens (16384) and its first prompt
-// whole, so a 20,000-token prompt runs; under vLLM the same prompt over
-// its 8192-token budget never runs and is refused before the run.
+// whole, so a 20,000-token prompt runs; vLLM's default budget is then
+// DeepSeek-V3's max_model_len, 163840 (max(max_model_len, 8192):
+// TestVLLMBatchDefaults), so it runs there too. TensorRT-LLM's fixed
+// 8192 refuses it (TestUnchunkedPromptOverBudget).
 func TestSGLangUnchunkedDefaults(t *testing.T) {
 	long := Traffic{Requests: []Request{{PromptTokens: 20000, OutputTokens: 4}}}
 	for _, c := range []struct {
 		engine string
 		budget int
 		runs   bool
-	}{{"sglang", 16384, true}, {"vllm", 8192, false}} {
+	}{{"sglang", 16384, true}, {"vllm", 163840, true}} {
 		d := sglangDeployment(t, "nvswitch:8xh200")
 		d.Scenario.Options.Engine = engprof.Ref{Name: c.engine}
 		d.Engine.DisableChunkedPrefill = true
@@ -541,5 +543,64 @@ func TestNumGPUBlocksOverrideFitsTheGPU(t *testing.T) {
 	}
 	if s.KVBlocks() != most/2 {
 		t.Errorf("%d blocks given: %d blocks", most/2, s.KVBlocks())
+	}
+}
+
+// TestVLLMBatchDefaults: vLLM fills an unset step budget and running
+// limit by EngineArgs._set_default_max_num_seqs_and_batched_tokens_args
+// (vllm/engine/arg_utils.py): the OpenAI server's 8192 tokens and 1024
+// requests on a GPU of 70 GiB or more that is not an A100 (2048 and 256
+// below), then with chunked prefill off the budget is max(max_model_len,
+// 8192), since a prompt is scheduled whole (and
+// SchedulerConfig.verify_max_model_len refuses a budget below
+// max_model_len without chunking), at most max_num_seqs x max_model_len;
+// and an unset max_num_seqs is at most the budget (verify_max_model_len
+// refuses max_num_batched_tokens < max_num_seqs). tpscope kept 8192 with
+// chunking off, refusing any prompt above it that vLLM runs, and kept
+// 1024 requests under a given budget of 512.
+func TestVLLMBatchDefaults(t *testing.T) {
+	short := mustPreset(t, "tiny-mla-moe")
+	short.MaxModelLenTokens = 4096
+	for _, c := range []struct {
+		name         string
+		box, model   string
+		arch         *model.Arch
+		given        EngineOptions
+		seqs, budget int
+		line         string
+	}{
+		// DeepSeek-V3 is served at max_position_embeddings, 163840 tokens.
+		{name: "chunking off", box: "nvswitch:8xh200", model: "deepseek-v3", given: EngineOptions{DisableChunkedPrefill: true},
+			seqs: 1024, budget: 163840, line: "max_num_batched_tokens 163840 (vLLM's: max_model_len with chunked prefill off)"},
+		{name: "chunking on", box: "nvswitch:8xh200", model: "deepseek-v3",
+			seqs: 1024, budget: 8192, line: "max_num_seqs 1024 (vLLM's), max_num_batched_tokens 8192 (vLLM's)"},
+		{name: "budget 512", box: "nvswitch:8xh200", model: "deepseek-v3", given: EngineOptions{MaxNumBatchedTokens: 512},
+			seqs: 512, budget: 512, line: "max_num_seqs 512 (vLLM's, at most max_num_batched_tokens)"},
+		{name: "budget 4096", box: "nvswitch:8xh200", model: "deepseek-v3", given: EngineOptions{MaxNumBatchedTokens: 4096},
+			seqs: 1024, budget: 4096, line: "max_num_seqs 1024 (vLLM's)"},
+		// Under 70 GiB: 256 requests, cut to a given budget of 128.
+		{name: "l40s budget 128", box: "pcie-2s:8xl40s", model: "tiny-mla-moe", given: EngineOptions{MaxNumBatchedTokens: 128},
+			seqs: 128, budget: 128, line: "max_num_seqs 128 (vLLM's, at most max_num_batched_tokens)"},
+		// A model served at 4096 tokens with one request a step: the
+		// budget is at most 1 x 4096.
+		{name: "one request", box: "nvswitch:8xh200", arch: short, given: EngineOptions{MaxNumSeqs: 1},
+			seqs: 1, budget: 4096, line: "max_num_batched_tokens 4096 (vLLM's)"},
+	} {
+		d := sglangDeployment(t, c.box)
+		d.Scenario.Options.Engine = engprof.Ref{Name: "vllm"}
+		if c.arch != nil {
+			d.Scenario.Arch = c.arch
+		} else {
+			d.Scenario.Arch = mustPreset(t, c.model)
+		}
+		d.Engine = c.given
+		d.Engine.NumGPUBlocksOverride = 1024
+		s := mustNew(t, d)
+		if e := s.Engine(); e.MaxNumSeqs != c.seqs || e.MaxNumBatchedTokens != c.budget {
+			t.Errorf("%s: max_num_seqs %d, max_num_batched_tokens %d; want %d, %d", c.name, e.MaxNumSeqs, e.MaxNumBatchedTokens, c.seqs, c.budget)
+		}
+		if got := s.DefaultsUsed(); !strings.Contains(got, c.line) {
+			t.Errorf("%s: defaults line %q lacks %q", c.name, got, c.line)
+		}
 	}
 }

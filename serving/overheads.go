@@ -246,7 +246,11 @@ func OriginOf(sc sim.Scenario, engine engprof.Ref, eng EngineOptions) OverheadsO
 	if paged, _, err := withBackendPage(eng, p, sc, prof); err == nil {
 		eng = paged // a block size the engine refuses is named as given
 	}
-	o.Scheduler = eng.Label(dev, sched)
+	maxModelLen := 0
+	if sc.Arch != nil {
+		maxModelLen = sc.Arch.MaxModelLenTokens
+	}
+	o.Scheduler = eng.Label(dev, sched, maxModelLen)
 	if sc.Arch != nil {
 		o.KVDtype = string(sc.Workload.KVDtypeFor(sc.Arch))
 	}

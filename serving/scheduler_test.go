@@ -18,7 +18,7 @@ type stepper struct {
 }
 
 func newStepper(o EngineOptions, blocks int, reqs ...Request) *stepper {
-	s := &stepper{rp: newReplica(o.withDefaults(nil, nil), blocks), emitted: map[int][]float64{}}
+	s := &stepper{rp: newReplica(o.withDefaults(nil, nil, 0), blocks), emitted: map[int][]float64{}}
 	for i, r := range reqs {
 		s.rp.waiting.pushBack(&reqState{Request: r, id: i, client: -1})
 	}

@@ -69,7 +69,7 @@ func New(d Deployment) (*Simulator, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Simulator{d: d, engine: eng.withDefaults(d.Scenario.Topo.DeviceOf(0), &prof.Scheduler), coster: c,
+	s := &Simulator{d: d, engine: eng.withDefaults(d.Scenario.Topo.DeviceOf(0), &prof.Scheduler, d.Scenario.Arch.MaxModelLenTokens), coster: c,
 		dp: d.Scenario.Plan.Normalized().DP, inst: max(1, d.Instances), prof: prof, pageFrom: pageFrom}
 	if s.engine.NumGPUBlocksOverride > 0 {
 		// vLLM allocates the blocks it is told to; more than the GPU
@@ -184,6 +184,9 @@ func (s *Simulator) DefaultsUsed() string {
 		if g.MaxNumSeqs != 0 {
 			from = own // the given limit, divided as the engine divides it
 		}
+		if e.seqsCapped {
+			from += ", at most max_num_batched_tokens"
+		}
 		if s.seqsOfDP > 0 {
 			from += fmt.Sprintf(": a DP rank's share, %d / %d", s.seqsOfDP, s.dp)
 		}
@@ -193,6 +196,9 @@ func (s *Simulator) DefaultsUsed() string {
 		from := whose(len(sc.ChunkTokens) > 0)
 		if g.MaxNumBatchedTokens == 0 && e.FirstPromptWhole {
 			from = own + " max_prefill_tokens with chunked prefill off"
+		}
+		if e.budgetOfModelLen {
+			from += ": max_model_len with chunked prefill off"
 		}
 		if s.chunkOfDP > 0 {
 			from = fmt.Sprintf("%s: a DP rank's share, %d / %d", own, s.chunkOfDP, s.dp)
