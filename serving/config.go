@@ -270,6 +270,40 @@ func (o EngineOptions) withDefaults(dev *topology.Device, sched *engprof.Schedul
 	return o
 }
 
+// vllmRule reports whether the engine whose scheduler facts are sched
+// takes vLLM's rule for its step budget and running limit (it states
+// neither: its profile is vLLM's).
+func vllmRule(sched *engprof.SchedulerFacts) bool {
+	return sched == nil || (sched.MaxSeqs == 0 && sched.MaxRunning == nil && len(sched.ChunkTokens) == 0 && sched.MaxPrefillTokens == 0)
+}
+
+// verifyVLLMBudget refuses what vLLM refuses at start-up
+// (vllm/config/scheduler.py SchedulerConfig.verify_max_model_len) for a
+// resolved o under vLLM's rule: a step budget below max_num_seqs, and
+// with chunked prefill off a budget below the model's max_model_len (a
+// prompt is scheduled whole). given is the deployment's own options, to
+// name the flag that set the value: the budget where given, else the
+// running limit.
+func (o EngineOptions) verifyVLLMBudget(given EngineOptions, sched *engprof.SchedulerFacts, maxModelLen int, engine string) error {
+	if !vllmRule(sched) {
+		return nil
+	}
+	field, name := "engine.max_num_seqs", "max_num_seqs"
+	if given.MaxNumBatchedTokens != 0 {
+		field, name = "engine.max_num_batched_tokens", "max_num_batched_tokens"
+	}
+	if o.MaxNumBatchedTokens < o.MaxNumSeqs {
+		want := fmt.Sprintf("want max_num_batched_tokens (%d) at least max_num_seqs (%d): %s refuses a step budget below its running limit at start-up", o.MaxNumBatchedTokens, o.MaxNumSeqs, engine)
+		return &FieldError{Field: field, Want: want, Err: fmt.Errorf("engine: %s: %s", name, want)}
+	}
+	if o.DisableChunkedPrefill && maxModelLen > 0 && o.MaxNumBatchedTokens < maxModelLen {
+		field, name = "engine.max_num_batched_tokens", "max_num_batched_tokens"
+		want := fmt.Sprintf("want max_num_batched_tokens (%d) at least the model's max_model_len (%d) with chunked prefill off: %s schedules a prompt whole and refuses a smaller budget at start-up; enable chunked prefill or raise the budget", o.MaxNumBatchedTokens, maxModelLen, engine)
+		return &FieldError{Field: field, Want: want, Err: fmt.Errorf("engine: %s: %s", name, want)}
+	}
+	return nil
+}
+
 // Extras are the scheduler's settings beyond the step budgets and the
 // block size, each where o sets one (a resolved o: the engine's defaults
 // included), in words: "long_prefill_token_threshold 512", "chunked

@@ -1,6 +1,7 @@
 package serving
 
 import (
+	"errors"
 	"math"
 	"strings"
 	"testing"
@@ -601,6 +602,51 @@ func TestVLLMBatchDefaults(t *testing.T) {
 		}
 		if got := s.DefaultsUsed(); !strings.Contains(got, c.line) {
 			t.Errorf("%s: defaults line %q lacks %q", c.name, got, c.line)
+		}
+	}
+}
+
+// TestVLLMBudgetRefusals: vLLM refuses at start-up a step budget below
+// max_num_seqs and, with chunked prefill off, one below the model's
+// max_model_len (SchedulerConfig.verify_max_model_len); tpscope ran
+// --max-num-batched-tokens 512 beside 1024 running requests, and 4096
+// running requests on an L40S beside vLLM's 2048-token default there.
+// Each is refused in one line naming the option that set it: the budget
+// where given, else max_num_seqs. TensorRT-LLM (whose LLM args only warn
+// when max_batch_size exceeds max_num_tokens) and SGLang take theirs.
+func TestVLLMBudgetRefusals(t *testing.T) {
+	for _, c := range []struct {
+		name, box, model, engine string
+		given                    EngineOptions
+		field, want              string
+	}{
+		{"budget below seqs", "nvswitch:8xh200", "deepseek-v3", "vllm", EngineOptions{MaxNumBatchedTokens: 512, MaxNumSeqs: 1024},
+			"engine.max_num_batched_tokens", "max_num_batched_tokens (512) at least max_num_seqs (1024)"},
+		// Under 70 GiB vLLM's default budget is 2048.
+		{"seqs above the default budget", "pcie-2s:8xl40s", "tiny-mla-moe", "vllm", EngineOptions{MaxNumSeqs: 4096},
+			"engine.max_num_seqs", "max_num_batched_tokens (2048) at least max_num_seqs (4096)"},
+		// DeepSeek-V3's max_model_len is 163840.
+		{"unchunked budget below max_model_len", "nvswitch:8xh200", "deepseek-v3", "vllm", EngineOptions{MaxNumBatchedTokens: 8192, DisableChunkedPrefill: true},
+			"engine.max_num_batched_tokens", "max_num_batched_tokens (8192) at least the model's max_model_len (163840)"},
+		{"budget equals seqs", "nvswitch:8xh200", "deepseek-v3", "vllm", EngineOptions{MaxNumBatchedTokens: 8192, MaxNumSeqs: 8192}, "", ""},
+		{"trtllm", "nvswitch:8xh200", "deepseek-v3", "trtllm", EngineOptions{MaxNumBatchedTokens: 512, MaxNumSeqs: 1024, EnableChunkedPrefill: true}, "", ""},
+		{"sglang", "nvswitch:8xh200", "deepseek-v3", "sglang", EngineOptions{MaxNumBatchedTokens: 512, MaxNumSeqs: 1024}, "", ""},
+	} {
+		d := sglangDeployment(t, c.box)
+		d.Scenario.Options.Engine = engprof.Ref{Name: c.engine}
+		d.Scenario.Arch = mustPreset(t, c.model)
+		d.Engine = c.given
+		d.Engine.NumGPUBlocksOverride = 1024
+		_, err := New(d)
+		if c.field == "" {
+			if err != nil {
+				t.Errorf("%s: %v, want it accepted", c.name, err)
+			}
+			continue
+		}
+		var fe *FieldError
+		if !errors.As(err, &fe) || fe.Field != c.field || !strings.Contains(err.Error(), c.want) || strings.Contains(err.Error(), "\n") {
+			t.Errorf("%s: error %v, want one line on %s saying %q", c.name, err, c.field, c.want)
 		}
 	}
 }

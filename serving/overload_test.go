@@ -402,7 +402,8 @@ func TestFillingIsNotOverload(t *testing.T) {
 	})
 }
 
-// TestOverloadNotSteady: with no cap on its batch (65536 requests, and
+// TestOverloadNotSteady: with no cap on its batch (8192 requests, the
+// most vLLM takes beside its 8192-token step budget, and
 // nearly every KV block the GPU holds beside the weights: 40,000 blocks
 // of 16 tokens, 640 k tokens) the engine admits every arrival of 16 req/s at
 // once, twice what TestFillingIsNotOverload's engine levels off at: the
@@ -412,7 +413,7 @@ func TestFillingIsNotOverload(t *testing.T) {
 // does: overloaded, E2E null in JSON.
 func TestOverloadNotSteady(t *testing.T) {
 	d := kimiDeployment(t)
-	d.Engine = EngineOptions{MaxNumSeqs: 65536, NumGPUBlocksOverride: 40_000}
+	d.Engine = EngineOptions{MaxNumSeqs: 8192, NumGPUBlocksOverride: 40_000}
 	s := mustNew(t, d)
 	tr := Traffic{QPS: 16, NumRequests: 100, Prompt: Lengths{Mean: 32}, Output: Lengths{Mean: 512}}
 	o := RunOptions{SLO: SLO{TPOTMs: 1e6}, TimelineWindows: -1}

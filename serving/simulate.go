@@ -71,6 +71,9 @@ func New(d Deployment) (*Simulator, error) {
 	}
 	s := &Simulator{d: d, engine: eng.withDefaults(d.Scenario.Topo.DeviceOf(0), &prof.Scheduler, d.Scenario.Arch.MaxModelLenTokens), coster: c,
 		dp: d.Scenario.Plan.Normalized().DP, inst: max(1, d.Instances), prof: prof, pageFrom: pageFrom}
+	if err := s.engine.verifyVLLMBudget(d.Engine, &prof.Scheduler, d.Scenario.Arch.MaxModelLenTokens, prof.Name()); err != nil {
+		return nil, err
+	}
 	if s.engine.NumGPUBlocksOverride > 0 {
 		// vLLM allocates the blocks it is told to; more than the GPU
 		// holds beside the weights and activations fail at start-up.

@@ -176,3 +176,13 @@ func TestEngineRefusalsNameTheFlag(t *testing.T) {
 	oneLineUsage(t, []string{"simulate", "--model", "deepseek-v3", "--topo", "h200-nvswitch", "--tp", "8", "--qps", "1", "--requests", "10", "--num-gpu-blocks-override", "2000000"},
 		"usage: --num-gpu-blocks-override 2000000: want at most")
 }
+
+// TestVLLMBudgetRefusalNamesTheFlag: a vLLM step budget below
+// max_num_seqs, which vLLM refuses at start-up, is refused in one line
+// naming the flag that set it.
+func TestVLLMBudgetRefusalNamesTheFlag(t *testing.T) {
+	oneLineUsage(t, []string{"simulate", "--model", "deepseek-v3", "--topo", "h200-nvswitch", "--qps", "1", "--requests", "10", "--max-num-batched-tokens", "512", "--max-num-seqs", "1024"},
+		"usage: --max-num-batched-tokens 512: want max_num_batched_tokens (512) at least max_num_seqs (1024)")
+	oneLineUsage(t, []string{"simulate", "--model", "tiny-mla-moe", "--topo", "pcie-2s:8xl40s", "--qps", "1", "--requests", "10", "--max-num-seqs", "4096"},
+		"usage: --max-num-seqs 4096: want max_num_batched_tokens (2048)")
+}

@@ -601,7 +601,8 @@ func runSimulate(sc *scenarioFlags, f *simulateFlags, stdout, stderr io.Writer) 
 			if fl, ok := map[string]struct {
 				flag  string
 				value int
-			}{"engine.block_size": {"--block-size", f.engineFlags.blockSize}, "engine.num_gpu_blocks_override": {"--num-gpu-blocks-override", f.engineFlags.gpuBlocks}}[fe.Field]; ok {
+			}{"engine.block_size": {"--block-size", f.engineFlags.blockSize}, "engine.num_gpu_blocks_override": {"--num-gpu-blocks-override", f.engineFlags.gpuBlocks},
+				"engine.max_num_batched_tokens": {"--max-num-batched-tokens", f.engineFlags.maxTokens}, "engine.max_num_seqs": {"--max-num-seqs", f.engineFlags.maxSeqs}}[fe.Field]; ok {
 				e := flagError(fl.flag, fl.value, "%s", fe.Want).(*usageError)
 				e.Err = err
 				return e
