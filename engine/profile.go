@@ -93,9 +93,10 @@ type SchedulerFacts struct {
 	ChunkedPrefill *bool `yaml:"chunked_prefill"`
 	// DPDividesChunk: under DP attention the step budget (given or
 	// default) is the whole engine's, each DP rank's scheduler taking an
-	// equal share (SGLang: chunked_prefill_size //= dp_size); false: each
-	// DP rank has the whole budget (vLLM's per-engine
-	// max_num_batched_tokens).
+	// equal share (SGLang: chunked_prefill_size //= dp_size), with
+	// chunked prefill on (off, the prefill batch's MaxPrefillTokens is
+	// every rank's whole); false: each DP rank has the whole budget
+	// (vLLM's per-engine max_num_batched_tokens).
 	DPDividesChunk bool `yaml:"dp_divides_chunk"`
 	// MaxPrefillTokens, when set, is the prefill step's budget with
 	// chunked prefill off (SGLang's --max-prefill-tokens), within which

@@ -354,23 +354,30 @@ func TestSGLangSpecMaxRunning(t *testing.T) {
 // each of 8 DP ranks on a B200 takes 16384 / 8 = 2048 tokens a step, and a
 // given 8192 becomes 1024; vLLM gives every DP engine its whole
 // max_num_batched_tokens (8192 on the B200); without DP SGLang keeps 16384.
+// With chunked prefill off (--chunked-prefill-size -1) the division
+// leaves -1 (-1 // 8 in Python), still off, and the prefill batch's
+// budget, max_prefill_tokens (16384), is not divided: every rank takes
+// 16384 (tpscope gave each 16384 / 8 = 2048).
 func TestSGLangDPDividesChunk(t *testing.T) {
 	for _, c := range []struct {
 		engine      string
 		tp, dp      int
 		given, want int
 		line        string
+		noChunk     bool
 	}{
-		{"sglang", 1, 8, 0, 2048, "max_num_batched_tokens 2048 (sglang@0.5's: a DP rank's share, 16384 / 8)"},
-		{"sglang", 1, 8, 8192, 1024, "max_num_batched_tokens 1024 (sglang@0.5's: a DP rank's share, 8192 / 8)"},
-		{"sglang", 8, 1, 0, 16384, "max_num_batched_tokens 16384 (sglang@0.5's)"},
-		{"vllm", 1, 8, 0, 8192, "max_num_batched_tokens 8192 (vLLM's)"},
+		{"sglang", 1, 8, 0, 16384, "max_num_batched_tokens 16384 (sglang@0.5's max_prefill_tokens with chunked prefill off)", true},
+		{"sglang", 1, 8, 0, 2048, "max_num_batched_tokens 2048 (sglang@0.5's: a DP rank's share, 16384 / 8)", false},
+		{"sglang", 1, 8, 8192, 1024, "max_num_batched_tokens 1024 (sglang@0.5's: a DP rank's share, 8192 / 8)", false},
+		{"sglang", 8, 1, 0, 16384, "max_num_batched_tokens 16384 (sglang@0.5's)", false},
+		{"vllm", 1, 8, 0, 8192, "max_num_batched_tokens 8192 (vLLM's)", false},
 	} {
 		d := sglangDeployment(t, "nvswitch:8xb200")
 		d.Scenario.Options.Engine = engprof.Ref{Name: c.engine}
 		d.Scenario.Plan = model.Plan{TP: c.tp, DP: c.dp, EP: true}
 		d.Engine.NumGPUBlocksOverride = 4096
 		d.Engine.MaxNumBatchedTokens = c.given
+		d.Engine.DisableChunkedPrefill = c.noChunk
 		s := mustNew(t, d)
 		if got := s.Engine().MaxNumBatchedTokens; got != c.want {
 			t.Errorf("%s tp%d dp%d given %d: %d tokens a step per scheduler, want %d", c.engine, c.tp, c.dp, c.given, got, c.want)

@@ -123,8 +123,11 @@ func New(d Deployment) (*Simulator, error) {
 func (s *Simulator) deploymentDefaults(d Deployment, prof *engprof.Profile) {
 	// Under DP attention an engine that shares its step budget among the
 	// DP ranks (SGLang) gives each rank's scheduler budget / dp, after the
-	// pool's reserve was sized by the whole budget.
-	if prof.Scheduler.DPDividesChunk && s.dp > 1 {
+	// pool's reserve was sized by the whole budget. With chunked prefill
+	// off there is no chunk to share: SGLang divides chunked_prefill_size
+	// (-1 // dp_size stays -1, off) and leaves max_prefill_tokens, the
+	// prefill batch's budget then, whole on every rank.
+	if prof.Scheduler.DPDividesChunk && s.dp > 1 && !s.engine.DisableChunkedPrefill {
 		s.chunkOfDP = s.engine.MaxNumBatchedTokens
 		s.engine.MaxNumBatchedTokens = max(1, s.engine.MaxNumBatchedTokens/s.dp)
 	}
