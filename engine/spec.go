@@ -54,8 +54,12 @@ type SpecMethodFacts struct {
 	// MaxRunningFlag, with MaxRunning, is the engine's option that lifts
 	// that limit, with {n} for the count (SGLang's
 	// --max-running-requests {n}).
-	MaxRunningFlag string   `yaml:"max_running_flag"`
-	Cite           []string `yaml:"cite"`
+	MaxRunningFlag string `yaml:"max_running_flag"`
+	// NoDPAttention: the engine refuses the method under DP attention
+	// (SGLang's _handle_speculative_decoding raises for STANDALONE and
+	// NGRAM with --enable-dp-attention).
+	NoDPAttention bool     `yaml:"no_dp_attention"`
+	Cite          []string `yaml:"cite"`
 }
 
 // specMethodNames are the methods a profile may list (model's speculative

@@ -528,6 +528,9 @@ func checkSpecEngine(sc Scenario, p *engprof.Profile) error {
 		}
 		return fmt.Errorf("%s: %s has no speculative method %s (it has %s)", flag, p.Name(), m, list)
 	}
+	if dp := sc.Plan.Normalized().DP; dp > 1 && f.NoDPAttention {
+		return fmt.Errorf("--dp %d: %s refuses %s speculative decoding under DP attention; drop --dp or take another method", dp, p.Name(), f.Name)
+	}
 	if sc.Build.Spec.TopK > 1 && !f.Tree {
 		return fmt.Errorf("--spec-topk %d: %s drafts no tree with %s, a chain only", sc.Build.Spec.TopK, p.Name(), f.Name)
 	}

@@ -468,3 +468,46 @@ func TestExecutorDraftsNothingOnHost(t *testing.T) {
 		t.Errorf("executor, suffix: %v us of host drafting, want 0", got)
 	}
 }
+
+// TestSpecEngineRefusesDPAttention: SGLang raises for STANDALONE (a draft
+// model) and NGRAM under DP attention (server_args.py
+// _handle_speculative_decoding: "Currently ngram speculative decoding
+// does not support dp attention."); tpscope simulated both at DP 4,
+// printing SGLang's 48 / 4 running requests a rank as its default. The
+// refusal is one line naming --dp; NEXTN (MTP) and EAGLE3 run under DP
+// attention, and vLLM's ngram too.
+func TestSpecEngineRefusesDPAttention(t *testing.T) {
+	topo, err := topology.Resolve("nvswitch:8xh200-sxm", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	moon, _ := model.ResolveDrafter("moonlight-16b-a3b")
+	sc := func(engine string, arch *model.Arch, spec model.Spec) Scenario {
+		ref, err := engprof.ParseRef(engine)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return Scenario{Arch: arch, Plan: model.Plan{TP: 2, DP: 4, EP: true}, Topo: topo, Options: Options{Engine: ref},
+			Workload: model.Workload{Batch: 4, Context: 100, SpecTokens: 3}, Build: model.BuildOptions{Spec: spec}}
+	}
+	tiny, kimi := mustPreset(t, "tiny-mla-moe"), mustPreset(t, "kimi-k2.5")
+	for _, c := range []struct {
+		engine string
+		arch   *model.Arch
+		spec   model.Spec
+		want   string
+	}{
+		{"sglang@0.5", tiny, model.Spec{Method: model.SpecNgram}, "--dp 4: sglang@0.5 refuses NGRAM speculative decoding under DP attention"},
+		{"sglang@0.5", kimi, model.Spec{Method: model.SpecDraftModel, Drafter: moon}, "--dp 4: sglang@0.5 refuses STANDALONE speculative decoding under DP attention"},
+		{"sglang@0.5", tiny, model.Spec{Method: model.SpecMTP}, ""},
+		{"vllm@0.24", tiny, model.Spec{Method: model.SpecNgram}, ""},
+	} {
+		err := sc(c.engine, c.arch, c.spec).CheckEngine()
+		switch {
+		case c.want == "" && err != nil:
+			t.Errorf("%s %s at DP 4: %v, want it run", c.engine, c.spec.Method, err)
+		case c.want != "" && (err == nil || !strings.HasPrefix(err.Error(), c.want) || strings.Contains(err.Error(), "\n")):
+			t.Errorf("%s %s at DP 4: err %v, want one line %q", c.engine, c.spec.Method, err, c.want)
+		}
+	}
+}
