@@ -58,8 +58,19 @@ type SpecMethodFacts struct {
 	// NoDPAttention: the engine refuses the method under DP attention
 	// (SGLang's _handle_speculative_decoding raises for STANDALONE and
 	// NGRAM with --enable-dp-attention).
-	NoDPAttention bool     `yaml:"no_dp_attention"`
-	Cite          []string `yaml:"cite"`
+	NoDPAttention bool `yaml:"no_dp_attention"`
+	// PagedTreeBackends, when set, are the only attention backends the
+	// engine drafts a tree on with a KV page above one token (SGLang's
+	// _handle_speculative_decoding raises for speculative_eagle_topk > 1
+	// with page_size > 1 on any backend but flashinfer).
+	PagedTreeBackends []string `yaml:"paged_tree_backends"`
+	// TreeAlways: the method drafts a tree whatever --spec-topk says
+	// (SGLang's NGRAM sets speculative_eagle_topk to
+	// speculative_ngram_max_bfs_breadth, 10 by default), TreeBranches
+	// wide.
+	TreeAlways   bool     `yaml:"tree_always"`
+	TreeBranches int      `yaml:"tree_branches"`
+	Cite         []string `yaml:"cite"`
 }
 
 // specMethodNames are the methods a profile may list (model's speculative

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -534,10 +535,50 @@ func checkSpecEngine(sc Scenario, p *engprof.Profile) error {
 	if sc.Build.Spec.TopK > 1 && !f.Tree {
 		return fmt.Errorf("--spec-topk %d: %s drafts no tree with %s, a chain only", sc.Build.Spec.TopK, p.Name(), f.Name)
 	}
+	if err := checkPagedTree(sc, p, f, m); err != nil {
+		return err
+	}
 	if dtp := sc.Build.Spec.DraftTP; dtp > 0 && dtp != sc.Plan.Normalized().TP && !f.DraftTP {
 		return fmt.Errorf("--draft-tp %d: %s runs a draft model at the target's TP %d only", dtp, p.Name(), sc.Plan.Normalized().TP)
 	}
 	return nil
+}
+
+// checkPagedTree refuses a tree of drafts (--spec-topk above 1, or a
+// method that always drafts one) where the engine drafts trees on a KV
+// page above one token only with some backends (f.PagedTreeBackends) and
+// the backend that runs sc's MLA attention forces such a page on its
+// default block.
+func checkPagedTree(sc Scenario, p *engprof.Profile, f engprof.SpecMethodFacts, m model.SpecMethod) error {
+	topk := sc.Build.Spec.TopK
+	if f.TreeAlways {
+		topk = max(topk, f.TreeBranches)
+	}
+	if len(f.PagedTreeBackends) == 0 || topk <= 1 || sc.Arch == nil || sc.Arch.KVLoraRank == 0 {
+		return nil
+	}
+	override := string(sc.Options.AttentionBackend)
+	u := sc.mlaUse(p, archOf(sc.Topo), kvOf(sc.Workload.KVDtypeFor(sc.Arch)))
+	b, err := p.Backend(u, override)
+	if err != nil || b == nil || slices.Contains(f.PagedTreeBackends, b.Name) {
+		return nil // a backend that does not run is CheckEngine's to refuse
+	}
+	block := p.Scheduler.BlockTokens
+	if block == 0 {
+		block = 16
+	}
+	page, of := p.KVPage(u, override).Force(block)
+	if page <= 1 {
+		return nil
+	}
+	if of == "" {
+		of = b.Name
+	}
+	want := fmt.Sprintf("%s drafts a tree on a KV page above one token only with %s, and %s runs %d-token pages here", p.Name(), strings.Join(f.PagedTreeBackends, ", "), of, page)
+	if f.TreeAlways && sc.Build.Spec.TopK <= 1 {
+		return fmt.Errorf("--spec %s: %s's drafts are a tree %d wide; %s", m, f.Name, f.TreeBranches, want)
+	}
+	return fmt.Errorf("--spec-topk %d: %s; draft a chain (--spec-topk 1) or name --attention-backend %s", topk, want, f.PagedTreeBackends[0])
 }
 
 // SpecEngineFlag is how the scenario's engine turns its speculative method

@@ -511,3 +511,52 @@ func TestSpecEngineRefusesDPAttention(t *testing.T) {
 		}
 	}
 }
+
+// TestSpecPagedTreeRefused: SGLang raises for a tree of drafts
+// (speculative_eagle_topk > 1) on a KV page above one token with any
+// attention backend but flashinfer, and NGRAM's drafts are always a tree
+// (speculative_eagle_topk = speculative_ngram_max_bfs_breadth, 10):
+// DeepSeek-V3 on a B200 runs trtllm_mla, which forces 64-token pages, and
+// on an H200 with an FP8 cache flashmla, 64 too; tpscope simulated both.
+// A chain runs there, a tree runs on fa3 (an H200 with a BF16 cache, page
+// 1) and with flashinfer named, and vLLM's ngram is a chain.
+func TestSpecPagedTreeRefused(t *testing.T) {
+	ds := mustPreset(t, "deepseek-v3")
+	sc := func(engine, box string, kv model.Dtype, backend string, spec model.Spec) Scenario {
+		ref, err := engprof.ParseRef(engine)
+		if err != nil {
+			t.Fatal(err)
+		}
+		topo, err := topology.Resolve(box, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return Scenario{Arch: ds, Plan: model.Plan{TP: 8}, Topo: topo, Options: Options{Engine: ref, AttentionBackend: AttentionBackend(backend)},
+			Workload: model.Workload{Batch: 4, Context: 100, SpecTokens: 3, KVDtype: kv}, Build: model.BuildOptions{Spec: spec}}
+	}
+	tree := model.Spec{Method: model.SpecMTP, TopK: 4, Steps: 3}
+	for _, c := range []struct {
+		engine, box string
+		kv          model.Dtype
+		backend     string
+		spec        model.Spec
+		want        string
+	}{
+		{"sglang@0.5", "nvswitch:8xb200", "", "", tree, "--spec-topk 4: sglang@0.5 drafts a tree on a KV page above one token only with flashinfer, and trtllm_mla runs 64-token pages here"},
+		{"sglang@0.5", "nvswitch:8xh200", model.FP8, "", tree, "--spec-topk 4: sglang@0.5 drafts a tree on a KV page above one token only with flashinfer, and flashmla runs 64-token pages here"},
+		{"sglang@0.5", "nvswitch:8xb200", "", "", model.Spec{Method: model.SpecNgram}, "--spec ngram: NGRAM's drafts are a tree 10 wide"},
+		{"sglang@0.5", "nvswitch:8xb200", "", "", model.Spec{Method: model.SpecMTP}, ""},
+		{"sglang@0.5", "nvswitch:8xh200", model.BF16, "", tree, ""},
+		{"sglang@0.5", "nvswitch:8xh200", model.BF16, "", model.Spec{Method: model.SpecNgram}, ""},
+		{"sglang@0.5", "nvswitch:8xb200", "", "flashinfer", tree, ""},
+		{"vllm@0.24", "nvswitch:8xb200", "", "", model.Spec{Method: model.SpecNgram}, ""},
+	} {
+		err := sc(c.engine, c.box, c.kv, c.backend, c.spec).CheckEngine()
+		switch {
+		case c.want == "" && err != nil:
+			t.Errorf("%s on %s kv %q backend %q, %s topk %d: %v, want it run", c.engine, c.box, c.kv, c.backend, c.spec.Method, c.spec.TopK, err)
+		case c.want != "" && (err == nil || !strings.HasPrefix(err.Error(), c.want) || strings.Contains(err.Error(), "\n")):
+			t.Errorf("%s on %s kv %q, %s topk %d: err %v, want one line %q", c.engine, c.box, c.kv, c.spec.Method, c.spec.TopK, err, c.want)
+		}
+	}
+}
