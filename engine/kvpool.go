@@ -24,8 +24,15 @@ type KVPoolFacts struct {
 	// VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS). Only under
 	// KVPoolGPUMemUtil. tpscope captures no graph, so the estimate is the
 	// one the engine's start-up log prints, given by the user.
-	CUDAGraphEstimate bool     `yaml:"cuda_graph_estimate"`
-	Cite              []string `yaml:"cite"`
+	CUDAGraphEstimate bool `yaml:"cuda_graph_estimate"`
+	// IndexerWorkspacePerMaxLen is, for a DSA model (GLM-5) run sparse,
+	// the entries per token of max_model_len of the indexer's K-gather
+	// workspace the engine's profiling run reserves and keeps, so that it
+	// comes off the pool with the activations (vLLM:
+	// get_max_prefill_buffer_size, max_model_len x 40; model.
+	// IndexerWorkspaceBytes); 0: none. Only under KVPoolGPUMemUtil.
+	IndexerWorkspacePerMaxLen int      `yaml:"indexer_workspace_per_max_len"`
+	Cite                      []string `yaml:"cite"`
 }
 
 // The KV-pool rules a profile may state.
@@ -146,7 +153,7 @@ func (p *Profile) validateKVPool(bad func(field, format string, a ...any) error,
 	k := &p.KVPool
 	switch k.Rule {
 	case "":
-		if len(k.Cite) > 0 || k.UtilFrac != 0 || k.CUDAGraphEstimate {
+		if len(k.Cite) > 0 || k.UtilFrac != 0 || k.CUDAGraphEstimate || k.IndexerWorkspacePerMaxLen != 0 {
 			return bad("kv_pool.rule", "missing: want %s", kvPoolRules)
 		}
 		return nil
@@ -177,6 +184,12 @@ func (p *Profile) validateKVPool(bad func(field, format string, a ...any) error,
 	}
 	if k.CUDAGraphEstimate && k.Rule != KVPoolGPUMemUtil {
 		return bad("kv_pool.cuda_graph_estimate", "true under %s: want it only under %s, whose pool is the fraction less what the profiling run measured", k.Rule, KVPoolGPUMemUtil)
+	}
+	if k.IndexerWorkspacePerMaxLen < 0 {
+		return bad("kv_pool.indexer_workspace_per_max_len", "%d: want the workspace's entries per token of max_model_len, >= 0", k.IndexerWorkspacePerMaxLen)
+	}
+	if k.IndexerWorkspacePerMaxLen > 0 && k.Rule != KVPoolGPUMemUtil {
+		return bad("kv_pool.indexer_workspace_per_max_len", "%d under %s: want it only under %s, whose pool is the fraction less what the profiling run reserved", k.IndexerWorkspacePerMaxLen, k.Rule, KVPoolGPUMemUtil)
 	}
 	return cite("kv_pool", k.Cite)
 }

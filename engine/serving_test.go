@@ -317,3 +317,53 @@ func TestVLLMKVPoolFraction(t *testing.T) {
 		t.Errorf("vllm@0.16-nightly states a pool (%+v), want none: vLLM's 0.9", n.KVPool)
 	}
 }
+
+// TestVLLMIndexerWorkspace: vLLM's profiling run reserves a DSA model's
+// indexer K-gather workspace of max_model_len x 40 entries
+// (get_max_prefill_buffer_size), kept by its WorkspaceManager; vllm@0.24
+// states the 40 with a cite naming both sources. No other profile states
+// one, and the fact is refused negative or under another rule than
+// gpu_memory_utilization, whose pool is what the profiling run leaves.
+func TestVLLMIndexerWorkspace(t *testing.T) {
+	v, err := Lookup(Ref{Name: "vllm", Version: "0.24"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := v.KVPool.IndexerWorkspacePerMaxLen; n != 40 {
+		t.Errorf("vllm@0.24: indexer workspace %d entries per max_model_len token, want get_max_prefill_buffer_size's 40", n)
+	}
+	var cited string
+	for _, key := range v.KVPool.Cite {
+		cited += v.Sources[key] + "\n"
+	}
+	for _, want := range []string{"get_max_prefill_buffer_size", "max_model_len x 40", "get_simultaneous", "_gather_workspace_shapes"} {
+		if !strings.Contains(cited, want) {
+			t.Errorf("vllm@0.24's kv_pool sources do not name %q", want)
+		}
+	}
+	for _, ref := range []Ref{{Name: "vllm", Version: "0.16-nightly"}, {Name: "sglang"}, {Name: "trtllm"}, ExecutorRef} {
+		p, err := Lookup(ref)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p.KVPool.IndexerWorkspacePerMaxLen != 0 {
+			t.Errorf("%s states an indexer workspace, want none", p.Name())
+		}
+	}
+	base := string(mustRead(t, "profiles/sglang-0.5.yaml"))
+	data := strings.Replace(base, "  rule: mem_fraction_static\n", "  rule: mem_fraction_static\n  indexer_workspace_per_max_len: 40\n", 1)
+	if data == base {
+		t.Fatal("edit not found")
+	}
+	if _, err := Parse([]byte(data), "edited.yaml"); !oneLineWith(err, "kv_pool.indexer_workspace_per_max_len") {
+		t.Errorf("a workspace under mem_fraction_static: error %v, want one line naming kv_pool.indexer_workspace_per_max_len", err)
+	}
+	base = string(mustRead(t, "profiles/vllm-0.24.yaml"))
+	data = strings.Replace(base, "  indexer_workspace_per_max_len: 40\n", "  indexer_workspace_per_max_len: -40\n", 1)
+	if data == base {
+		t.Fatal("edit not found")
+	}
+	if _, err := Parse([]byte(data), "edited.yaml"); !oneLineWith(err, "kv_pool.indexer_workspace_per_max_len") {
+		t.Errorf("a negative workspace: error %v, want one line naming kv_pool.indexer_workspace_per_max_len", err)
+	}
+}

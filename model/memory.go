@@ -363,6 +363,7 @@ type Capacity struct {
 	WeightBytes       float64 // weights on this GPU
 	ActivationBytes   float64 // activation workspace estimate
 	CUDAGraphBytes    float64 // the engine's estimate of its CUDA graphs' memory, taken off the pool (LessCUDAGraphs)
+	IndexerWSBytes    float64 // the DSA indexer's K-gather workspace the engine's profiling run reserves, in ActivationBytes (WithIndexerWorkspace)
 	KVBytes           float64 // left for the KV cache (0 if weights do not fit)
 	KVBytesPerToken   float64 // per GPU, all layers
 	KVCapacityTokens  int64   // tokens of context the attention group can cache
@@ -404,6 +405,66 @@ func LessCUDAGraphs(rule CapacityRule, graphBytes float64) CapacityRule {
 			return c
 		}
 		left := c.KVBytes - graphBytes
+		if left <= 0 {
+			c.KVBytes, c.KVCapacityTokens, c.WeightsDoNotFitBy = 0, 0, -left
+			return c
+		}
+		c.KVBytes = left
+		c.KVCapacityTokens = int64(left / c.KVBytesPerToken)
+		return c
+	}
+}
+
+// IndexerWorkspaceBytes is the K-gather workspace of a DSA model's
+// indexer that vLLM reserves in its profiling run: entriesPerMaxLen x
+// max_model_len entries (v1/attention/backends/mla/indexer.py
+// get_max_prefill_buffer_size: max_model_len x 40, "Each entry is 128 fp8
+// bytes and 4 scale bytes"), each one token's gathered indexer key:
+// index_head_dim fp8 values and a 4-byte scale
+// (model_executor/layers/sparse_attn_indexer.py _gather_workspace_shapes:
+// (T, head_dim) fp8 and (T, 4) uint8). sparse_attn_indexer, called with no attention
+// metadata as in profile_run, asks the worker's WorkspaceManager for it
+// (get_simultaneous of the (T, index_head_dim) fp8 values and the (T, 4)
+// scales), and the manager keeps it for the engine's life, so it is in
+// the profile's torch peak and off the pool. maxModelLen is the
+// engine's max_model_len (<= 0: the model's, Arch.MaxModelLenTokens, its
+// max_position_embeddings where that is unknown); 0 for a model without
+// an indexer or one run as dense MLA (o.DenseDSA), which calls no
+// indexer.
+func IndexerWorkspaceBytes(a *Arch, o BuildOptions, entriesPerMaxLen, maxModelLen int) float64 {
+	if entriesPerMaxLen <= 0 || !a.HasIndexer() || o.DenseDSA {
+		return 0
+	}
+	if maxModelLen <= 0 {
+		maxModelLen = a.MaxModelLenTokens
+	}
+	if maxModelLen <= 0 {
+		maxModelLen = a.MaxPositionEmbeddings
+	}
+	return float64(entriesPerMaxLen) * float64(maxModelLen) * float64(a.IndexHeadDim+4)
+}
+
+// WithIndexerWorkspace is rule with the indexer's K-gather workspace
+// (IndexerWorkspaceBytes) counted with the activations: vLLM's profiling
+// run reserves it, so its gpu_memory_utilization pool is that much
+// smaller. entriesPerMaxLen <= 0 is rule itself.
+func WithIndexerWorkspace(rule CapacityRule, entriesPerMaxLen, maxModelLen int) CapacityRule {
+	if entriesPerMaxLen <= 0 {
+		return rule
+	}
+	return func(a *Arch, p Plan, w Workload, o BuildOptions, gpuMemBytes, frac float64) Capacity {
+		c := rule(a, p, w, o, gpuMemBytes, frac)
+		ws := IndexerWorkspaceBytes(a, o, entriesPerMaxLen, maxModelLen)
+		if ws <= 0 {
+			return c
+		}
+		c.IndexerWSBytes = ws
+		c.ActivationBytes += ws
+		if c.WeightsDoNotFitBy > 0 {
+			c.WeightsDoNotFitBy += ws
+			return c
+		}
+		left := c.KVBytes - ws
 		if left <= 0 {
 			c.KVBytes, c.KVCapacityTokens, c.WeightsDoNotFitBy = 0, 0, -left
 			return c

@@ -308,3 +308,58 @@ func TestKVCapacityFree(t *testing.T) {
 		}
 	})
 }
+
+// TestIndexerWorkspace: vLLM's profiling run reserves a DSA model's
+// indexer K-gather workspace of get_max_prefill_buffer_size = 40 x
+// max_model_len entries, each index_head_dim fp8 bytes and a 4-byte scale
+// (sparse_attn_indexer.py _gather_workspace_shapes), and keeps it, so the
+// gpu_memory_utilization pool is that much smaller. GLM-5 (index_head_dim
+// 128) at its max_model_len of 202,752: 40 x 202,752 x 132 B =
+// 1,070,530,560 B; at --max-model-len 65,536: 346,030,080 B. Run dense
+// (no indexer op) or for a model without an indexer: none.
+func TestIndexerWorkspace(t *testing.T) {
+	a := mustPreset(t, "glm-5-nvfp4")
+	if a.IndexHeadDim != 128 || a.MaxModelLenTokens != 202752 {
+		t.Fatalf("GLM-5 preset: index_head_dim %d, max_model_len %d; the expectations below assume 128 and 202,752", a.IndexHeadDim, a.MaxModelLenTokens)
+	}
+	const perEntryB = 128 + 4 // fp8 key values + fp32 scale
+	for _, c := range []struct {
+		name   string
+		maxLen int
+		o      BuildOptions
+		want   float64
+	}{
+		{"model's max_model_len", 0, BuildOptions{}, 40 * 202752 * perEntryB},
+		{"max_model_len 65536", 65536, BuildOptions{}, 40 * 65536 * perEntryB},
+		{"dense DSA", 0, BuildOptions{DenseDSA: true}, 0},
+	} {
+		if got := IndexerWorkspaceBytes(a, c.o, 40, c.maxLen); got != c.want {
+			t.Errorf("%s: %.0f B, want %.0f", c.name, got, c.want)
+		}
+	}
+	if got := IndexerWorkspaceBytes(a, BuildOptions{}, 0, 0); got != 0 {
+		t.Errorf("an engine that reserves none: %.0f B, want 0", got)
+	}
+	if got := IndexerWorkspaceBytes(mustPreset(t, "kimi-k2.5"), BuildOptions{}, 40, 0); got != 0 {
+		t.Errorf("Kimi-K2.5 (no indexer): %.0f B, want 0", got)
+	}
+
+	mem := 97887.0 * (1 << 20) // RTX PRO 6000 Blackwell, nvidia-smi 97,887 MiB
+	w, p := Workload{KVDtype: FP8}, Plan{TP: 8}
+	base := KVCapacity(a, p, w, BuildOptions{}, mem, 0.865)
+	c := WithIndexerWorkspace(KVCapacity, 40, 65536)(a, p, w, BuildOptions{}, mem, 0.865)
+	ws := 40.0 * 65536 * perEntryB
+	left := 0.865*mem - base.WeightBytes - base.ActivationBytes - ws
+	if want := int64(left / base.KVBytesPerToken); c.KVCapacityTokens != want || c.KVBytes != left || c.IndexerWSBytes != ws {
+		t.Errorf("pool %d tokens, %.0f B, workspace %.0f B; want %d tokens of (0.865 x mem - weights - activations - %.0f) = %.0f B", c.KVCapacityTokens, c.KVBytes, c.IndexerWSBytes, want, ws, left)
+	}
+	if c.ActivationBytes != base.ActivationBytes+ws || c.WeightBytes != base.WeightBytes || c.UsableBytes != base.UsableBytes {
+		t.Errorf("activations %.0f, want the rule's %.0f + the workspace %.0f; weights and budget unchanged: %+v vs %+v", c.ActivationBytes, base.ActivationBytes, ws, c, base)
+	}
+	if c := WithIndexerWorkspace(KVCapacity, 40, 0)(a, p, w, BuildOptions{DenseDSA: true}, mem, 0.865); c != KVCapacity(a, p, w, BuildOptions{DenseDSA: true}, mem, 0.865) {
+		t.Errorf("dense DSA: %+v, want the rule's own", c)
+	}
+	if c := WithIndexerWorkspace(KVCapacity, 40, 0)(a, p, w, BuildOptions{}, 0.55*mem, 0.865); c.KVCapacityTokens != 0 || c.WeightsDoNotFitBy <= 0 {
+		t.Errorf("weights alone over the budget: %d tokens, short %.0f B; want none, short", c.KVCapacityTokens, c.WeightsDoNotFitBy)
+	}
+}

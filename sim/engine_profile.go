@@ -545,6 +545,9 @@ func (sc Scenario) CheckEngine() error {
 			return fmt.Errorf("--cuda-graph-mem-gib %s: more than the %.4g GiB of memory of %s's %s: want the estimate the engine's log prints", g, float64(dev.MemBytes)/float64(1<<30), t.Name, dev.Name)
 		}
 	}
+	if err := checkMaxModelLen(sc); err != nil {
+		return err
+	}
 	for _, n := range o.Names() {
 		name, val, _ := strings.Cut(n, "=")
 		if err := p.Refuse(name, val, a); err != nil {
@@ -782,4 +785,29 @@ func payloadWords(kind engprof.Dispatch, dt model.Dtype, chosen bool) string {
 		return ", bf16 tokens"
 	}
 	return fmt.Sprintf(", %s tokens (the experts' input quantization, before the gather)", dt)
+}
+
+// checkMaxModelLen refuses a --max-model-len below 0, above the model's
+// own (vLLM's _get_and_verify_max_len: "User-specified max_model_len ...
+// is greater than the derived max_model_len") or shorter than the
+// workload's context, which the engine would then not serve.
+func checkMaxModelLen(sc Scenario) error {
+	n := sc.Options.MaxModelLen
+	if n == 0 {
+		return nil
+	}
+	if n < 0 {
+		return fmt.Errorf("--max-model-len %d: want tokens > 0 (0: the model's)", n)
+	}
+	a := sc.Arch
+	if a == nil {
+		return nil
+	}
+	if lim := a.MaxModelLenTokens; lim > 0 && n > lim {
+		return fmt.Errorf("--max-model-len %d: above the %d tokens %s is served at, which vLLM derives from its config and refuses a longer max_model_len than ('model show' gives it)", n, lim, a.Name)
+	}
+	if c := sc.Workload.Context; c > n {
+		return fmt.Errorf("--max-model-len %d: shorter than the --context %d, which the engine would not serve: want at least the context", n, c)
+	}
+	return nil
 }

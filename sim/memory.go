@@ -34,6 +34,13 @@ type KVBudget struct {
 	// given: tpscope captures no graph, so the pool is priced without it,
 	// larger than the engine's by the estimate its log prints.
 	GraphUnpriced bool `json:"cuda_graph_estimate_unpriced,omitempty"`
+	// IndexerWorkspacePerMaxLen is the profile's
+	// kv_pool.indexer_workspace_per_max_len and MaxModelLen the engine's
+	// max_model_len (Options.MaxModelLen; 0: the model's): a DSA
+	// model's indexer workspace the profiling run reserves comes off the
+	// pool with the activations (model.WithIndexerWorkspace).
+	IndexerWorkspacePerMaxLen int `json:"indexer_workspace_per_max_len,omitempty"`
+	MaxModelLen               int `json:"max_model_len,omitempty"`
 }
 
 // CUDAGraphMemPublic is the range of vLLM's "Estimated CUDA graph memory"
@@ -55,10 +62,19 @@ func (b KVBudget) GraphCaveat() string {
 	return "KV pool priced without the engine's CUDA-graph memory estimate, which vLLM from 0.21.0 takes off the pool by default (VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS; tpscope captures no graph): the pool is larger than the engine's by that estimate, " + CUDAGraphMemPublic + " (fix: --cuda-graph-mem-gib with the 'Estimated CUDA graph memory: X GiB total' the engine's start-up log prints, 0 where VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=0)"
 }
 
-// Capacity is the model's arithmetic for the budget: its rule's, less
-// the CUDA-graph estimate it takes off the pool.
+// Capacity is the model's arithmetic for the budget: its rule's, with
+// the indexer workspace the profiling run reserves, less the CUDA-graph
+// estimate it takes off the pool.
 func (b KVBudget) Capacity() model.CapacityRule {
-	return model.LessCUDAGraphs(CapacityRule(b.Rule), b.CUDAGraphBytes)
+	return model.LessCUDAGraphs(model.WithIndexerWorkspace(CapacityRule(b.Rule), b.IndexerWorkspacePerMaxLen, b.MaxModelLen), b.CUDAGraphBytes)
+}
+
+// withWorkspace is b with the profiling-run workspace prof's engine
+// reserves (kv_pool.indexer_workspace_per_max_len) at the max_model_len
+// of options o.
+func withWorkspace(b KVBudget, prof *engprof.Profile, o Options) KVBudget {
+	b.IndexerWorkspacePerMaxLen, b.MaxModelLen = prof.KVPool.IndexerWorkspacePerMaxLen, o.MaxModelLen
+	return b
 }
 
 // withGraphs is b with the CUDA-graph estimate prof's engine takes off
@@ -167,7 +183,7 @@ func CapacityRule(rule string) model.CapacityRule {
 // ranks (SGLang's mem_fraction_static).
 func FixedKVBudget(prof *engprof.Profile, o Options) (b KVBudget, ok bool) {
 	b, ok = fixedFrac(prof, o.GPUMemUtilFrac)
-	return withGraphs(b, prof, o), ok
+	return withWorkspace(withGraphs(b, prof, o), prof, o), ok
 }
 
 // fixedFrac is FixedKVBudget's fraction: given (> 0) or the profile's.
@@ -224,7 +240,7 @@ func (p *Predictor) kvBudget(sc Scenario, w model.Workload, chunkTokens int) KVB
 	if in.Draft != "" {
 		from += ", draft " + in.Draft
 	}
-	return withGraphs(KVBudget{Rule: rule, Frac: frac, From: from}, prof, p.opts)
+	return withWorkspace(withGraphs(KVBudget{Rule: rule, Frac: frac, From: from}, prof, p.opts), prof, p.opts)
 }
 
 // kvCapacity is the KV cache that fits one GPU under budget b.

@@ -185,6 +185,12 @@ type Options struct {
 	// from 0.21.0). Not given is not 0 (KVBudget.GraphUnpriced).
 	CUDAGraphMem CUDAGraphMem `json:"cuda_graph_mem_gib,omitzero"`
 
+	// MaxModelLen is the engine's max_model_len (vLLM's --max-model-len),
+	// the longest sequence it serves; 0 = the model's
+	// (model.Arch.MaxModelLenTokens). vLLM sizes a DSA indexer's
+	// profiling workspace by it (kv_pool.indexer_workspace_per_max_len).
+	MaxModelLen int `json:"max_model_len,omitempty"`
+
 	// Engine names the serving engine's profile (package engine): which
 	// attention backend, MoE and GEMM kernels run each op and what they
 	// launch beside it (OpCost.ExtraKernels), its fusions, CUDA-graph

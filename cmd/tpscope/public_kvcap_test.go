@@ -105,10 +105,13 @@ var publicKVCapRows = []kvCapRow{
 		// The command sets VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=0:
 		// no estimate came off the pool.
 		args: []string{"--model", "glm-5-nvfp4", "--topo", "rtxpro6000-2s", "--engine", "vllm@0.24", "--tp", "8", "--kv-dtype", "fp8",
-			"--gpu-mem-util", "0.89", "--dense-dsa=false", "--spec", "mtp", "--spec-tokens", "3", "--cuda-graph-mem-gib", "0"},
+			"--gpu-mem-util", "0.89", "--dense-dsa=false", "--spec", "mtp", "--spec-tokens", "3", "--cuda-graph-mem-gib", "0",
+			"--max-model-len", "202752"},
 		lo: 0.97, hi: 1.1,
 		why: "GLM-5.1 has GLM-5's dims; the MTP layer's cache and weights are counted (79 x (656 + 132) B a token, as the log's " +
-			"25.09 GiB / 432,832 gives)",
+			"25.09 GiB / 432,832 gives), and the indexer workspace vLLM's profile run reserves (40 x 202,752 x 132 B, 1.0 GiB); " +
+			"pessimistic by the preset's weights (57.69 GiB with the MTP layer where the fork's log of the same checkpoint, KV10, " +
+			"took 56.62), optimistic by NCCL and all-reduce buffers outside torch, unpriced",
 	},
 	{
 		id:          "KV7",
@@ -121,11 +124,14 @@ var publicKVCapRows = []kvCapRow{
 		// VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=0, and its 19.12 GiB
 		// available is KV6's 25.09 less the 0.07 x 95.59 GiB its lower
 		// fraction drops (18.40) and 0.72 GiB more, not less: no
-		// estimate came off it.
+		// estimate came off it, and the indexer workspace at
+		// max_model_len 65,536 is 40 x 137,216 x 132 B = 0.67 GiB
+		// smaller than KV6's.
 		args: []string{"--model", "glm-5-nvfp4", "--topo", "rtxpro6000-2s", "--engine", "vllm@0.24", "--tp", "8", "--kv-dtype", "fp8",
-			"--gpu-mem-util", "0.82", "--dense-dsa=false", "--spec", "mtp", "--spec-tokens", "3", "--cuda-graph-mem-gib", "0"},
+			"--gpu-mem-util", "0.82", "--dense-dsa=false", "--spec", "mtp", "--spec-tokens", "3", "--cuda-graph-mem-gib", "0",
+			"--max-model-len", "65536"},
 		lo: 0.95, hi: 1.1,
-		why: "as KV6",
+		why: "as KV6, the indexer workspace at max_model_len 65,536 (0.34 GiB)",
 	},
 	{
 		id: "KV8",
@@ -155,12 +161,12 @@ var publicKVCapRows = []kvCapRow{
 		// (VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=0)": the 4.77 GiB
 		// estimated did not come off the pool.
 		args: []string{"--model", "glm-5-nvfp4", "--topo", "rtxpro6000-2s", "--engine", "vllm@0.24", "--tp", "8", "--kv-dtype", "fp8",
-			"--gpu-mem-util", "0.865", "--dense-dsa=false", "--cuda-graph-mem-gib", "0"},
+			"--gpu-mem-util", "0.865", "--dense-dsa=false", "--cuda-graph-mem-gib", "0", "--max-model-len", "202752"},
 		lo: 1.25, hi: 1.4,
 		why: "optimistic by non-KV memory the log states: 0.865 x 95.59 GiB - 19.55 available = 63.14 GiB, of which 55.67 GiB weights " +
 			"(the preset's 54.76): 7.47 GiB of profiling peak and memory outside torch (the fork's b12x MoE under B12X_MOE_FORCE_A16, " +
-			"its PCIe all-reduce, NCCL) where tpscope counts 1.83 GiB of activations; the KV bytes a token agree (19.55 GiB / 341,504 = " +
-			"61,466 B, tpscope 61,464)",
+			"its PCIe all-reduce, NCCL) where tpscope counts 1.83 GiB of activations and 1.0 GiB of the indexer workspace vLLM's profile " +
+			"run reserves (40 x 202,752 x 132 B), 4.6 GiB unpriced; the KV bytes a token agree (19.55 GiB / 341,504 = 61,466 B, tpscope 61,464)",
 	},
 	{
 		id:          "KV10",
@@ -169,10 +175,11 @@ var publicKVCapRows = []kvCapRow{
 		measured:    319_232,
 		maxModelLen: 202_752, concurrency: 1.57,
 		args: []string{"--model", "glm-5-nvfp4", "--topo", "rtxpro6000-2s", "--engine", "vllm@0.24", "--tp", "8", "--kv-dtype", "fp8",
-			"--gpu-mem-util", "0.865", "--dense-dsa=false", "--spec", "mtp", "--spec-tokens", "3", "--cuda-graph-mem-gib", "0"},
+			"--gpu-mem-util", "0.865", "--dense-dsa=false", "--spec", "mtp", "--spec-tokens", "3", "--cuda-graph-mem-gib", "0",
+			"--max-model-len", "202752"},
 		lo: 1.15, hi: 1.35,
 		why: "as KV9: 0.865 x 95.59 - 18.51 = 64.18 GiB of non-KV memory, 56.62 of it weights (the preset's 57.69 with the MTP " +
-			"layer): 7.56 GiB where tpscope counts 1.83; the KV bytes a token agree (62,259 B, tpscope 62,252)",
+			"layer): 7.56 GiB where tpscope counts 1.83 and the indexer workspace's 1.0; the KV bytes a token agree (62,259 B, tpscope 62,252)",
 	},
 	{
 		id: "KV11",

@@ -163,7 +163,7 @@ func (o *modelListOptions) Run(ctx context.Context, args []string, std IO) error
 // --gpus, --gpu-mem-util) and, for a DSA model, the engine (its default
 // decides dense or sparse attention).
 var showKeeps = []string{"model", "tp", "ep", "dp", "dcp", "mtp", "kv-dtype", "dense-dsa", "topo", "gpus",
-	"spec", "spec-tokens", "spec-topk", "spec-steps", "draft-model", "draft-tp", "gpu-mem-util", "cuda-graph-mem-gib", "engine"}
+	"spec", "spec-tokens", "spec-topk", "spec-steps", "draft-model", "draft-tp", "gpu-mem-util", "cuda-graph-mem-gib", "max-model-len", "engine"}
 
 // unusedByShow refuses a scenario flag that changes nothing model show
 // prints (a step's workload, its routing and dispatch, the cost source,

@@ -1,0 +1,90 @@
+package main
+
+import (
+	"encoding/json"
+	"testing"
+)
+
+// TestIndexerWorkspaceDeduction: vLLM 0.24's profiling run reserves a DSA
+// model's indexer K-gather workspace of 40 x max_model_len entries of
+// index_head_dim + 4 bytes (get_max_prefill_buffer_size,
+// _gather_workspace_shapes) and keeps it, so its pool is that much smaller
+// and shrinks with --max-model-len: GLM-5 (index_head_dim 128) at its
+// 202,752 against 65,536 is 40 x 137,216 x 132 B more activations and that
+// many bytes fewer in the pool. Run dense (no indexer) or under SGLang,
+// whose pool leaves the activations to its reserve, nothing moves.
+func TestIndexerWorkspaceDeduction(t *testing.T) {
+	type mem struct {
+		Activation float64 `json:"activation_bytes"`
+		PerToken   float64 `json:"kv_bytes_per_token"`
+		Tokens     int64   `json:"kv_capacity_tokens"`
+	}
+	run := func(scen []string, extra ...string) mem {
+		t.Helper()
+		args := append(append([]string{"predict"}, scen...), append([]string{"--batch", "1", "--output", "json", "--cuda-graph-mem-gib", "0"}, extra...)...)
+		code, out, errs := runCLI(t, args...)
+		if code != 0 {
+			t.Fatalf("%q: exit %d: %s", args, code, errs)
+		}
+		var p struct{ Memory mem }
+		if err := json.Unmarshal([]byte(out), &p); err != nil {
+			t.Fatal(err)
+		}
+		return p.Memory
+	}
+	predict := func(extra ...string) mem { t.Helper(); return run(kvGraphScen, extra...) }
+	const perEntryB = 128 + 4
+	full, short := predict(), predict("--max-model-len", "65536")
+	if same := predict("--max-model-len", "202752"); same != full {
+		t.Errorf("--max-model-len 202752, GLM-5's own: %+v, want the default's %+v", same, full)
+	}
+	diff := 40.0 * (202752 - 65536) * perEntryB
+	if got := full.Activation - short.Activation; got != diff {
+		t.Errorf("activations at max_model_len 202,752 less at 65,536: %.0f B, want 40 x 137,216 x 132 = %.0f", got, diff)
+	}
+	// The pool is the same fraction less the workspace: the two counts of
+	// tokens differ by the workspace's difference in tokens, to one token
+	// each way for the floor.
+	if got, want := float64(short.Tokens-full.Tokens), diff/full.PerToken; got < want-1 || got > want+1 {
+		t.Errorf("pool at 65,536 less at 202,752: %.0f tokens, want %.1f (the workspace's difference / %.0f B a token)", got, want, full.PerToken)
+	}
+	denseScen := append([]string{}, kvGraphScen[:len(kvGraphScen)-1]...)
+	if kvGraphScen[len(kvGraphScen)-1] != "--dense-dsa=false" {
+		t.Fatalf("kvGraphScen %q: want --dense-dsa=false last", kvGraphScen)
+	}
+	dense := func(extra ...string) mem { return run(append(denseScen, "--dense-dsa=true"), extra...) }
+	if d, ds := dense(), dense("--max-model-len", "65536"); d != ds || d.Activation >= full.Activation {
+		t.Errorf("dense DSA: %+v at 202,752, %+v at 65,536; want the same, with less activation than sparse (%.0f B): no indexer runs", d, ds, full.Activation)
+	}
+	sg := func(extra ...string) mem {
+		t.Helper()
+		args := append(append([]string{"predict", "--engine", "sglang"}, kvGraphScen...), append([]string{"--batch", "1", "--output", "json"}, extra...)...)
+		code, out, errs := runCLI(t, args...)
+		if code != 0 {
+			t.Fatalf("%q: exit %d: %s", args, code, errs)
+		}
+		var p struct{ Memory mem }
+		if err := json.Unmarshal([]byte(out), &p); err != nil {
+			t.Fatal(err)
+		}
+		return p.Memory
+	}
+	if a, b := sg(), sg("--max-model-len", "65536"); a != b {
+		t.Errorf("sglang: %+v at 202,752, %+v at 65,536; want the same pool", a, b)
+	}
+}
+
+// TestMaxModelLenRefused: --max-model-len is refused negative, above the
+// model's own (vLLM refuses a max_model_len above the one it derives) and
+// below the context, which the engine would then not serve.
+func TestMaxModelLenRefused(t *testing.T) {
+	p := func(extra ...string) []string {
+		return append(append([]string{"predict"}, kvGraphScen...), extra...)
+	}
+	checkUsageErrors(t, []usageCase{
+		{"negative", p("--max-model-len", "-1"), "--max-model-len -1: want tokens > 0"},
+		{"above the model's", p("--max-model-len", "202753"), "--max-model-len 202753: above the 202752 tokens"},
+		{"below the context", p("--max-model-len", "2048", "--context", "4096"), "--max-model-len 2048: shorter than the --context 4096"},
+		{"not a number", p("--max-model-len", "long"), "--max-model-len"},
+	})
+}
