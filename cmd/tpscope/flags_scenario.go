@@ -332,6 +332,9 @@ func (f *scenarioFlags) checkExecutor(o sim.Options) error {
 	if f.executes && o.CUDAGraphMem.Given {
 		return flagError("--cuda-graph-mem-gib", o.CUDAGraphMem, "run and verdict allocate the measured step's KV cache, not a serving engine's KV pool, so the estimate changes nothing they run or print: leave it out (predict, plan and simulate size the pool with it)")
 	}
+	if f.executes && o.MaxModelLen != 0 {
+		return flagError("--max-model-len", o.MaxModelLen, "run and verdict allocate the measured step's KV cache, not a serving engine's KV pool, so the engine's max_model_len changes nothing they run or print: leave it out (predict, plan and simulate size the pool with it)")
+	}
 	return nil
 }
 

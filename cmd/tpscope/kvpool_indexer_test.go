@@ -76,7 +76,9 @@ func TestIndexerWorkspaceDeduction(t *testing.T) {
 
 // TestMaxModelLenRefused: --max-model-len is refused negative, above the
 // model's own (vLLM refuses a max_model_len above the one it derives) and
-// below the context, which the engine would then not serve.
+// below the context, which the engine would then not serve; and where it
+// would price nothing: on run and verdict (the step's own KV cache) and
+// over a trace (the traced step held its own).
 func TestMaxModelLenRefused(t *testing.T) {
 	p := func(extra ...string) []string {
 		return append(append([]string{"predict"}, kvGraphScen...), extra...)
@@ -86,5 +88,8 @@ func TestMaxModelLenRefused(t *testing.T) {
 		{"above the model's", p("--max-model-len", "202753"), "--max-model-len 202753: above the 202752 tokens"},
 		{"below the context", p("--max-model-len", "2048", "--context", "4096"), "--max-model-len 2048: shorter than the --context 4096"},
 		{"not a number", p("--max-model-len", "long"), "--max-model-len"},
+		{"run", []string{"run", "--max-model-len", "4096"}, "--max-model-len 4096: run and verdict allocate the measured step's KV cache"},
+		{"compare over a trace", []string{"compare", "--trace", "../../exec/cuda/testdata/h200/h200-kimi-k2.5-tp8-rank0-eager.otlp.jsonl.gz", "--max-model-len", "4096"},
+			"--max-model-len 4096: compare, calibrate --trace and report --trace price the steps a trace measured"},
 	})
 }

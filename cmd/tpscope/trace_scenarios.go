@@ -54,6 +54,9 @@ func (f *scenarioFlags) checkPassed() error {
 	if f.changed("gpu-mem-util") {
 		return flagError("--gpu-mem-util", f.opts.GPUMemUtilFrac, "compare, calibrate --trace and report --trace price the steps a trace measured, which held their own KV cache, not a serving engine's KV pool, so the fraction changes nothing they print: leave it out (predict, plan and simulate size the pool with it)")
 	}
+	if f.changed("max-model-len") {
+		return flagError("--max-model-len", f.opts.MaxModelLen, "compare, calibrate --trace and report --trace price the steps a trace measured, which held their own KV cache, not a serving engine's KV pool, so the engine's max_model_len changes nothing they print: leave it out (predict, plan and simulate size the pool with it)")
+	}
 	// An acceptance sets the tokens a speculative step yields, not its
 	// time: the steps a trace measured, their ops and the gains between
 	// runs of one speculative scenario (whose tokens per step cancel) are
