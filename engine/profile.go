@@ -614,6 +614,13 @@ type MoEKernel struct {
 	// experts through cutlass_moe_fp4): the user's spelling is kept, the
 	// kernel that runs is priced.
 	Runs []FormatRule `yaml:"runs"`
+	// WorkspaceCaches says the kernel's intermediate caches (the
+	// modular experts' workspace13 and workspace2 of (M, topk, ...)
+	// values) come from the worker's one workspace buffer (vLLM's
+	// WorkspaceManager), which a DSA indexer's profiling workspace
+	// shares: that buffer is the larger of the two, not their sum
+	// (model.WithIndexerWorkspace).
+	WorkspaceCaches bool `yaml:"workspace_caches"`
 }
 
 // FormatArchs are the families a kernel runs weights of one format on,

@@ -341,6 +341,18 @@ func TestVLLMIndexerWorkspace(t *testing.T) {
 			t.Errorf("vllm@0.24's kv_pool sources do not name %q", want)
 		}
 	}
+	// The modular Triton and Marlin experts take their intermediate
+	// caches from the same workspace buffer; FlashInfer's CUTLASS runner
+	// and trtllm-gen allocate theirs inside their own op.
+	for _, k := range v.MoE.Kernels {
+		want := k.Name == "triton" || k.Name == "marlin"
+		if k.WorkspaceCaches != want {
+			t.Errorf("vllm@0.24 MoE kernel %s: workspace_caches %v, want %v", k.Name, k.WorkspaceCaches, want)
+		}
+		if want && !strings.Contains(strings.Join(citedOf(v, k.Cite), "\n"), "current_workspace_manager().get_simultaneous") {
+			t.Errorf("vllm@0.24 MoE kernel %s: its cites do not name the workspace manager", k.Name)
+		}
+	}
 	for _, ref := range []Ref{{Name: "vllm", Version: "0.16-nightly"}, {Name: "sglang"}, {Name: "trtllm"}, ExecutorRef} {
 		p, err := Lookup(ref)
 		if err != nil {
@@ -366,4 +378,13 @@ func TestVLLMIndexerWorkspace(t *testing.T) {
 	if _, err := Parse([]byte(data), "edited.yaml"); !oneLineWith(err, "kv_pool.indexer_workspace_per_max_len") {
 		t.Errorf("a negative workspace: error %v, want one line naming kv_pool.indexer_workspace_per_max_len", err)
 	}
+}
+
+// citedOf is the source texts of keys in p.
+func citedOf(p *Profile, keys []string) []string {
+	var out []string
+	for _, k := range keys {
+		out = append(out, p.Sources[k])
+	}
+	return out
 }

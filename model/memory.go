@@ -343,13 +343,20 @@ func activationBytes(a *Arch, p Plan, tokens int) float64 {
 	hl := float64(a.Heads / p.TP)
 	h := float64(a.Hidden)
 	mlp := math.Max(float64(a.Intermediate/p.TP), float64(a.SharedExperts*a.MoEIntermediate/p.TP))
+	perToken := 3*h + hl*float64(2*a.QKHeadDim()+a.VHeadDim) + 2*mlp
+	logits := float64(min(tokens, 1024)) * float64(ceilDiv(a.Vocab, p.TP)*p.TP) * 4
+	return float64(tokens)*perToken*actBytes + routedCacheBytes(a, p, tokens) + logits
+}
+
+// routedCacheBytes is activationBytes' routed-experts part: top_k copies
+// of each token's input and gate_up output.
+func routedCacheBytes(a *Arch, p Plan, tokens int) float64 {
+	p = p.Normalized()
 	expInter := float64(a.MoEIntermediate / p.TP)
 	if p.EP {
 		expInter = float64(a.MoEIntermediate)
 	}
-	perToken := 3*h + hl*float64(2*a.QKHeadDim()+a.VHeadDim) + 2*mlp + float64(a.TopK)*(h+2*expInter)
-	logits := float64(min(tokens, 1024)) * float64(ceilDiv(a.Vocab, p.TP)*p.TP) * 4
-	return float64(tokens)*perToken*actBytes + logits
+	return float64(tokens) * float64(a.TopK) * (float64(a.Hidden) + 2*expInter) * actBytes
 }
 
 // DefaultGPUMemUtilization is vLLM's default gpu_memory_utilization.
@@ -363,7 +370,7 @@ type Capacity struct {
 	WeightBytes       float64 // weights on this GPU
 	ActivationBytes   float64 // activation workspace estimate
 	CUDAGraphBytes    float64 // the engine's estimate of its CUDA graphs' memory, taken off the pool (LessCUDAGraphs)
-	IndexerWSBytes    float64 // the DSA indexer's K-gather workspace the engine's profiling run reserves, in ActivationBytes (WithIndexerWorkspace)
+	IndexerWSBytes    float64 // the DSA indexer's K-gather workspace the engine's profiling run reserves, the part above the routed experts' caches where they share its buffer; in ActivationBytes (WithIndexerWorkspace)
 	KVBytes           float64 // left for the KV cache (0 if weights do not fit)
 	KVBytesPerToken   float64 // per GPU, all layers
 	KVCapacityTokens  int64   // tokens of context the attention group can cache
@@ -447,14 +454,23 @@ func IndexerWorkspaceBytes(a *Arch, o BuildOptions, entriesPerMaxLen, maxModelLe
 // WithIndexerWorkspace is rule with the indexer's K-gather workspace
 // (IndexerWorkspaceBytes) counted with the activations: vLLM's profiling
 // run reserves it, so its gpu_memory_utilization pool is that much
-// smaller. entriesPerMaxLen <= 0 is rule itself.
-func WithIndexerWorkspace(rule CapacityRule, entriesPerMaxLen, maxModelLen int) CapacityRule {
+// smaller. The workspace manager holds one buffer, as large as the
+// largest request: where the MoE kernel's intermediate caches are taken
+// from it too (moeCachesShared: vLLM's modular Triton and Marlin experts),
+// the buffer is the larger of the two, and only the indexer's part above
+// the routed experts' caches the activations already count
+// (activationBytes at the profile's 8,192 tokens) comes on top.
+// entriesPerMaxLen <= 0 is rule itself.
+func WithIndexerWorkspace(rule CapacityRule, entriesPerMaxLen, maxModelLen int, moeCachesShared bool) CapacityRule {
 	if entriesPerMaxLen <= 0 {
 		return rule
 	}
 	return func(a *Arch, p Plan, w Workload, o BuildOptions, gpuMemBytes, frac float64) Capacity {
 		c := rule(a, p, w, o, gpuMemBytes, frac)
 		ws := IndexerWorkspaceBytes(a, o, entriesPerMaxLen, maxModelLen)
+		if moeCachesShared {
+			ws -= min(ws, routedCacheBytes(a, p, defaultMaxBatchedTokens))
+		}
 		if ws <= 0 {
 			return c
 		}

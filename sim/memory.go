@@ -41,6 +41,30 @@ type KVBudget struct {
 	// pool with the activations (model.WithIndexerWorkspace).
 	IndexerWorkspacePerMaxLen int `json:"indexer_workspace_per_max_len,omitempty"`
 	MaxModelLen               int `json:"max_model_len,omitempty"`
+	// MoECachesShared says the scenario's MoE kernel takes its
+	// intermediate caches from the same workspace buffer
+	// (engprof.MoEKernel.WorkspaceCaches; ForScenario).
+	MoECachesShared bool `json:"moe_caches_shared,omitempty"`
+}
+
+// ForScenario is b with what it depends on of sc's kernels: whether the
+// MoE kernel the engine runs sc's routed experts with shares the
+// workspace buffer of the indexer's profiling workspace (none where the
+// profile reserves no such workspace, or the model has no indexer).
+func (b KVBudget) ForScenario(prof *engprof.Profile, sc Scenario) KVBudget {
+	b.MoECachesShared = false
+	a := sc.Arch
+	if b.IndexerWorkspacePerMaxLen <= 0 || a == nil || !a.HasIndexer() || a.RoutedExperts == 0 {
+		return b
+	}
+	f, err := engprof.ParseWeightFormat(string(a.Quant.Dtype(model.CompRoutedExperts)))
+	if err != nil {
+		return b
+	}
+	if k, err := prof.MoEKernel(archOf(sc.Topo), f, sc.Plan.Normalized().ExpertRanks() > 1, sc.Options.MoEKernel); err == nil {
+		b.MoECachesShared = k.WorkspaceCaches
+	}
+	return b
 }
 
 // CUDAGraphMemPublic is the range of vLLM's "Estimated CUDA graph memory"
@@ -66,7 +90,7 @@ func (b KVBudget) GraphCaveat() string {
 // the indexer workspace the profiling run reserves, less the CUDA-graph
 // estimate it takes off the pool.
 func (b KVBudget) Capacity() model.CapacityRule {
-	return model.LessCUDAGraphs(model.WithIndexerWorkspace(CapacityRule(b.Rule), b.IndexerWorkspacePerMaxLen, b.MaxModelLen), b.CUDAGraphBytes)
+	return model.LessCUDAGraphs(model.WithIndexerWorkspace(CapacityRule(b.Rule), b.IndexerWorkspacePerMaxLen, b.MaxModelLen, b.MoECachesShared), b.CUDAGraphBytes)
 }
 
 // withWorkspace is b with the profiling-run workspace prof's engine
@@ -214,7 +238,7 @@ func fixedFrac(prof *engprof.Profile, given float64) (b KVBudget, ok bool) {
 func (p *Predictor) kvBudget(sc Scenario, w model.Workload, chunkTokens int) KVBudget {
 	prof := p.cm.prof
 	if b, ok := FixedKVBudget(prof, p.opts); ok {
-		return b
+		return b.ForScenario(prof, sc)
 	}
 	rule := prof.KVPool.KVPoolRule()
 	if chunkTokens <= 0 {
@@ -240,7 +264,7 @@ func (p *Predictor) kvBudget(sc Scenario, w model.Workload, chunkTokens int) KVB
 	if in.Draft != "" {
 		from += ", draft " + in.Draft
 	}
-	return withWorkspace(withGraphs(KVBudget{Rule: rule, Frac: frac, From: from}, prof, p.opts), prof, p.opts)
+	return withWorkspace(withGraphs(KVBudget{Rule: rule, Frac: frac, From: from}, prof, p.opts), prof, p.opts).ForScenario(prof, sc)
 }
 
 // kvCapacity is the KV cache that fits one GPU under budget b.

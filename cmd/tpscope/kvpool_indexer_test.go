@@ -56,6 +56,17 @@ func TestIndexerWorkspaceDeduction(t *testing.T) {
 	if d, ds := dense(), dense("--max-model-len", "65536"); d != ds || d.Activation >= full.Activation {
 		t.Errorf("dense DSA: %+v at 202,752, %+v at 65,536; want the same, with less activation than sparse (%.0f B): no indexer runs", d, ds, full.Activation)
 	}
+	// On an H200 the NVFP4 experts run on Marlin, whose intermediate
+	// caches share the workspace buffer: the buffer is the larger of the
+	// two, so only the indexer's part above the routed caches (8,192 x
+	// top-8 x (6,144 + 2 x 2,048 / 8) x 2 B) comes on top, and at 65,536
+	// tokens none does.
+	h200 := []string{"--model", "glm-5-nvfp4", "--topo", "h200-nvswitch", "--tp", "8", "--kv-dtype", "fp8", "--dense-dsa=false"}
+	routed := 8192.0 * 8 * (6144 + 2*2048/8) * 2
+	hFull, hShort := run(h200), run(h200, "--max-model-len", "65536")
+	if got, want := hFull.Activation-hShort.Activation, 40*202752*perEntryB-routed; got != want {
+		t.Errorf("H200 (Marlin MoE, shared buffer): activations at 202,752 less at 65,536: %.0f B, want the indexer's 40 x 202,752 x 132 less the routed caches' %.0f = %.0f", got, routed, want)
+	}
 	sg := func(extra ...string) mem {
 		t.Helper()
 		args := append(append([]string{"predict", "--engine", "sglang"}, kvGraphScen...), append([]string{"--batch", "1", "--output", "json"}, extra...)...)

@@ -197,6 +197,7 @@ func showModel(sc *scenarioFlags, mem *memFlags, out string, w io.Writer) error 
 	var pool *sim.KVBudget
 	if prof, err := engprof.Lookup(scen.Options.Engine); err == nil {
 		if b, ok := sim.FixedKVBudget(prof, scen.Options); ok {
+			b = b.ForScenario(prof, scen)
 			pool = &b
 		}
 	}
