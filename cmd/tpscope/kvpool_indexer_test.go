@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 )
 
@@ -82,6 +83,40 @@ func TestIndexerWorkspaceDeduction(t *testing.T) {
 	}
 	if a, b := sg(), sg("--max-model-len", "65536"); a != b {
 		t.Errorf("sglang: %+v at 202,752, %+v at 65,536; want the same pool", a, b)
+	}
+}
+
+// TestModelShowMaxModelLen: model show sizes the pool at the
+// --max-model-len given, as predict does (the indexer workspace 40 x
+// 65,536 x 132 B for GLM-5), and its max context line says which
+// max_model_len that is.
+func TestModelShowMaxModelLen(t *testing.T) {
+	show := func(extra ...string) (string, float64) {
+		t.Helper()
+		args := append([]string{"model", "show", "glm-5-nvfp4", "--topo", "rtxpro6000-2s", "--tp", "8", "--kv-dtype", "fp8", "--dense-dsa=false", "--cuda-graph-mem-gib", "0"}, extra...)
+		code, out, errs := runCLI(t, args...)
+		if code != 0 {
+			t.Fatalf("%q: exit %d: %s", args, code, errs)
+		}
+		code, js, errs := runCLI(t, append(args, "--output", "json")...)
+		if code != 0 {
+			t.Fatalf("%q --output json: exit %d: %s", args, code, errs)
+		}
+		var s struct {
+			Activation float64 `json:"activation_bytes"`
+		}
+		if err := json.Unmarshal([]byte(js), &s); err != nil {
+			t.Fatal(err)
+		}
+		return out, s.Activation
+	}
+	out, short := show("--max-model-len", "65536")
+	_, full := show()
+	if want := "max context   65536 tokens (--max-model-len; the model's is 202752"; !strings.Contains(out, want) {
+		t.Errorf("model show --max-model-len 65536 does not say %q:\n%s", want, out)
+	}
+	if got, want := full-short, 40.0*(202752-65536)*(128+4); got != want {
+		t.Errorf("model show activations at 202,752 less at 65,536: %.0f B, want %.0f", got, want)
 	}
 }
 

@@ -272,7 +272,11 @@ func writeModelSummary(w io.Writer, s *model.Summary, scen *sim.Scenario, memGiv
 		if s.MaxModelLenTokens != d.MaxPositions {
 			from = fmt.Sprintf("max_position_embeddings %d scaled by rope_scaling", d.MaxPositions)
 		}
-		fmt.Fprintf(tw, "max context\t%d tokens (vLLM's max_model_len from %s; a longer --context is refused)\n", s.MaxModelLenTokens, from)
+		if n := scen.Options.MaxModelLen; n > 0 {
+			fmt.Fprintf(tw, "max context\t%d tokens (--max-model-len; the model's is %d, vLLM's max_model_len from %s; a longer --context is refused)\n", n, s.MaxModelLenTokens, from)
+		} else {
+			fmt.Fprintf(tw, "max context\t%d tokens (vLLM's max_model_len from %s; a longer --context is refused)\n", s.MaxModelLenTokens, from)
+		}
 	}
 	if len(s.Defaults) > 0 {
 		ds := make([]string, len(s.Defaults))
