@@ -407,19 +407,26 @@ func LessCUDAGraphs(rule CapacityRule, graphBytes float64) CapacityRule {
 	return func(a *Arch, p Plan, w Workload, o BuildOptions, gpuMemBytes, frac float64) Capacity {
 		c := rule(a, p, w, o, gpuMemBytes, frac)
 		c.CUDAGraphBytes = graphBytes
-		if c.WeightsDoNotFitBy > 0 {
-			c.WeightsDoNotFitBy += graphBytes
-			return c
-		}
-		left := c.KVBytes - graphBytes
-		if left <= 0 {
-			c.KVBytes, c.KVCapacityTokens, c.WeightsDoNotFitBy = 0, 0, -left
-			return c
-		}
-		c.KVBytes = left
-		c.KVCapacityTokens = int64(left / c.KVBytesPerToken)
+		return c.lessPool(graphBytes)
+	}
+}
+
+// lessPool is c with bytes more taken off its pool before the KV cache:
+// the pool shrinks, or, where it is smaller than bytes (or the weights did
+// not fit already), what does not fit grows by the rest.
+func (c Capacity) lessPool(bytes float64) Capacity {
+	if c.WeightsDoNotFitBy > 0 {
+		c.WeightsDoNotFitBy += bytes
 		return c
 	}
+	left := c.KVBytes - bytes
+	if left <= 0 {
+		c.KVBytes, c.KVCapacityTokens, c.WeightsDoNotFitBy = 0, 0, -left
+		return c
+	}
+	c.KVBytes = left
+	c.KVCapacityTokens = int64(left / c.KVBytesPerToken)
+	return c
 }
 
 // IndexerWorkspaceBytes is the K-gather workspace of a DSA model's
@@ -476,18 +483,7 @@ func WithIndexerWorkspace(rule CapacityRule, entriesPerMaxLen, maxModelLen int, 
 		}
 		c.IndexerWSBytes = ws
 		c.ActivationBytes += ws
-		if c.WeightsDoNotFitBy > 0 {
-			c.WeightsDoNotFitBy += ws
-			return c
-		}
-		left := c.KVBytes - ws
-		if left <= 0 {
-			c.KVBytes, c.KVCapacityTokens, c.WeightsDoNotFitBy = 0, 0, -left
-			return c
-		}
-		c.KVBytes = left
-		c.KVCapacityTokens = int64(left / c.KVBytesPerToken)
-		return c
+		return c.lessPool(ws)
 	}
 }
 
