@@ -22,16 +22,7 @@ func TestIndexerWorkspaceDeduction(t *testing.T) {
 	}
 	run := func(scen []string, extra ...string) mem {
 		t.Helper()
-		args := append(append([]string{"predict"}, scen...), append([]string{"--batch", "1", "--output", "json", "--cuda-graph-mem-gib", "0"}, extra...)...)
-		code, out, errs := runCLI(t, args...)
-		if code != 0 {
-			t.Fatalf("%q: exit %d: %s", args, code, errs)
-		}
-		var p struct{ Memory mem }
-		if err := json.Unmarshal([]byte(out), &p); err != nil {
-			t.Fatal(err)
-		}
-		return p.Memory
+		return predictMemory[mem](t, append(append(append([]string(nil), scen...), "--cuda-graph-mem-gib", "0"), extra...)...)
 	}
 	predict := func(extra ...string) mem { t.Helper(); return run(kvGraphScen, extra...) }
 	const perEntryB = 128 + 4
@@ -70,16 +61,7 @@ func TestIndexerWorkspaceDeduction(t *testing.T) {
 	}
 	sg := func(extra ...string) mem {
 		t.Helper()
-		args := append(append([]string{"predict", "--engine", "sglang"}, kvGraphScen...), append([]string{"--batch", "1", "--output", "json"}, extra...)...)
-		code, out, errs := runCLI(t, args...)
-		if code != 0 {
-			t.Fatalf("%q: exit %d: %s", args, code, errs)
-		}
-		var p struct{ Memory mem }
-		if err := json.Unmarshal([]byte(out), &p); err != nil {
-			t.Fatal(err)
-		}
-		return p.Memory
+		return predictMemory[mem](t, append(append([]string{"--engine", "sglang"}, kvGraphScen...), extra...)...)
 	}
 	if a, b := sg(), sg("--max-model-len", "65536"); a != b {
 		t.Errorf("sglang: %+v at 202,752, %+v at 65,536; want the same pool", a, b)

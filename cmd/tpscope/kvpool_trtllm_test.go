@@ -26,16 +26,7 @@ func TestTRTLLMKVPool(t *testing.T) {
 	}
 	predict := func(extra ...string) mem {
 		t.Helper()
-		args := append(append([]string{"predict"}, scen...), append([]string{"--batch", "1", "--output", "json"}, extra...)...)
-		code, out, errs := runCLI(t, args...)
-		if code != 0 {
-			t.Fatalf("%q: exit %d: %s", args, code, errs)
-		}
-		var p struct{ Memory mem }
-		if err := json.Unmarshal([]byte(out), &p); err != nil {
-			t.Fatal(err)
-		}
-		return p.Memory
+		return predictMemory[mem](t, append(append([]string(nil), scen...), extra...)...)
 	}
 	tr, vl := predict("--engine", "trtllm"), predict("--engine", "vllm")
 	if tr.Budget.Rule != "free_gpu_memory_fraction" || tr.Budget.Frac != 0.9 {

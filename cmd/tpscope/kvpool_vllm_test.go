@@ -22,16 +22,7 @@ func TestVLLMDefaultFraction(t *testing.T) {
 	}
 	predict := func(extra ...string) mem {
 		t.Helper()
-		args := append(append([]string{"predict"}, scen...), append([]string{"--batch", "1", "--output", "json"}, extra...)...)
-		code, out, errs := runCLI(t, args...)
-		if code != 0 {
-			t.Fatalf("%q: exit %d: %s", args, code, errs)
-		}
-		var p struct{ Memory mem }
-		if err := json.Unmarshal([]byte(out), &p); err != nil {
-			t.Fatal(err)
-		}
-		return p.Memory
+		return predictMemory[mem](t, append(append([]string(nil), scen...), extra...)...)
 	}
 	const memB = 97887 << 20 // the RTX PRO 6000's memory, as nvidia-smi reports it
 	for _, c := range []struct {
@@ -58,4 +49,20 @@ func TestVLLMDefaultFraction(t *testing.T) {
 	if s.Frac != 0.92 || s.Tokens != def.Tokens {
 		t.Errorf("model show: %d tokens at %v, want predict's %d at 0.92", s.Tokens, s.Frac, def.Tokens)
 	}
+}
+
+// predictMemory runs predict with args and --batch 1 --output json and
+// returns its memory object decoded into M, the fields a test reads.
+func predictMemory[M any](t *testing.T, args ...string) M {
+	t.Helper()
+	args = append(append([]string{"predict"}, args...), "--batch", "1", "--output", "json")
+	code, out, errs := runCLI(t, args...)
+	if code != 0 {
+		t.Fatalf("%q: exit %d: %s", args, code, errs)
+	}
+	var p struct{ Memory M }
+	if err := json.Unmarshal([]byte(out), &p); err != nil {
+		t.Fatal(err)
+	}
+	return p.Memory
 }
