@@ -1,6 +1,9 @@
 package engine
 
-import "fmt"
+import (
+	"fmt"
+	"strings"
+)
 
 // MiB is the unit SGLang sizes its memory in (nvidia-smi's memory.total,
 // server_args' gpu_mem).
@@ -30,6 +33,29 @@ func tierFor(tiers []MemTier, memBytes int64) int {
 // profile states none (the serving simulation's built-in vLLM rule).
 func (s *SchedulerFacts) DefaultChunkTokens(memBytes int64) int {
 	return tierFor(s.ChunkTokens, memBytes)
+}
+
+// vLLM's OpenAI-server defaults (EngineArgs.get_batch_defaults): the
+// large tier from 70 GiB of GPU memory, A100s excepted.
+const (
+	vllmLargeGPUBytes         = 70 << 30
+	vllmLargeMaxBatchedTokens = 8192
+	vllmLargeMaxNumSeqs       = 1024
+	vllmSmallMaxBatchedTokens = 2048
+	vllmSmallMaxNumSeqs       = 256
+)
+
+// VLLMBatchDefaults is vLLM's default max_num_batched_tokens and
+// max_num_seqs for the OpenAI server on a GPU of memBytes named name
+// (EngineArgs.get_batch_defaults: 8192 and 1024 on a GPU of 70 GiB or
+// more that is not an A100, else 2048 and 256). The scheduler's
+// defaults and the profiling forward that sizes the KV pool both take
+// them, so both read this one rule.
+func VLLMBatchDefaults(memBytes int64, name string) (tokens, seqs int) {
+	if memBytes >= vllmLargeGPUBytes && !strings.Contains(strings.ToLower(name), "a100") {
+		return vllmLargeMaxBatchedTokens, vllmLargeMaxNumSeqs
+	}
+	return vllmSmallMaxBatchedTokens, vllmSmallMaxNumSeqs
 }
 
 // MaxRunningFacts are SGLang's default max_running_requests, from its KV

@@ -324,27 +324,35 @@ func kvBytesPerToken(a *Arch, p Plan, kv Dtype, withMTP, dsa bool) float64 {
 	return float64(layers) * per / float64(p.DCP)
 }
 
-// defaultMaxBatchedTokens is the token budget of one engine step the
-// activation estimate assumes: vLLM V1's default max_num_batched_tokens for
-// the OpenAI server on large GPUs (8192). An assumption, not a measurement.
-const defaultMaxBatchedTokens = 8192
+// defaultMaxBatchedTokens and defaultSamplerRows are the profiling step
+// the activation estimate assumes where the engine's is not given
+// (KVCapacity, KVCapacityFree): vLLM V1's default max_num_batched_tokens
+// and max_num_seqs for the OpenAI server on large GPUs (8192, 1024). An
+// assumption, not a measurement; vLLM's own step comes through
+// KVCapacityProfiled.
+const (
+	defaultMaxBatchedTokens = 8192
+	defaultSamplerRows      = 1024
+)
 
 // activationBytes estimates the peak activation workspace on one GPU for a
-// step of tokens tokens (use defaultMaxBatchedTokens for vLLM's profiling
-// run). Assumption, documented because it is one: the peak is the live
+// profiling step of tokens tokens whose sampler takes samplerRows rows
+// (vLLM's profile_run: _dummy_run(max_num_tokens) over min(tokens,
+// max_num_seqs) requests, then _dummy_sampler_run on their last hidden
+// states). Assumption, documented because it is one: the peak is the live
 // tensors of the widest layer in bf16 — hidden state, residual and norm
 // output (3 x hidden), the prefill query/key/value of the local heads, the
 // larger of the dense or shared MLP's gate_up output, and the routed
 // experts' permuted inputs and gate_up outputs (top_k copies of each
-// token) — plus fp32 logits for up to 1024 sampled tokens. CUDA graphs,
-// NCCL buffers and the CUDA context are not included.
-func activationBytes(a *Arch, p Plan, tokens int) float64 {
+// token) — plus fp32 logits for min(tokens, samplerRows) sampled rows.
+// CUDA graphs, NCCL buffers and the CUDA context are not included.
+func activationBytes(a *Arch, p Plan, tokens, samplerRows int) float64 {
 	p = p.Normalized()
 	hl := float64(a.Heads / p.TP)
 	h := float64(a.Hidden)
 	mlp := math.Max(float64(a.Intermediate/p.TP), float64(a.SharedExperts*a.MoEIntermediate/p.TP))
 	perToken := 3*h + hl*float64(2*a.QKHeadDim()+a.VHeadDim) + 2*mlp
-	logits := float64(min(tokens, 1024)) * float64(ceilDiv(a.Vocab, p.TP)*p.TP) * 4
+	logits := float64(min(tokens, samplerRows)) * float64(ceilDiv(a.Vocab, p.TP)*p.TP) * 4
 	return float64(tokens)*perToken*actBytes + routedCacheBytes(a, p, tokens) + logits
 }
 
@@ -391,7 +399,27 @@ func KVCapacity(a *Arch, p Plan, w Workload, o BuildOptions, gpuMemBytes, util f
 	if util <= 0 {
 		util = DefaultGPUMemUtilization
 	}
-	return kvCapacity(a, p, w, o, gpuMemBytes, util, poolOfMemory)
+	return kvCapacity(a, p, w, o, gpuMemBytes, util, poolOfMemory, defaultMaxBatchedTokens, defaultSamplerRows)
+}
+
+// KVCapacityProfiled is KVCapacity with the activations of vLLM's own
+// profiling step: a forward of tokens tokens (its max_num_batched_tokens)
+// and a sampler over min(tokens, seqs) rows (its max_num_seqs), the peak
+// vLLM takes off its pool (gpu_model_runner.py profile_run). tokens <= 0
+// is KVCapacity's assumed step; seqs <= 0 takes tokens rows.
+func KVCapacityProfiled(tokens, seqs int) CapacityRule {
+	if tokens <= 0 {
+		return KVCapacity
+	}
+	if seqs <= 0 {
+		seqs = tokens
+	}
+	return func(a *Arch, p Plan, w Workload, o BuildOptions, gpuMemBytes, util float64) Capacity {
+		if util <= 0 {
+			util = DefaultGPUMemUtilization
+		}
+		return kvCapacity(a, p, w, o, gpuMemBytes, util, poolOfMemory, tokens, seqs)
+	}
 }
 
 // LessCUDAGraphs is rule with graphBytes more taken off the pool: vLLM
@@ -466,9 +494,9 @@ func IndexerWorkspaceBytes(a *Arch, o BuildOptions, entriesPerMaxLen, maxModelLe
 // from it too (moeCachesShared: vLLM's modular Triton and Marlin experts),
 // the buffer is the larger of the two, and only the indexer's part above
 // the routed experts' caches the activations already count
-// (activationBytes at the profile's 8,192 tokens) comes on top.
-// entriesPerMaxLen <= 0 is rule itself.
-func WithIndexerWorkspace(rule CapacityRule, entriesPerMaxLen, maxModelLen int, moeCachesShared bool) CapacityRule {
+// (activationBytes at the profile's profileTokens tokens, <= 0: the
+// assumed 8,192) comes on top. entriesPerMaxLen <= 0 is rule itself.
+func WithIndexerWorkspace(rule CapacityRule, entriesPerMaxLen, maxModelLen int, moeCachesShared bool, profileTokens int) CapacityRule {
 	if entriesPerMaxLen <= 0 {
 		return rule
 	}
@@ -476,7 +504,10 @@ func WithIndexerWorkspace(rule CapacityRule, entriesPerMaxLen, maxModelLen int, 
 		c := rule(a, p, w, o, gpuMemBytes, frac)
 		ws := IndexerWorkspaceBytes(a, o, entriesPerMaxLen, maxModelLen)
 		if moeCachesShared {
-			ws -= min(ws, routedCacheBytes(a, p, defaultMaxBatchedTokens))
+			if profileTokens <= 0 {
+				profileTokens = defaultMaxBatchedTokens
+			}
+			ws -= min(ws, routedCacheBytes(a, p, profileTokens))
 		}
 		if ws <= 0 {
 			return c
@@ -492,7 +523,7 @@ func WithIndexerWorkspace(rule CapacityRule, entriesPerMaxLen, maxModelLen int, 
 // in the rest (SGLang's mem_fraction_static): frac x memory - weights,
 // divided by the per-token bytes; ActivationBytes is 0 (not subtracted).
 func KVCapacityStatic(a *Arch, p Plan, w Workload, o BuildOptions, gpuMemBytes, frac float64) Capacity {
-	return kvCapacity(a, p, w, o, gpuMemBytes, frac, poolStatic)
+	return kvCapacity(a, p, w, o, gpuMemBytes, frac, poolStatic, 0, 0)
 }
 
 // KVCapacityFree is the KV cache of an engine whose pool takes frac of the
@@ -503,7 +534,7 @@ func KVCapacityStatic(a *Arch, p Plan, w Workload, o BuildOptions, gpuMemBytes, 
 // fraction, so the (1 - frac) left unused is a share of the free memory,
 // not of the whole.
 func KVCapacityFree(a *Arch, p Plan, w Workload, o BuildOptions, gpuMemBytes, frac float64) Capacity {
-	return kvCapacity(a, p, w, o, gpuMemBytes, frac, poolOfFree)
+	return kvCapacity(a, p, w, o, gpuMemBytes, frac, poolOfFree, defaultMaxBatchedTokens, defaultSamplerRows)
 }
 
 // poolRule is which of the rules above kvCapacity applies.
@@ -515,14 +546,16 @@ const (
 	poolOfFree                   // frac x (memory - weights - activations)
 )
 
-func kvCapacity(a *Arch, p Plan, w Workload, o BuildOptions, gpuMemBytes, util float64, rule poolRule) Capacity {
+// kvCapacity is the rules' arithmetic; the activations are those of a
+// profiling step of profileTokens tokens and samplerRows sampled rows.
+func kvCapacity(a *Arch, p Plan, w Workload, o BuildOptions, gpuMemBytes, util float64, rule poolRule, profileTokens, samplerRows int) Capacity {
 	withMTP := withMTPLayers(a, w, o)
 	c := Capacity{GPUMemBytes: gpuMemBytes, Utilization: util}
 	var weights [numWeightComponents]ComponentMemory
 	weightMemory(&weights, a, p, withMTP)
 	c.WeightBytes = totalBytes(weights[:]) + drafterWeightBytes(p, w, o)
 	if rule != poolStatic {
-		c.ActivationBytes = activationBytes(a, p, defaultMaxBatchedTokens)
+		c.ActivationBytes = activationBytes(a, p, profileTokens, samplerRows)
 	}
 	c.KVBytesPerToken = kvBytesPerToken(a, p, w.KVDtypeFor(a), withMTP, a.HasIndexer() && !o.DenseDSA) + drafterKVBytesPerToken(p, w, o, w.KVDtypeFor(a))
 	var left float64

@@ -347,7 +347,7 @@ func TestIndexerWorkspace(t *testing.T) {
 	mem := 97887.0 * (1 << 20) // RTX PRO 6000 Blackwell, nvidia-smi 97,887 MiB
 	w, p := Workload{KVDtype: FP8}, Plan{TP: 8}
 	base := KVCapacity(a, p, w, BuildOptions{}, mem, 0.865)
-	c := WithIndexerWorkspace(KVCapacity, 40, 65536, false)(a, p, w, BuildOptions{}, mem, 0.865)
+	c := WithIndexerWorkspace(KVCapacity, 40, 65536, false, 0)(a, p, w, BuildOptions{}, mem, 0.865)
 	ws := 40.0 * 65536 * perEntryB
 	left := 0.865*mem - base.WeightBytes - base.ActivationBytes - ws
 	if want := int64(left / base.KVBytesPerToken); c.KVCapacityTokens != want || c.KVBytes != left || c.IndexerWSBytes != ws {
@@ -356,10 +356,10 @@ func TestIndexerWorkspace(t *testing.T) {
 	if c.ActivationBytes != base.ActivationBytes+ws || c.WeightBytes != base.WeightBytes || c.UsableBytes != base.UsableBytes {
 		t.Errorf("activations %.0f, want the rule's %.0f + the workspace %.0f; weights and budget unchanged: %+v vs %+v", c.ActivationBytes, base.ActivationBytes, ws, c, base)
 	}
-	if c := WithIndexerWorkspace(KVCapacity, 40, 0, false)(a, p, w, BuildOptions{DenseDSA: true}, mem, 0.865); c != KVCapacity(a, p, w, BuildOptions{DenseDSA: true}, mem, 0.865) {
+	if c := WithIndexerWorkspace(KVCapacity, 40, 0, false, 0)(a, p, w, BuildOptions{DenseDSA: true}, mem, 0.865); c != KVCapacity(a, p, w, BuildOptions{DenseDSA: true}, mem, 0.865) {
 		t.Errorf("dense DSA: %+v, want the rule's own", c)
 	}
-	if c := WithIndexerWorkspace(KVCapacity, 40, 0, false)(a, p, w, BuildOptions{}, 0.55*mem, 0.865); c.KVCapacityTokens != 0 || c.WeightsDoNotFitBy <= 0 {
+	if c := WithIndexerWorkspace(KVCapacity, 40, 0, false, 0)(a, p, w, BuildOptions{}, 0.55*mem, 0.865); c.KVCapacityTokens != 0 || c.WeightsDoNotFitBy <= 0 {
 		t.Errorf("weights alone over the budget: %d tokens, short %.0f B; want none, short", c.KVCapacityTokens, c.WeightsDoNotFitBy)
 	}
 	// Where the MoE kernel's intermediate caches live in the same
@@ -377,7 +377,7 @@ func TestIndexerWorkspace(t *testing.T) {
 		{0, 40*202752*perEntryB - routed},
 		{65536, 0}, // 346,030,080 B, under the routed caches
 	} {
-		got := WithIndexerWorkspace(KVCapacity, 40, c.maxLen, true)(a, p, w, BuildOptions{}, mem, 0.865)
+		got := WithIndexerWorkspace(KVCapacity, 40, c.maxLen, true, 0)(a, p, w, BuildOptions{}, mem, 0.865)
 		if got.IndexerWSBytes != c.want || got.ActivationBytes != base.ActivationBytes+c.want {
 			t.Errorf("shared buffer, max_model_len %d: workspace on top %.0f B, activations %.0f; want %.0f on top of %.0f", c.maxLen, got.IndexerWSBytes, got.ActivationBytes, c.want, base.ActivationBytes)
 		}

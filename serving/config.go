@@ -152,11 +152,6 @@ func ParsePolicy(s string) (Policy, error) {
 // OpenAI API server, and CacheConfig's block size).
 const (
 	defaultBlockSize       = 16
-	largeGPUBytes          = 70 << 30
-	largeMaxNumSeqs        = 1024
-	largeMaxBatchedTokens  = 8192
-	smallMaxNumSeqs        = 256
-	smallMaxBatchedTokens  = 2048
 	maxEngineOptionsBudget = 1 << 20
 )
 
@@ -208,7 +203,12 @@ func withBackendPage(o EngineOptions, p *sim.Predictor, sc sim.Scenario, prof *e
 // a max_num_seqs left unset is then at most the budget
 // (verify_max_model_len refuses a budget below max_num_seqs).
 func (o EngineOptions) withDefaults(dev *topology.Device, sched *engprof.SchedulerFacts, maxModelLen int) EngineOptions {
-	large := dev != nil && dev.MemBytes >= largeGPUBytes && !strings.Contains(strings.ToLower(dev.Name), "a100")
+	var defTokens, defSeqs int
+	if dev != nil {
+		defTokens, defSeqs = engprof.VLLMBatchDefaults(dev.MemBytes, dev.Name)
+	} else {
+		defTokens, defSeqs = engprof.VLLMBatchDefaults(0, "")
+	}
 	if sched != nil {
 		// The engine's own fixed defaults (TensorRT-LLM's max_batch_size,
 		// tokens_per_block, enable_chunked_prefill, capacity policy).
@@ -232,10 +232,7 @@ func (o EngineOptions) withDefaults(dev *topology.Device, sched *engprof.Schedul
 	// once the pool is sized (Simulator.New).
 	vllmSeqs := o.MaxNumSeqs == 0 && (sched == nil || sched.MaxRunning == nil)
 	if vllmSeqs {
-		o.MaxNumSeqs = smallMaxNumSeqs
-		if large {
-			o.MaxNumSeqs = largeMaxNumSeqs
-		}
+		o.MaxNumSeqs = defSeqs
 	}
 	if sched != nil && sched.MaxPrefillTokens > 0 && o.DisableChunkedPrefill {
 		// Chunking off: the prefill batch's own budget, its first prompt
@@ -249,10 +246,7 @@ func (o EngineOptions) withDefaults(dev *topology.Device, sched *engprof.Schedul
 		o.MaxNumBatchedTokens = sched.DefaultChunkTokens(dev.MemBytes)
 	}
 	if o.MaxNumBatchedTokens == 0 {
-		o.MaxNumBatchedTokens = smallMaxBatchedTokens
-		if large {
-			o.MaxNumBatchedTokens = largeMaxBatchedTokens
-		}
+		o.MaxNumBatchedTokens = defTokens
 		if o.DisableChunkedPrefill && maxModelLen > o.MaxNumBatchedTokens {
 			o.MaxNumBatchedTokens, o.budgetOfModelLen = maxModelLen, true
 		}

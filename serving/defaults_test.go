@@ -86,6 +86,9 @@ func TestSGLangKVPool(t *testing.T) {
 		t.Fatalf("B200 memory %v B, want 180 GiB", mem)
 	}
 	c := model.KVCapacity(sc.Arch, sc.Plan, model.Workload{KVDtype: model.FP8}, sc.Build, mem, 0.9)
+	// vLLM's profiling step is the scheduler's: 16384 tokens, its
+	// default 1024 seqs on a B200.
+	vllmAct := model.KVCapacityProfiled(16384, 1024)(sc.Arch, sc.Plan, model.Workload{KVDtype: model.FP8}, sc.Build, mem, 0.9).ActivationBytes
 	blocks := func(frac, less float64, block int64) int {
 		return int(int64((frac*mem-c.WeightBytes-less)/c.KVBytesPerToken) / block)
 	}
@@ -102,9 +105,10 @@ func TestSGLangKVPool(t *testing.T) {
 		{"sglang", 0.8, blocks(0.8, 0, 64), engprof.KVPoolMemFractionStatic, "given", 0},
 		// vLLM's blocks are FlashInfer-MLA's page of 64 on the B200, its
 		// pool 0.92 of the memory (vLLM 0.24's default, PR #38284) less
-		// the weights, activations and the CUDA-graph estimate given.
-		{"vllm", 0, blocks(0.92, c.ActivationBytes, 64), engprof.KVPoolGPUMemUtil, "vllm@0.24's default", 0},
-		{"vllm", 0, blocks(0.92, c.ActivationBytes+3*(1<<30), 64), engprof.KVPoolGPUMemUtil, "vllm@0.24's default", 3},
+		// the weights, activations of its 16384-token profiling step and
+		// the CUDA-graph estimate given.
+		{"vllm", 0, blocks(0.92, vllmAct, 64), engprof.KVPoolGPUMemUtil, "vllm@0.24's default", 0},
+		{"vllm", 0, blocks(0.92, vllmAct+3*(1<<30), 64), engprof.KVPoolGPUMemUtil, "vllm@0.24's default", 3},
 	} {
 		d.Scenario.Options.Engine = engprof.Ref{Name: x.engine}
 		d.Scenario.Options.GPUMemUtilFrac = x.given

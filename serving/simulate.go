@@ -77,7 +77,7 @@ func New(d Deployment) (*Simulator, error) {
 	if s.engine.NumGPUBlocksOverride > 0 {
 		// vLLM allocates the blocks it is told to; more than the GPU
 		// holds beside the weights and activations fail at start-up.
-		m := c.KVMemory(s.engine.MaxNumBatchedTokens)
+		m := c.KVMemory(s.engine.MaxNumBatchedTokens, s.engine.MaxNumSeqs)
 		free := float64(m.DeviceBytes - m.WeightBytes - m.ActivationBytes)
 		if most := int(min(free/(m.KVBytesPerToken*float64(s.engine.BlockSize)), 1<<30)); m.KVBytesPerToken > 0 && s.engine.NumGPUBlocksOverride > most {
 			want := fmt.Sprintf("want at most %d: %d blocks of %d tokens are %.1f GB of KV a GPU at %.0f B a token, and the GPU's %.1f GB less %.1f GB of weights and %.1f GB of activations holds %d",
@@ -89,7 +89,7 @@ func New(d Deployment) (*Simulator, error) {
 		}
 		s.blocks = s.engine.NumGPUBlocksOverride
 	} else {
-		tokens, budget, err := c.KVCapacityTokens(s.engine.MaxNumBatchedTokens)
+		tokens, budget, err := c.KVCapacityTokens(s.engine.MaxNumBatchedTokens, s.engine.MaxNumSeqs)
 		if err != nil {
 			return nil, err
 		}

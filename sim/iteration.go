@@ -179,13 +179,14 @@ func (c *IterationCoster) Stats() IterationCostStats { return c.stats }
 
 // KVCapacityTokens is how many tokens of KV cache one attention group
 // holds (every GPU of the group holds the same latent cache) when its
-// steps take up to chunkTokens tokens (0: the engine's default budget):
+// steps take up to chunkTokens tokens and maxSeqs sequences (0: the
+// engine's defaults; vLLM's profiling step runs them):
 // sim's memory budget under the engine's KV-pool rule (memoryFit), and
 // that rule. An error when the weights and workspace do not fit.
-func (c *IterationCoster) KVCapacityTokens(chunkTokens int) (int64, KVBudget, error) {
+func (c *IterationCoster) KVCapacityTokens(chunkTokens, maxSeqs int) (int64, KVBudget, error) {
 	sc := Scenario{Arch: c.arch, Plan: c.plan, Build: c.build,
 		Workload: model.Workload{Phase: model.Decode, Batch: 1, Context: 1, KVDtype: c.kv, SpecTokens: c.spec}}
-	m := c.p.memoryFitChunk(sc, model.NewDeployment(sc.Plan, sc.Workload, nil), chunkTokens)
+	m := c.p.memoryFitChunk(sc, model.NewDeployment(sc.Plan, sc.Workload, nil), chunkTokens, maxSeqs)
 	if err := m.Budget.NoPool(); err != nil {
 		return 0, m.Budget, fmt.Errorf("sim: %s %s on %s: %w", c.arch.Name, c.plan, c.p.topo.Name, err)
 	}
@@ -198,13 +199,13 @@ func (c *IterationCoster) KVCapacityTokens(chunkTokens int) (int64, KVBudget, er
 }
 
 // KVMemory is the per-GPU memory fit KVCapacityTokens sizes the pool
-// from, for a step budget of chunkTokens: the GPU's memory, the weights,
+// from, for a step budget of chunkTokens and maxSeqs: the GPU's memory, the weights,
 // the activations and the KV bytes of one token, which bound any pool the
 // engine can allocate (a block count given outright included).
-func (c *IterationCoster) KVMemory(chunkTokens int) *MemoryFit {
+func (c *IterationCoster) KVMemory(chunkTokens, maxSeqs int) *MemoryFit {
 	sc := Scenario{Arch: c.arch, Plan: c.plan, Build: c.build,
 		Workload: model.Workload{Phase: model.Decode, Batch: 1, Context: 1, KVDtype: c.kv, SpecTokens: c.spec}}
-	return c.p.memoryFitChunk(sc, model.NewDeployment(sc.Plan, sc.Workload, nil), chunkTokens)
+	return c.p.memoryFitChunk(sc, model.NewDeployment(sc.Plan, sc.Workload, nil), chunkTokens, maxSeqs)
 }
 
 // StepUs is the predicted time of one iteration, from the memo (see the

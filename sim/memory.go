@@ -45,6 +45,40 @@ type KVBudget struct {
 	// intermediate caches from the same workspace buffer
 	// (engprof.MoEKernel.WorkspaceCaches; ForScenario).
 	MoECachesShared bool `json:"moe_caches_shared,omitempty"`
+	// ProfileTokens and ProfileSeqs are the step of vLLM's profiling
+	// run, whose activation peak comes off a gpu_memory_utilization pool:
+	// a forward of its max_num_batched_tokens and a sampler over
+	// min(that, max_num_seqs) rows (gpu_model_runner.py profile_run,
+	// _dummy_sampler_run). The scheduler's limits where a simulation
+	// states them, else vLLM's serve defaults for the GPU
+	// (engprof.VLLMBatchDefaults); 0 under the other rules.
+	ProfileTokens int `json:"profile_tokens,omitempty"`
+	ProfileSeqs   int `json:"profile_seqs,omitempty"`
+}
+
+// withProfileStep is b with the profiling step of vLLM's rule on a GPU of
+// memBytes named devName: tokens and seqs where given (> 0), else vLLM's
+// defaults for the GPU. Other rules are left as they are.
+func (b KVBudget) withProfileStep(tokens, seqs int, memBytes int64, devName string) KVBudget {
+	if b.Rule != engprof.KVPoolGPUMemUtil {
+		return b
+	}
+	defTokens, defSeqs := engprof.VLLMBatchDefaults(memBytes, devName)
+	if tokens <= 0 {
+		tokens = defTokens
+	}
+	if seqs <= 0 {
+		seqs = defSeqs
+	}
+	b.ProfileTokens, b.ProfileSeqs = tokens, seqs
+	return b
+}
+
+// WithDefaultProfileStep is b with vLLM's serve defaults for a GPU of
+// memBytes named devName as its profiling step (a view with no scheduler
+// limits, such as model show).
+func (b KVBudget) WithDefaultProfileStep(memBytes int64, devName string) KVBudget {
+	return b.withProfileStep(0, 0, memBytes, devName)
 }
 
 // ForScenario is b with what it depends on of sc's kernels: whether the
@@ -90,7 +124,11 @@ func (b KVBudget) GraphCaveat() string {
 // the indexer workspace the profiling run reserves, less the CUDA-graph
 // estimate it takes off the pool.
 func (b KVBudget) Capacity() model.CapacityRule {
-	return model.LessCUDAGraphs(model.WithIndexerWorkspace(CapacityRule(b.Rule), b.IndexerWorkspacePerMaxLen, b.MaxModelLen, b.MoECachesShared), b.CUDAGraphBytes)
+	rule := CapacityRule(b.Rule)
+	if b.Rule == engprof.KVPoolGPUMemUtil && b.ProfileTokens > 0 {
+		rule = model.KVCapacityProfiled(b.ProfileTokens, b.ProfileSeqs)
+	}
+	return model.LessCUDAGraphs(model.WithIndexerWorkspace(rule, b.IndexerWorkspacePerMaxLen, b.MaxModelLen, b.MoECachesShared, b.ProfileTokens), b.CUDAGraphBytes)
 }
 
 // withWorkspace is b with the profiling-run workspace prof's engine
@@ -233,12 +271,14 @@ func fixedFrac(prof *engprof.Profile, given float64) (b KVBudget, ok bool) {
 // fraction when given (GPUMemUtilFrac, vLLM's gpu_memory_utilization or
 // SGLang's mem_fraction_static as the engine reads it), else the engine's
 // default. chunkTokens is the step's token budget (SGLang's
-// chunked_prefill_size, which its default reserves activations for; 0:
-// the engine's default for the GPU).
-func (p *Predictor) kvBudget(sc Scenario, w model.Workload, chunkTokens int) KVBudget {
+// chunked_prefill_size, which its default reserves activations for,
+// vLLM's max_num_batched_tokens, which its profiling forward runs; 0:
+// the engine's default for the GPU) and maxSeqs the running limit
+// (vLLM's max_num_seqs, its profiling sampler's rows; 0: the default).
+func (p *Predictor) kvBudget(sc Scenario, w model.Workload, chunkTokens, maxSeqs int) KVBudget {
 	prof := p.cm.prof
 	if b, ok := FixedKVBudget(prof, p.opts); ok {
-		return b.ForScenario(prof, sc)
+		return b.withProfileStep(chunkTokens, maxSeqs, p.dev.MemBytes, p.dev.Name).ForScenario(prof, sc)
 	}
 	rule := prof.KVPool.KVPoolRule()
 	if chunkTokens <= 0 {
@@ -282,7 +322,7 @@ func (p *Predictor) kvCapacity(sc Scenario, w model.Workload, b KVBudget) model.
 // tokens) x bytes per token per GPU; every rank of a group holds the same
 // latent cache (serving-facts.md), divided by DCP.
 func (p *Predictor) memoryFit(sc Scenario, d model.Deployment) *MemoryFit {
-	return p.memoryFitChunk(sc, d, 0)
+	return p.memoryFitChunk(sc, d, 0, 0)
 }
 
 // MaxConcurrency is how many sequences of w's context (with its
@@ -305,11 +345,11 @@ func (p *Predictor) MaxConcurrency(sc Scenario) int {
 	return p.memoryFit(sc, model.NewDeployment(sc.Plan, sc.Workload, nil)).MaxConcurrency(sc.Workload, sc.Plan)
 }
 
-// memoryFitChunk is memoryFit for a step budget of chunkTokens (0: the
-// engine's default).
-func (p *Predictor) memoryFitChunk(sc Scenario, d model.Deployment, chunkTokens int) *MemoryFit {
+// memoryFitChunk is memoryFit for a step budget of chunkTokens and a
+// running limit of maxSeqs (0: the engine's defaults).
+func (p *Predictor) memoryFitChunk(sc Scenario, d model.Deployment, chunkTokens, maxSeqs int) *MemoryFit {
 	w := sc.Workload
-	b := p.kvBudget(sc, w, chunkTokens)
+	b := p.kvBudget(sc, w, chunkTokens, maxSeqs)
 	c := p.kvCapacity(sc, w, b)
 	tokens := int64(d.SeqsPerGroup) * int64(w.Context+1+w.SpecTokens)
 	m := &MemoryFit{

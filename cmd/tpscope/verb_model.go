@@ -226,6 +226,14 @@ func showModel(sc *scenarioFlags, mem *memFlags, out string, w io.Writer) error 
 	}
 	var rule model.CapacityRule
 	if pool != nil {
+		// No scheduler flags here: vLLM's profiling step is its serve
+		// defaults for the GPU, as predict and plan take them.
+		name := ""
+		if dev := scen.Topo.DeviceOf(0); dev != nil {
+			name = dev.Name
+		}
+		b := pool.WithDefaultProfileStep(int64(memBytes), name)
+		pool = &b
 		util, rule = pool.Frac, pool.Capacity()
 	}
 	s := model.Summarize(scen.Arch, scen.Plan, scen.Workload, scen.Build, memBytes, util, rule)
