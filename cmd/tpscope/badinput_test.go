@@ -8,8 +8,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/spf13/pflag"
-
 	"github.com/tpscope/tpscope/advise"
 	"github.com/tpscope/tpscope/model"
 	"github.com/tpscope/tpscope/sim"
@@ -394,9 +392,7 @@ func TestBadInputHowIsCLI(t *testing.T) {
 			if v == nil {
 				t.Fatalf("Exec %q: no verb %q", h.Exec, args[0])
 			}
-			fs := pflag.NewFlagSet(v.Name(), pflag.ContinueOnError)
-			v.New().Bind(fs)
-			if err := fs.Parse(rest); err != nil {
+			if err := bindFlags(v).Parse(rest); err != nil {
 				t.Errorf("Exec %q: %v", h.Exec, err)
 			}
 		})

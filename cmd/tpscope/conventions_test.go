@@ -20,7 +20,13 @@ func flagSetOf(t *testing.T, name string) *pflag.FlagSet {
 	if v == nil {
 		t.Fatalf("no verb %q", name)
 	}
-	fs := pflag.NewFlagSet(name, pflag.ContinueOnError)
+	return bindFlags(v)
+}
+
+// bindFlags is v's flag set as dispatch binds it, its usage output
+// discarded.
+func bindFlags(v *Verb) *pflag.FlagSet {
+	fs := pflag.NewFlagSet(v.Name(), pflag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	v.New().Bind(fs)
 	return fs

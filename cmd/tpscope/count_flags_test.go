@@ -3,8 +3,6 @@ package main
 import (
 	"strings"
 	"testing"
-
-	"github.com/spf13/pflag"
 )
 
 // TestParseCount: K and M are 1024 multiples; anything else that is not
@@ -47,8 +45,7 @@ var countFlagNames = []string{"batch", "context", "isl", "osl", "requests", "con
 func TestCountFlagsTakeSuffixes(t *testing.T) {
 	seen := map[string]bool{}
 	for _, v := range verbs {
-		fs := pflag.NewFlagSet(v.Name(), pflag.ContinueOnError)
-		v.New().Bind(fs)
+		fs := bindFlags(v)
 		for _, name := range countFlagNames {
 			fl := fs.Lookup(name)
 			if fl == nil {

@@ -20,9 +20,7 @@ import (
 func TestEmptyFlagValueRefused(t *testing.T) {
 	n := 0
 	for _, v := range verbs {
-		fs := pflag.NewFlagSet(v.Name(), pflag.ContinueOnError)
-		v.New().Bind(fs)
-		fs.VisitAll(func(f *pflag.Flag) {
+		bindFlags(v).VisitAll(func(f *pflag.Flag) {
 			if f.Value.Type() == "bool" || emptyAllowed[v.Name()+" --"+f.Name] {
 				return
 			}
@@ -109,9 +107,7 @@ func TestEmptyFlagValueAllowed(t *testing.T) {
 func TestSeparatorsOnlyFlagValueRefused(t *testing.T) {
 	lists := map[string]bool{}
 	for _, v := range verbs {
-		fs := pflag.NewFlagSet(v.Name(), pflag.ContinueOnError)
-		v.New().Bind(fs)
-		fs.VisitAll(func(f *pflag.Flag) {
+		bindFlags(v).VisitAll(func(f *pflag.Flag) {
 			if f.Value.Type() == "bool" {
 				return
 			}

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -20,10 +19,7 @@ import (
 func TestFloatFlagsRefuseNonFinite(t *testing.T) {
 	n := 0
 	for _, v := range verbs {
-		fs := pflag.NewFlagSet(v.Name(), pflag.ContinueOnError)
-		fs.SetOutput(io.Discard)
-		v.New().Bind(fs)
-		fs.VisitAll(func(f *pflag.Flag) {
+		bindFlags(v).VisitAll(func(f *pflag.Flag) {
 			if f.Value.Type() != "float64" {
 				return
 			}

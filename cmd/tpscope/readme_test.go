@@ -4,15 +4,12 @@ import (
 	"bytes"
 	"flag"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
-
-	"github.com/spf13/pflag"
 )
 
 var updateREADME = flag.Bool("update-readme", false, "rewrite the README's unabridged command outputs from the binary's (abridged ones, with \"...\" lines, are left as they are)")
@@ -323,10 +320,7 @@ func TestREADMECommandsParse(t *testing.T) {
 			t.Errorf("README line %d: no verb in %q", i+1, line)
 			continue
 		}
-		fs := pflag.NewFlagSet(v.Name(), pflag.ContinueOnError)
-		fs.SetOutput(io.Discard)
-		v.New().Bind(fs)
-		if err := fs.Parse(args); err != nil {
+		if err := bindFlags(v).Parse(args); err != nil {
 			t.Errorf("README line %d: %s: %v", i+1, line, err)
 		}
 		n++
