@@ -4,26 +4,13 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/tpscope/tpscope/internal/testfix"
 )
 
-// vllmGrid is vLLM's default list up to largest, written out from
-// _set_cudagraph_sizes: [1, 2, 4] up to largest, range(8, min(largest +
-// 1, 256), 8), range(256, largest + 1, 16).
-func vllmGrid(largest int) []int {
-	var s []int
-	for _, b := range []int{1, 2, 4} {
-		if b <= largest {
-			s = append(s, b)
-		}
-	}
-	for b := 8; b < min(largest+1, 256); b += 8 {
-		s = append(s, b)
-	}
-	for b := 256; b <= largest; b += 16 {
-		s = append(s, b)
-	}
-	return s
-}
+// vllmGrid is vLLM's default list up to largest (testfix.VLLMCaptureGrid,
+// written out from _set_cudagraph_sizes).
+var vllmGrid = testfix.VLLMCaptureGrid
 
 // roundToQuery is adjust_cudagraph_sizes_for_spec_decode: each size
 // rounded up to a multiple of q, those above the list's last dropped.

@@ -4,6 +4,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/tpscope/tpscope/internal/testfix"
 	"github.com/tpscope/tpscope/model"
 	"github.com/tpscope/tpscope/sim"
 )
@@ -14,20 +15,7 @@ import (
 // + range(256, largest + 1, 16) up to largest = min(seqs x (1 + k) x 2,
 // 512, budget).
 func vllmCapture(seqs, k, budget int) []int {
-	largest := min(seqs*(1+k)*2, 512, budget)
-	var s []int
-	for _, b := range []int{1, 2, 4} {
-		if b <= largest {
-			s = append(s, b)
-		}
-	}
-	for b := 8; b < min(largest+1, 256); b += 8 {
-		s = append(s, b)
-	}
-	for b := 256; b <= largest; b += 16 {
-		s = append(s, b)
-	}
-	return s
+	return testfix.VLLMCaptureGrid(min(seqs*(1+k)*2, 512, budget))
 }
 
 // TestVLLMCaptureFollowsMaxNumSeqs: under vLLM --max-num-seqs 32 captures

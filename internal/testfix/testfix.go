@@ -81,3 +81,23 @@ func EditedPreset(t testing.TB, name, old, new string) string {
 	}
 	return path
 }
+
+// VLLMCaptureGrid is vLLM's default CUDA-graph capture list up to largest
+// tokens, written out from vllm/config/vllm.py _set_cudagraph_sizes
+// independently of the engine profile tests check: [1, 2, 4] up to
+// largest, range(8, min(largest + 1, 256), 8), range(256, largest + 1, 16).
+func VLLMCaptureGrid(largest int) []int {
+	var s []int
+	for _, b := range []int{1, 2, 4} {
+		if b <= largest {
+			s = append(s, b)
+		}
+	}
+	for b := 8; b < min(largest+1, 256); b += 8 {
+		s = append(s, b)
+	}
+	for b := 256; b <= largest; b += 16 {
+		s = append(s, b)
+	}
+	return s
+}
