@@ -52,7 +52,7 @@ const (
 // defaults and the profiling forward that sizes the KV pool both take
 // them, so both read this one rule.
 func VLLMBatchDefaults(memBytes int64, name string) (tokens, seqs int) {
-	if memBytes >= vllmLargeGPUBytes && !strings.Contains(strings.ToLower(name), "a100") {
+	if memBytes >= vllmLargeGPUBytes && !containsFold(name, "a100") {
 		return vllmLargeMaxBatchedTokens, vllmLargeMaxNumSeqs
 	}
 	return vllmSmallMaxBatchedTokens, vllmSmallMaxNumSeqs
@@ -116,4 +116,15 @@ func (p *Profile) validateServing(bad func(field, format string, a ...any) error
 		return bad("scheduler.max_running", "%+v: want kv_tokens_per_request, pool_per_context and pool_min >= 1, pool_max >= pool_min", *m)
 	}
 	return nil
+}
+
+// containsFold reports whether sub is in s, ignoring case, without the
+// copy strings.ToLower makes (a plan sweep sizes a pool a configuration).
+func containsFold(s, sub string) bool {
+	for i := 0; i+len(sub) <= len(s); i++ {
+		if strings.EqualFold(s[i:i+len(sub)], sub) {
+			return true
+		}
+	}
+	return false
 }

@@ -411,15 +411,24 @@ func KVCapacityProfiled(tokens, seqs int) CapacityRule {
 	if tokens <= 0 {
 		return KVCapacity
 	}
+	return func(a *Arch, p Plan, w Workload, o BuildOptions, gpuMemBytes, util float64) Capacity {
+		return KVCapacityAt(a, p, w, o, gpuMemBytes, util, tokens, seqs)
+	}
+}
+
+// KVCapacityAt is KVCapacityProfiled's capacity, computed at once:
+// tokens <= 0 is KVCapacity's assumed step, seqs <= 0 takes tokens rows.
+func KVCapacityAt(a *Arch, p Plan, w Workload, o BuildOptions, gpuMemBytes, util float64, tokens, seqs int) Capacity {
+	if tokens <= 0 {
+		return KVCapacity(a, p, w, o, gpuMemBytes, util)
+	}
 	if seqs <= 0 {
 		seqs = tokens
 	}
-	return func(a *Arch, p Plan, w Workload, o BuildOptions, gpuMemBytes, util float64) Capacity {
-		if util <= 0 {
-			util = DefaultGPUMemUtilization
-		}
-		return kvCapacity(a, p, w, o, gpuMemBytes, util, poolOfMemory, tokens, seqs)
+	if util <= 0 {
+		util = DefaultGPUMemUtilization
 	}
+	return kvCapacity(a, p, w, o, gpuMemBytes, util, poolOfMemory, tokens, seqs)
 }
 
 // LessCUDAGraphs is rule with graphBytes more taken off the pool: vLLM
@@ -433,10 +442,19 @@ func LessCUDAGraphs(rule CapacityRule, graphBytes float64) CapacityRule {
 		return rule
 	}
 	return func(a *Arch, p Plan, w Workload, o BuildOptions, gpuMemBytes, frac float64) Capacity {
-		c := rule(a, p, w, o, gpuMemBytes, frac)
-		c.CUDAGraphBytes = graphBytes
-		return c.lessPool(graphBytes)
+		return rule(a, p, w, o, gpuMemBytes, frac).LessCUDAGraphs(graphBytes)
 	}
+}
+
+// LessCUDAGraphs is c with the engine's CUDA-graph estimate of graphBytes
+// taken off its pool (the rule LessCUDAGraphs applies); graphBytes <= 0
+// is c itself.
+func (c Capacity) LessCUDAGraphs(graphBytes float64) Capacity {
+	if graphBytes <= 0 {
+		return c
+	}
+	c.CUDAGraphBytes = graphBytes
+	return c.lessPool(graphBytes)
 }
 
 // lessPool is c with bytes more taken off its pool before the KV cache:
@@ -501,21 +519,26 @@ func WithIndexerWorkspace(rule CapacityRule, entriesPerMaxLen, maxModelLen int, 
 		return rule
 	}
 	return func(a *Arch, p Plan, w Workload, o BuildOptions, gpuMemBytes, frac float64) Capacity {
-		c := rule(a, p, w, o, gpuMemBytes, frac)
-		ws := IndexerWorkspaceBytes(a, o, entriesPerMaxLen, maxModelLen)
-		if moeCachesShared {
-			if profileTokens <= 0 {
-				profileTokens = defaultMaxBatchedTokens
-			}
-			ws -= min(ws, routedCacheBytes(a, p, profileTokens))
-		}
-		if ws <= 0 {
-			return c
-		}
-		c.IndexerWSBytes = ws
-		c.ActivationBytes += ws
-		return c.lessPool(ws)
+		return rule(a, p, w, o, gpuMemBytes, frac).WithIndexerWorkspace(a, p, o, entriesPerMaxLen, maxModelLen, moeCachesShared, profileTokens)
 	}
+}
+
+// WithIndexerWorkspace is c with the indexer's workspace of a on plan p
+// counted (the rule WithIndexerWorkspace applies).
+func (c Capacity) WithIndexerWorkspace(a *Arch, p Plan, o BuildOptions, entriesPerMaxLen, maxModelLen int, moeCachesShared bool, profileTokens int) Capacity {
+	ws := IndexerWorkspaceBytes(a, o, entriesPerMaxLen, maxModelLen)
+	if ws > 0 && moeCachesShared {
+		if profileTokens <= 0 {
+			profileTokens = defaultMaxBatchedTokens
+		}
+		ws -= min(ws, routedCacheBytes(a, p, profileTokens))
+	}
+	if ws <= 0 {
+		return c
+	}
+	c.IndexerWSBytes = ws
+	c.ActivationBytes += ws
+	return c.lessPool(ws)
 }
 
 // KVCapacityStatic is the KV cache of an engine whose weights and pool

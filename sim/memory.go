@@ -124,11 +124,27 @@ func (b KVBudget) GraphCaveat() string {
 // the indexer workspace the profiling run reserves, less the CUDA-graph
 // estimate it takes off the pool.
 func (b KVBudget) Capacity() model.CapacityRule {
-	rule := CapacityRule(b.Rule)
-	if b.Rule == engprof.KVPoolGPUMemUtil && b.ProfileTokens > 0 {
-		rule = model.KVCapacityProfiled(b.ProfileTokens, b.ProfileSeqs)
+	return func(a *model.Arch, p model.Plan, w model.Workload, o model.BuildOptions, gpuMemBytes, frac float64) model.Capacity {
+		b.Frac = frac
+		return b.CapacityOf(a, p, w, o, gpuMemBytes)
 	}
-	return model.LessCUDAGraphs(model.WithIndexerWorkspace(rule, b.IndexerWorkspacePerMaxLen, b.MaxModelLen, b.MoECachesShared, b.ProfileTokens), b.CUDAGraphBytes)
+}
+
+// CapacityOf is the capacity Capacity's rule gives at the budget's
+// fraction, computed at once: the rule, the indexer workspace, then the
+// CUDA-graph estimate, with no rule built (a plan sweep prices one a
+// configuration).
+func (b KVBudget) CapacityOf(a *model.Arch, p model.Plan, w model.Workload, o model.BuildOptions, gpuMemBytes float64) model.Capacity {
+	var c model.Capacity
+	if b.Rule == engprof.KVPoolGPUMemUtil && b.ProfileTokens > 0 {
+		c = model.KVCapacityAt(a, p, w, o, gpuMemBytes, b.Frac, b.ProfileTokens, b.ProfileSeqs)
+	} else {
+		c = CapacityRule(b.Rule)(a, p, w, o, gpuMemBytes, b.Frac)
+	}
+	if b.IndexerWorkspacePerMaxLen > 0 {
+		c = c.WithIndexerWorkspace(a, p, o, b.IndexerWorkspacePerMaxLen, b.MaxModelLen, b.MoECachesShared, b.ProfileTokens)
+	}
+	return c.LessCUDAGraphs(b.CUDAGraphBytes)
 }
 
 // withWorkspace is b with the profiling-run workspace prof's engine
@@ -309,7 +325,7 @@ func (p *Predictor) kvBudget(sc Scenario, w model.Workload, chunkTokens, maxSeqs
 
 // kvCapacity is the KV cache that fits one GPU under budget b.
 func (p *Predictor) kvCapacity(sc Scenario, w model.Workload, b KVBudget) model.Capacity {
-	return b.Capacity()(sc.Arch, sc.Plan.Normalized(), w, sc.Build, float64(p.dev.MemBytes), b.Frac)
+	return b.CapacityOf(sc.Arch, sc.Plan.Normalized(), w, sc.Build, float64(p.dev.MemBytes))
 }
 
 // memoryFit checks that the scenario's weights, activation workspace and
