@@ -15,8 +15,8 @@ STEPS=${STEPS:-6}
 # The box is the catalog's 8-GPU box of this GPU (run and verdict refuse a
 # box of another GPU).
 case "$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)" in
-  *H200*) GPU_BOX=nvswitch:8xh200-sxm ;;
-  *) GPU_BOX=nvswitch:8xh100-sxm ;;
+  *H200*) GPU_BOX=nvswitch:8xh200-sxm GPU=h200 ;;
+  *) GPU_BOX=nvswitch:8xh100-sxm GPU=h100 ;;
 esac
 TOPO=${TOPO:-$GPU_BOX}
 mkdir -p "$OUT"
@@ -51,6 +51,6 @@ $B/tpscope compare --trace "$T/b1/spec-draft.otlp.jsonl" > "$OUT/compare-b1-draf
 sed -n '/^per kind/,/^$/p' "$OUT/compare-b1-draft.txt"
 if [ "${CAL:-1}" = 1 ]; then
   echo "== calibrate on the batch-1 baseline's trace"
-  $B/tpscope calibrate --trace "$T/b1/baseline.otlp.jsonl" -o "$OUT/h100-cal-b1.json" || echo "CALIBRATE FAILED"
-  [ -s "$OUT/h100-cal-b1.json" ] && verdicts "$OUT/h100-cal-b1.json" "-cal"
+  $B/tpscope calibrate --trace "$T/b1/baseline.otlp.jsonl" -o "$OUT/$GPU-cal-b1.json" || echo "CALIBRATE FAILED"
+  [ -s "$OUT/$GPU-cal-b1.json" ] && verdicts "$OUT/$GPU-cal-b1.json" "-cal"
 fi
