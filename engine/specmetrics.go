@@ -3,6 +3,7 @@ package engine
 import (
 	"bufio"
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"math"
 	"regexp"
@@ -46,6 +47,13 @@ var (
 	sglangAccLen  = regexp.MustCompile(`accept len: ([0-9.]+)`)
 	sglangSteps   = regexp.MustCompile(`server_args=ServerArgs\(.*\bspeculative_num_steps=(\d+)`)
 	sglangDecoder = regexp.MustCompile(`Decode batch`)
+	// vllm bench serve's "Speculative Decoding" section (benchmarks/serve.py
+	// print_section: "{:<40} {:<10}" rows, the rates in percent).
+	benchHeader  = regexp.MustCompile(`^-+Speculative Decoding-+\s*$`)
+	benchRow     = regexp.MustCompile(`^\s*(Acceptance rate \(%\)|Acceptance length|Drafts|Draft tokens|Accepted tokens|Position (\d+)):\s+(\S+)\s*$`)
+	benchPerPos  = regexp.MustCompile(`^\s*Per-position acceptance \(%\):\s*$`)
+	sglangBench  = regexp.MustCompile(`(?m)^Accept length:[ \t]+(\S+)[ \t\r]*$`)
+	jsonLeadByte = regexp.MustCompile(`^\s*\{`)
 )
 
 // ParseSpecAcceptance reads an engine's acceptance from one of:
@@ -59,21 +67,31 @@ var (
 //     rates averaged over the lines, weighted by their drafts (D over the
 //     K rates a line lists; without "Drafted", A / (M - 1));
 //   - SGLang's "Decode batch" log lines with "accept len: L": the mean of
-//     L over the lines.
+//     L over the lines;
+//   - what the benchmark clients report of the server they ran against:
+//     vllm bench serve's "Speculative Decoding" section (its printed
+//     output) and its --save-result JSON (spec_decode_* keys), SGLang
+//     bench_serving's "Accept length:" line and its JSONL results
+//     (accept_length).
 //
 // name names the input in errors. An input with none of them is an error
 // saying what was looked for.
 func ParseSpecAcceptance(name string, data []byte) (SpecAcceptance, error) {
-	if bytes.Contains(data, []byte(promPerPos)) || bytes.Contains(data, []byte(promDrafts)) {
+	switch {
+	case bytes.Contains(data, []byte(promPerPos)) || bytes.Contains(data, []byte(promDrafts)):
 		return parseProm(name, data)
-	}
-	if vllmLogLine.Match(data) {
+	case vllmLogLine.Match(data):
 		return parseVLLMLog(name, data)
-	}
-	if sglangAccLen.Match(data) {
+	case bytes.Contains(data, []byte("Speculative Decoding---")):
+		return parseVLLMBench(name, data)
+	case sglangAccLen.Match(data):
 		return parseSGLangLog(name, data)
+	case jsonLeadByte.Match(data):
+		return parseBenchJSON(name, data)
+	case sglangBench.Match(data):
+		return parseSGLangBench(name, data)
 	}
-	return SpecAcceptance{}, fmt.Errorf("%s: no speculative-decoding acceptance found: want vLLM's /metrics text (%s{position=...}), vLLM's \"SpecDecoding metrics:\" log lines or SGLang's \"accept len:\" log lines", name, promPerPos)
+	return SpecAcceptance{}, fmt.Errorf("%s: no speculative-decoding acceptance found: want vLLM's /metrics text (%s{position=...}), vLLM's \"SpecDecoding metrics:\" log lines, SGLang's \"accept len:\" log lines, or a benchmark's report of them (vllm bench serve's \"Speculative Decoding\" section or --save-result JSON, SGLang bench_serving's \"Accept length:\" or JSONL)", name, promPerPos)
 }
 
 func parseProm(name string, data []byte) (SpecAcceptance, error) {
@@ -302,4 +320,287 @@ func parseSGLangLog(name string, data []byte) (SpecAcceptance, error) {
 		out.Source += ", no speculative_num_steps in its server_args: read at the step's draft passes"
 	}
 	return out, nil
+}
+
+// benchRun is one benchmark run's report of the server's speculative
+// decoding: its drafts and draft tokens (0 where not reported), its mean
+// acceptance length (0 where not reported) and its per-position rates.
+type benchRun struct {
+	drafts, draftTokens float64
+	meanLen             float64
+	perPos              []float64
+	at                  int // the line (or 0) it was read from, for errors
+}
+
+// k is the draft tokens per draft the run measured (0 when not known):
+// its positions where it lists them (a server that varies its depth
+// drafts fewer on average, never more), else its draft tokens over its
+// drafts, a whole number for a server of one K.
+func (r benchRun) k(name string) (int, error) {
+	if n := len(r.perPos); n > 0 {
+		if r.drafts > 0 && r.draftTokens/r.drafts > float64(n)+0.01 {
+			return 0, fmt.Errorf("%s:%d: %.3f draft tokens a draft over %d per-position rates: want a rate for every draft position", name, r.at, r.draftTokens/r.drafts, n)
+		}
+		return n, nil
+	}
+	if r.drafts <= 0 || r.draftTokens <= 0 {
+		return 0, nil
+	}
+	k := r.draftTokens / r.drafts
+	if math.Abs(k-math.Round(k)) > 0.01 || k < 1 {
+		return 0, fmt.Errorf("%s:%d: draft tokens / drafts = %.3f: want a whole number of draft tokens per draft (the K the acceptance was measured at)", name, r.at, k)
+	}
+	return int(math.Round(k)), nil
+}
+
+// combineRuns averages the runs of one server: per position when every
+// run lists its positions, else their mean acceptance lengths; each run
+// weighted by its drafts where they are reported (all or none), as the
+// engine's own counters would add up. Runs of different K are another
+// server's and do not average.
+func combineRuns(name, what string, runs []benchRun) (SpecAcceptance, error) {
+	if len(runs) == 0 {
+		return SpecAcceptance{}, fmt.Errorf("%s: %s without an acceptance", name, what)
+	}
+	k, kAt := 0, 0
+	weighted := true
+	perPos := true
+	for _, r := range runs {
+		rk, err := r.k(name)
+		if err != nil {
+			return SpecAcceptance{}, err
+		}
+		if k != 0 && rk != 0 && rk != k {
+			return SpecAcceptance{}, fmt.Errorf("%s:%d: %d draft tokens a draft after %d at line %d: want one server's runs (acceptances of different K do not average)", name, r.at, rk, k, kAt)
+		}
+		if rk != 0 && k == 0 {
+			k, kAt = rk, r.at
+		}
+		weighted = weighted && r.drafts > 0
+		perPos = perPos && len(r.perPos) > 0
+	}
+	out := SpecAcceptance{Source: fmt.Sprintf("%s: %d run(s)", what, len(runs))}
+	var wsum float64
+	for _, r := range runs {
+		w := 1.0
+		if weighted {
+			w = r.drafts
+		}
+		wsum += w
+		if perPos {
+			if len(out.PerPosition) < len(r.perPos) {
+				out.PerPosition = append(out.PerPosition, make([]float64, len(r.perPos)-len(out.PerPosition))...)
+			}
+			for i, v := range r.perPos {
+				out.PerPosition[i] += w * v
+			}
+			continue
+		}
+		l := r.meanLen
+		if l < 1 && len(r.perPos) > 0 {
+			// A run that lists positions and no length, among runs that
+			// give lengths: vLLM's length is 1 + the positions' sum.
+			l = 1
+			for _, v := range r.perPos {
+				l += v
+			}
+		}
+		if l < 1 {
+			return SpecAcceptance{}, fmt.Errorf("%s:%d: neither per-position rates nor an acceptance length: want one of them", name, r.at)
+		}
+		out.MeanLength += w * l
+	}
+	for i := range out.PerPosition {
+		out.PerPosition[i] /= wsum
+	}
+	if !perPos {
+		out.MeanLength /= wsum
+		out.AtTokens = k
+		if k > 0 {
+			out.Source += fmt.Sprintf(" of %d draft tokens", k)
+		}
+	}
+	return out, nil
+}
+
+// parseVLLMBench reads vllm bench serve's printed "Speculative Decoding"
+// sections (one per run the file holds).
+func parseVLLMBench(name string, data []byte) (SpecAcceptance, error) {
+	var runs []benchRun
+	var cur *benchRun
+	inPos := false
+	for ln, raw := range strings.Split(string(data), "\n") {
+		line := strings.TrimRight(raw, "\r")
+		if benchHeader.MatchString(line) {
+			runs = append(runs, benchRun{at: ln + 1})
+			cur, inPos = &runs[len(runs)-1], false
+			continue
+		}
+		if cur == nil {
+			continue
+		}
+		if benchPerPos.MatchString(line) {
+			inPos = true
+			continue
+		}
+		m := benchRow.FindStringSubmatch(line)
+		if m == nil {
+			// The section ends at the next rule or section.
+			if t := strings.TrimSpace(line); strings.HasPrefix(t, "==") || strings.HasPrefix(t, "--") {
+				cur, inPos = nil, false
+			}
+			continue
+		}
+		v, err := strconv.ParseFloat(m[3], 64)
+		if err != nil || v < 0 || math.IsInf(v, 0) || math.IsNaN(v) {
+			return SpecAcceptance{}, fmt.Errorf("%s:%d: %s %q: want a number", name, ln+1, m[1], m[3])
+		}
+		switch {
+		case m[2] != "":
+			i, _ := strconv.Atoi(m[2])
+			if !inPos || i != len(cur.perPos) {
+				return SpecAcceptance{}, fmt.Errorf("%s:%d: Position %d: want positions 0, 1, ... in order under \"Per-position acceptance (%%):\"", name, ln+1, i)
+			}
+			if v > 100 {
+				return SpecAcceptance{}, fmt.Errorf("%s:%d: Position %d: %s %%: want a rate of at most 100 %%", name, ln+1, i, m[3])
+			}
+			cur.perPos = append(cur.perPos, v/100)
+		case m[1] == "Acceptance length":
+			if v < 1 {
+				return SpecAcceptance{}, fmt.Errorf("%s:%d: Acceptance length %s: want at least 1 (the bonus token included)", name, ln+1, m[3])
+			}
+			cur.meanLen = v
+		case m[1] == "Drafts":
+			cur.drafts = v
+		case m[1] == "Draft tokens":
+			cur.draftTokens = v
+		}
+	}
+	var kept []benchRun
+	for _, r := range runs {
+		if r.meanLen > 0 || len(r.perPos) > 0 {
+			kept = append(kept, r)
+		}
+	}
+	if len(kept) == 0 {
+		return SpecAcceptance{}, fmt.Errorf("%s: a \"Speculative Decoding\" section without \"Acceptance length:\" or \"Per-position acceptance (%%):\" rows", name)
+	}
+	return combineRuns(name, "vllm bench serve output", kept)
+}
+
+// parseSGLangBench reads SGLang bench_serving's printed "Accept length:"
+// rows (one per run): mean acceptance lengths of draft passes the output
+// does not name.
+func parseSGLangBench(name string, data []byte) (SpecAcceptance, error) {
+	var runs []benchRun
+	for ln, raw := range strings.Split(string(data), "\n") {
+		m := sglangBench.FindStringSubmatch(strings.TrimRight(raw, "\r"))
+		if m == nil {
+			continue
+		}
+		v, err := strconv.ParseFloat(m[1], 64)
+		if err != nil || !(v >= 1) || math.IsInf(v, 0) {
+			return SpecAcceptance{}, fmt.Errorf("%s:%d: Accept length %q: want a length of at least 1", name, ln+1, m[1])
+		}
+		runs = append(runs, benchRun{meanLen: v, at: ln + 1})
+	}
+	out, err := combineRuns(name, "SGLang bench_serving output", runs)
+	if err == nil {
+		out.Source += ", its draft passes not named: read at the step's"
+	}
+	return out, err
+}
+
+// parseBenchJSON reads a benchmark client's saved results: vllm bench
+// serve's --save-result JSON (benchmarks/serve.py _add_spec_decode_result:
+// spec_decode_num_drafts, spec_decode_draft_tokens,
+// spec_decode_acceptance_length, spec_decode_per_position_acceptance_rates
+// as fractions) or SGLang bench_serving's JSONL (a line per run,
+// accept_length), one object or one object a line.
+func parseBenchJSON(name string, data []byte) (SpecAcceptance, error) {
+	var objs []map[string]json.RawMessage
+	var lines []int
+	var one map[string]json.RawMessage
+	if err := json.Unmarshal(data, &one); err == nil {
+		objs, lines = append(objs, one), append(lines, 1)
+	} else {
+		for ln, raw := range strings.Split(string(data), "\n") {
+			t := strings.TrimSpace(raw)
+			if t == "" {
+				continue
+			}
+			var o map[string]json.RawMessage
+			if err := json.Unmarshal([]byte(t), &o); err != nil {
+				return SpecAcceptance{}, fmt.Errorf("%s:%d: not a JSON object (%v): want vllm bench serve's --save-result JSON or SGLang bench_serving's JSONL", name, ln+1, err)
+			}
+			objs, lines = append(objs, o), append(lines, ln+1)
+		}
+	}
+	var vllm, sglang []benchRun
+	for i, o := range objs {
+		r := benchRun{at: lines[i]}
+		num := func(key string, min float64) (float64, bool, error) {
+			raw, ok := o[key]
+			if !ok || string(raw) == "null" {
+				return 0, false, nil
+			}
+			var v float64
+			if err := json.Unmarshal(raw, &v); err != nil || v < min || math.IsInf(v, 0) || math.IsNaN(v) {
+				return 0, false, fmt.Errorf("%s:%d: %s %s: want a number of at least %g", name, lines[i], key, raw, min)
+			}
+			return v, true, nil
+		}
+		var err error
+		var ok, any bool
+		if r.drafts, ok, err = num("spec_decode_num_drafts", 0); err != nil {
+			return SpecAcceptance{}, err
+		}
+		any = any || ok
+		if r.draftTokens, ok, err = num("spec_decode_draft_tokens", 0); err != nil {
+			return SpecAcceptance{}, err
+		}
+		any = any || ok
+		if r.meanLen, ok, err = num("spec_decode_acceptance_length", 1); err != nil {
+			return SpecAcceptance{}, err
+		}
+		any = any || ok
+		if raw, ok := o["spec_decode_per_position_acceptance_rates"]; ok && string(raw) != "null" {
+			if err := json.Unmarshal(raw, &r.perPos); err != nil {
+				return SpecAcceptance{}, fmt.Errorf("%s:%d: spec_decode_per_position_acceptance_rates %s: want a list of rates", name, lines[i], raw)
+			}
+			for j, v := range r.perPos {
+				if !(v >= 0 && v <= 1) {
+					return SpecAcceptance{}, fmt.Errorf("%s:%d: spec_decode_per_position_acceptance_rates[%d] = %g: want a fraction in [0, 1], as vLLM writes them", name, lines[i], j, v)
+				}
+			}
+			any = true
+		}
+		if any {
+			if r.meanLen == 0 && len(r.perPos) == 0 {
+				return SpecAcceptance{}, fmt.Errorf("%s:%d: spec_decode_* without spec_decode_acceptance_length or spec_decode_per_position_acceptance_rates: want one of them", name, lines[i])
+			}
+			vllm = append(vllm, r)
+			continue
+		}
+		l, ok, err := num("accept_length", 1)
+		if err != nil {
+			return SpecAcceptance{}, err
+		}
+		if ok {
+			sglang = append(sglang, benchRun{meanLen: l, at: lines[i]})
+		}
+	}
+	switch {
+	case len(vllm) > 0 && len(sglang) > 0:
+		return SpecAcceptance{}, fmt.Errorf("%s: both vLLM's spec_decode_* (line %d) and SGLang's accept_length (line %d): want one engine's results", name, vllm[0].at, sglang[0].at)
+	case len(vllm) > 0:
+		return combineRuns(name, "vllm bench serve results", vllm)
+	case len(sglang) > 0:
+		out, err := combineRuns(name, "SGLang bench_serving results", sglang)
+		if err == nil {
+			out.Source += ", its draft passes not named: read at the step's"
+		}
+		return out, err
+	}
+	return SpecAcceptance{}, fmt.Errorf("%s: a JSON result without spec_decode_* (vllm bench serve) or accept_length (SGLang bench_serving): the server it measured ran no speculative decoding", name)
 }

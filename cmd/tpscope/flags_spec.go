@@ -36,10 +36,10 @@ func (f *scenarioFlags) bindSpecFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&f.specSteps, "spec-steps", f.specSteps, "a tree's depth: draft passes per step (SGLang --speculative-num-steps; default: the spec tokens, a chain)")
 	fs.StringVar(&f.draftModel, "draft-model", f.draftModel, "the EAGLE-3 head or draft model: a built-in drafter ("+strings.Join(model.DrafterPresetNames(), ", ")+"), a model preset, or a config.json (default: the model family's built-in)")
 	fs.IntVar(&f.draftTP, "draft-tp", f.draftTP, "the draft model's tensor-parallel degree, a divisor of --tp (default: --tp); smaller groups each draft for themselves")
-	fs.StringVar(&f.specAcceptFile, "spec-accept-file", f.specAcceptFile, "read the acceptance from an engine's metrics: vLLM's /metrics text (per-position accepted-token counters), its \"SpecDecoding metrics\" log lines, or SGLang's \"accept len\" log lines")
+	fs.StringVar(&f.specAcceptFile, "spec-accept-file", f.specAcceptFile, "read the acceptance from an engine's metrics: vLLM's /metrics text (per-position accepted-token counters), its \"SpecDecoding metrics\" log lines, or SGLang's \"accept len\" log lines; or from a benchmark client's report of them: vllm bench serve's \"Speculative Decoding\" section or --save-result JSON, SGLang bench_serving's \"Accept length:\" row or JSONL")
 	wantWhenEmpty(fs, "spec", "a speculative decoding method: mtp, eagle3, draft, ngram or suffix")
 	wantWhenEmpty(fs, "draft-model", "a built-in drafter, a model preset or a config.json")
-	wantWhenEmpty(fs, "spec-accept-file", "an engine's metrics or log file")
+	wantWhenEmpty(fs, "spec-accept-file", "an engine's metrics or log file, or a benchmark's output or results")
 }
 
 // specFlagNames are the flags bindSpecFlags registers.
@@ -134,7 +134,7 @@ func (f *scenarioFlags) specAccept(o *sim.Options) error {
 	if f.changed("spec-accept") {
 		return flagError("--spec-accept and --spec-accept-file", nil, "give one of them")
 	}
-	if err := checkInputFile("--spec-accept-file", f.specAcceptFile, "an engine's metrics text or log"); err != nil {
+	if err := checkInputFile("--spec-accept-file", f.specAcceptFile, "an engine's metrics text or log, or a benchmark's output or results"); err != nil {
 		return err
 	}
 	data, err := os.ReadFile(f.specAcceptFile)

@@ -194,3 +194,59 @@ func TestSpecAcceptFileSGLangAtItsSteps(t *testing.T) {
 		t.Errorf("tokens per step %.5f; want 3.22721 (2.7 at 3 steps, its chain carried to 5)", pr.TokensPerStep)
 	}
 }
+
+// TestSpecAcceptFileBenchmarkReport: the acceptance a benchmark client
+// reported of its server. vllm bench serve's section of an MTP 8 run
+// (vLLM PR #48892) lists positions 0-7 at 76.17, 61.58, 51.25, ... %: a
+// step of 3 drafts yields 1 + 0.7617 + 0.6158 + 0.5125 = 2.8900 tokens.
+// SGLang bench_serving's JSONL of two runs at accept_length 2.6 and 2.8
+// (2.7, at the step's own 3 draft passes) is a chain a + a^2 + a^3 =
+// 1.7, 2.7 tokens a step.
+func TestSpecAcceptFileBenchmarkReport(t *testing.T) {
+	dir := t.TempDir()
+	vllmOut := filepath.Join(dir, "bench.txt")
+	sec := "---------------Speculative Decoding---------------\n" +
+		"Acceptance rate (%):                     43.71     \nAcceptance length:                       4.50      \n" +
+		"Drafts:                                  11043     \nDraft tokens:                            88344     \n" +
+		"Accepted tokens:                         38611     \nPer-position acceptance (%):\n" +
+		"  Position 0:                            76.17     \n  Position 1:                            61.58     \n" +
+		"  Position 2:                            51.25     \n  Position 3:                            42.43     \n" +
+		"  Position 4:                            36.40     \n  Position 5:                            30.94     \n" +
+		"  Position 6:                            27.22     \n  Position 7:                            23.65     \n" +
+		"==================================================\n"
+	sglangOut := filepath.Join(dir, "sglang.jsonl")
+	jsonl := `{"backend": "sglang", "request_rate": 4.0, "accept_length": 2.6}` + "\n" + `{"backend": "sglang", "request_rate": 8.0, "accept_length": 2.8}` + "\n"
+	for p, s := range map[string]string{vllmOut: sec, sglangOut: jsonl} {
+		if err := os.WriteFile(p, []byte(s), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, c := range []struct {
+		file   string
+		engine string
+		want   float64
+	}{{vllmOut, "vllm@0.24", 2.8900}, {sglangOut, "sglang@0.5", 2.7}} {
+		code, out, errs := runCLI(t, "predict", "--model", "kimi-k2.5", "--engine", c.engine, "--spec", "eagle3", "--spec-tokens", "3", "--spec-accept-file", c.file, "--output", "json")
+		if code != 0 {
+			t.Fatalf("%s: exit %d: %s", c.file, code, errs)
+		}
+		var pr struct {
+			TokensPerStep float64 `json:"tokens_per_step"`
+		}
+		if err := json.Unmarshal([]byte(out), &pr); err != nil {
+			t.Fatal(err)
+		}
+		if math.Abs(pr.TokensPerStep-c.want) > 1e-4 {
+			t.Errorf("%s: tokens per step %.5f, want %.4f", filepath.Base(c.file), pr.TokensPerStep, c.want)
+		}
+	}
+	// A result of a server that did not speculate is one line, before work.
+	plain := filepath.Join(dir, "plain.json")
+	if err := os.WriteFile(plain, []byte(`{"backend": "vllm", "completed": 10, "mean_ttft_ms": 80.1}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errs := runCLI(t, "predict", "--model", "kimi-k2.5", "--spec", "eagle3", "--spec-accept-file", plain)
+	if code == 0 || out != "" || !strings.Contains(errs, "plain.json") || !strings.Contains(errs, "ran no speculative decoding") || strings.Count(strings.TrimSpace(errs), "\n") != 0 {
+		t.Errorf("exit %d, stdout %q, stderr %q: want one line naming the file and why", code, out, errs)
+	}
+}
