@@ -159,6 +159,15 @@ func (s *Simulator) CompareMeasured(m *Measured, seed uint64, o RunOptions) (*Le
 		lc.Notes = append(lc.Notes, fmt.Sprintf("the load is too short to reach steady state (%d requests over %.1f s, E2E p50 %.1f s: want arrivals over %d x E2E p50): its figures are those of a filling engine, as the measured run's are, and it is judged against no SLO",
 			res.Requests, res.ArrivalSpanS, res.E2EMs.P50*1e-3, SteadyStateE2Es))
 	}
+	if l := m.SpecAcceptLength; l > 0 {
+		// The server's speculative decoding is part of the scenario the
+		// file measured: a simulation without it prices another.
+		if y := s.d.Scenario.SpecYield(); y == nil {
+			lc.Notes = append(lc.Notes, fmt.Sprintf("the measured server decoded speculatively (%.2f tokens a step, as the file reports) and this simulation drafts nothing: --spec METHOD with --spec-accept-file %s prices it", l, m.File))
+		} else {
+			lc.Notes = append(lc.Notes, fmt.Sprintf("acceptance: the simulation yields %.2f tokens a step (%s), the measured server %.2f (as the file reports; --spec-accept-file %s takes it)", y.TokensPerStep, y.Source, l, m.File))
+		}
+	}
 	if m.Format == FormatRequestLog {
 		lc.Notes = append(lc.Notes, "measured TTFT is server-side (queued to first token): set no frontend latency when comparing it")
 	}

@@ -201,6 +201,12 @@ type Measured struct {
 	TotalTokensPerS  float64 `json:"-"`
 	RequestsPerS     float64 `json:"-"`
 
+	// SpecAcceptLength is the mean tokens a decode step yielded per
+	// sequence, as the client read it off a server that decoded
+	// speculatively (vllm bench serve's spec_decode_acceptance_length,
+	// SGLang bench_serving's accept_length); 0 where the file reports none.
+	SpecAcceptLength float64 `json:"spec_accept_length,omitempty"`
+
 	// Requests, when the file records them, in send order.
 	Requests []MeasuredRequest `json:"-"`
 	// Notes say what was inferred rather than read.
@@ -727,6 +733,22 @@ func readVLLMLike(f fields, format BenchFormat) (*Measured, error) {
 		if *l.dst, err = f.latency(l.key, "_ms", 1); err != nil {
 			return nil, err
 		}
+	}
+	// A speculating server's mean acceptance length, which each client
+	// writes under its own key (vllm: benchmarks/serve.py
+	// _add_spec_decode_result; SGLang: bench_serving.py from the server's
+	// avg_spec_accept_length, null when the server does not speculate).
+	specKey := "spec_decode_acceptance_length"
+	if format == FormatSGLang {
+		specKey = "accept_length"
+	}
+	if l, err := f.num(specKey); err != nil {
+		return nil, err
+	} else if !math.IsNaN(l) {
+		if !(l >= 1) || math.IsInf(l, 0) {
+			return nil, f.err(specKey, fmt.Errorf("want a mean acceptance length of at least 1 token a step, got %v", l))
+		}
+		m.SpecAcceptLength = l
 	}
 	if err := readVLLMDetails(f, m); err != nil {
 		return nil, err

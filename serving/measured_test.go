@@ -171,6 +171,10 @@ func TestReadMeasuredErrors(t *testing.T) {
 		{"inferencex no requests", `{"hw": "b200", "framework": "sglang", "conc": 16, "metrics": {"median_ttft_ms": 1, "total_token_throughput": 20, "output_token_throughput": 10, "request_throughput": 1}}`, 1, "metrics.successful_requests", "missing: want it, as InferenceX writes it"},
 		{"inferencex no output rate", `{"hw": "b200", "framework": "sglang", "conc": 16, "metrics": {"median_ttft_ms": 1, "successful_requests": 16, "total_token_throughput": 20, "request_throughput": 1}}`, 1, "metrics.output_token_throughput", "missing"},
 		{"guidellm strategy", `{"benchmarks": [{"metrics": {}}]}`, 1, "benchmarks[0].config.strategy", "missing"},
+		// A speculating server's mean acceptance length is at least the
+		// one token a step yields without drafts.
+		{"vllm acceptance below 1", `{"backend": "vllm", "median_ttft_ms": 1, "completed": 1, "duration": 1, "total_input_tokens": 1, "total_output_tokens": 1, "spec_decode_acceptance_length": 0.8}`, 1, "spec_decode_acceptance_length", "at least 1"},
+		{"sglang acceptance a string", `{"backend": "sglang", "mean_e2e_latency_ms": 1, "completed": 1, "duration": 1, "total_input_tokens": 1, "total_output_tokens": 1, "accept_length": "long"}`, 1, "accept_length", "want a number"},
 		{"log out of order", `{"input_toks": 1, "output_toks": 1, "arrival_time": 1, "queued_ts": 5, "first_token_ts": 4, "last_token_ts": 6}`, 1, "first_token_ts", "in that order"},
 	}
 	for _, c := range cases {
@@ -381,5 +385,30 @@ func TestReadAIPerfUnits(t *testing.T) {
 	m := ms[0]
 	if !near(m.TTFTMs.Mean, 150) || !near(m.TTFTMs.P50, 140) || !near(m.TPOTMs.Mean, 24.5) || !near(m.DurationS, 40) {
 		t.Errorf("TTFT %+v ms, TPOT %+v ms, duration %v s; want mean 150 and p50 140, 24.5, 40", m.TTFTMs, m.TPOTMs, m.DurationS)
+	}
+}
+
+// TestReadMeasuredSpecAcceptance: the mean acceptance length a client
+// read off a speculating server is kept (vllm bench serve's
+// spec_decode_acceptance_length, SGLang bench_serving's accept_length),
+// and SGLang's null (a server without speculation) is none.
+func TestReadMeasuredSpecAcceptance(t *testing.T) {
+	base := `"median_ttft_ms": 1, "completed": 1, "duration": 1, "total_input_tokens": 1, "total_output_tokens": 1`
+	for _, c := range []struct {
+		text string
+		want float64
+	}{
+		{`{"backend": "vllm", ` + base + `, "spec_decode_acceptance_length": 3.2, "spec_decode_per_position_acceptance_rates": [0.8, 0.7]}`, 3.2},
+		{`{"backend": "sglang", "mean_e2e_latency_ms": 1, ` + base + `, "accept_length": 2.6}`, 2.6},
+		{`{"backend": "sglang", "mean_e2e_latency_ms": 1, ` + base + `, "accept_length": null}`, 0},
+		{`{"backend": "vllm", ` + base + `}`, 0},
+	} {
+		ms, err := ReadMeasured(strings.NewReader(c.text), "r.json")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := ms[0].SpecAcceptLength; got != c.want {
+			t.Errorf("%s: acceptance length %v, want %v", c.text, got, c.want)
+		}
 	}
 }

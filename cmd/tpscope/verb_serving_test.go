@@ -652,3 +652,37 @@ func TestCalibrateServingTermsOneLoad(t *testing.T) {
 		t.Errorf("--terms decode,prefill-step on one load: exit %d, stderr %q, output:\n%s", code, errs, out)
 	}
 }
+
+// TestSimulateCompareSpeculativeServer: a result of a server that decoded
+// speculatively (vllm bench serve's spec_decode_* keys: 3.20 tokens a
+// step over 3-token drafts) measured another scenario than a simulation
+// that drafts nothing, and the comparison says so, naming the flags that
+// price it; simulated with --spec and the file's own acceptance
+// (--spec-accept-file the same result: positions 0.9, 0.75, 0.55, 1 +
+// their sum = 3.20 tokens a step), the note sets the two yields side by
+// side.
+func TestSimulateCompareSpeculativeServer(t *testing.T) {
+	data, err := os.ReadFile("../../serving/testdata/bench/generated/vllm-detailed.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec := bytes.Replace(data, []byte(`{"date"`), []byte(`{"spec_decode_acceptance_length": 3.2, "spec_decode_num_drafts": 100, "spec_decode_draft_tokens": 300, "spec_decode_accepted_tokens": 220, "spec_decode_per_position_acceptance_rates": [0.9, 0.75, 0.55], "date"`), 1)
+	path := filepath.Join(t.TempDir(), "spec-result.json")
+	if err := os.WriteFile(path, spec, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errs := runCLI(t, "simulate", "--model", "deepseek-v3", "--topo", "h200-nvswitch", "--compare", path)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	if !strings.Contains(out, "the measured server decoded speculatively (3.20 tokens a step, as the file reports) and this simulation drafts nothing: --spec METHOD with --spec-accept-file "+path+" prices it") {
+		t.Errorf("no note of the server's speculative decoding:\n%s", out)
+	}
+	code, out, errs = runCLI(t, "simulate", "--model", "deepseek-v3", "--topo", "h200-nvswitch", "--compare", path, "--spec", "mtp", "--spec-tokens", "3", "--spec-accept-file", path)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	if !strings.Contains(out, "acceptance: the simulation yields 3.20 tokens a step (") || !strings.Contains(out, "the measured server 3.20 (as the file reports") {
+		t.Errorf("no acceptance beside the measured one:\n%s", out)
+	}
+}
