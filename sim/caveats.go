@@ -42,6 +42,13 @@ func (p *Predictor) Caveats(sc Scenario) []string {
 		out = append(out, fmt.Sprintf("%s: its kernel figures were calibrated on %s's kernels (calibrate --trace of its run, or calibrate --backend cpu of the executor's), and this prices %s's with them: read the calibrated families as %s's (fix: calibrate on a trace of %s's run, or --engine %s)", p.topo.Name, ce, name, ce, name, ce))
 	}
 
+	// A topology file that left priced device fields out had them taken
+	// from the GPU catalog (topology.Parse): the step is priced with
+	// figures nobody wrote for this box.
+	if c := p.dev.FromCatalog; c != nil {
+		out = append(out, fmt.Sprintf("%s: device %q does not state %s; taken from the GPU catalog's %s (fix: state them in the topology file, or calibrate)", p.topo.Name, p.dev.Name, strings.Join(c.Fields, ", "), c.GPU))
+	}
+
 	// TestPublicNVFP4Ratio: NVFP4 experts decode 25-45 % slower than INT4
 	// ones on SM120; the priors price the padded FP4 tiles, not the MoE
 	// runner's helper kernels. The gap is that of a kernel with the

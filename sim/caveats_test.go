@@ -1,8 +1,13 @@
 package sim
 
 import (
+	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+
+	"github.com/tpscope/tpscope/internal/topofiletest"
 
 	engprof "github.com/tpscope/tpscope/engine"
 
@@ -229,5 +234,56 @@ func TestCaveatHBMOneRequestNamesTheModelsKernels(t *testing.T) {
 		if !found {
 			t.Errorf("%s under %s: no HBM one-request caveat in %q", c.model, c.engine, pr.Caveats)
 		}
+	}
+}
+
+// TestCaveatDeviceFromCatalog: a topology file that leaves device fields
+// out (the H200 preset as 'topo show -o' writes it, without its
+// efficiencies and its CUDA-graph node gap) is priced with the catalog's
+// h200-sxm figures, the same step as the preset, and the prediction
+// names the fields taken. Before, the left-out fields read as 0: every
+// kernel at the full compute peak, graph nodes free, a shorter step
+// without a word.
+func TestCaveatDeviceFromCatalog(t *testing.T) {
+	const caveat = `does not state launch_graph_us, efficiency; taken from the GPU catalog's h200-sxm`
+	preset := collTopo(t, "h200-nvswitch", 0)
+	b, err := preset.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	full := filepath.Join(t.TempDir(), "h200.json")
+	if err := os.WriteFile(full, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cut := topofiletest.EditDevice(t, full, "cut.json", func(dev map[string]any) {
+		delete(dev, "launch_graph_us")
+		delete(dev, "efficiency")
+	})
+	predict := func(tp *topology.Topology) *Prediction {
+		p, err := New(tp, Options{CUDAGraphs: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		pr, err := p.PredictScenario(Scenario{Arch: mustPreset(t, "kimi-k2.5"), Plan: model.Plan{TP: 8},
+			Workload: model.Workload{Phase: model.Decode, Batch: 1, Context: 4096, KVDtype: model.BF16}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return pr
+	}
+	named := func(pr *Prediction) bool {
+		return slices.ContainsFunc(pr.Caveats, func(c string) bool { return strings.Contains(c, caveat) })
+	}
+	want := predict(preset)
+	if named(want) {
+		t.Errorf("preset: caveat %q where the catalog's figures are the box's own", caveat)
+	}
+	tp, err := topology.Load(cut)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := predict(tp)
+	if got.StepUs != want.StepUs || !named(got) {
+		t.Errorf("file without launch_graph_us and efficiency: step %.1f us (preset %.1f), caveats %q; want the preset's step and %q", got.StepUs, want.StepUs, got.Caveats, caveat)
 	}
 }

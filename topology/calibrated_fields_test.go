@@ -4,23 +4,31 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"reflect"
+	"slices"
 	"strings"
 	"testing"
+
+	"github.com/tpscope/tpscope/internal/topofiletest"
 )
+
+// pricedFieldNames are the device fields a step is priced with whose
+// absence has no meaning of its own (Device's comments: the others, 0,
+// say "as in a graph" or "LaunchGraphUs"), written out here rather than
+// read from pricedFields so that a field dropped from that list fails.
+var pricedFieldNames = []string{"arch", "compute_capability", "sms", "boost_clock_mhz", "sm_clock_mhz", "mem_bytes",
+	"mem_bw_gbps", "mem_efficiency", "l2_bytes", "peak_tflops", "launch_eager_us", "launch_graph_us", "min_kernel_us", "efficiency"}
 
 // TestCalibratedBoxMissingDeviceField: a calibrated topology JSON (a CPU
 // box of 'calibrate --backend cpu' with its fitted collectives, an H100
 // box of 'calibrate --trace' with calibrated_engine, an older one whose
 // sources alone say "calibrated:") that lost a device field a step is
 // priced with is refused in one line naming the file, the device and the
-// field. Decoded, the field had read as 0 without a word: no launch cost,
-// no kernel floor, the full compute and memory peak beside the fitted
-// figures. A box that states no calibration (the preset as 'topo show -o'
-// writes it, edited by hand) is read as its fields say, as before.
+// field, even where the catalog knows the GPU: its calibration was fitted
+// beside the lost value. Decoded, the field had read as 0 without a word:
+// no launch cost, no kernel floor, the full compute and memory peak
+// beside the fitted figures.
 func TestCalibratedBoxMissingDeviceField(t *testing.T) {
-	// The fields a step's price reads from the device whose absence has no
-	// meaning of its own (Device's comments: the others, 0, say "as in a
-	// graph" or "LaunchGraphUs").
 	fields := []string{"arch", "boost_clock_mhz", "mem_efficiency", "l2_bytes", "launch_eager_us", "launch_graph_us", "min_kernel_us", "efficiency"}
 	calibrated := []string{
 		"../cmd/tpscope/testdata/cpu-ranks/cpu-4r.json",
@@ -32,7 +40,7 @@ func TestCalibratedBoxMissingDeviceField(t *testing.T) {
 			t.Fatalf("%s as written: %v", src, err)
 		}
 		for _, f := range fields {
-			path := withoutDeviceField(t, src, f)
+			path := topofiletest.WithoutDeviceField(t, src, f)
 			_, err := Load(path)
 			want := path + `: devices[0] (`
 			if err == nil || !strings.HasPrefix(err.Error(), want) || !strings.Contains(err.Error(), `field "`+f+`" missing`) || strings.Contains(err.Error(), "\n") {
@@ -40,49 +48,158 @@ func TestCalibratedBoxMissingDeviceField(t *testing.T) {
 			}
 		}
 	}
-	// Uncalibrated: the preset box written out, its priced fields cut.
-	b, err := mustPreset(t, "h200-nvswitch").Marshal()
-	if err != nil {
-		t.Fatal(err)
-	}
-	preset := filepath.Join(t.TempDir(), "h200.json")
-	if err := os.WriteFile(preset, b, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	for _, f := range fields {
-		if f == "arch" {
-			continue // a GPU's architecture family: Validate's own check
-		}
-		if _, err := Load(withoutDeviceField(t, preset, f)); err != nil {
-			t.Errorf("uncalibrated box without %s: %v; want it read as written", f, err)
-		}
-	}
 }
 
-// withoutDeviceField writes the topology JSON at src, field f of its first
-// device deleted, to a file of the test's own and returns its path.
-func withoutDeviceField(t *testing.T, src, f string) string {
+// writeBox writes tp as topo show -o does and returns the file's path.
+func writeBox(t *testing.T, tp *Topology, name string) string {
 	t.Helper()
-	data, err := os.ReadFile(src)
+	b, err := tp.Marshal()
 	if err != nil {
 		t.Fatal(err)
 	}
-	var top map[string]any
-	if err := json.Unmarshal(data, &top); err != nil {
-		t.Fatal(err)
-	}
-	dev := top["devices"].([]any)[0].(map[string]any)
-	if _, ok := dev[f]; !ok {
-		t.Fatalf("%s: devices[0] has no %s to delete", src, f)
-	}
-	delete(dev, f)
-	out, err := json.Marshal(top)
-	if err != nil {
-		t.Fatal(err)
-	}
-	path := filepath.Join(t.TempDir(), "without-"+f+".json")
-	if err := os.WriteFile(path, out, 0o644); err != nil {
+	path := filepath.Join(t.TempDir(), name)
+	if err := os.WriteFile(path, b, 0o644); err != nil {
 		t.Fatal(err)
 	}
 	return path
+}
+
+// deviceJSON is a device's fields as its JSON has them.
+func deviceJSON(t *testing.T, d *Device) map[string]any {
+	t.Helper()
+	b, err := json.Marshal(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(b, &m); err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+// TestHandWrittenBoxTakesCatalogFields: a topology file that states no
+// calibration (the preset box as 'topo show -o' writes it, edited by
+// hand) whose device is a catalog GPU ("NVIDIA H200", the catalog's
+// h200-sxm) may leave out any priced field: the catalog entry's value is
+// taken (compared with the entry itself, not with what the file said),
+// its source says so and the device's FromCatalog names the field for
+// the prediction's caveat. Before, a left-out field read as 0 without a
+// word (no launch cost, no floor, the full peak). A field that defaults
+// to a left-out one (the per-kind floors and ramps to min_kernel_us) is
+// taken with it where the file leaves it out too; a stated one is kept.
+func TestHandWrittenBoxTakesCatalogFields(t *testing.T) {
+	preset := writeBox(t, mustPreset(t, "h200-nvswitch"), "h200.json")
+	g, err := LookupGPU("h200-sxm")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cat := deviceJSON(t, &g.Device)
+	check := func(t *testing.T, path string, took []string) *Device {
+		t.Helper()
+		tp, err := Load(path)
+		if err != nil {
+			t.Fatalf("without %v: %v", took, err)
+		}
+		d := &tp.Devices[0]
+		if d.FromCatalog == nil || d.FromCatalog.GPU != "h200-sxm" || !slices.Equal(d.FromCatalog.Fields, took) {
+			t.Errorf("without %v: from_catalog %+v, want h200-sxm %v", took, d.FromCatalog, took)
+		}
+		got := deviceJSON(t, d)
+		for _, f := range took {
+			if f == efficiencyDefault {
+				continue
+			}
+			if !reflect.DeepEqual(got[f], cat[f]) {
+				t.Errorf("without %s: %v, want the catalog's %v", f, got[f], cat[f])
+			}
+			if !strings.HasPrefix(d.Sources[f], "GPU catalog h200-sxm (not in the file)") {
+				t.Errorf("without %s: source %q, want the catalog's cited", f, d.Sources[f])
+			}
+		}
+		return d
+	}
+	for _, f := range pricedFieldNames {
+		if f == "compute_capability" {
+			continue // the check that the entry is this GPU: TestHandWrittenBoxMissingDeviceField
+		}
+		t.Run(f, func(t *testing.T) {
+			check(t, topofiletest.WithoutDeviceField(t, preset, f), []string{f})
+		})
+	}
+	t.Run("floors", func(t *testing.T) {
+		path := topofiletest.EditDevice(t, preset, "floors.json", func(dev map[string]any) {
+			delete(dev, "min_kernel_us")
+			delete(dev, "ramp_us")
+		})
+		d := check(t, path, []string{"min_kernel_us", "ramp_us"})
+		// The stated per-kind floors are the file's, not the catalog's.
+		if !reflect.DeepEqual(deviceJSON(t, d)["min_kernel_us_by_kind"], cat["min_kernel_us_by_kind"]) {
+			t.Errorf("stated min_kernel_us_by_kind changed: %v", d.MinKernelUsByKind)
+		}
+	})
+	t.Run("efficiency.default", func(t *testing.T) {
+		path := topofiletest.EditDevice(t, preset, "eff.json", func(dev map[string]any) {
+			eff := dev["efficiency"].(map[string]any)
+			delete(eff, "default")
+			eff["gemm"] = 0.6
+		})
+		d := check(t, path, []string{efficiencyDefault})
+		if d.Efficiency["default"] != g.Device.Efficiency["default"] || d.Efficiency["gemm"] != 0.6 {
+			t.Errorf("efficiency %v: want the catalog's default %v and the file's gemm 0.6", d.Efficiency, g.Device.Efficiency["default"])
+		}
+	})
+	// The box written out again states the fields and still says where
+	// they came from.
+	tp, err := Load(topofiletest.WithoutDeviceField(t, preset, "launch_eager_us"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := Load(writeBox(t, tp, "again.json"))
+	if err != nil || again.Devices[0].FromCatalog == nil || !slices.Equal(again.Devices[0].FromCatalog.Fields, []string{"launch_eager_us"}) {
+		t.Errorf("written out and read again: %v, from_catalog %+v", err, again.Devices[0].FromCatalog)
+	}
+}
+
+// TestHandWrittenBoxMissingDeviceField: a hand-written file whose device
+// the catalog does not know ("Acme X1"), or whose compute capability is
+// not the catalog entry's it names, must state every priced field: one
+// left out is refused in one line naming the file, the device, the field
+// and what is wanted, before any work. The complete file loads.
+func TestHandWrittenBoxMissingDeviceField(t *testing.T) {
+	tp := mustPreset(t, "h200-nvswitch")
+	tp.Devices[0].Name = "Acme X1"
+	for i := range tp.GPUs {
+		tp.GPUs[i].Device = "Acme X1"
+	}
+	acme := writeBox(t, tp, "acme.json")
+	if _, err := Load(acme); err != nil {
+		t.Fatalf("complete file: %v", err)
+	}
+	for _, f := range pricedFieldNames {
+		path := topofiletest.WithoutDeviceField(t, acme, f)
+		_, err := Load(path)
+		want := path + `: devices[0] ("Acme X1"): field "` + f + `" missing: want `
+		if err == nil || !strings.HasPrefix(err.Error(), want) || f != "compute_capability" && !strings.Contains(err.Error(), "no GPU of the catalog") || strings.Contains(err.Error(), "\n") {
+			t.Errorf("without %s: error %v; want one line starting %q", f, err, want)
+		}
+	}
+	eff := topofiletest.EditDevice(t, acme, "eff.json", func(dev map[string]any) { delete(dev["efficiency"].(map[string]any), "default") })
+	if _, err := Load(eff); err == nil || !strings.Contains(err.Error(), `field "efficiency.default" missing`) {
+		t.Errorf("efficiency without default: %v", err)
+	}
+	h200 := writeBox(t, mustPreset(t, "h200-nvswitch"), "h200.json")
+	cc := topofiletest.EditDevice(t, h200, "cc.json", func(dev map[string]any) {
+		dev["compute_capability"] = "8.0"
+		delete(dev, "l2_bytes")
+	})
+	if _, err := Load(cc); err == nil || !strings.Contains(err.Error(), `field "l2_bytes" missing`) || !strings.Contains(err.Error(), `compute_capability "8.0" is not that of the catalog's h200-sxm`) {
+		t.Errorf("H200 named, compute capability 8.0, l2_bytes left out: %v", err)
+	}
+	// No catalog entry stands in for the compute capability: it is the
+	// check that the entry is this GPU.
+	noCC := topofiletest.WithoutDeviceField(t, h200, "compute_capability")
+	if _, err := Load(noCC); err == nil || !strings.HasPrefix(err.Error(), noCC+`: devices[0] ("NVIDIA H200"): field "compute_capability" missing: want MAJOR.MINOR`) {
+		t.Errorf("H200 without compute_capability: %v", err)
+	}
 }

@@ -214,6 +214,11 @@ func parseCatalog(data []byte) (*catalog, error) {
 		if a == nil {
 			return nil, fmt.Errorf("gpus[%d] %s: unknown arch_key %q", i, g.Key, g.ArchKey)
 		}
+		if g.Device.FromCatalog != nil {
+			// Device.Validate looks from_catalog's entry up in the catalog
+			// being built.
+			return nil, fmt.Errorf("gpus[%d] %s: device.from_catalog: a catalog entry states its own figures", i, g.Key)
+		}
 		d, err := completeDevice(g.Device, a, c.kinds)
 		if err != nil {
 			return nil, fmt.Errorf("gpu %s: %w", g.Key, err)
@@ -327,6 +332,11 @@ func cloneDevice(d Device) Device {
 	d.RampUs = maps.Clone(d.RampUs)
 	d.Efficiency = maps.Clone(d.Efficiency)
 	d.Sources = maps.Clone(d.Sources)
+	if d.FromCatalog != nil {
+		c := *d.FromCatalog
+		c.Fields = slices.Clone(c.Fields)
+		d.FromCatalog = &c
+	}
 	return d
 }
 

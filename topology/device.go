@@ -109,6 +109,11 @@ type Device struct {
 	// kernels, so a prediction for one says so.
 	CalibratedEngine string `json:"calibrated_engine,omitempty"`
 
+	// FromCatalog names the fields the topology file left out that were
+	// taken from the GPU catalog's entry for this device (Parse), so a
+	// prediction can say which of its figures nobody wrote for this box.
+	FromCatalog *CatalogFill `json:"from_catalog,omitempty"`
+
 	// Sources says where the numbers come from, keyed by JSON field name
 	// ("sms", "mem_bw_gbps", "peak_tflops.fp8", ...). Values cite
 	// hardware.md or a datasheet, or start with "assumption:".
@@ -282,6 +287,16 @@ func (d *Device) Validate() error {
 	for _, k := range slices.Sorted(maps.Keys(d.Efficiency)) {
 		if v := d.Efficiency[k]; !(v > 0 && v <= 1) {
 			return fmt.Errorf("%s: efficiency.%s must be in (0,1], got %v", where, k, v)
+		}
+	}
+	if c := d.FromCatalog; c != nil {
+		if g, err := LookupGPU(c.GPU); err != nil || g.Key != c.GPU || len(c.Fields) == 0 {
+			return fmt.Errorf("%s: from_catalog: gpu %q with fields %v: want a catalog key and the fields taken from it", where, c.GPU, c.Fields)
+		}
+		for _, f := range c.Fields {
+			if !catalogFillable(f) {
+				return fmt.Errorf("%s: from_catalog.fields: %q is no device field the catalog stands in for", where, f)
+			}
 		}
 	}
 	return nil

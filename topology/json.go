@@ -30,7 +30,7 @@ func Parse(data []byte, name string) (*Topology, error) {
 	if err := calibrationKeys(data); err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
-	if err := calibratedDeviceKeys(data, &t); err != nil {
+	if err := deviceKeys(data, &t); err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
 	if err := t.Validate(); err != nil {
@@ -64,47 +64,6 @@ func calibrationKeys(data []byte) error {
 		for _, f := range calibrationFields {
 			if _, ok := c[f]; !ok {
 				return fmt.Errorf(`calibration.collectives[%d]: field %q missing: want each of %s (calibrate writes them, 0 included)`, k, f, strings.Join(calibrationFields, ", "))
-			}
-		}
-	}
-	return nil
-}
-
-// pricedDeviceFields are the device fields a step is priced with whose
-// absence reads as a number: decoded into Go values a missing
-// mem_efficiency or efficiency is 0 and sim streams and computes at the
-// full peak, a missing launch_eager_us, launch_graph_us or min_kernel_us
-// prices launches and kernel floors at nothing, a missing boost_clock_mhz
-// takes the peaks as quoted at the sustained clock and a missing l2_bytes
-// caches nothing. Every file tpscope writes states them (a catalog device
-// has each, 'calibrate' keeps or fits each, the CPU box states its own).
-// The device's other fields say what their absence means (0: "as in a
-// graph", LaunchGraphUs, the catalog's floors) and files written before
-// they existed omit them.
-var pricedDeviceFields = []string{"arch", "compute_capability", "sms", "sm_clock_mhz", "boost_clock_mhz", "mem_bytes",
-	"mem_bw_gbps", "mem_efficiency", "l2_bytes", "peak_tflops", "launch_eager_us", "launch_graph_us", "min_kernel_us", "efficiency"}
-
-// calibratedDeviceKeys refuses a topology that states calibrated facts
-// (StatesCalibration) whose device lost one of pricedDeviceFields: the
-// calibration was fitted beside that field's value, and the step would
-// be priced with its fit and a 0 in the field's place, without a word (a
-// calibrated H100 box without its launch costs, floors and efficiencies
-// priced a tiny-mla-moe TP-8 step at 66 us for its 315). A topology that
-// states no calibration (a hand-written box) is taken as its fields say.
-func calibratedDeviceKeys(data []byte, t *Topology) error {
-	if !t.StatesCalibration() {
-		return nil
-	}
-	var top struct {
-		Devices []map[string]json.RawMessage `json:"devices"`
-	}
-	if json.Unmarshal(data, &top) != nil {
-		return nil // the typed decode has said what is wrong
-	}
-	for i, d := range top.Devices {
-		for _, f := range pricedDeviceFields {
-			if _, ok := d[f]; !ok {
-				return fmt.Errorf("devices[%d] (%q): field %q missing: a calibrated box states every figure a step is priced with, and a missing one would read as 0, a figure nothing measured (calibrate writes each; 'tpscope topo show PRESET -o FILE' shows them)", i, t.Devices[i].Name, f)
 			}
 		}
 	}

@@ -317,7 +317,7 @@ func TestValidationErrors(t *testing.T) {
 		// kernels, the priors): absent or misspelt, the box had been
 		// priced as some family's anyway.
 		{"no compute capability", func(m map[string]any) { delete(m["devices"].([]any)[0].(map[string]any), "compute_capability") },
-			[]string{`compute_capability "": want MAJOR.MINOR`}},
+			[]string{`field "compute_capability" missing: want MAJOR.MINOR`}},
 		// Hops through host memory are priced at these; without them
 		// they had been free (41.0 -> 16.6 ms on the seed box at NCCL's
 		// default P2P level).
