@@ -203,3 +203,32 @@ func TestHandWrittenBoxMissingDeviceField(t *testing.T) {
 		t.Errorf("H200 without compute_capability: %v", err)
 	}
 }
+
+// TestDeviceExplicitZero: a 0 that is no figure is refused naming the
+// field (sim had read mem_efficiency 0 as the full bandwidth and
+// boost_clock_mhz 0 as peaks quoted at the sustained clock); a 0 that
+// means something is taken as written (l2_bytes: unknown, as discovery
+// writes it; a launch cost: free, a what-if).
+func TestDeviceExplicitZero(t *testing.T) {
+	h200 := writeBox(t, mustPreset(t, "h200-nvswitch"), "h200.json")
+	for _, c := range []struct {
+		field string
+		set   func(dev map[string]any)
+		want  string
+	}{
+		{"mem_efficiency", func(dev map[string]any) { dev["mem_efficiency"] = 0 }, "mem_efficiency must be in (0,1], got 0"},
+		{"boost_clock_mhz", func(dev map[string]any) { dev["boost_clock_mhz"] = 0 }, "boost_clock_mhz must be > 0, got 0"},
+		{"efficiency.gemm", func(dev map[string]any) { dev["efficiency"].(map[string]any)["gemm"] = 0 }, "efficiency.gemm must be in (0,1], got 0"},
+		{"l2_bytes", func(dev map[string]any) { dev["l2_bytes"] = 0 }, ""},
+		{"launch_eager_us", func(dev map[string]any) { dev["launch_eager_us"] = 0 }, ""},
+	} {
+		path := topofiletest.EditDevice(t, h200, c.field+".json", c.set)
+		_, err := Load(path)
+		switch {
+		case c.want == "" && err != nil:
+			t.Errorf("%s 0: %v; want it taken as written", c.field, err)
+		case c.want != "" && (err == nil || !strings.HasPrefix(err.Error(), path+": ") || !strings.Contains(err.Error(), c.want)):
+			t.Errorf("%s 0: %v; want %q", c.field, err, c.want)
+		}
+	}
+}

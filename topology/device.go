@@ -228,6 +228,9 @@ func (d *Device) Validate() error {
 		v     float64
 	}{
 		{"sms", float64(d.SMs)},
+		// The clock the peaks are quoted at: 0 would scale them by
+		// nothing and take them as quoted at the sustained clock.
+		{"boost_clock_mhz", d.BoostClockMHz},
 		{"sm_clock_mhz", d.SMClockMHz},
 		{"mem_bytes", float64(d.MemBytes)},
 		{"mem_bw_gbps", d.MemBWGBps},
@@ -244,7 +247,6 @@ func (d *Device) Validate() error {
 		field string
 		v     float64
 	}{
-		{"boost_clock_mhz", d.BoostClockMHz},
 		{"l2_bytes", float64(d.L2Bytes)},
 		{"launch_eager_us", d.LaunchEagerUs},
 		{"launch_graph_us", d.LaunchGraphUs},
@@ -258,8 +260,10 @@ func (d *Device) Validate() error {
 			return fmt.Errorf("%s: %s must be >= 0, got %v", where, p.field, p.v)
 		}
 	}
-	if !(d.MemEfficiency >= 0 && d.MemEfficiency <= 1) {
-		return fmt.Errorf("%s: mem_efficiency must be in [0,1], got %v", where, d.MemEfficiency)
+	// A streaming kernel achieving none of the bandwidth is no figure
+	// (sim read 0 as 1, the full bandwidth).
+	if !(d.MemEfficiency > 0 && d.MemEfficiency <= 1) {
+		return fmt.Errorf("%s: mem_efficiency must be in (0,1], got %v", where, d.MemEfficiency)
 	}
 	if len(d.PeakTFLOPS) == 0 {
 		return fmt.Errorf("%s: peak_tflops is empty (want at least one of fp4, fp8, bf16, fp16, fp32)", where)
@@ -323,8 +327,8 @@ var gpuUnitRanges = []struct {
 }
 
 // checkUnits refuses a GPU field whose value is that of another unit
-// (gpuUnitRanges); 0 in an optional field (boost_clock_mhz, l2_bytes)
-// stays "not stated".
+// (gpuUnitRanges); 0 in l2_bytes stays "unknown" (what topo discover
+// writes for a GPU outside the catalog; Validate refuses the others' 0).
 func (d *Device) checkUnits(where string) error {
 	if d.Arch == ArchCPU {
 		return nil
