@@ -487,6 +487,7 @@ func ApplyCompute(t *topology.Topology, fits []FamilyFit, dev DeviceFit, provena
 			if v > 0 {
 				*dst = round4(v)
 				d.Sources[field] = "calibrated: " + provenance
+				d.Restate(field)
 			}
 		}
 		set("launch_eager_us", dev.LaunchEagerUs, &d.LaunchEagerUs)

@@ -2,8 +2,13 @@ package calibrate
 
 import (
 	"math"
+	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+
+	"github.com/tpscope/tpscope/internal/topofiletest"
 
 	"github.com/tpscope/tpscope/model"
 	"github.com/tpscope/tpscope/sim"
@@ -263,5 +268,40 @@ func TestFitComputeOneSize(t *testing.T) {
 	f = fits[0]
 	if f.OneSize || !f.MemoryDetermined || math.Abs(f.MemEfficiencyFrac/0.64-1) > 1e-3 {
 		t.Errorf("spread: one-size %v, memory efficiency %.4f (determined %v), want 0.80 / 1.25 = 0.64 fitted", f.OneSize, f.MemEfficiencyFrac, f.MemoryDetermined)
+	}
+}
+
+// TestApplyComputeRestatesCatalogFields: a hand-written box that took
+// launch_eager_us and min_kernel_us from the GPU catalog (topology.Parse)
+// and is then calibrated with a fitted launch cost states that cost as
+// its own: from_catalog keeps min_kernel_us alone, so the prediction no
+// longer calls the fitted launch cost the catalog's.
+func TestApplyComputeRestatesCatalogFields(t *testing.T) {
+	preset, err := topology.Preset("h200-nvswitch")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := preset.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	full := filepath.Join(t.TempDir(), "h200.json")
+	if err := os.WriteFile(full, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	topo, err := topology.Load(topofiletest.EditDevice(t, full, "cut.json", func(dev map[string]any) {
+		delete(dev, "launch_eager_us")
+		delete(dev, "min_kernel_us")
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cal, err := ApplyCompute(topo, nil, DeviceFit{LaunchEagerUs: 4.5}, "trace x.json", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := cal.Devices[0]
+	if d.LaunchEagerUs != 4.5 || d.FromCatalog == nil || !slices.Equal(d.FromCatalog.Fields, []string{"min_kernel_us"}) {
+		t.Errorf("launch_eager_us %v, from_catalog %+v: want the fitted 4.5 and min_kernel_us alone from the catalog", d.LaunchEagerUs, d.FromCatalog)
 	}
 }

@@ -256,3 +256,19 @@ func CatalogGPUOf(name string) (GPUSpec, bool) {
 	g, err := LookupGPU(name)
 	return g, err == nil
 }
+
+// Restate drops field from FromCatalog: the device now states a figure of
+// its own for it (calibrate fitted it), which the prediction must not
+// call the catalog's.
+func (d *Device) Restate(field string) {
+	c := d.FromCatalog
+	if c == nil || !slices.Contains(c.Fields, field) {
+		return
+	}
+	fields := slices.DeleteFunc(slices.Clone(c.Fields), func(f string) bool { return f == field })
+	if len(fields) == 0 {
+		d.FromCatalog = nil
+		return
+	}
+	d.FromCatalog = &CatalogFill{GPU: c.GPU, Fields: fields}
+}
