@@ -232,3 +232,25 @@ func TestDeviceExplicitZero(t *testing.T) {
 		}
 	}
 }
+
+// TestDeviceArchContradictsCC: a device whose arch names another family
+// than its compute capability's is refused naming both: sim takes the
+// NCCL limits from the arch and the kernels from the compute capability,
+// so the box would be priced as two GPUs at once. The family that
+// matches is taken as written.
+func TestDeviceArchContradictsCC(t *testing.T) {
+	h200 := writeBox(t, mustPreset(t, "h200-nvswitch"), "h200.json")
+	for _, c := range []struct{ arch, want string }{
+		{"blackwell", `arch "blackwell" contradicts compute_capability 9.0, a hopper GPU: want arch "hopper"`},
+		{"hopper", ""},
+	} {
+		path := topofiletest.EditDevice(t, h200, c.arch+".json", func(dev map[string]any) { dev["arch"] = c.arch })
+		_, err := Load(path)
+		switch {
+		case c.want == "" && err != nil:
+			t.Errorf("arch %s: %v; want it accepted", c.arch, err)
+		case c.want != "" && (err == nil || !strings.HasPrefix(err.Error(), path+": ") || !strings.Contains(err.Error(), c.want)):
+			t.Errorf("arch %s: %v; want %q", c.arch, err, c.want)
+		}
+	}
+}

@@ -43,6 +43,14 @@ func (t *Topology) validate() error {
 		if err := d.Validate(); err != nil {
 			return fmt.Errorf("devices[%d]: %w", i, err)
 		}
+		// The compute capability names the family; an arch that says
+		// another would price the collectives with that family's NCCL
+		// limits and the kernels with this one's. (Here, not in
+		// Device.Validate, which the catalog's own entries pass through
+		// while the catalog is built.)
+		if a, ok := ArchForCC(d.ComputeCapability); ok && d.Arch != ArchCPU && d.Arch != "" && d.Arch != a.Family {
+			return fmt.Errorf("devices[%d]: device %q: arch %q contradicts compute_capability %s, a %s GPU: want arch %q", i, d.Name, d.Arch, d.ComputeCapability, a.Family, a.Family)
+		}
 		if devs[d.Name] {
 			return fmt.Errorf("devices[%d]: duplicate device name %q", i, d.Name)
 		}
