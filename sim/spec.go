@@ -584,15 +584,7 @@ func checkPagedTree(sc Scenario, p *engprof.Profile, f engprof.SpecMethodFacts, 
 // SpecEngineFlag is how the scenario's engine turns its speculative method
 // on ("" without speculation, or when the engine has none).
 func (sc Scenario) SpecEngineFlag() string {
-	m := sc.Build.Spec.MethodFor(sc.Workload)
-	if m == "" {
-		return ""
-	}
-	p, err := engprof.Lookup(sc.Options.Engine)
-	if err != nil {
-		return ""
-	}
-	f, ok := p.SpecMethod(string(m))
+	_, f, ok := specFactsOf(sc)
 	if !ok {
 		return ""
 	}
@@ -603,11 +595,51 @@ func (sc Scenario) SpecEngineFlag() string {
 	flag := f.FlagFor(sc.Workload.SpecTokens, sc.Build.Spec.DraftSteps(sc.Workload), sc.Build.Spec.TopK, d)
 	// An engine that limits its running requests under speculation
 	// (SGLang: 48, shared by the DP ranks) runs the step's batch only
-	// with the limit lifted to the engine's whole batch.
-	if n := sc.Workload.Batch * sc.Plan.Normalized().DP; f.MaxRunning > 0 && n > f.MaxRunning {
+	// with the limit lifted (specRequestPool).
+	if n := specRequestPool(sc); n > f.MaxRunning {
 		flag += " " + strings.ReplaceAll(f.MaxRunningFlag, "{n}", strconv.Itoa(n))
 	}
 	return flag
+}
+
+// specRequestPool is the running-request limit over the whole engine
+// (SGLang's max_running_requests, the size of its request pool) that
+// serves sc's step where the engine sets its own limit for the
+// speculative method (SGLang: 48): that limit where each scheduler's
+// share of it holds the step's sequences per DP group, else lifted to the
+// least that does (under DP attention each rank's scheduler runs
+// max_running_requests // dp_size, scheduler.dp_divides_running, so
+// ceil(Batch / DP) x DP; --batch counts every DP group's sequences); 0
+// where the engine sets none.
+func specRequestPool(sc Scenario) int {
+	p, f, ok := specFactsOf(sc)
+	if !ok || f.MaxRunning <= 0 {
+		return 0
+	}
+	ranks := 1
+	if dp := sc.Plan.Normalized().DP; p.Scheduler.DPDividesRunning && dp > 1 {
+		ranks = dp
+	}
+	seqs := (sc.Workload.Batch + sc.Plan.Normalized().DP - 1) / sc.Plan.Normalized().DP
+	if seqs <= f.MaxRunning/ranks {
+		return f.MaxRunning
+	}
+	return seqs * ranks
+}
+
+// specFactsOf are sc's engine and the facts of its speculative method
+// there; false without speculation or where the engine has none of it.
+func specFactsOf(sc Scenario) (*engprof.Profile, engprof.SpecMethodFacts, bool) {
+	m := sc.Build.Spec.MethodFor(sc.Workload)
+	if m == "" {
+		return nil, engprof.SpecMethodFacts{}, false
+	}
+	p, err := engprof.Lookup(sc.Options.Engine)
+	if err != nil {
+		return nil, engprof.SpecMethodFacts{}, false
+	}
+	f, ok := p.SpecMethod(string(m))
+	return p, f, ok
 }
 
 // specDrafterHF maps built-in drafters to the checkpoints engines load.

@@ -360,10 +360,13 @@ func TestSpecCaptureTRTLLM(t *testing.T) {
 }
 
 // TestSpecEngineFlagLiftsSGLangLimit: SGLang runs at most 48 requests
-// under speculation (shared by its DP ranks), so the engine flag of a
-// step of more carries --max-running-requests with the engine's whole
-// batch: DeepSeek-V3 MTP 2 at 64 requests adds 64, at 8 nothing, and
-// DP 4 of 16 requests each (64 in the engine) adds 64; vLLM has no such
+// under speculation, each DP rank's scheduler 48 // dp of them, so the
+// engine flag of a step whose DP group holds more carries
+// --max-running-requests with the least limit whose share holds it
+// (--batch counts every group's sequences): DeepSeek-V3 MTP 2 at 64
+// requests adds 64, at 8 nothing; DP 4 of 16 requests (4 a group, of 12)
+// adds nothing, of 48 (12 a group) nothing, of 49 (13 in the fullest
+// group) 13 x 4 = 52; DP 8 of 49 (7 a group, of 6) 56; vLLM has no such
 // limit.
 func TestSpecEngineFlagLiftsSGLangLimit(t *testing.T) {
 	for _, c := range []struct {
@@ -374,8 +377,10 @@ func TestSpecEngineFlagLiftsSGLangLimit(t *testing.T) {
 	}{
 		{"sglang", 8, 1, 64, "--max-running-requests 64", ""},
 		{"sglang", 8, 1, 8, "", "--max-running-requests"},
-		{"sglang", 2, 4, 16, "--max-running-requests 64", ""},
-		{"sglang", 2, 4, 12, "", "--max-running-requests"},
+		{"sglang", 2, 4, 16, "", "--max-running-requests"},
+		{"sglang", 2, 4, 48, "", "--max-running-requests"},
+		{"sglang", 2, 4, 49, "--max-running-requests 52", ""},
+		{"sglang", 1, 8, 49, "--max-running-requests 56", ""},
 		{"vllm", 8, 1, 64, "", "max-running"},
 	} {
 		ref, err := engprof.ParseRef(c.engine)
