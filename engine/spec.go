@@ -19,7 +19,14 @@ type SpecFacts struct {
 	// decode list (cuda_graphs) holds, in tokens.
 	CaptureBatches []int       `yaml:"capture_batches"`
 	CaptureRanges  []SizeRange `yaml:"capture_ranges"`
-	CaptureCite    []string    `yaml:"capture_cite"`
+	// CapturePool: the capture list stops at the engine's request pool,
+	// with the pool's own size added where the list runs past it
+	// (SGLang's get_batch_sizes_to_capture keeps the batches <=
+	// req_to_token_pool.size, whose size is max_running_requests: 48
+	// under speculation unless given). The verify pass and the draft
+	// passes capture the same batches.
+	CapturePool bool     `yaml:"capture_pool"`
+	CaptureCite []string `yaml:"capture_cite"`
 
 	batches []int // computed once by validate
 }
@@ -98,21 +105,46 @@ func (p *Profile) SpecMethodNames() []string {
 	return n
 }
 
-// SpecCaptureSizes are the verify pass's capture sizes in tokens for k
-// draft tokens per sequence on a GPU of memBytes in an engine of tpSize
-// GPUs: the spec capture list's batches up to GraphMaxBS (SGLang keeps
-// the sequences <= cuda_graph_max_bs of its speculative list too), each
-// x (1 + k), when the profile has one; else nil (the decode list holds).
-func (p *Profile) SpecCaptureSizes(k int, memBytes int64, tpSize int) []int {
-	if len(p.Speculative.batches) == 0 || k <= 0 {
+// SpecCaptureBatches are the batches in sequences the engine captures
+// with speculation on, on a GPU of memBytes in an engine of tpSize GPUs
+// whose request pool holds pool requests (SGLang's max_running_requests;
+// 0: unknown, no limit): the spec capture list's batches up to
+// GraphMaxBS (SGLang keeps the sequences <= cuda_graph_max_bs of its
+// speculative list too) and, under CapturePool, up to the pool, the
+// pool's size added where the list ran past it. Nil when the profile has
+// no spec capture list (the decode list holds).
+func (p *Profile) SpecCaptureBatches(memBytes int64, tpSize, pool int) []int {
+	s := &p.Speculative
+	if len(s.batches) == 0 {
 		return nil
 	}
 	maxBS := p.GraphMaxBS(memBytes, tpSize)
-	var out []int
-	for _, b := range p.Speculative.batches {
-		if b <= maxBS {
-			out = append(out, b*(1+k))
-		}
+	n, _ := slices.BinarySearch(s.batches, maxBS+1)
+	out := s.batches[:n:n]
+	if !s.CapturePool || pool <= 0 || n == 0 || out[n-1] <= pool {
+		return out
+	}
+	// cuda_graph_bs runs past the pool: the pool's size is captured, no
+	// batch above it.
+	m, found := slices.BinarySearch(out, pool)
+	if found {
+		return out[: m+1 : m+1]
+	}
+	return append(slices.Clone(out[:m]), pool)
+}
+
+// SpecCaptureSizes are the verify pass's capture sizes in tokens for k
+// draft tokens per sequence: SpecCaptureBatches, each x (1 + k) (SGLang's
+// target-verify graphs run num_draft_tokens a sequence); nil without k or
+// without a spec capture list.
+func (p *Profile) SpecCaptureSizes(k int, memBytes int64, tpSize, pool int) []int {
+	b := p.SpecCaptureBatches(memBytes, tpSize, pool)
+	if len(b) == 0 || k <= 0 {
+		return nil
+	}
+	out := make([]int, len(b))
+	for i, n := range b {
+		out[i] = n * (1 + k)
 	}
 	return out
 }
@@ -154,6 +186,9 @@ func (p *Profile) validateSpec(bad func(field, format string, a ...any) error, c
 		if r.From < 1 || r.Step < 1 || r.To < r.From || r.To > maxCaptureSize {
 			return bad(fmt.Sprintf("speculative.capture_ranges[%d]", i), "from %d to %d step %d: want 1 <= from <= to <= %d, step >= 1", r.From, r.To, r.Step, maxCaptureSize)
 		}
+	}
+	if s.CapturePool && len(g.Sizes)+len(g.Ranges) == 0 {
+		return bad("speculative.capture_pool", "true without capture_batches or capture_ranges: want the spec capture list it stops")
 	}
 	if s.batches = g.CaptureSizes(); len(s.batches) > 0 {
 		if err := cite("speculative.capture", s.CaptureCite); err != nil {

@@ -4,6 +4,7 @@ import (
 	"slices"
 	"testing"
 
+	engprof "github.com/tpscope/tpscope/engine"
 	"github.com/tpscope/tpscope/internal/testfix"
 	"github.com/tpscope/tpscope/model"
 	"github.com/tpscope/tpscope/sim"
@@ -80,5 +81,48 @@ func TestVLLMCaptureFollowsMaxNumSeqs(t *testing.T) {
 	}
 	if got := sp.coster.CaptureSizes(); !slices.Equal(got, want) {
 		t.Errorf("MTP 2, --max-num-seqs 32: capture sizes %v, want %v", got, want)
+	}
+}
+
+// TestSGLangSpecCaptureFollowsRequestPool: under speculation SGLang
+// captures its verify graphs for the batches of its speculative list up
+// to its request pool, max_running_requests (48 unless given, the whole
+// engine's, whole on every DP rank), the pool's size added where the list
+// ran past it (cuda_graph_runner.py get_batch_sizes_to_capture), x (1 +
+// K) tokens: the serving run replays the sizes a step is priced with. On
+// an H200 at TP 8, MTP 1: the defaults capture 1..8, 10..32 step 2, 40,
+// 44, 48 sequences (not the list to 512); --max-num-seqs 100 adds
+// 52..64 step 4, 72..96 step 8 and 100; DP 8 (each rank's scheduler
+// running 48 / 8 = 6) still captures to 48.
+func TestSGLangSpecCaptureFollowsRequestPool(t *testing.T) {
+	ref, err := engprof.ParseRef("sglang@0.5")
+	if err != nil {
+		t.Fatal(err)
+	}
+	first48 := []int{1, 2, 3, 4, 5, 6, 7, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30, 32, 40, 44, 48}
+	tokens := func(seqs []int) []int {
+		out := make([]int, len(seqs))
+		for i, s := range seqs {
+			out[i] = 2 * s
+		}
+		return out
+	}
+	for _, c := range []struct {
+		name    string
+		tp, dp  int
+		maxSeqs int
+		want    []int
+	}{
+		{"defaults", 8, 1, 0, first48},
+		{"--max-num-seqs 100", 8, 1, 100, append(slices.Clone(first48), 52, 56, 60, 64, 72, 80, 88, 96, 100)},
+		{"DP 8", 1, 8, 0, first48},
+	} {
+		sc := sim.Scenario{Arch: mustPreset(t, "deepseek-v3"), Plan: model.Plan{TP: c.tp, DP: c.dp, EP: c.dp > 1}, Topo: mustBox(t, "h200-nvswitch"),
+			Workload: model.Workload{KVDtype: model.FP8, SpecTokens: 1}, Options: sim.Options{CUDAGraphs: true, Engine: ref},
+			Build: model.BuildOptions{Spec: model.Spec{Method: model.SpecMTP}}}
+		s := mustNew(t, Deployment{Scenario: sc, Engine: EngineOptions{MaxNumSeqs: c.maxSeqs}})
+		if got, want := s.coster.CaptureSizes(), tokens(c.want); !slices.Equal(got, want) {
+			t.Errorf("%s: capture sizes %v, want %v", c.name, got, want)
+		}
 	}
 }

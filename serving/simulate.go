@@ -110,8 +110,10 @@ func New(d Deployment) (*Simulator, error) {
 	}
 	// The engine sizes its CUDA-graph capture by its scheduler's limits
 	// (vLLM: up to min(max_num_seqs x (1 + k) x 2, 512,
-	// max_num_batched_tokens)), a scheduler's own.
-	c.LimitCapture(s.engine.MaxNumSeqs, s.engine.MaxNumBatchedTokens)
+	// max_num_batched_tokens)), a scheduler's own, and by its request
+	// pool, the running limit over every DP rank (SGLang under
+	// speculation: its list up to max_running_requests).
+	c.LimitCapture(s.engine.MaxNumSeqs, s.engine.MaxNumBatchedTokens, s.RequestPool())
 	return s, nil
 }
 
@@ -154,6 +156,17 @@ func (s *Simulator) deploymentDefaults(d Deployment, prof *engprof.Profile) {
 		s.seqsOfDP = s.engine.MaxNumSeqs
 		s.engine.MaxNumSeqs = max(1, s.engine.MaxNumSeqs/s.dp)
 	}
+}
+
+// RequestPool is the engine's limit on running requests over every DP
+// rank (SGLang's max_running_requests, its request pool): the limit each
+// scheduler runs a share of where the engine divides it among its DP
+// ranks, else a scheduler's own.
+func (s *Simulator) RequestPool() int {
+	if s.seqsOfDP > 0 {
+		return s.seqsOfDP
+	}
+	return s.engine.MaxNumSeqs
 }
 
 // Engine returns the scheduler settings with the engine's defaults filled.

@@ -610,8 +610,14 @@ func (p *Predictor) EngineSummary(sc Scenario, built model.BuildOptions) string 
 		// engine size's (SGLang's cuda_graph_max_bs): a larger decode
 		// batch runs eagerly.
 		world := sc.Plan.World()
-		parts = append(parts, fmt.Sprintf("decode graphs to batch %d (cuda_graph_max_bs for %d MiB at tp_size %d; larger batches eager)",
-			k.prof.GraphMaxBS(p.dev.MemBytes, world), p.dev.MemBytes/engprof.MiB, world))
+		maxBS := k.prof.GraphMaxBS(p.dev.MemBytes, world)
+		tier := fmt.Sprintf("cuda_graph_max_bs %d for %d MiB at tp_size %d", maxBS, p.dev.MemBytes/engprof.MiB, world)
+		if g := p.specGraphsWords(sc, k.prof.Name(), maxBS, tier); g != "" {
+			parts = append(parts, g)
+		} else {
+			parts = append(parts, fmt.Sprintf("decode graphs to batch %d (cuda_graph_max_bs for %d MiB at tp_size %d; larger batches eager)",
+				maxBS, p.dev.MemBytes/engprof.MiB, world))
+		}
 	}
 	if sc.Arch != nil && sc.Arch.RoutedExperts > 0 {
 		d := sc.Arch.Quant.Dtype(model.CompRoutedExperts)
@@ -810,4 +816,37 @@ func checkMaxModelLen(sc Scenario) error {
 		return fmt.Errorf("--max-model-len %d: shorter than the --context %d, which the engine would not serve: want at least the context", n, c)
 	}
 	return nil
+}
+
+// specGraphsWords says, for the engine line, what sc's engine captures
+// with speculation on where it has a capture list of its own for it
+// (SGLang): the largest verify batch and its tokens a sequence, whether
+// the request pool or cuda_graph_max_bs (tier: its words) stops the list,
+// and that the draft passes capture the same batches (a method that
+// drafts on the host has none); "" where the decode list holds. The
+// sizes are the ones the step is priced with (specCaptureSizes).
+func (p *Predictor) specGraphsWords(sc Scenario, engine string, maxBS int, tier string) string {
+	k, world, pool := sc.Workload.SpecTokens, sc.Plan.World(), specRequestPool(sc)
+	sizes, ok := p.specCaptureSizes(p.captureOf(world), k, world, pool)
+	if !ok {
+		return ""
+	}
+	top := sizes[len(sizes)-1] / (1 + k)
+	stop := tier
+	switch _, f, _ := specFactsOf(sc); {
+	case pool > 0 && pool < maxBS:
+		stop = fmt.Sprintf("the request pool, max_running_requests %d", pool)
+		if pool == f.MaxRunning {
+			stop += fmt.Sprintf(" for %s", f.Name)
+		}
+		stop += ", below " + tier
+	case pool > 0:
+		stop += fmt.Sprintf(", at most the request pool of %d", pool)
+	}
+	draft := ""
+	if sc.Build.Spec.MethodFor(sc.Workload).OnDevice() {
+		draft = ", the draft passes at the same batches"
+	}
+	return fmt.Sprintf("verify graphs to batch %d of %d tokens a sequence%s (%s's speculative list up to %s; larger batches eager)",
+		top, 1+k, draft, engine, stop)
 }

@@ -100,8 +100,11 @@ func TestSGLangGraphMaxBSByGPU(t *testing.T) {
 // replays its graph; SGLang's speculative list (sequences <= 160 of
 // 1..8, 10..32/2, 40..64/4, 72..256/8, 272../16) x (1 + 3) tokens
 // verifies 160 MTP sequences in a graph of 640 tokens and runs 161
-// eagerly, where an H200 at TP 8 (512) pads 161 to 168 sequences, 672
-// tokens.
+// eagerly, where an H200 at TP 8 (512) captures 161 sequences, 644
+// tokens: the engine runs 161 requests with --max-running-requests 161,
+// and its list stops at that request pool with the pool's size added
+// (cuda_graph_runner.py get_batch_sizes_to_capture), rather than padding
+// to the list's 168.
 func TestSGLangGraphMaxBSServingAndSpec(t *testing.T) {
 	sc := graphMaxBSScenario(t, "pcie-2s:8xl40s", 8, 1, nil)
 	p, err := sc.NewPredictor()
@@ -124,7 +127,7 @@ func TestSGLangGraphMaxBSServingAndSpec(t *testing.T) {
 	for _, d := range []struct {
 		box          string
 		batch, graph int
-	}{{"pcie-2s:8xl40s", 160, 640}, {"pcie-2s:8xl40s", 161, 0}, {"nvswitch:8xh200-sxm", 161, 672}} {
+	}{{"pcie-2s:8xl40s", 160, 640}, {"pcie-2s:8xl40s", 161, 0}, {"nvswitch:8xh200-sxm", 161, 644}} {
 		sc := graphMaxBSScenario(t, d.box, 8, d.batch, nil)
 		sc.Workload.SpecTokens = 3
 		sc.Build.Spec = model.Spec{Method: model.SpecMTP}

@@ -129,24 +129,31 @@ func NewIterationCoster(p *Predictor, sc Scenario) (*IterationCoster, error) {
 
 // LimitCapture sets the CUDA-graph capture the iterations run under to
 // the engine's for a scheduler of at most maxNumSeqs running requests and
-// maxNumBatchedTokens tokens a step (engprof.Profile.ServingCaptureSizes:
-// vLLM captures up to min(max_num_seqs x (1 + k) x 2, 512,
-// max_num_batched_tokens) and runs a larger step eagerly), where graphs
-// are on, no capture sizes were given (Options.GraphSizes win, as vLLM's
-// cudagraph_capture_sizes do) and the engine states such a rule; else the
-// capture stands. The serving layer calls it once its limits are known;
-// the memo is cleared.
-func (c *IterationCoster) LimitCapture(maxNumSeqs, maxNumBatchedTokens int) {
+// maxNumBatchedTokens tokens a step, in an engine whose request pool
+// holds requestPool requests (its running limit over every DP rank:
+// SGLang's max_running_requests, 48 under speculation unless given),
+// where graphs are on and no capture sizes were given (Options.GraphSizes
+// win, as vLLM's cudagraph_capture_sizes and SGLang's --cuda-graph-bs
+// do): with speculation under an engine with a capture list of its own
+// for it, that list up to the pool (Predictor.specCaptureSizes, the rule
+// a step's capture reads); else by the profile's serving rule
+// (engprof.Profile.ServingCaptureSizes: vLLM captures up to
+// min(max_num_seqs x (1 + k) x 2, 512, max_num_batched_tokens) and runs a
+// larger step eagerly) where it states one; else the capture stands. The
+// serving layer calls it once its limits are known; the memo is cleared.
+func (c *IterationCoster) LimitCapture(maxNumSeqs, maxNumBatchedTokens, requestPool int) {
 	if c.capture == nil || len(c.p.opts.GraphSizes) > 0 {
 		return
 	}
-	prof, err := engprof.Lookup(c.p.opts.Engine)
-	if err != nil {
-		return
-	}
-	sizes, ok := prof.ServingCaptureSizes(maxNumSeqs, maxNumBatchedTokens, c.spec, c.fullDecode)
+	sizes, ok := c.p.specCaptureSizes(c.capture, c.spec, c.plan.World(), requestPool)
 	if !ok {
-		return
+		prof, err := engprof.Lookup(c.p.opts.Engine)
+		if err != nil {
+			return
+		}
+		if sizes, ok = prof.ServingCaptureSizes(maxNumSeqs, maxNumBatchedTokens, c.spec, c.fullDecode); !ok {
+			return
+		}
 	}
 	g := *c.capture
 	g.Sizes = sizes

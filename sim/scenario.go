@@ -64,6 +64,13 @@ type Scenario struct {
 	// when the user named it or tpscope's rule holds (the checkpoint's
 	// KV scheme, else the model's dtype).
 	KVDefault *KVDefault
+	// MaxRunning is the engine's limit on running requests over every DP
+	// rank (SGLang's max_running_requests, the size of its request pool,
+	// which its speculative capture stops at) where the caller serves the
+	// step under one: a serving run's, given or the engine's default for
+	// the method (serving.Simulator.RequestPool). 0: the step's own
+	// (specRequestPool). Not recorded.
+	MaxRunning int
 }
 
 // CostSourceName is the name of the scenario's cost source, "" for
@@ -325,13 +332,20 @@ func (sc Scenario) gpu() (*topology.Device, error) {
 }
 
 // CaptureSizes are the CUDA-graph capture sizes of sc's engine on its box
-// (Options.CaptureSizes for the GPU of sc.Topo and sc.Plan's GPUs).
+// (Options.CaptureSizes for the GPU of sc.Topo and sc.Plan's GPUs), or,
+// with speculation under an engine with a capture list of its own for it
+// (SGLang), that list up to the step's request pool, in tokens: the sizes
+// the step is priced with (specCaptureSizes).
 func (sc Scenario) CaptureSizes() ([]int, error) {
 	dev, err := sc.gpu()
 	if err != nil {
 		return nil, err
 	}
-	return sc.Options.CaptureSizes(dev.MemBytes, sc.Plan.World()), nil
+	world := sc.Plan.World()
+	if s, ok := specCaptureSizesOn(&sc.Options, dev.MemBytes, sc.Workload.SpecTokens, world, specRequestPool(sc)); ok {
+		return s, nil
+	}
+	return sc.Options.CaptureSizes(dev.MemBytes, world), nil
 }
 
 // GraphCapture is the CUDA-graph capture sc's decode steps replay under

@@ -477,25 +477,51 @@ func specHostDraftUs(m model.SpecMethod, seqs int, contextTokens float64) float6
 
 // specCapture is the CUDA-graph capture of a step of sc on the
 // Predictor's GPU: with speculation, an engine with a capture list of its
-// own for it (SGLang, up to its cuda_graph_max_bs, and TensorRT-LLM,
-// whose graphs are keyed by requests: that many sequences x the tokens
-// each verifies) replaces the decode list, replayed as the decode list is
-// (decode steps only, padded or at a captured size exactly); otherwise
-// the options' capture (captureOf).
+// own for it (SGLang, up to its cuda_graph_max_bs and its request pool,
+// and TensorRT-LLM, whose graphs are keyed by requests: that many
+// sequences x the tokens each verifies) replaces the decode list,
+// replayed as the decode list is (decode steps only, padded or at a
+// captured size exactly); otherwise the options' capture (captureOf).
+// The request pool is the one the step's engine runs with
+// (specRequestPool).
 func (p *Predictor) specCapture(sc Scenario) *model.GraphCapture {
 	k, world := sc.Workload.SpecTokens, sc.Plan.World()
 	capture := p.captureOf(world)
-	if capture == nil || k <= 0 || len(p.opts.GraphSizes) > 0 {
-		return capture
-	}
-	prof, err := engprof.Lookup(p.opts.Engine)
-	if err != nil {
-		return capture
-	}
-	if s := prof.SpecCaptureSizes(k, p.dev.MemBytes, world); len(s) > 0 {
+	if s, ok := p.specCaptureSizes(capture, k, world, specRequestPool(sc)); ok {
 		return &model.GraphCapture{Sizes: s, DecodeOnly: capture.DecodeOnly, Exact: capture.Exact}
 	}
 	return capture
+}
+
+// specCaptureSizes are the capture sizes in tokens of an engine with a
+// speculative capture list of its own (engprof.Profile.SpecCaptureSizes)
+// for k speculative tokens a sequence in an engine of world GPUs whose
+// request pool holds pool requests; ok false where the decode capture
+// stands: graphs off (capture nil), sizes given (Options.GraphSizes win,
+// as SGLang's --cuda-graph-bs does), no speculation, or an engine without
+// such a list. The one rule a step (specCapture), a serving run
+// (IterationCoster.LimitCapture), the engine line (EngineSummary) and
+// the scenario's capture sizes (Scenario.CaptureSizes, which advise
+// reads) follow.
+func (p *Predictor) specCaptureSizes(capture *model.GraphCapture, k, world, pool int) ([]int, bool) {
+	if capture == nil {
+		return nil, false
+	}
+	return specCaptureSizesOn(&p.opts, p.dev.MemBytes, k, world, pool)
+}
+
+// specCaptureSizesOn is specCaptureSizes for options o on a GPU of
+// memBytes, graphs on.
+func specCaptureSizesOn(o *Options, memBytes int64, k, world, pool int) ([]int, bool) {
+	if k <= 0 || len(o.GraphSizes) > 0 {
+		return nil, false
+	}
+	prof, err := engprof.Lookup(o.Engine)
+	if err != nil {
+		return nil, false
+	}
+	s := prof.SpecCaptureSizes(k, memBytes, world, pool)
+	return s, len(s) > 0
 }
 
 // CheckSpec refuses, in one line naming the flag, a speculative method, a
@@ -610,11 +636,15 @@ func (sc Scenario) SpecEngineFlag() string {
 // least that does (under DP attention each rank's scheduler runs
 // max_running_requests // dp_size, scheduler.dp_divides_running, so
 // ceil(Batch / DP) x DP; --batch counts every DP group's sequences); 0
-// where the engine sets none.
+// where the engine sets none. A limit the scenario carries
+// (Scenario.MaxRunning: a serving run's) is the pool.
 func specRequestPool(sc Scenario) int {
 	p, f, ok := specFactsOf(sc)
 	if !ok || f.MaxRunning <= 0 {
 		return 0
+	}
+	if sc.MaxRunning > 0 {
+		return sc.MaxRunning
 	}
 	ranks := 1
 	if dp := sc.Plan.Normalized().DP; p.Scheduler.DPDividesRunning && dp > 1 {

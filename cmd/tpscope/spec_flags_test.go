@@ -5,6 +5,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -248,5 +249,30 @@ func TestSpecAcceptFileBenchmarkReport(t *testing.T) {
 	code, out, errs := runCLI(t, "predict", "--model", "kimi-k2.5", "--spec", "eagle3", "--spec-accept-file", plain)
 	if code == 0 || out != "" || !strings.Contains(errs, "plain.json") || !strings.Contains(errs, "ran no speculative decoding") || strings.Count(strings.TrimSpace(errs), "\n") != 0 {
 		t.Errorf("exit %d, stdout %q, stderr %q: want one line naming the file and why", code, out, errs)
+	}
+}
+
+// TestSimulateSGLangSpecStepEngine: simulate's step engine line says the
+// verify graphs the run replays: under SGLang with MTP they stop at the
+// request pool the run serves with, the 48 SGLang sets for speculative
+// decoding by default and the --max-num-seqs given (SGLang's
+// --max-running-requests) otherwise, never "decode graphs to batch 512".
+func TestSimulateSGLangSpecStepEngine(t *testing.T) {
+	base := []string{"simulate", "--topo", "h200-nvswitch", "--engine", "sglang", "--model", "deepseek-v3", "--spec", "mtp",
+		"--concurrency", "8", "--requests", "20", "--timeline", "0"}
+	for _, c := range []struct {
+		extra []string
+		want  string
+	}{
+		{nil, "verify graphs to batch 48 of 2 tokens a sequence, the draft passes at the same batches (sglang@0.5's speculative list up to the request pool, max_running_requests 48 for NEXTN, below cuda_graph_max_bs 512"},
+		{[]string{"--max-num-seqs", "100"}, "verify graphs to batch 100 of 2 tokens a sequence, the draft passes at the same batches (sglang@0.5's speculative list up to the request pool, max_running_requests 100, below cuda_graph_max_bs 512"},
+	} {
+		code, out, errs := runCLI(t, append(slices.Clone(base), c.extra...)...)
+		if code != 0 {
+			t.Fatalf("simulate %v: exit %d: %s", c.extra, code, errs)
+		}
+		if !strings.Contains(out, "\nstep engine: ") || !strings.Contains(out, c.want) || strings.Contains(out, "decode graphs to batch") {
+			t.Errorf("simulate %v: want the step engine line with %q:\n%s", c.extra, c.want, out)
+		}
 	}
 }

@@ -619,7 +619,10 @@ func runSimulate(sc *scenarioFlags, f *simulateFlags, stdout, stderr io.Writer) 
 	}
 	// The steps are priced by the scenario's engine, routing and cost
 	// source: say so as predict does, counting the tables' ops on the
-	// step predict would price with these flags.
+	// step predict would price with these flags, under the engine's
+	// running limit the run serves with (its speculative capture stops at
+	// that request pool).
+	scen.MaxRunning = s.RequestPool()
 	pr, _, err := sim.Predict(scen)
 	if err != nil {
 		return err
