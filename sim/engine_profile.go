@@ -567,8 +567,11 @@ func (sc Scenario) CheckEngine() error {
 // experts' format, how the tokens reach the experts under DP attention
 // (built: the build options of the schedule priced, which hold the
 // dispatch it ran), the all-reduce the TP group gets, and the DSA choice.
-// One line, for the CLI's "engine" row.
-func (p *Predictor) EngineSummary(sc Scenario, built model.BuildOptions) string {
+// One line, for the CLI's "engine" row. graphed: whether the step
+// replays a CUDA graph (its deployment's); an eager step (graphs off, or
+// more tokens than the largest capture size) captures no pieces for the
+// attention to run between.
+func (p *Predictor) EngineSummary(sc Scenario, built model.BuildOptions, graphed bool) string {
 	k := &p.cm.engineKernels
 	name := k.prof.Name()
 	if p.opts.Engine.IsZero() {
@@ -600,7 +603,7 @@ func (p *Predictor) EngineSummary(sc Scenario, built model.BuildOptions) string 
 			if why == "" && sc.Workload.Normalized().Phase == model.Prefill && k.prof.Graphs.MixedPiecewise() && sc.CUDAGraphsUnused() == "" {
 				why = fmt.Sprintf("%s replays a step with prefill tokens as piecewise graphs, %s", k.prof.Name(), k.prof.Graphs.Mode)
 			}
-			if p.opts.CUDAGraphs && why != "" {
+			if p.opts.CUDAGraphs && graphed && why != "" {
 				parts = append(parts, fmt.Sprintf("CUDA graphs piecewise: attention eager between captured pieces (%s)", why))
 			}
 		}

@@ -632,3 +632,45 @@ func TestVLLMHopperFP8MoEKernelByEP(t *testing.T) {
 		}
 	}
 }
+
+// TestEngineLineEagerStepNoPieces: a step that replays no graph with
+// graphs on (more tokens than the largest capture size: vLLM's 512, or a
+// --graph-sizes list that stops below the batch) captures no pieces, so
+// the engine line says nothing of attention running eagerly between
+// them, whatever would make the capture piecewise (DCP under vLLM 0.24,
+// 0.16-nightly's TRITON_MLA, a prefill step of vLLM); the same scenario
+// at a batch a capture size holds still says it.
+func TestEngineLineEagerStepNoPieces(t *testing.T) {
+	const piecewise = "CUDA graphs piecewise"
+	box := mustTopo(t, "rtxpro6000-2s")
+	arch := mustPreset(t, "kimi-k2.5")
+	for _, c := range []struct {
+		name, engine string
+		o            Options
+		plan         model.Plan
+		graphed      model.Workload
+		eager        model.Workload
+	}{
+		{"dcp", "vllm@0.24", Options{CUDAGraphs: true}, model.Plan{TP: 8, DCP: 4},
+			model.Workload{Phase: model.Decode, Batch: 8, Context: 1024, KVDtype: model.FP8},
+			model.Workload{Phase: model.Decode, Batch: 1024, Context: 1024, KVDtype: model.FP8}},
+		{"nightly graph sizes", "vllm@0.16-nightly", Options{CUDAGraphs: true, GraphSizes: []int{1, 2, 4}}, model.Plan{TP: 8},
+			model.Workload{Phase: model.Decode, Batch: 4, Context: 4096, KVDtype: model.FP8},
+			model.Workload{Phase: model.Decode, Batch: 8, Context: 4096, KVDtype: model.FP8}},
+		{"prefill", "vllm@0.24", Options{CUDAGraphs: true}, model.Plan{TP: 8},
+			model.Workload{Phase: model.Prefill, Batch: 1, Context: 256, KVDtype: model.FP8},
+			model.Workload{Phase: model.Prefill, Batch: 1, Context: 8192, KVDtype: model.FP8}},
+	} {
+		g := predictEngine(t, box, c.engine, c.o, Scenario{Arch: arch, Plan: c.plan, Workload: c.graphed})
+		if !g.Graphed || !strings.Contains(g.Engine, piecewise) {
+			t.Errorf("%s, %d tokens: graphed %v, engine line %q: want a graphed step said piecewise", c.name, c.graphed.Batch*c.graphed.Context, g.Graphed, g.Engine)
+		}
+		e := predictEngine(t, box, c.engine, c.o, Scenario{Arch: arch, Plan: c.plan, Workload: c.eager})
+		if e.Graphed {
+			t.Fatalf("%s: the eager case replayed a graph: the test needs it eager", c.name)
+		}
+		if strings.Contains(e.Engine, piecewise) {
+			t.Errorf("%s: eager step's engine line %q says its attention runs between captured pieces", c.name, e.Engine)
+		}
+	}
+}

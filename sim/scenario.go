@@ -389,7 +389,7 @@ func (p *Predictor) PredictScenarioSchedule(sc Scenario) (*Prediction, *model.Sc
 	p.fixTokens(&pr.Summary, sc, s.Deploy)
 	pr.Memory = p.memoryFit(sc, s.Deploy)
 	pr.Caveats = p.Caveats(sc)
-	pr.Engine = p.EngineSummary(sc, s.Options)
+	pr.Engine = p.EngineSummary(sc, s.Options, s.Deploy.Graphed)
 	if sc.Arch.HasIndexer() {
 		pr.DSA = &DSAAttention{Dense: sc.Build.DenseDSA, Chosen: sc.DenseDSAChosen}
 	}
