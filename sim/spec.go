@@ -610,12 +610,15 @@ func checkPagedTree(sc Scenario, p *engprof.Profile, f engprof.SpecMethodFacts, 
 // SpecEngineFlag is how the scenario's engine turns its speculative method
 // on ("" without speculation, or when the engine has none).
 func (sc Scenario) SpecEngineFlag() string {
-	_, f, ok := specFactsOf(sc)
+	p, f, ok := specFactsOf(sc)
 	if !ok {
 		return ""
 	}
 	d := sc.Build.Spec.Draft.String()
-	if n := specDrafterHF[d]; n != "" {
+	// A serving engine loads the drafter's checkpoint by its Hugging Face
+	// id; tpscope's executor (tpscope run) takes the built-in's name and
+	// refuses the id, a path that is not there.
+	if n := specDrafterHF[d]; n != "" && !p.Ref().IsExecutor() {
 		d = n
 	}
 	flag := f.FlagFor(sc.Workload.SpecTokens, sc.Build.Spec.DraftSteps(sc.Workload), sc.Build.Spec.TopK, d)

@@ -276,3 +276,50 @@ func TestSimulateSGLangSpecStepEngine(t *testing.T) {
 		}
 	}
 }
+
+// TestExecutorSpecFlagRuns: the engine flag predict prints for a
+// speculative step under --engine executor is a tpscope command, so the
+// drafter it names must be one tpscope takes: the built-in's name, not
+// the Hugging Face id a serving engine loads (a path that is not there,
+// which --draft-model refuses). Each drafter the flag names runs: predict
+// with it as --draft-model prices the same step. A serving engine's flag
+// keeps the id.
+func TestExecutorSpecFlagRuns(t *testing.T) {
+	flagOf := func(args ...string) string {
+		t.Helper()
+		code, stdout, stderr := runCLI(t, append([]string{"predict", "--output", "json"}, args...)...)
+		if code != 0 {
+			t.Fatalf("%v: exit %d: %s", args, code, stderr)
+		}
+		var pr struct {
+			StepUs float64 `json:"step_us"`
+			Spec   struct {
+				EngineFlag string `json:"engine_flag"`
+			} `json:"spec"`
+		}
+		if err := json.Unmarshal([]byte(stdout), &pr); err != nil {
+			t.Fatal(err)
+		}
+		return pr.Spec.EngineFlag
+	}
+	for _, c := range []struct{ method, builtin, hf string }{
+		{"eagle3", "kimi-k2.5-eagle3-mla", "lightseekorg/kimi-k2.5-eagle3-mla"},
+		{"draft", "moonlight-16b-a3b", "moonshotai/Moonlight-16B-A3B-Instruct"},
+	} {
+		f := flagOf("--engine", "executor", "--spec", c.method)
+		_, rest, ok := strings.Cut(f, "--draft-model ")
+		if !ok || !strings.HasPrefix(f, "tpscope run ") {
+			t.Fatalf("executor %s: engine flag %q: want a tpscope run command naming --draft-model", c.method, f)
+		}
+		named := strings.Fields(rest)[0]
+		if named != c.builtin {
+			t.Errorf("executor %s: engine flag %q names the drafter %q, want the built-in %q", c.method, f, named, c.builtin)
+		}
+		if code, _, stderr := runCLI(t, "predict", "--engine", "executor", "--spec", c.method, "--draft-model", named); code != 0 {
+			t.Errorf("executor %s: the flag's --draft-model %s is refused: exit %d, %s", c.method, named, code, stderr)
+		}
+		if v := flagOf("--spec", c.method); !strings.Contains(v, c.hf) {
+			t.Errorf("vllm %s: engine flag %q, want the checkpoint %q", c.method, v, c.hf)
+		}
+	}
+}
