@@ -127,6 +127,12 @@ const (
 	// KV dtype, speculative tokens): sim's Scenario.CheckEngine, the check
 	// predict refuses it with (Detail: its error).
 	LeftOutEngine LeftOutReason = "engine"
+	// LeftOutBuild: the model builds no schedule of the configuration
+	// (box, plan, KV dtype, speculative tokens): model.Validate's error,
+	// the one predict refuses it with (Detail), as DCP with DSA sparse
+	// attention on a box whose engines run it sparse, or a draft TP that
+	// does not divide the plan's TP.
+	LeftOutBuild LeftOutReason = "build"
 )
 
 // LeftOut is one combination of a sweep's lists that can never run,
@@ -167,8 +173,9 @@ type SpaceError struct {
 	Coverage Coverage
 }
 
-// EngineError: the engine refuses every configuration of the sweep for
-// one reason; Err is that reason, as predict gives it.
+// EngineError: the engine, or the model's builder (LeftOutBuild),
+// refuses every configuration of the sweep for one reason; Err is that
+// reason, as predict gives it.
 type EngineError struct {
 	Err error
 }
@@ -799,7 +806,15 @@ func (s *Space) Enumerate() ([]Config, Coverage, error) {
 		key := engineKey{bi, pname, sc.Workload.KVDtype, sc.Workload.SpecTokens}
 		err, seen := refusedBy[key]
 		if !seen {
-			err = sc.CheckEngine()
+			// What the model cannot build is refused first, as predict
+			// refuses it before its engine is asked (batch and context
+			// change none of it).
+			reason := LeftOutBuild
+			err = model.Validate(sc.Arch, sc.Plan, model.Workload{Phase: model.Decode, Batch: 1, Context: 1, SpecTokens: sc.Workload.SpecTokens, KVDtype: sc.Workload.KVDtype}, sc.Build)
+			if err == nil {
+				reason = LeftOutEngine
+				err = sc.CheckEngine()
+			}
 			if err == nil {
 				// An option that would price nothing in this step
 				// (--overlap) is refused as predict refuses it.
@@ -810,7 +825,7 @@ func (s *Space) Enumerate() ([]Config, Coverage, error) {
 				if firstRefusal == nil {
 					firstRefusal = err
 				}
-				cov.LeftOut = append(cov.LeftOut, LeftOut{Reason: LeftOutEngine, Topology: sc.Topo.Name, BoxGPUs: sc.Topo.NumGPUs(),
+				cov.LeftOut = append(cov.LeftOut, LeftOut{Reason: reason, Topology: sc.Topo.Name, BoxGPUs: sc.Topo.NumGPUs(),
 					Plan: pname, KVDtype: string(sc.Workload.KVDtypeFor(sc.Arch)), SpecTokens: sc.Workload.SpecTokens, SpecMethod: string(sc.Build.Spec.Method), Detail: err.Error()})
 			}
 		}
@@ -878,7 +893,7 @@ func (s *Space) Enumerate() ([]Config, Coverage, error) {
 	}
 	if len(out) == 0 {
 		if firstRefusal != nil && !slices.ContainsFunc(cov.LeftOut, func(l LeftOut) bool {
-			return l.Reason == LeftOutEngine && l.Detail != firstRefusal.Error()
+			return (l.Reason == LeftOutEngine || l.Reason == LeftOutBuild) && l.Detail != firstRefusal.Error()
 		}) {
 			return nil, cov, &EngineError{Err: firstRefusal}
 		}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 	"syscall"
 	"testing"
 
@@ -504,5 +505,58 @@ func TestPlanFullLoadUnderEngineKVPool(t *testing.T) {
 		if pt.AtCapacity && (pt.Batch != want || !pt.Fits) {
 			t.Errorf("full-load point: batch %d, fits %v; want batch %d, fitting", pt.Batch, pt.Fits, want)
 		}
+	}
+}
+
+// TestPlanLeavesOutWhatTheModelCannotBuild: GLM-5 on an H200 box runs its
+// DSA attention sparse, and tpscope builds no DCP step of sparse DSA
+// (model.Validate, the line predict refuses --dcp 4 with). Under an
+// engine whose profile does not itself refuse DCP there (the executor),
+// a sweep of DCP 1 and 4 leaves each DCP 4 configuration out with that
+// reason, before any is evaluated, and runs DCP 1 alone; a sweep of DCP 4
+// only is the builder's error, the *model.PlanError naming the dcp field,
+// not a sweep of invalid points that "do not fit".
+func TestPlanLeavesOutWhatTheModelCannotBuild(t *testing.T) {
+	glm := mustPreset(t, "glm-5")
+	box := mustTopo(t, "h200-nvswitch")
+	space := func(dcp ...int) Space {
+		return Space{Arch: glm, ImplyDenseDSA: true, Build: model.BuildOptions{DenseDSA: false}, Topologies: []*topology.Topology{box},
+			GPUCounts: []int{8}, Lists: Lists{TP: []int{8}, DCP: dcp, EP: []bool{false}},
+			Batches: []int{1}, Contexts: []int{4096}, KVDtypes: []model.Dtype{model.FP8},
+			Options: sim.Options{CUDAGraphs: true, Engine: engprof.ExecutorRef}}
+	}
+	s := space(1, 4)
+	cfgs, cov, err := s.Enumerate()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range cfgs {
+		if d := c.Scenario.Plan.Normalized().DCP; d != 1 {
+			t.Errorf("configuration %s of DCP %d enumerated", c.Scenario.Plan.Normalized(), d)
+		}
+	}
+	if len(cfgs) == 0 {
+		t.Error("no DCP 1 configuration enumerated")
+	}
+	var built []LeftOut
+	for _, l := range cov.LeftOut {
+		if l.Reason == LeftOutBuild {
+			built = append(built, l)
+		}
+	}
+	if len(built) != 1 || built[0].Plan != "tp8-dcp4" || !strings.Contains(built[0].Detail, `"dcp" = 4`) || !strings.Contains(built[0].Detail, "DSA sparse attention") {
+		t.Errorf("left out by the builder %+v, want tp8-dcp4 once, its detail naming dcp 4 and DSA sparse attention", built)
+	}
+	for _, p := range Evaluate(cfgs, 0, 1, nil) {
+		if p.Error != "" {
+			t.Errorf("%s: evaluated invalid: %s", p.Plan, p.Error)
+		}
+	}
+
+	s = space(4)
+	_, _, err = s.Enumerate()
+	var pe *model.PlanError
+	if !errors.As(err, &pe) || pe.Field != "dcp" || pe.Value != "4" {
+		t.Errorf("DCP 4 only: error %v (%T), want the builder's *model.PlanError on dcp 4", err, err)
 	}
 }

@@ -689,7 +689,7 @@ func planSpaceUsage(err error, boxes int) error {
 	var parts []string
 	shown, seen := 0, map[string]bool{}
 	for _, l := range se.Coverage.LeftOut {
-		if l.Reason == plan.LeftOutEngine {
+		if l.Reason == plan.LeftOutEngine || l.Reason == plan.LeftOutBuild {
 			// The engine refuses many configurations for one reason:
 			// said once, with its first configuration.
 			if seen[l.Detail] {
@@ -713,7 +713,7 @@ func planSpaceUsage(err error, boxes int) error {
 // left out, with up to three of them by their flags.
 func leftOutLines(cov plan.Coverage, boxes int) []string {
 	var out []string
-	for _, reason := range []plan.LeftOutReason{plan.LeftOutBoxGPUs, plan.LeftOutPlanGPUs, plan.LeftOutPlanModel, plan.LeftOutNoMTP, plan.LeftOutContext, plan.LeftOutEngine} {
+	for _, reason := range []plan.LeftOutReason{plan.LeftOutBoxGPUs, plan.LeftOutPlanGPUs, plan.LeftOutPlanModel, plan.LeftOutNoMTP, plan.LeftOutContext, plan.LeftOutEngine, plan.LeftOutBuild} {
 		var ex []string
 		n := 0
 		for _, l := range cov.LeftOut {
@@ -734,14 +734,19 @@ func leftOutLines(cov plan.Coverage, boxes int) []string {
 			plan.LeftOutPlanModel: "the model runs none of these plans",
 			plan.LeftOutNoMTP:     "no MTP layer",
 		}[reason]
-		if reason == plan.LeftOutEngine {
+		if reason == plan.LeftOutEngine || reason == plan.LeftOutBuild {
 			// Configurations, not combinations of the lists: the engine's
-			// refusal depends on the box, plan, KV dtype and spec tokens.
+			// refusal, and the builder's, depend on the box, plan, KV
+			// dtype and spec tokens.
 			more := ""
 			if n > len(ex) {
 				more = fmt.Sprintf(", and %d more", n-len(ex))
 			}
-			out = append(out, fmt.Sprintf("left out %d configurations (box x plan x KV dtype x spec tokens) the engine cannot run: %s%s", n, strings.Join(ex, "; "), more))
+			who := "the engine cannot run"
+			if reason == plan.LeftOutBuild {
+				who = "the model builds no step of"
+			}
+			out = append(out, fmt.Sprintf("left out %d configurations (box x plan x KV dtype x spec tokens) %s: %s%s", n, who, strings.Join(ex, "; "), more))
 			continue
 		}
 		if reason == plan.LeftOutContext {

@@ -852,3 +852,22 @@ func TestPlanSpecSLOSaysPercentile(t *testing.T) {
 		t.Errorf("the text does not say the SLO judges the 90th percentile, nor print the best point's (%.2f):\n%s", b1p90, out)
 	}
 }
+
+// TestPlanRefusesWhatPredictRefusesBuilding: a sweep every configuration
+// of which the model builds no step of (GLM-5 run sparse on an H200 at
+// DCP 4, under the executor, whose profile does not refuse DCP itself)
+// exits 2 with predict's line for the same scenario; it had exited 0
+// saying "no swept configuration fits", every point invalid and the
+// reason in the JSON alone.
+func TestPlanRefusesWhatPredictRefusesBuilding(t *testing.T) {
+	scen := []string{"--model", "glm-5", "--topo", "h200-nvswitch", "--engine", "executor", "--dcp", "4"}
+	pcode, _, pstderr := runCLI(t, append([]string{"predict"}, scen...)...)
+	_, want, ok := strings.Cut(strings.TrimSpace(pstderr), "usage: ")
+	if pcode != 2 || !ok || !strings.Contains(want, "--dcp 4") {
+		t.Fatalf("predict: exit %d, %q: the test needs predict to refuse --dcp 4", pcode, pstderr)
+	}
+	code, _, stderr := runCLI(t, append([]string{"plan", "--gpus", "8", "--kv-dtype", "fp8"}, scen...)...)
+	if code != 2 || !strings.HasSuffix(strings.TrimSpace(stderr), "usage: "+want) {
+		t.Errorf("plan: exit %d, stderr %q; want exit 2 ending with predict's %q", code, stderr, want)
+	}
+}
