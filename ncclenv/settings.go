@@ -375,6 +375,29 @@ func (s Settings) UnmodelledAlgos() (unmodelled, priced []string) {
 	return unmodelled, priced
 }
 
+// GathersFail reports whether NCCL_ALGO, a list of the algorithms NCCL
+// may use (not an exclusion), names only algorithms NCCL implements for
+// all-reduce alone (Tree, NVLSTree, CollNetChain): NCCL then has no
+// algorithm for an all-gather or a reduce-scatter and fails the call
+// (enqueue.cc topoGetAlgoInfo: "no algorithm/protocol available for
+// function AllGather ... NCCL_ALGO was set to Tree", ncclInvalidUsage),
+// where it had been priced as Ring. An exclusion list leaves Ring, NVLS
+// or PAT to NCCL, which the box decides.
+func (s Settings) GathersFail() bool {
+	a := strings.TrimSpace(s.Algo)
+	if a == "" || strings.HasPrefix(a, "^") {
+		return false
+	}
+	for _, f := range strings.Split(a, ",") {
+		switch strings.ToLower(strings.TrimSpace(f)) {
+		case "tree", "nvlstree", "collnetchain":
+		default:
+			return false
+		}
+	}
+	return true
+}
+
 // unmodelledAlgo reports whether f is a valid NCCL algorithm name that
 // tpscope does not model.
 func unmodelledAlgo(f string) bool {

@@ -228,3 +228,19 @@ func TestChannels(t *testing.T) {
 		}
 	}
 }
+
+// TestGathersFail: NCCL implements Tree (and NVLSTree, CollNetChain) for
+// all-reduce alone, so an NCCL_ALGO list of only those leaves an
+// all-gather or reduce-scatter no algorithm, and NCCL fails it; a list
+// with Ring or another gathering algorithm (NVLS, PAT, CollNetDirect),
+// an exclusion list and no setting leave one.
+func TestGathersFail(t *testing.T) {
+	for algo, want := range map[string]bool{
+		"Tree": true, "tree": true, " Tree ": true, "Tree,NVLSTree": true, "CollNetChain": true,
+		"": false, "Ring": false, "Ring,Tree": false, "Tree,NVLS": false, "Tree,PAT": false, "^Ring": false, "^Tree": false,
+	} {
+		if got := (Settings{Algo: algo}).GathersFail(); got != want {
+			t.Errorf("NCCL_ALGO %q: GathersFail %v, want %v", algo, got, want)
+		}
+	}
+}

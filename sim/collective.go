@@ -515,7 +515,10 @@ func (m *CollectiveModel) Cost(op model.Collective, group []int, bytes int64) Co
 			}
 		}
 	}
-	if bestA < 0 { // NCCL_ALGO=Tree for a non-all-reduce: NCCL falls back to Ring
+	if bestA < 0 {
+		// NCCL_ALGO=Tree for a non-all-reduce: NCCL fails the call
+		// (Settings.GathersFail; scenarios and the collective verb
+		// refuse it); priced as Ring for a caller that asks anyway.
 		for p := 0; p < numProtos; p++ {
 			if g.enabled[algoTree][p] || g.enabled[algoRing][p] {
 				if t := g.ncclLat[oi][algoRing][p] + b*g.ncclUsPerByte[oi][algoRing][p]; t < best {

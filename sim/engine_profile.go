@@ -548,6 +548,9 @@ func (sc Scenario) CheckEngine() error {
 	if err := checkMaxModelLen(sc); err != nil {
 		return err
 	}
+	if err := sc.checkNCCLGathers(); err != nil {
+		return err
+	}
 	for _, n := range o.Names() {
 		name, val, _ := strings.Cut(n, "=")
 		if err := p.Refuse(name, val, a); err != nil {
@@ -560,6 +563,29 @@ func (sc Scenario) CheckEngine() error {
 		}
 	}
 	return checkSpecEngine(sc, p)
+}
+
+// checkNCCLGathers refuses an NCCL_ALGO that leaves NCCL no algorithm
+// for an all-gather or reduce-scatter sc's step runs through it (every
+// engine's, the executor's included): the logits' all-gather of a TP
+// group (and, beside it, DCP's and DP attention's gathers), or the MoE
+// dispatch's all-gather and reduce-scatter under DP attention at TP 1.
+// NCCL fails the call (ncclInvalidUsage), so the server does not start;
+// the step had been priced with Ring for them.
+func (sc Scenario) checkNCCLGathers() error {
+	if !sc.Options.NCCL.GathersFail() {
+		return nil
+	}
+	what := ""
+	if plan := sc.Plan.Normalized(); plan.TP > 1 {
+		what = "all-gather of the logits over the TP group (head.logits_allgather)"
+	} else if d, ok, err := MoEDispatchOf(sc); err == nil && ok && d.Kind == engprof.DispatchAllGather {
+		what = "MoE dispatch, an all-gather and a reduce-scatter (moe.dispatch, moe.combine),"
+	}
+	if what == "" {
+		return nil
+	}
+	return fmt.Errorf("--nccl-algo %s: NCCL has no all-gather or reduce-scatter of it (all-reduce only), so the step's %s has no algorithm and NCCL fails it (\"no algorithm/protocol available for function AllGather\", ncclInvalidUsage): name Ring too (--nccl-algo Ring,Tree) or leave it out", sc.Options.NCCL.Algo, what)
 }
 
 // EngineSummary says which kernels the engine prices sc's step with: the

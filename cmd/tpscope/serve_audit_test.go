@@ -186,3 +186,32 @@ func TestVLLMBudgetRefusalNamesTheFlag(t *testing.T) {
 	oneLineUsage(t, []string{"simulate", "--model", "tiny-mla-moe", "--topo", "pcie-2s:8xl40s", "--qps", "1", "--requests", "10", "--max-num-seqs", "4096"},
 		"usage: --max-num-seqs 4096: want max_num_batched_tokens (2048)")
 }
+
+// TestNCCLAlgoTreeRefusedWhereAGatherRuns: NCCL has Tree for all-reduce
+// only; with NCCL_ALGO=Tree an all-gather or reduce-scatter has no
+// algorithm and NCCL fails it ("no algorithm/protocol available for
+// function AllGather", ncclInvalidUsage), so a server whose step gathers
+// the logits over its TP group does not start. predict had priced those
+// gathers as Ring. Each verb refuses it in one line naming the op; Ring
+// beside Tree runs, as does a plan whose step gathers nothing (TP 1,
+// DP attention with an all-to-all dispatch); the collective verb refuses
+// it for an all-gather or reduce-scatter, not for an all-reduce.
+func TestNCCLAlgoTreeRefusedWhereAGatherRuns(t *testing.T) {
+	for _, verb := range [][]string{{"predict"}, {"advise", "--no-sweep"}, {"plan", "--tp", "8", "--batch", "1", "--context", "4096"}, {"simulate", "--qps", "1", "--requests", "5", "--isl", "128", "--osl", "8"}} {
+		oneLineUsage(t, append(append([]string(nil), verb...), "--nccl-algo", "Tree"), "--nccl-algo Tree", "head.logits_allgather", "ncclInvalidUsage")
+	}
+	dp := []string{"predict", "--model", "deepseek-v3", "--topo", "h200-nvswitch", "--tp", "1", "--dp", "8", "--ep", "--batch", "8", "--nccl-algo", "Tree"}
+	oneLineUsage(t, dp, "--nccl-algo Tree", "moe.dispatch")
+	for _, args := range [][]string{
+		{"predict", "--nccl-algo", "Ring,Tree"},
+		append(dp, "--moe-dispatch", "alltoall"),
+		{"collective", "--op", "allreduce", "--sizes", "1K", "--nccl-algo", "Tree"},
+	} {
+		if code, _, stderr := runCLI(t, args...); code != 0 {
+			t.Errorf("%v: exit %d, %s", args, code, stderr)
+		}
+	}
+	for _, op := range []string{"allgather", "reducescatter"} {
+		oneLineUsage(t, []string{"collective", "--op", op, "--sizes", "1K", "--nccl-algo", "Tree"}, "--nccl-algo Tree", "--op "+op)
+	}
+}

@@ -117,6 +117,11 @@ func (o *collectiveOptions) Run(ctx context.Context, args []string, std IO) erro
 		// still follows NCCL_PROTO).
 		return flagError("--nccl-algo", o.nccl.NCCL.Algo, "NCCL runs alltoall as grouped point-to-point sends and receives, which NCCL_ALGO does not choose among: drop it")
 	}
+	if (coll == model.AllGather || coll == model.ReduceScatter) && o.nccl.NCCL.GathersFail() {
+		// NCCL has no Tree all-gather or reduce-scatter: under such a
+		// list it fails the call instead of running Ring.
+		return flagError("--nccl-algo", o.nccl.NCCL.Algo, "NCCL has no all-gather or reduce-scatter of it (all-reduce only), so --op %s has no algorithm under it (it fails the call: \"no algorithm/protocol available for function\", ncclInvalidUsage): name Ring too (Ring,Tree) or drop it", coll)
+	}
 	if o.customAR != "" {
 		// A custom all-reduce (P2P loads and stores, or multimem) runs no
 		// NCCL: NCCL's protocol, algorithm and channels price nothing
