@@ -72,15 +72,18 @@ func (p *Profile) CaptureSizes() []int {
 type SchedulerFacts struct {
 	Policy string `yaml:"policy"`
 	// ChunkTokens is the default step token budget by the GPU's memory
-	// (SGLang's chunked_prefill_size, DefaultChunkTokens); none: the
-	// serving simulation's vLLM rule (max_num_batched_tokens 8192 on GPUs
-	// of 70 GiB or more that are not A100s, else 2048).
+	// (SGLang's chunked_prefill_size, DefaultChunkTokens); none: vLLM's
+	// rule, BatchDefaults.
 	ChunkTokens []MemTier `yaml:"chunk_tokens"`
 	// MaxRunning is the default limit on running requests from the KV
-	// pool (SGLang's max_running_requests, DefaultMaxRunning); none: the
-	// serving simulation's vLLM rule (max_num_seqs 1024 on GPUs of 70
-	// GiB or more that are not A100s, else 256).
+	// pool (SGLang's max_running_requests, DefaultMaxRunning); none:
+	// BatchDefaults' or MaxSeqs.
 	MaxRunning *MaxRunningFacts `yaml:"max_running"`
+	// BatchDefaults is vLLM's rule for both the step budget and the
+	// running limit, by the GPU (EngineArgs.get_batch_defaults); stated
+	// alone, without ChunkTokens, MaxRunning, MaxSeqs or
+	// MaxPrefillTokens.
+	BatchDefaults *BatchDefaultFacts `yaml:"batch_defaults"`
 	// MaxSeqs is a fixed default limit on running requests per scheduler
 	// (TensorRT-LLM's max_batch_size); 0: MaxRunning's or vLLM's rule.
 	MaxSeqs int `yaml:"max_seqs"`

@@ -35,27 +35,50 @@ func (s *SchedulerFacts) DefaultChunkTokens(memBytes int64) int {
 	return tierFor(s.ChunkTokens, memBytes)
 }
 
-// vLLM's OpenAI-server defaults (EngineArgs.get_batch_defaults): the
-// large tier from 70 GiB of GPU memory, A100s excepted.
-const (
-	vllmLargeGPUBytes         = 70 << 30
-	vllmLargeMaxBatchedTokens = 8192
-	vllmLargeMaxNumSeqs       = 1024
-	vllmSmallMaxBatchedTokens = 2048
-	vllmSmallMaxNumSeqs       = 256
-)
+// BatchDefaultFacts are vLLM's max_num_batched_tokens and max_num_seqs
+// where the user sets neither (EngineArgs.get_batch_defaults for the
+// OpenAI server, vllm serve): Large on a GPU of LargeFromGiB or more of
+// memory whose name contains none of LargeExcept, else Small. The
+// scheduler's defaults and the profiling forward that sizes the KV pool
+// both take them, so both read this one rule.
+type BatchDefaultFacts struct {
+	LargeFromGiB int64    `yaml:"large_from_gib"`
+	LargeExcept  []string `yaml:"large_except"`
+	Large        Batch    `yaml:"large"`
+	Small        Batch    `yaml:"small"`
+	Cite         []string `yaml:"cite"`
+}
 
-// VLLMBatchDefaults is vLLM's default max_num_batched_tokens and
-// max_num_seqs for the OpenAI server on a GPU of memBytes named name
-// (EngineArgs.get_batch_defaults: 8192 and 1024 on a GPU of 70 GiB or
-// more that is not an A100, else 2048 and 256). The scheduler's
-// defaults and the profiling forward that sizes the KV pool both take
-// them, so both read this one rule.
-func VLLMBatchDefaults(memBytes int64, name string) (tokens, seqs int) {
-	if memBytes >= vllmLargeGPUBytes && !containsFold(name, "a100") {
-		return vllmLargeMaxBatchedTokens, vllmLargeMaxNumSeqs
+// Batch is a pair of vLLM's scheduler limits: the step's token budget
+// and the running requests.
+type Batch struct {
+	MaxNumBatchedTokens int `yaml:"max_num_batched_tokens"`
+	MaxNumSeqs          int `yaml:"max_num_seqs"`
+}
+
+// For is the pair on a GPU of memBytes named name (vLLM compares the
+// name lowercased: "a100" not in device_name.lower()).
+func (b *BatchDefaultFacts) For(memBytes int64, name string) Batch {
+	if memBytes < b.LargeFromGiB<<30 {
+		return b.Small
 	}
-	return vllmSmallMaxBatchedTokens, vllmSmallMaxNumSeqs
+	for _, x := range b.LargeExcept {
+		if containsFold(name, x) {
+			return b.Small
+		}
+	}
+	return b.Large
+}
+
+// DefaultBatch is the engine's default scheduler limits on a GPU of
+// memBytes named name where its profile states vLLM's rule
+// (scheduler.batch_defaults); ok is false for an engine whose defaults
+// are stated otherwise (chunk_tokens, max_seqs, max_running).
+func (s *SchedulerFacts) DefaultBatch(memBytes int64, name string) (b Batch, ok bool) {
+	if s == nil || s.BatchDefaults == nil {
+		return Batch{}, false
+	}
+	return s.BatchDefaults.For(memBytes, name), true
 }
 
 // MaxRunningFacts are SGLang's default max_running_requests, from its KV
@@ -83,6 +106,9 @@ func (s *SchedulerFacts) DefaultMaxRunning(kvTokens int64, contextLen int) int {
 
 // validateServing checks the scheduler defaults.
 func (p *Profile) validateServing(bad func(field, format string, a ...any) error, cite func(string, []string) error) error {
+	if err := p.validateBatchDefaults(bad, cite); err != nil {
+		return err
+	}
 	var last int64
 	for i, t := range p.Scheduler.ChunkTokens {
 		f := fmt.Sprintf("scheduler.chunk_tokens[%d]", i)
@@ -127,4 +153,42 @@ func containsFold(s, sub string) bool {
 		}
 	}
 	return false
+}
+
+// validateBatchDefaults checks vLLM's batch defaults: both pairs of
+// counts >= 1, a memory threshold, and the rule stated alone, as the
+// budget and running limit of an engine that serves; an engine that
+// serves with none states its budget by chunk_tokens.
+func (p *Profile) validateBatchDefaults(bad func(field, format string, a ...any) error, cite func(string, []string) error) error {
+	sc := &p.Scheduler
+	b := sc.BatchDefaults
+	if b == nil {
+		if p.Serves() && len(sc.ChunkTokens) == 0 {
+			return bad("scheduler", "states no default step budget: want batch_defaults (vLLM's rule) or chunk_tokens")
+		}
+		return nil
+	}
+	if !p.Serves() {
+		return bad("scheduler.batch_defaults", "stated for an engine that serves no requests (no scheduler.policy): leave it out")
+	}
+	if len(sc.ChunkTokens) > 0 || sc.MaxRunning != nil || sc.MaxSeqs > 0 || sc.MaxPrefillTokens > 0 {
+		return bad("scheduler.batch_defaults", "stated beside chunk_tokens, max_running, max_seqs or max_prefill_tokens: want vLLM's rule alone or the others")
+	}
+	if b.LargeFromGiB < 1 {
+		return bad("scheduler.batch_defaults.large_from_gib", "%d: want the GPU memory, GiB, from which the large pair holds (vLLM: 70)", b.LargeFromGiB)
+	}
+	for _, c := range []struct {
+		field string
+		v     Batch
+	}{{"large", b.Large}, {"small", b.Small}} {
+		if c.v.MaxNumBatchedTokens < 1 || c.v.MaxNumSeqs < 1 {
+			return bad("scheduler.batch_defaults."+c.field, "{max_num_batched_tokens: %d, max_num_seqs: %d}: want both counts >= 1", c.v.MaxNumBatchedTokens, c.v.MaxNumSeqs)
+		}
+	}
+	for i, x := range b.LargeExcept {
+		if strings.TrimSpace(x) == "" {
+			return bad(fmt.Sprintf("scheduler.batch_defaults.large_except[%d]", i), "empty: want a part of a GPU's name (vLLM: a100)")
+		}
+	}
+	return cite("scheduler.batch_defaults", b.Cite)
 }

@@ -388,3 +388,69 @@ func citedOf(p *Profile, keys []string) []string {
 	}
 	return out
 }
+
+// TestVLLMBatchDefaultsStated: vLLM's max_num_batched_tokens and max_num_seqs
+// where unset are vllm serve's (EngineArgs.get_batch_defaults,
+// UsageContext.OPENAI_API_SERVER): 8192 and 1024 on a GPU of 70 GiB
+// (70 x 2^30 B) or more whose name lacks "a100", in any case, else 2048
+// and 256; both vLLM profiles state the rule (scheduler.batch_defaults)
+// with a source naming get_batch_defaults, and no other engine does. A
+// profile that serves with no default budget, the rule beside SGLang's
+// tiers, a zero count or threshold is refused in one line naming it.
+func TestVLLMBatchDefaultsStated(t *testing.T) {
+	large, small := Batch{MaxNumBatchedTokens: 8192, MaxNumSeqs: 1024}, Batch{MaxNumBatchedTokens: 2048, MaxNumSeqs: 256}
+	for _, ref := range []string{"vllm@0.24", "vllm@0.16-nightly"} {
+		p := mustLookup(t, ref)
+		for _, c := range []struct {
+			memBytes int64
+			name     string
+			want     Batch
+		}{
+			{143771 * MiB, "NVIDIA H200", large},
+			{80 << 30, "NVIDIA H100 80GB HBM3", large},
+			{97887 * MiB, "NVIDIA RTX PRO 6000 Blackwell Server Edition", large},
+			{70 << 30, "a GPU of exactly 70 GiB", large},
+			{70<<30 - 1, "one byte under 70 GiB", small},
+			{80 << 30, "NVIDIA A100-SXM4-80GB", small},
+			{80 << 30, "nvidia a100 80gb pcie", small},
+			{46068 * MiB, "NVIDIA L40S", small},
+			{0, "", small},
+		} {
+			got, ok := p.Scheduler.DefaultBatch(c.memBytes, c.name)
+			if !ok || got != c.want {
+				t.Errorf("%s on %s (%d MiB): %+v (stated %v), want %+v", ref, c.name, c.memBytes/MiB, got, ok, c.want)
+			}
+		}
+		var cited string
+		for _, key := range p.Scheduler.BatchDefaults.Cite {
+			cited += p.Sources[key]
+		}
+		for _, want := range []string{"get_batch_defaults", "70 * GiB_bytes", "'a100' not in device_name", "OPENAI_API_SERVER"} {
+			if !strings.Contains(cited, want) {
+				t.Errorf("%s: scheduler.batch_defaults' sources do not name %q", ref, want)
+			}
+		}
+	}
+	for _, ref := range []string{"sglang", "trtllm", "executor"} {
+		if _, ok := mustLookup(t, ref).Scheduler.DefaultBatch(80<<30, "NVIDIA H100"); ok {
+			t.Errorf("%s states vLLM's batch defaults", ref)
+		}
+	}
+	vllm := string(mustRead(t, "profiles/vllm-0.24.yaml"))
+	sglang := string(mustRead(t, "profiles/sglang-0.5.yaml"))
+	for _, c := range []struct{ base, edit, with, field string }{
+		{vllm, "large_from_gib: 70", "large_from_gib: 0", "scheduler.batch_defaults.large_from_gib"},
+		{vllm, "small: {max_num_batched_tokens: 2048, max_num_seqs: 256}", "small: {max_num_batched_tokens: 2048, max_num_seqs: 0}", "scheduler.batch_defaults.small"},
+		{vllm, "large_except: [a100]", "large_except: [\"\"]", "scheduler.batch_defaults.large_except[0]"},
+		{vllm, "  batch_defaults:\n    large_from_gib: 70\n    large_except: [a100]\n    large: {max_num_batched_tokens: 8192, max_num_seqs: 1024}\n    small: {max_num_batched_tokens: 2048, max_num_seqs: 256}\n    cite: [batch-defaults]\n", "", "scheduler"},
+		{sglang, "scheduler:\n  policy: sglang\n", "scheduler:\n  policy: sglang\n  batch_defaults: {large_from_gib: 70, large: {max_num_batched_tokens: 8192, max_num_seqs: 1024}, small: {max_num_batched_tokens: 2048, max_num_seqs: 256}}\n", "scheduler.batch_defaults"},
+	} {
+		data := strings.Replace(c.base, c.edit, c.with, 1)
+		if data == c.base {
+			t.Fatalf("edit %q not found", c.edit)
+		}
+		if _, err := Parse([]byte(data), "edited.yaml"); !oneLineWith(err, c.field) {
+			t.Errorf("%s: error %v, want one line naming %s", c.with, err, c.field)
+		}
+	}
+}

@@ -203,12 +203,13 @@ func withBackendPage(o EngineOptions, p *sim.Predictor, sc sim.Scenario, prof *e
 // a max_num_seqs left unset is then at most the budget
 // (verify_max_model_len refuses a budget below max_num_seqs).
 func (o EngineOptions) withDefaults(dev *topology.Device, sched *engprof.SchedulerFacts, maxModelLen int) EngineOptions {
-	var defTokens, defSeqs int
+	var def engprof.Batch
 	if dev != nil {
-		defTokens, defSeqs = engprof.VLLMBatchDefaults(dev.MemBytes, dev.Name)
+		def, _ = sched.DefaultBatch(dev.MemBytes, dev.Name)
 	} else {
-		defTokens, defSeqs = engprof.VLLMBatchDefaults(0, "")
+		def, _ = sched.DefaultBatch(0, "")
 	}
+	defTokens, defSeqs := def.MaxNumBatchedTokens, def.MaxNumSeqs
 	if sched != nil {
 		// The engine's own fixed defaults (TensorRT-LLM's max_batch_size,
 		// tokens_per_block, enable_chunked_prefill, capacity policy).
@@ -265,10 +266,11 @@ func (o EngineOptions) withDefaults(dev *topology.Device, sched *engprof.Schedul
 }
 
 // vllmRule reports whether the engine whose scheduler facts are sched
-// takes vLLM's rule for its step budget and running limit (it states
-// neither: its profile is vLLM's).
+// takes vLLM's rule for its step budget and running limit (its profile
+// states scheduler.batch_defaults).
 func vllmRule(sched *engprof.SchedulerFacts) bool {
-	return sched == nil || (sched.MaxSeqs == 0 && sched.MaxRunning == nil && len(sched.ChunkTokens) == 0 && sched.MaxPrefillTokens == 0)
+	_, ok := sched.DefaultBatch(0, "")
+	return ok
 }
 
 // verifyVLLMBudget refuses what vLLM refuses at start-up

@@ -279,7 +279,7 @@ func TestFrontierLeavesSLOMissesOff(t *testing.T) {
 // reads its socket on every 4th iteration; after a prefill batch it reads
 // on the next one (weight 1000); an idle one reads at once.
 func TestRecvSkipper(t *testing.T) {
-	rp := newReplica(EngineOptions{Policy: PolicySGLang, SchedulerRecvInterval: 4}.withDefaults(nil, nil, 0), 100)
+	rp := newReplica(EngineOptions{Policy: PolicySGLang, SchedulerRecvInterval: 4}.withDefaults(nil, vllmScheduler(), 0), 100)
 	rp.running = append(rp.running, &reqState{id: 0})
 	q := &reqState{id: 1}
 	rp.send(q)
@@ -308,7 +308,7 @@ func TestRecvSkipper(t *testing.T) {
 	}
 	// Every step reads under vLLM's policy and SGLang's default.
 	for _, o := range []EngineOptions{{}, {Policy: PolicySGLang, SchedulerRecvInterval: 1}} {
-		rp := newReplica(o.withDefaults(nil, nil, 0), 100)
+		rp := newReplica(o.withDefaults(nil, vllmScheduler(), 0), 100)
 		rp.send(&reqState{})
 		if rp.waiting.len() != 1 {
 			t.Errorf("%+v: a request not queued at once", o)

@@ -17,8 +17,19 @@ type stepper struct {
 	emitted map[int][]float64 // request id -> token times
 }
 
+// vllmScheduler is the default vLLM profile's scheduler facts, whose
+// batch defaults fill the limits a test leaves unset (2048 and 256 on no
+// GPU).
+func vllmScheduler() *engprof.SchedulerFacts {
+	p, err := engprof.Lookup(engprof.Ref{Name: "vllm"})
+	if err != nil {
+		panic(err)
+	}
+	return &p.Scheduler
+}
+
 func newStepper(o EngineOptions, blocks int, reqs ...Request) *stepper {
-	s := &stepper{rp: newReplica(o.withDefaults(nil, nil, 0), blocks), emitted: map[int][]float64{}}
+	s := &stepper{rp: newReplica(o.withDefaults(nil, vllmScheduler(), 0), blocks), emitted: map[int][]float64{}}
 	for i, r := range reqs {
 		s.rp.waiting.pushBack(&reqState{Request: r, id: i, client: -1})
 	}

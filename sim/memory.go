@@ -50,35 +50,36 @@ type KVBudget struct {
 	// a forward of its max_num_batched_tokens and a sampler over
 	// min(that, max_num_seqs) rows (gpu_model_runner.py profile_run,
 	// _dummy_sampler_run). The scheduler's limits where a simulation
-	// states them, else vLLM's serve defaults for the GPU
-	// (engprof.VLLMBatchDefaults); 0 under the other rules.
+	// states them, else the engine's defaults for the GPU
+	// (its profile's scheduler.batch_defaults); 0 under the other rules.
 	ProfileTokens int `json:"profile_tokens,omitempty"`
 	ProfileSeqs   int `json:"profile_seqs,omitempty"`
 }
 
 // withProfileStep is b with the profiling step of vLLM's rule on a GPU of
-// memBytes named devName: tokens and seqs where given (> 0), else vLLM's
-// defaults for the GPU. Other rules are left as they are.
-func (b KVBudget) withProfileStep(tokens, seqs int, memBytes int64, devName string) KVBudget {
+// memBytes named devName: tokens and seqs where given (> 0), else the
+// engine's defaults for the GPU (its profile's scheduler.batch_defaults).
+// Other rules are left as they are.
+func (b KVBudget) withProfileStep(sched *engprof.SchedulerFacts, tokens, seqs int, memBytes int64, devName string) KVBudget {
 	if b.Rule != engprof.KVPoolGPUMemUtil {
 		return b
 	}
-	defTokens, defSeqs := engprof.VLLMBatchDefaults(memBytes, devName)
+	def, _ := sched.DefaultBatch(memBytes, devName)
 	if tokens <= 0 {
-		tokens = defTokens
+		tokens = def.MaxNumBatchedTokens
 	}
 	if seqs <= 0 {
-		seqs = defSeqs
+		seqs = def.MaxNumSeqs
 	}
 	b.ProfileTokens, b.ProfileSeqs = tokens, seqs
 	return b
 }
 
-// WithDefaultProfileStep is b with vLLM's serve defaults for a GPU of
-// memBytes named devName as its profiling step (a view with no scheduler
-// limits, such as model show).
-func (b KVBudget) WithDefaultProfileStep(memBytes int64, devName string) KVBudget {
-	return b.withProfileStep(0, 0, memBytes, devName)
+// WithDefaultProfileStep is b with the engine's (sched's) defaults for a
+// GPU of memBytes named devName as its profiling step (a view with no
+// scheduler limits, such as model show).
+func (b KVBudget) WithDefaultProfileStep(sched *engprof.SchedulerFacts, memBytes int64, devName string) KVBudget {
+	return b.withProfileStep(sched, 0, 0, memBytes, devName)
 }
 
 // ForScenario is b with what it depends on of sc's kernels: whether the
@@ -294,7 +295,7 @@ func fixedFrac(prof *engprof.Profile, given float64) (b KVBudget, ok bool) {
 func (p *Predictor) kvBudget(sc Scenario, w model.Workload, chunkTokens, maxSeqs int) KVBudget {
 	prof := p.cm.prof
 	if b, ok := FixedKVBudget(prof, p.opts); ok {
-		return b.withProfileStep(chunkTokens, maxSeqs, p.dev.MemBytes, p.dev.Name).ForScenario(prof, sc)
+		return b.withProfileStep(&prof.Scheduler, chunkTokens, maxSeqs, p.dev.MemBytes, p.dev.Name).ForScenario(prof, sc)
 	}
 	rule := prof.KVPool.KVPoolRule()
 	if chunkTokens <= 0 {

@@ -195,7 +195,8 @@ func showModel(sc *scenarioFlags, mem *memFlags, out string, w io.Writer) error 
 	// (TensorRT-LLM's free_gpu_memory_fraction), sizes the capacity shown
 	// through sim's one rule-to-capacity path; vLLM's is the default.
 	var pool *sim.KVBudget
-	if prof, err := engprof.Lookup(scen.Options.Engine); err == nil {
+	prof, err := engprof.Lookup(scen.Options.Engine)
+	if err == nil {
 		if b, ok := sim.FixedKVBudget(prof, scen.Options); ok {
 			b = b.ForScenario(prof, scen)
 			pool = &b
@@ -232,7 +233,7 @@ func showModel(sc *scenarioFlags, mem *memFlags, out string, w io.Writer) error 
 		if dev := scen.Topo.DeviceOf(0); dev != nil {
 			name = dev.Name
 		}
-		b := pool.WithDefaultProfileStep(int64(memBytes), name)
+		b := pool.WithDefaultProfileStep(&prof.Scheduler, int64(memBytes), name)
 		pool = &b
 		util, rule = pool.Frac, pool.Capacity()
 	}
