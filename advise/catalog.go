@@ -144,12 +144,14 @@ var DefaultCatalogTopologies = []string{"rtxpro6000-switch", "h200-nvswitch"}
 // Stock returns c as a user would first run it on the same engine: eager
 // execution, NCCL with its defaults (no NCCL_PROTO, NCCL_P2P_LEVEL=PXB, P2P
 // on), the engine's own custom all-reduce rule, no fusion, no overlap.
-// Plan, workload, box, engine (and its MoE kernel), memory utilization,
-// attention backend and the harness's timing events are kept: stock is
-// that engine's defaults, so the baseline's gain over it is its settings'
-// and never a change of engine.
+// Plan, workload, box, engine (and its MoE kernel), memory utilization
+// and scheduler limits (which size vLLM's KV pool), attention backend and
+// the harness's timing events are kept: stock is that engine's defaults,
+// so the baseline's gain over it is its settings' and never a change of
+// engine or of the pool it was launched with.
 func Stock(c sim.Scenario) sim.Scenario {
 	o := sim.Options{MTPAcceptFrac: c.Options.MTPAcceptFrac, SpecAccept: c.Options.SpecAccept, GPUMemUtilFrac: c.Options.GPUMemUtilFrac,
+		MaxNumBatchedTokens: c.Options.MaxNumBatchedTokens, MaxNumSeqs: c.Options.MaxNumSeqs,
 		AttentionBackend: c.Options.AttentionBackend, Engine: c.Options.Engine, MoEKernel: c.Options.MoEKernel,
 		TimingEventsPerOp: c.Options.TimingEventsPerOp}
 	c.Options = o

@@ -278,8 +278,9 @@ func TestCatalogApplyRevert(t *testing.T) {
 func TestStock(t *testing.T) {
 	c := seedConfig(t)
 	c.Options.ARNormFusion, c.Options.CustomAR, c.Options.GPUMemUtilFrac = sim.ToggleOn, sim.CustomAROneShot, 0.8
+	c.Options.MaxNumBatchedTokens, c.Options.MaxNumSeqs = 4096, 128
 	s := Stock(c)
-	want := sim.Options{GPUMemUtilFrac: 0.8}
+	want := sim.Options{GPUMemUtilFrac: 0.8, MaxNumBatchedTokens: 4096, MaxNumSeqs: 128}
 	if !reflect.DeepEqual(s.Options, want) {
 		t.Errorf("stock options %+v, want %+v", s.Options, want)
 	}

@@ -40,6 +40,10 @@ type Summary struct {
 	// KVPool is the engine's pool rule and fraction in words, set by the
 	// caller that knows the engine ("": vLLM's gpu_memory_utilization).
 	KVPool string `json:"kv_pool,omitempty"`
+	// ProfileStep is vLLM's profiling step whose activations the pool is
+	// sized less, in words (its tokens and sequences and where each came
+	// from), set by the caller; "" under another rule.
+	ProfileStep string `json:"profile_step,omitempty"`
 	// CUDAGraphBytes is the engine's CUDA-graph estimate taken off the
 	// pool (LessCUDAGraphs); CUDAGraphCaveat, set by the caller that knows
 	// the engine, says the engine takes one that was not given.

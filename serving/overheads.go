@@ -256,6 +256,8 @@ func OriginOf(sc sim.Scenario, engine engprof.Ref, eng EngineOptions) OverheadsO
 	}
 	opts := sc.Options
 	opts.Engine = engprof.Ref{} // the origin's own field
+	// The scheduler's limits are the scheduler's label's, resolved.
+	opts.MaxNumBatchedTokens, opts.MaxNumSeqs = 0, 0
 	o.Options = opts.Label()
 	if t := sc.Topo; t != nil {
 		o.Topology = t.Name

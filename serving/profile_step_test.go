@@ -111,3 +111,61 @@ func TestVLLMProfileStepDefaults(t *testing.T) {
 		}
 	}
 }
+
+// TestProfileStepFromOptions: the scheduler limits a scenario's options
+// give (--max-num-batched-tokens, --max-num-seqs on predict, plan,
+// advise, model show and simulate alike) are vLLM's profiling step:
+// predict's activations are the step's (profileActivationBytes at 2048
+// tokens and 32 sampled rows on an H200, where the defaults are 8192 and
+// 1024), simulate's pool is sized at the same step, and both say the
+// figures were given; unset, the step is the profile's defaults and says
+// so. A model served at 4096 tokens with one request a step profiles
+// min(1 x 4096, 8192) = 4096 tokens, as vLLM fills an unset budget.
+func TestProfileStepFromOptions(t *testing.T) {
+	a := mustPreset(t, "tiny-mla-moe")
+	short := mustPreset(t, "tiny-mla-moe")
+	short.MaxModelLenTokens = 4096
+	for _, c := range []struct {
+		name                 string
+		arch                 *model.Arch
+		given                sim.Options
+		tokens, seqs         int
+		tokensFrom, seqsFrom string
+	}{
+		{"given", a, sim.Options{MaxNumBatchedTokens: 2048, MaxNumSeqs: 32}, 2048, 32, "given", "given"},
+		{"defaults", a, sim.Options{}, 8192, 1024, "vllm@0.24's default", "vllm@0.24's default"},
+		{"one request of 4096 tokens", short, sim.Options{MaxNumSeqs: 1}, 4096, 1, "vllm@0.24's default", "given"},
+	} {
+		d := tinyVLLM(t, "nvswitch:8xh200", 0, 0)
+		d.Scenario.Arch = c.arch
+		d.Scenario.Options.MaxNumBatchedTokens, d.Scenario.Options.MaxNumSeqs = c.given.MaxNumBatchedTokens, c.given.MaxNumSeqs
+		// simulate takes the options' limits as its scheduler's.
+		d.Engine.MaxNumBatchedTokens, d.Engine.MaxNumSeqs = c.given.MaxNumBatchedTokens, c.given.MaxNumSeqs
+		act := profileActivationBytes(c.arch, c.tokens, c.seqs)
+		p, err := sim.New(d.Scenario.Topo, d.Scenario.Options)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pr, err := p.PredictScenario(sim.Scenario{Arch: c.arch, Plan: d.Scenario.Plan,
+			Workload: model.Workload{Phase: model.Decode, Batch: 1, Context: 1024}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		b := pr.Memory.Budget
+		if got := float64(pr.Memory.ActivationBytes); math.Abs(got-act) > 1 {
+			t.Errorf("%s predict: activations %.0f B, want %.0f (%d tokens, %d rows)", c.name, got, act, c.tokens, min(c.tokens, c.seqs))
+		}
+		if b.ProfileTokens != c.tokens || b.ProfileSeqs != c.seqs || b.ProfileTokensFrom != c.tokensFrom || b.ProfileSeqsFrom != c.seqsFrom {
+			t.Errorf("%s predict: profiling step %d tokens (%s), %d seqs (%s); want %d (%s), %d (%s)", c.name,
+				b.ProfileTokens, b.ProfileTokensFrom, b.ProfileSeqs, b.ProfileSeqsFrom, c.tokens, c.tokensFrom, c.seqs, c.seqsFrom)
+		}
+		s := mustNew(t, d)
+		if got := s.KVBudget(); got.ProfileTokens != c.tokens || got.ProfileSeqs != c.seqs || got.ProfileTokensFrom != c.tokensFrom || got.ProfileSeqsFrom != c.seqsFrom {
+			t.Errorf("%s simulate: profiling step %d tokens (%s), %d seqs (%s); want %d (%s), %d (%s)", c.name,
+				got.ProfileTokens, got.ProfileTokensFrom, got.ProfileSeqs, got.ProfileSeqsFrom, c.tokens, c.tokensFrom, c.seqs, c.seqsFrom)
+		}
+		if want := wantBlocks(s, d, act); s.KVBlocks() != want {
+			t.Errorf("%s simulate: %d KV blocks, want %d", c.name, s.KVBlocks(), want)
+		}
+	}
+}

@@ -5,6 +5,7 @@ import (
 
 	engprof "github.com/tpscope/tpscope/engine"
 	"github.com/tpscope/tpscope/model"
+	"github.com/tpscope/tpscope/topology"
 )
 
 // KVBudget is how the engine sizes its KV pool on one GPU (its profile's
@@ -49,37 +50,74 @@ type KVBudget struct {
 	// run, whose activation peak comes off a gpu_memory_utilization pool:
 	// a forward of its max_num_batched_tokens and a sampler over
 	// min(that, max_num_seqs) rows (gpu_model_runner.py profile_run,
-	// _dummy_sampler_run). The scheduler's limits where a simulation
-	// states them, else the engine's defaults for the GPU
-	// (its profile's scheduler.batch_defaults); 0 under the other rules.
-	ProfileTokens int `json:"profile_tokens,omitempty"`
-	ProfileSeqs   int `json:"profile_seqs,omitempty"`
+	// _dummy_sampler_run): the scheduler's limits where given
+	// (Options.MaxNumBatchedTokens, MaxNumSeqs) or where a simulation
+	// resolved them, else the engine's defaults for the GPU (its
+	// profile's scheduler.batch_defaults); 0 under the other rules.
+	// ProfileTokensFrom and ProfileSeqsFrom say where each came from:
+	// "given", or the engine's default.
+	ProfileTokens     int    `json:"profile_tokens,omitempty"`
+	ProfileSeqs       int    `json:"profile_seqs,omitempty"`
+	ProfileTokensFrom string `json:"profile_tokens_from,omitempty"`
+	ProfileSeqsFrom   string `json:"profile_seqs_from,omitempty"`
 }
 
-// withProfileStep is b with the profiling step of vLLM's rule on a GPU of
-// memBytes named devName: tokens and seqs where given (> 0), else the
-// engine's defaults for the GPU (its profile's scheduler.batch_defaults).
-// Other rules are left as they are.
-func (b KVBudget) withProfileStep(sched *engprof.SchedulerFacts, tokens, seqs int, memBytes int64, devName string) KVBudget {
+// withProfileStep is b with the profiling step of vLLM's rule under prof
+// and options o on a GPU of memBytes named devName, for a model served at
+// maxModelLen tokens: tokens and seqs where > 0 (a simulation's resolved
+// limits), else o's where given, else the engine's defaults as vLLM fills
+// them (EngineArgs._set_default_max_num_seqs_and_batched_tokens_args: a
+// budget left unset at most max_num_seqs x max_model_len, a running limit
+// left unset at most the budget). Other rules, and a profile that states
+// no batch defaults with none given, are left as they are.
+func (b KVBudget) withProfileStep(prof *engprof.Profile, o Options, tokens, seqs int, memBytes int64, devName string, maxModelLen int) KVBudget {
 	if b.Rule != engprof.KVPoolGPUMemUtil {
 		return b
 	}
-	def, _ := sched.DefaultBatch(memBytes, devName)
+	def, _ := prof.Scheduler.DefaultBatch(memBytes, devName)
+	tokensFrom, seqsFrom := prof.Name()+"'s default", prof.Name()+"'s default"
+	if o.MaxNumBatchedTokens > 0 {
+		tokens, tokensFrom = o.MaxNumBatchedTokens, "given"
+	}
+	if o.MaxNumSeqs > 0 {
+		seqs, seqsFrom = o.MaxNumSeqs, "given"
+	}
 	if tokens <= 0 {
 		tokens = def.MaxNumBatchedTokens
+		if seqs > 0 && maxModelLen > 0 && tokens > 0 {
+			tokens = int(min(int64(seqs)*int64(maxModelLen), int64(tokens)))
+		}
 	}
 	if seqs <= 0 {
-		seqs = def.MaxNumSeqs
+		seqs = min(def.MaxNumSeqs, tokens)
 	}
-	b.ProfileTokens, b.ProfileSeqs = tokens, seqs
+	if tokens <= 0 {
+		return b
+	}
+	b.ProfileTokens, b.ProfileSeqs, b.ProfileTokensFrom, b.ProfileSeqsFrom = tokens, seqs, tokensFrom, seqsFrom
 	return b
 }
 
-// WithDefaultProfileStep is b with the engine's (sched's) defaults for a
-// GPU of memBytes named devName as its profiling step (a view with no
-// scheduler limits, such as model show).
-func (b KVBudget) WithDefaultProfileStep(sched *engprof.SchedulerFacts, memBytes int64, devName string) KVBudget {
-	return b.withProfileStep(sched, 0, 0, memBytes, devName)
+// WithProfileStep is b with vLLM's profiling step under prof and options
+// o (their scheduler limits, else the engine's defaults) on a GPU of
+// memBytes named devName, for a model served at maxModelLen tokens (a
+// view that prices no step, such as model show).
+func (b KVBudget) WithProfileStep(prof *engprof.Profile, o Options, memBytes int64, devName string, maxModelLen int) KVBudget {
+	return b.withProfileStep(prof, o, 0, 0, memBytes, devName, maxModelLen)
+}
+
+// ProfileStep is the profiling step in words ("" where the rule runs
+// none): "profiling step of 8192 tokens and 1024 sequences, vllm@0.24's
+// default", "profiling step of 4096 tokens (given) and 1024 sequences
+// (vllm@0.24's default)".
+func (b KVBudget) ProfileStep() string {
+	if b.ProfileTokens <= 0 {
+		return ""
+	}
+	if b.ProfileTokensFrom == b.ProfileSeqsFrom {
+		return fmt.Sprintf("profiling step of %d tokens and %d sequences, %s", b.ProfileTokens, b.ProfileSeqs, b.ProfileTokensFrom)
+	}
+	return fmt.Sprintf("profiling step of %d tokens (%s) and %d sequences (%s)", b.ProfileTokens, b.ProfileTokensFrom, b.ProfileSeqs, b.ProfileSeqsFrom)
 }
 
 // ForScenario is b with what it depends on of sc's kernels: whether the
@@ -193,6 +231,9 @@ func (b KVBudget) String() string {
 	case b.GraphUnpriced:
 		s += ", less the engine's CUDA-graph estimate, not priced"
 	}
+	if step := b.ProfileStep(); step != "" {
+		s += ", " + step
+	}
 	return s
 }
 
@@ -295,9 +336,18 @@ func fixedFrac(prof *engprof.Profile, given float64) (b KVBudget, ok bool) {
 func (p *Predictor) kvBudget(sc Scenario, w model.Workload, chunkTokens, maxSeqs int) KVBudget {
 	prof := p.cm.prof
 	if b, ok := FixedKVBudget(prof, p.opts); ok {
-		return b.withProfileStep(&prof.Scheduler, chunkTokens, maxSeqs, p.dev.MemBytes, p.dev.Name).ForScenario(prof, sc)
+		maxLen := p.opts.MaxModelLen
+		if maxLen <= 0 && sc.Arch != nil {
+			maxLen = sc.Arch.MaxModelLenTokens
+		}
+		return b.withProfileStep(prof, p.opts, chunkTokens, maxSeqs, p.dev.MemBytes, p.dev.Name, maxLen).ForScenario(prof, sc)
 	}
 	rule := prof.KVPool.KVPoolRule()
+	if chunkTokens <= 0 {
+		// SGLang's chunked_prefill_size: given, else its default for
+		// the GPU.
+		chunkTokens = p.opts.MaxNumBatchedTokens
+	}
 	if chunkTokens <= 0 {
 		chunkTokens = prof.Scheduler.DefaultChunkTokens(p.dev.MemBytes)
 	}
@@ -390,4 +440,66 @@ func (p *Predictor) memoryFitChunk(sc Scenario, d model.Deployment, chunkTokens,
 		m.ShortfallGB = short / 1e9
 	}
 	return m
+}
+
+// CheckPoolLimits refuses, for a verb that sizes the engine's KV pool
+// without simulating its scheduler (predict, plan, advise, model show),
+// scheduler limits (Options.MaxNumBatchedTokens, MaxNumSeqs) that size
+// nothing of sc's pool, and limits vLLM refuses at start-up: under vLLM's
+// rule both size its profiling step, and a budget below the running limit
+// (either given, the other the engine's default for the GPU) is refused
+// as vllm/config/scheduler.py SchedulerConfig.verify_max_model_len
+// refuses it; SGLang's default mem_fraction_static reserves for its
+// chunked_prefill_size (the budget) and nothing for its running limit,
+// and a fraction given leaves neither a part; TensorRT-LLM's pool is
+// priced at an assumed step of 8,192 tokens and the executor has no
+// scheduler, so neither takes them.
+func (sc Scenario) CheckPoolLimits() error {
+	o := sc.Options
+	if o.MaxNumBatchedTokens == 0 && o.MaxNumSeqs == 0 {
+		return nil
+	}
+	p, err := engprof.Lookup(o.Engine)
+	if err != nil {
+		return nil // CheckEngine's to refuse
+	}
+	flag, v := "--max-num-batched-tokens", o.MaxNumBatchedTokens
+	if v == 0 {
+		flag, v = "--max-num-seqs", o.MaxNumSeqs
+	}
+	switch p.KVPool.KVPoolRule() {
+	case engprof.KVPoolGPUMemUtil:
+		var dev *topology.Device
+		if sc.Topo != nil {
+			dev = sc.Topo.DeviceOf(0)
+		}
+		if dev == nil {
+			return nil
+		}
+		maxLen := o.MaxModelLen
+		if maxLen <= 0 && sc.Arch != nil {
+			maxLen = sc.Arch.MaxModelLenTokens
+		}
+		b := KVBudget{Rule: engprof.KVPoolGPUMemUtil}.withProfileStep(p, o, 0, 0, dev.MemBytes, dev.Name, maxLen)
+		if b.ProfileTokens > 0 && b.ProfileTokens < b.ProfileSeqs {
+			if o.MaxNumBatchedTokens == 0 {
+				flag, v = "--max-num-seqs", o.MaxNumSeqs
+			}
+			return fmt.Errorf("%s %d: want max_num_batched_tokens (%d, %s) at least max_num_seqs (%d, %s): %s refuses a step budget below its running limit at start-up (vllm/config/scheduler.py verify_max_model_len)",
+				flag, v, b.ProfileTokens, b.ProfileTokensFrom, b.ProfileSeqs, b.ProfileSeqsFrom, p.Name())
+		}
+		return nil
+	case engprof.KVPoolMemFractionStatic:
+		if o.MaxNumSeqs != 0 {
+			return fmt.Errorf("--max-num-seqs %d: %s's running limit (--max-running-requests) does not size its KV pool, so the flag prices nothing here: leave it out (simulate schedules by it)", o.MaxNumSeqs, p.Name())
+		}
+		if o.GPUMemUtilFrac != 0 {
+			return fmt.Errorf("--max-num-batched-tokens %d: with --gpu-mem-util %s's mem_fraction_static is given, and its step budget (--chunked-prefill-size) enters only the default fraction's reserve, so the flag prices nothing here: leave one out (simulate schedules by it)", o.MaxNumBatchedTokens, p.Name())
+		}
+		return nil
+	}
+	if !p.Serves() {
+		return fmt.Errorf("%s %d: %s has no scheduler, so no step budget or running limit: leave it out", flag, v, p.Name())
+	}
+	return fmt.Errorf("%s %d: %s's KV pool (%s) is priced at an assumed profiling step of 8,192 tokens, not at the engine's limits, so the flag prices nothing here: leave it out (simulate schedules by it)", flag, v, p.Name(), p.KVPool.KVPoolRule())
 }

@@ -191,6 +191,18 @@ type Options struct {
 	// profiling workspace by it (kv_pool.indexer_workspace_per_max_len).
 	MaxModelLen int `json:"max_model_len,omitempty"`
 
+	// MaxNumBatchedTokens and MaxNumSeqs are the engine's scheduler
+	// limits (vLLM's --max-num-batched-tokens and --max-num-seqs; 0 = the
+	// engine's defaults, its profile's scheduler.batch_defaults). vLLM's
+	// profiling run at start-up is a forward of max_num_batched_tokens
+	// tokens and a sampler over min(that, max_num_seqs) rows, whose peak
+	// comes off its KV pool (KVBudget.ProfileTokens); the serving
+	// simulation schedules by them (SGLang: --chunked-prefill-size and
+	// --max-running-requests; TensorRT-LLM: max_num_tokens and
+	// max_batch_size).
+	MaxNumBatchedTokens int `json:"max_num_batched_tokens,omitempty"`
+	MaxNumSeqs          int `json:"max_num_seqs,omitempty"`
+
 	// Engine names the serving engine's profile (package engine): which
 	// attention backend, MoE and GEMM kernels run each op and what they
 	// launch beside it (OpCost.ExtraKernels), its fusions, CUDA-graph
@@ -312,6 +324,14 @@ func (o *Options) Validate() error {
 	}
 	if err := o.CUDAGraphMem.Validate(); err != nil {
 		return optionsErrorf("cuda_graph_mem_gib %v", err)
+	}
+	// vLLM's SchedulerConfig: Field(ge=1) for both (0 here is the
+	// engine's default).
+	if o.MaxNumBatchedTokens < 0 {
+		return optionsErrorf("max_num_batched_tokens %d: want a count of 1 or more (vLLM refuses less; leave it out for the engine's default)", o.MaxNumBatchedTokens)
+	}
+	if o.MaxNumSeqs < 0 {
+		return optionsErrorf("max_num_seqs %d: want a count of 1 or more (vLLM refuses less; leave it out for the engine's default)", o.MaxNumSeqs)
 	}
 	switch o.CustomAR {
 	case CustomARAuto, CustomAROff, CustomAROneShot, CustomARTwoShot:

@@ -26,7 +26,11 @@ const (
 	OptionString OptionKind = "string"
 	OptionFloat  OptionKind = "float"
 	OptionInt    OptionKind = "int"
-	OptionInts   OptionKind = "ints" // a list of positive integers, '+'-separated in names
+	// OptionCount is an integer count of tokens or sequences, written as
+	// an integer; the CLI takes it with K and M suffixes, as every
+	// verb's count flags.
+	OptionCount OptionKind = "count"
+	OptionInts  OptionKind = "ints" // a list of positive integers, '+'-separated in names
 )
 
 // OptionField is one field of Options in the text codec.
@@ -113,6 +117,12 @@ var optionFields = []OptionField{
 	{Name: "max-model-len", Kind: OptionInt, Help: "the engine's max_model_len, tokens (vLLM's --max-model-len): the longest context served, at most the model's ('model show' gives it; 0 = the model's); vLLM 0.24 reserves a DSA model's indexer workspace in proportion to it, 40 x max_model_len x 132 B off the KV pool for GLM-5",
 		Get: func(o *Options) string { return intText(o.MaxModelLen) },
 		Set: func(o *Options, v string) (err error) { o.MaxModelLen, err = parseInt(v); return }},
+	{Name: "max-num-batched-tokens", Kind: OptionCount, Help: "the engine's step token budget: vLLM's --max-num-batched-tokens, the tokens of the profiling forward whose activations come off its KV pool and of each scheduled step (SGLang: --chunked-prefill-size, which its default --mem-fraction-static reserves for; TensorRT-LLM: max_num_tokens, simulate only); default: the engine's, vllm serve's 8192 on a GPU of 70 GiB or more not named A100, else 2048, the model's max_model_len if larger with --no-enable-chunked-prefill; SGLang's by GPU memory, 16384 from 160 GiB, 8192 from 60 GiB, 4096 from 35 GiB, else 2048; TensorRT-LLM's 8192",
+		Get: func(o *Options) string { return intText(o.MaxNumBatchedTokens) },
+		Set: func(o *Options, v string) (err error) { o.MaxNumBatchedTokens, err = parseInt(v); return }},
+	{Name: "max-num-seqs", Kind: OptionCount, Help: "the engine's running-request limit per scheduler: vLLM's --max-num-seqs, the rows of the profiling run's sampler (min(it, the budget)) whose logits come off its KV pool, at most --max-num-batched-tokens (vLLM refuses more) (SGLang: --max-running-requests, TensorRT-LLM: max_batch_size, simulate only); default: the engine's, vllm serve's 1024 on a GPU of 70 GiB or more not named A100, else 256, at most the budget; SGLang's from its KV pool; TensorRT-LLM's 2048",
+		Get: func(o *Options) string { return intText(o.MaxNumSeqs) },
+		Set: func(o *Options, v string) (err error) { o.MaxNumSeqs, err = parseInt(v); return }},
 	{Name: "engine", Kind: OptionString, Help: "serving engine whose kernels price the step: " + strings.Join(engprof.Names(), ", ") + ", or a name alone for its default version (default: " + engprof.DefaultEngine + "); executor is tpscope's own kernels",
 		Get: func(o *Options) string { return o.Engine.String() },
 		Set: func(o *Options, v string) (err error) { o.Engine, err = engprof.ParseRef(v); return }},

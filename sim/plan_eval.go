@@ -150,7 +150,8 @@ func (e *Evaluator) Predictor(c *Scenario) (*Predictor, error) {
 func optionsEqual(a, b *Options) bool {
 	return a.NCCL == b.NCCL && a.CUDAGraphs == b.CUDAGraphs && slices.Equal(a.GraphSizes, b.GraphSizes) &&
 		a.CustomAR == b.CustomAR && a.ARNormFusion == b.ARNormFusion && a.Overlap == b.Overlap &&
-		a.MTPAcceptFrac == b.MTPAcceptFrac && specAcceptEqual(&a.SpecAccept, &b.SpecAccept) && a.GPUMemUtilFrac == b.GPUMemUtilFrac && a.CUDAGraphMem == b.CUDAGraphMem && a.MaxModelLen == b.MaxModelLen && a.Engine == b.Engine &&
+		a.MTPAcceptFrac == b.MTPAcceptFrac && specAcceptEqual(&a.SpecAccept, &b.SpecAccept) && a.GPUMemUtilFrac == b.GPUMemUtilFrac && a.CUDAGraphMem == b.CUDAGraphMem && a.MaxModelLen == b.MaxModelLen &&
+		a.MaxNumBatchedTokens == b.MaxNumBatchedTokens && a.MaxNumSeqs == b.MaxNumSeqs && a.Engine == b.Engine &&
 		a.MoEKernel == b.MoEKernel && a.TimingEventsPerOp == b.TimingEventsPerOp && a.AttentionBackend == b.AttentionBackend
 }
 

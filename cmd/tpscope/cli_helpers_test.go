@@ -66,3 +66,19 @@ func withFlags(args []string, over ...string) []string {
 	}
 	return append(out, over...)
 }
+
+// withoutFlag is args without the flag name and its value ("--name v" or
+// "--name=v"): the flag left to its default.
+func withoutFlag(args []string, name string) []string {
+	out := make([]string, 0, len(args))
+	for i := 0; i < len(args); i++ {
+		switch {
+		case args[i] == "--"+name:
+			i++ // its value
+		case strings.HasPrefix(args[i], "--"+name+"="):
+		default:
+			out = append(out, args[i])
+		}
+	}
+	return out
+}

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/spf13/pflag"
@@ -278,7 +279,11 @@ func (f *scenarioFlags) routing() (model.Routing, error) {
 func (f *scenarioFlags) bindOptionFlags(fs *pflag.FlagSet) {
 	f.fs = fs
 	for _, of := range sim.OptionFields() {
-		fs.Var(&optionValue{f: of, o: &f.opts}, of.Name, of.Help)
+		if of.Kind == sim.OptionCount {
+			fs.Var(&countOptionValue{optionValue{f: of, o: &f.opts}}, of.Name, of.Help+countSuffixHelp)
+		} else {
+			fs.Var(&optionValue{f: of, o: &f.opts}, of.Name, of.Help)
+		}
 		if of.Kind == sim.OptionBool {
 			fs.Lookup(of.Name).NoOptDefVal = "true"
 		}
@@ -335,6 +340,14 @@ func (f *scenarioFlags) checkExecutor(o sim.Options) error {
 	if f.executes && o.MaxModelLen != 0 {
 		return flagError("--max-model-len", o.MaxModelLen, "run and verdict allocate the measured step's KV cache, not a serving engine's KV pool, so the engine's max_model_len changes nothing they run or print: leave it out (predict, plan and simulate size the pool with it)")
 	}
+	for _, c := range []struct {
+		flag string
+		v    int
+	}{{"--max-num-batched-tokens", o.MaxNumBatchedTokens}, {"--max-num-seqs", o.MaxNumSeqs}} {
+		if f.executes && c.v != 0 {
+			return flagError(c.flag, c.v, "run and verdict execute one given step with tpscope's kernels, with no serving engine's scheduler or KV pool, so the limit changes nothing they run or print: leave it out (predict, plan and simulate size vLLM's pool with it)")
+		}
+	}
 	return nil
 }
 
@@ -362,13 +375,25 @@ func (v *optionValue) String() string {
 
 func (v *optionValue) Set(s string) error { return v.f.Set(v.o, s) }
 
+// countOptionValue is an option that counts tokens or sequences
+// (sim.OptionCount): its flag takes parseCount's K and M suffixes.
+type countOptionValue struct{ optionValue }
+
+func (v *countOptionValue) Set(s string) error {
+	n, err := parseCount(s)
+	if err != nil {
+		return err
+	}
+	return v.f.Set(v.o, strconv.Itoa(n))
+}
+
 func (v *optionValue) Type() string {
 	switch v.f.Kind {
 	case sim.OptionBool:
 		return "bool"
 	case sim.OptionFloat:
 		return "float"
-	case sim.OptionInt:
+	case sim.OptionInt, sim.OptionCount:
 		return "int"
 	case sim.OptionInts:
 		return "ints"
@@ -394,6 +419,17 @@ func (f *scenarioFlags) options() (sim.Options, error) {
 				return sim.Options{}, &usageError{Flag: "--" + of.Name, Value: v, Want: oe.Msg, Err: err}
 			}
 			return sim.Options{}, causeError("--"+of.Name, v, err)
+		}
+	}
+	// 0 reads as the engine's default (the codec writes no 0), but vLLM
+	// refuses a limit of 0 (SchedulerConfig's Field(ge=1)): given, it is
+	// a mistake, not the default.
+	for _, c := range []struct {
+		name string
+		v    int
+	}{{"max-num-batched-tokens", f.opts.MaxNumBatchedTokens}, {"max-num-seqs", f.opts.MaxNumSeqs}} {
+		if c.v == 0 && f.changed(c.name) {
+			return sim.Options{}, flagError("--"+c.name, 0, "want a count of 1 or more (vLLM refuses 0); leave the flag out for the engine's default")
 		}
 	}
 	if n := f.opts.NCCL; n.P2PDisable && n.P2PLevel != "" {
@@ -926,7 +962,7 @@ func optionText(of sim.OptionField, o *sim.Options) string {
 	switch of.Kind {
 	case sim.OptionBool:
 		return "false"
-	case sim.OptionInt, sim.OptionFloat:
+	case sim.OptionInt, sim.OptionCount, sim.OptionFloat:
 		return "0"
 	}
 	return v

@@ -15,9 +15,11 @@ import (
 // engineFlags are the serving engine's settings, as simulate and
 // calibrate --serving take them: vLLM's scheduler arguments, the
 // scheduling policy, prefix caching, and the engine's overheads outside
-// the GPU step.
+// the GPU step. The step budget and running limit
+// (--max-num-batched-tokens, --max-num-seqs) are scenario options
+// (sim.Options), which also size vLLM's KV pool in predict, plan, advise
+// and model show: one definition of each flag for every verb.
 type engineFlags struct {
-	maxSeqs, maxTokens   int
 	blockSize, gpuBlocks int
 	longPrefill          int
 	noChunked, noFullISL bool
@@ -31,8 +33,6 @@ type engineFlags struct {
 }
 
 func (f *engineFlags) bind(fs *pflag.FlagSet) {
-	countVar(fs, &f.maxSeqs, "max-num-seqs", "vLLM max_num_seqs (SGLang --max-running-requests) per scheduler (0 = the engine's default: vLLM's (vllm serve's) 1024 on GPUs of 70 GiB or more but A100s, else 256, at most the step budget, which vLLM refuses to be below it; SGLang's from its KV pool, min(pool tokens / 2, pool tokens / context length x 512 within 2048 to 4096); TensorRT-LLM's max_batch_size 2048)")
-	countVar(fs, &f.maxTokens, "max-num-batched-tokens", "vLLM max_num_batched_tokens (SGLang --chunked-prefill-size), the token budget of a step (0 = the engine's default: vLLM's (vllm serve's) 8192 on GPUs of 70 GiB or more but A100s, else 2048, the model's max_model_len if larger with --no-enable-chunked-prefill, below which vLLM refuses a budget then; SGLang's by GPU memory, 16384 from 160 GiB, 8192 from 60 GiB, 4096 from 35 GiB, else 2048; TensorRT-LLM's max_num_tokens 8192)")
 	countVar(fs, &f.blockSize, "block-size", "vLLM block_size, tokens per KV block (0 = the engine's default: vLLM's 16, but for an MLA model the page its backend forces: FlashMLA's 64 on Hopper unless another backend is named, FlashInfer-MLA's 64 and CUTLASS_MLA's 128 on Blackwell, 64 for a sparse model; TensorRT-LLM's tokens_per_block 32; SGLang's page_size 1, 64 under flashmla, trtllm_mla and nsa); a size the engine would replace with its page is refused")
 	countVar(fs, &f.gpuBlocks, "num-gpu-blocks-override", "vLLM num_gpu_blocks_override: KV blocks per scheduler (0 = from the memory model)")
 	countVar(fs, &f.longPrefill, "long-prefill-token-threshold", "vLLM long_prefill_token_threshold: most prompt tokens of one request per step (0 = no limit)")
@@ -70,7 +70,7 @@ func (f *engineFlags) checkPrefixCache(loads ...*serving.Traffic) error {
 	return flagError("--no-enable-prefix-caching", nil, "no request of the load names its prompt blocks or a session (hash IDs or sessions: only a --requests-file trace such as Mooncake's carries them), so there is no prefix to reuse and nothing to turn off: leave it out")
 }
 
-func (f *engineFlags) engine(prof *engprof.Profile, policyGiven bool) (serving.EngineOptions, error) {
+func (f *engineFlags) engine(prof *engprof.Profile, o sim.Options, policyGiven bool) (serving.EngineOptions, error) {
 	if !prof.Serves() {
 		return serving.EngineOptions{}, flagError("--engine", prof.Name(), "want an engine that serves requests (vllm, sglang or trtllm): %s runs one step of a given workload and has no scheduler", prof.Name())
 	}
@@ -127,7 +127,7 @@ func (f *engineFlags) engine(prof *engprof.Profile, policyGiven bool) (serving.E
 				"%s cuts prompts to the step's budget by default: the flag turns on what TensorRT-LLM leaves off; leave it out", prof.Name())
 		}
 	}
-	e := serving.EngineOptions{MaxNumSeqs: f.maxSeqs, MaxNumBatchedTokens: f.maxTokens, BlockSize: f.blockSize,
+	e := serving.EngineOptions{MaxNumSeqs: o.MaxNumSeqs, MaxNumBatchedTokens: o.MaxNumBatchedTokens, BlockSize: f.blockSize,
 		NumGPUBlocksOverride: f.gpuBlocks, LongPrefillTokenThreshold: f.longPrefill, DisableChunkedPrefill: f.noChunked, EnableChunkedPrefill: f.chunked,
 		NoSchedulerReserveFullISL: f.noFullISL, Watermark: f.watermark, Policy: pol, NoPrefixCaching: f.noPrefixCache,
 		SchedulerRecvInterval: f.recvInterval, StreamInterval: f.streamInterval}
@@ -493,13 +493,21 @@ func resultsOne(flag, what string, levels []serving.Measured, key func(*serving.
 // kvBudgetText is the engine's KV-pool fraction and where it came from,
 // naming the flag when the command line gave it.
 func kvBudgetText(b sim.KVBudget) string {
-	if b.From == "given" {
-		b.From = "given by --gpu-mem-util"
+	return givenBy(b).String()
+}
+
+// givenBy is b with each figure the command line gave ("given") named by
+// its flag.
+func givenBy(b sim.KVBudget) sim.KVBudget {
+	for _, f := range []struct {
+		from *string
+		flag string
+	}{{&b.From, "--gpu-mem-util"}, {&b.GraphFrom, "--cuda-graph-mem-gib"}, {&b.ProfileTokensFrom, "--max-num-batched-tokens"}, {&b.ProfileSeqsFrom, "--max-num-seqs"}} {
+		if *f.from == "given" {
+			*f.from = "given by " + f.flag
+		}
 	}
-	if b.GraphFrom == "given" {
-		b.GraphFrom = "given by --cuda-graph-mem-gib"
-	}
-	return b.String()
+	return b
 }
 
 // engineLine is the engine's settings in one line.

@@ -121,7 +121,7 @@ func TestServingOverheadsOrigin(t *testing.T) {
 		// The scheduler's settings decide which steps the terms were fitted
 		// to: SGLang's receive interval of 30 held arrivals back while the
 		// prefill step's host time was fitted.
-		{"the default scheduler settings", withFlags(dsr1Run, "--scheduler-recv-interval", "1", "--max-num-seqs", "0"),
+		{"the default scheduler settings", withoutFlag(withFlags(dsr1Run, "--scheduler-recv-interval", "1"), "max-num-seqs"),
 			"overheads from " + o + " were fitted on another deployment (scheduler max-num-seqs=256 max-num-batched-tokens=16384 block-size=64 scheduler-recv-interval=30 stream-interval=10, not max-num-seqs=kv-pool max-num-batched-tokens=16384 block-size=64 stream-interval=10): applied as given"},
 	} {
 		code, out, errs := runCLI(t, append(append(append(append([]string(nil), load...), "--engine", "sglang"), c.args...), "--serving-overheads", o)...)

@@ -57,6 +57,14 @@ func (f *scenarioFlags) checkPassed() error {
 	if f.changed("max-model-len") {
 		return flagError("--max-model-len", f.opts.MaxModelLen, "compare, calibrate --trace and report --trace price the steps a trace measured, which held their own KV cache, not a serving engine's KV pool, so the engine's max_model_len changes nothing they print: leave it out (predict, plan and simulate size the pool with it)")
 	}
+	for _, c := range []struct {
+		name string
+		v    int
+	}{{"max-num-batched-tokens", f.opts.MaxNumBatchedTokens}, {"max-num-seqs", f.opts.MaxNumSeqs}} {
+		if f.changed(c.name) {
+			return flagError("--"+c.name, c.v, "compare, calibrate --trace and report --trace price the steps a trace measured, which held their own KV cache, not a serving engine's KV pool or scheduler, so the limit changes nothing they print: leave it out (predict, plan and simulate size vLLM's pool with it)")
+		}
+	}
 	// An acceptance sets the tokens a speculative step yields, not its
 	// time: the steps a trace measured, their ops and the gains between
 	// runs of one speculative scenario (whose tokens per step cancel) are

@@ -180,6 +180,11 @@ func (o *adviseOptions) Run(ctx context.Context, args []string, std IO) error {
 	if err != nil {
 		return err
 	}
+	// Its scheduler limits size the engine's KV pool only: refused where
+	// they size nothing of it.
+	if err := base.CheckPoolLimits(); err != nil {
+		return usageErrorf("%v", err)
+	}
 	a, opts := base.Arch, base.Options
 	contexts, err := o.sweepContexts(a, std)
 	if err != nil {

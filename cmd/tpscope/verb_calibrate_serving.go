@@ -100,7 +100,7 @@ func (m *servingCalibrateMode) run(ctx context.Context, c *calibrateOptions, std
 	if err := m.engineFlags.checkPrefixCache(); err != nil {
 		return err
 	}
-	engine, err := m.engineFlags.engine(prof, c.sc.changed("policy"))
+	engine, err := m.engineFlags.engine(prof, scen.Options, c.sc.changed("policy"))
 	if err != nil {
 		return err
 	}

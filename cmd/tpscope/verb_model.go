@@ -160,10 +160,12 @@ func (o *modelListOptions) Run(ctx context.Context, args []string, std IO) error
 // showKeeps are the scenario flags that change what model show prints:
 // the model and its build (DSA mode, speculative decoding and its
 // drafter), the plan, the KV dtype, the box and its GPU memory (--topo,
-// --gpus, --gpu-mem-util) and, for a DSA model, the engine (its default
-// decides dense or sparse attention).
+// --gpus, --gpu-mem-util), vLLM's profiling step (--max-num-batched-tokens,
+// --max-num-seqs) and, for a DSA model, the engine (its default decides
+// dense or sparse attention).
 var showKeeps = []string{"model", "tp", "ep", "dp", "dcp", "mtp", "kv-dtype", "dense-dsa", "topo", "gpus",
-	"spec", "spec-tokens", "spec-topk", "spec-steps", "draft-model", "draft-tp", "gpu-mem-util", "cuda-graph-mem-gib", "max-model-len", "engine"}
+	"spec", "spec-tokens", "spec-topk", "spec-steps", "draft-model", "draft-tp", "gpu-mem-util", "cuda-graph-mem-gib", "max-model-len",
+	"max-num-batched-tokens", "max-num-seqs", "engine"}
 
 // unusedByShow refuses a scenario flag that changes nothing model show
 // prints (a step's workload, its routing and dispatch, the cost source,
@@ -190,6 +192,11 @@ func showModel(sc *scenarioFlags, mem *memFlags, out string, w io.Writer) error 
 	scen, err := sc.scenario()
 	if err != nil {
 		return err
+	}
+	// Its scheduler limits size the engine's KV pool only: refused where
+	// they size nothing of it.
+	if err := scen.CheckPoolLimits(); err != nil {
+		return usageErrorf("%v", err)
 	}
 	// The engine's KV-pool rule, where it needs nothing model show lacks
 	// (TensorRT-LLM's free_gpu_memory_fraction), sizes the capacity shown
@@ -227,19 +234,27 @@ func showModel(sc *scenarioFlags, mem *memFlags, out string, w io.Writer) error 
 	}
 	var rule model.CapacityRule
 	if pool != nil {
-		// No scheduler flags here: vLLM's profiling step is its serve
-		// defaults for the GPU, as predict and plan take them.
+		// vLLM's profiling step: --max-num-batched-tokens and
+		// --max-num-seqs where given, else its serve defaults for the
+		// GPU, as predict and plan take them.
 		name := ""
 		if dev := scen.Topo.DeviceOf(0); dev != nil {
 			name = dev.Name
 		}
-		b := pool.WithDefaultProfileStep(&prof.Scheduler, int64(memBytes), name)
+		maxLen := scen.Options.MaxModelLen
+		if maxLen <= 0 {
+			maxLen = scen.Arch.MaxModelLenTokens
+		}
+		b := pool.WithProfileStep(prof, scen.Options, int64(memBytes), name, maxLen)
 		pool = &b
 		util, rule = pool.Frac, pool.Capacity()
 	}
 	s := model.Summarize(scen.Arch, scen.Plan, scen.Workload, scen.Build, memBytes, util, rule)
 	if otherRule {
 		s.KVPool = kvBudgetText(*pool)
+	}
+	if pool != nil {
+		s.ProfileStep = givenBy(*pool).ProfileStep()
 	}
 	if pool != nil {
 		s.CUDAGraphCaveat = pool.GraphCaveat()
@@ -332,7 +347,11 @@ func writeModelSummary(w io.Writer, s *model.Summary, scen *sim.Scenario, memGiv
 	if prof, err := engprof.Lookup(scen.Options.Engine); err == nil && s.KVPool == "" && prof.KVPool.KVPoolRule() != engprof.KVPoolGPUMemUtil {
 		fmt.Fprintf(tw, "KV pool rule	vLLM's gpu_memory_utilization, not %s's %s: predict --engine %s prints that pool on its memory line\n", prof.Name(), prof.KVPool.KVPoolRule(), prof.Name())
 	}
-	fmt.Fprintf(tw, "activations (estimate)\t%s\n", units.Bytes(s.ActivationBytes))
+	if s.ProfileStep != "" {
+		fmt.Fprintf(tw, "activations (estimate)\t%s, vLLM's %s\n", units.Bytes(s.ActivationBytes), s.ProfileStep)
+	} else {
+		fmt.Fprintf(tw, "activations (estimate)\t%s\n", units.Bytes(s.ActivationBytes))
+	}
 	if s.CUDAGraphBytes > 0 {
 		fmt.Fprintf(tw, "CUDA graphs\t%s, the engine's estimate (given by --cuda-graph-mem-gib)\n", units.Bytes(s.CUDAGraphBytes))
 	}

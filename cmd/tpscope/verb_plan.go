@@ -247,6 +247,14 @@ func (o *planOptions) Run(ctx context.Context, args []string, std IO) error {
 	if err := sc.checkAccept(sim.Scenario{Arch: a, Build: build, Workload: model.Workload{Phase: model.Decode, SpecTokens: deepest}}); err != nil {
 		return err
 	}
+	// The scheduler limits size each box's KV pool (vLLM's profiling
+	// step) and nothing else a sweep prices: refused where they size
+	// nothing of it, or where the engine refuses them on a box's GPU.
+	for _, t := range space.Topologies {
+		if err := (sim.Scenario{Arch: a, Topo: t, Options: space.Options}).CheckPoolLimits(); err != nil {
+			return usageErrorf("%v", err)
+		}
+	}
 	if space.Lists, err = o.planLists(); err != nil {
 		return err
 	}

@@ -68,6 +68,11 @@ func (o *predictOptions) Run(ctx context.Context, args []string, std IO) error {
 	if err != nil {
 		return err
 	}
+	// Its scheduler limits size the engine's KV pool only: refused where
+	// they size nothing of it.
+	if err := scen.CheckPoolLimits(); err != nil {
+		return usageErrorf("%v", err)
+	}
 	topo := scen.Topo
 	pr, _, err := sim.Predict(scen)
 	if err != nil {

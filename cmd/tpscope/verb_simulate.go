@@ -575,7 +575,7 @@ func runSimulate(sc *scenarioFlags, f *simulateFlags, stdout, stderr io.Writer) 
 	if err != nil {
 		return causeError("--engine", opts.Engine, err)
 	}
-	engine, err := f.engineFlags.engine(prof, sc.changed("policy"))
+	engine, err := f.engineFlags.engine(prof, opts, sc.changed("policy"))
 	if err != nil {
 		return err
 	}
@@ -602,7 +602,7 @@ func runSimulate(sc *scenarioFlags, f *simulateFlags, stdout, stderr io.Writer) 
 				flag  string
 				value int
 			}{"engine.block_size": {"--block-size", f.engineFlags.blockSize}, "engine.num_gpu_blocks_override": {"--num-gpu-blocks-override", f.engineFlags.gpuBlocks},
-				"engine.max_num_batched_tokens": {"--max-num-batched-tokens", f.engineFlags.maxTokens}, "engine.max_num_seqs": {"--max-num-seqs", f.engineFlags.maxSeqs}}[fe.Field]; ok {
+				"engine.max_num_batched_tokens": {"--max-num-batched-tokens", opts.MaxNumBatchedTokens}, "engine.max_num_seqs": {"--max-num-seqs", opts.MaxNumSeqs}}[fe.Field]; ok {
 				e := flagError(fl.flag, fl.value, "%s", fe.Want).(*usageError)
 				e.Err = err
 				return e
@@ -988,8 +988,11 @@ func (o *simulateOutput) headLines() []string {
 	if len(o.Compare) > 0 {
 		load = fmt.Sprintf("%d measured load level(s), each simulated as measured", len(o.Compare))
 	}
+	// The scheduler's limits are the engine line's, resolved.
+	opts := o.Options
+	opts.MaxNumBatchedTokens, opts.MaxNumSeqs = 0, 0
 	head := []string{
-		fmt.Sprintf("simulate: %s %s on %s (%d GPUs), kv %s%s, %s", o.Model, o.Plan, o.Topology, o.GPUs, o.KVDtype, kvDefaultNote(o.KVDefault), o.Options.Label()),
+		fmt.Sprintf("simulate: %s %s on %s (%d GPUs), kv %s%s, %s", o.Model, o.Plan, o.Topology, o.GPUs, o.KVDtype, kvDefaultNote(o.KVDefault), opts.Label()),
 		engineLine(e, o.KVBlocks, o.Schedulers, o.Instances, o.Router, o.Overheads),
 	}
 	if o.SchedulerDefaults != "" {
