@@ -12,7 +12,7 @@ import (
 // mem_fraction_static) holds its graphs and activations, TensorRT-LLM's
 // fraction is of what its profiling forward leaves.
 const (
-	capacityCaveat      = "KV capacity and max concurrency leave out CUDA-graph pools (but the estimate --cuda-graph-mem-gib gives), NCCL buffers and the CUDA context: public vLLM pools on 8x RTX PRO 6000 measured 8 % below tpscope's, and the seed scenario reported ~11.7 GB of KV per GPU where tpscope gives 14.6 GB at gpu_memory_utilization 0.9 (16.6 at vLLM 0.24's 0.92): read them as upper bounds"
+	capacityCaveat      = "KV capacity and max concurrency leave out CUDA-graph pools (but the estimate --cuda-graph-mem-gib gives), NCCL buffers and the CUDA context: public vLLM pools on 8x RTX PRO 6000 measured 11 % below tpscope's at the runs' own --max-num-batched-tokens, and the seed scenario reported ~11.7 GB of KV per GPU where tpscope gives 14.6 GB at gpu_memory_utilization 0.9 (16.6 at vLLM 0.24's 0.92): read them as upper bounds"
 	capacityCaveatOther = "KV capacity and max concurrency leave out the CUDA context and NCCL buffers (and what the engine's own rule keeps outside its pool beyond what its profile states): read them as upper bounds"
 )
 

@@ -75,6 +75,14 @@ const publicBand = 0.30
 
 func publicPredict(t *testing.T, modelName, topo string, kv model.Dtype, dcp, context int, util float64) *Prediction {
 	t.Helper()
+	return publicPredictBudget(t, modelName, topo, kv, dcp, context, util, 0)
+}
+
+// publicPredictBudget is publicPredict of a run launched with
+// --max-num-batched-tokens budget (0: vLLM's default), the forward of
+// vLLM's profiling step.
+func publicPredictBudget(t *testing.T, modelName, topo string, kv model.Dtype, dcp, context int, util float64, budget int) *Prediction {
+	t.Helper()
 	a, err := model.Preset(modelName)
 	if err != nil {
 		t.Fatal(err)
@@ -89,7 +97,7 @@ func publicPredict(t *testing.T, modelName, topo string, kv model.Dtype, dcp, co
 	// ways: the vllm@0.16-nightly profile; vLLM 0.24 sizes the splits
 	// from the sequence length.
 	p, err := New(tp, Options{CUDAGraphs: true, GPUMemUtilFrac: util, NCCL: ncclenv.Settings{P2PLevel: "SYS"},
-		Engine: engprof.Ref{Name: "vllm", Version: "0.16-nightly"}})
+		Engine: engprof.Ref{Name: "vllm", Version: "0.16-nightly"}, MaxNumBatchedTokens: budget})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -272,15 +280,17 @@ func TestPublicLongContextNoDCPGap(t *testing.T) {
 
 // TestPublicKimiKVCapacity: vLLM's KV pool for Kimi-K2.5 with an FP8 cache
 // at --gpu-memory-utilization 0.93 on Festr's Turin box: ~449,600 tokens
-// at DCP 1 and ~3,621,504 at DCP 8 ([kimi] "KV Cache Size"). tpscope
-// leaves out CUDA-graph pools, NCCL buffers and the CUDA context (README:
+// at DCP 1 and ~3,621,504 at DCP 8 ([kimi] "KV Cache Size"), launched
+// with --max-num-batched-tokens 4096 (both vLLM commands of the page), the
+// forward of vLLM's profiling step. tpscope leaves out NCCL buffers, the
+// CUDA context and fastsafetensors' extra memory on GPU 0 (README:
 // optimistic capacity), so the band is one-sided: at most 15 % above the
 // measurement, never below it. DCP 8 splits the cache by tokens over
 // 8 ranks: the ratio must match the measured 8.05 within 5 %.
 func TestPublicKimiKVCapacity(t *testing.T) {
-	const util = 0.93
-	d1 := publicPredict(t, "kimi-k2.5", "rtxpro6000-2s", model.FP8, 1, 4096, util).Memory.KVCapacityTokens
-	d8 := publicPredict(t, "kimi-k2.5", "rtxpro6000-2s", model.FP8, 8, 4096, util).Memory.KVCapacityTokens
+	const util, budget = 0.93, 4096
+	d1 := publicPredictBudget(t, "kimi-k2.5", "rtxpro6000-2s", model.FP8, 1, 4096, util, budget).Memory.KVCapacityTokens
+	d8 := publicPredictBudget(t, "kimi-k2.5", "rtxpro6000-2s", model.FP8, 8, 4096, util, budget).Memory.KVCapacityTokens
 	for _, c := range []struct {
 		name          string
 		got, measured float64

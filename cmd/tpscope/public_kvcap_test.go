@@ -64,22 +64,24 @@ var publicKVCapRows = []kvCapRow{
 		why: "KV1's pool split by tokens over 8 ranks: the same memory",
 	},
 	{
-		id:       "KV3",
-		source:   "github.com/voipmonitor/rtx6kpro models/kimi-k25.md@07e889858b0b \"KV Cache Size and Memory\" (no license: cited, not kept)",
+		id: "KV3",
+		source: "github.com/voipmonitor/rtx6kpro models/kimi-k25.md@07e889858b0b \"KV Cache Size and Memory\" (no license: cited, not kept; " +
+			"both vLLM commands of the page set --max-num-batched-tokens 4096 and leave --max-num-seqs at its default)",
 		line:     "FP8 KV, DCP=1, gpu-util=0.93 | ~449,600 tokens",
 		measured: 449_600,
-		args:     []string{"--model", "kimi-k2.5", "--topo", "rtxpro6000-2s", "--engine", "vllm@0.16-nightly", "--tp", "8", "--kv-dtype", "fp8", "--gpu-mem-util", "0.93"},
-		lo:       1.0, hi: 1.12,
+		args:     []string{"--model", "kimi-k2.5", "--topo", "rtxpro6000-2s", "--engine", "vllm@0.16-nightly", "--tp", "8", "--kv-dtype", "fp8", "--gpu-mem-util", "0.93", "--max-num-batched-tokens", "4096"},
+		lo:       1.0, hi: 1.15,
 		why: "optimistic: vLLM's non-torch memory (NCCL, custom all-reduce) is not priced, and the run's --load-format fastsafetensors " +
-			"takes extra memory on GPU 0 (the page's own note)",
+			"takes extra memory on GPU 0 (the page's own note: safetensors fit more at 0.96), 1.9 GiB a GPU together (58,500 tokens x " +
+			"35,136 B); priced at a forward of 8,192 tokens, not the run's 4,096, the row read +8.3 %, 0.7 GiB more activations hiding part of it",
 	},
 	{
 		id:       "KV4",
 		source:   "github.com/voipmonitor/rtx6kpro models/kimi-k25.md@07e889858b0b",
 		line:     "FP8 KV, DCP=8, gpu-util=0.93 | ~3,621,504 tokens",
 		measured: 3_621_504,
-		args:     []string{"--model", "kimi-k2.5", "--topo", "rtxpro6000-2s", "--engine", "vllm@0.16-nightly", "--tp", "8", "--dcp", "8", "--kv-dtype", "fp8", "--gpu-mem-util", "0.93"},
-		lo:       1.0, hi: 1.12,
+		args:     []string{"--model", "kimi-k2.5", "--topo", "rtxpro6000-2s", "--engine", "vllm@0.16-nightly", "--tp", "8", "--dcp", "8", "--kv-dtype", "fp8", "--gpu-mem-util", "0.93", "--max-num-batched-tokens", "4096"},
+		lo:       1.0, hi: 1.15,
 		why: "as KV3",
 	},
 	{
@@ -98,7 +100,8 @@ var publicKVCapRows = []kvCapRow{
 	{
 		id: "KV6",
 		source: "github.com/voipmonitor/rtx6kpro models/glm5.1/vllm-b12x-nsa-mtp-port-2026-05-02.md@9192047 " +
-			"(a vLLM fork, lukealonso/GLM-5.1-NVFP4-MTP, MTP 3, fp8 KV, --gpu-memory-utilization 0.89, --max-model-len 202752)",
+			"(a vLLM fork, lukealonso/GLM-5.1-NVFP4-MTP, MTP 3, fp8 KV, --gpu-memory-utilization 0.89, --max-model-len 202752, " +
+			"--max-num-batched-tokens 8192, --max-num-seqs 64)",
 		line:        "GPU KV cache size 432,832 tokens; Available KV cache memory 25.09 GiB; Max concurrency for 202,752 tokens 2.13x",
 		measured:    432_832,
 		maxModelLen: 202_752, concurrency: 2.13,
@@ -106,7 +109,7 @@ var publicKVCapRows = []kvCapRow{
 		// no estimate came off the pool.
 		args: []string{"--model", "glm-5-nvfp4", "--topo", "rtxpro6000-2s", "--engine", "vllm@0.24", "--tp", "8", "--kv-dtype", "fp8",
 			"--gpu-mem-util", "0.89", "--dense-dsa=false", "--spec", "mtp", "--spec-tokens", "3", "--cuda-graph-mem-gib", "0",
-			"--max-model-len", "202752"},
+			"--max-model-len", "202752", "--max-num-batched-tokens", "8192", "--max-num-seqs", "64"},
 		lo: 0.97, hi: 1.1,
 		why: "GLM-5.1 has GLM-5's dims; the MTP layer's cache and weights are counted (79 x (656 + 132) B a token, as the log's " +
 			"25.09 GiB / 432,832 gives), and the indexer workspace vLLM's profile run reserves (40 x 202,752 x 132 B, 1.0 GiB); " +
@@ -129,7 +132,7 @@ var publicKVCapRows = []kvCapRow{
 		// smaller than KV6's.
 		args: []string{"--model", "glm-5-nvfp4", "--topo", "rtxpro6000-2s", "--engine", "vllm@0.24", "--tp", "8", "--kv-dtype", "fp8",
 			"--gpu-mem-util", "0.82", "--dense-dsa=false", "--spec", "mtp", "--spec-tokens", "3", "--cuda-graph-mem-gib", "0",
-			"--max-model-len", "65536"},
+			"--max-model-len", "65536", "--max-num-batched-tokens", "8192", "--max-num-seqs", "32"},
 		lo: 0.95, hi: 1.1,
 		why: "as KV6, the indexer workspace at max_model_len 65,536 (0.34 GiB)",
 	},
@@ -137,14 +140,14 @@ var publicKVCapRows = []kvCapRow{
 		id: "KV8",
 		source: "github.com/voipmonitor/rtx6kpro models/kimi-k26.md@953bbef \"Quick Start\" (vLLM upstream stack image of 2026-04-24, " +
 			"moonshotai/Kimi-K2.6 INT4, DCP 8, EAGLE-3 MLA draft lightseekorg/kimi-k2.5-eagle3-mla K 3, fp8 KV, --gpu-memory-utilization 0.94, " +
-			"--max-num-seqs 128, VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=1, --load-format fastsafetensors)",
+			"--max-num-batched-tokens 8192, --max-num-seqs 128, VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=1, --load-format fastsafetensors)",
 		line:        "GPU KV cache size: 1,822,464 tokens; Maximum concurrency @262144: 6.95x",
 		measured:    1_822_464,
 		maxModelLen: 262_144, concurrency: 6.95,
 		args: []string{"--model", "kimi-k2.5", "--topo", "rtxpro6000-2s", "--engine", "vllm@0.24", "--tp", "8", "--dcp", "8", "--kv-dtype", "fp8",
-			"--gpu-mem-util", "0.94", "--spec", "eagle3", "--draft-model", "kimi-k2.5-eagle3-mla", "--spec-tokens", "3"},
+			"--gpu-mem-util", "0.94", "--spec", "eagle3", "--draft-model", "kimi-k2.5-eagle3-mla", "--spec-tokens", "3", "--max-num-batched-tokens", "8192", "--max-num-seqs", "128"},
 		lo: 1.8, hi: 2.4,
-		why: "not explained: about 9 GB a GPU of non-KV memory above tpscope's; the run took its CUDA-graph estimate off the pool " +
+		why: "not explained: about 9.5 GB a GPU of non-KV memory above tpscope's; the run took its CUDA-graph estimate off the pool " +
 			"(VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=1: full graphs of TRITON_MLA with its split-KV workspace, target and draft), " +
 			"a figure the page does not print (priced without it, the caveat says so), loaded with fastsafetensors (extra memory on " +
 			"GPU 0, the page's own note for K2.5) and the vision encoder; none is priced",
@@ -153,7 +156,7 @@ var publicKVCapRows = []kvCapRow{
 		id: "KV9",
 		source: "github.com/sjug/rtx6kpro models/glm5.1/benchmarks/glm51-v2-full-68b3569f-20260514/glm-dcp1-mtp0/final.log@738985b " +
 			"(no license: cited, not kept; vLLM 0.20.2rc1.dev249 fork, lukealonso/GLM-5.1-NVFP4-MTP without MTP, B12X_MLA_SPARSE, fp8 KV, " +
-			"--gpu-memory-utilization 0.865, --max-num-batched-tokens 8192, VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=0)",
+			"--gpu-memory-utilization 0.865, --max-num-batched-tokens 8192, max_num_seqs 64 in its config line, VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=0)",
 		line:        "Model loading took 55.67 GiB; Estimated CUDA graph memory: 4.77 GiB total; Available KV cache memory: 19.55 GiB; GPU KV cache size: 341,504 tokens; Maximum concurrency for 202,752 tokens per request: 1.68x",
 		measured:    341_504,
 		maxModelLen: 202_752, concurrency: 1.68,
@@ -161,12 +164,12 @@ var publicKVCapRows = []kvCapRow{
 		// (VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=0)": the 4.77 GiB
 		// estimated did not come off the pool.
 		args: []string{"--model", "glm-5-nvfp4", "--topo", "rtxpro6000-2s", "--engine", "vllm@0.24", "--tp", "8", "--kv-dtype", "fp8",
-			"--gpu-mem-util", "0.865", "--dense-dsa=false", "--cuda-graph-mem-gib", "0", "--max-model-len", "202752"},
+			"--gpu-mem-util", "0.865", "--dense-dsa=false", "--cuda-graph-mem-gib", "0", "--max-model-len", "202752", "--max-num-batched-tokens", "8192", "--max-num-seqs", "64"},
 		lo: 1.25, hi: 1.4,
 		why: "optimistic by non-KV memory the log states: 0.865 x 95.59 GiB - 19.55 available = 63.14 GiB, of which 55.67 GiB weights " +
 			"(the preset's 54.76): 7.47 GiB of profiling peak and memory outside torch (the fork's b12x MoE under B12X_MOE_FORCE_A16, " +
-			"its PCIe all-reduce, NCCL) where tpscope counts 1.83 GiB of activations and 1.0 GiB of the indexer workspace vLLM's profile " +
-			"run reserves (40 x 202,752 x 132 B), 4.6 GiB unpriced; the KV bytes a token agree (19.55 GiB / 341,504 = 61,466 B, tpscope 61,464)",
+			"its PCIe all-reduce, NCCL) where tpscope counts 1.27 GiB of activations (8,192 tokens, 64 sampled rows) and 1.0 GiB of the " +
+			"indexer workspace vLLM's profile run reserves (40 x 202,752 x 132 B), 5.2 GiB unpriced; the KV bytes a token agree (19.55 GiB / 341,504 = 61,466 B, tpscope 61,464)",
 	},
 	{
 		id:          "KV10",
@@ -176,26 +179,26 @@ var publicKVCapRows = []kvCapRow{
 		maxModelLen: 202_752, concurrency: 1.57,
 		args: []string{"--model", "glm-5-nvfp4", "--topo", "rtxpro6000-2s", "--engine", "vllm@0.24", "--tp", "8", "--kv-dtype", "fp8",
 			"--gpu-mem-util", "0.865", "--dense-dsa=false", "--spec", "mtp", "--spec-tokens", "3", "--cuda-graph-mem-gib", "0",
-			"--max-model-len", "202752"},
+			"--max-model-len", "202752", "--max-num-batched-tokens", "8192", "--max-num-seqs", "64"},
 		lo: 1.15, hi: 1.35,
 		why: "as KV9: 0.865 x 95.59 - 18.51 = 64.18 GiB of non-KV memory, 56.62 of it weights (the preset's 57.69 with the MTP " +
-			"layer): 7.56 GiB where tpscope counts 1.83 and the indexer workspace's 1.0; the KV bytes a token agree (62,259 B, tpscope 62,252)",
+			"layer): 7.56 GiB where tpscope counts 1.27 and the indexer workspace's 1.0; the KV bytes a token agree (62,259 B, tpscope 62,252)",
 	},
 	{
 		id: "KV11",
 		source: "github.com/voipmonitor/rtx6kpro models/kimi-k26.md@953bbef \"Launch: Maximum KV Cache, No MTP\" (no license: cited, not kept; " +
 			"KV8's command without the draft: moonshotai/Kimi-K2.6 INT4, DCP 1, fp8 KV, --gpu-memory-utilization 0.94, " +
-			"VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=1, --load-format fastsafetensors)",
+			"--max-num-batched-tokens 8192, --max-num-seqs 128, VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=1, --load-format fastsafetensors)",
 		line:        "DCP=1, no MTP | 437,264 | 1.67x",
 		measured:    437_264,
 		maxModelLen: 262_144, concurrency: 1.67,
 		// Kimi-K2.6 has Kimi-K2.5's dims and INT4 checkpoint format.
 		args: []string{"--model", "kimi-k2.5", "--topo", "rtxpro6000-2s", "--engine", "vllm@0.24", "--tp", "8", "--kv-dtype", "fp8",
-			"--gpu-mem-util", "0.94"},
+			"--gpu-mem-util", "0.94", "--max-num-batched-tokens", "8192", "--max-num-seqs", "128"},
 		lo: 1.1, hi: 1.35,
 		why: "optimistic: the run took its CUDA-graph estimate off the pool (VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=1), a figure " +
-			"the page does not print, so the pool is priced without it (the caveat says so); the gap, 2.6 GiB a GPU here, 3.1 at " +
-			"DCP 4 and 3.5 at DCP 8, is under the 4.77-6.84 GiB the GLM-5.1 logs on these GPUs estimated (KV9); fastsafetensors and " +
+			"the page does not print, so the pool is priced without it (the caveat says so); the gap, 3.1 GiB a GPU here, 3.6 at " +
+			"DCP 4 and 4.1 at DCP 8, is under the 4.77-6.84 GiB the GLM-5.1 logs on these GPUs estimated (KV9); fastsafetensors and " +
 			"the vision encoder as KV8",
 	},
 	{
@@ -205,7 +208,7 @@ var publicKVCapRows = []kvCapRow{
 		measured:    1_686_656,
 		maxModelLen: 262_144, concurrency: 6.43,
 		args: []string{"--model", "kimi-k2.5", "--topo", "rtxpro6000-2s", "--engine", "vllm@0.24", "--tp", "8", "--dcp", "4", "--kv-dtype", "fp8",
-			"--gpu-mem-util", "0.94"},
+			"--gpu-mem-util", "0.94", "--max-num-batched-tokens", "8192", "--max-num-seqs", "128"},
 		lo: 1.1, hi: 1.35,
 		why: "as KV11",
 	},
@@ -216,7 +219,7 @@ var publicKVCapRows = []kvCapRow{
 		measured:    3_267_968,
 		maxModelLen: 262_144, concurrency: 12.47,
 		args: []string{"--model", "kimi-k2.5", "--topo", "rtxpro6000-2s", "--engine", "vllm@0.24", "--tp", "8", "--dcp", "8", "--kv-dtype", "fp8",
-			"--gpu-mem-util", "0.94"},
+			"--gpu-mem-util", "0.94", "--max-num-batched-tokens", "8192", "--max-num-seqs", "128"},
 		lo: 1.1, hi: 1.35,
 		why: "as KV11",
 	},
