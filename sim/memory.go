@@ -442,10 +442,11 @@ func (p *Predictor) memoryFitChunk(sc Scenario, d model.Deployment, chunkTokens,
 	return m
 }
 
-// CheckPoolLimits refuses, for a verb that sizes the engine's KV pool
+// CheckSchedulerLimits refuses, for a verb that sizes the engine's KV pool
 // without simulating its scheduler (predict, plan, advise, model show),
 // scheduler limits (Options.MaxNumBatchedTokens, MaxNumSeqs) that size
-// nothing of sc's pool, and limits vLLM refuses at start-up: under vLLM's
+// nothing of sc's pool, limits vLLM refuses at start-up, and a decode
+// batch above the running limit given, which vLLM never steps: under vLLM's
 // rule both size its profiling step, and a budget below the running limit
 // (either given, the other the engine's default for the GPU) is refused
 // as vllm/config/scheduler.py SchedulerConfig.verify_max_model_len
@@ -454,7 +455,7 @@ func (p *Predictor) memoryFitChunk(sc Scenario, d model.Deployment, chunkTokens,
 // and a fraction given leaves neither a part; TensorRT-LLM's pool is
 // priced at an assumed step of 8,192 tokens and the executor has no
 // scheduler, so neither takes them.
-func (sc Scenario) CheckPoolLimits() error {
+func (sc Scenario) CheckSchedulerLimits() error {
 	o := sc.Options
 	if o.MaxNumBatchedTokens == 0 && o.MaxNumSeqs == 0 {
 		return nil
@@ -487,6 +488,13 @@ func (sc Scenario) CheckPoolLimits() error {
 			}
 			return fmt.Errorf("%s %d: want max_num_batched_tokens (%d, %s) at least max_num_seqs (%d, %s): %s refuses a step budget below its running limit at start-up (vllm/config/scheduler.py verify_max_model_len)",
 				flag, v, b.ProfileTokens, b.ProfileTokensFrom, b.ProfileSeqs, b.ProfileSeqsFrom, p.Name())
+		}
+		// A decode step of more sequences a scheduler than the running
+		// limit given is one the engine never runs (each DP group's
+		// scheduler admits at most max_num_seqs).
+		w, dp := sc.Workload.Normalized(), sc.Plan.Normalized().DP
+		if o.MaxNumSeqs > 0 && w.Phase == model.Decode && (w.Batch+dp-1)/dp > o.MaxNumSeqs {
+			return fmt.Errorf("--batch %d: %d sequences a scheduler (DP %d), above --max-num-seqs %d: %s never runs a step of more; want a batch of at most %d", w.Batch, (w.Batch+dp-1)/dp, dp, o.MaxNumSeqs, p.Name(), o.MaxNumSeqs*dp)
 		}
 		return nil
 	case engprof.KVPoolMemFractionStatic:

@@ -102,7 +102,8 @@ func TestBatchLimitsSizeVLLMPool(t *testing.T) {
 // (vLLM's SchedulerConfig Field(ge=1); leaving the flag out is the
 // default), a budget below the running limit (verify_max_model_len), also
 // where the other is vLLM's default for the GPU (4096 sequences on an
-// L40S, whose default budget is 2048); SGLang's running limit and, with
+// L40S, whose default budget is 2048); a decode batch above the running
+// limit a scheduler (a step vLLM never runs); SGLang's running limit and, with
 // its fraction given, its budget; TensorRT-LLM, whose pool tpscope prices
 // at an assumed step; run, which executes a given step; compare over a
 // trace.
@@ -125,10 +126,17 @@ func TestBatchLimitsRefused(t *testing.T) {
 			[]string{"--max-num-batched-tokens 4096", "mem_fraction_static is given"}},
 		{[]string{"advise", "--model", "deepseek-v3", "--topo", "h200-nvswitch", "--engine", "trtllm", "--max-num-batched-tokens", "4096"},
 			[]string{"--max-num-batched-tokens 4096", "trtllm@1.3", "prices nothing"}},
+		{append([]string{"predict"}, append(kimiRTX, "--max-num-seqs", "32", "--batch", "64")...),
+			[]string{"--batch 64", "above --max-num-seqs 32", "at most 32"}},
 		{[]string{"run", "--max-num-seqs", "12"}, []string{"--max-num-seqs 12", "leave it out"}},
 		{[]string{"compare", "--trace", "t.json", "--max-num-batched-tokens", "4096"}, []string{"--max-num-batched-tokens 4096", "leave it out"}},
 	} {
 		oneLineUsage(t, c.args, c.wants...)
+	}
+	// Each DP group's scheduler runs its own max_num_seqs: 64 sequences
+	// over DP 2 are 32 a scheduler.
+	if code, _, errs := runCLI(t, "predict", "--model", "deepseek-v3", "--topo", "h200-nvswitch", "--tp", "4", "--dp", "2", "--ep", "--batch", "64", "--max-num-seqs", "32"); code != 0 {
+		t.Errorf("--batch 64 at DP 2 with --max-num-seqs 32: exit %d: %s", code, errs)
 	}
 	// SGLang's budget is its chunked_prefill_size, which its default
 	// fraction reserves for: taken.

@@ -182,7 +182,7 @@ func (o *adviseOptions) Run(ctx context.Context, args []string, std IO) error {
 	}
 	// Its scheduler limits size the engine's KV pool only: refused where
 	// they size nothing of it.
-	if err := base.CheckPoolLimits(); err != nil {
+	if err := base.CheckSchedulerLimits(); err != nil {
 		return usageErrorf("%v", err)
 	}
 	a, opts := base.Arch, base.Options

@@ -195,7 +195,7 @@ func showModel(sc *scenarioFlags, mem *memFlags, out string, w io.Writer) error 
 	}
 	// Its scheduler limits size the engine's KV pool only: refused where
 	// they size nothing of it.
-	if err := scen.CheckPoolLimits(); err != nil {
+	if err := scen.CheckSchedulerLimits(); err != nil {
 		return usageErrorf("%v", err)
 	}
 	// The engine's KV-pool rule, where it needs nothing model show lacks

@@ -251,7 +251,7 @@ func (o *planOptions) Run(ctx context.Context, args []string, std IO) error {
 	// step) and nothing else a sweep prices: refused where they size
 	// nothing of it, or where the engine refuses them on a box's GPU.
 	for _, t := range space.Topologies {
-		if err := (sim.Scenario{Arch: a, Topo: t, Options: space.Options}).CheckPoolLimits(); err != nil {
+		if err := (sim.Scenario{Arch: a, Topo: t, Options: space.Options}).CheckSchedulerLimits(); err != nil {
 			return usageErrorf("%v", err)
 		}
 	}

@@ -70,7 +70,7 @@ func (o *predictOptions) Run(ctx context.Context, args []string, std IO) error {
 	}
 	// Its scheduler limits size the engine's KV pool only: refused where
 	// they size nothing of it.
-	if err := scen.CheckPoolLimits(); err != nil {
+	if err := scen.CheckSchedulerLimits(); err != nil {
 		return usageErrorf("%v", err)
 	}
 	topo := scen.Topo
