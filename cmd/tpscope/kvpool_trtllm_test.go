@@ -70,7 +70,7 @@ func TestTRTLLMKVPool(t *testing.T) {
 		t.Errorf("model show --engine trtllm: %d tokens under %q, want predict's %d under %q", s.Tokens, s.Pool, tr.Tokens, line)
 	}
 	code, out, _ = runCLI(t, append(show, "--engine", "trtllm")...)
-	if code != 0 || !strings.Contains(out, line) || strings.Contains(out, "KV pool rule") {
+	if code != 0 || !strings.Contains(out, line) || !strings.Contains(out, "KV pool rule            trtllm@1.3's free_gpu_memory_fraction") {
 		t.Errorf("model show --engine trtllm's table names not the rule it sized by:\n%s", out)
 	}
 }

@@ -52,10 +52,11 @@ KV-cache bytes per token per GPU for bf16 and fp8, the activation workspace
 estimate, and how many tokens of KV cache fit per GPU at the given memory size
 and utilization. It prices no step: the flags of a step's workload, kernels,
 collectives and cost tables (--batch, --context, --phase, --nccl-proto,
---perf-db, ...) change nothing it shows and are refused; --engine only for a
-DSA model, whose dense or sparse attention it decides, or an engine whose KV
-pool follows another rule model show applies (TensorRT-LLM's
-free_gpu_memory_fraction of the memory weights and activations leave).`,
+--perf-db, ...) change nothing it shows and are refused. --engine names the
+engine whose KV-pool rule sizes the capacity, the pool predict's memory line
+gives for the same flags (vLLM's gpu_memory_utilization, TensorRT-LLM's
+free_gpu_memory_fraction of the memory weights and activations leave), and
+for a DSA model decides its dense or sparse attention.`,
 	Example: "tpscope model show kimi-k2.5-nvfp4 --tp 8 --output json\ntpscope model show glm-5-nvfp4 --tp 8 --dcp 8 --dense-dsa --gpu-mem-gb 96",
 	New:     func() Options { return newModelShowOptions() },
 }
@@ -161,8 +162,8 @@ func (o *modelListOptions) Run(ctx context.Context, args []string, std IO) error
 // the model and its build (DSA mode, speculative decoding and its
 // drafter), the plan, the KV dtype, the box and its GPU memory (--topo,
 // --gpus, --gpu-mem-util), vLLM's profiling step (--max-num-batched-tokens,
-// --max-num-seqs) and, for a DSA model, the engine (its default decides
-// dense or sparse attention).
+// --max-num-seqs) and the engine (its KV-pool rule; for a DSA model, its
+// default decides dense or sparse attention).
 var showKeeps = []string{"model", "tp", "ep", "dp", "dcp", "mtp", "kv-dtype", "dense-dsa", "topo", "gpus",
 	"spec", "spec-tokens", "spec-topk", "spec-steps", "draft-model", "draft-tp", "gpu-mem-util", "cuda-graph-mem-gib", "max-model-len",
 	"max-num-batched-tokens", "max-num-seqs", "engine"}
@@ -203,30 +204,26 @@ func showModel(sc *scenarioFlags, mem *memFlags, out string, w io.Writer) error 
 	// through sim's one rule-to-capacity path; vLLM's is the default.
 	var pool *sim.KVBudget
 	prof, err := engprof.Lookup(scen.Options.Engine)
-	if err == nil {
-		if b, ok := sim.FixedKVBudget(prof, scen.Options); ok {
-			b = b.ForScenario(prof, scen)
-			pool = &b
-		}
+	if err != nil {
+		return err
+	}
+	if b, ok := sim.FixedKVBudget(prof, scen.Options); ok {
+		b = b.ForScenario(prof, scen)
+		pool = &b
 	}
 	// Whether the engine's rule is another than vLLM's, which the table
 	// names.
 	otherRule := pool != nil && pool.Rule != engprof.KVPoolGPUMemUtil
-	// The engine decides a DSA model's attention mode, when --dense-dsa
-	// does not, and the KV pool when its rule is another's.
-	if sc.changed("engine") && !otherRule && scen.KVDefault == nil && (!scen.Arch.HasIndexer() || scen.DenseDSAChosen) {
+	// The engine sizes the KV pool shown (its rule, fraction and
+	// profiling step), so --engine changes what is shown, unless its
+	// default rule needs the step's facts (SGLang's mem_fraction_static)
+	// and the engine does not decide the model's DSA mode or KV dtype.
+	if sc.changed("engine") && pool == nil && scen.KVDefault == nil && (!scen.Arch.HasIndexer() || scen.DenseDSAChosen) {
 		why := scen.Arch.Name + " has no DSA attention whose dense or sparse mode the engine decides"
 		if scen.Arch.HasIndexer() {
 			why = "--dense-dsa decides the attention mode the engine would"
 		}
-		// An engine whose KV pool is sized by a rule that needs the step's
-		// facts (SGLang's mem_fraction_static) would change the capacity
-		// shown, which model show sizes as vLLM does: predict prints that
-		// engine's pool.
-		if prof, err := engprof.Lookup(scen.Options.Engine); err == nil && !scen.Arch.HasIndexer() && prof.KVPool.KVPoolRule() != engprof.KVPoolGPUMemUtil {
-			return flagError("--engine", scen.Options.Engine, "model show sizes the KV cache as vLLM does (gpu_memory_utilization), and %s sizes its pool by %s: predict --engine %s prints that pool on its memory line", prof.Name(), prof.KVPool.KVPoolRule(), prof.Name())
-		}
-		return flagError("--engine", scen.Options.Engine, "model show prices no kernels and %s, so it changes nothing shown: leave it out (predict prices a step)", why)
+		return flagError("--engine", scen.Options.Engine, "model show sizes the KV cache as vLLM does (gpu_memory_utilization), and %s sizes its pool by %s, and %s: predict --engine %s prints that pool on its memory line", prof.Name(), prof.KVPool.KVPoolRule(), why, prof.Name())
 	}
 	memBytes, util, err := mem.bytes(&scen)
 	if err != nil {
@@ -264,20 +261,26 @@ func showModel(sc *scenarioFlags, mem *memFlags, out string, w io.Writer) error 
 	// The box the plan is laid on and whose GPU's memory sizes the
 	// capacity (unless --gpu-mem-gb gives another), named even when it is
 	// the default.
+	// The engine whose rule sized the pool, and the budget it sized
+	// (nil: vLLM's rule stands in, the KV pool rule line says so).
 	js := struct {
 		model.Summary
 		Topology  string         `json:"topology"`
 		KVDefault *sim.KVDefault `json:"kv_default,omitempty"`
-	}{s, scen.Topo.Name, scen.KVDefault}
+		Engine    string         `json:"engine"`
+		KVBudget  *sim.KVBudget  `json:"kv_budget,omitempty"`
+	}{s, scen.Topo.Name, scen.KVDefault, prof.Name(), pool}
 	return render(w, out, view{
 		JSON: js,
-		Text: func(w io.Writer, _ bool) error { return writeModelSummary(w, &s, &scen, mem.gb > 0) },
+		Text: func(w io.Writer, _ bool) error { return writeModelSummary(w, &s, &scen, pool, mem.gb > 0) },
 	})
 }
 
 // writeModelSummary is model show's table.
-// memGiven: --gpu-mem-gb gave the memory, not the box's GPU.
-func writeModelSummary(w io.Writer, s *model.Summary, scen *sim.Scenario, memGiven bool) error {
+// pool: the engine's budget that sized the capacity (nil: vLLM's rule
+// stands in for an engine whose rule is not priced here). memGiven:
+// --gpu-mem-gb gave the memory, not the box's GPU.
+func writeModelSummary(w io.Writer, s *model.Summary, scen *sim.Scenario, pool *sim.KVBudget, memGiven bool) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintf(tw, "model\t%s (%s)\n", s.Model, s.ModelType)
 	if s.QuantSource != "" {
@@ -344,8 +347,13 @@ func writeModelSummary(w io.Writer, s *model.Summary, scen *sim.Scenario, memGiv
 	// The capacity below is vLLM's rule unless KVPool says another; an
 	// engine that sizes its pool by one model show cannot apply (SGLang's
 	// mem_fraction_static) serves another capacity.
-	if prof, err := engprof.Lookup(scen.Options.Engine); err == nil && s.KVPool == "" && prof.KVPool.KVPoolRule() != engprof.KVPoolGPUMemUtil {
-		fmt.Fprintf(tw, "KV pool rule	vLLM's gpu_memory_utilization, not %s's %s: predict --engine %s prints that pool on its memory line\n", prof.Name(), prof.KVPool.KVPoolRule(), prof.Name())
+	if prof, err := engprof.Lookup(scen.Options.Engine); err == nil {
+		switch {
+		case pool != nil:
+			fmt.Fprintf(tw, "KV pool rule\t%s's %s: %s\n", prof.Name(), pool.Rule, pool.PoolLess())
+		case prof.KVPool.KVPoolRule() != engprof.KVPoolGPUMemUtil:
+			fmt.Fprintf(tw, "KV pool rule\tvLLM's gpu_memory_utilization, not %s's %s: predict --engine %s prints that pool on its memory line\n", prof.Name(), prof.KVPool.KVPoolRule(), prof.Name())
+		}
 	}
 	if s.ProfileStep != "" {
 		fmt.Fprintf(tw, "activations (estimate)\t%s, vLLM's %s\n", units.Bytes(s.ActivationBytes), s.ProfileStep)

@@ -259,11 +259,13 @@ func TestKVDtypeHelpNamesAccepted(t *testing.T) {
 
 // TestModelShowRefusesUnusedFlags: model show prices no step, so the flags
 // of a step (workload, kernels, collectives, cost tables) change nothing
-// it prints and are refused naming the flag; --engine is refused unless
-// the model's DSA mode is the engine's to decide (glm-5 without
-// --dense-dsa) or its KV dtype is (glm-5 under SGLang, which sets a DSA
-// model's, here fp8 on the default SM120 box, unless --kv-dtype names
-// one), and the flags it does use pass.
+// it prints and are refused naming the flag; --engine sizes the KV pool
+// shown (TestModelShowPoolOfVLLMEngines) and is refused only where the
+// pool is not priced (SGLang's default mem_fraction_static) and the model's
+// DSA mode is not the engine's to decide (glm-5 without --dense-dsa) nor
+// its KV dtype (glm-5 under SGLang, which sets a DSA model's, here fp8 on
+// the default SM120 box, unless --kv-dtype names one), and the flags it
+// does use pass.
 func TestModelShowRefusesUnusedFlags(t *testing.T) {
 	const why = "model show prices no step"
 	db := t.TempDir()
@@ -274,7 +276,6 @@ func TestModelShowRefusesUnusedFlags(t *testing.T) {
 		{"nccl-proto", []string{"model", "show", "--nccl-proto", "LL"}, "--nccl-proto LL: " + why},
 		{"perf-db", []string{"model", "show", "--perf-db", db}, "--perf-db " + db + ": " + why},
 		{"moe-routing", []string{"model", "show", "--moe-routing", "balanced"}, "--moe-routing balanced: " + why},
-		{"engine without DSA", []string{"model", "show", "--engine", "vllm@0.16-nightly"}, "--engine vllm@0.16-nightly: model show prices no kernels and kimi-k2.5-nvfp4 has no DSA attention"},
 		// SGLang sizes its KV pool by mem_fraction_static, which model
 		// show (vLLM's gpu_memory_utilization) does not: predict does.
 		{"engine of another KV pool", []string{"model", "show", "--engine", "sglang"}, "--engine sglang: model show sizes the KV cache as vLLM does (gpu_memory_utilization), and sglang@0.5 sizes its pool by mem_fraction_static"},
@@ -290,8 +291,8 @@ func TestModelShowRefusesUnusedFlags(t *testing.T) {
 			t.Errorf("%q: exit %d: %s", args, code, errs)
 		}
 		// The capacity shown is vLLM's rule: under SGLang, a line says so.
-		if sg := args[len(args)-1] == "sglang"; sg != strings.Contains(out, "KV pool rule") {
-			t.Errorf("%q: the KV pool rule line present %v, want %v:\n%s", args, !sg, sg, out)
+		if sg := args[len(args)-1] == "sglang"; sg != strings.Contains(out, "vLLM's gpu_memory_utilization, not sglang@0.5's") {
+			t.Errorf("%q: the line of vLLM's rule standing in present %v, want %v:\n%s", args, !sg, sg, out)
 		}
 	}
 }
