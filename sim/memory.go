@@ -98,14 +98,6 @@ func (b KVBudget) withProfileStep(prof *engprof.Profile, o Options, tokens, seqs
 	return b
 }
 
-// WithProfileStep is b with vLLM's profiling step under prof and options
-// o (their scheduler limits, else the engine's defaults) on a GPU of
-// memBytes named devName, for a model served at maxModelLen tokens (a
-// view that prices no step, such as model show).
-func (b KVBudget) WithProfileStep(prof *engprof.Profile, o Options, memBytes int64, devName string, maxModelLen int) KVBudget {
-	return b.withProfileStep(prof, o, 0, 0, memBytes, devName, maxModelLen)
-}
-
 // ProfileStep is the profiling step in words ("" where the rule runs
 // none): "profiling step of 8192 tokens and 1024 sequences, vllm@0.24's
 // default", "profiling step of 4096 tokens (given) and 1024 sequences
@@ -325,31 +317,40 @@ func fixedFrac(prof *engprof.Profile, given float64) (b KVBudget, ok bool) {
 	return KVBudget{Rule: rule, Frac: model.DefaultGPUMemUtilization, From: "vLLM's default"}, true
 }
 
-// kvBudget is the engine's KV-pool rule for scenario sc: the options'
-// fraction when given (GPUMemUtilFrac, vLLM's gpu_memory_utilization or
-// SGLang's mem_fraction_static as the engine reads it), else the engine's
-// default. chunkTokens is the step's token budget (SGLang's
-// chunked_prefill_size, which its default reserves activations for,
-// vLLM's max_num_batched_tokens, which its profiling forward runs; 0:
-// the engine's default for the GPU) and maxSeqs the running limit
-// (vLLM's max_num_seqs, its profiling sampler's rows; 0: the default).
+// kvBudget is the engine's KV-pool budget for scenario sc on the
+// Predictor's GPU (KVBudgetFor).
 func (p *Predictor) kvBudget(sc Scenario, w model.Workload, chunkTokens, maxSeqs int) KVBudget {
-	prof := p.cm.prof
-	if b, ok := FixedKVBudget(prof, p.opts); ok {
-		maxLen := p.opts.MaxModelLen
+	return KVBudgetFor(p.cm.prof, p.opts, sc, w, p.dev.MemBytes, p.dev.Name, chunkTokens, maxSeqs)
+}
+
+// KVBudgetFor is the KV pool engine prof sizes for scenario sc and
+// workload w under options o on a GPU of memBytes named devName: the
+// options' fraction when given (GPUMemUtilFrac, vLLM's
+// gpu_memory_utilization or SGLang's mem_fraction_static as the engine
+// reads it), else the engine's default. chunkTokens is the step's token
+// budget (SGLang's chunked_prefill_size, which its default reserves
+// activations for, vLLM's max_num_batched_tokens, which its profiling
+// forward runs; 0: the engine's default for the GPU) and maxSeqs the
+// running limit (vLLM's max_num_seqs, its profiling sampler's rows; 0:
+// the default). It is the one path from an engine's rule to its budget:
+// a prediction's memory fit (Predictor) and a view that prices no step on
+// the box's GPU or another memory (model show) both take it.
+func KVBudgetFor(prof *engprof.Profile, o Options, sc Scenario, w model.Workload, memBytes int64, devName string, chunkTokens, maxSeqs int) KVBudget {
+	if b, ok := FixedKVBudget(prof, o); ok {
+		maxLen := o.MaxModelLen
 		if maxLen <= 0 && sc.Arch != nil {
 			maxLen = sc.Arch.MaxModelLenTokens
 		}
-		return b.withProfileStep(prof, p.opts, chunkTokens, maxSeqs, p.dev.MemBytes, p.dev.Name, maxLen).ForScenario(prof, sc)
+		return b.withProfileStep(prof, o, chunkTokens, maxSeqs, memBytes, devName, maxLen).ForScenario(prof, sc)
 	}
 	rule := prof.KVPool.KVPoolRule()
 	if chunkTokens <= 0 {
 		// SGLang's chunked_prefill_size: given, else its default for
 		// the GPU.
-		chunkTokens = p.opts.MaxNumBatchedTokens
+		chunkTokens = o.MaxNumBatchedTokens
 	}
 	if chunkTokens <= 0 {
-		chunkTokens = prof.Scheduler.DefaultChunkTokens(p.dev.MemBytes)
+		chunkTokens = prof.Scheduler.DefaultChunkTokens(memBytes)
 	}
 	plan := sc.Plan.Normalized()
 	// cuda_graph_max_bs is the largest captured batch, the one fact the
@@ -357,21 +358,21 @@ func (p *Predictor) kvBudget(sc Scenario, w model.Workload, chunkTokens, maxSeqs
 	// the largest of --graph-sizes, as SGLang's --cuda-graph-bs sets it),
 	// counted whether graphs are on or not, as SGLang does.
 	graphMaxBS := 0
-	if s := p.opts.CaptureSizes(p.dev.MemBytes, plan.World()); len(s) > 0 {
+	if s := o.CaptureSizes(memBytes, plan.World()); len(s) > 0 {
 		graphMaxBS = s[len(s)-1]
 	}
-	in := engprof.StaticFracInput{GPUMemBytes: p.dev.MemBytes, ChunkTokens: chunkTokens, GraphMaxBS: graphMaxBS,
+	in := engprof.StaticFracInput{GPUMemBytes: memBytes, ChunkTokens: chunkTokens, GraphMaxBS: graphMaxBS,
 		Ranks: plan.World(), DPAttention: plan.DP, Draft: string(sc.Build.Spec.MethodFor(w))}
 	frac, reserved := prof.KVPool.Reserve.StaticFrac(in)
 	from := fmt.Sprintf("%s's default: %d MiB GPU less %.0f MiB reserved for chunked_prefill_size %d, cuda_graph_max_bs %d, tp_size %d",
-		prof.Name(), p.dev.MemBytes/engprof.MiB, reserved, chunkTokens, graphMaxBS, in.Ranks)
+		prof.Name(), memBytes/engprof.MiB, reserved, chunkTokens, graphMaxBS, in.Ranks)
 	if in.DPAttention > 1 {
 		from += fmt.Sprintf(", dp attention %d", in.DPAttention)
 	}
 	if in.Draft != "" {
 		from += ", draft " + in.Draft
 	}
-	return withWorkspace(withGraphs(KVBudget{Rule: rule, Frac: frac, From: from}, prof, p.opts), prof, p.opts).ForScenario(prof, sc)
+	return withWorkspace(withGraphs(KVBudget{Rule: rule, Frac: frac, From: from}, prof, o), prof, o).ForScenario(prof, sc)
 }
 
 // kvCapacity is the KV cache that fits one GPU under budget b.

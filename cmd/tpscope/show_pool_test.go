@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/tpscope/tpscope/sim"
@@ -85,5 +86,41 @@ func TestModelShowPoolOfVLLMEngines(t *testing.T) {
 	cases = append(cases, showPoolCase{"vllm@0.24", "glm-5-nvfp4", "rtxpro6000-switch", []string{"--cuda-graph-mem-gib", "4.77"}})
 	for _, c := range cases {
 		checkShowIsPredict(t, c)
+	}
+}
+
+// TestModelShowPoolOfOtherRules: model show sizes SGLang's pool as
+// predict does, its default mem_fraction_static from the step budget,
+// the largest captured batch, the ranks and the drafter (before, it showed
+// vLLM's gpu_memory_utilization pool for a DSA model, 703,697 fp8 tokens of
+// GLM-5-NVFP4 on rtxpro6000-switch where predict gives 628,519, and
+// refused the engine for another model), and TensorRT-LLM's and the
+// executor's, for every model the engine runs on the box, and names the
+// engine's rule.
+func TestModelShowPoolOfOtherRules(t *testing.T) {
+	var cases []showPoolCase
+	for _, m := range []string{"kimi-k2.5-nvfp4", "glm-5-nvfp4", "deepseek-v3"} {
+		for _, topo := range []string{"rtxpro6000-switch", "h200-nvswitch"} {
+			cases = append(cases, showPoolCase{"executor", m, topo, nil})
+		}
+		for _, f := range [][]string{nil, {"--gpu-mem-util", "0.88"}, {"--max-num-batched-tokens", "4096"}} {
+			cases = append(cases, showPoolCase{"sglang@0.5", m, "rtxpro6000-switch", f})
+		}
+	}
+	cases = append(cases,
+		// DP attention and a drafter enter SGLang's reserve; on SM90 it
+		// runs the FP8 model.
+		showPoolCase{"sglang@0.5", "glm-5-nvfp4", "rtxpro6000-switch", []string{"--tp", "4", "--dp", "2", "--ep"}},
+		showPoolCase{"sglang@0.5", "glm-5-nvfp4", "rtxpro6000-switch", []string{"--spec", "mtp", "--spec-tokens", "2"}},
+		showPoolCase{"sglang@0.5", "deepseek-v3", "h200-nvswitch", nil},
+		showPoolCase{"trtllm@1.3", "deepseek-v3", "h200-nvswitch", nil},
+		showPoolCase{"trtllm@1.3", "deepseek-v3", "h200-nvswitch", []string{"--gpu-mem-util", "0.8"}})
+	for _, c := range cases {
+		checkShowIsPredict(t, c)
+	}
+	// The table says whose rule it is, not vLLM's utilization.
+	code, out, errs := runCLI(t, "model", "show", "--engine", "sglang@0.5", "--model", "glm-5-nvfp4", "--topo", "rtxpro6000-switch")
+	if code != 0 || !strings.Contains(out, "KV pool rule      sglang@0.5's mem_fraction_static: ") || strings.Contains(out, "utilization") {
+		t.Errorf("model show --engine sglang@0.5: exit %d %s; the table names not SGLang's rule:\n%s", code, errs, out)
 	}
 }

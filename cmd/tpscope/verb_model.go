@@ -27,19 +27,15 @@ func (m *memFlags) bind(fs *pflag.FlagSet) {
 	fs.Float64Var(&m.gb, "gpu-mem-gb", m.gb, "GPU memory in GB (1e9 B) for the KV capacity (default: the memory of --topo's GPUs)")
 }
 
-// bytes is the memory per GPU and the fraction the engine may use.
-func (m *memFlags) bytes(sc *sim.Scenario) (float64, float64, error) {
-	util := sc.Options.GPUMemUtilFrac
-	if util == 0 {
-		util = model.DefaultGPUMemUtilization
-	}
+// bytes is the memory per GPU the engine's pool is sized in.
+func (m *memFlags) bytes(sc *sim.Scenario) (int64, error) {
 	if m.gb < 0 {
-		return 0, 0, flagError("--gpu-mem-gb", m.gb, "want a positive size")
+		return 0, flagError("--gpu-mem-gb", m.gb, "want a positive size")
 	}
 	if m.gb > 0 {
-		return m.gb * 1e9, util, nil
+		return int64(m.gb * 1e9), nil
 	}
-	return float64(sc.Topo.DeviceOf(0).MemBytes), util, nil
+	return sc.Topo.DeviceOf(0).MemBytes, nil
 }
 
 var modelShowVerb = &Verb{
@@ -199,88 +195,60 @@ func showModel(sc *scenarioFlags, mem *memFlags, out string, w io.Writer) error 
 	if err := scen.CheckSchedulerLimits(); err != nil {
 		return usageErrorf("%v", err)
 	}
-	// The engine's KV-pool rule, where it needs nothing model show lacks
-	// (TensorRT-LLM's free_gpu_memory_fraction), sizes the capacity shown
-	// through sim's one rule-to-capacity path; vLLM's is the default.
-	var pool *sim.KVBudget
 	prof, err := engprof.Lookup(scen.Options.Engine)
 	if err != nil {
 		return err
 	}
-	if b, ok := sim.FixedKVBudget(prof, scen.Options); ok {
-		b = b.ForScenario(prof, scen)
-		pool = &b
-	}
-	// Whether the engine's rule is another than vLLM's, which the table
-	// names.
-	otherRule := pool != nil && pool.Rule != engprof.KVPoolGPUMemUtil
-	// The engine sizes the KV pool shown (its rule, fraction and
-	// profiling step), so --engine changes what is shown, unless its
-	// default rule needs the step's facts (SGLang's mem_fraction_static)
-	// and the engine does not decide the model's DSA mode or KV dtype.
-	if sc.changed("engine") && pool == nil && scen.KVDefault == nil && (!scen.Arch.HasIndexer() || scen.DenseDSAChosen) {
-		why := scen.Arch.Name + " has no DSA attention whose dense or sparse mode the engine decides"
-		if scen.Arch.HasIndexer() {
-			why = "--dense-dsa decides the attention mode the engine would"
-		}
-		return flagError("--engine", scen.Options.Engine, "model show sizes the KV cache as vLLM does (gpu_memory_utilization), and %s sizes its pool by %s, and %s: predict --engine %s prints that pool on its memory line", prof.Name(), prof.KVPool.KVPoolRule(), why, prof.Name())
-	}
-	memBytes, util, err := mem.bytes(&scen)
+	memBytes, err := mem.bytes(&scen)
 	if err != nil {
 		return err
 	}
-	var rule model.CapacityRule
-	if pool != nil {
-		// vLLM's profiling step: --max-num-batched-tokens and
-		// --max-num-seqs where given, else its serve defaults for the
-		// GPU, as predict and plan take them.
-		name := ""
-		if dev := scen.Topo.DeviceOf(0); dev != nil {
-			name = dev.Name
-		}
-		maxLen := scen.Options.MaxModelLen
-		if maxLen <= 0 {
-			maxLen = scen.Arch.MaxModelLenTokens
-		}
-		b := pool.WithProfileStep(prof, scen.Options, int64(memBytes), name, maxLen)
-		pool = &b
-		util, rule = pool.Frac, pool.Capacity()
+	// The engine's KV pool on a GPU of that memory, sized by the one
+	// path predict's memory fit takes (sim.KVBudgetFor: the rule, its
+	// fraction given or the engine's default, SGLang's from the step
+	// budget, graphs and ranks, vLLM's profiling step), for the
+	// scenario's workload; its capacity by the budget's rule.
+	devName := ""
+	if dev := scen.Topo.DeviceOf(0); dev != nil {
+		devName = dev.Name
 	}
-	s := model.Summarize(scen.Arch, scen.Plan, scen.Workload, scen.Build, memBytes, util, rule)
-	if otherRule {
-		s.KVPool = kvBudgetText(*pool)
+	pool := sim.KVBudgetFor(prof, scen.Options, scen, scen.Workload, memBytes, devName, 0, 0)
+	// A default fraction of 0 or less sizes no pool: the engine does not
+	// start, as predict says.
+	if err := pool.NoPool(); err != nil {
+		return fmt.Errorf("%s %s on %s: %w", scen.Arch.Name, scen.Plan.Normalized(), scen.Topo.Name, err)
 	}
-	if pool != nil {
-		s.ProfileStep = givenBy(*pool).ProfileStep()
+	s := model.Summarize(scen.Arch, scen.Plan, scen.Workload, scen.Build, float64(memBytes), pool.Frac, pool.Capacity())
+	if pool.Rule != engprof.KVPoolGPUMemUtil {
+		// The table's utilization line is vLLM's; another rule is said
+		// whole.
+		s.KVPool = kvBudgetText(pool)
 	}
-	if pool != nil {
-		s.CUDAGraphCaveat = pool.GraphCaveat()
-	}
+	s.ProfileStep = givenBy(pool).ProfileStep()
+	s.CUDAGraphCaveat = pool.GraphCaveat()
 	// The summary, and where the engine chose the selected KV dtype
 	// (Scenario.KVDefault).
 	// The box the plan is laid on and whose GPU's memory sizes the
 	// capacity (unless --gpu-mem-gb gives another), named even when it is
 	// the default.
-	// The engine whose rule sized the pool, and the budget it sized
-	// (nil: vLLM's rule stands in, the KV pool rule line says so).
+	// The engine whose rule sized the pool, and the budget it sized.
 	js := struct {
 		model.Summary
 		Topology  string         `json:"topology"`
 		KVDefault *sim.KVDefault `json:"kv_default,omitempty"`
 		Engine    string         `json:"engine"`
-		KVBudget  *sim.KVBudget  `json:"kv_budget,omitempty"`
+		KVBudget  sim.KVBudget   `json:"kv_budget"`
 	}{s, scen.Topo.Name, scen.KVDefault, prof.Name(), pool}
 	return render(w, out, view{
 		JSON: js,
-		Text: func(w io.Writer, _ bool) error { return writeModelSummary(w, &s, &scen, pool, mem.gb > 0) },
+		Text: func(w io.Writer, _ bool) error { return writeModelSummary(w, &s, &scen, prof.Name(), pool, mem.gb > 0) },
 	})
 }
 
 // writeModelSummary is model show's table.
-// pool: the engine's budget that sized the capacity (nil: vLLM's rule
-// stands in for an engine whose rule is not priced here). memGiven:
-// --gpu-mem-gb gave the memory, not the box's GPU.
-func writeModelSummary(w io.Writer, s *model.Summary, scen *sim.Scenario, pool *sim.KVBudget, memGiven bool) error {
+// engine and pool: the engine whose budget sized the capacity, and the
+// budget. memGiven: --gpu-mem-gb gave the memory, not the box's GPU.
+func writeModelSummary(w io.Writer, s *model.Summary, scen *sim.Scenario, engine string, pool sim.KVBudget, memGiven bool) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintf(tw, "model\t%s (%s)\n", s.Model, s.ModelType)
 	if s.QuantSource != "" {
@@ -344,18 +312,14 @@ func writeModelSummary(w io.Writer, s *model.Summary, scen *sim.Scenario, pool *
 	} else {
 		fmt.Fprintf(tw, "\nGPU memory\t%s (%s) x %.2f utilization\n", units.Bytes(s.GPUMemBytes), memFrom, s.GPUMemUtilFrac)
 	}
-	// The capacity below is vLLM's rule unless KVPool says another; an
-	// engine that sizes its pool by one model show cannot apply (SGLang's
-	// mem_fraction_static) serves another capacity.
-	if prof, err := engprof.Lookup(scen.Options.Engine); err == nil {
-		switch {
-		case pool != nil:
-			fmt.Fprintf(tw, "KV pool rule\t%s's %s: %s\n", prof.Name(), pool.Rule, pool.PoolLess())
-		case prof.KVPool.KVPoolRule() != engprof.KVPoolGPUMemUtil:
-			fmt.Fprintf(tw, "KV pool rule\tvLLM's gpu_memory_utilization, not %s's %s: predict --engine %s prints that pool on its memory line\n", prof.Name(), prof.KVPool.KVPoolRule(), prof.Name())
-		}
-	}
-	if s.ProfileStep != "" {
+	// Whose rule sized the capacity below, and what comes off the memory
+	// around its fraction.
+	fmt.Fprintf(tw, "KV pool rule\t%s's %s: %s\n", engine, pool.Rule, pool.PoolLess())
+	if pool.Rule == engprof.KVPoolMemFractionStatic {
+		// SGLang's pool takes no activation estimate: they are in what
+		// the fraction leaves.
+		fmt.Fprintf(tw, "activations\tin the reserve %s leaves, not taken off the pool\n", pool.Rule)
+	} else if s.ProfileStep != "" {
 		fmt.Fprintf(tw, "activations (estimate)\t%s, vLLM's %s\n", units.Bytes(s.ActivationBytes), s.ProfileStep)
 	} else {
 		fmt.Fprintf(tw, "activations (estimate)\t%s\n", units.Bytes(s.ActivationBytes))

@@ -259,13 +259,9 @@ func TestKVDtypeHelpNamesAccepted(t *testing.T) {
 
 // TestModelShowRefusesUnusedFlags: model show prices no step, so the flags
 // of a step (workload, kernels, collectives, cost tables) change nothing
-// it prints and are refused naming the flag; --engine sizes the KV pool
-// shown (TestModelShowPoolOfVLLMEngines) and is refused only where the
-// pool is not priced (SGLang's default mem_fraction_static) and the model's
-// DSA mode is not the engine's to decide (glm-5 without --dense-dsa) nor
-// its KV dtype (glm-5 under SGLang, which sets a DSA model's, here fp8 on
-// the default SM120 box, unless --kv-dtype names one), and the flags it
-// does use pass.
+// it prints and are refused naming the flag; --engine, whose KV-pool rule
+// sizes the capacity shown (TestModelShowPoolOfVLLMEngines,
+// TestModelShowPoolOfOtherRules), and the flags it does use pass.
 func TestModelShowRefusesUnusedFlags(t *testing.T) {
 	const why = "model show prices no step"
 	db := t.TempDir()
@@ -276,23 +272,25 @@ func TestModelShowRefusesUnusedFlags(t *testing.T) {
 		{"nccl-proto", []string{"model", "show", "--nccl-proto", "LL"}, "--nccl-proto LL: " + why},
 		{"perf-db", []string{"model", "show", "--perf-db", db}, "--perf-db " + db + ": " + why},
 		{"moe-routing", []string{"model", "show", "--moe-routing", "balanced"}, "--moe-routing balanced: " + why},
-		// SGLang sizes its KV pool by mem_fraction_static, which model
-		// show (vLLM's gpu_memory_utilization) does not: predict does.
-		{"engine of another KV pool", []string{"model", "show", "--engine", "sglang"}, "--engine sglang: model show sizes the KV cache as vLLM does (gpu_memory_utilization), and sglang@0.5 sizes its pool by mem_fraction_static"},
-		{"engine with --dense-dsa", []string{"model", "show", "glm-5", "--dense-dsa", "--kv-dtype", "bf16", "--engine", "sglang"}, "--dense-dsa decides the attention mode"},
 	})
 	for _, args := range [][]string{
 		{"model", "show", "glm-5", "--engine", "sglang"},
 		{"model", "show", "glm-5", "--dense-dsa", "--engine", "sglang"},
+		{"model", "show", "--engine", "sglang"},
+		{"model", "show", "glm-5", "--dense-dsa", "--kv-dtype", "bf16", "--engine", "sglang"},
 		{"model", "show", "--gpu-mem-util", "0.8", "--kv-dtype", "bf16", "--topo", "h200-nvswitch", "--gpus", "8"},
 	} {
 		code, out, errs := runCLI(t, args...)
 		if code != 0 {
 			t.Errorf("%q: exit %d: %s", args, code, errs)
 		}
-		// The capacity shown is vLLM's rule: under SGLang, a line says so.
-		if sg := args[len(args)-1] == "sglang"; sg != strings.Contains(out, "vLLM's gpu_memory_utilization, not sglang@0.5's") {
-			t.Errorf("%q: the line of vLLM's rule standing in present %v, want %v:\n%s", args, !sg, sg, out)
+		// The capacity shown is the engine's rule, named.
+		rule := "vllm@0.24's gpu_memory_utilization: "
+		if args[len(args)-1] == "sglang" {
+			rule = "sglang@0.5's mem_fraction_static: "
+		}
+		if !strings.Contains(out, rule) {
+			t.Errorf("%q: the table names not the rule %q:\n%s", args, rule, out)
 		}
 	}
 }
