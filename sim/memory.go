@@ -98,6 +98,21 @@ func (b KVBudget) withProfileStep(prof *engprof.Profile, o Options, tokens, seqs
 	return b
 }
 
+// GivenBy is b with each figure the options gave ("given") named by its
+// option's flag ("given by --gpu-mem-util"), for a line a person reads:
+// every verb that prints a pool names its figures one way.
+func (b KVBudget) GivenBy() KVBudget {
+	for _, f := range []struct {
+		from   *string
+		option string
+	}{{&b.From, "gpu-mem-util"}, {&b.GraphFrom, "cuda-graph-mem-gib"}, {&b.ProfileTokensFrom, "max-num-batched-tokens"}, {&b.ProfileSeqsFrom, "max-num-seqs"}} {
+		if *f.from == "given" {
+			*f.from = "given by --" + f.option
+		}
+	}
+	return b
+}
+
 // ProfileStep is the profiling step in words ("" where the rule runs
 // none): "profiling step of 8192 tokens and 1024 sequences, vllm@0.24's
 // default", "profiling step of 4096 tokens (given) and 1024 sequences

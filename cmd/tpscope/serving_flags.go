@@ -491,23 +491,9 @@ func resultsOne(flag, what string, levels []serving.Measured, key func(*serving.
 }
 
 // kvBudgetText is the engine's KV-pool fraction and where it came from,
-// naming the flag when the command line gave it.
+// naming the flag when the command line gave it (sim.KVBudget.GivenBy).
 func kvBudgetText(b sim.KVBudget) string {
-	return givenBy(b).String()
-}
-
-// givenBy is b with each figure the command line gave ("given") named by
-// its flag.
-func givenBy(b sim.KVBudget) sim.KVBudget {
-	for _, f := range []struct {
-		from *string
-		flag string
-	}{{&b.From, "--gpu-mem-util"}, {&b.GraphFrom, "--cuda-graph-mem-gib"}, {&b.ProfileTokensFrom, "--max-num-batched-tokens"}, {&b.ProfileSeqsFrom, "--max-num-seqs"}} {
-		if *f.from == "given" {
-			*f.from = "given by " + f.flag
-		}
-	}
-	return b
+	return b.GivenBy().String()
 }
 
 // engineLine is the engine's settings in one line.

@@ -224,7 +224,7 @@ func showModel(sc *scenarioFlags, mem *memFlags, out string, w io.Writer) error 
 		// whole.
 		s.KVPool = kvBudgetText(pool)
 	}
-	s.ProfileStep = givenBy(pool).ProfileStep()
+	s.ProfileStep = pool.GivenBy().ProfileStep()
 	s.CUDAGraphCaveat = pool.GraphCaveat()
 	// The summary, and where the engine chose the selected KV dtype
 	// (Scenario.KVDefault).

@@ -211,6 +211,11 @@ func predictForReport(sc *scenarioFlags) (sim.Scenario, *sim.Prediction, *model.
 	if err != nil {
 		return scen, nil, nil, err
 	}
+	// The pool flags size the engine's KV pool the memory line states,
+	// as predict's: refused where they size nothing of it.
+	if err := scen.CheckSchedulerLimits(); err != nil {
+		return scen, nil, nil, usageErrorf("%v", err)
+	}
 	pr, sched, err := sim.Predict(scen)
 	if err != nil {
 		var pe *model.PlanError

@@ -152,8 +152,14 @@ func predictionSections(pr *sim.Prediction, sched *model.Schedule, maxRows int) 
 		lines = append(lines, fmt.Sprintf("every rank runs the same ops: rank 0's prediction is drawn for each of the %d ranks", worldOf(pr, sched)))
 	}
 	if m := pr.Memory; m != nil {
-		lines = append(lines, fmt.Sprintf("memory per GPU: weights %.1f GB + activations %.1f GB + KV %.2f GB of %.1f GB usable; KV capacity %d tokens; fits: %v",
-			gb(m.WeightBytes), gb(m.ActivationBytes), gb(m.KVBytes), gb(m.UsableBytes), m.KVCapacityTokens, m.Fits))
+		// The pool as predict's memory line states it: the engine's rule,
+		// its fraction and profiling step, and where each came from (the
+		// pool flags the step was priced with).
+		lines = append(lines, fmt.Sprintf("memory per GPU: weights %.1f GB + activations %.1f GB + KV %.2f GB of %.1f GB usable at %s; KV capacity %d tokens; fits: %v",
+			gb(m.WeightBytes), gb(m.ActivationBytes), gb(m.KVBytes), gb(m.UsableBytes), m.Budget.GivenBy(), m.KVCapacityTokens, m.Fits))
+		if c := m.Budget.GraphCaveat(); c != "" {
+			lines = append(lines, "caveat: "+c)
+		}
 	}
 	for _, c := range pr.Caveats {
 		lines = append(lines, "caveat: "+c)
