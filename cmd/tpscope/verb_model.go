@@ -50,9 +50,10 @@ and utilization. It prices no step: the flags of a step's workload, kernels,
 collectives and cost tables (--batch, --context, --phase, --nccl-proto,
 --perf-db, ...) change nothing it shows and are refused. --engine names the
 engine whose KV-pool rule sizes the capacity, the pool predict's memory line
-gives for the same flags (vLLM's gpu_memory_utilization, TensorRT-LLM's
-free_gpu_memory_fraction of the memory weights and activations leave), and
-for a DSA model decides its dense or sparse attention.`,
+gives for the same flags (vLLM's gpu_memory_utilization, SGLang's
+mem_fraction_static, TensorRT-LLM's free_gpu_memory_fraction of the memory
+weights and activations leave, the executor's whole memory), and for a DSA
+model decides its dense or sparse attention.`,
 	Example: "tpscope model show kimi-k2.5-nvfp4 --tp 8 --output json\ntpscope model show glm-5-nvfp4 --tp 8 --dcp 8 --dense-dsa --gpu-mem-gb 96",
 	New:     func() Options { return newModelShowOptions() },
 }
