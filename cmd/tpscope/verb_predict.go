@@ -73,7 +73,6 @@ func (o *predictOptions) Run(ctx context.Context, args []string, std IO) error {
 	if err := scen.CheckSchedulerLimits(); err != nil {
 		return usageErrorf("%v", err)
 	}
-	topo := scen.Topo
 	pr, _, err := sim.Predict(scen)
 	if err != nil {
 		var pe *model.PlanError
@@ -82,12 +81,8 @@ func (o *predictOptions) Run(ctx context.Context, args []string, std IO) error {
 		}
 		return err
 	}
-	if m := pr.Memory; m != nil && !m.Fits {
-		if err := m.Budget.NoPool(); err != nil {
-			return fmt.Errorf("%s %s on %s: %w", scen.Arch.Name, scen.Plan.Normalized(), topo.Name, err)
-		}
-		return fmt.Errorf("%s %s on %s does not fit in GPU memory: short by %.1f GB per GPU (weights %.1f GB + activations %.1f GB + KV %.1f GB for %d tokens, usable %.1f GB of %.1f GB)",
-			scen.Arch.Name, scen.Plan.Normalized(), topo.Name, m.ShortfallGB, gb(m.WeightBytes), gb(m.ActivationBytes), gb(m.KVBytes), m.KVTokensNeeded, gb(m.UsableBytes), gb(m.DeviceBytes))
+	if err := memoryFitError(scen, pr); err != nil {
+		return err
 	}
 	// The longest ops the table lists are --top of them (0: all), and
 	// the JSON holds the same list.
@@ -302,4 +297,20 @@ func criticalPathString(pr *sim.Prediction) string {
 		}
 	}
 	return fmt.Sprintf("%d ops, released by: %s", len(pr.CriticalPath), strings.Join(parts, ", "))
+}
+
+// memoryFitError is the one-line error of a step whose weights, activations
+// and KV cache do not fit the engine's pool on its GPUs (nil when they
+// fit): every verb that prices one step of the flags' scenario refuses it,
+// as the engine would not start.
+func memoryFitError(scen sim.Scenario, pr *sim.Prediction) error {
+	m := pr.Memory
+	if m == nil || m.Fits {
+		return nil
+	}
+	if err := m.Budget.NoPool(); err != nil {
+		return fmt.Errorf("%s %s on %s: %w", scen.Arch.Name, scen.Plan.Normalized(), scen.Topo.Name, err)
+	}
+	return fmt.Errorf("%s %s on %s does not fit in GPU memory: short by %.1f GB per GPU (weights %.1f GB + activations %.1f GB + KV %.1f GB for %d tokens, usable %.1f GB of %.1f GB)",
+		scen.Arch.Name, scen.Plan.Normalized(), scen.Topo.Name, m.ShortfallGB, gb(m.WeightBytes), gb(m.ActivationBytes), gb(m.KVBytes), m.KVTokensNeeded, gb(m.UsableBytes), gb(m.DeviceBytes))
 }

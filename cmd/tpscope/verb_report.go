@@ -187,6 +187,12 @@ func (o *reportOptions) Run(ctx context.Context, args []string, std IO) error {
 			// its step, and refused beside another.
 			return err
 		}
+		// The flags' step that does not fit is refused as predict
+		// refuses it, not drawn with "fits: false" as a step the engine
+		// would run.
+		if err := memoryFitError(scen, pr); err != nil {
+			return err
+		}
 	}
 	r, err := build.Build(in)
 	if err != nil {

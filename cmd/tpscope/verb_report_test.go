@@ -518,3 +518,21 @@ func TestReportSavedResultIsTheTracesStep(t *testing.T) {
 		}
 	}
 }
+
+// TestReportRefusesAStepThatDoesNotFit: report prices the flags' step as
+// predict does, and a step whose weights and cache do not fit the pool is
+// the same one line (the shortfall named) before any page is written,
+// where report had drawn it with "fits: false".
+func TestReportRefusesAStepThatDoesNotFit(t *testing.T) {
+	args := []string{"--gpu-mem-util", "0.5"}
+	_, _, perr := runCLI(t, append([]string{"predict"}, args...)...)
+	out := filepath.Join(t.TempDir(), "r.html")
+	code, _, rerr := runCLI(t, append([]string{"report", "-o", out}, args...)...)
+	want := strings.TrimPrefix(strings.TrimSpace(perr), "tpscope predict: ")
+	if code == 0 || !strings.Contains(rerr, "does not fit in GPU memory: short by") || !strings.HasSuffix(strings.TrimSpace(rerr), want) {
+		t.Errorf("report exit %d, stderr %q; want predict's refusal %q", code, rerr, want)
+	}
+	if _, err := os.Stat(out); err == nil {
+		t.Errorf("%s written for a step that does not fit", out)
+	}
+}
