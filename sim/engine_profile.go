@@ -865,7 +865,12 @@ func (p *Predictor) specGraphsWords(sc Scenario, engine string, maxBS int, tier 
 	switch _, f, _ := specFactsOf(sc); {
 	case pool > 0 && pool < maxBS:
 		stop = fmt.Sprintf("the request pool, max_running_requests %d", pool)
-		if pool == f.MaxRunning {
+		switch {
+		case sc.Options.MaxNumSeqs > 0 && pool == sc.Options.MaxNumSeqs:
+			// The user's limit (a serving run's pool is the one given),
+			// even where it equals the method's default.
+			stop += " as given"
+		case pool == f.MaxRunning:
 			stop += fmt.Sprintf(" for %s", f.Name)
 		}
 		stop += ", below " + tier

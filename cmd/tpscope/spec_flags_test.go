@@ -256,7 +256,8 @@ func TestSpecAcceptFileBenchmarkReport(t *testing.T) {
 // verify graphs the run replays: under SGLang with MTP they stop at the
 // request pool the run serves with, the 48 SGLang sets for speculative
 // decoding by default and the --max-num-seqs given (SGLang's
-// --max-running-requests) otherwise, never "decode graphs to batch 512".
+// --max-running-requests) otherwise, said to be given even where it is
+// 48, never "decode graphs to batch 512".
 func TestSimulateSGLangSpecStepEngine(t *testing.T) {
 	base := []string{"simulate", "--topo", "h200-nvswitch", "--engine", "sglang", "--model", "deepseek-v3", "--spec", "mtp",
 		"--concurrency", "8", "--requests", "20", "--timeline", "0"}
@@ -265,7 +266,10 @@ func TestSimulateSGLangSpecStepEngine(t *testing.T) {
 		want  string
 	}{
 		{nil, "verify graphs to batch 48 of 2 tokens a sequence, the draft passes at the same batches (sglang@0.5's speculative list up to the request pool, max_running_requests 48 for NEXTN, below cuda_graph_max_bs 512"},
-		{[]string{"--max-num-seqs", "100"}, "verify graphs to batch 100 of 2 tokens a sequence, the draft passes at the same batches (sglang@0.5's speculative list up to the request pool, max_running_requests 100, below cuda_graph_max_bs 512"},
+		{[]string{"--max-num-seqs", "100"}, "verify graphs to batch 100 of 2 tokens a sequence, the draft passes at the same batches (sglang@0.5's speculative list up to the request pool, max_running_requests 100 as given, below cuda_graph_max_bs 512"},
+		// The limit given is the user's even where it equals SGLang's
+		// own for the method: not "for NEXTN".
+		{[]string{"--max-num-seqs", "48"}, "verify graphs to batch 48 of 2 tokens a sequence, the draft passes at the same batches (sglang@0.5's speculative list up to the request pool, max_running_requests 48 as given, below cuda_graph_max_bs 512"},
 	} {
 		code, out, errs := runCLI(t, append(slices.Clone(base), c.extra...)...)
 		if code != 0 {
