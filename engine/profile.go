@@ -1042,7 +1042,15 @@ type CUDAGraphs struct {
 	// list stops there, so a larger step runs eagerly. None: the list as
 	// it stands whatever the limits.
 	ServingMax *GraphServingMax `yaml:"serving_max"`
-	Cite       []string         `yaml:"cite"`
+	// CapturePool: every capture list of the engine (this decode list,
+	// and its speculative one) stops at its request pool, the pool's own
+	// size added where the list runs past it (StopAtPool; SGLang's
+	// get_batch_sizes_to_capture keeps the batches <=
+	// req_to_token_pool.size, whose size is max_running_requests where a
+	// limit is set on the server, given or 48 under speculation; without
+	// one at least 2,048, above every cuda_graph_max_bs).
+	CapturePool bool     `yaml:"capture_pool"`
+	Cite        []string `yaml:"cite"`
 }
 
 // MixedPiecewise reports whether the engine's mode captures a step with
@@ -1162,6 +1170,14 @@ func (p *Profile) CaptureSizesFor(memBytes int64, tpSize int) []int {
 	s := p.CaptureSizes()
 	n, _ := slices.BinarySearch(s, p.GraphMaxBS(memBytes, tpSize)+1)
 	return s[:n:n]
+}
+
+// PoolCaptureSizes are the decode capture sizes on a GPU of memBytes in
+// an engine of tpSize GPUs whose request pool holds pool requests (0:
+// unknown): CaptureSizesFor stopped at the pool (StopAtPool). A decode
+// sequence is one token, so the batches are the sizes.
+func (p *Profile) PoolCaptureSizes(memBytes int64, tpSize, pool int) []int {
+	return p.StopAtPool(p.CaptureSizesFor(memBytes, tpSize), pool)
 }
 
 // SizeRange is From, From+Step, ..., up to To inclusive.

@@ -19,13 +19,9 @@ type SpecFacts struct {
 	// decode list (cuda_graphs) holds, in tokens.
 	CaptureBatches []int       `yaml:"capture_batches"`
 	CaptureRanges  []SizeRange `yaml:"capture_ranges"`
-	// CapturePool: the capture list stops at the engine's request pool,
-	// with the pool's own size added where the list runs past it
-	// (SGLang's get_batch_sizes_to_capture keeps the batches <=
-	// req_to_token_pool.size, whose size is max_running_requests: 48
-	// under speculation unless given). The verify pass and the draft
-	// passes capture the same batches.
-	CapturePool bool     `yaml:"capture_pool"`
+	// The list stops at the engine's request pool where the decode list
+	// does (cuda_graphs.capture_pool: one function captures both); the
+	// verify pass and the draft passes capture the same batches.
 	CaptureCite []string `yaml:"capture_cite"`
 
 	batches []int // computed once by validate
@@ -110,9 +106,9 @@ func (p *Profile) SpecMethodNames() []string {
 // whose request pool holds pool requests (SGLang's max_running_requests;
 // 0: unknown, no limit): the spec capture list's batches up to
 // GraphMaxBS (SGLang keeps the sequences <= cuda_graph_max_bs of its
-// speculative list too) and, under CapturePool, up to the pool, the
-// pool's size added where the list ran past it. Nil when the profile has
-// no spec capture list (the decode list holds).
+// speculative list too) and, under cuda_graphs.capture_pool, up to the
+// pool (StopAtPool). Nil when the profile has no spec capture list (the
+// decode list holds).
 func (p *Profile) SpecCaptureBatches(memBytes int64, tpSize, pool int) []int {
 	s := &p.Speculative
 	if len(s.batches) == 0 {
@@ -120,17 +116,27 @@ func (p *Profile) SpecCaptureBatches(memBytes int64, tpSize, pool int) []int {
 	}
 	maxBS := p.GraphMaxBS(memBytes, tpSize)
 	n, _ := slices.BinarySearch(s.batches, maxBS+1)
-	out := s.batches[:n:n]
-	if !s.CapturePool || pool <= 0 || n == 0 || out[n-1] <= pool {
-		return out
+	return p.StopAtPool(s.batches[:n:n], pool)
+}
+
+// StopAtPool is a capture list in sequences (increasing) as the engine
+// captures it under a request pool of pool requests (0: unknown, no
+// limit): under cuda_graphs.capture_pool the batches up to the pool, the
+// pool's size added where the list ran past it (SGLang's
+// get_batch_sizes_to_capture, for its decode list and its speculative
+// one alike: capture_bs += [req_to_token_pool.size] where max(capture_bs)
+// is above it, then bs <= req_to_token_pool.size); else the list as it
+// stands. The list is not modified.
+func (p *Profile) StopAtPool(list []int, pool int) []int {
+	n := len(list)
+	if !p.Graphs.CapturePool || pool <= 0 || n == 0 || list[n-1] <= pool {
+		return list
 	}
-	// cuda_graph_bs runs past the pool: the pool's size is captured, no
-	// batch above it.
-	m, found := slices.BinarySearch(out, pool)
+	m, found := slices.BinarySearch(list, pool)
 	if found {
-		return out[: m+1 : m+1]
+		return list[: m+1 : m+1]
 	}
-	return append(slices.Clone(out[:m]), pool)
+	return append(slices.Clone(list[:m]), pool)
 }
 
 // SpecCaptureSizes are the verify pass's capture sizes in tokens for k
@@ -186,9 +192,6 @@ func (p *Profile) validateSpec(bad func(field, format string, a ...any) error, c
 		if r.From < 1 || r.Step < 1 || r.To < r.From || r.To > maxCaptureSize {
 			return bad(fmt.Sprintf("speculative.capture_ranges[%d]", i), "from %d to %d step %d: want 1 <= from <= to <= %d, step >= 1", r.From, r.To, r.Step, maxCaptureSize)
 		}
-	}
-	if s.CapturePool && len(g.Sizes)+len(g.Ranges) == 0 {
-		return bad("speculative.capture_pool", "true without capture_batches or capture_ranges: want the spec capture list it stops")
 	}
 	if s.batches = g.CaptureSizes(); len(s.batches) > 0 {
 		if err := cite("speculative.capture", s.CaptureCite); err != nil {

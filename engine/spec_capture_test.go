@@ -2,7 +2,6 @@ package engine
 
 import (
 	"slices"
-	"strings"
 	"testing"
 )
 
@@ -75,20 +74,60 @@ func TestSGLangSpecCapturePool(t *testing.T) {
 	}
 }
 
-// TestSpecCapturePoolChecked: capture_pool stops a spec capture list, so
-// a profile that states it without one is refused in one line naming it.
-func TestSpecCapturePoolChecked(t *testing.T) {
-	base := string(mustRead(t, "profiles/trtllm-1.3.yaml"))
-	if err := parseEdited(base, "speculative:\n", "speculative:\n  capture_pool: true\n"); err != nil {
-		t.Errorf("capture_pool over TensorRT-LLM's list: %v, want it parsed", err)
+// sglangDecodeTo is SGLang's decode capture list written out by hand
+// (server_args.py _generate_cuda_graph_batch_sizes: [1, 2, 4, 8, 12] +
+// range(16, 257, 8) + range(272, 512, 16) + range(512,
+// cuda_graph_max_bs + 1, 32)) up to top sequences.
+func sglangDecodeTo(top int) []int {
+	var out []int
+	for _, b := range []int{1, 2, 4, 8, 12} {
+		if b <= top {
+			out = append(out, b)
+		}
 	}
-	sg := string(mustRead(t, "profiles/sglang-0.5.yaml"))
-	i := strings.Index(sg, "  capture_ranges:")
-	j := strings.Index(sg, "  capture_pool: true")
-	if i < 0 || j < i {
-		t.Fatal("sglang-0.5.yaml: no capture_ranges before capture_pool")
+	for _, r := range [][3]int{{16, 256, 8}, {272, 511, 16}, {512, 512, 32}} {
+		for b := r[0]; b <= r[1] && b <= top; b += r[2] {
+			out = append(out, b)
+		}
 	}
-	if err := parseEdited(sg, sg[i:j], ""); !oneLineWith(err, "speculative.capture_pool") {
-		t.Errorf("capture_pool without a list: %v, want one line naming speculative.capture_pool", err)
+	return out
+}
+
+// TestSGLangDecodeCapturePool: SGLang's decode graphs stop at the request
+// pool by the same rule as its verify graphs (get_batch_sizes_to_capture
+// serves both: the batches <= req_to_token_pool.size, the pool's size
+// added where cuda_graph_bs ran past it). On an H200 at TP 8
+// (cuda_graph_max_bs 512) a pool of 100 (--max-running-requests 100)
+// captures 1, 2, 4, 8, 12, 16..96 step 8 and 100, so a batch of 97 to 100
+// pads to 100, not to the list's 104; a pool of 96 ends at 96, on the
+// list; a pool of 600 or an unknown one (0) leaves the list at 512. vLLM
+// states no such rule: its list stands under any pool.
+func TestSGLangDecodeCapturePool(t *testing.T) {
+	sg := mustLookup(t, "sglang@0.5")
+	const h200 = 143771 * MiB
+	to96 := []int{1, 2, 4, 8, 12, 16, 24, 32, 40, 48, 56, 64, 72, 80, 88, 96}
+	if got := sglangDecodeTo(100); !slices.Equal(got, to96) {
+		t.Fatalf("hand list to 100: %v, want %v", got, to96)
+	}
+	for _, c := range []struct {
+		name string
+		pool int
+		want []int
+	}{
+		{"pool 100", 100, append(slices.Clone(to96), 100)},
+		{"pool 96", 96, to96},
+		{"pool 600", 600, sglangDecodeTo(512)},
+		{"no pool", 0, sglangDecodeTo(512)},
+	} {
+		if got := sg.PoolCaptureSizes(h200, 8, c.pool); !slices.Equal(got, c.want) {
+			t.Errorf("%s: decode sizes %v, want %v", c.name, got, c.want)
+		}
+	}
+	if top := sglangDecodeTo(512); len(top) != 5+31+15+1 || top[len(top)-1] != 512 {
+		t.Errorf("hand list to 512: %d sizes ending %d, want 52 ending 512", len(top), top[len(top)-1])
+	}
+	v := mustLookup(t, "vllm")
+	if got, want := v.PoolCaptureSizes(h200, 8, 100), v.CaptureSizesFor(h200, 8); !slices.Equal(got, want) {
+		t.Errorf("vLLM under a pool of 100: %v, want its list %v", got, want)
 	}
 }

@@ -126,3 +126,59 @@ func TestSGLangSpecCaptureFollowsRequestPool(t *testing.T) {
 		}
 	}
 }
+
+// TestSGLangDecodeCaptureFollowsRequestPool: without speculation SGLang's
+// decode graphs stop at the request pool by the same rule
+// (get_batch_sizes_to_capture keeps bs <= req_to_token_pool.size and adds
+// the pool's size where cuda_graph_bs ran past it): on an H200 at TP 8
+// (cuda_graph_max_bs 512) --max-num-seqs 100 (its --max-running-requests)
+// captures 1, 2, 4, 8, 12, 16..96 step 8 and 100, so a decode step of 97
+// to 100 sequences pads to 100, not to the list's 104, and one of 101
+// runs eagerly; under DP 2 the pool is the whole engine's 100 (each rank
+// scheduling 50), the same list; the defaults (a pool of at least 2,048)
+// keep the list to 512.
+func TestSGLangDecodeCaptureFollowsRequestPool(t *testing.T) {
+	ref, err := engprof.ParseRef("sglang@0.5")
+	if err != nil {
+		t.Fatal(err)
+	}
+	to100 := []int{1, 2, 4, 8, 12, 16, 24, 32, 40, 48, 56, 64, 72, 80, 88, 96, 100}
+	var to512 []int
+	to512 = append(to512, 1, 2, 4, 8, 12)
+	for b := 16; b <= 256; b += 8 {
+		to512 = append(to512, b)
+	}
+	for b := 272; b <= 496; b += 16 {
+		to512 = append(to512, b)
+	}
+	to512 = append(to512, 512)
+	for _, c := range []struct {
+		name    string
+		tp, dp  int
+		maxSeqs int
+		want    []int
+	}{
+		{"--max-num-seqs 100", 8, 1, 100, to100},
+		{"--max-num-seqs 100, DP 2", 4, 2, 100, to100},
+		{"defaults", 8, 1, 0, to512},
+	} {
+		sc := sim.Scenario{Arch: mustPreset(t, "deepseek-v3"), Plan: model.Plan{TP: c.tp, DP: c.dp, EP: c.dp > 1}, Topo: mustBox(t, "h200-nvswitch"),
+			Workload: model.Workload{KVDtype: model.FP8}, Options: sim.Options{CUDAGraphs: true, Engine: ref}}
+		s := mustNew(t, Deployment{Scenario: sc, Engine: EngineOptions{MaxNumSeqs: c.maxSeqs}})
+		if got := s.coster.CaptureSizes(); !slices.Equal(got, c.want) {
+			t.Errorf("%s: capture sizes %v, want %v", c.name, got, c.want)
+		}
+		if c.maxSeqs != 100 {
+			continue
+		}
+		g := model.GraphCapture{Sizes: s.coster.CaptureSizes()}
+		for n := 97; n <= 100; n++ {
+			if got, graphed := g.Tokens(n); got != 100 || !graphed {
+				t.Errorf("%s: a step of %d pads to %d (graphed %v), want 100", c.name, n, got, graphed)
+			}
+		}
+		if _, graphed := g.Tokens(101); graphed {
+			t.Errorf("%s: a step of 101 graphed, want eager above the pool", c.name)
+		}
+	}
+}

@@ -641,12 +641,7 @@ func (p *Predictor) EngineSummary(sc Scenario, built model.BuildOptions, graphed
 		world := sc.Plan.World()
 		maxBS := k.prof.GraphMaxBS(p.dev.MemBytes, world)
 		tier := fmt.Sprintf("cuda_graph_max_bs %d for %d MiB at tp_size %d", maxBS, p.dev.MemBytes/engprof.MiB, world)
-		if g := p.specGraphsWords(sc, k.prof.Name(), maxBS, tier); g != "" {
-			parts = append(parts, g)
-		} else {
-			parts = append(parts, fmt.Sprintf("decode graphs to batch %d (cuda_graph_max_bs for %d MiB at tp_size %d; larger batches eager)",
-				maxBS, p.dev.MemBytes/engprof.MiB, world))
-		}
+		parts = append(parts, p.graphsWords(sc, k.prof.Name(), maxBS, tier))
 	}
 	if sc.Arch != nil && sc.Arch.RoutedExperts > 0 {
 		d := sc.Arch.Quant.Dtype(model.CompRoutedExperts)
@@ -847,22 +842,27 @@ func checkMaxModelLen(sc Scenario) error {
 	return nil
 }
 
-// specGraphsWords says, for the engine line, what sc's engine captures
-// with speculation on where it has a capture list of its own for it
-// (SGLang): the largest verify batch and its tokens a sequence, whether
-// the request pool or cuda_graph_max_bs (tier: its words) stops the list,
-// and that the draft passes capture the same batches (a method that
-// drafts on the host has none); "" where the decode list holds. The
-// sizes are the ones the step is priced with (specCaptureSizes).
-func (p *Predictor) specGraphsWords(sc Scenario, engine string, maxBS int, tier string) string {
-	k, world, pool := sc.Workload.SpecTokens, sc.Plan.World(), specRequestPool(sc)
-	sizes, ok := p.specCaptureSizes(p.captureOf(world), k, world, pool)
-	if !ok {
-		return ""
+// graphsWords says, for the engine line, what sc's engine captures where
+// its list stops at cuda_graph_max_bs (maxBS; tier: its words): with
+// speculation where it has a capture list of its own for it (SGLang), the
+// largest verify batch and its tokens a sequence and that the draft
+// passes capture the same batches (a method that drafts on the host has
+// none); else the largest decode batch. Either list's end says whether
+// the request pool or cuda_graph_max_bs stops it, and a pool the user
+// gave is said to be given. The sizes are the ones the step is priced
+// with (engineCaptureSizes).
+func (p *Predictor) graphsWords(sc Scenario, engine string, maxBS int, tier string) string {
+	k, world, pool := sc.Workload.SpecTokens, sc.Plan.World(), requestPool(sc)
+	sizes, ok := p.engineCaptureSizes(p.captureOf(world), k, world, pool)
+	if !ok || len(sizes) == 0 || (k <= 0 && (pool <= 0 || pool >= maxBS)) {
+		// The decode list as cuda_graph_max_bs ends it.
+		return fmt.Sprintf("decode graphs to batch %d (cuda_graph_max_bs for %d MiB at tp_size %d; larger batches eager)",
+			maxBS, p.dev.MemBytes/engprof.MiB, world)
 	}
 	top := sizes[len(sizes)-1] / (1 + k)
+	_, f, spec := specFactsOf(sc)
 	stop := tier
-	switch _, f, _ := specFactsOf(sc); {
+	switch {
 	case pool > 0 && pool < maxBS:
 		stop = fmt.Sprintf("the request pool, max_running_requests %d", pool)
 		switch {
@@ -870,12 +870,15 @@ func (p *Predictor) specGraphsWords(sc Scenario, engine string, maxBS int, tier 
 			// The user's limit (a serving run's pool is the one given),
 			// even where it equals the method's default.
 			stop += " as given"
-		case pool == f.MaxRunning:
+		case spec && pool == f.MaxRunning:
 			stop += fmt.Sprintf(" for %s", f.Name)
 		}
 		stop += ", below " + tier
-	case pool > 0:
+	case pool > 0 && k > 0:
 		stop += fmt.Sprintf(", at most the request pool of %d", pool)
+	}
+	if k <= 0 {
+		return fmt.Sprintf("decode graphs to batch %d (%s's list up to %s; larger batches eager)", top, engine, stop)
 	}
 	draft := ""
 	if sc.Build.Spec.MethodFor(sc.Workload).OnDevice() {

@@ -66,7 +66,7 @@ type IterationCoster struct {
 	// spec is the speculative tokens each decoding sequence verifies (the
 	// scenario's Workload.SpecTokens, with Build.Spec's method); capture
 	// the CUDA-graph capture its steps run under (the engine's spec list
-	// when it has one: Predictor.specCapture).
+	// when it has one: Predictor.stepCapture).
 	spec    int
 	capture *model.GraphCapture
 	// fullDecode: the scenario's decode steps capture full graphs (no
@@ -113,7 +113,7 @@ func NewIterationCoster(p *Predictor, sc Scenario) (*IterationCoster, error) {
 	}
 	c := &IterationCoster{p: p, arch: sc.Arch, plan: plan, build: build, kv: kv,
 		bits: defaultIterationBucketBits, memo: make(map[iterKey]float64),
-		spec: sc.Workload.SpecTokens, capture: p.specCapture(sc), fullDecode: sc.PiecewiseGraphs() == ""}
+		spec: sc.Workload.SpecTokens, capture: p.stepCapture(sc), fullDecode: sc.PiecewiseGraphs() == ""}
 	if sc.Arch.MoELayers() > fastLayers {
 		short := *sc.Arch
 		short.Layers = sc.Arch.DenseLayers + fastLayers
@@ -134,9 +134,10 @@ func NewIterationCoster(p *Predictor, sc Scenario) (*IterationCoster, error) {
 // SGLang's max_running_requests, 48 under speculation unless given),
 // where graphs are on and no capture sizes were given (Options.GraphSizes
 // win, as vLLM's cudagraph_capture_sizes and SGLang's --cuda-graph-bs
-// do): with speculation under an engine with a capture list of its own
-// for it, that list up to the pool (Predictor.specCaptureSizes, the rule
-// a step's capture reads); else by the profile's serving rule
+// do): where the engine has sizes of its own for the step, those
+// (Predictor.engineCaptureSizes, the rule a step's capture reads: with
+// speculation SGLang's speculative list up to the pool, without its
+// decode list up to the pool); else by the profile's serving rule
 // (engprof.Profile.ServingCaptureSizes: vLLM captures up to
 // min(max_num_seqs x (1 + k) x 2, 512, max_num_batched_tokens) and runs a
 // larger step eagerly) where it states one; else the capture stands. The
@@ -145,7 +146,7 @@ func (c *IterationCoster) LimitCapture(maxNumSeqs, maxNumBatchedTokens, requestP
 	if c.capture == nil || len(c.p.opts.GraphSizes) > 0 {
 		return
 	}
-	sizes, ok := c.p.specCaptureSizes(c.capture, c.spec, c.plan.World(), requestPool)
+	sizes, ok := c.p.engineCaptureSizes(c.capture, c.spec, c.plan.World(), requestPool)
 	if !ok {
 		prof, err := engprof.Lookup(c.p.opts.Engine)
 		if err != nil {

@@ -180,12 +180,12 @@ func (e *Evaluator) shortArch(a *model.Arch) *model.Arch {
 // viewsFor returns the (cached) one-rank schedules of the scenario and
 // their deployment. The cache is keyed on the deployment the builder will
 // decide (model.NewDeployment under the capture the Predictor builds the
-// scenario's step with, Predictor.specCapture: the captured size it
+// scenario's step with, Predictor.stepCapture: the captured size it
 // replays and whether it is graphed), so one build serves every topology and option
 // set that lays the same step.
 func (e *Evaluator) viewsFor(p *Predictor, sc Scenario, short *model.Arch) (*schedViews, error) {
 	plan := sc.Plan.Normalized()
-	d := model.NewDeployment(plan, sc.Workload, p.specCapture(sc))
+	d := model.NewDeployment(plan, sc.Workload, p.stepCapture(sc))
 	key := schedKey{arch: sc.Arch, plan: plan, w: sc.Workload.Normalized(), build: sc.Build, graphTokens: d.GraphTokens, graphed: d.Graphed}
 	capacity := e.Schedules
 	if capacity <= 0 {

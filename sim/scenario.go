@@ -66,7 +66,7 @@ type Scenario struct {
 	KVDefault *KVDefault
 	// MaxRunning is the engine's limit on running requests over every DP
 	// rank (SGLang's max_running_requests, the size of its request pool,
-	// which its speculative capture stops at) where the caller serves the
+	// which its capture lists stop at) where the caller serves the
 	// step under one: a serving run's, given or the engine's default for
 	// the method (serving.Simulator.RequestPool). 0: the step's own
 	// (specRequestPool). Not recorded.
@@ -153,7 +153,7 @@ func (p *Predictor) scheduleWith(bd *model.Builder, sc Scenario) (*model.Schedul
 	if err != nil {
 		return nil, err
 	}
-	o.Graphs = p.specCapture(sc)
+	o.Graphs = p.stepCapture(sc)
 	if bd != nil {
 		return bd.Build(sc.Arch, sc.Plan, sc.Workload, o)
 	}
@@ -332,17 +332,18 @@ func (sc Scenario) gpu() (*topology.Device, error) {
 }
 
 // CaptureSizes are the CUDA-graph capture sizes of sc's engine on its box
-// (Options.CaptureSizes for the GPU of sc.Topo and sc.Plan's GPUs), or,
-// with speculation under an engine with a capture list of its own for it
-// (SGLang), that list up to the step's request pool, in tokens: the sizes
-// the step is priced with (specCaptureSizes).
+// (Options.CaptureSizes for the GPU of sc.Topo and sc.Plan's GPUs), or
+// the engine's own for the step where it has them (SGLang: with
+// speculation its speculative list, without its decode list, each up to
+// the step's request pool), in tokens: the sizes the step is priced with
+// (engineCaptureSizes).
 func (sc Scenario) CaptureSizes() ([]int, error) {
 	dev, err := sc.gpu()
 	if err != nil {
 		return nil, err
 	}
 	world := sc.Plan.World()
-	if s, ok := specCaptureSizesOn(&sc.Options, dev.MemBytes, sc.Workload.SpecTokens, world, specRequestPool(sc)); ok {
+	if s, ok := engineCaptureSizesOn(&sc.Options, dev.MemBytes, sc.Workload.SpecTokens, world, requestPool(sc)); ok {
 		return s, nil
 	}
 	return sc.Options.CaptureSizes(dev.MemBytes, world), nil

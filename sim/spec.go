@@ -475,53 +475,63 @@ func specHostDraftUs(m model.SpecMethod, seqs int, contextTokens float64) float6
 	return 0
 }
 
-// specCapture is the CUDA-graph capture of a step of sc on the
-// Predictor's GPU: with speculation, an engine with a capture list of its
-// own for it (SGLang, up to its cuda_graph_max_bs and its request pool,
-// and TensorRT-LLM, whose graphs are keyed by requests: that many
-// sequences x the tokens each verifies) replaces the decode list,
-// replayed as the decode list is (decode steps only, padded or at a
-// captured size exactly); otherwise the options' capture (captureOf).
-// The request pool is the one the step's engine runs with
-// (specRequestPool).
-func (p *Predictor) specCapture(sc Scenario) *model.GraphCapture {
+// stepCapture is the CUDA-graph capture of a step of sc on the
+// Predictor's GPU: the engine's own sizes for the step where it has a
+// rule of its own (engineCaptureSizes: with speculation SGLang's
+// speculative list and TensorRT-LLM's, whose graphs are keyed by
+// requests, that many sequences x the tokens each verifies; SGLang's
+// decode list stopped at its request pool), replayed as the decode list
+// is (decode steps only, padded or at a captured size exactly);
+// otherwise the options' capture (captureOf). The request pool is the one
+// the step's engine runs with (requestPool).
+func (p *Predictor) stepCapture(sc Scenario) *model.GraphCapture {
 	k, world := sc.Workload.SpecTokens, sc.Plan.World()
 	capture := p.captureOf(world)
-	if s, ok := p.specCaptureSizes(capture, k, world, specRequestPool(sc)); ok {
+	if s, ok := p.engineCaptureSizes(capture, k, world, requestPool(sc)); ok {
 		return &model.GraphCapture{Sizes: s, DecodeOnly: capture.DecodeOnly, Exact: capture.Exact}
 	}
 	return capture
 }
 
-// specCaptureSizes are the capture sizes in tokens of an engine with a
-// speculative capture list of its own (engprof.Profile.SpecCaptureSizes)
-// for k speculative tokens a sequence in an engine of world GPUs whose
-// request pool holds pool requests; ok false where the decode capture
-// stands: graphs off (capture nil), sizes given (Options.GraphSizes win,
-// as SGLang's --cuda-graph-bs does), no speculation, or an engine without
-// such a list. The one rule a step (specCapture), a serving run
-// (IterationCoster.LimitCapture), the engine line (EngineSummary) and
-// the scenario's capture sizes (Scenario.CaptureSizes, which advise
-// reads) follow.
-func (p *Predictor) specCaptureSizes(capture *model.GraphCapture, k, world, pool int) ([]int, bool) {
+// engineCaptureSizes are the capture sizes in tokens an engine takes for
+// a step of k speculative tokens a sequence in an engine of world GPUs
+// whose request pool holds pool requests (0: unknown), where they are its
+// own: with k > 0 its speculative capture list (engprof.Profile.
+// SpecCaptureSizes); without, its decode list stopped at the pool where
+// the engine's capture lists stop there (Profile.PoolCaptureSizes,
+// cuda_graphs.capture_pool: SGLang's get_batch_sizes_to_capture serves
+// both lists). ok false where the options' capture stands: graphs off
+// (capture nil), sizes given (Options.GraphSizes win, as SGLang's
+// --cuda-graph-bs does), no pool or no such rule. The one rule a step
+// (stepCapture), a serving run (IterationCoster.LimitCapture), the
+// engine line (EngineSummary) and the scenario's capture sizes
+// (Scenario.CaptureSizes, which advise reads) follow.
+func (p *Predictor) engineCaptureSizes(capture *model.GraphCapture, k, world, pool int) ([]int, bool) {
 	if capture == nil {
 		return nil, false
 	}
-	return specCaptureSizesOn(&p.opts, p.dev.MemBytes, k, world, pool)
+	return engineCaptureSizesOn(&p.opts, p.dev.MemBytes, k, world, pool)
 }
 
-// specCaptureSizesOn is specCaptureSizes for options o on a GPU of
+// engineCaptureSizesOn is engineCaptureSizes for options o on a GPU of
 // memBytes, graphs on.
-func specCaptureSizesOn(o *Options, memBytes int64, k, world, pool int) ([]int, bool) {
-	if k <= 0 || len(o.GraphSizes) > 0 {
+func engineCaptureSizesOn(o *Options, memBytes int64, k, world, pool int) ([]int, bool) {
+	if len(o.GraphSizes) > 0 {
 		return nil, false
 	}
 	prof, err := engprof.Lookup(o.Engine)
 	if err != nil {
 		return nil, false
 	}
-	s := prof.SpecCaptureSizes(k, memBytes, world, pool)
-	return s, len(s) > 0
+	if k > 0 {
+		s := prof.SpecCaptureSizes(k, memBytes, world, pool)
+		return s, len(s) > 0
+	}
+	if !prof.Graphs.CapturePool || pool <= 0 {
+		return nil, false
+	}
+	// A decode sequence is one token: the batches are the sizes.
+	return prof.PoolCaptureSizes(memBytes, world, pool), true
 }
 
 // CheckSpec refuses, in one line naming the flag, a speculative method, a
@@ -629,6 +639,19 @@ func (sc Scenario) SpecEngineFlag() string {
 		flag += " " + strings.ReplaceAll(f.MaxRunningFlag, "{n}", strconv.Itoa(n))
 	}
 	return flag
+}
+
+// requestPool is the request pool sc's step runs under (SGLang's
+// max_running_requests over every DP rank), which the engine's capture
+// lists stop at (engineCaptureSizes): the one the scenario carries
+// (Scenario.MaxRunning: a serving run's), else the one the speculative
+// method sets (specRequestPool); 0 where none is known (the engine's own
+// from its KV pool, at least 2,048 requests under SGLang, stops no list).
+func requestPool(sc Scenario) int {
+	if sc.MaxRunning > 0 {
+		return sc.MaxRunning
+	}
+	return specRequestPool(sc)
 }
 
 // specRequestPool is the running-request limit over the whole engine

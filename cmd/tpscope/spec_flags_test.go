@@ -281,6 +281,31 @@ func TestSimulateSGLangSpecStepEngine(t *testing.T) {
 	}
 }
 
+// TestSimulateSGLangDecodeStepEngine: without speculation SGLang's decode
+// graphs stop at the request pool as its verify graphs do: simulate
+// --max-num-seqs 100 (its --max-running-requests) says the list ends at
+// 100, the pool given, not at cuda_graph_max_bs 512; without the flag
+// (a pool of at least 2,048) the line keeps cuda_graph_max_bs's end.
+func TestSimulateSGLangDecodeStepEngine(t *testing.T) {
+	base := []string{"simulate", "--topo", "h200-nvswitch", "--engine", "sglang", "--model", "deepseek-v3",
+		"--concurrency", "8", "--requests", "20", "--timeline", "0"}
+	for _, c := range []struct {
+		extra []string
+		want  string
+	}{
+		{nil, "decode graphs to batch 512 (cuda_graph_max_bs for 143771 MiB at tp_size 8; larger batches eager)"},
+		{[]string{"--max-num-seqs", "100"}, "decode graphs to batch 100 (sglang@0.5's list up to the request pool, max_running_requests 100 as given, below cuda_graph_max_bs 512 for 143771 MiB at tp_size 8; larger batches eager)"},
+	} {
+		code, out, errs := runCLI(t, append(slices.Clone(base), c.extra...)...)
+		if code != 0 {
+			t.Fatalf("simulate %v: exit %d: %s", c.extra, code, errs)
+		}
+		if !strings.Contains(out, "\nstep engine: ") || !strings.Contains(out, c.want) {
+			t.Errorf("simulate %v: want the step engine line with %q:\n%s", c.extra, c.want, out)
+		}
+	}
+}
+
 // TestExecutorSpecFlagRuns: the engine flag predict prints for a
 // speculative step under --engine executor is a tpscope command, so the
 // drafter it names must be one tpscope takes: the built-in's name, not
