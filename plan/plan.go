@@ -133,6 +133,26 @@ const (
 	// attention on a box whose engines run it sparse, or a draft TP that
 	// does not divide the plan's TP.
 	LeftOutBuild LeftOutReason = "build"
+	// LeftOutRunningLimit: the batch is above what the engine runs in
+	// one step under the running limit given (--max-num-seqs: vLLM's
+	// max_num_seqs a DP group's scheduler, SGLang's max_running_requests
+	// shared by its DP ranks; sim's Scenario.RunningLimitSeqs), once per
+	// box, plan and batch (Detail: predict's refusal,
+	// Scenario.CheckRunningLimit).
+	LeftOutRunningLimit LeftOutReason = "batch-above-running-limit"
+)
+
+// ConcurrencyBound says what bounds a configuration's maximum
+// concurrency.
+type ConcurrencyBound string
+
+const (
+	// BoundKVCache: the sequences of the context the KV cache holds.
+	BoundKVCache ConcurrencyBound = "kv-cache"
+	// BoundRunningLimit: the running limit given (--max-num-seqs) times
+	// the schedulers that run it (Scenario.RunningLimitSeqs), below what
+	// the KV cache holds.
+	BoundRunningLimit ConcurrencyBound = "running-limit"
 )
 
 // LeftOut is one combination of a sweep's lists that can never run,
@@ -155,6 +175,7 @@ type LeftOut struct {
 	// for the MTP of --mtp (scenarios' unnamed method).
 	SpecMethod string `json:"spec_method,omitempty"`
 	Context    int    `json:"context,omitempty"`
+	Batch      int    `json:"batch,omitempty"`
 	Detail     string `json:"detail"`
 }
 
@@ -228,6 +249,9 @@ func (l LeftOut) Combination() string {
 	case l.SpecTokens > 0:
 		parts = append(parts, fmt.Sprintf("%d MTP tokens", l.SpecTokens))
 	}
+	if l.Batch > 0 {
+		parts = append(parts, fmt.Sprintf("batch %d", l.Batch))
+	}
 	return strings.Join(parts, ", ")
 }
 
@@ -270,10 +294,13 @@ type Point struct {
 	Fits        bool    `json:"fits"`
 	ShortfallGB float64 `json:"shortfall_gb,omitempty"`
 	// KVCapacityTokens per attention group (per GPU of the group);
-	// MaxConcurrency the sequences of this context that fit on the box
-	// (all DP groups).
-	KVCapacityTokens int64 `json:"kv_capacity_tokens"`
-	MaxConcurrency   int   `json:"max_concurrency"`
+	// MaxConcurrency the sequences of this context the box runs at once
+	// (all DP groups): those the KV cache holds, at most the running
+	// limit given (Scenario.RunningLimitSeqs); ConcurrencyBound says
+	// which bounds it ("" where no KV fits).
+	KVCapacityTokens int64            `json:"kv_capacity_tokens"`
+	MaxConcurrency   int              `json:"max_concurrency"`
+	ConcurrencyBound ConcurrencyBound `json:"concurrency_bound,omitempty"`
 	// SLO is the point against the latency SLO: "" when the sweep has
 	// none, so nothing is said of one that was not given.
 	SLO SLOVerdict `json:"slo,omitempty"`
@@ -323,6 +350,8 @@ type CapacityRow struct {
 	SpecTokens     int    `json:"spec_tokens"`
 	Context        int    `json:"context"`
 	MaxConcurrency int    `json:"max_concurrency"`
+	// ConcurrencyBound: what bounds MaxConcurrency (Point's).
+	ConcurrencyBound ConcurrencyBound `json:"concurrency_bound,omitempty"`
 	// Best is the index into Points of the swept batch with the most
 	// tokens/s per GPU that fits and meets the SLO, if any (-1 none); Full
 	// the point at MaxConcurrency sequences (-1 when not evaluated).
@@ -831,6 +860,27 @@ func (s *Space) Enumerate() ([]Config, Coverage, error) {
 		}
 		return err != nil
 	}
+	// A batch above what the engine runs in one step under the running
+	// limit given (predict's refusal) is left out, once per box, plan and
+	// batch: the KV dtype, tokens and context do not change the limit.
+	type limitKey struct {
+		box   int
+		plan  string
+		batch int
+	}
+	limited := map[limitKey]bool{}
+	aboveLimit := func(bi int, pname string, sc sim.Scenario) bool {
+		err := sc.CheckRunningLimit()
+		if err == nil {
+			return false
+		}
+		if key := (limitKey{bi, pname, sc.Workload.Batch}); !limited[key] {
+			limited[key] = true
+			cov.LeftOut = append(cov.LeftOut, LeftOut{Reason: LeftOutRunningLimit, Topology: sc.Topo.Name, BoxGPUs: sc.Topo.NumGPUs(),
+				Plan: pname, Batch: sc.Workload.Batch, Detail: err.Error()})
+		}
+		return true
+	}
 	var out []Config
 	// capPreds[bi] prices box bi's KV capacity for the full-load points
 	// (the options and cost source are the sweep's, one per box).
@@ -851,13 +901,14 @@ func (s *Space) Enumerate() ([]Config, Coverage, error) {
 									continue
 								}
 								sc := s.scenario(t, costs[bi], p, w)
-								if refused(bi, pname, sc) {
+								if refused(bi, pname, sc) || aboveLimit(bi, pname, sc) {
 									continue
 								}
 								out = append(out, Config{Box: bi, planName: pname, Scenario: sc})
 							}
 						}
-						// The load at which the KV cache is full, when the
+						// The load at which the KV cache is full, or the
+						// running limit given stops the box first, when the
 						// swept batches miss it: what the box gives at
 						// capacity.
 						for bi, t := range boxes {
@@ -880,6 +931,9 @@ func (s *Space) Enumerate() ([]Config, Coverage, error) {
 								capPreds[bi] = pr
 							}
 							w.Batch = capPreds[bi].MaxConcurrency(sc)
+							if limit, _ := sc.RunningLimitSeqs(); limit > 0 {
+								w.Batch = min(w.Batch, limit)
+							}
 							if w.Batch < 1 || w.Validate() != nil || slices.Contains(batches, w.Batch) {
 								continue
 							}
@@ -942,7 +996,7 @@ func evaluatePoint(ev *sim.Evaluator, cfg *Config, slo float64) Point {
 	specPoint(&pt, sum)
 	if m := sum.Memory; m != nil {
 		pt.Fits, pt.ShortfallGB, pt.KVCapacityTokens = m.Fits, m.ShortfallGB, m.KVCapacityTokens
-		pt.MaxConcurrency = m.MaxConcurrency(c.Workload, p)
+		pt.MaxConcurrency, pt.ConcurrencyBound = maxConcurrency(m.MaxConcurrency(c.Workload, p), c)
 	}
 	lat := pt.MsPerToken
 	if pt.MsPerTokenP90 > 0 {
@@ -957,6 +1011,19 @@ func evaluatePoint(ev *sim.Evaluator, cfg *Config, slo float64) Point {
 		pt.SLO = SLOMissed
 	}
 	return pt
+}
+
+// maxConcurrency is the sequences sc's box runs at once given kv, those
+// its KV cache holds: at most the running limit given
+// (Scenario.RunningLimitSeqs), and what bounds it ("" when none fits).
+func maxConcurrency(kv int, sc *sim.Scenario) (int, ConcurrencyBound) {
+	if kv <= 0 {
+		return kv, ""
+	}
+	if limit, _ := sc.RunningLimitSeqs(); limit > 0 && limit < kv {
+		return limit, BoundRunningLimit
+	}
+	return kv, BoundKVCache
 }
 
 // Summarize derives the Pareto front, the best point and the capacity
@@ -1006,7 +1073,7 @@ func Summarize(points []Point, slo float64) *Result {
 			ri = len(r.Capacity)
 			rows[k] = ri
 			r.Capacity = append(r.Capacity, CapacityRow{Topology: pt.Topology, GPUs: pt.GPUs, Plan: pt.Plan, KVDtype: pt.KVDtype,
-				SpecTokens: pt.SpecTokens, Context: pt.Context, MaxConcurrency: pt.MaxConcurrency, Best: -1, Full: -1})
+				SpecTokens: pt.SpecTokens, Context: pt.Context, MaxConcurrency: pt.MaxConcurrency, ConcurrencyBound: pt.ConcurrencyBound, Best: -1, Full: -1})
 		}
 		row := &r.Capacity[ri]
 		if pt.Batch == row.MaxConcurrency && row.MaxConcurrency > 0 {

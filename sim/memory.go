@@ -460,17 +460,19 @@ func (p *Predictor) memoryFitChunk(sc Scenario, d model.Deployment, chunkTokens,
 
 // CheckSchedulerLimits refuses, for a verb that sizes the engine's KV pool
 // without simulating its scheduler (predict, plan, advise, model show),
-// scheduler limits (Options.MaxNumBatchedTokens, MaxNumSeqs) that size
-// nothing of sc's pool, limits vLLM refuses at start-up, and a decode
-// batch above the running limit given, which vLLM never steps: under vLLM's
-// rule both size its profiling step, and a budget below the running limit
-// (either given, the other the engine's default for the GPU) is refused
-// as vllm/config/scheduler.py SchedulerConfig.verify_max_model_len
-// refuses it; SGLang's default mem_fraction_static reserves for its
-// chunked_prefill_size (the budget) and nothing for its running limit,
-// and a fraction given leaves neither a part; TensorRT-LLM's pool is
-// priced at an assumed step of 8,192 tokens and the executor has no
-// scheduler, so neither takes them.
+// scheduler limits (Options.MaxNumBatchedTokens, MaxNumSeqs) that price
+// nothing of sc, limits vLLM refuses at start-up, and a decode batch
+// above the running limit given, which the engine never steps
+// (RunningLimitSeqs): under vLLM's rule both size its profiling step, and
+// a budget below the running limit (either given, the other the engine's
+// default for the GPU) is refused as vllm/config/scheduler.py
+// SchedulerConfig.verify_max_model_len refuses it; SGLang's default
+// mem_fraction_static reserves for its chunked_prefill_size (the budget),
+// and a fraction given leaves it no part; its running limit
+// (max_running_requests) sizes nothing of the pool but bounds the step's
+// batch and is the request pool its capture lists stop at;
+// TensorRT-LLM's pool is priced at an assumed step of 8,192 tokens and
+// the executor has no scheduler, so neither takes them.
 func (sc Scenario) CheckSchedulerLimits() error {
 	o := sc.Options
 	if o.MaxNumBatchedTokens == 0 && o.MaxNumSeqs == 0 {
@@ -505,17 +507,15 @@ func (sc Scenario) CheckSchedulerLimits() error {
 			return fmt.Errorf("%s %d: want max_num_batched_tokens (%d, %s) at least max_num_seqs (%d, %s): %s refuses a step budget below its running limit at start-up (vllm/config/scheduler.py verify_max_model_len)",
 				flag, v, b.ProfileTokens, b.ProfileTokensFrom, b.ProfileSeqs, b.ProfileSeqsFrom, p.Name())
 		}
-		// A decode step of more sequences a scheduler than the running
-		// limit given is one the engine never runs (each DP group's
-		// scheduler admits at most max_num_seqs).
-		w, dp := sc.Workload.Normalized(), sc.Plan.Normalized().DP
-		if o.MaxNumSeqs > 0 && w.Phase == model.Decode && (w.Batch+dp-1)/dp > o.MaxNumSeqs {
-			return fmt.Errorf("--batch %d: %d sequences a scheduler (DP %d), above --max-num-seqs %d: %s never runs a step of more; want a batch of at most %d", w.Batch, (w.Batch+dp-1)/dp, dp, o.MaxNumSeqs, p.Name(), o.MaxNumSeqs*dp)
-		}
-		return nil
+		return sc.checkRunningLimit(p)
 	case engprof.KVPoolMemFractionStatic:
-		if o.MaxNumSeqs != 0 {
-			return fmt.Errorf("--max-num-seqs %d: %s's running limit (--max-running-requests) does not size its KV pool, so the flag prices nothing here: leave it out (simulate schedules by it)", o.MaxNumSeqs, p.Name())
+		// Its running limit sizes nothing of the pool, but bounds the
+		// step's batch and ends its capture lists (the request pool).
+		if err := sc.checkRunningLimit(p); err != nil {
+			return err
+		}
+		if o.MaxNumBatchedTokens == 0 {
+			return nil
 		}
 		if o.GPUMemUtilFrac != 0 {
 			return fmt.Errorf("--max-num-batched-tokens %d: with --gpu-mem-util %s's mem_fraction_static is given, and its step budget (--chunked-prefill-size) enters only the default fraction's reserve, so the flag prices nothing here: leave one out (simulate schedules by it)", o.MaxNumBatchedTokens, p.Name())
@@ -526,4 +526,63 @@ func (sc Scenario) CheckSchedulerLimits() error {
 		return fmt.Errorf("%s %d: %s has no scheduler, so no step budget or running limit: leave it out", flag, v, p.Name())
 	}
 	return fmt.Errorf("%s %d: %s's KV pool (%s) is priced at an assumed profiling step of 8,192 tokens, not at the engine's limits, so the flag prices nothing here: leave it out (simulate schedules by it)", flag, v, p.Name(), p.KVPool.KVPoolRule())
+}
+
+// RunningLimitSeqs is the most sequences a decode step of sc runs over
+// every DP group under the running limit given (Options.MaxNumSeqs), and
+// each group's share: vLLM's max_num_seqs is each DP group's scheduler's
+// own (N a group); SGLang's max_running_requests is the engine's, each DP
+// rank's scheduler running max_running_requests // dp_size
+// (scheduler.dp_divides_running). 0, 0 where none is given or the engine
+// takes none (TensorRT-LLM, the executor: CheckSchedulerLimits refuses it
+// there).
+func (sc Scenario) RunningLimitSeqs() (total, perGroup int) {
+	n := sc.Options.MaxNumSeqs
+	if n <= 0 {
+		return 0, 0
+	}
+	p, err := engprof.Lookup(sc.Options.Engine)
+	if err != nil {
+		return 0, 0
+	}
+	dp := sc.Plan.Normalized().DP
+	switch p.KVPool.KVPoolRule() {
+	case engprof.KVPoolGPUMemUtil:
+		return n * dp, n
+	case engprof.KVPoolMemFractionStatic:
+		if p.Scheduler.DPDividesRunning && dp > 1 {
+			// At least one a rank, as the serving run takes it.
+			per := max(1, n/dp)
+			return per * dp, per
+		}
+		return n * dp, n
+	}
+	return 0, 0
+}
+
+// CheckRunningLimit is checkRunningLimit under sc's engine: the refusal
+// predict gives a decode batch above the running limit given, which plan
+// leaves such a batch out with.
+func (sc Scenario) CheckRunningLimit() error {
+	p, err := engprof.Lookup(sc.Options.Engine)
+	if err != nil {
+		return nil // CheckEngine's to refuse
+	}
+	return sc.checkRunningLimit(p)
+}
+
+// checkRunningLimit refuses a decode step of more sequences a scheduler
+// (DP group) than the running limit given lets it run (RunningLimitSeqs):
+// a step the engine never runs.
+func (sc Scenario) checkRunningLimit(p *engprof.Profile) error {
+	total, per := sc.RunningLimitSeqs()
+	w, dp := sc.Workload.Normalized(), sc.Plan.Normalized().DP
+	if total <= 0 || w.Phase != model.Decode || (w.Batch+dp-1)/dp <= per {
+		return nil
+	}
+	share := ""
+	if per != sc.Options.MaxNumSeqs {
+		share = fmt.Sprintf(", %d a DP rank (max_running_requests // dp_size)", per)
+	}
+	return fmt.Errorf("--batch %d: %d sequences a scheduler (DP %d), above --max-num-seqs %d%s: %s never runs a step of more; want a batch of at most %d", w.Batch, (w.Batch+dp-1)/dp, dp, sc.Options.MaxNumSeqs, share, p.Name(), total)
 }

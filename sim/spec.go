@@ -644,12 +644,19 @@ func (sc Scenario) SpecEngineFlag() string {
 // requestPool is the request pool sc's step runs under (SGLang's
 // max_running_requests over every DP rank), which the engine's capture
 // lists stop at (engineCaptureSizes): the one the scenario carries
-// (Scenario.MaxRunning: a serving run's), else the one the speculative
-// method sets (specRequestPool); 0 where none is known (the engine's own
-// from its KV pool, at least 2,048 requests under SGLang, stops no list).
+// (Scenario.MaxRunning: a serving run's), else the running limit given
+// (Options.MaxNumSeqs, SGLang's --max-running-requests) where the
+// engine's lists stop at its pool, else the one the speculative method
+// sets (specRequestPool); 0 where none is known (the engine's own from
+// its KV pool, at least 2,048 requests under SGLang, stops no list).
 func requestPool(sc Scenario) int {
 	if sc.MaxRunning > 0 {
 		return sc.MaxRunning
+	}
+	if n := sc.Options.MaxNumSeqs; n > 0 {
+		if p, err := engprof.Lookup(sc.Options.Engine); err == nil && p.Graphs.CapturePool {
+			return n
+		}
 	}
 	return specRequestPool(sc)
 }
@@ -663,7 +670,9 @@ func requestPool(sc Scenario) int {
 // max_running_requests // dp_size, scheduler.dp_divides_running, so
 // ceil(Batch / DP) x DP; --batch counts every DP group's sequences); 0
 // where the engine sets none. A limit the scenario carries
-// (Scenario.MaxRunning: a serving run's) is the pool.
+// (Scenario.MaxRunning: a serving run's), or the one given
+// (Options.MaxNumSeqs, the step's batch within it: CheckSchedulerLimits),
+// is the pool.
 func specRequestPool(sc Scenario) int {
 	p, f, ok := specFactsOf(sc)
 	if !ok || f.MaxRunning <= 0 {
@@ -671,6 +680,9 @@ func specRequestPool(sc Scenario) int {
 	}
 	if sc.MaxRunning > 0 {
 		return sc.MaxRunning
+	}
+	if sc.Options.MaxNumSeqs > 0 {
+		return sc.Options.MaxNumSeqs
 	}
 	ranks := 1
 	if dp := sc.Plan.Normalized().DP; p.Scheduler.DPDividesRunning && dp > 1 {

@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"math"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -103,8 +104,10 @@ func TestBatchLimitsSizeVLLMPool(t *testing.T) {
 // default), a budget below the running limit (verify_max_model_len), also
 // where the other is vLLM's default for the GPU (4096 sequences on an
 // L40S, whose default budget is 2048); a decode batch above the running
-// limit a scheduler (a step vLLM never runs); SGLang's running limit and, with
-// its fraction given, its budget; TensorRT-LLM, whose pool tpscope prices
+// limit a scheduler (a step vLLM never runs), and under SGLang above its
+// running limit (each DP rank running its share); SGLang's running limit
+// where nothing priced takes it (model show) and, with its fraction
+// given, its budget; TensorRT-LLM, whose pool tpscope prices
 // at an assumed step; run, which executes a given step; compare over a
 // trace.
 func TestBatchLimitsRefused(t *testing.T) {
@@ -120,8 +123,13 @@ func TestBatchLimitsRefused(t *testing.T) {
 			[]string{"--max-num-seqs 4096", "max_num_batched_tokens (2048, vllm@0.24's default)", "refuses"}},
 		{[]string{"plan", "--model", "tiny-mla-moe", "--topo", "pcie-switch:8xl40s", "--tp", "1", "--context", "1024", "--max-num-seqs", "4096"},
 			[]string{"--max-num-seqs 4096", "refuses"}},
-		{[]string{"predict", "--model", "deepseek-v3", "--topo", "h200-nvswitch", "--engine", "sglang", "--max-num-seqs", "128"},
-			[]string{"--max-num-seqs 128", "sglang@0.5", "does not size its KV pool"}},
+		{[]string{"predict", "--model", "deepseek-v3", "--topo", "h200-nvswitch", "--engine", "sglang", "--max-num-seqs", "128", "--batch", "129"},
+			[]string{"--batch 129", "above --max-num-seqs 128", "sglang@0.5", "at most 128"}},
+		// SGLang's limit is the engine's: each of 4 DP ranks runs 102 // 4.
+		{[]string{"predict", "--model", "deepseek-v3", "--topo", "h200-nvswitch", "--engine", "sglang", "--tp", "2", "--dp", "4", "--ep", "--max-num-seqs", "102", "--batch", "101"},
+			[]string{"--batch 101", "26 sequences a scheduler (DP 4)", "25 a DP rank", "at most 100"}},
+		{[]string{"model", "show", "--model", "glm-5", "--topo", "h200-nvswitch", "--engine", "sglang", "--max-num-seqs", "128"},
+			[]string{"--max-num-seqs 128", "sglang@0.5", "sizes nothing of its KV pool"}},
 		{[]string{"predict", "--model", "deepseek-v3", "--topo", "h200-nvswitch", "--engine", "sglang", "--gpu-mem-util", "0.9", "--max-num-batched-tokens", "4096"},
 			[]string{"--max-num-batched-tokens 4096", "mem_fraction_static is given"}},
 		{[]string{"advise", "--model", "deepseek-v3", "--topo", "h200-nvswitch", "--engine", "trtllm", "--max-num-batched-tokens", "4096"},
@@ -138,10 +146,52 @@ func TestBatchLimitsRefused(t *testing.T) {
 	if code, _, errs := runCLI(t, "predict", "--model", "deepseek-v3", "--topo", "h200-nvswitch", "--tp", "4", "--dp", "2", "--ep", "--batch", "64", "--max-num-seqs", "32"); code != 0 {
 		t.Errorf("--batch 64 at DP 2 with --max-num-seqs 32: exit %d: %s", code, errs)
 	}
+	// SGLang's running limit bounds the batch (100 sequences, 25 a rank
+	// at DP 4, run) where it once priced nothing.
+	if code, _, errs := runCLI(t, "predict", "--model", "deepseek-v3", "--topo", "h200-nvswitch", "--engine", "sglang", "--tp", "2", "--dp", "4", "--ep", "--batch", "100", "--max-num-seqs", "102"); code != 0 {
+		t.Errorf("sglang --batch 100 at DP 4 with --max-num-seqs 102: exit %d: %s", code, errs)
+	}
 	// SGLang's budget is its chunked_prefill_size, which its default
 	// fraction reserves for: taken.
 	code, out, errs := runCLI(t, "predict", "--model", "deepseek-v3", "--topo", "h200-nvswitch", "--engine", "sglang", "--max-num-batched-tokens", "4096")
 	if want := "reserved for chunked_prefill_size 4096"; code != 0 || !strings.Contains(out, want) {
 		t.Errorf("sglang --max-num-batched-tokens 4096: exit %d, stderr %q, output lacks %q", code, errs, want)
+	}
+}
+
+// TestPlanRunningLimitCLI: plan under --max-num-seqs prices no batch the
+// engine never runs and says so: at TP 8 with --max-num-seqs 32 the
+// swept batches 64..512 are left out in one line with predict's reason,
+// and the capacity table's concurrency is 32, marked as the limit's (the
+// KV cache holds hundreds of 4097-token sequences on an H200 box).
+func TestPlanRunningLimitCLI(t *testing.T) {
+	code, out, errs := runCLI(t, "plan", "--model", "deepseek-v3", "--topo", "h200-nvswitch", "--plan", "tp8", "--kv-dtype", "fp8", "--context", "4096", "--max-num-seqs", "32")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	for _, want := range []string{
+		"left out 4 batches (box x plan x batch) above the running limit given, steps the engine never runs: --plan tp8 --batch 64 (--batch 64: 64 sequences a scheduler (DP 1), above --max-num-seqs 32",
+		"the running limit given where marked --max-num-seqs",
+		"32 (--max-num-seqs)",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("want %q in:\n%s", want, out)
+		}
+	}
+	// No row of the point tables (topology, gpus, plan, kv, spec,
+	// context, batch, ...) at a batch above 32.
+	rows := 0
+	for _, line := range strings.Split(out, "\n") {
+		f := strings.Fields(line)
+		if len(f) < 7 || f[0] != "h200-nvswitch" {
+			continue
+		}
+		rows++
+		if b, err := strconv.Atoi(f[6]); err == nil && b > 32 && f[6] != "32" {
+			t.Errorf("a row at batch %d under --max-num-seqs 32: %s", b, line)
+		}
+	}
+	if rows == 0 {
+		t.Errorf("no table rows in:\n%s", out)
 	}
 }

@@ -196,6 +196,11 @@ func showModel(sc *scenarioFlags, mem *memFlags, out string, w io.Writer) error 
 	if err := scen.CheckSchedulerLimits(); err != nil {
 		return usageErrorf("%v", err)
 	}
+	// A running limit that sizes nothing of the pool (SGLang's) bounds
+	// only a step's batch and capture, which model show does not price.
+	if prof, err := engprof.Lookup(scen.Options.Engine); err == nil && scen.Options.MaxNumSeqs > 0 && prof.KVPool.KVPoolRule() != engprof.KVPoolGPUMemUtil {
+		return flagError("--max-num-seqs", scen.Options.MaxNumSeqs, "%s's running limit sizes nothing of its KV pool, and model show prices no step it would bound: leave it out (predict and plan take it)", prof.Name())
+	}
 	prof, err := engprof.Lookup(scen.Options.Engine)
 	if err != nil {
 		return err

@@ -676,6 +676,9 @@ func leftOutFlags(l plan.LeftOut, boxes int) string {
 	if l.Context > 0 {
 		f = append(f, "--context "+strconv.Itoa(l.Context))
 	}
+	if l.Batch > 0 {
+		f = append(f, "--batch "+strconv.Itoa(l.Batch))
+	}
 	if len(f) == 0 {
 		return "the default plans"
 	}
@@ -721,7 +724,7 @@ func planSpaceUsage(err error, boxes int) error {
 // left out, with up to three of them by their flags.
 func leftOutLines(cov plan.Coverage, boxes int) []string {
 	var out []string
-	for _, reason := range []plan.LeftOutReason{plan.LeftOutBoxGPUs, plan.LeftOutPlanGPUs, plan.LeftOutPlanModel, plan.LeftOutNoMTP, plan.LeftOutContext, plan.LeftOutEngine, plan.LeftOutBuild} {
+	for _, reason := range []plan.LeftOutReason{plan.LeftOutBoxGPUs, plan.LeftOutPlanGPUs, plan.LeftOutPlanModel, plan.LeftOutNoMTP, plan.LeftOutContext, plan.LeftOutEngine, plan.LeftOutBuild, plan.LeftOutRunningLimit} {
 		var ex []string
 		n := 0
 		for _, l := range cov.LeftOut {
@@ -773,6 +776,16 @@ func leftOutLines(cov plan.Coverage, boxes int) []string {
 			out = append(out, fmt.Sprintf("left out: %s", strings.Join(ex, ", ")))
 			continue
 		}
+		if reason == plan.LeftOutRunningLimit {
+			// Batches, not combinations of the lists: the limit is the
+			// plan's (its DP groups) on each box.
+			more := ""
+			if n > len(ex) {
+				more = fmt.Sprintf(", and %d more", n-len(ex))
+			}
+			out = append(out, fmt.Sprintf("left out %d batches (box x plan x batch) above the running limit given, steps the engine never runs: %s%s", n, strings.Join(ex, "; "), more))
+			continue
+		}
 		more := ""
 		if n > len(ex) {
 			more = fmt.Sprintf(", and %d more", n-len(ex))
@@ -782,12 +795,22 @@ func leftOutLines(cov plan.Coverage, boxes int) []string {
 	return out
 }
 
+// concurrencyCell is a maximum concurrency as the tables show it: the
+// count, marked where the running limit given bounds it rather than the
+// KV cache.
+func concurrencyCell(n int, bound plan.ConcurrencyBound) string {
+	if bound == plan.BoundRunningLimit {
+		return strconv.Itoa(n) + " (--max-num-seqs)"
+	}
+	return strconv.Itoa(n)
+}
+
 // pointCells are a point's table cells; the "slo" column only when the
 // sweep has an SLO.
 func pointCells(p *plan.Point, withSLO bool) []string {
 	cells := []string{p.Topology, strconv.Itoa(p.GPUs), p.Plan, p.KVDtype, strconv.Itoa(p.SpecTokens), strconv.Itoa(p.Context), strconv.Itoa(p.Batch),
 		fmt.Sprintf("%.2f", p.MsPerToken), fmt.Sprintf("%.1f", p.TokensPerSPerRequest), fmt.Sprintf("%.1f", p.TokensPerS),
-		fmt.Sprintf("%.1f", p.TokensPerSPerGPU), strconv.Itoa(p.MaxConcurrency), fitCell(p.Fits, p.ShortfallGB)}
+		fmt.Sprintf("%.1f", p.TokensPerSPerGPU), concurrencyCell(p.MaxConcurrency, p.ConcurrencyBound), fitCell(p.Fits, p.ShortfallGB)}
 	if withSLO {
 		cells = append(cells, map[plan.SLOVerdict]string{plan.SLOMet: "yes", plan.SLOMissed: "no"}[p.SLO])
 	}
@@ -886,7 +909,7 @@ func writePlanText(w io.Writer, modelName string, res *plan.Result, priced *pric
 		}
 	}
 	for _, c := range fitting[:limit(len(fitting))] {
-		r := []string{c.Topology, strconv.Itoa(c.GPUs), c.Plan, c.KVDtype, strconv.Itoa(c.SpecTokens), strconv.Itoa(c.Context), strconv.Itoa(c.MaxConcurrency), "-", "-", "-", "-", "-", "-", "-"}
+		r := []string{c.Topology, strconv.Itoa(c.GPUs), c.Plan, c.KVDtype, strconv.Itoa(c.SpecTokens), strconv.Itoa(c.Context), concurrencyCell(c.MaxConcurrency, c.ConcurrencyBound), "-", "-", "-", "-", "-", "-", "-"}
 		if c.Best >= 0 {
 			p := &res.Points[c.Best]
 			r[7], r[8], r[9], r[10] = strconv.Itoa(p.Batch), fmt.Sprintf("%.1f", p.TokensPerSPerGPU), fmt.Sprintf("%.1f", p.TokensPerSPerRequest), fmt.Sprintf("%.2f", p.MsPerToken)
@@ -897,7 +920,11 @@ func writePlanText(w io.Writer, modelName string, res *plan.Result, priced *pric
 		}
 		rows = append(rows, r)
 	}
-	if err := table(fmt.Sprintf("capacity: sequences of each context that fit (KV cache), best swept batch%s, and the box at full load (%d of %d rows have room; all in --output json)", within, len(fitting), len(res.Capacity)), capHeader, rows); err != nil {
+	what := "sequences of each context that fit (KV cache)"
+	if slices.ContainsFunc(fitting, func(c plan.CapacityRow) bool { return c.ConcurrencyBound == plan.BoundRunningLimit }) {
+		what = "sequences of each context the box runs at once (the KV cache's, or the running limit given where marked --max-num-seqs)"
+	}
+	if err := table(fmt.Sprintf("capacity: %s, best swept batch%s, and the box at full load (%d of %d rows have room; all in --output json)", what, within, len(fitting), len(res.Capacity)), capHeader, rows); err != nil {
 		return err
 	}
 	// Configurations that do not fit: one row per (box, plan, kv, mtp),

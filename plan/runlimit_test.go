@@ -1,0 +1,141 @@
+package plan
+
+import (
+	"slices"
+	"testing"
+
+	engprof "github.com/tpscope/tpscope/engine"
+	"github.com/tpscope/tpscope/model"
+	"github.com/tpscope/tpscope/sim"
+	"github.com/tpscope/tpscope/topology"
+)
+
+// TestPlanRunningLimit: a sweep under a running limit given
+// (--max-num-seqs) prices no step the engine never runs and reports the
+// concurrency the engine allows. DeepSeek-V3 on an H200 box, FP8 KV,
+// context 4096, the default batches 1..512:
+//
+//   - vLLM, --max-num-seqs 32: each DP group's scheduler runs at most 32,
+//     so TP 8 (one scheduler) sweeps 1..32 and leaves 64, 128, 256 and 512
+//     out; TP 2 x DP 4 (four schedulers, 128 at once) sweeps 1..128 and
+//     leaves 256 and 512 out. The KV cache holds hundreds of sequences of
+//     4097 tokens on either, so the maximum concurrency is the limit:
+//     32 and 4 x 32 = 128, said to be the running limit's; both are swept
+//     batches, so no full-load point is added.
+//   - SGLang, --max-num-seqs 102 (its --max-running-requests, the
+//     engine's): TP 8 runs 102 at once; under DP 4 each rank's scheduler
+//     runs 102 // 4 = 25, 100 at once. 128..512 are left out on both, and
+//     the full load is 102 and 100 sequences (not among the batches: one
+//     point each, at capacity).
+func TestPlanRunningLimit(t *testing.T) {
+	a := mustPreset(t, "deepseek-v3")
+	box := mustTopo(t, "h200-nvswitch")
+	plans := []model.Plan{{TP: 8}, {TP: 2, DP: 4, EP: true}}
+	for _, c := range []struct {
+		engine     string
+		limit      int
+		swept      map[string][]int // plan -> swept batches evaluated
+		leftOut    map[string][]int // plan -> batches left out
+		conc       map[string]int   // plan -> max concurrency
+		atCapacity map[string]int   // plan -> the full-load batch added (0: none)
+	}{
+		{"vllm", 32,
+			map[string][]int{"tp8": {1, 2, 4, 8, 16, 32}, "tp2-dp4-ep": {1, 2, 4, 8, 16, 32, 64, 128}},
+			map[string][]int{"tp8": {64, 128, 256, 512}, "tp2-dp4-ep": {256, 512}},
+			map[string]int{"tp8": 32, "tp2-dp4-ep": 128}, map[string]int{}},
+		{"sglang", 102,
+			map[string][]int{"tp8": {1, 2, 4, 8, 16, 32, 64}, "tp2-dp4-ep": {1, 2, 4, 8, 16, 32, 64}},
+			map[string][]int{"tp8": {128, 256, 512}, "tp2-dp4-ep": {128, 256, 512}},
+			map[string]int{"tp8": 102, "tp2-dp4-ep": 100}, map[string]int{"tp8": 102, "tp2-dp4-ep": 100}},
+	} {
+		t.Run(c.engine, func(t *testing.T) {
+			ref, err := engprof.ParseRef(c.engine)
+			if err != nil {
+				t.Fatal(err)
+			}
+			s := &Space{Arch: a, Topologies: []*topology.Topology{box}, Plans: plans, Contexts: []int{4096}, KVDtypes: []model.Dtype{model.FP8},
+				Options: sim.Options{CUDAGraphs: true, Engine: ref, MaxNumSeqs: c.limit}}
+			res, err := Run(s, 1, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			swept, full := map[string][]int{}, map[string]int{}
+			for _, p := range res.Points {
+				if p.Error != "" {
+					t.Fatalf("%s batch %d: %s", p.Plan, p.Batch, p.Error)
+				}
+				if p.AtCapacity {
+					full[p.Plan] = p.Batch
+				} else {
+					swept[p.Plan] = append(swept[p.Plan], p.Batch)
+				}
+				if p.MaxConcurrency != c.conc[p.Plan] || p.ConcurrencyBound != BoundRunningLimit {
+					t.Errorf("%s batch %d: max concurrency %d (%s), want %d (%s)", p.Plan, p.Batch, p.MaxConcurrency, p.ConcurrencyBound, c.conc[p.Plan], BoundRunningLimit)
+				}
+				// The KV cache holds more: the limit is the bound.
+				dp := map[string]int64{"tp8": 1, "tp2-dp4-ep": 4}[p.Plan]
+				if kv := p.KVCapacityTokens / 4097 * dp; kv <= int64(c.conc[p.Plan]) {
+					t.Errorf("%s: the KV cache holds %d sequences, not more than the limit's %d: the case tests nothing", p.Plan, kv, c.conc[p.Plan])
+				}
+			}
+			for pl, want := range c.swept {
+				if got := swept[pl]; !slices.Equal(got, want) {
+					t.Errorf("%s: swept batches %v, want %v", pl, got, want)
+				}
+			}
+			left := map[string][]int{}
+			for _, l := range res.Coverage.LeftOut {
+				if l.Reason != LeftOutRunningLimit || l.Detail == "" {
+					t.Errorf("left out %+v: want only batches above the running limit, with predict's reason", l)
+					continue
+				}
+				left[l.Plan] = append(left[l.Plan], l.Batch)
+			}
+			for pl, want := range c.leftOut {
+				if got := left[pl]; !slices.Equal(got, want) {
+					t.Errorf("%s: left out %v, want %v", pl, got, want)
+				}
+			}
+			if len(full) != len(c.atCapacity) {
+				t.Errorf("full-load points %v, want %v", full, c.atCapacity)
+			}
+			for pl, want := range c.atCapacity {
+				if full[pl] != want {
+					t.Errorf("%s: full load at batch %d, want %d", pl, full[pl], want)
+				}
+			}
+			for _, r := range res.Capacity {
+				if r.MaxConcurrency != c.conc[r.Plan] || r.ConcurrencyBound != BoundRunningLimit || r.Full < 0 || res.Points[r.Full].Batch != c.conc[r.Plan] {
+					t.Errorf("capacity row %s: %d (%s), full %d, want %d (%s) with its full-load point", r.Plan, r.MaxConcurrency, r.ConcurrencyBound, r.Full, c.conc[r.Plan], BoundRunningLimit)
+				}
+			}
+		})
+	}
+}
+
+// TestPlanRunningLimitAboveKV: a running limit above what the KV cache
+// holds leaves the KV cache the bound: DeepSeek-V3 at TP 8 on an H200 box
+// with BF16 KV at context 131072 holds a few sequences, far below
+// --max-num-seqs 1024, so nothing of the default batches up to 512 is
+// left out for the limit and the concurrency is the KV cache's.
+func TestPlanRunningLimitAboveKV(t *testing.T) {
+	ref, err := engprof.ParseRef("vllm")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &Space{Arch: mustPreset(t, "deepseek-v3"), Topologies: []*topology.Topology{mustTopo(t, "h200-nvswitch")}, Plans: []model.Plan{{TP: 8}},
+		Contexts: []int{131072}, KVDtypes: []model.Dtype{model.BF16}, Options: sim.Options{CUDAGraphs: true, Engine: ref, MaxNumSeqs: 1024}}
+	res, err := Run(s, 1, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Coverage.LeftOut) != 0 {
+		t.Errorf("left out %+v, want nothing", res.Coverage.LeftOut)
+	}
+	for _, r := range res.Capacity {
+		p := &res.Points[r.Full]
+		if want := int(p.KVCapacityTokens / 131073); r.MaxConcurrency != want || r.ConcurrencyBound != BoundKVCache || want >= 1024 {
+			t.Errorf("capacity %d (%s), want the KV cache's %d (%s) below the limit", r.MaxConcurrency, r.ConcurrencyBound, want, BoundKVCache)
+		}
+	}
+}
