@@ -125,6 +125,18 @@ func (p *Predictor) Caveats(sc Scenario) []string {
 		out = append(out, "one-request decode on an HBM datacenter GPU: held out against vLLM 0.24's measured tables the priors run 15-30 % under at one request (median: H200 30 %, H100 SXM 29 %, GB200 21 %, GB300 18 %, B300 17 %, B200 15 %; within 15 % from 8 requests): "+whose+" more than their bytes and the catalog's floors: likely optimistic (fix: --perf-db with this GPU's tables, or another GPU's with --perf-db-transfer: within 1-16 % at one request; or tpscope calibrate --trace on this server's trace)")
 	}
 
+	// A decode batch above the running limit the engine starts with on
+	// this GPU (vLLM's max_num_seqs default, EngineArgs.get_batch_defaults:
+	// the profile's scheduler.batch_defaults) is a step the default server
+	// never runs: it was launched with a larger --max-num-seqs, which
+	// also sizes the profiling step its KV pool is measured after, so the
+	// step is priced as given and the pool at the default's step.
+	if def, ok := p.cm.prof.Scheduler.DefaultBatch(p.dev.MemBytes, p.dev.Name); ok && p.opts.MaxNumSeqs <= 0 && (w.Phase == "" || w.Phase == model.Decode) {
+		if per := (w.Batch + plan.DP - 1) / plan.DP; per > def.MaxNumSeqs {
+			out = append(out, fmt.Sprintf("decode batch of %d sequences a scheduler (DP group): %s runs at most %d by default on this GPU (max_num_seqs), so the server ran with --max-num-seqs of at least %d, which also sizes the profiling step its KV pool is measured after (fix: --max-num-seqs as the server was launched)", per, p.cm.prof.Name(), def.MaxNumSeqs, per))
+		}
+	}
+
 	// Known biases of measured tables that kept ops at their priors or
 	// corrected a measurement (perfdb.Source.Notes).
 	if n, ok := p.src.(interface{ Notes() []string }); ok && measured.role != nil {

@@ -287,3 +287,42 @@ func TestCaveatDeviceFromCatalog(t *testing.T) {
 		t.Errorf("file without launch_graph_us and efficiency: step %.1f us (preset %.1f), caveats %q; want the preset's step and %q", got.StepUs, want.StepUs, got.Caveats, caveat)
 	}
 }
+
+// TestCaveatBatchAboveDefaultRunningLimit: vLLM 0.24 starts on an H200
+// (141 GB, >= 70 GiB, not an A100) with max_num_seqs 1024
+// (EngineArgs.get_batch_defaults), so a decode batch of 1,100 sequences
+// a scheduler is a server launched with a larger --max-num-seqs, and the
+// prediction says so; quiet at 1,024, at 1,100 over DP 2 (550 a group),
+// with the limit given, and under SGLang, whose profile states no such
+// default.
+func TestCaveatBatchAboveDefaultRunningLimit(t *testing.T) {
+	const caveat = "runs at most 1024 by default on this GPU (max_num_seqs)"
+	for _, c := range []struct {
+		name    string
+		engine  string
+		batch   int
+		plan    model.Plan
+		maxSeqs int
+		want    bool
+	}{
+		{"above the default", "vllm", 1100, model.Plan{TP: 8}, 0, true},
+		{"at the default", "vllm", 1024, model.Plan{TP: 8}, 0, false},
+		{"over DP 2", "vllm", 1100, model.Plan{TP: 4, DP: 2, EP: true}, 0, false},
+		{"limit given", "vllm", 1100, model.Plan{TP: 8}, 2048, false},
+		{"sglang", "sglang", 1100, model.Plan{TP: 8}, 0, false},
+	} {
+		p, err := New(collTopo(t, "h200-nvswitch", 0), Options{CUDAGraphs: true, Engine: engprof.Ref{Name: c.engine}, MaxNumSeqs: c.maxSeqs})
+		if err != nil {
+			t.Fatal(err)
+		}
+		pr, err := p.PredictScenario(Scenario{Arch: mustPreset(t, "deepseek-v3"), Plan: c.plan,
+			Workload: model.Workload{Phase: model.Decode, Batch: c.batch, Context: 512, KVDtype: model.FP8}})
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		got := slices.ContainsFunc(pr.Caveats, func(s string) bool { return strings.Contains(s, caveat) })
+		if got != c.want {
+			t.Errorf("%s: caveat %v, want %v: %q", c.name, got, c.want, pr.Caveats)
+		}
+	}
+}

@@ -40,9 +40,10 @@ func TestExecutorRefusesPoolFlags(t *testing.T) {
 // the line names the engine's rule, fraction and profiling step and where
 // each came from, as predict's memory line does, with predict's capacity
 // (before, it gave a usable size and a capacity with no rule or source,
-// and took limits that size nothing, such as SGLang's --max-num-seqs, or a
-// batch above --max-num-seqs, that predict refuses); the flags are refused
-// in one line where they size nothing, as predict refuses them.
+// and took limits predict refuses, such as a batch above --max-num-seqs);
+// the flags are refused in one line where they size or bound nothing, as
+// predict refuses them (SGLang's --max-num-seqs bounds the step's batch
+// and its capture lists, and is taken by both).
 func TestReportStatesThePool(t *testing.T) {
 	dir := t.TempDir()
 	for i, flags := range [][]string{
@@ -79,7 +80,6 @@ func TestReportStatesThePool(t *testing.T) {
 		flags []string
 		want  string
 	}{
-		{[]string{"--engine", "sglang", "--max-num-seqs", "64"}, "--max-num-seqs 64: sglang@0.5's running limit"},
 		{[]string{"--engine", "sglang", "--gpu-mem-util", "0.8", "--max-num-batched-tokens", "4096"}, "--max-num-batched-tokens 4096: with --gpu-mem-util"},
 		{[]string{"--max-num-seqs", "4", "--batch", "8"}, "--batch 8: 8 sequences a scheduler (DP 1), above --max-num-seqs 4"},
 		{[]string{"--engine", "trtllm", "--topo", "h200-nvswitch", "--model", "deepseek-v3", "--max-num-batched-tokens", "4096"}, "--max-num-batched-tokens 4096: trtllm@1.3's KV pool"},

@@ -863,7 +863,9 @@ func TestTraceVerbsRefuseGPUMemUtil(t *testing.T) {
 			t.Errorf("%s was written", p)
 		}
 	}
-	code, out, stderr := runCLI(t, "report", "--gpu-mem-util", "0.5", "-o", html)
+	// (0.85: the fraction at which the default step fits, as predict
+	// would refuse one that does not.)
+	code, out, stderr := runCLI(t, "report", "--gpu-mem-util", "0.85", "-o", html)
 	if code != 0 || !strings.HasPrefix(out, "wrote "+html) {
 		t.Errorf("report of a predicted step with --gpu-mem-util: exit %d, stdout %q, stderr %q", code, out, stderr)
 	}
