@@ -500,6 +500,12 @@ func Advise(in Input) (*Advice, error) {
 		if err == nil {
 			err = runnable(&row, pc.with, pc.without)
 		}
+		if row.Applicability.Status == NotApplicable && !row.InBaseline {
+			// A row that cannot run here has no command to run it, nor
+			// an error of its own beside the reason: the reason says
+			// why (the engine would refuse the line).
+			row.How, err = How{}, errCannotRun
+		}
 		if err == nil {
 			row.With, err = predictVariant(&ev, e.Name, pc.with)
 		}

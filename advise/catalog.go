@@ -219,7 +219,7 @@ func Catalog(o CatalogOptions) []Entry {
 			},
 			HowTo: func(c sim.Scenario) How {
 				h := engineHow(c, "no --enforce-eager (graphs are vLLM's default)", "CUDA graphs on (its default)")
-				h.Exec = "run --cuda-graphs (captures one step, replays it)"
+				h.Exec = measureExec(c, "--cuda-graphs") + " (captures one step, replays it)"
 				return h
 			},
 			Sweep: true,
@@ -281,7 +281,7 @@ func Catalog(o CatalogOptions) []Entry {
 			Check: checkFP8KV,
 			HowTo: func(c sim.Scenario) How {
 				h := engineHow(c, "--kv-cache-dtype fp8", "an FP8 KV cache")
-				h.Exec = "run --kv-dtype fp8"
+				h.Exec = measureExec(c, "--kv-dtype fp8")
 				return h
 			},
 			Sweep: true,
@@ -861,6 +861,19 @@ func profileOf(c sim.Scenario) *engprof.Profile {
 		return nil
 	}
 	return p
+}
+
+// measureExec is the tpscope command line that runs flags under c's
+// engine: the executor's GPU run (tpscope run --backend cuda: run's cpu
+// backend runs no CUDA graphs and holds no full-size model) where the
+// executor is the engine, else predict (withEngineFlag names the engine),
+// as tpscope run runs the executor's kernels only and refuses another
+// engine.
+func measureExec(c sim.Scenario, flags string) string {
+	if c.Options.Engine.IsExecutor() {
+		return "run --backend cuda " + flags
+	}
+	return "predict " + flags
 }
 
 // engineHow is how c's engine turns a setting on: vllmFlags under vLLM,

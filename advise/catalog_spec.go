@@ -165,6 +165,18 @@ func specExecFlags(c sim.Scenario) string {
 // acceptance is no measurement of this pairing (a stand-in figure) or
 // depends on the traffic's repetition (ngram, suffix).
 func checkSpecEntry(c sim.Scenario, m model.SpecMethod, apply func(sim.Scenario) (sim.Scenario, error)) Applicability {
+	// The engine's methods first: a drafter to pass (--draft-model) is no
+	// way to run a method the engine has no implementation of, which
+	// predict refuses whatever drafts.
+	if p := profileOf(c); p != nil {
+		if _, ok := p.SpecMethod(string(m)); !ok {
+			probe := c
+			probe.Build.Spec, probe.Workload.SpecTokens = model.Spec{Method: m}, 1
+			if err := probe.CheckSpec(); err != nil {
+				return Applicability{Status: NotApplicable, Reason: err.Error()}
+			}
+		}
+	}
 	w, err := apply(c)
 	if err != nil {
 		return Applicability{Status: NotApplicable, Reason: err.Error()}

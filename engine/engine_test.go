@@ -804,10 +804,10 @@ func TestExecutorSpecFlagKeepsTheTree(t *testing.T) {
 	if !ok {
 		t.Fatal("executor has no mtp")
 	}
-	if got, want := f.FlagFor(4, 2, 2, ""), "tpscope run --spec mtp --spec-tokens 4 --spec-topk 2 --spec-steps 2"; got != want {
+	if got, want := f.FlagFor(4, 2, 2, ""), "tpscope run --backend cuda --spec mtp --spec-tokens 4 --spec-topk 2 --spec-steps 2"; got != want {
 		t.Errorf("tree flag %q, want %q", got, want)
 	}
-	if got, want := f.FlagFor(4, 4, 1, ""), "tpscope run --spec mtp --spec-tokens 4"; got != want {
+	if got, want := f.FlagFor(4, 4, 1, ""), "tpscope run --backend cuda --spec mtp --spec-tokens 4"; got != want {
 		t.Errorf("chain flag %q, want %q", got, want)
 	}
 }

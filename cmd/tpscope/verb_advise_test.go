@@ -847,3 +847,82 @@ func TestAdviseKVCapacityNamesItsGroups(t *testing.T) {
 		t.Errorf("advise's baseline line does not say %q:\n%s", want, out)
 	}
 }
+
+// TestAdviseHowLinesRun: every tpscope command a how line of advise's
+// table prints is one tpscope accepts, run back as printed beside the
+// baseline's model and box, under every engine profile; a row that cannot
+// run (status no) prints no how line, its reason saying why. Under
+// trtllm@1.3, which has MTP only, the spec-ngram row (no) had printed
+// "tpscope predict --engine trtllm@1.3 --spec ngram --spec-tokens 3",
+// which predict refuses, and the spec-eagle3 row had sent the user to
+// pass --spec eagle3 --draft-model, a method trtllm@1.3 refuses whatever
+// drafts.
+func TestAdviseHowLinesRun(t *testing.T) {
+	engines := []string{"vllm@0.24", "vllm@0.16-nightly", "sglang@0.5", "trtllm@1.3", "executor"}
+	boxes := [][2]string{{"deepseek-v3", "h200-nvswitch"}, {"kimi-k2.5", "h200-nvswitch"}, {"kimi-k2.5-nvfp4", "rtxpro6000-2s"}}
+	ran := 0
+	for _, eng := range engines {
+		for _, mb := range boxes {
+			base := []string{"--model", mb[0], "--topo", mb[1]}
+			code, out, errs := runCLI(t, append([]string{"advise", "--engine", eng, "--no-sweep", "--transfer", ""}, base...)...)
+			if code == 2 {
+				continue // the engine refuses this model on this box: no rows
+			}
+			if code != 0 {
+				t.Fatalf("advise --engine %s %v: exit %d: %s", eng, base, code, errs)
+			}
+			_, why, ok := strings.Cut(out, "\nwhy, and how to run it\n")
+			if !ok {
+				t.Fatalf("advise --engine %s %v: no why section:\n%s", eng, base, out)
+			}
+			why, _, _ = strings.Cut(why, "\n\n")
+			status := ""
+			for line := range strings.SplitSeq(why, "\n") {
+				f := strings.Fields(line)
+				if len(f) >= 2 && strings.HasSuffix(f[1], ":") && f[1] != "how:" && f[1] != "not" && f[1] != "acceptance:" {
+					status = strings.TrimSuffix(f[1], ":")
+					continue
+				}
+				h, isHow := strings.CutPrefix(strings.TrimSpace(line), "how: ")
+				if !isHow {
+					continue
+				}
+				if status == "no" {
+					t.Errorf("--engine %s %v: a row that cannot run prints a how line: %s", eng, base, line)
+				}
+				for seg := range strings.SplitSeq(h, "; ") {
+					_, cmdline, ok := strings.Cut(seg, "tpscope ")
+					if !ok {
+						continue
+					}
+					cmdline, _, _ = strings.Cut(cmdline, " (") // the line's gloss
+					args := strings.Fields(cmdline)
+					if !slices.Contains(args, "--topo") {
+						args = append(args, "--topo", mb[1])
+					}
+					args = append(args, "--model", mb[0])
+					code, _, errs := runCLI(t, args...)
+					ran++
+					// run reaches the GPU backend (exit 1 without one);
+					// a refused line is a usage error (exit 2).
+					if code == 2 || (code != 0 && args[0] != "run") {
+						t.Errorf("--engine %s %v: how line %q: tpscope %s: exit %d: %s", eng, base, seg, strings.Join(args, " "), code, errs)
+					}
+				}
+			}
+		}
+	}
+	if ran < 20 {
+		t.Fatalf("ran %d how commands; want the rows' lines of every engine", ran)
+	}
+	// The engine's methods come before a drafter to pass.
+	code, out, errs := runCLI(t, "advise", "--engine", "trtllm@1.3", "--model", "deepseek-v3", "--topo", "h200-nvswitch", "--no-sweep", "--transfer", "", "--entries", "spec-eagle3,spec-draft")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	for _, m := range []string{"eagle3", "draft"} {
+		if !strings.Contains(out, "spec-"+m+" ") || strings.Contains(out, "pass --spec "+m) || !strings.Contains(out, "no: --spec "+m+": trtllm@1.3 has no speculative method "+m+" (it has mtp)") {
+			t.Errorf("trtllm@1.3's spec-%s row: want the engine's refusal, not a drafter to pass:\n%s", m, out)
+		}
+	}
+}
