@@ -144,6 +144,37 @@ func ResolveDrafter(nameOrPath string) (*Arch, error) {
 		nameOrPath, strings.Join(DrafterPresetNames(), ", "), strings.Join(PresetNames(), ", "))
 }
 
+// drafterCheckpoints maps each built-in drafter that is a published
+// checkpoint to its Hugging Face id (the ids the Drafters doc above
+// cites), the checkpoint a serving engine loads; tiny-mla-moe-eagle3 is
+// tpscope's own and has none.
+var drafterCheckpoints = map[string]string{
+	"kimi-k2.5-eagle3-mla": "lightseekorg/kimi-k2.5-eagle3-mla",
+	"moonlight-16b-a3b":    "moonshotai/Moonlight-16B-A3B-Instruct",
+}
+
+// DrafterCheckpoint returns the Hugging Face id of the built-in drafter
+// called name; ok is false for a name that is no published checkpoint's.
+func DrafterCheckpoint(name string) (id string, ok bool) {
+	id, ok = drafterCheckpoints[name]
+	return id, ok
+}
+
+// DrafterOf returns the built-in drafter whose config is the checkpoint's,
+// given its Hugging Face id (case ignored) or a local path ending in that
+// id, as PresetOf does for --model; ok is false for a checkpoint no
+// built-in drafter is of.
+func DrafterOf(checkpoint string) (name string, ok bool) {
+	id := strings.ToLower(strings.TrimRight(strings.TrimSpace(checkpoint), "/"))
+	for name, k := range drafterCheckpoints {
+		k = strings.ToLower(k)
+		if id == k || strings.HasSuffix(id, "/"+k) {
+			return name, true
+		}
+	}
+	return "", false
+}
+
 // IsEagle3Head reports whether a is an EAGLE-3 head, not a whole model.
 func (a *Arch) IsEagle3Head() bool { return a != nil && a.eagle3 != nil }
 

@@ -115,6 +115,29 @@ func TestPresetOf(t *testing.T) {
 	}
 }
 
+// TestDrafterOf: a built-in drafter's Hugging Face id (case ignored) or a
+// local checkout ending in it is that drafter; another id is none, and
+// every drafter a checkpoint names exists.
+func TestDrafterOf(t *testing.T) {
+	for _, c := range []struct{ checkpoint, want string }{
+		{"lightseekorg/kimi-k2.5-eagle3-mla", "kimi-k2.5-eagle3-mla"},
+		{"/models/LightSeekOrg/Kimi-K2.5-Eagle3-MLA/", "kimi-k2.5-eagle3-mla"},
+		{"moonshotai/Moonlight-16B-A3B-Instruct", "moonlight-16b-a3b"},
+		{"moonshotai/Moonlight-16B-A3B", ""},
+		{"moonshotai/Kimi-K2.5", ""},
+	} {
+		got, ok := DrafterOf(c.checkpoint)
+		if got != c.want || ok != (c.want != "") {
+			t.Errorf("DrafterOf(%q) = %q, %v; want %q", c.checkpoint, got, ok, c.want)
+		}
+	}
+	for name := range drafterCheckpoints {
+		if _, err := ResolveDrafter(name); err != nil {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+}
+
 // TestPresetsStateMaxPositions: a built-in model or draft model states
 // its max_position_embeddings (the bound of every workload's context)
 // rather than taking its config class's default. Moonlight-16B-A3B's

@@ -628,7 +628,7 @@ func (sc Scenario) SpecEngineFlag() string {
 	// A serving engine loads the drafter's checkpoint by its Hugging Face
 	// id; tpscope's executor (tpscope run) takes the built-in's name and
 	// refuses the id, a path that is not there.
-	if n := specDrafterHF[d]; n != "" && !p.Ref().IsExecutor() {
+	if n, ok := model.DrafterCheckpoint(d); ok && !p.Ref().IsExecutor() {
 		d = n
 	}
 	flag := f.FlagFor(sc.Workload.SpecTokens, sc.Build.Spec.DraftSteps(sc.Workload), sc.Build.Spec.TopK, d)
@@ -708,12 +708,6 @@ func specFactsOf(sc Scenario) (*engprof.Profile, engprof.SpecMethodFacts, bool) 
 	}
 	f, ok := p.SpecMethod(string(m))
 	return p, f, ok
-}
-
-// specDrafterHF maps built-in drafters to the checkpoints engines load.
-var specDrafterHF = map[string]string{
-	"kimi-k2.5-eagle3-mla": "lightseekorg/kimi-k2.5-eagle3-mla",
-	"moonlight-16b-a3b":    "moonshotai/Moonlight-16B-A3B-Instruct",
 }
 
 // SpecStep is a prediction's speculative method, as the CLI prints and

@@ -1062,6 +1062,11 @@ func checkModelPath(flag, path string) error {
 			if p, ok := model.PresetOf(path); ok && flag != "" {
 				return flagError(flag, path, "%s; it is the Hugging Face id of preset %s's checkpoint: pass %s %s (or the checkpoint's config.json)", pathReason(err), p, flag, p)
 			}
+			// Likewise a built-in drafter's checkpoint, which only
+			// --draft-model takes (a drafter is no --model preset).
+			if d, ok := model.DrafterOf(path); ok && flag == "--draft-model" {
+				return flagError(flag, path, "%s; it is the Hugging Face id of built-in drafter %s's checkpoint: pass %s %s (or the checkpoint's config.json)", pathReason(err), d, flag, d)
+			}
 			return flagError(flag, path, "%s, want a config.json (a Hugging Face model directory or its config file)", pathReason(err))
 		}
 		return nil // a name: model.Resolve says what it takes

@@ -104,6 +104,12 @@ func TestInputFlagMissingFile(t *testing.T) {
 			[]string{"--model deepseek-ai/DeepSeek-V3: no such file", "preset deepseek-v3's checkpoint: pass --model deepseek-v3"}, nil},
 		{"predict --draft-model a preset's Hugging Face id", []string{"predict", "--model", "kimi-k2.5", "--spec", "draft", "--draft-model", "nvidia/Kimi-K2.5-NVFP4"},
 			[]string{"--draft-model nvidia/Kimi-K2.5-NVFP4: no such file", "pass --draft-model kimi-k2.5-nvfp4"}, nil},
+		// So is a built-in drafter's (the README promises it for
+		// --draft-model): the line named no drafter.
+		{"predict --draft-model a built-in drafter's Hugging Face id", []string{"predict", "--model", "kimi-k2.5", "--spec", "eagle3", "--draft-model", "lightseekorg/kimi-k2.5-eagle3-mla"},
+			[]string{"--draft-model lightseekorg/kimi-k2.5-eagle3-mla: no such file", "built-in drafter kimi-k2.5-eagle3-mla's checkpoint: pass --draft-model kimi-k2.5-eagle3-mla"}, nil},
+		{"predict --draft-model a built-in drafter's local checkout", []string{"predict", "--model", "kimi-k2.5", "--spec", "draft", "--draft-model", "@models/moonshotai/Moonlight-16B-A3B-Instruct"},
+			[]string{"no such file", "built-in drafter moonlight-16b-a3b's checkpoint: pass --draft-model moonlight-16b-a3b"}, nil},
 		{"predict --model a bare name", []string{"predict", "--model", "nope"}, []string{"--model", "unknown model \"nope\"", "want a preset"}, nil},
 		{"predict --draft-model name.json", []string{"predict", "--model", "deepseek-v3", "--spec", "draft", "--draft-model", "nope.json"}, []string{"--draft-model nope.json: no such file"}, nil},
 		{"predict --draft-model in a missing directory", []string{"predict", "--model", "deepseek-v3", "--spec", "draft", "--draft-model", "@missing/config.json"}, []string{"--draft-model @missing/config.json: no such file"}, nil},
