@@ -403,6 +403,20 @@ func NewCollectiveModel(t *topology.Topology, o ncclenv.Settings) (*CollectiveMo
 		return nil, errors.Unwrap(err) // NCCL's message, without the field
 	}
 	m.level, m.protoOn, m.algoOn = parsed.P2PLevel, parsed.Protocols, parsed.Algorithms
+	// A hop through host memory needs a route there: an NVL72 rack's
+	// GPUs of two Grace CPUs have none tpscope models (NCCL would take the
+	// other Grace inside a compute tray, the network across trays).
+	for i := 0; i < t.NumGPUs(); i++ {
+		for j := 0; j < t.NumGPUs(); j++ {
+			if !m.p2p(i, j) && !t.HostRoute(i, j) {
+				env := "NCCL_P2P_DISABLE=1"
+				if !o.P2PDisable {
+					env = "NCCL_P2P_LEVEL=" + o.P2PCondition()
+				}
+				return nil, fmt.Errorf("%s: %s and %s of %s hang off CPUs no link joins (%s), so their hop through host memory has no route here (NCCL would cross a compute tray's two Graces or the network between trays, neither priced): leave P2P on", env, t.GPUs[i].ID, t.GPUs[j].ID, t.Name, t.Host.CPU)
+			}
+		}
+	}
 	dev := t.DeviceOf(0)
 	m.caps = capsFor(dev.Arch)
 	a, ok := engprof.ArchOf(dev.ComputeCapability)

@@ -15,9 +15,18 @@ import (
 // for example "nvswitch:8xh100-sxm", "pcie-2s:8xrtxpro6000-server-gen4",
 // "nvl:2xh100-nvl". Fabrics (see Fabrics):
 //
-//   - nvswitch: every GPU on NVLink to one NVSwitch fabric (HGX), PCIe to a
-//     dual-socket host through one PCIe switch per GPU pair; the GPU must
-//     be an NVSwitch part (SXM, superchip).
+//   - nvswitch: every GPU on NVLink to one NVSwitch fabric; the GPU must
+//     be an NVSwitch part (SXM, superchip). An SXM part sits on an HGX
+//     8-GPU baseboard (NVIDIA's HGX A100/H100/H200 and DGX H100/H200,
+//     HGX/DGX B200 and HGX B300 systems are 8 GPUs a board, H20 HGX too):
+//     at most 8 GPUs, PCIe to a dual-socket x86 host through one PCIe
+//     switch per GPU pair. A Grace-Blackwell superchip part (GB200,
+//     GB300) sits in an NVL72 rack (NVIDIA's Multi-Node Tuning Guide,
+//     docs.nvidia.com/multi-node-nvlink-systems/multi-node-tuning-guide/
+//     system.html: 72x1 is 18 compute trays of 4 GPUs and 9 NVLink Switch
+//     trays; 36x2 is racks of 9 such trays; each tray holds two superchips
+//     of one Grace CPU and two GPUs on NVLink-C2C, and is a host of its
+//     own): at most 72 GPUs, each pair on its own Grace CPU (nvlRack).
 //   - nvl: GPU pairs joined by NVLink bridges (GPUs 2k and 2k+1), PCIe as
 //     pcie-2s (pcie-1s for two GPUs); the GPU must take NVLink bridges.
 //   - pcie-switch: one CPU, PCIe switches of 2 GPUs each, one x16 uplink per
@@ -166,6 +175,11 @@ func (b Box) check() error {
 	if err != nil {
 		return err
 	}
+	if b.Fabric == FabricNVSwitch {
+		if err := checkNVSwitchCount(spec, b.GPUs, b.CPU); err != nil {
+			return err
+		}
+	}
 	ic := spec.Interconnect
 	switch {
 	case b.Fabric == FabricNVSwitch && ic.NVLinkFabric != "nvswitch":
@@ -174,6 +188,41 @@ func (b Box) check() error {
 		return fmt.Errorf("%s takes no NVLink bridge (nvl takes %s)", spec.Key, strings.Join(gpusWith(func(g GPUSpec) bool { return g.Interconnect.NVLinkFabric == "bridge" }), ", "))
 	case strings.HasPrefix(b.Fabric, "pcie-") && spec.FormFactor != "pcie":
 		return fmt.Errorf("%s is a %s part, not a PCIe card (%s takes %s)", spec.Key, spec.FormFactor, b.Fabric, strings.Join(gpusWith(func(g GPUSpec) bool { return g.FormFactor == "pcie" }), ", "))
+	}
+	return nil
+}
+
+// NVSwitch domains a described box may be (the Box doc cites NVIDIA's
+// systems): an HGX baseboard of 8 SXM GPUs, or the NVLink domain of a
+// GB200/GB300 NVL72 rack, 72 GPUs (an NVL36 rack's 36 fit inside it).
+const (
+	hgxBoardGPUs = 8
+	nvl72GPUs    = 72
+	// rackTrayGPUs are the GPUs of one compute tray of an NVL72 or NVL36
+	// rack: two superchips of one Grace CPU and two GPUs each.
+	rackTrayGPUs = 4
+)
+
+// isRackPart reports whether the GPU is a Grace-Blackwell superchip part,
+// which NVIDIA ships in NVL72/NVL36 racks, never on an HGX board.
+func isRackPart(spec GPUSpec) bool { return spec.FormFactor == "superchip" }
+
+// checkNVSwitchCount refuses an NVSwitch box of more GPUs than the one
+// NVSwitch domain its part ships in: a larger count is several boxes
+// joined by a network, which no box description lays out.
+// cpu is the box's CPU suffix ("" for none), which a rack part refuses.
+func checkNVSwitchCount(spec GPUSpec, n int, cpu string) error {
+	if isRackPart(spec) {
+		if cpu != "" {
+			return fmt.Errorf("-%s: %s's CPUs are its superchips' Grace CPUs, no x86 socket of another vendor", cpu, spec.Key)
+		}
+		if n > nvl72GPUs {
+			return fmt.Errorf("%s GPUs share one NVLink domain of at most %d (a GB200/GB300 NVL72 rack: 18 compute trays of %d), got %d", spec.Key, nvl72GPUs, rackTrayGPUs, n)
+		}
+		return nil
+	}
+	if n > hgxBoardGPUs {
+		return fmt.Errorf("%s sits on an HGX baseboard of %d GPUs, one NVSwitch domain: got %d (more GPUs are more boxes, joined by a network no box description lays out; a rack-scale NVLink domain is nvswitch:72xgb200)", spec.Key, hgxBoardGPUs, n)
 	}
 	return nil
 }
@@ -219,7 +268,7 @@ func (b Box) Build() (*Topology, error) {
 		return nil, err
 	}
 	a, _ := Arch(spec.ArchKey)
-	return b.build(boxGPU{label: spec.Label, ic: spec.Interconnect, ncclPerLink: a.NCCLNVLinkGBps, ncclConst: a.NCCLNVLinkConst, dev: spec.Device})
+	return b.build(boxGPU{label: spec.Label, ic: spec.Interconnect, ncclPerLink: a.NCCLNVLinkGBps, ncclConst: a.NCCLNVLinkConst, dev: spec.Device, rack: isRackPart(spec)})
 }
 
 // boxGPU is what a fabric builder needs of the GPU.
@@ -229,6 +278,8 @@ type boxGPU struct {
 	ncclPerLink float64 // NCCL's per-NVLink GB/s
 	ncclConst   string
 	dev         Device
+	// rack: a Grace-Blackwell superchip part, laid out as its NVL72 rack.
+	rack bool
 }
 
 func (b Box) build(g boxGPU) (*Topology, error) {
@@ -248,7 +299,11 @@ func (b Box) build(g boxGPU) (*Topology, error) {
 	case FabricPCIeSwitch:
 		t = pcieSwitch(o, b.GPUs, g)
 	case FabricNVSwitch:
-		t = nvSwitch(o, b.GPUs, g)
+		if g.rack {
+			t = nvlRack(o, b.GPUs, g)
+		} else {
+			t = nvSwitch(o, b.GPUs, g)
+		}
 	case FabricNVL:
 		t = nvlBridged(o, b.GPUs, g)
 	default:
@@ -283,6 +338,12 @@ func ReplicateOnto(t *Topology, desc string) (*Topology, error) {
 	if spec, ok := MatchNVMLName(dev.Name); ok {
 		a, _ := Arch(spec.ArchKey)
 		g.label, g.ic, g.ncclPerLink, g.ncclConst = spec.Label, spec.Interconnect, a.NCCLNVLinkGBps, a.NCCLNVLinkConst
+		g.rack = isRackPart(spec)
+		if b.Fabric == FabricNVSwitch {
+			if err := checkNVSwitchCount(spec, b.GPUs, ""); err != nil {
+				return nil, fmt.Errorf("box %q: %w", desc, err)
+			}
+		}
 	} else {
 		g.ic.Source = "discovered"
 		if a, ok := ArchForCC(dev.ComputeCapability); ok {
@@ -487,6 +548,52 @@ func nvSwitch(o PresetOptions, n int, g boxGPU) *Topology {
 	}
 	t.Links = append(t.Links, Link{A: "cpu0", B: "cpu1", Type: sockType, BWGBps: sockGBps, LatUs: smpHopUs,
 		Source: "assumption: socket link capacity for one flow; NCCL models it per Host.InterSocketNCCLGBps"})
+	return t
+}
+
+// graceCPU names the CPU of a Grace-Blackwell superchip (NVIDIA Grace:
+// 72 Arm Neoverse V2 cores, GB200/GB300 datasheets).
+const graceCPU = "NVIDIA Grace (72 Arm Neoverse V2 cores)"
+
+// nvlRack: the NVLink domain of a GB200/GB300 NVL72 rack (the Box doc
+// cites NVIDIA's tuning guide), every GPU on NVLink to the rack's NVLink
+// Switch trays. Its host is no dual-socket x86 server: each superchip is
+// one Grace CPU with its two GPUs on NVLink-C2C (modeled as PCIe Gen5 x16,
+// the catalog's assumption for the host link), two superchips a compute
+// tray, each tray a host of its own whose OS numbers its two Graces NUMA
+// 0 and 1. No link joins two Graces (the one inside a tray is not
+// published; trays share no memory at all), so a hop through host memory
+// between GPUs of two superchips has no route here: NCCL would take the
+// other Grace inside a tray and the network across trays, neither of
+// which is priced (sim's collective model refuses such a hop).
+func nvlRack(o PresetOptions, n int, g boxGPU) *Topology {
+	h, _, _ := hostFor(o, n/2)
+	h.CPU, h.Vendor, h.InterSocketNCCLGBps = graceCPU, "arm", 0
+	h.Sources["cpu"] = "GB200/GB300 superchip: one Grace CPU and two GPUs on NVLink-C2C (900 GB/s, NVIDIA datasheet); one host per compute tray of two superchips (NVIDIA Multi-Node Tuning Guide)"
+	h.Sources["inter_socket_nccl_gbps"] = "none: no link between Graces is modeled (one per tray is unpublished; trays are separate hosts)"
+	h.Sources["shm_bw_gbps"] = "assumption: half the direct Gen5 P2P bandwidth, as the Grace link is modeled as PCIe Gen5 x16"
+	trays := (n + rackTrayGPUs - 1) / rackTrayGPUs
+	t := &Topology{
+		Description: fmt.Sprintf("%dx %s, NVLink %d all-to-all through the NVL72 rack's NVLink Switch trays; host: a Grace CPU per superchip of 2 GPUs (NVLink-C2C), 2 superchips a compute tray (%d trays), each tray its own host", n, g.label, g.ic.NVLinkGen, trays),
+		Sources:     []string{srcHW, srcNCCL},
+		Host:        h,
+		Devices:     []Device{g.dev},
+		Nodes:       []Node{{ID: "nvswitch", Kind: NodeNVSwitch, Socket: -1, Name: "NVLink Switch trays (NVL72: 9 trays of 2 NVLink 5 Switch chips)"}},
+	}
+	dev := g.dev.Name
+	for k := 0; k < n/2; k++ {
+		cpu, hb := fmt.Sprintf("cpu%d", k), fmt.Sprintf("hb%d", k)
+		t.Nodes = append(t.Nodes, Node{ID: cpu, Kind: NodeCPU, Socket: k, Name: graceCPU}, Node{ID: hb, Kind: NodeHostBridge, Socket: k})
+		t.Links = append(t.Links, Link{A: hb, B: cpu, Type: LinkInternal, BWGBps: internalGBps, LatUs: internalUs,
+			Source: "assumption: on-die fabric does not bind"})
+		for j := 0; j < 2; j++ {
+			id := fmt.Sprintf("gpu%d", 2*k+j)
+			t.GPUs = append(t.GPUs, GPU{ID: id, Device: dev, NUMANode: k % 2, Socket: k, PCIeGen: o.gen(), PCIeWidth: 16})
+			c2c := gpuLink(id, hb, o.gen(), pcieHopUs)
+			c2c.Source = "NVLink-C2C to the superchip's Grace, modeled as PCIe Gen5 x16 (assumption, as the catalog's host link); " + c2c.Source
+			t.Links = append(t.Links, c2c, nvLinkTo(id, "nvswitch", g, ""))
+		}
+	}
 	return t
 }
 

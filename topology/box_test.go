@@ -2,6 +2,7 @@ package topology
 
 import (
 	"encoding/json"
+	"fmt"
 	"math"
 	"os"
 	"reflect"
@@ -52,6 +53,12 @@ func TestParseBox(t *testing.T) {
 		{"pcie-2s:8xh100-sxm", "h100-sxm is a sxm part, not a PCIe card"},
 		{"pcie-2s:8xl40s-gen4-gen5", "two PCIe generations"},
 		{"pcie-2s:8xl40s-amd-intel-spr", "two CPUs"},
+		// One NVSwitch domain per box: an HGX baseboard holds 8 GPUs, an
+		// NVL72 rack's NVLink domain 72.
+		{"nvswitch:16xh200-sxm", "h200-sxm sits on an HGX baseboard of 8 GPUs, one NVSwitch domain: got 16"},
+		{"nvswitch:10xb300", "b300 sits on an HGX baseboard of 8 GPUs"},
+		{"nvswitch:74xgb200", "gb200 GPUs share one NVLink domain of at most 72"},
+		{"nvswitch:8xgb200-intel-spr", "-intel-spr: gb200's CPUs are its superchips' Grace CPUs"},
 	}
 	for _, c := range bad {
 		t.Run("bad/"+c.in, func(t *testing.T) {
@@ -325,5 +332,51 @@ func TestSameBox(t *testing.T) {
 		if got := base.SameBox(get(tc.name, tc.gpus)); got != tc.same {
 			t.Errorf("rtxpro6000-2s and %s@%d: same box %v, want %v", tc.name, tc.gpus, got, tc.same)
 		}
+	}
+}
+
+// TestRackBoxHost: a GB200/GB300 box is (a slice of) an NVL72 rack, whose
+// host is no dual-socket x86 HGX server: each superchip is one Grace CPU
+// with two GPUs (NVLink-C2C), two superchips a compute tray, each tray a
+// host numbering its Graces NUMA 0 and 1 (NVIDIA's Multi-Node Tuning
+// Guide: 18 compute trays of 4 GPUs). "topo show nvswitch:72xgb200" had
+// described "(HGX), dual socket host, Intel Xeon Sapphire Rapids". No
+// link joins two Graces, so a hop through host memory has a route only
+// between the two GPUs of one superchip. An HGX box keeps its host.
+func TestRackBoxHost(t *testing.T) {
+	for _, n := range []int{8, 36, 72} {
+		desc := fmt.Sprintf("nvswitch:%dxgb200", n)
+		top, err := Resolve(desc, 0)
+		if err != nil {
+			t.Fatalf("%s: %v", desc, err)
+		}
+		d := top.Description
+		if strings.Contains(d, "HGX") || strings.Contains(d, "dual socket") || strings.Contains(top.Host.CPU, "Xeon") ||
+			!strings.Contains(top.Host.CPU, "Grace") || !strings.Contains(d, fmt.Sprintf("(%d trays)", n/4)) {
+			t.Errorf("%s: description %q, host %q; want Grace CPUs and %d compute trays, no HGX or Xeon", desc, d, top.Host.CPU, n/4)
+		}
+		if top.Host.Sockets != n/2 || top.Host.InterSocketNCCLGBps != 0 {
+			t.Errorf("%s: %d sockets, socket link %v GB/s; want one Grace per superchip (%d), no socket link", desc, top.Host.Sockets, top.Host.InterSocketNCCLGBps, n/2)
+		}
+		for i, g := range top.GPUs {
+			if g.Socket != i/2 || g.NUMANode != (i/2)%2 {
+				t.Errorf("%s: %s on socket %d NUMA %d; want socket %d NUMA %d", desc, g.ID, g.Socket, g.NUMANode, i/2, (i/2)%2)
+			}
+			for j := range top.GPUs {
+				if want := i/2 == j/2; top.HostRoute(i, j) != want {
+					t.Errorf("%s: host route %s-%s %v, want %v", desc, g.ID, top.GPUs[j].ID, !want, want)
+				}
+				if i != j && top.Path(i, j).Level != LevelNV {
+					t.Errorf("%s: %s-%s level %v; want NVLink", desc, g.ID, top.GPUs[j].ID, top.Path(i, j).Level)
+				}
+			}
+		}
+	}
+	h, err := Resolve("h200-nvswitch", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h.Host.Sockets != 2 || !strings.Contains(h.Host.CPU, "Sapphire Rapids") || !h.HostRoute(0, 7) {
+		t.Errorf("h200-nvswitch: host %+v; want its dual-socket Xeon host, GPUs 0 and 7 routed through it", h.Host)
 	}
 }

@@ -448,6 +448,17 @@ func (t *Topology) SHMHop(i, j int) Path {
 	return p
 }
 
+// HostRoute reports whether a hop from GPU i to GPU j through host memory
+// (SHMHop) has a route in the graph: GPU j hangs below the CPU nearest GPU
+// i, or one linked to it. A box whose CPUs share no link (the Grace CPUs
+// of an NVL72 rack, nvlRack) has none between GPUs of two CPUs. Without a
+// CPU in the graph SHMHop falls back to the direct path, a route.
+func (t *Topology) HostRoute(i, j int) bool {
+	pt := t.mustPaths()
+	c := pt.hostOf[i]
+	return i == j || c < 0 || len(pt.hostToGPU[c*pt.n+j].edges) > 0
+}
+
 // Flow is one simultaneous transfer between two GPUs. Via, when true,
 // routes it through host memory (SHMHop) instead of the direct path.
 type Flow struct {

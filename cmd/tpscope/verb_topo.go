@@ -148,8 +148,11 @@ func (o *topoShowOptions) Run(ctx context.Context, args []string, std IO) error 
 			if t.Description != "" {
 				fmt.Fprintf(w, "%s\n", t.Description)
 			}
-			if t.Host.CPU != "" {
+			switch {
+			case t.Host.CPU != "" && t.Host.InterSocketNCCLGBps > 0:
 				fmt.Fprintf(w, "Host: %s, %d socket(s); NCCL models the socket link at %.0f GB/s\n", t.Host.CPU, t.Host.Sockets, t.Host.InterSocketNCCLGBps)
+			case t.Host.CPU != "":
+				fmt.Fprintf(w, "Host: %s, %d socket(s); no link between sockets modeled\n", t.Host.CPU, t.Host.Sockets)
 			}
 			if t.Calibration != nil {
 				fmt.Fprintf(w, "Calibrated: %d collective parameter sets from %s\n", len(t.Calibration.Collectives), t.Calibration.Source)
