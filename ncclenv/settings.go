@@ -55,7 +55,7 @@ type Settings struct {
 	// Algo is NCCL_ALGO: "", "Ring", "Tree", "Ring,Tree", "^Tree". NCCL
 	// names tpscope does not model (NVLS, NVLSTree, CollNetDirect,
 	// CollNetChain, PAT) are accepted beside Ring or Tree and not priced
-	// (UnmodelledAlgos; a prediction's caveat says so).
+	// where the box has them (Algorithms; a prediction's caveat says so).
 	Algo string `json:"algo,omitempty"`
 	// P2PLevel is NCCL_P2P_LEVEL (LOC, NVL, NVB, PIX, PXB, PXN, PHB, SYS;
 	// "" = PXB). Ring hops farther than the level go through host memory.
@@ -351,51 +351,74 @@ func parseProto(s string) ([NumProtocols]int8, error) {
 	return on, nil
 }
 
-// parseAlgo parses NCCL_ALGO into the algorithms NCCL may pick (both by
-// default); NCCL names tpscope does not model are accepted and ignored
-// beside Ring or Tree, and a list of only those is refused as what it is:
-// an algorithm tpscope cannot price.
-// UnmodelledAlgos lists the algorithms NCCL_ALGO lets NCCL use that
-// tpscope does not price (NVLS, NVLSTree, CollNet*, PAT) and those of
-// the list it prices, as the user spelled them: "Ring,NVLS" prices Ring
-// alone where NCCL may pick NVLS. An exclusion list ("^NVLS") names
-// none.
-func (s Settings) UnmodelledAlgos() (unmodelled, priced []string) {
-	a := strings.TrimSpace(s.Algo)
-	if a == "" || strings.HasPrefix(a, "^") {
-		return nil, nil
+// Collective names an NCCL collective as NCCL_ALGO's per-function lists
+// do (ncclFuncStr, lower case).
+type Collective string
+
+const (
+	AllReduce     Collective = "allreduce"
+	AllGather     Collective = "allgather"
+	ReduceScatter Collective = "reducescatter"
+)
+
+// nodeAlgorithms are the algorithms NCCL runs op with on one node of
+// several GPUs, tpscope's box, before NCCL_ALGO: NCCL src/graph/tuning.cc
+// ncclTopoTuneModel gives all-gather and reduce-scatter Ring, PAT, NVLS
+// and CollNetDirect only, all-reduce every algorithm but PAT; it then
+// disables NVLSTree on a single node and CollNetDirect, CollNetChain
+// without a CollNet plugin (collnetEnable 0), and ncclPatEnable leaves PAT
+// to one GPU a node. NVLS runs only where the GPUs map NVLink SHARP
+// multicast memory (src/transport/nvls.cc ncclNvlsInit:
+// CU_DEVICE_ATTRIBUTE_MULTICAST_SUPPORTED, an NVSwitch of Hopper or
+// later; src/init.cc drops it where its graph finds no channel): nvls.
+func nodeAlgorithms(op Collective, nvls bool) []string {
+	a := []string{"Ring"}
+	if op == AllReduce {
+		a = append(a, "Tree")
 	}
-	for _, f := range strings.Split(a, ",") {
-		if f = strings.TrimSpace(f); unmodelledAlgo(f) {
-			unmodelled = append(unmodelled, f)
-		} else {
-			priced = append(priced, f)
-		}
+	if nvls {
+		a = append(a, "NVLS")
 	}
-	return unmodelled, priced
+	return a
 }
 
-// GathersFail reports whether NCCL_ALGO, a list of the algorithms NCCL
-// may use (not an exclusion), names only algorithms NCCL implements for
-// all-reduce alone (Tree, NVLSTree, CollNetChain): NCCL then has no
-// algorithm for an all-gather or a reduce-scatter and fails the call
-// (enqueue.cc topoGetAlgoInfo: "no algorithm/protocol available for
-// function AllGather ... NCCL_ALGO was set to Tree", ncclInvalidUsage),
-// where it had been priced as Ring. An exclusion list leaves Ring, NVLS
-// or PAT to NCCL, which the box decides.
-func (s Settings) GathersFail() bool {
+// Algorithms returns the algorithms NCCL may pick for op on one node of
+// several GPUs (nvls: whether they have NVLink SHARP, nodeAlgorithms)
+// under NCCL_ALGO, split into those tpscope prices (Ring, Tree) and those
+// it does not (NVLS). Both empty: NCCL has no algorithm for op and fails
+// the call (src/enqueue.cc topoGetAlgoInfo: "No algorithm/protocol
+// available for function AllGather ...", ncclInvalidUsage). A name the
+// node lacks (NVLS on PCIe, PAT, NVLSTree, CollNet*) enables nothing.
+func (s Settings) Algorithms(op Collective, nvls bool) (priced, unmodelled []string) {
 	a := strings.TrimSpace(s.Algo)
-	if a == "" || strings.HasPrefix(a, "^") {
-		return false
+	exclude := strings.HasPrefix(a, "^")
+	named := map[string]bool{}
+	for _, f := range strings.Split(strings.TrimPrefix(a, "^"), ",") {
+		named[strings.ToLower(strings.TrimSpace(f))] = true
 	}
-	for _, f := range strings.Split(a, ",") {
-		switch strings.ToLower(strings.TrimSpace(f)) {
-		case "tree", "nvlstree", "collnetchain":
-		default:
-			return false
+	for _, alg := range nodeAlgorithms(op, nvls) {
+		if a != "" && named[strings.ToLower(alg)] == exclude {
+			continue
+		}
+		if indexOf(algoNames[:], alg) >= 0 {
+			priced = append(priced, alg)
+		} else {
+			unmodelled = append(unmodelled, alg)
 		}
 	}
-	return true
+	return priced, unmodelled
+}
+
+// GathersFail reports whether NCCL_ALGO leaves an all-gather or a
+// reduce-scatter (NCCL gives both the same algorithms) no algorithm on
+// one node of several GPUs (Algorithms): a list of all-reduce-only
+// algorithms (Tree, NVLSTree, CollNetChain), of algorithms the node lacks
+// (NVLS where nvls is false: a PCIe box), or an exclusion of all it has
+// (^Ring without NVLS). NCCL then fails the call, where it had been
+// priced as Ring.
+func (s Settings) GathersFail(nvls bool) bool {
+	priced, unmodelled := s.Algorithms(AllGather, nvls)
+	return len(priced)+len(unmodelled) == 0
 }
 
 // unmodelledAlgo reports whether f is a valid NCCL algorithm name that
@@ -408,6 +431,10 @@ func unmodelledAlgo(f string) bool {
 	return false
 }
 
+// parseAlgo parses NCCL_ALGO into the algorithms NCCL may pick (both by
+// default); NCCL names tpscope does not model are accepted and ignored
+// beside Ring or Tree, and a list of only those is refused as what it is:
+// an algorithm tpscope cannot price.
 func parseAlgo(s string) ([NumAlgorithms]bool, error) {
 	on := [NumAlgorithms]bool{true, true}
 	s = strings.TrimSpace(s)

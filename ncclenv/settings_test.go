@@ -112,23 +112,41 @@ func TestEnv(t *testing.T) {
 	}
 }
 
-// TestUnmodelledAlgos: an inclusive NCCL_ALGO list naming an algorithm
-// tpscope does not price says which, beside the ones it does; an
-// exclusion list or the default names none.
-func TestUnmodelledAlgos(t *testing.T) {
+// TestAlgorithms: the algorithms NCCL may pick per collective on one node
+// of several GPUs follow NCCL's own availability (tuning.cc
+// ncclTopoTuneModel, nvls.cc ncclNvlsInit): all-reduce has Ring and Tree,
+// all-gather Ring alone, and NVLS joins both only where the GPUs have
+// NVLink SHARP; PAT, NVLSTree and CollNet* run nowhere on such a node.
+// NCCL_ALGO then keeps what it names (or what it does not exclude).
+// "Tree,NVLS" on a PCIe box had been read as NCCL maybe picking NVLS.
+func TestAlgorithms(t *testing.T) {
 	for _, c := range []struct {
-		algo          string
-		unmod, priced string
+		algo               string
+		op                 Collective
+		nvls               bool
+		priced, unmodelled string
 	}{
-		{"Ring,NVLS", "NVLS", "Ring"},
-		{"Ring, Tree,nvlstree,PAT", "nvlstree PAT", "Ring Tree"},
-		{"^NVLS", "", ""},
-		{"Ring,Tree", "", "Ring Tree"},
-		{"", "", ""},
+		{"", AllReduce, false, "Ring Tree", ""},
+		{"", AllReduce, true, "Ring Tree", "NVLS"},
+		{"", AllGather, false, "Ring", ""},
+		{"", AllGather, true, "Ring", "NVLS"},
+		{"Ring,NVLS", AllReduce, true, "Ring", "NVLS"},
+		{"Ring,NVLS", AllReduce, false, "Ring", ""},
+		{"Tree,NVLS", AllReduce, false, "Tree", ""},
+		{"Tree,NVLS", AllGather, false, "", ""},
+		{"Tree,NVLS", AllGather, true, "", "NVLS"},
+		{"^Ring", AllReduce, false, "Tree", ""},
+		{"^Ring", AllGather, false, "", ""},
+		{"^Ring", ReduceScatter, true, "", "NVLS"},
+		{"^NVLS", AllReduce, true, "Ring Tree", ""},
+		{"Ring, Tree,nvlstree,PAT", AllReduce, true, "Ring Tree", ""},
+		{"tree", AllGather, true, "", ""},
+		{"Tree,PAT", AllGather, false, "", ""},
+		{"CollNetDirect,Ring", ReduceScatter, false, "Ring", ""},
 	} {
-		un, pr := Settings{Algo: c.algo}.UnmodelledAlgos()
-		if strings.Join(un, " ") != c.unmod || (c.unmod != "" && strings.Join(pr, " ") != c.priced) {
-			t.Errorf("%q: unmodelled %q, priced %q; want %q and %q", c.algo, un, pr, c.unmod, c.priced)
+		pr, un := Settings{Algo: c.algo}.Algorithms(c.op, c.nvls)
+		if strings.Join(pr, " ") != c.priced || strings.Join(un, " ") != c.unmodelled {
+			t.Errorf("NCCL_ALGO %q, %s, nvls %v: priced %q, unmodelled %q; want %q and %q", c.algo, c.op, c.nvls, pr, un, c.priced, c.unmodelled)
 		}
 	}
 }
@@ -229,18 +247,23 @@ func TestChannels(t *testing.T) {
 	}
 }
 
-// TestGathersFail: NCCL implements Tree (and NVLSTree, CollNetChain) for
-// all-reduce alone, so an NCCL_ALGO list of only those leaves an
-// all-gather or reduce-scatter no algorithm, and NCCL fails it; a list
-// with Ring or another gathering algorithm (NVLS, PAT, CollNetDirect),
-// an exclusion list and no setting leave one.
+// TestGathersFail: an NCCL_ALGO that leaves an all-gather no algorithm
+// on the node makes NCCL fail it: Tree alone anywhere, ^Ring and Tree,NVLS
+// on a box without NVLink SHARP; Ring, no setting, or NVLS where the
+// box has it leave one.
 func TestGathersFail(t *testing.T) {
-	for algo, want := range map[string]bool{
-		"Tree": true, "tree": true, " Tree ": true, "Tree,NVLSTree": true, "CollNetChain": true,
-		"": false, "Ring": false, "Ring,Tree": false, "Tree,NVLS": false, "Tree,PAT": false, "^Ring": false, "^Tree": false,
+	for _, c := range []struct {
+		algo string
+		nvls bool
+		want bool
+	}{
+		{"Tree", true, true}, {" Tree ", false, true}, {"Tree,NVLSTree", true, true}, {"CollNetChain", false, true}, {"Tree,PAT", false, true},
+		{"^Ring", false, true}, {"Tree,NVLS", false, true},
+		{"^Ring", true, false}, {"Tree,NVLS", true, false},
+		{"", false, false}, {"Ring", false, false}, {"Ring,Tree", false, false}, {"^Tree", false, false},
 	} {
-		if got := (Settings{Algo: algo}).GathersFail(); got != want {
-			t.Errorf("NCCL_ALGO %q: GathersFail %v, want %v", algo, got, want)
+		if got := (Settings{Algo: c.algo}).GathersFail(c.nvls); got != c.want {
+			t.Errorf("NCCL_ALGO %q, nvls %v: GathersFail %v, want %v", c.algo, c.nvls, got, c.want)
 		}
 	}
 }

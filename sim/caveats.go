@@ -6,6 +6,7 @@ import (
 
 	engprof "github.com/tpscope/tpscope/engine"
 	"github.com/tpscope/tpscope/model"
+	"github.com/tpscope/tpscope/ncclenv"
 )
 
 // Caveats lists what a prediction of sc is known to get wrong on this box
@@ -149,10 +150,12 @@ func (p *Predictor) Caveats(sc Scenario) []string {
 		out = append(out, "custom all-reduce across CPU sockets: a public one-shot PCIe kernel ran slower than NCCL on dual-CPU boxes; read this prediction as an upper bound")
 	}
 	// NCCL_ALGO letting NCCL use an algorithm tpscope does not price
-	// (Ring,NVLS): the collectives are Ring's or Tree's, where NCCL may
-	// pick the other where it is faster.
-	if un, priced := p.opts.NCCL.UnmodelledAlgos(); len(un) > 0 {
-		out = append(out, fmt.Sprintf("--nccl-algo %s: %s not modelled; the collectives are priced with %s alone, where NCCL may pick %s: read them as an upper bound", p.opts.NCCL.Algo, strings.Join(un, ", "), strings.Join(priced, " and "), strings.Join(un, " or ")))
+	// where the box has it (Ring,NVLS or ^Ring on an NVSwitch with NVLink
+	// SHARP; ncclenv.Settings.Algorithms): the collectives are Ring's or
+	// Tree's, where NCCL may pick NVLS. A name the box lacks (NVLS on
+	// PCIe) enables nothing there, and says nothing.
+	if c := unmodelledAlgoCaveat(p.opts.NCCL, NVLSAmong(p.topo, plan.World())); c != "" {
+		out = append(out, c)
 	}
 	// --ar-norm-fusion where the engine's profile lists no all-reduce +
 	// RMSNorm fusion for this GPU family: advise prices it as a kernel to
@@ -296,4 +299,33 @@ func FirstRanks(n int) []int {
 		g[i] = i
 	}
 	return g
+}
+
+// unmodelledAlgoCaveat is the caveat of an NCCL_ALGO under which NCCL may
+// run an algorithm tpscope does not price on the box (nvls: NVSwitchJoined
+// GPUs of Hopper or later, NVLSAmong): the all-reduces priced with Ring or
+// Tree alone where NCCL may pick NVLS, and, where the setting leaves the
+// all-gathers and reduce-scatters NVLS alone (^Ring), those priced as
+// Ring; "" where NCCL_ALGO is not set or enables nothing unpriced here.
+func unmodelledAlgoCaveat(s ncclenv.Settings, nvls bool) string {
+	if strings.TrimSpace(s.Algo) == "" {
+		return ""
+	}
+	arPriced, arUn := s.Algorithms(ncclenv.AllReduce, nvls)
+	agPriced, agUn := s.Algorithms(ncclenv.AllGather, nvls)
+	var parts []string
+	un := arUn
+	if len(arUn) > 0 {
+		parts = append(parts, fmt.Sprintf("the collectives are priced with %s alone, where NCCL may pick %s", strings.Join(arPriced, " and "), strings.Join(arUn, " or ")))
+	}
+	if len(agPriced) == 0 && len(agUn) > 0 {
+		parts = append(parts, fmt.Sprintf("NCCL runs any all-gather or reduce-scatter with %s, priced as Ring", strings.Join(agUn, " or ")))
+		if len(un) == 0 {
+			un = agUn
+		}
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("--nccl-algo %s: %s not modelled; %s: read them as an upper bound", s.Algo, strings.Join(un, ", "), strings.Join(parts, "; "))
 }

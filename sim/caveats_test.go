@@ -326,3 +326,36 @@ func TestCaveatBatchAboveDefaultRunningLimit(t *testing.T) {
 		}
 	}
 }
+
+// TestCaveatNCCLAlgoFollowsBox: NCCL_ALGO's unmodelled algorithms are
+// caveated only where NCCL has them for the box (ncclenv.Settings.
+// Algorithms): NVLS needs NVLink SHARP (an NVSwitch of Hopper or later),
+// so "Ring,NVLS" on a PCIe box prices exactly what NCCL runs, Ring, and
+// says nothing of NVLS (it had said "where NCCL may pick NVLS"); "^Ring"
+// on h200-nvswitch leaves the all-reduces Tree or NVLS and the all-gathers
+// NVLS alone, which the caveat says are priced as Ring.
+func TestCaveatNCCLAlgoFollowsBox(t *testing.T) {
+	caveats := func(topo, algo string) []string {
+		p, err := New(mustTopo(t, topo), Options{CUDAGraphs: true, NCCL: ncclenv.Settings{Algo: algo}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		pr, err := p.PredictScenario(Scenario{Arch: mustPreset(t, "kimi-k2.5-nvfp4"), Plan: model.Plan{TP: 8},
+			Workload: model.Workload{Phase: model.Decode, Batch: 1, Context: 4096, KVDtype: model.BF16}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return pr.Caveats
+	}
+	for _, algo := range []string{"Ring,NVLS", "Ring,Tree,NVLS"} {
+		for _, c := range caveats("rtxpro6000-2s", algo) {
+			if strings.Contains(c, "NVLS") {
+				t.Errorf("--nccl-algo %s on a PCIe box: caveat %q; NCCL has no NVLS there", algo, c)
+			}
+		}
+	}
+	want := "--nccl-algo ^Ring: NVLS not modelled; the collectives are priced with Tree alone, where NCCL may pick NVLS; NCCL runs any all-gather or reduce-scatter with NVLS, priced as Ring"
+	if cs := caveats("h200-nvswitch", "^Ring"); !slices.ContainsFunc(cs, func(c string) bool { return strings.HasPrefix(c, want) }) {
+		t.Errorf("--nccl-algo ^Ring on h200-nvswitch: caveats %q; want one starting %q", cs, want)
+	}
+}

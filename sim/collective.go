@@ -532,7 +532,9 @@ func (m *CollectiveModel) Cost(op model.Collective, group []int, bytes int64) Co
 	if bestA < 0 {
 		// NCCL_ALGO=Tree for a non-all-reduce: NCCL fails the call
 		// (Settings.GathersFail; scenarios and the collective verb
-		// refuse it); priced as Ring for a caller that asks anyway.
+		// refuse it), or runs NVLS where the box has it (^Ring on an
+		// NVSwitch: a caveat says so); priced as Ring for a caller that
+		// asks anyway.
 		for p := 0; p < numProtos; p++ {
 			if g.enabled[algoTree][p] || g.enabled[algoRing][p] {
 				if t := g.ncclLat[oi][algoRing][p] + b*g.ncclUsPerByte[oi][algoRing][p]; t < best {

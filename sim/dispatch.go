@@ -71,6 +71,20 @@ func NVLinkAmong(t *topology.Topology, n int) bool {
 	return t != nil && n > 0 && n <= t.NumGPUs() && t.AllNVLink(FirstRanks(n))
 }
 
+// NVLSAmong reports whether NCCL can run NVLS (NVLink SHARP) over the
+// first n GPUs of t: they share an NVSwitch fabric that maps multicast
+// memory, which needs an NVSwitch of Hopper or later (NCCL
+// src/transport/nvls.cc ncclNvlsInit reads
+// CU_DEVICE_ATTRIBUTE_MULTICAST_SUPPORTED; an A100's NVSwitch, a bridge or
+// PCIe has none). ncclenv.Settings.Algorithms takes it.
+func NVLSAmong(t *topology.Topology, n int) bool {
+	if t == nil || n < 2 || n > t.NumGPUs() || !t.NVSwitchJoined(FirstRanks(n)) {
+		return false
+	}
+	major, _ := t.DeviceOf(0).CCVersion()
+	return major >= 9
+}
+
 // String says what the engine runs for people: the kind, and by which
 // of its settings (its default, or what --moe-dispatch chose and the
 // engine's own names for it), for the engine line.

@@ -573,7 +573,8 @@ func (sc Scenario) CheckEngine() error {
 // NCCL fails the call (ncclInvalidUsage), so the server does not start;
 // the step had been priced with Ring for them.
 func (sc Scenario) checkNCCLGathers() error {
-	if !sc.Options.NCCL.GathersFail() {
+	nvls := NVLSAmong(sc.Topo, sc.Plan.Normalized().World())
+	if !sc.Options.NCCL.GathersFail(nvls) {
 		return nil
 	}
 	what := ""
@@ -585,7 +586,17 @@ func (sc Scenario) checkNCCLGathers() error {
 	if what == "" {
 		return nil
 	}
-	return fmt.Errorf("--nccl-algo %s: NCCL has no all-gather or reduce-scatter of it (all-reduce only), so the step's %s has no algorithm and NCCL fails it (\"no algorithm/protocol available for function AllGather\", ncclInvalidUsage): name Ring too (--nccl-algo Ring,Tree) or leave it out", sc.Options.NCCL.Algo, what)
+	return fmt.Errorf("--nccl-algo %s leaves NCCL no algorithm for an all-gather or reduce-scatter %s, so the step's %s has none and NCCL fails it (\"no algorithm/protocol available for function AllGather\", ncclInvalidUsage): keep Ring among them (--nccl-algo Ring,Tree) or leave it out", sc.Options.NCCL.Algo, gatherAlgosHere(nvls), what)
+}
+
+// gatherAlgosHere says which algorithms NCCL has for an all-gather or a
+// reduce-scatter on the box (ncclenv.Settings.Algorithms), for the line
+// that refuses an NCCL_ALGO leaving none of them.
+func gatherAlgosHere(nvls bool) string {
+	if nvls {
+		return "here (it has Ring and NVLS for them)"
+	}
+	return "here (it has Ring alone for them: this box has no NVLink SHARP for NVLS)"
 }
 
 // EngineSummary says which kernels the engine prices sc's step with: the

@@ -215,3 +215,28 @@ func TestNCCLAlgoTreeRefusedWhereAGatherRuns(t *testing.T) {
 		oneLineUsage(t, []string{"collective", "--op", op, "--sizes", "1K", "--nccl-algo", "Tree"}, "--nccl-algo Tree", "--op "+op)
 	}
 }
+
+// TestNCCLAlgoFollowsBoxAvailability: whether NCCL_ALGO leaves an
+// all-gather an algorithm depends on the box (NCCL's tuning.cc gives
+// all-gather Ring, and NVLS where the GPUs have NVLink SHARP): on a PCIe
+// box "^Ring" and "Tree,NVLS" leave none, so NCCL fails the logits'
+// all-gather and predict refuses them (it had printed a normal step for
+// ^Ring); on h200-nvswitch NVLS remains and they run. The collective verb
+// follows the same rule.
+func TestNCCLAlgoFollowsBoxAvailability(t *testing.T) {
+	for _, algo := range []string{"^Ring", "Tree,NVLS"} {
+		oneLineUsage(t, []string{"predict", "--topo", "rtxpro6000-2s", "--nccl-algo", algo}, "--nccl-algo "+algo, "no NVLink SHARP", "head.logits_allgather", "ncclInvalidUsage")
+		oneLineUsage(t, []string{"collective", "--op", "allgather", "--sizes", "1K", "--nccl-algo", algo}, "--nccl-algo "+algo, "--op allgather")
+		for _, args := range [][]string{
+			{"predict", "--model", "deepseek-v3", "--topo", "h200-nvswitch", "--nccl-algo", algo},
+			{"collective", "--op", "allgather", "--sizes", "1K", "--topo", "h200-nvswitch", "--nccl-algo", algo},
+		} {
+			if code, _, stderr := runCLI(t, args...); code != 0 {
+				t.Errorf("%v: exit %d, %s", args, code, stderr)
+			}
+		}
+	}
+	if code, _, stderr := runCLI(t, "predict", "--topo", "rtxpro6000-2s", "--nccl-algo", "^Tree"); code != 0 {
+		t.Errorf("^Tree on a PCIe box leaves Ring: exit %d, %s", code, stderr)
+	}
+}

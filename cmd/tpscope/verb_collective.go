@@ -117,11 +117,6 @@ func (o *collectiveOptions) Run(ctx context.Context, args []string, std IO) erro
 		// still follows NCCL_PROTO).
 		return flagError("--nccl-algo", o.nccl.NCCL.Algo, "NCCL runs alltoall as grouped point-to-point sends and receives, which NCCL_ALGO does not choose among: drop it")
 	}
-	if (coll == model.AllGather || coll == model.ReduceScatter) && o.nccl.NCCL.GathersFail() {
-		// NCCL has no Tree all-gather or reduce-scatter: under such a
-		// list it fails the call instead of running Ring.
-		return flagError("--nccl-algo", o.nccl.NCCL.Algo, "NCCL has no all-gather or reduce-scatter of it (all-reduce only), so --op %s has no algorithm under it (it fails the call: \"no algorithm/protocol available for function\", ncclInvalidUsage): name Ring too (Ring,Tree) or drop it", coll)
-	}
 	if o.customAR != "" {
 		// A custom all-reduce (P2P loads and stores, or multimem) runs no
 		// NCCL: NCCL's protocol, algorithm and channels price nothing
@@ -160,6 +155,16 @@ func (o *collectiveOptions) Run(ctx context.Context, args []string, std IO) erro
 		if sz, note, err = sizesAsRun(o.sizes, coll, n, sz); err != nil {
 			return err
 		}
+	}
+	if nvls := sim.NVLSAmong(t, n); (coll == model.AllGather || coll == model.ReduceScatter) && o.nccl.NCCL.GathersFail(nvls) {
+		// NCCL has no Tree all-gather or reduce-scatter, and NVLS only
+		// over NVLink SHARP: under a list of neither it fails the call
+		// instead of running Ring.
+		have := "Ring alone: no NVLink SHARP for NVLS among them"
+		if nvls {
+			have = "Ring and NVLS"
+		}
+		return flagError("--nccl-algo", o.nccl.NCCL.Algo, "it leaves NCCL no algorithm for an all-gather or reduce-scatter on the first %d GPUs of %s (it has %s), so --op %s has none (it fails the call: \"no algorithm/protocol available for function\", ncclInvalidUsage): keep Ring among them (Ring,Tree) or drop it", n, t.Name, have, coll)
 	}
 	group := make([]int, n)
 	for i := range group {
