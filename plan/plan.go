@@ -136,9 +136,10 @@ const (
 	// LeftOutRunningLimit: the batch is above what the engine runs in
 	// one step under the running limit given (--max-num-seqs: vLLM's
 	// max_num_seqs a DP group's scheduler, SGLang's max_running_requests
-	// shared by its DP ranks; sim's Scenario.RunningLimitSeqs), once per
-	// box, plan and batch (Detail: predict's refusal,
-	// Scenario.CheckRunningLimit).
+	// shared by its DP ranks), or the engine's default where none is
+	// (vLLM's max_num_seqs for the GPU, SGLang's from its KV pool): sim's
+	// Scenario.RunningLimitOf, once per box, plan and batch (Detail:
+	// Scenario.CheckRunningLimitOf's refusal, predict's where given).
 	LeftOutRunningLimit LeftOutReason = "batch-above-running-limit"
 )
 
@@ -150,10 +151,33 @@ const (
 	// BoundKVCache: the sequences of the context the KV cache holds.
 	BoundKVCache ConcurrencyBound = "kv-cache"
 	// BoundRunningLimit: the running limit given (--max-num-seqs) times
-	// the schedulers that run it (Scenario.RunningLimitSeqs), below what
-	// the KV cache holds.
+	// the schedulers that run it (Scenario.RunningLimitOf), below what
+	// the KV cache holds. Where none is given the engine's default bounds
+	// it, said with its source: "running-limit (vllm@0.24's default
+	// max_num_seqs 256)" (boundOf).
 	BoundRunningLimit ConcurrencyBound = "running-limit"
 )
+
+// boundOf is the bound the running limit l sets: BoundRunningLimit where
+// given, the engine's default named beside it where not.
+func boundOf(l sim.RunningLimit) ConcurrencyBound {
+	if !l.Default {
+		return BoundRunningLimit
+	}
+	return BoundRunningLimit + ConcurrencyBound(" ("+l.From()+")")
+}
+
+// RunningLimit reports whether the running limit, given or the engine's
+// default, bounds the concurrency.
+func (b ConcurrencyBound) RunningLimit() bool {
+	return b == BoundRunningLimit || strings.HasPrefix(string(b), string(BoundRunningLimit)+" (")
+}
+
+// EngineDefault reports whether the engine's default running limit (none
+// was given) bounds the concurrency.
+func (b ConcurrencyBound) EngineDefault() bool {
+	return b.RunningLimit() && b != BoundRunningLimit
+}
 
 // LeftOut is one combination of a sweep's lists that can never run,
 // named by the list values that make it: the box and, when the GPU
@@ -176,7 +200,10 @@ type LeftOut struct {
 	SpecMethod string `json:"spec_method,omitempty"`
 	Context    int    `json:"context,omitempty"`
 	Batch      int    `json:"batch,omitempty"`
-	Detail     string `json:"detail"`
+	// EngineDefault: a batch left out above the engine's default running
+	// limit, none given (LeftOutRunningLimit).
+	EngineDefault bool   `json:"engine_default,omitempty"`
+	Detail        string `json:"detail"`
 }
 
 // Coverage is how much of a sweep's lists can run: Combinations
@@ -869,22 +896,37 @@ func (s *Space) Enumerate() ([]Config, Coverage, error) {
 		batch int
 	}
 	limited := map[limitKey]bool{}
-	aboveLimit := func(bi int, pname string, sc sim.Scenario) bool {
-		err := sc.CheckRunningLimit()
+	// capPreds[bi] prices box bi's KV capacity for the full-load points
+	// and the pool an engine's default limit follows (SGLang's) (the
+	// options and cost source are the sweep's, one per box).
+	capPreds := make([]*sim.Predictor, len(boxes))
+	runningLimit := func(bi int, sc sim.Scenario) (sim.RunningLimit, error) {
+		if capPreds[bi] == nil {
+			pr, err := sc.NewPredictor()
+			if err != nil {
+				return sim.RunningLimit{}, err
+			}
+			capPreds[bi] = pr
+		}
+		return capPreds[bi].RunningLimit(sc), nil
+	}
+	aboveLimit := func(bi int, pname string, sc sim.Scenario) (bool, error) {
+		l, err := runningLimit(bi, sc)
+		if err != nil {
+			return false, err
+		}
+		err = sc.CheckRunningLimitOf(l)
 		if err == nil {
-			return false
+			return false, nil
 		}
 		if key := (limitKey{bi, pname, sc.Workload.Batch}); !limited[key] {
 			limited[key] = true
 			cov.LeftOut = append(cov.LeftOut, LeftOut{Reason: LeftOutRunningLimit, Topology: sc.Topo.Name, BoxGPUs: sc.Topo.NumGPUs(),
-				Plan: pname, Batch: sc.Workload.Batch, Detail: err.Error()})
+				Plan: pname, Batch: sc.Workload.Batch, EngineDefault: l.Default, Detail: err.Error()})
 		}
-		return true
+		return true, nil
 	}
 	var out []Config
-	// capPreds[bi] prices box bi's KV capacity for the full-load points
-	// (the options and cost source are the sweep's, one per box).
-	capPreds := make([]*sim.Predictor, len(boxes))
 	for _, n := range worlds {
 		for _, p := range plansOf[n] {
 			pname := p.Normalized().String()
@@ -901,14 +943,19 @@ func (s *Space) Enumerate() ([]Config, Coverage, error) {
 									continue
 								}
 								sc := s.scenario(t, costs[bi], p, w)
-								if refused(bi, pname, sc) || aboveLimit(bi, pname, sc) {
+								if refused(bi, pname, sc) {
+									continue
+								}
+								if above, err := aboveLimit(bi, pname, sc); err != nil {
+									return nil, cov, err
+								} else if above {
 									continue
 								}
 								out = append(out, Config{Box: bi, planName: pname, Scenario: sc})
 							}
 						}
 						// The load at which the KV cache is full, or the
-						// running limit given stops the box first, when the
+						// running limit (given, else the engine's default) stops the box first, when the
 						// swept batches miss it: what the box gives at
 						// capacity.
 						for bi, t := range boxes {
@@ -922,17 +969,15 @@ func (s *Space) Enumerate() ([]Config, Coverage, error) {
 							sc := s.scenario(t, costs[bi], p, w)
 							// The engine's KV pool sets the load (its rule:
 							// vLLM's or SGLang's), as a prediction of the
-							// scenario states its capacity.
-							if capPreds[bi] == nil {
-								pr, err := sc.NewPredictor()
-								if err != nil {
-									return nil, cov, err
-								}
-								capPreds[bi] = pr
+							// scenario states its capacity, at most the
+							// running limit, given or the engine's default.
+							l, err := runningLimit(bi, sc)
+							if err != nil {
+								return nil, cov, err
 							}
 							w.Batch = capPreds[bi].MaxConcurrency(sc)
-							if limit, _ := sc.RunningLimitSeqs(); limit > 0 {
-								w.Batch = min(w.Batch, limit)
+							if l.TotalSeqs > 0 {
+								w.Batch = min(w.Batch, l.TotalSeqs)
 							}
 							if w.Batch < 1 || w.Validate() != nil || slices.Contains(batches, w.Batch) {
 								continue
@@ -996,7 +1041,7 @@ func evaluatePoint(ev *sim.Evaluator, cfg *Config, slo float64) Point {
 	specPoint(&pt, sum)
 	if m := sum.Memory; m != nil {
 		pt.Fits, pt.ShortfallGB, pt.KVCapacityTokens = m.Fits, m.ShortfallGB, m.KVCapacityTokens
-		pt.MaxConcurrency, pt.ConcurrencyBound = maxConcurrency(m.MaxConcurrency(c.Workload, p), c)
+		pt.MaxConcurrency, pt.ConcurrencyBound = maxConcurrency(m.MaxConcurrency(c.Workload, p), c.RunningLimitOf(m.KVCapacityTokens))
 	}
 	lat := pt.MsPerToken
 	if pt.MsPerTokenP90 > 0 {
@@ -1013,15 +1058,16 @@ func evaluatePoint(ev *sim.Evaluator, cfg *Config, slo float64) Point {
 	return pt
 }
 
-// maxConcurrency is the sequences sc's box runs at once given kv, those
-// its KV cache holds: at most the running limit given
-// (Scenario.RunningLimitSeqs), and what bounds it ("" when none fits).
-func maxConcurrency(kv int, sc *sim.Scenario) (int, ConcurrencyBound) {
+// maxConcurrency is the sequences a box runs at once given kv, those
+// its KV cache holds: at most its running limit l, given or the engine's
+// default (Scenario.RunningLimitOf), and what bounds it ("" when none
+// fits).
+func maxConcurrency(kv int, l sim.RunningLimit) (int, ConcurrencyBound) {
 	if kv <= 0 {
 		return kv, ""
 	}
-	if limit, _ := sc.RunningLimitSeqs(); limit > 0 && limit < kv {
-		return limit, BoundRunningLimit
+	if l.TotalSeqs > 0 && l.TotalSeqs < kv {
+		return l.TotalSeqs, boundOf(l)
 	}
 	return kv, BoundKVCache
 }

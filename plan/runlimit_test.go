@@ -1,7 +1,9 @@
 package plan
 
 import (
+	"github.com/tpscope/tpscope/serving"
 	"slices"
+	"strings"
 	"testing"
 
 	engprof "github.com/tpscope/tpscope/engine"
@@ -137,5 +139,137 @@ func TestPlanRunningLimitAboveKV(t *testing.T) {
 		if want := int(p.KVCapacityTokens / 131073); r.MaxConcurrency != want || r.ConcurrencyBound != BoundKVCache || want >= 1024 {
 			t.Errorf("capacity %d (%s), want the KV cache's %d (%s) below the limit", r.MaxConcurrency, r.ConcurrencyBound, want, BoundKVCache)
 		}
+	}
+}
+
+// TestPlanEngineDefaultRunningLimit: with no --max-num-seqs plan bounds
+// the sweep by the running limit the engine starts with, as the server
+// launched without the flag runs, and says so. Tiny-MLA-MoE (its KV
+// cache holds far more than any limit here) at context 1024, FP8 KV
+// (BF16 on the A100, where vLLM has no FP8 MLA cache):
+//
+//   - vLLM's max_num_seqs default (EngineArgs.get_batch_defaults, the
+//     profile's batch_defaults): 256 a DP group on an L40S (48 GB, below
+//     70 GiB) and on an A100 SXM (80 GB, at least 70 GiB but named
+//     A100), 1024 on an H200 SXM (141 GB). At 256, TP 8 (one scheduler)
+//     leaves 512 out and runs 256 at once, a swept batch (no full-load
+//     point); TP 4 x DP 2 runs 512 (256 a group), 512 swept. At 1024
+//     nothing is left out and the full load is 1024 and 2048, beside the
+//     swept batches.
+//   - SGLang's max_running_requests default, each DP rank's from its own
+//     pool: min(pool / 2, min(max(pool / 163840 x 512, 2048), 4096))
+//     (engine's max_running facts; 163840 the model's
+//     max_position_embeddings): a pool of millions of tokens gives the
+//     4096 cap, so 4096 at TP 8 and 8192 at DP 2, both full loads.
+//
+// The bound is said in JSON with the engine's default, and simulate's
+// serving run of the same scenario runs the same limit (a scheduler's x
+// DP). predict still prices a batch above vLLM's default (with a caveat).
+func TestPlanEngineDefaultRunningLimit(t *testing.T) {
+	a := mustPreset(t, "tiny-mla-moe")
+	if a.MaxPositionEmbeddings != 163840 {
+		t.Fatalf("tiny-mla-moe max_position_embeddings %d, want 163840 (the SGLang case's rule)", a.MaxPositionEmbeddings)
+	}
+	plans := []model.Plan{{TP: 8}, {TP: 4, DP: 2, EP: true}}
+	all := []int{1, 2, 4, 8, 16, 32, 64, 128, 256, 512}
+	for _, c := range []struct {
+		engine, box string
+		kv          model.Dtype
+		perGroup    int    // the default a scheduler, derived above
+		bound       string // concurrency_bound
+		leftOut     map[string][]int
+		full        map[string]int // the full-load batch added (0: a swept one)
+	}{
+		{"vllm", "pcie-2s:8xl40s", model.FP8, 256, "running-limit (vllm@0.24's default max_num_seqs 256)",
+			map[string][]int{"tp8": {512}}, map[string]int{}},
+		{"vllm", "nvswitch:8xa100-sxm", model.BF16, 256, "running-limit (vllm@0.24's default max_num_seqs 256)",
+			map[string][]int{"tp8": {512}}, map[string]int{}},
+		{"vllm", "nvswitch:8xh200-sxm", model.FP8, 1024, "running-limit (vllm@0.24's default max_num_seqs 1024)",
+			map[string][]int{}, map[string]int{"tp8": 1024, "tp4-dp2-ep": 2048}},
+		{"sglang", "pcie-2s:8xl40s", model.FP8, 4096, "running-limit (sglang@0.5's default max_running_requests 4096)",
+			map[string][]int{}, map[string]int{"tp8": 4096, "tp4-dp2-ep": 8192}},
+	} {
+		t.Run(c.engine+"/"+c.box, func(t *testing.T) {
+			ref, err := engprof.ParseRef(c.engine)
+			if err != nil {
+				t.Fatal(err)
+			}
+			box, err := topology.Resolve(c.box, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			s := &Space{Arch: a, Topologies: []*topology.Topology{box}, Plans: plans, Contexts: []int{1024}, KVDtypes: []model.Dtype{c.kv},
+				Options: sim.Options{CUDAGraphs: true, Engine: ref}}
+			res, err := Run(s, 1, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			dp := map[string]int{"tp8": 1, "tp4-dp2-ep": 2}
+			swept, full := map[string][]int{}, map[string]int{}
+			for _, p := range res.Points {
+				if p.Error != "" {
+					t.Fatalf("%s batch %d: %s", p.Plan, p.Batch, p.Error)
+				}
+				if p.AtCapacity {
+					full[p.Plan] = p.Batch
+				} else {
+					swept[p.Plan] = append(swept[p.Plan], p.Batch)
+				}
+				want := c.perGroup * dp[p.Plan]
+				if p.MaxConcurrency != want || string(p.ConcurrencyBound) != c.bound || !p.ConcurrencyBound.EngineDefault() {
+					t.Errorf("%s batch %d: max concurrency %d (%s), want %d (%s)", p.Plan, p.Batch, p.MaxConcurrency, p.ConcurrencyBound, want, c.bound)
+				}
+				if kv := p.KVCapacityTokens / 1025 * int64(dp[p.Plan]); kv <= int64(want) {
+					t.Fatalf("%s: the KV cache holds %d sequences, not more than the limit's %d: the case tests nothing", p.Plan, kv, want)
+				}
+				if c.engine == "sglang" && (p.KVCapacityTokens/2 <= 4096 || p.KVCapacityTokens/163840*512 <= 4096) {
+					t.Fatalf("%s: pool of %d tokens: below SGLang's 4096 cap, the case's derivation does not hold", p.Plan, p.KVCapacityTokens)
+				}
+			}
+			for _, pl := range []string{"tp8", "tp4-dp2-ep"} {
+				var want []int
+				for _, b := range all {
+					if !slices.Contains(c.leftOut[pl], b) {
+						want = append(want, b)
+					}
+				}
+				if !slices.Equal(swept[pl], want) || full[pl] != c.full[pl] {
+					t.Errorf("%s: swept %v, full load %d; want %v, %d", pl, swept[pl], full[pl], want, c.full[pl])
+				}
+			}
+			var left []int
+			for _, l := range res.Coverage.LeftOut {
+				if l.Reason != LeftOutRunningLimit || !l.EngineDefault || !strings.Contains(l.Detail, c.bound[len("running-limit ("):len(c.bound)-1]) {
+					t.Errorf("left out %+v: want the engine's default limit (%s)", l, c.bound)
+				}
+				left = append(left, l.Batch)
+			}
+			if !slices.Equal(left, c.leftOut["tp8"]) {
+				t.Errorf("left out batches %v, want %v", left, c.leftOut["tp8"])
+			}
+			for _, cr := range res.Capacity {
+				if string(cr.ConcurrencyBound) != c.bound {
+					t.Errorf("capacity %s: bound %q, want %q", cr.Plan, cr.ConcurrencyBound, c.bound)
+				}
+			}
+			// simulate's serving run of the scenario runs the same limit.
+			for _, p := range plans {
+				sc := sim.Scenario{Arch: a, Topo: box, Plan: p, Workload: model.Workload{KVDtype: c.kv}, Options: s.Options}
+				sv, err := serving.New(serving.Deployment{Scenario: sc})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got := sv.Engine().MaxNumSeqs; got != c.perGroup {
+					t.Errorf("%s: simulate runs %d a scheduler, plan %d", p.Normalized(), got, c.perGroup)
+				}
+			}
+			// predict prices a batch above vLLM's default, with a caveat.
+			if c.engine == "vllm" && c.perGroup == 256 {
+				sc := sim.Scenario{Arch: a, Topo: box, Plan: model.Plan{TP: 8}, Workload: model.Workload{Phase: model.Decode, Batch: 512, Context: 1024, KVDtype: c.kv}, Options: s.Options}
+				if err := sc.CheckSchedulerLimits(); err != nil {
+					t.Errorf("predict refuses batch 512 under the default: %v", err)
+				}
+			}
+		})
 	}
 }

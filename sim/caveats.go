@@ -132,9 +132,15 @@ func (p *Predictor) Caveats(sc Scenario) []string {
 	// never runs: it was launched with a larger --max-num-seqs, which
 	// also sizes the profiling step its KV pool is measured after, so the
 	// step is priced as given and the pool at the default's step.
-	if def, ok := p.cm.prof.Scheduler.DefaultBatch(p.dev.MemBytes, p.dev.Name); ok && p.opts.MaxNumSeqs <= 0 && (w.Phase == "" || w.Phase == model.Decode) {
-		if per := (w.Batch + plan.DP - 1) / plan.DP; per > def.MaxNumSeqs {
-			out = append(out, fmt.Sprintf("decode batch of %d sequences a scheduler (DP group): %s runs at most %d by default on this GPU (max_num_seqs), so the server ran with --max-num-seqs of at least %d, which also sizes the profiling step its KV pool is measured after (fix: --max-num-seqs as the server was launched)", per, p.cm.prof.Name(), def.MaxNumSeqs, per))
+	// The limit is plan's (Scenario.RunningLimitOf), which leaves such a
+	// batch out; SGLang's default, from its pool, is not taken here.
+	// The predictor's box and options are the scenario's (PredictScenario
+	// takes a scenario without them).
+	onBox := sc
+	onBox.Topo, onBox.Options = p.topo, p.opts
+	if l := onBox.RunningLimitOf(0); l.Default && l.PerGroupSeqs > 0 && (w.Phase == "" || w.Phase == model.Decode) {
+		if per := (w.Batch + plan.DP - 1) / plan.DP; per > l.PerGroupSeqs {
+			out = append(out, fmt.Sprintf("decode batch of %d sequences a scheduler (DP group): %s runs at most %d by default on this GPU (%s), so the server ran with --max-num-seqs of at least %d, which also sizes the profiling step its KV pool is measured after (fix: --max-num-seqs as the server was launched)", per, p.cm.prof.Name(), l.PerGroupSeqs, l.Knob, per))
 		}
 	}
 

@@ -428,6 +428,22 @@ func (p *Predictor) MaxConcurrency(sc Scenario) int {
 	return p.memoryFit(sc, model.NewDeployment(sc.Plan, sc.Workload, nil)).MaxConcurrency(sc.Workload, sc.Plan)
 }
 
+// RunningLimit is sc's running limit (Scenario.RunningLimitOf) with the
+// KV pool an engine's default is sized by (SGLang's, per DP rank) priced
+// as MaxConcurrency prices it: the limit the full load and the swept
+// batches stop at.
+func (p *Predictor) RunningLimit(sc Scenario) RunningLimit {
+	if l := sc.RunningLimitOf(0); l.TotalSeqs > 0 || !l.Default || l.Knob != "max_running_requests" {
+		return l
+	}
+	sc.Workload.Batch = 1
+	m := p.memoryFit(sc, model.NewDeployment(sc.Plan, sc.Workload, nil))
+	if m == nil {
+		return RunningLimit{}
+	}
+	return sc.RunningLimitOf(m.KVCapacityTokens)
+}
+
 // memoryFitChunk is memoryFit for a step budget of chunkTokens and a
 // running limit of maxSeqs (0: the engine's defaults).
 func (p *Predictor) memoryFitChunk(sc Scenario, d model.Deployment, chunkTokens, maxSeqs int) *MemoryFit {
@@ -535,29 +551,134 @@ func (sc Scenario) CheckSchedulerLimits() error {
 // rank's scheduler running max_running_requests // dp_size
 // (scheduler.dp_divides_running). 0, 0 where none is given or the engine
 // takes none (TensorRT-LLM, the executor: CheckSchedulerLimits refuses it
-// there).
+// there). The engine's own limit where none is given is RunningLimitOf's.
 func (sc Scenario) RunningLimitSeqs() (total, perGroup int) {
-	n := sc.Options.MaxNumSeqs
-	if n <= 0 {
+	if sc.Options.MaxNumSeqs <= 0 {
 		return 0, 0
 	}
-	p, err := engprof.Lookup(sc.Options.Engine)
+	l := sc.RunningLimitOf(0)
+	return l.TotalSeqs, l.PerGroupSeqs
+}
+
+// RunningLimit is the most sequences a decode step runs under the
+// engine's running limit: the one given (--max-num-seqs), else the
+// engine's default, which the server launched without the flag runs.
+type RunningLimit struct {
+	// TotalSeqs over every DP group, PerGroupSeqs a scheduler's (DP
+	// group's, DP rank's); 0 where the engine has none plan and predict
+	// know (TensorRT-LLM, the executor) or its default needs a KV pool
+	// that was not given.
+	TotalSeqs    int
+	PerGroupSeqs int
+	// Default: none was given and the limit is the engine's own; Knob
+	// names the engine's setting (max_num_seqs, max_running_requests),
+	// Engine the engine (vllm@0.24).
+	Default bool
+	Knob    string
+	Engine  string
+}
+
+// From says where the limit comes from: "--max-num-seqs 32", or
+// "vllm@0.24's default max_num_seqs 256" (a scheduler's).
+func (l RunningLimit) From() string {
+	if !l.Default {
+		return fmt.Sprintf("--max-num-seqs %d", l.PerGroupSeqs)
+	}
+	return fmt.Sprintf("%s's default %s %d", l.Engine, l.Knob, l.PerGroupSeqs)
+}
+
+// RunningLimitOf is the running limit sc's decode step runs under, given
+// or the engine's default where none is given, one rule for both:
+//
+//   - vLLM: max_num_seqs, each DP group's scheduler's own; unset, the
+//     default for the GPU (EngineArgs.get_batch_defaults: the profile's
+//     scheduler.batch_defaults, 1024 on a GPU of 70 GiB or more not named
+//     A100, else 256), at most the step budget
+//     (_set_default_max_num_seqs_and_batched_tokens_args): the profiling
+//     step's sequences (KVBudget.withProfileStep), the one rule the pool
+//     and the serving simulation take.
+//   - SGLang: max_running_requests, the engine's, each DP rank running
+//     max_running_requests // dp_size (scheduler.dp_divides_running);
+//     unset, each rank's own from its KV pool of kvTokens
+//     (SchedulerFacts.DefaultMaxRunning at the model's
+//     max_position_embeddings, as the serving simulation fills it),
+//     none where kvTokens is 0.
+//
+// The zero RunningLimit for an engine that takes no --max-num-seqs
+// (TensorRT-LLM, the executor).
+func (sc Scenario) RunningLimitOf(kvTokens int64) RunningLimit {
+	o := sc.Options
+	p, err := engprof.Lookup(o.Engine)
 	if err != nil {
-		return 0, 0
+		return RunningLimit{}
 	}
+	n := o.MaxNumSeqs
 	dp := sc.Plan.Normalized().DP
+	l := RunningLimit{Default: n <= 0, Engine: p.Name()}
 	switch p.KVPool.KVPoolRule() {
 	case engprof.KVPoolGPUMemUtil:
-		return n * dp, n
+		l.Knob = "max_num_seqs"
+		if n <= 0 {
+			dev, err := sc.gpu()
+			if err != nil {
+				return RunningLimit{}
+			}
+			maxLen := o.MaxModelLen
+			if maxLen <= 0 && sc.Arch != nil {
+				maxLen = sc.Arch.MaxModelLenTokens
+			}
+			n = KVBudget{Rule: engprof.KVPoolGPUMemUtil}.withProfileStep(p, o, 0, 0, dev.MemBytes, dev.Name, maxLen).ProfileSeqs
+		}
+		if n <= 0 {
+			return RunningLimit{}
+		}
+		l.TotalSeqs, l.PerGroupSeqs = n*dp, n
 	case engprof.KVPoolMemFractionStatic:
+		l.Knob = "max_running_requests"
+		if n <= 0 {
+			// Each rank's own from its pool: no share to take. Without
+			// the pool, none yet (Predictor.RunningLimit prices it).
+			if kvTokens <= 0 || sc.Arch == nil {
+				return l
+			}
+			n = p.Scheduler.DefaultMaxRunning(kvTokens, sc.Arch.MaxPositionEmbeddings)
+			if n <= 0 {
+				return l
+			}
+			l.TotalSeqs, l.PerGroupSeqs = n*dp, n
+			return l
+		}
 		if p.Scheduler.DPDividesRunning && dp > 1 {
 			// At least one a rank, as the serving run takes it.
 			per := max(1, n/dp)
-			return per * dp, per
+			l.TotalSeqs, l.PerGroupSeqs = per*dp, per
+			return l
 		}
-		return n * dp, n
+		l.TotalSeqs, l.PerGroupSeqs = n*dp, n
+	default:
+		return RunningLimit{}
 	}
-	return 0, 0
+	return l
+}
+
+// CheckRunningLimitOf is the refusal of a decode step of sc above its
+// running limit l (RunningLimitOf): predict's where the limit is given
+// (CheckRunningLimit), the same where it is the engine's default, which
+// plan leaves such a batch out with (predict prices it with a caveat
+// that the server ran with a larger limit).
+func (sc Scenario) CheckRunningLimitOf(l RunningLimit) error {
+	w, dp := sc.Workload.Normalized(), sc.Plan.Normalized().DP
+	if l.TotalSeqs <= 0 || w.Phase != model.Decode || (w.Batch+dp-1)/dp <= l.PerGroupSeqs {
+		return nil
+	}
+	if l.Default {
+		return fmt.Errorf("--batch %d: %d sequences a scheduler (DP %d), above %s on this GPU: the server launched without --max-num-seqs never runs a step of more; want a batch of at most %d", w.Batch, (w.Batch+dp-1)/dp, dp, l.From(), l.TotalSeqs)
+	}
+	share := ""
+	if l.PerGroupSeqs != sc.Options.MaxNumSeqs {
+		share = fmt.Sprintf(", %d a DP rank (max_running_requests // dp_size)", l.PerGroupSeqs)
+	}
+	return fmt.Errorf("--batch %d: %d sequences a scheduler (DP %d), above --max-num-seqs %d%s: %s never runs a step of more; want a batch of at most %d", w.Batch, (w.Batch+dp-1)/dp, dp, sc.Options.MaxNumSeqs, share, l.Engine, l.TotalSeqs)
 }
 
 // CheckRunningLimit is checkRunningLimit under sc's engine: the refusal
@@ -573,16 +694,11 @@ func (sc Scenario) CheckRunningLimit() error {
 
 // checkRunningLimit refuses a decode step of more sequences a scheduler
 // (DP group) than the running limit given lets it run (RunningLimitSeqs):
-// a step the engine never runs.
+// a step the engine never runs. A batch above the engine's default is
+// predicted with a caveat instead (the server ran with a larger limit).
 func (sc Scenario) checkRunningLimit(p *engprof.Profile) error {
-	total, per := sc.RunningLimitSeqs()
-	w, dp := sc.Workload.Normalized(), sc.Plan.Normalized().DP
-	if total <= 0 || w.Phase != model.Decode || (w.Batch+dp-1)/dp <= per {
+	if sc.Options.MaxNumSeqs <= 0 {
 		return nil
 	}
-	share := ""
-	if per != sc.Options.MaxNumSeqs {
-		share = fmt.Sprintf(", %d a DP rank (max_running_requests // dp_size)", per)
-	}
-	return fmt.Errorf("--batch %d: %d sequences a scheduler (DP %d), above --max-num-seqs %d%s: %s never runs a step of more; want a batch of at most %d", w.Batch, (w.Batch+dp-1)/dp, dp, sc.Options.MaxNumSeqs, share, p.Name(), total)
+	return sc.CheckRunningLimitOf(sc.RunningLimitOf(0))
 }

@@ -783,7 +783,13 @@ func leftOutLines(cov plan.Coverage, boxes int) []string {
 			if n > len(ex) {
 				more = fmt.Sprintf(", and %d more", n-len(ex))
 			}
-			out = append(out, fmt.Sprintf("left out %d batches (box x plan x batch) above the running limit given, steps the engine never runs: %s%s", n, strings.Join(ex, "; "), more))
+			whose := "the running limit given"
+			if first := cov.LeftOut[slices.IndexFunc(cov.LeftOut, func(l plan.LeftOut) bool { return l.Reason == reason })]; first.EngineDefault {
+				// None given: the engine's default, which the server
+				// launched without --max-num-seqs runs.
+				whose = "the engine's default running limit (none given; lift it with --max-num-seqs, as the server would be launched)"
+			}
+			out = append(out, fmt.Sprintf("left out %d batches (box x plan x batch) above %s, steps the engine never runs: %s%s", n, whose, strings.Join(ex, "; "), more))
 			continue
 		}
 		more := ""
@@ -797,12 +803,38 @@ func leftOutLines(cov plan.Coverage, boxes int) []string {
 
 // concurrencyCell is a maximum concurrency as the tables show it: the
 // count, marked where the running limit given bounds it rather than the
-// KV cache.
+// KV cache, or the engine's default where none was given ("default":
+// the line under the capacity table names it and how to lift it).
 func concurrencyCell(n int, bound plan.ConcurrencyBound) string {
+	if bound.EngineDefault() {
+		return strconv.Itoa(n) + " (default)"
+	}
 	if bound == plan.BoundRunningLimit {
 		return strconv.Itoa(n) + " (--max-num-seqs)"
 	}
 	return strconv.Itoa(n)
+}
+
+// defaultLimitLine says in how many capacity rows the engine's default
+// running limit bounds the max concurrency, which default, and how to
+// lift it; "" where it bounds none.
+func defaultLimitLine(res *plan.Result) string {
+	var from []string
+	n := 0
+	for _, c := range res.Capacity {
+		if !c.ConcurrencyBound.EngineDefault() {
+			continue
+		}
+		n++
+		f := strings.TrimSuffix(strings.TrimPrefix(string(c.ConcurrencyBound), string(plan.BoundRunningLimit)+" ("), ")")
+		if !slices.Contains(from, f) {
+			from = append(from, f)
+		}
+	}
+	if n == 0 {
+		return ""
+	}
+	return fmt.Sprintf("max concurrency bound by the engine's default running limit in %d of %d capacity rows (marked default; none given: %s a scheduler (DP group)): lift it with --max-num-seqs N, as the server would be launched", n, len(res.Capacity), strings.Join(from, ", "))
 }
 
 // pointCells are a point's table cells; the "slo" column only when the
@@ -870,6 +902,9 @@ func writePlanText(w io.Writer, modelName string, res *plan.Result, priced *pric
 	for _, l := range leftOutLines(res.Coverage, boxes) {
 		fmt.Fprintln(w, l)
 	}
+	if l := defaultLimitLine(res); l != "" {
+		fmt.Fprintln(w, l)
+	}
 	within, none := "", "no swept configuration fits"
 	if withSLO {
 		within, none = " within the SLO", "no swept configuration fits and meets the SLO"
@@ -923,6 +958,8 @@ func writePlanText(w io.Writer, modelName string, res *plan.Result, priced *pric
 	what := "sequences of each context that fit (KV cache)"
 	if slices.ContainsFunc(fitting, func(c plan.CapacityRow) bool { return c.ConcurrencyBound == plan.BoundRunningLimit }) {
 		what = "sequences of each context the box runs at once (the KV cache's, or the running limit given where marked --max-num-seqs)"
+	} else if slices.ContainsFunc(fitting, func(c plan.CapacityRow) bool { return c.ConcurrencyBound.EngineDefault() }) {
+		what = "sequences of each context the box runs at once (the KV cache's, or the engine's default running limit where marked default)"
 	}
 	if err := table(fmt.Sprintf("capacity: %s, best swept batch%s, and the box at full load (%d of %d rows have room; all in --output json)", what, within, len(fitting), len(res.Capacity)), capHeader, rows); err != nil {
 		return err
