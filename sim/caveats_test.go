@@ -359,3 +359,33 @@ func TestCaveatNCCLAlgoFollowsBox(t *testing.T) {
 		t.Errorf("--nccl-algo ^Ring on h200-nvswitch: caveats %q; want one starting %q", cs, want)
 	}
 }
+
+// TestCaveatDefaultRunningLimitUnderBudget: vLLM fills an unset
+// max_num_seqs with its GPU's default at most the step budget
+// (EngineArgs._set_default_max_num_seqs_and_batched_tokens_args), so on
+// an H200 with --max-num-batched-tokens 512 the server launched without
+// --max-num-seqs runs at most min(1024, 512) = 512 sequences: a batch of
+// 600 is above it and the caveat names 512 (it had named the GPU's 1024
+// and stayed quiet), the limit plan stops the sweep at
+// (Scenario.RunningLimitOf).
+func TestCaveatDefaultRunningLimitUnderBudget(t *testing.T) {
+	o := Options{CUDAGraphs: true, Engine: engprof.Ref{Name: "vllm"}, MaxNumBatchedTokens: 512}
+	box := collTopo(t, "h200-nvswitch", 0)
+	p, err := New(box, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc := Scenario{Arch: mustPreset(t, "deepseek-v3"), Plan: model.Plan{TP: 8},
+		Workload: model.Workload{Phase: model.Decode, Batch: 600, Context: 512, KVDtype: model.FP8}}
+	pr, err := p.PredictScenario(sc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.ContainsFunc(pr.Caveats, func(s string) bool { return strings.Contains(s, "runs at most 512 by default on this GPU (max_num_seqs)") }) {
+		t.Errorf("batch 600 under a 512-token budget: caveats %q lack vLLM's default of 512", pr.Caveats)
+	}
+	sc.Topo, sc.Options = box, o
+	if l := sc.RunningLimitOf(0); l.TotalSeqs != 512 || !l.Default || l.From() != "vllm@0.24's default max_num_seqs 512" {
+		t.Errorf("running limit %+v (%s), want the default 512", l, l.From())
+	}
+}
