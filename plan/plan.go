@@ -323,8 +323,8 @@ type Point struct {
 	// KVCapacityTokens per attention group (per GPU of the group);
 	// MaxConcurrency the sequences of this context the box runs at once
 	// (all DP groups): those the KV cache holds, at most the running
-	// limit given (Scenario.RunningLimitSeqs); ConcurrencyBound says
-	// which bounds it ("" where no KV fits).
+	// limit, given or the engine's default (Scenario.RunningLimitOf);
+	// ConcurrencyBound says which bounds it ("" where no KV fits).
 	KVCapacityTokens int64            `json:"kv_capacity_tokens"`
 	MaxConcurrency   int              `json:"max_concurrency"`
 	ConcurrencyBound ConcurrencyBound `json:"concurrency_bound,omitempty"`

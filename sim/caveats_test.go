@@ -381,7 +381,9 @@ func TestCaveatDefaultRunningLimitUnderBudget(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !slices.ContainsFunc(pr.Caveats, func(s string) bool { return strings.Contains(s, "runs at most 512 by default on this GPU (max_num_seqs)") }) {
+	if !slices.ContainsFunc(pr.Caveats, func(s string) bool {
+		return strings.Contains(s, "runs at most 512 by default on this GPU (max_num_seqs)")
+	}) {
 		t.Errorf("batch 600 under a 512-token budget: caveats %q lack vLLM's default of 512", pr.Caveats)
 	}
 	sc.Topo, sc.Options = box, o
