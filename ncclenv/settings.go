@@ -52,10 +52,12 @@ type Settings struct {
 	// Proto is NCCL_PROTO: "" (default), a comma list ("LL,Simple"), or a
 	// "^" exclusion list ("^LL128").
 	Proto string `json:"proto,omitempty"`
-	// Algo is NCCL_ALGO: "", "Ring", "Tree", "Ring,Tree", "^Tree". NCCL
-	// names tpscope does not model (NVLS, NVLSTree, CollNetDirect,
-	// CollNetChain, PAT) are accepted beside Ring or Tree and not priced
-	// where the box has them (Algorithms; a prediction's caveat says so).
+	// Algo is NCCL_ALGO in NCCL's grammar (parseAlgo): "", "Ring",
+	// "Tree", "Ring,Tree", "^Tree", or per collective
+	// "allreduce:tree;allgather:ring" (NCCL 2.24 and later). NCCL names
+	// tpscope does not model (NVLS, NVLSTree, CollNetDirect, CollNetChain,
+	// PAT) are accepted beside Ring or Tree and not priced where the box
+	// has them (Algorithms; a prediction's caveat says so).
 	Algo string `json:"algo,omitempty"`
 	// P2PLevel is NCCL_P2P_LEVEL (LOC, NVL, NVB, PIX, PXB, PXN, PHB, SYS;
 	// "" = PXB). Ring hops farther than the level go through host memory.
@@ -138,8 +140,9 @@ type Parsed struct {
 	// Protocols says per Protocol whether NCCL may pick it: 1 on, 0 off,
 	// -1 NCCL's default (LL and Simple on; LL128 on NVLink only).
 	Protocols [NumProtocols]int8
-	// Algorithms says per Algorithm whether NCCL may pick it.
-	Algorithms [NumAlgorithms]bool
+	// algos is NCCL_ALGO as NCCL reads it: per NCCL function, per NCCL
+	// algorithm, whether NCCL may pick it (Algorithms reads it).
+	algos algoTable
 	// P2PLevel is the farthest path NCCL uses P2P over (PXB by default).
 	P2PLevel topology.P2PLevel
 	// P2PDisable: no P2P at all.
@@ -158,7 +161,7 @@ func (s Settings) Parse() (Parsed, error) {
 	if p.Protocols, err = parseProto(s.Proto); err != nil {
 		return p, fmt.Errorf("nccl.proto: %w", err)
 	}
-	if p.Algorithms, err = parseAlgo(s.Algo); err != nil {
+	if p.algos, err = parseAlgo(s.Algo); err != nil {
 		return p, fmt.Errorf("nccl.algo: %w", err)
 	}
 	if p.P2PLevel, err = topology.ParseP2PLevel(s.P2PLevel); err != nil {
@@ -352,7 +355,7 @@ func parseProto(s string) ([NumProtocols]int8, error) {
 }
 
 // Collective names an NCCL collective as NCCL_ALGO's per-function lists
-// do (ncclFuncStr, lower case).
+// do (ncclFuncStr, matched without case; tpscope spells them lower case).
 type Collective string
 
 const (
@@ -360,6 +363,114 @@ const (
 	AllGather     Collective = "allgather"
 	ReduceScatter Collective = "reducescatter"
 )
+
+// ncclFuncNames are NCCL's functions in its order (src/init.cc
+// ncclFuncStr): the prefixes NCCL_ALGO's clauses may name.
+var ncclFuncNames = [...]string{"Broadcast", "Reduce", "AllGather", "ReduceScatter", "AllReduce"}
+
+// ncclAlgoNames are NCCL's algorithms in its order (src/init.cc
+// ncclAlgoStr since NCCL 2.19, where PAT joined): the names NCCL_ALGO
+// may list. "CollNet" is none of them: NCCL split it into CollNetDirect
+// and CollNetChain in 2.14, and 2.24 refuses a name it does not know.
+var ncclAlgoNames = [...]string{"Tree", "Ring", "CollNetDirect", "CollNetChain", "NVLS", "NVLSTree", "PAT"}
+
+// algoTable is NCCL_ALGO as NCCL reads it: per function (ncclFuncNames),
+// per algorithm (ncclAlgoNames), whether NCCL may pick it.
+type algoTable [len(ncclFuncNames)][len(ncclAlgoNames)]bool
+
+// row is the algorithms the table allows op (nil for a function NCCL does
+// not have).
+func (t *algoTable) row(op Collective) *[len(ncclAlgoNames)]bool {
+	if f := indexOf(ncclFuncNames[:], string(op)); f >= 0 {
+		return &t[f]
+	}
+	return nil
+}
+
+// allows reports whether the table lets NCCL pick the algorithm named alg
+// (an NCCL name) for op.
+func (t *algoTable) allows(op Collective, alg string) bool {
+	r, a := t.row(op), indexOf(ncclAlgoNames[:], alg)
+	return r != nil && a >= 0 && r[a]
+}
+
+// strtokFields splits s as C's strtok_r does on sep: the non-empty runs
+// between separators, each with its offset in s (NCCL tells the first
+// clause by its offset: a leading ";" makes the first clause not first).
+func strtokFields(s string, sep byte) (fields []string, offsets []int) {
+	start := -1
+	for i := 0; i <= len(s); i++ {
+		if i == len(s) || s[i] == sep {
+			if start >= 0 {
+				fields, offsets = append(fields, s[start:i]), append(offsets, start)
+				start = -1
+			}
+		} else if start < 0 {
+			start = i
+		}
+	}
+	return fields, offsets
+}
+
+// parseAlgoTable reads NCCL_ALGO with NCCL's grammar, as parseList
+// (src/graph/tuning.cc, NCCL 2.24 and later) does: clauses split by ";",
+// each "[function:]list" (the prefix is NCCL's function name, any case;
+// only the first clause may lack one, and it applies to every function);
+// a list is NCCL's algorithm names (any case) split by ",", or "^" and
+// the names to exclude. A clause sets its functions' rows whole, later
+// clauses over earlier ones. Separators in a row collapse and nothing is
+// trimmed, as strtok_r and strcasecmp have it (" Ring" is no name); a
+// clause's text after a second ":" is ignored, as NCCL ignores it.
+// Errors are NCCL's refusals (ncclInvalidUsage), and a clause of ":"
+// alone, which NCCL reads through a null pointer.
+func parseAlgoTable(s string) (algoTable, error) {
+	var t algoTable
+	for f := range t {
+		for a := range t[f] {
+			t[f][a] = true
+		}
+	}
+	clauses, offsets := strtokFields(s, ';')
+	for k, clause := range clauses {
+		parts, _ := strtokFields(clause, ':')
+		var prefix, list string
+		switch {
+		case len(parts) == 0:
+			return t, fmt.Errorf("clause %q names neither a function nor an algorithm", clause)
+		case len(parts) == 1:
+			if offsets[k] != 0 {
+				return t, fmt.Errorf("clause %q has no function: every clause but the first needs one (function:list, the function one of %s)", clause, strings.Join(ncclFuncNames[:], ", "))
+			}
+			list = parts[0]
+		default:
+			prefix, list = parts[0], parts[1]
+		}
+		exclude := strings.HasPrefix(list, "^")
+		list = strings.TrimPrefix(list, "^")
+		names, _ := strtokFields(list, ',')
+		matched := false
+		for f := range t {
+			if prefix != "" && !strings.EqualFold(prefix, ncclFuncNames[f]) {
+				continue
+			}
+			matched = true
+			for a := range t[f] {
+				t[f][a] = exclude
+			}
+			for _, n := range names {
+				a := indexOf(ncclAlgoNames[:], n)
+				if a < 0 {
+					return t, fmt.Errorf("unknown algorithm %q (want NCCL's %s, a comma list, ^ to exclude, per collective as allreduce:tree;allgather:ring)", n, strings.Join(ncclAlgoNames[:], ", "))
+				}
+				t[f][a] = !exclude
+			}
+		}
+		if !matched {
+			return t, fmt.Errorf("unknown function %q (want one of NCCL's %s before the \":\")", prefix, strings.Join(ncclFuncNames[:], ", "))
+		}
+	}
+	return t, nil
+}
 
 // nodeAlgorithms are the algorithms NCCL runs op with on one node of
 // several GPUs, tpscope's box, before NCCL_ALGO: NCCL src/graph/tuning.cc
@@ -384,20 +495,20 @@ func nodeAlgorithms(op Collective, nvls bool) []string {
 
 // Algorithms returns the algorithms NCCL may pick for op on one node of
 // several GPUs (nvls: whether they have NVLink SHARP, nodeAlgorithms)
-// under NCCL_ALGO, split into those tpscope prices (Ring, Tree) and those
-// it does not (NVLS). Both empty: NCCL has no algorithm for op and fails
-// the call (src/enqueue.cc topoGetAlgoInfo: "No algorithm/protocol
-// available for function AllGather ...", ncclInvalidUsage). A name the
-// node lacks (NVLS on PCIe, PAT, NVLSTree, CollNet*) enables nothing.
+// under NCCL_ALGO (op's own clause where it has one), split into those
+// tpscope prices (Ring, Tree) and those it does not (NVLS). Both empty:
+// NCCL has no algorithm for op and fails the call (src/enqueue.cc
+// topoGetAlgoInfo: "No algorithm/protocol available for function
+// AllGather ...", ncclInvalidUsage). A name the node lacks (NVLS on
+// PCIe, PAT, NVLSTree, CollNet*) enables nothing. s must be valid
+// (Validate): an NCCL_ALGO NCCL refuses gives nothing.
 func (s Settings) Algorithms(op Collective, nvls bool) (priced, unmodelled []string) {
-	a := strings.TrimSpace(s.Algo)
-	exclude := strings.HasPrefix(a, "^")
-	named := map[string]bool{}
-	for _, f := range strings.Split(strings.TrimPrefix(a, "^"), ",") {
-		named[strings.ToLower(strings.TrimSpace(f))] = true
+	t, err := parseAlgoTable(s.Algo)
+	if err != nil {
+		return nil, nil
 	}
 	for _, alg := range nodeAlgorithms(op, nvls) {
-		if a != "" && named[strings.ToLower(alg)] == exclude {
+		if !t.allows(op, alg) {
 			continue
 		}
 		if indexOf(algoNames[:], alg) >= 0 {
@@ -409,63 +520,72 @@ func (s Settings) Algorithms(op Collective, nvls bool) (priced, unmodelled []str
 	return priced, unmodelled
 }
 
-// GathersFail reports whether NCCL_ALGO leaves an all-gather or a
-// reduce-scatter (NCCL gives both the same algorithms) no algorithm on
-// one node of several GPUs (Algorithms): a list of all-reduce-only
-// algorithms (Tree, NVLSTree, CollNetChain), of algorithms the node lacks
+// Fails reports whether NCCL_ALGO leaves op no algorithm on one node of
+// several GPUs (Algorithms): a list of all-reduce-only algorithms (Tree,
+// NVLSTree, CollNetChain) for an all-gather, of algorithms the node lacks
 // (NVLS where nvls is false: a PCIe box), or an exclusion of all it has
-// (^Ring without NVLS). NCCL then fails the call, where it had been
-// priced as Ring.
-func (s Settings) GathersFail(nvls bool) bool {
-	priced, unmodelled := s.Algorithms(AllGather, nvls)
+// (^Ring without NVLS). NCCL then fails the call.
+func (s Settings) Fails(op Collective, nvls bool) bool {
+	priced, unmodelled := s.Algorithms(op, nvls)
 	return len(priced)+len(unmodelled) == 0
 }
 
-// unmodelledAlgo reports whether f is a valid NCCL algorithm name that
-// tpscope does not model.
-func unmodelledAlgo(f string) bool {
-	switch strings.ToLower(f) {
-	case "nvls", "nvlstree", "collnet", "collnetdirect", "collnetchain", "pat":
-		return true
-	}
-	return false
+// GathersFail reports whether NCCL_ALGO leaves an all-gather or a
+// reduce-scatter no algorithm on one node of several GPUs (Fails), where
+// it had been priced as Ring.
+func (s Settings) GathersFail(nvls bool) bool {
+	return s.Fails(AllGather, nvls) || s.Fails(ReduceScatter, nvls)
 }
 
-// parseAlgo parses NCCL_ALGO into the algorithms NCCL may pick (both by
-// default); NCCL names tpscope does not model are accepted and ignored
-// beside Ring or Tree, and a list of only those is refused as what it is:
-// an algorithm tpscope cannot price.
-func parseAlgo(s string) ([NumAlgorithms]bool, error) {
-	on := [NumAlgorithms]bool{true, true}
-	s = strings.TrimSpace(s)
-	if s == "" {
-		return on, nil
+// Algorithms is what NCCL_ALGO lets NCCL pick for op among the
+// algorithms tpscope models (op's clause where it has one); all of them
+// for a function NCCL does not have.
+func (p Parsed) Algorithms(op Collective) [NumAlgorithms]bool {
+	var on [NumAlgorithms]bool
+	if p.algos.row(op) == nil {
+		return [NumAlgorithms]bool{true, true}
 	}
-	asked := s
-	exclude := strings.HasPrefix(s, "^")
-	s = strings.TrimPrefix(s, "^")
-	if !exclude {
-		on = [NumAlgorithms]bool{}
+	for a := range on {
+		on[a] = p.algos.allows(op, algoNames[a])
 	}
-	var unmodelled []string
-	for _, f := range strings.Split(s, ",") {
-		f = strings.TrimSpace(f)
-		if i := indexOf(algoNames[:], f); i >= 0 {
-			on[i] = !exclude
-			continue
+	return on
+}
+
+// parseAlgo parses NCCL_ALGO with NCCL's grammar (parseAlgoTable; every
+// algorithm for every function when unset) and refuses, beyond what NCCL
+// refuses, an all-reduce tpscope cannot price: one whose list (its own
+// clause's, or the list for every function) enables neither Ring nor
+// Tree, as what it is: only algorithms tpscope does not model, or none.
+// An all-gather or reduce-scatter left without Ring is the box's
+// question (Settings.Fails; NVLS may run it).
+func parseAlgo(s string) (algoTable, error) {
+	t, err := parseAlgoTable(s)
+	if err != nil {
+		return t, fmt.Errorf("NCCL_ALGO %q: %w", s, err)
+	}
+	ar := t.row(AllReduce)
+	if ar[indexOf(ncclAlgoNames[:], "Ring")] || ar[indexOf(ncclAlgoNames[:], "Tree")] {
+		return t, nil
+	}
+	// The all-reduce's list: the last clause that set its row.
+	list, where := "", ""
+	clauses, _ := strtokFields(s, ';')
+	for _, c := range clauses {
+		parts, _ := strtokFields(c, ':')
+		switch {
+		case len(parts) == 1:
+			list = parts[0]
+		case strings.EqualFold(parts[0], string(AllReduce)):
+			list, where = parts[1], " for allreduce"
 		}
-		if unmodelledAlgo(f) {
-			unmodelled = append(unmodelled, f)
-			continue // valid NCCL names, not modeled
-		}
-		return on, fmt.Errorf("NCCL_ALGO %q: unknown algorithm %q (want Ring, Tree, optionally ^ to exclude)", asked, f)
 	}
-	if on == [NumAlgorithms]bool{} {
-		if !exclude && len(unmodelled) > 0 {
-			return on, fmt.Errorf("NCCL_ALGO %q: %s not modelled (tpscope prices NCCL's Ring and Tree): want Ring or Tree among them",
-				asked, strings.Join(unmodelled, ", ")+map[bool]string{true: " is", false: " are"}[len(unmodelled) == 1])
-		}
-		return on, fmt.Errorf("NCCL_ALGO %q enables neither Ring nor Tree", asked)
+	var named []string
+	if !strings.HasPrefix(list, "^") {
+		named, _ = strtokFields(list, ',')
 	}
-	return on, nil
+	if len(named) > 0 {
+		return t, fmt.Errorf("NCCL_ALGO %q: %s not modelled%s (tpscope prices NCCL's Ring and Tree): want Ring or Tree among them",
+			s, strings.Join(named, ", ")+map[bool]string{true: " is", false: " are"}[len(named) == 1], where)
+	}
+	return t, fmt.Errorf("NCCL_ALGO %q enables neither Ring nor Tree%s", s, where)
 }

@@ -80,7 +80,7 @@ func TestParse(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if p.Protocols != tc.protos || p.Algorithms != tc.algos || p.P2PLevel.String() != tc.level {
+			if p.Protocols != tc.protos || p.Algorithms(AllReduce) != tc.algos || p.P2PLevel.String() != tc.level {
 				t.Errorf("parsed %+v (level %s), want %v %v %s", p, p.P2PLevel, tc.protos, tc.algos, tc.level)
 			}
 		})
@@ -139,7 +139,7 @@ func TestAlgorithms(t *testing.T) {
 		{"^Ring", AllGather, false, "", ""},
 		{"^Ring", ReduceScatter, true, "", "NVLS"},
 		{"^NVLS", AllReduce, true, "Ring Tree", ""},
-		{"Ring, Tree,nvlstree,PAT", AllReduce, true, "Ring Tree", ""},
+		{"Ring,Tree,nvlstree,PAT", AllReduce, true, "Ring Tree", ""},
 		{"tree", AllGather, true, "", ""},
 		{"Tree,PAT", AllGather, false, "", ""},
 		{"CollNetDirect,Ring", ReduceScatter, false, "Ring", ""},

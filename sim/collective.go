@@ -353,7 +353,7 @@ type groupInfo struct {
 	customFixedUs   [2]float64 // one-stage, two-stage kernels' fixed time (customARFixedUs)
 	// nvswitch: the group shares an NVSwitch (multicast memory exists).
 	nvswitch bool
-	enabled  [numAlgos][numProtos]bool // NCCL's enabled set for this group
+	protoOn  [numProtos]bool // the protocols NCCL may run for this group (NCCL_PROTO, LL128 on NVLink by default)
 
 	// Per (op, algo, proto), precomputed so Cost is a few multiply-adds:
 	// NCCL's latency and us per byte, tpscope's latency and us per byte.
@@ -375,8 +375,8 @@ type CollectiveModel struct {
 	// capability 10.x), whose NVLink collectives take the measured terms
 	// (ncclBlackwellStepUs, customARBlackwell).
 	blackwellDC bool
-	protoOn     [numProtos]int8 // 1 on, 0 off, -1 default (LL128: NVLink only)
-	algoOn      [numAlgos]bool
+	protoOn     [numProtos]int8   // 1 on, 0 off, -1 default (LL128: NVLink only)
+	algoOn      [3][numAlgos]bool // per collOps[:3]: NCCL_ALGO's algorithms for the op (its own clause where it has one)
 	calib       [4][numAlgos][numProtos]*topology.CollectiveParams
 	calibLevel  string
 
@@ -402,7 +402,10 @@ func NewCollectiveModel(t *topology.Topology, o ncclenv.Settings) (*CollectiveMo
 	if err != nil {
 		return nil, errors.Unwrap(err) // NCCL's message, without the field
 	}
-	m.level, m.protoOn, m.algoOn = parsed.P2PLevel, parsed.Protocols, parsed.Algorithms
+	m.level, m.protoOn = parsed.P2PLevel, parsed.Protocols
+	for oi, op := range collOps[:3] {
+		m.algoOn[oi] = parsed.Algorithms(ncclenv.Collective(op))
+	}
 	// A hop through host memory needs a route there: an NVL72 rack's
 	// GPUs of two Grace CPUs have none tpscope models (NCCL would take the
 	// other Grace inside a compute tray, the network across trays).
@@ -521,7 +524,7 @@ func (m *CollectiveModel) Cost(op model.Collective, group []int, bytes int64) Co
 	best, bestA, bestP := math.Inf(1), -1, -1
 	for a := 0; a < numAlgos; a++ {
 		for p := 0; p < numProtos; p++ {
-			if !g.enabled[a][p] || (a == algoTree && op != model.AllReduce) {
+			if !m.algoOn[oi][a] || !g.protoOn[p] || (a == algoTree && op != model.AllReduce) {
 				continue
 			}
 			if t := g.ncclLat[oi][a][p] + b*g.ncclUsPerByte[oi][a][p]; t < best {
@@ -530,13 +533,13 @@ func (m *CollectiveModel) Cost(op model.Collective, group []int, bytes int64) Co
 		}
 	}
 	if bestA < 0 {
-		// NCCL_ALGO=Tree for a non-all-reduce: NCCL fails the call
-		// (Settings.GathersFail; scenarios and the collective verb
-		// refuse it), or runs NVLS where the box has it (^Ring on an
-		// NVSwitch: a caveat says so); priced as Ring for a caller that
-		// asks anyway.
+		// NCCL_ALGO without Ring for a non-all-reduce (Tree, or
+		// allgather:nvls): NCCL fails the call (Settings.Fails; scenarios
+		// and the collective verb refuse it), or runs NVLS where the box
+		// has it (^Ring on an NVSwitch: a caveat says so); priced as Ring
+		// for a caller that asks anyway.
 		for p := 0; p < numProtos; p++ {
-			if g.enabled[algoTree][p] || g.enabled[algoRing][p] {
+			if g.protoOn[p] {
 				if t := g.ncclLat[oi][algoRing][p] + b*g.ncclUsPerByte[oi][algoRing][p]; t < best {
 					best, bestA, bestP = t, algoRing, p
 				}
@@ -993,14 +996,12 @@ func (m *CollectiveModel) shapeGroup(mask uint64, ranks []int) *groupInfo {
 	}
 	g.customFixedUs = m.customARFixedUs(g)
 
-	for a := 0; a < numAlgos; a++ {
-		for p := 0; p < numProtos; p++ {
-			on := m.algoOn[a] && m.protoOn[p] != 0
-			if m.protoOn[p] < 0 && p == protoLL128 && g.pathType != pathNVLink {
-				on = false // nccl-model.md: LL128 by default only on NVLink
-			}
-			g.enabled[a][p] = on
+	for p := 0; p < numProtos; p++ {
+		on := m.protoOn[p] != 0
+		if m.protoOn[p] < 0 && p == protoLL128 && g.pathType != pathNVLink {
+			on = false // nccl-model.md: LL128 by default only on NVLink
 		}
+		g.protoOn[p] = on
 	}
 	return g
 }

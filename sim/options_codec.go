@@ -66,7 +66,7 @@ var optionFields = []OptionField{
 	{Name: "nccl-proto", Kind: OptionString, Env: ncclenv.EnvProto, Help: "NCCL_PROTO: LL, LL128, Simple, a comma list or ^exclusions (default: NCCL's choice)",
 		Get: func(o *Options) string { return o.NCCL.Proto },
 		Set: func(o *Options, v string) error { o.NCCL.Proto = v; return nil }},
-	{Name: "nccl-algo", Kind: OptionString, Env: ncclenv.EnvAlgo, Help: "NCCL_ALGO: Ring, Tree, a comma list or ^exclusions (default: NCCL's choice)",
+	{Name: "nccl-algo", Kind: OptionString, Env: ncclenv.EnvAlgo, Help: "NCCL_ALGO: Ring, Tree, a comma list or ^exclusions, per collective as allreduce:tree;allgather:ring (default: NCCL's choice)",
 		Get: func(o *Options) string { return o.NCCL.Algo },
 		Set: func(o *Options, v string) error { o.NCCL.Algo = v; return nil }},
 	{Name: "p2p-level", Kind: OptionString, Env: ncclenv.EnvP2PLevel, Help: "NCCL_P2P_LEVEL: LOC, NVL, NVB, PIX, PXB, PXN, PHB, SYS (default: NCCL's PXB)",

@@ -401,25 +401,34 @@ func (v *optionValue) Type() string {
 	return "string"
 }
 
-// options returns the run-time options the flags give; a bad value is a
-// usage error naming its flag.
-func (f *scenarioFlags) options() (sim.Options, error) {
+// checkOptionFlags checks each field of o that keep takes, alone: a bad
+// value is a usage error naming its flag (--nccl-algo, not the field).
+func checkOptionFlags(o *sim.Options, keep func(sim.OptionField) bool) error {
 	for _, of := range sim.OptionFields() {
 		var one sim.Options
-		v := of.Get(&f.opts)
-		if v == "" {
+		v := of.Get(o)
+		if v == "" || !keep(of) {
 			continue
 		}
 		if err := of.Set(&one, v); err != nil {
-			return sim.Options{}, causeError("--"+of.Name, v, err)
+			return causeError("--"+of.Name, v, err)
 		}
 		if err := one.Validate(); err != nil {
 			var oe *sim.OptionsError
 			if errors.As(err, &oe) {
-				return sim.Options{}, &usageError{Flag: "--" + of.Name, Value: v, Want: oe.Msg, Err: err}
+				return &usageError{Flag: "--" + of.Name, Value: v, Want: oe.Msg, Err: err}
 			}
-			return sim.Options{}, causeError("--"+of.Name, v, err)
+			return causeError("--"+of.Name, v, err)
 		}
+	}
+	return nil
+}
+
+// options returns the run-time options the flags give; a bad value is a
+// usage error naming its flag.
+func (f *scenarioFlags) options() (sim.Options, error) {
+	if err := checkOptionFlags(&f.opts, func(sim.OptionField) bool { return true }); err != nil {
+		return sim.Options{}, err
 	}
 	// 0 reads as the engine's default (the codec writes no 0), but vLLM
 	// refuses a limit of 0 (SchedulerConfig's Field(ge=1)): given, it is

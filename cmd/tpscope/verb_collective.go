@@ -111,6 +111,11 @@ func (o *collectiveOptions) Run(ctx context.Context, args []string, std IO) erro
 	if o.customAR != "" && coll != model.AllReduce {
 		return flagError("--custom-ar", o.customAR, "an all-reduce kernel; --op is %s", coll)
 	}
+	// Each NCCL flag read alone with NCCL's grammar, before any work: a
+	// refusal names its flag.
+	if err := checkOptionFlags(&o.nccl, func(of sim.OptionField) bool { return of.Env != "" }); err != nil {
+		return err
+	}
 	if coll == model.AllToAll && o.fs.Changed("nccl-algo") {
 		// NCCL_ALGO picks among the collective algorithms; an all-to-all
 		// is grouped point-to-point sends and receives (its protocol
@@ -156,15 +161,16 @@ func (o *collectiveOptions) Run(ctx context.Context, args []string, std IO) erro
 			return err
 		}
 	}
-	if nvls := sim.NVLSAmong(t, n); (coll == model.AllGather || coll == model.ReduceScatter) && o.nccl.NCCL.GathersFail(nvls) {
+	if nvls := sim.NVLSAmong(t, n); (coll == model.AllGather || coll == model.ReduceScatter) && o.nccl.NCCL.Fails(ncclenv.Collective(coll), nvls) {
 		// NCCL has no Tree all-gather or reduce-scatter, and NVLS only
-		// over NVLink SHARP: under a list of neither it fails the call
-		// instead of running Ring.
-		have := "Ring alone: no NVLink SHARP for NVLS among them"
+		// over NVLink SHARP: under a list (the op's own clause, where
+		// NCCL_ALGO has one) of neither it fails the call instead of
+		// running Ring.
+		have := "Ring alone for it: no NVLink SHARP for NVLS among them"
 		if nvls {
-			have = "Ring and NVLS"
+			have = "Ring and NVLS for it"
 		}
-		return flagError("--nccl-algo", o.nccl.NCCL.Algo, "it leaves NCCL no algorithm for an all-gather or reduce-scatter on the first %d GPUs of %s (it has %s), so --op %s has none (it fails the call: \"no algorithm/protocol available for function\", ncclInvalidUsage): keep Ring among them (Ring,Tree) or drop it", n, t.Name, have, coll)
+		return flagError("--nccl-algo", o.nccl.NCCL.Algo, "it leaves NCCL no algorithm for --op %s on the first %d GPUs of %s (NCCL has %s), so NCCL fails the call (\"no algorithm/protocol available for function\", ncclInvalidUsage): keep Ring among them (Ring,Tree) or drop it", coll, n, t.Name, have)
 	}
 	group := make([]int, n)
 	for i := range group {

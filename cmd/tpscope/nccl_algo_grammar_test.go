@@ -1,0 +1,34 @@
+package main
+
+import (
+	"strings"
+	"testing"
+)
+
+// TestCollectiveNCCLAlgoGrammar: --nccl-algo reads NCCL_ALGO as NCCL
+// 2.24+ does. "CollNet", which NCCL refuses (it knows CollNetDirect and
+// CollNetChain), had priced rows; it is refused in one line naming the
+// flag. A per-collective list, which NCCL accepts and tpscope had
+// refused, prices each op with its own clause: the all-reduce with Tree,
+// the all-gather with Ring.
+func TestCollectiveNCCLAlgoGrammar(t *testing.T) {
+	oneLineUsage(t, []string{"collective", "--topo", "h200-nvswitch", "--sizes", "1M", "--nccl-algo", "CollNet,Ring"},
+		"usage: --nccl-algo CollNet,Ring:", `unknown algorithm "CollNet"`, "CollNetDirect, CollNetChain")
+	oneLineUsage(t, []string{"predict", "--model", "deepseek-v3", "--topo", "h200-nvswitch", "--tp", "8", "--nccl-algo", "allreduce:tree;ring"},
+		"usage: --nccl-algo allreduce:tree;ring:", "every clause but the first needs one")
+	for _, c := range []struct{ op, algo string }{{"allreduce", "Tree"}, {"allgather", "Ring"}} {
+		code, out, stderr := runCLI(t, "collective", "--topo", "h200-nvswitch", "--op", c.op, "--sizes", "64K:64M", "--nccl-algo", "allreduce:tree;allgather:ring", "--output", "csv")
+		if code != 0 {
+			t.Fatalf("--op %s --nccl-algo allreduce:tree;allgather:ring: exit %d, %q", c.op, code, stderr)
+		}
+		rows := strings.Split(strings.TrimSpace(out), "\n")[1:]
+		if len(rows) != 11 {
+			t.Fatalf("--op %s: %d rows, want 11 (64K to 64M): %q", c.op, len(rows), out)
+		}
+		for _, r := range rows {
+			if f := strings.Split(r, ","); f[4] != c.algo {
+				t.Errorf("--op %s under allreduce:tree;allgather:ring: row %q runs %s, want %s", c.op, r, f[4], c.algo)
+			}
+		}
+	}
+}
