@@ -2,6 +2,7 @@ package sim
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	engprof "github.com/tpscope/tpscope/engine"
@@ -160,7 +161,7 @@ func (p *Predictor) Caveats(sc Scenario) []string {
 	// SHARP; ncclenv.Settings.Algorithms): the collectives are Ring's or
 	// Tree's, where NCCL may pick NVLS. A name the box lacks (NVLS on
 	// PCIe) enables nothing there, and says nothing.
-	if c := unmodelledAlgoCaveat(p.opts.NCCL, NVLSAmong(p.topo, plan.World())); c != "" {
+	if c := UnmodelledAlgoCaveat(p.opts.NCCL, NVLSAmong(p.topo, plan.World()), pricedCollectives...); c != "" {
 		out = append(out, c)
 	}
 	// --ar-norm-fusion where the engine's profile lists no all-reduce +
@@ -307,28 +308,70 @@ func FirstRanks(n int) []int {
 	return g
 }
 
-// unmodelledAlgoCaveat is the caveat of an NCCL_ALGO under which NCCL may
-// run an algorithm tpscope does not price on the box (nvls: NVSwitchJoined
-// GPUs of Hopper or later, NVLSAmong): the all-reduces priced with Ring or
-// Tree alone where NCCL may pick NVLS, and, where the setting leaves the
-// all-gathers and reduce-scatters NVLS alone (^Ring), those priced as
-// Ring; "" where NCCL_ALGO is not set or enables nothing unpriced here.
-func unmodelledAlgoCaveat(s ncclenv.Settings, nvls bool) string {
+// collectiveNames are how the unmodelled-algorithm caveat names an NCCL
+// collective: one of them, and their ops as a kind.
+var collectiveNames = map[ncclenv.Collective][2]string{
+	ncclenv.AllReduce:     {"all-reduce", "all-reduces"},
+	ncclenv.AllGather:     {"all-gather", "all-gathers"},
+	ncclenv.ReduceScatter: {"reduce-scatter", "reduce-scatters"},
+}
+
+// pricedCollectives are the collectives a step's schedule prices through
+// NCCL_ALGO: what a prediction's caveat speaks of.
+var pricedCollectives = []ncclenv.Collective{ncclenv.AllReduce, ncclenv.AllGather, ncclenv.ReduceScatter}
+
+// UnmodelledAlgoCaveat is the caveat of an NCCL_ALGO under which NCCL may
+// run an algorithm tpscope does not price for ops on the box (nvls:
+// NVSwitch-joined GPUs of Hopper or later, NVLSAmong), each op under its
+// own clause (ncclenv.Settings.Algorithms): the ops priced with Ring or
+// Tree alone where NCCL may pick NVLS, and the ops the setting leaves
+// NVLS alone (^Ring, allgather:nvls), priced as Ring; "" where NCCL_ALGO
+// is not set or enables nothing unpriced here. Predictions ask it of the
+// collectives a step runs; the collective verb of its one op.
+func UnmodelledAlgoCaveat(s ncclenv.Settings, nvls bool, ops ...ncclenv.Collective) string {
 	if strings.TrimSpace(s.Algo) == "" {
 		return ""
 	}
-	arPriced, arUn := s.Algorithms(ncclenv.AllReduce, nvls)
-	agPriced, agUn := s.Algorithms(ncclenv.AllGather, nvls)
-	var parts []string
-	un := arUn
-	if len(arUn) > 0 {
-		parts = append(parts, fmt.Sprintf("the collectives are priced with %s alone, where NCCL may pick %s", strings.Join(arPriced, " and "), strings.Join(arUn, " or ")))
+	type group struct {
+		priced, un string
+		names      []string
 	}
-	if len(agPriced) == 0 && len(agUn) > 0 {
-		parts = append(parts, fmt.Sprintf("NCCL runs any all-gather or reduce-scatter with %s, priced as Ring", strings.Join(agUn, " or ")))
-		if len(un) == 0 {
-			un = agUn
+	var partial, only []*group
+	var un []string
+	add := func(gs []*group, priced, u []string, name string) []*group {
+		for _, g := range gs {
+			if g.priced == strings.Join(priced, " and ") && g.un == strings.Join(u, " or ") {
+				g.names = append(g.names, name)
+				return gs
+			}
 		}
+		return append(gs, &group{strings.Join(priced, " and "), strings.Join(u, " or "), []string{name}})
+	}
+	for _, op := range ops {
+		priced, u := s.Algorithms(op, nvls)
+		for _, a := range u {
+			if !slices.Contains(un, a) {
+				un = append(un, a)
+			}
+		}
+		switch names := collectiveNames[op]; {
+		case len(u) == 0:
+		case len(priced) > 0:
+			partial = add(partial, priced, u, names[1])
+		default:
+			only = add(only, priced, u, names[0])
+		}
+	}
+	var parts []string
+	for _, g := range partial {
+		what := "the " + strings.Join(g.names, " and ")
+		if len(g.names) == len(pricedCollectives) {
+			what = "the collectives"
+		}
+		parts = append(parts, fmt.Sprintf("%s are priced with %s alone, where NCCL may pick %s", what, g.priced, g.un))
+	}
+	for _, g := range only {
+		parts = append(parts, fmt.Sprintf("NCCL runs any %s with %s, priced as Ring", strings.Join(g.names, " or "), g.un))
 	}
 	if len(parts) == 0 {
 		return ""

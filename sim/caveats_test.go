@@ -354,7 +354,8 @@ func TestCaveatNCCLAlgoFollowsBox(t *testing.T) {
 			}
 		}
 	}
-	want := "--nccl-algo ^Ring: NVLS not modelled; the collectives are priced with Tree alone, where NCCL may pick NVLS; NCCL runs any all-gather or reduce-scatter with NVLS, priced as Ring"
+	// The gathers are not priced with Tree: the all-reduces are.
+	want := "--nccl-algo ^Ring: NVLS not modelled; the all-reduces are priced with Tree alone, where NCCL may pick NVLS; NCCL runs any all-gather or reduce-scatter with NVLS, priced as Ring"
 	if cs := caveats("h200-nvswitch", "^Ring"); !slices.ContainsFunc(cs, func(c string) bool { return strings.HasPrefix(c, want) }) {
 		t.Errorf("--nccl-algo ^Ring on h200-nvswitch: caveats %q; want one starting %q", cs, want)
 	}
@@ -389,5 +390,35 @@ func TestCaveatDefaultRunningLimitUnderBudget(t *testing.T) {
 	sc.Topo, sc.Options = box, o
 	if l := sc.RunningLimitOf(0); l.TotalSeqs != 512 || !l.Default || l.From() != "vllm@0.24's default max_num_seqs 512" {
 		t.Errorf("running limit %+v (%s), want the default 512", l, l.From())
+	}
+}
+
+// TestUnmodelledAlgoCaveatPerOp: the caveat reads each op under its own
+// NCCL_ALGO clause and speaks of the ops it is asked of: the collective
+// verb's one op (--op allgather --nccl-algo ^Ring on an NVSwitch had
+// printed Ring rows where NCCL runs NVLS, with no word), a prediction's
+// three.
+func TestUnmodelledAlgoCaveatPerOp(t *testing.T) {
+	const tail = ": read them as an upper bound"
+	for _, c := range []struct {
+		algo string
+		nvls bool
+		ops  []ncclenv.Collective
+		want string
+	}{
+		{"^Ring", true, []ncclenv.Collective{ncclenv.AllGather}, "--nccl-algo ^Ring: NVLS not modelled; NCCL runs any all-gather with NVLS, priced as Ring" + tail},
+		{"^Ring", false, []ncclenv.Collective{ncclenv.AllReduce}, ""},
+		{"Ring,NVLS", true, []ncclenv.Collective{ncclenv.AllReduce}, "--nccl-algo Ring,NVLS: NVLS not modelled; the all-reduces are priced with Ring alone, where NCCL may pick NVLS" + tail},
+		{"Ring,NVLS", true, pricedCollectives, "--nccl-algo Ring,NVLS: NVLS not modelled; the collectives are priced with Ring alone, where NCCL may pick NVLS" + tail},
+		{"Ring;allgather:nvls", true, pricedCollectives, "--nccl-algo Ring;allgather:nvls: NVLS not modelled; NCCL runs any all-gather with NVLS, priced as Ring" + tail},
+		{"Ring;allgather:nvls", true, []ncclenv.Collective{ncclenv.ReduceScatter}, ""},
+		{"allreduce:tree,nvls;allgather:ring,nvls", true, pricedCollectives,
+			"--nccl-algo allreduce:tree,nvls;allgather:ring,nvls: NVLS not modelled; the all-reduces are priced with Tree alone, where NCCL may pick NVLS; " +
+				"the all-gathers and reduce-scatters are priced with Ring alone, where NCCL may pick NVLS" + tail},
+		{"", true, pricedCollectives, ""},
+	} {
+		if got := UnmodelledAlgoCaveat(ncclenv.Settings{Algo: c.algo}, c.nvls, c.ops...); got != c.want {
+			t.Errorf("--nccl-algo %q, nvls %v, %v: caveat %q, want %q", c.algo, c.nvls, c.ops, got, c.want)
+		}
 	}
 }

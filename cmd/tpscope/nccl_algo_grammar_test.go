@@ -32,3 +32,24 @@ func TestCollectiveNCCLAlgoGrammar(t *testing.T) {
 		}
 	}
 }
+
+// TestCollectiveNCCLAlgoCaveat: the collective verb says what predict
+// says of an algorithm NCCL may run that the rows do not price. --op
+// allgather --nccl-algo ^Ring on h200-nvswitch had printed Ring rows,
+// where NCCL runs NVLS (the only all-gather it has left there), with no
+// word; it now prints predict's caveat for the op. A PCIe box, which has
+// no NVLS, says nothing.
+func TestCollectiveNCCLAlgoCaveat(t *testing.T) {
+	code, out, stderr := runCLI(t, "collective", "--topo", "h200-nvswitch", "--op", "allgather", "--sizes", "1M", "--nccl-algo", "^Ring")
+	want := "caveat: --nccl-algo ^Ring: NVLS not modelled; NCCL runs any all-gather with NVLS, priced as Ring: read them as an upper bound\n"
+	if code != 0 || !strings.Contains(out, "Ring") || stderr != want {
+		t.Errorf("--op allgather --nccl-algo ^Ring on h200-nvswitch: exit %d, stderr %q; want %q", code, stderr, want)
+	}
+	code, _, stderr = runCLI(t, "collective", "--topo", "h200-nvswitch", "--op", "allreduce", "--sizes", "1M", "--nccl-algo", "Ring,NVLS")
+	if want := "the all-reduces are priced with Ring alone, where NCCL may pick NVLS"; code != 0 || !strings.Contains(stderr, want) {
+		t.Errorf("--op allreduce --nccl-algo Ring,NVLS on h200-nvswitch: exit %d, stderr %q; want it to say %q", code, stderr, want)
+	}
+	if code, _, stderr := runCLI(t, "collective", "--topo", "rtxpro6000-2s", "--op", "allreduce", "--sizes", "1M", "--nccl-algo", "Ring,NVLS"); code != 0 || strings.Contains(stderr, "NVLS") {
+		t.Errorf("--nccl-algo Ring,NVLS on a PCIe box: exit %d, stderr %q; NCCL has no NVLS there", code, stderr)
+	}
+}

@@ -192,6 +192,12 @@ func (o *collectiveOptions) Run(ctx context.Context, args []string, std IO) erro
 	if err != nil {
 		return causeError("", nil, err)
 	}
+	// An algorithm NCCL may run for the op that the rows do not price
+	// (NVLS on an NVSwitch): the caveat a prediction gives, of this op.
+	caveat := ""
+	if coll != model.AllToAll && o.customAR == "" {
+		caveat = sim.UnmodelledAlgoCaveat(no, sim.NVLSAmong(t, n), ncclenv.Collective(coll))
+	}
 	if o.meas.on {
 		// CPU ranks are no GPU box: their times are set beside a box's
 		// prediction only when --topo names the box (as run --compare
@@ -204,6 +210,9 @@ func (o *collectiveOptions) Run(ctx context.Context, args []string, std IO) erro
 		if err != nil {
 			return err
 		}
+		if caveat != "" && predicted != nil {
+			fmt.Fprintln(std.Stderr, "caveat: "+caveat)
+		}
 		return writeMeasured(std.Stdout, o.output, box, coll, n, m.Options(), mr, pred)
 	}
 	rows, err := sweepCollective(m, coll, group, sz, o.customAR)
@@ -212,6 +221,9 @@ func (o *collectiveOptions) Run(ctx context.Context, args []string, std IO) erro
 	}
 	if note != "" {
 		fmt.Fprintln(std.Stderr, note)
+	}
+	if caveat != "" {
+		fmt.Fprintln(std.Stderr, "caveat: "+caveat)
 	}
 	if note := calibrationElsewhere(t, coll, m.Options().P2PCondition()); note != "" && !o.noCal {
 		fmt.Fprintln(std.Stderr, note)
