@@ -406,20 +406,9 @@ func NewCollectiveModel(t *topology.Topology, o ncclenv.Settings) (*CollectiveMo
 	for oi, op := range collOps[:3] {
 		m.algoOn[oi] = parsed.Algorithms(ncclenv.Collective(op))
 	}
-	// A hop through host memory needs a route there: an NVL72 rack's
-	// GPUs of two Grace CPUs have none tpscope models (NCCL would take the
-	// other Grace inside a compute tray, the network across trays).
-	for i := 0; i < t.NumGPUs(); i++ {
-		for j := 0; j < t.NumGPUs(); j++ {
-			if !m.p2p(i, j) && !t.HostRoute(i, j) {
-				env := "NCCL_P2P_DISABLE=1"
-				if !o.P2PDisable {
-					env = "NCCL_P2P_LEVEL=" + o.P2PCondition()
-				}
-				return nil, fmt.Errorf("%s: %s and %s of %s hang off CPUs no link joins (%s), so their hop through host memory has no route here (NCCL would cross a compute tray's two Graces or the network between trays, neither priced): leave P2P on", env, t.GPUs[i].ID, t.GPUs[j].ID, t.Name, t.Host.CPU)
-			}
-		}
-	}
+	// A hop through host memory without a route (P2P off on an NVL72
+	// rack's GPUs of two Graces) is refused per group, for the GPUs a
+	// plan uses (HostRouteRefusal, ValidateGroup), not for the box.
 	dev := t.DeviceOf(0)
 	m.caps = capsFor(dev.Arch)
 	a, ok := engprof.ArchOf(dev.ComputeCapability)
@@ -498,6 +487,46 @@ func (m *CollectiveModel) ValidateGroup(group []int) error {
 			return fmt.Errorf("collective group %v: rank %d twice", group, r)
 		}
 		seen |= 1 << uint(r)
+	}
+	return HostRouteRefusal(m.topo, m.opts, group)
+}
+
+// HostRouteRefusal refuses P2P settings (NCCL_P2P_DISABLE, an
+// NCCL_P2P_LEVEL below a pair's path) that send a hop between two GPUs of
+// group (nil: every GPU of t) through host memory where the box has no
+// route there (topology.Topology.HostRoute: an NVL72 rack's GPUs of two
+// Grace CPUs, which no link of the box joins), in one line naming the
+// flag that set it (--p2p-disable, --p2p-level). Only the group's pairs
+// count: two GPUs of one Grace keep their route with P2P off. nil where
+// every hop has a route, where s does not parse (Validate says why), or
+// where group names a GPU t lacks (ValidateGroup and the plan's GPU
+// count refuse that).
+func HostRouteRefusal(t *topology.Topology, s ncclenv.Settings, group []int) error {
+	level, err := topology.ParseP2PLevel(s.P2PLevel)
+	if err != nil || t == nil {
+		return nil
+	}
+	if group == nil {
+		group = FirstRanks(t.NumGPUs())
+	}
+	for _, r := range group {
+		if r < 0 || r >= t.NumGPUs() {
+			return nil // a plan larger than the box: the GPU count's refusal says so
+		}
+	}
+	for _, i := range group {
+		for _, j := range group {
+			if s.P2PDisable || !t.P2PAllowed(i, j, level) {
+				if t.HostRoute(i, j) {
+					continue
+				}
+				flag := "--p2p-disable (NCCL_P2P_DISABLE=1)"
+				if !s.P2PDisable {
+					flag = fmt.Sprintf("--p2p-level %s (NCCL_P2P_LEVEL=%s)", s.P2PLevel, s.P2PCondition())
+				}
+				return fmt.Errorf("%s: %s and %s of %s hang off CPUs no link joins (%s), so their hop through host memory has no route here (NCCL would cross a compute tray's two Graces or the network between trays, neither priced): leave P2P on, or keep the GPUs on one CPU", flag, t.GPUs[i].ID, t.GPUs[j].ID, t.Name, t.Host.CPU)
+			}
+		}
 	}
 	return nil
 }

@@ -551,6 +551,12 @@ func (sc Scenario) CheckEngine() error {
 	if err := sc.checkNCCLGathers(); err != nil {
 		return err
 	}
+	// The plan's GPUs (the first World of the box: its TP groups, and the
+	// all-to-all and gathers of DP attention across them) need a route for
+	// each hop P2P settings send through host memory.
+	if err := HostRouteRefusal(sc.Topo, sc.Options.NCCL, FirstRanks(sc.Plan.Normalized().World())); sc.Topo != nil && err != nil {
+		return err
+	}
 	for _, n := range o.Names() {
 		name, val, _ := strings.Cut(n, "=")
 		if err := p.Refuse(name, val, a); err != nil {

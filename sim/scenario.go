@@ -149,6 +149,9 @@ func (p *Predictor) scheduleWith(bd *model.Builder, sc Scenario) (*model.Schedul
 	if world := plan.World(); p.topo != nil && world > p.topo.NumGPUs() {
 		return nil, fmt.Errorf("sim: plan %s needs %d GPUs; topology %s has %d", plan, world, p.topo.Name, p.topo.NumGPUs())
 	}
+	if err := HostRouteRefusal(p.topo, p.opts.NCCL, FirstRanks(plan.World())); err != nil {
+		return nil, err
+	}
 	o, err := p.withDispatch(sc.Build, sc.Arch, plan)
 	if err != nil {
 		return nil, err

@@ -188,6 +188,11 @@ func (o *collectiveOptions) Run(ctx context.Context, args []string, std IO) erro
 	if err != nil {
 		return err
 	}
+	// P2P off between GPUs of two Graces (an NVL72 rack's slice): the
+	// group's hops through host memory have no route to price.
+	if err := sim.HostRouteRefusal(t, no, group); err != nil {
+		return usageErrorf("%v", err)
+	}
 	m, err := sim.NewCollectiveModel(t, no)
 	if err != nil {
 		return causeError("", nil, err)
