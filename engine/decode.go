@@ -61,6 +61,8 @@ func Parse(data []byte, file string) (*Profile, error) {
 	if err := p.validate(); err != nil {
 		return nil, err
 	}
+	p.name = p.Ref().String()
+	p.defaultFrom = p.name + "'s default"
 	return &p, nil
 }
 

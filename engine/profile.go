@@ -53,6 +53,9 @@ type Profile struct {
 
 	file  string // where the profile was read from, for error messages
 	sizes []int  // Graphs.CaptureSizes(), computed once by validate
+	// name and defaultFrom are Name() and DefaultFrom(), set once by
+	// Parse: a plan sweep asks for them for every configuration.
+	name, defaultFrom string
 }
 
 // CaptureSizes are the CUDA-graph capture sizes of the profile, increasing
@@ -174,7 +177,21 @@ type PerfDBRef struct {
 func (p *Profile) Ref() Ref { return Ref{Name: p.Engine, Version: p.Version} }
 
 // Name is engine@version.
-func (p *Profile) Name() string { return p.Ref().String() }
+func (p *Profile) Name() string {
+	if p.name != "" {
+		return p.name
+	}
+	return p.Ref().String()
+}
+
+// DefaultFrom says that a figure is the engine's own default ("vllm@0.24's
+// default"), where a pool or limit names its source.
+func (p *Profile) DefaultFrom() string {
+	if p.defaultFrom != "" {
+		return p.defaultFrom
+	}
+	return p.Name() + "'s default"
+}
 
 // File is where the profile was read from.
 func (p *Profile) File() string { return p.file }

@@ -75,7 +75,7 @@ func (b KVBudget) withProfileStep(prof *engprof.Profile, o Options, tokens, seqs
 		return b
 	}
 	def, _ := prof.Scheduler.DefaultBatch(memBytes, devName)
-	tokensFrom, seqsFrom := prof.Name()+"'s default", prof.Name()+"'s default"
+	tokensFrom, seqsFrom := prof.DefaultFrom(), prof.DefaultFrom()
 	if o.MaxNumBatchedTokens > 0 {
 		tokens, tokensFrom = o.MaxNumBatchedTokens, "given"
 	}
@@ -327,7 +327,7 @@ func fixedFrac(prof *engprof.Profile, given float64) (b KVBudget, ok bool) {
 		return KVBudget{Rule: rule}, false
 	}
 	if f := prof.KVPool.UtilFrac; f > 0 {
-		return KVBudget{Rule: rule, Frac: f, From: prof.Name() + "'s default"}, true
+		return KVBudget{Rule: rule, Frac: f, From: prof.DefaultFrom()}, true
 	}
 	return KVBudget{Rule: rule, Frac: model.DefaultGPUMemUtilization, From: "vLLM's default"}, true
 }
