@@ -2,8 +2,6 @@ package calibrate
 
 import (
 	"math"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -281,14 +279,7 @@ func TestApplyComputeRestatesCatalogFields(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := preset.Marshal()
-	if err != nil {
-		t.Fatal(err)
-	}
-	full := filepath.Join(t.TempDir(), "h200.json")
-	if err := os.WriteFile(full, b, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	full := topofiletest.Write(t, preset, "h200.json")
 	topo, err := topology.Load(topofiletest.EditDevice(t, full, "cut.json", func(dev map[string]any) {
 		delete(dev, "launch_eager_us")
 		delete(dev, "min_kernel_us")

@@ -1,8 +1,6 @@
 package sim
 
 import (
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -247,14 +245,7 @@ func TestCaveatHBMOneRequestNamesTheModelsKernels(t *testing.T) {
 func TestCaveatDeviceFromCatalog(t *testing.T) {
 	const caveat = `does not state launch_graph_us, efficiency; taken from the GPU catalog's h200-sxm`
 	preset := collTopo(t, "h200-nvswitch", 0)
-	b, err := preset.Marshal()
-	if err != nil {
-		t.Fatal(err)
-	}
-	full := filepath.Join(t.TempDir(), "h200.json")
-	if err := os.WriteFile(full, b, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	full := topofiletest.Write(t, preset, "h200.json")
 	cut := topofiletest.EditDevice(t, full, "cut.json", func(dev map[string]any) {
 		delete(dev, "launch_graph_us")
 		delete(dev, "efficiency")

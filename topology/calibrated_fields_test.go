@@ -2,8 +2,6 @@ package topology
 
 import (
 	"encoding/json"
-	"os"
-	"path/filepath"
 	"reflect"
 	"slices"
 	"strings"
@@ -53,15 +51,7 @@ func TestCalibratedBoxMissingDeviceField(t *testing.T) {
 // writeBox writes tp as topo show -o does and returns the file's path.
 func writeBox(t *testing.T, tp *Topology, name string) string {
 	t.Helper()
-	b, err := tp.Marshal()
-	if err != nil {
-		t.Fatal(err)
-	}
-	path := filepath.Join(t.TempDir(), name)
-	if err := os.WriteFile(path, b, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return path
+	return topofiletest.Write(t, tp, name)
 }
 
 // deviceJSON is a device's fields as its JSON has them.

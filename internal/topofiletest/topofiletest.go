@@ -12,6 +12,22 @@ import (
 	"testing"
 )
 
+// Write writes box's JSON (a *topology.Topology, by its Marshal) to a file
+// named name in the test's own temporary directory and returns its path:
+// a box as a user holds it, to edit (EditDevice) or load.
+func Write(t testing.TB, box interface{ Marshal() ([]byte, error) }, name string) string {
+	t.Helper()
+	b, err := box.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), name)
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
 // EditDevice writes the topology JSON at src, its first device changed by
 // edit (the device's JSON object), to a file named name in the test's own
 // temporary directory and returns its path.
