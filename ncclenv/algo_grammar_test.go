@@ -7,16 +7,16 @@ import (
 
 // refParseList is NCCL's parseList (src/graph/tuning.cc, NCCL 2.24 and
 // later) transcribed step by step with a C strtok_r over a byte buffer,
-// kept apart from parseAlgoTable's field splitting so the two read the
-// grammar independently. ok is false where NCCL returns
-// ncclInvalidUsage (or, for a clause of ":" alone, dereferences null).
-func refParseList(str string) (list [5][7]int, ok bool) {
+// kept apart from parseList's field splitting so the two read the
+// grammar independently. elems are NCCL's names (ncclAlgoStr or
+// ncclProtoStr, spelled here again) and init each function's starting
+// row (tuning.cc: 1 for every algorithm; 1, 2, 1 for LL, LL128, Simple).
+// ok is false where NCCL returns ncclInvalidUsage (or, for a clause of
+// ":" alone, dereferences null).
+func refParseList(str string, elems []string, init []int) (list [5][]int, ok bool) {
 	funcs := []string{"Broadcast", "Reduce", "AllGather", "ReduceScatter", "AllReduce"}
-	elems := []string{"Tree", "Ring", "CollNetDirect", "CollNetChain", "NVLS", "NVLSTree", "PAT"}
 	for p := range list {
-		for e := range list[p] {
-			list[p][e] = 1
-		}
+		list[p] = append([]int(nil), init...)
 	}
 	// strtok_r over buf from *save: -1 is NULL.
 	strtok := func(buf []byte, start int, save *int, delim byte) int {
@@ -104,6 +104,13 @@ func refParseList(str string) (list [5][7]int, ok bool) {
 	return list, true
 }
 
+// refAlgoNames and refProtoNames are NCCL's ncclAlgoStr and ncclProtoStr
+// (src/init.cc), spelled apart from the package's tables.
+var (
+	refAlgoNames  = []string{"Tree", "Ring", "CollNetDirect", "CollNetChain", "NVLS", "NVLSTree", "PAT"}
+	refProtoNames = []string{"LL", "LL128", "Simple"}
+)
+
 // ncclAlgoSeeds are NCCL_ALGO values from NCCL's own source and docs and
 // from its users' reports: the grammar's examples (tuning.cc's comment
 // above parseList), the documented default list of NCCL 2.14
@@ -189,7 +196,7 @@ func FuzzAlgoGrammar(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		want, ok := refParseList(s)
+		want, ok := refParseList(s, refAlgoNames, []int{1, 1, 1, 1, 1, 1, 1})
 		got, err := parseAlgoTable(s)
 		if ok != (err == nil) {
 			t.Fatalf("NCCL_ALGO %q: NCCL accepts: %v; tpscope's error: %v", s, ok, err)
@@ -202,7 +209,7 @@ func FuzzAlgoGrammar(f *testing.F) {
 		}
 		for p := range want {
 			for e := range want[p] {
-				if (want[p][e] == 1) != got[p][e] {
+				if want[p][e] != int(got[p][e]) {
 					t.Fatalf("NCCL_ALGO %q: %s/%s %v, NCCL's %d", s, ncclFuncNames[p], ncclAlgoNames[e], got[p][e], want[p][e])
 				}
 			}
@@ -211,6 +218,115 @@ func FuzzAlgoGrammar(f *testing.F) {
 		arOK := want[4][0] == 1 || want[4][1] == 1 // AllReduce: Tree, Ring
 		if arOK != (perr == nil) {
 			t.Fatalf("NCCL_ALGO %q: all-reduce has Ring or Tree: %v; Parse: %v", s, arOK, perr)
+		}
+	})
+}
+
+// ncclProtoSeeds are NCCL_PROTO values from NCCL's own source and docs
+// and from its users' reports: tuning.cc's examples above parseList
+// ("LL,Simple;allreduce:^LL", "^LL128;allreduce:LL128"), docs/env.rst's
+// single names and "^LL128" (the setting NCCL's troubleshooting gives
+// for LL128 data corruption), "LL,LL128,Simple" (NCCL's full list), the
+// "Simple" users set to avoid LL hangs over PCIe, and the spellings
+// NCCL's strtok_r/strcasecmp reading tells apart (spaces, empty clauses,
+// a bare "^", an unknown "LL256", a clause left with no protocol).
+var ncclProtoSeeds = []string{
+	"LL,Simple;allreduce:^LL", "^LL128;allreduce:LL128",
+	"LL", "LL128", "Simple", "simple", "^LL128", "^LL", "^Simple", "^LL,LL128", "LL,LL128,Simple", "^LL,LL128,Simple",
+	"LL,Simple", "allreduce:LL;allgather:Simple", "Simple;allgather:,", "allreduce:,", "allgather:^LL,LL128,Simple",
+	" LL", "LL ", "LL, Simple", "LL,,Simple", ";LL", "LL;", "LL;;allreduce:simple", "allreduce:", ":", "^", "",
+	"allreduce:LL:Simple", "LL256", "sendrecv:LL", "AllReduce:LL128;ReduceScatter:Simple",
+}
+
+// TestProtoGrammarFollowsNCCL: NCCL_PROTO reads as NCCL 2.24+ reads it,
+// with NCCL_ALGO's parseList. Per-collective clauses set their function's
+// protocols (NCCL accepts "LL,Simple;allreduce:^LL", which tpscope had
+// refused as an unknown protocol); names are not trimmed (" LL" is no
+// name to NCCL; tpscope had trimmed it); an exclusion sets the clause's
+// row whole, so "^LL" turns LL128 on (1), not back to its NVLink-only
+// default (tpscope had kept it at -1); and an all-reduce left no
+// protocol is refused in one line.
+func TestProtoGrammarFollowsNCCL(t *testing.T) {
+	for _, c := range []struct {
+		proto  string
+		ar, ag [NumProtocols]int8
+		errHas string
+	}{
+		{"", [3]int8{1, -1, 1}, [3]int8{1, -1, 1}, ""},
+		{"LL,Simple;allreduce:^LL", [3]int8{0, 1, 1}, [3]int8{1, 0, 1}, ""},
+		{"^LL128;allreduce:LL128", [3]int8{0, 1, 0}, [3]int8{1, 0, 1}, ""},
+		{"^LL", [3]int8{0, 1, 1}, [3]int8{0, 1, 1}, ""},
+		{"allreduce:LL", [3]int8{1, 0, 0}, [3]int8{1, -1, 1}, ""},
+		{"simple;allgather:,", [3]int8{0, 0, 1}, [3]int8{}, ""}, // the gathers' question (Settings.NoProtocol)
+		{" LL", [3]int8{}, [3]int8{}, `unknown protocol " LL"`},
+		{"LL, Simple", [3]int8{}, [3]int8{}, `unknown protocol " Simple"`},
+		{"LL256", [3]int8{}, [3]int8{}, `unknown protocol "LL256"`},
+		{"allreduce:LL;Simple", [3]int8{}, [3]int8{}, "every clause but the first needs one"},
+		{"sendrecv:LL", [3]int8{}, [3]int8{}, `unknown function "sendrecv"`},
+		{":", [3]int8{}, [3]int8{}, "names neither"},
+		{"^LL,LL128,Simple", [3]int8{}, [3]int8{}, "leaves allreduce no protocol"},
+		{"LL;allreduce:,", [3]int8{}, [3]int8{}, "leaves allreduce no protocol"},
+	} {
+		s := Settings{Proto: c.proto}
+		p, err := s.Parse()
+		if c.errHas != "" {
+			if err == nil || !strings.Contains(err.Error(), c.errHas) || !strings.HasPrefix(err.Error(), "nccl.proto: NCCL_PROTO ") || strings.Contains(err.Error(), "\n") {
+				t.Errorf("NCCL_PROTO %q: error %v; want one line containing %q", c.proto, err, c.errHas)
+			}
+			continue
+		}
+		if err != nil {
+			t.Errorf("NCCL_PROTO %q: %v", c.proto, err)
+			continue
+		}
+		if got := p.Protocols(AllReduce); got != c.ar {
+			t.Errorf("NCCL_PROTO %q: all-reduce protocols %v, want %v", c.proto, got, c.ar)
+		}
+		if got := p.Protocols(AllGather); got != c.ag {
+			t.Errorf("NCCL_PROTO %q: all-gather protocols %v, want %v", c.proto, got, c.ag)
+		}
+		if got, want := s.NoProtocol(AllGather), c.ag == [3]int8{}; got != want || s.GathersFail(true) != want {
+			t.Errorf("NCCL_PROTO %q: NoProtocol(allgather) %v, GathersFail %v; want %v", c.proto, got, s.GathersFail(true), want)
+		}
+	}
+}
+
+// FuzzProtoGrammar: on any text, NCCL_PROTO's table is exactly what
+// NCCL's parseList makes of it (LL128's starting 2, NCCL's "on where
+// NVLink allows", is tpscope's -1), accepted exactly where NCCL accepts
+// it, refused in one line; Parse then refuses only an all-reduce left no
+// protocol.
+func FuzzProtoGrammar(f *testing.F) {
+	for _, s := range ncclProtoSeeds {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		want, ok := refParseList(s, refProtoNames, []int{1, 2, 1})
+		got, err := parseProtoTable(s)
+		if ok != (err == nil) {
+			t.Fatalf("NCCL_PROTO %q: NCCL accepts: %v; tpscope's error: %v", s, ok, err)
+		}
+		_, perr := (Settings{Proto: s}).Parse()
+		if !ok {
+			if perr == nil || strings.Contains(perr.Error(), "\n") {
+				t.Fatalf("NCCL_PROTO %q: Parse error %v; want one line", s, perr)
+			}
+			return
+		}
+		for p := range want {
+			for e := range want[p] {
+				w := want[p][e]
+				if w == 2 {
+					w = -1
+				}
+				if w != int(got[p][e]) {
+					t.Fatalf("NCCL_PROTO %q: %s/%s %d, NCCL's %d", s, ncclFuncNames[p], protoNames[e], got[p][e], want[p][e])
+				}
+			}
+		}
+		arOK := want[4][0]+want[4][1]+want[4][2] > 0 // AllReduce
+		if arOK != (perr == nil) || (perr != nil && strings.Contains(perr.Error(), "\n")) {
+			t.Fatalf("NCCL_PROTO %q: all-reduce has a protocol: %v; Parse: %v", s, arOK, perr)
 		}
 	})
 }

@@ -49,8 +49,10 @@ const ChannelCap = 64
 // user spelled them (the spelling is kept, so a recorded scenario says
 // what was asked). The zero value is NCCL's defaults.
 type Settings struct {
-	// Proto is NCCL_PROTO: "" (default), a comma list ("LL,Simple"), or a
-	// "^" exclusion list ("^LL128").
+	// Proto is NCCL_PROTO in NCCL's grammar, the one NCCL_ALGO has
+	// (parseList): "" (default), a comma list ("LL,Simple"), a "^"
+	// exclusion list ("^LL128"), or per collective
+	// "LL,Simple;allreduce:^LL" (NCCL 2.24 and later).
 	Proto string `json:"proto,omitempty"`
 	// Algo is NCCL_ALGO in NCCL's grammar (parseAlgo): "", "Ring",
 	// "Tree", "Ring,Tree", "^Tree", or per collective
@@ -137,9 +139,10 @@ func ParseAlgorithm(s string) (a Algorithm, ok bool) {
 
 // Parsed is Settings in NCCL's terms.
 type Parsed struct {
-	// Protocols says per Protocol whether NCCL may pick it: 1 on, 0 off,
-	// -1 NCCL's default (LL and Simple on; LL128 on NVLink only).
-	Protocols [NumProtocols]int8
+	// protos is NCCL_PROTO as NCCL reads it: per NCCL function, per
+	// Protocol, 1 on, 0 off, -1 NCCL's default (LL128 on NVLink only;
+	// Protocols reads it).
+	protos protoTable
 	// algos is NCCL_ALGO as NCCL reads it: per NCCL function, per NCCL
 	// algorithm, whether NCCL may pick it (Algorithms reads it).
 	algos algoTable
@@ -158,7 +161,7 @@ type Parsed struct {
 func (s Settings) Parse() (Parsed, error) {
 	var p Parsed
 	var err error
-	if p.Protocols, err = parseProto(s.Proto); err != nil {
+	if p.protos, err = parseProto(s.Proto); err != nil {
 		return p, fmt.Errorf("nccl.proto: %w", err)
 	}
 	if p.algos, err = parseAlgo(s.Algo); err != nil {
@@ -320,40 +323,6 @@ func indexOf(names []string, s string) int {
 	return -1
 }
 
-// parseProto parses NCCL_PROTO into per-protocol on (1), off (0) or
-// default (-1: LL and Simple on, LL128 on NVLink only).
-func parseProto(s string) ([NumProtocols]int8, error) {
-	on := [NumProtocols]int8{-1, -1, -1}
-	s = strings.TrimSpace(s)
-	if s == "" {
-		return on, nil
-	}
-	exclude := strings.HasPrefix(s, "^")
-	s = strings.TrimPrefix(s, "^")
-	if !exclude {
-		on = [NumProtocols]int8{0, 0, 0}
-	}
-	for _, f := range strings.Split(s, ",") {
-		f = strings.TrimSpace(f)
-		i := indexOf(protoNames[:], f)
-		if i < 0 {
-			return on, fmt.Errorf("NCCL_PROTO %q: unknown protocol %q (want LL, LL128, Simple, optionally ^ to exclude)", s, f)
-		}
-		if exclude {
-			on[i] = 0
-		} else {
-			on[i] = 1
-		}
-	}
-	if !exclude && on == [NumProtocols]int8{} {
-		return on, fmt.Errorf("NCCL_PROTO %q enables no protocol", s)
-	}
-	if on == [NumProtocols]int8{} {
-		return on, fmt.Errorf("NCCL_PROTO %q excludes every protocol", "^"+s)
-	}
-	return on, nil
-}
-
 // Collective names an NCCL collective as NCCL_ALGO's per-function lists
 // do (ncclFuncStr, matched without case; tpscope spells them lower case).
 type Collective string
@@ -375,12 +344,12 @@ var ncclFuncNames = [...]string{"Broadcast", "Reduce", "AllGather", "ReduceScatt
 var ncclAlgoNames = [...]string{"Tree", "Ring", "CollNetDirect", "CollNetChain", "NVLS", "NVLSTree", "PAT"}
 
 // algoTable is NCCL_ALGO as NCCL reads it: per function (ncclFuncNames),
-// per algorithm (ncclAlgoNames), whether NCCL may pick it.
-type algoTable [len(ncclFuncNames)][len(ncclAlgoNames)]bool
+// per algorithm (ncclAlgoNames), 1 where NCCL may pick it, else 0.
+type algoTable [len(ncclFuncNames)][len(ncclAlgoNames)]int8
 
 // row is the algorithms the table allows op (nil for a function NCCL does
 // not have).
-func (t *algoTable) row(op Collective) *[len(ncclAlgoNames)]bool {
+func (t *algoTable) row(op Collective) *[len(ncclAlgoNames)]int8 {
 	if f := indexOf(ncclFuncNames[:], string(op)); f >= 0 {
 		return &t[f]
 	}
@@ -391,7 +360,23 @@ func (t *algoTable) row(op Collective) *[len(ncclAlgoNames)]bool {
 // (an NCCL name) for op.
 func (t *algoTable) allows(op Collective, alg string) bool {
 	r, a := t.row(op), indexOf(ncclAlgoNames[:], alg)
-	return r != nil && a >= 0 && r[a]
+	return r != nil && a >= 0 && r[a] == 1
+}
+
+// protoTable is NCCL_PROTO as NCCL reads it: per function
+// (ncclFuncNames), per Protocol, 1 on, 0 off, -1 NCCL's default where no
+// clause named the function (tuning.cc starts every row at 1, LL128 at 2:
+// on only where its NVLink and GPU checks pass). A clause sets its rows
+// whole, so "^LL" turns LL128 on, not back to its default.
+type protoTable [len(ncclFuncNames)][NumProtocols]int8
+
+// row is the protocols the table allows op (nil for a function NCCL does
+// not have).
+func (t *protoTable) row(op Collective) *[NumProtocols]int8 {
+	if f := indexOf(ncclFuncNames[:], string(op)); f >= 0 {
+		return &t[f]
+	}
+	return nil
 }
 
 // strtokFields splits s as C's strtok_r does on sep: the non-empty runs
@@ -412,34 +397,31 @@ func strtokFields(s string, sep byte) (fields []string, offsets []int) {
 	return fields, offsets
 }
 
-// parseAlgoTable reads NCCL_ALGO with NCCL's grammar, as parseList
-// (src/graph/tuning.cc, NCCL 2.24 and later) does: clauses split by ";",
-// each "[function:]list" (the prefix is NCCL's function name, any case;
-// only the first clause may lack one, and it applies to every function);
-// a list is NCCL's algorithm names (any case) split by ",", or "^" and
-// the names to exclude. A clause sets its functions' rows whole, later
-// clauses over earlier ones. Separators in a row collapse and nothing is
-// trimmed, as strtok_r and strcasecmp have it (" Ring" is no name); a
-// clause's text after a second ":" is ignored, as NCCL ignores it.
-// Errors are NCCL's refusals (ncclInvalidUsage), and a clause of ":"
-// alone, which NCCL reads through a null pointer.
-func parseAlgoTable(s string) (algoTable, error) {
-	var t algoTable
-	for f := range t {
-		for a := range t[f] {
-			t[f][a] = true
-		}
-	}
+// parseList reads NCCL_ALGO or NCCL_PROTO with NCCL's grammar, as
+// parseList (src/graph/tuning.cc, NCCL 2.24 and later) reads both: clauses
+// split by ";", each "[function:]list" (the prefix is NCCL's function
+// name, any case; only the first clause may lack one, and it applies to
+// every function); a list is names of elems (any case) split by ",", or
+// "^" and the names to exclude. A clause sets its functions' rows (rows,
+// indexed as ncclFuncNames, each as elems, holding NCCL's starting
+// values) whole: 1 for what it enables, 0 for the rest; later clauses
+// over earlier ones. Separators in a row collapse and nothing is trimmed,
+// as strtok_r and strcasecmp have it (" Ring" is no name); a clause's
+// text after a second ":" is ignored, as NCCL ignores it. Errors are
+// NCCL's refusals (ncclInvalidUsage), and a clause of ":" alone, which
+// NCCL reads through a null pointer; kind names an element ("algorithm")
+// and example shows the per-collective form.
+func parseList(s string, elems []string, kind, example string, rows [][]int8) error {
 	clauses, offsets := strtokFields(s, ';')
 	for k, clause := range clauses {
 		parts, _ := strtokFields(clause, ':')
 		var prefix, list string
 		switch {
 		case len(parts) == 0:
-			return t, fmt.Errorf("clause %q names neither a function nor an algorithm", clause)
+			return fmt.Errorf("clause %q names neither a function nor %s %s", clause, map[bool]string{true: "an", false: "a"}[kind == "algorithm"], kind)
 		case len(parts) == 1:
 			if offsets[k] != 0 {
-				return t, fmt.Errorf("clause %q has no function: every clause but the first needs one (function:list, the function one of %s)", clause, strings.Join(ncclFuncNames[:], ", "))
+				return fmt.Errorf("clause %q has no function: every clause but the first needs one (function:list, the function one of %s)", clause, strings.Join(ncclFuncNames[:], ", "))
 			}
 			list = parts[0]
 		default:
@@ -448,28 +430,95 @@ func parseAlgoTable(s string) (algoTable, error) {
 		exclude := strings.HasPrefix(list, "^")
 		list = strings.TrimPrefix(list, "^")
 		names, _ := strtokFields(list, ',')
+		on, off := int8(1), int8(0)
+		if exclude {
+			on, off = 0, 1
+		}
 		matched := false
-		for f := range t {
+		for f := range rows {
 			if prefix != "" && !strings.EqualFold(prefix, ncclFuncNames[f]) {
 				continue
 			}
 			matched = true
-			for a := range t[f] {
-				t[f][a] = exclude
+			for e := range rows[f] {
+				rows[f][e] = off
 			}
 			for _, n := range names {
-				a := indexOf(ncclAlgoNames[:], n)
-				if a < 0 {
-					return t, fmt.Errorf("unknown algorithm %q (want NCCL's %s, a comma list, ^ to exclude, per collective as allreduce:tree;allgather:ring)", n, strings.Join(ncclAlgoNames[:], ", "))
+				e := indexOf(elems, n)
+				if e < 0 {
+					return fmt.Errorf("unknown %s %q (want NCCL's %s, a comma list, ^ to exclude, per collective as %s)", kind, n, strings.Join(elems, ", "), example)
 				}
-				t[f][a] = !exclude
+				rows[f][e] = on
 			}
 		}
 		if !matched {
-			return t, fmt.Errorf("unknown function %q (want one of NCCL's %s before the \":\")", prefix, strings.Join(ncclFuncNames[:], ", "))
+			return fmt.Errorf("unknown function %q (want one of NCCL's %s before the \":\")", prefix, strings.Join(ncclFuncNames[:], ", "))
 		}
 	}
+	return nil
+}
+
+// parseAlgoTable reads NCCL_ALGO with NCCL's grammar (parseList; every
+// algorithm for every function to start with, as tuning.cc has it).
+func parseAlgoTable(s string) (algoTable, error) {
+	var t algoTable
+	rows := make([][]int8, len(t))
+	for f := range t {
+		for a := range t[f] {
+			t[f][a] = 1
+		}
+		rows[f] = t[f][:]
+	}
+	err := parseList(s, ncclAlgoNames[:], "algorithm", "allreduce:tree;allgather:ring", rows)
+	return t, err
+}
+
+// parseProtoTable reads NCCL_PROTO with NCCL's grammar (parseList; every
+// function starts at NCCL's default: LL and Simple on, LL128 -1).
+func parseProtoTable(s string) (protoTable, error) {
+	var t protoTable
+	rows := make([][]int8, len(t))
+	for f := range t {
+		t[f] = [NumProtocols]int8{1, -1, 1}
+		rows[f] = t[f][:]
+	}
+	err := parseList(s, protoNames[:], "protocol", "LL,Simple;allreduce:^LL", rows)
+	return t, err
+}
+
+// parseProto parses NCCL_PROTO with NCCL's grammar (parseProtoTable) and
+// refuses, beyond what NCCL refuses, an all-reduce left no protocol, as
+// parseAlgo refuses one left neither Ring nor Tree: NCCL fails every
+// all-reduce then ("No algorithm/protocol available", src/enqueue.cc),
+// and tpscope's steps run one. An all-gather or reduce-scatter left none
+// is the step's question (Settings.Fails).
+func parseProto(s string) (protoTable, error) {
+	t, err := parseProtoTable(s)
+	if err != nil {
+		return t, fmt.Errorf("NCCL_PROTO %q: %w", s, err)
+	}
+	if *t.row(AllReduce) == ([NumProtocols]int8{}) {
+		return t, fmt.Errorf("NCCL_PROTO %q leaves allreduce no protocol, so NCCL fails every all-reduce (\"No algorithm/protocol available\"): want one of LL, LL128, Simple for it", s)
+	}
 	return t, nil
+}
+
+// Protocols is what NCCL_PROTO lets NCCL pick for op (its own clause
+// where it has one): per Protocol 1 on, 0 off, -1 NCCL's default (LL128
+// on NVLink only). A function NCCL does not have (send/recv) follows no
+// row: LL is off for it only where every function's row has it off, as
+// tpscope has priced NCCL_PROTO without LL.
+func (p Parsed) Protocols(op Collective) [NumProtocols]int8 {
+	if r := p.protos.row(op); r != nil {
+		return *r
+	}
+	out := [NumProtocols]int8{0, -1, 1}
+	for _, r := range p.protos {
+		if r[LL] != 0 {
+			out[LL] = 1
+		}
+	}
+	return out
 }
 
 // nodeAlgorithms are the algorithms NCCL runs op with on one node of
@@ -520,21 +569,43 @@ func (s Settings) Algorithms(op Collective, nvls bool) (priced, unmodelled []str
 	return priced, unmodelled
 }
 
-// Fails reports whether NCCL_ALGO leaves op no algorithm on one node of
-// several GPUs (Algorithms): a list of all-reduce-only algorithms (Tree,
+// Fails reports whether NCCL has nothing to run op with on one node of
+// several GPUs, so it fails the call (src/enqueue.cc topoGetAlgoInfo: "No
+// algorithm/protocol available", ncclInvalidUsage): NCCL_ALGO leaves op
+// no algorithm (Algorithms: a list of all-reduce-only algorithms (Tree,
 // NVLSTree, CollNetChain) for an all-gather, of algorithms the node lacks
 // (NVLS where nvls is false: a PCIe box), or an exclusion of all it has
-// (^Ring without NVLS). NCCL then fails the call.
+// (^Ring without NVLS)), or NCCL_PROTO leaves it no protocol (NoProtocol).
 func (s Settings) Fails(op Collective, nvls bool) bool {
 	priced, unmodelled := s.Algorithms(op, nvls)
-	return len(priced)+len(unmodelled) == 0
+	return len(priced)+len(unmodelled) == 0 || s.NoProtocol(op)
 }
 
-// GathersFail reports whether NCCL_ALGO leaves an all-gather or a
-// reduce-scatter no algorithm on one node of several GPUs (Fails), where
-// it had been priced as Ring.
+// NoProtocol reports whether NCCL_PROTO leaves op no protocol (op's own
+// clause, as "allgather:^LL,LL128,Simple"): NCCL fails the call whatever
+// the algorithm. s must be valid (Validate): an NCCL_PROTO NCCL refuses
+// gives false.
+func (s Settings) NoProtocol(op Collective) bool {
+	t, err := parseProtoTable(s.Proto)
+	if err != nil {
+		return false
+	}
+	r := t.row(op)
+	return r != nil && *r == [NumProtocols]int8{}
+}
+
+// GathersFail reports whether NCCL has nothing to run an all-gather or a
+// reduce-scatter with on one node of several GPUs (Fails), where it had
+// been priced as Ring.
 func (s Settings) GathersFail(nvls bool) bool {
 	return s.Fails(AllGather, nvls) || s.Fails(ReduceScatter, nvls)
+}
+
+// GathersLackProtocol reports whether NCCL_PROTO leaves an all-gather or
+// a reduce-scatter no protocol (NoProtocol): the part of GathersFail that
+// is --nccl-proto's.
+func (s Settings) GathersLackProtocol() bool {
+	return s.NoProtocol(AllGather) || s.NoProtocol(ReduceScatter)
 }
 
 // Algorithms is what NCCL_ALGO lets NCCL pick for op among the
@@ -564,7 +635,7 @@ func parseAlgo(s string) (algoTable, error) {
 		return t, fmt.Errorf("NCCL_ALGO %q: %w", s, err)
 	}
 	ar := t.row(AllReduce)
-	if ar[indexOf(ncclAlgoNames[:], "Ring")] || ar[indexOf(ncclAlgoNames[:], "Tree")] {
+	if ar[indexOf(ncclAlgoNames[:], "Ring")] == 1 || ar[indexOf(ncclAlgoNames[:], "Tree")] == 1 {
 		return t, nil
 	}
 	// The all-reduce's list: the last clause that set its row.

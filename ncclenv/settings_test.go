@@ -40,8 +40,8 @@ func TestNCCLCachedPerProcess(t *testing.T) {
 
 // TestParse: NCCL's grammar per field (NCCL's docs: NCCL_PROTO and
 // NCCL_ALGO take a comma list, or "^" and the ones to exclude; LL128 is
-// on by default on NVLink only, so -1 "default" rather than on); an
-// error names the field.
+// on by default on NVLink only, so -1 "default" rather than on, and a
+// list sets every protocol on or off); an error names the field.
 func TestParse(t *testing.T) {
 	cases := []struct {
 		name   string
@@ -51,9 +51,9 @@ func TestParse(t *testing.T) {
 		level  string
 		err    string
 	}{
-		{"defaults", Settings{}, [NumProtocols]int8{-1, -1, -1}, [NumAlgorithms]bool{true, true}, "PXB", ""},
+		{"defaults", Settings{}, [NumProtocols]int8{1, -1, 1}, [NumAlgorithms]bool{true, true}, "PXB", ""},
 		{"one protocol", Settings{Proto: "ll"}, [NumProtocols]int8{1, 0, 0}, [NumAlgorithms]bool{true, true}, "PXB", ""},
-		{"exclusion", Settings{Proto: "^LL128", Algo: "^Tree"}, [NumProtocols]int8{-1, 0, -1}, [NumAlgorithms]bool{true, false}, "PXB", ""},
+		{"exclusion", Settings{Proto: "^LL128", Algo: "^Tree"}, [NumProtocols]int8{1, 0, 1}, [NumAlgorithms]bool{true, false}, "PXB", ""},
 		{"list and level", Settings{Proto: "LL,Simple", Algo: "Ring,NVLS", P2PLevel: "sys"}, [NumProtocols]int8{1, 0, 1}, [NumAlgorithms]bool{true, false}, "SYS", ""},
 		{"bad protocol", Settings{Proto: "LL256"}, [NumProtocols]int8{}, [NumAlgorithms]bool{}, "", "nccl.proto: "},
 		{"only an unmodelled algorithm", Settings{Algo: "NVLS"}, [NumProtocols]int8{}, [NumAlgorithms]bool{}, "",
@@ -61,7 +61,7 @@ func TestParse(t *testing.T) {
 		{"every algorithm excluded", Settings{Algo: "^Ring,Tree"}, [NumProtocols]int8{}, [NumAlgorithms]bool{}, "",
 			`nccl.algo: NCCL_ALGO "^Ring,Tree" enables neither Ring nor Tree`},
 		{"bad level", Settings{P2PLevel: "far"}, [NumProtocols]int8{}, [NumAlgorithms]bool{}, "", "nccl.p2p_level: "},
-		{"channels", Settings{MinChannels: 8, MaxChannels: 64}, [NumProtocols]int8{-1, -1, -1}, [NumAlgorithms]bool{true, true}, "PXB", ""},
+		{"channels", Settings{MinChannels: 8, MaxChannels: 64}, [NumProtocols]int8{1, -1, 1}, [NumAlgorithms]bool{true, true}, "PXB", ""},
 		// NCCL's MAXCHANNELS is 64 (src/include/device.h, NCCL 2.25+).
 		{"min channels above NCCL's MAXCHANNELS", Settings{MinChannels: 65}, [NumProtocols]int8{}, [NumAlgorithms]bool{}, "",
 			"nccl.min_channels: NCCL_MIN_NCHANNELS=65: want 1 to 64 channels (NCCL's MAXCHANNELS), or unset for NCCL's own count"},
@@ -80,7 +80,7 @@ func TestParse(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if p.Protocols != tc.protos || p.Algorithms(AllReduce) != tc.algos || p.P2PLevel.String() != tc.level {
+			if p.Protocols(AllReduce) != tc.protos || p.Algorithms(AllReduce) != tc.algos || p.P2PLevel.String() != tc.level {
 				t.Errorf("parsed %+v (level %s), want %v %v %s", p, p.P2PLevel, tc.protos, tc.algos, tc.level)
 			}
 		})

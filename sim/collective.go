@@ -353,7 +353,7 @@ type groupInfo struct {
 	customFixedUs   [2]float64 // one-stage, two-stage kernels' fixed time (customARFixedUs)
 	// nvswitch: the group shares an NVSwitch (multicast memory exists).
 	nvswitch bool
-	protoOn  [numProtos]bool // the protocols NCCL may run for this group (NCCL_PROTO, LL128 on NVLink by default)
+	protoOn  [3][numProtos]bool // per collOps[:3]: the protocols NCCL may run for the op on this group (its NCCL_PROTO clause, LL128 on NVLink by default)
 
 	// Per (op, algo, proto), precomputed so Cost is a few multiply-adds:
 	// NCCL's latency and us per byte, tpscope's latency and us per byte.
@@ -375,8 +375,9 @@ type CollectiveModel struct {
 	// capability 10.x), whose NVLink collectives take the measured terms
 	// (ncclBlackwellStepUs, customARBlackwell).
 	blackwellDC bool
-	protoOn     [numProtos]int8   // 1 on, 0 off, -1 default (LL128: NVLink only)
-	algoOn      [3][numAlgos]bool // per collOps[:3]: NCCL_ALGO's algorithms for the op (its own clause where it has one)
+	protoOn     [3][numProtos]int8 // per collOps[:3]: NCCL_PROTO's protocols for the op (its own clause where it has one): 1 on, 0 off, -1 default (LL128: NVLink only)
+	a2aLL       bool               // send/recv may run LL (ncclenv.Parsed.Protocols of a function NCCL does not have)
+	algoOn      [3][numAlgos]bool  // per collOps[:3]: NCCL_ALGO's algorithms for the op (its own clause where it has one)
 	calib       [4][numAlgos][numProtos]*topology.CollectiveParams
 	calibLevel  string
 
@@ -402,10 +403,12 @@ func NewCollectiveModel(t *topology.Topology, o ncclenv.Settings) (*CollectiveMo
 	if err != nil {
 		return nil, errors.Unwrap(err) // NCCL's message, without the field
 	}
-	m.level, m.protoOn = parsed.P2PLevel, parsed.Protocols
+	m.level = parsed.P2PLevel
 	for oi, op := range collOps[:3] {
 		m.algoOn[oi] = parsed.Algorithms(ncclenv.Collective(op))
+		m.protoOn[oi] = parsed.Protocols(ncclenv.Collective(op))
 	}
+	m.a2aLL = parsed.Protocols(ncclenv.Collective(model.AllToAll))[ncclenv.LL] != 0
 	// A hop through host memory without a route (P2P off on an NVL72
 	// rack's GPUs of two Graces) is refused per group, for the GPUs a
 	// plan uses (HostRouteRefusal, ValidateGroup), not for the box.
@@ -553,7 +556,7 @@ func (m *CollectiveModel) Cost(op model.Collective, group []int, bytes int64) Co
 	best, bestA, bestP := math.Inf(1), -1, -1
 	for a := 0; a < numAlgos; a++ {
 		for p := 0; p < numProtos; p++ {
-			if !m.algoOn[oi][a] || !g.protoOn[p] || (a == algoTree && op != model.AllReduce) {
+			if !m.algoOn[oi][a] || !g.protoOn[oi][p] || (a == algoTree && op != model.AllReduce) {
 				continue
 			}
 			if t := g.ncclLat[oi][a][p] + b*g.ncclUsPerByte[oi][a][p]; t < best {
@@ -568,12 +571,20 @@ func (m *CollectiveModel) Cost(op model.Collective, group []int, bytes int64) Co
 		// has it (^Ring on an NVSwitch: a caveat says so); priced as Ring
 		// for a caller that asks anyway.
 		for p := 0; p < numProtos; p++ {
-			if g.protoOn[p] {
+			if g.protoOn[oi][p] {
 				if t := g.ncclLat[oi][algoRing][p] + b*g.ncclUsPerByte[oi][algoRing][p]; t < best {
 					best, bestA, bestP = t, algoRing, p
 				}
 			}
 		}
+	}
+	if bestA < 0 {
+		// NCCL_PROTO without a protocol for op ("allgather:^LL,LL128,Simple"):
+		// NCCL fails the call (Settings.NoProtocol; scenarios and the
+		// collective verb refuse it); priced as Ring with Simple for a
+		// caller that asks anyway.
+		bestA, bestP = algoRing, protoSimple
+		best = g.ncclLat[oi][algoRing][protoSimple] + b*g.ncclUsPerByte[oi][algoRing][protoSimple]
 	}
 	c := g.result(oi, op, bestA, bestP, b)
 	c.NCCLTimeUs = best
@@ -805,7 +816,7 @@ func (m *CollectiveModel) allToAll(g *groupInfo, bytes int64) CollectiveCost {
 	b := float64(bytes)
 	perPeer := b / float64(g.n)
 	p := protoSimple
-	if perPeer <= p2pLLThresholdBytes && m.protoOn[protoLL] != 0 {
+	if perPeer <= p2pLLThresholdBytes && m.a2aLL {
 		p = protoLL // NCCL_PROTO without LL keeps send/recv on Simple
 	}
 	st := float64(g.n - 1)
@@ -1025,12 +1036,14 @@ func (m *CollectiveModel) shapeGroup(mask uint64, ranks []int) *groupInfo {
 	}
 	g.customFixedUs = m.customARFixedUs(g)
 
-	for p := 0; p < numProtos; p++ {
-		on := m.protoOn[p] != 0
-		if m.protoOn[p] < 0 && p == protoLL128 && g.pathType != pathNVLink {
-			on = false // nccl-model.md: LL128 by default only on NVLink
+	for oi := range m.protoOn {
+		for p := 0; p < numProtos; p++ {
+			on := m.protoOn[oi][p] != 0
+			if m.protoOn[oi][p] < 0 && p == protoLL128 && g.pathType != pathNVLink {
+				on = false // nccl-model.md: LL128 by default only on NVLink
+			}
+			g.protoOn[oi][p] = on
 		}
-		g.protoOn[p] = on
 	}
 	return g
 }

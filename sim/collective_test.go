@@ -249,10 +249,24 @@ func TestNCCLChoice(t *testing.T) {
 		{"2s/small/LL", "rtxpro6000-2s", ncclenv.Settings{P2PLevel: "SYS"}, model.AllReduce, 512 << 10, "Ring", "LL"},
 		{"2s/large/Simple", "rtxpro6000-2s", ncclenv.Settings{P2PLevel: "SYS"}, model.AllReduce, 1 << 20, "Ring", "Simple"},
 		{"2s/proto=LL/large", "rtxpro6000-2s", ncclenv.Settings{Proto: "LL"}, model.AllReduce, 256 << 20, "Ring", "LL"},
-		// Without LL, NCCL's table favours Tree for tiny messages: Tree
-		// Simple 8.4 + 14 x 4.0 = 64.4 us < Ring Simple 88.2 us.
-		{"2s/proto=^LL/small", "rtxpro6000-2s", ncclenv.Settings{Proto: "^LL"}, model.AllReduce, 1024, "Tree", "Simple"},
-		{"2s/proto=^LL/algo=Ring/small", "rtxpro6000-2s", ncclenv.Settings{Proto: "^LL", Algo: "Ring"}, model.AllReduce, 1024, "Ring", "Simple"},
+		// Without LL (and LL128, off PCIe by default), NCCL's table favours
+		// Tree for tiny messages: Tree Simple 8.4 + 14 x 4.0 = 64.4 us <
+		// Ring Simple 88.2 us.
+		{"2s/proto=^LL,LL128/small", "rtxpro6000-2s", ncclenv.Settings{Proto: "^LL,LL128"}, model.AllReduce, 1024, "Tree", "Simple"},
+		{"2s/proto=^LL,LL128/algo=Ring/small", "rtxpro6000-2s", ncclenv.Settings{Proto: "^LL,LL128", Algo: "Ring"}, model.AllReduce, 1024, "Ring", "Simple"},
+		// "^LL" sets every other protocol on, LL128 included (parseList
+		// writes the clause's whole row; tuning.cc's NVLink check is only
+		// for LL128's default 2), so LL128 runs on PCIe as if listed:
+		// Tree 14 + 14 x 1.9 = 40.6 us < Tree Simple 64.4 us; Ring alone
+		// 14 + 14 x 2.5 = 49.0 us < Ring Simple 88.2 us.
+		{"2s/proto=^LL/small", "rtxpro6000-2s", ncclenv.Settings{Proto: "^LL"}, model.AllReduce, 1024, "Tree", "LL128"},
+		{"2s/proto=^LL/algo=Ring/small", "rtxpro6000-2s", ncclenv.Settings{Proto: "^LL", Algo: "Ring"}, model.AllReduce, 1024, "Ring", "LL128"},
+		// Per collective: the all-reduce's clause keeps it off LL128,
+		// the all-gather's "^LL" turns LL128 on for it alone.
+		{"2s/proto=^LL;allreduce:^LL,LL128/allreduce", "rtxpro6000-2s", ncclenv.Settings{Proto: "^LL;allreduce:^LL,LL128", Algo: "Ring"}, model.AllReduce, 1024, "Ring", "Simple"},
+		// Ring all-gather, 7 steps: LL128 14 + 7 x 2.5 = 31.5 us < Simple
+		// 8.4 + 7 x 5.7 = 48.3 us.
+		{"2s/proto=^LL;allreduce:^LL,LL128/allgather", "rtxpro6000-2s", ncclenv.Settings{Proto: "^LL;allreduce:^LL,LL128", Algo: "Ring"}, model.AllGather, 1024, "Ring", "LL128"},
 		// Explicit LL128 is honoured off NVLink: Tree 14 + 14 x 1.9 = 40.6 <
 		// Ring 14 + 14 x 2.5 = 49.0.
 		{"2s/proto=LL128 forced on PCIe", "rtxpro6000-2s", ncclenv.Settings{Proto: "LL128"}, model.AllReduce, 1024, "Tree", "LL128"},

@@ -571,8 +571,9 @@ func (sc Scenario) CheckEngine() error {
 	return checkSpecEngine(sc, p)
 }
 
-// checkNCCLGathers refuses an NCCL_ALGO that leaves NCCL no algorithm
-// for an all-gather or reduce-scatter sc's step runs through it (every
+// checkNCCLGathers refuses an NCCL_ALGO that leaves NCCL no algorithm,
+// or an NCCL_PROTO that leaves it no protocol, for an all-gather or
+// reduce-scatter sc's step runs through it (every
 // engine's, the executor's included): the logits' all-gather of a TP
 // group (and, beside it, DCP's and DP attention's gathers), or the MoE
 // dispatch's all-gather and reduce-scatter under DP attention at TP 1.
@@ -591,6 +592,9 @@ func (sc Scenario) checkNCCLGathers() error {
 	}
 	if what == "" {
 		return nil
+	}
+	if sc.Options.NCCL.GathersLackProtocol() {
+		return fmt.Errorf("--nccl-proto %s leaves NCCL no protocol for an all-gather or reduce-scatter (its clause for allgather or reducescatter), so the step's %s has none and NCCL fails it (\"no algorithm/protocol available for function AllGather\", ncclInvalidUsage): keep a protocol for them (allgather:Simple;reducescatter:Simple) or leave it out", sc.Options.NCCL.Proto, what)
 	}
 	return fmt.Errorf("--nccl-algo %s leaves NCCL no algorithm for an all-gather or reduce-scatter %s, so the step's %s has none and NCCL fails it (\"no algorithm/protocol available for function AllGather\", ncclInvalidUsage): keep Ring among them (--nccl-algo Ring,Tree) or leave it out", sc.Options.NCCL.Algo, gatherAlgosHere(nvls), what)
 }

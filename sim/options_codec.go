@@ -63,7 +63,7 @@ var optionFields = []OptionField{
 	{Name: "graph-sizes", Kind: OptionInts, Help: "CUDA-graph capture sizes in tokens, increasing; the largest is the largest graphed batch, as SGLang's --cuda-graph-bs sets its cuda_graph_max_bs (default: the engine's list: vLLM's 1, 2, 4, 8..512; SGLang's up to its cuda_graph_max_bs for the GPU's memory and TP size, 512 on 80 GiB and larger GPUs at TP >= 4)",
 		Get: func(o *Options) string { return intsText(o.GraphSizes) },
 		Set: func(o *Options, v string) (err error) { o.GraphSizes, err = parseInts(v); return }},
-	{Name: "nccl-proto", Kind: OptionString, Env: ncclenv.EnvProto, Help: "NCCL_PROTO: LL, LL128, Simple, a comma list or ^exclusions (default: NCCL's choice)",
+	{Name: "nccl-proto", Kind: OptionString, Env: ncclenv.EnvProto, Help: "NCCL_PROTO: LL, LL128, Simple, a comma list, ^exclusions, or per collective as LL,Simple;allreduce:^LL (default: NCCL's choice)",
 		Get: func(o *Options) string { return o.NCCL.Proto },
 		Set: func(o *Options, v string) error { o.NCCL.Proto = v; return nil }},
 	{Name: "nccl-algo", Kind: OptionString, Env: ncclenv.EnvAlgo, Help: "NCCL_ALGO: Ring, Tree, a comma list or ^exclusions, per collective as allreduce:tree;allgather:ring (default: NCCL's choice)",

@@ -166,6 +166,9 @@ func (o *collectiveOptions) Run(ctx context.Context, args []string, std IO) erro
 		// over NVLink SHARP: under a list (the op's own clause, where
 		// NCCL_ALGO has one) of neither it fails the call instead of
 		// running Ring.
+		if o.nccl.NCCL.NoProtocol(ncclenv.Collective(coll)) {
+			return flagError("--nccl-proto", o.nccl.NCCL.Proto, "it leaves NCCL no protocol for --op %s (its %s clause enables none of LL, LL128, Simple), so NCCL fails the call (\"no algorithm/protocol available for function\", ncclInvalidUsage): keep one for it or drop it", coll, coll)
+		}
 		have := "Ring alone for it: no NVLink SHARP for NVLS among them"
 		if nvls {
 			have = "Ring and NVLS for it"
