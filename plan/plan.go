@@ -152,31 +152,19 @@ const (
 	BoundKVCache ConcurrencyBound = "kv-cache"
 	// BoundRunningLimit: the running limit given (--max-num-seqs) times
 	// the schedulers that run it (Scenario.RunningLimitOf), below what
-	// the KV cache holds. Where none is given the engine's default bounds
-	// it, said with its source: "running-limit (vllm@0.24's default
-	// max_num_seqs 256)" (boundOf).
+	// the KV cache holds.
 	BoundRunningLimit ConcurrencyBound = "running-limit"
+	// BoundEngineDefault: the engine's default running limit, none given
+	// (vLLM's max_num_seqs for the GPU, SGLang's max_running_requests
+	// from its pool), below what the KV cache holds; the point's
+	// ConcurrencyLimitFrom names it.
+	BoundEngineDefault ConcurrencyBound = "engine-default"
 )
 
-// boundOf is the bound the running limit l sets: BoundRunningLimit where
-// given, the engine's default named beside it where not.
-func boundOf(l sim.RunningLimit) ConcurrencyBound {
-	if !l.Default {
-		return BoundRunningLimit
-	}
-	return BoundRunningLimit + ConcurrencyBound(" ("+l.From()+")")
-}
-
-// RunningLimit reports whether the running limit, given or the engine's
+// RunningLimit reports whether a running limit, given or the engine's
 // default, bounds the concurrency.
 func (b ConcurrencyBound) RunningLimit() bool {
-	return b == BoundRunningLimit || strings.HasPrefix(string(b), string(BoundRunningLimit)+" (")
-}
-
-// EngineDefault reports whether the engine's default running limit (none
-// was given) bounds the concurrency.
-func (b ConcurrencyBound) EngineDefault() bool {
-	return b.RunningLimit() && b != BoundRunningLimit
+	return b == BoundRunningLimit || b == BoundEngineDefault
 }
 
 // LeftOut is one combination of a sweep's lists that can never run,
@@ -324,10 +312,13 @@ type Point struct {
 	// MaxConcurrency the sequences of this context the box runs at once
 	// (all DP groups): those the KV cache holds, at most the running
 	// limit, given or the engine's default (Scenario.RunningLimitOf);
-	// ConcurrencyBound says which bounds it ("" where no KV fits).
-	KVCapacityTokens int64            `json:"kv_capacity_tokens"`
-	MaxConcurrency   int              `json:"max_concurrency"`
-	ConcurrencyBound ConcurrencyBound `json:"concurrency_bound,omitempty"`
+	// ConcurrencyBound says which bounds it ("" where no KV fits) and
+	// ConcurrencyLimitFrom, under the engine's default, which default
+	// ("vllm@0.24's default max_num_seqs 256").
+	KVCapacityTokens     int64            `json:"kv_capacity_tokens"`
+	MaxConcurrency       int              `json:"max_concurrency"`
+	ConcurrencyBound     ConcurrencyBound `json:"concurrency_bound,omitempty"`
+	ConcurrencyLimitFrom string           `json:"concurrency_limit_from,omitempty"`
 	// SLO is the point against the latency SLO: "" when the sweep has
 	// none, so nothing is said of one that was not given.
 	SLO SLOVerdict `json:"slo,omitempty"`
@@ -377,8 +368,10 @@ type CapacityRow struct {
 	SpecTokens     int    `json:"spec_tokens"`
 	Context        int    `json:"context"`
 	MaxConcurrency int    `json:"max_concurrency"`
-	// ConcurrencyBound: what bounds MaxConcurrency (Point's).
-	ConcurrencyBound ConcurrencyBound `json:"concurrency_bound,omitempty"`
+	// ConcurrencyBound and ConcurrencyLimitFrom: what bounds
+	// MaxConcurrency (Point's).
+	ConcurrencyBound     ConcurrencyBound `json:"concurrency_bound,omitempty"`
+	ConcurrencyLimitFrom string           `json:"concurrency_limit_from,omitempty"`
 	// Best is the index into Points of the swept batch with the most
 	// tokens/s per GPU that fits and meets the SLO, if any (-1 none); Full
 	// the point at MaxConcurrency sequences (-1 when not evaluated).
@@ -1041,7 +1034,7 @@ func evaluatePoint(ev *sim.Evaluator, cfg *Config, slo float64) Point {
 	specPoint(&pt, sum)
 	if m := sum.Memory; m != nil {
 		pt.Fits, pt.ShortfallGB, pt.KVCapacityTokens = m.Fits, m.ShortfallGB, m.KVCapacityTokens
-		pt.MaxConcurrency, pt.ConcurrencyBound = maxConcurrency(m.MaxConcurrency(c.Workload, p), c.RunningLimitOf(m.KVCapacityTokens))
+		pt.MaxConcurrency, pt.ConcurrencyBound, pt.ConcurrencyLimitFrom = maxConcurrency(m.MaxConcurrency(c.Workload, p), c.RunningLimitOf(m.KVCapacityTokens))
 	}
 	lat := pt.MsPerToken
 	if pt.MsPerTokenP90 > 0 {
@@ -1060,16 +1053,18 @@ func evaluatePoint(ev *sim.Evaluator, cfg *Config, slo float64) Point {
 
 // maxConcurrency is the sequences a box runs at once given kv, those
 // its KV cache holds: at most its running limit l, given or the engine's
-// default (Scenario.RunningLimitOf), and what bounds it ("" when none
-// fits).
-func maxConcurrency(kv int, l sim.RunningLimit) (int, ConcurrencyBound) {
-	if kv <= 0 {
-		return kv, ""
+// default (Scenario.RunningLimitOf), what bounds it ("" when none fits)
+// and, under the engine's default, which default.
+func maxConcurrency(kv int, l sim.RunningLimit) (int, ConcurrencyBound, string) {
+	switch {
+	case kv <= 0:
+		return kv, "", ""
+	case l.TotalSeqs <= 0 || l.TotalSeqs >= kv:
+		return kv, BoundKVCache, ""
+	case l.Default:
+		return l.TotalSeqs, BoundEngineDefault, l.From()
 	}
-	if l.TotalSeqs > 0 && l.TotalSeqs < kv {
-		return l.TotalSeqs, boundOf(l)
-	}
-	return kv, BoundKVCache
+	return l.TotalSeqs, BoundRunningLimit, ""
 }
 
 // Summarize derives the Pareto front, the best point and the capacity
@@ -1119,7 +1114,7 @@ func Summarize(points []Point, slo float64) *Result {
 			ri = len(r.Capacity)
 			rows[k] = ri
 			r.Capacity = append(r.Capacity, CapacityRow{Topology: pt.Topology, GPUs: pt.GPUs, Plan: pt.Plan, KVDtype: pt.KVDtype,
-				SpecTokens: pt.SpecTokens, Context: pt.Context, MaxConcurrency: pt.MaxConcurrency, ConcurrencyBound: pt.ConcurrencyBound, Best: -1, Full: -1})
+				SpecTokens: pt.SpecTokens, Context: pt.Context, MaxConcurrency: pt.MaxConcurrency, ConcurrencyBound: pt.ConcurrencyBound, ConcurrencyLimitFrom: pt.ConcurrencyLimitFrom, Best: -1, Full: -1})
 		}
 		row := &r.Capacity[ri]
 		if pt.Batch == row.MaxConcurrency && row.MaxConcurrency > 0 {

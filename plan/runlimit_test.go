@@ -176,17 +176,17 @@ func TestPlanEngineDefaultRunningLimit(t *testing.T) {
 		engine, box string
 		kv          model.Dtype
 		perGroup    int    // the default a scheduler, derived above
-		bound       string // concurrency_bound
+		from        string // concurrency_limit_from
 		leftOut     map[string][]int
 		full        map[string]int // the full-load batch added (0: a swept one)
 	}{
-		{"vllm", "pcie-2s:8xl40s", model.FP8, 256, "running-limit (vllm@0.24's default max_num_seqs 256)",
+		{"vllm", "pcie-2s:8xl40s", model.FP8, 256, "vllm@0.24's default max_num_seqs 256",
 			map[string][]int{"tp8": {512}}, map[string]int{}},
-		{"vllm", "nvswitch:8xa100-sxm", model.BF16, 256, "running-limit (vllm@0.24's default max_num_seqs 256)",
+		{"vllm", "nvswitch:8xa100-sxm", model.BF16, 256, "vllm@0.24's default max_num_seqs 256",
 			map[string][]int{"tp8": {512}}, map[string]int{}},
-		{"vllm", "nvswitch:8xh200-sxm", model.FP8, 1024, "running-limit (vllm@0.24's default max_num_seqs 1024)",
+		{"vllm", "nvswitch:8xh200-sxm", model.FP8, 1024, "vllm@0.24's default max_num_seqs 1024",
 			map[string][]int{}, map[string]int{"tp8": 1024, "tp4-dp2-ep": 2048}},
-		{"sglang", "pcie-2s:8xl40s", model.FP8, 4096, "running-limit (sglang@0.5's default max_running_requests 4096)",
+		{"sglang", "pcie-2s:8xl40s", model.FP8, 4096, "sglang@0.5's default max_running_requests 4096",
 			map[string][]int{}, map[string]int{"tp8": 4096, "tp4-dp2-ep": 8192}},
 	} {
 		t.Run(c.engine+"/"+c.box, func(t *testing.T) {
@@ -216,8 +216,8 @@ func TestPlanEngineDefaultRunningLimit(t *testing.T) {
 					swept[p.Plan] = append(swept[p.Plan], p.Batch)
 				}
 				want := c.perGroup * dp[p.Plan]
-				if p.MaxConcurrency != want || string(p.ConcurrencyBound) != c.bound || !p.ConcurrencyBound.EngineDefault() {
-					t.Errorf("%s batch %d: max concurrency %d (%s), want %d (%s)", p.Plan, p.Batch, p.MaxConcurrency, p.ConcurrencyBound, want, c.bound)
+				if p.MaxConcurrency != want || p.ConcurrencyBound != BoundEngineDefault || p.ConcurrencyLimitFrom != c.from {
+					t.Errorf("%s batch %d: max concurrency %d (%s, %s), want %d (%s, %s)", p.Plan, p.Batch, p.MaxConcurrency, p.ConcurrencyBound, p.ConcurrencyLimitFrom, want, BoundEngineDefault, c.from)
 				}
 				if kv := p.KVCapacityTokens / 1025 * int64(dp[p.Plan]); kv <= int64(want) {
 					t.Fatalf("%s: the KV cache holds %d sequences, not more than the limit's %d: the case tests nothing", p.Plan, kv, want)
@@ -239,8 +239,8 @@ func TestPlanEngineDefaultRunningLimit(t *testing.T) {
 			}
 			var left []int
 			for _, l := range res.Coverage.LeftOut {
-				if l.Reason != LeftOutRunningLimit || !l.EngineDefault || !strings.Contains(l.Detail, c.bound[len("running-limit ("):len(c.bound)-1]) {
-					t.Errorf("left out %+v: want the engine's default limit (%s)", l, c.bound)
+				if l.Reason != LeftOutRunningLimit || !l.EngineDefault || !strings.Contains(l.Detail, c.from) {
+					t.Errorf("left out %+v: want the engine's default limit (%s)", l, c.from)
 				}
 				left = append(left, l.Batch)
 			}
@@ -248,8 +248,8 @@ func TestPlanEngineDefaultRunningLimit(t *testing.T) {
 				t.Errorf("left out batches %v, want %v", left, c.leftOut["tp8"])
 			}
 			for _, cr := range res.Capacity {
-				if string(cr.ConcurrencyBound) != c.bound {
-					t.Errorf("capacity %s: bound %q, want %q", cr.Plan, cr.ConcurrencyBound, c.bound)
+				if cr.ConcurrencyBound != BoundEngineDefault || cr.ConcurrencyLimitFrom != c.from {
+					t.Errorf("capacity %s: bound %q (%s), want %q (%s)", cr.Plan, cr.ConcurrencyBound, cr.ConcurrencyLimitFrom, BoundEngineDefault, c.from)
 				}
 			}
 			// simulate's serving run of the scenario runs the same limit.

@@ -806,10 +806,10 @@ func leftOutLines(cov plan.Coverage, boxes int) []string {
 // KV cache, or the engine's default where none was given ("default":
 // the line under the capacity table names it and how to lift it).
 func concurrencyCell(n int, bound plan.ConcurrencyBound) string {
-	if bound.EngineDefault() {
+	switch bound {
+	case plan.BoundEngineDefault:
 		return strconv.Itoa(n) + " (default)"
-	}
-	if bound == plan.BoundRunningLimit {
+	case plan.BoundRunningLimit:
 		return strconv.Itoa(n) + " (--max-num-seqs)"
 	}
 	return strconv.Itoa(n)
@@ -822,12 +822,11 @@ func defaultLimitLine(res *plan.Result) string {
 	var from []string
 	n := 0
 	for _, c := range res.Capacity {
-		if !c.ConcurrencyBound.EngineDefault() {
+		if c.ConcurrencyBound != plan.BoundEngineDefault {
 			continue
 		}
 		n++
-		f := strings.TrimSuffix(strings.TrimPrefix(string(c.ConcurrencyBound), string(plan.BoundRunningLimit)+" ("), ")")
-		if !slices.Contains(from, f) {
+		if f := c.ConcurrencyLimitFrom; !slices.Contains(from, f) {
 			from = append(from, f)
 		}
 	}
@@ -958,7 +957,7 @@ func writePlanText(w io.Writer, modelName string, res *plan.Result, priced *pric
 	what := "sequences of each context that fit (KV cache)"
 	if slices.ContainsFunc(fitting, func(c plan.CapacityRow) bool { return c.ConcurrencyBound == plan.BoundRunningLimit }) {
 		what = "sequences of each context the box runs at once (the KV cache's, or the running limit given where marked --max-num-seqs)"
-	} else if slices.ContainsFunc(fitting, func(c plan.CapacityRow) bool { return c.ConcurrencyBound.EngineDefault() }) {
+	} else if slices.ContainsFunc(fitting, func(c plan.CapacityRow) bool { return c.ConcurrencyBound == plan.BoundEngineDefault }) {
 		what = "sequences of each context the box runs at once (the KV cache's, or the engine's default running limit where marked default)"
 	}
 	if err := table(fmt.Sprintf("capacity: %s, best swept batch%s, and the box at full load (%d of %d rows have room; all in --output json)", what, within, len(fitting), len(res.Capacity)), capHeader, rows); err != nil {
