@@ -17,20 +17,28 @@ func TestCollectiveNCCLAlgoGrammar(t *testing.T) {
 	oneLineUsage(t, []string{"predict", "--model", "deepseek-v3", "--topo", "h200-nvswitch", "--tp", "8", "--nccl-algo", "allreduce:tree;ring"},
 		"usage: --nccl-algo allreduce:tree;ring:", "every clause but the first needs one")
 	for _, c := range []struct{ op, algo string }{{"allreduce", "Tree"}, {"allgather", "Ring"}} {
-		code, out, stderr := runCLI(t, "collective", "--topo", "h200-nvswitch", "--op", c.op, "--sizes", "64K:64M", "--nccl-algo", "allreduce:tree;allgather:ring", "--output", "csv")
-		if code != 0 {
-			t.Fatalf("--op %s --nccl-algo allreduce:tree;allgather:ring: exit %d, %q", c.op, code, stderr)
-		}
-		rows := strings.Split(strings.TrimSpace(out), "\n")[1:]
-		if len(rows) != 11 {
-			t.Fatalf("--op %s: %d rows, want 11 (64K to 64M): %q", c.op, len(rows), out)
-		}
-		for _, r := range rows {
+		for _, r := range collectiveRows(t, c.op, "--nccl-algo", "allreduce:tree;allgather:ring") {
 			if f := strings.Split(r, ","); f[4] != c.algo {
 				t.Errorf("--op %s under allreduce:tree;allgather:ring: row %q runs %s, want %s", c.op, r, f[4], c.algo)
 			}
 		}
 	}
+}
+
+// collectiveRows are the CSV rows of the collective verb's --op op on
+// h200-nvswitch from 64K to 64M under an NCCL flag and its value: one a
+// size, 11.
+func collectiveRows(t *testing.T, op, flag, value string) []string {
+	t.Helper()
+	code, out, stderr := runCLI(t, "collective", "--topo", "h200-nvswitch", "--op", op, "--sizes", "64K:64M", flag, value, "--output", "csv")
+	if code != 0 {
+		t.Fatalf("--op %s %s %s: exit %d, %q", op, flag, value, code, stderr)
+	}
+	rows := strings.Split(strings.TrimSpace(out), "\n")[1:]
+	if len(rows) != 11 {
+		t.Fatalf("--op %s %s %s: %d rows, want 11 (64K to 64M): %q", op, flag, value, len(rows), out)
+	}
+	return rows
 }
 
 // TestCollectiveNCCLAlgoCaveat: the collective verb says what predict

@@ -17,15 +17,7 @@ import (
 // gathers nothing (TP 1, DP attention with an all-to-all dispatch) runs.
 func TestCollectiveNCCLProtoGrammar(t *testing.T) {
 	for _, c := range []struct{ op, proto string }{{"allreduce", "LL"}, {"allgather", "Simple"}} {
-		code, out, stderr := runCLI(t, "collective", "--topo", "h200-nvswitch", "--op", c.op, "--sizes", "64K:64M", "--nccl-proto", "Simple;allreduce:LL", "--output", "csv")
-		if code != 0 {
-			t.Fatalf("--op %s --nccl-proto Simple;allreduce:LL: exit %d, %q", c.op, code, stderr)
-		}
-		rows := strings.Split(strings.TrimSpace(out), "\n")[1:]
-		if len(rows) != 11 {
-			t.Fatalf("--op %s: %d rows, want 11 (64K to 64M): %q", c.op, len(rows), out)
-		}
-		for _, r := range rows {
+		for _, r := range collectiveRows(t, c.op, "--nccl-proto", "Simple;allreduce:LL") {
 			if f := strings.Split(r, ","); f[5] != c.proto {
 				t.Errorf("--op %s under Simple;allreduce:LL: row %q runs %s, want %s", c.op, r, f[5], c.proto)
 			}
