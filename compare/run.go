@@ -7,6 +7,7 @@ import (
 
 	"github.com/tpscope/tpscope/exec"
 	"github.com/tpscope/tpscope/model"
+	"github.com/tpscope/tpscope/sim"
 )
 
 // RunComparison sets a run's result (exec.Result, the executor's own
@@ -33,7 +34,8 @@ type RunComparison struct {
 // measured steps and local ranks of the kind's summed op times in one
 // step on one rank (exec.Summary.ByKind), the statistic Compare's kind
 // rows give for the run's trace. Predicted: the mean over local ranks of
-// the per-rank sums.
+// the per-rank sums of the ops' predicted spans (sim.OpResult.SpanUs), as
+// Compare's kind rows sum them.
 type RunKind struct {
 	Kind        model.OpKind `json:"kind"`
 	MeasuredUs  float64      `json:"measured_us"`
@@ -47,17 +49,24 @@ type RunKind struct {
 	NotRun int `json:"not_run"`
 }
 
-// Run compares res (a run of schedule s) with predicted times per op ID in
-// microseconds and a predicted step time.
-func Run(res *exec.Result, s *model.Schedule, predictedUs map[string]float64, predictedStepUs float64) RunComparison {
-	c := RunComparison{MeasuredStepUs: res.Summary.StepMedianUs, PredictedStepUs: predictedStepUs, StepErrPct: relErrPct(predictedStepUs, res.Summary.StepMedianUs)}
+// Run compares res (a run of schedule s) with pr, the prediction of the
+// same schedule. An op's measured time is its span, from its opening
+// timing event to its closing one, so each kind sets the measured spans
+// beside the predicted ones (sim.OpResult.SpanUs); the transitions
+// between spans lie in the measured step and in the predicted one alike
+// (pr.StepUs), not in any kind. Ops the backend never timed are left out
+// of the predicted step with everything they were priced at, their gap
+// included.
+func Run(res *exec.Result, s *model.Schedule, pr *sim.Prediction) RunComparison {
+	spanUs, opUs := predictedByOpID(pr)
+	c := RunComparison{MeasuredStepUs: res.Summary.StepMedianUs, PredictedStepUs: pr.StepUs, StepErrPct: relErrPct(pr.StepUs, res.Summary.StepMedianUs)}
 	pred := map[model.OpKind]float64{}
 	notRun := map[model.OpKind]int{}
 	missing := map[string]bool{}
 	var notRunUs float64
 	for k, rank := range res.LocalRanks {
 		for i, op := range s.Ranks[rank] {
-			us, ok := predictedUs[op.ID]
+			us, ok := spanUs[op.ID]
 			if !ok {
 				missing[op.ID] = true
 				continue
@@ -65,14 +74,14 @@ func Run(res *exec.Result, s *model.Schedule, predictedUs map[string]float64, pr
 			pred[op.Kind] += us
 			if neverTimed(res, k, i) {
 				notRun[op.Kind]++
-				notRunUs += us
+				notRunUs += opUs[op.ID]
 			}
 		}
 	}
 	nr := float64(max(len(res.LocalRanks), 1))
 	// Ops that did not run were not part of the measured step either.
 	if notRunUs > 0 {
-		c.PredictedStepUs = predictedStepUs - notRunUs/nr
+		c.PredictedStepUs = pr.StepUs - notRunUs/nr
 		c.StepErrPct = relErrPct(c.PredictedStepUs, res.Summary.StepMedianUs)
 	}
 	seen := map[model.OpKind]bool{}
@@ -134,4 +143,18 @@ func neverTimed(res *exec.Result, k, i int) bool {
 		}
 	}
 	return true
+}
+
+// predictedByOpID maps each op ID of the first rank pr holds (every rank
+// of a symmetric schedule) to its predicted span and to its whole
+// predicted time, the gap after its span included.
+func predictedByOpID(pr *sim.Prediction) (spanUs, opUs map[string]float64) {
+	spanUs, opUs = make(map[string]float64, len(pr.Ops)), make(map[string]float64, len(pr.Ops))
+	for _, op := range pr.Ops {
+		if op.Rank != pr.Ops[0].Rank {
+			continue
+		}
+		spanUs[op.ID], opUs[op.ID] = op.SpanUs(), op.Us
+	}
+	return spanUs, opUs
 }

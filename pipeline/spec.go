@@ -62,8 +62,8 @@ type Prepared struct {
 	// is captured and replayed as a CUDA graph, and of how many tokens.
 	Schedule *model.Schedule
 	// Prediction is the whole scenario's prediction (nil without
-	// Spec.Predict); PredictedUs its device time per op ID on the first
-	// rank it holds.
+	// Spec.Predict); PredictedUs its predicted span per op ID on the
+	// first rank it holds (PredictedByOpID).
 	Prediction  *sim.Prediction
 	PredictedUs map[string]float64
 	// Backend is the backend, built with BackendConfig.
@@ -241,8 +241,11 @@ func resource(b exec.Backend, ordinals []int) []attribute.KeyValue {
 	return nil
 }
 
-// PredictedByOpID maps op ID to predicted device time (us) on the first
-// rank the prediction holds (every rank of a symmetric schedule).
+// PredictedByOpID maps op ID to its predicted span (us, sim.OpResult.SpanUs)
+// on the first rank the prediction holds (every rank of a symmetric
+// schedule): what the op's span measures, from its opening timing event to
+// its closing one, which the span's predicted_us attribute is set beside.
+// The transition after the closing event lies between spans, in the step.
 func PredictedByOpID(pr *sim.Prediction) map[string]float64 {
 	m := make(map[string]float64, len(pr.Ops))
 	rank := -1
@@ -251,7 +254,7 @@ func PredictedByOpID(pr *sim.Prediction) map[string]float64 {
 			rank = op.Rank
 		}
 		if op.Rank == rank {
-			m[op.ID] = op.Us
+			m[op.ID] = op.SpanUs()
 		}
 	}
 	return m

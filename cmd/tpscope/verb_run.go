@@ -224,7 +224,7 @@ func (o *runOptions) Run(ctx context.Context, args []string, std IO) error {
 	}
 	var cmp *compare.RunComparison
 	if o.compare && res.Steps > 0 {
-		c := compare.Run(res, sched, p.PredictedUs, pred.StepUs)
+		c := compare.Run(res, sched, pred)
 		// The CPU box's rates are of its ranks sharing the cores: a run
 		// of another count of ranks at once is priced at their speed.
 		if cv := scen.Topo.CPURanksCaveat(len(res.LocalRanks)); cv != "" {
