@@ -579,17 +579,17 @@ func (p *Predictor) run(s *model.Schedule, mode int, graphed bool) error {
 			p.spanGapUs = eventGapUs
 		}
 	}
+	// The events bracket the op, once whatever kernels it launches.
+	evUs := events * eventGapUs
 	if graphed {
-		overUs += events * eventUs
-	} else {
-		overUs += events * eventGapUs
+		evUs = events * eventUs
 	}
 	// A piecewise graph (engineKernels.piecewise) launches the ops of the
 	// engine's attention custom op eagerly between its captured pieces:
 	// each such kernel pays an eager launch on the host and the eager gap
 	// on the device, an NCCL one its host extra, and the piece after them
 	// one more graph launch, priced as one eager launch as the step's is.
-	eagerOverUs := eagerKernelGapUs(p.dev) + events*eventGapUs
+	eagerOverUs, eagerEvUs := eagerKernelGapUs(p.dev), events*eventGapUs
 	piecewise := graphed && p.cm.piecewise
 	// Every rank of a built schedule is a copy of one template but for its
 	// collectives' groups (builtSymmetric's premise): rank r's compute op
@@ -627,19 +627,20 @@ func (p *Predictor) run(s *model.Schedule, mode int, graphed bool) error {
 			}
 			p.costs[g+i] = c
 			// Kernels the engine launches with the op (OpCost.ExtraKernels)
-			// pay the same gap and host launch as the op's own.
+			// pay the same gap and host launch as the op's own; a
+			// harness's timing events bracket the op once.
 			k := float64(1 + c.ExtraKernels)
-			opOver, opLaunch, opColl := overUs, launchUs, collExtraUs
+			opOver, opEv, opLaunch, opColl := overUs, evUs, launchUs, collExtraUs
 			var pieceUs float64
 			if piecewise {
 				if p.cm.eagerRoles[op.Role] {
-					opOver, opLaunch, opColl, inPiece = eagerOverUs, eagerHostUs, ncclHostExtraUs, false
+					opOver, opEv, opLaunch, opColl, inPiece = eagerOverUs, eagerEvUs, eagerHostUs, ncclHostExtraUs, false
 				} else if !inPiece {
 					pieceUs, inPiece = p.dev.LaunchEagerUs, true
 				}
 			}
-			p.overhead[g+i] = opOver * k
-			eop := engineOp{durUs: c.Us + opOver*k, launchUs: opLaunch*k + pieceUs, depLo: -1, coll: op.IsCollective()}
+			p.overhead[g+i] = opOver*k + opEv
+			eop := engineOp{durUs: c.Us + p.overhead[g+i], launchUs: opLaunch*k + pieceUs, depLo: -1, coll: op.IsCollective()}
 			if eop.coll && ncclAlgo(c.Algo) {
 				eop.launchUs += opColl
 			}

@@ -138,6 +138,46 @@ func TestSpanGapUs(t *testing.T) {
 	}
 }
 
+// TestTimingEventsOncePerOp: a harness's two timing events bracket an
+// op, however many kernels it launches: an op the engine runs with
+// companion kernels (vLLM's NVFP4 linear quantizes its input first on an
+// RTX PRO 6000) pays the graph node gap per kernel, 0.28 us each, and the
+// two events once, 1.81 us each (the catalog's measured figures): 2 x
+// 0.28 + 2 x 1.81 for a GEMM with one companion, where every kernel had
+// been charged the events too.
+func TestTimingEventsOncePerOp(t *testing.T) {
+	topo := mustTopo(t, "rtxpro6000-2s")
+	a, err := model.Preset("kimi-k2.5-nvfp4")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := model.Build(a, model.Plan{TP: 8}, model.Workload{Phase: model.Decode, Batch: 1, Context: 2048})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := New(topo, Options{CUDAGraphs: true, TimingEventsPerOp: 2, Engine: engprof.Ref{Name: "vllm"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pr, err := p.Predict(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checked := 0
+	for _, op := range pr.Ops {
+		if op.Kind != model.KindGEMM || op.Cost.ExtraKernels != 1 {
+			continue
+		}
+		if want := 2*0.28 + 2*1.81; math.Abs(op.OverheadUs-want) > 1e-9 {
+			t.Fatalf("%s: overhead %.3f us, want %.3f (two kernels' node gaps, the op's two events)", op.ID, op.OverheadUs, want)
+		}
+		checked++
+	}
+	if checked == 0 {
+		t.Fatal("no GEMM with one companion kernel in the step")
+	}
+}
+
 // The representative-rank shortcut must give exactly what simulating every
 // rank gives.
 func TestSymmetricEqualsAllRanks(t *testing.T) {
