@@ -591,6 +591,26 @@ func ScaleToQPS(reqs []Request, qps float64) ([]Request, error) {
 	return out, nil
 }
 
+// ReplayAt returns the requests of one run that replays the trace
+// time-scaled to qps and stops after numRequests requests or at durationS
+// seconds (0: no such limit): the requests the run takes, scaled so that
+// those arrive at qps on average. Scaling the whole trace and then cutting
+// it would give the run the rate of the trace's opening stretch, scaled,
+// not the rate asked for. A run ending at durationS takes the first
+// ceil(qps x durationS) requests: scaled, they span that count less one
+// over qps, the last arriving before durationS; a trace with fewer ends
+// before the duration, which Traffic.Validate refuses.
+func ReplayAt(reqs []Request, qps float64, numRequests int, durationS float64) ([]Request, error) {
+	n := len(reqs)
+	if numRequests > 0 {
+		n = min(n, numRequests)
+	}
+	if durationS > 0 && qps > 0 && !math.IsInf(qps, 0) && qps*durationS < float64(n) {
+		n = max(1, int(math.Ceil(qps*durationS)))
+	}
+	return ScaleToQPS(reqs[:n], qps)
+}
+
 func csvError(name string, err error) error {
 	var pe *csv.ParseError
 	if errors.As(err, &pe) {

@@ -151,6 +151,39 @@ func TestScaleToQPS(t *testing.T) {
 	}
 }
 
+// TestReplayAtTakesThenScales: a replay cut short by a count or a
+// duration offers the rate asked over the requests it takes. Four
+// requests a second apart, then one 97 s later: the whole trace has 4
+// gaps over 100 s, so scaled whole to 2 req/s (4 gaps in 2 s) its first
+// four come 0.02 s apart, 50 req/s. Taken first, the four span 3 gaps,
+// 1.5 s at 2 req/s; a run of 1.2 s at 2 req/s takes ceil(2.4) = 3,
+// arriving at 0, 0.5 and 1 s.
+func TestReplayAtTakesThenScales(t *testing.T) {
+	reqs := []Request{{ArrivalS: 0}, {ArrivalS: 1}, {ArrivalS: 2}, {ArrivalS: 3}, {ArrivalS: 100}}
+	for _, c := range []struct {
+		n    int
+		durS float64
+		want []float64
+	}{
+		{4, 0, []float64{0, 0.5, 1, 1.5}},
+		{0, 1.2, []float64{0, 0.5, 1}},
+		{0, 0, []float64{0, 0.02, 0.04, 0.06, 2}},
+	} {
+		out, err := ReplayAt(reqs, 2, c.n, c.durS)
+		if err != nil {
+			t.Fatalf("n %d, duration %v: %v", c.n, c.durS, err)
+		}
+		if len(out) != len(c.want) {
+			t.Fatalf("n %d, duration %v: %d requests, want %d", c.n, c.durS, len(out), len(c.want))
+		}
+		for i, w := range c.want {
+			if math.Abs(out[i].ArrivalS-w) > 1e-12 {
+				t.Errorf("n %d, duration %v: request %d at %v s, want %v", c.n, c.durS, i, out[i].ArrivalS, w)
+			}
+		}
+	}
+}
+
 // FuzzReadTrace: any input is sorted valid requests or a *ParseError.
 // Seeded with each format's first lines.
 func FuzzReadTrace(f *testing.F) {

@@ -686,3 +686,43 @@ func TestSimulateCompareSpeculativeServer(t *testing.T) {
 		t.Errorf("no acceptance beside the measured one:\n%s", out)
 	}
 }
+
+// TestSimulateReplayCutShortAtRate: --replay-qps with --requests or
+// --duration offers the rate asked over the requests the run takes.
+// Four requests a second apart then one 97 s later: scaled whole to 2
+// req/s (4 gaps in 2 s) and cut to four, the run's arrivals spanned
+// 0.06 s, 50 req/s for a run labelled "trace at 2 req/s". Taken first,
+// four requests at 2 req/s span 3 gaps of 0.5 s; a 1.2 s run at 2 req/s
+// takes ceil(2.4) = 3 requests over 1 s.
+func TestSimulateReplayCutShortAtRate(t *testing.T) {
+	reqs := filepath.Join(t.TempDir(), "reqs.csv")
+	if err := os.WriteFile(reqs, []byte("arrival_s,prompt_tokens,output_tokens\n0,100,10\n1,100,10\n2,100,10\n3,100,10\n100,100,10\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		flags    []string
+		requests int
+		spanS    float64
+	}{
+		{[]string{"--requests", "4"}, 4, 1.5},
+		{[]string{"--duration", "1.2"}, 3, 1},
+	} {
+		code, out, errs := runCLI(t, append([]string{"simulate", "--model", "deepseek-v3", "--topo", "h200-nvswitch", "--output", "json",
+			"--requests-file", reqs, "--replay-qps", "2"}, c.flags...)...)
+		if code != 0 {
+			t.Fatalf("%v: exit %d: %s", c.flags, code, errs)
+		}
+		var raw struct {
+			Runs []struct {
+				Requests     int     `json:"requests"`
+				ArrivalSpanS float64 `json:"arrival_span_s"`
+			} `json:"runs"`
+		}
+		if err := json.Unmarshal([]byte(out), &raw); err != nil {
+			t.Fatal(err)
+		}
+		if r := raw.Runs[0]; r.Requests != c.requests || math.Abs(r.ArrivalSpanS-c.spanS) > 1e-9 {
+			t.Errorf("%v: %d requests over %v s, want %d over %v s", c.flags, r.Requests, r.ArrivalSpanS, c.requests, c.spanS)
+		}
+	}
+}

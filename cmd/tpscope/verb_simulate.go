@@ -249,7 +249,7 @@ func (f *simulateFlags) bind(fs *pflag.FlagSet) {
 	fs.StringVar(&f.plotFile, "plot", f.plotFile, "write latency percentiles against load to FILE.png or FILE.svg")
 	fs.IntVar(&f.timeline, "timeline", f.timeline, "timeline rows of a single run (0 = none)")
 	fs.StringArrayVar(&f.compare, "compare", f.compare, "a measured benchmark result (vllm bench serve --save-result JSON, SGLang bench_serving JSONL, aiperf profile_export_aiperf.json, GuideLLM benchmarks.json, a request log): simulate each of its load levels and set predicted beside measured; repeatable")
-	fs.StringVar(&f.replayQPS, "replay-qps", f.replayQPS, "with --requests-file: replay the trace time-scaled to these request rates (comma list, one run each; its bursts and lulls kept)")
+	fs.StringVar(&f.replayQPS, "replay-qps", f.replayQPS, "with --requests-file: replay the trace time-scaled to these request rates (comma list, one run each; its bursts and lulls kept; the requests a run takes by --requests or --duration arrive at the rate)")
 	fs.Float64Var(&f.forQPS, "for-qps", f.forQPS, "with --sweep-qps: how many instances, GPUs and boxes carry this many requests/s within the SLO")
 	fs.StringVar(&f.paretoFile, "pareto", f.paretoFile, "draw output tokens/s per GPU against tokens/s per user (1000 / median TPOT) of the runs, the front, the SLO and the chosen run, to FILE.png or FILE.svg")
 	fs.StringVar(&f.frontierFile, "frontier", f.frontierFile, "write every run's tokens/s per GPU and per user, on the front or not, as CSV to FILE")
@@ -515,16 +515,21 @@ func runSimulate(sc *scenarioFlags, f *simulateFlags, stdout, stderr io.Writer) 
 		traffic.Burstiness = f.burstiness
 	}
 	var trace *serving.Trace
+	var replayed [][]serving.Request // per --replay-qps rate
 	if f.requestsFile != "" {
 		if trace, err = serving.LoadTrace(f.requestsFile); err != nil {
 			return causeError("--requests-file", nil, err)
 		}
 		traffic.Requests = trace.Requests
 		traffic.HashBlockTokens = trace.HashBlockTokens
+		// Each replay is the requests its run takes (--requests,
+		// --duration), scaled to its rate: the run offers the rate asked.
 		for _, q := range replay {
-			if _, err := serving.ScaleToQPS(trace.Requests, q); err != nil {
+			reqs, err := serving.ReplayAt(trace.Requests, q, f.requests, f.durationS)
+			if err != nil {
 				return causeError("--replay-qps", nil, err)
 			}
+			replayed = append(replayed, reqs)
 		}
 	} else if f.requests == 0 && f.durationS == 0 {
 		traffic.NumRequests = 1000
@@ -535,6 +540,8 @@ func runSimulate(sc *scenarioFlags, f *simulateFlags, stdout, stderr io.Writer) 
 		switch {
 		case len(loads) > 0:
 			check.QPS, check.Concurrency = loads[0].qps, loads[0].concurrency
+		case len(replayed) > 0:
+			check.Requests = replayed[0]
 		case f.sweepQPS:
 			check.QPS = 1
 		case f.sweepConc:
@@ -673,9 +680,9 @@ func runSimulate(sc *scenarioFlags, f *simulateFlags, stdout, stderr io.Writer) 
 			}
 		}
 	case len(replay) > 0:
-		for _, q := range replay {
+		for i, q := range replay {
 			t := traffic
-			t.Requests, _ = serving.ScaleToQPS(trace.Requests, q)
+			t.Requests = replayed[i]
 			res, err := s.Run(t, ro)
 			if err != nil {
 				return err
