@@ -601,14 +601,55 @@ func ScaleToQPS(reqs []Request, qps float64) ([]Request, error) {
 // over qps, the last arriving before durationS; a trace with fewer ends
 // before the duration, which Traffic.Validate refuses.
 func ReplayAt(reqs []Request, qps float64, numRequests int, durationS float64) ([]Request, error) {
+	if err := checkTake(len(reqs), numRequests); err != nil {
+		return nil, err
+	}
 	n := len(reqs)
 	if numRequests > 0 {
-		n = min(n, numRequests)
+		n = numRequests
 	}
-	if durationS > 0 && qps > 0 && !math.IsInf(qps, 0) && qps*durationS < float64(n) {
-		n = max(1, int(math.Ceil(qps*durationS)))
+	if durationS > 0 && qps > 0 && !math.IsInf(qps, 0) {
+		switch m := math.Ceil(qps * durationS); {
+		case m < float64(n):
+			n = max(1, int(m))
+		case numRequests == 0:
+			// Scaled to qps, all n arrive within (n - 1) / qps <
+			// durationS: the duration cuts nothing, and the load ends
+			// with the trace, short of the time asked.
+			span := float64(n-1) / qps
+			return nil, trafficFieldError("duration_s", fmt.Sprintf("want at most %g s: at %g req/s the trace's %d requests arrive within it (leave it out for the whole trace)",
+				span, qps, n), "traffic: duration %v s", durationS)
+		}
 	}
 	return ScaleToQPS(reqs[:n], qps)
+}
+
+// CheckTake refuses a cut of a trace replayed at its own times that the
+// trace cannot fill: more requests than it has (the run would stop at
+// its end, short of the count asked), or a duration past its last
+// arrival (the duration would cut nothing: the load ends with the trace,
+// short of the time asked). A load that takes only the trace's lengths
+// (an open or closed loop) is held to the count alone: its times are its
+// own.
+func (t *Trace) CheckTake(numRequests int, durationS float64, ownTimes bool) error {
+	if err := checkTake(len(t.Requests), numRequests); err != nil {
+		return err
+	}
+	if ownTimes && durationS > 0 && len(t.Requests) > 0 {
+		if last := t.Requests[len(t.Requests)-1].ArrivalS; last < durationS {
+			return trafficFieldError("duration_s", fmt.Sprintf("want at most %g s: the trace's last request arrives at %g s (leave it out for the whole trace)", last, last),
+				"traffic: duration %v s", durationS)
+		}
+	}
+	return nil
+}
+
+// checkTake refuses a count of requests beyond a trace's n.
+func checkTake(n, numRequests int) error {
+	if numRequests > n {
+		return trafficFieldError("num_requests", fmt.Sprintf("want at most %d, the trace's requests (leave it out for them all)", n), "traffic: requests %d", numRequests)
+	}
+	return nil
 }
 
 func csvError(name string, err error) error {

@@ -522,11 +522,18 @@ func runSimulate(sc *scenarioFlags, f *simulateFlags, stdout, stderr io.Writer) 
 		}
 		traffic.Requests = trace.Requests
 		traffic.HashBlockTokens = trace.HashBlockTokens
+		ownTimes := len(loads) == 0 && len(replay) == 0 && !f.sweepQPS && !f.sweepConc
+		if err := trace.CheckTake(f.requests, f.durationS, ownTimes); err != nil {
+			return f.trafficFlagError(err)
+		}
 		// Each replay is the requests its run takes (--requests,
 		// --duration), scaled to its rate: the run offers the rate asked.
 		for _, q := range replay {
 			reqs, err := serving.ReplayAt(trace.Requests, q, f.requests, f.durationS)
-			if err != nil {
+			var fe *serving.FieldError
+			if errors.As(err, &fe) {
+				return f.trafficFlagError(err)
+			} else if err != nil {
 				return causeError("--replay-qps", nil, err)
 			}
 			replayed = append(replayed, reqs)

@@ -364,6 +364,34 @@ func TestSimulateTraceCutShort(t *testing.T) {
 	}
 }
 
+// TestSimulateTraceCutBeyondIt: --requests past a trace's requests, or
+// --duration past its last arrival (at its own times, or at the times
+// --replay-qps scales them to), is refused in one line: the run would
+// stop at the trace's end, short of the load asked, and say nothing.
+// Three requests at 0, 0.5 and 1 s: replayed at 4 req/s, 2 gaps of 0.25 s
+// span 0.5 s.
+func TestSimulateTraceCutBeyondIt(t *testing.T) {
+	reqs := filepath.Join(t.TempDir(), "reqs.csv")
+	if err := os.WriteFile(reqs, []byte("arrival_s,prompt_tokens,output_tokens\n0,100,10\n0.5,200,20\n1,100,10\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	sim := func(flags ...string) []string { return append([]string{"simulate", "--requests-file", reqs}, flags...) }
+	checkUsageErrors(t, []usageCase{
+		{"own times, count", sim("--requests", "4"), "--requests 4: want at most 3, the trace's requests"},
+		{"open loop, count", sim("--qps", "2", "--requests", "4"), "--requests 4: want at most 3, the trace's requests"},
+		{"closed loop, count", sim("--concurrency", "2", "--requests", "4"), "--requests 4: want at most 3, the trace's requests"},
+		{"replay, count", sim("--replay-qps", "4", "--requests", "4"), "--requests 4: want at most 3, the trace's requests"},
+		{"own times, duration", sim("--duration", "1.5"), "--duration 1.5: want at most 1 s: the trace's last request arrives at 1 s"},
+		{"replay, duration", sim("--replay-qps", "4", "--duration", "0.6"), "--duration 0.6: want at most 0.5 s: at 4 req/s the trace's 3 requests arrive within it"},
+	})
+	// Within the trace, each runs.
+	for _, flags := range [][]string{{"--requests", "3"}, {"--duration", "1"}, {"--replay-qps", "4", "--duration", "0.5"}, {"--qps", "2", "--duration", "5"}} {
+		if code, _, errs := runCLI(t, append(sim(flags...), "--timeline", "0")...); code != 0 {
+			t.Errorf("%v: exit %d: %s", flags, code, errs)
+		}
+	}
+}
+
 // TestSimulateRouterNeedsSchedulers: --router picks among the schedulers
 // (--instances x DP ranks); with one (the default deployment: one
 // instance, TP 8, no DP) it routes nothing and is refused in one line,
@@ -633,8 +661,13 @@ func TestSimulatePlotLatencyAxes(t *testing.T) {
 // where it changed nothing.
 func TestSimulateSeedRefusedWhereNothingIsDrawn(t *testing.T) {
 	base := []string{"simulate", "--model", "deepseek-v3", "--topo", "h200-nvswitch", "--requests", "20", "--timeline", "0"}
+	// The trace holds the 20 requests --requests takes of it.
 	trace := filepath.Join(t.TempDir(), "t.csv")
-	if err := os.WriteFile(trace, []byte("arrival_s,prompt_tokens,output_tokens\n0,100,10\n0.5,200,20\n1,300,30\n"), 0o644); err != nil {
+	rows := "arrival_s,prompt_tokens,output_tokens\n"
+	for i := range 20 {
+		rows += fmt.Sprintf("%g,%d,%d\n", 0.5*float64(i), 100*(1+i%3), 10*(1+i%3))
+	}
+	if err := os.WriteFile(trace, []byte(rows), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	for _, c := range []struct {
