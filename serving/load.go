@@ -228,6 +228,27 @@ func (t *Traffic) Draws() bool {
 	return spreads(t.Prompt) || spreads(t.Output)
 }
 
+// OneTokenOutputs reports whether every request of the load outputs a
+// single token: a trace's whose outputs are all one token, or lengths
+// drawn that can be nothing else (fixed or uniform at most one token; a
+// log-normal spread can draw more). TPOT is timed over the tokens after
+// the first, so such a load has none to time, and a TPOT limit would be
+// met by no measurement at all (TPOTS is 0 for a one-token output).
+func (t *Traffic) OneTokenOutputs() bool {
+	if len(t.Requests) > 0 {
+		for i := range t.Requests {
+			if t.Requests[i].OutputTokens > 1 {
+				return false
+			}
+		}
+		return true
+	}
+	if t.Output.Dist == LogNormal && t.Output.Spread > 0 {
+		return false
+	}
+	return maxLen(t.Output) <= 1
+}
+
 // maxRequests bounds the requests of one run.
 const maxRequests = 1 << 24
 

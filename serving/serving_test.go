@@ -393,3 +393,29 @@ func TestRequestsBeyondMaxModelLen(t *testing.T) {
 		t.Errorf("a request at max_model_len: %v", err)
 	}
 }
+
+// TestRunRefusesTPOTLimitOnOneTokenOutputs: a load whose every output is
+// one token has no time per output token (TPOT is over the tokens after
+// the first), so a TPOT limit is refused rather than met by runs that
+// timed none; one output of two tokens, or a log-normal spread that can
+// draw longer, gives TPOT something to time.
+func TestRunRefusesTPOTLimitOnOneTokenOutputs(t *testing.T) {
+	s := mustNew(t, kimiDeployment(t))
+	slo := RunOptions{SLO: SLO{TPOTMs: 50}}
+	for _, tr := range []Traffic{
+		{QPS: 1, NumRequests: 20, Prompt: Lengths{Mean: 100}, Output: Lengths{Mean: 1}},
+		{Requests: []Request{{ArrivalS: 0, PromptTokens: 100, OutputTokens: 1}, {ArrivalS: 1, PromptTokens: 50, OutputTokens: 1}}},
+	} {
+		if _, err := s.Run(tr, slo); err == nil || !strings.Contains(err.Error(), "one token") {
+			t.Errorf("%+v: %v, want a refusal naming the one-token outputs", tr, err)
+		}
+		// Without a TPOT limit it runs.
+		mustRun(t, s, tr, RunOptions{SLO: SLO{TTFTMs: 1000}})
+	}
+	for _, tr := range []Traffic{
+		{QPS: 1, NumRequests: 20, Prompt: Lengths{Mean: 100}, Output: Lengths{Mean: 1, Dist: LogNormal, Spread: 1}},
+		{Requests: []Request{{ArrivalS: 0, PromptTokens: 100, OutputTokens: 1}, {ArrivalS: 1, PromptTokens: 50, OutputTokens: 2}}},
+	} {
+		mustRun(t, s, tr, slo)
+	}
+}

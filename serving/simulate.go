@@ -880,6 +880,9 @@ func (s *Simulator) Run(t Traffic, o RunOptions) (*Result, error) {
 	if err := o.SLO.validate(); err != nil {
 		return nil, err
 	}
+	if o.SLO.TPOTMs > 0 && t.OneTokenOutputs() {
+		return nil, fmt.Errorf("slo: tpot %v ms: every request outputs one token, and TPOT is timed over the tokens after the first: there is none to judge", o.SLO.TPOTMs)
+	}
 	t.Arrival, _ = ParseArrival(string(t.Arrival)) // canonical name (Validate accepted it)
 	// A request fits when its cache at the last step, prompt + output - 1
 	// tokens, fits the pool: checked now for bounded lengths, at issue for

@@ -557,6 +557,13 @@ func runSimulate(sc *scenarioFlags, f *simulateFlags, stdout, stderr io.Writer) 
 		if err := check.Validate(); err != nil {
 			return f.trafficFlagError(err)
 		}
+		if f.sloTPOT > 0 && check.OneTokenOutputs() {
+			outputs := "--osl " + strconv.Itoa(f.osl)
+			if check.Requests != nil {
+				outputs = "the trace's"
+			}
+			return flagError("--slo-tpot-ms", f.sloTPOT, "every request of the load outputs one token (%s), and TPOT is timed over the tokens after the first: there is none to judge: drop --slo-tpot-ms, or give longer outputs", outputs)
+		}
 	}
 	var simulated []*serving.Traffic
 	if len(measured) == 0 {

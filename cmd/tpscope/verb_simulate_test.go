@@ -392,6 +392,27 @@ func TestSimulateTraceCutBeyondIt(t *testing.T) {
 	}
 }
 
+// TestSimulateTPOTLimitNeedsLongerOutputs: --slo-tpot-ms on a load whose
+// every output is one token is refused in one line before any run: TPOT
+// is timed over the tokens after the first, and the runs had printed
+// "TPOT 0.0 / 0.0 / 0.0" and met the limit (SLO yes) on nothing timed,
+// a sweep searching on TTFT alone under a TPOT limit it said it met.
+func TestSimulateTPOTLimitNeedsLongerOutputs(t *testing.T) {
+	trace := filepath.Join(t.TempDir(), "t.csv")
+	if err := os.WriteFile(trace, []byte("arrival_s,prompt_tokens,output_tokens\n0,100,1\n0.5,200,1\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	checkUsageErrors(t, []usageCase{
+		{"open loop", []string{"simulate", "--qps", "2", "--osl", "1", "--slo-tpot-ms", "20"}, "--slo-tpot-ms 20: every request of the load outputs one token (--osl 1)"},
+		{"sweep", []string{"simulate", "--sweep-qps", "--osl", "1", "--slo-ttft-ms", "500", "--slo-tpot-ms", "20"}, "--slo-tpot-ms 20: every request of the load outputs one token (--osl 1)"},
+		{"trace", []string{"simulate", "--requests-file", trace, "--slo-tpot-ms", "20"}, "--slo-tpot-ms 20: every request of the load outputs one token (the trace's)"},
+	})
+	// A TTFT limit judges such a load.
+	if code, _, errs := runCLI(t, "simulate", "--qps", "2", "--requests", "20", "--osl", "1", "--slo-ttft-ms", "500", "--timeline", "0"); code != 0 {
+		t.Errorf("--osl 1 --slo-ttft-ms 500: exit %d: %s", code, errs)
+	}
+}
+
 // TestSimulateRouterNeedsSchedulers: --router picks among the schedulers
 // (--instances x DP ranks); with one (the default deployment: one
 // instance, TP 8, no DP) it routes nothing and is refused in one line,
