@@ -170,9 +170,14 @@ type Capacity struct {
 	GPUsPerCopy int     `json:"gpus_per_copy"`
 	GPUs        int     `json:"gpus"`
 	// BoxGPUs is the GPUs of the box the deployment is on; Boxes how many
-	// such boxes hold GPUs.
-	BoxGPUs int `json:"box_gpus"`
-	Boxes   int `json:"boxes"`
+	// such boxes hold the copies' instances. An instance (InstanceGPUs,
+	// the plan's) runs within one box, its collectives on the box's
+	// fabric, so a box holds InstancesPerBox of them, whole, and GPUs
+	// left over when InstanceGPUs does not divide BoxGPUs stay idle.
+	BoxGPUs         int `json:"box_gpus"`
+	InstanceGPUs    int `json:"instance_gpus"`
+	InstancesPerBox int `json:"instances_per_box"`
+	Boxes           int `json:"boxes"`
 	// Check is the run of one copy at TargetQPS / Copies (it meets the
 	// SLO, or Copies grew until one did).
 	Check *Result `json:"check"`
@@ -214,6 +219,13 @@ func (s *Simulator) CapacityFor(t Traffic, slo SLO, sw *Sweep, qps float64) (*Ca
 		c.Copies++
 	}
 	c.GPUs = c.Copies * c.GPUsPerCopy
-	c.Boxes = (c.GPUs + c.BoxGPUs - 1) / c.BoxGPUs
+	// Instances are packed whole: GPUs / BoxGPUs would split one
+	// across boxes (four 6-GPU copies on 8-GPU boxes need four boxes,
+	// not the three that hold their 24 GPUs). New has checked that the
+	// instances fit the box.
+	c.InstanceGPUs = s.d.Scenario.Plan.World()
+	c.InstancesPerBox = c.BoxGPUs / c.InstanceGPUs
+	instances := c.Copies * s.inst
+	c.Boxes = (instances + c.InstancesPerBox - 1) / c.InstancesPerBox
 	return c, nil
 }

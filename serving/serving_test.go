@@ -419,3 +419,23 @@ func TestRunRefusesTPOTLimitOnOneTokenOutputs(t *testing.T) {
 		mustRun(t, s, tr, slo)
 	}
 }
+
+// TestCapacityPacksWholeInstances: an instance runs within one box, so
+// copies of a 6-GPU plan (Kimi-K2.5 NVFP4 at TP 1 x DP 6 with EP) on
+// 8-GPU boxes take a box each, 2 GPUs idle: four or more copies need as
+// many boxes, where the GPUs alone (6 x copies / 8) counted fewer (three
+// for four copies). The sweep is stood in for: one copy carries 1 req/s.
+func TestCapacityPacksWholeInstances(t *testing.T) {
+	d := Deployment{Scenario: sim.Scenario{Arch: mustPreset(t, "kimi-k2.5-nvfp4"), Plan: model.Plan{TP: 1, DP: 6, EP: true},
+		Workload: model.Workload{KVDtype: model.FP8}, Topo: mustBox(t, "nvswitch:8xb200"), Options: sim.Options{CUDAGraphs: true}}}
+	s := mustNew(t, d)
+	sw := &Sweep{Best: 0, MaxQPS: 1}
+	c, err := s.CapacityFor(Traffic{NumRequests: 200, Prompt: Lengths{Mean: 512}, Output: Lengths{Mean: 64}}, SLO{TTFTMs: 1e5}, sw, 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Copies < 4 || c.InstanceGPUs != 6 || c.InstancesPerBox != 1 || c.BoxGPUs != 8 || c.Boxes != c.Copies || c.GPUs != 6*c.Copies {
+		t.Errorf("%d copies of %d GPUs: %d GPUs on %d boxes of %d (%d instance(s) a box); want a box per copy, at least 4",
+			c.Copies, c.InstanceGPUs, c.GPUs, c.Boxes, c.BoxGPUs, c.InstancesPerBox)
+	}
+}

@@ -194,9 +194,15 @@ func CompareCell(c serving.MetricCompare) string {
 }
 
 // CapacityLine says how many copies, GPUs and boxes carry a target rate.
+// Where the instance's GPUs do not divide the box's, it says how many
+// instances a box holds and the GPUs idle in each.
 func CapacityLine(c *serving.Capacity) string {
-	return fmt.Sprintf("%g requests/s within the SLO: %d copies of the deployment (%.4g req/s each at most, %d GPUs each) = %d GPUs = %d boxes of %d GPUs; one copy at %.4g req/s: TTFT p99 %.0f ms, TPOT p99 %.1f ms",
-		c.TargetQPS, c.Copies, c.PerCopyQPS, c.GPUsPerCopy, c.GPUs, c.Boxes, c.BoxGPUs, c.Check.QPS, c.Check.TTFTMs.P99, c.Check.TPOTMs.P99)
+	boxes := fmt.Sprintf("%d boxes of %d GPUs", c.Boxes, c.BoxGPUs)
+	if idle := c.BoxGPUs - c.InstancesPerBox*c.InstanceGPUs; idle > 0 {
+		boxes += fmt.Sprintf(" (%d instance(s) of %d GPUs a box, %d GPUs idle in each)", c.InstancesPerBox, c.InstanceGPUs, idle)
+	}
+	return fmt.Sprintf("%g requests/s within the SLO: %d copies of the deployment (%.4g req/s each at most, %d GPUs each) = %d GPUs on %s; one copy at %.4g req/s: TTFT p99 %.0f ms, TPOT p99 %.1f ms",
+		c.TargetQPS, c.Copies, c.PerCopyQPS, c.GPUsPerCopy, c.GPUs, boxes, c.Check.QPS, c.Check.TTFTMs.P99, c.Check.TPOTMs.P99)
 }
 
 // f1 writes a value with about four significant digits.
