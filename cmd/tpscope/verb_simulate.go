@@ -932,7 +932,9 @@ func (o *simulateOutput) loadGroups() []loadGroup {
 
 // chosenRun is, among the runs of one group, the run a sweep picked, else
 // the one with the most output tokens/s per GPU among those meeting the
-// SLO (or not overloaded without one); -1 when none qualifies.
+// SLO (without one: neither overloaded nor too short to reach steady
+// state, as an SLO's verdict asks: a filling engine's throughput is not
+// the deployment's); -1 when none qualifies.
 func (o *simulateOutput) chosenRun(group []int) int {
 	if o.Sweep != nil {
 		return o.Sweep.Best
@@ -940,7 +942,7 @@ func (o *simulateOutput) chosenRun(group []int) int {
 	best := -1
 	for _, i := range group {
 		r := o.Runs[i]
-		ok := !r.Overloaded && (!(o.SLO.TTFTMs > 0 || o.SLO.TPOTMs > 0) || r.MeetsSLO)
+		ok := !r.Overloaded && !r.TooShort && (!(o.SLO.TTFTMs > 0 || o.SLO.TPOTMs > 0) || r.MeetsSLO)
 		if ok && (best < 0 || r.OutputTokensPerSPerGPU > o.Runs[best].OutputTokensPerSPerGPU) {
 			best = i
 		}

@@ -413,6 +413,53 @@ func TestSimulateTPOTLimitNeedsLongerOutputs(t *testing.T) {
 	}
 }
 
+// TestSimulateChosenRunReachedSteadyState: without an SLO the run chosen
+// on the Pareto chart, CSV and JSON is the most tokens/s per GPU among
+// the runs that reached steady state: 300 requests at 16 req/s on
+// DeepSeek-V3 at TP 8 fill the engine for the whole run (too short),
+// and it had been chosen on the throughput of an engine still filling.
+func TestSimulateChosenRunReachedSteadyState(t *testing.T) {
+	code, out, errs := runCLI(t, "simulate", "--model", "deepseek-v3", "--topo", "h200-nvswitch", "--qps", "1,4,16", "--requests", "300", "--output", "json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	var raw struct {
+		Runs []struct {
+			Load                   string  `json:"load"`
+			TooShort               bool    `json:"too_short"`
+			Overloaded             bool    `json:"overloaded"`
+			OutputTokensPerSPerGPU float64 `json:"output_tokens_per_s_per_gpu"`
+		} `json:"runs"`
+		Frontiers []struct {
+			Points []struct {
+				Run int `json:"run"`
+			} `json:"points"`
+			Chosen int `json:"chosen"`
+		} `json:"frontiers"`
+	}
+	if err := json.Unmarshal([]byte(out), &raw); err != nil {
+		t.Fatal(err)
+	}
+	if len(raw.Runs) != 3 || !raw.Runs[2].TooShort {
+		t.Fatalf("want three runs, the last too short to reach steady state: %+v", raw.Runs)
+	}
+	// The pick, worked out from the runs: the most tokens/s per GPU of
+	// those steady and not overloaded.
+	want := -1
+	for i, r := range raw.Runs {
+		if !r.TooShort && !r.Overloaded && (want < 0 || r.OutputTokensPerSPerGPU > raw.Runs[want].OutputTokensPerSPerGPU) {
+			want = i
+		}
+	}
+	if len(raw.Frontiers) != 1 || raw.Frontiers[0].Chosen < 0 {
+		t.Fatalf("frontiers %+v: want one with a run chosen", raw.Frontiers)
+	}
+	f := raw.Frontiers[0]
+	if got := f.Points[f.Chosen].Run; got != want {
+		t.Errorf("chosen run %d (%s), want %d (%s)", got, raw.Runs[got].Load, want, raw.Runs[want].Load)
+	}
+}
+
 // TestSimulateRouterNeedsSchedulers: --router picks among the schedulers
 // (--instances x DP ranks); with one (the default deployment: one
 // instance, TP 8, no DP) it routes nothing and is refused in one line,
