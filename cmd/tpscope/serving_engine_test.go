@@ -249,3 +249,22 @@ func TestEnableChunkedPrefillOnlyWhereOff(t *testing.T) {
 		t.Errorf("trtllm: exit %d, stderr %q", code, errs)
 	}
 }
+
+// TestNoChunkedPrefillOnlyWhereOn: --no-enable-chunked-prefill turns off
+// the chunking vLLM and SGLang do by default; under TensorRT-LLM, whose
+// enable_chunked_prefill is off by default, it asks for nothing and is
+// one line, exit 2, before any work (it had been taken and dropped the
+// engine's "chunked prefill off (trtllm@1.3's)" from the defaults line,
+// as if the user had set it).
+func TestNoChunkedPrefillOnlyWhereOn(t *testing.T) {
+	box := []string{"--model", "deepseek-v3", "--topo", "h200-nvswitch", "--concurrency", "2", "--requests", "4", "--isl", "128", "--osl", "8", "--no-enable-chunked-prefill"}
+	code, out, errs := runCLI(t, append([]string{"simulate", "--engine", "trtllm"}, box...)...)
+	if code != 2 || out != "" || !strings.Contains(errs, "--no-enable-chunked-prefill: trtllm@1.3 leaves prompts whole by default") || strings.Count(strings.TrimSpace(errs), "\n") > 0 {
+		t.Errorf("trtllm: exit %d, stdout %q, stderr %q; want exit 2 and one line naming the flag", code, out, errs)
+	}
+	for _, engine := range []string{"vllm", "sglang"} {
+		if code, _, errs := runCLI(t, append([]string{"simulate", "--engine", engine}, box...)...); code != 0 {
+			t.Errorf("%s: exit %d, stderr %q", engine, code, errs)
+		}
+	}
+}

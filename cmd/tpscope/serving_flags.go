@@ -127,6 +127,16 @@ func (f *engineFlags) engine(prof *engprof.Profile, o sim.Options, policyGiven b
 				"%s cuts prompts to the step's budget by default: the flag turns on what TensorRT-LLM leaves off; leave it out", prof.Name())
 		}
 	}
+	// --no-enable-chunked-prefill turns off what vLLM and SGLang do by
+	// default; under an engine that leaves chunking off (TensorRT-LLM's
+	// enable_chunked_prefill False) it asks for nothing, as
+	// --enable-chunked-prefill under vLLM does.
+	if f.noChunked {
+		if c := prof.Scheduler.ChunkedPrefill; c != nil && !*c {
+			return serving.EngineOptions{}, flagError("--no-enable-chunked-prefill", nil,
+				"%s leaves prompts whole by default (chunked prefill off): the flag turns off what vLLM and SGLang do; leave it out", prof.Name())
+		}
+	}
 	e := serving.EngineOptions{MaxNumSeqs: o.MaxNumSeqs, MaxNumBatchedTokens: o.MaxNumBatchedTokens, BlockSize: f.blockSize,
 		NumGPUBlocksOverride: f.gpuBlocks, LongPrefillTokenThreshold: f.longPrefill, DisableChunkedPrefill: f.noChunked, EnableChunkedPrefill: f.chunked,
 		NoSchedulerReserveFullISL: f.noFullISL, Watermark: f.watermark, Policy: pol, NoPrefixCaching: f.noPrefixCache,
