@@ -183,16 +183,20 @@ type Capacity struct {
 	Check *Result `json:"check"`
 }
 
-// maxCapacityCopies bounds the copies CapacityFor tries.
-const maxCapacityCopies = 1 << 20
+// maxCapacityCopies bounds the copies CapacityFor tries; maxCapacityTries
+// the check runs it makes, one copy more each.
+const (
+	maxCapacityCopies = 1 << 20
+	maxCapacityTries  = 9
+)
 
 // CapacityFor sizes the deployment for qps requests per second within
 // slo from a QPS sweep of t (SweepQPS): copies = ceil(qps / the sweep's
 // largest rate), each copy an independent deployment taking an equal
 // share of the load; the share is simulated and, should it miss the SLO
 // (the verdict can dip below the sweep's bracket), one copy more is tried,
-// up to 8 times. Errors: no rate met the SLO, or the answer needs more
-// copies than maxCapacityCopies.
+// up to 8 times. Errors: no rate met the SLO, the answer needs more
+// copies than maxCapacityCopies, or no check run met the SLO.
 func (s *Simulator) CapacityFor(t Traffic, slo SLO, sw *Sweep, qps float64) (*Capacity, error) {
 	if !(qps > 0) || math.IsInf(qps, 0) {
 		return nil, fmt.Errorf("serving: capacity for %v req/s: want a positive rate", qps)
@@ -213,8 +217,14 @@ func (s *Simulator) CapacityFor(t Traffic, slo SLO, sw *Sweep, qps float64) (*Ca
 			return nil, err
 		}
 		c.Check = res
-		if res.MeetsSLO || try == 8 {
+		if res.MeetsSLO {
 			break
+		}
+		if try == maxCapacityTries-1 {
+			// No answer checked: the copies counted so far are a guess
+			// the runs did not bear out.
+			return nil, fmt.Errorf("serving: capacity for %v req/s: one copy's share missed the SLO at %d to %d copies (%.4g req/s each at the last), below the sweep's largest rate %.4g req/s: the sweep's answer does not hold at lower rates; a longer load judges both more steadily",
+				qps, int(copies), c.Copies, t.QPS, sw.MaxQPS)
 		}
 		c.Copies++
 	}

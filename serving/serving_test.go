@@ -439,3 +439,23 @@ func TestCapacityPacksWholeInstances(t *testing.T) {
 			c.Copies, c.InstanceGPUs, c.GPUs, c.Boxes, c.BoxGPUs, c.InstancesPerBox)
 	}
 }
+
+// TestCapacityRefusesAnUncheckedAnswer: a sweep whose largest rate the
+// deployment cannot carry (stood in for: 1000 req/s, where DeepSeek-V3
+// at TP 8 on H200s carries about 13 of 1024 / 256 tokens) gives check
+// runs that miss the SLO at every copy count tried, 1000 / 1 to 1000 / 9
+// req/s: an error, not the last count as an answer the runs did not
+// bear out.
+func TestCapacityRefusesAnUncheckedAnswer(t *testing.T) {
+	d := Deployment{Scenario: sim.Scenario{Arch: mustPreset(t, "deepseek-v3"), Plan: model.Plan{TP: 8},
+		Topo: mustBox(t, "h200-nvswitch"), Options: sim.Options{CUDAGraphs: true}}}
+	s := mustNew(t, d)
+	c, err := s.CapacityFor(Traffic{NumRequests: 200, Prompt: Lengths{Mean: 1024}, Output: Lengths{Mean: 256}}, SLO{TTFTMs: 2000, TPOTMs: 50}, &Sweep{Best: 0, MaxQPS: 1000}, 1000)
+	if err == nil || !strings.Contains(err.Error(), "missed the SLO at 1 to 9 copies") {
+		var got string
+		if c != nil {
+			got = fmt.Sprintf("%d copies, check meets the SLO: %v", c.Copies, c.Check.MeetsSLO)
+		}
+		t.Errorf("%s, error %v: want the check runs' miss as an error", got, err)
+	}
+}
