@@ -454,6 +454,9 @@ type Deployment struct {
 	Overheads Overheads
 }
 
+// MaxInstances bounds a deployment's engine instances.
+const MaxInstances = 1024
+
 // validate checks the deployment before any work; errors name the field.
 func (d *Deployment) validate() error {
 	if d.Scenario.Topo == nil {
@@ -462,8 +465,8 @@ func (d *Deployment) validate() error {
 	if d.Scenario.Arch == nil {
 		return errors.New("serving: deployment has no model")
 	}
-	if d.Instances < 0 || d.Instances > 1024 {
-		return fmt.Errorf("serving: instances = %d: want 1 to 1024 (0 = 1)", d.Instances)
+	if d.Instances < 0 || d.Instances > MaxInstances {
+		return fmt.Errorf("serving: instances = %d: want 1 to %d (0 = 1)", d.Instances, MaxInstances)
 	}
 	if _, err := ParseRouter(string(d.Router)); err != nil {
 		return fmt.Errorf("serving: %w", err)

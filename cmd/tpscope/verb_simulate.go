@@ -372,6 +372,11 @@ func runSimulate(sc *scenarioFlags, f *simulateFlags, stdout, stderr io.Writer) 
 	if f.requestsGiven && f.requests == 0 {
 		return flagError("--requests", 0, "want 1 or more requests per run (leave it out for 1000, or give --duration)")
 	}
+	// Likewise the deployment reads 0 instances as one: typed, it would
+	// run one engine, not the none asked for.
+	if f.instances < 1 || f.instances > serving.MaxInstances {
+		return flagError("--instances", f.instances, "want 1 to %d engine instances, each its own copy of the plan", serving.MaxInstances)
+	}
 	if f.durationGiven && f.durationS == 0 {
 		return flagError("--duration", 0, "want a time above 0 s (leave it out to run --requests, 1000 by default)")
 	}

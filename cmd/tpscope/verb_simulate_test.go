@@ -460,6 +460,18 @@ func TestSimulateChosenRunReachedSteadyState(t *testing.T) {
 	}
 }
 
+// TestSimulateInstancesCount: --instances 0 is refused naming the flag
+// (the deployment reads 0 as one, and had run one engine for the none
+// asked), and so are a negative count and one above the bound, whose
+// refusal had named the deployment's field, not the flag.
+func TestSimulateInstancesCount(t *testing.T) {
+	checkUsageErrors(t, []usageCase{
+		{"zero", []string{"simulate", "--qps", "1", "--requests", "10", "--instances", "0"}, "--instances 0: want 1 to 1024 engine instances"},
+		{"negative", []string{"simulate", "--qps", "1", "--requests", "10", "--instances", "-1"}, "--instances -1: want 1 to 1024 engine instances"},
+		{"above", []string{"simulate", "--qps", "1", "--requests", "10", "--instances", "1025"}, "--instances 1025: want 1 to 1024 engine instances"},
+	})
+}
+
 // TestSimulateRouterNeedsSchedulers: --router picks among the schedulers
 // (--instances x DP ranks); with one (the default deployment: one
 // instance, TP 8, no DP) it routes nothing and is refused in one line,
