@@ -513,6 +513,17 @@ func runSimulate(sc *scenarioFlags, f *simulateFlags, stdout, stderr io.Writer) 
 	if err != nil {
 		return causeError("--osl-dist", nil, err)
 	}
+	// A distribution without a spread draws its mean every time: fixed
+	// lengths under another name, the run the flag's absence gives.
+	for _, l := range []struct {
+		dist, spreadFlag string
+		d                serving.Dist
+		spread           float64
+	}{{"--isl-dist", "--isl-spread", islDist, f.islSpread}, {"--osl-dist", "--osl-spread", oslDist, f.oslSpread}} {
+		if (l.d == serving.Uniform || l.d == serving.LogNormal) && l.spread == 0 {
+			return flagError(l.dist, l.d, "want %s above 0 with it: a spread of 0 draws the mean every time, fixed lengths (leave %s out for those)", l.spreadFlag, l.dist)
+		}
+	}
 	traffic := serving.Traffic{Arrival: arrival, NumRequests: f.requests, DurationS: f.durationS, Seed: f.seed,
 		Prompt: serving.Lengths{Dist: islDist, Mean: f.isl, Spread: f.islSpread},
 		Output: serving.Lengths{Dist: oslDist, Mean: f.osl, Spread: f.oslSpread}}

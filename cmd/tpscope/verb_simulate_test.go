@@ -472,6 +472,20 @@ func TestSimulateInstancesCount(t *testing.T) {
 	})
 }
 
+// TestSimulateDistNeedsSpread: --isl-dist or --osl-dist uniform or
+// lognormal without a spread is refused naming the flag: a spread of 0
+// draws the mean every time, so the run was fixed lengths while the load
+// line said "uniform (spread 0)".
+func TestSimulateDistNeedsSpread(t *testing.T) {
+	checkUsageErrors(t, []usageCase{
+		{"isl uniform", []string{"simulate", "--qps", "1", "--requests", "10", "--isl-dist", "uniform"}, "--isl-dist uniform: want --isl-spread above 0 with it"},
+		{"osl lognormal", []string{"simulate", "--qps", "1", "--requests", "10", "--osl-dist", "lognormal"}, "--osl-dist lognormal: want --osl-spread above 0 with it"},
+	})
+	if code, _, errs := runCLI(t, "simulate", "--qps", "1", "--requests", "10", "--timeline", "0", "--isl-dist", "uniform", "--isl-spread", "0.5"); code != 0 {
+		t.Errorf("--isl-dist uniform --isl-spread 0.5: exit %d: %s", code, errs)
+	}
+}
+
 // TestSimulateRouterNeedsSchedulers: --router picks among the schedulers
 // (--instances x DP ranks); with one (the default deployment: one
 // instance, TP 8, no DP) it routes nothing and is refused in one line,
