@@ -476,8 +476,8 @@ func runSimulate(sc *scenarioFlags, f *simulateFlags, stdout, stderr io.Writer) 
 	if f.sloPctGiven && f.sloTTFT == 0 && f.sloTPOT == 0 {
 		return flagError("--slo-percentile", f.sloPct, "needs an SLO to judge at that percentile: --slo-ttft-ms and/or --slo-tpot-ms")
 	}
-	if f.timeline < 0 {
-		return flagError("--timeline", f.timeline, "want 0 or more rows")
+	if f.timeline < 0 || f.timeline > maxTimelineRows {
+		return flagError("--timeline", f.timeline, "want 0 to %d rows", maxTimelineRows)
 	}
 	// The timeline table is drawn for one simulated run, in the table
 	// and markdown output; elsewhere --timeline N sized nothing (0, no
@@ -676,6 +676,13 @@ func runSimulate(sc *scenarioFlags, f *simulateFlags, stdout, stderr io.Writer) 
 			scen.Build.Spec.String(scen.Workload), y.TokensPerStep, math.Sqrt(y.TokensVar), y.Source, y.Caveats())
 	}
 	ro := serving.RunOptions{SLO: slo}
+	// The table's timeline is the run's, cut into as many windows as
+	// --timeline asks: merging the run's default windows gave at most
+	// that many, 30 rows for 50 (60 windows two to a row) and 60 for any
+	// number above.
+	if f.output != formatJSON && f.timeline > 0 && len(measured) == 0 && !f.sweepQPS && !f.sweepConc {
+		ro.TimelineWindows = f.timeline
+	}
 	switch {
 	case len(measured) > 0:
 		for i := range measured {
@@ -1238,6 +1245,9 @@ func rateCell(r *serving.Result) string {
 	}
 	return fmt.Sprintf("%.3f / %.3f", r.OfferedRequestsPerS, r.ServedRequestsPerS)
 }
+
+// maxTimelineRows bounds --timeline: a table, not a trace of every step.
+const maxTimelineRows = 1000
 
 // coarsen merges the timeline's windows into at most n rows.
 func coarsen(tl []serving.Window, n int) []serving.Window {

@@ -486,6 +486,28 @@ func TestSimulateDistNeedsSpread(t *testing.T) {
 	}
 }
 
+// TestSimulateTimelineRows: --timeline N draws N rows of one run's
+// timeline: merging the run's 60 default windows whole had drawn 30
+// rows for 50 (two windows a row) and 60 for 200; above the bound it is
+// refused in one line.
+func TestSimulateTimelineRows(t *testing.T) {
+	for _, n := range []int{7, 50, 200} {
+		code, out, errs := runCLI(t, "simulate", "--model", "deepseek-v3", "--topo", "h200-nvswitch", "--qps", "2", "--requests", "100", "--timeline", strconv.Itoa(n))
+		if code != 0 {
+			t.Fatalf("--timeline %d: exit %d: %s", n, code, errs)
+		}
+		_, table, ok := strings.Cut(out, "timeline (time-weighted means per window)\n")
+		if !ok {
+			t.Fatalf("--timeline %d: no timeline table:\n%s", n, out)
+		}
+		lines := strings.Split(strings.TrimSpace(table), "\n")
+		if rows := len(lines) - 1; rows != n { // less the header
+			t.Errorf("--timeline %d: %d rows, want %d", n, rows, n)
+		}
+	}
+	checkUsageErrors(t, []usageCase{{"above the bound", []string{"simulate", "--qps", "2", "--timeline", "1001"}, "--timeline 1001: want 0 to 1000 rows"}})
+}
+
 // TestSimulateRouterNeedsSchedulers: --router picks among the schedulers
 // (--instances x DP ranks); with one (the default deployment: one
 // instance, TP 8, no DP) it routes nothing and is refused in one line,
