@@ -182,3 +182,28 @@ func TestSGLangDecodeCaptureFollowsRequestPool(t *testing.T) {
 		}
 	}
 }
+
+// TestSGLangGivenCaptureFollowsRequestPool: a list given (--graph-sizes,
+// SGLang's --cuda-graph-bs) stops at the request pool by the same rule as
+// the engine's own (get_batch_sizes_to_capture starts from
+// server_args.cuda_graph_bs, given or not): on an H200 at TP 8, 1, 2, 4,
+// 8, 16, 32, 64, 128 under --max-num-seqs 48 serves 1..32 and 48; under
+// the engine's own pool (at least 2,048) the given list stands.
+func TestSGLangGivenCaptureFollowsRequestPool(t *testing.T) {
+	ref, err := engprof.ParseRef("sglang@0.5")
+	if err != nil {
+		t.Fatal(err)
+	}
+	given := []int{1, 2, 4, 8, 16, 32, 64, 128}
+	for _, c := range []struct {
+		maxSeqs int
+		want    []int
+	}{{48, []int{1, 2, 4, 8, 16, 32, 48}}, {0, given}} {
+		sc := sim.Scenario{Arch: mustPreset(t, "deepseek-v3"), Plan: model.Plan{TP: 8}, Topo: mustBox(t, "h200-nvswitch"),
+			Workload: model.Workload{KVDtype: model.FP8}, Options: sim.Options{CUDAGraphs: true, Engine: ref, GraphSizes: given}}
+		s := mustNew(t, Deployment{Scenario: sc, Engine: EngineOptions{MaxNumSeqs: c.maxSeqs}})
+		if got := s.coster.CaptureSizes(); !slices.Equal(got, c.want) {
+			t.Errorf("--max-num-seqs %d: capture sizes %v, want %v", c.maxSeqs, got, c.want)
+		}
+	}
+}

@@ -662,7 +662,18 @@ func (p *Predictor) EngineSummary(sc Scenario, built model.BuildOptions, graphed
 		world := sc.Plan.World()
 		maxBS := k.prof.GraphMaxBS(p.dev.MemBytes, world)
 		tier := fmt.Sprintf("cuda_graph_max_bs %d for %d MiB at tp_size %d", maxBS, p.dev.MemBytes/engprof.MiB, world)
-		parts = append(parts, p.graphsWords(sc, k.prof.Name(), maxBS, tier))
+		parts = append(parts, p.graphsWords(sc, k.prof.Name()+"'s list", maxBS, tier))
+	}
+	if given := p.opts.GraphSizes; p.opts.CUDAGraphs && len(given) > 0 && sc.Workload.SpecTokens <= 0 {
+		// The sizes given are the engine's list, which its request pool
+		// still stops (engineCaptureSizes): said where it does, as for
+		// the engine's own list.
+		maxBS := given[len(given)-1]
+		if pool := requestPool(sc); pool > 0 && pool < maxBS {
+			if _, ok := p.engineCaptureSizes(p.captureOf(sc.Plan.World()), 0, sc.Plan.World(), pool); ok {
+				parts = append(parts, p.graphsWords(sc, "--graph-sizes", maxBS, fmt.Sprintf("the largest size given, %d", maxBS)))
+			}
+		}
 	}
 	if sc.Arch != nil && sc.Arch.RoutedExperts > 0 {
 		d := sc.Arch.Quant.Dtype(model.CompRoutedExperts)
@@ -864,15 +875,17 @@ func checkMaxModelLen(sc Scenario) error {
 }
 
 // graphsWords says, for the engine line, what sc's engine captures where
-// its list stops at cuda_graph_max_bs (maxBS; tier: its words): with
-// speculation where it has a capture list of its own for it (SGLang), the
+// its list (list: its words, the engine's own or the sizes given) stops
+// at cuda_graph_max_bs or the largest size given (maxBS; tier: its
+// words): with speculation where it has a capture list of its own for it
+// (SGLang), the
 // largest verify batch and its tokens a sequence and that the draft
 // passes capture the same batches (a method that drafts on the host has
 // none); else the largest decode batch. Either list's end says whether
 // the request pool or cuda_graph_max_bs stops it, and a pool the user
 // gave is said to be given. The sizes are the ones the step is priced
 // with (engineCaptureSizes).
-func (p *Predictor) graphsWords(sc Scenario, engine string, maxBS int, tier string) string {
+func (p *Predictor) graphsWords(sc Scenario, list string, maxBS int, tier string) string {
 	k, world, pool := sc.Workload.SpecTokens, sc.Plan.World(), requestPool(sc)
 	sizes, ok := p.engineCaptureSizes(p.captureOf(world), k, world, pool)
 	if !ok || len(sizes) == 0 || (k <= 0 && (pool <= 0 || pool >= maxBS)) {
@@ -899,12 +912,12 @@ func (p *Predictor) graphsWords(sc Scenario, engine string, maxBS int, tier stri
 		stop += fmt.Sprintf(", at most the request pool of %d", pool)
 	}
 	if k <= 0 {
-		return fmt.Sprintf("decode graphs to batch %d (%s's list up to %s; larger batches eager)", top, engine, stop)
+		return fmt.Sprintf("decode graphs to batch %d (%s up to %s; larger batches eager)", top, list, stop)
 	}
 	draft := ""
 	if sc.Build.Spec.MethodFor(sc.Workload).OnDevice() {
 		draft = ", the draft passes at the same batches"
 	}
-	return fmt.Sprintf("verify graphs to batch %d of %d tokens a sequence%s (%s's speculative list up to %s; larger batches eager)",
-		top, 1+k, draft, engine, stop)
+	return fmt.Sprintf("verify graphs to batch %d of %d tokens a sequence%s (%s up to %s; larger batches eager)",
+		top, 1+k, draft, strings.Replace(list, "'s list", "'s speculative list", 1), stop)
 }

@@ -3,6 +3,7 @@ package sim
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"testing"
 
@@ -138,5 +139,69 @@ func TestSGLangGraphMaxBSServingAndSpec(t *testing.T) {
 		if pr.GraphTokens != d.graph || pr.Graphed != (d.graph > 0) {
 			t.Errorf("%s MTP 3, batch %d: graph of %d tokens (graphed %v), want %d (0: eager)", d.box, d.batch, pr.GraphTokens, pr.Graphed, d.graph)
 		}
+	}
+}
+
+// TestSGLangGivenGraphSizesStopAtRequestPool: SGLang's --cuda-graph-bs
+// replaces its capture list but not its request-pool rule:
+// get_batch_sizes_to_capture starts from server_args.cuda_graph_bs, given
+// or its default alike, adds req_to_token_pool.size where the list's
+// largest is above it and keeps bs <= that size. --graph-sizes 1, 2, 4,
+// 8, 16, 32, 64, 128 with --max-num-seqs 48 (--max-running-requests 48)
+// on an H200 at TP 8 captures 1, 2, 4, 8, 16, 32 and 48: a decode batch
+// of 40 pads to 48, not 64, and the engine line says the given list stops
+// at the pool; a pool of 49 captures a batch of 49 at 49, not 64. Without
+// a limit (the engine's own pool, at least 2,048) and under vLLM, which
+// has no such rule, the given list stands: 40 pads to 64.
+func TestSGLangGivenGraphSizesStopAtRequestPool(t *testing.T) {
+	given := []int{1, 2, 4, 8, 16, 32, 64, 128}
+	vllm, err := engprof.ParseRef("vllm@0.24")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name    string
+		vllm    bool
+		maxSeqs int
+		batch   int
+		graph   int // 0: eager
+		sizes   []int
+		line    string
+	}{
+		{"sglang pool 48 b40", false, 48, 40, 48, []int{1, 2, 4, 8, 16, 32, 48}, "decode graphs to batch 48 (--graph-sizes up to the request pool, max_running_requests 48 as given, below the largest size given, 128; larger batches eager)"},
+		{"sglang pool 48 b48", false, 48, 48, 48, []int{1, 2, 4, 8, 16, 32, 48}, "decode graphs to batch 48 (--graph-sizes"},
+		{"sglang pool 32 b32", false, 32, 32, 32, []int{1, 2, 4, 8, 16, 32}, "decode graphs to batch 32 (--graph-sizes up to the request pool, max_running_requests 32 as given"},
+		{"sglang no limit b40", false, 0, 40, 64, given, ""},
+		{"vllm max-num-seqs 48 b40", true, 48, 40, 64, given, ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			sc := graphMaxBSScenario(t, "nvswitch:8xh200-sxm", 8, c.batch, given)
+			sc.Options.MaxNumSeqs = c.maxSeqs
+			if c.vllm {
+				sc.Options.Engine = vllm
+			}
+			pr, s, err := Predict(sc)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if s.Deploy.Graphed != (c.graph > 0) || (c.graph > 0 && s.Deploy.GraphTokens != c.graph) {
+				t.Errorf("graphed %v, graph of %d tokens; want %d (0: eager)", s.Deploy.Graphed, s.Deploy.GraphTokens, c.graph)
+			}
+			if got, err := sc.CaptureSizes(); err != nil || !slices.Equal(got, c.sizes) {
+				t.Errorf("capture sizes %v (%v), want %v", got, err, c.sizes)
+			}
+			if c.line != "" && !strings.Contains(pr.Engine, c.line) {
+				t.Errorf("engine line %q, want %q", pr.Engine, c.line)
+			}
+			if c.line == "" && strings.Contains(pr.Engine, "request pool") {
+				t.Errorf("engine line %q: no pool stops the given list", pr.Engine)
+			}
+		})
+	}
+	// The pool's own size is captured where the list ran past it.
+	sc := graphMaxBSScenario(t, "nvswitch:8xh200-sxm", 8, 49, given)
+	sc.Options.MaxNumSeqs = 49
+	if _, s, err := Predict(sc); err != nil || !s.Deploy.Graphed || s.Deploy.GraphTokens != 49 {
+		t.Errorf("--max-num-seqs 49, batch 49: graphed %v of %d tokens (%v), want the pool's own 49 graph", s.Deploy.Graphed, s.Deploy.GraphTokens, err)
 	}
 }

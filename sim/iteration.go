@@ -132,21 +132,25 @@ func NewIterationCoster(p *Predictor, sc Scenario) (*IterationCoster, error) {
 // maxNumBatchedTokens tokens a step, in an engine whose request pool
 // holds requestPool requests (its running limit over every DP rank:
 // SGLang's max_running_requests, 48 under speculation unless given),
-// where graphs are on and no capture sizes were given (Options.GraphSizes
-// win, as vLLM's cudagraph_capture_sizes and SGLang's --cuda-graph-bs
-// do): where the engine has sizes of its own for the step, those
-// (Predictor.engineCaptureSizes, the rule a step's capture reads: with
-// speculation SGLang's speculative list up to the pool, without its
-// decode list up to the pool); else by the profile's serving rule
+// where graphs are on: where the engine has sizes of its own for the
+// step, those (Predictor.engineCaptureSizes, the rule a step's capture
+// reads: with speculation SGLang's speculative list up to the pool,
+// without its decode list, or the sizes given, up to the pool); else,
+// where sizes were given, those (Options.GraphSizes win, as vLLM's
+// cudagraph_capture_sizes and SGLang's --cuda-graph-bs do); else by the
+// profile's serving rule
 // (engprof.Profile.ServingCaptureSizes: vLLM captures up to
 // min(max_num_seqs x (1 + k) x 2, 512, max_num_batched_tokens) and runs a
 // larger step eagerly) where it states one; else the capture stands. The
 // serving layer calls it once its limits are known; the memo is cleared.
 func (c *IterationCoster) LimitCapture(maxNumSeqs, maxNumBatchedTokens, requestPool int) {
-	if c.capture == nil || len(c.p.opts.GraphSizes) > 0 {
+	if c.capture == nil {
 		return
 	}
 	sizes, ok := c.p.engineCaptureSizes(c.capture, c.spec, c.plan.World(), requestPool)
+	if !ok && len(c.p.opts.GraphSizes) > 0 {
+		return // the given sizes stand
+	}
 	if !ok {
 		prof, err := engprof.Lookup(c.p.opts.Engine)
 		if err != nil {

@@ -357,7 +357,8 @@ func (o *Options) Validate() error {
 
 // CaptureSizes returns the CUDA-graph capture sizes in tokens on a GPU of
 // memBytes in an engine of ranks GPUs: GraphSizes when given (they win,
-// as SGLang's --cuda-graph-bs and vLLM's cudagraph_capture_sizes do), or
+// as SGLang's --cuda-graph-bs and vLLM's cudagraph_capture_sizes do;
+// SGLang's request pool still stops them, Scenario.CaptureSizes), or
 // the engine profile's default list up to its largest captured batch
 // there (engprof.Profile.CaptureSizesFor: SGLang's cuda_graph_max_bs by
 // GPU memory and tp_size; vLLM's 1, 2, 4, 8..248 step 8, 256..512 step

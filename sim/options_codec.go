@@ -60,7 +60,7 @@ var optionFields = []OptionField{
 	{Name: "cuda-graphs", Kind: OptionBool, Help: "replay decode steps as captured CUDA graphs, their tokens padded to the capture sizes (vLLM's default; false = --enforce-eager)",
 		Get: func(o *Options) string { return boolText(o.CUDAGraphs) },
 		Set: func(o *Options, v string) (err error) { o.CUDAGraphs, err = parseBool(v); return }},
-	{Name: "graph-sizes", Kind: OptionInts, Help: "CUDA-graph capture sizes in tokens, increasing; the largest is the largest graphed batch, as SGLang's --cuda-graph-bs sets its cuda_graph_max_bs (default: the engine's list: vLLM's 1, 2, 4, 8..512; SGLang's up to its cuda_graph_max_bs for the GPU's memory and TP size, 512 on 80 GiB and larger GPUs at TP >= 4)",
+	{Name: "graph-sizes", Kind: OptionInts, Help: "CUDA-graph capture sizes in tokens, increasing; the largest is the largest graphed batch, as SGLang's --cuda-graph-bs sets its cuda_graph_max_bs, and SGLang stops the list at its request pool (--max-num-seqs given) as it does its own (default: the engine's list: vLLM's 1, 2, 4, 8..512; SGLang's up to its cuda_graph_max_bs for the GPU's memory and TP size, 512 on 80 GiB and larger GPUs at TP >= 4)",
 		Get: func(o *Options) string { return intsText(o.GraphSizes) },
 		Set: func(o *Options, v string) (err error) { o.GraphSizes, err = parseInts(v); return }},
 	{Name: "nccl-proto", Kind: OptionString, Env: ncclenv.EnvProto, Help: "NCCL_PROTO: LL, LL128, Simple, a comma list, ^exclusions, or per collective as LL,Simple;allreduce:^LL (default: NCCL's choice)",

@@ -500,9 +500,15 @@ func (p *Predictor) stepCapture(sc Scenario) *model.GraphCapture {
 // SpecCaptureSizes); without, its decode list stopped at the pool where
 // the engine's capture lists stop there (Profile.PoolCaptureSizes,
 // cuda_graphs.capture_pool: SGLang's get_batch_sizes_to_capture serves
-// both lists). ok false where the options' capture stands: graphs off
-// (capture nil), sizes given (Options.GraphSizes win, as SGLang's
-// --cuda-graph-bs does), no pool or no such rule. The one rule a step
+// both lists). Sizes given (Options.GraphSizes, SGLang's --cuda-graph-bs)
+// replace the engine's list but not its pool rule: SGLang's
+// get_batch_sizes_to_capture starts from server_args.cuda_graph_bs,
+// given or its default alike, and stops it at req_to_token_pool.size
+// (engine profile source graphs-pool), so without speculation the given
+// list stops at the pool too. ok false where the options' capture
+// stands: graphs off (capture nil), no pool or no such rule, and sizes
+// given with speculation (they are tokens, SGLang's list sequences: the
+// given sizes stand as they are). The one rule a step
 // (stepCapture), a serving run (IterationCoster.LimitCapture), the
 // engine line (EngineSummary) and the scenario's capture sizes
 // (Scenario.CaptureSizes, which advise reads) follow.
@@ -516,12 +522,15 @@ func (p *Predictor) engineCaptureSizes(capture *model.GraphCapture, k, world, po
 // engineCaptureSizesOn is engineCaptureSizes for options o on a GPU of
 // memBytes, graphs on.
 func engineCaptureSizesOn(o *Options, memBytes int64, k, world, pool int) ([]int, bool) {
-	if len(o.GraphSizes) > 0 {
-		return nil, false
-	}
 	prof, err := engprof.Lookup(o.Engine)
 	if err != nil {
 		return nil, false
+	}
+	if len(o.GraphSizes) > 0 {
+		if k > 0 || !prof.Graphs.CapturePool || pool <= 0 {
+			return nil, false
+		}
+		return prof.StopAtPool(o.GraphSizes, pool), true
 	}
 	if k > 0 {
 		s := prof.SpecCaptureSizes(k, memBytes, world, pool)
