@@ -544,20 +544,27 @@ func nodeAlgorithms(op Collective, nvls bool) []string {
 
 // Algorithms returns the algorithms NCCL may pick for op on one node of
 // several GPUs (nvls: whether they have NVLink SHARP, nodeAlgorithms)
-// under NCCL_ALGO (op's own clause where it has one), split into those
-// tpscope prices (Ring, Tree) and those it does not (NVLS). Both empty:
-// NCCL has no algorithm for op and fails the call (src/enqueue.cc
-// topoGetAlgoInfo: "No algorithm/protocol available for function
-// AllGather ...", ncclInvalidUsage). A name the node lacks (NVLS on
-// PCIe, PAT, NVLSTree, CollNet*) enables nothing. s must be valid
-// (Validate): an NCCL_ALGO NCCL refuses gives nothing.
+// under NCCL_ALGO (op's own clause where it has one) and NCCL_PROTO,
+// split into those tpscope prices (Ring, Tree) and those it does not
+// (NVLS). NVLS runs with the Simple protocol alone (src/graph/tuning.cc
+// ncclTopoTuneModel, NCCL 2.21 to 2.29: "if ((a == NCCL_ALGO_NVLS || a ==
+// NCCL_ALGO_NVLS_TREE) && p != NCCL_PROTO_SIMPLE) continue;", so its LL
+// and LL128 bandwidths stay 0, for which ncclTopoGetAlgoTime gives the
+// time -1 that the selection skips), so an
+// NCCL_PROTO that turns Simple off for op leaves NVLS out. Both empty:
+// NCCL has no algorithm/protocol pair for op and fails the call
+// (src/enqueue.cc topoGetAlgoInfo: "no algorithm/protocol available for
+// function AllGather ...", ncclInvalidUsage where NCCL_ALGO or NCCL_PROTO
+// is set). A name the node lacks (NVLS on PCIe, PAT, NVLSTree,
+// CollNet*) enables nothing. s must be valid (Validate): an NCCL_ALGO
+// NCCL refuses gives nothing.
 func (s Settings) Algorithms(op Collective, nvls bool) (priced, unmodelled []string) {
 	t, err := parseAlgoTable(s.Algo)
 	if err != nil {
 		return nil, nil
 	}
 	for _, alg := range nodeAlgorithms(op, nvls) {
-		if !t.allows(op, alg) {
+		if !t.allows(op, alg) || (alg == "NVLS" && s.noSimple(op)) {
 			continue
 		}
 		if indexOf(algoNames[:], alg) >= 0 {
@@ -575,7 +582,9 @@ func (s Settings) Algorithms(op Collective, nvls bool) (priced, unmodelled []str
 // no algorithm (Algorithms: a list of all-reduce-only algorithms (Tree,
 // NVLSTree, CollNetChain) for an all-gather, of algorithms the node lacks
 // (NVLS where nvls is false: a PCIe box), or an exclusion of all it has
-// (^Ring without NVLS)), or NCCL_PROTO leaves it no protocol (NoProtocol).
+// (^Ring without NVLS)), or NCCL_PROTO leaves it no protocol (NoProtocol),
+// or the two leave it no pair (NVLSWithoutSimple: NVLS alone, Simple
+// off).
 func (s Settings) Fails(op Collective, nvls bool) bool {
 	priced, unmodelled := s.Algorithms(op, nvls)
 	return len(priced)+len(unmodelled) == 0 || s.NoProtocol(op)
@@ -594,6 +603,40 @@ func (s Settings) NoProtocol(op Collective) bool {
 	return r != nil && *r == [NumProtocols]int8{}
 }
 
+// noSimple reports whether NCCL_PROTO turns the Simple protocol off for
+// op (its own clause, or the list for every function), the one protocol
+// NCCL runs NVLS with. An NCCL_PROTO NCCL refuses gives false.
+func (s Settings) noSimple(op Collective) bool {
+	t, err := parseProtoTable(s.Proto)
+	if err != nil {
+		return false
+	}
+	r := t.row(op)
+	return r != nil && r[Simple] == 0
+}
+
+// NVLSWithoutSimple reports whether NCCL_ALGO leaves op NVLS alone on the
+// node (nvls: NVLink SHARP among its GPUs), the only algorithm it lets
+// NCCL pick there, while NCCL_PROTO turns Simple off for op, though LL or
+// LL128 stay on: NCCL runs NVLS with Simple alone (Algorithms), so op has
+// no algorithm/protocol pair and NCCL fails the call, a setting of both
+// flags together (Fails holds).
+func (s Settings) NVLSWithoutSimple(op Collective, nvls bool) bool {
+	if !nvls || !s.noSimple(op) || s.NoProtocol(op) {
+		return false
+	}
+	t, err := parseAlgoTable(s.Algo)
+	if err != nil || !t.allows(op, "NVLS") {
+		return false
+	}
+	for _, alg := range nodeAlgorithms(op, nvls) {
+		if alg != "NVLS" && t.allows(op, alg) {
+			return false
+		}
+	}
+	return true
+}
+
 // GathersFail reports whether NCCL has nothing to run an all-gather or a
 // reduce-scatter with on one node of several GPUs (Fails), where it had
 // been priced as Ring.
@@ -606,6 +649,14 @@ func (s Settings) GathersFail(nvls bool) bool {
 // is --nccl-proto's.
 func (s Settings) GathersLackProtocol() bool {
 	return s.NoProtocol(AllGather) || s.NoProtocol(ReduceScatter)
+}
+
+// GathersNVLSWithoutSimple reports whether an all-gather or a
+// reduce-scatter is left NVLS alone without the Simple protocol
+// (NVLSWithoutSimple): the part of GathersFail that is NCCL_ALGO's and
+// NCCL_PROTO's together.
+func (s Settings) GathersNVLSWithoutSimple(nvls bool) bool {
+	return s.NVLSWithoutSimple(AllGather, nvls) || s.NVLSWithoutSimple(ReduceScatter, nvls)
 }
 
 // Algorithms is what NCCL_ALGO lets NCCL pick for op among the

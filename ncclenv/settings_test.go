@@ -267,3 +267,52 @@ func TestGathersFail(t *testing.T) {
 		}
 	}
 }
+
+// TestNVLSRunsSimpleOnly: NCCL runs NVLS with the Simple protocol alone
+// (src/graph/tuning.cc ncclTopoTuneModel skips NVLS and NVLSTree for every
+// protocol but Simple, NCCL 2.21 to 2.29), so an NCCL_PROTO that turns
+// Simple off takes NVLS out of what NCCL may pick, and where NCCL_ALGO
+// left a collective NVLS alone it has no algorithm/protocol pair and NCCL
+// fails it. allgather:nvls with allgather:LL (or a list for every
+// function without Simple, or ^Simple) fails the all-gather on an NVLink
+// SHARP box; Simple among the protocols, Ring among the algorithms, or a
+// reduce-scatter whose own clauses leave Ring and Simple, do not; an
+// all-reduce keeps Ring and Tree and only loses NVLS.
+func TestNVLSRunsSimpleOnly(t *testing.T) {
+	for _, c := range []struct {
+		algo, proto        string
+		op                 Collective
+		priced, unmodelled string
+		fails, pairless    bool
+	}{
+		{"allgather:nvls", "allgather:LL", AllGather, "", "", true, true},
+		{"allgather:nvls", "LL,LL128", AllGather, "", "", true, true},
+		{"allgather:nvls", "^Simple", AllGather, "", "", true, true},
+		{"NVLS", "allgather:LL128", AllGather, "", "", true, true},
+		{"allgather:nvls", "allgather:LL,Simple", AllGather, "", "NVLS", false, false},
+		{"allgather:nvls", "allreduce:LL", AllGather, "", "NVLS", false, false},
+		{"allgather:nvls", "allgather:LL", ReduceScatter, "Ring", "NVLS", false, false},
+		{"allgather:ring,nvls", "allgather:LL", AllGather, "Ring", "", false, false},
+		{"", "LL", AllReduce, "Ring Tree", "", false, false},
+		{"", "LL", AllGather, "Ring", "", false, false},
+		{"", "", AllGather, "Ring", "NVLS", false, false},
+		// No protocol at all is NoProtocol's, not this pair's.
+		{"allgather:nvls", "allgather:^LL,LL128,Simple", AllGather, "", "", true, false},
+	} {
+		s := Settings{Algo: c.algo, Proto: c.proto}
+		pr, un := s.Algorithms(c.op, true)
+		if strings.Join(pr, " ") != c.priced || strings.Join(un, " ") != c.unmodelled {
+			t.Errorf("NCCL_ALGO %q, NCCL_PROTO %q, %s: priced %q, unmodelled %q; want %q and %q", c.algo, c.proto, c.op, pr, un, c.priced, c.unmodelled)
+		}
+		if got := s.Fails(c.op, true); got != c.fails {
+			t.Errorf("NCCL_ALGO %q, NCCL_PROTO %q, %s: Fails %v, want %v", c.algo, c.proto, c.op, got, c.fails)
+		}
+		if got := s.NVLSWithoutSimple(c.op, true); got != c.pairless {
+			t.Errorf("NCCL_ALGO %q, NCCL_PROTO %q, %s: NVLSWithoutSimple %v, want %v", c.algo, c.proto, c.op, got, c.pairless)
+		}
+		// Without NVLink SHARP there is no NVLS to lose.
+		if s.NVLSWithoutSimple(c.op, false) {
+			t.Errorf("NCCL_ALGO %q, NCCL_PROTO %q, %s: NVLSWithoutSimple on a box without NVLS", c.algo, c.proto, c.op)
+		}
+	}
+}

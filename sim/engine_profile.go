@@ -8,6 +8,7 @@ import (
 	engprof "github.com/tpscope/tpscope/engine"
 	"github.com/tpscope/tpscope/internal/units"
 	"github.com/tpscope/tpscope/model"
+	"github.com/tpscope/tpscope/ncclenv"
 	"github.com/tpscope/tpscope/topology"
 )
 
@@ -572,8 +573,9 @@ func (sc Scenario) CheckEngine() error {
 }
 
 // checkNCCLGathers refuses an NCCL_ALGO that leaves NCCL no algorithm,
-// or an NCCL_PROTO that leaves it no protocol, for an all-gather or
-// reduce-scatter sc's step runs through it (every
+// an NCCL_PROTO that leaves it no protocol, or the two together no pair
+// (NVLS alone without Simple), for an all-gather or reduce-scatter sc's
+// step runs through it (every
 // engine's, the executor's included): the logits' all-gather of a TP
 // group (and, beside it, DCP's and DP attention's gathers), or the MoE
 // dispatch's all-gather and reduce-scatter under DP attention at TP 1.
@@ -592,6 +594,13 @@ func (sc Scenario) checkNCCLGathers() error {
 	}
 	if what == "" {
 		return nil
+	}
+	if n := sc.Options.NCCL; n.GathersNVLSWithoutSimple(nvls) {
+		op, fn := "an all-gather", ncclenv.AllGather
+		if !n.NVLSWithoutSimple(fn, nvls) {
+			op, fn = "a reduce-scatter", ncclenv.ReduceScatter
+		}
+		return fmt.Errorf("--nccl-algo %s with --nccl-proto %s leaves NCCL no algorithm/protocol pair for %s: the algorithms leave it NVLS alone, which NCCL runs with Simple only (src/graph/tuning.cc), and the protocols turn Simple off for it, so the step's %s has none and NCCL fails it (\"no algorithm/protocol available\", ncclInvalidUsage): keep Simple for it (%s:Simple) or Ring among its algorithms", n.Algo, n.Proto, op, what, fn)
 	}
 	if sc.Options.NCCL.GathersLackProtocol() {
 		return fmt.Errorf("--nccl-proto %s leaves NCCL no protocol for an all-gather or reduce-scatter (its clause for allgather or reducescatter), so the step's %s has none and NCCL fails it (\"no algorithm/protocol available for function AllGather\", ncclInvalidUsage): keep a protocol for them (allgather:Simple;reducescatter:Simple) or leave it out", sc.Options.NCCL.Proto, what)

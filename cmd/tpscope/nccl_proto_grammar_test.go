@@ -38,3 +38,21 @@ func TestCollectiveNCCLProtoGrammar(t *testing.T) {
 		}
 	}
 }
+
+// TestNVLSWithoutSimpleRefused: NCCL runs NVLS with Simple alone
+// (tuning.cc), so --nccl-algo allgather:nvls --nccl-proto allgather:LL
+// leaves the all-gather no algorithm/protocol pair on an NVLink SHARP box
+// and NCCL fails it; predict had priced the step's logits all-gather as
+// Ring LL under a caveat, and collective had printed Ring LL rows. Both
+// refuse it in one line naming both flags; with Simple kept for the
+// all-gather the step runs.
+func TestNVLSWithoutSimpleRefused(t *testing.T) {
+	oneLineUsage(t, []string{"predict", "--topo", "h200-nvswitch", "--model", "deepseek-v3", "--tp", "8", "--nccl-algo", "allgather:nvls", "--nccl-proto", "allgather:LL"},
+		"--nccl-algo allgather:nvls with --nccl-proto allgather:LL", "no algorithm/protocol pair for an all-gather", "head.logits_allgather", "Simple only", "ncclInvalidUsage")
+	oneLineUsage(t, []string{"collective", "--topo", "h200-nvswitch", "--op", "allgather", "--sizes", "1K", "--nccl-algo", "allgather:nvls", "--nccl-proto", "allgather:LL"},
+		"--nccl-algo allgather:nvls and --nccl-proto allgather:LL:", "no algorithm/protocol pair for --op allgather", "Simple only", "ncclInvalidUsage")
+	args := []string{"predict", "--topo", "h200-nvswitch", "--model", "deepseek-v3", "--tp", "8", "--nccl-algo", "allgather:nvls", "--nccl-proto", "allgather:LL,Simple"}
+	if code, _, stderr := runCLI(t, args...); code != 0 {
+		t.Errorf("%v: exit %d, %s", args, code, stderr)
+	}
+}

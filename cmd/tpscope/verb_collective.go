@@ -166,6 +166,11 @@ func (o *collectiveOptions) Run(ctx context.Context, args []string, std IO) erro
 		// over NVLink SHARP: under a list (the op's own clause, where
 		// NCCL_ALGO has one) of neither it fails the call instead of
 		// running Ring.
+		if o.nccl.NCCL.NVLSWithoutSimple(ncclenv.Collective(coll), nvls) {
+			// NCCL runs NVLS with Simple alone
+			// (ncclenv.Settings.NVLSWithoutSimple).
+			return flagError("--nccl-algo "+o.nccl.NCCL.Algo+" and --nccl-proto", o.nccl.NCCL.Proto, "they leave NCCL no algorithm/protocol pair for --op %s on the first %d GPUs of %s: NVLS alone, which NCCL runs with Simple only, and Simple off, so NCCL fails the call (\"no algorithm/protocol available for function\", ncclInvalidUsage): keep Simple for it or Ring among the algorithms", coll, n, t.Name)
+		}
 		if o.nccl.NCCL.NoProtocol(ncclenv.Collective(coll)) {
 			return flagError("--nccl-proto", o.nccl.NCCL.Proto, "it leaves NCCL no protocol for --op %s (its %s clause enables none of LL, LL128, Simple), so NCCL fails the call (\"no algorithm/protocol available for function\", ncclInvalidUsage): keep one for it or drop it", coll, coll)
 		}
