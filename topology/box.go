@@ -38,8 +38,9 @@ import (
 //
 // The GPU is a catalog key or alias (GPUNames). -gen<N> sets the PCIe
 // generation of the GPU links (default: the GPU's own); -amd / -intel-spr
-// / -intel-emr the CPU of the socket link (default amd, intel-spr on
-// nvswitch). The GPU may be left out ("nvswitch:8") only where a device is
+// / -intel-emr the CPU of the socket link (default amd; on nvswitch the
+// host of the GPU generation's reference DGX system, dgxHosts, else
+// intel-spr). The GPU may be left out ("nvswitch:8") only where a device is
 // supplied (ReplicateOnto).
 type Box struct {
 	Fabric  string `json:"fabric"`
@@ -508,13 +509,30 @@ func nvlinkNCCLGBps(links int, perLink float64) float64 {
 // nvSwitch: every GPU on NVLink to one NVSwitch vertex (all of a
 // baseboard's NVSwitch chips), PCIe to two sockets through one switch per
 // GPU pair (assumption: the typical HGX host layout; it only matters for
-// host-memory paths).
+// host-memory paths). Without a CPU suffix the host is the GPU
+// generation's reference DGX system's (dgxHosts), else dual Intel Xeon
+// Sapphire Rapids.
 func nvSwitch(o PresetOptions, n int, g boxGPU) *Topology {
-	if o.CPU == "" {
+	ref, fromRef := dgxHosts[g.dev.ComputeCapability]
+	fromRef = fromRef && o.CPU == ""
+	switch {
+	case fromRef:
+		o.CPU = ref.cpu
+	case o.CPU == "":
 		o.CPU = "intel-spr"
 	}
 	h, sockType, sockGBps := hostFor(o, 2)
 	h.Sources["cpu"] = fmt.Sprintf("assumption: HGX %s hosts are commonly dual Intel Xeon", strings.Fields(g.label)[0])
+	if fromRef {
+		// No CPU asked for: the host is the one the GPU generation's
+		// reference DGX system ships, which an HGX box of another maker
+		// may not have (a suffix, -amd, -intel-spr or -intel-emr, picks
+		// another).
+		h.CPU, h.Sources["cpu"] = ref.name, ref.source
+		if ref.ncclSource != "" {
+			h.Sources["inter_socket_nccl_gbps"] = ref.ncclSource
+		}
+	}
 	swName := nvSwitchNames[g.ic.NVLinkGen]
 	if swName == "" {
 		swName = "NVSwitch fabric"

@@ -380,3 +380,57 @@ func TestRackBoxHost(t *testing.T) {
 		t.Errorf("h200-nvswitch: host %+v; want its dual-socket Xeon host, GPUs 0 and 7 routed through it", h.Host)
 	}
 }
+
+// TestHGXHostIsReferenceDGX: an nvswitch box of SXM GPUs without a CPU
+// suffix has the host of its GPU generation's reference DGX system, not
+// a Sapphire Rapids host for every generation: DGX A100 ships two AMD
+// EPYC 7742 (Rome; DGX A100 datasheet), DGX H100 and H200 two Xeon
+// Platinum 8480C (Sapphire Rapids; their datasheets), DGX B200 two Xeon
+// Platinum 8570 (Emerald Rapids; DGX B200 user guide), DGX B300 two Xeon
+// 6776P (Granite Rapids). What the host prices is NCCL's model of a hop
+// through it (topo.h, topo.cc, paths.cc): the socket link at AMD_BW 16
+// for any AMD CPU, ERP_QPI_BW 40 for Emerald Rapids (model 0xCF) and
+// SRP_QPI_BW 22 for Sapphire and Granite Rapids (0x8F, 0xAD), and an
+// Intel root complex taking 6/5 of the bandwidth (INTEL_P2P_OVERHEAD). A
+// hop from GPU 0 to GPU 4 (the other socket) through host memory is then
+// bound by the socket link below the GPUs' PCIe (NCCL's x16 figures: Gen4
+// 24, Gen5 48, Gen6 96 GB/s): A100 16 (it had been priced 22 x 5/6), B200
+// 40 x 5/6 (had been 22 x 5/6), Hopper 22 x 5/6. A CPU suffix still picks
+// the host, and the name says the reference host is assumed.
+func TestHGXHostIsReferenceDGX(t *testing.T) {
+	for _, c := range []struct {
+		desc, cpu, vendor string
+		link              LinkType
+		ncclSocket, shm   float64
+	}{
+		{"nvswitch:8xa100-sxm", "AMD EPYC 7742 (Rome)", "amd", LinkXGMI, 16, 16},
+		{"nvswitch:8xh100-sxm", "Intel Xeon Platinum 8480C (Sapphire Rapids)", "intel", LinkUPI, 22, 22 * 5.0 / 6},
+		{"nvswitch:8xh200-sxm", "Intel Xeon Platinum 8480C (Sapphire Rapids)", "intel", LinkUPI, 22, 22 * 5.0 / 6},
+		{"nvswitch:8xh20", "Intel Xeon Platinum 8480C (Sapphire Rapids)", "intel", LinkUPI, 22, 22 * 5.0 / 6},
+		{"nvswitch:8xb200", "Intel Xeon Platinum 8570 (Emerald Rapids)", "intel", LinkUPI, 40, 40 * 5.0 / 6},
+		{"nvswitch:8xb300", "Intel Xeon 6776P (Granite Rapids)", "intel", LinkUPI, 22, 22 * 5.0 / 6},
+		{"nvswitch:8xa100-sxm-intel-spr", "Intel Xeon Sapphire Rapids", "intel", LinkUPI, 22, 22 * 5.0 / 6},
+		{"nvswitch:8xb200-amd", "AMD EPYC", "amd", LinkXGMI, 16, 16},
+	} {
+		top, err := Resolve(c.desc, 0)
+		if err != nil {
+			t.Fatalf("%s: %v", c.desc, err)
+		}
+		h := top.Host
+		if !strings.Contains(h.CPU, c.cpu) || !strings.Contains(h.CPU, "assumed") || h.Vendor != c.vendor || h.Sockets != 2 || h.InterSocketNCCLGBps != c.ncclSocket {
+			t.Errorf("%s: host %q (%s, %d sockets, NCCL socket link %v GB/s); want %q assumed (%s, 2 sockets, %v GB/s)", c.desc, h.CPU, h.Vendor, h.Sockets, h.InterSocketNCCLGBps, c.cpu, c.vendor, c.ncclSocket)
+		}
+		found := false
+		for _, l := range top.Links {
+			if l.A == "cpu0" && l.B == "cpu1" {
+				found = l.Type == c.link
+			}
+		}
+		if !found {
+			t.Errorf("%s: no %s link between the sockets", c.desc, c.link)
+		}
+		if got := top.SHMHop(0, 4).NCCLBWGBps; math.Abs(got-c.shm) > 1e-9 {
+			t.Errorf("%s: NCCL's bandwidth of GPU 0 to 4 through host memory %.4f GB/s, want %.4f", c.desc, got, c.shm)
+		}
+	}
+}

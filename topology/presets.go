@@ -68,6 +68,35 @@ var cpus = map[string]struct {
 	"intel-emr": {Host{CPU: "Intel Xeon Emerald Rapids, assumed", Vendor: "intel", InterSocketNCCLGBps: 40}, LinkUPI, 60},
 }
 
+// dgxHost is the host of a GPU generation's reference DGX system: the
+// CPU choice (cpus) whose socket link and NCCL model it has, its name as
+// the topology shows it, and the sources.
+type dgxHost struct {
+	cpu        string
+	name       string
+	source     string
+	ncclSource string // "": the CPU choice's own
+}
+
+// dgxHosts are the hosts of the reference DGX systems by the compute
+// capability of their GPUs (the GPU generation), which an nvswitch box
+// of that generation without a CPU suffix takes (nvSwitch): NVIDIA sells
+// the HGX baseboard to other makers, whose hosts vary, so the name says
+// the host is assumed. NCCL tells the Intel ones apart by CPUID (src/
+// graph/topo.cc, 2.21 to 2.29: family 6 model >= 0xCF ERP, ERP_QPI_BW 40;
+// >= 0x8F SRP, SRP_QPI_BW 22) and gives every AMD CPU AMD_BW 16 (topo.h).
+var dgxHosts = map[string]dgxHost{
+	"8.0": {cpu: "amd", name: "2x AMD EPYC 7742 (Rome), DGX A100's host, assumed",
+		source: "NVIDIA DGX A100 datasheet and user guide: CPU Dual AMD Rome 7742, 128 cores total, 2.25 GHz (base), 3.4 GHz (max boost); the HGX A100 box is assumed to have the reference system's host (xGMI link capacity: the measured AMD one, " + srcHW + ", not measured on Rome)"},
+	"9.0": {cpu: "intel-spr", name: "2x Intel Xeon Platinum 8480C (Sapphire Rapids), DGX H100/H200's host, assumed",
+		source: "NVIDIA DGX H100 and DGX H200 datasheets: Dual Intel Xeon Platinum 8480C Processors, 112 cores total, 2.00 GHz (base), 3.80 GHz (max boost); an HGX box of the Hopper generation (H100, H200, H20) is assumed to have the reference system's host"},
+	"10.0": {cpu: "intel-emr", name: "2x Intel Xeon Platinum 8570 (Emerald Rapids), DGX B200's host, assumed",
+		source: "NVIDIA DGX B200 user guide (Introduction, Hardware Overview): CPU 2 x Intel Xeon 8570 PCIe Gen5 CPUs with 56 cores each, 2.1/4 GHz (base/max boost); an HGX B200 box is assumed to have the reference system's host"},
+	"10.3": {cpu: "intel-spr", name: "2x Intel Xeon 6776P (Granite Rapids), DGX B300's host, assumed",
+		source:     "DGX B300: two Intel Xeon 6 6776P (Intel's announcement of the 6776P for NVIDIA DGX B300, May 2025; heise.de/-10395118); an HGX B300 box is assumed to have the reference system's host",
+		ncclSource: "NCCL src/graph/topo.cc: Granite Rapids is family 6 model 0xAD (Linux arch/x86/include/asm/intel-family.h INTEL_GRANITERAPIDS_X), at least 0x8F and below 0xCF, so NCCL models its socket link as Sapphire Rapids' SRP_QPI_BW, 22 GB/s (UPI link capacity: the Sapphire Rapids assumption)"},
+}
+
 // PresetOptions varies a preset or a described box.
 type PresetOptions struct {
 	// PCIeGen of the GPU links: 3-6 (0: 5).
