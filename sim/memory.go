@@ -490,6 +490,16 @@ func (p *Predictor) memoryFitChunk(sc Scenario, d model.Deployment, chunkTokens,
 // TensorRT-LLM's pool is priced at an assumed step of 8,192 tokens and
 // the executor has no scheduler, so neither takes them.
 func (sc Scenario) CheckSchedulerLimits() error {
+	return sc.CheckSchedulerLimitsOn(0)
+}
+
+// CheckSchedulerLimitsOn is CheckSchedulerLimits on a GPU of memBytes
+// (0: the box's GPU's): vLLM's default step budget and running limit
+// follow the GPU's memory (scheduler.batch_defaults), so a verb that sizes
+// the pool at another memory (model show --gpu-mem-gb, KVBudgetFor)
+// checks the limits against the defaults of that memory, the ones the
+// pool's profiling step takes.
+func (sc Scenario) CheckSchedulerLimitsOn(memBytes int64) error {
 	o := sc.Options
 	if o.MaxNumBatchedTokens == 0 && o.MaxNumSeqs == 0 {
 		return nil
@@ -511,11 +521,14 @@ func (sc Scenario) CheckSchedulerLimits() error {
 		if dev == nil {
 			return nil
 		}
+		if memBytes <= 0 {
+			memBytes = dev.MemBytes
+		}
 		maxLen := o.MaxModelLen
 		if maxLen <= 0 && sc.Arch != nil {
 			maxLen = sc.Arch.MaxModelLenTokens
 		}
-		b := KVBudget{Rule: engprof.KVPoolGPUMemUtil}.withProfileStep(p, o, 0, 0, dev.MemBytes, dev.Name, maxLen)
+		b := KVBudget{Rule: engprof.KVPoolGPUMemUtil}.withProfileStep(p, o, 0, 0, memBytes, dev.Name, maxLen)
 		if b.ProfileTokens > 0 && b.ProfileTokens < b.ProfileSeqs {
 			if o.MaxNumBatchedTokens == 0 {
 				flag, v = "--max-num-seqs", o.MaxNumSeqs

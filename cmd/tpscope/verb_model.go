@@ -24,7 +24,7 @@ type memFlags struct {
 }
 
 func (m *memFlags) bind(fs *pflag.FlagSet) {
-	fs.Float64Var(&m.gb, "gpu-mem-gb", m.gb, "GPU memory in GB (1e9 B) for the KV capacity (default: the memory of --topo's GPUs)")
+	fs.Float64Var(&m.gb, "gpu-mem-gb", m.gb, "GPU memory in GB (1e9 B) for the KV capacity and the engine's defaults that follow it, as vLLM's step budget and running limit checked against --max-num-seqs (default: the memory of --topo's GPUs)")
 }
 
 // bytes is the memory per GPU the engine's pool is sized in.
@@ -191,9 +191,15 @@ func showModel(sc *scenarioFlags, mem *memFlags, out string, w io.Writer) error 
 	if err != nil {
 		return err
 	}
+	memBytes, err := mem.bytes(&scen)
+	if err != nil {
+		return err
+	}
 	// Its scheduler limits size the engine's KV pool only: refused where
-	// they size nothing of it.
-	if err := scen.CheckSchedulerLimits(); err != nil {
+	// they size nothing of it, and checked against the engine's defaults
+	// at the memory the pool is sized at (--gpu-mem-gb's, else the box's
+	// GPU's), as predict checks them on a box of that GPU.
+	if err := scen.CheckSchedulerLimitsOn(memBytes); err != nil {
 		return usageErrorf("%v", err)
 	}
 	// A running limit that sizes nothing of the pool (SGLang's) bounds
@@ -202,10 +208,6 @@ func showModel(sc *scenarioFlags, mem *memFlags, out string, w io.Writer) error 
 		return flagError("--max-num-seqs", scen.Options.MaxNumSeqs, "%s's running limit sizes nothing of its KV pool, and model show prices no step it would bound: leave it out (predict and plan take it)", prof.Name())
 	}
 	prof, err := engprof.Lookup(scen.Options.Engine)
-	if err != nil {
-		return err
-	}
-	memBytes, err := mem.bytes(&scen)
 	if err != nil {
 		return err
 	}
