@@ -76,7 +76,8 @@ func WithKernelPlacement(on bool) ReadOption { return func(rc *readConfig) { rc.
 //	jaeger://host:16686?service=S&limit=N&api=v3|v1&lookback=24h&trace=ID   Jaeger query API over HTTP
 //	http://... or https://...        a URL whose body is any of the formats below
 //	file:PATH or PATH                a file, plain or gzip (by content, not name)
-//	DIR                              every *.json, *.jsonl, *.json.gz, *.jsonl.gz in DIR, by name
+//	DIR                              every *.json, *.jsonl, *.json.gz, *.jsonl.gz in DIR, by name;
+//	                                 a JSON document of no trace format among them is left out and said
 //
 // File formats are told apart by content (the first top-level key):
 // OTLP JSON ("resourceSpans", JSON Lines allowed), Jaeger API v3
@@ -124,7 +125,7 @@ func Open(src string, opts ...ReadOption) (Reader, error) {
 		if len(files) == 0 {
 			return nil, fmt.Errorf("trace source %s: directory has no *.json, *.jsonl, *.json.gz or *.jsonl.gz files", path)
 		}
-		return &fileReader{src: src, paths: files, rc: rc}, nil
+		return &fileReader{src: src, paths: files, dir: true, rc: rc}, nil
 	}
 	return &fileReader{src: src, paths: []string{path}, rc: rc}, nil
 }
@@ -141,6 +142,7 @@ func ReadAll(ctx context.Context, src string, opts ...ReadOption) (*Result, erro
 type fileReader struct {
 	src   string
 	paths []string
+	dir   bool // src is a directory: paths are its files by name
 	rc    readConfig
 }
 
@@ -154,6 +156,16 @@ func (f *fileReader) Read(ctx context.Context) (*Result, error) {
 		lo := res.count()
 		res.files = append(res.files, fileStart{path: p, span: lo, kineto: len(res.Kineto)})
 		format, l, err := readFile(ctx, p, f.rc.format, res)
+		if err != nil && f.dir && errors.Is(err, errNotTrace) {
+			// A directory of traces also holds what was written beside
+			// them (verdict -o writes verdict.json by its runs' traces,
+			// a profile directory keeps the model's config.json): a
+			// JSON document that is no trace format is left out and
+			// said, where a file named alone is an error.
+			res.files = res.files[:len(res.files)-1]
+			res.skip(p, "not a trace: a JSON document with none of the trace formats' top-level keys (resourceSpans, result, data, traceEvents); left out of the directory")
+			continue
+		}
 		if err != nil {
 			var pe *PartialError
 			if !f.rc.allowPartial || !errors.As(err, &pe) {
@@ -217,6 +229,10 @@ func noSpans(res *Result, src, forced, looks string) error {
 	}
 	if forced != "" && looks != "" && looks != forced {
 		why += fmt.Sprintf("; it was read as %s as asked, but its content looks like %s", forced, looks)
+	}
+	if res.Format == "" {
+		// No file was read as a trace (a directory of other documents).
+		return fmt.Errorf("%s: %w read: %s", src, ErrNoSpans, why)
 	}
 	return fmt.Errorf("%s: %w read (%s): %s", src, ErrNoSpans, res.Format, why)
 }
@@ -353,8 +369,13 @@ func sniff(head []byte) (string, error) {
 			return formatOfKey(strings.Trim(k, `"`)), nil
 		}
 	}
-	return "", fmt.Errorf("unknown trace format: want a top-level \"resourceSpans\" (OTLP JSON), \"result\" (Jaeger API v3), \"data\" (Jaeger JSON) or \"traceEvents\" (Chrome/Kineto) key")
+	return "", fmt.Errorf("%w: want a top-level \"resourceSpans\" (OTLP JSON), \"result\" (Jaeger API v3), \"data\" (Jaeger JSON) or \"traceEvents\" (Chrome/Kineto) key", errNotTrace)
 }
+
+// errNotTrace is wrapped by sniff's error for a JSON object with none of
+// the trace formats' keys: a document of another kind, not a damaged
+// trace.
+var errNotTrace = errors.New("unknown trace format")
 
 func formatOfKey(key string) string {
 	switch key {

@@ -24,8 +24,9 @@ per kind, scenarios, what was left out and why) and the spans.
 Sources: an OTLP JSON file (what --trace file:PATH writes, or the
 OpenTelemetry Collector's file exporter), Jaeger JSON downloaded from its UI,
 a Chrome/Kineto trace from the PyTorch profiler (.json or .json.gz; GPU
-kernels are classified into op kinds), a directory of such files, an
-http(s) URL, or Jaeger's query API:
+kernels are classified into op kinds), a directory of such files (its
+other JSON documents, such as verdict -o's verdict.json or a model's
+config.json, left out and said), an http(s) URL, or Jaeger's query API:
 jaeger://HOST:16686?service=tpscope&limit=20&api=v3|v1&lookback=24h&trace=ID.
 
 A cut or damaged source (a file that ends early, a gzip stream without its
