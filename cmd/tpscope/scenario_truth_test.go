@@ -1222,3 +1222,34 @@ func TestRecordedScenarioSpecKeepsDrafter(t *testing.T) {
 		{"other draft tp", []string{"compare", "--trace", trace, "--draft-tp", "2"}, "--draft-tp 2: " + trace + was},
 	})
 }
+
+// TestLeftOutItemsSaidUnderCSV: compare's CSV is one row per op, with no
+// list of the sources' left-out items, so what the reader left out is
+// listed on stderr there, not pointed at an output that lacks it.
+func TestLeftOutItemsSaidUnderCSV(t *testing.T) {
+	res, err := traces.ReadAll(context.Background(), kimiKineto)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.SkippedTotal == 0 || res.SkippedTotal > 10 {
+		t.Fatalf("the fixture leaves out %d items; the test wants 1 to 10", res.SkippedTotal)
+	}
+	code, out, stderr := runCLI(t, "compare", "--trace", kimiKineto, "--model", "kimi-k2.5", "--batch", "32", "--context", "4096", "--topo", "h200-nvswitch", "--output", "csv")
+	if code != 0 {
+		t.Fatalf("compare: exit %d: %s", code, stderr)
+	}
+	if strings.Contains(stderr, "listed in the output") {
+		t.Errorf("compare --output csv points at its output for the left-out items, which the CSV does not list:\n%s", stderr)
+	}
+	if want := fmt.Sprintf("%s: left out %d items:\n", kimiKineto, res.SkippedTotal); !strings.HasPrefix(stderr, want) {
+		t.Errorf("compare --output csv stderr %q, want it to start %q", stderr, want)
+	}
+	for _, sk := range res.Skipped {
+		if !strings.Contains(stderr, "\n  "+sk.Reason+"\n") {
+			t.Errorf("compare --output csv stderr lacks the item %q", sk.Reason)
+		}
+		if strings.Contains(out, sk.Reason) {
+			t.Errorf("the CSV holds the left-out item %q, which is not an op row", sk.Reason)
+		}
+	}
+}

@@ -228,7 +228,13 @@ func (o *compareOptions) Run(ctx context.Context, args []string, std IO) error {
 	if err != nil {
 		return err
 	}
-	noteSources(std.Stderr, results, "the output, under its sources")
+	// The table, markdown and JSON list each source's left-out items;
+	// the CSV is the ops alone, so they are listed on stderr there.
+	listedIn := "the output, under its sources"
+	if o.output == "csv" {
+		listedIn = ""
+	}
+	noteSources(std.Stderr, results, listedIn)
 	var files []func() error
 	if o.plot != "" {
 		files = append(files, func() error { return compare.WritePlot(o.plot, rep) })
