@@ -282,9 +282,23 @@ func (s *Scenario) Key() string {
 	return s.Model + "|" + s.Topology + "|" + s.Plan + "|" + s.Workload + "|" + s.Options + "|" + s.Graphs + "|" + s.Backend + "|" + s.GPU + "|" + s.JSON
 }
 
+// String names every field Key tells scenarios apart by but the JSON
+// (whose box the topology names): where the run executed (backend, GPU)
+// and whether it replayed CUDA graphs matter as much as the box it was
+// priced on (a CPU run records the default GPU box as its topology), and
+// two scenarios differing only there are two lines that differ.
 func (s *Scenario) String() string {
-	return fmt.Sprintf("model=%s topology=%s plan=%s workload=%q options=%q (%d traces)",
-		s.Model, s.Topology, s.Plan, s.Workload, s.Options, len(s.Traces))
+	out := fmt.Sprintf("model=%s topology=%s plan=%s workload=%q options=%q", s.Model, s.Topology, s.Plan, s.Workload, s.Options)
+	if s.Backend != "" {
+		out += " backend=" + s.Backend
+	}
+	if s.GPU != "" {
+		out += fmt.Sprintf(" gpu=%q", s.GPU)
+	}
+	if s.Graphs != "" {
+		out += " graphs=" + s.Graphs
+	}
+	return out + fmt.Sprintf(" (%d traces)", len(s.Traces))
 }
 
 // largeSpanListBytes is the span-list size from which finish collects

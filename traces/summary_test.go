@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -56,5 +57,43 @@ func TestSkipIn(t *testing.T) {
 		if got := c.sk.In(src); got != c.want {
 			t.Errorf("%+v.In(%q) = %q, want %q", c.sk, src, got, c.want)
 		}
+	}
+}
+
+// TestScenarioLineNamesWhereItRan: a scenario's line names the backend and
+// GPU the run executed on and whether it replayed CUDA graphs, as the
+// step span records them (the H200 fixtures: one eager, one graphed run of
+// tiny-mla-moe), so runs that differ only there read as two scenarios,
+// and a CPU run, which records the default GPU box as its topology, says
+// it ran on the CPU.
+func TestScenarioLineNamesWhereItRan(t *testing.T) {
+	eager, err := ReadAll(context.Background(), h200Eager)
+	if err != nil {
+		t.Fatal(err)
+	}
+	graph, err := ReadAll(context.Background(), "../exec/cuda/testdata/h200/h200-tiny-mla-moe-tp1-graph.otlp.jsonl.gz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(eager.Scenarios) != 1 || len(graph.Scenarios) != 1 {
+		t.Fatalf("scenarios: %d eager, %d graphed; want one each", len(eager.Scenarios), len(graph.Scenarios))
+	}
+	e, g := eager.Scenarios[0].String(), graph.Scenarios[0].String()
+	for _, want := range []string{"backend=cuda", `gpu="NVIDIA H200"`} {
+		if !strings.Contains(e, want) || !strings.Contains(g, want) {
+			t.Errorf("scenario lines lack %s:\n%s\n%s", want, e, g)
+		}
+	}
+	if !strings.Contains(g, "graphs=true") {
+		t.Errorf("graphed run's line does not say it replayed graphs: %s", g)
+	}
+	// Differing only where and how it ran: two keys, two lines.
+	cpu := eager.Scenarios[0]
+	cpu.Backend, cpu.GPU = "cpu", ""
+	if cpu.Key() == eager.Scenarios[0].Key() || cpu.String() == e {
+		t.Errorf("a CPU run of the same scenario reads as the GPU run: %s", cpu.String())
+	}
+	if !strings.Contains(cpu.String(), "backend=cpu") {
+		t.Errorf("CPU run's line does not say so: %s", cpu.String())
 	}
 }
