@@ -60,12 +60,14 @@ type traceReadOptions struct {
 	spans        int    // spans to list per source: -1 all
 	format       string // forced source format
 	allowPartial bool
+	fs           *pflag.FlagSet
 }
 
 func (o *traceReadOptions) Bind(fs *pflag.FlagSet) {
+	o.fs = fs
 	bindTraceFlag(fs, &o.traces, "the sources to read (also as arguments)")
 	bindOutputFlag(fs, &o.output, "one row per listed span", allFormats...)
-	fs.IntVar(&o.spans, "spans", o.spans, "spans to list per source (0: none, -1: all)")
+	fs.IntVar(&o.spans, "spans", o.spans, "spans to list per source (0: none, -1: all); the table and markdown list 50 unless it is given, JSON and CSV every span")
 	fs.StringVar(&o.format, "format", o.format, "force the source format: otlp-json, jaeger-v1, jaeger-v3, kineto (default: from the content)")
 	bindAllowPartialFlag(fs, &o.allowPartial)
 }
@@ -79,6 +81,14 @@ func (o *traceReadOptions) Run(ctx context.Context, args []string, std IO) error
 	}
 	if o.spans < -1 {
 		return flagError("--spans", o.spans, "want -1 (all), 0 (none) or a count")
+	}
+	// A JSON or CSV document is the span list a program reads (the
+	// example's "--output json > spans.json"): it holds every span unless
+	// --spans cuts it, which is then said on stderr, as the table says it
+	// under its list.
+	machine := o.output == formatJSON || o.output == formatCSV
+	if machine && !o.fs.Changed("spans") {
+		o.spans = -1
 	}
 	if err := traces.CheckFormat(o.format); err != nil {
 		return causeError("--format", nil, err)
@@ -115,6 +125,9 @@ func (o *traceReadOptions) Run(ctx context.Context, args []string, std IO) error
 		spans := res.Spans
 		if o.spans >= 0 && len(spans) > o.spans {
 			spans = spans[:o.spans]
+			if machine {
+				fmt.Fprintf(std.Stderr, "%s: %d of %d spans listed (--spans -1 lists all)\n", src, len(spans), len(res.Spans))
+			}
 		}
 		read = append(read, traceRead{src: src, res: res, sum: traces.Summarize(res), spans: spans})
 	}

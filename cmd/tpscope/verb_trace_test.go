@@ -2,8 +2,10 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/csv"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -147,5 +149,58 @@ func TestTraceReadSeveralSources(t *testing.T) {
 	// whose kernel name runs past 60 characters.
 	if name := recs[6][4]; !strings.HasPrefix(name, "void at::native::") || len(name) <= 60 || strings.HasSuffix(name, "...") {
 		t.Errorf("kernel name %q: want it whole", name)
+	}
+}
+
+// TestTraceReadMachineFormatsListEverySpan: JSON and CSV are the span list
+// a program reads (the help's "--output json > spans.json"), so without
+// --spans they hold every span of the source (the vLLM fixture's 354, as
+// traces.ReadAll reads them), where they held the table's first 50 and
+// said nothing; --spans cutting them is said on stderr; the table keeps
+// its 50 and its note.
+func TestTraceReadMachineFormatsListEverySpan(t *testing.T) {
+	const src = "../../traces/testdata/kineto/vllm_tiny_tp4_rank0_eager.pt.trace.json.gz"
+	res, err := traces.ReadAll(context.Background(), src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	total := len(res.Spans)
+	if total <= 50 {
+		t.Fatalf("the fixture has %d spans; the test wants more than the table's 50", total)
+	}
+	code, out, stderr := runCLI(t, "trace", "read", src, "--output", "json")
+	if code != 0 {
+		t.Fatalf("json: exit %d: %s", code, stderr)
+	}
+	var doc struct {
+		Spans []json.RawMessage `json:"spans"`
+	}
+	if err := json.Unmarshal([]byte(out), &doc); err != nil {
+		t.Fatal(err)
+	}
+	if len(doc.Spans) != total || stderr != "" {
+		t.Errorf("json: %d spans listed, want all %d; stderr %q", len(doc.Spans), total, stderr)
+	}
+	code, out, stderr = runCLI(t, "trace", "read", src, "--output", "csv")
+	if code != 0 {
+		t.Fatalf("csv: exit %d: %s", code, stderr)
+	}
+	rows, err := csv.NewReader(strings.NewReader(out)).ReadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rows) != total+1 || stderr != "" {
+		t.Errorf("csv: %d rows, want a header and all %d spans; stderr %q", len(rows), total, stderr)
+	}
+	code, out, stderr = runCLI(t, "trace", "read", src, "--output", "csv", "--spans", "3")
+	if code != 0 {
+		t.Fatalf("csv --spans 3: exit %d: %s", code, stderr)
+	}
+	if n := strings.Count(out, "\n"); n != 4 || stderr != fmt.Sprintf("%s: 3 of %d spans listed (--spans -1 lists all)\n", src, total) {
+		t.Errorf("csv --spans 3: %d lines, stderr %q; want 4 lines and the cut said", n, stderr)
+	}
+	code, out, _ = runCLI(t, "trace", "read", src)
+	if code != 0 || !strings.Contains(out, fmt.Sprintf("(50 of %d spans; --spans -1 lists all)", total)) {
+		t.Errorf("table: exit %d, want its 50 spans and the note:\n%s", code, out)
 	}
 }
