@@ -136,11 +136,7 @@ func Calibrate(results []*traces.Result, o CalibrateOptions) (*Calibration, erro
 	if len(groups) == 0 {
 		// No package prefix: the verb that calls (tpscope calibrate) names
 		// itself.
-		msg := "no span belongs to a scenario"
-		if len(is.list) > 0 {
-			msg += ": " + is.list[0].Reason
-		}
-		return nil, errors.New(msg)
+		return nil, nothingError("no span belongs to a scenario", is.list)
 	}
 	holdout := len(o.HoldOut) > 0
 	fit, evalSteps := even, odd

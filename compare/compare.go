@@ -401,14 +401,25 @@ func Compare(results []*traces.Result, o Options) (*Report, error) {
 	}
 	rep.Issues = is.list
 	if len(rep.Scenarios) == 0 {
-		msg := "no scenario of the traces could be compared"
-		if len(is.list) > 0 {
-			msg += ": " + is.list[0].Reason
-		}
-		return rep, errors.New(msg)
+		return rep, nothingError("no scenario of the traces could be compared", is.list)
 	}
 	rep.Gains = gains(rep.Scenarios, &o)
 	return rep, nil
+}
+
+// nothingError is the error for traces of which no scenario could be
+// used: msg, the first reason and where it was met (the source and
+// trace of its first example), so that among several sources the line
+// names the one to mend.
+func nothingError(msg string, list []Issue) error {
+	if len(list) == 0 {
+		return errors.New(msg)
+	}
+	msg += ": " + list[0].Reason
+	if len(list[0].Examples) > 0 {
+		msg += " (" + list[0].Examples[0] + ")"
+	}
+	return errors.New(msg)
 }
 
 // nameBoxesApart names apart the boxes of scenarios that share a name

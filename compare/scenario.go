@@ -131,6 +131,11 @@ func (s *Scenarios) Recorded(rec *traces.Scenario) (sim.Scenario, error) {
 // resolveScenario is resolve's scenario.
 func (s *Scenarios) resolveScenario(rec *traces.Scenario) (sc sim.Scenario, unknown, filled []string, err error) {
 	if sc, unknown, filled, err = s.decode(rec); err != nil {
+		if rec.JSON != "" {
+			// The recorded value that would not read, named as the
+			// trace holds it.
+			err = fmt.Errorf("the step span's %s: %w", schema.AttrScenario, err)
+		}
 		return sc, nil, nil, err
 	}
 	if s.Override != nil {
