@@ -168,14 +168,19 @@ func writeIssues(t *tableWriter, is []Issue) {
 }
 
 // WriteCSV writes one row per compared op (unit) of every scenario: the
-// scenario's index, the unit, and its predicted and measured statistics.
+// scenario's index and name, the unit, and its predicted and measured
+// statistics.
 func (r *Report) WriteCSV(w io.Writer) error {
 	cw := csv.NewWriter(w)
 	f := func(v float64) string { return strconv.FormatFloat(v, 'g', 8, 64) }
-	_ = cw.Write([]string{"scenario", "key", "kind", "layer", "rank", "bound", "predicted_us", "median_us", "p10_us", "p90_us", "n", "err_pct"})
+	_ = cw.Write([]string{"scenario", "scenario_name", "key", "kind", "layer", "rank", "bound", "predicted_us", "median_us", "p10_us", "p90_us", "n", "err_pct"})
 	for i := range r.Scenarios {
+		// The scenario's number alone names nothing in a CSV read
+		// without the table or the JSON: each row carries the heading
+		// the table gives the scenario.
+		name := r.Scenarios[i].Scenario.String()
 		for _, o := range r.Scenarios[i].Ops {
-			_ = cw.Write([]string{strconv.Itoa(i + 1), o.Key, string(o.Kind), strconv.Itoa(o.Layer), strconv.Itoa(o.Rank), o.Bound,
+			_ = cw.Write([]string{strconv.Itoa(i + 1), name, o.Key, string(o.Kind), strconv.Itoa(o.Layer), strconv.Itoa(o.Rank), o.Bound,
 				f(o.PredictedUs), f(o.MedianUs), f(o.P10Us), f(o.P90Us), strconv.Itoa(o.N), f(o.ErrPct)})
 		}
 	}

@@ -99,7 +99,7 @@ func TestCompareAndCalibrateTraceVerbs(t *testing.T) {
 		{"json", []string{"compare", "--trace", run, "--output", "json"}, 0, `"err_pct"`},
 		{"no trace", []string{"compare"}, 2, ""},
 		{"bad output", []string{"compare", "--trace", run, "--output", "xml"}, 2, ""},
-		{"csv", []string{"compare", "--trace", run, "--output", "csv"}, 0, "scenario,key,kind"},
+		{"csv", []string{"compare", "--trace", run, "--output", "csv"}, 0, "scenario,scenario_name,key,kind"},
 		{"bad plot", []string{"compare", "--trace", run, "--plot", "x.gif"}, 2, ""},
 		{"missing file", []string{"compare", "--trace", filepath.Join(dir, "nope.json")}, 2, ""},
 		{"calibrate", []string{"calibrate", "--trace", run, "-o", box}, 0, "held-out odd steps (2)"},
