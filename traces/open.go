@@ -339,6 +339,34 @@ func gzipHeaderError(src string, n int64, err error) error {
 	return pe
 }
 
+// Sniff is the trace format data looks like (its first bytes, plain or
+// gzip), "" when it looks like none: for a verb that reads other JSON
+// documents to say that a file it was given is a trace.
+func Sniff(data []byte) string {
+	if len(data) >= 2 && data[0] == 0x1f && data[1] == 0x8b {
+		zr, err := gzip.NewReader(bytes.NewReader(data))
+		if err != nil {
+			return ""
+		}
+		defer zr.Close()
+		head := make([]byte, 1<<16)
+		n, _ := io.ReadFull(zr, head)
+		data = head[:n]
+	}
+	head := data[:min(len(data), 1<<16)]
+	f, err := sniff(head)
+	if err != nil {
+		return ""
+	}
+	if t := bytes.TrimLeft(head, " \t\r\n\ufeff"); t[0] == '[' && !bytes.Contains(t, []byte(`"ph"`)) {
+		// A bare array is a Chrome trace only of events, each with
+		// its phase ("ph"); sniff reads any array so, for the reader
+		// to say what it lacks.
+		return ""
+	}
+	return f
+}
+
 // sniff tells the format from the first bytes of a document.
 func sniff(head []byte) (string, error) {
 	t := bytes.TrimLeft(head, " \t\r\n\ufeff")

@@ -15,6 +15,7 @@ import (
 	"github.com/tpscope/tpscope/model"
 	"github.com/tpscope/tpscope/sim"
 	"github.com/tpscope/tpscope/topology"
+	"github.com/tpscope/tpscope/traces"
 )
 
 // Saved is a result a verb wrote with --output json: exactly one of its
@@ -63,6 +64,9 @@ func ReadSaved(r io.Reader, name string) (*Saved, error) {
 	}
 	var top map[string]json.RawMessage
 	if err := json.Unmarshal(data, &top); err != nil {
+		if err := savedTrace(data, name); err != nil {
+			return nil, err
+		}
 		return nil, fmt.Errorf("%s: not a JSON object (want the output of 'tpscope advise', 'compare' or 'predict' with --output json): %w", name, err)
 	}
 	has := func(keys ...string) bool {
@@ -123,6 +127,9 @@ func ReadSaved(r io.Reader, name string) (*Saved, error) {
 		}
 		return &Saved{Prediction: &p}, nil
 	}
+	if err := savedTrace(data, name); err != nil {
+		return nil, err
+	}
 	keys := make([]string, 0, len(top))
 	for k := range top {
 		keys = append(keys, k)
@@ -132,6 +139,18 @@ func ReadSaved(r io.Reader, name string) (*Saved, error) {
 		keys = append(keys[:8], "...")
 	}
 	return nil, fmt.Errorf("%s: a JSON object with keys %s; want the output of 'tpscope advise --output json' (keys baseline, rows), 'tpscope compare --output json' (keys sources, scenarios) or 'tpscope predict --output json' (keys ops, step_us)", name, strings.Join(keys, ", "))
+}
+
+// savedTrace is the error for data that is a trace (OTLP JSON lines, a
+// gzip Kineto file, ...), not a saved result: what it is and where the
+// report takes it, where the JSON error ("invalid character '{' after
+// top-level value") or the list of its keys said neither; nil otherwise.
+func savedTrace(data []byte, name string) error {
+	f := traces.Sniff(data)
+	if f == "" {
+		return nil
+	}
+	return fmt.Errorf("%s: a trace (%s), not a saved advise, compare or predict result: the report reads traces with --trace", name, f)
 }
 
 // maxSavedRanks bounds the ranks of a saved prediction's plan: the
