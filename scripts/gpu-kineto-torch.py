@@ -15,7 +15,8 @@ expert), the shared expert; residual. Weights are random bf16; the all-reduces o
 are left out (one rank's shard), as in tpscope run --local-ranks 0. The dims match
 testdata's kimi-k2.5-stack config.json (the same layers) so that tpscope can price the
 same step: tpscope compare --trace FILE --model that config --batch B --context C
---tp 8 --topo (this GPU's box).
+--tp 8 --engine vllm --topo (this GPU's box) (the trace names no engine: --engine says
+whose kernels price it).
 
 Eager mode runs the step op by op; graph mode captures one step in a CUDA graph after
 warm-up and replays it. The profiler's schedule (wait 1, warm-up 1, active N) marks every

@@ -1253,3 +1253,33 @@ func TestLeftOutItemsSaidUnderCSV(t *testing.T) {
 		}
 	}
 }
+
+// TestProfilerTraceWithoutEngineNeedsEngine: a profiler trace whose steps
+// no engine's ranges split (the TensorRT-LLM fixture, split by its graph
+// launches, as TensorRT-LLM's torch traces record no step range) says
+// nothing of the engine whose kernels ran; compare, report and calibrate
+// refuse it without --engine in one line naming the file, where it was
+// priced with the default engine's (vLLM's) profile, said only as "the
+// options not set". With --engine trtllm it is priced with TensorRT-LLM's.
+func TestProfilerTraceWithoutEngineNeedsEngine(t *testing.T) {
+	const trt = "../../traces/testdata/kineto/trtllm_tiny_tp4_rank0_graph.trace.json.gz"
+	res, err := traces.ReadAll(context.Background(), trt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Kineto) != 1 || res.Kineto[0].Engine != "" || res.Kineto[0].StepRule != traces.StepRuleGraphLaunch {
+		t.Fatalf("the fixture's steps: %+v; want split by graph launches, no engine", res.Kineto)
+	}
+	flags := []string{"--trace", trt, "--model", "tiny-mla-moe", "--batch", "8", "--context", "512", "--topo", "nvswitch:8xb200"}
+	dir := t.TempDir()
+	for _, verb := range [][]string{{"compare"}, {"report", "-o", filepath.Join(dir, "r.html")}, {"calibrate", "-o", filepath.Join(dir, "c.json")}} {
+		code, stdout, stderr := runCLI(t, append(verb, flags...)...)
+		if code != 2 || stdout != "" || strings.Count(stderr, "\n") != 1 || !strings.Contains(stderr, trt+" records no engine") || !strings.Contains(stderr, "pass --engine") {
+			t.Errorf("%s without --engine: exit %d, stdout %q, stderr %q; want exit 2 and one line naming the file and --engine", verb[0], code, stdout, stderr)
+		}
+	}
+	code, out, stderr := runCLI(t, append([]string{"compare", "--engine", "trtllm"}, flags...)...)
+	if code != 0 || !strings.Contains(out, "engine=trtllm") {
+		t.Errorf("compare --engine trtllm: exit %d, stderr %q; want the step priced with trtllm:\n%s", code, stderr, out)
+	}
+}

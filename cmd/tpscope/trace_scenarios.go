@@ -210,6 +210,14 @@ func (f *scenarioFlags) traceScenarios(results []*traces.Result, use traceUse) (
 	if len(missing) > 0 {
 		return scs, usageErrorf("%s records no scenario (%s): pass %s", bare[0].Source, traceShows(bare[0]), joinAnd(missing))
 	}
+	// The engine prices the kernels (its attention backend, MoE runner,
+	// fusions): a profiler trace whose steps no engine's ranges split
+	// (TensorRT-LLM's torch traces record none; a model run op by op in
+	// PyTorch has no engine) says nothing of it, and the default engine's
+	// profile would price another engine's kernels without a word.
+	if src, rule, ok := traceWithoutEngine(bare); ok && !f.changed("engine") && !f.executes {
+		return scs, usageErrorf("%s records no engine (its steps were split by %s, not by an engine's step ranges): pass --engine with the engine that ran it (vllm, sglang, trtllm; vllm for a model run op by op in PyTorch)", src, rule)
+	}
 	// What the steps record stands in for the defaults of the flags'
 	// scenario, for this call only (calibrate resolves its held-out
 	// traces with the same flags).
@@ -668,6 +676,19 @@ func traceEngine(rs []*traces.Result) (name string, ok bool) {
 		}
 	}
 	return name, name != ""
+}
+
+// traceWithoutEngine is the first profiler file of rs whose steps no
+// engine's ranges split, with the rule that split them.
+func traceWithoutEngine(rs []*traces.Result) (src, rule string, ok bool) {
+	for _, r := range rs {
+		for _, k := range r.Kineto {
+			if k.Engine == "" {
+				return k.Source, k.StepRule, true
+			}
+		}
+	}
+	return "", "", false
 }
 
 // effectiveEngine is the name of the engine r prices with: the default

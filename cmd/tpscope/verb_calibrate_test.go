@@ -381,7 +381,7 @@ func TestCalibrateHoldoutBatch(t *testing.T) {
 	}
 	const stack = "../../traces/testdata/real/kimi-stack/"
 	stackArgs := []string{"calibrate", "--trace", stack + "kimi-stack-graph-b1.pt.trace.json.gz", "--holdout", stack + "kimi-stack-graph-b32.pt.trace.json.gz",
-		"--model", stack + "config.json", "--batch", "1", "--context", "4096", "--topo", "nvswitch:8xh100-sxm", "--tp", "8", "--cuda-graphs", "--force", "-o", out}
+		"--model", stack + "config.json", "--batch", "1", "--context", "4096", "--topo", "nvswitch:8xh100-sxm", "--tp", "8", "--cuda-graphs", "--engine", "vllm", "--force", "-o", out}
 	for _, tc := range []struct {
 		args         []string
 		batch, cause string

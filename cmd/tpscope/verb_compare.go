@@ -141,8 +141,9 @@ output, a default never does)
 and aligns measured spans with predicted ops. A Kineto trace records no scenario: it
 needs --model, --batch and --context; what its steps record is taken and checked, not
 defaulted (its world size gives --tp unless you pass --tp/--dp, whose product must be it;
-its engine's ranges give the phase, whose other steps are left out and counted, and the
-batch per rank, which --batch over --dp must be; its graph launches give --cuda-graphs);
+its engine's ranges give the phase, whose other steps are left out and counted, the
+batch per rank, which --batch over --dp must be, and --engine, which a trace no engine's
+ranges split must be given; its graph launches give --cuda-graphs);
 --topo must be a box of the GPU it ran on. Alignment: by op ID, or for Kineto traces by
 kernel kind and order (the k-th attention kernel of a step to the k-th attention op;
 NCCL kernels to the collectives in order; per layer or per step when the counts differ).
