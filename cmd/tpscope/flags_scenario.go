@@ -113,6 +113,16 @@ func (f *scenarioFlags) Bind(fs *pflag.FlagSet) {
 
 // bindCostFlags registers --perf-db, --perf-db-system and
 // --perf-db-transfer.
+// topoArg is --topo as the user gave it, "" when the box is the
+// default: an error about the box names the flag's value (a path, a
+// preset), not the name inside the box's file.
+func (f *scenarioFlags) topoArg() string {
+	if !f.changed("topo") {
+		return ""
+	}
+	return f.topo
+}
+
 func (f *scenarioFlags) bindCostFlags(fs *pflag.FlagSet) {
 	f.fs = fs
 	fs.StringVar(&f.perfDB, "perf-db", f.perfDB, "price ops from measured tables first: the systems/ directory of an aiconfigurator or AISimulate install, or a checkout or site-packages holding one (the engine's tables of the box's GPU; a table a version's reuse.yaml takes from another version is read there, and the prediction says so); ops without a table keep the priors, and each op says where its cost came from")

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/tpscope/tpscope/internal/topofiletest"
+	"github.com/tpscope/tpscope/topology"
 	"github.com/tpscope/tpscope/traces"
 )
 
@@ -1281,5 +1283,37 @@ func TestProfilerTraceWithoutEngineNeedsEngine(t *testing.T) {
 	code, out, stderr := runCLI(t, append([]string{"compare", "--engine", "trtllm"}, flags...)...)
 	if code != 0 || !strings.Contains(out, "engine=trtllm") {
 		t.Errorf("compare --engine trtllm: exit %d, stderr %q; want the step priced with trtllm:\n%s", code, stderr, out)
+	}
+}
+
+// TestBoxOfAnotherGPUNamesTheFlagAsGiven: a --topo file whose box ran on
+// another device than the trace is refused naming --topo as the user
+// gave it (the file's path), not the name inside the file ("--topo
+// cpu-4r" for a path the user never wrote as that): for a recorded
+// trace (an H200 run on the CPU box) and a CPU run on a GPU box file.
+func TestBoxOfAnotherGPUNamesTheFlagAsGiven(t *testing.T) {
+	cpuBox := filepath.Join(cpuRanksDir, "cpu-4r.json")
+	const h200 = "../../exec/cuda/testdata/h200/h200-tiny-mla-moe-tp1-eager.otlp.jsonl.gz"
+	dir := t.TempDir()
+	h200Box, err := topology.Preset("h200-nvswitch")
+	if err != nil {
+		t.Fatal(err)
+	}
+	gpuBox := topofiletest.Write(t, h200Box, "h200.json")
+	cpuTrace := filepath.Join(dir, "cpu.otlp.jsonl")
+	if code, _, stderr := runCLI(t, "run", "--backend", "cpu", "--model", "tiny-mla-moe", "--tp", "2", "--batch", "2", "--context", "256",
+		"--steps", "1", "--warmup", "0", "--topo", cpuBox, "--trace", "file:"+cpuTrace); code != 0 {
+		t.Fatalf("run: exit %d: %s", code, stderr)
+	}
+	for _, tc := range []struct {
+		trace, topo, want string
+	}{
+		{h200, cpuBox, "usage: --topo " + cpuBox + ": its GPUs are "},
+		{cpuTrace, gpuBox, "usage: --topo " + gpuBox + ": its GPUs are NVIDIA H200, and " + cpuTrace + " ran on the cpu backend"},
+	} {
+		code, _, stderr := runCLI(t, "compare", "--trace", tc.trace, "--topo", tc.topo)
+		if code != 2 || !strings.HasPrefix(stderr, "tpscope compare: "+tc.want) || strings.Count(stderr, "\n") != 1 {
+			t.Errorf("compare %s on %s: exit %d, stderr %q; want 2 and one line starting %q", tc.trace, tc.topo, code, stderr, tc.want)
+		}
 	}
 }

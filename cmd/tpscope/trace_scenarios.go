@@ -280,7 +280,7 @@ func (f *scenarioFlags) traceScenarios(results []*traces.Result, use traceUse) (
 		def.Workload.Batch = b
 		from = append(from, fmt.Sprintf("batch %d from --%s", b, flag))
 	}
-	if err := checkTraceGPU(bare, def.Topo, f.changed("topo")); err != nil {
+	if err := checkTraceGPU(bare, def.Topo, f.topoArg()); err != nil {
 		return scs, err
 	}
 	var defaults []string
@@ -340,7 +340,7 @@ func (f *scenarioFlags) checkRecorded(results []*traces.Result, scs *compare.Sce
 		for i := range r.Scenarios {
 			rec := &r.Scenarios[i]
 			if scs.Topology != nil && rec.GPU != "" {
-				if err := checkRanOn(r.Source, "the trace", []string{rec.GPU}, scs.Topology, f.changed("topo")); err != nil {
+				if err := checkRanOn(r.Source, "the trace", []string{rec.GPU}, scs.Topology, f.topoArg()); err != nil {
 					return err
 				}
 			}
@@ -372,7 +372,7 @@ func (f *scenarioFlags) checkRecorded(results []*traces.Result, scs *compare.Sce
 				// A CPU run's ranks are CPU cores: a GPU box prices
 				// another machine (said here as checkRanOn says another
 				// GPU, not as a scenario left out).
-				return flagError("--topo", t.Name, "its GPUs are %s, and %s ran on the cpu backend, whose ranks are CPU cores: pass the JSON 'tpscope calibrate --backend cpu' wrote", t.DeviceOf(0).Name, r.Source)
+				return flagError("--topo", f.topo, "its GPUs are %s, and %s ran on the cpu backend, whose ranks are CPU cores: pass the JSON 'tpscope calibrate --backend cpu' wrote", t.DeviceOf(0).Name, r.Source)
 			}
 			// The flags over it must make a scenario that can be priced
 			// (an engine's kernel, an option it can take): said here, in
@@ -898,10 +898,10 @@ func traceWorld(rs []*traces.Result) int {
 
 // checkTraceGPU refuses to predict a trace on a box of another GPU than
 // the one its profiler recorded (checkRanOn).
-func checkTraceGPU(rs []*traces.Result, t *topology.Topology, topoSet bool) error {
+func checkTraceGPU(rs []*traces.Result, t *topology.Topology, topoArg string) error {
 	for _, r := range rs {
 		for _, k := range r.Kineto {
-			if err := checkRanOn(r.Source, "the trace", k.Devices, t, topoSet); err != nil {
+			if err := checkRanOn(r.Source, "the trace", k.Devices, t, topoArg); err != nil {
 				return err
 			}
 		}
@@ -912,13 +912,14 @@ func checkTraceGPU(rs []*traces.Result, t *topology.Topology, topoSet bool) erro
 // checkRanOn refuses to predict or fit a measurement (src: a trace, an
 // nccl-tests log; what: how the message names it) on a box of another GPU
 // than the devices it lists: the measured and predicted times would be of
-// two machines. topoSet says whether --topo chose the box. Names are
-// matched by the catalog entry each stands for ("NVIDIA H100 80GB HBM3" is
+// two machines. topoArg is --topo as given ("" when the box is the
+// default), which the error names: the user's word for the box, not the
+// name inside its file. Names are matched by the catalog entry each stands for ("NVIDIA H100 80GB HBM3" is
 // an H100 SXM); a name the catalog does not know must be the box's own
 // device name (a box 'tpscope topo discover' wrote on that GPU), since
 // nothing says it is the box's GPU. A measurement that names no device
 // ("" or "-" on its rank lines) is not checked.
-func checkRanOn(src, what string, devices []string, t *topology.Topology, topoSet bool) error {
+func checkRanOn(src, what string, devices []string, t *topology.Topology, topoArg string) error {
 	d := t.DeviceOf(0)
 	if d == nil {
 		return nil
@@ -937,8 +938,8 @@ func checkRanOn(src, what string, devices []string, t *topology.Topology, topoSe
 		if !known {
 			ran += " (a GPU the catalog does not know)"
 		}
-		if topoSet {
-			return flagError("--topo", t.Name, "its GPUs are %s, and %s ran on %s: pass a box of that GPU", box, src, ran)
+		if topoArg != "" {
+			return flagError("--topo", topoArg, "its GPUs are %s, and %s ran on %s: pass a box of that GPU", box, src, ran)
 		}
 		return usageErrorf("%s ran on %s; the default box %s has %s: pass --topo with the box %s ran on", src, ran, t.Name, box, what)
 	}

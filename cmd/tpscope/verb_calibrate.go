@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -286,7 +287,7 @@ func (m *ncclTestsMode) run(ctx context.Context, c *calibrateOptions, std IO) er
 	if err != nil {
 		return err
 	}
-	if err := checkLogBox(m.file, lg, t, c.sc.changed("topo")); err != nil {
+	if err := checkLogBox(m.file, lg, t, c.sc.topoArg()); err != nil {
 		return err
 	}
 	ranks := lg.Ranks
@@ -464,15 +465,15 @@ func (m *ncclTestsMode) collective(lg *nccltests.Log) (model.Collective, error) 
 // compare's checkBackend refuses to price a trace there: the times of
 // tpscope's CPU ranks (goroutines in host memory) on a box of GPUs, a
 // GPU's log on the CPU box 'calibrate --backend cpu' writes, and GPUs
-// other than the box's (checkRanOn). topoSet says whether --topo chose
-// the box.
-func checkLogBox(file string, lg *nccltests.Log, t *topology.Topology, topoSet bool) error {
+// other than the box's (checkRanOn). topoArg is --topo as given, ""
+// when the box is the default.
+func checkLogBox(file string, lg *nccltests.Log, t *topology.Topology, topoArg string) error {
 	cpuBox := t.IsCPUBox()
 	switch {
 	case lg.CPURanks && cpuBox:
 		return nil
-	case lg.CPURanks && topoSet:
-		return flagError("--topo", t.Name, "its GPUs are %s, and %s was measured on tpscope's CPU ranks (goroutines in host memory: not GPU figures): pass --topo with the JSON 'tpscope calibrate --backend cpu' wrote", t.DeviceOf(0).Name, file)
+	case lg.CPURanks && topoArg != "":
+		return flagError("--topo", topoArg, "its GPUs are %s, and %s was measured on tpscope's CPU ranks (goroutines in host memory: not GPU figures): pass --topo with the JSON 'tpscope calibrate --backend cpu' wrote", t.DeviceOf(0).Name, file)
 	case lg.CPURanks:
 		return usageErrorf("%s was measured on tpscope's CPU ranks (goroutines in host memory: not GPU figures); the default box %s has %s: pass --topo with the JSON 'tpscope calibrate --backend cpu' wrote", file, t.Name, t.DeviceOf(0).Name)
 	case cpuBox:
@@ -480,9 +481,9 @@ func checkLogBox(file string, lg *nccltests.Log, t *topology.Topology, topoSet b
 		if len(lg.Devices) > 0 && lg.Devices[0] != "" && lg.Devices[0] != "-" {
 			ran = lg.Devices[0]
 		}
-		return flagError("--topo", t.Name, "it is a box of CPU ranks ('tpscope calibrate --backend cpu'), and %s was measured on %s: pass --topo with the box it ran on", file, ran)
+		return flagError("--topo", cmp.Or(topoArg, t.Name), "it is a box of CPU ranks ('tpscope calibrate --backend cpu'), and %s was measured on %s: pass --topo with the box it ran on", file, ran)
 	}
-	return checkRanOn(file, "the log", lg.Devices, t, topoSet)
+	return checkRanOn(file, "the log", lg.Devices, t, topoArg)
 }
 
 // checkLogRanks refuses a log of one rank, whose collective crosses no

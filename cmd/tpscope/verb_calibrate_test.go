@@ -104,7 +104,7 @@ func TestCalibrateNCCLTestsMustFitTheLog(t *testing.T) {
 		{"CPU ranks, --topo", []string{"--nccl-tests", agLog, "--topo", "h200-nvswitch"},
 			"usage: --topo h200-nvswitch: its GPUs are NVIDIA H200, and " + agLog + cpuRanks + ": pass --topo with the JSON 'tpscope calibrate --backend cpu' wrote"},
 		{"GPU log, CPU box", []string{"--nccl-tests", h200Log, "--topo", cpuBox},
-			"usage: --topo cpu-4r: it is a box of CPU ranks ('tpscope calibrate --backend cpu'), and " + h200Log + " was measured on NVIDIA H200: pass --topo with the box it ran on"},
+			"usage: --topo " + cpuBox + ": it is a box of CPU ranks ('tpscope calibrate --backend cpu'), and " + h200Log + " was measured on NVIDIA H200: pass --topo with the box it ran on"},
 		// It had ended with exit 1 asking for a box with at least as
 		// many GPUs as the 1 rank, beside the default box's 8.
 		{"one rank", []string{"--nccl-tests", oneLog},
