@@ -328,6 +328,14 @@ func (p *Profile) validate() error {
 		if err := checkPadded(f+".padded", k.Padded, k.Formats, bad, cite); err != nil {
 			return err
 		}
+		if r := k.SplitKReduce; r != nil {
+			if r.Kernel == "" || r.MinK < 1 || r.MaxTiles < 1 || len(r.Archs) == 0 {
+				return bad(f+".split_k_reduce", "want the kernel, min_k and max_tiles of at least 1 and the archs it is stated for")
+			}
+			if err := cite(f+".split_k_reduce", r.Cite); err != nil {
+				return err
+			}
+		}
 	}
 	if err := p.checkRules("linear.select", p.Linear.Select, func(n string, _ WeightFormat) ([]WeightFormat, ArchSet, bool) {
 		for _, k := range p.Linear.Kernels {

@@ -473,8 +473,19 @@ func TestFactsPerArch(t *testing.T) {
 		}
 	}
 	lk := vl.LinearKernel(SM120, NVFP4)
-	if lk == nil || len(lk.Companions) != 1 || lk.FusedBy != FuseActQuant || vl.LinearKernel(SM120, BF16) != nil {
+	if lk == nil || len(lk.Companions) != 1 || lk.FusedBy != FuseActQuant {
 		t.Errorf("vLLM NVFP4 linear on SM120: %+v", lk)
+	}
+	// bf16 linears are cuBLAS's, with no companion; its split-K
+	// reduction is a kernel of its own where it was seen, on SM90 (K
+	// 7168 over 3 tiles: a router gate), not for a short K (o_proj's
+	// 1024) nor a wide output (32 tiles), nor on SM120.
+	bf := vl.LinearKernel(SM120, BF16)
+	if bf == nil || len(bf.Companions) != 0 || bf.SplitKReduce.Splits(SM120, 7168, 3) {
+		t.Errorf("vLLM bf16 linear on SM120: %+v", bf)
+	}
+	if r := bf.SplitKReduce; !r.Splits(SM90, 7168, 3) || r.Splits(SM90, 1024, 3) || r.Splits(SM90, 7168, 32) {
+		t.Errorf("vLLM bf16 linear's split-K reduction %+v: want it on SM90 at K 7168 over 3 tiles only", r)
 	}
 }
 
@@ -519,6 +530,8 @@ func TestParseErrors(t *testing.T) {
 		{"padded tile of 0 rows", "padded: {tile_m: 128, tile_n: 128, formats: [nvfp4]", "padded: {tile_m: 0, tile_n: 128, formats: [nvfp4]", "moe.kernels[1].padded: want tile_m and tile_n of at least 1"},
 		{"padded format not the kernel's", "      padded: {tile_m: 128, tile_n: 128, formats: [nvfp4], archs: [sm120], cite: [fp4-tiles-sm120]}\n    - name: flashinfer_trtllm", "      padded: {tile_m: 128, tile_n: 128, formats: [int4-g32], archs: [sm120], cite: [fp4-tiles-sm120]}\n    - name: flashinfer_trtllm", "moe.kernels[1].padded.formats: int4-g32: not a format of the kernel"},
 		{"padded uncited", "archs: [sm120], cite: [fp4-tiles-sm120]}", "archs: [sm120], cite: []}", "moe.kernels[1].padded.cite: missing"},
+		{"split-K reduction without its bound", "min_k: 4096, max_tiles: 12", "min_k: 4096", "linear.kernels[1].split_k_reduce: want the kernel, min_k and max_tiles of at least 1"},
+		{"split-K reduction uncited", "max_tiles: 12, archs: [sm90], cite: [splitk-reduce]}", "max_tiles: 12, archs: [sm90], cite: []}", "linear.kernels[1].split_k_reduce.cite: missing"},
 		{"fp8 kv needs uncited", "        cite: [triton-mla, backends-doc]\n", "        cite: []\n", "attention.backends[0].fp8_kv_needs.cite: missing"},
 		{"fp8 kv needs without needs", "        needs: \"a vLLM build whose TRITON_MLA reads FP8 KV\"\n", "", "attention.backends[0].fp8_kv_needs: want archs, why and needs"},
 	}

@@ -821,6 +821,30 @@ type LinearKernel struct {
 	Cite       []string `yaml:"cite"`
 	// Padded, where stated, is how its MMAs fill whole tiles.
 	Padded *PaddedTiles `yaml:"padded"`
+	// SplitKReduce, where stated, is the reduction kernel the library
+	// launches after a GEMM whose K it split (cuBLAS's
+	// cublasLt::splitKreduce_kernel at decode sizes), one more kernel on
+	// the op.
+	SplitKReduce *SplitKReduce `yaml:"split_k_reduce"`
+}
+
+// SplitKReduce is a dense-GEMM library's split-K reduction as a kernel of
+// its own: on the families Archs, a GEMM of at least MinK values along K
+// whose output fills at most MaxTiles tiles of 128 x 128 is split along
+// K, and Kernel sums the partial products after it.
+type SplitKReduce struct {
+	Kernel   string   `yaml:"kernel"`
+	MinK     int64    `yaml:"min_k"`
+	MaxTiles int      `yaml:"max_tiles"`
+	Archs    ArchSet  `yaml:"archs"`
+	Cite     []string `yaml:"cite"`
+}
+
+// Splits reports whether a GEMM of k values along K whose output fills
+// tiles tiles of 128 x 128 runs the reduction kernel on family a (false
+// for nil).
+func (r *SplitKReduce) Splits(a Arch, k int64, tiles float64) bool {
+	return r != nil && r.Archs.Has(a) && k >= r.MinK && tiles <= float64(r.MaxTiles)
 }
 
 // LinearKernel returns the dense-GEMM kernel for weights f on family a;

@@ -330,6 +330,9 @@ type OpCost struct {
 	// host launches) as it does the op's own (OpResult.OverheadUs).
 	ExtraKernels   int     `json:"extra_kernels,omitempty"`
 	ExtraKernelsUs float64 `json:"extra_kernels_us,omitempty"`
+	// SplitKReduce: one of ExtraKernels is the GEMM library's split-K
+	// reduction (engprof.SplitKReduce).
+	SplitKReduce bool `json:"split_k_reduce,omitempty"`
 	// SerialWalkUs is the loop of a companion that one thread runs over
 	// every local expert (engprof.SerialWalk), beyond its floor among
 	// ExtraKernelsUs.
@@ -422,6 +425,12 @@ func (cm *computeModel) cost(op *model.Op) OpCost {
 	}
 	if op.Kind == model.KindGEMM {
 		c.ExtraKernels = cm.linearCompanions(op)
+		if pt == nil && cm.splitKReduce(op, gemmOutputTiles(op)) {
+			// The library sums the partial products of the K splits in
+			// a kernel of its own, priced as the other companions.
+			c.SplitKReduce = true
+			c.ExtraKernels++
+		}
 	}
 	if op.Kind == model.KindAttention && op.Role == model.RoleMLADecode && attn != nil {
 		c.ExtraKernels = len(attn.Companions)
@@ -558,6 +567,16 @@ func (cm *computeModel) splitLoopUs(op *model.Op, c *OpCost, b *engprof.Attentio
 	perPair := op.FLOPs / (float64(op.M) * op.Batch * float64(op.N)) // FLOPs per (query head, cached token)
 	iterUs := math.Max(2*dramLatencyUs, float64(b.Grid.BlockH*b.Grid.BlockN)*perPair/(c.PeakTFLOPS/cm.sms*1e6*c.Efficiency))
 	return math.Ceil(c.CTAs/cm.sms) * iters * iterUs
+}
+
+// gemmOutputTiles is how many gemmTileM x gemmTileN output tiles a dense
+// GEMM op has over its batch, as ctas counts them before splitting K.
+func gemmOutputTiles(op *model.Op) float64 {
+	m, n, batch := math.Max(float64(op.M), 1), math.Max(float64(op.N), 1), op.Batch
+	if batch <= 0 {
+		batch = 1
+	}
+	return math.Ceil(m/gemmTileM) * math.Ceil(n/gemmTileN) * batch
 }
 
 // cell returns the (kind, dtype) cell an op's cost reads and the dtype it

@@ -1,0 +1,74 @@
+package sim_test
+
+import (
+	"math"
+	"testing"
+
+	engprof "github.com/tpscope/tpscope/engine"
+	"github.com/tpscope/tpscope/model"
+	"github.com/tpscope/tpscope/sim"
+	"github.com/tpscope/tpscope/topology"
+)
+
+// TestSplitKReduceKernel: cuBLAS splits the K of a one-token bf16 GEMM of
+// K 7168 over a few output tiles and sums the splits in a kernel of its
+// own on Hopper (engine profile split_k_reduce, from an H100's trace), so
+// Kimi-K2.5's router gate (7168 x 384: 3 tiles of 128 x 128) launches two
+// kernels under the executor and under vLLM on an H100 box, each paying
+// the GEMM's floor and a graph node; o_proj (K 1024) one; and on an RTX
+// PRO 6000 (SM120, where it was not seen) the gate one. The gate's time
+// with the reduction is its time without plus one floor (its
+// MinKernelUs) and one node gap (LaunchGraphUs), read from the box.
+func TestSplitKReduceKernel(t *testing.T) {
+	a, err := model.Preset("kimi-k2.5")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ops := func(box, eng string) map[model.Role]sim.OpResult {
+		t.Helper()
+		topo, err := topology.Resolve(box, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ref, err := engprof.ParseRef(eng)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pr, sched, err := sim.Predict(sim.Scenario{Arch: a, Plan: model.Plan{TP: 8}, Topo: topo,
+			Workload: model.Workload{Phase: model.Decode, Batch: 1, Context: 4096, KVDtype: model.BF16},
+			Options:  sim.Options{CUDAGraphs: true, Engine: ref}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := map[model.Role]sim.OpResult{}
+		for i, op := range pr.Ops {
+			if op.Rank == 0 && op.Layer == 3 {
+				out[sched.Ranks[0][i].Role] = op
+			}
+		}
+		return out
+	}
+	for _, eng := range []string{"executor", "vllm@0.24"} {
+		h := ops("nvswitch:8xh100-sxm", eng)
+		gate, oproj := h[model.RoleMoEGate], h[model.RoleOProj]
+		if !gate.Cost.SplitKReduce || gate.Cost.ExtraKernels != 1 {
+			t.Errorf("%s, H100: the router gate (K %d) has split_k_reduce %v and %d extra kernels, want the reduction as one", eng, 7168, gate.Cost.SplitKReduce, gate.Cost.ExtraKernels)
+		}
+		if oproj.Cost.SplitKReduce || oproj.Cost.ExtraKernels != 0 {
+			t.Errorf("%s, H100: o_proj (K 1024) has split_k_reduce %v and %d extra kernels, want one kernel", eng, oproj.Cost.SplitKReduce, oproj.Cost.ExtraKernels)
+		}
+		if want := gate.Cost.MinKernelUs; math.Abs(gate.Cost.ExtraKernelsUs-want) > 1e-9 {
+			t.Errorf("%s, H100: the reduction costs %.3f us, want the GEMM's floor %.3f", eng, gate.Cost.ExtraKernelsUs, want)
+		}
+		r := ops("rtxpro6000-2s", eng)[model.RoleMoEGate]
+		if r.Cost.SplitKReduce || r.Cost.ExtraKernels != 0 {
+			t.Errorf("%s, RTX PRO 6000: the router gate has split_k_reduce %v, %d extra kernels, want one kernel (not seen on SM120)", eng, r.Cost.SplitKReduce, r.Cost.ExtraKernels)
+		}
+	}
+	// The node gap: the executor's gate pays two of the H100's.
+	topo, _ := topology.Resolve("nvswitch:8xh100-sxm", 0)
+	gate := ops("nvswitch:8xh100-sxm", "executor")[model.RoleMoEGate]
+	if want := 2 * topo.DeviceOf(0).LaunchGraphUs; math.Abs(gate.OverheadUs-want) > 1e-9 {
+		t.Errorf("executor, H100: the gate's overhead %.3f us, want two graph nodes, %.3f", gate.OverheadUs, want)
+	}
+}
