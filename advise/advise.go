@@ -8,7 +8,6 @@ import (
 	"sort"
 	"strings"
 
-	engprof "github.com/tpscope/tpscope/engine"
 	"github.com/tpscope/tpscope/model"
 	"github.com/tpscope/tpscope/sim"
 )
@@ -174,6 +173,12 @@ type Input struct {
 	// to where their rows price its experts), as 'predict --model' does;
 	// its error is the row's. Nil: the baseline's are kept.
 	Reprice func(sim.Scenario) (sim.Scenario, error)
+	// BaseArgs are the flags that set the baseline, as the user gave
+	// them ("--kv-dtype=bf16", "--ep"): every row's 'tpscope predict'
+	// line repeats them (commandFor), so that the line run as printed
+	// prices the row's scenario, not the default one with the entry's
+	// flags on it.
+	BaseArgs []string
 }
 
 // TransferRow is the baseline's options against stock on one model. The
@@ -487,7 +492,7 @@ func Advise(in Input) (*Advice, error) {
 	}
 	pairs := make([]*pair, len(in.Entries))
 	for i, e := range in.Entries {
-		row := Row{Entry: e.Name, Title: e.Title, Kind: e.Kind, Applicability: e.Check(b), How: withEngineFlag(e.HowTo(b), b.Options.Engine)}
+		row := Row{Entry: e.Name, Title: e.Title, Kind: e.Kind, Applicability: e.Check(b)}
 		var pc pair
 		if e.Enabled(b) {
 			row.InBaseline = true
@@ -497,6 +502,7 @@ func Advise(in Input) (*Advice, error) {
 			pc.without = b
 			pc.with, err = e.Apply(b)
 		}
+		row.How = commandFor(e.HowTo(b), b, pc.with, in.BaseArgs)
 		if err == nil {
 			err = runnable(&row, pc.with, pc.without)
 		}
@@ -743,12 +749,63 @@ func (sw *EntrySweep) String() string {
 	return strings.Join(parts, "; ")
 }
 
-// withEngineFlag makes a "tpscope predict" line of h price the baseline's
-// engine: without --engine, predict prices the default engine, so a row
-// priced under another would point at a different prediction.
-func withEngineFlag(h How, eng engprof.Ref) How {
-	if rest, ok := strings.CutPrefix(h.Exec, "predict"); ok && !eng.IsZero() {
-		h.Exec = "predict --engine " + eng.String() + rest
+// commandFor makes a "tpscope predict" line of h price the row's
+// scenario (with) as run back as printed: the baseline's own flags
+// (baseArgs, as the user gave them) before the entry's, and the baseline's
+// engine named (without --engine, predict prices the default engine).
+// A baseline flag the entry's line sets again, or whose meaning the
+// entry replaces, is left out: --gpus beside another --topo (the row
+// prices that whole box), the speculative flags beside another --spec,
+// an acceptance the row no longer prices (another method, or none), the
+// DP dispatch flags on a plan without DP attention, and the perf DB
+// where the row's box is priced from the priors (advise prices a box
+// without tables of its own so; predict refuses the DB there).
+func commandFor(h How, b, with sim.Scenario, baseArgs []string) How {
+	rest, ok := strings.CutPrefix(h.Exec, "predict")
+	if !ok || (rest != "" && rest[0] != ' ') {
+		return h
 	}
+	set := map[string]bool{"engine": true}
+	for _, f := range strings.Fields(rest) {
+		if strings.HasPrefix(f, "(") {
+			break // the line's gloss
+		}
+		if name, ok := strings.CutPrefix(f, "--"); ok {
+			name, _, _ = strings.Cut(name, "=")
+			set[name] = true
+		}
+	}
+	if set["topo"] {
+		set["gpus"] = true
+	}
+	if set["spec"] {
+		for _, n := range []string{"mtp", "spec-tokens", "spec-topk", "spec-steps", "draft-model", "draft-tp"} {
+			set[n] = true
+		}
+	}
+	speculates := with.Workload.SpecTokens > 0
+	if !speculates || with.Options.SpecAccept.IsZero() {
+		set["spec-accept"], set["spec-accept-file"] = true, true
+	}
+	if !speculates || with.Build.Spec.MethodFor(with.Workload) != model.SpecMTP {
+		set["mtp-accept"] = true
+	}
+	if with.Plan.DP <= 1 {
+		set["moe-dispatch"], set["dispatch-dtype"] = true, true
+	}
+	if with.Costs == nil {
+		set["perf-db"], set["perf-db-system"], set["perf-db-transfer"] = true, true, true
+	}
+	args := []string{"predict"}
+	if eng := b.Options.Engine; !eng.IsZero() {
+		args = append(args, "--engine "+eng.String())
+	}
+	for _, a := range baseArgs {
+		name, _, _ := strings.Cut(strings.TrimPrefix(a, "--"), "=")
+		if !set[name] {
+			args = append(args, a)
+		}
+	}
+	h.Exec = strings.Join(args, " ") + rest
 	return h
 }

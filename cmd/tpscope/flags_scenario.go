@@ -862,6 +862,38 @@ func (f *scenarioFlags) isScenarioFlag(name string) bool {
 	return false
 }
 
+// givenArgs are the scenario flags the command line set, each as one
+// shell word "--name=value" ("--name" for a bool set true), in the
+// flags' order: the line that gives another verb the same scenario
+// (advise's 'tpscope predict' lines, advise.Input.BaseArgs).
+func (f *scenarioFlags) givenArgs() []string {
+	var out []string
+	f.visitChanged(func(fl *pflag.Flag) {
+		if !f.isScenarioFlag(fl.Name) {
+			return
+		}
+		v := fl.Value.String()
+		switch {
+		case fl.Value.Type() == "bool" && v == "true":
+			out = append(out, "--"+fl.Name)
+		default:
+			out = append(out, "--"+fl.Name+"="+shellWord(v))
+		}
+	})
+	return out
+}
+
+// shellWord is v as one word of a POSIX shell: bare where every byte is
+// one a shell takes literally, else single-quoted.
+func shellWord(v string) string {
+	if v != "" && strings.IndexFunc(v, func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("@%+=:,./_-", r))
+	}) < 0 {
+		return v
+	}
+	return "'" + strings.ReplaceAll(v, "'", `'\''`) + "'"
+}
+
 // apply sets the field one flag names on sc.
 func (f *scenarioFlags) apply(name string, sc *sim.Scenario) error {
 	var err error

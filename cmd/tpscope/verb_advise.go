@@ -219,7 +219,7 @@ func (o *adviseOptions) Run(ctx context.Context, args []string, std IO) error {
 		others = append(others, m)
 	}
 	in := advise.Input{Transfer: others, Base: base, ImplyDenseDSA: !o.changed("dense-dsa"), Reprice: o.sc.priceOnBox,
-		Entries: cat, Batches: o.batches.v, Contexts: contexts, NoSweep: o.noSweep, ThresholdFrac: o.threshold}
+		Entries: cat, Batches: o.batches.v, Contexts: contexts, NoSweep: o.noSweep, ThresholdFrac: o.threshold, BaseArgs: o.sc.givenArgs()}
 	bar := newLazyBar(std.Stderr, "advise sweep")
 	in.Progress = bar.update
 	adv, err := advise.Advise(in)

@@ -201,8 +201,8 @@ func TestAdviseCompareToposFile(t *testing.T) {
 	if moved.With != nil && moved.With.Topology == preset.With.Topology {
 		t.Errorf("box-%s priced on %s, the preset's box", file, moved.With.Topology)
 	}
-	if moved.How.Exec != "predict --topo "+file {
-		t.Errorf("box-%s: how %q, want predict --topo %s", file, moved.How.Exec, file)
+	if want := "predict --model=tiny-mla-moe --tp=2 --topo " + file; moved.How.Exec != want {
+		t.Errorf("box-%s: how %q, want %s", file, moved.How.Exec, want)
 	}
 	checkUsageErrors(t, []usageCase{
 		{"one box twice", []string{"advise", "--no-sweep", "--compare-topos", "h200-nvswitch,nvswitch:8xh200-sxm"},
@@ -849,8 +849,8 @@ func TestAdviseKVCapacityNamesItsGroups(t *testing.T) {
 }
 
 // TestAdviseHowLinesRun: every tpscope command a how line of advise's
-// table prints is one tpscope accepts, run back as printed beside the
-// baseline's model and box, under every engine profile; a row that cannot
+// table prints is one tpscope accepts, run back as printed (run's beside
+// the baseline's model and box), under every engine profile; a row that cannot
 // run (status no) prints no how line, its reason saying why. Under
 // trtllm@1.3, which has MTP only, the spec-ngram row (no) had printed
 // "tpscope predict --engine trtllm@1.3 --spec ngram --spec-tokens 3",
@@ -896,11 +896,13 @@ func TestAdviseHowLinesRun(t *testing.T) {
 						continue
 					}
 					cmdline, _, _ = strings.Cut(cmdline, " (") // the line's gloss
-					args := strings.Fields(cmdline)
-					if !slices.Contains(args, "--topo") {
-						args = append(args, "--topo", mb[1])
+					args := shellFields(t, cmdline)
+					if args[0] == "run" {
+						// A predict line repeats the baseline's flags
+						// (TestAdviseHowLinesPriceTheirRow); run's
+						// executor line names the entry's alone.
+						args = append(args, "--topo", mb[1], "--model", mb[0])
 					}
-					args = append(args, "--model", mb[0])
 					code, _, errs := runCLI(t, args...)
 					ran++
 					// run reaches the GPU backend (exit 1 without one);
@@ -924,5 +926,101 @@ func TestAdviseHowLinesRun(t *testing.T) {
 		if !strings.Contains(out, "spec-"+m+" ") || strings.Contains(out, "pass --spec "+m) || !strings.Contains(out, "no: --spec "+m+": trtllm@1.3 has no speculative method "+m+" (it has mtp)") {
 			t.Errorf("trtllm@1.3's spec-%s row: want the engine's refusal, not a drafter to pass:\n%s", m, out)
 		}
+	}
+}
+
+// shellFields splits a how line's command as a POSIX shell would: words
+// by blanks, single quotes kept together.
+func shellFields(t *testing.T, line string) []string {
+	t.Helper()
+	var out []string
+	var w strings.Builder
+	in, quoted, inWord := false, false, false
+	for _, r := range line {
+		switch {
+		case r == '\'':
+			in, quoted, inWord = !in, true, true
+		case r == ' ' && !in:
+			if inWord {
+				out = append(out, w.String())
+			}
+			w.Reset()
+			quoted, inWord = false, false
+		default:
+			w.WriteRune(r)
+			inWord = true
+		}
+	}
+	if in {
+		t.Fatalf("unbalanced quote in %q", line)
+	}
+	if inWord || quoted {
+		out = append(out, w.String())
+	}
+	return out
+}
+
+// TestAdviseHowLinesPriceTheirRow: a row's 'tpscope predict' line, run as
+// printed, prices the step the row gives. The lines had carried the
+// entry's flags alone: on the README's baseline (--kv-dtype bf16
+// --nccl-proto LL --p2p-level SYS) the fp8-kv row gives 17.60 ms and its
+// line, 'tpscope predict --kv-dtype fp8', prices the stock NCCL settings
+// at 41.1 ms; a box row's 'predict --topo h200-nvswitch' priced the
+// default model at batch 1 whatever the baseline's.
+func TestAdviseHowLinesPriceTheirRow(t *testing.T) {
+	bases := [][]string{
+		{"--kv-dtype", "bf16", "--nccl-proto", "LL", "--p2p-level", "SYS"},
+		{"--model", "glm-5-nvfp4", "--topo", "nvswitch:8xb200", "--batch", "32", "--engine", "sglang", "--nccl-algo", "allreduce:ring;allgather:ring"},
+		{"--model", "kimi-k2.5", "--topo", "h200-nvswitch", "--batch", "8", "--tp", "4", "--dp", "2", "--ep", "--moe-dispatch", "alltoall", "--spec", "eagle3", "--spec-accept", "0.6"},
+		{"--model", "deepseek-v3", "--topo", "h200-nvswitch", "--batch", "4", "--gpus", "8", "--mtp-accept", "0.7", "--cuda-graphs=false"},
+	}
+	if db := samplePerfDB(t, false); db != "" {
+		bases = append(bases, []string{"--model", "deepseek-v3", "--topo", "h200-nvswitch", "--batch", "8", "--perf-db", db})
+	}
+	type variant struct {
+		StepUs    float64 `json:"step_us"`
+		Footprint struct {
+			Fits bool `json:"fits"`
+		} `json:"footprint"`
+	}
+	ran := 0
+	for _, base := range bases {
+		var adv struct {
+			Baseline variant `json:"baseline"`
+			Rows     []struct {
+				Entry      string   `json:"entry"`
+				InBaseline bool     `json:"in_baseline"`
+				Error      string   `json:"error"`
+				With       *variant `json:"with"`
+				How        struct {
+					Exec string `json:"exec"`
+				} `json:"how"`
+			} `json:"rows"`
+		}
+		runJSONInto(t, &adv, append([]string{"advise", "--output", "json", "--no-sweep", "--transfer", ""}, base...)...)
+		for _, r := range adv.Rows {
+			line, _, _ := strings.Cut(r.How.Exec, " (") // the line's gloss
+			if !strings.HasPrefix(line, "predict") || r.Error != "" || r.With == nil || !r.With.Footprint.Fits {
+				continue // predict refuses a step that does not fit
+			}
+			args := append(shellFields(t, line), "--output", "json")
+			code, out, errs := runCLI(t, args...)
+			ran++
+			if code != 0 {
+				t.Errorf("%v: row %s: tpscope %s: exit %d: %s", base, r.Entry, line, code, strings.TrimSpace(errs))
+				continue
+			}
+			var pr variant
+			if err := json.Unmarshal([]byte(out), &pr); err != nil {
+				t.Fatal(err)
+			}
+			if math.Abs(pr.StepUs-r.With.StepUs) > 1e-6*r.With.StepUs {
+				t.Errorf("%v: row %s gives %.1f us; its line 'tpscope %s' prices %.1f us", base, r.Entry, r.With.StepUs, line, pr.StepUs)
+			}
+		}
+	}
+	t.Logf("ran %d", ran)
+	if ran < 15 {
+		t.Fatalf("ran %d predict lines; want every baseline's rows", ran)
 	}
 }
