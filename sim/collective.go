@@ -351,9 +351,10 @@ type groupInfo struct {
 	customNeck      string
 	maxPairLatUs    float64
 	customFixedUs   [2]float64 // one-stage, two-stage kernels' fixed time (customARFixedUs)
-	// nvswitch: the group shares an NVSwitch (multicast memory exists).
-	nvswitch bool
-	protoOn  [3][numProtos]bool // per collOps[:3]: the protocols NCCL may run for the op on this group (its NCCL_PROTO clause, LL128 on NVLink by default)
+	// multicast: the group's NVSwitch maps multicast memory
+	// (MulticastJoined), which the multimem all-reduce needs.
+	multicast bool
+	protoOn   [3][numProtos]bool // per collOps[:3]: the protocols NCCL may run for the op on this group (its NCCL_PROTO clause, LL128 on NVLink by default)
 
 	// Per (op, algo, proto), precomputed so Cost is a few multiply-adds:
 	// NCCL's latency and us per byte, tpscope's latency and us per byte.
@@ -876,11 +877,11 @@ func (m *CollectiveModel) CustomAllReduce(group []int, bytes int64, twoShot bool
 }
 
 // MultimemAllReduce is torch's multimem all-reduce (see multimemBaseUs)
-// over group; ok is false where the group does not share an NVSwitch (no
-// multicast memory).
+// over group; ok is false where the group's GPUs map no multicast memory
+// (MulticastJoined: no NVSwitch, or one before Hopper's).
 func (m *CollectiveModel) MultimemAllReduce(group []int, bytes int64) (c CollectiveCost, ok bool) {
 	g := m.group(group)
-	if !g.nvswitch {
+	if !g.multicast {
 		return CollectiveCost{}, false
 	}
 	c = CollectiveCost{Algo: "Multimem", Proto: "NVLS", Bottleneck: "8 CTAs"}
@@ -965,7 +966,7 @@ func (m *CollectiveModel) buildGroup(mask uint64, ranks []int) *groupInfo {
 func (m *CollectiveModel) shapeGroup(mask uint64, ranks []int) *groupInfo {
 	t := m.topo
 	n := len(ranks)
-	g := &groupInfo{mask: mask, n: n, pathType: pathNVLink, ncclChannels: nvlinkChannels, nvswitch: t.NVSwitchJoined(ranks)}
+	g := &groupInfo{mask: mask, n: n, pathType: pathNVLink, ncclChannels: nvlinkChannels, multicast: MulticastJoined(t, ranks)}
 	g.channels = m.opts.Channels(g.ncclChannels)
 	if n <= 1 {
 		return g

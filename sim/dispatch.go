@@ -72,16 +72,23 @@ func NVLinkAmong(t *topology.Topology, n int) bool {
 }
 
 // NVLSAmong reports whether NCCL can run NVLS (NVLink SHARP) over the
-// first n GPUs of t: they share an NVSwitch fabric that maps multicast
-// memory, which needs an NVSwitch of Hopper or later (NCCL
-// src/transport/nvls.cc ncclNvlsInit reads
-// CU_DEVICE_ATTRIBUTE_MULTICAST_SUPPORTED; an A100's NVSwitch, a bridge or
-// PCIe has none). ncclenv.Settings.Algorithms takes it.
+// first n GPUs of t (MulticastJoined over FirstRanks(n)).
+// ncclenv.Settings.Algorithms takes it.
 func NVLSAmong(t *topology.Topology, n int) bool {
-	if t == nil || n < 2 || n > t.NumGPUs() || !t.NVSwitchJoined(FirstRanks(n)) {
+	return t != nil && n >= 2 && n <= t.NumGPUs() && MulticastJoined(t, FirstRanks(n))
+}
+
+// MulticastJoined reports whether the GPUs of group share an NVSwitch
+// fabric that maps multicast memory, which NCCL's NVLS and torch's
+// multimem all-reduce run on: an NVSwitch of Hopper or later (NCCL
+// src/transport/nvls.cc ncclNvlsInit reads
+// CU_DEVICE_ATTRIBUTE_MULTICAST_SUPPORTED; an A100's NVSwitch, a bridge
+// or PCIe has none).
+func MulticastJoined(t *topology.Topology, group []int) bool {
+	if t == nil || len(group) < 2 || !t.NVSwitchJoined(group) {
 		return false
 	}
-	major, _ := t.DeviceOf(0).CCVersion()
+	major, _ := t.DeviceOf(group[0]).CCVersion()
 	return major >= 9
 }
 

@@ -64,3 +64,16 @@ func TestMultimemMatchesVLLM(t *testing.T) {
 		t.Error("a PCIe box priced a multicast all-reduce")
 	}
 }
+
+// TestMultimemNeedsMulticast: the multimem all-reduce runs on multicast
+// memory, which an NVSwitch maps from Hopper on (NCCL nvls.cc reads
+// CU_DEVICE_ATTRIBUTE_MULTICAST_SUPPORTED, as torch's symmetric memory
+// does): 8 A100s on their NVSwitch had been priced one (13.5 us at 1 MiB).
+func TestMultimemNeedsMulticast(t *testing.T) {
+	group := []int{0, 1, 2, 3, 4, 5, 6, 7}
+	for topo, want := range map[string]bool{"nvswitch:8xa100-sxm": false, "nvswitch:8xh100-sxm": true, "nvswitch:8xb200": true} {
+		if _, ok := collModel(t, topo, 0, ncclenv.Settings{}).MultimemAllReduce(group, 1<<20); ok != want {
+			t.Errorf("%s: multimem all-reduce priced %v, want %v", topo, ok, want)
+		}
+	}
+}

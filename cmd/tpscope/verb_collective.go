@@ -80,7 +80,7 @@ func (o *collectiveOptions) Bind(fs *pflag.FlagSet) {
 			fs.Lookup(of.Name).NoOptDefVal = "true"
 		}
 	}
-	fs.StringVar(&o.customAR, "custom-ar", o.customAR, "all-reduce only: oneshot or twoshot custom all-reduce over P2P, or multimem (torch's symmetric-memory all-reduce, which vLLM runs on GPUs that share an NVSwitch), instead of NCCL")
+	fs.StringVar(&o.customAR, "custom-ar", o.customAR, "all-reduce only: oneshot or twoshot custom all-reduce over P2P, or multimem (torch's symmetric-memory all-reduce, which vLLM runs on GPUs that share an NVSwitch of Hopper or later, whose multicast memory it needs), instead of NCCL")
 	wantWhenEmpty(fs, "custom-ar", "oneshot, twoshot or multimem")
 	fs.BoolVar(&o.noCal, "no-calibration", o.noCal, "ignore calibrated parameters in the topology file")
 	bindOutputFlag(fs, &o.output, "one row per size", allFormats...)
@@ -184,8 +184,12 @@ func (o *collectiveOptions) Run(ctx context.Context, args []string, std IO) erro
 	for i := range group {
 		group[i] = i
 	}
-	if o.customAR == "multimem" && !t.NVSwitchJoined(group) {
-		return flagError("--custom-ar", "multimem", "the multimem all-reduce needs GPUs that share an NVSwitch (multicast memory); the first %d GPUs of %s do not", n, t.Name)
+	if o.customAR == "multimem" && !sim.MulticastJoined(t, group) {
+		why := "do not share an NVSwitch"
+		if t.NVSwitchJoined(group) {
+			why = fmt.Sprintf("share an NVSwitch of SM %s GPUs (%s), which maps none: multicast needs Hopper (SM 9.0) or later", t.DeviceOf(0).ComputeCapability, t.DeviceOf(0).Name)
+		}
+		return flagError("--custom-ar", "multimem", "the multimem all-reduce needs GPUs whose NVSwitch maps multicast memory; the first %d GPUs of %s %s", n, t.Name, why)
 	}
 	no := o.nccl.NCCL
 	no.IgnoreCalibration = o.noCal

@@ -65,7 +65,8 @@ func TestCollectiveVerb(t *testing.T) {
 	if got, want := mm.Rows[0]["time_us"].(float64), 8.65+38.55*8/8; math.Abs(got-want) > 1e-9 || mm.Rows[0]["algo"] != "Multimem" {
 		t.Errorf("multimem 8 MiB on 8 GPUs: %v us (%v), want %.2f", got, mm.Rows[0]["algo"], want)
 	}
-	for _, bad := range [][]string{{"--topo", "rtxpro6000-2s", "--custom-ar", "multimem"}, {"--topo", "h200-nvswitch", "--op", "allgather", "--custom-ar", "multimem"}} {
+	for _, bad := range [][]string{{"--topo", "rtxpro6000-2s", "--custom-ar", "multimem"}, {"--topo", "h200-nvswitch", "--op", "allgather", "--custom-ar", "multimem"},
+		{"--topo", "nvswitch:8xa100-sxm", "--custom-ar", "multimem"}} {
 		code, _, errOut := runCLI(t, append([]string{"collective", "--sizes", "1M"}, bad...)...)
 		if code != 2 || !strings.Contains(errOut, "--custom-ar multimem") || strings.Count(strings.TrimSpace(errOut), "\n") > 0 {
 			t.Errorf("%v: exit %d, %q: want one usage line naming --custom-ar multimem", bad, code, errOut)
