@@ -96,7 +96,10 @@ var Components = []Component{CompEmbedding, CompAttention, CompIndexer, CompDens
 // lists.
 type Quant struct {
 	Method string // "" (unquantized), "fp8", "compressed-tensors", "modelopt"
-	Base   Dtype  // the unquantized dtype of the checkpoint (bf16 unless dtype says otherwise)
+	Base   Dtype  // the unquantized dtype the engine serves (bf16 unless dtype says otherwise)
+	// BaseFrom says why Base is not the config's own dtype ("" when it
+	// is): a float32 checkpoint, which the engines serve in 16 bits.
+	BaseFrom string
 
 	Embedding, Attention, Indexer, DenseMLP, Router, SharedExperts, RoutedExperts, LMHead Dtype
 	// MTP is the dtype of the MTP layer's quantizable linears (its experts

@@ -257,7 +257,7 @@ func parse(cfgName string, cfg []byte, quantName string, quant []byte) (*Arch, e
 			Want: fmt.Sprintf("at most num_hidden_layers (%d)", a.Layers)}
 	}
 
-	base := BF16
+	base, baseFrom := BF16, ""
 	for _, k := range []string{"dtype", "torch_dtype"} {
 		if s := p.str(text, prefix, k, false); s != "" {
 			switch s {
@@ -266,7 +266,14 @@ func parse(cfgName string, cfg []byte, quantName string, quant []byte) (*Arch, e
 			case "float16":
 				base = FP16
 			case "float32":
-				base = FP32
+				// No engine serves a float32 checkpoint in 32 bits under
+				// its default --dtype auto: vLLM downcasts float32 models
+				// to the platform's first dtype, bfloat16 on CUDA
+				// (config/model.py _resolve_auto_dtype), as it does a
+				// config that names no dtype; SGLang to float16 (its
+				// model_config.py _get_and_verify_dtype), the same
+				// width. Its weights and KV cache take 2 bytes a value.
+				base, baseFrom = BF16, prefix+k+" float32 served as bf16: vLLM's --dtype auto downcasts float32 models"
 			default:
 				return nil, &ConfigError{File: cfgFile, Field: prefix + k, Got: strconv.Quote(s), Want: "bfloat16, float16 or float32"}
 			}
@@ -310,7 +317,7 @@ func parse(cfgName string, cfg []byte, quantName string, quant []byte) (*Arch, e
 	if a.Quant, err = spec.resolve(a, base); err != nil {
 		return nil, err
 	}
-	a.Quant.Source = src
+	a.Quant.Source, a.Quant.BaseFrom = src, baseFrom
 	if err := a.checkSize(cfgFile, prefix); err != nil {
 		return nil, err
 	}

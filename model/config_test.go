@@ -1081,3 +1081,39 @@ func TestLoadEmptyHFQuantConfig(t *testing.T) {
 		t.Errorf("Load without %s: %v", quant, err)
 	}
 }
+
+// TestFloat32ConfigServedIn16Bits: a config whose torch_dtype is float32
+// is served in 16 bits under the engines' default --dtype auto (vLLM's
+// _resolve_auto_dtype downcasts float32 models to bfloat16 on CUDA), as a
+// config that names no dtype is: its weights and KV cache take 2 bytes a
+// value, not the 4 they had been priced at, and the summary says why its
+// dtype is not the config's.
+func TestFloat32ConfigServedIn16Bits(t *testing.T) {
+	plain := tinyConfig()
+	f32 := tinyConfig()
+	f32["torch_dtype"] = "float32"
+	a16, err := parse("config.json", mustJSON(t, plain), "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a32, err := parse("config.json", mustJSON(t, f32), "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a32.Quant.Base != BF16 || a32.Quant.KV != BF16 {
+		t.Errorf("float32 config: base %s, KV %s; want bf16, bf16", a32.Quant.Base, a32.Quant.KV)
+	}
+	p := Plan{TP: 2}
+	w16, w32 := a16.WeightMemory(p, false), a32.WeightMemory(p, false)
+	for i := range w16 {
+		if w32[i] != w16[i] {
+			t.Errorf("%s: float32 config %+v, unnamed dtype %+v: want the same 16-bit bytes", w16[i].Component, w32[i], w16[i])
+		}
+	}
+	if b := a32.Quant.BaseFrom; !strings.Contains(b, "torch_dtype float32") || !strings.Contains(b, "bf16") {
+		t.Errorf("BaseFrom %q: want the config's float32 named and the bf16 it is served in", b)
+	}
+	if a16.Quant.BaseFrom != "" {
+		t.Errorf("unnamed dtype: BaseFrom %q, want none", a16.Quant.BaseFrom)
+	}
+}

@@ -131,6 +131,9 @@ func Summarize(a *Arch, p Plan, w Workload, o BuildOptions, gpuMemBytes, util fl
 		GPUMemBytes:    gpuMemBytes,
 		GPUMemUtilFrac: util,
 	}
+	if a.Quant.BaseFrom != "" {
+		s.Quant["base_from"] = a.Quant.BaseFrom
+	}
 	if s.Quant["method"] == "" {
 		s.Quant["method"] = "none"
 	}

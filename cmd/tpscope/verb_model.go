@@ -302,7 +302,11 @@ func writeModelSummary(w io.Writer, s *model.Summary, scen *sim.Scenario, engine
 		fmt.Fprintf(tw, "dsa runs\t%s (%s)\n", mode, why)
 	}
 	fmt.Fprintf(tw, "params\t%s total, %s active per token, %s MTP\n", units.Count(s.ParamsTotal), units.Count(s.ParamsActive), units.Count(s.ParamsMTP))
-	fmt.Fprintf(tw, "quantization\t%s, KV cache %s\n", s.Quant["method"], s.Quant["kv_cache"])
+	base := ""
+	if b := s.Quant["base_from"]; b != "" {
+		base = " (" + b + ")"
+	}
+	fmt.Fprintf(tw, "quantization\t%s, KV cache %s%s\n", s.Quant["method"], s.Quant["kv_cache"], base)
 	fmt.Fprintln(tw, "\ncomponent\tdtype\tplacement\tbytes/GPU")
 	for _, c := range s.WeightComponents {
 		if c.Bytes == 0 {
