@@ -70,6 +70,24 @@ func (p *Predictor) Caveats(sc Scenario) []string {
 		}
 	}
 
+	// A DSA model the engine runs sparse on this family, under a profile
+	// that states no sparse MLA backend: Profile.Backend prices a dense
+	// one for it, whose kernel reads the indexer's top-k tokens in the
+	// step as priced, though no engine runs a dense MLA kernel for a
+	// sparse model (vLLM refuses every dense backend for one: its
+	// sparse-select fact). The engine line names that backend; this says
+	// it stands in.
+	if k := &p.cm.engineKernels; a.HasIndexer() && !sc.Build.DenseDSA {
+		kv := kvOf(sc.Workload.KVDtypeFor(a))
+		if b := p.decodeBackend(sc); b != nil && !b.Sparse && sc.mlaUse(k.prof, k.arch, kv).Sparse {
+			fix := ""
+			if alt := sparseEngines(sc, k.arch, kv); len(alt) > 0 {
+				fix = " (fix: --engine " + strings.Join(alt, " or ") + ", whose profile states a sparse MLA backend for it here)"
+			}
+			out = append(out, fmt.Sprintf("%s runs DSA sparse attention, and %s's profile states no sparse MLA backend: its dense %s stands in, priced over the indexer's top-k tokens, for the engine's sparse kernel, which is not priced%s", a.Name, k.prof.Name(), b.Name, fix))
+		}
+	}
+
 	// What an FP8 cache on the decode backend needs of the engine's
 	// build on this GPU family (the profile's fp8_kv_needs; advise's
 	// fp8-kv entry states the same condition).
@@ -377,4 +395,21 @@ func UnmodelledAlgoCaveat(s ncclenv.Settings, nvls bool, ops ...ncclenv.Collecti
 		return ""
 	}
 	return fmt.Sprintf("--nccl-algo %s: %s not modelled; %s: read them as an upper bound", s.Algo, strings.Join(un, ", "), strings.Join(parts, "; "))
+}
+
+// sparseEngines are the engine profiles that run sc's DSA model with a
+// sparse MLA backend of their own on family a with KV dtype kv, as
+// engine@version.
+func sparseEngines(sc Scenario, a engprof.Arch, kv engprof.KVDtype) []string {
+	profs, err := engprof.Profiles()
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for _, q := range profs {
+		if b, err := q.Backend(sc.mlaUse(q, a, kv), ""); err == nil && b.Sparse {
+			out = append(out, q.Name())
+		}
+	}
+	return out
 }

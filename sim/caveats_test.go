@@ -413,3 +413,40 @@ func TestUnmodelledAlgoCaveatPerOp(t *testing.T) {
 		}
 	}
 }
+
+// TestCaveatDenseBackendStandsInForSparse: GLM-5 run sparse on a B200
+// under vllm@0.16-nightly, whose profile states no sparse MLA backend, is
+// priced with its dense CUTLASS_MLA over the indexer's top-k tokens (a
+// backend vLLM refuses for a model with index_topk), which the engine
+// line named as the attention backend with no word that it stands in.
+// Under vllm@0.24 (FLASHMLA_SPARSE) and with the model run dense no such
+// caveat.
+func TestCaveatDenseBackendStandsInForSparse(t *testing.T) {
+	const stands = "glm-5-nvfp4 runs DSA sparse attention, and vllm@0.16-nightly's profile states no sparse MLA backend: its dense CUTLASS_MLA stands in"
+	for _, c := range []struct {
+		engine string
+		dense  bool
+		want   bool
+	}{{"vllm@0.16-nightly", false, true}, {"vllm@0.16-nightly", true, false}, {"vllm@0.24", false, false}} {
+		ref, err := engprof.ParseRef(c.engine)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := New(collTopo(t, "nvswitch:8xb200", 0), Options{CUDAGraphs: true, Engine: ref})
+		if err != nil {
+			t.Fatal(err)
+		}
+		pr, err := p.PredictScenario(Scenario{Arch: mustPreset(t, "glm-5-nvfp4"), Plan: model.Plan{TP: 8}, Build: model.BuildOptions{DenseDSA: c.dense},
+			Workload: model.Workload{Phase: model.Decode, Batch: 1, Context: 4096, KVDtype: model.FP8}})
+		if err != nil {
+			t.Fatalf("%s dense %v: %v", c.engine, c.dense, err)
+		}
+		got := slices.ContainsFunc(pr.Caveats, func(cv string) bool { return strings.HasPrefix(cv, stands) })
+		if got != c.want {
+			t.Errorf("%s dense %v: stand-in caveat %v, want %v (%q)", c.engine, c.dense, got, c.want, pr.Caveats)
+		}
+		if c.want && !slices.ContainsFunc(pr.Caveats, func(cv string) bool { return strings.Contains(cv, "fix: --engine sglang@0.5 or vllm@0.24") }) {
+			t.Errorf("%s: the caveat names no engine whose profile runs a sparse backend here: %q", c.engine, pr.Caveats)
+		}
+	}
+}
