@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/tpscope/tpscope/sim"
 	"github.com/tpscope/tpscope/topology"
 	"github.com/tpscope/tpscope/topology/nvmldiscover"
 )
@@ -80,8 +81,10 @@ type topoShowOptions struct {
 
 func (o *topoShowOptions) Bind(fs *pflag.FlagSet) {
 	fs.IntVar(&o.gpus, "gpus", o.gpus, "use only the first N GPUs (0 = all)")
-	fs.StringVar(&o.p2pLevel, "p2p-level", o.p2pLevel, "NCCL_P2P_LEVEL: LOC, NVL, PIX, PXB, PHB, SYS (default PXB)")
-	fs.BoolVar(&o.p2pDisable, "p2p-disable", o.p2pDisable, "NCCL_P2P_DISABLE=1")
+	// The NCCL flags' help is the scenario verbs' own (sim.Options'
+	// fields), which names every level topology.ParseP2PLevel reads.
+	fs.StringVar(&o.p2pLevel, "p2p-level", o.p2pLevel, optionHelp("p2p-level"))
+	fs.BoolVar(&o.p2pDisable, "p2p-disable", o.p2pDisable, optionHelp("p2p-disable"))
 	fs.StringVar(&o.output, "output", o.output, "output format: table, json, or dot (the link graph for Graphviz)")
 	fs.StringVarP(&o.out, "out", "o", o.out, "also write the topology (after --gpus) as JSON to FILE")
 }
@@ -269,4 +272,14 @@ func writeGPUTable(w io.Writer, gpus []topology.GPUSpec) error {
 	fmt.Fprintln(w, "\nMHz: the clock the dense peaks (TFLOPS) are quoted at; link: NVLink generation, fabric and GB/s per direction;")
 	_, err := fmt.Fprintln(w, "graph: device gap per CUDA-graph kernel node (us); gemm/norm/ew: kernel floors (us), derived per architecture.")
 	return err
+}
+
+// optionHelp is the help line of the sim.Options field called name.
+func optionHelp(name string) string {
+	for _, of := range sim.OptionFields() {
+		if of.Name == name {
+			return of.Help
+		}
+	}
+	panic("no option field " + name)
 }

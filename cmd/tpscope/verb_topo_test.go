@@ -175,3 +175,27 @@ func TestMixedDeviceBoxRefused(t *testing.T) {
 		}
 	}
 }
+
+// TestTopoShowP2PLevelHelp: topo show's --p2p-level help names every
+// level it takes, as predict's does (NCCL_P2P_LEVEL's LOC to SYS); it had
+// left out NVB and PXN, which it read and priced.
+func TestTopoShowP2PLevelHelp(t *testing.T) {
+	code, out, errs := runCLI(t, "topo", "show", "--help")
+	if code != 0 {
+		t.Fatalf("topo show --help: exit %d: %s", code, errs)
+	}
+	var help string
+	for line := range strings.SplitSeq(out, "\n") {
+		if strings.Contains(line, "--p2p-level") && strings.Contains(line, "NCCL_P2P_LEVEL") {
+			help = line
+		}
+	}
+	for _, lv := range []string{"LOC", "NVL", "NVB", "PIX", "PXB", "PXN", "PHB", "SYS"} {
+		if code, _, errs := runCLI(t, "topo", "show", "rtxpro6000-2s", "--p2p-level", lv); code != 0 {
+			t.Errorf("topo show --p2p-level %s: exit %d: %s", lv, code, errs)
+		}
+		if !strings.Contains(help, " "+lv+",") && !strings.Contains(help, " "+lv+" ") {
+			t.Errorf("topo show takes --p2p-level %s; its help does not name it: %q", lv, help)
+		}
+	}
+}
