@@ -124,3 +124,18 @@ func TestModelShowPoolOfOtherRules(t *testing.T) {
 		t.Errorf("model show --engine sglang@0.5: exit %d %s; the table names not SGLang's rule:\n%s", code, errs, out)
 	}
 }
+
+// TestModelShowGraphSizesOfSGLangPool: SGLang's default mem_fraction_static
+// reserves for its largest captured batch (cuda_graph_max_bs), so
+// --graph-sizes sizes the pool predict's memory line gives (356,697 fp8
+// tokens for kimi-k2.5-nvfp4 on rtxpro6000-2s with graphs to batch 2,
+// 324,563 to the default 512); model show refused the flag as changing
+// nothing it shows, and could not give that capacity. A pool no capture
+// size enters (vLLM's, a fraction given) still refuses it.
+func TestModelShowGraphSizesOfSGLangPool(t *testing.T) {
+	checkShowIsPredict(t, showPoolCase{"sglang@0.5", "kimi-k2.5-nvfp4", "rtxpro6000-2s", []string{"--graph-sizes", "1,2"}})
+	checkUsageErrors(t, []usageCase{
+		{"vllm", []string{"model", "show", "--graph-sizes", "1,2"}, "--graph-sizes 1+2: vllm@0.24's KV pool is gpu_memory_utilization 0.92"},
+		{"sglang-fraction", []string{"model", "show", "--engine", "sglang@0.5", "--gpu-mem-util", "0.8", "--graph-sizes", "1,2"}, "--graph-sizes 1+2: sglang@0.5's KV pool is mem_fraction_static 0.8, given, which no capture size enters"},
+	})
+}

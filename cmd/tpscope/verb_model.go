@@ -159,11 +159,13 @@ func (o *modelListOptions) Run(ctx context.Context, args []string, std IO) error
 // the model and its build (DSA mode, speculative decoding and its
 // drafter), the plan, the KV dtype, the box and its GPU memory (--topo,
 // --gpus, --gpu-mem-util), vLLM's profiling step (--max-num-batched-tokens,
-// --max-num-seqs) and the engine (its KV-pool rule; for a DSA model, its
-// default decides dense or sparse attention).
+// --max-num-seqs), the capture sizes where the engine's default pool
+// reserves for the largest (SGLang's mem_fraction_static; refused by
+// showModel under a pool they do not enter) and the engine (its KV-pool
+// rule; for a DSA model, its default decides dense or sparse attention).
 var showKeeps = []string{"model", "tp", "ep", "dp", "dcp", "mtp", "kv-dtype", "dense-dsa", "topo", "gpus",
 	"spec", "spec-tokens", "spec-topk", "spec-steps", "draft-model", "draft-tp", "gpu-mem-util", "cuda-graph-mem-gib", "max-model-len",
-	"max-num-batched-tokens", "max-num-seqs", "engine"}
+	"max-num-batched-tokens", "max-num-seqs", "graph-sizes", "engine"}
 
 // unusedByShow refuses a scenario flag that changes nothing model show
 // prints (a step's workload, its routing and dispatch, the cost source,
@@ -210,6 +212,12 @@ func showModel(sc *scenarioFlags, mem *memFlags, out string, w io.Writer) error 
 	prof, err := engprof.Lookup(scen.Options.Engine)
 	if err != nil {
 		return err
+	}
+	// The capture sizes size a pool whose default reserves for the
+	// largest captured batch (SGLang's cuda_graph_max_bs), as predict's
+	// memory line gives it; a fixed fraction reads none of them.
+	if b, fixed := sim.FixedKVBudget(prof, scen.Options); fixed && sc.changed("graph-sizes") {
+		return flagError("--graph-sizes", graphSizesText(scen.Options), "%s's KV pool is %s, which no capture size enters, and model show prices no step they would pad: leave it out (predict prices a step)", prof.Name(), b)
 	}
 	// The engine's KV pool on a GPU of that memory, sized by the one
 	// path predict's memory fit takes (sim.KVBudgetFor: the rule, its
