@@ -335,9 +335,12 @@ type Advice struct {
 	// not refused on this box, whose tokens/s gain reaches ThresholdFrac,
 	// best first. An entry whose Applicability is an UpperBound is not
 	// among them but in UpperBounds: its own evidence says it may not pay
-	// here, so its gain is only the most it could give.
+	// here, so its gain is only the most it could give. One whose step
+	// does not fit in GPU memory where the baseline's does is in NoFit:
+	// at this load it does not run (predict refuses it).
 	WorthBuilding []Pick `json:"worth_building"`
 	UpperBounds   []Pick `json:"worth_building_upper_bounds,omitempty"`
+	NoFit         []Pick `json:"worth_building_no_fit,omitempty"`
 	// Transfer: the baseline model first, then Input.Transfer.
 	Transfer []TransferRow `json:"transfer,omitempty"`
 	Batches  []int         `json:"batches,omitempty"`
@@ -350,12 +353,16 @@ type Pick struct {
 	Entry         string        `json:"entry"`
 	TokensPerSPct float64       `json:"tokens_per_s_gain_pct"`
 	Applicability Applicability `json:"applicability"`
+	// ShortfallGB: a NoFit pick's step is short of GPU memory by this
+	// much per GPU.
+	ShortfallGB float64 `json:"shortfall_gb,omitempty"`
 }
 
 // worthBuilding splits the ranked rows' candidates for "worth building
-// next" into those the model stands behind and upper bounds (rows are
-// already best first).
-func worthBuilding(rows []Row, thresholdFrac float64) (sure, upper []Pick) {
+// next" into those the model stands behind, upper bounds, and those
+// whose step does not fit in GPU memory where the baseline's does (rows
+// are already best first).
+func worthBuilding(rows []Row, thresholdFrac float64) (sure, upper, noFit []Pick) {
 	sure = []Pick{} // JSON: an empty answer reads [], not null
 	for i := range rows {
 		r := &rows[i]
@@ -363,13 +370,18 @@ func worthBuilding(rows []Row, thresholdFrac float64) (sure, upper []Pick) {
 			continue
 		}
 		p := Pick{Entry: r.Entry, TokensPerSPct: r.Gain.TokensPerSPct, Applicability: r.Applicability}
+		if r.With != nil && r.Without != nil && !r.With.Footprint.Fits && r.Without.Footprint.Fits {
+			p.ShortfallGB = r.With.Footprint.ShortfallGB
+			noFit = append(noFit, p)
+			continue
+		}
 		if r.Applicability.UpperBound {
 			upper = append(upper, p)
 		} else {
 			sure = append(sure, p)
 		}
 	}
-	return sure, upper
+	return sure, upper, noFit
 }
 
 // predictVariant predicts c with per-op detail.
@@ -610,7 +622,7 @@ func Advise(in Input) (*Advice, error) {
 		}
 		return a.Gain.TokensPerSPct > b.Gain.TokensPerSPct
 	})
-	adv.WorthBuilding, adv.UpperBounds = worthBuilding(adv.Rows, in.ThresholdFrac)
+	adv.WorthBuilding, adv.UpperBounds, adv.NoFit = worthBuilding(adv.Rows, in.ThresholdFrac)
 	return adv, nil
 }
 

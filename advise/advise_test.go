@@ -260,10 +260,14 @@ func TestAdviseMTP(t *testing.T) {
 // TestWorthBuilding: "worth building next" lists the predicted software
 // entries not in the baseline and not refused whose gain reaches the
 // threshold, best first; an entry whose applicability is an upper bound
-// goes to the upper bounds instead, whatever its gain.
+// goes to the upper bounds instead, whatever its gain; one whose step
+// does not fit in GPU memory where the baseline's does goes to the
+// no-fit list (an MTP row short by 0.1 GB had been named worth building
+// at a load predict refuses with it).
 func TestWorthBuilding(t *testing.T) {
+	fits := &Variant{Footprint: Footprint{Fits: true}}
 	row := func(name string, pct float64, a Applicability) Row {
-		return Row{Entry: name, Kind: "collective", Applicability: a, Gain: Gain{TokensPerSPct: pct}}
+		return Row{Entry: name, Kind: "collective", Applicability: a, Gain: Gain{TokensPerSPct: pct}, With: fits, Without: fits}
 	}
 	applies := Applicability{Status: Applies}
 	cond := Applicability{Status: Conditional, Needs: "a kernel"}
@@ -274,6 +278,10 @@ func TestWorthBuilding(t *testing.T) {
 	failed.Error = "cannot apply"
 	box := row("box-x", 40, cond)
 	box.Kind = "box"
+	noFit := row("mtp", 50, applies)
+	noFit.With = &Variant{Footprint: Footprint{ShortfallGB: 0.1}}
+	bothShort := row("fp8-kv", 20, applies)
+	bothShort.With, bothShort.Without = &Variant{Footprint: Footprint{ShortfallGB: 1}}, &Variant{Footprint: Footprint{ShortfallGB: 2}}
 	for _, tc := range []struct {
 		name        string
 		rows        []Row
@@ -283,9 +291,15 @@ func TestWorthBuilding(t *testing.T) {
 		{"sure first, then upper", []Row{row("oneshot", 20, upper), row("fusion", 8, cond), row("ep", 6, applies)}, []string{"fusion", "ep"}, []string{"oneshot"}},
 		{"below threshold, refused, in baseline, failed, box", []Row{inBase, failed, box, row("no", 50, Applicability{Status: NotApplicable}), row("small", 4.9, applies), row("small-upper", 4.9, upper)}, nil, nil},
 		{"at the threshold", []Row{row("edge", 5, applies)}, []string{"edge"}, nil},
+		// The no-fit row is left out; a row as short as the baseline (no
+		// load fits either) stays, the baseline's warning saying so.
+		{"no fit where the baseline fits", []Row{noFit, bothShort, row("ep", 6, applies)}, []string{"fp8-kv", "ep"}, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			sure, up := worthBuilding(tc.rows, 0.05)
+			sure, up, nf := worthBuilding(tc.rows, 0.05)
+			if want := tc.name == "no fit where the baseline fits"; want != (len(nf) == 1 && nf[0].Entry == "mtp" && nf[0].ShortfallGB == 0.1) {
+				t.Errorf("no fit %+v", nf)
+			}
 			names := func(ps []Pick) []string {
 				var out []string
 				for _, p := range ps {

@@ -540,15 +540,26 @@ func adviceAnswers(adv *advise.Advice) []string {
 	for _, p := range adv.UpperBounds {
 		upper = append(upper, pickText(p))
 	}
+	// Entries that gain but make the step too large for GPU memory at
+	// this load, which the baseline's step fits: not worth building
+	// here, said apart so that their gain is not read as on offer.
+	noFit := ""
+	if len(adv.NoFit) > 0 {
+		var n []string
+		for _, p := range adv.NoFit {
+			n = append(n, fmt.Sprintf("%s %+.1f %% tokens/s, short by %.1f GB per GPU", p.Entry, p.TokensPerSPct, p.ShortfallGB))
+		}
+		noFit = "; not at this load, where the step with it does not fit in GPU memory: " + strings.Join(n, ", ")
+	}
 	switch {
 	case len(sure) > 0 && len(upper) > 0:
-		out = append(out, fmt.Sprintf("worth building next, on this box at this load: %s; upper bounds only: %s.", strings.Join(sure, ", then "), strings.Join(upper, ", then ")))
+		out = append(out, fmt.Sprintf("worth building next, on this box at this load: %s; upper bounds only: %s%s.", strings.Join(sure, ", then "), strings.Join(upper, ", then "), noFit))
 	case len(sure) > 0:
-		out = append(out, "worth building next, on this box at this load: "+strings.Join(sure, ", then ")+".")
+		out = append(out, "worth building next, on this box at this load: "+strings.Join(sure, ", then ")+noFit+".")
 	case len(upper) > 0:
-		out = append(out, fmt.Sprintf("worth building next, on this box at this load: only upper bounds reach %.0f %%: %s.", pct, strings.Join(upper, ", then ")))
+		out = append(out, fmt.Sprintf("worth building next, on this box at this load: only upper bounds reach %.0f %%: %s%s.", pct, strings.Join(upper, ", then "), noFit))
 	default:
-		out = append(out, fmt.Sprintf("worth building next: no software entry gains %.0f %% tokens/s here on top of the baseline.", pct))
+		out = append(out, fmt.Sprintf("worth building next: no software entry gains %.0f %% tokens/s here on top of the baseline%s.", pct, noFit))
 	}
 	return out
 }

@@ -1024,3 +1024,35 @@ func TestAdviseHowLinesPriceTheirRow(t *testing.T) {
 		t.Fatalf("ran %d predict lines; want every baseline's rows", ran)
 	}
 }
+
+// TestAdviseHeadlineLeavesOutWhatDoesNotFit: DeepSeek-V3 on an H200 box
+// at 21 sequences of 32768 tokens fits (728,601 bf16 tokens of KV pool);
+// with MTP its layer's weights and cache leave it 0.1 GB short, a step
+// predict refuses. The headline had named mtp first "worth building next,
+// on this box at this load" (+50.6 %); it now says it does not fit at
+// this load, and the JSON lists it apart (worth_building_no_fit).
+func TestAdviseHeadlineLeavesOutWhatDoesNotFit(t *testing.T) {
+	base := []string{"--model", "deepseek-v3", "--topo", "h200-nvswitch", "--batch", "21", "--context", "32768"}
+	if code, _, errs := runCLI(t, append([]string{"predict", "--spec", "mtp"}, base...)...); code == 0 || !strings.Contains(errs, "does not fit in GPU memory") {
+		t.Fatalf("predict --spec mtp %v: exit %d %s; the case needs a step MTP makes too large", base, code, errs)
+	}
+	args := append([]string{"advise", "--no-sweep", "--transfer", "", "--compare-topos", "", "--entries", "mtp,fp8-kv"}, base...)
+	var adv advise.Advice
+	runJSONInto(t, &adv, append(args, "--output", "json")...)
+	for _, p := range slices.Concat(adv.WorthBuilding, adv.UpperBounds) {
+		if p.Entry == "mtp" {
+			t.Errorf("mtp is worth building at a load it does not fit: %+v", adv.WorthBuilding)
+		}
+	}
+	if len(adv.NoFit) != 1 || adv.NoFit[0].Entry != "mtp" || adv.NoFit[0].ShortfallGB <= 0 {
+		t.Errorf("worth_building_no_fit %+v: want mtp with its shortfall", adv.NoFit)
+	}
+	code, out, errs := runCLI(t, args...)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	head := strings.SplitN(out, "\nbaseline (", 2)[0]
+	if !strings.Contains(head, "worth building next, on this box at this load: fp8-kv ") || !strings.Contains(head, "not at this load, where the step with it does not fit in GPU memory: mtp +") {
+		t.Errorf("headline:\n%s", head)
+	}
+}
