@@ -2,8 +2,10 @@ package sim
 
 import (
 	"math"
+	"strings"
 	"testing"
 
+	"github.com/tpscope/tpscope/model"
 	"github.com/tpscope/tpscope/ncclenv"
 )
 
@@ -74,6 +76,53 @@ func TestMultimemNeedsMulticast(t *testing.T) {
 	for topo, want := range map[string]bool{"nvswitch:8xa100-sxm": false, "nvswitch:8xh100-sxm": true, "nvswitch:8xb200": true} {
 		if _, ok := collModel(t, topo, 0, ncclenv.Settings{}).MultimemAllReduce(group, 1<<20); ok != want {
 			t.Errorf("%s: multimem all-reduce priced %v, want %v", topo, ok, want)
+		}
+	}
+}
+
+// TestCheckCustomARPricesSomething: a forced custom all-reduce on a step
+// whose every all-reduce is above the kernel's 8 MiB buffer prices
+// nothing (NCCL carries each, as priceCollective does), yet the options,
+// the engine line ("oneshot all-reduce (forced)") and two custom
+// all-reduce caveats had said it ran: a Kimi-K2.5 prefill of 4096 tokens
+// all-reduces 4096 x 7168 x 2 B = 58.7 MB a call. At 512 tokens (7.3 MB)
+// and in decode it prices the step; auto and off are the engine's own.
+func TestCheckCustomARPricesSomething(t *testing.T) {
+	a := mustPreset(t, "kimi-k2.5-nvfp4")
+	for _, c := range []struct {
+		custom  CustomAR
+		phase   model.Phase
+		context int
+		refused bool
+	}{
+		{CustomAROneShot, model.Prefill, 4096, true},
+		{CustomARTwoShot, model.Prefill, 4096, true},
+		{CustomAROneShot, model.Prefill, 512, false},
+		{CustomAROneShot, model.Decode, 4096, false},
+		{CustomAROff, model.Prefill, 4096, false},
+	} {
+		sc := Scenario{Arch: a, Plan: model.Plan{TP: 8}, Topo: collTopo(t, "rtxpro6000-2s", 0),
+			Workload: model.Workload{Phase: c.phase, Batch: 1, Context: c.context, KVDtype: model.FP8},
+			Options:  Options{CUDAGraphs: true, CustomAR: c.custom}}
+		err := sc.CheckCustomAR()
+		if (err != nil) != c.refused {
+			t.Errorf("%s %s %d: %v, want refused %v", c.custom, c.phase, c.context, err, c.refused)
+			continue
+		}
+		if err != nil && !strings.Contains(err.Error(), "--custom-ar "+string(c.custom)+": every all-reduce of the step is above the custom all-reduce's 8 MiB buffer (the smallest 58.7 MB a call)") {
+			t.Errorf("%s: %v", c.custom, err)
+		}
+		if c.refused {
+			// The premise: NCCL prices every all-reduce of that step.
+			pr, _, err := Predict(sc)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, op := range pr.Ops {
+				if customAlgo(op.Cost.Algo) {
+					t.Fatalf("%s: op %s priced as a custom all-reduce", c.custom, op.ID)
+				}
+			}
 		}
 	}
 }

@@ -303,6 +303,43 @@ func (sc Scenario) CheckCollectiveOptions() error {
 	return nil
 }
 
+// CheckCustomAR refuses a forced custom all-reduce (--custom-ar oneshot
+// or twoshot) where it would price nothing: the step's TP all-reduces
+// are all above the custom kernel's buffer (customARMaxBytes, vLLM's
+// max_size), so NCCL carries every one (priceCollective) and the step is
+// priced as without the flag, while the options, the engine line and the
+// custom all-reduce's caveats would speak of a kernel that runs nowhere
+// (a prefill of 4096 tokens of a 7168-wide model: 58.7 MB a call). A
+// plan without a TP all-reduce is CheckCollectiveOptions's; a schedule
+// that does not build is left to the prediction to report.
+func (sc Scenario) CheckCustomAR() error {
+	o := sc.Options
+	if o.CustomAR != CustomAROneShot && o.CustomAR != CustomARTwoShot || sc.Plan.Normalized().TP <= 1 {
+		return nil
+	}
+	s, err := BuildSchedule(sc)
+	if err != nil || len(s.Ranks) == 0 {
+		return nil
+	}
+	smallest := int64(-1)
+	for i := range s.Ranks[0] {
+		op := &s.Ranks[0][i]
+		if op.Kind != model.KindCollective || op.Collective != model.AllReduce {
+			continue
+		}
+		if op.CommBytes <= customARMaxBytes {
+			return nil
+		}
+		if smallest < 0 || op.CommBytes < smallest {
+			smallest = op.CommBytes
+		}
+	}
+	if smallest < 0 {
+		return nil
+	}
+	return fmt.Errorf("--custom-ar %s: every all-reduce of the step is above the custom all-reduce's %d MiB buffer (the smallest %.1f MB a call), so NCCL carries each, as the engine does above it, and the flag prices nothing: leave it out", o.CustomAR, customARMaxBytes>>20, float64(smallest)/1e6)
+}
+
 // CheckOverlap refuses Options.Overlap where it would price nothing: a
 // communication stream overlaps only compute the schedule marks
 // independent of the collective before it (model.Schedule.

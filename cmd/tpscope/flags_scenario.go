@@ -688,6 +688,9 @@ func (f *scenarioFlags) scenario() (sim.Scenario, error) {
 	if err := sc.CheckCollectiveOptions(); err != nil && !f.variants {
 		return sc, usageErrorf("%v", err)
 	}
+	if err := sc.CheckCustomAR(); err != nil && !f.variants {
+		return sc, usageErrorf("%v", err)
+	}
 	return f.priceOnBox(sc)
 }
 

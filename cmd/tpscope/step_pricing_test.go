@@ -329,3 +329,21 @@ func TestCollectiveOptionsWithoutCollectives(t *testing.T) {
 		}
 	}
 }
+
+// TestCustomARAboveItsBuffer: a prefill of 4096 tokens of Kimi-K2.5
+// all-reduces 58.7 MB a call, above the custom all-reduce's 8 MiB
+// buffer, so NCCL carries every one and --custom-ar oneshot priced the
+// step as without it (845 ms either way) while its options, engine line
+// ("oneshot all-reduce (forced)") and caveats said the custom kernel ran.
+// Refused in one line; kept where some all-reduce fits the buffer.
+func TestCustomARAboveItsBuffer(t *testing.T) {
+	checkUsageErrors(t, []usageCase{
+		{"prefill oneshot", []string{"predict", "--phase", "prefill", "--custom-ar", "oneshot"}, "--custom-ar oneshot: every all-reduce of the step is above the custom all-reduce's 8 MiB buffer (the smallest 58.7 MB a call)"},
+		{"report twoshot", []string{"report", "--phase", "prefill", "--custom-ar", "twoshot", "-o", t.TempDir() + "/r.html"}, "--custom-ar twoshot: every all-reduce of the step is above"},
+	})
+	for _, args := range [][]string{{"predict", "--phase", "prefill", "--context", "512", "--custom-ar", "oneshot"}, {"predict", "--custom-ar", "oneshot"}, {"predict", "--phase", "prefill", "--custom-ar", "off"}} {
+		if code, _, stderr := runCLI(t, args...); code != 0 {
+			t.Errorf("%v: exit %d: %s", args, code, stderr)
+		}
+	}
+}
