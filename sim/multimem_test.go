@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	engprof "github.com/tpscope/tpscope/engine"
 	"github.com/tpscope/tpscope/model"
 	"github.com/tpscope/tpscope/ncclenv"
 )
@@ -123,6 +124,42 @@ func TestCheckCustomARPricesSomething(t *testing.T) {
 					t.Fatalf("%s: op %s priced as a custom all-reduce", c.custom, op.ID)
 				}
 			}
+		}
+	}
+}
+
+// TestCheckARNormFusionPricesSomething: vLLM fuses an all-reduce with the
+// RMSNorm after it up to 512 KiB at TP 8 on an H200; a DeepSeek-V3
+// prefill of 4096 tokens all-reduces 58.7 MB a call, so --ar-norm-fusion
+// and --ar-norm-fusion=false priced the same step (116,994.6 us, 1,753
+// kernels a rank) and were printed among its options. In decode, and
+// under SGLang's 2,048-token cap at a 1024-token prefill, the toggle
+// prices the step.
+func TestCheckARNormFusionPricesSomething(t *testing.T) {
+	a := mustPreset(t, "deepseek-v3")
+	for _, c := range []struct {
+		engine  string
+		toggle  Toggle
+		phase   model.Phase
+		context int
+		refused bool
+	}{
+		{"vllm", ToggleOn, model.Prefill, 4096, true},
+		{"vllm", ToggleOff, model.Prefill, 4096, true},
+		{"vllm", ToggleOn, model.Decode, 4096, false},
+		{"vllm", ToggleOff, model.Decode, 4096, false},
+		{"sglang", ToggleOn, model.Prefill, 1024, false},
+		{"vllm", ToggleDefault, model.Prefill, 4096, false},
+	} {
+		sc := Scenario{Arch: a, Plan: model.Plan{TP: 8}, Topo: collTopo(t, "h200-nvswitch", 0),
+			Workload: model.Workload{Phase: c.phase, Batch: 1, Context: c.context, KVDtype: model.BF16},
+			Options:  Options{CUDAGraphs: true, ARNormFusion: c.toggle, Engine: engprof.Ref{Name: c.engine}}}
+		err := sc.CheckARNormFusion()
+		if (err != nil) != c.refused {
+			t.Errorf("%s %v %s %d: %v, want refused %v", c.engine, c.toggle, c.phase, c.context, err, c.refused)
+		}
+		if err != nil && !strings.Contains(err.Error(), "no all-reduce of the step is followed by an RMSNorm within vllm@0.24's fusion limits (messages up to 512 KiB)") {
+			t.Errorf("%v: %v", c.toggle, err)
 		}
 	}
 }

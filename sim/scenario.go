@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"strings"
 
 	engprof "github.com/tpscope/tpscope/engine"
 	"github.com/tpscope/tpscope/internal/jsonerr"
@@ -338,6 +339,53 @@ func (sc Scenario) CheckCustomAR() error {
 		return nil
 	}
 	return fmt.Errorf("--custom-ar %s: every all-reduce of the step is above the custom all-reduce's %d MiB buffer (the smallest %.1f MB a call), so NCCL carries each, as the engine does above it, and the flag prices nothing: leave it out", o.CustomAR, customARMaxBytes>>20, float64(smallest)/1e6)
+}
+
+// CheckARNormFusion refuses --ar-norm-fusion (or =false) where the step is
+// priced the same fused or not: no all-reduce of it is followed by an
+// RMSNorm within the engine's fusion limits (its most tokens a fused step
+// carries, its largest message at this TP degree on this GPU), as in a
+// prefill of 4096 tokens under vLLM's 512 KiB cap, so the flag would be
+// printed among the options and price nothing. A plan without a TP
+// all-reduce is CheckCollectiveOptions's; a step that cannot be priced is
+// left to the prediction to report.
+func (sc Scenario) CheckARNormFusion() error {
+	f := sc.Options.ARNormFusion
+	if f == ToggleDefault || sc.Plan.Normalized().TP <= 1 {
+		return nil
+	}
+	on, off := sc, sc
+	on.Options.ARNormFusion, off.Options.ARNormFusion = ToggleOn, ToggleOff
+	pOn, _, err := Predict(on)
+	if err != nil {
+		return nil
+	}
+	pOff, _, err := Predict(off)
+	if err != nil || pOn.StepUs != pOff.StepUs || pOn.Kernels != pOff.Kernels {
+		return nil
+	}
+	flag := "--ar-norm-fusion"
+	if f == ToggleOff {
+		flag += "=false"
+	}
+	limits := "its fusion limits"
+	if prof, err := engprof.Lookup(sc.Options.Engine); err == nil {
+		var l []string
+		if n := prof.FusionMaxTokens(engprof.FuseAllReduceRMSNorm); n > 0 {
+			l = append(l, fmt.Sprintf("at most %d tokens a step", n))
+		}
+		if dev := sc.Topo.DeviceOf(0); dev != nil {
+			if b := prof.FusionMaxInputBytes(engprof.FuseAllReduceRMSNorm, dev.ComputeCapability, sc.Plan.Normalized().TP); b > 0 {
+				l = append(l, fmt.Sprintf("messages up to %d KiB", b>>10))
+			}
+		}
+		if len(l) > 0 {
+			limits = prof.Name() + "'s fusion limits (" + strings.Join(l, ", ") + ")"
+		} else {
+			limits = prof.Name() + "'s fusion limits"
+		}
+	}
+	return fmt.Errorf("%s: no all-reduce of the step is followed by an RMSNorm within %s, so the step is priced the same fused or not: leave it out", flag, limits)
 }
 
 // CheckOverlap refuses Options.Overlap where it would price nothing: a

@@ -691,6 +691,9 @@ func (f *scenarioFlags) scenario() (sim.Scenario, error) {
 	if err := sc.CheckCustomAR(); err != nil && !f.variants {
 		return sc, usageErrorf("%v", err)
 	}
+	if err := sc.CheckARNormFusion(); err != nil && !f.variants {
+		return sc, usageErrorf("%v", err)
+	}
 	return f.priceOnBox(sc)
 }
 

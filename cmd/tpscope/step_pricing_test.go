@@ -347,3 +347,21 @@ func TestCustomARAboveItsBuffer(t *testing.T) {
 		}
 	}
 }
+
+// TestARNormFusionBeyondItsLimits: on a prefill whose every all-reduce is
+// above the engine's fusion cap (DeepSeek-V3 at 4096 tokens on an H200
+// under vLLM's 512 KiB) --ar-norm-fusion and =false priced the same step
+// and were listed among its options; refused in one line. In decode they
+// price it.
+func TestARNormFusionBeyondItsLimits(t *testing.T) {
+	base := []string{"predict", "--phase", "prefill", "--topo", "h200-nvswitch", "--model", "deepseek-v3"}
+	checkUsageErrors(t, []usageCase{
+		{"on", append(base[:len(base):len(base)], "--ar-norm-fusion"), "--ar-norm-fusion: no all-reduce of the step is followed by an RMSNorm within vllm@0.24's fusion limits (messages up to 512 KiB)"},
+		{"off", append(base[:len(base):len(base)], "--ar-norm-fusion=false"), "--ar-norm-fusion=false: no all-reduce of the step is followed by an RMSNorm within"},
+	})
+	for _, f := range []string{"--ar-norm-fusion", "--ar-norm-fusion=false"} {
+		if code, _, stderr := runCLI(t, "predict", "--topo", "h200-nvswitch", "--model", "deepseek-v3", f); code != 0 {
+			t.Errorf("decode %s: exit %d: %s", f, code, stderr)
+		}
+	}
+}
