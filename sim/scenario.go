@@ -310,7 +310,9 @@ func (sc Scenario) CheckCollectiveOptions() error {
 // max_size), so NCCL carries every one (priceCollective) and the step is
 // priced as without the flag, while the options, the engine line and the
 // custom all-reduce's caveats would speak of a kernel that runs nowhere
-// (a prefill of 4096 tokens of a 7168-wide model: 58.7 MB a call). A
+// (a prefill of 4096 tokens of a 7168-wide model: 58.7 MB a call); where
+// the engine's own rule would run its symmetric-memory all-reduce on
+// them, NCCL in its place is --custom-ar off's step, not a custom one. A
 // plan without a TP all-reduce is CheckCollectiveOptions's; a schedule
 // that does not build is left to the prediction to report.
 func (sc Scenario) CheckCustomAR() error {
@@ -338,7 +340,7 @@ func (sc Scenario) CheckCustomAR() error {
 	if smallest < 0 {
 		return nil
 	}
-	return fmt.Errorf("--custom-ar %s: every all-reduce of the step is above the custom all-reduce's %d MiB buffer (the smallest %.1f MB a call), so NCCL carries each, as the engine does above it, and the flag prices nothing: leave it out", o.CustomAR, customARMaxBytes>>20, float64(smallest)/1e6)
+	return fmt.Errorf("--custom-ar %s: every all-reduce of the step is above the custom all-reduce's %d MiB buffer (the smallest %.1f MB a call), so none runs the %s kernel: NCCL carries each; leave it out (--custom-ar off prices NCCL alone)", o.CustomAR, customARMaxBytes>>20, float64(smallest)/1e6, o.CustomAR)
 }
 
 // CheckARNormFusion refuses --ar-norm-fusion (or =false) where the step is
