@@ -655,6 +655,24 @@ func runnable(row *Row, with, without sim.Scenario) error {
 	if row.Applicability.Status == NotApplicable && !row.InBaseline {
 		return errCannotRun
 	}
+	// A collective's setting added where the step has no all-reduce it
+	// would change (every one above the custom kernel's buffer or the
+	// fusion's limits) is a line predict refuses: at this load it runs
+	// nothing of the entry.
+	if !row.InBaseline {
+		err := with.CheckCustomAR()
+		if err == nil {
+			err = with.CheckARNormFusion()
+		}
+		if err != nil {
+			reason := "not at this load: " + err.Error()
+			if a := row.Applicability.Reason; a != "" {
+				reason = a + "; " + reason
+			}
+			row.Applicability = Applicability{Status: NotApplicable, Reason: reason}
+			return errCannotRun
+		}
+	}
 	return nil
 }
 

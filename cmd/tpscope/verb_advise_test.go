@@ -973,6 +973,10 @@ func TestAdviseHowLinesPriceTheirRow(t *testing.T) {
 		{"--model", "glm-5-nvfp4", "--topo", "nvswitch:8xb200", "--batch", "32", "--engine", "sglang", "--nccl-algo", "allreduce:ring;allgather:ring"},
 		{"--model", "kimi-k2.5", "--topo", "h200-nvswitch", "--batch", "8", "--tp", "4", "--dp", "2", "--ep", "--moe-dispatch", "alltoall", "--spec", "eagle3", "--spec-accept", "0.6"},
 		{"--model", "deepseek-v3", "--topo", "h200-nvswitch", "--batch", "4", "--gpus", "8", "--mtp-accept", "0.7", "--cuda-graphs=false"},
+		// A prefill whose all-reduces are above the custom kernel's
+		// buffer: the oneshot-ar row cannot run there (predict refuses
+		// its line), and says so.
+		{"--phase", "prefill", "--kv-dtype", "bf16"},
 	}
 	if db := samplePerfDB(t, false); db != "" {
 		bases = append(bases, []string{"--model", "deepseek-v3", "--topo", "h200-nvswitch", "--batch", "8", "--perf-db", db})
