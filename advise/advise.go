@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/tpscope/tpscope/model"
+	"github.com/tpscope/tpscope/perfdb"
 	"github.com/tpscope/tpscope/sim"
 )
 
@@ -787,9 +788,10 @@ func (sw *EntrySweep) String() string {
 // entry replaces, is left out: --gpus beside another --topo (the row
 // prices that whole box), the speculative flags beside another --spec,
 // an acceptance the row no longer prices (another method, or none), the
-// DP dispatch flags on a plan without DP attention, and the perf DB
-// where the row's box is priced from the priors (advise prices a box
-// without tables of its own so; predict refuses the DB there).
+// DP dispatch flags on a plan without DP attention, the perf DB where
+// the row's box is priced from the priors (advise prices a box without
+// tables of its own so; predict refuses the DB there), and
+// --perf-db-transfer where the row's box has tables of its own.
 func commandFor(h How, b, with sim.Scenario, baseArgs []string) How {
 	rest, ok := strings.CutPrefix(h.Exec, "predict")
 	if !ok || (rest != "" && rest[0] != ' ') {
@@ -825,6 +827,11 @@ func commandFor(h How, b, with sim.Scenario, baseArgs []string) How {
 	}
 	if with.Costs == nil {
 		set["perf-db"], set["perf-db-system"], set["perf-db-transfer"] = true, true, true
+	} else if _, moved := with.Costs.(*perfdb.Transfer); set["topo"] && !moved {
+		// The row's box has tables of its own, which price it (the
+		// transfer was the baseline GPU's): predict refuses
+		// --perf-db-transfer there.
+		set["perf-db-transfer"] = true
 	}
 	args := []string{"predict"}
 	if eng := b.Options.Engine; !eng.IsZero() {

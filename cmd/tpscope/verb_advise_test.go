@@ -979,7 +979,11 @@ func TestAdviseHowLinesPriceTheirRow(t *testing.T) {
 		{"--phase", "prefill", "--kv-dtype", "bf16"},
 	}
 	if db := samplePerfDB(t, false); db != "" {
-		bases = append(bases, []string{"--model", "deepseek-v3", "--topo", "h200-nvswitch", "--batch", "8", "--perf-db", db})
+		bases = append(bases, []string{"--model", "deepseek-v3", "--topo", "h200-nvswitch", "--batch", "8", "--perf-db", db},
+			// Tables moved to the H100 from the other GPUs': the box
+			// row's H200 has its own, which predict prices it with
+			// (refusing --perf-db-transfer there).
+			[]string{"--model", "kimi-k2.5-nvfp4", "--topo", "nvswitch:8xh100-sxm", "--perf-db", db, "--perf-db-transfer"})
 	}
 	type variant struct {
 		StepUs    float64 `json:"step_us"`
