@@ -126,6 +126,9 @@ func (o *scheduleOptions) Run(ctx context.Context, args []string, std IO) error 
 	if err != nil {
 		return err
 	}
+	if err := o.checkRequestPool(scen); err != nil {
+		return err
+	}
 	s, err := sim.BuildSchedule(scen)
 	if err != nil {
 		return planFlagError("", err)
@@ -151,12 +154,41 @@ var scheduleFlags = map[string]bool{
 	"topo": true, "gpus": true, "cuda-graphs": true, "graph-sizes": true, "engine": true, "executor": true,
 }
 
+// checkRequestPool takes --max-num-seqs where it sets the graph a decode
+// step replays: SGLang's running limit (its --max-running-requests) is
+// the request pool its capture lists stop at (cuda_graphs.capture_pool),
+// so a step of 99 under --max-num-seqs 100 replays the 100 graph where it
+// is padded to 104 without it, as predict pads it; a batch above it is
+// refused as predict refuses it. Under an engine whose capture the limit
+// does not bound, or with graphs off, it only prices the ops.
+func (o *scheduleOptions) checkRequestPool(sc sim.Scenario) error {
+	if !o.sc.changed("max-num-seqs") {
+		return nil
+	}
+	prof, err := engprof.Lookup(sc.Options.Engine)
+	if err != nil {
+		return err
+	}
+	if !prof.Graphs.CapturePool || !sc.Options.CUDAGraphs {
+		why := fmt.Sprintf("%s's capture sizes do not stop at it", prof.Name())
+		if !sc.Options.CUDAGraphs {
+			why = "the step replays no graph under --cuda-graphs=false"
+		}
+		return flagError("--max-num-seqs", sc.Options.MaxNumSeqs, "it only prices the ops (%s), and schedule lists them before pricing: pass it to predict", why)
+	}
+	if err := sc.CheckSchedulerLimits(); err != nil {
+		return usageErrorf("%v", err)
+	}
+	return nil
+}
+
 // checkPricingFlags refuses a scenario flag that changes only the pricing
-// of the ops schedule prints (scheduleFlags).
+// of the ops schedule prints (scheduleFlags); --max-num-seqs is
+// checkRequestPool's.
 func (o *scheduleOptions) checkPricingFlags() error {
 	var err error
 	o.sc.visitChanged(func(f *pflag.Flag) {
-		if err != nil || !o.sc.isScenarioFlag(f.Name) || scheduleFlags[f.Name] {
+		if err != nil || !o.sc.isScenarioFlag(f.Name) || scheduleFlags[f.Name] || f.Name == "max-num-seqs" {
 			return
 		}
 		why := "it only prices the ops, and schedule lists them before pricing: pass it to predict"

@@ -60,3 +60,30 @@ func TestScheduleNamesPaddedBatch(t *testing.T) {
 		}
 	}
 }
+
+// TestScheduleTakesSGLangRequestPool: SGLang's capture lists stop at its
+// request pool (--max-num-seqs, its --max-running-requests), so a decode
+// step of 99 under --max-num-seqs 100 replays the 100 graph, as predict
+// pads it, where the default list pads it to 104. schedule had refused
+// the flag as pricing only and printed the 104 graph; it takes it where
+// the engine's capture stops at it, refuses a batch above it as predict
+// does, and still refuses it where it bounds no capture.
+func TestScheduleTakesSGLangRequestPool(t *testing.T) {
+	flags := []string{"--engine", "sglang@0.5", "--max-num-seqs", "100", "--batch", "99", "--context", "1024"}
+	var pr struct {
+		GraphTokens int64 `json:"graph_tokens"`
+	}
+	runJSONInto(t, &pr, append([]string{"predict", "--output", "json"}, flags...)...)
+	if pr.GraphTokens != 100 {
+		t.Fatalf("predict %v: graph of %d tokens, want 100 (the request pool)", flags, pr.GraphTokens)
+	}
+	code, out, errs := runCLI(t, append([]string{"schedule"}, flags...)...)
+	if code != 0 || !strings.Contains(out, "(graph of 100 tokens:") {
+		t.Errorf("schedule %v: exit %d %s; want predict's graph of 100 tokens:\n%.300s", flags, code, errs, out)
+	}
+	checkUsageErrors(t, []usageCase{
+		{"above the pool", []string{"schedule", "--engine", "sglang@0.5", "--max-num-seqs", "100", "--batch", "101", "--context", "1024"}, "--batch 101: 101 sequences a scheduler (DP 1), above --max-num-seqs 100"},
+		{"vllm", []string{"schedule", "--max-num-seqs", "100"}, "--max-num-seqs 100: it only prices the ops (vllm@0.24's capture sizes do not stop at it)"},
+		{"eager", []string{"schedule", "--engine", "sglang@0.5", "--cuda-graphs=false", "--max-num-seqs", "100"}, "--max-num-seqs 100: it only prices the ops (the step replays no graph under --cuda-graphs=false)"},
+	})
+}
