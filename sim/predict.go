@@ -640,7 +640,14 @@ func (p *Predictor) run(s *model.Schedule, mode int, graphed bool) error {
 				}
 			}
 			p.overhead[g+i] = opOver*k + opEv
-			eop := engineOp{durUs: c.Us + p.overhead[g+i], launchUs: opLaunch*k + pieceUs, depLo: -1, coll: op.IsCollective()}
+			// A GEMM library's split-K reduction is launched within the
+			// GEMM's own call (cuBLAS), not by the engine's host path: it
+			// pays the device's node gap, no host launch of its own.
+			hostK := k
+			if c.SplitKReduce {
+				hostK--
+			}
+			eop := engineOp{durUs: c.Us + p.overhead[g+i], launchUs: opLaunch*hostK + pieceUs, depLo: -1, coll: op.IsCollective()}
 			if eop.coll && ncclAlgo(c.Algo) {
 				eop.launchUs += opColl
 			}

@@ -24,7 +24,7 @@ func TestSplitKReduceKernel(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ops := func(box, eng string) map[model.Role]sim.OpResult {
+	ops := func(box, eng string, graphs ...bool) map[model.Role]sim.OpResult {
 		t.Helper()
 		topo, err := topology.Resolve(box, 0)
 		if err != nil {
@@ -36,7 +36,7 @@ func TestSplitKReduceKernel(t *testing.T) {
 		}
 		pr, sched, err := sim.Predict(sim.Scenario{Arch: a, Plan: model.Plan{TP: 8}, Topo: topo,
 			Workload: model.Workload{Phase: model.Decode, Batch: 1, Context: 4096, KVDtype: model.BF16},
-			Options:  sim.Options{CUDAGraphs: true, Engine: ref}})
+			Options:  sim.Options{CUDAGraphs: len(graphs) == 0 || graphs[0], Engine: ref}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -65,10 +65,17 @@ func TestSplitKReduceKernel(t *testing.T) {
 			t.Errorf("%s, RTX PRO 6000: the router gate has split_k_reduce %v, %d extra kernels, want one kernel (not seen on SM120)", eng, r.Cost.SplitKReduce, r.Cost.ExtraKernels)
 		}
 	}
-	// The node gap: the executor's gate pays two of the H100's.
+	// The node gap: the executor's gate pays two of the H100's. Run
+	// eagerly, the reduction is launched within cuBLAS's call: one host
+	// launch for the gate's two kernels (the device's LaunchEagerUs
+	// under the executor, which states no eager host time of its own).
 	topo, _ := topology.Resolve("nvswitch:8xh100-sxm", 0)
 	gate := ops("nvswitch:8xh100-sxm", "executor")[model.RoleMoEGate]
 	if want := 2 * topo.DeviceOf(0).LaunchGraphUs; math.Abs(gate.OverheadUs-want) > 1e-9 {
 		t.Errorf("executor, H100: the gate's overhead %.3f us, want two graph nodes, %.3f", gate.OverheadUs, want)
+	}
+	eager := ops("nvswitch:8xh100-sxm", "executor", false)[model.RoleMoEGate]
+	if want := topo.DeviceOf(0).LaunchEagerUs; !eager.Cost.SplitKReduce || math.Abs(eager.LaunchUs-want) > 1e-9 {
+		t.Errorf("executor, H100, eager: the gate's host launch %.3f us (split-K reduction %v), want one launch, %.3f", eager.LaunchUs, eager.Cost.SplitKReduce, want)
 	}
 }
