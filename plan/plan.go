@@ -22,7 +22,7 @@ import (
 // shortfall in GB); apply a per-request latency SLO; and report the
 // maximum concurrency per (box, plan, KV dtype, context), throughput per
 // GPU, per-request tokens/s and the Pareto front of throughput per GPU
-// against per-request tokens/s.
+// against per-request tokens/s of each (context, box).
 //
 // The sweep is three calls: Space.Enumerate lists the configurations,
 // Evaluate predicts them on any number of goroutines (workers.go: one
@@ -379,18 +379,39 @@ type CapacityRow struct {
 	Full int `json:"full"`
 }
 
+// Front is the Pareto front of one (context, box): its swept, fitting
+// points within the SLO (if any) that no other point of the same context
+// and box beats in both throughput per GPU and per-request tokens/s.
+type Front struct {
+	Context  int    `json:"context"`
+	Topology string `json:"topology"`
+	GPUs     int    `json:"gpus"`
+	// Points indexes Result.Points, by per-request tokens/s descending.
+	Points []int `json:"points"`
+}
+
+// Box names the front's box as the charts and the CSV do: "h200-nvswitch x8".
+func (f *Front) Box() string { return fmt.Sprintf("%s x%d", f.Topology, f.GPUs) }
+
 // Result is the outcome of a sweep.
 type Result struct {
 	Points []Point `json:"points"`
-	// Pareto indexes Points on the front (swept, fitting, within the SLO
-	// if any, no other point better in both throughput per GPU and
-	// per-request tokens/s), by per-request tokens/s descending.
-	Pareto []int `json:"pareto"`
+	// Fronts: the Pareto front of each (context, box), by context
+	// ascending, boxes as the sweep first meets them. Throughput per GPU
+	// and per-request speed are a plane per sequence length (a longer
+	// context is slower at every batch), and a box is what one deploys,
+	// so one front over all would hold only the shortest context's points
+	// and hide every other context's trade-off.
+	Fronts []Front `json:"fronts"`
 	// Best is the swept, fitting point within the SLO (if any) with the
-	// highest throughput per GPU (-1 none). Points at capacity are not
+	// highest throughput per GPU over all contexts (-1 none): the
+	// shortest context's, in practice. Points at capacity are not
 	// candidates: every pick is a combination of the lists given.
-	Best     int           `json:"best"`
-	Capacity []CapacityRow `json:"capacity"`
+	Best int `json:"best"`
+	// BestByContext: each context's best (as Best, within the context),
+	// by context ascending, contexts with no candidate left out.
+	BestByContext []int         `json:"best_by_context"`
+	Capacity      []CapacityRow `json:"capacity"`
 	// Evaluated counts the swept configurations (the lists' batches and
 	// contexts), NotFitting, MissSLO and Errors those of them that do
 	// not fit, miss the SLO or could not be predicted (each counted
@@ -1067,7 +1088,7 @@ func maxConcurrency(kv int, l sim.RunningLimit) (int, ConcurrencyBound, string) 
 	return l.TotalSeqs, BoundRunningLimit, ""
 }
 
-// Summarize derives the Pareto front, the best point and the capacity
+// Summarize derives the Pareto fronts, the best points and the capacity
 // rows from evaluated points.
 func Summarize(points []Point, slo float64) *Result {
 	r := &Result{Points: points, Best: -1, SLOMs: slo}
@@ -1097,7 +1118,7 @@ func Summarize(points []Point, slo float64) *Result {
 			r.Best = i
 		}
 	}
-	r.Pareto = ParetoFront(points, ok)
+	r.Fronts, r.BestByContext = frontsOf(points, ok)
 	type capKey struct {
 		topo, plan, kv  string
 		gpus, spec, ctx int
@@ -1125,6 +1146,46 @@ func Summarize(points []Point, slo float64) *Result {
 		}
 	}
 	return r
+}
+
+// frontsOf splits the candidates ok by (context, box) into their Pareto
+// fronts and picks each context's best, contexts ascending.
+func frontsOf(points []Point, ok []int) ([]Front, []int) {
+	type boxKey struct {
+		ctx  int
+		topo string
+		gpus int
+	}
+	var keys []boxKey
+	byBox := map[boxKey][]int{}
+	best := map[int]int{}
+	var ctxs []int
+	for _, i := range ok {
+		p := &points[i]
+		k := boxKey{p.Context, p.Topology, p.GPUs}
+		if _, seen := byBox[k]; !seen {
+			keys = append(keys, k)
+		}
+		byBox[k] = append(byBox[k], i)
+		if b, seen := best[p.Context]; !seen {
+			ctxs = append(ctxs, p.Context)
+			best[p.Context] = i
+		} else if p.TokensPerSPerGPU > points[b].TokensPerSPerGPU {
+			best[p.Context] = i
+		}
+	}
+	// Stable: boxes keep the order the sweep met them within a context.
+	sort.SliceStable(keys, func(a, b int) bool { return keys[a].ctx < keys[b].ctx })
+	sort.Ints(ctxs)
+	fronts := make([]Front, 0, len(keys))
+	for _, k := range keys {
+		fronts = append(fronts, Front{Context: k.ctx, Topology: k.topo, GPUs: k.gpus, Points: ParetoFront(points, byBox[k])})
+	}
+	bests := make([]int, 0, len(ctxs))
+	for _, c := range ctxs {
+		bests = append(bests, best[c])
+	}
+	return fronts, bests
 }
 
 // ParetoFront returns the points of idx not dominated in (tokens/s per

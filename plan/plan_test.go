@@ -178,12 +178,14 @@ func TestPlanSweep(t *testing.T) {
 		}
 	})
 	t.Run("pareto-fits", func(t *testing.T) {
-		if len(res.Pareto) == 0 || res.Best < 0 {
+		if len(res.Fronts) == 0 || res.Best < 0 {
 			t.Fatal("empty front")
 		}
-		for _, i := range res.Pareto {
-			if !res.Points[i].Fits {
-				t.Errorf("front point %+v does not fit", res.Points[i])
+		for _, f := range res.Fronts {
+			for _, i := range f.Points {
+				if !res.Points[i].Fits {
+					t.Errorf("front point %+v does not fit", res.Points[i])
+				}
 			}
 		}
 	})
@@ -195,8 +197,8 @@ func TestPlanSweep(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if r2.Best != -1 || len(r2.Pareto) != 0 || r2.MissSLO == 0 {
-			t.Errorf("SLO 1 us/token: best %d, front %d, missing %d", r2.Best, len(r2.Pareto), r2.MissSLO)
+		if r2.Best != -1 || len(r2.Fronts) != 0 || len(r2.BestByContext) != 0 || r2.MissSLO == 0 {
+			t.Errorf("SLO 1 us/token: best %d, fronts %d, missing %d", r2.Best, len(r2.Fronts), r2.MissSLO)
 		}
 	})
 }
@@ -422,9 +424,11 @@ func TestPlanPicksWithinLists(t *testing.T) {
 	if res.Best < 0 || !listed(res.Best) {
 		t.Errorf("best %d: %+v, want a point of batch 1 or 8", res.Best, res.Points[max(res.Best, 0)])
 	}
-	for _, i := range res.Pareto {
-		if !listed(i) {
-			t.Errorf("front point %+v is not of the lists", res.Points[i])
+	for _, f := range res.Fronts {
+		for _, i := range f.Points {
+			if !listed(i) {
+				t.Errorf("front point %+v is not of the lists", res.Points[i])
+			}
 		}
 	}
 	for _, c := range res.Capacity {
@@ -558,5 +562,47 @@ func TestPlanLeavesOutWhatTheModelCannotBuild(t *testing.T) {
 	var pe *model.PlanError
 	if !errors.As(err, &pe) || pe.Field != "dcp" || pe.Value != "4" {
 		t.Errorf("DCP 4 only: error %v (%T), want the builder's *model.PlanError on dcp 4", err, err)
+	}
+}
+
+// TestSummarizeFrontsPerContextAndBox: the fronts are one per (context,
+// box), as the charts and the fronts' CSV draw them, and the best is
+// picked within each context. By hand: at context 4096 box a x8 has P
+// (per GPU 100, per request 10) and Q (20, 50), neither dominating the
+// other; box b x4 has R (90, 12), which P would dominate were the boxes
+// pooled. At context 32768 box a x8 has S (30, 40) and T (25, 30), T
+// dominated by S; S is dominated by Q in a front over all contexts. So:
+// fronts (4096, a x8) [Q P], (4096, b x4) [R], (32768, a x8) [S]; the
+// best of 4096 is P, of 32768 S; the best over all P.
+func TestSummarizeFrontsPerContextAndBox(t *testing.T) {
+	pt := func(name, topo string, gpus, ctx int, perGPU, perReq float64) Point {
+		return Point{Plan: name, Topology: topo, GPUs: gpus, Context: ctx, Fits: true, TokensPerSPerGPU: perGPU, TokensPerSPerRequest: perReq}
+	}
+	pts := []Point{
+		pt("S", "a", 8, 32768, 30, 40),
+		pt("P", "a", 8, 4096, 100, 10),
+		pt("R", "b", 4, 4096, 90, 12),
+		pt("T", "a", 8, 32768, 25, 30),
+		pt("Q", "a", 8, 4096, 20, 50),
+	}
+	r := Summarize(pts, 0)
+	var got []string
+	for _, f := range r.Fronts {
+		var names []string
+		for _, i := range f.Points {
+			names = append(names, pts[i].Plan)
+		}
+		got = append(got, fmt.Sprintf("%d %s %v", f.Context, f.Box(), names))
+	}
+	want := []string{"4096 a x8 [Q P]", "4096 b x4 [R]", "32768 a x8 [S]"}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("fronts %q, want %q", got, want)
+	}
+	var best []string
+	for _, i := range r.BestByContext {
+		best = append(best, pts[i].Plan)
+	}
+	if fmt.Sprint(best) != "[P S]" || pts[r.Best].Plan != "P" {
+		t.Errorf("best by context %v, best %s; want [P S], P", best, pts[r.Best].Plan)
 	}
 }

@@ -39,13 +39,15 @@ simulated on the discrete-event engine and extrapolated per layer, checked
 against the full engine in sim's tests) and checks the memory fit.
 
 Reports the Pareto front of throughput per GPU against per-request
-tokens/s, the best configuration (within the per-token latency SLO when
+tokens/s of each context and box (the plane is per sequence length; the
+same fronts in the text, JSON, --frontier CSV and --plot), each context's
+best configuration (within the per-token latency SLO when
 --slo-ms gives one, in ms per token per request), the maximum concurrency
 per box, plan, KV dtype and context, and every configuration that does not
 fit with its shortfall in GB (they are reported, not dropped). Picks come
 from the lists given: the box at full load (batch = max concurrency) is
 shown beside each capacity row, never picked. --plot draws all fitting
-points and the front; when none fits, the table and the other files are
+points and the fronts; when none fits, the table and the other files are
 written and the chart alone is refused (exit 1). A progress bar appears on stderr when the sweep runs
 longer than a second.
 
@@ -360,10 +362,10 @@ func (o *planOptions) Run(ctx context.Context, args []string, std IO) error {
 			if res.SLOMs > 0 {
 				lines = append(lines, fmt.Sprintf("SLO: %.2f ms per token per request (%d configurations miss it)", res.SLOMs, res.MissSLO))
 			}
-			if res.Best >= 0 {
-				b := &res.Points[res.Best]
-				lines = append(lines, fmt.Sprintf("best throughput per GPU: %s x%d %s, kv %s%s, batch %d at context %d: %.1f tok/s/GPU, %.1f tok/s per request",
-					b.Topology, b.GPUs, b.Plan, b.KVDtype, b.SpecText(), b.Batch, b.Context, b.TokensPerSPerGPU, b.TokensPerSPerRequest))
+			for _, i := range res.BestByContext {
+				b := &res.Points[i]
+				lines = append(lines, fmt.Sprintf("best throughput per GPU at context %d: %s x%d %s, kv %s%s, batch %d: %.1f tok/s/GPU, %.1f tok/s per request",
+					b.Context, b.Topology, b.GPUs, b.Plan, b.KVDtype, b.SpecText(), b.Batch, b.TokensPerSPerGPU, b.TokensPerSPerRequest))
 			}
 			for _, kv := range priced.lines(planEngineKey(res)) {
 				lines = append(lines, kv[0]+": "+kv[1])
@@ -572,6 +574,10 @@ type routingSplit struct {
 // line says of the step; other configurations may get other kernels.
 func planEngineKey(res *plan.Result) string {
 	if res.Best >= 0 {
+		if len(res.BestByContext) > 1 {
+			// Several best lines: say which one's step it is.
+			return fmt.Sprintf("engine (best at context %d)", res.Points[res.Best].Context)
+		}
 		return "engine (best)"
 	}
 	return "engine (first)"
@@ -908,15 +914,18 @@ func writePlanText(w io.Writer, modelName string, res *plan.Result, priced *pric
 	if withSLO {
 		within, none = " within the SLO", "no swept configuration fits and meets the SLO"
 	}
-	if res.Best >= 0 {
-		b := &res.Points[res.Best]
+	// One best per context: throughput per GPU falls with the context at
+	// every batch, so a best over all contexts is always the shortest's.
+	for _, i := range res.BestByContext {
+		b := &res.Points[i]
 		p90 := ""
 		if b.MsPerTokenP90 > 0 {
 			p90 = fmt.Sprintf(", p90 %.2f", b.MsPerTokenP90)
 		}
-		fmt.Fprintf(w, "best throughput per GPU%s: %s x%d %s, kv %s%s, batch %d at context %d: %.1f tok/s/GPU, %.1f tok/s per request (%.2f ms/token%s)\n",
-			within, b.Topology, b.GPUs, b.Plan, b.KVDtype, b.SpecText(), b.Batch, b.Context, b.TokensPerSPerGPU, b.TokensPerSPerRequest, b.MsPerToken, p90)
-	} else {
+		fmt.Fprintf(w, "best throughput per GPU%s at context %d: %s x%d %s, kv %s%s, batch %d: %.1f tok/s/GPU, %.1f tok/s per request (%.2f ms/token%s)\n",
+			within, b.Context, b.Topology, b.GPUs, b.Plan, b.KVDtype, b.SpecText(), b.Batch, b.TokensPerSPerGPU, b.TokensPerSPerRequest, b.MsPerToken, p90)
+	}
+	if len(res.BestByContext) == 0 {
 		fmt.Fprintln(w, none)
 	}
 	if priced != nil {
@@ -927,12 +936,17 @@ func writePlanText(w io.Writer, modelName string, res *plan.Result, priced *pric
 	for _, c := range res.Caveats {
 		fmt.Fprintf(w, "caveat: %s\n", c)
 	}
+	// The fronts, one per (context, box) as --frontier and --plot draw
+	// them; --top bounds each front's rows.
 	var rows [][]string
-	for _, i := range res.Pareto[:limit(len(res.Pareto))] {
-		rows = append(rows, pointCells(&res.Points[i], withSLO))
-	}
-	if err := table(fmt.Sprintf("Pareto front: throughput per GPU vs per-request tokens/s (%d points)", len(res.Pareto)), pointHeader(withSLO), rows); err != nil {
-		return err
+	for _, f := range res.Fronts {
+		rows = rows[:0]
+		for _, i := range f.Points[:limit(len(f.Points))] {
+			rows = append(rows, pointCells(&res.Points[i], withSLO))
+		}
+		if err := table(fmt.Sprintf("Pareto front at context %d on %s: throughput per GPU vs per-request tokens/s (%d points)", f.Context, f.Box(), len(f.Points)), pointHeader(withSLO), rows); err != nil {
+			return err
+		}
 	}
 	rows = rows[:0]
 	capHeader := []string{"topology", "gpus", "plan", "kv", "spec", "context", "max concurrency", "best batch", "tok/s/GPU", "tok/s/req", "ms/token", "full: batch", "full: tok/s/GPU", "full: ms/token"}
@@ -1021,15 +1035,10 @@ func writePlanPlot(path, modelName string, res *plan.Result) error {
 func writePlanFrontierCSV(w io.Writer, res *plan.Result) error {
 	f := func(v float64) string { return strconv.FormatFloat(v, 'g', 8, 64) }
 	var rows [][]string
-	for _, cx := range reportbuild.PlanContexts(res) {
-		sc := reportbuild.PlanScatter(res, cx)
-		for _, se := range sc.Series {
-			if !se.Line {
-				continue
-			}
-			for i, pt := range se.Points {
-				rows = append(rows, []string{strconv.Itoa(cx), strings.TrimSuffix(se.Name, " front"), se.Labels[i], f(pt[0]), f(pt[1])})
-			}
+	for _, fr := range res.Fronts {
+		for _, i := range fr.Points {
+			p := &res.Points[i]
+			rows = append(rows, []string{strconv.Itoa(fr.Context), fr.Box(), reportbuild.PlanPointLabel(p), f(p.TokensPerSPerRequest), f(p.TokensPerSPerGPU)})
 		}
 	}
 	return writeCSV(w, []string{"context", "box", "configuration", "tokens_per_s_per_request", "tokens_per_s_per_gpu"}, rows)

@@ -36,7 +36,9 @@ func TestPlanJSON(t *testing.T) {
 			Context     int     `json:"context"`
 			AtCapacity  bool    `json:"at_capacity"`
 		} `json:"points"`
-		Pareto []int `json:"pareto"`
+		Fronts []struct {
+			Points []int `json:"points"`
+		} `json:"fronts"`
 	}
 	if err := json.Unmarshal(out.Bytes(), &res); err != nil {
 		t.Fatal(err)
@@ -68,8 +70,8 @@ func TestPlanJSON(t *testing.T) {
 	if short == 0 {
 		t.Error("no non-fitting point reported")
 	}
-	if len(res.Pareto) == 0 {
-		t.Error("empty front")
+	if len(res.Fronts) == 0 {
+		t.Error("no front")
 	}
 	if st, err := os.Stat(plot); err != nil || st.Size() == 0 {
 		t.Errorf("plot not written: %v", err)
@@ -269,7 +271,7 @@ func TestPlanSpeaksOfSLOOnlyWhenGiven(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
-	if strings.Contains(out, "SLO") || regexp.MustCompile(`\bslo\b`).MatchString(out) || !strings.Contains(out, "best throughput per GPU: ") {
+	if strings.Contains(out, "SLO") || regexp.MustCompile(`\bslo\b`).MatchString(out) || !strings.Contains(out, "best throughput per GPU at context 4096: ") {
 		t.Errorf("no SLO given, but the output speaks of one (or has no best line):\n%s", out)
 	}
 	code, js, _ := runCLI(t, append(base, "--output", "json")...)
@@ -280,7 +282,7 @@ func TestPlanSpeaksOfSLOOnlyWhenGiven(t *testing.T) {
 	// Stock (eager) TP 8 steps take about 39 ms at batch 1 and 49 ms at
 	// batch 8 (one token per step; the Pareto rows without an SLO): one
 	// meets 45 ms/token, the other misses it.
-	for _, want := range []string{"miss the SLO (45.00 ms/token per request)", "best throughput per GPU within the SLO: ", "  slo"} {
+	for _, want := range []string{"miss the SLO (45.00 ms/token per request)", "best throughput per GPU within the SLO at context 4096: ", "  slo"} {
 		if code != 0 || !strings.Contains(out, want) {
 			t.Errorf("SLO given: output lacks %q:\n%s", want, out)
 		}
@@ -680,7 +682,7 @@ func TestPlanBestNamesItsSpeculation(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
-	m := regexp.MustCompile(`(?m)^best throughput per GPU: h200-nvswitch x8 tp8, kv fp8, spec mtp k1, batch 1 at context 4096: [0-9.]+ tok/s/GPU, ([0-9.]+) tok/s per request`).FindStringSubmatch(out)
+	m := regexp.MustCompile(`(?m)^best throughput per GPU at context 4096: h200-nvswitch x8 tp8, kv fp8, spec mtp k1, batch 1: [0-9.]+ tok/s/GPU, ([0-9.]+) tok/s per request`).FindStringSubmatch(out)
 	if m == nil {
 		t.Fatalf("want the best line to name its MTP tokens (spec mtp k1):\n%s", out)
 	}
@@ -869,5 +871,71 @@ func TestPlanRefusesWhatPredictRefusesBuilding(t *testing.T) {
 	code, _, stderr := runCLI(t, append([]string{"plan", "--gpus", "8", "--kv-dtype", "fp8"}, scen...)...)
 	if code != 2 || !strings.HasSuffix(strings.TrimSpace(stderr), "usage: "+want) {
 		t.Errorf("plan: exit %d, stderr %q; want exit 2 ending with predict's %q", code, stderr, want)
+	}
+}
+
+// TestPlanFrontsMatchFrontierCSV: the JSON's fronts and the text's front
+// tables are the --frontier CSV's, one per (context, box): at context
+// 32768 the longer context's points are on its own front (a front over
+// all contexts held only 4096's, every 32768 point being slower per
+// GPU and per request than some 4096 point), and each context has its
+// best line.
+func TestPlanFrontsMatchFrontierCSV(t *testing.T) {
+	csvPath := filepath.Join(t.TempDir(), "front.csv")
+	args := []string{"plan", "--model", "deepseek-v3", "--topo", "h200-nvswitch", "--gpus", "8", "--plan", "tp8,tp8-ep", "--context", "4K,32K",
+		"--batch", "1,16,64,256", "--kv-dtype", "fp8"}
+	code, js, stderr := runCLI(t, append(args, "--output", "json", "--frontier", csvPath)...)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	var res struct {
+		Points []struct {
+			Topology string `json:"topology"`
+			GPUs     int    `json:"gpus"`
+			Plan     string `json:"plan"`
+			Context  int    `json:"context"`
+			Batch    int    `json:"batch"`
+		} `json:"points"`
+		Fronts []struct {
+			Context  int    `json:"context"`
+			Topology string `json:"topology"`
+			GPUs     int    `json:"gpus"`
+			Points   []int  `json:"points"`
+		} `json:"fronts"`
+		BestByContext []int `json:"best_by_context"`
+	}
+	if err := json.Unmarshal([]byte(js), &res); err != nil {
+		t.Fatal(err)
+	}
+	var fromJSON []string
+	contexts := map[int]bool{}
+	for _, f := range res.Fronts {
+		contexts[f.Context] = true
+		for _, i := range f.Points {
+			p := res.Points[i]
+			fromJSON = append(fromJSON, fmt.Sprintf("%d,%s x%d,%s x%d %s fp8 b%d ctx%d", f.Context, f.Topology, f.GPUs, p.Topology, p.GPUs, p.Plan, p.Batch, p.Context))
+		}
+	}
+	b, err := os.ReadFile(csvPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var fromCSV []string
+	for _, l := range strings.Split(strings.TrimSpace(string(b)), "\n")[1:] {
+		f := strings.Split(l, ",")
+		fromCSV = append(fromCSV, strings.Join(f[:3], ","))
+	}
+	if !contexts[32768] || fmt.Sprint(fromJSON) != fmt.Sprint(fromCSV) {
+		t.Errorf("JSON fronts\n%s\nwant the CSV's (with context 32768's)\n%s", strings.Join(fromJSON, "\n"), strings.Join(fromCSV, "\n"))
+	}
+	if len(res.BestByContext) != 2 {
+		t.Errorf("best by context %v, want one for each of 4096 and 32768", res.BestByContext)
+	}
+	code, out, _ := runCLI(t, args...)
+	for _, want := range []string{"Pareto front at context 4096 on h200-nvswitch x8", "Pareto front at context 32768 on h200-nvswitch x8",
+		"best throughput per GPU at context 4096: ", "best throughput per GPU at context 32768: "} {
+		if code != 0 || !strings.Contains(out, want) {
+			t.Errorf("text lacks %q:\n%s", want, out)
+		}
 	}
 }

@@ -70,9 +70,10 @@ func ServingScatter(f *serving.Frontier) *report.Scatter {
 }
 
 // PlanScatter places a plan sweep's fitting points at one context, one
-// series per box (topology and GPU count) with its own front, the points
-// missing the SLO muted, the SLO as a vertical line at 1000 / its ms per
-// token, and the best point marked. context 0 takes every context.
+// series per box (topology and GPU count) with its own front (the
+// result's, plan.Result.Fronts), the points missing the SLO muted, the SLO
+// as a vertical line at 1000 / its ms per token, and the context's best
+// point marked (plan.Result.BestByContext).
 func PlanScatter(res *plan.Result, context int) *report.Scatter {
 	sc := &report.Scatter{XLabel: AxisUserTokensPerS, YLabel: "tokens/s per GPU"}
 	type boxKey struct {
@@ -85,12 +86,12 @@ func PlanScatter(res *plan.Result, context int) *report.Scatter {
 	missed.Name, missed.Faint = "misses the SLO", true
 	for i := range res.Points {
 		p := &res.Points[i]
-		if p.Error != "" || !p.Fits || p.AtCapacity || (context > 0 && p.Context != context) {
+		if p.Error != "" || !p.Fits || p.AtCapacity || p.Context != context {
 			continue
 		}
 		if !p.WithinSLO() {
 			missed.Points = append(missed.Points, [2]float64{p.TokensPerSPerRequest, p.TokensPerSPerGPU})
-			missed.Labels = append(missed.Labels, planPointLabel(p))
+			missed.Labels = append(missed.Labels, PlanPointLabel(p))
 			continue
 		}
 		k := boxKey{p.Topology, p.GPUs}
@@ -101,18 +102,22 @@ func PlanScatter(res *plan.Result, context int) *report.Scatter {
 	}
 	for _, k := range keys {
 		name := fmt.Sprintf("%s x%d", k.topo, k.gpus)
-		idx := byBox[k]
 		pts := report.ScatterSeries{Name: name}
-		for _, i := range idx {
+		for _, i := range byBox[k] {
 			p := &res.Points[i]
 			pts.Points = append(pts.Points, [2]float64{p.TokensPerSPerRequest, p.TokensPerSPerGPU})
-			pts.Labels = append(pts.Labels, planPointLabel(p))
+			pts.Labels = append(pts.Labels, PlanPointLabel(p))
 		}
 		front := report.ScatterSeries{Name: name + " front", Line: true}
-		for _, i := range plan.ParetoFront(res.Points, idx) {
-			p := &res.Points[i]
-			front.Points = append(front.Points, [2]float64{p.TokensPerSPerRequest, p.TokensPerSPerGPU})
-			front.Labels = append(front.Labels, planPointLabel(p))
+		for _, f := range res.Fronts {
+			if f.Context != context || f.Topology != k.topo || f.GPUs != k.gpus {
+				continue
+			}
+			for _, i := range f.Points {
+				p := &res.Points[i]
+				front.Points = append(front.Points, [2]float64{p.TokensPerSPerRequest, p.TokensPerSPerGPU})
+				front.Labels = append(front.Labels, PlanPointLabel(p))
+			}
 		}
 		sc.Series = append(sc.Series, pts, front)
 	}
@@ -122,17 +127,17 @@ func PlanScatter(res *plan.Result, context int) *report.Scatter {
 	if res.SLOMs > 0 {
 		sc.VLines = append(sc.VLines, report.RefLine{At: 1000 / res.SLOMs, Label: fmt.Sprintf("SLO: %g ms/token", res.SLOMs)})
 	}
-	if res.Best >= 0 {
-		p := &res.Points[res.Best]
-		if context == 0 || p.Context == context {
-			sc.Marks = append(sc.Marks, report.Mark{X: p.TokensPerSPerRequest, Y: p.TokensPerSPerGPU, Label: "chosen: " + planPointLabel(p)})
+	for _, i := range res.BestByContext {
+		if p := &res.Points[i]; p.Context == context {
+			sc.Marks = append(sc.Marks, report.Mark{X: p.TokensPerSPerRequest, Y: p.TokensPerSPerGPU, Label: "best: " + PlanPointLabel(p)})
 		}
 	}
 	return sc
 }
 
-// planPointLabel names a plan point: "h200-nvswitch x8 tp8 fp8 b64 ctx4096".
-func planPointLabel(p *plan.Point) string {
+// PlanPointLabel names a plan point as the charts and the fronts' CSV do:
+// "h200-nvswitch x8 tp8 fp8 b64 ctx4096".
+func PlanPointLabel(p *plan.Point) string {
 	s := fmt.Sprintf("%s x%d %s %s b%d ctx%d", p.Topology, p.GPUs, p.Plan, p.KVDtype, p.Batch, p.Context)
 	if p.SpecTokens > 0 {
 		s += " spec" + strconv.Itoa(p.SpecTokens)

@@ -3,6 +3,7 @@ package build
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 
 	"github.com/tpscope/tpscope/plan"
@@ -219,25 +220,29 @@ func f1(v float64) string {
 }
 
 // Plan builds the report of a capacity-planning sweep: a capacity chart
-// per context (PlanScatter), the best configuration and the front's
-// table.
+// per context (PlanScatter) and the fronts' table, each context's best
+// marked.
 func Plan(title string, lines []string, res *plan.Result) *report.Report {
 	r := &report.Report{Title: title}
 	r.Sections = append(r.Sections, report.Section{Title: "Sweep", Lines: lines})
 	for _, cx := range PlanContexts(res) {
 		r.Sections = append(r.Sections, report.Section{Title: fmt.Sprintf("Throughput per GPU against speed per request, context %d", cx), Scatter: PlanScatter(res, cx)})
 	}
-	t := &report.Table{Columns: []report.Column{{Name: "topology"}, {Name: "gpus", Numeric: true}, {Name: "plan"}, {Name: "kv"}, {Name: "context", Numeric: true},
+	t := &report.Table{Columns: []report.Column{{Name: "context", Numeric: true}, {Name: "topology"}, {Name: "gpus", Numeric: true}, {Name: "plan"}, {Name: "kv"},
 		{Name: "batch", Numeric: true}, {Name: "ms/token", Numeric: true}, {Name: "tok/s/req", Numeric: true}, {Name: "tok/s/GPU", Numeric: true}}}
-	for _, i := range res.Pareto {
-		p := &res.Points[i]
-		tone := ""
-		if i == res.Best {
-			tone = "good"
+	n := 0
+	for _, f := range res.Fronts {
+		for _, i := range f.Points {
+			p := &res.Points[i]
+			tone := ""
+			if slices.Contains(res.BestByContext, i) {
+				tone = "good"
+			}
+			t.Rows = append(t.Rows, report.Row{Tone: tone, Cells: []string{strconv.Itoa(p.Context), p.Topology, strconv.Itoa(p.GPUs), p.Plan, p.KVDtype, strconv.Itoa(p.Batch),
+				strconv.FormatFloat(p.MsPerToken, 'f', 2, 64), f1(p.TokensPerSPerRequest), f1(p.TokensPerSPerGPU)}})
+			n++
 		}
-		t.Rows = append(t.Rows, report.Row{Tone: tone, Cells: []string{p.Topology, strconv.Itoa(p.GPUs), p.Plan, p.KVDtype, strconv.Itoa(p.Context), strconv.Itoa(p.Batch),
-			strconv.FormatFloat(p.MsPerToken, 'f', 2, 64), f1(p.TokensPerSPerRequest), f1(p.TokensPerSPerGPU)}})
 	}
-	r.Sections = append(r.Sections, report.Section{Title: fmt.Sprintf("Pareto front (%d points, all contexts)", len(res.Pareto)), Table: t})
+	r.Sections = append(r.Sections, report.Section{Title: fmt.Sprintf("Pareto fronts, one per context and box (%d fronts, %d points; each context's best marked)", len(res.Fronts), n), Table: t})
 	return r
 }
