@@ -120,10 +120,10 @@ func (o *planOptions) Bind(fs *pflag.FlagSet) {
 	o.sc.bindOptionFlags(fs)
 	fs.Float64Var(&o.sloMs, "slo-ms", o.sloMs, "per-request latency SLO in ms per token (0 = none)")
 	bindOutputFlag(fs, &o.output, "one row per configuration", allFormats...)
-	fs.StringVar(&o.plot, "plot", o.plot, "draw throughput per GPU against per-request tokens/s, one panel per context: every fitting point by box, each box's Pareto front, the SLO and the best point, to FILE.png or FILE.svg")
+	fs.StringVar(&o.plot, "plot", o.plot, "draw throughput per GPU against per-request tokens/s, one panel per context: every fitting point by box, each box's Pareto front, the SLO and the context's best point, to FILE.png or FILE.svg")
 	fs.StringVar(&o.frontier, "frontier", o.frontier, "write the Pareto front of each context and box (tokens/s per GPU and per request) as CSV to FILE")
-	fs.StringVar(&o.reportFile, "report", o.reportFile, "write a self-contained HTML report of the sweep (a capacity chart per context, the front) to FILE.html")
-	fs.IntVar(&o.top, "top", o.top, "rows of the front and of the capacity table to print (0 = all)")
+	fs.StringVar(&o.reportFile, "report", o.reportFile, "write a self-contained HTML report of the sweep (a capacity chart per context, the fronts) to FILE.html")
+	fs.IntVar(&o.top, "top", o.top, "rows of each front and of the capacity table to print (0 = all)")
 	fs.IntVar(&o.workers, "workers", o.workers, "goroutines evaluating the sweep")
 }
 
