@@ -431,6 +431,22 @@ type Result struct {
 	Caveats []string `json:"caveats,omitempty"`
 }
 
+// RepeatedPlan returns the first plan of ps that a later one repeats
+// (the same once normalized: tp8 and tp8-dcp1 are one plan) and the
+// later one's index; (-1, -1) when each is given once. A repeated plan is
+// the caller's mistake: swept once it would hide that, swept twice it
+// would count its configurations twice, so Enumerate refuses it.
+func RepeatedPlan(ps []model.Plan) (first, again int) {
+	for j := range ps {
+		for i := range j {
+			if ps[i].Normalized() == ps[j].Normalized() {
+				return i, j
+			}
+		}
+	}
+	return -1, -1
+}
+
 // PlansFor lists the plans on n GPUs that are valid for a: TP n (experts
 // TP-sharded, or EP), TP n with DCP 2..n, and DP attention + EP with DP
 // groups of TP n/DP for every divisor DP > 1 of n.
@@ -712,6 +728,9 @@ func (s *Space) Enumerate() ([]Config, Coverage, error) {
 		if err := p.Validate(s.Arch); err != nil {
 			return nil, cov, fmt.Errorf("plan %s: %w", p.Normalized(), err)
 		}
+	}
+	if i, j := RepeatedPlan(s.Plans); j >= 0 {
+		return nil, cov, fmt.Errorf("plan: plan %s is given twice (plans %d and %d): name each plan once", s.Plans[i].Normalized(), i+1, j+1)
 	}
 	boxes, costs, err := s.boxes()
 	if err != nil {

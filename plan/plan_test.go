@@ -220,6 +220,10 @@ func TestPlanSpaceErrors(t *testing.T) {
 		// the opposite, so neither may silently win.
 		{"plans-and-lists", Space{Arch: kimi, Topologies: []*topology.Topology{box}, GPUCounts: []int{8},
 			Plans: []model.Plan{{TP: 8, EP: true}}, Lists: Lists{EP: []bool{false}}}},
+		// tp8 and tp8-dcp1 are one plan: swept once, the repeat would
+		// pass unsaid; swept twice, counted twice.
+		{"plan-twice", Space{Arch: kimi, Topologies: []*topology.Topology{box}, GPUCounts: []int{8},
+			Plans: []model.Plan{{TP: 8}, {TP: 4, DP: 2, EP: true}, {TP: 8, DP: 1, DCP: 1}}}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -269,6 +269,14 @@ func (o *planOptions) Run(ctx context.Context, args []string, std IO) error {
 			return &usageError{Flag: "--plan", Value: ps, Want: a.Name + ": " + planFlagError("", err).Error(), Err: err}
 		}
 		space.Plans = append(space.Plans, p)
+		if i, j := plan.RepeatedPlan(space.Plans); j >= 0 {
+			// As every other list flag refuses a value given twice.
+			what := ps
+			if o.plans[i] != ps {
+				what = fmt.Sprintf("%s (as %s and %s)", p.Normalized(), quote(o.plans[i]), quote(ps))
+			}
+			return flagError("--plan", quote(strings.Join(o.plans, ",")), "%s is given twice: name each plan once", what)
+		}
 	}
 	for _, s := range o.kvDtypes {
 		d, err := model.ParseKVDtype(s)

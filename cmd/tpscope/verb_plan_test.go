@@ -939,3 +939,19 @@ func TestPlanFrontsMatchFrontierCSV(t *testing.T) {
 		}
 	}
 }
+
+// TestPlanRefusesAPlanGivenTwice: --plan refuses a plan given twice, as
+// every other list flag refuses a value given twice, in one line naming
+// the flag and the plan (spelt two ways, both spellings), where it was
+// swept once without a word.
+func TestPlanRefusesAPlanGivenTwice(t *testing.T) {
+	for _, c := range []struct{ plans, want string }{
+		{"tp8,tp8", `--plan "tp8,tp8": tp8 is given twice: name each plan once`},
+		{"tp8,tp4-dp2-ep,tp8-dcp1", `--plan "tp8,tp4-dp2-ep,tp8-dcp1": tp8 (as "tp8" and "tp8-dcp1") is given twice: name each plan once`},
+	} {
+		code, out, stderr := runCLI(t, "plan", "--model", "deepseek-v3", "--topo", "h200-nvswitch", "--batch", "1", "--context", "4K", "--plan", c.plans)
+		if code != 2 || out != "" || strings.Count(stderr, "\n") != 1 || !strings.Contains(stderr, c.want) {
+			t.Errorf("--plan %s: exit %d, stdout %q, stderr %q; want exit 2 and one line with %q", c.plans, code, out, stderr, c.want)
+		}
+	}
+}
