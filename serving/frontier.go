@@ -169,8 +169,10 @@ type Capacity struct {
 	Copies      int     `json:"copies"`
 	GPUsPerCopy int     `json:"gpus_per_copy"`
 	GPUs        int     `json:"gpus"`
-	// BoxGPUs is the GPUs of the box the deployment is on; Boxes how many
-	// such boxes hold the copies' instances. An instance (InstanceGPUs,
+	// BoxGPUs is the GPUs of the box the deployment is on, the whole
+	// box's where the deployment uses its first GPUs (--gpus: a box is
+	// bought whole; topology.Topology.BoxGPUs); Boxes how many such boxes
+	// hold the copies' instances. An instance (InstanceGPUs,
 	// the plan's) runs within one box, its collectives on the box's
 	// fabric, so a box holds InstancesPerBox of them, whole, and GPUs
 	// left over when InstanceGPUs does not divide BoxGPUs stay idle.
@@ -204,7 +206,7 @@ func (s *Simulator) CapacityFor(t Traffic, slo SLO, sw *Sweep, qps float64) (*Ca
 	if sw == nil || sw.Best < 0 || !(sw.MaxQPS > 0) {
 		return nil, fmt.Errorf("serving: capacity for %v req/s: no rate tried meets the SLO, so no number of copies does", qps)
 	}
-	c := &Capacity{TargetQPS: qps, PerCopyQPS: sw.MaxQPS, GPUsPerCopy: s.GPUs(), BoxGPUs: s.d.Scenario.Topo.NumGPUs()}
+	c := &Capacity{TargetQPS: qps, PerCopyQPS: sw.MaxQPS, GPUsPerCopy: s.GPUs(), BoxGPUs: s.d.Scenario.Topo.BoxGPUs()}
 	copies := math.Ceil(qps / sw.MaxQPS)
 	if copies > maxCapacityCopies {
 		return nil, fmt.Errorf("serving: capacity for %v req/s: %.0f copies at %.4g req/s each: want at most %d", qps, copies, sw.MaxQPS, maxCapacityCopies)

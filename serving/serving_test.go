@@ -11,6 +11,7 @@ import (
 	"github.com/tpscope/tpscope/model"
 	"github.com/tpscope/tpscope/ncclenv"
 	"github.com/tpscope/tpscope/sim"
+	"github.com/tpscope/tpscope/topology"
 )
 
 // mustPreset and mustTopo resolve the scenario's model and box (testfix).
@@ -457,5 +458,29 @@ func TestCapacityRefusesAnUncheckedAnswer(t *testing.T) {
 			got = fmt.Sprintf("%d copies, check meets the SLO: %v", c.Copies, c.Check.MeetsSLO)
 		}
 		t.Errorf("%s, error %v: want the check runs' miss as an error", got, err)
+	}
+}
+
+// TestCapacityCountsWholeBoxes: a deployment on the first 6 GPUs of an
+// 8-GPU box (--gpus 6: six tiny-mla-moe instances of one GPU) is counted
+// in boxes of 8, the box one buys, where the box count took the cut-down
+// box of 6. By hand: 4 copies are 24 one-GPU instances, 8 to a box: 3
+// boxes of 8 (boxes of 6 counted 4). The sweep is stood in for: one copy
+// carries 1 req/s.
+func TestCapacityCountsWholeBoxes(t *testing.T) {
+	box, err := topology.Resolve("nvswitch:8xb200", 6)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := Deployment{Scenario: sim.Scenario{Arch: mustPreset(t, "tiny-mla-moe"), Plan: model.Plan{TP: 1},
+		Workload: model.Workload{KVDtype: model.FP8}, Topo: box, Options: sim.Options{CUDAGraphs: true}}, Instances: 6}
+	s := mustNew(t, d)
+	c, err := s.CapacityFor(Traffic{NumRequests: 200, Prompt: Lengths{Mean: 512}, Output: Lengths{Mean: 64}}, SLO{TTFTMs: 1e5}, &Sweep{Best: 0, MaxQPS: 1}, 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Copies != 4 || c.GPUs != 24 || c.BoxGPUs != 8 || c.InstancesPerBox != 8 || c.Boxes != 3 {
+		t.Errorf("%d copies = %d GPUs on %d boxes of %d (%d instances a box); want 4 copies = 24 GPUs on 3 boxes of 8 (8 a box)",
+			c.Copies, c.GPUs, c.Boxes, c.BoxGPUs, c.InstancesPerBox)
 	}
 }

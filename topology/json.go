@@ -189,6 +189,9 @@ func (t *Topology) SameBox(u *Topology) bool {
 	}
 	a, b := *t, *u
 	a.Name, b.Name = "", ""
+	// The box a subset was cut from prices nothing of it, and results
+	// saved before subsets kept it lack the field.
+	a.WholeGPUs, b.WholeGPUs = 0, 0
 	ja, errA := json.Marshal(&a)
 	jb, errB := json.Marshal(&b)
 	return errA == nil && errB == nil && bytes.Equal(ja, jb)

@@ -245,6 +245,7 @@ func (t *Topology) Subset(n int) (*Topology, error) {
 		}
 	}
 	c.P2PUnsupported = pairs
+	c.WholeGPUs = t.BoxGPUs()
 	c.Name = fmt.Sprintf("%s/%dgpu", t.Name, n)
 	c.Description = fmt.Sprintf("first %d GPUs of %s", n, t.Name)
 	if err := c.Validate(); err != nil {

@@ -29,6 +29,13 @@ type Topology struct {
 	// replace NCCL's constants in sim's collective model.
 	Calibration *Calibration `json:"calibration,omitempty"`
 
+	// WholeGPUs is the GPU count of the box a subset (Subset) was cut
+	// from, 0 for a whole box: a deployment on the first GPUs still takes
+	// a whole box, so counting boxes (serving's capacity) needs the box's
+	// GPUs, not the subset's (BoxGPUs). A field, not derived from the
+	// name, so that copies and JSON round trips keep it.
+	WholeGPUs int `json:"whole_gpus,omitempty"`
+
 	paths *pathTable // built by Validate; nil until then
 }
 
@@ -208,6 +215,15 @@ func (l Level) String() string {
 
 // NumGPUs is the number of GPUs in the box.
 func (t *Topology) NumGPUs() int { return len(t.GPUs) }
+
+// BoxGPUs is the GPU count of the whole box: WholeGPUs for a subset, else
+// NumGPUs.
+func (t *Topology) BoxGPUs() int {
+	if t.WholeGPUs > 0 {
+		return t.WholeGPUs
+	}
+	return t.NumGPUs()
+}
 
 // ArchCPU is Device.Arch of a CPU rank: the devices of the box 'tpscope
 // calibrate --backend cpu' writes, which are cores of this machine.

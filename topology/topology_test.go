@@ -707,3 +707,40 @@ func calibrationEntry(m map[string]any) map[string]any {
 	m["calibration"] = map[string]any{"source": "test", "collectives": []any{e}}
 	return e
 }
+
+// TestSubsetKeepsTheWholeBox: a subset knows the GPUs of the box it was
+// cut from (8 for the first 6, then 4, of an 8-GPU box), through a copy
+// and a JSON round trip; a whole box is its own; a count below the GPUs
+// listed is refused naming the field.
+func TestSubsetKeepsTheWholeBox(t *testing.T) {
+	whole := mustPreset(t, "h200-nvswitch")
+	six, err := whole.Subset(6)
+	if err != nil {
+		t.Fatal(err)
+	}
+	four, err := six.Subset(4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := json.Marshal(four)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var back Topology
+	if err := json.Unmarshal(b, &back); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name          string
+		t             *Topology
+		gpus, boxGPUs int
+	}{{"whole", whole, 8, 8}, {"six", six, 6, 8}, {"four of six", four, 4, 8}, {"round trip", &back, 4, 8}} {
+		if c.t.NumGPUs() != c.gpus || c.t.BoxGPUs() != c.boxGPUs {
+			t.Errorf("%s: %d GPUs of a box of %d; want %d of %d", c.name, c.t.NumGPUs(), c.t.BoxGPUs(), c.gpus, c.boxGPUs)
+		}
+	}
+	back.WholeGPUs = 3
+	if err := back.Validate(); err == nil || !strings.Contains(err.Error(), "whole_gpus 3") {
+		t.Errorf("whole_gpus 3 on 4 GPUs: %v, want a refusal naming whole_gpus", err)
+	}
+}

@@ -34,6 +34,9 @@ func (t *Topology) validate() error {
 	if len(t.GPUs) == 0 {
 		return errors.New("gpus: no GPU")
 	}
+	if t.WholeGPUs != 0 && t.WholeGPUs < len(t.GPUs) {
+		return fmt.Errorf("whole_gpus %d: want 0 (a whole box) or at least the box's %d gpus (the box a subset was cut from)", t.WholeGPUs, len(t.GPUs))
+	}
 	if len(t.GPUs)+len(t.Nodes) > maxVertices {
 		return fmt.Errorf("%d gpus + %d nodes: more than %d vertices", len(t.GPUs), len(t.Nodes), maxVertices)
 	}

@@ -198,12 +198,20 @@ func CompareCell(c serving.MetricCompare) string {
 // Where the instance's GPUs do not divide the box's, it says how many
 // instances a box holds and the GPUs idle in each.
 func CapacityLine(c *serving.Capacity) string {
-	boxes := fmt.Sprintf("%d boxes of %d GPUs", c.Boxes, c.BoxGPUs)
+	boxes := fmt.Sprintf("%s of %s", count(c.Boxes, "box", "boxes"), count(c.BoxGPUs, "GPU", "GPUs"))
 	if idle := c.BoxGPUs - c.InstancesPerBox*c.InstanceGPUs; idle > 0 {
-		boxes += fmt.Sprintf(" (%d instance(s) of %d GPUs a box, %d GPUs idle in each)", c.InstancesPerBox, c.InstanceGPUs, idle)
+		boxes += fmt.Sprintf(" (%s of %s a box, %s idle in each)", count(c.InstancesPerBox, "instance", "instances"), count(c.InstanceGPUs, "GPU", "GPUs"), count(idle, "GPU", "GPUs"))
 	}
-	return fmt.Sprintf("%g requests/s within the SLO: %d copies of the deployment (%.4g req/s each at most, %d GPUs each) = %d GPUs on %s; one copy at %.4g req/s: TTFT p99 %.0f ms, TPOT p99 %.1f ms",
-		c.TargetQPS, c.Copies, c.PerCopyQPS, c.GPUsPerCopy, c.GPUs, boxes, c.Check.QPS, c.Check.TTFTMs.P99, c.Check.TPOTMs.P99)
+	return fmt.Sprintf("%g requests/s within the SLO: %s of the deployment (%.4g req/s each at most, %s each) = %s on %s; one copy at %.4g req/s: TTFT p99 %.0f ms, TPOT p99 %.1f ms",
+		c.TargetQPS, count(c.Copies, "copy", "copies"), c.PerCopyQPS, count(c.GPUsPerCopy, "GPU", "GPUs"), count(c.GPUs, "GPU", "GPUs"), boxes, c.Check.QPS, c.Check.TTFTMs.P99, c.Check.TPOTMs.P99)
+}
+
+// count writes n with its noun, singular for one: "1 copy", "4 copies".
+func count(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return strconv.Itoa(n) + " " + many
 }
 
 // f1 writes a value with about four significant digits.
