@@ -100,6 +100,25 @@ func (t *Topology) StatesCalibration() bool {
 	return false
 }
 
+// Sniff is the box's name when data is a topology's JSON (a preset's,
+// topo discover's or calibrate's output: an object with "gpus" and
+// "links"), "" otherwise: for a verb that reads other documents to say
+// that a file it was given is a topology and where it goes.
+func Sniff(data []byte) string {
+	var top struct {
+		Name  string           `json:"name"`
+		GPUs  *json.RawMessage `json:"gpus"`
+		Links *json.RawMessage `json:"links"`
+	}
+	if json.Unmarshal(data, &top) != nil || top.GPUs == nil || top.Links == nil {
+		return ""
+	}
+	if top.Name == "" {
+		return "unnamed"
+	}
+	return top.Name
+}
+
 // foreignDocument names the kind of JSON document data is when it is one
 // a user may pass for a topology by mistake (a model's config.json, an
 // OTLP trace), so the refusal says so instead of naming its first field

@@ -744,3 +744,29 @@ func TestSubsetKeepsTheWholeBox(t *testing.T) {
 		t.Errorf("whole_gpus 3 on 4 GPUs: %v, want a refusal naming whole_gpus", err)
 	}
 }
+
+// TestSniffTellsATopology: Sniff names the box of a topology's JSON (a
+// preset marshalled, the CPU ranks' calibrate output) and nothing of
+// other JSON (an OTLP trace, a model config, a saved prediction).
+func TestSniffTellsATopology(t *testing.T) {
+	b, err := json.Marshal(mustPreset(t, "h200-nvswitch"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cal, err := os.ReadFile("../cmd/tpscope/testdata/cpu-ranks/cpu-4r.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct{ doc, want string }{
+		{string(b), "h200-nvswitch"},
+		{string(cal), "cpu-4r"},
+		{`{"resourceSpans":[]}`, ""},
+		{`{"model_type":"deepseek_v3","architectures":["X"]}`, ""},
+		{`{"ops":[],"step_us":1,"topology":"h200-nvswitch"}`, ""},
+		{`not json`, ""},
+	} {
+		if got := Sniff([]byte(c.doc)); got != c.want {
+			t.Errorf("Sniff(%.40s) = %q, want %q", c.doc, got, c.want)
+		}
+	}
+}

@@ -298,6 +298,9 @@ func readBodyLooks(ctx context.Context, r io.Reader, src, format string, res *Re
 	if format == "" {
 		var err error
 		if format, err = sniff(head); err != nil {
+			if errors.Is(err, errNotTrace) {
+				return "", "", &NotTraceError{Source: src, Err: err}
+			}
 			return "", "", fmt.Errorf("%s: %w", src, err)
 		}
 	} else if f, err := sniff(head); err == nil && f != format {
@@ -399,6 +402,18 @@ func sniff(head []byte) (string, error) {
 	}
 	return "", fmt.Errorf("%w: want a top-level \"resourceSpans\" (OTLP JSON), \"result\" (Jaeger API v3), \"data\" (Jaeger JSON) or \"traceEvents\" (Chrome/Kineto) key", errNotTrace)
 }
+
+// NotTraceError is the error for a file that is a JSON object with none
+// of the trace formats' keys: a document of another kind, which the
+// caller, knowing the documents it reads elsewhere (a topology, a saved
+// result), may name from Source.
+type NotTraceError struct {
+	Source string // the file, as the source named it
+	Err    error  // sniff's, wrapping errNotTrace
+}
+
+func (e *NotTraceError) Error() string { return e.Source + ": " + e.Err.Error() }
+func (e *NotTraceError) Unwrap() error { return e.Err }
 
 // errNotTrace is wrapped by sniff's error for a JSON object with none of
 // the trace formats' keys: a document of another kind, not a damaged

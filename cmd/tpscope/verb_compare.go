@@ -2,14 +2,18 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 
 	"github.com/spf13/pflag"
 	"github.com/tpscope/tpscope/compare"
+	reportbuild "github.com/tpscope/tpscope/report/build"
+	"github.com/tpscope/tpscope/topology"
 	"github.com/tpscope/tpscope/traces"
 )
 
@@ -61,7 +65,8 @@ func readTraces(ctx context.Context, srcs []string, allowPartial bool) ([]*trace
 	for _, src := range srcs {
 		res, err := traces.ReadAll(ctx, src, traces.WithAllowPartial(allowPartial))
 		if err != nil {
-			return nil, err
+			// compare, report and calibrate all take a box with --topo.
+			return nil, notATrace(err, "--trace", "give it with --topo %s")
 		}
 		// A source given twice (or a file and a directory holding it)
 		// would count every span twice.
@@ -250,4 +255,39 @@ func (o *compareOptions) Run(ctx context.Context, args []string, std IO) error {
 			return rep.WriteTable(w, o.top)
 		},
 	}, files...)
+}
+
+// maxNamedDocBytes bounds what notATrace reads of a file that is no
+// trace to name what it is (a saved compare result of a large run is a
+// few MB).
+const maxNamedDocBytes = 256 << 20
+
+// notATrace words the error of a trace source that is a JSON document of
+// another kind tpscope reads, naming what it is and the flag that takes
+// it: a topology (a calibrate or topo discover output) goes to --topo, a
+// saved advise, compare or predict result to report --from; the readers'
+// "unknown trace format" said neither. flag is where the source came
+// from ("--trace", or "" for an argument); topoHint how this verb takes
+// a box. Any other error is returned as it is.
+func notATrace(err error, flag, topoHint string) error {
+	var nt *traces.NotTraceError
+	if !errors.As(err, &nt) {
+		return err
+	}
+	fh, oerr := os.Open(nt.Source)
+	if oerr != nil {
+		return err
+	}
+	defer fh.Close()
+	data, rerr := io.ReadAll(io.LimitReader(fh, maxNamedDocBytes))
+	if rerr != nil {
+		return err
+	}
+	if box := topology.Sniff(data); box != "" {
+		return flagError(flag, nt.Source, "a topology JSON (box %s), not a trace: %s", box, fmt.Sprintf(topoHint, nt.Source))
+	}
+	if kind := reportbuild.SavedKind(data); kind != "" {
+		return flagError(flag, nt.Source, "a saved 'tpscope %s --output json' result, not a trace: 'tpscope report --from %s' reads it", kind, nt.Source)
+	}
+	return err
 }

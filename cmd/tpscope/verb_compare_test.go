@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -164,5 +165,35 @@ func TestTraceVerbsRefuseATraceGivenTwice(t *testing.T) {
 				t.Errorf("stderr %q: want one line naming --trace %s and %s, which it repeats", msg, run, tc.first)
 			}
 		})
+	}
+}
+
+// TestTraceFlagNamesOtherDocuments: a topology JSON (calibrate's output)
+// or a saved result given where a trace goes is named for what it is,
+// with the flag that takes it (--topo FILE, report --from FILE), in one
+// line, where the readers said only "unknown trace format".
+func TestTraceFlagNamesOtherDocuments(t *testing.T) {
+	topo := "testdata/cpu-ranks/cpu-4r.json"
+	saved := filepath.Join(t.TempDir(), "predict.json")
+	code, js, stderr := runCLI(t, "predict", "--output", "json")
+	if code != 0 {
+		t.Fatalf("predict: exit %d: %s", code, stderr)
+	}
+	if err := os.WriteFile(saved, []byte(js), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		args  []string
+		wants []string
+	}{
+		{[]string{"compare", "--trace", topo}, []string{"--trace " + topo + ": a topology JSON (box cpu-4r), not a trace: give it with --topo " + topo}},
+		{[]string{"trace", "read", topo}, []string{"trace source " + topo + ": a topology JSON (box cpu-4r), not a trace", "--topo " + topo}},
+		{[]string{"compare", "--trace", saved}, []string{"--trace " + saved + ": a saved 'tpscope predict --output json' result, not a trace: 'tpscope report --from " + saved + "' reads it"}},
+		{[]string{"trace", "read", "--trace", saved}, []string{"--trace " + saved + ": a saved 'tpscope predict --output json' result", "report --from " + saved}},
+	} {
+		line := oneLineUsage(t, c.args, c.wants...)
+		if strings.Contains(line, "unknown trace format") {
+			t.Errorf("%v: %q", c.args, line)
+		}
 	}
 }

@@ -112,14 +112,18 @@ func (o *traceReadOptions) Run(ctx context.Context, args []string, std IO) error
 	// document (one JSON value, one CSV table) however many sources, and a
 	// source that cannot be read stops the verb before it.
 	var read []traceRead
-	for _, src := range append(slices.Clip(o.traces), args...) {
+	for i, src := range append(slices.Clip(o.traces), args...) {
 		r, err := traces.Open(src, opts...)
 		if err != nil {
 			return err
 		}
 		res, err := r.Read(ctx)
 		if err != nil {
-			return err
+			flag := "--trace"
+			if i >= len(o.traces) {
+				flag = "trace source"
+			}
+			return notATrace(err, flag, "compare, report and calibrate take it with --topo %s")
 		}
 		notePartial(std.Stderr, src, res)
 		spans := res.Spans

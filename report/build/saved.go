@@ -69,14 +69,6 @@ func ReadSaved(r io.Reader, name string) (*Saved, error) {
 		}
 		return nil, fmt.Errorf("%s: not a JSON object (want the output of 'tpscope advise', 'compare' or 'predict' with --output json): %w", name, err)
 	}
-	has := func(keys ...string) bool {
-		for _, k := range keys {
-			if _, ok := top[k]; !ok {
-				return false
-			}
-		}
-		return true
-	}
 	decode := func(v any) error {
 		dec := json.NewDecoder(bytes.NewReader(data))
 		if err := dec.Decode(v); err != nil {
@@ -84,8 +76,8 @@ func ReadSaved(r io.Reader, name string) (*Saved, error) {
 		}
 		return nil
 	}
-	switch {
-	case has("baseline", "rows"):
+	switch savedKindOf(top) {
+	case kindAdvise:
 		var a advise.Advice
 		if err := decode(&a); err != nil {
 			return nil, fmt.Errorf("advise result %w", err)
@@ -97,7 +89,7 @@ func ReadSaved(r io.Reader, name string) (*Saved, error) {
 			return nil, fmt.Errorf("advise result %s: %w", name, err)
 		}
 		return &Saved{Advice: &a}, nil
-	case has("sources", "scenarios"):
+	case kindCompare:
 		// sim.Scenario has no JSON decoder of its own (sim.DecodeScenario
 		// resolves the references): plan, workload, build and options
 		// decode through their codecs, the references separately.
@@ -117,7 +109,7 @@ func ReadSaved(r io.Reader, name string) (*Saved, error) {
 			c.Scenarios[i].Scenario.TopoRef = r.Topology
 		}
 		return &Saved{Comparison: &c}, nil
-	case has("ops", "step_us"):
+	case kindPredict:
 		var p sim.Prediction
 		if err := decode(&p); err != nil {
 			return nil, fmt.Errorf("prediction %w", err)
@@ -139,6 +131,48 @@ func ReadSaved(r io.Reader, name string) (*Saved, error) {
 		keys = append(keys[:8], "...")
 	}
 	return nil, fmt.Errorf("%s: a JSON object with keys %s; want the output of 'tpscope advise --output json' (keys baseline, rows), 'tpscope compare --output json' (keys sources, scenarios) or 'tpscope predict --output json' (keys ops, step_us)", name, strings.Join(keys, ", "))
+}
+
+// The kinds of saved result, as SavedKind names them.
+const (
+	kindAdvise  = "advise"
+	kindCompare = "compare"
+	kindPredict = "predict"
+)
+
+// savedKindOf tells a saved result's kind by its top-level keys: advice
+// has "baseline" and "rows", a comparison "sources" and "scenarios", a
+// prediction "ops" and "step_us"; "" for none.
+func savedKindOf(top map[string]json.RawMessage) string {
+	has := func(keys ...string) bool {
+		for _, k := range keys {
+			if _, ok := top[k]; !ok {
+				return false
+			}
+		}
+		return true
+	}
+	switch {
+	case has("baseline", "rows"):
+		return kindAdvise
+	case has("sources", "scenarios"):
+		return kindCompare
+	case has("ops", "step_us"):
+		return kindPredict
+	}
+	return ""
+}
+
+// SavedKind is the verb whose --output json data is ("advise", "compare"
+// or "predict", as ReadSaved tells them), "" when it is none: for a verb
+// that reads other documents (a trace) to say that a file it was given is
+// a saved result, which report --from reads.
+func SavedKind(data []byte) string {
+	var top map[string]json.RawMessage
+	if json.Unmarshal(data, &top) != nil {
+		return ""
+	}
+	return savedKindOf(top)
 }
 
 // savedTrace is the error for data that is a trace (OTLP JSON lines, a

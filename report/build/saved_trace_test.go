@@ -43,3 +43,19 @@ func TestReadSavedSaysATraceIsATrace(t *testing.T) {
 		t.Errorf("a topology: error %v, want its keys listed", err)
 	}
 }
+
+// TestSavedKind: SavedKind names the verb of a saved result by ReadSaved's
+// keys, and nothing of a trace or a topology.
+func TestSavedKind(t *testing.T) {
+	for _, c := range []struct{ doc, want string }{
+		{savedAdvice, "advise"},
+		{savedPrediction, "predict"},
+		{`{"sources":[],"scenarios":[]}`, "compare"},
+		{`{"resourceSpans":[]}`, ""},
+		{`{"name":"box","gpus":[],"links":[]}`, ""},
+	} {
+		if got := SavedKind([]byte(c.doc)); got != c.want {
+			t.Errorf("SavedKind(%.40s) = %q, want %q", c.doc, got, c.want)
+		}
+	}
+}
