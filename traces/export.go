@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -192,6 +193,46 @@ func CheckDestination(dest string) error {
 		return nil
 	}
 	return fmt.Errorf("trace destination %q: unknown scheme %q: want otlp, otlphttp, file", dest, u.Scheme)
+}
+
+// CheckNew refuses a file: destination that names an existing file, with
+// a free path beside it (FreePath) to name instead; other destinations
+// pass. A trace is a measurement: a run cannot make the one a file holds
+// again, so it is not truncated. Not a temporary file renamed at the end
+// either: the file is written as the run goes so that a crash or a hang
+// keeps what was exported where it was asked for, and a killed run would
+// leave the old trace at the path, to be read as the new run's.
+func CheckNew(dest string) error {
+	path, ok := strings.CutPrefix(dest, "file:")
+	if !ok || path == "" {
+		return nil
+	}
+	if st, err := os.Stat(path); err == nil && !st.IsDir() {
+		return fmt.Errorf("trace destination %s: the file exists (a trace is not overwritten): remove it or name another, e.g. file:%s", dest, FreePath(path))
+	}
+	return nil
+}
+
+// FreePath is a path beside path that names no file: its name with -2,
+// -3, ... before its extensions (run.otlp.jsonl.gz: run-2.otlp.jsonl.gz),
+// path itself when it is free.
+func FreePath(path string) string {
+	if _, err := os.Lstat(path); err != nil {
+		return path
+	}
+	dir, base := filepath.Split(path)
+	stem, ext := base, ""
+	if i := strings.Index(base[min(1, len(base)):], "."); i >= 0 {
+		// From the first dot after the first character: a dot file
+		// (.trace) keeps its name whole.
+		stem, ext = base[:i+1], base[i+1:]
+	}
+	for n := 2; ; n++ {
+		p := dir + stem + "-" + strconv.Itoa(n) + ext
+		if _, err := os.Lstat(p); err != nil {
+			return p
+		}
+	}
 }
 
 func newSpanExporter(ctx context.Context, dest string, c *exportConfig) (sdktrace.SpanExporter, error) {

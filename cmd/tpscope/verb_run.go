@@ -95,7 +95,7 @@ func (o *runOptions) Bind(fs *pflag.FlagSet) {
 	fs.StringVar(&o.backend, "backend", o.backend, "where to run: cpu or cuda")
 	fs.IntVar(&o.steps, "steps", o.steps, "measured steps")
 	fs.IntVar(&o.warmup, "warmup", o.warmup, "warm-up steps before the measured ones (no spans)")
-	fs.StringVar(&o.trace, "trace", o.trace, "span destination: file:PATH, otlp://HOST:PORT, otlphttp://HOST:PORT, none (empty: OTEL_EXPORTER_OTLP_* variables)")
+	fs.StringVar(&o.trace, "trace", o.trace, "span destination: file:PATH (a file not there yet: a trace is never overwritten), otlp://HOST:PORT, otlphttp://HOST:PORT, none (empty: OTEL_EXPORTER_OTLP_* variables)")
 	fs.Int64Var(&o.seed, "seed", o.seed, "seed of weights, inputs and MoE routing")
 	fs.Float64Var(&o.scale, "scale", o.scale, "divide the model's widths by this factor before building the schedule (cpu backend; >= 1)")
 	fs.BoolVar(&o.compare, "compare", o.compare, "print measured vs predicted time per op kind (needs --topo)")
@@ -138,6 +138,9 @@ func (o *runOptions) Run(ctx context.Context, args []string, std IO) error {
 		}
 		if err := checkNotScenarioInput("--trace", path, o.sc.inputFiles()...); err != nil {
 			return err
+		}
+		if err := traces.CheckNew(o.trace); err != nil {
+			return causeError("--trace", nil, err)
 		}
 	}
 	if o.watchdog < 0 {

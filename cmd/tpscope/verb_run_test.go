@@ -688,3 +688,24 @@ func TestCPUBoxRanksAtOnceCaveat(t *testing.T) {
 		}
 	}
 }
+
+// TestRunKeepsAnExistingTrace: run --trace file:PATH over an existing
+// file is refused before any work, in one line naming the file and a
+// free path beside it, and the file is left as it was, where it was
+// truncated without a word (a measured trace lost).
+func TestRunKeepsAnExistingTrace(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "tiny.otlp.jsonl")
+	if err := os.WriteFile(path, []byte("kept\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// tiny-2 taken too: the suggestion is the first free name.
+	if err := os.WriteFile(filepath.Join(dir, "tiny-2.otlp.jsonl"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	oneLineUsage(t, []string{"run", "--backend", "cpu", "--model", "tiny-mla-moe", "--tp", "2", "--steps", "1", "--warmup", "0", "--trace", "file:" + path},
+		"--trace", "file:"+path+": the file exists", "e.g. file:"+filepath.Join(dir, "tiny-3.otlp.jsonl"))
+	if b, err := os.ReadFile(path); err != nil || string(b) != "kept\n" {
+		t.Errorf("%s now holds %q (%v), want it kept", path, b, err)
+	}
+}
