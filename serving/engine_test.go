@@ -230,7 +230,7 @@ func FuzzReadOverheads(f *testing.F) {
 // objective of 40 ms is a floor of 25 tokens/s per user.
 func TestFrontier(t *testing.T) {
 	mk := func(load string, perGPU, tpot float64, over, meets bool) *Result {
-		return &Result{Load: load, OutputTokensPerSPerGPU: perGPU, TPOTMs: Stats{P50: tpot}, Overloaded: over, MeetsSLO: meets}
+		return &Result{Load: load, OutputTokensPerSPerGPU: perGPU, TPOTMs: Stats{P50: tpot}, TPOTRequests: 100, Overloaded: over, MeetsSLO: meets}
 	}
 	runs := []*Result{mk("A", 10, 10, false, true), mk("B", 50, 20, false, true), mk("C", 60, 50, true, false), mk("D", 40, 25, false, true)}
 	f := NewFrontier(runs, SLO{TPOTMs: 40}, "g", 1)
@@ -252,9 +252,9 @@ func TestFrontier(t *testing.T) {
 // table says, not "missed". Without an objective E and F are on it.
 func TestFrontierLeavesSLOMissesOff(t *testing.T) {
 	runs := []*Result{
-		{Load: "A", OutputTokensPerSPerGPU: 10, TPOTMs: Stats{P50: 10}, MeetsSLO: true},
-		{Load: "E", OutputTokensPerSPerGPU: 80, TPOTMs: Stats{P50: 30}},
-		{Load: "F", OutputTokensPerSPerGPU: 90, TPOTMs: Stats{P50: 35}, TooShort: true},
+		{Load: "A", OutputTokensPerSPerGPU: 10, TPOTMs: Stats{P50: 10}, TPOTRequests: 10, MeetsSLO: true},
+		{Load: "E", OutputTokensPerSPerGPU: 80, TPOTMs: Stats{P50: 30}, TPOTRequests: 10},
+		{Load: "F", OutputTokensPerSPerGPU: 90, TPOTMs: Stats{P50: 35}, TPOTRequests: 10, TooShort: true},
 	}
 	f := NewFrontier(runs, SLO{TPOTMs: 40}, "g", -1)
 	if !reflect.DeepEqual(f.Front, []int{0}) {

@@ -2,6 +2,7 @@ package serving
 
 import (
 	"encoding/csv"
+	"encoding/json"
 	"fmt"
 	"io"
 	"math"
@@ -29,18 +30,35 @@ type FrontierPoint struct {
 	Run  int    `json:"run"`
 	Load string `json:"load"`
 	// TokensPerSPerGPU is output tokens per second per GPU over the run;
-	// TokensPerSPerUser is 1000 / median TPOT (0 when no request had more
-	// than one output token).
+	// TokensPerSPerUser is 1000 / median TPOT. TPOTTimed: some request
+	// had more than one output token (Result.TPOTTimed); without, the
+	// two TPOT figures are 0 here and null in JSON, empty in CSV.
 	TokensPerSPerGPU  float64 `json:"tokens_per_s_per_gpu"`
 	TokensPerSPerUser float64 `json:"tokens_per_s_per_user"`
 	MedianTPOTMs      float64 `json:"median_tpot_ms"`
 	MedianTTFTMs      float64 `json:"median_ttft_ms"`
+	TPOTTimed         bool    `json:"-"`
 	// SLO is "met", "missed" or "too short" (a run that never reached
 	// steady state: no verdict, as the runs' table says) against the
 	// run's objective, "" without one.
 	SLO        string `json:"slo,omitempty"`
 	Overloaded bool   `json:"overloaded,omitempty"`
 	OnFront    bool   `json:"on_front"`
+}
+
+// MarshalJSON writes the point with its TPOT figures null when no
+// request was timed for them (TPOTTimed).
+func (p FrontierPoint) MarshalJSON() ([]byte, error) {
+	type plain FrontierPoint
+	out := struct {
+		plain
+		TokensPerSPerUser *float64 `json:"tokens_per_s_per_user"`
+		MedianTPOTMs      *float64 `json:"median_tpot_ms"`
+	}{plain: plain(p)}
+	if p.TPOTTimed {
+		out.TokensPerSPerUser, out.MedianTPOTMs = &p.TokensPerSPerUser, &p.MedianTPOTMs
+	}
+	return json.Marshal(out)
 }
 
 // Frontier is the runs of one load shape on the plane (runs of other
@@ -89,10 +107,10 @@ func NewFrontierOf(runs []*Result, which []int, slo SLO, group string, chosen in
 	f := &Frontier{Group: group, SLO: slo, Chosen: -1}
 	for _, i := range which {
 		r := runs[i]
-		p := FrontierPoint{Run: i, Load: r.Load, TokensPerSPerGPU: r.OutputTokensPerSPerGPU, MedianTPOTMs: r.TPOTMs.P50,
-			MedianTTFTMs: r.TTFTMs.P50, Overloaded: r.Overloaded}
-		if r.TPOTMs.P50 > 0 {
-			p.TokensPerSPerUser = 1000 / r.TPOTMs.P50
+		p := FrontierPoint{Run: i, Load: r.Load, TokensPerSPerGPU: r.OutputTokensPerSPerGPU, MedianTTFTMs: r.TTFTMs.P50, Overloaded: r.Overloaded,
+			TPOTTimed: r.TPOTTimed()}
+		if p.TPOTTimed && r.TPOTMs.P50 > 0 {
+			p.MedianTPOTMs, p.TokensPerSPerUser = r.TPOTMs.P50, 1000/r.TPOTMs.P50
 		}
 		if slo.set() {
 			switch {
@@ -147,7 +165,11 @@ func WriteFrontiersCSV(w io.Writer, fs []*Frontier) error {
 	}
 	for _, f := range fs {
 		for i, p := range f.Points {
-			if err := cw.Write([]string{f.Group, p.Load, num(p.TokensPerSPerGPU), num(p.TokensPerSPerUser), num(p.MedianTPOTMs), num(p.MedianTTFTMs),
+			user, tpot := "", "" // nothing timed: no figure
+			if p.TPOTTimed {
+				user, tpot = num(p.TokensPerSPerUser), num(p.MedianTPOTMs)
+			}
+			if err := cw.Write([]string{f.Group, p.Load, num(p.TokensPerSPerGPU), user, tpot, num(p.MedianTTFTMs),
 				p.SLO, strconv.FormatBool(p.Overloaded), strconv.FormatBool(p.OnFront), strconv.FormatBool(i == f.Chosen)}); err != nil {
 				return err
 			}

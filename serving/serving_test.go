@@ -1,6 +1,7 @@
 package serving
 
 import (
+	"encoding/json"
 	"fmt"
 	"math"
 	"reflect"
@@ -482,5 +483,45 @@ func TestCapacityCountsWholeBoxes(t *testing.T) {
 	if c.Copies != 4 || c.GPUs != 24 || c.BoxGPUs != 8 || c.InstancesPerBox != 8 || c.Boxes != 3 {
 		t.Errorf("%d copies = %d GPUs on %d boxes of %d (%d instances a box); want 4 copies = 24 GPUs on 3 boxes of 8 (8 a box)",
 			c.Copies, c.GPUs, c.Boxes, c.BoxGPUs, c.InstancesPerBox)
+	}
+}
+
+// TestOneTokenOutputsTimeNoTPOT: with every output one token nothing is
+// timed for TPOT or ITL (they are timed over the tokens after the
+// first): the run says so (TPOTRequests 0) and its JSON, and its
+// frontier point's, has null for them, where they read 0 as if timed.
+// With outputs of two tokens each request is timed.
+func TestOneTokenOutputsTimeNoTPOT(t *testing.T) {
+	s := mustNew(t, kimiDeployment(t))
+	one := mustRun(t, s, Traffic{QPS: 1, NumRequests: 20, Prompt: Lengths{Mean: 100}, Output: Lengths{Mean: 1}}, RunOptions{})
+	if one.TPOTRequests != 0 || one.TPOTTimed() {
+		t.Errorf("one-token outputs: %d requests timed for TPOT, want 0", one.TPOTRequests)
+	}
+	var js struct {
+		TPOT *Stats `json:"tpot_ms"`
+		ITL  *Stats `json:"itl_ms"`
+		TTFT *Stats `json:"ttft_ms"`
+	}
+	b, err := json.Marshal(one)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, &js); err != nil {
+		t.Fatal(err)
+	}
+	if js.TPOT != nil || js.ITL != nil || js.TTFT == nil {
+		t.Errorf("one-token outputs: JSON tpot %v, itl %v, ttft %v; want null, null and a figure", js.TPOT, js.ITL, js.TTFT)
+	}
+	f := NewFrontier([]*Result{one}, SLO{}, "ISL 100 / OSL 1", -1)
+	pb, err := json.Marshal(f.Points[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(pb), `"tokens_per_s_per_user":null`) || !strings.Contains(string(pb), `"median_tpot_ms":null`) {
+		t.Errorf("frontier point %s: want null per-user speed and TPOT", pb)
+	}
+	two := mustRun(t, s, Traffic{QPS: 1, NumRequests: 20, Prompt: Lengths{Mean: 100}, Output: Lengths{Mean: 2}}, RunOptions{})
+	if two.TPOTRequests != 20 || !(two.TPOTMs.P50 > 0) {
+		t.Errorf("two-token outputs: %d requests timed, TPOT p50 %v; want 20 and a time", two.TPOTRequests, two.TPOTMs.P50)
 	}
 }

@@ -399,6 +399,11 @@ type Result struct {
 	// token (percentiles within 0.39 %, see logHist).
 	ITLMs Stats `json:"itl_ms"`
 	E2EMs Stats `json:"e2e_ms"`
+	// TPOTRequests counts the requests TPOT and ITL were timed over:
+	// those of more than one output token (TPOT is timed over the tokens
+	// after the first). 0: none was (TPOTTimed), and TPOTMs and ITLMs
+	// are no figures, not times of 0: JSON null, tables "-".
+	TPOTRequests int `json:"tpot_requests"`
 
 	OutputTokensPerS       float64 `json:"output_tokens_per_s"`
 	TotalTokensPerS        float64 `json:"total_tokens_per_s"` // prompt + output
@@ -563,7 +568,8 @@ const minRequestsMargin = 1.25
 
 // MarshalJSON writes r with the latencies that grow with the run null
 // when it is overloaded (E2E; TTFT when the queue grows, TPOT when it
-// rises: their percentiles describe the run's length), and
+// rises: their percentiles describe the run's length), TPOT and ITL null
+// when no request was timed for them (TPOTTimed), and
 // without the SLO's verdict, good requests and goodput when the run has
 // no SLO (there is nothing they were judged against), and without good
 // requests and goodput where the run's goodput is not judged
@@ -574,6 +580,7 @@ func (r Result) MarshalJSON() ([]byte, error) {
 		plain
 		TTFTMs              *Stats   `json:"ttft_ms"`
 		TPOTMs              *Stats   `json:"tpot_ms"`
+		ITLMs               *Stats   `json:"itl_ms"`
 		E2EMs               *Stats   `json:"e2e_ms"`
 		GoodRequests        *int     `json:"good_requests,omitempty"`
 		GoodputRequestsPerS *float64 `json:"goodput_requests_per_s,omitempty"`
@@ -582,8 +589,11 @@ func (r Result) MarshalJSON() ([]byte, error) {
 	if !r.QueueGrows {
 		out.TTFTMs = &r.TTFTMs
 	}
-	if !r.TPOTUnbounded() {
+	if !r.TPOTUnbounded() && r.TPOTTimed() {
 		out.TPOTMs = &r.TPOTMs
+	}
+	if r.TPOTTimed() {
+		out.ITLMs = &r.ITLMs
 	}
 	if !r.Overloaded {
 		out.E2EMs = &r.E2EMs
@@ -615,6 +625,10 @@ func (r *Result) GoodputJudged() bool {
 	}
 	return true
 }
+
+// TPOTTimed reports whether any request had a token after its first to
+// time TPOT and ITL by (TPOTRequests).
+func (r *Result) TPOTTimed() bool { return r.TPOTRequests > 0 }
 
 // TPOTUnbounded reports whether the run's TPOT grows with its length:
 // it is overloaded and its running batch kept growing (TPOTRises).
@@ -1337,6 +1351,7 @@ func (r *run) result(o RunOptions) *Result {
 		}
 	}
 	res.TTFTMs, res.TPOTMs, res.E2EMs, res.ITLMs = statsOf(ttft), statsOf(tpot), statsOf(e2e), r.itl.stats()
+	res.TPOTRequests = len(tpot)
 	if res.PromptTokens > 0 {
 		res.PrefixHitFrac = float64(res.CachedPromptTokens) / float64(res.PromptTokens)
 	}

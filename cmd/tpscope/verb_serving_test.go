@@ -7,6 +7,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -723,6 +724,46 @@ func TestSimulateReplayCutShortAtRate(t *testing.T) {
 		}
 		if r := raw.Runs[0]; r.Requests != c.requests || math.Abs(r.ArrivalSpanS-c.spanS) > 1e-9 {
 			t.Errorf("%v: %d requests over %v s, want %d over %v s", c.flags, r.Requests, r.ArrivalSpanS, c.requests, c.spanS)
+		}
+	}
+}
+
+// TestSimulateOneTokenOutputsShowNoTPOT: simulate --osl 1 without an SLO
+// times no TPOT or ITL (no token after the first): the runs' table says
+// "-" for both, as for other figures not measured, and the JSON null,
+// where they read 0.0 and 0, times the run never took.
+func TestSimulateOneTokenOutputsShowNoTPOT(t *testing.T) {
+	args := []string{"simulate", "--model", "deepseek-v3", "--topo", "h200-nvswitch", "--tp", "8", "--qps", "1", "--isl", "1024", "--osl", "1", "--requests", "30", "--timeline", "0"}
+	code, out, stderr := runCLI(t, args...)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	var row []string
+	lines := strings.Split(out, "\n")
+	for i, l := range lines {
+		if strings.HasPrefix(l, "load ") && i+1 < len(lines) {
+			// Columns are two spaces or more apart.
+			row = regexp.MustCompile(`\s{2,}`).Split(strings.TrimSpace(lines[i+1]), -1)
+			break
+		}
+	}
+	// load, requests, duration, TTFT, TPOT, ITL, ...
+	if len(row) < 6 || row[4] != "-" || row[5] != "-" || row[3] == "-" {
+		t.Errorf("runs row %q: want TPOT and ITL '-' and a TTFT\n%s", row, out)
+	}
+	code, js, stderr := runCLI(t, append(args, "--output", "json")...)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	var res struct {
+		Runs []map[string]json.RawMessage `json:"runs"`
+	}
+	if err := json.Unmarshal([]byte(js), &res); err != nil || len(res.Runs) != 1 {
+		t.Fatalf("%v: %d runs", err, len(res.Runs))
+	}
+	for _, k := range []string{"tpot_ms", "itl_ms"} {
+		if v := string(res.Runs[0][k]); v != "null" {
+			t.Errorf("%s = %s, want null", k, v)
 		}
 	}
 }

@@ -1135,8 +1135,13 @@ func writeSimulateTables(w io.Writer, o *simulateOutput, timelineRows int, md bo
 		if r.QueueGrows {
 			ttft = "unbounded"
 		}
+		itl := fmt.Sprintf("%.1f / %.1f", r.ITLMs.P50, r.ITLMs.P99)
 		if r.TPOTUnbounded() {
 			tpot = "unbounded"
+		}
+		if !r.TPOTTimed() {
+			// No request had a token after its first: nothing timed.
+			tpot, itl = "-", "-"
 		}
 		if r.Overloaded {
 			e2e = "unbounded"
@@ -1146,7 +1151,7 @@ func writeSimulateTables(w io.Writer, o *simulateOutput, timelineRows int, md bo
 			overloaded = append(overloaded, fmt.Sprintf("%s: %s", r.Load, tooShortText(r, o.Traffic)))
 		}
 		rows = append(rows, []string{r.Load, strconv.Itoa(r.Requests), fmt.Sprintf("%.1f", r.DurationS), ttft, tpot,
-			fmt.Sprintf("%.1f / %.1f", r.ITLMs.P50, r.ITLMs.P99), e2e,
+			itl, e2e,
 			fmt.Sprintf("%.1f", r.OutputTokensPerS), fmt.Sprintf("%.1f", r.OutputTokensPerSPerGPU), rateCell(r),
 			goodput, fmt.Sprintf("%.1f", r.MeanConcurrency),
 			fmt.Sprintf("%.0f %%", 100*r.PeakKVUseFrac), strconv.Itoa(r.Preemptions), slo})
@@ -1376,17 +1381,26 @@ func simulatePlots(o *simulateOutput) (top, bottom *plot.Plot, err error) {
 	// An overloaded run's TTFT (its queue grows) or TPOT (its batch does)
 	// grows with the run: its points are left out of that panel (the
 	// title says how many).
-	panel := func(title, unit string, get func(r *serving.Result) serving.Stats, limit float64, unbounded func(r *serving.Result) bool) (*plot.Plot, error) {
+	panel := func(title, unit string, get func(r *serving.Result) serving.Stats, limit float64, unbounded, untimed func(r *serving.Result) bool) (*plot.Plot, error) {
 		runs := runs
 		{
 			var kept []*serving.Result
+			nUnbounded, nUntimed := 0, 0
 			for _, r := range runs {
-				if !unbounded(r) {
+				switch {
+				case untimed(r):
+					nUntimed++
+				case unbounded(r):
+					nUnbounded++
+				default:
 					kept = append(kept, r)
 				}
 			}
-			if n := len(runs) - len(kept); n > 0 {
-				title += fmt.Sprintf(" (%d overloaded run(s) left out: unbounded)", n)
+			if nUnbounded > 0 {
+				title += fmt.Sprintf(" (%d overloaded run(s) left out: unbounded)", nUnbounded)
+			}
+			if nUntimed > 0 {
+				title += fmt.Sprintf(" (%d run(s) left out: one-token outputs, nothing timed)", nUntimed)
 			}
 			runs = kept
 		}
@@ -1447,11 +1461,13 @@ func simulatePlots(o *simulateOutput) (top, bottom *plot.Plot, err error) {
 		return p, nil
 	}
 	top, err = panel(fmt.Sprintf("%s %s on %s: time to first token", o.Model, o.Plan, o.Topology), "ms",
-		func(r *serving.Result) serving.Stats { return r.TTFTMs }, o.SLO.TTFTMs, func(r *serving.Result) bool { return r.QueueGrows })
+		func(r *serving.Result) serving.Stats { return r.TTFTMs }, o.SLO.TTFTMs, func(r *serving.Result) bool { return r.QueueGrows },
+		func(*serving.Result) bool { return false }) // every request has its first token timed
 	if err != nil {
 		return nil, nil, err
 	}
-	bottom, err = panel("time per output token", "ms", func(r *serving.Result) serving.Stats { return r.TPOTMs }, o.SLO.TPOTMs, func(r *serving.Result) bool { return r.TPOTUnbounded() })
+	bottom, err = panel("time per output token", "ms", func(r *serving.Result) serving.Stats { return r.TPOTMs }, o.SLO.TPOTMs, func(r *serving.Result) bool { return r.TPOTUnbounded() },
+		func(r *serving.Result) bool { return !r.TPOTTimed() })
 	if err != nil {
 		return nil, nil, err
 	}

@@ -741,7 +741,7 @@ func TestSimulateTrafficFlagsNamed(t *testing.T) {
 // 286 ms, and its ticks read "2500.00", "7500.00", "12500.00".
 func TestSimulatePlotLatencyAxes(t *testing.T) {
 	run := func(n int, ttft, tpot serving.Stats) *serving.Result {
-		return &serving.Result{Load: fmt.Sprint("concurrency ", n), Concurrency: n, TTFTMs: ttft, TPOTMs: tpot}
+		return &serving.Result{Load: fmt.Sprint("concurrency ", n), Concurrency: n, TTFTMs: ttft, TPOTMs: tpot, TPOTRequests: n}
 	}
 	o := &simulateOutput{Model: "kimi-k2.5-nvfp4", Plan: "tp8", Topology: "rtxpro6000-2s", SLO: serving.SLO{TPOTMs: 150},
 		Runs: []*serving.Result{

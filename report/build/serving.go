@@ -76,11 +76,14 @@ func Serving(in ServingInput) *report.Report {
 			if res.TPOTUnbounded() {
 				tpot50, tpot99 = "unbounded", "unbounded"
 			}
+			if !res.TPOTTimed() {
+				tpot50, tpot99 = "-", "-"
+			}
 			if res.Overloaded {
 				slo, tone = "overloaded", "bad"
 			}
 			user := "-"
-			if res.TPOTMs.P50 > 0 {
+			if res.TPOTTimed() && res.TPOTMs.P50 > 0 {
 				user = f1(1000 / res.TPOTMs.P50)
 			}
 			t.Rows = append(t.Rows, report.Row{Tone: tone, Cells: []string{res.Load, strconv.Itoa(res.Requests), ttft50, ttft99, tpot50, tpot99,
@@ -202,8 +205,12 @@ func CapacityLine(c *serving.Capacity) string {
 	if idle := c.BoxGPUs - c.InstancesPerBox*c.InstanceGPUs; idle > 0 {
 		boxes += fmt.Sprintf(" (%s of %s a box, %s idle in each)", count(c.InstancesPerBox, "instance", "instances"), count(c.InstanceGPUs, "GPU", "GPUs"), count(idle, "GPU", "GPUs"))
 	}
-	return fmt.Sprintf("%g requests/s within the SLO: %s of the deployment (%.4g req/s each at most, %s each) = %s on %s; one copy at %.4g req/s: TTFT p99 %.0f ms, TPOT p99 %.1f ms",
-		c.TargetQPS, count(c.Copies, "copy", "copies"), c.PerCopyQPS, count(c.GPUsPerCopy, "GPU", "GPUs"), count(c.GPUs, "GPU", "GPUs"), boxes, c.Check.QPS, c.Check.TTFTMs.P99, c.Check.TPOTMs.P99)
+	tpot := fmt.Sprintf(", TPOT p99 %.1f ms", c.Check.TPOTMs.P99)
+	if !c.Check.TPOTTimed() {
+		tpot = "" // one-token outputs: no TPOT was timed
+	}
+	return fmt.Sprintf("%g requests/s within the SLO: %s of the deployment (%.4g req/s each at most, %s each) = %s on %s; one copy at %.4g req/s: TTFT p99 %.0f ms%s",
+		c.TargetQPS, count(c.Copies, "copy", "copies"), c.PerCopyQPS, count(c.GPUsPerCopy, "GPU", "GPUs"), count(c.GPUs, "GPU", "GPUs"), boxes, c.Check.QPS, c.Check.TTFTMs.P99, tpot)
 }
 
 // count writes n with its noun, singular for one: "1 copy", "4 copies".
