@@ -111,6 +111,12 @@ func (o *reportOptions) Run(ctx context.Context, args []string, std IO) error {
 		return err
 	}
 	srcs := append(slices.Clip(o.traces), args...)
+	if o.allowPartial && len(srcs) == 0 {
+		// It reads a cut trace's complete steps; a saved result or the
+		// scenario flags have none to cut, and the report would be the
+		// same without it.
+		return flagError("--allow-partial", nil, "reads cut or damaged traces, and no --trace is given (a saved result or the scenario flags have no steps to cut): drop it")
+	}
 	scenarioSet := false
 	o.visitChanged(func(f *pflag.Flag) { scenarioSet = scenarioSet || sc.isScenarioFlag(f.Name) })
 	in := build.Input{Title: o.title, MaxOpRows: o.top}

@@ -442,6 +442,10 @@ func TestReportVerb(t *testing.T) {
 		{"saved file not JSON", []string{"report", "--from", run + "x", "-o", filepath.Join(dir, "x.html")}, "--from"},
 		{"saved compare and trace", []string{"report", "--from", cmp, "--trace", run, "-o", filepath.Join(dir, "x.html")}, "pass one"},
 		{"bad top", []string{"report", "--top", "0", "-o", filepath.Join(dir, "x.html")}, "--top 0"},
+		// --allow-partial reads cut traces; without one it changed nothing
+		// and was taken silently.
+		{"allow-partial beside a saved prediction", []string{"report", "--from", pred, "--allow-partial", "-o", filepath.Join(dir, "x.html")}, "--allow-partial: reads cut or damaged traces, and no --trace is given"},
+		{"allow-partial beside the scenario flags", []string{"report", "--model", "tiny-mla-moe", "--allow-partial", "-o", filepath.Join(dir, "x.html")}, "--allow-partial: reads cut or damaged traces"},
 		{"output not html", []string{"report", "--model", "tiny-mla-moe", "-o", filepath.Join(dir, "x.png")}, "-o " + filepath.Join(dir, "x.png") + ": want a .html or .htm file"},
 		{"output without extension", []string{"report", "--model", "tiny-mla-moe", "-o", filepath.Join(dir, "x")}, "want a .html or .htm file"},
 	})
