@@ -139,6 +139,17 @@ func (o *collectiveOptions) Run(ctx context.Context, args []string, std IO) erro
 	if err != nil {
 		return causeError("--topo", nil, err)
 	}
+	if o.noCal && o.meas.on && o.meas.backend == "cpu" && !o.given("topo", o.topo != topology.DefaultPreset) {
+		// No prediction is set beside the measurement: nothing is
+		// priced, calibrated or not.
+		return flagError("--no-calibration", nil, "sets aside a box's calibration in the prediction, and --measure on the cpu backend without --topo predicts nothing: drop it, or name the box with --topo")
+	}
+	if o.noCal && (t.Calibration == nil || len(t.Calibration.Collectives) == 0) {
+		// The calibration is the only thing it sets aside (sim's
+		// CollectiveModel reads nothing else of it): on a box without
+		// one the rows are NCCL's constants either way.
+		return flagError("--no-calibration", nil, "--topo %s carries no calibrated collective parameters, so its rows are priced from NCCL's constants with or without it: drop it ('tpscope calibrate' writes a calibrated box)", o.topo)
+	}
 	n := o.ranks
 	if n == 0 {
 		n = t.NumGPUs()

@@ -199,3 +199,43 @@ func TestCollectiveSizesAsNCCLTestsRuns(t *testing.T) {
 		t.Errorf("--sizes 1K:4K: exit %d, stderr %q; want no note", code, errs)
 	}
 }
+
+// TestCollectiveNoCalibrationOnlyWhereABoxHasOne: --no-calibration sets a
+// box's calibrated collective parameters aside, and is refused in one
+// line where there are none to set aside (a preset, or --measure on the
+// cpu backend without --topo, which predicts nothing): it was taken
+// there and changed no number. On a calibrated box it prices NCCL's
+// constants, the preset's rows.
+func TestCollectiveNoCalibrationOnlyWhereABoxHasOne(t *testing.T) {
+	checkUsageErrors(t, []usageCase{
+		{"preset", []string{"collective", "--topo", "rtxpro6000-2s", "--sizes", "64K", "--no-calibration"},
+			"--no-calibration: --topo rtxpro6000-2s carries no calibrated collective parameters"},
+		{"cpu measurement without a box", []string{"collective", "--measure", "--ranks", "2", "--sizes", "1K", "--steps", "1", "--warmup", "0", "--no-calibration"},
+			"--no-calibration: sets aside a box's calibration in the prediction, and --measure on the cpu backend without --topo predicts nothing"},
+	})
+	box := filepath.Join(t.TempDir(), "box.json")
+	if code, _, errs := runCLI(t, "calibrate", "--nccl-tests", "../../calibrate/testdata/nccltests/all_reduce_perf_8x_pcie.txt", "--p2p-level", "SYS", "-o", box); code != 0 {
+		t.Fatalf("calibrate: exit %d: %s", code, errs)
+	}
+	timeOf := func(args ...string) (float64, bool) {
+		t.Helper()
+		code, out, errs := runCLI(t, append([]string{"collective", "--sizes", "64K", "--p2p-level", "SYS", "--output", "json"}, args...)...)
+		if code != 0 {
+			t.Fatalf("%q: exit %d: %s", args, code, errs)
+		}
+		var res struct {
+			Rows []collectiveRow `json:"rows"`
+		}
+		if err := json.Unmarshal([]byte(out), &res); err != nil || len(res.Rows) != 1 {
+			t.Fatalf("%q: %v\n%s", args, err, out)
+		}
+		return res.Rows[0].TimeUs, res.Rows[0].Calibrated
+	}
+	preset, _ := timeOf("--topo", "rtxpro6000-2s")
+	cal, calibrated := timeOf("--topo", box)
+	uncal, uncalibrated := timeOf("--topo", box, "--no-calibration")
+	if !calibrated || uncalibrated || uncal != preset || cal == uncal {
+		t.Errorf("calibrated box %.3f us (calibrated %v), with --no-calibration %.3f us (calibrated %v); want the preset's %.3f us without it and another time with it",
+			cal, calibrated, uncal, uncalibrated, preset)
+	}
+}
