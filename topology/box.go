@@ -106,6 +106,37 @@ func cutSuffixes(s string) (base string, gen int, cpu string, err error) {
 	}
 }
 
+// ParseReplica parses the fabric a discovered GPU is laid onto
+// (ReplicateOnto, topo discover --as): <fabric>:<count> with the option
+// suffixes and no GPU, the GPU being the discovered one. Its errors give
+// that grammar: ParseBox's name the <fabric>:<count>x<gpu> of a box
+// description (want x<gpu>, e.g. nvswitch:8xh100-sxm), which it refuses.
+func ParseReplica(desc string) (Box, error) {
+	bad := func(format string, a ...any) (Box, error) {
+		return Box{}, fmt.Errorf("box %q: %s", desc, fmt.Sprintf(format, a...))
+	}
+	fabric, body, ok := strings.Cut(strings.ToLower(strings.TrimSpace(desc)), ":")
+	if !ok {
+		return bad("want <fabric>:<count>, e.g. nvswitch:8 (fabrics: %s; the GPU is the discovered one)", strings.Join(Fabrics(), ", "))
+	}
+	if !slices.Contains(Fabrics(), fabric) {
+		return bad("unknown fabric %q (want one of %s)", fabric, strings.Join(Fabrics(), ", "))
+	}
+	if base, _, _, err := cutSuffixes(body); err == nil {
+		i := 0
+		for i < len(base) && base[i] >= '0' && base[i] <= '9' {
+			i++
+		}
+		if i == 0 {
+			return bad("GPU count missing after %q (want e.g. %s:8)", fabric+":", fabric)
+		}
+		if rest := base[i:]; rest != "" {
+			return bad("%q after the count: name a fabric and a count only (e.g. %s:%s): the GPU is the discovered one", rest, fabric, base[:i])
+		}
+	}
+	return ParseBox(desc)
+}
+
 // ParseBox parses a box description. Errors name the part that is wrong
 // and list the valid fabrics or GPU names.
 func ParseBox(desc string) (Box, error) {
@@ -324,12 +355,9 @@ func (b Box) build(g boxGPU) (*Topology, error) {
 // the NVLink of an NVLink fabric comes from the catalog entry of the
 // device, else from the discovered box's own NVLinks.
 func ReplicateOnto(t *Topology, desc string) (*Topology, error) {
-	b, err := ParseBox(desc)
+	b, err := ParseReplica(desc)
 	if err != nil {
 		return nil, err
-	}
-	if b.GPU != "" {
-		return nil, fmt.Errorf("box %q: name a fabric and a count only (e.g. %s:%d): the GPU is the discovered one", desc, b.Fabric, b.GPUs)
 	}
 	dev := t.DeviceOf(0)
 	if dev == nil {

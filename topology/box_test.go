@@ -434,3 +434,36 @@ func TestHGXHostIsReferenceDGX(t *testing.T) {
 		}
 	}
 }
+
+// TestParseReplicaSaysItsGrammar: the fabric a discovered GPU is laid
+// onto (topo discover --as) is <fabric>:<count>, and its errors say so:
+// they had been ParseBox's, which asked for <fabric>:<count>x<gpu> (want
+// x<gpu>, e.g. nvswitch:8xh100-sxm), the very form --as refuses.
+func TestParseReplicaSaysItsGrammar(t *testing.T) {
+	for in, want := range map[string]Box{
+		"nvswitch:8":         {Fabric: "nvswitch", GPUs: 8},
+		" PCIe-2S:8-gen4 ":   {Fabric: "pcie-2s", GPUs: 8, PCIeGen: 4},
+		"pcie-1s:4-amd-gen3": {Fabric: "pcie-1s", GPUs: 4, PCIeGen: 3, CPU: "amd"},
+	} {
+		if b, err := ParseReplica(in); err != nil || b != want {
+			t.Errorf("ParseReplica(%q) = %+v, %v; want %+v", in, b, err, want)
+		}
+	}
+	for in, want := range map[string]string{
+		"h100":                `box "h100": want <fabric>:<count>, e.g. nvswitch:8`,
+		"nvswitch:8xh100-sxm": `box "nvswitch:8xh100-sxm": "xh100-sxm" after the count: name a fabric and a count only (e.g. nvswitch:8): the GPU is the discovered one`,
+		"nvswitch:8x":         `"x" after the count: name a fabric and a count only (e.g. nvswitch:8)`,
+		"nvswitch:xh100-sxm":  `GPU count missing after "nvswitch:" (want e.g. nvswitch:8)`,
+		"hgx:8":               `unknown fabric "hgx"`,
+		"pcie-2s:3":           "pcie-2s needs an even GPU count",
+		"nvswitch:0":          "GPU count 0 out of range",
+	} {
+		_, err := ParseReplica(in)
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("ParseReplica(%q): %v, want %q", in, err, want)
+		}
+		if err != nil && (strings.Contains(err.Error(), "x<gpu>") || strings.Contains(err.Error(), "xh100-sxm)")) {
+			t.Errorf("ParseReplica(%q): %v: asks for a GPU, which --as refuses", in, err)
+		}
+	}
+}

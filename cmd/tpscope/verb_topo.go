@@ -203,12 +203,8 @@ func (o *topoDiscoverOptions) Run(ctx context.Context, args []string, std IO) er
 		return usageErrorf("topo discover takes no arguments, got %q", args)
 	}
 	if o.as != "" {
-		b, err := topology.ParseBox(o.as)
-		if err != nil {
+		if _, err := topology.ParseReplica(o.as); err != nil {
 			return causeError("--as", nil, err)
-		}
-		if b.GPU != "" {
-			return flagError("--as", quote(o.as), "name a fabric and a count only (e.g. %s:%d): the GPU is the discovered one", b.Fabric, b.GPUs)
 		}
 	}
 	if err := checkOutputFile("-o", o.out); err != nil {

@@ -129,9 +129,16 @@ func TestTopoDiscoverAs(t *testing.T) {
 		t.Errorf("%s: %d GPUs, %s, device %s fp8 %v mem %d, vendor %s", tp.Name, tp.NumGPUs(), tp.Path(0, 7).LevelString(), d.Name, d.PeakTFLOPS["fp8"], d.MemBytes, tp.Host.Vendor)
 	}
 	called = false
-	for _, bad := range []string{"nvswitch:8xh100-sxm", "hgx:8"} {
-		if code, _, errs = runCLI(t, "topo", "discover", "--as", bad); code != 2 || called || strings.Count(errs, "\n") != 1 {
-			t.Errorf("--as %s: exit %d, discovered %v, %q", bad, code, called, errs)
+	for bad, want := range map[string]string{
+		"nvswitch:8xh100-sxm": "name a fabric and a count only (e.g. nvswitch:8)",
+		"hgx:8":               `unknown fabric "hgx"`,
+		// The grammar said is --as's own, not a box description's
+		// <fabric>:<count>x<gpu>.
+		"h100":        "want <fabric>:<count>, e.g. nvswitch:8",
+		"nvswitch:8x": "name a fabric and a count only",
+	} {
+		if code, _, errs = runCLI(t, "topo", "discover", "--as", bad); code != 2 || called || strings.Count(errs, "\n") != 1 || !strings.Contains(errs, want) || strings.Contains(errs, "x<gpu>") {
+			t.Errorf("--as %s: exit %d, discovered %v, %q; want one line saying %q", bad, code, called, errs, want)
 		}
 	}
 }
