@@ -3,8 +3,10 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -538,5 +540,59 @@ func TestReportRefusesAStepThatDoesNotFit(t *testing.T) {
 	}
 	if _, err := os.Stat(out); err == nil {
 		t.Errorf("%s written for a step that does not fit", out)
+	}
+}
+
+// TestReportSaysWhatPricedTheStep: a report of a predicted step says what
+// priced it as predict does, in its engine, moe routing and costs lines:
+// its summary named the model, box, plan, workload and options only, so
+// a step priced by SGLang's kernels, under power-law routing or from an
+// aiconfigurator database read as any other, though each is another step
+// (predict's engine line names the profile, backends and kernels).
+func TestReportSaysWhatPricedTheStep(t *testing.T) {
+	dir := t.TempDir()
+	step := []string{"--model", "tiny-mla-moe", "--tp", "4", "--batch", "4", "--engine", "sglang", "--moe-routing", "power-law-1.2"}
+	want := []string{"moe routing: power-law-1.2"}
+	if db := samplePerfDB(t, false); db != "" {
+		step = []string{"--model", "kimi-k2.5-nvfp4", "--topo", "pcie-2s:8xrtx-pro-6000-server", "--tp", "8", "--batch", "1",
+			"--kv-dtype", "bf16", "--engine", "sglang", "--perf-db", db}
+		want = nil
+	}
+	code, out, errs := runCLI(t, append([]string{"predict", "--output", "json"}, step...)...)
+	if code != 0 {
+		t.Fatalf("predict: exit %d: %s", code, errs)
+	}
+	var pr struct {
+		Engine      string `json:"engine"`
+		MoERouting  string `json:"moe_routing"`
+		CostSource  string `json:"cost_source"`
+		MeasuredOps int    `json:"measured_ops"`
+		Ops         []any  `json:"ops"`
+	}
+	if err := json.Unmarshal([]byte(out), &pr); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(pr.Engine, "sglang@") {
+		t.Fatalf("predict's engine %q: want SGLang's profile", pr.Engine)
+	}
+	want = append(want, "engine: "+pr.Engine)
+	if pr.MoERouting != "" {
+		want = append(want, "moe routing: "+pr.MoERouting)
+	}
+	if pr.CostSource != "" {
+		want = append(want, fmt.Sprintf("costs: %s: %d of %d ops priced from its tables, the rest from the priors", pr.CostSource, pr.MeasuredOps, len(pr.Ops)))
+	}
+	html := filepath.Join(dir, "p.html")
+	if code, _, errs := runCLI(t, append([]string{"report", "-o", html}, step...)...); code != 0 {
+		t.Fatalf("report: exit %d: %s", code, errs)
+	}
+	r := reportData(t, html)
+	if len(r.Sections) == 0 || r.Sections[0].Title != "Predicted step" {
+		t.Fatalf("first section %+v: want the predicted step", r.Sections)
+	}
+	for _, w := range want {
+		if !slices.Contains(r.Sections[0].Lines, w) {
+			t.Errorf("the predicted step's lines lack %q:\n%s", w, strings.Join(r.Sections[0].Lines, "\n"))
+		}
 	}
 }

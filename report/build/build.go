@@ -148,6 +148,18 @@ func predictionSections(pr *sim.Prediction, sched *model.Schedule, maxRows int) 
 			pr.StepUs, pr.TokensPerSPerRequest, pr.TokensPerS, pr.Kernels, pr.CommUs, 100*pr.CommShareFrac, pr.IdleUs),
 		criticalPathLine(pr),
 	}
+	// What priced the step, as predict's engine, moe routing and costs
+	// lines say it: the same flags under another engine or with measured
+	// tables give another step, and the report must say which one it is.
+	if pr.Engine != "" {
+		lines = append(lines, "engine: "+pr.Engine)
+	}
+	if !pr.MoERouting.IsZero() {
+		lines = append(lines, "moe routing: "+pr.MoERouting.String())
+	}
+	if pr.CostSource != "" {
+		lines = append(lines, fmt.Sprintf("costs: %s: %d of %d ops priced from its tables, the rest from the priors", pr.CostSource, pr.MeasuredOps, len(pr.Ops)))
+	}
 	if pr.Symmetric {
 		lines = append(lines, fmt.Sprintf("every rank runs the same ops: rank 0's prediction is drawn for each of the %d ranks", worldOf(pr, sched)))
 	}
