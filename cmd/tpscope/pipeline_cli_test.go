@@ -141,6 +141,12 @@ func TestVerdictCPUNotOnBackend(t *testing.T) {
 		if e.Status != compare.VerdictNotOnBackend || e.Verdict != nil || !strings.Contains(e.Reason, "cpu backend") {
 			t.Errorf("%s: status %v (%s), verdict %v: want not on this backend, not run", e.Entry, e.Status, e.Reason, e.Verdict)
 		}
+		// The baseline ran eagerly (the cpu backend captures no graph, and
+		// its scenario says so): cuda-graphs is not in it, though
+		// --cuda-graphs defaults to true.
+		if e.Entry == "cuda-graphs" && (e.InBaseline || !strings.Contains(rep.Scenario, "eager")) {
+			t.Errorf("cuda-graphs in the baseline %v, baseline %q: want not in an eager baseline", e.InBaseline, rep.Scenario)
+		}
 	}
 	if len(rep.Runs) != 1 {
 		t.Errorf("%d runs, want the baseline only", len(rep.Runs))
