@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/tpscope/tpscope/calibrate/nccltests"
+	"github.com/tpscope/tpscope/exec/collbench"
 	"github.com/tpscope/tpscope/model"
 	"github.com/tpscope/tpscope/ncclenv"
 	"github.com/tpscope/tpscope/sim"
@@ -67,7 +68,7 @@ func (o *collectiveOptions) Bind(fs *pflag.FlagSet) {
 	fs.StringVar(&o.topo, "topo", o.topo, topoHelp)
 	wantWhenEmpty(fs, "topo", topoWant)
 	fs.StringVar(&o.op, "op", o.op, "collective: allreduce, allgather, reducescatter, alltoall")
-	fs.IntVar(&o.ranks, "ranks", o.ranks, "ranks taking part: the first N GPUs (0 = all)")
+	fs.IntVar(&o.ranks, "ranks", o.ranks, "ranks taking part: the first N GPUs of --topo (0 = all); --measure on the cpu backend without --topo: N goroutine ranks, which it needs")
 	fs.StringVar(&o.sizes, "sizes", o.sizes, "sizes MIN:MAX (doubling, K/M/G = 1024 multiples) or one size")
 	// The NCCL flags are the scenario verbs' own definitions (one per
 	// field of sim.Options that sets an NCCL variable).
@@ -139,7 +140,10 @@ func (o *collectiveOptions) Run(ctx context.Context, args []string, std IO) erro
 	if err != nil {
 		return causeError("--topo", nil, err)
 	}
-	if o.noCal && o.meas.on && o.meas.backend == "cpu" && !o.given("topo", o.topo != topology.DefaultPreset) {
+	// --measure on the cpu backend without --topo runs goroutine ranks
+	// and predicts nothing: no box's GPUs bound or count them.
+	cpuNoBox := o.meas.on && o.meas.backend == "cpu" && !o.given("topo", o.topo != topology.DefaultPreset)
+	if o.noCal && cpuNoBox {
 		// No prediction is set beside the measurement: nothing is
 		// priced, calibrated or not.
 		return flagError("--no-calibration", nil, "sets aside a box's calibration in the prediction, and --measure on the cpu backend without --topo predicts nothing: drop it, or name the box with --topo")
@@ -151,14 +155,25 @@ func (o *collectiveOptions) Run(ctx context.Context, args []string, std IO) erro
 		return flagError("--no-calibration", nil, "--topo %s carries no calibrated collective parameters, so its rows are priced from NCCL's constants with or without it: drop it ('tpscope calibrate' writes a calibrated box)", o.topo)
 	}
 	n := o.ranks
-	if n == 0 {
+	switch {
+	case cpuNoBox && n == 0:
+		// "All" GPUs of a box not named: it had measured the default
+		// preset's 8 goroutine ranks.
+		return flagError("--ranks", nil, "--measure on the cpu backend without --topo runs goroutine ranks, no box's GPUs: name how many (2 to %d), or the box with --topo", collbench.MaxRanks)
+	case cpuNoBox && n > collbench.MaxRanks:
+		return flagError("--ranks", n, "the cpu backend runs 2 to %d goroutine ranks", collbench.MaxRanks)
+	case cpuNoBox:
+	case n == 0:
 		n = t.NumGPUs()
+		fallthrough
+	default:
+		if n < 1 || n > t.NumGPUs() {
+			return flagError("--ranks", n, "topology %s has %d GPUs", t.Name, t.NumGPUs())
+		}
 	}
-	if n < 1 || n > t.NumGPUs() {
-		return flagError("--ranks", n, "topology %s has %d GPUs", t.Name, t.NumGPUs())
-	}
-	if n == 1 && !o.meas.on {
-		// One rank moves nothing between GPUs: no algorithm, no time.
+	if n == 1 {
+		// One rank moves nothing between GPUs, predicted or measured
+		// (the executor's collective benchmark needs peers).
 		if o.ranks == 0 {
 			return flagError("--ranks", nil, "topology %s has one GPU, and a collective of one rank moves no bytes between GPUs: want a box of 2 or more", t.Name)
 		}

@@ -270,3 +270,31 @@ func TestCollectiveMeasureCPUNoBox(t *testing.T) {
 		}
 	}
 }
+
+// TestCollectiveMeasureCPURanksOfNoBox: without --topo the cpu backend's
+// ranks are goroutines, which no box's GPU count bounds or sets: --ranks
+// 10 had been refused as "topology rtxpro6000-2s has 8 GPUs", a box the
+// command never named, and --ranks left out measured that box's 8. It is
+// now asked for, and bounded by what the executor's benchmark runs. One
+// rank is refused naming --ranks, as a prediction of one is, where the
+// line had named --sizes ("--sizes 1024 over --ranks 1").
+func TestCollectiveMeasureCPURanksOfNoBox(t *testing.T) {
+	m := []string{"collective", "--measure", "--backend", "cpu", "--sizes", "1K", "--iters", "1", "--steps", "1", "--warmup", "0"}
+	checkUsageErrors(t, []usageCase{
+		{"ranks left out", m, "--ranks: --measure on the cpu backend without --topo runs goroutine ranks, no box's GPUs: name how many (2 to 4096), or the box with --topo"},
+		{"more ranks than the benchmark runs", append(slices.Clone(m), "--ranks", "5000"), "--ranks 5000: the cpu backend runs 2 to 4096 goroutine ranks"},
+		{"one rank", append(slices.Clone(m), "--ranks", "1"), "--ranks 1: a collective of one rank moves no bytes between GPUs"},
+		{"more ranks than the named box", append(slices.Clone(m), "--ranks", "10", "--topo", "h200-nvswitch"), "--ranks 10: topology h200-nvswitch has 8 GPUs"},
+	})
+	code, out, errs := runCLI(t, append(slices.Clone(m), "--ranks", "10", "--output", "json")...)
+	if code != 0 {
+		t.Fatalf("--ranks 10: exit %d: %s", code, errs)
+	}
+	var mj measuredJSON
+	if err := json.Unmarshal([]byte(out), &mj); err != nil {
+		t.Fatal(err)
+	}
+	if mj.Ranks != 10 || len(mj.Measured.Rows) != 1 {
+		t.Errorf("--ranks 10: %d ranks, %d rows: want 10 goroutine ranks and one size", mj.Ranks, len(mj.Measured.Rows))
+	}
+}

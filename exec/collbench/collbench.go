@@ -67,6 +67,10 @@ type ConfigError struct{ Msg string }
 
 func (e *ConfigError) Error() string { return "collbench: " + e.Msg }
 
+// MaxRanks bounds a measured group's ranks (goroutine ranks on the cpu
+// backend are bounded by nothing else).
+const MaxRanks = 1 << 12
+
 func configErrorf(format string, a ...any) error {
 	return &ConfigError{Msg: fmt.Sprintf(format, a...)}
 }
@@ -79,8 +83,8 @@ func (cfg *Config) normalize() ([]int64, error) {
 	default:
 		return nil, configErrorf("collective %q: want allreduce, allgather, reducescatter or alltoall", cfg.Op)
 	}
-	if cfg.Ranks < 2 || cfg.Ranks > 1<<12 {
-		return nil, configErrorf("%d ranks: want 2..4096 (a collective needs peers)", cfg.Ranks)
+	if cfg.Ranks < 2 || cfg.Ranks > MaxRanks {
+		return nil, configErrorf("%d ranks: want 2..%d (a collective needs peers)", cfg.Ranks, MaxRanks)
 	}
 	if cfg.Iters == 0 {
 		cfg.Iters = DefaultIters
