@@ -596,3 +596,36 @@ func TestReportSaysWhatPricedTheStep(t *testing.T) {
 		}
 	}
 }
+
+// TestReportAdviceSaysItsEngine: a report of saved advice says the engine
+// that priced its baseline and rows, as advise's engine line does; it had
+// left it out, so advice priced with SGLang's kernels read as any other.
+func TestReportAdviceSaysItsEngine(t *testing.T) {
+	dir := t.TempDir()
+	code, out, errs := runCLI(t, "advise", "--model", "tiny-mla-moe", "--tp", "4", "--engine", "sglang", "--no-sweep", "--transfer", "", "--entries", "fp8-kv", "--output", "json")
+	if code != 0 {
+		t.Fatalf("advise: exit %d: %s", code, errs)
+	}
+	var adv struct {
+		Baseline struct {
+			Engine string `json:"engine"`
+		} `json:"baseline"`
+	}
+	if err := json.Unmarshal([]byte(out), &adv); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(adv.Baseline.Engine, "sglang@") {
+		t.Fatalf("advise's baseline engine %q: want SGLang's profile", adv.Baseline.Engine)
+	}
+	saved, html := filepath.Join(dir, "adv.json"), filepath.Join(dir, "adv.html")
+	if err := os.WriteFile(saved, []byte(out), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if code, _, errs := runCLI(t, "report", "--from", saved, "-o", html); code != 0 {
+		t.Fatalf("report: exit %d: %s", code, errs)
+	}
+	r := reportData(t, html)
+	if want := "engine: " + adv.Baseline.Engine; len(r.Sections) == 0 || !slices.Contains(r.Sections[0].Lines, want) {
+		t.Errorf("the advice's first section lacks %q: %+v", want, r.Sections)
+	}
+}

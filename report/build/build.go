@@ -381,6 +381,11 @@ func layerCell(l int) string {
 func adviceSections(a *advise.Advice) []report.Section {
 	var lines []string
 	if b := a.Baseline; b != nil {
+		// The engine that priced the baseline and every row, as advise's
+		// engine line says it.
+		if b.Engine != "" {
+			lines = append(lines, "engine: "+b.Engine)
+		}
 		lines = append(lines, fmt.Sprintf("baseline (%s): step %.2f ms, %.1f tokens/s per request, %.1f tokens/s, communication %.0f %% of the step, KV capacity %d tokens",
 			b.Options.Label(), b.StepUs/1e3, b.PerRequest, b.TokensPerS, 100*b.CommShareFrac, b.Footprint.KVCapacityToks))
 		for _, c := range b.Caveats {
