@@ -600,6 +600,27 @@ func boxHash(box []byte) string {
 	return hex.EncodeToString(sum[:])
 }
 
+// DecodeRecordedBox is the box a recorded scenario carries by value (its
+// "box", compact or not, hashed compact in "box_sha256"; ref its
+// "topology"), read without the
+// file ref names: a box whose content does not hash to the recorded hash
+// is an error wrapping ErrEdited. A reader that resolves nothing else of
+// a scenario (a saved comparison, which names its scenarios) names the
+// box by it, as the scenario was priced.
+func DecodeRecordedBox(ref topology.Ref, box json.RawMessage, sha string) (*topology.Topology, error) {
+	// The hash is of the compact JSON the scenario wrote; a result
+	// written indented (compare --output json) holds it re-spaced.
+	var compact bytes.Buffer
+	if err := json.Compact(&compact, box); err != nil {
+		return nil, fmt.Errorf("scenario box %s: %w", ref, err)
+	}
+	box = compact.Bytes()
+	if got := boxHash(box); got != sha {
+		return nil, fmt.Errorf("scenario box %s: recorded sha256 %s, its content hashes to %s: %w", ref, sha, got, ErrEdited)
+	}
+	return topology.Parse(box, "scenario box "+ref.String())
+}
+
 // ErrEdited is wrapped by DecodeScenario's error for a recorded box whose
 // content does not hash to the hash recorded beside it: the trace holding
 // it was changed since it was written, which makes it damaged input.
@@ -645,10 +666,7 @@ func DecodeScenario(data []byte, topo *topology.Topology) (Scenario, error) {
 		return sc, nil
 	}
 	if len(j.Box) > 0 {
-		if got := boxHash(j.Box); got != j.BoxSHA256 {
-			return Scenario{}, fmt.Errorf("scenario box %s: recorded sha256 %s, its content hashes to %s: %w", j.Topology, j.BoxSHA256, got, ErrEdited)
-		}
-		if sc.Topo, err = topology.Parse(j.Box, "scenario box "+j.Topology.String()); err != nil {
+		if sc.Topo, err = DecodeRecordedBox(j.Topology, j.Box, j.BoxSHA256); err != nil {
 			return Scenario{}, err
 		}
 		return sc, nil

@@ -629,3 +629,50 @@ func TestReportAdviceSaysItsEngine(t *testing.T) {
 		t.Errorf("the advice's first section lacks %q: %+v", want, r.Sections)
 	}
 }
+
+// TestReportSavedComparisonNamesItsBox: a saved comparison's scenario is
+// named as compare named it, by the box it was priced on (the box the
+// scenario carries by value, sim.DecodeRecordedBox), not by the path of
+// the topology file --topo gave: the report of 'compare --topo
+// .../cpu-4r.json --output json' was titled "tiny-mla-moe tp4 on
+// /abs/path/cpu-4r.json" where compare said "on cpu-4r". A box edited
+// after it was saved is refused, as a trace's is.
+func TestReportSavedComparisonNamesItsBox(t *testing.T) {
+	dir := t.TempDir()
+	args := []string{"compare", "--trace", filepath.Join(cpuRanksDir, "cpu4-tiny-mla-moe-tp4-b1-eager.otlp.jsonl.gz"), "--topo", filepath.Join(cpuRanksDir, "cpu-4r.json")}
+	code, text, errs := runCLI(t, args...)
+	if code != 0 {
+		t.Fatalf("compare: exit %d: %s", code, errs)
+	}
+	var line string
+	for _, l := range strings.Split(text, "\n") {
+		if s, ok := strings.CutPrefix(l, "scenario 1: "); ok {
+			line = s
+		}
+	}
+	if !strings.Contains(line, " on cpu-4r, ") {
+		t.Fatalf("compare's scenario line %q: want the box named cpu-4r", line)
+	}
+	code, js, errs := runCLI(t, append(args, "--output", "json")...)
+	if code != 0 {
+		t.Fatalf("compare json: exit %d: %s", code, errs)
+	}
+	saved, html := filepath.Join(dir, "cmp.json"), filepath.Join(dir, "cmp.html")
+	if err := os.WriteFile(saved, []byte(js), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if code, _, errs := runCLI(t, "report", "--from", saved, "-o", html); code != 0 {
+		t.Fatalf("report: exit %d: %s", code, errs)
+	}
+	r := reportData(t, html)
+	if !strings.Contains(r.Title, "tiny-mla-moe tp4 on cpu-4r, decode b1 ctx512") || len(r.Sections) == 0 || len(r.Sections[0].Lines) == 0 || r.Sections[0].Lines[0] != line {
+		t.Errorf("title %q, first section %+v: want compare's scenario line %q", r.Title, r.Sections, line)
+	}
+	edited := filepath.Join(dir, "edited.json")
+	if err := os.WriteFile(edited, []byte(strings.Replace(js, `"name": "cpu-4r"`, `"name": "cpu-4x"`, 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if code, _, errs := runCLI(t, "report", "--from", edited, "-o", html); code != 2 || !strings.Contains(errs, "edited or damaged") {
+		t.Errorf("an edited box: exit %d, %q: want it refused as edited", code, errs)
+	}
+}

@@ -26,10 +26,11 @@ type Saved struct {
 	// without its schedule (no collective is linked across ranks).
 	Prediction *sim.Prediction
 	// Comparison is 'tpscope compare --output json'. Its scenarios hold
-	// their model and box by reference only (Scenario.Arch has just its
-	// Ref, Scenario.TopoRef is set, Scenario.Topo is nil): enough to name
+	// their model and box by reference (Scenario.Arch has just its
+	// Ref, Scenario.TopoRef is set): enough to name
 	// them, without reading configs or topology files that may live on
-	// another machine. It has no prediction or spans to draw.
+	// another machine; Scenario.Topo is the box it recorded by value,
+	// where it did. It has no prediction or spans to draw.
 	Comparison *compare.Report
 }
 
@@ -40,6 +41,9 @@ type savedRefs struct {
 		Scenario struct {
 			Model    model.Ref    `json:"model"`
 			Topology topology.Ref `json:"topology"`
+			// The box by value, as the scenario was priced on it.
+			Box       json.RawMessage `json:"box"`
+			BoxSHA256 string          `json:"box_sha256"`
 		} `json:"scenario"`
 	} `json:"scenarios"`
 }
@@ -107,6 +111,16 @@ func ReadSaved(r io.Reader, name string) (*Saved, error) {
 				c.Scenarios[i].Scenario.Arch = &model.Arch{Ref: r.Model}
 			}
 			c.Scenarios[i].Scenario.TopoRef = r.Topology
+			if len(r.Box) > 0 {
+				// The box it was priced on names it, as compare named
+				// it (a file's path names a box only on the machine that
+				// read it).
+				t, err := sim.DecodeRecordedBox(r.Topology, r.Box, r.BoxSHA256)
+				if err != nil {
+					return nil, fmt.Errorf("compare result %s: scenarios[%d]: %w", name, i, err)
+				}
+				c.Scenarios[i].Scenario.Topo = t
+			}
 		}
 		return &Saved{Comparison: &c}, nil
 	case kindPredict:
