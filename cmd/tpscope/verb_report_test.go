@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -674,5 +675,58 @@ func TestReportSavedComparisonNamesItsBox(t *testing.T) {
 	}
 	if code, _, errs := runCLI(t, "report", "--from", edited, "-o", html); code != 2 || !strings.Contains(errs, "edited or damaged") {
 		t.Errorf("an edited box: exit %d, %q: want it refused as edited", code, errs)
+	}
+}
+
+// TestReportTopIsTheLongestOpsAskedFor: --top sets the rows of the
+// predicted step's longest-ops table, as predict's --top does its list:
+// the report drew the prediction's first ten whatever --top asked for
+// ("10 longest of 88 ops" under --top 25). The rows are rank 0's longest
+// ops, longest first, by the times predict prints.
+func TestReportTopIsTheLongestOpsAskedFor(t *testing.T) {
+	step := []string{"--model", "tiny-mla-moe", "--tp", "4", "--batch", "2"}
+	code, out, errs := runCLI(t, append([]string{"predict", "--output", "json"}, step...)...)
+	if code != 0 {
+		t.Fatalf("predict: exit %d: %s", code, errs)
+	}
+	var pr struct {
+		Ops []struct {
+			ID   string  `json:"id"`
+			Rank int     `json:"rank"`
+			Us   float64 `json:"us"`
+		} `json:"ops"`
+	}
+	if err := json.Unmarshal([]byte(out), &pr); err != nil {
+		t.Fatal(err)
+	}
+	var us []float64
+	for _, op := range pr.Ops {
+		if op.Rank == 0 {
+			us = append(us, op.Us)
+		}
+	}
+	slices.SortFunc(us, func(a, b float64) int { return -cmp.Compare(a, b) })
+	const top = 25
+	if len(us) <= top {
+		t.Fatalf("%d ops on rank 0: want more than --top %d", len(us), top)
+	}
+	html := filepath.Join(t.TempDir(), "p.html")
+	if code, _, errs := runCLI(t, append([]string{"report", "--top", strconv.Itoa(top), "-o", html}, step...)...); code != 0 {
+		t.Fatalf("report: exit %d: %s", code, errs)
+	}
+	r := reportData(t, html)
+	var tab *report.Table
+	for _, s := range r.Sections {
+		if s.Title == "Longest ops" {
+			tab = s.Table
+		}
+	}
+	if tab == nil || len(tab.Rows) != top {
+		t.Fatalf("longest ops table %+v: want %d rows", tab, top)
+	}
+	for i, row := range tab.Rows {
+		if want := fmt.Sprintf("%.1f", us[i]); row.Cells[3] != want {
+			t.Errorf("row %d %s: %s us, want the %d-th longest op's %s us", i, row.Cells[0], row.Cells[3], i+1, want)
+		}
 	}
 }

@@ -194,10 +194,9 @@ func predictionSections(pr *sim.Prediction, sched *model.Schedule, maxRows int) 
 	}
 	t := &report.Table{Columns: []report.Column{{Name: "op"}, {Name: "kind"}, {Name: "bound"}, {Name: "us", Numeric: true},
 		{Name: "start us", Numeric: true}, {Name: "released by"}, {Name: "cost"}}}
-	for i, k := range pr.TopOps {
-		if i >= maxRows {
-			break
-		}
+	// --top rows: the saved TopOps hold only the first ten, so the
+	// table is of rank 0's longest ops as many as asked for.
+	for _, k := range pr.LongestOps(maxRows) {
 		op := &pr.Ops[k]
 		t.Rows = append(t.Rows, report.Row{Cells: []string{op.ID, string(op.Kind), op.Bound.String(), fmt.Sprintf("%.1f", op.Us),
 			fmt.Sprintf("%.1f", op.StartUs), op.WaitedOn.String(), costLine(op)}})
