@@ -200,6 +200,10 @@ func (o *reportOptions) Run(ctx context.Context, args []string, std IO) error {
 			return err
 		}
 	}
+	if o.fs.Changed("top") && in.Prediction == nil && in.Comparison == nil {
+		// Advice alone has no op table: its rows are every entry.
+		return flagError("--top", o.top, "sets the rows of the op tables, and saved advice alone has none (its table lists every entry): drop it")
+	}
 	r, err := build.Build(in)
 	if err != nil {
 		return err

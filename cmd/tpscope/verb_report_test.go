@@ -622,6 +622,10 @@ func TestReportAdviceSaysItsEngine(t *testing.T) {
 	if err := os.WriteFile(saved, []byte(out), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	// Advice alone has no op table for --top to size: it was taken and
+	// changed nothing.
+	checkUsageErrors(t, []usageCase{{"top beside advice alone", []string{"report", "--from", saved, "--top", "5", "-o", html},
+		"--top 5: sets the rows of the op tables, and saved advice alone has none"}})
 	if code, _, errs := runCLI(t, "report", "--from", saved, "-o", html); code != 0 {
 		t.Fatalf("report: exit %d: %s", code, errs)
 	}
