@@ -6,6 +6,7 @@ import (
 
 	engprof "github.com/tpscope/tpscope/engine"
 	"github.com/tpscope/tpscope/model"
+	"github.com/tpscope/tpscope/perfdb"
 	"github.com/tpscope/tpscope/sim"
 	"github.com/tpscope/tpscope/topology"
 )
@@ -77,5 +78,45 @@ func TestSplitKReduceKernel(t *testing.T) {
 	eager := ops("nvswitch:8xh100-sxm", "executor", false)[model.RoleMoEGate]
 	if want := topo.DeviceOf(0).LaunchEagerUs; !eager.Cost.SplitKReduce || math.Abs(eager.LaunchUs-want) > 1e-9 {
 		t.Errorf("executor, H100, eager: the gate's host launch %.3f us (split-K reduction %v), want one launch, %.3f", eager.LaunchUs, eager.Cost.SplitKReduce, want)
+	}
+}
+
+// TestSplitKReduceMeasuredGEMM: a GEMM priced from a measured table holds
+// its library's kernels in the measurement, the split-K reduction
+// included: no extra kernel, and, eager, its one host launch (it had
+// none when the reduction stayed marked on a measured op).
+func TestSplitKReduceMeasuredGEMM(t *testing.T) {
+	db := sampleDB(t)
+	a, err := model.Preset("kimi-k2.5")
+	if err != nil {
+		t.Fatal(err)
+	}
+	topo, err := topology.Resolve("nvswitch:8xh200-sxm", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	src, err := perfdb.NewSource(db, perfdb.SourceConfig{Device: topo.DeviceOf(0).Name, Profile: engprof.Ref{Name: "vllm"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc := sim.Scenario{Arch: a, Plan: model.Plan{TP: 8}, Topo: topo, Costs: src,
+		Workload: model.Workload{Phase: model.Decode, Batch: 1, Context: 4096, KVDtype: model.BF16},
+		Options:  sim.Options{Engine: engprof.Ref{Name: "vllm"}}}
+	pr, sched, err := sim.Predict(sc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	measured := 0
+	for i, op := range pr.Ops {
+		if op.Rank != 0 || sched.Ranks[0][i].Role != model.RoleMoEGate || op.Cost.Source == sim.SourcePrior {
+			continue
+		}
+		measured++
+		if op.Cost.SplitKReduce || op.Cost.ExtraKernels != 0 || !(op.LaunchUs > 0) {
+			t.Errorf("%s from %s: split-K reduction %v, %d extra kernels, host launch %.2f us; want none, none and one launch", op.ID, op.Cost.Source, op.Cost.SplitKReduce, op.Cost.ExtraKernels, op.LaunchUs)
+		}
+	}
+	if measured == 0 {
+		t.Skip("no router gate priced from the tables here")
 	}
 }
