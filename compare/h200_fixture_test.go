@@ -141,7 +141,7 @@ func TestCompareH200Fixtures(t *testing.T) {
 // must also put the unseen batch within 5 %: it did better than fitting
 // batch 32 alone (+0.2 against -2.9 %) until cuBLAS's split-K reduction
 // kernel was priced (engine profile split_k_reduce), which brought batch
-// 32 alone to -1.7 % and the three together to +2.5 %.
+// 32 alone to -1.6 % and the three together to +2.5 %.
 func TestCalibrateAcrossBatchH200(t *testing.T) {
 	dir := filepath.Join("..", "exec", "cuda", "testdata", "h200")
 	read := func(names ...string) []*traces.Result {
@@ -291,7 +291,7 @@ func TestCatalogH100Shard(t *testing.T) {
 // fixed time from a rate (calibrate.FamilyFit.OneSize): fitted as rates
 // (memory efficiencies 0.40 for the attention, 0.64 for the INT4 experts)
 // they put batch 8 at +9.6 % and batch 32 at +28.6 % (attention +63 % at
-// batch 8), against the priors' -7.7 and -0.2 % (-5.3 and +1.3 % since cuBLAS's split-K
+// batch 8), against the priors' -7.7 and -0.2 % (-4.0 and +2.0 % since cuBLAS's split-K
 // reduction kernel is priced); fitted as fixed times per
 // kernel they carry.
 func TestCalibrateOneBatchCarriesH100(t *testing.T) {

@@ -329,8 +329,13 @@ func (p *Profile) validate() error {
 			return err
 		}
 		if r := k.SplitKReduce; r != nil {
-			if r.Kernel == "" || r.MinK < 1 || r.MaxTiles < 1 || len(r.Archs) == 0 {
-				return bad(f+".split_k_reduce", "want the kernel, min_k and max_tiles of at least 1 and the archs it is stated for")
+			if r.Kernel == "" || r.MinK < 1 || len(r.ByTokens) == 0 || len(r.Archs) == 0 {
+				return bad(f+".split_k_reduce", "want the kernel, min_k of at least 1, by_tokens and the archs it is stated for")
+			}
+			for j, b := range r.ByTokens {
+				if b.MaxM < 1 || !(b.MaxNOverK > 0) || j > 0 && b.MaxM <= r.ByTokens[j-1].MaxM {
+					return bad(fmt.Sprintf("%s.split_k_reduce.by_tokens[%d]", f, j), "max_m %d, max_n_over_k %g: want max_m of at least 1, rising, and a ratio above 0", b.MaxM, b.MaxNOverK)
+				}
 			}
 			if err := cite(f+".split_k_reduce", r.Cite); err != nil {
 				return err

@@ -477,15 +477,22 @@ func TestFactsPerArch(t *testing.T) {
 		t.Errorf("vLLM NVFP4 linear on SM120: %+v", lk)
 	}
 	// bf16 linears are cuBLAS's, with no companion; its split-K
-	// reduction is a kernel of its own where it was seen, on SM90 (K
-	// 7168 over 3 tiles: a router gate), not for a short K (o_proj's
-	// 1024) nor a wide output (32 tiles), nor on SM120.
+	// reduction is a kernel of its own where it was measured, on SM90
+	// (splitk-0012-1208): a router gate (7168 x 384) at 1 token and at
+	// 128, a 7168 x 7168 GEMM at 1 token but not at 32, a 2048 x 512
+	// never, nor more than 128 tokens, nor on SM120.
 	bf := vl.LinearKernel(SM120, BF16)
-	if bf == nil || len(bf.Companions) != 0 || bf.SplitKReduce.Splits(SM120, 7168, 3) {
+	if bf == nil || len(bf.Companions) != 0 || bf.SplitKReduce.Splits(SM120, 1, 7168, 384) {
 		t.Errorf("vLLM bf16 linear on SM120: %+v", bf)
 	}
-	if r := bf.SplitKReduce; !r.Splits(SM90, 7168, 3) || r.Splits(SM90, 1024, 3) || r.Splits(SM90, 7168, 32) {
-		t.Errorf("vLLM bf16 linear's split-K reduction %+v: want it on SM90 at K 7168 over 3 tiles only", r)
+	r := bf.SplitKReduce
+	for _, c := range []struct {
+		m, k, n int64
+		want    bool
+	}{{1, 7168, 384, true}, {128, 7168, 384, true}, {1, 7168, 7168, true}, {32, 7168, 7168, false}, {32, 7168, 4096, true}, {128, 7168, 2112, true}, {128, 7168, 3072, false}, {1, 2048, 512, false}, {1, 3072, 3072, true}, {1, 3072, 4096, false}, {256, 7168, 384, false}} {
+		if got := r.Splits(SM90, c.m, c.k, c.n); got != c.want {
+			t.Errorf("vLLM bf16 linear's split-K reduction at M %d, K %d, N %d on SM90: %v, want %v", c.m, c.k, c.n, got, c.want)
+		}
 	}
 }
 
@@ -530,8 +537,9 @@ func TestParseErrors(t *testing.T) {
 		{"padded tile of 0 rows", "padded: {tile_m: 128, tile_n: 128, formats: [nvfp4]", "padded: {tile_m: 0, tile_n: 128, formats: [nvfp4]", "moe.kernels[1].padded: want tile_m and tile_n of at least 1"},
 		{"padded format not the kernel's", "      padded: {tile_m: 128, tile_n: 128, formats: [nvfp4], archs: [sm120], cite: [fp4-tiles-sm120]}\n    - name: flashinfer_trtllm", "      padded: {tile_m: 128, tile_n: 128, formats: [int4-g32], archs: [sm120], cite: [fp4-tiles-sm120]}\n    - name: flashinfer_trtllm", "moe.kernels[1].padded.formats: int4-g32: not a format of the kernel"},
 		{"padded uncited", "archs: [sm120], cite: [fp4-tiles-sm120]}", "archs: [sm120], cite: []}", "moe.kernels[1].padded.cite: missing"},
-		{"split-K reduction without its bound", "min_k: 4096, max_tiles: 12", "min_k: 4096", "linear.kernels[1].split_k_reduce: want the kernel, min_k and max_tiles of at least 1"},
-		{"split-K reduction uncited", "max_tiles: 12, archs: [sm90], cite: [splitk-reduce]}", "max_tiles: 12, archs: [sm90], cite: []}", "linear.kernels[1].split_k_reduce.cite: missing"},
+		{"split-K reduction without its bounds", "min_k: 3072, by_tokens: [{max_m: 8, max_n_over_k: 1.0}, {max_m: 32, max_n_over_k: 0.75}, {max_m: 128, max_n_over_k: 0.295}], ", "min_k: 3072, ", "linear.kernels[1].split_k_reduce: want the kernel, min_k of at least 1, by_tokens"},
+		{"split-K reduction tokens falling", "{max_m: 32, max_n_over_k: 0.75}", "{max_m: 4, max_n_over_k: 0.75}", "linear.kernels[1].split_k_reduce.by_tokens[1]: max_m 4"},
+		{"split-K reduction uncited", "archs: [sm90], cite: [splitk-reduce]}", "archs: [sm90], cite: []}", "linear.kernels[1].split_k_reduce.cite: missing"},
 		{"fp8 kv needs uncited", "        cite: [triton-mla, backends-doc]\n", "        cite: []\n", "attention.backends[0].fp8_kv_needs.cite: missing"},
 		{"fp8 kv needs without needs", "        needs: \"a vLLM build whose TRITON_MLA reads FP8 KV\"\n", "", "attention.backends[0].fp8_kv_needs: want archs, why and needs"},
 	}

@@ -829,22 +829,38 @@ type LinearKernel struct {
 }
 
 // SplitKReduce is a dense-GEMM library's split-K reduction as a kernel of
-// its own: on the families Archs, a GEMM of at least MinK values along K
-// whose output fills at most MaxTiles tiles of 128 x 128 is split along
-// K, and Kernel sums the partial products after it.
+// its own: on the families Archs, a GEMM of M tokens, K values along K
+// and N outputs is split along K, and Kernel sums the partial products
+// after it, when K is at least MinK and N at most the ratio of K that
+// the first of ByTokens covering M allows (a GEMM of more tokens than the
+// last covers runs unsplit: not seen).
 type SplitKReduce struct {
-	Kernel   string   `yaml:"kernel"`
-	MinK     int64    `yaml:"min_k"`
-	MaxTiles int      `yaml:"max_tiles"`
-	Archs    ArchSet  `yaml:"archs"`
-	Cite     []string `yaml:"cite"`
+	Kernel   string          `yaml:"kernel"`
+	MinK     int64           `yaml:"min_k"`
+	ByTokens []SplitKByToken `yaml:"by_tokens"`
+	Archs    ArchSet         `yaml:"archs"`
+	Cite     []string        `yaml:"cite"`
 }
 
-// Splits reports whether a GEMM of k values along K whose output fills
-// tiles tiles of 128 x 128 runs the reduction kernel on family a (false
-// for nil).
-func (r *SplitKReduce) Splits(a Arch, k int64, tiles float64) bool {
-	return r != nil && r.Archs.Has(a) && k >= r.MinK && tiles <= float64(r.MaxTiles)
+// SplitKByToken bounds the outputs a split GEMM of at most MaxM tokens
+// has: N <= MaxNOverK x K.
+type SplitKByToken struct {
+	MaxM      int64   `yaml:"max_m"`
+	MaxNOverK float64 `yaml:"max_n_over_k"`
+}
+
+// Splits reports whether a GEMM of m tokens, k values along K and n
+// outputs runs the reduction kernel on family a (false for nil).
+func (r *SplitKReduce) Splits(a Arch, m, k, n int64) bool {
+	if r == nil || !r.Archs.Has(a) || k < r.MinK {
+		return false
+	}
+	for _, b := range r.ByTokens {
+		if m <= b.MaxM {
+			return float64(n) <= b.MaxNOverK*float64(k)
+		}
+	}
+	return false
 }
 
 // LinearKernel returns the dense-GEMM kernel for weights f on family a;

@@ -425,7 +425,7 @@ func (cm *computeModel) cost(op *model.Op) OpCost {
 	}
 	if op.Kind == model.KindGEMM {
 		c.ExtraKernels = cm.linearCompanions(op)
-		if pt == nil && cm.splitKReduce(op, gemmOutputTiles(op)) {
+		if pt == nil && cm.splitKReduce(op) {
 			// The library sums the partial products of the K splits in
 			// a kernel of its own, priced as the other companions.
 			c.SplitKReduce = true
@@ -567,16 +567,6 @@ func (cm *computeModel) splitLoopUs(op *model.Op, c *OpCost, b *engprof.Attentio
 	perPair := op.FLOPs / (float64(op.M) * op.Batch * float64(op.N)) // FLOPs per (query head, cached token)
 	iterUs := math.Max(2*dramLatencyUs, float64(b.Grid.BlockH*b.Grid.BlockN)*perPair/(c.PeakTFLOPS/cm.sms*1e6*c.Efficiency))
 	return math.Ceil(c.CTAs/cm.sms) * iters * iterUs
-}
-
-// gemmOutputTiles is how many gemmTileM x gemmTileN output tiles a dense
-// GEMM op has over its batch, as ctas counts them before splitting K.
-func gemmOutputTiles(op *model.Op) float64 {
-	m, n, batch := math.Max(float64(op.M), 1), math.Max(float64(op.N), 1), op.Batch
-	if batch <= 0 {
-		batch = 1
-	}
-	return math.Ceil(m/gemmTileM) * math.Ceil(n/gemmTileN) * batch
 }
 
 // cell returns the (kind, dtype) cell an op's cost reads and the dtype it

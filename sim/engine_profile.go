@@ -172,12 +172,12 @@ func (k *engineKernels) linearCompanions(op *model.Op) int {
 	return len(lk.Companions)
 }
 
-// splitKReduce reports whether the engine's dense GEMM for op, its
-// output tiles tiles of 128 x 128, runs its split-K reduction as a kernel
-// of its own (engprof.SplitKReduce).
-func (k *engineKernels) splitKReduce(op *model.Op, tiles float64) bool {
+// splitKReduce reports whether the engine's dense GEMM for op runs its
+// split-K reduction as a kernel of its own (engprof.SplitKReduce): by its
+// tokens (M), K and outputs (N).
+func (k *engineKernels) splitKReduce(op *model.Op) bool {
 	lk := k.linearKernel(op.WeightDtype)
-	return lk != nil && lk.SplitKReduce.Splits(k.arch, op.K, tiles)
+	return lk != nil && lk.SplitKReduce.Splits(k.arch, op.M, op.K, op.N)
 }
 
 // linearKernel is the engine's dense-GEMM kernel for weights stored in

@@ -81,10 +81,9 @@ const losoTransferWorstBand = 0.48
 // all-reduces, and the fused all-reduce takes FlashInfer's kernel's price
 // on every side (the B200's comm 2.7 -> 0.9 ms at one request), so the
 // same kernel errors are a larger share of a shorter step: H200 30.2 %.
-// 2026-12-07, cuBLAS's split-K reduction kernel after a one-token bf16
-// GEMM of K 4096 or more over a few tiles on SM 9.0 (engine profile
-// split_k_reduce): the H200's GEMM family at one token from -20 to +4 %,
-// its median 28.0 %.
+// 2026-12-08, cuBLAS's split-K reduction kernel after a bf16 GEMM of K
+// 3072 or more and few outputs for its K on SM 9.0 (engine profile
+// split_k_reduce, an H100's measured choice): the H200's median 27.2 %.
 var losoMedianMissed = map[string]float64{"h200_sxm/1": 0.29, "b200_sxm/1": 0.16}
 
 // losoTransferMissed are the system and batch whose transfer median

@@ -11,15 +11,14 @@ import (
 	"github.com/tpscope/tpscope/topology"
 )
 
-// TestSplitKReduceKernel: cuBLAS splits the K of a one-token bf16 GEMM of
-// K 7168 over a few output tiles and sums the splits in a kernel of its
-// own on Hopper (engine profile split_k_reduce, from an H100's trace), so
-// Kimi-K2.5's router gate (7168 x 384: 3 tiles of 128 x 128) launches two
-// kernels under the executor and under vLLM on an H100 box, each paying
-// the GEMM's floor and a graph node; o_proj (K 1024) one; and on an RTX
-// PRO 6000 (SM120, where it was not seen) the gate one. The gate's time
-// with the reduction is its time without plus one floor (its
-// MinKernelUs) and one node gap (LaunchGraphUs), read from the box.
+// TestSplitKReduceKernel: cuBLAS splits the K of a bf16 GEMM of K 3072
+// or more whose outputs are few for its K (up to K at one token) and sums
+// the splits in a kernel of its own on Hopper (engine profile
+// split_k_reduce, measured on an H100), so Kimi-K2.5's router gate (7168
+// x 384) launches two kernels under the executor and under vLLM on an
+// H100 box, each paying the GEMM's floor and a graph node; o_proj (K
+// 1024) one; and on an RTX PRO 6000 (SM120, where it was not measured)
+// the gate one.
 func TestSplitKReduceKernel(t *testing.T) {
 	a, err := model.Preset("kimi-k2.5")
 	if err != nil {
