@@ -23,8 +23,9 @@ import (
 // verdict runs them (CUDA graphs, two timing events an op, the skipped
 // collectives out of the step), against the steps two GPUs measured:
 // exec/cuda/testdata/h200/spec-2008-1207 (one H200, 2026-12-07 20:08),
-// h100/spec-1645-1207 (one H100, 16:45) and h100/spec-0012-1208 (another
-// H100, 2026-12-08 00:12), read from their logs. Issue
+// h100/spec-1645-1207 (one H100, 16:45), h100/spec-0012-1208 and
+// spec-0033-1208 (H100s of 2026-12-08 00:12 and 00:33, the second at the
+// commit that priced the measured split-K rule), read from their logs. Issue
 // 32's band: every step within 15 %. (Priced then, the H200's draft
 // model at batch 1 was -15.5 %; cuBLAS's split-K reduction kernel,
 // priced since, is most of that point.)
@@ -49,6 +50,7 @@ func TestSpecStepsAgainstRecordedVerdicts(t *testing.T) {
 		{filepath.Join("..", "exec", "cuda", "testdata", "h200", "spec-2008-1207"), "nvswitch:8xh200-sxm"},
 		{filepath.Join("..", "exec", "cuda", "testdata", "h100", "spec-1645-1207"), "nvswitch:8xh100-sxm"},
 		{filepath.Join("..", "exec", "cuda", "testdata", "h100", "spec-0012-1208"), "nvswitch:8xh100-sxm"},
+		{filepath.Join("..", "exec", "cuda", "testdata", "h100", "spec-0033-1208"), "nvswitch:8xh100-sxm"},
 	} {
 		measured := readVerdictSteps(t, filepath.Join(run.dir, "log.txt"))
 		if len(measured) != 6 {
