@@ -149,12 +149,10 @@ func neverTimed(res *exec.Result, k, i int) bool {
 // of a symmetric schedule) to its predicted span and to its whole
 // predicted time, the gap after its span included.
 func predictedByOpID(pr *sim.Prediction) (spanUs, opUs map[string]float64) {
-	spanUs, opUs = make(map[string]float64, len(pr.Ops)), make(map[string]float64, len(pr.Ops))
-	for _, op := range pr.Ops {
-		if op.Rank != pr.Ops[0].Rank {
-			continue
-		}
-		spanUs[op.ID], opUs[op.ID] = op.SpanUs(), op.Us
+	ops := pr.FirstRankOps()
+	spanUs, opUs = make(map[string]float64, len(ops)), make(map[string]float64, len(ops))
+	for i := range ops {
+		spanUs[ops[i].ID], opUs[ops[i].ID] = ops[i].SpanUs(), ops[i].Us
 	}
 	return spanUs, opUs
 }

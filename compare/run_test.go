@@ -16,11 +16,7 @@ import (
 // steps, step 20 us. Predicted step without the all-reduce: 16 us,
 // error (16 - 20) / 20 = -0.2.
 func TestCompareLeavesUntimedOpsOutOfTheStep(t *testing.T) {
-	s := &model.Schedule{Ranks: [][]model.Op{{
-		{ID: "L00.attn.o_proj", Kind: model.KindGEMM},
-		{ID: "L00.attn.allreduce", Kind: model.KindCollective, Collective: model.AllReduce},
-		{ID: "L00.moe.down", Kind: model.KindGEMM},
-	}}}
+	s := gemmAllReduceGEMM()
 	res := &exec.Result{
 		LocalRanks: []int{0},
 		OpUs:       [][][]float64{{{12, 0, 8}}, {{12, 0, 8}}},
@@ -55,11 +51,7 @@ func TestCompareLeavesUntimedOpsOutOfTheStep(t *testing.T) {
 // beside the predicted spans' 13 us (-7.1 %), not beside 16 us (+14.3 %);
 // the step leaves out the all-reduce's whole 4 us, gap included: 16 us.
 func TestCompareKindsAreSpans(t *testing.T) {
-	s := &model.Schedule{Ranks: [][]model.Op{{
-		{ID: "L00.attn.o_proj", Kind: model.KindGEMM},
-		{ID: "L00.attn.allreduce", Kind: model.KindCollective, Collective: model.AllReduce},
-		{ID: "L00.moe.down", Kind: model.KindGEMM},
-	}}}
+	s := gemmAllReduceGEMM()
 	res := &exec.Result{
 		LocalRanks: []int{0},
 		OpUs:       [][][]float64{{{9, 0, 5}}},
@@ -86,4 +78,14 @@ func TestCompareKindsAreSpans(t *testing.T) {
 			}
 		}
 	}
+}
+
+// gemmAllReduceGEMM is a one-rank schedule of a GEMM, an all-reduce and a
+// GEMM.
+func gemmAllReduceGEMM() *model.Schedule {
+	return &model.Schedule{Ranks: [][]model.Op{{
+		{ID: "L00.attn.o_proj", Kind: model.KindGEMM},
+		{ID: "L00.attn.allreduce", Kind: model.KindCollective, Collective: model.AllReduce},
+		{ID: "L00.moe.down", Kind: model.KindGEMM},
+	}}}
 }

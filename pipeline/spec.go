@@ -247,15 +247,10 @@ func resource(b exec.Backend, ordinals []int) []attribute.KeyValue {
 // its closing one, which the span's predicted_us attribute is set beside.
 // The transition after the closing event lies between spans, in the step.
 func PredictedByOpID(pr *sim.Prediction) map[string]float64 {
-	m := make(map[string]float64, len(pr.Ops))
-	rank := -1
-	for _, op := range pr.Ops {
-		if rank < 0 {
-			rank = op.Rank
-		}
-		if op.Rank == rank {
-			m[op.ID] = op.SpanUs()
-		}
+	ops := pr.FirstRankOps()
+	m := make(map[string]float64, len(ops))
+	for i := range ops {
+		m[ops[i].ID] = ops[i].SpanUs()
 	}
 	return m
 }

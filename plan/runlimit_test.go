@@ -61,16 +61,8 @@ func TestPlanRunningLimit(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			swept, full := map[string][]int{}, map[string]int{}
+			swept, full := sweptAndFull(t, res)
 			for _, p := range res.Points {
-				if p.Error != "" {
-					t.Fatalf("%s batch %d: %s", p.Plan, p.Batch, p.Error)
-				}
-				if p.AtCapacity {
-					full[p.Plan] = p.Batch
-				} else {
-					swept[p.Plan] = append(swept[p.Plan], p.Batch)
-				}
 				if p.MaxConcurrency != c.conc[p.Plan] || p.ConcurrencyBound != BoundRunningLimit {
 					t.Errorf("%s batch %d: max concurrency %d (%s), want %d (%s)", p.Plan, p.Batch, p.MaxConcurrency, p.ConcurrencyBound, c.conc[p.Plan], BoundRunningLimit)
 				}
@@ -205,16 +197,8 @@ func TestPlanEngineDefaultRunningLimit(t *testing.T) {
 				t.Fatal(err)
 			}
 			dp := map[string]int{"tp8": 1, "tp4-dp2-ep": 2}
-			swept, full := map[string][]int{}, map[string]int{}
+			swept, full := sweptAndFull(t, res)
 			for _, p := range res.Points {
-				if p.Error != "" {
-					t.Fatalf("%s batch %d: %s", p.Plan, p.Batch, p.Error)
-				}
-				if p.AtCapacity {
-					full[p.Plan] = p.Batch
-				} else {
-					swept[p.Plan] = append(swept[p.Plan], p.Batch)
-				}
 				want := c.perGroup * dp[p.Plan]
 				if p.MaxConcurrency != want || p.ConcurrencyBound != BoundEngineDefault || p.ConcurrencyLimitFrom != c.from {
 					t.Errorf("%s batch %d: max concurrency %d (%s, %s), want %d (%s, %s)", p.Plan, p.Batch, p.MaxConcurrency, p.ConcurrencyBound, p.ConcurrencyLimitFrom, want, BoundEngineDefault, c.from)
@@ -272,4 +256,23 @@ func TestPlanEngineDefaultRunningLimit(t *testing.T) {
 			}
 		})
 	}
+}
+
+// sweptAndFull splits a sweep's points by plan into the batches swept and
+// the batch priced at full load (AtCapacity), failing on a point that
+// errs.
+func sweptAndFull(t *testing.T, res *Result) (swept map[string][]int, full map[string]int) {
+	t.Helper()
+	swept, full = map[string][]int{}, map[string]int{}
+	for _, p := range res.Points {
+		if p.Error != "" {
+			t.Fatalf("%s batch %d: %s", p.Plan, p.Batch, p.Error)
+		}
+		if p.AtCapacity {
+			full[p.Plan] = p.Batch
+		} else {
+			swept[p.Plan] = append(swept[p.Plan], p.Batch)
+		}
+	}
+	return swept, full
 }

@@ -171,8 +171,18 @@ func sortShares(s []Share) {
 	})
 }
 
-// topOps returns the indices of the k longest ops, longest first (ties:
-// earlier op first).
+// FirstRankOps is the ops of the first rank pr holds, in order (every
+// rank's, for a symmetric schedule): pr.Ops lists the ranks one after
+// another.
+func (pr *Prediction) FirstRankOps() []OpResult {
+	for i := range pr.Ops {
+		if pr.Ops[i].Rank != pr.Ops[0].Rank {
+			return pr.Ops[:i]
+		}
+	}
+	return pr.Ops
+}
+
 // LongestOps is the indices into pr.Ops of rank 0's n longest ops,
 // longest first (n <= 0: every op of rank 0), as TopOps lists the
 // first topOpsN of them.
@@ -190,6 +200,8 @@ func (pr *Prediction) LongestOps(n int) []int {
 	return topOps(pr.Ops[:rank0], n)
 }
 
+// topOps returns the indices of the k longest ops, longest first (ties:
+// earlier op first).
 func topOps(ops []OpResult, k int) []int {
 	if k <= 0 {
 		return nil

@@ -406,3 +406,16 @@ func TestGraphTokensTRTLLM(t *testing.T) {
 		t.Errorf("vllm GraphTokens(40) = %d, %v; want 40, true", got, g)
 	}
 }
+
+// TestFirstRankOps: the ops of the first rank a prediction holds, which
+// need not be rank 0 (a prediction of local ranks 2 and 3), stopping at
+// the next rank's first op.
+func TestFirstRankOps(t *testing.T) {
+	pr := &Prediction{Ops: []OpResult{{ID: "a", Rank: 2}, {ID: "b", Rank: 2}, {ID: "a", Rank: 3}, {ID: "b", Rank: 3}}}
+	if got := pr.FirstRankOps(); len(got) != 2 || got[0].Rank != 2 || got[1].ID != "b" || got[1].Rank != 2 {
+		t.Errorf("first rank's ops %+v, want rank 2's a and b", got)
+	}
+	if got := (&Prediction{}).FirstRankOps(); len(got) != 0 {
+		t.Errorf("no ops: %+v", got)
+	}
+}
