@@ -79,6 +79,11 @@ const maxCaptureSize = 1 << 16
 // orders of magnitude above the Python eager paths measured (tens of us).
 const maxEagerHostUs = 1000
 
+// maxEagerPrefillLayerHostUs bounds a profile's eager prefill host time
+// per decoder layer: 20 ms, seven times the 3 ms measured for SGLang
+// (a typo's factor of ten is refused).
+const maxEagerPrefillLayerHostUs = 20000
+
 // validate checks what the decoder cannot: required fields, names unique
 // and referenced ones defined, every fact cited from Sources, sizes and
 // grid parameters in range.
@@ -451,6 +456,12 @@ func (p *Profile) validate() error {
 	}
 	if !(g.EagerHostUs >= 0 && g.EagerHostUs <= maxEagerHostUs) {
 		return bad("cuda_graphs.eager_host_us", "%g: want 0 (the device's launch cost) to %g us per kernel", g.EagerHostUs, float64(maxEagerHostUs))
+	}
+	if !(g.EagerPrefillLayerHostUs >= 0 && g.EagerPrefillLayerHostUs <= maxEagerPrefillLayerHostUs) {
+		return bad("cuda_graphs.eager_prefill_layer_host_us", "%g: want 0 (eager_host_us a kernel) to %g us per layer", g.EagerPrefillLayerHostUs, float64(maxEagerPrefillLayerHostUs))
+	}
+	if g.EagerPrefillLayerHostUs > 0 && !g.PrefillEager {
+		return bad("cuda_graphs.eager_prefill_layer_host_us", "%g set where prefill_eager is false: want it only for an engine that runs its prefill steps eagerly", g.EagerPrefillLayerHostUs)
 	}
 	if err := cite("cuda_graphs", g.Cite); err != nil {
 		return err

@@ -705,6 +705,33 @@ func TestEagerHostUsBounds(t *testing.T) {
 	}
 }
 
+// TestEagerPrefillLayerHostBounds: a profile's eager prefill host time
+// per layer must be 0 (eager_host_us a kernel) up to 20 ms, and only where
+// the engine runs its prefill steps eagerly; anything else is one error
+// naming the field.
+func TestEagerPrefillLayerHostBounds(t *testing.T) {
+	base := string(mustRead(t, "profiles/sglang-0.5.yaml"))
+	const line = "eager_prefill_layer_host_us: 3065"
+	if !strings.Contains(base, "  "+line+"\n") {
+		t.Fatal("the SGLang profile states no eager prefill host time")
+	}
+	for _, v := range []string{"0", "20000"} {
+		if err := parseEdited(base, line, "eager_prefill_layer_host_us: "+v); err != nil {
+			t.Errorf("eager_prefill_layer_host_us %s: %v", v, err)
+		}
+	}
+	for _, v := range []string{"-1", "20001", ".nan"} {
+		err := parseEdited(base, line, "eager_prefill_layer_host_us: "+v)
+		if err == nil || !strings.Contains(err.Error(), "cuda_graphs.eager_prefill_layer_host_us") {
+			t.Errorf("eager_prefill_layer_host_us %s: error %v, want one naming cuda_graphs.eager_prefill_layer_host_us", v, err)
+		}
+	}
+	err := parseEdited(base, "  prefill_eager: true\n", "")
+	if err == nil || !strings.Contains(err.Error(), "cuda_graphs.eager_prefill_layer_host_us") || !strings.Contains(err.Error(), "prefill_eager is false") {
+		t.Errorf("eager_prefill_layer_host_us without prefill_eager: error %v, want one naming the field and prefill_eager", err)
+	}
+}
+
 // TestSymmMemRulesChecked: a symmetric-memory rule whose custom cap,
 // multimem world size or size names a world size it has no maximum for,
 // that names a compute capability outside its families, or that has no

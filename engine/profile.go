@@ -1088,6 +1088,17 @@ type CUDAGraphs struct {
 	// and decides how long an eager step that is host-bound takes; a
 	// launch_eager_us calibrated from a trace is kept. 0: the device's.
 	EagerHostUs float64 `yaml:"eager_host_us"`
+	// EagerPrefillLayerHostUs is the host time of an eager step that
+	// carries prompt tokens (an extend batch), per decoder layer the rank
+	// runs, microseconds: the engine's Python prefill iteration (its
+	// prefill attention path, batch preparation, sampling and the first
+	// token's output), measured as the time to first token of a lightly
+	// loaded server. It replaces EagerHostUs for such a step, spread over
+	// the kernels the host launches in proportion, so a step that is
+	// host-bound takes it and one whose kernels take longer hides it.
+	// 0: EagerHostUs a kernel. A launch_eager_us calibrated from a trace is
+	// kept, as for EagerHostUs.
+	EagerPrefillLayerHostUs float64 `yaml:"eager_prefill_layer_host_us"`
 	// MaxBS is the largest decode batch the engine captures by default,
 	// by the GPU's memory and the engine's TP size (SGLang's
 	// cuda_graph_max_bs): the capture list stops at it, so a larger batch

@@ -107,6 +107,17 @@ func (k *engineKernels) eagerHostUs(dev *topology.Device) float64 {
 	return dev.LaunchEagerUs
 }
 
+// eagerPrefillLayerHostUs is the host time per decoder layer of an eager
+// step that carries prompt tokens (cuda_graphs.eager_prefill_layer_host_us),
+// 0 where the profile states none or a trace calibrated the device's
+// launch_eager_us (the user's measurement wins, as in eagerHostUs).
+func (k *engineKernels) eagerPrefillLayerHostUs(dev *topology.Device) float64 {
+	if k.prof == nil || strings.HasPrefix(dev.Sources["launch_eager_us"], "calibrated") {
+		return 0
+	}
+	return k.prof.Graphs.EagerPrefillLayerHostUs
+}
+
 // kvOf is the attention backends' view of a KV dtype.
 func kvOf(d model.Dtype) engprof.KVDtype {
 	if d == model.FP8 || d == model.FP8Block128 {

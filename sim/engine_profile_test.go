@@ -343,15 +343,16 @@ func TestPaddedFP4Tiles(t *testing.T) {
 	}
 }
 
-// TestEagerHostPerKernel: a kernel launched outside a graph costs the
+// TestEagerHostPerKernel: a kernel of an eager decode step costs the
 // engine's host time (the profile's cuda_graphs.eager_host_us: 47 us for
 // SGLang's Python forward), or the device's launch_eager_us where the
 // profile states none (vLLM 0.24, 10 us on the H200) or a trace
 // calibrated it (20 us here, under SGLang too); a graph's launch
 // stays one device launch. Each eager compute op is charged its kernels
 // (its own and the companions it launches) times that cost, and an
-// eager SGLang prefill of one token is host-bound: its step is the host's
-// time to launch every kernel.
+// eager SGLang decode step of one token is host-bound: its step is the
+// host's time to launch every kernel. (A step with prompt tokens takes
+// the profile's per-layer prefill figure: TestEagerPrefillHostPerLayer.)
 func TestEagerHostPerKernel(t *testing.T) {
 	topo := mustTopo(t, "h200-nvswitch")
 	dev := topo.DeviceOf(0)
@@ -371,7 +372,7 @@ func TestEagerHostPerKernel(t *testing.T) {
 	}{{topo, "sglang@0.5", 47}, {topo, "vllm@0.24", dev.LaunchEagerUs}, {cal, "sglang@0.5", 20}} {
 		topo := c.topo
 		pr := predictEngine(t, topo, c.engine, Options{}, Scenario{Arch: mustPreset(t, "deepseek-v3"), Plan: model.Plan{TP: 8},
-			Workload: model.Workload{Phase: model.Prefill, Batch: 1, Context: 1, KVDtype: model.BF16}})
+			Workload: model.Workload{Phase: model.Decode, Batch: 1, Context: 1, KVDtype: model.BF16}})
 		n, reduces := 0, 0
 		for _, o := range pr.Ops {
 			if o.Rank != 0 || o.Kind == model.KindCollective || o.Cost.Fused {
@@ -396,7 +397,7 @@ func TestEagerHostPerKernel(t *testing.T) {
 			t.Errorf("%s: step %.1f us, host %.1f us for %d kernels the host launches: want a host-bound step of at least %g us a kernel", c.engine, pr.StepUs, pr.HostUs, hostLaunched(pr), c.hostUs)
 		}
 		// The profile's figure is sglang PR #12160's 82.6 ms eager
-		// forward of this very step over its kernels (the profile's
+		// forward of a one-token prefill over its kernels (the profile's
 		// eager-host source), run by an October 2025 build that fused
 		// no all-reduce with its norm off SM100: the schedule with the
 		// norms apart must still launch about as many, or the
@@ -406,6 +407,97 @@ func TestEagerHostPerKernel(t *testing.T) {
 				Workload: model.Workload{Phase: model.Prefill, Batch: 1, Context: 1, KVDtype: model.BF16}})
 			if perKernel := 82640.6 / float64(hostLaunched(apart)); math.Abs(perKernel-c.hostUs) > 1 {
 				t.Errorf("%s: 82.6 ms over %d kernels is %.1f us a kernel, the profile states %g: re-derive cuda_graphs.eager_host_us", c.engine, hostLaunched(apart), perKernel, c.hostUs)
+			}
+		}
+	}
+}
+
+// TestEagerPrefillHostPerLayer: an eager step with prompt tokens under
+// SGLang costs the profile's prefill host time a decoder layer
+// (cuda_graphs.eager_prefill_layer_host_us, 3,065 us, measured as a
+// lightly loaded server's TTFT), shared by the kernels the host launches
+// for that layer, NCCL collectives keeping their enqueue extra; the ops
+// outside the layers keep the per-kernel eager_host_us (47 us). A
+// one-token prefill is host-bound at about 61 x 3,065 us; a long prompt's
+// step, whose kernels take longer, is not lengthened by it (the host runs
+// ahead). vLLM 0.24, which states no such figure, keeps its per-kernel
+// cost; a trace's calibrated launch_eager_us (20 us a kernel) wins under
+// SGLang too.
+func TestEagerPrefillHostPerLayer(t *testing.T) {
+	topo := mustTopo(t, "h200-nvswitch")
+	prof, err := engprof.Lookup(engprof.Ref{Name: "sglang", Version: "0.5"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	layerUs, kernelUs := prof.Graphs.EagerPrefillLayerHostUs, prof.Graphs.EagerHostUs
+	if layerUs != 3065 || kernelUs != 47 {
+		t.Fatalf("the SGLang profile's eager host times are %g us a prefill layer and %g us a kernel, want 3065 and 47 (the test's premise)", layerUs, kernelUs)
+	}
+	arch := mustPreset(t, "deepseek-v3")
+	prefill := func(topo *topology.Topology, engine string, tokens int) *Prediction {
+		return predictEngine(t, topo, engine, Options{}, Scenario{Arch: arch, Plan: model.Plan{TP: 8},
+			Workload: model.Workload{Phase: model.Prefill, Batch: 1, Context: tokens, KVDtype: model.BF16}})
+	}
+	// perLayer sums rank 0's host launch time by layer (-1: outside the
+	// layers) less the NCCL collectives' extra, and the kernels the host
+	// launches there.
+	perLayer := func(pr *Prediction) (hostUs, kernels map[int]float64, total float64) {
+		hostUs, kernels = map[int]float64{}, map[int]float64{}
+		for _, o := range pr.Ops {
+			if o.Rank != 0 || o.Cost.Fused {
+				continue
+			}
+			total += o.LaunchUs
+			h := o.LaunchUs
+			if o.Kind == model.KindCollective && ncclAlgo(o.Cost.Algo) {
+				h -= ncclHostExtraUs
+			}
+			hostUs[o.Layer] += h
+			kernels[o.Layer] += hostKernels(o.Cost)
+		}
+		return
+	}
+	one := prefill(topo, "sglang@0.5", 1)
+	host, kernels, total := perLayer(one)
+	if len(host) != arch.Layers+1 {
+		t.Fatalf("%d layers and the rest priced, want %d and the rest", len(host)-1, arch.Layers)
+	}
+	for l, h := range host {
+		want := layerUs
+		if l < 0 {
+			want = kernelUs * kernels[l]
+		}
+		if math.Abs(h-want) > 1e-6*want {
+			t.Errorf("SGLang one-token prefill, layer %d: host %.3f us for %g kernels, want %.3f", l, h, kernels[l], want)
+		}
+	}
+	if !(one.StepUs >= total && one.StepUs < 1.2*total && total >= float64(arch.Layers)*layerUs) {
+		t.Errorf("SGLang one-token prefill: step %.1f us, host %.1f: want host-bound at %d layers x %g us or more", one.StepUs, total, arch.Layers, layerUs)
+	}
+	// A 16K-token prompt's kernels outlast the host's share: its step is
+	// its device time, the host hidden.
+	long := prefill(topo, "sglang@0.5", 16384)
+	if _, _, lt := perLayer(long); !(long.StepUs > 1.5*lt) {
+		t.Errorf("SGLang 16K-token prefill: step %.1f us, host %.1f: want a step its kernels bound", long.StepUs, lt)
+	}
+	// vLLM states no prefill figure, nor does a box whose trace calibrated
+	// the launch: every kernel pays the device's launch_eager_us.
+	cal := topo.Clone()
+	for i := range cal.Devices {
+		d := &cal.Devices[i]
+		d.LaunchEagerUs = 20
+		d.Sources = maps.Clone(d.Sources)
+		d.Sources["launch_eager_us"] = "calibrated: trace run.json"
+	}
+	for _, c := range []struct {
+		name      string
+		pr        *Prediction
+		perKernel float64
+	}{{"vLLM", prefill(topo, "vllm@0.24", 1), topo.DeviceOf(0).LaunchEagerUs}, {"SGLang on a calibrated box", prefill(cal, "sglang@0.5", 1), 20}} {
+		h, k, _ := perLayer(c.pr)
+		for l := range h {
+			if math.Abs(h[l]-c.perKernel*k[l]) > 1e-6*h[l] {
+				t.Errorf("%s one-token prefill, layer %d: host %.3f us for %g kernels, want %g us a kernel", c.name, l, h[l], k[l], c.perKernel)
 			}
 		}
 	}

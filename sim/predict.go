@@ -561,8 +561,14 @@ func (p *Predictor) run(s *model.Schedule, mode int, graphed bool) error {
 	// the device's.
 	eagerHostUs := p.cm.eagerHostUs(p.dev)
 	launchUs, overUs, collExtraUs := eagerHostUs, eagerKernelGapUs(p.dev), ncclHostExtraUs
+	// An eager step with prompt tokens under an engine that states its
+	// prefill iteration's host time per layer (SGLang) takes that instead,
+	// spread over the kernels the host launches (spreadPrefillHost).
+	var prefillLayerUs float64
 	if graphed {
 		e.stepLaunchUs, launchUs, overUs, collExtraUs = p.dev.LaunchEagerUs, 0, p.dev.LaunchGraphUs, 0
+	} else if s.HasPrefillTokens() {
+		prefillLayerUs = p.cm.eagerPrefillLayerHostUs(p.dev)
 	}
 	// A harness's timing events are nodes of their own (see
 	// Options.TimingEventsPerOp): in a graph each adds TimingEventUs to
@@ -643,11 +649,7 @@ func (p *Predictor) run(s *model.Schedule, mode int, graphed bool) error {
 			// A GEMM library's split-K reduction is launched within the
 			// GEMM's own call (cuBLAS), not by the engine's host path: it
 			// pays the device's node gap, no host launch of its own.
-			hostK := k
-			if c.SplitKReduce {
-				hostK--
-			}
-			eop := engineOp{durUs: c.Us + p.overhead[g+i], launchUs: opLaunch*hostK + pieceUs, depLo: -1, coll: op.IsCollective()}
+			eop := engineOp{durUs: c.Us + p.overhead[g+i], launchUs: opLaunch*hostKernels(c) + pieceUs, depLo: -1, coll: op.IsCollective()}
 			if eop.coll && ncclAlgo(c.Algo) {
 				eop.launchUs += opColl
 			}
@@ -674,6 +676,10 @@ func (p *Predictor) run(s *model.Schedule, mode int, graphed bool) error {
 		if fuseAR {
 			p.fuseNorms(ops, g, caps, p.opts.ARNormFusion != ToggleOn)
 		}
+		// After the fusion: a norm gone into its all-reduce launches nothing.
+		if prefillLayerUs > 0 {
+			spreadPrefillHost(e.ops[g:], ops, p.costs[g:g+len(ops)], launchUs, prefillLayerUs)
+		}
 		g += len(ops)
 		e.rankOff = append(e.rankOff, int32(g))
 	}
@@ -682,6 +688,46 @@ func (p *Predictor) run(s *model.Schedule, mode int, graphed bool) error {
 		return nil
 	}
 	return e.runRanks(s)
+}
+
+// spreadPrefillHost gives one rank's eager prefill step its engine's host
+// time: layerUs for every decoder layer, shared by the kernels the host
+// launches for that layer's ops (a split-K reduction is launched within
+// its GEMM's call, and a norm fused into its all-reduce launches none),
+// each kernel an equal part; an NCCL collective keeps its enqueue path's
+// extra (what it paid beyond kernelUs a kernel as built), and the ops
+// outside the layers (embedding, head) keep kernelUs a kernel. The
+// engine's Python forward runs layer by layer ahead of the device, so a
+// step whose kernels are short is host-bound at about layers x layerUs,
+// one whose kernels take longer hides it; and every layer costs the same
+// on the host, as a copy of the model with fewer layers extrapolates it
+// (IterationCoster).
+func spreadPrefillHost(eops []engineOp, ops []model.Op, costs []OpCost, kernelUs, layerUs float64) {
+	kernels := map[int]float64{}
+	for i := range ops {
+		if ops[i].Layer >= 0 && !costs[i].Fused {
+			kernels[ops[i].Layer] += hostKernels(costs[i])
+		}
+	}
+	for i := range ops {
+		l := ops[i].Layer
+		if l < 0 || costs[i].Fused || kernels[l] == 0 {
+			continue
+		}
+		extra := eops[i].launchUs - kernelUs*hostKernels(costs[i])
+		eops[i].launchUs = layerUs/kernels[l]*hostKernels(costs[i]) + extra
+	}
+}
+
+// hostKernels is how many kernels the host launches for an op of cost c:
+// its own and its companions, less a split-K reduction, which its GEMM
+// library launches within the GEMM's call.
+func hostKernels(c OpCost) float64 {
+	k := float64(1 + c.ExtraKernels)
+	if c.SplitKReduce {
+		k--
+	}
+	return k
 }
 
 // ncclHostExtraUs is the host time an NCCL collective costs in eager mode
