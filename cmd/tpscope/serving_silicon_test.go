@@ -197,9 +197,9 @@ func TestSiliconSGLangDSR1(t *testing.T) {
 //
 // Logged, not asserted: TPOT +10 % at 16 clients, +19 % at 32, +27 % at 64
 // (the decode step of 32-64 sequences priced too slow); TTFT +75 to
-// +165 % at 4-16 clients, where the simulated clients stay in step
-// (4 x 1,024 prompt tokens a prefill step at 4 clients) and the corpus's
-// evidently do not, and within 8 % at 64 (README "not accurate").
+// +165 % at 4-16 clients and within 8 % at 64: the tables' Marlin MoE
+// rows price a 4,096-token prefill step 2.7 ms a layer, where the priors,
+// 0.8 ms, give the 4-client TTFT within 17 % (README "not accurate").
 func TestSiliconVLLMKimi(t *testing.T) {
 	db := samplePerfDB(t, true)
 	levels := simulateSilicon(t, func(r siliconRow) bool {
