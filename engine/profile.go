@@ -1093,9 +1093,10 @@ type CUDAGraphs struct {
 	// runs, microseconds: the engine's Python prefill iteration (its
 	// prefill attention path, batch preparation, sampling and the first
 	// token's output), measured as the time to first token of a lightly
-	// loaded server. It replaces EagerHostUs for such a step, spread over
-	// the kernels the host launches in proportion, so a step that is
-	// host-bound takes it and one whose kernels take longer hides it.
+	// loaded server. It replaces EagerHostUs for such a step's layers,
+	// each layer's time shared by the kernels the host launches for it, so
+	// a step that is host-bound takes it and one whose kernels take longer
+	// hides it.
 	// 0: EagerHostUs a kernel. A launch_eager_us calibrated from a trace is
 	// kept, as for EagerHostUs.
 	EagerPrefillLayerHostUs float64 `yaml:"eager_prefill_layer_host_us"`

@@ -139,6 +139,9 @@ type runScratch struct {
 	costs    []OpCost // per simulated op
 	costs0   []OpCost // rank 0's, before norm fusion (run: ranks that are copies)
 	overhead []float64
+	// layerKernels counts, per decoder layer, the kernels the host
+	// launches in an eager prefill step (spreadPrefillHost).
+	layerKernels []float64
 }
 
 // OpResult is one simulated op: when it ran, for how long, why, and the
@@ -678,7 +681,7 @@ func (p *Predictor) run(s *model.Schedule, mode int, graphed bool) error {
 		}
 		// After the fusion: a norm gone into its all-reduce launches nothing.
 		if prefillLayerUs > 0 {
-			spreadPrefillHost(e.ops[g:], ops, p.costs[g:g+len(ops)], launchUs, prefillLayerUs)
+			p.layerKernels = spreadPrefillHost(e.ops[g:], ops, p.costs[g:g+len(ops)], launchUs, prefillLayerUs, p.layerKernels)
 		}
 		g += len(ops)
 		e.rankOff = append(e.rankOff, int32(g))
@@ -701,13 +704,19 @@ func (p *Predictor) run(s *model.Schedule, mode int, graphed bool) error {
 // step whose kernels are short is host-bound at about layers x layerUs,
 // one whose kernels take longer hides it; and every layer costs the same
 // on the host, as a copy of the model with fewer layers extrapolates it
-// (IterationCoster).
-func spreadPrefillHost(eops []engineOp, ops []model.Op, costs []OpCost, kernelUs, layerUs float64) {
-	kernels := map[int]float64{}
+// (IterationCoster). scratch is reused for the per-layer kernel counts and
+// returned.
+func spreadPrefillHost(eops []engineOp, ops []model.Op, costs []OpCost, kernelUs, layerUs float64, scratch []float64) []float64 {
+	kernels := scratch[:0]
 	for i := range ops {
-		if ops[i].Layer >= 0 && !costs[i].Fused {
-			kernels[ops[i].Layer] += hostKernels(costs[i])
+		l := ops[i].Layer
+		if l < 0 || costs[i].Fused {
+			continue
 		}
+		for len(kernels) <= l {
+			kernels = append(kernels, 0)
+		}
+		kernels[l] += hostKernels(costs[i])
 	}
 	for i := range ops {
 		l := ops[i].Layer
@@ -717,6 +726,7 @@ func spreadPrefillHost(eops []engineOp, ops []model.Op, costs []OpCost, kernelUs
 		extra := eops[i].launchUs - kernelUs*hostKernels(costs[i])
 		eops[i].launchUs = layerUs/kernels[l]*hostKernels(costs[i]) + extra
 	}
+	return kernels
 }
 
 // hostKernels is how many kernels the host launches for an op of cost c:
