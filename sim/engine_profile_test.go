@@ -358,13 +358,7 @@ func TestEagerHostPerKernel(t *testing.T) {
 	dev := topo.DeviceOf(0)
 	// A box whose launch_eager_us a trace calibrated keeps it under every
 	// engine: the user's measurement wins over the profile's figure.
-	cal := topo.Clone()
-	for i := range cal.Devices {
-		d := &cal.Devices[i]
-		d.LaunchEagerUs = 20
-		d.Sources = maps.Clone(d.Sources)
-		d.Sources["launch_eager_us"] = "calibrated: trace run.json"
-	}
+	cal := eagerCalibrated(topo, 20)
 	for _, c := range []struct {
 		topo   *topology.Topology
 		engine string
@@ -482,13 +476,7 @@ func TestEagerPrefillHostPerLayer(t *testing.T) {
 	}
 	// vLLM states no prefill figure, nor does a box whose trace calibrated
 	// the launch: every kernel pays the device's launch_eager_us.
-	cal := topo.Clone()
-	for i := range cal.Devices {
-		d := &cal.Devices[i]
-		d.LaunchEagerUs = 20
-		d.Sources = maps.Clone(d.Sources)
-		d.Sources["launch_eager_us"] = "calibrated: trace run.json"
-	}
+	cal := eagerCalibrated(topo, 20)
 	for _, c := range []struct {
 		name      string
 		pr        *Prediction
@@ -501,6 +489,19 @@ func TestEagerPrefillHostPerLayer(t *testing.T) {
 			}
 		}
 	}
+}
+
+// eagerCalibrated is a copy of topo whose devices' launch_eager_us a trace
+// calibrated to us.
+func eagerCalibrated(topo *topology.Topology, us float64) *topology.Topology {
+	cal := topo.Clone()
+	for i := range cal.Devices {
+		d := &cal.Devices[i]
+		d.LaunchEagerUs = us
+		d.Sources = maps.Clone(d.Sources)
+		d.Sources["launch_eager_us"] = "calibrated: trace run.json"
+	}
+	return cal
 }
 
 // hostLaunched counts the kernels of pr's step the host launches: every
