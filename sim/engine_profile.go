@@ -692,6 +692,12 @@ func (p *Predictor) EngineSummary(sc Scenario, built model.BuildOptions, graphed
 		tier := fmt.Sprintf("cuda_graph_max_bs %d for %d MiB at tp_size %d", maxBS, p.dev.MemBytes/engprof.MiB, world)
 		parts = append(parts, p.graphsWords(sc, k.prof.Name()+"'s list", maxBS, tier))
 	}
+	if l := k.eagerPrefillLayerHostUs(p.dev); l > 0 && sc.Workload.Normalized().Phase == model.Prefill {
+		// Its prefill steps run eagerly at the host time a layer the
+		// profile measured (spreadPrefillHost): say so where the step
+		// priced is one.
+		parts = append(parts, fmt.Sprintf("prefill eager, the host's iteration %.0f us a decoder layer", l))
+	}
 	if given := p.opts.GraphSizes; p.opts.CUDAGraphs && len(given) > 0 && sc.Workload.SpecTokens <= 0 {
 		// The sizes given are the engine's list, which its request pool
 		// still stops (engineCaptureSizes): said where it does, as for

@@ -452,6 +452,16 @@ func TestEagerPrefillHostPerLayer(t *testing.T) {
 		return
 	}
 	one := prefill(topo, "sglang@0.5", 1)
+	// The engine line says so for a prefill step, not for a decode one.
+	const said = "prefill eager, the host's iteration 3065 us a decoder layer"
+	if !strings.Contains(one.Engine, said) {
+		t.Errorf("SGLang prefill engine line %q: want %q", one.Engine, said)
+	}
+	dec := predictEngine(t, topo, "sglang@0.5", Options{CUDAGraphs: true}, Scenario{Arch: arch, Plan: model.Plan{TP: 8},
+		Workload: model.Workload{Phase: model.Decode, Batch: 1, Context: 1024, KVDtype: model.BF16}})
+	if strings.Contains(dec.Engine, "prefill eager") {
+		t.Errorf("SGLang decode engine line %q: want no prefill host time", dec.Engine)
+	}
 	host, kernels, total := perLayer(one)
 	if len(host) != arch.Layers+1 {
 		t.Fatalf("%d layers and the rest priced, want %d and the rest", len(host)-1, arch.Layers)
@@ -482,6 +492,9 @@ func TestEagerPrefillHostPerLayer(t *testing.T) {
 		pr        *Prediction
 		perKernel float64
 	}{{"vLLM", prefill(topo, "vllm@0.24", 1), topo.DeviceOf(0).LaunchEagerUs}, {"SGLang on a calibrated box", prefill(cal, "sglang@0.5", 1), 20}} {
+		if strings.Contains(c.pr.Engine, "prefill eager") {
+			t.Errorf("%s engine line %q: want no prefill host time", c.name, c.pr.Engine)
+		}
 		h, k, _ := perLayer(c.pr)
 		for l := range h {
 			if math.Abs(h[l]-c.perKernel*k[l]) > 1e-6*h[l] {
