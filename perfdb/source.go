@@ -53,8 +53,18 @@ type SourceConfig struct {
 }
 
 // DefaultRouting is the MoE routing a schedule priced from a perf DB
-// assumes when its user names none: the tables' balanced distribution,
-// the one aiconfigurator's estimates read by default.
+// assumes when its user names none: the tables' balanced distribution.
+// aiconfigurator's own estimates read its power_law_1.01 rows for the
+// DeepSeek family instead (aic-core sdk/config.py workload_distribution
+// "power_law", models/deepseek.py and deepseek_v32.py _power_law_alpha
+// 1.01, since 2025-08). Balanced stays tpscope's default because the two
+// public serving measurements that tell them apart disagree: the decode
+// step of DeepSeek-R1 NVFP4 under SGLang on 8 x B200 (the InferenceX
+// levels' median ITL) is met by the balanced rows within 1 % at 64-128
+// clients and by the power-law ones 11-15 % fast, while Kimi-K2.5 INT4
+// under vLLM on 8 x H200 (the silicon corpus) takes 31.1 ms a token at 64
+// clients, prefill stalls included, where the balanced rows' decode step
+// alone is 37.1 ms and the power-law one 28.7 (README "not accurate").
 var DefaultRouting = model.BalancedRouting
 
 // Source serves one system's tables (one engine version, one NCCL
