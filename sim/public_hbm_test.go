@@ -39,6 +39,7 @@ package sim_test
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -59,6 +60,29 @@ var hbmRows = []publicRow{
 		note: "priors +62.6 %, tables +53.2 %: both price the step at 14.4-15.3 ms where the run took 23.4 ms a token. The routed experts are 64 % of the priors' step (gate/up 106 us and down 52 us a layer at 16 tokens, their weights streamed at 0.8 of 4.8 TB/s), and vLLM 0.24's own Triton fused_moe rows price them 8 % faster; the run's build differs from what those rows measured in the experts' tiles (the H200 config's batch-16 entry BLOCK_SIZE_N 256 / BLOCK_SIZE_K 64 before this PR's retune, 128 / 128 after; the swap-AB kernel of PR #36559 came later) and in DeepGEMM's dense FP8 linears at 16 rows (FlashInfer's swap-AB for M < 32, PR #29213, came later); no public trace of the run says which of them holds the 9 ms. The same build's concurrency-4 run ([vllm29346], GPU unstated) took 17.21 ms a token where the H200 is priced at 7.99: 9.2 ms more, against 9.0 here at four times the tokens and about three times the experts a layer, so the missing time does not grow with the batch as the experts' would: a fixed time a step (the host's scheduling between steps, which that build ran without --async-scheduling, is not priced) fits both; not priced, since no measurement of it is public"},
 }
 
+// siliconHBMNote is what every [silicon] row shares.
+const siliconHBMNote = "the measured rate is the batch over the corpus's TPOT, which holds the clients' prefill once per 1,023 tokens (about 1 % of it at these loads); the priors price the INT4 checkpoint's decode step 18-24 % under at 4-8 sequences on both HBM boxes, as leave-one-out finds at one token (the Marlin experts' one-token time, 38-45 us a layer on every HBM GPU of the tables, priced near 24; the MLA module's fixed time, TestPriorMLAAndMoE)"
+
+// siliconHBMRows are aiconfigurator's silicon corpus's decode rows of
+// Kimi-K2.5 under vLLM at TP 8 on 8 x H200 and 8 x B200 (serving/
+// testdata/bench/aiconfigurator-silicon; closed loop, 1,024-token prompts
+// and outputs, so the middle of a decode holds 1,536 tokens), as public
+// rows: the rate at 4 and 8 clients, the nearest profile (vllm@0.16-
+// nightly for vLLM 0.15.1-0.17.0), the checkpoint's KV (16-bit for INT4,
+// FP8 for NVFP4).
+var siliconHBMRows = []publicRow{
+	{id: "HS1", who: "[silicon] Kimi-K2.5 INT4, vLLM 0.16.0, 8 x H200, 4 clients (TPOT 10.31 / 10.43 ms)", model: "kimi-k2.5", topo: "nvswitch:8xh200-sxm", engine: "vllm@0.16-nightly", kv: model.BF16, tp: 8, dcp: 1, batch: 4, context: 1536,
+		measured: 4000 / ((10.31 + 10.43) / 2), band: 0.35, tableBand: 0.10, note: siliconHBMNote},
+	{id: "HS2", who: "[silicon] same, 8 clients (TPOT 12.42 / 12.54 ms)", model: "kimi-k2.5", topo: "nvswitch:8xh200-sxm", engine: "vllm@0.16-nightly", kv: model.BF16, tp: 8, dcp: 1, batch: 8, context: 1536,
+		measured: 8000 / ((12.42 + 12.54) / 2), band: 0.35, tableBand: 0.10, note: siliconHBMNote},
+	{id: "HS3", who: "[silicon] Kimi-K2.5 INT4, vLLM 0.15.1, 8 x B200, 4 clients (TPOT 10.05 ms)", model: "kimi-k2.5", topo: "nvswitch:8xb200", engine: "vllm@0.16-nightly", kv: model.BF16, tp: 8, dcp: 1, batch: 4, context: 1536,
+		measured: 4000 / 10.05, band: 0.40, tableBand: 0.20, note: siliconHBMNote + "; the B200's tables (vLLM 0.24's kernels, where the run was 0.15.1) price the step 11 % under too"},
+	{id: "HS4", who: "[silicon] same, 8 clients (TPOT 11.93 ms)", model: "kimi-k2.5", topo: "nvswitch:8xb200", engine: "vllm@0.16-nightly", kv: model.BF16, tp: 8, dcp: 1, batch: 8, context: 1536,
+		measured: 8000 / 11.93, band: 0.40, tableBand: 0.20, note: siliconHBMNote},
+	{id: "HS5", who: "[silicon] Kimi-K2.5 NVFP4, vLLM 0.17.0, 8 x B200, 4 clients (TPOT 7.06 / 7.42 ms)", model: "kimi-k2.5-nvfp4", topo: "nvswitch:8xb200", engine: "vllm@0.16-nightly", kv: model.FP8, tp: 8, dcp: 1, batch: 4, context: 1536,
+		measured: 4000 / ((7.06 + 7.42) / 2), band: 0.15, tableBand: 0.10, note: siliconHBMNote},
+}
+
 // hbmUnexpressed are HBM-box runs that are not rows, and why.
 var hbmUnexpressed = [][2]string{
 	{"[vllm29346] DeepSeek-R1 TP 8, vLLM main (Nov 2025), Triton MoE, concurrency 4, in 1 / out 100: median TPOT 17.21 ms", "the GPU is not stated (8 x 80 GB H100 cannot hold the FP8 checkpoint; an H200 or a B200 can): priced on the H200 below for information"},
@@ -74,8 +98,9 @@ var hbmUnexpressed = [][2]string{
 // information.
 func TestPublicHBMDecode(t *testing.T) {
 	db := sampleDBOrNil(t)
-	for i := range hbmRows {
-		r := &hbmRows[i]
+	rows := slices.Concat(hbmRows, siliconHBMRows)
+	for i := range rows {
+		r := &rows[i]
 		res := predictRow(t, r, db)
 		p, _, err := sim.Predict(r.scenario(t, 0, sim.SpecAccept{}))
 		if err != nil {
