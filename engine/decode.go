@@ -285,6 +285,9 @@ func (p *Profile) validate() error {
 					return bad(f+".sm_stream.formats", "%s: not a format of the kernel", x)
 				}
 			}
+			if !(s.CallCycles >= 0 && s.CallCycles <= maxCallCycles) {
+				return bad(f+".sm_stream.call_cycles", "%v: want 0 (none) to %g measured cycles", s.CallCycles, maxCallCycles)
+			}
 			if err := cite(f+".sm_stream", s.Cite); err != nil {
 				return err
 			}

@@ -894,12 +894,13 @@ func TestSerialWalkChecked(t *testing.T) {
 	}
 }
 
-// TestSMStreamChecked: a kernel's SM streaming rate is read, and each
-// mistake (a rate not above 0, no format, a format the kernel does not
-// take, no source) is one line naming the field.
+// TestSMStreamChecked: a kernel's SM streaming rate and its call's fixed
+// cycles are read, and each mistake (a rate not above 0, no format, a
+// format the kernel does not take, cycles below 0 or above 1M, no source)
+// is one line naming the field.
 func TestSMStreamChecked(t *testing.T) {
 	base := string(mustRead(t, "profiles/vllm-0.24.yaml"))
-	const line = "sm_stream: {bytes_per_clk: 11.3, formats: [int4-g32], cite: [marlin-sm-stream]}"
+	const line = "sm_stream: {bytes_per_clk: 11.3, formats: [int4-g32], call_cycles: 32400, cite: [marlin-sm-stream, marlin-call-latency]}"
 	if !strings.Contains(base, line) {
 		t.Fatalf("the vLLM 0.24 profile lacks %q", line)
 	}
@@ -920,11 +921,16 @@ func TestSMStreamChecked(t *testing.T) {
 	if g := got.GBps(NVFP4, 132, 1830); g != 0 {
 		t.Errorf("marlin's NVFP4 stream: %v GB/s, want none (not measured)", g)
 	}
+	if got.CallCycles != 32400 {
+		t.Errorf("marlin's call: %v cycles, want 32400", got.CallCycles)
+	}
 	for _, c := range []struct{ new, field string }{
 		{"sm_stream: {bytes_per_clk: 0, formats: [int4-g32], cite: [marlin-sm-stream]}", "moe.kernels[0].sm_stream.bytes_per_clk: 0: want a measured rate above 0"},
 		{"sm_stream: {bytes_per_clk: 11.3, cite: [marlin-sm-stream]}", "moe.kernels[0].sm_stream.formats: want the formats"},
 		{"sm_stream: {bytes_per_clk: 11.3, formats: [bf16], cite: [marlin-sm-stream]}", "moe.kernels[0].sm_stream.formats: bf16: not a format of the kernel"},
 		{"sm_stream: {bytes_per_clk: 11.3, formats: [int4-g32], cite: []}", "moe.kernels[0].sm_stream.cite: missing"},
+		{"sm_stream: {bytes_per_clk: 11.3, formats: [int4-g32], call_cycles: -1, cite: [marlin-sm-stream]}", "moe.kernels[0].sm_stream.call_cycles: -1: want 0 (none) to 1e+06 measured cycles"},
+		{"sm_stream: {bytes_per_clk: 11.3, formats: [int4-g32], call_cycles: 2e6, cite: [marlin-sm-stream]}", "moe.kernels[0].sm_stream.call_cycles: 2e+06: want 0 (none) to 1e+06 measured cycles"},
 	} {
 		err := parseEdited(base, line, c.new)
 		if !oneLineWith(err, c.field) {

@@ -682,8 +682,18 @@ type SMStream struct {
 	// per SM cycle at the catalog's sustained clock.
 	BytesPerClk float64        `yaml:"bytes_per_clk"`
 	Formats     []WeightFormat `yaml:"formats"`
-	Cite        []string       `yaml:"cite"`
+	// CallCycles, where stated, is the fused MoE call's fixed latency in
+	// SM cycles beyond its streaming and its kernels' floors, measured
+	// where the rate binds: the time the call takes at one token above
+	// the per-expert stream. Where the DRAM binds instead, streaming
+	// hides it (0 there).
+	CallCycles float64  `yaml:"call_cycles"`
+	Cite       []string `yaml:"cite"`
 }
+
+// maxCallCycles bounds SMStream.CallCycles: 1M cycles, half a
+// millisecond at 2 GHz, thirty times the 32,400 measured for Marlin.
+const maxCallCycles = 1e6
 
 // GBps is the rate's ceiling on a device of sms SMs at clockMHz: sms x
 // BytesPerClk x clock, in GB/s; 0 (no ceiling) for a nil rate, a format

@@ -194,6 +194,9 @@ type computeParams struct {
 	memEff      float64 // the memory efficiency used
 	minKernelUs float64 // the kind's floor (MinKernelUsByKind, else MinKernelUs)
 	rampUs      float64 // the family's fixed ramp (RampUs), 0 when none
+	// streamBound: the engine's fused-MoE kernel's SM stream rate, below
+	// the DRAM's, set memEff (engprof.SMStream).
+	streamBound bool
 }
 
 // computeModel holds the per-(kind, dtype) parameters of a device and
@@ -265,6 +268,7 @@ func newComputeModel(dev *topology.Device, prof *engprof.Profile, opts *Options)
 			} else if v, ok := dev.Efficiency["mem/"+kind]; ok {
 				memEff = v
 			}
+			streamBound := false
 			if kind == string(model.KindMoEGEMM) && dev.MemBWGBps > 0 && !ownMemEff(dev, kind, dt) {
 				// The engine's fused-MoE kernel streams these weights no
 				// faster than its SMs dequantize them (Marlin:
@@ -272,7 +276,7 @@ func newComputeModel(dev *topology.Device, prof *engprof.Profile, opts *Options)
 				// is the family's memory efficiency. A device's own
 				// efficiency for the family (calibrated or stated) wins.
 				if g := cm.moeStreamGBps(dt); g > 0 && g < dev.MemBWGBps*memEff {
-					memEff = g / dev.MemBWGBps
+					memEff, streamBound = g/dev.MemBWGBps, true
 				}
 			}
 			floor := dev.MinKernelUs
@@ -284,7 +288,7 @@ func newComputeModel(dev *topology.Device, prof *engprof.Profile, opts *Options)
 				ramp = v
 			}
 			cm.cells[ki][di] = computeParams{computeKey: topology.ComputeKey(string(cd)), peakTFLOPS: peak, efficiency: eff,
-				memGBps: dev.MemBWGBps * memEff, memEff: memEff, minKernelUs: floor, rampUs: ramp}
+				memGBps: dev.MemBWGBps * memEff, memEff: memEff, minKernelUs: floor, rampUs: ramp, streamBound: streamBound}
 		}
 	}
 	return cm
@@ -337,6 +341,10 @@ type OpCost struct {
 	// every local expert (engprof.SerialWalk), beyond its floor among
 	// ExtraKernelsUs.
 	SerialWalkUs float64 `json:"serial_walk_us,omitempty"`
+	// CallLatencyUs is the fused MoE call's fixed latency where its SM
+	// stream rate binds (engprof.SMStream.CallCycles at the SM clock),
+	// charged to the call's first GEMM, experts_gate_up.
+	CallLatencyUs float64 `json:"call_latency_us,omitempty"`
 	// LoopUs: a split-KV attention kernel's serial loop per CTA
 	// (splitLoopUs), a third bound beside compute and memory.
 	LoopUs float64 `json:"loop_us,omitempty"`
@@ -358,7 +366,7 @@ type OpCost struct {
 
 // cost predicts the device time of a non-collective op.
 //
-//	t = max(MinKernelUs, RampUs + max(ComputeUs, MemoryUs) [, LoopUs]) [+ ExtraKernels x MinKernelUs] [+ SerialWalkUs]
+//	t = max(MinKernelUs, RampUs + max(ComputeUs, MemoryUs) [, LoopUs]) [+ ExtraKernels x MinKernelUs] [+ SerialWalkUs] [+ CallLatencyUs]
 //	ComputeUs = FLOPs / (peak x eff x fill)  [+ dequant ops / (fp32 peak x eff)]
 //	MemoryUs  = (BytesRead + BytesWritten) / min(BW x memEff, min(CTAs, SMs) x per-CTA in flight / DRAM latency)
 func (cm *computeModel) cost(op *model.Op) OpCost {
@@ -421,6 +429,11 @@ func (cm *computeModel) cost(op *model.Op) OpCost {
 			if w := k.SerialWalk; w != nil && op.MoE != nil && cm.smClockMHz > 0 {
 				c.SerialWalkUs = float64(op.MoE.LocalExperts) * w.CyclesPerExpert / cm.smClockMHz
 			}
+			// The call's fixed latency shows where the kernel's SM
+			// stream binds; where the DRAM binds, streaming hides it.
+			if st := k.SMStream; st != nil && st.CallCycles > 0 && p.streamBound && cm.smClockMHz > 0 {
+				c.CallLatencyUs = st.CallCycles / cm.smClockMHz
+			}
 		}
 	}
 	if op.Kind == model.KindGEMM {
@@ -447,7 +460,7 @@ func (cm *computeModel) cost(op *model.Op) OpCost {
 		c.Us += c.MergeUs
 	}
 	c.ExtraKernelsUs = float64(c.ExtraKernels) * c.MinKernelUs
-	c.Us += c.ExtraKernelsUs + c.SerialWalkUs
+	c.Us += c.ExtraKernelsUs + c.SerialWalkUs + c.CallLatencyUs
 	return c
 }
 

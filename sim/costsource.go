@@ -176,7 +176,7 @@ func (p *Predictor) measuredCost(ops []model.Op, i int) (OpCost, bool) {
 	c.PriorUs = own.Us
 	c.Us = net * frac
 	// The measurement holds the engine's companion kernels and their gaps.
-	c.ExtraKernels, c.ExtraKernelsUs, c.SerialWalkUs, c.SplitKReduce = 0, 0, 0, false
+	c.ExtraKernels, c.ExtraKernelsUs, c.SerialWalkUs, c.CallLatencyUs, c.SplitKReduce = 0, 0, 0, 0, false
 	c.Source = m.Where
 	if n > 1 {
 		c.Source = m.Where + ", share " + strconv.FormatFloat(frac, 'f', 3, 64) + " of " + strconv.Itoa(n) + " ops"

@@ -84,7 +84,13 @@ const losoTransferWorstBand = 0.48
 // 2026-12-08, cuBLAS's split-K reduction kernel after a bf16 GEMM of K
 // 3072 or more and few outputs for its K on SM 9.0 (engine profile
 // split_k_reduce, an H100's measured choice): the H200's median 27.2 %.
-var losoMedianMissed = map[string]float64{"h200_sxm/1": 0.29, "b200_sxm/1": 0.16}
+// 2026-12-08, the Marlin call's fixed 32,400 cycles where its SM stream
+// binds (engine profile sm_stream.call_cycles, measured on four GPUs
+// outside the sample): the H200's median 27.2 -> 15.2 %, the B200's 15.3
+// -> 9.1 % (within the band: no longer listed); the H200 at one token is
+// within 15 % by transfer (12.4 %), which is the part 3 criterion's
+// "whichever holds better".
+var losoMedianMissed = map[string]float64{"h200_sxm/1": 0.16}
 
 // losoTransferMissed are the system and batch whose transfer median
 // misses losoMedianBand, with the bound measured there: 2026-12-07, the
@@ -212,7 +218,8 @@ func losoRun(t *testing.T, db *perfdb.DB, s losoSystem, notDonors ...string) ([]
 // system out": the worst points are small-batch FP8 and NVFP4-free MoE
 // layers and the B200's DeepSeek-V3 collectives), and the transfer's
 // median within losoMedianBand on every system and batch, its worst
-// within losoTransferWorstBand.
+// within losoTransferWorstBand; and on every system and batch one of the
+// two within losoMedianBand (issue 30's "whichever holds better").
 func TestLeaveOneSystemOut(t *testing.T) {
 	db := sampleDB(t)
 	for _, s := range losoSystems {
@@ -232,6 +239,11 @@ func TestLeaveOneSystemOut(t *testing.T) {
 			}
 			if m, w := medianAbs(xfer[i]), maxAbs(xfer[i]); m > xband || w > losoTransferWorstBand {
 				t.Errorf("%s batch %d: transfer median %.1f %% (band %.0f), worst %.1f %% (band %.0f)", s.system, b, 100*m, 100*xband, 100*w, 100*losoTransferWorstBand)
+			}
+			// Issue 30 part 3: whichever of the two holds better, within
+			// 15 % at every batch of every system.
+			if mp, mx := medianAbs(prior[i]), medianAbs(xfer[i]); min(mp, mx) > losoMedianBand {
+				t.Errorf("%s batch %d: priors median %.1f %%, transfer median %.1f %%: want one within %.0f %%", s.system, b, 100*mp, 100*mx, 100*losoMedianBand)
 			}
 		}
 	}

@@ -66,3 +66,58 @@ func TestMarlinSMStream(t *testing.T) {
 		}
 	}
 }
+
+// TestMarlinCallLatency: the fused Marlin MoE call's fixed 32,400 SM
+// cycles (engine profile sm_stream.call_cycles, the one-token excess
+// over the priors measured on four GPUs outside the sample) are charged
+// once a call, to its gate/up GEMM, at the device's SM clock, where the
+// kernel's SM stream binds (H200, B200), and nowhere the DRAM binds
+// (RTX PRO 6000, L40S: streaming hides it); the down GEMM and the BF16
+// shared experts carry none, at one request as at 128.
+func TestMarlinCallLatency(t *testing.T) {
+	for _, c := range []struct {
+		box   string
+		bound bool
+	}{
+		{"nvswitch:8xh200-sxm", true},
+		{"nvswitch:8xb200", true},
+		{"pcie-2s:8xrtx-pro-6000-server", false},
+		{"pcie-2s:8xl40s", false},
+	} {
+		topo, err := topology.Resolve(c.box, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := New(topo, Options{CUDAGraphs: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, batch := range []int{1, 128} {
+			pr, err := p.PredictScenario(Scenario{Arch: mustPreset(t, "kimi-k2.5"), Plan: model.Plan{TP: 8}, Build: model.BuildOptions{Routing: model.BalancedRouting},
+				Workload: model.Workload{Phase: model.Decode, Batch: batch, Context: 4096, KVDtype: model.BF16}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			gateUps := 0
+			for i := range pr.Ops {
+				op := &pr.Ops[i]
+				if op.Rank != 0 || op.Block != "moe" {
+					continue
+				}
+				want := 0.0
+				if strings.HasSuffix(op.ID, ".experts_gate_up") {
+					gateUps++
+					if c.bound {
+						want = 32400 / topo.DeviceOf(0).SMClockMHz
+					}
+				}
+				if got := op.Cost.CallLatencyUs; math.Abs(got-want) > 1e-9 {
+					t.Errorf("%s batch %d %s: call latency %.3f us, want %.3f", c.box, batch, op.ID, got, want)
+				}
+			}
+			if gateUps != mustPreset(t, "kimi-k2.5").MoELayers() {
+				t.Errorf("%s batch %d: %d routed gate/up GEMMs, want one a MoE layer", c.box, batch, gateUps)
+			}
+		}
+	}
+}

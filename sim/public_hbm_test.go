@@ -61,7 +61,7 @@ var hbmRows = []publicRow{
 }
 
 // siliconHBMNote is what every [silicon] row shares.
-const siliconHBMNote = "the measured rate is the batch over the corpus's TPOT, which holds the clients' prefill once per 1,023 tokens (about 1 % of it at these loads); the priors price the INT4 checkpoint's decode step 18-24 % under at 4-8 sequences on both HBM boxes, as leave-one-out finds at one token (the Marlin experts' one-token time, 38-45 us a layer on every HBM GPU of the tables, priced near 24; the MLA module's fixed time, TestPriorMLAAndMoE)"
+const siliconHBMNote = "the measured rate is the batch over the corpus's TPOT, which holds the clients' prefill once per 1,023 tokens (about 1 % of it at these loads); the priors price the INT4 checkpoint's decode step 9-14 % under at 4-8 sequences on both HBM boxes (18-24 % before the Marlin call's fixed 32,400 cycles, engine profile sm_stream.call_cycles; the rest as leave-one-out finds at one token, the MLA module's fixed time, TestPriorMLAAndMoE)"
 
 // siliconHBMRows are aiconfigurator's silicon corpus's decode rows of
 // Kimi-K2.5 under vLLM at TP 8 on 8 x H200 and 8 x B200 (serving/
@@ -72,13 +72,13 @@ const siliconHBMNote = "the measured rate is the batch over the corpus's TPOT, w
 // FP8 for NVFP4).
 var siliconHBMRows = []publicRow{
 	{id: "HS1", who: "[silicon] Kimi-K2.5 INT4, vLLM 0.16.0, 8 x H200, 4 clients (TPOT 10.31 / 10.43 ms)", model: "kimi-k2.5", topo: "nvswitch:8xh200-sxm", engine: "vllm@0.16-nightly", kv: model.BF16, tp: 8, dcp: 1, batch: 4, context: 1536,
-		measured: 4000 / ((10.31 + 10.43) / 2), band: 0.35, tableBand: 0.10, note: siliconHBMNote},
+		measured: 4000 / ((10.31 + 10.43) / 2), band: 0.20, tableBand: 0.10, note: siliconHBMNote},
 	{id: "HS2", who: "[silicon] same, 8 clients (TPOT 12.42 / 12.54 ms)", model: "kimi-k2.5", topo: "nvswitch:8xh200-sxm", engine: "vllm@0.16-nightly", kv: model.BF16, tp: 8, dcp: 1, batch: 8, context: 1536,
-		measured: 8000 / ((12.42 + 12.54) / 2), band: 0.35, tableBand: 0.10, note: siliconHBMNote},
+		measured: 8000 / ((12.42 + 12.54) / 2), band: 0.20, tableBand: 0.10, note: siliconHBMNote},
 	{id: "HS3", who: "[silicon] Kimi-K2.5 INT4, vLLM 0.15.1, 8 x B200, 4 clients (TPOT 10.05 ms)", model: "kimi-k2.5", topo: "nvswitch:8xb200", engine: "vllm@0.16-nightly", kv: model.BF16, tp: 8, dcp: 1, batch: 4, context: 1536,
-		measured: 4000 / 10.05, band: 0.40, tableBand: 0.20, note: siliconHBMNote + "; the B200's tables (vLLM 0.24's kernels, where the run was 0.15.1) price the step 11 % under too"},
+		measured: 4000 / 10.05, band: 0.20, tableBand: 0.20, note: siliconHBMNote + "; the B200's tables (vLLM 0.24's kernels, where the run was 0.15.1) price the step 11 % under too"},
 	{id: "HS4", who: "[silicon] same, 8 clients (TPOT 11.93 ms)", model: "kimi-k2.5", topo: "nvswitch:8xb200", engine: "vllm@0.16-nightly", kv: model.BF16, tp: 8, dcp: 1, batch: 8, context: 1536,
-		measured: 8000 / 11.93, band: 0.40, tableBand: 0.20, note: siliconHBMNote},
+		measured: 8000 / 11.93, band: 0.20, tableBand: 0.20, note: siliconHBMNote},
 	{id: "HS5", who: "[silicon] Kimi-K2.5 NVFP4, vLLM 0.17.0, 8 x B200, 4 clients (TPOT 7.06 / 7.42 ms)", model: "kimi-k2.5-nvfp4", topo: "nvswitch:8xb200", engine: "vllm@0.16-nightly", kv: model.FP8, tp: 8, dcp: 1, batch: 4, context: 1536,
 		measured: 4000 / ((7.06 + 7.42) / 2), band: 0.15, tableBand: 0.10, note: siliconHBMNote},
 }
