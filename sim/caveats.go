@@ -118,31 +118,24 @@ func (p *Predictor) Caveats(sc Scenario) []string {
 	}
 
 	// TestLeaveOneSystemOut, TestUnseenGPUTables: on HBM datacenter GPUs
-	// (SM 9.x, 10.x) the priors run 15-30 % under vLLM 0.24's measured
-	// tables at one request (2026-12-07 16:5x UTC, the medians this
-	// caveat quotes), where the engine's one-token MLA kernels (and, for
-	// INT4 experts, Marlin) take more than their bytes and the catalog's
-	// floors; within 15 % from 8 requests; the transfer within 1-16 % at
-	// one request. tpscope's own kernels (the executor
-	// profile) are what the priors describe.
+	// (SM 9.x, 10.x) the priors run 9-24 % under vLLM 0.24's measured
+	// tables at one request (2026-12-08, the medians this caveat quotes),
+	// where the engine's one-token MLA kernels take more than their bytes
+	// and the catalog's floors (the INT4 Marlin experts' excess is priced
+	// since, engprof.SMStream.CallCycles); within 15 % from 8 requests but
+	// the GB200's and GB300's 11-12 %; the transfer within 1-16 % at one
+	// request. tpscope's own kernels (the executor profile) are what the
+	// priors describe.
 	hbm := major == 9 || major == 10
 	if hbm && p.cm.prof.Engine != engprof.ExecutorRef.Name && (w.Phase == "" || w.Phase == model.Decode) && w.Batch >= 1 && w.Batch <= 2 &&
-		!measured.role[model.RoleMLADecode] && !measured.role[model.RoleExpertsGateUp] && !p.calibratedFamily("attention") && !p.calibratedFamily("moe_gemm") {
+		!measured.role[model.RoleMLADecode] && !p.calibratedFamily("attention") {
 		// The evidence is vLLM's kernels: under another engine the caveat
-		// says its own one-token kernels were not measured. The experts
-		// the tables measured beyond their bytes are Kimi-K2.5's INT4
-		// ones under Marlin (README "Leave one system out"), so Marlin is
-		// named only for a model whose experts are INT4 (not DeepSeek-V3's
-		// FP8 or an NVFP4 checkpoint's); the MLA module for every model.
-		kernels := "one-token MLA kernels"
-		if a.RoutedExperts > 0 && a.Quant.Dtype(model.CompRoutedExperts) == model.INT4G32 {
-			kernels = "one-token MLA and INT4 Marlin kernels"
-		}
-		whose := "the engine's " + kernels + " take"
+		// says its own one-token kernels were not measured.
+		whose := "the engine's one-token MLA kernels take"
 		if p.cm.prof.Engine != "vllm" {
-			whose = fmt.Sprintf("vLLM's %s take (%s's own were not measured)", kernels, p.cm.prof.Name())
+			whose = fmt.Sprintf("vLLM's one-token MLA kernels take (%s's own were not measured)", p.cm.prof.Name())
 		}
-		out = append(out, "one-request decode on an HBM datacenter GPU: held out against vLLM 0.24's measured tables the priors run 15-30 % under at one request (median: H200 30 %, H100 SXM 29 %, GB200 21 %, GB300 18 %, B300 17 %, B200 15 %; within 15 % from 8 requests): "+whose+" more than their bytes and the catalog's floors: likely optimistic (fix: --perf-db with this GPU's tables, or another GPU's with --perf-db-transfer: within 1-16 % at one request; or tpscope calibrate --trace on this server's trace)")
+		out = append(out, "one-request decode on an HBM datacenter GPU: held out against vLLM 0.24's measured tables the priors run 9-24 % under at one request (median: H100 SXM 24 %, H200 15 %, GB200 13 %, GB300 11 %, B300 10 %, B200 9 %; within 15 % from 8 requests): "+whose+" more than their bytes and the catalog's floors: likely optimistic (fix: --perf-db with this GPU's tables, or another GPU's with --perf-db-transfer: within 1-16 % at one request; or tpscope calibrate --trace on this server's trace)")
 	}
 
 	// A decode batch above the running limit the engine starts with on

@@ -194,22 +194,23 @@ func TestCaveatHBMOneRequestEngine(t *testing.T) {
 	}
 }
 
-// TestCaveatHBMOneRequestNamesTheModelsKernels: the rule names INT4
-// Marlin, whose excess the tables measured on Kimi-K2.5's INT4 experts,
-// only for a model whose experts are INT4; DeepSeek-V3's FP8 experts
-// and the NVFP4 checkpoints' are not run by it, and the caveat speaks of
-// the MLA module alone there, under vLLM and under another engine.
+// TestCaveatHBMOneRequestNamesTheModelsKernels: the rule names the
+// one-token MLA kernels, for every model's experts: the INT4 Marlin
+// experts' excess over their bytes, which it also named before, is priced
+// since the Marlin call's fixed cycles (engprof.SMStream.CallCycles), so
+// Kimi-K2.5's INT4 checkpoint reads as DeepSeek-V3's FP8 and the NVFP4
+// ones, under vLLM and under another engine.
 func TestCaveatHBMOneRequestNamesTheModelsKernels(t *testing.T) {
 	const hbm = "one-request decode on an HBM datacenter GPU"
 	for _, c := range []struct {
 		model, engine, want string
 	}{
-		{"kimi-k2.5", "vllm", "the engine's one-token MLA and INT4 Marlin kernels take more"},
+		{"kimi-k2.5", "vllm", "the engine's one-token MLA kernels take more"},
 		{"deepseek-v3", "vllm", "the engine's one-token MLA kernels take more"},
 		{"kimi-k2.5-nvfp4", "vllm", "the engine's one-token MLA kernels take more"},
 		{"glm-5-nvfp4", "vllm", "the engine's one-token MLA kernels take more"},
 		{"deepseek-v3", "sglang", "vLLM's one-token MLA kernels take (sglang@0.5's own were not measured) more"},
-		{"kimi-k2.5", "sglang", "vLLM's one-token MLA and INT4 Marlin kernels take (sglang@0.5's own were not measured) more"},
+		{"kimi-k2.5", "sglang", "vLLM's one-token MLA kernels take (sglang@0.5's own were not measured) more"},
 	} {
 		p, err := New(collTopo(t, "h200-nvswitch", 0), Options{CUDAGraphs: true, Engine: engprof.Ref{Name: c.engine}})
 		if err != nil {
