@@ -314,9 +314,9 @@ func signedWorst(v []float64) float64 {
 // sample).
 // The transfer's donors are the sample's four systems only, what a user
 // of the sample would have. Asserted, per batch, the measured medians
-// (2026-12-06, unseenBounds): on the H100 the priors within 15 % from 8
-// requests and 28 % at one, the transfer within 8 %; on the B300, GB200
-// and GB300 the transfer within 5.5 % and the priors within 22 %.
+// (unseenBounds): on the H100 the priors within 15 % from 8 requests and
+// 25 % at one, the transfer within 8 %; on the B300, GB200 and GB300 the
+// transfer within 5.5 % and the priors within 15 %.
 func TestUnseenGPUTables(t *testing.T) {
 	dir := os.Getenv("TPSCOPE_PERFDB_FULL")
 	if dir == "" {
@@ -369,13 +369,16 @@ func TestUnseenGPUTables(t *testing.T) {
 // step shorter on both sides by its norms and its fused all-reduces,
 // losoMedianMissed): H100 priors 28.6 / 1.0 / 7.8 / 6.4 %, transfer 4.3 /
 // 6.9 / 7.8 / 2.5 %; B300 priors 16.9 %, GB200 21.4 %, GB300 17.5 % at
-// one request, their transfers 0.7-5.4 %.
+// one request, their transfers 0.7-5.4 %. 2026-12-08, with the Marlin
+// call's fixed 32,400 cycles (derived from these four systems' one-token
+// rows, so their Kimi-K2.5 points are not held out from it): priors at
+// one request H100 24.3 %, B300 10.0 %, GB200 12.8 %, GB300 10.6 %.
 // The GB200 and GB300 tables have no collective rows: their
 // collectives are priced by the priors on both sides, and eight of an
 // NVL72 domain's GPUs are taken as an 8-GPU NVSwitch box.
 var unseenBounds = map[string][4][2]float64{
-	"h100_sxm": {{0.29, 0.045}, {0.15, 0.07}, {0.15, 0.08}, {0.15, 0.03}},
-	"b300_sxm": {{0.185, 0.03}, {0.15, 0.05}, {0.15, 0.035}, {0.15, 0.025}},
-	"gb200":    {{0.22, 0.055}, {0.15, 0.055}, {0.15, 0.025}, {0.15, 0.015}},
-	"gb300":    {{0.185, 0.015}, {0.15, 0.05}, {0.15, 0.02}, {0.15, 0.015}},
+	"h100_sxm": {{0.25, 0.045}, {0.15, 0.07}, {0.15, 0.08}, {0.15, 0.03}},
+	"b300_sxm": {{0.15, 0.03}, {0.15, 0.05}, {0.15, 0.035}, {0.15, 0.025}},
+	"gb200":    {{0.15, 0.055}, {0.15, 0.055}, {0.15, 0.025}, {0.15, 0.015}},
+	"gb300":    {{0.15, 0.015}, {0.15, 0.05}, {0.15, 0.02}, {0.15, 0.015}},
 }
