@@ -31,19 +31,7 @@ func TestMarlinSMStream(t *testing.T) {
 		{"pcie-2s:8xrtx-pro-6000-server", 1597 * 0.8, 1597 * 0.8},
 		{"pcie-2s:8xl40s", 864 * 0.8, 864 * 0.8},
 	} {
-		topo, err := topology.Resolve(c.box, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		p, err := New(topo, Options{CUDAGraphs: true})
-		if err != nil {
-			t.Fatal(err)
-		}
-		pr, err := p.PredictScenario(Scenario{Arch: mustPreset(t, "kimi-k2.5"), Plan: model.Plan{TP: 8}, Build: model.BuildOptions{Routing: model.BalancedRouting},
-			Workload: model.Workload{Phase: model.Decode, Batch: 128, Context: 4096, KVDtype: model.BF16}})
-		if err != nil {
-			t.Fatal(err)
-		}
+		topo, pr := kimiINT4Decode(t, c.box, 128)
 		n := 0
 		for i := range pr.Ops {
 			op := &pr.Ops[i]
@@ -84,20 +72,8 @@ func TestMarlinCallLatency(t *testing.T) {
 		{"pcie-2s:8xrtx-pro-6000-server", false},
 		{"pcie-2s:8xl40s", false},
 	} {
-		topo, err := topology.Resolve(c.box, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		p, err := New(topo, Options{CUDAGraphs: true})
-		if err != nil {
-			t.Fatal(err)
-		}
 		for _, batch := range []int{1, 128} {
-			pr, err := p.PredictScenario(Scenario{Arch: mustPreset(t, "kimi-k2.5"), Plan: model.Plan{TP: 8}, Build: model.BuildOptions{Routing: model.BalancedRouting},
-				Workload: model.Workload{Phase: model.Decode, Batch: batch, Context: 4096, KVDtype: model.BF16}})
-			if err != nil {
-				t.Fatal(err)
-			}
+			topo, pr := kimiINT4Decode(t, c.box, batch)
 			gateUps := 0
 			for i := range pr.Ops {
 				op := &pr.Ops[i]
@@ -120,4 +96,25 @@ func TestMarlinCallLatency(t *testing.T) {
 			}
 		}
 	}
+}
+
+// kimiINT4Decode prices a Kimi-K2.5 (INT4 experts) TP-8 decode step of
+// batch sequences at 4K context on box, graphs on, the tables' balanced
+// routing, and returns the box with the prediction.
+func kimiINT4Decode(t *testing.T, box string, batch int) (*topology.Topology, *Prediction) {
+	t.Helper()
+	topo, err := topology.Resolve(box, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := New(topo, Options{CUDAGraphs: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pr, err := p.PredictScenario(Scenario{Arch: mustPreset(t, "kimi-k2.5"), Plan: model.Plan{TP: 8}, Build: model.BuildOptions{Routing: model.BalancedRouting},
+		Workload: model.Workload{Phase: model.Decode, Batch: batch, Context: 4096, KVDtype: model.BF16}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return topo, pr
 }
