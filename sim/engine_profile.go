@@ -98,7 +98,7 @@ func (k *engineKernels) init(dev *topology.Device, prof *engprof.Profile, opts *
 // else the engine profile's (cuda_graphs.eager_host_us: its Python
 // forward), else the device's.
 func (k *engineKernels) eagerHostUs(dev *topology.Device) float64 {
-	if strings.HasPrefix(dev.Sources["launch_eager_us"], "calibrated") {
+	if launchCalibrated(dev) {
 		return dev.LaunchEagerUs
 	}
 	if k.prof != nil && k.prof.Graphs.EagerHostUs > 0 {
@@ -112,10 +112,17 @@ func (k *engineKernels) eagerHostUs(dev *topology.Device) float64 {
 // 0 where the profile states none or a trace calibrated the device's
 // launch_eager_us (the user's measurement wins, as in eagerHostUs).
 func (k *engineKernels) eagerPrefillLayerHostUs(dev *topology.Device) float64 {
-	if k.prof == nil || strings.HasPrefix(dev.Sources["launch_eager_us"], "calibrated") {
+	if k.prof == nil || launchCalibrated(dev) {
 		return 0
 	}
 	return k.prof.Graphs.EagerPrefillLayerHostUs
+}
+
+// launchCalibrated reports whether a trace calibrated dev's eager launch
+// cost (calibrate.ApplyCompute's source "calibrated: ..."): the user's
+// measurement, which every engine figure for it gives way to.
+func launchCalibrated(dev *topology.Device) bool {
+	return strings.HasPrefix(dev.Sources["launch_eager_us"], "calibrated")
 }
 
 // kvOf is the attention backends' view of a KV dtype.
