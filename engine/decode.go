@@ -380,16 +380,25 @@ func (p *Profile) validate() error {
 		if fu.MinTP < 0 {
 			return bad(f+".min_tp", "%d: want 0 or more", fu.MinTP)
 		}
-		for cc, byTP := range fu.MaxInputMiB {
-			a, ok := ArchOf(cc)
-			if !ok || !fu.Archs.Has(a) {
-				return bad(f+".max_input_mib", "%q: want the compute capability of a device of the fusion's families (%v), as \"9.0\"", cc, fu.Archs)
-			}
-			for tp, mib := range byTP {
-				if tp < 2 || !(mib > 0) {
-					return bad(f+".max_input_mib", "%s: TP %d at %g MiB: want a TP degree of 2 or more and a cap above 0 MiB", cc, tp, mib)
+		for _, c := range []struct {
+			field string
+			caps  map[string]map[int]float64
+		}{{".max_input_mib", fu.MaxInputMiB}, {".oneshot_max_input_mib", fu.OneShotMaxInputMiB}} {
+			field := c.field
+			for cc, byTP := range c.caps {
+				a, ok := ArchOf(cc)
+				if !ok || !fu.Archs.Has(a) {
+					return bad(f+field, "%q: want the compute capability of a device of the fusion's families (%v), as \"9.0\"", cc, fu.Archs)
+				}
+				for tp, mib := range byTP {
+					if tp < 2 || !(mib > 0) {
+						return bad(f+field, "%s: TP %d at %g MiB: want a TP degree of 2 or more and a cap above 0 MiB", cc, tp, mib)
+					}
 				}
 			}
+		}
+		if len(fu.OneShotMaxInputMiB) > 0 && fu.Name != FuseAllReduceRMSNorm {
+			return bad(f+".oneshot_max_input_mib", "stated on %s: only the %s fusion runs an all-reduce kernel", fu.Name, FuseAllReduceRMSNorm)
 		}
 		if fu.Off != "" && !fu.Default {
 			return bad(f+".off", "%q: only a default fusion has a switch that turns it off (default: true)", fu.Off)

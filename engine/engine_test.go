@@ -415,6 +415,95 @@ func TestAllReducePaths(t *testing.T) {
 	}
 }
 
+// TestFusedAllReducePaths: a message the engine hands its all-reduce +
+// RMSNorm fusion runs in FlashInfer's fused kernel, one-shot or two-shot
+// by the fusion's own rule, not the custom all-reduce's 256 KiB switch nor
+// vLLM's symmetric-memory caps. SGLang passes no use_oneshot, so
+// FlashInfer's heuristic decides: tokens x hidden x 2 x world x 2 bytes
+// at most 42 MiB on 8 GPUs, i.e. up to 192 tokens of DeepSeek-V3's 7,168
+// (2,752,512 bytes); vLLM's table: 1 MiB on SM 10.0, 2 MiB on SM 10.3,
+// 0.5 MiB on SM 9.0 at TP 8. The same bytes unfused take the custom
+// all-reduce's rule, and TensorRT-LLM keeps its strategy table.
+func TestFusedAllReducePaths(t *testing.T) {
+	const kib, mib, hidden = 1 << 10, 1 << 20, 7168
+	tok := func(n int64) int64 { return n * hidden * 2 }
+	cases := []struct {
+		engine string
+		arch   Arch
+		cc     string
+		n      int
+		bytes  int64
+		fused  bool
+		want   ARPath
+	}{
+		{"sglang", SM100, "10.0", 8, tok(24), true, ARCustomOneShot},
+		{"sglang", SM100, "10.0", 8, tok(24), false, ARCustomTwoShot},
+		{"sglang", SM100, "10.0", 8, tok(192), true, ARCustomOneShot},
+		{"sglang", SM100, "10.0", 8, tok(193), true, ARCustomTwoShot},
+		{"sglang", SM90, "9.0", 4, 8 * mib, true, ARCustomOneShot},
+		{"sglang", SM90, "9.0", 4, 8*mib + 2, true, ARCustomTwoShot},
+		{"vllm", SM100, "10.0", 8, 458752, true, ARCustomOneShot},
+		{"vllm", SM100, "10.0", 8, 458752, false, ARCustomTwoShot},
+		{"vllm", SM90, "9.0", 8, 458752, true, ARCustomOneShot},
+		{"vllm", SM90, "9.0", 8, 458752, false, ARSymmMultimem},
+		{"vllm", SM100, "10.3", 8, 2 * mib, true, ARCustomOneShot},
+		{"vllm", SM100, "10.3", 8, 3 * mib, true, ARCustomTwoShot},
+		{"vllm", SM100, "10.0", 8, 128 * kib, true, ARCustomOneShot},
+	}
+	for _, c := range cases {
+		m := ARMessage{Bytes: c.bytes, Tokens: c.bytes / (2 * hidden), Hidden: hidden, Fused: c.fused}
+		if got := mustLookup(t, c.engine).AllReducePath(c.arch, c.cc, c.n, true, true, m); got != c.want {
+			t.Errorf("%s %s %d GPUs %d B fused %v: %s, want %s", c.engine, c.cc, c.n, c.bytes, c.fused, got, c.want)
+		}
+	}
+	// TensorRT-LLM states no such rule: its AUTO table picks for a fused
+	// message as for any (SM100, TP 8, residual_rms_norm, 4,096 hidden:
+	// as Pick says).
+	trt := mustLookup(t, "trtllm")
+	m := ARMessage{Bytes: tok(24), Tokens: 24, Hidden: hidden, Fused: true}
+	ok, one := trt.AllReduce.Pick("10.0", 8, true, m)
+	want := ARNCCL
+	if ok && one {
+		want = ARCustomOneShot
+	} else if ok {
+		want = ARCustomTwoShot
+	}
+	if got := trt.AllReducePath(SM100, "10.0", 8, true, true, m); got != want {
+		t.Errorf("trtllm fused 24 tokens: %s, want the strategy table's %s", got, want)
+	}
+	if _, ok := trt.FusedOneShotMaxBytes("10.0", 8); ok {
+		t.Error("trtllm states a fused one-shot rule; want none")
+	}
+}
+
+// The fused kernel's one-shot rule is checked as the fusion's size caps
+// are: a capability outside the fusion's families, a cap of 0 MiB, and
+// the rule on a fusion that runs no all-reduce are one line each.
+func TestFusedOneShotRuleChecked(t *testing.T) {
+	base := string(mustRead(t, "profiles/sglang-0.5.yaml"))
+	const rule = `oneshot_max_input_mib: {"9.0": {2: 128, 4: 8, 8: 2.625},`
+	if !strings.Contains(base, rule) {
+		t.Fatalf("the SGLang profile lacks %q", rule)
+	}
+	for _, c := range []struct{ new, want string }{
+		{`oneshot_max_input_mib: {"12.0": {2: 128, 4: 8, 8: 2.625},`, `fusions[0].oneshot_max_input_mib: "12.0": want the compute capability of a device of the fusion's families`},
+		{`oneshot_max_input_mib: {"9.0": {2: 128, 4: 8, 8: 0},`, "fusions[0].oneshot_max_input_mib: 9.0: TP 8 at 0 MiB: want a TP degree of 2 or more and a cap above 0 MiB"},
+	} {
+		if err := parseEdited(base, rule, c.new); !oneLineWith(err, c.want) {
+			t.Errorf("%s: error %v, want one line naming %s", c.new, err, c.want)
+		}
+	}
+	vllm := string(mustRead(t, "profiles/vllm-0.24.yaml"))
+	const aq = "- {name: act_quant, archs: any, default: true, cite: [fusions-doc]}"
+	if !strings.Contains(vllm, aq) {
+		t.Fatalf("the vLLM profile lacks %q", aq)
+	}
+	err := parseEdited(vllm, aq, `- {name: act_quant, archs: any, default: true, oneshot_max_input_mib: {"9.0": {8: 1}}, cite: [fusions-doc]}`)
+	if want := "fusions[1].oneshot_max_input_mib: stated on act_quant: only the allreduce_rmsnorm fusion runs an all-reduce kernel"; !oneLineWith(err, want) {
+		t.Errorf("error %v, want one line naming %s", err, want)
+	}
+}
+
 // TestFactsPerArch: DSA dense on SM120 for vLLM and SGLang (no sparse MLA
 // kernels there), the executor runs what the schedule has; graph sizes;
 // refusals; fusions.

@@ -926,6 +926,16 @@ type Fusion struct {
 	// (vLLM disables the pass for a world size its table lacks). None:
 	// no cap by size.
 	MaxInputMiB map[string]map[int]float64 `yaml:"max_input_mib"`
+	// OneShotMaxInputMiB, where stated, is how the fused kernel picks its
+	// algorithm, keyed as MaxInputMiB: a message of at most this many MiB
+	// runs its one-shot (Lamport) kernel, a larger one its two-shot one.
+	// The fused kernel is FlashInfer's trtllm_allreduce_fusion, not the
+	// engine's custom all-reduce, so the custom all-reduce's byte rule
+	// (and the symmetric-memory caps on it) do not pick for it: vLLM
+	// passes use_oneshot by its own table (_FI_ALLREDUCE_ONE_SHOT_MAX_SIZES_MB),
+	// SGLang passes none and FlashInfer's heuristic decides
+	// (_should_use_oneshot). Unstated: the custom all-reduce's rule.
+	OneShotMaxInputMiB map[string]map[int]float64 `yaml:"oneshot_max_input_mib"`
 	// Off is how a deployment turns a default fusion off ("" where the
 	// profile states no switch: then it cannot be priced off), e.g.
 	// TensorRT-LLM's TRTLLM_DEEPSEEK_EAGER_FUSION_DISABLED=1; only a
@@ -1040,6 +1050,20 @@ func (p *Profile) FusionMaxInputBytes(name, cc string, tp int) int64 {
 		}
 	}
 	return 0
+}
+
+// FusedOneShotMaxBytes is the largest all-reduce input, in bytes, the
+// all-reduce + RMSNorm fusion's kernel runs one-shot on a device of
+// compute capability cc at TP degree tp; ok false where the fusion
+// states no such rule there (Fusion.OneShotMaxInputMiB).
+func (p *Profile) FusedOneShotMaxBytes(cc string, tp int) (maxBytes int64, ok bool) {
+	for _, f := range p.Fusions {
+		if f.Name == FuseAllReduceRMSNorm {
+			mib, has := f.OneShotMaxInputMiB[cc][tp]
+			return int64(mib * (1 << 20)), has
+		}
+	}
+	return 0, false
 }
 
 // FusionOff is the switch that turns fusion name off where it is on by
@@ -1590,6 +1614,16 @@ func (c *CustomAR) Pick(cc string, n int, allNVLink bool, m ARMessage) (ok, oneS
 // (vLLM CudaCommunicator.all_reduce).
 func (p *Profile) AllReducePath(a Arch, cc string, n int, allNVLink, nvswitch bool, m ARMessage) ARPath {
 	b := m.Bytes
+	// A message the engine hands its all-reduce + RMSNorm fusion runs in
+	// that fusion's own kernel where the fusion states how it picks
+	// (FlashInfer's, over the same IPC buffers): one-shot or two-shot by
+	// its rule, whatever the custom all-reduce's or symmetric memory's.
+	if maxOne, ok := p.FusedOneShotMaxBytes(cc, n); ok && m.Fused {
+		if b <= maxOne {
+			return ARCustomOneShot
+		}
+		return ARCustomTwoShot
+	}
 	rule := p.SymmMem.symmRule(a, cc, n, nvswitch)
 	if ok, one := p.AllReduce.Pick(cc, n, allNVLink, m); ok {
 		capped := false
