@@ -107,6 +107,7 @@ func TestScheduleInvariants(t *testing.T) {
 		{"kimi tp2 dp4 ep", "kimi-k2.5-nvfp4", Plan{TP: 2, DP: 4, EP: true}, Workload{Batch: 9, Context: 100}, BuildOptions{}},
 		{"deepseek tp8 mtp3", "deepseek-v3", Plan{TP: 8}, Workload{Batch: 2, Context: 100, SpecTokens: 3}, BuildOptions{}},
 		{"glm-5 tp8 prefill", "glm-5", Plan{TP: 8}, Workload{Phase: Prefill, Batch: 1, Context: 4096}, BuildOptions{}},
+		{"glm-5 tp8 sparse decode", "glm-5-nvfp4", Plan{TP: 8}, Workload{Batch: 4, Context: 8192}, BuildOptions{}},
 		{"glm-5 dense dcp8", "glm-5-nvfp4", Plan{TP: 8, DCP: 8}, Workload{Batch: 1, Context: 4096}, BuildOptions{DenseDSA: true}},
 		{"tiny tp4 mtp1", "tiny-mla-moe", Plan{TP: 4}, Workload{Batch: 3, Context: 64, SpecTokens: 1}, BuildOptions{}},
 	}
@@ -149,6 +150,16 @@ func TestScheduleInvariants(t *testing.T) {
 					}
 					if op.FLOPs < 0 || op.BytesRead < 0 || op.BytesWritten < 0 || op.WeightBytes > op.BytesRead+1e-9 || op.KVBytes > op.BytesRead+1e-9 {
 						t.Errorf("%s: bad sizes %+v", op.ID, *op)
+					}
+					// A row kernel's grid is its rows (one CTA per token
+					// row): one that moves bytes states them, or its
+					// price is one CTA's stream (the DSA indexer's RoPE
+					// once cost a 16K-token prefill 2.5 ms a layer so).
+					switch op.Kind {
+					case KindNorm, KindElementwise, KindRouter, KindEmbedding:
+						if op.BytesRead+op.BytesWritten > 0 && op.M < 1 {
+							t.Errorf("%s: %s kernel of %.0f bytes states no rows (M %d)", op.ID, op.Kind, op.BytesRead+op.BytesWritten, op.M)
+						}
 					}
 					if op.IsCollective() {
 						if op.CommBytes <= 0 || len(op.Group) < 2 {

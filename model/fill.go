@@ -123,11 +123,15 @@ func (b *builder) fillAttention(s *site, op *Op, r Role) bool {
 	case RoleIndexerWeightsProj:
 		b.gemm(op, t, int64(a.IndexHeads), int64(a.Hidden), 1, a.Quant.Base)
 	case RoleIndexerRope:
+		// The rotary part of each index head's query and of the shared
+		// key, a row of them per token (the row kernels' grid: M).
 		n := float64(t * (int64(a.IndexHeads) + 1) * int64(a.QKRopeHeadDim))
 		elementwise(op, 6*n, n*actBytes, n*actBytes)
+		op.M, op.N = t, (int64(a.IndexHeads)+1)*int64(a.QKRopeHeadDim)
 	case RoleIndexerCacheWrite:
 		id, cb := int64(a.IndexHeadDim), float64(a.IndexerCacheBytesPerTokenLayer())
 		elementwise(op, float64(t*id)*2, float64(t*id)*actBytes, float64(t)*cb)
+		op.M, op.N = t, id
 		op.KVDtype = FP8
 	case RoleIndexerScore:
 		ih, id := int64(a.IndexHeads), int64(a.IndexHeadDim)
