@@ -93,7 +93,9 @@ var idPattern = regexp.MustCompile(`^(L\d{2,}\.(attn|moe|mlp)\.[a-z0-9_]+|(embed
 // TestScheduleInvariants: op IDs follow DESIGN.md's format, are unique per
 // rank and identical across ranks; every collective's group is sorted,
 // contains its rank, and each member has the same op; layer and block
-// agree with the ID; no negative sizes.
+// agree with the ID; no negative sizes; every row kernel that moves bytes
+// states its rows. Over decode, prefill, DCP, DP + EP, MTP, EAGLE-3, a
+// draft model, sparse and dense DSA, and a mixed serving step.
 func TestScheduleInvariants(t *testing.T) {
 	cases := []struct {
 		name   string
@@ -110,83 +112,111 @@ func TestScheduleInvariants(t *testing.T) {
 		{"glm-5 tp8 sparse decode", "glm-5-nvfp4", Plan{TP: 8}, Workload{Batch: 4, Context: 8192}, BuildOptions{}},
 		{"glm-5 dense dcp8", "glm-5-nvfp4", Plan{TP: 8, DCP: 8}, Workload{Batch: 1, Context: 4096}, BuildOptions{DenseDSA: true}},
 		{"tiny tp4 mtp1", "tiny-mla-moe", Plan{TP: 4}, Workload{Batch: 3, Context: 64, SpecTokens: 1}, BuildOptions{}},
+		{"kimi tp8 eagle3", "kimi-k2.5", Plan{TP: 8}, Workload{Batch: 4, Context: 4096, SpecTokens: 3}, BuildOptions{Spec: specWith(t, SpecEagle3, "kimi-k2.5-eagle3-mla")}},
+		{"kimi tp8 draft model", "kimi-k2.5", Plan{TP: 8}, Workload{Batch: 4, Context: 4096, SpecTokens: 3}, BuildOptions{Spec: specWith(t, SpecDraftModel, "moonlight-16b-a3b")}},
+	}
+	// A mixed step of the serving scheduler: decodes beside a prompt's
+	// chunk over its cached prefix, on the sparse DSA model.
+	glm := mustPreset(t, "glm-5-nvfp4")
+	mixed, err := BuildIteration(glm, Plan{TP: 8}, Iteration{DecodeSeqs: 6, DecodeKVTokens: 6 * 3000, PrefillSeqs: 1, PrefillTokens: 2048,
+		PrefillPrefixTokens: 4096, PrefillCausalPairs: 2048 * 2049 / 2, PrefillPrefixPairs: 2048 * 4096}, BuildOptions{})
+	if err != nil {
+		t.Fatal(err)
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			s := mustBuild(t, mustPreset(t, c.preset), c.plan, c.w, c.o)
-			ids := make([]string, len(s.Ranks[0]))
-			for i, op := range s.Ranks[0] {
-				ids[i] = op.ID
-			}
-			seen := map[string]bool{}
-			for _, id := range ids {
-				if !idPattern.MatchString(id) {
-					t.Errorf("bad op ID %q", id)
-				}
-				if seen[id] {
-					t.Errorf("duplicate op ID %q", id)
-				}
-				seen[id] = true
-			}
-			for r, ops := range s.Ranks {
-				if len(ops) != len(ids) {
-					t.Fatalf("rank %d has %d ops, rank 0 %d", r, len(ops), len(ids))
-				}
-				for i := range ops {
-					op := &ops[i]
-					if op.ID != ids[i] || op.Rank != r {
-						t.Fatalf("rank %d op %d = %s (rank %d), want %s", r, i, op.ID, op.Rank, ids[i])
-					}
-					if !strings.HasSuffix(op.ID, "."+op.Name) {
-						t.Errorf("%s: name %q is not the ID's last part", op.ID, op.Name)
-					}
-					if strings.HasPrefix(op.ID, "L") && (op.Layer < 0 || !strings.HasPrefix(op.ID, fmt.Sprintf("L%02d.%s.", op.Layer, op.Block))) {
-						t.Errorf("%s: layer %d block %s disagree with ID", op.ID, op.Layer, op.Block)
-					}
-					for _, pass := range []string{"mtp", "eagle", "draft"} {
-						if strings.HasPrefix(op.ID, pass+".") && op.Block != pass {
-							t.Errorf("%s: block %q, want %s", op.ID, op.Block, pass)
-						}
-					}
-					if op.FLOPs < 0 || op.BytesRead < 0 || op.BytesWritten < 0 || op.WeightBytes > op.BytesRead+1e-9 || op.KVBytes > op.BytesRead+1e-9 {
-						t.Errorf("%s: bad sizes %+v", op.ID, *op)
-					}
-					// A row kernel's grid is its rows (one CTA per token
-					// row): one that moves bytes states them, or its
-					// price is one CTA's stream (the DSA indexer's RoPE
-					// once cost a 16K-token prefill 2.5 ms a layer so).
-					switch op.Kind {
-					case KindNorm, KindElementwise, KindRouter, KindEmbedding:
-						if op.BytesRead+op.BytesWritten > 0 && op.M < 1 {
-							t.Errorf("%s: %s kernel of %.0f bytes states no rows (M %d)", op.ID, op.Kind, op.BytesRead+op.BytesWritten, op.M)
-						}
-					}
-					if op.IsCollective() {
-						if op.CommBytes <= 0 || len(op.Group) < 2 {
-							t.Errorf("%s: comm %d group %v", op.ID, op.CommBytes, op.Group)
-						}
-						in := false
-						for j, g := range op.Group {
-							if g == r {
-								in = true
-							}
-							if j > 0 && op.Group[j-1] >= g {
-								t.Errorf("%s: group %v not sorted", op.ID, op.Group)
-							}
-							peer := &s.Ranks[g][i]
-							if peer.ID != op.ID || peer.CommBytes != op.CommBytes || fmt.Sprint(peer.Group) != fmt.Sprint(op.Group) {
-								t.Errorf("%s: member %d disagrees", op.ID, g)
-							}
-						}
-						if !in {
-							t.Errorf("%s: rank %d not in its group %v", op.ID, r, op.Group)
-						}
-					} else if op.Group != nil || op.CommBytes != 0 {
-						t.Errorf("%s: non-collective with group/comm", op.ID)
-					}
-				}
-			}
+			checkScheduleInvariants(t, s)
 		})
+	}
+	t.Run("glm-5 tp8 mixed iteration", func(t *testing.T) { checkScheduleInvariants(t, mixed) })
+}
+
+// specWith is a speculative method with its drafter resolved.
+func specWith(t *testing.T, m SpecMethod, drafter string) Spec {
+	t.Helper()
+	d, err := ResolveDrafter(drafter)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return Spec{Method: m, Draft: d.Ref, Drafter: d}
+}
+
+// checkScheduleInvariants checks what every schedule must hold
+// (TestScheduleInvariants).
+func checkScheduleInvariants(t *testing.T, s *Schedule) {
+	t.Helper()
+	ids := make([]string, len(s.Ranks[0]))
+	for i, op := range s.Ranks[0] {
+		ids[i] = op.ID
+	}
+	seen := map[string]bool{}
+	for _, id := range ids {
+		if !idPattern.MatchString(id) {
+			t.Errorf("bad op ID %q", id)
+		}
+		if seen[id] {
+			t.Errorf("duplicate op ID %q", id)
+		}
+		seen[id] = true
+	}
+	for r, ops := range s.Ranks {
+		if len(ops) != len(ids) {
+			t.Fatalf("rank %d has %d ops, rank 0 %d", r, len(ops), len(ids))
+		}
+		for i := range ops {
+			op := &ops[i]
+			if op.ID != ids[i] || op.Rank != r {
+				t.Fatalf("rank %d op %d = %s (rank %d), want %s", r, i, op.ID, op.Rank, ids[i])
+			}
+			if !strings.HasSuffix(op.ID, "."+op.Name) {
+				t.Errorf("%s: name %q is not the ID's last part", op.ID, op.Name)
+			}
+			if strings.HasPrefix(op.ID, "L") && (op.Layer < 0 || !strings.HasPrefix(op.ID, fmt.Sprintf("L%02d.%s.", op.Layer, op.Block))) {
+				t.Errorf("%s: layer %d block %s disagree with ID", op.ID, op.Layer, op.Block)
+			}
+			for _, pass := range []string{"mtp", "eagle", "draft"} {
+				if strings.HasPrefix(op.ID, pass+".") && op.Block != pass {
+					t.Errorf("%s: block %q, want %s", op.ID, op.Block, pass)
+				}
+			}
+			if op.FLOPs < 0 || op.BytesRead < 0 || op.BytesWritten < 0 || op.WeightBytes > op.BytesRead+1e-9 || op.KVBytes > op.BytesRead+1e-9 {
+				t.Errorf("%s: bad sizes %+v", op.ID, *op)
+			}
+			// A row kernel's grid is its rows (one CTA per token
+			// row): one that moves bytes states them, or its
+			// price is one CTA's stream (the DSA indexer's RoPE
+			// once cost a 16K-token prefill 2.5 ms a layer so).
+			switch op.Kind {
+			case KindNorm, KindElementwise, KindRouter, KindEmbedding:
+				if op.BytesRead+op.BytesWritten > 0 && op.M < 1 {
+					t.Errorf("%s: %s kernel of %.0f bytes states no rows (M %d)", op.ID, op.Kind, op.BytesRead+op.BytesWritten, op.M)
+				}
+			}
+			if op.IsCollective() {
+				if op.CommBytes <= 0 || len(op.Group) < 2 {
+					t.Errorf("%s: comm %d group %v", op.ID, op.CommBytes, op.Group)
+				}
+				in := false
+				for j, g := range op.Group {
+					if g == r {
+						in = true
+					}
+					if j > 0 && op.Group[j-1] >= g {
+						t.Errorf("%s: group %v not sorted", op.ID, op.Group)
+					}
+					peer := &s.Ranks[g][i]
+					if peer.ID != op.ID || peer.CommBytes != op.CommBytes || fmt.Sprint(peer.Group) != fmt.Sprint(op.Group) {
+						t.Errorf("%s: member %d disagrees", op.ID, g)
+					}
+				}
+				if !in {
+					t.Errorf("%s: rank %d not in its group %v", op.ID, r, op.Group)
+				}
+			} else if op.Group != nil || op.CommBytes != 0 {
+				t.Errorf("%s: non-collective with group/comm", op.ID)
+			}
+		}
 	}
 }
 
