@@ -980,12 +980,21 @@ func (f *Fusion) defaultHolds(u FusionUse) bool {
 // FusionMaxTokens is the most tokens a step may carry for fusion name to
 // apply (0: no limit stated).
 func (p *Profile) FusionMaxTokens(name string) int {
-	for _, f := range p.Fusions {
-		if f.Name == name {
-			return f.MaxTokens
-		}
+	if f := p.fusion(name); f != nil {
+		return f.MaxTokens
 	}
 	return 0
+}
+
+// fusion is the profile's fusion name (names are unique: validate), nil
+// where it lists none.
+func (p *Profile) fusion(name string) *Fusion {
+	for i := range p.Fusions {
+		if p.Fusions[i].Name == name {
+			return &p.Fusions[i]
+		}
+	}
+	return nil
 }
 
 // FusionArchs are the families the profile lists fusion name on, by
@@ -1044,10 +1053,8 @@ func (p *Profile) defaultFusion(name string, u FusionUse) *Fusion {
 // name's kernel takes on a device of compute capability cc at TP degree
 // tp; 0 where the profile states no cap there.
 func (p *Profile) FusionMaxInputBytes(name, cc string, tp int) int64 {
-	for _, f := range p.Fusions {
-		if f.Name == name {
-			return int64(f.MaxInputMiB[cc][tp] * (1 << 20))
-		}
+	if f := p.fusion(name); f != nil {
+		return int64(f.MaxInputMiB[cc][tp] * (1 << 20))
 	}
 	return 0
 }
@@ -1057,11 +1064,9 @@ func (p *Profile) FusionMaxInputBytes(name, cc string, tp int) int64 {
 // compute capability cc at TP degree tp; ok false where the fusion
 // states no such rule there (Fusion.OneShotMaxInputMiB).
 func (p *Profile) FusedOneShotMaxBytes(cc string, tp int) (maxBytes int64, ok bool) {
-	for _, f := range p.Fusions {
-		if f.Name == FuseAllReduceRMSNorm {
-			mib, has := f.OneShotMaxInputMiB[cc][tp]
-			return int64(mib * (1 << 20)), has
-		}
+	if f := p.fusion(FuseAllReduceRMSNorm); f != nil {
+		mib, has := f.OneShotMaxInputMiB[cc][tp]
+		return int64(mib * (1 << 20)), has
 	}
 	return 0, false
 }
